@@ -1,0 +1,53 @@
+import type { Ctx } from "../context";
+import { mutate } from "../db/changelog";
+import { users } from "../db/schema";
+import { createPerson, findByUsername, hashPassword, passwordIssues, setPassword, updateUser } from "../services/users.service";
+import { stringFlag, UsageError } from "./args";
+
+/** `apis user create|list|set-password|deactivate` for admins. Returns the exit code. */
+export async function userCommand(ctx: Ctx, sub: string | undefined, flags: Record<string, string | boolean>): Promise<number> {
+  const json = flags.json === true;
+  switch (sub) {
+    case "create": {
+      const username = stringFlag(flags, "username", true)!;
+      const email = stringFlag(flags, "email", true)!;
+      const password = stringFlag(flags, "password", true)!;
+      const issues = passwordIssues(password);
+      if (issues.length) throw new UsageError(`--password: ${issues[0]!.message}`);
+      const hash = await hashPassword(password);
+      const u = mutate(ctx.db, ctx.hub, (tx, log) =>
+        createPerson(tx, log, { username, email, passwordHash: hash, name: stringFlag(flags, "name") }),
+      );
+      console.log(json ? JSON.stringify({ gid: u.gid, username: u.username }) : `created user ${u.username} (${u.gid})`);
+      return 0;
+    }
+    case "list": {
+      const rows = ctx.db.select().from(users).all();
+      if (json) console.log(JSON.stringify(rows.map((u) => ({ gid: u.gid, kind: u.kind, username: u.username, email: u.email, name: u.name, status: u.status }))));
+      else for (const u of rows) console.log(`${u.gid}  ${(u.username ?? (u.kind === "api" ? "(api)" : "(invited)")).padEnd(24)} ${u.email.padEnd(32)} ${u.status}`);
+      return 0;
+    }
+    case "set-password": {
+      const username = stringFlag(flags, "username", true)!;
+      const password = stringFlag(flags, "password", true)!;
+      const issues = passwordIssues(password);
+      if (issues.length) throw new UsageError(`--password: ${issues[0]!.message}`);
+      const u = findByUsername(ctx.db, username);
+      if (!u) throw new UsageError(`no user ${username}`);
+      const hash = await hashPassword(password);
+      mutate(ctx.db, ctx.hub, (tx, log) => setPassword(tx, log, u.gid, hash));
+      console.log(`password of ${username} changed; its old tokens no longer work`);
+      return 0;
+    }
+    case "deactivate": {
+      const username = stringFlag(flags, "username", true)!;
+      const u = findByUsername(ctx.db, username);
+      if (!u) throw new UsageError(`no user ${username}`);
+      mutate(ctx.db, ctx.hub, (tx, log) => updateUser(tx, log, u.gid, { status: "inactive", tokenVersion: u.tokenVersion + 1 }));
+      console.log(`user ${username} deactivated; its tokens no longer work`);
+      return 0;
+    }
+    default:
+      throw new UsageError("usage: apis user create|list|set-password|deactivate [flags]");
+  }
+}

@@ -1,0 +1,66 @@
+import { resolve } from "node:path";
+import { z } from "zod";
+
+/**
+ * Every setting of Apis in one table: flag (`--port`) over environment variable (`APIS_PORT`)
+ * over default. `apis --help` and the README list the same table.
+ */
+const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+const bool = z.union([z.boolean(), z.enum(["true", "false", "1", "0", "yes", "no"]).transform((v) => ["true", "1", "yes"].includes(v))]);
+
+export const settings = {
+  port: { env: "APIS_PORT", flag: "port", schema: int(0, 65535), default: 8080, help: "TCP port; 0 picks a free port" },
+  host: { env: "APIS_HOST", flag: "host", schema: z.string().min(1), default: "0.0.0.0", help: "address to listen on" },
+  data: { env: "APIS_DATA", flag: "data", schema: z.string().min(1), default: "./data", help: "data folder (database, files, backups)" },
+  publicUrl: { env: "APIS_PUBLIC_URL", flag: "public-url", schema: z.url().or(z.literal("")), default: "", help: "public base URL used in links and media URLs (default http://localhost:<port>)" },
+  jwtSecret: { env: "APIS_JWT_SECRET", flag: "jwt-secret", schema: z.string().min(32, "must be at least 32 characters").or(z.literal("")), default: "", help: "HS256 secret; generated into <data>/jwt.secret when empty" },
+  jwtLifetime: { env: "APIS_JWT_LIFETIME", flag: "jwt-lifetime", schema: int(60, 31 * 86400), default: 3600, help: "JWT lifetime in seconds" },
+  smtpUrl: { env: "APIS_SMTP_URL", flag: "smtp-url", schema: z.string(), default: "", help: "SMTP URL (smtp://user:pass@host:587); empty writes mails to <data>/outbox/" },
+  smtpFrom: { env: "APIS_SMTP_FROM", flag: "smtp-from", schema: z.string().min(3), default: "Apis <apis@localhost>", help: "sender of mails" },
+  logLevel: { env: "APIS_LOG_LEVEL", flag: "log-level", schema: z.enum(["debug", "info", "warn", "error", "silent"]), default: "info", help: "log level" },
+  syncPageLimit: { env: "APIS_SYNC_PAGE_LIMIT", flag: "sync-page-limit", schema: int(10, 100000), default: 1000, help: "most sync items per /sync/get answer or initsync acknowledgement" },
+  changeLogDays: { env: "APIS_CHANGE_LOG_DAYS", flag: "change-log-days", schema: int(1, 3650), default: 90, help: "days the change log is kept" },
+  rateLimit: { env: "APIS_RATE_LIMIT", flag: "rate-limit", schema: int(0, 100000), default: 50, help: "requests per second per user and project when the membership sets none (0 = off)" },
+  uploadMaxBytes: { env: "APIS_UPLOAD_MAX_BYTES", flag: "upload-max-bytes", schema: int(1024, 2 ** 40), default: 1024 * 1024 * 1024, help: "largest asset upload in bytes" },
+  imageMaxBytes: { env: "APIS_IMAGE_MAX_BYTES", flag: "image-max-bytes", schema: int(1024, 2 ** 30), default: 10 * 1024 * 1024, help: "largest avatar/icon upload in bytes" },
+  pixelLimit: { env: "APIS_PIXEL_LIMIT", flag: "pixel-limit", schema: int(1, 2 ** 31), default: 50_000_000, help: "largest input image in pixels (all frames)" },
+  transformConcurrency: { env: "APIS_TRANSFORM_CONCURRENCY", flag: "transform-concurrency", schema: int(1, 256), default: 8, help: "transforms at once; more get 503" },
+  transformTimeout: { env: "APIS_TRANSFORM_TIMEOUT", flag: "transform-timeout", schema: int(1, 600), default: 30, help: "seconds one transform may take" },
+  workers: { env: "APIS_WORKERS", flag: "workers", schema: int(1, 64), default: 2, help: "background job workers" },
+  corsOrigins: { env: "APIS_CORS_ORIGINS", flag: "cors-origins", schema: z.string(), default: "*", help: "comma-separated origins allowed for browsers and /sync/io; * allows all" },
+  trustProxy: { env: "APIS_TRUST_PROXY", flag: "trust-proxy", schema: bool, default: false, help: "take the client address from X-Forwarded-For" },
+} as const;
+
+type Settings = typeof settings;
+export type Config = { [K in keyof Settings]: z.output<Settings[K]["schema"]> } & { dataDir: string };
+
+export class ConfigError extends Error {}
+
+/** Builds the configuration from parsed flags and the environment; throws ConfigError with one clear line. */
+export function loadConfig(flags: Record<string, string | boolean | undefined> = {}, env: Record<string, string | undefined> = process.env): Config {
+  const out: Record<string, unknown> = {};
+  for (const [key, s] of Object.entries(settings)) {
+    const raw = flags[s.flag] ?? env[s.env] ?? s.default;
+    const parsed = (s.schema as z.ZodType).safeParse(raw);
+    if (!parsed.success) {
+      const where = flags[s.flag] !== undefined ? `--${s.flag}` : env[s.env] !== undefined ? s.env : key;
+      throw new ConfigError(`invalid ${where}=${JSON.stringify(raw)}: ${parsed.error.issues[0]?.message ?? "bad value"}`);
+    }
+    out[key] = parsed.data;
+  }
+  const config = out as Config;
+  config.dataDir = resolve(String(config.data));
+  return config;
+}
+
+/** The base URL clients reach this server at. */
+export function publicBaseUrl(config: Config, port: number): string {
+  if (config.publicUrl) return config.publicUrl.replace(/\/+$/, "");
+  return `http://localhost:${port}`;
+}
+
+export function settingsHelp(): string {
+  return Object.values(settings)
+    .map((s) => `  --${s.flag.padEnd(22)} ${s.env.padEnd(28)} ${s.help} (default: ${JSON.stringify(s.default)})`)
+    .join("\n");
+}

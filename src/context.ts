@@ -1,0 +1,21 @@
+import type { Config } from "./config";
+import type { DB } from "./db/connection";
+import type { Logger } from "./lib/log";
+import type { Storage } from "./storage/paths";
+import type { Hub } from "./sync/hub";
+import type { Tokens } from "./http/tokens";
+
+/**
+ * What a running instance holds, handed to services, jobs and the CLI alike. Services use it for
+ * the database, files and hub; they never see HTTP.
+ */
+export interface Ctx {
+  config: Config;
+  db: DB;
+  hub: Hub;
+  log: Logger;
+  storage: Storage;
+  tokens: Tokens;
+  /** The public base URL (no trailing slash), known once the server listens. */
+  baseUrl: string;
+}

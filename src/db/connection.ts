@@ -1,0 +1,53 @@
+import { Database } from "bun:sqlite";
+import { createHash } from "node:crypto";
+import { drizzle, type BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
+import type { MigrationMeta } from "drizzle-orm/migrator";
+import { embeddedMigrations } from "./migrations.generated";
+import * as schema from "./schema";
+
+export type DB = BunSQLiteDatabase<typeof schema> & { $client: Database };
+/** A transaction handle or the database itself: services accept either. */
+export type Tx = Parameters<Parameters<DB["transaction"]>[0]>[0] | DB;
+
+/** Opens the SQLite file with the pragmas every connection needs, in one place. */
+export function openDatabase(file: string): DB {
+  const sqlite = new Database(file, { create: true, strict: true });
+  sqlite.exec("PRAGMA journal_mode = WAL");
+  sqlite.exec("PRAGMA busy_timeout = 5000");
+  sqlite.exec("PRAGMA foreign_keys = ON");
+  sqlite.exec("PRAGMA synchronous = NORMAL");
+  return drizzle({ client: sqlite, schema }) as DB;
+}
+
+/** The migrations compiled into this program, in drizzle's own format. */
+export function migrationsMeta(): MigrationMeta[] {
+  return embeddedMigrations.map((m) => ({
+    sql: m.sql.split("--> statement-breakpoint"),
+    bps: m.breakpoints,
+    folderMillis: m.when,
+    hash: createHash("sha256").update(m.sql).digest("hex"),
+  }));
+}
+
+/** Applies pending migrations; returns how many were applied. */
+export function migrate(db: DB): number {
+  const before = appliedCount(db);
+  // drizzle's own migrator, fed from the embedded copy instead of a folder on disk.
+  (db as any).dialect.migrate(migrationsMeta(), (db as any).session, {});
+  return appliedCount(db) - before;
+}
+
+function appliedCount(db: DB): number {
+  try {
+    const row = db.$client.query("SELECT count(*) AS n FROM __drizzle_migrations").get() as { n: number } | null;
+    return row?.n ?? 0;
+  } catch {
+    return 0;
+  }
+}
+
+/** The bun:sqlite handle behind a transaction or database (one connection, so it shares the transaction). */
+export function sqliteOf(tx: Tx): Database {
+  const t = tx as any;
+  return t.$client ?? t.session?.client;
+}

@@ -1,0 +1,58 @@
+import { and, eq } from "drizzle-orm";
+import { Elysia } from "elysia";
+import type { Ctx } from "../context";
+import { memberships } from "../db/schema";
+import { getUser, type User } from "../services/users.service";
+import { ApiError } from "./errors";
+import { bearerToken } from "./tokens";
+
+export const REALM = "apis";
+
+/** 401 with the Bearer challenge of spec section 5. */
+export function permissionDenied(reason = "invalid_token"): ApiError {
+  return new ApiError(401, "Permission denied", {}, { "www-authenticate": `Bearer realm="${REALM}", error="${reason}"` });
+}
+
+export type Caller = { user: User; token: string };
+
+/**
+ * Resolves the caller of a request from its JWT: signature (HS256 only), expiry, token version,
+ * an active account, and for API users an active membership. Throws 401 otherwise.
+ */
+export async function authenticate(ctx: Ctx, header: string | null | undefined): Promise<Caller & { renewed: string | null }> {
+  const token = bearerToken(header);
+  if (!token) throw permissionDenied(header ? "invalid_token" : "invalid_request");
+  const claims = await ctx.tokens.verify(token);
+  if (!claims) throw permissionDenied();
+  const user = getUser(ctx.db, claims.sub);
+  if (!user || user.status !== "active" || user.tokenVersion !== claims.tv) throw permissionDenied();
+  if (user.kind === "api") {
+    const m = ctx.db.select().from(memberships).where(and(eq(memberships.userGid, user.gid), eq(memberships.status, "active"))).get();
+    if (!m) throw permissionDenied();
+  }
+  const renewed = ctx.tokens.needsRenewal(claims) ? await ctx.tokens.sign(user.gid, user.tokenVersion) : null;
+  return { user, token: renewed ?? token, renewed };
+}
+
+/**
+ * The auth macros: `{ auth: true }` on a route requires a JWT and sets the `Authorization`
+ * response header (renewed past half life); `{ authNoRenew: true }` checks it without renewing
+ * (`/dam`, `/sync`).
+ */
+export function authMacro(ctx: Ctx) {
+  return new Elysia({ name: "apis-auth" }).macro({
+    auth: {
+      async resolve({ headers, set }) {
+        const caller = await authenticate(ctx, headers.authorization);
+        set.headers.authorization = `Bearer ${caller.token}`;
+        return { caller: { user: caller.user, token: caller.token } as Caller };
+      },
+    },
+    authNoRenew: {
+      async resolve({ headers }) {
+        const caller = await authenticate(ctx, headers.authorization);
+        return { caller: { user: caller.user, token: caller.token } as Caller };
+      },
+    },
+  });
+}

@@ -1,0 +1,91 @@
+import { Elysia } from "elysia";
+import type { Ctx } from "../context";
+import { newGid } from "../lib/ids";
+import { errorResponse } from "./envelope";
+import { ApiError, badRequest, missing } from "./errors";
+
+/** The first required member of a TypeBox object schema that `value` lacks. */
+function firstMissing(schema: any, value: any): string | undefined {
+  const required: string[] = schema?.required ?? [];
+  for (const name of required) {
+    const v = value?.[name];
+    if (v === undefined || v === null || v === "") return name;
+  }
+  return undefined;
+}
+
+/** Turns an Elysia validation error into our 400: the first missing member, or the wrong one. */
+function validationToApiError(err: any): ApiError {
+  const schema = err.validator?.schema ?? err.validator;
+  const name = firstMissing(schema, err.value);
+  if (name) return missing(name);
+  const first = err.valueError ?? err.all?.[0];
+  const path = String(first?.path ?? "").replace(/^\//, "").replace(/\//g, ".") || "body";
+  return badRequest("Invalid parameter", { "Invalid parameter": path, expected: first?.schema?.description ?? first?.message ?? "a valid value" });
+}
+
+/** Routes as [method, regex] to tell a wrong method (405) from an unknown path (404). */
+function routeMatchers(app: Elysia<any>) {
+  return app.routes.map((r) => ({
+    method: r.method,
+    re: new RegExp("^" + r.path.replace(/[.+?^${}()|[\]\\]/g, "\\$&").replace(/:\w+/g, "[^/]+").replace(/\*/g, ".*") + "$"),
+  }));
+}
+
+/**
+ * The error handler: every failure leaves as the error envelope. Internal errors are logged with a
+ * request id and answered 500 without details.
+ */
+export function errorHandling(ctx: Ctx) {
+  let matchers: ReturnType<typeof routeMatchers> | undefined;
+  return (app: Elysia<any>) =>
+    app.onError({ as: "global" }, ({ code, error, request }) => {
+      if (error instanceof ApiError) return errorResponse(error);
+      switch (code) {
+        case "VALIDATION":
+          return errorResponse(validationToApiError(error));
+        case "PARSE":
+          return errorResponse(badRequest("Malformed request body", { reason: "The body is not valid JSON" }));
+        case "NOT_FOUND": {
+          matchers ??= routeMatchers(app);
+          const path = new URL(request.url).pathname;
+          const allowed = [...new Set(matchers.filter((m) => m.re.test(path)).map((m) => m.method))];
+          if (allowed.length && !allowed.includes(request.method))
+            return errorResponse(new ApiError(405, "Method not allowed", { allowed }), { allow: allowed.join(", ") });
+          return errorResponse(new ApiError(404, "Not found", { path }));
+        }
+        case "INVALID_COOKIE_SIGNATURE":
+        case "INVALID_FILE_TYPE":
+          return errorResponse(badRequest(String((error as Error).message)));
+      }
+      const status = (error as any)?.status;
+      if (typeof status === "number" && status >= 400 && status < 500) {
+        // Elysia's own client errors (for example a body too large).
+        return errorResponse(new ApiError(status, status === 413 ? "Payload too large" : "Bad request"));
+      }
+      const requestId = newGid(12);
+      ctx.log.error("internal error", { request_id: requestId, method: request.method, url: request.url, error: String((error as Error)?.stack ?? error) });
+      return errorResponse(new ApiError(500, "Internal server error", { request_id: requestId }));
+    });
+}
+
+/**
+ * Parses request bodies as JSON whatever the content type says (clients do not always send one;
+ * curl -d says form-urlencoded). An empty body is {}; a form body that is not JSON is read as a form.
+ */
+export function jsonBodies(app: Elysia<any>) {
+  return app.onParse({ as: "global" }, async ({ request, contentType }) => {
+    if (contentType?.startsWith("multipart/form-data")) return;
+    const text = await request.text();
+    const trimmed = text.trim();
+    if (trimmed === "") return {};
+    if (contentType?.startsWith("application/x-www-form-urlencoded") && !/^[[{]/.test(trimmed)) {
+      return Object.fromEntries(new URLSearchParams(text));
+    }
+    try {
+      return JSON.parse(text);
+    } catch {
+      throw badRequest("Malformed request body", { reason: "The body is not valid JSON" });
+    }
+  });
+}

@@ -1,0 +1,53 @@
+import { jwt } from "@elysiajs/jwt";
+import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { newSecret } from "../lib/ids";
+
+/** What Apis puts in a JWT: the user, its token version and the time of issue. */
+export type Claims = { sub: string; tv: number; iat: number; exp: number };
+
+/**
+ * Signs and verifies the HS256 JWTs of Apis through @elysiajs/jwt, with an algorithm allow-list
+ * of HS256 only (so `none` and RS/HS confusion are refused).
+ */
+export class Tokens {
+  private readonly signer;
+  constructor(secret: string, readonly lifetime: number) {
+    this.signer = jwt({ name: "jwt", secret, alg: "HS256" }).decorator.jwt;
+  }
+
+  sign(userGid: string, tokenVersion: number): Promise<string> {
+    const iat = Math.floor(Date.now() / 1000);
+    return this.signer.sign({ sub: userGid, tv: tokenVersion, iat, exp: iat + this.lifetime } as any);
+  }
+
+  async verify(token: string): Promise<Claims | null> {
+    const claims = await this.signer.verify(token, { algorithms: ["HS256"] });
+    if (!claims || typeof claims.sub !== "string" || typeof (claims as any).tv !== "number") return null;
+    return claims as unknown as Claims;
+  }
+
+  /** True once a token has lived past half of its life, when /api answers renew it. */
+  needsRenewal(claims: Claims): boolean {
+    return Date.now() / 1000 >= claims.iat + (claims.exp - claims.iat) / 2;
+  }
+}
+
+/** The configured secret, or the one generated into `<data>/jwt.secret` (mode 0600) on first start. */
+export function loadSecret(configured: string, dataDir: string): string {
+  if (configured) return configured;
+  const file = join(dataDir, "jwt.secret");
+  if (existsSync(file)) return readFileSync(file, "utf8").trim();
+  const secret = newSecret(48);
+  writeFileSync(file, secret + "\n", { mode: 0o600 });
+  chmodSync(file, 0o600);
+  return secret;
+}
+
+/** Takes the token from an Authorization header; tolerant of `Bearer ` repeated or missing. */
+export function bearerToken(header: string | null | undefined): string | null {
+  if (!header) return null;
+  let v = header.trim();
+  while (/^bearer\s+/i.test(v)) v = v.replace(/^bearer\s+/i, "");
+  return /^[\w-]+\.[\w-]+\.[\w-]+$/.test(v) ? v : null;
+}

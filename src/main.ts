@@ -1,0 +1,93 @@
+#!/usr/bin/env bun
+import { ConfigError, loadConfig, settingsHelp } from "./config";
+import { parseArgs, UsageError } from "./cli/args";
+import { VERSION } from "./version";
+
+const HELP = `Apis ${VERSION} — Asset and Product Information Service
+
+usage: apis <command> [flags]
+
+commands:
+  serve                         serve the API (default command)
+  user create --username U --email E --password P [--name N]
+                                create an active account (bootstrap a new instance)
+  user list [--json]            list accounts
+  user set-password --username U --password P
+  user deactivate --username U  lock an account out (its tokens stop working)
+  migrate                       apply database migrations and exit
+  doctor                        check Bun, SQLite, sharp/libvips and the data folder
+  --help, --version
+
+settings (flag, environment variable, meaning):
+${settingsHelp()}
+`;
+
+async function main(argv: string[]): Promise<number> {
+  const { words, flags } = parseArgs(argv);
+  if (flags.version) {
+    console.log(VERSION);
+    return 0;
+  }
+  if (flags.help || words[0] === "help") {
+    console.log(HELP);
+    return 0;
+  }
+  const command = words[0] ?? "serve";
+  const config = loadConfig(flags);
+  switch (command) {
+    case "serve": {
+      const { startServer } = await import("./server");
+      const running = await startServer(config);
+      console.log(`Apis ${VERSION} listening on ${running.url} (data: ${config.dataDir})`);
+      const shutdown = async (signal: string) => {
+        running.ctx.log.info(`${signal}: finishing requests in flight and closing`);
+        await running.stop();
+        process.exit(0);
+      };
+      process.once("SIGINT", () => void shutdown("SIGINT"));
+      process.once("SIGTERM", () => void shutdown("SIGTERM"));
+      return -1; // keep running
+    }
+    case "migrate": {
+      const { openInstance } = await import("./server");
+      const ctx = openInstance(config);
+      console.log("database is up to date");
+      ctx.db.$client.close();
+      return 0;
+    }
+    case "doctor": {
+      const { doctor } = await import("./cli/doctor.cli");
+      return doctor(config);
+    }
+    case "user": {
+      const { openInstance } = await import("./server");
+      const { userCommand } = await import("./cli/users.cli");
+      const ctx = openInstance(config);
+      try {
+        return await userCommand(ctx, words[1], flags);
+      } finally {
+        ctx.db.$client.close();
+      }
+    }
+    default:
+      throw new UsageError(`unknown command ${command}; see apis --help`);
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    if (code >= 0) process.exit(code);
+  },
+  (err) => {
+    if (err instanceof ConfigError || err instanceof UsageError) {
+      console.error(`apis: ${err.message}`);
+      process.exit(2);
+    }
+    if (err?.code === 1001 && err?.info?.validation) {
+      console.error(`apis: ${err.info.validation.map((i: any) => `${i.field}: ${i.message}`).join("; ")}`);
+      process.exit(1);
+    }
+    console.error(`apis: ${err?.message ?? err}`);
+    process.exit(1);
+  },
+);

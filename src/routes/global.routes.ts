@@ -1,0 +1,91 @@
+import { Elysia, t } from "elysia";
+import type { Ctx } from "../context";
+import { authMacro } from "../http/auth";
+import { ok } from "../http/envelope";
+import { unprocessable } from "../http/errors";
+import { LANGUAGES, LANGUAGE_CODES } from "../lib/languages";
+import { canSeeUser } from "../services/access.service";
+import { membershipFull, membershipShort, userFull, userShort } from "../services/forms";
+import { getMembership } from "../services/members.service";
+import { globalInit } from "../services/session.service";
+import { getUser, usernameIssues, verifyLogin } from "../services/users.service";
+import { VERSION } from "../version";
+
+const PING = JSON.stringify({ success: true, result: { pong: true, "cc.version": VERSION }, data: {} });
+
+/** Global `/api` endpoints: ping, login, init, languages, users, members, username. */
+export function globalRoutes(ctx: Ctx) {
+  return new Elysia({ prefix: "/api" })
+    .use(authMacro(ctx))
+    .get("/ping", () => new Response(PING, { headers: { "content-type": "application/json; charset=utf-8" } }), {
+      detail: { summary: "Liveness check", tags: ["global"] },
+    })
+    .post(
+      "/login",
+      async ({ body, set }) => {
+        const user = await verifyLogin(ctx.db, body.username, body.password);
+        set.headers.authorization = `Bearer ${await ctx.tokens.sign(user.gid, user.tokenVersion)}`;
+        const init = globalInit(ctx.db, user.gid);
+        return ok(init.result, init.data);
+      },
+      {
+        body: t.Object({ username: t.String(), password: t.String() }),
+        detail: { summary: "Sign in with username and password; the JWT is in the Authorization header", tags: ["global"] },
+      },
+    )
+    .get(
+      "/init",
+      ({ caller }) => {
+        const init = globalInit(ctx.db, caller.user.gid);
+        return ok(init.result, init.data);
+      },
+      { auth: true, detail: { summary: "The current user's global data", tags: ["global"] } },
+    )
+    .get("/languages/get", () => ok({ languages: LANGUAGE_CODES }, { "cc.languages": LANGUAGES }), {
+      auth: true,
+      detail: { summary: "The language codes with display names", tags: ["global"] },
+    })
+    .post(
+      "/users/get",
+      ({ body, caller }) => {
+        const target = getUser(ctx.db, body.user);
+        if (!target || !canSeeUser(ctx.db, caller.user.gid, target.gid)) throw unprocessable("No info for this user");
+        const form = target.gid === caller.user.gid ? userFull(target) : userShort(target);
+        return ok({ user: target.gid }, { "cc.users": { [target.gid]: form } });
+      },
+      { auth: true, body: t.Object({ user: t.String() }), detail: { summary: "A user: oneself or a co-member", tags: ["global"] } },
+    )
+    .post(
+      "/members/get",
+      ({ body, caller }) => {
+        const me = caller.user.gid;
+        const m = getMembership(ctx.db, body.project, body.member);
+        const target = m && getUser(ctx.db, body.member);
+        if (!m || !target || !canSeeUser(ctx.db, me, target.gid)) throw unprocessable("No info for this member");
+        if (target.gid !== me && !getMembership(ctx.db, body.project, me, "active")) throw unprocessable("No info for this member");
+        const self = target.gid === me;
+        return ok(
+          { user: target.gid },
+          { "cc.users": { [target.gid]: self ? userFull(target) : userShort(target) }, "cc.projects_members": [self ? membershipFull(m) : membershipShort(m)] },
+        );
+      },
+      {
+        auth: true,
+        body: t.Object({ project: t.String(), member: t.String() }),
+        detail: { summary: "A membership: one's own or a co-member's", tags: ["global"] },
+      },
+    )
+    .post(
+      "/username",
+      ({ body }) => {
+        const issues = usernameIssues(ctx.db, body.username);
+        return ok({ username: body.username, available: issues.length === 0, ...(issues.length ? { validation: issues } : {}) });
+      },
+      {
+        body: t.Object({ username: t.String() }),
+        detail: { summary: "Whether a username is free and valid (no JWT needed, for sign-up forms)", tags: ["global"] },
+      },
+    );
+}
+
+

@@ -1,0 +1,66 @@
+import { Elysia } from "elysia";
+import { mkdirSync } from "node:fs";
+import { publicBaseUrl, type Config } from "./config";
+import type { Ctx } from "./context";
+import { migrate, openDatabase } from "./db/connection";
+import { errorHandling, jsonBodies } from "./http/handlers";
+import { loadSecret, Tokens } from "./http/tokens";
+import { Logger } from "./lib/log";
+import { globalRoutes } from "./routes/global.routes";
+import { projectRoutes } from "./routes/projects.routes";
+import { syncRoutes } from "./routes/sync.routes";
+import { Storage } from "./storage/paths";
+import { Hub } from "./sync/hub";
+
+/** Opens the data folder and database (migrated) and builds the context every part shares. */
+export function openInstance(config: Config, log = new Logger(config.logLevel)): Ctx {
+  mkdirSync(config.dataDir, { recursive: true });
+  const storage = new Storage(config.dataDir);
+  const db = openDatabase(storage.database);
+  const applied = migrate(db);
+  if (applied) log.info(`applied ${applied} migration(s)`);
+  const tokens = new Tokens(loadSecret(config.jwtSecret, config.dataDir), config.jwtLifetime);
+  return { config, db, hub: new Hub(), log, storage, tokens, baseUrl: publicBaseUrl(config, config.port) };
+}
+
+/** The HTTP application: one line per area of the interface. */
+export function createApp(ctx: Ctx) {
+  return new Elysia()
+    .use(errorHandling(ctx))
+    .use(jsonBodies)
+    .use(globalRoutes(ctx))
+    .use(projectRoutes(ctx))
+    .use(syncRoutes(ctx));
+}
+
+export type Running = { ctx: Ctx; url: string; port: number; stop: () => Promise<void> };
+
+/** Starts serving; resolves once listening. `stop` finishes requests in flight, then closes the database. */
+export async function startServer(config: Config): Promise<Running> {
+  const ctx = openInstance(config);
+  const app = createApp(ctx);
+  const server = Bun.serve({
+    port: config.port,
+    hostname: config.host,
+    maxRequestBodySize: Math.max(config.uploadMaxBytes, config.imageMaxBytes) + 1024 * 1024,
+    fetch: app.fetch,
+    error(err) {
+      ctx.log.error("unhandled server error", { error: String(err?.stack ?? err) });
+      return new Response(JSON.stringify({ success: false, result: { code: 500, message: "Internal server error", info: {} }, data: {} }), {
+        status: 500,
+        headers: { "content-type": "application/json; charset=utf-8" },
+      });
+    },
+  });
+  const port = server.port ?? config.port;
+  ctx.baseUrl = publicBaseUrl(config, port);
+  const host = config.host === "0.0.0.0" || config.host === "::" ? "localhost" : config.host;
+  const url = `http://${host}:${port}`;
+  let stopping: Promise<void> | undefined;
+  const stop = () =>
+    (stopping ??= (async () => {
+      await server.stop(false);
+      ctx.db.$client.close();
+    })());
+  return { ctx, url, port, stop };
+}

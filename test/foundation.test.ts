@@ -1,0 +1,107 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { TestServer, tokenOf } from "./helpers/server";
+
+let srv: TestServer;
+let alice: { gid: string; token: string };
+let bob: { gid: string; token: string };
+
+beforeAll(async () => {
+  srv = await TestServer.start();
+  alice = await srv.user("alice");
+  bob = await srv.user("bob");
+});
+afterAll(() => srv.stop());
+
+describe("envelope and errors", () => {
+  test("ping answers success with the version", async () => {
+    const r = await srv.call("/api/ping");
+    expect(r.status).toBe(200);
+    expect(r.body).toEqual({ success: true, result: { pong: true, "cc.version": expect.stringMatching(/^\d{4}\.\d+\.\d+$/) }, data: {} });
+  });
+
+  test("an unknown route is a 404 in the envelope", async () => {
+    const r = await srv.call("/api/nope");
+    expect(r.status).toBe(404);
+    expect(r.body.success).toBe(false);
+    expect(r.body.result.code).toBe(404);
+    expect(r.body.data).toEqual({});
+  });
+
+  test("a wrong method is a 405 in the envelope with Allow", async () => {
+    const r = await srv.call("/api/login");
+    expect(r.status).toBe(405);
+    expect(r.body.result.code).toBe(405);
+    expect(r.headers.get("allow")).toBe("POST");
+  });
+
+  test("malformed JSON is a 400", async () => {
+    const r = await srv.call("/api/login", { body: "{nope" });
+    expect(r.status).toBe(400);
+    expect(r.body.result.code).toBe(400);
+  });
+
+  test("only the first missing parameter is reported", async () => {
+    const r = await srv.call("/api/login", { body: {} });
+    expect(r.status).toBe(400);
+    expect(r.body.result.info).toEqual({ "Missing parameter": "username" });
+  });
+});
+
+describe("login and init", () => {
+  test("login with a wrong password is 403 Unknown user", async () => {
+    const r = await srv.call("/api/login", { body: { username: "alice", password: "wrong" } });
+    expect(r.status).toBe(403);
+    expect(r.body.result.message).toBe("Unknown user");
+  });
+
+  test("login returns the init shape and a JWT in the Authorization header", async () => {
+    const r = await srv.call("/api/login", { body: { username: "alice", password: "password1" } });
+    expect(r.status).toBe(200);
+    expect(tokenOf(r)).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+$/);
+    expect(r.body.result.user).toBe(alice.gid);
+    expect(typeof r.body.result["cc.cursor"]).toBe("number");
+    expect(Object.keys(r.body.data["cc.languages"])).toHaveLength(31);
+  });
+
+  test("init without a JWT is 401 with a Bearer challenge", async () => {
+    const r = await srv.call("/api/init");
+    expect(r.status).toBe(401);
+    expect(r.body.result.message).toBe("Permission denied");
+    expect(r.headers.get("www-authenticate")).toMatch(/^Bearer realm="/);
+  });
+
+  test("every authenticated success carries an Authorization header", async () => {
+    const r = await srv.call("/api/init", { token: alice.token });
+    expect(r.status).toBe(200);
+    expect(r.headers.get("authorization")).toMatch(/^Bearer /);
+  });
+});
+
+describe("projects", () => {
+  test("the owner creates, deletes and undeletes a project; others get 403", async () => {
+    const c = await srv.call("/api/projects/create", { token: alice.token, body: { name: "Catalogue" } });
+    expect(c.status).toBe(200);
+    const gid = c.body.result.project;
+    const forbidden = await srv.call("/api/projects/delete", { token: bob.token, body: { project: gid } });
+    expect(forbidden.status).toBe(403);
+    const d = await srv.call("/api/projects/delete", { token: alice.token, body: { project: gid } });
+    expect(d.body).toEqual({ success: true, result: { project: gid }, data: { "cc.projects": { [gid]: expect.objectContaining({ status: "deleted" }) } } });
+    const again = await srv.call("/api/projects/delete", { token: alice.token, body: { project: gid } });
+    expect(again.status).toBe(422);
+    const u = await srv.call("/api/projects/undelete", { token: alice.token, body: { project: gid } });
+    expect(u.body.data["cc.projects"][gid].status).toBe("active");
+  });
+
+  test("sync items of a project's creation reach its owner and nobody else", async () => {
+    const before = (await srv.call("/sync/cursors", { token: bob.token, body: {} })).body.result["cc.cursor"];
+    const c = await srv.call("/api/projects/create", { token: alice.token, body: { name: "Secret" } });
+    const gid = c.body.result.project;
+    const mine = await srv.call("/sync/get", { token: alice.token, body: { cc_cursor: before } });
+    expect(mine.body.result.sync.map((i: any) => i.data_type)).toEqual(["cc.projects", "cc.projects_members"]);
+    expect(mine.body.result.sync[0]).toEqual({ type: "cc", cursor: expect.any(Number), action: "INSERT", data_type: "cc.projects", data_key: gid, data: null });
+    const theirs = await srv.call("/sync/get", { token: bob.token, body: { cc_cursor: before } });
+    expect(theirs.body.result.sync).toEqual([]);
+    const denied = await srv.call("/sync/get", { token: bob.token, body: { project: gid, cursor: 0 } });
+    expect(denied.status).toBe(403);
+  });
+});

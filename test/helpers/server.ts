@@ -1,0 +1,62 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { loadConfig } from "../../src/config";
+import { mutate } from "../../src/db/changelog";
+import { startServer, type Running } from "../../src/server";
+import { createPerson, hashPassword } from "../../src/services/users.service";
+
+export type Answer = { status: number; body: any; headers: Headers };
+
+/** A real server on port 0 over a temp data folder, with a small fetch client. */
+export class TestServer {
+  private constructor(readonly running: Running, readonly dataDir: string) {}
+
+  static async start(flags: Record<string, string> = {}): Promise<TestServer> {
+    const dataDir = mkdtempSync(join(tmpdir(), "apis-test-"));
+    const config = loadConfig({ port: "0", host: "127.0.0.1", data: dataDir, "log-level": "silent", ...flags }, {});
+    return new TestServer(await startServer(config), dataDir);
+  }
+
+  get url() { return this.running.url; }
+  get ctx() { return this.running.ctx; }
+
+  /** Sends a request; a body object is sent as JSON (POST unless `method` says otherwise). */
+  async call(path: string, opts: { body?: unknown; token?: string | null; method?: string; headers?: Record<string, string> } = {}): Promise<Answer> {
+    const headers: Record<string, string> = { ...(opts.headers ?? {}) };
+    if (opts.token) headers.authorization = `Bearer ${opts.token}`;
+    let body: BodyInit | undefined;
+    if (opts.body instanceof FormData) body = opts.body;
+    else if (opts.body !== undefined) {
+      body = typeof opts.body === "string" ? opts.body : JSON.stringify(opts.body);
+      headers["content-type"] ??= "application/json";
+    }
+    const res = await fetch(this.url + path, { method: opts.method ?? (opts.body === undefined ? "GET" : "POST"), headers, body });
+    const text = await res.text();
+    let parsed: any = text;
+    try {
+      parsed = JSON.parse(text);
+    } catch {}
+    return { status: res.status, body: parsed, headers: res.headers };
+  }
+
+  /** Creates an active account directly (as `apis user create` does) and logs it in. */
+  async user(username: string, password = "password1", email = `${username}@example.test`): Promise<{ gid: string; token: string }> {
+    const hash = await hashPassword(password);
+    const u = mutate(this.ctx.db, this.ctx.hub, (tx, log) => createPerson(tx, log, { username, email, passwordHash: hash }));
+    const res = await this.call("/api/login", { body: { username, password } });
+    return { gid: u.gid, token: tokenOf(res) };
+  }
+
+  async stop() {
+    await this.running.stop();
+    rmSync(this.dataDir, { recursive: true, force: true });
+  }
+}
+
+/** The JWT of an answer's Authorization header. */
+export function tokenOf(res: Answer): string {
+  const h = res.headers.get("authorization");
+  if (!h) throw new Error(`no Authorization header (status ${res.status}: ${JSON.stringify(res.body)})`);
+  return h.replace(/^Bearer\s+/i, "");
+}
