@@ -4,6 +4,7 @@ import type { Logger } from "./lib/log";
 import type { Storage } from "./storage/paths";
 import type { Hub } from "./sync/hub";
 import type { Tokens } from "./http/tokens";
+import type { Mailer } from "./mail/mailer";
 
 /**
  * What a running instance holds, handed to services, jobs and the CLI alike. Services use it for
@@ -16,6 +17,7 @@ export interface Ctx {
   log: Logger;
   storage: Storage;
   tokens: Tokens;
+  mailer: Mailer;
   /** The public base URL (no trailing slash), known once the server listens. */
   baseUrl: string;
 }

@@ -6,6 +6,7 @@ import { migrate, openDatabase } from "./db/connection";
 import { errorHandling, jsonBodies } from "./http/handlers";
 import { loadSecret, Tokens } from "./http/tokens";
 import { Logger } from "./lib/log";
+import { Mailer } from "./mail/mailer";
 import { globalRoutes } from "./routes/global.routes";
 import { projectRoutes } from "./routes/projects.routes";
 import { syncRoutes } from "./routes/sync.routes";
@@ -20,7 +21,8 @@ export function openInstance(config: Config, log = new Logger(config.logLevel)):
   const applied = migrate(db);
   if (applied) log.info(`applied ${applied} migration(s)`);
   const tokens = new Tokens(loadSecret(config.jwtSecret, config.dataDir), config.jwtLifetime);
-  return { config, db, hub: new Hub(), log, storage, tokens, baseUrl: publicBaseUrl(config, config.port) };
+  const mailer = new Mailer(config, () => storage.outbox, log);
+  return { config, db, hub: new Hub(), log, storage, tokens, mailer, baseUrl: publicBaseUrl(config, config.port) };
 }
 
 /** The HTTP application: one line per area of the interface. */
@@ -60,6 +62,7 @@ export async function startServer(config: Config): Promise<Running> {
   const stop = () =>
     (stopping ??= (async () => {
       await server.stop(false);
+      ctx.mailer.close();
       ctx.db.$client.close();
     })());
   return { ctx, url, port, stop };

@@ -25,7 +25,7 @@ export class TestServer {
   async call(path: string, opts: { body?: unknown; token?: string | null; method?: string; headers?: Record<string, string> } = {}): Promise<Answer> {
     const headers: Record<string, string> = { ...(opts.headers ?? {}) };
     if (opts.token) headers.authorization = `Bearer ${opts.token}`;
-    let body: BodyInit | undefined;
+    let body: string | FormData | undefined;
     if (opts.body instanceof FormData) body = opts.body;
     else if (opts.body !== undefined) {
       body = typeof opts.body === "string" ? opts.body : JSON.stringify(opts.body);
