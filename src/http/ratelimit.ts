@@ -1,0 +1,137 @@
+import { ApiError } from "./errors";
+
+/** What one `take` answers: whether the request may go on, and if not, after how many seconds to retry. */
+export type Take = { ok: boolean; retryAfterSec: number; remaining: number };
+
+type Bucket = { tokens: number; updated: number; limit: number; windowMs: number };
+
+/**
+ * Token buckets in memory, one per key. A bucket holds up to `limit` tokens and refills at
+ * `limit` tokens per `windowMs` (continuously), so `take(key, 10, 15 * 60_000)` allows a burst of
+ * 10 and then one more every 90 s; `take(key, 50, 1000)` allows 50 requests per second.
+ *
+ * One instance per running server (`ctx.limiter`), so tests with several servers do not share
+ * buckets. Keys are namespaced by their user: `login:user:<name>`, `rps:<user>:<project>`, ...
+ * Full buckets are forgotten by a sweep, so memory follows the number of recently busy keys.
+ */
+export class RateLimiter {
+  private readonly buckets = new Map<string, Bucket>();
+  private takes = 0;
+
+  constructor(private readonly clock: () => number = Date.now) {}
+
+  /** Takes `cost` tokens from the key's bucket if it has them. `limit` <= 0 means unlimited. */
+  take(key: string, limit: number, windowMs: number, cost = 1): Take {
+    if (!(limit > 0)) return { ok: true, retryAfterSec: 0, remaining: Infinity };
+    if (++this.takes % 1000 === 0) this.sweep();
+    const b = this.refill(key, limit, windowMs);
+    if (b.tokens >= cost) {
+      b.tokens -= cost;
+      return { ok: true, retryAfterSec: 0, remaining: Math.floor(b.tokens) };
+    }
+    const perMs = limit / windowMs;
+    return { ok: false, retryAfterSec: Math.max(1, Math.ceil((cost - b.tokens) / perMs / 1000)), remaining: 0 };
+  }
+
+  /** Gives tokens back (for example after a successful login, so only failures count). */
+  refund(key: string, cost = 1): void {
+    const b = this.buckets.get(key);
+    if (b) b.tokens = Math.min(b.limit, b.tokens + cost);
+  }
+
+  /** What `take` would answer, without taking. */
+  peek(key: string, limit: number, windowMs: number, cost = 1): Take {
+    if (!(limit > 0)) return { ok: true, retryAfterSec: 0, remaining: Infinity };
+    const b = this.refill(key, limit, windowMs);
+    if (b.tokens >= cost) return { ok: true, retryAfterSec: 0, remaining: Math.floor(b.tokens) };
+    return { ok: false, retryAfterSec: Math.max(1, Math.ceil((cost - b.tokens) / (limit / windowMs) / 1000)), remaining: 0 };
+  }
+
+  /** Like `take`, but throws the 429 of `tooManyRequests` when the bucket is empty. */
+  enforce(key: string, limit: number, windowMs: number, cost = 1): void {
+    const r = this.take(key, limit, windowMs, cost);
+    if (!r.ok) throw tooManyRequests(r.retryAfterSec);
+  }
+
+  /**
+   * Takes one token from every key at once, or from none: when any bucket is empty nothing is
+   * taken and the longest wait is answered. For limits per account and per address together.
+   */
+  takeAll(rules: { key: string; limit: number; windowMs: number }[]): Take {
+    let wait = 0;
+    for (const r of rules) {
+      const p = this.peek(r.key, r.limit, r.windowMs);
+      if (!p.ok) wait = Math.max(wait, p.retryAfterSec);
+    }
+    if (wait) return { ok: false, retryAfterSec: wait, remaining: 0 };
+    let remaining = Infinity;
+    for (const r of rules) remaining = Math.min(remaining, this.take(r.key, r.limit, r.windowMs).remaining);
+    return { ok: true, retryAfterSec: 0, remaining };
+  }
+
+  /** Forgets one key (for example after a password reset). */
+  reset(key: string): void {
+    this.buckets.delete(key);
+  }
+
+  /** Number of keys held; for tests and diagnostics. */
+  get size(): number {
+    return this.buckets.size;
+  }
+
+  private refill(key: string, limit: number, windowMs: number): Bucket {
+    const t = this.clock();
+    let b = this.buckets.get(key);
+    if (!b) {
+      b = { tokens: limit, updated: t, limit, windowMs };
+      this.buckets.set(key, b);
+      return b;
+    }
+    // A changed limit (for example a membership's rate_limit_per_second) applies at once.
+    b.limit = limit;
+    b.windowMs = windowMs;
+    b.tokens = Math.min(limit, b.tokens + ((t - b.updated) * limit) / windowMs);
+    b.updated = t;
+    return b;
+  }
+
+  private sweep(): void {
+    const t = this.clock();
+    for (const [key, b] of this.buckets) if (t - b.updated >= b.windowMs) this.buckets.delete(key);
+  }
+}
+
+/** 429 in the envelope with a `Retry-After` header (seconds) and the same number in `info`. */
+export function tooManyRequests(retryAfterSec: number): ApiError {
+  const s = Math.max(1, Math.ceil(retryAfterSec));
+  return new ApiError(429, "Too many requests", { retry_after: s }, { "retry-after": String(s) });
+}
+
+/**
+ * The client address of a request: the first X-Forwarded-For entry when the server sits behind a
+ * trusted proxy (`--trust-proxy`), else the socket's peer address.
+ */
+export function clientAddress(
+  request: Request,
+  server: { requestIP(r: Request): { address: string } | null } | null | undefined,
+  trustProxy: boolean,
+): string {
+  if (trustProxy) {
+    const fwd = request.headers.get("x-forwarded-for");
+    const first = fwd?.split(",")[0]?.trim();
+    if (first) return first;
+  }
+  return server?.requestIP(request)?.address ?? "unknown";
+}
+
+const limiters = new WeakMap<object, RateLimiter>();
+
+/**
+ * The limiter of one running instance (pass `ctx`): created on first use, shared by every area
+ * (login throttling, code checks, per-membership request limits).
+ */
+export function limiterOf(ctx: object): RateLimiter {
+  let l = limiters.get(ctx);
+  if (!l) limiters.set(ctx, (l = new RateLimiter()));
+  return l;
+}
