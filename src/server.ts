@@ -12,6 +12,8 @@ import { projectRoutes } from "./routes/projects.routes";
 import { syncRoutes } from "./routes/sync.routes";
 import { Storage } from "./storage/paths";
 import { Hub } from "./sync/hub";
+import { announceVersion } from "./services/instance.service";
+import { VERSION } from "./version";
 
 /** Opens the data folder and database (migrated) and builds the context every part shares. */
 export function openInstance(config: Config, log = new Logger(config.logLevel)): Ctx {
@@ -22,7 +24,9 @@ export function openInstance(config: Config, log = new Logger(config.logLevel)):
   if (applied) log.info(`applied ${applied} migration(s)`);
   const tokens = new Tokens(loadSecret(config.jwtSecret, config.dataDir), config.jwtLifetime);
   const mailer = new Mailer(config, () => storage.outbox, log);
-  return { config, db, hub: new Hub(), log, storage, tokens, mailer, baseUrl: publicBaseUrl(config, config.port) };
+  const hub = new Hub();
+  if (announceVersion(db, hub, VERSION)) log.info(`updated to ${VERSION}`);
+  return { config, db, hub, log, storage, tokens, mailer, baseUrl: publicBaseUrl(config, config.port) };
 }
 
 /** The HTTP application: one line per area of the interface. */

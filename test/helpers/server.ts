@@ -5,6 +5,8 @@ import { loadConfig } from "../../src/config";
 import { mutate } from "../../src/db/changelog";
 import { startServer, type Running } from "../../src/server";
 import { createPerson, hashPassword } from "../../src/services/users.service";
+import { memberships } from "../../src/db/schema";
+import { projectAudience } from "../../src/services/access.service";
 
 export type Answer = { status: number; body: any; headers: Headers };
 
@@ -12,8 +14,8 @@ export type Answer = { status: number; body: any; headers: Headers };
 export class TestServer {
   private constructor(readonly running: Running, readonly dataDir: string) {}
 
-  static async start(flags: Record<string, string> = {}): Promise<TestServer> {
-    const dataDir = mkdtempSync(join(tmpdir(), "apis-test-"));
+  /** Starts a server; `dataDir` reuses a folder (e.g. to restart over the same data). */
+  static async start(flags: Record<string, string> = {}, dataDir = mkdtempSync(join(tmpdir(), "apis-test-"))): Promise<TestServer> {
     const config = loadConfig({ port: "0", host: "127.0.0.1", data: dataDir, "log-level": "silent", ...flags }, {});
     return new TestServer(await startServer(config), dataDir);
   }
@@ -48,9 +50,26 @@ export class TestServer {
     return { gid: u.gid, token: tokenOf(res) };
   }
 
-  async stop() {
+  /** Stops the server and removes its data folder unless `keepData`. */
+  async stop(keepData = false) {
     await this.running.stop();
-    rmSync(this.dataDir, { recursive: true, force: true });
+    if (!keepData) rmSync(this.dataDir, { recursive: true, force: true });
+  }
+
+  /** Adds a membership directly (as the members endpoints would), writing its sync item. */
+  addMember(projectGid: string, userGid: string, roles: string[] = ["member"], status: "active" | "invited" | "inactive" = "active") {
+    const t = Date.now() / 1000;
+    mutate(this.ctx.db, this.ctx.hub, (tx, log) => {
+      tx.insert(memberships).values({ projectGid, userGid, roles, status, options: {}, createdOn: t, updatedOn: t }).run();
+      log.cc("INSERT", "cc.projects_members", `${projectGid}/${userGid}`, [userGid, ...projectAudience(tx, projectGid)]);
+    });
+  }
+
+  /** Creates a project owned by the given token's user; returns its gid. */
+  async project(token: string, name = "Project"): Promise<string> {
+    const r = await this.call("/api/projects/create", { token, body: { name } });
+    if (r.status !== 200) throw new Error(`project create failed: ${JSON.stringify(r.body)}`);
+    return r.body.result.project;
   }
 }
 
