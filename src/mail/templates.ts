@@ -1,0 +1,243 @@
+/**
+ * The mails Apis sends, as plain text and HTML, in English and German (other languages fall back
+ * to English; regional codes such as `de-ch` use their base language). Every template is a pure
+ * function of its variables; `renderMail` picks the language and escapes values for the HTML part.
+ */
+
+export type Rendered = { subject: string; text: string; html: string };
+
+/** Variables of each kind of mail. `baseUrl` is the public base URL (`ctx.baseUrl`, no trailing slash). */
+export type MailVars = {
+  /** Step one of signup: the code to finish creating `username`. */
+  signup_code: { baseUrl: string; code: string; username: string; minutes: number };
+  /** Step one of a password reset: one code for every account (username) on the address. */
+  reset_code: { baseUrl: string; code: string; usernames: string[]; minutes: number };
+  /** Step one of an email change: the code is sent to the new address. */
+  email_change_code: { baseUrl: string; code: string; username: string; email: string; minutes: number };
+  /**
+   * An invitation to a project. `inviter` is the owner's display name (name, else username);
+   * `link` defaults to `invitationLink(baseUrl, projectGid, inviteeGid)`; `hasAccount` says
+   * whether the invitee can sign in already (else the mail asks to sign up with this address).
+   */
+  invitation: {
+    baseUrl: string;
+    projectName: string;
+    projectGid: string;
+    inviteeGid: string;
+    inviter: string;
+    hasAccount: boolean;
+    link?: string;
+    declineLink?: string;
+  };
+};
+
+export type MailKind = keyof MailVars;
+
+/** Languages that have their own texts. */
+export const MAIL_LANGUAGES = ["en", "de"] as const;
+type MailLanguage = (typeof MAIL_LANGUAGES)[number];
+
+/** The mail language for a user's language code: `de`, `de-at`, ... → de; anything else → en. */
+export function mailLanguage(code: string | null | undefined): MailLanguage {
+  const base = String(code ?? "").toLowerCase().split(/[-_]/)[0];
+  return (MAIL_LANGUAGES as readonly string[]).includes(base!) ? (base as MailLanguage) : "en";
+}
+
+/** The link an invitation mail carries: the client's invitation page with both gids. */
+export function invitationLink(baseUrl: string, projectGid: string, inviteeGid: string): string {
+  return `${baseUrl}/invite?project=${encodeURIComponent(projectGid)}&invitee=${encodeURIComponent(inviteeGid)}`;
+}
+
+/** The decline link of an invitation mail (same page, `action=decline`). */
+export function declineLink(baseUrl: string, projectGid: string, inviteeGid: string): string {
+  return `${invitationLink(baseUrl, projectGid, inviteeGid)}&action=decline`;
+}
+
+/** Renders one mail of `kind` in the user's `language` (a code of the language list). */
+export function renderMail<K extends MailKind>(kind: K, language: string | null | undefined, vars: MailVars[K]): Rendered {
+  const lang = mailLanguage(language);
+  const body = (TEMPLATES[kind] as Record<MailLanguage, (v: MailVars[K]) => Body>)[lang](vars);
+  return {
+    subject: body.subject,
+    text: [...body.lines.map((l) => l.text), "—\n" + FOOTER[lang](vars.baseUrl)].join("\n\n") + "\n",
+    html: layout(body.subject, body.lines.map((l) => l.html).join("\n"), FOOTER[lang](vars.baseUrl)),
+  };
+}
+
+/** The invitation mail; what the members area sends on `members/invite` and `resend_invite`. */
+export function renderInvitation(language: string | null | undefined, vars: MailVars["invitation"]): Rendered {
+  return renderMail("invitation", language, vars);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Building blocks: each line of a mail has a text and an HTML form.
+
+type Line = { text: string; html: string };
+type Body = { subject: string; lines: Line[] };
+
+function esc(s: string): string {
+  return s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!);
+}
+
+/** A paragraph; `{x}` placeholders are filled from `vars`, escaped in HTML, bold for `*x*`. */
+function p(template: string, vars: Record<string, string> = {}): Line {
+  const fill = (html: boolean) =>
+    template.replace(/(\*?)\{(\w+)\}\1/g, (_m, star: string, k: string) => {
+      const v = vars[k] ?? "";
+      if (!html) return v;
+      return star ? `<strong>${esc(v)}</strong>` : esc(v);
+    });
+  return { text: fill(false), html: `<p style="margin:0 0 16px">${fill(true)}</p>` };
+}
+
+/** The verification code, large and spaced in HTML, on its own line in text. */
+function code(c: string): Line {
+  return {
+    text: `    ${c}`,
+    html: `<p style="margin:0 0 16px;font:bold 28px/1.2 ui-monospace,Menlo,Consolas,monospace;letter-spacing:6px">${esc(c)}</p>`,
+  };
+}
+
+function list(items: string[]): Line {
+  return {
+    text: items.map((i) => `  - ${i}`).join("\n"),
+    html: `<ul style="margin:0 0 16px">${items.map((i) => `<li><strong>${esc(i)}</strong></li>`).join("")}</ul>`,
+  };
+}
+
+function button(label: string, href: string): Line {
+  return {
+    text: `${label}: ${href}`,
+    html: `<p style="margin:0 0 16px"><a href="${esc(href)}" style="display:inline-block;padding:10px 18px;background:#2456c7;color:#fff;text-decoration:none;border-radius:4px">${esc(label)}</a><br><span style="font-size:12px;color:#666">${esc(href)}</span></p>`,
+  };
+}
+
+function layout(title: string, content: string, footer: string): string {
+  return `<!doctype html>
+<html><head><meta charset="utf-8"><title>${esc(title)}</title></head>
+<body style="margin:0;padding:24px;background:#f4f5f7;font:15px/1.5 -apple-system,Segoe UI,Helvetica,Arial,sans-serif;color:#1d1f23">
+<div style="max-width:560px;margin:0 auto;background:#fff;padding:24px;border-radius:6px">
+${content}
+<hr style="border:none;border-top:1px solid #e3e5e8;margin:24px 0 12px">
+<p style="margin:0;font-size:12px;color:#666">${esc(footer)}</p>
+</div></body></html>
+`;
+}
+
+const FOOTER: Record<MailLanguage, (baseUrl: string) => string> = {
+  en: (u) => `Sent by Apis at ${u}. If you did not ask for this, you can ignore this mail.`,
+  de: (u) => `Gesendet von Apis unter ${u}. Wenn Sie das nicht angefordert haben, können Sie diese E-Mail ignorieren.`,
+};
+
+const TEMPLATES: { [K in MailKind]: Record<MailLanguage, (v: MailVars[K]) => Body> } = {
+  signup_code: {
+    en: (v) => ({
+      subject: `Your Apis verification code: ${v.code}`,
+      lines: [
+        p("Hello,"),
+        p("to finish creating the account *{username}*, enter this verification code:", { username: v.username }),
+        code(v.code),
+        p("The code works once and expires in {minutes} minutes.", { minutes: String(v.minutes) }),
+      ],
+    }),
+    de: (v) => ({
+      subject: `Ihr Apis-Bestätigungscode: ${v.code}`,
+      lines: [
+        p("Hallo,"),
+        p("um das Konto *{username}* fertig einzurichten, geben Sie diesen Bestätigungscode ein:", { username: v.username }),
+        code(v.code),
+        p("Der Code gilt einmal und läuft in {minutes} Minuten ab.", { minutes: String(v.minutes) }),
+      ],
+    }),
+  },
+  reset_code: {
+    en: (v) => ({
+      subject: `Your Apis password reset code: ${v.code}`,
+      lines: [
+        p("Hello,"),
+        p(
+          v.usernames.length > 1
+            ? "someone asked to reset a password of an account with this email address. These accounts use it; choose the username whose password you want to reset:"
+            : "someone asked to reset the password of the account with this email address:",
+        ),
+        list(v.usernames),
+        p("Enter this code together with the username and your new password:"),
+        code(v.code),
+        p("The code works once and expires in {minutes} minutes.", { minutes: String(v.minutes) }),
+      ],
+    }),
+    de: (v) => ({
+      subject: `Ihr Apis-Code zum Zurücksetzen des Passworts: ${v.code}`,
+      lines: [
+        p("Hallo,"),
+        p(
+          v.usernames.length > 1
+            ? "jemand möchte das Passwort eines Kontos mit dieser E-Mail-Adresse zurücksetzen. Diese Konten verwenden sie; wählen Sie den Benutzernamen, dessen Passwort Sie zurücksetzen möchten:"
+            : "jemand möchte das Passwort des Kontos mit dieser E-Mail-Adresse zurücksetzen:",
+        ),
+        list(v.usernames),
+        p("Geben Sie diesen Code zusammen mit dem Benutzernamen und Ihrem neuen Passwort ein:"),
+        code(v.code),
+        p("Der Code gilt einmal und läuft in {minutes} Minuten ab.", { minutes: String(v.minutes) }),
+      ],
+    }),
+  },
+  email_change_code: {
+    en: (v) => ({
+      subject: `Confirm your new Apis email address: ${v.code}`,
+      lines: [
+        p("Hello,"),
+        p("the account *{username}* wants to use *{email}* as its email address from now on. To confirm, enter this code:", {
+          username: v.username,
+          email: v.email,
+        }),
+        code(v.code),
+        p("The code works once and expires in {minutes} minutes.", { minutes: String(v.minutes) }),
+      ],
+    }),
+    de: (v) => ({
+      subject: `Bestätigen Sie Ihre neue Apis-E-Mail-Adresse: ${v.code}`,
+      lines: [
+        p("Hallo,"),
+        p("das Konto *{username}* möchte künftig *{email}* als E-Mail-Adresse verwenden. Zur Bestätigung geben Sie diesen Code ein:", {
+          username: v.username,
+          email: v.email,
+        }),
+        code(v.code),
+        p("Der Code gilt einmal und läuft in {minutes} Minuten ab.", { minutes: String(v.minutes) }),
+      ],
+    }),
+  },
+  invitation: {
+    en: (v) => ({
+      subject: `${v.inviter} invites you to the project ${v.projectName}`,
+      lines: [
+        p("Hello,"),
+        p("*{inviter}* invites you to join the project *{project}* on Apis.", { inviter: v.inviter, project: v.projectName }),
+        p(
+          v.hasAccount
+            ? "Sign in and accept the invitation:"
+            : "You do not have an account yet: sign up with this email address, then accept the invitation:",
+        ),
+        button("Open the invitation", v.link ?? invitationLink(v.baseUrl, v.projectGid, v.inviteeGid)),
+        button("Decline", v.declineLink ?? declineLink(v.baseUrl, v.projectGid, v.inviteeGid)),
+        p("Project: {project} · Invitee: {invitee}", { project: v.projectGid, invitee: v.inviteeGid }),
+      ],
+    }),
+    de: (v) => ({
+      subject: `${v.inviter} lädt Sie zum Projekt ${v.projectName} ein`,
+      lines: [
+        p("Hallo,"),
+        p("*{inviter}* lädt Sie ein, beim Projekt *{project}* auf Apis mitzuarbeiten.", { inviter: v.inviter, project: v.projectName }),
+        p(
+          v.hasAccount
+            ? "Melden Sie sich an und nehmen Sie die Einladung an:"
+            : "Sie haben noch kein Konto: Registrieren Sie sich mit dieser E-Mail-Adresse und nehmen Sie dann die Einladung an:",
+        ),
+        button("Einladung öffnen", v.link ?? invitationLink(v.baseUrl, v.projectGid, v.inviteeGid)),
+        button("Ablehnen", v.declineLink ?? declineLink(v.baseUrl, v.projectGid, v.inviteeGid)),
+        p("Projekt: {project} · Eingeladen: {invitee}", { project: v.projectGid, invitee: v.inviteeGid }),
+      ],
+    }),
+  },
+};
