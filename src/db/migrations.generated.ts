@@ -23,5 +23,11 @@ export const embeddedMigrations: { tag: string; when: number; breakpoints: boole
     "when": 1795291663501,
     "breakpoints": true,
     "sql": "CREATE TABLE `verification_codes` (\n\t`validation_hash` text PRIMARY KEY NOT NULL,\n\t`code_hash` text NOT NULL,\n\t`purpose` text NOT NULL,\n\t`email` text NOT NULL,\n\t`username` text,\n\t`password_hash` text,\n\t`user_gid` text,\n\t`user_gids` text DEFAULT '[]' NOT NULL,\n\t`attempts` integer DEFAULT 0 NOT NULL,\n\t`status` text DEFAULT 'pending' NOT NULL,\n\t`expires_on` real NOT NULL,\n\t`created_on` real NOT NULL\n);\n--> statement-breakpoint\nCREATE INDEX `verification_codes_expires` ON `verification_codes` (`expires_on`);--> statement-breakpoint\nCREATE INDEX `verification_codes_user` ON `verification_codes` (`user_gid`);"
+  },
+  {
+    "tag": "0004_apikeys",
+    "when": 1795291674396,
+    "breakpoints": true,
+    "sql": "CREATE TABLE `apikeys` (\n\t`user_gid` text PRIMARY KEY NOT NULL,\n\t`project_gid` text NOT NULL,\n\t`key_hash` text NOT NULL,\n\t`key_prefix` text NOT NULL,\n\t`created_on` real NOT NULL,\n\t`updated_on` real NOT NULL,\n\t`last_used_on` real,\n\tFOREIGN KEY (`user_gid`) REFERENCES `users`(`gid`) ON UPDATE no action ON DELETE cascade,\n\tFOREIGN KEY (`project_gid`) REFERENCES `projects`(`gid`) ON UPDATE no action ON DELETE cascade\n);\n--> statement-breakpoint\nCREATE UNIQUE INDEX `apikeys_key_hash` ON `apikeys` (`key_hash`);--> statement-breakpoint\nCREATE INDEX `apikeys_project` ON `apikeys` (`project_gid`);"
   }
 ];

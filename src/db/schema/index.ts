@@ -4,3 +4,4 @@ export * from "./jobs";
 export * from "./backups";
 export * from "./assets";
 export * from "./account";
+export * from "./apikeys";
