@@ -1,3 +1,4 @@
+import { Cron } from "croner";
 import { resolve } from "node:path";
 import { z } from "zod";
 
@@ -7,6 +8,16 @@ import { z } from "zod";
  */
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 const bool = z.union([z.boolean(), z.enum(["true", "false", "1", "0", "yes", "no"]).transform((v) => ["true", "1", "yes"].includes(v))]);
+/** A croner pattern (5 or 6 fields, local time), or "" / "off" to disable. */
+const cron = z.string().refine((p) => {
+  if (p.trim() === "" || p.trim().toLowerCase() === "off") return true;
+  try {
+    new Cron(p, { paused: true }).stop();
+    return true;
+  } catch {
+    return false;
+  }
+}, "not a valid cron pattern (e.g. \"30 3 * * *\", or off)");
 
 export const settings = {
   port: { env: "APIS_PORT", flag: "port", schema: int(0, 65535), default: 8080, help: "TCP port; 0 picks a free port" },
@@ -28,6 +39,13 @@ export const settings = {
   transformConcurrency: { env: "APIS_TRANSFORM_CONCURRENCY", flag: "transform-concurrency", schema: int(1, 256), default: 8, help: "transforms at once; more get 503" },
   transformTimeout: { env: "APIS_TRANSFORM_TIMEOUT", flag: "transform-timeout", schema: int(1, 600), default: 30, help: "seconds one transform may take" },
   workers: { env: "APIS_WORKERS", flag: "workers", schema: int(1, 64), default: 2, help: "background job workers" },
+  jobStopGrace: { env: "APIS_JOB_STOP_GRACE", flag: "job-stop-grace", schema: int(0, 3600), default: 10, help: "seconds a stopping server lets running jobs finish before re-queueing them" },
+  jobsKeepDays: { env: "APIS_JOBS_KEEP_DAYS", flag: "jobs-keep-days", schema: int(1, 3650), default: 7, help: "days finished jobs are kept" },
+  scheduleChangelog: { env: "APIS_SCHEDULE_CHANGELOG", flag: "schedule-changelog", schema: cron, default: "30 3 * * *", help: "cron for change-log retention (off disables)" },
+  scheduleCheckpoint: { env: "APIS_SCHEDULE_CHECKPOINT", flag: "schedule-checkpoint", schema: cron, default: "*/15 * * * *", help: "cron for the SQLite WAL checkpoint" },
+  scheduleJobs: { env: "APIS_SCHEDULE_JOBS", flag: "schedule-jobs", schema: cron, default: "45 3 * * *", help: "cron for deleting old finished jobs" },
+  scheduleBackups: { env: "APIS_SCHEDULE_BACKUPS", flag: "schedule-backups", schema: cron, default: "off", help: "cron for automatic backups of every active project changed since its last backup" },
+  backupsKeep: { env: "APIS_BACKUPS_KEEP", flag: "backups-keep", schema: int(1, 10000), default: 7, help: "scheduled backups kept per project (older ones are deleted; manual ones are kept)" },
   syncMaxBytes: { env: "APIS_SYNC_MAX_BYTES", flag: "sync-max-bytes", schema: int(1024, 100 * 1024 * 1024), default: 100_000, help: "largest message or polling body a /sync/io client may send, in bytes" },
   corsOrigins: { env: "APIS_CORS_ORIGINS", flag: "cors-origins", schema: z.string(), default: "*", help: "comma-separated origins allowed for browsers and /sync/io; * allows all" },
   trustProxy: { env: "APIS_TRUST_PROXY", flag: "trust-proxy", schema: bool, default: false, help: "take the client address from X-Forwarded-For" },

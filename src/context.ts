@@ -5,6 +5,7 @@ import type { Storage } from "./storage/paths";
 import type { Hub } from "./sync/hub";
 import type { Tokens } from "./http/tokens";
 import type { Mailer } from "./mail/mailer";
+import type { JobRunner } from "./jobs/runner";
 
 /**
  * What a running instance holds, handed to services, jobs and the CLI alike. Services use it for
@@ -18,6 +19,8 @@ export interface Ctx {
   storage: Storage;
   tokens: Tokens;
   mailer: Mailer;
+  /** The background job runner: `ctx.jobs.enqueue({kind, projectGid, userGid, params})` → token. */
+  jobs: JobRunner;
   /** The public base URL (no trailing slash), known once the server listens. */
   baseUrl: string;
 }

@@ -16,6 +16,8 @@ commands:
   user deactivate --username U  lock an account out (its tokens stop working)
   migrate                       apply database migrations and exit
   doctor                        check Bun, SQLite, sharp/libvips and the data folder
+  jobs list [--limit N] [--json] housekeeping schedules (next/last run) and recent background jobs
+  jobs run TASK                 run one housekeeping task now (changelog, checkpoint, jobs, ...)
   --help, --version
 
 settings (flag, environment variable, meaning):
@@ -65,6 +67,16 @@ async function main(argv: string[]): Promise<number> {
       const ctx = openInstance(config);
       try {
         return await userCommand(ctx, words[1], flags);
+      } finally {
+        ctx.db.$client.close();
+      }
+    }
+    case "jobs": {
+      const { openInstance } = await import("./server");
+      const { jobsCommand } = await import("./cli/jobs.cli");
+      const ctx = openInstance(config);
+      try {
+        return await jobsCommand(ctx, words.slice(1), flags);
       } finally {
         ctx.db.$client.close();
       }

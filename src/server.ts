@@ -12,6 +12,10 @@ import { projectRoutes } from "./routes/projects.routes";
 import { syncRoutes } from "./routes/sync.routes";
 import { Storage } from "./storage/paths";
 import { Hub } from "./sync/hub";
+import { JobRunner } from "./jobs/runner";
+import { startSchedules } from "./jobs/schedules";
+import { claimDataDir, releaseDataDir } from "./lib/pidfile";
+import { jobsRoutes } from "./routes/jobs.routes";
 import { announceVersion } from "./services/instance.service";
 import { VERSION } from "./version";
 
@@ -26,7 +30,9 @@ export function openInstance(config: Config, log = new Logger(config.logLevel)):
   const mailer = new Mailer(config, () => storage.outbox, log);
   const hub = new Hub();
   if (announceVersion(db, hub, VERSION)) log.info(`updated to ${VERSION}`);
-  return { config, db, hub, log, storage, tokens, mailer, baseUrl: publicBaseUrl(config, config.port) };
+  const ctx: Ctx = { config, db, hub, log, storage, tokens, mailer, jobs: undefined as unknown as JobRunner, baseUrl: publicBaseUrl(config, config.port) };
+  ctx.jobs = new JobRunner(ctx);
+  return ctx;
 }
 
 /** The HTTP application: one line per area of the interface. */
@@ -36,13 +42,15 @@ export function createApp(ctx: Ctx) {
     .use(jsonBodies)
     .use(globalRoutes(ctx))
     .use(projectRoutes(ctx))
-    .use(syncRoutes(ctx));
+    .use(syncRoutes(ctx))
+    .use(jobsRoutes(ctx));
 }
 
 export type Running = { ctx: Ctx; url: string; port: number; stop: () => Promise<void> };
 
 /** Starts serving; resolves once listening. `stop` finishes requests in flight, then closes the database. */
 export async function startServer(config: Config): Promise<Running> {
+  claimDataDir(config.dataDir);
   const ctx = openInstance(config);
   const app = createApp(ctx);
   const server = Bun.serve({
@@ -58,6 +66,8 @@ export async function startServer(config: Config): Promise<Running> {
       });
     },
   });
+  ctx.jobs.start();
+  const stopSchedules = startSchedules(ctx);
   const port = server.port ?? config.port;
   ctx.baseUrl = publicBaseUrl(config, port);
   const host = config.host === "0.0.0.0" || config.host === "::" ? "localhost" : config.host;
@@ -66,8 +76,11 @@ export async function startServer(config: Config): Promise<Running> {
   const stop = () =>
     (stopping ??= (async () => {
       await server.stop(false);
+      stopSchedules();
+      await ctx.jobs.stop();
       ctx.mailer.close();
       ctx.db.$client.close();
+      releaseDataDir(config.dataDir);
     })());
   return { ctx, url, port, stop };
 }

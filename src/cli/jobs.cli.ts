@@ -1,0 +1,52 @@
+import { desc } from "drizzle-orm";
+import type { Ctx } from "../context";
+import { jobs } from "../db/schema";
+import { jobObject } from "../jobs/runner";
+import { housekeepingTasks, listSchedules, runHousekeeping } from "../jobs/schedules";
+import { stringFlag, UsageError } from "./args";
+
+const when = (t: number | null | undefined) => (t ? new Date(t * 1000).toISOString().replace("T", " ").slice(0, 19) : "-");
+
+/**
+ * `apis jobs list [--limit N] [--json]`: the housekeeping schedules (pattern, next and last run)
+ * and the most recent background jobs. `apis jobs run TASK`: runs one housekeeping task now.
+ */
+export async function jobsCommand(ctx: Ctx, args: string[], flags: Record<string, string | boolean>): Promise<number> {
+  const [sub, arg] = args;
+  const json = flags.json === true;
+  switch (sub ?? "list") {
+    case "list": {
+      const limit = Number(stringFlag(flags, "limit") ?? 20);
+      if (!Number.isInteger(limit) || limit < 0) throw new UsageError("--limit needs a whole number");
+      const schedules = listSchedules(ctx);
+      const recent = ctx.db.select().from(jobs).orderBy(desc(jobs.createdOn)).limit(limit).all();
+      if (json) {
+        console.log(JSON.stringify({ schedules, jobs: recent.map((j) => ({ token: j.token, user_gid: j.userGid, attempts: j.attempts, ...jobObject(j) })) }));
+        return 0;
+      }
+      console.log("scheduled tasks:");
+      for (const s of schedules) {
+        const last = s.last_run ? `${when(s.last_run.at)} ${s.last_run.ok ? "ok" : "FAILED"}: ${s.last_run.summary}` : "never";
+        console.log(`  ${s.name.padEnd(12)} ${s.schedule.padEnd(16)} next ${when(s.next_run)}  last ${last}`);
+        console.log(`  ${"".padEnd(12)} ${s.describe}`);
+      }
+      console.log(`recent jobs (${recent.length}):`);
+      if (!recent.length) console.log("  none");
+      for (const j of recent) {
+        const info = j.status === "rejected" ? `error: ${String(j.info?.error ?? "")}` : typeof j.info?.total === "number" ? `${Number(j.info.total) - Number(j.info.remaining ?? 0)}/${j.info.total}` : "";
+        console.log(`  ${j.token}  ${when(j.createdOn)}  ${j.kind.padEnd(20)} ${j.status.padEnd(10)} ${j.projectGid ?? "-"}  ${info}`);
+      }
+      return 0;
+    }
+    case "run": {
+      const name = arg ?? stringFlag(flags, "name");
+      const task = housekeepingTasks().find((t) => t.name === name);
+      if (!task) throw new UsageError(`usage: apis jobs run ${housekeepingTasks().map((t) => t.name).join("|")}`);
+      const run = await runHousekeeping(ctx, task);
+      console.log(json ? JSON.stringify(run) : `${task.name}: ${run.ok ? "ok" : "FAILED"}: ${run.summary}`);
+      return run.ok ? 0 : 1;
+    }
+    default:
+      throw new UsageError("usage: apis jobs list [--limit N] [--json] | apis jobs run TASK");
+  }
+}
