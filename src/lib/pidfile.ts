@@ -1,4 +1,4 @@
-import { readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
 /**
@@ -37,6 +37,7 @@ export function liveServerPid(dataDir: string): number | null {
 export function claimDataDir(dataDir: string): void {
   const other = liveServerPid(dataDir);
   if (other) throw new Error(`another Apis server (pid ${other}) is using ${dataDir}`);
+  mkdirSync(dataDir, { recursive: true }); // a new data folder is created on first start
   writeFileSync(pidFile(dataDir), `${process.pid}\n`);
 }
 
