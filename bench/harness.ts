@@ -1,0 +1,135 @@
+/**
+ * Shared helpers for benchmarks: spawn a server in its own process (so the load generator and the
+ * server under test never share one event loop), load it with autocannon, read its memory.
+ */
+import autocannon from "autocannon";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+
+export type Row = { metric: string; value: number; unit: string; ceiling?: number; ratio?: number; target?: string };
+export type BenchResult = { name: string; rows: Row[]; notes?: string[] };
+
+export const ROOT = resolve(import.meta.dir, "..");
+/** The bun that runs the benchmark (bench/run.ts is started with bun). */
+export const BUN = process.execPath;
+
+/** Seconds per measured load run; `BENCH_SECONDS=2 npm run bench` for a quick look. */
+export const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
+export const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
+/** Alternating rounds per compared pair (subject, ceiling, subject, ceiling ...). */
+export const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
+
+export function tempDir(prefix = "apis-bench-"): string {
+  return mkdtempSync(join(tmpdir(), prefix));
+}
+
+export function removeDir(dir: string) {
+  rmSync(dir, { recursive: true, force: true });
+}
+
+/** A TCP port that was free a moment ago. */
+export function freePort(): Promise<number> {
+  return new Promise((ok, fail) => {
+    const s = createServer();
+    s.once("error", fail);
+    s.listen(0, "127.0.0.1", () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => ok(port));
+    });
+  });
+}
+
+export type Child = { pid: number; url: string; startedMs: number; stop: () => Promise<void> };
+
+/**
+ * Spawns `cmd` (which must listen on 127.0.0.1:`port`) and resolves once `readyPath` answers 200.
+ * `startedMs` is the time from spawn to that first answer.
+ */
+export async function spawnServer(cmd: string[], port: number, opts: { env?: Record<string, string>; readyPath?: string; timeoutMs?: number } = {}): Promise<Child> {
+  const url = `http://127.0.0.1:${port}`;
+  const t0 = performance.now();
+  const proc = Bun.spawn(cmd, { cwd: ROOT, env: { ...process.env, ...opts.env }, stdout: "ignore", stderr: "pipe" });
+  const deadline = t0 + (opts.timeoutMs ?? 30_000);
+  const stop = async () => {
+    proc.kill("SIGTERM");
+    const timer = setTimeout(() => proc.kill("SIGKILL"), 3000);
+    await proc.exited;
+    clearTimeout(timer);
+  };
+  for (;;) {
+    if (proc.exitCode !== null) {
+      const err = await new Response(proc.stderr).text();
+      throw new Error(`${cmd.join(" ")} exited with ${proc.exitCode}: ${err.slice(0, 2000)}`);
+    }
+    try {
+      const res = await fetch(url + (opts.readyPath ?? "/api/ping"));
+      await res.arrayBuffer();
+      if (res.ok) return { pid: proc.pid, url, startedMs: performance.now() - t0, stop };
+    } catch {}
+    if (performance.now() > deadline) {
+      await stop();
+      throw new Error(`${cmd.join(" ")} did not answer within ${opts.timeoutMs ?? 30_000} ms`);
+    }
+    await Bun.sleep(2);
+  }
+}
+
+/** Resident memory of a process in MB (VmRSS of /proc/<pid>/status). */
+export function rssMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const kb = Number(/VmRSS:\s+(\d+)\s+kB/.exec(status)?.[1] ?? NaN);
+  return kb / 1024;
+}
+
+export type Load = { rps: number; p50: number; p99: number; requests: number };
+
+/**
+ * Runs autocannon against one URL; throws when any answer was not 2xx or a connection failed,
+ * so a benchmark never reports the speed of error answers.
+ */
+export async function load(url: string, opts: { seconds?: number; headers?: Record<string, string>; method?: string; body?: string; connections?: number } = {}): Promise<Load> {
+  const r = await autocannon({
+    url,
+    method: (opts.method ?? "GET") as "GET" | "POST",
+    headers: opts.headers,
+    body: opts.body,
+    connections: opts.connections ?? CONNECTIONS,
+    duration: opts.seconds ?? SECONDS,
+  });
+  if (r.non2xx || r.errors || r.timeouts) throw new Error(`load on ${url}: ${r.non2xx} non-2xx, ${r.errors} errors, ${r.timeouts} timeouts`);
+  return { rps: r.requests.total / (opts.seconds ?? SECONDS), p50: r.latency.p50, p99: r.latency.p99, requests: r.requests.total };
+}
+
+/**
+ * Measures `subject` against `ceiling` in alternating rounds (subject, ceiling, subject, ...), so
+ * noise from other work on the machine falls on both alike. Returns requests per second of each.
+ */
+export async function compareLoad(
+  subject: () => Promise<Load>,
+  ceiling: () => Promise<Load>,
+  rounds = ROUNDS,
+): Promise<{ subject: number; ceiling: number }> {
+  let s = 0;
+  let c = 0;
+  for (let i = 0; i < rounds; i++) {
+    s += (await subject()).rps;
+    c += (await ceiling()).rps;
+  }
+  return { subject: s / rounds, ceiling: c / rounds };
+}
+
+export function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
+export const round = (x: number, digits = 2) => Math.round(x * 10 ** digits) / 10 ** digits;
+
+/** The compiled executable when `npm run build` made one, else null. */
+export function builtBinary(): string | null {
+  const bin = join(ROOT, "dist", "apis");
+  return existsSync(bin) ? bin : null;
+}
