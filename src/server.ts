@@ -12,6 +12,7 @@ import { projectRoutes } from "./routes/projects.routes";
 import { syncRoutes } from "./routes/sync.routes";
 import { Storage } from "./storage/paths";
 import { Hub } from "./sync/hub";
+import { SyncServer } from "./sync/socket";
 import { JobRunner } from "./jobs/runner";
 import { startSchedules } from "./jobs/schedules";
 import { claimDataDir, releaseDataDir } from "./lib/pidfile";
@@ -53,11 +54,15 @@ export async function startServer(config: Config): Promise<Running> {
   claimDataDir(config.dataDir);
   const ctx = openInstance(config);
   const app = createApp(ctx);
+  const appFetch = app.fetch;
+  // Socket.IO at /sync/io beside Elysia: one fetch and one websocket handler dispatch to both.
+  const sync = new SyncServer(ctx);
   const server = Bun.serve({
     port: config.port,
     hostname: config.host,
     maxRequestBodySize: Math.max(config.uploadMaxBytes, config.imageMaxBytes) + 1024 * 1024,
-    fetch: app.fetch,
+    fetch: (req, srv) => (sync.handles(req) ? sync.handleRequest(req, srv) : appFetch(req)),
+    websocket: sync.websocket,
     error(err) {
       ctx.log.error("unhandled server error", { error: String(err?.stack ?? err) });
       return new Response(JSON.stringify({ success: false, result: { code: 500, message: "Internal server error", info: {} }, data: {} }), {
@@ -75,6 +80,7 @@ export async function startServer(config: Config): Promise<Running> {
   let stopping: Promise<void> | undefined;
   const stop = () =>
     (stopping ??= (async () => {
+      await sync.close();
       await server.stop(false);
       stopSchedules();
       await ctx.jobs.stop();

@@ -1,6 +1,7 @@
 import { and, eq } from "drizzle-orm";
 import { Elysia } from "elysia";
 import type { Ctx } from "../context";
+import type { Tx } from "../db/connection";
 import { memberships } from "../db/schema";
 import { getUser, type User } from "../services/users.service";
 import { ApiError } from "./errors";
@@ -16,6 +17,21 @@ export function permissionDenied(reason = "invalid_token"): ApiError {
 export type Caller = { user: User; token: string };
 
 /**
+ * The user a verified token of (`sub`, token version `tv`) still stands for: an active account
+ * with that token version, and for API users an active membership. Undefined otherwise. Also used
+ * by the sync sockets to re-check a connected user.
+ */
+export function tokenHolder(tx: Tx, sub: string, tv: number): User | undefined {
+  const user = getUser(tx, sub);
+  if (!user || user.status !== "active" || user.tokenVersion !== tv) return undefined;
+  if (user.kind === "api") {
+    const m = tx.select().from(memberships).where(and(eq(memberships.userGid, user.gid), eq(memberships.status, "active"))).get();
+    if (!m) return undefined;
+  }
+  return user;
+}
+
+/**
  * Resolves the caller of a request from its JWT: signature (HS256 only), expiry, token version,
  * an active account, and for API users an active membership. Throws 401 otherwise.
  */
@@ -24,12 +40,8 @@ export async function authenticate(ctx: Ctx, header: string | null | undefined):
   if (!token) throw permissionDenied(header ? "invalid_token" : "invalid_request");
   const claims = await ctx.tokens.verify(token);
   if (!claims) throw permissionDenied();
-  const user = getUser(ctx.db, claims.sub);
-  if (!user || user.status !== "active" || user.tokenVersion !== claims.tv) throw permissionDenied();
-  if (user.kind === "api") {
-    const m = ctx.db.select().from(memberships).where(and(eq(memberships.userGid, user.gid), eq(memberships.status, "active"))).get();
-    if (!m) throw permissionDenied();
-  }
+  const user = tokenHolder(ctx.db, claims.sub, claims.tv);
+  if (!user) throw permissionDenied();
   const renewed = ctx.tokens.needsRenewal(claims) ? await ctx.tokens.sign(user.gid, user.tokenVersion) : null;
   return { user, token: renewed ?? token, renewed };
 }
