@@ -83,3 +83,23 @@ export function canSeeUser(tx: Tx, viewer: string, target: string): boolean {
     .where(and(inArray(memberships.projectGid, mine), eq(memberships.userGid, target), ne(memberships.status, "declined")))
     .get();
 }
+
+/** What a project endpoint needs of its caller: any active membership, or the ownership. */
+export type ProjectNeed = "member" | "owner";
+
+/**
+ * The gate of every `/api/p/<project>/...` endpoint: the project and the caller's membership, or
+ * 403. `member` admits the owner (any project state) and active members of an active project, API
+ * users included; `owner` admits only the owner. Unknown projects answer 403 like foreign ones.
+ */
+export function projectAccess(tx: Tx, projectGid: string, userGid: string, need: ProjectNeed) {
+  const project = tx.select().from(projects).where(eq(projects.gid, projectGid)).get();
+  const membership = project && activeMembership(tx, projectGid, userGid);
+  const isOwner = !!project && project.owner === userGid;
+  if (need === "owner") {
+    if (!isOwner) throw forbidden("Not the owner of the project");
+  } else if (!project || (!isOwner && (!membership || project.status !== "active"))) {
+    throw forbidden("Not a member of the project");
+  }
+  return { project: project!, membership, isOwner };
+}

@@ -62,3 +62,8 @@ export function membershipShort(m: Membership) {
 export function personMembershipOptions(email: string) {
   return { notifications: { email, events: ["all"], frequency: "immediate" }, rate_limit_per_second: null };
 }
+
+/** An API user as `apikeys/*` answers show it (spec 4.2 `apikeys/deactivate`): gid, name, avatar, username null. */
+export function apiUserForm(u: User) {
+  return { gid: u.gid, name: u.name, avatar: u.avatar, username: null };
+}

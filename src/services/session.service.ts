@@ -4,7 +4,8 @@ import { changes, memberships, projects, users } from "../db/schema";
 import { unauthorized } from "../http/errors";
 import { LANGUAGES, LANGUAGE_CODES } from "../lib/languages";
 import { VERSION } from "../version";
-import { membershipFull, membershipShort, projectFull, userFull, userShort } from "./forms";
+import { membershipFull, membershipShort, projectFull, projectShort, userFull, userShort } from "./forms";
+import { projectMemberRows } from "./members.service";
 import { getUser } from "./users.service";
 
 /** The newest cursor of the change log (0 when empty). Cursors are global and only increase. */
@@ -61,5 +62,78 @@ export function globalInit(tx: Tx, userGid: string) {
   return {
     result: { user: me.gid, user_projects: userProjects, "cc.version": VERSION, "cc.cursor": currentCursor(tx) },
     data: { "cc.users": ccUsers, "cc.projects": ccProjects, "cc.projects_members": ccMembers, "cc.languages": LANGUAGES },
+  };
+}
+
+/** A function that gives one project data dictionary (keyed by gid) for the project init payload. */
+export type ProjectDictionary = (tx: Tx, projectGid: string) => Record<string, unknown>;
+
+/**
+ * The project data dictionaries of `auth`, `init` and project `login` (spec 4.2). Each area that
+ * owns one replaces its entry with `registerProjectDictionary` (the schema area: definitions,
+ * classes, fields, layouts; queries); until then they are empty objects.
+ */
+const projectDictionaries = new Map<string, ProjectDictionary>(
+  ["definitions", "classes", "fields", "layouts", "queries"].map((name) => [name, () => ({})]),
+);
+
+export function registerProjectDictionary(name: string, fn: ProjectDictionary): void {
+  projectDictionaries.set(name, fn);
+}
+
+/**
+ * The project init payload (spec 4.2 `auth` and `GET /api/p/<project>/init`, also answered by the
+ * project `login`). `member` says whether the caller may see the project (owner or active member
+ * of an active project: checked by the caller); when false, the login stays valid but `project`
+ * is null and no project data is given. `user_projects` lists the projects the user owns (always
+ * empty for API users); `cc.projects` holds the full current project and reduced entries for the
+ * other owned projects. The owner gets full membership and user forms of everyone; others get
+ * short forms except their own.
+ */
+export function projectInit(tx: Tx, userGid: string, projectGid: string, member: boolean) {
+  const me = getUser(tx, userGid);
+  if (!me) throw unauthorized();
+  const owned = me.kind === "api" ? [] : tx.select().from(projects).where(eq(projects.owner, userGid)).all();
+  const userProjects: Record<string, string[]> = {};
+  const ccProjects: Record<string, unknown> = {};
+  for (const p of owned) {
+    userProjects[p.gid] = ["owner"];
+    if (p.gid !== projectGid) ccProjects[p.gid] = projectShort(p);
+  }
+  const ccUsers: Record<string, unknown> = { [me.gid]: userFull(me) };
+  const ccMembers: unknown[] = [];
+  const dictionaries: Record<string, Record<string, unknown>> = {};
+  const project = member ? tx.select().from(projects).where(eq(projects.gid, projectGid)).get() : undefined;
+  let projectMembers: string[] = [];
+  if (project) {
+    ccProjects[project.gid] = projectFull(project);
+    const isOwner = project.owner === userGid;
+    for (const { m, u } of projectMemberRows(tx, project.gid, isOwner)) {
+      const full = isOwner || u.gid === userGid;
+      if (u.gid !== userGid) ccUsers[u.gid] = full ? userFull(u) : userShort(u);
+      ccMembers.push(full ? membershipFull(m) : membershipShort(m));
+      if (m.status === "active") projectMembers.push(u.gid);
+    }
+  }
+  for (const [name, fn] of projectDictionaries) dictionaries[name] = project ? fn(tx, project.gid) : {};
+  const cursor = currentCursor(tx);
+  return {
+    result: {
+      user: me.gid,
+      user_projects: userProjects,
+      project: project ? project.gid : null,
+      project_members: projectMembers,
+      last_backed_up: project?.lastBackedUp ?? null,
+      "cc.version": VERSION,
+      "cc.cursor": cursor,
+      cursor: project ? cursor : null,
+    },
+    data: {
+      "cc.users": ccUsers,
+      "cc.projects": ccProjects,
+      "cc.projects_members": ccMembers,
+      "cc.languages": LANGUAGES,
+      ...dictionaries,
+    },
   };
 }
