@@ -170,11 +170,6 @@ export class SyncServer {
     await this.io.close();
   }
 
-  /** Number of connected sockets (for health output and tests). */
-  get connections(): number {
-    return this.sessions.size;
-  }
-
   // ---- connection and authentication ----
 
   private authenticateSocket(socket: Socket, next: (err?: Error) => void) {
@@ -414,7 +409,8 @@ export class SyncServer {
     let users: Set<string> | undefined;
     let projects: Set<string> | undefined;
     for (const it of items) {
-      if (it.type !== "cc") continue;
+      // Only a change or removal can cut access off; INSERT items never do.
+      if (it.type !== "cc" || it.action === "INSERT") continue;
       if (it.data_type === "cc.users") (users ??= new Set()).add(it.data_key);
       else if (it.data_type === "cc.projects_members") (users ??= new Set()).add(it.data_key.slice(it.data_key.indexOf("/") + 1));
       else if (it.data_type === "cc.projects") (projects ??= new Set()).add(it.data_key);
