@@ -129,10 +129,13 @@ export function updateApiKey(tx: Tx, log: ChangeLog, project: Project, userGid: 
   tx.update(apikeys).set({ updatedOn: t }).where(eq(apikeys.userGid, userGid)).run();
 }
 
-/** `apikeys/deactivate`: the API user's membership becomes inactive; its key and JWTs stop working at once. */
+/** `apikeys/deactivate`: the API user's membership becomes inactive; its key and JWTs stop working at once, its JWTs for good. */
 export function deactivateApiKey(tx: Tx, log: ChangeLog, project: Project, userGid: string): Membership {
-  apiUserOf(tx, project.gid, userGid, "Deactivation");
-  return deactivateMember(tx, log, project, userGid, "api");
+  const { user } = apiUserOf(tx, project.gid, userGid, "Deactivation");
+  const m = deactivateMember(tx, log, project, userGid, "api");
+  // JWTs issued before stay dead after a reactivation too: the key must authenticate again.
+  tx.update(users).set({ tokenVersion: user.tokenVersion + 1, updatedOn: now() }).where(eq(users.gid, userGid)).run();
+  return m;
 }
 
 /** `apikeys/reactivate`: the membership is active again; the same key works again. */
