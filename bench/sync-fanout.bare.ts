@@ -1,0 +1,41 @@
+/**
+ * The ceiling of bench/sync-fanout.bench.ts: a bare Bun.serve WebSocket server that sends the
+ * very bytes Apis sends for one project item (a Socket.IO `sync` event frame) to every connected
+ * client through Bun's native pub/sub. No Socket.IO, no database. Driven over IPC:
+ *
+ *   → {cmd: "touch", count}   ← {cmd: "touched"}
+ */
+if (!process.send) throw new Error("started by bench/sync-fanout.bench.ts with IPC");
+
+let cursor = 1000;
+const frame = () =>
+  "42" + JSON.stringify(["sync", [{ type: "p0000000000000000000", cursor: ++cursor, action: "UPDATE", data_type: "records", data_key: crypto.randomUUID().slice(0, 20), data: null }]]);
+
+const server = Bun.serve({
+  port: 0,
+  hostname: "127.0.0.1",
+  fetch(req, srv) {
+    if (srv.upgrade(req)) return undefined;
+    return new Response("bare");
+  },
+  websocket: {
+    open(ws) {
+      ws.subscribe("all");
+    },
+    message() {},
+  },
+});
+
+process.on("message", async (msg: any) => {
+  if (msg.cmd === "touch") {
+    for (let i = 0; i < msg.count; i++) {
+      if (i) await new Promise((r) => setImmediate(r));
+      server.publish("all", frame());
+    }
+    process.send!({ cmd: "touched" });
+  } else if (msg.cmd === "stop") {
+    server.stop(true);
+    process.exit(0);
+  }
+});
+process.send({ cmd: "ready", url: `ws://127.0.0.1:${server.port}/` });

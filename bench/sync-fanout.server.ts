@@ -1,0 +1,60 @@
+/**
+ * The server side of bench/sync-fanout.bench.ts, in its own process so that the Socket.IO
+ * clients and the server under test never share an event loop. Started with IPC by the bench:
+ *
+ *   → {cmd: "setup", members}          ← {url, owner, project, tokens: string[], cursor}
+ *   → {cmd: "touch", count}            ← {cmd: "touched", first, last}
+ *
+ * `setup` makes one project with `members` active member users and signs a JWT for each (written
+ * straight into the database, as `apis user create` would, to skip a thousand password hashes).
+ * `touch` writes `count` project items through the change-log writer, each its own transaction
+ * in its own turn of the event loop, as that many separate record changes would.
+ */
+import { loadConfig } from "../src/config";
+import { mutate } from "../src/db/changelog";
+import { memberships, users } from "../src/db/schema";
+import { newGid, now } from "../src/lib/ids";
+import { startServer } from "../src/server";
+import { currentCursor } from "../src/services/session.service";
+import { createProject } from "../src/services/projects.service";
+import { createPerson } from "../src/services/users.service";
+
+const data = process.argv[2];
+if (!data || !process.send) throw new Error("usage: started by bench/sync-fanout.bench.ts with IPC and a data folder");
+
+const server = await startServer(loadConfig({ port: "0", host: "127.0.0.1", data, "log-level": "warn" }, {}));
+const { ctx } = server;
+let project = "";
+
+process.on("message", async (msg: any) => {
+  if (msg.cmd === "setup") {
+    const hash = await Bun.password.hash("bench-password-1", { algorithm: "argon2id" });
+    const owner = mutate(ctx.db, ctx.hub, (tx, log) => createPerson(tx, log, { username: "owner", email: "owner@example.test", passwordHash: hash }));
+    project = mutate(ctx.db, ctx.hub, (tx, log) => createProject(tx, log, owner.gid, "Fan-out")).gid;
+    const gids: string[] = [];
+    mutate(ctx.db, ctx.hub, (tx) => {
+      const t = now();
+      for (let i = 0; i < msg.members; i++) {
+        const gid = newGid();
+        gids.push(gid);
+        tx.insert(users).values({ gid, kind: "person", username: `member${i}`, email: `member${i}@example.test`, passwordHash: hash, createdOn: t, updatedOn: t }).run();
+        tx.insert(memberships).values({ projectGid: project, userGid: gid, status: "active", roles: ["member"], createdOn: t, updatedOn: t }).run();
+      }
+    });
+    const tokens = await Promise.all(gids.map((g) => ctx.tokens.sign(g, 0)));
+    process.send!({ cmd: "ready", url: server.url, owner: await ctx.tokens.sign(owner.gid, 0), project, tokens, cursor: currentCursor(ctx.db) });
+  } else if (msg.cmd === "touch") {
+    let first = 0;
+    let last = 0;
+    for (let i = 0; i < msg.count; i++) {
+      if (i) await new Promise((r) => setImmediate(r));
+      last = mutate(ctx.db, ctx.hub, (_tx, log) => log.project(project, "UPDATE", "records", newGid()).cursor);
+      first ||= last;
+    }
+    process.send!({ cmd: "touched", first, last });
+  } else if (msg.cmd === "stop") {
+    await server.stop();
+    process.exit(0);
+  }
+});
+process.send({ cmd: "started" });
