@@ -188,6 +188,20 @@ describe("API keys", () => {
   });
 });
 
+describe("permanent deletion", () => {
+  test("a project deleted for good takes its API users and account-less invitees with it", async () => {
+    const p = await srv.project(owner.token, "Doomed");
+    const k = await call(`/api/p/${p}/apikeys/create`, owner.token, { name: "k" });
+    const inv = await call(`/api/p/${p}/members/invite`, owner.token, { email: "ghost@example.test" });
+    const gids = [k.body.result.user, inv.body.result.user];
+    await call("/api/projects/delete", owner.token, { project: p });
+    expect((await call("/api/projects/permanent_delete", owner.token, { project: p })).status).toBe(200);
+    const left = srv.ctx.db.$client.query("SELECT gid FROM users WHERE gid IN (?, ?)").all(gids[0], gids[1]);
+    expect(left).toEqual([]);
+    expect(srv.ctx.db.$client.query("SELECT * FROM apikeys WHERE project_gid = ?").all(p)).toEqual([]);
+  });
+});
+
 describe("rate limits per membership", () => {
   let limited: TestServer;
   let o: U;

@@ -382,3 +382,21 @@ export function membershipRateLimit(tx: Tx, projectGid: string, userGid: string)
   const v = m?.options?.rate_limit_per_second;
   return typeof v === "number" ? v : null;
 }
+
+/**
+ * After memberships were deleted (a project deleted for good): deletes the users that only lived
+ * through them, API users and invitees without an account left without any membership, and tells
+ * `audience` with `cc.users` DELETE items. Returns the deleted gids.
+ */
+export function dropMembershipOrphans(tx: Tx, log: ChangeLog, userGids: string[], audience: string[]): string[] {
+  const dropped: string[] = [];
+  for (const gid of new Set(userGids)) {
+    const u = getUser(tx, gid);
+    if (!u || (u.kind !== "api" && u.status !== "invited")) continue;
+    if (tx.select({ gid: memberships.userGid }).from(memberships).where(eq(memberships.userGid, gid)).get()) continue;
+    tx.delete(users).where(eq(users.gid, gid)).run();
+    log.cc("DELETE", "cc.users", gid, [...new Set([...audience, gid])]);
+    dropped.push(gid);
+  }
+  return dropped;
+}

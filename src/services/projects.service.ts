@@ -8,6 +8,7 @@ import { newGid, now } from "../lib/ids";
 import type { Storage } from "../storage/paths";
 import { activeMembership, projectAudience } from "./access.service";
 import { personMembershipOptions } from "./forms";
+import { dropMembershipOrphans } from "./members.service";
 import { getUser } from "./users.service";
 
 export type Project = typeof projects.$inferSelect;
@@ -96,6 +97,8 @@ export function permanentlyDeleteProject(tx: Tx, log: ChangeLog, storage: Storag
   tx.delete(projects).where(eq(projects.gid, gid)).run();
   for (const m of members) log.cc("DELETE", "cc.projects_members", `${gid}/${m.userGid}`, [...audience, m.userGid]);
   log.cc("DELETE", "cc.projects", gid, [...audience, p.owner]);
+  // Its API users and account-less invitees have nothing left to belong to.
+  dropMembershipOrphans(tx, log, members.map((m) => m.userGid), audience);
   rmSync(storage.projectDir(gid), { recursive: true, force: true });
   if (p.icon) rmSync(storage.inside(storage.icons, p.icon), { force: true });
 }
