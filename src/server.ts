@@ -9,6 +9,7 @@ import { Logger } from "./lib/log";
 import { Mailer } from "./mail/mailer";
 import { globalRoutes } from "./routes/global.routes";
 import { projectRoutes } from "./routes/projects.routes";
+import { accountRoutes } from "./routes/account.routes";
 import { syncRoutes } from "./routes/sync.routes";
 import { Storage } from "./storage/paths";
 import { Hub } from "./sync/hub";
@@ -43,6 +44,7 @@ export function createApp(ctx: Ctx) {
     .use(jsonBodies)
     .use(globalRoutes(ctx))
     .use(projectRoutes(ctx))
+    .use(accountRoutes(ctx))
     .use(syncRoutes(ctx))
     .use(jobsRoutes(ctx));
 }
@@ -73,6 +75,8 @@ export async function startServer(config: Config): Promise<Running> {
   });
   ctx.jobs.start();
   const stopSchedules = startSchedules(ctx);
+  // Handlers read the client address through Elysia's `server` (login and code throttling).
+  app.server = server;
   const port = server.port ?? config.port;
   ctx.baseUrl = publicBaseUrl(config, port);
   const host = config.host === "0.0.0.0" || config.host === "::" ? "localhost" : config.host;

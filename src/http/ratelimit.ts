@@ -135,3 +135,37 @@ export function limiterOf(ctx: object): RateLimiter {
   if (!l) limiters.set(ctx, (l = new RateLimiter()));
   return l;
 }
+
+export type Rule = { key: string; limit: number; windowMs: number };
+
+/**
+ * Runs `fn` under limits against guessing: one token is taken from every rule's bucket first (429
+ * when any is empty). By default only failures count: when `fn` succeeds the tokens are given
+ * back, so a user who logs in right is never slowed down. With `countSuccess` every call counts
+ * (steps that send mail).
+ */
+export async function throttle<T>(limiter: RateLimiter, rules: Rule[], fn: () => T | Promise<T>, opts: { countSuccess?: boolean } = {}): Promise<T> {
+  const r = limiter.takeAll(rules);
+  if (!r.ok) throw tooManyRequests(r.retryAfterSec);
+  const value = await fn();
+  if (!opts.countSuccess) for (const rule of rules) limiter.refund(rule.key);
+  return value;
+}
+
+/**
+ * The limits against guessing for one account and one client address (`kind` separates failed
+ * checks, `auth`, from mail-sending requests, `req`): `--auth-rate-limit` per account and
+ * `--auth-ip-rate-limit` per address, both per `--auth-rate-window` seconds.
+ */
+export function authRules(
+  ctx: { config: { authRateLimit: number; authIpRateLimit: number; authRateWindow: number } },
+  account: string,
+  ip: string,
+  kind: "auth" | "req" = "auth",
+): Rule[] {
+  const windowMs = ctx.config.authRateWindow * 1000;
+  return [
+    { key: `${kind}:acct:${account.trim().toLowerCase()}`, limit: ctx.config.authRateLimit, windowMs },
+    { key: `${kind}:ip:${ip}`, limit: ctx.config.authIpRateLimit, windowMs },
+  ];
+}

@@ -3,6 +3,7 @@ import type { Ctx } from "../context";
 import { authMacro } from "../http/auth";
 import { ok } from "../http/envelope";
 import { unprocessable } from "../http/errors";
+import { authRules, clientAddress, limiterOf, throttle } from "../http/ratelimit";
 import { LANGUAGES, LANGUAGE_CODES } from "../lib/languages";
 import { canSeeUser } from "../services/access.service";
 import { membershipFull, membershipShort, userFull, userShort } from "../services/forms";
@@ -22,12 +23,14 @@ export function globalRoutes(ctx: Ctx) {
     })
     .post(
       "/login",
-      async ({ body, set }) => {
-        const user = await verifyLogin(ctx.db, body.username, body.password);
-        set.headers.authorization = `Bearer ${await ctx.tokens.sign(user.gid, user.tokenVersion)}`;
-        const init = globalInit(ctx.db, user.gid);
-        return ok(init.result, init.data);
-      },
+      ({ body, set, request, server }) =>
+        // Failed logins count per username and per client address (docs/account.md); 429 when used up.
+        throttle(limiterOf(ctx), authRules(ctx, body.username, clientAddress(request, server, ctx.config.trustProxy)), async () => {
+          const user = await verifyLogin(ctx.db, body.username, body.password);
+          set.headers.authorization = `Bearer ${await ctx.tokens.sign(user.gid, user.tokenVersion)}`;
+          const init = globalInit(ctx.db, user.gid);
+          return ok(init.result, init.data);
+        }),
       {
         body: t.Object({ username: t.String(), password: t.String() }),
         detail: { summary: "Sign in with username and password; the JWT is in the Authorization header", tags: ["global"] },
