@@ -4,6 +4,7 @@ import { publicBaseUrl, type Config } from "./config";
 import type { Ctx } from "./context";
 import { migrate, openDatabase } from "./db/connection";
 import { errorHandling, jsonBodies } from "./http/handlers";
+import { apiDocs } from "./http/openapi";
 import { loadSecret, Tokens } from "./http/tokens";
 import { Logger } from "./lib/log";
 import { Mailer } from "./mail/mailer";
@@ -42,6 +43,7 @@ export function createApp(ctx: Ctx) {
   return new Elysia()
     .use(errorHandling(ctx))
     .use(jsonBodies)
+    .use(apiDocs())
     .use(globalRoutes(ctx))
     .use(projectRoutes(ctx))
     .use(accountRoutes(ctx))

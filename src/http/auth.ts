@@ -5,6 +5,7 @@ import type { Tx } from "../db/connection";
 import { memberships } from "../db/schema";
 import { getUser, type User } from "../services/users.service";
 import { ApiError } from "./errors";
+import { authDetail } from "./openapi";
 import { bearerToken } from "./tokens";
 
 export const REALM = "apis";
@@ -54,6 +55,7 @@ export async function authenticate(ctx: Ctx, header: string | null | undefined):
 export function authMacro(ctx: Ctx) {
   return new Elysia({ name: "apis-auth" }).macro({
     auth: {
+      detail: authDetail(true),
       async resolve({ headers, set }) {
         const caller = await authenticate(ctx, headers.authorization);
         set.headers.authorization = `Bearer ${caller.token}`;
@@ -61,6 +63,7 @@ export function authMacro(ctx: Ctx) {
       },
     },
     authNoRenew: {
+      detail: authDetail(false),
       async resolve({ headers }) {
         const caller = await authenticate(ctx, headers.authorization);
         return { caller: { user: caller.user, token: caller.token } as Caller };

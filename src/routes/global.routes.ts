@@ -2,6 +2,7 @@ import { Elysia, t } from "elysia";
 import type { Ctx } from "../context";
 import { authMacro } from "../http/auth";
 import { ok } from "../http/envelope";
+import { describe } from "../http/openapi";
 import { unprocessable } from "../http/errors";
 import { authRules, clientAddress, limiterOf, throttle } from "../http/ratelimit";
 import { LANGUAGES, LANGUAGE_CODES } from "../lib/languages";
@@ -11,6 +12,7 @@ import { getMembership } from "../services/members.service";
 import { globalInit } from "../services/session.service";
 import { getUser, usernameIssues, verifyLogin } from "../services/users.service";
 import { VERSION } from "../version";
+import { examples } from "./examples";
 
 const PING = JSON.stringify({ success: true, result: { pong: true, "cc.version": VERSION }, data: {} });
 
@@ -19,7 +21,7 @@ export function globalRoutes(ctx: Ctx) {
   return new Elysia({ prefix: "/api" })
     .use(authMacro(ctx))
     .get("/ping", () => new Response(PING, { headers: { "content-type": "application/json; charset=utf-8" } }), {
-      detail: { summary: "Liveness check", tags: ["global"] },
+      detail: describe({ summary: "Liveness check (no JWT)", tags: ["global"], example: examples.ping }),
     })
     .post(
       "/login",
@@ -32,8 +34,14 @@ export function globalRoutes(ctx: Ctx) {
           return ok(init.result, init.data);
         }),
       {
-        body: t.Object({ username: t.String(), password: t.String() }),
-        detail: { summary: "Sign in with username and password; the JWT is in the Authorization header", tags: ["global"] },
+        body: t.Object({ username: t.String(), password: t.String() }, { examples: [examples.login.request] }),
+        detail: describe({
+          summary: "Sign in with username and password; the JWT is in the Authorization header",
+          tags: ["global"],
+          example: examples.login.answer,
+          errors: [400, 403, 429],
+          setsToken: true,
+        }),
       },
     )
     .get(
@@ -42,11 +50,11 @@ export function globalRoutes(ctx: Ctx) {
         const init = globalInit(ctx.db, caller.user.gid);
         return ok(init.result, init.data);
       },
-      { auth: true, detail: { summary: "The current user's global data", tags: ["global"] } },
+      { auth: true, detail: describe({ summary: "The current user's global data", tags: ["global"], example: examples.init }) },
     )
     .get("/languages/get", () => ok({ languages: LANGUAGE_CODES }, { "cc.languages": LANGUAGES }), {
       auth: true,
-      detail: { summary: "The language codes with display names", tags: ["global"] },
+      detail: describe({ summary: "The language codes with display names", tags: ["global"], example: examples.languages }),
     })
     .post(
       "/users/get",
@@ -56,7 +64,11 @@ export function globalRoutes(ctx: Ctx) {
         const form = target.gid === caller.user.gid ? userFull(target) : userShort(target);
         return ok({ user: target.gid }, { "cc.users": { [target.gid]: form } });
       },
-      { auth: true, body: t.Object({ user: t.String() }), detail: { summary: "A user: oneself or a co-member", tags: ["global"] } },
+      {
+        auth: true,
+        body: t.Object({ user: t.String() }, { examples: [examples.usersGet.request] }),
+        detail: describe({ summary: "A user: oneself (full form) or a co-member (short form)", tags: ["global"], example: examples.usersGet.answer, errors: [400, 422] }),
+      },
     )
     .post(
       "/members/get",
@@ -74,8 +86,8 @@ export function globalRoutes(ctx: Ctx) {
       },
       {
         auth: true,
-        body: t.Object({ project: t.String(), member: t.String() }),
-        detail: { summary: "A membership: one's own or a co-member's", tags: ["global"] },
+        body: t.Object({ project: t.String(), member: t.String() }, { examples: [examples.membersGet.request] }),
+        detail: describe({ summary: "A membership: one's own (full form) or a co-member's (short form)", tags: ["global"], example: examples.membersGet.answer, errors: [400, 422] }),
       },
     )
     .post(
@@ -85,8 +97,14 @@ export function globalRoutes(ctx: Ctx) {
         return ok({ username: body.username, available: issues.length === 0, ...(issues.length ? { validation: issues } : {}) });
       },
       {
-        body: t.Object({ username: t.String() }),
-        detail: { summary: "Whether a username is free and valid (no JWT needed, for sign-up forms)", tags: ["global"] },
+        body: t.Object({ username: t.String() }, { examples: [examples.username.request] }),
+        detail: describe({
+          summary: "Whether a username is free and valid (no JWT needed, for sign-up forms)",
+          description: "`available` is false with a `validation` report (rule `format` or `unavailable`) when the name cannot be used.",
+          tags: ["global"],
+          example: examples.username.answer,
+          errors: [400],
+        }),
       },
     );
 }

@@ -4,6 +4,7 @@ import type { Ctx } from "../context";
 import { mutate } from "../db/changelog";
 import { authMacro } from "../http/auth";
 import { ok } from "../http/envelope";
+import { describe } from "../http/openapi";
 import { newGid } from "../lib/ids";
 import { squareImage } from "../lib/images";
 import { membershipFull, projectFull } from "../services/forms";
@@ -17,8 +18,9 @@ import {
   undeleteProject,
   updateProject,
 } from "../services/projects.service";
+import { examples } from "./examples";
 
-const projectBody = t.Object({ project: t.String() });
+const projectBody = t.Object({ project: t.String() }, { examples: [examples.projectsGet.request] });
 const tags = ["projects"];
 
 /** `/api/projects/*`: a user's projects, owner-only changes. */
@@ -29,7 +31,7 @@ export function projectRoutes(ctx: Ctx) {
     .post("/get", ({ body, caller }) => one(readableProject(ctx.db, body.project, caller.user.gid)), {
       auth: true,
       body: projectBody,
-      detail: { summary: "A project the caller owns or belongs to", tags },
+      detail: describe({ summary: "A project the caller owns or belongs to", tags, example: examples.projectsGet.answer, errors: [400, 403] }),
     })
     .post(
       "/create",
@@ -38,7 +40,11 @@ export function projectRoutes(ctx: Ctx) {
         const m = getMembership(ctx.db, p.gid, caller.user.gid)!;
         return ok({ project: p.gid }, { "cc.projects": { [p.gid]: projectFull(p) }, "cc.projects_members": [membershipFull(m)] });
       },
-      { auth: true, body: t.Object({ name: t.String() }), detail: { summary: "Create a project owned by the caller", tags } },
+      {
+        auth: true,
+        body: t.Object({ name: t.String() }, { examples: [examples.projectsCreate.request] }),
+        detail: describe({ summary: "Create a project owned by the caller", tags, example: examples.projectsCreate.answer, errors: [400, 403] }),
+      },
     )
     .post(
       "/update",
@@ -51,8 +57,8 @@ export function projectRoutes(ctx: Ctx) {
         ),
       {
         auth: true,
-        body: t.Object({ project: t.String(), name: t.Optional(t.String()) }),
-        detail: { summary: "Rename a project (owner only)", tags },
+        body: t.Object({ project: t.String(), name: t.Optional(t.String()) }, { examples: [examples.projectsUpdate.request] }),
+        detail: describe({ summary: "Rename a project (owner only)", tags, example: examples.projectsUpdate.answer, errors: [400, 403] }),
       },
     )
     .post(
@@ -73,7 +79,12 @@ export function projectRoutes(ctx: Ctx) {
       {
         auth: true,
         body: t.Object({ project: t.String(), file: t.File() }),
-        detail: { summary: "Upload a project icon (multipart: project, file); resized to a 256 px square PNG served at /media/icons/<icon>", tags },
+        detail: describe({
+          summary: "Upload a project icon (multipart: project, file); resized to a 256 px square PNG served at /media/icons/<icon>",
+          tags,
+          example: examples.projectsUploadIcon.answer,
+          errors: [400, 403, 413],
+        }),
       },
     )
     .post(
@@ -87,7 +98,7 @@ export function projectRoutes(ctx: Ctx) {
         if (old) rmSync(ctx.storage.inside(ctx.storage.icons, old), { force: true });
         return one(p);
       },
-      { auth: true, body: projectBody, detail: { summary: "Remove a project icon (owner only)", tags } },
+      { auth: true, body: projectBody, detail: describe({ summary: "Remove a project icon (owner only)", tags, example: examples.projectsDeleteIcon.answer, errors: [400, 403] }) },
     )
     .post(
       "/delete",
@@ -98,7 +109,11 @@ export function projectRoutes(ctx: Ctx) {
             return deleteProject(tx, log, body.project);
           }),
         ),
-      { auth: true, body: projectBody, detail: { summary: "Soft-delete a project: status `deleted` (owner only)", tags } },
+      {
+        auth: true,
+        body: projectBody,
+        detail: describe({ summary: "Soft-delete a project: status `deleted` (owner only)", tags, example: examples.projectsDelete.answer, errors: [400, 403, 422] }),
+      },
     )
     .post(
       "/undelete",
@@ -109,7 +124,11 @@ export function projectRoutes(ctx: Ctx) {
             return undeleteProject(tx, log, body.project);
           }),
         ),
-      { auth: true, body: projectBody, detail: { summary: "Bring a deleted project back: status `active` (owner only)", tags } },
+      {
+        auth: true,
+        body: projectBody,
+        detail: describe({ summary: "Bring a deleted project back: status `active` (owner only)", tags, example: examples.projectsUndelete.answer, errors: [400, 403, 422] }),
+      },
     )
     .post(
       "/permanent_delete",
@@ -120,6 +139,15 @@ export function projectRoutes(ctx: Ctx) {
         });
         return ok({ project: body.project }, { "cc.projects": {} });
       },
-      { auth: true, body: projectBody, detail: { summary: "Remove a project, its rows and files for good (owner only)", tags } },
+      {
+        auth: true,
+        body: projectBody,
+        detail: describe({
+          summary: "Remove a project, its rows and files for good (owner only)",
+          tags,
+          example: examples.projectsPermanentDelete.answer,
+          errors: [400, 403, 422],
+        }),
+      },
     );
 }

@@ -2,9 +2,11 @@ import { Elysia, t } from "elysia";
 import type { Ctx } from "../context";
 import { authMacro } from "../http/auth";
 import { ok } from "../http/envelope";
+import { describe } from "../http/openapi";
 import { missing } from "../http/errors";
 import { currentCursor } from "../services/session.service";
 import { checkProjectSync, syncItems } from "../services/sync.service";
+import { examples } from "./examples";
 
 const tags = ["sync"];
 
@@ -33,8 +35,15 @@ export function syncRoutes(ctx: Ctx) {
           cc_cursor: t.Optional(t.Nullable(t.Integer({ minimum: 0 }))),
           project: t.Optional(t.String()),
           cursor: t.Optional(t.Nullable(t.Integer({ minimum: 0 }))),
+        }, { examples: [examples.syncGet.request] }),
+        detail: describe({
+          summary: "Sync items after the given cursors, oldest first, at most APIS_SYNC_PAGE_LIMIT",
+          description:
+            "Send `cc_cursor`, or `project` with `cursor`, or all three. When more items wait, `warning` says so: ask again with the last cursor. When a cursor is older than the retained change log, `sync` is empty, `reinit` is true and `warning` says to re-initialise.",
+          tags,
+          example: examples.syncGet.answer,
+          errors: [400, 403],
         }),
-        detail: { summary: "Sync items after the given cursors, oldest first, at most APIS_SYNC_PAGE_LIMIT", tags },
       },
     )
     .post(
@@ -46,8 +55,8 @@ export function syncRoutes(ctx: Ctx) {
       },
       {
         authNoRenew: true,
-        body: t.Optional(t.Object({ project: t.Optional(t.String()) })),
-        detail: { summary: "The current cursors", tags },
+        body: t.Optional(t.Object({ project: t.Optional(t.String()) }, { examples: [examples.syncCursors.request] })),
+        detail: describe({ summary: "The current cursors (`cursor` too when a project is given)", tags, example: examples.syncCursors.answer, errors: [400, 403] }),
       },
     );
 }
