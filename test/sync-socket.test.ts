@@ -135,6 +135,15 @@ describe("connecting to /sync/io", () => {
     expect(polled.message).toBe("Permission denied");
   });
 
+  test("the JWT may come as an Authorization header; version 2 clients (Engine.IO 3) are refused", async () => {
+    const s = await connect(srv, undefined, { transports: ["polling"], extraHeaders: { authorization: `Bearer ${alice.token}` } });
+    expect(await initsync(s, JSON.stringify({ cc_cursor: 0 }))).toBeArray();
+    s.close();
+    const v2 = await fetch(`${srv.url}/sync/io/?EIO=3&transport=polling`);
+    expect(v2.status).toBe(400);
+    expect((await v2.json()).message).toBe("Unsupported protocol version");
+  });
+
   test("a polling body larger than the limit is refused with 413", async () => {
     const open = await fetch(`${srv.url}/sync/io/?EIO=4&transport=polling`);
     const sid = JSON.parse((await open.text()).slice(1)).sid;
