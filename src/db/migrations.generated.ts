@@ -29,5 +29,11 @@ export const embeddedMigrations: { tag: string; when: number; breakpoints: boole
     "when": 1795291674396,
     "breakpoints": true,
     "sql": "CREATE TABLE `apikeys` (\n\t`user_gid` text PRIMARY KEY NOT NULL,\n\t`project_gid` text NOT NULL,\n\t`key_hash` text NOT NULL,\n\t`key_prefix` text NOT NULL,\n\t`created_on` real NOT NULL,\n\t`updated_on` real NOT NULL,\n\t`last_used_on` real,\n\tFOREIGN KEY (`user_gid`) REFERENCES `users`(`gid`) ON UPDATE no action ON DELETE cascade,\n\tFOREIGN KEY (`project_gid`) REFERENCES `projects`(`gid`) ON UPDATE no action ON DELETE cascade\n);\n--> statement-breakpoint\nCREATE UNIQUE INDEX `apikeys_key_hash` ON `apikeys` (`key_hash`);--> statement-breakpoint\nCREATE INDEX `apikeys_project` ON `apikeys` (`project_gid`);"
+  },
+  {
+    "tag": "0005_account_language",
+    "when": 1795291942675,
+    "breakpoints": true,
+    "sql": "ALTER TABLE `verification_codes` ADD `language` text;"
   }
 ];

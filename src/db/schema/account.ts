@@ -20,6 +20,8 @@ export const verificationCodes = sqliteTable(
     username: text("username"),
     /** signup: argon2 hash of the password given in step one (step two must repeat it; it becomes the account's). */
     passwordHash: text("password_hash"),
+    /** signup: the language asked for in step one (mail and new account); null when none. */
+    language: text("language"),
     /** update_email: the user asking; reset_password: null. */
     userGid: text("user_gid"),
     /** reset_password: gids of the accounts the mail listed. */
