@@ -11,6 +11,10 @@ import { Mailer } from "./mail/mailer";
 import { globalRoutes } from "./routes/global.routes";
 import { projectRoutes } from "./routes/projects.routes";
 import { accountRoutes } from "./routes/account.routes";
+import { sessionRoutes } from "./routes/session.routes";
+import { memberRoutes } from "./routes/members.routes";
+import { apikeyRoutes } from "./routes/apikeys.routes";
+import { membershipRateLimits } from "./http/membership-limit";
 import { syncRoutes } from "./routes/sync.routes";
 import { Storage } from "./storage/paths";
 import { Hub } from "./sync/hub";
@@ -44,9 +48,13 @@ export function createApp(ctx: Ctx) {
     .use(errorHandling(ctx))
     .use(jsonBodies)
     .use(apiDocs())
+    .use(membershipRateLimits(ctx))
     .use(globalRoutes(ctx))
     .use(projectRoutes(ctx))
     .use(accountRoutes(ctx))
+    .use(sessionRoutes(ctx))
+    .use(memberRoutes(ctx))
+    .use(apikeyRoutes(ctx))
     .use(syncRoutes(ctx))
     .use(jobsRoutes(ctx));
 }
