@@ -1,17 +1,27 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mutate } from "../src/db/changelog";
 import { acceptInvitation } from "../src/services/members.service";
-import { invitationOf, outbox } from "./helpers/mailbox";
+import { TestSmtp } from "./helpers/smtp";
 import { TestServer, tokenOf } from "./helpers/server";
 
 type U = { gid: string; token: string };
 let srv: TestServer;
+let smtp: TestSmtp;
 let owner: U, bob: U, carol: U, dave: U, stranger: U;
 let project: string;
 
 /** Accepts an invitation as the account area's `accept_invite` does (that endpoint is tested there). */
 function accept(userGid: string, projectGid: string) {
   mutate(srv.ctx.db, srv.ctx.hub, (tx, log) => acceptInvitation(tx, log, userGid, projectGid));
+}
+
+/** The invitee and project gids of the invitation link in the last mail to `to`, read from the SMTP server. */
+async function invitationOf(to: string) {
+  const mail = smtp.to(to).at(-1) ?? (await smtp.next(to, 0));
+  const link = /https?:\/\/\S+\/invite\?[^\s"<>]+/.exec(mail.text)?.[0];
+  if (!link) throw new Error(`no invitation link in the mail to ${to}`);
+  const q = new URL(link).searchParams;
+  return { invitee: q.get("invitee"), project: q.get("project"), mail, link };
 }
 
 const call = (path: string, token: string | null, body: unknown = {}) => srv.call(path, { token, body });
@@ -22,11 +32,15 @@ const syncOf = async (u: U, since: number) =>
   );
 
 beforeAll(async () => {
-  srv = await TestServer.start();
+  smtp = await TestSmtp.start();
+  srv = await TestServer.start({ "smtp-url": smtp.url });
   [owner, bob, carol, dave, stranger] = await Promise.all([srv.user("olivia"), srv.user("bob"), srv.user("carol"), srv.user("dave"), srv.user("stranger")]);
   project = await srv.project(owner.token, "Catalogue");
 });
-afterAll(() => srv.stop());
+afterAll(async () => {
+  await srv.stop();
+  await smtp.stop();
+});
 
 describe("invitations", () => {
   let invitee = "";
@@ -54,10 +68,11 @@ describe("invitations", () => {
         options: { notifications: { email: "new.person@example.test", events: ["all"], frequency: "immediate" }, rate_limit_per_second: null },
       },
     ]);
-    const mail = invitationOf(srv.dataDir, "new.person@example.test");
+    const mail = await invitationOf("new.person@example.test");
     expect(mail).toMatchObject({ invitee, project });
-    expect(mail.letter.subject).toContain("Catalogue");
-    expect(mail.letter.body).toContain(`${srv.ctx.baseUrl}/invite?`);
+    expect(mail.link.startsWith(`${srv.ctx.baseUrl}/invite?`)).toBe(true);
+    expect(mail.mail.subject).toContain("Catalogue");
+    expect(mail.mail.html).toContain(invitee);
   });
 
   test("init_invite answers the invitation page data without login", async () => {
@@ -117,11 +132,11 @@ describe("invitations", () => {
   });
 
   test("resend_invite mails the link again, and only for pending invitations", async () => {
-    const before = outbox(srv.dataDir).length;
+    const before = smtp.to("new.person@example.test").length;
     const r = await call(`/api/p/${project}/members/resend_invite`, owner.token, { user: invitee });
     expect(r.status).toBe(200);
     expect(r.body.result).toEqual({ user: invitee, mail_sent: true });
-    expect(outbox(srv.dataDir).length).toBe(before + 1);
+    expect(smtp.to("new.person@example.test").length).toBe(before + 1);
     const active = await call(`/api/p/${project}/members/resend_invite`, owner.token, { user: owner.gid });
     expect(active.status).toBe(422);
   });
@@ -131,7 +146,7 @@ describe("invitations", () => {
     expect(r.status).toBe(200);
     expect(r.body.result.user).toBe(bob.gid);
     expect(r.body.data["cc.users"][bob.gid]).toMatchObject({ username: "bob", status: "active" });
-    expect(invitationOf(srv.dataDir, "bob@example.test")).toMatchObject({ invitee: bob.gid, project });
+    expect(await invitationOf("bob@example.test")).toMatchObject({ invitee: bob.gid, project });
     const page = await call("/api/init_invite", null, { invitee: bob.gid, project });
     expect(page.status).toBe(200);
     accept(bob.gid, project);
@@ -354,5 +369,21 @@ describe("sync items of membership changes", () => {
     expect(await syncOf(bob, m.bob)).toEqual(expect.arrayContaining([`DELETE cc.projects_members ${key}`, `DELETE cc.projects ${project}`]));
     expect(await syncOf(owner, m.owner)).toContain(`DELETE cc.projects_members ${key}`);
     expect(await syncOf(stranger, c.stranger)).toEqual([]);
+  });
+});
+
+describe("mail failures", () => {
+  test("when the mail cannot be sent the invitation stands and the answer says mail_sent false", async () => {
+    const down = await TestServer.start({ "smtp-url": "smtp://127.0.0.1:9/?ignoreTLS=true" });
+    try {
+      const o = await down.user("owner");
+      const p = await down.project(o.token);
+      const r = await down.call(`/api/p/${p}/members/invite`, { token: o.token, body: { email: "x@example.test" } });
+      expect(r.status).toBe(200);
+      expect(r.body.result.mail_sent).toBe(false);
+      expect((await down.call("/api/init_invite", { body: { invitee: r.body.result.user, project: p } })).status).toBe(200);
+    } finally {
+      await down.stop();
+    }
   });
 });
