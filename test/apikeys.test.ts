@@ -249,3 +249,26 @@ describe("rate limits per membership", () => {
     expect(slow.filter((a) => a.status === 429).length).toBeGreaterThanOrEqual(3);
   });
 });
+
+describe("guessing", () => {
+  test("failed key checks and failed project logins are throttled with 429 and Retry-After; successes do not count", async () => {
+    const s = await TestServer.start({ "auth-ip-rate-limit": "3", "auth-rate-limit": "2" });
+    try {
+      const o = await s.user("owner");
+      const p = await s.project(o.token);
+      const key = (await s.call(`/api/p/${p}/apikeys/create`, { token: o.token, body: { name: "k" } })).body.result.api_key;
+      for (let i = 0; i < 5; i++) expect((await s.call(`/api/p/${p}/auth`, { body: { api_key: key } })).status).toBe(200);
+      const bad = [];
+      for (let i = 0; i < 4; i++) bad.push(await s.call(`/api/p/${p}/auth`, { body: { api_key: `apis_guess${i}` } }));
+      expect(bad.map((r) => r.status)).toEqual([403, 403, 403, 429]);
+      expect(Number(bad[3]!.headers.get("retry-after"))).toBeGreaterThan(0);
+      expect(bad[3]!.body.result.code).toBe(429);
+      // The address is used up: even the right key waits now.
+      expect((await s.call(`/api/p/${p}/auth`, { body: { api_key: key } })).status).toBe(429);
+      const login = await s.call(`/api/p/${p}/login`, { body: { username: "owner", password: "wrong-one" } });
+      expect(login.status).toBe(429);
+    } finally {
+      await s.stop();
+    }
+  });
+});

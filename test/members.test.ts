@@ -167,6 +167,19 @@ describe("invitations", () => {
     expect(missing.body.result.info).toEqual({ "Missing parameter": "email" });
   });
 
+  test("several accounts on one address need a username to choose one", async () => {
+    const [a, b] = await Promise.all([srv.user("twin1", "password1", "twins@example.test"), srv.user("twin2", "password1", "twins@example.test")]);
+    const r = await call(`/api/p/${project}/members/invite`, owner.token, { email: "twins@example.test" });
+    expect(r.status).toBe(422);
+    expect(r.body.result.info).toMatchObject({ accounts: 2 });
+    const chosen = await call(`/api/p/${project}/members/invite`, owner.token, { email: "twins@example.test", username: "twin2" });
+    expect(chosen.status).toBe(200);
+    expect(chosen.body.result.user).toBe(b.gid);
+    expect(a.gid).not.toBe(b.gid);
+    const wrong = await call(`/api/p/${project}/members/invite`, owner.token, { email: "twins@example.test", username: "bob" });
+    expect(wrong.status).toBe(422);
+  });
+
   test("only the owner invites; members and strangers get 403", async () => {
     for (const u of [bob, stranger]) {
       const r = await call(`/api/p/${project}/members/invite`, u.token, { email: "x@example.test" });
