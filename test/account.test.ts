@@ -132,7 +132,7 @@ describe("signup", () => {
     expect(login.status).toBe(200);
   });
 
-  test("a German signup request gets a German mail", async () => {
+  test("a German signup request gets a German mail and a German account", async () => {
     const who = fresh("de");
     const since = smtp.messages.length;
     const r = await srv.call("/api/signup_request", { body: { ...who, language: "de-ch" } });
@@ -140,6 +140,8 @@ describe("signup", () => {
     const mail = await smtp.next(who.email, since);
     expect(mail.subject).toStartWith("Ihr Apis-Bestätigungscode");
     expect(mail.text).toContain("Minuten");
+    const done = await srv.call("/api/signup", { body: { ...who, validation_code: r.body.result.validation_code, verification_code: codeOf(mail) } });
+    expect(Object.values(done.body.data["cc.users"])[0]).toMatchObject({ options: { language: "de-ch", timezone: "UTC" } });
   });
 
   test("a taken username, a weak password and a bad address are 1001 with a validation report", async () => {

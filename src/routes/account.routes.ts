@@ -67,7 +67,7 @@ export function accountRoutes(ctx: Ctx) {
           return ok(init.result, init.data);
         }),
       {
-        body: t.Object({ username: t.String(), password: t.String(), email: t.String(), ...codes, language: t.Optional(t.String()) }),
+        body: t.Object({ username: t.String(), password: t.String(), email: t.String(), ...codes }),
         detail: { summary: "Signup step two: creates the account (or activates the invited user of this email) and logs it in", tags },
       },
     )

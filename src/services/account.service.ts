@@ -83,13 +83,13 @@ export async function requestSignup(ctx: Ctx, input: SignupInput): Promise<StepO
   check(issues);
   const passwordHash = await hashPassword(input.password);
   const issued = mutate(ctx.db, ctx.hub, (tx) =>
-    issueCode(tx, { purpose: "signup", email, username: input.username, passwordHash }, ctx.config.codeTtl),
+    issueCode(tx, { purpose: "signup", email, username: input.username, passwordHash, language: input.language }, ctx.config.codeTtl),
   );
   sendLater(ctx, email, "signup_code", input.language, { baseUrl: ctx.baseUrl, code: issued.verificationCode, username: input.username, minutes: minutes(ctx) });
   return { validation_code: issued.validationCode, expires_on: issued.expiresOn, code_length: CODE_LENGTH };
 }
 
-export type SignupFinish = SignupInput & { validation_code: string; verification_code: string };
+export type SignupFinish = Omit<SignupInput, "language"> & { validation_code: string; verification_code: string };
 
 /**
  * `signup`: with good codes (and the same username, email and password as step one) creates the
@@ -119,13 +119,19 @@ export async function completeSignup(ctx: Ctx, input: SignupFinish): Promise<Use
         .orderBy(asc(users.createdOn))
         .get();
       if (invited) {
-        return updateUser(tx, log, invited.gid, { username: input.username, passwordHash: row.passwordHash, status: "active", email: row.email });
+        return updateUser(tx, log, invited.gid, {
+          username: input.username,
+          passwordHash: row.passwordHash,
+          status: "active",
+          email: row.email,
+          ...(row.language ? { language: row.language } : {}),
+        });
       }
       return createPerson(tx, log, {
         username: input.username,
         email: row.email,
         passwordHash: row.passwordHash!,
-        language: input.language,
+        language: row.language ?? undefined,
       });
     },
   );

@@ -39,6 +39,7 @@ export type NewCode = {
   email: string;
   username?: string | null;
   passwordHash?: string | null;
+  language?: string | null;
   userGid?: string | null;
   userGids?: string[];
 };
@@ -63,6 +64,7 @@ export function issueCode(tx: Tx, input: NewCode, ttlSec: number): IssuedCode {
       email: input.email,
       username: input.username ?? null,
       passwordHash: input.passwordHash ?? null,
+      language: input.language ?? null,
       userGid: input.userGid ?? null,
       userGids: input.userGids ?? [],
       expiresOn,
