@@ -110,7 +110,13 @@ export class SyncServer {
     this.io.bind(this.engine);
     this.io.use((socket, next) => this.authenticateSocket(socket, next));
     this.io.on("connection", (socket) => this.onConnection(socket));
-    this.stopListening = ctx.hub.subscribe((items) => this.onPublish(items));
+    this.stopListening = ctx.hub.subscribe((items) => {
+      try {
+        this.onPublish(items);
+      } catch (err) {
+        ctx.log.error("sync fan-out failed", { error: String((err as Error)?.stack ?? err) });
+      }
+    });
   }
 
   /** Browsers' Origin against `APIS_CORS_ORIGINS`; clients without an Origin (apps, servers) pass. */
@@ -160,6 +166,9 @@ export class SyncServer {
         if (!isEngine(ws)) elysia.drain?.(ws);
       },
       maxPayloadLength: this.ctx.config.syncMaxBytes,
+      // A client too slow to take 16 MB of pushes is disconnected rather than silently skipped:
+      // it reconnects and its initsync fetches what it missed.
+      closeOnBackpressureLimit: true,
     };
   }
 
