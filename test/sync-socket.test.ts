@@ -417,6 +417,37 @@ describe("losing access", () => {
     s.close();
   });
 
+  test("deactivating or removing a member through /api stops the project's items at once", async () => {
+    for (const op of ["deactivate", "remove"]) {
+      const project = await createProject(srv, alice, `Via ${op}`);
+      setMembership(srv, project, bob.gid, "active");
+      const { s, got, events } = await bobWatching(project);
+      const r = await srv.call(`/api/p/${project}/members/${op}`, { token: alice.token, body: { user: bob.gid } });
+      expect(r.status).toBe(200);
+      const after = touch(srv, project);
+      await until(() => events.length > 0, 3000, "unsubscribed");
+      expect(events[0].result.code).toBe(403);
+      await Bun.sleep(50);
+      expect(got.some((i) => i.cursor === after)).toBe(false);
+      s.close();
+    }
+  });
+
+  test("a deactivated API key disconnects its sockets", async () => {
+    const project = await createProject(srv, alice, "Keyed");
+    const created = await srv.call(`/api/p/${project}/apikeys/create`, { token: alice.token, body: { name: "Shop" } });
+    expect(created.status).toBe(200);
+    const auth = await srv.call(`/api/p/${project}/auth`, { body: { api_key: created.body.result.api_key } });
+    const token = (auth.headers.get("authorization") ?? "").replace(/^Bearer\s+/i, "");
+    const s = await connect(srv, token);
+    const top = await cursors(srv, alice);
+    expect(await initsync(s, { "cc.cursor": top, project, cursor: top })).toEqual([]);
+    const gone = new Promise<string>((resolve) => s.once("disconnect", resolve));
+    const r = await srv.call(`/api/p/${project}/apikeys/deactivate`, { token: alice.token, body: { user: created.body.result.user } });
+    expect(r.status).toBe(200);
+    expect(await gone).toBe("io server disconnect");
+  });
+
   test("a deleted project stops its members' items; the owner keeps them", async () => {
     const project = await createProject(srv, alice, "Doomed");
     setMembership(srv, project, bob.gid, "active");
