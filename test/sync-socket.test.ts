@@ -141,7 +141,7 @@ describe("connecting to /sync/io", () => {
     s.close();
     const v2 = await fetch(`${srv.url}/sync/io/?EIO=3&transport=polling`);
     expect(v2.status).toBe(400);
-    expect((await v2.json()).message).toBe("Unsupported protocol version");
+    expect(((await v2.json()) as { message: string }).message).toBe("Unsupported protocol version");
   });
 
   test("a polling body larger than the limit is refused with 413", async () => {
