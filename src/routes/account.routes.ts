@@ -5,6 +5,7 @@ import { mutate } from "../db/changelog";
 import { authMacro } from "../http/auth";
 import { ok } from "../http/envelope";
 import { missing, notFound } from "../http/errors";
+import { describe } from "../http/openapi";
 import { authRules, clientAddress, limiterOf, throttle } from "../http/ratelimit";
 import { newGid } from "../lib/ids";
 import { squareImage } from "../lib/images";
@@ -54,7 +55,7 @@ export function accountRoutes(ctx: Ctx) {
         throttle(limiter, rules("req", body.email, ipOf(request, server)), async () => ok(await requestSignup(ctx, body)), { countSuccess: true }),
       {
         body: t.Object({ username: t.String(), email: t.String(), password: t.String(), language: t.Optional(t.String()) }),
-        detail: { summary: "Signup step one: checks username, email and password, mails a verification code", tags },
+        detail: describe({ summary: "Signup step one: checks username, email and password, mails a verification code", tags, errors: [400, 422, 429] }),
       },
     )
     .post(
@@ -68,7 +69,7 @@ export function accountRoutes(ctx: Ctx) {
         }),
       {
         body: t.Object({ username: t.String(), password: t.String(), email: t.String(), ...codes }),
-        detail: { summary: "Signup step two: creates the account (or activates the invited user of this email) and logs it in", tags },
+        detail: describe({ summary: "Signup step two: creates the account (or activates the invited user of this email) and logs it in", tags, errors: [400, 422, 429], setsToken: true }),
       },
     )
     .post(
@@ -80,7 +81,7 @@ export function accountRoutes(ctx: Ctx) {
       },
       {
         body: t.Object({ email: t.Optional(t.String()), username: t.Optional(t.String()) }),
-        detail: { summary: "Reset step one: mails one code listing the accounts of the address; same answer whether or not one exists", tags },
+        detail: describe({ summary: "Reset step one: mails one code listing the accounts of the address; same answer whether or not one exists", tags, errors: [400, 422, 429] }),
       },
     )
     .post(
@@ -95,7 +96,7 @@ export function accountRoutes(ctx: Ctx) {
         }),
       {
         body: t.Object({ username: t.String(), new_password: t.String(), ...codes }),
-        detail: { summary: "Reset step two: sets the new password of the chosen account and logs it in", tags },
+        detail: describe({ summary: "Reset step two: sets the new password of the chosen account and logs it in", tags, errors: [400, 422, 429], setsToken: true }),
       },
     )
     .post(
@@ -109,7 +110,7 @@ export function accountRoutes(ctx: Ctx) {
       {
         auth: true,
         body: t.Object({ email: t.String() }),
-        detail: { summary: "Email change step one: mails a verification code to the new address", tags },
+        detail: describe({ summary: "Email change step one: mails a verification code to the new address", tags, errors: [400, 403, 422, 429] }),
       },
     )
     .post(
@@ -121,7 +122,7 @@ export function accountRoutes(ctx: Ctx) {
       {
         auth: true,
         body: t.Object({ email: t.String(), ...codes }),
-        detail: { summary: "Email change step two: the account uses the new address from now on", tags },
+        detail: describe({ summary: "Email change step two: the account uses the new address from now on", tags, errors: [400, 403, 422, 429] }),
       },
     )
     .post(
@@ -136,7 +137,7 @@ export function accountRoutes(ctx: Ctx) {
           name: t.Optional(t.String()),
           options: t.Optional(t.Object({ language: t.Optional(t.String()), timezone: t.Optional(t.String()) })),
         }),
-        detail: { summary: "Change the caller's name, language or time zone", tags },
+        detail: describe({ summary: "Change the caller's name, language or time zone", tags, errors: [400, 403, 422] }),
       },
     )
     .post(
@@ -153,7 +154,7 @@ export function accountRoutes(ctx: Ctx) {
       {
         auth: true,
         body: t.Object({ file: t.File() }),
-        detail: { summary: "Upload an avatar (multipart `file`): resized to a 256 px square PNG served at /media/avatars/<avatar>", tags },
+        detail: describe({ summary: "Upload an avatar (multipart `file`): resized to a 256 px square PNG served at /media/avatars/<avatar>", tags, errors: [400, 403, 413] }),
       },
     )
     .post(
@@ -164,7 +165,7 @@ export function accountRoutes(ctx: Ctx) {
         removeAvatarFile(ctx.storage, old);
         return userAnswer(user);
       },
-      { auth: true, detail: { summary: "Remove the caller's avatar", tags } },
+      { auth: true, detail: describe({ summary: "Remove the caller's avatar", tags, errors: [400, 403] }) },
     )
     .post(
       "/api/account/delete",
@@ -176,7 +177,7 @@ export function accountRoutes(ctx: Ctx) {
         delete set.headers.authorization;
         return ok({ user: caller.user.gid, deleted: true }, { "cc.users": {} });
       },
-      { auth: true, detail: { summary: "Delete the caller's account (refused while it owns active projects)", tags } },
+      { auth: true, detail: describe({ summary: "Delete the caller's account (refused while it owns active projects)", tags, errors: [403, 422] }) },
     )
     .post(
       "/api/account/accept_invite",
@@ -189,7 +190,7 @@ export function accountRoutes(ctx: Ctx) {
       {
         auth: true,
         body: t.Object({ project: t.String() }),
-        detail: { summary: "Accept an invitation: the membership becomes active", tags },
+        detail: describe({ summary: "Accept an invitation: the membership becomes active", tags, errors: [400, 403, 422] }),
       },
     )
     .post(
@@ -202,7 +203,7 @@ export function accountRoutes(ctx: Ctx) {
       {
         auth: true,
         body: t.Object({ project: t.String() }),
-        detail: { summary: "Decline an invitation: the membership becomes declined", tags },
+        detail: describe({ summary: "Decline an invitation: the membership becomes declined", tags, errors: [400, 403, 422] }),
       },
     )
     .post(
@@ -215,7 +216,7 @@ export function accountRoutes(ctx: Ctx) {
       {
         auth: true,
         body: t.Object({ project: t.String() }),
-        detail: { summary: "Leave a project (not one's own): the membership is removed", tags },
+        detail: describe({ summary: "Leave a project (not one's own): the membership is removed", tags, errors: [400, 403, 422] }),
       },
     )
     .get(
@@ -227,6 +228,6 @@ export function accountRoutes(ctx: Ctx) {
           headers: { "content-type": "image/png", "cache-control": "public, max-age=31536000, immutable" },
         });
       },
-      { detail: { summary: "An avatar image (public; names change with every upload)", tags: ["media"] } },
+      { detail: describe({ summary: "An avatar image (public; names change with every upload)", tags: ["media"], errors: [404] }) },
     );
 }
