@@ -582,6 +582,7 @@ describe("account deletion", () => {
     const r = await srv.call("/api/account/delete", { token: owner.token, body: {} });
     expect(r.status).toBe(200);
     expect(r.body.result).toEqual({ user: owner.gid, deleted: true });
+    expect(r.headers.get("authorization")).toBeNull();
 
     expect((await srv.call("/api/init", { token: owner.token })).status).toBe(401);
     expect((await srv.call("/api/login", { body: { username: owner.username, password: owner.password } })).status).toBe(403);
