@@ -7,7 +7,7 @@
  */
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { BUN, builtBinary, compareLoad, CONNECTIONS, ROUNDS, freePort, load, median, removeDir, round, rssMb, SECONDS, spawnServer, tempDir, type BenchResult, type Child, type Row } from "./harness";
+import { BUN, executable, compareLoad, CONNECTIONS, ROUNDS, freePort, load, median, removeDir, round, rssMb, SECONDS, spawnServer, tempDir, type BenchResult, type Child, type Row } from "./harness";
 
 const USER = { username: "bench", email: "bench@example.test", password: "bench-password-1" };
 const COLD_RUNS = Number(process.env.BENCH_COLD_RUNS ?? 5);
@@ -104,8 +104,8 @@ export async function run(): Promise<BenchResult> {
     await bare.stop();
     bare = undefined;
 
-    const binary = builtBinary();
-    if (!binary) notes.push("dist/apis was not built (`npm run build`): cold start and RSS were measured with `bun src/main.ts serve` instead of the executable.");
+    const built = await executable(bareDir);
+    const binary = built.path;
     const exe = binary ? [binary] : sourceExe;
     const cold = await coldStarts((port, dir) => apisCommand(exe, port, dir));
     const bareCold = await coldStarts((port) => [BUN, "bench/bare-server.ts", String(port), answersFile]);
@@ -113,13 +113,13 @@ export async function run(): Promise<BenchResult> {
     notes.push(
       `Throughput: autocannon, ${CONNECTIONS} connections, ${SECONDS} s per round, ${ROUNDS} alternating rounds per pair after a 2 s warm-up; Apis (\`bun src/main.ts serve\`) and the bare Bun.serve (bench/bare-server.ts, same bytes and headers) each in their own process.`,
       `/api/init: a user owning 2 projects (${answers["/api/init"].body.length} bytes), token sent as \`Authorization: Bearer\` and verified on every request.`,
-      `Cold start: spawn to the first 200 from /api/ping on a fresh data folder (migrations, JWT secret), median of ${COLD_RUNS}; ceiling: the bare server started the same way. RSS: VmRSS 0.5 s after that answer, median; Apis' RSS after the load runs was ${round(afterLoad, 1)} MB.`,
+      `Cold start: spawn of ${built.note} to the first 200 from /api/ping on a fresh data folder (migrations, JWT secret), median of ${COLD_RUNS}; ceiling: the bare server (\`bun bench/bare-server.ts\`) started the same way. RSS: VmRSS 0.5 s after that answer, median; Apis' RSS after the load runs was ${round(afterLoad, 1)} MB.`,
     );
     const rows: Row[] = [
       { metric: "GET /api/ping", value: round(ping.subject, 0), unit: "req/s", ceiling: round(ping.ceiling, 0), ratio: round(ping.subject / ping.ceiling), target: "ratio >= 0.6" },
       { metric: "GET /api/init (JWT)", value: round(init.subject, 0), unit: "req/s", ceiling: round(init.ceiling, 0), ratio: round(init.subject / init.ceiling) },
-      { metric: `cold start to first ping (${binary ? "dist/apis" : "bun src/main.ts"})`, value: round(cold.ms, 0), unit: "ms", ceiling: round(bareCold.ms, 0), ratio: round(cold.ms / bareCold.ms), target: "< 300 ms" },
-      { metric: `idle RSS after start (${binary ? "dist/apis" : "bun src/main.ts"})`, value: round(cold.mb, 1), unit: "MB", ceiling: round(bareCold.mb, 1), ratio: round(cold.mb / bareCold.mb), target: "< 120 MB" },
+      { metric: `cold start to first ping (${binary ? "executable" : "bun src/main.ts"})`, value: round(cold.ms, 0), unit: "ms", ceiling: round(bareCold.ms, 0), ratio: round(cold.ms / bareCold.ms), target: "< 300 ms" },
+      { metric: `idle RSS after start (${binary ? "executable" : "bun src/main.ts"})`, value: round(cold.mb, 1), unit: "MB", ceiling: round(bareCold.mb, 1), ratio: round(cold.mb / bareCold.mb), target: "< 120 MB" },
     ];
     return { name: "api", rows, notes };
   } finally {

@@ -128,8 +128,20 @@ export function median(xs: number[]): number {
 
 export const round = (x: number, digits = 2) => Math.round(x * 10 ** digits) / 10 ** digits;
 
-/** The compiled executable when `npm run build` made one, else null. */
-export function builtBinary(): string | null {
-  const bin = join(ROOT, "dist", "apis");
-  return existsSync(bin) ? bin : null;
+/**
+ * The executable to measure: built fresh from the current source into a temp folder (about 2 s, so
+ * the numbers never come from a stale dist/apis); if that build fails, dist/apis when present; else
+ * null (measure `bun src/main.ts`). `note` says which was used.
+ */
+export async function executable(dir: string): Promise<{ path: string | null; note: string }> {
+  try {
+    const { buildExecutable } = await import("../scripts/build.ts");
+    const { outfile } = await buildExecutable(join(dir, "apis"));
+    return { path: outfile, note: "the executable built from this source by scripts/build.ts (as `npm run build`) into a temp folder" };
+  } catch (err) {
+    const dist = join(ROOT, "dist", "apis");
+    const why = String((err as Error)?.message ?? err).split("\n")[0];
+    if (existsSync(dist)) return { path: dist, note: `dist/apis, because building a fresh executable failed (${why})` };
+    return { path: null, note: `\`bun src/main.ts serve\`, because building the executable failed (${why}) and there is no dist/apis` };
+  }
 }
