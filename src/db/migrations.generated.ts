@@ -35,5 +35,11 @@ export const embeddedMigrations: { tag: string; when: number; breakpoints: boole
     "when": 1795291942675,
     "breakpoints": true,
     "sql": "ALTER TABLE `verification_codes` ADD `language` text;"
+  },
+  {
+    "tag": "0006_dam",
+    "when": 1795292388811,
+    "breakpoints": true,
+    "sql": "CREATE TABLE `dam_transforms` (\n\t`id` integer PRIMARY KEY AUTOINCREMENT NOT NULL,\n\t`project_gid` text NOT NULL,\n\t`file` text NOT NULL,\n\t`asset_gid` text NOT NULL,\n\t`source` text NOT NULL,\n\t`width` integer NOT NULL,\n\t`height` integer NOT NULL,\n\t`size` integer NOT NULL,\n\t`options` text NOT NULL,\n\t`updated_on` real NOT NULL,\n\tFOREIGN KEY (`project_gid`) REFERENCES `projects`(`gid`) ON UPDATE no action ON DELETE cascade\n);\n--> statement-breakpoint\nCREATE UNIQUE INDEX `dam_transforms_file` ON `dam_transforms` (`project_gid`,`file`);--> statement-breakpoint\nCREATE INDEX `dam_transforms_asset` ON `dam_transforms` (`asset_gid`);"
   }
 ];

@@ -5,3 +5,4 @@ export * from "./backups";
 export * from "./assets";
 export * from "./account";
 export * from "./apikeys";
+export * from "./dam";
