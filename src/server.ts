@@ -23,6 +23,7 @@ import { JobRunner } from "./jobs/runner";
 import { startSchedules } from "./jobs/schedules";
 import { claimDataDir, releaseDataDir } from "./lib/pidfile";
 import { jobsRoutes } from "./routes/jobs.routes";
+import { assetRoutes } from "./routes/assets.routes";
 import { announceVersion } from "./services/instance.service";
 import { VERSION } from "./version";
 
@@ -56,7 +57,8 @@ export function createApp(ctx: Ctx) {
     .use(memberRoutes(ctx))
     .use(apikeyRoutes(ctx))
     .use(syncRoutes(ctx))
-    .use(jobsRoutes(ctx));
+    .use(jobsRoutes(ctx))
+    .use(assetRoutes(ctx));
 }
 
 export type Running = { ctx: Ctx; url: string; port: number; stop: () => Promise<void> };

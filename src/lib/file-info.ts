@@ -1,0 +1,195 @@
+import exifr from "exifr";
+import { fileTypeFromFile } from "file-type";
+import { open } from "node:fs/promises";
+import sharp from "sharp";
+
+/** What an uploaded file is, decided from its content (the client's name only picks among text types). */
+export type FileInfo = {
+  type: "file" | "image";
+  /** Lowercase, no dot, [a-z0-9]{1,10}. */
+  extension: string;
+  mime: string;
+  width: number | null;
+  height: number | null;
+  format: string | null;
+  pages: number | null;
+  /** EXIF/IPTC/XMP, flattened by exifr, made JSON-safe. */
+  extracted: Record<string, unknown>;
+};
+
+/** Text types recognised by the client's extension once the content is known to be text. */
+const TEXT_TYPES: Record<string, string> = {
+  txt: "text/plain",
+  text: "text/plain",
+  log: "text/plain",
+  md: "text/markdown",
+  csv: "text/csv",
+  tsv: "text/tab-separated-values",
+  json: "application/json",
+  xml: "application/xml",
+  html: "text/html",
+  htm: "text/html",
+  css: "text/css",
+  js: "text/javascript",
+  yaml: "application/yaml",
+  yml: "application/yaml",
+  ics: "text/calendar",
+  vtt: "text/vtt",
+  srt: "application/x-subrip",
+};
+
+/** sharp formats accepted as images (all of them can be read by the DAM transforms). */
+const IMAGE_FORMATS = new Set(["jpeg", "png", "webp", "gif", "tiff", "avif", "heif", "svg", "jp2", "jxl"]);
+
+const SAFE_EXT = /^[a-z0-9]{1,10}$/;
+
+function clientExtension(filename: string): string | undefined {
+  const m = /\.([^.]+)$/.exec(filename);
+  const ext = m?.[1]?.toLowerCase();
+  return ext && SAFE_EXT.test(ext) ? ext : undefined;
+}
+
+async function readHead(path: string, bytes = 4096): Promise<Buffer> {
+  const fh = await open(path, "r");
+  try {
+    const buf = Buffer.alloc(bytes);
+    const { bytesRead } = await fh.read(buf, 0, bytes, 0);
+    return buf.subarray(0, bytesRead);
+  } finally {
+    await fh.close();
+  }
+}
+
+/** True when the bytes look like UTF-8 text (no NUL, decodes cleanly apart from a cut last character). */
+function looksLikeText(head: Buffer): boolean {
+  if (!head.length) return true;
+  if (head.includes(0)) return false;
+  try {
+    new TextDecoder("utf-8", { fatal: true }).decode(head.subarray(0, Math.max(0, head.length - 4)));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function looksLikeSvg(text: string): boolean {
+  const t = text.replace(/^\uFEFF/, "").replace(/<\?xml[\s\S]*?\?>/g, "").replace(/<!--[\s\S]*?-->/g, "").replace(/<!DOCTYPE[\s\S]*?>/gi, "").trimStart();
+  return /^<svg[\s>]/i.test(t);
+}
+
+/** Makes exifr output storable as JSON: dates as ISO strings, binary dropped, long strings cut. */
+export function jsonSafe(value: unknown, depth = 0): unknown {
+  if (value === null || value === undefined) return undefined;
+  if (typeof value === "string") return value.replace(/\0+$/g, "").slice(0, 2000);
+  if (typeof value === "number") return Number.isFinite(value) ? value : undefined;
+  if (typeof value === "boolean") return value;
+  if (value instanceof Date) return Number.isNaN(value.getTime()) ? undefined : value.toISOString();
+  if (ArrayBuffer.isView(value) || value instanceof ArrayBuffer) return undefined;
+  if (depth > 4) return undefined;
+  if (Array.isArray(value)) {
+    const out = value.slice(0, 100).map((v) => jsonSafe(v, depth + 1)).filter((v) => v !== undefined);
+    return out.length ? out : undefined;
+  }
+  if (typeof value === "object") {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value as Record<string, unknown>).slice(0, 300)) {
+      const s = jsonSafe(v, depth + 1);
+      if (s !== undefined) out[k] = s;
+    }
+    return Object.keys(out).length ? out : undefined;
+  }
+  return undefined;
+}
+
+/** EXIF (with GPS), IPTC and XMP of an image file, merged into one flat object; {} when none or unreadable. */
+export async function extractMetadata(path: string): Promise<Record<string, unknown>> {
+  try {
+    const raw = await exifr.parse(path, {
+      tiff: true,
+      exif: true,
+      gps: true,
+      iptc: true,
+      xmp: true,
+      icc: false,
+      jfif: false,
+      ihdr: false,
+      interop: false,
+      makerNote: false,
+      userComment: true,
+      mergeOutput: true,
+      translateKeys: true,
+      translateValues: true,
+      reviveValues: true,
+    });
+    const safe = jsonSafe(raw) as Record<string, unknown> | undefined;
+    if (!safe) return {};
+    // Keep the stored object bounded whatever the file holds.
+    if (JSON.stringify(safe).length > 64 * 1024) {
+      const out: Record<string, unknown> = {};
+      let size = 2;
+      for (const [k, v] of Object.entries(safe)) {
+        const s = JSON.stringify(v).length + k.length + 4;
+        if (size + s > 64 * 1024) continue;
+        out[k] = v;
+        size += s;
+      }
+      return out;
+    }
+    return safe;
+  } catch {
+    return {};
+  }
+}
+
+/**
+ * Decides what a stored file is from its bytes: magic numbers (file-type), then UTF-8 text / SVG
+ * detection. Images readable by sharp get their displayed width and height (EXIF orientation
+ * applied), format, page count and extracted metadata. Never decodes pixels.
+ */
+export async function analyseFile(path: string, clientName: string): Promise<FileInfo> {
+  const base: FileInfo = { type: "file", extension: "bin", mime: "application/octet-stream", width: null, height: null, format: null, pages: null, extracted: {} };
+  const detected = await fileTypeFromFile(path).catch(() => undefined);
+  const hint = clientExtension(clientName);
+  if (detected && detected.ext !== "xml") {
+    base.mime = detected.mime;
+    base.extension = SAFE_EXT.test(detected.ext) ? detected.ext : "bin";
+  } else {
+    const head = await readHead(path);
+    if (looksLikeText(head)) {
+      if (looksLikeSvg(head.toString("utf8"))) {
+        base.mime = "image/svg+xml";
+        base.extension = "svg";
+      } else if (detected) {
+        base.mime = "application/xml";
+        base.extension = "xml";
+      } else if (hint && TEXT_TYPES[hint] && hint !== "svg") {
+        base.mime = TEXT_TYPES[hint]!;
+        base.extension = hint;
+      } else {
+        base.mime = "text/plain";
+        base.extension = "txt";
+      }
+    } else if (hint) {
+      base.extension = hint;
+    }
+  }
+  if (base.mime.startsWith("image/")) {
+    try {
+      const m = await sharp(path, { limitInputPixels: false, animated: true }).metadata();
+      if (m.format && IMAGE_FORMATS.has(m.format) && m.width && m.height) {
+        const swapped = (m.orientation ?? 1) >= 5;
+        const frameHeight = m.pageHeight && m.pages && m.pages > 1 ? m.pageHeight : m.height;
+        base.type = "image";
+        base.width = swapped ? frameHeight : m.width;
+        base.height = swapped ? m.width : frameHeight;
+        base.format = m.format;
+        base.pages = m.pages ?? 1;
+        if (base.extension === "jpeg") base.extension = "jpg";
+        base.extracted = m.format === "svg" ? {} : await extractMetadata(path);
+      }
+    } catch {
+      // Not readable as an image: stays a plain file of the sniffed type.
+    }
+  }
+  return base;
+}
