@@ -24,6 +24,8 @@ import { startSchedules } from "./jobs/schedules";
 import { claimDataDir, releaseDataDir } from "./lib/pidfile";
 import { jobsRoutes } from "./routes/jobs.routes";
 import { assetRoutes } from "./routes/assets.routes";
+import { damRoutes } from "./routes/dam.routes";
+import { mediaRoutes } from "./routes/media.routes";
 import { announceVersion } from "./services/instance.service";
 import { VERSION } from "./version";
 
@@ -58,7 +60,9 @@ export function createApp(ctx: Ctx) {
     .use(apikeyRoutes(ctx))
     .use(syncRoutes(ctx))
     .use(jobsRoutes(ctx))
-    .use(assetRoutes(ctx));
+    .use(assetRoutes(ctx))
+    .use(damRoutes(ctx))
+    .use(mediaRoutes(ctx));
 }
 
 export type Running = { ctx: Ctx; url: string; port: number; stop: () => Promise<void> };

@@ -1,0 +1,324 @@
+import { and, desc, eq } from "drizzle-orm";
+import { existsSync, mkdirSync, statSync } from "node:fs";
+import { join } from "node:path";
+import sharp, { type Metadata } from "sharp";
+import type { Ctx } from "../context";
+import { defaultKey, effectiveBackground, MEDIA_NAME_RE, optionStrings, outputType, type OutputType, type TransformOptions } from "../dam/options";
+import { INPUT_FORMATS, planGeometry, render, type Rendered, type Transformer } from "../dam/transform";
+import { mutate } from "../db/changelog";
+import type { Tx } from "../db/connection";
+import { assets, assetVersions, damTransforms } from "../db/schema";
+import { badRequest, unprocessable } from "../http/errors";
+import { now } from "../lib/ids";
+import { originalPath, parseStorageName } from "../storage/originals";
+
+type Asset = typeof assets.$inferSelect;
+
+/** One stored original named by a storage pathname: the asset and the version it belongs to. */
+export type Source = {
+  asset: Asset;
+  storageName: string;
+  version: number;
+  current: boolean;
+  extension: string;
+  mime: string;
+  size: number;
+  /** EXIF/IPTC/XMP of this version as the upload extracted it. */
+  extracted: Record<string, unknown>;
+};
+
+/** The project's folder of transformed files (`<project dir>/media`). */
+export function mediaDir(ctx: Pick<Ctx, "storage">, projectGid: string): string {
+  const dir = join(ctx.storage.projectDir(projectGid), "media");
+  mkdirSync(dir, { recursive: true });
+  return dir;
+}
+
+/** Public URLs of the media endpoint. */
+export const mediaUrl = {
+  variant: (ctx: Pick<Ctx, "baseUrl">, projectGid: string, file: string) => `${ctx.baseUrl}/media/p/${projectGid}/var/${file}`,
+  original: (ctx: Pick<Ctx, "baseUrl">, projectGid: string, storageName: string) => `${ctx.baseUrl}/media/p/${projectGid}/orig/${storageName}`,
+};
+
+/**
+ * The original named by `pathname` in the project: the current version of an active asset, or one
+ * of its kept earlier versions. A path trick is a 400; anything else that names no original is a 422.
+ */
+export function findSource(tx: Tx, projectGid: string, pathname: string): Source {
+  if (!pathname || /[\/\\\0]/.test(pathname) || pathname === "." || pathname === "..") {
+    throw badRequest("Invalid storage pathname", { "Invalid parameter": "storage pathname", value: pathname });
+  }
+  const parts = parseStorageName(pathname);
+  const unknown = () => unprocessable("Asset does not exist", { storage_pathname: pathname });
+  if (!parts) throw unknown();
+  const asset = tx.select().from(assets).where(and(eq(assets.gid, parts.gid), eq(assets.projectGid, projectGid))).get();
+  if (!asset || asset.status !== "active" || asset.type === "folder") throw unknown();
+  if (asset.storageName === pathname) {
+    return { asset, storageName: pathname, version: asset.version, current: true, extension: asset.extension, mime: asset.mime, size: asset.size, extracted: asset.extracted };
+  }
+  const v = tx
+    .select()
+    .from(assetVersions)
+    .where(and(eq(assetVersions.storageName, pathname), eq(assetVersions.assetGid, asset.gid), eq(assetVersions.projectGid, projectGid)))
+    .get();
+  if (!v) throw unknown();
+  return { asset, storageName: pathname, version: v.version, current: false, extension: v.extension, mime: v.mime, size: v.size, extracted: v.extracted };
+}
+
+/** The file of a source; a 422 when it is gone from disk. */
+function sourceFile(ctx: Ctx, projectGid: string, src: Source): { path: string; mtimeMs: number; size: number } {
+  const path = originalPath(ctx, projectGid, src.storageName);
+  try {
+    const st = statSync(path);
+    return { path, mtimeMs: st.mtimeMs, size: st.size };
+  } catch {
+    throw unprocessable("Asset does not exist", { storage_pathname: src.storageName, reason: "the original file is missing" });
+  }
+}
+
+/** Header-only read of an image (no pixels decoded); a 422 when it is not an image sharp reads. */
+async function readHeader(path: string, storageName: string): Promise<Metadata> {
+  try {
+    return await sharp(path).metadata();
+  } catch {
+    throw unprocessable("Source is not a readable image", { storage_pathname: storageName });
+  }
+}
+
+/** Width and height as displayed (EXIF orientation applied), per frame. */
+function orientedSize(m: Metadata): { width: number; height: number } {
+  const width = m.autoOrient?.width ?? m.width;
+  const height = m.autoOrient?.height ?? m.height;
+  return { width, height };
+}
+
+export type TransformResult = {
+  public_url: string;
+  dimensions: [number, number];
+  timing_ms: { transform: number; optimize: number };
+  request: string;
+  source: string;
+  target: string;
+  options: Record<string, string>;
+};
+
+/**
+ * `/dam/p/<project>/transform/<storage pathname>/<options>`: makes (or finds up to date) the file
+ * `<name>@<key>.<ext>` in the project's media folder. The caller's membership is checked by the
+ * route. Guards: pixel limit on the header before decoding, sources restricted to raster formats
+ * (no SVG), output pixel limit, timeout, concurrency cap and single flight (the Transformer).
+ */
+export async function transformAsset(
+  ctx: Ctx,
+  transformer: Transformer,
+  args: { projectGid: string; pathname: string; options: TransformOptions; request: string },
+): Promise<TransformResult> {
+  const { projectGid, options: o } = args;
+  const src = findSource(ctx.db, projectGid, args.pathname);
+  const file = sourceFile(ctx, projectGid, src);
+
+  let header: Metadata | undefined;
+  const needsAlpha = !o.type && !["jpg", "jpeg", "png", "gif"].includes(src.extension);
+  if (needsAlpha) header = await readHeader(file.path, src.storageName);
+  const type: OutputType = outputType(o, src.extension, header?.hasAlpha ?? false);
+  const bg = effectiveBackground(o, type);
+  const name = o.name ?? src.storageName.replace(/\.[^.]+$/, "");
+  const key = o.key ?? defaultKey(o);
+  const mediaFile = `${name}@${key}.${type}`;
+  if (!MEDIA_NAME_RE.test(mediaFile)) throw badRequest("Invalid option name", { option: "name", value: name, reason: "does not make a valid media file name" });
+  const target = ctx.storage.inside(mediaDir(ctx, projectGid), mediaFile);
+  const options = optionStrings(o, { name, key, type, bg });
+  const result = (dimensions: [number, number], timing: { transform: number; optimize: number }): TransformResult => ({
+    public_url: mediaUrl.variant(ctx, projectGid, mediaFile),
+    dimensions,
+    timing_ms: timing,
+    request: args.request,
+    source: `${projectGid}/originals/${src.storageName}`,
+    target: `${projectGid}/media/${mediaFile}`,
+    options,
+  });
+
+  if (!o.force) {
+    const existing = await upToDate(target, file.mtimeMs);
+    if (existing) return result(existing, { transform: 0, optimize: 0 });
+  }
+
+  const rendered: Rendered = await transformer.run(target, async () => {
+    const meta = header ?? (await readHeader(file.path, src.storageName));
+    if (!meta.format || !INPUT_FORMATS.has(meta.format)) {
+      throw unprocessable("Unsupported source type", { storage_pathname: src.storageName, format: meta.format ?? "unknown", supported: [...INPUT_FORMATS] });
+    }
+    const frames = Math.max(1, meta.pages ?? 1);
+    const size = orientedSize(meta);
+    const pixels = size.width * size.height * frames;
+    if (!(pixels > 0) || pixels > ctx.config.pixelLimit) {
+      throw unprocessable("Source image too large", { storage_pathname: src.storageName, pixels, frames, limit_pixels: ctx.config.pixelLimit });
+    }
+    const animated = type === "gif" && frames > 1;
+    const geometry = planGeometry(size, o, ctx.config.pixelLimit);
+    if (animated && geometry.canvas.width * geometry.canvas.height * frames > ctx.config.pixelLimit) {
+      throw unprocessable("Animation too large at this size", { frames, canvas: [geometry.canvas.width, geometry.canvas.height], limit_pixels: ctx.config.pixelLimit });
+    }
+    const out = await render({
+      source: file.path,
+      target,
+      geometry,
+      type,
+      bg,
+      q: o.q,
+      optimize: o.optimize,
+      animated,
+      delay: animated ? meta.delay : undefined,
+      loop: animated ? meta.loop : undefined,
+      pixelLimit: ctx.config.pixelLimit,
+      timeoutSeconds: ctx.config.transformTimeout,
+    });
+    recordTransform(ctx, { projectGid, file: mediaFile, assetGid: src.asset.gid, source: src.storageName, width: out.width, height: out.height, size: out.size, options });
+    return out;
+  });
+  return result([rendered.width, rendered.height], { transform: rendered.transformMs, optimize: rendered.optimizeMs });
+}
+
+/** The output size of an existing target newer than the source, or undefined when it must be made. */
+async function upToDate(target: string, sourceMtimeMs: number): Promise<[number, number] | undefined> {
+  let mtimeMs: number;
+  try {
+    mtimeMs = statSync(target).mtimeMs;
+  } catch {
+    return undefined;
+  }
+  if (mtimeMs < sourceMtimeMs) return undefined;
+  try {
+    const m = await sharp(target).metadata();
+    return [m.width, m.pageHeight ?? m.height];
+  } catch {
+    return undefined;
+  }
+}
+
+/** Notes a made media file for `info` (no sync item: transforms do not change the asset). */
+function recordTransform(ctx: Ctx, row: Omit<typeof damTransforms.$inferInsert, "updatedOn" | "id">): void {
+  const values = { ...row, updatedOn: now() };
+  mutate(ctx.db, undefined, (tx) =>
+    tx
+      .insert(damTransforms)
+      .values(values)
+      .onConflictDoUpdate({ target: [damTransforms.projectGid, damTransforms.file], set: values })
+      .run(),
+  );
+}
+
+/**
+ * `publish`: the asset's original named by `pathname` becomes downloadable at
+ * `/media/p/<project>/orig/<storage pathname>`. Writes an `assets` UPDATE sync item when it changes.
+ */
+export function publishOriginal(ctx: Ctx, projectGid: string, userGid: string, pathname: string): { public_url: string; storage_pathname: string; asset: string } {
+  return mutate(ctx.db, ctx.hub, (tx, log) => {
+    const src = findSource(tx, projectGid, pathname);
+    sourceFile(ctx, projectGid, src);
+    if (!src.asset.published || src.asset.publicName !== src.storageName) {
+      tx.update(assets).set({ published: true, publicName: src.storageName, updatedOn: now(), updatedBy: userGid }).where(eq(assets.id, src.asset.id)).run();
+      log.project(projectGid, "UPDATE", "assets", src.asset.gid);
+    }
+    return { public_url: mediaUrl.original(ctx, projectGid, src.storageName), storage_pathname: src.storageName, asset: src.asset.gid };
+  });
+}
+
+/** `unpublish`: the asset's original is private again (whichever of its versions was published). */
+export function unpublishOriginal(ctx: Ctx, projectGid: string, userGid: string, pathname: string): { public_url: null } {
+  return mutate(ctx.db, ctx.hub, (tx, log) => {
+    const src = findSource(tx, projectGid, pathname);
+    if (src.asset.published || src.asset.publicName) {
+      tx.update(assets).set({ published: false, publicName: null, updatedOn: now(), updatedBy: userGid }).where(eq(assets.id, src.asset.id)).run();
+      log.project(projectGid, "UPDATE", "assets", src.asset.gid);
+    }
+    return { public_url: null };
+  });
+}
+
+/** The file and type of a published original, or undefined (unknown, unpublished, deleted asset, missing file). */
+export function publishedOriginal(ctx: Ctx, projectGid: string, name: string): { path: string; mime: string } | undefined {
+  const parts = parseStorageName(name);
+  if (!parts) return undefined;
+  const asset = ctx.db.select().from(assets).where(eq(assets.gid, parts.gid)).get();
+  if (!asset || asset.projectGid !== projectGid || asset.status !== "active" || !asset.published || asset.publicName !== name) return undefined;
+  let mime = asset.mime;
+  if (asset.storageName !== name) {
+    const v = ctx.db.select().from(assetVersions).where(eq(assetVersions.storageName, name)).get();
+    if (!v) return undefined;
+    mime = v.mime;
+  }
+  return { path: originalPath(ctx, projectGid, name), mime };
+}
+
+/** `info`: what a client needs to show or transform an original (docs/dam.md shows the shape). */
+export async function assetInfo(ctx: Ctx, projectGid: string, pathname: string) {
+  const src = findSource(ctx.db, projectGid, pathname);
+  const file = sourceFile(ctx, projectGid, src);
+  const a = src.asset;
+  let image: Record<string, unknown> = { dimensions: null, format: null, pages: null, has_alpha: null, orientation: null, space: null, density: null };
+  if (a.type === "image" || ["jpg", "jpeg", "png", "gif", "webp", "tiff", "avif", "heic", "heif", "svg"].includes(src.extension)) {
+    try {
+      const m = await sharp(file.path).metadata();
+      const s = orientedSize(m);
+      image = {
+        dimensions: [s.width, s.height],
+        format: m.format,
+        pages: m.pages ?? 1,
+        has_alpha: m.hasAlpha,
+        orientation: m.orientation ?? 1,
+        space: m.space,
+        density: m.density ?? null,
+      };
+    } catch {
+      // Not an image sharp reads: the image members stay null.
+    }
+  }
+  const versions = [
+    { version: a.version, storage_pathname: a.storageName, size: a.size, mime: a.mime, dimensions: a.width && a.height ? [a.width, a.height] : null, created_on: a.updatedOn, current: true },
+    ...ctx.db
+      .select()
+      .from(assetVersions)
+      .where(and(eq(assetVersions.assetGid, a.gid), eq(assetVersions.projectGid, projectGid)))
+      .orderBy(desc(assetVersions.version))
+      .all()
+      .map((v) => ({ version: v.version, storage_pathname: v.storageName, size: v.size, mime: v.mime, dimensions: v.width && v.height ? [v.width, v.height] : null, created_on: v.createdOn, current: false })),
+  ];
+  const dir = mediaDir(ctx, projectGid);
+  const transforms = ctx.db
+    .select()
+    .from(damTransforms)
+    .where(and(eq(damTransforms.projectGid, projectGid), eq(damTransforms.assetGid, a.gid)))
+    .orderBy(desc(damTransforms.updatedOn))
+    .all()
+    .filter((t) => existsSync(join(dir, t.file)))
+    .map((t) => ({
+      file: t.file,
+      public_url: mediaUrl.variant(ctx, projectGid, t.file),
+      source: t.source,
+      dimensions: [t.width, t.height],
+      size: t.size,
+      options: t.options,
+      updated_on: t.updatedOn,
+    }));
+  return {
+    asset: a.gid,
+    storage_pathname: src.storageName,
+    name: a.name,
+    type: a.type,
+    extension: src.extension,
+    mime: src.mime,
+    size: file.size,
+    ...image,
+    version: src.version,
+    current: src.current,
+    current_version: a.version,
+    versions,
+    metadata: a.metadata,
+    extracted: src.extracted,
+    published: a.published,
+    public_url: a.published && a.publicName ? mediaUrl.original(ctx, projectGid, a.publicName) : null,
+    transforms,
+  };
+}
+
