@@ -95,10 +95,12 @@ function parsePartHeaders(raw: string): PartHeaders {
   }
   if (!/^form-data\b/i.test(disposition)) throw malformed("a part lacks Content-Disposition: form-data");
   const param = (key: string) => {
-    const re = new RegExp(`;\\s*${key}=(?:"((?:[^"\\\\]|\\\\.)*)"|([^;]*))`, "i");
+    // Browsers send quoted values as-is except `"`, CR and LF, which they percent-encode
+    // (WHATWG form-data encoding); backslashes are literal (Windows paths), not escapes.
+    const re = new RegExp(`;\\s*${key}=(?:"([^"]*)"|([^;]*))`, "i");
     const m = re.exec(disposition);
     if (!m) return undefined;
-    return m[1] !== undefined ? m[1].replace(/\\(.)/g, "$1") : m[2]!.trim();
+    return m[1] !== undefined ? m[1].replace(/%22/g, '"').replace(/%0D/gi, "\r").replace(/%0A/gi, "\n") : m[2]!.trim();
   };
   const name = param("name");
   if (name === undefined) throw malformed("a part has no name");

@@ -183,6 +183,7 @@ const MAX_METADATA_BYTES = 64 * 1024;
 
 /** Checks a metadata object of `metadata/set`: keys 1..100 characters without `"` or control characters. */
 export function validMetadata(value: unknown, field = "metadata"): Record<string, unknown> {
+  if (value === undefined || value === null) throw badRequest("Missing parameter", { "Missing parameter": field });
   if (!value || typeof value !== "object" || Array.isArray(value))
     throw badRequest("Invalid parameter", { "Invalid parameter": field, expected: "an object of key: value" });
   for (const k of Object.keys(value)) {
