@@ -21,7 +21,7 @@ const call = (path: string, body: unknown = {}, token = alice.token) => srv.call
 async function upload(content: Uint8Array | string, filename: string, fields: Record<string, string> = {}, opts: { path?: string; token?: string; fieldsAfter?: boolean; type?: string } = {}) {
   const fd = new FormData();
   if (!opts.fieldsAfter) for (const [k, v] of Object.entries(fields)) fd.append(k, v);
-  fd.append("file", new Blob([content as BlobPart], { type: opts.type ?? "application/octet-stream" }), filename);
+  fd.append("file", new Blob([content as any], { type: opts.type ?? "application/octet-stream" }), filename);
   if (opts.fieldsAfter) for (const [k, v] of Object.entries(fields)) fd.append(k, v);
   return srv.call(api(opts.path ?? "upload"), { body: fd, token: opts.token ?? alice.token });
 }
