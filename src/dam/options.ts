@@ -117,7 +117,7 @@ export function parseOptions(items: string[]): TransformOptions {
     raw.set(opt, value);
   }
 
-  const modes = SIZE_MODES.filter((m) => raw.has(m));
+  const modes = [...raw.keys()].filter((k): k is SizeMode => (SIZE_MODES as string[]).includes(k));
   if (modes.length === 0) {
     throw new ApiError(400, "Missing parameter", {
       "Missing parameter": "width, height, fit or fill",

@@ -254,10 +254,12 @@ export async function render(job: RenderJob): Promise<Rendered> {
       info = await encode(input, job, job.animated).toFile(tmp);
       optimizeMs = performance.now() - t1;
     }
+    // sharp's OutputInfo misreports the size after extract + extend, so the header of the file says it.
+    const written = await sharp(tmp).metadata();
     renameSync(tmp, job.target);
     return {
-      width: info.width,
-      height: job.animated ? (info.pageHeight ?? job.geometry.canvas.height) : info.height,
+      width: written.width,
+      height: written.pageHeight ?? written.height,
       size: info.size,
       transformMs: Math.max(1, Math.round(transformMs)),
       optimizeMs: job.optimize ? Math.max(1, Math.round(optimizeMs)) : 0,
