@@ -75,51 +75,59 @@ export function startBulk(tx: Tx, log: ChangeLog, projectGid: string, userGid: s
   });
 }
 
-type ChunkResult = { done: number; skipped: BatchOutcome["skipped"]; files?: string[] };
+/** What one chunk did: every gid it changed (descendants included) and what it had to skip. */
+type ChunkResult = { touched: string[]; skipped: BatchOutcome["skipped"]; files?: string[] };
 
-/** Runs `fn` over the job's gids in chunks, one transaction each, counting progress. */
+/**
+ * Runs `fn` over the job's gids in chunks, one transaction each, counting progress. `done` counts
+ * selected assets the job changed (also when a selected folder took a selected child along);
+ * `skipped` those it could not change.
+ */
 async function inChunks(ctx: Ctx, job: Job, progress: Progress, fn: (tx: Tx, log: ChangeLog, gids: string[], userGid: string) => ChunkResult) {
   const p = job.params as unknown as Params;
   const projectGid = job.projectGid!;
   const userGid = job.userGid ?? "";
+  const selected = new Set(p.gids);
+  const handled = new Set<string>();
+  const skipped = new Map<string, string>();
   progress.total(p.gids.length);
-  let done = 0;
-  const skipped: BatchOutcome["skipped"] = [];
   for (let i = 0; i < p.gids.length; i += CHUNK) {
-    const chunk = p.gids.slice(i, i + CHUNK);
-    const r = mutate(ctx.db, ctx.hub, (tx, log) => fn(tx, log, chunk, userGid));
-    if (r.files?.length) removeOriginals(ctx, projectGid, r.files);
-    done += r.done;
-    skipped.push(...r.skipped);
-    await progress.step(chunk.length);
+    const chunk = p.gids.slice(i, i + CHUNK).filter((g) => !handled.has(g));
+    if (chunk.length) {
+      const r = mutate(ctx.db, ctx.hub, (tx, log) => fn(tx, log, chunk, userGid));
+      if (r.files?.length) removeOriginals(ctx, projectGid, r.files);
+      for (const g of r.touched) if (selected.has(g)) handled.add(g);
+      for (const s of r.skipped) if (!handled.has(s.gid)) skipped.set(s.gid, s.reason);
+    }
+    await progress.step(Math.min(CHUNK, p.gids.length - i));
   }
-  return { done, skipped: skipped.length, ...(skipped.length ? { skipped_assets: skipped.slice(0, 100) } : {}) };
+  const list = [...skipped].filter(([g]) => !handled.has(g)).map(([gid, reason]) => ({ gid, reason }));
+  return { done: handled.size, skipped: list.length, ...(list.length ? { skipped_assets: list.slice(0, 100) } : {}) };
 }
 
-const changedTop = (o: BatchOutcome, gids: string[]) => {
-  const asked = new Set(gids);
-  return o.changed.filter((a: Asset) => asked.has(a.gid)).length;
-};
+const gidsOf = (o: BatchOutcome) => o.changed.map((a: Asset) => a.gid);
 
 registerJob(BULK_KINDS.delete, (ctx, job, progress) =>
   inChunks(ctx, job, progress, (tx, log, gids, user) => {
     const o = deleteAssets(tx, log, job.projectGid!, user, gids, false);
-    return { done: changedTop(o, gids), skipped: o.skipped };
+    // Selected assets already deleted count as done: the selection ends up deleted.
+    const already = assetsByGids(tx, job.projectGid!, gids).filter((a) => a.status === "deleted").map((a) => a.gid);
+    return { touched: [...gidsOf(o), ...already], skipped: o.skipped };
   }),
 );
 
 registerJob(BULK_KINDS.undelete, (ctx, job, progress) =>
   inChunks(ctx, job, progress, (tx, log, gids, user) => {
     const o = undeleteAssets(tx, log, job.projectGid!, user, gids, false);
-    return { done: changedTop(o, gids), skipped: o.skipped };
+    const already = assetsByGids(tx, job.projectGid!, gids).filter((a) => a.status === "active").map((a) => a.gid);
+    return { touched: [...gidsOf(o), ...already], skipped: o.skipped };
   }),
 );
 
 registerJob(BULK_KINDS.permanent_delete, (ctx, job, progress) =>
   inChunks(ctx, job, progress, (tx, log, gids) => {
     const o = permanentlyDeleteAssets(tx, log, job.projectGid!, gids, false);
-    const asked = new Set(gids);
-    return { done: o.removed.filter((g) => asked.has(g)).length, skipped: o.skipped, files: o.files };
+    return { touched: o.removed, skipped: o.skipped, files: o.files };
   }),
 );
 
@@ -127,7 +135,8 @@ registerJob(BULK_KINDS.move, (ctx, job, progress) =>
   inChunks(ctx, job, progress, (tx, log, gids, user) => {
     const parent = (job.params as unknown as Params).parent ?? null;
     const o = moveAssets(tx, log, job.projectGid!, user, gids, parent, false);
-    return { done: gids.length - o.skipped.length, skipped: o.skipped };
+    const bad = new Set(o.skipped.map((s) => s.gid));
+    return { touched: gids.filter((g) => !bad.has(g)), skipped: o.skipped };
   }),
 );
 
@@ -136,7 +145,7 @@ registerJob(BULK_KINDS.metadata, (ctx, job, progress) =>
     const p = job.params as unknown as Params;
     const rows = new Map(assetsByGids(tx, job.projectGid!, gids).map((a) => [a.gid, a]));
     const skipped: BatchOutcome["skipped"] = [];
-    let done = 0;
+    const touched: string[] = [];
     for (const gid of gids) {
       const a = rows.get(gid);
       if (!a || a.status !== "active") {
@@ -145,12 +154,12 @@ registerJob(BULK_KINDS.metadata, (ctx, job, progress) =>
       }
       try {
         changeMetadata(tx, log, a, user || null, { set: p.set, clear: p.clear });
-        done++;
+        touched.push(gid);
       } catch (err) {
         if (!(err instanceof ApiError)) throw err;
         skipped.push({ gid, reason: err.message });
       }
     }
-    return { done, skipped };
+    return { touched, skipped };
   }),
 );
