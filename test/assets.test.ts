@@ -109,6 +109,7 @@ describe("folders and the tree", () => {
     await call("create", { name: "accessories", parent: shoes });
     const ch = await call("children", { parent: shoes });
     expect(ch.status).toBe(200);
+    expect((await call("children", { parent: up.body.result.asset })).status).toBe(422);
     const names = ch.body.result.assets.map((g: string) => ch.body.data.assets[g].name);
     expect(names).toEqual(["accessories", "Running", "b.png"]);
     const root = await call("root");
@@ -405,5 +406,23 @@ describe("sync items", () => {
       "DELETE:img",
     ]);
     for (const i of items) expect(i.type).toBe(project);
+  });
+});
+
+describe("project removal", () => {
+  test("permanently deleting a project removes its assets, their index entries and files", async () => {
+    const other = await srv.project(alice.token, "Short-lived");
+    const fd = new FormData();
+    fd.append("file", new Blob([png]), "temp.png");
+    const up = await srv.call(`/api/p/${other}/assets/upload`, { body: fd, token: alice.token });
+    expect(up.status).toBe(200);
+    const dir = join(srv.dataDir, "files", "projects", other);
+    expect(existsSync(join(dir, "originals", up.body.data.assets[up.body.result.asset].storage_name))).toBe(true);
+    expect((await srv.call("/api/projects/permanent_delete", { body: { project: other }, token: alice.token })).status).toBe(200);
+    expect(existsSync(dir)).toBe(false);
+    const db = srv.ctx.db.$client;
+    expect(db.query("SELECT count(*) AS n FROM assets WHERE project_gid = ?").get(other)).toEqual({ n: 0 });
+    expect(db.query("SELECT count(*) AS n FROM assets_fts WHERE project_gid = ?").get(other)).toEqual({ n: 0 });
+    expect(db.query("SELECT count(*) AS n FROM assets_fts_en WHERE project_gid = ?").get(other)).toEqual({ n: 0 });
   });
 });

@@ -4,7 +4,7 @@ import { mutate, type ChangeLog } from "../db/changelog";
 import type { Tx } from "../db/connection";
 import { authMacro } from "../http/auth";
 import { ok } from "../http/envelope";
-import { badRequest } from "../http/errors";
+import { badRequest, unprocessable } from "../http/errors";
 import { receiveMultipart } from "../http/multipart";
 import { decodeCursor, encodeCursor, pageSize } from "../lib/page";
 import { projectAccess } from "../services/access.service";
@@ -193,7 +193,8 @@ export function assetRoutes(ctx: Ctx) {
       ({ params, body, caller }) => {
         member(params.project, caller.user.gid);
         const parent = requireAsset(ctx.db, params.project, body.parent);
-        const rows = parent.type === "folder" ? listChildren(ctx.db, params.project, parent.gid) : [];
+        if (parent.type !== "folder") throw unprocessable("Parent asset is not a folder", { parent: parent.gid });
+        const rows = listChildren(ctx.db, params.project, parent.gid);
         return ok({ parent: parent.gid, assets: rows.map((r) => r.gid) }, { assets: assetDictionary(rows) });
       },
       { auth: true, params, body: t.Object({ parent: t.String() }), detail: { summary: "Active items directly in a folder, folders first, then by name", tags } },
