@@ -347,6 +347,26 @@ describe("types, quality and metadata", () => {
   });
 });
 
+describe("with the asset upload endpoint", () => {
+  test("an uploaded image is transformed by the storage name the upload answered", async () => {
+    const form = new FormData();
+    form.append("file", new Blob([new Uint8Array(await halves(160, 80, "png"))], { type: "application/octet-stream" }), "halves.png");
+    const up = await srv.call(`/api/p/${project}/assets/upload`, { body: form, token });
+    expect(up.status).toBe(200);
+    const storage = up.body.data.assets[up.body.result.asset].storage_name;
+    expect(storage).toMatch(/~1\.png$/);
+    const { result, pic } = await made(storage, "fill=40,40/hs=0,0.5");
+    expect(result.options.type).toBe("png");
+    expectColour(pic, 35, 20, RED);
+  });
+
+  test("a transform without any option is a 400 naming the size options", async () => {
+    const r = await srv.call(`/dam/p/${project}/transform/${jpg}`, { token });
+    expect(r.status).toBe(400);
+    expect(r.body.result.info["Missing parameter"]).toBe("width, height, fit or fill");
+  });
+});
+
 describe("errors", () => {
   test("no JWT is a 401, another project's member a 403", async () => {
     const r = await transform(jpg, "fit=10,10", null);
