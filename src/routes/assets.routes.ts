@@ -174,7 +174,7 @@ export function assetRoutes(ctx: Ctx) {
       ({ params, body, caller }) => {
         const gids = gidList(body);
         const o = change(params.project, caller.user.gid, (tx, log) => permanentlyDeleteAssets(tx, log, params.project, gids));
-        removeOriginals(ctx, params.project, o.files);
+        removeOriginals(ctx, params.project, o.files, o.paths);
         return ok({ assets: o.removed }, { assets: {} });
       },
       { auth: true, params, body: t.Object(gidOrGids), detail: { summary: "Remove assets, everything below them, all versions and files for good", tags } },

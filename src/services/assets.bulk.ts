@@ -76,7 +76,7 @@ export function startBulk(tx: Tx, log: ChangeLog, projectGid: string, userGid: s
 }
 
 /** What one chunk did: every gid it changed (descendants included) and what it had to skip. */
-type ChunkResult = { touched: string[]; skipped: BatchOutcome["skipped"]; files?: string[] };
+type ChunkResult = { touched: string[]; skipped: BatchOutcome["skipped"]; files?: string[]; paths?: string[] };
 
 /**
  * Runs `fn` over the job's gids in chunks, one transaction each, counting progress. `done` counts
@@ -95,7 +95,7 @@ async function inChunks(ctx: Ctx, job: Job, progress: Progress, fn: (tx: Tx, log
     const chunk = p.gids.slice(i, i + CHUNK).filter((g) => !handled.has(g));
     if (chunk.length) {
       const r = mutate(ctx.db, ctx.hub, (tx, log) => fn(tx, log, chunk, userGid));
-      if (r.files?.length) removeOriginals(ctx, projectGid, r.files);
+      if (r.files?.length || r.paths?.length) removeOriginals(ctx, projectGid, r.files ?? [], r.paths);
       for (const g of r.touched) if (selected.has(g)) handled.add(g);
       for (const s of r.skipped) if (!handled.has(s.gid)) skipped.set(s.gid, s.reason);
     }
@@ -127,7 +127,7 @@ registerJob(BULK_KINDS.undelete, (ctx, job, progress) =>
 registerJob(BULK_KINDS.permanent_delete, (ctx, job, progress) =>
   inChunks(ctx, job, progress, (tx, log, gids) => {
     const o = permanentlyDeleteAssets(tx, log, job.projectGid!, gids, false);
-    return { touched: o.removed, skipped: o.skipped, files: o.files };
+    return { touched: o.removed, skipped: o.skipped, files: o.files, paths: o.paths };
   }),
 );
 

@@ -1,5 +1,6 @@
 import { and, asc, desc, eq, inArray, isNull, sql } from "drizzle-orm";
 import { renameSync, rmSync } from "node:fs";
+import { resolve, sep } from "node:path";
 import type { Ctx } from "../context";
 import { mutate, type ChangeLog } from "../db/changelog";
 import { sqliteOf, type Tx } from "../db/connection";
@@ -371,13 +372,33 @@ export function undeleteAssets(tx: Tx, log: ChangeLog, projectGid: string, userG
 }
 
 /**
+ * Called in the transaction that removes assets for good, with the removed gids; returns files
+ * (absolute paths inside the project's folder) to delete after commit. Other areas register one
+ * to drop what they keep per asset (e.g. the DAM's transformed media).
+ */
+export type AssetRemovalHook = (tx: Tx, projectGid: string, gids: string[]) => string[];
+const removalHooks: AssetRemovalHook[] = [];
+
+/** Registers an `AssetRemovalHook` (at module load). */
+export function onAssetsRemoved(hook: AssetRemovalHook): void {
+  removalHooks.push(hook);
+}
+
+/**
  * Removes assets for good with everything below them, whatever their status, and all their
  * versions. Returns the storage names whose files the caller removes after commit
  * (`removeOriginals`).
  */
-export function permanentlyDeleteAssets(tx: Tx, log: ChangeLog, projectGid: string, gids: string[], strict = true): { removed: string[]; files: string[]; skipped: BatchOutcome["skipped"] } {
+export function permanentlyDeleteAssets(
+  tx: Tx,
+  log: ChangeLog,
+  projectGid: string,
+  gids: string[],
+  strict = true,
+): { removed: string[]; files: string[]; paths: string[]; skipped: BatchOutcome["skipped"] } {
   const removed: string[] = [];
   const files: string[] = [];
+  const paths: string[] = [];
   const skipped: BatchOutcome["skipped"] = [];
   for (const gid of gids) {
     const a = findAsset(tx, projectGid, gid);
@@ -397,14 +418,24 @@ export function permanentlyDeleteAssets(tx: Tx, log: ChangeLog, projectGid: stri
         removed.push(r.gid);
         log.project(projectGid, "DELETE", "assets", r.gid);
       }
+      for (const hook of removalHooks) paths.push(...hook(tx, projectGid, chunkGids));
     }
   }
-  return { removed, files, skipped };
+  return { removed, files, paths, skipped };
 }
 
-/** Removes original files (after the transaction that dropped their rows has committed). */
-export function removeOriginals(ctx: Pick<Ctx, "storage">, projectGid: string, names: string[]): void {
+/**
+ * Removes original files by storage name, and other files of the project by path (after the
+ * transaction that dropped their rows has committed). Paths outside the project's folder are
+ * ignored.
+ */
+export function removeOriginals(ctx: Pick<Ctx, "storage">, projectGid: string, names: string[], paths: string[] = []): void {
   for (const n of names) rmSync(originalPath(ctx, projectGid, n), { force: true });
+  const root = ctx.storage.projectDir(projectGid) + sep;
+  for (const p of paths) {
+    const full = resolve(p);
+    if (full.startsWith(root)) rmSync(full, { force: true });
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
