@@ -136,6 +136,7 @@ describe("filters", () => {
       "name = x",
       [["name", "=", "x"], "oops"],
       ["metadata.a\"b", "=", 1],
+      ["metadata.a\\", "=", 1],
     ];
     for (const filter of cases) {
       const r = await call("search", { filter });

@@ -318,6 +318,7 @@ describe("metadata", () => {
     const gid = (await upload(png, "m2.png")).body.result.asset;
     expect((await call("metadata/set", { asset: gid, metadata: [1] })).status).toBe(400);
     expect((await call("metadata/set", { asset: gid, metadata: { 'a"b': 1 } })).status).toBe(400);
+    expect((await call("metadata/set", { asset: gid, metadata: { "a\\": 1 } })).status).toBe(400);
     expect((await call("metadata/set", { asset: gid, metadata: { big: "x".repeat(70_000) } })).status).toBe(422);
     expect((await call("metadata/set", { asset: gid })).body.result.info).toEqual({ "Missing parameter": "metadata" });
   });

@@ -56,7 +56,7 @@ export function fieldSql(name: unknown, where = "filter"): Field {
   const col = COLUMNS[name];
   if (col) return col;
   const m = /^(metadata|extracted)\.(.+)$/s.exec(name);
-  if (m && m[2]!.length <= 100 && !/["\u0000-\u001f]/.test(m[2]!)) {
+  if (m && m[2]!.length <= 100 && !/["\\\u0000-\u001f]/.test(m[2]!)) {
     const path = `$."${m[2]}"`;
     // User metadata wins over what was extracted from the file.
     if (m[1] === "metadata") return { sql: "coalesce(json_extract(a.metadata, ?), json_extract(a.extracted, ?))", kind: "json", params: [path, path] };

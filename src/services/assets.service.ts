@@ -182,15 +182,16 @@ export function requireParentFolder(tx: Tx, projectGid: string, parent: unknown)
 
 const MAX_METADATA_BYTES = 64 * 1024;
 
-/** Checks a metadata object of `metadata/set`: keys 1..100 characters without `"` or control characters. */
+/** Checks a metadata object of `metadata/set`: keys 1..100 characters without `"`, `\` or control characters. */
 export function validMetadata(value: unknown, field = "metadata"): Record<string, unknown> {
   if (value === undefined || value === null) throw badRequest("Missing parameter", { "Missing parameter": field });
   if (!value || typeof value !== "object" || Array.isArray(value))
     throw badRequest("Invalid parameter", { "Invalid parameter": field, expected: "an object of key: value" });
   for (const k of Object.keys(value)) {
     // eslint-disable-next-line no-control-regex
-    if (!k || k.length > 100 || /["\u0000-\u001f\u007f]/.test(k))
-      throw badRequest("Invalid parameter", { "Invalid parameter": `${field}.${k}`, expected: 'a key of 1 to 100 characters without " or control characters' });
+    // `"` and `\` would break the JSON paths filters build from keys.
+    if (!k || k.length > 100 || /["\\\u0000-\u001f\u007f]/.test(k))
+      throw badRequest("Invalid parameter", { "Invalid parameter": `${field}.${k}`, expected: 'a key of 1 to 100 characters without ", \\ or control characters' });
   }
   return value as Record<string, unknown>;
 }
