@@ -23,6 +23,7 @@ import { JobRunner } from "./jobs/runner";
 import { startSchedules } from "./jobs/schedules";
 import { claimDataDir, releaseDataDir } from "./lib/pidfile";
 import { jobsRoutes } from "./routes/jobs.routes";
+import { backupsRoutes } from "./routes/backups.routes";
 import { assetRoutes } from "./routes/assets.routes";
 import { damRoutes } from "./routes/dam.routes";
 import { mediaRoutes } from "./routes/media.routes";
@@ -60,6 +61,7 @@ export function createApp(ctx: Ctx) {
     .use(apikeyRoutes(ctx))
     .use(syncRoutes(ctx))
     .use(jobsRoutes(ctx))
+    .use(backupsRoutes(ctx))
     .use(assetRoutes(ctx))
     .use(damRoutes(ctx))
     .use(mediaRoutes(ctx));
