@@ -20,6 +20,7 @@ import {
   type BatchOutcome,
 } from "./assets.service";
 import { resolveSelection } from "./selection.service";
+import { getUser } from "./users.service";
 
 /**
  * Bulk operations over an asset selection (spec 4.3). The selection is resolved and checked when
@@ -83,10 +84,11 @@ type ChunkResult = { touched: string[]; skipped: BatchOutcome["skipped"]; files?
  * selected assets the job changed (also when a selected folder took a selected child along);
  * `skipped` those it could not change.
  */
-async function inChunks(ctx: Ctx, job: Job, progress: Progress, fn: (tx: Tx, log: ChangeLog, gids: string[], userGid: string) => ChunkResult) {
+async function inChunks(ctx: Ctx, job: Job, progress: Progress, fn: (tx: Tx, log: ChangeLog, gids: string[], userGid: string | null) => ChunkResult) {
   const p = job.params as unknown as Params;
   const projectGid = job.projectGid!;
-  const userGid = job.userGid ?? "";
+  // The starter is recorded as updated_by, unless the account is gone by now.
+  const userGid = job.userGid && getUser(ctx.db, job.userGid) ? job.userGid : null;
   const selected = new Set(p.gids);
   const handled = new Set<string>();
   const skipped = new Map<string, string>();
@@ -153,7 +155,7 @@ registerJob(BULK_KINDS.metadata, (ctx, job, progress) =>
         continue;
       }
       try {
-        changeMetadata(tx, log, a, user || null, { set: p.set, clear: p.clear });
+        changeMetadata(tx, log, a, user, { set: p.set, clear: p.clear });
         touched.push(gid);
       } catch (err) {
         if (!(err instanceof ApiError)) throw err;

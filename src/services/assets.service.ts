@@ -278,7 +278,7 @@ export type BatchOutcome = { changed: Asset[]; skipped: { gid: string; reason: s
  * Moves assets into `parent` (null: the root). A folder cannot go into itself or below itself.
  * Strict mode (single calls) throws 422 on the first problem; lenient mode (bulk jobs) skips it.
  */
-export function moveAssets(tx: Tx, log: ChangeLog, projectGid: string, userGid: string, gids: string[], parentIn: unknown, strict = true): BatchOutcome {
+export function moveAssets(tx: Tx, log: ChangeLog, projectGid: string, userGid: string | null, gids: string[], parentIn: unknown, strict = true): BatchOutcome {
   const parent = requireParentFolder(tx, projectGid, parentIn);
   const chain = parent ? new Set([parent, ...ancestorGids(tx, projectGid, parent)]) : new Set<string>();
   const out: BatchOutcome = { changed: [], skipped: [] };
@@ -303,7 +303,7 @@ export function moveAssets(tx: Tx, log: ChangeLog, projectGid: string, userGid: 
  * Soft-deletes assets with everything active below them: status `deleted`, `deleted_with` = the
  * gid named in the call, so `undelete` brings back exactly what went with it.
  */
-export function deleteAssets(tx: Tx, log: ChangeLog, projectGid: string, userGid: string, gids: string[], strict = true): BatchOutcome {
+export function deleteAssets(tx: Tx, log: ChangeLog, projectGid: string, userGid: string | null, gids: string[], strict = true): BatchOutcome {
   const out: BatchOutcome = { changed: [], skipped: [] };
   for (const gid of gids) {
     const a = findAsset(tx, projectGid, gid);
@@ -335,7 +335,7 @@ export function deleteAssets(tx: Tx, log: ChangeLog, projectGid: string, userGid
  * Restores deleted assets and what was deleted together with them below. An asset whose folder is
  * no longer active is restored at the root (its `parent` becomes null).
  */
-export function undeleteAssets(tx: Tx, log: ChangeLog, projectGid: string, userGid: string, gids: string[], strict = true): BatchOutcome {
+export function undeleteAssets(tx: Tx, log: ChangeLog, projectGid: string, userGid: string | null, gids: string[], strict = true): BatchOutcome {
   const out: BatchOutcome = { changed: [], skipped: [] };
   for (const gid of gids) {
     const a = findAsset(tx, projectGid, gid);
