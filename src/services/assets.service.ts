@@ -1,6 +1,6 @@
 import { and, asc, desc, eq, inArray, isNull, sql } from "drizzle-orm";
-import { renameSync, rmSync } from "node:fs";
-import { resolve, sep } from "node:path";
+import { readdirSync, renameSync, rmSync, statSync } from "node:fs";
+import { join, resolve, sep } from "node:path";
 import type { Ctx } from "../context";
 import { mutate, type ChangeLog } from "../db/changelog";
 import { sqliteOf, type Tx } from "../db/connection";
@@ -8,6 +8,7 @@ import { assets, assetVersions, type AssetMetadata } from "../db/schema";
 import { badRequest, unprocessable } from "../http/errors";
 import type { ReceivedFile } from "../http/multipart";
 import { analyseFile } from "../lib/file-info";
+import { registerHousekeeping } from "../jobs/schedules";
 import { newGid, now } from "../lib/ids";
 import { originalPath, storageName } from "../storage/originals";
 
@@ -578,3 +579,29 @@ export function folderTree(tx: Tx, projectGid: string, parent: string | null, de
     });
   return { tree: build(parent, 1), folders: used };
 }
+
+/** Removes temp files of uploads that were cut off (a crash mid-upload) once they are a day old. */
+export function removeStaleUploads(ctx: Pick<Ctx, "storage">, maxAgeSeconds = 86400): string {
+  const dir = ctx.storage.tmp;
+  const cutoff = Date.now() - maxAgeSeconds * 1000;
+  let n = 0;
+  for (const f of readdirSync(dir)) {
+    if (!/^upload-[0-9a-z]+\.part$/.test(f)) continue;
+    try {
+      if (statSync(join(dir, f)).mtimeMs < cutoff) {
+        rmSync(join(dir, f), { force: true });
+        n++;
+      }
+    } catch {
+      // Gone meanwhile (the upload finished): nothing to do.
+    }
+  }
+  return `removed ${n} stale upload file(s)`;
+}
+
+registerHousekeeping({
+  name: "uploads",
+  describe: "delete temp files of interrupted uploads older than a day (on the --schedule-jobs schedule)",
+  schedule: (c) => c.scheduleJobs,
+  run: (ctx) => removeStaleUploads(ctx),
+});
