@@ -18,6 +18,11 @@ commands:
   doctor                        check Bun, SQLite, sharp/libvips and the data folder
   jobs list [--limit N] [--json] housekeeping schedules (next/last run) and recent background jobs
   jobs run TASK                 run one housekeeping task now (changelog, checkpoint, jobs, ...)
+  backup create [--out FILE]    archive the database (VACUUM INTO) and data files into one .tar, beside a running server
+  backup list [--json]          instance archives in <data>/backups/instance and the project backups
+  backup verify FILE            check an archive's checksums and its database's integrity
+  backup restore FILE [--keep-previous]
+                                replace the data folder's database and files by an archive (server must be stopped)
   --help, --version
 
 settings (flag, environment variable, meaning):
@@ -70,6 +75,10 @@ async function main(argv: string[]): Promise<number> {
       } finally {
         ctx.db.$client.close();
       }
+    }
+    case "backup": {
+      const { backupCommand } = await import("./cli/backup.cli");
+      return backupCommand(config, words.slice(1), flags);
     }
     case "jobs": {
       const { openInstance } = await import("./server");

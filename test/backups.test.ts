@@ -330,3 +330,92 @@ describe("crash during a backup", () => {
     }
   }, 30_000);
 });
+
+describe("instance backup CLI", () => {
+  const root = join(import.meta.dir, "..");
+  const apis = (...args: string[]) => {
+    const r = Bun.spawnSync([process.execPath, "src/main.ts", ...args], { cwd: root, env: { ...process.env, APIS_LOG_LEVEL: "silent" } });
+    return { code: r.exitCode, out: r.stdout.toString(), err: r.stderr.toString() };
+  };
+
+  test("create beside a running server, verify, and restore into another folder give back every row and file", async () => {
+    const work = mkdtempSync(join(tmpdir(), "apis-cli-"));
+    const archive = join(work, "instance.tar");
+    const rowsBefore = projectRows(srv, project);
+    const filesBefore = projectFiles(srv, project);
+    try {
+      const created = apis("backup", "create", "--data", srv.dataDir, "--out", archive, "--json");
+      expect(created.err).toBe("");
+      expect(created.code).toBe(0);
+      const c = JSON.parse(created.out);
+      expect(c.file).toBe(archive);
+      expect(c.entries).toBeGreaterThan(4);
+
+      const verified = apis("backup", "verify", archive, "--json");
+      expect(verified.code).toBe(0);
+      const v = JSON.parse(verified.out);
+      expect(v).toMatchObject({ ok: true, problems: [], entries: c.entries });
+      // The archive is a plain tar.
+      const listing = Bun.spawnSync(["tar", "-tf", archive]).stdout.toString().split("\n");
+      expect(listing).toEqual(expect.arrayContaining(["apis.db", "apis-backup.json", "jwt.secret", `files/projects/${project}/var/deep/er/c@k.jpg`]));
+      expect(listing.some((n) => n.startsWith("backups/") || n.startsWith("tmp/"))).toBe(false);
+
+      // A running server holds its folder: restore refuses.
+      const refused = apis("backup", "restore", archive, "--data", srv.dataDir);
+      expect(refused.code).toBe(1);
+      expect(refused.err).toMatch(/server \(pid \d+\) is using/);
+
+      const target = join(work, "restored");
+      const restored = apis("backup", "restore", archive, "--data", target);
+      expect(restored.err).toBe("");
+      expect(restored.code).toBe(0);
+      const other = await TestServer.start({}, target);
+      try {
+        expect(projectRows(other, project)).toEqual(rowsBefore);
+        expect(projectFiles(other, project)).toEqual(filesBefore);
+        // Same secret: a token issued by the original server works on the restored one.
+        const init = await other.call("/api/init", { token: alice.token });
+        expect(init.status).toBe(200);
+        expect(init.body.result.user).toBe(alice.gid);
+      } finally {
+        await other.stop();
+      }
+    } finally {
+      rmSync(work, { recursive: true, force: true });
+    }
+  }, 30_000);
+
+  test("verify finds a damaged archive; list shows archives and project backups", async () => {
+    const out = join(srv.dataDir, "backups", "instance", "one.tar");
+    expect(apis("backup", "create", "--data", srv.dataDir, "--out", out).code).toBe(0);
+    const listed = JSON.parse(apis("backup", "list", "--data", srv.dataDir, "--json").out);
+    expect(listed.instance.map((a: any) => a.name)).toContain("one.tar");
+    expect(listed.projects.some((b: any) => b.project_gid === project && b.status === "ready")).toBe(true);
+    const bytes = readFileSync(out);
+    // Flip one byte inside the first file entry's content (after the 512-byte header).
+    bytes[600] = bytes[600]! ^ 0xff;
+    const bad = join(srv.dataDir, "backups", "instance", "bad.tar");
+    writeFileSync(bad, bytes);
+    const v = apis("backup", "verify", bad);
+    expect(v.code).toBe(1);
+    expect(v.out).toMatch(/checksum mismatch: apis\.db|database integrity/);
+    expect(apis("backup", "verify", join(srv.dataDir, "nope.tar")).code).toBe(2);
+    expect(apis("backup", "frobnicate").code).toBe(2);
+  }, 30_000);
+});
+
+describe("backup folders", () => {
+  test("a complete backup folder the database does not list is recovered; unfinished ones are removed", async () => {
+    const since = await cursor(alice.token);
+    const r = await srv.call(`/api/p/${project}/backups/create`, { token: alice.token, body: { name: "to forget" } });
+    await finished(srv, alice.token, r.body.result["job.token"], since);
+    const gid = r.body.result.backup;
+    srv.ctx.db.$client.query("DELETE FROM backups WHERE gid = ?").run(gid);
+    mkdirSync(join(srv.dataDir, "backups", "projects", project, "leftover.partial"), { recursive: true });
+    const { tidyBackupFolders } = await import("../src/services/backups.service");
+    expect(tidyBackupFolders(srv.ctx)).toBe("removed 1 orphaned folder(s), recovered 1 backup(s)");
+    const got = await srv.call(`/api/p/${project}/backups/get`, { token: alice.token, body: { backup: gid } });
+    expect(got.body.data.backups[gid]).toMatchObject({ status: "ready", name: expect.stringMatching(/^Recovered backup /) });
+    expect(existsSync(join(srv.dataDir, "backups", "projects", project, "leftover.partial"))).toBe(false);
+  });
+});

@@ -285,25 +285,68 @@ registerHousekeeping({
   run: scheduleBackups,
 });
 
-registerHousekeeping({
-  name: "backup-orphans",
-  describe: "remove backup folders of projects or backups that no longer exist",
-  schedule: (c) => c.scheduleJobs,
-  run: (ctx) => {
-    const root = join(ctx.storage.backups, "projects");
-    if (!existsSync(root)) return "nothing to do";
-    let removed = 0;
-    for (const p of readdirSync(root)) {
-      const known = new Set(ctx.db.select({ gid: backups.gid }).from(backups).where(eq(backups.projectGid, p)).all().map((b) => b.gid));
-      const busy = new Set(activeJobs(ctx.db, p, [CREATE_KIND]).map((j) => String(j.params.backup)));
-      for (const d of readdirSync(join(root, p))) {
-        const gid = d.replace(/\.partial$/, "");
-        if (known.has(gid) && (d === gid || busy.has(gid))) continue;
-        rmSync(join(root, p, d), { recursive: true, force: true });
-        removed++;
-      }
-      if (!readdirSync(join(root, p)).length) rmSync(join(root, p), { recursive: true, force: true });
+/**
+ * Tidies `<data>/backups/projects/`: drops left-over `.partial` folders and the folders of
+ * projects that no longer exist, and takes back complete backup folders the database does not
+ * know (e.g. made after the instance backup the database was restored from) as ready backups.
+ */
+export function tidyBackupFolders(ctx: Ctx): string {
+  const root = join(ctx.storage.backups, "projects");
+  if (!existsSync(root)) return "nothing to do";
+  let removed = 0;
+  let adopted = 0;
+  for (const p of readdirSync(root)) {
+    const projectDir = join(root, p);
+    if (!getProject(ctx.db, p)) {
+      rmSync(projectDir, { recursive: true, force: true });
+      removed++;
+      continue;
     }
-    return `removed ${removed} orphaned backup folder(s)`;
-  },
+    const known = new Set(ctx.db.select({ gid: backups.gid }).from(backups).where(eq(backups.projectGid, p)).all().map((b) => b.gid));
+    const busy = new Set(activeJobs(ctx.db, p, [CREATE_KIND]).map((j) => String(j.params.backup)));
+    for (const d of readdirSync(projectDir)) {
+      const gid = d.replace(/\.partial$/, "");
+      if (busy.has(gid) || (known.has(gid) && d === gid)) continue;
+      if (d === gid) {
+        try {
+          const m = readManifest(join(projectDir, d));
+          if (m.project === p && m.backup === gid) {
+            mutate(ctx.db, ctx.hub, (tx, log) => {
+              const t = now();
+              tx.insert(backups)
+                .values({
+                  gid,
+                  projectGid: p,
+                  name: `Recovered backup ${new Date(m.created_on * 1000).toISOString().slice(0, 16).replace("T", " ")} UTC`,
+                  status: "ready",
+                  cursor: m.cursor,
+                  rows: Object.values(m.tables).reduce((a, x) => a + x.rows, 0),
+                  files: m.files.length,
+                  size: dirSize(join(projectDir, d)),
+                  createdOn: m.created_on,
+                  updatedOn: t,
+                  completedOn: m.created_on,
+                })
+                .run();
+              log.cc("INSERT", "backups", gid, audience(tx, p));
+            });
+            adopted++;
+            continue;
+          }
+        } catch {
+          // Not a readable backup: removed below.
+        }
+      }
+      rmSync(join(projectDir, d), { recursive: true, force: true });
+      removed++;
+    }
+  }
+  return `removed ${removed} orphaned folder(s), recovered ${adopted} backup(s)`;
+}
+
+registerHousekeeping({
+  name: "backup-folders",
+  describe: "remove unfinished or orphaned project backup folders; recover complete ones the database does not list",
+  schedule: (c) => c.scheduleJobs,
+  run: tidyBackupFolders,
 });

@@ -1,0 +1,96 @@
+import { Database } from "bun:sqlite";
+import { existsSync } from "node:fs";
+import { join, resolve } from "node:path";
+import type { Config } from "../config";
+import { createInstanceBackup, listInstanceBackups, restoreInstanceBackup, RestoreRefused, verifyInstanceBackup } from "../backups/instance";
+import { UsageError, stringFlag } from "./args";
+import { formatBytes, ProgressBar } from "./progress";
+
+const USAGE = "usage: apis backup create [--out FILE] | list [--json] | verify FILE | restore FILE [--keep-previous]";
+const when = (t: number) => new Date(t * 1000).toISOString().replace("T", " ").slice(0, 19);
+
+/**
+ * `apis backup create|list|verify|restore`: instance backups of the whole data folder
+ * (src/backups/instance.ts). `create` and `list` work beside a running server; `restore` refuses
+ * while a server uses the data folder. Exit code 0 on success, 1 on failure, 2 on bad usage.
+ */
+export async function backupCommand(config: Config, args: string[], flags: Record<string, string | boolean>): Promise<number> {
+  const [sub, fileArg] = args;
+  const json = flags.json === true;
+  const fileOf = () => {
+    const f = fileArg ?? stringFlag(flags, "file");
+    if (!f) throw new UsageError(USAGE);
+    if (!existsSync(f)) throw new UsageError(`no such file: ${f}`);
+    return resolve(f);
+  };
+  switch (sub) {
+    case "create": {
+      const bar = new ProgressBar("backup");
+      const started = performance.now();
+      const r = await createInstanceBackup(config.dataDir, stringFlag(flags, "out"), bar.update).finally(() => bar.end());
+      const seconds = ((performance.now() - started) / 1000).toFixed(1);
+      if (json) console.log(JSON.stringify({ file: r.file, bytes: r.bytes, entries: r.manifest.entries.length, seconds: Number(seconds) }));
+      else console.log(`wrote ${r.file} (${formatBytes(r.bytes)}, ${r.manifest.entries.length} entries, ${seconds} s)`);
+      return 0;
+    }
+    case "list": {
+      const archives = listInstanceBackups(config.dataDir);
+      const projects = projectBackups(config);
+      if (json) {
+        console.log(JSON.stringify({ instance: archives, projects }));
+        return 0;
+      }
+      console.log(`instance backups in ${join(config.dataDir, "backups", "instance")}:`);
+      if (!archives.length) console.log("  none");
+      for (const a of archives) console.log(`  ${when(a.modified)}  ${formatBytes(a.size).padStart(10)}  ${a.name}`);
+      console.log("project backups:");
+      if (!projects.length) console.log("  none");
+      for (const b of projects) console.log(`  ${when(b.created_on)}  ${formatBytes(b.size).padStart(10)}  ${b.project_gid}  ${b.gid}  ${b.status.padEnd(8)} ${b.name}`);
+      return 0;
+    }
+    case "verify": {
+      const file = fileOf();
+      const bar = new ProgressBar("verify");
+      const r = await verifyInstanceBackup(file, bar.update).finally(() => bar.end());
+      if (json) console.log(JSON.stringify({ file, ok: r.problems.length === 0, entries: r.manifest.entries.length, created_on: r.manifest.created_on, apis_version: r.manifest.apis_version, problems: r.problems }));
+      else if (r.problems.length) console.log(`FAILED ${file}:\n  ${r.problems.join("\n  ")}`);
+      else console.log(`ok ${file}: ${r.manifest.entries.length} entries, checksums match, database integrity ok (made ${when(r.manifest.created_on)} by Apis ${r.manifest.apis_version})`);
+      return r.problems.length ? 1 : 0;
+    }
+    case "restore": {
+      const file = fileOf();
+      const bar = new ProgressBar("restore");
+      try {
+        const r = await restoreInstanceBackup(config.dataDir, file, { keepPrevious: flags["keep-previous"] === true }, bar.update).finally(() => bar.end());
+        if (json) console.log(JSON.stringify({ file, data: config.dataDir, entries: r.entries, previous: r.previous }));
+        else console.log(`restored ${file} into ${config.dataDir} (${r.entries} entries)${r.previous ? `; the previous state is in ${r.previous}` : ""}`);
+        return 0;
+      } catch (err) {
+        if (err instanceof RestoreRefused) {
+          console.error(`apis: ${err.message}`);
+          return 1;
+        }
+        throw err;
+      }
+    }
+    default:
+      throw new UsageError(USAGE);
+  }
+}
+
+/** Project backups recorded in the database (read-only, safe beside a running server). */
+function projectBackups(config: Config) {
+  const file = join(config.dataDir, "apis.db");
+  if (!existsSync(file)) return [];
+  const db = new Database(file, { readonly: true });
+  try {
+    db.exec("PRAGMA busy_timeout = 5000");
+    return db
+      .query("SELECT gid, project_gid, name, status, size, scheduled, created_on FROM backups ORDER BY created_on DESC")
+      .all() as { gid: string; project_gid: string; name: string; status: string; size: number; scheduled: number; created_on: number }[];
+  } catch {
+    return [];
+  } finally {
+    db.close();
+  }
+}
