@@ -84,6 +84,9 @@ beforeAll(async () => {
   const ins = srv.ctx.db.$client.query("INSERT INTO widgets VALUES (?, ?, ?, ?, ?, ?)");
   for (let i = 0; i < 1200; i++) ins.run(`w${i}`, project, `widget ${i} ✓`, i / 3, new Uint8Array([i % 256, 0, 255]), i % 2 ? alice.gid : null);
   ins.run("other", await srv.project(bob.token, "Bob's"), "not ours", 1, null, null);
+  // An asset row: a table of a known sync data type, with a full-text index kept by triggers.
+  const t = Date.now() / 1000;
+  srv.ctx.db.$client.query("INSERT INTO assets (gid, project_gid, type, name, created_on, updated_on) VALUES ('asset1', ?, 'file', 'Spring leaflet', ?, ?)").run(project, t, t);
   writeProjectFile(srv, project, "originals/a~1.jpg", Buffer.alloc(50_000, 7));
   writeProjectFile(srv, project, "originals/b~1.png", "bee");
   writeProjectFile(srv, project, "var/deep/er/c@k.jpg", "see");
@@ -121,7 +124,7 @@ describe("project backups", () => {
     expect(items.at(-1).data).toMatchObject({ project_gid: project, job: "backups.create", status: "done", info: { backup, remaining: 0, files: 3 } });
     const got = await srv.call(`/api/p/${project}/backups/get`, { token: alice.token, body: { backup } });
     expect(got.body.result).toEqual({ backup });
-    expect(got.body.data.backups[backup]).toMatchObject({ status: "ready", files: 3, rows: 1 + 2 + 1200, scheduled: false, completed_on: expect.any(Number) });
+    expect(got.body.data.backups[backup]).toMatchObject({ status: "ready", files: 3, rows: 1 + 2 + 1200 + 1, scheduled: false, completed_on: expect.any(Number) });
     const p = await srv.call("/api/projects/get", { token: alice.token, body: { project } });
     expect(p.body.data["cc.projects"][project].last_backed_up).toBeGreaterThan(0);
     const dir = join(srv.dataDir, "backups", "projects", project, backup);
@@ -138,6 +141,7 @@ describe("project backups", () => {
     db.query("UPDATE widgets SET name = 'changed', n = 0 WHERE project_gid = ? AND rowid % 7 = 0").run(project);
     db.query("DELETE FROM widgets WHERE gid IN ('w1', 'w2')").run();
     db.query("INSERT INTO widgets VALUES ('new', ?, 'added later', 1, NULL, NULL)").run(project);
+    db.query("UPDATE assets SET name = 'Autumn leaflet' WHERE gid = 'asset1'").run();
     srv.ctx.db.delete(memberships).where(and(eq(memberships.projectGid, project), eq(memberships.userGid, bob.gid))).run();
     writeProjectFile(srv, project, "originals/b~1.png", "changed bytes");
     rmSync(join(srv.ctx.storage.projectDir(project), "var"), { recursive: true });
@@ -167,7 +171,13 @@ describe("project backups", () => {
     expect(bobs.map((i) => i.data_type)).toEqual(expect.arrayContaining(["cc.projects", "cc.projects_members"]));
     const p = await srv.call("/api/projects/get", { token: alice.token, body: { project } });
     expect(p.body.data["cc.projects"][project].name).toBe("Catalogue");
-    expect(typeof pSince).toBe("number");
+    const items2 = (await srv.call("/sync/get", { token: bob.token, body: { project, cursor: pSince } })).body.result.sync as any[];
+    expect(items2).toContainEqual(expect.objectContaining({ type: project, action: "UPDATE", data_type: "assets", data_key: "asset1", data: null }));
+    // Widgets are no known data type: no items for them.
+    expect(items2.every((i) => i.data_type === "assets")).toBe(true);
+    // The full-text index follows the restored rows.
+    const fts = db.query("SELECT name FROM assets_fts WHERE project_gid = ?").all(project);
+    expect(fts).toEqual([{ name: "Spring leaflet" }]);
   });
 
   test("backups can be renamed, listed newest first and deleted with their files", async () => {
@@ -260,7 +270,7 @@ describe("crash during a backup", () => {
 
       const spawnServer = async (env: Record<string, string> = {}) => {
         // The bun running this test (as `npx bun` would find it), spawned directly so SIGKILL hits the server itself.
-        const child = Bun.spawn([process.execPath, "src/main.ts", "serve", "--port", "0", "--host", "127.0.0.1", "--data", dir, "--log-level", "warn"], {
+        const child = Bun.spawn([process.execPath, "src/main.ts", "serve", "--port", "0", "--host", "127.0.0.1", "--data", dir, "--log-level", "error"], {
           cwd: join(import.meta.dir, ".."),
           env: { ...process.env, ...env },
           stdout: "pipe",

@@ -24,11 +24,11 @@ export async function jobsCommand(ctx: Ctx, args: string[], flags: Record<string
         console.log(JSON.stringify({ schedules, jobs: recent.map((j) => ({ token: j.token, user_gid: j.userGid, attempts: j.attempts, ...jobObject(j) })) }));
         return 0;
       }
-      console.log("scheduled tasks:");
+      console.log("scheduled tasks (times UTC):");
       for (const s of schedules) {
         const last = s.last_run ? `${when(s.last_run.at)} ${s.last_run.ok ? "ok" : "FAILED"}: ${s.last_run.summary}` : "never";
-        console.log(`  ${s.name.padEnd(12)} ${s.schedule.padEnd(16)} next ${when(s.next_run)}  last ${last}`);
-        console.log(`  ${"".padEnd(12)} ${s.describe}`);
+        console.log(`  ${s.name.padEnd(15)} ${s.schedule.padEnd(14)} next ${when(s.next_run)}  last ${last}`);
+        console.log(`  ${"".padEnd(15)} ${s.describe}`);
       }
       console.log(`recent jobs (${recent.length}):`);
       if (!recent.length) console.log("  none");
