@@ -44,6 +44,7 @@ export const settings = {
   scheduleChangelog: { env: "APIS_SCHEDULE_CHANGELOG", flag: "schedule-changelog", schema: cron, default: "30 3 * * *", help: "cron for change-log retention (off disables)" },
   scheduleCheckpoint: { env: "APIS_SCHEDULE_CHECKPOINT", flag: "schedule-checkpoint", schema: cron, default: "*/15 * * * *", help: "cron for the SQLite WAL checkpoint" },
   scheduleJobs: { env: "APIS_SCHEDULE_JOBS", flag: "schedule-jobs", schema: cron, default: "45 3 * * *", help: "cron for deleting old finished jobs" },
+  scheduleCodes: { env: "APIS_SCHEDULE_CODES", flag: "schedule-codes", schema: cron, default: "5 * * * *", help: "cron for deleting verification codes expired over a day ago" },
   scheduleBackups: { env: "APIS_SCHEDULE_BACKUPS", flag: "schedule-backups", schema: cron, default: "off", help: "cron for automatic backups of every active project changed since its last backup" },
   backupsKeep: { env: "APIS_BACKUPS_KEEP", flag: "backups-keep", schema: int(1, 10000), default: 7, help: "scheduled backups kept per project (older ones are deleted; manual ones are kept)" },
   syncMaxBytes: { env: "APIS_SYNC_MAX_BYTES", flag: "sync-max-bytes", schema: int(1024, 100 * 1024 * 1024), default: 100_000, help: "largest message or polling body a /sync/io client may send, in bytes" },

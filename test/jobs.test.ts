@@ -3,10 +3,10 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { mutate } from "../src/db/changelog";
-import { changes, meta } from "../src/db/schema";
+import { changes, meta, verificationCodes } from "../src/db/schema";
 import { unprocessable } from "../src/http/errors";
 import { registerJob } from "../src/jobs/runner";
-import { housekeepingTasks, pruneChangeLog } from "../src/jobs/schedules";
+import { housekeepingTasks, listSchedules, pruneChangeLog, runHousekeeping } from "../src/jobs/schedules";
 import { TestServer } from "./helpers/server";
 
 // Job kinds for these tests only: counting with progress, failing, and one slow step per unit.
@@ -178,6 +178,17 @@ describe("restart and housekeeping", () => {
     expect(Number(floor!.value)).toBeGreaterThanOrEqual(written.cursor);
     const r = await srv.call("/sync/get", { token: alice.token, body: { cc_cursor: 0 } });
     expect(r.body.result.warning).toMatch(/re-initialise/);
-    expect(housekeepingTasks().map((t) => t.name)).toEqual(expect.arrayContaining(["changelog", "checkpoint", "jobs"]));
+    expect(housekeepingTasks().map((t) => t.name)).toEqual(expect.arrayContaining(["changelog", "checkpoint", "jobs", "codes"]));
+  });
+
+  test("housekeeping deletes verification codes expired over a day ago and records its run for apis jobs list", async () => {
+    const t = Date.now() / 1000;
+    const row = (hash: string, expiresOn: number) => ({ validationHash: hash, codeHash: "x", purpose: "signup" as const, email: "e@x.test", expiresOn, createdOn: t });
+    srv.ctx.db.insert(verificationCodes).values([row("old", t - 2 * 86400), row("recent", t - 60), row("live", t + 900)]).run();
+    const run = await runHousekeeping(srv.ctx, housekeepingTasks().find((h) => h.name === "codes")!);
+    expect(run).toMatchObject({ ok: true, summary: "deleted 1 expired code(s)" });
+    expect(srv.ctx.db.select().from(verificationCodes).all().map((c) => c.validationHash).sort()).toEqual(["live", "recent"]);
+    const listed = listSchedules(srv.ctx).find((s) => s.name === "codes")!;
+    expect(listed).toMatchObject({ schedule: "5 * * * *", next_run: expect.any(Number), last_run: { ok: true, summary: "deleted 1 expired code(s)" } });
   });
 });

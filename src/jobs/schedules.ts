@@ -1,9 +1,9 @@
 import { Cron } from "croner";
-import { eq, lte, max } from "drizzle-orm";
+import { eq, lt, lte, max } from "drizzle-orm";
 import type { Config } from "../config";
 import type { Ctx } from "../context";
 import type { Tx } from "../db/connection";
-import { changes, meta } from "../db/schema";
+import { changes, meta, verificationCodes } from "../db/schema";
 import { now } from "../lib/ids";
 import { pruneJobs } from "./runner";
 
@@ -172,4 +172,14 @@ registerHousekeeping({
   describe: "delete finished jobs older than --jobs-keep-days",
   schedule: (c) => c.scheduleJobs,
   run: (ctx) => `deleted ${pruneJobs(ctx.db, now() - ctx.config.jobsKeepDays * DAY)} finished job(s)`,
+});
+
+registerHousekeeping({
+  name: "codes",
+  describe: "delete verification codes expired over a day ago (kept that long to answer 'expired' rather than 'unknown')",
+  schedule: (c) => c.scheduleCodes,
+  run: (ctx) => {
+    const n = ctx.db.delete(verificationCodes).where(lt(verificationCodes.expiresOn, now() - DAY)).returning({ h: verificationCodes.validationHash }).all().length;
+    return `deleted ${n} expired code(s)`;
+  },
 });
