@@ -26,7 +26,7 @@ import { jobsRoutes } from "./routes/jobs.routes";
 import { backupsRoutes } from "./routes/backups.routes";
 import { assetRoutes } from "./routes/assets.routes";
 import { damRoutes } from "./routes/dam.routes";
-import { mediaRoutes } from "./routes/media.routes";
+import { mediaRoutes, mediaServeRoutes } from "./routes/media.routes";
 import { announceVersion } from "./services/instance.service";
 import { VERSION } from "./version";
 
@@ -81,6 +81,8 @@ export async function startServer(config: Config): Promise<Running> {
     port: config.port,
     hostname: config.host,
     maxRequestBodySize: Math.max(config.uploadMaxBytes, config.imageMaxBytes) + 1024 * 1024,
+    // Public media files are answered by Bun itself before the app (src/routes/media.routes.ts).
+    routes: mediaServeRoutes(ctx),
     fetch: (req, srv) => (sync.handles(req) ? sync.handleRequest(req, srv) : appFetch(req)),
     websocket: sync.websocket,
     error(err) {

@@ -48,7 +48,6 @@ describe("transformed files", () => {
     expect(new Date(res.headers.get("last-modified")!).getTime()).toBeGreaterThan(0);
     expect(res.headers.get("cache-control")).toBe("public, max-age=86400");
     expect(res.headers.get("accept-ranges")).toBe("bytes");
-    expect(res.headers.get("x-content-type-options")).toBe("nosniff");
     expect((await sharp(Buffer.from(await res.arrayBuffer())).metadata()).width).toBe(200);
   });
 
@@ -124,6 +123,12 @@ describe("transformed files", () => {
     expect((await fetch(varUrl, { headers: { range: "bytes=0-9", "if-range": etag } })).status).toBe(206);
   });
 
+  test("other methods are a 405 in the envelope", async () => {
+    const r = await srv.call(new URL(varUrl).pathname, { body: {} });
+    expect(r.status).toBe(405);
+    expect(r.body.result.code).toBe(405);
+  });
+
   test("a file that does not exist is a 404 in the envelope", async () => {
     for (const path of [
       `/media/p/${project}/var/nothing@here.png`,
@@ -179,6 +184,9 @@ describe("published originals, avatars and icons", () => {
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toBe("image/jpeg");
     expect(res.headers.get("cache-control")).toBe("public, no-cache");
+    // Client content: never sniffed, sandboxed.
+    expect(res.headers.get("x-content-type-options")).toBe("nosniff");
+    expect(res.headers.get("content-security-policy")).toContain("sandbox");
     const etag = res.headers.get("etag")!;
     expect((await fetch(p.body.result.public_url, { headers: { "if-none-match": etag } })).status).toBe(304);
     const part = await fetch(p.body.result.public_url, { headers: { range: "bytes=0-1" } });
@@ -187,6 +195,17 @@ describe("published originals, avatars and icons", () => {
     await srv.call(`/dam/p/${project}/unpublish/${pathname}`, { token });
     expect((await fetch(p.body.result.public_url)).status).toBe(404);
     expect((await fetch(p.body.result.public_url, { headers: { "if-none-match": etag } })).status).toBe(404);
+  });
+
+  test("a published SVG original is sent as an attachment, never to be run by a browser", async () => {
+    const svg = Buffer.from('<svg xmlns="http://www.w3.org/2000/svg" width="5" height="5"><script>alert(1)</script></svg>');
+    const { pathname: name } = await storeImage(srv, project, svg, { extension: "svg" });
+    const p = await srv.call(`/dam/p/${project}/publish/${name}`, { token });
+    const res = await fetch(p.body.result.public_url);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("image/svg+xml");
+    expect(res.headers.get("content-disposition")).toBe("attachment");
+    expect(res.headers.get("content-security-policy")).toContain("default-src 'none'");
   });
 
   test("avatars and icons are served by their file names, cached for long", async () => {

@@ -33,8 +33,12 @@ export function contentTypeOf(name: string): string {
 export type ServeOptions = {
   contentType: string;
   cacheControl: string;
-  /** Sent as an attachment (types a browser would run: HTML, SVG, XML). */
-  attachment?: boolean;
+  /**
+   * Client-supplied content (published originals): sent with `nosniff` and a sandboxing CSP, and
+   * as an attachment when a browser would run it (HTML, SVG, XML). Files Apis wrote itself
+   * (transforms, avatars, icons) are images of a known type and go without these headers.
+   */
+  untrusted?: boolean;
 };
 
 /** 404 in the envelope (HEAD gets the same status and headers, no body). */
@@ -75,16 +79,10 @@ export function parseRange(header: string, size: number): [number, number] | "ig
 
 /** Answers a GET or HEAD for the file at `path` (404 in the envelope when it is not a file). */
 export function serveFile(request: Request, path: string, opts: ServeOptions): Response {
-  let size: number;
-  let mtimeMs: number;
-  try {
-    const st = statSync(path);
-    if (!st.isFile()) return mediaNotFound(request);
-    size = st.size;
-    mtimeMs = st.mtimeMs;
-  } catch {
-    return mediaNotFound(request);
-  }
+  const st = statSync(path, { throwIfNoEntry: false });
+  if (!st || !st.isFile()) return mediaNotFound(request);
+  const size = st.size;
+  const mtimeMs = st.mtimeMs;
   const etag = `"${size.toString(36)}-${Math.floor(mtimeMs).toString(36)}"`;
   const lastModified = new Date(Math.floor(mtimeMs / 1000) * 1000).toUTCString();
   const headers: Record<string, string> = {
@@ -93,11 +91,12 @@ export function serveFile(request: Request, path: string, opts: ServeOptions): R
     etag,
     "last-modified": lastModified,
     "accept-ranges": "bytes",
-    "access-control-allow-origin": "*",
-    "x-content-type-options": "nosniff",
-    "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; sandbox",
   };
-  if (opts.attachment || ACTIVE_TYPES.test(opts.contentType)) headers["content-disposition"] = "attachment";
+  if (opts.untrusted) {
+    headers["x-content-type-options"] = "nosniff";
+    headers["content-security-policy"] = "default-src 'none'; style-src 'unsafe-inline'; sandbox";
+    if (ACTIVE_TYPES.test(opts.contentType)) headers["content-disposition"] = "attachment";
+  }
 
   const h = request.headers;
   const inm = h.get("if-none-match");
@@ -111,8 +110,7 @@ export function serveFile(request: Request, path: string, opts: ServeOptions): R
     }
   }
   if (notModified) {
-    const { "content-type": _t, "content-security-policy": _c, "content-disposition": _d, ...rest } = headers;
-    return new Response(null, { status: 304, headers: rest });
+    return new Response(null, { status: 304, headers: { etag, "last-modified": lastModified, "cache-control": opts.cacheControl } });
   }
 
   const head = request.method === "HEAD";
@@ -129,11 +127,9 @@ export function serveFile(request: Request, path: string, opts: ServeOptions): R
     if (range !== "ignore") {
       const [start, end] = range;
       headers["content-range"] = `bytes ${start}-${end}/${size}`;
-      headers["content-length"] = String(end - start + 1);
-      // HEAD: Bun sends the headers of this answer (Content-Length included) without its body.
+      // Bun sets Content-Length from the (sliced) file, and for HEAD sends the headers without the body.
       return new Response(Bun.file(path).slice(start, end + 1), { status: 206, headers });
     }
   }
-  headers["content-length"] = String(size);
   return new Response(Bun.file(path), { status: 200, headers });
 }

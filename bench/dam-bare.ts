@@ -1,0 +1,33 @@
+/**
+ * The ceilings of the DAM benchmark: a bare Bun.serve, no framework, no database, no checks.
+ * GET <any path> answers the file named for that path with `new Response(Bun.file(path))` and its
+ * Content-Type; POST streams the request body to a file in `<upload dir>` and answers 200.
+ * usage: bun bench/dam-bare.ts <port> <files.json> <upload dir>   (files: {path: {file, type}})
+ */
+import { readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
+
+const [port, filesJson, uploadDir] = process.argv.slice(2);
+const files: Record<string, { file: string; type: string }> = JSON.parse(readFileSync(filesJson!, "utf8"));
+let n = 0;
+
+Bun.serve({
+  port: Number(port),
+  hostname: "127.0.0.1",
+  maxRequestBodySize: 2 ** 31,
+  async fetch(req) {
+    const url = req.url;
+    const path = url.slice(url.indexOf("/", 8));
+    if (req.method === "POST") {
+      const target = join(uploadDir!, `upload-${n++}`);
+      const writer = Bun.file(target).writer();
+      for await (const chunk of req.body!) writer.write(chunk);
+      await writer.end();
+      rmSync(target, { force: true });
+      return new Response("ok");
+    }
+    if (path === "/ping") return new Response("pong");
+    const f = files[path];
+    return f ? new Response(Bun.file(f.file), { headers: { "content-type": f.type } }) : new Response("not found", { status: 404 });
+  },
+});

@@ -1,0 +1,269 @@
+/**
+ * The DAM benchmark (issue 5 item 8):
+ *
+ * - uncached transforms through `GET /dam/.../transform` (with `force`, one at a time) against the
+ *   very same sharp pipeline (`render` of src/dam/transform.ts) called directly in this process on
+ *   the same originals, in alternating rounds; target ratio >= 0.85;
+ * - repeated transforms without `force` (the file is up to date: no image work) in req/s;
+ * - `GET /media/p/<project>/var/...` against a bare Bun.serve sending the same file with
+ *   `new Response(Bun.file(path))`, with autocannon; target ratio >= 0.8;
+ * - uploads through `POST /api/p/<project>/assets/upload` in MB/s, next to a bare Bun.serve that
+ *   streams the request body to disk.
+ *
+ * The images are generated once into bench/.tmp/dam/ (gitignored): four 2–6 MP JPEG
+ * "photographs" (smooth gradients, shapes, sensor-like noise) and a PNG with alpha. Apis and the
+ * bare server each run in their own process; autocannon and the direct pipeline run in this one.
+ * Runnable alone: `bun bench/dam.bench.ts`, or through the runner: `npm run bench -- dam`.
+ */
+import { existsSync, mkdirSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import sharp from "sharp";
+import { effectiveBackground, outputType, parseOptions } from "../src/dam/options";
+import { configureSharp, planGeometry, render, type RenderJob } from "../src/dam/transform";
+import { BUN, compareLoad, CONNECTIONS, freePort, load, removeDir, ROOT, round, ROUNDS, SECONDS, spawnServer, tempDir, type BenchResult, type Child, type Row } from "./harness";
+
+const USER = { username: "dambench", email: "dambench@example.test", password: "bench-password-1" };
+const IMAGES_DIR = join(ROOT, "bench", ".tmp", "dam");
+/** Uncached transforms per image and side. */
+const REPEAT = Number(process.env.BENCH_DAM_REPEAT ?? 8);
+/** The server's defaults, so the direct pipeline runs under the same guards. */
+const PIXEL_LIMIT = 50_000_000;
+const TIMEOUT_SECONDS = 30;
+
+type Source = { file: string; label: string; options: string; bytes: number; pathname?: string };
+
+/** A deterministic pseudo-random generator (same images on every machine). */
+function rng(seed: number) {
+  let s = seed >>> 0;
+  return () => ((s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 2 ** 32);
+}
+
+/** A photograph-like JPEG: smooth light gradients, soft shapes, fine noise; about as compressible as a photo. */
+async function photo(width: number, height: number, seed: number): Promise<Buffer> {
+  const rand = rng(seed);
+  const raw = Buffer.alloc(width * height * 3);
+  const fx = 1 + rand() * 2;
+  const fy = 1 + rand() * 2;
+  const phase = rand() * Math.PI;
+  for (let y = 0; y < height; y++) {
+    const v = y / height;
+    for (let x = 0; x < width; x++) {
+      const u = x / width;
+      const i = (y * width + x) * 3;
+      raw[i] = 110 + 90 * Math.sin(u * Math.PI * fx + phase) * Math.cos(v * Math.PI * fy);
+      raw[i + 1] = 120 + 70 * Math.sin((u + v) * Math.PI * 1.3 + phase);
+      raw[i + 2] = 100 + 80 * Math.cos(v * Math.PI * fy * 0.7 - phase) * (1 - u * 0.5);
+    }
+  }
+  const shapes = Array.from({ length: 12 }, () => {
+    const r = Math.round((0.03 + rand() * 0.12) * width);
+    const colour = `rgb(${Math.floor(rand() * 255)},${Math.floor(rand() * 255)},${Math.floor(rand() * 255)})`;
+    return `<circle cx="${Math.round(rand() * width)}" cy="${Math.round(rand() * height)}" r="${r}" fill="${colour}" fill-opacity="0.55"/>`;
+  }).join("");
+  const svg = Buffer.from(`<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}"><filter id="b"><feGaussianBlur stdDeviation="${Math.round(width / 300)}"/></filter><g filter="url(#b)">${shapes}</g></svg>`);
+  const noise = await sharp({ create: { width, height, channels: 3, background: "#808080", noise: { type: "gaussian", mean: 128, sigma: 40 } } }).png({ compressionLevel: 0 }).toBuffer();
+  const base = await sharp(raw, { raw: { width, height, channels: 3 } }).composite([{ input: svg }]).png({ compressionLevel: 0 }).toBuffer();
+  return sharp(base).composite([{ input: noise, blend: "overlay" }]).jpeg({ quality: 90 }).toBuffer();
+}
+
+/** A PNG with alpha: a soft-edged product cut-out on a transparent background. */
+async function cutout(width: number, height: number): Promise<Buffer> {
+  const raw = Buffer.alloc(width * height * 4);
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) {
+      const i = (y * width + x) * 4;
+      const dx = (x - width / 2) / (width * 0.4);
+      const dy = (y - height / 2) / (height * 0.42);
+      const d = Math.sqrt(dx * dx + dy * dy);
+      raw[i] = 200 - 120 * (x / width);
+      raw[i + 1] = 60 + 150 * (y / height);
+      raw[i + 2] = 90 + 100 * Math.abs(Math.sin(x / 37));
+      raw[i + 3] = d < 0.95 ? 255 : d < 1 ? Math.round(255 * (1 - (d - 0.95) / 0.05)) : 0;
+    }
+  }
+  return sharp(raw, { raw: { width, height, channels: 4 } }).png({ compressionLevel: 6 }).toBuffer();
+}
+
+/** The image set, generated on first use. */
+export async function images(): Promise<Source[]> {
+  mkdirSync(IMAGES_DIR, { recursive: true });
+  const specs: { name: string; make: () => Promise<Buffer>; label: string; options: string }[] = [
+    { name: "photo-2mp.jpg", make: () => photo(1920, 1080, 1), label: "1920x1080 JPEG", options: "fill=800,600/q=85" },
+    { name: "photo-3mp.jpg", make: () => photo(2048, 1536, 2), label: "2048x1536 JPEG", options: "fit=800,800/q=85" },
+    { name: "photo-4mp.jpg", make: () => photo(2400, 1600, 3), label: "2400x1600 JPEG", options: "width=1200/q=85" },
+    { name: "photo-6mp.jpg", make: () => photo(3000, 2000, 4), label: "3000x2000 JPEG", options: "fill=600,600/hs=0.3,0.4/q=85" },
+    { name: "cutout-2mp.png", make: () => cutout(1600, 1200), label: "1600x1200 PNG with alpha", options: "fit=800,800/padding=20,20,20,20" },
+  ];
+  const out: Source[] = [];
+  for (const s of specs) {
+    const file = join(IMAGES_DIR, s.name);
+    if (!existsSync(file)) writeFileSync(file, await s.make());
+    out.push({ file, label: s.label, options: s.options, bytes: statSync(file).size });
+  }
+  return out;
+}
+
+/** The transform the endpoint does, minus the database and HTTP: header read, plan, render. */
+async function direct(src: Source, target: string): Promise<void> {
+  const o = parseOptions(src.options.split("/"));
+  const meta = await sharp(src.file).metadata();
+  const ext = src.file.slice(src.file.lastIndexOf(".") + 1);
+  const type = outputType(o, ext, meta.hasAlpha);
+  const job: RenderJob = {
+    source: src.file,
+    target: `${target}.${type}`,
+    geometry: planGeometry({ width: meta.autoOrient?.width ?? meta.width, height: meta.autoOrient?.height ?? meta.height }, o, PIXEL_LIMIT),
+    type,
+    bg: effectiveBackground(o, type),
+    q: o.q,
+    optimize: o.optimize,
+    animated: false,
+    pixelLimit: PIXEL_LIMIT,
+    timeoutSeconds: TIMEOUT_SECONDS,
+  };
+  await render(job);
+}
+
+async function json(res: Response): Promise<any> {
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${res.url}: ${res.status} ${text.slice(0, 300)}`);
+  return JSON.parse(text);
+}
+
+/** Uploads one file through the asset endpoint; returns its storage name. */
+async function upload(url: string, project: string, auth: string, file: string, name: string): Promise<string> {
+  const form = new FormData();
+  form.append("file", Bun.file(file), name);
+  const body = await json(await fetch(`${url}/api/p/${project}/assets/upload`, { method: "POST", headers: { authorization: auth }, body: form }));
+  return body.data.assets[body.result.asset].storage_name;
+}
+
+/** Seconds to run `fn`. */
+async function timed(fn: () => Promise<unknown>): Promise<number> {
+  const t0 = performance.now();
+  await fn();
+  return (performance.now() - t0) / 1000;
+}
+
+export async function run(): Promise<BenchResult> {
+  configureSharp();
+  const notes: string[] = [];
+  const data = tempDir();
+  const work = tempDir("apis-dam-bench-");
+  let apis: Child | undefined;
+  let bare: Child | undefined;
+  try {
+    const sources = await images();
+    const cli = Bun.spawn([BUN, "src/main.ts", "user", "create", "--data", data, "--username", USER.username, "--email", USER.email, "--password", USER.password], { cwd: ROOT, stdout: "pipe", stderr: "pipe" });
+    if ((await cli.exited) !== 0) throw new Error(`user create: ${await new Response(cli.stderr).text()}`);
+    const port = await freePort();
+    apis = await spawnServer([BUN, "src/main.ts", "serve", "--port", String(port), "--host", "127.0.0.1", "--data", data, "--log-level", "warn"], port);
+    const login = await fetch(`${apis.url}/api/login`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ username: USER.username, password: USER.password }) });
+    await login.arrayBuffer();
+    const auth = login.headers.get("authorization");
+    if (!auth) throw new Error(`login failed: ${login.status}`);
+    const project = (await json(await fetch(`${apis.url}/api/projects/create`, { method: "POST", headers: { authorization: auth, "content-type": "application/json" }, body: JSON.stringify({ name: "DAM bench" }) }))).result.project;
+
+    // Uploads: the image set, and one large file, against the bare server streaming to disk.
+    const big = join(work, "large.bin");
+    writeFileSync(big, Buffer.alloc(64 * 2 ** 20, 7).map((_, i) => (i * 2654435761) >>> 24));
+    const setBytes = sources.reduce((n, s) => n + s.bytes, 0);
+    const filesJson = join(work, "files.json");
+    const varFiles: Record<string, { file: string; type: string }> = {};
+
+    // Uploads first (they make the originals the transforms read).
+    let uploadSetSeconds = 0;
+    for (const s of sources) uploadSetSeconds += await timed(async () => (s.pathname = await upload(apis!.url, project, auth, s.file, s.file.split("/").pop()!)));
+    const uploadBigSeconds = await timed(() => upload(apis!.url, project, auth, big, "large.bin"));
+
+    // The media files to serve: a thumbnail and a web-size image made by the endpoint.
+    const thumb = await json(await fetch(`${apis.url}/dam/p/${project}/transform/${sources[0]!.pathname}/fill=200,200/q=80`, { headers: { authorization: auth } }));
+    const web = await json(await fetch(`${apis.url}/dam/p/${project}/transform/${sources[3]!.pathname}/fit=1200,1200/q=85`, { headers: { authorization: auth } }));
+    const mediaFile = (publicUrl: string) => join(data, "files", "projects", project, "media", publicUrl.split("/").pop()!);
+    varFiles["/thumb.jpg"] = { file: mediaFile(thumb.result.public_url), type: "image/jpeg" };
+    varFiles["/web.jpg"] = { file: mediaFile(web.result.public_url), type: "image/jpeg" };
+    writeFileSync(filesJson, JSON.stringify(varFiles));
+    const barePort = await freePort();
+    bare = await spawnServer([BUN, "bench/dam-bare.ts", String(barePort), filesJson, work], barePort, { readyPath: "/ping" });
+
+    let bareSetSeconds = 0;
+    for (const s of sources) bareSetSeconds += await timed(async () => (await fetch(`${bare!.url}/upload`, { method: "POST", body: Bun.file(s.file) })).arrayBuffer());
+    const bareBigSeconds = await timed(async () => (await fetch(`${bare!.url}/upload`, { method: "POST", body: Bun.file(big) })).arrayBuffer());
+
+    // Uncached transforms: endpoint (force) vs the direct pipeline, alternating rounds.
+    const endpointUrl = (s: Source) => `${apis!.url}/dam/p/${project}/transform/${s.pathname}/${s.options}/force=true`;
+    const endpointOnce = async (s: Source) => json(await fetch(endpointUrl(s), { headers: { authorization: auth } }));
+    const directOnce = (s: Source) => direct(s, join(work, "direct-" + s.label.replace(/\W+/g, "-")));
+    for (const s of sources) {
+      await endpointOnce(s); // warm-up of both sides
+      await directOnce(s);
+    }
+    // Pairs, one image at a time, in alternating order, so noise from other work falls on both alike.
+    let endpointSeconds = 0;
+    let directSeconds = 0;
+    let pair = 0;
+    for (let r = 0; r < REPEAT; r++) {
+      for (const s of sources) {
+        if (pair++ % 2) {
+          endpointSeconds += await timed(() => endpointOnce(s));
+          directSeconds += await timed(() => directOnce(s));
+        } else {
+          directSeconds += await timed(() => directOnce(s));
+          endpointSeconds += await timed(() => endpointOnce(s));
+        }
+      }
+    }
+    const transforms = REPEAT * sources.length;
+    const endpointRate = transforms / endpointSeconds;
+    const directRate = transforms / directSeconds;
+    const perImage: string[] = [];
+    for (const s of sources) {
+      const ms: number[] = [];
+      for (let i = 0; i < 3; i++) ms.push((await json(await fetch(endpointUrl(s), { headers: { authorization: auth } }))).result.timing_ms.transform);
+      perImage.push(`${s.label} \`${s.options}\`: ${Math.min(...ms)} ms`);
+    }
+
+    // Repeated transform without force: the file is up to date, no image work.
+    const cachedUrl = `${apis.url}/dam/p/${project}/transform/${sources[0]!.pathname}/${sources[0]!.options}`;
+    await json(await fetch(cachedUrl, { headers: { authorization: auth } }));
+    await load(cachedUrl, { seconds: 2, headers: { authorization: auth } });
+    const cached = await load(cachedUrl, { headers: { authorization: auth } });
+
+    // Media GET vs the bare server, same files.
+    const thumbUrl = thumb.result.public_url.replace(/^https?:\/\/[^/]+/, apis.url);
+    const webUrl = web.result.public_url.replace(/^https?:\/\/[^/]+/, apis.url);
+    for (const u of [thumbUrl, webUrl, `${bare.url}/thumb.jpg`, `${bare.url}/web.jpg`]) await load(u, { seconds: 2 });
+    const mediaThumb = await compareLoad(() => load(thumbUrl), () => load(`${bare!.url}/thumb.jpg`));
+    const mediaWeb = await compareLoad(() => load(webUrl), () => load(`${bare!.url}/web.jpg`));
+
+    const mb = (bytes: number) => bytes / 2 ** 20;
+    const thumbBytes = statSync(varFiles["/thumb.jpg"]!.file).size;
+    const webBytes = statSync(varFiles["/web.jpg"]!.file).size;
+    notes.push(
+      `Images (generated once into bench/.tmp/dam/): ${sources.map((s) => `${s.label} (${round(mb(s.bytes), 2)} MB)`).join(", ")}.`,
+      `Uncached transform: each image with its options and \`force=true\`, one request at a time, ${REPEAT}× per image and side, measured in pairs (endpoint and direct on the same image back to back, the order alternating) after a warm-up; ceiling: \`render()\` of src/dam/transform.ts (the endpoint's own pipeline: header read, plan, sharp, temp file + rename) called in this process on the same image files. Both sides: sharp cache off, libvips concurrency min(4, cores). Per image through the endpoint (timing_ms.transform, best of 3): ${perImage.join("; ")}.`,
+      `Repeated transform: \`${sources[0]!.options}\` without force on the up-to-date file (JWT check, membership, asset lookup, stat, header read of the output), autocannon ${CONNECTIONS} connections, ${SECONDS} s; p50 ${cached.p50} ms, p99 ${cached.p99} ms.`,
+      `Media: autocannon ${CONNECTIONS} connections, ${SECONDS} s per round, ${ROUNDS} alternating rounds after a 2 s warm-up, on a ${round(thumbBytes / 1024, 1)} KB thumbnail and a ${round(webBytes / 1024, 1)} KB web image; ceiling: bench/dam-bare.ts answering \`new Response(Bun.file(path))\` with the Content-Type, in its own process.`,
+      `Uploads: multipart POST /api/p/<project>/assets/upload (streamed to disk, SHA-256, type sniffing, EXIF extraction, database row, sync item), one at a time; ceiling: the bare server streaming the raw body to a file. The 64 MB file is pseudo-random bytes (stored as a plain file).`,
+    );
+    const rows: Row[] = [
+      { metric: "uncached transform through /dam (force)", value: round(endpointRate, 2), unit: "transforms/s", ceiling: round(directRate, 2), ratio: round(endpointRate / directRate), target: "ratio >= 0.85" },
+      { metric: "repeated transform without force (up to date)", value: round(cached.rps, 0), unit: "req/s" },
+      { metric: `GET /media/.../var (${round(thumbBytes / 1024, 1)} KB thumbnail)`, value: round(mediaThumb.subject, 0), unit: "req/s", ceiling: round(mediaThumb.ceiling, 0), ratio: round(mediaThumb.subject / mediaThumb.ceiling), target: "ratio >= 0.8" },
+      { metric: `GET /media/.../var (${round(webBytes / 1024, 1)} KB image)`, value: round(mediaWeb.subject, 0), unit: "req/s", ceiling: round(mediaWeb.ceiling, 0), ratio: round(mediaWeb.subject / mediaWeb.ceiling), target: "ratio >= 0.8" },
+      { metric: `upload, image set (${sources.length} files, ${round(mb(setBytes), 1)} MB)`, value: round(mb(setBytes) / uploadSetSeconds, 1), unit: "MB/s", ceiling: round(mb(setBytes) / bareSetSeconds, 1), ratio: round(bareSetSeconds / uploadSetSeconds) },
+      { metric: "upload, one 64 MB file", value: round(64 / uploadBigSeconds, 1), unit: "MB/s", ceiling: round(64 / bareBigSeconds, 1), ratio: round(bareBigSeconds / uploadBigSeconds) },
+    ];
+    return { name: "dam", rows, notes };
+  } finally {
+    await apis?.stop();
+    await bare?.stop();
+    removeDir(data);
+    removeDir(work);
+  }
+}
+
+if (import.meta.main) {
+  const r = await run();
+  console.log(JSON.stringify(r, null, 2));
+}
