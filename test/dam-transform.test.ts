@@ -414,6 +414,15 @@ describe("errors", () => {
     }
   });
 
+  test("a file that is not an image cannot be transformed; its info has null image members", async () => {
+    const { pathname } = await storeImage(srv, project, Buffer.from("%PDF-1.4 not really"), { extension: "pdf" });
+    const r = await transform(pathname, "fit=10,10");
+    expect(r.status).toBe(422);
+    const info = await srv.call(`/dam/p/${project}/info/${pathname}`, { token });
+    expect(info.status).toBe(200);
+    expect(info.body.result).toMatchObject({ type: "file", extension: "pdf", dimensions: null, format: null, transforms: [] });
+  });
+
   test("an SVG source is refused with a 422", async () => {
     const r = await transform(svg, "fit=10,10/type=png");
     expect(r.status).toBe(422);
