@@ -79,10 +79,15 @@ export function parseRange(header: string, size: number): [number, number] | "ig
 
 /** Answers a GET or HEAD for the file at `path` (404 in the envelope when it is not a file). */
 export function serveFile(request: Request, path: string, opts: ServeOptions): Response {
-  const st = statSync(path, { throwIfNoEntry: false });
-  if (!st || !st.isFile()) return mediaNotFound(request);
-  const size = st.size;
-  const mtimeMs = st.mtimeMs;
+  // Bun.file's size and lastModified (one stat) measured cheaper here than a separate statSync
+  // before sending the same Bun.file; a missing file reads as size 0, so only then is it checked.
+  const file = Bun.file(path);
+  const size = file.size;
+  const mtimeMs = file.lastModified;
+  if (size === 0) {
+    const st = statSync(path, { throwIfNoEntry: false });
+    if (!st || !st.isFile()) return mediaNotFound(request);
+  }
   const etag = `"${size.toString(36)}-${Math.floor(mtimeMs).toString(36)}"`;
   const lastModified = new Date(Math.floor(mtimeMs / 1000) * 1000).toUTCString();
   const headers: Record<string, string> = {
@@ -128,8 +133,8 @@ export function serveFile(request: Request, path: string, opts: ServeOptions): R
       const [start, end] = range;
       headers["content-range"] = `bytes ${start}-${end}/${size}`;
       // Bun sets Content-Length from the (sliced) file, and for HEAD sends the headers without the body.
-      return new Response(Bun.file(path).slice(start, end + 1), { status: 206, headers });
+      return new Response(file.slice(start, end + 1), { status: 206, headers });
     }
   }
-  return new Response(Bun.file(path), { status: 200, headers });
+  return new Response(file, { status: 200, headers });
 }
