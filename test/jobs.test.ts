@@ -178,6 +178,11 @@ describe("restart and housekeeping", () => {
     expect(Number(floor!.value)).toBeGreaterThanOrEqual(written.cursor);
     const r = await srv.call("/sync/get", { token: alice.token, body: { cc_cursor: 0 } });
     expect(r.body.result.warning).toMatch(/re-initialise/);
+    // Every item pruned: the cursors handed out must not fall below the floor, or clients loop on re-init.
+    const cur = await srv.call("/sync/cursors", { token: alice.token, body: {} });
+    expect(cur.body.result["cc.cursor"]).toBe(Number(floor!.value));
+    const fresh = await srv.call("/sync/get", { token: alice.token, body: { cc_cursor: cur.body.result["cc.cursor"] } });
+    expect(fresh.body.result).toEqual({ sync: [] });
     expect(housekeepingTasks().map((t) => t.name)).toEqual(expect.arrayContaining(["changelog", "checkpoint", "jobs", "codes"]));
   });
 

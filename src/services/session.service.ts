@@ -1,6 +1,6 @@
 import { and, eq, inArray, max } from "drizzle-orm";
 import type { Tx } from "../db/connection";
-import { changes, memberships, projects, users } from "../db/schema";
+import { changes, memberships, meta, projects, users } from "../db/schema";
 import { unauthorized } from "../http/errors";
 import { LANGUAGES, LANGUAGE_CODES } from "../lib/languages";
 import { VERSION } from "../version";
@@ -8,9 +8,15 @@ import { membershipFull, membershipShort, projectFull, projectShort, userFull, u
 import { projectMemberRows } from "./members.service";
 import { getUser } from "./users.service";
 
-/** The newest cursor of the change log (0 when empty). Cursors are global and only increase. */
+/**
+ * The newest cursor of the change log (0 when nothing was ever written). Cursors are global and
+ * only increase; when retention pruned every item, the pruned floor is still the current cursor
+ * (else clients would be handed a cursor older than the retained log and told to re-initialise).
+ */
 export function currentCursor(tx: Tx): number {
-  return tx.select({ c: max(changes.cursor) }).from(changes).get()?.c ?? 0;
+  const top = tx.select({ c: max(changes.cursor) }).from(changes).get()?.c ?? 0;
+  const floor = Number(tx.select({ v: meta.value }).from(meta).where(eq(meta.key, "changes.floor")).get()?.v ?? 0);
+  return Math.max(top, floor);
 }
 
 export function languagesPayload() {
