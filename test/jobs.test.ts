@@ -129,7 +129,7 @@ describe("job runner", () => {
     expect(lockedOverlap).toBe(false);
   });
 
-  test("jobs/get answers the job object to its starter and the owner, and 422 to anyone else", async () => {
+  test("jobs/get answers the job object to its starter and the owner, 422 to other members and 403 outside the project", async () => {
     const token = srv.ctx.jobs.enqueue({ kind: "test.count", projectGid: project, userGid: bob.gid, params: { n: 1, ms: 1 } });
     await until(() => srv.ctx.jobs.get(token)?.status === "done");
     const mine = await srv.call(`/api/p/${project}/jobs/get`, { token: bob.token, body: { token } });
@@ -144,6 +144,11 @@ describe("job runner", () => {
     expect(other.status).toBe(422);
     expect(other.body.result.message).toBe("No such job");
     expect((await srv.call(`/api/p/${project}/jobs/get`, { token: bob.token, body: {} })).body.result.info).toEqual({ "Missing parameter": "token" });
+    // Not in the project at all: 403 like every project endpoint.
+    const dave = await srv.user("dave");
+    const stranger = await srv.call(`/api/p/${project}/jobs/get`, { token: dave.token, body: { token } });
+    expect(stranger.status).toBe(403);
+    expect(stranger.body.result.message).toBe("Not a member of the project");
   });
 });
 

@@ -3,6 +3,7 @@ import type { Ctx } from "../context";
 import { authMacro } from "../http/auth";
 import { ok } from "../http/envelope";
 import { jobObject } from "../jobs/runner";
+import { projectAccess } from "../services/access.service";
 import { visibleJob } from "../services/jobs.service";
 
 const tags = ["jobs"];
@@ -21,7 +22,11 @@ export function jobsRoutes(ctx: Ctx) {
       body,
       detail: { summary: "A background job started by the caller or in a project the caller owns", tags },
     })
-    .post("/api/p/:project/jobs/get", ({ params, body, caller }) => answer(visibleJob(ctx.db, body.token, caller.user.gid, params.project)), {
+    .post("/api/p/:project/jobs/get", ({ params, body, caller }) => {
+      // Like every project endpoint: 403 for callers who are not in the project.
+      projectAccess(ctx.db, params.project, caller.user.gid, "member");
+      return answer(visibleJob(ctx.db, body.token, caller.user.gid, params.project));
+    }, {
       auth: true,
       body,
       detail: { summary: "A background job of this project started by the caller, or any of its jobs for the owner", tags },
