@@ -7,7 +7,7 @@ import { loadConfig } from "../src/config";
 import { mutate } from "../src/db/changelog";
 import { memberships, projects } from "../src/db/schema";
 import { openInstance } from "../src/server";
-import { projectTables, walkFiles } from "../src/backups/project-snapshot";
+import { projectTables, walkFiles, writeSnapshot } from "../src/backups/project-snapshot";
 import { scheduleBackups } from "../src/services/backups.service";
 import { createPerson, hashPassword } from "../src/services/users.service";
 import { eq, and } from "drizzle-orm";
@@ -227,6 +227,35 @@ describe("project backups", () => {
     expect(jobs.map((j) => j.status)).toEqual(["done", "done", "done"]);
     const spans = jobs.map((j) => [j.startedOn!, j.finishedOn!]).sort((x, y) => x[0]! - y[0]!);
     for (let i = 1; i < spans.length; i++) expect(spans[i]![0]!).toBeGreaterThanOrEqual(spans[i - 1]![1]!);
+  });
+
+  test("a file deleted while a backup runs is still in the backup when its row is", async () => {
+    const gid = await srv.project(alice.token, "Deleting meanwhile");
+    const t = Date.now() / 1000;
+    srv.ctx.db.$client.query("INSERT INTO assets (gid, project_gid, type, name, storage_name, created_on, updated_on) VALUES ('racefile01', ?, 'file', 'doomed', 'racefile01~1.bin', ?, ?)").run(gid, t, t);
+    writeProjectFile(srv, gid, "originals/racefile01~1.bin", "doomed bytes");
+    const dir = join(srv.dataDir, "tmp", "race-backup");
+    rmSync(dir, { recursive: true, force: true });
+    let deleted = false;
+    // The snapshot's rows are read, then (at its first progress step) the asset is deleted for good.
+    const progress = {
+      signal: new AbortController().signal,
+      set() {},
+      total() {},
+      async step() {
+        if (deleted) return;
+        deleted = true;
+        const r = await srv.call(`/api/p/${gid}/assets/permanent_delete`, { token: alice.token, body: { asset: "racefile01" } });
+        expect(r.status).toBe(200);
+        expect(existsSync(join(srv.ctx.storage.projectDir(gid), "originals", "racefile01~1.bin"))).toBe(false);
+      },
+    };
+    const m = await writeSnapshot(srv.ctx, gid, "racebackup01", dir, progress as never);
+    expect(deleted).toBe(true);
+    expect(m.tables.assets!.rows).toBe(1);
+    expect(m.files.map((f) => f.path)).toEqual(["files/originals/racefile01~1.bin"]);
+    expect(readFileSync(join(dir, "files", "originals", "racefile01~1.bin"), "utf8")).toBe("doomed bytes");
+    rmSync(dir, { recursive: true, force: true });
   });
 
   test("scheduled backups skip unchanged projects and keep only the newest --backups-keep", async () => {

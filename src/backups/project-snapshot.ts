@@ -1,6 +1,6 @@
 import { Database } from "bun:sqlite";
 import { createHash } from "node:crypto";
-import { createReadStream, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { copyFileSync, createReadStream, existsSync, linkSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { copyFile, mkdir } from "node:fs/promises";
 import { dirname, join, relative, sep } from "node:path";
 import type { Ctx } from "../context";
@@ -114,6 +114,38 @@ export async function sha256File(path: string): Promise<string> {
   return h.digest("hex");
 }
 
+/**
+ * Puts every listed file into the backup at once: a hard link (instant; project files are written
+ * once under new names and replaced by rename, never rewritten in place; the link is replaced by a
+ * copy afterwards), or a copy where links are impossible (another file system). Called in the same
+ * synchronous step as the snapshot's first read: the server removes files only after the commit
+ * that dropped their rows, so every file a snapshot row refers to is still there and stays in the
+ * backup, however long the rest takes. Returns the files pinned (one deleted by another process
+ * meanwhile is left out).
+ */
+function pinFiles(from: string, files: string[], to: string): { rel: string; linked: boolean }[] {
+  const pinned: { rel: string; linked: boolean }[] = [];
+  for (const rel of files) {
+    const src = join(from, ...rel.split("/"));
+    const dst = join(to, ...rel.split("/"));
+    mkdirSync(dirname(dst), { recursive: true });
+    try {
+      let linked = true;
+      try {
+        linkSync(src, dst);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === "ENOENT") throw err;
+        copyFileSync(src, dst);
+        linked = false;
+      }
+      pinned.push({ rel, linked });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+    }
+  }
+  return pinned;
+}
+
 /** Every file below `dir`, as paths relative to it with `/` separators. */
 export function walkFiles(dir: string): string[] {
   if (!existsSync(dir)) return [];
@@ -160,6 +192,7 @@ export async function writeSnapshot(ctx: Ctx, projectGid: string, backupGid: str
     const tables = projectTables(reader);
     const counts = tables.map(({ table, by }) => (reader.query(`SELECT count(*) AS n FROM ${quote(table)} WHERE ${quote(by)} = ?`).get(projectGid) as { n: number }).n);
     const fileList = walkFiles(filesDir);
+    const pinned = pinFiles(filesDir, fileList, join(dir, "files"));
     progress.total(counts.reduce((a, b) => a + b, 0) + fileList.length);
     manifest.cursor = (reader.query("SELECT coalesce(max(cursor), 0) AS c FROM changes WHERE type = ?").get(projectGid) as { c: number }).c;
     icon = (reader.query("SELECT icon FROM projects WHERE gid = ?").get(projectGid) as { icon: string } | null)?.icon ?? "";
@@ -188,20 +221,20 @@ export async function writeSnapshot(ctx: Ctx, projectGid: string, backupGid: str
       manifest.tables[table] = { columns, rows, file, sha256: hash.digest("hex"), size };
     }
     reader.exec("COMMIT");
-    for (const rel of fileList) {
-      const src = join(filesDir, ...rel.split("/"));
+    for (const { rel, linked } of pinned) {
       const path = `files/${rel}`;
       const dst = join(dir, path);
-      if (!existsSync(src)) {
-        // Deleted since the listing: the rows were read before, so the file simply was not kept.
-        await progress.step();
-        continue;
+      if (linked) {
+        // Now an independent copy, so nothing done to the project's file later reaches the backup
+        // (copied to a name outside files/: writing to a listed name could write through a link).
+        const copying = join(dir, "copying.tmp");
+        await copyFile(dst, copying);
+        renameSync(copying, dst);
       }
-      await mkdir(dirname(dst), { recursive: true });
-      await copyFile(src, dst);
       manifest.files.push({ path, size: statSync(dst).size, sha256: await sha256File(dst) });
       await progress.step();
     }
+    if (fileList.length > pinned.length) await progress.step(fileList.length - pinned.length);
   } finally {
     reader.close();
   }
