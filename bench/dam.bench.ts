@@ -117,6 +117,7 @@ async function direct(src: Source, target: string): Promise<void> {
     bg: effectiveBackground(o, type),
     q: o.q,
     optimize: o.optimize,
+    palette: true,
     animated: false,
     pixelLimit: PIXEL_LIMIT,
     timeoutSeconds: TIMEOUT_SECONDS,

@@ -315,6 +315,17 @@ describe("types, quality and metadata", () => {
     expectColour(g.pic, 80, 50, BLUE);
   });
 
+  test("quantised outputs are bounded by size: a large gif is a 400, a large optimized png stays lossless", async () => {
+    const flat = (await storeImage(srv, project, await sharp({ create: { width: 30, height: 30, channels: 3, background: "#ff0000" } }).png().toBuffer())).pathname;
+    const gif = await transform(flat, "fit=3000,3000/type=gif");
+    expect(gif.status).toBe(400);
+    expect(gif.body.result.info.option).toBe("type");
+    const big = await made(flat, "fit=3000,3000/type=png/optimize=true");
+    expect(big.pic).toMatchObject({ width: 3000, height: 3000, format: "png" });
+    expect(big.pic.meta.isPalette).toBe(false);
+    expect(big.result.timing_ms.optimize).toBeGreaterThan(0);
+  });
+
   test("gif output keeps an animation animated, other types take its first frame", async () => {
     const g = await made(anim, "fit=20,30/bg=ffffff");
     expect(g.pic.format).toBe("gif");

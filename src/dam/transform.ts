@@ -18,6 +18,14 @@ export const INPUT_FORMATS = new Set(["jpeg", "png", "gif", "webp", "tiff", "avi
 const MAX_INTERMEDIATE_SIDE = 100_000;
 
 /**
+ * Colour quantisation (every GIF, the palette PNG of `optimize`) runs in libimagequant in one
+ * call that sharp's timeout cannot interrupt, and costs seconds per megapixel at high effort. So
+ * it is bounded by size instead: GIF outputs above this many pixels (all frames) are refused, and
+ * an optimized PNG above it is compressed losslessly (level 9) instead of quantised.
+ */
+export const QUANTISE_PIXEL_LIMIT = 4_000_000;
+
+/**
  * sharp's process-wide settings, set once at start-up: no operation cache (every transform reads a
  * different file once; the cache would only hold memory and open files), and libvips threads per
  * image limited to the cores so concurrent transforms share them instead of oversubscribing.
@@ -177,6 +185,8 @@ export type RenderJob = {
   bg: string;
   q: number;
   optimize: boolean;
+  /** Quantise an optimized PNG to a palette (false past QUANTISE_PIXEL_LIMIT). */
+  palette: boolean;
   /** Keep every frame (animated source, gif output). */
   animated: boolean;
   /** Frame delays (ms) and loop count of an animated source. */
@@ -189,7 +199,7 @@ export type RenderJob = {
 export type Rendered = { width: number; height: number; size: number; transformMs: number; optimizeMs: number };
 
 /** The encoder settings of an output type; `optimize` trades time for size (mozjpeg, palette PNG, gif effort). */
-function encode(img: Sharp, job: Pick<RenderJob, "type" | "q" | "optimize" | "delay" | "loop">, animated: boolean): Sharp {
+function encode(img: Sharp, job: Pick<RenderJob, "type" | "q" | "optimize" | "palette" | "delay" | "loop">, animated: boolean): Sharp {
   const anim = animated ? { delay: job.delay, loop: job.loop ?? 0 } : {};
   switch (job.type) {
     case "jpg":
@@ -200,12 +210,14 @@ function encode(img: Sharp, job: Pick<RenderJob, "type" | "q" | "optimize" | "de
       );
     case "png":
       return img.png(
-        job.optimize
-          ? { palette: true, quality: job.q, effort: 10, compressionLevel: 9 }
-          : { compressionLevel: 4, adaptiveFiltering: false },
+        !job.optimize
+          ? { compressionLevel: 4, adaptiveFiltering: false }
+          : job.palette
+            ? { palette: true, quality: job.q, effort: 7, compressionLevel: 9 }
+            : { compressionLevel: 9, adaptiveFiltering: true },
       );
     case "gif":
-      return img.gif({ effort: job.optimize ? 10 : 4, ...anim });
+      return img.gif({ effort: job.optimize ? 8 : 4, ...anim });
   }
 }
 

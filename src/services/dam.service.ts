@@ -3,8 +3,8 @@ import { existsSync, mkdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import sharp, { type Metadata } from "sharp";
 import type { Ctx } from "../context";
-import { defaultKey, effectiveBackground, MEDIA_NAME_RE, optionStrings, outputType, type OutputType, type TransformOptions } from "../dam/options";
-import { INPUT_FORMATS, planGeometry, render, type Rendered, type Transformer } from "../dam/transform";
+import { defaultKey, effectiveBackground, invalidOption, MEDIA_NAME_RE, optionStrings, outputType, type OutputType, type TransformOptions } from "../dam/options";
+import { INPUT_FORMATS, planGeometry, QUANTISE_PIXEL_LIMIT, render, type Rendered, type Transformer } from "../dam/transform";
 import { mutate } from "../db/changelog";
 import type { Tx } from "../db/connection";
 import { assets, assetVersions, damTransforms } from "../db/schema";
@@ -156,8 +156,12 @@ export async function transformAsset(
     }
     const animated = type === "gif" && frames > 1;
     const geometry = planGeometry(size, o, ctx.config.pixelLimit);
-    if (animated && geometry.canvas.width * geometry.canvas.height * frames > ctx.config.pixelLimit) {
+    const outputPixels = geometry.canvas.width * geometry.canvas.height * (animated ? frames : 1);
+    if (animated && outputPixels > ctx.config.pixelLimit) {
       throw unprocessable("Animation too large at this size", { frames, canvas: [geometry.canvas.width, geometry.canvas.height], limit_pixels: ctx.config.pixelLimit });
+    }
+    if (type === "gif" && outputPixels > QUANTISE_PIXEL_LIMIT) {
+      throw invalidOption("type", "gif", `gif output is limited to ${QUANTISE_PIXEL_LIMIT} pixels (all frames); this one would have ${outputPixels}: ask for a smaller size or png/jpg`);
     }
     const out = await render({
       source: file.path,
@@ -167,6 +171,7 @@ export async function transformAsset(
       bg,
       q: o.q,
       optimize: o.optimize,
+      palette: outputPixels <= QUANTISE_PIXEL_LIMIT,
       animated,
       delay: animated ? meta.delay : undefined,
       loop: animated ? meta.loop : undefined,
