@@ -424,6 +424,29 @@ describe("instance backup CLI", () => {
     }
   }, 30_000);
 
+  test("a file deleted while the archive is written is still in it (its row is in the database copy)", async () => {
+    const { createInstanceBackup } = await import("../src/backups/instance");
+    const rel = `files/projects/${project}/originals/doomed~1.bin`;
+    writeProjectFile(srv, project, "originals/doomed~1.bin", "doomed bytes");
+    const work = mkdtempSync(join(tmpdir(), "apis-pin-"));
+    try {
+      let deleted = false;
+      // The first progress report comes after the database copy: the server deletes the file then.
+      const r = await createInstanceBackup(srv.dataDir, join(work, "a.tar"), () => {
+        if (deleted) return;
+        deleted = true;
+        rmSync(join(srv.dataDir, rel));
+      });
+      expect(deleted).toBe(true);
+      expect(r.manifest.entries.map((e) => e.path)).toContain(rel);
+      Bun.spawnSync(["tar", "-xf", join(work, "a.tar"), "-C", work]);
+      expect(readFileSync(join(work, rel), "utf8")).toBe("doomed bytes");
+      expect(readdirSync(join(srv.dataDir, "tmp")).filter((n) => n.startsWith("pinned-"))).toEqual([]);
+    } finally {
+      rmSync(work, { recursive: true, force: true });
+    }
+  });
+
   test("verify finds a damaged archive; list shows archives and project backups", async () => {
     const out = join(srv.dataDir, "backups", "instance", "one.tar");
     expect(apis("backup", "create", "--data", srv.dataDir, "--out", out).code).toBe(0);

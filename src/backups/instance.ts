@@ -1,6 +1,6 @@
 import { Database } from "bun:sqlite";
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
+import { existsSync, linkSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
 import { open } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { basename, dirname, join, relative, resolve, sep } from "node:path";
@@ -15,8 +15,10 @@ import { readTar, TarWriter } from "./tar";
  * `backups/`, `tmp/`, the live database files and the pid file. The last entry,
  * `apis-backup.json`, lists every other entry with its size and sha256.
  *
- * The database is copied first, then the files: a file deleted in between is missing from the
- * archive (rare: permanent deletions), a file added in between is an unreferenced extra (harmless).
+ * The files are pinned (hard-linked under `tmp/`) just before and again just after the database
+ * copy, and archived from the pins: a file the copied rows refer to is in the archive even when
+ * the server deletes it while the archive is written (a permanent deletion); a file added or
+ * deleted around the copy is at worst an unreferenced extra (harmless).
  */
 export const MANIFEST = "apis-backup.json";
 export const DB_ENTRY = "apis.db";
@@ -57,6 +59,23 @@ function dataFiles(dataDir: string): { path: string; full: string; size: number;
   return out.sort((a, b) => a.path.localeCompare(b.path));
 }
 
+/**
+ * Hard-links every data file not pinned yet under `pinDir` (same relative path). A file that
+ * cannot be linked (gone meanwhile, or on another file system) is skipped: it is then read live.
+ */
+function pinDataFiles(dataDir: string, pinDir: string): void {
+  for (const f of dataFiles(dataDir)) {
+    const dst = join(pinDir, ...f.path.split("/"));
+    if (existsSync(dst)) continue;
+    try {
+      mkdirSync(dirname(dst), { recursive: true });
+      linkSync(f.full, dst);
+    } catch {
+      // Read from the live folder instead (or it is gone and not needed).
+    }
+  }
+}
+
 /** Writes an archive of the data folder to `out` (default `<data>/backups/instance/apis-<time>.tar`); returns its path and manifest. */
 export async function createInstanceBackup(dataDir: string, out?: string, onProgress?: OnProgress): Promise<{ file: string; manifest: InstanceManifest; bytes: number }> {
   const dbFile = join(dataDir, "apis.db");
@@ -66,8 +85,10 @@ export async function createInstanceBackup(dataDir: string, out?: string, onProg
   const tmpDir = join(dataDir, "tmp");
   mkdirSync(tmpDir, { recursive: true });
   const snapshot = join(tmpDir, `snapshot-${process.pid}-${Date.now()}.db`);
+  const pinDir = join(tmpDir, `pinned-${process.pid}-${Date.now()}`);
   const partial = `${file}.partial`;
   try {
+    pinDataFiles(dataDir, pinDir);
     // A consistent copy while the server writes: VACUUM INTO reads one snapshot of the database.
     const src = new Database(dbFile, { readonly: true });
     try {
@@ -76,7 +97,11 @@ export async function createInstanceBackup(dataDir: string, out?: string, onProg
     } finally {
       src.close();
     }
-    const files = dataFiles(dataDir);
+    pinDataFiles(dataDir, pinDir);
+    // Pinned files (whatever the server deletes meanwhile), plus any that could not be linked.
+    const pinnedFiles = dataFiles(pinDir);
+    const pinnedPaths = new Set(pinnedFiles.map((f) => f.path));
+    const files = [...pinnedFiles, ...dataFiles(dataDir).filter((f) => !pinnedPaths.has(f.path))].sort((a, b) => a.path.localeCompare(b.path));
     const dbSize = statSync(snapshot).size;
     const total = dbSize + files.reduce((a, f) => a + f.size, 0);
     let done = 0;
@@ -109,6 +134,7 @@ export async function createInstanceBackup(dataDir: string, out?: string, onProg
     return { file, manifest, bytes: statSync(file).size };
   } finally {
     rmSync(snapshot, { force: true });
+    rmSync(pinDir, { recursive: true, force: true });
     rmSync(partial, { force: true });
   }
 }
