@@ -556,6 +556,25 @@ describe("safety", () => {
     expect(r.body.result.info.option).toBe("dpr");
   });
 
+  test("a transform past the timeout is stopped with a 422 and leaves no file behind", async () => {
+    const slow = await TestServer.start({ "transform-timeout": "1" });
+    try {
+      const sp2 = await projectOf(slow, "fred");
+      const noise = await sharp({ create: { width: 800, height: 800, channels: 3, background: "#808080", noise: { type: "gaussian", mean: 128, sigma: 60 } } }).jpeg().toBuffer();
+      const src = await storeImage(slow, sp2.project, noise);
+      // 49 MP of noise encoded as PNG: seconds of work on any machine.
+      const r = await slow.call(`/dam/p/${sp2.project}/transform/${src.pathname}/fill=5000,5000/dpr=1.4/type=png`, { token: sp2.token });
+      expect(r.status).toBe(422);
+      expect(r.body.result.message).toBe("Transform timed out");
+      const { readdirSync } = await import("node:fs");
+      const { join } = await import("node:path");
+      expect(readdirSync(join(slow.ctx.storage.projectDir(sp2.project), "media"))).toEqual([]);
+      expect((await slow.call("/dam/ping")).status).toBe(200);
+    } finally {
+      await slow.stop();
+    }
+  });
+
   test("identical concurrent transforms run once; distinct ones past the cap get a 503 with Retry-After", async () => {
     // A larger source on the main server (limit 8, so use the small one's cap of 1 with its limit).
     const big = await TestServer.start({ "transform-concurrency": "1" });
