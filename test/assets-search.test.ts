@@ -169,6 +169,14 @@ describe("sorting and paging", () => {
     expect(new Set(seen).size).toBe(9);
     expect((await call("search", { "page.cursor": "garbage" })).status).toBe(400);
     expect((await call("search", { "page.size": 5000 })).status).toBe(400);
+    // A well-formed cursor with a tampered offset is a 400 too, never a 500 from SQLite.
+    for (const o of [1.5, 1e308, -1, "2"]) {
+      const tampered = Buffer.from(JSON.stringify({ k: "search", o })).toString("base64url");
+      expect((await call("search", { "page.cursor": tampered })).status).toBe(400);
+      expect((await call("search/folders", { "page.cursor": tampered })).status).toBe(400);
+      const ws = Buffer.from(JSON.stringify({ k: "ws", o })).toString("base64url");
+      expect((await call("worksheet", { "page.cursor": ws })).status).toBe(400);
+    }
   });
 });
 

@@ -52,7 +52,10 @@ export function assetRoutes(ctx: Ctx) {
   const searchPage = (projectGid: string, body: AssetSearch & { "page.size"?: unknown; "page.cursor"?: unknown }, types?: string[]) => {
     const size = pageSize(body["page.size"], SEARCH_PAGE_DEFAULT, SEARCH_PAGE_MAX);
     const state = decodeCursor<{ o: number }>(body["page.cursor"], "search");
-    const offset = typeof state?.o === "number" && state.o >= 0 ? state.o : 0;
+    // A tampered offset (a fraction, 1e308, a string) is refused like any other bad cursor.
+    if (state && !(Number.isSafeInteger(state.o) && state.o >= 0))
+      throw badRequest("Invalid parameter", { "Invalid parameter": "page.cursor", expected: "a page.cursor returned by the previous call" });
+    const offset = state?.o ?? 0;
     const { rows, total } = searchAssets(ctx.db, projectGid, body, { offset, size }, { types });
     const next = offset + rows.length < total && rows.length ? encodeCursor({ k: "search", o: offset + size }) : null;
     return { rows, total, next };

@@ -80,7 +80,9 @@ export function worksheet(tx: Tx, projectGid: string, input: WorksheetInput) {
 
   const size = pageSize(input["page.size"], WORKSHEET_PAGE_DEFAULT, WORKSHEET_PAGE_MAX);
   const state = decodeCursor<{ o: number }>(input["page.cursor"], "ws");
-  const offset = typeof state?.o === "number" && state.o >= 0 ? state.o : 0;
+  if (state && !(Number.isSafeInteger(state.o) && state.o >= 0))
+    throw badRequest("Invalid parameter", { "Invalid parameter": "page.cursor", expected: "a page.cursor returned by the previous call" });
+  const offset = state?.o ?? 0;
   const rows = assetsByIds(tx, ids.slice(offset, offset + size));
   const next = offset + size < ids.length ? encodeCursor({ k: "ws", o: offset + size }) : null;
   return {
