@@ -20,12 +20,12 @@ import { join } from "node:path";
 import sharp from "sharp";
 import { effectiveBackground, outputType, parseOptions } from "../src/dam/options";
 import { configureSharp, planGeometry, render, type RenderJob } from "../src/dam/transform";
-import { BUN, compareLoad, CONNECTIONS, freePort, load, removeDir, ROOT, round, ROUNDS, SECONDS, spawnServer, tempDir, type BenchResult, type Child, type Row } from "./harness";
+import { BUN, compareLoad, CONNECTIONS, freePort, load, median, removeDir, ROOT, round, ROUNDS, SECONDS, spawnServer, tempDir, type BenchResult, type Child, type Row } from "./harness";
 
 const USER = { username: "dambench", email: "dambench@example.test", password: "bench-password-1" };
 const IMAGES_DIR = join(ROOT, "bench", ".tmp", "dam");
 /** Uncached transforms per image and side. */
-const REPEAT = Number(process.env.BENCH_DAM_REPEAT ?? 8);
+const REPEAT = Number(process.env.BENCH_DAM_REPEAT ?? 10);
 /** The server's defaults, so the direct pipeline runs under the same guards. */
 const PIXEL_LIMIT = 50_000_000;
 const TIMEOUT_SECONDS = 30;
@@ -203,15 +203,21 @@ export async function run(): Promise<BenchResult> {
     let endpointSeconds = 0;
     let directSeconds = 0;
     let pair = 0;
+    const pairRatios: number[] = [];
     for (let r = 0; r < REPEAT; r++) {
       for (const s of sources) {
+        let e: number;
+        let d: number;
         if (pair++ % 2) {
-          endpointSeconds += await timed(() => endpointOnce(s));
-          directSeconds += await timed(() => directOnce(s));
+          e = await timed(() => endpointOnce(s));
+          d = await timed(() => directOnce(s));
         } else {
-          directSeconds += await timed(() => directOnce(s));
-          endpointSeconds += await timed(() => endpointOnce(s));
+          d = await timed(() => directOnce(s));
+          e = await timed(() => endpointOnce(s));
         }
+        endpointSeconds += e;
+        directSeconds += d;
+        pairRatios.push(d / e);
       }
     }
     const transforms = REPEAT * sources.length;
@@ -242,13 +248,13 @@ export async function run(): Promise<BenchResult> {
     const webBytes = statSync(varFiles["/web.jpg"]!.file).size;
     notes.push(
       `Images (generated once into bench/.tmp/dam/): ${sources.map((s) => `${s.label} (${round(mb(s.bytes), 2)} MB)`).join(", ")}.`,
-      `Uncached transform: each image with its options and \`force=true\`, one request at a time, ${REPEAT}× per image and side, measured in pairs (endpoint and direct on the same image back to back, the order alternating) after a warm-up; ceiling: \`render()\` of src/dam/transform.ts (the endpoint's own pipeline: header read, plan, sharp, temp file + rename) called in this process on the same image files. Both sides: sharp cache off, libvips concurrency min(4, cores). Per image through the endpoint (timing_ms.transform, best of 3): ${perImage.join("; ")}.`,
+      `Uncached transform: each image with its options and \`force=true\`, one request at a time, ${REPEAT}× per image and side, measured in pairs (endpoint and direct on the same image back to back, the order alternating) after a warm-up; the ratio is the median over the pairs of direct time / endpoint time (a spike of other work on the machine hits one pair, not the total), value and ceiling are totals (transforms per second over all pairs, ratio of totals ${round(endpointRate / directRate)}); ceiling: \`render()\` of src/dam/transform.ts (the endpoint's own pipeline: header read, plan, sharp, temp file + rename) called in this process on the same image files. Both sides: sharp cache off, libvips concurrency min(4, cores). Per image through the endpoint (timing_ms.transform, best of 3): ${perImage.join("; ")}.`,
       `Repeated transform: \`${sources[0]!.options}\` without force on the up-to-date file (JWT check, membership, asset lookup, stat, header read of the output), autocannon ${CONNECTIONS} connections, ${SECONDS} s; p50 ${cached.p50} ms, p99 ${cached.p99} ms.`,
       `Media: autocannon ${CONNECTIONS} connections, ${SECONDS} s per round, ${ROUNDS} alternating rounds after a 2 s warm-up, on a ${round(thumbBytes / 1024, 1)} KB thumbnail and a ${round(webBytes / 1024, 1)} KB web image; ceiling: bench/dam-bare.ts answering \`new Response(Bun.file(path))\` with the Content-Type, in its own process.`,
       `Uploads: multipart POST /api/p/<project>/assets/upload (streamed to disk, SHA-256, type sniffing, EXIF extraction, database row, sync item), one at a time; ceiling: the bare server streaming the raw body to a file. The 64 MB file is pseudo-random bytes (stored as a plain file).`,
     );
     const rows: Row[] = [
-      { metric: "uncached transform through /dam (force)", value: round(endpointRate, 2), unit: "transforms/s", ceiling: round(directRate, 2), ratio: round(endpointRate / directRate), target: "ratio >= 0.85" },
+      { metric: "uncached transform through /dam (force)", value: round(endpointRate, 2), unit: "transforms/s", ceiling: round(directRate, 2), ratio: round(median(pairRatios)), target: "ratio >= 0.85" },
       { metric: "repeated transform without force (up to date)", value: round(cached.rps, 0), unit: "req/s" },
       { metric: `GET /media/.../var (${round(thumbBytes / 1024, 1)} KB thumbnail)`, value: round(mediaThumb.subject, 0), unit: "req/s", ceiling: round(mediaThumb.ceiling, 0), ratio: round(mediaThumb.subject / mediaThumb.ceiling), target: "ratio >= 0.8" },
       { metric: `GET /media/.../var (${round(webBytes / 1024, 1)} KB image)`, value: round(mediaWeb.subject, 0), unit: "req/s", ceiling: round(mediaWeb.ceiling, 0), ratio: round(mediaWeb.subject / mediaWeb.ceiling), target: "ratio >= 0.8" },
