@@ -110,6 +110,11 @@ describe("filters", () => {
     expect(await names({ filter: ["metadata.sku", "starts_with", "rs-"] })).toEqual(["runner.jpg"]);
     expect((await names({ filter: ["metadata.rating", ">=", 4] })).sort()).toEqual(["price list.csv", "runner.jpg"]);
     expect((await names({ filter: ["metadata.colour", "in", ["red", "Crimson"]] })).sort()).toEqual(["logo.png", "runner.jpg"]);
+    // not_in on a metadata field (its JSON path parameters are used twice): absent values count as not in.
+    const notIn = await names({ filter: [["type", "!=", "folder"], ["metadata.colour", "not_in", ["red", "Crimson"]]] });
+    const all = await names({ filter: ["type", "!=", "folder"] });
+    expect(notIn.sort()).toEqual(all.filter((n) => n !== "logo.png" && n !== "runner.jpg").sort());
+    expect((await call("search", { filter: ["extracted.Make", "not_in", ["Canon"]] })).status).toBe(200);
     expect((await names({ filter: ["metadata.tags", "contains", "summer"] }))).toEqual(["runner.jpg"]);
     expect((await names({ filter: ["metadata.Make", "=", "Canon"] }))).toEqual(["Café terrace.jpg"]);
     expect((await names({ filter: ["extracted.Make", "exists", true] })).sort()).toEqual(["Café terrace.jpg", "runner.jpg"]);

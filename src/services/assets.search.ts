@@ -126,8 +126,9 @@ function condition(item: unknown, index: number): { sql: string; params: unknown
     case "not_in": {
       if (!Array.isArray(value) || value.length === 0 || value.length > 1000) throw invalid(where, { ...at, reason: `${op} needs an array of 1 to 1000 values` });
       const marks = value.map(() => "?").join(",");
-      const sqlText = op === "in" ? `${e} IN (${marks})` : `(${e} IS NULL OR ${e} NOT IN (${marks}))`;
-      return { sql: sqlText, params: [...p, ...value.map(s)] };
+      // not_in names the field twice: a metadata field's own parameters (JSON paths) go in twice.
+      if (op === "in") return { sql: `${e} IN (${marks})`, params: [...p, ...value.map(s)] };
+      return { sql: `(${e} IS NULL OR ${e} NOT IN (${marks}))`, params: [...p, ...p, ...value.map(s)] };
     }
     case "exists":
       if (value !== undefined && typeof value !== "boolean") throw invalid(where, { ...at, reason: "exists takes true or false" });
