@@ -78,6 +78,12 @@ describe("full-text search", () => {
       const r = await call("search", { q });
       expect(r.status).toBe(200);
     }
+    // A NUL or other control character inside a word or phrase is a word break, not a 500.
+    expect(await names({ q: "trail\u0000mountains" })).toEqual(["runner.jpg"]);
+    for (const q of ['"in\u0000the"', "x\u0000*", "\u0000", "run\u0007"]) {
+      expect((await call("search", { q })).status).toBe(200);
+      expect((await call("search/autocomplete", { q })).status).toBe(200);
+    }
   });
 
   test("deleted assets are found only when the status filter asks for them", async () => {

@@ -152,6 +152,8 @@ export function filterList(filter: unknown): unknown[] {
 
 /** An FTS5 query from free text: words (quoted for FTS5 so no syntax leaks), "phrases", -excluded words, word*. */
 export function ftsQuery(q: string, prefixAll: boolean, columns = "{name meta}"): string | undefined {
+  // Control characters separate words anyway; a NUL would cut FTS5's query text short (a 500).
+  q = q.replace(/[\u0000-\u001f\u007f]/g, " ");
   const parts: string[] = [];
   const excluded: string[] = [];
   const re = /(-?)"([^"]*)"|(-?)(\S+)/g;
