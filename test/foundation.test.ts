@@ -40,6 +40,15 @@ describe("envelope and errors", () => {
     expect(r.body.result.code).toBe(400);
   });
 
+  test("a JSON body that is not an object is a 400, even where every member is optional", async () => {
+    for (const body of ["[]", "[1,2]", "null", "123", '"s"', "true"]) {
+      const r = await srv.call("/api/account/delete", { body, token: alice.token });
+      expect(r.status).toBe(400);
+      expect(r.body.result).toEqual({ code: 400, message: "Malformed request body", info: { reason: "The body must be a JSON object" } });
+    }
+    expect((await srv.call("/api/init", { token: alice.token })).status).toBe(200);
+  });
+
   test("only the first missing parameter is reported", async () => {
     const r = await srv.call("/api/login", { body: {} });
     expect(r.status).toBe(400);

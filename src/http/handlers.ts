@@ -44,8 +44,11 @@ export function errorHandling(ctx: Ctx) {
       switch (code) {
         case "VALIDATION":
           return errorResponse(validationToApiError(error));
-        case "PARSE":
-          return errorResponse(badRequest("Malformed request body", { reason: "The body is not valid JSON" }));
+        case "PARSE": {
+          // Elysia wraps what the body parser threw; keep our own reason when there is one.
+          const cause = (error as Error).cause;
+          return errorResponse(cause instanceof ApiError ? cause : badRequest("Malformed request body", { reason: "The body is not valid JSON" }));
+        }
         case "NOT_FOUND": {
           matchers ??= routeMatchers(app);
           const path = new URL(request.url).pathname;
@@ -82,10 +85,17 @@ export function jsonBodies(app: Elysia<any>) {
     if (contentType?.startsWith("application/x-www-form-urlencoded") && !/^[[{]/.test(trimmed)) {
       return Object.fromEntries(new URLSearchParams(text));
     }
+    let value: unknown;
     try {
-      return JSON.parse(text);
+      value = JSON.parse(text);
     } catch {
       throw badRequest("Malformed request body", { reason: "The body is not valid JSON" });
     }
+    // Every body is a JSON object (spec section 4): an array, null or a bare value would otherwise
+    // pass routes whose members are all optional (account/delete took `[]` as `{}`).
+    if (typeof value !== "object" || value === null || Array.isArray(value)) {
+      throw badRequest("Malformed request body", { reason: "The body must be a JSON object" });
+    }
+    return value;
   });
 }
