@@ -79,6 +79,16 @@ describe("login and init", () => {
     expect(r.headers.get("www-authenticate")).toMatch(/^Bearer realm="/);
   });
 
+  test("without a valid JWT the answer is 401 before the body is looked at", async () => {
+    for (const token of [undefined, "not.a.jwt"]) {
+      const r = await srv.call("/api/users/get", { body: {}, token });
+      expect(r.status).toBe(401);
+      expect(r.headers.get("www-authenticate")).toMatch(/^Bearer realm="/);
+    }
+    expect((await srv.call("/sync/get", { body: { cc_cursor: "x" } })).status).toBe(401);
+    expect((await srv.call("/api/users/get", { body: {}, token: alice.token })).body.result.info).toEqual({ "Missing parameter": "user" });
+  });
+
   test("every authenticated success carries an Authorization header", async () => {
     const r = await srv.call("/api/init", { token: alice.token });
     expect(r.status).toBe(200);

@@ -53,20 +53,34 @@ export async function authenticate(ctx: Ctx, header: string | null | undefined):
  * (`/dam`, `/sync`).
  */
 export function authMacro(ctx: Ctx) {
+  // The JWT is checked in `transform`, which runs before the body is validated, so a request
+  // without a valid JWT is a 401 whatever its body (not a 400 that tells strangers the schema);
+  // `resolve` then hands the caller to the handler.
+  const callers = new WeakMap<Request, Caller>();
+  const check = async (request: Request, header: string | undefined) => {
+    const caller = await authenticate(ctx, header);
+    callers.set(request, { user: caller.user, token: caller.token });
+    return caller;
+  };
+  const callerOf = async (request: Request, header: string | undefined) => callers.get(request) ?? (await check(request, header));
   return new Elysia({ name: "apis-auth" }).macro({
     auth: {
       detail: authDetail(true),
-      async resolve({ headers, set }) {
-        const caller = await authenticate(ctx, headers.authorization);
+      async transform({ request, headers, set }) {
+        const caller = await check(request, headers.authorization);
         set.headers.authorization = `Bearer ${caller.token}`;
-        return { caller: { user: caller.user, token: caller.token } as Caller };
+      },
+      async resolve({ request, headers }) {
+        return { caller: await callerOf(request, headers.authorization) };
       },
     },
     authNoRenew: {
       detail: authDetail(false),
-      async resolve({ headers }) {
-        const caller = await authenticate(ctx, headers.authorization);
-        return { caller: { user: caller.user, token: caller.token } as Caller };
+      async transform({ request, headers }) {
+        await check(request, headers.authorization);
+      },
+      async resolve({ request, headers }) {
+        return { caller: await callerOf(request, headers.authorization) };
       },
     },
   });
