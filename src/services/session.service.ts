@@ -93,8 +93,8 @@ export function registerProjectDictionary(name: string, fn: ProjectDictionary): 
  * of an active project: checked by the caller); when false, the login stays valid but `project`
  * is null and no project data is given. `user_projects` lists the projects the user owns (always
  * empty for API users); `cc.projects` holds the full current project and reduced entries for the
- * other owned projects. The owner gets full membership and user forms of everyone; others get
- * short forms except their own.
+ * other owned projects. `cc.users` is full for the caller and short for everyone else (spec 4.2);
+ * memberships are full for the owner (it manages them) and for the caller's own, else short.
  */
 export function projectInit(tx: Tx, userGid: string, projectGid: string, member: boolean) {
   const me = getUser(tx, userGid);
@@ -116,7 +116,7 @@ export function projectInit(tx: Tx, userGid: string, projectGid: string, member:
     const isOwner = project.owner === userGid;
     for (const { m, u } of projectMemberRows(tx, project.gid, isOwner)) {
       const full = isOwner || u.gid === userGid;
-      if (u.gid !== userGid) ccUsers[u.gid] = full ? userFull(u) : userShort(u);
+      if (u.gid !== userGid) ccUsers[u.gid] = userShort(u);
       ccMembers.push(full ? membershipFull(m) : membershipShort(m));
       if (m.status === "active") projectMembers.push(u.gid);
     }
