@@ -37,6 +37,14 @@ registerJob(
   },
   { lock: (j) => `test:${j.projectGid}` },
 );
+let defaultRunning = 0;
+let defaultOverlap = false;
+registerJob("test.default-lock", async () => {
+  defaultRunning++;
+  if (defaultRunning > 1) defaultOverlap = true;
+  await Bun.sleep(40);
+  defaultRunning--;
+});
 
 let srv: TestServer;
 let alice: { gid: string; token: string };
@@ -127,6 +135,13 @@ describe("job runner", () => {
     const tokens = [1, 2, 3].map(() => srv.ctx.jobs.enqueue({ kind: "test.locked", projectGid: project, userGid: alice.gid }));
     await until(() => tokens.every((t) => srv.ctx.jobs.get(t)?.status === "done"));
     expect(lockedOverlap).toBe(false);
+  });
+
+  test("jobs of one project run one after another by default, so a restore never races a bulk job", async () => {
+    defaultOverlap = false;
+    const tokens = [1, 2, 3].map(() => srv.ctx.jobs.enqueue({ kind: "test.default-lock", projectGid: project, userGid: alice.gid }));
+    await until(() => tokens.every((t) => srv.ctx.jobs.get(t)?.status === "done"));
+    expect(defaultOverlap).toBe(false);
   });
 
   test("jobs/get answers the job object to its starter and the owner, 422 to other members and 403 outside the project", async () => {

@@ -55,8 +55,9 @@ export type JobHandler = (ctx: Ctx, job: Job, progress: Progress) => Promise<Rec
 
 export type JobKindOptions = {
   /**
-   * Jobs with the same lock key never run at the same time (e.g. `backup:<project gid>` for
-   * project backups and restores). Null: no lock.
+   * Jobs with the same lock key never run at the same time. Default: `projectLock`, so the jobs
+   * of one project (bulk changes, backups, restores) run one after another and a restore never
+   * races a bulk job. Return null for no lock.
    */
   lock?: (job: Job) => string | null;
   /** How often a job may be started before an interruption rejects it instead (default 3). */
@@ -66,12 +67,15 @@ export type JobKindOptions = {
 };
 
 type Kind = JobKindOptions & { handler: JobHandler };
+
+/** The default lock: one job at a time per project; jobs without a project are not locked. */
+export const projectLock = (job: Job): string | null => (job.projectGid ? `project:${job.projectGid}` : null);
 const registry = new Map<string, Kind>();
 
 /** Registers a job kind (call at module load). The kind is the job object's `job` member. */
 export function registerJob(kind: string, handler: JobHandler, options: JobKindOptions = {}): void {
   if (registry.has(kind)) throw new Error(`job kind ${kind} is registered twice`);
-  registry.set(kind, { ...options, handler });
+  registry.set(kind, { lock: projectLock, ...options, handler });
 }
 
 export function jobKinds(): string[] {

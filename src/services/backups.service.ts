@@ -8,7 +8,7 @@ import type { Tx } from "../db/connection";
 import { backups, changes, projects } from "../db/schema";
 import { unprocessable, validationFailed, type ValidationIssue } from "../http/errors";
 import { newGid, now } from "../lib/ids";
-import { activeJobs, enqueueJob, registerJob, type Job } from "../jobs/runner";
+import { activeJobs, enqueueJob, projectLock, registerJob, type Job } from "../jobs/runner";
 import { registerHousekeeping } from "../jobs/schedules";
 import { readManifest, restoreRows, stageFiles, swapFiles, verifySnapshot, writeSnapshot } from "../backups/project-snapshot";
 import { projectAudience } from "./access.service";
@@ -156,7 +156,7 @@ function dirSize(dir: string): number {
 
 // ---- the jobs ----
 
-const lock = (job: Job) => `backup:${job.projectGid}`;
+const lock = projectLock;
 
 /**
  * Writes the snapshot into `<backup>.partial` and renames it when complete, so a folder without
