@@ -142,6 +142,21 @@ describe("the result", () => {
     utimesSync(originalPath(srv.ctx, project, jpg), past, past);
   });
 
+  test("a custom name and key reused for another source is made again from that source", async () => {
+    const red = await storeImage(srv, project, await sharp({ create: { width: 40, height: 20, channels: 3, background: "#ff0000" } }).png().toBuffer());
+    const blue = await storeImage(srv, project, await sharp({ create: { width: 40, height: 20, channels: 3, background: "#0000ff" } }).png().toBuffer());
+    const first = await made(red.pathname, "fit=20,10/name=shared/key=k");
+    expectColour(first.pic, 10, 5, RED);
+    // The blue source is older than the file made from the red one: still not its output.
+    const other = await made(blue.pathname, "fit=20,10/name=shared/key=k");
+    expect(other.result.public_url).toBe(first.result.public_url);
+    expect(other.result.timing_ms.transform).toBeGreaterThan(0);
+    expectColour(other.pic, 10, 5, BLUE);
+    // Asked again for the same source, the file is up to date.
+    const again = await transform(blue.pathname, "fit=20,10/name=shared/key=k");
+    expect(again.body.result.timing_ms).toEqual({ transform: 0, optimize: 0 });
+  });
+
   test("name, key and type make the file name", async () => {
     const { result, pic } = await made(jpg, "fit=40,40/name=product-shot/key=thumb/type=png");
     expect(result.public_url).toBe(`${srv.ctx.baseUrl}/media/p/${project}/var/product-shot@thumb.png`);
@@ -449,6 +464,49 @@ describe("errors", () => {
   });
 });
 
+describe("permanent deletion", () => {
+  test("permanently deleting an asset removes its transformed files, their URLs and its info rows", async () => {
+    const { existsSync } = await import("node:fs");
+    const { join } = await import("node:path");
+    const { damTransforms } = await import("../src/db/schema");
+    const { eq } = await import("drizzle-orm");
+    const a = await storeImage(srv, project, await halves(40, 20));
+    const other = await storeImage(srv, project, await halves(40, 20));
+    const t1 = await transform(a.pathname, "width=20");
+    const t2 = await transform(a.pathname, "fit=10,10/name=gone/key=k");
+    // A name/key last made for another asset belongs to that asset and stays.
+    await transform(a.pathname, "fit=12,12/name=kept/key=k");
+    const kept = await transform(other.pathname, "fit=12,12/name=kept/key=k");
+    const urls = [t1.body.result.public_url, t2.body.result.public_url];
+    for (const u of urls) expect((await fetch(u)).status).toBe(200);
+
+    const r = await srv.call(`/api/p/${project}/assets/permanent_delete`, { body: { asset: a.gid }, token });
+    expect(r.status).toBe(200);
+    for (const u of urls) {
+      const res = await fetch(u);
+      expect(res.status).toBe(404);
+      expect(((await res.json()) as any).result.code).toBe(404);
+    }
+    const media = join(srv.ctx.storage.projectDir(project), "media");
+    for (const u of urls) expect(existsSync(join(media, u.split("/").pop()))).toBe(false);
+    expect(srv.ctx.db.select().from(damTransforms).where(eq(damTransforms.assetGid, a.gid)).all()).toEqual([]);
+    expect((await fetch(kept.body.result.public_url)).status).toBe(200);
+  });
+
+  test("bulk permanent deletion removes the transformed files too", async () => {
+    const a = await storeImage(srv, project, await halves(40, 20));
+    const t = await transform(a.pathname, "width=21");
+    const r = await srv.call(`/api/p/${project}/assets/bulk/permanent_delete`, { body: { selection: [a.gid] }, token });
+    expect(r.status).toBe(200);
+    let status = 200;
+    for (let i = 0; i < 100 && status !== 404; i++) {
+      await Bun.sleep(50);
+      status = (await fetch(t.body.result.public_url)).status;
+    }
+    expect(status).toBe(404);
+  });
+});
+
 describe("publish, unpublish, info", () => {
   test("publish serves the original publicly and writes an assets sync item; unpublish stops it", async () => {
     const { pathname, gid } = await storeImage(srv, project, await halves(40, 20));
@@ -554,6 +612,16 @@ describe("safety", () => {
     const r = await call(ok.pathname, "fit=100,100/dpr=4");
     expect(r.status).toBe(400);
     expect(r.body.result.info.option).toBe("dpr");
+  });
+
+  test("an animated gif output over the pixel limit (frames counted) is a 400 naming the size option", async () => {
+    const frame = (c: string) => sharp({ create: { width: 20, height: 20, channels: 4, background: c } }).png().toBuffer();
+    const gif = await sharp(await Promise.all(["#f00", "#0f0", "#00f", "#fff"].map(frame)), { join: { animated: true } }).gif().toBuffer();
+    const src = await storeImage(small, sp.project, gif); // 4 x 400 px: under the limit of 10000
+    const r = await call(src.pathname, "fit=60,60"); // 4 x 3600 px out
+    expect(r.status).toBe(400);
+    expect(r.body.result.info.option).toBe("fit");
+    expect((await call(src.pathname, "fit=60,60/type=png")).status).toBe(200);
   });
 
   test("a transform past the timeout is stopped with a 422 and leaves no file behind", async () => {

@@ -7,7 +7,7 @@ import { ok } from "../http/envelope";
 import { badRequest, missing } from "../http/errors";
 import { describe } from "../http/openapi";
 import { requireMember } from "../services/access.service";
-import { assetInfo, publishOriginal, transformAsset, unpublishOriginal } from "../services/dam.service";
+import { assetInfo, publishOriginal, registerDamStorage, transformAsset, unpublishOriginal } from "../services/dam.service";
 import { VERSION } from "../version";
 
 const tags = ["dam"];
@@ -44,6 +44,7 @@ function pathnameOf(segments: string[], only = false): string {
  */
 export function damRoutes(ctx: Ctx) {
   configureSharp();
+  registerDamStorage(ctx);
   const transformer = new Transformer(ctx.config.transformConcurrency);
 
   return new Elysia({ prefix: "/dam" })

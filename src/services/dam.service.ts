@@ -1,15 +1,17 @@
-import { and, desc, eq, sql } from "drizzle-orm";
-import { existsSync, mkdirSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { and, desc, eq, inArray, sql } from "drizzle-orm";
+import { existsSync, mkdirSync, rmSync, statSync } from "node:fs";
+import { dirname, join } from "node:path";
 import sharp, { type Metadata } from "sharp";
 import type { Ctx } from "../context";
 import { defaultKey, effectiveBackground, invalidOption, MEDIA_NAME_RE, optionStrings, outputType, type OutputType, type TransformOptions } from "../dam/options";
 import { INPUT_FORMATS, planGeometry, QUANTISE_PIXEL_LIMIT, render, type Rendered, type Transformer } from "../dam/transform";
 import { mutate } from "../db/changelog";
-import type { DB } from "../db/connection";
+import { sqliteOf, type DB, type Tx } from "../db/connection";
 import { assets, assetVersions, damTransforms } from "../db/schema";
 import { badRequest, unprocessable } from "../http/errors";
 import { now } from "../lib/ids";
+import { onAssetsRemoved } from "./assets.service";
+import { Storage } from "../storage/paths";
 import { originalPath, parseStorageName, STORAGE_NAME } from "../storage/originals";
 
 type Asset = typeof assets.$inferSelect;
@@ -53,7 +55,7 @@ function prepareQueries(db: DB) {
     asset: db.select().from(assets).where(eq(assets.gid, p("gid"))).prepare(),
     version: db.select().from(assetVersions).where(eq(assetVersions.storageName, p("name"))).prepare(),
     transform: db
-      .select({ width: damTransforms.width, height: damTransforms.height, size: damTransforms.size })
+      .select({ width: damTransforms.width, height: damTransforms.height, size: damTransforms.size, source: damTransforms.source })
       .from(damTransforms)
       .where(and(eq(damTransforms.projectGid, p("project")), eq(damTransforms.file, p("file"))))
       .prepare(),
@@ -170,7 +172,7 @@ export async function transformAsset(
   });
 
   if (!o.force) {
-    const existing = await upToDate(ctx, projectGid, mediaFile, target, file.mtimeMs);
+    const existing = await upToDate(ctx, projectGid, mediaFile, target, src.storageName, file.mtimeMs);
     if (existing) return result(existing, { transform: 0, optimize: 0 });
   }
 
@@ -190,7 +192,9 @@ export async function transformAsset(
     const geometry = planGeometry(size, o, ctx.config.pixelLimit);
     const outputPixels = geometry.canvas.width * geometry.canvas.height * (animated ? frames : 1);
     if (animated && outputPixels > ctx.config.pixelLimit) {
-      throw unprocessable("Animation too large at this size", { frames, canvas: [geometry.canvas.width, geometry.canvas.height], limit_pixels: ctx.config.pixelLimit });
+      // An output over the pixel limit is a 400 naming the option, as planGeometry does for one frame.
+      const option = o.dpr > 1 ? "dpr" : o.mode;
+      throw invalidOption(option, option === "dpr" ? String(o.dpr) : undefined, `the animated output would be ${geometry.canvas.width}x${geometry.canvas.height} pixels x ${frames} frames, more than the limit of ${ctx.config.pixelLimit} pixels: ask for a smaller size or type=png/jpg`);
     }
     if (type === "gif" && outputPixels > QUANTISE_PIXEL_LIMIT) {
       throw invalidOption("type", "gif", `gif output is limited to ${QUANTISE_PIXEL_LIMIT} pixels (all frames); this one would have ${outputPixels}: ask for a smaller size or png/jpg`);
@@ -210,7 +214,7 @@ export async function transformAsset(
       pixelLimit: ctx.config.pixelLimit,
       timeoutSeconds: ctx.config.transformTimeout,
     });
-    recordTransform(ctx, { projectGid, file: mediaFile, assetGid: src.asset.gid, source: src.storageName, width: out.width, height: out.height, size: out.size, options });
+    recordTransform(ctx, target, { projectGid, file: mediaFile, assetGid: src.asset.gid, source: src.storageName, width: out.width, height: out.height, size: out.size, options });
     return out;
   });
   return result([rendered.width, rendered.height], { transform: rendered.transformMs, optimize: rendered.optimizeMs });
@@ -219,12 +223,14 @@ export async function transformAsset(
 /**
  * The output size of an existing target not older than the source, or undefined when it must be
  * made. The size recorded at its render is used (a row is written after every render); only a
- * file without a row has its header read.
+ * file without a row has its header read. A target last made from another source (a custom
+ * name/key reused for another asset or version) is made again: it is not this source's output.
  */
-async function upToDate(ctx: Ctx, projectGid: string, file: string, target: string, sourceMtimeMs: number): Promise<[number, number] | undefined> {
+async function upToDate(ctx: Ctx, projectGid: string, file: string, target: string, source: string, sourceMtimeMs: number): Promise<[number, number] | undefined> {
   const st = statSync(target, { throwIfNoEntry: false });
   if (!st || st.mtimeMs < sourceMtimeMs) return undefined;
   const row = queries(ctx.db).transform.get({ project: projectGid, file });
+  if (row && row.source !== source) return undefined;
   if (row && row.size === st.size) return [row.width, row.height];
   try {
     const m = await sharp(target).metadata();
@@ -234,17 +240,54 @@ async function upToDate(ctx: Ctx, projectGid: string, file: string, target: stri
   }
 }
 
-/** Notes a made media file for `info` (no sync item: transforms do not change the asset). */
-function recordTransform(ctx: Ctx, row: Omit<typeof damTransforms.$inferInsert, "updatedOn" | "id">): void {
+/**
+ * Notes a made media file for `info` and for permanent deletion (no sync item: transforms do not
+ * change the asset). When the asset was permanently deleted while it rendered, the file is removed
+ * instead (the removal hook below ran before there was a row to find).
+ */
+function recordTransform(ctx: Ctx, target: string, row: Omit<typeof damTransforms.$inferInsert, "updatedOn" | "id">): void {
   const values = { ...row, updatedOn: now() };
-  mutate(ctx.db, undefined, (tx) =>
-    tx
-      .insert(damTransforms)
+  const kept = mutate(ctx.db, undefined, (tx) => {
+    if (!queries(ctx.db).asset.get({ gid: row.assetGid })) return false;
+    tx.insert(damTransforms)
       .values(values)
       .onConflictDoUpdate({ target: [damTransforms.projectGid, damTransforms.file], set: values })
-      .run(),
-  );
+      .run();
+    return true;
+  });
+  if (!kept) rmSync(target, { force: true });
 }
+
+/**
+ * The storage of each open database, for the removal hook (which gets only the transaction):
+ * registered by `registerDamStorage` when the DAM routes of an instance are made. A database not
+ * registered falls back to the layout of `Storage` (the database file `apis.db` in the data folder).
+ */
+const storageByDb = new WeakMap<object, Pick<Ctx, "storage">>();
+export function registerDamStorage(ctx: Pick<Ctx, "db" | "storage">): void {
+  storageByDb.set(sqliteOf(ctx.db), ctx);
+}
+function storageOf(tx: Tx): Storage {
+  const client = sqliteOf(tx);
+  return storageByDb.get(client)?.storage ?? new Storage(dirname(client.filename));
+}
+
+/**
+ * Permanently deleted assets take their transformed files with them: their `dam_transforms` rows
+ * go in the deleting transaction and the files after commit (a file last made for another asset,
+ * through a reused custom name/key, belongs to that asset and stays).
+ */
+onAssetsRemoved((tx, projectGid, gids) => {
+  if (gids.length === 0) return [];
+  const rows = tx
+    .delete(damTransforms)
+    .where(and(eq(damTransforms.projectGid, projectGid), inArray(damTransforms.assetGid, gids)))
+    .returning({ file: damTransforms.file })
+    .all();
+  if (rows.length === 0) return [];
+  const dir = join(storageOf(tx).projectDir(projectGid), "media");
+  return rows.filter((r) => MEDIA_NAME_RE.test(r.file)).map((r) => join(dir, r.file));
+});
 
 /**
  * `publish`: the asset's original named by `pathname` becomes downloadable at
