@@ -14,6 +14,7 @@ commands:
   user list [--json]            list accounts
   user set-password --username U --password P
   user deactivate --username U  lock an account out (its tokens stop working)
+  user reactivate --username U  let a deactivated account log in again
   migrate                       apply database migrations and exit
   doctor                        check Bun, SQLite, sharp/libvips and the data folder
   jobs list [--limit N] [--json] housekeeping schedules (next/last run) and recent background jobs

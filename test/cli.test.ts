@@ -62,6 +62,17 @@ describe("the command line", () => {
     expect(JSON.parse(list.out)).toEqual([expect.objectContaining({ username: "root", email: "root@example.test", name: "Root", status: "active" })]);
   });
 
+  test("user deactivate locks an account out and user reactivate lets it back in", async () => {
+    const data = tmp();
+    apis(["user", "create", "--data", data, "--username", "ann", "--email", "ann@example.test", "--password", "secret-pass-1"]);
+    expect(apis(["user", "deactivate", "--data", data, "--username", "ann"]).code).toBe(0);
+    const listed = () => JSON.parse(apis(["user", "list", "--json", "--data", data]).out)[0].status;
+    expect(listed()).toBe("inactive");
+    expect(apis(["user", "reactivate", "--data", data, "--username", "ann"]).code).toBe(0);
+    expect(listed()).toBe("active");
+    expect(apis(["user", "reactivate", "--data", data, "--username", "ann"]).code).toBe(2);
+  });
+
   test("doctor checks sharp, SQLite and the data folder", () => {
     const r = apis(["doctor", "--data", tmp()]);
     expect(r.code).toBe(0);

@@ -4,7 +4,7 @@ import { users } from "../db/schema";
 import { createPerson, findByUsername, hashPassword, passwordIssues, setPassword, updateUser } from "../services/users.service";
 import { stringFlag, UsageError } from "./args";
 
-/** `apis user create|list|set-password|deactivate` for admins. Returns the exit code. */
+/** `apis user create|list|set-password|deactivate|reactivate` for admins. Returns the exit code. */
 export async function userCommand(ctx: Ctx, sub: string | undefined, flags: Record<string, string | boolean>): Promise<number> {
   const json = flags.json === true;
   switch (sub) {
@@ -47,7 +47,16 @@ export async function userCommand(ctx: Ctx, sub: string | undefined, flags: Reco
       console.log(`user ${username} deactivated; its tokens no longer work`);
       return 0;
     }
+    case "reactivate": {
+      const username = stringFlag(flags, "username", true)!;
+      const u = findByUsername(ctx.db, username);
+      if (!u) throw new UsageError(`no user ${username}`);
+      if (u.status !== "inactive") throw new UsageError(`user ${username} is ${u.status}, not inactive`);
+      mutate(ctx.db, ctx.hub, (tx, log) => updateUser(tx, log, u.gid, { status: "active" }));
+      console.log(`user ${username} reactivated; it can log in again`);
+      return 0;
+    }
     default:
-      throw new UsageError("usage: apis user create|list|set-password|deactivate [flags]");
+      throw new UsageError("usage: apis user create|list|set-password|deactivate|reactivate [flags]");
   }
 }
