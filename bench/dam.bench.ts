@@ -10,8 +10,11 @@
  * - uploads through `POST /api/p/<project>/assets/upload` in MB/s, next to a bare Bun.serve that
  *   streams the request body to disk.
  *
- * The images are generated once into bench/.tmp/dam/ (gitignored): four 2–6 MP JPEG
- * "photographs" (smooth gradients, shapes, sensor-like noise) and a PNG with alpha. Apis and the
+ * The images: real photographs (2.3–4.1 MP JPEGs) from Debian's plasma-workspace-wallpapers
+ * (`apt-get install plasma-workspace-wallpapers`; KDE's photographic wallpapers in
+ * /usr/share/wallpapers) when that package is installed, else four generated 2–6 MP JPEG
+ * "photographs" (smooth gradients, shapes, sensor-like noise) in bench/.tmp/dam/ (gitignored);
+ * plus a generated PNG with alpha. RESULTS.md says which set was used. Apis and the
  * bare server each run in their own process; autocannon and the direct pipeline run in this one.
  * Runnable alone: `bun bench/dam.bench.ts`, or through the runner: `npm run bench -- dam`.
  */
@@ -84,14 +87,38 @@ async function cutout(width: number, height: number): Promise<Buffer> {
   return sharp(raw, { raw: { width, height, channels: 4 } }).png({ compressionLevel: 6 }).toBuffer();
 }
 
-/** The image set, generated on first use. */
+/** KDE's photographic wallpapers (Debian package plasma-workspace-wallpapers), 2560x1600 JPEGs. */
+const WALLPAPERS = "/usr/share/wallpapers";
+const wallpaper = (name: string) => join(WALLPAPERS, name, "contents", "images", "2560x1600.jpg");
+const REAL_PHOTOS = ["FallenLeaf", "EveningGlow", "Path", "ColorfulCups"];
+
+/** True when the real photographs are installed (the benchmark then uses them). */
+export function realPhotos(): boolean {
+  return REAL_PHOTOS.every((n) => existsSync(wallpaper(n)));
+}
+
+/** The image set: real photographs when installed, else generated ones; made on first use. */
 export async function images(): Promise<Source[]> {
   mkdirSync(IMAGES_DIR, { recursive: true });
-  const specs: { name: string; make: () => Promise<Buffer>; label: string; options: string }[] = [
-    { name: "photo-2mp.jpg", make: () => photo(1920, 1080, 1), label: "1920x1080 JPEG", options: "fill=800,600/q=85" },
-    { name: "photo-3mp.jpg", make: () => photo(2048, 1536, 2), label: "2048x1536 JPEG", options: "fit=800,800/q=85" },
-    { name: "photo-4mp.jpg", make: () => photo(2400, 1600, 3), label: "2400x1600 JPEG", options: "width=1200/q=85" },
-    { name: "photo-6mp.jpg", make: () => photo(3000, 2000, 4), label: "3000x2000 JPEG", options: "fill=600,600/hs=0.3,0.4/q=85" },
+  const real = (name: string, width?: number) => async () => {
+    const img = sharp(wallpaper(name));
+    return (width ? img.resize(width) : img).jpeg({ quality: 92 }).toBuffer();
+  };
+  const photos: { name: string; make: () => Promise<Buffer>; label: string; options: string }[] = realPhotos()
+    ? [
+        { name: "real-fallenleaf-2mp.jpg", make: real("FallenLeaf", 1920), label: "1920x1200 photo (FallenLeaf)", options: "fill=800,600/q=85" },
+        { name: "real-eveningglow-4mp.jpg", make: real("EveningGlow"), label: "2560x1600 photo (EveningGlow)", options: "fit=800,800/q=85" },
+        { name: "real-path-4mp.jpg", make: real("Path"), label: "2560x1600 photo (Path)", options: "width=1200/q=85" },
+        { name: "real-cups-4mp.jpg", make: real("ColorfulCups"), label: "2560x1600 photo (ColorfulCups)", options: "fill=600,600/hs=0.3,0.4/q=85" },
+      ]
+    : [
+        { name: "photo-2mp.jpg", make: () => photo(1920, 1080, 1), label: "1920x1080 generated JPEG", options: "fill=800,600/q=85" },
+        { name: "photo-3mp.jpg", make: () => photo(2048, 1536, 2), label: "2048x1536 generated JPEG", options: "fit=800,800/q=85" },
+        { name: "photo-4mp.jpg", make: () => photo(2400, 1600, 3), label: "2400x1600 generated JPEG", options: "width=1200/q=85" },
+        { name: "photo-6mp.jpg", make: () => photo(3000, 2000, 4), label: "3000x2000 generated JPEG", options: "fill=600,600/hs=0.3,0.4/q=85" },
+      ];
+  const specs = [
+    ...photos,
     { name: "cutout-2mp.png", make: () => cutout(1600, 1200), label: "1600x1200 PNG with alpha", options: "fit=800,800/padding=20,20,20,20" },
   ];
   const out: Source[] = [];
@@ -247,7 +274,7 @@ export async function run(): Promise<BenchResult> {
     const thumbBytes = statSync(varFiles["/thumb.jpg"]!.file).size;
     const webBytes = statSync(varFiles["/web.jpg"]!.file).size;
     notes.push(
-      `Images (generated once into bench/.tmp/dam/): ${sources.map((s) => `${s.label} (${round(mb(s.bytes), 2)} MB)`).join(", ")}.`,
+      `Images (${realPhotos() ? "real photographs from Debian's plasma-workspace-wallpapers, re-encoded at q92" : "generated photo-like images: install Debian's plasma-workspace-wallpapers for real photographs"}; prepared once into bench/.tmp/dam/): ${sources.map((s) => `${s.label} (${round(mb(s.bytes), 2)} MB)`).join(", ")}.`,
       `Uncached transform: each image with its options and \`force=true\`, one request at a time, ${REPEAT}× per image and side, measured in pairs (endpoint and direct on the same image back to back, the order alternating) after a warm-up; the ratio is the median over the pairs of direct time / endpoint time (a spike of other work on the machine hits one pair, not the total), value and ceiling are totals (transforms per second over all pairs, ratio of totals ${round(endpointRate / directRate)}); ceiling: \`render()\` of src/dam/transform.ts (the endpoint's own pipeline: header read, plan, sharp, temp file + rename) called in this process on the same image files. Both sides: sharp cache off, libvips concurrency min(4, cores). Per image through the endpoint (timing_ms.transform, best of 3): ${perImage.join("; ")}.`,
       `Repeated transform: \`${sources[0]!.options}\` without force on the up-to-date file (JWT check, membership, asset lookup, stats of source and output, the output size recorded at its render), autocannon ${CONNECTIONS} connections, ${SECONDS} s; p50 ${cached.p50} ms, p99 ${cached.p99} ms.`,
       `Media: autocannon ${CONNECTIONS} connections, ${SECONDS} s per round, ${ROUNDS} alternating rounds after a 2 s warm-up, on a ${round(thumbBytes / 1024, 1)} KB thumbnail and a ${round(webBytes / 1024, 1)} KB web image; ceiling: bench/dam-bare.ts answering \`new Response(Bun.file(path))\` with the Content-Type, in its own process.`,
