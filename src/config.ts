@@ -31,7 +31,7 @@ export const settings = {
   logLevel: { env: "APIS_LOG_LEVEL", flag: "log-level", schema: z.enum(["debug", "info", "warn", "error", "silent"]), default: "info", help: "log level" },
   syncPageLimit: { env: "APIS_SYNC_PAGE_LIMIT", flag: "sync-page-limit", schema: int(10, 100000), default: 1000, help: "most sync items per /sync/get answer or initsync acknowledgement" },
   changeLogDays: { env: "APIS_CHANGE_LOG_DAYS", flag: "change-log-days", schema: int(1, 3650), default: 90, help: "days the change log is kept" },
-  rateLimit: { env: "APIS_RATE_LIMIT", flag: "rate-limit", schema: int(0, 100000), default: 50, help: "requests per second per user and project when the membership sets none (0 = off)" },
+  rateLimit: { env: "APIS_RATE_LIMIT", flag: "rate-limit", schema: int(0, 100000), default: 200, help: "requests per second per user and project when the membership sets none (0 = off)" },
   uploadMaxBytes: { env: "APIS_UPLOAD_MAX_BYTES", flag: "upload-max-bytes", schema: int(1024, 2 ** 40), default: 1024 * 1024 * 1024, help: "largest asset upload in bytes" },
   assetVersionsKept: { env: "APIS_ASSET_VERSIONS_KEPT", flag: "asset-versions-kept", schema: int(0, 1000), default: 5, help: "earlier versions of an asset kept after upload_update (older ones are deleted)" },
   imageMaxBytes: { env: "APIS_IMAGE_MAX_BYTES", flag: "image-max-bytes", schema: int(1024, 2 ** 30), default: 10 * 1024 * 1024, help: "largest avatar/icon upload in bytes" },
