@@ -51,7 +51,7 @@ export const settings = {
   corsOrigins: { env: "APIS_CORS_ORIGINS", flag: "cors-origins", schema: z.string(), default: "*", help: "comma-separated origins allowed for browsers and /sync/io; * allows all" },
   trustProxy: { env: "APIS_TRUST_PROXY", flag: "trust-proxy", schema: bool, default: false, help: "take the client address from X-Forwarded-For" },
   authRateLimit: { env: "APIS_AUTH_RATE_LIMIT", flag: "auth-rate-limit", schema: int(0, 100000), default: 10, help: "failed logins/code checks and code requests per account or address per window (0 = off)" },
-  authIpRateLimit: { env: "APIS_AUTH_IP_RATE_LIMIT", flag: "auth-ip-rate-limit", schema: int(0, 100000), default: 30, help: "the same per client address (0 = off)" },
+  authIpRateLimit: { env: "APIS_AUTH_IP_RATE_LIMIT", flag: "auth-ip-rate-limit", schema: int(0, 100000), default: 100, help: "the same per client address (0 = off)" },
   authRateWindow: { env: "APIS_AUTH_RATE_WINDOW", flag: "auth-rate-window", schema: int(1, 86400), default: 900, help: "window of the two limits above, in seconds" },
   codeTtl: { env: "APIS_CODE_TTL", flag: "code-ttl", schema: int(1, 86400), default: 900, help: "seconds a mailed verification code stays valid" },
 } as const;
