@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, inArray, isNull, sql } from "drizzle-orm";
+import { and, asc, desc, eq, inArray, isNull, sql, type SQL } from "drizzle-orm";
 import { readdirSync, renameSync, rmSync, statSync } from "node:fs";
 import { join, resolve, sep } from "node:path";
 import type { Ctx } from "../context";
@@ -301,6 +301,22 @@ export function moveAssets(tx: Tx, log: ChangeLog, projectGid: string, userGid: 
 }
 
 /**
+ * Sets `set` on the assets with these row ids (500 per statement, under SQLite's variable limit),
+ * optionally only where `extra` holds, and writes an `assets` UPDATE item for each changed row.
+ */
+function setAssets(tx: Tx, log: ChangeLog, projectGid: string, ids: number[], set: Partial<typeof assets.$inferInsert>, extra?: SQL): Asset[] {
+  const changed: Asset[] = [];
+  for (let i = 0; i < ids.length; i += 500) {
+    const chunk = inArray(assets.id, ids.slice(i, i + 500));
+    for (const r of tx.update(assets).set(set).where(extra ? and(chunk, extra) : chunk).returning().all()) {
+      log.project(projectGid, "UPDATE", "assets", r.gid);
+      changed.push(r);
+    }
+  }
+  return changed;
+}
+
+/**
  * Soft-deletes assets with everything active below them: status `deleted`, `deleted_with` = the
  * gid named in the call, so `undelete` brings back exactly what went with it.
  */
@@ -316,18 +332,7 @@ export function deleteAssets(tx: Tx, log: ChangeLog, projectGid: string, userGid
     }
     const t = now();
     const ids = [a.id, ...descendantIds(tx, projectGid, [gid], "active").map((d) => d.id)];
-    for (let i = 0; i < ids.length; i += 500) {
-      const rows = tx
-        .update(assets)
-        .set({ status: "deleted", deletedWith: gid, deletedOn: t, updatedOn: t, updatedBy: userGid })
-        .where(inArray(assets.id, ids.slice(i, i + 500)))
-        .returning()
-        .all();
-      for (const r of rows) {
-        log.project(projectGid, "UPDATE", "assets", r.gid);
-        out.changed.push(r);
-      }
-    }
+    out.changed.push(...setAssets(tx, log, projectGid, ids, { status: "deleted", deletedWith: gid, deletedOn: t, updatedOn: t, updatedBy: userGid }));
   }
   return out;
 }
@@ -357,18 +362,8 @@ export function undeleteAssets(tx: Tx, log: ChangeLog, projectGid: string, userG
     log.project(projectGid, "UPDATE", "assets", gid);
     out.changed.push(top);
     const below = descendantIds(tx, projectGid, [gid], "deleted").map((d) => d.id);
-    for (let i = 0; i < below.length; i += 500) {
-      const rows = tx
-        .update(assets)
-        .set({ status: "active", deletedWith: null, deletedOn: null, updatedOn: t, updatedBy: userGid })
-        .where(and(inArray(assets.id, below.slice(i, i + 500)), a.deletedWith ? eq(assets.deletedWith, a.deletedWith) : isNull(assets.gid)))
-        .returning()
-        .all();
-      for (const r of rows) {
-        log.project(projectGid, "UPDATE", "assets", r.gid);
-        out.changed.push(r);
-      }
-    }
+    const sameDeletion = a.deletedWith ? eq(assets.deletedWith, a.deletedWith) : isNull(assets.gid);
+    out.changed.push(...setAssets(tx, log, projectGid, below, { status: "active", deletedWith: null, deletedOn: null, updatedOn: t, updatedBy: userGid }, sameDeletion));
   }
   return out;
 }
