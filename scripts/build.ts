@@ -101,7 +101,11 @@ export async function buildExecutable(outfile = defaultOutfile): Promise<{ outfi
       autoloadPackageJson: false,
     },
     target: "bun",
-    minify: true,
+    // No minification: Elysia reads each handler's and hook's source (`fn.toString()`) to decide
+    // which parts of the context to build and apply; minified code made it skip `headers` and the
+    // headers a hook sets (every JWT check failed, renewed tokens were dropped).
+    // test/executable.test.ts walks a whole session in the binary to catch this.
+    minify: false,
     sourcemap: "linked",
     bytecode: true,
     format: "esm",

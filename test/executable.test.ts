@@ -4,6 +4,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import sharp from "sharp";
+import { io } from "socket.io-client";
 
 const repo = join(import.meta.dir, "..");
 let tmp: string;
@@ -85,6 +87,61 @@ describe.skipIf(process.platform !== "linux")("the compiled executable", () => {
     const root = join(tmp, "tmp", `apis-${process.getuid!()}`);
     cachedLibvips(root);
     expect(statSync(root).mode & 0o077).toBe(0);
+  });
+
+  test("a whole session works in the executable: login, JWT endpoints, upload, transform, media and a pushed sync item", async () => {
+    const data = join(tmp, "session");
+    const created = await run(["user", "create", "--data", data, "--username", "exeuser", "--email", "exe@example.test", "--password", "password1"]);
+    expect(created.code).toBe(0);
+    const p = Bun.spawn(["./apis", "serve", "--port", "0", "--host", "127.0.0.1", "--data", data, "--log-level", "error"], { cwd: folder, env, stdout: "pipe", stderr: "pipe" });
+    try {
+      const reader = p.stdout.getReader();
+      let text = "";
+      let url: string | undefined;
+      while (!url) {
+        const { value, done } = await reader.read();
+        if (done) throw new Error(`server ended before printing its URL:\n${text}`);
+        text += new TextDecoder().decode(value);
+        url = text.match(/listening on (http:\/\/\S+) /)?.[1];
+      }
+      const post = (path: string, body: unknown, token?: string) =>
+        fetch(url + path, { method: "POST", headers: token ? { authorization: `Bearer ${token}` } : {}, body: body instanceof FormData ? body : JSON.stringify(body) });
+      const login = await post("/api/login", { username: "exeuser", password: "password1" });
+      expect(login.status).toBe(200);
+      const token = login.headers.get("authorization")!.replace(/^Bearer /, "");
+      const init = await fetch(`${url}/api/init`, { headers: { authorization: `Bearer ${token}` } });
+      expect(init.status).toBe(200);
+      expect(init.headers.get("authorization")).toStartWith("Bearer ");
+
+      // A socket subscribed before the change receives it.
+      const socket = io(url!, { path: "/sync/io", auth: { JWT: token }, transports: ["websocket"], reconnection: false });
+      const ack: unknown = await new Promise((resolve, reject) => {
+        socket.on("connect_error", reject);
+        socket.on("connect", () => socket.emit("initsync", { "cc.cursor": 0 }, resolve));
+      });
+      expect(Array.isArray(ack)).toBe(true);
+      const pushed = new Promise<any[]>((resolve) => socket.on("sync", resolve));
+      const project = ((await (await post("/api/projects/create", { name: "Exe" }, token)).json()) as any).result.project as string;
+      expect((await pushed).map((i) => i.data_type)).toContain("cc.projects");
+      socket.close();
+
+      const form = new FormData();
+      form.append("file", new File([await sharp({ create: { width: 64, height: 48, channels: 3, background: "#3366cc" } }).jpeg().toBuffer()], "blue.jpg"));
+      const upload = (await (await post(`/api/p/${project}/assets/upload`, form, token)).json()) as any;
+      expect(upload.success).toBe(true);
+      const asset = Object.values(upload.data.assets)[0] as any;
+      const transform = await fetch(`${url}/dam/p/${project}/transform/${asset.storage_name}/width=32/type=png`, { headers: { authorization: `Bearer ${token}` } });
+      const t = (await transform.json()) as any;
+      expect(t.result.dimensions).toEqual([32, 24]);
+      const media = await fetch(t.result.public_url.replace(/^https?:\/\/[^/]+/, url!));
+      expect(media.status).toBe(200);
+      expect(media.headers.get("content-type")).toBe("image/png");
+      const meta = await sharp(Buffer.from(await media.arrayBuffer())).metadata();
+      expect([meta.width, meta.height]).toEqual([32, 24]);
+    } finally {
+      p.kill("SIGTERM");
+      await p.exited;
+    }
   });
 
   test("serve answers /api/ping, loads nothing from node_modules, and exits 0 on SIGTERM", async () => {

@@ -63,24 +63,27 @@ export function authMacro(ctx: Ctx) {
     return caller;
   };
   const callerOf = async (request: Request, header: string | undefined) => callers.get(request) ?? (await check(request, header));
+  // The header is read from `request` rather than Elysia's parsed `headers`: Elysia decides from
+  // each hook's source text whether to parse headers, and in the compiled executable it did not.
+  const header = (request: Request) => request.headers.get("authorization") ?? undefined;
   return new Elysia({ name: "apis-auth" }).macro({
     auth: {
       detail: authDetail(true),
-      async transform({ request, headers, set }) {
-        const caller = await check(request, headers.authorization);
+      async transform({ request, set }) {
+        const caller = await check(request, header(request));
         set.headers.authorization = `Bearer ${caller.token}`;
       },
-      async resolve({ request, headers }) {
-        return { caller: await callerOf(request, headers.authorization) };
+      async resolve({ request }) {
+        return { caller: await callerOf(request, header(request)) };
       },
     },
     authNoRenew: {
       detail: authDetail(false),
-      async transform({ request, headers }) {
-        await check(request, headers.authorization);
+      async transform({ request }) {
+        await check(request, header(request));
       },
-      async resolve({ request, headers }) {
-        return { caller: await callerOf(request, headers.authorization) };
+      async resolve({ request }) {
+        return { caller: await callerOf(request, header(request)) };
       },
     },
   });
