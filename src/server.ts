@@ -3,6 +3,7 @@ import { mkdirSync } from "node:fs";
 import { publicBaseUrl, type Config } from "./config";
 import type { Ctx } from "./context";
 import { migrate, openDatabase } from "./db/connection";
+import { Cors } from "./http/cors";
 import { errorHandling, jsonBodies } from "./http/handlers";
 import { apiDocs } from "./http/openapi";
 import { loadSecret, Tokens } from "./http/tokens";
@@ -77,13 +78,20 @@ export async function startServer(config: Config): Promise<Running> {
   const appFetch = app.fetch;
   // Socket.IO at /sync/io beside Elysia: one fetch and one websocket handler dispatch to both.
   const sync = new SyncServer(ctx);
+  // Browsers on other origins (APIS_CORS_ORIGINS): preflights answered, the JWT header exposed.
+  const cors = new Cors(config);
+  const withCors = async (req: Request) => cors.decorate(req, await appFetch(req));
   const server = Bun.serve({
     port: config.port,
     hostname: config.host,
     maxRequestBodySize: Math.max(config.uploadMaxBytes, config.imageMaxBytes) + 1024 * 1024,
     // Public media files are answered by Bun itself before the app (src/routes/media.routes.ts).
     routes: mediaServeRoutes(ctx),
-    fetch: (req, srv) => (sync.handles(req) ? sync.handleRequest(req, srv) : appFetch(req)),
+    fetch: (req, srv) => {
+      if (sync.handles(req)) return sync.handleRequest(req, srv);
+      if (!req.headers.has("origin")) return appFetch(req);
+      return cors.preflight(req) ?? withCors(req);
+    },
     websocket: sync.websocket,
     error(err) {
       ctx.log.error("unhandled server error", { error: String(err?.stack ?? err) });

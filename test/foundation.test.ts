@@ -124,3 +124,37 @@ describe("projects", () => {
     expect(denied.status).toBe(403);
   });
 });
+
+describe("browsers on other origins", () => {
+  let strict: TestServer;
+  beforeAll(async () => {
+    strict = await TestServer.start({ "cors-origins": "https://app.example.test" });
+  });
+  afterAll(() => strict.stop());
+
+  test("a preflight from an allowed origin is answered 204 with the allowed methods and headers", async () => {
+    const r = await strict.call("/api/init", {
+      method: "OPTIONS",
+      headers: { origin: "https://app.example.test", "access-control-request-method": "GET", "access-control-request-headers": "authorization" },
+    });
+    expect(r.status).toBe(204);
+    expect(r.headers.get("access-control-allow-origin")).toBe("https://app.example.test");
+    expect(r.headers.get("access-control-allow-headers")).toContain("authorization");
+  });
+
+  test("an answer to an allowed origin exposes the Authorization header so a page can keep the renewed JWT", async () => {
+    const u = await strict.user("corsuser");
+    const r = await strict.call("/api/init", { token: u.token, headers: { origin: "https://app.example.test" } });
+    expect(r.status).toBe(200);
+    expect(r.headers.get("access-control-allow-origin")).toBe("https://app.example.test");
+    expect(r.headers.get("access-control-expose-headers")).toContain("authorization");
+  });
+
+  test("another origin gets no CORS headers, and its preflight a 403", async () => {
+    const r = await strict.call("/api/ping", { headers: { origin: "https://evil.example.test" } });
+    expect(r.headers.get("access-control-allow-origin")).toBeNull();
+    const p = await strict.call("/api/ping", { method: "OPTIONS", headers: { origin: "https://evil.example.test", "access-control-request-method": "GET" } });
+    expect(p.status).toBe(403);
+    expect(p.body.result.code).toBe(403);
+  });
+});

@@ -96,6 +96,8 @@ export function serveFile(request: Request, path: string, opts: ServeOptions): R
     etag,
     "last-modified": lastModified,
     "accept-ranges": "bytes",
+    // Public files: any page may fetch them (no credentials are involved).
+    "access-control-allow-origin": "*",
   };
   if (opts.untrusted) {
     headers["x-content-type-options"] = "nosniff";

@@ -5,6 +5,7 @@ import { Server as IoServer, type Socket } from "socket.io";
 import type { Ctx } from "../context";
 import type { SyncItem } from "../db/changelog";
 import { authenticate, type Caller } from "../http/auth";
+import { Cors } from "../http/cors";
 import { errorBody } from "../http/envelope";
 import { ApiError } from "../http/errors";
 import { getProject } from "../services/projects.service";
@@ -85,22 +86,16 @@ export class SyncServer {
   private readonly byProject = new Map<string, Set<Session>>();
   private readonly catchingUp = new Set<Session>();
   private readonly stopListening: () => void;
-  private readonly allowAllOrigins: boolean;
-  private readonly origins: Set<string>;
+  private readonly cors: Cors;
 
   constructor(private readonly ctx: Ctx) {
-    const list = ctx.config.corsOrigins
-      .split(",")
-      .map((o) => o.trim().replace(/\/+$/, ""))
-      .filter(Boolean);
-    this.allowAllOrigins = list.length === 0 || list.includes("*");
-    this.origins = new Set(list);
+    this.cors = new Cors(ctx.config);
     this.engine = new Engine({
       path: SYNC_PATH + "/",
       pingInterval: PING_INTERVAL_MS,
       pingTimeout: PING_TIMEOUT_MS,
       maxHttpBufferSize: ctx.config.syncMaxBytes,
-      cors: { origin: this.allowAllOrigins ? "*" : [...this.origins] },
+      cors: { origin: this.cors.allowAll ? "*" : [...this.cors.origins] },
       allowRequest: async (req) => {
         const origin = req.headers.get("origin");
         if (origin && !this.originAllowed(origin)) throw "Origin not allowed";
@@ -121,7 +116,7 @@ export class SyncServer {
 
   /** Browsers' Origin against `APIS_CORS_ORIGINS`; clients without an Origin (apps, servers) pass. */
   originAllowed(origin: string): boolean {
-    return this.allowAllOrigins || this.origins.has(origin.replace(/\/+$/, ""));
+    return this.cors.allowed(origin);
   }
 
   /** True for requests to `/sync/io` (with or without the trailing slash the clients add). */
