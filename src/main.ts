@@ -1,5 +1,5 @@
 #!/usr/bin/env bun
-import { ConfigError, loadConfig, settingsHelp } from "./config";
+import { ConfigError, loadConfig, settings, settingsHelp } from "./config";
 import { parseArgs, UsageError } from "./cli/args";
 import { VERSION } from "./version";
 
@@ -30,6 +30,20 @@ settings (flag, environment variable, meaning):
 ${settingsHelp()}
 `;
 
+/** Flags of each command besides the settings every command takes. */
+const COMMAND_FLAGS: Record<string, string[]> = {
+  user: ["username", "email", "password", "name", "json"],
+  jobs: ["limit", "json"],
+  backup: ["out", "file", "json", "keep-previous"],
+};
+
+/** A mistyped flag is a usage error (exit 2), not silently ignored. */
+function checkFlags(command: string, flags: Record<string, unknown>) {
+  const known = new Set([...Object.values(settings).map((s) => s.flag), "help", "version", ...(COMMAND_FLAGS[command] ?? [])]);
+  const unknown = Object.keys(flags).filter((f) => !known.has(f));
+  if (unknown.length) throw new UsageError(`unknown flag --${unknown[0]} for ${command}; see apis --help`);
+}
+
 async function main(argv: string[]): Promise<number> {
   const { words, flags } = parseArgs(argv);
   if (flags.version) {
@@ -41,6 +55,7 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   const command = words[0] ?? "serve";
+  checkFlags(command, flags);
   const config = loadConfig(flags);
   switch (command) {
     case "serve": {

@@ -40,6 +40,12 @@ describe("the command line", () => {
     expect(env.err).toContain("APIS_LOG_LEVEL");
   });
 
+  test("a mistyped flag is a usage error with exit code 2, not silently ignored", () => {
+    const r = apis(["migrate", "--data", tmp(), "--dat", "x"]);
+    expect(r.code).toBe(2);
+    expect(r.err).toContain("--dat");
+  });
+
   test("an unknown command is a usage error with exit code 2", () => {
     expect(apis(["frobnicate"]).code).toBe(2);
   });
