@@ -203,6 +203,11 @@ describe("uploads", () => {
     expect(fake.body.data.assets[fake.body.result.asset]).toMatchObject({ type: "file", extension: "txt", mime: "text/plain" });
     const svg = await upload('<svg xmlns="http://www.w3.org/2000/svg" width="12" height="8"><rect width="12" height="8"/></svg>', "logo.txt");
     expect(svg.body.data.assets[svg.body.result.asset]).toMatchObject({ type: "image", extension: "svg", mime: "image/svg+xml", width: 12, height: 8 });
+    const doctype = await upload(
+      '<?xml version="1.0"?>\n<!DOCTYPE svg [<!ENTITY w "12">]>\n<svg xmlns="http://www.w3.org/2000/svg" width="12" height="8"><rect width="12" height="8"/></svg>',
+      "drawing.xml",
+    );
+    expect(doctype.body.data.assets[doctype.body.result.asset]).toMatchObject({ extension: "svg", mime: "image/svg+xml" });
     const bin = await upload(new Uint8Array([0, 1, 2, 3, 250, 251]), "blob.dat");
     expect(bin.body.data.assets[bin.body.result.asset]).toMatchObject({ type: "file", extension: "dat", mime: "application/octet-stream" });
     const pdf = await upload("%PDF-1.4\n1 0 obj<<>>endobj\ntrailer<<>>\n%%EOF\n", "doc.bin");

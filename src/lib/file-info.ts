@@ -72,8 +72,9 @@ function looksLikeText(head: Buffer): boolean {
   }
 }
 
+/** True for SVG text: an <svg> root after any XML declaration, comments and DOCTYPE (with an internal subset). */
 function looksLikeSvg(text: string): boolean {
-  const t = text.replace(/^\uFEFF/, "").replace(/<\?xml[\s\S]*?\?>/g, "").replace(/<!--[\s\S]*?-->/g, "").replace(/<!DOCTYPE[\s\S]*?>/gi, "").trimStart();
+  const t = text.replace(/^\uFEFF/, "").replace(/<\?xml[\s\S]*?\?>/g, "").replace(/<!--[\s\S]*?-->/g, "").replace(/<!DOCTYPE(?:[^[>]|\[[\s\S]*?\])*>/gi, "").trimStart();
   return /^<svg[\s>]/i.test(t);
 }
 
