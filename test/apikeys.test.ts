@@ -8,11 +8,8 @@ let owner: U, bob: U, stranger: U;
 let project: string, other: string;
 
 const call = (path: string, token: string | null, body: unknown = {}) => srv.call(path, { token, body });
-const cursorOf = async (u: U) => (await srv.call("/sync/cursors", { token: u.token, body: {} })).body.result["cc.cursor"] as number;
-const syncOf = async (u: U, since: number) =>
-  ((await srv.call("/sync/get", { token: u.token, body: { cc_cursor: since } })).body.result.sync as any[]).map(
-    (i) => `${i.action} ${i.data_type} ${i.data_key}`,
-  );
+const cursorOf = (u: U) => srv.ccCursor(u.token);
+const syncOf = (u: U, since: number) => srv.ccItems(u.token, since);
 
 beforeAll(async () => {
   srv = await TestServer.start();

@@ -11,7 +11,7 @@ import { projectTables, walkFiles, writeSnapshot } from "../src/backups/project-
 import { scheduleBackups } from "../src/services/backups.service";
 import { createPerson, hashPassword } from "../src/services/users.service";
 import { eq, and } from "drizzle-orm";
-import { TestServer, tokenOf } from "./helpers/server";
+import { servedUrl, TestServer, tokenOf } from "./helpers/server";
 
 let srv: TestServer;
 let alice: { gid: string; token: string };
@@ -305,14 +305,7 @@ describe("crash during a backup", () => {
           stdout: "pipe",
           stderr: "inherit",
         });
-        const reader = child.stdout.getReader();
-        let text = "";
-        while (!/listening on (\S+)/.test(text)) {
-          const { value, done } = await reader.read();
-          if (done) throw new Error(`server exited: ${text}`);
-          text += new TextDecoder().decode(value);
-        }
-        return { child, url: text.match(/listening on (\S+)/)![1]! };
+        return { child, url: await servedUrl(child) };
       };
       const call = async (url: string, path: string, body: unknown, token?: string) => {
         const res = await fetch(url + path, {

@@ -2,6 +2,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { servedUrl } from "./helpers/server";
 
 const root = join(import.meta.dir, "..");
 const dirs: string[] = [];
@@ -97,14 +98,7 @@ describe("serve", () => {
       stderr: "pipe",
       env: { ...process.env, APIS_LOG_LEVEL: "error" },
     });
-    const reader = proc.stdout.getReader();
-    let text = "";
-    while (!/listening on (http:\/\/\S+)/.test(text)) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      text += new TextDecoder().decode(value);
-    }
-    const url = text.match(/listening on (http:\/\/\S+)/)![1]!;
+    const url = await servedUrl(proc);
     expect(url).not.toEndWith(":0");
     expect((await fetch(`${url}/api/ping`)).status).toBe(200);
     // A login hashes with argon2 (tens of milliseconds): still in flight when SIGTERM arrives.

@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import sharp from "sharp";
 import { io } from "socket.io-client";
+import { servedUrl } from "./helpers/server";
 
 const repo = join(import.meta.dir, "..");
 let tmp: string;
@@ -95,15 +96,7 @@ describe.skipIf(process.platform !== "linux")("the compiled executable", () => {
     expect(created.code).toBe(0);
     const p = Bun.spawn(["./apis", "serve", "--port", "0", "--host", "127.0.0.1", "--data", data, "--log-level", "error"], { cwd: folder, env, stdout: "pipe", stderr: "pipe" });
     try {
-      const reader = p.stdout.getReader();
-      let text = "";
-      let url: string | undefined;
-      while (!url) {
-        const { value, done } = await reader.read();
-        if (done) throw new Error(`server ended before printing its URL:\n${text}`);
-        text += new TextDecoder().decode(value);
-        url = text.match(/listening on (http:\/\/\S+) /)?.[1];
-      }
+      const url = await servedUrl(p);
       const post = (path: string, body: unknown, token?: string) =>
         fetch(url + path, { method: "POST", headers: token ? { authorization: `Bearer ${token}` } : {}, body: body instanceof FormData ? body : JSON.stringify(body) });
       const login = await post("/api/login", { username: "exeuser", password: "password1" });
@@ -147,15 +140,8 @@ describe.skipIf(process.platform !== "linux")("the compiled executable", () => {
   test("serve answers /api/ping, loads nothing from node_modules, and exits 0 on SIGTERM", async () => {
     const p = Bun.spawn(["./apis", "serve", "--port", "0", "--data", join(tmp, "d")], { cwd: folder, env, stdout: "pipe", stderr: "pipe" });
     try {
-      const reader = p.stdout.getReader();
-      let text = "";
-      let url: string | undefined;
-      while (!url) {
-        const { value, done } = await reader.read();
-        if (done) throw new Error(`server ended before printing its URL:\n${text}\n${await new Response(p.stderr).text()}`);
-        text += new TextDecoder().decode(value);
-        url = text.match(/^Apis \S+ listening on (http:\/\/localhost:\d+) /m)?.[1];
-      }
+      const url = await servedUrl(p);
+      expect(url).toMatch(/^http:\/\/localhost:\d+$/);
       const res = await fetch(`${url}/api/ping`);
       expect(res.status).toBe(200);
       expect(((await res.json()) as any).result.pong).toBe(true);

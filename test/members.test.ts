@@ -25,11 +25,8 @@ async function invitationOf(to: string) {
 }
 
 const call = (path: string, token: string | null, body: unknown = {}) => srv.call(path, { token, body });
-const cursorOf = async (u: U) => (await srv.call("/sync/cursors", { token: u.token, body: {} })).body.result["cc.cursor"] as number;
-const syncOf = async (u: U, since: number) =>
-  ((await srv.call("/sync/get", { token: u.token, body: { cc_cursor: since } })).body.result.sync as any[]).map(
-    (i) => `${i.action} ${i.data_type} ${i.data_key}`,
-  );
+const cursorOf = (u: U) => srv.ccCursor(u.token);
+const syncOf = (u: U, since: number) => srv.ccItems(u.token, since);
 
 beforeAll(async () => {
   smtp = await TestSmtp.start();

@@ -65,11 +65,38 @@ export class TestServer {
     });
   }
 
+  /** The caller's current `cc.cursor`. */
+  async ccCursor(token: string): Promise<number> {
+    return (await this.call("/sync/cursors", { token, body: {} })).body.result["cc.cursor"];
+  }
+
+  /** The `cc` items the caller sees after `since`, as "ACTION data_type data_key" lines. */
+  async ccItems(token: string, since: number): Promise<string[]> {
+    const items = (await this.call("/sync/get", { token, body: { cc_cursor: since } })).body.result.sync as any[];
+    return items.map((i) => `${i.action} ${i.data_type} ${i.data_key}`);
+  }
+
   /** Creates a project owned by the given token's user; returns its gid. */
   async project(token: string, name = "Project"): Promise<string> {
     const r = await this.call("/api/projects/create", { token, body: { name } });
     if (r.status !== 200) throw new Error(`project create failed: ${JSON.stringify(r.body)}`);
     return r.body.result.project;
+  }
+}
+
+/** Reads a spawned `apis serve`'s stdout until it prints the URL it listens on, and returns it. */
+export async function servedUrl(proc: { stdout: ReadableStream<Uint8Array>; stderr?: unknown }): Promise<string> {
+  const reader = proc.stdout.getReader();
+  let text = "";
+  for (;;) {
+    const url = text.match(/listening on (http:\/\/\S+) /)?.[1];
+    if (url) {
+      reader.releaseLock();
+      return url;
+    }
+    const { value, done } = await reader.read();
+    if (done) throw new Error(`server ended before printing its URL:\n${text}`);
+    text += new TextDecoder().decode(value);
   }
 }
 
