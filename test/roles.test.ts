@@ -177,3 +177,22 @@ describe("role matrix", () => {
     expect((await call(`/api/p/${w.project}/auth`, null, { api_key: "apis_whatever" })).status).toBe(403);
   });
 });
+
+describe("strangers and incomplete bodies", () => {
+  test("a stranger sending an empty body to a project endpoint gets 403, not a 400 that describes the body", async () => {
+    const s = await TestServer.start({ "rate-limit": "0" });
+    try {
+      const owner = await s.user("owner1");
+      const stranger = await s.user("stranger1");
+      const project = await s.project(owner.token, "Closed");
+      for (const path of ["members/invite", "apikeys/create", "assets/upload", "backups/create", "jobs/get"]) {
+        const r = await s.call(`/api/p/${project}/${path}`, { token: stranger.token, body: {} });
+        expect([path, r.status]).toEqual([path, 403]);
+      }
+      const member = await s.call(`/api/p/${project}/members/invite`, { token: owner.token, body: {} });
+      expect(member.status).toBe(400);
+    } finally {
+      await s.stop();
+    }
+  });
+});

@@ -3,12 +3,16 @@ import { Elysia } from "elysia";
 import type { Ctx } from "../context";
 import type { Tx } from "../db/connection";
 import { memberships } from "../db/schema";
+import { activeMembership } from "../services/access.service";
 import { getUser, type User } from "../services/users.service";
-import { ApiError } from "./errors";
+import { ApiError, forbidden } from "./errors";
 import { authDetail } from "./openapi";
 import { bearerToken } from "./tokens";
 
 export const REALM = "apis";
+
+/** `/api/p/<project>/...` and `/dam/p/<project>/...`: the project gid of a request URL. */
+const PROJECT_PATH = /^[a-z][a-z0-9+.-]*:\/\/[^/]+\/(?:api|dam)\/p\/([^/?#]+)\//i;
 
 /** 401 with the Bearer challenge of spec section 5. */
 export function permissionDenied(reason = "invalid_token"): ApiError {
@@ -59,6 +63,10 @@ export function authMacro(ctx: Ctx) {
   const callers = new WeakMap<Request, Caller>();
   const check = async (request: Request, header: string | undefined) => {
     const caller = await authenticate(ctx, header);
+    // Project paths need an active membership before anything else is looked at, so a stranger
+    // gets 403 whatever its body (services check the finer rules, e.g. owner only).
+    const project = PROJECT_PATH.exec(request.url)?.[1];
+    if (project && !activeMembership(ctx.db, project, caller.user.gid)) throw forbidden("Not a member of the project");
     callers.set(request, { user: caller.user, token: caller.token });
     return caller;
   };
