@@ -11,22 +11,14 @@ import { projectTables, walkFiles, writeSnapshot } from "../src/backups/project-
 import { scheduleBackups } from "../src/services/backups.service";
 import { createPerson, hashPassword } from "../src/services/users.service";
 import { eq, and } from "drizzle-orm";
-import { servedUrl, TestServer, tokenOf } from "./helpers/server";
+import { servedUrl, TestServer, tokenOf, until as waitUntil } from "./helpers/server";
 
 let srv: TestServer;
 let alice: { gid: string; token: string };
 let bob: { gid: string; token: string };
 let project: string;
 
-async function until<T>(fn: () => Promise<T | undefined> | T | undefined, ms = 8000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined && v !== false) return v as T;
-    if (Date.now() > end) throw new Error("timed out");
-    await Bun.sleep(25);
-  }
-}
+const until = <T>(fn: () => Promise<T | undefined | false> | T | undefined | false, ms = 8000) => waitUntil<T>(fn, ms);
 
 /** Waits until the job's last `jobs` sync item (as the owner sees it) is final; returns all its items. */
 async function finished(s: TestServer, token: string, jobToken: string, since: number) {

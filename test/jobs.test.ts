@@ -7,7 +7,7 @@ import { changes, meta, verificationCodes } from "../src/db/schema";
 import { unprocessable } from "../src/http/errors";
 import { registerJob } from "../src/jobs/runner";
 import { housekeepingTasks, listSchedules, pruneChangeLog, runHousekeeping } from "../src/jobs/schedules";
-import { TestServer } from "./helpers/server";
+import { TestServer, until } from "./helpers/server";
 
 // Job kinds for these tests only: counting with progress, failing, and one slow step per unit.
 registerJob("test.count", async (_ctx, job, progress) => {
@@ -70,16 +70,6 @@ async function cursorOf(token: string): Promise<number> {
 async function jobItems(token: string, since: number, jobToken: string) {
   const r = await srv.call("/sync/get", { token, body: { cc_cursor: since } });
   return (r.body.result.sync as any[]).filter((i) => i.data_type === "jobs" && i.data_key === jobToken);
-}
-
-async function until<T>(fn: () => Promise<T | undefined> | T | undefined, ms = 5000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined && v !== false) return v as T;
-    if (Date.now() > end) throw new Error("timed out");
-    await Bun.sleep(20);
-  }
 }
 
 describe("job runner", () => {

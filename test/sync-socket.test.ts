@@ -8,7 +8,7 @@ import { loadSecret, Tokens } from "../src/http/tokens";
 import { newGid, now } from "../src/lib/ids";
 import { projectAudience } from "../src/services/access.service";
 import { updateUser } from "../src/services/users.service";
-import { TestServer } from "./helpers/server";
+import { TestServer, until as waitUntil } from "./helpers/server";
 
 type Item = { type: string; cursor: number; action: string; data_type: string; data_key: string; data: unknown };
 type Who = { gid: string; token: string };
@@ -47,13 +47,7 @@ function collect(socket: Socket): Item[] {
   return got;
 }
 
-async function until(cond: () => boolean, ms = 3000, what = "condition") {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(5);
-  }
-}
+const until = (cond: () => boolean, ms = 3000, what = "condition") => waitUntil(cond, ms, what);
 
 /** Writes one project item directly through the change-log writer, as any project mutation does. */
 function touch(srv: TestServer, project: string, dataType = "records"): number {

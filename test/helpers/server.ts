@@ -84,6 +84,17 @@ export class TestServer {
   }
 }
 
+/** Polls `fn` until it returns something other than undefined/false, and returns that; throws after `ms`. */
+export async function until<T>(fn: () => Promise<T | undefined | false> | T | undefined | false, ms = 5000, what = "condition"): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (v !== undefined && v !== false) return v as T;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await Bun.sleep(10);
+  }
+}
+
 /** Reads a spawned `apis serve`'s stdout until it prints the URL it listens on, and returns it. */
 export async function servedUrl(proc: { stdout: ReadableStream<Uint8Array>; stderr?: unknown }): Promise<string> {
   const reader = proc.stdout.getReader();
