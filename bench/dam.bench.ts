@@ -2,7 +2,7 @@
  * The DAM benchmark (issue 5 item 8):
  *
  * - uncached transforms through `GET /dam/.../transform` (with `force`, one at a time) against the
- *   very same sharp pipeline (`render` of src/dam/transform.ts) called directly in this process on
+ *   very same sharp pipeline (`render` of src/features/dam/dam.transform.ts) called directly in this process on
  *   the same originals, in alternating rounds; target ratio >= 0.85;
  * - repeated transforms without `force` (the file is up to date: no image work) in req/s;
  * - `GET /media/p/<project>/var/...` against a bare Bun.serve sending the same file with
@@ -21,8 +21,8 @@
 import { existsSync, mkdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import sharp from "sharp";
-import { effectiveBackground, outputType, parseOptions } from "../src/dam/options";
-import { configureSharp, planGeometry, render, type RenderJob } from "../src/dam/transform";
+import { effectiveBackground, outputType, parseOptions } from "../src/features/dam/dam.options";
+import { configureSharp, planGeometry, render, type RenderJob } from "../src/features/dam/dam.transform";
 import { BUN, compareLoad, CONNECTIONS, freePort, load, median, removeDir, ROOT, round, ROUNDS, SECONDS, spawnServer, tempDir, type BenchResult, type Child, type Row } from "./harness";
 
 const USER = { username: "dambench", email: "dambench@example.test", password: "bench-password-1" };
@@ -275,7 +275,7 @@ export async function run(): Promise<BenchResult> {
     const webBytes = statSync(varFiles["/web.jpg"]!.file).size;
     notes.push(
       `Images (${realPhotos() ? "real photographs from Debian's plasma-workspace-wallpapers, re-encoded at q92" : "generated photo-like images: install Debian's plasma-workspace-wallpapers for real photographs"}; prepared once into bench/.tmp/dam/): ${sources.map((s) => `${s.label} (${round(mb(s.bytes), 2)} MB)`).join(", ")}.`,
-      `Uncached transform: each image with its options and \`force=true\`, one request at a time, ${REPEAT}× per image and side, measured in pairs (endpoint and direct on the same image back to back, the order alternating) after a warm-up; the ratio is the median over the pairs of direct time / endpoint time (a spike of other work on the machine hits one pair, not the total), value and ceiling are totals (transforms per second over all pairs, ratio of totals ${round(endpointRate / directRate)}); ceiling: \`render()\` of src/dam/transform.ts (the endpoint's own pipeline: header read, plan, sharp, temp file + rename) called in this process on the same image files. Both sides: sharp cache off, libvips concurrency min(4, cores). Per image through the endpoint (timing_ms.transform, best of 3): ${perImage.join("; ")}.`,
+      `Uncached transform: each image with its options and \`force=true\`, one request at a time, ${REPEAT}× per image and side, measured in pairs (endpoint and direct on the same image back to back, the order alternating) after a warm-up; the ratio is the median over the pairs of direct time / endpoint time (a spike of other work on the machine hits one pair, not the total), value and ceiling are totals (transforms per second over all pairs, ratio of totals ${round(endpointRate / directRate)}); ceiling: \`render()\` of src/features/dam/dam.transform.ts (the endpoint's own pipeline: header read, plan, sharp, temp file + rename) called in this process on the same image files. Both sides: sharp cache off, libvips concurrency min(4, cores). Per image through the endpoint (timing_ms.transform, best of 3): ${perImage.join("; ")}.`,
       `Repeated transform: \`${sources[0]!.options}\` without force on the up-to-date file (JWT check, membership, asset lookup, stats of source and output, the output size recorded at its render), autocannon ${CONNECTIONS} connections, ${SECONDS} s; p50 ${cached.p50} ms, p99 ${cached.p99} ms.`,
       `Media: autocannon ${CONNECTIONS} connections, ${SECONDS} s per round, ${ROUNDS} alternating rounds after a 2 s warm-up, on a ${round(thumbBytes / 1024, 1)} KB thumbnail and a ${round(webBytes / 1024, 1)} KB web image; ceiling: bench/dam-bare.ts answering \`new Response(Bun.file(path))\` with the Content-Type, in its own process.`,
       `Uploads: multipart POST /api/p/<project>/assets/upload (streamed to disk, SHA-256, type sniffing, EXIF extraction, database row, sync item), one at a time; ceiling: the bare server streaming the raw body to a file. The 64 MB file is pseudo-random bytes (stored as a plain file).`,

@@ -11,13 +11,13 @@
  * in its own turn of the event loop, as that many separate record changes would.
  */
 import { loadConfig } from "../src/config";
-import { mutate } from "../src/db/changelog";
+import { mutate } from "../src/db/mutate";
 import { memberships, users } from "../src/db/schema";
-import { newGid, now } from "../src/lib/ids";
-import { startServer } from "../src/server";
-import { currentCursor } from "../src/services/session.service";
-import { createProject } from "../src/services/projects.service";
-import { createPerson } from "../src/services/users.service";
+import { newGid, now } from "../src/core/ids";
+import { startServer } from "../src/app/server";
+import { currentCursor } from "../src/features/session/session.service";
+import { createProject } from "../src/features/projects/projects.service";
+import { createPerson } from "../src/features/users/users.service";
 
 const data = process.argv[2];
 if (!data || !process.send) throw new Error("usage: started by bench/sync-fanout.bench.ts with IPC and a data folder");

@@ -4,7 +4,7 @@
 // with a computed require() and the addon finds libvips-cpp.so beside itself in node_modules, neither
 // of which exists next to a lone binary. A build plugin replaces sharp's loader (dist/sharp.mjs and
 // dist/sharp.cjs) with a module that embeds libvips as a file, preloads it through
-// src/lib/embedded-libvips.ts, then requires the platform addon by a static path so the compiler
+// src/platform/images/embedded-libvips.ts, then requires the platform addon by a static path so the compiler
 // embeds it too. Running from source is unaffected.
 import type { BunPlugin } from "bun";
 import { createRequire } from "node:module";
@@ -40,7 +40,7 @@ export function sharpNativeFiles() {
 
 export function embeddedSharpPlugin(): BunPlugin {
   const native = sharpNativeFiles();
-  const runtime = join(root, "src/lib/embedded-libvips.ts");
+  const runtime = join(root, "src/platform/images/embedded-libvips.ts");
   const loader = `
 import libvipsFile from ${JSON.stringify(native.libPath)} with { type: "file" };
 import { preloadEmbeddedLibvips } from ${JSON.stringify(runtime)};

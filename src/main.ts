@@ -59,7 +59,7 @@ async function main(argv: string[]): Promise<number> {
   const config = loadConfig(flags);
   switch (command) {
     case "serve": {
-      const { startServer } = await import("./server");
+      const { startServer } = await import("./app/server");
       const running = await startServer(config);
       console.log(`Apis ${VERSION} listening on ${running.url} (data: ${config.dataDir})`);
       const shutdown = async (signal: string) => {
@@ -72,7 +72,7 @@ async function main(argv: string[]): Promise<number> {
       return -1; // keep running
     }
     case "migrate": {
-      const { openInstance } = await import("./server");
+      const { openInstance } = await import("./app/server");
       const ctx = openInstance(config);
       console.log("database is up to date");
       ctx.db.$client.close();
@@ -83,7 +83,7 @@ async function main(argv: string[]): Promise<number> {
       return doctor(config);
     }
     case "user": {
-      const { openInstance } = await import("./server");
+      const { openInstance } = await import("./app/server");
       const { userCommand } = await import("./cli/users.cli");
       const ctx = openInstance(config);
       try {
@@ -97,7 +97,7 @@ async function main(argv: string[]): Promise<number> {
       return backupCommand(config, words.slice(1), flags);
     }
     case "jobs": {
-      const { openInstance } = await import("./server");
+      const { openInstance } = await import("./app/server");
       const { jobsCommand } = await import("./cli/jobs.cli");
       const ctx = openInstance(config);
       try {

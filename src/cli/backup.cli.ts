@@ -2,7 +2,7 @@ import { Database } from "bun:sqlite";
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { Config } from "../config";
-import { createInstanceBackup, listInstanceBackups, restoreInstanceBackup, RestoreRefused, verifyInstanceBackup } from "../backups/instance";
+import { createInstanceBackup, listInstanceBackups, restoreInstanceBackup, RestoreRefused, verifyInstanceBackup } from "../platform/backups/instance.service";
 import { UsageError, stringFlag } from "./args";
 import { formatBytes, ProgressBar } from "./progress";
 
@@ -11,7 +11,7 @@ const when = (t: number) => new Date(t * 1000).toISOString().replace("T", " ").s
 
 /**
  * `apis backup create|list|verify|restore`: instance backups of the whole data folder
- * (src/backups/instance.ts). `create` and `list` work beside a running server; `restore` refuses
+ * (src/platform/backups/instance.service.ts). `create` and `list` work beside a running server; `restore` refuses
  * while a server uses the data folder. Exit code 0 on success, 1 on failure, 2 on bad usage.
  */
 export async function backupCommand(config: Config, args: string[], flags: Record<string, string | boolean>): Promise<number> {

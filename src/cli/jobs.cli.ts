@@ -1,8 +1,8 @@
 import { desc } from "drizzle-orm";
-import type { Ctx } from "../context";
+import type { Ctx } from "../platform/context";
 import { jobs } from "../db/schema";
-import { jobObject } from "../jobs/runner";
-import { housekeepingTasks, listSchedules, runHousekeeping } from "../jobs/schedules";
+import { jobObject } from "../platform/jobs/runner";
+import { housekeepingTasks, listSchedules, runHousekeeping } from "../platform/jobs/schedules";
 import { stringFlag, UsageError } from "./args";
 
 const when = (t: number | null | undefined) => (t ? new Date(t * 1000).toISOString().replace("T", " ").slice(0, 19) : "-");

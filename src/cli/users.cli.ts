@@ -1,7 +1,7 @@
-import type { Ctx } from "../context";
-import { mutate } from "../db/changelog";
+import type { Ctx } from "../platform/context";
+import { mutate } from "../db/mutate";
 import { users } from "../db/schema";
-import { createPerson, findByUsername, hashPassword, passwordIssues, setPassword, updateUser } from "../services/users.service";
+import { createPerson, findByUsername, hashPassword, passwordIssues, setPassword, updateUser } from "../features/users/users.service";
 import { stringFlag, UsageError } from "./args";
 
 /** `apis user create|list|set-password|deactivate|reactivate` for admins. Returns the exit code. */

@@ -1,13 +1,13 @@
 import { and, eq } from "drizzle-orm";
 import { Elysia } from "elysia";
-import type { Ctx } from "../context";
+import type { Ctx } from "../platform/context";
 import type { Tx } from "../db/connection";
 import { memberships } from "../db/schema";
-import { activeMembership } from "../services/access.service";
-import { getUser, type User } from "../services/users.service";
-import { ApiError, forbidden } from "./errors";
+import { activeMembership } from "../features/members/access.service";
+import { getUser, type User } from "../features/users/users.service";
+import { ApiError, forbidden } from "../core/errors";
 import { authDetail } from "./openapi";
-import { bearerToken } from "./tokens";
+import { bearerToken } from "../platform/tokens";
 
 export const REALM = "apis";
 

@@ -1,6 +1,6 @@
 import type { Config } from "../config";
 import { errorResponse } from "./envelope";
-import { ApiError } from "./errors";
+import { ApiError } from "../core/errors";
 
 const ALLOW_METHODS = "GET, POST, HEAD, OPTIONS";
 const ALLOW_HEADERS = "authorization, content-type, range, if-none-match, if-modified-since, if-range";

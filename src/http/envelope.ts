@@ -1,4 +1,4 @@
-import { ApiError } from "./errors";
+import { ApiError } from "../core/errors";
 
 export type Envelope = { success: true; result: Record<string, unknown>; data: Record<string, unknown> };
 

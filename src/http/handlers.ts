@@ -1,8 +1,8 @@
 import { Elysia } from "elysia";
-import type { Ctx } from "../context";
-import { newGid } from "../lib/ids";
+import type { Ctx } from "../platform/context";
+import { newGid } from "../core/ids";
 import { errorResponse } from "./envelope";
-import { ApiError, badRequest, missing } from "./errors";
+import { ApiError, badRequest, missing } from "../core/errors";
 
 /** The first required member of a TypeBox object schema that `value` lacks. */
 function firstMissing(schema: any, value: any): string | undefined {

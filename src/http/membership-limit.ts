@@ -1,9 +1,9 @@
 import { Elysia } from "elysia";
-import type { Ctx } from "../context";
-import { membershipRateLimit } from "../services/members.service";
+import type { Ctx } from "../platform/context";
+import { membershipRateLimit } from "../features/members/members.service";
 import { errorResponse } from "./envelope";
 import { limiterOf, tooManyRequests } from "./ratelimit";
-import { bearerToken } from "./tokens";
+import { bearerToken } from "../platform/tokens";
 
 const PROJECT_PATH = /^[a-z][a-z0-9+.-]*:\/\/[^/]+\/api\/p\/([^/?#]+)\//i;
 

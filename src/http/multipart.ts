@@ -1,8 +1,8 @@
 import { createHash } from "node:crypto";
 import { open, rm } from "node:fs/promises";
 import { basename } from "node:path";
-import { newGid } from "../lib/ids";
-import { ApiError, badRequest } from "./errors";
+import { newGid } from "../core/ids";
+import { ApiError, badRequest } from "../core/errors";
 
 /**
  * A streaming multipart/form-data reader for uploads of any size.

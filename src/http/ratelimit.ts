@@ -1,4 +1,4 @@
-import { ApiError } from "./errors";
+import { ApiError } from "../core/errors";
 
 /** What one `take` answers: whether the request may go on, and if not, after how many seconds to retry. */
 export type Take = { ok: boolean; retryAfterSec: number; remaining: number };

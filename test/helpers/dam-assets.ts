@@ -1,10 +1,10 @@
 import { eq } from "drizzle-orm";
 import { writeFileSync } from "node:fs";
 import sharp from "sharp";
-import { mutate } from "../../src/db/changelog";
+import { mutate } from "../../src/db/mutate";
 import { assets, assetVersions } from "../../src/db/schema";
-import { newGid, now } from "../../src/lib/ids";
-import { originalPath, storageName } from "../../src/storage/originals";
+import { newGid, now } from "../../src/core/ids";
+import { originalPath, storageName } from "../../src/platform/storage/originals";
 import type { TestServer } from "./server";
 
 /**

@@ -2,11 +2,11 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadConfig } from "../../src/config";
-import { mutate } from "../../src/db/changelog";
-import { startServer, type Running } from "../../src/server";
-import { createPerson, hashPassword } from "../../src/services/users.service";
+import { mutate } from "../../src/db/mutate";
+import { startServer, type Running } from "../../src/app/server";
+import { createPerson, hashPassword } from "../../src/features/users/users.service";
 import { memberships } from "../../src/db/schema";
-import { projectAudience } from "../../src/services/access.service";
+import { projectAudience } from "../../src/features/members/access.service";
 
 export type Answer = { status: number; body: any; headers: Headers };
 

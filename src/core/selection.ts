@@ -1,0 +1,126 @@
+import type { Tx } from "../db/connection";
+import { badRequest, unprocessable } from "./errors";
+import { decodeCursor, encodeCursor, pageSize } from "./paging";
+
+/**
+ * The selection of bulk operations (spec 4.3), resolved the same way for every resource.
+ *
+ * A selection is an array whose elements are mixed freely:
+ * - a gid (string);
+ * - `{children: <parent gid>, exclude?: [gids], ...}` (resource-specific extras, e.g. `status`
+ *   for assets or `channel`/`ordering` for records; a resource may not support it at all);
+ * - `{search: {...search parameters...}, exclude?: [gids]}`.
+ *
+ * A resource registers a `SelectionResolver` once; `resolveSelection` returns the union of the
+ * elements (each minus its own `exclude`) as unique items in ascending internal id order, which
+ * is also the stable order `pageSelection` pages through with an opaque cursor.
+ */
+
+/** An item of a resolved selection: the row's integer key (stable order) and its gid. */
+export type SelectionItem = { id: number; gid: string };
+
+export interface SelectionResolver {
+  /** Singular noun for errors, e.g. "Asset" → "Asset does not exist". */
+  noun: string;
+  /** The items of these gids; unknown ones are listed in `missing`. */
+  byGids(tx: Tx, projectGid: string, gids: string[]): { items: SelectionItem[]; missing: string[] };
+  /** Items of a `children` element; undefined when the parent does not exist. Absent: form unsupported. */
+  children?(tx: Tx, projectGid: string, element: Record<string, unknown>): SelectionItem[] | undefined;
+  /** Items a search finds (same parameters as the resource's own search). */
+  search(tx: Tx, projectGid: string, search: Record<string, unknown>): SelectionItem[];
+}
+
+const resolvers = new Map<string, SelectionResolver>();
+
+/** Registers the resolver of a resource (`assets`, `records`, ...), once, at module load. */
+export function registerSelectionResolver(resource: string, resolver: SelectionResolver): void {
+  if (resolvers.has(resource)) throw new Error(`selection resolver ${resource} registered twice`);
+  resolvers.set(resource, resolver);
+}
+
+export type SelectionElement = string | { children: unknown; exclude?: string[]; [k: string]: unknown } | { search: Record<string, unknown>; exclude?: string[] };
+
+const MAX_ELEMENTS = 10_000;
+const bad = (reason: string, info: Record<string, unknown> = {}) => badRequest("Invalid parameter", { "Invalid parameter": "selection", reason, ...info });
+
+function excludeOf(el: Record<string, unknown>, index: number): Set<string> {
+  const x = el.exclude;
+  if (x === undefined || x === null) return new Set();
+  if (!Array.isArray(x) || x.some((g) => typeof g !== "string")) throw bad("exclude is an array of gids", { element: index });
+  return new Set(x as string[]);
+}
+
+/** Checks the shape of a selection (400 naming the bad element) without resolving it. */
+export function parseSelection(selection: unknown): SelectionElement[] {
+  if (selection === undefined || selection === null) throw badRequest("Missing parameter", { "Missing parameter": "selection" });
+  if (!Array.isArray(selection)) throw bad("selection is an array of gids, {children, exclude} and {search, exclude} elements");
+  if (selection.length > MAX_ELEMENTS) throw bad(`at most ${MAX_ELEMENTS} elements`);
+  selection.forEach((el, i) => {
+    if (typeof el === "string" && el) return;
+    if (el && typeof el === "object" && !Array.isArray(el)) {
+      const hasChildren = "children" in el;
+      const hasSearch = "search" in el;
+      if (hasChildren === hasSearch) throw bad("an object element has exactly one of children or search", { element: i });
+      if (hasSearch && (!el.search || typeof el.search !== "object" || Array.isArray(el.search))) throw bad("search is an object of search parameters", { element: i });
+      excludeOf(el, i);
+      return;
+    }
+    throw bad("an element is a gid, {children, exclude} or {search, exclude}", { element: i });
+  });
+  return selection as SelectionElement[];
+}
+
+/**
+ * Resolves a selection of `resource` in a project: unique items in ascending id order.
+ * Unknown gids (as elements or as `children` parents) are a 422 naming them.
+ */
+export function resolveSelection(tx: Tx, resource: string, projectGid: string, selection: unknown): SelectionItem[] {
+  const r = resolvers.get(resource);
+  if (!r) throw new Error(`no selection resolver for ${resource}`);
+  const elements = parseSelection(selection);
+  const out = new Map<number, SelectionItem>();
+  const gids = elements.filter((e): e is string => typeof e === "string");
+  if (gids.length) {
+    const { items, missing } = r.byGids(tx, projectGid, [...new Set(gids)]);
+    if (missing.length) throw unprocessable(`${r.noun} does not exist`, { [resource]: missing.slice(0, 100) });
+    for (const it of items) out.set(it.id, it);
+  }
+  elements.forEach((el, i) => {
+    if (typeof el === "string") return;
+    const exclude = excludeOf(el, i);
+    let items: SelectionItem[] | undefined;
+    if ("children" in el) {
+      if (!r.children) throw bad(`${resource} selections do not support children`, { element: i });
+      items = r.children(tx, projectGid, el);
+      if (!items) throw unprocessable(`Parent ${r.noun.toLowerCase()} does not exist`, { parent: el.children, element: i });
+    } else {
+      items = r.search(tx, projectGid, (el as { search: Record<string, unknown> }).search);
+    }
+    for (const it of items) if (!exclude.has(it.gid)) out.set(it.id, it);
+  });
+  return [...out.values()].sort((a, b) => a.id - b.id);
+}
+
+export const BULK_PAGE_DEFAULT = 100;
+export const BULK_PAGE_MAX = 1000;
+
+/**
+ * One page of a resolved selection for `bulk/get`. The cursor holds the last id returned, so a
+ * page is stable even when items are added or removed between calls; `size` is the current total.
+ */
+export function pageSelection(items: SelectionItem[], sizeIn: unknown, cursorIn: unknown): { page: SelectionItem[]; size: number; cursor: string | null } {
+  const size = pageSize(sizeIn, BULK_PAGE_DEFAULT, BULK_PAGE_MAX);
+  const state = decodeCursor<{ after: number }>(cursorIn, "sel");
+  const after = typeof state?.after === "number" ? state.after : 0;
+  let start = 0;
+  // items are sorted by id: binary search for the first id past the cursor.
+  let hi = items.length;
+  while (start < hi) {
+    const mid = (start + hi) >> 1;
+    if (items[mid]!.id <= after) start = mid + 1;
+    else hi = mid;
+  }
+  const page = items.slice(start, start + size);
+  const more = start + size < items.length;
+  return { page, size: items.length, cursor: more ? encodeCursor({ k: "sel", after: page[page.length - 1]!.id }) : null };
+}

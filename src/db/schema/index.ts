@@ -1,8 +1,0 @@
-// Every area's tables, for drizzle and drizzle-kit. Add an area's file here.
-export * from "./core";
-export * from "./jobs";
-export * from "./backups";
-export * from "./assets";
-export * from "./account";
-export * from "./apikeys";
-export * from "./dam";

@@ -1,0 +1,381 @@
+import { and, asc, eq, sql } from "drizzle-orm";
+import { rmSync } from "node:fs";
+import type { Ctx } from "../../platform/context";
+import { mutate, type ChangeLog } from "../../db/mutate";
+import type { Tx } from "../../db/connection";
+import { memberships, projects, users } from "../../db/schema";
+import { forbidden, unprocessable, validationFailed, type ValidationIssue } from "../../core/errors";
+import { isLanguage, isTimezone } from "../../core/languages";
+import { renderMail, type MailKind, type MailVars } from "../../platform/mail/templates";
+import type { Storage } from "../../platform/storage/storage";
+import { projectAudience, userAudience } from "../members/access.service";
+import { membershipFull, membershipShort, projectFull, userFull, userShort } from "../users/users.forms";
+import { checkCode, CODE_LENGTH, deleteCodesOf, findCode, issueCode, voidPending, type CodeRow, type Purpose } from "./codes.service";
+import { getMembership, logVisibility, projectMemberRows } from "../members/members.service";
+import { getProject, permanentlyDeleteProject } from "../projects/projects.service";
+import { globalInit } from "../session/session.service";
+import {
+  createPerson,
+  emailIssues,
+  findByUsername,
+  getUser,
+  hashPassword,
+  passwordIssues,
+  setPassword,
+  updateUser,
+  usernameIssues,
+  type User,
+} from "../users/users.service";
+
+/** What every request step answers (the same whether or not an account exists). */
+export type StepOne = { validation_code: string; expires_on: number; code_length: number };
+
+const minutes = (ctx: Ctx) => Math.max(1, Math.round(ctx.config.codeTtl / 60));
+
+/** Sends a mail without making the request wait for SMTP; failures are logged. */
+function sendLater<K extends MailKind>(ctx: Ctx, to: string, kind: K, language: string | null | undefined, vars: MailVars[K]) {
+  const mail = renderMail(kind, language, vars);
+  ctx.mailer.send({ to, ...mail }).catch((err) => ctx.log.error("mail failed", { to, kind, error: String(err?.message ?? err) }));
+}
+
+/** Throws 1001 with the collected issues, if any. */
+function check(issues: ValidationIssue[]) {
+  if (issues.length) throw validationFailed(issues);
+}
+
+const sameEmail = (a: string, b: string) => a.trim().toLowerCase() === b.trim().toLowerCase();
+
+/**
+ * Runs a code-checking step: the code is checked and, when good, `then` runs in the same
+ * transaction (so a failure leaves the code unused). Wrong codes are committed as tries before
+ * the 1001 is thrown.
+ */
+function withCode<T>(
+  ctx: Ctx,
+  purpose: Purpose,
+  codes: { validation_code: string; verification_code: string },
+  bind: (row: CodeRow) => ValidationIssue[],
+  then: (tx: Tx, log: ChangeLog, row: CodeRow) => T,
+): T {
+  const out = mutate(ctx.db, ctx.hub, (tx, log) => {
+    const c = checkCode(tx, purpose, codes.validation_code, codes.verification_code, bind);
+    if (!c.ok) return { ok: false as const, issues: c.issues };
+    return { ok: true as const, value: then(tx, log, c.row) };
+  });
+  if (!out.ok) throw validationFailed(out.issues);
+  return out.value;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Signup
+
+export type SignupInput = { username: string; email: string; password: string; language?: string };
+
+/**
+ * `signup_request`: checks the username (format, free), email and password rule, then mails a
+ * code to the address. The password hash is kept with the request and becomes the account's.
+ */
+export async function requestSignup(ctx: Ctx, input: SignupInput): Promise<StepOne> {
+  const email = input.email.trim();
+  const issues = [...usernameIssues(ctx.db, input.username), ...emailIssues(email), ...passwordIssues(input.password)];
+  if (input.language !== undefined && !isLanguage(input.language))
+    issues.push({ field: "language", rule: "language", message: "Not a language code of /api/languages/get" });
+  check(issues);
+  const passwordHash = await hashPassword(input.password);
+  const issued = mutate(ctx.db, ctx.hub, (tx) =>
+    issueCode(tx, { purpose: "signup", email, username: input.username, passwordHash, language: input.language }, ctx.config.codeTtl),
+  );
+  sendLater(ctx, email, "signup_code", input.language, { baseUrl: ctx.baseUrl, code: issued.verificationCode, username: input.username, minutes: minutes(ctx) });
+  return { validation_code: issued.validationCode, expires_on: issued.expiresOn, code_length: CODE_LENGTH };
+}
+
+export type SignupFinish = Omit<SignupInput, "language"> & { validation_code: string; verification_code: string };
+
+/**
+ * `signup`: with good codes (and the same username, email and password as step one) creates the
+ * account. When invited users already use the email, the oldest one becomes this account (same
+ * gid); its invitations stay `invited` until accepted through `account/accept_invite`.
+ */
+export async function completeSignup(ctx: Ctx, input: SignupFinish): Promise<User> {
+  const pending = findCode(ctx.db, "signup", input.validation_code);
+  const passwordSame = !!pending?.passwordHash && (await Bun.password.verify(input.password, pending.passwordHash).catch(() => false));
+  return withCode(
+    ctx,
+    "signup",
+    input,
+    (row) => {
+      const issues: ValidationIssue[] = [];
+      if (row.username !== input.username) issues.push({ field: "username", rule: "mismatch", message: "Not the username of step one" });
+      if (!sameEmail(row.email, input.email)) issues.push({ field: "email", rule: "mismatch", message: "Not the email address of step one" });
+      if (!passwordSame) issues.push({ field: "password", rule: "mismatch", message: "Not the password of step one" });
+      return issues;
+    },
+    (tx, log, row) => {
+      check(usernameIssues(tx, input.username));
+      const invited = tx
+        .select()
+        .from(users)
+        .where(and(eq(users.kind, "person"), eq(users.status, "invited"), sql`lower(${users.email}) = lower(${row.email})`))
+        .orderBy(asc(users.createdOn))
+        .get();
+      if (invited) {
+        return updateUser(tx, log, invited.gid, {
+          username: input.username,
+          passwordHash: row.passwordHash,
+          status: "active",
+          email: row.email,
+          ...(row.language ? { language: row.language } : {}),
+        });
+      }
+      return createPerson(tx, log, {
+        username: input.username,
+        email: row.email,
+        passwordHash: row.passwordHash!,
+        language: row.language ?? undefined,
+      });
+    },
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Password reset
+
+/** Active person accounts that use an email address (compared without case), oldest first. */
+function accountsByEmail(tx: Tx, email: string): User[] {
+  return tx
+    .select()
+    .from(users)
+    .where(and(eq(users.kind, "person"), eq(users.status, "active"), sql`lower(${users.email}) = lower(${email})`))
+    .orderBy(asc(users.createdOn))
+    .all();
+}
+
+/**
+ * `reset_password_request` by `email` or `username`: one code is mailed to the address, listing
+ * every active account that uses it. The answer is the same whether or not an account exists
+ * (a request row is stored either way, so step two fails alike), and no mail waits on SMTP.
+ */
+export function requestPasswordReset(ctx: Ctx, input: { email?: string; username?: string }): StepOne {
+  let email = (input.email ?? "").trim();
+  if (!email && input.username) {
+    const u = findByUsername(ctx.db, input.username, false);
+    email = u && u.status === "active" && u.kind === "person" ? u.email : "";
+  } else {
+    check(emailIssues(email));
+  }
+  const accounts = email ? accountsByEmail(ctx.db, email) : [];
+  const issued = mutate(ctx.db, ctx.hub, (tx) =>
+    issueCode(tx, { purpose: "reset_password", email: email.toLowerCase(), userGids: accounts.map((a) => a.gid) }, ctx.config.codeTtl),
+  );
+  if (accounts.length) {
+    sendLater(ctx, accounts[0]!.email, "reset_code", accounts[0]!.language, {
+      baseUrl: ctx.baseUrl,
+      code: issued.verificationCode,
+      usernames: accounts.map((a) => a.username ?? ""),
+      minutes: minutes(ctx),
+    });
+  }
+  return { validation_code: issued.validationCode, expires_on: issued.expiresOn, code_length: CODE_LENGTH };
+}
+
+export type ResetFinish = { username: string; new_password: string; validation_code: string; verification_code: string };
+
+/**
+ * `reset_password`: with good codes sets the new password of the chosen account (the username,
+ * case-sensitive, must be one the mail listed; else 422 User not found). Every older JWT of the
+ * account stops working; the caller gets a new one.
+ */
+export async function completePasswordReset(ctx: Ctx, input: ResetFinish): Promise<User> {
+  check(passwordIssues(input.new_password, "new_password"));
+  const hash = await hashPassword(input.new_password);
+  return withCode(
+    ctx,
+    "reset_password",
+    input,
+    () => [],
+    (tx, log, row) => {
+      const user = row.userGids.map((g) => getUser(tx, g)).find((u) => u && u.username === input.username);
+      if (!user || user.status !== "active") throw unprocessable("User not found", { username: input.username });
+      voidPending(tx, "reset_password", row.email);
+      return setPassword(tx, log, user.gid, hash);
+    },
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Email change
+
+/** `update_email_request`: mails a code to the new address. */
+export function requestEmailChange(ctx: Ctx, user: User, emailIn: string): StepOne {
+  const email = emailIn.trim();
+  const issues = emailIssues(email);
+  if (!issues.length && sameEmail(email, user.email)) issues.push({ field: "email", rule: "unchanged", message: "This is the current address" });
+  check(issues);
+  const issued = mutate(ctx.db, ctx.hub, (tx) => issueCode(tx, { purpose: "update_email", email, userGid: user.gid }, ctx.config.codeTtl));
+  sendLater(ctx, email, "email_change_code", user.language, {
+    baseUrl: ctx.baseUrl,
+    code: issued.verificationCode,
+    username: user.username ?? "",
+    email,
+    minutes: minutes(ctx),
+  });
+  return { validation_code: issued.validationCode, expires_on: issued.expiresOn, code_length: CODE_LENGTH };
+}
+
+/**
+ * `update_email`: with good codes (same user, same address as step one) the account uses the new
+ * address, and so do its membership notifications that went to the old one.
+ */
+export function completeEmailChange(ctx: Ctx, userGid: string, input: { email: string; validation_code: string; verification_code: string }): User {
+  return withCode(
+    ctx,
+    "update_email",
+    input,
+    (row) => {
+      if (row.userGid !== userGid) return [{ field: "validation_code", rule: "invalid", message: "Unknown validation code; request a new code" }];
+      if (!sameEmail(row.email, input.email)) return [{ field: "email", rule: "mismatch", message: "Not the email address of step one" }];
+      return [];
+    },
+    (tx, log, row) => {
+      const old = getUser(tx, userGid);
+      if (!old) throw unprocessable("User not found");
+      const user = updateUser(tx, log, userGid, { email: row.email });
+      for (const m of tx.select().from(memberships).where(eq(memberships.userGid, userGid)).all()) {
+        const n = m.options?.notifications;
+        if (!n || !sameEmail(n.email, old.email)) continue;
+        tx.update(memberships)
+          .set({ options: { ...m.options, notifications: { ...n, email: row.email } }, updatedOn: user.updatedOn })
+          .where(and(eq(memberships.projectGid, m.projectGid), eq(memberships.userGid, userGid)))
+          .run();
+        log.cc("UPDATE", "cc.projects_members", `${m.projectGid}/${userGid}`, [...projectAudience(tx, m.projectGid), userGid]);
+      }
+      return user;
+    },
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Profile
+
+export type AccountUpdate = { name?: string; options?: { language?: string; timezone?: string } };
+
+/** `account/update`: name (at most 200 characters), options.language (a listed code), options.timezone (IANA). */
+export function updateAccount(tx: Tx, log: ChangeLog, userGid: string, input: AccountUpdate): User {
+  const issues: ValidationIssue[] = [];
+  const set: Partial<User> = {};
+  if (input.name !== undefined) {
+    const name = input.name.trim();
+    if (name.length > 200) issues.push({ field: "name", rule: "length", message: "At most 200 characters" });
+    set.name = name;
+  }
+  const lang = input.options?.language;
+  if (lang !== undefined) {
+    if (!isLanguage(lang)) issues.push({ field: "options.language", rule: "language", message: "Not a language code of /api/languages/get" });
+    set.language = lang;
+  }
+  const tz = input.options?.timezone;
+  if (tz !== undefined) {
+    if (!isTimezone(tz)) issues.push({ field: "options.timezone", rule: "timezone", message: "Not an IANA time zone name such as Europe/Berlin" });
+    set.timezone = tz;
+  }
+  check(issues);
+  if (!Object.keys(set).length) {
+    const u = getUser(tx, userGid);
+    if (!u) throw unprocessable("User not found");
+    return u;
+  }
+  return updateUser(tx, log, userGid, set);
+}
+
+/** Sets (or clears, with null) the avatar file name; returns the user and the file it replaced. */
+export function setAvatar(tx: Tx, log: ChangeLog, userGid: string, avatar: string | null): { user: User; old: string | null } {
+  const old = getUser(tx, userGid)?.avatar ?? null;
+  return { user: updateUser(tx, log, userGid, { avatar }), old };
+}
+
+/** Account endpoints are for people; API users are managed by their project's owner. */
+export function requirePerson(user: User) {
+  if (user.kind !== "person") throw forbidden("API users have no account to manage");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Leaving and deleting
+
+/**
+ * `account/leave_project`: an active or deactivated membership is removed. An owner cannot leave
+ * its own project (422); an invitation is declined, not left (422).
+ */
+export function leaveProject(tx: Tx, log: ChangeLog, userGid: string, projectGid: string): void {
+  const p = tx.select().from(projects).where(eq(projects.gid, projectGid)).get();
+  const m = p && getMembership(tx, projectGid, userGid);
+  if (!p || !m || m.status === "declined") throw unprocessable("Leaving failed", { reason: "Not a member of the project" });
+  if (p.owner === userGid || m.roles.includes("owner")) throw unprocessable("Leaving failed", { reason: "An owner cannot leave its own project" });
+  if (m.status === "invited") throw unprocessable("Leaving failed", { reason: "Not a member yet: decline the invitation with account/decline_invite" });
+  const before = userAudience(tx, userGid);
+  const audience = projectAudience(tx, projectGid);
+  tx.delete(memberships).where(and(eq(memberships.projectGid, projectGid), eq(memberships.userGid, userGid))).run();
+  log.cc("DELETE", "cc.projects_members", `${projectGid}/${userGid}`, [...audience, userGid]);
+  if (m.status === "active") log.cc("DELETE", "cc.projects", projectGid, [userGid]);
+  logVisibility(tx, log, userGid, before);
+}
+
+/**
+ * `account/delete`: refused (422, with the project gids) while the account owns active projects.
+ * Otherwise its soft-deleted projects are deleted for good, every membership is removed, pending
+ * codes are dropped and the user row is deleted; co-members get the sync items. Returns the avatar
+ * file to remove once committed.
+ */
+export function deleteAccount(tx: Tx, log: ChangeLog, storage: Storage, userGid: string): { avatar: string | null } {
+  const user = getUser(tx, userGid);
+  if (!user) throw unprocessable("User not found");
+  const owned = tx.select().from(projects).where(eq(projects.owner, userGid)).all();
+  const active = owned.filter((p) => p.status === "active");
+  if (active.length)
+    throw unprocessable("Deletion failed", {
+      reason: "The account owns active projects: delete them (projects/delete) first",
+      projects: active.map((p) => p.gid),
+    });
+  for (const p of owned) permanentlyDeleteProject(tx, log, storage, p.gid);
+  const before = userAudience(tx, userGid);
+  for (const m of tx.select().from(memberships).where(eq(memberships.userGid, userGid)).all()) {
+    const audience = projectAudience(tx, m.projectGid);
+    tx.delete(memberships).where(and(eq(memberships.projectGid, m.projectGid), eq(memberships.userGid, userGid))).run();
+    log.cc("DELETE", "cc.projects_members", `${m.projectGid}/${userGid}`, [...audience, userGid]);
+  }
+  deleteCodesOf(tx, userGid);
+  tx.delete(users).where(eq(users.gid, userGid)).run();
+  log.cc("DELETE", "cc.users", userGid, before);
+  return { avatar: user.avatar };
+}
+
+/** Removes an avatar file (after the change that dropped it has committed). */
+export function removeAvatarFile(storage: Storage, name: string | null | undefined) {
+  if (name) rmSync(storage.inside(storage.avatars, name), { force: true });
+}
+
+/** The global init payload reduced to the caller's own user entry (spec 4.1 `reset_password`). */
+export function initWithOwnUser(tx: Tx, userGid: string) {
+  const init = globalInit(tx, userGid);
+  const users = init.data["cc.users"] as Record<string, unknown>;
+  return { result: init.result, data: { ...init.data, "cc.users": { [userGid]: users[userGid] } } };
+}
+
+/**
+ * What `account/accept_invite` answers: result `project` and `project_members` (active user
+ * gids); data the project (full), the caller (full) and the active members (short), and their
+ * memberships (the caller's full).
+ */
+export function invitationProjectView(tx: Tx, projectGid: string, me: string) {
+  const p = getProject(tx, projectGid);
+  const rows = projectMemberRows(tx, projectGid, false).filter((r) => r.m.status === "active");
+  const ccUsers: Record<string, unknown> = {};
+  const ccMembers: unknown[] = [];
+  for (const { m, u } of rows) {
+    ccUsers[u.gid] = u.gid === me ? userFull(u) : userShort(u);
+    ccMembers.push(u.gid === me ? membershipFull(m) : membershipShort(m));
+  }
+  return {
+    result: { project: projectGid, project_members: rows.map((r) => r.u.gid) },
+    data: { "cc.users": ccUsers, "cc.projects": p ? { [projectGid]: projectFull(p) } : {}, "cc.projects_members": ccMembers },
+  };
+}

@@ -1,0 +1,170 @@
+import { and, asc, eq } from "drizzle-orm";
+import { createHash } from "node:crypto";
+import type { Tx } from "../../db/connection";
+import type { ChangeLog } from "../../db/mutate";
+import { apikeys, memberships, projects, users } from "../../db/schema";
+import { forbidden, unprocessable, validationFailed, type ValidationIssue } from "../../core/errors";
+import { newGid, newSecret, now } from "../../core/ids";
+import { projectAudience, userAudience } from "../members/access.service";
+import { apiUserForm, membershipFull } from "../users/users.forms";
+import { deactivateMember, getMembership, logMembership, logVisibility, reactivateMember, type Membership } from "../members/members.service";
+import { getUser, updateUser, type User } from "../users/users.service";
+
+type Project = typeof projects.$inferSelect;
+export type ApiKey = typeof apikeys.$inferSelect;
+
+/** Keys look like `apis_<43 base64url characters>` (256 random bits). */
+export const KEY_PREFIX = "apis_";
+const SHOWN_PREFIX = KEY_PREFIX.length + 6;
+
+export function hashKey(key: string): string {
+  return createHash("sha256").update(key).digest("hex");
+}
+
+function nameIssues(name: unknown): ValidationIssue[] {
+  return typeof name === "string" && name.trim().length >= 1 && name.length <= 200
+    ? []
+    : [{ field: "name", rule: "length", message: "1 to 200 characters" }];
+}
+
+/** The API user of this project named by `userGid`, with its key and membership; 422 otherwise. */
+function apiUserOf(tx: Tx, projectGid: string, userGid: string, what: string) {
+  const key = tx.select().from(apikeys).where(and(eq(apikeys.userGid, userGid), eq(apikeys.projectGid, projectGid))).get();
+  const user = key && getUser(tx, userGid);
+  const membership = user && getMembership(tx, projectGid, userGid);
+  if (!key || !user || !membership) throw unprocessable(`${what} failed`, { reason: "No such API user in this project" });
+  return { key, user, membership };
+}
+
+/** One key's entry of the `apikeys` dictionary (never the key itself). */
+export function apikeyForm(k: ApiKey, u: User, m: Membership) {
+  return {
+    user: u.gid,
+    name: u.name,
+    key_prefix: k.keyPrefix,
+    status: m.status,
+    rate_limit_per_second: m.options.rate_limit_per_second ?? null,
+    created_on: k.createdOn,
+    updated_on: k.updatedOn,
+    last_used_on: k.lastUsedOn ?? null,
+  };
+}
+
+/** The data of an answer about some API users: `cc.users`, `cc.projects_members`, `apikeys`. */
+export function apikeysData(tx: Tx, projectGid: string, only?: string) {
+  const rows = tx
+    .select({ k: apikeys, u: users, m: memberships })
+    .from(apikeys)
+    .innerJoin(users, eq(users.gid, apikeys.userGid))
+    .innerJoin(memberships, and(eq(memberships.userGid, apikeys.userGid), eq(memberships.projectGid, apikeys.projectGid)))
+    .where(and(eq(apikeys.projectGid, projectGid), only ? eq(apikeys.userGid, only) : undefined))
+    .orderBy(asc(apikeys.createdOn))
+    .all();
+  const ccUsers: Record<string, unknown> = {};
+  const dict: Record<string, unknown> = {};
+  for (const { k, u, m } of rows) {
+    ccUsers[u.gid] = apiUserForm(u);
+    dict[u.gid] = apikeyForm(k, u, m);
+  }
+  return {
+    gids: rows.map((r) => r.u.gid),
+    data: { "cc.users": ccUsers, "cc.projects_members": rows.map((r) => membershipFull(r.m)), apikeys: dict },
+  };
+}
+
+function rateIssues(rate: unknown): ValidationIssue[] {
+  if (rate === undefined || rate === null) return [];
+  return typeof rate === "number" && Number.isInteger(rate) && rate >= 0 && rate <= 100000
+    ? []
+    : [{ field: "rate_limit_per_second", rule: "range", message: "null (instance default), 0 (no limit) or a whole number up to 100000" }];
+}
+
+/**
+ * Creates an API user (kind `api`, username null) with an active `api` membership and its key.
+ * Returns the key, which is stored only as a hash and never shown again.
+ */
+export function createApiKey(tx: Tx, log: ChangeLog, project: Project, input: { name: string; rate_limit_per_second?: number | null }) {
+  const issues = [...nameIssues(input.name), ...rateIssues(input.rate_limit_per_second)];
+  if (issues.length) throw validationFailed(issues);
+  if (project.status !== "active") throw unprocessable("Creation failed", { reason: "The project is not active" });
+  const key = KEY_PREFIX + newSecret(32);
+  const t = now();
+  const user = tx
+    .insert(users)
+    .values({ gid: newGid(), kind: "api", username: null, email: "", name: input.name.trim(), status: "active", createdOn: t, updatedOn: t })
+    .returning()
+    .get();
+  tx.insert(memberships)
+    .values({
+      projectGid: project.gid,
+      userGid: user.gid,
+      status: "active",
+      roles: ["api"],
+      options: { rate_limit_per_second: input.rate_limit_per_second ?? null },
+      createdOn: t,
+      updatedOn: t,
+    })
+    .run();
+  tx.insert(apikeys).values({ userGid: user.gid, projectGid: project.gid, keyHash: hashKey(key), keyPrefix: key.slice(0, SHOWN_PREFIX), createdOn: t, updatedOn: t }).run();
+  log.cc("INSERT", "cc.users", user.gid, [user.gid]);
+  logVisibility(tx, log, user.gid, [user.gid]);
+  logMembership(tx, log, "INSERT", project.gid, user.gid);
+  return { user, key };
+}
+
+/** Renames an API user and/or sets its membership's `rate_limit_per_second` (null = instance default). */
+export function updateApiKey(tx: Tx, log: ChangeLog, project: Project, userGid: string, input: { name?: string; rate_limit_per_second?: number | null }) {
+  const { user, membership } = apiUserOf(tx, project.gid, userGid, "Update");
+  const issues = [...(input.name !== undefined ? nameIssues(input.name) : []), ...rateIssues(input.rate_limit_per_second)];
+  if (issues.length) throw validationFailed(issues);
+  const t = now();
+  if (input.name !== undefined && input.name.trim() !== user.name) updateUser(tx, log, userGid, { name: input.name.trim() });
+  if (input.rate_limit_per_second !== undefined && input.rate_limit_per_second !== (membership.options.rate_limit_per_second ?? null)) {
+    tx.update(memberships)
+      .set({ options: { ...membership.options, rate_limit_per_second: input.rate_limit_per_second }, updatedOn: t })
+      .where(and(eq(memberships.projectGid, project.gid), eq(memberships.userGid, userGid)))
+      .run();
+    logMembership(tx, log, "UPDATE", project.gid, userGid);
+  }
+  tx.update(apikeys).set({ updatedOn: t }).where(eq(apikeys.userGid, userGid)).run();
+}
+
+/** `apikeys/deactivate`: the API user's membership becomes inactive; its key and JWTs stop working at once, its JWTs for good. */
+export function deactivateApiKey(tx: Tx, log: ChangeLog, project: Project, userGid: string): Membership {
+  const { user } = apiUserOf(tx, project.gid, userGid, "Deactivation");
+  const m = deactivateMember(tx, log, project, userGid, "api");
+  // JWTs issued before stay dead after a reactivation too: the key must authenticate again.
+  tx.update(users).set({ tokenVersion: user.tokenVersion + 1, updatedOn: now() }).where(eq(users.gid, userGid)).run();
+  return m;
+}
+
+/** `apikeys/reactivate`: the membership is active again; the same key works again. */
+export function reactivateApiKey(tx: Tx, log: ChangeLog, project: Project, userGid: string): Membership {
+  apiUserOf(tx, project.gid, userGid, "Reactivation");
+  return reactivateMember(tx, log, project, userGid, "api");
+}
+
+/** `apikeys/delete`: removes the key, the membership and the API user for good. */
+export function deleteApiKey(tx: Tx, log: ChangeLog, project: Project, userGid: string): void {
+  apiUserOf(tx, project.gid, userGid, "Deletion");
+  const seen = new Set([...userAudience(tx, userGid), ...projectAudience(tx, project.gid)]);
+  tx.delete(apikeys).where(eq(apikeys.userGid, userGid)).run();
+  tx.delete(memberships).where(and(eq(memberships.projectGid, project.gid), eq(memberships.userGid, userGid))).run();
+  tx.delete(users).where(eq(users.gid, userGid)).run();
+  logMembership(tx, log, "DELETE", project.gid, userGid, [...seen]);
+  log.cc("DELETE", "cc.users", userGid, [...seen]);
+}
+
+/**
+ * `auth`: the API user of a key, if the key is known and its user is an active member of this
+ * (active) project; 403 `Unknown user` otherwise, whatever the reason, so nothing is revealed.
+ */
+export function userOfKey(tx: Tx, projectGid: string, key: string): User {
+  const k = key.startsWith(KEY_PREFIX) ? tx.select().from(apikeys).where(eq(apikeys.keyHash, hashKey(key))).get() : undefined;
+  const user = k && getUser(tx, k.userGid);
+  const project = k && tx.select().from(projects).where(eq(projects.gid, projectGid)).get();
+  const m = k && getMembership(tx, projectGid, k.userGid, "active");
+  if (!k || !user || k.projectGid !== projectGid || !m || user.status !== "active" || project?.status !== "active") throw forbidden("Unknown user");
+  tx.update(apikeys).set({ lastUsedOn: now() }).where(eq(apikeys.userGid, k.userGid)).run();
+  return user;
+}

@@ -1,0 +1,167 @@
+import type { Ctx } from "../../platform/context";
+import { mutate, type ChangeLog } from "../../db/mutate";
+import type { Tx } from "../../db/connection";
+import { enqueueJob, registerJob, type Job, type Progress } from "../../platform/jobs/runner";
+import { ApiError, badRequest, unprocessable } from "../../core/errors";
+import "./assets.search";
+import {
+  ancestorGids,
+  assetsByGids,
+  changeMetadata,
+  clearedMetadata,
+  deleteAssets,
+  moveAssets,
+  permanentlyDeleteAssets,
+  removeOriginals,
+  requireParentFolder,
+  undeleteAssets,
+  validMetadata,
+  type Asset,
+  type BatchOutcome,
+} from "./assets.service";
+import { resolveSelection } from "../../core/selection";
+import { getUser } from "../users/users.service";
+
+/**
+ * Bulk operations over an asset selection (spec 4.3). The selection is resolved and checked when
+ * the request arrives (400/422 then), and the job works on that snapshot of gids in chunks, one
+ * transaction per chunk, reporting `info.total` / `info.remaining`. Items that vanished or no
+ * longer qualify by the time their chunk runs are skipped and counted in `info.skipped`.
+ */
+
+export const BULK_KINDS = {
+  delete: "assets.bulk.delete",
+  undelete: "assets.bulk.undelete",
+  permanent_delete: "assets.bulk.permanent_delete",
+  move: "assets.bulk.move",
+  metadata: "assets.bulk.metadata",
+} as const;
+export type BulkOperation = keyof typeof BULK_KINDS;
+
+/** Items per transaction: small enough to keep the database responsive to other requests. */
+const CHUNK = 200;
+
+type Params = { gids: string[]; parent?: string | null; set?: Record<string, unknown>; clear?: true | string[] };
+
+/**
+ * Resolves the selection and enqueues the job in the same transaction (so the snapshot and the
+ * job agree). Returns the job token.
+ */
+export function startBulk(tx: Tx, log: ChangeLog, projectGid: string, userGid: string, op: BulkOperation, body: Record<string, unknown>): string {
+  const items = resolveSelection(tx, "assets", projectGid, body.selection);
+  const params: Params = { gids: items.map((i) => i.gid) };
+  if (op === "move") {
+    if (!("parent" in body)) throw badRequest("Missing parameter", { "Missing parameter": "parent" });
+    params.parent = requireParentFolder(tx, projectGid, body.parent);
+    if (params.parent) {
+      const chain = new Set([params.parent, ...ancestorGids(tx, projectGid, params.parent)]);
+      const bad = params.gids.filter((g) => chain.has(g));
+      if (bad.length) throw unprocessable("Cannot move a folder into itself or one of its subfolders", { assets: bad.slice(0, 100), parent: params.parent });
+    }
+  }
+  if (op === "metadata") {
+    if (body.metadata === undefined && body.clear === undefined) throw badRequest("Missing parameter", { "Missing parameter": "metadata" });
+    if (body.metadata !== undefined) params.set = validMetadata(body.metadata);
+    if (body.clear !== undefined && body.clear !== false) {
+      clearedMetadata({}, body.clear);
+      params.clear = body.clear === true ? true : (body.clear as string[]);
+    }
+  }
+  return enqueueJob(tx, log, {
+    kind: BULK_KINDS[op],
+    projectGid,
+    userGid,
+    params: params as unknown as Record<string, unknown>,
+    info: { total: params.gids.length, remaining: params.gids.length },
+  });
+}
+
+/** What one chunk did: every gid it changed (descendants included) and what it had to skip. */
+type ChunkResult = { touched: string[]; skipped: BatchOutcome["skipped"]; files?: string[]; paths?: string[] };
+
+/**
+ * Runs `fn` over the job's gids in chunks, one transaction each, counting progress. `done` counts
+ * selected assets the job changed (also when a selected folder took a selected child along);
+ * `skipped` those it could not change.
+ */
+async function inChunks(ctx: Ctx, job: Job, progress: Progress, fn: (tx: Tx, log: ChangeLog, gids: string[], userGid: string | null) => ChunkResult) {
+  const p = job.params as unknown as Params;
+  const projectGid = job.projectGid!;
+  // The starter is recorded as updated_by, unless the account is gone by now.
+  const userGid = job.userGid && getUser(ctx.db, job.userGid) ? job.userGid : null;
+  const selected = new Set(p.gids);
+  const handled = new Set<string>();
+  const skipped = new Map<string, string>();
+  progress.total(p.gids.length);
+  for (let i = 0; i < p.gids.length; i += CHUNK) {
+    const chunk = p.gids.slice(i, i + CHUNK).filter((g) => !handled.has(g));
+    if (chunk.length) {
+      const r = mutate(ctx.db, ctx.hub, (tx, log) => fn(tx, log, chunk, userGid));
+      if (r.files?.length || r.paths?.length) removeOriginals(ctx, projectGid, r.files ?? [], r.paths);
+      for (const g of r.touched) if (selected.has(g)) handled.add(g);
+      for (const s of r.skipped) if (!handled.has(s.gid)) skipped.set(s.gid, s.reason);
+    }
+    await progress.step(Math.min(CHUNK, p.gids.length - i));
+  }
+  const list = [...skipped].filter(([g]) => !handled.has(g)).map(([gid, reason]) => ({ gid, reason }));
+  return { done: handled.size, skipped: list.length, ...(list.length ? { skipped_assets: list.slice(0, 100) } : {}) };
+}
+
+const gidsOf = (o: BatchOutcome) => o.changed.map((a: Asset) => a.gid);
+
+registerJob(BULK_KINDS.delete, (ctx, job, progress) =>
+  inChunks(ctx, job, progress, (tx, log, gids, user) => {
+    const o = deleteAssets(tx, log, job.projectGid!, user, gids, false);
+    // Selected assets already deleted count as done: the selection ends up deleted.
+    const already = assetsByGids(tx, job.projectGid!, gids).filter((a) => a.status === "deleted").map((a) => a.gid);
+    return { touched: [...gidsOf(o), ...already], skipped: o.skipped };
+  }),
+);
+
+registerJob(BULK_KINDS.undelete, (ctx, job, progress) =>
+  inChunks(ctx, job, progress, (tx, log, gids, user) => {
+    const o = undeleteAssets(tx, log, job.projectGid!, user, gids, false);
+    const already = assetsByGids(tx, job.projectGid!, gids).filter((a) => a.status === "active").map((a) => a.gid);
+    return { touched: [...gidsOf(o), ...already], skipped: o.skipped };
+  }),
+);
+
+registerJob(BULK_KINDS.permanent_delete, (ctx, job, progress) =>
+  inChunks(ctx, job, progress, (tx, log, gids) => {
+    const o = permanentlyDeleteAssets(tx, log, job.projectGid!, gids, false);
+    return { touched: o.removed, skipped: o.skipped, files: o.files, paths: o.paths };
+  }),
+);
+
+registerJob(BULK_KINDS.move, (ctx, job, progress) =>
+  inChunks(ctx, job, progress, (tx, log, gids, user) => {
+    const parent = (job.params as unknown as Params).parent ?? null;
+    const o = moveAssets(tx, log, job.projectGid!, user, gids, parent, false);
+    const bad = new Set(o.skipped.map((s) => s.gid));
+    return { touched: gids.filter((g) => !bad.has(g)), skipped: o.skipped };
+  }),
+);
+
+registerJob(BULK_KINDS.metadata, (ctx, job, progress) =>
+  inChunks(ctx, job, progress, (tx, log, gids, user) => {
+    const p = job.params as unknown as Params;
+    const rows = new Map(assetsByGids(tx, job.projectGid!, gids).map((a) => [a.gid, a]));
+    const skipped: BatchOutcome["skipped"] = [];
+    const touched: string[] = [];
+    for (const gid of gids) {
+      const a = rows.get(gid);
+      if (!a || a.status !== "active") {
+        skipped.push({ gid, reason: "Asset does not exist" });
+        continue;
+      }
+      try {
+        changeMetadata(tx, log, a, user, { set: p.set, clear: p.clear });
+        touched.push(gid);
+      } catch (err) {
+        if (!(err instanceof ApiError)) throw err;
+        skipped.push({ gid, reason: err.message });
+      }
+    }
+    return { touched, skipped };
+  }),
+);

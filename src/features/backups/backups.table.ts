@@ -1,0 +1,32 @@
+import { index, integer, real, sqliteTable, text } from "drizzle-orm/sqlite-core";
+
+/**
+ * Project backups (src/features/backups/backups.service.ts). The files of a backup live in
+ * `<data>/backups/projects/<project gid>/<backup gid>/`. Like `jobs`, this table is bookkeeping:
+ * project backups and restores leave it out, so restoring never removes the backup it restores.
+ */
+export const backups = sqliteTable(
+  "backups",
+  {
+    gid: text("gid").primaryKey(),
+    projectGid: text("project_gid").notNull(),
+    name: text("name").notNull().default(""),
+    notes: text("notes").notNull().default(""),
+    status: text("status", { enum: ["creating", "ready", "failed"] }).notNull(),
+    /** The job that creates it. */
+    jobToken: text("job_token"),
+    createdBy: text("created_by"),
+    /** True for backups made by the schedule; only these are pruned by retention. */
+    scheduled: integer("scheduled", { mode: "boolean" }).notNull().default(false),
+    /** Project cursor at snapshot time (scheduled backups are skipped when nothing changed since). */
+    cursor: integer("cursor"),
+    rows: integer("rows").notNull().default(0),
+    files: integer("files").notNull().default(0),
+    size: integer("size").notNull().default(0),
+    error: text("error"),
+    createdOn: real("created_on").notNull(),
+    updatedOn: real("updated_on").notNull(),
+    completedOn: real("completed_on"),
+  },
+  (t) => [index("backups_project").on(t.projectGid, t.createdOn)],
+);

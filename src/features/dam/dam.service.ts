@@ -1,0 +1,406 @@
+import { and, desc, eq, inArray, sql } from "drizzle-orm";
+import { existsSync, mkdirSync, rmSync, statSync } from "node:fs";
+import { dirname, join } from "node:path";
+import sharp, { type Metadata } from "sharp";
+import type { Ctx } from "../../platform/context";
+import { defaultKey, effectiveBackground, invalidOption, MEDIA_NAME_RE, optionStrings, outputType, type OutputType, type TransformOptions } from "./dam.options";
+import { INPUT_FORMATS, planGeometry, QUANTISE_PIXEL_LIMIT, render, type Rendered, type Transformer } from "./dam.transform";
+import { mutate } from "../../db/mutate";
+import { sqliteOf, type DB, type Tx } from "../../db/connection";
+import { assets, assetVersions, damTransforms } from "../../db/schema";
+import { badRequest, unprocessable } from "../../core/errors";
+import { now } from "../../core/ids";
+import { onAssetsRemoved } from "../assets/assets.service";
+import { Storage } from "../../platform/storage/storage";
+import { originalPath, parseStorageName, STORAGE_NAME } from "../../platform/storage/originals";
+
+type Asset = typeof assets.$inferSelect;
+
+/** One stored original named by a storage pathname: the asset and the version it belongs to. */
+export type Source = {
+  asset: Asset;
+  storageName: string;
+  version: number;
+  current: boolean;
+  extension: string;
+  mime: string;
+  size: number;
+  /** EXIF/IPTC/XMP of this version as the upload extracted it. */
+  extracted: Record<string, unknown>;
+};
+
+/** The project's folder of transformed files (`<project dir>/media`); `create` makes it when missing. */
+export function mediaDir(ctx: Pick<Ctx, "storage">, projectGid: string, create = true): string {
+  const dir = join(ctx.storage.projectDir(projectGid), "media");
+  if (create) mkdirSync(dir, { recursive: true });
+  return dir;
+}
+
+/** Public URLs of the media endpoint. */
+export const mediaUrl = {
+  variant: (ctx: Pick<Ctx, "baseUrl">, projectGid: string, file: string) => `${ctx.baseUrl}/media/p/${projectGid}/var/${file}`,
+  original: (ctx: Pick<Ctx, "baseUrl">, projectGid: string, storageName: string) => `${ctx.baseUrl}/media/p/${projectGid}/orig/${storageName}`,
+};
+
+/**
+ * The queries of the hot paths (every transform, every published-original download), prepared
+ * once per database: drizzle builds an unprepared query anew on each call, about 90 µs for a row
+ * of `assets`, against about 5 µs prepared. They run on the database's one connection, so inside
+ * a `mutate` transaction they see its writes.
+ */
+const prepared = new WeakMap<DB, ReturnType<typeof prepareQueries>>();
+function prepareQueries(db: DB) {
+  const p = (name: string) => sql.placeholder(name);
+  return {
+    asset: db.select().from(assets).where(eq(assets.gid, p("gid"))).prepare(),
+    version: db.select().from(assetVersions).where(eq(assetVersions.storageName, p("name"))).prepare(),
+    transform: db
+      .select({ width: damTransforms.width, height: damTransforms.height, size: damTransforms.size, source: damTransforms.source })
+      .from(damTransforms)
+      .where(and(eq(damTransforms.projectGid, p("project")), eq(damTransforms.file, p("file"))))
+      .prepare(),
+  };
+}
+function queries(db: DB) {
+  let q = prepared.get(db);
+  if (!q) prepared.set(db, (q = prepareQueries(db)));
+  return q;
+}
+
+/**
+ * The original named by `pathname` in the project: the current version of an active asset, or one
+ * of its kept earlier versions. A path trick is a 400; anything else that names no original is a 422.
+ */
+export function findSource(db: DB, projectGid: string, pathname: string): Source {
+  if (!pathname || /[\/\\\0]/.test(pathname) || pathname === "." || pathname === "..") {
+    throw badRequest("Invalid storage pathname", { "Invalid parameter": "storage pathname", value: pathname });
+  }
+  const parts = parseStorageName(pathname);
+  const unknown = () => unprocessable("Asset does not exist", { storage_pathname: pathname });
+  if (!parts) throw unknown();
+  const q = queries(db);
+  const asset = q.asset.get({ gid: parts.gid });
+  if (!asset || asset.projectGid !== projectGid || asset.status !== "active" || asset.type === "folder") throw unknown();
+  if (asset.storageName === pathname) {
+    return { asset, storageName: pathname, version: asset.version, current: true, extension: asset.extension, mime: asset.mime, size: asset.size, extracted: asset.extracted };
+  }
+  const v = q.version.get({ name: pathname });
+  if (!v || v.assetGid !== asset.gid || v.projectGid !== projectGid) throw unknown();
+  return { asset, storageName: pathname, version: v.version, current: false, extension: v.extension, mime: v.mime, size: v.size, extracted: v.extracted };
+}
+
+/**
+ * The path of an original, like `originalPath` of src/platform/storage/originals.ts (the same strict name
+ * check) without creating the folder on every call: reading needs no folder.
+ */
+function originalFile(ctx: Ctx, projectGid: string, name: string): string {
+  if (!STORAGE_NAME.test(name)) return originalPath(ctx, projectGid, name);
+  return join(ctx.storage.projectDir(projectGid), "originals", name);
+}
+
+/** The file of a source; a 422 when it is gone from disk. */
+function sourceFile(ctx: Ctx, projectGid: string, src: Source): { path: string; mtimeMs: number; size: number } {
+  const path = originalFile(ctx, projectGid, src.storageName);
+  try {
+    const st = statSync(path);
+    return { path, mtimeMs: st.mtimeMs, size: st.size };
+  } catch {
+    throw unprocessable("Asset does not exist", { storage_pathname: src.storageName, reason: "the original file is missing" });
+  }
+}
+
+/** Header-only read of an image (no pixels decoded); a 422 when it is not an image sharp reads. */
+async function readHeader(path: string, storageName: string): Promise<Metadata> {
+  try {
+    return await sharp(path).metadata();
+  } catch {
+    throw unprocessable("Source is not a readable image", { storage_pathname: storageName });
+  }
+}
+
+/** Width and height as displayed (EXIF orientation applied), per frame. */
+function orientedSize(m: Metadata): { width: number; height: number } {
+  const width = m.autoOrient?.width ?? m.width;
+  const height = m.autoOrient?.height ?? m.height;
+  return { width, height };
+}
+
+export type TransformResult = {
+  public_url: string;
+  dimensions: [number, number];
+  timing_ms: { transform: number; optimize: number };
+  request: string;
+  source: string;
+  target: string;
+  options: Record<string, string>;
+};
+
+/**
+ * `/dam/p/<project>/transform/<storage pathname>/<options>`: makes (or finds up to date) the file
+ * `<name>@<key>.<ext>` in the project's media folder. The caller's membership is checked by the
+ * route. Guards: pixel limit on the header before decoding, sources restricted to raster formats
+ * (no SVG), output pixel limit, timeout, concurrency cap and single flight (the Transformer).
+ */
+export async function transformAsset(
+  ctx: Ctx,
+  transformer: Transformer,
+  args: { projectGid: string; pathname: string; options: TransformOptions; request: string },
+): Promise<TransformResult> {
+  const { projectGid, options: o } = args;
+  const src = findSource(ctx.db, projectGid, args.pathname);
+  const file = sourceFile(ctx, projectGid, src);
+
+  let header: Metadata | undefined;
+  const needsAlpha = !o.type && !["jpg", "jpeg", "png", "gif"].includes(src.extension);
+  if (needsAlpha) header = await readHeader(file.path, src.storageName);
+  const type: OutputType = outputType(o, src.extension, header?.hasAlpha ?? false);
+  const bg = effectiveBackground(o, type);
+  const name = o.name ?? src.storageName.replace(/\.[^.]+$/, "");
+  const key = o.key ?? defaultKey(o);
+  const mediaFile = `${name}@${key}.${type}`;
+  if (!MEDIA_NAME_RE.test(mediaFile)) throw badRequest("Invalid option name", { option: "name", value: name, reason: "does not make a valid media file name" });
+  const target = ctx.storage.inside(mediaDir(ctx, projectGid, false), mediaFile);
+  const options = optionStrings(o, { name, key, type, bg });
+  const result = (dimensions: [number, number], timing: { transform: number; optimize: number }): TransformResult => ({
+    public_url: mediaUrl.variant(ctx, projectGid, mediaFile),
+    dimensions,
+    timing_ms: timing,
+    request: args.request,
+    source: `${projectGid}/originals/${src.storageName}`,
+    target: `${projectGid}/media/${mediaFile}`,
+    options,
+  });
+
+  if (!o.force) {
+    const existing = await upToDate(ctx, projectGid, mediaFile, target, src.storageName, file.mtimeMs);
+    if (existing) return result(existing, { transform: 0, optimize: 0 });
+  }
+
+  const rendered: Rendered = await transformer.run(target, async () => {
+    mediaDir(ctx, projectGid);
+    const meta = header ?? (await readHeader(file.path, src.storageName));
+    if (!meta.format || !INPUT_FORMATS.has(meta.format)) {
+      throw unprocessable("Unsupported source type", { storage_pathname: src.storageName, format: meta.format ?? "unknown", supported: [...INPUT_FORMATS] });
+    }
+    const frames = Math.max(1, meta.pages ?? 1);
+    const size = orientedSize(meta);
+    const pixels = size.width * size.height * frames;
+    if (!(pixels > 0) || pixels > ctx.config.pixelLimit) {
+      throw unprocessable("Source image too large", { storage_pathname: src.storageName, pixels, frames, limit_pixels: ctx.config.pixelLimit });
+    }
+    const animated = type === "gif" && frames > 1;
+    const geometry = planGeometry(size, o, ctx.config.pixelLimit);
+    const outputPixels = geometry.canvas.width * geometry.canvas.height * (animated ? frames : 1);
+    if (animated && outputPixels > ctx.config.pixelLimit) {
+      // An output over the pixel limit is a 400 naming the option, as planGeometry does for one frame.
+      const option = o.dpr > 1 ? "dpr" : o.mode;
+      throw invalidOption(option, option === "dpr" ? String(o.dpr) : undefined, `the animated output would be ${geometry.canvas.width}x${geometry.canvas.height} pixels x ${frames} frames, more than the limit of ${ctx.config.pixelLimit} pixels: ask for a smaller size or type=png/jpg`);
+    }
+    if (type === "gif" && outputPixels > QUANTISE_PIXEL_LIMIT) {
+      throw invalidOption("type", "gif", `gif output is limited to ${QUANTISE_PIXEL_LIMIT} pixels (all frames); this one would have ${outputPixels}: ask for a smaller size or png/jpg`);
+    }
+    const out = await render({
+      source: file.path,
+      target,
+      geometry,
+      type,
+      bg,
+      q: o.q,
+      optimize: o.optimize,
+      palette: outputPixels <= QUANTISE_PIXEL_LIMIT,
+      animated,
+      delay: animated ? meta.delay : undefined,
+      loop: animated ? meta.loop : undefined,
+      pixelLimit: ctx.config.pixelLimit,
+      timeoutSeconds: ctx.config.transformTimeout,
+    });
+    recordTransform(ctx, target, { projectGid, file: mediaFile, assetGid: src.asset.gid, source: src.storageName, width: out.width, height: out.height, size: out.size, options });
+    return out;
+  });
+  return result([rendered.width, rendered.height], { transform: rendered.transformMs, optimize: rendered.optimizeMs });
+}
+
+/**
+ * The output size of an existing target not older than the source, or undefined when it must be
+ * made. The size recorded at its render is used (a row is written after every render); only a
+ * file without a row has its header read. A target last made from another source (a custom
+ * name/key reused for another asset or version) is made again: it is not this source's output.
+ */
+async function upToDate(ctx: Ctx, projectGid: string, file: string, target: string, source: string, sourceMtimeMs: number): Promise<[number, number] | undefined> {
+  const st = statSync(target, { throwIfNoEntry: false });
+  if (!st || st.mtimeMs < sourceMtimeMs) return undefined;
+  const row = queries(ctx.db).transform.get({ project: projectGid, file });
+  if (row && row.source !== source) return undefined;
+  if (row && row.size === st.size) return [row.width, row.height];
+  try {
+    const m = await sharp(target).metadata();
+    return [m.width, m.pageHeight ?? m.height];
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Notes a made media file for `info` and for permanent deletion (no sync item: transforms do not
+ * change the asset). When the asset was permanently deleted while it rendered, the file is removed
+ * instead (the removal hook below ran before there was a row to find).
+ */
+function recordTransform(ctx: Ctx, target: string, row: Omit<typeof damTransforms.$inferInsert, "updatedOn" | "id">): void {
+  const values = { ...row, updatedOn: now() };
+  const kept = mutate(ctx.db, undefined, (tx) => {
+    if (!queries(ctx.db).asset.get({ gid: row.assetGid })) return false;
+    tx.insert(damTransforms)
+      .values(values)
+      .onConflictDoUpdate({ target: [damTransforms.projectGid, damTransforms.file], set: values })
+      .run();
+    return true;
+  });
+  if (!kept) rmSync(target, { force: true });
+}
+
+/**
+ * The storage of each open database, for the removal hook (which gets only the transaction):
+ * registered by `registerDamStorage` when the DAM routes of an instance are made. A database not
+ * registered falls back to the layout of `Storage` (the database file `apis.db` in the data folder).
+ */
+const storageByDb = new WeakMap<object, Pick<Ctx, "storage">>();
+export function registerDamStorage(ctx: Pick<Ctx, "db" | "storage">): void {
+  storageByDb.set(sqliteOf(ctx.db), ctx);
+}
+function storageOf(tx: Tx): Storage {
+  const client = sqliteOf(tx);
+  return storageByDb.get(client)?.storage ?? new Storage(dirname(client.filename));
+}
+
+/**
+ * Permanently deleted assets take their transformed files with them: their `dam_transforms` rows
+ * go in the deleting transaction and the files after commit (a file last made for another asset,
+ * through a reused custom name/key, belongs to that asset and stays).
+ */
+onAssetsRemoved((tx, projectGid, gids) => {
+  if (gids.length === 0) return [];
+  const rows = tx
+    .delete(damTransforms)
+    .where(and(eq(damTransforms.projectGid, projectGid), inArray(damTransforms.assetGid, gids)))
+    .returning({ file: damTransforms.file })
+    .all();
+  if (rows.length === 0) return [];
+  const dir = join(storageOf(tx).projectDir(projectGid), "media");
+  return rows.filter((r) => MEDIA_NAME_RE.test(r.file)).map((r) => join(dir, r.file));
+});
+
+/**
+ * `publish`: the asset's original named by `pathname` becomes downloadable at
+ * `/media/p/<project>/orig/<storage pathname>`. Writes an `assets` UPDATE sync item when it changes.
+ */
+export function publishOriginal(ctx: Ctx, projectGid: string, userGid: string, pathname: string): { public_url: string; storage_pathname: string; asset: string } {
+  return mutate(ctx.db, ctx.hub, (tx, log) => {
+    const src = findSource(ctx.db, projectGid, pathname);
+    sourceFile(ctx, projectGid, src);
+    if (!src.asset.published || src.asset.publicName !== src.storageName) {
+      tx.update(assets).set({ published: true, publicName: src.storageName, updatedOn: now(), updatedBy: userGid }).where(eq(assets.id, src.asset.id)).run();
+      log.project(projectGid, "UPDATE", "assets", src.asset.gid);
+    }
+    return { public_url: mediaUrl.original(ctx, projectGid, src.storageName), storage_pathname: src.storageName, asset: src.asset.gid };
+  });
+}
+
+/** `unpublish`: the asset's original is private again (whichever of its versions was published). */
+export function unpublishOriginal(ctx: Ctx, projectGid: string, userGid: string, pathname: string): { public_url: null } {
+  return mutate(ctx.db, ctx.hub, (tx, log) => {
+    const src = findSource(ctx.db, projectGid, pathname);
+    if (src.asset.published || src.asset.publicName) {
+      tx.update(assets).set({ published: false, publicName: null, updatedOn: now(), updatedBy: userGid }).where(eq(assets.id, src.asset.id)).run();
+      log.project(projectGid, "UPDATE", "assets", src.asset.gid);
+    }
+    return { public_url: null };
+  });
+}
+
+/** The file and type of a published original, or undefined (unknown, unpublished, deleted asset, missing file). */
+export function publishedOriginal(ctx: Ctx, projectGid: string, name: string): { path: string; mime: string } | undefined {
+  const parts = parseStorageName(name);
+  if (!parts) return undefined;
+  const q = queries(ctx.db);
+  const asset = q.asset.get({ gid: parts.gid });
+  if (!asset || asset.projectGid !== projectGid || asset.status !== "active" || !asset.published || asset.publicName !== name) return undefined;
+  let mime = asset.mime;
+  if (asset.storageName !== name) {
+    const v = q.version.get({ name });
+    if (!v || v.assetGid !== asset.gid) return undefined;
+    mime = v.mime;
+  }
+  return { path: originalFile(ctx, projectGid, name), mime };
+}
+
+/** `info`: what a client needs to show or transform an original (docs/dam.md shows the shape). */
+export async function assetInfo(ctx: Ctx, projectGid: string, pathname: string) {
+  const src = findSource(ctx.db, projectGid, pathname);
+  const file = sourceFile(ctx, projectGid, src);
+  const a = src.asset;
+  let image: Record<string, unknown> = { dimensions: null, format: null, pages: null, has_alpha: null, orientation: null, space: null, density: null };
+  if (a.type === "image" || ["jpg", "jpeg", "png", "gif", "webp", "tiff", "avif", "heic", "heif", "svg"].includes(src.extension)) {
+    try {
+      const m = await sharp(file.path).metadata();
+      const s = orientedSize(m);
+      image = {
+        dimensions: [s.width, s.height],
+        format: m.format,
+        pages: m.pages ?? 1,
+        has_alpha: m.hasAlpha,
+        orientation: m.orientation ?? 1,
+        space: m.space,
+        density: m.density ?? null,
+      };
+    } catch {
+      // Not an image sharp reads: the image members stay null.
+    }
+  }
+  const versions = [
+    { version: a.version, storage_pathname: a.storageName, size: a.size, mime: a.mime, dimensions: a.width && a.height ? [a.width, a.height] : null, created_on: a.updatedOn, current: true },
+    ...ctx.db
+      .select()
+      .from(assetVersions)
+      .where(and(eq(assetVersions.assetGid, a.gid), eq(assetVersions.projectGid, projectGid)))
+      .orderBy(desc(assetVersions.version))
+      .all()
+      .map((v) => ({ version: v.version, storage_pathname: v.storageName, size: v.size, mime: v.mime, dimensions: v.width && v.height ? [v.width, v.height] : null, created_on: v.createdOn, current: false })),
+  ];
+  const dir = mediaDir(ctx, projectGid);
+  const transforms = ctx.db
+    .select()
+    .from(damTransforms)
+    .where(and(eq(damTransforms.projectGid, projectGid), eq(damTransforms.assetGid, a.gid)))
+    .orderBy(desc(damTransforms.updatedOn))
+    .all()
+    .filter((t) => existsSync(join(dir, t.file)))
+    .map((t) => ({
+      file: t.file,
+      public_url: mediaUrl.variant(ctx, projectGid, t.file),
+      source: t.source,
+      dimensions: [t.width, t.height],
+      size: t.size,
+      options: t.options,
+      updated_on: t.updatedOn,
+    }));
+  return {
+    asset: a.gid,
+    storage_pathname: src.storageName,
+    name: a.name,
+    type: a.type,
+    extension: src.extension,
+    mime: src.mime,
+    size: file.size,
+    ...image,
+    version: src.version,
+    current: src.current,
+    current_version: a.version,
+    versions,
+    metadata: a.metadata,
+    extracted: src.extracted,
+    published: a.published,
+    public_url: a.published && a.publicName ? mediaUrl.original(ctx, projectGid, a.publicName) : null,
+    transforms,
+  };
+}
+

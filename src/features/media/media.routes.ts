@@ -1,0 +1,105 @@
+import { Elysia } from "elysia";
+import { join } from "node:path";
+import type { Ctx } from "../../platform/context";
+import { MEDIA_NAME_RE } from "../dam/dam.options";
+import { contentTypeOf, mediaNotFound, serveFile } from "./media.files";
+import { describe } from "../../http/openapi";
+import { publishedOriginal } from "../dam/dam.service";
+
+const tags = ["media"];
+
+/** Project gids as newGid makes them. */
+const PROJECT_RE = /^[0-9a-z]{8,40}$/;
+/** Avatar and icon files as the upload routes name them (`<gid>-<random>.png`). */
+const IMAGE_FILE_RE = /^[A-Za-z0-9_-]{1,100}\.(png|jpg|jpeg|gif|webp)$/;
+
+/**
+ * Cache-Control per kind of file (docs/dam.md, "Caching"): transforms a day (a forced re-render or
+ * a reused custom name/key can change the bytes behind a URL; the ETag makes revalidation a 304),
+ * published originals revalidated on every use (so unpublish takes effect at once), avatars and
+ * icons a year (a new upload always gets a new file name).
+ */
+export const CACHE = {
+  variant: "public, max-age=86400",
+  original: "public, no-cache",
+  image: "public, max-age=31536000, immutable",
+};
+
+type Params = Record<string, string | undefined>;
+type Handler = (request: Request, params: Params) => Response;
+
+/**
+ * The four public file handlers. Every name is checked against a strict pattern before a path is
+ * built from it, and the path is built under the one folder of its kind, so nothing else is
+ * reachable (a plain join is safe: the names have no separators and no leading dot).
+ */
+export function mediaHandlers(ctx: Ctx): { variant: Handler; original: Handler; avatar: Handler; icon: Handler } {
+  const projectsRoot = join(ctx.storage.dataDir, "files", "projects");
+  const avatarsDir = join(ctx.storage.dataDir, "files", "avatars");
+  const iconsDir = join(ctx.storage.dataDir, "files", "icons");
+  const image = (dir: string): Handler => (request, { file = "" }) => {
+    if (!IMAGE_FILE_RE.test(file)) return mediaNotFound(request);
+    return serveFile(request, `${dir}/${file}`, { contentType: contentTypeOf(file), cacheControl: CACHE.image });
+  };
+  return {
+    variant(request, { project = "", file = "" }) {
+      if (!PROJECT_RE.test(project) || !MEDIA_NAME_RE.test(file)) return mediaNotFound(request);
+      return serveFile(request, `${projectsRoot}/${project}/media/${file}`, { contentType: contentTypeOf(file), cacheControl: CACHE.variant });
+    },
+    original(request, { project = "", file = "" }) {
+      if (!PROJECT_RE.test(project)) return mediaNotFound(request);
+      const found = publishedOriginal(ctx, project, file);
+      if (!found) return mediaNotFound(request);
+      return serveFile(request, found.path, { contentType: found.mime || contentTypeOf(file), cacheControl: CACHE.original, untrusted: true });
+    },
+    avatar: image(avatarsDir),
+    icon: image(iconsDir),
+  };
+}
+
+const PATHS = {
+  variant: "/media/p/:project/var/:file",
+  original: "/media/p/:project/orig/:file",
+  avatar: "/media/avatars/:file",
+  icon: "/media/icons/:file",
+} as const;
+
+/**
+ * Public files, no JWT (spec 4.5): transforms, published originals, avatars and project icons,
+ * as Elysia routes (the OpenAPI document, `app.handle`). The running server answers the same
+ * paths with `mediaServeRoutes` first (see there).
+ */
+export function mediaRoutes(ctx: Ctx) {
+  const h = mediaHandlers(ctx);
+  const d = (summary: string) => ({ detail: describe({ summary, tags, errors: [404] }) });
+  const via = (fn: Handler) => ({ request, params }: { request: Request; params: Params }) => fn(request, params);
+  return new Elysia()
+    .get(PATHS.variant, via(h.variant), d("A transformed image `<name>@<key>.<ext>` (public; ETag, Last-Modified, 304, Range)"))
+    .head(PATHS.variant, via(h.variant), d("Headers of a transformed image"))
+    .get(PATHS.original, via(h.original), d("A published original `<storage pathname>` (public while published)"))
+    .head(PATHS.original, via(h.original), d("Headers of a published original"))
+    .get(PATHS.avatar, via(h.avatar), d("A user's avatar (the `avatar` file name of cc.users)"))
+    .head(PATHS.avatar, via(h.avatar), d("Headers of an avatar"))
+    .get(PATHS.icon, via(h.icon), d("A project's icon (the `icon` file name of cc.projects)"))
+    .head(PATHS.icon, via(h.icon), d("Headers of a project icon"));
+}
+
+/**
+ * The same handlers as routes of Bun.serve itself, matched natively before the Elysia app: a
+ * media file is the hottest and simplest answer of the server (no JWT, no body, no hooks), and
+ * skipping the framework's routing and hook chain is what keeps it near a bare `Bun.file`
+ * answer (bench/dam.bench.ts). Other methods on these paths fall through to the app (405).
+ */
+export function mediaServeRoutes(ctx: Ctx) {
+  const h = mediaHandlers(ctx);
+  const both = (fn: Handler) => {
+    const handler = (req: Request & { params: Params }) => fn(req, req.params);
+    return { GET: handler, HEAD: handler };
+  };
+  return {
+    [PATHS.variant]: both(h.variant),
+    [PATHS.original]: both(h.original),
+    [PATHS.avatar]: both(h.avatar),
+    [PATHS.icon]: both(h.icon),
+  };
+}

@@ -1,0 +1,402 @@
+import { and, asc, eq, inArray, ne, sql } from "drizzle-orm";
+import type { Tx } from "../../db/connection";
+import type { ChangeLog } from "../../db/mutate";
+import { memberships, projects, users } from "../../db/schema";
+import { ApiError, unprocessable, validationFailed } from "../../core/errors";
+import { newGid, now } from "../../core/ids";
+import { isLanguage } from "../../core/languages";
+import { projectAudience, userAudience } from "./access.service";
+import { membershipFull, membershipShort, personMembershipOptions, projectShort, userFull, userShort } from "../users/users.forms";
+import { emailIssues, getUser, type User } from "../users/users.service";
+
+export type Membership = typeof memberships.$inferSelect;
+type Project = typeof projects.$inferSelect;
+
+/** One membership, optionally only in the given status. */
+export function getMembership(tx: Tx, projectGid: string, userGid: string, status?: Membership["status"]): Membership | undefined {
+  const m = tx
+    .select()
+    .from(memberships)
+    .where(and(eq(memberships.projectGid, projectGid), eq(memberships.userGid, userGid)))
+    .get();
+  return m && (!status || m.status === status) ? m : undefined;
+}
+
+/** 1004: the invitation link no longer stands (declined, or accepted and deactivated since). */
+export const inviteInvalid = (reason: string) => new ApiError(1004, "Invite invalid", { reason });
+
+// ---------------------------------------------------------------------------------------------
+// Sync items shared by every membership change.
+
+/** `cc.projects_members` for the project's audience, the member itself and anyone listed. */
+export function logMembership(tx: Tx, log: ChangeLog, action: "INSERT" | "UPDATE" | "DELETE", projectGid: string, userGid: string, extra: string[] = []) {
+  log.cc(action, "cc.projects_members", `${projectGid}/${userGid}`, [...projectAudience(tx, projectGid), userGid, ...extra]);
+}
+
+/**
+ * `cc.users` items for a change of who shares a project with `userGid`, given its audience before
+ * the change: those who lost sight of the user get a DELETE (and the user one for each of them),
+ * those who gained it an INSERT (and the user one for each of them).
+ */
+export function logVisibility(tx: Tx, log: ChangeLog, userGid: string, before: string[]) {
+  const after = new Set(userAudience(tx, userGid));
+  const was = new Set(before);
+  const lost = before.filter((g) => g !== userGid && !after.has(g));
+  const gained = [...after].filter((g) => g !== userGid && !was.has(g));
+  if (lost.length) log.cc("DELETE", "cc.users", userGid, lost);
+  for (const g of lost) log.cc("DELETE", "cc.users", g, [userGid]);
+  if (gained.length) log.cc("INSERT", "cc.users", userGid, gained);
+  for (const g of gained) log.cc("INSERT", "cc.users", g, [userGid]);
+}
+
+/** Tells `userGid` that a project appeared in (INSERT) or left (DELETE) its view. */
+function logProjectSeen(log: ChangeLog, action: "INSERT" | "DELETE", projectGid: string, userGid: string) {
+  log.cc(action, "cc.projects", projectGid, [userGid]);
+}
+
+/** Whether a membership status makes the project visible to the member (global init lists it). */
+const SEES_PROJECT = (status: string) => status === "active" || status === "invited";
+
+function setStatus(tx: Tx, m: Membership, status: Membership["status"], options?: Membership["options"]): Membership {
+  return tx
+    .update(memberships)
+    .set({ status, updatedOn: now(), ...(options ? { options } : {}) })
+    .where(and(eq(memberships.projectGid, m.projectGid), eq(memberships.userGid, m.userGid)))
+    .returning()
+    .get()!;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading
+
+export type MemberRow = { m: Membership; u: User };
+
+/**
+ * The memberships of a project with their users, the owner first. The owner sees every
+ * membership (declined ones too); members do not see declined invitations.
+ */
+export function projectMemberRows(tx: Tx, projectGid: string, includeDeclined: boolean): MemberRow[] {
+  const rows = tx
+    .select({ m: memberships, u: users })
+    .from(memberships)
+    .innerJoin(users, eq(users.gid, memberships.userGid))
+    .where(and(eq(memberships.projectGid, projectGid), includeDeclined ? undefined : ne(memberships.status, "declined")))
+    .orderBy(asc(memberships.createdOn))
+    .all();
+  return rows.sort((a, b) => Number(b.m.roles.includes("owner")) - Number(a.m.roles.includes("owner")));
+}
+
+/**
+ * `members/get`: every membership of the project with its user. The owner gets full forms of
+ * all; others get short forms, except their own entries which are full.
+ */
+export function listMembers(tx: Tx, projectGid: string, viewerGid: string, viewerIsOwner: boolean) {
+  const rows = projectMemberRows(tx, projectGid, viewerIsOwner);
+  const ccUsers: Record<string, unknown> = {};
+  const ccMembers: unknown[] = [];
+  for (const { m, u } of rows) {
+    const full = viewerIsOwner || u.gid === viewerGid;
+    ccUsers[u.gid] = full ? userFull(u) : userShort(u);
+    ccMembers.push(full ? membershipFull(m) : membershipShort(m));
+  }
+  return {
+    result: { project: projectGid, members: rows.map((r) => r.u.gid) },
+    data: { "cc.users": ccUsers, "cc.projects_members": ccMembers },
+  };
+}
+
+/** A membership answer: result `user`, data the user and the membership (full forms, for the owner). */
+export function memberAnswer(tx: Tx, projectGid: string, userGid: string) {
+  const u = getUser(tx, userGid)!;
+  const m = getMembership(tx, projectGid, userGid);
+  return {
+    result: { user: userGid },
+    data: { "cc.users": { [userGid]: userFull(u) }, "cc.projects_members": m ? [membershipFull(m)] : [] },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Invitations
+
+export type Invitation = { user: User; membership: Membership; project: Project; hasAccount: boolean; resent: boolean };
+
+/** Person accounts (active or invited) using an email address, compared without case. */
+function peopleByEmail(tx: Tx, email: string): User[] {
+  return tx
+    .select()
+    .from(users)
+    .where(and(sql`lower(${users.email}) = lower(${email})`, eq(users.kind, "person")))
+    .all();
+}
+
+/**
+ * Invites the owner of an email address into a project (owner checked by the caller). An unknown
+ * address gets a new invited user (empty username and name); an existing account gets an
+ * `invited` membership. Inviting someone already invited changes nothing (the mail goes again);
+ * a declined invitation is renewed. Several accounts on one address need `username` to choose.
+ */
+export function inviteMember(
+  tx: Tx,
+  log: ChangeLog,
+  project: Project,
+  input: { email: string; username?: string; language?: string },
+): Invitation {
+  const email = input.email.trim();
+  const issues = emailIssues(email);
+  if (input.language !== undefined && !isLanguage(input.language))
+    issues.push({ field: "language", rule: "language", message: "Not a language code of /api/languages/get" });
+  if (issues.length) throw validationFailed(issues);
+  if (project.status !== "active") throw unprocessable("Invitation failed", { reason: "The project is not active" });
+
+  const people = peopleByEmail(tx, email);
+  let user: User | undefined;
+  if (input.username !== undefined && input.username !== "") {
+    user = people.find((u) => u.username === input.username);
+    if (!user) throw unprocessable("Invitation failed", { reason: "No account with this username uses this email address" });
+  } else {
+    const active = people.filter((u) => u.status === "active");
+    if (active.length > 1)
+      throw unprocessable("Invitation failed", { reason: "Several accounts use this email address: name one with `username`", accounts: active.length });
+    user = active[0] ?? people.find((u) => u.status === "invited");
+    if (!user && people.length) throw unprocessable("Invitation failed", { reason: "The account of this email address is deactivated" });
+  }
+  if (user && user.status !== "active" && user.status !== "invited")
+    throw unprocessable("Invitation failed", { reason: "The account of this email address is deactivated" });
+
+  const t = now();
+  if (!user) {
+    const owner = getUser(tx, project.owner);
+    user = tx
+      .insert(users)
+      .values({
+        gid: newGid(),
+        kind: "person",
+        username: null,
+        email,
+        name: "",
+        status: "invited",
+        language: input.language ?? owner?.language ?? "en",
+        timezone: owner?.timezone ?? "UTC",
+        createdOn: t,
+        updatedOn: t,
+      })
+      .returning()
+      .get();
+    tx.insert(memberships)
+      .values({ projectGid: project.gid, userGid: user.gid, status: "invited", roles: ["member"], options: personMembershipOptions(email), createdOn: t, updatedOn: t })
+      .run();
+    log.cc("INSERT", "cc.users", user.gid, [user.gid, ...projectAudience(tx, project.gid)]);
+    for (const g of projectAudience(tx, project.gid)) if (g !== user.gid) log.cc("INSERT", "cc.users", g, [user.gid]);
+    logMembership(tx, log, "INSERT", project.gid, user.gid);
+    logProjectSeen(log, "INSERT", project.gid, user.gid);
+    return { user, membership: getMembership(tx, project.gid, user.gid)!, project, hasAccount: false, resent: false };
+  }
+
+  const hasAccount = user.status === "active";
+  const existing = getMembership(tx, project.gid, user.gid);
+  if (existing?.status === "invited") return { user, membership: existing, project, hasAccount, resent: true };
+  if (existing?.status === "active") throw unprocessable("Invitation failed", { reason: "Already a member of the project" });
+  if (existing?.status === "inactive")
+    throw unprocessable("Invitation failed", { reason: "The membership is deactivated: use members/reactivate" });
+
+  const before = userAudience(tx, user.gid);
+  let membership: Membership;
+  if (existing) {
+    // A declined invitation is renewed.
+    membership = tx
+      .update(memberships)
+      .set({ status: "invited", roles: ["member"], options: personMembershipOptions(user.email), updatedOn: t })
+      .where(and(eq(memberships.projectGid, project.gid), eq(memberships.userGid, user.gid)))
+      .returning()
+      .get()!;
+    logMembership(tx, log, "UPDATE", project.gid, user.gid);
+  } else {
+    membership = tx
+      .insert(memberships)
+      .values({ projectGid: project.gid, userGid: user.gid, status: "invited", roles: ["member"], options: personMembershipOptions(user.email), createdOn: t, updatedOn: t })
+      .returning()
+      .get();
+    logMembership(tx, log, "INSERT", project.gid, user.gid);
+  }
+  logProjectSeen(log, "INSERT", project.gid, user.gid);
+  logVisibility(tx, log, user.gid, before);
+  return { user, membership, project, hasAccount, resent: false };
+}
+
+/** The pending invitation of a user, for `resend_invite`; 422 unless the membership is `invited`. */
+export function pendingInvitation(tx: Tx, project: Project, userGid: string): Invitation {
+  const m = getMembership(tx, project.gid, userGid);
+  const user = m && getUser(tx, userGid);
+  if (!m || !user || user.kind !== "person") throw unprocessable("Resending failed", { reason: "No such member" });
+  if (m.status !== "invited") throw unprocessable("Resending failed", { reason: `The membership is ${m.status}, not invited` });
+  if (project.status !== "active") throw unprocessable("Resending failed", { reason: "The project is not active" });
+  return { user, membership: m, project, hasAccount: user.status === "active", resent: true };
+}
+
+/**
+ * `init_invite`: checks an invitation link (no login) and returns what an invitation page shows.
+ * 422 when the invitee is neither active nor invited, the project not active or no invitation
+ * exists; 1004 when it was declined, or accepted and the member deactivated since.
+ */
+export function invitationInfo(tx: Tx, inviteeGid: string, projectGid: string) {
+  const invitee = getUser(tx, inviteeGid);
+  if (!invitee || invitee.kind !== "person" || (invitee.status !== "active" && invitee.status !== "invited"))
+    throw unprocessable("The invitee is neither active nor invited");
+  const project = tx.select().from(projects).where(eq(projects.gid, projectGid)).get();
+  if (!project || project.status !== "active") throw unprocessable("The project is not active");
+  const mine = getMembership(tx, projectGid, inviteeGid);
+  if (!mine) throw unprocessable("No invitation for this invitee in this project");
+  if (mine.status === "declined") throw inviteInvalid("The invitation was declined");
+  if (mine.status === "inactive") throw inviteInvalid("The invitation was accepted and the member has been deactivated since");
+
+  const rows = tx
+    .select({ m: memberships, u: users })
+    .from(memberships)
+    .innerJoin(users, eq(users.gid, memberships.userGid))
+    .where(and(eq(memberships.projectGid, projectGid), inArray(memberships.status, ["active"])))
+    .all();
+  const ccUsers: Record<string, unknown> = { [invitee.gid]: userShort(invitee) };
+  const ccMembers: unknown[] = [membershipShort(mine)];
+  // The owner first, then the other active members.
+  rows.sort((a, b) => Number(b.m.roles.includes("owner")) - Number(a.m.roles.includes("owner")));
+  for (const { m, u } of rows) {
+    if (u.gid === invitee.gid) continue;
+    ccUsers[u.gid] = userShort(u);
+    ccMembers.push(membershipShort(m));
+  }
+  return {
+    result: { invitee: invitee.gid, project: project.gid, project_members: rows.map((r) => r.u.gid) },
+    data: { "cc.users": ccUsers, "cc.projects": { [project.gid]: projectShort(project) }, "cc.projects_members": ccMembers },
+  };
+}
+
+/**
+ * `decline_invite`: the invited membership becomes `declined`; its options then hold the
+ * invitee's language and timezone instead of notification settings. 422 otherwise.
+ */
+export function declineInvitation(tx: Tx, log: ChangeLog, inviteeGid: string, projectGid: string): Membership {
+  const invitee = getUser(tx, inviteeGid);
+  const m = invitee && getMembership(tx, projectGid, inviteeGid);
+  if (!invitee || !m) throw unprocessable("Decline failed", { reason: "No invitation for this invitee in this project" });
+  if (m.status !== "invited") throw unprocessable("Decline failed", { reason: `The membership is ${m.status}, not invited` });
+  const before = userAudience(tx, inviteeGid);
+  const audience = projectAudience(tx, projectGid);
+  const row = setStatus(tx, m, "declined", { language: invitee.language, timezone: invitee.timezone });
+  logMembership(tx, log, "UPDATE", projectGid, inviteeGid, audience);
+  logProjectSeen(log, "DELETE", projectGid, inviteeGid);
+  logVisibility(tx, log, inviteeGid, before);
+  return row;
+}
+
+/**
+ * `accept_invite` (for the account area): the invited membership becomes active. 422 unless it
+ * is invited and the project active; 1004 when it was declined or deactivated.
+ */
+export function acceptInvitation(tx: Tx, log: ChangeLog, userGid: string, projectGid: string): Membership {
+  const project = tx.select().from(projects).where(eq(projects.gid, projectGid)).get();
+  const m = getMembership(tx, projectGid, userGid);
+  if (!project || !m) throw unprocessable("Accepting failed", { reason: "No invitation for this user in this project" });
+  if (m.status === "declined") throw inviteInvalid("The invitation was declined");
+  if (m.status === "inactive") throw inviteInvalid("The invitation was accepted and the member has been deactivated since");
+  if (m.status !== "invited") throw unprocessable("Accepting failed", { reason: `The membership is ${m.status}, not invited` });
+  if (project.status !== "active") throw unprocessable("Accepting failed", { reason: "The project is not active" });
+  const before = userAudience(tx, userGid);
+  const row = setStatus(tx, m, "active");
+  logMembership(tx, log, "UPDATE", projectGid, userGid);
+  logVisibility(tx, log, userGid, before);
+  return row;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Member changes by the owner (persons; API users go through apikeys/*)
+
+type Kind = "person" | "api";
+
+/** The membership of `userGid` for an owner's change, or 422 with `what` failed and a reason. */
+function changeable(tx: Tx, projectGid: string, userGid: string, kind: Kind, what: string): { m: Membership; u: User } {
+  const m = getMembership(tx, projectGid, userGid);
+  const u = m && getUser(tx, userGid);
+  if (!m || !u) throw unprocessable(`${what} failed`, { reason: kind === "api" ? "No such API user in this project" : "No such member" });
+  if (u.kind !== kind)
+    throw unprocessable(`${what} failed`, { reason: kind === "api" ? "Not an API user: use members/*" : "An API user: use apikeys/*" });
+  if (m.roles.includes("owner")) throw unprocessable(`${what} failed`, { reason: "The owner's own membership cannot be changed" });
+  return { m, u };
+}
+
+/** `deactivate`: an active membership becomes inactive; the member loses access at once. */
+export function deactivateMember(tx: Tx, log: ChangeLog, project: Project, userGid: string, kind: Kind = "person"): Membership {
+  const { m } = changeable(tx, project.gid, userGid, kind, "Deactivation");
+  if (m.status !== "active") throw unprocessable("Deactivation failed", { reason: `The membership is ${m.status}, not active` });
+  const before = userAudience(tx, userGid);
+  const audience = projectAudience(tx, project.gid);
+  const row = setStatus(tx, m, "inactive");
+  logMembership(tx, log, "UPDATE", project.gid, userGid, audience);
+  logProjectSeen(log, "DELETE", project.gid, userGid);
+  logVisibility(tx, log, userGid, before);
+  return row;
+}
+
+/** `reactivate`: an inactive membership becomes active again. */
+export function reactivateMember(tx: Tx, log: ChangeLog, project: Project, userGid: string, kind: Kind = "person"): Membership {
+  const { m } = changeable(tx, project.gid, userGid, kind, "Reactivation");
+  if (m.status !== "inactive") throw unprocessable("Reactivation failed", { reason: `The membership is ${m.status}, not inactive` });
+  if (project.status !== "active") throw unprocessable("Reactivation failed", { reason: "The project is not active" });
+  const before = userAudience(tx, userGid);
+  const row = setStatus(tx, m, "active");
+  logMembership(tx, log, "UPDATE", project.gid, userGid);
+  logProjectSeen(log, "INSERT", project.gid, userGid);
+  logVisibility(tx, log, userGid, before);
+  return row;
+}
+
+/**
+ * `remove`: the membership is deleted whatever its state (an invitation is withdrawn). An invitee
+ * without an account and without any other membership is deleted with it, so nothing dangles.
+ */
+export function removeMember(tx: Tx, log: ChangeLog, project: Project, userGid: string): void {
+  const { m, u } = changeable(tx, project.gid, userGid, "person", "Removal");
+  const before = userAudience(tx, userGid);
+  const audience = projectAudience(tx, project.gid);
+  tx.delete(memberships).where(and(eq(memberships.projectGid, project.gid), eq(memberships.userGid, userGid))).run();
+  logMembership(tx, log, "DELETE", project.gid, userGid, audience);
+  if (SEES_PROJECT(m.status)) logProjectSeen(log, "DELETE", project.gid, userGid);
+  const left = tx.select({ n: sql<number>`count(*)` }).from(memberships).where(eq(memberships.userGid, userGid)).get()?.n ?? 0;
+  if (u.status === "invited" && left === 0) {
+    tx.delete(users).where(eq(users.gid, userGid)).run();
+    log.cc("DELETE", "cc.users", userGid, [...new Set([...before, ...audience])]);
+    return;
+  }
+  logVisibility(tx, log, userGid, before);
+}
+
+/**
+ * The `rate_limit_per_second` of a user's membership in a project: a number (0 = no limit), or
+ * null when the membership sets none or does not exist (the instance default applies).
+ */
+export function membershipRateLimit(tx: Tx, projectGid: string, userGid: string): number | null {
+  const m = tx
+    .select({ options: memberships.options })
+    .from(memberships)
+    .where(and(eq(memberships.projectGid, projectGid), eq(memberships.userGid, userGid)))
+    .get();
+  const v = m?.options?.rate_limit_per_second;
+  return typeof v === "number" ? v : null;
+}
+
+/**
+ * After memberships were deleted (a project deleted for good): deletes the users that only lived
+ * through them, API users and invitees without an account left without any membership, and tells
+ * `audience` with `cc.users` DELETE items. Returns the deleted gids.
+ */
+export function dropMembershipOrphans(tx: Tx, log: ChangeLog, userGids: string[], audience: string[]): string[] {
+  const dropped: string[] = [];
+  for (const gid of new Set(userGids)) {
+    const u = getUser(tx, gid);
+    if (!u || (u.kind !== "api" && u.status !== "invited")) continue;
+    if (tx.select({ gid: memberships.userGid }).from(memberships).where(eq(memberships.userGid, gid)).get()) continue;
+    tx.delete(users).where(eq(users.gid, gid)).run();
+    log.cc("DELETE", "cc.users", gid, [...new Set([...audience, gid])]);
+    dropped.push(gid);
+  }
+  return dropped;
+}

@@ -1,0 +1,145 @@
+import { and, eq, inArray, max } from "drizzle-orm";
+import type { Tx } from "../../db/connection";
+import { changes, memberships, meta, projects, users } from "../../db/schema";
+import { unauthorized } from "../../core/errors";
+import { LANGUAGES, LANGUAGE_CODES } from "../../core/languages";
+import { VERSION } from "../../version";
+import { membershipFull, membershipShort, projectFull, projectShort, userFull, userShort } from "../users/users.forms";
+import { projectMemberRows } from "../members/members.service";
+import { getUser } from "../users/users.service";
+
+/**
+ * The newest cursor of the change log (0 when nothing was ever written). Cursors are global and
+ * only increase; when retention pruned every item, the pruned floor is still the current cursor
+ * (else clients would be handed a cursor older than the retained log and told to re-initialise).
+ */
+export function currentCursor(tx: Tx): number {
+  const top = tx.select({ c: max(changes.cursor) }).from(changes).get()?.c ?? 0;
+  const floor = Number(tx.select({ v: meta.value }).from(meta).where(eq(meta.key, "changes.floor")).get()?.v ?? 0);
+  return Math.max(top, floor);
+}
+
+export function languagesPayload() {
+  return { languages: LANGUAGE_CODES, dictionary: LANGUAGES };
+}
+
+/**
+ * The global init payload (spec 4.1 `GET /api/init`, also answered by login, signup and reset):
+ * the user, its projects with roles, the users it shares projects with and the memberships.
+ * Projects it owns are listed in any state; projects it joined only while active.
+ */
+export function globalInit(tx: Tx, userGid: string) {
+  const me = getUser(tx, userGid);
+  if (!me) throw unauthorized();
+  const mine = tx
+    .select({ m: memberships, p: projects })
+    .from(memberships)
+    .innerJoin(projects, eq(projects.gid, memberships.projectGid))
+    .where(eq(memberships.userGid, userGid))
+    .all()
+    .filter(({ m, p }) => p.owner === userGid || (p.status === "active" && (m.status === "active" || m.status === "invited")));
+
+  const userProjects: Record<string, string[]> = {};
+  const ccProjects: Record<string, unknown> = {};
+  const ccMembers: unknown[] = [];
+  const activeGids: string[] = [];
+  for (const { m, p } of mine) {
+    ccProjects[p.gid] = projectFull(p);
+    ccMembers.push(membershipFull(m));
+    if (m.status === "active") {
+      userProjects[p.gid] = m.roles;
+      activeGids.push(p.gid);
+    }
+  }
+  const ccUsers: Record<string, unknown> = { [me.gid]: userFull(me) };
+  if (activeGids.length) {
+    const others = tx
+      .select({ m: memberships, u: users })
+      .from(memberships)
+      .innerJoin(users, eq(users.gid, memberships.userGid))
+      .where(and(inArray(memberships.projectGid, activeGids), inArray(memberships.status, ["active", "invited"])))
+      .all();
+    for (const { m, u } of others) {
+      if (u.gid !== me.gid) ccUsers[u.gid] ??= userShort(u);
+      // Owner memberships of the user's projects, so a client knows who owns what.
+      if (m.roles.includes("owner") && m.userGid !== me.gid) ccMembers.push(membershipShort(m));
+    }
+  }
+  return {
+    result: { user: me.gid, user_projects: userProjects, "cc.version": VERSION, "cc.cursor": currentCursor(tx) },
+    data: { "cc.users": ccUsers, "cc.projects": ccProjects, "cc.projects_members": ccMembers, "cc.languages": LANGUAGES },
+  };
+}
+
+/** A function that gives one project data dictionary (keyed by gid) for the project init payload. */
+export type ProjectDictionary = (tx: Tx, projectGid: string) => Record<string, unknown>;
+
+/**
+ * The project data dictionaries of `auth`, `init` and project `login` (spec 4.2). Each area that
+ * owns one replaces its entry with `registerProjectDictionary` (the schema area: definitions,
+ * classes, fields, layouts; queries); until then they are empty objects.
+ */
+const projectDictionaries = new Map<string, ProjectDictionary>(
+  ["definitions", "classes", "fields", "layouts", "queries"].map((name) => [name, () => ({})]),
+);
+
+export function registerProjectDictionary(name: string, fn: ProjectDictionary): void {
+  projectDictionaries.set(name, fn);
+}
+
+/**
+ * The project init payload (spec 4.2 `auth` and `GET /api/p/<project>/init`, also answered by the
+ * project `login`). `member` says whether the caller may see the project (owner or active member
+ * of an active project: checked by the caller); when false, the login stays valid but `project`
+ * is null and no project data is given. `user_projects` lists the projects the user owns (always
+ * empty for API users); `cc.projects` holds the full current project and reduced entries for the
+ * other owned projects. `cc.users` is full for the caller and short for everyone else (spec 4.2);
+ * memberships are full for the owner (it manages them) and for the caller's own, else short.
+ */
+export function projectInit(tx: Tx, userGid: string, projectGid: string, member: boolean) {
+  const me = getUser(tx, userGid);
+  if (!me) throw unauthorized();
+  const owned = me.kind === "api" ? [] : tx.select().from(projects).where(eq(projects.owner, userGid)).all();
+  const userProjects: Record<string, string[]> = {};
+  const ccProjects: Record<string, unknown> = {};
+  for (const p of owned) {
+    userProjects[p.gid] = ["owner"];
+    if (p.gid !== projectGid) ccProjects[p.gid] = projectShort(p);
+  }
+  const ccUsers: Record<string, unknown> = { [me.gid]: userFull(me) };
+  const ccMembers: unknown[] = [];
+  const dictionaries: Record<string, Record<string, unknown>> = {};
+  const project = member ? tx.select().from(projects).where(eq(projects.gid, projectGid)).get() : undefined;
+  let projectMembers: string[] = [];
+  if (project) {
+    ccProjects[project.gid] = projectFull(project);
+    const isOwner = project.owner === userGid;
+    for (const { m, u } of projectMemberRows(tx, project.gid, isOwner)) {
+      const full = isOwner || u.gid === userGid;
+      if (u.gid !== userGid) ccUsers[u.gid] = userShort(u);
+      ccMembers.push(full ? membershipFull(m) : membershipShort(m));
+      if (m.status === "active") projectMembers.push(u.gid);
+    }
+  }
+  for (const [name, fn] of projectDictionaries) dictionaries[name] = project ? fn(tx, project.gid) : {};
+  const cursor = currentCursor(tx);
+  return {
+    result: {
+      user: me.gid,
+      user_projects: userProjects,
+      project: project ? project.gid : null,
+      project_members: projectMembers,
+      last_backed_up: project?.lastBackedUp ?? null,
+      "cc.version": VERSION,
+      "cc.cursor": cursor,
+      cursor: project ? cursor : null,
+    },
+    data: {
+      "cc.users": ccUsers,
+      "cc.projects": ccProjects,
+      "cc.projects_members": ccMembers,
+      "cc.languages": LANGUAGES,
+      ...dictionaries,
+    },
+  };
+}

@@ -1,0 +1,71 @@
+import { and, asc, eq, gt, inArray } from "drizzle-orm";
+import type { Tx } from "../../db/connection";
+import type { SyncItem } from "../../db/mutate";
+import { changeAudience, changes, meta } from "../../db/schema";
+import { readableProject } from "../projects/projects.service";
+import { requireMember } from "../members/access.service";
+
+export const REINIT_WARNING = "Cursor is older than the retained change log: re-initialise";
+export const LIMIT_WARNING = "Sync limit reached: request again with the latest cursor until this warning is gone, or re-initialise";
+
+type Row = typeof changes.$inferSelect;
+
+function toItem(r: Row): SyncItem {
+  return { type: r.type, cursor: r.cursor, action: r.action, data_type: r.dataType, data_key: r.dataKey, data: r.data ?? null };
+}
+
+/** The highest cursor whose items have been pruned (0 when nothing was pruned). */
+export function retainedFloor(tx: Tx): number {
+  const row = tx.select().from(meta).where(eq(meta.key, "changes.floor")).get();
+  return row ? Number(row.value) : 0;
+}
+
+/** `cc` items after `cursor` that the user may see, oldest first. */
+export function ccItemsAfter(tx: Tx, userGid: string, cursor: number, limit: number): SyncItem[] {
+  return tx
+    .select({ c: changes })
+    .from(changeAudience)
+    .innerJoin(changes, eq(changes.cursor, changeAudience.cursor))
+    .where(and(inArray(changeAudience.userGid, [userGid, "*"]), gt(changeAudience.cursor, cursor)))
+    .orderBy(asc(changeAudience.cursor))
+    .limit(limit)
+    .all()
+    .map((r) => toItem(r.c));
+}
+
+/** Items of one project after `cursor`, oldest first. */
+export function projectItemsAfter(tx: Tx, projectGid: string, cursor: number, limit: number): SyncItem[] {
+  return tx
+    .select()
+    .from(changes)
+    .where(and(eq(changes.type, projectGid), gt(changes.cursor, cursor)))
+    .orderBy(asc(changes.cursor))
+    .limit(limit)
+    .all()
+    .map(toItem);
+}
+
+export type SyncRequest = { ccCursor?: number; project?: string; cursor?: number };
+
+/**
+ * Items after the given cursors that the user may see, in cursor order, at most `limit`. A
+ * `warning` says more are waiting, or that a cursor is older than the retained log.
+ */
+export function syncItems(tx: Tx, userGid: string, req: SyncRequest, limit: number): { sync: SyncItem[]; warning?: string; reinit?: boolean } {
+  if (req.project !== undefined) requireMember(tx, req.project, userGid);
+  const floor = retainedFloor(tx);
+  const stale = (req.ccCursor !== undefined && req.ccCursor < floor) || (req.cursor !== undefined && req.cursor < floor);
+  if (stale) return { sync: [], warning: REINIT_WARNING, reinit: true };
+  let items: SyncItem[] = [];
+  if (req.ccCursor !== undefined) items = ccItemsAfter(tx, userGid, req.ccCursor, limit + 1);
+  if (req.project !== undefined && req.cursor !== undefined) {
+    items = items.concat(projectItemsAfter(tx, req.project, req.cursor, limit + 1)).sort((a, b) => a.cursor - b.cursor);
+  }
+  if (items.length > limit) return { sync: items.slice(0, limit), warning: LIMIT_WARNING };
+  return { sync: items };
+}
+
+/** Checks access to a project's cursor (403 when not a member). */
+export function checkProjectSync(tx: Tx, userGid: string, projectGid: string) {
+  return readableProject(tx, projectGid, userGid);
+}

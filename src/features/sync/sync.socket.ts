@@ -1,0 +1,506 @@
+import { Server as Engine } from "@socket.io/bun-engine";
+import type { Server as BunServer, ServerWebSocket, WebSocketHandler } from "bun";
+import { websocket as elysiaWebsocket } from "elysia/ws";
+import { Server as IoServer, type Socket } from "socket.io";
+import type { Ctx } from "../../platform/context";
+import type { SyncItem } from "../../db/mutate";
+import { authenticate, type Caller } from "../../http/auth";
+import { Cors } from "../../http/cors";
+import { errorBody } from "../../http/envelope";
+import { ApiError } from "../../core/errors";
+import { getProject } from "../projects/projects.service";
+import { currentCursor } from "../session/session.service";
+import { REINIT_WARNING, syncItems } from "./sync.service";
+import { syncAccessLoss, type AccessLoss } from "./sync.access";
+import type { Published } from "../../platform/sync/hub";
+import { parseInitsync, type InitsyncRequest } from "./sync.initsync";
+
+/** Where the Socket.IO service listens (spec 4.4). */
+export const SYNC_PATH = "/sync/io";
+
+const PING_INTERVAL_MS = 25_000;
+const PING_TIMEOUT_MS = 20_000;
+/** Sockets get a renewed JWT once this fraction of its life has passed. */
+export const RENEW_AT = 0.75;
+
+/** One connected socket and what it is subscribed to. */
+type Session = {
+  socket: Socket;
+  user: string;
+  /** Token version of the JWT the socket connected with (a password change or deactivation bumps it). */
+  tv: number;
+  iat: number;
+  exp: number;
+  renewal?: ReturnType<typeof setTimeout>;
+  /** idle: no initsync yet (or it failed); catching-up: sending the pages after a full acknowledgement; live: in the rooms. */
+  state: "idle" | "catching-up" | "live";
+  project?: string;
+  /** Highest cursor already sent (or known to the client) per stream; anything at or below is dropped. */
+  ccFloor: number;
+  projectFloor: number;
+  /** Items published while catching up, sent (minus those at or below the floors) when going live. */
+  buffer: Published[];
+  /** Bumped on every (re)subscription so a stale catch-up stops. */
+  generation: number;
+};
+
+const userRoom = (gid: string) => `u:${gid}`;
+const projectRoom = (gid: string) => `p:${gid}`;
+
+/** A sync item as clients see it (the audience stays on the server). */
+const plain = (it: Published): SyncItem => ({ type: it.type, cursor: it.cursor, action: it.action, data_type: it.data_type, data_key: it.data_key, data: it.data });
+
+/** The `iat`/`exp` of a JWT already verified by `authenticate` or just signed. */
+function claimsOf(token: string): { iat: number; exp: number } {
+  const c = JSON.parse(Buffer.from(token.split(".")[1]!, "base64url").toString("utf8"));
+  return { iat: Number(c.iat), exp: Number(c.exp) };
+}
+
+function addTo<K, V>(index: Map<K, Set<V>>, key: K, value: V) {
+  const set = index.get(key);
+  if (set) set.add(value);
+  else index.set(key, new Set([value]));
+}
+
+function removeFrom<K, V>(index: Map<K, Set<V>>, key: K, value: V) {
+  const set = index.get(key);
+  if (!set) return;
+  set.delete(value);
+  if (set.size === 0) index.delete(key);
+}
+
+/**
+ * Realtime sync (spec 4.4) at `/sync/io`: Socket.IO through @socket.io/bun-engine on Bun's native
+ * WebSocket (and HTTP long-polling). Authenticates the handshake's `auth.JWT`, answers `initsync`
+ * with the missed items, then pushes every committed item published on the hub to the sockets that
+ * may see it, pushes renewed JWTs, and drops subscriptions the moment access is lost.
+ * See docs/sync.md for the protocol.
+ */
+export class SyncServer {
+  readonly engine: Engine;
+  readonly io: IoServer;
+  private readonly sessions = new Map<string, Session>();
+  /** Every connected socket by user gid (for cc fan-out and access re-checks). */
+  private readonly byUser = new Map<string, Set<Session>>();
+  /** Sockets subscribed to a project (live or catching up). */
+  private readonly byProject = new Map<string, Set<Session>>();
+  private readonly catchingUp = new Set<Session>();
+  private readonly stopListening: () => void;
+  private readonly cors: Cors;
+
+  constructor(private readonly ctx: Ctx) {
+    this.cors = new Cors(ctx.config);
+    this.engine = new Engine({
+      path: SYNC_PATH + "/",
+      pingInterval: PING_INTERVAL_MS,
+      pingTimeout: PING_TIMEOUT_MS,
+      maxHttpBufferSize: ctx.config.syncMaxBytes,
+      cors: { origin: this.cors.allowAll ? "*" : [...this.cors.origins] },
+      allowRequest: async (req) => {
+        const origin = req.headers.get("origin");
+        if (origin && !this.originAllowed(origin)) throw "Origin not allowed";
+      },
+    });
+    this.io = new IoServer({ serveClient: false, maxHttpBufferSize: ctx.config.syncMaxBytes });
+    this.io.bind(this.engine);
+    this.io.use((socket, next) => this.authenticateSocket(socket, next));
+    this.io.on("connection", (socket) => this.onConnection(socket));
+    this.stopListening = ctx.hub.subscribe((items) => {
+      try {
+        this.onPublish(items);
+      } catch (err) {
+        ctx.log.error("sync fan-out failed", { error: String((err as Error)?.stack ?? err) });
+      }
+    });
+  }
+
+  /** Browsers' Origin against `APIS_CORS_ORIGINS`; clients without an Origin (apps, servers) pass. */
+  originAllowed(origin: string): boolean {
+    return this.cors.allowed(origin);
+  }
+
+  /** True for requests to `/sync/io` (with or without the trailing slash the clients add). */
+  handles(req: Request): boolean {
+    const url = req.url;
+    const start = url.indexOf("/", url.indexOf("//") + 2);
+    if (start < 0 || !url.startsWith(SYNC_PATH, start)) return false;
+    const next = url[start + SYNC_PATH.length];
+    return next === undefined || next === "/" || next === "?";
+  }
+
+  /**
+   * Hands a `/sync/io` request to the engine: polling bodies larger than `APIS_SYNC_MAX_BYTES`
+   * are refused before they are read, and long-polls may stay open past Bun's idle timeout.
+   */
+  async handleRequest(req: Request, server: BunServer<any>): Promise<Response> {
+    const max = this.ctx.config.syncMaxBytes;
+    if (req.method === "POST") {
+      const declared = req.headers.get("content-length");
+      if (declared !== null && Number(declared) > max) return tooLarge(max);
+      if (declared === null && req.body) {
+        const body = await readCapped(req, max);
+        if (body === null) return tooLarge(max);
+        req = new Request(req.url, { method: "POST", headers: req.headers, body, signal: req.signal });
+      }
+    } else if (req.method === "GET" && !req.headers.has("upgrade")) {
+      server.timeout(req, Math.ceil((2 * PING_INTERVAL_MS) / 1000));
+    }
+    return this.engine.handleRequest(req, server as any);
+  }
+
+  /** Bun.serve's `websocket` handler: engine sockets go to the engine, any other to Elysia. */
+  get websocket(): WebSocketHandler<any> {
+    const engine = this.engine;
+    const elysia = elysiaWebsocket as unknown as WebSocketHandler<any>;
+    const isEngine = (ws: ServerWebSocket<any>) => typeof ws.data?.transport?.onOpen === "function";
+    return {
+      open: (ws) => (isEngine(ws) ? engine.onWebSocketOpen(ws as any) : elysia.open?.(ws)),
+      message: (ws, message) => (isEngine(ws) ? engine.onWebSocketMessage(ws as any, message as any) : elysia.message?.(ws, message)),
+      close: (ws, code, reason) => (isEngine(ws) ? engine.onWebSocketClose(ws as any, code, reason) : elysia.close?.(ws, code, reason)),
+      drain: (ws) => {
+        if (!isEngine(ws)) elysia.drain?.(ws);
+      },
+      maxPayloadLength: this.ctx.config.syncMaxBytes,
+      // A client too slow to take 16 MB of pushes is disconnected rather than silently skipped:
+      // it reconnects and its initsync fetches what it missed.
+      closeOnBackpressureLimit: true,
+    };
+  }
+
+  /** Disconnects every socket and stops listening to the hub. */
+  async close(): Promise<void> {
+    this.stopListening();
+    for (const s of this.sessions.values()) clearTimeout(s.renewal);
+    await this.io.close();
+  }
+
+  // ---- connection and authentication ----
+
+  private authenticateSocket(socket: Socket, next: (err?: Error) => void) {
+    const auth = (socket.handshake.auth ?? {}) as Record<string, unknown>;
+    const raw = auth.JWT ?? auth.jwt;
+    const header = typeof raw === "string" ? `Bearer ${raw}` : socket.handshake.headers.authorization;
+    authenticate(this.ctx, header).then(
+      (caller) => {
+        socket.data.caller = caller;
+        next();
+      },
+      (err) => {
+        if (!(err instanceof ApiError)) this.ctx.log.error("sync handshake failed", { error: String(err?.stack ?? err) });
+        const e = err instanceof ApiError ? err : new ApiError(500, "Internal server error");
+        const out = new Error(e.message) as Error & { data?: unknown };
+        out.data = errorBody(e);
+        next(out);
+      },
+    );
+  }
+
+  private onConnection(socket: Socket) {
+    const caller = socket.data.caller as Caller & { renewed: string | null };
+    const { iat, exp } = claimsOf(caller.token);
+    const s: Session = {
+      socket,
+      user: caller.user.gid,
+      tv: caller.user.tokenVersion,
+      iat,
+      exp,
+      state: "idle",
+      ccFloor: 0,
+      projectFloor: 0,
+      buffer: [],
+      generation: 0,
+    };
+    this.sessions.set(socket.id, s);
+    addTo(this.byUser, s.user, s);
+    socket.on("initsync", (...args: unknown[]) => {
+      const ack = typeof args[args.length - 1] === "function" ? (args.pop() as (answer: unknown) => void) : undefined;
+      try {
+        this.initsync(s, args[0], ack);
+      } catch (err) {
+        this.ctx.log.error("initsync failed", { error: String((err as Error)?.stack ?? err) });
+        this.unsubscribe(s);
+        ack?.(errorBody(new ApiError(500, "Internal server error")));
+      }
+    });
+    socket.on("disconnect", () => this.forget(s));
+    if (caller.renewed) socket.emit("authorization", { JWT: caller.renewed });
+    this.scheduleRenewal(s);
+  }
+
+  private forget(s: Session) {
+    clearTimeout(s.renewal);
+    this.unsubscribe(s);
+    this.sessions.delete(s.socket.id);
+    removeFrom(this.byUser, s.user, s);
+  }
+
+  // ---- token renewal ----
+
+  private scheduleRenewal(s: Session) {
+    clearTimeout(s.renewal);
+    const at = (s.iat + (s.exp - s.iat) * RENEW_AT) * 1000;
+    s.renewal = setTimeout(() => void this.renew(s), Math.max(0, at - Date.now()));
+  }
+
+  /** Pushes a fresh JWT in an `authorization` event, after checking the holder is still allowed. */
+  private async renew(s: Session) {
+    if (!s.socket.connected) return;
+    try {
+      const loss = syncAccessLoss(this.ctx.db, s.user, s.tv, s.project);
+      if (loss) this.lose(s, loss);
+      if (loss?.scope === "token") return;
+      const token = await this.ctx.tokens.sign(s.user, s.tv);
+      if (!s.socket.connected) return;
+      ({ iat: s.iat, exp: s.exp } = claimsOf(token));
+      s.socket.emit("authorization", { JWT: token });
+      this.scheduleRenewal(s);
+    } catch (err) {
+      this.ctx.log.error("sync token renewal failed", { error: String((err as Error)?.stack ?? err) });
+    }
+  }
+
+  // ---- initsync ----
+
+  /**
+   * Answers `initsync`: drops the old subscription, checks the payload and access, acknowledges
+   * with the missed items and subscribes. All of it runs without yielding, so nothing committed
+   * meanwhile can fall between the acknowledgement and the first push; when the acknowledgement is
+   * only the first page, the rest follows as `sync` events while new items are buffered.
+   */
+  private initsync(s: Session, payload: unknown, ack?: (answer: unknown) => void) {
+    this.unsubscribe(s);
+    const reply =
+      ack ??
+      ((answer: unknown) => {
+        if (Array.isArray(answer) && answer.length) s.socket.emit("sync", answer);
+      });
+    let req: InitsyncRequest;
+    try {
+      req = parseInitsync(payload);
+    } catch (err) {
+      if (err instanceof ApiError) return reply(errorBody(err));
+      throw err;
+    }
+    const loss = syncAccessLoss(this.ctx.db, s.user, s.tv, req.project);
+    if (loss) {
+      reply(errorBody(loss.error));
+      if (loss.scope === "token") this.lose(s, loss);
+      return;
+    }
+    const limit = this.ctx.config.syncPageLimit;
+    const page = syncItems(this.ctx.db, s.user, { ccCursor: req.ccCursor, project: req.project, cursor: req.cursor }, limit);
+    if (page.reinit) return reply(errorBody(new ApiError(422, REINIT_WARNING, { reinit: true })));
+    s.project = req.project;
+    if (s.project) addTo(this.byProject, s.project, s);
+    if (page.warning) {
+      const last = page.sync[page.sync.length - 1]!.cursor;
+      s.ccFloor = Math.max(req.ccCursor, last);
+      s.projectFloor = Math.max(req.cursor ?? 0, last);
+      s.state = "catching-up";
+      this.catchingUp.add(s);
+      reply(page.sync);
+      this.scheduleCatchUp(s);
+    } else {
+      const top = currentCursor(this.ctx.db);
+      s.ccFloor = Math.max(req.ccCursor, top);
+      s.projectFloor = Math.max(req.cursor ?? 0, top);
+      reply(page.sync);
+      this.goLive(s);
+    }
+  }
+
+  /** Sends the next page of a long backlog as a `sync` event, one page per turn of the event loop. */
+  private scheduleCatchUp(s: Session) {
+    const generation = s.generation;
+    setImmediate(() => {
+      if (s.generation !== generation || !s.socket.connected) return;
+      try {
+        this.catchUp(s);
+      } catch (err) {
+        this.ctx.log.error("sync catch-up failed", { error: String((err as Error)?.stack ?? err) });
+        this.unsubscribe(s);
+        s.socket.emit("unsubscribed", { ...errorBody(new ApiError(500, "Internal server error")), project: null });
+      }
+    });
+  }
+
+  private catchUp(s: Session) {
+    const loss = syncAccessLoss(this.ctx.db, s.user, s.tv, s.project);
+    if (loss) this.lose(s, loss);
+    if (loss?.scope === "token") return;
+    const limit = this.ctx.config.syncPageLimit;
+    const page = syncItems(this.ctx.db, s.user, { ccCursor: s.ccFloor, project: s.project, cursor: s.project ? s.projectFloor : undefined }, limit);
+    if (page.reinit) {
+      this.unsubscribe(s);
+      s.socket.emit("unsubscribed", { ...errorBody(new ApiError(422, REINIT_WARNING, { reinit: true })), project: null });
+      return;
+    }
+    if (page.sync.length) s.socket.emit("sync", page.sync);
+    if (page.warning) {
+      const last = page.sync[page.sync.length - 1]!.cursor;
+      s.ccFloor = Math.max(s.ccFloor, last);
+      s.projectFloor = Math.max(s.projectFloor, last);
+      this.scheduleCatchUp(s);
+    } else {
+      const top = currentCursor(this.ctx.db);
+      s.ccFloor = Math.max(s.ccFloor, top);
+      s.projectFloor = Math.max(s.projectFloor, top);
+      this.goLive(s);
+    }
+  }
+
+  /** Sends what was buffered past the floors, then joins the rooms the fan-out writes to. */
+  private goLive(s: Session) {
+    const rest = s.buffer.filter((it) => this.wants(s, it) && it.cursor > (it.type === "cc" ? s.ccFloor : s.projectFloor));
+    s.buffer = [];
+    this.catchingUp.delete(s);
+    if (rest.length) s.socket.emit("sync", rest.map(plain));
+    s.state = "live";
+    s.socket.join(userRoom(s.user));
+    if (s.project) s.socket.join(projectRoom(s.project));
+  }
+
+  /** Ends the socket's subscription (it stays connected, receiving nothing until the next initsync). */
+  private unsubscribe(s: Session) {
+    s.generation++;
+    if (s.state === "live") {
+      s.socket.leave(userRoom(s.user));
+      if (s.project) s.socket.leave(projectRoom(s.project));
+    }
+    if (s.project) removeFrom(this.byProject, s.project, s);
+    this.catchingUp.delete(s);
+    s.buffer = [];
+    s.project = undefined;
+    s.state = "idle";
+  }
+
+  /** True when the socket's subscription covers the item (the cursor floors aside). */
+  private wants(s: Session, it: Published): boolean {
+    if (it.type !== "cc") return it.type === s.project;
+    const audience = it.audience;
+    return !!audience && (audience.includes(s.user) || audience.includes("*"));
+  }
+
+  // ---- access loss ----
+
+  /**
+   * Acts on a lost access: a token that no longer stands (account deleted or deactivated, password
+   * changed, API user without active membership) disconnects the socket; a lost project ends only
+   * the project part of the subscription. Either way the socket first gets an `unsubscribed` event.
+   */
+  private lose(s: Session, loss: AccessLoss) {
+    if (loss.scope === "token") {
+      s.socket.emit("unsubscribed", { ...errorBody(loss.error), project: s.project ?? null });
+      this.unsubscribe(s);
+      s.socket.disconnect(true);
+      return;
+    }
+    const project = s.project;
+    if (!project) return;
+    if (s.state === "live") s.socket.leave(projectRoom(project));
+    removeFrom(this.byProject, project, s);
+    s.project = undefined;
+    s.buffer = s.buffer.filter((it) => it.type === "cc");
+    s.socket.emit("unsubscribed", { ...errorBody(loss.error), project });
+  }
+
+  /**
+   * Re-checks the sockets a batch may have cut off, before the batch is delivered: the users named
+   * by `cc.users` and `cc.projects_members` items, and the subscribers of a project that a
+   * `cc.projects` item left deleted or gone.
+   */
+  private recheck(items: Published[]) {
+    let users: Set<string> | undefined;
+    let projects: Set<string> | undefined;
+    for (const it of items) {
+      // Only a change or removal can cut access off; INSERT items never do.
+      if (it.type !== "cc" || it.action === "INSERT") continue;
+      if (it.data_type === "cc.users") (users ??= new Set()).add(it.data_key);
+      else if (it.data_type === "cc.projects_members") (users ??= new Set()).add(it.data_key.slice(it.data_key.indexOf("/") + 1));
+      else if (it.data_type === "cc.projects") (projects ??= new Set()).add(it.data_key);
+    }
+    if (!users && !projects) return;
+    const answers = new Map<string, AccessLoss | null>();
+    const check = (s: Session) => {
+      const key = `${s.user}\n${s.tv}\n${s.project ?? ""}`;
+      let loss = answers.get(key);
+      if (loss === undefined) answers.set(key, (loss = syncAccessLoss(this.ctx.db, s.user, s.tv, s.project)));
+      if (loss) this.lose(s, loss);
+    };
+    for (const u of users ?? []) for (const s of [...(this.byUser.get(u) ?? [])]) check(s);
+    for (const p of projects ?? []) {
+      const subscribers = this.byProject.get(p);
+      if (!subscribers) continue;
+      // A rename or icon change cuts nobody off; only a deleted or vanished project does.
+      if (getProject(this.ctx.db, p)?.status === "active") continue;
+      for (const s of [...subscribers]) check(s);
+    }
+  }
+
+  // ---- fan-out ----
+
+  /**
+   * Delivers one committed batch: re-checks access first, buffers for sockets still catching up,
+   * then writes each project's items once to its room and each user's cc items once to the user's
+   * room (Socket.IO encodes a room broadcast once for all its sockets).
+   */
+  private onPublish(items: Published[]) {
+    if (this.sessions.size === 0) return;
+    this.recheck(items);
+    for (const s of this.catchingUp) for (const it of items) if (this.wants(s, it)) s.buffer.push(it);
+
+    const sends: { first: number; send: () => void }[] = [];
+    let cc: Published[] | undefined;
+    const perProject = new Map<string, SyncItem[]>();
+    for (const it of items) {
+      if (it.type === "cc") (cc ??= []).push(it);
+      else if (this.byProject.has(it.type)) {
+        const list = perProject.get(it.type);
+        if (list) list.push(plain(it));
+        else perProject.set(it.type, [plain(it)]);
+      }
+    }
+    for (const [gid, list] of perProject) sends.push({ first: list[0]!.cursor, send: () => this.io.to(projectRoom(gid)).emit("sync", list) });
+    if (cc) {
+      const perUser = new Map<string, SyncItem[]>();
+      for (const it of cc) {
+        const audience = it.audience ?? [];
+        const item = plain(it);
+        for (const u of audience.includes("*") ? this.byUser.keys() : audience) {
+          if (!this.byUser.has(u)) continue;
+          const list = perUser.get(u);
+          if (list) list.push(item);
+          else perUser.set(u, [item]);
+        }
+      }
+      for (const [u, list] of perUser) sends.push({ first: list[0]!.cursor, send: () => this.io.to(userRoom(u)).emit("sync", list) });
+    }
+    // A socket getting both streams of one batch gets them in the order they began.
+    sends.sort((a, b) => a.first - b.first);
+    for (const { send } of sends) send();
+  }
+}
+
+function tooLarge(max: number): Response {
+  const err = new ApiError(413, "Payload too large", { limit: max });
+  return new Response(JSON.stringify(errorBody(err)), { status: 413, headers: { "content-type": "application/json; charset=utf-8" } });
+}
+
+/** Reads a body of unknown length, or null once it passes `max` bytes. */
+async function readCapped(req: Request, max: number): Promise<Uint8Array | null> {
+  const reader = req.body!.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > max) {
+      await reader.cancel().catch(() => {});
+      return null;
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks);
+}
+

@@ -1,0 +1,115 @@
+import { eq, sql } from "drizzle-orm";
+import type { Tx } from "../../db/connection";
+import type { ChangeLog } from "../../db/mutate";
+import { users } from "../../db/schema";
+import { forbidden, unprocessable, validationFailed, type ValidationIssue } from "../../core/errors";
+import { newGid, now } from "../../core/ids";
+import { isLanguage, isTimezone } from "../../core/languages";
+import { userAudience } from "../members/access.service";
+
+export type User = typeof users.$inferSelect;
+
+/** Usernames: 3 to 64 characters of letters, digits and `. _ - @ +`, starting with a letter or digit. */
+export const USERNAME_RULE = /^[A-Za-z0-9][A-Za-z0-9._@+-]{2,63}$/;
+/** Passwords: 8 to 256 characters with at least one letter and one digit or symbol. */
+export const PASSWORD_MIN = 8;
+
+export function usernameIssues(tx: Tx, username: unknown, field = "username"): ValidationIssue[] {
+  if (typeof username !== "string" || !USERNAME_RULE.test(username))
+    return [{ field, rule: "format", message: "3 to 64 letters, digits or . _ - @ +, starting with a letter or digit" }];
+  if (findByUsername(tx, username, false)) return [{ field, rule: "unavailable", message: "This username is taken" }];
+  return [];
+}
+
+export function passwordIssues(password: unknown, field = "password"): ValidationIssue[] {
+  if (typeof password !== "string" || password.length < PASSWORD_MIN || password.length > 256)
+    return [{ field, rule: "length", message: `At least ${PASSWORD_MIN} and at most 256 characters` }];
+  if (!/\p{L}/u.test(password) || !/[^\p{L}]/u.test(password))
+    return [{ field, rule: "strength", message: "Needs at least one letter and one digit or symbol" }];
+  return [];
+}
+
+export function emailIssues(email: unknown, field = "email"): ValidationIssue[] {
+  if (typeof email !== "string" || email.length > 254 || !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email))
+    return [{ field, rule: "format", message: "Not an email address" }];
+  return [];
+}
+
+export function getUser(tx: Tx, gid: string): User | undefined {
+  return tx.select().from(users).where(eq(users.gid, gid)).get();
+}
+
+/** Finds a user by username; case-sensitive unless `exact` is false. */
+export function findByUsername(tx: Tx, username: string, exact = true): User | undefined {
+  const row = tx
+    .select()
+    .from(users)
+    .where(sql`lower(${users.username}) = lower(${username})`)
+    .get();
+  if (!row) return undefined;
+  return !exact || row.username === username ? row : undefined;
+}
+
+/** Checks a username and password; 403 `Unknown user` for any failure, so nothing is revealed. */
+export async function verifyLogin(tx: Tx, username: string, password: string): Promise<User> {
+  const u = findByUsername(tx, username);
+  const hash = u?.passwordHash ?? DUMMY_HASH;
+  const good = await Bun.password.verify(password, await hash);
+  if (!u || !good || u.status !== "active" || u.kind !== "person") throw forbidden("Unknown user");
+  return u;
+}
+
+// Verifying against a dummy hash keeps the time of an unknown-user answer like a wrong-password one.
+const DUMMY_HASH = Bun.password.hash("not-a-real-password-" + Math.random(), { algorithm: "argon2id" });
+
+export function hashPassword(password: string): Promise<string> {
+  return Bun.password.hash(password, { algorithm: "argon2id" });
+}
+
+export type NewPerson = { username: string; email: string; passwordHash: string; name?: string; language?: string; timezone?: string };
+
+/** Creates an active person account and writes its `cc.users` item. */
+export function createPerson(tx: Tx, log: ChangeLog, input: NewPerson): User {
+  const issues = [...usernameIssues(tx, input.username), ...emailIssues(input.email)];
+  if (issues.length) throw validationFailed(issues);
+  const t = now();
+  const row = tx
+    .insert(users)
+    .values({
+      gid: newGid(),
+      kind: "person",
+      username: input.username,
+      email: input.email,
+      name: input.name ?? "",
+      passwordHash: input.passwordHash,
+      status: "active",
+      language: isLanguage(input.language) ? input.language : "en",
+      timezone: isTimezone(input.timezone) ? input.timezone : "UTC",
+      createdOn: t,
+      updatedOn: t,
+    })
+    .returning()
+    .get();
+  log.cc("INSERT", "cc.users", row.gid, [row.gid]);
+  return row;
+}
+
+/** Updates columns of a user and writes `cc.users` UPDATE for everybody who sees it. */
+export function updateUser(tx: Tx, log: ChangeLog, gid: string, set: Partial<User>): User {
+  const row = tx
+    .update(users)
+    .set({ ...set, updatedOn: now() })
+    .where(eq(users.gid, gid))
+    .returning()
+    .get();
+  if (!row) throw unprocessable("User not found");
+  log.cc("UPDATE", "cc.users", gid, userAudience(tx, gid));
+  return row;
+}
+
+/** Sets a new password: bumps the token version so every older JWT stops working. */
+export function setPassword(tx: Tx, log: ChangeLog, gid: string, passwordHash: string): User {
+  const u = getUser(tx, gid);
+  if (!u) throw unprocessable("User not found");
+  return updateUser(tx, log, gid, { passwordHash, tokenVersion: u.tokenVersion + 1 });
+}

@@ -1,0 +1,90 @@
+/**
+ * Example requests and answers of the foundation endpoints, shown in the OpenAPI document
+ * (`/api/openapi.json`) and matching docs/api.md. They are the real shapes the routes return.
+ */
+import { LANGUAGES, LANGUAGE_CODES } from "../core/languages";
+import { VERSION } from "../version";
+
+const ADA = "u7k2m9x4q1w8e5r3t6y0";
+const BOB = "b3n8v1c6x9z2l5k7j4h0";
+const PROJECT = "p5d2f8g1h7j3k9l4m6n0";
+
+const ok = (result: Record<string, unknown>, data: Record<string, unknown> = {}) => ({ success: true, result, data });
+
+export const adaFull = {
+  gid: ADA,
+  username: "ada",
+  email: "ada@example.com",
+  name: "Ada Lovelace",
+  avatar: null,
+  status: "active",
+  options: { language: "en", timezone: "Europe/London" },
+};
+export const bobShort = { gid: BOB, username: "bob", name: "Bob Baker", avatar: "b3n8v1c6x9z2l5k7j4h0-x1y2z3a4.png", status: "active" };
+export const projectFullExample = {
+  gid: PROJECT,
+  name: "Catalogue",
+  icon: "",
+  owner: ADA,
+  status: "active",
+  created_on: 1795291814.009,
+  updated_on: 1795291814.009,
+  last_backed_up: null,
+};
+export const ownerMembership = {
+  project_gid: PROJECT,
+  user_gid: ADA,
+  status: "active",
+  roles: ["owner"],
+  options: { notifications: { email: "ada@example.com", events: ["all"], frequency: "immediate" }, rate_limit_per_second: null },
+};
+const bobMembershipShort = { project_gid: PROJECT, user_gid: BOB, status: "active", roles: ["member"] };
+
+const initAnswer = ok(
+  { user: ADA, user_projects: { [PROJECT]: ["owner"] }, "cc.version": VERSION, "cc.cursor": 42 },
+  {
+    "cc.users": { [ADA]: adaFull, [BOB]: bobShort },
+    "cc.projects": { [PROJECT]: projectFullExample },
+    "cc.projects_members": [ownerMembership],
+    "cc.languages": LANGUAGES,
+  },
+);
+const oneProject = (p: Record<string, unknown>) => ok({ project: PROJECT }, { "cc.projects": { [PROJECT]: { ...projectFullExample, ...p } } });
+
+export const examples = {
+  ping: ok({ pong: true, "cc.version": VERSION }),
+  login: { request: { username: "ada", password: "correct-horse-1" }, answer: initAnswer },
+  init: initAnswer,
+  languages: ok({ languages: LANGUAGE_CODES }, { "cc.languages": LANGUAGES }),
+  usersGet: { request: { user: BOB }, answer: ok({ user: BOB }, { "cc.users": { [BOB]: bobShort } }) },
+  membersGet: {
+    request: { project: PROJECT, member: BOB },
+    answer: ok({ user: BOB }, { "cc.users": { [BOB]: bobShort }, "cc.projects_members": [bobMembershipShort] }),
+  },
+  username: {
+    request: { username: "new.user" },
+    answer: ok({ username: "new.user", available: true }),
+    taken: ok({ username: "bob", available: false, validation: [{ field: "username", rule: "unavailable", message: "This username is taken" }] }),
+  },
+  projectsGet: { request: { project: PROJECT }, answer: oneProject({}) },
+  projectsCreate: {
+    request: { name: "Catalogue" },
+    answer: ok({ project: PROJECT }, { "cc.projects": { [PROJECT]: projectFullExample }, "cc.projects_members": [ownerMembership] }),
+  },
+  projectsUpdate: { request: { project: PROJECT, name: "Catalogue 2027" }, answer: oneProject({ name: "Catalogue 2027", updated_on: 1795292001.5 }) },
+  projectsUploadIcon: { answer: oneProject({ icon: `${PROJECT}-h4k8s2d1.png`, updated_on: 1795292001.5 }) },
+  projectsDeleteIcon: { request: { project: PROJECT }, answer: oneProject({ icon: "", updated_on: 1795292001.5 }) },
+  projectsDelete: { request: { project: PROJECT }, answer: oneProject({ status: "deleted", updated_on: 1795292001.5 }) },
+  projectsUndelete: { request: { project: PROJECT }, answer: oneProject({ status: "active", updated_on: 1795292001.5 }) },
+  projectsPermanentDelete: { request: { project: PROJECT }, answer: ok({ project: PROJECT }, { "cc.projects": {} }) },
+  syncGet: {
+    request: { cc_cursor: 40, project: PROJECT, cursor: 40 },
+    answer: ok({
+      sync: [
+        { type: "cc", cursor: 41, action: "UPDATE", data_type: "cc.projects", data_key: PROJECT, data: null },
+        { type: "cc", cursor: 42, action: "INSERT", data_type: "cc.projects_members", data_key: `${PROJECT}/${BOB}`, data: null },
+      ],
+    }),
+  },
+  syncCursors: { request: { project: PROJECT }, answer: ok({ "cc.cursor": 42, cursor: 42 }) },
+};

@@ -1,0 +1,286 @@
+import { Database } from "bun:sqlite";
+import { createHash } from "node:crypto";
+import { existsSync, linkSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
+import { open } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { basename, dirname, join, relative, resolve, sep } from "node:path";
+import { embeddedMigrations } from "../../db/migrations.generated";
+import { claimDataDir, liveServerPid, releaseDataDir } from "../storage/pidfile";
+import { VERSION } from "../../version";
+import { readTar, TarWriter } from "./tar";
+
+/**
+ * Instance backups: one tar archive holding a consistent copy of the database (SQLite
+ * `VACUUM INTO`, taken while the server runs) and every file of the data folder except
+ * `backups/`, `tmp/`, the live database files and the pid file. The last entry,
+ * `apis-backup.json`, lists every other entry with its size and sha256.
+ *
+ * The files are pinned (hard-linked under `tmp/`) just before and again just after the database
+ * copy, and archived from the pins: a file the copied rows refer to is in the archive even when
+ * the server deletes it while the archive is written (a permanent deletion); a file added or
+ * deleted around the copy is at worst an unreferenced extra (harmless).
+ */
+export const MANIFEST = "apis-backup.json";
+export const DB_ENTRY = "apis.db";
+const FORMAT = "apis-instance-backup";
+
+/** Top-level names of the data folder never put in an archive nor replaced by a restore. */
+const KEEP_OUT = new Set(["backups", "tmp", "apis.pid", "apis.db", "apis.db-wal", "apis.db-shm", "apis.db-journal"]);
+
+export type InstanceEntry = { path: string; size: number; sha256: string };
+export type InstanceManifest = { format: string; apis_version: string; schema: string; created_on: number; entries: InstanceEntry[] };
+export type OnProgress = (done: number, total: number) => void;
+
+export function instanceBackupsDir(dataDir: string): string {
+  return join(dataDir, "backups", "instance");
+}
+
+function defaultName(): string {
+  const d = new Date();
+  const p = (n: number) => String(n).padStart(2, "0");
+  return `apis-${d.getUTCFullYear()}${p(d.getUTCMonth() + 1)}${p(d.getUTCDate())}-${p(d.getUTCHours())}${p(d.getUTCMinutes())}${p(d.getUTCSeconds())}.tar`;
+}
+
+/** The data folder's files that go into an archive, as `/`-separated relative paths. */
+function dataFiles(dataDir: string): { path: string; full: string; size: number; mtime: number }[] {
+  const out: { path: string; full: string; size: number; mtime: number }[] = [];
+  const visit = (dir: string) => {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      const full = join(dir, e.name);
+      if (dir === dataDir && KEEP_OUT.has(e.name)) continue;
+      if (e.isDirectory()) visit(full);
+      else if (e.isFile()) {
+        const st = statSync(full);
+        out.push({ path: relative(dataDir, full).split(sep).join("/"), full, size: st.size, mtime: st.mtimeMs / 1000 });
+      }
+    }
+  };
+  if (existsSync(dataDir)) visit(dataDir);
+  return out.sort((a, b) => a.path.localeCompare(b.path));
+}
+
+/**
+ * Hard-links every data file not pinned yet under `pinDir` (same relative path). A file that
+ * cannot be linked (gone meanwhile, or on another file system) is skipped: it is then read live.
+ */
+function pinDataFiles(dataDir: string, pinDir: string): void {
+  for (const f of dataFiles(dataDir)) {
+    const dst = join(pinDir, ...f.path.split("/"));
+    if (existsSync(dst)) continue;
+    try {
+      mkdirSync(dirname(dst), { recursive: true });
+      linkSync(f.full, dst);
+    } catch {
+      // Read from the live folder instead (or it is gone and not needed).
+    }
+  }
+}
+
+/** Writes an archive of the data folder to `out` (default `<data>/backups/instance/apis-<time>.tar`); returns its path and manifest. */
+export async function createInstanceBackup(dataDir: string, out?: string, onProgress?: OnProgress): Promise<{ file: string; manifest: InstanceManifest; bytes: number }> {
+  const dbFile = join(dataDir, "apis.db");
+  if (!existsSync(dbFile)) throw new Error(`no database in ${dataDir}`);
+  const file = resolve(out ?? join(instanceBackupsDir(dataDir), defaultName()));
+  mkdirSync(dirname(file), { recursive: true });
+  const tmpDir = join(dataDir, "tmp");
+  mkdirSync(tmpDir, { recursive: true });
+  const snapshot = join(tmpDir, `snapshot-${process.pid}-${Date.now()}.db`);
+  const pinDir = join(tmpDir, `pinned-${process.pid}-${Date.now()}`);
+  const partial = `${file}.partial`;
+  try {
+    pinDataFiles(dataDir, pinDir);
+    // A consistent copy while the server writes: VACUUM INTO reads one snapshot of the database.
+    const src = new Database(dbFile, { readonly: true });
+    try {
+      src.exec("PRAGMA busy_timeout = 10000");
+      src.query("VACUUM INTO ?").run(snapshot);
+    } finally {
+      src.close();
+    }
+    pinDataFiles(dataDir, pinDir);
+    // Pinned files (whatever the server deletes meanwhile), plus any that could not be linked.
+    const pinnedFiles = dataFiles(pinDir);
+    const pinnedPaths = new Set(pinnedFiles.map((f) => f.path));
+    const files = [...pinnedFiles, ...dataFiles(dataDir).filter((f) => !pinnedPaths.has(f.path))].sort((a, b) => a.path.localeCompare(b.path));
+    const dbSize = statSync(snapshot).size;
+    const total = dbSize + files.reduce((a, f) => a + f.size, 0);
+    let done = 0;
+    const tick = (n: number) => {
+      done += n;
+      onProgress?.(done, total);
+    };
+    const fh = await open(partial, "w");
+    const manifest: InstanceManifest = { format: FORMAT, apis_version: VERSION, schema: embeddedMigrations.at(-1)?.tag ?? "", created_on: Date.now() / 1000, entries: [] };
+    const tar = new TarWriter(fh);
+    try {
+      manifest.entries.push({ path: DB_ENTRY, size: dbSize, sha256: await tar.addFile(DB_ENTRY, snapshot, dbSize, Date.now() / 1000, tick) });
+      for (const f of files) {
+        let size = f.size;
+        try {
+          size = statSync(f.full).size;
+        } catch {
+          continue; // deleted since the listing
+        }
+        manifest.entries.push({ path: f.path, size, sha256: await tar.addFile(f.path, f.full, size, f.mtime, tick) });
+      }
+      await tar.addBuffer(MANIFEST, new TextEncoder().encode(JSON.stringify(manifest, null, 1)));
+      await tar.finish();
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    renameSync(partial, file);
+    onProgress?.(total, total);
+    return { file, manifest, bytes: statSync(file).size };
+  } finally {
+    rmSync(snapshot, { force: true });
+    rmSync(pinDir, { recursive: true, force: true });
+    rmSync(partial, { force: true });
+  }
+}
+
+export type VerifyResult = { manifest: InstanceManifest; problems: string[] };
+
+/**
+ * Reads the whole archive: every entry's sha256 against the manifest, nothing missing or extra,
+ * and SQLite's `PRAGMA integrity_check` on the database. With `extractTo`, also writes the
+ * entries there (the database as `apis.db`).
+ */
+export async function verifyInstanceBackup(file: string, onProgress?: OnProgress, extractTo?: string): Promise<VerifyResult> {
+  const total = statSync(file).size;
+  const seen = new Map<string, { size: number; sha256: string }>();
+  let manifestText = "";
+  const scratch = extractTo ?? join(tmpdir(), `apis-verify-${process.pid}-${Date.now()}`);
+  mkdirSync(scratch, { recursive: true });
+  const problems: string[] = [];
+  try {
+    await readTar(
+      file,
+      async (e) => {
+        if (e.name === MANIFEST) {
+          const parts: Buffer[] = [];
+          return (b) => {
+            parts.push(Buffer.from(b));
+            manifestText = Buffer.concat(parts).toString("utf8");
+          };
+        }
+        if (e.name.split("/").some((p) => p === ".." || p === "") || e.name.startsWith("/")) {
+          problems.push(`unsafe path ${e.name}`);
+          return null;
+        }
+        const hash = createHash("sha256");
+        let size = 0;
+        // Only the database is needed for the integrity check when not extracting.
+        const target = extractTo || e.name === DB_ENTRY ? join(scratch, ...e.name.split("/")) : null;
+        if (e.size === 0) {
+          if (target) {
+            mkdirSync(dirname(target), { recursive: true });
+            await Bun.write(target, "");
+          }
+          seen.set(e.name, { size: 0, sha256: hash.digest("hex") });
+          return null;
+        }
+        let fh: Awaited<ReturnType<typeof open>> | null = null;
+        if (target) {
+          mkdirSync(dirname(target), { recursive: true });
+          fh = await open(target, "w");
+        }
+        let left = e.size;
+        return async (b) => {
+          hash.update(b);
+          size += b.length;
+          left -= b.length;
+          if (fh) await fh.write(b);
+          if (left <= 0) {
+            if (fh) await fh.close();
+            seen.set(e.name, { size, sha256: hash.digest("hex") });
+          }
+        };
+      },
+      (consumed) => onProgress?.(consumed, total),
+    );
+    let manifest: InstanceManifest;
+    try {
+      manifest = JSON.parse(manifestText);
+    } catch {
+      return { manifest: { format: "", apis_version: "", schema: "", created_on: 0, entries: [] }, problems: [...problems, `${MANIFEST} is missing or unreadable`] };
+    }
+    if (manifest.format !== FORMAT) problems.push("not an Apis instance backup");
+    for (const m of manifest.entries) {
+      const got = seen.get(m.path);
+      if (!got) problems.push(`missing ${m.path}`);
+      else if (got.sha256 !== m.sha256 || got.size !== m.size) problems.push(`checksum mismatch: ${m.path}`);
+    }
+    const listed = new Set(manifest.entries.map((e) => e.path));
+    for (const name of seen.keys()) if (!listed.has(name)) problems.push(`not in the manifest: ${name}`);
+    const db = join(scratch, DB_ENTRY);
+    if (!existsSync(db)) problems.push("no database in the archive");
+    else if (!problems.length) {
+      const sqlite = new Database(db, { readonly: true });
+      try {
+        const rows = sqlite.query("PRAGMA integrity_check").all() as { integrity_check: string }[];
+        if (rows.length !== 1 || rows[0]!.integrity_check !== "ok") problems.push(`database integrity: ${rows.map((r) => r.integrity_check).join("; ")}`);
+      } catch (err) {
+        problems.push(`database integrity: ${(err as Error).message}`);
+      } finally {
+        sqlite.close();
+      }
+    }
+    onProgress?.(total, total);
+    return { manifest, problems };
+  } catch (err) {
+    return { manifest: { format: "", apis_version: "", schema: "", created_on: 0, entries: [] }, problems: [...problems, (err as Error).message] };
+  } finally {
+    if (!extractTo) rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+export class RestoreRefused extends Error {}
+
+/**
+ * Replaces the data folder's database and files by an archive's. Refuses while a live server
+ * uses the folder (its `apis.pid`), and holds the pid file itself meanwhile so no server starts.
+ * The archive is verified and extracted to `<data>/tmp/` first; only then are the current files
+ * moved aside (kept in `<data>/backups/instance/pre-restore-<time>/` with `keepPrevious`,
+ * otherwise deleted) and the extracted ones moved in. `backups/` is left as it is.
+ */
+export async function restoreInstanceBackup(dataDir: string, file: string, opts: { keepPrevious?: boolean } = {}, onProgress?: OnProgress): Promise<{ previous: string | null; entries: number }> {
+  const pid = liveServerPid(dataDir);
+  if (pid) throw new RestoreRefused(`an Apis server (pid ${pid}) is using ${dataDir}; stop it first`);
+  mkdirSync(dataDir, { recursive: true });
+  claimDataDir(dataDir);
+  const stamp = Date.now();
+  const staging = join(dataDir, "tmp", `restore-${stamp}`);
+  try {
+    rmSync(staging, { recursive: true, force: true });
+    const { manifest, problems } = await verifyInstanceBackup(file, onProgress, staging);
+    if (problems.length) throw new RestoreRefused(`the archive is damaged: ${problems.slice(0, 5).join("; ")}`);
+    const aside = opts.keepPrevious ? join(instanceBackupsDir(dataDir), `pre-restore-${stamp}`) : join(dataDir, "tmp", `pre-restore-${stamp}`);
+    mkdirSync(aside, { recursive: true });
+    for (const name of readdirSync(dataDir)) {
+      if (name === "backups" || name === "tmp" || name === "apis.pid") continue;
+      renameSync(join(dataDir, name), join(aside, name));
+    }
+    for (const name of readdirSync(staging)) renameSync(join(staging, name), join(dataDir, name));
+    if (!opts.keepPrevious) rmSync(aside, { recursive: true, force: true });
+    return { previous: opts.keepPrevious ? aside : null, entries: manifest.entries.length };
+  } finally {
+    rmSync(staging, { recursive: true, force: true });
+    releaseDataDir(dataDir);
+  }
+}
+
+export type ArchiveListing = { file: string; name: string; size: number; modified: number };
+
+/** Archives in `<data>/backups/instance/`, newest first. */
+export function listInstanceBackups(dataDir: string): ArchiveListing[] {
+  const dir = instanceBackupsDir(dataDir);
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir)
+    .filter((n) => n.endsWith(".tar"))
+    .map((n) => {
+      const st = statSync(join(dir, n));
+      return { file: join(dir, n), name: basename(n), size: st.size, modified: st.mtimeMs / 1000 };
+    })
+    .sort((a, b) => b.modified - a.modified);
+}

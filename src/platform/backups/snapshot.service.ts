@@ -1,0 +1,427 @@
+import { Database } from "bun:sqlite";
+import { createHash } from "node:crypto";
+import { copyFileSync, createReadStream, existsSync, linkSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { copyFile, mkdir } from "node:fs/promises";
+import { dirname, join, relative, sep } from "node:path";
+import type { Ctx } from "../context";
+import { sqliteOf, type Tx } from "../../db/connection";
+import type { ChangeLog } from "../../db/mutate";
+import { embeddedMigrations } from "../../db/migrations.generated";
+import { unprocessable } from "../../core/errors";
+import type { Progress } from "../jobs/runner";
+import { projectAudience } from "../../features/members/access.service";
+import { VERSION } from "../../version";
+
+/**
+ * A project backup is a folder:
+ *
+ *   manifest.json            what is inside, with a sha256 of every other file
+ *   tables/<table>.ndjson    one JSON array per row, values in the manifest's column order
+ *   files/<path>             the project's files (everything under storage.projectDir)
+ *   icon/<name>              the project icon, when it has one
+ *
+ * Tables are found generically: `projects` (the project's own row) and every table with a
+ * `project_gid` column except bookkeeping tables (NOT_PROJECT_DATA), so the tables of areas added
+ * later are included without registration.
+ */
+export const FORMAT = "apis-project-backup";
+export const FORMAT_VERSION = 1;
+
+/** Tables with a project_gid that describe work about a project rather than its data. */
+const NOT_PROJECT_DATA = new Set(["jobs", "backups"]);
+
+/** Leaves a project-owned table out of project backups and restores (call at module load). */
+export function excludeFromProjectBackups(table: string): void {
+  NOT_PROJECT_DATA.add(table);
+}
+
+/**
+ * Tables whose rows are project resources of a sync data type (spec section 6): after a restore,
+ * every resource that differs gets a project sync item. Tables named like a data type with a
+ * `gid` column (or `name` for modules) are found by themselves; others register here.
+ */
+const SYNC_TYPES = new Map<string, { dataType: string; key: string }>();
+const DEFAULT_TYPES: Record<string, string> = {
+  records: "gid",
+  definitions: "gid",
+  classes: "gid",
+  fields: "gid",
+  layouts: "gid",
+  assets: "gid",
+  queries: "gid",
+  modules: "name",
+};
+
+/** Declares that rows of `table` are resources of `dataType`, keyed by the `key` column. */
+export function registerRestoreSyncType(table: string, dataType: string, key: string): void {
+  SYNC_TYPES.set(table, { dataType, key });
+}
+
+export type TableEntry = { columns: string[]; rows: number; file: string; sha256: string; size: number };
+export type FileEntry = { path: string; size: number; sha256: string };
+export type Manifest = {
+  format: typeof FORMAT;
+  format_version: number;
+  apis_version: string;
+  schema: string;
+  project: string;
+  backup: string;
+  created_on: number;
+  cursor: number;
+  tables: Record<string, TableEntry>;
+  files: FileEntry[];
+  icon: FileEntry | null;
+};
+
+function columnsOf(db: Database, table: string): string[] {
+  return (db.query(`PRAGMA table_info("${table}")`).all() as { name: string }[]).map((c) => c.name);
+}
+
+function tableNames(db: Database): string[] {
+  // Virtual tables (full-text indexes) are derived from their base tables by triggers: a restore
+  // of the base rows rebuilds them, so they are not copied themselves.
+  const rows = db
+    .query("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name NOT LIKE '\\_\\_%' ESCAPE '\\' AND coalesce(sql, '') NOT LIKE 'CREATE VIRTUAL TABLE%' ORDER BY name")
+    .all() as { name: string }[];
+  return rows.map((t) => t.name);
+}
+
+/** The tables a project backup holds, with the WHERE column selecting the project's rows. */
+export function projectTables(db: Database): { table: string; by: string }[] {
+  const out = [{ table: "projects", by: "gid" }];
+  for (const t of tableNames(db)) {
+    if (NOT_PROJECT_DATA.has(t)) continue;
+    if (columnsOf(db, t).includes("project_gid")) out.push({ table: t, by: "project_gid" });
+  }
+  return out;
+}
+
+const quote = (name: string) => `"${name.replaceAll('"', '""')}"`;
+
+/** JSON for SQLite values: blobs become {"$blob": base64}. */
+function encode(v: unknown): unknown {
+  if (v instanceof Uint8Array) return { $blob: Buffer.from(v).toString("base64") };
+  return v;
+}
+function decode(v: unknown): unknown {
+  if (v && typeof v === "object" && "$blob" in (v as object)) return Buffer.from(String((v as { $blob: string }).$blob), "base64");
+  return v;
+}
+
+export async function sha256File(path: string): Promise<string> {
+  const h = createHash("sha256");
+  for await (const chunk of createReadStream(path)) h.update(chunk as Buffer);
+  return h.digest("hex");
+}
+
+/**
+ * Puts every listed file into the backup at once: a hard link (instant; project files are written
+ * once under new names and replaced by rename, never rewritten in place; the link is replaced by a
+ * copy afterwards), or a copy where links are impossible (another file system). Called in the same
+ * synchronous step as the snapshot's first read: the server removes files only after the commit
+ * that dropped their rows, so every file a snapshot row refers to is still there and stays in the
+ * backup, however long the rest takes. Returns the files pinned (one deleted by another process
+ * meanwhile is left out).
+ */
+function pinFiles(from: string, files: string[], to: string): { rel: string; linked: boolean }[] {
+  const pinned: { rel: string; linked: boolean }[] = [];
+  for (const rel of files) {
+    const src = join(from, ...rel.split("/"));
+    const dst = join(to, ...rel.split("/"));
+    mkdirSync(dirname(dst), { recursive: true });
+    try {
+      let linked = true;
+      try {
+        linkSync(src, dst);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === "ENOENT") throw err;
+        copyFileSync(src, dst);
+        linked = false;
+      }
+      pinned.push({ rel, linked });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+    }
+  }
+  return pinned;
+}
+
+/** Every file below `dir`, as paths relative to it with `/` separators. */
+export function walkFiles(dir: string): string[] {
+  if (!existsSync(dir)) return [];
+  const out: string[] = [];
+  const visit = (d: string) => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      const full = join(d, e.name);
+      if (e.isDirectory()) visit(full);
+      else if (e.isFile()) out.push(relative(dir, full).split(sep).join("/"));
+    }
+  };
+  visit(dir);
+  return out.sort();
+}
+
+const ROW_STEP = 500;
+
+/**
+ * Writes a consistent snapshot of the project into `dir` (created; must not exist). Rows are read
+ * inside one read transaction on a separate read-only connection, so the snapshot is one point in
+ * time while the server keeps writing; files are copied after. Returns the manifest.
+ */
+export async function writeSnapshot(ctx: Ctx, projectGid: string, backupGid: string, dir: string, progress: Progress): Promise<Manifest> {
+  mkdirSync(join(dir, "tables"), { recursive: true });
+  const reader = new Database(ctx.storage.database, { readonly: true, strict: true });
+  reader.exec("PRAGMA busy_timeout = 5000");
+  const manifest: Manifest = {
+    format: FORMAT,
+    format_version: FORMAT_VERSION,
+    apis_version: VERSION,
+    schema: embeddedMigrations.at(-1)?.tag ?? "",
+    project: projectGid,
+    backup: backupGid,
+    created_on: Date.now() / 1000,
+    cursor: 0,
+    tables: {},
+    files: [],
+    icon: null,
+  };
+  const filesDir = ctx.storage.projectDir(projectGid);
+  let icon = "";
+  try {
+    reader.exec("BEGIN");
+    const tables = projectTables(reader);
+    const counts = tables.map(({ table, by }) => (reader.query(`SELECT count(*) AS n FROM ${quote(table)} WHERE ${quote(by)} = ?`).get(projectGid) as { n: number }).n);
+    const fileList = walkFiles(filesDir);
+    const pinned = pinFiles(filesDir, fileList, join(dir, "files"));
+    progress.total(counts.reduce((a, b) => a + b, 0) + fileList.length);
+    manifest.cursor = (reader.query("SELECT coalesce(max(cursor), 0) AS c FROM changes WHERE type = ?").get(projectGid) as { c: number }).c;
+    icon = (reader.query("SELECT icon FROM projects WHERE gid = ?").get(projectGid) as { icon: string } | null)?.icon ?? "";
+    for (const { table, by } of tables) {
+      const columns = columnsOf(reader, table);
+      const file = `tables/${table}.ndjson`;
+      const hash = createHash("sha256");
+      const writer = Bun.file(join(dir, file)).writer();
+      let rows = 0;
+      let size = 0;
+      let pending = 0;
+      for (const row of reader.query(`SELECT * FROM ${quote(table)} WHERE ${quote(by)} = ? ORDER BY rowid`).iterate(projectGid) as Iterable<Record<string, unknown>>) {
+        const line = JSON.stringify(columns.map((c) => encode(row[c]))) + "\n";
+        hash.update(line);
+        size += Buffer.byteLength(line);
+        writer.write(line);
+        rows++;
+        if (++pending === ROW_STEP) {
+          await writer.flush();
+          await progress.step(pending);
+          pending = 0;
+        }
+      }
+      await writer.end();
+      if (pending) await progress.step(pending);
+      manifest.tables[table] = { columns, rows, file, sha256: hash.digest("hex"), size };
+    }
+    reader.exec("COMMIT");
+    for (const { rel, linked } of pinned) {
+      const path = `files/${rel}`;
+      const dst = join(dir, path);
+      if (linked) {
+        // Now an independent copy, so nothing done to the project's file later reaches the backup
+        // (copied to a name outside files/: writing to a listed name could write through a link).
+        const copying = join(dir, "copying.tmp");
+        await copyFile(dst, copying);
+        renameSync(copying, dst);
+      }
+      manifest.files.push({ path, size: statSync(dst).size, sha256: await sha256File(dst) });
+      await progress.step();
+    }
+    if (fileList.length > pinned.length) await progress.step(fileList.length - pinned.length);
+  } finally {
+    reader.close();
+  }
+  if (icon) {
+    let src: string | null = null;
+    try {
+      src = ctx.storage.inside(ctx.storage.icons, icon);
+    } catch {
+      src = null;
+    }
+    if (src && existsSync(src)) {
+      const path = `icon/${icon}`;
+      mkdirSync(join(dir, "icon"), { recursive: true });
+      await copyFile(src, join(dir, path));
+      manifest.icon = { path, size: statSync(join(dir, path)).size, sha256: await sha256File(join(dir, path)) };
+    }
+  }
+  writeFileSync(join(dir, "manifest.json"), JSON.stringify(manifest, null, 1));
+  return manifest;
+}
+
+export function readManifest(dir: string): Manifest {
+  let m: Manifest;
+  try {
+    m = JSON.parse(readFileSync(join(dir, "manifest.json"), "utf8"));
+  } catch {
+    throw unprocessable("Backup is damaged", { reason: "manifest.json is missing or unreadable" });
+  }
+  if (m.format !== FORMAT || m.format_version > FORMAT_VERSION) throw unprocessable("Backup is damaged", { reason: "unknown backup format" });
+  return m;
+}
+
+/** Checks every file of the backup against the manifest; throws 422 "Backup is damaged". */
+export async function verifySnapshot(dir: string, m: Manifest, progress?: Pick<Progress, "step">): Promise<void> {
+  const entries: FileEntry[] = [...Object.values(m.tables).map((t) => ({ path: t.file, size: t.size, sha256: t.sha256 })), ...m.files, ...(m.icon ? [m.icon] : [])];
+  for (const e of entries) {
+    const full = join(dir, ...e.path.split("/"));
+    if (!existsSync(full) || (await sha256File(full)) !== e.sha256) throw unprocessable("Backup is damaged", { file: e.path });
+    await progress?.step();
+  }
+}
+
+/** The stored rows of one table, decoded. */
+function* backupRows(dir: string, entry: TableEntry): Generator<unknown[]> {
+  const text = readFileSync(join(dir, entry.file), "utf8");
+  let start = 0;
+  for (;;) {
+    const end = text.indexOf("\n", start);
+    if (end < 0) break;
+    if (end > start) yield (JSON.parse(text.slice(start, end)) as unknown[]).map(decode);
+    start = end + 1;
+  }
+}
+
+type Fingerprints = Map<string, Map<string, string>>;
+
+/** Key → serialized rows of every table that maps to a sync data type, for diffing around a restore. */
+function fingerprints(db: Database, projectGid: string): Fingerprints {
+  const out: Fingerprints = new Map();
+  for (const { table, by } of projectTables(db)) {
+    const t = syncTypeOf(db, table);
+    if (!t || by !== "project_gid") continue;
+    const m = new Map<string, string>();
+    for (const row of db.query(`SELECT * FROM ${quote(table)} WHERE project_gid = ? ORDER BY rowid`).iterate(projectGid) as Iterable<Record<string, unknown>>) {
+      const key = String(row[t.key]);
+      m.set(key, (m.get(key) ?? "") + JSON.stringify(Object.values(row).map(encode)));
+    }
+    out.set(table, m);
+  }
+  return out;
+}
+
+function syncTypeOf(db: Database, table: string): { dataType: string; key: string } | undefined {
+  const registered = SYNC_TYPES.get(table);
+  if (registered) return registered;
+  const key = DEFAULT_TYPES[table];
+  if (key && columnsOf(db, table).includes(key)) return { dataType: table, key };
+  return undefined;
+}
+
+export type RestoreOutcome = { rows: number; skipped: Record<string, number>; missing_tables: string[] };
+
+/**
+ * Puts the project's rows back to the snapshot, inside the caller's transaction: deletes the
+ * project's rows from every project table, inserts the stored rows (columns the table no longer
+ * has are dropped, new columns take their defaults), and restores the project row's own data
+ * (name, icon, options; owner, status and last_backed_up stay as they are now). Rows whose
+ * references no longer hold (e.g. a membership of a user deleted since) are left out and counted
+ * in `skipped`. Writes the sync items: cc.projects, cc.projects_members per changed membership,
+ * and a project item per changed resource of a known data type.
+ */
+export function restoreRows(tx: Tx, log: ChangeLog, projectGid: string, dir: string, m: Manifest): RestoreOutcome {
+  const db = sqliteOf(tx);
+  const audienceBefore = projectAudience(tx, projectGid);
+  const membersBefore = new Map(
+    (db.query("SELECT * FROM memberships WHERE project_gid = ?").all(projectGid) as Record<string, unknown>[]).map((r) => [String(r.user_gid), JSON.stringify(r)]),
+  );
+  const before = fingerprints(db, projectGid);
+  db.exec("PRAGMA defer_foreign_keys = ON");
+  const current = projectTables(db).filter((t) => t.by === "project_gid");
+  for (const { table } of current) db.query(`DELETE FROM ${quote(table)} WHERE project_gid = ?`).run(projectGid);
+  const outcome: RestoreOutcome = { rows: 0, skipped: {}, missing_tables: [] };
+  const currentNames = new Set(current.map((t) => t.table));
+  for (const [table, entry] of Object.entries(m.tables)) {
+    if (table === "projects") continue;
+    if (!currentNames.has(table)) {
+      outcome.missing_tables.push(table);
+      continue;
+    }
+    const have = new Set(columnsOf(db, table));
+    const keep = entry.columns.map((c, i) => [c, i] as const).filter(([c]) => have.has(c));
+    const insert = db.query(`INSERT INTO ${quote(table)} (${keep.map(([c]) => quote(c)).join(", ")}) VALUES (${keep.map(() => "?").join(", ")})`);
+    for (const row of backupRows(dir, entry)) {
+      insert.run(...(keep.map(([, i]) => row[i]) as any[]));
+      outcome.rows++;
+    }
+  }
+  // The project's own row: its data comes back; who owns it and its lifecycle stay as they are.
+  const pEntry = m.tables.projects;
+  const stored = pEntry ? [...backupRows(dir, pEntry)][0] : undefined;
+  if (stored) {
+    const have = new Set(columnsOf(db, "projects"));
+    const fixed = new Set(["gid", "owner", "status", "deleted_on", "last_backed_up", "updated_on"]);
+    const set = pEntry!.columns.map((c, i) => [c, stored[i]] as const).filter(([c]) => have.has(c) && !fixed.has(c));
+    if (set.length) db.query(`UPDATE projects SET ${set.map(([c]) => `${quote(c)} = ?`).join(", ")}, updated_on = ? WHERE gid = ?`).run(...(set.map(([, v]) => v) as any[]), Date.now() / 1000, projectGid);
+    outcome.rows++;
+  }
+  // References that no longer hold (a user deleted since the backup, ...): leave those rows out.
+  for (let round = 0; round < 10; round++) {
+    let removed = 0;
+    for (const table of Object.keys(m.tables)) {
+      if (!currentNames.has(table)) continue;
+      const bad = db.query(`PRAGMA foreign_key_check(${quote(table)})`).all() as { table: string; rowid: number }[];
+      for (const b of bad) {
+        db.query(`DELETE FROM ${quote(b.table)} WHERE rowid = ?`).run(b.rowid);
+        outcome.skipped[b.table] = (outcome.skipped[b.table] ?? 0) + 1;
+        outcome.rows--;
+        removed++;
+      }
+    }
+    if (!removed) break;
+  }
+  // Sync items: the project, its memberships, and every changed resource.
+  const audienceAfter = projectAudience(tx, projectGid);
+  const owner = (db.query("SELECT owner FROM projects WHERE gid = ?").get(projectGid) as { owner: string }).owner;
+  const everyone = [...new Set([...audienceBefore, ...audienceAfter, owner])];
+  log.cc("UPDATE", "cc.projects", projectGid, everyone);
+  const membersAfter = new Map(
+    (db.query("SELECT * FROM memberships WHERE project_gid = ?").all(projectGid) as Record<string, unknown>[]).map((r) => [String(r.user_gid), JSON.stringify(r)]),
+  );
+  for (const user of new Set([...membersBefore.keys(), ...membersAfter.keys()])) {
+    const a = membersBefore.get(user);
+    const b = membersAfter.get(user);
+    if (a === b) continue;
+    log.cc(!a ? "INSERT" : !b ? "DELETE" : "UPDATE", "cc.projects_members", `${projectGid}/${user}`, [...everyone, user]);
+  }
+  const after = fingerprints(db, projectGid);
+  for (const [table, afterRows] of after) {
+    const dataType = syncTypeOf(db, table)!.dataType;
+    const beforeRows = before.get(table) ?? new Map<string, string>();
+    for (const key of new Set([...beforeRows.keys(), ...afterRows.keys()])) {
+      const a = beforeRows.get(key);
+      const b = afterRows.get(key);
+      if (a === b) continue;
+      log.project(projectGid, !a ? "INSERT" : !b ? "DELETE" : "UPDATE", dataType, key);
+    }
+  }
+  return outcome;
+}
+
+/** Copies the backup's files into `staging` (emptied first). */
+export async function stageFiles(dir: string, m: Manifest, staging: string, progress: Progress): Promise<void> {
+  rmSync(staging, { recursive: true, force: true });
+  mkdirSync(staging, { recursive: true });
+  for (const f of m.files) {
+    const dst = join(staging, ...f.path.slice("files/".length).split("/"));
+    await mkdir(dirname(dst), { recursive: true });
+    await copyFile(join(dir, ...f.path.split("/")), dst);
+    await progress.step();
+  }
+}
+
+/** Replaces the project's file folder by the staged copy (two renames on one file system). */
+export function swapFiles(projectDir: string, staging: string, trash: string): void {
+  rmSync(trash, { recursive: true, force: true });
+  mkdirSync(dirname(projectDir), { recursive: true });
+  if (existsSync(projectDir)) renameSync(projectDir, trash);
+  renameSync(staging, projectDir);
+  rmSync(trash, { recursive: true, force: true });
+}

@@ -1,0 +1,429 @@
+import { and, asc, eq, inArray, lt } from "drizzle-orm";
+import type { Ctx } from "../context";
+import type { Tx } from "../../db/connection";
+import { mutate, type ChangeLog } from "../../db/mutate";
+import { jobs, projects } from "../../db/schema";
+import { ApiError } from "../../core/errors";
+import { newGid, now } from "../../core/ids";
+
+/** A job as stored. */
+export type Job = typeof jobs.$inferSelect;
+export type JobStatus = Job["status"];
+
+/** The job object of spec section 2, the `data` of every `jobs` sync item. */
+export type JobObject = {
+  project_gid: string | null;
+  job: string;
+  status: JobStatus;
+  info: Record<string, unknown>;
+  created_on: number;
+  updated_on: number;
+};
+
+export function jobObject(j: Job): JobObject {
+  return { project_gid: j.projectGid, job: j.kind, status: j.status, info: j.info ?? {}, created_on: j.createdOn, updated_on: j.updatedOn };
+}
+
+/**
+ * What a handler uses to report progress and to cooperate with shutdown. Progress is written and
+ * sent as a `jobs` sync item at most every PROGRESS_INTERVAL_MS; the final state always is.
+ */
+export interface Progress {
+  /** Aborted when the server stops and the grace period is over; `step` then throws. */
+  readonly signal: AbortSignal;
+  /** Merges members into the job's `info` (sent throttled). */
+  set(info: Record<string, unknown>): void;
+  /** Starts counting: `info.total = info.remaining = total`. */
+  total(total: number): void;
+  /**
+   * Marks `n` units done (`info.remaining -= n`), yields to the event loop so requests keep being
+   * served, and throws `JobInterrupted` when the server is stopping. Call it between units of work.
+   */
+  step(n?: number): Promise<void>;
+  /** Yields and checks for shutdown without counting. */
+  yield(): Promise<void>;
+}
+
+/**
+ * A job kind's work. It gets the instance, the job row (`job.params` holds what `enqueue` was
+ * given) and the progress reporter; what it returns is merged into the final `info`. Throwing
+ * rejects the job with `info.error` (an ApiError's message and code; other errors are logged and
+ * reported as an internal error). Handlers must be safe to run again from the start: a job
+ * interrupted by a crash or a stop is re-queued and started over.
+ */
+export type JobHandler = (ctx: Ctx, job: Job, progress: Progress) => Promise<Record<string, unknown> | void> | Record<string, unknown> | void;
+
+export type JobKindOptions = {
+  /**
+   * Jobs with the same lock key never run at the same time. Default: `projectLock`, so the jobs
+   * of one project (bulk changes, backups, restores) run one after another and a restore never
+   * races a bulk job. Return null for no lock.
+   */
+  lock?: (job: Job) => string | null;
+  /** How often a job may be started before an interruption rejects it instead (default 3). */
+  maxAttempts?: number;
+  /** Called in the transaction that rejects the job (also for rejections without running it). */
+  onRejected?: (tx: Tx, log: ChangeLog, job: Job, error: string) => void;
+};
+
+type Kind = JobKindOptions & { handler: JobHandler };
+
+/** The default lock: one job at a time per project; jobs without a project are not locked. */
+export const projectLock = (job: Job): string | null => (job.projectGid ? `project:${job.projectGid}` : null);
+const registry = new Map<string, Kind>();
+
+/** Registers a job kind (call at module load). The kind is the job object's `job` member. */
+export function registerJob(kind: string, handler: JobHandler, options: JobKindOptions = {}): void {
+  if (registry.has(kind)) throw new Error(`job kind ${kind} is registered twice`);
+  registry.set(kind, { lock: projectLock, ...options, handler });
+}
+
+export function jobKinds(): string[] {
+  return [...registry.keys()].sort();
+}
+
+/** Thrown by `progress.step()` when the server is stopping; the runner re-queues the job. */
+export class JobInterrupted extends Error {
+  constructor() {
+    super("interrupted by shutdown");
+  }
+}
+
+export type EnqueueSpec = {
+  kind: string;
+  projectGid?: string | null;
+  /** Who starts it: sees its sync items (with the project owner). Null for scheduled work. */
+  userGid?: string | null;
+  params?: Record<string, unknown>;
+  /** Initial `info` shown while queued. */
+  info?: Record<string, unknown>;
+};
+
+export const PROGRESS_INTERVAL_MS = 250;
+const IDLE_POLL_MS = 1000;
+
+/** Who sees a job's sync items: its starter and the owner of its project. */
+function audienceOf(tx: Tx, j: Job): string[] {
+  const out = new Set<string>();
+  if (j.userGid) out.add(j.userGid);
+  if (j.projectGid) {
+    const p = tx.select({ owner: projects.owner }).from(projects).where(eq(projects.gid, j.projectGid)).get();
+    if (p) out.add(p.owner);
+  }
+  return [...out];
+}
+
+/** Writes a job change and its `jobs` sync item (action UPDATE) in the caller's transaction. */
+function writeJob(tx: Tx, log: ChangeLog, token: string, set: Partial<Job>): Job {
+  const j = tx.update(jobs).set({ ...set, updatedOn: now() }).where(eq(jobs.token, token)).returning().get();
+  if (!j) throw new Error(`job ${token} vanished`);
+  log.cc("UPDATE", "jobs", j.token, audienceOf(tx, j), jobObject(j));
+  return j;
+}
+
+/**
+ * Inserts a queued job and its first sync item inside the caller's `mutate`. A worker picks it
+ * up once the transaction has committed (the runner listens to the hub). Returns the token.
+ */
+export function enqueueJob(tx: Tx, log: ChangeLog, spec: EnqueueSpec): string {
+  if (!registry.has(spec.kind)) throw new Error(`unknown job kind ${spec.kind}`);
+  const t = now();
+  const j = tx
+    .insert(jobs)
+    .values({
+      token: newGid(),
+      projectGid: spec.projectGid ?? null,
+      kind: spec.kind,
+      status: "queued",
+      info: spec.info ?? {},
+      params: spec.params ?? {},
+      userGid: spec.userGid ?? null,
+      createdOn: t,
+      updatedOn: t,
+    })
+    .returning()
+    .get();
+  log.cc("UPDATE", "jobs", j.token, audienceOf(tx, j), jobObject(j));
+  return j.token;
+}
+
+export function getJob(tx: Tx, token: string): Job | undefined {
+  return tx.select().from(jobs).where(eq(jobs.token, token)).get();
+}
+
+/** Jobs of a project that are queued or running, optionally of some kinds. */
+export function activeJobs(tx: Tx, projectGid: string, kinds?: string[]): Job[] {
+  const where = [eq(jobs.projectGid, projectGid), inArray(jobs.status, ["queued", "processing"])];
+  if (kinds) where.push(inArray(jobs.kind, kinds));
+  return tx.select().from(jobs).where(and(...where)).all();
+}
+
+/** Deletes finished (done or rejected) jobs last changed before `before`; returns how many. */
+export function pruneJobs(tx: Tx, before: number): number {
+  return tx
+    .delete(jobs)
+    .where(and(inArray(jobs.status, ["done", "rejected"]), lt(jobs.updatedOn, before)))
+    .returning({ t: jobs.token })
+    .all().length;
+}
+
+function errorInfo(err: unknown): { error: string; code?: number } {
+  if (err instanceof ApiError) return { error: err.message, code: err.code, ...(Object.keys(err.info).length ? { error_info: err.info } : {}) };
+  return { error: "Internal error" };
+}
+
+/**
+ * The in-process job runner: `config.workers` workers take queued jobs oldest first (skipping
+ * jobs whose lock is held), run their kind's handler and report every status change and
+ * throttled progress as `jobs` sync items.
+ *
+ * Crash recovery: on start, jobs left `processing` by a crash are re-queued (attempts counted)
+ * and run again from the beginning; past their kind's `maxAttempts` they are rejected instead.
+ * Stopping lets running jobs finish for `config.jobStopGrace` seconds, then interrupts them at
+ * their next `progress.step()` and re-queues them for the next start.
+ */
+export class JobRunner {
+  private running = new Map<string, { promise: Promise<void>; abort: AbortController }>();
+  private locks = new Set<string>();
+  private waiters: (() => void)[] = [];
+  private workers: Promise<void>[] = [];
+  private unsubscribe?: () => void;
+  private started = false;
+  private stopping = false;
+
+  constructor(private readonly ctx: Ctx) {}
+
+  /** Starts a job in its own transaction; returns its token (for `ok({"job.token": token})`). */
+  enqueue(spec: EnqueueSpec): string {
+    return mutate(this.ctx.db, this.ctx.hub, (tx, log) => enqueueJob(tx, log, spec));
+  }
+
+  get(token: string): Job | undefined {
+    return getJob(this.ctx.db, token);
+  }
+
+  /** Recovers interrupted jobs, then starts the workers. */
+  start(): void {
+    if (this.started) return;
+    this.started = true;
+    this.recover();
+    // Jobs enqueued inside any mutate wake a worker once committed.
+    this.unsubscribe = this.ctx.hub.subscribe((items) => {
+      if (items.some((i) => i.data_type === "jobs" && (i.data as JobObject | null)?.status === "queued")) this.wake();
+    });
+    for (let i = 0; i < this.ctx.config.workers; i++) this.workers.push(this.work());
+  }
+
+  /** Waits for running jobs up to the grace period, interrupts the rest, and stops the workers. */
+  async stop(): Promise<void> {
+    if (!this.started || this.stopping) return;
+    this.stopping = true;
+    this.unsubscribe?.();
+    this.wake();
+    const all = () => Promise.allSettled([...this.running.values()].map((r) => r.promise));
+    const grace = this.ctx.config.jobStopGrace * 1000;
+    if (this.running.size) {
+      this.ctx.log.info(`waiting up to ${this.ctx.config.jobStopGrace}s for ${this.running.size} running job(s)`);
+      await Promise.race([all(), Bun.sleep(grace)]);
+    }
+    for (const r of this.running.values()) r.abort.abort();
+    await Promise.race([all(), Bun.sleep(2000)]);
+    // Anything still running now is left `processing`; the next start re-queues it.
+    await Promise.race([Promise.allSettled(this.workers), Bun.sleep(100)]);
+  }
+
+  /** Number of jobs running right now. */
+  get busy(): number {
+    return this.running.size;
+  }
+
+  private recover(): void {
+    const stale = this.ctx.db.select().from(jobs).where(eq(jobs.status, "processing")).all();
+    for (const j of stale) {
+      const kind = registry.get(j.kind);
+      const max = kind?.maxAttempts ?? 3;
+      mutate(this.ctx.db, this.ctx.hub, (tx, log) => {
+        if (j.attempts >= max) {
+          const error = "Interrupted too many times";
+          const r = writeJob(tx, log, j.token, { status: "rejected", info: { ...j.info, error }, finishedOn: now() });
+          kind?.onRejected?.(tx, log, r, error);
+        } else {
+          writeJob(tx, log, j.token, { status: "queued", info: { ...j.info, requeued: true } });
+        }
+      });
+      this.ctx.log.warn(`job ${j.token} (${j.kind}) was interrupted; ${j.attempts >= max ? "rejected" : "re-queued"}`);
+    }
+  }
+
+  private wake(): void {
+    const w = this.waiters;
+    this.waiters = [];
+    for (const fn of w) fn();
+  }
+
+  private idle(): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, IDLE_POLL_MS);
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.waiters.push(done);
+    });
+  }
+
+  private async work(): Promise<void> {
+    while (!this.stopping) {
+      let job: Job | undefined;
+      try {
+        job = this.claim();
+      } catch (err) {
+        this.ctx.log.error("job runner could not claim a job", { error: String((err as Error)?.stack ?? err) });
+      }
+      if (!job) {
+        await this.idle();
+        continue;
+      }
+      await this.run(job);
+    }
+  }
+
+  /** Takes the oldest queued job whose lock is free and marks it processing. */
+  private claim(): Job | undefined {
+    const queued = this.ctx.db.select().from(jobs).where(eq(jobs.status, "queued")).orderBy(asc(jobs.createdOn)).limit(100).all();
+    for (const q of queued) {
+      if (this.running.has(q.token)) continue;
+      const kind = registry.get(q.kind);
+      if (!kind) {
+        // Kinds come from code; a job of a kind this build no longer has can never run.
+        mutate(this.ctx.db, this.ctx.hub, (tx, log) =>
+          writeJob(tx, log, q.token, { status: "rejected", info: { ...q.info, error: `Unknown job kind ${q.kind}` }, finishedOn: now() }),
+        );
+        continue;
+      }
+      const lock = kind.lock?.(q) ?? null;
+      if (lock && this.locks.has(lock)) continue;
+      const claimed = mutate(this.ctx.db, this.ctx.hub, (tx, log) => {
+        const cur = getJob(tx, q.token);
+        if (!cur || cur.status !== "queued") return undefined;
+        const { requeued: _r, ...info } = cur.info ?? {};
+        return writeJob(tx, log, q.token, { status: "processing", info, attempts: cur.attempts + 1, startedOn: now() });
+      });
+      if (!claimed) continue;
+      if (lock) this.locks.add(lock);
+      return claimed;
+    }
+    return undefined;
+  }
+
+  private async run(job: Job): Promise<void> {
+    const kind = registry.get(job.kind)!;
+    const lock = kind.lock?.(job) ?? null;
+    const abort = new AbortController();
+    let settle!: () => void;
+    const promise = new Promise<void>((r) => (settle = r));
+    this.running.set(job.token, { promise, abort });
+    const reporter = new Reporter(this.ctx, job, abort.signal);
+    try {
+      const extra = await kind.handler(this.ctx, job, reporter);
+      reporter.finish();
+      const info = { ...reporter.info, ...(extra ?? {}) };
+      if (typeof info.total === "number") info.remaining = 0;
+      mutate(this.ctx.db, this.ctx.hub, (tx, log) => writeJob(tx, log, job.token, { status: "done", info, finishedOn: now() }));
+    } catch (err) {
+      reporter.finish();
+      try {
+        if (err instanceof JobInterrupted || (abort.signal.aborted && this.stopping)) {
+          mutate(this.ctx.db, this.ctx.hub, (tx, log) => writeJob(tx, log, job.token, { status: "queued", info: { ...reporter.info, requeued: true } }));
+          this.ctx.log.info(`job ${job.token} (${job.kind}) interrupted by shutdown; re-queued`);
+        } else {
+          const e = errorInfo(err);
+          if (!(err instanceof ApiError)) this.ctx.log.error(`job ${job.token} (${job.kind}) failed`, { error: String((err as Error)?.stack ?? err) });
+          mutate(this.ctx.db, this.ctx.hub, (tx, log) => {
+            const r = writeJob(tx, log, job.token, { status: "rejected", info: { ...reporter.info, ...e }, finishedOn: now() });
+            kind.onRejected?.(tx, log, r, e.error);
+          });
+        }
+      } catch (writeErr) {
+        this.ctx.log.error(`job ${job.token} could not be finished`, { error: String(writeErr) });
+      }
+    } finally {
+      if (lock) this.locks.delete(lock);
+      this.running.delete(job.token);
+      settle();
+      this.wake();
+    }
+  }
+}
+
+/** Test hook: APIS_TEST_JOB_STEP_MS slows every `progress.step()` so tests can catch jobs mid-way. */
+const testStepDelay = Number(process.env.APIS_TEST_JOB_STEP_MS ?? 0) || 0;
+
+class Reporter implements Progress {
+  info: Record<string, unknown>;
+  private lastSent = 0;
+  private timer: ReturnType<typeof setTimeout> | null = null;
+  private dirty = false;
+  private finished = false;
+
+  constructor(
+    private readonly ctx: Ctx,
+    private readonly job: Job,
+    readonly signal: AbortSignal,
+  ) {
+    this.info = { ...(job.info ?? {}) };
+    this.lastSent = Date.now();
+  }
+
+  set(info: Record<string, unknown>): void {
+    Object.assign(this.info, info);
+    this.changed();
+  }
+
+  total(total: number): void {
+    this.set({ total, remaining: total });
+  }
+
+  async step(n = 1): Promise<void> {
+    if (typeof this.info.remaining === "number") {
+      this.info.remaining = Math.max(0, this.info.remaining - n);
+      this.changed();
+    }
+    await this.yield();
+  }
+
+  async yield(): Promise<void> {
+    if (this.signal.aborted) throw new JobInterrupted();
+    if (testStepDelay) await Bun.sleep(testStepDelay);
+    else await new Promise<void>((r) => setImmediate(r));
+    if (this.signal.aborted) throw new JobInterrupted();
+  }
+
+  /** Stops sending progress; the runner writes the final state itself. */
+  finish(): void {
+    this.finished = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+  }
+
+  private changed(): void {
+    if (this.finished) return;
+    this.dirty = true;
+    const wait = this.lastSent + PROGRESS_INTERVAL_MS - Date.now();
+    if (wait <= 0) this.flush();
+    else this.timer ??= setTimeout(() => this.flush(), wait);
+  }
+
+  private flush(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    if (!this.dirty || this.finished) return;
+    this.dirty = false;
+    this.lastSent = Date.now();
+    try {
+      mutate(this.ctx.db, this.ctx.hub, (tx, log) => writeJob(tx, log, this.job.token, { info: { ...this.info } }));
+    } catch (err) {
+      this.ctx.log.warn(`job ${this.job.token}: progress not written`, { error: String(err) });
+    }
+  }
+}

@@ -1,0 +1,41 @@
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import type { Ctx } from "../context";
+import { badRequest } from "../../core/errors";
+
+/**
+ * Where asset originals live: `<project dir>/originals/<storage name>`, the storage name being
+ * `<asset gid>~<version>.<extension>` (the DAM "storage pathname"). Every path to an original is
+ * made here, from a name that passed `STORAGE_NAME`, so no client value can leave the folder.
+ */
+
+/** `<gid>~<version>.<extension>`: gid lowercase base-36, version 1..999999999, extension 1-10 of [a-z0-9]. */
+export const STORAGE_NAME = /^([0-9a-z]{8,40})~([1-9][0-9]{0,8})\.([0-9a-z]{1,10})$/;
+
+export type StorageNameParts = { gid: string; version: number; extension: string };
+
+/** The storage name of one version of an asset. */
+export function storageName(gid: string, version: number, extension: string): string {
+  const name = `${gid}~${version}.${extension}`;
+  if (!STORAGE_NAME.test(name)) throw new Error(`invalid storage name ${name}`);
+  return name;
+}
+
+/** Splits a storage name into its parts; undefined when it does not have the strict form. */
+export function parseStorageName(name: string): StorageNameParts | undefined {
+  const m = STORAGE_NAME.exec(name);
+  return m ? { gid: m[1]!, version: Number(m[2]), extension: m[3]! } : undefined;
+}
+
+/** The folder of a project's originals (created on demand). */
+export function originalsDir(ctx: Pick<Ctx, "storage">, projectGid: string): string {
+  const dir = join(ctx.storage.projectDir(projectGid), "originals");
+  mkdirSync(dir, { recursive: true });
+  return dir;
+}
+
+/** The file of an original; a name that is not a strict storage name is a 400. */
+export function originalPath(ctx: Pick<Ctx, "storage">, projectGid: string, name: string): string {
+  if (!STORAGE_NAME.test(name)) throw badRequest("Invalid storage pathname", { "Invalid parameter": "storage pathname", value: name });
+  return ctx.storage.inside(originalsDir(ctx, projectGid), name);
+}

@@ -1,0 +1,41 @@
+import { mkdirSync } from "node:fs";
+import { join, resolve, sep } from "node:path";
+import { badRequest } from "../../core/errors";
+
+/**
+ * Where files live under the data folder. Every project-owned file is below `projectDir(gid)`, so a
+ * project's backup and permanent deletion take one folder.
+ */
+export class Storage {
+  constructor(readonly dataDir: string) {}
+
+  get database() { return join(this.dataDir, "apis.db"); }
+  get avatars() { return this.ensure(join(this.dataDir, "files", "avatars")); }
+  get icons() { return this.ensure(join(this.dataDir, "files", "icons")); }
+  get outbox() { return this.ensure(join(this.dataDir, "outbox")); }
+  get backups() { return this.ensure(join(this.dataDir, "backups")); }
+  get tmp() { return this.ensure(join(this.dataDir, "tmp")); }
+
+  /** The folder of one project's files (originals, media, ...). */
+  projectDir(projectGid: string): string {
+    return this.inside(join(this.dataDir, "files", "projects"), projectGid);
+  }
+
+  /** Joins `name` under `dir`, refusing anything that would leave `dir`. */
+  inside(dir: string, ...parts: string[]): string {
+    for (const p of parts) {
+      if (!p || p.includes("\0") || p.includes("/") || p.includes("\\") || p === "." || p === "..") {
+        throw badRequest("Invalid file name", { name: p });
+      }
+    }
+    const base = resolve(dir);
+    const full = resolve(base, ...parts);
+    if (!full.startsWith(base + sep)) throw badRequest("Invalid file name", { name: parts.join("/") });
+    return full;
+  }
+
+  ensure(dir: string): string {
+    mkdirSync(dir, { recursive: true });
+    return dir;
+  }
+}

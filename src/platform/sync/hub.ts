@@ -1,0 +1,28 @@
+import type { SyncItem } from "../../db/mutate";
+
+/** A committed sync item together with who may see it (`cc` items only; `*` = everybody). */
+export type Published = SyncItem & { audience?: string[] };
+
+type Listener = (items: Published[]) => void;
+
+/**
+ * In-process fan-out of committed change-log items. The change-log writer publishes after commit;
+ * the Socket.IO layer (and anything else) subscribes.
+ */
+export class Hub {
+  private listeners = new Set<Listener>();
+  subscribe(fn: Listener): () => void {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  }
+  publish(items: Published[]): void {
+    if (items.length === 0) return;
+    for (const fn of this.listeners) {
+      try {
+        fn(items);
+      } catch {
+        // A faulty listener must not break the writer.
+      }
+    }
+  }
+}

@@ -1,0 +1,160 @@
+// The self-contained executable: built once by scripts/build.ts, copied alone into an empty folder,
+// run with a fresh HOME, cache and temp folder, so nothing from this checkout can help it.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import sharp from "sharp";
+import { io } from "socket.io-client";
+import { servedUrl } from "../helpers/server";
+
+const repo = join(import.meta.dir, "../..");
+let tmp: string;
+let folder: string; // holds only the executable
+let env: Record<string, string>;
+
+function freshEnv(extra: Record<string, string> = {}): Record<string, string> {
+  return { PATH: "/usr/bin:/bin", HOME: join(tmp, "home"), XDG_CACHE_HOME: join(tmp, "cache"), TMPDIR: join(tmp, "tmp"), ...extra };
+}
+
+async function run(args: string[], runEnv = env): Promise<{ code: number; out: string; err: string }> {
+  const p = Bun.spawn(["./apis", ...args], { cwd: folder, env: runEnv, stdout: "pipe", stderr: "pipe" });
+  const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+  return { code, out, err };
+}
+
+/** The cached libvips under `root` (one `libvips-<sha256>/libvips-cpp.so.*` folder). */
+function cachedLibvips(root: string): string {
+  const dirs = readdirSync(root).filter((d) => /^libvips-[0-9a-f]{64}$/.test(d));
+  expect(dirs).toHaveLength(1);
+  const files = readdirSync(join(root, dirs[0]!));
+  expect(files).toEqual([expect.stringMatching(/^libvips-cpp\.so\.\d/)]);
+  return join(root, dirs[0]!, files[0]!);
+}
+
+describe.skipIf(process.platform !== "linux")("the compiled executable", () => {
+  beforeAll(async () => {
+    tmp = mkdtempSync(join(tmpdir(), "apis-exe-"));
+    const build = Bun.spawnSync([process.execPath, join(repo, "scripts/build.ts"), join(tmp, "build", "apis")], {
+      cwd: repo,
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    if (build.exitCode !== 0) throw new Error(`build failed:\n${build.stdout}\n${build.stderr}`);
+    folder = join(tmp, "run");
+    mkdirSync(folder);
+    for (const d of ["home", "cache", "tmp"]) mkdirSync(join(tmp, d));
+    copyFileSync(join(tmp, "build", "apis"), join(folder, "apis"));
+    Bun.spawnSync(["chmod", "755", join(folder, "apis")]);
+    env = freshEnv();
+  }, 240_000);
+  afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+  test("doctor passes from an empty folder and writes libvips into the cache once", async () => {
+    const first = await run(["doctor", "--data", join(tmp, "d0")]);
+    expect(first.err).toBe("");
+    expect(first.code).toBe(0);
+    expect(first.out).toMatch(/^ok {4}sharp: sharp [\d.]+, libvips [\d.]+$/m);
+    expect(first.out).toContain("ok    resize: 64x48 png -> 16x12 jpeg");
+    expect(first.out).toContain("all checks passed");
+    const lib = cachedLibvips(join(tmp, "cache", "apis"));
+    const written = statSync(lib).mtimeMs;
+
+    const again = await run(["doctor", "--data", join(tmp, "d0")]);
+    expect(again.code).toBe(0);
+    expect(statSync(lib).mtimeMs).toBe(written);
+    expect(readdirSync(folder)).toEqual(["apis"]);
+  });
+
+  test("--version prints the package version", async () => {
+    const r = await run(["--version"]);
+    expect(r.code).toBe(0);
+    expect(r.out.trim()).toBe(JSON.parse(readFileSync(join(repo, "package.json"), "utf8")).version);
+  });
+
+  test("a damaged cached libvips is replaced by a verified copy", async () => {
+    const lib = cachedLibvips(join(tmp, "cache", "apis"));
+    const good = readFileSync(lib);
+    writeFileSync(lib, Buffer.alloc(good.length, 7)); // same size, wrong bytes
+    const r = await run(["doctor", "--data", join(tmp, "d0")]);
+    expect(r.code).toBe(0);
+    expect(readFileSync(lib).equals(good)).toBe(true);
+  });
+
+  test("without a usable cache folder the library goes to a private folder in TMPDIR", async () => {
+    writeFileSync(join(tmp, "not-a-home"), "");
+    const r = await run(["doctor", "--data", join(tmp, "d1")], freshEnv({ HOME: join(tmp, "not-a-home"), XDG_CACHE_HOME: "" }));
+    expect(r.code).toBe(0);
+    const root = join(tmp, "tmp", `apis-${process.getuid!()}`);
+    cachedLibvips(root);
+    expect(statSync(root).mode & 0o077).toBe(0);
+  });
+
+  test("a whole session works in the executable: login, JWT endpoints, upload, transform, media and a pushed sync item", async () => {
+    const data = join(tmp, "session");
+    const created = await run(["user", "create", "--data", data, "--username", "exeuser", "--email", "exe@example.test", "--password", "password1"]);
+    expect(created.code).toBe(0);
+    const p = Bun.spawn(["./apis", "serve", "--port", "0", "--host", "127.0.0.1", "--data", data, "--log-level", "error"], { cwd: folder, env, stdout: "pipe", stderr: "pipe" });
+    try {
+      const url = await servedUrl(p);
+      const post = (path: string, body: unknown, token?: string) =>
+        fetch(url + path, { method: "POST", headers: token ? { authorization: `Bearer ${token}` } : {}, body: body instanceof FormData ? body : JSON.stringify(body) });
+      const login = await post("/api/login", { username: "exeuser", password: "password1" });
+      expect(login.status).toBe(200);
+      const token = login.headers.get("authorization")!.replace(/^Bearer /, "");
+      const init = await fetch(`${url}/api/init`, { headers: { authorization: `Bearer ${token}` } });
+      expect(init.status).toBe(200);
+      expect(init.headers.get("authorization")).toStartWith("Bearer ");
+
+      // A socket subscribed before the change receives it.
+      const socket = io(url!, { path: "/sync/io", auth: { JWT: token }, transports: ["websocket"], reconnection: false });
+      const ack: unknown = await new Promise((resolve, reject) => {
+        socket.on("connect_error", reject);
+        socket.on("connect", () => socket.emit("initsync", { "cc.cursor": 0 }, resolve));
+      });
+      expect(Array.isArray(ack)).toBe(true);
+      const pushed = new Promise<any[]>((resolve) => socket.on("sync", resolve));
+      const project = ((await (await post("/api/projects/create", { name: "Exe" }, token)).json()) as any).result.project as string;
+      expect((await pushed).map((i) => i.data_type)).toContain("cc.projects");
+      socket.close();
+
+      const form = new FormData();
+      form.append("file", new File([await sharp({ create: { width: 64, height: 48, channels: 3, background: "#3366cc" } }).jpeg().toBuffer()], "blue.jpg"));
+      const upload = (await (await post(`/api/p/${project}/assets/upload`, form, token)).json()) as any;
+      expect(upload.success).toBe(true);
+      const asset = Object.values(upload.data.assets)[0] as any;
+      const transform = await fetch(`${url}/dam/p/${project}/transform/${asset.storage_name}/width=32/type=png`, { headers: { authorization: `Bearer ${token}` } });
+      const t = (await transform.json()) as any;
+      expect(t.result.dimensions).toEqual([32, 24]);
+      const media = await fetch(t.result.public_url.replace(/^https?:\/\/[^/]+/, url!));
+      expect(media.status).toBe(200);
+      expect(media.headers.get("content-type")).toBe("image/png");
+      const meta = await sharp(Buffer.from(await media.arrayBuffer())).metadata();
+      expect([meta.width, meta.height]).toEqual([32, 24]);
+    } finally {
+      p.kill("SIGTERM");
+      await p.exited;
+    }
+  });
+
+  test("serve answers /api/ping, loads nothing from node_modules, and exits 0 on SIGTERM", async () => {
+    const p = Bun.spawn(["./apis", "serve", "--port", "0", "--data", join(tmp, "d")], { cwd: folder, env, stdout: "pipe", stderr: "pipe" });
+    try {
+      const url = await servedUrl(p);
+      expect(url).toMatch(/^http:\/\/localhost:\d+$/);
+      const res = await fetch(`${url}/api/ping`);
+      expect(res.status).toBe(200);
+      expect(((await res.json()) as any).result.pong).toBe(true);
+
+      const maps = readFileSync(`/proc/${p.pid}/maps`, "utf8");
+      expect(maps).not.toContain("node_modules");
+      expect(maps).toContain(join(tmp, "cache", "apis"));
+
+      p.kill("SIGTERM");
+      expect(await p.exited).toBe(0);
+      expect(existsSync(join(tmp, "d"))).toBe(true);
+    } finally {
+      p.kill();
+    }
+  });
+});

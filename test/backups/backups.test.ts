@@ -1,0 +1,468 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { loadConfig } from "../../src/config";
+import { mutate } from "../../src/db/mutate";
+import { memberships, projects } from "../../src/db/schema";
+import { openInstance } from "../../src/app/server";
+import { projectTables, walkFiles, writeSnapshot } from "../../src/platform/backups/snapshot.service";
+import { scheduleBackups } from "../../src/features/backups/backups.service";
+import { createPerson, hashPassword } from "../../src/features/users/users.service";
+import { eq, and } from "drizzle-orm";
+import { servedUrl, TestServer, tokenOf, until as waitUntil } from "../helpers/server";
+
+let srv: TestServer;
+let alice: { gid: string; token: string };
+let bob: { gid: string; token: string };
+let project: string;
+
+const until = <T>(fn: () => Promise<T | undefined | false> | T | undefined | false, ms = 8000) => waitUntil<T>(fn, ms);
+
+/** Waits until the job's last `jobs` sync item (as the owner sees it) is final; returns all its items. */
+async function finished(s: TestServer, token: string, jobToken: string, since: number) {
+  return until(async () => {
+    const r = await s.call("/sync/get", { token, body: { cc_cursor: since } });
+    const items = (r.body.result.sync as any[]).filter((i) => i.data_type === "jobs" && i.data_key === jobToken);
+    const last = items.at(-1)?.data.status;
+    return last === "done" || last === "rejected" ? items : undefined;
+  });
+}
+
+async function cursor(token: string) {
+  return (await srv.call("/sync/cursors", { token, body: {} })).body.result["cc.cursor"];
+}
+
+/** Every row of the project in every backed-up table, as JSON, table by table. */
+function projectRows(s: TestServer, gid: string): Record<string, string[]> {
+  const db = s.ctx.db.$client;
+  const out: Record<string, string[]> = {};
+  for (const { table, by } of projectTables(db)) {
+    const rows = db.query(`SELECT * FROM "${table}" WHERE "${by}" = ?`).all(gid) as Record<string, unknown>[];
+    out[table] = rows
+      .map((r) => {
+        // The project row's updated_on moves with every change; last_backed_up is not restored.
+        if (table === "projects") {
+          const { updated_on: _u, last_backed_up: _l, ...rest } = r;
+          r = rest;
+        }
+        return JSON.stringify(r, (_k, v) => (v instanceof Uint8Array ? Buffer.from(v).toString("base64") : v));
+      })
+      .sort();
+  }
+  return out;
+}
+
+function projectFiles(s: TestServer, gid: string): Record<string, string> {
+  const dir = s.ctx.storage.projectDir(gid);
+  return Object.fromEntries(walkFiles(dir).map((f) => [f, createHash("sha256").update(readFileSync(join(dir, f))).digest("hex")]));
+}
+
+function writeProjectFile(s: TestServer, gid: string, rel: string, content: string | Buffer) {
+  const full = join(s.ctx.storage.projectDir(gid), rel);
+  mkdirSync(dirname(full), { recursive: true });
+  writeFileSync(full, content);
+}
+
+beforeAll(async () => {
+  srv = await TestServer.start({ "backups-keep": "2" });
+  alice = await srv.user("alice");
+  bob = await srv.user("bob");
+  project = await srv.project(alice.token, "Catalogue");
+  srv.addMember(project, bob.gid);
+  // A table of a future area, known to nobody: backups must find it by its project_gid column.
+  srv.ctx.db.$client.exec("CREATE TABLE widgets (gid TEXT PRIMARY KEY, project_gid TEXT NOT NULL REFERENCES projects(gid), name TEXT, n REAL, raw BLOB, owner TEXT REFERENCES users(gid))");
+  const ins = srv.ctx.db.$client.query("INSERT INTO widgets VALUES (?, ?, ?, ?, ?, ?)");
+  for (let i = 0; i < 1200; i++) ins.run(`w${i}`, project, `widget ${i} ✓`, i / 3, new Uint8Array([i % 256, 0, 255]), i % 2 ? alice.gid : null);
+  ins.run("other", await srv.project(bob.token, "Bob's"), "not ours", 1, null, null);
+  // An asset row: a table of a known sync data type, with a full-text index kept by triggers.
+  const t = Date.now() / 1000;
+  srv.ctx.db.$client.query("INSERT INTO assets (gid, project_gid, type, name, created_on, updated_on) VALUES ('asset1', ?, 'file', 'Spring leaflet', ?, ?)").run(project, t, t);
+  writeProjectFile(srv, project, "originals/a~1.jpg", Buffer.alloc(50_000, 7));
+  writeProjectFile(srv, project, "originals/b~1.png", "bee");
+  writeProjectFile(srv, project, "var/deep/er/c@k.jpg", "see");
+  writeFileSync(srv.ctx.storage.inside(srv.ctx.storage.icons, `${project}-icon.png`), "icon bytes");
+  srv.ctx.db.update(projects).set({ icon: `${project}-icon.png` }).where(eq(projects.gid, project)).run();
+});
+afterAll(() => srv.stop());
+
+describe("project backups", () => {
+  let backup: string;
+  let rowsAtBackup: Record<string, string[]>;
+  let filesAtBackup: Record<string, string>;
+
+  test("only the owner may back up, list or restore", async () => {
+    for (const op of ["create", "get", "update", "restore", "delete"]) {
+      const r = await srv.call(`/api/p/${project}/backups/${op}`, { token: bob.token, body: { backup: "x" } });
+      expect(r.status).toBe(403);
+    }
+    expect((await srv.call(`/api/p/${project}/backups/create`, { body: {} })).status).toBe(401);
+  });
+
+  test("a backup is a job from queued to done that records the backup and sets last_backed_up", async () => {
+    rowsAtBackup = projectRows(srv, project);
+    filesAtBackup = projectFiles(srv, project);
+    expect(rowsAtBackup.widgets).toHaveLength(1200);
+    expect(rowsAtBackup.memberships).toHaveLength(2);
+    const since = await cursor(alice.token);
+    const r = await srv.call(`/api/p/${project}/backups/create`, { token: alice.token, body: { name: "Before the big edit", notes: "safe point" } });
+    expect(r.status).toBe(200);
+    const token = r.body.result["job.token"];
+    backup = r.body.result.backup;
+    expect(r.body.data.backups[backup]).toMatchObject({ gid: backup, project_gid: project, name: "Before the big edit", notes: "safe point", status: "creating", job: token });
+    const items = await finished(srv, alice.token, token, since);
+    expect(items[0].data.status).toBe("queued");
+    expect(items.at(-1).data).toMatchObject({ project_gid: project, job: "backups.create", status: "done", info: { backup, remaining: 0, files: 3 } });
+    const got = await srv.call(`/api/p/${project}/backups/get`, { token: alice.token, body: { backup } });
+    expect(got.body.result).toEqual({ backup });
+    expect(got.body.data.backups[backup]).toMatchObject({ status: "ready", files: 3, rows: 1 + 2 + 1200 + 1, scheduled: false, completed_on: expect.any(Number) });
+    const p = await srv.call("/api/projects/get", { token: alice.token, body: { project } });
+    expect(p.body.data["cc.projects"][project].last_backed_up).toBeGreaterThan(0);
+    const dir = join(srv.dataDir, "backups", "projects", project, backup);
+    expect(readdirSync(dir).sort()).toEqual(["files", "icon", "manifest.json", "tables"]);
+    // Bob is a member but did not start it: he does not see the job.
+    const bobs = await srv.call("/sync/get", { token: bob.token, body: { cc_cursor: since } });
+    expect(bobs.body.result.sync.filter((i: any) => i.data_type === "jobs")).toEqual([]);
+  });
+
+  test("a restore returns every row and every file to the backed-up state and tells clients", async () => {
+    // Change everything after the backup.
+    await srv.call("/api/projects/update", { token: alice.token, body: { project, name: "Renamed" } });
+    const db = srv.ctx.db.$client;
+    db.query("UPDATE widgets SET name = 'changed', n = 0 WHERE project_gid = ? AND rowid % 7 = 0").run(project);
+    db.query("DELETE FROM widgets WHERE gid IN ('w1', 'w2')").run();
+    db.query("INSERT INTO widgets VALUES ('new', ?, 'added later', 1, NULL, NULL)").run(project);
+    db.query("UPDATE assets SET name = 'Autumn leaflet' WHERE gid = 'asset1'").run();
+    srv.ctx.db.delete(memberships).where(and(eq(memberships.projectGid, project), eq(memberships.userGid, bob.gid))).run();
+    writeProjectFile(srv, project, "originals/b~1.png", "changed bytes");
+    rmSync(join(srv.ctx.storage.projectDir(project), "var"), { recursive: true });
+    writeProjectFile(srv, project, "originals/new~1.jpg", "new file");
+    rmSync(srv.ctx.storage.inside(srv.ctx.storage.icons, `${project}-icon.png`));
+    expect(projectRows(srv, project)).not.toEqual(rowsAtBackup);
+
+    const since = await cursor(alice.token);
+    const pSince = (await srv.call("/sync/cursors", { token: alice.token, body: { project } })).body.result.cursor;
+    const r = await srv.call(`/api/p/${project}/backups/restore`, { token: alice.token, body: { backup } });
+    expect(r.status).toBe(200);
+    expect(r.body).toEqual({ success: true, result: { "job.token": expect.any(String), backup }, data: {} });
+    const items = await finished(srv, alice.token, r.body.result["job.token"], since);
+    expect(items.at(-1).data).toMatchObject({ job: "backups.restore", status: "done", info: { backup, files: 3, remaining: 0 } });
+
+    expect(projectRows(srv, project)).toEqual(rowsAtBackup);
+    expect(projectFiles(srv, project)).toEqual(filesAtBackup);
+    expect(readFileSync(srv.ctx.storage.inside(srv.ctx.storage.icons, `${project}-icon.png`), "utf8")).toBe("icon bytes");
+    // Rows of other projects are untouched.
+    expect(db.query("SELECT name FROM widgets WHERE gid = 'other'").get()).toEqual({ name: "not ours" });
+
+    const cc = (await srv.call("/sync/get", { token: alice.token, body: { cc_cursor: since } })).body.result.sync as any[];
+    expect(cc).toContainEqual(expect.objectContaining({ action: "UPDATE", data_type: "cc.projects", data_key: project }));
+    expect(cc).toContainEqual(expect.objectContaining({ action: "INSERT", data_type: "cc.projects_members", data_key: `${project}/${bob.gid}` }));
+    // Bob, back in the project, hears of it too.
+    const bobs = (await srv.call("/sync/get", { token: bob.token, body: { cc_cursor: since } })).body.result.sync as any[];
+    expect(bobs.map((i) => i.data_type)).toEqual(expect.arrayContaining(["cc.projects", "cc.projects_members"]));
+    const p = await srv.call("/api/projects/get", { token: alice.token, body: { project } });
+    expect(p.body.data["cc.projects"][project].name).toBe("Catalogue");
+    const items2 = (await srv.call("/sync/get", { token: bob.token, body: { project, cursor: pSince } })).body.result.sync as any[];
+    expect(items2).toContainEqual(expect.objectContaining({ type: project, action: "UPDATE", data_type: "assets", data_key: "asset1", data: null }));
+    // Widgets are no known data type: no items for them.
+    expect(items2.every((i) => i.data_type === "assets")).toBe(true);
+    // The full-text index follows the restored rows.
+    const fts = db.query("SELECT name FROM assets_fts WHERE project_gid = ?").all(project);
+    expect(fts).toEqual([{ name: "Spring leaflet" }]);
+  });
+
+  test("backups can be renamed, listed newest first and deleted with their files", async () => {
+    const u = await srv.call(`/api/p/${project}/backups/update`, { token: alice.token, body: { backup, name: "Renamed backup", notes: "n" } });
+    expect(u.body.data.backups[backup]).toMatchObject({ name: "Renamed backup", notes: "n" });
+    const bad = await srv.call(`/api/p/${project}/backups/update`, { token: alice.token, body: { backup, name: " " } });
+    expect(bad.status).toBe(422);
+    expect(bad.body.result.code).toBe(1001);
+    const since = await cursor(alice.token);
+    const second = await srv.call(`/api/p/${project}/backups/create`, { token: alice.token, body: {} });
+    await finished(srv, alice.token, second.body.result["job.token"], since);
+    const list = await srv.call(`/api/p/${project}/backups/get`, { token: alice.token, body: {} });
+    expect(list.body.result.backups).toEqual([second.body.result.backup, backup]);
+    expect(list.body.data.backups[second.body.result.backup].name).toMatch(/^Backup \d{4}-\d\d-\d\d \d\d:\d\d UTC$/);
+    const d = await srv.call(`/api/p/${project}/backups/delete`, { token: alice.token, body: { backup: second.body.result.backup } });
+    expect(d.body).toEqual({ success: true, result: { backup: second.body.result.backup }, data: { backups: {} } });
+    expect(existsSync(join(srv.dataDir, "backups", "projects", project, second.body.result.backup))).toBe(false);
+    const gone = await srv.call(`/api/p/${project}/backups/get`, { token: alice.token, body: { backup: second.body.result.backup } });
+    expect(gone.status).toBe(422);
+    expect(gone.body.result.message).toBe("No such backup");
+    expect((await srv.call(`/api/p/${project}/backups/restore`, { token: alice.token, body: {} })).body.result.info).toEqual({ "Missing parameter": "backup" });
+  });
+
+  test("a damaged backup is rejected on restore with info.error and the project is left alone", async () => {
+    const since = await cursor(alice.token);
+    const manifest = JSON.parse(readFileSync(join(srv.dataDir, "backups", "projects", project, backup, "manifest.json"), "utf8"));
+    const victim = join(srv.dataDir, "backups", "projects", project, backup, manifest.files[0].path);
+    const original = readFileSync(victim);
+    writeFileSync(victim, "tampered");
+    const before = projectRows(srv, project);
+    const r = await srv.call(`/api/p/${project}/backups/restore`, { token: alice.token, body: { backup } });
+    const items = await finished(srv, alice.token, r.body.result["job.token"], since);
+    expect(items.at(-1).data.status).toBe("rejected");
+    expect(items.at(-1).data.info).toMatchObject({ error: "Backup is damaged", code: 422 });
+    expect(projectRows(srv, project)).toEqual(before);
+    writeFileSync(victim, original);
+  });
+
+  test("backups and restores of one project never run at once", async () => {
+    const since = await cursor(alice.token);
+    const a = await srv.call(`/api/p/${project}/backups/create`, { token: alice.token, body: {} });
+    const b = await srv.call(`/api/p/${project}/backups/restore`, { token: alice.token, body: { backup } });
+    const c = await srv.call(`/api/p/${project}/backups/create`, { token: alice.token, body: {} });
+    const tokens = [a, b, c].map((x) => x.body.result["job.token"]);
+    await Promise.all(tokens.map((t) => finished(srv, alice.token, t, since)));
+    const jobs = tokens.map((t) => srv.ctx.jobs.get(t)!);
+    expect(jobs.map((j) => j.status)).toEqual(["done", "done", "done"]);
+    const spans = jobs.map((j) => [j.startedOn!, j.finishedOn!]).sort((x, y) => x[0]! - y[0]!);
+    for (let i = 1; i < spans.length; i++) expect(spans[i]![0]!).toBeGreaterThanOrEqual(spans[i - 1]![1]!);
+  });
+
+  test("a file deleted while a backup runs is still in the backup when its row is", async () => {
+    const gid = await srv.project(alice.token, "Deleting meanwhile");
+    const t = Date.now() / 1000;
+    srv.ctx.db.$client.query("INSERT INTO assets (gid, project_gid, type, name, storage_name, created_on, updated_on) VALUES ('racefile01', ?, 'file', 'doomed', 'racefile01~1.bin', ?, ?)").run(gid, t, t);
+    writeProjectFile(srv, gid, "originals/racefile01~1.bin", "doomed bytes");
+    const dir = join(srv.dataDir, "tmp", "race-backup");
+    rmSync(dir, { recursive: true, force: true });
+    let deleted = false;
+    // The snapshot's rows are read, then (at its first progress step) the asset is deleted for good.
+    const progress = {
+      signal: new AbortController().signal,
+      set() {},
+      total() {},
+      async step() {
+        if (deleted) return;
+        deleted = true;
+        const r = await srv.call(`/api/p/${gid}/assets/permanent_delete`, { token: alice.token, body: { asset: "racefile01" } });
+        expect(r.status).toBe(200);
+        expect(existsSync(join(srv.ctx.storage.projectDir(gid), "originals", "racefile01~1.bin"))).toBe(false);
+      },
+    };
+    const m = await writeSnapshot(srv.ctx, gid, "racebackup01", dir, progress as never);
+    expect(deleted).toBe(true);
+    expect(m.tables.assets!.rows).toBe(1);
+    expect(m.files.map((f) => f.path)).toEqual(["files/originals/racefile01~1.bin"]);
+    expect(readFileSync(join(dir, "files", "originals", "racefile01~1.bin"), "utf8")).toBe("doomed bytes");
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test("scheduled backups skip unchanged projects and keep only the newest --backups-keep", async () => {
+    const run = async () => {
+      const since = await cursor(alice.token);
+      const summary = scheduleBackups(srv.ctx);
+      const r = await srv.call("/sync/get", { token: alice.token, body: { cc_cursor: since } });
+      const queued = (r.body.result.sync as any[]).filter((i) => i.data_type === "jobs" && i.data.status === "queued");
+      for (const q of queued) await finished(srv, alice.token, q.data_key, since);
+      return summary;
+    };
+    const scheduled = () => srv.ctx.db.$client.query("SELECT gid FROM backups WHERE project_gid = ? AND scheduled = 1").all(project).length;
+    // Backed up by the test before and unchanged since: nothing to do.
+    await run();
+    expect(scheduled()).toBe(0);
+    await Bun.sleep(10);
+    await srv.call("/api/projects/update", { token: alice.token, body: { project, name: "Changed" } });
+    await run();
+    expect(scheduled()).toBe(1);
+    // Nothing changed since: no new backup.
+    await run();
+    expect(scheduled()).toBe(1);
+    for (let i = 0; i < 2; i++) {
+      await Bun.sleep(10);
+      await srv.call("/api/projects/update", { token: alice.token, body: { project, name: `Catalogue ${i}` } });
+      await run();
+    }
+    expect(scheduled()).toBe(2);
+  });
+});
+
+describe("crash during a backup", () => {
+  test("a server killed with SIGKILL in the middle of a backup job finishes it after a restart", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "apis-kill-"));
+    try {
+      // Bootstrap an account in the folder, as `apis user create` would.
+      const boot = openInstance(loadConfig({ data: dir, "log-level": "silent" }, {}));
+      const hash = await hashPassword("password1");
+      mutate(boot.db, boot.hub, (tx, log) => createPerson(tx, log, { username: "kim", email: "kim@example.test", passwordHash: hash }));
+      boot.db.$client.close();
+
+      const spawnServer = async (env: Record<string, string> = {}) => {
+        // The bun running this test (as `npx bun` would find it), spawned directly so SIGKILL hits the server itself.
+        const child = Bun.spawn([process.execPath, "src/main.ts", "serve", "--port", "0", "--host", "127.0.0.1", "--data", dir, "--log-level", "error"], {
+          cwd: join(import.meta.dir, "../.."),
+          env: { ...process.env, ...env },
+          stdout: "pipe",
+          stderr: "inherit",
+        });
+        return { child, url: await servedUrl(child) };
+      };
+      const call = async (url: string, path: string, body: unknown, token?: string) => {
+        const res = await fetch(url + path, {
+          method: "POST",
+          headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
+          body: JSON.stringify(body),
+        });
+        return { status: res.status, body: (await res.json()) as any, headers: res.headers };
+      };
+
+      // Every progress step sleeps 40 ms in this run, so the backup of 40 files takes ~2 s.
+      let s = await spawnServer({ APIS_TEST_JOB_STEP_MS: "40" });
+      const login = await call(s.url, "/api/login", { username: "kim", password: "password1" });
+      const token = tokenOf(login as any);
+      const gid = (await call(s.url, "/api/projects/create", { name: "Big" }, token)).body.result.project;
+      for (let i = 0; i < 40; i++) {
+        const f = join(dir, "files", "projects", gid, "originals", `f${i}~1.bin`);
+        mkdirSync(dirname(f), { recursive: true });
+        writeFileSync(f, `file ${i} `.repeat(1000));
+      }
+      const started = await call(s.url, `/api/p/${gid}/backups/create`, { name: "killed" }, token);
+      const job = started.body.result["job.token"];
+      const backup = started.body.result.backup;
+      await until(async () => {
+        const j = await call(s.url, `/api/p/${gid}/jobs/get`, { token: job }, token);
+        const info = j.body.data.jobs?.[job];
+        return info?.status === "processing" && info.info.remaining < info.info.total - 3 ? true : undefined;
+      });
+      s.child.kill("SIGKILL");
+      await s.child.exited;
+      expect(existsSync(join(dir, "backups", "projects", gid, `${backup}.partial`))).toBe(true);
+
+      s = await spawnServer();
+      try {
+        const done = await until(async () => {
+          const j = await call(s.url, `/api/p/${gid}/jobs/get`, { token: job }, token);
+          const info = j.body.data.jobs?.[job];
+          return info?.status === "done" ? info : undefined;
+        });
+        expect(done.info).toMatchObject({ backup, files: 40, remaining: 0 });
+        const b = await call(s.url, `/api/p/${gid}/backups/get`, { backup }, token);
+        expect(b.body.data.backups[backup]).toMatchObject({ status: "ready", files: 40 });
+        expect(existsSync(join(dir, "backups", "projects", gid, `${backup}.partial`))).toBe(false);
+        const manifest = JSON.parse(readFileSync(join(dir, "backups", "projects", gid, backup, "manifest.json"), "utf8"));
+        expect(manifest.files).toHaveLength(40);
+        const attempts = (await call(s.url, "/api/jobs/get", { token: job }, token)).status;
+        expect(attempts).toBe(200);
+      } finally {
+        s.child.kill("SIGTERM");
+        await s.child.exited;
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 30_000);
+});
+
+describe("instance backup CLI", () => {
+  const root = join(import.meta.dir, "../..");
+  const apis = (...args: string[]) => {
+    const r = Bun.spawnSync([process.execPath, "src/main.ts", ...args], { cwd: root, env: { ...process.env, APIS_LOG_LEVEL: "silent" } });
+    return { code: r.exitCode, out: r.stdout.toString(), err: r.stderr.toString() };
+  };
+
+  test("create beside a running server, verify, and restore into another folder give back every row and file", async () => {
+    const work = mkdtempSync(join(tmpdir(), "apis-cli-"));
+    const archive = join(work, "instance.tar");
+    const rowsBefore = projectRows(srv, project);
+    const filesBefore = projectFiles(srv, project);
+    try {
+      const created = apis("backup", "create", "--data", srv.dataDir, "--out", archive, "--json");
+      expect(created.err).toBe("");
+      expect(created.code).toBe(0);
+      const c = JSON.parse(created.out);
+      expect(c.file).toBe(archive);
+      expect(c.entries).toBeGreaterThan(4);
+
+      const verified = apis("backup", "verify", archive, "--json");
+      expect(verified.code).toBe(0);
+      const v = JSON.parse(verified.out);
+      expect(v).toMatchObject({ ok: true, problems: [], entries: c.entries });
+      // The archive is a plain tar.
+      const listing = Bun.spawnSync(["tar", "-tf", archive]).stdout.toString().split("\n");
+      expect(listing).toEqual(expect.arrayContaining(["apis.db", "apis-backup.json", "jwt.secret", `files/projects/${project}/var/deep/er/c@k.jpg`]));
+      expect(listing.some((n) => n.startsWith("backups/") || n.startsWith("tmp/"))).toBe(false);
+
+      // A running server holds its folder: restore refuses.
+      const refused = apis("backup", "restore", archive, "--data", srv.dataDir);
+      expect(refused.code).toBe(1);
+      expect(refused.err).toMatch(/server \(pid \d+\) is using/);
+
+      const target = join(work, "restored");
+      const restored = apis("backup", "restore", archive, "--data", target);
+      expect(restored.err).toBe("");
+      expect(restored.code).toBe(0);
+      const other = await TestServer.start({}, target);
+      try {
+        expect(projectRows(other, project)).toEqual(rowsBefore);
+        expect(projectFiles(other, project)).toEqual(filesBefore);
+        // Same secret: a token issued by the original server works on the restored one.
+        const init = await other.call("/api/init", { token: alice.token });
+        expect(init.status).toBe(200);
+        expect(init.body.result.user).toBe(alice.gid);
+      } finally {
+        await other.stop();
+      }
+    } finally {
+      rmSync(work, { recursive: true, force: true });
+    }
+  }, 30_000);
+
+  test("a file deleted while the archive is written is still in it (its row is in the database copy)", async () => {
+    const { createInstanceBackup } = await import("../../src/platform/backups/instance.service");
+    const rel = `files/projects/${project}/originals/doomed~1.bin`;
+    writeProjectFile(srv, project, "originals/doomed~1.bin", "doomed bytes");
+    const work = mkdtempSync(join(tmpdir(), "apis-pin-"));
+    try {
+      let deleted = false;
+      // The first progress report comes after the database copy: the server deletes the file then.
+      const r = await createInstanceBackup(srv.dataDir, join(work, "a.tar"), () => {
+        if (deleted) return;
+        deleted = true;
+        rmSync(join(srv.dataDir, rel));
+      });
+      expect(deleted).toBe(true);
+      expect(r.manifest.entries.map((e) => e.path)).toContain(rel);
+      Bun.spawnSync(["tar", "-xf", join(work, "a.tar"), "-C", work]);
+      expect(readFileSync(join(work, rel), "utf8")).toBe("doomed bytes");
+      expect(readdirSync(join(srv.dataDir, "tmp")).filter((n) => n.startsWith("pinned-"))).toEqual([]);
+    } finally {
+      rmSync(work, { recursive: true, force: true });
+    }
+  });
+
+  test("verify finds a damaged archive; list shows archives and project backups", async () => {
+    const out = join(srv.dataDir, "backups", "instance", "one.tar");
+    expect(apis("backup", "create", "--data", srv.dataDir, "--out", out).code).toBe(0);
+    const listed = JSON.parse(apis("backup", "list", "--data", srv.dataDir, "--json").out);
+    expect(listed.instance.map((a: any) => a.name)).toContain("one.tar");
+    expect(listed.projects.some((b: any) => b.project_gid === project && b.status === "ready")).toBe(true);
+    const bytes = readFileSync(out);
+    // Flip one byte inside the first file entry's content (after the 512-byte header).
+    bytes[600] = bytes[600]! ^ 0xff;
+    const bad = join(srv.dataDir, "backups", "instance", "bad.tar");
+    writeFileSync(bad, bytes);
+    const v = apis("backup", "verify", bad);
+    expect(v.code).toBe(1);
+    expect(v.out).toMatch(/checksum mismatch: apis\.db|database integrity/);
+    expect(apis("backup", "verify", join(srv.dataDir, "nope.tar")).code).toBe(2);
+    expect(apis("backup", "frobnicate").code).toBe(2);
+  }, 30_000);
+});
+
+describe("backup folders", () => {
+  test("a complete backup folder the database does not list is recovered; unfinished ones are removed", async () => {
+    const since = await cursor(alice.token);
+    const r = await srv.call(`/api/p/${project}/backups/create`, { token: alice.token, body: { name: "to forget" } });
+    await finished(srv, alice.token, r.body.result["job.token"], since);
+    const gid = r.body.result.backup;
+    srv.ctx.db.$client.query("DELETE FROM backups WHERE gid = ?").run(gid);
+    mkdirSync(join(srv.dataDir, "backups", "projects", project, "leftover.partial"), { recursive: true });
+    const { tidyBackupFolders } = await import("../../src/features/backups/backups.service");
+    expect(tidyBackupFolders(srv.ctx)).toBe("removed 1 orphaned folder(s), recovered 1 backup(s)");
+    const got = await srv.call(`/api/p/${project}/backups/get`, { token: alice.token, body: { backup: gid } });
+    expect(got.body.data.backups[gid]).toMatchObject({ status: "ready", name: expect.stringMatching(/^Recovered backup /) });
+    expect(existsSync(join(srv.dataDir, "backups", "projects", project, "leftover.partial"))).toBe(false);
+  });
+});

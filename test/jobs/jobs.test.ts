@@ -1,0 +1,209 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { mutate } from "../../src/db/mutate";
+import { changes, meta, verificationCodes } from "../../src/db/schema";
+import { unprocessable } from "../../src/core/errors";
+import { registerJob } from "../../src/platform/jobs/runner";
+import { housekeepingTasks, listSchedules, pruneChangeLog, runHousekeeping } from "../../src/platform/jobs/schedules";
+import { TestServer, until } from "../helpers/server";
+
+// Job kinds for these tests only: counting with progress, failing, and one slow step per unit.
+registerJob("test.count", async (_ctx, job, progress) => {
+  const n = Number(job.params.n ?? 5);
+  progress.total(n);
+  for (let i = 0; i < n; i++) {
+    await Bun.sleep(Number(job.params.ms ?? 20));
+    await progress.step();
+  }
+  return { counted: n };
+});
+registerJob("test.fail", async () => {
+  throw unprocessable("The job failed on purpose");
+});
+registerJob("test.crash", async () => {
+  throw new Error("secret internal detail");
+});
+let lockedRunning = 0;
+let lockedOverlap = false;
+registerJob(
+  "test.locked",
+  async () => {
+    lockedRunning++;
+    if (lockedRunning > 1) lockedOverlap = true;
+    await Bun.sleep(60);
+    lockedRunning--;
+  },
+  { lock: (j) => `test:${j.projectGid}` },
+);
+let defaultRunning = 0;
+let defaultOverlap = false;
+registerJob("test.default-lock", async () => {
+  defaultRunning++;
+  if (defaultRunning > 1) defaultOverlap = true;
+  await Bun.sleep(40);
+  defaultRunning--;
+});
+
+let srv: TestServer;
+let alice: { gid: string; token: string };
+let bob: { gid: string; token: string };
+let carol: { gid: string; token: string };
+let project: string;
+
+beforeAll(async () => {
+  srv = await TestServer.start({ workers: "2", "job-stop-grace": "1" });
+  alice = await srv.user("alice");
+  bob = await srv.user("bob");
+  carol = await srv.user("carol");
+  project = await srv.project(alice.token, "Jobs");
+  srv.addMember(project, bob.gid);
+  srv.addMember(project, carol.gid);
+});
+afterAll(() => srv.stop());
+
+async function cursorOf(token: string): Promise<number> {
+  return (await srv.call("/sync/cursors", { token, body: {} })).body.result["cc.cursor"];
+}
+
+async function jobItems(token: string, since: number, jobToken: string) {
+  const r = await srv.call("/sync/get", { token, body: { cc_cursor: since } });
+  return (r.body.result.sync as any[]).filter((i) => i.data_type === "jobs" && i.data_key === jobToken);
+}
+
+describe("job runner", () => {
+  test("a job goes from queued through processing to done, seen in /sync/get by its starter and the owner only", async () => {
+    const since = await cursorOf(alice.token);
+    const token = srv.ctx.jobs.enqueue({ kind: "test.count", projectGid: project, userGid: bob.gid, params: { n: 6, ms: 60 } });
+    await until(() => srv.ctx.jobs.get(token)?.status === "done");
+    const seen = await jobItems(bob.token, since, token);
+    expect(seen[0]).toEqual({
+      type: "cc",
+      cursor: expect.any(Number),
+      action: "UPDATE",
+      data_type: "jobs",
+      data_key: token,
+      data: { project_gid: project, job: "test.count", status: "queued", info: {}, created_on: expect.any(Number), updated_on: expect.any(Number) },
+    });
+    const statuses = seen.map((i) => i.data.status);
+    expect(statuses[1]).toBe("processing");
+    expect(statuses.at(-1)).toBe("done");
+    expect(seen.at(-1).data.info).toEqual({ total: 6, remaining: 0, counted: 6 });
+    // Progress in between: total and a shrinking remaining.
+    const progress = seen.filter((i) => i.data.status === "processing" && typeof i.data.info.remaining === "number");
+    expect(progress.length).toBeGreaterThan(0);
+    expect(progress.every((i) => i.data.info.total === 6)).toBe(true);
+    // Throttled: fewer progress items than steps.
+    expect(progress.length).toBeLessThan(6);
+    const owner = await jobItems(alice.token, since, token);
+    expect(owner.map((i) => i.cursor)).toEqual(seen.map((i) => i.cursor));
+    expect(await jobItems(carol.token, since, token)).toEqual([]);
+  });
+
+  test("a failing job is rejected with info.error and its code", async () => {
+    const since = await cursorOf(alice.token);
+    const token = srv.ctx.jobs.enqueue({ kind: "test.fail", projectGid: project, userGid: alice.gid });
+    await until(() => srv.ctx.jobs.get(token)?.status === "rejected");
+    const items = await jobItems(alice.token, since, token);
+    expect(items.map((i) => i.data.status)).toEqual(["queued", "processing", "rejected"]);
+    expect(items.at(-1).data.info).toEqual({ error: "The job failed on purpose", code: 422 });
+  });
+
+  test("an unexpected error rejects the job without revealing internals", async () => {
+    const token = srv.ctx.jobs.enqueue({ kind: "test.crash", userGid: alice.gid });
+    const job = await until(() => {
+      const j = srv.ctx.jobs.get(token);
+      return j?.status === "rejected" ? j : undefined;
+    });
+    expect(job.info).toEqual({ error: "Internal error" });
+    expect(JSON.stringify(job.info)).not.toContain("secret");
+  });
+
+  test("jobs sharing a lock never run at the same time, while the workers stay busy", async () => {
+    lockedOverlap = false;
+    const tokens = [1, 2, 3].map(() => srv.ctx.jobs.enqueue({ kind: "test.locked", projectGid: project, userGid: alice.gid }));
+    await until(() => tokens.every((t) => srv.ctx.jobs.get(t)?.status === "done"));
+    expect(lockedOverlap).toBe(false);
+  });
+
+  test("jobs of one project run one after another by default, so a restore never races a bulk job", async () => {
+    defaultOverlap = false;
+    const tokens = [1, 2, 3].map(() => srv.ctx.jobs.enqueue({ kind: "test.default-lock", projectGid: project, userGid: alice.gid }));
+    await until(() => tokens.every((t) => srv.ctx.jobs.get(t)?.status === "done"));
+    expect(defaultOverlap).toBe(false);
+  });
+
+  test("jobs/get answers the job object to its starter and the owner, 422 to other members and 403 outside the project", async () => {
+    const token = srv.ctx.jobs.enqueue({ kind: "test.count", projectGid: project, userGid: bob.gid, params: { n: 1, ms: 1 } });
+    await until(() => srv.ctx.jobs.get(token)?.status === "done");
+    const mine = await srv.call(`/api/p/${project}/jobs/get`, { token: bob.token, body: { token } });
+    expect(mine.status).toBe(200);
+    expect(mine.body).toEqual({
+      success: true,
+      result: { job: token },
+      data: { jobs: { [token]: { project_gid: project, job: "test.count", status: "done", info: { total: 1, remaining: 0, counted: 1 }, created_on: expect.any(Number), updated_on: expect.any(Number) } } },
+    });
+    expect((await srv.call("/api/jobs/get", { token: alice.token, body: { token } })).status).toBe(200);
+    const other = await srv.call(`/api/p/${project}/jobs/get`, { token: carol.token, body: { token } });
+    expect(other.status).toBe(422);
+    expect(other.body.result.message).toBe("No such job");
+    expect((await srv.call(`/api/p/${project}/jobs/get`, { token: bob.token, body: {} })).body.result.info).toEqual({ "Missing parameter": "token" });
+    // Not in the project at all: 403 like every project endpoint.
+    const dave = await srv.user("dave");
+    const stranger = await srv.call(`/api/p/${project}/jobs/get`, { token: dave.token, body: { token } });
+    expect(stranger.status).toBe(403);
+    expect(stranger.body.result.message).toBe("Not a member of the project");
+  });
+});
+
+describe("restart and housekeeping", () => {
+  test("a job interrupted by a stop is re-queued and finishes after the restart", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "apis-jobs-"));
+    let s = await TestServer.start({ "job-stop-grace": "0" }, dir);
+    const u = await s.user("dora");
+    const token = s.ctx.jobs.enqueue({ kind: "test.count", userGid: u.gid, params: { n: 40, ms: 25 } });
+    await until(() => s.ctx.jobs.get(token)?.status === "processing");
+    await Bun.sleep(100);
+    await s.stop(true);
+    s = await TestServer.start({ "job-stop-grace": "0" }, dir);
+    try {
+      const job = await until(() => {
+        const j = s.ctx.jobs.get(token);
+        return j?.status === "done" ? j : undefined;
+      }, 8000);
+      expect(job.attempts).toBe(2);
+      expect(job.info.counted).toBe(40);
+    } finally {
+      await s.stop();
+    }
+  });
+
+  test("change-log retention prunes old items and records the floor that /sync/get reports", async () => {
+    const old = Date.now() / 1000 - 400 * 86400;
+    const written = mutate(srv.ctx.db, srv.ctx.hub, (_tx, log) => log.cc("UPDATE", "cc.users", alice.gid, [alice.gid]));
+    srv.ctx.db.update(changes).set({ createdOn: old }).run();
+    expect(pruneChangeLog(srv.ctx)).toMatch(/^pruned \d+ change/);
+    const floor = srv.ctx.db.select().from(meta).all().find((m) => m.key === "changes.floor");
+    expect(Number(floor!.value)).toBeGreaterThanOrEqual(written.cursor);
+    const r = await srv.call("/sync/get", { token: alice.token, body: { cc_cursor: 0 } });
+    expect(r.body.result.warning).toMatch(/re-initialise/);
+    // Every item pruned: the cursors handed out must not fall below the floor, or clients loop on re-init.
+    const cur = await srv.call("/sync/cursors", { token: alice.token, body: {} });
+    expect(cur.body.result["cc.cursor"]).toBe(Number(floor!.value));
+    const fresh = await srv.call("/sync/get", { token: alice.token, body: { cc_cursor: cur.body.result["cc.cursor"] } });
+    expect(fresh.body.result).toEqual({ sync: [] });
+    expect(housekeepingTasks().map((t) => t.name)).toEqual(expect.arrayContaining(["changelog", "checkpoint", "jobs", "codes"]));
+  });
+
+  test("housekeeping deletes verification codes expired over a day ago and records its run for apis jobs list", async () => {
+    const t = Date.now() / 1000;
+    const row = (hash: string, expiresOn: number) => ({ validationHash: hash, codeHash: "x", purpose: "signup" as const, email: "e@x.test", expiresOn, createdOn: t });
+    srv.ctx.db.insert(verificationCodes).values([row("old", t - 2 * 86400), row("recent", t - 60), row("live", t + 900)]).run();
+    const run = await runHousekeeping(srv.ctx, housekeepingTasks().find((h) => h.name === "codes")!);
+    expect(run).toMatchObject({ ok: true, summary: "deleted 1 expired code(s)" });
+    expect(srv.ctx.db.select().from(verificationCodes).all().map((c) => c.validationHash).sort()).toEqual(["live", "recent"]);
+    const listed = listSchedules(srv.ctx).find((s) => s.name === "codes")!;
+    expect(listed).toMatchObject({ schedule: "5 * * * *", next_run: expect.any(Number), last_run: { ok: true, summary: "deleted 1 expired code(s)" } });
+  });
+});
