@@ -12,10 +12,11 @@
  */
 import { loadConfig } from "../src/config";
 import { mutate } from "../src/db/mutate";
-import { memberships, users } from "../src/db/schema";
+import { memberships } from "../src/features/members/members.table";
+import { users } from "../src/features/users/users.table";
 import { newGid, now } from "../src/core/ids";
 import { startServer } from "../src/app/server";
-import { currentCursor } from "../src/features/session/session.service";
+import { currentCursor } from "../src/features/sync/sync.service";
 import { createProject } from "../src/features/projects/projects.service";
 import { createPerson } from "../src/features/users/users.service";
 

@@ -8,9 +8,14 @@ import { z } from "zod";
  */
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 const bool = z.union([z.boolean(), z.enum(["true", "false", "1", "0", "yes", "no"]).transform((v) => ["true", "1", "yes"].includes(v))]);
+/** Whether a schedule setting means "never" ("" or "off"). */
+export function isOff(pattern: string): boolean {
+  return pattern.trim() === "" || pattern.trim().toLowerCase() === "off";
+}
+
 /** A croner pattern (5 or 6 fields, local time), or "" / "off" to disable. */
 const cron = z.string().refine((p) => {
-  if (p.trim() === "" || p.trim().toLowerCase() === "off") return true;
+  if (isOff(p)) return true;
   try {
     new Cron(p, { paused: true }).stop();
     return true;

@@ -72,7 +72,7 @@ async function main(argv: string[]): Promise<number> {
       return -1; // keep running
     }
     case "migrate": {
-      const { openInstance } = await import("./app/server");
+      const { openInstance } = await import("./app/instance");
       const ctx = openInstance(config);
       console.log("database is up to date");
       ctx.db.$client.close();
@@ -83,7 +83,7 @@ async function main(argv: string[]): Promise<number> {
       return doctor(config);
     }
     case "user": {
-      const { openInstance } = await import("./app/server");
+      const { openInstance } = await import("./app/instance");
       const { userCommand } = await import("./cli/users.cli");
       const ctx = openInstance(config);
       try {
@@ -97,7 +97,7 @@ async function main(argv: string[]): Promise<number> {
       return backupCommand(config, words.slice(1), flags);
     }
     case "jobs": {
-      const { openInstance } = await import("./app/server");
+      const { openInstance } = await import("./app/instance");
       const { jobsCommand } = await import("./cli/jobs.cli");
       const ctx = openInstance(config);
       try {

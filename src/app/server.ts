@@ -1,80 +1,20 @@
-import { Elysia } from "elysia";
-import { mkdirSync } from "node:fs";
 import { publicBaseUrl, type Config } from "../config";
-import type { Ctx } from "../platform/context";
-import { migrate, openDatabase } from "../db/connection";
-import { Cors } from "../http/cors";
-import { errorHandling, jsonBodies } from "../http/handlers";
-import { apiDocs } from "../http/openapi";
-import { loadSecret, Tokens } from "../platform/tokens";
-import { Logger } from "../core/log";
-import { Mailer } from "../platform/mail/mailer";
-import { globalRoutes } from "../features/users/users.routes";
-import { projectRoutes } from "../features/projects/projects.routes";
-import { accountRoutes } from "../features/account/account.routes";
-import { sessionRoutes } from "../features/session/session.routes";
-import { memberRoutes } from "../features/members/members.routes";
-import { apikeyRoutes } from "../features/apikeys/apikeys.routes";
-import { membershipRateLimits } from "../http/membership-limit";
-import { syncRoutes } from "../features/sync/sync.routes";
-import { Storage } from "../platform/storage/storage";
-import { Hub } from "../platform/sync/hub";
+import { features as allFeatures, housekeepingTasks, type Feature } from "../features";
 import { SyncServer } from "../features/sync/sync.socket";
-import { JobRunner } from "../platform/jobs/runner";
+import { Cors } from "../http/cors";
 import { startSchedules } from "../platform/jobs/schedules";
 import { claimDataDir, releaseDataDir } from "../platform/storage/pidfile";
-import { jobsRoutes } from "../features/jobs/jobs.routes";
-import { backupsRoutes } from "../features/backups/backups.routes";
-import { assetRoutes } from "../features/assets/assets.routes";
-import { damRoutes } from "../features/dam/dam.routes";
-import { mediaRoutes, mediaServeRoutes } from "../features/media/media.routes";
-import { announceVersion } from "../features/instance/instance.service";
-import { VERSION } from "../version";
+import { createApp } from "./app";
+import { openInstance, type Instance } from "./instance";
 
-/** Opens the data folder and database (migrated) and builds the context every part shares. */
-export function openInstance(config: Config, log = new Logger(config.logLevel)): Ctx {
-  mkdirSync(config.dataDir, { recursive: true });
-  const storage = new Storage(config.dataDir);
-  const db = openDatabase(storage.database);
-  const applied = migrate(db);
-  if (applied) log.info(`applied ${applied} migration(s)`);
-  const tokens = new Tokens(loadSecret(config.jwtSecret, config.dataDir), config.jwtLifetime);
-  const mailer = new Mailer(config, () => storage.outbox, log);
-  const hub = new Hub();
-  if (announceVersion(db, hub, VERSION)) log.info(`updated to ${VERSION}`);
-  const ctx: Ctx = { config, db, hub, log, storage, tokens, mailer, jobs: undefined as unknown as JobRunner, baseUrl: publicBaseUrl(config, config.port) };
-  ctx.jobs = new JobRunner(ctx);
-  return ctx;
-}
-
-/** The HTTP application: one line per area of the interface. */
-export function createApp(ctx: Ctx) {
-  return new Elysia()
-    .use(errorHandling(ctx))
-    .use(jsonBodies)
-    .use(apiDocs())
-    .use(membershipRateLimits(ctx))
-    .use(globalRoutes(ctx))
-    .use(projectRoutes(ctx))
-    .use(accountRoutes(ctx))
-    .use(sessionRoutes(ctx))
-    .use(memberRoutes(ctx))
-    .use(apikeyRoutes(ctx))
-    .use(syncRoutes(ctx))
-    .use(jobsRoutes(ctx))
-    .use(backupsRoutes(ctx))
-    .use(assetRoutes(ctx))
-    .use(damRoutes(ctx))
-    .use(mediaRoutes(ctx));
-}
-
-export type Running = { ctx: Ctx; url: string; port: number; stop: () => Promise<void> };
+export type Running = { ctx: Instance; url: string; port: number; stop: () => Promise<void> };
 
 /** Starts serving; resolves once listening. `stop` finishes requests in flight, then closes the database. */
-export async function startServer(config: Config): Promise<Running> {
+export async function startServer(config: Config, opts: { features?: readonly Feature[] } = {}): Promise<Running> {
+  const features = opts.features ?? allFeatures;
   claimDataDir(config.dataDir);
-  const ctx = openInstance(config);
-  const app = createApp(ctx);
+  const ctx = openInstance(config, undefined, features);
+  const app = createApp(ctx, features);
   const appFetch = app.fetch;
   // Socket.IO at /sync/io beside Elysia: one fetch and one websocket handler dispatch to both.
   const sync = new SyncServer(ctx);
@@ -86,7 +26,7 @@ export async function startServer(config: Config): Promise<Running> {
     hostname: config.host,
     maxRequestBodySize: Math.max(config.uploadMaxBytes, config.imageMaxBytes) + 1024 * 1024,
     // Public media files are answered by Bun itself before the app (src/features/media/media.routes.ts).
-    routes: mediaServeRoutes(ctx),
+    routes: Object.assign({}, ...features.map((f) => f.serveRoutes?.(ctx) ?? {})),
     fetch: (req, srv) => {
       if (sync.handles(req)) return sync.handleRequest(req, srv);
       if (!req.headers.has("origin")) return appFetch(req);
@@ -102,7 +42,7 @@ export async function startServer(config: Config): Promise<Running> {
     },
   });
   ctx.jobs.start();
-  const stopSchedules = startSchedules(ctx);
+  const stopSchedules = startSchedules(ctx, housekeepingTasks(features));
   // Handlers read the client address through Elysia's `server` (login and code throttling).
   app.server = server;
   const port = server.port ?? config.port;

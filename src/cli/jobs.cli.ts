@@ -1,8 +1,7 @@
-import { desc } from "drizzle-orm";
+import { housekeepingTasks } from "../features";
 import type { Ctx } from "../platform/context";
-import { jobs } from "../db/schema";
-import { jobObject } from "../platform/jobs/runner";
-import { housekeepingTasks, listSchedules, runHousekeeping } from "../platform/jobs/schedules";
+import { jobObject, recentJobs } from "../platform/jobs/queue.service";
+import { listSchedules, runHousekeeping } from "../platform/jobs/schedules";
 import { stringFlag, UsageError } from "./args";
 
 const when = (t: number | null | undefined) => (t ? new Date(t * 1000).toISOString().replace("T", " ").slice(0, 19) : "-");
@@ -18,8 +17,8 @@ export async function jobsCommand(ctx: Ctx, args: string[], flags: Record<string
     case "list": {
       const limit = Number(stringFlag(flags, "limit") ?? 20);
       if (!Number.isInteger(limit) || limit < 0) throw new UsageError("--limit needs a whole number");
-      const schedules = listSchedules(ctx);
-      const recent = ctx.db.select().from(jobs).orderBy(desc(jobs.createdOn)).limit(limit).all();
+      const schedules = listSchedules(ctx, housekeepingTasks());
+      const recent = recentJobs(ctx.db, limit);
       if (json) {
         console.log(JSON.stringify({ schedules, jobs: recent.map((j) => ({ token: j.token, user_gid: j.userGid, attempts: j.attempts, ...jobObject(j) })) }));
         return 0;

@@ -1,6 +1,6 @@
 import type { Ctx } from "../platform/context";
 import { mutate } from "../db/mutate";
-import { users } from "../db/schema";
+import { users } from "../features/users/users.table";
 import { createPerson, findByUsername, hashPassword, passwordIssues, setPassword, updateUser } from "../features/users/users.service";
 import { stringFlag, UsageError } from "./args";
 

@@ -11,15 +11,18 @@ import { decodeCursor, encodeCursor, pageSize } from "./paging";
  *   for assets or `channel`/`ordering` for records; a resource may not support it at all);
  * - `{search: {...search parameters...}, exclude?: [gids]}`.
  *
- * A resource registers a `SelectionResolver` once; `resolveSelection` returns the union of the
- * elements (each minus its own `exclude`) as unique items in ascending internal id order, which
- * is also the stable order `pageSelection` pages through with an opaque cursor.
+ * Each resource's service defines a `SelectionResolver` (e.g. `assetSelection` in
+ * src/features/assets/assets.search.ts) and hands it to `resolveSelection`, which returns the
+ * union of the elements (each minus its own `exclude`) as unique items in ascending internal id
+ * order, the stable order `pageSelection` pages through with an opaque cursor.
  */
 
 /** An item of a resolved selection: the row's integer key (stable order) and its gid. */
 export type SelectionItem = { id: number; gid: string };
 
 export interface SelectionResolver {
+  /** The resource's plural name as errors show it (`assets`, `records`, ...). */
+  resource: string;
   /** Singular noun for errors, e.g. "Asset" → "Asset does not exist". */
   noun: string;
   /** The items of these gids; unknown ones are listed in `missing`. */
@@ -28,14 +31,6 @@ export interface SelectionResolver {
   children?(tx: Tx, projectGid: string, element: Record<string, unknown>): SelectionItem[] | undefined;
   /** Items a search finds (same parameters as the resource's own search). */
   search(tx: Tx, projectGid: string, search: Record<string, unknown>): SelectionItem[];
-}
-
-const resolvers = new Map<string, SelectionResolver>();
-
-/** Registers the resolver of a resource (`assets`, `records`, ...), once, at module load. */
-export function registerSelectionResolver(resource: string, resolver: SelectionResolver): void {
-  if (resolvers.has(resource)) throw new Error(`selection resolver ${resource} registered twice`);
-  resolvers.set(resource, resolver);
 }
 
 export type SelectionElement = string | { children: unknown; exclude?: string[]; [k: string]: unknown } | { search: Record<string, unknown>; exclude?: string[] };
@@ -71,12 +66,11 @@ export function parseSelection(selection: unknown): SelectionElement[] {
 }
 
 /**
- * Resolves a selection of `resource` in a project: unique items in ascending id order.
+ * Resolves a selection of the resolver's resource in a project: unique items in ascending id order.
  * Unknown gids (as elements or as `children` parents) are a 422 naming them.
  */
-export function resolveSelection(tx: Tx, resource: string, projectGid: string, selection: unknown): SelectionItem[] {
-  const r = resolvers.get(resource);
-  if (!r) throw new Error(`no selection resolver for ${resource}`);
+export function resolveSelection(tx: Tx, r: SelectionResolver, projectGid: string, selection: unknown): SelectionItem[] {
+  const resource = r.resource;
   const elements = parseSelection(selection);
   const out = new Map<number, SelectionItem>();
   const gids = elements.filter((e): e is string => typeof e === "string");

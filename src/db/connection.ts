@@ -3,9 +3,9 @@ import { createHash } from "node:crypto";
 import { drizzle, type BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
 import type { MigrationMeta } from "drizzle-orm/migrator";
 import { embeddedMigrations } from "./migrations.generated";
-import * as schema from "./schema";
 
-export type DB = BunSQLiteDatabase<typeof schema> & { $client: Database };
+/** The database handle; tables are imported from their feature's `*.table.ts` (no schema object: no relational queries). */
+export type DB = BunSQLiteDatabase & { $client: Database };
 /** A transaction handle or the database itself: services accept either. */
 export type Tx = Parameters<Parameters<DB["transaction"]>[0]>[0] | DB;
 
@@ -17,7 +17,7 @@ export function openDatabase(file: string): DB {
   sqlite.exec("PRAGMA foreign_keys = ON");
   sqlite.exec("PRAGMA synchronous = NORMAL");
   cacheStatements(sqlite);
-  return drizzle({ client: sqlite, schema }) as DB;
+  return drizzle({ client: sqlite }) as DB;
 }
 
 /**

@@ -1,7 +1,7 @@
-import { changeAudience, changes } from "./schema";
-import type { DB, Tx } from "./connection";
-import type { Hub, Published } from "../platform/sync/hub";
+import type { Database } from "bun:sqlite";
 import { now } from "../core/ids";
+import { changeAudience, changes } from "./changelog.table";
+import type { DB, Tx } from "./connection";
 
 export type Action = "INSERT" | "UPDATE" | "DELETE";
 
@@ -14,6 +14,14 @@ export type SyncItem = {
   data_key: string;
   data: unknown;
 };
+
+/** A committed sync item together with who may see it (`cc` items only; `*` = everybody). */
+export type Published = SyncItem & { audience?: string[] };
+
+/** Where committed items go: the hub (src/platform/sync/hub.ts) fans them out to sockets. */
+export interface Publisher {
+  publish(items: Published[]): void;
+}
 
 /**
  * Collects the sync items of one transaction. Obtained only through `mutate`, so every mutation
@@ -50,15 +58,92 @@ export class ChangeLog {
 }
 
 /**
- * The one writer helper: runs `fn` in a transaction with a ChangeLog, then publishes the items
- * it wrote once the transaction has committed. Returns what `fn` returns.
+ * The open unit of work of a database: its transaction, its change log, what runs once it has
+ * committed, and who publishes its items. bun:sqlite transactions are synchronous, so at most one
+ * unit is open per connection at a time and a nested `mutate` can find it here.
  */
-export function mutate<T>(db: DB, hub: Hub | undefined, fn: (tx: Tx, log: ChangeLog) => T): T {
-  let log!: ChangeLog;
-  const result = db.transaction((tx) => {
-    log = new ChangeLog(tx);
-    return fn(tx, log);
-  });
-  hub?.publish(log.items);
+type Unit = { tx: Tx; log: ChangeLog; after: (() => void)[]; hub: Publisher | undefined; depth: number };
+const units = new WeakMap<Database, Unit>();
+
+function synchronous<T>(result: T): T {
+  if (result && typeof (result as { then?: unknown }).then === "function") {
+    throw new Error("mutate: the work must be synchronous (bun:sqlite transactions cannot span an await)");
+  }
   return result;
+}
+
+/**
+ * The one writer helper: runs `fn` in a transaction with a ChangeLog; once the transaction has
+ * committed, publishes the items it wrote and runs what `afterCommit` queued. Returns what `fn`
+ * returns; a throw rolls everything back and publishes nothing.
+ *
+ * Called while another `mutate` on the same database is running (a service calling a service, a
+ * batch running many), it joins that unit: same transaction, same change log, publication and
+ * after-commit work when the outermost unit commits. The nested part is a savepoint, so when it
+ * throws, its own writes and items are undone and the outer unit may carry on (or rethrow, and
+ * then nothing is kept).
+ */
+export function mutate<T>(db: DB, hub: Publisher | undefined, fn: (tx: Tx, log: ChangeLog) => T): T {
+  const client = db.$client;
+  const open = units.get(client);
+  if (open) return joined(client, open, hub, fn);
+  const unit: Unit = { tx: db, log: undefined as unknown as ChangeLog, after: [], hub, depth: 0 };
+  let result: T;
+  try {
+    result = db.transaction((tx) => {
+      unit.tx = tx;
+      unit.log = new ChangeLog(tx);
+      units.set(client, unit);
+      return synchronous(fn(tx, unit.log));
+    });
+  } finally {
+    units.delete(client);
+  }
+  unit.hub?.publish(unit.log.items);
+  for (const task of unit.after) {
+    try {
+      task();
+    } catch (err) {
+      // The change is committed: a failing follow-up (a file removal) must not turn it into an error.
+      console.error("apis: after-commit task failed:", err);
+    }
+  }
+  return result;
+}
+
+function joined<T>(client: Database, unit: Unit, hub: Publisher | undefined, fn: (tx: Tx, log: ChangeLog) => T): T {
+  unit.hub ??= hub;
+  const savepoint = `apis_unit_${++unit.depth}`;
+  const items = unit.log.items.length;
+  const after = unit.after.length;
+  client.run(`SAVEPOINT ${savepoint}`);
+  try {
+    const result = synchronous(fn(unit.tx, unit.log));
+    client.run(`RELEASE ${savepoint}`);
+    return result;
+  } catch (err) {
+    client.run(`ROLLBACK TO ${savepoint}`);
+    client.run(`RELEASE ${savepoint}`);
+    unit.log.items.length = items;
+    unit.after.length = after;
+    throw err;
+  } finally {
+    unit.depth--;
+  }
+}
+
+/**
+ * Runs `task` once the open unit of work on `db` has committed (not at all when it rolls back),
+ * or at once when none is open. For what must not happen before the rows are final: removing
+ * files, waking job workers.
+ */
+export function afterCommit(db: DB, task: () => void): void {
+  const open = units.get(db.$client);
+  if (open) open.after.push(task);
+  else task();
+}
+
+/** Whether a unit of work is open on `db` (a `mutate` is running). */
+export function inUnit(db: DB): boolean {
+  return units.has(db.$client);
 }

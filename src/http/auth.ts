@@ -2,7 +2,7 @@ import { and, eq } from "drizzle-orm";
 import { Elysia } from "elysia";
 import type { Ctx } from "../platform/context";
 import type { Tx } from "../db/connection";
-import { memberships } from "../db/schema";
+import { memberships } from "../features/members/members.table";
 import { activeMembership } from "../features/members/access.service";
 import { getUser, type User } from "../features/users/users.service";
 import { ApiError, forbidden } from "../core/errors";

@@ -457,7 +457,7 @@ describe("errors", () => {
 
   test("a deleted asset is a 422", async () => {
     const { pathname, gid } = await storeImage(srv, project, await halves(20, 10));
-    const { assets } = await import("../../src/db/schema");
+    const { assets } = await import("../../src/features/assets/assets.table");
     const { eq } = await import("drizzle-orm");
     srv.ctx.db.update(assets).set({ status: "deleted" }).where(eq(assets.gid, gid)).run();
     expect((await transform(pathname, "fit=10,10")).status).toBe(422);
@@ -468,7 +468,7 @@ describe("permanent deletion", () => {
   test("permanently deleting an asset removes its transformed files, their URLs and its info rows", async () => {
     const { existsSync } = await import("node:fs");
     const { join } = await import("node:path");
-    const { damTransforms } = await import("../../src/db/schema");
+    const { damTransforms } = await import("../../src/features/dam/dam.table");
     const { eq } = await import("drizzle-orm");
     const a = await storeImage(srv, project, await halves(40, 20));
     const other = await storeImage(srv, project, await halves(40, 20));

@@ -2,7 +2,7 @@ import { eq } from "drizzle-orm";
 import { writeFileSync } from "node:fs";
 import sharp from "sharp";
 import { mutate } from "../../src/db/mutate";
-import { assets, assetVersions } from "../../src/db/schema";
+import { assets, assetVersions } from "../../src/features/assets/assets.table";
 import { newGid, now } from "../../src/core/ids";
 import { originalPath, storageName } from "../../src/platform/storage/originals";
 import type { TestServer } from "./server";

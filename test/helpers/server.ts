@@ -4,8 +4,9 @@ import { join } from "node:path";
 import { loadConfig } from "../../src/config";
 import { mutate } from "../../src/db/mutate";
 import { startServer, type Running } from "../../src/app/server";
+import type { Feature } from "../../src/features";
 import { createPerson, hashPassword } from "../../src/features/users/users.service";
-import { memberships } from "../../src/db/schema";
+import { memberships } from "../../src/features/members/members.table";
 import { projectAudience } from "../../src/features/members/access.service";
 
 export type Answer = { status: number; body: any; headers: Headers };
@@ -14,10 +15,13 @@ export type Answer = { status: number; body: any; headers: Headers };
 export class TestServer {
   private constructor(readonly running: Running, readonly dataDir: string) {}
 
-  /** Starts a server; `dataDir` reuses a folder (e.g. to restart over the same data). */
-  static async start(flags: Record<string, string> = {}, dataDir = mkdtempSync(join(tmpdir(), "apis-test-"))): Promise<TestServer> {
+  /**
+   * Starts a server; `dataDir` reuses a folder (e.g. to restart over the same data); `features`
+   * replaces the feature list (tests add their own job kinds this way).
+   */
+  static async start(flags: Record<string, string> = {}, dataDir = mkdtempSync(join(tmpdir(), "apis-test-")), features?: readonly Feature[]): Promise<TestServer> {
     const config = loadConfig({ port: "0", host: "127.0.0.1", data: dataDir, "log-level": "silent", ...flags }, {});
-    return new TestServer(await startServer(config), dataDir);
+    return new TestServer(await startServer(config, { features }), dataDir);
   }
 
   get url() { return this.running.url; }

@@ -3,13 +3,21 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { mutate } from "../../src/db/mutate";
-import { changes, meta, verificationCodes } from "../../src/db/schema";
+import { changes } from "../../src/db/changelog.table";
+import { meta } from "../../src/db/meta.table";
+import { verificationCodes } from "../../src/features/account/account.table";
 import { unprocessable } from "../../src/core/errors";
-import { registerJob } from "../../src/platform/jobs/runner";
-import { housekeepingTasks, listSchedules, pruneChangeLog, runHousekeeping } from "../../src/platform/jobs/schedules";
+import { features, housekeepingTasks, type Feature } from "../../src/features";
+import { pruneChangeLog } from "../../src/features/sync/sync.service";
+import type { JobKind } from "../../src/platform/jobs/runner";
+import { listSchedules, runHousekeeping } from "../../src/platform/jobs/schedules";
 import { TestServer, until } from "../helpers/server";
 
-// Job kinds for these tests only: counting with progress, failing, and one slow step per unit.
+// Job kinds for these tests only (a feature added to the list): counting with progress, failing,
+// and one slow step per unit.
+const testJobs: Record<string, JobKind> = {};
+const registerJob = (kind: string, handler: JobKind["handler"], options: Omit<JobKind, "handler"> = {}) => (testJobs[kind] = { handler, ...options });
+const withTestJobs: Feature[] = [...features, { name: "test", jobs: testJobs }];
 registerJob("test.count", async (_ctx, job, progress) => {
   const n = Number(job.params.n ?? 5);
   progress.total(n);
@@ -53,7 +61,7 @@ let carol: { gid: string; token: string };
 let project: string;
 
 beforeAll(async () => {
-  srv = await TestServer.start({ workers: "2", "job-stop-grace": "1" });
+  srv = await TestServer.start({ workers: "2", "job-stop-grace": "1" }, undefined, withTestJobs);
   alice = await srv.user("alice");
   bob = await srv.user("bob");
   carol = await srv.user("carol");
@@ -160,13 +168,13 @@ describe("job runner", () => {
 describe("restart and housekeeping", () => {
   test("a job interrupted by a stop is re-queued and finishes after the restart", async () => {
     const dir = mkdtempSync(join(tmpdir(), "apis-jobs-"));
-    let s = await TestServer.start({ "job-stop-grace": "0" }, dir);
+    let s = await TestServer.start({ "job-stop-grace": "0" }, dir, withTestJobs);
     const u = await s.user("dora");
     const token = s.ctx.jobs.enqueue({ kind: "test.count", userGid: u.gid, params: { n: 40, ms: 25 } });
     await until(() => s.ctx.jobs.get(token)?.status === "processing");
     await Bun.sleep(100);
     await s.stop(true);
-    s = await TestServer.start({ "job-stop-grace": "0" }, dir);
+    s = await TestServer.start({ "job-stop-grace": "0" }, dir, withTestJobs);
     try {
       const job = await until(() => {
         const j = s.ctx.jobs.get(token);
@@ -203,7 +211,7 @@ describe("restart and housekeeping", () => {
     const run = await runHousekeeping(srv.ctx, housekeepingTasks().find((h) => h.name === "codes")!);
     expect(run).toMatchObject({ ok: true, summary: "deleted 1 expired code(s)" });
     expect(srv.ctx.db.select().from(verificationCodes).all().map((c) => c.validationHash).sort()).toEqual(["live", "recent"]);
-    const listed = listSchedules(srv.ctx).find((s) => s.name === "codes")!;
+    const listed = listSchedules(srv.ctx, housekeepingTasks()).find((s) => s.name === "codes")!;
     expect(listed).toMatchObject({ schedule: "5 * * * *", next_run: expect.any(Number), last_run: { ok: true, summary: "deleted 1 expired code(s)" } });
   });
 });

@@ -3,7 +3,7 @@ import sharp from "sharp";
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { eq } from "drizzle-orm";
-import { meta } from "../../src/db/schema";
+import { meta } from "../../src/db/meta.table";
 import { TestServer, tokenOf } from "../helpers/server";
 
 type Who = { gid: string; token: string };

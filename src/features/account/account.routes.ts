@@ -25,7 +25,8 @@ import {
   setAvatar,
   updateAccount,
 } from "./account.service";
-import { membershipFull, userFull } from "../users/users.forms";
+import { membershipFull } from "../members/members.forms";
+import { userFull } from "../users/users.forms";
 import { acceptInvitation, declineInvitation } from "../members/members.service";
 import { globalInit } from "../session/session.service";
 import type { User } from "../users/users.service";

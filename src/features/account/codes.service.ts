@@ -1,7 +1,7 @@
 import { and, eq, lt } from "drizzle-orm";
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import type { Tx } from "../../db/connection";
-import { verificationCodes } from "../../db/schema";
+import { verificationCodes } from "./account.table";
 import type { ValidationIssue } from "../../core/errors";
 import { newSecret, now } from "../../core/ids";
 
@@ -132,4 +132,9 @@ export function voidPending(tx: Tx, purpose: Purpose, email: string): void {
 /** Forgets every request of a user (account deletion). */
 export function deleteCodesOf(tx: Tx, userGid: string): void {
   tx.delete(verificationCodes).where(eq(verificationCodes.userGid, userGid)).run();
+}
+
+/** Deletes requests that expired before `before`; returns how many. */
+export function deleteExpiredCodes(tx: Tx, before: number): number {
+  return tx.delete(verificationCodes).where(lt(verificationCodes.expiresOn, before)).returning({ h: verificationCodes.validationHash }).all().length;
 }

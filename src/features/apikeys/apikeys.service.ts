@@ -2,11 +2,15 @@ import { and, asc, eq } from "drizzle-orm";
 import { createHash } from "node:crypto";
 import type { Tx } from "../../db/connection";
 import type { ChangeLog } from "../../db/mutate";
-import { apikeys, memberships, projects, users } from "../../db/schema";
+import { apikeys } from "./apikeys.table";
+import { memberships } from "../members/members.table";
+import { projects } from "../projects/projects.table";
+import { users } from "../users/users.table";
 import { forbidden, unprocessable, validationFailed, type ValidationIssue } from "../../core/errors";
 import { newGid, newSecret, now } from "../../core/ids";
 import { projectAudience, userAudience } from "../members/access.service";
-import { apiUserForm, membershipFull } from "../users/users.forms";
+import { apiUserForm } from "../users/users.forms";
+import { membershipFull } from "../members/members.forms";
 import { deactivateMember, getMembership, logMembership, logVisibility, reactivateMember, type Membership } from "../members/members.service";
 import { getUser, updateUser, type User } from "../users/users.service";
 

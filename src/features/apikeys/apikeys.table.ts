@@ -1,5 +1,6 @@
 import { index, real, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
-import { projects, users } from "../users/users.table";
+import { projects } from "../projects/projects.table";
+import { users } from "../users/users.table";
 
 /**
  * API keys: one per API user (users.kind `api`). Only the SHA-256 of the key is stored; the key

@@ -1,9 +1,8 @@
 import type { Ctx } from "../../platform/context";
 import { mutate, type ChangeLog } from "../../db/mutate";
 import type { Tx } from "../../db/connection";
-import { enqueueJob, registerJob, type Job, type Progress } from "../../platform/jobs/runner";
+import type { Job, JobHandler, JobKind, Progress } from "../../platform/jobs/runner";
 import { ApiError, badRequest, unprocessable } from "../../core/errors";
-import "./assets.search";
 import {
   ancestorGids,
   assetsByGids,
@@ -20,6 +19,7 @@ import {
   type BatchOutcome,
 } from "./assets.service";
 import { resolveSelection } from "../../core/selection";
+import { assetSelection } from "./assets.search";
 import { getUser } from "../users/users.service";
 
 /**
@@ -47,8 +47,8 @@ type Params = { gids: string[]; parent?: string | null; set?: Record<string, unk
  * Resolves the selection and enqueues the job in the same transaction (so the snapshot and the
  * job agree). Returns the job token.
  */
-export function startBulk(tx: Tx, log: ChangeLog, projectGid: string, userGid: string, op: BulkOperation, body: Record<string, unknown>): string {
-  const items = resolveSelection(tx, "assets", projectGid, body.selection);
+export function startBulk(ctx: Ctx, tx: Tx, projectGid: string, userGid: string, op: BulkOperation, body: Record<string, unknown>): string {
+  const items = resolveSelection(tx, assetSelection, projectGid, body.selection);
   const params: Params = { gids: items.map((i) => i.gid) };
   if (op === "move") {
     if (!("parent" in body)) throw badRequest("Missing parameter", { "Missing parameter": "parent" });
@@ -67,7 +67,7 @@ export function startBulk(tx: Tx, log: ChangeLog, projectGid: string, userGid: s
       params.clear = body.clear === true ? true : (body.clear as string[]);
     }
   }
-  return enqueueJob(tx, log, {
+  return ctx.jobs.enqueue({
     kind: BULK_KINDS[op],
     projectGid,
     userGid,
@@ -109,40 +109,36 @@ async function inChunks(ctx: Ctx, job: Job, progress: Progress, fn: (tx: Tx, log
 
 const gidsOf = (o: BatchOutcome) => o.changed.map((a: Asset) => a.gid);
 
-registerJob(BULK_KINDS.delete, (ctx, job, progress) =>
+const del: JobHandler = (ctx, job, progress) =>
   inChunks(ctx, job, progress, (tx, log, gids, user) => {
     const o = deleteAssets(tx, log, job.projectGid!, user, gids, false);
     // Selected assets already deleted count as done: the selection ends up deleted.
     const already = assetsByGids(tx, job.projectGid!, gids).filter((a) => a.status === "deleted").map((a) => a.gid);
     return { touched: [...gidsOf(o), ...already], skipped: o.skipped };
-  }),
-);
+  });
 
-registerJob(BULK_KINDS.undelete, (ctx, job, progress) =>
+const undelete: JobHandler = (ctx, job, progress) =>
   inChunks(ctx, job, progress, (tx, log, gids, user) => {
     const o = undeleteAssets(tx, log, job.projectGid!, user, gids, false);
     const already = assetsByGids(tx, job.projectGid!, gids).filter((a) => a.status === "active").map((a) => a.gid);
     return { touched: [...gidsOf(o), ...already], skipped: o.skipped };
-  }),
-);
+  });
 
-registerJob(BULK_KINDS.permanent_delete, (ctx, job, progress) =>
+const permanent_delete: JobHandler = (ctx, job, progress) =>
   inChunks(ctx, job, progress, (tx, log, gids) => {
-    const o = permanentlyDeleteAssets(tx, log, job.projectGid!, gids, false);
+    const o = permanentlyDeleteAssets(ctx, tx, log, job.projectGid!, gids, false);
     return { touched: o.removed, skipped: o.skipped, files: o.files, paths: o.paths };
-  }),
-);
+  });
 
-registerJob(BULK_KINDS.move, (ctx, job, progress) =>
+const move: JobHandler = (ctx, job, progress) =>
   inChunks(ctx, job, progress, (tx, log, gids, user) => {
     const parent = (job.params as unknown as Params).parent ?? null;
     const o = moveAssets(tx, log, job.projectGid!, user, gids, parent, false);
     const bad = new Set(o.skipped.map((s) => s.gid));
     return { touched: gids.filter((g) => !bad.has(g)), skipped: o.skipped };
-  }),
-);
+  });
 
-registerJob(BULK_KINDS.metadata, (ctx, job, progress) =>
+const metadata: JobHandler = (ctx, job, progress) =>
   inChunks(ctx, job, progress, (tx, log, gids, user) => {
     const p = job.params as unknown as Params;
     const rows = new Map(assetsByGids(tx, job.projectGid!, gids).map((a) => [a.gid, a]));
@@ -163,5 +159,13 @@ registerJob(BULK_KINDS.metadata, (ctx, job, progress) =>
       }
     }
     return { touched, skipped };
-  }),
-);
+  });
+
+/** The job kinds of asset bulk operations, for the assets feature's descriptor. */
+export const assetBulkJobs: Record<string, JobKind> = {
+  [BULK_KINDS.delete]: { handler: del },
+  [BULK_KINDS.undelete]: { handler: undelete },
+  [BULK_KINDS.permanent_delete]: { handler: permanent_delete },
+  [BULK_KINDS.move]: { handler: move },
+  [BULK_KINDS.metadata]: { handler: metadata },
+};

@@ -10,7 +10,7 @@ import { decodeCursor, encodeCursor, pageSize } from "../../core/paging";
 import { projectAccess } from "../members/access.service";
 import { BULK_KINDS, startBulk, type BulkOperation } from "./assets.bulk";
 import { ancestorGids, assetDictionary, assetsByGids, clearMetadata, createFolder, deleteAssets, folderTree, gidList, listChildren, moveAssets, permanentlyDeleteAssets, removeOriginals, requireAsset, setMetadata, storeUpload, undeleteAssets, updateAsset, type Asset } from "./assets.service";
-import { autocomplete, searchAssets, type AssetSearch } from "./assets.search";
+import { assetSelection, autocomplete, searchAssets, type AssetSearch } from "./assets.search";
 import { worksheet } from "./assets.worksheet";
 import { BULK_PAGE_MAX, pageSelection, resolveSelection } from "../../core/selection";
 
@@ -65,7 +65,7 @@ export function assetRoutes(ctx: Ctx) {
     [
       `/bulk/${op}`,
       ({ params, body, caller }: any) => {
-        const token = change(params.project, caller.user.gid, (tx, log) => startBulk(tx, log, params.project, caller.user.gid, op, body));
+        const token = change(params.project, caller.user.gid, (tx, log) => startBulk(ctx, tx, params.project, caller.user.gid, op, body));
         return ok({ "job.token": token });
       },
       {
@@ -176,7 +176,7 @@ export function assetRoutes(ctx: Ctx) {
       "/permanent_delete",
       ({ params, body, caller }) => {
         const gids = gidList(body);
-        const o = change(params.project, caller.user.gid, (tx, log) => permanentlyDeleteAssets(tx, log, params.project, gids));
+        const o = change(params.project, caller.user.gid, (tx, log) => permanentlyDeleteAssets(ctx, tx, log, params.project, gids));
         removeOriginals(ctx, params.project, o.files, o.paths);
         return ok({ assets: o.removed }, { assets: {} });
       },
@@ -294,7 +294,7 @@ export function assetRoutes(ctx: Ctx) {
       "/bulk/get",
       ({ params, body, caller }) => {
         member(params.project, caller.user.gid);
-        const items = resolveSelection(ctx.db, "assets", params.project, body.selection);
+        const items = resolveSelection(ctx.db, assetSelection, params.project, body.selection);
         const p = pageSelection(items, body["page.size"], body["page.cursor"]);
         const rows = assetsByGids(ctx.db, params.project, p.page.map((i) => i.gid));
         return ok({ assets: p.page.map((i) => i.gid), "assets.size": p.size, "page.cursor": p.cursor }, { assets: assetDictionary(rows) });

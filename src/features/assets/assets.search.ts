@@ -1,7 +1,7 @@
 import { sqliteOf, type Tx } from "../../db/connection";
 import { badRequest } from "../../core/errors";
 import { assetsByIds, type Asset } from "./assets.service";
-import { registerSelectionResolver, type SelectionItem } from "../../core/selection";
+import type { SelectionItem, SelectionResolver } from "../../core/selection";
 
 /**
  * Asset search: FTS5 over names and metadata values (`q`), structured filters
@@ -314,7 +314,9 @@ function statusOf(el: Record<string, unknown>): string[] {
   throw invalid("selection", { reason: "status is active, deleted or any" });
 }
 
-registerSelectionResolver("assets", {
+/** How asset selections (spec 4.3) are resolved: gids, `{children, status?}` and `{search}`. */
+export const assetSelection: SelectionResolver = {
+  resource: "assets",
   noun: "Asset",
   byGids(tx, projectGid, gids) {
     const found: SelectionItem[] = [];
@@ -344,4 +346,4 @@ registerSelectionResolver("assets", {
   search(tx, projectGid, search) {
     return searchAssetItems(tx, projectGid, search as AssetSearch);
   },
-});
+};

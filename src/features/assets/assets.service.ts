@@ -4,11 +4,10 @@ import { join, resolve, sep } from "node:path";
 import type { Ctx } from "../../platform/context";
 import { mutate, type ChangeLog } from "../../db/mutate";
 import { sqliteOf, type Tx } from "../../db/connection";
-import { assets, assetVersions, type AssetMetadata } from "../../db/schema";
+import { assets, assetVersions, type AssetMetadata } from "./assets.table";
 import { badRequest, unprocessable } from "../../core/errors";
 import type { ReceivedFile } from "../../http/multipart";
 import { analyseFile } from "../../platform/images/file-info";
-import { registerHousekeeping } from "../../platform/jobs/schedules";
 import { newGid, now } from "../../core/ids";
 import { originalPath, storageName } from "../../platform/storage/originals";
 
@@ -369,24 +368,12 @@ export function undeleteAssets(tx: Tx, log: ChangeLog, projectGid: string, userG
 }
 
 /**
- * Called in the transaction that removes assets for good, with the removed gids; returns files
- * (absolute paths inside the project's folder) to delete after commit. Other areas register one
- * to drop what they keep per asset (e.g. the DAM's transformed media).
- */
-export type AssetRemovalHook = (tx: Tx, projectGid: string, gids: string[]) => string[];
-const removalHooks: AssetRemovalHook[] = [];
-
-/** Registers an `AssetRemovalHook` (at module load). */
-export function onAssetsRemoved(hook: AssetRemovalHook): void {
-  removalHooks.push(hook);
-}
-
-/**
  * Removes assets for good with everything below them, whatever their status, and all their
  * versions. Returns the storage names whose files the caller removes after commit
  * (`removeOriginals`).
  */
 export function permanentlyDeleteAssets(
+  ctx: Ctx,
   tx: Tx,
   log: ChangeLog,
   projectGid: string,
@@ -415,7 +402,8 @@ export function permanentlyDeleteAssets(
         removed.push(r.gid);
         log.project(projectGid, "DELETE", "assets", r.gid);
       }
-      for (const hook of removalHooks) paths.push(...hook(tx, projectGid, chunkGids));
+      // Other features drop what they keep per asset (the DAM's transformed media): `assetsRemoved` hooks.
+      for (const hook of ctx.hooks.assetsRemoved) paths.push(...hook(ctx, tx, projectGid, chunkGids));
     }
   }
   return { removed, files, paths, skipped };
@@ -593,10 +581,3 @@ export function removeStaleUploads(ctx: Pick<Ctx, "storage">, maxAgeSeconds = 86
   }
   return `removed ${n} stale upload file(s)`;
 }
-
-registerHousekeeping({
-  name: "uploads",
-  describe: "delete temp files of interrupted uploads older than a day (on the --schedule-jobs schedule)",
-  schedule: (c) => c.scheduleJobs,
-  run: (ctx) => removeStaleUploads(ctx),
-});

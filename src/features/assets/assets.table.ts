@@ -1,5 +1,6 @@
 import { index, integer, real, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
-import { projects, users } from "../users/users.table";
+import { projects } from "../projects/projects.table";
+import { users } from "../users/users.table";
 
 /** Flat JSON object of metadata values (strings, numbers, booleans, arrays, nested objects). */
 export type AssetMetadata = Record<string, unknown>;

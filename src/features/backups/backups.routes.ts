@@ -44,7 +44,7 @@ export function backupsRoutes(ctx: Ctx) {
       ({ params, body, caller }) => {
         const { backup, token } = mutate(ctx.db, ctx.hub, (tx, log) => {
           requireOwner(tx, params.project, caller.user.gid);
-          return startBackup(tx, log, { projectGid: params.project, userGid: caller.user.gid, name: body?.name, notes: body?.notes });
+          return startBackup(ctx, tx, log, { projectGid: params.project, userGid: caller.user.gid, name: body?.name, notes: body?.notes });
         });
         return ok({ "job.token": token, backup: backup.gid }, one(backup));
       },
@@ -74,7 +74,7 @@ export function backupsRoutes(ctx: Ctx) {
       ({ params, body, caller }) => {
         const token = mutate(ctx.db, ctx.hub, (tx, log) => {
           requireOwner(tx, params.project, caller.user.gid);
-          return startRestore(tx, log, params.project, body.backup, caller.user.gid);
+          return startRestore(ctx, tx, params.project, body.backup, caller.user.gid);
         });
         return ok({ "job.token": token, backup: body.backup });
       },

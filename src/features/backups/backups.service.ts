@@ -5,11 +5,14 @@ import { join } from "node:path";
 import type { Ctx } from "../../platform/context";
 import { mutate, type ChangeLog } from "../../db/mutate";
 import type { Tx } from "../../db/connection";
-import { backups, changes, projects } from "../../db/schema";
+import { backups } from "./backups.table";
+import { changes } from "../../db/changelog.table";
+import { projects } from "../projects/projects.table";
 import { unprocessable, validationFailed, type ValidationIssue } from "../../core/errors";
 import { newGid, now } from "../../core/ids";
-import { activeJobs, enqueueJob, projectLock, registerJob, type Job } from "../../platform/jobs/runner";
-import { registerHousekeeping } from "../../platform/jobs/schedules";
+import { projectLock, type JobKind } from "../../platform/jobs/runner";
+import { activeJobs, type Job } from "../../platform/jobs/queue.service";
+import type { Housekeeping } from "../../platform/jobs/schedules";
 import { readManifest, restoreRows, stageFiles, swapFiles, verifySnapshot, writeSnapshot } from "../../platform/backups/snapshot.service";
 import { projectAudience } from "../members/access.service";
 import { getProject } from "../projects/projects.service";
@@ -82,6 +85,7 @@ function requireActive(tx: Tx, projectGid: string) {
 
 /** Records a new backup (status `creating`) and queues the job that writes it. */
 export function startBackup(
+  ctx: Ctx,
   tx: Tx,
   log: ChangeLog,
   opts: { projectGid: string; userGid: string | null; name?: string; notes?: string; scheduled?: boolean },
@@ -91,7 +95,7 @@ export function startBackup(
   if (issues.length) throw validationFailed(issues);
   const t = now();
   const gid = newGid();
-  const token = enqueueJob(tx, log, { kind: CREATE_KIND, projectGid: opts.projectGid, userGid: opts.userGid, params: { backup: gid }, info: { backup: gid } });
+  const token = ctx.jobs.enqueue({ kind: CREATE_KIND, projectGid: opts.projectGid, userGid: opts.userGid, params: { backup: gid }, info: { backup: gid } });
   const name = opts.name?.trim() || `${opts.scheduled ? "Scheduled backup" : "Backup"} ${new Date(t * 1000).toISOString().slice(0, 16).replace("T", " ")} UTC`;
   const backup = tx
     .insert(backups)
@@ -124,11 +128,11 @@ function jobsUsing(tx: Tx, b: Backup): Job[] {
 }
 
 /** Queues the restore of a ready backup; returns the job token. */
-export function startRestore(tx: Tx, log: ChangeLog, projectGid: string, gid: string, userGid: string): string {
+export function startRestore(ctx: Ctx, tx: Tx, projectGid: string, gid: string, userGid: string): string {
   requireActive(tx, projectGid);
   const b = getBackup(tx, projectGid, gid);
   if (b.status !== "ready") throw unprocessable("The backup is not ready", { status: b.status });
-  return enqueueJob(tx, log, { kind: RESTORE_KIND, projectGid, userGid, params: { backup: gid }, info: { backup: gid } });
+  return ctx.jobs.enqueue({ kind: RESTORE_KIND, projectGid, userGid, params: { backup: gid }, info: { backup: gid } });
 }
 
 /** Deletes a backup's record (in the transaction); the caller removes its folder after commit. */
@@ -162,9 +166,8 @@ const lock = projectLock;
  * Writes the snapshot into `<backup>.partial` and renames it when complete, so a folder without
  * that suffix is always a whole backup. Run again after a crash, it starts over.
  */
-registerJob(
-  CREATE_KIND,
-  async (ctx, job, progress) => {
+const createJob: JobKind = {
+  handler: async (ctx, job, progress) => {
     const gid = String(job.params.backup);
     const b = getBackup(ctx.db, job.projectGid!, gid);
     const dir = backupDir(ctx, b);
@@ -189,24 +192,21 @@ registerJob(
     for (const old of pruned) removeBackupFiles(ctx, old);
     return { backup: gid, rows, files: m.files.length, size };
   },
-  {
-    lock,
-    onRejected: (tx, log, job, error) => {
-      const gid = String(job.params.backup);
-      const b = tx.update(backups).set({ status: "failed", error, updatedOn: now() }).where(eq(backups.gid, gid)).returning().get();
-      if (b) log.cc("UPDATE", "backups", gid, audience(tx, b.projectGid, job.userGid));
-    },
+  lock,
+  onRejected: (tx, log, job, error) => {
+    const gid = String(job.params.backup);
+    const b = tx.update(backups).set({ status: "failed", error, updatedOn: now() }).where(eq(backups.gid, gid)).returning().get();
+    if (b) log.cc("UPDATE", "backups", gid, audience(tx, b.projectGid, job.userGid));
   },
-);
+};
 
 /**
  * Restores a ready backup: checks every checksum, stages the files, replaces the project's rows
  * in one transaction (sync items included), then swaps the file folder. Safe to run again: a
  * crash between the rows and the files re-runs the whole restore.
  */
-registerJob(
-  RESTORE_KIND,
-  async (ctx, job, progress) => {
+const restoreJob: JobKind = {
+  handler: async (ctx, job, progress) => {
     const projectGid = job.projectGid!;
     const b = getBackup(ctx.db, projectGid, String(job.params.backup));
     if (b.status !== "ready") throw unprocessable("The backup is not ready", { status: b.status });
@@ -226,7 +226,7 @@ registerJob(
     }
     const outcome = mutate(ctx.db, ctx.hub, (tx, log) => {
       requireActive(tx, projectGid);
-      return restoreRows(tx, log, projectGid, dir, m);
+      return restoreRows(tx, log, projectGid, dir, m, projectAudience);
     });
     swapFiles(ctx.storage.projectDir(projectGid), staging, join(ctx.storage.tmp, `restore-old-${job.token}`));
     await progress.step();
@@ -238,8 +238,8 @@ registerJob(
       ...(outcome.missing_tables.length ? { missing_tables: outcome.missing_tables } : {}),
     };
   },
-  { lock },
-);
+  lock,
+};
 
 /** Deletes the oldest scheduled ready backups beyond `keep`; returns them (files go after commit). */
 function pruneScheduled(tx: Tx, log: ChangeLog, projectGid: string, keep: number): Backup[] {
@@ -272,18 +272,12 @@ export function scheduleBackups(ctx: Ctx): string {
     const updated = ctx.db.select({ u: projects.updatedOn }).from(projects).where(eq(projects.gid, gid)).get()?.u ?? 0;
     if (last && (last.cursor ?? 0) >= cursor && (last.completedOn ?? 0) >= updated) continue;
     if (activeJobs(ctx.db, gid, [CREATE_KIND]).length) continue;
-    mutate(ctx.db, ctx.hub, (tx, log) => startBackup(tx, log, { projectGid: gid, userGid: null, scheduled: true }));
+    mutate(ctx.db, ctx.hub, (tx, log) => startBackup(ctx, tx, log, { projectGid: gid, userGid: null, scheduled: true }));
     queued++;
   }
   return `queued ${queued} backup(s) of ${active.length} active project(s)`;
 }
 
-registerHousekeeping({
-  name: "backups",
-  describe: "back up every active project changed since its last backup; keep --backups-keep scheduled ones",
-  schedule: (c) => c.scheduleBackups,
-  run: scheduleBackups,
-});
 
 /**
  * Tidies `<data>/backups/projects/`: drops left-over `.partial` folders and the folders of
@@ -344,9 +338,21 @@ export function tidyBackupFolders(ctx: Ctx): string {
   return `removed ${removed} orphaned folder(s), recovered ${adopted} backup(s)`;
 }
 
-registerHousekeeping({
-  name: "backup-folders",
-  describe: "remove unfinished or orphaned project backup folders; recover complete ones the database does not list",
-  schedule: (c) => c.scheduleJobs,
-  run: tidyBackupFolders,
-});
+/** The job kinds of the backups feature. */
+export const backupJobs: Record<string, JobKind> = { [CREATE_KIND]: createJob, [RESTORE_KIND]: restoreJob };
+
+/** The housekeeping tasks of the backups feature. */
+export const backupHousekeeping: Housekeeping[] = [
+  {
+    name: "backups",
+    describe: "back up every active project changed since its last backup; keep --backups-keep scheduled ones",
+    schedule: (c) => c.scheduleBackups,
+    run: scheduleBackups,
+  },
+  {
+    name: "backup-folders",
+    describe: "remove unfinished or orphaned project backup folders; recover complete ones the database does not list",
+    schedule: (c) => c.scheduleJobs,
+    run: tidyBackupFolders,
+  },
+];

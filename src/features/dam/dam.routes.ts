@@ -7,7 +7,7 @@ import { ok } from "../../http/envelope";
 import { badRequest, missing } from "../../core/errors";
 import { describe } from "../../http/openapi";
 import { requireMember } from "../members/access.service";
-import { assetInfo, publishOriginal, registerDamStorage, transformAsset, unpublishOriginal } from "./dam.service";
+import { assetInfo, publishOriginal, transformAsset, unpublishOriginal } from "./dam.service";
 import { VERSION } from "../../version";
 
 const tags = ["dam"];
@@ -44,7 +44,6 @@ function pathnameOf(segments: string[], only = false): string {
  */
 export function damRoutes(ctx: Ctx) {
   configureSharp();
-  registerDamStorage(ctx);
   const transformer = new Transformer(ctx.config.transformConcurrency);
 
   return new Elysia({ prefix: "/dam" })

@@ -1,17 +1,16 @@
 import { and, desc, eq, inArray, sql } from "drizzle-orm";
 import { existsSync, mkdirSync, rmSync, statSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import sharp, { type Metadata } from "sharp";
-import type { Ctx } from "../../platform/context";
+import type { AssetsRemovedHook, Ctx } from "../../platform/context";
 import { defaultKey, effectiveBackground, invalidOption, MEDIA_NAME_RE, optionStrings, outputType, type OutputType, type TransformOptions } from "./dam.options";
 import { INPUT_FORMATS, planGeometry, QUANTISE_PIXEL_LIMIT, render, type Rendered, type Transformer } from "./dam.transform";
 import { mutate } from "../../db/mutate";
-import { sqliteOf, type DB, type Tx } from "../../db/connection";
-import { assets, assetVersions, damTransforms } from "../../db/schema";
+import type { DB } from "../../db/connection";
+import { assets, assetVersions } from "../assets/assets.table";
+import { damTransforms } from "./dam.table";
 import { badRequest, unprocessable } from "../../core/errors";
 import { now } from "../../core/ids";
-import { onAssetsRemoved } from "../assets/assets.service";
-import { Storage } from "../../platform/storage/storage";
 import { originalPath, parseStorageName, STORAGE_NAME } from "../../platform/storage/originals";
 
 type Asset = typeof assets.$inferSelect;
@@ -259,25 +258,11 @@ function recordTransform(ctx: Ctx, target: string, row: Omit<typeof damTransform
 }
 
 /**
- * The storage of each open database, for the removal hook (which gets only the transaction):
- * registered by `registerDamStorage` when the DAM routes of an instance are made. A database not
- * registered falls back to the layout of `Storage` (the database file `apis.db` in the data folder).
+ * The `assetsRemoved` hook: permanently deleted assets take their transformed files with them.
+ * Their `dam_transforms` rows go in the deleting transaction and the files after commit (a file
+ * last made for another asset, through a reused custom name/key, belongs to that asset and stays).
  */
-const storageByDb = new WeakMap<object, Pick<Ctx, "storage">>();
-export function registerDamStorage(ctx: Pick<Ctx, "db" | "storage">): void {
-  storageByDb.set(sqliteOf(ctx.db), ctx);
-}
-function storageOf(tx: Tx): Storage {
-  const client = sqliteOf(tx);
-  return storageByDb.get(client)?.storage ?? new Storage(dirname(client.filename));
-}
-
-/**
- * Permanently deleted assets take their transformed files with them: their `dam_transforms` rows
- * go in the deleting transaction and the files after commit (a file last made for another asset,
- * through a reused custom name/key, belongs to that asset and stays).
- */
-onAssetsRemoved((tx, projectGid, gids) => {
+export const dropTransforms: AssetsRemovedHook = (ctx, tx, projectGid, gids) => {
   if (gids.length === 0) return [];
   const rows = tx
     .delete(damTransforms)
@@ -285,9 +270,9 @@ onAssetsRemoved((tx, projectGid, gids) => {
     .returning({ file: damTransforms.file })
     .all();
   if (rows.length === 0) return [];
-  const dir = join(storageOf(tx).projectDir(projectGid), "media");
+  const dir = join(ctx.storage.projectDir(projectGid), "media");
   return rows.filter((r) => MEDIA_NAME_RE.test(r.file)).map((r) => join(dir, r.file));
-});
+};
 
 /**
  * `publish`: the asset's original named by `pathname` becomes downloadable at

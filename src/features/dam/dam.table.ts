@@ -1,5 +1,5 @@
 import { index, integer, real, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
-import { projects } from "../users/users.table";
+import { projects } from "../projects/projects.table";
 
 /**
  * The transformed files (`<project dir>/media/<file>`) made by `/dam/.../transform`, so `info` can

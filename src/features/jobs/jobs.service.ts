@@ -1,8 +1,8 @@
 import { eq } from "drizzle-orm";
 import type { Tx } from "../../db/connection";
-import { projects } from "../../db/schema";
+import { projects } from "../projects/projects.table";
 import { unprocessable } from "../../core/errors";
-import { getJob, type Job } from "../../platform/jobs/runner";
+import { getJob, type Job } from "../../platform/jobs/queue.service";
 
 /**
  * A job the user may see: one it started, or one of a project it owns (the audience of the job's

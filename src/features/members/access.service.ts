@@ -1,6 +1,7 @@
 import { and, eq, inArray, ne } from "drizzle-orm";
 import type { Tx } from "../../db/connection";
-import { memberships, projects } from "../../db/schema";
+import { memberships } from "./members.table";
+import { projects } from "../projects/projects.table";
 import { forbidden } from "../../core/errors";
 
 /** Membership statuses that make a user part of a project's audience. */

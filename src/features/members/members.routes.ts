@@ -6,7 +6,7 @@ import { authMacro } from "../../http/auth";
 import { ok } from "../../http/envelope";
 import { renderInvitation } from "../../platform/mail/templates";
 import { projectAccess } from "./access.service";
-import { membershipFull } from "../users/users.forms";
+import { membershipFull } from "./members.forms";
 import {
   deactivateMember,
   declineInvitation,
@@ -21,6 +21,13 @@ import {
 } from "./members.service";
 import type { Project } from "../projects/projects.service";
 import { getUser } from "../users/users.service";
+import { canSeeUser } from "./access.service";
+import { membershipShort } from "./members.forms";
+import { userFull, userShort } from "../users/users.forms";
+import { getMembership } from "./members.service";
+import { unprocessable } from "../../core/errors";
+import { describe } from "../../http/openapi";
+import { examples } from "../../http/examples";
 
 const tags = ["members"];
 const params = t.Object({ project: t.String() });
@@ -124,6 +131,26 @@ export function memberRoutes(ctx: Ctx) {
         return ok({ user: body.user }, { "cc.projects_members": [] });
       },
       { auth: true, params, body: userBody, detail: { summary: "Remove a membership in any state, or withdraw an invitation (owner only)", tags } },
+    )
+    .post(
+      "/members/get",
+      ({ body, caller }) => {
+        const me = caller.user.gid;
+        const m = getMembership(ctx.db, body.project, body.member);
+        const target = m && getUser(ctx.db, body.member);
+        if (!m || !target || !canSeeUser(ctx.db, me, target.gid)) throw unprocessable("No info for this member");
+        if (target.gid !== me && !getMembership(ctx.db, body.project, me, "active")) throw unprocessable("No info for this member");
+        const self = target.gid === me;
+        return ok(
+          { user: target.gid },
+          { "cc.users": { [target.gid]: self ? userFull(target) : userShort(target) }, "cc.projects_members": [self ? membershipFull(m) : membershipShort(m)] },
+        );
+      },
+      {
+        auth: true,
+        body: t.Object({ project: t.String(), member: t.String() }, { examples: [examples.membersGet.request] }),
+        detail: describe({ summary: "A membership: one's own (full form) or a co-member's (short form)", tags: ["global"], example: examples.membersGet.answer, errors: [400, 422] }),
+      },
     )
     .post(
       "/init_invite",

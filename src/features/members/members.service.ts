@@ -1,12 +1,16 @@
 import { and, asc, eq, inArray, ne, sql } from "drizzle-orm";
 import type { Tx } from "../../db/connection";
 import type { ChangeLog } from "../../db/mutate";
-import { memberships, projects, users } from "../../db/schema";
+import { memberships } from "./members.table";
+import { projects } from "../projects/projects.table";
+import { users } from "../users/users.table";
 import { ApiError, unprocessable, validationFailed } from "../../core/errors";
 import { newGid, now } from "../../core/ids";
 import { isLanguage } from "../../core/languages";
 import { projectAudience, userAudience } from "./access.service";
-import { membershipFull, membershipShort, personMembershipOptions, projectShort, userFull, userShort } from "../users/users.forms";
+import { membershipFull, membershipShort, personMembershipOptions } from "./members.forms";
+import { projectShort } from "../projects/projects.forms";
+import { userFull, userShort } from "../users/users.forms";
 import { emailIssues, getUser, type User } from "../users/users.service";
 
 export type Membership = typeof memberships.$inferSelect;

@@ -7,7 +7,8 @@ import { ok } from "../../http/envelope";
 import { describe } from "../../http/openapi";
 import { newGid } from "../../core/ids";
 import { squareImage } from "../../platform/images/images";
-import { membershipFull, projectFull } from "../users/users.forms";
+import { membershipFull } from "../members/members.forms";
+import { projectFull } from "./projects.forms";
 import { getMembership } from "../members/members.service";
 import {
   createProject,

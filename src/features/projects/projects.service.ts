@@ -2,12 +2,14 @@ import { and, eq } from "drizzle-orm";
 import { rmSync } from "node:fs";
 import { sqliteOf, type Tx } from "../../db/connection";
 import type { ChangeLog } from "../../db/mutate";
-import { changes, memberships, projects } from "../../db/schema";
+import { changes } from "../../db/changelog.table";
+import { memberships } from "../members/members.table";
+import { projects } from "./projects.table";
 import { forbidden, unprocessable, validationFailed } from "../../core/errors";
 import { newGid, now } from "../../core/ids";
 import type { Storage } from "../../platform/storage/storage";
 import { activeMembership, projectAudience } from "../members/access.service";
-import { personMembershipOptions } from "../users/users.forms";
+import { personMembershipOptions } from "../members/members.forms";
 import { dropMembershipOrphans } from "../members/members.service";
 import { getUser } from "../users/users.service";
 

@@ -1,23 +1,18 @@
 import { and, eq, inArray, max } from "drizzle-orm";
 import type { Tx } from "../../db/connection";
-import { changes, memberships, meta, projects, users } from "../../db/schema";
+import type { Ctx } from "../../platform/context";
+import { memberships } from "../members/members.table";
+import { projects } from "../projects/projects.table";
+import { users } from "../users/users.table";
 import { unauthorized } from "../../core/errors";
 import { LANGUAGES, LANGUAGE_CODES } from "../../core/languages";
 import { VERSION } from "../../version";
-import { membershipFull, membershipShort, projectFull, projectShort, userFull, userShort } from "../users/users.forms";
+import { membershipFull, membershipShort } from "../members/members.forms";
+import { projectFull, projectShort } from "../projects/projects.forms";
+import { userFull, userShort } from "../users/users.forms";
 import { projectMemberRows } from "../members/members.service";
 import { getUser } from "../users/users.service";
-
-/**
- * The newest cursor of the change log (0 when nothing was ever written). Cursors are global and
- * only increase; when retention pruned every item, the pruned floor is still the current cursor
- * (else clients would be handed a cursor older than the retained log and told to re-initialise).
- */
-export function currentCursor(tx: Tx): number {
-  const top = tx.select({ c: max(changes.cursor) }).from(changes).get()?.c ?? 0;
-  const floor = Number(tx.select({ v: meta.value }).from(meta).where(eq(meta.key, "changes.floor")).get()?.v ?? 0);
-  return Math.max(top, floor);
-}
+import { currentCursor } from "../sync/sync.service";
 
 export function languagesPayload() {
   return { languages: LANGUAGE_CODES, dictionary: LANGUAGES };
@@ -71,22 +66,6 @@ export function globalInit(tx: Tx, userGid: string) {
   };
 }
 
-/** A function that gives one project data dictionary (keyed by gid) for the project init payload. */
-export type ProjectDictionary = (tx: Tx, projectGid: string) => Record<string, unknown>;
-
-/**
- * The project data dictionaries of `auth`, `init` and project `login` (spec 4.2). Each area that
- * owns one replaces its entry with `registerProjectDictionary` (the schema area: definitions,
- * classes, fields, layouts; queries); until then they are empty objects.
- */
-const projectDictionaries = new Map<string, ProjectDictionary>(
-  ["definitions", "classes", "fields", "layouts", "queries"].map((name) => [name, () => ({})]),
-);
-
-export function registerProjectDictionary(name: string, fn: ProjectDictionary): void {
-  projectDictionaries.set(name, fn);
-}
-
 /**
  * The project init payload (spec 4.2 `auth` and `GET /api/p/<project>/init`, also answered by the
  * project `login`). `member` says whether the caller may see the project (owner or active member
@@ -96,7 +75,7 @@ export function registerProjectDictionary(name: string, fn: ProjectDictionary): 
  * other owned projects. `cc.users` is full for the caller and short for everyone else (spec 4.2);
  * memberships are full for the owner (it manages them) and for the caller's own, else short.
  */
-export function projectInit(tx: Tx, userGid: string, projectGid: string, member: boolean) {
+export function projectInit(ctx: Pick<Ctx, "hooks">, tx: Tx, userGid: string, projectGid: string, member: boolean) {
   const me = getUser(tx, userGid);
   if (!me) throw unauthorized();
   const owned = me.kind === "api" ? [] : tx.select().from(projects).where(eq(projects.owner, userGid)).all();
@@ -121,7 +100,7 @@ export function projectInit(tx: Tx, userGid: string, projectGid: string, member:
       if (m.status === "active") projectMembers.push(u.gid);
     }
   }
-  for (const [name, fn] of projectDictionaries) dictionaries[name] = project ? fn(tx, project.gid) : {};
+  for (const [name, fn] of ctx.hooks.projectDictionaries) dictionaries[name] = project ? fn(tx, project.gid) : {};
   const cursor = currentCursor(tx);
   return {
     result: {

@@ -4,7 +4,7 @@ import { authMacro } from "../../http/auth";
 import { ok } from "../../http/envelope";
 import { describe } from "../../http/openapi";
 import { missing } from "../../core/errors";
-import { currentCursor } from "../session/session.service";
+import { currentCursor } from "./sync.service";
 import { checkProjectSync, syncItems } from "./sync.service";
 import { examples } from "../../http/examples";
 

@@ -1,7 +1,10 @@
-import { and, asc, eq, gt, inArray } from "drizzle-orm";
+import { and, asc, eq, gt, inArray, lte, max } from "drizzle-orm";
+import { now } from "../../core/ids";
+import { readMeta, writeMeta } from "../../db/meta";
+import type { Ctx } from "../../platform/context";
 import type { Tx } from "../../db/connection";
 import type { SyncItem } from "../../db/mutate";
-import { changeAudience, changes, meta } from "../../db/schema";
+import { changeAudience, changes } from "../../db/changelog.table";
 import { readableProject } from "../projects/projects.service";
 import { requireMember } from "../members/access.service";
 
@@ -16,8 +19,17 @@ function toItem(r: Row): SyncItem {
 
 /** The highest cursor whose items have been pruned (0 when nothing was pruned). */
 export function retainedFloor(tx: Tx): number {
-  const row = tx.select().from(meta).where(eq(meta.key, "changes.floor")).get();
-  return row ? Number(row.value) : 0;
+  return Number(readMeta(tx, "changes.floor") ?? 0);
+}
+
+/**
+ * The newest cursor of the change log (0 when nothing was ever written). Cursors are global and
+ * only increase; when retention pruned every item, the pruned floor is still the current cursor
+ * (else clients would be handed a cursor older than the retained log and told to re-initialise).
+ */
+export function currentCursor(tx: Tx): number {
+  const top = tx.select({ c: max(changes.cursor) }).from(changes).get()?.c ?? 0;
+  return Math.max(top, retainedFloor(tx));
 }
 
 /** `cc` items after `cursor` that the user may see, oldest first. */
@@ -68,4 +80,30 @@ export function syncItems(tx: Tx, userGid: string, req: SyncRequest, limit: numb
 /** Checks access to a project's cursor (403 when not a member). */
 export function checkProjectSync(tx: Tx, userGid: string, projectGid: string) {
   return readableProject(tx, projectGid, userGid);
+}
+
+const DAY = 86400;
+
+/**
+ * Deletes change-log items older than `config.changeLogDays` and records the highest pruned
+ * cursor under `meta['changes.floor']`, so a client with an older cursor is told to re-initialise.
+ */
+export function pruneChangeLog(ctx: Ctx): string {
+  const cutoff = now() - ctx.config.changeLogDays * DAY;
+  const top = ctx.db.select({ c: max(changes.cursor) }).from(changes).where(lte(changes.createdOn, cutoff)).get()?.c ?? null;
+  if (top === null) return "nothing to prune";
+  let pruned = 0;
+  // Batches keep each write transaction short; change_audience rows go by cascade.
+  for (;;) {
+    const n = ctx.db.transaction((tx) => {
+      const rows = ctx.db.$client
+        .query("DELETE FROM changes WHERE cursor IN (SELECT cursor FROM changes WHERE cursor <= ? LIMIT 5000) RETURNING cursor")
+        .all(top) as unknown[];
+      if (Number(readMeta(tx, "changes.floor") ?? 0) < top) writeMeta(tx, "changes.floor", String(top));
+      return rows.length;
+    });
+    pruned += n;
+    if (n < 5000) break;
+  }
+  return `pruned ${pruned} change(s) up to cursor ${top}`;
 }

@@ -9,10 +9,10 @@ import { Cors } from "../../http/cors";
 import { errorBody } from "../../http/envelope";
 import { ApiError } from "../../core/errors";
 import { getProject } from "../projects/projects.service";
-import { currentCursor } from "../session/session.service";
+import { currentCursor } from "./sync.service";
 import { REINIT_WARNING, syncItems } from "./sync.service";
 import { syncAccessLoss, type AccessLoss } from "./sync.access";
-import type { Published } from "../../platform/sync/hub";
+import type { Published } from "../../db/mutate";
 import { parseInitsync, type InitsyncRequest } from "./sync.initsync";
 
 /** Where the Socket.IO service listens (spec 4.4). */

@@ -1,7 +1,7 @@
 import { eq, sql } from "drizzle-orm";
 import type { Tx } from "../../db/connection";
 import type { ChangeLog } from "../../db/mutate";
-import { users } from "../../db/schema";
+import { users } from "./users.table";
 import { forbidden, unprocessable, validationFailed, type ValidationIssue } from "../../core/errors";
 import { newGid, now } from "../../core/ids";
 import { isLanguage, isTimezone } from "../../core/languages";

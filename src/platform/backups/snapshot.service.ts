@@ -9,7 +9,6 @@ import type { ChangeLog } from "../../db/mutate";
 import { embeddedMigrations } from "../../db/migrations.generated";
 import { unprocessable } from "../../core/errors";
 import type { Progress } from "../jobs/runner";
-import { projectAudience } from "../../features/members/access.service";
 import { VERSION } from "../../version";
 
 /**
@@ -30,18 +29,12 @@ export const FORMAT_VERSION = 1;
 /** Tables with a project_gid that describe work about a project rather than its data. */
 const NOT_PROJECT_DATA = new Set(["jobs", "backups"]);
 
-/** Leaves a project-owned table out of project backups and restores (call at module load). */
-export function excludeFromProjectBackups(table: string): void {
-  NOT_PROJECT_DATA.add(table);
-}
-
 /**
  * Tables whose rows are project resources of a sync data type (spec section 6): after a restore,
  * every resource that differs gets a project sync item. Tables named like a data type with a
- * `gid` column (or `name` for modules) are found by themselves; others register here.
+ * `gid` column (or `name` for modules); a table named otherwise is added to this list.
  */
-const SYNC_TYPES = new Map<string, { dataType: string; key: string }>();
-const DEFAULT_TYPES: Record<string, string> = {
+const SYNC_TYPES: Record<string, string> = {
   records: "gid",
   definitions: "gid",
   classes: "gid",
@@ -51,11 +44,6 @@ const DEFAULT_TYPES: Record<string, string> = {
   queries: "gid",
   modules: "name",
 };
-
-/** Declares that rows of `table` are resources of `dataType`, keyed by the `key` column. */
-export function registerRestoreSyncType(table: string, dataType: string, key: string): void {
-  SYNC_TYPES.set(table, { dataType, key });
-}
 
 export type TableEntry = { columns: string[]; rows: number; file: string; sha256: string; size: number };
 export type FileEntry = { path: string; size: number; sha256: string };
@@ -308,9 +296,7 @@ function fingerprints(db: Database, projectGid: string): Fingerprints {
 }
 
 function syncTypeOf(db: Database, table: string): { dataType: string; key: string } | undefined {
-  const registered = SYNC_TYPES.get(table);
-  if (registered) return registered;
-  const key = DEFAULT_TYPES[table];
+  const key = Object.hasOwn(SYNC_TYPES, table) ? SYNC_TYPES[table] : undefined;
   if (key && columnsOf(db, table).includes(key)) return { dataType: table, key };
   return undefined;
 }
@@ -326,7 +312,15 @@ export type RestoreOutcome = { rows: number; skipped: Record<string, number>; mi
  * in `skipped`. Writes the sync items: cc.projects, cc.projects_members per changed membership,
  * and a project item per changed resource of a known data type.
  */
-export function restoreRows(tx: Tx, log: ChangeLog, projectGid: string, dir: string, m: Manifest): RestoreOutcome {
+export function restoreRows(
+  tx: Tx,
+  log: ChangeLog,
+  projectGid: string,
+  dir: string,
+  m: Manifest,
+  /** Who sees the project's global items (its members), asked before and after the rows change. */
+  projectAudience: (tx: Tx, projectGid: string) => string[],
+): RestoreOutcome {
   const db = sqliteOf(tx);
   const audienceBefore = projectAudience(tx, projectGid);
   const membersBefore = new Map(

@@ -1,28 +1,12 @@
-import { and, asc, eq, inArray, lt } from "drizzle-orm";
-import type { Ctx } from "../context";
-import type { Tx } from "../../db/connection";
-import { mutate, type ChangeLog } from "../../db/mutate";
-import { jobs, projects } from "../../db/schema";
 import { ApiError } from "../../core/errors";
-import { newGid, now } from "../../core/ids";
+import { now } from "../../core/ids";
+import { afterCommit, mutate, type ChangeLog } from "../../db/mutate";
+import type { Tx } from "../../db/connection";
+import type { Ctx } from "../context";
+import { getJob, insertJob, jobsIn, writeJob, type EnqueueSpec, type Job, type JobQueue } from "./queue.service";
 
-/** A job as stored. */
-export type Job = typeof jobs.$inferSelect;
-export type JobStatus = Job["status"];
-
-/** The job object of spec section 2, the `data` of every `jobs` sync item. */
-export type JobObject = {
-  project_gid: string | null;
-  job: string;
-  status: JobStatus;
-  info: Record<string, unknown>;
-  created_on: number;
-  updated_on: number;
-};
-
-export function jobObject(j: Job): JobObject {
-  return { project_gid: j.projectGid, job: j.kind, status: j.status, info: j.info ?? {}, created_on: j.createdOn, updated_on: j.updatedOn };
-}
+export type { EnqueueSpec, Job, JobObject, JobStatus } from "./queue.service";
+export { jobObject } from "./queue.service";
 
 /**
  * What a handler uses to report progress and to cooperate with shutdown. Progress is written and
@@ -53,7 +37,9 @@ export interface Progress {
  */
 export type JobHandler = (ctx: Ctx, job: Job, progress: Progress) => Promise<Record<string, unknown> | void> | Record<string, unknown> | void;
 
-export type JobKindOptions = {
+/** A job kind as a feature declares it (`jobs: { kind: { handler, lock?, ... } }` in its descriptor). */
+export type JobKind = {
+  handler: JobHandler;
   /**
    * Jobs with the same lock key never run at the same time. Default: `projectLock`, so the jobs
    * of one project (bulk changes, backups, restores) run one after another and a restore never
@@ -66,21 +52,8 @@ export type JobKindOptions = {
   onRejected?: (tx: Tx, log: ChangeLog, job: Job, error: string) => void;
 };
 
-type Kind = JobKindOptions & { handler: JobHandler };
-
 /** The default lock: one job at a time per project; jobs without a project are not locked. */
 export const projectLock = (job: Job): string | null => (job.projectGid ? `project:${job.projectGid}` : null);
-const registry = new Map<string, Kind>();
-
-/** Registers a job kind (call at module load). The kind is the job object's `job` member. */
-export function registerJob(kind: string, handler: JobHandler, options: JobKindOptions = {}): void {
-  if (registry.has(kind)) throw new Error(`job kind ${kind} is registered twice`);
-  registry.set(kind, { lock: projectLock, ...options, handler });
-}
-
-export function jobKinds(): string[] {
-  return [...registry.keys()].sort();
-}
 
 /** Thrown by `progress.step()` when the server is stopping; the runner re-queues the job. */
 export class JobInterrupted extends Error {
@@ -89,83 +62,8 @@ export class JobInterrupted extends Error {
   }
 }
 
-export type EnqueueSpec = {
-  kind: string;
-  projectGid?: string | null;
-  /** Who starts it: sees its sync items (with the project owner). Null for scheduled work. */
-  userGid?: string | null;
-  params?: Record<string, unknown>;
-  /** Initial `info` shown while queued. */
-  info?: Record<string, unknown>;
-};
-
 export const PROGRESS_INTERVAL_MS = 250;
 const IDLE_POLL_MS = 1000;
-
-/** Who sees a job's sync items: its starter and the owner of its project. */
-function audienceOf(tx: Tx, j: Job): string[] {
-  const out = new Set<string>();
-  if (j.userGid) out.add(j.userGid);
-  if (j.projectGid) {
-    const p = tx.select({ owner: projects.owner }).from(projects).where(eq(projects.gid, j.projectGid)).get();
-    if (p) out.add(p.owner);
-  }
-  return [...out];
-}
-
-/** Writes a job change and its `jobs` sync item (action UPDATE) in the caller's transaction. */
-function writeJob(tx: Tx, log: ChangeLog, token: string, set: Partial<Job>): Job {
-  const j = tx.update(jobs).set({ ...set, updatedOn: now() }).where(eq(jobs.token, token)).returning().get();
-  if (!j) throw new Error(`job ${token} vanished`);
-  log.cc("UPDATE", "jobs", j.token, audienceOf(tx, j), jobObject(j));
-  return j;
-}
-
-/**
- * Inserts a queued job and its first sync item inside the caller's `mutate`. A worker picks it
- * up once the transaction has committed (the runner listens to the hub). Returns the token.
- */
-export function enqueueJob(tx: Tx, log: ChangeLog, spec: EnqueueSpec): string {
-  if (!registry.has(spec.kind)) throw new Error(`unknown job kind ${spec.kind}`);
-  const t = now();
-  const j = tx
-    .insert(jobs)
-    .values({
-      token: newGid(),
-      projectGid: spec.projectGid ?? null,
-      kind: spec.kind,
-      status: "queued",
-      info: spec.info ?? {},
-      params: spec.params ?? {},
-      userGid: spec.userGid ?? null,
-      createdOn: t,
-      updatedOn: t,
-    })
-    .returning()
-    .get();
-  log.cc("UPDATE", "jobs", j.token, audienceOf(tx, j), jobObject(j));
-  return j.token;
-}
-
-export function getJob(tx: Tx, token: string): Job | undefined {
-  return tx.select().from(jobs).where(eq(jobs.token, token)).get();
-}
-
-/** Jobs of a project that are queued or running, optionally of some kinds. */
-export function activeJobs(tx: Tx, projectGid: string, kinds?: string[]): Job[] {
-  const where = [eq(jobs.projectGid, projectGid), inArray(jobs.status, ["queued", "processing"])];
-  if (kinds) where.push(inArray(jobs.kind, kinds));
-  return tx.select().from(jobs).where(and(...where)).all();
-}
-
-/** Deletes finished (done or rejected) jobs last changed before `before`; returns how many. */
-export function pruneJobs(tx: Tx, before: number): number {
-  return tx
-    .delete(jobs)
-    .where(and(inArray(jobs.status, ["done", "rejected"]), lt(jobs.updatedOn, before)))
-    .returning({ t: jobs.token })
-    .all().length;
-}
 
 function errorInfo(err: unknown): { error: string; code?: number } {
   if (err instanceof ApiError) return { error: err.message, code: err.code, ...(Object.keys(err.info).length ? { error_info: err.info } : {}) };
@@ -182,20 +80,41 @@ function errorInfo(err: unknown): { error: string; code?: number } {
  * Stopping lets running jobs finish for `config.jobStopGrace` seconds, then interrupts them at
  * their next `progress.step()` and re-queues them for the next start.
  */
-export class JobRunner {
+export class JobRunner implements JobQueue {
   private running = new Map<string, { promise: Promise<void>; abort: AbortController }>();
   private locks = new Set<string>();
   private waiters: (() => void)[] = [];
   private workers: Promise<void>[] = [];
-  private unsubscribe?: () => void;
   private started = false;
   private stopping = false;
 
-  constructor(private readonly ctx: Ctx) {}
+  private readonly kinds: Map<string, JobKind>;
 
-  /** Starts a job in its own transaction; returns its token (for `ok({"job.token": token})`). */
+  /** `kinds`: every job kind of the feature list (src/features/index.ts), by name. */
+  constructor(
+    private readonly ctx: Ctx,
+    kinds: Map<string, JobKind>,
+  ) {
+    this.kinds = new Map([...kinds].map(([name, k]) => [name, { lock: projectLock, ...k }]));
+  }
+
+  /**
+   * Queues a job: in the caller's unit of work when a `mutate` is open (the row commits or rolls
+   * back with the change that asked for it), else in its own. Workers wake once it is committed.
+   * Returns the token (for `ok({"job.token": token})`).
+   */
   enqueue(spec: EnqueueSpec): string {
-    return mutate(this.ctx.db, this.ctx.hub, (tx, log) => enqueueJob(tx, log, spec));
+    if (!this.kinds.has(spec.kind)) throw new Error(`unknown job kind ${spec.kind}`);
+    return mutate(this.ctx.db, this.ctx.hub, (tx, log) => {
+      const token = insertJob(tx, log, spec);
+      afterCommit(this.ctx.db, () => this.wake());
+      return token;
+    });
+  }
+
+  /** The job kinds this runner knows, sorted. */
+  kindNames(): string[] {
+    return [...this.kinds.keys()].sort();
   }
 
   get(token: string): Job | undefined {
@@ -207,10 +126,6 @@ export class JobRunner {
     if (this.started) return;
     this.started = true;
     this.recover();
-    // Jobs enqueued inside any mutate wake a worker once committed.
-    this.unsubscribe = this.ctx.hub.subscribe((items) => {
-      if (items.some((i) => i.data_type === "jobs" && (i.data as JobObject | null)?.status === "queued")) this.wake();
-    });
     for (let i = 0; i < this.ctx.config.workers; i++) this.workers.push(this.work());
   }
 
@@ -218,7 +133,6 @@ export class JobRunner {
   async stop(): Promise<void> {
     if (!this.started || this.stopping) return;
     this.stopping = true;
-    this.unsubscribe?.();
     this.wake();
     const all = () => Promise.allSettled([...this.running.values()].map((r) => r.promise));
     const grace = this.ctx.config.jobStopGrace * 1000;
@@ -238,9 +152,9 @@ export class JobRunner {
   }
 
   private recover(): void {
-    const stale = this.ctx.db.select().from(jobs).where(eq(jobs.status, "processing")).all();
+    const stale = jobsIn(this.ctx.db, "processing");
     for (const j of stale) {
-      const kind = registry.get(j.kind);
+      const kind = this.kinds.get(j.kind);
       const max = kind?.maxAttempts ?? 3;
       mutate(this.ctx.db, this.ctx.hub, (tx, log) => {
         if (j.attempts >= max) {
@@ -290,10 +204,10 @@ export class JobRunner {
 
   /** Takes the oldest queued job whose lock is free and marks it processing. */
   private claim(): Job | undefined {
-    const queued = this.ctx.db.select().from(jobs).where(eq(jobs.status, "queued")).orderBy(asc(jobs.createdOn)).limit(100).all();
+    const queued = jobsIn(this.ctx.db, "queued", 100);
     for (const q of queued) {
       if (this.running.has(q.token)) continue;
-      const kind = registry.get(q.kind);
+      const kind = this.kinds.get(q.kind);
       if (!kind) {
         // Kinds come from code; a job of a kind this build no longer has can never run.
         mutate(this.ctx.db, this.ctx.hub, (tx, log) =>
@@ -317,7 +231,7 @@ export class JobRunner {
   }
 
   private async run(job: Job): Promise<void> {
-    const kind = registry.get(job.kind)!;
+    const kind = this.kinds.get(job.kind)!;
     const lock = kind.lock?.(job) ?? null;
     const abort = new AbortController();
     let settle!: () => void;

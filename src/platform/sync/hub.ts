@@ -1,15 +1,12 @@
-import type { SyncItem } from "../../db/mutate";
-
-/** A committed sync item together with who may see it (`cc` items only; `*` = everybody). */
-export type Published = SyncItem & { audience?: string[] };
+import type { Published, Publisher } from "../../db/mutate";
 
 type Listener = (items: Published[]) => void;
 
 /**
- * In-process fan-out of committed change-log items. The change-log writer publishes after commit;
- * the Socket.IO layer (and anything else) subscribes.
+ * In-process fan-out of committed change-log items. The change-log writer (`mutate`) publishes
+ * after commit; the Socket.IO layer (and anything else) subscribes.
  */
-export class Hub {
+export class Hub implements Publisher {
   private listeners = new Set<Listener>();
   subscribe(fn: Listener): () => void {
     this.listeners.add(fn);

@@ -1,0 +1,13 @@
+import { eq } from "drizzle-orm";
+import type { Tx } from "./connection";
+import { meta } from "./meta.table";
+
+/** An instance-wide fact of the `meta` table (installed version, cursor floor, last runs), or undefined. */
+export function readMeta(tx: Tx, key: string): string | undefined {
+  return tx.select().from(meta).where(eq(meta.key, key)).get()?.value;
+}
+
+/** Sets an instance-wide fact of the `meta` table. */
+export function writeMeta(tx: Tx, key: string, value: string): void {
+  tx.insert(meta).values({ key, value }).onConflictDoUpdate({ target: meta.key, set: { value } }).run();
+}

@@ -1,0 +1,19 @@
+import type { Feature } from "../feature";
+import { assetBulkJobs } from "./assets.bulk";
+import { assetRoutes } from "./assets.routes";
+import { removeStaleUploads } from "./assets.service";
+
+/** The asset tree: folders, uploads, versions, metadata, search, worksheet, bulk operations. */
+export const assetsFeature: Feature = {
+  name: "assets",
+  routes: assetRoutes,
+  jobs: assetBulkJobs,
+  housekeeping: [
+    {
+      name: "uploads",
+      describe: "delete temp files of interrupted uploads older than a day (on the --schedule-jobs schedule)",
+      schedule: (c) => c.scheduleJobs,
+      run: (ctx) => removeStaleUploads(ctx),
+    },
+  ],
+};

@@ -1,0 +1,29 @@
+import type { AnyElysia } from "elysia";
+import type { AssetsRemovedHook, Ctx, ProjectDictionary } from "../platform/context";
+import type { JobKind } from "../platform/jobs/runner";
+import type { Housekeeping } from "../platform/jobs/schedules";
+
+/** A handler of Bun.serve's own router (`routes` of Bun.serve), answered before the app. */
+export type ServeHandler = (req: Request & { params: Record<string, string | undefined> }) => Response | Promise<Response>;
+
+/**
+ * What one feature contributes to the instance. Each feature folder exports one of these from
+ * `<area>.feature.ts`; src/features/index.ts lists them all, and the app, the job runner, the
+ * schedules and the CLI read that list. Nothing is registered by importing a file.
+ */
+export type Feature = {
+  /** The area's name (its folder). */
+  name: string;
+  /** Its HTTP endpoints, as an Elysia plugin. */
+  routes?: (ctx: Ctx) => AnyElysia;
+  /** Paths answered by Bun.serve's own router before the app (hot public files). */
+  serveRoutes?: (ctx: Ctx) => Record<string, Record<"GET" | "HEAD", ServeHandler>>;
+  /** Its background job kinds, by kind name (the job object's `job` member). */
+  jobs?: Record<string, JobKind>;
+  /** Its scheduled housekeeping tasks (also run by `apis jobs run NAME`). */
+  housekeeping?: Housekeeping[];
+  /** What it does when another feature's event happens (see `Hooks` in src/platform/context.ts). */
+  hooks?: { assetsRemoved?: AssetsRemovedHook };
+  /** Data dictionaries it adds to the project init payload (spec 4.2), by name. */
+  projectDictionaries?: Record<string, ProjectDictionary>;
+};

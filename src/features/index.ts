@@ -1,0 +1,78 @@
+import type { Hooks } from "../platform/context";
+import type { JobKind } from "../platform/jobs/runner";
+import type { Housekeeping } from "../platform/jobs/schedules";
+import { accountFeature } from "./account/account.feature";
+import { apikeysFeature } from "./apikeys/apikeys.feature";
+import { assetsFeature } from "./assets/assets.feature";
+import { backupsFeature } from "./backups/backups.feature";
+import { damFeature } from "./dam/dam.feature";
+import type { Feature } from "./feature";
+import { instanceFeature } from "./instance/instance.feature";
+import { jobsFeature } from "./jobs/jobs.feature";
+import { mediaFeature } from "./media/media.feature";
+import { membersFeature } from "./members/members.feature";
+import { projectsFeature } from "./projects/projects.feature";
+import { sessionFeature } from "./session/session.feature";
+import { syncFeature } from "./sync/sync.feature";
+import { usersFeature } from "./users/users.feature";
+
+export type { Feature } from "./feature";
+
+/**
+ * THE list of features: the table of contents of the product. The HTTP app (routes), the job
+ * runner (job kinds), the schedules and `apis jobs` (housekeeping) and the hooks between
+ * features are all read from here. A new feature is one folder and one line below.
+ */
+export const features: readonly Feature[] = [
+  instanceFeature,
+  sessionFeature,
+  usersFeature,
+  projectsFeature,
+  accountFeature,
+  membersFeature,
+  apikeysFeature,
+  syncFeature,
+  jobsFeature,
+  backupsFeature,
+  assetsFeature,
+  damFeature,
+  mediaFeature,
+];
+
+/** Every job kind of the features, by name (a kind declared twice is a programming error). */
+export function jobKinds(list: readonly Feature[] = features): Map<string, JobKind> {
+  const out = new Map<string, JobKind>();
+  for (const f of list) {
+    for (const [name, kind] of Object.entries(f.jobs ?? {})) {
+      if (out.has(name)) throw new Error(`job kind ${name} is declared twice (${f.name})`);
+      out.set(name, kind);
+    }
+  }
+  return out;
+}
+
+/** Every housekeeping task of the features, in list order. */
+export function housekeepingTasks(list: readonly Feature[] = features): Housekeeping[] {
+  const out: Housekeeping[] = [];
+  for (const f of list) {
+    for (const task of f.housekeeping ?? []) {
+      if (out.some((t) => t.name === task.name)) throw new Error(`housekeeping task ${task.name} is declared twice (${f.name})`);
+      out.push(task);
+    }
+  }
+  return out;
+}
+
+/** The hooks of the features, gathered for `ctx.hooks`. */
+export function hooksOf(list: readonly Feature[] = features): Hooks {
+  // The dictionaries a project init always carries; the schema and queries features fill them.
+  const projectDictionaries = new Map<string, Hooks["projectDictionaries"] extends Map<string, infer D> ? D : never>(
+    ["definitions", "classes", "fields", "layouts", "queries"].map((name) => [name, () => ({})]),
+  );
+  const hooks: Hooks = { assetsRemoved: [], projectDictionaries };
+  for (const f of list) {
+    if (f.hooks?.assetsRemoved) hooks.assetsRemoved.push(f.hooks.assetsRemoved);
+    for (const [name, fn] of Object.entries(f.projectDictionaries ?? {})) projectDictionaries.set(name, fn);
+  }
+  return hooks;
+}

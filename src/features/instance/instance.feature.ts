@@ -1,0 +1,17 @@
+import type { Feature } from "../feature";
+import { instanceRoutes } from "./instance.routes";
+import { checkpoint } from "./instance.service";
+
+/** The instance itself: ping, languages, the installed version, database upkeep. */
+export const instanceFeature: Feature = {
+  name: "instance",
+  routes: instanceRoutes,
+  housekeeping: [
+    {
+      name: "checkpoint",
+      describe: "checkpoint the SQLite write-ahead log into the database file and truncate it",
+      schedule: (c) => c.scheduleCheckpoint,
+      run: (ctx) => checkpoint(ctx.db),
+    },
+  ],
+};

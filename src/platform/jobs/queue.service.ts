@@ -1,0 +1,126 @@
+import { and, asc, desc, eq, inArray, lt } from "drizzle-orm";
+import { newGid, now } from "../../core/ids";
+import { sqliteOf, type Tx } from "../../db/connection";
+import type { ChangeLog } from "../../db/mutate";
+import { jobs } from "./jobs.table";
+
+/**
+ * The rows of the job queue: every read and write of the `jobs` table, and the `jobs` sync item
+ * each change writes. The runner (runner.ts) and the jobs feature work through these.
+ */
+
+/** A job as stored. */
+export type Job = typeof jobs.$inferSelect;
+export type JobStatus = Job["status"];
+
+/** The job object of spec section 2, the `data` of every `jobs` sync item. */
+export type JobObject = {
+  project_gid: string | null;
+  job: string;
+  status: JobStatus;
+  info: Record<string, unknown>;
+  created_on: number;
+  updated_on: number;
+};
+
+export function jobObject(j: Job): JobObject {
+  return { project_gid: j.projectGid, job: j.kind, status: j.status, info: j.info ?? {}, created_on: j.createdOn, updated_on: j.updatedOn };
+}
+
+export type EnqueueSpec = {
+  kind: string;
+  projectGid?: string | null;
+  /** Who starts it: sees its sync items (with the project owner). Null for scheduled work. */
+  userGid?: string | null;
+  params?: Record<string, unknown>;
+  /** Initial `info` shown while queued. */
+  info?: Record<string, unknown>;
+};
+
+/**
+ * What services use to start background work (`ctx.jobs`). Inside a `mutate` the job row and its
+ * first sync item are part of that transaction, and the workers are woken once it commits.
+ */
+export interface JobQueue {
+  /** Queues a job of a known kind; returns its token (for `ok({"job.token": token})`). */
+  enqueue(spec: EnqueueSpec): string;
+  get(token: string): Job | undefined;
+}
+
+/** The owner of a project, read by name: the queue sits below the features and their tables. */
+function projectOwner(tx: Tx, projectGid: string): string | undefined {
+  const row = sqliteOf(tx).query("SELECT owner FROM projects WHERE gid = ?").get(projectGid) as { owner: string } | null;
+  return row?.owner;
+}
+
+/** Who sees a job's sync items: its starter and the owner of its project. */
+function audienceOf(tx: Tx, j: Job): string[] {
+  const out = new Set<string>();
+  if (j.userGid) out.add(j.userGid);
+  if (j.projectGid) {
+    const owner = projectOwner(tx, j.projectGid);
+    if (owner) out.add(owner);
+  }
+  return [...out];
+}
+
+/** Writes a job change and its `jobs` sync item (action UPDATE) in the caller's transaction. */
+export function writeJob(tx: Tx, log: ChangeLog, token: string, set: Partial<Job>): Job {
+  const j = tx.update(jobs).set({ ...set, updatedOn: now() }).where(eq(jobs.token, token)).returning().get();
+  if (!j) throw new Error(`job ${token} vanished`);
+  log.cc("UPDATE", "jobs", j.token, audienceOf(tx, j), jobObject(j));
+  return j;
+}
+
+/** Inserts a queued job and its first sync item in the caller's transaction; returns the token. */
+export function insertJob(tx: Tx, log: ChangeLog, spec: EnqueueSpec): string {
+  const t = now();
+  const j = tx
+    .insert(jobs)
+    .values({
+      token: newGid(),
+      projectGid: spec.projectGid ?? null,
+      kind: spec.kind,
+      status: "queued",
+      info: spec.info ?? {},
+      params: spec.params ?? {},
+      userGid: spec.userGid ?? null,
+      createdOn: t,
+      updatedOn: t,
+    })
+    .returning()
+    .get();
+  log.cc("UPDATE", "jobs", j.token, audienceOf(tx, j), jobObject(j));
+  return j.token;
+}
+
+export function getJob(tx: Tx, token: string): Job | undefined {
+  return tx.select().from(jobs).where(eq(jobs.token, token)).get();
+}
+
+/** Jobs of a project that are queued or running, optionally of some kinds. */
+export function activeJobs(tx: Tx, projectGid: string, kinds?: string[]): Job[] {
+  const where = [eq(jobs.projectGid, projectGid), inArray(jobs.status, ["queued", "processing"])];
+  if (kinds) where.push(inArray(jobs.kind, kinds));
+  return tx.select().from(jobs).where(and(...where)).all();
+}
+
+/** Jobs in a status, oldest first (at most `limit`). */
+export function jobsIn(tx: Tx, status: JobStatus, limit?: number): Job[] {
+  const q = tx.select().from(jobs).where(eq(jobs.status, status)).orderBy(asc(jobs.createdOn));
+  return limit === undefined ? q.all() : q.limit(limit).all();
+}
+
+/** The most recently created jobs, newest first (for `apis jobs list`). */
+export function recentJobs(tx: Tx, limit: number): Job[] {
+  return tx.select().from(jobs).orderBy(desc(jobs.createdOn)).limit(limit).all();
+}
+
+/** Deletes finished (done or rejected) jobs last changed before `before`; returns how many. */
+export function pruneJobs(tx: Tx, before: number): number {
+  return tx
+    .delete(jobs)
+    .where(and(inArray(jobs.status, ["done", "rejected"]), lt(jobs.updatedOn, before)))
+    .returning({ t: jobs.token })
+    .all().length;
+}
