@@ -142,6 +142,25 @@ describe("job runner", () => {
     expect(defaultOverlap).toBe(false);
   });
 
+  test("a job queued inside a change is part of it: kept and run when the change commits, gone when it rolls back", async () => {
+    let kept = "";
+    mutate(srv.ctx.db, srv.ctx.hub, () => {
+      kept = srv.ctx.jobs.enqueue({ kind: "test.count", projectGid: project, userGid: bob.gid, params: { n: 1, ms: 1 } });
+      // Not committed yet: no worker can have seen it.
+      expect(srv.ctx.jobs.get(kept)?.status).toBe("queued");
+    });
+    await until(() => srv.ctx.jobs.get(kept)?.status === "done");
+    let dropped = "";
+    expect(() =>
+      mutate(srv.ctx.db, srv.ctx.hub, () => {
+        dropped = srv.ctx.jobs.enqueue({ kind: "test.count", projectGid: project, userGid: bob.gid, params: { n: 1, ms: 1 } });
+        throw unprocessable("The change failed");
+      }),
+    ).toThrow("The change failed");
+    expect(dropped).not.toBe("");
+    expect(srv.ctx.jobs.get(dropped)).toBeUndefined();
+  });
+
   test("jobs/get answers the job object to its starter and the owner, 422 to other members and 403 outside the project", async () => {
     const token = srv.ctx.jobs.enqueue({ kind: "test.count", projectGid: project, userGid: bob.gid, params: { n: 1, ms: 1 } });
     await until(() => srv.ctx.jobs.get(token)?.status === "done");

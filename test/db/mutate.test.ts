@@ -1,0 +1,113 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { changes } from "../../src/db/changelog.table";
+import { migrate, openDatabase, type DB } from "../../src/db/connection";
+import { readMeta, writeMeta } from "../../src/db/meta";
+import { afterCommit, inUnit, mutate, type Published } from "../../src/db/mutate";
+import { Hub } from "../../src/platform/sync/hub";
+
+let dir: string;
+let db: DB;
+const hub = new Hub();
+const published: Published[][] = [];
+hub.subscribe((items) => published.push(items));
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), "apis-mutate-"));
+  db = openDatabase(join(dir, "apis.db"));
+  migrate(db);
+});
+afterAll(() => {
+  db.$client.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const keys = (items: Published[]) => items.map((i) => i.data_key);
+const logged = (key: string) => db.select().from(changes).all().some((c) => c.dataKey === key);
+
+describe("mutate: one unit of work per database", () => {
+  test("a nested mutate joins the open unit: same transaction, items published once after the outer commit", () => {
+    published.length = 0;
+    const seenInside: number[] = [];
+    mutate(db, hub, (tx, log) => {
+      writeMeta(tx, "t.outer", "1");
+      log.cc("UPDATE", "test", "outer", ["*"]);
+      mutate(db, hub, (inner, innerLog) => {
+        expect(inner).toBe(tx);
+        expect(innerLog).toBe(log);
+        writeMeta(inner, "t.inner", "1");
+        innerLog.cc("UPDATE", "test", "inner", ["*"]);
+      });
+      // Nothing is published while the unit is open.
+      seenInside.push(published.length);
+    });
+    expect(seenInside).toEqual([0]);
+    expect(published.map(keys)).toEqual([["outer", "inner"]]);
+    expect(readMeta(db, "t.outer")).toBe("1");
+    expect(readMeta(db, "t.inner")).toBe("1");
+    expect(inUnit(db)).toBe(false);
+  });
+
+  test("throwing in the outer unit rolls back what the nested one wrote, and publishes nothing", () => {
+    published.length = 0;
+    const after: string[] = [];
+    expect(() =>
+      mutate(db, hub, (tx, log) => {
+        mutate(db, hub, (inner, innerLog) => {
+          writeMeta(inner, "t.lost", "1");
+          innerLog.cc("UPDATE", "test", "lost-inner", ["*"]);
+          afterCommit(db, () => after.push("inner"));
+        });
+        log.cc("UPDATE", "test", "lost-outer", ["*"]);
+        throw new Error("changed my mind");
+      }),
+    ).toThrow("changed my mind");
+    expect(readMeta(db, "t.lost")).toBeUndefined();
+    expect(logged("lost-inner") || logged("lost-outer")).toBe(false);
+    expect(published).toEqual([]);
+    expect(after).toEqual([]);
+    expect(inUnit(db)).toBe(false);
+  });
+
+  test("a nested mutate that throws undoes only its own writes and items when the outer carries on", () => {
+    published.length = 0;
+    mutate(db, hub, (tx, log) => {
+      writeMeta(tx, "t.kept", "1");
+      log.cc("UPDATE", "test", "kept", ["*"]);
+      try {
+        mutate(db, hub, (inner, innerLog) => {
+          writeMeta(inner, "t.undone", "1");
+          innerLog.cc("UPDATE", "test", "undone", ["*"]);
+          afterCommit(db, () => {
+            throw new Error("must not run");
+          });
+          throw new Error("inner failure");
+        });
+      } catch (err) {
+        expect((err as Error).message).toBe("inner failure");
+      }
+    });
+    expect(readMeta(db, "t.kept")).toBe("1");
+    expect(readMeta(db, "t.undone")).toBeUndefined();
+    expect(logged("undone")).toBe(false);
+    expect(published.map(keys)).toEqual([["kept"]]);
+  });
+
+  test("after-commit tasks run once the outermost unit commits, and at once outside a unit", () => {
+    const order: string[] = [];
+    mutate(db, hub, () => {
+      afterCommit(db, () => order.push("queued in outer"));
+      mutate(db, hub, () => afterCommit(db, () => order.push("queued in inner")));
+      order.push("still in the transaction");
+    });
+    afterCommit(db, () => order.push("no unit"));
+    expect(order).toEqual(["still in the transaction", "queued in outer", "queued in inner", "no unit"]);
+  });
+
+  test("work that returns a promise is refused: a transaction cannot span an await", () => {
+    expect(() => mutate(db, hub, async () => {})).toThrow(/synchronous/);
+    expect(inUnit(db)).toBe(false);
+  });
+});
