@@ -21,7 +21,7 @@ const cron = z.string().refine((p) => {
 
 export const settings = {
   port: { env: "APIS_PORT", flag: "port", schema: int(0, 65535), default: 8080, help: "TCP port; 0 picks a free port" },
-  host: { env: "APIS_HOST", flag: "host", schema: z.string().min(1), default: "0.0.0.0", help: "address to listen on" },
+  host: { env: "APIS_HOST", flag: "host", schema: z.string().min(1), default: "127.0.0.1", help: "address to listen on; 0.0.0.0 (or ::) for every interface, e.g. in a container or without a reverse proxy" },
   data: { env: "APIS_DATA", flag: "data", schema: z.string().min(1), default: "./data", help: "data folder (database, files, backups)" },
   publicUrl: { env: "APIS_PUBLIC_URL", flag: "public-url", schema: z.url().or(z.literal("")), default: "", help: "public base URL used in links and media URLs (default http://localhost:<port>)" },
   jwtSecret: { env: "APIS_JWT_SECRET", flag: "jwt-secret", schema: z.string().min(32, "must be at least 32 characters").or(z.literal("")), default: "", help: "HS256 secret; generated into <data>/jwt.secret when empty" },

@@ -1,5 +1,5 @@
 #!/usr/bin/env bun
-import { ConfigError, loadConfig, settings, settingsHelp } from "./config";
+import { ConfigError, loadConfig, settings, settingsHelp, type Config } from "./config";
 import { parseArgs, UsageError } from "./cli/args";
 import { VERSION } from "./version";
 
@@ -44,6 +44,19 @@ function checkFlags(command: string, flags: Record<string, unknown>) {
   if (unknown.length) throw new UsageError(`unknown flag --${unknown[0]} for ${command}; see apis --help`);
 }
 
+/** Says who can reach the server, so a default that only serves this machine is no surprise. */
+function listenNote(host: string, port: number): string {
+  if (host === "0.0.0.0" || host === "::") return `reachable on every network interface of this machine (--host ${host}), port ${port}`;
+  if (host === "localhost" || host === "::1" || host.startsWith("127.")) return `reachable from this machine only (--host ${host}); use --host 0.0.0.0 or a reverse proxy (docs/deploy.md) to serve others`;
+  return `reachable at ${host} only (--host ${host})`;
+}
+
+/** Commands that open the database refuse a data folder they could not use, before creating anything. */
+async function checkData(config: Config) {
+  const { checkDataFolder } = await import("./cli/preflight");
+  checkDataFolder(config.dataDir);
+}
+
 async function main(argv: string[]): Promise<number> {
   const { words, flags } = parseArgs(argv);
   if (flags.version) {
@@ -59,9 +72,10 @@ async function main(argv: string[]): Promise<number> {
   const config = loadConfig(flags);
   switch (command) {
     case "serve": {
+      const { preflightServe } = await import("./cli/preflight");
+      await preflightServe(config);
       const { startServer } = await import("./server");
       const running = await startServer(config);
-      console.log(`Apis ${VERSION} listening on ${running.url} (data: ${config.dataDir})`);
       const shutdown = async (signal: string) => {
         running.ctx.log.info(`${signal}: finishing requests in flight and closing`);
         await running.stop();
@@ -69,9 +83,13 @@ async function main(argv: string[]): Promise<number> {
       };
       process.once("SIGINT", () => void shutdown("SIGINT"));
       process.once("SIGTERM", () => void shutdown("SIGTERM"));
+      // Printed once a signal stops the server cleanly: whoever waits for this line may send one.
+      console.log(`Apis ${VERSION} listening on ${running.url} (data: ${config.dataDir})`);
+      console.log(listenNote(config.host, running.port));
       return -1; // keep running
     }
     case "migrate": {
+      await checkData(config);
       const { openInstance } = await import("./server");
       const ctx = openInstance(config);
       console.log("database is up to date");
@@ -83,6 +101,7 @@ async function main(argv: string[]): Promise<number> {
       return doctor(config);
     }
     case "user": {
+      await checkData(config);
       const { openInstance } = await import("./server");
       const { userCommand } = await import("./cli/users.cli");
       const ctx = openInstance(config);
@@ -97,6 +116,7 @@ async function main(argv: string[]): Promise<number> {
       return backupCommand(config, words.slice(1), flags);
     }
     case "jobs": {
+      await checkData(config);
       const { openInstance } = await import("./server");
       const { jobsCommand } = await import("./cli/jobs.cli");
       const ctx = openInstance(config);

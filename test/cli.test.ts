@@ -1,8 +1,9 @@
 import { afterAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { servedUrl } from "./helpers/server";
+import { loadConfig } from "../src/config";
+import { servedUrl, until } from "./helpers/server";
 
 const root = join(import.meta.dir, "..");
 const dirs: string[] = [];
@@ -109,4 +110,121 @@ describe("serve", () => {
     expect(res.status).toBe(200);
     expect(await proc.exited).toBe(0);
   });
+});
+
+/** A spawned process's stdout and stderr, collected as they arrive. */
+function collect(proc: { stdout: ReadableStream<Uint8Array>; stderr: ReadableStream<Uint8Array> }) {
+  const got = { out: "", err: "" };
+  const pump = async (stream: ReadableStream<Uint8Array>, key: "out" | "err") => {
+    const decoder = new TextDecoder();
+    for await (const chunk of stream) got[key] += decoder.decode(chunk, { stream: true });
+  };
+  void pump(proc.stdout, "out");
+  void pump(proc.stderr, "err");
+  return got;
+}
+
+/** One line on stderr, exit code 2: how every start-up refusal ends. */
+function expectRefused(r: { code: number | null; err: string }, words: string) {
+  expect(r.code).toBe(2);
+  expect(r.err.trim().split("\n")).toHaveLength(1);
+  expect(r.err).toContain(words);
+}
+
+describe("start-up checks", () => {
+  test("a data folder that is a file, or lies below a file, ends start-up with one line and exit code 2 and creates nothing", () => {
+    const dir = tmp();
+    const file = join(dir, "not-a-folder");
+    writeFileSync(file, "x");
+    expectRefused(apis(["serve", "--port", "0", "--data", file]), "is a file, not a folder");
+    expectRefused(apis(["serve", "--port", "0", "--data", join(file, "data")]), `${file} is a file`);
+    expectRefused(apis(["migrate", "--data", file]), "is a file");
+    expectRefused(apis(["user", "list", "--data", file]), "is a file");
+    expect(readdirSync(dir)).toEqual(["not-a-folder"]);
+    expect(readFileSync(file, "utf8")).toBe("x");
+  }, 30_000);
+
+  // As root every folder is writable, so the check runs as "nobody" there (setpriv, util-linux).
+  const asRoot = process.getuid?.() === 0;
+  const setpriv = Bun.which("setpriv");
+  test.skipIf(asRoot && !setpriv)("a data folder the server's user cannot write ends start-up with one line and exit code 2 and stays empty", () => {
+    const dir = tmp();
+    chmodSync(dir, 0o755);
+    const locked = join(dir, "locked");
+    mkdirSync(locked, { mode: 0o555 });
+    chmodSync(locked, 0o555);
+    const prefix = asRoot ? [setpriv!, "--reuid=65534", "--regid=65534", "--clear-groups"] : [];
+    const run = (data: string) => {
+      const p = Bun.spawnSync([...prefix, process.execPath, join(root, "src/main.ts"), "serve", "--port", "0", "--data", data], {
+        cwd: dir,
+        env: { ...process.env, APIS_LOG_LEVEL: "error", HOME: dir, TMPDIR: dir },
+      });
+      return { code: p.exitCode, err: p.stderr.toString() };
+    };
+    expectRefused(run(locked), `data folder ${locked} is not writable`);
+    expectRefused(run(join(locked, "sub")), `cannot be created in ${locked}`);
+    expect(readdirSync(locked)).toEqual([]);
+  }, 30_000);
+
+  test("a port in use ends start-up with one line and exit code 2 before the data folder is created or migrated", () => {
+    const blocker = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("busy") });
+    try {
+      const data = join(tmp(), "new");
+      expectRefused(apis(["serve", "--host", "127.0.0.1", "--port", String(blocker.port), "--data", data]), `cannot listen on 127.0.0.1:${blocker.port}: the port is in use`);
+      expect(existsSync(data)).toBe(false);
+      const existing = tmp();
+      expectRefused(apis(["serve", "--host", "127.0.0.1", "--port", String(blocker.port), "--data", existing]), "the port is in use");
+      expect(readdirSync(existing)).toEqual([]);
+    } finally {
+      blocker.stop(true);
+    }
+  }, 30_000);
+
+  test("a host that is not an address of this machine, or not known at all, ends start-up with one line and exit code 2", () => {
+    const data = join(tmp(), "new");
+    // 192.0.2.0/24 is TEST-NET-1 (RFC 5737): never an address of a real interface.
+    expectRefused(apis(["serve", "--host", "192.0.2.1", "--port", "0", "--data", data]), "192.0.2.1 is not an address of this machine");
+    expectRefused(apis(["serve", "--host", "no-such-host.invalid", "--port", "0", "--data", data]), "host no-such-host.invalid is not known");
+    expect(existsSync(data)).toBe(false);
+  }, 30_000);
+
+  test("serve listens on 127.0.0.1 unless --host says otherwise, says so, and prints a relative --data as an absolute folder", async () => {
+    const cwd = tmp();
+    const proc = Bun.spawn([process.execPath, join(root, "src/main.ts"), "serve", "--port", "0", "--data", "rel/data"], {
+      cwd,
+      stdout: "pipe",
+      stderr: "pipe",
+      env: { ...process.env, APIS_LOG_LEVEL: "error" },
+    });
+    const got = collect(proc);
+    try {
+      await until(() => got.out.includes("reachable"), 20_000, "the start-up lines");
+      const url = got.out.match(/listening on (http:\/\/\S+) /)![1]!;
+      expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      expect(got.out).toContain(`(data: ${join(cwd, "rel", "data")})`);
+      expect(got.out).toContain("reachable from this machine only (--host 127.0.0.1)");
+      expect(existsSync(join(cwd, "rel", "data", "apis.db"))).toBe(true);
+      expect((await fetch(`${url}/api/ping`)).status).toBe(200);
+    } finally {
+      proc.kill("SIGTERM");
+      await proc.exited;
+    }
+  }, 30_000);
+
+  test("serve with --host 0.0.0.0 says it is reachable on every interface", async () => {
+    const proc = Bun.spawn([process.execPath, "src/main.ts", "serve", "--host", "0.0.0.0", "--port", "0", "--data", tmp()], {
+      cwd: root,
+      stdout: "pipe",
+      stderr: "pipe",
+      env: { ...process.env, APIS_LOG_LEVEL: "error" },
+    });
+    const got = collect(proc);
+    try {
+      await until(() => got.out.includes("reachable"), 20_000, "the start-up lines");
+      expect(got.out).toContain("reachable on every network interface of this machine (--host 0.0.0.0)");
+    } finally {
+      proc.kill("SIGTERM");
+      await proc.exited;
+    }
+  }, 30_000);
 });
