@@ -228,3 +228,18 @@ describe("start-up checks", () => {
     }
   }, 30_000);
 });
+
+describe("settings", () => {
+  test("sizes take K, M, G and T suffixes in flags and variables, and a size that is not one stops start-up with one line and exit code 2", () => {
+    const c = loadConfig({ "upload-max-bytes": "2G", "image-max-bytes": "512K", "sync-max-bytes": "1.5M" }, {});
+    expect([c.uploadMaxBytes, c.imageMaxBytes, c.syncMaxBytes]).toEqual([2 * 1024 ** 3, 512 * 1024, 1.5 * 1024 ** 2]);
+    expect(loadConfig({}, { APIS_UPLOAD_MAX_BYTES: "10M" }).uploadMaxBytes).toBe(10 * 1024 ** 2);
+    expect(loadConfig({}, { APIS_UPLOAD_MAX_BYTES: "10MiB" }).uploadMaxBytes).toBe(10 * 1024 ** 2);
+    expect(loadConfig({}, { APIS_UPLOAD_MAX_BYTES: "4096" }).uploadMaxBytes).toBe(4096);
+    const defaults = loadConfig({}, {});
+    expect([defaults.uploadMaxBytes, defaults.imageMaxBytes, defaults.syncMaxBytes]).toEqual([1024 ** 3, 10 * 1024 ** 2, 100_000]);
+    expectRefused(apis(["serve", "--upload-max-bytes", "2X", "--data", tmp()]), "--upload-max-bytes");
+    expectRefused(apis(["serve", "--data", tmp()], { APIS_IMAGE_MAX_BYTES: "2G" }), "must be between 1K and 1G");
+    expect(apis(["--help"]).out).toContain('(default: "1G")');
+  }, 30_000);
+});
