@@ -9,10 +9,11 @@ usage: apis <command> [flags]
 
 commands:
   serve                         serve the API (default command)
-  user create --username U --email E --password P [--name N]
-                                create an active account (bootstrap a new instance)
+  user create --username U --email E [--password P] [--name N]
+                                create an active account (bootstrap a new instance); without
+                                --password it is asked for (no echo) or read from stdin
   user list [--json]            list accounts
-  user set-password --username U --password P
+  user set-password --username U [--password P]
   user deactivate --username U  lock an account out (its tokens stop working)
   user reactivate --username U  let a deactivated account log in again
   migrate                       apply database migrations and exit

@@ -124,6 +124,39 @@ function collect(proc: { stdout: ReadableStream<Uint8Array>; stderr: ReadableStr
   return got;
 }
 
+/** `apis` with text on its stdin. */
+async function apisWithStdin(args: string[], input: string) {
+  const p = Bun.spawn([process.execPath, "src/main.ts", ...args], {
+    cwd: root,
+    stdin: new TextEncoder().encode(input),
+    stdout: "pipe",
+    stderr: "pipe",
+    env: { ...process.env, APIS_LOG_LEVEL: "error" },
+  });
+  const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+  return { code, out, err };
+}
+
+/** Starts a server on the data folder, answers the status of a login with each password, stops it. */
+async function loginStatuses(data: string, username: string, passwords: string[]): Promise<number[]> {
+  const proc = Bun.spawn([process.execPath, "src/main.ts", "serve", "--port", "0", "--data", data], {
+    cwd: root,
+    stdout: "pipe",
+    stderr: "pipe",
+    env: { ...process.env, APIS_LOG_LEVEL: "error" },
+  });
+  try {
+    const url = await servedUrl(proc);
+    const statuses: number[] = [];
+    for (const password of passwords)
+      statuses.push((await fetch(`${url}/api/login`, { method: "POST", body: JSON.stringify({ username, password }) })).status);
+    return statuses;
+  } finally {
+    proc.kill("SIGTERM");
+    await proc.exited;
+  }
+}
+
 /** One line on stderr, exit code 2: how every start-up refusal ends. */
 function expectRefused(r: { code: number | null; err: string }, words: string) {
   expect(r.code).toBe(2);
@@ -241,5 +274,45 @@ describe("settings", () => {
     expectRefused(apis(["serve", "--upload-max-bytes", "2X", "--data", tmp()]), "--upload-max-bytes");
     expectRefused(apis(["serve", "--data", tmp()], { APIS_IMAGE_MAX_BYTES: "2G" }), "must be between 1K and 1G");
     expect(apis(["--help"]).out).toContain('(default: "1G")');
+  }, 30_000);
+});
+
+describe("passwords", () => {
+  test("user create and set-password read the password from stdin when --password is absent, and refuse an empty one", async () => {
+    const data = tmp();
+    const created = await apisWithStdin(["user", "create", "--data", data, "--username", "piped", "--email", "piped@example.test"], "first-pass-1\n");
+    expect(created.code).toBe(0);
+    const changed = await apisWithStdin(["user", "set-password", "--data", data, "--username", "piped"], "second-pass-2\r\n");
+    expect(changed.code).toBe(0);
+    expectRefused(await apisWithStdin(["user", "set-password", "--data", data, "--username", "piped"], ""), "no password");
+    expectRefused(await apisWithStdin(["user", "set-password", "--data", data, "--username", "piped"], "short\n"), "password:");
+    expect(await loginStatuses(data, "piped", ["first-pass-1", "second-pass-2"])).toEqual([403, 200]);
+  }, 30_000);
+
+  test("on a terminal, user create asks for the password twice without echoing it, and two different answers change nothing", async () => {
+    const data = tmp();
+    const typeInto = async (args: string[], answers: string[]) => {
+      let screen = "";
+      const proc = Bun.spawn([process.execPath, "src/main.ts", ...args], {
+        cwd: root,
+        env: { ...process.env, APIS_LOG_LEVEL: "error" },
+        terminal: { cols: 100, rows: 24, data: (_t, bytes) => (screen += new TextDecoder().decode(bytes)) },
+      });
+      await until(() => screen.includes("Password: "), 20_000, "the first prompt");
+      proc.terminal!.write(`${answers[0]}\r`);
+      await until(() => screen.includes("Repeat password: "), 5000, "the second prompt");
+      proc.terminal!.write(`${answers[1]}\r`);
+      const code = await proc.exited;
+      return { code, screen };
+    };
+    const ok = await typeInto(["user", "create", "--data", data, "--username", "typed", "--email", "typed@example.test"], ["typed-pass-1", "typed-pass-1"]);
+    expect(ok.code).toBe(0);
+    expect(ok.screen).toContain("created user typed");
+    expect(ok.screen).not.toContain("typed-pass-1");
+    const differ = await typeInto(["user", "set-password", "--data", data, "--username", "typed"], ["other-pass-1", "other-pass-2"]);
+    expect(differ.code).toBe(2);
+    expect(differ.screen).toContain("the two passwords differ");
+    expect(differ.screen).not.toContain("other-pass");
+    expect(await loginStatuses(data, "typed", ["typed-pass-1"])).toEqual([200]);
   }, 30_000);
 });
