@@ -17,7 +17,7 @@ commands:
   user deactivate --username U  lock an account out (its tokens stop working)
   user reactivate --username U  let a deactivated account log in again
   migrate                       apply database migrations and exit
-  doctor                        check Bun, SQLite, sharp/libvips and the data folder
+  doctor [--data DIR]           check Bun, SQLite, sharp/libvips and the data folder (space, database, secret)
   jobs list [--limit N] [--json] housekeeping schedules (next/last run) and recent background jobs
   jobs run TASK                 run one housekeeping task now (changelog, checkpoint, jobs, ...)
   backup create [--out FILE]    archive the database (VACUUM INTO) and data files into one .tar, beside a running server

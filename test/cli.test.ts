@@ -316,3 +316,34 @@ describe("passwords", () => {
     expect(await loginStatuses(data, "typed", ["typed-pass-1"])).toEqual([200]);
   }, 30_000);
 });
+
+describe("doctor --data", () => {
+  test("checks the folder it is given and creates nothing: missing, a file, a migrated database, a secret others can read", () => {
+    const dir = tmp();
+    const missing = join(dir, "missing");
+    const first = apis(["doctor", "--data", missing]);
+    expect(first.code).toBe(0);
+    expect(first.out).toContain(`ok    data folder: ${missing} does not exist yet; serve creates it`);
+    expect(first.out).toMatch(/^ok {4}free space: [\d.]+ GiB free/m);
+    expect(existsSync(missing)).toBe(false);
+
+    writeFileSync(join(dir, "file"), "");
+    const file = apis(["doctor", "--data", join(dir, "file")]);
+    expect(file.code).toBe(1);
+    expect(file.out).toContain("FAIL  data folder:");
+    expect(file.out).toContain("is a file, not a folder");
+
+    const data = join(dir, "data");
+    expect(apis(["migrate", "--data", data]).code).toBe(0);
+    const migrated = apis(["doctor", "--data", data]);
+    expect(migrated.code).toBe(0);
+    expect(migrated.out).toContain(`ok    database: ${join(data, "apis.db")}`);
+    expect(migrated.out).toContain("integrity ok, migrations up to date");
+    expect(migrated.out).toContain("ok    jwt.secret: mode 600");
+
+    chmodSync(join(data, "jwt.secret"), 0o644);
+    const leaky = apis(["doctor", "--data", data]);
+    expect(leaky.code).toBe(1);
+    expect(leaky.out).toContain("FAIL  jwt.secret:");
+  }, 30_000);
+});
