@@ -77,13 +77,18 @@ async function main(argv: string[]): Promise<number> {
       await preflightServe(config);
       const { startServer } = await import("./server");
       const running = await startServer(config);
+      // A signal may come twice (Ctrl-C under `npm start` reaches npm, which passes it on, and the
+      // server): the first starts the stop, repeats are ignored instead of killing it half-way.
+      let stopping = false;
       const shutdown = async (signal: string) => {
+        if (stopping) return;
+        stopping = true;
         running.ctx.log.info(`${signal}: finishing requests in flight and closing`);
         await running.stop();
         process.exit(0);
       };
-      process.once("SIGINT", () => void shutdown("SIGINT"));
-      process.once("SIGTERM", () => void shutdown("SIGTERM"));
+      process.on("SIGINT", () => void shutdown("SIGINT"));
+      process.on("SIGTERM", () => void shutdown("SIGTERM"));
       // Printed once a signal stops the server cleanly: whoever waits for this line may send one.
       console.log(`Apis ${VERSION} listening on ${running.url} (data: ${config.dataDir})`);
       console.log(listenNote(config.host, running.port));

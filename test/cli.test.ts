@@ -347,3 +347,45 @@ describe("doctor --data", () => {
     expect(leaky.out).toContain("FAIL  jwt.secret:");
   }, 30_000);
 });
+
+describe("npm start", () => {
+  /** `npm start` in its own process group, as a terminal runs it; resolves with its URL. */
+  async function npmStart(data: string) {
+    const proc = Bun.spawn(["npm", "start", "--", "--port", "0", "--data", data], {
+      cwd: root,
+      stdout: "pipe",
+      stderr: "pipe",
+      detached: true,
+      env: { ...process.env, APIS_LOG_LEVEL: "error" },
+    });
+    return { proc, url: await servedUrl(proc) };
+  }
+  const portFree = async (port: number) => {
+    try {
+      Bun.serve({ hostname: "127.0.0.1", port, fetch: () => new Response("") }).stop(true);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+
+  test("SIGTERM to npm stops the server: npm exits, the port is released and the data folder let go", async () => {
+    const data = tmp();
+    const { proc, url } = await npmStart(data);
+    expect((await fetch(`${url}/api/ping`)).status).toBe(200);
+    expect(existsSync(join(data, "apis.pid"))).toBe(true);
+    proc.kill("SIGTERM");
+    await proc.exited;
+    await until(() => !existsSync(join(data, "apis.pid")), 15_000, "the server to let the data folder go");
+    expect(await until(() => portFree(Number(new URL(url).port)), 5000, "the port to be released")).toBe(true);
+  }, 30_000);
+
+  test("Ctrl-C (SIGINT to the whole process group) stops the server once, cleanly", async () => {
+    const data = tmp();
+    const { proc, url } = await npmStart(data);
+    process.kill(-proc.pid, "SIGINT");
+    await proc.exited;
+    await until(() => !existsSync(join(data, "apis.pid")), 15_000, "the server to let the data folder go");
+    expect(await until(() => portFree(Number(new URL(url).port)), 5000, "the port to be released")).toBe(true);
+  }, 30_000);
+});
