@@ -2,7 +2,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { loadConfig } from "../src/config";
+import { loadConfig, settings } from "../src/config";
 import { servedUrl, until } from "./helpers/server";
 
 const root = join(import.meta.dir, "..");
@@ -388,4 +388,32 @@ describe("npm start", () => {
     await until(() => !existsSync(join(data, "apis.pid")), 15_000, "the server to let the data folder go");
     expect(await until(() => portFree(Number(new URL(url).port)), 5000, "the port to be released")).toBe(true);
   }, 30_000);
+});
+
+describe("documentation", () => {
+  const readme = readFileSync(join(root, "README.md"), "utf8");
+  const docs = readdirSync(join(root, "docs"))
+    .filter((f) => f.endsWith(".md"))
+    .map((f) => ({ name: `docs/${f}`, text: readFileSync(join(root, "docs", f), "utf8") }));
+
+  test("README's configuration table has a row for every setting, with the default the code uses", () => {
+    for (const s of Object.values(settings)) {
+      const row = readme.split("\n").find((l) => l.startsWith(`| \`--${s.flag}\` | \`${s.env}\` |`));
+      expect(row, `README row of --${s.flag}`).toBeDefined();
+      const cell = row!.split("|")[3]!.trim().replace(/`/g, "");
+      if (typeof s.default === "number" || /^\d+[KMGT]$/.test(String(s.default)) || ["127.0.0.1", "./data", "*", "off"].includes(String(s.default)))
+        expect(cell, `default of --${s.flag} in README`).toBe(String(s.default));
+    }
+  });
+
+  test("wherever the docs give a number setting's default next to its flag, it is the code's", () => {
+    const numeric = Object.values(settings).filter((s) => typeof s.default === "number");
+    for (const { name, text } of [{ name: "README.md", text: readme }, ...docs]) {
+      for (const s of numeric) {
+        // "`--auth-ip-rate-limit`, 100", "`--rate-limit` / `APIS_RATE_LIMIT`, **200**", "`--auth-rate-limit` (10)"
+        const re = new RegExp(`\`--${s.flag}\`(?: / \`${s.env}\`)?(?:, | \\()\\**(\\d[\\d,]*)\\**`, "g");
+        for (const m of text.matchAll(re)) expect(`${name}: --${s.flag} ${m[1]!.replace(/,/g, "")}`).toBe(`${name}: --${s.flag} ${s.default}`);
+      }
+    }
+  });
 });
