@@ -98,7 +98,7 @@ async function main(argv: string[]): Promise<number> {
       await checkData(config);
       const { openInstance } = await import("./server");
       const ctx = openInstance(config);
-      console.log("database is up to date");
+      console.log(`database ${ctx.storage.database} is up to date`);
       ctx.db.$client.close();
       return 0;
     }

@@ -68,7 +68,7 @@ describe("the command line", () => {
     expect(weak.code).toBe(2);
     const list = apis(["user", "list", "--json", "--data", data]);
     expect(JSON.parse(list.out)).toEqual([expect.objectContaining({ username: "root", email: "root@example.test", name: "Root", status: "active" })]);
-  });
+  }, 30_000);
 
   test("user deactivate locks an account out and user reactivate lets it back in", async () => {
     const data = tmp();
@@ -79,7 +79,7 @@ describe("the command line", () => {
     expect(apis(["user", "reactivate", "--data", data, "--username", "ann"]).code).toBe(0);
     expect(listed()).toBe("active");
     expect(apis(["user", "reactivate", "--data", data, "--username", "ann"]).code).toBe(2);
-  });
+  }, 30_000);
 
   test("doctor checks sharp, SQLite and the data folder", () => {
     const r = apis(["doctor", "--data", tmp()]);
