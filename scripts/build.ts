@@ -1,4 +1,6 @@
 // `npm run build`: compiles src/main.ts into one self-contained executable, dist/apis.
+// `npm run build -- --target linux-arm64` cross-compiles for another Linux (glibc) machine into
+// dist/apis-linux-arm64 (targets: linux-x64, linux-arm64).
 //
 // Everything is bundled, including sharp's native addon and libvips: sharp normally loads its addon
 // with a computed require() and the addon finds libvips-cpp.so beside itself in node_modules, neither
@@ -6,26 +8,77 @@
 // dist/sharp.cjs) with a module that embeds libvips as a file, preloads it through
 // src/platform/images/embedded-libvips.ts, then requires the platform addon by a static path so the compiler
 // embeds it too. Running from source is unaffected.
+//
+// For the build machine's own platform the addon and libvips come from node_modules. For another
+// target, npm installed only this machine's @img packages (sharp lists the others as optional
+// dependencies), so the matching two, at the versions this sharp pins, are fetched with `npm pack`
+// (checked against the registry's integrity) into .cache/sharp-native/ and unpacked there once.
 import type { BunPlugin } from "bun";
 import { createRequire } from "node:module";
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 
 const root = join(import.meta.dir, "..");
 const defaultOutfile = join(root, "dist", "apis");
 const require = createRequire(join(root, "package.json"));
 
-/** The native files sharp uses on this machine (the build platform is the target platform). */
-export function sharpNativeFiles() {
-  const sharpDir = dirname(require.resolve("sharp/package.json"));
-  const sharpRequire = createRequire(join(sharpDir, "package.json"));
+/** Targets `--target` accepts: sharp's platform name → Bun's compile target. */
+export const TARGETS: ReadonlyMap<string, Bun.Build.CompileTarget> = new Map([
+  ["linux-x64", "bun-linux-x64"],
+  ["linux-arm64", "bun-linux-arm64"],
+]);
+
+function sharpDir() {
+  return dirname(require.resolve("sharp/package.json"));
+}
+
+/** This machine's platform as sharp names it (linux-x64, linuxmusl-x64, darwin-arm64, ...). */
+export function hostPlatform(): string {
+  const sharpRequire = createRequire(join(sharpDir(), "package.json"));
   const { runtimePlatformArch } = sharpRequire("./dist/libvips.cjs") as { runtimePlatformArch: () => string };
-  const platform = runtimePlatformArch(); // e.g. linux-x64, linuxmusl-x64, darwin-arm64
-  const addonDir = join(dirname(sharpRequire.resolve(`@img/sharp-${platform}/package`)), "lib");
+  return runtimePlatformArch();
+}
+
+/**
+ * The folder of an @img package for `platform`: from node_modules when npm installed it, else
+ * fetched (npm pack) at the version this sharp pins into `<root>/.cache/sharp-native/`.
+ */
+function imgPackageDir(name: string): string {
+  const sharpRequire = createRequire(join(sharpDir(), "package.json"));
+  try {
+    return dirname(sharpRequire.resolve(`${name}/package.json`));
+  } catch {
+    // not installed: another platform's package
+  }
+  const pins: Record<string, string> = JSON.parse(readFileSync(join(sharpDir(), "package.json"), "utf8")).optionalDependencies ?? {};
+  const version = Object.hasOwn(pins, name) ? pins[name] : undefined;
+  if (!version) throw new Error(`sharp has no optional dependency ${name}; is the target supported by this sharp?`);
+  const cache = join(root, ".cache", "sharp-native");
+  const dir = join(cache, `${name.replace("/", "+")}@${version}`);
+  if (existsSync(join(dir, "package.json"))) return dir;
+  mkdirSync(cache, { recursive: true });
+  console.log(`fetching ${name}@${version} (npm pack)`);
+  const pack = Bun.spawnSync(["npm", "pack", `${name}@${version}`, "--pack-destination", cache, "--json", "--silent"], { cwd: cache, stderr: "pipe" });
+  if (pack.exitCode !== 0) throw new Error(`npm pack ${name}@${version} failed:\n${pack.stderr.toString()}`);
+  const [{ filename }] = JSON.parse(pack.stdout.toString()) as { filename: string }[];
+  const unpacking = `${dir}.part`;
+  rmSync(unpacking, { recursive: true, force: true });
+  mkdirSync(unpacking, { recursive: true });
+  const untar = Bun.spawnSync(["tar", "-xzf", join(cache, filename!), "-C", unpacking, "--strip-components=1"], { stderr: "pipe" });
+  if (untar.exitCode !== 0) throw new Error(`unpacking ${filename} failed:\n${untar.stderr.toString()}`);
+  rmSync(join(cache, filename!), { force: true });
+  renameSync(unpacking, dir);
+  return dir;
+}
+
+/** The native files sharp uses on `platform` (default: this machine's). */
+export function sharpNativeFiles(platform = hostPlatform()) {
+  const addonDir = join(imgPackageDir(`@img/sharp-${platform}`), "lib");
   const addons = readdirSync(addonDir).filter((f) => f.endsWith(".node"));
   if (addons.length !== 1) throw new Error(`expected one .node file in ${addonDir}, found ${addons.join(", ") || "none"}`);
   const addon = join(addonDir, addons[0]!);
-  const libDir = dirname(sharpRequire.resolve(`@img/sharp-libvips-${platform}/lib`));
+  const libvipsDir = imgPackageDir(`@img/sharp-libvips-${platform}`);
+  const libDir = join(libvipsDir, "lib");
   const libs = readdirSync(libDir).filter((f) => /^libvips-cpp\.(so\.[\d.]+|[\d.]+\.dylib)$/.test(f));
   if (libs.length !== 1) throw new Error(`expected one libvips-cpp library in ${libDir}, found ${libs.join(", ") || "none"}`);
   const libName = libs[0]!;
@@ -34,12 +87,12 @@ export function sharpNativeFiles() {
     throw new Error(`${addons[0]} does not reference ${libName}; update scripts/build.ts`);
   const lib = readFileSync(join(libDir, libName));
   const sha256 = new Bun.CryptoHasher("sha256").update(lib).digest("hex");
-  const versions = readFileSync(sharpRequire.resolve(`@img/sharp-libvips-${platform}/versions`), "utf8");
+  const versions = readFileSync(join(libvipsDir, "versions.json"), "utf8");
   return { platform, addon, libPath: join(libDir, libName), libName, sha256, size: lib.length, versions };
 }
 
-export function embeddedSharpPlugin(): BunPlugin {
-  const native = sharpNativeFiles();
+export function embeddedSharpPlugin(platform?: string): BunPlugin {
+  const native = sharpNativeFiles(platform);
   const runtime = join(root, "src/platform/images/embedded-libvips.ts");
   const loader = `
 import libvipsFile from ${JSON.stringify(native.libPath)} with { type: "file" };
@@ -86,8 +139,15 @@ export default sharp;
   };
 }
 
-/** Builds the executable (default dist/apis). The source map is embedded in it (zstd). */
-export async function buildExecutable(outfile = defaultOutfile): Promise<{ outfile: string; bytes: number; ms: number }> {
+/**
+ * Builds the executable (default dist/apis; for another target dist/apis-<target>). The source map
+ * is embedded in it (zstd).
+ */
+export async function buildExecutable(outfile?: string, target?: string): Promise<{ outfile: string; bytes: number; ms: number }> {
+  const platform = target ?? hostPlatform();
+  const compileTarget = TARGETS.get(platform);
+  if (target !== undefined && !compileTarget) throw new Error(`unknown --target ${target}; one of ${[...TARGETS.keys()].join(", ")}`);
+  outfile ??= target === undefined ? defaultOutfile : join(root, "dist", `apis-${target}`);
   const started = performance.now();
   mkdirSync(dirname(outfile), { recursive: true });
   const result = await Bun.build({
@@ -99,6 +159,8 @@ export async function buildExecutable(outfile = defaultOutfile): Promise<{ outfi
       autoloadBunfig: false,
       autoloadTsconfig: false,
       autoloadPackageJson: false,
+      // Only when asked: Bun then fetches that target's runtime (and caches it).
+      ...(target !== undefined ? { target: compileTarget } : {}),
     },
     target: "bun",
     // No minification: Elysia reads each handler's and hook's source (`fn.toString()`) to decide
@@ -107,9 +169,12 @@ export async function buildExecutable(outfile = defaultOutfile): Promise<{ outfi
     // test/executable.test.ts walks a whole session in the binary to catch this.
     minify: false,
     sourcemap: "linked",
-    bytecode: true,
     format: "esm",
-    plugins: [embeddedSharpPlugin()],
+    // The bytecode is made by this machine's JavaScriptCore; whether another architecture's build
+    // accepts it cannot be checked here, so a cross build carries plain JS only (same code, a
+    // slightly slower start).
+    bytecode: platform === hostPlatform(),
+    plugins: [embeddedSharpPlugin(platform)],
   });
   if (!result.success) {
     for (const log of result.logs) console.error(log);
@@ -122,6 +187,18 @@ export async function buildExecutable(outfile = defaultOutfile): Promise<{ outfi
 }
 
 if (import.meta.main) {
-  const { outfile: out, bytes, ms } = await buildExecutable(process.argv[2] ? resolve(process.argv[2]) : undefined);
-  console.log(`built ${out} (${(bytes / 1024 / 1024).toFixed(1)} MiB) in ${(ms / 1000).toFixed(1)} s`);
+  // npm run build [-- [--target linux-arm64] [OUTFILE]]
+  const args = process.argv.slice(2);
+  let target: string | undefined;
+  let out: string | undefined;
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if (a === "--target") target = args[++i];
+    else if (a.startsWith("--target=")) target = a.slice("--target=".length);
+    else if (a.startsWith("--")) throw new Error(`unknown option ${a}; usage: npm run build -- [--target ${[...TARGETS.keys()].join("|")}] [OUTFILE]`);
+    else out = resolve(a);
+  }
+  if (args.includes("--target") && !target) throw new Error("--target needs a value");
+  const built = await buildExecutable(out, target);
+  console.log(`built ${built.outfile} (${(built.bytes / 1024 / 1024).toFixed(1)} MiB) in ${(built.ms / 1000).toFixed(1)} s`);
 }

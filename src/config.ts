@@ -7,6 +7,38 @@ import { z } from "zod";
  * over default. `apis --help` and the README list the same table.
  */
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+/**
+ * A size in bytes: a whole number, or a number with a binary suffix K, M, G or T (optionally
+ * followed by B or iB: `512K`, `10M`, `1.5G`, `2GiB`), as README writes them.
+ */
+const SIZE_UNITS: ReadonlyMap<string, number> = new Map([["", 1], ["k", 1024], ["m", 1024 ** 2], ["g", 1024 ** 3], ["t", 1024 ** 4]]);
+export function parseSize(raw: unknown): number | undefined {
+  if (typeof raw === "number") return Number.isSafeInteger(raw) ? raw : undefined;
+  if (typeof raw !== "string") return undefined;
+  const m = /^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$/i.exec(raw);
+  if (!m) return undefined;
+  const bytes = Number(m[1]) * SIZE_UNITS.get(m[2]!.toLowerCase())!;
+  if (!m[2] && !Number.isInteger(bytes)) return undefined; // "10.5" bytes
+  const n = Math.floor(bytes); // 1.1K
+  return Number.isSafeInteger(n) ? n : undefined;
+}
+const formatSize = (n: number) => {
+  for (const [suffix, unit] of [["T", 1024 ** 4], ["G", 1024 ** 3], ["M", 1024 ** 2], ["K", 1024]] as const) if (n >= unit && n % unit === 0) return `${n / unit}${suffix}`;
+  return String(n);
+};
+const size = (min: number, max: number) =>
+  z.union([z.number(), z.string()]).transform((raw, c) => {
+    const n = parseSize(raw);
+    if (n === undefined) {
+      c.addIssue({ code: "custom", message: "not a size (bytes, or a number with K, M, G or T: 512K, 10M, 2G)" });
+      return z.NEVER;
+    }
+    if (n < min || n > max) {
+      c.addIssue({ code: "custom", message: `must be between ${formatSize(min)} and ${formatSize(max)}` });
+      return z.NEVER;
+    }
+    return n;
+  });
 const bool = z.union([z.boolean(), z.enum(["true", "false", "1", "0", "yes", "no"]).transform((v) => ["true", "1", "yes"].includes(v))]);
 /** Whether a schedule setting means "never" ("" or "off"). */
 export function isOff(pattern: string): boolean {
@@ -26,7 +58,7 @@ const cron = z.string().refine((p) => {
 
 export const settings = {
   port: { env: "APIS_PORT", flag: "port", schema: int(0, 65535), default: 8080, help: "TCP port; 0 picks a free port" },
-  host: { env: "APIS_HOST", flag: "host", schema: z.string().min(1), default: "0.0.0.0", help: "address to listen on" },
+  host: { env: "APIS_HOST", flag: "host", schema: z.string().min(1), default: "127.0.0.1", help: "address to listen on; 0.0.0.0 (or ::) for every interface, e.g. in a container or without a reverse proxy" },
   data: { env: "APIS_DATA", flag: "data", schema: z.string().min(1), default: "./data", help: "data folder (database, files, backups)" },
   publicUrl: { env: "APIS_PUBLIC_URL", flag: "public-url", schema: z.url().or(z.literal("")), default: "", help: "public base URL used in links and media URLs (default http://localhost:<port>)" },
   jwtSecret: { env: "APIS_JWT_SECRET", flag: "jwt-secret", schema: z.string().min(32, "must be at least 32 characters").or(z.literal("")), default: "", help: "HS256 secret; generated into <data>/jwt.secret when empty" },
@@ -37,9 +69,9 @@ export const settings = {
   syncPageLimit: { env: "APIS_SYNC_PAGE_LIMIT", flag: "sync-page-limit", schema: int(10, 100000), default: 1000, help: "most sync items per /sync/get answer or initsync acknowledgement" },
   changeLogDays: { env: "APIS_CHANGE_LOG_DAYS", flag: "change-log-days", schema: int(1, 3650), default: 90, help: "days the change log is kept" },
   rateLimit: { env: "APIS_RATE_LIMIT", flag: "rate-limit", schema: int(0, 100000), default: 200, help: "requests per second per user and project when the membership sets none (0 = off)" },
-  uploadMaxBytes: { env: "APIS_UPLOAD_MAX_BYTES", flag: "upload-max-bytes", schema: int(1024, 2 ** 40), default: 1024 * 1024 * 1024, help: "largest asset upload in bytes" },
+  uploadMaxBytes: { env: "APIS_UPLOAD_MAX_BYTES", flag: "upload-max-bytes", schema: size(1024, 2 ** 40), default: "1G", help: "largest asset upload (bytes, or 512K, 10M, 2G)" },
   assetVersionsKept: { env: "APIS_ASSET_VERSIONS_KEPT", flag: "asset-versions-kept", schema: int(0, 1000), default: 5, help: "earlier versions of an asset kept after upload_update (older ones are deleted)" },
-  imageMaxBytes: { env: "APIS_IMAGE_MAX_BYTES", flag: "image-max-bytes", schema: int(1024, 2 ** 30), default: 10 * 1024 * 1024, help: "largest avatar/icon upload in bytes" },
+  imageMaxBytes: { env: "APIS_IMAGE_MAX_BYTES", flag: "image-max-bytes", schema: size(1024, 2 ** 30), default: "10M", help: "largest avatar/icon upload (bytes or with K, M, G)" },
   pixelLimit: { env: "APIS_PIXEL_LIMIT", flag: "pixel-limit", schema: int(1, 2 ** 31), default: 50_000_000, help: "largest input image in pixels (all frames)" },
   transformConcurrency: { env: "APIS_TRANSFORM_CONCURRENCY", flag: "transform-concurrency", schema: int(1, 256), default: 8, help: "transforms at once; more get 503" },
   transformTimeout: { env: "APIS_TRANSFORM_TIMEOUT", flag: "transform-timeout", schema: int(1, 600), default: 30, help: "seconds one transform may take" },
@@ -52,7 +84,7 @@ export const settings = {
   scheduleCodes: { env: "APIS_SCHEDULE_CODES", flag: "schedule-codes", schema: cron, default: "5 * * * *", help: "cron for deleting verification codes expired over a day ago" },
   scheduleBackups: { env: "APIS_SCHEDULE_BACKUPS", flag: "schedule-backups", schema: cron, default: "off", help: "cron for automatic backups of every active project changed since its last backup" },
   backupsKeep: { env: "APIS_BACKUPS_KEEP", flag: "backups-keep", schema: int(1, 10000), default: 7, help: "scheduled backups kept per project (older ones are deleted; manual ones are kept)" },
-  syncMaxBytes: { env: "APIS_SYNC_MAX_BYTES", flag: "sync-max-bytes", schema: int(1024, 100 * 1024 * 1024), default: 100_000, help: "largest message or polling body a /sync/io client may send, in bytes" },
+  syncMaxBytes: { env: "APIS_SYNC_MAX_BYTES", flag: "sync-max-bytes", schema: size(1024, 100 * 1024 * 1024), default: 100_000, help: "largest message or polling body a /sync/io client may send (bytes or with K, M)" },
   corsOrigins: { env: "APIS_CORS_ORIGINS", flag: "cors-origins", schema: z.string(), default: "*", help: "comma-separated origins allowed for browsers and /sync/io; * allows all" },
   trustProxy: { env: "APIS_TRUST_PROXY", flag: "trust-proxy", schema: bool, default: false, help: "take the client address from X-Forwarded-For" },
   authRateLimit: { env: "APIS_AUTH_RATE_LIMIT", flag: "auth-rate-limit", schema: int(0, 100000), default: 10, help: "failed logins/code checks and code requests per account or address per window (0 = off)" },

@@ -1,5 +1,5 @@
 #!/usr/bin/env bun
-import { ConfigError, loadConfig, settings, settingsHelp } from "./config";
+import { ConfigError, loadConfig, settings, settingsHelp, type Config } from "./config";
 import { parseArgs, UsageError } from "./cli/args";
 import { VERSION } from "./version";
 
@@ -9,14 +9,15 @@ usage: apis <command> [flags]
 
 commands:
   serve                         serve the API (default command)
-  user create --username U --email E --password P [--name N]
-                                create an active account (bootstrap a new instance)
+  user create --username U --email E [--password P] [--name N]
+                                create an active account (bootstrap a new instance); without
+                                --password it is asked for (no echo) or read from stdin
   user list [--json]            list accounts
-  user set-password --username U --password P
+  user set-password --username U [--password P]
   user deactivate --username U  lock an account out (its tokens stop working)
   user reactivate --username U  let a deactivated account log in again
   migrate                       apply database migrations and exit
-  doctor                        check Bun, SQLite, sharp/libvips and the data folder
+  doctor [--data DIR]           check Bun, SQLite, sharp/libvips and the data folder (space, database, secret)
   jobs list [--limit N] [--json] housekeeping schedules (next/last run) and recent background jobs
   jobs run TASK                 run one housekeeping task now (changelog, checkpoint, jobs, ...)
   backup create [--out FILE]    archive the database (VACUUM INTO) and data files into one .tar, beside a running server
@@ -44,6 +45,19 @@ function checkFlags(command: string, flags: Record<string, unknown>) {
   if (unknown.length) throw new UsageError(`unknown flag --${unknown[0]} for ${command}; see apis --help`);
 }
 
+/** Says who can reach the server, so a default that only serves this machine is no surprise. */
+function listenNote(host: string, port: number): string {
+  if (host === "0.0.0.0" || host === "::") return `reachable on every network interface of this machine (--host ${host}), port ${port}`;
+  if (host === "localhost" || host === "::1" || host.startsWith("127.")) return `reachable from this machine only (--host ${host}); use --host 0.0.0.0 or a reverse proxy (docs/deploy.md) to serve others`;
+  return `reachable at ${host} only (--host ${host})`;
+}
+
+/** Commands that open the database refuse a data folder they could not use, before creating anything. */
+async function checkData(config: Config) {
+  const { checkDataFolder } = await import("./cli/preflight");
+  checkDataFolder(config.dataDir);
+}
+
 async function main(argv: string[]): Promise<number> {
   const { words, flags } = parseArgs(argv);
   if (flags.version) {
@@ -59,22 +73,32 @@ async function main(argv: string[]): Promise<number> {
   const config = loadConfig(flags);
   switch (command) {
     case "serve": {
+      const { preflightServe } = await import("./cli/preflight");
+      await preflightServe(config);
       const { startServer } = await import("./app/server");
       const running = await startServer(config);
-      console.log(`Apis ${VERSION} listening on ${running.url} (data: ${config.dataDir})`);
+      // A signal may come twice (Ctrl-C under `npm start` reaches npm, which passes it on, and the
+      // server): the first starts the stop, repeats are ignored instead of killing it half-way.
+      let stopping = false;
       const shutdown = async (signal: string) => {
+        if (stopping) return;
+        stopping = true;
         running.ctx.log.info(`${signal}: finishing requests in flight and closing`);
         await running.stop();
         process.exit(0);
       };
-      process.once("SIGINT", () => void shutdown("SIGINT"));
-      process.once("SIGTERM", () => void shutdown("SIGTERM"));
+      process.on("SIGINT", () => void shutdown("SIGINT"));
+      process.on("SIGTERM", () => void shutdown("SIGTERM"));
+      // Printed once a signal stops the server cleanly: whoever waits for this line may send one.
+      console.log(`Apis ${VERSION} listening on ${running.url} (data: ${config.dataDir})`);
+      console.log(listenNote(config.host, running.port));
       return -1; // keep running
     }
     case "migrate": {
+      await checkData(config);
       const { openInstance } = await import("./app/instance");
       const ctx = openInstance(config);
-      console.log("database is up to date");
+      console.log(`database ${ctx.storage.database} is up to date`);
       ctx.db.$client.close();
       return 0;
     }
@@ -83,6 +107,7 @@ async function main(argv: string[]): Promise<number> {
       return doctor(config);
     }
     case "user": {
+      await checkData(config);
       const { openInstance } = await import("./app/instance");
       const { userCommand } = await import("./cli/users.cli");
       const ctx = openInstance(config);
@@ -97,6 +122,7 @@ async function main(argv: string[]): Promise<number> {
       return backupCommand(config, words.slice(1), flags);
     }
     case "jobs": {
+      await checkData(config);
       const { openInstance } = await import("./app/instance");
       const { jobsCommand } = await import("./cli/jobs.cli");
       const ctx = openInstance(config);

@@ -1,12 +1,79 @@
 import { Database } from "bun:sqlite";
-import { accessSync, constants, mkdirSync } from "node:fs";
+import { existsSync, statfsSync, statSync } from "node:fs";
+import { dirname, join } from "node:path";
 import type { Config } from "../config";
+import { migrationsMeta } from "../db/connection";
+import { liveServerPid } from "../lib/pidfile";
+import { Storage } from "../storage/paths";
 import { VERSION } from "../version";
+import { checkDataFolder } from "./preflight";
 
-/** `apis doctor`: versions, data folder, one small in-memory resize. Exit code 1 if anything fails. */
+type Check = (name: string, fn: () => Promise<string> | string) => Promise<void>;
+
+const gib = (bytes: number) => `${(bytes / 1024 ** 3).toFixed(1)} GiB`;
+/** Below this much free space the data folder check fails (uploads, backups and the WAL need room). */
+const MIN_FREE = 256 * 1024 ** 2;
+
+/**
+ * The data folder named by --data (or APIS_DATA): usable as `serve` needs it, free space, the
+ * database's integrity and migrations, the JWT secret's mode. Reads only; creates nothing.
+ */
+async function checkDataDir(dataDir: string, check: Check) {
+  const exists = existsSync(dataDir);
+  await check("data folder", () => {
+    checkDataFolder(dataDir); // the same test `serve` makes before it starts
+    if (!exists) return `${dataDir} does not exist yet; serve creates it`;
+    const pid = liveServerPid(dataDir);
+    return `${dataDir} (writable${pid ? `; in use by a server, pid ${pid}` : ""})`;
+  });
+  await check("free space", () => {
+    let dir = dataDir;
+    while (!existsSync(dir) && dir !== dirname(dir)) dir = dirname(dir);
+    const fs = statfsSync(dir);
+    const free = fs.bavail * fs.bsize;
+    if (free < MIN_FREE) throw new Error(`${gib(free)} free on the data folder's file system (less than ${gib(MIN_FREE)})`);
+    return `${gib(free)} free of ${gib(fs.blocks * fs.bsize)}`;
+  });
+  if (!exists) return;
+  const file = new Storage(dataDir).database;
+  if (existsSync(file)) {
+    await check("database", () => {
+      const db = new Database(file, { readonly: true });
+      try {
+        const result = (db.query("PRAGMA quick_check").all() as { quick_check: string }[]).map((r) => r.quick_check);
+        if (result.join() !== "ok") throw new Error(`${file} is damaged: ${result.slice(0, 3).join("; ")} (restore a backup: apis backup restore)`);
+        const known = migrationsMeta();
+        let applied: { created_at: number }[] = [];
+        try {
+          applied = db.query("SELECT created_at FROM __drizzle_migrations").all() as { created_at: number }[];
+        } catch {
+          // a database no migration has reached yet
+        }
+        const newest = Math.max(0, ...known.map((m) => m.folderMillis));
+        if (applied.some((m) => Number(m.created_at) > newest))
+          throw new Error(`${file} was migrated by a newer Apis than ${VERSION}; run that version, or restore the backup taken before the upgrade`);
+        const pending = known.length - applied.length;
+        const size = statSync(file).size + (existsSync(`${file}-wal`) ? statSync(`${file}-wal`).size : 0);
+        return `${file} (${(size / 1024 ** 2).toFixed(1)} MiB, integrity ok, ${pending > 0 ? `${pending} migration(s) to apply at the next start` : "migrations up to date"})`;
+      } finally {
+        db.close();
+      }
+    });
+  }
+  const secret = join(dataDir, "jwt.secret");
+  if (existsSync(secret)) {
+    await check("jwt.secret", () => {
+      const mode = statSync(secret).mode & 0o777;
+      if (mode & 0o077) throw new Error(`${secret} is readable by others (mode ${mode.toString(8)}); chmod 600 it`);
+      return "mode 600";
+    });
+  }
+}
+
+/** `apis doctor [--data DIR]`: versions, one small in-memory resize, the data folder. Exit code 1 if anything fails. */
 export async function doctor(config: Config): Promise<number> {
   let failed = 0;
-  const check = async (name: string, fn: () => Promise<string> | string) => {
+  const check: Check = async (name, fn) => {
     try {
       console.log(`ok    ${name}: ${await fn()}`);
     } catch (err) {
@@ -35,11 +102,7 @@ export async function doctor(config: Config): Promise<number> {
     if (out.info.width !== 16 || out.info.height !== 12) throw new Error(`unexpected size ${out.info.width}x${out.info.height}`);
     return "64x48 png -> 16x12 jpeg";
   });
-  await check("data folder", () => {
-    mkdirSync(config.dataDir, { recursive: true });
-    accessSync(config.dataDir, constants.R_OK | constants.W_OK);
-    return `${config.dataDir} (writable)`;
-  });
+  await checkDataDir(config.dataDir, check);
   console.log(failed ? `${failed} check(s) failed` : "all checks passed");
   return failed ? 1 : 0;
 }

@@ -3,6 +3,7 @@ import { mutate } from "../db/mutate";
 import { users } from "../features/users/users.table";
 import { createPerson, findByUsername, hashPassword, passwordIssues, setPassword, updateUser } from "../features/users/users.service";
 import { stringFlag, UsageError } from "./args";
+import { readPassword } from "./password";
 
 /** `apis user create|list|set-password|deactivate|reactivate` for admins. Returns the exit code. */
 export async function userCommand(ctx: Ctx, sub: string | undefined, flags: Record<string, string | boolean>): Promise<number> {
@@ -11,9 +12,9 @@ export async function userCommand(ctx: Ctx, sub: string | undefined, flags: Reco
     case "create": {
       const username = stringFlag(flags, "username", true)!;
       const email = stringFlag(flags, "email", true)!;
-      const password = stringFlag(flags, "password", true)!;
+      const password = await readPassword(flags);
       const issues = passwordIssues(password);
-      if (issues.length) throw new UsageError(`--password: ${issues[0]!.message}`);
+      if (issues.length) throw new UsageError(`password: ${issues[0]!.message}`);
       const hash = await hashPassword(password);
       const u = mutate(ctx.db, ctx.hub, (tx, log) =>
         createPerson(tx, log, { username, email, passwordHash: hash, name: stringFlag(flags, "name") }),
@@ -29,11 +30,11 @@ export async function userCommand(ctx: Ctx, sub: string | undefined, flags: Reco
     }
     case "set-password": {
       const username = stringFlag(flags, "username", true)!;
-      const password = stringFlag(flags, "password", true)!;
-      const issues = passwordIssues(password);
-      if (issues.length) throw new UsageError(`--password: ${issues[0]!.message}`);
       const u = findByUsername(ctx.db, username);
       if (!u) throw new UsageError(`no user ${username}`);
+      const password = await readPassword(flags);
+      const issues = passwordIssues(password);
+      if (issues.length) throw new UsageError(`password: ${issues[0]!.message}`);
       const hash = await hashPassword(password);
       mutate(ctx.db, ctx.hub, (tx, log) => setPassword(tx, log, u.gid, hash));
       console.log(`password of ${username} changed; its old tokens no longer work`);

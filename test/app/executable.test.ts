@@ -141,7 +141,7 @@ describe.skipIf(process.platform !== "linux")("the compiled executable", () => {
     const p = Bun.spawn(["./apis", "serve", "--port", "0", "--data", join(tmp, "d")], { cwd: folder, env, stdout: "pipe", stderr: "pipe" });
     try {
       const url = await servedUrl(p);
-      expect(url).toMatch(/^http:\/\/localhost:\d+$/);
+      expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/); // 127.0.0.1 unless --host says otherwise
       const res = await fetch(`${url}/api/ping`);
       expect(res.status).toBe(200);
       expect(((await res.json()) as any).result.pong).toBe(true);

@@ -1,8 +1,9 @@
 import { afterAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { servedUrl } from "../helpers/server";
+import { loadConfig, settings } from "../../src/config";
+import { servedUrl, until } from "../helpers/server";
 
 const root = join(import.meta.dir, "../..");
 const dirs: string[] = [];
@@ -67,7 +68,7 @@ describe("the command line", () => {
     expect(weak.code).toBe(2);
     const list = apis(["user", "list", "--json", "--data", data]);
     expect(JSON.parse(list.out)).toEqual([expect.objectContaining({ username: "root", email: "root@example.test", name: "Root", status: "active" })]);
-  });
+  }, 30_000);
 
   test("user deactivate locks an account out and user reactivate lets it back in", async () => {
     const data = tmp();
@@ -78,7 +79,7 @@ describe("the command line", () => {
     expect(apis(["user", "reactivate", "--data", data, "--username", "ann"]).code).toBe(0);
     expect(listed()).toBe("active");
     expect(apis(["user", "reactivate", "--data", data, "--username", "ann"]).code).toBe(2);
-  });
+  }, 30_000);
 
   test("doctor checks sharp, SQLite and the data folder", () => {
     const r = apis(["doctor", "--data", tmp()]);
@@ -108,5 +109,311 @@ describe("serve", () => {
     const res = await inFlight;
     expect(res.status).toBe(200);
     expect(await proc.exited).toBe(0);
+  });
+});
+
+/** A spawned process's stdout and stderr, collected as they arrive. */
+function collect(proc: { stdout: ReadableStream<Uint8Array>; stderr: ReadableStream<Uint8Array> }) {
+  const got = { out: "", err: "" };
+  const pump = async (stream: ReadableStream<Uint8Array>, key: "out" | "err") => {
+    const decoder = new TextDecoder();
+    for await (const chunk of stream) got[key] += decoder.decode(chunk, { stream: true });
+  };
+  void pump(proc.stdout, "out");
+  void pump(proc.stderr, "err");
+  return got;
+}
+
+/** `apis` with text on its stdin. */
+async function apisWithStdin(args: string[], input: string) {
+  const p = Bun.spawn([process.execPath, "src/main.ts", ...args], {
+    cwd: root,
+    stdin: new TextEncoder().encode(input),
+    stdout: "pipe",
+    stderr: "pipe",
+    env: { ...process.env, APIS_LOG_LEVEL: "error" },
+  });
+  const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+  return { code, out, err };
+}
+
+/** Starts a server on the data folder, answers the status of a login with each password, stops it. */
+async function loginStatuses(data: string, username: string, passwords: string[]): Promise<number[]> {
+  const proc = Bun.spawn([process.execPath, "src/main.ts", "serve", "--port", "0", "--data", data], {
+    cwd: root,
+    stdout: "pipe",
+    stderr: "pipe",
+    env: { ...process.env, APIS_LOG_LEVEL: "error" },
+  });
+  try {
+    const url = await servedUrl(proc);
+    const statuses: number[] = [];
+    for (const password of passwords)
+      statuses.push((await fetch(`${url}/api/login`, { method: "POST", body: JSON.stringify({ username, password }) })).status);
+    return statuses;
+  } finally {
+    proc.kill("SIGTERM");
+    await proc.exited;
+  }
+}
+
+/** One line on stderr, exit code 2: how every start-up refusal ends. */
+function expectRefused(r: { code: number | null; err: string }, words: string) {
+  expect(r.code).toBe(2);
+  expect(r.err.trim().split("\n")).toHaveLength(1);
+  expect(r.err).toContain(words);
+}
+
+describe("start-up checks", () => {
+  test("a data folder that is a file, or lies below a file, ends start-up with one line and exit code 2 and creates nothing", () => {
+    const dir = tmp();
+    const file = join(dir, "not-a-folder");
+    writeFileSync(file, "x");
+    expectRefused(apis(["serve", "--port", "0", "--data", file]), "is a file, not a folder");
+    expectRefused(apis(["serve", "--port", "0", "--data", join(file, "data")]), `${file} is a file`);
+    expectRefused(apis(["migrate", "--data", file]), "is a file");
+    expectRefused(apis(["user", "list", "--data", file]), "is a file");
+    expect(readdirSync(dir)).toEqual(["not-a-folder"]);
+    expect(readFileSync(file, "utf8")).toBe("x");
+  }, 30_000);
+
+  // As root every folder is writable, so the check runs as "nobody" there (setpriv, util-linux).
+  const asRoot = process.getuid?.() === 0;
+  const setpriv = Bun.which("setpriv");
+  test.skipIf(asRoot && !setpriv)("a data folder the server's user cannot write ends start-up with one line and exit code 2 and stays empty", () => {
+    const dir = tmp();
+    chmodSync(dir, 0o755);
+    const locked = join(dir, "locked");
+    mkdirSync(locked, { mode: 0o555 });
+    chmodSync(locked, 0o555);
+    const prefix = asRoot ? [setpriv!, "--reuid=65534", "--regid=65534", "--clear-groups"] : [];
+    const run = (data: string) => {
+      const p = Bun.spawnSync([...prefix, process.execPath, join(root, "src/main.ts"), "serve", "--port", "0", "--data", data], {
+        cwd: dir,
+        env: { ...process.env, APIS_LOG_LEVEL: "error", HOME: dir, TMPDIR: dir },
+      });
+      return { code: p.exitCode, err: p.stderr.toString() };
+    };
+    expectRefused(run(locked), `data folder ${locked} is not writable`);
+    expectRefused(run(join(locked, "sub")), `cannot be created in ${locked}`);
+    expect(readdirSync(locked)).toEqual([]);
+  }, 30_000);
+
+  test("a port in use ends start-up with one line and exit code 2 before the data folder is created or migrated", () => {
+    const blocker = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("busy") });
+    try {
+      const data = join(tmp(), "new");
+      expectRefused(apis(["serve", "--host", "127.0.0.1", "--port", String(blocker.port), "--data", data]), `cannot listen on 127.0.0.1:${blocker.port}: the port is in use`);
+      expect(existsSync(data)).toBe(false);
+      const existing = tmp();
+      expectRefused(apis(["serve", "--host", "127.0.0.1", "--port", String(blocker.port), "--data", existing]), "the port is in use");
+      expect(readdirSync(existing)).toEqual([]);
+    } finally {
+      blocker.stop(true);
+    }
+  }, 30_000);
+
+  test("a host that is not an address of this machine, or not known at all, ends start-up with one line and exit code 2", () => {
+    const data = join(tmp(), "new");
+    // 192.0.2.0/24 is TEST-NET-1 (RFC 5737): never an address of a real interface.
+    expectRefused(apis(["serve", "--host", "192.0.2.1", "--port", "0", "--data", data]), "192.0.2.1 is not an address of this machine");
+    expectRefused(apis(["serve", "--host", "no-such-host.invalid", "--port", "0", "--data", data]), "host no-such-host.invalid is not known");
+    expect(existsSync(data)).toBe(false);
+  }, 30_000);
+
+  test("serve listens on 127.0.0.1 unless --host says otherwise, says so, and prints a relative --data as an absolute folder", async () => {
+    const cwd = tmp();
+    const proc = Bun.spawn([process.execPath, join(root, "src/main.ts"), "serve", "--port", "0", "--data", "rel/data"], {
+      cwd,
+      stdout: "pipe",
+      stderr: "pipe",
+      env: { ...process.env, APIS_LOG_LEVEL: "error" },
+    });
+    const got = collect(proc);
+    try {
+      await until(() => got.out.includes("reachable"), 20_000, "the start-up lines");
+      const url = got.out.match(/listening on (http:\/\/\S+) /)![1]!;
+      expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      expect(got.out).toContain(`(data: ${join(cwd, "rel", "data")})`);
+      expect(got.out).toContain("reachable from this machine only (--host 127.0.0.1)");
+      expect(existsSync(join(cwd, "rel", "data", "apis.db"))).toBe(true);
+      expect((await fetch(`${url}/api/ping`)).status).toBe(200);
+    } finally {
+      proc.kill("SIGTERM");
+      await proc.exited;
+    }
+  }, 30_000);
+
+  test("serve with --host 0.0.0.0 says it is reachable on every interface", async () => {
+    const proc = Bun.spawn([process.execPath, "src/main.ts", "serve", "--host", "0.0.0.0", "--port", "0", "--data", tmp()], {
+      cwd: root,
+      stdout: "pipe",
+      stderr: "pipe",
+      env: { ...process.env, APIS_LOG_LEVEL: "error" },
+    });
+    const got = collect(proc);
+    try {
+      await until(() => got.out.includes("reachable"), 20_000, "the start-up lines");
+      expect(got.out).toContain("reachable on every network interface of this machine (--host 0.0.0.0)");
+    } finally {
+      proc.kill("SIGTERM");
+      await proc.exited;
+    }
+  }, 30_000);
+});
+
+describe("settings", () => {
+  test("sizes take K, M, G and T suffixes in flags and variables, and a size that is not one stops start-up with one line and exit code 2", () => {
+    const c = loadConfig({ "upload-max-bytes": "2G", "image-max-bytes": "512K", "sync-max-bytes": "1.5M" }, {});
+    expect([c.uploadMaxBytes, c.imageMaxBytes, c.syncMaxBytes]).toEqual([2 * 1024 ** 3, 512 * 1024, 1.5 * 1024 ** 2]);
+    expect(loadConfig({}, { APIS_UPLOAD_MAX_BYTES: "10M" }).uploadMaxBytes).toBe(10 * 1024 ** 2);
+    expect(loadConfig({}, { APIS_UPLOAD_MAX_BYTES: "10MiB" }).uploadMaxBytes).toBe(10 * 1024 ** 2);
+    expect(loadConfig({}, { APIS_UPLOAD_MAX_BYTES: "4096" }).uploadMaxBytes).toBe(4096);
+    const defaults = loadConfig({}, {});
+    expect([defaults.uploadMaxBytes, defaults.imageMaxBytes, defaults.syncMaxBytes]).toEqual([1024 ** 3, 10 * 1024 ** 2, 100_000]);
+    expectRefused(apis(["serve", "--upload-max-bytes", "2X", "--data", tmp()]), "--upload-max-bytes");
+    expectRefused(apis(["serve", "--data", tmp()], { APIS_IMAGE_MAX_BYTES: "2G" }), "must be between 1K and 1G");
+    expect(apis(["--help"]).out).toContain('(default: "1G")');
+  }, 30_000);
+});
+
+describe("passwords", () => {
+  test("user create and set-password read the password from stdin when --password is absent, and refuse an empty one", async () => {
+    const data = tmp();
+    const created = await apisWithStdin(["user", "create", "--data", data, "--username", "piped", "--email", "piped@example.test"], "first-pass-1\n");
+    expect(created.code).toBe(0);
+    const changed = await apisWithStdin(["user", "set-password", "--data", data, "--username", "piped"], "second-pass-2\r\n");
+    expect(changed.code).toBe(0);
+    expectRefused(await apisWithStdin(["user", "set-password", "--data", data, "--username", "piped"], ""), "no password");
+    expectRefused(await apisWithStdin(["user", "set-password", "--data", data, "--username", "piped"], "short\n"), "password:");
+    expect(await loginStatuses(data, "piped", ["first-pass-1", "second-pass-2"])).toEqual([403, 200]);
+  }, 30_000);
+
+  test("on a terminal, user create asks for the password twice without echoing it, and two different answers change nothing", async () => {
+    const data = tmp();
+    const typeInto = async (args: string[], answers: string[]) => {
+      let screen = "";
+      const proc = Bun.spawn([process.execPath, "src/main.ts", ...args], {
+        cwd: root,
+        env: { ...process.env, APIS_LOG_LEVEL: "error" },
+        terminal: { cols: 100, rows: 24, data: (_t, bytes) => (screen += new TextDecoder().decode(bytes)) },
+      });
+      await until(() => screen.includes("Password: "), 20_000, "the first prompt");
+      proc.terminal!.write(`${answers[0]}\r`);
+      await until(() => screen.includes("Repeat password: "), 5000, "the second prompt");
+      proc.terminal!.write(`${answers[1]}\r`);
+      const code = await proc.exited;
+      return { code, screen };
+    };
+    const ok = await typeInto(["user", "create", "--data", data, "--username", "typed", "--email", "typed@example.test"], ["typed-pass-1", "typed-pass-1"]);
+    expect(ok.code).toBe(0);
+    expect(ok.screen).toContain("created user typed");
+    expect(ok.screen).not.toContain("typed-pass-1");
+    const differ = await typeInto(["user", "set-password", "--data", data, "--username", "typed"], ["other-pass-1", "other-pass-2"]);
+    expect(differ.code).toBe(2);
+    expect(differ.screen).toContain("the two passwords differ");
+    expect(differ.screen).not.toContain("other-pass");
+    expect(await loginStatuses(data, "typed", ["typed-pass-1"])).toEqual([200]);
+  }, 30_000);
+});
+
+describe("doctor --data", () => {
+  test("checks the folder it is given and creates nothing: missing, a file, a migrated database, a secret others can read", () => {
+    const dir = tmp();
+    const missing = join(dir, "missing");
+    const first = apis(["doctor", "--data", missing]);
+    expect(first.code).toBe(0);
+    expect(first.out).toContain(`ok    data folder: ${missing} does not exist yet; serve creates it`);
+    expect(first.out).toMatch(/^ok {4}free space: [\d.]+ GiB free/m);
+    expect(existsSync(missing)).toBe(false);
+
+    writeFileSync(join(dir, "file"), "");
+    const file = apis(["doctor", "--data", join(dir, "file")]);
+    expect(file.code).toBe(1);
+    expect(file.out).toContain("FAIL  data folder:");
+    expect(file.out).toContain("is a file, not a folder");
+
+    const data = join(dir, "data");
+    expect(apis(["migrate", "--data", data]).code).toBe(0);
+    const migrated = apis(["doctor", "--data", data]);
+    expect(migrated.code).toBe(0);
+    expect(migrated.out).toContain(`ok    database: ${join(data, "apis.db")}`);
+    expect(migrated.out).toContain("integrity ok, migrations up to date");
+    expect(migrated.out).toContain("ok    jwt.secret: mode 600");
+
+    chmodSync(join(data, "jwt.secret"), 0o644);
+    const leaky = apis(["doctor", "--data", data]);
+    expect(leaky.code).toBe(1);
+    expect(leaky.out).toContain("FAIL  jwt.secret:");
+  }, 30_000);
+});
+
+describe("npm start", () => {
+  /** `npm start` in its own process group, as a terminal runs it; resolves with its URL. */
+  async function npmStart(data: string) {
+    const proc = Bun.spawn(["npm", "start", "--", "--port", "0", "--data", data], {
+      cwd: root,
+      stdout: "pipe",
+      stderr: "pipe",
+      detached: true,
+      env: { ...process.env, APIS_LOG_LEVEL: "error" },
+    });
+    return { proc, url: await servedUrl(proc) };
+  }
+  const portFree = async (port: number) => {
+    try {
+      Bun.serve({ hostname: "127.0.0.1", port, fetch: () => new Response("") }).stop(true);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+
+  test("SIGTERM to npm stops the server: npm exits, the port is released and the data folder let go", async () => {
+    const data = tmp();
+    const { proc, url } = await npmStart(data);
+    expect((await fetch(`${url}/api/ping`)).status).toBe(200);
+    expect(existsSync(join(data, "apis.pid"))).toBe(true);
+    proc.kill("SIGTERM");
+    await proc.exited;
+    await until(() => !existsSync(join(data, "apis.pid")), 15_000, "the server to let the data folder go");
+    expect(await until(() => portFree(Number(new URL(url).port)), 5000, "the port to be released")).toBe(true);
+  }, 30_000);
+
+  test("Ctrl-C (SIGINT to the whole process group) stops the server once, cleanly", async () => {
+    const data = tmp();
+    const { proc, url } = await npmStart(data);
+    process.kill(-proc.pid, "SIGINT");
+    await proc.exited;
+    await until(() => !existsSync(join(data, "apis.pid")), 15_000, "the server to let the data folder go");
+    expect(await until(() => portFree(Number(new URL(url).port)), 5000, "the port to be released")).toBe(true);
+  }, 30_000);
+});
+
+describe("documentation", () => {
+  const readme = readFileSync(join(root, "README.md"), "utf8");
+  const docs = readdirSync(join(root, "docs"))
+    .filter((f) => f.endsWith(".md"))
+    .map((f) => ({ name: `docs/${f}`, text: readFileSync(join(root, "docs", f), "utf8") }));
+
+  test("README's configuration table has a row for every setting, with the default the code uses", () => {
+    for (const s of Object.values(settings)) {
+      const row = readme.split("\n").find((l) => l.startsWith(`| \`--${s.flag}\` | \`${s.env}\` |`));
+      expect(row, `README row of --${s.flag}`).toBeDefined();
+      const cell = row!.split("|")[3]!.trim().replace(/`/g, "");
+      if (typeof s.default === "number" || /^\d+[KMGT]$/.test(String(s.default)) || ["127.0.0.1", "./data", "*", "off"].includes(String(s.default)))
+        expect(cell, `default of --${s.flag} in README`).toBe(String(s.default));
+    }
+  });
+
+  test("wherever the docs give a number setting's default next to its flag, it is the code's", () => {
+    const numeric = Object.values(settings).filter((s) => typeof s.default === "number");
+    for (const { name, text } of [{ name: "README.md", text: readme }, ...docs]) {
+      for (const s of numeric) {
+        // "`--auth-ip-rate-limit`, 100", "`--rate-limit` / `APIS_RATE_LIMIT`, **200**", "`--auth-rate-limit` (10)"
+        const re = new RegExp(`\`--${s.flag}\`(?: / \`${s.env}\`)?(?:, | \\()\\**(\\d[\\d,]*)\\**`, "g");
+        for (const m of text.matchAll(re)) expect(`${name}: --${s.flag} ${m[1]!.replace(/,/g, "")}`).toBe(`${name}: --${s.flag} ${s.default}`);
+      }
+    }
   });
 });
