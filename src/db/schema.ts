@@ -6,3 +6,5 @@ export * from "../features/assets/assets.table";
 export * from "../features/account/account.table";
 export * from "../features/apikeys/apikeys.table";
 export * from "../features/dam/dam.table";
+export * from "../features/queries/queries.table";
+export * from "../features/modules/modules.table";
