@@ -28,6 +28,7 @@ import { backupsRoutes } from "../features/backups/backups.routes";
 import { assetRoutes } from "../features/assets/assets.routes";
 import { damRoutes } from "../features/dam/dam.routes";
 import { mediaRoutes, mediaServeRoutes } from "../features/media/media.routes";
+import { queryRoutes } from "../features/queries/queries.routes";
 import { announceVersion } from "../features/instance/instance.service";
 import { VERSION } from "../version";
 
@@ -65,7 +66,8 @@ export function createApp(ctx: Ctx) {
     .use(backupsRoutes(ctx))
     .use(assetRoutes(ctx))
     .use(damRoutes(ctx))
-    .use(mediaRoutes(ctx));
+    .use(mediaRoutes(ctx))
+    .use(queryRoutes(ctx));
 }
 
 export type Running = { ctx: Ctx; url: string; port: number; stop: () => Promise<void> };
