@@ -29,6 +29,7 @@ import { assetRoutes } from "../features/assets/assets.routes";
 import { damRoutes } from "../features/dam/dam.routes";
 import { mediaRoutes, mediaServeRoutes } from "../features/media/media.routes";
 import { queryRoutes } from "../features/queries/queries.routes";
+import { moduleRoutes } from "../features/modules/modules.routes";
 import { announceVersion } from "../features/instance/instance.service";
 import { VERSION } from "../version";
 
@@ -67,7 +68,8 @@ export function createApp(ctx: Ctx) {
     .use(assetRoutes(ctx))
     .use(damRoutes(ctx))
     .use(mediaRoutes(ctx))
-    .use(queryRoutes(ctx));
+    .use(queryRoutes(ctx))
+    .use(moduleRoutes(ctx));
 }
 
 export type Running = { ctx: Ctx; url: string; port: number; stop: () => Promise<void> };
