@@ -244,6 +244,35 @@ describe("saved queries as searches and selections", () => {
   });
 });
 
+describe("saved queries in bulk selections", () => {
+  test("{query: gid} selects what the saved asset query finds, minus its exclude, beside other elements", async () => {
+    const folder = async (name: string) => (await srv.call(`/api/p/${project}/assets/create`, { token: owner.token, body: { name } })).body.result.asset as string;
+    const [a, b, c] = [await folder("Shoes summer"), await folder("Shoes winter"), await folder("Socks")];
+    const gid = (await call("create", member, { type: "asset", name: "Shoe folders", filter: [["name", "starts_with", "shoes"]] })).body.result.query;
+    const bulk = (selection: unknown) => srv.call(`/api/p/${project}/assets/bulk/get`, { token: api.token, body: { selection } });
+    const all = await bulk([{ query: gid }]);
+    expect(all.status).toBe(200);
+    expect(all.body.result.assets.sort()).toEqual([a, b].sort());
+    expect((await bulk([{ query: gid, exclude: [a] }, c])).body.result.assets.sort()).toEqual([b, c].sort());
+    // The query is read when the selection is resolved: an edit changes what it selects.
+    await call("update", owner, { query: gid, filter: [["name", "=", "Socks"]] });
+    expect((await bulk([{ query: gid }])).body.result.assets).toEqual([c]);
+  });
+
+  test("an unknown query is 422, a query of another type or a malformed element 400", async () => {
+    const bulk = (selection: unknown) => srv.call(`/api/p/${project}/assets/bulk/get`, { token: owner.token, body: { selection } });
+    expect((await bulk([{ query: "nope" }])).status).toBe(422);
+    const records = (await call("create", owner, { type: "record", name: "Not assets" })).body.result.query;
+    const wrong = await bulk([{ query: records }]);
+    expect(wrong.status).toBe(400);
+    expect(wrong.body.result.info.reason).toContain("record query");
+    expect((await bulk([{ query: 5 }])).status).toBe(400);
+    expect((await bulk([{ query: records, search: {} }])).status).toBe(400);
+    const foreign = (await call("create", stranger, { type: "asset", name: "Theirs too" }, other)).body.result.query;
+    expect((await bulk([{ query: foreign }])).status).toBe(422);
+  });
+});
+
 describe("project data", () => {
   test("backups and permanent deletion cover the queries table", async () => {
     const tables = projectTables(srv.ctx.db.$client).map((t) => t.table);

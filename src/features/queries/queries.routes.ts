@@ -3,7 +3,8 @@ import type { Ctx } from "../../platform/context";
 import { authMacro, type Caller } from "../../http/auth";
 import { ok } from "../../http/envelope";
 import { registerProjectDictionary } from "../session/session.service";
-import { copyQuery, createQuery, deleteQuery, getQueries, queriesDictionary, updateQuery, type Actor } from "./queries.service";
+import { setQueryExpander } from "../../core/selection";
+import { copyQuery, createQuery, deleteQuery, getQueries, queriesDictionary, querySelectionElement, updateQuery, type Actor } from "./queries.service";
 
 const tags = ["queries"];
 const params = t.Object({ project: t.String() });
@@ -18,6 +19,8 @@ export const actorOf = (caller: Caller): Actor => ({ userGid: caller.user.gid, k
 export function queryRoutes(ctx: Ctx) {
   // All queries of the project are part of auth, init and project login (spec 4.2).
   registerProjectDictionary("queries", queriesDictionary);
+  // `{query: <gid>}` elements of bulk selections run the saved query as a search.
+  setQueryExpander(querySelectionElement);
   return new Elysia({ prefix: "/api/p/:project/queries" })
     .use(authMacro(ctx))
     .post(
