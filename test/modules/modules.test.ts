@@ -100,6 +100,10 @@ describe("modules/all and modules/get", () => {
     const r = await call("all", member);
     expect(r.body).toEqual({ success: true, result: { module_names: [EXPORT, "Owned", "Print connector"] }, data: {} });
     expect((await call("all", print)).status).toBe(200);
+    for (const method of ["GET", "POST"]) {
+      expect((await srv.call(`/api/p/${project}/modules/all`, { token: owner.token, method })).body.result.module_names).toHaveLength(3);
+    }
+    expect((await call("all", owner, { unused: 1 })).status).toBe(200);
     expect((await call("all", stranger)).status).toBe(403);
   });
 

@@ -62,6 +62,15 @@ export function moduleRoutes(ctx: Ctx) {
       },
       { auth: true, params, body: t.Optional(t.Object({})), detail: { summary: "The names of the project's modules", tags } },
     )
+    // Calls without parameters may come as GET (the reference's convention, like `init`).
+    .get(
+      "/all",
+      ({ params, caller }) => {
+        const r = allModules(ctx, actorOf(caller), params.project);
+        return ok(r.result, r.data);
+      },
+      { auth: true, params, detail: { summary: "The names of the project's modules (GET form)", tags } },
+    )
     .post(
       "/get",
       ({ params, body, caller }) => {
