@@ -104,7 +104,7 @@ export function resolveSelection(tx: Tx, resource: string, projectGid: string, s
   elements.forEach((original, i) => {
     if (typeof original === "string") return;
     let el: Exclude<SelectionElement, string> = original;
-    if ("query" in el) {
+    if (Object.hasOwn(el, "query")) {
       if (!queryExpander) throw bad("saved queries are not available here", { element: i });
       el = queryExpander(tx, projectGid, resource, el) as Exclude<SelectionElement, string>;
     }
