@@ -3,8 +3,8 @@ import { existsSync, statfsSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { Config } from "../config";
 import { migrationsMeta } from "../db/connection";
-import { liveServerPid } from "../lib/pidfile";
-import { Storage } from "../storage/paths";
+import { liveServerPid } from "../platform/storage/pidfile";
+import { Storage } from "../platform/storage/storage";
 import { VERSION } from "../version";
 import { checkDataFolder } from "./preflight";
 

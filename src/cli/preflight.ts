@@ -3,8 +3,8 @@ import { accessSync, closeSync, constants, openSync, rmSync, statSync } from "no
 import { isIP } from "node:net";
 import { dirname, join } from "node:path";
 import { ConfigError, type Config } from "../config";
-import { liveServerPid } from "../lib/pidfile";
-import { Storage } from "../storage/paths";
+import { liveServerPid } from "../platform/storage/pidfile";
+import { Storage } from "../platform/storage/storage";
 
 /**
  * Checks made before a command creates, migrates or serves anything, so that a broken setup ends

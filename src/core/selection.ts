@@ -9,7 +9,9 @@ import { decodeCursor, encodeCursor, pageSize } from "./paging";
  * - a gid (string);
  * - `{children: <parent gid>, exclude?: [gids], ...}` (resource-specific extras, e.g. `status`
  *   for assets or `channel`/`ordering` for records; a resource may not support it at all);
- * - `{search: {...search parameters...}, exclude?: [gids]}`.
+ * - `{search: {...search parameters...}, exclude?: [gids]}`;
+ * - `{query: <saved query gid>, language?, exclude?: [gids]}`: a saved query of the resource's type,
+ *   run as a search (expanded by the queries feature, see `setQueryExpander`).
  *
  * Each resource's service defines a `SelectionResolver` (e.g. `assetSelection` in
  * src/features/assets/assets.search.ts) and hands it to `resolveSelection`, which returns the
@@ -33,7 +35,21 @@ export interface SelectionResolver {
   search(tx: Tx, projectGid: string, search: Record<string, unknown>): SelectionItem[];
 }
 
-export type SelectionElement = string | { children: unknown; exclude?: string[]; [k: string]: unknown } | { search: Record<string, unknown>; exclude?: string[] };
+export type SelectionElement =
+  | string
+  | { children: unknown; exclude?: string[]; [k: string]: unknown }
+  | { search: Record<string, unknown>; exclude?: string[] }
+  | { query: string; language?: unknown; exclude?: string[] };
+
+/** Turns a `{query, language?, exclude?}` element into a search element of `resource`. */
+export type QueryExpander = (tx: Tx, projectGid: string, resource: string, element: Record<string, unknown>) => { search: Record<string, unknown>; exclude?: unknown };
+
+let queryExpander: QueryExpander | undefined;
+
+/** Set by the queries feature when the app is assembled (core knows no features). */
+export function setQueryExpander(fn: QueryExpander): void {
+  queryExpander = fn;
+}
 
 const MAX_ELEMENTS = 10_000;
 const bad = (reason: string, info: Record<string, unknown> = {}) => badRequest("Invalid parameter", { "Invalid parameter": "selection", reason, ...info });
@@ -53,10 +69,10 @@ export function parseSelection(selection: unknown): SelectionElement[] {
   selection.forEach((el, i) => {
     if (typeof el === "string" && el) return;
     if (el && typeof el === "object" && !Array.isArray(el)) {
-      const hasChildren = "children" in el;
-      const hasSearch = "search" in el;
-      if (hasChildren === hasSearch) throw bad("an object element has exactly one of children or search", { element: i });
-      if (hasSearch && (!el.search || typeof el.search !== "object" || Array.isArray(el.search))) throw bad("search is an object of search parameters", { element: i });
+      const kinds = ["children", "search", "query"].filter((k) => Object.hasOwn(el, k));
+      if (kinds.length !== 1) throw bad("an object element has exactly one of children, search or query", { element: i });
+      if (kinds[0] === "search" && (!el.search || typeof el.search !== "object" || Array.isArray(el.search))) throw bad("search is an object of search parameters", { element: i });
+      if (kinds[0] === "query" && (typeof el.query !== "string" || !el.query)) throw bad("query is the gid of a saved query", { element: i });
       excludeOf(el, i);
       return;
     }
@@ -79,8 +95,13 @@ export function resolveSelection(tx: Tx, r: SelectionResolver, projectGid: strin
     if (missing.length) throw unprocessable(`${r.noun} does not exist`, { [resource]: missing.slice(0, 100) });
     for (const it of items) out.set(it.id, it);
   }
-  elements.forEach((el, i) => {
-    if (typeof el === "string") return;
+  elements.forEach((original, i) => {
+    if (typeof original === "string") return;
+    let el: Exclude<SelectionElement, string> = original;
+    if (Object.hasOwn(el, "query")) {
+      if (!queryExpander) throw bad("saved queries are not available here", { element: i });
+      el = queryExpander(tx, projectGid, resource, el) as Exclude<SelectionElement, string>;
+    }
     const exclude = excludeOf(el, i);
     let items: SelectionItem[] | undefined;
     if ("children" in el) {

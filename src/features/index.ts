@@ -12,6 +12,8 @@ import { jobsFeature } from "./jobs/jobs.feature";
 import { mediaFeature } from "./media/media.feature";
 import { membersFeature } from "./members/members.feature";
 import { projectsFeature } from "./projects/projects.feature";
+import { queriesFeature } from "./queries/queries.feature";
+import { modulesFeature } from "./modules/modules.feature";
 import { sessionFeature } from "./session/session.feature";
 import { syncFeature } from "./sync/sync.feature";
 import { usersFeature } from "./users/users.feature";
@@ -37,6 +39,8 @@ export const features: readonly Feature[] = [
   assetsFeature,
   damFeature,
   mediaFeature,
+  queriesFeature,
+  modulesFeature,
 ];
 
 /** Every job kind of the features, by name (a kind declared twice is a programming error). */

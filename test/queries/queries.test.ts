@@ -1,0 +1,288 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { TestServer, tokenOf } from "../helpers/server";
+import { querySelectionElement, resolveSavedQuery } from "../../src/features/queries/queries.service";
+import { projectTables } from "../../src/platform/backups/snapshot.service";
+
+type U = { gid: string; token: string };
+let srv: TestServer;
+let owner: U, member: U, stranger: U, api: U;
+let project: string, other: string, apiKey: string;
+
+const call = (op: string, who: U | null, body: unknown = {}, p = project) => srv.call(`/api/p/${p}/queries/${op}`, { token: who?.token ?? null, body });
+const cursorNow = async () => (await srv.call("/sync/cursors", { token: owner.token, body: { project } })).body.result.cursor as number;
+/** The project's sync items after `since`, as "ACTION data_type data_key". */
+const itemsSince = async (since: number, who: U = owner) =>
+  ((await srv.call("/sync/get", { token: who.token, body: { project, cursor: since } })).body.result.sync as any[]).map((i) => `${i.action} ${i.data_type} ${i.data_key}`);
+
+const CLASSES = ["classes", "has", "article"];
+
+beforeAll(async () => {
+  srv = await TestServer.start();
+  [owner, member, stranger] = await Promise.all([srv.user("olivia"), srv.user("mike"), srv.user("stranger")]);
+  project = await srv.project(owner.token, "Catalogue");
+  other = await srv.project(stranger.token, "Elsewhere");
+  srv.addMember(project, member.gid);
+  const key = await srv.call(`/api/p/${project}/apikeys/create`, { token: owner.token, body: { name: "Shop" } });
+  apiKey = key.body.result.api_key;
+  const auth = await srv.call(`/api/p/${project}/auth`, { body: { api_key: apiKey } });
+  api = { gid: key.body.result.user, token: tokenOf(auth) };
+});
+afterAll(() => srv.stop());
+
+describe("queries/create", () => {
+  test("saves a query and answers its gid and the queries dictionary, with an INSERT sync item", async () => {
+    const c0 = await cursorNow();
+    const filter = ["and", "", [CLASSES, ["validation", "is_empty", "image"]]];
+    const r = await call("create", owner, { type: "record", name: "Articles without image", filter });
+    expect(r.status).toBe(200);
+    const gid = r.body.result.query;
+    expect(r.body).toEqual({
+      success: true,
+      result: { query: gid },
+      data: { queries: { [gid]: { gid, type: "record", name: "Articles without image", q: "", filter } } },
+    });
+    expect(await itemsSince(c0)).toEqual([`INSERT queries ${gid}`]);
+    expect(await itemsSince(c0, member)).toEqual([`INSERT queries ${gid}`]);
+  });
+
+  test("takes q, no filter (stored as []), and the plural type spellings", async () => {
+    const r = await call("create", member, { type: "assets", name: "Shoes", q: "+shoe -trail" });
+    expect(r.status).toBe(200);
+    expect(Object.values(r.body.data.queries)[0]).toMatchObject({ type: "asset", name: "Shoes", q: "+shoe -trail", filter: [] });
+    const s = await call("create", api, { type: "schema", name: "Uncommitted", filter: [["is_committed", "is_false"]] });
+    expect(s.status).toBe(200);
+    expect(Object.values(s.body.data.queries)[0]).toMatchObject({ type: "schema", filter: [["is_committed", "is_false"]] });
+  });
+
+  test("a name taken within the type gets the next serial number; other types keep it", async () => {
+    const names: string[] = [];
+    for (const type of ["record", "record", "record", "asset"]) {
+      const r = await call("create", owner, { type, name: "  Sale  " });
+      names.push((Object.values(r.body.data.queries)[0] as any).name);
+    }
+    expect(names).toEqual(["Sale", "Sale 2", "Sale 3", "Sale"]);
+  });
+
+  test("missing members are a 400 naming the first", async () => {
+    expect((await call("create", owner, {})).body).toEqual({ success: false, result: { code: 400, message: "Missing parameter", info: { "Missing parameter": "type" } }, data: {} });
+    expect((await call("create", owner, { type: "record" })).body.result.info).toEqual({ "Missing parameter": "name" });
+    expect((await call("create", owner, { type: "record", name: "   " })).body.result.info).toEqual({ "Missing parameter": "name" });
+  });
+
+  test("a wrong type, q or filter shape is a 400 naming the member", async () => {
+    const bad = async (body: unknown) => {
+      const r = await call("create", owner, body);
+      expect(r.status).toBe(400);
+      return r.body.result.info["Invalid parameter"];
+    };
+    expect(await bad({ type: "recordz", name: "x" })).toBe("type");
+    expect(await bad({ type: "constructor", name: "x" })).toBe("type");
+    expect(await bad({ type: "record", name: "x", q: 5 })).toBe("q");
+    expect(await bad({ type: "record", name: "x", filter: "classes has article" })).toBe("filter");
+    expect(await bad({ type: "record", name: "x".repeat(201) })).toBe("name");
+  });
+
+  test("a filter the language refuses is 1002 (HTTP 422) with the place and reason, and nothing is saved", async () => {
+    const c0 = await cursorNow();
+    const r = await call("create", owner, { type: "asset", name: "Bad", filter: ["and", "", [["width", ">=", 10], ["width", "nope", 3]]] });
+    expect(r.status).toBe(422);
+    expect(r.body.result.code).toBe(1002);
+    expect(r.body.result.message).toBe("Search error");
+    expect(r.body.result.info).toMatchObject({ "Invalid parameter": "filter", path: "filter[2][1][1]" });
+    expect(r.body.result.info.reason).toContain("nope");
+    const depth = call("create", owner, { type: "record", name: "Deep", filter: Array.from({ length: 20 }).reduce((f) => ["not", "", f], CLASSES) });
+    expect((await depth).body.result.code).toBe(1002);
+    expect((await call("create", owner, { type: "asset", name: "Type", filter: [["width", ">=", "wide"]] })).body.result.code).toBe(1002);
+    expect(await itemsSince(c0)).toEqual([]);
+  });
+
+  test("field names such as constructor, __proto__ and toString are unknown fields like any other", async () => {
+    for (const type of ["asset", "schema"]) {
+      for (const name of ["constructor", "__proto__", "toString", "hasOwnProperty"]) {
+        const r = await call("create", owner, { type, name: "Proto", filter: [name, "is", "x"] });
+        expect(r.body.result.code).toBe(1002);
+        expect(r.body.result.info.reason).toContain("unknown field");
+      }
+      const meta = await call("create", owner, { type, name: "Proto", filter: ["metadata.__proto__", "is", "x"] });
+      expect(meta.status).toBe(200);
+    }
+    // A record field may be named anything the schema allows; the filter is stored verbatim.
+    const filter = JSON.parse('["and", "", [["__proto__", "is", "x"], ["constructor", "=", 1]]]');
+    const r = await call("create", owner, { type: "record", name: "Proto", filter });
+    expect(r.status).toBe(200);
+    const saved = Object.values(r.body.data.queries)[0] as any;
+    expect(JSON.stringify(saved.filter)).toBe(JSON.stringify(filter));
+    expect(({} as any).x).toBeUndefined();
+  });
+});
+
+describe("queries/get", () => {
+  let a = "", b = "";
+  beforeAll(async () => {
+    a = (await call("create", owner, { type: "record", name: "A", q: "one" })).body.result.query;
+    b = (await call("create", owner, { type: "asset", name: "B", filter: [["type", "=", "image"]] })).body.result.query;
+  });
+
+  test("one query by `query`, several by `queries`", async () => {
+    const one = await call("get", member, { query: a });
+    expect(one.body.result).toEqual({ query: a });
+    expect(one.body.data.queries[a]).toEqual({ gid: a, type: "record", name: "A", q: "one", filter: [] });
+    const two = await call("get", api, { queries: [b, a] });
+    expect(two.body.result).toEqual({ queries: [b, a] });
+    expect(Object.keys(two.body.data.queries).sort()).toEqual([a, b].sort());
+    const none = await call("get", api, { queries: [] });
+    expect(none.body).toEqual({ success: true, result: { queries: [] }, data: { queries: {} } });
+  });
+
+  test("an unknown gid, or another project's query, is 422; nothing asked is 400", async () => {
+    const foreign = (await call("create", stranger, { type: "record", name: "Theirs" }, other)).body.result.query;
+    for (const body of [{ query: "nope" }, { query: foreign }, { queries: [a, "constructor"] }]) {
+      const r = await call("get", owner, body);
+      expect(r.status).toBe(422);
+      expect(r.body.result.code).toBe(422);
+    }
+    expect((await call("get", owner, {})).body.result.info).toEqual({ "Missing parameter": "query" });
+    expect((await call("get", owner, { queries: "x" })).status).toBe(400);
+  });
+
+  test("auth, init and login carry every query of the project", async () => {
+    const init = await srv.call(`/api/p/${project}/init`, { token: member.token });
+    expect(init.body.data.queries[a]).toEqual({ gid: a, type: "record", name: "A", q: "one", filter: [] });
+    expect(init.body.data.queries[b].type).toBe("asset");
+    const login = await srv.call(`/api/p/${project}/login`, { body: { username: "olivia", password: "password1" } });
+    expect(Object.keys(login.body.data.queries)).toEqual(Object.keys(init.body.data.queries));
+    const theirs = await srv.call(`/api/p/${other}/init`, { token: stranger.token });
+    expect(Object.values(theirs.body.data.queries).map((q: any) => q.name)).toEqual(["Theirs"]);
+  });
+});
+
+describe("queries/update, copy, delete", () => {
+  let gid = "";
+  beforeAll(async () => {
+    gid = (await call("create", owner, { type: "record", name: "Editable", q: "x" })).body.result.query;
+  });
+
+  test("update changes name, q and filter and keeps the type; one UPDATE item", async () => {
+    const c0 = await cursorNow();
+    const r = await call("update", member, { query: gid, name: "Edited", q: "+cms", filter: [CLASSES], type: "asset" });
+    expect(r.status).toBe(200);
+    expect(r.body).toEqual({ success: true, result: { query: gid }, data: { queries: { [gid]: { gid, type: "record", name: "Edited", q: "+cms", filter: [CLASSES] } } } });
+    expect(await itemsSince(c0)).toEqual([`UPDATE queries ${gid}`]);
+    const same = await call("update", api, { query: gid, q: "+cms" });
+    expect(same.body.data.queries[gid].q).toBe("+cms");
+    expect(await itemsSince(c0)).toEqual([`UPDATE queries ${gid}`]);
+    const cleared = await call("update", api, { query: gid, filter: null });
+    expect(cleared.body.data.queries[gid].filter).toEqual([]);
+  });
+
+  test("update to a name taken within the type gets a serial number; keeping its own name does not", async () => {
+    await call("create", owner, { type: "record", name: "Taken" });
+    expect((await call("update", owner, { query: gid, name: "Taken" })).body.data.queries[gid].name).toBe("Taken 2");
+    expect((await call("update", owner, { query: gid, name: "Taken 2" })).body.data.queries[gid].name).toBe("Taken 2");
+  });
+
+  test("update refuses a bad filter (1002), nothing to change (400), an unknown query (422)", async () => {
+    const bad = await call("update", owner, { query: gid, filter: ["classes", "nope"] });
+    expect(bad.body.result.code).toBe(1002);
+    expect(bad.body.result.info.path).toBe("filter[1]");
+    expect((await call("update", owner, { query: gid })).body.result.info).toEqual({ "Missing parameter": "name" });
+    expect((await call("update", owner, { name: "x" })).body.result.info).toEqual({ "Missing parameter": "query" });
+    const unknown = await call("update", owner, { query: "nope", name: "x" });
+    expect(unknown.status).toBe(422);
+    expect(unknown.body.result.message).toBe("Cannot perform update");
+    expect((await call("get", owner, { query: gid })).body.data.queries[gid].filter).toEqual([]);
+  });
+
+  test("copy makes a new query with the next serial name, and an INSERT item", async () => {
+    const c0 = await cursorNow();
+    const r = await call("copy", api, { query: gid });
+    expect(r.status).toBe(200);
+    const copy = r.body.result.query;
+    expect(copy).not.toBe(gid);
+    expect(r.body.data.queries[copy]).toEqual({ gid: copy, type: "record", name: "Taken 3", q: "+cms", filter: [] });
+    expect(await itemsSince(c0)).toEqual([`INSERT queries ${copy}`]);
+    expect((await call("copy", api, { query: "nope" })).status).toBe(422);
+  });
+
+  test("delete removes the query for good, with a DELETE item; a second delete is 422", async () => {
+    const c0 = await cursorNow();
+    const r = await call("delete", member, { query: gid });
+    expect(r.body).toEqual({ success: true, result: {}, data: {} });
+    expect(await itemsSince(c0)).toEqual([`DELETE queries ${gid}`]);
+    expect((await call("get", owner, { query: gid })).status).toBe(422);
+    expect((await call("delete", member, { query: gid })).status).toBe(422);
+    expect((await call("delete", member, {})).body.result.info).toEqual({ "Missing parameter": "query" });
+  });
+});
+
+describe("who may use queries", () => {
+  test("a stranger gets 403 and no JWT 401 on every endpoint; a deactivated API user 401", async () => {
+    const some = (await call("create", owner, { type: "record", name: "Guarded" })).body.result.query;
+    for (const op of ["get", "create", "update", "copy", "delete"]) {
+      const body = { query: some, type: "record", name: "x" };
+      expect((await call(op, stranger, body)).status).toBe(403);
+      expect((await call(op, null, body)).status).toBe(401);
+    }
+    await srv.call(`/api/p/${project}/apikeys/deactivate`, { token: owner.token, body: { user: api.gid } });
+    expect((await call("get", api, { query: some })).status).toBe(401);
+    await srv.call(`/api/p/${project}/apikeys/reactivate`, { token: owner.token, body: { user: api.gid } });
+    api.token = tokenOf(await srv.call(`/api/p/${project}/auth`, { body: { api_key: apiKey } }));
+    expect((await call("get", api, { query: some })).status).toBe(200);
+  });
+});
+
+describe("saved queries as searches and selections", () => {
+  test("resolveSavedQuery gives q and filter, checking the project and the type", async () => {
+    const filter = [["type", "=", "image"]];
+    const gid = (await call("create", owner, { type: "asset", name: "Images", q: "shoe", filter })).body.result.query;
+    const tx = srv.ctx.db;
+    expect(resolveSavedQuery(tx, project, gid, "asset")).toEqual({ gid, type: "asset", name: "Images", q: "shoe", filter });
+    expect(() => resolveSavedQuery(tx, other, gid)).toThrow("Query does not exist");
+    expect(() => resolveSavedQuery(tx, project, gid, "record")).toThrow("Invalid parameter");
+    expect(querySelectionElement(tx, project, "assets", { query: gid, language: "en", exclude: ["x"] })).toEqual({ search: { q: "shoe", filter, language: "en" }, exclude: ["x"] });
+    expect(() => querySelectionElement(tx, project, "records", { query: gid })).toThrow("Invalid parameter");
+  });
+});
+
+describe("saved queries in bulk selections", () => {
+  test("{query: gid} selects what the saved asset query finds, minus its exclude, beside other elements", async () => {
+    const folder = async (name: string) => (await srv.call(`/api/p/${project}/assets/create`, { token: owner.token, body: { name } })).body.result.asset as string;
+    const [a, b, c] = [await folder("Shoes summer"), await folder("Shoes winter"), await folder("Socks")];
+    const gid = (await call("create", member, { type: "asset", name: "Shoe folders", filter: [["name", "starts_with", "shoes"]] })).body.result.query;
+    const bulk = (selection: unknown) => srv.call(`/api/p/${project}/assets/bulk/get`, { token: api.token, body: { selection } });
+    const all = await bulk([{ query: gid }]);
+    expect(all.status).toBe(200);
+    expect(all.body.result.assets.sort()).toEqual([a, b].sort());
+    expect((await bulk([{ query: gid, exclude: [a] }, c])).body.result.assets.sort()).toEqual([b, c].sort());
+    // The query is read when the selection is resolved: an edit changes what it selects.
+    await call("update", owner, { query: gid, filter: [["name", "=", "Socks"]] });
+    expect((await bulk([{ query: gid }])).body.result.assets).toEqual([c]);
+  });
+
+  test("an unknown query is 422, a query of another type or a malformed element 400", async () => {
+    const bulk = (selection: unknown) => srv.call(`/api/p/${project}/assets/bulk/get`, { token: owner.token, body: { selection } });
+    expect((await bulk([{ query: "nope" }])).status).toBe(422);
+    const records = (await call("create", owner, { type: "record", name: "Not assets" })).body.result.query;
+    const wrong = await bulk([{ query: records }]);
+    expect(wrong.status).toBe(400);
+    expect(wrong.body.result.info.reason).toContain("record query");
+    expect((await bulk([{ query: 5 }])).status).toBe(400);
+    expect((await bulk([{ query: records, search: {} }])).status).toBe(400);
+    const foreign = (await call("create", stranger, { type: "asset", name: "Theirs too" }, other)).body.result.query;
+    expect((await bulk([{ query: foreign }])).status).toBe(422);
+  });
+});
+
+describe("project data", () => {
+  test("backups and permanent deletion cover the queries table", async () => {
+    const tables = projectTables(srv.ctx.db.$client).map((t) => t.table);
+    expect(tables).toContain("queries");
+    const p = await srv.project(owner.token, "Short-lived");
+    await call("create", owner, { type: "record", name: "Gone soon" }, p);
+    const count = () => (srv.ctx.db.$client.query("SELECT count(*) AS n FROM queries WHERE project_gid = ?").get(p) as { n: number }).n;
+    expect(count()).toBe(1);
+    expect((await srv.call("/api/projects/delete", { token: owner.token, body: { project: p } })).status).toBe(200);
+    expect((await srv.call("/api/projects/permanent_delete", { token: owner.token, body: { project: p } })).status).toBe(200);
+    expect(count()).toBe(0);
+  });
+});
