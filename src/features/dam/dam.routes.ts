@@ -6,7 +6,6 @@ import { authMacro } from "../../http/auth";
 import { ok } from "../../http/envelope";
 import { badRequest, missing } from "../../core/errors";
 import { describe } from "../../http/openapi";
-import { requireMember } from "../members/access.service";
 import { assetInfo, publishOriginal, transformAsset, unpublishOriginal } from "./dam.service";
 import { VERSION } from "../../version";
 
@@ -53,13 +52,12 @@ export function damRoutes(ctx: Ctx) {
     })
     .get(
       "/p/:project/transform/*",
-      async ({ params, request, caller }) => {
-        requireMember(ctx.db, params.project, caller.user.gid);
+      async ({ params, request, actor }) => {
         const segments = segmentsAfter(request, "transform");
         const pathname = pathnameOf(segments);
         const options = parseOptions(segments.slice(1));
         const url = new URL(request.url);
-        return ok(await transformAsset(ctx, transformer, { projectGid: params.project, pathname, options, request: url.pathname }));
+        return ok(await transformAsset(ctx, actor, transformer, { projectGid: params.project, pathname, options, request: url.pathname }));
       },
       {
         authNoRenew: true,
@@ -87,10 +85,9 @@ export function damRoutes(ctx: Ctx) {
     )
     .get(
       "/p/:project/publish/*",
-      ({ params, request, caller }) => {
-        requireMember(ctx.db, params.project, caller.user.gid);
+      ({ params, request, actor }) => {
         const pathname = pathnameOf(segmentsAfter(request, "publish"), true);
-        return ok(publishOriginal(ctx, params.project, caller.user.gid, pathname));
+        return ok(publishOriginal(ctx, actor, params.project, pathname));
       },
       {
         authNoRenew: true,
@@ -112,10 +109,9 @@ export function damRoutes(ctx: Ctx) {
     )
     .get(
       "/p/:project/unpublish/*",
-      ({ params, request, caller }) => {
-        requireMember(ctx.db, params.project, caller.user.gid);
+      ({ params, request, actor }) => {
         const pathname = pathnameOf(segmentsAfter(request, "unpublish"), true);
-        return ok(unpublishOriginal(ctx, params.project, caller.user.gid, pathname));
+        return ok(unpublishOriginal(ctx, actor, params.project, pathname));
       },
       {
         authNoRenew: true,
@@ -124,10 +120,9 @@ export function damRoutes(ctx: Ctx) {
     )
     .get(
       "/p/:project/info/*",
-      async ({ params, request, caller }) => {
-        requireMember(ctx.db, params.project, caller.user.gid);
+      async ({ params, request, actor }) => {
         const pathname = pathnameOf(segmentsAfter(request, "info"), true);
-        return ok(await assetInfo(ctx, params.project, pathname));
+        return ok(await assetInfo(ctx, actor, params.project, pathname));
       },
       {
         authNoRenew: true,
