@@ -1,6 +1,7 @@
 #!/usr/bin/env bun
 import { ConfigError, loadConfig, settings, settingsHelp } from "./config";
 import { parseArgs, UsageError } from "./cli/args";
+import { closeDatabase } from "./db/connection";
 import { VERSION } from "./version";
 
 const HELP = `Apis ${VERSION} — Asset and Product Information Service
@@ -75,7 +76,7 @@ async function main(argv: string[]): Promise<number> {
       const { openInstance } = await import("./app/instance");
       const ctx = openInstance(config);
       console.log("database is up to date");
-      ctx.db.$client.close();
+      closeDatabase(ctx.db);
       return 0;
     }
     case "doctor": {
@@ -89,7 +90,7 @@ async function main(argv: string[]): Promise<number> {
       try {
         return await userCommand(ctx, words[1], flags);
       } finally {
-        ctx.db.$client.close();
+        closeDatabase(ctx.db);
       }
     }
     case "backup": {
@@ -103,7 +104,7 @@ async function main(argv: string[]): Promise<number> {
       try {
         return await jobsCommand(ctx, words.slice(1), flags);
       } finally {
-        ctx.db.$client.close();
+        closeDatabase(ctx.db);
       }
     }
     default:

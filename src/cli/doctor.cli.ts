@@ -1,6 +1,6 @@
-import { Database } from "bun:sqlite";
 import { accessSync, constants, mkdirSync } from "node:fs";
 import type { Config } from "../config";
+import { sqliteInfo } from "../db/connection";
 import { VERSION } from "../version";
 
 /** `apis doctor`: versions, data folder, one small in-memory resize. Exit code 1 if anything fails. */
@@ -17,11 +17,8 @@ export async function doctor(config: Config): Promise<number> {
   await check("apis", () => VERSION);
   await check("bun", () => Bun.version);
   await check("sqlite", () => {
-    const db = new Database(":memory:");
-    const v = (db.query("select sqlite_version() as v").get() as { v: string }).v;
-    const fts = db.query("select sqlite_compileoption_used('ENABLE_FTS5') as f").get() as { f: number };
-    db.close();
-    return `${v}${fts.f ? " (FTS5)" : ""}`;
+    const { version, fts5 } = sqliteInfo();
+    return `${version}${fts5 ? " (FTS5)" : ""}`;
   });
   let sharpMod: any;
   await check("sharp", async () => {

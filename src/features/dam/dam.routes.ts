@@ -1,4 +1,4 @@
-import { Elysia } from "elysia";
+import { Elysia, t } from "elysia";
 import type { Ctx } from "../../platform/context";
 import { parseOptions } from "./dam.options";
 import { configureSharp, Transformer } from "./dam.transform";
@@ -10,6 +10,8 @@ import { assetInfo, publishOriginal, transformAsset, unpublishOriginal } from ".
 import { VERSION } from "../../version";
 
 const tags = ["dam"];
+/** The project, and the rest of the path (storage pathname and options), read segment by segment below. */
+const params = t.Object({ project: t.String(), "*": t.String() });
 const PING = JSON.stringify({ success: true, result: { pong: true, "cc.version": VERSION }, data: {} });
 
 /**
@@ -61,6 +63,7 @@ export function damRoutes(ctx: Ctx) {
       },
       {
         authNoRenew: true,
+        params,
         detail: describe({
           summary: "Transform an image: /dam/p/<project>/transform/<storage pathname>/<name=value>/... (docs/dam.md lists every option)",
           description:
@@ -91,6 +94,7 @@ export function damRoutes(ctx: Ctx) {
       },
       {
         authNoRenew: true,
+        params,
         detail: describe({
           summary: "Make an original downloadable at /media/p/<project>/orig/<storage pathname>",
           tags,
@@ -115,6 +119,7 @@ export function damRoutes(ctx: Ctx) {
       },
       {
         authNoRenew: true,
+        params,
         detail: describe({ summary: "Make an original private again", tags, example: { success: true, result: { public_url: null }, data: {} }, errors: [400, 403, 422] }),
       },
     )
@@ -126,6 +131,7 @@ export function damRoutes(ctx: Ctx) {
       },
       {
         authNoRenew: true,
+        params,
         detail: describe({ summary: "Info about an original: size, format, dimensions, versions, metadata, publication and transforms", tags, errors: [400, 403, 422] }),
       },
     );
