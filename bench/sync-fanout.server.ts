@@ -31,7 +31,7 @@ process.on("message", async (msg: any) => {
   if (msg.cmd === "setup") {
     const hash = await Bun.password.hash("bench-password-1", { algorithm: "argon2id" });
     const owner = mutate(ctx.db, ctx.hub, (tx, log) => createPerson(tx, log, { username: "owner", email: "owner@example.test", passwordHash: hash }));
-    project = mutate(ctx.db, ctx.hub, (tx, log) => createProject(tx, log, owner.gid, "Fan-out")).gid;
+    project = String(createProject(ctx, { userGid: owner.gid, kind: "person" }, { name: "Fan-out" }).result.project);
     const gids: string[] = [];
     mutate(ctx.db, ctx.hub, (tx) => {
       const t = now();

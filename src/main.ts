@@ -1,6 +1,7 @@
 #!/usr/bin/env bun
 import { ConfigError, loadConfig, settings, settingsHelp, type Config } from "./config";
 import { parseArgs, UsageError } from "./cli/args";
+import { closeDatabase } from "./db/connection";
 import { VERSION } from "./version";
 
 const HELP = `Apis ${VERSION} — Asset and Product Information Service
@@ -99,7 +100,7 @@ async function main(argv: string[]): Promise<number> {
       const { openInstance } = await import("./app/instance");
       const ctx = openInstance(config);
       console.log(`database ${ctx.storage.database} is up to date`);
-      ctx.db.$client.close();
+      closeDatabase(ctx.db);
       return 0;
     }
     case "doctor": {
@@ -114,7 +115,7 @@ async function main(argv: string[]): Promise<number> {
       try {
         return await userCommand(ctx, words[1], flags);
       } finally {
-        ctx.db.$client.close();
+        closeDatabase(ctx.db);
       }
     }
     case "backup": {
@@ -129,7 +130,7 @@ async function main(argv: string[]): Promise<number> {
       try {
         return await jobsCommand(ctx, words.slice(1), flags);
       } finally {
-        ctx.db.$client.close();
+        closeDatabase(ctx.db);
       }
     }
     default:

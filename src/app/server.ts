@@ -1,4 +1,5 @@
 import { publicBaseUrl, type Config } from "../config";
+import { closeDatabase } from "../db/connection";
 import { features as allFeatures, housekeepingTasks, type Feature } from "../features";
 import { SyncServer } from "../features/sync/sync.socket";
 import { Cors } from "../http/cors";
@@ -57,7 +58,7 @@ export async function startServer(config: Config, opts: { features?: readonly Fe
       stopSchedules();
       await ctx.jobs.stop();
       ctx.mailer.close();
-      ctx.db.$client.close();
+      closeDatabase(ctx.db);
       releaseDataDir(config.dataDir);
     })());
   return { ctx, url, port, stop };

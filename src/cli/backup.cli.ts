@@ -1,8 +1,7 @@
-import { Database } from "bun:sqlite";
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { Config } from "../config";
-import { createInstanceBackup, listInstanceBackups, restoreInstanceBackup, RestoreRefused, verifyInstanceBackup } from "../platform/backups/instance.service";
+import { createInstanceBackup, listInstanceBackups, listProjectBackups, restoreInstanceBackup, RestoreRefused, verifyInstanceBackup } from "../platform/backups/instance.service";
 import { UsageError, stringFlag } from "./args";
 import { formatBytes, ProgressBar } from "./progress";
 
@@ -35,7 +34,7 @@ export async function backupCommand(config: Config, args: string[], flags: Recor
     }
     case "list": {
       const archives = listInstanceBackups(config.dataDir);
-      const projects = projectBackups(config);
+      const projects = listProjectBackups(config.dataDir);
       if (json) {
         console.log(JSON.stringify({ instance: archives, projects }));
         return 0;
@@ -75,22 +74,5 @@ export async function backupCommand(config: Config, args: string[], flags: Recor
     }
     default:
       throw new UsageError(USAGE);
-  }
-}
-
-/** Project backups recorded in the database (read-only, safe beside a running server). */
-function projectBackups(config: Config) {
-  const file = join(config.dataDir, "apis.db");
-  if (!existsSync(file)) return [];
-  const db = new Database(file, { readonly: true });
-  try {
-    db.exec("PRAGMA busy_timeout = 5000");
-    return db
-      .query("SELECT gid, project_gid, name, status, size, scheduled, created_on FROM backups ORDER BY created_on DESC")
-      .all() as { gid: string; project_gid: string; name: string; status: string; size: number; scheduled: number; created_on: number }[];
-  } catch {
-    return [];
-  } finally {
-    db.close();
   }
 }

@@ -2,7 +2,7 @@ import { Database } from "bun:sqlite";
 import { existsSync, statfsSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { Config } from "../config";
-import { migrationsMeta } from "../db/connection";
+import { migrationsMeta, sqliteInfo } from "../db/connection";
 import { liveServerPid } from "../platform/storage/pidfile";
 import { Storage } from "../platform/storage/storage";
 import { VERSION } from "../version";
@@ -84,11 +84,8 @@ export async function doctor(config: Config): Promise<number> {
   await check("apis", () => VERSION);
   await check("bun", () => Bun.version);
   await check("sqlite", () => {
-    const db = new Database(":memory:");
-    const v = (db.query("select sqlite_version() as v").get() as { v: string }).v;
-    const fts = db.query("select sqlite_compileoption_used('ENABLE_FTS5') as f").get() as { f: number };
-    db.close();
-    return `${v}${fts.f ? " (FTS5)" : ""}`;
+    const { version, fts5 } = sqliteInfo();
+    return `${version}${fts5 ? " (FTS5)" : ""}`;
   });
   let sharpMod: any;
   await check("sharp", async () => {

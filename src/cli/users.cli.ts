@@ -1,7 +1,6 @@
 import type { Ctx } from "../platform/context";
 import { mutate } from "../db/mutate";
-import { users } from "../features/users/users.table";
-import { createPerson, findByUsername, hashPassword, passwordIssues, setPassword, updateUser } from "../features/users/users.service";
+import { createPerson, findByUsername, listUsers, hashPassword, passwordIssues, setPassword, updateUser } from "../features/users/users.service";
 import { stringFlag, UsageError } from "./args";
 import { readPassword } from "./password";
 
@@ -23,7 +22,7 @@ export async function userCommand(ctx: Ctx, sub: string | undefined, flags: Reco
       return 0;
     }
     case "list": {
-      const rows = ctx.db.select().from(users).all();
+      const rows = listUsers(ctx.db);
       if (json) console.log(JSON.stringify(rows.map((u) => ({ gid: u.gid, kind: u.kind, username: u.username, email: u.email, name: u.name, status: u.status }))));
       else for (const u of rows) console.log(`${u.gid}  ${(u.username ?? (u.kind === "api" ? "(api)" : "(invited)")).padEnd(24)} ${u.email.padEnd(32)} ${u.status}`);
       return 0;

@@ -1,6 +1,8 @@
 /**
- * The one error type of Apis. Thrown anywhere (services, routes, jobs); turned into the envelope
- * `{success:false, result:{code,message,info}, data:{}}` by the server's error handler.
+ * The one error type of Apis. Thrown anywhere (services, storage, jobs, routes); turned into the
+ * envelope `{success:false, result:{code,message,info}, data:{}}` by the HTTP error handler
+ * (src/http/handlers.ts), into a socket acknowledgement by the sync socket, and into a job's
+ * `info.error` by the job runner. It lives below every layer so that all of them may throw it.
  */
 export class ApiError extends Error {
   constructor(
@@ -20,7 +22,13 @@ export class ApiError extends Error {
 
 export const missing = (name: string) => new ApiError(400, "Missing parameter", { "Missing parameter": name });
 export const badRequest = (message: string, info: Record<string, unknown> = {}) => new ApiError(400, message, info);
-export const unauthorized = () => new ApiError(401, "Permission denied");
+/** The realm of the Bearer challenge (spec section 5). */
+export const REALM = "apis";
+
+/** 401 with the Bearer challenge of spec section 5 (`reason`: invalid_token or invalid_request). */
+export function permissionDenied(reason = "invalid_token"): ApiError {
+  return new ApiError(401, "Permission denied", {}, { "www-authenticate": `Bearer realm="${REALM}", error="${reason}"` });
+}
 export const forbidden = (message = "Forbidden", info: Record<string, unknown> = {}) => new ApiError(403, message, info);
 export const notFound = (message = "Not found", info: Record<string, unknown> = {}) => new ApiError(404, message, info);
 export const unprocessable = (message: string, info: Record<string, unknown> = {}) => new ApiError(422, message, info);
@@ -34,11 +42,3 @@ export type ValidationIssue = { field: string; rule: string; message: string };
  */
 export const validationFailed = (issues: ValidationIssue[]) =>
   new ApiError(1001, "Validation failed", { validation: issues });
-
-/** Throws the first missing member of `body` among `names` as a 400. */
-export function requireParams<T extends Record<string, unknown>>(body: T | null | undefined, ...names: string[]): void {
-  for (const n of names) {
-    const v = body?.[n];
-    if (v === undefined || v === null || v === "") throw missing(n);
-  }
-}

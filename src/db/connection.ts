@@ -52,6 +52,23 @@ export function migrationsMeta(): MigrationMeta[] {
   }));
 }
 
+/** Closes the database (stopping a server, ending a CLI command). */
+export function closeDatabase(db: DB): void {
+  db.$client.close();
+}
+
+/** The SQLite library's version, and whether it has FTS5 (which asset search needs); for `apis doctor`. */
+export function sqliteInfo(): { version: string; fts5: boolean } {
+  const db = new Database(":memory:");
+  try {
+    const v = (db.query("select sqlite_version() as v").get() as { v: string }).v;
+    const fts = db.query("select sqlite_compileoption_used('ENABLE_FTS5') as f").get() as { f: number };
+    return { version: v, fts5: !!fts.f };
+  } finally {
+    db.close();
+  }
+}
+
 /** Applies pending migrations; returns how many were applied. */
 export function migrate(db: DB): number {
   const before = appliedCount(db);

@@ -1,40 +1,17 @@
-import { and, eq } from "drizzle-orm";
 import { Elysia } from "elysia";
-import type { Ctx } from "../platform/context";
-import type { Tx } from "../db/connection";
-import { memberships } from "../features/members/members.table";
+import { actorOf, type Actor } from "../core/actor";
+import { forbidden, permissionDenied } from "../core/errors";
 import { activeMembership } from "../features/members/access.service";
-import { getUser, type User } from "../features/users/users.service";
-import { ApiError, forbidden } from "../core/errors";
-import { authDetail } from "./openapi";
+import { tokenHolder } from "../features/session/session.service";
+import type { User } from "../features/users/users.service";
+import type { Ctx } from "../platform/context";
 import { bearerToken } from "../platform/tokens";
-
-export const REALM = "apis";
+import { authDetail } from "./openapi";
 
 /** `/api/p/<project>/...` and `/dam/p/<project>/...`: the project gid of a request URL. */
 const PROJECT_PATH = /^[a-z][a-z0-9+.-]*:\/\/[^/]+\/(?:api|dam)\/p\/([^/?#]+)\//i;
 
-/** 401 with the Bearer challenge of spec section 5. */
-export function permissionDenied(reason = "invalid_token"): ApiError {
-  return new ApiError(401, "Permission denied", {}, { "www-authenticate": `Bearer realm="${REALM}", error="${reason}"` });
-}
-
 export type Caller = { user: User; token: string };
-
-/**
- * The user a verified token of (`sub`, token version `tv`) still stands for: an active account
- * with that token version, and for API users an active membership. Undefined otherwise. Also used
- * by the sync sockets to re-check a connected user.
- */
-export function tokenHolder(tx: Tx, sub: string, tv: number): User | undefined {
-  const user = getUser(tx, sub);
-  if (!user || user.status !== "active" || user.tokenVersion !== tv) return undefined;
-  if (user.kind === "api") {
-    const m = tx.select().from(memberships).where(and(eq(memberships.userGid, user.gid), eq(memberships.status, "active"))).get();
-    if (!m) return undefined;
-  }
-  return user;
-}
 
 /**
  * Resolves the caller of a request from its JWT: signature (HS256 only), expiry, token version,
@@ -54,7 +31,8 @@ export async function authenticate(ctx: Ctx, header: string | null | undefined):
 /**
  * The auth macros: `{ auth: true }` on a route requires a JWT and sets the `Authorization`
  * response header (renewed past half life); `{ authNoRenew: true }` checks it without renewing
- * (`/dam`, `/sync`).
+ * (`/dam`, `/sync`). Both hand the handler `actor` (who asks, for the service call) and `caller`
+ * (the user row and token, for the few HTTP-level needs such as a fresh token).
  */
 export function authMacro(ctx: Ctx) {
   // The JWT is checked in `transform`, which runs before the body is validated, so a request
@@ -82,7 +60,8 @@ export function authMacro(ctx: Ctx) {
         set.headers.authorization = `Bearer ${caller.token}`;
       },
       async resolve({ request }) {
-        return { caller: await callerOf(request, header(request)) };
+        const caller = await callerOf(request, header(request));
+        return { caller, actor: actorOf(caller.user) as Actor };
       },
     },
     authNoRenew: {
@@ -91,7 +70,8 @@ export function authMacro(ctx: Ctx) {
         await check(request, header(request));
       },
       async resolve({ request }) {
-        return { caller: await callerOf(request, header(request)) };
+        const caller = await callerOf(request, header(request));
+        return { caller, actor: actorOf(caller.user) as Actor };
       },
     },
   });

@@ -1,3 +1,4 @@
+import type { Answer } from "../core/answer";
 import { ApiError } from "../core/errors";
 
 export type Envelope = { success: true; result: Record<string, unknown>; data: Record<string, unknown> };
@@ -5,6 +6,11 @@ export type Envelope = { success: true; result: Record<string, unknown>; data: R
 /** The success envelope: scalars in `result`, resource dictionaries in `data`. */
 export function ok(result: Record<string, unknown> = {}, data: Record<string, unknown> = {}): Envelope {
   return { success: true, result, data };
+}
+
+/** The success envelope of a service's answer. */
+export function answer(a: Answer): Envelope {
+  return ok(a.result, a.data ?? {});
 }
 
 /** The error envelope of spec section 1. */

@@ -3,6 +3,7 @@ import { open, rm } from "node:fs/promises";
 import { basename } from "node:path";
 import { newGid } from "../core/ids";
 import { ApiError, badRequest } from "../core/errors";
+import type { Received, ReceivedFile } from "../platform/storage/storage";
 
 /**
  * A streaming multipart/form-data reader for uploads of any size.
@@ -15,18 +16,7 @@ import { ApiError, badRequest } from "../core/errors";
  * text fields in memory.
  */
 
-export type ReceivedFile = {
-  /** The form field that carried the file. */
-  field: string;
-  /** The client's file name (last path segment only); a hint, never trusted for the type. */
-  filename: string;
-  /** Temp file holding the content; the caller renames or removes it. */
-  path: string;
-  size: number;
-  sha256: string;
-};
-
-export type Received = { fields: Record<string, string>; file?: ReceivedFile };
+export type { Received, ReceivedFile };
 
 export type MultipartOptions = {
   /** Folder for the temp file (same filesystem as the destination so a rename is enough). */

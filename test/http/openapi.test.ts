@@ -46,6 +46,17 @@ describe("the OpenAPI document", () => {
     expect(doc.paths["/api/docs"]).toBeUndefined();
   });
 
+  test("gives every endpoint a summary and a tag (the route template's detail)", () => {
+    const bare: string[] = [];
+    for (const [path, ops] of Object.entries(doc.paths as Record<string, Record<string, any>>)) {
+      for (const [method, op] of Object.entries(ops)) {
+        if (!op.summary || !Array.isArray(op.tags) || !op.tags.length) bare.push(`${method} ${path}`);
+      }
+    }
+    expect(bare).toEqual([]);
+    expect(Object.keys(doc.paths).length).toBeGreaterThan(60);
+  });
+
   test("gives every foundation endpoint an example answer in the envelope", () => {
     for (const [method, path] of FOUNDATION) {
       const example = doc.paths[path][method].responses["200"].content["application/json"].example;

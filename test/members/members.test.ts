@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mutate } from "../../src/db/mutate";
 import { acceptInvitation } from "../../src/features/members/members.service";
 import { TestSmtp } from "../helpers/smtp";
 import { TestServer, tokenOf } from "../helpers/server";
@@ -12,7 +11,7 @@ let project: string;
 
 /** Accepts an invitation as the account area's `accept_invite` does (that endpoint is tested there). */
 function accept(userGid: string, projectGid: string) {
-  mutate(srv.ctx.db, srv.ctx.hub, (tx, log) => acceptInvitation(tx, log, userGid, projectGid));
+  acceptInvitation(srv.ctx, { userGid, kind: "person" }, { project: projectGid });
 }
 
 /** The invitee and project gids of the invitation link in the last mail to `to`, read from the SMTP server. */

@@ -1,41 +1,30 @@
 import { Elysia, t } from "elysia";
-import { existsSync, writeFileSync } from "node:fs";
-import type { Ctx } from "../../platform/context";
-import { mutate } from "../../db/mutate";
+import { requirePerson } from "../../core/access";
+import { missing } from "../../core/errors";
 import { authMacro } from "../../http/auth";
-import { ok } from "../../http/envelope";
-import { missing, notFound } from "../../core/errors";
+import { answer, ok } from "../../http/envelope";
 import { describe } from "../../http/openapi";
 import { authRules, clientAddress, limiterOf, throttle } from "../../http/ratelimit";
-import { newGid } from "../../core/ids";
-import { squareImage } from "../../platform/images/images";
+import type { Ctx } from "../../platform/context";
+import type { Session } from "../session/session.service";
 import {
+  acceptInvite,
   completeEmailChange,
-  completePasswordReset,
-  completeSignup,
+  declineInvite,
   deleteAccount,
-  initWithOwnUser,
-  invitationProjectView,
+  deleteAvatar,
   leaveProject,
-  removeAvatarFile,
   requestEmailChange,
   requestPasswordReset,
   requestSignup,
-  requirePerson,
-  setAvatar,
+  resetPassword,
+  signUp,
   updateAccount,
+  uploadAvatar,
 } from "./account.service";
-import { membershipFull } from "../members/members.forms";
-import { userFull } from "../users/users.forms";
-import { acceptInvitation, declineInvitation } from "../members/members.service";
-import { globalInit } from "../session/session.service";
-import type { User } from "../users/users.service";
 
 const tags = ["account"];
 const codes = { validation_code: t.String(), verification_code: t.String() };
-
-/** The shape of one `cc.users` answer: result `user`, data the full entry. */
-const userAnswer = (u: User) => ok({ user: u.gid }, { "cc.users": { [u.gid]: userFull(u) } });
 
 /**
  * The account area: two-step signup, password reset and email change (no JWT for the first two),
@@ -46,7 +35,12 @@ export function accountRoutes(ctx: Ctx) {
   const limiter = limiterOf(ctx);
   /** Limits for a step about `account` from `ip`: `auth` counts failed checks, `req` every mail-sending call. */
   const rules = (kind: "auth" | "req", account: string, ip: string) => authRules(ctx, account, ip, kind);
-  const ipOf = (request: Request, server: any) => clientAddress(request, server, ctx.config.trustProxy);
+  const ipOf = (request: Request, server: Parameters<typeof clientAddress>[1]) => clientAddress(request, server, ctx.config.trustProxy);
+  /** The session's init payload, its JWT in the Authorization header. */
+  const signedIn = (s: Session, set: { headers: Record<string, unknown> }) => {
+    set.headers.authorization = `Bearer ${s.token}`;
+    return answer(s);
+  };
 
   return new Elysia()
     .use(authMacro(ctx))
@@ -62,12 +56,7 @@ export function accountRoutes(ctx: Ctx) {
     .post(
       "/api/signup",
       ({ body, request, server, set }) =>
-        throttle(limiter, rules("auth", body.username, ipOf(request, server)), async () => {
-          const user = await completeSignup(ctx, body);
-          set.headers.authorization = `Bearer ${await ctx.tokens.sign(user.gid, user.tokenVersion)}`;
-          const init = globalInit(ctx.db, user.gid);
-          return ok(init.result, init.data);
-        }),
+        throttle(limiter, rules("auth", body.username, ipOf(request, server)), async () => signedIn(await signUp(ctx, body), set)),
       {
         body: t.Object({ username: t.String(), password: t.String(), email: t.String(), ...codes }),
         detail: describe({ summary: "Signup step two: creates the account (or activates the invited user of this email) and logs it in", tags, errors: [400, 422, 429], setsToken: true }),
@@ -89,11 +78,10 @@ export function accountRoutes(ctx: Ctx) {
       "/api/reset_password",
       ({ body, request, server, set }) =>
         throttle(limiter, rules("auth", body.username, ipOf(request, server)), async () => {
-          const user = await completePasswordReset(ctx, body);
-          limiter.reset(`auth:acct:${user.username!.toLowerCase()}`);
-          set.headers.authorization = `Bearer ${await ctx.tokens.sign(user.gid, user.tokenVersion)}`;
-          const init = initWithOwnUser(ctx.db, user.gid);
-          return ok(init.result, init.data);
+          const s = await resetPassword(ctx, body);
+          // The account's failed tries are forgiven (its username matched exactly).
+          limiter.reset(`auth:acct:${body.username.toLowerCase()}`);
+          return signedIn(s, set);
         }),
       {
         body: t.Object({ username: t.String(), new_password: t.String(), ...codes }),
@@ -102,11 +90,10 @@ export function accountRoutes(ctx: Ctx) {
     )
     .post(
       "/api/account/update_email_request",
-      ({ body, caller, request, server }) => {
-        requirePerson(caller.user);
-        return throttle(limiter, rules("req", caller.user.gid, ipOf(request, server)), () => ok(requestEmailChange(ctx, caller.user, body.email)), {
-          countSuccess: true,
-        });
+      ({ body, actor, request, server }) => {
+        // API users are refused before the call counts against the limit.
+        requirePerson(actor);
+        return throttle(limiter, rules("req", actor.userGid, ipOf(request, server)), () => ok(requestEmailChange(ctx, actor, body)), { countSuccess: true });
       },
       {
         auth: true,
@@ -116,9 +103,9 @@ export function accountRoutes(ctx: Ctx) {
     )
     .post(
       "/api/account/update_email",
-      ({ body, caller, request, server }) => {
-        requirePerson(caller.user);
-        return throttle(limiter, rules("auth", caller.user.gid, ipOf(request, server)), () => userAnswer(completeEmailChange(ctx, caller.user.gid, body)));
+      ({ body, actor, request, server }) => {
+        requirePerson(actor);
+        return throttle(limiter, rules("auth", actor.userGid, ipOf(request, server)), () => answer(completeEmailChange(ctx, actor, body)));
       },
       {
         auth: true,
@@ -128,10 +115,7 @@ export function accountRoutes(ctx: Ctx) {
     )
     .post(
       "/api/account/update",
-      ({ body, caller }) => {
-        requirePerson(caller.user);
-        return userAnswer(mutate(ctx.db, ctx.hub, (tx, log) => updateAccount(tx, log, caller.user.gid, body)));
-      },
+      ({ body, actor }) => answer(updateAccount(ctx, actor, body)),
       {
         auth: true,
         body: t.Object({
@@ -143,15 +127,7 @@ export function accountRoutes(ctx: Ctx) {
     )
     .post(
       "/api/account/upload_avatar",
-      async ({ body, caller }) => {
-        requirePerson(caller.user);
-        const png = await squareImage(body.file, ctx.config.imageMaxBytes, ctx.config.pixelLimit);
-        const name = `${caller.user.gid}-${newGid(8)}.png`;
-        writeFileSync(ctx.storage.inside(ctx.storage.avatars, name), png);
-        const { user, old } = mutate(ctx.db, ctx.hub, (tx, log) => setAvatar(tx, log, caller.user.gid, name));
-        removeAvatarFile(ctx.storage, old);
-        return userAnswer(user);
-      },
+      async ({ body, actor }) => answer(await uploadAvatar(ctx, actor, body)),
       {
         auth: true,
         body: t.Object({ file: t.File() }),
@@ -160,34 +136,22 @@ export function accountRoutes(ctx: Ctx) {
     )
     .post(
       "/api/account/delete_avatar",
-      ({ caller }) => {
-        requirePerson(caller.user);
-        const { user, old } = mutate(ctx.db, ctx.hub, (tx, log) => setAvatar(tx, log, caller.user.gid, null));
-        removeAvatarFile(ctx.storage, old);
-        return userAnswer(user);
-      },
+      ({ actor }) => answer(deleteAvatar(ctx, actor)),
       { auth: true, detail: describe({ summary: "Remove the caller's avatar", tags, errors: [400, 403] }) },
     )
     .post(
       "/api/account/delete",
-      ({ caller, set }) => {
-        requirePerson(caller.user);
-        const { avatar } = mutate(ctx.db, ctx.hub, (tx, log) => deleteAccount(tx, log, ctx.storage, caller.user.gid));
-        removeAvatarFile(ctx.storage, avatar);
+      ({ actor, set }) => {
+        const a = deleteAccount(ctx, actor);
         // The account is gone: no token to hand back.
         delete set.headers.authorization;
-        return ok({ user: caller.user.gid, deleted: true }, { "cc.users": {} });
+        return answer(a);
       },
       { auth: true, detail: describe({ summary: "Delete the caller's account (refused while it owns active projects)", tags, errors: [403, 422] }) },
     )
     .post(
       "/api/account/accept_invite",
-      ({ body, caller }) => {
-        requirePerson(caller.user);
-        mutate(ctx.db, ctx.hub, (tx, log) => acceptInvitation(tx, log, caller.user.gid, body.project));
-        const view = invitationProjectView(ctx.db, body.project, caller.user.gid);
-        return ok(view.result, view.data);
-      },
+      ({ body, actor }) => answer(acceptInvite(ctx, actor, body)),
       {
         auth: true,
         body: t.Object({ project: t.String() }),
@@ -196,11 +160,7 @@ export function accountRoutes(ctx: Ctx) {
     )
     .post(
       "/api/account/decline_invite",
-      ({ body, caller }) => {
-        requirePerson(caller.user);
-        const m = mutate(ctx.db, ctx.hub, (tx, log) => declineInvitation(tx, log, caller.user.gid, body.project));
-        return ok({ project: body.project }, { "cc.projects_members": [membershipFull(m)] });
-      },
+      ({ body, actor }) => answer(declineInvite(ctx, actor, body)),
       {
         auth: true,
         body: t.Object({ project: t.String() }),
@@ -209,26 +169,11 @@ export function accountRoutes(ctx: Ctx) {
     )
     .post(
       "/api/account/leave_project",
-      ({ body, caller }) => {
-        requirePerson(caller.user);
-        mutate(ctx.db, ctx.hub, (tx, log) => leaveProject(tx, log, caller.user.gid, body.project));
-        return ok({ project: body.project, user: caller.user.gid }, { "cc.projects_members": [] });
-      },
+      ({ body, actor }) => answer(leaveProject(ctx, actor, body)),
       {
         auth: true,
         body: t.Object({ project: t.String() }),
         detail: describe({ summary: "Leave a project (not one's own): the membership is removed", tags, errors: [400, 403, 422] }),
       },
-    )
-    .get(
-      "/media/avatars/:file",
-      ({ params }) => {
-        const path = /^[a-z0-9]+-[a-z0-9]+\.png$/.test(params.file) ? ctx.storage.inside(ctx.storage.avatars, params.file) : "";
-        if (!path || !existsSync(path)) throw notFound("No such avatar");
-        return new Response(Bun.file(path), {
-          headers: { "content-type": "image/png", "cache-control": "public, max-age=31536000, immutable" },
-        });
-      },
-      { detail: describe({ summary: "An avatar image (public; names change with every upload)", tags: ["media"], errors: [404] }) },
     );
 }

@@ -1,8 +1,16 @@
 import { and, asc, eq, sql } from "drizzle-orm";
 import { rmSync } from "node:fs";
 import type { Ctx } from "../../platform/context";
-import { mutate, type ChangeLog } from "../../db/mutate";
+import { afterCommit, mutate, type ChangeLog } from "../../db/mutate";
+import { writeFileSync } from "node:fs";
+import type { Answer } from "../../core/answer";
+import { requirePerson } from "../../core/access";
+import type { Actor } from "../../core/actor";
+import { newGid } from "../../core/ids";
 import type { Tx } from "../../db/connection";
+import { squareImage } from "../../platform/images/images";
+import { sessionOf, type Session } from "../session/session.service";
+import { acceptInvitation, declineInvitation } from "../members/members.service";
 import { memberships } from "../members/members.table";
 import { projects } from "../projects/projects.table";
 import { users } from "../users/users.table";
@@ -16,7 +24,7 @@ import { projectFull } from "../projects/projects.forms";
 import { userFull, userShort } from "../users/users.forms";
 import { checkCode, CODE_LENGTH, deleteCodesOf, findCode, issueCode, voidPending, type CodeRow, type Purpose } from "./codes.service";
 import { getMembership, logVisibility, projectMemberRows } from "../members/members.service";
-import { getProject, permanentlyDeleteProject } from "../projects/projects.service";
+import { eraseProject, getProject } from "../projects/projects.service";
 import { globalInit } from "../session/session.service";
 import {
   createPerson,
@@ -100,7 +108,7 @@ export type SignupFinish = Omit<SignupInput, "language"> & { validation_code: st
  * account. When invited users already use the email, the oldest one becomes this account (same
  * gid); its invitations stay `invited` until accepted through `account/accept_invite`.
  */
-export async function completeSignup(ctx: Ctx, input: SignupFinish): Promise<User> {
+async function completeSignup(ctx: Ctx, input: SignupFinish): Promise<User> {
   const pending = findCode(ctx.db, "signup", input.validation_code);
   const passwordSame = !!pending?.passwordHash && (await Bun.password.verify(input.password, pending.passwordHash).catch(() => false));
   return withCode(
@@ -189,7 +197,7 @@ export type ResetFinish = { username: string; new_password: string; validation_c
  * case-sensitive, must be one the mail listed; else 422 User not found). Every older JWT of the
  * account stops working; the caller gets a new one.
  */
-export async function completePasswordReset(ctx: Ctx, input: ResetFinish): Promise<User> {
+async function completePasswordReset(ctx: Ctx, input: ResetFinish): Promise<User> {
   check(passwordIssues(input.new_password, "new_password"));
   const hash = await hashPassword(input.new_password);
   return withCode(
@@ -210,7 +218,11 @@ export async function completePasswordReset(ctx: Ctx, input: ResetFinish): Promi
 // Email change
 
 /** `update_email_request`: mails a code to the new address. */
-export function requestEmailChange(ctx: Ctx, user: User, emailIn: string): StepOne {
+export function requestEmailChange(ctx: Ctx, actor: Actor, input: { email: string }): StepOne {
+  requirePerson(actor);
+  const user = getUser(ctx.db, actor.userGid);
+  if (!user) throw unprocessable("User not found");
+  const emailIn = input.email;
   const email = emailIn.trim();
   const issues = emailIssues(email);
   if (!issues.length && sameEmail(email, user.email)) issues.push({ field: "email", rule: "unchanged", message: "This is the current address" });
@@ -230,8 +242,10 @@ export function requestEmailChange(ctx: Ctx, user: User, emailIn: string): StepO
  * `update_email`: with good codes (same user, same address as step one) the account uses the new
  * address, and so do its membership notifications that went to the old one.
  */
-export function completeEmailChange(ctx: Ctx, userGid: string, input: { email: string; validation_code: string; verification_code: string }): User {
-  return withCode(
+export function completeEmailChange(ctx: Ctx, actor: Actor, input: { email: string; validation_code: string; verification_code: string }): Answer {
+  requirePerson(actor);
+  const userGid = actor.userGid;
+  return userAnswer(withCode(
     ctx,
     "update_email",
     input,
@@ -255,7 +269,7 @@ export function completeEmailChange(ctx: Ctx, userGid: string, input: { email: s
       }
       return user;
     },
-  );
+  ));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -264,7 +278,7 @@ export function completeEmailChange(ctx: Ctx, userGid: string, input: { email: s
 export type AccountUpdate = { name?: string; options?: { language?: string; timezone?: string } };
 
 /** `account/update`: name (at most 200 characters), options.language (a listed code), options.timezone (IANA). */
-export function updateAccount(tx: Tx, log: ChangeLog, userGid: string, input: AccountUpdate): User {
+function changeAccount(tx: Tx, log: ChangeLog, userGid: string, input: AccountUpdate): User {
   const issues: ValidationIssue[] = [];
   const set: Partial<User> = {};
   if (input.name !== undefined) {
@@ -291,16 +305,6 @@ export function updateAccount(tx: Tx, log: ChangeLog, userGid: string, input: Ac
   return updateUser(tx, log, userGid, set);
 }
 
-/** Sets (or clears, with null) the avatar file name; returns the user and the file it replaced. */
-export function setAvatar(tx: Tx, log: ChangeLog, userGid: string, avatar: string | null): { user: User; old: string | null } {
-  const old = getUser(tx, userGid)?.avatar ?? null;
-  return { user: updateUser(tx, log, userGid, { avatar }), old };
-}
-
-/** Account endpoints are for people; API users are managed by their project's owner. */
-export function requirePerson(user: User) {
-  if (user.kind !== "person") throw forbidden("API users have no account to manage");
-}
 
 // ---------------------------------------------------------------------------------------------
 // Leaving and deleting
@@ -309,7 +313,7 @@ export function requirePerson(user: User) {
  * `account/leave_project`: an active or deactivated membership is removed. An owner cannot leave
  * its own project (422); an invitation is declined, not left (422).
  */
-export function leaveProject(tx: Tx, log: ChangeLog, userGid: string, projectGid: string): void {
+function leaveMembership(tx: Tx, log: ChangeLog, userGid: string, projectGid: string): void {
   const p = tx.select().from(projects).where(eq(projects.gid, projectGid)).get();
   const m = p && getMembership(tx, projectGid, userGid);
   if (!p || !m || m.status === "declined") throw unprocessable("Leaving failed", { reason: "Not a member of the project" });
@@ -329,7 +333,7 @@ export function leaveProject(tx: Tx, log: ChangeLog, userGid: string, projectGid
  * codes are dropped and the user row is deleted; co-members get the sync items. Returns the avatar
  * file to remove once committed.
  */
-export function deleteAccount(tx: Tx, log: ChangeLog, storage: Storage, userGid: string): { avatar: string | null } {
+function eraseAccount(ctx: Ctx, tx: Tx, log: ChangeLog, userGid: string): { avatar: string | null } {
   const user = getUser(tx, userGid);
   if (!user) throw unprocessable("User not found");
   const owned = tx.select().from(projects).where(eq(projects.owner, userGid)).all();
@@ -339,7 +343,7 @@ export function deleteAccount(tx: Tx, log: ChangeLog, storage: Storage, userGid:
       reason: "The account owns active projects: delete them (projects/delete) first",
       projects: active.map((p) => p.gid),
     });
-  for (const p of owned) permanentlyDeleteProject(tx, log, storage, p.gid);
+  for (const p of owned) eraseProject(ctx, tx, log, p.gid);
   const before = userAudience(tx, userGid);
   for (const m of tx.select().from(memberships).where(eq(memberships.userGid, userGid)).all()) {
     const audience = projectAudience(tx, m.projectGid);
@@ -352,13 +356,13 @@ export function deleteAccount(tx: Tx, log: ChangeLog, storage: Storage, userGid:
   return { avatar: user.avatar };
 }
 
-/** Removes an avatar file (after the change that dropped it has committed). */
-export function removeAvatarFile(storage: Storage, name: string | null | undefined) {
-  if (name) rmSync(storage.inside(storage.avatars, name), { force: true });
+/** Removes an avatar file once the unit of work that dropped it has committed. */
+function removeAvatarFile(ctx: Pick<Ctx, "db" | "storage">, name: string | null | undefined) {
+  if (name) afterCommit(ctx.db, () => rmSync(ctx.storage.inside(ctx.storage.avatars, name), { force: true }));
 }
 
 /** The global init payload reduced to the caller's own user entry (spec 4.1 `reset_password`). */
-export function initWithOwnUser(tx: Tx, userGid: string) {
+function initWithOwnUser(tx: Tx, userGid: string): Answer {
   const init = globalInit(tx, userGid);
   const users = init.data["cc.users"] as Record<string, unknown>;
   return { result: init.result, data: { ...init.data, "cc.users": { [userGid]: users[userGid] } } };
@@ -369,9 +373,9 @@ export function initWithOwnUser(tx: Tx, userGid: string) {
  * gids); data the project (full), the caller (full) and the active members (short), and their
  * memberships (the caller's full).
  */
-export function invitationProjectView(tx: Tx, projectGid: string, me: string) {
+function invitationProjectView(tx: Tx, projectGid: string, me: string): Answer {
   const p = getProject(tx, projectGid);
-  const rows = projectMemberRows(tx, projectGid, false).filter((r) => r.m.status === "active");
+  const rows = projectMemberRows(tx, projectGid, ["active"]);
   const ccUsers: Record<string, unknown> = {};
   const ccMembers: unknown[] = [];
   for (const { m, u } of rows) {
@@ -382,4 +386,79 @@ export function invitationProjectView(tx: Tx, projectGid: string, me: string) {
     result: { project: projectGid, project_members: rows.map((r) => r.u.gid) },
     data: { "cc.users": ccUsers, "cc.projects": p ? { [projectGid]: projectFull(p) } : {}, "cc.projects_members": ccMembers },
   };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The operations of the caller's own account (people only; spec 5.6)
+
+/** The shape of one `cc.users` answer: result `user`, data the full entry. */
+const userAnswer = (u: User): Answer => ({ result: { user: u.gid }, data: { "cc.users": { [u.gid]: userFull(u) } } });
+
+/** `signup`: step two; the new account's session. */
+export async function signUp(ctx: Ctx, input: SignupFinish): Promise<Session> {
+  return sessionOf(ctx, await completeSignup(ctx, input));
+}
+
+/** `reset_password`: step two; a session of the account with the global init reduced to its own user. */
+export async function resetPassword(ctx: Ctx, input: ResetFinish): Promise<Session> {
+  return sessionOf(ctx, await completePasswordReset(ctx, input), initWithOwnUser);
+}
+
+/** `account/update`: name, language, time zone. */
+export function updateAccount(ctx: Ctx, actor: Actor, input: AccountUpdate): Answer {
+  requirePerson(actor);
+  return userAnswer(mutate(ctx.db, ctx.hub, (tx, log) => changeAccount(tx, log, actor.userGid, input)));
+}
+
+/** Sets (or clears, with null) the avatar file name; the file it replaces goes once committed. */
+function setAvatar(ctx: Ctx, actor: Actor, avatar: string | null): Answer {
+  requirePerson(actor);
+  return mutate(ctx.db, ctx.hub, (tx, log) => {
+    removeAvatarFile(ctx, getUser(tx, actor.userGid)?.avatar);
+    return userAnswer(updateUser(tx, log, actor.userGid, { avatar }));
+  });
+}
+
+/** `account/upload_avatar`: resized to a 256 px square PNG, served at /media/avatars/<avatar>. */
+export async function uploadAvatar(ctx: Ctx, actor: Actor, input: { file: Blob }): Promise<Answer> {
+  requirePerson(actor);
+  const png = await squareImage(input.file, ctx.config.imageMaxBytes, ctx.config.pixelLimit);
+  const name = `${actor.userGid}-${newGid(8)}.png`;
+  writeFileSync(ctx.storage.inside(ctx.storage.avatars, name), png);
+  return setAvatar(ctx, actor, name);
+}
+
+/** `account/delete_avatar`. */
+export function deleteAvatar(ctx: Ctx, actor: Actor): Answer {
+  return setAvatar(ctx, actor, null);
+}
+
+/** `account/delete`: refused while the account owns active projects (see `eraseAccount`). */
+export function deleteAccount(ctx: Ctx, actor: Actor): Answer {
+  requirePerson(actor);
+  return mutate(ctx.db, ctx.hub, (tx, log) => {
+    removeAvatarFile(ctx, eraseAccount(ctx, tx, log, actor.userGid).avatar);
+    return { result: { user: actor.userGid, deleted: true }, data: { "cc.users": {} } };
+  });
+}
+
+/** `account/accept_invite`: the invited membership becomes active; the project as the member now sees it. */
+export function acceptInvite(ctx: Ctx, actor: Actor, input: { project: string }): Answer {
+  return mutate(ctx.db, ctx.hub, (tx) => {
+    acceptInvitation(ctx, actor, input);
+    return invitationProjectView(tx, input.project, actor.userGid);
+  });
+}
+
+/** `account/decline_invite`: the caller's invitation becomes declined. */
+export function declineInvite(ctx: Ctx, actor: Actor, input: { project: string }): Answer {
+  requirePerson(actor);
+  return declineInvitation(ctx, { invitee: actor.userGid, project: input.project });
+}
+
+/** `account/leave_project`: an active or deactivated membership is removed (not one's own project). */
+export function leaveProject(ctx: Ctx, actor: Actor, input: { project: string }): Answer {
+  requirePerson(actor);
+  mutate(ctx.db, ctx.hub, (tx, log) => leaveMembership(tx, log, actor.userGid, input.project));
+  return { result: { project: input.project, user: actor.userGid }, data: { "cc.projects_members": [] } };
 }

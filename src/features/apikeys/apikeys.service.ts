@@ -1,6 +1,10 @@
 import { and, asc, eq } from "drizzle-orm";
 import { createHash } from "node:crypto";
+import type { Answer } from "../../core/answer";
+import type { Actor } from "../../core/actor";
 import type { Tx } from "../../db/connection";
+import type { Ctx } from "../../platform/context";
+import { inProject, projectAudience, userAudience } from "../members/access.service";
 import type { ChangeLog } from "../../db/mutate";
 import { apikeys } from "./apikeys.table";
 import { memberships } from "../members/members.table";
@@ -8,10 +12,9 @@ import { projects } from "../projects/projects.table";
 import { users } from "../users/users.table";
 import { forbidden, unprocessable, validationFailed, type ValidationIssue } from "../../core/errors";
 import { newGid, newSecret, now } from "../../core/ids";
-import { projectAudience, userAudience } from "../members/access.service";
 import { apiUserForm } from "../users/users.forms";
 import { membershipFull } from "../members/members.forms";
-import { deactivateMember, getMembership, logMembership, logVisibility, reactivateMember, type Membership } from "../members/members.service";
+import { memberToInactive, getMembership, logMembership, logVisibility, memberToActive, type Membership } from "../members/members.service";
 import { getUser, updateUser, type User } from "../users/users.service";
 
 type Project = typeof projects.$inferSelect;
@@ -54,8 +57,16 @@ export function apikeyForm(k: ApiKey, u: User, m: Membership) {
   };
 }
 
+/** `apikeys/get`: the project's API keys (never the keys themselves), or the one of `user`. */
+export function listApiKeys(ctx: Ctx, actor: Actor, projectGid: string, input: { user?: string }): Answer {
+  return inProject(ctx, actor, projectGid, "owner", ({ tx }) => {
+    const r = apikeysData(tx, projectGid, input.user);
+    return { result: { apikeys: r.gids }, data: r.data };
+  });
+}
+
 /** The data of an answer about some API users: `cc.users`, `cc.projects_members`, `apikeys`. */
-export function apikeysData(tx: Tx, projectGid: string, only?: string) {
+function apikeysData(tx: Tx, projectGid: string, only?: string) {
   const rows = tx
     .select({ k: apikeys, u: users, m: memberships })
     .from(apikeys)
@@ -87,7 +98,14 @@ function rateIssues(rate: unknown): ValidationIssue[] {
  * Creates an API user (kind `api`, username null) with an active `api` membership and its key.
  * Returns the key, which is stored only as a hash and never shown again.
  */
-export function createApiKey(tx: Tx, log: ChangeLog, project: Project, input: { name: string; rate_limit_per_second?: number | null }) {
+export function createApiKey(ctx: Ctx, actor: Actor, projectGid: string, input: { name: string; rate_limit_per_second?: number | null }): Answer {
+  return inProject(ctx, actor, projectGid, "owner", ({ tx, log, project }) => {
+    const { user, key } = insertApiUser(tx, log, project, input);
+    return { result: { user: user.gid, api_key: key }, data: apikeysData(tx, project.gid, user.gid).data };
+  });
+}
+
+function insertApiUser(tx: Tx, log: ChangeLog, project: Project, input: { name: string; rate_limit_per_second?: number | null }) {
   const issues = [...nameIssues(input.name), ...rateIssues(input.rate_limit_per_second)];
   if (issues.length) throw validationFailed(issues);
   if (project.status !== "active") throw unprocessable("Creation failed", { reason: "The project is not active" });
@@ -117,7 +135,14 @@ export function createApiKey(tx: Tx, log: ChangeLog, project: Project, input: { 
 }
 
 /** Renames an API user and/or sets its membership's `rate_limit_per_second` (null = instance default). */
-export function updateApiKey(tx: Tx, log: ChangeLog, project: Project, userGid: string, input: { name?: string; rate_limit_per_second?: number | null }) {
+export function updateApiKey(ctx: Ctx, actor: Actor, projectGid: string, input: { user: string; name?: string; rate_limit_per_second?: number | null }): Answer {
+  return inProject(ctx, actor, projectGid, "owner", ({ tx, log, project }) => {
+    changeApiUser(tx, log, project, input.user, input);
+    return { result: { user: input.user }, data: apikeysData(tx, project.gid, input.user).data };
+  });
+}
+
+function changeApiUser(tx: Tx, log: ChangeLog, project: Project, userGid: string, input: { name?: string; rate_limit_per_second?: number | null }) {
   const { user, membership } = apiUserOf(tx, project.gid, userGid, "Update");
   const issues = [...(input.name !== undefined ? nameIssues(input.name) : []), ...rateIssues(input.rate_limit_per_second)];
   if (issues.length) throw validationFailed(issues);
@@ -133,23 +158,42 @@ export function updateApiKey(tx: Tx, log: ChangeLog, project: Project, userGid: 
   tx.update(apikeys).set({ updatedOn: t }).where(eq(apikeys.userGid, userGid)).run();
 }
 
+/** The spec 4.2 `apikeys/deactivate` shape: result `user`, data the API user and its membership. */
+function statusAnswer(tx: Tx, projectGid: string, userGid: string): Answer {
+  const u = getUser(tx, userGid)!;
+  const m = getMembership(tx, projectGid, userGid)!;
+  return { result: { user: userGid }, data: { "cc.users": { [userGid]: apiUserForm(u) }, "cc.projects_members": [membershipFull(m)] } };
+}
+
 /** `apikeys/deactivate`: the API user's membership becomes inactive; its key and JWTs stop working at once, its JWTs for good. */
-export function deactivateApiKey(tx: Tx, log: ChangeLog, project: Project, userGid: string): Membership {
-  const { user } = apiUserOf(tx, project.gid, userGid, "Deactivation");
-  const m = deactivateMember(tx, log, project, userGid, "api");
-  // JWTs issued before stay dead after a reactivation too: the key must authenticate again.
-  tx.update(users).set({ tokenVersion: user.tokenVersion + 1, updatedOn: now() }).where(eq(users.gid, userGid)).run();
-  return m;
+export function deactivateApiKey(ctx: Ctx, actor: Actor, projectGid: string, input: { user: string }): Answer {
+  return inProject(ctx, actor, projectGid, "owner", ({ tx, log, project }) => {
+    const { user } = apiUserOf(tx, project.gid, input.user, "Deactivation");
+    memberToInactive(tx, log, project, input.user, "api");
+    // JWTs issued before stay dead after a reactivation too: the key must authenticate again.
+    tx.update(users).set({ tokenVersion: user.tokenVersion + 1, updatedOn: now() }).where(eq(users.gid, input.user)).run();
+    return statusAnswer(tx, project.gid, input.user);
+  });
 }
 
 /** `apikeys/reactivate`: the membership is active again; the same key works again. */
-export function reactivateApiKey(tx: Tx, log: ChangeLog, project: Project, userGid: string): Membership {
-  apiUserOf(tx, project.gid, userGid, "Reactivation");
-  return reactivateMember(tx, log, project, userGid, "api");
+export function reactivateApiKey(ctx: Ctx, actor: Actor, projectGid: string, input: { user: string }): Answer {
+  return inProject(ctx, actor, projectGid, "owner", ({ tx, log, project }) => {
+    apiUserOf(tx, project.gid, input.user, "Reactivation");
+    memberToActive(tx, log, project, input.user, "api");
+    return statusAnswer(tx, project.gid, input.user);
+  });
 }
 
 /** `apikeys/delete`: removes the key, the membership and the API user for good. */
-export function deleteApiKey(tx: Tx, log: ChangeLog, project: Project, userGid: string): void {
+export function deleteApiKey(ctx: Ctx, actor: Actor, projectGid: string, input: { user: string }): Answer {
+  return inProject(ctx, actor, projectGid, "owner", ({ tx, log, project }) => {
+    removeApiUser(tx, log, project, input.user);
+    return { result: { user: input.user }, data: { "cc.users": {}, "cc.projects_members": [] } };
+  });
+}
+
+function removeApiUser(tx: Tx, log: ChangeLog, project: Project, userGid: string): void {
   apiUserOf(tx, project.gid, userGid, "Deletion");
   const seen = new Set([...userAudience(tx, userGid), ...projectAudience(tx, project.gid)]);
   tx.delete(apikeys).where(eq(apikeys.userGid, userGid)).run();

@@ -5,20 +5,24 @@ import type { Job, JobHandler, JobKind, Progress } from "../../platform/jobs/run
 import { ApiError, badRequest, unprocessable } from "../../core/errors";
 import {
   ancestorGids,
+  assetDictionary,
   assetsByGids,
   changeMetadata,
   clearedMetadata,
-  deleteAssets,
-  moveAssets,
-  permanentlyDeleteAssets,
+  deleteAssetRows,
+  moveAssetRows,
+  removeAssetRows,
   removeOriginals,
   requireParentFolder,
-  undeleteAssets,
+  undeleteAssetRows,
   validMetadata,
   type Asset,
   type BatchOutcome,
 } from "./assets.service";
-import { resolveSelection } from "../../core/selection";
+import { pageSelection, resolveSelection } from "../../core/selection";
+import type { Answer } from "../../core/answer";
+import type { Actor } from "../../core/actor";
+import { inProject } from "../members/access.service";
 import { assetSelection } from "./assets.search";
 import { getUser } from "../users/users.service";
 
@@ -47,7 +51,7 @@ type Params = { gids: string[]; parent?: string | null; set?: Record<string, unk
  * Resolves the selection and enqueues the job in the same transaction (so the snapshot and the
  * job agree). Returns the job token.
  */
-export function startBulk(ctx: Ctx, tx: Tx, projectGid: string, userGid: string, op: BulkOperation, body: Record<string, unknown>): string {
+function startBulk(ctx: Ctx, tx: Tx, projectGid: string, userGid: string, op: BulkOperation, body: Record<string, unknown>): string {
   const items = resolveSelection(tx, assetSelection, projectGid, body.selection);
   const params: Params = { gids: items.map((i) => i.gid) };
   if (op === "move") {
@@ -111,7 +115,7 @@ const gidsOf = (o: BatchOutcome) => o.changed.map((a: Asset) => a.gid);
 
 const del: JobHandler = (ctx, job, progress) =>
   inChunks(ctx, job, progress, (tx, log, gids, user) => {
-    const o = deleteAssets(tx, log, job.projectGid!, user, gids, false);
+    const o = deleteAssetRows(tx, log, job.projectGid!, user, gids, false);
     // Selected assets already deleted count as done: the selection ends up deleted.
     const already = assetsByGids(tx, job.projectGid!, gids).filter((a) => a.status === "deleted").map((a) => a.gid);
     return { touched: [...gidsOf(o), ...already], skipped: o.skipped };
@@ -119,21 +123,21 @@ const del: JobHandler = (ctx, job, progress) =>
 
 const undelete: JobHandler = (ctx, job, progress) =>
   inChunks(ctx, job, progress, (tx, log, gids, user) => {
-    const o = undeleteAssets(tx, log, job.projectGid!, user, gids, false);
+    const o = undeleteAssetRows(tx, log, job.projectGid!, user, gids, false);
     const already = assetsByGids(tx, job.projectGid!, gids).filter((a) => a.status === "active").map((a) => a.gid);
     return { touched: [...gidsOf(o), ...already], skipped: o.skipped };
   });
 
 const permanent_delete: JobHandler = (ctx, job, progress) =>
   inChunks(ctx, job, progress, (tx, log, gids) => {
-    const o = permanentlyDeleteAssets(ctx, tx, log, job.projectGid!, gids, false);
+    const o = removeAssetRows(ctx, tx, log, job.projectGid!, gids, false);
     return { touched: o.removed, skipped: o.skipped, files: o.files, paths: o.paths };
   });
 
 const move: JobHandler = (ctx, job, progress) =>
   inChunks(ctx, job, progress, (tx, log, gids, user) => {
     const parent = (job.params as unknown as Params).parent ?? null;
-    const o = moveAssets(tx, log, job.projectGid!, user, gids, parent, false);
+    const o = moveAssetRows(tx, log, job.projectGid!, user, gids, parent, false);
     const bad = new Set(o.skipped.map((s) => s.gid));
     return { touched: gids.filter((g) => !bad.has(g)), skipped: o.skipped };
   });
@@ -169,3 +173,18 @@ export const assetBulkJobs: Record<string, JobKind> = {
   [BULK_KINDS.move]: { handler: move },
   [BULK_KINDS.metadata]: { handler: metadata },
 };
+
+/** `assets/bulk/get`: a page of the selected assets (repeat with the returned page.cursor). */
+export function bulkGetAssets(ctx: Ctx, actor: Actor, projectGid: string, input: { selection: unknown; "page.size"?: number; "page.cursor"?: string | null }): Answer {
+  return inProject(ctx, actor, projectGid, "member", ({ tx }) => {
+    const items = resolveSelection(tx, assetSelection, projectGid, input.selection);
+    const p = pageSelection(items, input["page.size"], input["page.cursor"]);
+    const rows = assetsByGids(tx, projectGid, p.page.map((i) => i.gid));
+    return { result: { assets: p.page.map((i) => i.gid), "assets.size": p.size, "page.cursor": p.cursor }, data: { assets: assetDictionary(rows) } };
+  });
+}
+
+/** `assets/bulk/<op>`: resolves the selection now and queues the job; answers its token. */
+export function startBulkOperation(ctx: Ctx, actor: Actor, projectGid: string, op: BulkOperation, input: Record<string, unknown>): Answer {
+  return inProject(ctx, actor, projectGid, "member", ({ tx }) => ({ result: { "job.token": startBulk(ctx, tx, projectGid, actor.userGid, op, input) } }));
+}

@@ -1,7 +1,12 @@
-import { sqliteOf, type Tx } from "../../db/connection";
+import type { Answer } from "../../core/answer";
+import type { Actor } from "../../core/actor";
 import { badRequest } from "../../core/errors";
-import { assetsByIds, type Asset } from "./assets.service";
+import { decodeCursor, encodeCursor, pageSize } from "../../core/paging";
 import type { SelectionItem, SelectionResolver } from "../../core/selection";
+import { sqliteOf, type Tx } from "../../db/connection";
+import type { Ctx } from "../../platform/context";
+import { inProject } from "../members/access.service";
+import { ancestorGids, assetDictionary, assetsByGids, assetsByIds, type Asset } from "./assets.service";
 
 /**
  * Asset search: FTS5 over names and metadata values (`q`), structured filters
@@ -347,3 +352,59 @@ export const assetSelection: SelectionResolver = {
     return searchAssetItems(tx, projectGid, search as AssetSearch);
   },
 };
+
+// ---------------------------------------------------------------------------------------------
+// The search operations (members of the project)
+
+export const SEARCH_PAGE_DEFAULT = 50;
+export const SEARCH_PAGE_MAX = 1000;
+
+type Paged = { "page.size"?: number; "page.cursor"?: string | null };
+
+/** A search answer page: offset paging behind an opaque cursor. */
+function searchPage(tx: Tx, projectGid: string, input: AssetSearch & Paged, types?: string[]) {
+  const size = pageSize(input["page.size"], SEARCH_PAGE_DEFAULT, SEARCH_PAGE_MAX);
+  const state = decodeCursor<{ o: number }>(input["page.cursor"], "search");
+  // A tampered offset (a fraction, 1e308, a string) is refused like any other bad cursor.
+  if (state && !(Number.isSafeInteger(state.o) && state.o >= 0))
+    throw badRequest("Invalid parameter", { "Invalid parameter": "page.cursor", expected: "a page.cursor returned by the previous call" });
+  const offset = state?.o ?? 0;
+  const { rows, total } = searchAssets(tx, projectGid, input, { offset, size }, { types });
+  const next = offset + rows.length < total && rows.length ? encodeCursor({ k: "search", o: offset + size }) : null;
+  return { rows, total, next };
+}
+
+/** `assets/search`: full text and filters, paged. */
+export function findAssets(ctx: Ctx, actor: Actor, projectGid: string, input: AssetSearch & Paged): Answer {
+  return inProject(ctx, actor, projectGid, "member", ({ tx }) => {
+    const r = searchPage(tx, projectGid, input);
+    return { result: { assets: r.rows.map((a) => a.gid), "assets.size": r.total, "page.cursor": r.next }, data: { assets: assetDictionary(r.rows) } };
+  });
+}
+
+/** `assets/search/folders`: folders only, with each one's ancestor gids (root first) in `paths`. */
+export function findFolders(ctx: Ctx, actor: Actor, projectGid: string, input: AssetSearch & Paged): Answer {
+  return inProject(ctx, actor, projectGid, "member", ({ tx }) => {
+    const r = searchPage(tx, projectGid, input, ["folder"]);
+    const paths = new Map<string, string[]>();
+    const above = new Set<string>();
+    for (const f of r.rows) {
+      const chain = ancestorGids(tx, projectGid, f.gid).reverse();
+      paths.set(f.gid, chain);
+      for (const g of chain) above.add(g);
+    }
+    const ancestors = assetsByGids(tx, projectGid, [...above]);
+    return {
+      result: { assets: r.rows.map((a) => a.gid), "assets.size": r.total, "page.cursor": r.next, paths: Object.fromEntries(paths) },
+      data: { assets: assetDictionary([...r.rows, ...ancestors]) },
+    };
+  });
+}
+
+/** `assets/search/autocomplete`: names starting with what was typed, a few, fast. */
+export function autocompleteAssets(ctx: Ctx, actor: Actor, projectGid: string, input: { q: string; limit?: number; type?: string }): Answer {
+  return inProject(ctx, actor, projectGid, "member", ({ tx }) => {
+    const r = autocomplete(tx, projectGid, input.q, input.limit ?? 8, input.type ? [input.type] : undefined);
+    return { result: { suggestions: r.suggestions, assets: r.rows.map((a) => a.gid) }, data: { assets: assetDictionary(r.rows) } };
+  });
+}

@@ -2,11 +2,14 @@ import { and, asc, desc, eq, inArray, isNull, sql, type SQL } from "drizzle-orm"
 import { readdirSync, renameSync, rmSync, statSync } from "node:fs";
 import { join, resolve, sep } from "node:path";
 import type { Ctx } from "../../platform/context";
-import { mutate, type ChangeLog } from "../../db/mutate";
+import { afterCommit, type ChangeLog } from "../../db/mutate";
+import type { Answer } from "../../core/answer";
+import type { Actor } from "../../core/actor";
+import { inProject, projectAccess } from "../members/access.service";
 import { sqliteOf, type Tx } from "../../db/connection";
 import { assets, assetVersions, type AssetMetadata } from "./assets.table";
 import { badRequest, unprocessable } from "../../core/errors";
-import type { ReceivedFile } from "../../http/multipart";
+import type { Received, ReceivedFile } from "../../platform/storage/storage";
 import { analyseFile } from "../../platform/images/file-info";
 import { newGid, now } from "../../core/ids";
 import { originalPath, storageName } from "../../platform/storage/originals";
@@ -96,19 +99,6 @@ export function gidList(body: { assets?: unknown; asset?: unknown }, name = "ass
     throw badRequest("Invalid parameter", { "Invalid parameter": name, expected: "an array of asset gids" });
   if (v.length > 10_000) throw badRequest("Invalid parameter", { "Invalid parameter": name, expected: "at most 10000 gids; use assets/bulk/* for more" });
   return [...new Set(v as string[])];
-}
-
-/**
- * The DAM's lookup: the asset and the version a storage name designates (the current one or a
- * kept earlier version). Undefined when neither exists.
- */
-export function findByStorageName(tx: Tx, projectGid: string, name: string): { asset: Asset; version: AssetVersion | null } | undefined {
-  const cur = tx.select().from(assets).where(and(eq(assets.projectGid, projectGid), eq(assets.storageName, name))).get();
-  if (cur) return { asset: cur, version: null };
-  const old = tx.select().from(assetVersions).where(and(eq(assetVersions.projectGid, projectGid), eq(assetVersions.storageName, name))).get();
-  if (!old) return undefined;
-  const asset = findAsset(tx, projectGid, old.assetGid);
-  return asset ? { asset, version: old } : undefined;
 }
 
 /** Earlier versions of an asset, newest first. */
@@ -222,7 +212,7 @@ function touch(tx: Tx, log: ChangeLog, a: Asset, set: Partial<Asset>, userGid: s
 }
 
 /** Creates a folder. */
-export function createFolder(tx: Tx, log: ChangeLog, projectGid: string, userGid: string, input: { name: unknown; parent?: unknown }): Asset {
+function insertFolder(tx: Tx, log: ChangeLog, projectGid: string, userGid: string, input: { name: unknown; parent?: unknown }): Asset {
   const name = validName(input.name);
   const parent = requireParentFolder(tx, projectGid, input.parent);
   const t = now();
@@ -236,7 +226,7 @@ export function createFolder(tx: Tx, log: ChangeLog, projectGid: string, userGid
 }
 
 /** Renames an asset (the only property `update` changes; see docs/assets.md). */
-export function updateAsset(tx: Tx, log: ChangeLog, projectGid: string, userGid: string, gid: unknown, input: { name?: unknown }): Asset {
+function renameRow(tx: Tx, log: ChangeLog, projectGid: string, userGid: string, gid: unknown, input: { name?: unknown }): Asset {
   const a = requireAsset(tx, projectGid, gid);
   const set: Partial<Asset> = {};
   if (input.name !== undefined) set.name = validName(input.name);
@@ -245,13 +235,13 @@ export function updateAsset(tx: Tx, log: ChangeLog, projectGid: string, userGid:
 }
 
 /** Merges `metadata` into the asset's user metadata (a null value removes its key). */
-export function setMetadata(tx: Tx, log: ChangeLog, projectGid: string, userGid: string, gid: unknown, metadata: unknown): Asset {
+function setMetadataRow(tx: Tx, log: ChangeLog, projectGid: string, userGid: string, gid: unknown, metadata: unknown): Asset {
   const a = requireAsset(tx, projectGid, gid);
   return changeMetadata(tx, log, a, userGid, { set: validMetadata(metadata) });
 }
 
 /** Removes the listed keys of the user metadata, or all of it when `keys` is absent. */
-export function clearMetadata(tx: Tx, log: ChangeLog, projectGid: string, userGid: string, gid: unknown, keys?: unknown): Asset {
+function clearMetadataRow(tx: Tx, log: ChangeLog, projectGid: string, userGid: string, gid: unknown, keys?: unknown): Asset {
   const a = requireAsset(tx, projectGid, gid);
   return changeMetadata(tx, log, a, userGid, { clear: keys === undefined || keys === null ? true : (keys as string[]) });
 }
@@ -278,7 +268,7 @@ export type BatchOutcome = { changed: Asset[]; skipped: { gid: string; reason: s
  * Moves assets into `parent` (null: the root). A folder cannot go into itself or below itself.
  * Strict mode (single calls) throws 422 on the first problem; lenient mode (bulk jobs) skips it.
  */
-export function moveAssets(tx: Tx, log: ChangeLog, projectGid: string, userGid: string | null, gids: string[], parentIn: unknown, strict = true): BatchOutcome {
+export function moveAssetRows(tx: Tx, log: ChangeLog, projectGid: string, userGid: string | null, gids: string[], parentIn: unknown, strict = true): BatchOutcome {
   const parent = requireParentFolder(tx, projectGid, parentIn);
   const chain = parent ? new Set([parent, ...ancestorGids(tx, projectGid, parent)]) : new Set<string>();
   const out: BatchOutcome = { changed: [], skipped: [] };
@@ -319,7 +309,7 @@ function setAssets(tx: Tx, log: ChangeLog, projectGid: string, ids: number[], se
  * Soft-deletes assets with everything active below them: status `deleted`, `deleted_with` = the
  * gid named in the call, so `undelete` brings back exactly what went with it.
  */
-export function deleteAssets(tx: Tx, log: ChangeLog, projectGid: string, userGid: string | null, gids: string[], strict = true): BatchOutcome {
+export function deleteAssetRows(tx: Tx, log: ChangeLog, projectGid: string, userGid: string | null, gids: string[], strict = true): BatchOutcome {
   const out: BatchOutcome = { changed: [], skipped: [] };
   for (const gid of gids) {
     const a = findAsset(tx, projectGid, gid);
@@ -340,7 +330,7 @@ export function deleteAssets(tx: Tx, log: ChangeLog, projectGid: string, userGid
  * Restores deleted assets and what was deleted together with them below. An asset whose folder is
  * no longer active is restored at the root (its `parent` becomes null).
  */
-export function undeleteAssets(tx: Tx, log: ChangeLog, projectGid: string, userGid: string | null, gids: string[], strict = true): BatchOutcome {
+export function undeleteAssetRows(tx: Tx, log: ChangeLog, projectGid: string, userGid: string | null, gids: string[], strict = true): BatchOutcome {
   const out: BatchOutcome = { changed: [], skipped: [] };
   for (const gid of gids) {
     const a = findAsset(tx, projectGid, gid);
@@ -372,7 +362,7 @@ export function undeleteAssets(tx: Tx, log: ChangeLog, projectGid: string, userG
  * versions. Returns the storage names whose files the caller removes after commit
  * (`removeOriginals`).
  */
-export function permanentlyDeleteAssets(
+export function removeAssetRows(
   ctx: Ctx,
   tx: Tx,
   log: ChangeLog,
@@ -431,20 +421,20 @@ export function removeOriginals(ctx: Pick<Ctx, "storage">, projectGid: string, n
  * version of `target`. The type comes from the content; the client's file name only names the
  * asset. Earlier versions past `config.assetVersionsKept` are removed.
  */
-export async function storeUpload(
+async function storeUpload(
   ctx: Ctx,
+  actor: Actor,
   projectGid: string,
-  userGid: string,
   file: ReceivedFile,
   input: { parent?: unknown; name?: unknown; target?: string },
 ): Promise<Asset> {
+  const userGid = actor.userGid;
   let moved: string | undefined;
   try {
     const info = await analyseFile(file.path, file.filename);
     const nameIn = input.name !== undefined && input.name !== "" ? input.name : file.filename;
     const name = nameIn === undefined || nameIn === "" ? undefined : validName(nameIn);
-    let removed: string[] = [];
-    const row = mutate(ctx.db, ctx.hub, (tx, log) => {
+    const row = inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
       const t = now();
       const fileCols = {
         extension: info.extension,
@@ -499,13 +489,13 @@ export async function storeUpload(
           })
           .run();
       }
-      removed = pruneVersions(tx, projectGid, a.gid, ctx.config.assetVersionsKept);
+      const removed = pruneVersions(tx, projectGid, a.gid, ctx.config.assetVersionsKept);
+      afterCommit(ctx.db, () => removeOriginals(ctx, projectGid, removed));
       const r = touch(tx, log, a, { type: info.type, version, storageName: storage, ...fileCols, ...(name && input.name ? { name } : {}) }, userGid);
       moved = originalPath(ctx, projectGid, storage);
       renameSync(file.path, moved);
       return r;
     });
-    removeOriginals(ctx, projectGid, removed);
     return row;
   } catch (err) {
     rmSync(file.path, { force: true });
@@ -580,4 +570,120 @@ export function removeStaleUploads(ctx: Pick<Ctx, "storage">, maxAgeSeconds = 86
     }
   }
   return `removed ${n} stale upload file(s)`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The operations (`/api/p/<project>/assets/*`, docs/assets.md): every one needs an active
+// membership of the project (API users included) and runs in one unit of work.
+
+const one = (a: Asset): Answer => ({ result: { asset: a.gid }, data: { assets: assetDictionary([a]) } });
+const many = (gids: string[], rows: Asset[]): Answer => ({ result: { assets: gids }, data: { assets: assetDictionary(rows) } });
+
+/** `assets/get`: assets by gid (any status); unknown gids are listed in `missing`. */
+export function getAssets(ctx: Ctx, actor: Actor, projectGid: string, input: { asset?: string; assets?: string[] }): Answer {
+  return inProject(ctx, actor, projectGid, "member", ({ tx }) => {
+    const gids = gidList(input);
+    const rows = assetsByGids(tx, projectGid, gids);
+    const found = new Set(rows.map((r) => r.gid));
+    return { result: { assets: rows.map((r) => r.gid), missing: gids.filter((g) => !found.has(g)) }, data: { assets: assetDictionary(rows) } };
+  });
+}
+
+/** `assets/create`: a folder (at the root without parent). */
+export function createFolder(ctx: Ctx, actor: Actor, projectGid: string, input: { name: string; parent?: string | null }): Answer {
+  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => one(insertFolder(tx, log, projectGid, actor.userGid, input)));
+}
+
+/** `assets/update`: renames an asset. */
+export function updateAsset(ctx: Ctx, actor: Actor, projectGid: string, input: { asset: string; name?: string }): Answer {
+  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => one(renameRow(tx, log, projectGid, actor.userGid, input.asset, input)));
+}
+
+/**
+ * `assets/upload` (a new asset: fields `parent?`, `name?`) and `assets/upload_update` (the next
+ * version of field `asset`). The membership is checked before the body is read (`receive`
+ * streams it to the temp folder); the temp file is removed on any failure.
+ */
+export async function uploadAsset(ctx: Ctx, actor: Actor, projectGid: string, kind: "new" | "version", receive: () => Promise<Received>): Promise<Answer> {
+  projectAccess(ctx.db, actor, projectGid, "member");
+  const { fields, file } = await receive();
+  const absent = kind === "version" && !fields.asset ? "asset" : !file ? "file" : null;
+  if (absent) {
+    if (file) rmSync(file.path, { force: true });
+    throw badRequest("Missing parameter", { "Missing parameter": absent });
+  }
+  const input = kind === "new" ? { parent: fields.parent, name: fields.name } : { name: fields.name, target: fields.asset };
+  return one(await storeUpload(ctx, actor, projectGid, file!, input));
+}
+
+/** `assets/move`: into a folder (parent null: the root); a folder cannot go below itself. */
+export function moveAssets(ctx: Ctx, actor: Actor, projectGid: string, input: { asset?: string; assets?: string[]; parent?: string | null }): Answer {
+  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
+    if (!("parent" in input)) throw badRequest("Missing parameter", { "Missing parameter": "parent" });
+    const gids = gidList(input);
+    moveAssetRows(tx, log, projectGid, actor.userGid, gids, input.parent);
+    return many(gids, assetsByGids(tx, projectGid, gids));
+  });
+}
+
+/** `assets/delete`: soft delete with everything below. */
+export function deleteAssets(ctx: Ctx, actor: Actor, projectGid: string, input: { asset?: string; assets?: string[] }): Answer {
+  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
+    const gids = gidList(input);
+    return many(gids, deleteAssetRows(tx, log, projectGid, actor.userGid, gids).changed);
+  });
+}
+
+/** `assets/undelete`: back with what was deleted with them; to the root when their folder is gone. */
+export function undeleteAssets(ctx: Ctx, actor: Actor, projectGid: string, input: { asset?: string; assets?: string[] }): Answer {
+  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
+    const gids = gidList(input);
+    return many(gids, undeleteAssetRows(tx, log, projectGid, actor.userGid, gids).changed);
+  });
+}
+
+/** `assets/permanent_delete`: rows, versions and files for good (files once committed). */
+export function permanentlyDeleteAssets(ctx: Ctx, actor: Actor, projectGid: string, input: { asset?: string; assets?: string[] }): Answer {
+  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
+    const o = removeAssetRows(ctx, tx, log, projectGid, gidList(input));
+    afterCommit(ctx.db, () => removeOriginals(ctx, projectGid, o.files, o.paths));
+    return { result: { assets: o.removed }, data: { assets: {} } };
+  });
+}
+
+/** `assets/root`: active top-level items, folders first, then by name. */
+export function listRoot(ctx: Ctx, actor: Actor, projectGid: string): Answer {
+  return inProject(ctx, actor, projectGid, "member", ({ tx }) => {
+    const rows = listChildren(tx, projectGid, null);
+    return many(rows.map((r) => r.gid), rows);
+  });
+}
+
+/** `assets/children`: active items directly in a folder. */
+export function listFolder(ctx: Ctx, actor: Actor, projectGid: string, input: { parent: string }): Answer {
+  return inProject(ctx, actor, projectGid, "member", ({ tx }) => {
+    const parent = requireAsset(tx, projectGid, input.parent);
+    if (parent.type !== "folder") throw unprocessable("Parent asset is not a folder", { parent: parent.gid });
+    const rows = listChildren(tx, projectGid, parent.gid);
+    return { result: { parent: parent.gid, assets: rows.map((r) => r.gid) }, data: { assets: assetDictionary(rows) } };
+  });
+}
+
+/** `assets/tree`: the folder hierarchy below `parent`, `depth` levels. */
+export function assetTree(ctx: Ctx, actor: Actor, projectGid: string, input: { parent?: string | null; depth?: number }): Answer {
+  return inProject(ctx, actor, projectGid, "member", ({ tx }) => {
+    const parent = input.parent ? requireAsset(tx, projectGid, input.parent).gid : null;
+    const { tree, folders } = folderTree(tx, projectGid, parent, input.depth ?? 64);
+    return { result: { parent, tree }, data: { assets: assetDictionary(folders) } };
+  });
+}
+
+/** `assets/metadata/set`: merges keys into the user metadata (a null value removes the key). */
+export function setAssetMetadata(ctx: Ctx, actor: Actor, projectGid: string, input: { asset: string; metadata: unknown }): Answer {
+  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => one(setMetadataRow(tx, log, projectGid, actor.userGid, input.asset, input.metadata)));
+}
+
+/** `assets/metadata/clear`: some keys, or all of the user metadata. */
+export function clearAssetMetadata(ctx: Ctx, actor: Actor, projectGid: string, input: { asset: string; keys?: unknown }): Answer {
+  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => one(clearMetadataRow(tx, log, projectGid, actor.userGid, input.asset, input.keys)));
 }

@@ -1,4 +1,8 @@
+import type { Answer } from "../../core/answer";
+import type { Actor } from "../../core/actor";
 import { sqliteOf, type Tx } from "../../db/connection";
+import type { Ctx } from "../../platform/context";
+import { inProject } from "../members/access.service";
 import { badRequest, unprocessable } from "../../core/errors";
 import { decodeCursor, encodeCursor, pageSize } from "../../core/paging";
 import { fieldSql } from "./assets.search";
@@ -20,16 +24,18 @@ export type WorksheetInput = { parent?: unknown; recursive?: unknown; columns?: 
 
 function cell(a: Asset, column: string): unknown {
   const f = assetForm(a) as Record<string, unknown>;
-  if (column in f) return f[column] ?? null;
+  // Column names come from clients: own properties only (`constructor`, `__proto__` are names too).
+  const own = (o: Record<string, unknown> | null | undefined, k: string) => (o && Object.hasOwn(o, k) ? o[k] : undefined);
+  if (Object.hasOwn(f, column)) return f[column] ?? null;
   if (column.startsWith("metadata.")) {
     const k = column.slice(9);
-    return a.metadata?.[k] ?? a.extracted?.[k] ?? null;
+    return own(a.metadata, k) ?? own(a.extracted, k) ?? null;
   }
-  if (column.startsWith("extracted.")) return a.extracted?.[column.slice(10)] ?? null;
+  if (column.startsWith("extracted.")) return own(a.extracted, column.slice(10)) ?? null;
   return null;
 }
 
-export function worksheet(tx: Tx, projectGid: string, input: WorksheetInput) {
+function worksheet(tx: Tx, projectGid: string, input: WorksheetInput) {
   const db = sqliteOf(tx);
   let parent: string | null = null;
   if (input.parent !== undefined && input.parent !== null && input.parent !== "") {
@@ -66,7 +72,7 @@ export function worksheet(tx: Tx, projectGid: string, input: WorksheetInput) {
   if (input.columns !== undefined && input.columns !== null) {
     if (!Array.isArray(input.columns) || !input.columns.length || input.columns.length > 300 || input.columns.some((c) => typeof c !== "string"))
       throw badRequest("Invalid parameter", { "Invalid parameter": "columns", expected: "an array of column names" });
-    for (const c of input.columns as string[]) if (c !== "gid" && !WORKSHEET_BASE_COLUMNS.includes(c) && !(c in assetFormKeys)) fieldSql(c, "columns");
+    for (const c of input.columns as string[]) if (c !== "gid" && !WORKSHEET_BASE_COLUMNS.includes(c) && !Object.hasOwn(assetFormKeys, c)) fieldSql(c, "columns");
     columns = ["gid", ...(input.columns as string[]).filter((c) => c !== "gid")];
   } else {
     const keys = new Set<string>();
@@ -98,3 +104,11 @@ export function worksheet(tx: Tx, projectGid: string, input: WorksheetInput) {
 const assetFormKeys: Record<string, true> = Object.fromEntries(
   ["gid", "parent", "type", "name", "extension", "mime", "size", "version", "storage_name", "sha256", "width", "height", "format", "pages", "status", "published", "public_name", "created_on", "updated_on", "created_by", "updated_by", "deleted_on"].map((k) => [k, true]),
 );
+
+/** `assets/worksheet`: a folder's items as a paged table (columns + rows), for members. */
+export function assetWorksheet(ctx: Ctx, actor: Actor, projectGid: string, input: WorksheetInput): Answer {
+  return inProject(ctx, actor, projectGid, "member", ({ tx }) => {
+    const w = worksheet(tx, projectGid, input);
+    return { result: { columns: w.columns, rows: w.rows, assets: w.assets, "assets.size": w.total, "page.cursor": w.cursor } };
+  });
+}

@@ -3,7 +3,9 @@ import { existsSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
 import { copyFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { Ctx } from "../../platform/context";
-import { mutate, type ChangeLog } from "../../db/mutate";
+import { afterCommit, mutate, type ChangeLog } from "../../db/mutate";
+import type { Answer } from "../../core/answer";
+import type { Actor } from "../../core/actor";
 import type { Tx } from "../../db/connection";
 import { backups } from "./backups.table";
 import { changes } from "../../db/changelog.table";
@@ -14,7 +16,7 @@ import { projectLock, type JobKind } from "../../platform/jobs/runner";
 import { activeJobs, type Job } from "../../platform/jobs/queue.service";
 import type { Housekeeping } from "../../platform/jobs/schedules";
 import { readManifest, restoreRows, stageFiles, swapFiles, verifySnapshot, writeSnapshot } from "../../platform/backups/snapshot.service";
-import { projectAudience } from "../members/access.service";
+import { inProject, projectAudience } from "../members/access.service";
 import { getProject } from "../projects/projects.service";
 
 export type Backup = typeof backups.$inferSelect;
@@ -73,7 +75,7 @@ export function getBackup(tx: Tx, projectGid: string, gid: string): Backup {
 }
 
 /** The project's backups, newest first. */
-export function listBackups(tx: Tx, projectGid: string): Backup[] {
+function listBackups(tx: Tx, projectGid: string): Backup[] {
   return tx.select().from(backups).where(eq(backups.projectGid, projectGid)).orderBy(desc(backups.createdOn)).all();
 }
 
@@ -84,7 +86,7 @@ function requireActive(tx: Tx, projectGid: string) {
 }
 
 /** Records a new backup (status `creating`) and queues the job that writes it. */
-export function startBackup(
+function startBackup(
   ctx: Ctx,
   tx: Tx,
   log: ChangeLog,
@@ -107,7 +109,7 @@ export function startBackup(
 }
 
 /** Changes a backup's name or notes. */
-export function updateBackup(tx: Tx, log: ChangeLog, projectGid: string, gid: string, set: { name?: string; notes?: string }): Backup {
+function updateBackup(tx: Tx, log: ChangeLog, projectGid: string, gid: string, set: { name?: string; notes?: string }): Backup {
   getBackup(tx, projectGid, gid);
   const issues = textIssues(set.name, set.notes);
   if (set.name !== undefined && !set.name.trim()) issues.push({ field: "name", rule: "length", message: "1 to 200 characters" });
@@ -128,7 +130,7 @@ function jobsUsing(tx: Tx, b: Backup): Job[] {
 }
 
 /** Queues the restore of a ready backup; returns the job token. */
-export function startRestore(ctx: Ctx, tx: Tx, projectGid: string, gid: string, userGid: string): string {
+function startRestore(ctx: Ctx, tx: Tx, projectGid: string, gid: string, userGid: string): string {
   requireActive(tx, projectGid);
   const b = getBackup(tx, projectGid, gid);
   if (b.status !== "ready") throw unprocessable("The backup is not ready", { status: b.status });
@@ -136,7 +138,7 @@ export function startRestore(ctx: Ctx, tx: Tx, projectGid: string, gid: string, 
 }
 
 /** Deletes a backup's record (in the transaction); the caller removes its folder after commit. */
-export function deleteBackup(tx: Tx, log: ChangeLog, projectGid: string, gid: string): Backup {
+function deleteBackup(tx: Tx, log: ChangeLog, projectGid: string, gid: string): Backup {
   const b = getBackup(tx, projectGid, gid);
   if (jobsUsing(tx, b).length) throw unprocessable("The backup is in use by a running job", { backup: gid });
   tx.delete(backups).where(eq(backups.gid, gid)).run();
@@ -144,7 +146,7 @@ export function deleteBackup(tx: Tx, log: ChangeLog, projectGid: string, gid: st
   return b;
 }
 
-export function removeBackupFiles(ctx: Ctx, b: Pick<Backup, "projectGid" | "gid">): void {
+function removeBackupFiles(ctx: Ctx, b: Pick<Backup, "projectGid" | "gid">): void {
   const dir = backupDir(ctx, b);
   rmSync(dir, { recursive: true, force: true });
   rmSync(`${dir}.partial`, { recursive: true, force: true });
@@ -356,3 +358,53 @@ export const backupHousekeeping: Housekeeping[] = [
     run: tidyBackupFolders,
   },
 ];
+
+// ---------------------------------------------------------------------------------------------
+// The operations (owner only; docs/backups.md)
+
+const oneBackup = (b: Backup) => ({ backups: { [b.gid]: backupObject(b) } });
+
+/** `backups/get`: the project's backups, newest first, or one backup. */
+export function getBackups(ctx: Ctx, actor: Actor, projectGid: string, input: { backup?: string }): Answer {
+  return inProject(ctx, actor, projectGid, "owner", ({ tx }) => {
+    if (input.backup !== undefined) {
+      const b = getBackup(tx, projectGid, input.backup);
+      return { result: { backup: b.gid }, data: oneBackup(b) };
+    }
+    const all = listBackups(tx, projectGid);
+    return { result: { backups: all.map((b) => b.gid) }, data: { backups: Object.fromEntries(all.map((b) => [b.gid, backupObject(b)])) } };
+  });
+}
+
+/** `backups/create`: records the backup and queues the job that writes it. */
+export function createBackup(ctx: Ctx, actor: Actor, projectGid: string, input: { name?: string; notes?: string }): Answer {
+  return inProject(ctx, actor, projectGid, "owner", ({ tx, log }) => {
+    const { backup, token } = startBackup(ctx, tx, log, { projectGid, userGid: actor.userGid, name: input.name, notes: input.notes });
+    return { result: { "job.token": token, backup: backup.gid }, data: oneBackup(backup) };
+  });
+}
+
+/** `backups/update`: a backup's name or notes. */
+export function editBackup(ctx: Ctx, actor: Actor, projectGid: string, input: { backup: string; name?: string; notes?: string }): Answer {
+  return inProject(ctx, actor, projectGid, "owner", ({ tx, log }) => {
+    const b = updateBackup(tx, log, projectGid, input.backup, { name: input.name, notes: input.notes });
+    return { result: { backup: b.gid }, data: oneBackup(b) };
+  });
+}
+
+/** `backups/restore`: queues the restore of a ready backup. */
+export function restoreBackup(ctx: Ctx, actor: Actor, projectGid: string, input: { backup: string }): Answer {
+  return inProject(ctx, actor, projectGid, "owner", ({ tx }) => {
+    const token = startRestore(ctx, tx, projectGid, input.backup, actor.userGid);
+    return { result: { "job.token": token, backup: input.backup } };
+  });
+}
+
+/** `backups/delete`: the record goes in the unit of work, its files once it has committed. */
+export function removeBackup(ctx: Ctx, actor: Actor, projectGid: string, input: { backup: string }): Answer {
+  return inProject(ctx, actor, projectGid, "owner", ({ tx, log }) => {
+    const b = deleteBackup(tx, log, projectGid, input.backup);
+    afterCommit(ctx.db, () => removeBackupFiles(ctx, b));
+    return { result: { backup: b.gid }, data: { backups: {} } };
+  });
+}

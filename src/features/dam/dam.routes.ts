@@ -1,4 +1,4 @@
-import { Elysia } from "elysia";
+import { Elysia, t } from "elysia";
 import type { Ctx } from "../../platform/context";
 import { parseOptions } from "./dam.options";
 import { configureSharp, Transformer } from "./dam.transform";
@@ -6,11 +6,12 @@ import { authMacro } from "../../http/auth";
 import { ok } from "../../http/envelope";
 import { badRequest, missing } from "../../core/errors";
 import { describe } from "../../http/openapi";
-import { requireMember } from "../members/access.service";
 import { assetInfo, publishOriginal, transformAsset, unpublishOriginal } from "./dam.service";
 import { VERSION } from "../../version";
 
 const tags = ["dam"];
+/** The project, and the rest of the path (storage pathname and options), read segment by segment below. */
+const params = t.Object({ project: t.String(), "*": t.String() });
 const PING = JSON.stringify({ success: true, result: { pong: true, "cc.version": VERSION }, data: {} });
 
 /**
@@ -53,16 +54,16 @@ export function damRoutes(ctx: Ctx) {
     })
     .get(
       "/p/:project/transform/*",
-      async ({ params, request, caller }) => {
-        requireMember(ctx.db, params.project, caller.user.gid);
+      async ({ params, request, actor }) => {
         const segments = segmentsAfter(request, "transform");
         const pathname = pathnameOf(segments);
         const options = parseOptions(segments.slice(1));
         const url = new URL(request.url);
-        return ok(await transformAsset(ctx, transformer, { projectGid: params.project, pathname, options, request: url.pathname }));
+        return ok(await transformAsset(ctx, actor, transformer, { projectGid: params.project, pathname, options, request: url.pathname }));
       },
       {
         authNoRenew: true,
+        params,
         detail: describe({
           summary: "Transform an image: /dam/p/<project>/transform/<storage pathname>/<name=value>/... (docs/dam.md lists every option)",
           description:
@@ -87,13 +88,13 @@ export function damRoutes(ctx: Ctx) {
     )
     .get(
       "/p/:project/publish/*",
-      ({ params, request, caller }) => {
-        requireMember(ctx.db, params.project, caller.user.gid);
+      ({ params, request, actor }) => {
         const pathname = pathnameOf(segmentsAfter(request, "publish"), true);
-        return ok(publishOriginal(ctx, params.project, caller.user.gid, pathname));
+        return ok(publishOriginal(ctx, actor, params.project, pathname));
       },
       {
         authNoRenew: true,
+        params,
         detail: describe({
           summary: "Make an original downloadable at /media/p/<project>/orig/<storage pathname>",
           tags,
@@ -112,25 +113,25 @@ export function damRoutes(ctx: Ctx) {
     )
     .get(
       "/p/:project/unpublish/*",
-      ({ params, request, caller }) => {
-        requireMember(ctx.db, params.project, caller.user.gid);
+      ({ params, request, actor }) => {
         const pathname = pathnameOf(segmentsAfter(request, "unpublish"), true);
-        return ok(unpublishOriginal(ctx, params.project, caller.user.gid, pathname));
+        return ok(unpublishOriginal(ctx, actor, params.project, pathname));
       },
       {
         authNoRenew: true,
+        params,
         detail: describe({ summary: "Make an original private again", tags, example: { success: true, result: { public_url: null }, data: {} }, errors: [400, 403, 422] }),
       },
     )
     .get(
       "/p/:project/info/*",
-      async ({ params, request, caller }) => {
-        requireMember(ctx.db, params.project, caller.user.gid);
+      async ({ params, request, actor }) => {
         const pathname = pathnameOf(segmentsAfter(request, "info"), true);
-        return ok(await assetInfo(ctx, params.project, pathname));
+        return ok(await assetInfo(ctx, actor, params.project, pathname));
       },
       {
         authNoRenew: true,
+        params,
         detail: describe({ summary: "Info about an original: size, format, dimensions, versions, metadata, publication and transforms", tags, errors: [400, 403, 422] }),
       },
     );

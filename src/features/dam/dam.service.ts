@@ -3,6 +3,8 @@ import { existsSync, mkdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import sharp, { type Metadata } from "sharp";
 import type { AssetsRemovedHook, Ctx } from "../../platform/context";
+import type { Actor } from "../../core/actor";
+import { inProject, projectAccess } from "../members/access.service";
 import { defaultKey, effectiveBackground, invalidOption, MEDIA_NAME_RE, optionStrings, outputType, type OutputType, type TransformOptions } from "./dam.options";
 import { INPUT_FORMATS, planGeometry, QUANTISE_PIXEL_LIMIT, render, type Rendered, type Transformer } from "./dam.transform";
 import { mutate } from "../../db/mutate";
@@ -142,10 +144,12 @@ export type TransformResult = {
  */
 export async function transformAsset(
   ctx: Ctx,
+  actor: Actor,
   transformer: Transformer,
   args: { projectGid: string; pathname: string; options: TransformOptions; request: string },
 ): Promise<TransformResult> {
   const { projectGid, options: o } = args;
+  projectAccess(ctx.db, actor, projectGid, "member");
   const src = findSource(ctx.db, projectGid, args.pathname);
   const file = sourceFile(ctx, projectGid, src);
 
@@ -278,8 +282,9 @@ export const dropTransforms: AssetsRemovedHook = (ctx, tx, projectGid, gids) => 
  * `publish`: the asset's original named by `pathname` becomes downloadable at
  * `/media/p/<project>/orig/<storage pathname>`. Writes an `assets` UPDATE sync item when it changes.
  */
-export function publishOriginal(ctx: Ctx, projectGid: string, userGid: string, pathname: string): { public_url: string; storage_pathname: string; asset: string } {
-  return mutate(ctx.db, ctx.hub, (tx, log) => {
+export function publishOriginal(ctx: Ctx, actor: Actor, projectGid: string, pathname: string): { public_url: string; storage_pathname: string; asset: string } {
+  const userGid = actor.userGid;
+  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
     const src = findSource(ctx.db, projectGid, pathname);
     sourceFile(ctx, projectGid, src);
     if (!src.asset.published || src.asset.publicName !== src.storageName) {
@@ -291,8 +296,9 @@ export function publishOriginal(ctx: Ctx, projectGid: string, userGid: string, p
 }
 
 /** `unpublish`: the asset's original is private again (whichever of its versions was published). */
-export function unpublishOriginal(ctx: Ctx, projectGid: string, userGid: string, pathname: string): { public_url: null } {
-  return mutate(ctx.db, ctx.hub, (tx, log) => {
+export function unpublishOriginal(ctx: Ctx, actor: Actor, projectGid: string, pathname: string): { public_url: null } {
+  const userGid = actor.userGid;
+  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
     const src = findSource(ctx.db, projectGid, pathname);
     if (src.asset.published || src.asset.publicName) {
       tx.update(assets).set({ published: false, publicName: null, updatedOn: now(), updatedBy: userGid }).where(eq(assets.id, src.asset.id)).run();
@@ -319,7 +325,8 @@ export function publishedOriginal(ctx: Ctx, projectGid: string, name: string): {
 }
 
 /** `info`: what a client needs to show or transform an original (docs/dam.md shows the shape). */
-export async function assetInfo(ctx: Ctx, projectGid: string, pathname: string) {
+export async function assetInfo(ctx: Ctx, actor: Actor, projectGid: string, pathname: string) {
+  projectAccess(ctx.db, actor, projectGid, "member");
   const src = findSource(ctx.db, projectGid, pathname);
   const file = sourceFile(ctx, projectGid, src);
   const a = src.asset;

@@ -1,23 +1,36 @@
-import { eq } from "drizzle-orm";
-import type { Tx } from "../../db/connection";
-import { projects } from "../projects/projects.table";
+import type { Answer } from "../../core/answer";
+import type { Actor } from "../../core/actor";
 import { unprocessable } from "../../core/errors";
-import { getJob, type Job } from "../../platform/jobs/queue.service";
+import type { Tx } from "../../db/connection";
+import { mutate } from "../../db/mutate";
+import type { Ctx } from "../../platform/context";
+import { getJob, jobObject, type Job } from "../../platform/jobs/queue.service";
+import { inProject } from "../members/access.service";
+import { getProject } from "../projects/projects.service";
 
 /**
  * A job the user may see: one it started, or one of a project it owns (the audience of the job's
  * sync items). Anything else, including unknown tokens and jobs of another project than
  * `projectGid`, is a 422 "No such job", revealing nothing.
  */
-export function visibleJob(tx: Tx, token: string, userGid: string, projectGid?: string): Job {
+function visibleJob(tx: Tx, token: string, userGid: string, projectGid?: string): Job {
   const j = getJob(tx, token);
   const none = unprocessable("No such job", { token });
   if (!j) throw none;
   if (projectGid !== undefined && j.projectGid !== projectGid) throw none;
   if (j.userGid === userGid) return j;
-  if (j.projectGid) {
-    const p = tx.select({ owner: projects.owner }).from(projects).where(eq(projects.gid, j.projectGid)).get();
-    if (p?.owner === userGid) return j;
-  }
+  if (j.projectGid && getProject(tx, j.projectGid)?.owner === userGid) return j;
   throw none;
+}
+
+const jobAnswer = (j: Job): Answer => ({ result: { job: j.token }, data: { jobs: { [j.token]: jobObject(j) } } });
+
+/** `jobs/get`: a job the actor started, or one of a project it owns. */
+export function getVisibleJob(ctx: Ctx, actor: Actor, input: { token: string }): Answer {
+  return mutate(ctx.db, ctx.hub, (tx) => jobAnswer(visibleJob(tx, input.token, actor.userGid)));
+}
+
+/** `p/<project>/jobs/get`: the same, for a job of this project (403 outside the project). */
+export function getProjectJob(ctx: Ctx, actor: Actor, projectGid: string, input: { token: string }): Answer {
+  return inProject(ctx, actor, projectGid, "member", ({ tx }) => jobAnswer(visibleJob(tx, input.token, actor.userGid, projectGid)));
 }

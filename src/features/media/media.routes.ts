@@ -1,4 +1,4 @@
-import { Elysia } from "elysia";
+import { Elysia, t } from "elysia";
 import { join } from "node:path";
 import type { Ctx } from "../../platform/context";
 import { MEDIA_NAME_RE } from "../dam/dam.options";
@@ -7,6 +7,8 @@ import { describe } from "../../http/openapi";
 import { publishedOriginal } from "../dam/dam.service";
 
 const tags = ["media"];
+const params = t.Object({ project: t.String(), file: t.String() });
+const fileParams = t.Object({ file: t.String() });
 
 /** Project gids as newGid makes them. */
 const PROJECT_RE = /^[0-9a-z]{8,40}$/;
@@ -71,17 +73,18 @@ const PATHS = {
  */
 export function mediaRoutes(ctx: Ctx) {
   const h = mediaHandlers(ctx);
-  const d = (summary: string) => ({ detail: describe({ summary, tags, errors: [404] }) });
+  const d = (summary: string) => ({ params, detail: describe({ summary, tags, errors: [404] }) });
+  const f = (summary: string) => ({ params: fileParams, detail: describe({ summary, tags, errors: [404] }) });
   const via = (fn: Handler) => ({ request, params }: { request: Request; params: Params }) => fn(request, params);
   return new Elysia()
     .get(PATHS.variant, via(h.variant), d("A transformed image `<name>@<key>.<ext>` (public; ETag, Last-Modified, 304, Range)"))
     .head(PATHS.variant, via(h.variant), d("Headers of a transformed image"))
     .get(PATHS.original, via(h.original), d("A published original `<storage pathname>` (public while published)"))
     .head(PATHS.original, via(h.original), d("Headers of a published original"))
-    .get(PATHS.avatar, via(h.avatar), d("A user's avatar (the `avatar` file name of cc.users)"))
-    .head(PATHS.avatar, via(h.avatar), d("Headers of an avatar"))
-    .get(PATHS.icon, via(h.icon), d("A project's icon (the `icon` file name of cc.projects)"))
-    .head(PATHS.icon, via(h.icon), d("Headers of a project icon"));
+    .get(PATHS.avatar, via(h.avatar), f("A user's avatar (the `avatar` file name of cc.users)"))
+    .head(PATHS.avatar, via(h.avatar), f("Headers of an avatar"))
+    .get(PATHS.icon, via(h.icon), f("A project's icon (the `icon` file name of cc.projects)"))
+    .head(PATHS.icon, via(h.icon), f("Headers of a project icon"));
 }
 
 /**

@@ -1,33 +1,67 @@
 import { and, eq, inArray, ne } from "drizzle-orm";
+import { allowsProject, mayViewUser, projectRefusal, type ProjectNeed } from "../../core/access";
+import type { Actor } from "../../core/actor";
 import type { Tx } from "../../db/connection";
-import { memberships } from "./members.table";
+import { mutate, type ChangeLog } from "../../db/mutate";
+import type { Ctx } from "../../platform/context";
 import { projects } from "../projects/projects.table";
-import { forbidden } from "../../core/errors";
+import { memberships } from "./members.table";
+
+/**
+ * The access checks of every project feature and the one helper that runs a project operation:
+ * the rules are in src/core/access.ts; this module reads the facts they decide from (the project
+ * row and the actor's membership) and who sees which sync items (the audiences).
+ */
+
+type Project = typeof projects.$inferSelect;
+type Membership = typeof memberships.$inferSelect;
 
 /** Membership statuses that make a user part of a project's audience. */
 const AUDIENCE = ["active", "invited"] as const;
 
-/** The active membership of a user in a project, or undefined. */
-export function activeMembership(tx: Tx, projectGid: string, userGid: string) {
+/** What a passed check found: the project, the actor's membership (any status) and ownership. */
+export type ProjectAccess = { project: Project; membership: Membership | undefined; isOwner: boolean };
+
+function facts(tx: Tx, actor: Actor, projectGid: string) {
+  const project = tx.select().from(projects).where(eq(projects.gid, projectGid)).get();
+  const membership = project
+    ? tx.select().from(memberships).where(and(eq(memberships.projectGid, projectGid), eq(memberships.userGid, actor.userGid))).get()
+    : undefined;
+  return { project, membership };
+}
+
+/** Checks the actor against a project (spec 5.6: `member` or `owner`); 403 otherwise, unknown projects alike. */
+export function projectAccess(tx: Tx, actor: Actor, projectGid: string, need: ProjectNeed): ProjectAccess {
+  const f = facts(tx, actor, projectGid);
+  if (!allowsProject(actor, f, need)) throw projectRefusal(need);
+  return { project: f.project!, membership: f.membership, isOwner: f.project!.owner === actor.userGid };
+}
+
+/** Whether the actor passes the project check (no throw). */
+export function mayAccessProject(tx: Tx, actor: Actor, projectGid: string, need: ProjectNeed): boolean {
+  return allowsProject(actor, facts(tx, actor, projectGid), need);
+}
+
+/** What a project operation runs with: the unit of work and what the check found. */
+export type ProjectWork = ProjectAccess & { tx: Tx; log: ChangeLog };
+
+/**
+ * THE helper of project operations: checks the actor's access to the project inside a unit of
+ * work (`mutate`) and runs `fn` in it, so the check, the rows and their sync items commit together
+ * (or not at all). Called while another unit is open (a batch, a service calling a service), it
+ * joins that unit. For reads too: they then see the writes of the unit they run in.
+ */
+export function inProject<T>(ctx: Pick<Ctx, "db" | "hub">, actor: Actor, projectGid: string, need: ProjectNeed, fn: (work: ProjectWork) => T): T {
+  return mutate(ctx.db, ctx.hub, (tx, log) => fn({ tx, log, ...projectAccess(tx, actor, projectGid, need) }));
+}
+
+/** The active membership of a user in a project, or undefined (the JWT guard's first check on project paths). */
+export function activeMembership(tx: Tx, projectGid: string, userGid: string): Membership | undefined {
   return tx
     .select()
     .from(memberships)
     .where(and(eq(memberships.projectGid, projectGid), eq(memberships.userGid, userGid), eq(memberships.status, "active")))
     .get();
-}
-
-/** Throws 403 unless the user is an active member (any role) of the project. */
-export function requireMember(tx: Tx, projectGid: string, userGid: string) {
-  const m = activeMembership(tx, projectGid, userGid);
-  if (!m) throw forbidden("Not a member of the project");
-  return m;
-}
-
-/** Throws 403 unless the user owns the project. */
-export function requireOwner(tx: Tx, projectGid: string, userGid: string) {
-  const p = tx.select().from(projects).where(eq(projects.gid, projectGid)).get();
-  if (!p || p.owner !== userGid) throw forbidden("Not the owner of the project");
-  return p;
 }
 
 /** Projects in which the user is an active member. */
@@ -71,36 +105,18 @@ export function userAudience(tx: Tx, userGid: string): string[] {
 }
 
 /**
- * True when `viewer` may see `target`'s info: itself, or a co-member of a project where the viewer
- * is active (the target's membership in any state but declined).
+ * Self-or-co-member (spec 5.6): whether `viewer` may see `targetGid`'s info: itself, or a
+ * co-member of a project where the viewer is active (the target's membership in any state but
+ * declined).
  */
-export function canSeeUser(tx: Tx, viewer: string, target: string): boolean {
-  if (viewer === target) return true;
-  const mine = activeProjectGids(tx, viewer);
-  if (!mine.length) return false;
-  return !!tx
-    .select({ gid: memberships.userGid })
-    .from(memberships)
-    .where(and(inArray(memberships.projectGid, mine), eq(memberships.userGid, target), ne(memberships.status, "declined")))
-    .get();
-}
-
-/** What a project endpoint needs of its caller: any active membership, or the ownership. */
-export type ProjectNeed = "member" | "owner";
-
-/**
- * The gate of every `/api/p/<project>/...` endpoint: the project and the caller's membership, or
- * 403. `member` admits the owner (any project state) and active members of an active project, API
- * users included; `owner` admits only the owner. Unknown projects answer 403 like foreign ones.
- */
-export function projectAccess(tx: Tx, projectGid: string, userGid: string, need: ProjectNeed) {
-  const project = tx.select().from(projects).where(eq(projects.gid, projectGid)).get();
-  const membership = project && activeMembership(tx, projectGid, userGid);
-  const isOwner = !!project && project.owner === userGid;
-  if (need === "owner") {
-    if (!isOwner) throw forbidden("Not the owner of the project");
-  } else if (!project || (!isOwner && (!membership || project.status !== "active"))) {
-    throw forbidden("Not a member of the project");
-  }
-  return { project: project!, membership, isOwner };
+export function canSeeUser(tx: Tx, viewer: Actor, targetGid: string): boolean {
+  return mayViewUser(viewer, targetGid, () => {
+    const mine = activeProjectGids(tx, viewer.userGid);
+    if (!mine.length) return false;
+    return !!tx
+      .select({ gid: memberships.userGid })
+      .from(memberships)
+      .where(and(inArray(memberships.projectGid, mine), eq(memberships.userGid, targetGid), ne(memberships.status, "declined")))
+      .get();
+  });
 }

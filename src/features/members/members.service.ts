@@ -1,5 +1,11 @@
 import { and, asc, eq, inArray, ne, sql } from "drizzle-orm";
+import type { Answer } from "../../core/answer";
+import { requirePerson } from "../../core/access";
+import type { Actor } from "../../core/actor";
 import type { Tx } from "../../db/connection";
+import { mutate } from "../../db/mutate";
+import type { Ctx } from "../../platform/context";
+import { renderInvitation } from "../../platform/mail/templates";
 import type { ChangeLog } from "../../db/mutate";
 import { memberships } from "./members.table";
 import { projects } from "../projects/projects.table";
@@ -7,7 +13,7 @@ import { users } from "../users/users.table";
 import { ApiError, unprocessable, validationFailed } from "../../core/errors";
 import { newGid, now } from "../../core/ids";
 import { isLanguage } from "../../core/languages";
-import { projectAudience, userAudience } from "./access.service";
+import { canSeeUser, inProject, projectAudience, userAudience } from "./access.service";
 import { membershipFull, membershipShort, personMembershipOptions } from "./members.forms";
 import { projectShort } from "../projects/projects.forms";
 import { userFull, userShort } from "../users/users.forms";
@@ -24,6 +30,11 @@ export function getMembership(tx: Tx, projectGid: string, userGid: string, statu
     .where(and(eq(memberships.projectGid, projectGid), eq(memberships.userGid, userGid)))
     .get();
   return m && (!status || m.status === status) ? m : undefined;
+}
+
+/** Whether the user has an active membership in any project (an API user's token is only good then). */
+export function hasActiveMembership(tx: Tx, userGid: string): boolean {
+  return !!tx.select({ p: memberships.projectGid }).from(memberships).where(and(eq(memberships.userGid, userGid), eq(memberships.status, "active"))).get();
 }
 
 /** 1004: the invitation link no longer stands (declined, or accepted and deactivated since). */
@@ -75,27 +86,33 @@ function setStatus(tx: Tx, m: Membership, status: Membership["status"], options?
 
 export type MemberRow = { m: Membership; u: User };
 
-/**
- * The memberships of a project with their users, the owner first. The owner sees every
- * membership (declined ones too); members do not see declined invitations.
- */
-export function projectMemberRows(tx: Tx, projectGid: string, includeDeclined: boolean): MemberRow[] {
-  const rows = tx
+/** The memberships of some projects with their users, oldest first, optionally only in some statuses. */
+export function membershipsWithUsers(tx: Tx, projectGids: string[], statuses?: Membership["status"][]): MemberRow[] {
+  if (!projectGids.length) return [];
+  return tx
     .select({ m: memberships, u: users })
     .from(memberships)
     .innerJoin(users, eq(users.gid, memberships.userGid))
-    .where(and(eq(memberships.projectGid, projectGid), includeDeclined ? undefined : ne(memberships.status, "declined")))
+    .where(and(inArray(memberships.projectGid, projectGids), statuses ? inArray(memberships.status, statuses) : undefined))
     .orderBy(asc(memberships.createdOn))
     .all();
-  return rows.sort((a, b) => Number(b.m.roles.includes("owner")) - Number(a.m.roles.includes("owner")));
+}
+
+/** Every membership status but `declined`: what members (not the owner) see of a project. */
+export const SEEN_BY_MEMBERS: Membership["status"][] = ["active", "inactive", "invited"];
+
+/** The memberships of a project with their users, the owner first, then oldest first. */
+export function projectMemberRows(tx: Tx, projectGid: string, statuses?: Membership["status"][]): MemberRow[] {
+  return membershipsWithUsers(tx, [projectGid], statuses).sort((a, b) => Number(b.m.roles.includes("owner")) - Number(a.m.roles.includes("owner")));
 }
 
 /**
  * `members/get`: every membership of the project with its user. The owner gets full forms of
  * all; others get short forms, except their own entries which are full.
  */
-export function listMembers(tx: Tx, projectGid: string, viewerGid: string, viewerIsOwner: boolean) {
-  const rows = projectMemberRows(tx, projectGid, viewerIsOwner);
+function listMembers(tx: Tx, projectGid: string, viewerGid: string, viewerIsOwner: boolean): Answer {
+  // The owner sees every membership (declined ones too); members do not see declined invitations.
+  const rows = projectMemberRows(tx, projectGid, viewerIsOwner ? undefined : SEEN_BY_MEMBERS);
   const ccUsers: Record<string, unknown> = {};
   const ccMembers: unknown[] = [];
   for (const { m, u } of rows) {
@@ -110,7 +127,7 @@ export function listMembers(tx: Tx, projectGid: string, viewerGid: string, viewe
 }
 
 /** A membership answer: result `user`, data the user and the membership (full forms, for the owner). */
-export function memberAnswer(tx: Tx, projectGid: string, userGid: string) {
+function memberAnswer(tx: Tx, projectGid: string, userGid: string): Answer {
   const u = getUser(tx, userGid)!;
   const m = getMembership(tx, projectGid, userGid);
   return {
@@ -139,7 +156,7 @@ function peopleByEmail(tx: Tx, email: string): User[] {
  * `invited` membership. Inviting someone already invited changes nothing (the mail goes again);
  * a declined invitation is renewed. Several accounts on one address need `username` to choose.
  */
-export function inviteMember(
+function addInvitation(
   tx: Tx,
   log: ChangeLog,
   project: Project,
@@ -228,7 +245,7 @@ export function inviteMember(
 }
 
 /** The pending invitation of a user, for `resend_invite`; 422 unless the membership is `invited`. */
-export function pendingInvitation(tx: Tx, project: Project, userGid: string): Invitation {
+function pendingInvitation(tx: Tx, project: Project, userGid: string): Invitation {
   const m = getMembership(tx, project.gid, userGid);
   const user = m && getUser(tx, userGid);
   if (!m || !user || user.kind !== "person") throw unprocessable("Resending failed", { reason: "No such member" });
@@ -242,7 +259,7 @@ export function pendingInvitation(tx: Tx, project: Project, userGid: string): In
  * 422 when the invitee is neither active nor invited, the project not active or no invitation
  * exists; 1004 when it was declined, or accepted and the member deactivated since.
  */
-export function invitationInfo(tx: Tx, inviteeGid: string, projectGid: string) {
+function invitationView(tx: Tx, inviteeGid: string, projectGid: string): Answer {
   const invitee = getUser(tx, inviteeGid);
   if (!invitee || invitee.kind !== "person" || (invitee.status !== "active" && invitee.status !== "invited"))
     throw unprocessable("The invitee is neither active nor invited");
@@ -253,16 +270,10 @@ export function invitationInfo(tx: Tx, inviteeGid: string, projectGid: string) {
   if (mine.status === "declined") throw inviteInvalid("The invitation was declined");
   if (mine.status === "inactive") throw inviteInvalid("The invitation was accepted and the member has been deactivated since");
 
-  const rows = tx
-    .select({ m: memberships, u: users })
-    .from(memberships)
-    .innerJoin(users, eq(users.gid, memberships.userGid))
-    .where(and(eq(memberships.projectGid, projectGid), inArray(memberships.status, ["active"])))
-    .all();
+  // The owner first, then the other active members.
+  const rows = projectMemberRows(tx, projectGid, ["active"]);
   const ccUsers: Record<string, unknown> = { [invitee.gid]: userShort(invitee) };
   const ccMembers: unknown[] = [membershipShort(mine)];
-  // The owner first, then the other active members.
-  rows.sort((a, b) => Number(b.m.roles.includes("owner")) - Number(a.m.roles.includes("owner")));
   for (const { m, u } of rows) {
     if (u.gid === invitee.gid) continue;
     ccUsers[u.gid] = userShort(u);
@@ -278,7 +289,7 @@ export function invitationInfo(tx: Tx, inviteeGid: string, projectGid: string) {
  * `decline_invite`: the invited membership becomes `declined`; its options then hold the
  * invitee's language and timezone instead of notification settings. 422 otherwise.
  */
-export function declineInvitation(tx: Tx, log: ChangeLog, inviteeGid: string, projectGid: string): Membership {
+function markDeclined(tx: Tx, log: ChangeLog, inviteeGid: string, projectGid: string): Membership {
   const invitee = getUser(tx, inviteeGid);
   const m = invitee && getMembership(tx, projectGid, inviteeGid);
   if (!invitee || !m) throw unprocessable("Decline failed", { reason: "No invitation for this invitee in this project" });
@@ -296,7 +307,7 @@ export function declineInvitation(tx: Tx, log: ChangeLog, inviteeGid: string, pr
  * `accept_invite` (for the account area): the invited membership becomes active. 422 unless it
  * is invited and the project active; 1004 when it was declined or deactivated.
  */
-export function acceptInvitation(tx: Tx, log: ChangeLog, userGid: string, projectGid: string): Membership {
+function markAccepted(tx: Tx, log: ChangeLog, userGid: string, projectGid: string): Membership {
   const project = tx.select().from(projects).where(eq(projects.gid, projectGid)).get();
   const m = getMembership(tx, projectGid, userGid);
   if (!project || !m) throw unprocessable("Accepting failed", { reason: "No invitation for this user in this project" });
@@ -328,7 +339,7 @@ function changeable(tx: Tx, projectGid: string, userGid: string, kind: Kind, wha
 }
 
 /** `deactivate`: an active membership becomes inactive; the member loses access at once. */
-export function deactivateMember(tx: Tx, log: ChangeLog, project: Project, userGid: string, kind: Kind = "person"): Membership {
+export function memberToInactive(tx: Tx, log: ChangeLog, project: Project, userGid: string, kind: Kind = "person"): Membership {
   const { m } = changeable(tx, project.gid, userGid, kind, "Deactivation");
   if (m.status !== "active") throw unprocessable("Deactivation failed", { reason: `The membership is ${m.status}, not active` });
   const before = userAudience(tx, userGid);
@@ -341,7 +352,7 @@ export function deactivateMember(tx: Tx, log: ChangeLog, project: Project, userG
 }
 
 /** `reactivate`: an inactive membership becomes active again. */
-export function reactivateMember(tx: Tx, log: ChangeLog, project: Project, userGid: string, kind: Kind = "person"): Membership {
+export function memberToActive(tx: Tx, log: ChangeLog, project: Project, userGid: string, kind: Kind = "person"): Membership {
   const { m } = changeable(tx, project.gid, userGid, kind, "Reactivation");
   if (m.status !== "inactive") throw unprocessable("Reactivation failed", { reason: `The membership is ${m.status}, not inactive` });
   if (project.status !== "active") throw unprocessable("Reactivation failed", { reason: "The project is not active" });
@@ -357,7 +368,7 @@ export function reactivateMember(tx: Tx, log: ChangeLog, project: Project, userG
  * `remove`: the membership is deleted whatever its state (an invitation is withdrawn). An invitee
  * without an account and without any other membership is deleted with it, so nothing dangles.
  */
-export function removeMember(tx: Tx, log: ChangeLog, project: Project, userGid: string): void {
+function dropMember(tx: Tx, log: ChangeLog, project: Project, userGid: string): void {
   const { m, u } = changeable(tx, project.gid, userGid, "person", "Removal");
   const before = userAudience(tx, userGid);
   const audience = projectAudience(tx, project.gid);
@@ -403,4 +414,119 @@ export function dropMembershipOrphans(tx: Tx, log: ChangeLog, userGids: string[]
     dropped.push(gid);
   }
   return dropped;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The operations (routes, batch and the CLI call these): access checked, one unit of work each.
+
+/** `members/get`: every membership of the project with its user (full forms for the owner). */
+export function listProjectMembers(ctx: Ctx, actor: Actor, projectGid: string): Answer {
+  return inProject(ctx, actor, projectGid, "member", ({ tx, isOwner }) => listMembers(tx, projectGid, actor.userGid, isOwner));
+}
+
+/** Sends the invitation mail; a mail failure is logged and reported, the invitation stands. */
+async function mailInvitation(ctx: Ctx, inv: Invitation): Promise<boolean> {
+  const owner = getUser(ctx.db, inv.project.owner);
+  const mail = renderInvitation(inv.user.language, {
+    baseUrl: ctx.baseUrl,
+    projectName: inv.project.name,
+    projectGid: inv.project.gid,
+    inviteeGid: inv.user.gid,
+    inviter: owner?.name || owner?.username || "The owner",
+    hasAccount: inv.hasAccount,
+  });
+  try {
+    await ctx.mailer.send({ to: inv.user.email, ...mail });
+    return true;
+  } catch (err) {
+    ctx.log.warn("invitation mail failed", { to: inv.user.email, project: inv.project.gid, error: String(err) });
+    return false;
+  }
+}
+
+/** The answer of an invitation: the member answer and whether the mail went out. */
+async function invitationAnswer(ctx: Ctx, inv: Invitation): Promise<Answer> {
+  const mailSent = await mailInvitation(ctx, inv);
+  const a = memberAnswer(ctx.db, inv.project.gid, inv.user.gid);
+  return { result: { ...a.result, mail_sent: mailSent }, data: a.data };
+}
+
+/**
+ * `members/invite` (owner): invites a person by email and mails the link once committed (so it
+ * cannot run inside a batch's transaction: it answers after its own commit).
+ */
+export async function inviteMember(ctx: Ctx, actor: Actor, projectGid: string, input: { email: string; username?: string; language?: string }): Promise<Answer> {
+  const inv = inProject(ctx, actor, projectGid, "owner", ({ tx, log, project }) => addInvitation(tx, log, project, input));
+  return invitationAnswer(ctx, inv);
+}
+
+/** `members/resend_invite` (owner): the invitation mail again. */
+export async function resendInvitation(ctx: Ctx, actor: Actor, projectGid: string, input: { user: string }): Promise<Answer> {
+  const inv = inProject(ctx, actor, projectGid, "owner", ({ tx, project }) => pendingInvitation(tx, project, input.user));
+  return invitationAnswer(ctx, inv);
+}
+
+/** `members/deactivate` (owner): status inactive, access ends at once. */
+export function deactivateMember(ctx: Ctx, actor: Actor, projectGid: string, input: { user: string }): Answer {
+  return inProject(ctx, actor, projectGid, "owner", ({ tx, log, project }) => {
+    memberToInactive(tx, log, project, input.user);
+    return memberAnswer(tx, projectGid, input.user);
+  });
+}
+
+/** `members/reactivate` (owner): an inactive membership becomes active again. */
+export function reactivateMember(ctx: Ctx, actor: Actor, projectGid: string, input: { user: string }): Answer {
+  return inProject(ctx, actor, projectGid, "owner", ({ tx, log, project }) => {
+    memberToActive(tx, log, project, input.user);
+    return memberAnswer(tx, projectGid, input.user);
+  });
+}
+
+/** `members/remove` (owner): the membership goes in any state (an invitation is withdrawn). */
+export function removeMember(ctx: Ctx, actor: Actor, projectGid: string, input: { user: string }): Answer {
+  return inProject(ctx, actor, projectGid, "owner", ({ tx, log, project }) => {
+    dropMember(tx, log, project, input.user);
+    return { result: { user: input.user }, data: { "cc.projects_members": [] } };
+  });
+}
+
+/**
+ * `GET /api/members/get`: one membership, one's own (full forms) or a co-member's (short forms,
+ * spec 5.6 self-or-co-member); 422 "No info for this member" otherwise, revealing nothing.
+ */
+export function memberInfo(ctx: Ctx, actor: Actor, input: { project: string; member: string }): Answer {
+  return mutate(ctx.db, ctx.hub, (tx) => {
+    const me = actor.userGid;
+    const m = getMembership(tx, input.project, input.member);
+    const target = m && getUser(tx, input.member);
+    if (!m || !target || !canSeeUser(tx, actor, target.gid)) throw unprocessable("No info for this member");
+    if (target.gid !== me && !getMembership(tx, input.project, me, "active")) throw unprocessable("No info for this member");
+    const self = target.gid === me;
+    return {
+      result: { user: target.gid },
+      data: { "cc.users": { [target.gid]: self ? userFull(target) : userShort(target) }, "cc.projects_members": [self ? membershipFull(m) : membershipShort(m)] },
+    };
+  });
+}
+
+/** `init_invite` (no login): what an invitation page shows, if the link still stands. */
+export function invitationInfo(ctx: Ctx, input: { invitee: string; project: string }): Answer {
+  return mutate(ctx.db, ctx.hub, (tx) => invitationView(tx, input.invitee, input.project));
+}
+
+/**
+ * `decline_invite` (no login, by the link's invitee gid) and `account/decline_invite` (the
+ * invitee itself): the invited membership becomes declined.
+ */
+export function declineInvitation(ctx: Ctx, input: { invitee: string; project: string }): Answer {
+  return mutate(ctx.db, ctx.hub, (tx, log) => {
+    const m = markDeclined(tx, log, input.invitee, input.project);
+    return { result: { project: input.project }, data: { "cc.projects_members": [membershipFull(m)] } };
+  });
+}
+
+/** `account/accept_invite`: the caller's invited membership becomes active. */
+export function acceptInvitation(ctx: Ctx, actor: Actor, input: { project: string }): Membership {
+  requirePerson(actor);
+  return mutate(ctx.db, ctx.hub, (tx, log) => markAccepted(tx, log, actor.userGid, input.project));
 }

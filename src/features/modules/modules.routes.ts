@@ -1,7 +1,7 @@
 import { Elysia, t } from "elysia";
 import type { Ctx } from "../../platform/context";
-import { authMacro, type Caller } from "../../http/auth";
-import { ok } from "../../http/envelope";
+import { authMacro } from "../../http/auth";
+import { answer } from "../../http/envelope";
 import {
   addModuleLog,
   allModules,
@@ -13,7 +13,6 @@ import {
   setModuleKeys,
   unpublishModuleAction,
   unregisterModule,
-  type Actor,
 } from "./modules.service";
 
 const tags = ["modules"];
@@ -22,9 +21,6 @@ const name = t.String({ description: "the module's name" });
 const any = t.Optional(t.Unknown());
 const text = t.Optional(t.String());
 const seconds = t.Optional(t.Number({ description: "seconds since 1970" }));
-
-/** The actor of a request, for the service's own access checks. */
-const actorOf = (caller: Caller): Actor => ({ userGid: caller.user.gid, kind: caller.user.kind === "api" ? "api" : "person" });
 
 /**
  * Modules (`/api/p/<project>/modules/*`): every member reads modules and starts published
@@ -35,10 +31,7 @@ export function moduleRoutes(ctx: Ctx) {
     .use(authMacro(ctx))
     .post(
       "/register",
-      ({ params, body, caller }) => {
-        const r = registerModule(ctx, actorOf(caller), params.project, body);
-        return ok(r.result, r.data);
-      },
+      ({ params, body, actor }) => answer(registerModule(ctx, actor, params.project, body)),
       {
         auth: true,
         params,
@@ -48,35 +41,23 @@ export function moduleRoutes(ctx: Ctx) {
     )
     .post(
       "/unregister",
-      ({ params, body, caller }) => {
-        const r = unregisterModule(ctx, actorOf(caller), params.project, body);
-        return ok(r.result, r.data);
-      },
+      ({ params, body, actor }) => answer(unregisterModule(ctx, actor, params.project, body)),
       { auth: true, params, body: t.Object({ module: name }), detail: { summary: "Remove a module with its keys, actions and logs (owner or the module's API user)", tags } },
     )
     .post(
       "/all",
-      ({ params, caller }) => {
-        const r = allModules(ctx, actorOf(caller), params.project);
-        return ok(r.result, r.data);
-      },
+      ({ params, actor }) => answer(allModules(ctx, actor, params.project)),
       { auth: true, params, body: t.Optional(t.Object({})), detail: { summary: "The names of the project's modules", tags } },
     )
     // Calls without parameters may come as GET (the reference's convention, like `init`).
     .get(
       "/all",
-      ({ params, caller }) => {
-        const r = allModules(ctx, actorOf(caller), params.project);
-        return ok(r.result, r.data);
-      },
+      ({ params, actor }) => answer(allModules(ctx, actor, params.project)),
       { auth: true, params, detail: { summary: "The names of the project's modules (GET form)", tags } },
     )
     .post(
       "/get",
-      ({ params, body, caller }) => {
-        const r = getModules(ctx, actorOf(caller), params.project, body);
-        return ok(r.result, r.data);
-      },
+      ({ params, body, actor }) => answer(getModules(ctx, actor, params.project, body)),
       {
         auth: true,
         params,
@@ -86,10 +67,7 @@ export function moduleRoutes(ctx: Ctx) {
     )
     .post(
       "/keys/set",
-      ({ params, body, caller }) => {
-        const r = setModuleKeys(ctx, actorOf(caller), params.project, body);
-        return ok(r.result, r.data);
-      },
+      ({ params, body, actor }) => answer(setModuleKeys(ctx, actor, params.project, body)),
       {
         auth: true,
         params,
@@ -99,10 +77,7 @@ export function moduleRoutes(ctx: Ctx) {
     )
     .post(
       "/keys/clear",
-      ({ params, body, caller }) => {
-        const r = clearModuleKeys(ctx, actorOf(caller), params.project, body);
-        return ok(r.result, r.data);
-      },
+      ({ params, body, actor }) => answer(clearModuleKeys(ctx, actor, params.project, body)),
       {
         auth: true,
         params,
@@ -112,10 +87,7 @@ export function moduleRoutes(ctx: Ctx) {
     )
     .post(
       "/actions/publish",
-      ({ params, body, caller }) => {
-        const r = publishModuleAction(ctx, actorOf(caller), params.project, body);
-        return ok(r.result, r.data);
-      },
+      ({ params, body, actor }) => answer(publishModuleAction(ctx, actor, params.project, body)),
       {
         auth: true,
         params,
@@ -125,18 +97,12 @@ export function moduleRoutes(ctx: Ctx) {
     )
     .post(
       "/actions/unpublish",
-      ({ params, body, caller }) => {
-        const r = unpublishModuleAction(ctx, actorOf(caller), params.project, body);
-        return ok(r.result, r.data);
-      },
+      ({ params, body, actor }) => answer(unpublishModuleAction(ctx, actor, params.project, body)),
       { auth: true, params, body: t.Object({ module: name, action: t.String() }), detail: { summary: "Unpublish an action (owner or the module's API user)", tags } },
     )
     .post(
       "/actions/invoke",
-      ({ params, body, caller }) => {
-        const r = invokeModuleAction(ctx, actorOf(caller), params.project, body);
-        return ok(r.result, r.data);
-      },
+      ({ params, body, actor }) => answer(invokeModuleAction(ctx, actor, params.project, body)),
       {
         auth: true,
         params,
@@ -146,10 +112,7 @@ export function moduleRoutes(ctx: Ctx) {
     )
     .post(
       "/logs/add",
-      ({ params, body, caller }) => {
-        const r = addModuleLog(ctx, actorOf(caller), params.project, body);
-        return ok(r.result, r.data);
-      },
+      ({ params, body, actor }) => answer(addModuleLog(ctx, actor, params.project, body)),
       {
         auth: true,
         params,

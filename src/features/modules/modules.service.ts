@@ -8,9 +8,10 @@ import { activeMembership, projectAccess } from "../members/access.service";
 import { modules, type ModuleAction, type ModuleLog } from "./modules.table";
 
 /** Who is asking: the user and whether it is a person or an API user. */
-export type Actor = { userGid: string; kind: "person" | "api" };
+import type { Actor } from "../../core/actor";
+export type { Actor } from "../../core/actor";
 /** What a service answers: the envelope's `result` and `data`. */
-export type Answer = { result: Record<string, unknown>; data: Record<string, unknown> };
+import type { Answer } from "../../core/answer";
 
 type Row = typeof modules.$inferSelect;
 
@@ -147,7 +148,7 @@ function timeOf(v: unknown, member: string): number | null {
  * published actions; changing a module is for the project owner and the module's own API user.
  */
 function access(tx: Tx, projectGid: string, actor: Actor) {
-  return projectAccess(tx, projectGid, actor.userGid, "member");
+  return projectAccess(tx, actor, projectGid, "member");
 }
 
 function mayChange(r: Row, actor: Actor, isOwner: boolean): boolean {

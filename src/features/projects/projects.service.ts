@@ -1,38 +1,26 @@
-import { and, eq } from "drizzle-orm";
-import { rmSync } from "node:fs";
-import { sqliteOf, type Tx } from "../../db/connection";
-import type { ChangeLog } from "../../db/mutate";
-import { changes } from "../../db/changelog.table";
-import { memberships } from "../members/members.table";
-import { projects } from "./projects.table";
+import { eq } from "drizzle-orm";
+import { rmSync, writeFileSync } from "node:fs";
+import type { Answer } from "../../core/answer";
+import type { Actor } from "../../core/actor";
 import { forbidden, unprocessable, validationFailed } from "../../core/errors";
 import { newGid, now } from "../../core/ids";
-import type { Storage } from "../../platform/storage/storage";
-import { activeMembership, projectAudience } from "../members/access.service";
-import { personMembershipOptions } from "../members/members.forms";
+import { changes } from "../../db/changelog.table";
+import { sqliteOf, type Tx } from "../../db/connection";
+import { afterCommit, mutate, type ChangeLog } from "../../db/mutate";
+import type { Ctx } from "../../platform/context";
+import { squareImage } from "../../platform/images/images";
+import { inProject, projectAccess, projectAudience } from "../members/access.service";
+import { membershipFull, personMembershipOptions } from "../members/members.forms";
+import { memberships } from "../members/members.table";
 import { dropMembershipOrphans } from "../members/members.service";
 import { getUser } from "../users/users.service";
+import { projectFull } from "./projects.forms";
+import { projects } from "./projects.table";
 
 export type Project = typeof projects.$inferSelect;
 
 export function getProject(tx: Tx, gid: string): Project | undefined {
   return tx.select().from(projects).where(eq(projects.gid, gid)).get();
-}
-
-/** The project if the user may read it: owner always, active members while it is active; else 403. */
-export function readableProject(tx: Tx, gid: string, userGid: string): Project {
-  const p = getProject(tx, gid);
-  if (!p) throw forbidden("Not a member of the project");
-  if (p.owner === userGid) return p;
-  if (p.status !== "active" || !activeMembership(tx, gid, userGid)) throw forbidden("Not a member of the project");
-  return p;
-}
-
-/** The project if the user owns it; else 403 (unknown projects answer the same, revealing nothing). */
-export function ownedProject(tx: Tx, gid: string, userGid: string): Project {
-  const p = getProject(tx, gid);
-  if (!p || p.owner !== userGid) throw forbidden("Not the owner of the project");
-  return p;
 }
 
 function nameIssues(name: unknown) {
@@ -41,24 +29,8 @@ function nameIssues(name: unknown) {
     : [{ field: "name", rule: "length", message: "1 to 200 characters" }];
 }
 
-/** Creates a project owned by the user, with the owner's membership. */
-export function createProject(tx: Tx, log: ChangeLog, ownerGid: string, name: string): Project {
-  const owner = getUser(tx, ownerGid);
-  if (!owner || owner.kind !== "person") throw forbidden("API users cannot own projects");
-  const issues = nameIssues(name);
-  if (issues.length) throw validationFailed(issues);
-  const t = now();
-  const p = tx.insert(projects).values({ gid: newGid(), name: name.trim(), owner: ownerGid, createdOn: t, updatedOn: t }).returning().get();
-  tx.insert(memberships)
-    .values({ projectGid: p.gid, userGid: ownerGid, status: "active", roles: ["owner"], options: personMembershipOptions(owner.email), createdOn: t, updatedOn: t })
-    .run();
-  log.cc("INSERT", "cc.projects", p.gid, [ownerGid]);
-  log.cc("INSERT", "cc.projects_members", `${p.gid}/${ownerGid}`, [ownerGid]);
-  return p;
-}
-
 /** Updates a project's own columns and tells its members. */
-export function updateProject(tx: Tx, log: ChangeLog, gid: string, set: Partial<Project>): Project {
+function updateProject(tx: Tx, log: ChangeLog, gid: string, set: Partial<Project>): Project {
   if (set.name !== undefined) {
     const issues = nameIssues(set.name);
     if (issues.length) throw validationFailed(issues);
@@ -70,24 +42,12 @@ export function updateProject(tx: Tx, log: ChangeLog, gid: string, set: Partial<
   return p;
 }
 
-/** Soft delete: status `deleted`, kept until permanent_delete. */
-export function deleteProject(tx: Tx, log: ChangeLog, gid: string): Project {
-  const p = getProject(tx, gid);
-  if (!p || p.status !== "active") throw unprocessable("Deletion failed", { reason: "The project is not active" });
-  return updateProject(tx, log, gid, { status: "deleted", deletedOn: now() });
-}
-
-export function undeleteProject(tx: Tx, log: ChangeLog, gid: string): Project {
-  const p = getProject(tx, gid);
-  if (!p || p.status !== "deleted") throw unprocessable("Undelete failed", { reason: "The project is not deleted" });
-  return updateProject(tx, log, gid, { status: "active", deletedOn: null });
-}
-
 /**
- * Removes the project for good: every row of every table that carries a `project_gid`, its
- * project change-log items, its memberships and its files.
+ * Removes the project for good, in the caller's unit of work: every row of every table that
+ * carries a `project_gid`, its project change-log items, its memberships; its files once the
+ * unit has committed. Also used when an account is deleted with its soft-deleted projects.
  */
-export function permanentlyDeleteProject(tx: Tx, log: ChangeLog, storage: Storage, gid: string): void {
+export function eraseProject(ctx: Pick<Ctx, "db" | "storage">, tx: Tx, log: ChangeLog, gid: string): void {
   const p = getProject(tx, gid);
   if (!p) throw unprocessable("Deletion failed", { reason: "No such project" });
   const audience = projectAudience(tx, gid);
@@ -101,12 +61,14 @@ export function permanentlyDeleteProject(tx: Tx, log: ChangeLog, storage: Storag
   log.cc("DELETE", "cc.projects", gid, [...audience, p.owner]);
   // Its API users and account-less invitees have nothing left to belong to.
   dropMembershipOrphans(tx, log, members.map((m) => m.userGid), audience);
-  rmSync(storage.projectDir(gid), { recursive: true, force: true });
-  if (p.icon) rmSync(storage.inside(storage.icons, p.icon), { force: true });
+  afterCommit(ctx.db, () => {
+    rmSync(ctx.storage.projectDir(gid), { recursive: true, force: true });
+    if (p.icon) rmSync(ctx.storage.inside(ctx.storage.icons, p.icon), { force: true });
+  });
 }
 
 /** Every table with a `project_gid` column, found from the schema so new areas need no registration. */
-export function projectOwnedTables(tx: Tx): string[] {
+function projectOwnedTables(tx: Tx): string[] {
   const client = sqliteOf(tx);
   const tables = client.query("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'").all() as { name: string }[];
   return tables
@@ -114,12 +76,86 @@ export function projectOwnedTables(tx: Tx): string[] {
     .map((t) => t.name);
 }
 
-/** Memberships of a user whose project is visible to it (owner of any state, or active project). */
-export function membershipsOf(tx: Tx, userGid: string) {
-  return tx
-    .select({ m: memberships, p: projects })
-    .from(memberships)
-    .innerJoin(projects, eq(projects.gid, memberships.projectGid))
-    .where(and(eq(memberships.userGid, userGid)))
-    .all();
+// ---------------------------------------------------------------------------------------------
+// The operations (docs/api.md, "Projects")
+
+/** The answer of one project: result `project`, data its full form. */
+const one = (p: Project): Answer => ({ result: { project: p.gid }, data: { "cc.projects": { [p.gid]: projectFull(p) } } });
+
+/** `projects/get`: a project the actor owns or belongs to. */
+export function getProjectInfo(ctx: Ctx, actor: Actor, input: { project: string }): Answer {
+  return inProject(ctx, actor, input.project, "member", ({ project }) => one(project));
+}
+
+/** `projects/create`: a project owned by the actor (a person), with the owner's membership. */
+export function createProject(ctx: Pick<Ctx, "db" | "hub">, actor: Actor, input: { name: string }): Answer {
+  return mutate(ctx.db, ctx.hub, (tx, log) => {
+    const owner = getUser(tx, actor.userGid);
+    if (!owner || owner.kind !== "person") throw forbidden("API users cannot own projects");
+    const issues = nameIssues(input.name);
+    if (issues.length) throw validationFailed(issues);
+    const t = now();
+    const p = tx.insert(projects).values({ gid: newGid(), name: input.name.trim(), owner: owner.gid, createdOn: t, updatedOn: t }).returning().get();
+    const m = tx
+      .insert(memberships)
+      .values({ projectGid: p.gid, userGid: owner.gid, status: "active", roles: ["owner"], options: personMembershipOptions(owner.email), createdOn: t, updatedOn: t })
+      .returning()
+      .get();
+    log.cc("INSERT", "cc.projects", p.gid, [owner.gid]);
+    log.cc("INSERT", "cc.projects_members", `${p.gid}/${owner.gid}`, [owner.gid]);
+    return { result: { project: p.gid }, data: { "cc.projects": { [p.gid]: projectFull(p) }, "cc.projects_members": [membershipFull(m)] } };
+  });
+}
+
+/** `projects/update` (owner): rename. */
+export function renameProject(ctx: Ctx, actor: Actor, input: { project: string; name?: string }): Answer {
+  return inProject(ctx, actor, input.project, "owner", ({ tx, log }) => one(updateProject(tx, log, input.project, input.name === undefined ? {} : { name: input.name })));
+}
+
+/** Sets (or clears) the icon file name; the file it replaces goes once committed. */
+function setIcon(ctx: Ctx, actor: Actor, projectGid: string, icon: string): Answer {
+  return inProject(ctx, actor, projectGid, "owner", ({ tx, log, project }) => {
+    const old = project.icon;
+    const p = updateProject(tx, log, projectGid, { icon });
+    if (old) afterCommit(ctx.db, () => rmSync(ctx.storage.inside(ctx.storage.icons, old), { force: true }));
+    return one(p);
+  });
+}
+
+/** `projects/upload_icon` (owner): resized to a 256 px square PNG, served at /media/icons/<icon>. */
+export async function uploadProjectIcon(ctx: Ctx, actor: Actor, input: { project: string; file: Blob }): Promise<Answer> {
+  projectAccess(ctx.db, actor, input.project, "owner");
+  const png = await squareImage(input.file, ctx.config.imageMaxBytes, ctx.config.pixelLimit);
+  const name = `${input.project}-${newGid(8)}.png`;
+  writeFileSync(ctx.storage.inside(ctx.storage.icons, name), png);
+  return setIcon(ctx, actor, input.project, name);
+}
+
+/** `projects/delete_icon` (owner). */
+export function deleteProjectIcon(ctx: Ctx, actor: Actor, input: { project: string }): Answer {
+  return setIcon(ctx, actor, input.project, "");
+}
+
+/** `projects/delete` (owner): soft delete, status `deleted`, kept until permanent_delete. */
+export function deleteProject(ctx: Ctx, actor: Actor, input: { project: string }): Answer {
+  return inProject(ctx, actor, input.project, "owner", ({ tx, log, project }) => {
+    if (project.status !== "active") throw unprocessable("Deletion failed", { reason: "The project is not active" });
+    return one(updateProject(tx, log, project.gid, { status: "deleted", deletedOn: now() }));
+  });
+}
+
+/** `projects/undelete` (owner). */
+export function undeleteProject(ctx: Ctx, actor: Actor, input: { project: string }): Answer {
+  return inProject(ctx, actor, input.project, "owner", ({ tx, log, project }) => {
+    if (project.status !== "deleted") throw unprocessable("Undelete failed", { reason: "The project is not deleted" });
+    return one(updateProject(tx, log, project.gid, { status: "active", deletedOn: null }));
+  });
+}
+
+/** `projects/permanent_delete` (owner): the project, its rows and files for good. */
+export function permanentlyDeleteProject(ctx: Ctx, actor: Actor, input: { project: string }): Answer {
+  return inProject(ctx, actor, input.project, "owner", ({ tx, log }) => {
+    eraseProject(ctx, tx, log, input.project);
+    return { result: { project: input.project }, data: { "cc.projects": {} } };
+  });
 }

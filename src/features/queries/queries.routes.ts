@@ -1,18 +1,15 @@
 import { Elysia, t } from "elysia";
 import type { Ctx } from "../../platform/context";
-import { authMacro, type Caller } from "../../http/auth";
-import { ok } from "../../http/envelope";
+import { authMacro } from "../../http/auth";
+import { answer } from "../../http/envelope";
 import { setQueryExpander } from "../../core/selection";
-import { copyQuery, createQuery, deleteQuery, getQueries, querySelectionElement, updateQuery, type Actor } from "./queries.service";
+import { copyQuery, createQuery, deleteQuery, getQueries, querySelectionElement, updateQuery } from "./queries.service";
 
 const tags = ["queries"];
 const params = t.Object({ project: t.String() });
 const gid = t.String({ minLength: 1, description: "a query gid" });
 /** Checked by the service against the filter language and the query type's fields. */
 const filter = t.Optional(t.Unknown({ description: "a filter in the shared filter language (docs/filter.md)" }));
-
-/** The actor of a request, for the service's own access checks. */
-export const actorOf = (caller: Caller): Actor => ({ userGid: caller.user.gid, kind: caller.user.kind === "api" ? "api" : "person" });
 
 /** Saved queries (`/api/p/<project>/queries/*`), for every member of the project. */
 export function queryRoutes(ctx: Ctx) {
@@ -22,10 +19,7 @@ export function queryRoutes(ctx: Ctx) {
     .use(authMacro(ctx))
     .post(
       "/get",
-      ({ params, body, caller }) => {
-        const r = getQueries(ctx, actorOf(caller), params.project, body);
-        return ok(r.result, r.data);
-      },
+      ({ params, body, actor }) => answer(getQueries(ctx, actor, params.project, body)),
       {
         auth: true,
         params,
@@ -35,10 +29,7 @@ export function queryRoutes(ctx: Ctx) {
     )
     .post(
       "/create",
-      ({ params, body, caller }) => {
-        const r = createQuery(ctx, actorOf(caller), params.project, body);
-        return ok(r.result, r.data);
-      },
+      ({ params, body, actor }) => answer(createQuery(ctx, actor, params.project, body)),
       {
         auth: true,
         params,
@@ -48,10 +39,7 @@ export function queryRoutes(ctx: Ctx) {
     )
     .post(
       "/update",
-      ({ params, body, caller }) => {
-        const r = updateQuery(ctx, actorOf(caller), params.project, body);
-        return ok(r.result, r.data);
-      },
+      ({ params, body, actor }) => answer(updateQuery(ctx, actor, params.project, body)),
       {
         auth: true,
         params,
@@ -61,18 +49,12 @@ export function queryRoutes(ctx: Ctx) {
     )
     .post(
       "/copy",
-      ({ params, body, caller }) => {
-        const r = copyQuery(ctx, actorOf(caller), params.project, body);
-        return ok(r.result, r.data);
-      },
+      ({ params, body, actor }) => answer(copyQuery(ctx, actor, params.project, body)),
       { auth: true, params, body: t.Object({ query: gid }), detail: { summary: "Copy a saved query; the copy's name gets a serial number", tags } },
     )
     .post(
       "/delete",
-      ({ params, body, caller }) => {
-        const r = deleteQuery(ctx, actorOf(caller), params.project, body);
-        return ok(r.result, r.data);
-      },
+      ({ params, body, actor }) => answer(deleteQuery(ctx, actor, params.project, body)),
       { auth: true, params, body: t.Object({ query: gid }), detail: { summary: "Delete a saved query for good", tags } },
     );
 }

@@ -10,9 +10,10 @@ import { queryDomain } from "./queries.domains";
 import { QUERY_TYPES, queries, type QueryType } from "./queries.table";
 
 /** Who is asking: the user and whether it is a person or an API user. */
-export type Actor = { userGid: string; kind: "person" | "api" };
+import type { Actor } from "../../core/actor";
+export type { Actor } from "../../core/actor";
 /** What a service answers: the envelope's `result` and `data`. */
-export type Answer = { result: Record<string, unknown>; data: Record<string, unknown> };
+import type { Answer } from "../../core/answer";
 
 type Row = typeof queries.$inferSelect;
 
@@ -116,7 +117,7 @@ function answer(r: Row): Answer {
 /** Runs a change after the member check, with its sync items, in one transaction. */
 function write<T>(ctx: Ctx, actor: Actor, projectGid: string, fn: (tx: Tx, log: ChangeLog) => T): T {
   return mutate(ctx.db, ctx.hub, (tx, log) => {
-    projectAccess(tx, projectGid, actor.userGid, "member");
+    projectAccess(tx, actor, projectGid, "member");
     return fn(tx, log);
   });
 }
@@ -131,7 +132,7 @@ export function queriesDictionary(tx: Tx, projectGid: string): Record<string, Sa
 /** `queries/get`: one query (`query`) or several (`queries`), matched in that order. */
 export function getQueries(ctx: Ctx, actor: Actor, projectGid: string, input: { query?: unknown; queries?: unknown }): Answer {
   return ctx.db.transaction((tx) => {
-    projectAccess(tx, projectGid, actor.userGid, "member");
+    projectAccess(tx, actor, projectGid, "member");
     const single = input.query !== undefined && input.query !== null;
     if (!single && (input.queries === undefined || input.queries === null)) throw missing("query");
     const gids = single ? [gidOf(input.query)] : input.queries;

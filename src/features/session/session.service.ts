@@ -1,21 +1,39 @@
 import { and, eq, inArray, max } from "drizzle-orm";
+import type { Answer } from "../../core/answer";
+import { actorOf, type Actor } from "../../core/actor";
 import type { Tx } from "../../db/connection";
+import { mutate } from "../../db/mutate";
+import { userOfKey } from "../apikeys/apikeys.service";
+import { inProject, mayAccessProject } from "../members/access.service";
 import type { Ctx } from "../../platform/context";
 import { memberships } from "../members/members.table";
 import { projects } from "../projects/projects.table";
 import { users } from "../users/users.table";
-import { unauthorized } from "../../core/errors";
+import { permissionDenied } from "../../core/errors";
 import { LANGUAGES, LANGUAGE_CODES } from "../../core/languages";
 import { VERSION } from "../../version";
 import { membershipFull, membershipShort } from "../members/members.forms";
 import { projectFull, projectShort } from "../projects/projects.forms";
 import { userFull, userShort } from "../users/users.forms";
-import { projectMemberRows } from "../members/members.service";
-import { getUser } from "../users/users.service";
+import { membershipsWithUsers, projectMemberRows, SEEN_BY_MEMBERS } from "../members/members.service";
+import { getUser, verifyLogin, type User } from "../users/users.service";
+import { hasActiveMembership } from "../members/members.service";
 import { currentCursor } from "../sync/sync.service";
 
 export function languagesPayload() {
   return { languages: LANGUAGE_CODES, dictionary: LANGUAGES };
+}
+
+/**
+ * The user a verified token of (`sub`, token version `tv`) still stands for: an active account
+ * with that token version, and for API users an active membership. Undefined otherwise. Used by
+ * the JWT guard (src/http/auth.ts) and by the sync sockets to re-check a connected user.
+ */
+export function tokenHolder(tx: Tx, sub: string, tv: number): User | undefined {
+  const user = getUser(tx, sub);
+  if (!user || user.status !== "active" || user.tokenVersion !== tv) return undefined;
+  if (user.kind === "api" && !hasActiveMembership(tx, user.gid)) return undefined;
+  return user;
 }
 
 /**
@@ -25,7 +43,7 @@ export function languagesPayload() {
  */
 export function globalInit(tx: Tx, userGid: string) {
   const me = getUser(tx, userGid);
-  if (!me) throw unauthorized();
+  if (!me) throw permissionDenied();
   const mine = tx
     .select({ m: memberships, p: projects })
     .from(memberships)
@@ -48,12 +66,7 @@ export function globalInit(tx: Tx, userGid: string) {
   }
   const ccUsers: Record<string, unknown> = { [me.gid]: userFull(me) };
   if (activeGids.length) {
-    const others = tx
-      .select({ m: memberships, u: users })
-      .from(memberships)
-      .innerJoin(users, eq(users.gid, memberships.userGid))
-      .where(and(inArray(memberships.projectGid, activeGids), inArray(memberships.status, ["active", "invited"])))
-      .all();
+    const others = membershipsWithUsers(tx, activeGids, ["active", "invited"]);
     for (const { m, u } of others) {
       if (u.gid !== me.gid) ccUsers[u.gid] ??= userShort(u);
       // Owner memberships of the user's projects, so a client knows who owns what.
@@ -77,7 +90,7 @@ export function globalInit(tx: Tx, userGid: string) {
  */
 export function projectInit(ctx: Pick<Ctx, "hooks">, tx: Tx, userGid: string, projectGid: string, member: boolean) {
   const me = getUser(tx, userGid);
-  if (!me) throw unauthorized();
+  if (!me) throw permissionDenied();
   const owned = me.kind === "api" ? [] : tx.select().from(projects).where(eq(projects.owner, userGid)).all();
   const userProjects: Record<string, string[]> = {};
   const ccProjects: Record<string, unknown> = {};
@@ -93,7 +106,7 @@ export function projectInit(ctx: Pick<Ctx, "hooks">, tx: Tx, userGid: string, pr
   if (project) {
     ccProjects[project.gid] = projectFull(project);
     const isOwner = project.owner === userGid;
-    for (const { m, u } of projectMemberRows(tx, project.gid, isOwner)) {
+    for (const { m, u } of projectMemberRows(tx, project.gid, isOwner ? undefined : SEEN_BY_MEMBERS)) {
       const full = isOwner || u.gid === userGid;
       if (u.gid !== userGid) ccUsers[u.gid] = userShort(u);
       ccMembers.push(full ? membershipFull(m) : membershipShort(m));
@@ -121,4 +134,53 @@ export function projectInit(ctx: Pick<Ctx, "hooks">, tx: Tx, userGid: string, pr
       ...dictionaries,
     },
   };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The operations. A way in answers a session: the init payload and a fresh JWT, which the route
+// puts in the Authorization header.
+
+/** An init payload with the JWT of the user it is for. */
+export type Session = Answer & { token: string };
+
+async function session(ctx: Pick<Ctx, "tokens">, user: User, a: Answer): Promise<Session> {
+  return { ...a, token: await ctx.tokens.sign(user.gid, user.tokenVersion) };
+}
+
+/** `GET /api/init`: the actor's global init payload. */
+export function globalInitOf(ctx: Ctx, actor: Actor): Answer {
+  return mutate(ctx.db, ctx.hub, (tx) => globalInit(tx, actor.userGid));
+}
+
+/** `/api/login`: username and password; the global init payload and a JWT. 403 `Unknown user` for any failure. */
+export async function logIn(ctx: Ctx, input: { username: string; password: string }): Promise<Session> {
+  const user = await verifyLogin(ctx.db, input.username, input.password);
+  return session(ctx, user, globalInit(ctx.db, user.gid));
+}
+
+/** A session of `user` (signup, password reset): the global init payload and a JWT. */
+export function sessionOf(ctx: Ctx, user: User, init: (tx: Tx, userGid: string) => Answer = globalInit): Promise<Session> {
+  return session(ctx, user, init(ctx.db, user.gid));
+}
+
+/**
+ * `p/<project>/login`: username and password straight into a project. The login stands even for
+ * a project the user may not see (then `project` is null and no project data is given).
+ */
+export async function projectLogIn(ctx: Ctx, projectGid: string, input: { username: string; password: string }): Promise<Session> {
+  const user = await verifyLogin(ctx.db, input.username, input.password);
+  const member = mayAccessProject(ctx.db, actorOf(user), projectGid, "member");
+  return session(ctx, user, projectInit(ctx, ctx.db, user.gid, projectGid, member));
+}
+
+/** `p/<project>/auth`: an API key for a JWT of its API user and the project init payload. */
+export async function apiKeyLogIn(ctx: Ctx, projectGid: string, input: { api_key: string }): Promise<Session> {
+  // Its own unit: the key's last use is recorded (no sync item, nothing to publish).
+  const user = mutate(ctx.db, undefined, (tx) => userOfKey(tx, projectGid, input.api_key));
+  return session(ctx, user, projectInit(ctx, ctx.db, user.gid, projectGid, true));
+}
+
+/** `GET p/<project>/init`: the project init payload for a member. */
+export function projectInitOf(ctx: Ctx, actor: Actor, projectGid: string): Answer {
+  return inProject(ctx, actor, projectGid, "member", ({ tx }) => projectInit(ctx, tx, actor.userGid, projectGid, true));
 }

@@ -1,11 +1,9 @@
 import { Elysia, t } from "elysia";
 import type { Ctx } from "../../platform/context";
 import { authMacro } from "../../http/auth";
-import { ok } from "../../http/envelope";
+import { answer } from "../../http/envelope";
 import { describe } from "../../http/openapi";
-import { missing } from "../../core/errors";
-import { currentCursor } from "./sync.service";
-import { checkProjectSync, syncItems } from "./sync.service";
+import { pollSync, syncCursors } from "./sync.service";
 import { examples } from "../../http/examples";
 
 const tags = ["sync"];
@@ -16,19 +14,7 @@ export function syncRoutes(ctx: Ctx) {
     .use(authMacro(ctx))
     .post(
       "/get",
-      ({ body, caller }) => {
-        const hasCc = body.cc_cursor !== undefined && body.cc_cursor !== null;
-        if (body.project !== undefined && (body.cursor === undefined || body.cursor === null)) throw missing("cursor");
-        if (body.cursor !== undefined && body.cursor !== null && !body.project) throw missing("project");
-        if (!hasCc && !body.project) throw missing("cc_cursor");
-        const res = syncItems(
-          ctx.db,
-          caller.user.gid,
-          { ccCursor: hasCc ? body.cc_cursor! : undefined, project: body.project, cursor: body.cursor ?? undefined },
-          ctx.config.syncPageLimit,
-        );
-        return ok(res);
-      },
+      ({ body, actor }) => answer(pollSync(ctx, actor, body)),
       {
         authNoRenew: true,
         body: t.Object({
@@ -48,11 +34,7 @@ export function syncRoutes(ctx: Ctx) {
     )
     .post(
       "/cursors",
-      ({ body, caller }) => {
-        if (body?.project) checkProjectSync(ctx.db, caller.user.gid, body.project);
-        const c = currentCursor(ctx.db);
-        return ok(body?.project ? { "cc.cursor": c, cursor: c } : { "cc.cursor": c });
-      },
+      ({ body, actor }) => answer(syncCursors(ctx, actor, body ?? {})),
       {
         authNoRenew: true,
         body: t.Optional(t.Object({ project: t.Optional(t.String()) }, { examples: [examples.syncCursors.request] })),

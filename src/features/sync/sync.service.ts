@@ -5,8 +5,10 @@ import type { Ctx } from "../../platform/context";
 import type { Tx } from "../../db/connection";
 import type { SyncItem } from "../../db/mutate";
 import { changeAudience, changes } from "../../db/changelog.table";
-import { readableProject } from "../projects/projects.service";
-import { requireMember } from "../members/access.service";
+import type { Answer } from "../../core/answer";
+import type { Actor } from "../../core/actor";
+import { missing } from "../../core/errors";
+import { projectAccess } from "../members/access.service";
 
 export const REINIT_WARNING = "Cursor is older than the retained change log: re-initialise";
 export const LIMIT_WARNING = "Sync limit reached: request again with the latest cursor until this warning is gone, or re-initialise";
@@ -63,8 +65,9 @@ export type SyncRequest = { ccCursor?: number; project?: string; cursor?: number
  * Items after the given cursors that the user may see, in cursor order, at most `limit`. A
  * `warning` says more are waiting, or that a cursor is older than the retained log.
  */
-export function syncItems(tx: Tx, userGid: string, req: SyncRequest, limit: number): { sync: SyncItem[]; warning?: string; reinit?: boolean } {
-  if (req.project !== undefined) requireMember(tx, req.project, userGid);
+export function syncItems(tx: Tx, actor: Actor, req: SyncRequest, limit: number): { sync: SyncItem[]; warning?: string; reinit?: boolean } {
+  if (req.project !== undefined) projectAccess(tx, actor, req.project, "member");
+  const userGid = actor.userGid;
   const floor = retainedFloor(tx);
   const stale = (req.ccCursor !== undefined && req.ccCursor < floor) || (req.cursor !== undefined && req.cursor < floor);
   if (stale) return { sync: [], warning: REINIT_WARNING, reinit: true };
@@ -77,9 +80,24 @@ export function syncItems(tx: Tx, userGid: string, req: SyncRequest, limit: numb
   return { sync: items };
 }
 
-/** Checks access to a project's cursor (403 when not a member). */
-export function checkProjectSync(tx: Tx, userGid: string, projectGid: string) {
-  return readableProject(tx, projectGid, userGid);
+/**
+ * `/sync/get`: `cc_cursor`, or `project` with `cursor`, or all three (the first missing one is a
+ * 400); items after them, at most `config.syncPageLimit`.
+ */
+export function pollSync(ctx: Ctx, actor: Actor, input: { cc_cursor?: number | null; project?: string; cursor?: number | null }): Answer {
+  const hasCc = input.cc_cursor !== undefined && input.cc_cursor !== null;
+  if (input.project !== undefined && (input.cursor === undefined || input.cursor === null)) throw missing("cursor");
+  if (input.cursor !== undefined && input.cursor !== null && !input.project) throw missing("project");
+  if (!hasCc && !input.project) throw missing("cc_cursor");
+  const req = { ccCursor: hasCc ? input.cc_cursor! : undefined, project: input.project, cursor: input.cursor ?? undefined };
+  return { result: syncItems(ctx.db, actor, req, ctx.config.syncPageLimit) };
+}
+
+/** `/sync/cursors`: the current cursor; with a project, after checking the actor may sync it (403). */
+export function syncCursors(ctx: Ctx, actor: Actor, input: { project?: string }): Answer {
+  if (input.project) projectAccess(ctx.db, actor, input.project, "member");
+  const c = currentCursor(ctx.db);
+  return { result: input.project ? { "cc.cursor": c, cursor: c } : { "cc.cursor": c } };
 }
 
 const DAY = 86400;

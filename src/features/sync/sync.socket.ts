@@ -5,6 +5,7 @@ import { Server as IoServer, type Socket } from "socket.io";
 import type { Ctx } from "../../platform/context";
 import type { SyncItem } from "../../db/mutate";
 import { authenticate, type Caller } from "../../http/auth";
+import { actorOf, type Actor } from "../../core/actor";
 import { Cors } from "../../http/cors";
 import { errorBody } from "../../http/envelope";
 import { ApiError } from "../../core/errors";
@@ -27,6 +28,8 @@ export const RENEW_AT = 0.75;
 type Session = {
   socket: Socket;
   user: string;
+  /** Who asks, for the sync service's access checks. */
+  actor: Actor;
   /** Token version of the JWT the socket connected with (a password change or deactivation bumps it). */
   tv: number;
   iat: number;
@@ -201,6 +204,7 @@ export class SyncServer {
     const s: Session = {
       socket,
       user: caller.user.gid,
+      actor: actorOf(caller.user),
       tv: caller.user.tokenVersion,
       iat,
       exp,
@@ -288,7 +292,7 @@ export class SyncServer {
       return;
     }
     const limit = this.ctx.config.syncPageLimit;
-    const page = syncItems(this.ctx.db, s.user, { ccCursor: req.ccCursor, project: req.project, cursor: req.cursor }, limit);
+    const page = syncItems(this.ctx.db, s.actor, { ccCursor: req.ccCursor, project: req.project, cursor: req.cursor }, limit);
     if (page.reinit) return reply(errorBody(new ApiError(422, REINIT_WARNING, { reinit: true })));
     s.project = req.project;
     if (s.project) addTo(this.byProject, s.project, s);
@@ -329,7 +333,7 @@ export class SyncServer {
     if (loss) this.lose(s, loss);
     if (loss?.scope === "token") return;
     const limit = this.ctx.config.syncPageLimit;
-    const page = syncItems(this.ctx.db, s.user, { ccCursor: s.ccFloor, project: s.project, cursor: s.project ? s.projectFloor : undefined }, limit);
+    const page = syncItems(this.ctx.db, s.actor, { ccCursor: s.ccFloor, project: s.project, cursor: s.project ? s.projectFloor : undefined }, limit);
     if (page.reinit) {
       this.unsubscribe(s);
       s.socket.emit("unsubscribed", { ...errorBody(new ApiError(422, REINIT_WARNING, { reinit: true })), project: null });

@@ -5,7 +5,12 @@ import { users } from "./users.table";
 import { forbidden, unprocessable, validationFailed, type ValidationIssue } from "../../core/errors";
 import { newGid, now } from "../../core/ids";
 import { isLanguage, isTimezone } from "../../core/languages";
-import { userAudience } from "../members/access.service";
+import { canSeeUser, userAudience } from "../members/access.service";
+import type { Answer } from "../../core/answer";
+import type { Actor } from "../../core/actor";
+import { mutate } from "../../db/mutate";
+import type { Ctx } from "../../platform/context";
+import { userFull, userShort } from "./users.forms";
 
 export type User = typeof users.$inferSelect;
 
@@ -112,4 +117,28 @@ export function setPassword(tx: Tx, log: ChangeLog, gid: string, passwordHash: s
   const u = getUser(tx, gid);
   if (!u) throw unprocessable("User not found");
   return updateUser(tx, log, gid, { passwordHash, tokenVersion: u.tokenVersion + 1 });
+}
+
+// ---------------------------------------------------------------------------------------------
+// The operations
+
+/** `users/get`: oneself (full form) or a co-member (short form, spec 5.6); 422 otherwise, revealing nothing. */
+export function userInfo(ctx: Ctx, actor: Actor, input: { user: string }): Answer {
+  return mutate(ctx.db, ctx.hub, (tx) => {
+    const target = getUser(tx, input.user);
+    if (!target || !canSeeUser(tx, actor, target.gid)) throw unprocessable("No info for this user");
+    const form = target.gid === actor.userGid ? userFull(target) : userShort(target);
+    return { result: { user: target.gid }, data: { "cc.users": { [target.gid]: form } } };
+  });
+}
+
+/** `username` (no login): whether a username is free and valid, with the validation report when not. */
+export function usernameAvailability(ctx: Ctx, input: { username: string }): Answer {
+  const issues = usernameIssues(ctx.db, input.username);
+  return { result: { username: input.username, available: issues.length === 0, ...(issues.length ? { validation: issues } : {}) } };
+}
+
+/** Every account (for `apis user list`). */
+export function listUsers(tx: Tx): User[] {
+  return tx.select().from(users).all();
 }

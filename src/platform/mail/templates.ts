@@ -55,12 +55,13 @@ export function declineLink(baseUrl: string, projectGid: string, inviteeGid: str
 
 /** Renders one mail of `kind` in the user's `language` (a code of the language list). */
 export function renderMail<K extends MailKind>(kind: K, language: string | null | undefined, vars: MailVars[K]): Rendered {
-  const lang = mailLanguage(language);
-  const body = (TEMPLATES[kind] as Record<MailLanguage, (v: MailVars[K]) => Body>)[lang](vars);
+  const words = WORDS[mailLanguage(language)];
+  const body = (TEMPLATES[kind] as (v: MailVars[K], w: Words) => Body)(vars, words);
+  const footer = FOOTER(words, vars.baseUrl);
   return {
     subject: body.subject,
-    text: [...body.lines.map((l) => l.text), "—\n" + FOOTER[lang](vars.baseUrl)].join("\n\n") + "\n",
-    html: layout(body.subject, body.lines.map((l) => l.html).join("\n"), FOOTER[lang](vars.baseUrl)),
+    text: [...body.lines.map((l) => l.text), "—\n" + footer].join("\n\n") + "\n",
+    html: layout(body.subject, body.lines.map((l) => l.html).join("\n"), footer),
   };
 }
 
@@ -124,120 +125,90 @@ ${content}
 `;
 }
 
-const FOOTER: Record<MailLanguage, (baseUrl: string) => string> = {
-  en: (u) => `Sent by Apis at ${u}. If you did not ask for this, you can ignore this mail.`,
-  de: (u) => `Gesendet von Apis unter ${u}. Wenn Sie das nicht angefordert haben, können Sie diese E-Mail ignorieren.`,
-};
+/**
+ * The words of every mail, per language. The layout of each kind of mail is written once, in
+ * TEMPLATES below; a new language is one more entry here (and in MAIL_LANGUAGES).
+ */
+const WORDS = {
+  en: {
+    footer: "Sent by Apis at {url}. If you did not ask for this, you can ignore this mail.",
+    hello: "Hello,",
+    codeOnce: "The code works once and expires in {minutes} minutes.",
+    signupSubject: "Your Apis verification code: {code}",
+    signupIntro: "to finish creating the account *{username}*, enter this verification code:",
+    resetSubject: "Your Apis password reset code: {code}",
+    resetOne: "someone asked to reset the password of the account with this email address:",
+    resetMany: "someone asked to reset a password of an account with this email address. These accounts use it; choose the username whose password you want to reset:",
+    resetEnter: "Enter this code together with the username and your new password:",
+    emailSubject: "Confirm your new Apis email address: {code}",
+    emailIntro: "the account *{username}* wants to use *{email}* as its email address from now on. To confirm, enter this code:",
+    inviteSubject: "{inviter} invites you to the project {project}",
+    inviteIntro: "*{inviter}* invites you to join the project *{project}* on Apis.",
+    inviteSignIn: "Sign in and accept the invitation:",
+    inviteSignUp: "You do not have an account yet: sign up with this email address, then accept the invitation:",
+    inviteOpen: "Open the invitation",
+    inviteDecline: "Decline",
+    inviteIds: "Project: {project} · Invitee: {invitee}",
+  },
+  de: {
+    footer: "Gesendet von Apis unter {url}. Wenn Sie das nicht angefordert haben, können Sie diese E-Mail ignorieren.",
+    hello: "Hallo,",
+    codeOnce: "Der Code gilt einmal und läuft in {minutes} Minuten ab.",
+    signupSubject: "Ihr Apis-Bestätigungscode: {code}",
+    signupIntro: "um das Konto *{username}* fertig einzurichten, geben Sie diesen Bestätigungscode ein:",
+    resetSubject: "Ihr Apis-Code zum Zurücksetzen des Passworts: {code}",
+    resetOne: "jemand möchte das Passwort des Kontos mit dieser E-Mail-Adresse zurücksetzen:",
+    resetMany: "jemand möchte das Passwort eines Kontos mit dieser E-Mail-Adresse zurücksetzen. Diese Konten verwenden sie; wählen Sie den Benutzernamen, dessen Passwort Sie zurücksetzen möchten:",
+    resetEnter: "Geben Sie diesen Code zusammen mit dem Benutzernamen und Ihrem neuen Passwort ein:",
+    emailSubject: "Bestätigen Sie Ihre neue Apis-E-Mail-Adresse: {code}",
+    emailIntro: "das Konto *{username}* möchte künftig *{email}* als E-Mail-Adresse verwenden. Zur Bestätigung geben Sie diesen Code ein:",
+    inviteSubject: "{inviter} lädt Sie zum Projekt {project} ein",
+    inviteIntro: "*{inviter}* lädt Sie ein, beim Projekt *{project}* auf Apis mitzuarbeiten.",
+    inviteSignIn: "Melden Sie sich an und nehmen Sie die Einladung an:",
+    inviteSignUp: "Sie haben noch kein Konto: Registrieren Sie sich mit dieser E-Mail-Adresse und nehmen Sie dann die Einladung an:",
+    inviteOpen: "Einladung öffnen",
+    inviteDecline: "Ablehnen",
+    inviteIds: "Projekt: {project} · Eingeladen: {invitee}",
+  },
+} satisfies Record<MailLanguage, Record<string, string>>;
+type Words = (typeof WORDS)["en"];
 
-const TEMPLATES: { [K in MailKind]: Record<MailLanguage, (v: MailVars[K]) => Body> } = {
-  signup_code: {
-    en: (v) => ({
-      subject: `Your Apis verification code: ${v.code}`,
-      lines: [
-        p("Hello,"),
-        p("to finish creating the account *{username}*, enter this verification code:", { username: v.username }),
-        code(v.code),
-        p("The code works once and expires in {minutes} minutes.", { minutes: String(v.minutes) }),
-      ],
-    }),
-    de: (v) => ({
-      subject: `Ihr Apis-Bestätigungscode: ${v.code}`,
-      lines: [
-        p("Hallo,"),
-        p("um das Konto *{username}* fertig einzurichten, geben Sie diesen Bestätigungscode ein:", { username: v.username }),
-        code(v.code),
-        p("Der Code gilt einmal und läuft in {minutes} Minuten ab.", { minutes: String(v.minutes) }),
-      ],
-    }),
-  },
-  reset_code: {
-    en: (v) => ({
-      subject: `Your Apis password reset code: ${v.code}`,
-      lines: [
-        p("Hello,"),
-        p(
-          v.usernames.length > 1
-            ? "someone asked to reset a password of an account with this email address. These accounts use it; choose the username whose password you want to reset:"
-            : "someone asked to reset the password of the account with this email address:",
-        ),
-        list(v.usernames),
-        p("Enter this code together with the username and your new password:"),
-        code(v.code),
-        p("The code works once and expires in {minutes} minutes.", { minutes: String(v.minutes) }),
-      ],
-    }),
-    de: (v) => ({
-      subject: `Ihr Apis-Code zum Zurücksetzen des Passworts: ${v.code}`,
-      lines: [
-        p("Hallo,"),
-        p(
-          v.usernames.length > 1
-            ? "jemand möchte das Passwort eines Kontos mit dieser E-Mail-Adresse zurücksetzen. Diese Konten verwenden sie; wählen Sie den Benutzernamen, dessen Passwort Sie zurücksetzen möchten:"
-            : "jemand möchte das Passwort des Kontos mit dieser E-Mail-Adresse zurücksetzen:",
-        ),
-        list(v.usernames),
-        p("Geben Sie diesen Code zusammen mit dem Benutzernamen und Ihrem neuen Passwort ein:"),
-        code(v.code),
-        p("Der Code gilt einmal und läuft in {minutes} Minuten ab.", { minutes: String(v.minutes) }),
-      ],
-    }),
-  },
-  email_change_code: {
-    en: (v) => ({
-      subject: `Confirm your new Apis email address: ${v.code}`,
-      lines: [
-        p("Hello,"),
-        p("the account *{username}* wants to use *{email}* as its email address from now on. To confirm, enter this code:", {
-          username: v.username,
-          email: v.email,
-        }),
-        code(v.code),
-        p("The code works once and expires in {minutes} minutes.", { minutes: String(v.minutes) }),
-      ],
-    }),
-    de: (v) => ({
-      subject: `Bestätigen Sie Ihre neue Apis-E-Mail-Adresse: ${v.code}`,
-      lines: [
-        p("Hallo,"),
-        p("das Konto *{username}* möchte künftig *{email}* als E-Mail-Adresse verwenden. Zur Bestätigung geben Sie diesen Code ein:", {
-          username: v.username,
-          email: v.email,
-        }),
-        code(v.code),
-        p("Der Code gilt einmal und läuft in {minutes} Minuten ab.", { minutes: String(v.minutes) }),
-      ],
-    }),
-  },
-  invitation: {
-    en: (v) => ({
-      subject: `${v.inviter} invites you to the project ${v.projectName}`,
-      lines: [
-        p("Hello,"),
-        p("*{inviter}* invites you to join the project *{project}* on Apis.", { inviter: v.inviter, project: v.projectName }),
-        p(
-          v.hasAccount
-            ? "Sign in and accept the invitation:"
-            : "You do not have an account yet: sign up with this email address, then accept the invitation:",
-        ),
-        button("Open the invitation", v.link ?? invitationLink(v.baseUrl, v.projectGid, v.inviteeGid)),
-        button("Decline", v.declineLink ?? declineLink(v.baseUrl, v.projectGid, v.inviteeGid)),
-        p("Project: {project} · Invitee: {invitee}", { project: v.projectGid, invitee: v.inviteeGid }),
-      ],
-    }),
-    de: (v) => ({
-      subject: `${v.inviter} lädt Sie zum Projekt ${v.projectName} ein`,
-      lines: [
-        p("Hallo,"),
-        p("*{inviter}* lädt Sie ein, beim Projekt *{project}* auf Apis mitzuarbeiten.", { inviter: v.inviter, project: v.projectName }),
-        p(
-          v.hasAccount
-            ? "Melden Sie sich an und nehmen Sie die Einladung an:"
-            : "Sie haben noch kein Konto: Registrieren Sie sich mit dieser E-Mail-Adresse und nehmen Sie dann die Einladung an:",
-        ),
-        button("Einladung öffnen", v.link ?? invitationLink(v.baseUrl, v.projectGid, v.inviteeGid)),
-        button("Ablehnen", v.declineLink ?? declineLink(v.baseUrl, v.projectGid, v.inviteeGid)),
-        p("Projekt: {project} · Eingeladen: {invitee}", { project: v.projectGid, invitee: v.inviteeGid }),
-      ],
-    }),
-  },
+/** A template of WORDS with its `{x}` placeholders filled, as plain text (subjects, the footer). */
+function fill(template: string, vars: Record<string, string>): string {
+  return template.replace(/\{(\w+)\}/g, (_m, k: string) => vars[k] ?? "");
+}
+
+const FOOTER = (w: Words, baseUrl: string) => fill(w.footer, { url: baseUrl });
+
+const TEMPLATES: { [K in MailKind]: (v: MailVars[K], w: Words) => Body } = {
+  signup_code: (v, w) => ({
+    subject: fill(w.signupSubject, { code: v.code }),
+    lines: [p(w.hello), p(w.signupIntro, { username: v.username }), code(v.code), p(w.codeOnce, { minutes: String(v.minutes) })],
+  }),
+  reset_code: (v, w) => ({
+    subject: fill(w.resetSubject, { code: v.code }),
+    lines: [
+      p(w.hello),
+      p(v.usernames.length > 1 ? w.resetMany : w.resetOne),
+      list(v.usernames),
+      p(w.resetEnter),
+      code(v.code),
+      p(w.codeOnce, { minutes: String(v.minutes) }),
+    ],
+  }),
+  email_change_code: (v, w) => ({
+    subject: fill(w.emailSubject, { code: v.code }),
+    lines: [p(w.hello), p(w.emailIntro, { username: v.username, email: v.email }), code(v.code), p(w.codeOnce, { minutes: String(v.minutes) })],
+  }),
+  invitation: (v, w) => ({
+    subject: fill(w.inviteSubject, { inviter: v.inviter, project: v.projectName }),
+    lines: [
+      p(w.hello),
+      p(w.inviteIntro, { inviter: v.inviter, project: v.projectName }),
+      p(v.hasAccount ? w.inviteSignIn : w.inviteSignUp),
+      button(w.inviteOpen, v.link ?? invitationLink(v.baseUrl, v.projectGid, v.inviteeGid)),
+      button(w.inviteDecline, v.declineLink ?? declineLink(v.baseUrl, v.projectGid, v.inviteeGid)),
+      p(w.inviteIds, { project: v.projectGid, invitee: v.inviteeGid }),
+    ],
+  }),
 };

@@ -39,3 +39,18 @@ export class Storage {
     return dir;
   }
 }
+
+/** A file received from a client (multipart upload), written to the temp folder and hashed. */
+export type ReceivedFile = {
+  /** The form field that carried the file. */
+  field: string;
+  /** The client's file name (last path segment only); a hint, never trusted for the type. */
+  filename: string;
+  /** Temp file holding the content; the caller renames or removes it. */
+  path: string;
+  size: number;
+  sha256: string;
+};
+
+/** A multipart body as received: its text fields and its file, if any. */
+export type Received = { fields: Record<string, string>; file?: ReceivedFile };

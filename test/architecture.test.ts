@@ -1,0 +1,187 @@
+import { describe, expect, test } from "bun:test";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
+
+/**
+ * The rules of docs/architecture.md ("Rules the architecture test keeps"), checked on the source
+ * text of src/: which folder may import which, where SQL may be written, no import circles, the
+ * feature list, the route template. Type-only imports count like any other: the graph a reader
+ * (or a tool) draws from the import lines must obey the rules too.
+ */
+
+const SRC = resolve(import.meta.dir, "../src");
+
+type Import = { spec: string; target?: string; typeOnly: boolean };
+type File = { path: string; rel: string; text: string; code: string; imports: Import[] };
+
+function walk(dir: string, out: string[] = []): string[] {
+  for (const name of readdirSync(dir)) {
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) walk(p, out);
+    else if (p.endsWith(".ts")) out.push(p);
+  }
+  return out;
+}
+
+/** The source without comments (strings are kept; a `//` inside a string such as a URL is left alone). */
+function stripComments(text: string): string {
+  return text.replace(/\/\*[\s\S]*?\*\//g, "").replace(/(^|[\s;{}(),])\/\/.*$/gm, "$1");
+}
+
+function resolveSpec(from: string, spec: string): string | undefined {
+  if (!spec.startsWith(".")) return undefined;
+  const base = resolve(dirname(from), spec);
+  for (const c of [base, `${base}.ts`, join(base, "index.ts")]) if (existsSync(c) && statSync(c).isFile()) return c;
+  return undefined;
+}
+
+const files: File[] = walk(SRC).map((path) => {
+  const text = readFileSync(path, "utf8");
+  const code = stripComments(text);
+  const imports: Import[] = [];
+  for (const m of code.matchAll(/^\s*(?:import|export)\s+(type\s+)?(?:[^'"`;]*?\s+from\s+)?["']([^"']+)["']/gm)) imports.push({ spec: m[2]!, target: resolveSpec(path, m[2]!), typeOnly: !!m[1] });
+  for (const m of code.matchAll(/\bimport\(\s*["']([^"']+)["']\s*\)/g)) imports.push({ spec: m[1]!, target: resolveSpec(path, m[1]!), typeOnly: false });
+  return { path, rel: relative(SRC, path), text, code, imports };
+});
+const byPath = new Map(files.map((f) => [f.path, f]));
+const rel = (p: string) => relative(SRC, p);
+
+/** The top folder of a file under src/ (`core`, `db`, `http`, `platform`, `features`, `app`, `cli`, or "" for src/*.ts). */
+const layer = (relPath: string) => (relPath.includes("/") ? relPath.split("/")[0]! : "");
+
+/** Files that may hold SQL and table access: db/, and files named for a data role. */
+const DATA_ROLE = /\.(service|table|search|bulk|worksheet)\.ts$/;
+const isDataFile = (relPath: string) => layer(relPath) === "db" || DATA_ROLE.test(relPath);
+
+function violations(check: (f: File) => string[]): string[] {
+  return files.flatMap((f) => check(f).map((v) => `${f.rel}: ${v}`));
+}
+
+describe("layers", () => {
+  const forbidden: [string, (f: File) => boolean, (target: string) => boolean][] = [
+    ["core/ imports only core/ (and db/ types)", (f) => layer(f.rel) === "core", (t) => !["core", "db"].includes(layer(t))],
+    ["db/ imports only core/ and db/", (f) => layer(f.rel) === "db", (t) => !["core", "db"].includes(layer(t))],
+    ["platform/ imports nothing of http/, features/, app/, cli/", (f) => layer(f.rel) === "platform", (t) => ["http", "features", "app", "cli"].includes(layer(t))],
+    ["a data file (service, table, search, bulk, worksheet) imports nothing of http/, app/, cli/ or routes", (f) => isDataFile(f.rel), (t) => ["http", "app", "cli"].includes(layer(t)) || t.endsWith(".routes.ts")],
+    ["http/ imports nothing of app/, cli/, routes or tables", (f) => layer(f.rel) === "http", (t) => ["app", "cli"].includes(layer(t)) || t.endsWith(".routes.ts") || t.endsWith(".table.ts")],
+    ["features/ import nothing of app/ or cli/", (f) => layer(f.rel) === "features", (t) => ["app", "cli"].includes(layer(t))],
+    ["routes import nothing of db/ (services own the transactions)", (f) => f.rel.endsWith(".routes.ts"), (t) => layer(t) === "db"],
+  ];
+  for (const [rule, applies, bad] of forbidden) {
+    test(rule, () => {
+      const found = violations((f) => (applies(f) ? f.imports.filter((i) => i.target && bad(rel(i.target))).map((i) => `imports ${rel(i.target!)}`) : []));
+      expect(found).toEqual([]);
+    });
+  }
+
+  test("the HTTP framework is used only by http/, app/, routes, the feature descriptors and the sync socket", () => {
+    const allowed = (r: string) => ["http", "app"].includes(layer(r)) || /\.(routes|feature|socket)\.ts$/.test(r) || r === "features/feature.ts";
+    expect(violations((f) => (allowed(f.rel) ? [] : f.imports.filter((i) => i.spec === "elysia" || i.spec.startsWith("elysia/")).map((i) => `imports ${i.spec}`)))).toEqual([]);
+  });
+});
+
+describe("SQL lives in data files", () => {
+  const SQL_TEXT = [
+    /\b(?:tx|db|ctx\.db|this\.ctx\.db|sqlite|client|reader)\s*\.\s*(?:select|selectDistinct|insert|update|delete|transaction|query|prepare|exec|run)\s*\(/,
+    /\.\$client\b/,
+    /\bsqliteOf\s*\(/,
+    /\b(?:SELECT\s+[\w*(]|INSERT\s+INTO\s|UPDATE\s+\w+\s+SET\s|DELETE\s+FROM\s|PRAGMA\s+\w)/,
+  ];
+
+  test("only db/ and *.service.ts, *.table.ts, *.search.ts, *.bulk.ts, *.worksheet.ts import drizzle, bun:sqlite or tables (row types aside)", () => {
+    const found = violations((f) =>
+      isDataFile(f.rel)
+        ? []
+        : f.imports
+            .filter((i) => !i.typeOnly && (i.spec === "drizzle-orm" || i.spec.startsWith("drizzle-orm/") || i.spec === "bun:sqlite" || i.target?.endsWith(".table.ts")))
+            .map((i) => `imports ${i.spec}`),
+    );
+    expect(found).toEqual([]);
+  });
+
+  test("no other file builds or runs a query", () => {
+    const found = violations((f) => (isDataFile(f.rel) ? [] : SQL_TEXT.filter((re) => re.test(f.code)).map((re) => `matches ${re}`)));
+    expect(found).toEqual([]);
+  });
+});
+
+describe("no import circles", () => {
+  test("the import graph of src/ has no strongly connected component larger than one file", () => {
+    // Tarjan's algorithm over the resolved relative imports (type-only imports included).
+    const edges = new Map(files.map((f) => [f.path, f.imports.map((i) => i.target).filter((t): t is string => !!t && byPath.has(t))]));
+    let index = 0;
+    const idx = new Map<string, number>();
+    const low = new Map<string, number>();
+    const stack: string[] = [];
+    const onStack = new Set<string>();
+    const circles: string[][] = [];
+    const visit = (v: string) => {
+      idx.set(v, index);
+      low.set(v, index++);
+      stack.push(v);
+      onStack.add(v);
+      for (const w of edges.get(v)!) {
+        if (!idx.has(w)) {
+          visit(w);
+          low.set(v, Math.min(low.get(v)!, low.get(w)!));
+        } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, idx.get(w)!));
+      }
+      if (low.get(v) === idx.get(v)) {
+        const scc: string[] = [];
+        let w: string;
+        do {
+          w = stack.pop()!;
+          onStack.delete(w);
+          scc.push(rel(w));
+        } while (w !== v);
+        if (scc.length > 1 || edges.get(v)!.includes(v)) circles.push(scc.sort());
+      }
+    };
+    for (const f of files) if (!idx.has(f.path)) visit(f.path);
+    expect(circles).toEqual([]);
+  });
+});
+
+describe("features", () => {
+  const index = files.find((f) => f.rel === "features/index.ts")!;
+
+  test("every feature folder has a <name>.feature.ts, and features/index.ts lists each one", () => {
+    const folders = readdirSync(join(SRC, "features")).filter((d) => statSync(join(SRC, "features", d)).isDirectory());
+    const missing = folders.filter((d) => !existsSync(join(SRC, "features", d, `${d}.feature.ts`)));
+    const unlisted = folders.filter((d) => !index.imports.some((i) => i.spec === `./${d}/${d}.feature`));
+    expect({ missing, unlisted }).toEqual({ missing: [], unlisted: [] });
+  });
+
+  test("files are named for their role: <folder>.<role>.ts, or <topic>.service.ts for a feature's second service", () => {
+    const bad = files
+      .filter((f) => f.rel.startsWith("features/") && f.rel.split("/").length === 3)
+      .filter((f) => {
+        const [, folder, name] = f.rel.split("/");
+        return !name!.startsWith(`${folder}.`) && !/^[a-z]+\.service\.ts$/.test(name!);
+      })
+      .map((f) => f.rel);
+    expect(bad).toEqual([]);
+  });
+
+  test("nothing registers itself at module load: no register*() calls", () => {
+    expect(violations((f) => (/^\s*register\w*\(/m.test(f.code) ? ["calls register*() at module level"] : []))).toEqual([]);
+  });
+});
+
+describe("the route template", () => {
+  const routes = files.filter((f) => f.rel.endsWith(".routes.ts"));
+
+  test("route files use no `any`", () => {
+    const found = routes.flatMap((f) => (/(:\s*any\b|\bas\s+any\b|<any>|t\.Any\()/.test(f.code) ? [f.rel] : []));
+    expect(found).toEqual([]);
+  });
+
+  test("route files with a :project path declare the params schema", () => {
+    const found = routes.filter((f) => f.code.includes(":project") && !/const params = t\.Object\(/.test(f.code)).map((f) => f.rel);
+    expect(found).toEqual([]);
+  });
+
+  test("handlers call services, not the database: no ctx.db in route files", () => {
+    expect(routes.filter((f) => /\bctx\.db\b/.test(f.code)).map((f) => f.rel)).toEqual([]);
+  });
+});
