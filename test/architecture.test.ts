@@ -51,7 +51,10 @@ const layer = (relPath: string) => (relPath.includes("/") ? relPath.split("/")[0
 
 /** Files that may hold SQL and table access: db/, and files named for a data role. */
 const DATA_ROLE = /\.(service|table|search|bulk|worksheet)\.ts$/;
-const isDataFile = (relPath: string) => layer(relPath) === "db" || DATA_ROLE.test(relPath);
+// core/filter.ts compiles the search filter language into SQL fragments for the search files; it
+// runs nothing and knows no table.
+const SQL_BUILDERS = new Set(["core/filter.ts"]);
+const isDataFile = (relPath: string) => layer(relPath) === "db" || DATA_ROLE.test(relPath) || SQL_BUILDERS.has(relPath);
 
 function violations(check: (f: File) => string[]): string[] {
   return files.flatMap((f) => check(f).map((v) => `${f.rel}: ${v}`));

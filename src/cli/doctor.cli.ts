@@ -1,8 +1,7 @@
-import { Database } from "bun:sqlite";
 import { existsSync, statfsSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { Config } from "../config";
-import { migrationsMeta, sqliteInfo } from "../db/connection";
+import { inspectDatabase, migrationsMeta, sqliteInfo } from "../db/connection";
 import { liveServerPid } from "../platform/storage/pidfile";
 import { Storage } from "../platform/storage/storage";
 import { VERSION } from "../version";
@@ -38,26 +37,15 @@ async function checkDataDir(dataDir: string, check: Check) {
   const file = new Storage(dataDir).database;
   if (existsSync(file)) {
     await check("database", () => {
-      const db = new Database(file, { readonly: true });
-      try {
-        const result = (db.query("PRAGMA quick_check").all() as { quick_check: string }[]).map((r) => r.quick_check);
-        if (result.join() !== "ok") throw new Error(`${file} is damaged: ${result.slice(0, 3).join("; ")} (restore a backup: apis backup restore)`);
-        const known = migrationsMeta();
-        let applied: { created_at: number }[] = [];
-        try {
-          applied = db.query("SELECT created_at FROM __drizzle_migrations").all() as { created_at: number }[];
-        } catch {
-          // a database no migration has reached yet
-        }
-        const newest = Math.max(0, ...known.map((m) => m.folderMillis));
-        if (applied.some((m) => Number(m.created_at) > newest))
-          throw new Error(`${file} was migrated by a newer Apis than ${VERSION}; run that version, or restore the backup taken before the upgrade`);
-        const pending = known.length - applied.length;
-        const size = statSync(file).size + (existsSync(`${file}-wal`) ? statSync(`${file}-wal`).size : 0);
-        return `${file} (${(size / 1024 ** 2).toFixed(1)} MiB, integrity ok, ${pending > 0 ? `${pending} migration(s) to apply at the next start` : "migrations up to date"})`;
-      } finally {
-        db.close();
-      }
+      const { check: result, applied } = inspectDatabase(file);
+      if (result.join() !== "ok") throw new Error(`${file} is damaged: ${result.slice(0, 3).join("; ")} (restore a backup: apis backup restore)`);
+      const known = migrationsMeta();
+      const newest = Math.max(0, ...known.map((m) => m.folderMillis));
+      if (applied.some((created) => created > newest))
+        throw new Error(`${file} was migrated by a newer Apis than ${VERSION}; run that version, or restore the backup taken before the upgrade`);
+      const pending = known.length - applied.length;
+      const size = statSync(file).size + (existsSync(`${file}-wal`) ? statSync(`${file}-wal`).size : 0);
+      return `${file} (${(size / 1024 ** 2).toFixed(1)} MiB, integrity ok, ${pending > 0 ? `${pending} migration(s) to apply at the next start` : "migrations up to date"})`;
     });
   }
   const secret = join(dataDir, "jwt.secret");

@@ -91,3 +91,23 @@ export function sqliteOf(tx: Tx): Database {
   const t = tx as any;
   return t.$client ?? t.session?.client;
 }
+
+/**
+ * A read-only look at a database file for `apis doctor`: SQLite's quick_check, and the creation
+ * times of the migrations applied to it (empty when none has run yet). Opens and closes the file.
+ */
+export function inspectDatabase(file: string): { check: string[]; applied: number[] } {
+  const db = new Database(file, { readonly: true });
+  try {
+    const check = (db.query("PRAGMA quick_check").all() as { quick_check: string }[]).map((r) => r.quick_check);
+    let applied: number[] = [];
+    try {
+      applied = (db.query("SELECT created_at FROM __drizzle_migrations").all() as { created_at: number }[]).map((m) => Number(m.created_at));
+    } catch {
+      // a database no migration has reached yet
+    }
+    return { check, applied };
+  } finally {
+    db.close();
+  }
+}

@@ -18,7 +18,7 @@ import {
 const tags = ["modules"];
 const params = t.Object({ project: t.String() });
 const name = t.String({ description: "the module's name" });
-const any = t.Optional(t.Unknown());
+const anything = t.Optional(t.Unknown());
 const text = t.Optional(t.String());
 const seconds = t.Optional(t.Number({ description: "seconds since 1970" }));
 
@@ -71,7 +71,7 @@ export function moduleRoutes(ctx: Ctx) {
       {
         auth: true,
         params,
-        body: t.Object({ module: name, key: text, value: any, keys: any }),
+        body: t.Object({ module: name, key: text, value: anything, keys: anything }),
         detail: { summary: "Set one key (`key`, `value`) or several (`keys`) to JSON values (owner or the module's API user)", tags },
       },
     )
@@ -81,7 +81,7 @@ export function moduleRoutes(ctx: Ctx) {
       {
         auth: true,
         params,
-        body: t.Object({ module: name, key: text, keys: any }),
+        body: t.Object({ module: name, key: text, keys: anything }),
         detail: { summary: "Clear one key (`key`) or several (`keys`); unknown keys are fine (owner or the module's API user)", tags },
       },
     )
@@ -106,7 +106,7 @@ export function moduleRoutes(ctx: Ctx) {
       {
         auth: true,
         params,
-        body: t.Object({ module: name, action: t.String(), input: any }),
+        body: t.Object({ module: name, action: t.String(), input: anything }),
         detail: { summary: "Start a published action: the module receives the request as a `modules` sync item and answers in its logs (any member)", tags },
       },
     )
@@ -120,7 +120,7 @@ export function moduleRoutes(ctx: Ctx) {
           module: name,
           version: t.String(),
           action: text,
-          configuration: any,
+          configuration: anything,
           command: text,
           started_at: seconds,
           ended_at: seconds,

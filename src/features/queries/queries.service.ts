@@ -6,7 +6,7 @@ import { ApiError, badRequest, missing, unprocessable } from "../../core/errors"
 import { FilterError, parseFilter } from "../../core/filter";
 import { newGid, now } from "../../core/ids";
 import { projectAccess } from "../members/access.service";
-import { queryDomain } from "./queries.domains";
+import { queryDomain } from "./queries.search";
 import { QUERY_TYPES, queries, type QueryType } from "./queries.table";
 
 /** Who is asking: the user and whether it is a person or an API user. */
