@@ -8,6 +8,7 @@ import { getUser, type User } from "../features/users/users.service";
 import { ApiError, forbidden } from "../core/errors";
 import { authDetail } from "./openapi";
 import { bearerToken } from "../platform/tokens";
+import { noteCaller } from "./requests";
 
 export const REALM = "apis";
 
@@ -68,6 +69,7 @@ export function authMacro(ctx: Ctx) {
     const project = PROJECT_PATH.exec(request.url)?.[1];
     if (project && !activeMembership(ctx.db, project, caller.user.gid)) throw forbidden("Not a member of the project");
     callers.set(request, { user: caller.user, token: caller.token });
+    noteCaller(request, caller.user.gid);
     return caller;
   };
   const callerOf = async (request: Request, header: string | undefined) => callers.get(request) ?? (await check(request, header));

@@ -46,7 +46,7 @@ export function accountRoutes(ctx: Ctx) {
   const limiter = limiterOf(ctx);
   /** Limits for a step about `account` from `ip`: `auth` counts failed checks, `req` every mail-sending call. */
   const rules = (kind: "auth" | "req", account: string, ip: string) => authRules(ctx, account, ip, kind);
-  const ipOf = (request: Request, server: any) => clientAddress(request, server, ctx.config.trustProxy);
+  const ipOf = (request: Request, server: any) => clientAddress(request, server, ctx.config);
 
   return new Elysia()
     .use(authMacro(ctx))

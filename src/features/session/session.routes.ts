@@ -23,7 +23,7 @@ const params = t.Object({ project: t.String() });
  */
 export function sessionRoutes(ctx: Ctx) {
   const limiter = limiterOf(ctx);
-  const addressOf = (request: Request, server: any) => clientAddress(request, server, ctx.config.trustProxy);
+  const addressOf = (request: Request, server: any) => clientAddress(request, server, ctx.config);
 
   const global = new Elysia({ prefix: "/api" })
     .use(authMacro(ctx))
@@ -31,7 +31,7 @@ export function sessionRoutes(ctx: Ctx) {
       "/login",
       ({ body, set, request, server }) =>
         // Failed logins count per username and per client address (docs/account.md); 429 when used up.
-        throttle(limiterOf(ctx), authRules(ctx, body.username, clientAddress(request, server, ctx.config.trustProxy)), async () => {
+        throttle(limiterOf(ctx), authRules(ctx, body.username, clientAddress(request, server, ctx.config)), async () => {
           const user = await verifyLogin(ctx.db, body.username, body.password);
           set.headers.authorization = `Bearer ${await ctx.tokens.sign(user.gid, user.tokenVersion)}`;
           const init = globalInit(ctx.db, user.gid);
