@@ -26,7 +26,7 @@ export async function startServer(config: Config, opts: { features?: readonly Fe
   const withCors = async (req: Request) => cors.decorate(req, await appFetch(req));
   // Every request is one log line and counted in the metrics (src/http/requests.ts).
   const metrics = metricsOf(ctx);
-  metrics.sources.syncSockets = () => sync.io.engine.clientsCount;
+  metrics.sources.syncSockets = () => sync.io.of("/").sockets.size;
   const syncFetch = observed<BunServer<any>>(ctx, (req, srv) => sync.handleRequest(req, srv), { route: "/sync/io", quiet: true });
   const mainFetch = observed<BunServer<any>>(ctx, (req) => (!req.headers.has("origin") ? appFetch(req) : (cors.preflight(req) ?? withCors(req))));
   const serveRoutes: Record<string, Record<string, (req: any) => unknown>> = {};

@@ -7,6 +7,7 @@ import { assetsFeature } from "./assets/assets.feature";
 import { backupsFeature } from "./backups/backups.feature";
 import { damFeature } from "./dam/dam.feature";
 import type { Feature } from "./feature";
+import { healthFeature } from "./health/health.feature";
 import { instanceFeature } from "./instance/instance.feature";
 import { jobsFeature } from "./jobs/jobs.feature";
 import { mediaFeature } from "./media/media.feature";
@@ -27,6 +28,7 @@ export type { Feature } from "./feature";
  */
 export const features: readonly Feature[] = [
   instanceFeature,
+  healthFeature,
   sessionFeature,
   usersFeature,
   projectsFeature,

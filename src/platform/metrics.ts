@@ -23,9 +23,8 @@ export class Metrics {
   readonly registry = new Registry();
   readonly requests: Counter<"method" | "route" | "status">;
   readonly durations: Histogram<"method" | "route">;
-  readonly transformsRefused: Counter;
   /** Filled in by the parts that know them (the server sets `syncSockets`, dam sets `transforms`). */
-  sources: { syncSockets?: () => number; transforms?: () => number; transformLimit?: number } = {};
+  sources: { syncSockets?: () => number; transforms?: () => number } = {};
 
   constructor(ctx: Ctx) {
     const registers = [this.registry];
@@ -37,7 +36,6 @@ export class Metrics {
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers,
     });
-    this.transformsRefused = new Counter({ name: "apis_dam_transforms_refused_total", help: "Transforms refused with 503 because --transform-concurrency were running", registers });
     const sources = () => this.sources;
     new Gauge({ name: "apis_info", help: "The running version (value is always 1)", labelNames: ["version"], registers }).set({ version: VERSION }, 1);
     new Gauge({
