@@ -2,6 +2,7 @@ import type { Hooks } from "../platform/context";
 import type { JobKind } from "../platform/jobs/runner";
 import type { Housekeeping } from "../platform/jobs/schedules";
 import { accountFeature } from "./account/account.feature";
+import { adminFeature } from "./admin/admin.feature";
 import { apikeysFeature } from "./apikeys/apikeys.feature";
 import { assetsFeature } from "./assets/assets.feature";
 import { backupsFeature } from "./backups/backups.feature";
@@ -31,6 +32,7 @@ export const features: readonly Feature[] = [
   healthFeature,
   sessionFeature,
   usersFeature,
+  adminFeature,
   projectsFeature,
   accountFeature,
   membersFeature,

@@ -144,6 +144,7 @@ const documentation = {
   },
   tags: [
     { name: "global", description: "Global `/api` endpoints: ping, login, init, users, members, languages" },
+    { name: "admin", description: "`/api/admin/*`: instance administration by instance admins (docs/admin.md)" },
     { name: "projects", description: "`/api/projects/*`: create, change and delete projects" },
     { name: "sync", description: "Polled sync: `/sync/get`, `/sync/cursors` (the Socket.IO service is at `/sync/io`)" },
     { name: "dam", description: "`/dam`: image transforms, publish/unpublish of originals, asset info (docs/dam.md)" },

@@ -1,3 +1,4 @@
+import { checkSignupPolicy } from "./signup.policy";
 import { Elysia, t } from "elysia";
 import { existsSync, writeFileSync } from "node:fs";
 import type { Ctx } from "../../platform/context";
@@ -52,17 +53,20 @@ export function accountRoutes(ctx: Ctx) {
     .use(authMacro(ctx))
     .post(
       "/api/signup_request",
-      ({ body, request, server }) =>
-        throttle(limiter, rules("req", body.email, ipOf(request, server)), async () => ok(await requestSignup(ctx, body)), { countSuccess: true }),
+      ({ body, request, server }) => {
+        checkSignupPolicy(ctx.db, ctx.config.signup, body.email);
+        return throttle(limiter, rules("req", body.email, ipOf(request, server)), async () => ok(await requestSignup(ctx, body)), { countSuccess: true });
+      },
       {
         body: t.Object({ username: t.String(), email: t.String(), password: t.String(), language: t.Optional(t.String()) }),
-        detail: describe({ summary: "Signup step one: checks username, email and password, mails a verification code", tags, errors: [400, 422, 429] }),
+        detail: describe({ summary: "Signup step one: checks username, email and password, mails a verification code (403 when --signup is off, or invite and the address has no pending invitation)", tags, errors: [400, 403, 422, 429] }),
       },
     )
     .post(
       "/api/signup",
       ({ body, request, server, set }) =>
         throttle(limiter, rules("auth", body.username, ipOf(request, server)), async () => {
+          checkSignupPolicy(ctx.db, ctx.config.signup, body.email);
           const user = await completeSignup(ctx, body);
           set.headers.authorization = `Bearer ${await ctx.tokens.sign(user.gid, user.tokenVersion)}`;
           const init = globalInit(ctx.db, user.gid);
