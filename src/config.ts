@@ -1,6 +1,7 @@
 import { Cron } from "croner";
 import { resolve } from "node:path";
 import { z } from "zod";
+import { parseAddressList } from "./core/net";
 
 /**
  * Every setting of Apis in one table: flag (`--port`) over environment variable (`APIS_PORT`)
@@ -56,16 +57,30 @@ const cron = z.string().refine((p) => {
   }
 }, "not a valid cron pattern (e.g. \"30 3 * * *\", or off)");
 
+/** A comma list of IP addresses and CIDR blocks (IPv4 or IPv6), kept as the string. */
+const addressList = z.string().refine((v) => {
+  try {
+    parseAddressList(v);
+    return true;
+  } catch {
+    return false;
+  }
+}, "not a comma list of addresses or CIDRs (e.g. 127.0.0.1/8,::1,10.0.0.5)");
+
 export const settings = {
   port: { env: "APIS_PORT", flag: "port", schema: int(0, 65535), default: 8080, help: "TCP port; 0 picks a free port" },
   host: { env: "APIS_HOST", flag: "host", schema: z.string().min(1), default: "127.0.0.1", help: "address to listen on; 0.0.0.0 (or ::) for every interface, e.g. in a container or without a reverse proxy" },
   data: { env: "APIS_DATA", flag: "data", schema: z.string().min(1), default: "./data", help: "data folder (database, files, backups)" },
   publicUrl: { env: "APIS_PUBLIC_URL", flag: "public-url", schema: z.url().or(z.literal("")), default: "", help: "public base URL used in links and media URLs (default http://localhost:<port>)" },
-  jwtSecret: { env: "APIS_JWT_SECRET", flag: "jwt-secret", schema: z.string().min(32, "must be at least 32 characters").or(z.literal("")), default: "", help: "HS256 secret; generated into <data>/jwt.secret when empty" },
+  jwtSecret: { env: "APIS_JWT_SECRET", flag: "jwt-secret", schema: z.string().min(32, "must be at least 32 characters").or(z.literal("")), default: "", help: "HS256 secret; generated into <data>/jwt.secret when empty", secret: true },
   jwtLifetime: { env: "APIS_JWT_LIFETIME", flag: "jwt-lifetime", schema: int(5, 31 * 86400), default: 3600, help: "JWT lifetime in seconds (sockets get a renewed JWT at 3/4 of it)" },
-  smtpUrl: { env: "APIS_SMTP_URL", flag: "smtp-url", schema: z.string(), default: "", help: "SMTP URL (smtp://user:pass@host:587); empty writes mails to <data>/outbox/" },
+  smtpUrl: { env: "APIS_SMTP_URL", flag: "smtp-url", schema: z.string(), default: "", help: "SMTP URL (smtp://user:pass@host:587); empty writes mails to <data>/outbox/", secret: true },
   smtpFrom: { env: "APIS_SMTP_FROM", flag: "smtp-from", schema: z.string().min(3), default: "Apis <apis@localhost>", help: "sender of mails" },
-  logLevel: { env: "APIS_LOG_LEVEL", flag: "log-level", schema: z.enum(["debug", "info", "warn", "error", "silent"]), default: "info", help: "log level" },
+  logLevel: { env: "APIS_LOG_LEVEL", flag: "log-level", schema: z.enum(["debug", "info", "warn", "error", "silent"]), default: "info", help: "log level (info: one line per request)" },
+  logFormat: { env: "APIS_LOG_FORMAT", flag: "log-format", schema: z.enum(["text", "json"]), default: "text", help: "log lines on stderr: text (readable) or json (one object per line, for log collectors)" },
+  metrics: { env: "APIS_METRICS", flag: "metrics", schema: bool, default: false, help: "serve Prometheus metrics at /metrics to anyone who can reach the port" },
+  metricsToken: { env: "APIS_METRICS_TOKEN", flag: "metrics-token", schema: z.string().min(16, "must be at least 16 characters").or(z.literal("")), default: "", help: "serve /metrics only with Authorization: Bearer <this token> (instead of --metrics)", secret: true },
+  signup: { env: "APIS_SIGNUP", flag: "signup", schema: z.enum(["open", "invite", "off"]), default: "open", help: "who may sign up: open (anyone), invite (addresses with a pending project invitation), off (nobody; accounts come from apis user create)" },
   syncPageLimit: { env: "APIS_SYNC_PAGE_LIMIT", flag: "sync-page-limit", schema: int(10, 100000), default: 1000, help: "most sync items per /sync/get answer or initsync acknowledgement" },
   changeLogDays: { env: "APIS_CHANGE_LOG_DAYS", flag: "change-log-days", schema: int(1, 3650), default: 90, help: "days the change log is kept" },
   rateLimit: { env: "APIS_RATE_LIMIT", flag: "rate-limit", schema: int(0, 100000), default: 200, help: "requests per second per user and project when the membership sets none (0 = off)" },
@@ -86,7 +101,8 @@ export const settings = {
   backupsKeep: { env: "APIS_BACKUPS_KEEP", flag: "backups-keep", schema: int(1, 10000), default: 7, help: "scheduled backups kept per project (older ones are deleted; manual ones are kept)" },
   syncMaxBytes: { env: "APIS_SYNC_MAX_BYTES", flag: "sync-max-bytes", schema: size(1024, 100 * 1024 * 1024), default: 100_000, help: "largest message or polling body a /sync/io client may send (bytes or with K, M)" },
   corsOrigins: { env: "APIS_CORS_ORIGINS", flag: "cors-origins", schema: z.string(), default: "*", help: "comma-separated origins allowed for browsers and /sync/io; * allows all" },
-  trustProxy: { env: "APIS_TRUST_PROXY", flag: "trust-proxy", schema: bool, default: false, help: "take the client address from X-Forwarded-For" },
+  trustProxy: { env: "APIS_TRUST_PROXY", flag: "trust-proxy", schema: bool, default: false, help: "take the client address from X-Forwarded-For (the right-most entry not in --trusted-proxies)" },
+  trustedProxies: { env: "APIS_TRUSTED_PROXIES", flag: "trusted-proxies", schema: addressList, default: "127.0.0.1/8,::1", help: "comma-separated addresses or CIDRs of your reverse proxies (with --trust-proxy)" },
   authRateLimit: { env: "APIS_AUTH_RATE_LIMIT", flag: "auth-rate-limit", schema: int(0, 100000), default: 10, help: "failed logins/code checks and code requests per account or address per window (0 = off)" },
   authIpRateLimit: { env: "APIS_AUTH_IP_RATE_LIMIT", flag: "auth-ip-rate-limit", schema: int(0, 100000), default: 100, help: "the same per client address (0 = off)" },
   authRateWindow: { env: "APIS_AUTH_RATE_WINDOW", flag: "auth-rate-window", schema: int(1, 86400), default: 900, help: "window of the two limits above, in seconds" },
@@ -94,6 +110,8 @@ export const settings = {
 } as const;
 
 type Settings = typeof settings;
+/** Settings whose values are secrets: never echoed in an error message or a log line. */
+const isSecret = (s: Settings[keyof Settings]) => "secret" in s && s.secret === true;
 export type Config = { [K in keyof Settings]: z.output<Settings[K]["schema"]> } & { dataDir: string };
 
 export class ConfigError extends Error {}
@@ -106,7 +124,8 @@ export function loadConfig(flags: Record<string, string | boolean | undefined> =
     const parsed = (s.schema as z.ZodType).safeParse(raw);
     if (!parsed.success) {
       const where = flags[s.flag] !== undefined ? `--${s.flag}` : env[s.env] !== undefined ? s.env : key;
-      throw new ConfigError(`invalid ${where}=${JSON.stringify(raw)}: ${parsed.error.issues[0]?.message ?? "bad value"}`);
+      const shown = isSecret(s) ? "(hidden)" : JSON.stringify(raw);
+      throw new ConfigError(`invalid ${where}=${shown}: ${parsed.error.issues[0]?.message ?? "bad value"}`);
     }
     out[key] = parsed.data;
   }

@@ -10,9 +10,13 @@ usage: apis <command> [flags]
 
 commands:
   serve                         serve the API (default command)
-  user create --username U --email E [--password P] [--name N]
+  user create --username U --email E [--password P] [--name N] [--admin]
                                 create an active account (bootstrap a new instance); without
-                                --password it is asked for (no echo) or read from stdin
+                                --password it is asked for (no echo) or read from stdin; the
+                                first account made on an instance without an admin, or one with
+                                --admin, is an instance admin (docs/admin.md)
+  user admin --username U [--revoke]
+                                make an account an instance admin (or no longer one)
   user list [--json]            list accounts
   user set-password --username U [--password P]
   user deactivate --username U  lock an account out (its tokens stop working)
@@ -34,7 +38,7 @@ ${settingsHelp()}
 
 /** Flags of each command besides the settings every command takes. */
 const COMMAND_FLAGS: Record<string, string[]> = {
-  user: ["username", "email", "password", "name", "json"],
+  user: ["username", "email", "password", "name", "json", "admin", "revoke"],
   jobs: ["limit", "json"],
   backup: ["out", "file", "json", "keep-previous"],
 };

@@ -19,7 +19,7 @@ export type Instance = Ctx & { jobs: JobRunner };
  * Opens the data folder and database (migrated) and builds the context every part shares, from
  * the feature list (job kinds, hooks). Used by `apis serve` and by the CLI commands alike.
  */
-export function openInstance(config: Config, log = new Logger(config.logLevel), features: readonly Feature[] = allFeatures): Instance {
+export function openInstance(config: Config, log = new Logger(config.logLevel, { format: config.logFormat }), features: readonly Feature[] = allFeatures): Instance {
   mkdirSync(config.dataDir, { recursive: true });
   const storage = new Storage(config.dataDir);
   const db = openDatabase(storage.database);

@@ -2,7 +2,10 @@ import { publicBaseUrl, type Config } from "../config";
 import { closeDatabase } from "../db/connection";
 import { features as allFeatures, housekeepingTasks, type Feature } from "../features";
 import { SyncServer } from "../features/sync/sync.socket";
+import type { Server as BunServer } from "bun";
 import { Cors } from "../http/cors";
+import { observed } from "../http/requests";
+import { metricsOf } from "../platform/metrics";
 import { startSchedules } from "../platform/jobs/schedules";
 import { claimDataDir, releaseDataDir } from "../platform/storage/pidfile";
 import { createApp } from "./app";
@@ -22,17 +25,22 @@ export async function startServer(config: Config, opts: { features?: readonly Fe
   // Browsers on other origins (APIS_CORS_ORIGINS): preflights answered, the JWT header exposed.
   const cors = new Cors(config);
   const withCors = async (req: Request) => cors.decorate(req, await appFetch(req));
+  // Every request is one log line and counted in the metrics (src/http/requests.ts).
+  const metrics = metricsOf(ctx);
+  metrics.sources.syncSockets = () => sync.io.of("/").sockets.size;
+  const syncFetch = observed<BunServer<any>>(ctx, (req, srv) => sync.handleRequest(req, srv), { route: "/sync/io", quiet: true });
+  const mainFetch = observed<BunServer<any>>(ctx, (req) => (!req.headers.has("origin") ? appFetch(req) : (cors.preflight(req) ?? withCors(req))));
+  const serveRoutes: Record<string, Record<string, (req: any) => unknown>> = {};
+  for (const f of features)
+    for (const [path, methods] of Object.entries(f.serveRoutes?.(ctx) ?? {}))
+      serveRoutes[path] = Object.fromEntries(Object.entries(methods).map(([m, h]) => [m, observed(ctx, (req: any) => h(req), { route: path }) as (req: any) => unknown]));
   const server = Bun.serve({
     port: config.port,
     hostname: config.host,
     maxRequestBodySize: Math.max(config.uploadMaxBytes, config.imageMaxBytes) + 1024 * 1024,
     // Public media files are answered by Bun itself before the app (src/features/media/media.routes.ts).
-    routes: Object.assign({}, ...features.map((f) => f.serveRoutes?.(ctx) ?? {})),
-    fetch: (req, srv) => {
-      if (sync.handles(req)) return sync.handleRequest(req, srv);
-      if (!req.headers.has("origin")) return appFetch(req);
-      return cors.preflight(req) ?? withCors(req);
-    },
+    routes: serveRoutes as any,
+    fetch: (req, srv) => (sync.handles(req) ? syncFetch(req, srv) : mainFetch(req, srv)) as Promise<Response>,
     websocket: sync.websocket,
     error(err) {
       ctx.log.error("unhandled server error", { error: String(err?.stack ?? err) });

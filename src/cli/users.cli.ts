@@ -1,6 +1,6 @@
 import type { Ctx } from "../platform/context";
 import { mutate } from "../db/mutate";
-import { createPerson, findByUsername, listUsers, hashPassword, passwordIssues, setPassword, updateUser } from "../features/users/users.service";
+import { createPerson, findByUsername, hasAdmin, listUsers, hashPassword, passwordIssues, setPassword, updateUser } from "../features/users/users.service";
 import { stringFlag, UsageError } from "./args";
 import { readPassword } from "./password";
 
@@ -15,16 +15,19 @@ export async function userCommand(ctx: Ctx, sub: string | undefined, flags: Reco
       const issues = passwordIssues(password);
       if (issues.length) throw new UsageError(`password: ${issues[0]!.message}`);
       const hash = await hashPassword(password);
-      const u = mutate(ctx.db, ctx.hub, (tx, log) =>
-        createPerson(tx, log, { username, email, passwordHash: hash, name: stringFlag(flags, "name") }),
-      );
-      console.log(json ? JSON.stringify({ gid: u.gid, username: u.username }) : `created user ${u.username} (${u.gid})`);
+      // The first account made here on an instance without an admin becomes its admin, as does one with --admin.
+      const u = mutate(ctx.db, ctx.hub, (tx, log) => {
+        const first = !hasAdmin(tx);
+        const created = createPerson(tx, log, { username, email, passwordHash: hash, name: stringFlag(flags, "name") });
+        return first || flags.admin === true || flags.admin === "true" ? updateUser(tx, log, created.gid, { admin: true }) : created;
+      });
+      console.log(json ? JSON.stringify({ gid: u.gid, username: u.username, admin: u.admin }) : `created user ${u.username} (${u.gid})${u.admin ? ", instance admin" : ""}`);
       return 0;
     }
     case "list": {
       const rows = listUsers(ctx.db);
-      if (json) console.log(JSON.stringify(rows.map((u) => ({ gid: u.gid, kind: u.kind, username: u.username, email: u.email, name: u.name, status: u.status }))));
-      else for (const u of rows) console.log(`${u.gid}  ${(u.username ?? (u.kind === "api" ? "(api)" : "(invited)")).padEnd(24)} ${u.email.padEnd(32)} ${u.status}`);
+      if (json) console.log(JSON.stringify(rows.map((u) => ({ gid: u.gid, kind: u.kind, username: u.username, email: u.email, name: u.name, status: u.status, admin: u.admin }))));
+      else for (const u of rows) console.log(`${u.gid}  ${(u.username ?? (u.kind === "api" ? "(api)" : "(invited)")).padEnd(24)} ${u.email.padEnd(32)} ${u.status}${u.admin ? "  admin" : ""}`);
       return 0;
     }
     case "set-password": {
@@ -56,7 +59,16 @@ export async function userCommand(ctx: Ctx, sub: string | undefined, flags: Reco
       console.log(`user ${username} reactivated; it can log in again`);
       return 0;
     }
+    case "admin": {
+      const username = stringFlag(flags, "username", true)!;
+      const u = findByUsername(ctx.db, username);
+      if (!u || u.kind !== "person") throw new UsageError(`no user ${username}`);
+      const admin = flags.revoke !== true;
+      mutate(ctx.db, ctx.hub, (tx, log) => updateUser(tx, log, u.gid, { admin }));
+      console.log(admin ? `user ${username} is an instance admin` : `user ${username} is no longer an instance admin`);
+      return 0;
+    }
     default:
-      throw new UsageError("usage: apis user create|list|set-password|deactivate|reactivate [flags]");
+      throw new UsageError("usage: apis user create|list|set-password|deactivate|reactivate|admin [flags]");
   }
 }

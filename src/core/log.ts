@@ -1,16 +1,76 @@
-const LEVELS = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 } as const;
-export type LogLevel = keyof typeof LEVELS;
+import pino, { type DestinationStream, type Logger as Pino } from "pino";
+import pretty from "pino-pretty";
 
-/** A small leveled logger writing one line per event to stderr. */
+export type LogLevel = "debug" | "info" | "warn" | "error" | "silent";
+export type LogFormat = "text" | "json";
+
+/**
+ * Members that are never written, whatever part of the code passes them: pino replaces their
+ * values by "[redacted]" (defence in depth; the code passes none of them on purpose).
+ */
+export const REDACTED_KEYS = ["password", "new_password", "old_password", "code", "token", "secret", "key", "authorization", "cookie", "jwt", "subject", "text", "html", "body"];
+
+export type LoggerOptions = {
+  /** `text` (one readable line per event) or `json` (one JSON object per line, for log shippers). */
+  format?: LogFormat;
+  /** Where lines go (stderr by default); tests pass a stream to read them. */
+  destination?: DestinationStream;
+};
+
+/**
+ * The leveled logger every part uses (`ctx.log`), backed by pino. Each event is one line on stderr:
+ * `--log-format text` is pino-pretty's single-line form (`[2026-11-02T10:00:00.000Z] INFO: msg {...}`),
+ * `json` pino's own JSON (`{"level":"info","time":"...","msg":"...",...}`). Both write
+ * synchronously from this thread (no worker transport), which also works in the compiled
+ * executable. The members in REDACTED_KEYS are never written.
+ */
 export class Logger {
-  constructor(public level: LogLevel = "info") {}
-  private write(level: Exclude<LogLevel, "silent">, msg: string, extra?: Record<string, unknown>) {
-    if (LEVELS[level] < LEVELS[this.level]) return;
-    const line = `${new Date().toISOString()} ${level.toUpperCase().padEnd(5)} ${msg}${extra ? " " + JSON.stringify(extra) : ""}`;
-    process.stderr.write(line + "\n");
+  readonly pino: Pino;
+
+  constructor(level: LogLevel = "info", opts: LoggerOptions = {}) {
+    const format = opts.format ?? "text";
+    const options: pino.LoggerOptions = {
+      level,
+      base: undefined,
+      timestamp: pino.stdTimeFunctions.isoTime,
+      formatters: { level: (label) => ({ level: label }) },
+      redact: { paths: REDACTED_KEYS.flatMap((k) => [k, `*.${k}`]), censor: "[redacted]" },
+    };
+    const destination =
+      format === "json"
+        ? (opts.destination ?? pino.destination({ fd: 2, sync: true }))
+        : pretty({
+            sync: true,
+            colorize: false,
+            singleLine: true,
+            translateTime: false,
+            ignore: "pid,hostname",
+            // `error` members are strings here (stacks included): kept on the one line.
+            errorLikeObjectKeys: [],
+            // The level is already a label (formatters.level above).
+            customPrettifiers: { level: (l: unknown) => String(l).toUpperCase() },
+            destination: opts.destination ?? 2,
+          });
+    this.pino = pino(options, destination);
   }
-  debug(msg: string, extra?: Record<string, unknown>) { this.write("debug", msg, extra); }
-  info(msg: string, extra?: Record<string, unknown>) { this.write("info", msg, extra); }
-  warn(msg: string, extra?: Record<string, unknown>) { this.write("warn", msg, extra); }
-  error(msg: string, extra?: Record<string, unknown>) { this.write("error", msg, extra); }
+
+  get level(): LogLevel {
+    return this.pino.level as LogLevel;
+  }
+  set level(level: LogLevel) {
+    this.pino.level = level;
+  }
+
+  debug(msg: string, extra?: Record<string, unknown>) {
+    extra ? this.pino.debug(extra, msg) : this.pino.debug(msg);
+  }
+  info(msg: string, extra?: Record<string, unknown>) {
+    extra ? this.pino.info(extra, msg) : this.pino.info(msg);
+  }
+  warn(msg: string, extra?: Record<string, unknown>) {
+    extra ? this.pino.warn(extra, msg) : this.pino.warn(msg);
+  }
+  error(msg: string, extra?: Record<string, unknown>) {
+    extra ? this.pino.error(extra, msg) : this.pino.error(msg);
+  }
 }

@@ -47,5 +47,11 @@ export const embeddedMigrations: { tag: string; when: number; breakpoints: boole
     "when": 1795441992759,
     "breakpoints": true,
     "sql": "CREATE TABLE `queries` (\n\t`id` integer PRIMARY KEY AUTOINCREMENT NOT NULL,\n\t`gid` text NOT NULL,\n\t`project_gid` text NOT NULL,\n\t`type` text NOT NULL,\n\t`name` text NOT NULL,\n\t`q` text DEFAULT '' NOT NULL,\n\t`filter` text DEFAULT '[]' NOT NULL,\n\t`created_by` text,\n\t`created_on` real NOT NULL,\n\t`updated_on` real NOT NULL,\n\tFOREIGN KEY (`project_gid`) REFERENCES `projects`(`gid`) ON UPDATE no action ON DELETE cascade\n);\n--> statement-breakpoint\nCREATE UNIQUE INDEX `queries_gid` ON `queries` (`gid`);--> statement-breakpoint\nCREATE UNIQUE INDEX `queries_project_type_name` ON `queries` (`project_gid`,`type`,`name`);--> statement-breakpoint\nCREATE TABLE `modules` (\n\t`project_gid` text NOT NULL,\n\t`name` text NOT NULL,\n\t`version` text NOT NULL,\n\t`keys` text DEFAULT '{}' NOT NULL,\n\t`actions` text DEFAULT '{}' NOT NULL,\n\t`logs` text DEFAULT '[]' NOT NULL,\n\t`api_user` text,\n\t`registered_by` text NOT NULL,\n\t`created_on` real NOT NULL,\n\t`updated_on` real NOT NULL,\n\tPRIMARY KEY(`project_gid`, `name`),\n\tFOREIGN KEY (`project_gid`) REFERENCES `projects`(`gid`) ON UPDATE no action ON DELETE cascade\n);\n"
+  },
+  {
+    "tag": "0008_little_jigsaw",
+    "when": 1795443302240,
+    "breakpoints": true,
+    "sql": "ALTER TABLE `users` ADD `admin` integer DEFAULT false NOT NULL;"
   }
 ];

@@ -2,11 +2,13 @@ import type { Hooks } from "../platform/context";
 import type { JobKind } from "../platform/jobs/runner";
 import type { Housekeeping } from "../platform/jobs/schedules";
 import { accountFeature } from "./account/account.feature";
+import { adminFeature } from "./admin/admin.feature";
 import { apikeysFeature } from "./apikeys/apikeys.feature";
 import { assetsFeature } from "./assets/assets.feature";
 import { backupsFeature } from "./backups/backups.feature";
 import { damFeature } from "./dam/dam.feature";
 import type { Feature } from "./feature";
+import { healthFeature } from "./health/health.feature";
 import { instanceFeature } from "./instance/instance.feature";
 import { jobsFeature } from "./jobs/jobs.feature";
 import { mediaFeature } from "./media/media.feature";
@@ -27,8 +29,10 @@ export type { Feature } from "./feature";
  */
 export const features: readonly Feature[] = [
   instanceFeature,
+  healthFeature,
   sessionFeature,
   usersFeature,
+  adminFeature,
   projectsFeature,
   accountFeature,
   membersFeature,

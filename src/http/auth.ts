@@ -7,6 +7,7 @@ import type { User } from "../features/users/users.service";
 import type { Ctx } from "../platform/context";
 import { bearerToken } from "../platform/tokens";
 import { authDetail } from "./openapi";
+import { noteCaller } from "./requests";
 
 /** `/api/p/<project>/...` and `/dam/p/<project>/...`: the project gid of a request URL. */
 const PROJECT_PATH = /^[a-z][a-z0-9+.-]*:\/\/[^/]+\/(?:api|dam)\/p\/([^/?#]+)\//i;
@@ -46,6 +47,7 @@ export function authMacro(ctx: Ctx) {
     const project = PROJECT_PATH.exec(request.url)?.[1];
     if (project && !activeMembership(ctx.db, project, caller.user.gid)) throw forbidden("Not a member of the project");
     callers.set(request, { user: caller.user, token: caller.token });
+    noteCaller(request, caller.user.gid);
     return caller;
   };
   const callerOf = async (request: Request, header: string | undefined) => callers.get(request) ?? (await check(request, header));

@@ -1,6 +1,6 @@
 import { Elysia } from "elysia";
 import type { Ctx } from "../platform/context";
-import { newGid } from "../core/ids";
+import { requestId } from "./requests";
 import { errorResponse } from "./envelope";
 import { ApiError, badRequest, missing } from "../core/errors";
 
@@ -66,9 +66,9 @@ export function errorHandling(ctx: Ctx) {
         // Elysia's own client errors (for example a body too large).
         return errorResponse(new ApiError(status, status === 413 ? "Payload too large" : "Bad request"));
       }
-      const requestId = newGid(12);
-      ctx.log.error("internal error", { request_id: requestId, method: request.method, url: request.url, error: String((error as Error)?.stack ?? error) });
-      return errorResponse(new ApiError(500, "Internal server error", { request_id: requestId }));
+      const id = requestId(request);
+      ctx.log.error("internal error", { request_id: id, method: request.method, path: new URL(request.url).pathname, error: String((error as Error)?.stack ?? error) });
+      return errorResponse(new ApiError(500, "Internal server error", { request_id: id }));
     });
 }
 

@@ -1,4 +1,5 @@
 import { ApiError } from "../core/errors";
+import { forwardedClient, parseAddressList, type Cidr } from "../core/net";
 
 /** What one `take` answers: whether the request may go on, and if not, after how many seconds to retry. */
 export type Take = { ok: boolean; retryAfterSec: number; remaining: number };
@@ -107,21 +108,25 @@ export function tooManyRequests(retryAfterSec: number): ApiError {
   return new ApiError(429, "Too many requests", { retry_after: s }, { "retry-after": String(s) });
 }
 
+const trustedLists = new Map<string, Cidr[]>();
+
 /**
- * The client address of a request: the first X-Forwarded-For entry when the server sits behind a
- * trusted proxy (`--trust-proxy`), else the socket's peer address.
+ * The client address of a request: the socket's peer address, or with `--trust-proxy` (and a peer
+ * among `--trusted-proxies`) the right-most X-Forwarded-For entry that is not a trusted proxy,
+ * which is what the nearest trusted proxy saw (`forwardedClient` in src/core/net.ts). The first
+ * entry is never taken: a client can write it.
  */
 export function clientAddress(
   request: Request,
   server: { requestIP(r: Request): { address: string } | null } | null | undefined,
-  trustProxy: boolean,
+  config: { trustProxy: boolean; trustedProxies: string },
 ): string {
-  if (trustProxy) {
-    const fwd = request.headers.get("x-forwarded-for");
-    const first = fwd?.split(",")[0]?.trim();
-    if (first) return first;
-  }
-  return server?.requestIP(request)?.address ?? "unknown";
+  const peer = server?.requestIP(request)?.address;
+  if (!peer) return "unknown";
+  if (!config.trustProxy) return peer;
+  let trusted = trustedLists.get(config.trustedProxies);
+  if (!trusted) trustedLists.set(config.trustedProxies, (trusted = parseAddressList(config.trustedProxies)));
+  return forwardedClient(peer, request.headers.get("x-forwarded-for"), trusted);
 }
 
 const limiters = new WeakMap<object, RateLimiter>();

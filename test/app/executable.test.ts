@@ -157,4 +157,39 @@ describe.skipIf(process.platform !== "linux")("the compiled executable", () => {
       p.kill();
     }
   });
+
+  test("logs, health, metrics and the bundled API viewer work in the executable", async () => {
+    const p = Bun.spawn(["./apis", "serve", "--port", "0", "--data", join(tmp, "d2"), "--log-format", "json", "--metrics"], { cwd: folder, env, stdout: "pipe", stderr: "pipe" });
+    try {
+      const url = await servedUrl(p);
+      const health = await fetch(`${url}/api/health`);
+      expect(health.status).toBe(200);
+      expect(((await health.json()) as any).result.status).toBe("ok");
+      const page = await (await fetch(`${url}/api/docs`)).text();
+      const viewer = await fetch(url + page.match(/<script src="([^"]+)"/)![1]);
+      expect(viewer.status).toBe(200);
+      expect((await viewer.text()).length).toBeGreaterThan(1_000_000);
+      expect(await (await fetch(`${url}/metrics`)).text()).toContain('apis_http_requests_total{method="GET",route="/api/health",status="200"} 1');
+      p.kill("SIGTERM");
+      expect(await p.exited).toBe(0);
+      const lines = (await new Response(p.stderr).text()).trim().split("\n").map((l) => JSON.parse(l));
+      expect(lines.find((l) => l.path === "/api/health")).toMatchObject({ level: "info", method: "GET", status: 200 });
+      expect(lines.find((l) => l.path === "/api/docs/viewer.js")).toMatchObject({ status: 200 });
+    } finally {
+      p.kill();
+    }
+  });
+
+  test("the text log format works in the executable", async () => {
+    const p = Bun.spawn(["./apis", "serve", "--port", "0", "--data", join(tmp, "d3"), "--log-format", "text"], { cwd: folder, env, stdout: "pipe", stderr: "pipe" });
+    try {
+      const url = await servedUrl(p);
+      expect((await fetch(`${url}/api/ping`)).status).toBe(200);
+      p.kill("SIGTERM");
+      expect(await p.exited).toBe(0);
+      expect(await new Response(p.stderr).text()).toMatch(/^\[[\d\-T:.]+Z\] INFO: GET \/api\/ping 200 \{.*"request_id":"\w+"\}$/m);
+    } finally {
+      p.kill();
+    }
+  });
 });

@@ -121,6 +121,21 @@ describe("the documentation page", () => {
     expect(r.body).toContain('data-url="/api/openapi.json"');
   });
 
+  test("works offline: the page loads its viewer from this server and names no other host", async () => {
+    const page = (await srv.call("/api/docs")).body as string;
+    expect(page).not.toMatch(/https?:\/\//);
+    const src = page.match(/<script src="([^"]+)"/)?.[1];
+    expect(src).toStartWith("/api/docs/viewer.js");
+    const js = await fetch(srv.url + src!);
+    expect(js.status).toBe(200);
+    expect(js.headers.get("content-type")).toContain("javascript");
+    const text = await js.text();
+    expect(text.length).toBeGreaterThan(1_000_000);
+    expect(text).toContain("@scalar/api-reference");
+    // The web fonts Scalar would load from its servers are turned off.
+    expect(page).toContain("withDefaultFonts&quot;:false");
+  });
+
   test("a wrong method on the document is still a 405 in the envelope", async () => {
     const r = await srv.call("/api/openapi.json", { body: {} });
     expect(r.status).toBe(405);

@@ -35,7 +35,7 @@ export function accountRoutes(ctx: Ctx) {
   const limiter = limiterOf(ctx);
   /** Limits for a step about `account` from `ip`: `auth` counts failed checks, `req` every mail-sending call. */
   const rules = (kind: "auth" | "req", account: string, ip: string) => authRules(ctx, account, ip, kind);
-  const ipOf = (request: Request, server: Parameters<typeof clientAddress>[1]) => clientAddress(request, server, ctx.config.trustProxy);
+  const ipOf = (request: Request, server: Parameters<typeof clientAddress>[1]) => clientAddress(request, server, ctx.config);
   /** The session's init payload, its JWT in the Authorization header. */
   const signedIn = (s: Session, set: { headers: Record<string, unknown> }) => {
     set.headers.authorization = `Bearer ${s.token}`;
@@ -46,11 +46,10 @@ export function accountRoutes(ctx: Ctx) {
     .use(authMacro(ctx))
     .post(
       "/api/signup_request",
-      ({ body, request, server }) =>
-        throttle(limiter, rules("req", body.email, ipOf(request, server)), async () => ok(await requestSignup(ctx, body)), { countSuccess: true }),
+      ({ body, request, server }) => throttle(limiter, rules("req", body.email, ipOf(request, server)), async () => ok(await requestSignup(ctx, body)), { countSuccess: true }),
       {
         body: t.Object({ username: t.String(), email: t.String(), password: t.String(), language: t.Optional(t.String()) }),
-        detail: describe({ summary: "Signup step one: checks username, email and password, mails a verification code", tags, errors: [400, 422, 429] }),
+        detail: describe({ summary: "Signup step one: checks username, email and password, mails a verification code (403 when --signup is off, or invite and the address has no pending invitation)", tags, errors: [400, 403, 422, 429] }),
       },
     )
     .post(

@@ -1,3 +1,4 @@
+import { checkSignupPolicy } from "./signup.policy";
 import { and, asc, eq, sql } from "drizzle-orm";
 import { rmSync } from "node:fs";
 import type { Ctx } from "../../platform/context";
@@ -88,6 +89,7 @@ export type SignupInput = { username: string; email: string; password: string; l
  * code to the address. The password hash is kept with the request and becomes the account's.
  */
 export async function requestSignup(ctx: Ctx, input: SignupInput): Promise<StepOne> {
+  checkSignupPolicy(ctx.db, ctx.config.signup, input.email);
   const email = input.email.trim();
   const issues = [...usernameIssues(ctx.db, input.username), ...emailIssues(email), ...passwordIssues(input.password)];
   if (input.language !== undefined && !isLanguage(input.language))
@@ -396,6 +398,7 @@ const userAnswer = (u: User): Answer => ({ result: { user: u.gid }, data: { "cc.
 
 /** `signup`: step two; the new account's session. */
 export async function signUp(ctx: Ctx, input: SignupFinish): Promise<Session> {
+  checkSignupPolicy(ctx.db, ctx.config.signup, input.email);
   return sessionOf(ctx, await completeSignup(ctx, input));
 }
 

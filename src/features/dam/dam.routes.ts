@@ -1,3 +1,4 @@
+import { metricsOf } from "../../platform/metrics";
 import { Elysia, t } from "elysia";
 import type { Ctx } from "../../platform/context";
 import { parseOptions } from "./dam.options";
@@ -46,6 +47,7 @@ function pathnameOf(segments: string[], only = false): string {
 export function damRoutes(ctx: Ctx) {
   configureSharp();
   const transformer = new Transformer(ctx.config.transformConcurrency);
+  metricsOf(ctx).sources.transforms = () => transformer.active;
 
   return new Elysia({ prefix: "/dam" })
     .use(authMacro(ctx))

@@ -19,7 +19,7 @@ const credentials = t.Object({ username: t.String(), password: t.String() });
  */
 export function sessionRoutes(ctx: Ctx) {
   const limiter = limiterOf(ctx);
-  const addressOf = (request: Request, server: Parameters<typeof clientAddress>[1]) => clientAddress(request, server, ctx.config.trustProxy);
+  const addressOf = (request: Request, server: Parameters<typeof clientAddress>[1]) => clientAddress(request, server, ctx.config);
   /** The session's init payload, its JWT in the Authorization header. */
   const signedIn = (s: Session, set: { headers: Record<string, unknown> }) => {
     set.headers.authorization = `Bearer ${s.token}`;

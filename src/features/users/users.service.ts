@@ -139,6 +139,11 @@ export function usernameAvailability(ctx: Ctx, input: { username: string }): Ans
 }
 
 /** Every account (for `apis user list`). */
+/** Whether the instance has an admin yet (the first account `apis user create` makes becomes one). */
+export function hasAdmin(tx: Tx): boolean {
+  return !!tx.select({ gid: users.gid }).from(users).where(eq(users.admin, true)).get();
+}
+
 export function listUsers(tx: Tx): User[] {
   return tx.select().from(users).all();
 }

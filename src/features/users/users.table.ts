@@ -17,6 +17,8 @@ export const users = sqliteTable(
     timezone: text("timezone").notNull().default("UTC"),
     /** Bumped when the password changes or the user is deactivated: older JWTs stop working. */
     tokenVersion: integer("token_version").notNull().default(0),
+    /** Instance admin: may list, deactivate and reactivate users from the API (/api/admin/...). */
+    admin: integer("admin", { mode: "boolean" }).notNull().default(false),
     createdOn: real("created_on").notNull(),
     updatedOn: real("updated_on").notNull(),
   },

@@ -87,6 +87,7 @@ export class JobRunner implements JobQueue {
   private workers: Promise<void>[] = [];
   private started = false;
   private stopping = false;
+  private workersAlive = 0;
 
   private readonly kinds: Map<string, JobKind>;
 
@@ -151,6 +152,12 @@ export class JobRunner implements JobQueue {
     return this.running.size;
   }
 
+  /** For /api/health: alive when started, not stopping, and every worker loop still runs. */
+  liveness(): { alive: boolean; workers: number; expected: number; running: number } {
+    const expected = this.ctx.config.workers;
+    return { alive: this.started && !this.stopping && this.workersAlive === expected, workers: this.workersAlive, expected, running: this.running.size };
+  }
+
   private recover(): void {
     const stale = jobsIn(this.ctx.db, "processing");
     for (const j of stale) {
@@ -187,6 +194,15 @@ export class JobRunner implements JobQueue {
   }
 
   private async work(): Promise<void> {
+    this.workersAlive++;
+    try {
+      await this.loop();
+    } finally {
+      this.workersAlive--;
+    }
+  }
+
+  private async loop(): Promise<void> {
     while (!this.stopping) {
       let job: Job | undefined;
       try {

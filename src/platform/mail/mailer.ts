@@ -25,12 +25,13 @@ export class Mailer {
   async send(mail: Mail): Promise<void> {
     const info = await this.transport.sendMail({ from: this.config.smtpFrom, ...mail });
     if (this.smtp) {
-      this.log.info("mail sent", { to: mail.to, subject: mail.subject });
+      // Never the subject or text: they carry verification codes and invitation links.
+      this.log.info("mail sent", { to: mail.to });
       return;
     }
     const file = join(this.outbox(), `${new Date().toISOString().replace(/[:.]/g, "-")}-${newGid(6)}.eml`);
     writeFileSync(file, (info as any).message as Buffer);
-    this.log.info(`mail written to ${file} (no APIS_SMTP_URL set)`, { to: mail.to, subject: mail.subject });
+    this.log.info(`mail written to ${file} (no APIS_SMTP_URL set)`, { to: mail.to });
   }
 
   close() {

@@ -1,0 +1,28 @@
+import type { Tx } from "../../db/connection";
+import { sqliteOf } from "../../db/connection";
+import { ApiError } from "../../core/errors";
+
+export type SignupPolicy = "open" | "invite" | "off";
+
+/** Whether an address has a pending project invitation: an invited user, or an invited membership. */
+export function hasPendingInvitation(tx: Tx, email: string): boolean {
+  const row = sqliteOf(tx)
+    .query(
+      `SELECT 1 FROM users u WHERE u.kind = 'person' AND lower(u.email) = lower(?1)
+         AND (u.status = 'invited' OR EXISTS (SELECT 1 FROM memberships m WHERE m.user_gid = u.gid AND m.status = 'invited'))
+       LIMIT 1`,
+    )
+    .get(email.trim());
+  return row !== null && row !== undefined;
+}
+
+/**
+ * `--signup`: `open` lets anyone sign up; `invite` only addresses with a pending project
+ * invitation; `off` nobody (accounts come from `apis user create`). Checked by signup_request and
+ * again by signup. Refusals are 403 in the envelope with `info.signup` naming the policy.
+ */
+export function checkSignupPolicy(tx: Tx, policy: SignupPolicy, email: string): void {
+  if (policy === "off") throw new ApiError(403, "Signup is disabled on this instance", { signup: "off" });
+  if (policy === "invite" && !hasPendingInvitation(tx, email))
+    throw new ApiError(403, "Signup is by invitation only", { signup: "invite" });
+}

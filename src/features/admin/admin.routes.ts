@@ -1,0 +1,81 @@
+import { Elysia, t } from "elysia";
+import { mutate } from "../../db/mutate";
+import { authMacro } from "../../http/auth";
+import { ok } from "../../http/envelope";
+import { describe } from "../../http/openapi";
+import type { Ctx } from "../../platform/context";
+import { adminUserForm, deactivateUser, listUsers, reactivateUser } from "./admin.service";
+
+const tags = ["admin"];
+const example = {
+  gid: "u7fj2k9q1xza",
+  kind: "person",
+  username: "ada",
+  email: "ada@example.com",
+  name: "Ada",
+  status: "active",
+  admin: true,
+  created_on: 1793527200.123,
+  updated_on: 1793527200.123,
+};
+const userBody = t.Object({ user: t.String({ description: "the gid of the account" }) });
+const listBody = t.Object({
+  status: t.Optional(t.Union([t.Literal("active"), t.Literal("invited"), t.Literal("inactive")])),
+  kind: t.Optional(t.Union([t.Literal("person"), t.Literal("api")])),
+});
+
+/**
+ * Instance administration (`/api/admin/...`), for users with the instance-admin role only (the
+ * first account `apis user create` makes, or one created with `--admin`); others get 403.
+ * docs/admin.md.
+ */
+export function adminRoutes(ctx: Ctx) {
+  const list = ({ body, caller }: { body?: { status?: string; kind?: string }; caller: { user: Parameters<typeof listUsers>[1] } }) => {
+    const rows = listUsers(ctx.db, caller.user, body ?? {});
+    return ok({ users: rows.map((u) => u.gid), count: rows.length }, { users: Object.fromEntries(rows.map((u) => [u.gid, adminUserForm(u)])) });
+  };
+  const listDetail = describe({
+    summary: "Every account of the instance (admin only), oldest first; optional status and kind filters",
+    tags,
+    example: { success: true, result: { users: [example.gid], count: 1 }, data: { users: { [example.gid]: example } } },
+    errors: [400, 403],
+  });
+  return new Elysia({ prefix: "/api/admin" })
+    .use(authMacro(ctx))
+    .post("/users/get", ({ body, caller }) => list({ body: body ?? undefined, caller }), { auth: true, body: t.Optional(listBody), detail: listDetail })
+    .get("/users/get", ({ caller }) => list({ caller }), { auth: true, detail: listDetail })
+    .post(
+      "/users/deactivate",
+      ({ body, caller }) => {
+        const u = mutate(ctx.db, ctx.hub, (tx, log) => deactivateUser(tx, log, caller.user, body.user));
+        return ok({ user: u.gid }, { users: { [u.gid]: adminUserForm(u) } });
+      },
+      {
+        auth: true,
+        body: userBody,
+        detail: describe({
+          summary: "Deactivate a person (admin only): no login, and its JWTs stop working at once",
+          tags,
+          example: { success: true, result: { user: example.gid }, data: { users: { [example.gid]: { ...example, admin: false, status: "inactive" } } } },
+          errors: [400, 403, 422],
+        }),
+      },
+    )
+    .post(
+      "/users/reactivate",
+      ({ body, caller }) => {
+        const u = mutate(ctx.db, ctx.hub, (tx, log) => reactivateUser(tx, log, caller.user, body.user));
+        return ok({ user: u.gid }, { users: { [u.gid]: adminUserForm(u) } });
+      },
+      {
+        auth: true,
+        body: userBody,
+        detail: describe({
+          summary: "Let a deactivated person log in again (admin only)",
+          tags,
+          example: { success: true, result: { user: example.gid }, data: { users: { [example.gid]: { ...example, admin: false } } } },
+          errors: [400, 403, 422],
+        }),
+      },
+    );
+}

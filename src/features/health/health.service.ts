@@ -1,0 +1,82 @@
+import { accessSync, constants, existsSync, rmSync, statfsSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Ctx } from "../../platform/context";
+import { VERSION } from "../../version";
+
+/** Below this much free space in the data folder the instance reports itself unhealthy. */
+export const MIN_FREE_BYTES = 100 * 1024 * 1024;
+
+export type Check = { ok: boolean; error?: string } & Record<string, unknown>;
+export type Health = { status: "ok" | "unhealthy"; version: string; checks: { database: Check; data_folder: Check; jobs: Check } };
+
+/** The reason of a failure without the file path (the endpoint is public): "EACCES: permission denied". */
+const reason = (err: unknown) => String((err as Error)?.message ?? err).split("\n")[0]!.split(", ")[0]!;
+
+/**
+ * The database accepts writes: the file (and its WAL) may still be written by this process's user
+ * (a permission change does not affect the open connection, but the next start or checkpoint
+ * would fail), and a write statement runs in a transaction that is rolled back (a read-only
+ * mount, a full disk or a read-only connection fail here).
+ */
+function databaseCheck(ctx: Ctx): Check {
+  const file = ctx.storage.database;
+  try {
+    for (const f of [file, `${file}-wal`]) if (existsSync(f)) accessSync(f, constants.R_OK | constants.W_OK);
+    const sqlite = ctx.db.$client;
+    // A savepoint works inside or outside an open transaction; nothing is kept.
+    sqlite.run("SAVEPOINT health_probe");
+    try {
+      sqlite.run("INSERT OR REPLACE INTO meta (key, value) VALUES ('health_probe', ?)", [String(Date.now())]);
+    } finally {
+      sqlite.run("ROLLBACK TO health_probe");
+      sqlite.run("RELEASE health_probe");
+    }
+    return { ok: true, writable: true };
+  } catch (err) {
+    return { ok: false, writable: false, error: reason(err) };
+  }
+}
+
+/** The data folder may be written (a probe file is created and removed) and has room left. */
+function dataFolderCheck(ctx: Ctx): Check {
+  const dir = ctx.storage.dataDir;
+  let free = 0;
+  let total = 0;
+  try {
+    const fs = statfsSync(dir);
+    free = fs.bavail * fs.bsize;
+    total = fs.blocks * fs.bsize;
+  } catch (err) {
+    return { ok: false, writable: false, error: reason(err) };
+  }
+  const out = { free_bytes: free, total_bytes: total, min_free_bytes: MIN_FREE_BYTES };
+  try {
+    accessSync(dir, constants.W_OK | constants.X_OK);
+    const probe = join(dir, `.health-${process.pid}`);
+    writeFileSync(probe, "");
+    rmSync(probe, { force: true });
+  } catch (err) {
+    return { ok: false, writable: false, ...out, error: reason(err) };
+  }
+  if (free < MIN_FREE_BYTES) return { ok: false, writable: true, ...out, error: "Less free space than min_free_bytes" };
+  return { ok: true, writable: true, ...out };
+}
+
+/** The job runner runs every worker loop (`alive`), with the queue's length beside it. */
+function jobsCheck(ctx: Ctx): Check {
+  const runner = ctx.jobs as { liveness?: () => { alive: boolean; workers: number; expected: number; running: number } };
+  const l = runner.liveness?.();
+  let queued = 0;
+  try {
+    queued = (ctx.db.$client.query("SELECT count(*) AS n FROM jobs WHERE status = 'queued'").get() as { n: number }).n;
+  } catch {}
+  if (!l) return { ok: false, alive: false, queued, error: "No job runner" };
+  return { ok: l.alive, alive: l.alive, workers: l.workers, running: l.running, queued, ...(l.alive ? {} : { error: `${l.workers} of ${l.expected} workers running` }) };
+}
+
+/** `GET /api/health`: every check, and `ok` only when all pass. */
+export function health(ctx: Ctx): Health {
+  const checks = { database: databaseCheck(ctx), data_folder: dataFolderCheck(ctx), jobs: jobsCheck(ctx) };
+  const ok = Object.values(checks).every((c) => c.ok);
+  return { status: ok ? "ok" : "unhealthy", version: VERSION, checks };
+}
