@@ -66,7 +66,7 @@ export function findAsset(tx: Tx, projectGid: string, gid: string): Asset | unde
 const noAsset = (gid: string) => unprocessable("Asset does not exist", { asset: gid });
 
 /** The asset, or 422 "Asset does not exist" (also for a deleted one unless `deleted` allows it). */
-export function requireAsset(tx: Tx, projectGid: string, gid: unknown, opts: { deleted?: boolean } = {}): Asset {
+function requireAsset(tx: Tx, projectGid: string, gid: unknown, opts: { deleted?: boolean } = {}): Asset {
   if (typeof gid !== "string" || !gid) throw badRequest("Invalid parameter", { "Invalid parameter": "asset", expected: "an asset gid" });
   const a = findAsset(tx, projectGid, gid);
   if (!a || (a.status === "deleted" && !opts.deleted)) throw noAsset(gid);
@@ -92,7 +92,7 @@ export function assetsByIds(tx: Tx, ids: number[]): Asset[] {
 }
 
 /** A gid list parameter given as `assets` (array) or `asset` (one gid). */
-export function gidList(body: { assets?: unknown; asset?: unknown }, name = "assets"): string[] {
+function gidList(body: { assets?: unknown; asset?: unknown }, name = "assets"): string[] {
   const v = body.assets ?? (body.asset !== undefined ? [body.asset] : undefined);
   if (v === undefined || v === null) throw badRequest("Missing parameter", { "Missing parameter": name });
   if (!Array.isArray(v) || v.some((g) => typeof g !== "string" || !g))
@@ -102,7 +102,7 @@ export function gidList(body: { assets?: unknown; asset?: unknown }, name = "ass
 }
 
 /** Earlier versions of an asset, newest first. */
-export function assetVersionsOf(tx: Tx, projectGid: string, gid: string): AssetVersion[] {
+function assetVersionsOf(tx: Tx, projectGid: string, gid: string): AssetVersion[] {
   return tx
     .select()
     .from(assetVersions)
@@ -112,7 +112,7 @@ export function assetVersionsOf(tx: Tx, projectGid: string, gid: string): AssetV
 }
 
 /** Internal ids of all descendants of the given assets (any status), parents before children. */
-export function descendantIds(tx: Tx, projectGid: string, gids: string[], status?: "active" | "deleted"): { id: number; gid: string }[] {
+function descendantIds(tx: Tx, projectGid: string, gids: string[], status?: "active" | "deleted"): { id: number; gid: string }[] {
   if (!gids.length) return [];
   const out: { id: number; gid: string }[] = [];
   const db = sqliteOf(tx);
@@ -151,7 +151,7 @@ export function ancestorGids(tx: Tx, projectGid: string, gid: string): string[] 
 // Rules for values
 
 /** A display name: trimmed, NFC, 1..255 characters, no control characters. */
-export function validName(value: unknown, field = "name"): string {
+function validName(value: unknown, field = "name"): string {
   if (typeof value !== "string") throw badRequest("Invalid parameter", { "Invalid parameter": field, expected: "a string" });
   const name = value.normalize("NFC").trim();
   // eslint-disable-next-line no-control-regex
@@ -519,7 +519,7 @@ function pruneVersions(tx: Tx, projectGid: string, gid: string, keep: number): s
 const listingOrder = [sql`CASE ${assets.type} WHEN 'folder' THEN 0 ELSE 1 END`, sql`${assets.name} COLLATE NOCASE`, asc(assets.id)];
 
 /** Active items directly in `parent` (null: the top level). */
-export function listChildren(tx: Tx, projectGid: string, parent: string | null): Asset[] {
+function listChildren(tx: Tx, projectGid: string, parent: string | null): Asset[] {
   return tx
     .select()
     .from(assets)
@@ -531,7 +531,7 @@ export function listChildren(tx: Tx, projectGid: string, parent: string | null):
 export type TreeNode = { gid: string; children: TreeNode[] };
 
 /** The active folder hierarchy below `parent` (null: the whole tree), `depth` levels deep. */
-export function folderTree(tx: Tx, projectGid: string, parent: string | null, depth: number): { tree: TreeNode[]; folders: Asset[] } {
+function folderTree(tx: Tx, projectGid: string, parent: string | null, depth: number): { tree: TreeNode[]; folders: Asset[] } {
   const folders = tx
     .select()
     .from(assets)

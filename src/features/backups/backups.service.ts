@@ -21,11 +21,11 @@ import { getProject } from "../projects/projects.service";
 
 export type Backup = typeof backups.$inferSelect;
 
-export const CREATE_KIND = "backups.create";
-export const RESTORE_KIND = "backups.restore";
+const CREATE_KIND = "backups.create";
+const RESTORE_KIND = "backups.restore";
 
 /** The backup object of docs/backups.md. */
-export function backupObject(b: Backup) {
+function backupObject(b: Backup) {
   return {
     gid: b.gid,
     project_gid: b.projectGid,
@@ -46,11 +46,11 @@ export function backupObject(b: Backup) {
 }
 
 /** Where a project's backups live: `<data>/backups/projects/<project gid>/`. */
-export function projectBackupsDir(ctx: Ctx, projectGid: string): string {
+function projectBackupsDir(ctx: Ctx, projectGid: string): string {
   return ctx.storage.inside(ctx.storage.ensure(join(ctx.storage.backups, "projects")), projectGid);
 }
 
-export function backupDir(ctx: Ctx, b: Pick<Backup, "projectGid" | "gid">): string {
+function backupDir(ctx: Ctx, b: Pick<Backup, "projectGid" | "gid">): string {
   return ctx.storage.inside(projectBackupsDir(ctx, b.projectGid), b.gid);
 }
 
@@ -68,7 +68,7 @@ function textIssues(name: unknown, notes: unknown): ValidationIssue[] {
 }
 
 /** A backup of the project, or 422 "No such backup". */
-export function getBackup(tx: Tx, projectGid: string, gid: string): Backup {
+function getBackup(tx: Tx, projectGid: string, gid: string): Backup {
   const b = tx.select().from(backups).where(and(eq(backups.gid, gid), eq(backups.projectGid, projectGid))).get();
   if (!b) throw unprocessable("No such backup", { backup: gid });
   return b;

@@ -31,14 +31,14 @@ export type Source = {
 };
 
 /** The project's folder of transformed files (`<project dir>/media`); `create` makes it when missing. */
-export function mediaDir(ctx: Pick<Ctx, "storage">, projectGid: string, create = true): string {
+function mediaDir(ctx: Pick<Ctx, "storage">, projectGid: string, create = true): string {
   const dir = join(ctx.storage.projectDir(projectGid), "media");
   if (create) mkdirSync(dir, { recursive: true });
   return dir;
 }
 
 /** Public URLs of the media endpoint. */
-export const mediaUrl = {
+const mediaUrl = {
   variant: (ctx: Pick<Ctx, "baseUrl">, projectGid: string, file: string) => `${ctx.baseUrl}/media/p/${projectGid}/var/${file}`,
   original: (ctx: Pick<Ctx, "baseUrl">, projectGid: string, storageName: string) => `${ctx.baseUrl}/media/p/${projectGid}/orig/${storageName}`,
 };
@@ -72,7 +72,7 @@ function queries(db: DB) {
  * The original named by `pathname` in the project: the current version of an active asset, or one
  * of its kept earlier versions. A path trick is a 400; anything else that names no original is a 422.
  */
-export function findSource(db: DB, projectGid: string, pathname: string): Source {
+function findSource(db: DB, projectGid: string, pathname: string): Source {
   if (!pathname || /[\/\\\0]/.test(pathname) || pathname === "." || pathname === "..") {
     throw badRequest("Invalid storage pathname", { "Invalid parameter": "storage pathname", value: pathname });
   }

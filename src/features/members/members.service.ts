@@ -38,7 +38,7 @@ export function hasActiveMembership(tx: Tx, userGid: string): boolean {
 }
 
 /** 1004: the invitation link no longer stands (declined, or accepted and deactivated since). */
-export const inviteInvalid = (reason: string) => new ApiError(1004, "Invite invalid", { reason });
+const inviteInvalid = (reason: string) => new ApiError(1004, "Invite invalid", { reason });
 
 // ---------------------------------------------------------------------------------------------
 // Sync items shared by every membership change.

@@ -20,9 +20,6 @@ import { getUser, verifyLogin, type User } from "../users/users.service";
 import { hasActiveMembership } from "../members/members.service";
 import { currentCursor } from "../sync/sync.service";
 
-export function languagesPayload() {
-  return { languages: LANGUAGE_CODES, dictionary: LANGUAGES };
-}
 
 /**
  * The user a verified token of (`sub`, token version `tv`) still stands for: an active account
