@@ -166,6 +166,26 @@ describe("features", () => {
     expect(bad).toEqual([]);
   });
 
+  test("a feature reads another feature's tables through its services (foreign keys and the shared identity tables aside)", () => {
+    // users, projects and memberships are read and written together by the identity features
+    // (people, their projects, memberships, API users): they share those tables.
+    const IDENTITY = new Set(["users", "projects", "members", "account", "apikeys"]);
+    const featureOf = (r: string) => (r.startsWith("features/") ? r.split("/")[1]! : undefined);
+    const found = violations((f) => {
+      const mine = featureOf(f.rel);
+      if (!mine || f.rel.endsWith(".table.ts")) return [];
+      return f.imports
+        .filter((i) => i.target?.endsWith(".table.ts"))
+        .map((i) => rel(i.target!))
+        .filter((t) => {
+          const theirs = featureOf(t);
+          return theirs !== undefined && theirs !== mine && !(IDENTITY.has(mine) && IDENTITY.has(theirs));
+        })
+        .map((t) => `imports ${t}`);
+    });
+    expect(found).toEqual([]);
+  });
+
   test("nothing registers itself at module load: no register*() calls", () => {
     expect(violations((f) => (/^\s*register\w*\(/m.test(f.code) ? ["calls register*() at module level"] : []))).toEqual([]);
   });

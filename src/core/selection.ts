@@ -62,7 +62,7 @@ function excludeOf(el: Record<string, unknown>, index: number): Set<string> {
 }
 
 /** Checks the shape of a selection (400 naming the bad element) without resolving it. */
-export function parseSelection(selection: unknown): SelectionElement[] {
+function parseSelection(selection: unknown): SelectionElement[] {
   if (selection === undefined || selection === null) throw badRequest("Missing parameter", { "Missing parameter": "selection" });
   if (!Array.isArray(selection)) throw bad("selection is an array of gids, {children, exclude} and {search, exclude} elements");
   if (selection.length > MAX_ELEMENTS) throw bad(`at most ${MAX_ELEMENTS} elements`);
@@ -116,7 +116,7 @@ export function resolveSelection(tx: Tx, r: SelectionResolver, projectGid: strin
   return [...out.values()].sort((a, b) => a.id - b.id);
 }
 
-export const BULK_PAGE_DEFAULT = 100;
+const BULK_PAGE_DEFAULT = 100;
 export const BULK_PAGE_MAX = 1000;
 
 /**

@@ -32,8 +32,8 @@ export async function authenticate(ctx: Ctx, header: string | null | undefined):
 /**
  * The auth macros: `{ auth: true }` on a route requires a JWT and sets the `Authorization`
  * response header (renewed past half life); `{ authNoRenew: true }` checks it without renewing
- * (`/dam`, `/sync`). Both hand the handler `actor` (who asks, for the service call) and `caller`
- * (the user row and token, for the few HTTP-level needs such as a fresh token).
+ * (`/dam`, `/sync`). Both hand the handler `actor`: who asks, for the one service call (routes
+ * never see the user row).
  */
 export function authMacro(ctx: Ctx) {
   // The JWT is checked in `transform`, which runs before the body is validated, so a request
@@ -63,7 +63,7 @@ export function authMacro(ctx: Ctx) {
       },
       async resolve({ request }) {
         const caller = await callerOf(request, header(request));
-        return { caller, actor: actorOf(caller.user) as Actor };
+        return { actor: actorOf(caller.user) as Actor };
       },
     },
     authNoRenew: {
@@ -73,7 +73,7 @@ export function authMacro(ctx: Ctx) {
       },
       async resolve({ request }) {
         const caller = await callerOf(request, header(request));
-        return { caller, actor: actorOf(caller.user) as Actor };
+        return { actor: actorOf(caller.user) as Actor };
       },
     },
   });

@@ -11,7 +11,7 @@ const PROJECT = "p5d2f8g1h7j3k9l4m6n0";
 
 const ok = (result: Record<string, unknown>, data: Record<string, unknown> = {}) => ({ success: true, result, data });
 
-export const adaFull = {
+const adaFull = {
   gid: ADA,
   username: "ada",
   email: "ada@example.com",
@@ -20,8 +20,8 @@ export const adaFull = {
   status: "active",
   options: { language: "en", timezone: "Europe/London" },
 };
-export const bobShort = { gid: BOB, username: "bob", name: "Bob Baker", avatar: "b3n8v1c6x9z2l5k7j4h0-x1y2z3a4.png", status: "active" };
-export const projectFullExample = {
+const bobShort = { gid: BOB, username: "bob", name: "Bob Baker", avatar: "b3n8v1c6x9z2l5k7j4h0-x1y2z3a4.png", status: "active" };
+const projectFullExample = {
   gid: PROJECT,
   name: "Catalogue",
   icon: "",
@@ -31,7 +31,7 @@ export const projectFullExample = {
   updated_on: 1795291814.009,
   last_backed_up: null,
 };
-export const ownerMembership = {
+const ownerMembership = {
   project_gid: PROJECT,
   user_gid: ADA,
   status: "active",

@@ -40,7 +40,7 @@ const tooLarge = (limit: number) => new ApiError(413, "Payload too large", { lim
 const malformed = (reason: string) => badRequest("Malformed multipart body", { reason });
 
 /** The boundary of a multipart/form-data content type, or undefined. */
-export function multipartBoundary(contentType: string | null | undefined): string | undefined {
+function multipartBoundary(contentType: string | null | undefined): string | undefined {
   if (!contentType || !/^multipart\/form-data\b/i.test(contentType)) return undefined;
   const m = /;\s*boundary=(?:"([^"]{1,70})"|([^\s;]{1,70}))/i.exec(contentType);
   return m ? (m[1] ?? m[2]) : undefined;

@@ -14,8 +14,8 @@ import viewer from "@scalar/api-reference/browser/standalone.js" with { type: "t
  * and the errors they can give. The auth macros add the bearer security requirement and the 401.
  */
 
-export const OPENAPI_PATH = "/api/openapi.json";
-export const DOCS_PATH = "/api/docs";
+const OPENAPI_PATH = "/api/openapi.json";
+const DOCS_PATH = "/api/docs";
 
 const json = "application/json";
 const envelopeError = (code: number, message: string, info: Record<string, unknown> = {}) => ({

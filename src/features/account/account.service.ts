@@ -15,10 +15,9 @@ import { acceptInvitation, declineInvitation } from "../members/members.service"
 import { memberships } from "../members/members.table";
 import { projects } from "../projects/projects.table";
 import { users } from "../users/users.table";
-import { forbidden, unprocessable, validationFailed, type ValidationIssue } from "../../core/errors";
+import { unprocessable, validationFailed, type ValidationIssue } from "../../core/errors";
 import { isLanguage, isTimezone } from "../../core/languages";
 import { renderMail, type MailKind, type MailVars } from "../../platform/mail/templates";
-import type { Storage } from "../../platform/storage/storage";
 import { projectAudience, userAudience } from "../members/access.service";
 import { membershipFull, membershipShort } from "../members/members.forms";
 import { projectFull } from "../projects/projects.forms";

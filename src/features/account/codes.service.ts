@@ -13,13 +13,13 @@ export type Purpose = CodeRow["purpose"];
  * without I and O (so 0/O and 1/I/l cannot be confused). Input is read case-insensitively, with
  * spaces and dashes ignored. 32^6 ≈ 1.07 billion codes.
  */
-export const CODE_ALPHABET = "23456789ABCDEFGHJKLMNPQRSTUVWXYZ";
+const CODE_ALPHABET = "23456789ABCDEFGHJKLMNPQRSTUVWXYZ";
 export const CODE_LENGTH = 6;
 /** Wrong verification codes a request survives; the next wrong one voids it. */
-export const MAX_ATTEMPTS = 5;
+const MAX_ATTEMPTS = 5;
 
 /** A fresh verification code (uniform: 32 symbols, 5 random bits each). */
-export function newVerificationCode(): string {
+function newVerificationCode(): string {
   const bytes = randomBytes(CODE_LENGTH);
   let out = "";
   for (const b of bytes) out += CODE_ALPHABET[b & 31];
@@ -27,7 +27,7 @@ export function newVerificationCode(): string {
 }
 
 /** The code as typed by a person, made comparable: uppercase, no spaces or dashes. */
-export function normalizeCode(code: string): string {
+function normalizeCode(code: string): string {
   return code.replace(/[\s-]/g, "").toUpperCase();
 }
 

@@ -21,10 +21,10 @@ type Project = typeof projects.$inferSelect;
 export type ApiKey = typeof apikeys.$inferSelect;
 
 /** Keys look like `apis_<43 base64url characters>` (256 random bits). */
-export const KEY_PREFIX = "apis_";
+const KEY_PREFIX = "apis_";
 const SHOWN_PREFIX = KEY_PREFIX.length + 6;
 
-export function hashKey(key: string): string {
+function hashKey(key: string): string {
   return createHash("sha256").update(key).digest("hex");
 }
 
@@ -44,7 +44,7 @@ function apiUserOf(tx: Tx, projectGid: string, userGid: string, what: string) {
 }
 
 /** One key's entry of the `apikeys` dictionary (never the key itself). */
-export function apikeyForm(k: ApiKey, u: User, m: Membership) {
+function apikeyForm(k: ApiKey, u: User, m: Membership) {
   return {
     user: u.gid,
     name: u.name,

@@ -48,7 +48,7 @@ const COLUMNS: Record<string, Field> = {
   published: { sql: "a.published", kind: "boolean" },
 };
 
-export const FILTER_OPERATORS = ["=", "!=", "<", "<=", ">", ">=", "contains", "not_contains", "starts_with", "ends_with", "in", "not_in", "exists", "between"] as const;
+const FILTER_OPERATORS = ["=", "!=", "<", "<=", ">", ">=", "contains", "not_contains", "starts_with", "ends_with", "in", "not_in", "exists", "between"] as const;
 type Operator = (typeof FILTER_OPERATORS)[number];
 
 const SORTS = ["name", "size", "created_on", "updated_on", "type", "extension", "width", "height"] as const;
@@ -146,7 +146,7 @@ function condition(item: unknown, index: number): { sql: string; params: unknown
 }
 
 /** Normalises `filter`: one `[field, op, value]` or a list of them (all must hold). */
-export function filterList(filter: unknown): unknown[] {
+function filterList(filter: unknown): unknown[] {
   if (filter === undefined || filter === null) return [];
   if (!Array.isArray(filter)) throw invalid("filter", { reason: "filter is [field, operator, value] or a list of them" });
   if (filter.length === 0) return [];
@@ -156,7 +156,7 @@ export function filterList(filter: unknown): unknown[] {
 }
 
 /** An FTS5 query from free text: words (quoted for FTS5 so no syntax leaks), "phrases", -excluded words, word*. */
-export function ftsQuery(q: string, prefixAll: boolean, columns = "{name meta}"): string | undefined {
+function ftsQuery(q: string, prefixAll: boolean, columns = "{name meta}"): string | undefined {
   // Control characters separate words anyway; a NUL would cut FTS5's query text short (a 500).
   q = q.replace(/[\u0000-\u001f\u007f]/g, " ");
   const parts: string[] = [];
@@ -256,7 +256,7 @@ function orderBy(s: AssetSearch, ranked: boolean): string {
 }
 
 /** One page of a search (offset paging) and the total count. */
-export function searchAssets(tx: Tx, projectGid: string, s: AssetSearch, page: { offset: number; size: number }, extra: { types?: string[] } = {}): { rows: Asset[]; total: number } {
+function searchAssets(tx: Tx, projectGid: string, s: AssetSearch, page: { offset: number; size: number }, extra: { types?: string[] } = {}): { rows: Asset[]; total: number } {
   const b = build(projectGid, s, extra);
   const db = sqliteOf(tx);
   const whereSql = b.where.join(" AND ");
@@ -268,7 +268,7 @@ export function searchAssets(tx: Tx, projectGid: string, s: AssetSearch, page: {
 }
 
 /** Every asset a search finds (id order), for bulk selections. */
-export function searchAssetItems(tx: Tx, projectGid: string, s: AssetSearch): SelectionItem[] {
+function searchAssetItems(tx: Tx, projectGid: string, s: AssetSearch): SelectionItem[] {
   const b = build(projectGid, s);
   return sqliteOf(tx)
     .query(`SELECT a.id AS id, a.gid AS gid FROM ${b.from} WHERE ${b.where.join(" AND ")} ORDER BY a.id`)
@@ -356,8 +356,8 @@ export const assetSelection: SelectionResolver = {
 // ---------------------------------------------------------------------------------------------
 // The search operations (members of the project)
 
-export const SEARCH_PAGE_DEFAULT = 50;
-export const SEARCH_PAGE_MAX = 1000;
+const SEARCH_PAGE_DEFAULT = 50;
+const SEARCH_PAGE_MAX = 1000;
 
 type Paged = { "page.size"?: number; "page.cursor"?: string | null };
 

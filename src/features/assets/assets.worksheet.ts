@@ -15,9 +15,9 @@ import { assetForm, assetsByIds, findAsset, type Asset } from "./assets.service"
  * back through `update` and `metadata/set`.
  */
 
-export const WORKSHEET_BASE_COLUMNS = ["gid", "name", "type", "parent", "extension", "mime", "size", "width", "height", "version", "status", "created_on", "updated_on"];
-export const WORKSHEET_PAGE_DEFAULT = 100;
-export const WORKSHEET_PAGE_MAX = 1000;
+const WORKSHEET_BASE_COLUMNS = ["gid", "name", "type", "parent", "extension", "mime", "size", "width", "height", "version", "status", "created_on", "updated_on"];
+const WORKSHEET_PAGE_DEFAULT = 100;
+const WORKSHEET_PAGE_MAX = 1000;
 const MAX_METADATA_COLUMNS = 200;
 
 export type WorksheetInput = { parent?: unknown; recursive?: unknown; columns?: unknown; "page.size"?: unknown; "page.cursor"?: unknown };

@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, max } from "drizzle-orm";
+import { and, desc, eq, max } from "drizzle-orm";
 import { existsSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
 import { copyFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -9,7 +9,6 @@ import type { Actor } from "../../core/actor";
 import type { Tx } from "../../db/connection";
 import { backups } from "./backups.table";
 import { changes } from "../../db/changelog.table";
-import { projects } from "../projects/projects.table";
 import { unprocessable, validationFailed, type ValidationIssue } from "../../core/errors";
 import { newGid, now } from "../../core/ids";
 import { projectLock, type JobKind } from "../../platform/jobs/runner";
@@ -17,15 +16,15 @@ import { activeJobs, type Job } from "../../platform/jobs/queue.service";
 import type { Housekeeping } from "../../platform/jobs/schedules";
 import { readManifest, restoreRows, stageFiles, swapFiles, verifySnapshot, writeSnapshot } from "../../platform/backups/snapshot.service";
 import { inProject, projectAudience } from "../members/access.service";
-import { getProject } from "../projects/projects.service";
+import { activeProjects, getProject, markBackedUp } from "../projects/projects.service";
 
 export type Backup = typeof backups.$inferSelect;
 
-export const CREATE_KIND = "backups.create";
-export const RESTORE_KIND = "backups.restore";
+const CREATE_KIND = "backups.create";
+const RESTORE_KIND = "backups.restore";
 
 /** The backup object of docs/backups.md. */
-export function backupObject(b: Backup) {
+function backupObject(b: Backup) {
   return {
     gid: b.gid,
     project_gid: b.projectGid,
@@ -46,11 +45,11 @@ export function backupObject(b: Backup) {
 }
 
 /** Where a project's backups live: `<data>/backups/projects/<project gid>/`. */
-export function projectBackupsDir(ctx: Ctx, projectGid: string): string {
+function projectBackupsDir(ctx: Ctx, projectGid: string): string {
   return ctx.storage.inside(ctx.storage.ensure(join(ctx.storage.backups, "projects")), projectGid);
 }
 
-export function backupDir(ctx: Ctx, b: Pick<Backup, "projectGid" | "gid">): string {
+function backupDir(ctx: Ctx, b: Pick<Backup, "projectGid" | "gid">): string {
   return ctx.storage.inside(projectBackupsDir(ctx, b.projectGid), b.gid);
 }
 
@@ -68,7 +67,7 @@ function textIssues(name: unknown, notes: unknown): ValidationIssue[] {
 }
 
 /** A backup of the project, or 422 "No such backup". */
-export function getBackup(tx: Tx, projectGid: string, gid: string): Backup {
+function getBackup(tx: Tx, projectGid: string, gid: string): Backup {
   const b = tx.select().from(backups).where(and(eq(backups.gid, gid), eq(backups.projectGid, projectGid))).get();
   if (!b) throw unprocessable("No such backup", { backup: gid });
   return b;
@@ -185,10 +184,7 @@ const createJob: JobKind = {
       const t = now();
       tx.update(backups).set({ status: "ready", rows, files: m.files.length, size, cursor: m.cursor, completedOn: t, updatedOn: t }).where(eq(backups.gid, gid)).run();
       log.cc("UPDATE", "backups", gid, audience(tx, b.projectGid, job.userGid));
-      // last_backed_up is news for clients, but not a change of the project's data: updated_on stays.
-      if (tx.update(projects).set({ lastBackedUp: t }).where(eq(projects.gid, b.projectGid)).returning().get()) {
-        log.cc("UPDATE", "cc.projects", b.projectGid, [...projectAudience(tx, b.projectGid), ...audience(tx, b.projectGid)]);
-      }
+      markBackedUp(tx, log, b.projectGid, t, audience(tx, b.projectGid));
       if (b.scheduled) pruned.push(...pruneScheduled(tx, log, b.projectGid, ctx.config.backupsKeep));
     });
     for (const old of pruned) removeBackupFiles(ctx, old);
@@ -262,8 +258,8 @@ function pruneScheduled(tx: Tx, log: ChangeLog, projectGid: string, keep: number
 /** Queues a scheduled backup of every active project whose data changed since its last backup. */
 export function scheduleBackups(ctx: Ctx): string {
   let queued = 0;
-  const active = ctx.db.select({ gid: projects.gid }).from(projects).where(eq(projects.status, "active")).orderBy(asc(projects.createdOn)).all();
-  for (const { gid } of active) {
+  const active = activeProjects(ctx.db);
+  for (const { gid, updatedOn: updated } of active) {
     const cursor = ctx.db.select({ c: max(changes.cursor) }).from(changes).where(eq(changes.type, gid)).get()?.c ?? 0;
     const last = ctx.db
       .select()
@@ -271,7 +267,6 @@ export function scheduleBackups(ctx: Ctx): string {
       .where(and(eq(backups.projectGid, gid), eq(backups.status, "ready")))
       .orderBy(desc(backups.createdOn))
       .get();
-    const updated = ctx.db.select({ u: projects.updatedOn }).from(projects).where(eq(projects.gid, gid)).get()?.u ?? 0;
     if (last && (last.cursor ?? 0) >= cursor && (last.completedOn ?? 0) >= updated) continue;
     if (activeJobs(ctx.db, gid, [CREATE_KIND]).length) continue;
     mutate(ctx.db, ctx.hub, (tx, log) => startBackup(ctx, tx, log, { projectGid: gid, userGid: null, scheduled: true }));

@@ -8,9 +8,9 @@ import { ApiError } from "../../core/errors";
  * (docs/dam.md lists them).
  */
 
-export const MAX_SIZE = 5000;
-export const MAX_PADDING = 1000;
-export const MAX_DPR = 4;
+const MAX_SIZE = 5000;
+const MAX_PADDING = 1000;
+const MAX_DPR = 4;
 
 export type OutputType = "jpg" | "png" | "gif";
 export type SizeMode = "width" | "height" | "fit" | "fill";
@@ -42,14 +42,14 @@ export type TransformOptions = {
   dpr: number;
 };
 
-export const OPTION_NAMES = ["name", "key", "type", "force", "optimize", "width", "height", "fit", "fill", "hs", "crop", "padding", "bg", "q", "dpr"] as const;
+const OPTION_NAMES = ["name", "key", "type", "force", "optimize", "width", "height", "fit", "fill", "hs", "crop", "padding", "bg", "q", "dpr"] as const;
 export type OptionName = (typeof OPTION_NAMES)[number];
 const SIZE_MODES: SizeMode[] = ["width", "height", "fit", "fill"];
 
 /** Output names: ASCII letters, digits, `_`, `-`, `~` and inner dots; no `@` (it starts the key). */
-export const NAME_RE = /^[A-Za-z0-9_~-](?:[A-Za-z0-9_.~-]{0,118}[A-Za-z0-9_~-])?$/;
+const NAME_RE = /^[A-Za-z0-9_~-](?:[A-Za-z0-9_.~-]{0,118}[A-Za-z0-9_~-])?$/;
 /** Keys: letters, digits, `_`, `-` (no dot, so `<name>@<key>.<ext>` splits unambiguously). */
-export const KEY_RE = /^[A-Za-z0-9_-]{1,64}$/;
+const KEY_RE = /^[A-Za-z0-9_-]{1,64}$/;
 /** A media file name `<name>@<key>.<ext>`. */
 export const MEDIA_NAME_RE = /^([A-Za-z0-9_~-](?:[A-Za-z0-9_.~-]{0,118}[A-Za-z0-9_~-])?)@([A-Za-z0-9_-]{1,64})\.(jpg|png|gif)$/;
 

@@ -9,13 +9,12 @@ import { defaultKey, effectiveBackground, invalidOption, MEDIA_NAME_RE, optionSt
 import { INPUT_FORMATS, planGeometry, QUANTISE_PIXEL_LIMIT, render, type Rendered, type Transformer } from "./dam.transform";
 import { mutate } from "../../db/mutate";
 import type { DB } from "../../db/connection";
-import { assets, assetVersions } from "../assets/assets.table";
+import { assetLookups, assetVersionsOf, setPublication, type Asset } from "../assets/assets.service";
 import { damTransforms } from "./dam.table";
 import { badRequest, unprocessable } from "../../core/errors";
 import { now } from "../../core/ids";
 import { originalPath, parseStorageName, STORAGE_NAME } from "../../platform/storage/originals";
 
-type Asset = typeof assets.$inferSelect;
 
 /** One stored original named by a storage pathname: the asset and the version it belongs to. */
 export type Source = {
@@ -31,30 +30,27 @@ export type Source = {
 };
 
 /** The project's folder of transformed files (`<project dir>/media`); `create` makes it when missing. */
-export function mediaDir(ctx: Pick<Ctx, "storage">, projectGid: string, create = true): string {
+function mediaDir(ctx: Pick<Ctx, "storage">, projectGid: string, create = true): string {
   const dir = join(ctx.storage.projectDir(projectGid), "media");
   if (create) mkdirSync(dir, { recursive: true });
   return dir;
 }
 
 /** Public URLs of the media endpoint. */
-export const mediaUrl = {
+const mediaUrl = {
   variant: (ctx: Pick<Ctx, "baseUrl">, projectGid: string, file: string) => `${ctx.baseUrl}/media/p/${projectGid}/var/${file}`,
   original: (ctx: Pick<Ctx, "baseUrl">, projectGid: string, storageName: string) => `${ctx.baseUrl}/media/p/${projectGid}/orig/${storageName}`,
 };
 
 /**
- * The queries of the hot paths (every transform, every published-original download), prepared
- * once per database: drizzle builds an unprepared query anew on each call, about 90 µs for a row
- * of `assets`, against about 5 µs prepared. They run on the database's one connection, so inside
- * a `mutate` transaction they see its writes.
+ * The query of the hot path of transforms, prepared once per database (see `assetLookups` of the
+ * assets service for the asset and version lookups and why they are prepared).
  */
 const prepared = new WeakMap<DB, ReturnType<typeof prepareQueries>>();
 function prepareQueries(db: DB) {
   const p = (name: string) => sql.placeholder(name);
   return {
-    asset: db.select().from(assets).where(eq(assets.gid, p("gid"))).prepare(),
-    version: db.select().from(assetVersions).where(eq(assetVersions.storageName, p("name"))).prepare(),
+    ...assetLookups(db),
     transform: db
       .select({ width: damTransforms.width, height: damTransforms.height, size: damTransforms.size, source: damTransforms.source })
       .from(damTransforms)
@@ -72,7 +68,7 @@ function queries(db: DB) {
  * The original named by `pathname` in the project: the current version of an active asset, or one
  * of its kept earlier versions. A path trick is a 400; anything else that names no original is a 422.
  */
-export function findSource(db: DB, projectGid: string, pathname: string): Source {
+function findSource(db: DB, projectGid: string, pathname: string): Source {
   if (!pathname || /[\/\\\0]/.test(pathname) || pathname === "." || pathname === "..") {
     throw badRequest("Invalid storage pathname", { "Invalid parameter": "storage pathname", value: pathname });
   }
@@ -287,10 +283,7 @@ export function publishOriginal(ctx: Ctx, actor: Actor, projectGid: string, path
   return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
     const src = findSource(ctx.db, projectGid, pathname);
     sourceFile(ctx, projectGid, src);
-    if (!src.asset.published || src.asset.publicName !== src.storageName) {
-      tx.update(assets).set({ published: true, publicName: src.storageName, updatedOn: now(), updatedBy: userGid }).where(eq(assets.id, src.asset.id)).run();
-      log.project(projectGid, "UPDATE", "assets", src.asset.gid);
-    }
+    setPublication(tx, log, src.asset, src.storageName, userGid);
     return { public_url: mediaUrl.original(ctx, projectGid, src.storageName), storage_pathname: src.storageName, asset: src.asset.gid };
   });
 }
@@ -300,10 +293,7 @@ export function unpublishOriginal(ctx: Ctx, actor: Actor, projectGid: string, pa
   const userGid = actor.userGid;
   return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
     const src = findSource(ctx.db, projectGid, pathname);
-    if (src.asset.published || src.asset.publicName) {
-      tx.update(assets).set({ published: false, publicName: null, updatedOn: now(), updatedBy: userGid }).where(eq(assets.id, src.asset.id)).run();
-      log.project(projectGid, "UPDATE", "assets", src.asset.gid);
-    }
+    setPublication(tx, log, src.asset, null, userGid);
     return { public_url: null };
   });
 }
@@ -350,13 +340,7 @@ export async function assetInfo(ctx: Ctx, actor: Actor, projectGid: string, path
   }
   const versions = [
     { version: a.version, storage_pathname: a.storageName, size: a.size, mime: a.mime, dimensions: a.width && a.height ? [a.width, a.height] : null, created_on: a.updatedOn, current: true },
-    ...ctx.db
-      .select()
-      .from(assetVersions)
-      .where(and(eq(assetVersions.assetGid, a.gid), eq(assetVersions.projectGid, projectGid)))
-      .orderBy(desc(assetVersions.version))
-      .all()
-      .map((v) => ({ version: v.version, storage_pathname: v.storageName, size: v.size, mime: v.mime, dimensions: v.width && v.height ? [v.width, v.height] : null, created_on: v.createdOn, current: false })),
+    ...assetVersionsOf(ctx.db, projectGid, a.gid).map((v) => ({ version: v.version, storage_pathname: v.storageName, size: v.size, mime: v.mime, dimensions: v.width && v.height ? [v.width, v.height] : null, created_on: v.createdOn, current: false })),
   ];
   const dir = mediaDir(ctx, projectGid);
   const transforms = ctx.db

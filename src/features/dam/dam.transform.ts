@@ -169,7 +169,7 @@ export function planGeometry(src: { width: number; height: number }, o: Transfor
 }
 
 /** sharp's colour of a background value. */
-export function colourOf(bg: string): { r: number; g: number; b: number; alpha: number } {
+function colourOf(bg: string): { r: number; g: number; b: number; alpha: number } {
   if (bg === "transparent") return { r: 0, g: 0, b: 0, alpha: 0 };
   if (bg === "white") return { r: 255, g: 255, b: 255, alpha: 1 };
   return { r: parseInt(bg.slice(0, 2), 16), g: parseInt(bg.slice(2, 4), 16), b: parseInt(bg.slice(4, 6), 16), alpha: 1 };

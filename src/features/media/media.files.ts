@@ -59,7 +59,7 @@ function etagMatches(header: string, etag: string): boolean {
 }
 
 /** A single byte range of a file of `size` bytes: [start, end] inclusive, "ignore" (send all) or "unsatisfiable". */
-export function parseRange(header: string, size: number): [number, number] | "ignore" | "unsatisfiable" {
+function parseRange(header: string, size: number): [number, number] | "ignore" | "unsatisfiable" {
   const m = /^\s*bytes\s*=\s*(.*)$/i.exec(header);
   if (!m) return "ignore"; // another unit: ignored (RFC 9110 14.2)
   const spec = m[1]!.trim();

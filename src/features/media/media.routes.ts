@@ -21,7 +21,7 @@ const IMAGE_FILE_RE = /^[A-Za-z0-9_-]{1,100}\.(png|jpg|jpeg|gif|webp)$/;
  * published originals revalidated on every use (so unpublish takes effect at once), avatars and
  * icons a year (a new upload always gets a new file name).
  */
-export const CACHE = {
+const CACHE = {
   variant: "public, max-age=86400",
   original: "public, no-cache",
   image: "public, max-age=31536000, immutable",
@@ -35,7 +35,7 @@ type Handler = (request: Request, params: Params) => Response;
  * built from it, and the path is built under the one folder of its kind, so nothing else is
  * reachable (a plain join is safe: the names have no separators and no leading dot).
  */
-export function mediaHandlers(ctx: Ctx): { variant: Handler; original: Handler; avatar: Handler; icon: Handler } {
+function mediaHandlers(ctx: Ctx): { variant: Handler; original: Handler; avatar: Handler; icon: Handler } {
   const projectsRoot = join(ctx.storage.dataDir, "files", "projects");
   const avatarsDir = join(ctx.storage.dataDir, "files", "avatars");
   const iconsDir = join(ctx.storage.dataDir, "files", "icons");

@@ -65,7 +65,7 @@ export function activeMembership(tx: Tx, projectGid: string, userGid: string): M
 }
 
 /** Projects in which the user is an active member. */
-export function activeProjectGids(tx: Tx, userGid: string): string[] {
+function activeProjectGids(tx: Tx, userGid: string): string[] {
   return tx
     .select({ gid: memberships.projectGid })
     .from(memberships)

@@ -1,4 +1,4 @@
-import { and, asc, eq, inArray, ne, sql } from "drizzle-orm";
+import { and, asc, eq, inArray, sql } from "drizzle-orm";
 import type { Answer } from "../../core/answer";
 import { requirePerson } from "../../core/access";
 import type { Actor } from "../../core/actor";
@@ -38,7 +38,7 @@ export function hasActiveMembership(tx: Tx, userGid: string): boolean {
 }
 
 /** 1004: the invitation link no longer stands (declined, or accepted and deactivated since). */
-export const inviteInvalid = (reason: string) => new ApiError(1004, "Invite invalid", { reason });
+const inviteInvalid = (reason: string) => new ApiError(1004, "Invite invalid", { reason });
 
 // ---------------------------------------------------------------------------------------------
 // Sync items shared by every membership change.
@@ -95,6 +95,16 @@ export function membershipsWithUsers(tx: Tx, projectGids: string[], statuses?: M
     .innerJoin(users, eq(users.gid, memberships.userGid))
     .where(and(inArray(memberships.projectGid, projectGids), statuses ? inArray(memberships.status, statuses) : undefined))
     .orderBy(asc(memberships.createdOn))
+    .all();
+}
+
+/** Every membership of a user with its project (any statuses). */
+export function membershipsOf(tx: Tx, userGid: string): { m: Membership; p: Project }[] {
+  return tx
+    .select({ m: memberships, p: projects })
+    .from(memberships)
+    .innerJoin(projects, eq(projects.gid, memberships.projectGid))
+    .where(eq(memberships.userGid, userGid))
     .all();
 }
 

@@ -1,4 +1,4 @@
-import { eq } from "drizzle-orm";
+import { asc, eq } from "drizzle-orm";
 import { rmSync, writeFileSync } from "node:fs";
 import type { Answer } from "../../core/answer";
 import type { Actor } from "../../core/actor";
@@ -21,6 +21,26 @@ export type Project = typeof projects.$inferSelect;
 
 export function getProject(tx: Tx, gid: string): Project | undefined {
   return tx.select().from(projects).where(eq(projects.gid, gid)).get();
+}
+
+/** The projects a user owns, in any state. */
+export function projectsOwnedBy(tx: Tx, userGid: string): Project[] {
+  return tx.select().from(projects).where(eq(projects.owner, userGid)).all();
+}
+
+/** Active projects, oldest first (scheduled backups walk them). */
+export function activeProjects(tx: Tx): Project[] {
+  return tx.select().from(projects).where(eq(projects.status, "active")).orderBy(asc(projects.createdOn)).all();
+}
+
+/**
+ * Records a finished backup of the project (`last_backed_up`) and tells who sees the project.
+ * News for clients, but not a change of the project's data: `updated_on` stays.
+ */
+export function markBackedUp(tx: Tx, log: ChangeLog, gid: string, at: number, alsoTell: string[] = []): void {
+  if (tx.update(projects).set({ lastBackedUp: at }).where(eq(projects.gid, gid)).returning().get()) {
+    log.cc("UPDATE", "cc.projects", gid, [...projectAudience(tx, gid), ...alsoTell]);
+  }
 }
 
 function nameIssues(name: unknown) {

@@ -1,4 +1,3 @@
-import { and, eq, inArray, max } from "drizzle-orm";
 import type { Answer } from "../../core/answer";
 import { actorOf, type Actor } from "../../core/actor";
 import type { Tx } from "../../db/connection";
@@ -6,23 +5,18 @@ import { mutate } from "../../db/mutate";
 import { userOfKey } from "../apikeys/apikeys.service";
 import { inProject, mayAccessProject } from "../members/access.service";
 import type { Ctx } from "../../platform/context";
-import { memberships } from "../members/members.table";
-import { projects } from "../projects/projects.table";
-import { users } from "../users/users.table";
+import { getProject, projectsOwnedBy } from "../projects/projects.service";
 import { permissionDenied } from "../../core/errors";
-import { LANGUAGES, LANGUAGE_CODES } from "../../core/languages";
+import { LANGUAGES } from "../../core/languages";
 import { VERSION } from "../../version";
 import { membershipFull, membershipShort } from "../members/members.forms";
 import { projectFull, projectShort } from "../projects/projects.forms";
 import { userFull, userShort } from "../users/users.forms";
-import { membershipsWithUsers, projectMemberRows, SEEN_BY_MEMBERS } from "../members/members.service";
+import { membershipsOf, membershipsWithUsers, projectMemberRows, SEEN_BY_MEMBERS } from "../members/members.service";
 import { getUser, verifyLogin, type User } from "../users/users.service";
 import { hasActiveMembership } from "../members/members.service";
 import { currentCursor } from "../sync/sync.service";
 
-export function languagesPayload() {
-  return { languages: LANGUAGE_CODES, dictionary: LANGUAGES };
-}
 
 /**
  * The user a verified token of (`sub`, token version `tv`) still stands for: an active account
@@ -44,13 +38,7 @@ export function tokenHolder(tx: Tx, sub: string, tv: number): User | undefined {
 export function globalInit(tx: Tx, userGid: string) {
   const me = getUser(tx, userGid);
   if (!me) throw permissionDenied();
-  const mine = tx
-    .select({ m: memberships, p: projects })
-    .from(memberships)
-    .innerJoin(projects, eq(projects.gid, memberships.projectGid))
-    .where(eq(memberships.userGid, userGid))
-    .all()
-    .filter(({ m, p }) => p.owner === userGid || (p.status === "active" && (m.status === "active" || m.status === "invited")));
+  const mine = membershipsOf(tx, userGid).filter(({ m, p }) => p.owner === userGid || (p.status === "active" && (m.status === "active" || m.status === "invited")));
 
   const userProjects: Record<string, string[]> = {};
   const ccProjects: Record<string, unknown> = {};
@@ -91,7 +79,7 @@ export function globalInit(tx: Tx, userGid: string) {
 export function projectInit(ctx: Pick<Ctx, "hooks">, tx: Tx, userGid: string, projectGid: string, member: boolean) {
   const me = getUser(tx, userGid);
   if (!me) throw permissionDenied();
-  const owned = me.kind === "api" ? [] : tx.select().from(projects).where(eq(projects.owner, userGid)).all();
+  const owned = me.kind === "api" ? [] : projectsOwnedBy(tx, userGid);
   const userProjects: Record<string, string[]> = {};
   const ccProjects: Record<string, unknown> = {};
   for (const p of owned) {
@@ -101,7 +89,7 @@ export function projectInit(ctx: Pick<Ctx, "hooks">, tx: Tx, userGid: string, pr
   const ccUsers: Record<string, unknown> = { [me.gid]: userFull(me) };
   const ccMembers: unknown[] = [];
   const dictionaries: Record<string, Record<string, unknown>> = {};
-  const project = member ? tx.select().from(projects).where(eq(projects.gid, projectGid)).get() : undefined;
+  const project = member ? getProject(tx, projectGid) : undefined;
   let projectMembers: string[] = [];
   if (project) {
     ccProjects[project.gid] = projectFull(project);

@@ -11,7 +11,7 @@ import { missing } from "../../core/errors";
 import { projectAccess } from "../members/access.service";
 
 export const REINIT_WARNING = "Cursor is older than the retained change log: re-initialise";
-export const LIMIT_WARNING = "Sync limit reached: request again with the latest cursor until this warning is gone, or re-initialise";
+const LIMIT_WARNING = "Sync limit reached: request again with the latest cursor until this warning is gone, or re-initialise";
 
 type Row = typeof changes.$inferSelect;
 
@@ -20,7 +20,7 @@ function toItem(r: Row): SyncItem {
 }
 
 /** The highest cursor whose items have been pruned (0 when nothing was pruned). */
-export function retainedFloor(tx: Tx): number {
+function retainedFloor(tx: Tx): number {
   return Number(readMeta(tx, "changes.floor") ?? 0);
 }
 
@@ -35,7 +35,7 @@ export function currentCursor(tx: Tx): number {
 }
 
 /** `cc` items after `cursor` that the user may see, oldest first. */
-export function ccItemsAfter(tx: Tx, userGid: string, cursor: number, limit: number): SyncItem[] {
+function ccItemsAfter(tx: Tx, userGid: string, cursor: number, limit: number): SyncItem[] {
   return tx
     .select({ c: changes })
     .from(changeAudience)
@@ -48,7 +48,7 @@ export function ccItemsAfter(tx: Tx, userGid: string, cursor: number, limit: num
 }
 
 /** Items of one project after `cursor`, oldest first. */
-export function projectItemsAfter(tx: Tx, projectGid: string, cursor: number, limit: number): SyncItem[] {
+function projectItemsAfter(tx: Tx, projectGid: string, cursor: number, limit: number): SyncItem[] {
   return tx
     .select()
     .from(changes)

@@ -17,12 +17,12 @@ import type { Published } from "../../db/mutate";
 import { parseInitsync, type InitsyncRequest } from "./sync.initsync";
 
 /** Where the Socket.IO service listens (spec 4.4). */
-export const SYNC_PATH = "/sync/io";
+const SYNC_PATH = "/sync/io";
 
 const PING_INTERVAL_MS = 25_000;
 const PING_TIMEOUT_MS = 20_000;
 /** Sockets get a renewed JWT once this fraction of its life has passed. */
-export const RENEW_AT = 0.75;
+const RENEW_AT = 0.75;
 
 /** One connected socket and what it is subscribed to. */
 type Session = {

@@ -15,9 +15,9 @@ import { userFull, userShort } from "./users.forms";
 export type User = typeof users.$inferSelect;
 
 /** Usernames: 3 to 64 characters of letters, digits and `. _ - @ +`, starting with a letter or digit. */
-export const USERNAME_RULE = /^[A-Za-z0-9][A-Za-z0-9._@+-]{2,63}$/;
+const USERNAME_RULE = /^[A-Za-z0-9][A-Za-z0-9._@+-]{2,63}$/;
 /** Passwords: 8 to 256 characters with at least one letter and one digit or symbol. */
-export const PASSWORD_MIN = 8;
+const PASSWORD_MIN = 8;
 
 export function usernameIssues(tx: Tx, username: unknown, field = "username"): ValidationIssue[] {
   if (typeof username !== "string" || !USERNAME_RULE.test(username))

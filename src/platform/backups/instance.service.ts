@@ -20,8 +20,8 @@ import { readTar, TarWriter } from "./tar";
  * the server deletes it while the archive is written (a permanent deletion); a file added or
  * deleted around the copy is at worst an unreferenced extra (harmless).
  */
-export const MANIFEST = "apis-backup.json";
-export const DB_ENTRY = "apis.db";
+const MANIFEST = "apis-backup.json";
+const DB_ENTRY = "apis.db";
 const FORMAT = "apis-instance-backup";
 
 /** Top-level names of the data folder never put in an archive nor replaced by a restore. */
@@ -31,7 +31,7 @@ export type InstanceEntry = { path: string; size: number; sha256: string };
 export type InstanceManifest = { format: string; apis_version: string; schema: string; created_on: number; entries: InstanceEntry[] };
 export type OnProgress = (done: number, total: number) => void;
 
-export function instanceBackupsDir(dataDir: string): string {
+function instanceBackupsDir(dataDir: string): string {
   return join(dataDir, "backups", "instance");
 }
 

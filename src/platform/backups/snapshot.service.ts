@@ -24,7 +24,7 @@ import { VERSION } from "../../version";
  * later are included without registration.
  */
 export const FORMAT = "apis-project-backup";
-export const FORMAT_VERSION = 1;
+const FORMAT_VERSION = 1;
 
 /** Tables with a project_gid that describe work about a project rather than its data. */
 const NOT_PROJECT_DATA = new Set(["jobs", "backups"]);
@@ -96,7 +96,7 @@ function decode(v: unknown): unknown {
   return v;
 }
 
-export async function sha256File(path: string): Promise<string> {
+async function sha256File(path: string): Promise<string> {
   const h = createHash("sha256");
   for await (const chunk of createReadStream(path)) h.update(chunk as Buffer);
   return h.digest("hex");

@@ -19,7 +19,7 @@ export interface EmbeddedLibrary {
 }
 
 /** Cache folders tried in order: $XDG_CACHE_HOME/apis, ~/.cache/apis, then <tmp>/apis-<uid>. */
-export function libraryCacheRoots(env: Record<string, string | undefined> = process.env): string[] {
+function libraryCacheRoots(env: Record<string, string | undefined> = process.env): string[] {
   const roots: string[] = [];
   if (env.APIS_NATIVE_CACHE) roots.push(env.APIS_NATIVE_CACHE);
   if (env.XDG_CACHE_HOME?.startsWith("/")) roots.push(join(env.XDG_CACHE_HOME, "apis"));
@@ -75,7 +75,7 @@ function ensurePrivateDir(dir: string): void {
 }
 
 /** Writes the embedded library into `root` (once) and returns its path there. */
-export function installLibrary(lib: EmbeddedLibrary, root: string): string {
+function installLibrary(lib: EmbeddedLibrary, root: string): string {
   const dir = join(root, `libvips-${lib.sha256}`);
   const target = join(dir, lib.name);
   ensurePrivateDir(root);

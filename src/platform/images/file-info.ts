@@ -79,7 +79,7 @@ function looksLikeSvg(text: string): boolean {
 }
 
 /** Makes exifr output storable as JSON: dates as ISO strings, binary dropped, long strings cut. */
-export function jsonSafe(value: unknown, depth = 0): unknown {
+function jsonSafe(value: unknown, depth = 0): unknown {
   if (value === null || value === undefined) return undefined;
   if (typeof value === "string") return value.replace(/\0+$/g, "").slice(0, 2000);
   if (typeof value === "number") return Number.isFinite(value) ? value : undefined;
@@ -103,7 +103,7 @@ export function jsonSafe(value: unknown, depth = 0): unknown {
 }
 
 /** EXIF (with GPS), IPTC and XMP of an image file, merged into one flat object; {} when none or unreadable. */
-export async function extractMetadata(path: string): Promise<Record<string, unknown>> {
+async function extractMetadata(path: string): Promise<Record<string, unknown>> {
   try {
     const raw = await exifr.parse(path, {
       tiff: true,

@@ -34,22 +34,22 @@ export type MailVars = {
 export type MailKind = keyof MailVars;
 
 /** Languages that have their own texts. */
-export const MAIL_LANGUAGES = ["en", "de"] as const;
+const MAIL_LANGUAGES = ["en", "de"] as const;
 type MailLanguage = (typeof MAIL_LANGUAGES)[number];
 
 /** The mail language for a user's language code: `de`, `de-at`, ... → de; anything else → en. */
-export function mailLanguage(code: string | null | undefined): MailLanguage {
+function mailLanguage(code: string | null | undefined): MailLanguage {
   const base = String(code ?? "").toLowerCase().split(/[-_]/)[0];
   return (MAIL_LANGUAGES as readonly string[]).includes(base!) ? (base as MailLanguage) : "en";
 }
 
 /** The link an invitation mail carries: the client's invitation page with both gids. */
-export function invitationLink(baseUrl: string, projectGid: string, inviteeGid: string): string {
+function invitationLink(baseUrl: string, projectGid: string, inviteeGid: string): string {
   return `${baseUrl}/invite?project=${encodeURIComponent(projectGid)}&invitee=${encodeURIComponent(inviteeGid)}`;
 }
 
 /** The decline link of an invitation mail (same page, `action=decline`). */
-export function declineLink(baseUrl: string, projectGid: string, inviteeGid: string): string {
+function declineLink(baseUrl: string, projectGid: string, inviteeGid: string): string {
   return `${invitationLink(baseUrl, projectGid, inviteeGid)}&action=decline`;
 }
 

@@ -28,7 +28,7 @@ export function parseStorageName(name: string): StorageNameParts | undefined {
 }
 
 /** The folder of a project's originals (created on demand). */
-export function originalsDir(ctx: Pick<Ctx, "storage">, projectGid: string): string {
+function originalsDir(ctx: Pick<Ctx, "storage">, projectGid: string): string {
   const dir = join(ctx.storage.projectDir(projectGid), "originals");
   mkdirSync(dir, { recursive: true });
   return dir;

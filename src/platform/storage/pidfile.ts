@@ -7,7 +7,7 @@ import { join } from "node:path";
  * The instance restore CLI refuses to run while a live server holds the folder, and a second
  * server refuses to start on it.
  */
-export function pidFile(dataDir: string): string {
+function pidFile(dataDir: string): string {
   return join(dataDir, "apis.pid");
 }
 
