@@ -43,7 +43,7 @@ function cacheStatements(sqlite: Database, size = 512) {
 }
 
 /** The migrations compiled into this program, in drizzle's own format. */
-function migrationsMeta(): MigrationMeta[] {
+export function migrationsMeta(): MigrationMeta[] {
   return embeddedMigrations.map((m) => ({
     sql: m.sql.split("--> statement-breakpoint"),
     bps: m.breakpoints,

@@ -1,3 +1,4 @@
+import { jobCounts } from "./jobs/queue.service";
 import { statSync } from "node:fs";
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 import { VERSION } from "../version";
@@ -61,10 +62,7 @@ export class Metrics {
       labelNames: ["state"],
       registers,
       collect() {
-        const counts = new Map<string, number>([["queued", 0], ["processing", 0], ["done", 0], ["rejected", 0]]);
-        const rows = ctx.db.$client.query("SELECT status, count(*) AS n FROM jobs GROUP BY status").all() as { status: string; n: number }[];
-        for (const r of rows) counts.set(r.status, r.n);
-        for (const [state, n] of counts) this.set({ state }, n);
+        for (const [state, n] of jobCounts(ctx.db)) this.set({ state }, n);
       },
     });
     new Gauge({

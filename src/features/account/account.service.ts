@@ -1,4 +1,4 @@
-import { checkSignupPolicy } from "./signup.policy";
+import { checkSignupPolicy } from "./signup.service";
 import { and, asc, eq, sql } from "drizzle-orm";
 import { rmSync } from "node:fs";
 import type { Ctx } from "../../platform/context";

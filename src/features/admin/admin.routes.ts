@@ -1,10 +1,9 @@
 import { Elysia, t } from "elysia";
-import { mutate } from "../../db/mutate";
 import { authMacro } from "../../http/auth";
-import { ok } from "../../http/envelope";
+import { answer } from "../../http/envelope";
 import { describe } from "../../http/openapi";
 import type { Ctx } from "../../platform/context";
-import { adminUserForm, deactivateUser, listUsers, reactivateUser } from "./admin.service";
+import { deactivateAccount, listAccounts, reactivateAccount } from "./admin.service";
 
 const tags = ["admin"];
 const example = {
@@ -30,10 +29,6 @@ const listBody = t.Object({
  * docs/admin.md.
  */
 export function adminRoutes(ctx: Ctx) {
-  const list = ({ body, caller }: { body?: { status?: string; kind?: string }; caller: { user: Parameters<typeof listUsers>[1] } }) => {
-    const rows = listUsers(ctx.db, caller.user, body ?? {});
-    return ok({ users: rows.map((u) => u.gid), count: rows.length }, { users: Object.fromEntries(rows.map((u) => [u.gid, adminUserForm(u)])) });
-  };
   const listDetail = describe({
     summary: "Every account of the instance (admin only), oldest first; optional status and kind filters",
     tags,
@@ -42,40 +37,26 @@ export function adminRoutes(ctx: Ctx) {
   });
   return new Elysia({ prefix: "/api/admin" })
     .use(authMacro(ctx))
-    .post("/users/get", ({ body, caller }) => list({ body: body ?? undefined, caller }), { auth: true, body: t.Optional(listBody), detail: listDetail })
-    .get("/users/get", ({ caller }) => list({ caller }), { auth: true, detail: listDetail })
-    .post(
-      "/users/deactivate",
-      ({ body, caller }) => {
-        const u = mutate(ctx.db, ctx.hub, (tx, log) => deactivateUser(tx, log, caller.user, body.user));
-        return ok({ user: u.gid }, { users: { [u.gid]: adminUserForm(u) } });
-      },
-      {
-        auth: true,
-        body: userBody,
-        detail: describe({
-          summary: "Deactivate a person (admin only): no login, and its JWTs stop working at once",
-          tags,
-          example: { success: true, result: { user: example.gid }, data: { users: { [example.gid]: { ...example, admin: false, status: "inactive" } } } },
-          errors: [400, 403, 422],
-        }),
-      },
-    )
-    .post(
-      "/users/reactivate",
-      ({ body, caller }) => {
-        const u = mutate(ctx.db, ctx.hub, (tx, log) => reactivateUser(tx, log, caller.user, body.user));
-        return ok({ user: u.gid }, { users: { [u.gid]: adminUserForm(u) } });
-      },
-      {
-        auth: true,
-        body: userBody,
-        detail: describe({
-          summary: "Let a deactivated person log in again (admin only)",
-          tags,
-          example: { success: true, result: { user: example.gid }, data: { users: { [example.gid]: { ...example, admin: false } } } },
-          errors: [400, 403, 422],
-        }),
-      },
-    );
+    .post("/users/get", ({ body, actor }) => answer(listAccounts(ctx, actor, body ?? {})), { auth: true, body: t.Optional(listBody), detail: listDetail })
+    .get("/users/get", ({ actor }) => answer(listAccounts(ctx, actor)), { auth: true, detail: listDetail })
+    .post("/users/deactivate", ({ body, actor }) => answer(deactivateAccount(ctx, actor, body)), {
+      auth: true,
+      body: userBody,
+      detail: describe({
+        summary: "Deactivate a person (admin only): no login, and its JWTs stop working at once",
+        tags,
+        example: { success: true, result: { user: example.gid }, data: { users: { [example.gid]: { ...example, admin: false, status: "inactive" } } } },
+        errors: [400, 403, 422],
+      }),
+    })
+    .post("/users/reactivate", ({ body, actor }) => answer(reactivateAccount(ctx, actor, body)), {
+      auth: true,
+      body: userBody,
+      detail: describe({
+        summary: "Let a deactivated person log in again (admin only)",
+        tags,
+        example: { success: true, result: { user: example.gid }, data: { users: { [example.gid]: { ...example, admin: false } } } },
+        errors: [400, 403, 422],
+      }),
+    });
 }

@@ -1,9 +1,10 @@
-import { asc } from "drizzle-orm";
-import type { Tx } from "../../db/connection";
-import type { ChangeLog } from "../../db/mutate";
+import type { Actor } from "../../core/actor";
+import type { Answer } from "../../core/answer";
 import { forbidden, unprocessable } from "../../core/errors";
-import { users } from "../users/users.table";
-import { getUser, updateUser, type User } from "../users/users.service";
+import { mutate } from "../../db/mutate";
+import type { Tx } from "../../db/connection";
+import type { Ctx } from "../../platform/context";
+import { getUser, listUsers, updateUser, type User } from "../users/users.service";
 
 /** What an admin sees of an account (never its password hash or token version). */
 export function adminUserForm(u: User) {
@@ -20,20 +21,22 @@ export function adminUserForm(u: User) {
   };
 }
 
-/** Throws 403 unless the caller is an instance admin. */
-export function requireAdmin(caller: User): void {
-  if (!caller.admin) throw forbidden("Not an instance admin");
+/** Throws 403 unless the actor is an instance admin (API users never are). */
+function requireAdmin(tx: Tx, actor: Actor): User {
+  const me = actor.kind === "person" ? getUser(tx, actor.userGid) : undefined;
+  if (!me?.admin) throw forbidden("Not an instance admin");
+  return me;
 }
 
-/** Every account, oldest first, optionally of one status and/or kind. */
-export function listUsers(tx: Tx, caller: User, filter: { status?: string; kind?: string } = {}): User[] {
-  requireAdmin(caller);
-  return tx
-    .select()
-    .from(users)
-    .orderBy(asc(users.createdOn), asc(users.gid))
-    .all()
-    .filter((u) => (!filter.status || u.status === filter.status) && (!filter.kind || u.kind === filter.kind));
+const oneUser = (u: User): Answer => ({ result: { user: u.gid }, data: { users: { [u.gid]: adminUserForm(u) } } });
+
+/** `admin/users/get`: every account, oldest first, optionally of one status and/or kind (admin only). */
+export function listAccounts(ctx: Ctx, actor: Actor, filter: { status?: string; kind?: string } = {}): Answer {
+  requireAdmin(ctx.db, actor);
+  const rows = listUsers(ctx.db)
+    .filter((u) => (!filter.status || u.status === filter.status) && (!filter.kind || u.kind === filter.kind))
+    .sort((a, b) => a.createdOn - b.createdOn || a.gid.localeCompare(b.gid));
+  return { result: { users: rows.map((u) => u.gid), count: rows.length }, data: { users: Object.fromEntries(rows.map((u) => [u.gid, adminUserForm(u)])) } };
 }
 
 /** The person account an admin acts on: it must exist and be a person (API users belong to their project). */
@@ -44,19 +47,23 @@ function target(tx: Tx, gid: string): User {
   return u;
 }
 
-/** Locks an active person out: no login, and every JWT it holds stops working at once. */
-export function deactivateUser(tx: Tx, log: ChangeLog, caller: User, gid: string): User {
-  requireAdmin(caller);
-  if (gid === caller.gid) throw unprocessable("An admin cannot deactivate their own account", { user: gid });
-  const u = target(tx, gid);
-  if (u.status !== "active") throw unprocessable(`The user is ${u.status}, not active`, { user: gid, status: u.status });
-  return updateUser(tx, log, gid, { status: "inactive", tokenVersion: u.tokenVersion + 1 });
+/** `admin/users/deactivate`: locks an active person out; every JWT it holds stops working at once. */
+export function deactivateAccount(ctx: Ctx, actor: Actor, input: { user: string }): Answer {
+  return mutate(ctx.db, ctx.hub, (tx, log) => {
+    const me = requireAdmin(tx, actor);
+    if (input.user === me.gid) throw unprocessable("An admin cannot deactivate their own account", { user: input.user });
+    const u = target(tx, input.user);
+    if (u.status !== "active") throw unprocessable(`The user is ${u.status}, not active`, { user: u.gid, status: u.status });
+    return oneUser(updateUser(tx, log, u.gid, { status: "inactive", tokenVersion: u.tokenVersion + 1 }));
+  });
 }
 
-/** Lets a deactivated person log in again (with the same password). */
-export function reactivateUser(tx: Tx, log: ChangeLog, caller: User, gid: string): User {
-  requireAdmin(caller);
-  const u = target(tx, gid);
-  if (u.status !== "inactive") throw unprocessable(`The user is ${u.status}, not inactive`, { user: gid, status: u.status });
-  return updateUser(tx, log, gid, { status: "active" });
+/** `admin/users/reactivate`: lets a deactivated person log in again (with the same password). */
+export function reactivateAccount(ctx: Ctx, actor: Actor, input: { user: string }): Answer {
+  return mutate(ctx.db, ctx.hub, (tx, log) => {
+    requireAdmin(tx, actor);
+    const u = target(tx, input.user);
+    if (u.status !== "inactive") throw unprocessable(`The user is ${u.status}, not inactive`, { user: u.gid, status: u.status });
+    return oneUser(updateUser(tx, log, u.gid, { status: "active" }));
+  });
 }

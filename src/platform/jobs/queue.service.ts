@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, inArray, lt } from "drizzle-orm";
+import { and, asc, desc, eq, inArray, lt, sql } from "drizzle-orm";
 import { newGid, now } from "../../core/ids";
 import { sqliteOf, type Tx } from "../../db/connection";
 import type { ChangeLog } from "../../db/mutate";
@@ -117,6 +117,13 @@ export function recentJobs(tx: Tx, limit: number): Job[] {
 }
 
 /** Deletes finished (done or rejected) jobs last changed before `before`; returns how many. */
+/** How many jobs are in each state (for /metrics). */
+export function jobCounts(tx: Tx): Map<string, number> {
+  const counts = new Map<string, number>([["queued", 0], ["processing", 0], ["done", 0], ["rejected", 0]]);
+  for (const r of tx.select({ status: jobs.status, n: sql<number>`count(*)` }).from(jobs).groupBy(jobs.status).all()) counts.set(r.status, r.n);
+  return counts;
+}
+
 export function pruneJobs(tx: Tx, before: number): number {
   return tx
     .delete(jobs)
