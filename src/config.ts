@@ -84,6 +84,8 @@ export const settings = {
   scheduleCodes: { env: "APIS_SCHEDULE_CODES", flag: "schedule-codes", schema: cron, default: "5 * * * *", help: "cron for deleting verification codes expired over a day ago" },
   scheduleBackups: { env: "APIS_SCHEDULE_BACKUPS", flag: "schedule-backups", schema: cron, default: "off", help: "cron for automatic backups of every active project changed since its last backup" },
   backupsKeep: { env: "APIS_BACKUPS_KEEP", flag: "backups-keep", schema: int(1, 10000), default: 7, help: "scheduled backups kept per project (older ones are deleted; manual ones are kept)" },
+  scheduleInstanceBackups: { env: "APIS_SCHEDULE_INSTANCE_BACKUPS", flag: "schedule-instance-backups", schema: cron, default: "off", help: "cron for automatic instance backups (one archive of the data folder in <data>/backups/instance; off disables)" },
+  instanceBackupsKeep: { env: "APIS_INSTANCE_BACKUPS_KEEP", flag: "instance-backups-keep", schema: int(1, 10000), default: 7, help: "scheduled instance archives kept (older ones are deleted; ones made by apis backup create are kept)" },
   syncMaxBytes: { env: "APIS_SYNC_MAX_BYTES", flag: "sync-max-bytes", schema: size(1024, 100 * 1024 * 1024), default: 100_000, help: "largest message or polling body a /sync/io client may send (bytes or with K, M)" },
   corsOrigins: { env: "APIS_CORS_ORIGINS", flag: "cors-origins", schema: z.string(), default: "*", help: "comma-separated origins allowed for browsers and /sync/io; * allows all" },
   trustProxy: { env: "APIS_TRUST_PROXY", flag: "trust-proxy", schema: bool, default: false, help: "take the client address from X-Forwarded-For" },

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { loadConfig } from "../../src/config";
@@ -10,6 +10,9 @@ import { projects } from "../../src/features/projects/projects.table";
 import { openInstance } from "../../src/app/instance";
 import { projectTables, walkFiles, writeSnapshot } from "../../src/platform/backups/snapshot.service";
 import { scheduleBackups } from "../../src/features/backups/backups.service";
+import { housekeepingTasks } from "../../src/features";
+import { readTar } from "../../src/platform/backups/tar";
+import { runHousekeeping } from "../../src/platform/jobs/schedules";
 import { createPerson, hashPassword } from "../../src/features/users/users.service";
 import { eq, and } from "drizzle-orm";
 import { servedUrl, TestServer, tokenOf, until as waitUntil } from "../helpers/server";
@@ -386,12 +389,12 @@ describe("instance backup CLI", () => {
       expect(listing.some((n) => n.startsWith("backups/") || n.startsWith("tmp/"))).toBe(false);
 
       // A running server holds its folder: restore refuses.
-      const refused = apis("backup", "restore", archive, "--data", srv.dataDir);
+      const refused = apis("backup", "restore", archive, "--data", srv.dataDir, "--yes");
       expect(refused.code).toBe(1);
       expect(refused.err).toMatch(/server \(pid \d+\) is using/);
 
       const target = join(work, "restored");
-      const restored = apis("backup", "restore", archive, "--data", target);
+      const restored = apis("backup", "restore", archive, "--data", target, "--yes");
       expect(restored.err).toBe("");
       expect(restored.code).toBe(0);
       const other = await TestServer.start({}, target);
@@ -450,6 +453,118 @@ describe("instance backup CLI", () => {
     expect(apis("backup", "verify", join(srv.dataDir, "nope.tar")).code).toBe(2);
     expect(apis("backup", "frobnicate").code).toBe(2);
   }, 30_000);
+});
+
+describe("instance archives: modes, confirmation, schedule", () => {
+  const root = join(import.meta.dir, "../..");
+  const apis = (...args: string[]) => {
+    const r = Bun.spawnSync([process.execPath, "src/main.ts", ...args], { cwd: root, env: { ...process.env, APIS_LOG_LEVEL: "silent" } });
+    return { code: r.exitCode, out: r.stdout.toString(), err: r.stderr.toString() };
+  };
+  const modeOf = (f: string) => statSync(f).mode & 0o777;
+
+  test("an archive is written 0600, keeps every file's mode, and a restore gives them back with jwt.secret at 0600", async () => {
+    const work = mkdtempSync(join(tmpdir(), "apis-modes-"));
+    const secret = join(srv.dataDir, "jwt.secret");
+    const shared = join(srv.ctx.storage.projectDir(project), "originals", "shared~1.bin");
+    const script = join(srv.ctx.storage.projectDir(project), "originals", "tool~1.sh");
+    writeFileSync(shared, "shared bytes");
+    writeFileSync(script, "#!/bin/sh\n");
+    chmodSync(shared, 0o640);
+    chmodSync(script, 0o750);
+    // As an older archive or a careless admin could have it: the restore still leaves it 0600.
+    chmodSync(secret, 0o644);
+    try {
+      const archive = join(work, "modes.tar");
+      expect(apis("backup", "create", "--data", srv.dataDir, "--out", archive).code).toBe(0);
+      expect(modeOf(archive)).toBe(0o600);
+      const modes = new Map<string, number>();
+      await readTar(archive, (e) => {
+        modes.set(e.name, e.mode);
+        return null;
+      });
+      const rel = (f: string) => f.slice(srv.dataDir.length + 1);
+      expect(modes.get(rel(shared))).toBe(0o640);
+      expect(modes.get(rel(script))).toBe(0o750);
+      expect(modes.get("jwt.secret")).toBe(0o644);
+      // Any tar reads it, modes included.
+      expect(Bun.spawnSync(["tar", "-tvf", archive]).stdout.toString()).toMatch(/-rwxr-x--- .*tool~1\.sh/);
+
+      const target = join(work, "restored");
+      const r = apis("backup", "restore", archive, "--data", target, "--yes");
+      expect(r.err).toBe("");
+      expect(r.code).toBe(0);
+      expect(modeOf(join(target, rel(shared)))).toBe(0o640);
+      expect(modeOf(join(target, rel(script)))).toBe(0o750);
+      expect(modeOf(join(target, "jwt.secret"))).toBe(0o600);
+      expect(readFileSync(join(target, "jwt.secret"), "utf8")).toBe(readFileSync(secret, "utf8"));
+    } finally {
+      chmodSync(secret, 0o600);
+      rmSync(shared, { force: true });
+      rmSync(script, { force: true });
+      rmSync(work, { recursive: true, force: true });
+    }
+  }, 30_000);
+
+  test("restore asks on a terminal and changes nothing unless the answer is yes; without a terminal it needs --yes", async () => {
+    const work = mkdtempSync(join(tmpdir(), "apis-confirm-"));
+    try {
+      const archive = join(work, "a.tar");
+      expect(apis("backup", "create", "--data", srv.dataDir, "--out", archive).code).toBe(0);
+      const target = join(work, "target");
+      const answer = async (typed: string) => {
+        let screen = "";
+        const proc = Bun.spawn([process.execPath, "src/main.ts", "backup", "restore", archive, "--data", target], {
+          cwd: root,
+          env: { ...process.env, APIS_LOG_LEVEL: "silent" },
+          terminal: { cols: 200, rows: 24, data: (_t, bytes) => (screen += new TextDecoder().decode(bytes)) },
+        });
+        await until(() => screen.includes("Type yes to restore: "), 20_000);
+        expect(screen).toContain(archive);
+        proc.terminal!.write(`${typed}\r`);
+        return { code: await proc.exited, screen };
+      };
+      const no = await answer("no");
+      expect(no.code).toBe(1);
+      expect(no.screen).toContain("nothing was changed");
+      expect(existsSync(join(target, "apis.db"))).toBe(false);
+
+      const piped = apis("backup", "restore", archive, "--data", target);
+      expect(piped.code).toBe(2);
+      expect(piped.err).toContain("--yes");
+      expect(existsSync(join(target, "apis.db"))).toBe(false);
+
+      const yes = await answer("yes");
+      expect(yes.code).toBe(0);
+      expect(yes.screen).toContain("restored");
+      expect(existsSync(join(target, "apis.db"))).toBe(true);
+    } finally {
+      rmSync(work, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  test("scheduled instance backups are off by default and keep only the newest --instance-backups-keep, never manual archives", async () => {
+    const task = housekeepingTasks().find((t) => t.name === "instance-backups")!;
+    expect(task).toBeDefined();
+    expect(task.schedule(loadConfig({}, {}))).toBe("off");
+    expect(task.schedule(loadConfig({ "schedule-instance-backups": "0 2 * * *" }, {}))).toBe("0 2 * * *");
+    const dir = join(srv.dataDir, "backups", "instance");
+    rmSync(dir, { recursive: true, force: true });
+    expect(apis("backup", "create", "--data", srv.dataDir).code).toBe(0);
+    const manual = readdirSync(dir);
+    expect(manual).toHaveLength(1);
+    const ctx = { ...srv.ctx, config: { ...srv.ctx.config, instanceBackupsKeep: 2 } };
+    const made: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const run = await runHousekeeping(ctx, task);
+      expect(run.ok).toBe(true);
+      made.push(readdirSync(dir).filter((n) => n.startsWith("apis-scheduled-") && !made.includes(n))[0]!);
+    }
+    const left = readdirSync(dir).sort();
+    expect(left).toEqual([...manual, ...made.slice(2)].sort());
+    for (const n of left) expect(modeOf(join(dir, n))).toBe(0o600);
+    expect(JSON.parse(apis("backup", "verify", join(dir, made[3]!), "--json").out).ok).toBe(true);
+  }, 60_000);
 });
 
 describe("backup folders", () => {
