@@ -18,14 +18,19 @@ const MAX_METADATA_COLUMNS = 200;
 
 export type WorksheetInput = { parent?: unknown; recursive?: unknown; columns?: unknown; "page.size"?: unknown; "page.cursor"?: unknown };
 
+/** `obj[key]` for an own member only: a client's column `constructor` is not Object's. */
+function own(obj: Record<string, unknown> | null | undefined, key: string): unknown {
+  return obj && Object.hasOwn(obj, key) ? obj[key] : undefined;
+}
+
 function cell(a: Asset, column: string): unknown {
   const f = assetForm(a) as Record<string, unknown>;
-  if (column in f) return f[column] ?? null;
+  if (Object.hasOwn(f, column)) return f[column] ?? null;
   if (column.startsWith("metadata.")) {
     const k = column.slice(9);
-    return a.metadata?.[k] ?? a.extracted?.[k] ?? null;
+    return own(a.metadata, k) ?? own(a.extracted, k) ?? null;
   }
-  if (column.startsWith("extracted.")) return a.extracted?.[column.slice(10)] ?? null;
+  if (column.startsWith("extracted.")) return own(a.extracted, column.slice(10)) ?? null;
   return null;
 }
 
@@ -66,7 +71,7 @@ export function worksheet(tx: Tx, projectGid: string, input: WorksheetInput) {
   if (input.columns !== undefined && input.columns !== null) {
     if (!Array.isArray(input.columns) || !input.columns.length || input.columns.length > 300 || input.columns.some((c) => typeof c !== "string"))
       throw badRequest("Invalid parameter", { "Invalid parameter": "columns", expected: "an array of column names" });
-    for (const c of input.columns as string[]) if (c !== "gid" && !WORKSHEET_BASE_COLUMNS.includes(c) && !(c in assetFormKeys)) fieldSql(c, "columns");
+    for (const c of input.columns as string[]) if (c !== "gid" && !WORKSHEET_BASE_COLUMNS.includes(c) && !assetFormKeys.has(c)) fieldSql(c, "columns");
     columns = ["gid", ...(input.columns as string[]).filter((c) => c !== "gid")];
   } else {
     const keys = new Set<string>();
@@ -95,6 +100,6 @@ export function worksheet(tx: Tx, projectGid: string, input: WorksheetInput) {
 }
 
 /** Members of the asset form a worksheet may show as columns. */
-const assetFormKeys: Record<string, true> = Object.fromEntries(
-  ["gid", "parent", "type", "name", "extension", "mime", "size", "version", "storage_name", "sha256", "width", "height", "format", "pages", "status", "published", "public_name", "created_on", "updated_on", "created_by", "updated_by", "deleted_on"].map((k) => [k, true]),
+const assetFormKeys: ReadonlySet<string> = new Set(
+  ["gid", "parent", "type", "name", "extension", "mime", "size", "version", "storage_name", "sha256", "width", "height", "format", "pages", "status", "published", "public_name", "created_on", "updated_on", "created_by", "updated_by", "deleted_on"],
 );
