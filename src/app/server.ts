@@ -1,6 +1,7 @@
 import { publicBaseUrl, type Config } from "../config";
 import { features as allFeatures, housekeepingTasks, type Feature } from "../features";
 import { SyncServer } from "../features/sync/sync.socket";
+import { checkBody } from "../http/body-limits";
 import { Cors } from "../http/cors";
 import { startSchedules } from "../platform/jobs/schedules";
 import { claimDataDir, releaseDataDir } from "../platform/storage/pidfile";
@@ -21,16 +22,21 @@ export async function startServer(config: Config, opts: { features?: readonly Fe
   // Browsers on other origins (APIS_CORS_ORIGINS): preflights answered, the JWT header exposed.
   const cors = new Cors(config);
   const withCors = async (req: Request) => cors.decorate(req, await appFetch(req));
+  // The largest body any route takes: an upload plus room for its form fields.
+  const hardMax = Math.max(config.uploadMaxBytes, config.imageMaxBytes) + 1024 * 1024;
   const server = Bun.serve({
     port: config.port,
     hostname: config.host,
-    maxRequestBodySize: Math.max(config.uploadMaxBytes, config.imageMaxBytes) + 1024 * 1024,
+    // Bun's own limit answers a bare 413 with no body before our code runs: set out of reach, and
+    // the limits are applied by checkBody, the JSON parser and the upload reader (src/http/body-limits.ts).
+    maxRequestBodySize: Number.MAX_SAFE_INTEGER,
     // Public media files are answered by Bun itself before the app (src/features/media/media.routes.ts).
     routes: Object.assign({}, ...features.map((f) => f.serveRoutes?.(ctx) ?? {})),
     fetch: (req, srv) => {
       if (sync.handles(req)) return sync.handleRequest(req, srv);
-      if (!req.headers.has("origin")) return appFetch(req);
-      return cors.preflight(req) ?? withCors(req);
+      const checked = checkBody(req, hardMax);
+      if (!req.headers.has("origin")) return checked instanceof Response ? checked : appFetch(checked);
+      return cors.preflight(req) ?? (checked instanceof Response ? cors.decorate(req, checked) : withCors(checked));
     },
     websocket: sync.websocket,
     error(err) {

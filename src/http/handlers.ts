@@ -2,6 +2,7 @@ import { Elysia } from "elysia";
 import type { Ctx } from "../platform/context";
 import { newGid } from "../core/ids";
 import { errorResponse } from "./envelope";
+import { readCappedText } from "./body-limits";
 import { ApiError, badRequest, missing } from "../core/errors";
 
 /** The first required member of a TypeBox object schema that `value` lacks. */
@@ -22,6 +23,13 @@ function validationToApiError(err: any): ApiError {
   const first = err.valueError ?? err.all?.[0];
   const path = String(first?.path ?? "").replace(/^\//, "").replace(/\//g, ".") || "body";
   return badRequest("Invalid parameter", { "Invalid parameter": path, expected: first?.schema?.description ?? first?.message ?? "a valid value" });
+}
+
+/** Whether an error is the request body stream failing because the client closed the connection. */
+function isClientAbort(error: unknown): boolean {
+  const e = error as { name?: string; code?: string; message?: string } | null;
+  if (!e || typeof e !== "object") return false;
+  return e.name === "AbortError" || e.code === "ECONNRESET" || e.code === "ERR_STREAM_PREMATURE_CLOSE" || /aborted|connection (was )?closed|socket hang up/i.test(e.message ?? "");
 }
 
 /** Routes as [method, regex] to tell a wrong method (405) from an unknown path (404). */
@@ -66,6 +74,11 @@ export function errorHandling(ctx: Ctx) {
         // Elysia's own client errors (for example a body too large).
         return errorResponse(new ApiError(status, status === 413 ? "Payload too large" : "Bad request"));
       }
+      if (request.signal.aborted || isClientAbort(error)) {
+        // The client went away (an upload cancelled, a connection dropped): nothing is wrong here.
+        ctx.log.info("request aborted by the client", { method: request.method, path: new URL(request.url).pathname });
+        return errorResponse(new ApiError(400, "Request aborted", { reason: "the client closed the connection before the body was read" }));
+      }
       const requestId = newGid(12);
       ctx.log.error("internal error", { request_id: requestId, method: request.method, url: request.url, error: String((error as Error)?.stack ?? error) });
       return errorResponse(new ApiError(500, "Internal server error", { request_id: requestId }));
@@ -75,11 +88,14 @@ export function errorHandling(ctx: Ctx) {
 /**
  * Parses request bodies as JSON whatever the content type says (clients do not always send one;
  * curl -d says form-urlencoded). An empty body is {}; a form body that is not JSON is read as a form.
+ * At most `maxBytes` are read (`--json-max-bytes`); more is the enveloped 413.
  */
-export function jsonBodies(app: Elysia<any>) {
-  return app.onParse({ as: "global" }, async ({ request, contentType }) => {
+export function jsonBodies(maxBytes: number) {
+  return (app: Elysia<any>) =>
+    app.onParse({ as: "global" }, async ({ request, contentType }) => {
     if (contentType?.startsWith("multipart/form-data")) return;
-    const text = await request.text();
+    // Counted while read: past --json-max-bytes is a 413 without holding the rest (src/http/body-limits.ts).
+    const text = await readCappedText(request, maxBytes);
     const trimmed = text.trim();
     if (trimmed === "") return {};
     if (contentType?.startsWith("application/x-www-form-urlencoded") && !/^[[{]/.test(trimmed)) {
@@ -97,5 +113,5 @@ export function jsonBodies(app: Elysia<any>) {
       throw badRequest("Malformed request body", { reason: "The body must be a JSON object" });
     }
     return value;
-  });
+    });
 }
