@@ -283,6 +283,45 @@ describe("project backups", () => {
   });
 });
 
+describe("API users in project backups", () => {
+  test("a restore gives API users back their names, keys and rate limits, returns deleted ones and removes later ones", async () => {
+    const keys = await srv.project(alice.token, "Keys");
+    const call = (path: string, body: Record<string, unknown> = {}) => srv.call(`/api/p/${keys}/${path}`, { token: alice.token, body });
+    const made = async (name: string, rate?: number) => {
+      const r = await call("apikeys/create", { name, ...(rate ? { rate_limit_per_second: rate } : {}) });
+      expect(r.status).toBe(200);
+      return { gid: r.body.result.user as string, key: r.body.result.api_key as string };
+    };
+    const feed = await made("Feed", 5);
+    const gone = await made("Gone");
+    let since = await cursor(alice.token);
+    const b = await call("backups/create", { name: "keys" });
+    await finished(srv, alice.token, b.body.result["job.token"], since);
+
+    expect((await call("apikeys/update", { user: feed.gid, name: "Feed v2", rate_limit_per_second: 9 })).status).toBe(200);
+    expect((await call("apikeys/delete", { user: gone.gid })).status).toBe(200);
+    const later = await made("Later");
+
+    since = await cursor(alice.token);
+    const r = await call("backups/restore", { backup: b.body.result.backup });
+    const items = await finished(srv, alice.token, r.body.result["job.token"], since);
+    expect(items.at(-1).data.status).toBe("done");
+
+    const list = await call("apikeys/get");
+    expect([...list.body.result.apikeys].sort()).toEqual([feed.gid, gone.gid].sort());
+    expect(list.body.data["cc.users"][feed.gid].name).toBe("Feed");
+    expect(list.body.data["cc.users"][gone.gid].name).toBe("Gone");
+    const rates = Object.fromEntries((list.body.data["cc.projects_members"] as any[]).map((m) => [m.user_gid, m.options?.rate_limit_per_second ?? null]));
+    expect(rates[feed.gid]).toBe(5);
+    expect(srv.ctx.db.$client.query("SELECT count(*) AS n FROM users WHERE gid = ?").get(later.gid)).toEqual({ n: 0 });
+    // The keys of the backup work again; the later one does not.
+    expect((await srv.call(`/api/p/${keys}/auth`, { body: { api_key: gone.key } })).status).toBe(200);
+    expect((await srv.call(`/api/p/${keys}/auth`, { body: { api_key: later.key } })).status).not.toBe(200);
+    const cc = await srv.ccItems(alice.token, since);
+    expect(cc).toEqual(expect.arrayContaining([`UPDATE cc.users ${feed.gid}`, `INSERT cc.users ${gone.gid}`, `DELETE cc.users ${later.gid}`]));
+  }, 30_000);
+});
+
 describe("crash during a backup", () => {
   test("a server killed with SIGKILL in the middle of a backup job finishes it after a restart", async () => {
     const dir = mkdtempSync(join(tmpdir(), "apis-kill-"));
@@ -558,7 +597,7 @@ describe("instance archives: modes, confirmation, schedule", () => {
     for (let i = 0; i < 4; i++) {
       const run = await runHousekeeping(ctx, task);
       expect(run.ok).toBe(true);
-      made.push(readdirSync(dir).filter((n) => n.startsWith("apis-scheduled-") && !made.includes(n))[0]!);
+      made.push(/^wrote (apis-scheduled-\S+\.tar) /.exec(run.summary)![1]!);
     }
     const left = readdirSync(dir).sort();
     expect(left).toEqual([...manual, ...made.slice(2)].sort());
