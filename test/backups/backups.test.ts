@@ -10,7 +10,8 @@ import { projects } from "../../src/features/projects/projects.table";
 import { openInstance } from "../../src/app/instance";
 import { projectTables, walkFiles, writeSnapshot } from "../../src/platform/backups/snapshot.service";
 import { scheduleBackups } from "../../src/features/backups/backups.service";
-import { housekeepingTasks } from "../../src/features";
+import { features, housekeepingTasks, type Feature } from "../../src/features";
+import type { JobKind } from "../../src/platform/jobs/runner";
 import { readTar } from "../../src/platform/backups/tar";
 import { runHousekeeping } from "../../src/platform/jobs/schedules";
 import { createPerson, hashPassword } from "../../src/features/users/users.service";
@@ -319,6 +320,59 @@ describe("API users in project backups", () => {
     expect((await srv.call(`/api/p/${keys}/auth`, { body: { api_key: later.key } })).status).not.toBe(200);
     const cc = await srv.ccItems(alice.token, since);
     expect(cc).toEqual(expect.arrayContaining([`UPDATE cc.users ${feed.gid}`, `INSERT cc.users ${gone.gid}`, `DELETE cc.users ${later.gid}`]));
+  }, 30_000);
+});
+
+describe("permanent deletion during a backup", () => {
+  test("deleting a project for good while its backup runs stops the job first, logs no error and leaves no backup folder", async () => {
+    // The real backup job, each progress step slowed so the deletion lands in the middle of it.
+    const slowed: Feature[] = features.map((f) => {
+      if (f.name !== "backups" || !f.jobs) return f;
+      const real = f.jobs["backups.create"]!;
+      const handler: JobKind["handler"] = (ctx, job, progress) =>
+        real.handler(ctx, job, {
+          signal: progress.signal,
+          set: (i) => progress.set(i),
+          total: (n) => progress.total(n),
+          yield: () => progress.yield(),
+          step: async (n) => {
+            await Bun.sleep(25);
+            return progress.step(n);
+          },
+        });
+      return { ...f, jobs: { ...f.jobs, "backups.create": { ...real, handler } } };
+    });
+    const s = await TestServer.start({}, undefined, slowed);
+    const errors: string[] = [];
+    const logError = s.ctx.log.error.bind(s.ctx.log);
+    s.ctx.log.error = (msg: string, extra?: Record<string, unknown>) => {
+      errors.push(`${msg} ${JSON.stringify(extra ?? {})}`);
+      logError(msg, extra);
+    };
+    try {
+      const ann = await s.user("ann");
+      const gid = await s.project(ann.token, "Doomed");
+      for (let i = 0; i < 60; i++) writeProjectFile(s, gid, `originals/f${i}~1.bin`, `file ${i}`);
+      const since = await s.ccCursor(ann.token);
+      const started = await s.call(`/api/p/${gid}/backups/create`, { token: ann.token, body: { name: "running" } });
+      const job = started.body.result["job.token"];
+      const folder = join(s.dataDir, "backups", "projects", gid);
+      await until(() => s.ctx.jobs.busy === 1 && existsSync(folder) && readdirSync(folder).length > 0);
+      expect((await s.call("/api/projects/delete", { token: ann.token, body: { project: gid } })).status).toBe(200);
+      const gone = await s.call("/api/projects/permanent_delete", { token: ann.token, body: { project: gid } });
+      expect(gone.status).toBe(200);
+      expect(s.ctx.jobs.busy).toBe(0);
+      expect(existsSync(folder)).toBe(false);
+      expect(existsSync(s.ctx.storage.projectDir(gid))).toBe(false);
+      const items = (await s.call("/sync/get", { token: ann.token, body: { cc_cursor: since } })).body.result.sync as any[];
+      const last = items.filter((i) => i.data_type === "jobs" && i.data_key === job).at(-1);
+      expect(last.data).toMatchObject({ status: "rejected", info: { error: "The project is being deleted" } });
+      // Nothing of it is left running or queued, and nothing complained.
+      expect(s.ctx.db.$client.query("SELECT count(*) AS n FROM jobs WHERE project_gid = ?").get(gid)).toEqual({ n: 0 });
+      expect(errors).toEqual([]);
+    } finally {
+      await s.stop();
+    }
   }, 30_000);
 });
 

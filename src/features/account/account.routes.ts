@@ -9,6 +9,7 @@ import { describe } from "../../http/openapi";
 import { authRules, clientAddress, limiterOf, throttle } from "../../http/ratelimit";
 import { newGid } from "../../core/ids";
 import { squareImage } from "../../platform/images/images";
+import { deletedProjectsOwnedBy } from "../projects/projects.service";
 import {
   completeEmailChange,
   completePasswordReset,
@@ -170,9 +171,12 @@ export function accountRoutes(ctx: Ctx) {
     )
     .post(
       "/api/account/delete",
-      ({ caller, set }) => {
+      async ({ caller, set }) => {
         requirePerson(caller.user);
-        const { avatar } = mutate(ctx.db, ctx.hub, (tx, log) => deleteAccount(tx, log, ctx.storage, caller.user.gid));
+        // The deleted projects it owns are removed for good: their jobs stop first.
+        const { avatar } = await ctx.jobs.withProjectsStopped(deletedProjectsOwnedBy(ctx.db, caller.user.gid), () =>
+          mutate(ctx.db, ctx.hub, (tx, log) => deleteAccount(tx, log, ctx.storage, caller.user.gid)),
+        );
         removeAvatarFile(ctx.storage, avatar);
         // The account is gone: no token to hand back.
         delete set.headers.authorization;

@@ -133,11 +133,15 @@ export function projectRoutes(ctx: Ctx) {
     )
     .post(
       "/permanent_delete",
-      ({ body, caller }) => {
-        mutate(ctx.db, ctx.hub, (tx, log) => {
-          ownedProject(tx, body.project, caller.user.gid);
-          permanentlyDeleteProject(tx, log, ctx.storage, body.project);
-        });
+      async ({ body, caller }) => {
+        ownedProject(ctx.db, body.project, caller.user.gid);
+        // Its running jobs (a backup, a bulk change) stop first: none writes to a vanished project.
+        await ctx.jobs.withProjectsStopped([body.project], () =>
+          mutate(ctx.db, ctx.hub, (tx, log) => {
+            ownedProject(tx, body.project, caller.user.gid);
+            permanentlyDeleteProject(tx, log, ctx.storage, body.project);
+          }),
+        );
         return ok({ project: body.project }, { "cc.projects": {} });
       },
       {

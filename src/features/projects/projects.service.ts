@@ -1,5 +1,6 @@
 import { and, eq } from "drizzle-orm";
 import { rmSync } from "node:fs";
+import { join } from "node:path";
 import { sqliteOf, type Tx } from "../../db/connection";
 import type { ChangeLog } from "../../db/mutate";
 import { changes } from "../../db/changelog.table";
@@ -85,7 +86,8 @@ export function undeleteProject(tx: Tx, log: ChangeLog, gid: string): Project {
 
 /**
  * Removes the project for good: every row of every table that carries a `project_gid`, its
- * project change-log items, its memberships and its files.
+ * project change-log items, its memberships, its files and its backups. Callers stop the
+ * project's jobs first (`ctx.jobs.withProjectsStopped`), so none writes to it meanwhile.
  */
 export function permanentlyDeleteProject(tx: Tx, log: ChangeLog, storage: Storage, gid: string): void {
   const p = getProject(tx, gid);
@@ -102,7 +104,19 @@ export function permanentlyDeleteProject(tx: Tx, log: ChangeLog, storage: Storag
   // Its API users and account-less invitees have nothing left to belong to.
   dropMembershipOrphans(tx, log, members.map((m) => m.userGid), audience);
   rmSync(storage.projectDir(gid), { recursive: true, force: true });
+  // Its backups go with it (their rows are among the project's rows above).
+  rmSync(storage.inside(storage.ensure(join(storage.backups, "projects")), gid), { recursive: true, force: true });
   if (p.icon) rmSync(storage.inside(storage.icons, p.icon), { force: true });
+}
+
+/** The soft-deleted projects a user owns (what deleting the account removes for good). */
+export function deletedProjectsOwnedBy(tx: Tx, userGid: string): string[] {
+  return tx
+    .select({ gid: projects.gid })
+    .from(projects)
+    .where(and(eq(projects.owner, userGid), eq(projects.status, "deleted")))
+    .all()
+    .map((r) => r.gid);
 }
 
 /** Every table with a `project_gid` column, found from the schema so new areas need no registration. */
