@@ -8,7 +8,7 @@ import { claimDataDir, releaseDataDir } from "../platform/storage/pidfile";
 import { createApp } from "./app";
 import { openInstance, type Instance } from "./instance";
 
-export type Running = { ctx: Instance; url: string; port: number; stop: () => Promise<void> };
+export type Running = { ctx: Instance; url: string; port: number; sync: SyncServer; stop: () => Promise<void> };
 
 /** Starts serving; resolves once listening. `stop` finishes requests in flight, then closes the database. */
 export async function startServer(config: Config, opts: { features?: readonly Feature[] } = {}): Promise<Running> {
@@ -66,5 +66,5 @@ export async function startServer(config: Config, opts: { features?: readonly Fe
       ctx.db.$client.close();
       releaseDataDir(config.dataDir);
     })());
-  return { ctx, url, port, stop };
+  return { ctx, url, port, sync, stop };
 }
