@@ -78,6 +78,26 @@ describe("request body limits", () => {
     expect(((await res.json()) as any).result.code).toBe(413);
   });
 
+  test("an upload under the limits still streams in without a Content-Length", async () => {
+    const boundary = "okb0undary";
+    const enc = new TextEncoder();
+    const parts = [`--${boundary}\r\ncontent-disposition: form-data; name="file"; filename="notes.txt"\r\ncontent-type: text/plain\r\n\r\n`, "hello ".repeat(20_000), `\r\n--${boundary}--\r\n`];
+    const body = new ReadableStream<Uint8Array>({
+      start(c) {
+        for (const p of parts) c.enqueue(enc.encode(p));
+        c.close();
+      },
+    });
+    const res = await fetch(`${srv.url}/api/p/${project}/assets/upload`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": `multipart/form-data; boundary=${boundary}` },
+      body,
+    });
+    const answer = (await res.json()) as any;
+    expect(res.status).toBe(200);
+    expect(answer.success).toBe(true);
+  });
+
   test("a client that aborts an upload is logged at info as an aborted request, not as an internal error", async () => {
     logged.length = 0;
     const boundary = "abortb0undary";
