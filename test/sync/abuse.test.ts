@@ -153,6 +153,27 @@ describe("realtime under abuse", () => {
     await until(() => got.some((i: any) => i.data_key === r.body.result.asset), 5000, "the asset's item");
   }, 30_000);
 
+  test("a socket whose initsync read a batch still waiting for the fan-out does not get it twice", async () => {
+    const srv = await server();
+    const { who, project } = await userWithProject(srv, "fay");
+    const socket = await connect(srv, who.token);
+    const got: Item[] = [];
+    socket.on("sync", (items: Item[]) => got.push(...items));
+    const sync = srv.running.sync as any;
+    const session = [...sync.sessions.values()].find((s: any) => s.socket.id === socket.id);
+    expect(session).toBeDefined();
+    // Committed, not fanned out yet; the initsync (handled at once, as a socket message would be) reads it.
+    const before = (await srv.call("/sync/cursors", { token: who.token, body: { project } })).body.result;
+    const c = burst(srv, project, 3);
+    expect(sync.pendingBatches).toBe(1);
+    let acked: Item[] = [];
+    sync.initsync(session, { "cc.cursor": before["cc.cursor"], project, cursor: before.cursor }, (answer: Item[]) => (acked = answer));
+    expect(acked.map((i) => i.cursor)).toEqual([c - 2, c - 1, c]);
+    const next = burst(srv, project, 1);
+    await until(() => got.some((i) => i.cursor === next), 5000, "the next item");
+    expect(got.map((i) => i.cursor)).toEqual([next]);
+  }, 30_000);
+
   test("/sync/io answers CORS like /api: a refused origin's preflight is 403, no Allow-Origin is ever false", async () => {
     const srv = await server({ "cors-origins": "https://app.example" });
     const preflight = (origin: string, path: string) =>
