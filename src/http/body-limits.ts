@@ -10,8 +10,9 @@ import { errorResponse } from "./envelope";
  *   a larger Content-Length is refused before anything is read (`checkBody`), and a body sent
  *   without a length (chunked multipart) is counted while it streams (`cappedStream`);
  * - JSON and form bodies: at most `--json-max-bytes` (1 MiB by default), counted while the body is
- *   read by the JSON parser (`readCappedText`), so a client without a token cannot make the
- *   server hold an upload-sized string. Uploads (multipart) have their own limits.
+ *   read by the JSON parser (`readCappedBytes`), so a client without a token cannot make the
+ *   server hold an upload-sized string; multipart bodies of routes that do not stream them (avatars,
+ *   icons): at most `--image-max-bytes` plus 1 MiB. Streamed uploads have their own limits.
  */
 export function payloadTooLarge(limit: number, what = "body"): ApiError {
   return new ApiError(413, "Payload too large", { limit_bytes: limit, reason: `the request ${what} is larger than ${limit} bytes` });
@@ -53,14 +54,14 @@ export function checkBody(req: Request, hardMax: number): Request | Response {
   return new Request(req, { body: cappedStream(req.body, hardMax) });
 }
 
-/** Reads a body as UTF-8 text, failing with a 413 past `max` bytes (checked before and while reading). */
-export async function readCappedText(req: Request, max: number): Promise<string> {
+/** Reads a whole body, failing with a 413 past `max` bytes (checked before and while reading). */
+export async function readCappedBytes(req: Request, max: number, what = "body"): Promise<Uint8Array> {
   const length = declaredLength(req);
   if (length !== undefined && length > max) {
     req.body?.cancel().catch(() => {});
-    throw payloadTooLarge(max, "JSON body");
+    throw payloadTooLarge(max, what);
   }
-  if (!req.body) return "";
+  if (!req.body) return new Uint8Array(0);
   const reader = req.body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
@@ -70,9 +71,9 @@ export async function readCappedText(req: Request, max: number): Promise<string>
     size += value.byteLength;
     if (size > max) {
       await reader.cancel().catch(() => {});
-      throw payloadTooLarge(max, "JSON body");
+      throw payloadTooLarge(max, what);
     }
     chunks.push(value);
   }
-  return Buffer.concat(chunks).toString("utf8");
+  return Buffer.concat(chunks);
 }

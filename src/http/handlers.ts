@@ -2,7 +2,7 @@ import { Elysia } from "elysia";
 import type { Ctx } from "../platform/context";
 import { newGid } from "../core/ids";
 import { errorResponse } from "./envelope";
-import { readCappedText } from "./body-limits";
+import { readCappedBytes } from "./body-limits";
 import { ApiError, badRequest, missing } from "../core/errors";
 
 /** The first required member of a TypeBox object schema that `value` lacks. */
@@ -85,17 +85,40 @@ export function errorHandling(ctx: Ctx) {
     });
 }
 
+/** A multipart body as Elysia's own parser gives it: each field's value, or a list when repeated; files as File. */
+async function formFields(bytes: Uint8Array, contentType: string): Promise<Record<string, unknown>> {
+  let form: Awaited<ReturnType<Response["formData"]>>;
+  try {
+    form = await new Response(bytes, { headers: { "content-type": contentType } }).formData();
+  } catch {
+    throw badRequest("Malformed multipart body", { reason: "The body is not valid multipart/form-data" });
+  }
+  const out = new Map<string, unknown>();
+  for (const [name, value] of form.entries()) {
+    const had = out.get(name);
+    if (had === undefined) out.set(name, value);
+    else out.set(name, Array.isArray(had) ? [...had, value] : [had, value]);
+  }
+  return Object.fromEntries(out);
+}
+
 /**
  * Parses request bodies as JSON whatever the content type says (clients do not always send one;
  * curl -d says form-urlencoded). An empty body is {}; a form body that is not JSON is read as a form.
  * At most `maxBytes` are read (`--json-max-bytes`); more is the enveloped 413.
  */
-export function jsonBodies(maxBytes: number) {
+export function jsonBodies(limits: { jsonMaxBytes: number; formMaxBytes: number; streamed: ReadonlySet<string> }) {
   return (app: Elysia<any>) =>
-    app.onParse({ as: "global" }, async ({ request, contentType }) => {
-    if (contentType?.startsWith("multipart/form-data")) return;
+    app.onParse({ as: "global" }, async ({ request, contentType, route }) => {
+    if (contentType?.startsWith("multipart/form-data")) {
+      // Uploads stream their body themselves (their own parser leaves it unread).
+      if (limits.streamed.has(route)) return;
+      // Any other form (an avatar, an icon, or one sent where JSON is expected) is held in memory:
+      // at most --image-max-bytes plus room for its fields, counted while read, before the token is checked.
+      return formFields(await readCappedBytes(request, limits.formMaxBytes), request.headers.get("content-type") ?? contentType);
+    }
     // Counted while read: past --json-max-bytes is a 413 without holding the rest (src/http/body-limits.ts).
-    const text = await readCappedText(request, maxBytes);
+    const text = new TextDecoder().decode(await readCappedBytes(request, limits.jsonMaxBytes, "JSON body"));
     const trimmed = text.trim();
     if (trimmed === "") return {};
     if (contentType?.startsWith("application/x-www-form-urlencoded") && !/^[[{]/.test(trimmed)) {

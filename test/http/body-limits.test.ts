@@ -78,6 +78,23 @@ describe("request body limits", () => {
     expect(((await res.json()) as any).result.code).toBe(413);
   });
 
+  test("a form sent where no upload streams (an avatar, or JSON's place) is held to --image-max-bytes plus 1 MiB, token or not", async () => {
+    const formMax = 1024 * 1024 + 1024 * 1024;
+    const form = () => {
+      const f = new FormData();
+      f.append("file", new Blob([new Uint8Array(formMax + 10)]), "big.png");
+      return f;
+    };
+    await expect413(await fetch(`${srv.url}/api/account/upload_avatar`, { method: "POST", body: form() }), formMax);
+    await expect413(await fetch(`${srv.url}/api/login`, { method: "POST", body: form() }), formMax);
+    // A small one is read as a form as before.
+    const small = new FormData();
+    small.append("username", "nobody");
+    small.append("password", "wrong-password");
+    const r = await fetch(`${srv.url}/api/login`, { method: "POST", body: small });
+    expect(r.status).toBe(403);
+  });
+
   test("an upload under the limits still streams in without a Content-Length", async () => {
     const boundary = "okb0undary";
     const enc = new TextEncoder();
