@@ -47,6 +47,10 @@ export class TarWriter {
       this.out.once("error", reject);
       this.pack.once("error", reject);
     });
+    // A failing file (a full disk) fails the entry being written, which fails `addFile`.
+    this.out.on("error", (err) => this.pack.destroy(err));
+    this.pack.on("error", () => {}); // seen through `closed` and the entries' callbacks
+    this.closed.catch(() => {}); // awaited by finish(); a failure before that surfaces through addFile
     this.pack.pipe(this.out);
   }
 
@@ -63,10 +67,13 @@ export class TarWriter {
     const hash = createHash("sha256");
     let done!: (err?: Error | null) => void;
     const finished = new Promise<void>((resolve, reject) => (done = (err) => (err ? reject(err) : resolve())));
+    finished.catch(() => {}); // awaited below; a failure meanwhile also fails the writes
     const entry = this.pack.entry({ name, size, mtime: new Date(mtime * 1000), mode: mode & 0o7777, type: "file" }, (err) => done(err));
+    entry.on("error", () => {}); // seen through the callback above
     const put = async (b: Buffer) => {
       hash.update(b);
-      if (!entry.write(b)) await drained(entry as never);
+      if (entry.destroying) await finished; // rejects with the reason it failed
+      if (!entry.write(b)) await Promise.race([drained(entry as never), finished]);
     };
     let seen = 0;
     for await (const chunk of createReadStream(path, { highWaterMark: CHUNK })) {
