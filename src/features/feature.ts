@@ -16,6 +16,12 @@ export type Feature = {
   name: string;
   /** Its HTTP endpoints, as an Elysia plugin. */
   routes?: (ctx: Ctx) => AnyElysia;
+  /**
+   * Routes (full Elysia patterns) whose handlers stream a multipart body themselves (uploads of
+   * any size): the shared body parser leaves those unread. Every other multipart body is read in
+   * memory up to --image-max-bytes plus 1 MiB (src/http/handlers.ts).
+   */
+  streamedBodies?: string[];
   /** Paths answered by Bun.serve's own router before the app (hot public files). */
   serveRoutes?: (ctx: Ctx) => Record<string, Record<"GET" | "HEAD", ServeHandler>>;
   /** Its background job kinds, by kind name (the job object's `job` member). */

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { loadConfig } from "../../src/config";
@@ -10,6 +10,10 @@ import { projects } from "../../src/features/projects/projects.table";
 import { openInstance } from "../../src/app/instance";
 import { projectTables, walkFiles, writeSnapshot } from "../../src/platform/backups/snapshot.service";
 import { scheduleBackups } from "../../src/features/backups/backups.service";
+import { features, housekeepingTasks, type Feature } from "../../src/features";
+import type { JobKind } from "../../src/platform/jobs/runner";
+import { readTar } from "../../src/platform/backups/tar";
+import { runHousekeeping } from "../../src/platform/jobs/schedules";
 import { createPerson, hashPassword } from "../../src/features/users/users.service";
 import { eq, and } from "drizzle-orm";
 import { servedUrl, TestServer, tokenOf, until as waitUntil } from "../helpers/server";
@@ -280,6 +284,98 @@ describe("project backups", () => {
   });
 });
 
+describe("API users in project backups", () => {
+  test("a restore gives API users back their names, keys and rate limits, returns deleted ones and removes later ones", async () => {
+    const keys = await srv.project(alice.token, "Keys");
+    const call = (path: string, body: Record<string, unknown> = {}) => srv.call(`/api/p/${keys}/${path}`, { token: alice.token, body });
+    const made = async (name: string, rate?: number) => {
+      const r = await call("apikeys/create", { name, ...(rate ? { rate_limit_per_second: rate } : {}) });
+      expect(r.status).toBe(200);
+      return { gid: r.body.result.user as string, key: r.body.result.api_key as string };
+    };
+    const feed = await made("Feed", 5);
+    const gone = await made("Gone");
+    let since = await cursor(alice.token);
+    const b = await call("backups/create", { name: "keys" });
+    await finished(srv, alice.token, b.body.result["job.token"], since);
+
+    expect((await call("apikeys/update", { user: feed.gid, name: "Feed v2", rate_limit_per_second: 9 })).status).toBe(200);
+    expect((await call("apikeys/delete", { user: gone.gid })).status).toBe(200);
+    const later = await made("Later");
+
+    since = await cursor(alice.token);
+    const r = await call("backups/restore", { backup: b.body.result.backup });
+    const items = await finished(srv, alice.token, r.body.result["job.token"], since);
+    expect(items.at(-1).data.status).toBe("done");
+
+    const list = await call("apikeys/get");
+    expect([...list.body.result.apikeys].sort()).toEqual([feed.gid, gone.gid].sort());
+    expect(list.body.data["cc.users"][feed.gid].name).toBe("Feed");
+    expect(list.body.data["cc.users"][gone.gid].name).toBe("Gone");
+    const rates = Object.fromEntries((list.body.data["cc.projects_members"] as any[]).map((m) => [m.user_gid, m.options?.rate_limit_per_second ?? null]));
+    expect(rates[feed.gid]).toBe(5);
+    expect(srv.ctx.db.$client.query("SELECT count(*) AS n FROM users WHERE gid = ?").get(later.gid)).toEqual({ n: 0 });
+    // The keys of the backup work again; the later one does not.
+    expect((await srv.call(`/api/p/${keys}/auth`, { body: { api_key: gone.key } })).status).toBe(200);
+    expect((await srv.call(`/api/p/${keys}/auth`, { body: { api_key: later.key } })).status).not.toBe(200);
+    const cc = await srv.ccItems(alice.token, since);
+    expect(cc).toEqual(expect.arrayContaining([`UPDATE cc.users ${feed.gid}`, `INSERT cc.users ${gone.gid}`, `DELETE cc.users ${later.gid}`]));
+  }, 30_000);
+});
+
+describe("permanent deletion during a backup", () => {
+  test("deleting a project for good while its backup runs stops the job first, logs no error and leaves no backup folder", async () => {
+    // The real backup job, each progress step slowed so the deletion lands in the middle of it.
+    const slowed: Feature[] = features.map((f) => {
+      if (f.name !== "backups" || !f.jobs) return f;
+      const real = f.jobs["backups.create"]!;
+      const handler: JobKind["handler"] = (ctx, job, progress) =>
+        real.handler(ctx, job, {
+          signal: progress.signal,
+          set: (i) => progress.set(i),
+          total: (n) => progress.total(n),
+          yield: () => progress.yield(),
+          step: async (n) => {
+            await Bun.sleep(25);
+            return progress.step(n);
+          },
+        });
+      return { ...f, jobs: { ...f.jobs, "backups.create": { ...real, handler } } };
+    });
+    const s = await TestServer.start({}, undefined, slowed);
+    const errors: string[] = [];
+    const logError = s.ctx.log.error.bind(s.ctx.log);
+    s.ctx.log.error = (msg: string, extra?: Record<string, unknown>) => {
+      errors.push(`${msg} ${JSON.stringify(extra ?? {})}`);
+      logError(msg, extra);
+    };
+    try {
+      const ann = await s.user("ann");
+      const gid = await s.project(ann.token, "Doomed");
+      for (let i = 0; i < 60; i++) writeProjectFile(s, gid, `originals/f${i}~1.bin`, `file ${i}`);
+      const since = await s.ccCursor(ann.token);
+      const started = await s.call(`/api/p/${gid}/backups/create`, { token: ann.token, body: { name: "running" } });
+      const job = started.body.result["job.token"];
+      const folder = join(s.dataDir, "backups", "projects", gid);
+      await until(() => s.ctx.jobs.busy === 1 && existsSync(folder) && readdirSync(folder).length > 0);
+      expect((await s.call("/api/projects/delete", { token: ann.token, body: { project: gid } })).status).toBe(200);
+      const gone = await s.call("/api/projects/permanent_delete", { token: ann.token, body: { project: gid } });
+      expect(gone.status).toBe(200);
+      expect(s.ctx.jobs.busy).toBe(0);
+      expect(existsSync(folder)).toBe(false);
+      expect(existsSync(s.ctx.storage.projectDir(gid))).toBe(false);
+      const items = (await s.call("/sync/get", { token: ann.token, body: { cc_cursor: since } })).body.result.sync as any[];
+      const last = items.filter((i) => i.data_type === "jobs" && i.data_key === job).at(-1);
+      expect(last.data).toMatchObject({ status: "rejected", info: { error: "The project is being deleted" } });
+      // Nothing of it is left running or queued, and nothing complained.
+      expect(s.ctx.db.$client.query("SELECT count(*) AS n FROM jobs WHERE project_gid = ?").get(gid)).toEqual({ n: 0 });
+      expect(errors).toEqual([]);
+    } finally {
+      await s.stop();
+    }
+  }, 30_000);
+});
+
 describe("crash during a backup", () => {
   test("a server killed with SIGKILL in the middle of a backup job finishes it after a restart", async () => {
     const dir = mkdtempSync(join(tmpdir(), "apis-kill-"));
@@ -386,12 +482,12 @@ describe("instance backup CLI", () => {
       expect(listing.some((n) => n.startsWith("backups/") || n.startsWith("tmp/"))).toBe(false);
 
       // A running server holds its folder: restore refuses.
-      const refused = apis("backup", "restore", archive, "--data", srv.dataDir);
+      const refused = apis("backup", "restore", archive, "--data", srv.dataDir, "--yes");
       expect(refused.code).toBe(1);
       expect(refused.err).toMatch(/server \(pid \d+\) is using/);
 
       const target = join(work, "restored");
-      const restored = apis("backup", "restore", archive, "--data", target);
+      const restored = apis("backup", "restore", archive, "--data", target, "--yes");
       expect(restored.err).toBe("");
       expect(restored.code).toBe(0);
       const other = await TestServer.start({}, target);
@@ -450,6 +546,118 @@ describe("instance backup CLI", () => {
     expect(apis("backup", "verify", join(srv.dataDir, "nope.tar")).code).toBe(2);
     expect(apis("backup", "frobnicate").code).toBe(2);
   }, 30_000);
+});
+
+describe("instance archives: modes, confirmation, schedule", () => {
+  const root = join(import.meta.dir, "../..");
+  const apis = (...args: string[]) => {
+    const r = Bun.spawnSync([process.execPath, "src/main.ts", ...args], { cwd: root, env: { ...process.env, APIS_LOG_LEVEL: "silent" } });
+    return { code: r.exitCode, out: r.stdout.toString(), err: r.stderr.toString() };
+  };
+  const modeOf = (f: string) => statSync(f).mode & 0o777;
+
+  test("an archive is written 0600, keeps every file's mode, and a restore gives them back with jwt.secret at 0600", async () => {
+    const work = mkdtempSync(join(tmpdir(), "apis-modes-"));
+    const secret = join(srv.dataDir, "jwt.secret");
+    const shared = join(srv.ctx.storage.projectDir(project), "originals", "shared~1.bin");
+    const script = join(srv.ctx.storage.projectDir(project), "originals", "tool~1.sh");
+    writeFileSync(shared, "shared bytes");
+    writeFileSync(script, "#!/bin/sh\n");
+    chmodSync(shared, 0o640);
+    chmodSync(script, 0o750);
+    // As an older archive or a careless admin could have it: the restore still leaves it 0600.
+    chmodSync(secret, 0o644);
+    try {
+      const archive = join(work, "modes.tar");
+      expect(apis("backup", "create", "--data", srv.dataDir, "--out", archive).code).toBe(0);
+      expect(modeOf(archive)).toBe(0o600);
+      const modes = new Map<string, number>();
+      await readTar(archive, (e) => {
+        modes.set(e.name, e.mode);
+        return null;
+      });
+      const rel = (f: string) => f.slice(srv.dataDir.length + 1);
+      expect(modes.get(rel(shared))).toBe(0o640);
+      expect(modes.get(rel(script))).toBe(0o750);
+      expect(modes.get("jwt.secret")).toBe(0o644);
+      // Any tar reads it, modes included.
+      expect(Bun.spawnSync(["tar", "-tvf", archive]).stdout.toString()).toMatch(/-rwxr-x--- .*tool~1\.sh/);
+
+      const target = join(work, "restored");
+      const r = apis("backup", "restore", archive, "--data", target, "--yes");
+      expect(r.err).toBe("");
+      expect(r.code).toBe(0);
+      expect(modeOf(join(target, rel(shared)))).toBe(0o640);
+      expect(modeOf(join(target, rel(script)))).toBe(0o750);
+      expect(modeOf(join(target, "jwt.secret"))).toBe(0o600);
+      expect(readFileSync(join(target, "jwt.secret"), "utf8")).toBe(readFileSync(secret, "utf8"));
+    } finally {
+      chmodSync(secret, 0o600);
+      rmSync(shared, { force: true });
+      rmSync(script, { force: true });
+      rmSync(work, { recursive: true, force: true });
+    }
+  }, 30_000);
+
+  test("restore asks on a terminal and changes nothing unless the answer is yes; without a terminal it needs --yes", async () => {
+    const work = mkdtempSync(join(tmpdir(), "apis-confirm-"));
+    try {
+      const archive = join(work, "a.tar");
+      expect(apis("backup", "create", "--data", srv.dataDir, "--out", archive).code).toBe(0);
+      const target = join(work, "target");
+      const answer = async (typed: string) => {
+        let screen = "";
+        const proc = Bun.spawn([process.execPath, "src/main.ts", "backup", "restore", archive, "--data", target], {
+          cwd: root,
+          env: { ...process.env, APIS_LOG_LEVEL: "silent" },
+          terminal: { cols: 200, rows: 24, data: (_t, bytes) => (screen += new TextDecoder().decode(bytes)) },
+        });
+        await until(() => screen.includes("Type yes to restore: "), 20_000);
+        expect(screen).toContain(archive);
+        proc.terminal!.write(`${typed}\r`);
+        return { code: await proc.exited, screen };
+      };
+      const no = await answer("no");
+      expect(no.code).toBe(1);
+      expect(no.screen).toContain("nothing was changed");
+      expect(existsSync(join(target, "apis.db"))).toBe(false);
+
+      const piped = apis("backup", "restore", archive, "--data", target);
+      expect(piped.code).toBe(2);
+      expect(piped.err).toContain("--yes");
+      expect(existsSync(join(target, "apis.db"))).toBe(false);
+
+      const yes = await answer("yes");
+      expect(yes.code).toBe(0);
+      expect(yes.screen).toContain("restored");
+      expect(existsSync(join(target, "apis.db"))).toBe(true);
+    } finally {
+      rmSync(work, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  test("scheduled instance backups are off by default and keep only the newest --instance-backups-keep, never manual archives", async () => {
+    const task = housekeepingTasks().find((t) => t.name === "instance-backups")!;
+    expect(task).toBeDefined();
+    expect(task.schedule(loadConfig({}, {}))).toBe("off");
+    expect(task.schedule(loadConfig({ "schedule-instance-backups": "0 2 * * *" }, {}))).toBe("0 2 * * *");
+    const dir = join(srv.dataDir, "backups", "instance");
+    rmSync(dir, { recursive: true, force: true });
+    expect(apis("backup", "create", "--data", srv.dataDir).code).toBe(0);
+    const manual = readdirSync(dir);
+    expect(manual).toHaveLength(1);
+    const ctx = { ...srv.ctx, config: { ...srv.ctx.config, instanceBackupsKeep: 2 } };
+    const made: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const run = await runHousekeeping(ctx, task);
+      expect(run.ok).toBe(true);
+      made.push(/^wrote (apis-scheduled-\S+\.tar) /.exec(run.summary)![1]!);
+    }
+    const left = readdirSync(dir).sort();
+    expect(left).toEqual([...manual, ...made.slice(2)].sort());
+    for (const n of left) expect(modeOf(join(dir, n))).toBe(0o600);
+    expect(JSON.parse(apis("backup", "verify", join(dir, made[3]!), "--json").out).ok).toBe(true);
+  }, 60_000);
 });
 
 describe("backup folders", () => {

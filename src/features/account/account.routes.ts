@@ -140,8 +140,8 @@ export function accountRoutes(ctx: Ctx) {
     )
     .post(
       "/api/account/delete",
-      ({ actor, set }) => {
-        const a = deleteAccount(ctx, actor);
+      async ({ actor, set }) => {
+        const a = await deleteAccount(ctx, actor);
         // The account is gone: no token to hand back.
         delete set.headers.authorization;
         return answer(a);

@@ -24,7 +24,7 @@ import { projectFull } from "../projects/projects.forms";
 import { userFull, userShort } from "../users/users.forms";
 import { checkCode, CODE_LENGTH, deleteCodesOf, findCode, issueCode, voidPending, type CodeRow, type Purpose } from "./codes.service";
 import { getMembership, logVisibility, projectMemberRows } from "../members/members.service";
-import { eraseProject, getProject } from "../projects/projects.service";
+import { deletedProjectsOwnedBy, eraseProject, getProject } from "../projects/projects.service";
 import { globalInit } from "../session/session.service";
 import {
   createPerson,
@@ -436,12 +436,15 @@ export function deleteAvatar(ctx: Ctx, actor: Actor): Answer {
 }
 
 /** `account/delete`: refused while the account owns active projects (see `eraseAccount`). */
-export function deleteAccount(ctx: Ctx, actor: Actor): Answer {
+export async function deleteAccount(ctx: Ctx, actor: Actor): Promise<Answer> {
   requirePerson(actor);
-  return mutate(ctx.db, ctx.hub, (tx, log) => {
-    removeAvatarFile(ctx, eraseAccount(ctx, tx, log, actor.userGid).avatar);
-    return { result: { user: actor.userGid, deleted: true }, data: { "cc.users": {} } };
-  });
+  // The deleted projects it owns are removed for good: their jobs stop first.
+  return ctx.jobs.withProjectsStopped(deletedProjectsOwnedBy(ctx.db, actor.userGid), () =>
+    mutate(ctx.db, ctx.hub, (tx, log) => {
+      removeAvatarFile(ctx, eraseAccount(ctx, tx, log, actor.userGid).avatar);
+      return { result: { user: actor.userGid, deleted: true }, data: { "cc.users": {} } };
+    }),
+  );
 }
 
 /** `account/accept_invite`: the invited membership becomes active; the project as the member now sees it. */

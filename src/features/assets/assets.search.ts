@@ -25,7 +25,7 @@ export type AssetSearch = {
 
 type Field = { sql: string; kind: "text" | "number" | "boolean" | "json" | "time"; params?: unknown[] };
 
-const COLUMNS: Record<string, Field> = {
+const COLUMNS: ReadonlyMap<string, Field> = new Map(Object.entries({
   gid: { sql: "a.gid", kind: "text" },
   name: { sql: "a.name", kind: "text" },
   type: { sql: "a.type", kind: "text" },
@@ -46,7 +46,7 @@ const COLUMNS: Record<string, Field> = {
   updated_on: { sql: "a.updated_on", kind: "time" },
   deleted_on: { sql: "a.deleted_on", kind: "time" },
   published: { sql: "a.published", kind: "boolean" },
-};
+} satisfies Record<string, Field>));
 
 const FILTER_OPERATORS = ["=", "!=", "<", "<=", ">", ">=", "contains", "not_contains", "starts_with", "ends_with", "in", "not_in", "exists", "between"] as const;
 type Operator = (typeof FILTER_OPERATORS)[number];
@@ -58,7 +58,7 @@ const invalid = (what: string, info: Record<string, unknown> = {}) => badRequest
 /** The SQL of a filter field (a column, `metadata.<key>`, `extracted.<key>`), or 400. */
 export function fieldSql(name: unknown, where = "filter"): Field {
   if (typeof name !== "string") throw invalid(where, { reason: "the field must be a string" });
-  const col = COLUMNS[name];
+  const col = COLUMNS.get(name); // a Map: `constructor` or `__proto__` is just an unknown name
   if (col) return col;
   const m = /^(metadata|extracted)\.(.+)$/s.exec(name);
   if (m && m[2]!.length <= 100 && !/["\\\u0000-\u001f]/.test(m[2]!)) {
@@ -67,7 +67,7 @@ export function fieldSql(name: unknown, where = "filter"): Field {
     if (m[1] === "metadata") return { sql: "coalesce(json_extract(a.metadata, ?), json_extract(a.extracted, ?))", kind: "json", params: [path, path] };
     return { sql: "json_extract(a.extracted, ?)", kind: "json", params: [path] };
   }
-  throw invalid(where, { reason: `unknown field ${name}`, fields: [...Object.keys(COLUMNS), "metadata.<key>", "extracted.<key>"] });
+  throw invalid(where, { reason: `unknown field ${name}`, fields: [...COLUMNS.keys(), "metadata.<key>", "extracted.<key>"] });
 }
 
 function scalar(v: unknown, f: Field, where: string): string | number | null {

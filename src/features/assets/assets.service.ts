@@ -215,11 +215,13 @@ export function validMetadata(value: unknown, field = "metadata"): Record<string
 }
 
 function mergedMetadata(current: AssetMetadata, set: Record<string, unknown>): AssetMetadata {
-  const out: AssetMetadata = { ...current };
+  // Through a Map: `out["__proto__"] = v` would set the object's prototype instead of a key.
+  const merged = new Map(Object.entries(current));
   for (const [k, v] of Object.entries(set)) {
-    if (v === null) delete out[k];
-    else out[k] = v;
+    if (v === null) merged.delete(k);
+    else merged.set(k, v);
   }
+  const out: AssetMetadata = Object.fromEntries(merged);
   if (JSON.stringify(out).length > MAX_METADATA_BYTES)
     throw unprocessable("Metadata too large", { limit_bytes: MAX_METADATA_BYTES });
   return out;
@@ -285,9 +287,8 @@ export function clearedMetadata(current: AssetMetadata, keys?: unknown): AssetMe
   if (keys === undefined || keys === null || keys === true) return {};
   if (!Array.isArray(keys) || keys.some((k) => typeof k !== "string"))
     throw badRequest("Invalid parameter", { "Invalid parameter": "keys", expected: "an array of metadata keys" });
-  const out = { ...current };
-  for (const k of keys as string[]) delete out[k];
-  return out;
+  const gone = new Set(keys as string[]);
+  return Object.fromEntries(Object.entries(current).filter(([k]) => !gone.has(k)));
 }
 
 export type BatchOutcome = { changed: Asset[]; skipped: { gid: string; reason: string }[] };

@@ -22,6 +22,11 @@ const MAX_METADATA_COLUMNS = 200;
 
 export type WorksheetInput = { parent?: unknown; recursive?: unknown; columns?: unknown; "page.size"?: unknown; "page.cursor"?: unknown };
 
+/** `obj[key]` for an own member only: a client's column `constructor` is not Object's. */
+function own(obj: Record<string, unknown> | null | undefined, key: string): unknown {
+  return obj && Object.hasOwn(obj, key) ? obj[key] : undefined;
+}
+
 function cell(a: Asset, column: string): unknown {
   const f = assetForm(a) as Record<string, unknown>;
   // Column names come from clients: own properties only (`constructor`, `__proto__` are names too).
@@ -101,8 +106,8 @@ function worksheet(tx: Tx, projectGid: string, input: WorksheetInput) {
 }
 
 /** Members of the asset form a worksheet may show as columns. */
-const assetFormKeys: Record<string, true> = Object.fromEntries(
-  ["gid", "parent", "type", "name", "extension", "mime", "size", "version", "storage_name", "sha256", "width", "height", "format", "pages", "status", "published", "public_name", "created_on", "updated_on", "created_by", "updated_by", "deleted_on"].map((k) => [k, true]),
+const assetFormKeys: ReadonlySet<string> = new Set(
+  ["gid", "parent", "type", "name", "extension", "mime", "size", "version", "storage_name", "sha256", "width", "height", "format", "pages", "status", "published", "public_name", "created_on", "updated_on", "created_by", "updated_by", "deleted_on"],
 );
 
 /** `assets/worksheet`: a folder's items as a paged table (columns + rows), for members. */

@@ -1,7 +1,7 @@
 import { and, desc, eq, max } from "drizzle-orm";
 import { existsSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
 import { copyFile } from "node:fs/promises";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import type { Ctx } from "../../platform/context";
 import { afterCommit, mutate, type ChangeLog } from "../../db/mutate";
 import type { Answer } from "../../core/answer";
@@ -14,6 +14,7 @@ import { newGid, now } from "../../core/ids";
 import { projectLock, type JobKind } from "../../platform/jobs/runner";
 import { activeJobs, type Job } from "../../platform/jobs/queue.service";
 import type { Housekeeping } from "../../platform/jobs/schedules";
+import { createInstanceBackup, pruneScheduledInstanceBackups } from "../../platform/backups/instance.service";
 import { readManifest, restoreRows, stageFiles, swapFiles, verifySnapshot, writeSnapshot } from "../../platform/backups/snapshot.service";
 import { inProject, projectAudience } from "../members/access.service";
 import { activeProjects, getProject, markBackedUp } from "../projects/projects.service";
@@ -338,8 +339,25 @@ export function tidyBackupFolders(ctx: Ctx): string {
 /** The job kinds of the backups feature. */
 export const backupJobs: Record<string, JobKind> = { [CREATE_KIND]: createJob, [RESTORE_KIND]: restoreJob };
 
+/**
+ * The scheduled instance backup: one archive of the whole data folder (as `apis backup create`,
+ * beside the running server) into `<data>/backups/instance/apis-scheduled-<time>.tar`, then the
+ * scheduled archives beyond the newest --instance-backups-keep are deleted.
+ */
+export async function scheduledInstanceBackup(ctx: Ctx): Promise<string> {
+  const r = await createInstanceBackup(ctx.config.dataDir, undefined, undefined, { scheduled: true });
+  const pruned = pruneScheduledInstanceBackups(ctx.config.dataDir, ctx.config.instanceBackupsKeep);
+  return `wrote ${basename(r.file)} (${r.bytes} bytes, ${r.manifest.entries.length} entries); deleted ${pruned.length} older scheduled archive(s)`;
+}
+
 /** The housekeeping tasks of the backups feature. */
 export const backupHousekeeping: Housekeeping[] = [
+  {
+    name: "instance-backups",
+    describe: "archive the whole data folder into backups/instance; keep --instance-backups-keep scheduled archives",
+    schedule: (c) => c.scheduleInstanceBackups,
+    run: scheduledInstanceBackup,
+  },
   {
     name: "backups",
     describe: "back up every active project changed since its last backup; keep --backups-keep scheduled ones",

@@ -62,7 +62,7 @@ export function projectRoutes(ctx: Ctx) {
       body: projectBody,
       detail: describe({ summary: "Bring a deleted project back: status `active` (owner only)", tags, example: examples.projectsUndelete.answer, errors: [400, 403, 422] }),
     })
-    .post("/permanent_delete", ({ body, actor }) => answer(permanentlyDeleteProject(ctx, actor, body)), {
+    .post("/permanent_delete", async ({ body, actor }) => answer(await permanentlyDeleteProject(ctx, actor, body)), {
       auth: true,
       body: projectBody,
       detail: describe({ summary: "Remove a project, its rows and files for good (owner only)", tags, example: examples.projectsPermanentDelete.answer, errors: [400, 403, 422] }),

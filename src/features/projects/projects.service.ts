@@ -1,5 +1,6 @@
-import { asc, eq } from "drizzle-orm";
+import { and, asc, eq } from "drizzle-orm";
 import { rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import type { Answer } from "../../core/answer";
 import type { Actor } from "../../core/actor";
 import { forbidden, unprocessable, validationFailed } from "../../core/errors";
@@ -64,8 +65,10 @@ function updateProject(tx: Tx, log: ChangeLog, gid: string, set: Partial<Project
 
 /**
  * Removes the project for good, in the caller's unit of work: every row of every table that
- * carries a `project_gid`, its project change-log items, its memberships; its files once the
- * unit has committed. Also used when an account is deleted with its soft-deleted projects.
+ * carries a `project_gid`, its project change-log items, its memberships; its files and its
+ * backups once the unit has committed. Callers stop the project's jobs first
+ * (`ctx.jobs.withProjectsStopped`), so none writes to it meanwhile. Also used when an account is
+ * deleted with its soft-deleted projects.
  */
 export function eraseProject(ctx: Pick<Ctx, "db" | "storage">, tx: Tx, log: ChangeLog, gid: string): void {
   const p = getProject(tx, gid);
@@ -83,8 +86,20 @@ export function eraseProject(ctx: Pick<Ctx, "db" | "storage">, tx: Tx, log: Chan
   dropMembershipOrphans(tx, log, members.map((m) => m.userGid), audience);
   afterCommit(ctx.db, () => {
     rmSync(ctx.storage.projectDir(gid), { recursive: true, force: true });
+    // Its backups go with it (their rows are among the project's rows above).
+    rmSync(ctx.storage.inside(ctx.storage.ensure(join(ctx.storage.backups, "projects")), gid), { recursive: true, force: true });
     if (p.icon) rmSync(ctx.storage.inside(ctx.storage.icons, p.icon), { force: true });
   });
+}
+
+/** The soft-deleted projects a user owns (what deleting the account removes for good). */
+export function deletedProjectsOwnedBy(tx: Tx, userGid: string): string[] {
+  return tx
+    .select({ gid: projects.gid })
+    .from(projects)
+    .where(and(eq(projects.owner, userGid), eq(projects.status, "deleted")))
+    .all()
+    .map((r) => r.gid);
 }
 
 /** Every table with a `project_gid` column, found from the schema so new areas need no registration. */
@@ -173,9 +188,13 @@ export function undeleteProject(ctx: Ctx, actor: Actor, input: { project: string
 }
 
 /** `projects/permanent_delete` (owner): the project, its rows and files for good. */
-export function permanentlyDeleteProject(ctx: Ctx, actor: Actor, input: { project: string }): Answer {
-  return inProject(ctx, actor, input.project, "owner", ({ tx, log }) => {
-    eraseProject(ctx, tx, log, input.project);
-    return { result: { project: input.project }, data: { "cc.projects": {} } };
-  });
+export async function permanentlyDeleteProject(ctx: Ctx, actor: Actor, input: { project: string }): Promise<Answer> {
+  projectAccess(ctx.db, actor, input.project, "owner");
+  // Its running jobs (a backup, a bulk change) stop first: none writes to a vanished project.
+  return ctx.jobs.withProjectsStopped([input.project], () =>
+    inProject(ctx, actor, input.project, "owner", ({ tx, log }) => {
+      eraseProject(ctx, tx, log, input.project);
+      return { result: { project: input.project }, data: { "cc.projects": {} } };
+    }),
+  );
 }
