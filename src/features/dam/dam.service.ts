@@ -11,6 +11,7 @@ import { mutate } from "../../db/mutate";
 import type { DB } from "../../db/connection";
 import { assets, assetVersions } from "../assets/assets.table";
 import { damTransforms } from "./dam.table";
+import { imageFacts } from "../assets/assets.service";
 import { badRequest, unprocessable } from "../../core/errors";
 import { now } from "../../core/ids";
 import { originalPath, parseStorageName, STORAGE_NAME } from "../../platform/storage/originals";
@@ -282,7 +283,7 @@ export const dropTransforms: AssetsRemovedHook = (ctx, tx, projectGid, gids) => 
  * `publish`: the asset's original named by `pathname` becomes downloadable at
  * `/media/p/<project>/orig/<storage pathname>`. Writes an `assets` UPDATE sync item when it changes.
  */
-export function publishOriginal(ctx: Ctx, actor: Actor, projectGid: string, pathname: string): { public_url: string; storage_pathname: string; asset: string } {
+export function publishOriginal(ctx: Ctx, actor: Actor, projectGid: string, pathname: string): { public_url: string } {
   const userGid = actor.userGid;
   return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
     const src = findSource(ctx.db, projectGid, pathname);
@@ -291,7 +292,7 @@ export function publishOriginal(ctx: Ctx, actor: Actor, projectGid: string, path
       tx.update(assets).set({ published: true, publicName: src.storageName, updatedOn: now(), updatedBy: userGid }).where(eq(assets.id, src.asset.id)).run();
       log.project(projectGid, "UPDATE", "assets", src.asset.gid);
     }
-    return { public_url: mediaUrl.original(ctx, projectGid, src.storageName), storage_pathname: src.storageName, asset: src.asset.gid };
+    return { public_url: mediaUrl.original(ctx, projectGid, src.storageName) };
   });
 }
 
@@ -324,8 +325,45 @@ export function publishedOriginal(ctx: Ctx, projectGid: string, name: string): {
   return { path: originalFile(ctx, projectGid, name), mime };
 }
 
-/** `info`: what a client needs to show or transform an original (docs/dam.md shows the shape). */
+/**
+ * `info`: the facts of an original with the reference's members (format, filesize, pages, width,
+ * height, resolution, transparent, animated, colors, colorspace, metadata), read from the file.
+ */
 export async function assetInfo(ctx: Ctx, actor: Actor, projectGid: string, pathname: string) {
+  projectAccess(ctx.db, actor, projectGid, "member");
+  const src = findSource(ctx.db, projectGid, pathname);
+  const file = sourceFile(ctx, projectGid, src);
+  const info = {
+    format: src.extension || null,
+    filesize: file.size,
+    pages: 1,
+    width: null as number | null,
+    height: null as number | null,
+    resolution: null as [number, number] | null,
+    transparent: false,
+    animated: false,
+    colors: null as string | null,
+    colorspace: null as string | null,
+    metadata: src.extracted ?? {},
+  };
+  if (src.asset.type === "image" || IMAGE_EXTENSIONS.has(src.extension)) {
+    try {
+      const m = await sharp(file.path, { animated: true }).metadata();
+      const s = orientedSize(m);
+      const facts = await imageFacts(file.path);
+      Object.assign(info, { pages: m.pages ?? 1, width: s.width, height: s.height });
+      if (facts) Object.assign(info, facts);
+    } catch {
+      // Not an image sharp reads: the image members keep their defaults.
+    }
+  }
+  return info;
+}
+
+const IMAGE_EXTENSIONS = new Set(["jpg", "jpeg", "png", "gif", "webp", "tiff", "avif", "heic", "heif", "svg"]);
+
+/** `details` (an Apis extension): everything about an original, its versions, publication and transforms (docs/dam.md). */
+export async function assetDetails(ctx: Ctx, actor: Actor, projectGid: string, pathname: string) {
   projectAccess(ctx.db, actor, projectGid, "member");
   const src = findSource(ctx.db, projectGid, pathname);
   const file = sourceFile(ctx, projectGid, src);
