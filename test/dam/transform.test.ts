@@ -162,6 +162,21 @@ describe("the result", () => {
     expect(result.public_url).toBe(`${srv.ctx.baseUrl}/media/p/${project}/var/product-shot@thumb.png`);
     expect(pic.format).toBe("png");
   });
+
+  test("a free-text name and key (spaces, umlauts, @, %) are encoded in the file name and served at the URL the answer gives", async () => {
+    const name = encodeURIComponent("Schöne Schuhe @ 50% off");
+    const r = await transform(jpg, `fit=20,20/name=${name}/key=${encodeURIComponent("v@2")}`);
+    expect(r.status).toBe(200);
+    expect(r.body.result.target).toBe(`${project}/media/Sch%C3%B6ne%20Schuhe%20%40%2050%25%20off@v%402.jpg`);
+    expect(r.body.result.options).toMatchObject({ name: "Schöne Schuhe @ 50% off", key: "v@2" });
+    const file = await fetch(r.body.result.public_url);
+    expect(file.status).toBe(200);
+    expect(file.headers.get("content-type")).toBe("image/jpeg");
+    // Another spelling of the same name is not a media file.
+    const lower = r.body.result.public_url.replace("%25C3%25B6", "%25c3%25b6");
+    expect((await fetch(lower)).status).toBe(404);
+    for (const bad of ["a%2Fb", "..", "a%5Cb"]) expect((await transform(jpg, `fit=20,20/name=${bad}`)).status).toBe(400);
+  });
 });
 
 describe("geometry", () => {

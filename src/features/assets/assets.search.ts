@@ -25,7 +25,7 @@ import type { SelectionItem, SelectionResolver } from "../../core/selection";
 import { sqliteOf, type Tx } from "../../db/connection";
 import type { Ctx } from "../../platform/context";
 import { inProject } from "../members/access.service";
-import { assetDictionary, assetsByIds, ensureRoot, metadataFields, projectLanguages, type Asset } from "./assets.service";
+import { assetDictionary, assetsByIds, ensureRoot, metadataFields, type Asset } from "./assets.service";
 
 /**
  * Asset search: FTS5 over names, titles, descriptions and metadata values (`q`), the shared
@@ -252,7 +252,9 @@ function run<T>(fn: () => T): T {
     return fn();
   } catch (e) {
     if (e instanceof ApiError || e instanceof FilterError) throw e;
-    if (e instanceof Error && /^SQLITE_|fts5|parser stack|too many|too complex|Expression tree/i.test(`${(e as { code?: string }).code ?? ""} ${e.message}`))
+    // SQLITE_ERROR is a statement SQLite could not run (an FTS5 query it refused, an expression too
+    // deep); busy or I/O errors stay what they are.
+    if (e instanceof Error && ((e as { code?: string }).code === "SQLITE_ERROR" || /fts5|parser stack|too complex|Expression tree/i.test(e.message)))
       throw new ApiError(1002, "Search error", { reason: "the search engine could not run this search" });
     throw e;
   }
@@ -418,7 +420,6 @@ export function autocompleteAssets(ctx: Ctx, actor: Actor, projectGid: string, i
     ensureRoot(tx, log, projectGid);
     if (!(AUTOCOMPLETE_FIELDS as readonly string[]).includes(input.field)) throw invalid("field", { expected: AUTOCOMPLETE_FIELDS.join(", ") });
     const fieldq = (input.fieldq ?? "").slice(0, 500);
-    projectLanguages(tx, projectGid);
     return { result: { completions: run(() => autocomplete(tx, projectGid, input.field, fieldq, input["completions.size"] ?? 10)) }, data: {} };
   });
 }

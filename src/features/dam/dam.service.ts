@@ -5,7 +5,7 @@ import sharp, { type Metadata } from "sharp";
 import type { AssetsRemovedHook, Ctx } from "../../platform/context";
 import type { Actor } from "../../core/actor";
 import { inProject, projectAccess } from "../members/access.service";
-import { defaultKey, effectiveBackground, invalidOption, MEDIA_NAME_RE, optionStrings, outputType, type OutputType, type TransformOptions } from "./dam.options";
+import { defaultKey, effectiveBackground, invalidOption, isMediaFileName, mediaFileName, optionStrings, outputType, type OutputType, type TransformOptions } from "./dam.options";
 import { INPUT_FORMATS, planGeometry, QUANTISE_PIXEL_LIMIT, render, type Rendered, type Transformer } from "./dam.transform";
 import { mutate } from "../../db/mutate";
 import type { DB } from "../../db/connection";
@@ -40,7 +40,8 @@ export function mediaDir(ctx: Pick<Ctx, "storage">, projectGid: string, create =
 
 /** Public URLs of the media endpoint. */
 export const mediaUrl = {
-  variant: (ctx: Pick<Ctx, "baseUrl">, projectGid: string, file: string) => `${ctx.baseUrl}/media/p/${projectGid}/var/${file}`,
+  // The file name's own percent signs are encoded once more for the URL (the route decodes once).
+  variant: (ctx: Pick<Ctx, "baseUrl">, projectGid: string, file: string) => `${ctx.baseUrl}/media/p/${projectGid}/var/${file.replace(/%/g, "%25")}`,
   original: (ctx: Pick<Ctx, "baseUrl">, projectGid: string, storageName: string) => `${ctx.baseUrl}/media/p/${projectGid}/orig/${storageName}`,
 };
 
@@ -161,8 +162,8 @@ export async function transformAsset(
   const bg = effectiveBackground(o, type);
   const name = o.name ?? src.storageName.replace(/\.[^.]+$/, "");
   const key = o.key ?? defaultKey(o);
-  const mediaFile = `${name}@${key}.${type}`;
-  if (!MEDIA_NAME_RE.test(mediaFile)) throw badRequest("Invalid option name", { option: "name", value: name, reason: "does not make a valid media file name" });
+  const mediaFile = mediaFileName(name, key, type);
+  if (!isMediaFileName(mediaFile)) throw badRequest("Invalid option name", { option: "name", value: name, reason: "does not make a valid media file name" });
   const target = ctx.storage.inside(mediaDir(ctx, projectGid, false), mediaFile);
   const options = optionStrings(o, { name, key, type, bg });
   const result = (dimensions: [number, number], timing: { transform: number; optimize: number }): TransformResult => ({
@@ -276,7 +277,7 @@ export const dropTransforms: AssetsRemovedHook = (ctx, tx, projectGid, gids) => 
     .all();
   if (rows.length === 0) return [];
   const dir = join(ctx.storage.projectDir(projectGid), "media");
-  return rows.filter((r) => MEDIA_NAME_RE.test(r.file)).map((r) => join(dir, r.file));
+  return rows.filter((r) => isMediaFileName(r.file)).map((r) => join(dir, r.file));
 };
 
 /**
