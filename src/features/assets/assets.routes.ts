@@ -2,6 +2,7 @@ import { Elysia, t } from "elysia";
 import { BULK_PAGE_MAX } from "../../core/selection";
 import { authMacro } from "../../http/auth";
 import { answer } from "../../http/envelope";
+import { describe, type ErrorStatus } from "../../http/openapi";
 import { receiveMultipart } from "../../http/multipart";
 import type { Ctx } from "../../platform/context";
 import { BULK_KINDS, bulkGetAssets, startBulkOperation, type BulkOperation } from "./assets.bulk";
@@ -36,6 +37,38 @@ const searchBody = t.Object({
   ...top,
 });
 
+// Example answers for the OpenAPI document (docs/assets.md has the same shapes).
+const ROOT = "r00tr00tr00tr00tr00t";
+const FOLDER = "f1f1f1f1f1f1f1f1f1f1";
+const FILE = "a1b2c3d4e5f6g7h8i9j0";
+const times = { created_on: 1795292464.484, updated_on: 1795292507.726 };
+const empty = { title: { en: "" }, description: { en: "" }, metadata: {} };
+const forms: Record<string, Record<string, unknown>> = {
+  [ROOT]: { gid: ROOT, pathname: "/", path: "", name: "", is_file: false, type: null, childcount: 1, status: "published", version: 0, info: { filecount: 0, foldercount: 1 }, transforms: null, ...empty, ...times },
+  [FOLDER]: { gid: FOLDER, pathname: "/products", path: "/", name: "products", is_file: false, type: null, childcount: 1, status: "published", version: 0, info: { filecount: 1, foldercount: 0 }, transforms: null, ...empty, ...times },
+  [FILE]: {
+    gid: FILE,
+    pathname: "/products/shoe.jpg",
+    path: "/products",
+    name: "shoe.jpg",
+    is_file: true,
+    type: "jpg",
+    childcount: 0,
+    status: "published",
+    version: 1,
+    info: { format: "jpg", filesize: 2488312, pages: 1, width: 3000, height: 2000, resolution: [72, 72], transparent: false, animated: false, colors: "truecolor", colorspace: "srgb", metadata: { Make: "Canon" } },
+    transforms: { _main_: { crop: null, hotspot: [0.5, 0.4] } },
+    title: { en: "Red running shoe" },
+    description: { en: "" },
+    metadata: { "shop.sku": { type: "textline", is_localized: false, value: "RS-42" } },
+    ...times,
+  },
+};
+const pick = (...gids: string[]) => ({ assets: Object.fromEntries(gids.map((g) => [g, forms[g]])) });
+/** The OpenAPI detail of an asset route: summary, example answer (result, assets in data), errors. */
+const doc = (summary: string, result: Record<string, unknown>, gids: string[], errors: ErrorStatus[] = [400, 403, 422]) =>
+  describe({ summary, tags, example: { success: true, result, data: gids.length ? pick(...gids) : {} }, errors });
+
 /** A body parser that reads nothing, so the handler can stream `request.body` itself. */
 const leaveBodyUnread = () => ({});
 
@@ -61,37 +94,37 @@ export function assetRoutes(ctx: Ctx) {
       auth: true,
       params,
       body: anyValue,
-      detail: { summary: "The root folder `/` of the project: result.root", tags },
+      detail: doc("The root folder `/` of the project: result.root", { root: ROOT }, [ROOT], [403]),
     })
     .post("/get", ({ params, body, actor }) => answer(getAssets(ctx, actor, params.project, body)), {
       auth: true,
       params,
       body: t.Object({ ...gidOrGids, pathname: t.Optional(t.String()), pathnames: t.Optional(t.Array(t.String())) }),
-      detail: { summary: "Assets by asset, assets, pathname or pathnames (the first given wins; any status); unknown items of a list are left out", tags },
+      detail: doc("Assets by asset, assets, pathname or pathnames (the first given wins; any status); unknown items of a list are left out", { assets: [FOLDER, FILE] }, [FOLDER, FILE]),
     })
     .post("/children", ({ params, body, actor }) => answer(listFolder(ctx, actor, params.project, body)), {
       auth: true,
       params,
       body: t.Object({ asset: t.Optional(t.String()), pathname: t.Optional(t.String()), ...top }),
-      detail: { summary: "A page (page.top, page.size 100) of the active items of a folder, folders first, then by name: children, children.size", tags },
+      detail: doc("A page (page.top, page.size 100) of the active items of a folder, folders first, then by name: children, children.size", { children: [FILE], "children.size": 1 }, [FILE]),
     })
     .post("/tree", ({ params, body, actor }) => answer(assetTree(ctx, actor, params.project, body ?? {})), {
       auth: true,
       params,
       body: t.Optional(t.Object({ expanded_assets: t.Optional(t.Array(t.String())), expanded_paths: t.Optional(t.Array(t.String())), ...top })),
-      detail: { summary: "The visible tree (root first; expanded folders show their items), flat and paged: tree, tree.size", tags },
+      detail: doc("The visible tree (root first; expanded folders show their items), flat and paged: tree, tree.size", { tree: [ROOT, FOLDER, FILE], "tree.size": 3 }, [ROOT, FOLDER, FILE], [400, 403]),
     })
     .post("/create", ({ params, body, actor }) => answer(createFolder(ctx, actor, params.project, body)), {
       auth: true,
       params,
       body: t.Object({ parent: t.Optional(t.Nullable(t.String())), name: t.Optional(t.String()) }),
-      detail: { summary: "Create a folder in parent (absent: the root); a name in use gets a serial: result parent, asset", tags },
+      detail: doc("Create a folder in parent (absent: the root); a name in use gets a serial: result parent, asset", { parent: ROOT, asset: FOLDER }, [FOLDER, ROOT]),
     })
     .post("/update", ({ params, body, actor }) => answer(updateAsset(ctx, actor, params.project, body)), {
       auth: true,
       params,
       body: t.Object({ asset: t.String(), name: t.Optional(t.String()), title: anyValue, description: anyValue, transforms: anyValue }),
-      detail: { summary: "Rename an asset, set localized title / description (given languages), transforms", tags },
+      detail: doc("Rename an asset, set localized title / description (given languages), transforms", { asset: FILE }, [FILE]),
     })
     .post(
       "/upload",
@@ -103,10 +136,12 @@ export function assetRoutes(ctx: Ctx) {
         // leaves the body unread (`parse: "none"` is ignored once a global onParse hook exists, as
         // jsonBodies is).
         parse: leaveBodyUnread,
-        detail: {
-          summary: "Upload a file (multipart: parent or pathname, upload_file, name?); streamed to disk, type sniffed from the content, 413 past --upload-max-bytes: result parent, asset",
-          tags,
-        },
+        detail: doc(
+          "Upload a file (multipart: parent or pathname, upload_file, name?); streamed to disk, type sniffed from the content, 413 past --upload-max-bytes: result parent, asset",
+          { parent: FOLDER, asset: FILE },
+          [FILE, FOLDER],
+          [400, 403, 413, 422],
+        ),
       },
     )
     .post(
@@ -116,38 +151,38 @@ export function assetRoutes(ctx: Ctx) {
         auth: true,
         params,
         parse: leaveBodyUnread,
-        detail: { summary: "Upload a new version of a file (multipart: asset, upload_file, name?); storage name <gid>~<version>.<ext>", tags },
+        detail: doc("Upload a new version of a file (multipart: asset, upload_file, name?); storage name <gid>~<version>.<type>", { asset: FILE }, [FILE, FOLDER], [400, 403, 413, 422]),
       },
     )
     .post("/move", ({ params, body, actor }) => answer(moveAssets(ctx, actor, params.project, body)), {
       auth: true,
       params,
       body: t.Object({ ...gidOrGids, parent: t.Optional(t.Nullable(t.String())) }),
-      detail: { summary: "Move an asset into folder parent; a folder cannot go below itself: result parent, asset", tags },
+      detail: doc("Move an asset into folder parent; a folder cannot go below itself: result parent, asset", { parent: FOLDER, asset: FILE }, [FILE, FOLDER, ROOT]),
     })
     .post("/delete", ({ params, body, actor }) => answer(deleteAssets(ctx, actor, params.project, body)), {
       auth: true,
       params,
       body: t.Object(gidOrGids),
-      detail: { summary: "Soft-delete an asset and everything below it (status deleted)", tags },
+      detail: doc("Soft-delete an asset and everything below it (status deleted)", { asset: FILE }, [FILE, FOLDER]),
     })
     .post("/undelete", ({ params, body, actor }) => answer(undeleteAssets(ctx, actor, params.project, body)), {
       auth: true,
       params,
       body: t.Object(gidOrGids),
-      detail: { summary: "Restore a deleted asset with what was deleted with it (its folder must be active)", tags },
+      detail: doc("Restore a deleted asset with what was deleted with it (its folder must be active)", { asset: FILE }, [FILE, FOLDER]),
     })
     .post("/permanent_delete", ({ params, body, actor }) => answer(permanentlyDeleteAssets(ctx, actor, params.project, body)), {
       auth: true,
       params,
       body: t.Object(gidOrGids),
-      detail: { summary: "Remove a deleted asset, everything below it, all versions and files for good: result parent", tags },
+      detail: doc("Remove a deleted asset, everything below it, all versions and files for good: result parent", { parent: FOLDER }, [FOLDER]),
     })
     .post("/worksheet", ({ params, body, actor }) => answer(assetWorksheet(ctx, actor, params.project, body)), {
       auth: true,
       params,
       body: t.Object({ asset: t.String(), ...top }),
-      detail: { summary: "A folder for a worksheet: its path (gids from the root) and a page (page.size 20) of its children", tags },
+      detail: doc("A folder for a worksheet: its path (gids from the root) and a page (page.size 20) of its children", { asset: FOLDER, path: [ROOT, FOLDER], children: [FILE], "children.size": 1 }, [ROOT, FOLDER, FILE]),
     })
     .post("/sheet", ({ params, body, actor }) => answer(assetSheet(ctx, actor, params.project, body ?? {})), {
       auth: true,
@@ -159,25 +194,25 @@ export function assetRoutes(ctx: Ctx) {
       auth: true,
       params,
       body: t.Object({ asset: t.String(), name: t.String(), type: t.Optional(t.String()), is_localized: t.Optional(t.Boolean()), value: anyValue }),
-      detail: { summary: "Set or replace one metadata field: name (group.field), type, is_localized, value", tags },
+      detail: doc("Set or replace one metadata field: name (group.field), type, is_localized, value", { asset: FILE }, [FILE]),
     })
     .post("/metadata/clear", ({ params, body, actor }) => answer(clearAssetMetadata(ctx, actor, params.project, body)), {
       auth: true,
       params,
       body: t.Object({ asset: t.String(), name: t.Optional(t.String()), keys: anyValue }),
-      detail: { summary: "Remove one metadata field (name; or several: keys)", tags },
+      detail: doc("Remove one metadata field (name; or several: keys)", { asset: FILE }, [FILE]),
     })
     .post("/search", ({ params, body, actor }) => answer(findAssets(ctx, actor, params.project, body ?? {})), {
       auth: true,
       params,
       body: t.Optional(searchBody),
-      detail: { summary: "Search: q (+must -mustnot terms) and/or filter (docs/filter.md), page.top / page.size (10): assets, assets.size", tags },
+      detail: doc("Search: q (+must -mustnot terms) and/or filter (docs/filter.md), page.top / page.size (10): assets, assets.size", { assets: [FILE], "assets.size": 1 }, [FILE], [400, 403, 422]),
     })
     .post("/search/folders", ({ params, body, actor }) => answer(findFolders(ctx, actor, params.project, body ?? {})), {
       auth: true,
       params,
       body: t.Optional(searchBody),
-      detail: { summary: "Search folders only: assets, assets.size", tags },
+      detail: doc("Search folders only: assets, assets.size", { assets: [FOLDER], "assets.size": 1 }, [FOLDER], [400, 403, 422]),
     })
     .post("/search/autocomplete", ({ params, body, actor }) => answer(autocompleteAssets(ctx, actor, params.project, body)), {
       auth: true,
@@ -188,7 +223,7 @@ export function assetRoutes(ctx: Ctx) {
         language: t.Optional(t.String()),
         "completions.size": t.Optional(t.Integer({ minimum: 1, maximum: 50 })),
       }),
-      detail: { summary: "Values for a filter starting with fieldq: field name, ext, path or metadata: completions", tags },
+      detail: doc("Values for a filter starting with fieldq: field name, ext, path or metadata: completions", { completions: ["/products", "/promo"] }, [], [400, 403, 422]),
     })
     .post("/bulk/get", ({ params, body, actor }) => answer(bulkGetAssets(ctx, actor, params.project, body)), {
       auth: true,
