@@ -229,7 +229,7 @@ describe("project backups", () => {
   test("a file deleted while a backup runs is still in the backup when its row is", async () => {
     const gid = await srv.project(alice.token, "Deleting meanwhile");
     const t = Date.now() / 1000;
-    srv.ctx.db.$client.query("INSERT INTO assets (gid, project_gid, type, name, storage_name, created_on, updated_on) VALUES ('racefile01', ?, 'file', 'doomed', 'racefile01~1.bin', ?, ?)").run(gid, t, t);
+    srv.ctx.db.$client.query("INSERT INTO assets (gid, project_gid, type, name, storage_name, status, created_on, updated_on) VALUES ('racefile01', ?, 'file', 'doomed', 'racefile01~1.bin', 'deleted', ?, ?)").run(gid, t, t);
     writeProjectFile(srv, gid, "originals/racefile01~1.bin", "doomed bytes");
     const dir = join(srv.dataDir, "tmp", "race-backup");
     rmSync(dir, { recursive: true, force: true });
