@@ -10,7 +10,7 @@ import { inProject, projectAccess } from "../members/access.service";
 import { sqliteOf, type DB, type Tx } from "../../db/connection";
 import { assets, assetVersions, type AssetMetadata, type AssetTransforms, type FileFacts, type Localized } from "./assets.table";
 import { FilterError, pageWindow } from "../../core/filter";
-import { projects } from "../projects/projects.table";
+import { getProject } from "../projects/projects.service";
 import { ApiError, badRequest, unprocessable } from "../../core/errors";
 import type { Received, ReceivedFile } from "../../platform/storage/storage";
 import { analyseFile } from "../../platform/images/file-info";
@@ -22,7 +22,7 @@ export type AssetVersion = typeof assetVersions.$inferSelect;
 
 /** The project's languages in order (`options.languages`; `["en"]` until a project has them). */
 export function projectLanguages(tx: Tx, projectGid: string): string[] {
-  const row = tx.select({ options: projects.options }).from(projects).where(eq(projects.gid, projectGid)).get();
+  const row = getProject(tx, projectGid);
   const list = row?.options && Object.hasOwn(row.options, "languages") ? row.options.languages : undefined;
   if (Array.isArray(list)) {
     const codes = list.filter((l): l is string => typeof l === "string" && /^[A-Za-z0-9_-]{1,35}$/.test(l));
