@@ -30,6 +30,7 @@ import { damRoutes } from "./routes/dam.routes";
 import { mediaRoutes, mediaServeRoutes } from "./routes/media.routes";
 import { announceVersion } from "./services/instance.service";
 import { VERSION } from "./version";
+import { consoleRoutes } from "./features/console/console.routes";
 
 /** Opens the data folder and database (migrated) and builds the context every part shares. */
 export function openInstance(config: Config, log = new Logger(config.logLevel)): Ctx {
@@ -85,8 +86,11 @@ export async function startServer(config: Config): Promise<Running> {
     port: config.port,
     hostname: config.host,
     maxRequestBodySize: Math.max(config.uploadMaxBytes, config.imageMaxBytes) + 1024 * 1024,
-    // Public media files are answered by Bun itself before the app (src/routes/media.routes.ts).
-    routes: mediaServeRoutes(ctx),
+    // Public media files are answered by Bun itself before the app (src/routes/media.routes.ts);
+    // so is the web console (/, /console/..., /invite), bundled by Bun from its HTML import.
+    routes: { ...mediaServeRoutes(ctx), ...consoleRoutes() },
+    // Production behaviour (no HMR client, minified console bundle) unless APIS_CONSOLE_DEV=1.
+    development: process.env.APIS_CONSOLE_DEV === "1",
     fetch: (req, srv) => {
       if (sync.handles(req)) return sync.handleRequest(req, srv);
       if (!req.headers.has("origin")) return appFetch(req);
