@@ -368,8 +368,16 @@ function Thumb(props: { gid: string; asset: Asset; size: number }) {
     );
   return (
     <span class={"thumb icon kind-" + a.kind} aria-hidden="true">
-      {a.kind === "folder" ? "📁" : (a.extension || "file").toUpperCase().slice(0, 4)}
+      {a.kind === "folder" ? <FolderIcon /> : (a.extension || "file").toUpperCase().slice(0, 4)}
     </span>
+  );
+}
+
+function FolderIcon() {
+  return (
+    <svg viewBox="0 0 48 40" width="64" height="54" aria-hidden="true" focusable="false">
+      <path d="M2 6a4 4 0 0 1 4-4h12l5 5h19a4 4 0 0 1 4 4v23a4 4 0 0 1-4 4H6a4 4 0 0 1-4-4z" fill="currentColor" opacity="0.85" />
+    </svg>
   );
 }
 
