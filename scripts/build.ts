@@ -10,6 +10,7 @@ import type { BunPlugin } from "bun";
 import { createRequire } from "node:module";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
+import { consoleBrowserPlugin } from "../src/features/console/console.build";
 
 const root = join(import.meta.dir, "..");
 const defaultOutfile = join(root, "dist", "apis");
@@ -109,7 +110,7 @@ export async function buildExecutable(outfile = defaultOutfile): Promise<{ outfi
     sourcemap: "linked",
     bytecode: true,
     format: "esm",
-    plugins: [embeddedSharpPlugin()],
+    plugins: [embeddedSharpPlugin(), consoleBrowserPlugin(root)],
   });
   if (!result.success) {
     for (const log of result.logs) console.error(log);

@@ -144,9 +144,9 @@ export function Notices() {
   );
 }
 
-export function Progress(props: { value: number | null; max: number | null; label: string }) {
+export function Progress(props: { value: number | null; max: number | null; label: string; final?: boolean }) {
   const known = props.value !== null && props.max !== null && props.max > 0;
-  const pct = known ? Math.round((props.value! / props.max!) * 100) : null;
+  const pct = known && !props.final ? Math.round((props.value! / props.max!) * 100) : null;
   return (
     <div class="progress-line">
       <progress aria-label={props.label} value={known ? props.value! : undefined} max={known ? props.max! : undefined} />
@@ -160,7 +160,7 @@ export function JobProgress(props: { job: Job | null; label: string }) {
   const j = props.job;
   if (!j) return <Progress value={null} max={null} label={`${props.label}: waiting`} />;
   if (j.status === "rejected") return <p class="error" role="alert">{`${props.label} failed: ${j.error ?? "unknown error"}`}</p>;
-  if (j.status === "done") return <Progress value={1} max={1} label={`${props.label}: done`} />;
+  if (j.status === "done") return <Progress value={1} max={1} label={`${props.label}: done`} final />;
   if (j.status === "queued") return <Progress value={null} max={null} label={`${props.label}: queued`} />;
   const total = j.total ?? null;
   return <Progress value={total !== null && j.remaining !== null ? total - j.remaining : null} max={total} label={props.label} />;
