@@ -118,6 +118,12 @@ live.on(["cc.users", "cc.projects", "cc.projects_members"], () => {
   reloadTimer = setTimeout(reloadSession, 60);
 });
 
+// The server ended the whole socket (account deleted or deactivated, password changed): asking
+// for the session again tells which, and a 401 there signs the page out.
+live.onLost((project) => {
+  if (project === null && session$.get().session) reloadSession();
+});
+
 export const liveStatus$ = createStore<LiveStatus>(live.status);
 live.onStatus((s) => liveStatus$.set(s));
 
