@@ -263,6 +263,20 @@ describe.skipIf(!CHROMIUM)("web console", () => {
     await screenshot(owner, "08-backups");
   });
 
+  test("the asset grid works from the keyboard: Tab reaches a folder, Enter opens it, Delete moves an item to the trash", async () => {
+    await owner.getByRole("link", { name: "Assets" }).click();
+    await owner.locator('li.tile[data-name="Shoes"]').waitFor();
+    await owner.getByLabel("Search assets").focus();
+    await tabTo(owner, "Open folder Shoes");
+    await owner.keyboard.press("Enter");
+    await owner.getByRole("heading", { name: "Shoes", exact: true }).waitFor();
+    await owner.locator('li.tile[data-name="crimson.png"]').waitFor();
+    await tabTo(owner, "Open crimson.png");
+    await owner.keyboard.press("Delete");
+    await owner.getByText("Moved to the trash").waitFor();
+    await owner.locator('li.tile[data-name="crimson.png"]').waitFor({ state: "detached" });
+  });
+
   test("wrong sign-in details are shown as a message, not a blank page", async () => {
     const page = await browser.newPage();
     await page.goto(server.url + "/console/projects");
@@ -309,6 +323,15 @@ describe.skipIf(!CHROMIUM)("web console", () => {
     expect(ownerErrors).toEqual([]);
     expect(memberErrors).toEqual([]);
   });
+
+  /** Presses Tab until the focused element has this accessible label (a bounded number of times). */
+  async function tabTo(page: Page, label: string) {
+    for (let i = 0; i < 80; i++) {
+      await page.keyboard.press("Tab");
+      if ((await page.evaluate("document.activeElement?.getAttribute('aria-label')")) === label) return;
+    }
+    throw new Error(`Tab never reached "${label}"`);
+  }
 
   /** The owner's JWT as the console keeps it. */
   async function ownerToken(): Promise<string> {
