@@ -193,6 +193,19 @@ describe.skipIf(!CHROMIUM)("web console", () => {
     await owner.getByRole("dialog").waitFor({ state: "detached" });
   });
 
+  test("a new version of a file is uploaded from its details and listed beside the earlier one", async () => {
+    await owner.getByRole("button", { name: "Open dropped.png" }).click();
+    await owner.getByRole("dialog").getByText("Version 1").waitFor();
+    await owner
+      .locator('input[name="new-version"]')
+      .setInputFiles({ name: "dropped-v2.png", mimeType: "image/png", buffer: await png({ r: 20, g: 20, b: 20 }, 120, 60) });
+    await owner.getByRole("dialog").getByText("Version 2 (current)").waitFor();
+    await owner.getByRole("dialog").getByText("Version 1", { exact: true }).waitFor();
+    await owner.locator('li.tile[data-name="dropped.png"]').getByText(/^120×60/).waitFor();
+    await owner.keyboard.press("Escape");
+    await owner.getByRole("dialog").waitFor({ state: "detached" });
+  });
+
   test("searching finds assets by name, and deleted ones go to the trash and come back", async () => {
     await owner.getByLabel("Search assets").fill("blue");
     await owner.getByRole("button", { name: "Search", exact: true }).click();
@@ -309,7 +322,15 @@ describe.skipIf(!CHROMIUM)("web console", () => {
       await owner.setViewportSize({ width, height });
       for (const path of pages) {
         await owner.goto(server.url + path);
-        await owner.locator("main h1").first().waitFor();
+        await owner
+          .locator("main h1")
+          .first()
+          .waitFor()
+          .catch(async (e) => {
+            // Keep what the page showed, for the report.
+            await screenshot(owner, `failed-${width}-${path.replace(/\//g, "_")}`);
+            throw e;
+          });
         await owner.waitForLoadState("networkidle");
         const overflow = Number(await owner.evaluate("document.documentElement.scrollWidth - window.innerWidth"));
         expect({ path, width, overflow }).toEqual({ path, width, overflow: 0 });

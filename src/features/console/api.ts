@@ -651,6 +651,7 @@ export const jobsApi = {
 // ---------------------------------------------------------------------------------------------
 // Assets (/api/p/<project>/assets) and the DAM (/dam)
 
+export type AssetVersion = { version: number; storageName: string; size: number; createdOn: number | null; current: boolean };
 export type Page<T> = { items: T[]; total: number; cursor: string | null };
 export type FolderNode = { asset: Asset; children: FolderNode[] };
 
@@ -698,6 +699,26 @@ export const assetsApi = {
     form.append("file", file, file.name);
     const env = await upload(p(project, "assets/upload"), form, onProgress, signal);
     return assetMap(env.data).get(env.result.asset)!;
+  },
+  /** Replaces the file of an asset with a new version (the asset keeps its gid). */
+  async replace(project: string, asset: string, file: File, onProgress?: (sent: number, total: number) => void): Promise<Asset> {
+    const form = new FormData();
+    form.append("asset", asset);
+    form.append("file", file, file.name);
+    const env = await upload(p(project, "assets/upload_update"), form, onProgress);
+    return assetMap(env.data).get(env.result.asset)!;
+  },
+  /** The kept versions of an asset's file, newest first. */
+  async versions(project: string, asset: Asset): Promise<AssetVersion[]> {
+    if (!asset.storageName) return [];
+    const r = (await call(`/dam/p/${project}/info/${encodeURIComponent(asset.storageName)}`)).result;
+    return (Array.isArray(r.versions) ? r.versions : []).map((v: any) => ({
+      version: v.version,
+      storageName: v.storage_pathname,
+      size: v.size ?? 0,
+      createdOn: v.created_on ?? null,
+      current: !!v.current,
+    }));
   },
   async search(project: string, q: { text?: string; trash?: boolean; kind?: string; cursor?: string | null; size?: number }): Promise<Page<Asset>> {
     const filter: unknown[] = [];

@@ -130,8 +130,21 @@ export function ConfirmHost() {
 
 export function Notices() {
   const list = useStore(notices$);
+  const ref = useRef<HTMLDivElement>(null);
+  // Shown as a popover so notices stay above an open dialog (both live in the top layer; showing
+  // it again puts it last, on top).
+  useEffect(() => {
+    const el = ref.current as (HTMLDivElement & { showPopover?: () => void; hidePopover?: () => void }) | null;
+    if (!el?.showPopover) return;
+    try {
+      if (el.matches(":popover-open")) el.hidePopover!();
+      if (list.length) el.showPopover();
+    } catch {
+      // Popovers unsupported: the fixed position still shows the notices.
+    }
+  }, [list]);
   return (
-    <div class="notices" aria-live="polite">
+    <div class="notices" aria-live="polite" ref={ref} {...{ popover: "manual" }}>
       {list.map((n) => (
         <div key={n.id} class={"notice " + n.kind} role={n.kind === "error" ? "alert" : "status"}>
           <span>{n.text}</span>

@@ -639,6 +639,7 @@ function Details(props: {
               )}
             </div>
           ) : null}
+          {a.kind !== "folder" ? <Versions gid={props.gid} asset={a} onChanged={props.onChanged} /> : null}
           <div class="actions start">
             {a.status === "active" ? (
               <>
@@ -658,6 +659,61 @@ function Details(props: {
         </div>
       </div>
     </Dialog>
+  );
+}
+
+function Versions(props: { gid: string; asset: Asset; onChanged: () => void }) {
+  const a = props.asset;
+  const versions = useLoad(() => assetsApi.versions(props.gid, a), [props.gid, a.storageName]);
+  const [sent, setSent] = useState<number | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const input = useRef<HTMLInputElement>(null);
+  const replace = async (file: File | undefined) => {
+    if (!file) return;
+    setError(null);
+    setSent(0);
+    try {
+      await assetsApi.replace(props.gid, a.gid, file, (n, total) => setSent(total ? n / total : 0));
+      notify("New version uploaded");
+      props.onChanged();
+    } catch (e) {
+      setError(e);
+    } finally {
+      setSent(null);
+      if (input.current) input.current.value = "";
+    }
+  };
+  return (
+    <div class="versions">
+      <h3>Versions</h3>
+      {versions.data?.length ? (
+        <ul class="rows">
+          {versions.data.map((v) => (
+            <li class="row-item" key={v.version}>
+              <div class="row-main">
+                <span>
+                  Version {v.version}
+                  {v.current ? <span class="muted"> (current)</span> : null}
+                </span>
+                <span class="muted">
+                  {formatBytes(v.size)} · {formatTime(v.createdOn)}
+                </span>
+              </div>
+            </li>
+          ))}
+        </ul>
+      ) : null}
+      {a.status === "active" ? (
+        <div class="row">
+          <label class="btn">
+            Upload a new version
+            <input ref={input} type="file" name="new-version" class="visually-hidden" disabled={sent !== null} onChange={(e) => replace(e.currentTarget.files?.[0])} />
+          </label>
+          {sent !== null ? <progress aria-label="Upload of the new version" value={sent} max={1} /> : null}
+        </div>
+      ) : null}
+      <ErrorNote error={error ?? versions.error} />
+    </div>
   );
 }
 

@@ -10,6 +10,9 @@ import { AssetsPage } from "./assets";
 import { BackupsPage } from "./backups";
 import { MembersPage } from "./members";
 
+/** A project the user is leaving on purpose: losing its subscription is then no surprise. */
+let leaving: string | null = null;
+
 export type ProjectCtx = { gid: string; project: Project; isOwner: boolean; me: string };
 
 type Section = { path: string; label: string; ownerOnly?: boolean; page: FunctionComponent<{ ctx: ProjectCtx }> };
@@ -39,7 +42,7 @@ export function ProjectShell(props: { gid: string; section: string }) {
   useEffect(
     () =>
       live.onLost((project) => {
-        if (project === gid) {
+        if (project === gid && leaving !== gid) {
           notify("You no longer have access to this project", "error");
           navigate("/console/projects");
         }
@@ -229,12 +232,15 @@ function SettingsPage(props: { ctx: ProjectCtx }) {
               const ok = await confirm({ title: "Leave project", text: `Leave ${project.name}?`, action: "Leave", danger: true });
               if (!ok) return;
               try {
+                leaving = gid;
                 await account.leaveProject(gid);
                 notify(`You left ${project.name}`);
                 await reloadSession();
                 navigate("/console/projects");
               } catch (e) {
                 notifyError(e);
+              } finally {
+                leaving = null;
               }
             }}
           >
