@@ -1,6 +1,6 @@
 // Page-wide state: the signed-in session, notices, the location, and hooks that tie pages to live
 // sync items and to background jobs.
-import { useEffect, useReducer, useRef, useState } from "preact/hooks";
+import { useEffect, useLayoutEffect, useReducer, useRef, useState } from "preact/hooks";
 import { account, ApiError, auth, jobsApi, onUnauthorized, type Job, type Session, type SyncItem } from "./api";
 import { live, type LiveStatus } from "./live";
 
@@ -23,9 +23,17 @@ export function createStore<T>(initial: T) {
 export type Store<T> = ReturnType<typeof createStore<T>>;
 
 export function useStore<T>(store: Store<T>): T {
+  const value = store.get();
+  const rendered = useRef(value);
+  rendered.current = value;
   const [, force] = useReducer((n: number, _: void) => n + 1, 0);
-  useEffect(() => store.subscribe(() => force()), [store]);
-  return store.get();
+  useLayoutEffect(() => {
+    const off = store.subscribe(() => force());
+    // A change between this render and the subscription (an answer that came first) is not lost.
+    if (store.get() !== rendered.current) force();
+    return off;
+  }, [store]);
+  return value;
 }
 
 // ---------------------------------------------------------------------------------------------

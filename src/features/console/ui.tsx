@@ -244,6 +244,17 @@ export async function copyText(text: string, fallback?: HTMLInputElement | null)
   }
 }
 
+/**
+ * A ref that focuses its element once, when it is mounted: deterministic, unlike the `autofocus`
+ * attribute, which browsers apply at a time of their choosing (and only once per page).
+ */
+export function focusOnMount(el: HTMLElement | null) {
+  if (el && !el.dataset.focused) {
+    el.dataset.focused = "1";
+    el.focus();
+  }
+}
+
 export function Empty(props: { children: ComponentChildren }) {
   return <p class="empty">{props.children}</p>;
 }

@@ -2,7 +2,7 @@
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { account, ApiError, type Session, type User } from "../api";
 import { notify, notifyError, reloadSession, session$, signOut, useStore } from "../store";
-import { Avatar, confirm, ErrorNote, Field, issue, Link, useBusy } from "../ui";
+import { Avatar, confirm, ErrorNote, Field, issue, Link, useBusy, focusOnMount } from "../ui";
 
 export function AccountPage() {
   const { session } = useStore(session$);
@@ -171,7 +171,7 @@ function EmailPanel(props: { me: User }) {
           }}
         >
           <Field label={`Code sent to ${email.trim()}`} error={issue(error, "verification_code") ?? issue(error, "validation_code")}>
-            <input name="email-code" autoComplete="one-time-code" required value={code} onInput={(e) => setCode(e.currentTarget.value)} autoFocus />
+            <input name="email-code" autoComplete="one-time-code" required value={code} onInput={(e) => setCode(e.currentTarget.value)} ref={focusOnMount} />
           </Field>
           <button class="btn primary" type="submit" disabled={busy}>
             Confirm

@@ -3,7 +3,7 @@ import type { ComponentChildren } from "preact";
 import { useState } from "preact/hooks";
 import { account, ApiError } from "../api";
 import { navigate, signedIn, useLocation } from "../store";
-import { ErrorNote, Field, issue, Link } from "../ui";
+import { ErrorNote, Field, issue, Link, focusOnMount } from "../ui";
 
 /** Where to go after signing in: `?next=` when it is a console address, else the projects. */
 function nextPath(search: string): string {
@@ -53,7 +53,7 @@ export function SignIn() {
     <Card title="Sign in">
       <form onSubmit={submit} class="stack">
         <Field label="Username">
-          <input name="username" autoComplete="username" required value={username} onInput={(e) => setUsername(e.currentTarget.value)} autoFocus />
+          <input name="username" autoComplete="username" required value={username} onInput={(e) => setUsername(e.currentTarget.value)} ref={focusOnMount} />
         </Field>
         <Field label="Password">
           <input name="password" type="password" autoComplete="current-password" required value={password} onInput={(e) => setPassword(e.currentTarget.value)} />
@@ -83,7 +83,7 @@ function CodeField(props: { value: string; onInput: (v: string) => void; error?:
         maxLength={12}
         value={props.value}
         onInput={(e) => props.onInput(e.currentTarget.value)}
-        autoFocus
+        ref={focusOnMount}
         class="code-input"
       />
     </Field>
@@ -146,7 +146,7 @@ export function SignUp() {
     <Card title="Create an account">
       <form onSubmit={request} class="stack">
         <Field label="Username" error={issue(error, "username")} hint="3 to 64 letters, digits or . _ - @ +">
-          <input name="username" autoComplete="username" required value={form.username} onInput={set("username")} autoFocus />
+          <input name="username" autoComplete="username" required value={form.username} onInput={set("username")} ref={focusOnMount} />
         </Field>
         <Field label="Email" error={issue(error, "email")}>
           <input name="email" type="email" autoComplete="email" required value={form.email} onInput={set("email")} />
@@ -225,7 +225,7 @@ export function Reset() {
     <Card title="Reset your password">
       <form onSubmit={request} class="stack">
         <Field label="Username or email" error={issue(error, "email") ?? issue(error, "username")}>
-          <input name="who" autoComplete="username" required value={who} onInput={(e) => setWho(e.currentTarget.value)} autoFocus />
+          <input name="who" autoComplete="username" required value={who} onInput={(e) => setWho(e.currentTarget.value)} ref={focusOnMount} />
         </Field>
         <ErrorNote error={error} fields={["email", "username"]} />
         <button class="btn primary" type="submit" disabled={busy}>

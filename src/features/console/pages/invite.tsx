@@ -2,7 +2,7 @@
 import { useState } from "preact/hooks";
 import { account, invitations } from "../api";
 import { navigate, notify, reloadSession, session$, useLoad, useLocation, useStore } from "../store";
-import { displayName, ErrorNote, Link, Loading, ProjectIcon, useBusy } from "../ui";
+import { displayName, ErrorNote, Link, Loading, ProjectIcon, useBusy, focusOnMount } from "../ui";
 
 export function InvitePage() {
   const loc = useLocation();
@@ -88,7 +88,7 @@ export function InvitePage() {
                   <Link class="btn" href={`/?next=${encodeURIComponent(here)}`}>
                     Sign in
                   </Link>
-                  <button class="btn" disabled={busy} onClick={decline} autoFocus={q.get("action") === "decline"}>
+                  <button class="btn" disabled={busy} onClick={decline} ref={q.get("action") === "decline" ? focusOnMount : undefined}>
                     Decline
                   </button>
                 </div>
