@@ -157,7 +157,7 @@ describe.skipIf(!CHROMIUM)("web console", () => {
     await owner.getByLabel("Folder name").fill("Shoes");
     await owner.getByRole("button", { name: "Create", exact: true }).click();
     await member.locator('li.tile[data-name="Shoes"]').waitFor();
-    await member.getByRole("treeitem").getByRole("link", { name: "Shoes" }).waitFor();
+    await member.getByRole("navigation", { name: "Folders" }).getByRole("link", { name: "Shoes" }).waitFor();
 
     await owner.getByRole("button", { name: "Open red.png" }).click();
     await owner.getByLabel("Name", { exact: true }).fill("crimson.png");

@@ -188,11 +188,11 @@ function KeyRow(props: { k: ApiKey; gid: string; onEdit: () => void; onChange: (
           Edit
         </button>
         {k.status === "active" ? (
-          <button class="btn small" disabled={busy} onClick={act(() => apiKeysApi.deactivate(gid, k.user), `${k.name} deactivated`)}>
+          <button key="deactivate" class="btn small" disabled={busy} onClick={act(() => apiKeysApi.deactivate(gid, k.user), `${k.name} deactivated`)}>
             Deactivate
           </button>
         ) : (
-          <button class="btn small" disabled={busy} onClick={act(() => apiKeysApi.reactivate(gid, k.user), `${k.name} reactivated`)}>
+          <button key="reactivate" class="btn small" disabled={busy} onClick={act(() => apiKeysApi.reactivate(gid, k.user), `${k.name} reactivated`)}>
             Reactivate
           </button>
         )}

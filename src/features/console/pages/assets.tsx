@@ -114,21 +114,21 @@ export function AssetsPage(props: { ctx: ProjectCtx }) {
         <SearchBox gid={gid} base={base} initial={view.kind === "search" ? view.text : ""} />
       </div>
       <div class="assets-layout">
-        <aside class="folder-tree" aria-label="Folders">
-          <ul role="tree" aria-label="Folders">
-            <li role="treeitem" aria-selected={view.kind === "folder" && !folder}>
-              <Link href={base} class={view.kind === "folder" && !folder ? "current" : ""}>
+        <nav class="folder-tree" aria-label="Folders">
+          <ul>
+            <li>
+              <Link href={base} class={view.kind === "folder" && !folder ? "current" : ""} aria-current={view.kind === "folder" && !folder ? "page" : undefined}>
                 All assets
               </Link>
-              <TreeLevel nodes={tree.data ?? []} base={base} current={folder} />
+              <TreeLevel nodes={tree.data ?? []} base={base} current={view.kind === "folder" ? folder : null} />
             </li>
-            <li role="treeitem" aria-selected={view.kind === "trash"}>
-              <Link href={`${base}?trash=1`} class={view.kind === "trash" ? "current" : ""}>
+            <li>
+              <Link href={`${base}?trash=1`} class={view.kind === "trash" ? "current" : ""} aria-current={view.kind === "trash" ? "page" : undefined}>
                 Trash
               </Link>
             </li>
           </ul>
-        </aside>
+        </nav>
         <section class="assets-main" aria-label="Items">
           {view.kind === "folder" ? <Breadcrumbs folder={folder} folders={folders} base={base} /> : null}
           <div class="toolbar" role="toolbar" aria-label="Asset actions">
@@ -259,10 +259,10 @@ export function AssetsPage(props: { ctx: ProjectCtx }) {
 function TreeLevel(props: { nodes: FolderNode[]; base: string; current: string | null }) {
   if (!props.nodes.length) return null;
   return (
-    <ul role="group">
+    <ul>
       {props.nodes.map((n) => (
-        <li role="treeitem" aria-selected={props.current === n.asset.gid} key={n.asset.gid}>
-          <Link href={`${props.base}?folder=${n.asset.gid}`} class={props.current === n.asset.gid ? "current" : ""}>
+        <li key={n.asset.gid}>
+          <Link href={`${props.base}?folder=${n.asset.gid}`} class={props.current === n.asset.gid ? "current" : ""} aria-current={props.current === n.asset.gid ? "page" : undefined}>
             {n.asset.name}
           </Link>
           <TreeLevel nodes={n.children} base={props.base} current={props.current} />
@@ -613,7 +613,7 @@ function Details(props: {
                       Copy
                     </button>
                   </div>
-                  <button class="btn" disabled={busy} onClick={() => run(() => assetsApi.unpublish(props.gid, a).then(() => (notify("The original is private again"), props.onChanged()), notifyError))}>
+                  <button key="unpublish" class="btn" disabled={busy} onClick={() => run(() => assetsApi.unpublish(props.gid, a).then(() => (notify("The original is private again"), props.onChanged()), notifyError))}>
                     Unpublish
                   </button>
                 </>
@@ -621,6 +621,7 @@ function Details(props: {
                 <>
                   <p class="muted">The original is private. Publishing gives it a link anyone can open.</p>
                   <button
+                    key="publish"
                     class="btn"
                     disabled={busy}
                     onClick={() =>

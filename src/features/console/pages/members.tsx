@@ -127,12 +127,12 @@ function MemberRow(props: { member: Member; gid: string; isOwner: boolean; isMe:
             </button>
           ) : null}
           {membership.status === "active" ? (
-            <button class="btn small" disabled={busy} onClick={act(() => membersApi.deactivate(props.gid, user.gid), `${name} deactivated`)}>
+            <button key="deactivate" class="btn small" disabled={busy} onClick={act(() => membersApi.deactivate(props.gid, user.gid), `${name} deactivated`)}>
               Deactivate
             </button>
           ) : null}
           {membership.status === "inactive" ? (
-            <button class="btn small" disabled={busy} onClick={act(() => membersApi.reactivate(props.gid, user.gid), `${name} reactivated`)}>
+            <button key="reactivate" class="btn small" disabled={busy} onClick={act(() => membersApi.reactivate(props.gid, user.gid), `${name} reactivated`)}>
               Reactivate
             </button>
           ) : null}
