@@ -92,6 +92,22 @@ describe.skipIf(!CHROMIUM)("web console: account and project management", () => 
     await screenshot(page, "10-account");
   });
 
+  test("an invitation to an existing account appears on its open project list and is accepted there", async () => {
+    const owner = await server.user("olaf");
+    const project = await server.project(owner.token, "Olaf's catalogue");
+    await page.getByRole("link", { name: "Projects", exact: true }).click();
+    await page.getByRole("heading", { name: "Projects", exact: true }).waitFor();
+    const invited = await server.call(`/api/p/${project}/members/invite`, { token: owner.token, body: { email: "ann@new.example" } });
+    expect(invited.status).toBe(200);
+    const card = page.locator(".card.invitation", { hasText: "Olaf's catalogue" });
+    await card.waitFor(); // no reload: the sync item brought it
+    await screenshot(page, "12-invitation");
+    await card.getByRole("button", { name: "Accept" }).click();
+    await page.getByRole("link", { name: "Olaf's catalogue" }).waitFor();
+    await page.getByRole("link", { name: /Account of/ }).click();
+    await page.getByRole("heading", { name: "Your account", exact: true }).waitFor();
+  });
+
   test("a member leaves a project from the account page and it leaves the project list", async () => {
     const olga = await server.user("olga");
     const project = await server.project(olga.token, "Olga's shop");
