@@ -295,6 +295,19 @@ describe.skipIf(!CHROMIUM)("web console", () => {
     await owner.locator('li.tile[data-name="crimson.png"]').waitFor({ state: "detached" });
   });
 
+  test("dragging a tile onto a folder moves it there, and onto All assets brings it back", async () => {
+    await owner.getByRole("link", { name: "All assets" }).first().click();
+    await owner.getByRole("heading", { name: "Assets", exact: true }).waitFor();
+    await owner.locator('li.tile[data-name="notes.txt"]').dragTo(owner.locator('li.tile[data-name="Made while away"]'));
+    await owner.getByText("Moved to Made while away").waitFor();
+    await owner.locator('li.tile[data-name="notes.txt"]').waitFor({ state: "detached" });
+    await owner.getByRole("button", { name: "Open folder Made while away" }).click();
+    await owner.locator('li.tile[data-name="notes.txt"]').waitFor();
+    await owner.locator('li.tile[data-name="notes.txt"]').dragTo(owner.getByRole("navigation", { name: "Folders" }).getByRole("link", { name: "All assets" }));
+    await owner.getByText("Moved to the top level").waitFor();
+    await owner.locator('li.tile[data-name="notes.txt"]').waitFor({ state: "detached" });
+  });
+
   test("wrong sign-in details are shown as a message, not a blank page", async () => {
     const page = await browser.newPage();
     await page.goto(server.url + "/console/projects");

@@ -65,6 +65,17 @@ export function AssetsPage(props: { ctx: ProjectCtx }) {
     });
   const chosen = [...selected].filter((g) => list.some((a) => a.gid === g));
 
+  const moveInto = async (gids: string[], target: string | null) => {
+    try {
+      await assetsApi.move(gid, gids, target);
+      notify(`Moved to ${target ? (folders.get(target)?.name ?? "the folder") : "the top level"}`);
+      setSelected(new Set());
+      items.reload();
+      tree.reload();
+    } catch (e) {
+      notifyError(e);
+    }
+  };
   const trash = async (gids: string[]) => {
     try {
       await assetsApi.trash(gid, gids);
@@ -117,10 +128,10 @@ export function AssetsPage(props: { ctx: ProjectCtx }) {
         <nav class="folder-tree" aria-label="Folders">
           <ul>
             <li>
-              <Link href={base} class={view.kind === "folder" && !folder ? "current" : ""} aria-current={view.kind === "folder" && !folder ? "page" : undefined}>
+              <FolderLink href={base} folder={null} current={view.kind === "folder" && !folder} onMoveInto={moveInto}>
                 All assets
-              </Link>
-              <TreeLevel nodes={tree.data ?? []} base={base} current={view.kind === "folder" ? folder : null} />
+              </FolderLink>
+              <TreeLevel nodes={tree.data ?? []} base={base} current={view.kind === "folder" ? folder : null} onMoveInto={moveInto} />
             </li>
             <li>
               <Link href={`${base}?trash=1`} class={view.kind === "trash" ? "current" : ""} aria-current={view.kind === "trash" ? "page" : undefined}>
@@ -194,6 +205,8 @@ export function AssetsPage(props: { ctx: ProjectCtx }) {
                     gid={gid}
                     asset={a}
                     selected={selected.has(a.gid)}
+                    dragGids={() => (selected.has(a.gid) ? chosen : [a.gid])}
+                    onMoveInto={moveInto}
                     onToggle={() => toggle(a.gid)}
                     onOpen={() => (a.kind === "folder" && a.status === "active" ? navigate(`${base}?folder=${a.gid}`) : setOpen(a.gid))}
                     onKey={(e) => {
@@ -256,16 +269,25 @@ export function AssetsPage(props: { ctx: ProjectCtx }) {
   );
 }
 
-function TreeLevel(props: { nodes: FolderNode[]; base: string; current: string | null }) {
+function FolderLink(props: { href: string; folder: string | null; current: boolean; onMoveInto: (gids: string[], folder: string | null) => void; children: ComponentChildren }) {
+  const drop = useFolderDrop(props.folder, props.onMoveInto);
+  return (
+    <Link href={props.href} class={(props.current ? "current" : "") + (drop.over ? " drop-target" : "")} aria-current={props.current ? "page" : undefined} {...drop.props}>
+      {props.children}
+    </Link>
+  );
+}
+
+function TreeLevel(props: { nodes: FolderNode[]; base: string; current: string | null; onMoveInto: (gids: string[], folder: string | null) => void }) {
   if (!props.nodes.length) return null;
   return (
     <ul>
       {props.nodes.map((n) => (
         <li key={n.asset.gid}>
-          <Link href={`${props.base}?folder=${n.asset.gid}`} class={props.current === n.asset.gid ? "current" : ""} aria-current={props.current === n.asset.gid ? "page" : undefined}>
+          <FolderLink href={`${props.base}?folder=${n.asset.gid}`} folder={n.asset.gid} current={props.current === n.asset.gid} onMoveInto={props.onMoveInto}>
             {n.asset.name}
-          </Link>
-          <TreeLevel nodes={n.children} base={props.base} current={props.current} />
+          </FolderLink>
+          <TreeLevel nodes={n.children} base={props.base} current={props.current} onMoveInto={props.onMoveInto} />
         </li>
       ))}
     </ul>
@@ -362,7 +384,7 @@ function Thumb(props: { gid: string; asset: Asset; size: number }) {
   }, [props.gid, a.storageName, props.size]);
   if (raster && !failed)
     return src ? (
-      <img class="thumb" src={src} width={props.size} height={props.size} alt="" loading="lazy" decoding="async" />
+      <img class="thumb" src={src} width={props.size} height={props.size} alt="" loading="lazy" decoding="async" draggable={false} />
     ) : (
       <span class="thumb placeholder" style={{ width: `${props.size}px`, height: `${props.size}px` }} />
     );
@@ -381,11 +403,74 @@ function FolderIcon() {
   );
 }
 
-function Tile(props: { gid: string; asset: Asset; selected: boolean; onToggle: () => void; onOpen: () => void; onKey: (e: KeyboardEvent) => void }) {
+// Moving by drag and drop: tiles carry their gids (the whole selection when a selected tile is
+// dragged); folders in the grid and in the folder list take them. The Move… dialog does the same
+// from the keyboard.
+const DRAG_TYPE = "application/x-apis-assets";
+
+function draggedGids(e: DragEvent): string[] | null {
+  const raw = e.dataTransfer?.getData(DRAG_TYPE);
+  if (!raw) return null;
+  try {
+    const gids = JSON.parse(raw);
+    return Array.isArray(gids) && gids.every((g) => typeof g === "string") ? gids : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Props that make an element a drop target for dragged assets, moving them into `folder`. */
+function useFolderDrop(folder: string | null, onDropGids: (gids: string[], folder: string | null) => void) {
+  const [over, setOver] = useState(false);
+  const accepts = (e: DragEvent) => !!e.dataTransfer && [...e.dataTransfer.types].includes(DRAG_TYPE);
+  return {
+    over,
+    props: {
+      onDragOver: (e: DragEvent) => {
+        if (!accepts(e)) return;
+        e.preventDefault();
+        e.dataTransfer!.dropEffect = "move";
+        setOver(true);
+      },
+      onDragLeave: () => setOver(false),
+      onDrop: (e: DragEvent) => {
+        if (!accepts(e)) return;
+        e.preventDefault();
+        e.stopPropagation();
+        setOver(false);
+        const gids = draggedGids(e)?.filter((g) => g !== folder);
+        if (gids?.length) onDropGids(gids, folder);
+      },
+    },
+  };
+}
+
+function Tile(props: {
+  gid: string;
+  asset: Asset;
+  selected: boolean;
+  dragGids: () => string[];
+  onMoveInto: (gids: string[], folder: string | null) => void;
+  onToggle: () => void;
+  onOpen: () => void;
+  onKey: (e: KeyboardEvent) => void;
+}) {
   const a = props.asset;
   const kindText = a.kind === "folder" ? "Folder" : a.kind === "image" && a.width ? `${a.width}×${a.height} · ${formatBytes(a.size)}` : formatBytes(a.size);
+  const drop = useFolderDrop(a.gid, props.onMoveInto);
+  const isTarget = a.kind === "folder" && a.status === "active";
   return (
-    <li class={"tile" + (props.selected ? " selected" : "")} data-asset={a.gid} data-name={a.name}>
+    <li
+      class={"tile" + (props.selected ? " selected" : "") + (isTarget && drop.over ? " drop-target" : "")}
+      data-asset={a.gid}
+      data-name={a.name}
+      draggable={a.status === "active"}
+      onDragStart={(e) => {
+        e.dataTransfer?.setData(DRAG_TYPE, JSON.stringify(props.dragGids()));
+        if (e.dataTransfer) e.dataTransfer.effectAllowed = "move";
+      }}
+      {...(isTarget ? drop.props : {})}
+    >
       <button class="tile-open" type="button" onClick={props.onOpen} onKeyDown={props.onKey} aria-label={`${a.kind === "folder" ? "Open folder" : "Open"} ${a.name}`}>
         <Thumb gid={props.gid} asset={a} size={THUMB} />
         <span class="tile-name" title={a.name}>
