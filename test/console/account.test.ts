@@ -92,7 +92,7 @@ describe.skipIf(!CHROMIUM)("web console: account and project management", () => 
     await screenshot(page, "10-account");
   });
 
-  test("an invitation to an existing account appears on its open project list and is accepted there", async () => {
+  test("an invitation to an existing account appears on its open project list, is accepted there, and a deleted project sends its member back to the list", async () => {
     const owner = await server.user("olaf");
     const project = await server.project(owner.token, "Olaf's catalogue");
     await page.getByRole("link", { name: "Projects", exact: true }).click();
@@ -103,7 +103,14 @@ describe.skipIf(!CHROMIUM)("web console: account and project management", () => 
     await card.waitFor(); // no reload: the sync item brought it
     await screenshot(page, "12-invitation");
     await card.getByRole("button", { name: "Accept" }).click();
-    await page.getByRole("link", { name: "Olaf's catalogue" }).waitFor();
+    await page.getByRole("link", { name: "Olaf's catalogue" }).click();
+    await page.getByRole("heading", { name: "Assets", exact: true }).waitFor();
+
+    // The owner deletes the project while the member looks at it: the page says so and leaves.
+    expect((await server.call("/api/projects/delete", { token: owner.token, body: { project } })).status).toBe(200);
+    await page.getByText("You no longer have access to this project").waitFor();
+    await page.getByRole("heading", { name: "Projects", exact: true }).waitFor();
+    await page.getByRole("link", { name: "Olaf's catalogue" }).waitFor({ state: "detached" });
     await page.getByRole("link", { name: /Account of/ }).click();
     await page.getByRole("heading", { name: "Your account", exact: true }).waitFor();
   });

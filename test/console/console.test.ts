@@ -295,6 +295,27 @@ describe.skipIf(!CHROMIUM)("web console", () => {
     await owner.locator('li.tile[data-name="crimson.png"]').waitFor({ state: "detached" });
   });
 
+  test("an upload in progress can be cancelled and leaves no asset behind", async () => {
+    await owner.getByRole("link", { name: "All assets" }).first().click();
+    await owner.getByRole("heading", { name: "Assets", exact: true }).waitFor();
+    // A slow uplink (Chromium's network emulation), so the upload is still running when cancelled.
+    const cdp = await ownerCtx.newCDPSession(owner);
+    await cdp.send("Network.enable");
+    await cdp.send("Network.emulateNetworkConditions", { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: 64 * 1024 });
+    try {
+      await owner.locator('input[type="file"][name="upload"]').setInputFiles({ name: "big.bin", mimeType: "application/octet-stream", buffer: Buffer.alloc(4 * 1024 * 1024, 7) });
+      const row = owner.locator('li.upload[data-upload="big.bin"]');
+      await row.getByText(/^\d+%$/).waitFor();
+      await row.getByRole("button", { name: "Cancel the upload of big.bin" }).click();
+      await row.getByText("Cancelled").waitFor();
+    } finally {
+      await cdp.send("Network.emulateNetworkConditions", { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: -1 });
+      await cdp.detach();
+    }
+    const found = await server.call(`/api/p/${projectGid}/assets/search`, { token: await ownerToken(), body: { q: "big" } });
+    expect(found.body.result.assets).toEqual([]);
+  });
+
   test("dragging a tile onto a folder moves it there, and onto All assets brings it back", async () => {
     await owner.getByRole("link", { name: "All assets" }).first().click();
     await owner.getByRole("heading", { name: "Assets", exact: true }).waitFor();

@@ -523,26 +523,30 @@ function DropZone(props: { enabled: boolean; onFiles: (files: File[]) => void; c
 }
 
 // Uploads: a queue, three at a time, each with its own progress.
-type Upload = { id: number; name: string; size: number; sent: number; state: "waiting" | "uploading" | "done" | "failed"; error?: string };
+type Upload = { id: number; name: string; size: number; sent: number; state: "waiting" | "uploading" | "done" | "failed" | "cancelled"; error?: string };
 
 function useUploads(gid: string) {
   const [list, setList] = useState<Upload[]>([]);
   const queue = useRef<{ id: number; file: File; parent: string | null }[]>([]);
+  const aborts = useRef(new Map<number, AbortController>());
   const running = useRef(0);
   const nextId = useRef(0);
   const patch = (id: number, p: Partial<Upload>) => setList((l) => l.map((u) => (u.id === id ? { ...u, ...p } : u)));
   const pump = () => {
     while (running.current < 3 && queue.current.length) {
       const job = queue.current.shift()!;
+      const abort = new AbortController();
+      aborts.current.set(job.id, abort);
       running.current++;
       patch(job.id, { state: "uploading" });
       assetsApi
-        .upload(gid, job.file, job.parent, (sent) => patch(job.id, { sent }))
+        .upload(gid, job.file, job.parent, (sent) => patch(job.id, { sent }), abort.signal)
         .then(
           () => patch(job.id, { state: "done", sent: job.file.size }),
-          (e) => patch(job.id, { state: "failed", error: e instanceof Error ? e.message : String(e) }),
+          (e) => patch(job.id, abort.signal.aborted ? { state: "cancelled" } : { state: "failed", error: e instanceof Error ? e.message : String(e) }),
         )
         .finally(() => {
+          aborts.current.delete(job.id);
           running.current--;
           pump();
         });
@@ -558,6 +562,13 @@ function useUploads(gid: string) {
     },
     clear() {
       setList((l) => l.filter((u) => u.state === "waiting" || u.state === "uploading"));
+    },
+    /** Stops an upload in flight, or takes a waiting one out of the queue. */
+    cancel(id: number) {
+      queue.current = queue.current.filter((q) => q.id !== id);
+      const abort = aborts.current.get(id);
+      if (abort) abort.abort();
+      else patch(id, { state: "cancelled" });
     },
   };
 }
@@ -582,11 +593,20 @@ function UploadList(props: { uploads: ReturnType<typeof useUploads> }) {
             <span class="upload-name">{u.name}</span>
             {u.state === "failed" ? (
               <span class="error">{u.error}</span>
+            ) : u.state === "cancelled" ? (
+              <span class="muted">Cancelled</span>
             ) : (
               <>
                 <progress aria-label={`Upload of ${u.name}`} value={u.state === "done" ? 1 : u.size ? u.sent / u.size : 0} max={1} />
                 <span class="upload-state">{u.state === "done" ? "Done" : u.state === "waiting" ? "Waiting" : `${Math.round((u.sent / (u.size || 1)) * 100)}%`}</span>
               </>
+            )}
+            {u.state === "waiting" || u.state === "uploading" ? (
+              <button class="icon-btn" type="button" aria-label={`Cancel the upload of ${u.name}`} onClick={() => props.uploads.cancel(u.id)}>
+                ×
+              </button>
+            ) : (
+              <span />
             )}
           </li>
         ))}
