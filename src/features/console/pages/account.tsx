@@ -268,7 +268,7 @@ function DeletePanel(props: { me: User }) {
   return (
     <section class="panel danger-zone" aria-labelledby="delacc-h">
       <h2 id="delacc-h">Delete your account</h2>
-      <p>Your memberships end and projects you deleted earlier are removed for good. Delete or hand over the projects you own first.</p>
+      <p>Your memberships end and the projects you deleted earlier are removed for good. Delete the projects you still own first.</p>
       <button
         class="btn danger"
         onClick={async () => {
