@@ -213,6 +213,19 @@ describe.skipIf(!CHROMIUM)("web console", () => {
     await owner.locator('li.tile[data-name="blue.png"]').waitFor();
     expect(await owner.locator("li.tile").count()).toBe(1);
 
+    // Images only, anywhere in the project: the text file and the folders are left out.
+    await owner.getByLabel("Search assets").fill("");
+    await owner.getByLabel("Type").selectOption("image");
+    await owner.getByRole("button", { name: "Search", exact: true }).click();
+    await owner.getByRole("heading", { name: "Search: Images" }).waitFor();
+    await owner.getByRole("status").getByText("4 items").waitFor();
+    expect(await owner.locator('li.tile[data-name="notes.txt"]').count()).toBe(0);
+    expect(await owner.locator('li.tile[data-name="Shoes"]').count()).toBe(0);
+    await owner.getByLabel("Type").selectOption("");
+    await owner.getByLabel("Search assets").fill("blue");
+    await owner.getByRole("button", { name: "Search", exact: true }).click();
+    await owner.getByRole("heading", { name: "Search: blue" }).waitFor();
+
     await owner.getByRole("checkbox", { name: "Select blue.png" }).check();
     await owner.getByRole("toolbar").getByRole("button", { name: "Delete" }).click();
     await owner.getByText("Moved to the trash").waitFor();

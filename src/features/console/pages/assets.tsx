@@ -9,14 +9,26 @@ import type { ProjectCtx } from "./project";
 
 const THUMB = 160;
 
-type View = { kind: "folder"; folder: string | null } | { kind: "search"; text: string } | { kind: "trash" };
+type View = { kind: "folder"; folder: string | null } | { kind: "search"; text: string; type: string } | { kind: "trash" };
+
+const TYPES: [string, string][] = [
+  ["", "All types"],
+  ["image", "Images"],
+  ["file", "Other files"],
+  ["folder", "Folders"],
+];
 
 function viewOf(search: string): View {
   const q = new URLSearchParams(search);
   if (q.get("trash")) return { kind: "trash" };
-  if (q.get("q")) return { kind: "search", text: q.get("q")! };
+  const type = TYPES.some(([t]) => t && t === q.get("type")) ? q.get("type")! : "";
+  if (q.get("q") || type) return { kind: "search", text: q.get("q") ?? "", type };
   return { kind: "folder", folder: q.get("folder") };
 }
+
+/** Search and trash results come 100 at a time; "Show more" asks for more, up to the server's page limit. */
+const PAGE = 100;
+const MAX_PAGES = 10;
 
 function flatten(nodes: FolderNode[], out = new Map<string, Asset>()): Map<string, Asset> {
   for (const n of nodes) {
@@ -35,11 +47,15 @@ export function AssetsPage(props: { ctx: ProjectCtx }) {
   const folder = view.kind === "folder" ? view.folder : null;
 
   const tree = useLoad(() => assetsApi.folders(gid), [gid]);
-  const items = useLoad<Asset[]>(async () => {
-    if (view.kind === "trash") return (await assetsApi.search(gid, { trash: true, size: 500 })).items;
-    if (view.kind === "search") return (await assetsApi.search(gid, { text: view.text, size: 200 })).items;
-    return assetsApi.children(gid, view.folder);
-  }, [gid, viewKey]);
+  const [pages, setPages] = useState(1);
+  useEffect(() => setPages(1), [viewKey]);
+  const items = useLoad<{ items: Asset[]; total: number }>(async () => {
+    const size = PAGE * pages;
+    if (view.kind === "trash") return assetsApi.search(gid, { trash: true, size });
+    if (view.kind === "search") return assetsApi.search(gid, { text: view.text, kind: view.type || undefined, size });
+    const list = await assetsApi.children(gid, view.folder);
+    return { items: list, total: list.length };
+  }, [gid, viewKey, pages]);
   const folders = useMemo(() => flatten(tree.data ?? []), [tree.data]);
   const [selected, setSelected] = useState<Set<string>>(new Set());
   const [open, setOpen] = useState<string | null>(null);
@@ -54,7 +70,8 @@ export function AssetsPage(props: { ctx: ProjectCtx }) {
     tree.reload();
   });
 
-  const list = items.data ?? [];
+  const list = items.data?.items ?? [];
+  const total = items.data?.total ?? 0;
   const openAsset = list.find((a) => a.gid === open) ?? null;
   const toggle = (g: string) =>
     setSelected((s) => {
@@ -116,13 +133,21 @@ export function AssetsPage(props: { ctx: ProjectCtx }) {
     }
   };
 
-  const title = view.kind === "trash" ? "Trash" : view.kind === "search" ? `Search: ${view.text}` : folder ? (folders.get(folder)?.name ?? "Folder") : "Assets";
+  const typeName = view.kind === "search" && view.type ? TYPES.find(([t]) => t === view.type)![1] : "";
+  const title =
+    view.kind === "trash"
+      ? "Trash"
+      : view.kind === "search"
+        ? `Search: ${[view.text, typeName].filter(Boolean).join(", ")}`
+        : folder
+          ? (folders.get(folder)?.name ?? "Folder")
+          : "Assets";
 
   return (
     <>
       <div class="assets-head">
         <h1 tabIndex={-1}>{title}</h1>
-        <SearchBox gid={gid} base={base} initial={view.kind === "search" ? view.text : ""} />
+        <SearchBox gid={gid} base={base} initial={view.kind === "search" ? view.text : ""} initialType={view.kind === "search" ? view.type : ""} />
       </div>
       <div class="assets-layout">
         <nav class="folder-tree" aria-label="Folders">
@@ -164,6 +189,16 @@ export function AssetsPage(props: { ctx: ProjectCtx }) {
                 </button>
               </>
             ) : null}
+            {list.length && chosen.length < list.length ? (
+              <button class="btn link" onClick={() => setSelected(new Set(list.map((a) => a.gid)))}>
+                Select all
+              </button>
+            ) : null}
+            {view.kind !== "folder" && items.data ? (
+              <span class="muted" role="status">
+                {total === 1 ? "1 item" : `${total} items`}
+              </span>
+            ) : null}
             {chosen.length ? (
               <span class="selection-actions">
                 <span class="muted">{chosen.length} selected</span>
@@ -198,23 +233,36 @@ export function AssetsPage(props: { ctx: ProjectCtx }) {
             {items.loading && !items.data ? (
               <Loading />
             ) : list.length ? (
-              <ul class="grid" aria-label="Assets in this view">
-                {list.map((a) => (
-                  <Tile
-                    key={a.gid}
-                    gid={gid}
-                    asset={a}
-                    selected={selected.has(a.gid)}
-                    dragGids={() => (selected.has(a.gid) ? chosen : [a.gid])}
-                    onMoveInto={moveInto}
-                    onToggle={() => toggle(a.gid)}
-                    onOpen={() => (a.kind === "folder" && a.status === "active" ? navigate(`${base}?folder=${a.gid}`) : setOpen(a.gid))}
-                    onKey={(e) => {
-                      if (e.key === "Delete" && view.kind !== "trash") trash([a.gid]);
-                    }}
-                  />
-                ))}
-              </ul>
+              <>
+                <ul class="grid" aria-label="Assets in this view">
+                  {list.map((a) => (
+                    <Tile
+                      key={a.gid}
+                      gid={gid}
+                      asset={a}
+                      selected={selected.has(a.gid)}
+                      dragGids={() => (selected.has(a.gid) ? chosen : [a.gid])}
+                      onMoveInto={moveInto}
+                      onToggle={() => toggle(a.gid)}
+                      onOpen={() => (a.kind === "folder" && a.status === "active" ? navigate(`${base}?folder=${a.gid}`) : setOpen(a.gid))}
+                      onKey={(e) => {
+                        if (e.key === "Delete" && view.kind !== "trash") trash([a.gid]);
+                      }}
+                    />
+                  ))}
+                </ul>
+                {list.length < total ? (
+                  <div class="more">
+                    {pages < MAX_PAGES ? (
+                      <button class="btn" disabled={items.loading} onClick={() => setPages((n) => n + 1)}>
+                        Show more ({total - list.length} not shown)
+                      </button>
+                    ) : (
+                      <span class="muted">{total - list.length} more not shown: narrow the search.</span>
+                    )}
+                  </div>
+                ) : null}
+              </>
             ) : (
               <Empty>
                 {view.kind === "trash"
@@ -315,8 +363,10 @@ function Breadcrumbs(props: { folder: string | null; folders: Map<string, Asset>
   );
 }
 
-function SearchBox(props: { gid: string; base: string; initial: string }) {
+function SearchBox(props: { gid: string; base: string; initial: string; initialType: string }) {
   const [text, setText] = useState(props.initial);
+  const [type, setType] = useState(props.initialType);
+  useEffect(() => setType(props.initialType), [props.initialType]);
   const [suggestions, setSuggestions] = useState<string[]>([]);
   useEffect(() => setText(props.initial), [props.initial]);
   useEffect(() => {
@@ -340,8 +390,10 @@ function SearchBox(props: { gid: string; base: string; initial: string }) {
       class="search"
       onSubmit={(e) => {
         e.preventDefault();
-        const t = text.trim();
-        navigate(t ? `${props.base}?q=${encodeURIComponent(t)}` : props.base);
+        const q = new URLSearchParams();
+        if (text.trim()) q.set("q", text.trim());
+        if (type) q.set("type", type);
+        navigate(q.size ? `${props.base}?${q}` : props.base);
       }}
     >
       <input
@@ -358,6 +410,13 @@ function SearchBox(props: { gid: string; base: string; initial: string }) {
           <option key={s} value={s} />
         ))}
       </datalist>
+      <select name="type" aria-label="Type" value={type} onChange={(e) => setType(e.currentTarget.value)}>
+        {TYPES.map(([t, label]) => (
+          <option key={t} value={t}>
+            {label}
+          </option>
+        ))}
+      </select>
       <button class="btn" type="submit">
         Search
       </button>
