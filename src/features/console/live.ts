@@ -20,8 +20,8 @@ class Live {
 
   /** Connects (or keeps the connection) with the global cursor of a fresh init. */
   start(ccCursor: number) {
-    this.ccCursor = Math.max(this.ccCursor, ccCursor);
     if (this.socket) return;
+    this.ccCursor = ccCursor;
     this.setStatus("connecting");
     const socket = io({
       path: syncApi.socketPath,
@@ -62,10 +62,9 @@ class Live {
 
   /** Follows one project from `cursor` on (null: global items only). */
   follow(project: { gid: string; cursor: number } | null) {
-    if (project?.gid === this.project?.gid) {
-      if (project && this.project) this.project.cursor = Math.max(this.project.cursor, project.cursor);
-      return;
-    }
+    // Already following it: the socket's own stream is the truth from here on (moving the cursor
+    // to a later init's value could skip items still on their way).
+    if (project?.gid === this.project?.gid) return;
     this.project = project ? { ...project } : null;
     if (this.socket?.connected) this.initsync();
   }
