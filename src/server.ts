@@ -89,8 +89,9 @@ export async function startServer(config: Config): Promise<Running> {
     // Public media files are answered by Bun itself before the app (src/routes/media.routes.ts);
     // so is the web console (/, /console/..., /invite), bundled by Bun from its HTML import.
     routes: { ...mediaServeRoutes(ctx), ...consoleRoutes() },
-    // Production behaviour (no HMR client, minified console bundle) unless APIS_CONSOLE_DEV=1.
-    development: process.env.APIS_CONSOLE_DEV === "1",
+    // Production behaviour: the console is bundled once (minified, no reload client), and errors
+    // never show Bun's development page.
+    development: false,
     fetch: (req, srv) => {
       if (sync.handles(req)) return sync.handleRequest(req, srv);
       if (!req.headers.has("origin")) return appFetch(req);
