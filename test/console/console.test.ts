@@ -193,7 +193,7 @@ describe.skipIf(!CHROMIUM)("web console", () => {
     await owner.getByRole("dialog").waitFor({ state: "detached" });
   });
 
-  test("a new version of a file is uploaded from its details and listed beside the earlier one", async () => {
+  test("a new version of a file is uploaded from its details and listed beside the earlier one, and its metadata is edited there", async () => {
     await owner.getByRole("button", { name: "Open dropped.png" }).click();
     await owner.getByRole("dialog").getByText("Version 1").waitFor();
     await owner
@@ -202,6 +202,16 @@ describe.skipIf(!CHROMIUM)("web console", () => {
     await owner.getByRole("dialog").getByText("Version 2 (current)").waitFor();
     await owner.getByRole("dialog").getByText("Version 1", { exact: true }).waitFor();
     await owner.locator('li.tile[data-name="dropped.png"]').getByText(/^120×60/).waitFor();
+
+    // Metadata: set a field, see it, remove it.
+    const dialog = owner.getByRole("dialog");
+    await dialog.getByLabel("Field").fill("sku");
+    await dialog.getByLabel("Value").fill("RS-42");
+    await dialog.getByRole("button", { name: "Set" }).click();
+    await dialog.locator(".facts dt", { hasText: "sku" }).waitFor();
+    await dialog.getByText("RS-42").waitFor();
+    await dialog.getByRole("button", { name: "Remove sku" }).click();
+    await dialog.getByText("No metadata yet.").waitFor();
     await owner.keyboard.press("Escape");
     await owner.getByRole("dialog").waitFor({ state: "detached" });
   });

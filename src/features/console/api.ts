@@ -700,6 +700,13 @@ export const assetsApi = {
     const env = await upload(p(project, "assets/upload"), form, onProgress, signal);
     return assetMap(env.data).get(env.result.asset)!;
   },
+  /** Sets one metadata field of an asset (text as typed). */
+  async setMetadata(project: string, asset: string, key: string, value: string): Promise<void> {
+    await call(p(project, "assets/metadata/set"), { asset, metadata: { [key]: value } });
+  },
+  async clearMetadata(project: string, asset: string, key: string): Promise<void> {
+    await call(p(project, "assets/metadata/clear"), { asset, keys: [key] });
+  },
   /** Replaces the file of an asset with a new version (the asset keeps its gid). */
   async replace(project: string, asset: string, file: File, onProgress?: (sent: number, total: number) => void): Promise<Asset> {
     const form = new FormData();

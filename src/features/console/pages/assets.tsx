@@ -709,7 +709,6 @@ function Details(props: {
     ["Created", formatTime(a.createdOn)],
     ["Changed", formatTime(a.updatedOn)],
   ];
-  const meta = Object.entries(a.metadata);
   return (
     <Dialog title={a.name} onClose={props.onClose} wide>
       <div class="details">
@@ -753,19 +752,7 @@ function Details(props: {
               </div>
             ))}
           </dl>
-          {meta.length ? (
-            <>
-              <h3>Metadata</h3>
-              <dl class="facts">
-                {meta.map(([k, v]) => (
-                  <div key={k}>
-                    <dt>{k}</dt>
-                    <dd>{typeof v === "string" ? v : JSON.stringify(v)}</dd>
-                  </div>
-                ))}
-              </dl>
-            </>
-          ) : null}
+          <MetadataEditor gid={props.gid} asset={a} onChanged={props.onChanged} />
           {a.kind !== "folder" && a.status === "active" ? (
             <div class="publish">
               <h3>Public link</h3>
@@ -824,6 +811,79 @@ function Details(props: {
         </div>
       </div>
     </Dialog>
+  );
+}
+
+function MetadataEditor(props: { gid: string; asset: Asset; onChanged: () => void }) {
+  const a = props.asset;
+  const meta = Object.entries(a.metadata);
+  const [key, setKey] = useState("");
+  const [value, setValue] = useState("");
+  const [error, setError] = useState<unknown>(null);
+  const [busy, run] = useBusy();
+  const text = (v: unknown) => (typeof v === "string" ? v : JSON.stringify(v));
+  const save = (e: Event) => {
+    e.preventDefault();
+    setError(null);
+    run(async () => {
+      try {
+        await assetsApi.setMetadata(props.gid, a.gid, key.trim(), value);
+        setKey("");
+        setValue("");
+        props.onChanged();
+      } catch (err) {
+        setError(err);
+      }
+    });
+  };
+  return (
+    <div class="metadata">
+      <h3>Metadata</h3>
+      {meta.length ? (
+        <dl class="facts">
+          {meta.map(([k, v]) => (
+            <div key={k}>
+              <dt>{k}</dt>
+              <dd class="meta-value">
+                <span>{text(v)}</span>
+                {a.status === "active" ? (
+                  <span class="meta-actions">
+                    <button class="btn link small" type="button" onClick={() => (setKey(k), setValue(text(v)))} aria-label={`Edit ${k}`}>
+                      Edit
+                    </button>
+                    <button
+                      class="btn link small"
+                      type="button"
+                      disabled={busy}
+                      aria-label={`Remove ${k}`}
+                      onClick={() => run(() => assetsApi.clearMetadata(props.gid, a.gid, k).then(props.onChanged, notifyError))}
+                    >
+                      Remove
+                    </button>
+                  </span>
+                ) : null}
+              </dd>
+            </div>
+          ))}
+        </dl>
+      ) : (
+        <p class="muted">No metadata yet.</p>
+      )}
+      {a.status === "active" ? (
+        <form class="inline-form" onSubmit={save}>
+          <Field label="Field">
+            <input name="meta-key" required maxLength={100} value={key} onInput={(e) => setKey(e.currentTarget.value)} />
+          </Field>
+          <Field label="Value">
+            <input name="meta-value" value={value} onInput={(e) => setValue(e.currentTarget.value)} />
+          </Field>
+          <button class="btn" type="submit" disabled={busy || !key.trim()}>
+            Set
+          </button>
+        </form>
+      ) : null}
+      <ErrorNote error={error} />
+    </div>
   );
 }
 
