@@ -36,7 +36,15 @@ class Live {
       this.setStatus(reason === "io server disconnect" ? "offline" : "connecting");
       if (reason === "io server disconnect") this.emitLost(null, null);
     });
-    socket.on("connect_error", () => this.setStatus("connecting"));
+    socket.on("connect_error", (err: Error & { data?: { result?: { code?: number } } }) => {
+      this.setStatus("connecting");
+      // The token was refused (expired while the page slept, or revoked): reconnecting cannot help.
+      if (err.data?.result?.code === 401) {
+        socket.disconnect();
+        this.setStatus("offline");
+        this.emitLost(null, null);
+      }
+    });
     socket.on("sync", (items: unknown) => {
       if (Array.isArray(items)) this.handle(items.map(toSyncItem));
     });
@@ -49,6 +57,14 @@ class Live {
       if (project && this.project?.gid === project) this.project = null;
       this.emitLost(project, null);
     });
+  }
+
+  /** Connects again after the server or a refused token ended the socket, from the same cursors. */
+  reconnect() {
+    if (this.socket && !this.socket.connected) {
+      this.setStatus("connecting");
+      this.socket.connect();
+    }
   }
 
   stop() {

@@ -126,10 +126,13 @@ live.on(["cc.users", "cc.projects", "cc.projects_members"], () => {
   reloadTimer = setTimeout(reloadSession, 60);
 });
 
-// The server ended the whole socket (account deleted or deactivated, password changed): asking
-// for the session again tells which, and a 401 there signs the page out.
-live.onLost((project) => {
-  if (project === null && session$.get().session) reloadSession();
+// The server ended the whole socket (account deleted or deactivated, password changed) or refused
+// its token: asking for the session again tells which, and a 401 there signs the page out.
+live.onLost(async (project) => {
+  if (project !== null || !session$.get().session) return;
+  await reloadSession();
+  // Still signed in (the token was renewed meanwhile): follow the changes again.
+  if (session$.get().session) live.reconnect();
 });
 
 export const liveStatus$ = createStore<LiveStatus>(live.status);
