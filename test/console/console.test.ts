@@ -268,7 +268,7 @@ describe.skipIf(!CHROMIUM)("web console", () => {
     await member.locator('li.tile[data-name="Made while away"]').waitFor();
   });
 
-  test("a new API key is shown once and works for the project's auth call", async () => {
+  test("a new API key is shown once, works for the project's auth call until deactivated, and is deleted", async () => {
     await owner.getByRole("link", { name: "API keys" }).click();
     await owner.getByLabel("Name").fill("Shop feed");
     await owner.getByLabel("Requests per second").fill("20");
@@ -290,9 +290,12 @@ describe.skipIf(!CHROMIUM)("web console", () => {
     }
     expect(again.status).toBe(403);
     await screenshot(owner, "07-api-keys");
+    await owner.locator("tr", { hasText: "Shop feed" }).getByRole("button", { name: "Delete" }).click();
+    await owner.getByRole("dialog").getByRole("button", { name: "Delete key" }).click();
+    await owner.getByText("No API keys yet.").waitFor();
   });
 
-  test("a backup shows its job's progress, becomes ready, and a restore runs to its end", async () => {
+  test("a backup shows its job's progress, becomes ready, a restore runs to its end, and the backup is deleted", async () => {
     await owner.getByRole("link", { name: "Backups" }).click();
     await owner.getByLabel("Name").fill("Before the import");
     await owner.getByRole("button", { name: "Back up now" }).click();
@@ -302,6 +305,9 @@ describe.skipIf(!CHROMIUM)("web console", () => {
     await owner.getByRole("dialog").getByRole("button", { name: "Restore" }).click();
     await owner.getByText("Restore: done").waitFor({ timeout: 30000 });
     await screenshot(owner, "08-backups");
+    await row.getByRole("button", { name: "Delete" }).click();
+    await owner.getByRole("dialog").getByRole("button", { name: "Delete" }).click();
+    await owner.getByText("No backups yet.").waitFor();
   });
 
   test("the asset grid works from the keyboard: Tab reaches a folder, Enter opens it, Delete moves an item to the trash", async () => {
