@@ -2,6 +2,15 @@
 // answer shape is known here and nowhere else. Answers are turned into the small view types below,
 // so when a shape on the wire changes (docs/*.md; the reference-compat work), this file changes and
 // the pages do not.
+//
+// Written against today's shapes (docs/*.md). The reference-compat work (issue 9, see
+// docs/compat.md once it lands) changes, here only: toAsset (pathname/path/is_file, `type` = the
+// extension, status "published", no parent: map path → folder gid, storage name =
+// `<gid>~<version>.<type>`), assetsApi.children/root/folders/move/removeForGood/search/suggest
+// (root asset, `children`, flat `tree`, page.top), every upload's file field (`upload_file`),
+// setMetadata/clearMetadata (one dotted field), backupsApi (versions inside cc.projects,
+// backup_project/restore_project jobs), apiKeysApi.list/create and membersApi.list
+// (`member(s)`), account.resetRequest (`username_or_email`) and account.update.
 
 // ---------------------------------------------------------------------------------------------
 // Token: the JWT is the only thing the console keeps in localStorage.
