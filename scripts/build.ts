@@ -17,6 +17,7 @@ import type { BunPlugin } from "bun";
 import { createRequire } from "node:module";
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
+import { consoleBrowserPlugin } from "../src/features/console/console.build";
 
 const root = join(import.meta.dir, "..");
 const defaultOutfile = join(root, "dist", "apis");
@@ -174,7 +175,7 @@ export async function buildExecutable(outfile?: string, target?: string): Promis
     // accepts it cannot be checked here, so a cross build carries plain JS only (same code, a
     // slightly slower start).
     bytecode: platform === hostPlatform(),
-    plugins: [embeddedSharpPlugin(platform)],
+    plugins: [embeddedSharpPlugin(platform), consoleBrowserPlugin(root)],
   });
   if (!result.success) {
     for (const log of result.logs) console.error(log);

@@ -14,9 +14,22 @@ const SRC = resolve(import.meta.dir, "../src");
 type Import = { spec: string; target?: string; typeOnly: boolean };
 type File = { path: string; rel: string; text: string; code: string; imports: Import[] };
 
+/**
+ * The web console's browser app (src/features/console/ apart from its `console.*.ts` server files:
+ * the descriptor, the HTML route and the build plugin) runs in browsers, not in the server: it is
+ * bundled by Bun from its HTML import, type-checked by its own tsconfig.json with the DOM, and
+ * speaks only the public interface. The server's layering rules do not apply to it, so it is not
+ * read here; test/console/serve.test.ts keeps its own rule (every API address in api.ts).
+ */
+const isBrowserCode = (path: string) => {
+  const r = relative(SRC, path).split("\\").join("/");
+  return r.startsWith("features/console/") && !/^features\/console\/console\.[a-z]+\.ts$/.test(r);
+};
+
 function walk(dir: string, out: string[] = []): string[] {
   for (const name of readdirSync(dir)) {
     const p = join(dir, name);
+    if (isBrowserCode(p)) continue;
     if (statSync(p).isDirectory()) walk(p, out);
     else if (p.endsWith(".ts")) out.push(p);
   }
@@ -206,5 +219,34 @@ describe("the route template", () => {
 
   test("handlers call services, not the database: no ctx.db in route files", () => {
     expect(routes.filter((f) => /\bctx\.db\b/.test(f.code)).map((f) => f.rel)).toEqual([]);
+  });
+});
+
+describe("the web console's browser code", () => {
+  test("imports only its own folder's browser files and the browser packages it names (never server code)", () => {
+    const dir = join(SRC, "features/console");
+    const browserFiles = (d: string, out: string[] = []): string[] => {
+      for (const name of readdirSync(d)) {
+        const p = join(d, name);
+        if (statSync(p).isDirectory()) browserFiles(p, out);
+        else if (/\.tsx?$/.test(p) && isBrowserCode(p)) out.push(p);
+      }
+      return out;
+    };
+    const PACKAGES = new Set(["preact", "preact/hooks", "socket.io-client"]);
+    const found: string[] = [];
+    for (const path of browserFiles(dir)) {
+      const code = stripComments(readFileSync(path, "utf8"));
+      for (const m of code.matchAll(/^\s*(?:import|export)\s+(?:type\s+)?(?:[^'"`;]*?\s+from\s+)?["']([^"']+)["']/gm)) {
+        const spec = m[1]!;
+        if (!spec.startsWith(".")) {
+          if (!PACKAGES.has(spec)) found.push(`${rel(path)}: imports ${spec}`);
+          continue;
+        }
+        const target = resolve(dirname(path), spec);
+        if (!target.startsWith(dir + "/") || !isBrowserCode(target)) found.push(`${rel(path)}: imports ${spec}`);
+      }
+    }
+    expect(found).toEqual([]);
   });
 });

@@ -2,15 +2,22 @@ import { publicBaseUrl, type Config } from "../config";
 import { closeDatabase } from "../db/connection";
 import { features as allFeatures, housekeepingTasks, type Feature } from "../features";
 import { SyncServer } from "../features/sync/sync.socket";
-import type { Server as BunServer } from "bun";
+import type { BunRequest, Server as BunServer, HTMLBundle } from "bun";
+import type { ServeHandler, ServeRoute } from "../features/feature";
 import { checkBody } from "../http/body-limits";
 import { Cors } from "../http/cors";
-import { observed } from "../http/requests";
+import { observed, type Handler } from "../http/requests";
 import { metricsOf } from "../platform/metrics";
 import { startSchedules } from "../platform/jobs/schedules";
 import { claimDataDir, releaseDataDir } from "../platform/storage/pidfile";
 import { createApp } from "./app";
 import { openInstance, type Instance } from "./instance";
+
+type ServeRouteHandler = Handler<BunServer<undefined>, BunRequest<string>>;
+
+function isHtmlBundle(route: ServeRoute): route is HTMLBundle {
+  return typeof (route as HTMLBundle).index === "string";
+}
 
 export type Running = { ctx: Instance; url: string; port: number; sync: SyncServer; stop: () => Promise<void> };
 
@@ -37,18 +44,28 @@ export async function startServer(config: Config, opts: { features?: readonly Fe
     if (!req.headers.has("origin")) return checked instanceof Response ? checked : appFetch(checked);
     return cors.preflight(req) ?? (checked instanceof Response ? cors.decorate(req, checked) : withCors(checked));
   });
-  const serveRoutes: Record<string, Record<string, (req: any) => unknown>> = {};
+  // Bun.serve's own router: the features' handlers (logged and counted like the app's requests) and
+  // HTML bundles (the console), which Bun serves itself.
+  const serveRoutes: Record<string, HTMLBundle | Record<"GET" | "HEAD", ServeRouteHandler>> = {};
+  // A feature's handler, observed; Bun's router gives the path's params on the request.
+  const routed = (path: string, h: ServeHandler): ServeRouteHandler => observed(ctx, (req: BunRequest<string>) => h(req), { route: path });
   for (const f of features)
-    for (const [path, methods] of Object.entries(f.serveRoutes?.(ctx) ?? {}))
-      serveRoutes[path] = Object.fromEntries(Object.entries(methods).map(([m, h]) => [m, observed(ctx, (req: any) => h(req), { route: path }) as (req: any) => unknown]));
+    for (const [path, route] of Object.entries(f.serveRoutes?.(ctx) ?? {})) {
+      if (Object.hasOwn(serveRoutes, path)) throw new Error(`serve route ${path} is declared twice (${f.name})`);
+      serveRoutes[path] = isHtmlBundle(route) ? route : { GET: routed(path, route.GET), HEAD: routed(path, route.HEAD) };
+    }
   const server = Bun.serve({
     port: config.port,
     hostname: config.host,
     // Bun's own limit answers a bare 413 with no body before our code runs: set out of reach, and
     // the limits are applied by checkBody, the JSON parser and the upload reader (src/http/body-limits.ts).
     maxRequestBodySize: Number.MAX_SAFE_INTEGER,
-    // Public media files are answered by Bun itself before the app (src/features/media/media.routes.ts).
-    routes: serveRoutes as any,
+    // Public media files (src/features/media/media.routes.ts) and the web console
+    // (src/features/console/console.routes.ts) are answered by Bun itself before the app.
+    routes: serveRoutes,
+    // Production behaviour whatever NODE_ENV says: the console is bundled once (minified, no reload
+    // client), and an error never shows Bun's development page.
+    development: false,
     fetch: (req, srv) => (sync.handles(req) ? syncFetch(req, srv) : mainFetch(req, srv)) as Promise<Response>,
     websocket: sync.websocket,
     error(err) {

@@ -1,3 +1,4 @@
+import type { HTMLBundle } from "bun";
 import type { AnyElysia } from "elysia";
 import type { AssetsRemovedHook, Ctx, ProjectDictionary } from "../platform/context";
 import type { JobKind } from "../platform/jobs/runner";
@@ -5,6 +6,13 @@ import type { Housekeeping } from "../platform/jobs/schedules";
 
 /** A handler of Bun.serve's own router (`routes` of Bun.serve), answered before the app. */
 export type ServeHandler = (req: Request & { params: Record<string, string | undefined> }) => Response | Promise<Response>;
+
+/**
+ * What Bun.serve's router answers at one path: GET and HEAD handlers (logged and counted like any
+ * request), or an HTML bundle (`import page from "./index.html"`) that Bun bundles with its
+ * scripts and styles and serves itself, from source and from the executable alike.
+ */
+export type ServeRoute = Record<"GET" | "HEAD", ServeHandler> | HTMLBundle;
 
 /**
  * What one feature contributes to the instance. Each feature folder exports one of these from
@@ -22,8 +30,8 @@ export type Feature = {
    * memory up to --image-max-bytes plus 1 MiB (src/http/handlers.ts).
    */
   streamedBodies?: string[];
-  /** Paths answered by Bun.serve's own router before the app (hot public files). */
-  serveRoutes?: (ctx: Ctx) => Record<string, Record<"GET" | "HEAD", ServeHandler>>;
+  /** Paths answered by Bun.serve's own router before the app (hot public files, HTML bundles). */
+  serveRoutes?: (ctx: Ctx) => Record<string, ServeRoute>;
   /** Its background job kinds, by kind name (the job object's `job` member). */
   jobs?: Record<string, JobKind>;
   /** Its scheduled housekeeping tasks (also run by `apis jobs run NAME`). */

@@ -6,6 +6,7 @@ import { adminFeature } from "./admin/admin.feature";
 import { apikeysFeature } from "./apikeys/apikeys.feature";
 import { assetsFeature } from "./assets/assets.feature";
 import { backupsFeature } from "./backups/backups.feature";
+import { consoleFeature } from "./console/console.feature";
 import { damFeature } from "./dam/dam.feature";
 import type { Feature } from "./feature";
 import { healthFeature } from "./health/health.feature";
@@ -45,6 +46,7 @@ export const features: readonly Feature[] = [
   mediaFeature,
   queriesFeature,
   modulesFeature,
+  consoleFeature,
 ];
 
 /** Every job kind of the features, by name (a kind declared twice is a programming error). */

@@ -48,7 +48,7 @@ function pathOf(url: string): string {
 /** `/api/p/<gid>/...` and `/dam/p/<gid>/...`: the project of a path. */
 const PROJECT = /^\/(?:api|dam)\/p\/([^/]+)\//;
 
-export type Handler<S> = (req: Request, server: S) => Response | undefined | Promise<Response | undefined>;
+export type Handler<S, R extends Request = Request> = (req: R, server: S) => Response | undefined | Promise<Response | undefined>;
 
 /**
  * Wraps a Bun.serve handler so that every request is logged as one line and counted in the
@@ -58,7 +58,7 @@ export type Handler<S> = (req: Request, server: S) => Response | undefined | Pro
  * `quiet` requests are logged at debug (Socket.IO's long polling, one request every few seconds
  * per client).
  */
-export function observed<S>(ctx: Ctx, handler: Handler<S>, opts: { route?: string; quiet?: boolean } = {}): Handler<S> {
+export function observed<S, R extends Request = Request>(ctx: Ctx, handler: Handler<S, R>, opts: { route?: string; quiet?: boolean } = {}): Handler<S, R> {
   const metrics = metricsOf(ctx);
   return async (req, server) => {
     const started = performance.now();

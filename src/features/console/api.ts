@@ -1,0 +1,847 @@
+// The console's one door to the server: every /api, /sync, /dam and /media address and every
+// answer shape is known here and nowhere else. Answers are turned into the small view types below,
+// so when a shape on the wire changes (docs/*.md; the reference-compat work), this file changes and
+// the pages do not.
+//
+// Written against today's shapes (docs/*.md). The reference-compat work (issue 9, see
+// docs/compat.md once it lands) changes, here only: toAsset (pathname/path/is_file, `type` = the
+// extension, status "published", no parent: map path → folder gid, storage name =
+// `<gid>~<version>.<type>`), assetsApi.children/root/folders/move/removeForGood/search/suggest
+// (root asset, `children`, flat `tree`, page.top), every upload's file field (`upload_file`),
+// setMetadata/clearMetadata (one dotted field), backupsApi (versions inside cc.projects,
+// backup_project/restore_project jobs), apiKeysApi.list/create and membersApi.list
+// (`member(s)`), account.resetRequest (`username_or_email`) and account.update.
+
+// ---------------------------------------------------------------------------------------------
+// Token: the JWT is the only thing the console keeps in localStorage.
+
+const TOKEN_KEY = "apis.jwt";
+const tokenListeners = new Set<(token: string | null) => void>();
+let token: string | null = readToken();
+
+function readToken(): string | null {
+  try {
+    return localStorage.getItem(TOKEN_KEY);
+  } catch {
+    return null;
+  }
+}
+
+export const auth = {
+  get token() {
+    return token;
+  },
+  /** Keeps a new JWT (from a login answer, a renewed `Authorization` header or the socket). */
+  set(next: string | null) {
+    if (next === token) return;
+    token = next;
+    try {
+      if (next) localStorage.setItem(TOKEN_KEY, next);
+      else localStorage.removeItem(TOKEN_KEY);
+    } catch {
+      // Private mode without storage: the session lasts as long as the page.
+    }
+    for (const l of tokenListeners) l(next);
+  },
+  onChange(listener: (token: string | null) => void): () => void {
+    tokenListeners.add(listener);
+    return () => tokenListeners.delete(listener);
+  },
+};
+
+// Another tab signing in or out changes the stored token: follow it.
+if (typeof window !== "undefined") {
+  window.addEventListener("storage", (e) => {
+    if (e.key === TOKEN_KEY && e.newValue !== token) auth.set(e.newValue);
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors
+
+export type Issue = { field: string; rule: string; message: string };
+
+/** An answer that was not a success, or no answer at all (code 0). */
+export class ApiError extends Error {
+  constructor(
+    readonly code: number,
+    readonly status: number,
+    readonly title: string,
+    readonly info: Record<string, unknown>,
+    readonly issues: Issue[] = [],
+  ) {
+    super(describeError(code, title, info, issues));
+  }
+  /** The validation message for one request member, if the server named it. */
+  issue(field: string): string | undefined {
+    return this.issues.find((i) => i.field === field)?.message;
+  }
+}
+
+function describeError(code: number, title: string, info: Record<string, unknown>, issues: Issue[]): string {
+  if (issues.length) return issues.map((i) => i.message).join(". ");
+  if (code === 429 && typeof info.retry_after === "number") return `Too many requests: try again in ${info.retry_after} s`;
+  if (code === 400 && typeof info["Missing parameter"] === "string") return `Missing ${info["Missing parameter"]}`;
+  if (typeof info.reason === "string") return `${title}: ${info.reason}`;
+  if (code === 413 && typeof info.limit_bytes === "number") return `Too large: the limit is ${formatBytes(info.limit_bytes)}`;
+  return title || "Request failed";
+}
+
+export function formatBytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  const units = ["KiB", "MiB", "GiB", "TiB"];
+  let v = n;
+  let u = -1;
+  while (v >= 1024 && u < units.length - 1) {
+    v /= 1024;
+    u++;
+  }
+  return `${v.toFixed(v < 10 ? 1 : 0)} ${units[u]}`;
+}
+
+type Envelope = { success: boolean; result: any; data: any };
+
+function errorOf(status: number, body: Envelope | null): ApiError {
+  const r = body?.result ?? {};
+  const info = (r.info && typeof r.info === "object" ? r.info : {}) as Record<string, unknown>;
+  const issues = (Array.isArray(r.validation) ? r.validation : Array.isArray(info.validation) ? info.validation : []) as Issue[];
+  return new ApiError(typeof r.code === "number" ? r.code : status, status, typeof r.message === "string" ? r.message : `HTTP ${status}`, info, issues);
+}
+
+const unauthorizedListeners = new Set<() => void>();
+/** Called when the server refuses the token (expired, revoked, account gone). */
+export function onUnauthorized(listener: () => void): () => void {
+  unauthorizedListeners.add(listener);
+  return () => unauthorizedListeners.delete(listener);
+}
+
+function takeToken(headers: { get(name: string): string | null }) {
+  const h = headers.get("authorization");
+  if (h) auth.set(h.replace(/^Bearer\s+/i, ""));
+}
+
+function handleAnswer(status: number, body: Envelope | null, withToken: boolean): Envelope {
+  if (body && body.success) return body;
+  const err = errorOf(status, body);
+  if (err.code === 401 && withToken) {
+    auth.set(null);
+    for (const l of unauthorizedListeners) l();
+  }
+  throw err;
+}
+
+/** One request. A plain object body is JSON (POST); FormData is multipart. */
+async function call(path: string, body?: unknown, opts: { method?: string; anonymous?: boolean } = {}): Promise<Envelope> {
+  const headers: Record<string, string> = {};
+  const withToken = !opts.anonymous && !!token;
+  if (withToken) headers.authorization = `Bearer ${token}`;
+  let payload: BodyInit | undefined;
+  if (body instanceof FormData) payload = body;
+  else if (body !== undefined) {
+    payload = JSON.stringify(body);
+    headers["content-type"] = "application/json";
+  }
+  let res: Response;
+  try {
+    res = await fetch(path, { method: opts.method ?? (body === undefined ? "GET" : "POST"), headers, body: payload });
+  } catch {
+    throw new ApiError(0, 0, "The server cannot be reached", {});
+  }
+  if (!opts.anonymous) takeToken(res.headers);
+  let parsed: Envelope | null = null;
+  try {
+    parsed = (await res.json()) as Envelope;
+  } catch {
+    parsed = null;
+  }
+  return handleAnswer(res.status, parsed, withToken);
+}
+
+/** A multipart upload with progress (fetch cannot report upload progress; XMLHttpRequest can). */
+function upload(path: string, form: FormData, onProgress?: (sent: number, total: number) => void, signal?: AbortSignal): Promise<Envelope> {
+  return new Promise((resolve, reject) => {
+    const xhr = new XMLHttpRequest();
+    xhr.open("POST", path);
+    const withToken = !!token;
+    if (token) xhr.setRequestHeader("authorization", `Bearer ${token}`);
+    xhr.responseType = "json";
+    if (onProgress) xhr.upload.onprogress = (e) => onProgress(e.loaded, e.lengthComputable ? e.total : 0);
+    xhr.onload = () => {
+      takeToken({ get: (n) => xhr.getResponseHeader(n) });
+      try {
+        resolve(handleAnswer(xhr.status, xhr.response as Envelope | null, withToken));
+      } catch (e) {
+        reject(e);
+      }
+    };
+    xhr.onerror = () => reject(new ApiError(0, 0, "The upload was cut off", {}));
+    xhr.onabort = () => reject(new ApiError(0, 0, "Upload cancelled", {}));
+    signal?.addEventListener("abort", () => xhr.abort());
+    xhr.send(form);
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// View types (what the pages work with)
+
+export type User = {
+  gid: string;
+  username: string | null;
+  name: string;
+  avatar: string | null;
+  status: string;
+  email?: string;
+  language?: string;
+  timezone?: string;
+};
+
+export type Project = {
+  gid: string;
+  name: string;
+  icon: string;
+  owner: string;
+  status: "active" | "deleted";
+  lastBackedUp: number | null;
+};
+
+export type Membership = {
+  project: string;
+  user: string;
+  status: "active" | "inactive" | "invited" | "declined";
+  roles: string[];
+  rateLimit?: number | null;
+};
+
+export type Session = {
+  user: string;
+  version: string;
+  ccCursor: number;
+  users: Map<string, User>;
+  projects: Map<string, Project>;
+  memberships: Membership[];
+  languages: [code: string, name: string][];
+};
+
+export type ProjectState = {
+  project: Project | null;
+  cursor: number | null;
+  ccCursor: number;
+  members: string[];
+  users: Map<string, User>;
+  memberships: Membership[];
+};
+
+export type Asset = {
+  gid: string;
+  parent: string | null;
+  kind: "folder" | "file" | "image";
+  name: string;
+  extension: string;
+  mime: string;
+  size: number;
+  width: number | null;
+  height: number | null;
+  version: number;
+  storageName: string | null;
+  published: boolean;
+  status: "active" | "deleted";
+  metadata: Record<string, unknown>;
+  extracted: Record<string, unknown>;
+  createdOn: number;
+  updatedOn: number;
+};
+
+export type ApiKey = {
+  user: string;
+  name: string;
+  prefix: string;
+  status: "active" | "inactive";
+  rateLimit: number | null;
+  createdOn: number;
+  lastUsedOn: number | null;
+};
+
+export type Backup = {
+  gid: string;
+  name: string;
+  notes: string;
+  status: "creating" | "ready" | "failed";
+  size: number;
+  rows: number;
+  files: number;
+  createdOn: number;
+  completedOn: number | null;
+  error: string | null;
+  job: string;
+};
+
+export type Job = {
+  token: string;
+  project: string | null;
+  kind: string;
+  status: "queued" | "processing" | "done" | "rejected";
+  total: number | null;
+  remaining: number | null;
+  error: string | null;
+};
+
+export type SyncItem = {
+  type: string;
+  cursor: number;
+  action: "INSERT" | "UPDATE" | "DELETE";
+  dataType: string;
+  key: string;
+  data: unknown;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Wire → view
+
+const own = (o: unknown, k: string) => !!o && typeof o === "object" && Object.prototype.hasOwnProperty.call(o, k);
+
+function entries(dict: unknown): [string, any][] {
+  return dict && typeof dict === "object" ? Object.entries(dict as Record<string, unknown>) : [];
+}
+
+function toUser(u: any): User {
+  return {
+    gid: u.gid,
+    username: u.username ?? null,
+    name: u.name ?? "",
+    avatar: u.avatar ?? null,
+    status: u.status ?? "active",
+    email: own(u, "email") ? u.email : undefined,
+    language: u.options?.language,
+    timezone: u.options?.timezone,
+  };
+}
+
+function toProject(p: any): Project {
+  return { gid: p.gid, name: p.name, icon: p.icon ?? "", owner: p.owner, status: p.status, lastBackedUp: p.last_backed_up ?? null };
+}
+
+function toMembership(m: any): Membership {
+  return {
+    project: m.project_gid,
+    user: m.user_gid,
+    status: m.status,
+    roles: m.roles ?? [],
+    rateLimit: m.options && own(m.options, "rate_limit_per_second") ? m.options.rate_limit_per_second : undefined,
+  };
+}
+
+function users(data: any): Map<string, User> {
+  return new Map(entries(data?.["cc.users"]).map(([k, v]) => [k, toUser(v)]));
+}
+function projects(data: any): Map<string, Project> {
+  return new Map(entries(data?.["cc.projects"]).map(([k, v]) => [k, toProject(v)]));
+}
+function memberships(data: any): Membership[] {
+  return Array.isArray(data?.["cc.projects_members"]) ? data["cc.projects_members"].map(toMembership) : [];
+}
+
+function toSession(env: Envelope): Session {
+  return {
+    user: env.result.user,
+    version: env.result["cc.version"] ?? "",
+    ccCursor: env.result["cc.cursor"] ?? 0,
+    users: users(env.data),
+    projects: projects(env.data),
+    memberships: memberships(env.data),
+    languages: entries(env.data?.["cc.languages"]).map(([k, v]) => [k, String(v)]),
+  };
+}
+
+function toAsset(a: any): Asset {
+  return {
+    gid: a.gid,
+    parent: a.parent ?? null,
+    kind: a.type,
+    name: a.name,
+    extension: a.extension ?? "",
+    mime: a.mime ?? "",
+    size: a.size ?? 0,
+    width: a.width ?? null,
+    height: a.height ?? null,
+    version: a.version ?? 1,
+    storageName: a.storage_name ?? null,
+    published: !!a.published,
+    status: a.status,
+    metadata: a.metadata ?? {},
+    extracted: a.extracted ?? {},
+    createdOn: a.created_on,
+    updatedOn: a.updated_on,
+  };
+}
+
+function assetMap(data: any): Map<string, Asset> {
+  return new Map(entries(data?.assets).map(([k, v]) => [k, toAsset(v)]));
+}
+
+/** The assets named by `gids`, in that order (gids the answer lacks are left out). */
+function ordered(gids: unknown, map: Map<string, Asset>): Asset[] {
+  return (Array.isArray(gids) ? gids : []).map((g) => map.get(g)).filter((a): a is Asset => !!a);
+}
+
+function toApiKey(k: any): ApiKey {
+  return {
+    user: k.user,
+    name: k.name,
+    prefix: k.key_prefix,
+    status: k.status,
+    rateLimit: k.rate_limit_per_second ?? null,
+    createdOn: k.created_on,
+    lastUsedOn: k.last_used_on ?? null,
+  };
+}
+
+function toBackup(b: any): Backup {
+  return {
+    gid: b.gid,
+    name: b.name,
+    notes: b.notes ?? "",
+    status: b.status,
+    size: b.size ?? 0,
+    rows: b.rows ?? 0,
+    files: b.files ?? 0,
+    createdOn: b.created_on,
+    completedOn: b.completed_on ?? null,
+    error: b.error ?? null,
+    job: b.job,
+  };
+}
+
+export function toJob(token: string, j: any): Job {
+  const info = j?.info ?? {};
+  return {
+    token,
+    project: j?.project_gid ?? null,
+    kind: j?.job ?? "",
+    status: j?.status ?? "queued",
+    total: typeof info.total === "number" ? info.total : null,
+    remaining: typeof info.remaining === "number" ? info.remaining : null,
+    error: typeof info.error === "string" ? info.error : null,
+  };
+}
+
+export function toSyncItem(i: any): SyncItem {
+  return { type: i.type, cursor: i.cursor, action: i.action, dataType: i.data_type, key: i.data_key, data: i.data ?? null };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Public files
+
+export const media = {
+  avatar: (file: string) => `/media/avatars/${encodeURIComponent(file)}`,
+  icon: (file: string) => `/media/icons/${encodeURIComponent(file)}`,
+};
+
+// ---------------------------------------------------------------------------------------------
+// Account and session (/api)
+
+const j = (o: Record<string, unknown>) => o;
+
+export const account = {
+  async login(username: string, password: string): Promise<Session> {
+    return toSession(await call("/api/login", { username, password }));
+  },
+  async init(): Promise<Session> {
+    return toSession(await call("/api/init"));
+  },
+  async usernameAvailable(username: string): Promise<{ available: boolean; message?: string }> {
+    const r = (await call("/api/username", { username }, { anonymous: true })).result;
+    return { available: !!r.available, message: r.validation?.[0]?.message };
+  },
+  /** Step one of signup: checks everything and mails a code. Returns the validation code. */
+  async signupRequest(p: { username: string; email: string; password: string; language?: string }): Promise<string> {
+    return (await call("/api/signup_request", j(p), { anonymous: true })).result.validation_code;
+  },
+  async signup(p: { username: string; email: string; password: string; validationCode: string; code: string }): Promise<Session> {
+    const body = { username: p.username, email: p.email, password: p.password, validation_code: p.validationCode, verification_code: p.code };
+    return toSession(await call("/api/signup", body));
+  },
+  async resetRequest(usernameOrEmail: string): Promise<string> {
+    const body = usernameOrEmail.includes("@") ? { email: usernameOrEmail } : { username: usernameOrEmail };
+    return (await call("/api/reset_password_request", body, { anonymous: true })).result.validation_code;
+  },
+  async reset(p: { username: string; password: string; validationCode: string; code: string }): Promise<Session> {
+    const body = { username: p.username, new_password: p.password, validation_code: p.validationCode, verification_code: p.code };
+    return toSession(await call("/api/reset_password", body));
+  },
+  async update(p: { name?: string; language?: string; timezone?: string }): Promise<User> {
+    const options: Record<string, string> = {};
+    if (p.language !== undefined) options.language = p.language;
+    if (p.timezone !== undefined) options.timezone = p.timezone;
+    const body: Record<string, unknown> = { options };
+    if (p.name !== undefined) body.name = p.name;
+    const env = await call("/api/account/update", body);
+    return users(env.data).get(env.result.user)!;
+  },
+  async emailRequest(email: string): Promise<string> {
+    return (await call("/api/account/update_email_request", { email })).result.validation_code;
+  },
+  async emailChange(email: string, validationCode: string, code: string): Promise<User> {
+    const env = await call("/api/account/update_email", { email, validation_code: validationCode, verification_code: code });
+    return users(env.data).get(env.result.user)!;
+  },
+  async uploadAvatar(file: File): Promise<User> {
+    const form = new FormData();
+    form.append("file", file);
+    const env = await upload("/api/account/upload_avatar", form);
+    return users(env.data).get(env.result.user)!;
+  },
+  async deleteAvatar(): Promise<User> {
+    const env = await call("/api/account/delete_avatar", {});
+    return users(env.data).get(env.result.user)!;
+  },
+  async acceptInvite(project: string): Promise<void> {
+    await call("/api/account/accept_invite", { project });
+  },
+  async declineInvite(project: string): Promise<void> {
+    await call("/api/account/decline_invite", { project });
+  },
+  async leaveProject(project: string): Promise<void> {
+    await call("/api/account/leave_project", { project });
+  },
+  async deleteAccount(): Promise<void> {
+    await call("/api/account/delete", {});
+  },
+};
+
+export type Invitation = { invitee: User | undefined; project: Project | undefined; owner: User | undefined; members: string[] };
+
+export const invitations = {
+  /** What an invitation link names; works without a login. */
+  async get(project: string, invitee: string): Promise<Invitation> {
+    const env = await call("/api/init_invite", { project, invitee }, { anonymous: true });
+    const us = users(env.data);
+    const p = projects(env.data).get(env.result.project);
+    return { invitee: us.get(env.result.invitee), project: p, owner: p ? us.get(p.owner) : undefined, members: env.result.project_members ?? [] };
+  },
+  async decline(project: string, invitee: string): Promise<void> {
+    await call("/api/decline_invite", { project, invitee }, { anonymous: true });
+  },
+};
+
+// ---------------------------------------------------------------------------------------------
+// Projects (/api/projects, /api/p/<project>)
+
+async function projectOf(env: Envelope): Promise<Project | undefined> {
+  return projects(env.data).get(env.result.project);
+}
+
+export const projectsApi = {
+  async create(name: string): Promise<Project> {
+    return (await projectOf(await call("/api/projects/create", { name })))!;
+  },
+  async rename(project: string, name: string): Promise<Project> {
+    return (await projectOf(await call("/api/projects/update", { project, name })))!;
+  },
+  async uploadIcon(project: string, file: File): Promise<Project> {
+    const form = new FormData();
+    form.append("project", project);
+    form.append("file", file);
+    return (await projectOf(await upload("/api/projects/upload_icon", form)))!;
+  },
+  async deleteIcon(project: string): Promise<Project> {
+    return (await projectOf(await call("/api/projects/delete_icon", { project })))!;
+  },
+  async remove(project: string): Promise<void> {
+    await call("/api/projects/delete", { project });
+  },
+  async undelete(project: string): Promise<void> {
+    await call("/api/projects/undelete", { project });
+  },
+  async removeForGood(project: string): Promise<void> {
+    await call("/api/projects/permanent_delete", { project });
+  },
+  /** The project init payload: the project, its people, its cursor. */
+  async init(project: string): Promise<ProjectState> {
+    const env = await call(`/api/p/${project}/init`);
+    return {
+      project: env.result.project ? (projects(env.data).get(env.result.project) ?? null) : null,
+      cursor: env.result.cursor ?? null,
+      ccCursor: env.result["cc.cursor"] ?? 0,
+      members: env.result.project_members ?? [],
+      users: users(env.data),
+      memberships: memberships(env.data),
+    };
+  },
+};
+
+const p = (project: string, path: string) => `/api/p/${project}/${path}`;
+
+export type Member = { user: User; membership: Membership };
+
+export const membersApi = {
+  async list(project: string): Promise<Member[]> {
+    const env = await call(p(project, "members/get"), {});
+    const us = users(env.data);
+    const ms = new Map(memberships(env.data).map((m) => [m.user, m]));
+    return (env.result.members as string[])
+      .filter((g) => us.has(g) && ms.has(g))
+      .map((g) => ({ user: us.get(g)!, membership: ms.get(g)! }));
+  },
+  async invite(project: string, email: string, language?: string): Promise<{ user: string; mailSent: boolean }> {
+    const r = (await call(p(project, "members/invite"), language ? { email, language } : { email })).result;
+    return { user: r.user, mailSent: !!r.mail_sent };
+  },
+  async resend(project: string, user: string): Promise<boolean> {
+    return !!(await call(p(project, "members/resend_invite"), { user })).result.mail_sent;
+  },
+  async deactivate(project: string, user: string) {
+    await call(p(project, "members/deactivate"), { user });
+  },
+  async reactivate(project: string, user: string) {
+    await call(p(project, "members/reactivate"), { user });
+  },
+  /** Removes a member, or withdraws an invitation. */
+  async remove(project: string, user: string) {
+    await call(p(project, "members/remove"), { user });
+  },
+};
+
+export const apiKeysApi = {
+  async list(project: string): Promise<ApiKey[]> {
+    const env = await call(p(project, "apikeys/get"), {});
+    const dict = new Map(entries(env.data?.apikeys).map(([k, v]) => [k, toApiKey(v)]));
+    return (env.result.apikeys as string[]).map((g) => dict.get(g)).filter((k): k is ApiKey => !!k);
+  },
+  /** Creates a key; the key itself is in this answer only. */
+  async create(project: string, name: string, rateLimit: number | null): Promise<{ user: string; key: string }> {
+    const r = (await call(p(project, "apikeys/create"), { name, rate_limit_per_second: rateLimit })).result;
+    return { user: r.user, key: r.api_key };
+  },
+  async update(project: string, user: string, changes: { name?: string; rateLimit?: number | null }) {
+    const body: Record<string, unknown> = { user };
+    if (changes.name !== undefined) body.name = changes.name;
+    if (changes.rateLimit !== undefined) body.rate_limit_per_second = changes.rateLimit;
+    await call(p(project, "apikeys/update"), body);
+  },
+  async deactivate(project: string, user: string) {
+    await call(p(project, "apikeys/deactivate"), { user });
+  },
+  async reactivate(project: string, user: string) {
+    await call(p(project, "apikeys/reactivate"), { user });
+  },
+  async remove(project: string, user: string) {
+    await call(p(project, "apikeys/delete"), { user });
+  },
+};
+
+export const backupsApi = {
+  async list(project: string): Promise<Backup[]> {
+    const env = await call(p(project, "backups/get"), {});
+    const dict = new Map(entries(env.data?.backups).map(([k, v]) => [k, toBackup(v)]));
+    return (env.result.backups as string[]).map((g) => dict.get(g)).filter((b): b is Backup => !!b);
+  },
+  /** Starts a backup; returns the job token to follow. */
+  async create(project: string, name: string, notes: string): Promise<string> {
+    const body: Record<string, string> = {};
+    if (name.trim()) body.name = name.trim();
+    if (notes.trim()) body.notes = notes;
+    return (await call(p(project, "backups/create"), body)).result["job.token"];
+  },
+  async restore(project: string, backup: string): Promise<string> {
+    return (await call(p(project, "backups/restore"), { backup })).result["job.token"];
+  },
+  async remove(project: string, backup: string) {
+    await call(p(project, "backups/delete"), { backup });
+  },
+};
+
+export const jobsApi = {
+  async get(project: string | null, tokenOfJob: string): Promise<Job> {
+    const env = await call(project ? p(project, "jobs/get") : "/api/jobs/get", { token: tokenOfJob });
+    return toJob(tokenOfJob, env.data?.jobs?.[tokenOfJob]);
+  },
+};
+
+// ---------------------------------------------------------------------------------------------
+// Assets (/api/p/<project>/assets) and the DAM (/dam)
+
+export type AssetVersion = { version: number; storageName: string; size: number; createdOn: number | null; current: boolean };
+export type Page<T> = { items: T[]; total: number; cursor: string | null };
+export type FolderNode = { asset: Asset; children: FolderNode[] };
+
+export const assetsApi = {
+  /** The items of a folder (null: the top level), folders first. */
+  async children(project: string, folder: string | null): Promise<Asset[]> {
+    const env = folder ? await call(p(project, "assets/children"), { parent: folder }) : await call(p(project, "assets/root"), {});
+    return ordered(env.result.assets, assetMap(env.data));
+  },
+  async get(project: string, gids: string[]): Promise<Map<string, Asset>> {
+    if (!gids.length) return new Map();
+    return assetMap((await call(p(project, "assets/get"), { assets: gids })).data);
+  },
+  /** The active folder hierarchy. */
+  async folders(project: string): Promise<FolderNode[]> {
+    const env = await call(p(project, "assets/tree"), {});
+    const map = assetMap(env.data);
+    const walk = (nodes: any[]): FolderNode[] =>
+      (nodes ?? []).filter((n) => map.has(n.gid)).map((n) => ({ asset: map.get(n.gid)!, children: walk(n.children) }));
+    return walk(env.result.tree);
+  },
+  async createFolder(project: string, name: string, parent: string | null): Promise<Asset> {
+    const env = await call(p(project, "assets/create"), { name, parent });
+    return assetMap(env.data).get(env.result.asset)!;
+  },
+  async rename(project: string, asset: string, name: string): Promise<Asset> {
+    const env = await call(p(project, "assets/update"), { asset, name });
+    return assetMap(env.data).get(env.result.asset)!;
+  },
+  async move(project: string, assets: string[], parent: string | null) {
+    await call(p(project, "assets/move"), { assets, parent });
+  },
+  async trash(project: string, assets: string[]) {
+    await call(p(project, "assets/delete"), { assets });
+  },
+  async restore(project: string, assets: string[]) {
+    await call(p(project, "assets/undelete"), { assets });
+  },
+  async removeForGood(project: string, assets: string[]) {
+    await call(p(project, "assets/permanent_delete"), { assets });
+  },
+  async upload(project: string, file: File, parent: string | null, onProgress?: (sent: number, total: number) => void, signal?: AbortSignal): Promise<Asset> {
+    const form = new FormData();
+    if (parent) form.append("parent", parent);
+    form.append("file", file, file.name);
+    const env = await upload(p(project, "assets/upload"), form, onProgress, signal);
+    return assetMap(env.data).get(env.result.asset)!;
+  },
+  /** Sets one metadata field of an asset (text as typed). */
+  async setMetadata(project: string, asset: string, key: string, value: string): Promise<void> {
+    await call(p(project, "assets/metadata/set"), { asset, metadata: { [key]: value } });
+  },
+  async clearMetadata(project: string, asset: string, key: string): Promise<void> {
+    await call(p(project, "assets/metadata/clear"), { asset, keys: [key] });
+  },
+  /** Replaces the file of an asset with a new version (the asset keeps its gid). */
+  async replace(project: string, asset: string, file: File, onProgress?: (sent: number, total: number) => void): Promise<Asset> {
+    const form = new FormData();
+    form.append("asset", asset);
+    form.append("file", file, file.name);
+    const env = await upload(p(project, "assets/upload_update"), form, onProgress);
+    return assetMap(env.data).get(env.result.asset)!;
+  },
+  /** The kept versions of an asset's file, newest first. */
+  async versions(project: string, asset: Asset): Promise<AssetVersion[]> {
+    if (!asset.storageName) return [];
+    const r = (await call(`/dam/p/${project}/info/${encodeURIComponent(asset.storageName)}`)).result;
+    return (Array.isArray(r.versions) ? r.versions : []).map((v: any) => ({
+      version: v.version,
+      storageName: v.storage_pathname,
+      size: v.size ?? 0,
+      createdOn: v.created_on ?? null,
+      current: !!v.current,
+    }));
+  },
+  async search(project: string, q: { text?: string; trash?: boolean; kind?: string; cursor?: string | null; size?: number }): Promise<Page<Asset>> {
+    const filter: unknown[] = [];
+    if (q.trash) filter.push(["status", "=", "deleted"]);
+    if (q.kind) filter.push(["type", "=", q.kind]);
+    const body: Record<string, unknown> = { "page.size": q.size ?? 100 };
+    if (q.text?.trim()) body.q = q.text.trim();
+    if (filter.length) body.filter = filter;
+    if (q.cursor) body["page.cursor"] = q.cursor;
+    if (q.trash && !q.text) body.sort = "-updated_on";
+    const env = await call(p(project, "assets/search"), body);
+    return { items: ordered(env.result.assets, assetMap(env.data)), total: env.result["assets.size"] ?? 0, cursor: env.result["page.cursor"] ?? null };
+  },
+  async suggest(project: string, text: string): Promise<string[]> {
+    if (!text.trim()) return [];
+    return (await call(p(project, "assets/search/autocomplete"), { q: text, limit: 8 })).result.suggestions ?? [];
+  },
+  /** Makes the original public; answers its URL. */
+  async publish(project: string, asset: Asset): Promise<string> {
+    return (await call(`/dam/p/${project}/publish/${encodeURIComponent(asset.storageName!)}`)).result.public_url;
+  },
+  async unpublish(project: string, asset: Asset): Promise<void> {
+    await call(`/dam/p/${project}/unpublish/${encodeURIComponent(asset.storageName!)}`);
+  },
+  /** The public URL of a published original (null when not published). */
+  async publicUrl(project: string, asset: Asset): Promise<string | null> {
+    if (!asset.published || !asset.storageName) return null;
+    return (await call(`/dam/p/${project}/info/${encodeURIComponent(asset.storageName)}`)).result.public_url ?? null;
+  },
+};
+
+// Thumbnails: one transform call per image gives a public /media URL. Calls are queued (the server
+// renders a few at a time and answers 503 beyond), retried on 503 and remembered per source and size.
+
+/** The device pixel ratio rounded to the few steps the console asks for (sharper on HiDPI, few variants). */
+export function thumbDpr(ratio = typeof window !== "undefined" ? window.devicePixelRatio : 1): number {
+  const steps = [1, 1.5, 2, 3, 4];
+  return steps.find((s) => s >= ratio - 0.01) ?? 4;
+}
+
+const thumbCache = new Map<string, Promise<string>>();
+const thumbQueue: (() => void)[] = [];
+let thumbRunning = 0;
+const THUMB_PARALLEL = 4;
+
+function nextThumb() {
+  while (thumbRunning < THUMB_PARALLEL && thumbQueue.length) {
+    thumbRunning++;
+    thumbQueue.shift()!();
+  }
+}
+
+async function transformOnce(project: string, storageName: string, options: string): Promise<string> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return (await call(`/dam/p/${project}/transform/${encodeURIComponent(storageName)}/${options}`)).result.public_url;
+    } catch (e) {
+      if (!(e instanceof ApiError) || e.status !== 503 || attempt >= 8) throw e;
+      await new Promise((r) => setTimeout(r, 250 * (attempt + 1)));
+    }
+  }
+}
+
+export function thumbnailUrl(project: string, asset: Asset, size: number, dpr = thumbDpr()): Promise<string> {
+  const options = `fit=${size},${size}/dpr=${dpr}`;
+  const key = `${project}/${asset.storageName}/${options}`;
+  let found = thumbCache.get(key);
+  if (!found) {
+    found = new Promise<string>((resolve, reject) => {
+      thumbQueue.push(() => {
+        transformOnce(project, asset.storageName!, options)
+          .then(resolve, reject)
+          .finally(() => {
+            thumbRunning--;
+            nextThumb();
+          });
+      });
+      nextThumb();
+    });
+    found.catch(() => thumbCache.delete(key));
+    thumbCache.set(key, found);
+  }
+  return found;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sync (/sync/get for catching up without a socket; the socket lives in live.ts)
+
+export const syncApi = {
+  socketPath: "/sync/io",
+  async since(ccCursor: number, project?: { gid: string; cursor: number }): Promise<{ items: SyncItem[]; more: boolean; reinit: boolean }> {
+    const body: Record<string, unknown> = { cc_cursor: ccCursor };
+    if (project) Object.assign(body, { project: project.gid, cursor: project.cursor });
+    const r = (await call("/sync/get", body)).result;
+    return { items: (r.sync ?? []).map(toSyncItem), more: !!r.warning && !r.reinit, reinit: !!r.reinit };
+  },
+  /** initsync's payload for the socket. */
+  initPayload(ccCursor: number, project?: { gid: string; cursor: number }): Record<string, unknown> {
+    return project ? { "cc.cursor": ccCursor, project: project.gid, cursor: project.cursor } : { "cc.cursor": ccCursor };
+  },
+  /** An initsync acknowledgement: items, or an error envelope. */
+  readAck(ack: unknown): { items: SyncItem[] } | { error: ApiError } {
+    if (Array.isArray(ack)) return { items: ack.map(toSyncItem) };
+    return { error: errorOf(0, ack as Envelope) };
+  },
+  readJwt(payload: unknown): string | null {
+    const jwt = (payload as { JWT?: unknown } | null)?.JWT;
+    return typeof jwt === "string" ? jwt : null;
+  },
+};

@@ -1,0 +1,15 @@
+// The web console's addresses for Bun.serve. The HTML import makes Bun bundle the app (TypeScript,
+// CSS) on first request when running from source, and at build time into the executable
+// (`bun build --compile`), so the binary serves it with nothing beside it.
+import type { HTMLBundle } from "bun";
+import page from "./index.html";
+
+/** `/` (sign in), `/console/...` (every page has an address) and `/invite` (the link in invitation mails). */
+export function consoleServeRoutes(): Record<string, HTMLBundle> {
+  return {
+    "/": page,
+    "/console": page,
+    "/console/*": page,
+    "/invite": page,
+  };
+}

@@ -1,0 +1,253 @@
+// One project: its navigation, live subscription and settings.
+import type { FunctionComponent } from "preact";
+import { useEffect, useRef, useState } from "preact/hooks";
+import { account, ApiError, projectsApi, type Project } from "../api";
+import { live } from "../live";
+import { navigate, notify, notifyError, reloadSession, session$, useLoad, useLive, useStore } from "../store";
+import { confirm, ErrorNote, Field, issue, Link, Loading, ProjectIcon, useBusy } from "../ui";
+import { ApiKeysPage } from "./apikeys";
+import { AssetsPage } from "./assets";
+import { BackupsPage } from "./backups";
+import { MembersPage } from "./members";
+
+/** A project the user is leaving on purpose: losing its subscription is then no surprise. */
+let leaving: string | null = null;
+
+export type ProjectCtx = { gid: string; project: Project; isOwner: boolean; me: string };
+
+type Section = { path: string; label: string; ownerOnly?: boolean; page: FunctionComponent<{ ctx: ProjectCtx }> };
+
+/**
+ * The project's pages, in navigation order. The schema and records pages join this list when
+ * those features land (one line each).
+ */
+const SECTIONS: Section[] = [
+  { path: "assets", label: "Assets", page: AssetsPage },
+  { path: "members", label: "Members", page: MembersPage },
+  { path: "apikeys", label: "API keys", ownerOnly: true, page: ApiKeysPage },
+  { path: "backups", label: "Backups", ownerOnly: true, page: BackupsPage },
+  { path: "settings", label: "Settings", page: SettingsPage },
+];
+
+export function ProjectShell(props: { gid: string; section: string }) {
+  const { session } = useStore(session$);
+  const gid = props.gid;
+  const state = useLoad(() => projectsApi.init(gid), [gid]);
+
+  // Follow this project's sync items from the cursor of its init; stop when leaving it.
+  useEffect(() => {
+    if (state.data?.cursor != null) live.follow({ gid, cursor: state.data.cursor });
+  }, [gid, state.data?.cursor]);
+  useEffect(() => () => live.follow(null), [gid]);
+  useEffect(
+    () =>
+      live.onLost((project) => {
+        if (project === gid && leaving !== gid) {
+          notify("You no longer have access to this project", "error");
+          navigate("/console/projects");
+        }
+      }),
+    [gid],
+  );
+  useLive(["cc.projects"], (items) => {
+    if (items.some((i) => i.key === gid)) state.reload();
+  });
+
+  if (state.error && !state.data)
+    return (
+      <main id="main" class="page">
+        <h1 tabIndex={-1}>Project</h1>
+        <p class="error" role="alert">
+          {state.error instanceof ApiError && state.error.code === 403 ? "You are not a member of this project." : state.error.message}
+        </p>
+        <Link href="/console/projects">Back to your projects</Link>
+      </main>
+    );
+  const project = state.data?.project ?? session?.projects.get(gid);
+  if (!project || !session)
+    return (
+      <main id="main" class="page">
+        <Loading />
+      </main>
+    );
+  const isOwner = project.owner === session.user;
+  const ctx: ProjectCtx = { gid, project, isOwner, me: session.user };
+  const sections = SECTIONS.filter((s) => !s.ownerOnly || isOwner);
+  const current = sections.find((s) => s.path === props.section);
+  const Page = current?.page;
+
+  return (
+    <div class="project-layout">
+      <nav class="project-nav" aria-label="Project">
+        <div class="project-title">
+          <ProjectIcon project={project} size={32} />
+          <span class="project-name" data-testid="project-name">
+            {project.name}
+          </span>
+        </div>
+        <ul>
+          {sections.map((s) => (
+            <li key={s.path}>
+              <Link href={`/console/p/${gid}/${s.path}`} aria-current={s === current ? "page" : undefined}>
+                {s.label}
+              </Link>
+            </li>
+          ))}
+        </ul>
+      </nav>
+      <main id="main" class="page project-page">
+        {project.status === "deleted" ? <DeletedBanner project={project} onChange={state.reload} /> : null}
+        {Page ? (
+          <Page ctx={ctx} />
+        ) : (
+          <>
+            <h1 tabIndex={-1}>Page not found</h1>
+            <Link href={`/console/p/${gid}/assets`}>Go to the assets</Link>
+          </>
+        )}
+      </main>
+    </div>
+  );
+}
+
+function DeletedBanner(props: { project: Project; onChange: () => void }) {
+  return (
+    <div class="banner" role="status">
+      This project is deleted. Only you, its owner, can still see it.
+      <button
+        class="btn small"
+        onClick={async () => {
+          try {
+            await projectsApi.undelete(props.project.gid);
+            notify(`${props.project.name} restored`);
+            props.onChange();
+            reloadSession();
+          } catch (e) {
+            notifyError(e);
+          }
+        }}
+      >
+        Restore
+      </button>
+    </div>
+  );
+}
+
+function SettingsPage(props: { ctx: ProjectCtx }) {
+  const { project, isOwner, gid } = props.ctx;
+  const [name, setName] = useState(project.name);
+  const [error, setError] = useState<unknown>(null);
+  const [busy, run] = useBusy();
+  const fileRef = useRef<HTMLInputElement>(null);
+  useEffect(() => setName(project.name), [project.name]);
+
+  const rename = (e: Event) => {
+    e.preventDefault();
+    setError(null);
+    run(async () => {
+      try {
+        await projectsApi.rename(gid, name.trim());
+        notify("Project renamed");
+      } catch (err) {
+        setError(err);
+      }
+    });
+  };
+  const icon = (file: File | undefined) =>
+    file &&
+    run(async () => {
+      try {
+        await projectsApi.uploadIcon(gid, file);
+        notify("Icon changed");
+      } catch (err) {
+        notifyError(err);
+      } finally {
+        if (fileRef.current) fileRef.current.value = "";
+      }
+    });
+
+  return (
+    <>
+      <h1 tabIndex={-1}>Settings</h1>
+      {isOwner ? (
+        <>
+          <section class="panel" aria-labelledby="name-h">
+            <h2 id="name-h">Name</h2>
+            <form class="inline-form" onSubmit={rename}>
+              <Field label="Project name" error={issue(error, "name")}>
+                <input name="project-name" required maxLength={200} value={name} onInput={(e) => setName(e.currentTarget.value)} />
+              </Field>
+              <button class="btn primary" type="submit" disabled={busy || !name.trim() || name.trim() === project.name}>
+                Rename
+              </button>
+            </form>
+            <ErrorNote error={error} fields={["name"]} />
+          </section>
+          <section class="panel" aria-labelledby="icon-h">
+            <h2 id="icon-h">Icon</h2>
+            <div class="row">
+              <ProjectIcon project={project} size={64} />
+              <label class="btn">
+                Upload an image
+                <input ref={fileRef} type="file" accept="image/*" class="visually-hidden" onChange={(e) => icon(e.currentTarget.files?.[0])} />
+              </label>
+              {project.icon ? (
+                <button class="btn" disabled={busy} onClick={() => run(() => projectsApi.deleteIcon(gid).then(() => notify("Icon removed"), notifyError))}>
+                  Remove icon
+                </button>
+              ) : null}
+            </div>
+          </section>
+          {project.status === "active" ? (
+            <section class="panel danger-zone" aria-labelledby="del-h">
+              <h2 id="del-h">Delete the project</h2>
+              <p>Members lose access at once. You can restore it from your project list until you delete it for good.</p>
+              <button
+                class="btn danger"
+                onClick={async () => {
+                  const ok = await confirm({ title: "Delete project", text: `Delete ${project.name}? Members lose access.`, action: "Delete project", danger: true });
+                  if (!ok) return;
+                  try {
+                    await projectsApi.remove(gid);
+                    notify(`${project.name} deleted`);
+                    await reloadSession();
+                    navigate("/console/projects");
+                  } catch (e) {
+                    notifyError(e);
+                  }
+                }}
+              >
+                Delete project
+              </button>
+            </section>
+          ) : null}
+        </>
+      ) : (
+        <section class="panel" aria-labelledby="leave-h">
+          <h2 id="leave-h">Leave the project</h2>
+          <p>You lose access to {project.name} until its owner invites you again.</p>
+          <button
+            class="btn danger"
+            onClick={async () => {
+              const ok = await confirm({ title: "Leave project", text: `Leave ${project.name}?`, action: "Leave", danger: true });
+              if (!ok) return;
+              try {
+                leaving = gid;
+                await account.leaveProject(gid);
+                notify(`You left ${project.name}`);
+                await reloadSession();
+                navigate("/console/projects");
+              } catch (e) {
+                notifyError(e);
+              } finally {
+                leaving = null;
+              }
+            }}
+          >
+            Leave project
+          </button>
+        </section>
+      )}
+    </>
+  );
+}

@@ -1,0 +1,236 @@
+// Page-wide state: the signed-in session, notices, the location, and hooks that tie pages to live
+// sync items and to background jobs.
+import { useEffect, useLayoutEffect, useReducer, useRef, useState } from "preact/hooks";
+import { account, ApiError, auth, jobsApi, onUnauthorized, type Job, type Session, type SyncItem } from "./api";
+import { live, type LiveStatus } from "./live";
+
+/** A tiny observable value. */
+export function createStore<T>(initial: T) {
+  let value = initial;
+  const listeners = new Set<() => void>();
+  return {
+    get: () => value,
+    set(next: T | ((v: T) => T)) {
+      value = typeof next === "function" ? (next as (v: T) => T)(value) : next;
+      for (const l of [...listeners]) l();
+    },
+    subscribe(l: () => void): () => void {
+      listeners.add(l);
+      return () => listeners.delete(l);
+    },
+  };
+}
+export type Store<T> = ReturnType<typeof createStore<T>>;
+
+export function useStore<T>(store: Store<T>): T {
+  const value = store.get();
+  const rendered = useRef(value);
+  rendered.current = value;
+  const [, force] = useReducer((n: number, _: void) => n + 1, 0);
+  useLayoutEffect(() => {
+    const off = store.subscribe(() => force());
+    // A change between this render and the subscription (an answer that came first) is not lost.
+    if (store.get() !== rendered.current) force();
+    return off;
+  }, [store]);
+  return value;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Location (history API; every console page has its own address)
+
+export const location$ = createStore({ path: window.location.pathname, search: window.location.search });
+window.addEventListener("popstate", () => location$.set({ path: window.location.pathname, search: window.location.search }));
+
+export function navigate(to: string, opts: { replace?: boolean } = {}) {
+  if (to === window.location.pathname + window.location.search) return;
+  if (opts.replace) history.replaceState(null, "", to);
+  else history.pushState(null, "", to);
+  location$.set({ path: window.location.pathname, search: window.location.search });
+}
+
+export function useLocation() {
+  return useStore(location$);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Notices
+
+export type Notice = { id: number; text: string; kind: "info" | "error" };
+export const notices$ = createStore<Notice[]>([]);
+let noticeId = 0;
+
+export function notify(text: string, kind: Notice["kind"] = "info") {
+  const id = ++noticeId;
+  notices$.set((list) => [...list.slice(-3), { id, text, kind }]);
+  setTimeout(() => dismiss(id), kind === "error" ? 12000 : 5000);
+}
+export function dismiss(id: number) {
+  notices$.set((list) => list.filter((n) => n.id !== id));
+}
+/** Shows any thrown value as a message (never a blank page). */
+export function notifyError(e: unknown) {
+  notify(e instanceof Error ? e.message : String(e), "error");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Session
+
+export const session$ = createStore<{ session: Session | null; booting: boolean }>({ session: null, booting: !!auth.token });
+
+export function signedIn(session: Session) {
+  session$.set({ session, booting: false });
+  live.start(session.ccCursor);
+}
+
+export function signOut(message?: string) {
+  auth.set(null);
+  live.stop();
+  session$.set({ session: null, booting: false });
+  if (message) notify(message);
+  if (window.location.pathname !== "/invite") navigate("/");
+}
+
+/** Loads the session again (after changes to the user, its projects or memberships). */
+export async function reloadSession() {
+  if (!auth.token) return;
+  try {
+    const s = await account.init();
+    session$.set({ session: s, booting: false });
+  } catch (e) {
+    if (!(e instanceof ApiError && e.code === 401)) notifyError(e);
+  }
+}
+
+export async function boot() {
+  if (!auth.token) {
+    session$.set({ session: null, booting: false });
+    return;
+  }
+  try {
+    signedIn(await account.init());
+  } catch (e) {
+    session$.set({ session: null, booting: false });
+    if (!(e instanceof ApiError && e.code === 401)) notifyError(e);
+  }
+}
+
+onUnauthorized(() => {
+  if (session$.get().session) signOut("Your session has ended. Please sign in again.");
+});
+
+// Global changes: the user, its projects and memberships.
+let reloadTimer: ReturnType<typeof setTimeout> | undefined;
+live.on(["cc.users", "cc.projects", "cc.projects_members"], () => {
+  clearTimeout(reloadTimer);
+  reloadTimer = setTimeout(reloadSession, 60);
+});
+
+// The server ended the whole socket (account deleted or deactivated, password changed) or refused
+// its token: asking for the session again tells which, and a 401 there signs the page out.
+live.onLost(async (project) => {
+  if (project !== null || !session$.get().session) return;
+  await reloadSession();
+  // Still signed in (the token was renewed meanwhile): follow the changes again.
+  if (session$.get().session) live.reconnect();
+});
+
+export const liveStatus$ = createStore<LiveStatus>(live.status);
+live.onStatus((s) => liveStatus$.set(s));
+
+// ---------------------------------------------------------------------------------------------
+// Hooks
+
+/** Runs `fn` (coalesced) whenever sync items of these data types arrive. */
+export function useLive(types: string[], fn: (items: SyncItem[]) => void) {
+  const ref = useRef(fn);
+  ref.current = fn;
+  const key = types.join(",");
+  useEffect(() => {
+    let pending: SyncItem[] = [];
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const off = live.on(types, (item) => {
+      pending.push(item);
+      clearTimeout(timer);
+      timer = setTimeout(() => {
+        const batch = pending;
+        pending = [];
+        ref.current(batch);
+      }, 40);
+    });
+    return () => {
+      off();
+      clearTimeout(timer);
+    };
+  }, [key]);
+}
+
+export type Loaded<T> = { data: T | undefined; error: ApiError | Error | null; loading: boolean; reload: () => Promise<void> };
+
+/** Loads data for a page; `reload` fetches again (e.g. when a sync item says it changed). */
+export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): Loaded<T> {
+  const [state, setState] = useState<{ data: T | undefined; error: Error | null; loading: boolean }>({ data: undefined, error: null, loading: true });
+  const seq = useRef(0);
+  const loadRef = useRef(load);
+  loadRef.current = load;
+  const reload = async () => {
+    const mine = ++seq.current;
+    try {
+      const data = await loadRef.current();
+      if (mine === seq.current) setState({ data, error: null, loading: false });
+    } catch (e) {
+      if (mine === seq.current) setState((s) => ({ data: s.data, error: e as Error, loading: false }));
+    }
+  };
+  useEffect(() => {
+    setState((s) => ({ ...s, loading: true }));
+    reload();
+    return () => {
+      seq.current++;
+    };
+  }, deps);
+  return { ...state, reload };
+}
+
+/** A job followed from its `jobs` sync items (read once through the API in case the socket is down). */
+export function useJob(project: string | null, token: string | null): Job | null {
+  const [job, setJob] = useState<Job | null>(token ? (live.jobs.get(token) ?? null) : null);
+  useEffect(() => {
+    if (!token) {
+      setJob(null);
+      return;
+    }
+    let stopped = false;
+    setJob(live.jobs.get(token) ?? null);
+    const off = live.on(["jobs"], (item) => {
+      if (item.key === token) setJob(live.jobs.get(token) ?? null);
+    });
+    // Without a live socket, ask the server until the job ends.
+    const poll = async () => {
+      while (!stopped) {
+        const known = live.jobs.get(token);
+        if (known && (known.status === "done" || known.status === "rejected")) return;
+        if (live.status !== "live" || !known) {
+          try {
+            const j = await jobsApi.get(project, token);
+            if (stopped) return;
+            if (!live.jobs.has(token) || live.status !== "live") {
+              live.jobs.set(token, j);
+              setJob(j);
+            }
+            if (j.status === "done" || j.status === "rejected") return;
+          } catch {
+            return;
+          }
+        }
+        await new Promise((r) => setTimeout(r, 1000));
+      }
+    };
+    poll();
+    return () => {
+      stopped = true;
+      off();
+    };
+  }, [project, token]);
+  return job;
+}

@@ -1,0 +1,35 @@
+// Headless Chromium for the console's end-to-end tests: Debian's `chromium` package driven by
+// playwright-core (no browser download). Without it the tests are skipped with this message.
+import { chromium, type Browser, type Page } from "playwright-core";
+import { existsSync, mkdirSync } from "node:fs";
+import { join } from "node:path";
+
+export const INSTALL_COMMAND = "apt-get install -y chromium";
+
+/** The browser: $APIS_CHROMIUM, or Debian's chromium. */
+export const CHROMIUM = [process.env.APIS_CHROMIUM, "/usr/bin/chromium", "/usr/bin/chromium-browser"].find((p) => !!p && existsSync(p));
+
+if (!CHROMIUM) console.warn(`\n[console tests] skipped: Chromium was not found. Install it with: ${INSTALL_COMMAND}\n`);
+
+export function launch(): Promise<Browser> {
+  // --no-sandbox: CI and containers run as root, where Chromium's sandbox cannot start.
+  return chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"] });
+}
+
+/** Screenshots for review go to test/console/screenshots/ (git-ignored). */
+export const SCREENSHOTS = join(import.meta.dir, "screenshots");
+
+export async function screenshot(page: Page, name: string) {
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });
+}
+
+/** Collects page errors and console errors, so a test can say the page stayed healthy. */
+export function watchErrors(page: Page): string[] {
+  const errors: string[] = [];
+  page.on("pageerror", (e) => errors.push(`pageerror: ${e.message}`));
+  page.on("console", (m) => {
+    if (m.type() === "error" && !/Failed to load resource/.test(m.text())) errors.push(`console: ${m.text()}`);
+  });
+  return errors;
+}
