@@ -3,14 +3,14 @@
 // so when a shape on the wire changes (docs/*.md; the reference-compat work), this file changes and
 // the pages do not.
 //
-// Written against today's shapes (docs/*.md). The reference-compat work (issue 9, see
-// docs/compat.md once it lands) changes, here only: toAsset (pathname/path/is_file, `type` = the
-// extension, status "published", no parent: map path → folder gid, storage name =
-// `<gid>~<version>.<type>`), assetsApi.children/root/folders/move/removeForGood/search/suggest
-// (root asset, `children`, flat `tree`, page.top), every upload's file field (`upload_file`),
-// setMetadata/clearMetadata (one dotted field), backupsApi (versions inside cc.projects,
-// backup_project/restore_project jobs), apiKeysApi.list/create and membersApi.list
-// (`member(s)`), account.resetRequest (`username_or_email`) and account.update.
+// Assets and the DAM speak the reference's shapes (docs/assets.md, docs/dam.md): the asset form
+// (pathname, path, is_file, `type` = extension, status "published"/"deleted", info, metadata
+// fields {type, is_localized, value}), a root folder `/` per project, children/search with
+// page.top, uploads in `upload_file`, one dotted metadata field per metadata/set, autocomplete
+// completions, dam/info's reference members (versions and publication come from dam/details).
+// Still on the older shapes, to change here only when that work lands: backupsApi (versions
+// inside cc.projects, integer versions), apiKeysApi.list/create, membersApi.list (`member(s)`),
+// the project options, account.resetRequest (`username_or_email`) and account.update.
 
 // ---------------------------------------------------------------------------------------------
 // Token: the JWT is the only thing the console keeps in localStorage.
@@ -233,18 +233,23 @@ export type ProjectState = {
 
 export type Asset = {
   gid: string;
-  parent: string | null;
+  /** Where it is: `/products/shoe.jpg`. */
+  pathname: string;
+  /** Its folder's pathname: `/` for the top level (the project's root folder). */
+  path: string;
   kind: "folder" | "file" | "image";
   name: string;
+  /** The file's lowercase extension, from its content ("" for folders). */
   extension: string;
-  mime: string;
   size: number;
   width: number | null;
   height: number | null;
   version: number;
   storageName: string | null;
+  /** Whether the DAM publishes the original (not in the asset form: asked with a search, see withPublication). */
   published: boolean;
   status: "active" | "deleted";
+  /** The metadata fields by dotted name: their values (a localized one: language → text). */
   metadata: Record<string, unknown>;
   extracted: Record<string, unknown>;
   createdOn: number;
@@ -352,26 +357,40 @@ function toSession(env: Envelope): Session {
   };
 }
 
+/** Raster types the DAM can transform (SVG and PDF have a size but are not rendered). */
+const RASTER = new Set(["jpg", "png", "gif", "webp", "tiff", "avif", "heic", "heif"]);
+
 function toAsset(a: any): Asset {
+  const info = a.info && typeof a.info === "object" ? a.info : {};
+  const isFile = !!a.is_file;
+  const type = typeof a.type === "string" ? a.type : "";
+  const metadata: Record<string, unknown> = {};
+  for (const [k, v] of entries(a.metadata)) metadata[k] = v && typeof v === "object" && own(v, "value") ? v.value : v;
   return {
     gid: a.gid,
-    parent: a.parent ?? null,
-    kind: a.type,
+    pathname: a.pathname ?? "",
+    path: a.path ?? "",
+    kind: !isFile ? "folder" : info.width != null ? "image" : "file",
     name: a.name,
-    extension: a.extension ?? "",
-    mime: a.mime ?? "",
-    size: a.size ?? 0,
-    width: a.width ?? null,
-    height: a.height ?? null,
+    extension: type,
+    size: info.filesize ?? 0,
+    width: isFile ? (info.width ?? null) : null,
+    height: isFile ? (info.height ?? null) : null,
     version: a.version ?? 1,
-    storageName: a.storage_name ?? null,
-    published: !!a.published,
-    status: a.status,
-    metadata: a.metadata ?? {},
-    extracted: a.extracted ?? {},
+    // The DAM's storage pathname of the current version.
+    storageName: isFile && type && a.version ? `${a.gid}~${a.version}.${type}` : null,
+    published: false,
+    status: a.status === "deleted" ? "deleted" : "active",
+    metadata,
+    extracted: info.metadata && typeof info.metadata === "object" ? info.metadata : {},
     createdOn: a.created_on,
     updatedOn: a.updated_on,
   };
+}
+
+/** Whether the DAM can render thumbnails of it. */
+export function isRaster(a: Asset): boolean {
+  return a.kind === "image" && !!a.storageName && RASTER.has(a.extension);
 }
 
 function assetMap(data: any): Map<string, Asset> {
@@ -664,34 +683,87 @@ export type AssetVersion = { version: number; storageName: string; size: number;
 export type Page<T> = { items: T[]; total: number; cursor: string | null };
 export type FolderNode = { asset: Asset; children: FolderNode[] };
 
+/** The root folder's gid per project (it never changes). */
+const roots = new Map<string, Promise<string>>();
+
+function rootOf(project: string): Promise<string> {
+  let found = roots.get(project);
+  if (!found) {
+    found = call(p(project, "assets/root"), {}).then((env) => String(env.result.root));
+    found.catch(() => roots.delete(project));
+    roots.set(project, found);
+  }
+  return found;
+}
+
+/** Every page of a paged call (`page.top`/`page.size`), up to `max` items. */
+async function allPages(path: string, body: Record<string, unknown>, list: string, max = 10000): Promise<{ items: Asset[]; total: number }> {
+  const items: Asset[] = [];
+  let total = 0;
+  for (let top = 0; top < max; ) {
+    const size = Math.min(1000, max - top);
+    const env = await call(path, { ...body, "page.top": top, "page.size": size });
+    const gids: unknown[] = Array.isArray(env.result[list]) ? env.result[list] : [];
+    items.push(...ordered(gids, assetMap(env.data)));
+    total = env.result[`${list}.size`] ?? items.length;
+    top += gids.length;
+    if (gids.length < size || top >= total) break;
+  }
+  return { items, total };
+}
+
+/** Marks the files the DAM publishes (one search over the gids shown; the asset form does not say). */
+async function withPublication(project: string, assets: Asset[]): Promise<Asset[]> {
+  const files = assets.filter((a) => a.kind !== "folder").map((a) => a.gid);
+  if (!files.length) return assets;
+  const filter = ["and", "", [["published", "is_true"], ["gid", "in", files], ["status", "in", ["published", "deleted"]]]];
+  const env = await call(p(project, "assets/search"), { filter, "page.size": files.length });
+  const published = new Set<string>(Array.isArray(env.result.assets) ? env.result.assets : []);
+  return assets.map((a) => (published.has(a.gid) ? { ...a, published: true } : a));
+}
+
+/** The search filter of the console's type choice. */
+function typeFilter(kind: string): unknown[] | null {
+  if (kind === "image" || kind === "folder") return ["type", "is", kind];
+  if (kind === "file") return ["and", "", [["type", "is", "file"], ["not", "", ["type", "is", "image"]]]];
+  return null;
+}
+
 export const assetsApi = {
-  /** The items of a folder (null: the top level), folders first. */
+  /** The items of a folder (null: the top level, i.e. the project's root folder), folders first. */
   async children(project: string, folder: string | null): Promise<Asset[]> {
-    const env = folder ? await call(p(project, "assets/children"), { parent: folder }) : await call(p(project, "assets/root"), {});
-    return ordered(env.result.assets, assetMap(env.data));
+    const { items } = await allPages(p(project, "assets/children"), folder ? { asset: folder } : { pathname: "/" }, "children");
+    return withPublication(project, items);
   },
   async get(project: string, gids: string[]): Promise<Map<string, Asset>> {
     if (!gids.length) return new Map();
     return assetMap((await call(p(project, "assets/get"), { assets: gids })).data);
   },
-  /** The active folder hierarchy. */
+  /** The active folder hierarchy below the root. */
   async folders(project: string): Promise<FolderNode[]> {
-    const env = await call(p(project, "assets/tree"), {});
-    const map = assetMap(env.data);
-    const walk = (nodes: any[]): FolderNode[] =>
-      (nodes ?? []).filter((n) => map.has(n.gid)).map((n) => ({ asset: map.get(n.gid)!, children: walk(n.children) }));
-    return walk(env.result.tree);
+    const { items } = await allPages(p(project, "assets/search"), { filter: ["type", "is", "folder"], sort: "pathname" }, "assets");
+    const nodes = new Map(items.map((a) => [a.pathname, { asset: a, children: [] as FolderNode[] }]));
+    const top: FolderNode[] = [];
+    for (const n of nodes.values()) (nodes.get(n.asset.path)?.children ?? top).push(n);
+    const byName = (list: FolderNode[]) => {
+      list.sort((x, y) => x.asset.name.localeCompare(y.asset.name));
+      list.forEach((n) => byName(n.children));
+    };
+    byName(top);
+    // Folders below a folder that is not found (none, unless one changed meanwhile) are left out.
+    return top.filter((n) => n.asset.path === "/");
   },
   async createFolder(project: string, name: string, parent: string | null): Promise<Asset> {
-    const env = await call(p(project, "assets/create"), { name, parent });
+    const env = await call(p(project, "assets/create"), parent ? { name, parent } : { name });
     return assetMap(env.data).get(env.result.asset)!;
   },
   async rename(project: string, asset: string, name: string): Promise<Asset> {
     const env = await call(p(project, "assets/update"), { asset, name });
     return assetMap(env.data).get(env.result.asset)!;
   },
+  /** Moves items into a folder (null: the top level). */
   async move(project: string, assets: string[], parent: string | null) {
-    await call(p(project, "assets/move"), { assets, parent });
+    await call(p(project, "assets/move"), { assets, parent: parent ?? (await rootOf(project)) });
   },
   async trash(project: string, assets: string[]) {
     await call(p(project, "assets/delete"), { assets });
@@ -705,29 +777,30 @@ export const assetsApi = {
   async upload(project: string, file: File, parent: string | null, onProgress?: (sent: number, total: number) => void, signal?: AbortSignal): Promise<Asset> {
     const form = new FormData();
     if (parent) form.append("parent", parent);
-    form.append("file", file, file.name);
+    else form.append("pathname", "/");
+    form.append("upload_file", file, file.name);
     const env = await upload(p(project, "assets/upload"), form, onProgress, signal);
     return assetMap(env.data).get(env.result.asset)!;
   },
-  /** Sets one metadata field of an asset (text as typed). */
-  async setMetadata(project: string, asset: string, key: string, value: string): Promise<void> {
-    await call(p(project, "assets/metadata/set"), { asset, metadata: { [key]: value } });
+  /** Sets one metadata field of an asset (a dotted name such as `shop.sku`; a one-line text as typed). */
+  async setMetadata(project: string, asset: string, name: string, value: string): Promise<void> {
+    await call(p(project, "assets/metadata/set"), { asset, name, type: "textline", is_localized: false, value });
   },
-  async clearMetadata(project: string, asset: string, key: string): Promise<void> {
-    await call(p(project, "assets/metadata/clear"), { asset, keys: [key] });
+  async clearMetadata(project: string, asset: string, name: string): Promise<void> {
+    await call(p(project, "assets/metadata/clear"), { asset, name });
   },
   /** Replaces the file of an asset with a new version (the asset keeps its gid). */
   async replace(project: string, asset: string, file: File, onProgress?: (sent: number, total: number) => void): Promise<Asset> {
     const form = new FormData();
     form.append("asset", asset);
-    form.append("file", file, file.name);
+    form.append("upload_file", file, file.name);
     const env = await upload(p(project, "assets/upload_update"), form, onProgress);
     return assetMap(env.data).get(env.result.asset)!;
   },
   /** The kept versions of an asset's file, newest first. */
   async versions(project: string, asset: Asset): Promise<AssetVersion[]> {
     if (!asset.storageName) return [];
-    const r = (await call(`/dam/p/${project}/info/${encodeURIComponent(asset.storageName)}`)).result;
+    const r = await details(project, asset.storageName);
     return (Array.isArray(r.versions) ? r.versions : []).map((v: any) => ({
       version: v.version,
       storageName: v.storage_pathname,
@@ -736,21 +809,24 @@ export const assetsApi = {
       current: !!v.current,
     }));
   },
-  async search(project: string, q: { text?: string; trash?: boolean; kind?: string; cursor?: string | null; size?: number }): Promise<Page<Asset>> {
+  /** Search: words (`q`), the trash (deleted items) and a type; `size` results from the first. */
+  async search(project: string, q: { text?: string; trash?: boolean; kind?: string; size?: number }): Promise<Page<Asset>> {
     const filter: unknown[] = [];
-    if (q.trash) filter.push(["status", "=", "deleted"]);
-    if (q.kind) filter.push(["type", "=", q.kind]);
-    const body: Record<string, unknown> = { "page.size": q.size ?? 100 };
+    if (q.trash) filter.push(["status", "is", "deleted"]);
+    const byType = q.kind ? typeFilter(q.kind) : null;
+    if (byType) filter.push(byType);
+    const body: Record<string, unknown> = {};
     if (q.text?.trim()) body.q = q.text.trim();
-    if (filter.length) body.filter = filter;
-    if (q.cursor) body["page.cursor"] = q.cursor;
-    if (q.trash && !q.text) body.sort = "-updated_on";
-    const env = await call(p(project, "assets/search"), body);
-    return { items: ordered(env.result.assets, assetMap(env.data)), total: env.result["assets.size"] ?? 0, cursor: env.result["page.cursor"] ?? null };
+    if (filter.length) body.filter = ["and", "", filter];
+    // Without words: the trash newest first; otherwise folders first, then by name.
+    if (q.trash && !q.text?.trim()) body.sort = "-updated_on";
+    const { items, total } = await allPages(p(project, "assets/search"), body, "assets", q.size ?? 100);
+    return { items: await withPublication(project, items), total, cursor: null };
   },
+  /** Names starting with what was typed. */
   async suggest(project: string, text: string): Promise<string[]> {
     if (!text.trim()) return [];
-    return (await call(p(project, "assets/search/autocomplete"), { q: text, limit: 8 })).result.suggestions ?? [];
+    return (await call(p(project, "assets/search/autocomplete"), { field: "name", fieldq: text.trim(), "completions.size": 8 })).result.completions ?? [];
   },
   /** Makes the original public; answers its URL. */
   async publish(project: string, asset: Asset): Promise<string> {
@@ -761,10 +837,15 @@ export const assetsApi = {
   },
   /** The public URL of a published original (null when not published). */
   async publicUrl(project: string, asset: Asset): Promise<string | null> {
-    if (!asset.published || !asset.storageName) return null;
-    return (await call(`/dam/p/${project}/info/${encodeURIComponent(asset.storageName)}`)).result.public_url ?? null;
+    if (!asset.storageName) return null;
+    return (await details(project, asset.storageName)).public_url ?? null;
   },
 };
+
+/** `dam/details` of one stored version: versions, publication, transforms. */
+async function details(project: string, storageName: string): Promise<any> {
+  return (await call(`/dam/p/${project}/details/${encodeURIComponent(storageName)}`)).result;
+}
 
 // Thumbnails: one transform call per image gives a public /media URL. Calls are queued (the server
 // renders a few at a time and answers 503 beyond), retried on 503 and remembered per source and size.

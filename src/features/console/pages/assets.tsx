@@ -2,7 +2,7 @@
 // and the trash.
 import type { ComponentChildren } from "preact";
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
-import { assetsApi, formatBytes, thumbnailUrl, type Asset, type FolderNode } from "../api";
+import { assetsApi, formatBytes, isRaster, thumbnailUrl, type Asset, type FolderNode } from "../api";
 import { navigate, notify, notifyError, useLive, useLoad, useLocation } from "../store";
 import { confirm, copyText, Dialog, Empty, ErrorNote, Field, formatTime, issue, Link, Loading, useBusy } from "../ui";
 import type { ProjectCtx } from "./project";
@@ -344,10 +344,11 @@ function TreeLevel(props: { nodes: FolderNode[]; base: string; current: string |
 
 function Breadcrumbs(props: { folder: string | null; folders: Map<string, Asset>; base: string }) {
   const chain: Asset[] = [];
+  const byPathname = new Map([...props.folders.values()].map((f) => [f.pathname, f]));
   let at = props.folder ? props.folders.get(props.folder) : undefined;
   while (at && chain.length < 64) {
     chain.unshift(at);
-    at = at.parent ? props.folders.get(at.parent) : undefined;
+    at = byPathname.get(at.path);
   }
   return (
     <nav aria-label="Folder path" class="crumbs">
@@ -428,7 +429,7 @@ function Thumb(props: { gid: string; asset: Asset; size: number }) {
   const a = props.asset;
   const [src, setSrc] = useState<string | null>(null);
   const [failed, setFailed] = useState(false);
-  const raster = a.kind === "image" && !!a.storageName && a.extension !== "svg";
+  const raster = isRaster(a);
   useEffect(() => {
     if (!raster) return;
     let stale = false;
@@ -699,9 +700,9 @@ function Details(props: {
       stale = true;
     };
   }, [a.published, a.storageName]);
-  const where = a.parent ? (props.folders.get(a.parent)?.name ?? "a folder") : "the top level";
+  const where = a.path === "/" ? "the top level" : (a.path.slice(a.path.lastIndexOf("/") + 1) || "a folder");
   const facts: [string, string][] = [
-    ["Type", a.kind === "folder" ? "Folder" : `${a.mime || a.extension}`],
+    ["Type", a.kind === "folder" ? "Folder" : a.extension.toUpperCase() || "File"],
     ...(a.kind !== "folder" ? ([["Size", formatBytes(a.size)]] as [string, string][]) : []),
     ...(a.width ? ([["Dimensions", `${a.width} × ${a.height} px`]] as [string, string][]) : []),
     ...(a.kind !== "folder" ? ([["Version", String(a.version)]] as [string, string][]) : []),
@@ -872,7 +873,7 @@ function MetadataEditor(props: { gid: string; asset: Asset; onChanged: () => voi
       {a.status === "active" ? (
         <form class="inline-form" onSubmit={save}>
           <Field label="Field">
-            <input name="meta-key" required maxLength={100} value={key} onInput={(e) => setKey(e.currentTarget.value)} />
+            <input name="meta-key" required maxLength={100} placeholder="group.name" title="A dotted name such as shop.sku" value={key} onInput={(e) => setKey(e.currentTarget.value)} />
           </Field>
           <Field label="Value">
             <input name="meta-value" value={value} onInput={(e) => setValue(e.currentTarget.value)} />
