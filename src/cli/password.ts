@@ -25,6 +25,8 @@ export async function readPassword(flags: Record<string, string | boolean>): Pro
 /** Reads one line from the terminal with echo off (raw mode); Ctrl-C aborts with exit code 130. */
 function promptHidden(prompt: string): Promise<string> {
   const stdin = process.stdin;
+  // Echo off before the prompt shows: what is typed as soon as it appears is never echoed.
+  stdin.setRawMode(true);
   process.stderr.write(prompt);
   return new Promise((resolve) => {
     let typed = "";
@@ -49,7 +51,6 @@ function promptHidden(prompt: string): Promise<string> {
         else if (ch >= " ") typed += ch;
       }
     };
-    stdin.setRawMode(true);
     stdin.resume();
     stdin.on("data", onData);
   });
