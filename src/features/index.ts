@@ -15,6 +15,7 @@ import { projectsFeature } from "./projects/projects.feature";
 import { queriesFeature } from "./queries/queries.feature";
 import { modulesFeature } from "./modules/modules.feature";
 import { sessionFeature } from "./session/session.feature";
+import { settingsFeature } from "./settings/settings.feature";
 import { syncFeature } from "./sync/sync.feature";
 import { usersFeature } from "./users/users.feature";
 
@@ -30,6 +31,7 @@ export const features: readonly Feature[] = [
   sessionFeature,
   usersFeature,
   projectsFeature,
+  settingsFeature,
   accountFeature,
   membersFeature,
   apikeysFeature,

@@ -292,7 +292,7 @@ describe("project login and init", () => {
       ["cc.languages", "cc.projects", "cc.projects_members", "cc.users", "classes", "definitions", "fields", "layouts", "queries"].sort(),
     );
     for (const k of ["definitions", "classes", "fields", "layouts", "queries"]) expect(r.body.data[k]).toEqual({});
-    expect(r.body.data["cc.projects"][project]).toMatchObject({ gid: project, created_on: expect.any(Number) });
+    expect(r.body.data["cc.projects"][project]).toMatchObject({ gid: project, options: { languages: ["en"] }, backups: { next_version: 1 }, build: 1 });
     expect(r.body.data["cc.projects"][other]).toEqual({ gid: other, name: "Other", icon: "", owner: owner.gid, status: "active" });
     expect(r.body.data["cc.users"][owner.gid].email).toBe("olivia@example.test");
   });

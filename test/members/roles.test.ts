@@ -69,7 +69,7 @@ const ROWS: Row[] = [
   // Global endpoints about projects, users and memberships.
   { name: "POST /api/projects/get", path: () => "/api/projects/get", body: project, allow: inProject },
   { name: "POST /api/projects/create", path: () => "/api/projects/create", body: () => ({ name: "New" }), allow: persons },
-  { name: "POST /api/projects/update", path: () => "/api/projects/update", body: (w) => ({ project: w.project, name: "Renamed" }), allow: ["owner"], mutates: true },
+  { name: "POST /api/projects/update", path: () => "/api/projects/update", body: (w) => ({ project: w.project, name: "Renamed" }), allow: inProject, mutates: true },
   {
     name: "POST /api/projects/upload_icon",
     path: () => "/api/projects/upload_icon",
@@ -106,6 +106,8 @@ const ROWS: Row[] = [
   { name: "POST members/deactivate", path: P("members/deactivate"), body: () => ({ user: users.member.gid }), allow: ["owner"], mutates: true },
   { name: "POST members/reactivate", path: P("members/reactivate"), body: () => ({ user: users.inactive.gid }), allow: ["owner"], mutates: true },
   { name: "POST members/remove", path: P("members/remove"), body: () => ({ user: users.member.gid }), allow: ["owner"], mutates: true },
+  { name: "POST backups/get", path: P("backups/get"), allow: inProject },
+  { name: "POST backups/create", path: P("backups/create"), body: () => ({ created_by: "matrix" }), allow: inProject, mutates: true },
   { name: "POST apikeys/get", path: P("apikeys/get"), allow: ["owner"] },
   { name: "POST apikeys/create", path: P("apikeys/create"), body: () => ({ name: "k" }), allow: ["owner"], mutates: true },
   { name: "POST apikeys/update", path: P("apikeys/update"), body: (w) => ({ user: w.api2, name: "renamed" }), allow: ["owner"], mutates: true },

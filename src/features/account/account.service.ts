@@ -384,7 +384,7 @@ function invitationProjectView(tx: Tx, projectGid: string, me: string): Answer {
   }
   return {
     result: { project: projectGid, project_members: rows.map((r) => r.u.gid) },
-    data: { "cc.users": ccUsers, "cc.projects": p ? { [projectGid]: projectFull(p) } : {}, "cc.projects_members": ccMembers },
+    data: { "cc.users": ccUsers, "cc.projects": p ? { [projectGid]: projectFull(tx, p) } : {}, "cc.projects_members": ccMembers },
   };
 }
 

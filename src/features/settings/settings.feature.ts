@@ -1,0 +1,4 @@
+import type { Feature } from "../feature";
+
+/** Project settings: languages, channels, orderings and fieldlists of a project (docs/settings.md). */
+export const settingsFeature: Feature = { name: "settings" };
