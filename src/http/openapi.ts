@@ -146,6 +146,7 @@ const documentation = {
   tags: [
     { name: "global", description: "Global `/api` endpoints: ping, login, init, users, members, languages" },
     { name: "projects", description: "`/api/projects/*`: create, change and delete projects" },
+    { name: "settings", description: "`/api/p/<project>/languages|channels|orderings|fieldlists/*`: a project's settings (docs/settings.md)" },
     { name: "sync", description: "Polled sync: `/sync/get`, `/sync/cursors` (the Socket.IO service is at `/sync/io`)" },
     { name: "dam", description: "`/dam`: image transforms, publish/unpublish of originals, asset info (docs/dam.md)" },
     { name: "media", description: "`/media`: public files (transforms, published originals, avatars, icons); no JWT" },

@@ -53,7 +53,8 @@ export function projectOptions(project: { options?: Record<string, unknown> | nu
     timezone: typeof o.timezone === "string" && o.timezone ? o.timezone : "UTC",
     languages: languages.length ? languages : ["en"],
     channels,
-    orderedchannels: ordered(o.orderedchannels, channels),
+    // `__all__` always comes first: nothing can be moved before it.
+    orderedchannels: [ALL_CHANNEL, ...ordered(o.orderedchannels, channels).filter((k) => k !== ALL_CHANNEL)],
     orderings,
     orderedorderings: ordered(o.orderedorderings, orderings),
     fieldlists,
