@@ -38,7 +38,7 @@ const call = (path: string, token: string | null, body?: unknown, get = false) =
 
 async function apiUser(owner: string, project: string, name: string) {
   const c = await call(`/api/p/${project}/apikeys/create`, owner, { name });
-  const a = await call(`/api/p/${project}/auth`, null, { api_key: c.body.result.api_key });
+  const a = await call(`/api/p/${project}/auth`, null, { api_key: c.body.result.apikey });
   return { gid: c.body.result.user as string, token: tokenOf(a) };
 }
 
