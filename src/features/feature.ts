@@ -1,5 +1,5 @@
 import type { AnyElysia } from "elysia";
-import type { AssetsRemovedHook, Ctx, ProjectDictionary } from "../platform/context";
+import type { AssetsRemovedHook, Ctx, LanguageHook, ProjectDictionary, SettingRemovedHook } from "../platform/context";
 import type { JobKind } from "../platform/jobs/runner";
 import type { Housekeeping } from "../platform/jobs/schedules";
 
@@ -29,7 +29,7 @@ export type Feature = {
   /** Its scheduled housekeeping tasks (also run by `apis jobs run NAME`). */
   housekeeping?: Housekeeping[];
   /** What it does when another feature's event happens (see `Hooks` in src/platform/context.ts). */
-  hooks?: { assetsRemoved?: AssetsRemovedHook };
+  hooks?: { assetsRemoved?: AssetsRemovedHook; languageAdded?: LanguageHook; languageRemoved?: LanguageHook; settingRemoved?: SettingRemovedHook };
   /** Data dictionaries it adds to the project init payload (spec 4.2), by name. */
   projectDictionaries?: Record<string, ProjectDictionary>;
 };

@@ -17,6 +17,7 @@ import { projectsFeature } from "./projects/projects.feature";
 import { queriesFeature } from "./queries/queries.feature";
 import { modulesFeature } from "./modules/modules.feature";
 import { sessionFeature } from "./session/session.feature";
+import { settingsFeature } from "./settings/settings.feature";
 import { syncFeature } from "./sync/sync.feature";
 import { usersFeature } from "./users/users.feature";
 
@@ -34,6 +35,7 @@ export const features: readonly Feature[] = [
   usersFeature,
   adminFeature,
   projectsFeature,
+  settingsFeature,
   accountFeature,
   membersFeature,
   apikeysFeature,
@@ -77,9 +79,12 @@ export function hooksOf(list: readonly Feature[] = features): Hooks {
   const projectDictionaries = new Map<string, Hooks["projectDictionaries"] extends Map<string, infer D> ? D : never>(
     ["definitions", "classes", "fields", "layouts", "queries"].map((name) => [name, () => ({})]),
   );
-  const hooks: Hooks = { assetsRemoved: [], projectDictionaries };
+  const hooks: Hooks = { assetsRemoved: [], projectDictionaries, languageAdded: [], languageRemoved: [], settingRemoved: [] };
   for (const f of list) {
     if (f.hooks?.assetsRemoved) hooks.assetsRemoved.push(f.hooks.assetsRemoved);
+    if (f.hooks?.languageAdded) hooks.languageAdded.push(f.hooks.languageAdded);
+    if (f.hooks?.languageRemoved) hooks.languageRemoved.push(f.hooks.languageRemoved);
+    if (f.hooks?.settingRemoved) hooks.settingRemoved.push(f.hooks.settingRemoved);
     for (const [name, fn] of Object.entries(f.projectDictionaries ?? {})) projectDictionaries.set(name, fn);
   }
   return hooks;

@@ -1,6 +1,7 @@
 import type { Config } from "../config";
 import type { Logger } from "../core/log";
 import type { DB, Tx } from "../db/connection";
+import type { ChangeLog } from "../db/mutate";
 import type { JobQueue } from "./jobs/queue.service";
 import type { Mailer } from "./mail/mailer";
 import type { Storage } from "./storage/storage";
@@ -19,8 +20,26 @@ export type Hooks = {
   assetsRemoved: AssetsRemovedHook[];
   /** The data dictionaries of the project init payload (spec 4.2), by name. */
   projectDictionaries: Map<string, ProjectDictionary>;
+  /** Run in the transaction of `languages/add`, after the language joined the project's list. */
+  languageAdded: LanguageHook[];
+  /**
+   * Run in the transaction of `languages/remove` with `remove_values: true`, after the language
+   * left the project's list: each drops the stored values in that language (localized labels,
+   * field values, ...), writes its own sync items and returns how many values it removed. Without
+   * the confirmation member the values are kept (hidden) and come back when the language is added again.
+   */
+  languageRemoved: LanguageHook[];
+  /**
+   * Run in the transaction that deletes a channel, ordering or fieldlist (`kind`, `key`): each drops
+   * what refers to it (a record's channel membership, ordering positions, a definition's fieldlist
+   * subset) and writes its own sync items.
+   */
+  settingRemoved: SettingRemovedHook[];
 };
 export type AssetsRemovedHook = (ctx: Ctx, tx: Tx, projectGid: string, gids: string[]) => string[];
+/** A language hook: returns how many stored values it changed (0 when none). */
+export type LanguageHook = (ctx: Ctx, tx: Tx, log: ChangeLog, projectGid: string, language: string) => number;
+export type SettingRemovedHook = (ctx: Ctx, tx: Tx, log: ChangeLog, projectGid: string, kind: "channel" | "ordering" | "fieldlist", key: string) => void;
 export type ProjectDictionary = (tx: Tx, projectGid: string) => Record<string, unknown>;
 
 /**
