@@ -361,12 +361,13 @@ describe("API users in project backups", () => {
     const made = async (name: string, rate?: number) => {
       const r = await call("apikeys/create", { name, ...(rate ? { rate_limit_per_second: rate } : {}) });
       expect(r.status).toBe(200);
-      return { gid: r.body.result.user as string, key: r.body.result.api_key as string };
+      return { gid: r.body.result.user as string, key: r.body.result.apikey as string };
     };
     const feed = await made("Feed", 5);
     const gone = await made("Gone");
     let since = await cursor(alice.token);
-    const b = await call("backups/create", { name: "keys" });
+    const b = await call("backups/create", { name: "keys", created_by: "test" });
+    expect(b.status).toBe(200);
     await finished(srv, alice.token, b.body.result["job.token"], since);
 
     expect((await call("apikeys/update", { user: feed.gid, name: "Feed v2", rate_limit_per_second: 9 })).status).toBe(200);
@@ -374,7 +375,7 @@ describe("API users in project backups", () => {
     const later = await made("Later");
 
     since = await cursor(alice.token);
-    const r = await call("backups/restore", { backup: b.body.result.backup });
+    const r = await call("backups/restore", { version: b.body.result.version });
     const items = await finished(srv, alice.token, r.body.result["job.token"], since);
     expect(items.at(-1).data.status).toBe("done");
 
@@ -398,7 +399,7 @@ describe("permanent deletion during a backup", () => {
     // The real backup job, each progress step slowed so the deletion lands in the middle of it.
     const slowed: Feature[] = features.map((f) => {
       if (f.name !== "backups" || !f.jobs) return f;
-      const real = f.jobs["backups.create"]!;
+      const real = f.jobs["backup_project"]!;
       const handler: JobKind["handler"] = (ctx, job, progress) =>
         real.handler(ctx, job, {
           signal: progress.signal,
@@ -410,7 +411,7 @@ describe("permanent deletion during a backup", () => {
             return progress.step(n);
           },
         });
-      return { ...f, jobs: { ...f.jobs, "backups.create": { ...real, handler } } };
+      return { ...f, jobs: { ...f.jobs, "backup_project": { ...real, handler } } };
     });
     const s = await TestServer.start({}, undefined, slowed);
     const errors: string[] = [];
@@ -424,7 +425,7 @@ describe("permanent deletion during a backup", () => {
       const gid = await s.project(ann.token, "Doomed");
       for (let i = 0; i < 60; i++) writeProjectFile(s, gid, `originals/f${i}~1.bin`, `file ${i}`);
       const since = await s.ccCursor(ann.token);
-      const started = await s.call(`/api/p/${gid}/backups/create`, { token: ann.token, body: { name: "running" } });
+      const started = await s.call(`/api/p/${gid}/backups/create`, { token: ann.token, body: { name: "running", created_by: "test" } });
       const job = started.body.result["job.token"];
       const folder = join(s.dataDir, "backups", "projects", gid);
       await until(() => s.ctx.jobs.busy === 1 && existsSync(folder) && readdirSync(folder).length > 0);

@@ -57,8 +57,8 @@ function nameIssues(name: unknown) {
     : [{ field: "name", rule: "length", message: "1 to 200 characters" }];
 }
 
-/** Updates a project's own columns and tells its members. */
-function updateProject(tx: Tx, log: ChangeLog, gid: string, set: Partial<Project>): Project {
+/** Updates a project's own columns (checked name) and announces it with a `cc.projects` item. */
+export function updateProject(tx: Tx, log: ChangeLog, gid: string, set: Partial<Project>): Project {
   if (set.name !== undefined) {
     const issues = nameIssues(set.name);
     if (issues.length) throw validationFailed(issues);

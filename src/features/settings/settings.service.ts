@@ -9,7 +9,7 @@ import type { ChangeLog } from "../../db/mutate";
 import type { Ctx } from "../../platform/context";
 import { inProject, projectAudience, type ProjectWork } from "../members/access.service";
 import { projectFull } from "../projects/projects.forms";
-import { projects } from "../projects/projects.table";
+import { updateProject, type Project } from "../projects/projects.service";
 import { ALL_CHANNEL, projectOptions, type ProjectOptions } from "./settings.options";
 
 /**
@@ -19,7 +19,6 @@ import { ALL_CHANNEL, projectOptions, type ProjectOptions } from "./settings.opt
  * Any member of the project may change them (the reference's 403 reads "not a member").
  */
 
-type Project = typeof projects.$inferSelect;
 
 /** The three named, ordered lists, by the request member that names one entry. */
 export type ListKind = "channel" | "ordering" | "fieldlist";
@@ -33,14 +32,7 @@ const invalid = (name: string, reason: string) => badRequest("Invalid parameter"
 
 /** Writes the options back and tells the project's audience (members, invitees, the owner). */
 function saveOptions(tx: Tx, log: ChangeLog, project: Project, options: ProjectOptions): Project {
-  const p = tx
-    .update(projects)
-    .set({ options: { ...project.options, ...options }, updatedOn: now() })
-    .where(eq(projects.gid, project.gid))
-    .returning()
-    .get()!;
-  log.cc("UPDATE", "cc.projects", p.gid, [...projectAudience(tx, p.gid), p.owner]);
-  return p;
+  return updateProject(tx, log, project.gid, { options: { ...project.options, ...options } });
 }
 
 /** The answer of a settings change: result `project` (plus `extra`), data the project's full form. */
