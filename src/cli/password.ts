@@ -25,6 +25,9 @@ export async function readPassword(flags: Record<string, string | boolean>): Pro
 /** Reads one line from the terminal with echo off (raw mode); Ctrl-C aborts with exit code 130. */
 function promptHidden(prompt: string): Promise<string> {
   const stdin = process.stdin;
+  // Echo goes off before the prompt shows: whatever is typed (or pasted) once the prompt is on the
+  // screen is never echoed, however fast it comes.
+  stdin.setRawMode(true);
   process.stderr.write(prompt);
   return new Promise((resolve) => {
     let typed = "";
@@ -49,7 +52,6 @@ function promptHidden(prompt: string): Promise<string> {
         else if (ch >= " ") typed += ch;
       }
     };
-    stdin.setRawMode(true);
     stdin.resume();
     stdin.on("data", onData);
   });
