@@ -6,3 +6,4 @@ export * from "./assets";
 export * from "./account";
 export * from "./apikeys";
 export * from "./dam";
+export * from "../../features/schema/schema.table";
