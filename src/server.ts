@@ -28,6 +28,7 @@ import { backupsRoutes } from "./routes/backups.routes";
 import { assetRoutes } from "./routes/assets.routes";
 import { damRoutes } from "./routes/dam.routes";
 import { mediaRoutes, mediaServeRoutes } from "./routes/media.routes";
+import { schemaRoutes } from "./features/schema/schema.routes";
 import { announceVersion } from "./services/instance.service";
 import { VERSION } from "./version";
 
@@ -65,7 +66,8 @@ export function createApp(ctx: Ctx) {
     .use(backupsRoutes(ctx))
     .use(assetRoutes(ctx))
     .use(damRoutes(ctx))
-    .use(mediaRoutes(ctx));
+    .use(mediaRoutes(ctx))
+    .use(schemaRoutes(ctx));
 }
 
 export type Running = { ctx: Ctx; url: string; port: number; stop: () => Promise<void> };
