@@ -7,6 +7,8 @@ import * as C from "./classes.service";
 import * as D from "./definitions.service";
 import * as F from "./fields.service";
 import * as L from "./layouts.service";
+import { BULK_OPS, bulkGet, startSchemaBulk } from "./schema.bulk";
+import { searchSchema } from "./schema.search";
 import { registerSchemaDictionaries } from "./schema.dictionaries";
 
 const params = t.Object({ project: t.String() });
@@ -128,5 +130,11 @@ export function schemaRoutes(ctx: Ctx) {
   route("/definitions/layouts/components/delete", d, "Delete a component (and its content) from a definition's layout", t.Object({ definition: gid, component: t.String() }), forOwner("definition", L.deleteComponent));
 
   route("/layouts/get", "schema: layouts", "One layout (`layout`) or several (`layouts`)", t.Object({ layout: opt(t.String()), layouts: opt(t.Array(t.String())) }), L.getLayouts);
+  const sc = "schema: search and bulk";
+  route("/schema/search", sc, "Search definitions, classes and fields by `q` (name, label, field type) and/or `filter`", t.Object({ language: opt(t.String()), q: opt(t.String()), filter: loose, "page.top": opt(t.Integer({ minimum: 0 })), "page.size": opt(t.Integer({ minimum: 1 })) }), searchSchema);
+  const selection = t.Array(t.Unknown());
+  route("/schema/bulk/get", sc, "One page of a selection of schema items (gids and search elements)", t.Object({ selection, "page.size": opt(t.Integer()), "page.cursor": opt(t.Nullable(t.String())) }), bulkGet);
+  for (const op of BULK_OPS)
+    route(`/schema/bulk/${op}`, sc, `${op} every selected schema item, as a job (answers job.token)`, t.Object({ selection }), (ctx, a, p, body) => startSchemaBulk(ctx, a, p, op, body));
   return app;
 }
