@@ -24,7 +24,7 @@ const follower: Feature = {
         return { job };
       },
     },
-    schemaUsage: (_ctx, _tx, _projectGid, _kind, gid) => (usedBy.has(gid) ? { follower: usedBy.get(gid)! } : {}),
+    schemaUsage: (_ctx, _tx, _projectGid, _kind, gid): Record<string, string[]> => (usedBy.has(gid) ? { follower: usedBy.get(gid)! } : {}),
   },
 };
 

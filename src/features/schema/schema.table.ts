@@ -3,7 +3,7 @@ import { projects } from "../projects/projects.table";
 
 /**
  * The four schema tables (fields, classes, definitions, layouts) share one shape, so working
- * copies, commit, revert, save_as_new, copy and delete are written once (working-copies.ts):
+ * copies, commit, revert, save_as_new, copy and delete are written once (copies.service.ts):
  *
  * - `original`: for a working copy, the gid of the committed item it edits; null otherwise.
  * - `is_new`: created or copied and never committed.
