@@ -28,8 +28,9 @@ commands:
   backup create [--out FILE]    archive the database (VACUUM INTO) and data files into one .tar, beside a running server
   backup list [--json]          instance archives in <data>/backups/instance and the project backups
   backup verify FILE            check an archive's checksums and its database's integrity
-  backup restore FILE [--keep-previous]
-                                replace the data folder's database and files by an archive (server must be stopped)
+  backup restore FILE [--keep-previous] [--yes]
+                                replace the data folder's database and files by an archive (server must be stopped;
+                                asks for confirmation on a terminal, --yes skips it and is needed without one)
   --help, --version
 
 settings (flag, environment variable, meaning):
@@ -40,7 +41,7 @@ ${settingsHelp()}
 const COMMAND_FLAGS: Record<string, string[]> = {
   user: ["username", "email", "password", "name", "json", "admin", "revoke"],
   jobs: ["limit", "json"],
-  backup: ["out", "file", "json", "keep-previous"],
+  backup: ["out", "file", "json", "keep-previous", "yes"],
 };
 
 /** A mistyped flag is a usage error (exit 2), not silently ignored. */

@@ -1,11 +1,13 @@
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { createInterface } from "node:readline";
 import type { Config } from "../config";
 import { createInstanceBackup, listInstanceBackups, listProjectBackups, restoreInstanceBackup, RestoreRefused, verifyInstanceBackup } from "../platform/backups/instance.service";
+import { liveServerPid } from "../platform/storage/pidfile";
 import { UsageError, stringFlag } from "./args";
 import { formatBytes, ProgressBar } from "./progress";
 
-const USAGE = "usage: apis backup create [--out FILE] | list [--json] | verify FILE | restore FILE [--keep-previous]";
+const USAGE = "usage: apis backup create [--out FILE] | list [--json] | verify FILE | restore FILE [--keep-previous] [--yes]";
 const when = (t: number) => new Date(t * 1000).toISOString().replace("T", " ").slice(0, 19);
 
 /**
@@ -14,6 +16,11 @@ const when = (t: number) => new Date(t * 1000).toISOString().replace("T", " ").s
  * while a server uses the data folder. Exit code 0 on success, 1 on failure, 2 on bad usage.
  */
 export async function backupCommand(config: Config, args: string[], flags: Record<string, string | boolean>): Promise<number> {
+  // `restore --yes FILE`: the parser took FILE as the value of --yes.
+  if (typeof flags.yes === "string") {
+    args = [...args, flags.yes];
+    flags = { ...flags, yes: true };
+  }
   const [sub, fileArg] = args;
   const json = flags.json === true;
   const fileOf = () => {
@@ -58,6 +65,20 @@ export async function backupCommand(config: Config, args: string[], flags: Recor
     }
     case "restore": {
       const file = fileOf();
+      const pid = liveServerPid(config.dataDir);
+      if (pid) {
+        console.error(`apis: an Apis server (pid ${pid}) is using ${config.dataDir}; stop it first`);
+        return 1;
+      }
+      if (flags.yes !== true) {
+        if (!process.stdin.isTTY) throw new UsageError("restore replaces the data folder: confirm it on a terminal, or pass --yes");
+        const what = existsSync(join(config.dataDir, "apis.db")) ? `the database and files of ${config.dataDir}` : `${config.dataDir} (no database there yet)`;
+        const answer = await askLine(`This replaces ${what} with the contents of ${file}${flags["keep-previous"] === true ? " (the current ones are kept in backups/instance/pre-restore-<time>/)" : "; the current ones are deleted"}.\nType yes to restore: `);
+        if (!/^y(es)?$/i.test(answer.trim())) {
+          console.error("apis: not restored; nothing was changed");
+          return 1;
+        }
+      }
       const bar = new ProgressBar("restore");
       try {
         const r = await restoreInstanceBackup(config.dataDir, file, { keepPrevious: flags["keep-previous"] === true }, bar.update).finally(() => bar.end());
@@ -75,4 +96,24 @@ export async function backupCommand(config: Config, args: string[], flags: Recor
     default:
       throw new UsageError(USAGE);
   }
+}
+
+/** Reads one line typed on the terminal (echoed); Ctrl-C or Ctrl-D ends the command with nothing changed. */
+function askLine(prompt: string): Promise<string> {
+  return new Promise((resolve) => {
+    const rl = createInterface({ input: process.stdin, output: process.stderr, terminal: true });
+    let answered = false;
+    rl.on("SIGINT", () => {
+      process.stderr.write("\n");
+      process.exit(130);
+    });
+    rl.on("close", () => {
+      if (!answered) resolve("");
+    });
+    rl.question(prompt, (line) => {
+      answered = true;
+      rl.close();
+      resolve(line);
+    });
+  });
 }

@@ -1,5 +1,5 @@
 import type { Tx } from "../db/connection";
-import { badRequest, unprocessable } from "./errors";
+import { badRequest } from "./errors";
 import { decodeCursor, encodeCursor, pageSize } from "./paging";
 
 /**
@@ -83,16 +83,18 @@ function parseSelection(selection: unknown): SelectionElement[] {
 
 /**
  * Resolves a selection of the resolver's resource in a project: unique items in ascending id order.
- * Unknown gids (as elements or as `children` parents) are a 422 naming them.
+ * Unknown gids (as elements or as `children` parents) are skipped, as the reference says ("the
+ * number of returned items may not match the page size"); they are added to `opts.missing` when
+ * given, so a job can count them.
  */
-export function resolveSelection(tx: Tx, r: SelectionResolver, projectGid: string, selection: unknown): SelectionItem[] {
+export function resolveSelection(tx: Tx, r: SelectionResolver, projectGid: string, selection: unknown, opts: { missing?: string[] } = {}): SelectionItem[] {
   const resource = r.resource;
   const elements = parseSelection(selection);
   const out = new Map<number, SelectionItem>();
   const gids = elements.filter((e): e is string => typeof e === "string");
   if (gids.length) {
     const { items, missing } = r.byGids(tx, projectGid, [...new Set(gids)]);
-    if (missing.length) throw unprocessable(`${r.noun} does not exist`, { [resource]: missing.slice(0, 100) });
+    opts.missing?.push(...missing);
     for (const it of items) out.set(it.id, it);
   }
   elements.forEach((original, i) => {
@@ -107,7 +109,10 @@ export function resolveSelection(tx: Tx, r: SelectionResolver, projectGid: strin
     if ("children" in el) {
       if (!r.children) throw bad(`${resource} selections do not support children`, { element: i });
       items = r.children(tx, projectGid, el);
-      if (!items) throw unprocessable(`Parent ${r.noun.toLowerCase()} does not exist`, { parent: el.children, element: i });
+      if (!items) {
+        if (typeof el.children === "string") opts.missing?.push(el.children);
+        items = [];
+      }
     } else {
       items = r.search(tx, projectGid, (el as { search: Record<string, unknown> }).search);
     }

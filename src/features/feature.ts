@@ -1,5 +1,5 @@
 import type { AnyElysia } from "elysia";
-import type { AssetsRemovedHook, Ctx, ProjectDictionary, SchemaCommittedHook, SchemaUsageHook } from "../platform/context";
+import type { AssetsRemovedHook, Ctx, LanguageHook, ProjectDictionary, SchemaCommittedHook, SchemaUsageHook, SettingRemovedHook } from "../platform/context";
 import type { JobKind } from "../platform/jobs/runner";
 import type { Housekeeping } from "../platform/jobs/schedules";
 
@@ -16,6 +16,12 @@ export type Feature = {
   name: string;
   /** Its HTTP endpoints, as an Elysia plugin. */
   routes?: (ctx: Ctx) => AnyElysia;
+  /**
+   * Routes (full Elysia patterns) whose handlers stream a multipart body themselves (uploads of
+   * any size): the shared body parser leaves those unread. Every other multipart body is read in
+   * memory up to --image-max-bytes plus 1 MiB (src/http/handlers.ts).
+   */
+  streamedBodies?: string[];
   /** Paths answered by Bun.serve's own router before the app (hot public files). */
   serveRoutes?: (ctx: Ctx) => Record<string, Record<"GET" | "HEAD", ServeHandler>>;
   /** Its background job kinds, by kind name (the job object's `job` member). */
@@ -29,6 +35,10 @@ export type Feature = {
     schemaCommitted?: SchemaCommittedHook;
     /** Reports uses of schema items (records: a definition or field in use cannot be deleted). */
     schemaUsage?: SchemaUsageHook;
+    /** Project languages added or removed (values in that language), settings removed (channels, orderings, fieldlists). */
+    languageAdded?: LanguageHook;
+    languageRemoved?: LanguageHook;
+    settingRemoved?: SettingRemovedHook;
   };
   /** Data dictionaries it adds to the project init payload (spec 4.2), by name. */
   projectDictionaries?: Record<string, ProjectDictionary>;

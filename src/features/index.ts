@@ -82,11 +82,14 @@ export function hooksOf(list: readonly Feature[] = features): Hooks {
   const projectDictionaries = new Map<string, Hooks["projectDictionaries"] extends Map<string, infer D> ? D : never>(
     ["definitions", "classes", "fields", "layouts", "queries"].map((name) => [name, () => ({})]),
   );
-  const hooks: Hooks = { assetsRemoved: [], projectDictionaries, schemaCommitted: [], schemaUsage: [] };
+  const hooks: Hooks = { assetsRemoved: [], projectDictionaries, schemaCommitted: [], schemaUsage: [], languageAdded: [], languageRemoved: [], settingRemoved: [] };
   for (const f of list) {
     if (f.hooks?.assetsRemoved) hooks.assetsRemoved.push(f.hooks.assetsRemoved);
     if (f.hooks?.schemaCommitted) hooks.schemaCommitted.push(f.hooks.schemaCommitted);
     if (f.hooks?.schemaUsage) hooks.schemaUsage.push(f.hooks.schemaUsage);
+    if (f.hooks?.languageAdded) hooks.languageAdded.push(f.hooks.languageAdded);
+    if (f.hooks?.languageRemoved) hooks.languageRemoved.push(f.hooks.languageRemoved);
+    if (f.hooks?.settingRemoved) hooks.settingRemoved.push(f.hooks.settingRemoved);
     for (const [name, fn] of Object.entries(f.projectDictionaries ?? {})) projectDictionaries.set(name, fn);
   }
   return hooks;

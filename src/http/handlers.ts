@@ -2,6 +2,7 @@ import { Elysia } from "elysia";
 import type { Ctx } from "../platform/context";
 import { requestId } from "./requests";
 import { errorResponse } from "./envelope";
+import { readCappedBytes } from "./body-limits";
 import { ApiError, badRequest, missing } from "../core/errors";
 
 /** The first required member of a TypeBox object schema that `value` lacks. */
@@ -22,6 +23,13 @@ function validationToApiError(err: any): ApiError {
   const first = err.valueError ?? err.all?.[0];
   const path = String(first?.path ?? "").replace(/^\//, "").replace(/\//g, ".") || "body";
   return badRequest("Invalid parameter", { "Invalid parameter": path, expected: first?.schema?.description ?? first?.message ?? "a valid value" });
+}
+
+/** Whether an error is the request body stream failing because the client closed the connection. */
+function isClientAbort(error: unknown): boolean {
+  const e = error as { name?: string; code?: string; message?: string } | null;
+  if (!e || typeof e !== "object") return false;
+  return e.name === "AbortError" || e.code === "ECONNRESET" || e.code === "ERR_STREAM_PREMATURE_CLOSE" || /aborted|connection (was )?closed|socket hang up/i.test(e.message ?? "");
 }
 
 /** Routes as [method, regex] to tell a wrong method (405) from an unknown path (404). */
@@ -66,20 +74,51 @@ export function errorHandling(ctx: Ctx) {
         // Elysia's own client errors (for example a body too large).
         return errorResponse(new ApiError(status, status === 413 ? "Payload too large" : "Bad request"));
       }
+      if (request.signal.aborted || isClientAbort(error)) {
+        // The client went away (an upload cancelled, a connection dropped): nothing is wrong here.
+        ctx.log.info("request aborted by the client", { method: request.method, path: new URL(request.url).pathname });
+        return errorResponse(new ApiError(400, "Request aborted", { reason: "the client closed the connection before the body was read" }));
+      }
       const id = requestId(request);
       ctx.log.error("internal error", { request_id: id, method: request.method, path: new URL(request.url).pathname, error: String((error as Error)?.stack ?? error) });
       return errorResponse(new ApiError(500, "Internal server error", { request_id: id }));
     });
 }
 
+/** A multipart body as Elysia's own parser gives it: each field's value, or a list when repeated; files as File. */
+async function formFields(bytes: Uint8Array, contentType: string): Promise<Record<string, unknown>> {
+  let form: Awaited<ReturnType<Response["formData"]>>;
+  try {
+    form = await new Response(bytes, { headers: { "content-type": contentType } }).formData();
+  } catch {
+    throw badRequest("Malformed multipart body", { reason: "The body is not valid multipart/form-data" });
+  }
+  const out = new Map<string, unknown>();
+  for (const [name, value] of form.entries()) {
+    const had = out.get(name);
+    if (had === undefined) out.set(name, value);
+    else out.set(name, Array.isArray(had) ? [...had, value] : [had, value]);
+  }
+  return Object.fromEntries(out);
+}
+
 /**
  * Parses request bodies as JSON whatever the content type says (clients do not always send one;
  * curl -d says form-urlencoded). An empty body is {}; a form body that is not JSON is read as a form.
+ * At most `maxBytes` are read (`--json-max-bytes`); more is the enveloped 413.
  */
-export function jsonBodies(app: Elysia<any>) {
-  return app.onParse({ as: "global" }, async ({ request, contentType }) => {
-    if (contentType?.startsWith("multipart/form-data")) return;
-    const text = await request.text();
+export function jsonBodies(limits: { jsonMaxBytes: number; formMaxBytes: number; streamed: ReadonlySet<string> }) {
+  return (app: Elysia<any>) =>
+    app.onParse({ as: "global" }, async ({ request, contentType, route }) => {
+    if (contentType?.startsWith("multipart/form-data")) {
+      // Uploads stream their body themselves (their own parser leaves it unread).
+      if (limits.streamed.has(route)) return;
+      // Any other form (an avatar, an icon, or one sent where JSON is expected) is held in memory:
+      // at most --image-max-bytes plus room for its fields, counted while read, before the token is checked.
+      return formFields(await readCappedBytes(request, limits.formMaxBytes), request.headers.get("content-type") ?? contentType);
+    }
+    // Counted while read: past --json-max-bytes is a 413 without holding the rest (src/http/body-limits.ts).
+    const text = new TextDecoder().decode(await readCappedBytes(request, limits.jsonMaxBytes, "JSON body"));
     const trimmed = text.trim();
     if (trimmed === "") return {};
     if (contentType?.startsWith("application/x-www-form-urlencoded") && !/^[[{]/.test(trimmed)) {
@@ -97,5 +136,5 @@ export function jsonBodies(app: Elysia<any>) {
       throw badRequest("Malformed request body", { reason: "The body must be a JSON object" });
     }
     return value;
-  });
+    });
 }

@@ -23,8 +23,11 @@ export type MultipartOptions = {
   tmpDir: string;
   /** Largest file accepted; one byte more is a 413. */
   maxFileBytes: number;
-  /** Name of the file field (default `file`). */
-  fileField?: string;
+  /**
+   * Name of the file field (default `file`), or several accepted names, the first being the one
+   * errors name (e.g. `["upload_file", "file"]`).
+   */
+  fileField?: string | readonly string[];
   /** Largest text field (default 64 KiB) and number of fields (default 100). */
   maxFieldBytes?: number;
   maxFields?: number;
@@ -71,8 +74,14 @@ export async function receiveMultipart(request: Request, opts: MultipartOptions)
   }
 }
 
+/** The accepted names of the file field, the preferred one first. */
+function fileFields(opts: MultipartOptions): readonly string[] {
+  const f = opts.fileField ?? "file";
+  return typeof f === "string" ? [f] : f.length ? f : ["file"];
+}
+
 function missingFile(opts: MultipartOptions) {
-  return new ApiError(400, "Missing parameter", { "Missing parameter": opts.fileField ?? "file" });
+  return new ApiError(400, "Missing parameter", { "Missing parameter": fileFields(opts)[0] });
 }
 
 type PartHeaders = { name: string; filename?: string };
@@ -204,9 +213,10 @@ class Parser {
   }
 
   private async startPart(h: PartHeaders): Promise<void> {
-    const fileField = this.opts.fileField ?? "file";
-    if (h.filename !== undefined || h.name === fileField) {
-      if (h.name !== fileField) {
+    const accepted = fileFields(this.opts);
+    const fileField = accepted[0]!;
+    if (h.filename !== undefined || accepted.includes(h.name)) {
+      if (!accepted.includes(h.name)) {
         this.part = { ...h, kind: "skip" };
         throw badRequest("Unexpected file field", { "Invalid parameter": h.name, expected: fileField });
       }

@@ -28,8 +28,26 @@ export type Hooks = {
   schemaCommitted: SchemaCommittedHook[];
   /** Asked before a schema item is deleted: where else it is used (a used item cannot be deleted). */
   schemaUsage: SchemaUsageHook[];
+  /** Run in the transaction of `languages/add`, after the language joined the project's list. */
+  languageAdded: LanguageHook[];
+  /**
+   * Run in the transaction of `languages/remove` with `remove_values: true`, after the language
+   * left the project's list: each drops the stored values in that language (localized labels,
+   * field values, ...), writes its own sync items and returns how many values it removed. Without
+   * the confirmation member the values are kept (hidden) and come back when the language is added again.
+   */
+  languageRemoved: LanguageHook[];
+  /**
+   * Run in the transaction that deletes a channel, ordering or fieldlist (`kind`, `key`): each drops
+   * what refers to it (a record's channel membership, ordering positions, a definition's fieldlist
+   * subset) and writes its own sync items.
+   */
+  settingRemoved: SettingRemovedHook[];
 };
 export type AssetsRemovedHook = (ctx: Ctx, tx: Tx, projectGid: string, gids: string[]) => string[];
+/** A language hook: returns how many stored values it changed (0 when none). */
+export type LanguageHook = (ctx: Ctx, tx: Tx, log: ChangeLog, projectGid: string, language: string) => number;
+export type SettingRemovedHook = (ctx: Ctx, tx: Tx, log: ChangeLog, projectGid: string, kind: "channel" | "ordering" | "fieldlist", key: string) => void;
 export type ProjectDictionary = (tx: Tx, projectGid: string) => Record<string, unknown>;
 
 /** The schema items other features hear about (a layout follows its class or definition). */

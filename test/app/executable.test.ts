@@ -119,11 +119,11 @@ describe.skipIf(process.platform !== "linux")("the compiled executable", () => {
       socket.close();
 
       const form = new FormData();
-      form.append("file", new File([await sharp({ create: { width: 64, height: 48, channels: 3, background: "#3366cc" } }).jpeg().toBuffer()], "blue.jpg"));
+      form.append("upload_file", new File([await sharp({ create: { width: 64, height: 48, channels: 3, background: "#3366cc" } }).jpeg().toBuffer()], "blue.jpg"));
       const upload = (await (await post(`/api/p/${project}/assets/upload`, form, token)).json()) as any;
       expect(upload.success).toBe(true);
-      const asset = Object.values(upload.data.assets)[0] as any;
-      const transform = await fetch(`${url}/dam/p/${project}/transform/${asset.storage_name}/width=32/type=png`, { headers: { authorization: `Bearer ${token}` } });
+      const asset = upload.data.assets[upload.result.asset];
+      const transform = await fetch(`${url}/dam/p/${project}/transform/${asset.gid}~${asset.version}.${asset.type}/width=32/type=png`, { headers: { authorization: `Bearer ${token}` } });
       const t = (await transform.json()) as any;
       expect(t.result.dimensions).toEqual([32, 24]);
       const media = await fetch(t.result.public_url.replace(/^https?:\/\/[^/]+/, url!));

@@ -22,12 +22,19 @@ const call = (path: string, body: unknown = {}, token = alice.token) => srv.call
 async function upload(content: Uint8Array | string, filename: string, fields: Record<string, string> = {}, opts: { path?: string; token?: string; fieldsAfter?: boolean; type?: string } = {}) {
   const fd = new FormData();
   if (!opts.fieldsAfter) for (const [k, v] of Object.entries(fields)) fd.append(k, v);
-  fd.append("file", new Blob([content as any], { type: opts.type ?? "application/octet-stream" }), filename);
+  fd.append("upload_file", new Blob([content as any], { type: opts.type ?? "application/octet-stream" }), filename);
   if (opts.fieldsAfter) for (const [k, v] of Object.entries(fields)) fd.append(k, v);
   return srv.call(api(opts.path ?? "upload"), { body: fd, token: opts.token ?? alice.token });
 }
 
 const originals = () => join(srv.dataDir, "files", "projects", project, "originals");
+/** The DAM storage pathname of an asset form: `<gid>~<version>.<type>`. */
+const storageOf = (a: { gid: string; version: number; type: string }) => `${a.gid}~${a.version}.${a.type}`;
+/** The stored row of an asset (facts the form does not show: mime, sha256, ...). */
+const row = (gid: string) => srv.ctx.db.$client.query("SELECT * FROM assets WHERE gid = ?").get(gid) as Record<string, any>;
+let root: string;
+/** The reference's members of the asset form, nothing else. */
+const FORM_KEYS = ["childcount", "created_on", "description", "gid", "info", "is_file", "metadata", "name", "path", "pathname", "status", "title", "transforms", "type", "updated_on", "version"];
 
 async function syncItems(after: number) {
   const r = await srv.call("/sync/get", { token: alice.token, body: { project, cursor: after } });
@@ -67,13 +74,39 @@ describe("access", () => {
     expect(r.body.result.message).toBe("Not a member of the project");
   });
 
+  test("every project has a root folder / that assets/root answers", async () => {
+    const r = await call("root");
+    expect(r.status).toBe(200);
+    root = r.body.result.root;
+    expect(Object.keys(r.body.result)).toEqual(["root"]);
+    expect(r.body.data.assets[root]).toEqual({
+      gid: root,
+      pathname: "/",
+      path: "",
+      name: "",
+      is_file: false,
+      type: null,
+      childcount: 0,
+      status: "published",
+      version: 0,
+      info: { filecount: 0, foldercount: 0 },
+      transforms: null,
+      title: { en: "" },
+      description: { en: "" },
+      metadata: {},
+      created_on: expect.any(Number),
+      updated_on: expect.any(Number),
+    });
+    expect((await call("root")).body.result.root).toBe(root);
+  });
+
   test("a member and an API user of the project may use assets", async () => {
     const p2 = await srv.project(bob.token, "Bob's");
     srv.addMember(p2, alice.gid);
     expect((await srv.call(`/api/p/${p2}/assets/root`, { body: {}, token: alice.token })).status).toBe(200);
     const key = await srv.call(`/api/p/${p2}/apikeys/create`, { body: { name: "robot" }, token: bob.token });
     expect(key.status).toBe(200);
-    const auth = await srv.call(`/api/p/${p2}/auth`, { body: { api_key: key.body.result.api_key } });
+    const auth = await srv.call(`/api/p/${p2}/auth`, { body: { api_key: key.body.result.apikey } });
     expect(auth.status).toBe(200);
     const r = await srv.call(`/api/p/${p2}/assets/create`, { body: { name: "From the robot" }, token: tokenOf(auth) });
     expect(r.status).toBe(200);
@@ -85,133 +118,229 @@ describe("folders and the tree", () => {
   let shoes: string;
   let running: string;
 
-  test("create makes a folder at the top level and inside a folder", async () => {
-    const a = await call("create", { name: "  Shoes " });
+  test("create makes a folder in the root and inside a folder, answering parent and asset with both forms", async () => {
+    const a = await call("create", { parent: root, name: "  Shoes " });
     expect(a.status).toBe(200);
     shoes = a.body.result.asset;
-    expect(a.body.data.assets[shoes]).toMatchObject({ gid: shoes, type: "folder", name: "Shoes", parent: null, status: "active", storage_name: null, version: 1, created_by: alice.gid });
+    expect(a.body.result).toEqual({ parent: root, asset: shoes });
+    expect(Object.keys(a.body.data.assets[shoes]).sort()).toEqual(FORM_KEYS);
+    expect(a.body.data.assets[shoes]).toMatchObject({ gid: shoes, pathname: "/Shoes", path: "/", name: "Shoes", is_file: false, type: null, status: "published", version: 0, childcount: 0 });
+    expect(a.body.data.assets[root]).toMatchObject({ pathname: "/", childcount: 1, info: { filecount: 0, foldercount: 1 } });
     const b = await call("create", { name: "Running", parent: shoes });
     running = b.body.result.asset;
-    expect(b.body.data.assets[running].parent).toBe(shoes);
+    expect(b.body.data.assets[running]).toMatchObject({ pathname: "/Shoes/Running", path: "/Shoes" });
+    expect(row(shoes).created_by).toBe(alice.gid);
   });
 
-  test("create reports the first missing parameter and refuses bad names and parents", async () => {
-    expect((await call("create", {})).body.result.info).toEqual({ "Missing parameter": "name" });
+  test("create without a name makes 'new folder'; a name in use gets a serial number", async () => {
+    const a = await call("create", { parent: shoes });
+    expect(a.body.data.assets[a.body.result.asset].name).toBe("new folder");
+    const b = await call("create", { parent: shoes });
+    expect(b.body.data.assets[b.body.result.asset].name).toBe("new folder-2");
+    const c = await call("create", { parent: shoes, name: "RUNNING" });
+    expect(c.body.data.assets[c.body.result.asset].name).toBe("RUNNING-2");
+    for (const g of [a.body.result.asset, b.body.result.asset, c.body.result.asset]) {
+      await call("delete", { asset: g });
+      await call("permanent_delete", { asset: g });
+    }
+  });
+
+  test("create refuses bad names and parents", async () => {
     const bad = await call("create", { name: "a\u0001b" });
     expect(bad.status).toBe(400);
     expect(bad.body.result.info["Invalid parameter"]).toBe("name");
+    for (const name of ["a/b", ".", ".."]) expect((await call("create", { name })).status).toBe(400);
     const noParent = await call("create", { name: "x", parent: "doesnotexist00000000" });
     expect(noParent.status).toBe(422);
-    expect(noParent.body.result.message).toBe("Parent asset does not exist");
+    expect(noParent.body.result.message).toBe("Parent asset doesn't exist or isn't a folder");
   });
 
-  test("root, children and tree list active items, folders first then by name", async () => {
+  test("children and tree list active items, folders first then by name, paged", async () => {
     const up = await upload(png, "b.png", { parent: shoes });
+    expect(up.body.result).toEqual({ parent: shoes, asset: up.body.result.asset });
     await call("create", { name: "accessories", parent: shoes });
-    const ch = await call("children", { parent: shoes });
+    const ch = await call("children", { asset: shoes });
     expect(ch.status).toBe(200);
-    expect((await call("children", { parent: up.body.result.asset })).status).toBe(422);
-    const names = ch.body.result.assets.map((g: string) => ch.body.data.assets[g].name);
+    expect(ch.body.result["children.size"]).toBe(3);
+    const names = ch.body.result.children.map((g: string) => ch.body.data.assets[g].name);
     expect(names).toEqual(["accessories", "Running", "b.png"]);
-    const root = await call("root");
-    expect(root.body.result.assets).toContain(shoes);
-    const tree = await call("tree", {});
-    const node = tree.body.result.tree.find((n: any) => n.gid === shoes);
-    expect(node.children.map((c: any) => tree.body.data.assets[c.gid].name)).toEqual(["accessories", "Running"]);
-    expect(tree.body.data.assets[up.body.result.asset]).toBeUndefined();
-    const shallow = await call("tree", { depth: 1 });
-    expect(shallow.body.result.tree.find((n: any) => n.gid === shoes).children).toEqual([]);
+    const byPath = await call("children", { pathname: "/Shoes", "page.top": 1, "page.size": 1 });
+    expect(byPath.body.result).toEqual({ children: [running], "children.size": 3 });
+    expect((await call("children", { asset: up.body.result.asset })).status).toBe(422);
+    expect((await call("children", {})).body.result.info).toEqual({ "Missing parameter": "asset" });
+    expect((await call("children", { asset: shoes, "page.size": -1 })).status).toBe(400);
+    const tree = await call("tree", { expanded_paths: ["/", "/Shoes"] });
+    expect(tree.status).toBe(200);
+    const visible = tree.body.result.tree.map((g: string) => tree.body.data.assets[g].pathname);
+    expect(visible.slice(0, 5)).toEqual(["/", "/Shoes", "/Shoes/accessories", "/Shoes/Running", "/Shoes/b.png"]);
+    expect(tree.body.result["tree.size"]).toBe(visible.length);
+    const closed = await call("tree", { expanded_assets: [root] });
+    expect(closed.body.result.tree).toContain(shoes);
+    expect(closed.body.result.tree).not.toContain(running);
+    // A page running past the end moves back so it is full.
+    const last = await call("tree", { expanded_paths: ["/", "/Shoes"], "page.top": 1000, "page.size": 2 });
+    expect(last.body.result.tree).toEqual(tree.body.result.tree.slice(-2));
+    expect((await call("tree", {})).body.result).toEqual({ tree: [root], "tree.size": 1 });
   });
 
-  test("update renames", async () => {
+  test("get takes asset, assets, pathname or pathnames; unknown items of a list are left out", async () => {
+    expect((await call("get", { asset: shoes })).body.result).toEqual({ asset: shoes });
+    expect((await call("get", { pathname: "/Shoes/Running" })).body.result).toEqual({ asset: running });
+    expect((await call("get", { pathname: "/Shoes/Running/" })).body.result).toEqual({ asset: running });
+    const list = await call("get", { pathnames: ["/Shoes/Running", "/nothing", "/Shoes"] });
+    expect(list.body.result).toEqual({ assets: [shoes, running] });
+    const gids = await call("get", { assets: [running, "nothing0000000000000", shoes] });
+    expect(gids.body.result).toEqual({ assets: [shoes, running] });
+    expect((await call("get", { asset: "nothing0000000000000" })).status).toBe(422);
+    expect((await call("get", { pathname: "/nothing" })).status).toBe(422);
+    expect((await call("get", { pathname: "no-slash" })).status).toBe(400);
+    expect((await call("get", {})).body.result.info).toEqual({ "Missing parameter": "asset" });
+  });
+
+  test("update renames (and the pathnames below follow), sets title, description and transforms", async () => {
+    const inner = (await call("create", { name: "Inner", parent: running })).body.result.asset;
     const r = await call("update", { asset: running, name: "Running shoes" });
     expect(r.status).toBe(200);
-    expect(r.body.data.assets[running].name).toBe("Running shoes");
+    expect(r.body.result).toEqual({ asset: running });
+    expect(r.body.data.assets[running]).toMatchObject({ name: "Running shoes", pathname: "/Shoes/Running shoes" });
+    expect((await call("get", { asset: inner })).body.data.assets[inner].pathname).toBe("/Shoes/Running shoes/Inner");
+    const t = await call("update", { asset: running, title: { en: "Runners" }, transforms: { _main_: { crop: null, hotspot: [0.5, 0.25] } } });
+    expect(t.body.data.assets[running]).toMatchObject({ title: { en: "Runners" }, description: { en: "" }, transforms: { _main_: { crop: null, hotspot: [0.5, 0.25] } } });
+    expect((await call("update", { asset: running, description: { en: "All of them" } })).body.data.assets[running].title).toEqual({ en: "Runners" });
+    expect((await call("update", { asset: running, title: { xx: "?" } })).status).toBe(400);
+    expect((await call("update", { asset: running, transforms: { _main_: { hotspot: [2, 0] } } })).status).toBe(400);
+    expect((await call("update", { asset: running, transforms: { "a/b": { crop: null, hotspot: null } } })).status).toBe(400);
+    expect((await call("update", { asset: running })).status).toBe(400);
     expect((await call("update", { asset: "nope0000000000000000", name: "x" })).status).toBe(422);
+    const rootUpdate = await call("update", { asset: root, name: "x" });
+    expect(rootUpdate.status).toBe(422);
+    expect(rootUpdate.body.result.message).toBe("Asset doesn't exist or is root");
+    const clash = await call("update", { asset: running, name: "ACCESSORIES" });
+    expect(clash.status).toBe(422);
   });
 
-  test("move refuses to put a folder into itself or below itself", async () => {
+  test("move refuses to put a folder into itself or below itself, and to move the root", async () => {
     const self = await call("move", { asset: shoes, parent: shoes });
     expect(self.status).toBe(422);
     const below = await call("move", { asset: shoes, parent: running });
     expect(below.status).toBe(422);
     expect(below.body.result.message).toMatch(/itself/);
     expect((await call("move", { asset: shoes })).body.result.info).toEqual({ "Missing parameter": "parent" });
+    expect((await call("move", { asset: root, parent: shoes })).status).toBe(422);
   });
 
-  test("move puts items into a folder and back to the top level", async () => {
+  test("move puts an item into a folder and back, answering parent, asset, the item and both folders", async () => {
     const f = (await call("create", { name: "Loose" })).body.result.asset;
-    const r = await call("move", { assets: [f], parent: running });
+    const r = await call("move", { asset: f, parent: running });
     expect(r.status).toBe(200);
-    expect(r.body.data.assets[f].parent).toBe(running);
-    const back = await call("move", { asset: f, parent: null });
-    expect(back.body.data.assets[f].parent).toBeNull();
+    expect(r.body.result).toEqual({ parent: running, asset: f });
+    expect(r.body.data.assets[f]).toMatchObject({ pathname: "/Shoes/Running shoes/Loose", path: "/Shoes/Running shoes" });
+    expect(Object.keys(r.body.data.assets).sort()).toEqual([f, running, root].sort());
+    const back = await call("move", { assets: [f], parent: root });
+    expect(back.body.result).toEqual({ parent: root, assets: [f] });
+    expect(back.body.data.assets[f].pathname).toBe("/Loose");
+    await call("create", { name: "Loose", parent: running });
+    expect((await call("move", { asset: f, parent: running })).status).toBe(422);
   });
 
-  test("worksheet lists a folder as columns and rows with metadata columns", async () => {
-    const w0 = await call("worksheet", { parent: shoes });
+  test("worksheet answers the folder, its path from the root and a page of its children", async () => {
+    const w = await call("worksheet", { asset: running, "page.size": 1 });
+    expect(w.status).toBe(200);
+    expect(w.body.result.asset).toBe(running);
+    expect(w.body.result.path).toEqual([root, shoes, running]);
+    expect(w.body.result.children).toHaveLength(1);
+    expect(w.body.result["children.size"]).toBe(2);
+    expect(w.body.data.assets[root].pathname).toBe("/");
+    expect((await call("worksheet", { asset: "nope0000000000000000" })).status).toBe(422);
+  });
+
+  test("sheet lists a folder as columns and rows with metadata columns", async () => {
+    const w0 = await call("sheet", { parent: shoes });
     expect(w0.status).toBe(200);
     const img = w0.body.result.assets.find((g: string, i: number) => w0.body.result.rows[i][2] === "image");
-    await call("metadata/set", { asset: img, metadata: { sku: "RS-1", colour: "blue" } });
-    const w = await call("worksheet", { parent: shoes, "page.size": 2 });
+    await call("metadata/set", { asset: img, name: "shop.sku", value: "RS-1" });
+    await call("metadata/set", { asset: img, name: "shop.colour", value: "blue" });
+    const w = await call("sheet", { parent: shoes, "page.size": 2 });
     expect(w.body.result.columns.slice(0, 3)).toEqual(["gid", "name", "type"]);
-    expect(w.body.result.columns).toContain("metadata.sku");
+    expect(w.body.result.columns).toContain("metadata.shop.sku");
     expect(w.body.result.rows).toHaveLength(2);
     expect(w.body.result["assets.size"]).toBe(3);
-    const w2 = await call("worksheet", { parent: shoes, "page.size": 2, "page.cursor": w.body.result["page.cursor"] });
+    const w2 = await call("sheet", { parent: shoes, "page.size": 2, "page.cursor": w.body.result["page.cursor"] });
     expect(w2.body.result["page.cursor"]).toBeNull();
-    const row = w2.body.result.rows[0];
-    const col = (c: string) => row[w2.body.result.columns.indexOf(c)];
+    const r = w2.body.result.rows[0];
+    const col = (c: string) => r[w2.body.result.columns.indexOf(c)];
     expect(col("gid")).toBe(img);
-    expect(col("metadata.sku")).toBe("RS-1");
-    const chosen = await call("worksheet", { parent: shoes, recursive: true, columns: ["name", "metadata.colour", "width"] });
-    expect(chosen.body.result.columns).toEqual(["gid", "name", "metadata.colour", "width"]);
-    expect((await call("worksheet", { columns: ["nonsense"] })).status).toBe(400);
+    expect(col("metadata.shop.sku")).toBe("RS-1");
+    const chosen = await call("sheet", { parent: shoes, recursive: true, columns: ["name", "metadata.shop.colour", "width"] });
+    expect(chosen.body.result.columns).toEqual(["gid", "name", "metadata.shop.colour", "width"]);
+    expect((await call("sheet", { columns: ["nonsense"] })).status).toBe(400);
+    expect((await call("sheet", { columns: ["constructor"] })).status).toBe(400);
   });
 });
 
 describe("uploads", () => {
-  test("a JPEG becomes an image with size, format and EXIF extracted, whatever the client claims", async () => {
+  test("a JPEG becomes an image with its facts in info and EXIF extracted, whatever the client claims", async () => {
     const r = await upload(jpeg, "shoe.txt", { name: "Red shoe.jpg" }, { type: "text/plain" });
     expect(r.status).toBe(200);
+    expect(r.body.result).toEqual({ parent: root, asset: r.body.result.asset });
     const a = r.body.data.assets[r.body.result.asset];
-    expect(a).toMatchObject({ type: "image", name: "Red shoe.jpg", extension: "jpg", mime: "image/jpeg", width: 64, height: 48, format: "jpeg", size: jpeg.length, version: 1 });
-    expect(a.storage_name).toBe(`${a.gid}~1.jpg`);
-    expect(a.sha256).toBe(createHash("sha256").update(jpeg).digest("hex"));
-    expect(a.extracted).toMatchObject({ Make: "Canon", Model: "EOS Test", ImageDescription: "Red running shoe", Copyright: "ACME Corp" });
-    const stored = readFileSync(join(originals(), a.storage_name));
-    expect(stored.equals(jpeg)).toBe(true);
+    expect(Object.keys(a).sort()).toEqual(FORM_KEYS);
+    expect(a).toMatchObject({ pathname: "/Red shoe.jpg", path: "/", name: "Red shoe.jpg", is_file: true, type: "jpg", childcount: 0, status: "published", version: 1 });
+    expect(a.info).toMatchObject({ format: "jpg", filesize: jpeg.length, pages: 1, width: 64, height: 48, transparent: false, animated: false, colors: "truecolor", colorspace: "srgb" });
+    expect(a.info.metadata).toMatchObject({ Make: "Canon", Model: "EOS Test", ImageDescription: "Red running shoe", Copyright: "ACME Corp" });
+    expect(r.body.data.assets[root].info.filecount).toBeGreaterThan(0);
+    const stored = row(a.gid);
+    expect(stored.mime).toBe("image/jpeg");
+    expect(stored.storage_name).toBe(storageOf(a));
+    expect(stored.sha256).toBe(createHash("sha256").update(jpeg).digest("hex"));
+    expect(readFileSync(join(originals(), storageOf(a))).equals(jpeg)).toBe(true);
   });
 
-  test("a PNG is an image; fields may follow the file; the name defaults to the file name", async () => {
+  test("a PNG is an image; fields may follow the file; the name defaults to the file name; a name in use gets a serial", async () => {
     const r = await upload(png, "alpha.png", { parent: "" }, { fieldsAfter: true });
     expect(r.status).toBe(200);
     const a = r.body.data.assets[r.body.result.asset];
-    expect(a).toMatchObject({ type: "image", name: "alpha.png", extension: "png", mime: "image/png", width: 20, height: 10, format: "png", parent: null });
+    expect(a).toMatchObject({ type: "png", name: "alpha.png", pathname: "/alpha.png", info: { width: 20, height: 10, format: "png", transparent: true, colors: "truecolormatte" } });
+    const again = await upload(png, "ALPHA.png");
+    expect(again.body.data.assets[again.body.result.asset].name).toBe("ALPHA-2.png");
+  });
+
+  test("upload takes the folder by pathname, and the old file field name still works", async () => {
+    const r = await upload(png, "by-path.png", { pathname: "/Shoes" });
+    expect(r.status).toBe(200);
+    expect(r.body.data.assets[r.body.result.asset].pathname).toBe("/Shoes/by-path.png");
+    const fd = new FormData();
+    fd.append("file", new Blob([png]), "old-field.png");
+    const old = await srv.call(api("upload"), { body: fd, token: alice.token });
+    expect(old.status).toBe(200);
+    expect((await upload(png, "x.png", { pathname: "/nowhere" })).status).toBe(422);
   });
 
   test("an EXIF orientation that turns the picture reports the displayed size", async () => {
     const turned = await sharp({ create: { width: 30, height: 10, channels: 3, background: "#808080" } }).jpeg().withMetadata({ orientation: 6 }).toBuffer();
     const r = await upload(turned, "turned.jpg");
-    expect(r.body.data.assets[r.body.result.asset]).toMatchObject({ width: 10, height: 30 });
+    expect(r.body.data.assets[r.body.result.asset].info).toMatchObject({ width: 10, height: 30 });
   });
 
   test("text, SVG and unknown binary content are sniffed, not taken from the name", async () => {
-    const csv = await upload("sku,name\nRS-1,Shoe\n", "data.csv");
-    expect(csv.body.data.assets[csv.body.result.asset]).toMatchObject({ type: "file", extension: "csv", mime: "text/csv" });
-    const fake = await upload("just text", "photo.jpg", {}, { type: "image/jpeg" });
-    expect(fake.body.data.assets[fake.body.result.asset]).toMatchObject({ type: "file", extension: "txt", mime: "text/plain" });
+    const kind = (r: any) => {
+      const a = r.body.data.assets[r.body.result.asset];
+      return { type: a.type, mime: row(a.gid).mime, kind: row(a.gid).type };
+    };
+    expect(kind(await upload("sku,name\nRS-1,Shoe\n", "data.csv"))).toEqual({ type: "csv", mime: "text/csv", kind: "file" });
+    expect(kind(await upload("just text", "photo.jpg", {}, { type: "image/jpeg" }))).toEqual({ type: "txt", mime: "text/plain", kind: "file" });
     const svg = await upload('<svg xmlns="http://www.w3.org/2000/svg" width="12" height="8"><rect width="12" height="8"/></svg>', "logo.txt");
-    expect(svg.body.data.assets[svg.body.result.asset]).toMatchObject({ type: "image", extension: "svg", mime: "image/svg+xml", width: 12, height: 8 });
+    expect(kind(svg)).toEqual({ type: "svg", mime: "image/svg+xml", kind: "image" });
+    expect(svg.body.data.assets[svg.body.result.asset].info).toMatchObject({ width: 12, height: 8 });
     const doctype = await upload(
       '<?xml version="1.0"?>\n<!DOCTYPE svg [<!ENTITY w "12">]>\n<svg xmlns="http://www.w3.org/2000/svg" width="12" height="8"><rect width="12" height="8"/></svg>',
       "drawing.xml",
     );
-    expect(doctype.body.data.assets[doctype.body.result.asset]).toMatchObject({ extension: "svg", mime: "image/svg+xml" });
-    const bin = await upload(new Uint8Array([0, 1, 2, 3, 250, 251]), "blob.dat");
-    expect(bin.body.data.assets[bin.body.result.asset]).toMatchObject({ type: "file", extension: "dat", mime: "application/octet-stream" });
+    expect(kind(doctype)).toMatchObject({ type: "svg", mime: "image/svg+xml" });
+    expect(kind(await upload(new Uint8Array([0, 1, 2, 3, 250, 251]), "blob.dat"))).toEqual({ type: "dat", mime: "application/octet-stream", kind: "file" });
     const pdf = await upload("%PDF-1.4\n1 0 obj<<>>endobj\ntrailer<<>>\n%%EOF\n", "doc.bin");
-    expect(pdf.body.data.assets[pdf.body.result.asset]).toMatchObject({ extension: "pdf", mime: "application/pdf" });
+    expect(kind(pdf)).toMatchObject({ type: "pdf", mime: "application/pdf" });
+    expect(pdf.body.data.assets[pdf.body.result.asset].info).toMatchObject({ format: "pdf", width: null, height: null, colors: null });
   });
 
   test("an upload past --upload-max-bytes is 413 and leaves nothing behind; the server keeps serving", async () => {
@@ -223,7 +352,7 @@ describe("uploads", () => {
     expect(readdirSync(join(srv.dataDir, "tmp")).filter((f) => f.startsWith("upload-"))).toEqual([]);
     const exact = await upload(new Uint8Array(LIMIT).fill(7), "exact.bin");
     expect(exact.status).toBe(200);
-    expect(exact.body.data.assets[exact.body.result.asset].size).toBe(LIMIT);
+    expect(exact.body.data.assets[exact.body.result.asset].info.filesize).toBe(LIMIT);
   });
 
   test("a body declaring far more than the limit is refused before it is read", async () => {
@@ -242,13 +371,13 @@ describe("uploads", () => {
     fd.append("name", "x");
     const nofile = await srv.call(api("upload"), { body: fd, token: alice.token });
     expect(nofile.status).toBe(400);
-    expect(nofile.body.result.info).toEqual({ "Missing parameter": "file" });
+    expect(nofile.body.result.info).toEqual({ "Missing parameter": "upload_file" });
     const json = await call("upload", { name: "x" });
     expect(json.status).toBe(400);
     const broken = await fetch(srv.url + api("upload"), {
       method: "POST",
       headers: { authorization: `Bearer ${alice.token}`, "content-type": "multipart/form-data; boundary=zz" },
-      body: '--zz\r\nContent-Disposition: form-data; name="file"; filename="a.bin"\r\n\r\nabc',
+      body: '--zz\r\nContent-Disposition: form-data; name="upload_file"; filename="a.bin"\r\n\r\nabc',
     });
     expect(broken.status).toBe(400);
     expect(((await broken.json()) as any).result.message).toBe("Malformed multipart body");
@@ -259,7 +388,7 @@ describe("uploads", () => {
     expect(r.status).toBe(200);
     const a = r.body.data.assets[r.body.result.asset];
     expect(a.name).toBe("passwd");
-    expect(parseStorageName(a.storage_name)).toEqual({ gid: a.gid, version: 1, extension: "png" });
+    expect(parseStorageName(row(a.gid).storage_name)).toEqual({ gid: a.gid, version: 1, extension: "png" });
     const win = await upload(png, "..\\..\\evil.png");
     expect(win.body.data.assets[win.body.result.asset].name).toBe("evil.png");
     for (const bad of ["../x~1.png", "a/b~1.png", "abcdefgh~1.png/..", "abcdefgh~0.png", "abcdefgh~1.", "abcdefgh~1.p/g", "ABCDEFGH~1.png", "abcdefgh~1.png\0"]) {
@@ -285,7 +414,7 @@ describe("uploads", () => {
     const file = (await upload(png, "p.png")).body.result.asset;
     const r = await upload(png, "q.png", { parent: file });
     expect(r.status).toBe(422);
-    expect(r.body.result.message).toBe("Parent asset is not a folder");
+    expect(r.body.result.message).toBe("Parent asset doesn't exist or isn't a folder");
     expect(readdirSync(join(srv.dataDir, "tmp")).filter((f) => f.startsWith("upload-"))).toEqual([]);
   });
 });
@@ -294,22 +423,24 @@ describe("versions", () => {
   test("upload_update stores <gid>~<version>.<ext>, keeps the newest earlier versions and removes older files", async () => {
     const first = await upload(jpeg, "v.jpg");
     const gid = first.body.result.asset;
-    const names = [first.body.data.assets[gid].storage_name];
+    const names = [storageOf(first.body.data.assets[gid])];
     for (let v = 2; v <= 4; v++) {
       const img = v === 3 ? png : jpeg;
       const r = await upload(img, `v${v}`, { asset: gid }, { path: "upload_update" });
       expect(r.status).toBe(200);
+      expect(r.body.result).toEqual({ asset: gid });
       const a = r.body.data.assets[gid];
       expect(a.version).toBe(v);
-      expect(a.storage_name).toBe(`${gid}~${v}.${v === 3 ? "png" : "jpg"}`);
+      expect(storageOf(a)).toBe(`${gid}~${v}.${v === 3 ? "png" : "jpg"}`);
       expect(a.name).toBe("v.jpg");
-      names.push(a.storage_name);
+      expect(r.body.data.assets[root]).toBeDefined();
+      names.push(storageOf(a));
     }
     // asset-versions-kept is 2: versions 2 and 3 are kept, version 1 is gone.
     const files = readdirSync(originals()).filter((f) => f.startsWith(gid));
     expect(files.sort()).toEqual(names.slice(1).sort());
     const renamed = await upload(png, "x.png", { asset: gid, name: "Now a PNG.png" }, { path: "upload_update" });
-    expect(renamed.body.data.assets[gid]).toMatchObject({ name: "Now a PNG.png", version: 5, type: "image", format: "png" });
+    expect(renamed.body.data.assets[gid]).toMatchObject({ name: "Now a PNG.png", pathname: "/Now a PNG.png", version: 5, type: "png", info: { format: "png" } });
   });
 
   test("upload_update needs an existing file asset", async () => {
@@ -321,25 +452,40 @@ describe("versions", () => {
 });
 
 describe("metadata", () => {
-  test("metadata/set merges keys, null removes one, metadata/clear removes some or all", async () => {
+  test("metadata/set sets one field at a time; metadata/clear removes one (or several with keys)", async () => {
     const gid = (await upload(png, "m.png")).body.result.asset;
-    const a = await call("metadata/set", { asset: gid, metadata: { title: "Blue", tags: ["a", "b"], n: 3 } });
-    expect(a.body.data.assets[gid].metadata).toEqual({ title: "Blue", tags: ["a", "b"], n: 3 });
-    const b = await call("metadata/set", { asset: gid, metadata: { n: null, size: "XL" } });
-    expect(b.body.data.assets[gid].metadata).toEqual({ title: "Blue", tags: ["a", "b"], size: "XL" });
-    const c = await call("metadata/clear", { asset: gid, keys: ["tags"] });
-    expect(c.body.data.assets[gid].metadata).toEqual({ title: "Blue", size: "XL" });
-    const d = await call("metadata/clear", { asset: gid });
-    expect(d.body.data.assets[gid].metadata).toEqual({});
+    const a = await call("metadata/set", { asset: gid, name: "shop.sku", value: "RS-42" });
+    expect(a.status).toBe(200);
+    expect(a.body.result).toEqual({ asset: gid });
+    expect(a.body.data.assets[gid].metadata).toEqual({ "shop.sku": { type: "textline", is_localized: false, value: "RS-42" } });
+    const b = await call("metadata/set", { asset: gid, name: "shop.width", type: "number", value: "12.5" });
+    expect(b.body.data.assets[gid].metadata["shop.width"]).toEqual({ type: "number", is_localized: false, value: 12.5 });
+    const c = await call("metadata/set", { asset: gid, name: "shop.label", is_localized: true, value: { en: "w [mm]" } });
+    expect(c.body.data.assets[gid].metadata["shop.label"]).toEqual({ type: "textline", is_localized: true, value: { en: "w [mm]" } });
+    const d = await call("metadata/set", { asset: gid, name: "shop.ok", type: "boolean", value: "yes" });
+    expect(d.body.data.assets[gid].metadata["shop.ok"].value).toBe(true);
+    const e = await call("metadata/clear", { asset: gid, name: "shop.width" });
+    expect(Object.keys(e.body.data.assets[gid].metadata).sort()).toEqual(["shop.label", "shop.ok", "shop.sku"]);
+    const same = await call("metadata/clear", { asset: gid, name: "shop.nothing" });
+    expect(same.status).toBe(200);
+    const f = await call("metadata/clear", { asset: gid, keys: ["shop.label", "shop.ok"] });
+    expect(Object.keys(f.body.data.assets[gid].metadata)).toEqual(["shop.sku"]);
   });
 
-  test("metadata must be an object with sane keys and a bounded size", async () => {
+  test("metadata names need a dot and plain characters; values are bounded; constructor and __proto__ are just names", async () => {
     const gid = (await upload(png, "m2.png")).body.result.asset;
-    expect((await call("metadata/set", { asset: gid, metadata: [1] })).status).toBe(400);
-    expect((await call("metadata/set", { asset: gid, metadata: { 'a"b': 1 } })).status).toBe(400);
-    expect((await call("metadata/set", { asset: gid, metadata: { "a\\": 1 } })).status).toBe(400);
-    expect((await call("metadata/set", { asset: gid, metadata: { big: "x".repeat(70_000) } })).status).toBe(422);
-    expect((await call("metadata/set", { asset: gid })).body.result.info).toEqual({ "Missing parameter": "metadata" });
+    for (const name of ["sku", ".a", "a.", "a..b", "1a.b", 'a".b', "a\\.b", "__proto__", "constructor"]) {
+      expect((await call("metadata/set", { asset: gid, name, value: 1 })).status).toBe(400);
+    }
+    expect((await call("metadata/set", { asset: gid, name: "a.b", type: "nonsense" })).status).toBe(400);
+    expect((await call("metadata/set", { asset: gid, name: "a.b", value: "x".repeat(70_000) })).status).toBe(422);
+    expect((await call("metadata/set", { asset: gid })).body.result.info).toEqual({ "Missing parameter": "name" });
+    const proto = await call("metadata/set", { asset: gid, name: "__proto__.constructor", value: "x" });
+    expect(proto.status).toBe(200);
+    expect(proto.body.data.assets[gid].metadata["__proto__.constructor"]).toEqual({ type: "textline", is_localized: false, value: "x" });
+    expect((await call("metadata/clear", { asset: gid, name: "constructor" })).status).toBe(200);
+    expect((await call("metadata/clear", { asset: gid, name: "toString" })).status).toBe(200);
+    expect((await call("metadata/clear", { asset: gid })).body.result.info).toEqual({ "Missing parameter": "name" });
   });
 });
 
@@ -352,80 +498,125 @@ describe("delete, undelete, permanent_delete", () => {
     await call("delete", { asset: f2 });
     const d = await call("delete", { asset: top });
     expect(d.status).toBe(200);
-    expect(Object.keys(d.body.data.assets).sort()).toEqual([top, sub, f1].sort());
-    for (const a of Object.values(d.body.data.assets) as any[]) expect(a.status).toBe("deleted");
-    expect((await call("root")).body.result.assets).not.toContain(top);
+    expect(d.body.result).toEqual({ asset: top });
+    expect(d.body.data.assets[top].status).toBe("deleted");
+    expect(d.body.data.assets[root]).toBeDefined();
+    expect((await call("children", { asset: root })).body.result.children).not.toContain(top);
     expect((await call("get", { assets: [top] })).body.data.assets[top].status).toBe("deleted");
     const u = await call("undelete", { asset: top });
-    expect(Object.keys(u.body.data.assets).sort()).toEqual([top, sub, f1].sort());
-    const g = await call("get", { assets: [f1, f2] });
-    expect(g.body.data.assets[f1].status).toBe("active");
+    expect(u.body.result).toEqual({ asset: top });
+    expect(u.body.data.assets[top].status).toBe("published");
+    const g = await call("get", { assets: [f1, f2, sub] });
+    expect(g.body.data.assets[f1].status).toBe("published");
+    expect(g.body.data.assets[sub].status).toBe("published");
     expect(g.body.data.assets[f2].status).toBe("deleted");
   });
 
-  test("undelete puts an item whose folder is gone at the top level", async () => {
+  test("undelete refuses an item whose folder is deleted; a name taken meanwhile gets a serial", async () => {
     const box = (await call("create", { name: "Box" })).body.result.asset;
     const item = (await upload(png, "item.png", { parent: box })).body.result.asset;
     await call("delete", { asset: item });
     await call("delete", { asset: box });
     const u = await call("undelete", { asset: item });
-    expect(u.body.data.assets[item]).toMatchObject({ status: "active", parent: null });
+    expect(u.status).toBe(422);
+    await call("undelete", { asset: box });
+    await upload(png, "item.png", { parent: box });
+    const back = await call("undelete", { asset: item });
+    expect(back.body.data.assets[item]).toMatchObject({ status: "published", name: "item-2.png", pathname: "/Box/item-2.png" });
   });
 
-  test("a deleted asset cannot be changed, only undeleted or removed", async () => {
+  test("a deleted asset cannot be changed, only undeleted or removed; the root cannot be deleted", async () => {
     const gid = (await upload(png, "gone.png")).body.result.asset;
     await call("delete", { asset: gid });
     expect((await call("update", { asset: gid, name: "x" })).status).toBe(422);
-    expect((await call("metadata/set", { asset: gid, metadata: { a: 1 } })).status).toBe(422);
-    expect((await call("move", { asset: gid, parent: null })).status).toBe(422);
+    expect((await call("metadata/set", { asset: gid, name: "a.b", value: 1 })).status).toBe(422);
+    expect((await call("move", { asset: gid, parent: root })).status).toBe(422);
+    expect((await call("delete", { asset: root })).status).toBe(422);
+    expect((await call("permanent_delete", { asset: root })).status).toBe(422);
   });
 
-  test("permanent_delete removes rows, every version's file and everything below", async () => {
+  test("permanent_delete removes a deleted asset, every version's file and everything below, answering the folder", async () => {
     const dir = (await call("create", { name: "Doomed" })).body.result.asset;
     const img = (await upload(jpeg, "d.jpg", { parent: dir })).body.result.asset;
     await upload(png, "d2.png", { asset: img }, { path: "upload_update" });
     expect(readdirSync(originals()).filter((f) => f.startsWith(img))).toHaveLength(2);
+    const notDeleted = await call("permanent_delete", { asset: dir });
+    expect(notDeleted.status).toBe(422);
+    await call("delete", { asset: dir });
     const r = await call("permanent_delete", { asset: dir });
     expect(r.status).toBe(200);
-    expect(r.body.result.assets.sort()).toEqual([dir, img].sort());
+    expect(r.body.result).toEqual({ parent: root });
+    expect(Object.keys(r.body.data.assets)).toEqual([root]);
     expect(readdirSync(originals()).filter((f) => f.startsWith(img))).toEqual([]);
     const g = await call("get", { assets: [dir, img] });
-    expect(g.body.result).toEqual({ assets: [], missing: [dir, img] });
+    expect(g.body.result).toEqual({ assets: [] });
     expect((await call("permanent_delete", { asset: dir })).status).toBe(422);
   });
 });
 
 describe("sync items", () => {
-  test("every change writes an assets sync item for each asset it touched", async () => {
+  test("every change writes an assets sync item for each asset it touched, and for the folders whose count changed", async () => {
     const c0 = await cursorNow();
     const f = (await call("create", { name: "Synced" })).body.result.asset;
     const img = (await upload(png, "s.png", { parent: f })).body.result.asset;
     await call("update", { asset: img, name: "s2.png" });
-    await call("metadata/set", { asset: img, metadata: { k: "v" } });
+    await call("metadata/set", { asset: img, name: "k.v", value: "v" });
     await upload(jpeg, "s.jpg", { asset: img }, { path: "upload_update" });
-    await call("move", { asset: img, parent: null });
+    await call("move", { asset: img, parent: root });
     await call("move", { asset: img, parent: f });
+    await call("update", { asset: f, name: "Synced2" });
     await call("delete", { asset: f });
     await call("undelete", { asset: f });
+    await call("delete", { asset: f });
     await call("permanent_delete", { asset: f });
     const items = (await syncItems(c0)).filter((i) => i.data_type === "assets");
-    const seq = items.map((i) => `${i.action}:${i.data_key === f ? "f" : i.data_key === img ? "img" : "?"}`);
+    const seq = items.map((i) => `${i.action}:${i.data_key === f ? "f" : i.data_key === img ? "img" : i.data_key === root ? "root" : "?"}`);
     expect(seq).toEqual([
       "INSERT:f",
+      "UPDATE:root",
       "INSERT:img",
-      "UPDATE:img",
+      "UPDATE:f",
       "UPDATE:img",
       "UPDATE:img",
       "UPDATE:img",
       "UPDATE:img",
       "UPDATE:f",
+      "UPDATE:root",
+      "UPDATE:img",
+      "UPDATE:root",
+      "UPDATE:f",
+      "UPDATE:f",
       "UPDATE:img",
       "UPDATE:f",
       "UPDATE:img",
+      "UPDATE:root",
+      "UPDATE:f",
+      "UPDATE:img",
+      "UPDATE:root",
+      "UPDATE:f",
+      "UPDATE:img",
+      "UPDATE:root",
       "DELETE:f",
       "DELETE:img",
+      "UPDATE:root",
     ]);
     for (const i of items) expect(i.type).toBe(project);
+  });
+});
+
+describe("projects from before the root folder", () => {
+  test("items without a folder move into a root made on first use, with their pathnames", async () => {
+    const other = await srv.project(alice.token, "Old style");
+    const db = srv.ctx.db.$client;
+    const t = Date.now() / 1000;
+    db.query("INSERT INTO assets (gid, project_gid, parent, type, name, created_on, updated_on) VALUES (?, ?, NULL, 'folder', 'Legacy', ?, ?)").run("legacyfolder00000000", other, t, t);
+    db.query("INSERT INTO assets (gid, project_gid, parent, type, name, extension, created_on, updated_on) VALUES (?, ?, 'legacyfolder00000000', 'file', 'old.txt', 'txt', ?, ?)").run("legacyfile0000000000", other, t, t);
+    const r = await srv.call(`/api/p/${other}/assets/get`, { body: { pathname: "/Legacy/old.txt" }, token: alice.token });
+    expect(r.status).toBe(200);
+    expect(r.body.result).toEqual({ asset: "legacyfile0000000000" });
+    const rootOf = await srv.call(`/api/p/${other}/assets/root`, { body: {}, token: alice.token });
+    expect(rootOf.body.data.assets[rootOf.body.result.root]).toMatchObject({ pathname: "/", childcount: 1 });
+    expect(db.query("SELECT count(*) AS n FROM assets WHERE project_gid = ? AND parent IS NULL").get(other)).toEqual({ n: 1 });
   });
 });
 
@@ -433,11 +624,11 @@ describe("project removal", () => {
   test("permanently deleting a project removes its assets, their index entries and files", async () => {
     const other = await srv.project(alice.token, "Short-lived");
     const fd = new FormData();
-    fd.append("file", new Blob([png]), "temp.png");
+    fd.append("upload_file", new Blob([png]), "temp.png");
     const up = await srv.call(`/api/p/${other}/assets/upload`, { body: fd, token: alice.token });
     expect(up.status).toBe(200);
     const dir = join(srv.dataDir, "files", "projects", other);
-    expect(existsSync(join(dir, "originals", up.body.data.assets[up.body.result.asset].storage_name))).toBe(true);
+    expect(existsSync(join(dir, "originals", storageOf(up.body.data.assets[up.body.result.asset])))).toBe(true);
     expect((await srv.call("/api/projects/permanent_delete", { body: { project: other }, token: alice.token })).status).toBe(200);
     expect(existsSync(dir)).toBe(false);
     const db = srv.ctx.db.$client;

@@ -20,7 +20,7 @@ async function folder(name: string, parent?: string): Promise<string> {
 async function upload(name: string, parent?: string): Promise<string> {
   const fd = new FormData();
   if (parent) fd.append("parent", parent);
-  fd.append("file", new Blob([png]), name);
+  fd.append("upload_file", new Blob([png]), name);
   const r = await srv.call(api("upload"), { body: fd, token: alice.token });
   if (r.status !== 200) throw new Error(JSON.stringify(r.body));
   return r.body.result.asset;
@@ -30,7 +30,7 @@ async function upload(name: string, parent?: string): Promise<string> {
 async function finished(token: string): Promise<any> {
   for (let i = 0; i < 400; i++) {
     const r = await srv.call(`/api/p/${project}/jobs/get`, { body: { token }, token: alice.token });
-    const job = r.body.data?.jobs?.[token];
+    const job = r.body.result?.job;
     if (job && (job.status === "done" || job.status === "rejected")) return job;
     await Bun.sleep(25);
   }
@@ -119,17 +119,22 @@ describe("bulk/get", () => {
     expect(p3.body.result["page.cursor"]).toBeNull();
   });
 
-  test("bad selections are 400, unknown gids 422, foreign callers 403", async () => {
+  test("bad selections are 400, unknown gids are skipped, foreign callers 403", async () => {
     expect((await call("bulk/get", {})).body.result.info).toEqual({ "Missing parameter": "selection" });
     for (const selection of ["x", [1], [{}], [{ children: box, search: {} }], [{ search: "q" }], [{ children: box, exclude: "x" }]]) {
       const r = await call("bulk/get", { selection });
       expect(r.status).toBe(400);
       expect(r.body.result.info["Invalid parameter"]).toBe("selection");
     }
-    const unknown = await call("bulk/get", { selection: ["nope0000000000000000"] });
-    expect(unknown.status).toBe(422);
-    expect(unknown.body.result.info.assets).toEqual(["nope0000000000000000"]);
-    expect((await call("bulk/get", { selection: [{ children: "nope0000000000000000" }] })).status).toBe(422);
+    const unknown = await call("bulk/get", { selection: ["nope0000000000000000", items[1]] });
+    expect(unknown.status).toBe(200);
+    expect(unknown.body.result).toEqual({ assets: [items[1]], "assets.size": 1, "page.cursor": null });
+    const noParent = await call("bulk/get", { selection: [{ children: "nope0000000000000000" }] });
+    expect(noParent.body.result["assets.size"]).toBe(0);
+    for (const name of ["constructor", "__proto__", "toString"]) {
+      expect((await call("bulk/get", { selection: [{ search: { filter: [name, "is", 1] } }] })).status).toBe(400);
+      expect((await call("bulk/get", { selection: [{ search: { filter: [`metadata.${name}`, "is", 1] } }] })).body.result["assets.size"]).toBe(0);
+    }
     expect((await call("bulk/get", { selection: [{ search: { filter: ["bogus", "=", 1] } }] })).status).toBe(400);
     expect((await call("bulk/get", { selection: [box] }, bob.token)).status).toBe(403);
     expect((await call("bulk/delete", { selection: [box] }, bob.token)).status).toBe(403);
@@ -142,30 +147,37 @@ describe("bulk/get", () => {
 });
 
 describe("bulk jobs", () => {
-  test("bulk/metadata sets and clears metadata on a selection", async () => {
-    const job = await runBulk("metadata", { selection: [{ children: box }], metadata: { campaign: "summer", old: "x" } });
+  test("bulk/metadata sets and clears metadata fields on a selection", async () => {
+    const job = await runBulk("metadata", { selection: [{ children: box }], metadata: { "web.campaign": "summer", "web.old": "x" } });
     expect(job.status).toBe("done");
     expect(job.info).toMatchObject({ total: 12, remaining: 0, done: 12, skipped: 0 });
+    const text = (value: unknown) => ({ type: "textline", is_localized: false, value });
     const all = await get(items);
-    for (const g of items) expect(all[g].metadata).toEqual({ campaign: "summer", old: "x" });
-    const job2 = await runBulk("metadata", { selection: [items[0], items[1]], clear: ["old"], metadata: { rank: 1 } });
+    for (const g of items) expect(all[g].metadata).toEqual({ "web.campaign": text("summer"), "web.old": text("x") });
+    const job2 = await runBulk("metadata", { selection: [items[0], items[1]], clear: ["web.old"], metadata: { "web.rank": 1 } });
     expect(job2.info.done).toBe(2);
     const two = await get([items[0]!, items[2]!]);
-    expect(two[items[0]!].metadata).toEqual({ campaign: "summer", rank: 1 });
-    expect(two[items[2]!].metadata).toEqual({ campaign: "summer", old: "x" });
+    expect(two[items[0]!].metadata).toEqual({ "web.campaign": text("summer"), "web.rank": { type: "number", is_localized: false, value: 1 } });
+    expect(two[items[2]!].metadata).toEqual({ "web.campaign": text("summer"), "web.old": text("x") });
     expect((await call("bulk/metadata", { selection: [items[0]] })).body.result.info).toEqual({ "Missing parameter": "metadata" });
+    expect((await call("bulk/metadata", { selection: [items[0]], metadata: { nodot: 1 } })).status).toBe(400);
     const gone = await upload("gone.png");
     await call("delete", { asset: gone });
-    const job3 = await runBulk("metadata", { selection: [gone, items[5]], metadata: { x: 1 } });
-    expect(job3.info).toMatchObject({ total: 2, done: 1, skipped: 1, skipped_assets: [{ gid: gone, reason: "Asset does not exist" }] });
+    const job3 = await runBulk("metadata", { selection: [gone, items[5], "nope0000000000000000"], metadata: { "web.x": 1 } });
+    expect(job3.info).toMatchObject({ total: 2, done: 1, skipped: 2 });
+    expect(job3.info.skipped_assets).toEqual([
+      { gid: gone, reason: "Asset does not exist" },
+      { gid: "nope0000000000000000", reason: "Asset does not exist" },
+    ]);
   });
 
   test("bulk/move moves a selection and refuses a folder into itself at once", async () => {
     const target = await folder("Target");
     const job = await runBulk("move", { selection: [{ search: { q: "special" } }], parent: target });
     expect(job.info).toMatchObject({ total: 4, remaining: 0, done: 4 });
-    const moved = await call("children", { parent: target });
-    expect(moved.body.result.assets.sort()).toEqual([items[0], items[3], items[6], items[9]].sort());
+    expect(job.job).toBe("bulk_move_assets");
+    const moved = await call("children", { asset: target });
+    expect(moved.body.result.children.sort()).toEqual([items[0], items[3], items[6], items[9]].sort());
     const cycle = await call("bulk/move", { selection: [box], parent: box });
     expect(cycle.status).toBe(422);
     expect((await call("bulk/move", { selection: [items[1]] })).body.result.info).toEqual({ "Missing parameter": "parent" });
@@ -178,7 +190,7 @@ describe("bulk jobs", () => {
     const del = await call("bulk/delete", { selection: [{ children: box, exclude: [items[11]] }] });
     const token = del.body.result["job.token"];
     const job = await finished(token);
-    expect(job).toMatchObject({ project_gid: project, job: "assets.bulk.delete", status: "done" });
+    expect(job).toMatchObject({ project_gid: project, job: "bulk_delete_assets", status: "done" });
     expect(job.info).toMatchObject({ total: 11, remaining: 0, done: 11 });
     const sync = (await srv.call("/sync/get", { token: alice.token, body: { cc_cursor: c0 } })).body.result.sync as any[];
     const jobItems = sync.filter((i) => i.data_type === "jobs" && i.data_key === token);
@@ -191,12 +203,13 @@ describe("bulk jobs", () => {
     expect(jobItems.at(-1).data.status).toBe("done");
     const now = await get(items);
     expect(items.filter((g) => now[g].status === "deleted")).toHaveLength(11);
-    expect(now[items[11]!].status).toBe("active");
+    expect(now[items[11]!].status).toBe("published");
 
     const und = await runBulk("undelete", { selection: [{ children: box, status: "deleted" }] });
     expect(und.info).toMatchObject({ total: 11, done: 11 });
     const again = await get(items);
-    expect(items.every((g) => again[g].status === "active")).toBe(true);
+    expect(und.job).toBe("bulk_undelete_assets");
+    expect(items.every((g) => again[g].status === "published")).toBe(true);
   });
 
   test("bulk/permanent_delete removes rows and files, also of selected items inside a selected folder", async () => {
@@ -205,6 +218,11 @@ describe("bulk jobs", () => {
     const b = await upload("b.png", doomed);
     const originals = join(srv.dataDir, "files", "projects", project, "originals");
     expect(readdirSync(originals).filter((f) => f.startsWith(a) || f.startsWith(b))).toHaveLength(2);
+    // Only deleted assets qualify: the others are skipped one by one and the job goes on.
+    const early = await runBulk("permanent_delete", { selection: [doomed, a] });
+    expect(early.info).toMatchObject({ total: 2, done: 0, skipped: 2 });
+    expect(early.job).toBe("bulk_permanent_delete_assets");
+    await runBulk("delete", { selection: [doomed] });
     // The folder goes first (id order) and takes a and b with it: all three count as done.
     const job = await runBulk("permanent_delete", { selection: [doomed, a, b] });
     expect(job.status).toBe("done");
@@ -217,9 +235,9 @@ describe("bulk jobs", () => {
     const big = await folder("Big");
     const db = srv.ctx.db.$client;
     const t = Date.now() / 1000;
-    const insert = db.prepare("INSERT INTO assets (gid, project_gid, parent, type, name, created_on, updated_on) VALUES (?, ?, ?, 'file', ?, ?, ?)");
+    const insert = db.prepare("INSERT INTO assets (gid, project_gid, parent, pathname, type, name, created_on, updated_on) VALUES (?, ?, ?, ?, 'file', ?, ?, ?)");
     db.transaction(() => {
-      for (let i = 0; i < 1500; i++) insert.run(`bigfill${String(i).padStart(13, "0")}`, project, big, `n${i}`, t, t);
+      for (let i = 0; i < 1500; i++) insert.run(`bigfill${String(i).padStart(13, "0")}`, project, big, `/Big/n${i}`, `n${i}`, t, t);
     })();
     const seen: number[] = [];
     const unsubscribe = srv.ctx.hub.subscribe((published) => {

@@ -5,6 +5,7 @@ import { TestServer } from "../helpers/server";
 let srv: TestServer;
 let alice: { gid: string; token: string };
 let project: string;
+let root: string;
 const g: Record<string, string> = {};
 
 const api = (path: string) => `/api/p/${project}/assets/${path}`;
@@ -13,7 +14,7 @@ const call = (path: string, body: unknown = {}) => srv.call(api(path), { body, t
 async function upload(content: Uint8Array | string, filename: string, fields: Record<string, string> = {}) {
   const fd = new FormData();
   for (const [k, v] of Object.entries(fields)) fd.append(k, v);
-  fd.append("file", new Blob([content as any]), filename);
+  fd.append("upload_file", new Blob([content as any]), filename);
   const r = await srv.call(api("upload"), { body: fd, token: alice.token });
   if (r.status !== 200) throw new Error(JSON.stringify(r.body));
   return r.body.result.asset as string;
@@ -30,6 +31,7 @@ beforeAll(async () => {
   srv = await TestServer.start({ "rate-limit": "0" });
   alice = await srv.user("alice");
   project = await srv.project(alice.token, "Search");
+  root = (await call("root")).body.result.root;
   const folder = async (name: string, parent?: string) => (await call("create", { name, parent })).body.result.asset as string;
   g.catalogue = await folder("Catalogue");
   g.shoes = await folder("Shoes", g.catalogue);
@@ -43,9 +45,16 @@ beforeAll(async () => {
   g.schuhe = await upload(await png(300, 200), "Schuhkarton Übersicht.png", { parent: g.shoes });
   g.sheet = await upload("sku,name\nRS-1,Runs fast\n", "price list.csv", { parent: g.archive });
   g.logo = await upload(await png(16, 16), "logo.png");
-  await call("metadata/set", { asset: g.runner, metadata: { sku: "RS-1042", colour: "red", rating: 5, tags: ["sale", "summer"] } });
-  await call("metadata/set", { asset: g.logo, metadata: { sku: "LOGO-1", rating: 2, colour: "Crimson" } });
-  await call("metadata/set", { asset: g.sheet, metadata: { rating: 4 } });
+  const md = async (asset: string, fields: Record<string, unknown>) => {
+    for (const [name, value] of Object.entries(fields)) {
+      const r = await call("metadata/set", { asset, name, value, type: typeof value === "number" ? "number" : "textline" });
+      if (r.status !== 200) throw new Error(JSON.stringify(r.body));
+    }
+  };
+  await md(g.runner, { "shop.sku": "RS-1042", "shop.colour": "red", "shop.rating": 5, "shop.tags": "sale summer" });
+  await md(g.logo, { "shop.sku": "LOGO-1", "shop.rating": 2, "shop.colour": "Crimson" });
+  await md(g.sheet, { "shop.rating": 4 });
+  await call("update", { asset: g.cafe, title: { en: "Terrace at noon" } });
   g.trashed = await upload(await png(8, 8), "old runner.png");
   await call("delete", { asset: g.trashed });
 });
@@ -69,9 +78,13 @@ describe("full-text search", () => {
     expect((await names({ q: "run" })).sort()).toEqual(["Running gear", "runner.jpg"]);
   });
 
-  test("all words are required; quoted phrases, -exclusions and prefix* work; FTS syntax is not injected", async () => {
-    expect(await names({ q: "trail mountains" })).toEqual(["runner.jpg"]);
-    expect(await names({ q: "trail nothere" })).toEqual([]);
+  test("+terms are required, -terms excluded, plain terms alone need one of them; phrases and prefix* work; FTS syntax is not injected", async () => {
+    expect(await names({ q: "+trail +mountains" })).toEqual(["runner.jpg"]);
+    expect(await names({ q: "+trail +nothere" })).toEqual([]);
+    expect(await names({ q: "trail nothere" })).toEqual(["runner.jpg"]);
+    expect((await names({ q: "terrace mountains" })).sort()).toEqual(["Café terrace.jpg", "runner.jpg"]);
+    expect(await names({ q: "+mountains terrace" })).toEqual(["runner.jpg"]);
+    expect(await names({ q: "noon" })).toEqual(["Café terrace.jpg"]);
     expect(await names({ q: '"in the mountains"', language: "en" })).toEqual(["runner.jpg"]);
     expect((await names({ q: "run* -gear", language: "en" })).sort()).toEqual(["runner.jpg"]);
     for (const q of ['"', "NEAR(a b)", "a OR", "*", "name:x", "{name}: y", ")(", "-"]) {
@@ -82,13 +95,63 @@ describe("full-text search", () => {
     expect(await names({ q: "trail\u0000mountains" })).toEqual(["runner.jpg"]);
     for (const q of ['"in\u0000the"', "x\u0000*", "\u0000", "run\u0007"]) {
       expect((await call("search", { q })).status).toBe(200);
-      expect((await call("search/autocomplete", { q })).status).toBe(200);
+      expect((await call("search/autocomplete", { field: "name", fieldq: q })).status).toBe(200);
     }
   });
 
   test("deleted assets are found only when the status filter asks for them", async () => {
     expect(await names({ q: "old" })).toEqual([]);
     expect(await names({ q: "old", filter: ["status", "=", "deleted"] })).toEqual(["old runner.png"]);
+    expect(await names({ filter: ["status", "is", "deleted"] })).toEqual(["old runner.png"]);
+  });
+
+  test("without q and filter the answer is empty; the root folder is never found", async () => {
+    const r = await call("search", {});
+    expect(r.body.result).toEqual({ assets: [], "assets.size": 0 });
+    expect((await call("search", { q: "", filter: [] })).body.result["assets.size"]).toBe(0);
+    expect(await names({ filter: ["pathname", "is", "/"] })).toEqual([]);
+  });
+});
+
+describe("the reference's filter language", () => {
+  test("nested and / or / not groups with is, q and type", async () => {
+    expect(await names({ filter: ["and", "", [["type", "is", "image"], ["name", "q", "+runner"]]] })).toEqual(["runner.jpg"]);
+    expect((await names({ filter: ["or", "", [["name", "is", "LOGO.PNG"], ["name", "is", "price list.csv"]]] })).sort()).toEqual(["logo.png", "price list.csv"]);
+    expect((await names({ filter: ["and", "", [["type", "is", "image"], ["not", "", ["ext", "is", "png"]]]] })).sort()).toEqual(["Café terrace.jpg", "runner.jpg"]);
+    expect((await names({ filter: ["type", "is", "file"] })).sort()).toEqual(["Café terrace.jpg", "Schuhkarton Übersicht.png", "logo.png", "price list.csv", "runner.jpg"]);
+    expect(await names({ filter: ["type", "is", "csv"] })).toEqual(["price list.csv"]);
+    expect(await names({ filter: ["path", "is", "/Catalogue/Shoes"] })).toEqual(["Running gear", "Schuhkarton Übersicht.png"]);
+    expect(await names({ filter: ["pathname", "starts_with", "/archive/"] })).toEqual(["price list.csv"]);
+    expect((await names({ filter: ["updated_on", "<", [7, "days"]] })).length).toBe(9);
+    expect(await names({ filter: ["updated_on", ">", [7, "days"]] })).toEqual([]);
+    expect((await names({ filter: ["is_file", "is_false"] })).sort()).toEqual(["Archive", "Catalogue", "Running gear", "Shoes"]);
+    expect((await names({ filter: ["transparent", "is_true"] })).sort()).toEqual(["Schuhkarton Übersicht.png", "logo.png"]);
+  });
+
+  test("metadata as an object, title and validation", async () => {
+    expect(await names({ filter: ["metadata", "has", "shop.tags"] })).toEqual(["runner.jpg"]);
+    expect(await names({ filter: ["metadata", "is", ["shop.sku", "logo-1"]] })).toEqual(["logo.png"]);
+    expect(await names({ filter: ["metadata", "q", ["shop.tags", "+summer"]] })).toEqual(["runner.jpg"]);
+    expect(await names({ filter: ["title", "q", "noon"], language: "en" })).toEqual(["Café terrace.jpg"]);
+    expect(await names({ filter: ["validation", "not_translated", "title"], language: "en" })).toEqual([]);
+    expect((await names({ filter: ["validation", "is_empty", "title"], language: "en" })).includes("Café terrace.jpg")).toBe(false);
+  });
+
+  test("names like constructor, __proto__ and toString are unknown fields (400) or plain keys that match nothing", async () => {
+    for (const field of ["constructor", "__proto__", "toString", "hasOwnProperty", "valueOf"]) {
+      const r = await call("search", { filter: [field, "is", "x"] });
+      expect(r.status).toBe(400);
+      expect(r.body.result.info["Invalid parameter"]).toBe("filter");
+    }
+    for (const key of ["constructor", "__proto__", "toString"]) {
+      expect(await names({ filter: [`metadata.${key}`, "is", "x"] })).toEqual([]);
+      expect(await names({ filter: ["metadata", "has", key] })).toEqual([]);
+    }
+    expect((await call("search", { filter: ["name", "constructor", "x"] })).status).toBe(400);
+    expect((await call("search", { filter: ["validation", "any", "constructor"] })).status).toBe(400);
+    expect((await call("search", { q: "x", sort: "constructor" })).status).toBe(400);
+    expect((await call("search/autocomplete", { field: "constructor", fieldq: "" })).status).toBe(400);
+    expect((await call("search/autocomplete", { field: "metadata", fieldq: "__proto__." })).status).toBe(200);
   });
 });
 
@@ -103,6 +166,7 @@ describe("filters", () => {
     expect((await names({ filter: ["extension", "in", ["csv", "png"]] })).sort()).toEqual(["Schuhkarton Übersicht.png", "logo.png", "price list.csv"]);
     expect((await names({ filter: [["type", "=", "image"], ["extension", "not_in", ["png"]]] })).sort()).toEqual(["Café terrace.jpg", "runner.jpg"]);
     expect((await names({ filter: ["mime", "=", "text/csv"] }))).toEqual(["price list.csv"]);
+    expect((await names({ filter: ["filesize", ">", 0] })).length).toBe(5);
   });
 
   test("text operators are case-insensitive", async () => {
@@ -112,24 +176,25 @@ describe("filters", () => {
     expect((await names({ filter: [["type", "=", "folder"], ["name", "not_contains", "a"]] })).sort()).toEqual(["Shoes"]);
   });
 
-  test("metadata.<key> filters user metadata, then extracted metadata; exists tests presence", async () => {
-    expect(await names({ filter: ["metadata.sku", "starts_with", "rs-"] })).toEqual(["runner.jpg"]);
-    expect((await names({ filter: ["metadata.rating", ">=", 4] })).sort()).toEqual(["price list.csv", "runner.jpg"]);
-    expect((await names({ filter: ["metadata.colour", "in", ["red", "Crimson"]] })).sort()).toEqual(["logo.png", "runner.jpg"]);
+  test("metadata.<field> filters metadata values, then extracted metadata; exists tests presence", async () => {
+    expect(await names({ filter: ["metadata.shop.sku", "starts_with", "rs-"] })).toEqual(["runner.jpg"]);
+    expect((await names({ filter: ["metadata.shop.rating", ">=", 4] })).sort()).toEqual(["price list.csv", "runner.jpg"]);
+    expect((await names({ filter: ["metadata.shop.colour", "in", ["red", "Crimson"]] })).sort()).toEqual(["logo.png", "runner.jpg"]);
     // not_in on a metadata field (its JSON path parameters are used twice): absent values count as not in.
-    const notIn = await names({ filter: [["type", "!=", "folder"], ["metadata.colour", "not_in", ["red", "Crimson"]]] });
+    const notIn = await names({ filter: [["type", "!=", "folder"], ["metadata.shop.colour", "not_in", ["red", "Crimson"]]] });
     const all = await names({ filter: ["type", "!=", "folder"] });
     expect(notIn.sort()).toEqual(all.filter((n) => n !== "logo.png" && n !== "runner.jpg").sort());
     expect((await call("search", { filter: ["extracted.Make", "not_in", ["Canon"]] })).status).toBe(200);
-    expect((await names({ filter: ["metadata.tags", "contains", "summer"] }))).toEqual(["runner.jpg"]);
+    expect((await names({ filter: ["metadata.shop.tags", "contains", "summer"] }))).toEqual(["runner.jpg"]);
     expect((await names({ filter: ["metadata.Make", "=", "Canon"] }))).toEqual(["Café terrace.jpg"]);
     expect((await names({ filter: ["extracted.Make", "exists", true] })).sort()).toEqual(["Café terrace.jpg", "runner.jpg"]);
-    expect((await names({ filter: [["type", "!=", "folder"], ["metadata.sku", "exists", false]] })).sort()).toEqual(["Café terrace.jpg", "Schuhkarton Übersicht.png", "price list.csv"]);
+    expect((await names({ filter: [["type", "!=", "folder"], ["metadata.shop.sku", "exists", false]] })).sort()).toEqual(["Café terrace.jpg", "Schuhkarton Übersicht.png", "price list.csv"]);
   });
 
   test("parent, ancestor and dates", async () => {
     expect((await names({ filter: ["parent", "=", g.shoes] })).sort()).toEqual(["Running gear", "Schuhkarton Übersicht.png"]);
-    expect((await names({ filter: ["parent", "=", null] })).sort()).toEqual(["Archive", "Catalogue", "logo.png"]);
+    expect((await names({ filter: ["parent", "=", root] })).sort()).toEqual(["Archive", "Catalogue", "logo.png"]);
+    expect((await names({ filter: ["path", "is", "/"] })).sort()).toEqual(["Archive", "Catalogue", "logo.png"]);
     expect((await names({ filter: ["ancestor", "=", g.catalogue] })).sort()).toEqual(["Café terrace.jpg", "Running gear", "Schuhkarton Übersicht.png", "Shoes", "runner.jpg"]);
     expect((await names({ q: "run", filter: ["ancestor", "in", [g.archive, g.shoes]] })).sort()).toEqual(["Running gear", "runner.jpg"]);
     expect((await names({ filter: ["created_on", ">", "2000-01-01T00:00:00Z"] })).length).toBe(9);
@@ -148,6 +213,9 @@ describe("filters", () => {
       [["name", "=", "x"], "oops"],
       ["metadata.a\"b", "=", 1],
       ["metadata.a\\", "=", 1],
+      ["and", "", "not a list"],
+      ["updated_on", "<", [7, "weeks"]],
+      ["name", "q", "+ -"],
     ];
     for (const filter of cases) {
       const r = await call("search", { filter });
@@ -155,7 +223,9 @@ describe("filters", () => {
       expect(r.body.result.info["Invalid parameter"]).toBe("filter");
       expect(typeof r.body.result.info.reason).toBe("string");
     }
-    expect((await call("search", { sort: "colour" })).status).toBe(400);
+    expect((await call("search", { q: "x", sort: "colour" })).status).toBe(400);
+    const deep = await call("search", { filter: ["and", "", [["or", "", [["name", "is", "a"], ["width", "~", 1]]]]] });
+    expect(deep.body.result.info.path).toBe("filter[2][0][2][1][1]");
   });
 });
 
@@ -165,68 +235,68 @@ describe("sorting and paging", () => {
     expect(await names({ filter: ["type", "=", "image"], sort: "name" })).toEqual(["Café terrace.jpg", "logo.png", "runner.jpg", "Schuhkarton Übersicht.png"]);
   });
 
-  test("pages follow the opaque cursor until it is null", async () => {
+  test("page.top and page.size page through a search; a bad value is a 400", async () => {
+    const all = { filter: ["status", "is", "published"] };
     const seen: string[] = [];
-    let cursor: string | null | undefined;
-    let calls = 0;
-    do {
-      const r = await call("search", { "page.size": 2, ...(cursor ? { "page.cursor": cursor } : {}) });
+    for (let top = 0; top < 10; top += 2) {
+      const r = await call("search", { ...all, "page.top": top, "page.size": 2 });
       expect(r.body.result["assets.size"]).toBe(9);
       seen.push(...r.body.result.assets);
-      cursor = r.body.result["page.cursor"];
-      calls++;
-    } while (cursor);
-    expect(calls).toBe(5);
+    }
     expect(new Set(seen).size).toBe(9);
-    expect((await call("search", { "page.cursor": "garbage" })).status).toBe(400);
-    expect((await call("search", { "page.size": 5000 })).status).toBe(400);
-    // A well-formed cursor with a tampered offset is a 400 too, never a 500 from SQLite.
+    expect((await call("search", all)).body.result.assets).toHaveLength(9);
+    expect((await call("search", { ...all, "page.size": 0 })).body.result).toEqual({ assets: [], "assets.size": 9 });
+    expect((await call("search", { ...all, "page.size": 5000 })).body.result.assets).toHaveLength(9);
+    expect((await call("search", { ...all, "page.top": 100 })).body.result.assets).toEqual([]);
+    for (const bad of [{ "page.size": -1 }, { "page.top": 1.5 }, { "page.top": "two" }]) {
+      expect((await call("search", { ...all, ...bad })).status).toBe(400);
+      expect((await call("search/folders", { ...all, ...bad })).status).toBe(400);
+    }
+    // The sheet's cursor: a tampered offset is a 400 too, never a 500 from SQLite.
     for (const o of [1.5, 1e308, -1, "2"]) {
-      const tampered = Buffer.from(JSON.stringify({ k: "search", o })).toString("base64url");
-      expect((await call("search", { "page.cursor": tampered })).status).toBe(400);
-      expect((await call("search/folders", { "page.cursor": tampered })).status).toBe(400);
       const ws = Buffer.from(JSON.stringify({ k: "ws", o })).toString("base64url");
-      expect((await call("worksheet", { "page.cursor": ws })).status).toBe(400);
+      expect((await call("sheet", { "page.cursor": ws })).status).toBe(400);
     }
   });
 });
 
 describe("folder search and autocomplete", () => {
-  test("search/folders finds folders only, with their ancestor path", async () => {
+  test("search/folders finds folders only", async () => {
     const r = await call("search/folders", { q: "run" });
     expect(r.status).toBe(200);
-    expect(r.body.result.assets).toEqual([g.running]);
-    expect(r.body.result.paths[g.running]).toEqual([g.catalogue, g.shoes]);
-    expect(r.body.data.assets[g.catalogue].name).toBe("Catalogue");
-    const all = await call("search/folders", {});
+    expect(r.body.result).toEqual({ assets: [g.running], "assets.size": 1 });
+    expect(r.body.data.assets[g.running].pathname).toBe("/Catalogue/Shoes/Running gear");
+    const all = await call("search/folders", { filter: ["name", "exists"] });
     expect(all.body.result["assets.size"]).toBe(4);
   });
 
-  test("autocomplete suggests names whose words start with what was typed", async () => {
-    const r = await call("search/autocomplete", { q: "ru" });
+  test("autocomplete completes names, extensions, folder paths and metadata names", async () => {
+    const r = await call("search/autocomplete", { field: "name", fieldq: "ru" });
     expect(r.status).toBe(200);
-    expect(r.body.result.suggestions.sort()).toEqual(["Running gear", "runner.jpg"]);
-    expect(r.body.result.assets).toHaveLength(2);
-    const two = await call("search/autocomplete", { q: "schuhk ub" });
-    expect(two.body.result.suggestions).toEqual(["Schuhkarton Übersicht.png"]);
-    const folders = await call("search/autocomplete", { q: "r", type: "folder" });
-    expect(folders.body.result.suggestions).toEqual(["Running gear"]);
-    const one = await call("search/autocomplete", { q: "r", limit: 1 });
-    expect(one.body.result.suggestions).toHaveLength(1);
-    expect((await call("search/autocomplete", { q: "" })).body.result.suggestions).toEqual([]);
-    expect((await call("search/autocomplete", { q: "%%%" })).body.result.suggestions).toEqual([]);
+    expect(r.body).toEqual({ success: true, result: { completions: ["runner.jpg", "Running gear"] }, data: {} });
+    expect((await call("search/autocomplete", { field: "ext", fieldq: "p" })).body.result.completions).toEqual(["png"]);
+    expect((await call("search/autocomplete", { field: "path", fieldq: "/cat" })).body.result.completions).toEqual(["/Catalogue", "/Catalogue/Shoes", "/Catalogue/Shoes/Running gear"]);
+    expect((await call("search/autocomplete", { field: "metadata", fieldq: "ho" })).body.result.completions).toEqual(["shop"]);
+    expect((await call("search/autocomplete", { field: "metadata", fieldq: "shop." })).body.result.completions).toEqual(["shop.colour", "shop.rating", "shop.sku", "shop.tags"]);
+    expect((await call("search/autocomplete", { field: "metadata", fieldq: "shop.s", "completions.size": 1 })).body.result.completions).toEqual(["shop.sku"]);
+    expect((await call("search/autocomplete", { field: "metadata", fieldq: "shop.ku" })).body.result.completions).toEqual([]);
+    expect((await call("search/autocomplete", { field: "name", fieldq: "r", "completions.size": 1 })).body.result.completions).toHaveLength(1);
+    expect((await call("search/autocomplete", { field: "name", fieldq: "%%%" })).body.result.completions).toEqual([]);
+    expect((await call("search/autocomplete", { field: "name", fieldq: "r", "completions.size": 51 })).status).toBe(400);
+    expect((await call("search/autocomplete", { field: "colour", fieldq: "r" })).status).toBe(400);
+    expect((await call("search/autocomplete", { fieldq: "r" })).status).toBe(400);
   });
 
   test("autocomplete stays fast on a larger tree", async () => {
     const rows = Array.from({ length: 3000 }, (_, i) => ({ name: `Product shot ${i} ${i % 2 ? "blue" : "green"}.jpg` }));
     const db = srv.ctx.db.$client;
     const t = Date.now() / 1000;
-    const insert = db.prepare("INSERT INTO assets (gid, project_gid, type, name, created_on, updated_on) VALUES (?, ?, 'file', ?, ?, ?)");
-    db.transaction(() => rows.forEach((r, i) => insert.run(`bulkfill${String(i).padStart(12, "0")}`, project, r.name, t, t)))();
+    const insert = db.prepare("INSERT INTO assets (gid, project_gid, parent, pathname, type, name, created_on, updated_on) VALUES (?, ?, ?, ?, 'file', ?, ?, ?)");
+    db.transaction(() => rows.forEach((r, i) => insert.run(`bulkfill${String(i).padStart(12, "0")}`, project, root, `/${r.name}`, r.name, t, t)))();
     const start = performance.now();
     for (let i = 0; i < 20; i++) {
-      const r = await call("search/autocomplete", { q: "product bl" });
-      expect(r.body.result.suggestions).toHaveLength(8);
+      const r = await call("search/autocomplete", { field: "name", fieldq: "product shot 1" });
+      expect(r.body.result.completions).toHaveLength(10);
     }
     const perCall = (performance.now() - start) / 20;
     expect(perCall).toBeLessThan(100);

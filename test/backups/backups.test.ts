@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { loadConfig } from "../../src/config";
@@ -10,6 +10,10 @@ import { projects } from "../../src/features/projects/projects.table";
 import { openInstance } from "../../src/app/instance";
 import { projectTables, walkFiles, writeSnapshot } from "../../src/platform/backups/snapshot.service";
 import { scheduleBackups } from "../../src/features/backups/backups.service";
+import { features, housekeepingTasks, type Feature } from "../../src/features";
+import type { JobKind } from "../../src/platform/jobs/runner";
+import { readTar } from "../../src/platform/backups/tar";
+import { runHousekeeping } from "../../src/platform/jobs/schedules";
 import { createPerson, hashPassword } from "../../src/features/users/users.service";
 import { eq, and } from "drizzle-orm";
 import { servedUrl, TestServer, tokenOf, until as waitUntil } from "../helpers/server";
@@ -43,9 +47,9 @@ function projectRows(s: TestServer, gid: string): Record<string, string[]> {
     const rows = db.query(`SELECT * FROM "${table}" WHERE "${by}" = ?`).all(gid) as Record<string, unknown>[];
     out[table] = rows
       .map((r) => {
-        // The project row's updated_on moves with every change; last_backed_up is not restored.
+        // The project row's updated_on moves with every change; last_backed_up and the next backup version are not restored.
         if (table === "projects") {
-          const { updated_on: _u, last_backed_up: _l, ...rest } = r;
+          const { updated_on: _u, last_backed_up: _l, next_backup_version: _n, ...rest } = r;
           r = rest;
         }
         return JSON.stringify(r, (_k, v) => (v instanceof Uint8Array ? Buffer.from(v).toString("base64") : v));
@@ -90,15 +94,21 @@ afterAll(() => srv.stop());
 
 describe("project backups", () => {
   let backup: string;
+  let version: number;
   let rowsAtBackup: Record<string, string[]>;
   let filesAtBackup: Record<string, string>;
 
-  test("only the owner may back up, list or restore", async () => {
+  test("only members of the project may back up, list or restore", async () => {
+    const carol = await srv.user("carol");
     for (const op of ["create", "get", "update", "restore", "delete"]) {
-      const r = await srv.call(`/api/p/${project}/backups/${op}`, { token: bob.token, body: { backup: "x" } });
+      const r = await srv.call(`/api/p/${project}/backups/${op}`, { token: carol.token, body: { version: 1, created_by: "x" } });
       expect(r.status).toBe(403);
+      expect(r.body.result.message).toBe("Not a member of the project");
     }
     expect((await srv.call(`/api/p/${project}/backups/create`, { body: {} })).status).toBe(401);
+    const noCreator = await srv.call(`/api/p/${project}/backups/create`, { token: alice.token, body: {} });
+    expect(noCreator.status).toBe(400);
+    expect(noCreator.body.result.info).toEqual({ "Missing parameter": "created_by" });
   });
 
   test("a backup is a job from queued to done that records the backup and sets last_backed_up", async () => {
@@ -107,19 +117,48 @@ describe("project backups", () => {
     expect(rowsAtBackup.widgets).toHaveLength(1200);
     expect(rowsAtBackup.memberships).toHaveLength(2);
     const since = await cursor(alice.token);
-    const r = await srv.call(`/api/p/${project}/backups/create`, { token: alice.token, body: { name: "Before the big edit", notes: "safe point" } });
+    const r = await srv.call(`/api/p/${project}/backups/create`, {
+      token: alice.token,
+      body: { created_by: "Nightly export script", name: "Before the big edit", notes: "safe point" },
+    });
     expect(r.status).toBe(200);
     const token = r.body.result["job.token"];
-    backup = r.body.result.backup;
-    expect(r.body.data.backups[backup]).toMatchObject({ gid: backup, project_gid: project, name: "Before the big edit", notes: "safe point", status: "creating", job: token });
+    version = r.body.result.version;
+    expect(version).toBe(1);
+    expect(r.body.result).toEqual({ project, version: 1, last_backed_up: expect.any(Number), "job.token": token });
+    expect(Object.keys(r.body.data)).toEqual(["cc.projects"]);
+    // The version becomes valid (listed) once the job is done.
+    expect(r.body.data["cc.projects"][project].backups).toEqual({ versions: [], next_version: 2 });
     const items = await finished(srv, alice.token, token, since);
     expect(items[0].data.status).toBe("queued");
-    expect(items.at(-1).data).toMatchObject({ project_gid: project, job: "backups.create", status: "done", info: { backup, remaining: 0, files: 3 } });
-    const got = await srv.call(`/api/p/${project}/backups/get`, { token: alice.token, body: { backup } });
-    expect(got.body.result).toEqual({ backup });
-    expect(got.body.data.backups[backup]).toMatchObject({ status: "ready", files: 3, rows: 1 + 2 + 1200 + 1, scheduled: false, completed_on: expect.any(Number) });
+    expect(items.at(-1).data).toMatchObject({ project_gid: project, job: "backup_project", status: "done", info: { version: 1, remaining: 0, files: 3 } });
+    const got = await srv.call(`/api/p/${project}/backups/get`, { token: alice.token, body: { version } });
+    expect(got.body.result).toMatchObject({ project, version: 1 });
+    expect(got.body.result.backup).toMatchObject({
+      version: 1,
+      name: "Before the big edit",
+      created_by: "Nightly export script",
+      started_by: alice.gid,
+      notes: "safe point",
+      status: "ready",
+      files: 3,
+      rows: 1 + 2 + 1200 + 1,
+      scheduled: false,
+      completed_on: expect.any(Number),
+      "job.token": token,
+    });
+    backup = (srv.ctx.db.$client.query("SELECT gid FROM backups WHERE project_gid = ? AND version = 1").get(project) as { gid: string }).gid;
     const p = await srv.call("/api/projects/get", { token: alice.token, body: { project } });
-    expect(p.body.data["cc.projects"][project].last_backed_up).toBeGreaterThan(0);
+    expect(p.body.data["cc.projects"][project].backups).toEqual({
+      versions: [{ version: 1, name: "Before the big edit", created_by: "Nightly export script", timestamp: r.body.result.last_backed_up }],
+      next_version: 2,
+    });
+    const init = await srv.call(`/api/p/${project}/init`, { token: alice.token, method: "GET" });
+    expect(init.body.result.last_backed_up).toBe(r.body.result.last_backed_up);
+    // The change travels as a cc.projects item, never as an item of a data type the spec does not list.
+    const seen = (await srv.call("/sync/get", { token: alice.token, body: { cc_cursor: since } })).body.result.sync as any[];
+    expect(seen).toContainEqual(expect.objectContaining({ action: "UPDATE", data_type: "cc.projects", data_key: project }));
+    expect(seen.every((i) => ["cc.projects", "jobs"].includes(i.data_type))).toBe(true);
     const dir = join(srv.dataDir, "backups", "projects", project, backup);
     expect(readdirSync(dir).sort()).toEqual(["files", "icon", "manifest.json", "tables"]);
     // Bob is a member but did not start it: he does not see the job.
@@ -144,11 +183,11 @@ describe("project backups", () => {
 
     const since = await cursor(alice.token);
     const pSince = (await srv.call("/sync/cursors", { token: alice.token, body: { project } })).body.result.cursor;
-    const r = await srv.call(`/api/p/${project}/backups/restore`, { token: alice.token, body: { backup } });
+    const r = await srv.call(`/api/p/${project}/backups/restore`, { token: alice.token, body: { version } });
     expect(r.status).toBe(200);
-    expect(r.body).toEqual({ success: true, result: { "job.token": expect.any(String), backup }, data: {} });
+    expect(r.body).toEqual({ success: true, result: { project, version, last_restored: expect.any(Number), "job.token": expect.any(String) }, data: {} });
     const items = await finished(srv, alice.token, r.body.result["job.token"], since);
-    expect(items.at(-1).data).toMatchObject({ job: "backups.restore", status: "done", info: { backup, files: 3, remaining: 0 } });
+    expect(items.at(-1).data).toMatchObject({ job: "restore_project", status: "done", info: { version, files: 3, remaining: 0 } });
 
     expect(projectRows(srv, project)).toEqual(rowsAtBackup);
     expect(projectFiles(srv, project)).toEqual(filesAtBackup);
@@ -173,25 +212,60 @@ describe("project backups", () => {
     expect(fts).toEqual([{ name: "Spring leaflet" }]);
   });
 
-  test("backups can be renamed, listed newest first and deleted with their files", async () => {
-    const u = await srv.call(`/api/p/${project}/backups/update`, { token: alice.token, body: { backup, name: "Renamed backup", notes: "n" } });
-    expect(u.body.data.backups[backup]).toMatchObject({ name: "Renamed backup", notes: "n" });
-    const bad = await srv.call(`/api/p/${project}/backups/update`, { token: alice.token, body: { backup, name: " " } });
+  test("backups can be renamed, listed newest first and deleted by version or versions with their files", async () => {
+    const u = await srv.call(`/api/p/${project}/backups/update`, { token: alice.token, body: { version, name: "Renamed backup", notes: "n" } });
+    expect(u.body.result).toEqual({ project, version });
+    expect(u.body.data["cc.projects"][project].backups.versions[0]).toMatchObject({ version, name: "Renamed backup" });
+    const bad = await srv.call(`/api/p/${project}/backups/update`, { token: alice.token, body: { version, name: " " } });
     expect(bad.status).toBe(422);
     expect(bad.body.result.code).toBe(1001);
-    const since = await cursor(alice.token);
-    const second = await srv.call(`/api/p/${project}/backups/create`, { token: alice.token, body: {} });
-    await finished(srv, alice.token, second.body.result["job.token"], since);
+    // The default name of another version cannot be imitated; a version's own can.
+    const imitation = await srv.call(`/api/p/${project}/backups/update`, { token: alice.token, body: { version, name: "Backup 7" } });
+    expect(imitation.body.result.info.validation).toEqual([expect.objectContaining({ field: "name", rule: "reserved" })]);
+    expect((await srv.call(`/api/p/${project}/backups/update`, { token: alice.token, body: { version, name: "Backup 1" } })).status).toBe(200);
+    await srv.call(`/api/p/${project}/backups/update`, { token: alice.token, body: { version, name: "Renamed backup" } });
+    const unknown = await srv.call(`/api/p/${project}/backups/update`, { token: alice.token, body: { version: 99, name: "x" } });
+    expect(unknown.status).toBe(422);
+    expect(unknown.body.result.message).toBe("Backup version invalid");
+    // A member who is not the owner may back up too (as the reference allows).
+    const since = await cursor(bob.token);
+    const second = await srv.call(`/api/p/${project}/backups/create`, { token: bob.token, body: { created_by: "bob" } });
+    expect(second.body.result.version).toBe(2);
+    const third = await srv.call(`/api/p/${project}/backups/create`, { token: bob.token, body: { created_by: "bob" } });
+    expect(third.body.result.version).toBe(3);
+    await finished(srv, bob.token, second.body.result["job.token"], since);
+    await finished(srv, bob.token, third.body.result["job.token"], since);
     const list = await srv.call(`/api/p/${project}/backups/get`, { token: alice.token, body: {} });
-    expect(list.body.result.backups).toEqual([second.body.result.backup, backup]);
-    expect(list.body.data.backups[second.body.result.backup].name).toMatch(/^Backup \d{4}-\d\d-\d\d \d\d:\d\d UTC$/);
-    const d = await srv.call(`/api/p/${project}/backups/delete`, { token: alice.token, body: { backup: second.body.result.backup } });
-    expect(d.body).toEqual({ success: true, result: { backup: second.body.result.backup }, data: { backups: {} } });
-    expect(existsSync(join(srv.dataDir, "backups", "projects", project, second.body.result.backup))).toBe(false);
-    const gone = await srv.call(`/api/p/${project}/backups/get`, { token: alice.token, body: { backup: second.body.result.backup } });
+    expect(list.body.result.backups.map((b: any) => b.version)).toEqual([3, 2, 1]);
+    expect(list.body.result.backups[0].name).toBe("Backup 3");
+    const gid2 = (srv.ctx.db.$client.query("SELECT gid FROM backups WHERE project_gid = ? AND version = 2").get(project) as { gid: string }).gid;
+    const d = await srv.call(`/api/p/${project}/backups/delete`, { token: alice.token, body: { versions: [2, 3, 99] } });
+    expect(d.body.result).toEqual({ project });
+    expect(d.body.data["cc.projects"][project].backups).toEqual({ versions: [expect.objectContaining({ version: 1 })], next_version: 4 });
+    expect(existsSync(join(srv.dataDir, "backups", "projects", project, gid2))).toBe(false);
+    const gone = await srv.call(`/api/p/${project}/backups/get`, { token: alice.token, body: { version: 2 } });
     expect(gone.status).toBe(422);
-    expect(gone.body.result.message).toBe("No such backup");
-    expect((await srv.call(`/api/p/${project}/backups/restore`, { token: alice.token, body: {} })).body.result.info).toEqual({ "Missing parameter": "backup" });
+    expect(gone.body.result.message).toBe("Backup version invalid");
+    // Versions are never reused.
+    const sinceNext = await cursor(alice.token);
+    const next = await srv.call(`/api/p/${project}/backups/create`, { token: alice.token, body: { created_by: "test" } });
+    expect(next.body.result.version).toBe(4);
+    await finished(srv, alice.token, next.body.result["job.token"], sinceNext);
+    const one = await srv.call(`/api/p/${project}/backups/delete`, { token: alice.token, body: { version: 4, versions: [1] } });
+    expect(one.body.data["cc.projects"][project].backups.versions.map((v: any) => v.version)).toEqual([1]);
+    expect((await srv.call(`/api/p/${project}/backups/restore`, { token: alice.token, body: {} })).body.result.info).toEqual({ "Missing parameter": "version" });
+    expect((await srv.call(`/api/p/${project}/backups/restore`, { token: alice.token, body: { version: 0 } })).body.result.message).toBe("Backup version invalid");
+  });
+
+  test("a restore that cannot start answers 1003 with info.process", async () => {
+    srv.ctx.db.$client.query("UPDATE backups SET status = 'failed' WHERE gid = ?").run(backup);
+    try {
+      const r = await srv.call(`/api/p/${project}/backups/restore`, { token: alice.token, body: { version } });
+      expect(r.status).toBe(422);
+      expect(r.body).toEqual({ success: false, result: { code: 1003, message: "Process error", info: { process: "restore", reason: "The backup failed" } }, data: {} });
+    } finally {
+      srv.ctx.db.$client.query("UPDATE backups SET status = 'ready' WHERE gid = ?").run(backup);
+    }
   });
 
   test("a damaged backup is rejected on restore with info.error and the project is left alone", async () => {
@@ -201,7 +275,7 @@ describe("project backups", () => {
     const original = readFileSync(victim);
     writeFileSync(victim, "tampered");
     const before = projectRows(srv, project);
-    const r = await srv.call(`/api/p/${project}/backups/restore`, { token: alice.token, body: { backup } });
+    const r = await srv.call(`/api/p/${project}/backups/restore`, { token: alice.token, body: { version } });
     const items = await finished(srv, alice.token, r.body.result["job.token"], since);
     expect(items.at(-1).data.status).toBe("rejected");
     expect(items.at(-1).data.info).toMatchObject({ error: "Backup is damaged", code: 422 });
@@ -211,9 +285,9 @@ describe("project backups", () => {
 
   test("backups and restores of one project never run at once", async () => {
     const since = await cursor(alice.token);
-    const a = await srv.call(`/api/p/${project}/backups/create`, { token: alice.token, body: {} });
-    const b = await srv.call(`/api/p/${project}/backups/restore`, { token: alice.token, body: { backup } });
-    const c = await srv.call(`/api/p/${project}/backups/create`, { token: alice.token, body: {} });
+    const a = await srv.call(`/api/p/${project}/backups/create`, { token: alice.token, body: { created_by: "test" } });
+    const b = await srv.call(`/api/p/${project}/backups/restore`, { token: alice.token, body: { version } });
+    const c = await srv.call(`/api/p/${project}/backups/create`, { token: alice.token, body: { created_by: "test" } });
     const tokens = [a, b, c].map((x) => x.body.result["job.token"]);
     await Promise.all(tokens.map((t) => finished(srv, alice.token, t, since)));
     const jobs = tokens.map((t) => srv.ctx.jobs.get(t)!);
@@ -225,7 +299,7 @@ describe("project backups", () => {
   test("a file deleted while a backup runs is still in the backup when its row is", async () => {
     const gid = await srv.project(alice.token, "Deleting meanwhile");
     const t = Date.now() / 1000;
-    srv.ctx.db.$client.query("INSERT INTO assets (gid, project_gid, type, name, storage_name, created_on, updated_on) VALUES ('racefile01', ?, 'file', 'doomed', 'racefile01~1.bin', ?, ?)").run(gid, t, t);
+    srv.ctx.db.$client.query("INSERT INTO assets (gid, project_gid, type, name, storage_name, status, created_on, updated_on) VALUES ('racefile01', ?, 'file', 'doomed', 'racefile01~1.bin', 'deleted', ?, ?)").run(gid, t, t);
     writeProjectFile(srv, gid, "originals/racefile01~1.bin", "doomed bytes");
     const dir = join(srv.dataDir, "tmp", "race-backup");
     rmSync(dir, { recursive: true, force: true });
@@ -280,6 +354,99 @@ describe("project backups", () => {
   });
 });
 
+describe("API users in project backups", () => {
+  test("a restore gives API users back their names, keys and rate limits, returns deleted ones and removes later ones", async () => {
+    const keys = await srv.project(alice.token, "Keys");
+    const call = (path: string, body: Record<string, unknown> = {}) => srv.call(`/api/p/${keys}/${path}`, { token: alice.token, body });
+    const made = async (name: string, rate?: number) => {
+      const r = await call("apikeys/create", { name, ...(rate ? { rate_limit_per_second: rate } : {}) });
+      expect(r.status).toBe(200);
+      return { gid: r.body.result.user as string, key: r.body.result.apikey as string };
+    };
+    const feed = await made("Feed", 5);
+    const gone = await made("Gone");
+    let since = await cursor(alice.token);
+    const b = await call("backups/create", { name: "keys", created_by: "test" });
+    expect(b.status).toBe(200);
+    await finished(srv, alice.token, b.body.result["job.token"], since);
+
+    expect((await call("apikeys/update", { user: feed.gid, name: "Feed v2", rate_limit_per_second: 9 })).status).toBe(200);
+    expect((await call("apikeys/delete", { user: gone.gid })).status).toBe(200);
+    const later = await made("Later");
+
+    since = await cursor(alice.token);
+    const r = await call("backups/restore", { version: b.body.result.version });
+    const items = await finished(srv, alice.token, r.body.result["job.token"], since);
+    expect(items.at(-1).data.status).toBe("done");
+
+    const list = await call("apikeys/get");
+    expect([...list.body.result.apikeys].sort()).toEqual([feed.gid, gone.gid].sort());
+    expect(list.body.data["cc.users"][feed.gid].name).toBe("Feed");
+    expect(list.body.data["cc.users"][gone.gid].name).toBe("Gone");
+    const rates = Object.fromEntries((list.body.data["cc.projects_members"] as any[]).map((m) => [m.user_gid, m.options?.rate_limit_per_second ?? null]));
+    expect(rates[feed.gid]).toBe(5);
+    expect(srv.ctx.db.$client.query("SELECT count(*) AS n FROM users WHERE gid = ?").get(later.gid)).toEqual({ n: 0 });
+    // The keys of the backup work again; the later one does not.
+    expect((await srv.call(`/api/p/${keys}/auth`, { body: { api_key: gone.key } })).status).toBe(200);
+    expect((await srv.call(`/api/p/${keys}/auth`, { body: { api_key: later.key } })).status).not.toBe(200);
+    const cc = await srv.ccItems(alice.token, since);
+    expect(cc).toEqual(expect.arrayContaining([`UPDATE cc.users ${feed.gid}`, `INSERT cc.users ${gone.gid}`, `DELETE cc.users ${later.gid}`]));
+  }, 30_000);
+});
+
+describe("permanent deletion during a backup", () => {
+  test("deleting a project for good while its backup runs stops the job first, logs no error and leaves no backup folder", async () => {
+    // The real backup job, each progress step slowed so the deletion lands in the middle of it.
+    const slowed: Feature[] = features.map((f) => {
+      if (f.name !== "backups" || !f.jobs) return f;
+      const real = f.jobs["backup_project"]!;
+      const handler: JobKind["handler"] = (ctx, job, progress) =>
+        real.handler(ctx, job, {
+          signal: progress.signal,
+          set: (i) => progress.set(i),
+          total: (n) => progress.total(n),
+          yield: () => progress.yield(),
+          step: async (n) => {
+            await Bun.sleep(25);
+            return progress.step(n);
+          },
+        });
+      return { ...f, jobs: { ...f.jobs, "backup_project": { ...real, handler } } };
+    });
+    const s = await TestServer.start({}, undefined, slowed);
+    const errors: string[] = [];
+    const logError = s.ctx.log.error.bind(s.ctx.log);
+    s.ctx.log.error = (msg: string, extra?: Record<string, unknown>) => {
+      errors.push(`${msg} ${JSON.stringify(extra ?? {})}`);
+      logError(msg, extra);
+    };
+    try {
+      const ann = await s.user("ann");
+      const gid = await s.project(ann.token, "Doomed");
+      for (let i = 0; i < 60; i++) writeProjectFile(s, gid, `originals/f${i}~1.bin`, `file ${i}`);
+      const since = await s.ccCursor(ann.token);
+      const started = await s.call(`/api/p/${gid}/backups/create`, { token: ann.token, body: { name: "running", created_by: "test" } });
+      const job = started.body.result["job.token"];
+      const folder = join(s.dataDir, "backups", "projects", gid);
+      await until(() => s.ctx.jobs.busy === 1 && existsSync(folder) && readdirSync(folder).length > 0);
+      expect((await s.call("/api/projects/delete", { token: ann.token, body: { project: gid } })).status).toBe(200);
+      const gone = await s.call("/api/projects/permanent_delete", { token: ann.token, body: { project: gid } });
+      expect(gone.status).toBe(200);
+      expect(s.ctx.jobs.busy).toBe(0);
+      expect(existsSync(folder)).toBe(false);
+      expect(existsSync(s.ctx.storage.projectDir(gid))).toBe(false);
+      const items = (await s.call("/sync/get", { token: ann.token, body: { cc_cursor: since } })).body.result.sync as any[];
+      const last = items.filter((i) => i.data_type === "jobs" && i.data_key === job).at(-1);
+      expect(last.data).toMatchObject({ status: "rejected", info: { error: "The project is being deleted" } });
+      // Nothing of it is left running or queued, and nothing complained.
+      expect(s.ctx.db.$client.query("SELECT count(*) AS n FROM jobs WHERE project_gid = ?").get(gid)).toEqual({ n: 0 });
+      expect(errors).toEqual([]);
+    } finally {
+      await s.stop();
+    }
+  }, 30_000);
+});
+
 describe("crash during a backup", () => {
   test("a server killed with SIGKILL in the middle of a backup job finishes it after a restart", async () => {
     const dir = mkdtempSync(join(tmpdir(), "apis-kill-"));
@@ -319,28 +486,31 @@ describe("crash during a backup", () => {
         mkdirSync(dirname(f), { recursive: true });
         writeFileSync(f, `file ${i} `.repeat(1000));
       }
-      const started = await call(s.url, `/api/p/${gid}/backups/create`, { name: "killed" }, token);
+      const started = await call(s.url, `/api/p/${gid}/backups/create`, { created_by: "kim", name: "killed" }, token);
       const job = started.body.result["job.token"];
-      const backup = started.body.result.backup;
+      const version = started.body.result.version;
       await until(async () => {
         const j = await call(s.url, `/api/p/${gid}/jobs/get`, { token: job }, token);
-        const info = j.body.data.jobs?.[job];
+        const info = j.body.result.job;
         return info?.status === "processing" && info.info.remaining < info.info.total - 3 ? true : undefined;
       });
       s.child.kill("SIGKILL");
       await s.child.exited;
-      expect(existsSync(join(dir, "backups", "projects", gid, `${backup}.partial`))).toBe(true);
+      // The backup's folder is still being written (its name is the backup's internal gid).
+      const partials = readdirSync(join(dir, "backups", "projects", gid)).filter((d) => d.endsWith(".partial"));
+      expect(partials).toHaveLength(1);
+      const backup = partials[0]!.replace(/\.partial$/, "");
 
       s = await spawnServer();
       try {
         const done = await until(async () => {
           const j = await call(s.url, `/api/p/${gid}/jobs/get`, { token: job }, token);
-          const info = j.body.data.jobs?.[job];
+          const info = j.body.result.job;
           return info?.status === "done" ? info : undefined;
         });
-        expect(done.info).toMatchObject({ backup, files: 40, remaining: 0 });
-        const b = await call(s.url, `/api/p/${gid}/backups/get`, { backup }, token);
-        expect(b.body.data.backups[backup]).toMatchObject({ status: "ready", files: 40 });
+        expect(done.info).toMatchObject({ version, files: 40, remaining: 0 });
+        const b = await call(s.url, `/api/p/${gid}/backups/get`, { version }, token);
+        expect(b.body.result.backup).toMatchObject({ status: "ready", files: 40 });
         expect(existsSync(join(dir, "backups", "projects", gid, `${backup}.partial`))).toBe(false);
         const manifest = JSON.parse(readFileSync(join(dir, "backups", "projects", gid, backup, "manifest.json"), "utf8"));
         expect(manifest.files).toHaveLength(40);
@@ -386,12 +556,12 @@ describe("instance backup CLI", () => {
       expect(listing.some((n) => n.startsWith("backups/") || n.startsWith("tmp/"))).toBe(false);
 
       // A running server holds its folder: restore refuses.
-      const refused = apis("backup", "restore", archive, "--data", srv.dataDir);
+      const refused = apis("backup", "restore", archive, "--data", srv.dataDir, "--yes");
       expect(refused.code).toBe(1);
       expect(refused.err).toMatch(/server \(pid \d+\) is using/);
 
       const target = join(work, "restored");
-      const restored = apis("backup", "restore", archive, "--data", target);
+      const restored = apis("backup", "restore", archive, "--data", target, "--yes");
       expect(restored.err).toBe("");
       expect(restored.code).toBe(0);
       const other = await TestServer.start({}, target);
@@ -452,18 +622,134 @@ describe("instance backup CLI", () => {
   }, 30_000);
 });
 
+describe("instance archives: modes, confirmation, schedule", () => {
+  const root = join(import.meta.dir, "../..");
+  const apis = (...args: string[]) => {
+    const r = Bun.spawnSync([process.execPath, "src/main.ts", ...args], { cwd: root, env: { ...process.env, APIS_LOG_LEVEL: "silent" } });
+    return { code: r.exitCode, out: r.stdout.toString(), err: r.stderr.toString() };
+  };
+  const modeOf = (f: string) => statSync(f).mode & 0o777;
+
+  test("an archive is written 0600, keeps every file's mode, and a restore gives them back with jwt.secret at 0600", async () => {
+    const work = mkdtempSync(join(tmpdir(), "apis-modes-"));
+    const secret = join(srv.dataDir, "jwt.secret");
+    const shared = join(srv.ctx.storage.projectDir(project), "originals", "shared~1.bin");
+    const script = join(srv.ctx.storage.projectDir(project), "originals", "tool~1.sh");
+    writeFileSync(shared, "shared bytes");
+    writeFileSync(script, "#!/bin/sh\n");
+    chmodSync(shared, 0o640);
+    chmodSync(script, 0o750);
+    // As an older archive or a careless admin could have it: the restore still leaves it 0600.
+    chmodSync(secret, 0o644);
+    try {
+      const archive = join(work, "modes.tar");
+      expect(apis("backup", "create", "--data", srv.dataDir, "--out", archive).code).toBe(0);
+      expect(modeOf(archive)).toBe(0o600);
+      const modes = new Map<string, number>();
+      await readTar(archive, (e) => {
+        modes.set(e.name, e.mode);
+        return null;
+      });
+      const rel = (f: string) => f.slice(srv.dataDir.length + 1);
+      expect(modes.get(rel(shared))).toBe(0o640);
+      expect(modes.get(rel(script))).toBe(0o750);
+      expect(modes.get("jwt.secret")).toBe(0o644);
+      // Any tar reads it, modes included.
+      expect(Bun.spawnSync(["tar", "-tvf", archive]).stdout.toString()).toMatch(/-rwxr-x--- .*tool~1\.sh/);
+
+      const target = join(work, "restored");
+      const r = apis("backup", "restore", archive, "--data", target, "--yes");
+      expect(r.err).toBe("");
+      expect(r.code).toBe(0);
+      expect(modeOf(join(target, rel(shared)))).toBe(0o640);
+      expect(modeOf(join(target, rel(script)))).toBe(0o750);
+      expect(modeOf(join(target, "jwt.secret"))).toBe(0o600);
+      expect(readFileSync(join(target, "jwt.secret"), "utf8")).toBe(readFileSync(secret, "utf8"));
+    } finally {
+      chmodSync(secret, 0o600);
+      rmSync(shared, { force: true });
+      rmSync(script, { force: true });
+      rmSync(work, { recursive: true, force: true });
+    }
+  }, 30_000);
+
+  test("restore asks on a terminal and changes nothing unless the answer is yes; without a terminal it needs --yes", async () => {
+    const work = mkdtempSync(join(tmpdir(), "apis-confirm-"));
+    try {
+      const archive = join(work, "a.tar");
+      expect(apis("backup", "create", "--data", srv.dataDir, "--out", archive).code).toBe(0);
+      const target = join(work, "target");
+      const answer = async (typed: string) => {
+        let screen = "";
+        const proc = Bun.spawn([process.execPath, "src/main.ts", "backup", "restore", archive, "--data", target], {
+          cwd: root,
+          env: { ...process.env, APIS_LOG_LEVEL: "silent" },
+          terminal: { cols: 200, rows: 24, data: (_t, bytes) => (screen += new TextDecoder().decode(bytes)) },
+        });
+        await until(() => screen.includes("Type yes to restore: "), 20_000);
+        expect(screen).toContain(archive);
+        proc.terminal!.write(`${typed}\r`);
+        return { code: await proc.exited, screen };
+      };
+      const no = await answer("no");
+      expect(no.code).toBe(1);
+      expect(no.screen).toContain("nothing was changed");
+      expect(existsSync(join(target, "apis.db"))).toBe(false);
+
+      const piped = apis("backup", "restore", archive, "--data", target);
+      expect(piped.code).toBe(2);
+      expect(piped.err).toContain("--yes");
+      expect(existsSync(join(target, "apis.db"))).toBe(false);
+
+      const yes = await answer("yes");
+      expect(yes.code).toBe(0);
+      expect(yes.screen).toContain("restored");
+      expect(existsSync(join(target, "apis.db"))).toBe(true);
+    } finally {
+      rmSync(work, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  test("scheduled instance backups are off by default and keep only the newest --instance-backups-keep, never manual archives", async () => {
+    const task = housekeepingTasks().find((t) => t.name === "instance-backups")!;
+    expect(task).toBeDefined();
+    expect(task.schedule(loadConfig({}, {}))).toBe("off");
+    expect(task.schedule(loadConfig({ "schedule-instance-backups": "0 2 * * *" }, {}))).toBe("0 2 * * *");
+    const dir = join(srv.dataDir, "backups", "instance");
+    rmSync(dir, { recursive: true, force: true });
+    expect(apis("backup", "create", "--data", srv.dataDir).code).toBe(0);
+    const manual = readdirSync(dir);
+    expect(manual).toHaveLength(1);
+    const ctx = { ...srv.ctx, config: { ...srv.ctx.config, instanceBackupsKeep: 2 } };
+    const made: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const run = await runHousekeeping(ctx, task);
+      expect(run.ok).toBe(true);
+      made.push(/^wrote (apis-scheduled-\S+\.tar) /.exec(run.summary)![1]!);
+    }
+    const left = readdirSync(dir).sort();
+    expect(left).toEqual([...manual, ...made.slice(2)].sort());
+    for (const n of left) expect(modeOf(join(dir, n))).toBe(0o600);
+    expect(JSON.parse(apis("backup", "verify", join(dir, made[3]!), "--json").out).ok).toBe(true);
+  }, 60_000);
+});
+
 describe("backup folders", () => {
   test("a complete backup folder the database does not list is recovered; unfinished ones are removed", async () => {
     const since = await cursor(alice.token);
-    const r = await srv.call(`/api/p/${project}/backups/create`, { token: alice.token, body: { name: "to forget" } });
+    const r = await srv.call(`/api/p/${project}/backups/create`, { token: alice.token, body: { created_by: "test", name: "to forget" } });
+    const made: number = r.body.result.version;
     await finished(srv, alice.token, r.body.result["job.token"], since);
-    const gid = r.body.result.backup;
+    const gid = (srv.ctx.db.$client.query("SELECT gid FROM backups WHERE project_gid = ? AND version = ?").get(project, made) as { gid: string }).gid;
     srv.ctx.db.$client.query("DELETE FROM backups WHERE gid = ?").run(gid);
     mkdirSync(join(srv.dataDir, "backups", "projects", project, "leftover.partial"), { recursive: true });
     const { tidyBackupFolders } = await import("../../src/features/backups/backups.service");
     expect(tidyBackupFolders(srv.ctx)).toBe("removed 1 orphaned folder(s), recovered 1 backup(s)");
-    const got = await srv.call(`/api/p/${project}/backups/get`, { token: alice.token, body: { backup: gid } });
-    expect(got.body.data.backups[gid]).toMatchObject({ status: "ready", name: expect.stringMatching(/^Recovered backup /) });
+    const got = await srv.call(`/api/p/${project}/backups/get`, { token: alice.token, body: {} });
+    const recovered = got.body.result.backups[0];
+    expect(recovered.version).toBeGreaterThan(made);
+    expect(recovered.name).toMatch(/^Recovered backup /);
+    expect(recovered.status).toBe("ready");
     expect(existsSync(join(srv.dataDir, "backups", "projects", project, "leftover.partial"))).toBe(false);
   });
 });

@@ -162,6 +162,21 @@ describe("the result", () => {
     expect(result.public_url).toBe(`${srv.ctx.baseUrl}/media/p/${project}/var/product-shot@thumb.png`);
     expect(pic.format).toBe("png");
   });
+
+  test("a free-text name and key (spaces, umlauts, @, %) are encoded in the file name and served at the URL the answer gives", async () => {
+    const name = encodeURIComponent("Schöne Schuhe @ 50% off");
+    const r = await transform(jpg, `fit=20,20/name=${name}/key=${encodeURIComponent("v@2")}`);
+    expect(r.status).toBe(200);
+    expect(r.body.result.target).toBe(`${project}/media/Sch%C3%B6ne%20Schuhe%20%40%2050%25%20off@v%402.jpg`);
+    expect(r.body.result.options).toMatchObject({ name: "Schöne Schuhe @ 50% off", key: "v@2" });
+    const file = await fetch(r.body.result.public_url);
+    expect(file.status).toBe(200);
+    expect(file.headers.get("content-type")).toBe("image/jpeg");
+    // Another spelling of the same name is not a media file.
+    const lower = r.body.result.public_url.replace("%25C3%25B6", "%25c3%25b6");
+    expect((await fetch(lower)).status).toBe(404);
+    for (const bad of ["a%2Fb", "..", "a%5Cb"]) expect((await transform(jpg, `fit=20,20/name=${bad}`)).status).toBe(400);
+  });
 });
 
 describe("geometry", () => {
@@ -376,10 +391,12 @@ describe("types, quality and metadata", () => {
 describe("with the asset upload endpoint", () => {
   test("an uploaded image is transformed by the storage name the upload answered", async () => {
     const form = new FormData();
-    form.append("file", new Blob([new Uint8Array(await halves(160, 80, "png"))], { type: "application/octet-stream" }), "halves.png");
+    form.append("upload_file", new Blob([new Uint8Array(await halves(160, 80, "png"))], { type: "application/octet-stream" }), "halves.png");
     const up = await srv.call(`/api/p/${project}/assets/upload`, { body: form, token });
     expect(up.status).toBe(200);
-    const storage = up.body.data.assets[up.body.result.asset].storage_name;
+    const a = up.body.data.assets[up.body.result.asset];
+    // The DAM storage pathname of an asset: <gid>~<version>.<type>.
+    const storage = `${a.gid}~${a.version}.${a.type}`;
     expect(storage).toMatch(/~1\.png$/);
     const { result, pic } = await made(storage, "fill=40,40/hs=0,0.5");
     expect(result.options.type).toBe("png");
@@ -446,7 +463,21 @@ describe("errors", () => {
     expect(r.status).toBe(422);
     const info = await srv.call(`/dam/p/${project}/info/${pathname}`, { token });
     expect(info.status).toBe(200);
-    expect(info.body.result).toMatchObject({ type: "file", extension: "pdf", dimensions: null, format: null, transforms: [] });
+    expect(info.body.result).toEqual({
+      format: "pdf",
+      filesize: 19,
+      pages: 1,
+      width: null,
+      height: null,
+      resolution: null,
+      transparent: false,
+      animated: false,
+      colors: null,
+      colorspace: null,
+      metadata: {},
+    });
+    const details = await srv.call(`/dam/p/${project}/details/${pathname}`, { token });
+    expect(details.body.result).toMatchObject({ type: "file", extension: "pdf", dimensions: null, format: null, transforms: [] });
   });
 
   test("an SVG source is refused with a 422", async () => {
@@ -480,6 +511,9 @@ describe("permanent deletion", () => {
     const urls = [t1.body.result.public_url, t2.body.result.public_url];
     for (const u of urls) expect((await fetch(u)).status).toBe(200);
 
+    // Only a deleted asset can be deleted permanently.
+    expect((await srv.call(`/api/p/${project}/assets/permanent_delete`, { body: { asset: a.gid }, token })).status).toBe(422);
+    expect((await srv.call(`/api/p/${project}/assets/delete`, { body: { asset: a.gid }, token })).status).toBe(200);
     const r = await srv.call(`/api/p/${project}/assets/permanent_delete`, { body: { asset: a.gid }, token });
     expect(r.status).toBe(200);
     for (const u of urls) {
@@ -496,6 +530,7 @@ describe("permanent deletion", () => {
   test("bulk permanent deletion removes the transformed files too", async () => {
     const a = await storeImage(srv, project, await halves(40, 20));
     const t = await transform(a.pathname, "width=21");
+    expect((await srv.call(`/api/p/${project}/assets/delete`, { body: { asset: a.gid }, token })).status).toBe(200);
     const r = await srv.call(`/api/p/${project}/assets/bulk/permanent_delete`, { body: { selection: [a.gid] }, token });
     expect(r.status).toBe(200);
     let status = 200;
@@ -514,7 +549,7 @@ describe("publish, unpublish, info", () => {
     const p = await srv.call(`/dam/p/${project}/publish/${pathname}`, { token });
     expect(p.status).toBe(200);
     expect(p.headers.get("authorization")).toBeNull();
-    expect(p.body.result.public_url).toBe(`${srv.ctx.baseUrl}/media/p/${project}/orig/${pathname}`);
+    expect(p.body).toEqual({ success: true, result: { public_url: `${srv.ctx.baseUrl}/media/p/${project}/orig/${pathname}` }, data: {} });
     const file = await fetch(p.body.result.public_url);
     expect(file.status).toBe(200);
     expect(file.headers.get("content-type")).toBe("image/jpeg");
@@ -522,7 +557,7 @@ describe("publish, unpublish, info", () => {
     const sync = await srv.call("/sync/get", { body: { project, cursor: before.body.result.cursor }, token });
     expect(sync.body.result.sync).toContainEqual(expect.objectContaining({ type: project, action: "UPDATE", data_type: "assets", data_key: gid }));
 
-    const info = await srv.call(`/dam/p/${project}/info/${pathname}`, { token });
+    const info = await srv.call(`/dam/p/${project}/details/${pathname}`, { token });
     expect(info.body.result).toMatchObject({ asset: gid, published: true, public_url: p.body.result.public_url });
 
     const u = await srv.call(`/dam/p/${project}/unpublish/${pathname}`, { token });
@@ -533,11 +568,25 @@ describe("publish, unpublish, info", () => {
     expect(((await gone.json()) as any).result.code).toBe(404);
   });
 
-  test("info describes the original, its versions and its transforms", async () => {
+  test("info answers the reference's members, read from the file", async () => {
+    const png = await sharp({ create: { width: 30, height: 20, channels: 4, background: { r: 0, g: 0, b: 255, alpha: 0.5 } } }).png().withMetadata({ density: 300 }).toBuffer();
+    const { pathname } = await storeImage(srv, project, png);
+    const r = await srv.call(`/dam/p/${project}/info/${pathname}`, { token });
+    expect(r.status).toBe(200);
+    expect(r.body).toEqual({
+      success: true,
+      result: { format: "png", filesize: png.length, pages: 1, width: 30, height: 20, resolution: [300, 300], transparent: true, animated: false, colors: "truecolormatte", colorspace: "srgb", metadata: {} },
+      data: {},
+    });
+    const j = await srv.call(`/dam/p/${project}/info/${jpg}`, { token });
+    expect(j.body.result).toMatchObject({ format: "jpg", transparent: false, colors: "truecolor", colorspace: "srgb" });
+  });
+
+  test("details (an Apis extension) describes the original, its versions and its transforms", async () => {
     const a = await storeImage(srv, project, await halves(80, 40));
     const b = await storeImage(srv, project, await halves(60, 60), { gid: a.gid, version: 2 });
     const t = await transform(b.pathname, "width=30");
-    const r = await srv.call(`/dam/p/${project}/info/${b.pathname}`, { token });
+    const r = await srv.call(`/dam/p/${project}/details/${b.pathname}`, { token });
     expect(r.status).toBe(200);
     expect(r.body.data).toEqual({});
     expect(r.body.result).toMatchObject({
@@ -561,13 +610,14 @@ describe("publish, unpublish, info", () => {
       [1, a.pathname, false],
     ]);
     expect(r.body.result.transforms).toEqual([expect.objectContaining({ public_url: t.body.result.public_url, dimensions: [30, 30], source: b.pathname })]);
-    const old = await srv.call(`/dam/p/${project}/info/${a.pathname}`, { token });
+    const old = await srv.call(`/dam/p/${project}/details/${a.pathname}`, { token });
     expect(old.body.result).toMatchObject({ version: 1, current: false, dimensions: [80, 40] });
+    expect((await srv.call(`/dam/p/${project}/info/${a.pathname}`, { token })).body.result).toMatchObject({ width: 80, height: 40 });
   });
 
   test("publish, unpublish and info refuse strangers, unknown names and path tricks", async () => {
     const bob = await srv.user("carol");
-    for (const op of ["publish", "unpublish", "info"]) {
+    for (const op of ["publish", "unpublish", "info", "details"]) {
       expect((await srv.call(`/dam/p/${project}/${op}/${jpg}`)).status).toBe(401);
       expect((await srv.call(`/dam/p/${project}/${op}/${jpg}`, { token: bob.token })).status).toBe(403);
       expect((await srv.call(`/dam/p/${project}/${op}/zzzzzzzzzzzz~1.jpg`, { token })).status).toBe(422);

@@ -8,15 +8,20 @@ import {
   assetDictionary,
   assetsByGids,
   changeMetadata,
-  clearedMetadata,
   deleteAssetRows,
+  ensureRoot,
+  findAsset,
+  metadataField,
+  metadataName,
+  metadataNames,
+  projectLanguages,
   moveAssetRows,
   removeAssetRows,
   removeOriginals,
   requireParentFolder,
   undeleteAssetRows,
-  validMetadata,
   type Asset,
+  type MetadataField,
   type BatchOutcome,
 } from "./assets.service";
 import { pageSelection, resolveSelection } from "../../core/selection";
@@ -33,43 +38,56 @@ import { getUser } from "../users/users.service";
  * longer qualify by the time their chunk runs are skipped and counted in `info.skipped`.
  */
 
+/** Job names as the reference names them: `bulk_<operation>_assets`. */
 export const BULK_KINDS = {
-  delete: "assets.bulk.delete",
-  undelete: "assets.bulk.undelete",
-  permanent_delete: "assets.bulk.permanent_delete",
-  move: "assets.bulk.move",
-  metadata: "assets.bulk.metadata",
+  delete: "bulk_delete_assets",
+  undelete: "bulk_undelete_assets",
+  permanent_delete: "bulk_permanent_delete_assets",
+  move: "bulk_move_assets",
+  metadata: "bulk_metadata_assets",
 } as const;
 export type BulkOperation = keyof typeof BULK_KINDS;
 
 /** Items per transaction: small enough to keep the database responsive to other requests. */
 const CHUNK = 200;
 
-type Params = { gids: string[]; parent?: string | null; set?: Record<string, unknown>; clear?: true | string[] };
+type Params = { gids: string[]; missing?: string[]; parent?: string; set?: Record<string, MetadataField>; unset?: string[]; clear?: true | string[] };
 
 /**
  * Resolves the selection and enqueues the job in the same transaction (so the snapshot and the
  * job agree). Returns the job token.
  */
-function startBulk(ctx: Ctx, tx: Tx, projectGid: string, userGid: string, op: BulkOperation, body: Record<string, unknown>): string {
-  const items = resolveSelection(tx, assetSelection, projectGid, body.selection);
-  const params: Params = { gids: items.map((i) => i.gid) };
+function startBulk(ctx: Ctx, tx: Tx, log: ChangeLog, projectGid: string, userGid: string, op: BulkOperation, body: Record<string, unknown>): string {
+  ensureRoot(tx, log, projectGid);
+  const missing: string[] = [];
+  // Gids that name no asset are skipped (the reference's rule), and counted in the job's info.
+  const items = resolveSelection(tx, assetSelection, projectGid, body.selection, { missing });
+  const params: Params = { gids: items.map((i) => i.gid), ...(missing.length ? { missing: missing.slice(0, 100) } : {}) };
   if (op === "move") {
-    if (!("parent" in body)) throw badRequest("Missing parameter", { "Missing parameter": "parent" });
-    params.parent = requireParentFolder(tx, projectGid, body.parent);
-    if (params.parent) {
-      const chain = new Set([params.parent, ...ancestorGids(tx, projectGid, params.parent)]);
-      const bad = params.gids.filter((g) => chain.has(g));
-      if (bad.length) throw unprocessable("Cannot move a folder into itself or one of its subfolders", { assets: bad.slice(0, 100), parent: params.parent });
-    }
+    if (body.parent === undefined || body.parent === null) throw badRequest("Missing parameter", { "Missing parameter": "parent" });
+    params.parent = requireParentFolder(tx, log, projectGid, body.parent);
+    const chain = new Set([params.parent, ...ancestorGids(tx, projectGid, params.parent)]);
+    const bad = params.gids.filter((g) => chain.has(g));
+    if (bad.length) throw unprocessable("Cannot move a folder into itself or one of its subfolders", { assets: bad.slice(0, 100), parent: params.parent });
   }
   if (op === "metadata") {
     if (body.metadata === undefined && body.clear === undefined) throw badRequest("Missing parameter", { "Missing parameter": "metadata" });
-    if (body.metadata !== undefined) params.set = validMetadata(body.metadata);
-    if (body.clear !== undefined && body.clear !== false) {
-      clearedMetadata({}, body.clear);
-      params.clear = body.clear === true ? true : (body.clear as string[]);
+    if (body.metadata !== undefined) {
+      const md = body.metadata;
+      if (!md || typeof md !== "object" || Array.isArray(md)) throw badRequest("Invalid parameter", { "Invalid parameter": "metadata", expected: "an object of field name: value (null removes the field)" });
+      const languages = projectLanguages(tx, projectGid);
+      params.set = {};
+      params.unset = [];
+      for (const [k, v] of Object.entries(md)) {
+        const name = metadataName(k, `metadata.${k}`);
+        if (v === null) params.unset.push(name);
+        else {
+          const field = typeof v === "object" && !Array.isArray(v) && Object.hasOwn(v, "value") ? (v as Record<string, unknown>) : { value: v, type: typeof v === "number" ? "number" : typeof v === "boolean" ? "boolean" : "textline" };
+          params.set[name] = metadataField(field, languages);
+        }
+      }
     }
+    if (body.clear !== undefined && body.clear !== false) params.clear = body.clear === true ? true : metadataNames(body.clear, "clear");
   }
   return ctx.jobs.enqueue({
     kind: BULK_KINDS[op],
@@ -108,6 +126,7 @@ async function inChunks(ctx: Ctx, job: Job, progress: Progress, fn: (tx: Tx, log
     await progress.step(Math.min(CHUNK, p.gids.length - i));
   }
   const list = [...skipped].filter(([g]) => !handled.has(g)).map(([gid, reason]) => ({ gid, reason }));
+  for (const gid of p.missing ?? []) list.push({ gid, reason: "Asset does not exist" });
   return { done: handled.size, skipped: list.length, ...(list.length ? { skipped_assets: list.slice(0, 100) } : {}) };
 }
 
@@ -136,7 +155,9 @@ const permanent_delete: JobHandler = (ctx, job, progress) =>
 
 const move: JobHandler = (ctx, job, progress) =>
   inChunks(ctx, job, progress, (tx, log, gids, user) => {
-    const parent = (job.params as unknown as Params).parent ?? null;
+    const parentGid = (job.params as unknown as Params).parent;
+    const parent = parentGid ? findAsset(tx, job.projectGid!, parentGid) : ensureRoot(tx, log, job.projectGid!);
+    if (!parent || parent.status !== "active") return { touched: [], skipped: gids.map((gid) => ({ gid, reason: "The folder does not exist any more" })) };
     const o = moveAssetRows(tx, log, job.projectGid!, user, gids, parent, false);
     const bad = new Set(o.skipped.map((s) => s.gid));
     return { touched: gids.filter((g) => !bad.has(g)), skipped: o.skipped };
@@ -155,7 +176,8 @@ const metadata: JobHandler = (ctx, job, progress) =>
         continue;
       }
       try {
-        changeMetadata(tx, log, a, user, { set: p.set, clear: p.clear });
+        const clear = p.clear === true ? true : [...(p.clear ?? []), ...(p.unset ?? [])];
+        changeMetadata(tx, log, a, user, { set: p.set, clear });
         touched.push(gid);
       } catch (err) {
         if (!(err instanceof ApiError)) throw err;
@@ -172,19 +194,26 @@ export const assetBulkJobs: Record<string, JobKind> = {
   [BULK_KINDS.permanent_delete]: { handler: permanent_delete },
   [BULK_KINDS.move]: { handler: move },
   [BULK_KINDS.metadata]: { handler: metadata },
+  // The names before the reference's: jobs queued by an older Apis still run after an upgrade.
+  "assets.bulk.delete": { handler: del },
+  "assets.bulk.undelete": { handler: undelete },
+  "assets.bulk.permanent_delete": { handler: permanent_delete },
+  "assets.bulk.move": { handler: move },
+  "assets.bulk.metadata": { handler: metadata },
 };
 
 /** `assets/bulk/get`: a page of the selected assets (repeat with the returned page.cursor). */
 export function bulkGetAssets(ctx: Ctx, actor: Actor, projectGid: string, input: { selection: unknown; "page.size"?: number; "page.cursor"?: string | null }): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx }) => {
+  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
+    ensureRoot(tx, log, projectGid);
     const items = resolveSelection(tx, assetSelection, projectGid, input.selection);
     const p = pageSelection(items, input["page.size"], input["page.cursor"]);
     const rows = assetsByGids(tx, projectGid, p.page.map((i) => i.gid));
-    return { result: { assets: p.page.map((i) => i.gid), "assets.size": p.size, "page.cursor": p.cursor }, data: { assets: assetDictionary(rows) } };
+    return { result: { assets: p.page.map((i) => i.gid), "assets.size": p.size, "page.cursor": p.cursor }, data: { assets: assetDictionary(tx, projectGid, rows) } };
   });
 }
 
 /** `assets/bulk/<op>`: resolves the selection now and queues the job; answers its token. */
 export function startBulkOperation(ctx: Ctx, actor: Actor, projectGid: string, op: BulkOperation, input: Record<string, unknown>): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx }) => ({ result: { "job.token": startBulk(ctx, tx, projectGid, actor.userGid, op, input) } }));
+  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => ({ result: { "job.token": startBulk(ctx, tx, log, projectGid, actor.userGid, op, input) } }));
 }

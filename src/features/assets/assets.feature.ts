@@ -7,6 +7,8 @@ import { removeStaleUploads } from "./assets.service";
 export const assetsFeature: Feature = {
   name: "assets",
   routes: assetRoutes,
+  // upload and upload_update read their multipart body chunk by chunk (src/http/multipart.ts).
+  streamedBodies: ["/api/p/:project/assets/upload", "/api/p/:project/assets/upload_update"],
   jobs: assetBulkJobs,
   housekeeping: [
     {

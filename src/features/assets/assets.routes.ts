@@ -2,6 +2,7 @@ import { Elysia, t } from "elysia";
 import { BULK_PAGE_MAX } from "../../core/selection";
 import { authMacro } from "../../http/auth";
 import { answer } from "../../http/envelope";
+import { describe, type ErrorStatus } from "../../http/openapi";
 import { receiveMultipart } from "../../http/multipart";
 import type { Ctx } from "../../platform/context";
 import { BULK_KINDS, bulkGetAssets, startBulkOperation, type BulkOperation } from "./assets.bulk";
@@ -12,8 +13,8 @@ import {
   createFolder,
   deleteAssets,
   getAssets,
+  getRoot,
   listFolder,
-  listRoot,
   moveAssets,
   permanentlyDeleteAssets,
   setAssetMetadata,
@@ -21,20 +22,52 @@ import {
   updateAsset,
   uploadAsset,
 } from "./assets.service";
-import { assetWorksheet } from "./assets.worksheet";
+import { assetSheet, assetWorksheet } from "./assets.worksheet";
 
 const tags = ["assets"];
 const params = t.Object({ project: t.String() });
 const anyValue = t.Optional(t.Unknown());
 const gidOrGids = { asset: t.Optional(t.String()), assets: t.Optional(t.Array(t.String())) };
-const paging = { "page.size": t.Optional(t.Integer({ minimum: 1 })), "page.cursor": t.Optional(t.Nullable(t.String())) };
+const top = { "page.top": t.Optional(t.Integer({ minimum: 0 })), "page.size": t.Optional(t.Integer({ minimum: 0 })) };
 const searchBody = t.Object({
   q: t.Optional(t.String()),
   language: t.Optional(t.String()),
   filter: anyValue,
   sort: t.Optional(t.String()),
-  ...paging,
+  ...top,
 });
+
+// Example answers for the OpenAPI document (docs/assets.md has the same shapes).
+const ROOT = "r00tr00tr00tr00tr00t";
+const FOLDER = "f1f1f1f1f1f1f1f1f1f1";
+const FILE = "a1b2c3d4e5f6g7h8i9j0";
+const times = { created_on: 1795292464.484, updated_on: 1795292507.726 };
+const empty = { title: { en: "" }, description: { en: "" }, metadata: {} };
+const forms: Record<string, Record<string, unknown>> = {
+  [ROOT]: { gid: ROOT, pathname: "/", path: "", name: "", is_file: false, type: null, childcount: 1, status: "published", version: 0, info: { filecount: 0, foldercount: 1 }, transforms: null, ...empty, ...times },
+  [FOLDER]: { gid: FOLDER, pathname: "/products", path: "/", name: "products", is_file: false, type: null, childcount: 1, status: "published", version: 0, info: { filecount: 1, foldercount: 0 }, transforms: null, ...empty, ...times },
+  [FILE]: {
+    gid: FILE,
+    pathname: "/products/shoe.jpg",
+    path: "/products",
+    name: "shoe.jpg",
+    is_file: true,
+    type: "jpg",
+    childcount: 0,
+    status: "published",
+    version: 1,
+    info: { format: "jpg", filesize: 2488312, pages: 1, width: 3000, height: 2000, resolution: [72, 72], transparent: false, animated: false, colors: "truecolor", colorspace: "srgb", metadata: { Make: "Canon" } },
+    transforms: { _main_: { crop: null, hotspot: [0.5, 0.4] } },
+    title: { en: "Red running shoe" },
+    description: { en: "" },
+    metadata: { "shop.sku": { type: "textline", is_localized: false, value: "RS-42" } },
+    ...times,
+  },
+};
+const pick = (...gids: string[]) => ({ assets: Object.fromEntries(gids.map((g) => [g, forms[g]])) });
+/** The OpenAPI detail of an asset route: summary, example answer (result, assets in data), errors. */
+const doc = (summary: string, result: Record<string, unknown>, gids: string[], errors: ErrorStatus[] = [400, 403, 422]) =>
+  describe({ summary, tags, example: { success: true, result, data: gids.length ? pick(...gids) : {} }, errors });
 
 /** A body parser that reads nothing, so the handler can stream `request.body` itself. */
 const leaveBodyUnread = () => ({});
@@ -45,7 +78,7 @@ const leaveBodyUnread = () => ({});
  */
 export function assetRoutes(ctx: Ctx) {
   /** Streams a multipart upload to the temp folder (src/http/multipart.ts), 413 past --upload-max-bytes. */
-  const receive = (request: Request) => receiveMultipart(request, { tmpDir: ctx.storage.tmp, maxFileBytes: ctx.config.uploadMaxBytes });
+  const receive = (request: Request) => receiveMultipart(request, { tmpDir: ctx.storage.tmp, maxFileBytes: ctx.config.uploadMaxBytes, fileField: ["upload_file", "file"] });
   /** The bulk operation endpoints: each queues a job over a selection and answers its token. */
   const bulk = <E extends Record<string, ReturnType<typeof t.Optional>>>(op: BulkOperation, summary: string, extra: E) =>
     new Elysia().use(authMacro(ctx)).post(`/bulk/${op}`, ({ params, body, actor }) => answer(startBulkOperation(ctx, actor, params.project, op, body)), {
@@ -57,23 +90,41 @@ export function assetRoutes(ctx: Ctx) {
 
   return new Elysia({ prefix: "/api/p/:project/assets" })
     .use(authMacro(ctx))
+    .post("/root", ({ params, actor }) => answer(getRoot(ctx, actor, params.project)), {
+      auth: true,
+      params,
+      body: anyValue,
+      detail: doc("The root folder `/` of the project: result.root", { root: ROOT }, [ROOT], [403]),
+    })
     .post("/get", ({ params, body, actor }) => answer(getAssets(ctx, actor, params.project, body)), {
       auth: true,
       params,
-      body: t.Object(gidOrGids),
-      detail: { summary: "Assets by gid (any status); unknown gids are listed in result.missing", tags },
+      body: t.Object({ ...gidOrGids, pathname: t.Optional(t.String()), pathnames: t.Optional(t.Array(t.String())) }),
+      detail: doc("Assets by asset, assets, pathname or pathnames (the first given wins; any status); unknown items of a list are left out", { assets: [FOLDER, FILE] }, [FOLDER, FILE]),
+    })
+    .post("/children", ({ params, body, actor }) => answer(listFolder(ctx, actor, params.project, body)), {
+      auth: true,
+      params,
+      body: t.Object({ asset: t.Optional(t.String()), pathname: t.Optional(t.String()), ...top }),
+      detail: doc("A page (page.top, page.size 100) of the active items of a folder, folders first, then by name: children, children.size", { children: [FILE], "children.size": 1 }, [FILE]),
+    })
+    .post("/tree", ({ params, body, actor }) => answer(assetTree(ctx, actor, params.project, body ?? {})), {
+      auth: true,
+      params,
+      body: t.Optional(t.Object({ expanded_assets: t.Optional(t.Array(t.String())), expanded_paths: t.Optional(t.Array(t.String())), ...top })),
+      detail: doc("The visible tree (root first; expanded folders show their items), flat and paged: tree, tree.size", { tree: [ROOT, FOLDER, FILE], "tree.size": 3 }, [ROOT, FOLDER, FILE], [400, 403]),
     })
     .post("/create", ({ params, body, actor }) => answer(createFolder(ctx, actor, params.project, body)), {
       auth: true,
       params,
-      body: t.Object({ name: t.String(), parent: t.Optional(t.Nullable(t.String())) }),
-      detail: { summary: "Create a folder (at the root without parent)", tags },
+      body: t.Object({ parent: t.Optional(t.Nullable(t.String())), name: t.Optional(t.String()) }),
+      detail: doc("Create a folder in parent (absent: the root); a name in use gets a serial: result parent, asset", { parent: ROOT, asset: FOLDER }, [FOLDER, ROOT]),
     })
     .post("/update", ({ params, body, actor }) => answer(updateAsset(ctx, actor, params.project, body)), {
       auth: true,
       params,
-      body: t.Object({ asset: t.String(), name: t.Optional(t.String()) }),
-      detail: { summary: "Rename an asset", tags },
+      body: t.Object({ asset: t.String(), name: t.Optional(t.String()), title: anyValue, description: anyValue, transforms: anyValue }),
+      detail: doc("Rename an asset, set localized title / description (given languages), transforms", { asset: FILE }, [FILE]),
     })
     .post(
       "/upload",
@@ -85,7 +136,12 @@ export function assetRoutes(ctx: Ctx) {
         // leaves the body unread (`parse: "none"` is ignored once a global onParse hook exists, as
         // jsonBodies is).
         parse: leaveBodyUnread,
-        detail: { summary: "Upload a file (multipart: file, parent?, name?); streamed to disk, type sniffed from the content, 413 past --upload-max-bytes", tags },
+        detail: doc(
+          "Upload a file (multipart: parent or pathname, upload_file, name?); streamed to disk, type sniffed from the content, 413 past --upload-max-bytes: result parent, asset",
+          { parent: FOLDER, asset: FILE },
+          [FILE, FOLDER],
+          [400, 403, 413, 422],
+        ),
       },
     )
     .post(
@@ -95,101 +151,89 @@ export function assetRoutes(ctx: Ctx) {
         auth: true,
         params,
         parse: leaveBodyUnread,
-        detail: { summary: "Upload a new version of a file (multipart: asset, file, name?); storage name <gid>~<version>.<ext>", tags },
+        detail: doc("Upload a new version of a file (multipart: asset, upload_file, name?); storage name <gid>~<version>.<type>", { asset: FILE }, [FILE, FOLDER], [400, 403, 413, 422]),
       },
     )
     .post("/move", ({ params, body, actor }) => answer(moveAssets(ctx, actor, params.project, body)), {
       auth: true,
       params,
       body: t.Object({ ...gidOrGids, parent: t.Optional(t.Nullable(t.String())) }),
-      detail: { summary: "Move assets into a folder (parent null: the root); a folder cannot go below itself", tags },
+      detail: doc("Move an asset into folder parent; a folder cannot go below itself: result parent, asset", { parent: FOLDER, asset: FILE }, [FILE, FOLDER, ROOT]),
     })
     .post("/delete", ({ params, body, actor }) => answer(deleteAssets(ctx, actor, params.project, body)), {
       auth: true,
       params,
       body: t.Object(gidOrGids),
-      detail: { summary: "Soft-delete assets and everything below them (status deleted)", tags },
+      detail: doc("Soft-delete an asset and everything below it (status deleted)", { asset: FILE }, [FILE, FOLDER]),
     })
     .post("/undelete", ({ params, body, actor }) => answer(undeleteAssets(ctx, actor, params.project, body)), {
       auth: true,
       params,
       body: t.Object(gidOrGids),
-      detail: { summary: "Restore deleted assets with what was deleted with them; to the root when their folder is gone", tags },
+      detail: doc("Restore a deleted asset with what was deleted with it (its folder must be active)", { asset: FILE }, [FILE, FOLDER]),
     })
     .post("/permanent_delete", ({ params, body, actor }) => answer(permanentlyDeleteAssets(ctx, actor, params.project, body)), {
       auth: true,
       params,
       body: t.Object(gidOrGids),
-      detail: { summary: "Remove assets, everything below them, all versions and files for good", tags },
+      detail: doc("Remove a deleted asset, everything below it, all versions and files for good: result parent", { parent: FOLDER }, [FOLDER]),
     })
-    .post("/root", ({ params, actor }) => answer(listRoot(ctx, actor, params.project)), {
+    .post("/worksheet", ({ params, body, actor }) => answer(assetWorksheet(ctx, actor, params.project, body)), {
       auth: true,
       params,
-      body: anyValue,
-      detail: { summary: "Active top-level items, folders first, then by name", tags },
+      body: t.Object({ asset: t.String(), ...top }),
+      detail: doc("A folder for a worksheet: its path (gids from the root) and a page (page.size 20) of its children", { asset: FOLDER, path: [ROOT, FOLDER], children: [FILE], "children.size": 1 }, [ROOT, FOLDER, FILE]),
     })
-    .post("/children", ({ params, body, actor }) => answer(listFolder(ctx, actor, params.project, body)), {
+    .post("/sheet", ({ params, body, actor }) => answer(assetSheet(ctx, actor, params.project, body ?? {})), {
       auth: true,
       params,
-      body: t.Object({ parent: t.String() }),
-      detail: { summary: "Active items directly in a folder, folders first, then by name", tags },
-    })
-    .post("/tree", ({ params, body, actor }) => answer(assetTree(ctx, actor, params.project, body ?? {})), {
-      auth: true,
-      params,
-      body: t.Optional(t.Object({ parent: t.Optional(t.Nullable(t.String())), depth: t.Optional(t.Integer({ minimum: 1, maximum: 64 })) })),
-      detail: { summary: "The folder hierarchy (below parent, depth levels): result.tree = [{gid, children}]", tags },
-    })
-    .post("/worksheet", ({ params, body, actor }) => answer(assetWorksheet(ctx, actor, params.project, body ?? {})), {
-      auth: true,
-      params,
-      body: t.Optional(t.Object({ parent: t.Optional(t.Nullable(t.String())), recursive: t.Optional(t.Boolean()), columns: anyValue, ...paging })),
-      detail: { summary: "A folder's items as a paged table (columns + rows) for spreadsheet-like editing", tags },
+      body: t.Optional(t.Object({ parent: t.Optional(t.Nullable(t.String())), recursive: t.Optional(t.Boolean()), columns: anyValue, "page.size": t.Optional(t.Integer({ minimum: 1 })), "page.cursor": t.Optional(t.Nullable(t.String())) })),
+      detail: { summary: "A folder's items as a paged table (columns + rows) for spreadsheet-like editing (an Apis extension)", tags },
     })
     .post("/metadata/set", ({ params, body, actor }) => answer(setAssetMetadata(ctx, actor, params.project, body)), {
       auth: true,
       params,
-      body: t.Object({ asset: t.String(), metadata: t.Unknown() }),
-      detail: { summary: "Merge keys into an asset's user metadata (a null value removes the key)", tags },
+      body: t.Object({ asset: t.String(), name: t.String(), type: t.Optional(t.String()), is_localized: t.Optional(t.Boolean()), value: anyValue }),
+      detail: doc("Set or replace one metadata field: name (group.field), type, is_localized, value", { asset: FILE }, [FILE]),
     })
     .post("/metadata/clear", ({ params, body, actor }) => answer(clearAssetMetadata(ctx, actor, params.project, body)), {
       auth: true,
       params,
-      body: t.Object({ asset: t.String(), keys: anyValue }),
-      detail: { summary: "Remove some keys (keys: [...]) or all of an asset's user metadata", tags },
+      body: t.Object({ asset: t.String(), name: t.Optional(t.String()), keys: anyValue }),
+      detail: doc("Remove one metadata field (name; or several: keys)", { asset: FILE }, [FILE]),
     })
     .post("/search", ({ params, body, actor }) => answer(findAssets(ctx, actor, params.project, body ?? {})), {
       auth: true,
       params,
       body: t.Optional(searchBody),
-      detail: { summary: "Full-text search over names and metadata with filters [field, operator, value]; paged", tags },
+      detail: doc("Search: q (+must -mustnot terms) and/or filter (docs/filter.md), page.top / page.size (10): assets, assets.size", { assets: [FILE], "assets.size": 1 }, [FILE], [400, 403, 422]),
     })
     .post("/search/folders", ({ params, body, actor }) => answer(findFolders(ctx, actor, params.project, body ?? {})), {
       auth: true,
       params,
       body: t.Optional(searchBody),
-      detail: { summary: "Search folders only; result.paths gives each one's ancestor gids (root first)", tags },
+      detail: doc("Search folders only: assets, assets.size", { assets: [FOLDER], "assets.size": 1 }, [FOLDER], [400, 403, 422]),
     })
     .post("/search/autocomplete", ({ params, body, actor }) => answer(autocompleteAssets(ctx, actor, params.project, body)), {
       auth: true,
       params,
       body: t.Object({
-        q: t.String(),
+        field: t.String(),
+        fieldq: t.Optional(t.String()),
         language: t.Optional(t.String()),
-        limit: t.Optional(t.Integer({ minimum: 1, maximum: 20 })),
-        type: t.Optional(t.Union([t.Literal("folder"), t.Literal("file"), t.Literal("image")])),
+        "completions.size": t.Optional(t.Integer({ minimum: 1, maximum: 50 })),
       }),
-      detail: { summary: "Asset names starting with what was typed (every word a prefix), a few, fast", tags },
+      detail: doc("Values for a filter starting with fieldq: field name, ext, path or metadata: completions", { completions: ["/products", "/promo"] }, [], [400, 403, 422]),
     })
     .post("/bulk/get", ({ params, body, actor }) => answer(bulkGetAssets(ctx, actor, params.project, body)), {
       auth: true,
       params,
-      body: t.Object({ selection: t.Unknown(), language: t.Optional(t.String()), ...paging }),
+      body: t.Object({ selection: t.Unknown(), language: t.Optional(t.String()), "page.size": t.Optional(t.Integer({ minimum: 1 })), "page.cursor": t.Optional(t.Nullable(t.String())) }),
       detail: { summary: `A page of the selected assets; repeat with the returned page.cursor until it is null (page.size at most ${BULK_PAGE_MAX})`, tags },
     })
     .use(bulk("delete", "Soft-delete the selected assets.", {}))
     .use(bulk("undelete", "Restore the selected deleted assets.", {}))
-    .use(bulk("permanent_delete", "Remove the selected assets, their versions and files for good.", {}))
-    .use(bulk("move", "Move the selected assets into parent (null: the root).", { parent: t.Optional(t.Nullable(t.String())) }))
-    .use(bulk("metadata", "Set (metadata: {...}, null removes a key) and/or clear (clear: true or [keys]) user metadata of the selected assets.", { metadata: anyValue, clear: anyValue }));
+    .use(bulk("permanent_delete", "Remove the selected deleted assets, their versions and files for good.", {}))
+    .use(bulk("move", "Move the selected assets into parent (absent: the root).", { parent: t.Optional(t.Nullable(t.String())) }))
+    .use(bulk("metadata", "Set (metadata: {name: value}, null removes a field) and/or clear (clear: true or [names]) metadata fields of the selected assets.", { metadata: anyValue, clear: anyValue }));
 }

@@ -1,185 +1,185 @@
+import { sql, type SQL } from "drizzle-orm";
 import type { Answer } from "../../core/answer";
 import type { Actor } from "../../core/actor";
-import { badRequest } from "../../core/errors";
-import { decodeCursor, encodeCursor, pageSize } from "../../core/paging";
+import { ApiError, badRequest } from "../../core/errors";
+import {
+  FilterError,
+  fieldsOf,
+  filterToSql,
+  jsonKeyPath,
+  makeDomain,
+  MATCH_ALL,
+  pageWindow,
+  parseFilter,
+  parseTerms,
+  SEARCH_PAGE,
+  sqlText,
+  validationField,
+  type CustomOperator,
+  type FieldSpec,
+  type FilterNode,
+  type FilterSqlOptions,
+  type ValidationCheck,
+} from "../../core/filter";
 import type { SelectionItem, SelectionResolver } from "../../core/selection";
 import { sqliteOf, type Tx } from "../../db/connection";
 import type { Ctx } from "../../platform/context";
 import { inProject } from "../members/access.service";
-import { ancestorGids, assetDictionary, assetsByGids, assetsByIds, type Asset } from "./assets.service";
+import { assetDictionary, assetsByIds, ensureRoot, metadataFields, type Asset } from "./assets.service";
 
 /**
- * Asset search: FTS5 over names and metadata values (`q`), structured filters
- * (`[field, operator, value]`), sorting and paging. Language-aware: English (`en`, `en-*`) uses
- * the Porter-stemmed index; every other language (or none) the diacritic-folding index with each
- * word matched as a prefix, a light stand-in for stemming that suits inflected and compounding
- * languages. See docs/assets.md for the whole grammar.
+ * Asset search: FTS5 over names, titles, descriptions and metadata values (`q`), the shared
+ * filter language (src/core/filter.ts, docs/filter.md) over the asset's properties, sorting and
+ * `page.top` / `page.size` paging. English (`en`, `en-*`) uses the Porter-stemmed index; every
+ * other language (or none) the diacritic-folding index with each word matched as a prefix.
  */
 
-export type AssetSearch = {
-  q?: unknown;
-  language?: unknown;
-  filter?: unknown;
-  sort?: unknown;
+export type AssetSearch = { q?: unknown; language?: unknown; filter?: unknown; sort?: unknown };
+
+const col = (type: FieldSpec["type"], expr: SQL, extra: Partial<FieldSpec> = {}): FieldSpec => ({ type, sql: expr, ...extra });
+
+/** Anywhere below one of these folders: our `ancestor` property (`=`/`is` a gid, `in` gids). */
+const below = (gids: string[]) =>
+  sql`a.gid IN (WITH RECURSIVE d(gid) AS (SELECT gid FROM assets WHERE project_gid = a.project_gid AND parent IN (${sql.join(
+    gids.map((g) => sql`${g}`),
+    sql`, `,
+  )}) UNION ALL SELECT x.gid FROM assets x JOIN d ON x.parent = d.gid) SELECT gid FROM d)`;
+
+const oneGid = (v: unknown, fail: (r: string) => never) => (typeof v === "string" && v ? [v] : fail("the operand is a folder gid"));
+const ancestorOps = new Map<string, CustomOperator>([
+  ["=", { operand: oneGid, build: below }],
+  ["is", { operand: oneGid, build: below }],
+  [
+    "in",
+    {
+      operand: (v, fail) => (Array.isArray(v) && v.length > 0 && v.length <= 100 && v.every((g) => typeof g === "string") ? v : fail("the operand is a list of 1 to 100 folder gids")),
+      build: below,
+    },
+  ],
+]);
+
+/** `type`: the kind (`folder`, `file`, `image`) as the reference filters it, or the extension with `is`. */
+const KIND = sql`a.type`;
+const typeOps = new Map<string, CustomOperator>([
+  [
+    "is",
+    {
+      operand: (v, fail) => (typeof v === "string" ? v.toLowerCase() : fail("the operand is folder, file, image or an extension")),
+      build: (v: string) => (v === "file" ? sql`a.type IN ('file', 'image')` : sql`(a.type = ${v} OR (a.type <> 'folder' AND lower(a.extension) = ${v}))`),
+    },
+  ],
+]);
+
+/** The text of a localized column in the search language, or of every language joined. */
+const textIn = (column: SQL, language: string | undefined) => {
+  const path = language ? jsonKeyPath(language) : undefined;
+  return path ? sql`coalesce(json_extract(${column}, ${path}), '')` : sql`coalesce((SELECT group_concat(value, '') FROM json_each(${column})), '')`;
 };
+const filledElsewhere = (column: SQL, language: string | undefined) =>
+  language && jsonKeyPath(language)
+    ? sql`EXISTS (SELECT 1 FROM json_each(${column}) AS o WHERE o.key <> ${language} AND o.value <> '')`
+    : sql`EXISTS (SELECT 1 FROM json_each(${column}) AS o WHERE o.value <> '')`;
 
-type Field = { sql: string; kind: "text" | "number" | "boolean" | "json" | "time"; params?: unknown[] };
+/** Validation of assets: an empty title/description, or one that is filled in another language only. */
+function validationSql(check: ValidationCheck, field: string | undefined, options: FilterSqlOptions): SQL {
+  const columns = field === "title" ? [sql`a.title`] : field === "description" ? [sql`a.description`] : [sql`a.title`, sql`a.description`];
+  const one = (c: SQL) => {
+    const empty = sql`${textIn(c, options.language)} = ''`;
+    if (check === "is_empty") return empty;
+    return sql`(${empty} AND ${filledElsewhere(c, options.language)})`;
+  };
+  return sql`(${sql.join(columns.map(one), sql` OR `)})`;
+}
 
-const COLUMNS: Record<string, Field> = {
-  gid: { sql: "a.gid", kind: "text" },
-  name: { sql: "a.name", kind: "text" },
-  type: { sql: "a.type", kind: "text" },
-  extension: { sql: "a.extension", kind: "text" },
-  mime: { sql: "a.mime", kind: "text" },
-  format: { sql: "a.format", kind: "text" },
-  status: { sql: "a.status", kind: "text" },
-  parent: { sql: "a.parent", kind: "text" },
-  storage_name: { sql: "a.storage_name", kind: "text" },
-  created_by: { sql: "a.created_by", kind: "text" },
-  updated_by: { sql: "a.updated_by", kind: "text" },
-  size: { sql: "a.size", kind: "number" },
-  width: { sql: "a.width", kind: "number" },
-  height: { sql: "a.height", kind: "number" },
-  pages: { sql: "a.pages", kind: "number" },
-  version: { sql: "a.version", kind: "number" },
-  created_on: { sql: "a.created_on", kind: "time" },
-  updated_on: { sql: "a.updated_on", kind: "time" },
-  deleted_on: { sql: "a.deleted_on", kind: "time" },
-  published: { sql: "a.published", kind: "boolean" },
-};
+/** Metadata as an object of field name → value (fields are stored as {type, is_localized, value}). */
+const METADATA_VALUES = sql`(SELECT json_group_object(key, CASE WHEN type = 'object' AND json_type(value, '$.value') IS NOT NULL THEN value -> '$.value' ELSE value END) FROM json_each(a.metadata))`;
 
-const FILTER_OPERATORS = ["=", "!=", "<", "<=", ">", ">=", "contains", "not_contains", "starts_with", "ends_with", "in", "not_in", "exists", "between"] as const;
-type Operator = (typeof FILTER_OPERATORS)[number];
-
-const SORTS = ["name", "size", "created_on", "updated_on", "type", "extension", "width", "height"] as const;
+/** The properties an asset filter may name (docs/assets.md, docs/filter.md). Looked up in Maps only. */
+export const ASSET_DOMAIN = makeDomain(
+  [
+    ["gid", col("text", sql`a.gid`)],
+    ["name", col("text", sql`a.name`)],
+    ["pathname", col("text", sql`a.pathname`)],
+    ["path", col("text", sql`(SELECT p.pathname FROM assets p WHERE p.gid = a.parent)`)],
+    ["type", col("text", KIND, { custom: typeOps })],
+    ["ext", col("text", sql`nullif(a.extension, '')`)],
+    ["extension", col("text", sql`nullif(a.extension, '')`)],
+    ["mime", col("text", sql`nullif(a.mime, '')`)],
+    ["format", col("text", sql`a.format`)],
+    ["status", col("text", sql`(CASE a.status WHEN 'active' THEN 'published' ELSE 'deleted' END)`)],
+    ["parent", col("text", sql`a.parent`)],
+    ["storage_name", col("text", sql`a.storage_name`)],
+    ["created_by", col("text", sql`a.created_by`)],
+    ["updated_by", col("text", sql`a.updated_by`)],
+    ["size", col("number", sql`a.size`)],
+    ["filesize", col("number", sql`a.size`)],
+    ["width", col("number", sql`a.width`)],
+    ["height", col("number", sql`a.height`)],
+    ["pages", col("number", sql`a.pages`)],
+    ["version", col("number", sql`a.version`)],
+    ["childcount", col("number", sql`(SELECT count(*) FROM assets c WHERE c.parent = a.gid AND c.status = 'active')`)],
+    ["created_on", col("time", sql`a.created_on`)],
+    ["updated_on", col("time", sql`a.updated_on`)],
+    ["deleted_on", col("time", sql`a.deleted_on`)],
+    ["published", col("boolean", sql`a.published`)],
+    ["is_file", col("boolean", sql`(a.type <> 'folder')`)],
+    ["transparent", col("boolean", sql`json_extract(a.facts, '$.transparent')`)],
+    ["animated", col("boolean", sql`json_extract(a.facts, '$.animated')`)],
+    ["title", col("localized", sql`a.title`)],
+    ["description", col("localized", sql`a.description`)],
+    ["metadata", col("object", METADATA_VALUES)],
+    ["ancestor", { type: "custom", custom: ancestorOps }],
+    ["validation", validationField({ fields: (f) => f === "title" || f === "description", build: validationSql })],
+  ],
+  [
+    [
+      "metadata",
+      (key) => {
+        const p = jsonKeyPath(key);
+        if (!p) return undefined;
+        const v = `${p}.value`;
+        // A field's value; a value from before fields (a bare value), then what the file said.
+        return col("json", sql`(CASE WHEN json_type(a.metadata, ${p}) = 'object' THEN json_extract(a.metadata, ${v}) ELSE coalesce(json_extract(a.metadata, ${p}), json_extract(a.extracted, ${p})) END)`);
+      },
+    ],
+    ["extracted", (key) => (jsonKeyPath(key) ? col("json", sql`json_extract(a.extracted, ${jsonKeyPath(key)!})`) : undefined)],
+  ],
+);
 
 const invalid = (what: string, info: Record<string, unknown> = {}) => badRequest("Invalid parameter", { "Invalid parameter": what, ...info });
 
-/** The SQL of a filter field (a column, `metadata.<key>`, `extracted.<key>`), or 400. */
-export function fieldSql(name: unknown, where = "filter"): Field {
-  if (typeof name !== "string") throw invalid(where, { reason: "the field must be a string" });
-  const col = COLUMNS[name];
-  if (col) return col;
-  const m = /^(metadata|extracted)\.(.+)$/s.exec(name);
-  if (m && m[2]!.length <= 100 && !/["\\\u0000-\u001f]/.test(m[2]!)) {
-    const path = `$."${m[2]}"`;
-    // User metadata wins over what was extracted from the file.
-    if (m[1] === "metadata") return { sql: "coalesce(json_extract(a.metadata, ?), json_extract(a.extracted, ?))", kind: "json", params: [path, path] };
-    return { sql: "json_extract(a.extracted, ?)", kind: "json", params: [path] };
-  }
-  throw invalid(where, { reason: `unknown field ${name}`, fields: [...Object.keys(COLUMNS), "metadata.<key>", "extracted.<key>"] });
-}
-
-function scalar(v: unknown, f: Field, where: string): string | number | null {
-  if (v === null) return null;
-  if (typeof v === "boolean") return v ? 1 : 0;
-  if (f.kind === "time" && typeof v === "string") {
-    const ms = Date.parse(v);
-    if (Number.isNaN(ms)) throw invalid(where, { reason: `not a timestamp or ISO date: ${v}` });
-    return ms / 1000;
-  }
-  if ((f.kind === "number" || f.kind === "time") && typeof v !== "number") throw invalid(where, { reason: "the value must be a number" });
-  if (typeof v === "number") {
-    if (!Number.isFinite(v)) throw invalid(where, { reason: "the value must be finite" });
-    return v;
-  }
-  if (typeof v === "string") return v;
-  throw invalid(where, { reason: "the value must be a string, number, boolean or null" });
-}
-
-function likeText(v: unknown, where: string): string {
-  if (typeof v !== "string" && typeof v !== "number") throw invalid(where, { reason: "the value must be a string" });
-  return String(v).toLowerCase();
-}
-
-/** One `[field, operator, value]` as SQL with its parameters. */
-function condition(item: unknown, index: number): { sql: string; params: unknown[] } {
-  const where = "filter";
-  const at = { filter: index };
-  if (!Array.isArray(item) || item.length < 2 || item.length > 3) throw invalid(where, { ...at, reason: "a filter is [field, operator, value]" });
-  const [name, opIn, value] = item;
-  const f = fieldSql(name);
-  const op = (typeof opIn === "string" ? opIn.toLowerCase() : opIn) as Operator;
-  if (!FILTER_OPERATORS.includes(op)) throw invalid(where, { ...at, reason: `unknown operator ${String(opIn)}`, operators: FILTER_OPERATORS });
-  const e = f.sql;
-  const p = f.params ?? [];
-  const s = (v: unknown) => scalar(v, f, where);
-  switch (op) {
-    case "=":
-      return value === null ? { sql: `${e} IS NULL`, params: p } : { sql: `${e} = ?`, params: [...p, s(value)] };
-    case "!=":
-      return { sql: `${e} IS NOT ?`, params: [...p, s(value)] };
-    case "<":
-    case "<=":
-    case ">":
-    case ">=":
-      if (value === null) throw invalid(where, { ...at, reason: `${op} needs a value` });
-      return { sql: `${e} ${op} ?`, params: [...p, s(value)] };
-    case "contains":
-      return { sql: `instr(lower(${e}), ?) > 0`, params: [...p, likeText(value, where)] };
-    case "not_contains":
-      return { sql: `coalesce(instr(lower(${e}), ?), 0) = 0`, params: [...p, likeText(value, where)] };
-    case "starts_with": {
-      const v = likeText(value, where);
-      return { sql: `substr(lower(${e}), 1, ?) = ?`, params: [...p, v.length, v] };
-    }
-    case "ends_with": {
-      const v = likeText(value, where);
-      return { sql: `substr(lower(${e}), -?) = ?`, params: [...p, v.length, v] };
-    }
-    case "in":
-    case "not_in": {
-      if (!Array.isArray(value) || value.length === 0 || value.length > 1000) throw invalid(where, { ...at, reason: `${op} needs an array of 1 to 1000 values` });
-      const marks = value.map(() => "?").join(",");
-      // not_in names the field twice: a metadata field's own parameters (JSON paths) go in twice.
-      if (op === "in") return { sql: `${e} IN (${marks})`, params: [...p, ...value.map(s)] };
-      return { sql: `(${e} IS NULL OR ${e} NOT IN (${marks}))`, params: [...p, ...p, ...value.map(s)] };
-    }
-    case "exists":
-      if (value !== undefined && typeof value !== "boolean") throw invalid(where, { ...at, reason: "exists takes true or false" });
-      return { sql: `${e} IS ${value === false ? "" : "NOT "}NULL`, params: p };
-    case "between": {
-      if (!Array.isArray(value) || value.length !== 2) throw invalid(where, { ...at, reason: "between needs [low, high]" });
-      return { sql: `${e} BETWEEN ? AND ?`, params: [...p, s(value[0]), s(value[1])] };
-    }
+/** A filter as parsed, or a 400 naming where it is wrong. */
+export function parseAssetFilter(filter: unknown, root = "filter"): FilterNode {
+  try {
+    return parseFilter(filter, ASSET_DOMAIN, { root });
+  } catch (e) {
+    if (e instanceof FilterError) throw badRequest("Invalid parameter", e.info());
+    throw e;
   }
 }
 
-/** Normalises `filter`: one `[field, op, value]` or a list of them (all must hold). */
-function filterList(filter: unknown): unknown[] {
-  if (filter === undefined || filter === null) return [];
-  if (!Array.isArray(filter)) throw invalid("filter", { reason: "filter is [field, operator, value] or a list of them" });
-  if (filter.length === 0) return [];
-  if (typeof filter[0] === "string") return [filter];
-  if (filter.length > 50) throw invalid("filter", { reason: "at most 50 filters" });
-  return filter;
-}
-
-/** An FTS5 query from free text: words (quoted for FTS5 so no syntax leaks), "phrases", -excluded words, word*. */
-function ftsQuery(q: string, prefixAll: boolean, columns = "{name meta}"): string | undefined {
-  // Control characters separate words anyway; a NUL would cut FTS5's query text short (a 500).
-  q = q.replace(/[\u0000-\u001f\u007f]/g, " ");
-  const parts: string[] = [];
-  const excluded: string[] = [];
-  const re = /(-?)"([^"]*)"|(-?)(\S+)/g;
-  for (let m = re.exec(q); m; m = re.exec(q)) {
-    const phrase = m[2] !== undefined;
-    const neg = phrase ? m[1] === "-" : m[3] === "-";
-    let text = (phrase ? m[2]! : m[4]!).trim();
-    let prefix = false;
-    if (!phrase && text.endsWith("*")) {
-      text = text.replace(/\*+$/, "");
-      prefix = true;
-    }
-    // Only words matter to the tokenizer; a term of punctuation alone matches nothing useful.
-    if (!/[\p{L}\p{N}]/u.test(text)) continue;
-    const quoted = `"${text.replace(/"/g, '""')}"`;
-    const term = quoted + ((prefix || (prefixAll && !phrase)) ? "*" : "");
-    (neg ? excluded : parts).push(term);
-    if (parts.length + excluded.length >= 32) break;
-  }
-  if (!parts.length) return undefined;
-  let expr = `${columns} : (${parts.join(" AND ")})`;
+/**
+ * An FTS5 query from search text: `+term` must be there, `-term` must not, plain terms count for
+ * relevance (alone, one of them must be there); `"phrases"` and `word*` prefixes work too. Every
+ * term is quoted for FTS5 so no syntax leaks from the client.
+ */
+export function ftsQuery(q: string, prefixAll: boolean, columns = "{name meta}"): string | undefined {
+  const t = parseTerms(q.replace(/[\u0000-\u001f\u007f]/g, " "));
+  const term = (text: string) => {
+    const prefix = text.endsWith("*");
+    const bare = text.replace(/\*+$/, "");
+    if (!/[\p{L}\p{N}]/u.test(bare)) return undefined;
+    const phrase = /\s/.test(bare);
+    return `"${bare.replace(/"/g, '""')}"` + (prefix || (prefixAll && !phrase) ? "*" : "");
+  };
+  const list = (xs: string[]) => xs.map(term).filter((x): x is string => !!x);
+  const required = list(t.required);
+  const optional = list(t.optional);
+  const excluded = list(t.excluded);
+  let expr: string;
+  if (required.length) expr = `${columns} : (${required.join(" AND ")})`;
+  else if (optional.length) expr = `${columns} : (${optional.join(" OR ")})`;
+  else return undefined;
   for (const x of excluded) expr += ` NOT ${columns} : (${x})`;
   return expr;
 }
@@ -190,57 +190,49 @@ function ftsTable(language: unknown): { table: string; prefix: boolean } {
   return lang === "en" || lang.startsWith("en-") ? { table: "assets_fts_en", prefix: false } : { table: "assets_fts", prefix: true };
 }
 
-type Built = { from: string; where: string[]; params: unknown[]; ranked: boolean };
+type Built = { from: SQL; where: SQL; ranked: boolean; empty: boolean };
 
 /**
- * The FROM/WHERE of a search. Without a `status` filter only active assets are found; `folder`
- * limits the search to the subtree below a folder.
+ * The FROM/WHERE of a search. Without a `status` condition only published (active) assets are
+ * found. With neither `q` nor `filter` nothing is found (the reference's rule).
  */
-function build(projectGid: string, s: AssetSearch, extra: { types?: string[] } = {}): Built {
+function build(projectGid: string, s: AssetSearch, extra: { folders?: boolean } = {}): Built {
   if (s.q !== undefined && s.q !== null && typeof s.q !== "string") throw invalid("q", { expected: "a string" });
-  const filters = filterList(s.filter);
-  const where: string[] = ["a.project_gid = ?"];
-  const params: unknown[] = [projectGid];
-  let from = "assets a";
-  let ranked = false;
+  if (s.language !== undefined && s.language !== null && (typeof s.language !== "string" || !/^[A-Za-z0-9_-]{1,35}$/.test(s.language)))
+    throw invalid("language", { expected: "a language code" });
+  const node = s.filter === undefined || s.filter === null ? MATCH_ALL : parseAssetFilter(s.filter);
   const q = typeof s.q === "string" ? s.q.trim() : "";
+  const noFilter = s.filter === undefined || s.filter === null || (Array.isArray(s.filter) && s.filter.length === 0);
+  const conditions: SQL[] = [sql`a.project_gid = ${projectGid}`, sql`a.parent IS NOT NULL`];
+  let from = sql`assets a`;
+  let ranked = false;
+  const { table, prefix } = ftsTable(s.language);
+  let empty = !q && noFilter;
   if (q) {
-    const { table, prefix } = ftsTable(s.language);
     const expr = ftsQuery(q.slice(0, 500), prefix);
     if (expr) {
-      from = `${table} f JOIN assets a ON a.id = f.rowid`;
-      where.push(`${table} MATCH ?`);
-      params.push(`project_gid : "${projectGid.replace(/"/g, '""')}" AND (${expr})`);
+      from = sql`${sql.raw(table)} f JOIN assets a ON a.id = f.rowid`;
+      conditions.push(sql`${sql.raw(table)} MATCH ${`project_gid : "${projectGid.replace(/"/g, '""')}" AND (${expr})`}`);
       ranked = true;
-    }
-  } else ftsTable(s.language);
-  let statusGiven = false;
-  filters.forEach((item, i) => {
-    if (Array.isArray(item) && item[0] === "status") statusGiven = true;
-    if (Array.isArray(item) && item[0] === "ancestor") {
-      where.push(ancestorCondition(item, i, params, projectGid));
-      return;
-    }
-    const c = condition(item, i);
-    where.push(c.sql);
-    params.push(...c.params);
-  });
-  if (!statusGiven) where.push("a.status = 'active'");
-  if (extra.types) {
-    where.push(`a.type IN (${extra.types.map(() => "?").join(",")})`);
-    params.push(...extra.types);
+    } else if (noFilter) empty = true;
   }
-  return { from, where, params, ranked };
+  conditions.push(filterToSql(node, { language: typeof s.language === "string" ? s.language : undefined }));
+  if (!fieldsOf(node).has("status")) conditions.push(sql`a.status = 'active'`);
+  if (extra.folders) conditions.push(sql`a.type = 'folder'`);
+  return { from, where: sql.join(conditions, sql` AND `), ranked, empty };
 }
 
-/** `["ancestor", "=", folder]` / `["ancestor", "in", [folders]]`: anywhere below the folder(s). */
-function ancestorCondition(item: unknown[], index: number, params: unknown[], projectGid: string): string {
-  const [, op, value] = item;
-  const list = op === "=" && typeof value === "string" ? [value] : op === "in" && Array.isArray(value) && value.every((v) => typeof v === "string") ? (value as string[]) : undefined;
-  if (!list || !list.length || list.length > 100) throw invalid("filter", { filter: index, reason: "ancestor takes = folder gid or in [folder gids]" });
-  params.push(projectGid, ...list, projectGid);
-  return `a.gid IN (WITH RECURSIVE d(gid) AS (SELECT gid FROM assets WHERE project_gid = ? AND parent IN (${list.map(() => "?").join(",")}) UNION ALL SELECT x.gid FROM assets x JOIN d ON x.parent = d.gid WHERE x.project_gid = ?) SELECT gid FROM d)`;
-}
+const SORTS = new Map([
+  ["name", "a.name COLLATE NOCASE"],
+  ["pathname", "a.pathname COLLATE NOCASE"],
+  ["size", "a.size"],
+  ["created_on", "a.created_on"],
+  ["updated_on", "a.updated_on"],
+  ["type", "a.type"],
+  ["extension", "a.extension"],
+  ["width", "a.width"],
+  ["height", "a.height"],
+]);
 
 function orderBy(s: AssetSearch, ranked: boolean): string {
   const tail = "a.name COLLATE NOCASE, a.id";
@@ -249,74 +241,110 @@ function orderBy(s: AssetSearch, ranked: boolean): string {
   }
   if (typeof s.sort !== "string") throw invalid("sort", { expected: "relevance or a field, - for descending" });
   const desc = s.sort.startsWith("-");
-  const field = desc ? s.sort.slice(1) : s.sort;
-  if (!(SORTS as readonly string[]).includes(field)) throw invalid("sort", { expected: `relevance or one of ${SORTS.join(", ")}, - for descending` });
-  const col = field === "name" ? "a.name COLLATE NOCASE" : `a.${field}`;
-  return `${col} ${desc ? "DESC" : "ASC"}, a.id`;
+  const column = SORTS.get(desc ? s.sort.slice(1) : s.sort);
+  if (!column) throw invalid("sort", { expected: `relevance or one of ${[...SORTS.keys()].join(", ")}, - for descending` });
+  return `${column} ${desc ? "DESC" : "ASC"}, a.id`;
 }
 
-/** One page of a search (offset paging) and the total count. */
-function searchAssets(tx: Tx, projectGid: string, s: AssetSearch, page: { offset: number; size: number }, extra: { types?: string[] } = {}): { rows: Asset[]; total: number } {
+/** Runs a statement of the search; a failure of SQLite itself (FTS5, too complex) is 1002 "Search error". */
+function run<T>(fn: () => T): T {
+  try {
+    return fn();
+  } catch (e) {
+    if (e instanceof ApiError || e instanceof FilterError) throw e;
+    // SQLITE_ERROR is a statement SQLite could not run (an FTS5 query it refused, an expression too
+    // deep); busy or I/O errors stay what they are.
+    if (e instanceof Error && ((e as { code?: string }).code === "SQLITE_ERROR" || /fts5|parser stack|too complex|Expression tree/i.test(e.message)))
+      throw new ApiError(1002, "Search error", { reason: "the search engine could not run this search" });
+    throw e;
+  }
+}
+
+/** One page of a search and the total count. */
+export function searchAssets(tx: Tx, projectGid: string, s: AssetSearch, page: { top: number; size: number }, extra: { folders?: boolean } = {}): { rows: Asset[]; total: number } {
   const b = build(projectGid, s, extra);
+  if (b.empty) return { rows: [], total: 0 };
   const db = sqliteOf(tx);
-  const whereSql = b.where.join(" AND ");
-  const total = (db.query(`SELECT count(*) AS n FROM ${b.from} WHERE ${whereSql}`).get(...(b.params as any[])) as { n: number }).n;
-  const ids = db
-    .query(`SELECT a.id AS id FROM ${b.from} WHERE ${whereSql} ORDER BY ${orderBy(s, b.ranked)} LIMIT ? OFFSET ?`)
-    .all(...(b.params as any[]), page.size, page.offset) as { id: number }[];
+  const where = sqlText(sql`SELECT count(*) AS n FROM ${b.from} WHERE ${b.where}`);
+  const total = run(() => (db.query(where.sql).get(...(where.params as never[])) as { n: number }).n);
+  if (!page.size) return { rows: [], total };
+  const list = sqlText(sql`SELECT a.id AS id FROM ${b.from} WHERE ${b.where} ORDER BY ${sql.raw(orderBy(s, b.ranked))} LIMIT ${page.size} OFFSET ${page.top}`);
+  const ids = run(() => db.query(list.sql).all(...(list.params as never[])) as { id: number }[]);
   return { rows: assetsByIds(tx, ids.map((r) => r.id)), total };
 }
 
 /** Every asset a search finds (id order), for bulk selections. */
 function searchAssetItems(tx: Tx, projectGid: string, s: AssetSearch): SelectionItem[] {
   const b = build(projectGid, s);
-  return sqliteOf(tx)
-    .query(`SELECT a.id AS id, a.gid AS gid FROM ${b.from} WHERE ${b.where.join(" AND ")} ORDER BY a.id`)
-    .all(...(b.params as any[])) as SelectionItem[];
+  if (b.empty) return [];
+  const q = sqlText(sql`SELECT a.id AS id, a.gid AS gid FROM ${b.from} WHERE ${b.where} ORDER BY a.id`);
+  return run(() => sqliteOf(tx).query(q.sql).all(...(q.params as never[])) as SelectionItem[]);
 }
 
+// ---------------------------------------------------------------------------------------------
+// Autocomplete (`assets/search/autocomplete`)
+
+export const AUTOCOMPLETE_FIELDS = ["name", "ext", "path", "metadata"] as const;
+
+/** `fieldq` as a LIKE prefix pattern (`%`, `_` and `\` taken literally). */
+const likePrefix = (s: string) => `${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+
 /**
- * Suggestions for a search box: distinct asset names whose words start with what was typed (all
- * words as prefixes), best match first. Uses the FTS prefix index, so it stays fast on large trees.
+ * Values a filter on `field` could use, starting with `fieldq` (case ignored): asset names,
+ * file extensions, folder pathnames; for `metadata` group names holding `fieldq`, or after
+ * `group.` that group's field names starting with the rest (all of them, whatever `size`).
  */
-export function autocomplete(tx: Tx, projectGid: string, q: string, limit: number, types?: string[]): { suggestions: string[]; rows: Asset[] } {
-  const expr = ftsQuery(q.slice(0, 200), true, "name");
-  if (!expr) return { suggestions: [], rows: [] };
-  const params: unknown[] = [`project_gid : "${projectGid.replace(/"/g, '""')}" AND (${expr})`];
-  let typeSql = "";
-  if (types?.length) {
-    typeSql = ` AND a.type IN (${types.map(() => "?").join(",")})`;
-    params.push(...types);
+export function autocomplete(tx: Tx, projectGid: string, field: string, fieldq: string, size: number): string[] {
+  const db = sqliteOf(tx);
+  const pattern = likePrefix(fieldq);
+  const live = "project_gid = ? AND status = 'active' AND parent IS NOT NULL";
+  switch (field) {
+    case "name":
+      return (db.query(`SELECT DISTINCT name AS v FROM assets WHERE ${live} AND name LIKE ? ESCAPE '\\' ORDER BY name COLLATE NOCASE LIMIT ?`).all(projectGid, pattern, size) as { v: string }[]).map((r) => r.v);
+    case "ext":
+      return (
+        db.query(`SELECT DISTINCT extension AS v FROM assets WHERE ${live} AND type <> 'folder' AND extension <> '' AND extension LIKE ? ESCAPE '\\' ORDER BY extension LIMIT ?`).all(projectGid, pattern, size) as { v: string }[]
+      ).map((r) => r.v);
+    case "path":
+      return (
+        db.query(`SELECT DISTINCT pathname AS v FROM assets WHERE project_gid = ? AND status = 'active' AND type = 'folder' AND pathname LIKE ? ESCAPE '\\' ORDER BY pathname COLLATE NOCASE LIMIT ?`).all(projectGid, pattern, size) as { v: string }[]
+      ).map((r) => r.v);
+    default: {
+      const names = new Set<string>();
+      const rows = db.query(`SELECT metadata FROM assets WHERE ${live} AND metadata <> '{}'`).all(projectGid) as { metadata: string }[];
+      for (const r of rows) {
+        try {
+          for (const k of Object.keys(metadataFields(JSON.parse(r.metadata)))) names.add(k);
+        } catch {
+          // A row whose metadata is not JSON has nothing to offer.
+        }
+      }
+      const dot = fieldq.indexOf(".");
+      const groups = new Map<string, string[]>();
+      for (const n of names) {
+        const i = n.indexOf(".");
+        const g = i < 0 ? n : n.slice(0, i);
+        groups.set(g, [...(groups.get(g) ?? []), n]);
+      }
+      if (dot > 0 && groups.has(fieldq.slice(0, dot))) {
+        const prefix = fieldq.toLowerCase();
+        return groups.get(fieldq.slice(0, dot))!.filter((n) => n.toLowerCase().startsWith(prefix)).sort();
+      }
+      const part = fieldq.toLowerCase();
+      return [...groups.keys()].filter((g) => g.toLowerCase().includes(part)).sort().slice(0, size);
+    }
   }
-  const rows = sqliteOf(tx)
-    .query(
-      `SELECT a.id AS id, a.name AS name FROM assets_fts f JOIN assets a ON a.id = f.rowid
-       WHERE assets_fts MATCH ? AND a.status = 'active'${typeSql}
-       ORDER BY f.rank, length(a.name), a.name COLLATE NOCASE LIMIT ?`,
-    )
-    .all(...(params as any[]), limit * 5) as { id: number; name: string }[];
-  const seen = new Set<string>();
-  const picked: number[] = [];
-  const suggestions: string[] = [];
-  for (const r of rows) {
-    const key = r.name.toLowerCase();
-    if (seen.has(key)) continue;
-    seen.add(key);
-    suggestions.push(r.name);
-    picked.push(r.id);
-    if (suggestions.length >= limit) break;
-  }
-  return { suggestions, rows: assetsByIds(tx, picked) };
 }
 
 // ---------------------------------------------------------------------------------------------
 // Selection resolver for bulk operations (spec 4.3)
 
 function statusOf(el: Record<string, unknown>): string[] {
-  const s = el.status ?? "active";
-  if (s === "active" || s === "deleted") return [s];
+  const s = Object.hasOwn(el, "status") ? el.status : "active";
+  if (s === "active" || s === "published" || s === undefined) return ["active"];
+  if (s === "deleted") return ["deleted"];
   if (s === "any") return ["active", "deleted"];
-  throw invalid("selection", { reason: "status is active, deleted or any" });
+  throw invalid("selection", { reason: "status is published (or active), deleted or any" });
 }
 
 /** How asset selections (spec 4.3) are resolved: gids, `{children, status?}` and `{search}`. */
@@ -329,19 +357,20 @@ export const assetSelection: SelectionResolver = {
     for (let i = 0; i < gids.length; i += 500) {
       const chunk = gids.slice(i, i + 500);
       found.push(
-        ...(db.query(`SELECT id, gid FROM assets WHERE project_gid = ? AND gid IN (${chunk.map(() => "?").join(",")})`).all(projectGid, ...chunk) as SelectionItem[]),
+        ...(db.query(`SELECT id, gid FROM assets WHERE project_gid = ? AND parent IS NOT NULL AND gid IN (${chunk.map(() => "?").join(",")})`).all(projectGid, ...chunk) as SelectionItem[]),
       );
     }
     const have = new Set(found.map((f) => f.gid));
     return { items: found, missing: gids.filter((g) => !have.has(g)) };
   },
   children(tx, projectGid, el) {
-    const parent = el.children;
     const status = statusOf(el);
     const db = sqliteOf(tx);
     const marks = status.map(() => "?").join(",");
-    if (parent === null || parent === "") {
-      return db.query(`SELECT id, gid FROM assets WHERE project_gid = ? AND parent IS NULL AND status IN (${marks}) ORDER BY id`).all(projectGid, ...status) as SelectionItem[];
+    let parent = el.children;
+    if (parent === null || parent === "" || parent === "/") {
+      parent = (db.query("SELECT gid FROM assets WHERE project_gid = ? AND parent IS NULL AND type = 'folder' AND name = ''").get(projectGid) as { gid: string } | null)?.gid;
+      if (!parent) return [];
     }
     if (typeof parent !== "string") throw invalid("selection", { reason: "children takes a folder gid" });
     const p = db.query("SELECT type FROM assets WHERE project_gid = ? AND gid = ?").get(projectGid, parent) as { type: string } | null;
@@ -356,55 +385,41 @@ export const assetSelection: SelectionResolver = {
 // ---------------------------------------------------------------------------------------------
 // The search operations (members of the project)
 
-const SEARCH_PAGE_DEFAULT = 50;
-const SEARCH_PAGE_MAX = 1000;
+type Paged = { "page.top"?: unknown; "page.size"?: unknown };
 
-type Paged = { "page.size"?: number; "page.cursor"?: string | null };
-
-/** A search answer page: offset paging behind an opaque cursor. */
-function searchPage(tx: Tx, projectGid: string, input: AssetSearch & Paged, types?: string[]) {
-  const size = pageSize(input["page.size"], SEARCH_PAGE_DEFAULT, SEARCH_PAGE_MAX);
-  const state = decodeCursor<{ o: number }>(input["page.cursor"], "search");
-  // A tampered offset (a fraction, 1e308, a string) is refused like any other bad cursor.
-  if (state && !(Number.isSafeInteger(state.o) && state.o >= 0))
-    throw badRequest("Invalid parameter", { "Invalid parameter": "page.cursor", expected: "a page.cursor returned by the previous call" });
-  const offset = state?.o ?? 0;
-  const { rows, total } = searchAssets(tx, projectGid, input, { offset, size }, { types });
-  const next = offset + rows.length < total && rows.length ? encodeCursor({ k: "search", o: offset + size }) : null;
-  return { rows, total, next };
+function windowOf(input: Paged) {
+  try {
+    return pageWindow(input, SEARCH_PAGE.assets);
+  } catch (e) {
+    if (e instanceof FilterError) throw badRequest("Invalid parameter", e.info());
+    throw e;
+  }
 }
 
-/** `assets/search`: full text and filters, paged. */
+/** `assets/search`: full text and filters, `page.top` / `page.size` (10): `assets`, `assets.size`. */
 export function findAssets(ctx: Ctx, actor: Actor, projectGid: string, input: AssetSearch & Paged): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx }) => {
-    const r = searchPage(tx, projectGid, input);
-    return { result: { assets: r.rows.map((a) => a.gid), "assets.size": r.total, "page.cursor": r.next }, data: { assets: assetDictionary(r.rows) } };
+  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
+    ensureRoot(tx, log, projectGid);
+    const r = searchAssets(tx, projectGid, input, windowOf(input));
+    return { result: { assets: r.rows.map((a) => a.gid), "assets.size": r.total }, data: { assets: assetDictionary(tx, projectGid, r.rows) } };
   });
 }
 
-/** `assets/search/folders`: folders only, with each one's ancestor gids (root first) in `paths`. */
+/** `assets/search/folders`: the same, folders only. */
 export function findFolders(ctx: Ctx, actor: Actor, projectGid: string, input: AssetSearch & Paged): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx }) => {
-    const r = searchPage(tx, projectGid, input, ["folder"]);
-    const paths = new Map<string, string[]>();
-    const above = new Set<string>();
-    for (const f of r.rows) {
-      const chain = ancestorGids(tx, projectGid, f.gid).reverse();
-      paths.set(f.gid, chain);
-      for (const g of chain) above.add(g);
-    }
-    const ancestors = assetsByGids(tx, projectGid, [...above]);
-    return {
-      result: { assets: r.rows.map((a) => a.gid), "assets.size": r.total, "page.cursor": r.next, paths: Object.fromEntries(paths) },
-      data: { assets: assetDictionary([...r.rows, ...ancestors]) },
-    };
+  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
+    ensureRoot(tx, log, projectGid);
+    const r = searchAssets(tx, projectGid, input, windowOf(input), { folders: true });
+    return { result: { assets: r.rows.map((a) => a.gid), "assets.size": r.total }, data: { assets: assetDictionary(tx, projectGid, r.rows) } };
   });
 }
 
-/** `assets/search/autocomplete`: names starting with what was typed, a few, fast. */
-export function autocompleteAssets(ctx: Ctx, actor: Actor, projectGid: string, input: { q: string; limit?: number; type?: string }): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx }) => {
-    const r = autocomplete(tx, projectGid, input.q, input.limit ?? 8, input.type ? [input.type] : undefined);
-    return { result: { suggestions: r.suggestions, assets: r.rows.map((a) => a.gid) }, data: { assets: assetDictionary(r.rows) } };
+/** `assets/search/autocomplete`: `field`, `fieldq`, `completions.size` (10, 1..50) → `completions`. */
+export function autocompleteAssets(ctx: Ctx, actor: Actor, projectGid: string, input: { field: string; fieldq?: string; language?: string; "completions.size"?: number }): Answer {
+  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
+    ensureRoot(tx, log, projectGid);
+    if (!(AUTOCOMPLETE_FIELDS as readonly string[]).includes(input.field)) throw invalid("field", { expected: AUTOCOMPLETE_FIELDS.join(", ") });
+    const fieldq = (input.fieldq ?? "").slice(0, 500);
+    return { result: { completions: run(() => autocomplete(tx, projectGid, input.field, fieldq, input["completions.size"] ?? 10)) }, data: {} };
   });
 }

@@ -1,4 +1,5 @@
-import { and, asc, desc, eq, inArray, isNull, sql, type SQL } from "drizzle-orm";
+import { and, asc, desc, eq, inArray, isNull, ne, sql, type SQL } from "drizzle-orm";
+import sharp from "sharp";
 import { readdirSync, renameSync, rmSync, statSync } from "node:fs";
 import { join, resolve, sep } from "node:path";
 import type { Ctx } from "../../platform/context";
@@ -7,8 +8,10 @@ import type { Answer } from "../../core/answer";
 import type { Actor } from "../../core/actor";
 import { inProject, projectAccess } from "../members/access.service";
 import { sqliteOf, type DB, type Tx } from "../../db/connection";
-import { assets, assetVersions, type AssetMetadata } from "./assets.table";
-import { badRequest, unprocessable } from "../../core/errors";
+import { assets, assetVersions, type AssetMetadata, type AssetTransforms, type FileFacts, type Localized } from "./assets.table";
+import { FilterError, pageWindow } from "../../core/filter";
+import { getProject } from "../projects/projects.service";
+import { ApiError, badRequest, unprocessable } from "../../core/errors";
 import type { Received, ReceivedFile } from "../../platform/storage/storage";
 import { analyseFile } from "../../platform/images/file-info";
 import { newGid, now } from "../../core/ids";
@@ -17,42 +20,125 @@ import { originalPath, storageName } from "../../platform/storage/originals";
 export type Asset = typeof assets.$inferSelect;
 export type AssetVersion = typeof assetVersions.$inferSelect;
 
-/** The asset form of `data.assets` (docs/assets.md). */
-export function assetForm(a: Asset) {
+/** The project's languages in order (`options.languages`; `["en"]` until a project has them). */
+export function projectLanguages(tx: Tx, projectGid: string): string[] {
+  const row = getProject(tx, projectGid);
+  const list = row?.options && Object.hasOwn(row.options, "languages") ? row.options.languages : undefined;
+  if (Array.isArray(list)) {
+    const codes = list.filter((l): l is string => typeof l === "string" && /^[A-Za-z0-9_-]{1,35}$/.test(l));
+    if (codes.length) return [...new Set(codes)];
+  }
+  return ["en"];
+}
+
+/** One metadata field as the form shows it (`metadata/set`). */
+export type MetadataField = { type: string; is_localized: boolean; value: unknown };
+
+const isField = (v: unknown): v is MetadataField =>
+  typeof v === "object" && v !== null && !Array.isArray(v) && Object.hasOwn(v, "type") && Object.hasOwn(v, "value") && typeof (v as MetadataField).type === "string";
+
+/**
+ * The stored metadata as fields. Values from before the field form (a bare value under a key)
+ * show as a `textline` / `number` / `boolean` field of that key.
+ */
+export function metadataFields(md: AssetMetadata | null | undefined): Record<string, MetadataField> {
+  const out: Record<string, MetadataField> = {};
+  for (const [k, v] of Object.entries(md ?? {})) {
+    if (isField(v)) out[k] = { type: v.type, is_localized: v.is_localized === true, value: v.value };
+    else out[k] = { type: typeof v === "number" ? "number" : typeof v === "boolean" ? "boolean" : "textline", is_localized: false, value: v };
+  }
+  return out;
+}
+
+const localized = (stored: Localized | null | undefined, languages: string[]): Record<string, string> => {
+  const out: Record<string, string> = {};
+  for (const l of languages) out[l] = stored && Object.hasOwn(stored, l) && typeof stored[l] === "string" ? stored[l] : "";
+  return out;
+};
+
+/** The root folder `/` of a project: no parent, no name. */
+export const isRoot = (a: Pick<Asset, "parent" | "name" | "type">) => a.parent === null && a.name === "" && a.type === "folder";
+
+/** `path` of an asset: the pathname of its folder (`""` for the root). */
+export function pathOf(pathname: string): string {
+  if (pathname === "/") return "";
+  const i = pathname.lastIndexOf("/");
+  return i <= 0 ? "/" : pathname.slice(0, i);
+}
+
+/** The `info` of a file: the facts dam/info gives, as stored at upload. */
+export function fileInfo(a: Pick<Asset, "extension" | "size" | "pages" | "width" | "height" | "facts" | "extracted">) {
+  const f = a.facts;
   return {
-    gid: a.gid,
-    parent: a.parent,
-    type: a.type,
-    name: a.name,
-    extension: a.extension,
-    mime: a.mime,
-    size: a.size,
-    version: a.version,
-    storage_name: a.storageName,
-    sha256: a.sha256,
+    format: a.extension || null,
+    filesize: a.size,
+    pages: a.pages ?? 1,
     width: a.width,
     height: a.height,
-    format: a.format,
-    pages: a.pages,
-    metadata: a.metadata ?? {},
-    extracted: a.extracted ?? {},
-    status: a.status,
-    published: a.published,
-    public_name: a.publicName,
+    resolution: f?.resolution ?? null,
+    transparent: f?.transparent ?? false,
+    animated: f?.animated ?? (a.pages ?? 1) > 1,
+    colors: f?.colors ?? null,
+    colorspace: f?.colorspace ?? null,
+    metadata: a.extracted ?? {},
+  };
+}
+
+type Counts = { files: number; folders: number };
+
+/** The asset form of `data.assets` (docs/assets.md): the reference's members, nothing else. */
+export function assetForm(a: Asset, languages: string[], counts: Counts = { files: 0, folders: 0 }) {
+  const isFile = a.type !== "folder";
+  const pathname = a.pathname ?? (isRoot(a) ? "/" : `/${a.name}`);
+  return {
+    gid: a.gid,
+    pathname,
+    path: pathOf(pathname),
+    name: a.name,
+    is_file: isFile,
+    type: isFile ? a.extension || null : null,
+    childcount: isFile ? 0 : counts.files + counts.folders,
+    status: a.status === "active" ? "published" : "deleted",
+    version: isFile ? a.version : 0,
+    info: isFile ? fileInfo(a) : { filecount: counts.files, foldercount: counts.folders },
+    transforms: a.transforms ?? null,
+    title: localized(a.title, languages),
+    description: localized(a.description, languages),
+    metadata: metadataFields(a.metadata),
     created_on: a.createdOn,
     updated_on: a.updatedOn,
-    created_by: a.createdBy,
-    updated_by: a.updatedBy,
-    deleted_on: a.deletedOn,
   };
 }
 
 export type AssetForm = ReturnType<typeof assetForm>;
 
-/** `data.assets`: the dictionary gid → asset form. */
-export function assetDictionary(rows: Iterable<Asset>): Record<string, AssetForm> {
+/** Active files and folders directly in each of these folders. */
+function childCounts(tx: Tx, projectGid: string, folders: string[]): Map<string, Counts> {
+  const out = new Map<string, Counts>();
+  for (let i = 0; i < folders.length; i += 500) {
+    const rows = tx
+      .select({ parent: assets.parent, folder: sql<number>`${assets.type} = 'folder'`, n: sql<number>`count(*)` })
+      .from(assets)
+      .where(and(eq(assets.projectGid, projectGid), eq(assets.status, "active"), inArray(assets.parent, folders.slice(i, i + 500))))
+      .groupBy(assets.parent, sql`${assets.type} = 'folder'`)
+      .all();
+    for (const r of rows) {
+      const c = out.get(r.parent!) ?? { files: 0, folders: 0 };
+      if (r.folder) c.folders += r.n;
+      else c.files += r.n;
+      out.set(r.parent!, c);
+    }
+  }
+  return out;
+}
+
+/** `data.assets`: the dictionary gid → asset form (one project's assets). */
+export function assetDictionary(tx: Tx, projectGid: string, rows: Iterable<Asset>): Record<string, AssetForm> {
+  const list = [...rows];
+  const languages = projectLanguages(tx, projectGid);
+  const counts = childCounts(tx, projectGid, list.filter((a) => a.type === "folder").map((a) => a.gid));
   const out: Record<string, AssetForm> = {};
-  for (const a of rows) out[a.gid] = assetForm(a);
+  for (const a of list) out[a.gid] = assetForm(a, languages, counts.get(a.gid));
   return out;
 }
 
@@ -178,50 +264,313 @@ export function ancestorGids(tx: Tx, projectGid: string, gid: string): string[] 
 // ---------------------------------------------------------------------------------------------
 // Rules for values
 
-/** A display name: trimmed, NFC, 1..255 characters, no control characters. */
-function validName(value: unknown, field = "name"): string {
+/** Name of a folder made by `create` without a name. */
+export const DEFAULT_FOLDER_NAME = "new folder";
+
+/**
+ * An asset name: trimmed, NFC, 1..255 characters, no control characters, no `/` (it separates
+ * the names of a pathname), not `.` or `..`.
+ */
+export function validName(value: unknown, field = "name"): string {
   if (typeof value !== "string") throw badRequest("Invalid parameter", { "Invalid parameter": field, expected: "a string" });
   const name = value.normalize("NFC").trim();
   // eslint-disable-next-line no-control-regex
-  if (!name || name.length > 255 || /[\u0000-\u001f\u007f]/.test(name))
-    throw badRequest("Invalid parameter", { "Invalid parameter": field, expected: "1 to 255 characters without control characters" });
+  if (!name || name.length > 255 || /[\u0000-\u001f\u007f/]/.test(name) || name === "." || name === "..")
+    throw badRequest("Invalid parameter", { "Invalid parameter": field, expected: "1 to 255 characters without / or control characters, not . or .." });
   return name;
 }
 
-/** The folder a new or moved item goes into: null (root) or an active folder of the project; 422 otherwise. */
-export function requireParentFolder(tx: Tx, projectGid: string, parent: unknown): string | null {
-  if (parent === undefined || parent === null || parent === "") return null;
-  if (typeof parent !== "string") throw badRequest("Invalid parameter", { "Invalid parameter": "parent", expected: "a folder gid or null" });
-  const p = findAsset(tx, projectGid, parent);
-  if (!p || p.status !== "active") throw unprocessable("Parent asset does not exist", { parent });
-  if (p.type !== "folder") throw unprocessable("Parent asset is not a folder", { parent });
-  return p.gid;
+/** The pathname of `name` inside the folder with pathname `folder`. */
+export const childPath = (folder: string, name: string) => (folder === "/" ? `/${name}` : `${folder}/${name}`);
+
+/** Whether an active item of `parent` other than row `except` has this name (case ignored). */
+function nameTaken(tx: Tx, projectGid: string, parent: string, name: string, except?: number): boolean {
+  const same = and(
+    eq(assets.projectGid, projectGid),
+    eq(assets.parent, parent),
+    eq(assets.status, "active"),
+    sql`lower(${assets.name}) = lower(${name})`,
+    except === undefined ? undefined : ne(assets.id, except),
+  );
+  return !!tx.select({ id: assets.id }).from(assets).where(same).get();
 }
 
+/** `name`, or with a serial before the extension (`shoe-2.jpg`) when an item of the folder has it. */
+export function freeName(tx: Tx, projectGid: string, parent: string, name: string, except?: number): string {
+  if (!nameTaken(tx, projectGid, parent, name, except)) return name;
+  const dot = name.lastIndexOf(".");
+  const stem = dot > 0 ? name.slice(0, dot) : name;
+  const ext = dot > 0 ? name.slice(dot) : "";
+  for (let n = 2; n < 100_000; n++) {
+    const candidate = `${stem}-${n}${ext}`;
+    if (!nameTaken(tx, projectGid, parent, candidate, except)) return candidate;
+  }
+  throw unprocessable("No free name in the folder", { parent, name });
+}
+
+const nameInUse = (parent: string, name: string) => unprocessable("An item of the folder has this name", { parent, name, reason: "name in use" });
+
+// ---------------------------------------------------------------------------------------------
+// The tree: the root folder `/` and pathnames
+
+/**
+ * The project's root folder `/`, made when missing. Items without a folder (from before roots
+ * existed, or restored from such a backup) move into it and every pathname is set again, so
+ * existing projects get their root on first use. Call inside `mutate`.
+ */
+export function ensureRoot(tx: Tx, log: ChangeLog, projectGid: string): Asset {
+  let root = tx
+    .select()
+    .from(assets)
+    .where(and(eq(assets.projectGid, projectGid), isNull(assets.parent), eq(assets.type, "folder"), eq(assets.name, "")))
+    .orderBy(asc(assets.id))
+    .get();
+  if (!root) {
+    const t = now();
+    root = tx.insert(assets).values({ gid: newGid(), projectGid, parent: null, type: "folder", name: "", pathname: "/", version: 0, createdOn: t, updatedOn: t }).returning().get();
+    log.project(projectGid, "INSERT", "assets", root.gid);
+  }
+  const loose = tx
+    .select({ id: assets.id })
+    .from(assets)
+    .where(and(eq(assets.projectGid, projectGid), isNull(assets.parent), ne(assets.id, root.id)))
+    .limit(1)
+    .get();
+  const unnamed = tx
+    .select({ id: assets.id })
+    .from(assets)
+    .where(and(eq(assets.projectGid, projectGid), isNull(assets.pathname)))
+    .limit(1)
+    .get();
+  if (loose || unnamed || root.pathname !== "/") repairTree(tx, log, projectGid, root);
+  return root;
+}
+
+/** Hangs every item that is not below the root into it and sets all pathnames from the root down. */
+function repairTree(tx: Tx, log: ChangeLog, projectGid: string, root: Asset): void {
+  const rows = tx
+    .select({ id: assets.id, gid: assets.gid, parent: assets.parent, name: assets.name, type: assets.type, pathname: assets.pathname })
+    .from(assets)
+    .where(eq(assets.projectGid, projectGid))
+    .all();
+  const kids = new Map<string, typeof rows>();
+  for (const r of rows) {
+    if (r.id === root.id || !r.parent) continue;
+    const list = kids.get(r.parent) ?? [];
+    list.push(r);
+    kids.set(r.parent, list);
+  }
+  const paths = new Map<number, string>([[root.id, "/"]]);
+  const walk = (gid: string, path: string) => {
+    const queue: [string, string][] = [[gid, path]];
+    while (queue.length) {
+      const [g, p] = queue.shift()!;
+      for (const k of kids.get(g) ?? []) {
+        if (paths.has(k.id)) continue;
+        const kp = childPath(p, k.name);
+        paths.set(k.id, kp);
+        if (k.type === "folder") queue.push([k.gid, kp]);
+      }
+    }
+  };
+  walk(root.gid, "/");
+  // Whatever the walk did not reach (no parent, a parent that is gone, a loop) goes into the root.
+  for (const r of rows) {
+    if (paths.has(r.id)) continue;
+    const p = childPath("/", r.name);
+    paths.set(r.id, p);
+    tx.update(assets).set({ parent: root.gid }).where(eq(assets.id, r.id)).run();
+    r.parent = root.gid;
+    if (r.type === "folder") walk(r.gid, p);
+  }
+  for (const r of rows) {
+    const p = paths.get(r.id)!;
+    if (r.pathname === p) continue;
+    tx.update(assets).set({ pathname: p }).where(eq(assets.id, r.id)).run();
+    log.project(projectGid, "UPDATE", "assets", r.gid);
+  }
+}
+
+/** Sets the pathnames of everything below a folder from its pathname (after a rename or move). */
+function repathBelow(tx: Tx, log: ChangeLog, projectGid: string, folder: { gid: string; pathname: string }): void {
+  const seen = new Set<string>([folder.gid]);
+  const queue = [folder];
+  while (queue.length) {
+    const f = queue.shift()!;
+    const kids = tx
+      .select({ id: assets.id, gid: assets.gid, name: assets.name, type: assets.type, pathname: assets.pathname })
+      .from(assets)
+      .where(and(eq(assets.projectGid, projectGid), eq(assets.parent, f.gid)))
+      .all();
+    for (const k of kids) {
+      if (seen.has(k.gid)) continue;
+      seen.add(k.gid);
+      const p = childPath(f.pathname, k.name);
+      if (k.pathname !== p) {
+        tx.update(assets).set({ pathname: p }).where(eq(assets.id, k.id)).run();
+        log.project(projectGid, "UPDATE", "assets", k.gid);
+      }
+      if (k.type === "folder") queue.push({ gid: k.gid, pathname: p });
+    }
+  }
+}
+
+/** An asset by pathname (the active one when a deleted item had the same pathname). */
+export function findByPathname(tx: Tx, projectGid: string, pathname: string): Asset | undefined {
+  return tx
+    .select()
+    .from(assets)
+    .where(and(eq(assets.projectGid, projectGid), eq(assets.pathname, pathname)))
+    .orderBy(sql`${assets.status} = 'active' DESC`, desc(assets.id))
+    .get();
+}
+
+/** Checks a pathname member: a string starting with `/` (a trailing `/` is ignored). */
+function pathnameParam(value: unknown, field: string): string {
+  if (typeof value !== "string" || !value.startsWith("/") || value.length > 4096)
+    throw badRequest("Invalid parameter", { "Invalid parameter": field, expected: "a pathname starting with /" });
+  const p = value.normalize("NFC");
+  return p.length > 1 && p.endsWith("/") ? p.slice(0, -1) : p;
+}
+
+const noFolder = (info: Record<string, unknown>) => unprocessable("Parent asset doesn't exist or isn't a folder", info);
+
+/**
+ * The active folder named by a gid (`parent`/`asset`) or a pathname; absent both: the root.
+ * 422 when it does not exist or is a file.
+ */
+export function requireFolder(tx: Tx, log: ChangeLog, projectGid: string, by: { gid?: unknown; pathname?: unknown; field?: string }): Asset {
+  const field = by.field ?? "parent";
+  let f: Asset | undefined;
+  if (by.gid !== undefined && by.gid !== null && by.gid !== "") {
+    if (typeof by.gid !== "string") throw badRequest("Invalid parameter", { "Invalid parameter": field, expected: "a folder gid" });
+    f = findAsset(tx, projectGid, by.gid);
+  } else if (by.pathname !== undefined && by.pathname !== null && by.pathname !== "") {
+    f = findByPathname(tx, projectGid, pathnameParam(by.pathname, "pathname"));
+  } else return ensureRoot(tx, log, projectGid);
+  if (!f || f.status !== "active" || f.type !== "folder") throw noFolder(by.gid !== undefined && by.gid !== null && by.gid !== "" ? { [field]: by.gid } : { pathname: by.pathname });
+  return f;
+}
+
+/** For bulk jobs: the gid of the folder named by `parent` (absent: the root). */
+export function requireParentFolder(tx: Tx, log: ChangeLog, projectGid: string, parent: unknown): string {
+  return requireFolder(tx, log, projectGid, { gid: parent }).gid;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Metadata fields (`metadata/set`, `metadata/clear`)
+
+/** A metadata field name: letters, digits and `_`, at least one dot, no empty part, not starting with a digit. */
+export const METADATA_NAME = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)+$/;
+export const METADATA_TYPES = ["textline", "text", "number", "boolean", "date", "url"] as const;
 const MAX_METADATA_BYTES = 64 * 1024;
 
-/** Checks a metadata object of `metadata/set`: keys 1..100 characters without `"`, `\` or control characters. */
-export function validMetadata(value: unknown, field = "metadata"): Record<string, unknown> {
+export function metadataName(value: unknown, field = "name"): string {
   if (value === undefined || value === null) throw badRequest("Missing parameter", { "Missing parameter": field });
-  if (!value || typeof value !== "object" || Array.isArray(value))
-    throw badRequest("Invalid parameter", { "Invalid parameter": field, expected: "an object of key: value" });
-  for (const k of Object.keys(value)) {
-    // eslint-disable-next-line no-control-regex
-    // `"` and `\` would break the JSON paths filters build from keys.
-    if (!k || k.length > 100 || /["\\\u0000-\u001f\u007f]/.test(k))
-      throw badRequest("Invalid parameter", { "Invalid parameter": `${field}.${k}`, expected: 'a key of 1 to 100 characters without ", \\ or control characters' });
-  }
-  return value as Record<string, unknown>;
+  if (typeof value !== "string" || value.length > 100 || !METADATA_NAME.test(value))
+    throw badRequest("Invalid parameter", { "Invalid parameter": field, expected: "a name like group.field: letters, digits, _ and dots, at least one dot" });
+  return value;
 }
 
-function mergedMetadata(current: AssetMetadata, set: Record<string, unknown>): AssetMetadata {
-  const out: AssetMetadata = { ...current };
-  for (const [k, v] of Object.entries(set)) {
-    if (v === null) delete out[k];
-    else out[k] = v;
+/** One value coerced to a type, as well as it goes (never an error, as the reference says). */
+function coerce(type: string, v: unknown): unknown {
+  switch (type) {
+    case "number": {
+      if (typeof v === "number" && Number.isFinite(v)) return v;
+      const n = typeof v === "string" ? Number(v.trim()) : typeof v === "boolean" ? Number(v) : NaN;
+      return Number.isFinite(n) && !(typeof v === "string" && !v.trim()) ? n : null;
+    }
+    case "boolean":
+      if (typeof v === "boolean") return v;
+      if (typeof v === "number") return v !== 0;
+      if (typeof v === "string") return ["true", "yes", "1", "on"].includes(v.trim().toLowerCase());
+      return false;
+    default:
+      if (v === null || v === undefined) return "";
+      if (typeof v === "string") return v;
+      if (typeof v === "number" || typeof v === "boolean") return String(v);
+      return JSON.stringify(v);
   }
-  if (JSON.stringify(out).length > MAX_METADATA_BYTES)
-    throw unprocessable("Metadata too large", { limit_bytes: MAX_METADATA_BYTES });
+}
+
+/** A metadata field from `metadata/set`'s members; localized values hold every project language. */
+export function metadataField(input: { type?: unknown; is_localized?: unknown; value?: unknown }, languages: string[]): MetadataField {
+  const type = input.type === undefined || input.type === null ? "textline" : input.type;
+  if (typeof type !== "string" || !(METADATA_TYPES as readonly string[]).includes(type))
+    throw badRequest("Invalid parameter", { "Invalid parameter": "type", expected: METADATA_TYPES.join(", ") });
+  const isLocalized = input.is_localized === undefined || input.is_localized === null ? false : input.is_localized;
+  if (typeof isLocalized !== "boolean") throw badRequest("Invalid parameter", { "Invalid parameter": "is_localized", expected: "true or false" });
+  const raw = input.value === undefined ? "" : input.value;
+  if (!isLocalized) return { type, is_localized: false, value: coerce(type, raw) };
+  const value: Record<string, unknown> = {};
+  const given = typeof raw === "object" && raw !== null && !Array.isArray(raw) ? (raw as Record<string, unknown>) : undefined;
+  languages.forEach((l, i) => {
+    value[l] = coerce(type, given ? (Object.hasOwn(given, l) ? given[l] : "") : i === 0 ? raw : "");
+  });
+  return { type, is_localized: true, value };
+}
+
+/** The metadata with `set` fields put in and `clear` names (or all: `true`) taken out; 422 past 64 KiB. */
+export function changedMetadata(current: AssetMetadata, change: { set?: Record<string, MetadataField>; clear?: true | string[] }): AssetMetadata {
+  const out = new Map(Object.entries(metadataFields(current)) as [string, unknown][]);
+  if (change.clear === true) out.clear();
+  else for (const k of change.clear ?? []) out.delete(k);
+  for (const [k, v] of Object.entries(change.set ?? {})) out.set(k, v);
+  const md = Object.fromEntries(out);
+  if (JSON.stringify(md).length > MAX_METADATA_BYTES) throw unprocessable("Metadata too large", { limit_bytes: MAX_METADATA_BYTES, reason: "can't work with this item" });
+  return md;
+}
+
+/** Sets / clears metadata fields of one asset (one UPDATE and its sync item). */
+export function changeMetadata(tx: Tx, log: ChangeLog, a: Asset, userGid: string | null, change: { set?: Record<string, MetadataField>; clear?: true | string[] }): Asset {
+  return touch(tx, log, a, { metadata: changedMetadata(a.metadata ?? {}, change) }, userGid);
+}
+
+/** Checks `keys` (metadata/clear's list, bulk/metadata's clear). */
+export function metadataNames(keys: unknown, field = "keys"): string[] {
+  if (!Array.isArray(keys) || keys.some((k) => typeof k !== "string")) throw badRequest("Invalid parameter", { "Invalid parameter": field, expected: "an array of metadata field names" });
+  return keys as string[];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Title, description, transforms (`assets/update`)
+
+function localizedParam(value: unknown, field: string, languages: string[], current: Localized): Localized {
+  if (typeof value !== "object" || value === null || Array.isArray(value))
+    throw badRequest("Invalid parameter", { "Invalid parameter": field, expected: "an object of language code: text" });
+  const out: Localized = { ...current };
+  for (const [k, v] of Object.entries(value)) {
+    if (!languages.includes(k)) throw badRequest("Invalid parameter", { "Invalid parameter": `${field}.${k}`, expected: `a language of the project: ${languages.join(", ")}` });
+    if (typeof v !== "string" || v.length > 10_000) throw badRequest("Invalid parameter", { "Invalid parameter": `${field}.${k}`, expected: "a text of at most 10000 characters" });
+    out[k] = v;
+  }
+  return out;
+}
+
+/** A transform name as `transforms` keys and the DAM's `name` option allow (docs/dam.md). */
+export function validTransformName(name: string): boolean {
+  // eslint-disable-next-line no-control-regex
+  return name.length >= 1 && Buffer.byteLength(name) <= 200 && !/[\u0000-\u001f\u007f/\\]/.test(name) && name !== "." && name !== "..";
+}
+
+const fraction = (v: unknown) => typeof v === "number" && Number.isFinite(v) && v >= 0 && v <= 1;
+const pair = (v: unknown): v is [number, number] => Array.isArray(v) && v.length === 2 && fraction(v[0]) && fraction(v[1]);
+
+function transformsParam(value: unknown): AssetTransforms | null {
+  if (value === null) return null;
+  const bad = (expected: string, at = "transforms") => badRequest("Invalid parameter", { "Invalid parameter": at, expected });
+  if (typeof value !== "object" || Array.isArray(value)) throw bad('an object of transform name: {"crop": null or [w, h], "hotspot": null or [x, y]}');
+  const entries = Object.entries(value);
+  if (entries.length > 50) throw bad("at most 50 transforms");
+  const out: AssetTransforms = {};
+  for (const [name, t] of entries) {
+    if (!validTransformName(name)) throw bad("a transform name without /, \\ or control characters, at most 200 bytes", `transforms.${name}`);
+    if (typeof t !== "object" || t === null || Array.isArray(t)) throw bad('{"crop": null or [w, h], "hotspot": null or [x, y]} with fractions 0..1', `transforms.${name}`);
+    const crop = Object.hasOwn(t, "crop") ? (t as Record<string, unknown>).crop : null;
+    const hotspot = Object.hasOwn(t, "hotspot") ? (t as Record<string, unknown>).hotspot : null;
+    if ((crop !== null && !pair(crop)) || (hotspot !== null && !pair(hotspot))) throw bad("crop and hotspot are null or two fractions 0..1", `transforms.${name}`);
+    out[name] = { crop: crop as [number, number] | null, hotspot: hotspot as [number, number] | null };
+  }
   return out;
 }
 
@@ -239,80 +588,48 @@ function touch(tx: Tx, log: ChangeLog, a: Asset, set: Partial<Asset>, userGid: s
   return row;
 }
 
-/** Creates a folder. */
-function insertFolder(tx: Tx, log: ChangeLog, projectGid: string, userGid: string, input: { name: unknown; parent?: unknown }): Asset {
-  const name = validName(input.name);
-  const parent = requireParentFolder(tx, projectGid, input.parent);
-  const t = now();
-  const row = tx
-    .insert(assets)
-    .values({ gid: newGid(), projectGid, parent, type: "folder", name, createdOn: t, updatedOn: t, createdBy: userGid, updatedBy: userGid })
-    .returning()
-    .get();
-  log.project(projectGid, "INSERT", "assets", row.gid);
+/** A folder's child count changed: clients that show it learn through an UPDATE item. */
+const parentChanged = (log: ChangeLog, projectGid: string, ...gids: (string | null | undefined)[]) => {
+  for (const g of new Set(gids)) if (g) log.project(projectGid, "UPDATE", "assets", g);
+};
+
+/** Moves and/or renames one asset, with the pathnames of everything below it. */
+function relocate(tx: Tx, log: ChangeLog, a: Asset, to: { parent: Asset; name: string }, userGid: string | null): Asset {
+  const pathname = childPath(to.parent.pathname ?? "/", to.name);
+  const row = touch(tx, log, a, { parent: to.parent.gid, name: to.name, pathname }, userGid);
+  if (a.type === "folder" && a.pathname !== pathname) repathBelow(tx, log, a.projectGid, { gid: a.gid, pathname });
+  if (a.parent !== to.parent.gid) parentChanged(log, a.projectGid, a.parent, to.parent.gid);
   return row;
 }
 
-/** Renames an asset (the only property `update` changes; see docs/assets.md). */
-function renameRow(tx: Tx, log: ChangeLog, projectGid: string, userGid: string, gid: unknown, input: { name?: unknown }): Asset {
-  const a = requireAsset(tx, projectGid, gid);
-  const set: Partial<Asset> = {};
-  if (input.name !== undefined) set.name = validName(input.name);
-  if (!Object.keys(set).length) return a;
-  return touch(tx, log, a, set, userGid);
-}
-
-/** Merges `metadata` into the asset's user metadata (a null value removes its key). */
-function setMetadataRow(tx: Tx, log: ChangeLog, projectGid: string, userGid: string, gid: unknown, metadata: unknown): Asset {
-  const a = requireAsset(tx, projectGid, gid);
-  return changeMetadata(tx, log, a, userGid, { set: validMetadata(metadata) });
-}
-
-/** Removes the listed keys of the user metadata, or all of it when `keys` is absent. */
-function clearMetadataRow(tx: Tx, log: ChangeLog, projectGid: string, userGid: string, gid: unknown, keys?: unknown): Asset {
-  const a = requireAsset(tx, projectGid, gid);
-  return changeMetadata(tx, log, a, userGid, { clear: keys === undefined || keys === null ? true : (keys as string[]) });
-}
-
-/** Clears (all or some keys), then merges, the user metadata of an asset in one update. */
-export function changeMetadata(tx: Tx, log: ChangeLog, a: Asset, userGid: string | null, change: { set?: Record<string, unknown>; clear?: unknown }): Asset {
-  let md = change.clear !== undefined ? clearedMetadata(a.metadata ?? {}, change.clear) : (a.metadata ?? {});
-  if (change.set) md = mergedMetadata(md, change.set);
-  return touch(tx, log, a, { metadata: md }, userGid);
-}
-
-export function clearedMetadata(current: AssetMetadata, keys?: unknown): AssetMetadata {
-  if (keys === undefined || keys === null || keys === true) return {};
-  if (!Array.isArray(keys) || keys.some((k) => typeof k !== "string"))
-    throw badRequest("Invalid parameter", { "Invalid parameter": "keys", expected: "an array of metadata keys" });
-  const out = { ...current };
-  for (const k of keys as string[]) delete out[k];
-  return out;
-}
-
-export type BatchOutcome = { changed: Asset[]; skipped: { gid: string; reason: string }[] };
+export type BatchOutcome = { changed: Asset[]; skipped: { gid: string; reason: string }[]; parents: Set<string> };
+const outcome = (): BatchOutcome => ({ changed: [], skipped: [], parents: new Set() });
 
 /**
- * Moves assets into `parent` (null: the root). A folder cannot go into itself or below itself.
- * Strict mode (single calls) throws 422 on the first problem; lenient mode (bulk jobs) skips it.
+ * Moves assets into a folder. A folder cannot go into itself or below itself, the root not at
+ * all, and the folder must not hold an item of the same name. Strict mode (single calls) throws
+ * 422 on the first problem; lenient mode (bulk jobs) skips it.
  */
-export function moveAssetRows(tx: Tx, log: ChangeLog, projectGid: string, userGid: string | null, gids: string[], parentIn: unknown, strict = true): BatchOutcome {
-  const parent = requireParentFolder(tx, projectGid, parentIn);
-  const chain = parent ? new Set([parent, ...ancestorGids(tx, projectGid, parent)]) : new Set<string>();
-  const out: BatchOutcome = { changed: [], skipped: [] };
+export function moveAssetRows(tx: Tx, log: ChangeLog, projectGid: string, userGid: string | null, gids: string[], parent: Asset, strict = true): BatchOutcome {
+  const chain = new Set([parent.gid, ...ancestorGids(tx, projectGid, parent.gid)]);
+  const out = outcome();
+  out.parents.add(parent.gid);
   const rows = new Map(assetsByGids(tx, projectGid, gids).map((a) => [a.gid, a]));
   for (const gid of gids) {
     const a = rows.get(gid);
     let reason: string | undefined;
     if (!a || a.status !== "active") reason = "Asset does not exist";
+    else if (isRoot(a)) reason = "The root folder cannot be moved";
     else if (chain.has(gid)) reason = "Cannot move a folder into itself or one of its subfolders";
+    else if (a.parent !== parent.gid && nameTaken(tx, projectGid, parent.gid, a.name, a.id)) reason = "An item of the folder has this name";
     if (reason) {
-      if (strict) throw unprocessable(reason, { asset: gid, parent });
+      if (strict) throw unprocessable(reason, { asset: gid, parent: parent.gid, reason });
       out.skipped.push({ gid, reason });
       continue;
     }
-    if (a!.parent === parent) continue;
-    out.changed.push(touch(tx, log, a!, { parent }, userGid));
+    if (a!.parent === parent.gid) continue;
+    out.parents.add(a!.parent!);
+    out.changed.push(relocate(tx, log, a!, { parent, name: a!.name }, userGid));
   }
   return out;
 }
@@ -338,57 +655,63 @@ function setAssets(tx: Tx, log: ChangeLog, projectGid: string, ids: number[], se
  * gid named in the call, so `undelete` brings back exactly what went with it.
  */
 export function deleteAssetRows(tx: Tx, log: ChangeLog, projectGid: string, userGid: string | null, gids: string[], strict = true): BatchOutcome {
-  const out: BatchOutcome = { changed: [], skipped: [] };
+  const out = outcome();
   for (const gid of gids) {
     const a = findAsset(tx, projectGid, gid);
-    if (!a || a.status !== "active") {
-      if (strict && !a) throw noAsset(gid);
-      // Already deleted (for example with a folder deleted earlier in the same call): nothing to do.
-      if (!a) out.skipped.push({ gid, reason: "Asset does not exist" });
+    const reason = !a ? "Asset does not exist" : isRoot(a) ? "The root folder cannot be deleted" : undefined;
+    if (reason) {
+      if (strict) throw unprocessable(reason, { asset: gid, reason: "deletion failed" });
+      out.skipped.push({ gid, reason });
       continue;
     }
+    // Already deleted (for example with a folder deleted earlier in the same call): nothing to do.
+    if (a!.status !== "active") continue;
     const t = now();
-    const ids = [a.id, ...descendantIds(tx, projectGid, [gid], "active").map((d) => d.id)];
+    const ids = [a!.id, ...descendantIds(tx, projectGid, [gid], "active").map((d) => d.id)];
     out.changed.push(...setAssets(tx, log, projectGid, ids, { status: "deleted", deletedWith: gid, deletedOn: t, updatedOn: t, updatedBy: userGid }));
+    out.parents.add(a!.parent!);
+    parentChanged(log, projectGid, a!.parent);
   }
   return out;
 }
 
 /**
- * Restores deleted assets and what was deleted together with them below. An asset whose folder is
- * no longer active is restored at the root (its `parent` becomes null).
+ * Restores deleted assets and what was deleted together with them below. The folder must be
+ * active (undelete it first); when it has an item of the same name meanwhile, the restored one
+ * gets a serial number.
  */
 export function undeleteAssetRows(tx: Tx, log: ChangeLog, projectGid: string, userGid: string | null, gids: string[], strict = true): BatchOutcome {
-  const out: BatchOutcome = { changed: [], skipped: [] };
+  const out = outcome();
   for (const gid of gids) {
     const a = findAsset(tx, projectGid, gid);
-    if (!a) {
-      if (strict) throw noAsset(gid);
-      out.skipped.push({ gid, reason: "Asset does not exist" });
+    const parent = a?.parent ? findAsset(tx, projectGid, a.parent) : undefined;
+    const reason = !a ? "Asset does not exist" : a.status === "deleted" && parent?.status !== "active" ? "The folder of the asset is deleted; undelete it first" : undefined;
+    if (reason) {
+      if (strict) throw unprocessable(reason, { asset: gid, reason: "undeletion failed" });
+      out.skipped.push({ gid, reason });
       continue;
     }
-    if (a.status !== "deleted") continue;
+    if (a!.status !== "deleted") continue;
     const t = now();
-    const parentOk = !a.parent || findAsset(tx, projectGid, a.parent)?.status === "active";
-    const top = tx
-      .update(assets)
-      .set({ status: "active", deletedWith: null, deletedOn: null, updatedOn: t, updatedBy: userGid, ...(parentOk ? {} : { parent: null }) })
-      .where(eq(assets.id, a.id))
-      .returning()
-      .get()!;
+    const name = freeName(tx, projectGid, parent!.gid, a!.name, a!.id);
+    const set = { status: "active" as const, deletedWith: null, deletedOn: null, updatedOn: t, updatedBy: userGid };
+    let top = tx.update(assets).set(set).where(eq(assets.id, a!.id)).returning().get()!;
     log.project(projectGid, "UPDATE", "assets", gid);
+    if (name !== a!.name) top = relocate(tx, log, top, { parent: parent!, name }, userGid);
     out.changed.push(top);
     const below = descendantIds(tx, projectGid, [gid], "deleted").map((d) => d.id);
-    const sameDeletion = a.deletedWith ? eq(assets.deletedWith, a.deletedWith) : isNull(assets.gid);
-    out.changed.push(...setAssets(tx, log, projectGid, below, { status: "active", deletedWith: null, deletedOn: null, updatedOn: t, updatedBy: userGid }, sameDeletion));
+    const sameDeletion = a!.deletedWith ? eq(assets.deletedWith, a!.deletedWith) : isNull(assets.gid);
+    out.changed.push(...setAssets(tx, log, projectGid, below, set, sameDeletion));
+    out.parents.add(parent!.gid);
+    parentChanged(log, projectGid, parent!.gid);
   }
   return out;
 }
 
 /**
- * Removes assets for good with everything below them, whatever their status, and all their
- * versions. Returns the storage names whose files the caller removes after commit
- * (`removeOriginals`).
+ * Removes deleted assets for good with everything below them, and all their versions. Returns
+ * the storage names whose files the caller removes after commit (`removeOriginals`) and the
+ * folders that held them.
  */
 export function removeAssetRows(
   ctx: Ctx,
@@ -397,19 +720,22 @@ export function removeAssetRows(
   projectGid: string,
   gids: string[],
   strict = true,
-): { removed: string[]; files: string[]; paths: string[]; skipped: BatchOutcome["skipped"] } {
+): { removed: string[]; files: string[]; paths: string[]; skipped: BatchOutcome["skipped"]; parents: Set<string> } {
   const removed: string[] = [];
   const files: string[] = [];
   const paths: string[] = [];
   const skipped: BatchOutcome["skipped"] = [];
+  const parents = new Set<string>();
   for (const gid of gids) {
     const a = findAsset(tx, projectGid, gid);
-    if (!a) {
-      if (strict) throw noAsset(gid);
-      skipped.push({ gid, reason: "Asset does not exist" });
+    const reason = !a ? "Asset does not exist" : isRoot(a) ? "The root folder cannot be removed" : a.status !== "deleted" ? "Only a deleted asset can be deleted permanently" : undefined;
+    if (reason) {
+      if (strict) throw unprocessable(reason, { asset: gid, reason: "permanent deletion failed" });
+      skipped.push({ gid, reason });
       continue;
     }
-    const all = [{ id: a.id, gid: a.gid }, ...descendantIds(tx, projectGid, [gid])];
+    if (a!.parent) parents.add(a!.parent);
+    const all = [{ id: a!.id, gid: a!.gid }, ...descendantIds(tx, projectGid, [gid])];
     for (let i = 0; i < all.length; i += 500) {
       const chunk = all.slice(i, i + 500);
       const chunkGids = chunk.map((c) => c.gid);
@@ -424,14 +750,12 @@ export function removeAssetRows(
       for (const hook of ctx.hooks.assetsRemoved) paths.push(...hook(ctx, tx, projectGid, chunkGids));
     }
   }
-  return { removed, files, paths, skipped };
+  const gone = new Set(removed);
+  for (const p of parents) if (gone.has(p)) parents.delete(p);
+  parentChanged(log, projectGid, ...parents);
+  return { removed, files, paths, skipped, parents };
 }
 
-/**
- * Removes original files by storage name, and other files of the project by path (after the
- * transaction that dropped their rows has committed). Paths outside the project's folder are
- * ignored.
- */
 export function removeOriginals(ctx: Pick<Ctx, "storage">, projectGid: string, names: string[], paths: string[] = []): void {
   for (const n of names) rmSync(originalPath(ctx, projectGid, n), { force: true });
   const root = ctx.storage.projectDir(projectGid) + sep;
@@ -444,25 +768,42 @@ export function removeOriginals(ctx: Pick<Ctx, "storage">, projectGid: string, n
 // ---------------------------------------------------------------------------------------------
 // Uploads
 
+/** What dam/info tells of an image beyond size and format, read once at upload (null for other files). */
+export async function imageFacts(path: string): Promise<FileFacts | null> {
+  try {
+    const m = await sharp(path, { limitInputPixels: false, animated: true }).metadata();
+    const alpha = m.hasAlpha === true;
+    const channels = m.channels ?? 3;
+    const palette = m.isPalette === true || m.format === "gif";
+    const colors = palette ? "palette" : channels <= 2 ? (alpha ? "greyscalematte" : "greyscale") : alpha ? "truecolormatte" : "truecolor";
+    const space = m.space === "b-w" ? "gray" : (m.space ?? null);
+    return { resolution: m.density ? [m.density, m.density] : null, transparent: alpha, animated: (m.pages ?? 1) > 1, colors, colorspace: space };
+  } catch {
+    return null;
+  }
+}
+
 /**
- * Stores an upload received by `receiveMultipart` as a new asset (`target` absent) or as the next
- * version of `target`. The type comes from the content; the client's file name only names the
- * asset. Earlier versions past `config.assetVersionsKept` are removed.
+ * Stores an upload received by `receiveMultipart` as a new asset in a folder (`target` absent)
+ * or as the next version of `target`. The type comes from the content; the client's file name
+ * only names the asset. Earlier versions past `config.assetVersionsKept` are removed.
  */
 async function storeUpload(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   file: ReceivedFile,
-  input: { parent?: unknown; name?: unknown; target?: string },
-): Promise<Asset> {
+  input: { parent?: unknown; pathname?: unknown; name?: unknown; target?: unknown },
+): Promise<Answer> {
   const userGid = actor.userGid;
   let moved: string | undefined;
   try {
     const info = await analyseFile(file.path, file.filename);
+    const facts = info.type === "image" ? await imageFacts(file.path) : null;
     const nameIn = input.name !== undefined && input.name !== "" ? input.name : file.filename;
     const name = nameIn === undefined || nameIn === "" ? undefined : validName(nameIn);
-    const row = inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
+    return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
+      ensureRoot(tx, log, projectGid);
       const t = now();
       const fileCols = {
         extension: info.extension,
@@ -474,24 +815,27 @@ async function storeUpload(
         format: info.format,
         pages: info.pages,
         extracted: info.extracted,
+        facts,
       };
-      if (!input.target) {
+      if (input.target === undefined) {
         if (!name) throw badRequest("Missing parameter", { "Missing parameter": "name" });
-        const parent = requireParentFolder(tx, projectGid, input.parent);
+        const parent = requireFolder(tx, log, projectGid, { gid: input.parent, pathname: input.pathname });
         const gid = newGid();
         const storage = storageName(gid, 1, info.extension);
+        const free = freeName(tx, projectGid, parent.gid, name);
         const r = tx
           .insert(assets)
-          .values({ gid, projectGid, parent, type: info.type, name, version: 1, storageName: storage, ...fileCols, createdOn: t, updatedOn: t, createdBy: userGid, updatedBy: userGid })
+          .values({ gid, projectGid, parent: parent.gid, pathname: childPath(parent.pathname ?? "/", free), type: info.type, name: free, version: 1, storageName: storage, ...fileCols, createdOn: t, updatedOn: t, createdBy: userGid, updatedBy: userGid })
           .returning()
           .get();
         moved = originalPath(ctx, projectGid, storage);
         renameSync(file.path, moved);
         log.project(projectGid, "INSERT", "assets", gid);
-        return r;
+        parentChanged(log, projectGid, parent.gid);
+        return withParent(tx, projectGid, { parent: parent.gid, asset: gid }, r);
       }
       const a = requireAsset(tx, projectGid, input.target);
-      if (a.type === "folder") throw unprocessable("A folder has no file to update", { asset: a.gid });
+      if (a.type === "folder") throw unprocessable("A folder has no file to update", { asset: a.gid, reason: "invalid file upload" });
       const version = a.version + 1;
       const storage = storageName(a.gid, version, info.extension);
       if (a.storageName) {
@@ -511,6 +855,7 @@ async function storeUpload(
             format: a.format,
             pages: a.pages,
             extracted: a.extracted,
+            facts: a.facts,
             createdOn: a.updatedOn,
             createdBy: a.updatedBy,
             replacedOn: t,
@@ -519,12 +864,15 @@ async function storeUpload(
       }
       const removed = pruneVersions(tx, projectGid, a.gid, ctx.config.assetVersionsKept);
       afterCommit(ctx.db, () => removeOriginals(ctx, projectGid, removed));
-      const r = touch(tx, log, a, { type: info.type, version, storageName: storage, ...fileCols, ...(name && input.name ? { name } : {}) }, userGid);
+      let r = touch(tx, log, a, { type: info.type, version, storageName: storage, ...fileCols }, userGid);
+      if (name && input.name && name !== a.name) {
+        if (nameTaken(tx, projectGid, a.parent!, name, a.id)) throw nameInUse(a.parent!, name);
+        r = relocate(tx, log, r, { parent: findAsset(tx, projectGid, a.parent!)!, name }, userGid);
+      }
       moved = originalPath(ctx, projectGid, storage);
       renameSync(file.path, moved);
-      return r;
+      return withParent(tx, projectGid, { asset: a.gid }, r);
     });
-    return row;
   } catch (err) {
     rmSync(file.path, { force: true });
     if (moved) rmSync(moved, { force: true });
@@ -544,41 +892,40 @@ function pruneVersions(tx: Tx, projectGid: string, gid: string, keep: number): s
 // Listings
 
 /** Order of listings: folders first, then by name (case-insensitive), then creation. */
-const listingOrder = [sql`CASE ${assets.type} WHEN 'folder' THEN 0 ELSE 1 END`, sql`${assets.name} COLLATE NOCASE`, asc(assets.id)];
+export const listingOrder = [sql`CASE ${assets.type} WHEN 'folder' THEN 0 ELSE 1 END`, sql`${assets.name} COLLATE NOCASE`, asc(assets.id)];
 
-/** Active items directly in `parent` (null: the top level). */
-function listChildren(tx: Tx, projectGid: string, parent: string | null): Asset[] {
-  return tx
-    .select()
-    .from(assets)
-    .where(and(eq(assets.projectGid, projectGid), parent ? eq(assets.parent, parent) : isNull(assets.parent), eq(assets.status, "active")))
-    .orderBy(...listingOrder)
-    .all();
+const activeIn = (projectGid: string, parent: string) => and(eq(assets.projectGid, projectGid), eq(assets.parent, parent), eq(assets.status, "active"));
+
+/** One page of the active items directly in a folder, and how many there are. */
+export function listChildren(tx: Tx, projectGid: string, parent: string, page: { top: number; size: number } = { top: 0, size: 1_000_000 }): { rows: Asset[]; total: number } {
+  const rows = tx.select().from(assets).where(activeIn(projectGid, parent)).orderBy(...listingOrder).limit(page.size).offset(page.top).all();
+  const total = tx.select({ n: sql<number>`count(*)` }).from(assets).where(activeIn(projectGid, parent)).get()!.n;
+  return { rows, total };
 }
 
-export type TreeNode = { gid: string; children: TreeNode[] };
-
-/** The active folder hierarchy below `parent` (null: the whole tree), `depth` levels deep. */
-function folderTree(tx: Tx, projectGid: string, parent: string | null, depth: number): { tree: TreeNode[]; folders: Asset[] } {
-  const folders = tx
-    .select()
-    .from(assets)
-    .where(and(eq(assets.projectGid, projectGid), eq(assets.type, "folder"), eq(assets.status, "active")))
-    .orderBy(...listingOrder)
-    .all();
-  const byParent = new Map<string | null, Asset[]>();
-  for (const f of folders) {
-    const list = byParent.get(f.parent) ?? [];
-    list.push(f);
-    byParent.set(f.parent, list);
+/** `page.top` / `page.size` of a listing as 400s (not search errors). */
+export function listingPage(body: unknown, size: number, max = 1000): { top: number; size: number } {
+  try {
+    return pageWindow(body, { size, max });
+  } catch (e) {
+    if (e instanceof FilterError) throw badRequest("Invalid parameter", e.info());
+    throw e;
   }
-  const used: Asset[] = [];
-  const build = (p: string | null, level: number): TreeNode[] =>
-    (byParent.get(p) ?? []).map((f) => {
-      used.push(f);
-      return { gid: f.gid, children: level < depth ? build(f.gid, level + 1) : [] };
-    });
-  return { tree: build(parent, 1), folders: used };
+}
+
+/** The visible tree: the root, and the items of every expanded folder below a visible one, depth first. */
+function visibleTree(tx: Tx, projectGid: string, root: Asset, expanded: Set<string>): string[] {
+  const out: string[] = [];
+  const visit = (folder: Asset, depth: number) => {
+    out.push(folder.gid);
+    if (!expanded.has(folder.gid) || depth > 1000) return;
+    for (const k of listChildren(tx, projectGid, folder.gid).rows) {
+      if (k.type === "folder") visit(k, depth + 1);
+      else out.push(k.gid);
+    }
+  };
+  visit(root, 0);
+  return out;
 }
 
 /** Removes temp files of uploads that were cut off (a crash mid-upload) once they are a day old. */
@@ -604,114 +951,264 @@ export function removeStaleUploads(ctx: Pick<Ctx, "storage">, maxAgeSeconds = 86
 // The operations (`/api/p/<project>/assets/*`, docs/assets.md): every one needs an active
 // membership of the project (API users included) and runs in one unit of work.
 
-const one = (a: Asset): Answer => ({ result: { asset: a.gid }, data: { assets: assetDictionary([a]) } });
-const many = (gids: string[], rows: Asset[]): Answer => ({ result: { assets: gids }, data: { assets: assetDictionary(rows) } });
+/** An answer whose data holds these assets and (fresh) their folders. */
+function withParent(tx: Tx, projectGid: string, result: Record<string, unknown>, ...rows: Asset[]): Answer {
+  const parents = [...new Set(rows.map((r) => r.parent).filter((p): p is string => !!p))];
+  const all = [...rows, ...assetsByGids(tx, projectGid, parents).filter((p) => !rows.some((r) => r.gid === p.gid))];
+  return { result, data: { assets: assetDictionary(tx, projectGid, all) } };
+}
 
-/** `assets/get`: assets by gid (any status); unknown gids are listed in `missing`. */
-export function getAssets(ctx: Ctx, actor: Actor, projectGid: string, input: { asset?: string; assets?: string[] }): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx }) => {
-    const gids = gidList(input);
-    const rows = assetsByGids(tx, projectGid, gids);
-    const found = new Set(rows.map((r) => r.gid));
-    return { result: { assets: rows.map((r) => r.gid), missing: gids.filter((g) => !found.has(g)) }, data: { assets: assetDictionary(rows) } };
+const answerOf = (tx: Tx, projectGid: string, result: Record<string, unknown>, rows: Asset[]): Answer => ({ result, data: { assets: assetDictionary(tx, projectGid, rows) } });
+
+/** A single gid member (`asset`), or 400. */
+function gidParam(value: unknown, field = "asset"): string {
+  if (value === undefined || value === null) throw badRequest("Missing parameter", { "Missing parameter": field });
+  if (typeof value !== "string" || !value) throw badRequest("Invalid parameter", { "Invalid parameter": field, expected: "an asset gid" });
+  return value;
+}
+
+/** `assets/root`: the root folder `/`. */
+export function getRoot(ctx: Ctx, actor: Actor, projectGid: string): Answer {
+  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
+    const root = ensureRoot(tx, log, projectGid);
+    return answerOf(tx, projectGid, { root: root.gid }, [root]);
   });
 }
 
-/** `assets/create`: a folder (at the root without parent). */
-export function createFolder(ctx: Ctx, actor: Actor, projectGid: string, input: { name: string; parent?: string | null }): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => one(insertFolder(tx, log, projectGid, actor.userGid, input)));
+export type GetInput = { asset?: unknown; assets?: unknown; pathname?: unknown; pathnames?: unknown };
+
+/**
+ * `assets/get`: by `asset`, `assets`, `pathname` or `pathnames` (the first given wins). A single
+ * unknown asset is a 422; unknown items of a list are left out. Deleted assets are found too.
+ */
+export function getAssets(ctx: Ctx, actor: Actor, projectGid: string, input: GetInput): Answer {
+  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
+    ensureRoot(tx, log, projectGid);
+    if (input.asset !== undefined) {
+      const a = findAsset(tx, projectGid, gidParam(input.asset));
+      if (!a) throw noAsset(input.asset as string);
+      return answerOf(tx, projectGid, { asset: a.gid }, [a]);
+    }
+    if (input.assets !== undefined) {
+      const rows = assetsByGids(tx, projectGid, gidList({ assets: input.assets }));
+      return answerOf(tx, projectGid, { assets: treeOrder(rows).map((r) => r.gid) }, rows);
+    }
+    if (input.pathname !== undefined) {
+      const a = findByPathname(tx, projectGid, pathnameParam(input.pathname, "pathname"));
+      if (!a) throw unprocessable("Asset does not exist", { pathname: input.pathname });
+      return answerOf(tx, projectGid, { asset: a.gid }, [a]);
+    }
+    if (input.pathnames !== undefined) {
+      if (!Array.isArray(input.pathnames) || input.pathnames.length > 10_000)
+        throw badRequest("Invalid parameter", { "Invalid parameter": "pathnames", expected: "an array of at most 10000 pathnames" });
+      const rows = new Map<string, Asset>();
+      input.pathnames.forEach((p, i) => {
+        const a = findByPathname(tx, projectGid, pathnameParam(p, `pathnames[${i}]`));
+        if (a) rows.set(a.gid, a);
+      });
+      const list = [...rows.values()];
+      return answerOf(tx, projectGid, { assets: treeOrder(list).map((r) => r.gid) }, list);
+    }
+    throw badRequest("Missing parameter", { "Missing parameter": "asset" });
+  });
 }
 
-/** `assets/update`: renames an asset. */
-export function updateAsset(ctx: Ctx, actor: Actor, projectGid: string, input: { asset: string; name?: string }): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => one(renameRow(tx, log, projectGid, actor.userGid, input.asset, input)));
+/** Tree order: by pathname, folders' contents right after them, names case-insensitively. */
+function treeOrder(rows: Asset[]): Asset[] {
+  const key = (a: Asset) => (a.pathname ?? "").split("/").map((s) => s.toLowerCase());
+  return [...rows].sort((x, y) => {
+    const a = key(x);
+    const b = key(y);
+    for (let i = 0; i < Math.min(a.length, b.length); i++) if (a[i] !== b[i]) return a[i]! < b[i]! ? -1 : 1;
+    return a.length - b.length;
+  });
+}
+
+/** `assets/children`: a page of the active items of a folder (`asset` or `pathname`). */
+export function listFolder(ctx: Ctx, actor: Actor, projectGid: string, input: { asset?: unknown; pathname?: unknown; "page.top"?: unknown; "page.size"?: unknown }): Answer {
+  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
+    ensureRoot(tx, log, projectGid);
+    if (input.asset === undefined && input.pathname === undefined) throw badRequest("Missing parameter", { "Missing parameter": "asset" });
+    const page = listingPage(input, 100);
+    const by = input.asset !== undefined ? { gid: gidParam(input.asset) } : { pathname: input.pathname };
+    let folder: Asset;
+    try {
+      folder = requireFolder(tx, log, projectGid, { ...by, field: "asset" });
+    } catch (e) {
+      throw e instanceof ApiError && e.code === 422 ? unprocessable("Asset doesn't exist", e.info) : e;
+    }
+    const { rows, total } = listChildren(tx, projectGid, folder.gid, page);
+    return answerOf(tx, projectGid, { children: rows.map((r) => r.gid), "children.size": total }, rows);
+  });
+}
+
+/** `assets/tree`: the visible tree (root first) for `expanded_assets` or `expanded_paths`, paged. */
+export function assetTree(ctx: Ctx, actor: Actor, projectGid: string, input: { expanded_assets?: unknown; expanded_paths?: unknown; "page.top"?: unknown; "page.size"?: unknown }): Answer {
+  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
+    const root = ensureRoot(tx, log, projectGid);
+    const page = listingPage(input, 100);
+    const list = (v: unknown, field: string): string[] => {
+      if (!Array.isArray(v) || v.length > 10_000 || v.some((g) => typeof g !== "string")) throw badRequest("Invalid parameter", { "Invalid parameter": field, expected: "an array of strings" });
+      return v as string[];
+    };
+    const expanded = new Set<string>();
+    if (input.expanded_assets !== undefined) for (const g of list(input.expanded_assets, "expanded_assets")) expanded.add(g);
+    else if (input.expanded_paths !== undefined)
+      for (const p of list(input.expanded_paths, "expanded_paths")) {
+        const f = findByPathname(tx, projectGid, pathnameParam(p, "expanded_paths"));
+        if (f) expanded.add(f.gid);
+      }
+    const all = visibleTree(tx, projectGid, root, expanded);
+    // A page that would run past the end is moved back so it is full (the reference's clamp).
+    const top = Math.max(0, Math.min(page.top, all.length - page.size));
+    const gids = all.slice(top, top + page.size);
+    return answerOf(tx, projectGid, { tree: gids, "tree.size": all.length }, assetsByGids(tx, projectGid, gids));
+  });
+}
+
+/** `assets/create`: a folder in `parent` (absent: the root); a taken or absent name gets a serial. */
+export function createFolder(ctx: Ctx, actor: Actor, projectGid: string, input: { parent?: unknown; name?: unknown }): Answer {
+  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
+    ensureRoot(tx, log, projectGid);
+    const parent = requireFolder(tx, log, projectGid, { gid: input.parent });
+    const name = freeName(tx, projectGid, parent.gid, input.name === undefined || input.name === null ? DEFAULT_FOLDER_NAME : validName(input.name));
+    const t = now();
+    const row = tx
+      .insert(assets)
+      .values({ gid: newGid(), projectGid, parent: parent.gid, pathname: childPath(parent.pathname ?? "/", name), type: "folder", name, version: 0, createdOn: t, updatedOn: t, createdBy: actor.userGid, updatedBy: actor.userGid })
+      .returning()
+      .get();
+    log.project(projectGid, "INSERT", "assets", row.gid);
+    parentChanged(log, projectGid, parent.gid);
+    return withParent(tx, projectGid, { parent: parent.gid, asset: row.gid }, row);
+  });
+}
+
+/** `assets/update`: `name`, `title`, `description` (given languages), `transforms`; not the root. */
+export function updateAsset(ctx: Ctx, actor: Actor, projectGid: string, input: { asset?: unknown; name?: unknown; title?: unknown; description?: unknown; transforms?: unknown }): Answer {
+  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
+    ensureRoot(tx, log, projectGid);
+    const gid = gidParam(input.asset);
+    if (input.name === undefined && input.title === undefined && input.description === undefined && input.transforms === undefined)
+      throw badRequest("Missing parameter", { "Missing parameter": "name, title, description or transforms" });
+    const a = findAsset(tx, projectGid, gid);
+    if (!a || a.status !== "active" || isRoot(a)) throw unprocessable("Asset doesn't exist or is root", { asset: gid });
+    const languages = projectLanguages(tx, projectGid);
+    const set: Partial<Asset> = {};
+    if (input.title !== undefined) set.title = localizedParam(input.title, "title", languages, a.title ?? {});
+    if (input.description !== undefined) set.description = localizedParam(input.description, "description", languages, a.description ?? {});
+    if (input.transforms !== undefined) set.transforms = transformsParam(input.transforms);
+    let row = Object.keys(set).length ? touch(tx, log, a, set, actor.userGid) : a;
+    if (input.name !== undefined) {
+      const name = validName(input.name);
+      if (name !== a.name) {
+        if (nameTaken(tx, projectGid, a.parent!, name, a.id)) throw nameInUse(a.parent!, name);
+        row = relocate(tx, log, row, { parent: findAsset(tx, projectGid, a.parent!)!, name }, actor.userGid);
+      }
+    }
+    return answerOf(tx, projectGid, { asset: row.gid }, [row]);
+  });
 }
 
 /**
- * `assets/upload` (a new asset: fields `parent?`, `name?`) and `assets/upload_update` (the next
- * version of field `asset`). The membership is checked before the body is read (`receive`
- * streams it to the temp folder); the temp file is removed on any failure.
+ * `assets/upload` (a new asset: fields `parent` or `pathname`, `name?`, file `upload_file`) and
+ * `assets/upload_update` (the next version of field `asset`). The membership is checked before
+ * the body is read (`receive` streams it to the temp folder); the temp file is removed on any
+ * failure.
  */
 export async function uploadAsset(ctx: Ctx, actor: Actor, projectGid: string, kind: "new" | "version", receive: () => Promise<Received>): Promise<Answer> {
   projectAccess(ctx.db, actor, projectGid, "member");
   const { fields, file } = await receive();
-  const absent = kind === "version" && !fields.asset ? "asset" : !file ? "file" : null;
+  const absent = kind === "version" && !fields.asset ? "asset" : !file ? "upload_file" : null;
   if (absent) {
     if (file) rmSync(file.path, { force: true });
     throw badRequest("Missing parameter", { "Missing parameter": absent });
   }
-  const input = kind === "new" ? { parent: fields.parent, name: fields.name } : { name: fields.name, target: fields.asset };
-  return one(await storeUpload(ctx, actor, projectGid, file!, input));
+  const input = kind === "new" ? { parent: fields.parent, pathname: fields.pathname, name: fields.name } : { name: fields.name, target: fields.asset };
+  return storeUpload(ctx, actor, projectGid, file!, input);
 }
 
-/** `assets/move`: into a folder (parent null: the root); a folder cannot go below itself. */
-export function moveAssets(ctx: Ctx, actor: Actor, projectGid: string, input: { asset?: string; assets?: string[]; parent?: string | null }): Answer {
+/** `assets/move`: into folder `parent`; a folder cannot go below itself; the names must stay unique. */
+export function moveAssets(ctx: Ctx, actor: Actor, projectGid: string, input: { asset?: unknown; assets?: unknown; parent?: unknown }): Answer {
   return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
-    if (!("parent" in input)) throw badRequest("Missing parameter", { "Missing parameter": "parent" });
-    const gids = gidList(input);
-    moveAssetRows(tx, log, projectGid, actor.userGid, gids, input.parent);
-    return many(gids, assetsByGids(tx, projectGid, gids));
+    ensureRoot(tx, log, projectGid);
+    if (input.parent === undefined || input.parent === null) throw badRequest("Missing parameter", { "Missing parameter": "parent" });
+    const single = input.asset !== undefined;
+    const gids = single ? [gidParam(input.asset)] : gidList({ assets: input.assets });
+    let parent: Asset;
+    try {
+      parent = requireFolder(tx, log, projectGid, { gid: input.parent });
+    } catch (e) {
+      throw e instanceof ApiError && e.code === 422 ? unprocessable("Asset or parent asset doesn't exist", e.info) : e;
+    }
+    const o = moveAssetRows(tx, log, projectGid, actor.userGid, gids, parent, true);
+    const rows = assetsByGids(tx, projectGid, [...gids, ...o.parents]);
+    return answerOf(tx, projectGid, single ? { parent: parent.gid, asset: gids[0] } : { parent: parent.gid, assets: gids }, rows);
   });
 }
 
 /** `assets/delete`: soft delete with everything below. */
-export function deleteAssets(ctx: Ctx, actor: Actor, projectGid: string, input: { asset?: string; assets?: string[] }): Answer {
+export function deleteAssets(ctx: Ctx, actor: Actor, projectGid: string, input: { asset?: unknown; assets?: unknown }): Answer {
   return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
-    const gids = gidList(input);
-    return many(gids, deleteAssetRows(tx, log, projectGid, actor.userGid, gids).changed);
+    ensureRoot(tx, log, projectGid);
+    const single = input.asset !== undefined;
+    const gids = single ? [gidParam(input.asset)] : gidList({ assets: input.assets });
+    const o = deleteAssetRows(tx, log, projectGid, actor.userGid, gids);
+    const rows = assetsByGids(tx, projectGid, [...gids, ...o.parents]);
+    return answerOf(tx, projectGid, single ? { asset: gids[0] } : { assets: gids }, rows);
   });
 }
 
-/** `assets/undelete`: back with what was deleted with them; to the root when their folder is gone. */
-export function undeleteAssets(ctx: Ctx, actor: Actor, projectGid: string, input: { asset?: string; assets?: string[] }): Answer {
+/** `assets/undelete`: back with what was deleted with them (the folder must be active). */
+export function undeleteAssets(ctx: Ctx, actor: Actor, projectGid: string, input: { asset?: unknown; assets?: unknown }): Answer {
   return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
-    const gids = gidList(input);
-    return many(gids, undeleteAssetRows(tx, log, projectGid, actor.userGid, gids).changed);
+    ensureRoot(tx, log, projectGid);
+    const single = input.asset !== undefined;
+    const gids = single ? [gidParam(input.asset)] : gidList({ assets: input.assets });
+    const o = undeleteAssetRows(tx, log, projectGid, actor.userGid, gids);
+    const rows = assetsByGids(tx, projectGid, [...gids, ...o.parents]);
+    return answerOf(tx, projectGid, single ? { asset: gids[0] } : { assets: gids }, rows);
   });
 }
 
-/** `assets/permanent_delete`: rows, versions and files for good (files once committed). */
-export function permanentlyDeleteAssets(ctx: Ctx, actor: Actor, projectGid: string, input: { asset?: string; assets?: string[] }): Answer {
+/** `assets/permanent_delete`: a deleted asset, what is below it, versions and files for good; answers the folder. */
+export function permanentlyDeleteAssets(ctx: Ctx, actor: Actor, projectGid: string, input: { asset?: unknown; assets?: unknown }): Answer {
   return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
-    const o = removeAssetRows(ctx, tx, log, projectGid, gidList(input));
+    ensureRoot(tx, log, projectGid);
+    const single = input.asset !== undefined;
+    const gids = single ? [gidParam(input.asset)] : gidList({ assets: input.assets });
+    const o = removeAssetRows(ctx, tx, log, projectGid, gids);
     afterCommit(ctx.db, () => removeOriginals(ctx, projectGid, o.files, o.paths));
-    return { result: { assets: o.removed }, data: { assets: {} } };
+    const parents = assetsByGids(tx, projectGid, [...o.parents]);
+    const result: Record<string, unknown> = single ? { parent: parents[0]?.gid ?? null } : { parents: parents.map((p) => p.gid), assets: o.removed };
+    return answerOf(tx, projectGid, result, parents);
   });
 }
 
-/** `assets/root`: active top-level items, folders first, then by name. */
-export function listRoot(ctx: Ctx, actor: Actor, projectGid: string): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx }) => {
-    const rows = listChildren(tx, projectGid, null);
-    return many(rows.map((r) => r.gid), rows);
+/** `assets/metadata/set`: sets or replaces one metadata field (`name`, `type`, `is_localized`, `value`). */
+export function setAssetMetadata(ctx: Ctx, actor: Actor, projectGid: string, input: { asset?: unknown; name?: unknown; type?: unknown; is_localized?: unknown; value?: unknown }): Answer {
+  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
+    ensureRoot(tx, log, projectGid);
+    const a = requireAsset(tx, projectGid, gidParam(input.asset));
+    const name = metadataName(input.name);
+    const field = metadataField(input, projectLanguages(tx, projectGid));
+    return answerOf(tx, projectGid, { asset: a.gid }, [changeMetadata(tx, log, a, actor.userGid, { set: { [name]: field } })]);
   });
 }
 
-/** `assets/children`: active items directly in a folder. */
-export function listFolder(ctx: Ctx, actor: Actor, projectGid: string, input: { parent: string }): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx }) => {
-    const parent = requireAsset(tx, projectGid, input.parent);
-    if (parent.type !== "folder") throw unprocessable("Parent asset is not a folder", { parent: parent.gid });
-    const rows = listChildren(tx, projectGid, parent.gid);
-    return { result: { parent: parent.gid, assets: rows.map((r) => r.gid) }, data: { assets: assetDictionary(rows) } };
+/** `assets/metadata/clear`: removes field `name` (or the fields listed in `keys`); an absent field is no error. */
+export function clearAssetMetadata(ctx: Ctx, actor: Actor, projectGid: string, input: { asset?: unknown; name?: unknown; keys?: unknown }): Answer {
+  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
+    ensureRoot(tx, log, projectGid);
+    const a = requireAsset(tx, projectGid, gidParam(input.asset));
+    let names: string[];
+    if (input.name !== undefined) {
+      if (typeof input.name !== "string") throw badRequest("Invalid parameter", { "Invalid parameter": "name", expected: "a metadata field name" });
+      names = [input.name];
+    } else if (input.keys !== undefined) names = metadataNames(input.keys);
+    else throw badRequest("Missing parameter", { "Missing parameter": "name" });
+    const current = metadataFields(a.metadata);
+    if (!names.some((n) => Object.hasOwn(current, n))) return answerOf(tx, projectGid, { asset: a.gid }, [a]);
+    return answerOf(tx, projectGid, { asset: a.gid }, [changeMetadata(tx, log, a, actor.userGid, { clear: names })]);
   });
-}
-
-/** `assets/tree`: the folder hierarchy below `parent`, `depth` levels. */
-export function assetTree(ctx: Ctx, actor: Actor, projectGid: string, input: { parent?: string | null; depth?: number }): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx }) => {
-    const parent = input.parent ? requireAsset(tx, projectGid, input.parent).gid : null;
-    const { tree, folders } = folderTree(tx, projectGid, parent, input.depth ?? 64);
-    return { result: { parent, tree }, data: { assets: assetDictionary(folders) } };
-  });
-}
-
-/** `assets/metadata/set`: merges keys into the user metadata (a null value removes the key). */
-export function setAssetMetadata(ctx: Ctx, actor: Actor, projectGid: string, input: { asset: string; metadata: unknown }): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => one(setMetadataRow(tx, log, projectGid, actor.userGid, input.asset, input.metadata)));
-}
-
-/** `assets/metadata/clear`: some keys, or all of the user metadata. */
-export function clearAssetMetadata(ctx: Ctx, actor: Actor, projectGid: string, input: { asset: string; keys?: unknown }): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => one(clearMetadataRow(tx, log, projectGid, actor.userGid, input.asset, input.keys)));
 }

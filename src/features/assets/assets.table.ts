@@ -5,6 +5,21 @@ import { users } from "../users/users.table";
 /** Flat JSON object of metadata values (strings, numbers, booleans, arrays, nested objects). */
 export type AssetMetadata = Record<string, unknown>;
 
+/** A localized text: language code → text (`title`, `description`). */
+export type Localized = Record<string, string>;
+
+/** Per transform name: default crop (`[w, h]` fractions or null) and hotspot (`[x, y]` fractions or null). */
+export type AssetTransforms = Record<string, { crop: [number, number] | null; hotspot: [number, number] | null }>;
+
+/** Image facts of the current version beyond the plain columns (dam/info's members). */
+export type FileFacts = {
+  resolution: [number, number] | null;
+  transparent: boolean;
+  animated: boolean;
+  colors: string | null;
+  colorspace: string | null;
+};
+
 /**
  * The asset tree of a project: folders, files and images. `id` is an internal integer key (the
  * rowid of the full-text index and the order of bulk paging); clients only see `gid`.
@@ -21,8 +36,10 @@ export const assets = sqliteTable(
     projectGid: text("project_gid")
       .notNull()
       .references(() => projects.gid, { onDelete: "cascade" }),
-    /** Parent folder gid; null for a top-level item. */
+    /** Parent folder gid; null only for the project's root folder `/` (name ""). */
     parent: text("parent"),
+    /** Full path in the tree (`/products/shoe.jpg`, the root `/`), kept on rename and move. */
+    pathname: text("pathname"),
     type: text("type", { enum: ["folder", "file", "image"] }).notNull(),
     name: text("name").notNull(),
     /** Lowercase extension without the dot, from the sniffed type ("" for folders). */
@@ -44,6 +61,13 @@ export const assets = sqliteTable(
     extracted: text("extracted", { mode: "json" }).$type<AssetMetadata>().notNull().default({}),
     /** Metadata set by clients (`metadata/set`, `metadata/clear`); wins over `extracted` in filters. */
     metadata: text("metadata", { mode: "json" }).$type<AssetMetadata>().notNull().default({}),
+    /** Localized title and description (project language → text). */
+    title: text("title", { mode: "json" }).$type<Localized>().notNull().default({}),
+    description: text("description", { mode: "json" }).$type<Localized>().notNull().default({}),
+    /** Transform defaults per transform name (`assets/update`); null until set. */
+    transforms: text("transforms", { mode: "json" }).$type<AssetTransforms>(),
+    /** Image facts of the current version (null for folders and rows from before they were kept). */
+    facts: text("facts", { mode: "json" }).$type<FileFacts>(),
     status: text("status", { enum: ["active", "deleted"] }).notNull().default("active"),
     /** Gid of the asset whose `delete` took this one down (itself for the asset named in the call). */
     deletedWith: text("deleted_with"),
@@ -63,6 +87,7 @@ export const assets = sqliteTable(
     index("assets_project_parent").on(t.projectGid, t.parent, t.name),
     index("assets_project_status").on(t.projectGid, t.status),
     index("assets_deleted_with").on(t.deletedWith),
+    index("assets_project_pathname").on(t.projectGid, t.pathname),
   ],
 );
 
@@ -90,6 +115,7 @@ export const assetVersions = sqliteTable(
     format: text("format"),
     pages: integer("pages"),
     extracted: text("extracted", { mode: "json" }).$type<AssetMetadata>().notNull().default({}),
+    facts: text("facts", { mode: "json" }).$type<FileFacts>(),
     /** When this version was uploaded (the asset's updated_on at that time). */
     createdOn: real("created_on").notNull(),
     createdBy: text("created_by").references(() => users.gid, { onDelete: "set null" }),

@@ -5,11 +5,11 @@ import type { Ctx } from "../../platform/context";
 import { inProject } from "../members/access.service";
 import { badRequest, unprocessable } from "../../core/errors";
 import { decodeCursor, encodeCursor, pageSize } from "../../core/paging";
-import { fieldSql } from "./assets.search";
-import { assetForm, assetsByIds, findAsset, type Asset } from "./assets.service";
+import { ASSET_DOMAIN } from "./assets.search";
+import { ancestorGids, assetDictionary, assetsByGids, assetsByIds, ensureRoot, findAsset, listChildren, listingPage, type Asset } from "./assets.service";
 
 /**
- * The asset worksheet: a flat, paged table of the items of a folder (optionally of its whole
+ * `assets/sheet` (an Apis extension; `assets/worksheet` is the reference's call below): a flat, paged table of the items of a folder (optionally of its whole
  * subtree) for spreadsheet-like editing. Columns are asset fields plus `metadata.<key>` for every
  * user metadata key found among the listed items (or the columns the client asks for). Edits go
  * back through `update` and `metadata/set`.
@@ -22,22 +22,54 @@ const MAX_METADATA_COLUMNS = 200;
 
 export type WorksheetInput = { parent?: unknown; recursive?: unknown; columns?: unknown; "page.size"?: unknown; "page.cursor"?: unknown };
 
+/** The plain facts of a row a sheet shows as columns. */
+function sheetFacts(a: Asset): Record<string, unknown> {
+  return {
+    gid: a.gid,
+    parent: a.parent,
+    pathname: a.pathname,
+    type: a.type,
+    name: a.name,
+    extension: a.extension,
+    mime: a.mime,
+    size: a.size,
+    version: a.version,
+    storage_name: a.storageName,
+    sha256: a.sha256,
+    width: a.width,
+    height: a.height,
+    format: a.format,
+    pages: a.pages,
+    status: a.status === "active" ? "published" : "deleted",
+    published: a.published,
+    public_name: a.publicName,
+    created_on: a.createdOn,
+    updated_on: a.updatedOn,
+    created_by: a.createdBy,
+    updated_by: a.updatedBy,
+    deleted_on: a.deletedOn,
+  };
+}
+
 function cell(a: Asset, column: string): unknown {
-  const f = assetForm(a) as Record<string, unknown>;
+  const f = sheetFacts(a);
   // Column names come from clients: own properties only (`constructor`, `__proto__` are names too).
   const own = (o: Record<string, unknown> | null | undefined, k: string) => (o && Object.hasOwn(o, k) ? o[k] : undefined);
   if (Object.hasOwn(f, column)) return f[column] ?? null;
   if (column.startsWith("metadata.")) {
     const k = column.slice(9);
-    return own(a.metadata, k) ?? own(a.extracted, k) ?? null;
+    const v = own(a.metadata, k);
+    // A metadata field ({type, is_localized, value}) shows its value.
+    if (v && typeof v === "object" && !Array.isArray(v) && Object.hasOwn(v, "value")) return (v as { value: unknown }).value ?? null;
+    return v ?? own(a.extracted, k) ?? null;
   }
   if (column.startsWith("extracted.")) return own(a.extracted, column.slice(10)) ?? null;
   return null;
 }
 
-function worksheet(tx: Tx, projectGid: string, input: WorksheetInput) {
+function worksheet(tx: Tx, projectGid: string, root: Asset, input: WorksheetInput) {
   const db = sqliteOf(tx);
-  let parent: string | null = null;
+  let parent: string = root.gid;
   if (input.parent !== undefined && input.parent !== null && input.parent !== "") {
     if (typeof input.parent !== "string") throw badRequest("Invalid parameter", { "Invalid parameter": "parent", expected: "a folder gid or null" });
     const p = findAsset(tx, projectGid, input.parent);
@@ -49,7 +81,7 @@ function worksheet(tx: Tx, projectGid: string, input: WorksheetInput) {
   const order = "CASE type WHEN 'folder' THEN 0 ELSE 1 END, name COLLATE NOCASE, id";
   let ids: number[];
   if (recursive) {
-    const start = parent === null ? "parent IS NULL" : "parent = ?";
+    const start = "parent = ?";
     ids = (
       db
         .query(
@@ -58,13 +90,13 @@ function worksheet(tx: Tx, projectGid: string, input: WorksheetInput) {
              UNION ALL SELECT a.id, a.gid FROM assets a JOIN d ON a.parent = d.gid WHERE a.project_gid = ? AND a.status = 'active'
            ) SELECT a.id FROM assets a JOIN d ON d.id = a.id ORDER BY ${order.replace(/\b(type|name|id)\b/g, "a.$1")}`,
         )
-        .all(...(parent === null ? [projectGid, projectGid] : [projectGid, parent, projectGid])) as { id: number }[]
+        .all(projectGid, parent, projectGid) as { id: number }[]
     ).map((r) => r.id);
   } else {
     ids = (
       db
-        .query(`SELECT id FROM assets WHERE project_gid = ? AND ${parent === null ? "parent IS NULL" : "parent = ?"} AND status = 'active' ORDER BY ${order}`)
-        .all(...(parent === null ? [projectGid] : [projectGid, parent])) as { id: number }[]
+        .query(`SELECT id FROM assets WHERE project_gid = ? AND parent = ? AND status = 'active' ORDER BY ${order}`)
+        .all(projectGid, parent) as { id: number }[]
     ).map((r) => r.id);
   }
 
@@ -72,7 +104,9 @@ function worksheet(tx: Tx, projectGid: string, input: WorksheetInput) {
   if (input.columns !== undefined && input.columns !== null) {
     if (!Array.isArray(input.columns) || !input.columns.length || input.columns.length > 300 || input.columns.some((c) => typeof c !== "string"))
       throw badRequest("Invalid parameter", { "Invalid parameter": "columns", expected: "an array of column names" });
-    for (const c of input.columns as string[]) if (c !== "gid" && !WORKSHEET_BASE_COLUMNS.includes(c) && !Object.hasOwn(assetFormKeys, c)) fieldSql(c, "columns");
+    for (const c of input.columns as string[])
+      if (c !== "gid" && !WORKSHEET_BASE_COLUMNS.includes(c) && !Object.hasOwn(assetFormKeys, c) && !ASSET_DOMAIN.field(c))
+        throw badRequest("Invalid parameter", { "Invalid parameter": "columns", reason: `unknown column ${c}` });
     columns = ["gid", ...(input.columns as string[]).filter((c) => c !== "gid")];
   } else {
     const keys = new Set<string>();
@@ -102,13 +136,34 @@ function worksheet(tx: Tx, projectGid: string, input: WorksheetInput) {
 
 /** Members of the asset form a worksheet may show as columns. */
 const assetFormKeys: Record<string, true> = Object.fromEntries(
-  ["gid", "parent", "type", "name", "extension", "mime", "size", "version", "storage_name", "sha256", "width", "height", "format", "pages", "status", "published", "public_name", "created_on", "updated_on", "created_by", "updated_by", "deleted_on"].map((k) => [k, true]),
+  ["gid", "parent", "pathname", "type", "name", "extension", "mime", "size", "version", "storage_name", "sha256", "width", "height", "format", "pages", "status", "published", "public_name", "created_on", "updated_on", "created_by", "updated_by", "deleted_on"].map((k) => [k, true]),
 );
 
-/** `assets/worksheet`: a folder's items as a paged table (columns + rows), for members. */
-export function assetWorksheet(ctx: Ctx, actor: Actor, projectGid: string, input: WorksheetInput): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx }) => {
-    const w = worksheet(tx, projectGid, input);
+/** `assets/sheet`: a folder's items as a paged table (columns + rows), for members. */
+export function assetSheet(ctx: Ctx, actor: Actor, projectGid: string, input: WorksheetInput): Answer {
+  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
+    const w = worksheet(tx, projectGid, ensureRoot(tx, log, projectGid), input);
     return { result: { columns: w.columns, rows: w.rows, assets: w.assets, "assets.size": w.total, "page.cursor": w.cursor } };
+  });
+}
+
+/**
+ * `assets/worksheet` (the reference's): a folder, the gids from the root down to it (`path`), and
+ * a page (`page.top`, `page.size` 20) of its children (`children`, `children.size`).
+ */
+export function assetWorksheet(ctx: Ctx, actor: Actor, projectGid: string, input: { asset?: unknown; "page.top"?: unknown; "page.size"?: unknown }): Answer {
+  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
+    ensureRoot(tx, log, projectGid);
+    if (typeof input.asset !== "string" || !input.asset) throw badRequest("Missing parameter", { "Missing parameter": "asset" });
+    const a = findAsset(tx, projectGid, input.asset);
+    if (!a || a.status !== "active") throw unprocessable("Asset doesn't exist", { asset: input.asset });
+    const page = listingPage(input, 20);
+    const path = [...ancestorGids(tx, projectGid, a.gid).reverse(), a.gid];
+    const { rows, total } = a.type === "folder" ? listChildren(tx, projectGid, a.gid, page) : { rows: [], total: 0 };
+    const above = assetsByGids(tx, projectGid, path);
+    return {
+      result: { asset: a.gid, path, children: rows.map((r) => r.gid), "children.size": total },
+      data: { assets: assetDictionary(tx, projectGid, [...above, ...rows]) },
+    };
   });
 }

@@ -46,12 +46,50 @@ const OPTION_NAMES = ["name", "key", "type", "force", "optimize", "width", "heig
 export type OptionName = (typeof OPTION_NAMES)[number];
 const SIZE_MODES: SizeMode[] = ["width", "height", "fit", "fill"];
 
-/** Output names: ASCII letters, digits, `_`, `-`, `~` and inner dots; no `@` (it starts the key). */
-const NAME_RE = /^[A-Za-z0-9_~-](?:[A-Za-z0-9_.~-]{0,118}[A-Za-z0-9_~-])?$/;
-/** Keys: letters, digits, `_`, `-` (no dot, so `<name>@<key>.<ext>` splits unambiguously). */
-const KEY_RE = /^[A-Za-z0-9_-]{1,64}$/;
-/** A media file name `<name>@<key>.<ext>`. */
-export const MEDIA_NAME_RE = /^([A-Za-z0-9_~-](?:[A-Za-z0-9_.~-]{0,118}[A-Za-z0-9_~-])?)@([A-Za-z0-9_-]{1,64})\.(jpg|png|gif)$/;
+/**
+ * Output names and keys are free text as the reference allows (`@` too), except control
+ * characters, `/` and `\\`, and `.` / `..`; a name holds at most 200 UTF-8 bytes, a key 64.
+ */
+// eslint-disable-next-line no-control-regex
+const FORBIDDEN = /[\u0000-\u001f\u007f/\\]/;
+export const MAX_NAME_BYTES = 200;
+export const MAX_KEY_BYTES = 64;
+export function validMediaPart(value: string, maxBytes: number): boolean {
+  return value.length > 0 && Buffer.byteLength(value) <= maxBytes && !FORBIDDEN.test(value) && value !== "." && value !== "..";
+}
+
+/**
+ * One part of a media file name on disk and in URLs: every byte outside `A-Z a-z 0-9 _ - ~` and
+ * inner dots percent-encoded (upper-case hex), so `@` only ever separates name and key, no `/`
+ * can appear, nothing starts with a dot, and different names stay different files.
+ */
+export function encodeMediaPart(value: string): string {
+  let out = "";
+  for (const byte of Buffer.from(value.normalize("NFC"), "utf8")) {
+    const c = String.fromCharCode(byte);
+    out += /[A-Za-z0-9_~-]/.test(c) || (c === "." && out !== "") ? c : `%${byte.toString(16).toUpperCase().padStart(2, "0")}`;
+  }
+  return out;
+}
+
+/** The media file `<name>@<key>.<ext>` of a transform, its parts encoded (`encodeMediaPart`). */
+export const mediaFileName = (name: string, key: string, type: string) => `${encodeMediaPart(name)}@${encodeMediaPart(key)}.${type}`;
+
+/** The shape of a media file name on disk. */
+export const MEDIA_NAME_RE = /^([A-Za-z0-9_~%-][A-Za-z0-9_.~%-]{0,599})@([A-Za-z0-9_.~%-]{1,200})\.(jpg|png|gif)$/;
+
+/** Whether `file` is a media file name exactly as `mediaFileName` writes it (no other spelling of the same name). */
+export function isMediaFileName(file: string): boolean {
+  const m = MEDIA_NAME_RE.exec(file);
+  if (!m) return false;
+  try {
+    const name = decodeURIComponent(m[1]!);
+    const key = decodeURIComponent(m[2]!);
+    return validMediaPart(name, MAX_NAME_BYTES) && validMediaPart(key, MAX_KEY_BYTES) && mediaFileName(name, key, m[3]!) === file;
+  } catch {
+    return false;
+  }
+}
 
 /** The 400 of one bad option: `info` says which option, its value and why. */
 export function invalidOption(option: string, value: string | undefined, reason: string): ApiError {
@@ -157,13 +195,13 @@ export function parseOptions(items: string[]): TransformOptions {
   for (const [opt, value] of raw) {
     switch (opt) {
       case "name":
-        if (!NAME_RE.test(value) || value.includes(".."))
-          throw invalidOption(opt, value, "must be 1 to 120 of A-Z a-z 0-9 _ - ~ and inner dots, without an extension");
+        if (!validMediaPart(value, MAX_NAME_BYTES))
+          throw invalidOption(opt, value, `must be 1 to ${MAX_NAME_BYTES} bytes without control characters, / or \\, not . or .., without an extension`);
         if (/\.(jpe?g|png|gif)$/i.test(value)) throw invalidOption(opt, value, "must be given without an extension (use type= for the output type)");
         opts.name = value;
         break;
       case "key":
-        if (!KEY_RE.test(value)) throw invalidOption(opt, value, "must be 1 to 64 of A-Z a-z 0-9 _ -");
+        if (!validMediaPart(value, MAX_KEY_BYTES)) throw invalidOption(opt, value, `must be 1 to ${MAX_KEY_BYTES} bytes without control characters, / or \\, not . or ..`);
         opts.key = value;
         break;
       case "type": {

@@ -7,7 +7,7 @@ import { authMacro } from "../../http/auth";
 import { ok } from "../../http/envelope";
 import { badRequest, missing } from "../../core/errors";
 import { describe } from "../../http/openapi";
-import { assetInfo, publishOriginal, transformAsset, unpublishOriginal } from "./dam.service";
+import { assetDetails, assetInfo, publishOriginal, transformAsset, unpublishOriginal } from "./dam.service";
 import { VERSION } from "../../version";
 
 const tags = ["dam"];
@@ -102,11 +102,7 @@ export function damRoutes(ctx: Ctx) {
           tags,
           example: {
             success: true,
-            result: {
-              public_url: "http://localhost:8080/media/p/k2j4h5g6f7d8s9a0q1w2/orig/a1b2c3d4e5f6g7h8i9j0~1.jpg",
-              storage_pathname: "a1b2c3d4e5f6g7h8i9j0~1.jpg",
-              asset: "a1b2c3d4e5f6g7h8i9j0",
-            },
+            result: { public_url: "http://localhost:8080/media/p/k2j4h5g6f7d8s9a0q1w2/orig/a1b2c3d4e5f6g7h8i9j0~1.jpg" },
             data: {},
           },
           errors: [400, 403, 422],
@@ -134,7 +130,40 @@ export function damRoutes(ctx: Ctx) {
       {
         authNoRenew: true,
         params,
-        detail: describe({ summary: "Info about an original: size, format, dimensions, versions, metadata, publication and transforms", tags, errors: [400, 403, 422] }),
+        detail: describe({
+          summary: "Facts of an original: format, filesize, pages, width, height, resolution, transparent, animated, colors, colorspace, metadata",
+          tags,
+          example: {
+            success: true,
+            result: {
+              format: "jpg",
+              filesize: 2488312,
+              pages: 1,
+              width: 3000,
+              height: 2000,
+              resolution: [72, 72],
+              transparent: false,
+              animated: false,
+              colors: "truecolor",
+              colorspace: "srgb",
+              metadata: { Make: "Canon" },
+            },
+            data: {},
+          },
+          errors: [400, 403, 422],
+        }),
+      },
+    )
+    .get(
+      "/p/:project/details/*",
+      async ({ params, request, actor }) => {
+        const pathname = pathnameOf(segmentsAfter(request, "details"), true);
+        return ok(await assetDetails(ctx, actor, params.project, pathname));
+      },
+      {
+        authNoRenew: true,
+        params,
+        detail: describe({ summary: "Everything about an original (an Apis extension): versions, metadata, publication and transforms", tags, errors: [400, 403, 422] }),
       },
     );
 }

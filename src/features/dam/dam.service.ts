@@ -5,12 +5,13 @@ import sharp, { type Metadata } from "sharp";
 import type { AssetsRemovedHook, Ctx } from "../../platform/context";
 import type { Actor } from "../../core/actor";
 import { inProject, projectAccess } from "../members/access.service";
-import { defaultKey, effectiveBackground, invalidOption, MEDIA_NAME_RE, optionStrings, outputType, type OutputType, type TransformOptions } from "./dam.options";
+import { defaultKey, effectiveBackground, invalidOption, isMediaFileName, mediaFileName, optionStrings, outputType, type OutputType, type TransformOptions } from "./dam.options";
 import { INPUT_FORMATS, planGeometry, QUANTISE_PIXEL_LIMIT, render, type Rendered, type Transformer } from "./dam.transform";
 import { mutate } from "../../db/mutate";
 import type { DB } from "../../db/connection";
 import { assetLookups, assetVersionsOf, setPublication, type Asset } from "../assets/assets.service";
 import { damTransforms } from "./dam.table";
+import { imageFacts } from "../assets/assets.service";
 import { badRequest, unprocessable } from "../../core/errors";
 import { now } from "../../core/ids";
 import { originalPath, parseStorageName, STORAGE_NAME } from "../../platform/storage/originals";
@@ -37,8 +38,9 @@ function mediaDir(ctx: Pick<Ctx, "storage">, projectGid: string, create = true):
 }
 
 /** Public URLs of the media endpoint. */
-const mediaUrl = {
-  variant: (ctx: Pick<Ctx, "baseUrl">, projectGid: string, file: string) => `${ctx.baseUrl}/media/p/${projectGid}/var/${file}`,
+export const mediaUrl = {
+  // The file name's own percent signs are encoded once more for the URL (the route decodes once).
+  variant: (ctx: Pick<Ctx, "baseUrl">, projectGid: string, file: string) => `${ctx.baseUrl}/media/p/${projectGid}/var/${file.replace(/%/g, "%25")}`,
   original: (ctx: Pick<Ctx, "baseUrl">, projectGid: string, storageName: string) => `${ctx.baseUrl}/media/p/${projectGid}/orig/${storageName}`,
 };
 
@@ -156,8 +158,8 @@ export async function transformAsset(
   const bg = effectiveBackground(o, type);
   const name = o.name ?? src.storageName.replace(/\.[^.]+$/, "");
   const key = o.key ?? defaultKey(o);
-  const mediaFile = `${name}@${key}.${type}`;
-  if (!MEDIA_NAME_RE.test(mediaFile)) throw badRequest("Invalid option name", { option: "name", value: name, reason: "does not make a valid media file name" });
+  const mediaFile = mediaFileName(name, key, type);
+  if (!isMediaFileName(mediaFile)) throw badRequest("Invalid option name", { option: "name", value: name, reason: "does not make a valid media file name" });
   const target = ctx.storage.inside(mediaDir(ctx, projectGid, false), mediaFile);
   const options = optionStrings(o, { name, key, type, bg });
   const result = (dimensions: [number, number], timing: { transform: number; optimize: number }): TransformResult => ({
@@ -271,20 +273,20 @@ export const dropTransforms: AssetsRemovedHook = (ctx, tx, projectGid, gids) => 
     .all();
   if (rows.length === 0) return [];
   const dir = join(ctx.storage.projectDir(projectGid), "media");
-  return rows.filter((r) => MEDIA_NAME_RE.test(r.file)).map((r) => join(dir, r.file));
+  return rows.filter((r) => isMediaFileName(r.file)).map((r) => join(dir, r.file));
 };
 
 /**
  * `publish`: the asset's original named by `pathname` becomes downloadable at
  * `/media/p/<project>/orig/<storage pathname>`. Writes an `assets` UPDATE sync item when it changes.
  */
-export function publishOriginal(ctx: Ctx, actor: Actor, projectGid: string, pathname: string): { public_url: string; storage_pathname: string; asset: string } {
+export function publishOriginal(ctx: Ctx, actor: Actor, projectGid: string, pathname: string): { public_url: string } {
   const userGid = actor.userGid;
   return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
     const src = findSource(ctx.db, projectGid, pathname);
     sourceFile(ctx, projectGid, src);
     setPublication(tx, log, src.asset, src.storageName, userGid);
-    return { public_url: mediaUrl.original(ctx, projectGid, src.storageName), storage_pathname: src.storageName, asset: src.asset.gid };
+    return { public_url: mediaUrl.original(ctx, projectGid, src.storageName) };
   });
 }
 
@@ -314,8 +316,45 @@ export function publishedOriginal(ctx: Ctx, projectGid: string, name: string): {
   return { path: originalFile(ctx, projectGid, name), mime };
 }
 
-/** `info`: what a client needs to show or transform an original (docs/dam.md shows the shape). */
+/**
+ * `info`: the facts of an original with the reference's members (format, filesize, pages, width,
+ * height, resolution, transparent, animated, colors, colorspace, metadata), read from the file.
+ */
 export async function assetInfo(ctx: Ctx, actor: Actor, projectGid: string, pathname: string) {
+  projectAccess(ctx.db, actor, projectGid, "member");
+  const src = findSource(ctx.db, projectGid, pathname);
+  const file = sourceFile(ctx, projectGid, src);
+  const info = {
+    format: src.extension || null,
+    filesize: file.size,
+    pages: 1,
+    width: null as number | null,
+    height: null as number | null,
+    resolution: null as [number, number] | null,
+    transparent: false,
+    animated: false,
+    colors: null as string | null,
+    colorspace: null as string | null,
+    metadata: src.extracted ?? {},
+  };
+  if (src.asset.type === "image" || IMAGE_EXTENSIONS.has(src.extension)) {
+    try {
+      const m = await sharp(file.path, { animated: true }).metadata();
+      const s = orientedSize(m);
+      const facts = await imageFacts(file.path);
+      Object.assign(info, { pages: m.pages ?? 1, width: s.width, height: s.height });
+      if (facts) Object.assign(info, facts);
+    } catch {
+      // Not an image sharp reads: the image members keep their defaults.
+    }
+  }
+  return info;
+}
+
+const IMAGE_EXTENSIONS = new Set(["jpg", "jpeg", "png", "gif", "webp", "tiff", "avif", "heic", "heif", "svg"]);
+
+/** `details` (an Apis extension): everything about an original, its versions, publication and transforms (docs/dam.md). */
+export async function assetDetails(ctx: Ctx, actor: Actor, projectGid: string, pathname: string) {
   projectAccess(ctx.db, actor, projectGid, "member");
   const src = findSource(ctx.db, projectGid, pathname);
   const file = sourceFile(ctx, projectGid, src);

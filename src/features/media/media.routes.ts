@@ -1,7 +1,7 @@
 import { Elysia, t } from "elysia";
 import { join } from "node:path";
 import type { Ctx } from "../../platform/context";
-import { MEDIA_NAME_RE } from "../dam/dam.options";
+import { isMediaFileName } from "../dam/dam.options";
 import { contentTypeOf, mediaNotFound, serveFile } from "./media.files";
 import { describe } from "../../http/openapi";
 import { publishedOriginal } from "../dam/dam.service";
@@ -45,7 +45,7 @@ function mediaHandlers(ctx: Ctx): { variant: Handler; original: Handler; avatar:
   };
   return {
     variant(request, { project = "", file = "" }) {
-      if (!PROJECT_RE.test(project) || !MEDIA_NAME_RE.test(file)) return mediaNotFound(request);
+      if (!PROJECT_RE.test(project) || !isMediaFileName(file)) return mediaNotFound(request);
       return serveFile(request, `${projectsRoot}/${project}/media/${file}`, { contentType: contentTypeOf(file), cacheControl: CACHE.variant });
     },
     original(request, { project = "", file = "" }) {

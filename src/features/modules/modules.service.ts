@@ -281,8 +281,8 @@ export function getModules(ctx: Ctx, actor: Actor, projectGid: string, input: { 
     const byName = new Map(rows.map((r) => [r.name, r]));
     const unknown = wanted.filter((n) => !byName.has(n));
     if (unknown.length) throw unprocessable("Module not registered", single ? { module: unknown[0] } : { modules: unknown.slice(0, 100) });
-    const dict: Record<string, ModuleForm> = {};
-    for (const n of wanted) dict[n] = form(byName.get(n)!);
+    // fromEntries defines own members: a module named `__proto__` is a key, not a prototype.
+    const dict: Record<string, ModuleForm> = Object.fromEntries(wanted.map((n) => [n, form(byName.get(n)!)]));
     return { result: single ? { module: wanted[0] } : { modules: wanted }, data: { modules: dict } };
   });
 }

@@ -1,7 +1,5 @@
 import type { Feature } from "../feature";
+import { settingsRoutes } from "./settings.routes";
 
-/**
- * Project settings: for now the normalized options every feature reads (settings.options.ts); the
- * languages/channels/orderings/fieldlists endpoints join this descriptor (docs/settings.md).
- */
-export const settingsFeature: Feature = { name: "settings" };
+/** Project settings: languages, channels, orderings and fieldlists of a project (docs/settings.md). */
+export const settingsFeature: Feature = { name: "settings", routes: settingsRoutes };

@@ -53,11 +53,36 @@ export function projectOptions(project: { options?: Record<string, unknown> | nu
     timezone: typeof o.timezone === "string" && o.timezone ? o.timezone : "UTC",
     languages: languages.length ? languages : ["en"],
     channels,
-    orderedchannels: ordered(o.orderedchannels, channels),
+    // `__all__` always comes first: nothing can be moved before it.
+    orderedchannels: [ALL_CHANNEL, ...ordered(o.orderedchannels, channels).filter((k) => k !== ALL_CHANNEL)],
     orderings,
     orderedorderings: ordered(o.orderedorderings, orderings),
     fieldlists,
     orderedfieldlists: ordered(o.orderedfieldlists, fieldlists),
     imageserver,
+  };
+}
+
+/** The main channel, ordering and fieldlist names a new project starts with (as the reference's). */
+export const DEFAULT_NAMES = { channel: "Main channel", ordering: "Main ordering", fieldlist: "Main fieldlist" } as const;
+
+/**
+ * The stored options of a new project: the given time zone, English, the `__all__` channel plus a
+ * main channel, one main ordering and one main fieldlist (keys from `newKey`), the image server.
+ */
+export function newProjectOptions(timezone: string, newKey: () => string): ProjectOptions {
+  const channel = newKey();
+  const ordering = newKey();
+  const fieldlist = newKey();
+  return {
+    timezone,
+    languages: ["en"],
+    channels: { [ALL_CHANNEL]: "[all records]", [channel]: DEFAULT_NAMES.channel },
+    orderedchannels: [ALL_CHANNEL, channel],
+    orderings: { [ordering]: DEFAULT_NAMES.ordering },
+    orderedorderings: [ordering],
+    fieldlists: { [fieldlist]: DEFAULT_NAMES.fieldlist },
+    orderedfieldlists: [fieldlist],
+    imageserver: { type: "ccdam", options: {} },
   };
 }

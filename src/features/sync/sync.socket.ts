@@ -7,7 +7,7 @@ import type { SyncItem } from "../../db/mutate";
 import { authenticate, type Caller } from "../../http/auth";
 import { actorOf, type Actor } from "../../core/actor";
 import { Cors } from "../../http/cors";
-import { errorBody } from "../../http/envelope";
+import { errorBody, errorResponse } from "../../http/envelope";
 import { ApiError } from "../../core/errors";
 import { getProject } from "../projects/projects.service";
 import { currentCursor } from "./sync.service";
@@ -45,7 +45,21 @@ type Session = {
   buffer: Published[];
   /** Bumped on every (re)subscription so a stale catch-up stops. */
   generation: number;
+  /** Bytes of packets waiting in the engine's queue (a long-polling client that has not fetched them). */
+  queued: number;
+  /** Set once the server drops the client (too slow, over the budget). */
+  dropped: boolean;
 };
+
+/** What a dropped client is told, as far as it still reads (then it is disconnected). */
+export const DROPPED = "Sync connection dropped";
+
+/** Bytes of one engine packet's data as it goes on the wire (close enough for budgets). */
+function packetBytes(data: unknown): number {
+  if (typeof data === "string") return data.length + 1;
+  if (data instanceof Uint8Array || data instanceof ArrayBuffer) return data.byteLength + 1;
+  return 1;
+}
 
 const userRoom = (gid: string) => `u:${gid}`;
 const projectRoom = (gid: string) => `p:${gid}`;
@@ -88,6 +102,13 @@ export class SyncServer {
   /** Sockets subscribed to a project (live or catching up). */
   private readonly byProject = new Map<string, Set<Session>>();
   private readonly catchingUp = new Set<Session>();
+  /** Committed batches waiting for the fan-out. */
+  private pending: Published[][] = [];
+  /**
+   * Sockets that went live while batches were waiting: their initsync already read those items
+   * from the database, so the fan-out leaves them out of batches at or below their floors.
+   */
+  private readonly recentlyLive = new Set<Session>();
   private readonly stopListening: () => void;
   private readonly cors: Cors;
 
@@ -98,7 +119,7 @@ export class SyncServer {
       pingInterval: PING_INTERVAL_MS,
       pingTimeout: PING_TIMEOUT_MS,
       maxHttpBufferSize: ctx.config.syncMaxBytes,
-      cors: { origin: this.cors.allowAll ? "*" : [...this.cors.origins] },
+      // No `cors` here: handleRequest answers CORS with the same rules and answers as /api.
       allowRequest: async (req) => {
         const origin = req.headers.get("origin");
         if (origin && !this.originAllowed(origin)) throw "Origin not allowed";
@@ -108,13 +129,32 @@ export class SyncServer {
     this.io.bind(this.engine);
     this.io.use((socket, next) => this.authenticateSocket(socket, next));
     this.io.on("connection", (socket) => this.onConnection(socket));
+    // The hub publishes right after the writer's commit, before its HTTP answer: the batches are
+    // queued here and fanned out on the next turn of the event loop, in commit order, so a writer's
+    // answer never waits for thousands of subscribers.
     this.stopListening = ctx.hub.subscribe((items) => {
+      this.pending.push(items);
+      if (this.pending.length === 1) setImmediate(() => this.deliverPending());
+    });
+  }
+
+  /** Batches committed but not fanned out yet (delivered on the next turn of the event loop). */
+  get pendingBatches(): number {
+    return this.pending.length;
+  }
+
+  private deliverPending() {
+    const batches = this.pending;
+    this.pending = [];
+    for (const items of batches) {
       try {
         this.onPublish(items);
       } catch (err) {
-        ctx.log.error("sync fan-out failed", { error: String((err as Error)?.stack ?? err) });
+        this.ctx.log.error("sync fan-out failed", { error: String((err as Error)?.stack ?? err) });
       }
-    });
+    }
+    this.recentlyLive.clear();
+    this.enforceBudget();
   }
 
   /** Browsers' Origin against `APIS_CORS_ORIGINS`; clients without an Origin (apps, servers) pass. */
@@ -136,6 +176,17 @@ export class SyncServer {
    * are refused before they are read, and long-polls may stay open past Bun's idle timeout.
    */
   async handleRequest(req: Request, server: BunServer<any>): Promise<Response> {
+    // CORS as on /api: a preflight from a refused origin is 403, an allowed one 204 with the
+    // headers; any request from a refused origin is 403 in the envelope (a websocket upgrade has no
+    // preflight to stop it); answers to allowed origins carry Access-Control-Allow-Origin.
+    const preflight = this.cors.preflight(req);
+    if (preflight) return preflight;
+    const origin = req.headers.get("origin");
+    if (origin && !this.cors.allowed(origin)) return errorResponse(new ApiError(403, "Origin not allowed", { origin }), { vary: "Origin" });
+    return this.cors.decorate(req, await this.engineRequest(req, server));
+  }
+
+  private async engineRequest(req: Request, server: BunServer<any>): Promise<Response> {
     const max = this.ctx.config.syncMaxBytes;
     if (req.method === "POST") {
       const declared = req.headers.get("content-length");
@@ -164,8 +215,9 @@ export class SyncServer {
         if (!isEngine(ws)) elysia.drain?.(ws);
       },
       maxPayloadLength: this.ctx.config.syncMaxBytes,
-      // A client too slow to take 16 MB of pushes is disconnected rather than silently skipped:
-      // it reconnects and its initsync fetches what it missed.
+      // A client too slow to take --sync-client-buffer (16 MB) of pushes is disconnected rather
+      // than silently skipped: it reconnects and its initsync fetches what it missed.
+      backpressureLimit: this.ctx.config.syncClientBuffer,
       closeOnBackpressureLimit: true,
     };
   }
@@ -177,6 +229,72 @@ export class SyncServer {
     await this.io.close();
   }
 
+  // ---- slow clients and the outbound budget ----
+
+  /** Bytes waiting to reach one client: its websocket's send buffer, or its polling queue. */
+  private waiting(s: Session): number {
+    const conn = s.socket.conn as unknown as EngineConn;
+    if (conn.transport?.name === "websocket") return (conn.transport.socket?.getBufferedAmount?.() ?? 0) + s.queued;
+    return s.queued;
+  }
+
+  /** Bytes waiting for every client together (`/metrics` and the budget). */
+  outboundBytes(): number {
+    let total = 0;
+    for (const s of this.sessions.values()) total += this.waiting(s);
+    return total;
+  }
+
+  /** Past --sync-outbound-budget, drops the clients with the most waiting first until under it. */
+  private enforceBudget() {
+    const budget = this.ctx.config.syncOutboundBudget;
+    let total = 0;
+    const heavy: [Session, number][] = [];
+    for (const s of this.sessions.values()) {
+      const n = this.waiting(s);
+      if (n <= 0) continue;
+      total += n;
+      heavy.push([s, n]);
+    }
+    if (total <= budget) return;
+    heavy.sort((a, b) => b[1] - a[1]);
+    for (const [s, n] of heavy) {
+      if (total <= budget) break;
+      this.drop(s, "the server's outbound budget is used up and this client had the most waiting");
+      total -= n;
+    }
+  }
+
+  /**
+   * Drops a client that does not keep up: what waits for it is discarded, it is told why (a
+   * polling client gets this with its next fetch; a websocket's buffer is full, so it only sees
+   * the connection close) and disconnected. Reconnecting and sending initsync catches it up.
+   */
+  private drop(s: Session, reason: string) {
+    if (s.dropped || !s.socket.connected) return;
+    s.dropped = true;
+    const conn = s.socket.conn as unknown as EngineConn;
+    const waiting = this.waiting(s);
+    this.ctx.log.warn("sync client dropped", { user: s.user, socket: s.socket.id, transport: conn.transport?.name, waiting_bytes: waiting, reason });
+    conn.writeBuffer.length = 0;
+    s.queued = 0;
+    this.unsubscribe(s);
+    if (conn.transport?.name === "websocket") {
+      // Nothing more can reach it in time: free the buffer at once.
+      conn.transport.socket?.terminate?.();
+      return;
+    }
+    s.socket.emit("unsubscribed", { ...errorBody(new ApiError(503, DROPPED, { reason, limit_bytes: this.ctx.config.syncClientBuffer })), project: null });
+    s.socket.disconnect(true);
+    // A polling client that never fetches again would keep the engine socket waiting to drain.
+    setTimeout(() => {
+      if (conn.readyState !== "closed") {
+        conn.closeTransport?.();
+        conn.onClose?.("forced close");
+      }
+    }, PING_INTERVAL_MS).unref?.();
+  }
+
   // ---- connection and authentication ----
 
   private authenticateSocket(socket: Socket, next: (err?: Error) => void) {
@@ -185,6 +303,12 @@ export class SyncServer {
     const header = typeof raw === "string" ? `Bearer ${raw}` : socket.handshake.headers.authorization;
     authenticate(this.ctx, header).then(
       (caller) => {
+        const limit = this.ctx.config.syncSocketsPerUser;
+        if ((this.byUser.get(caller.user.gid)?.size ?? 0) >= limit) {
+          const out = new Error("Too many sync connections") as Error & { data?: unknown };
+          out.data = errorBody(new ApiError(429, "Too many sync connections", { limit }));
+          return next(out);
+        }
         socket.data.caller = caller;
         next();
       },
@@ -213,9 +337,27 @@ export class SyncServer {
       projectFloor: 0,
       buffer: [],
       generation: 0,
+      queued: 0,
+      dropped: false,
     };
     this.sessions.set(socket.id, s);
     addTo(this.byUser, s.user, s);
+    // What waits for the client in the engine's queue: a long-polling client that does not fetch
+    // keeps it growing, so past --sync-client-buffer it is dropped (websockets: Bun's own limit).
+    const conn = socket.conn as unknown as { on(ev: string, fn: (arg: any) => void): void };
+    conn.on("packetCreate", (packet: { data?: unknown }) => {
+      s.queued += packetBytes(packet.data);
+      if (s.queued > this.ctx.config.syncClientBuffer && !s.dropped) queueMicrotask(() => this.drop(s, "the client did not fetch its pushes"));
+    });
+    conn.on("flush", () => {
+      s.queued = 0;
+    });
+    // Handshakes that were checked at once can pass the limit together: the later ones go.
+    if ((this.byUser.get(s.user)?.size ?? 0) > this.ctx.config.syncSocketsPerUser) {
+      socket.emit("unsubscribed", { ...errorBody(new ApiError(429, "Too many sync connections", { limit: this.ctx.config.syncSocketsPerUser })), project: null });
+      socket.disconnect(true);
+      return;
+    }
     socket.on("initsync", (...args: unknown[]) => {
       const ack = typeof args[args.length - 1] === "function" ? (args.pop() as (answer: unknown) => void) : undefined;
       try {
@@ -360,6 +502,7 @@ export class SyncServer {
     this.catchingUp.delete(s);
     if (rest.length) s.socket.emit("sync", rest.map(plain));
     s.state = "live";
+    if (this.pending.length) this.recentlyLive.add(s);
     s.socket.join(userRoom(s.user));
     if (s.project) s.socket.join(projectRoom(s.project));
   }
@@ -464,7 +607,15 @@ export class SyncServer {
         else perProject.set(it.type, [plain(it)]);
       }
     }
-    for (const [gid, list] of perProject) sends.push({ first: list[0]!.cursor, send: () => this.io.to(projectRoom(gid)).emit("sync", list) });
+    // Sockets whose initsync already read a batch (it was waiting when they went live) skip it.
+    const skip = (floor: (s: Session) => number, last: number) => {
+      const ids: string[] = [];
+      for (const s of this.recentlyLive) if (floor(s) >= last) ids.push(s.socket.id);
+      return ids;
+    };
+    const room = (name: string, except: string[]) => (except.length ? this.io.to(name).except(except) : this.io.to(name));
+    for (const [gid, list] of perProject)
+      sends.push({ first: list[0]!.cursor, send: () => room(projectRoom(gid), skip((s) => s.projectFloor, list.at(-1)!.cursor)).emit("sync", list) });
     if (cc) {
       const perUser = new Map<string, SyncItem[]>();
       for (const it of cc) {
@@ -477,13 +628,22 @@ export class SyncServer {
           else perUser.set(u, [item]);
         }
       }
-      for (const [u, list] of perUser) sends.push({ first: list[0]!.cursor, send: () => this.io.to(userRoom(u)).emit("sync", list) });
+      for (const [u, list] of perUser) sends.push({ first: list[0]!.cursor, send: () => room(userRoom(u), skip((s) => s.ccFloor, list.at(-1)!.cursor)).emit("sync", list) });
     }
     // A socket getting both streams of one batch gets them in the order they began.
     sends.sort((a, b) => a.first - b.first);
     for (const { send } of sends) send();
   }
 }
+
+/** The engine socket under a Socket.IO socket, as far as budgets need it. */
+type EngineConn = {
+  readyState: string;
+  writeBuffer: unknown[];
+  transport: { name: string; socket?: { getBufferedAmount?(): number; terminate?(): void } };
+  closeTransport?(): void;
+  onClose?(reason: string): void;
+};
 
 function tooLarge(max: number): Response {
   const err = new ApiError(413, "Payload too large", { limit: max });

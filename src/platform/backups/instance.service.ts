@@ -1,7 +1,7 @@
 import { Database } from "bun:sqlite";
 import { createHash } from "node:crypto";
-import { existsSync, linkSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
-import { open } from "node:fs/promises";
+import { chmodSync, existsSync, linkSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
+import { chmod, open } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { basename, dirname, join, relative, resolve, sep } from "node:path";
 import { embeddedMigrations } from "../../db/migrations.generated";
@@ -35,15 +35,19 @@ function instanceBackupsDir(dataDir: string): string {
   return join(dataDir, "backups", "instance");
 }
 
-function defaultName(): string {
+/** Archives made by the schedule start with this; only they are pruned. */
+export const SCHEDULED_PREFIX = "apis-scheduled-";
+
+function defaultName(prefix = "apis-"): string {
   const d = new Date();
   const p = (n: number) => String(n).padStart(2, "0");
-  return `apis-${d.getUTCFullYear()}${p(d.getUTCMonth() + 1)}${p(d.getUTCDate())}-${p(d.getUTCHours())}${p(d.getUTCMinutes())}${p(d.getUTCSeconds())}.tar`;
+  return `${prefix}${d.getUTCFullYear()}${p(d.getUTCMonth() + 1)}${p(d.getUTCDate())}-${p(d.getUTCHours())}${p(d.getUTCMinutes())}${p(d.getUTCSeconds())}.tar`;
 }
 
 /** The data folder's files that go into an archive, as `/`-separated relative paths. */
-function dataFiles(dataDir: string): { path: string; full: string; size: number; mtime: number }[] {
-  const out: { path: string; full: string; size: number; mtime: number }[] = [];
+type DataFile = { path: string; full: string; size: number; mtime: number; mode: number };
+function dataFiles(dataDir: string): DataFile[] {
+  const out: DataFile[] = [];
   const visit = (dir: string) => {
     for (const e of readdirSync(dir, { withFileTypes: true })) {
       const full = join(dir, e.name);
@@ -51,7 +55,7 @@ function dataFiles(dataDir: string): { path: string; full: string; size: number;
       if (e.isDirectory()) visit(full);
       else if (e.isFile()) {
         const st = statSync(full);
-        out.push({ path: relative(dataDir, full).split(sep).join("/"), full, size: st.size, mtime: st.mtimeMs / 1000 });
+        out.push({ path: relative(dataDir, full).split(sep).join("/"), full, size: st.size, mtime: st.mtimeMs / 1000, mode: st.mode & 0o7777 });
       }
     }
   };
@@ -77,11 +81,14 @@ function pinDataFiles(dataDir: string, pinDir: string): void {
 }
 
 /** Writes an archive of the data folder to `out` (default `<data>/backups/instance/apis-<time>.tar`); returns its path and manifest. */
-export async function createInstanceBackup(dataDir: string, out?: string, onProgress?: OnProgress): Promise<{ file: string; manifest: InstanceManifest; bytes: number }> {
+export async function createInstanceBackup(dataDir: string, out?: string, onProgress?: OnProgress, opts: { scheduled?: boolean } = {}): Promise<{ file: string; manifest: InstanceManifest; bytes: number }> {
   const dbFile = join(dataDir, "apis.db");
   if (!existsSync(dbFile)) throw new Error(`no database in ${dataDir}`);
-  const file = resolve(out ?? join(instanceBackupsDir(dataDir), defaultName()));
-  mkdirSync(dirname(file), { recursive: true });
+  const first = resolve(out ?? join(instanceBackupsDir(dataDir), defaultName(opts.scheduled ? SCHEDULED_PREFIX : "apis-")));
+  let file = first;
+  // Two archives within one second (a schedule run beside a manual one) never overwrite each other.
+  for (let n = 2; !out && existsSync(file); n++) file = first.replace(/\.tar$/, `-${n}.tar`);
+  mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
   const tmpDir = join(dataDir, "tmp");
   mkdirSync(tmpDir, { recursive: true });
   const snapshot = join(tmpDir, `snapshot-${process.pid}-${Date.now()}.db`);
@@ -109,11 +116,12 @@ export async function createInstanceBackup(dataDir: string, out?: string, onProg
       done += n;
       onProgress?.(done, total);
     };
-    const fh = await open(partial, "w");
     const manifest: InstanceManifest = { format: FORMAT, apis_version: VERSION, schema: embeddedMigrations.at(-1)?.tag ?? "", created_on: Date.now() / 1000, entries: [] };
-    const tar = new TarWriter(fh);
+    // The database entry takes the live file's permission bits (0600 unless an admin chose otherwise).
+    const dbMode = statSync(dbFile).mode & 0o777;
+    const tar = new TarWriter(partial);
     try {
-      manifest.entries.push({ path: DB_ENTRY, size: dbSize, sha256: await tar.addFile(DB_ENTRY, snapshot, dbSize, Date.now() / 1000, tick) });
+      manifest.entries.push({ path: DB_ENTRY, size: dbSize, sha256: await tar.addFile(DB_ENTRY, snapshot, dbSize, Date.now() / 1000, dbMode, tick) });
       for (const f of files) {
         let size = f.size;
         try {
@@ -121,13 +129,13 @@ export async function createInstanceBackup(dataDir: string, out?: string, onProg
         } catch {
           continue; // deleted since the listing
         }
-        manifest.entries.push({ path: f.path, size, sha256: await tar.addFile(f.path, f.full, size, f.mtime, tick) });
+        manifest.entries.push({ path: f.path, size, sha256: await tar.addFile(f.path, f.full, size, f.mtime, f.mode, tick) });
       }
       await tar.addBuffer(MANIFEST, new TextEncoder().encode(JSON.stringify(manifest, null, 1)));
       await tar.finish();
-      await fh.sync();
-    } finally {
-      await fh.close();
+    } catch (err) {
+      tar.destroy();
+      throw err;
     }
     renameSync(partial, file);
     onProgress?.(total, total);
@@ -176,6 +184,7 @@ export async function verifyInstanceBackup(file: string, onProgress?: OnProgress
           if (target) {
             mkdirSync(dirname(target), { recursive: true });
             await Bun.write(target, "");
+            await chmod(target, e.mode & 0o777);
           }
           seen.set(e.name, { size: 0, sha256: hash.digest("hex") });
           return null;
@@ -183,7 +192,7 @@ export async function verifyInstanceBackup(file: string, onProgress?: OnProgress
         let fh: Awaited<ReturnType<typeof open>> | null = null;
         if (target) {
           mkdirSync(dirname(target), { recursive: true });
-          fh = await open(target, "w");
+          fh = await open(target, "w", 0o600);
         }
         let left = e.size;
         return async (b) => {
@@ -192,7 +201,10 @@ export async function verifyInstanceBackup(file: string, onProgress?: OnProgress
           left -= b.length;
           if (fh) await fh.write(b);
           if (left <= 0) {
-            if (fh) await fh.close();
+            if (fh) {
+              await fh.close();
+              await chmod(target!, e.mode & 0o777); // the mode it had in the data folder
+            }
             seen.set(e.name, { size, sha256: hash.digest("hex") });
           }
         };
@@ -262,6 +274,8 @@ export async function restoreInstanceBackup(dataDir: string, file: string, opts:
       renameSync(join(dataDir, name), join(aside, name));
     }
     for (const name of readdirSync(staging)) renameSync(join(staging, name), join(dataDir, name));
+    // Whatever mode an older archive recorded, the secret is readable by the owner only.
+    if (existsSync(join(dataDir, "jwt.secret"))) chmodSync(join(dataDir, "jwt.secret"), 0o600);
     if (!opts.keepPrevious) rmSync(aside, { recursive: true, force: true });
     return { previous: opts.keepPrevious ? aside : null, entries: manifest.entries.length };
   } finally {
@@ -300,4 +314,19 @@ export function listProjectBackups(dataDir: string) {
   } finally {
     db.close();
   }
+}
+
+/**
+ * Deletes scheduled archives (named `apis-scheduled-...`) beyond the newest `keep`; archives made
+ * by `apis backup create` or copied in by hand are never deleted. Returns the names deleted.
+ */
+export function pruneScheduledInstanceBackups(dataDir: string, keep: number): string[] {
+  const scheduled = listInstanceBackups(dataDir)
+    .filter((a) => a.name.startsWith(SCHEDULED_PREFIX)); // newest first
+  const gone: string[] = [];
+  for (const a of scheduled.slice(keep)) {
+    rmSync(a.file, { force: true });
+    gone.push(a.name);
+  }
+  return gone;
 }

@@ -74,6 +74,14 @@ function tableNames(db: Database): string[] {
   return rows.map((t) => t.name);
 }
 
+/**
+ * The project's API users: their `users` rows belong to the project as much as their `apikeys` and
+ * `memberships` rows do (an API user exists for one project only), so a backup holds them and a
+ * restore puts them back, name and token version included. Kept in the manifest as table `users`.
+ */
+export const API_USERS_TABLE = "users";
+const API_USERS_WHERE = "kind = 'api' AND gid IN (SELECT user_gid FROM apikeys WHERE project_gid = ?)";
+
 /** The tables a project backup holds, with the WHERE column selecting the project's rows. */
 export function projectTables(db: Database): { table: string; by: string }[] {
   const out = [{ table: "projects", by: "gid" }];
@@ -177,14 +185,17 @@ export async function writeSnapshot(ctx: Ctx, projectGid: string, backupGid: str
   let icon = "";
   try {
     reader.exec("BEGIN");
-    const tables = projectTables(reader);
-    const counts = tables.map(({ table, by }) => (reader.query(`SELECT count(*) AS n FROM ${quote(table)} WHERE ${quote(by)} = ?`).get(projectGid) as { n: number }).n);
+    const tables: { table: string; where: string }[] = [
+      ...projectTables(reader).map(({ table, by }) => ({ table, where: `${quote(by)} = ?` })),
+      { table: API_USERS_TABLE, where: API_USERS_WHERE },
+    ];
+    const counts = tables.map(({ table, where }) => (reader.query(`SELECT count(*) AS n FROM ${quote(table)} WHERE ${where}`).get(projectGid) as { n: number }).n);
     const fileList = walkFiles(filesDir);
     const pinned = pinFiles(filesDir, fileList, join(dir, "files"));
     progress.total(counts.reduce((a, b) => a + b, 0) + fileList.length);
     manifest.cursor = (reader.query("SELECT coalesce(max(cursor), 0) AS c FROM changes WHERE type = ?").get(projectGid) as { c: number }).c;
     icon = (reader.query("SELECT icon FROM projects WHERE gid = ?").get(projectGid) as { icon: string } | null)?.icon ?? "";
-    for (const { table, by } of tables) {
+    for (const { table, where } of tables) {
       const columns = columnsOf(reader, table);
       const file = `tables/${table}.ndjson`;
       const hash = createHash("sha256");
@@ -192,7 +203,7 @@ export async function writeSnapshot(ctx: Ctx, projectGid: string, backupGid: str
       let rows = 0;
       let size = 0;
       let pending = 0;
-      for (const row of reader.query(`SELECT * FROM ${quote(table)} WHERE ${quote(by)} = ? ORDER BY rowid`).iterate(projectGid) as Iterable<Record<string, unknown>>) {
+      for (const row of reader.query(`SELECT * FROM ${quote(table)} WHERE ${where} ORDER BY rowid`).iterate(projectGid) as Iterable<Record<string, unknown>>) {
         const line = JSON.stringify(columns.map((c) => encode(row[c]))) + "\n";
         hash.update(line);
         size += Buffer.byteLength(line);
@@ -307,7 +318,7 @@ export type RestoreOutcome = { rows: number; skipped: Record<string, number>; mi
  * Puts the project's rows back to the snapshot, inside the caller's transaction: deletes the
  * project's rows from every project table, inserts the stored rows (columns the table no longer
  * has are dropped, new columns take their defaults), and restores the project row's own data
- * (name, icon, options; owner, status and last_backed_up stay as they are now). Rows whose
+ * (name, icon, options; owner, status, last_backed_up and the next backup version stay as they are now). Rows whose
  * references no longer hold (e.g. a membership of a user deleted since) are left out and counted
  * in `skipped`. Writes the sync items: cc.projects, cc.projects_members per changed membership,
  * and a project item per changed resource of a known data type.
@@ -327,13 +338,35 @@ export function restoreRows(
     (db.query("SELECT * FROM memberships WHERE project_gid = ?").all(projectGid) as Record<string, unknown>[]).map((r) => [String(r.user_gid), JSON.stringify(r)]),
   );
   const before = fingerprints(db, projectGid);
+  const apiUsersBefore = new Map(
+    (db.query(`SELECT * FROM users WHERE ${API_USERS_WHERE}`).all(projectGid) as Record<string, unknown>[]).map((r) => [String(r.gid), JSON.stringify(r)]),
+  );
   db.exec("PRAGMA defer_foreign_keys = ON");
   const current = projectTables(db).filter((t) => t.by === "project_gid");
   for (const { table } of current) db.query(`DELETE FROM ${quote(table)} WHERE project_gid = ?`).run(projectGid);
   const outcome: RestoreOutcome = { rows: 0, skipped: {}, missing_tables: [] };
+  // API users: the backed-up ones come back as they were (updated in place: deleting a users row
+  // would cascade), and those made since the backup go with their keys.
+  const usersEntry = m.tables[API_USERS_TABLE];
+  const restoredApiUsers = new Set<string>();
+  if (usersEntry) {
+    const have = new Set(columnsOf(db, "users"));
+    const keep = usersEntry.columns.map((c, i) => [c, i] as const).filter(([c]) => have.has(c));
+    const gidAt = keep.find(([c]) => c === "gid")?.[1];
+    const updates = keep.filter(([c]) => c !== "gid");
+    const upsert = db.query(
+      `INSERT INTO users (${keep.map(([c]) => quote(c)).join(", ")}) VALUES (${keep.map(() => "?").join(", ")}) ON CONFLICT(gid) DO UPDATE SET ${updates.map(([c]) => `${quote(c)} = excluded.${quote(c)}`).join(", ")} WHERE users.kind = 'api'`,
+    );
+    for (const row of backupRows(dir, usersEntry)) {
+      if (gidAt === undefined || row[usersEntry.columns.indexOf("kind")] !== "api") continue;
+      upsert.run(...(keep.map(([, i]) => row[i]) as any[]));
+      restoredApiUsers.add(String(row[gidAt]));
+      outcome.rows++;
+    }
+  }
   const currentNames = new Set(current.map((t) => t.table));
   for (const [table, entry] of Object.entries(m.tables)) {
-    if (table === "projects") continue;
+    if (table === "projects" || table === API_USERS_TABLE) continue;
     if (!currentNames.has(table)) {
       outcome.missing_tables.push(table);
       continue;
@@ -351,11 +384,14 @@ export function restoreRows(
   const stored = pEntry ? [...backupRows(dir, pEntry)][0] : undefined;
   if (stored) {
     const have = new Set(columnsOf(db, "projects"));
-    const fixed = new Set(["gid", "owner", "status", "deleted_on", "last_backed_up", "updated_on"]);
+    const fixed = new Set(["gid", "owner", "status", "deleted_on", "last_backed_up", "next_backup_version", "updated_on"]);
     const set = pEntry!.columns.map((c, i) => [c, stored[i]] as const).filter(([c]) => have.has(c) && !fixed.has(c));
     if (set.length) db.query(`UPDATE projects SET ${set.map(([c]) => `${quote(c)} = ?`).join(", ")}, updated_on = ? WHERE gid = ?`).run(...(set.map(([, v]) => v) as any[]), Date.now() / 1000, projectGid);
     outcome.rows++;
   }
+  // API users made since the backup: their keys are gone with the restore, so are they.
+  const orphan = db.query("DELETE FROM users WHERE gid = ? AND kind = 'api' AND NOT EXISTS (SELECT 1 FROM apikeys WHERE user_gid = users.gid)");
+  for (const gid of apiUsersBefore.keys()) if (!restoredApiUsers.has(gid)) orphan.run(gid);
   // References that no longer hold (a user deleted since the backup, ...): leave those rows out.
   for (let round = 0; round < 10; round++) {
     let removed = 0;
@@ -384,6 +420,15 @@ export function restoreRows(
     const b = membersAfter.get(user);
     if (a === b) continue;
     log.cc(!a ? "INSERT" : !b ? "DELETE" : "UPDATE", "cc.projects_members", `${projectGid}/${user}`, [...everyone, user]);
+  }
+  const apiUsersAfter = new Map(
+    (db.query(`SELECT * FROM users WHERE ${API_USERS_WHERE}`).all(projectGid) as Record<string, unknown>[]).map((r) => [String(r.gid), JSON.stringify(r)]),
+  );
+  for (const user of new Set([...apiUsersBefore.keys(), ...apiUsersAfter.keys()])) {
+    const a = apiUsersBefore.get(user);
+    const b = apiUsersAfter.get(user);
+    if (a === b) continue;
+    log.cc(!a ? "INSERT" : !b ? "DELETE" : "UPDATE", "cc.users", user, [...everyone, user]);
   }
   const after = fingerprints(db, projectGid);
   for (const [table, afterRows] of after) {

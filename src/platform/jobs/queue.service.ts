@@ -45,6 +45,11 @@ export interface JobQueue {
   /** Queues a job of a known kind; returns its token (for `ok({"job.token": token})`). */
   enqueue(spec: EnqueueSpec): string;
   get(token: string): Job | undefined;
+  /**
+   * For a permanent deletion: the projects' running jobs are stopped (rejected "the project is being
+   * deleted") and waited for, none of their queued jobs starts, then `fn` runs (and deletes them).
+   */
+  withProjectsStopped<T>(projectGids: readonly string[], fn: () => T): Promise<T>;
 }
 
 /** The owner of a project, read by name: the queue sits below the features and their tables. */

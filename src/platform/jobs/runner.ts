@@ -63,6 +63,8 @@ export class JobInterrupted extends Error {
 }
 
 export const PROGRESS_INTERVAL_MS = 250;
+/** How long a permanent deletion waits for its project's running jobs to stop. */
+const STOP_FOR_DELETE_MS = 30_000;
 const IDLE_POLL_MS = 1000;
 
 function errorInfo(err: unknown): { error: string; code?: number } {
@@ -81,7 +83,11 @@ function errorInfo(err: unknown): { error: string; code?: number } {
  * their next `progress.step()` and re-queues them for the next start.
  */
 export class JobRunner implements JobQueue {
-  private running = new Map<string, { promise: Promise<void>; abort: AbortController }>();
+  private running = new Map<string, { promise: Promise<void>; abort: AbortController; projectGid: string | null }>();
+  /** Projects being deleted (with how many callers hold them): their jobs are not claimed. */
+  private closed = new Map<string, number>();
+  /** Running jobs stopped because their project is being deleted. */
+  private cancelled = new Set<string>();
   private locks = new Set<string>();
   private waiters: (() => void)[] = [];
   private workers: Promise<void>[] = [];
@@ -111,6 +117,29 @@ export class JobRunner implements JobQueue {
       afterCommit(this.ctx.db, () => this.wake());
       return token;
     });
+  }
+
+  async withProjectsStopped<T>(projectGids: readonly string[], fn: () => T): Promise<T> {
+    const gids = new Set(projectGids);
+    for (const g of gids) this.closed.set(g, (this.closed.get(g) ?? 0) + 1);
+    try {
+      const stopping: Promise<void>[] = [];
+      for (const [token, r] of this.running) {
+        if (!r.projectGid || !gids.has(r.projectGid)) continue;
+        this.cancelled.add(token);
+        r.abort.abort();
+        stopping.push(r.promise);
+      }
+      // Handlers stop at their next progress step; one stuck longer than this is left to fail on its own.
+      if (stopping.length) await Promise.race([Promise.allSettled(stopping), Bun.sleep(STOP_FOR_DELETE_MS)]);
+      return fn();
+    } finally {
+      for (const g of gids) {
+        const n = (this.closed.get(g) ?? 1) - 1;
+        if (n > 0) this.closed.set(g, n);
+        else this.closed.delete(g);
+      }
+    }
   }
 
   /** The job kinds this runner knows, sorted. */
@@ -223,6 +252,7 @@ export class JobRunner implements JobQueue {
     const queued = jobsIn(this.ctx.db, "queued", 100);
     for (const q of queued) {
       if (this.running.has(q.token)) continue;
+      if (q.projectGid && this.closed.has(q.projectGid)) continue;
       const kind = this.kinds.get(q.kind);
       if (!kind) {
         // Kinds come from code; a job of a kind this build no longer has can never run.
@@ -252,7 +282,7 @@ export class JobRunner implements JobQueue {
     const abort = new AbortController();
     let settle!: () => void;
     const promise = new Promise<void>((r) => (settle = r));
-    this.running.set(job.token, { promise, abort });
+    this.running.set(job.token, { promise, abort, projectGid: job.projectGid ?? null });
     const reporter = new Reporter(this.ctx, job, abort.signal);
     try {
       const extra = await kind.handler(this.ctx, job, reporter);
@@ -263,7 +293,13 @@ export class JobRunner implements JobQueue {
     } catch (err) {
       reporter.finish();
       try {
-        if (err instanceof JobInterrupted || (abort.signal.aborted && this.stopping)) {
+        if (this.cancelled.has(job.token)) {
+          // Its project is being deleted (the row goes with it); the starter is told why it ended.
+          mutate(this.ctx.db, this.ctx.hub, (tx, log) => {
+            if (getJob(tx, job.token)) writeJob(tx, log, job.token, { status: "rejected", info: { ...reporter.info, error: "The project is being deleted" }, finishedOn: now() });
+          });
+          this.ctx.log.info(`job ${job.token} (${job.kind}) stopped: its project is being deleted`);
+        } else if (err instanceof JobInterrupted || (abort.signal.aborted && this.stopping)) {
           mutate(this.ctx.db, this.ctx.hub, (tx, log) => writeJob(tx, log, job.token, { status: "queued", info: { ...reporter.info, requeued: true } }));
           this.ctx.log.info(`job ${job.token} (${job.kind}) interrupted by shutdown; re-queued`);
         } else {
@@ -280,6 +316,7 @@ export class JobRunner implements JobQueue {
     } finally {
       if (lock) this.locks.delete(lock);
       this.running.delete(job.token);
+      this.cancelled.delete(job.token);
       settle();
       this.wake();
     }

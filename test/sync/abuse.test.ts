@@ -1,0 +1,202 @@
+import { afterAll, describe, expect, test } from "bun:test";
+import { io, type Socket } from "socket.io-client";
+import { mutate } from "../../src/db/mutate";
+import { newGid } from "../../src/core/ids";
+import { TestServer, until } from "../helpers/server";
+
+type Who = { gid: string; token: string };
+type Item = { cursor: number };
+
+const sockets: Socket[] = [];
+const servers: TestServer[] = [];
+afterAll(async () => {
+  sockets.forEach((s) => s.close());
+  await Promise.all(servers.map((s) => s.stop()));
+});
+
+async function server(flags: Record<string, string> = {}) {
+  const s = await TestServer.start(flags);
+  servers.push(s);
+  return s;
+}
+
+function connect(srv: TestServer, token: string, opts: Record<string, unknown> = {}): Promise<Socket> {
+  const socket = io(srv.url, { path: "/sync/io", auth: { JWT: token }, transports: ["websocket"], reconnection: false, forceNew: true, ...opts });
+  sockets.push(socket);
+  return new Promise((resolve, reject) => {
+    socket.once("connect", () => resolve(socket));
+    socket.once("connect_error", (err) => {
+      socket.close();
+      reject(err);
+    });
+  });
+}
+
+function initsync(socket: Socket, payload: unknown): Promise<any> {
+  return socket.timeout(5000).emitWithAck("initsync", payload);
+}
+
+/** `n` project items in one transaction (one batch), as a bulk change writes them. */
+function burst(srv: TestServer, project: string, n: number): number {
+  return mutate(srv.ctx.db, srv.ctx.hub, (_tx, log) => {
+    let last = 0;
+    for (let i = 0; i < n; i++) last = log.project(project, "UPDATE", "records", newGid()).cursor;
+    return last;
+  });
+}
+
+/**
+ * A hand-driven Engine.IO long-polling session: it connects, subscribes, and then fetches only
+ * when told to, as a client that stops reading does.
+ */
+async function pollingSession(srv: TestServer, who: Who, project: string) {
+  const base = `${srv.url}/sync/io/?EIO=4&transport=polling`;
+  const open = await (await fetch(base)).text();
+  const sid = JSON.parse(open.slice(1)).sid as string;
+  const url = `${base}&sid=${sid}`;
+  const post = async (packet: string) => expect((await fetch(url, { method: "POST", body: packet })).status).toBe(200);
+  const get = async () => (await fetch(url)).text();
+  await post(`40${JSON.stringify({ JWT: who.token })}`);
+  expect(await get()).toStartWith("40");
+  await post(`421${JSON.stringify(["initsync", { "cc.cursor": 0, project, cursor: 0 }])}`);
+  expect(await get()).toContain("431[");
+  return { get, sid };
+}
+
+async function userWithProject(srv: TestServer, name: string): Promise<{ who: Who; project: string }> {
+  const who = await srv.user(name);
+  const r = await srv.call("/api/projects/create", { token: who.token, body: { name: `${name}'s` } });
+  return { who, project: r.body.result.project };
+}
+
+describe("realtime under abuse", () => {
+  test("a long-polling client that stops fetching is dropped past --sync-client-buffer and told why; healthy clients get every item", async () => {
+    const srv = await server({ "sync-client-buffer": "64K" });
+    const { who, project } = await userWithProject(srv, "ann");
+    const healthy = await connect(srv, who.token);
+    const got: Item[] = [];
+    healthy.on("sync", (items: Item[]) => got.push(...items));
+    expect(await initsync(healthy, { "cc.cursor": 0, project, cursor: 0 })).toBeArray();
+    const slow = await pollingSession(srv, who, project);
+
+    // Small batches (a websocket takes each at once), 100 KB in all for the client that does not fetch.
+    let last = 0;
+    for (let i = 0; i < 20; i++) last = burst(srv, project, 50);
+    await until(() => got.some((i) => i.cursor === last), 5000, "the healthy client's items");
+    expect(got).toHaveLength(1000);
+    // The next fetch gets the reason and the disconnect, not the 100 KB it did not take.
+    const answer = await slow.get();
+    expect(answer.length).toBeLessThan(2000);
+    expect(answer).toContain('"unsubscribed"');
+    expect(answer).toContain('"Sync connection dropped"');
+    expect(answer).toContain('"code":503');
+    expect(answer).toContain("\x1e41"); // the Socket.IO disconnect packet
+    expect(healthy.connected).toBe(true);
+  }, 30_000);
+
+  test("past --sync-outbound-budget the client with the most waiting is dropped first and the others keep theirs", async () => {
+    const srv = await server({ "sync-outbound-budget": "1M" });
+    const { who, project } = await userWithProject(srv, "bea");
+    const early = await pollingSession(srv, who, project);
+    burst(srv, project, 5000); // about 550 KB waiting for `early`
+    await until(() => srv.running.sync.pendingBatches === 0, 5000, "the fan-out");
+    const late = await pollingSession(srv, who, project);
+    const healthy = await connect(srv, who.token);
+    const got: Item[] = [];
+    healthy.on("sync", (items: Item[]) => got.push(...items));
+    const now = (await srv.call("/sync/cursors", { token: who.token, body: { project } })).body.result;
+    expect(await initsync(healthy, { "cc.cursor": now["cc.cursor"], project, cursor: now.cursor })).toEqual([]);
+    const last = burst(srv, project, 4000); // `early` ~1 MB, `late` ~450 KB: over the budget together
+    await until(() => got.some((i) => i.cursor === last), 5000, "the healthy client's items");
+    expect(got).toHaveLength(4000);
+    const dropped = await early.get();
+    expect(dropped).toContain('"Sync connection dropped"');
+    expect(dropped).toContain("outbound budget");
+    const kept = await late.get();
+    expect(kept).not.toContain("Sync connection dropped");
+    expect(kept).toContain(`"cursor":${last}`);
+    expect(srv.running.sync.outboundBytes()).toBeLessThan(1024 * 1024);
+  }, 30_000);
+
+  test("one user may hold --sync-sockets-per-user connections; one more is refused with 429 until one closes", async () => {
+    const srv = await server({ "sync-sockets-per-user": "2" });
+    const cara = await srv.user("cara");
+    const dan = await srv.user("dan");
+    const first = await connect(srv, cara.token);
+    await connect(srv, cara.token, { transports: ["polling"] });
+    const refused = (await connect(srv, cara.token).catch((e) => e)) as Error & { data?: any };
+    expect(refused.message).toBe("Too many sync connections");
+    expect(refused.data).toEqual({ success: false, result: { code: 429, message: "Too many sync connections", info: { limit: 2 } }, data: {} });
+    // Another user is not affected.
+    expect((await connect(srv, dan.token)).connected).toBe(true);
+    first.close();
+    await until(async () => (await connect(srv, cara.token).then(() => true, () => false)) || undefined, 5000, "a free place");
+  }, 30_000);
+
+  test("the fan-out runs after the writer's commit returns, batch by batch in commit order", async () => {
+    const srv = await server();
+    const { who, project } = await userWithProject(srv, "eve");
+    const s = await connect(srv, who.token);
+    const got: Item[] = [];
+    s.on("sync", (items: Item[]) => got.push(...items));
+    expect(await initsync(s, { "cc.cursor": await srv.ccCursor(who.token), project, cursor: 0 })).toBeArray();
+    got.length = 0;
+    const cursors: number[] = [];
+    for (let i = 0; i < 30; i++) cursors.push(burst(srv, project, 1));
+    // Committed, answered (the writer has returned), not yet fanned out.
+    expect(srv.running.sync.pendingBatches).toBe(30);
+    await until(() => got.length >= 30, 5000, "every item");
+    expect(got.map((i) => i.cursor)).toEqual(cursors);
+    // An HTTP write answers before its subscribers hear of it, and they do hear of it.
+    const r = await srv.call(`/api/p/${project}/assets/create`, { token: who.token, body: { name: "Box" } });
+    expect(r.status).toBe(200);
+    await until(() => got.some((i: any) => i.data_key === r.body.result.asset), 5000, "the asset's item");
+  }, 30_000);
+
+  test("a socket whose initsync read a batch still waiting for the fan-out does not get it twice", async () => {
+    const srv = await server();
+    const { who, project } = await userWithProject(srv, "fay");
+    const socket = await connect(srv, who.token);
+    const got: Item[] = [];
+    socket.on("sync", (items: Item[]) => got.push(...items));
+    const sync = srv.running.sync as any;
+    const session = [...sync.sessions.values()].find((s: any) => s.socket.id === socket.id);
+    expect(session).toBeDefined();
+    // Committed, not fanned out yet; the initsync (handled at once, as a socket message would be) reads it.
+    const before = (await srv.call("/sync/cursors", { token: who.token, body: { project } })).body.result;
+    const c = burst(srv, project, 3);
+    expect(sync.pendingBatches).toBe(1);
+    let acked: Item[] = [];
+    sync.initsync(session, { "cc.cursor": before["cc.cursor"], project, cursor: before.cursor }, (answer: Item[]) => (acked = answer));
+    expect(acked.map((i) => i.cursor)).toEqual([c - 2, c - 1, c]);
+    const next = burst(srv, project, 1);
+    await until(() => got.some((i) => i.cursor === next), 5000, "the next item");
+    expect(got.map((i) => i.cursor)).toEqual([next]);
+  }, 30_000);
+
+  test("/sync/io answers CORS like /api: a refused origin's preflight is 403, no Allow-Origin is ever false", async () => {
+    const srv = await server({ "cors-origins": "https://app.example" });
+    const preflight = (origin: string, path: string) =>
+      fetch(`${srv.url}${path}`, { method: "OPTIONS", headers: { origin, "access-control-request-method": "GET" } });
+    for (const path of ["/sync/io/?EIO=4&transport=polling", "/api/ping"]) {
+      const refused = await preflight("https://evil.example", path);
+      expect(refused.status).toBe(403);
+      expect(((await refused.json()) as any).result.message).toBe("Origin not allowed");
+      expect(refused.headers.get("access-control-allow-origin")).toBeNull();
+      const allowed = await preflight("https://app.example", path);
+      expect(allowed.status).toBe(204);
+      expect(allowed.headers.get("access-control-allow-origin")).toBe("https://app.example");
+    }
+    const handshake = (headers: Record<string, string>) => fetch(`${srv.url}/sync/io/?EIO=4&transport=polling`, { headers });
+    const none = await handshake({});
+    expect(none.status).toBe(200);
+    expect(none.headers.get("access-control-allow-origin")).toBeNull();
+    const evil = await handshake({ origin: "https://evil.example" });
+    expect(evil.status).toBe(403);
+    expect(evil.headers.get("access-control-allow-origin")).toBeNull();
+    expect(((await evil.json()) as any).result).toEqual({ code: 403, message: "Origin not allowed", info: { origin: "https://evil.example" } });
+    const app = await handshake({ origin: "https://app.example" });
+    expect(app.status).toBe(200);
+    expect(app.headers.get("access-control-allow-origin")).toBe("https://app.example");
+  });
+});
