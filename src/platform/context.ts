@@ -20,6 +20,14 @@ export type Hooks = {
   assetsRemoved: AssetsRemovedHook[];
   /** The data dictionaries of the project init payload (spec 4.2), by name. */
   projectDictionaries: Map<string, ProjectDictionary>;
+  /**
+   * Run inside the transaction of every schema commit (fields, classes, definitions; single or
+   * bulk), after the committed row was written: each follows the change in what it keeps (the
+   * records feature converts or drops values). `preview` answers the commit's dry run.
+   */
+  schemaCommitted: SchemaCommittedHook[];
+  /** Asked before a schema item is deleted: where else it is used (a used item cannot be deleted). */
+  schemaUsage: SchemaUsageHook[];
   /** Run in the transaction of `languages/add`, after the language joined the project's list. */
   languageAdded: LanguageHook[];
   /**
@@ -41,6 +49,42 @@ export type AssetsRemovedHook = (ctx: Ctx, tx: Tx, projectGid: string, gids: str
 export type LanguageHook = (ctx: Ctx, tx: Tx, log: ChangeLog, projectGid: string, language: string) => number;
 export type SettingRemovedHook = (ctx: Ctx, tx: Tx, log: ChangeLog, projectGid: string, kind: "channel" | "ordering" | "fieldlist", key: string) => void;
 export type ProjectDictionary = (tx: Tx, projectGid: string) => Record<string, unknown>;
+
+/** The schema items other features hear about (a layout follows its class or definition). */
+export type SchemaKind = "field" | "class" | "definition";
+
+/** What one schema commit changes (the schema feature describes it; hooks read it). */
+export type SchemaChange = {
+  projectGid: string;
+  kind: SchemaKind;
+  /** The committed gid (the original's gid; a new item's own gid). */
+  gid: string;
+  /** The item's form (as in the `fields`/`classes`/`definitions` dictionaries) before; null when new. */
+  before: Record<string, unknown> | null;
+  /** Its form after the commit. */
+  after: Record<string, unknown>;
+  /** Committed classes whose fields include the committed field. */
+  classes: string[];
+  /** Committed definitions whose field list the commit touches (directly or through a class). */
+  definitions: string[];
+  /** Per definition, the field gids its ordered field list loses with this commit. */
+  droppedFields: Record<string, string[]>;
+};
+
+/**
+ * A feature following schema commits. `apply` runs in the commit's unit of work (its writes and
+ * sync items commit with it); for much work it starts a job with `ctx.jobs.enqueue(...)` (queued in
+ * the same transaction) and returns its token, which the commit's answer lists in `job.tokens`.
+ * `preview` answers the dry run (`dry_run: true`) without changing anything: its members are merged
+ * into the answer's `would_drop`.
+ */
+export type SchemaCommittedHook = {
+  preview?: (ctx: Ctx, tx: Tx, change: SchemaChange) => Record<string, unknown>;
+  apply: (ctx: Ctx, tx: Tx, log: ChangeLog, change: SchemaChange) => { job?: string } | void;
+};
+
+/** Where a schema item is used outside the schema, by dictionary name (e.g. `{records: [gids]}`); `{}` when nowhere. */
+export type SchemaUsageHook = (ctx: Ctx, tx: Tx, projectGid: string, kind: SchemaKind, gid: string) => Record<string, string[]>;
 
 /**
  * What a running instance holds, handed to services, jobs and the CLI alike (built by
