@@ -25,7 +25,8 @@ export async function readPassword(flags: Record<string, string | boolean>): Pro
 /** Reads one line from the terminal with echo off (raw mode); Ctrl-C aborts with exit code 130. */
 function promptHidden(prompt: string): Promise<string> {
   const stdin = process.stdin;
-  // Echo off before the prompt shows: what is typed as soon as it appears is never echoed.
+  // Echo goes off before the prompt shows: whatever is typed (or pasted) once the prompt is on the
+  // screen is never echoed, however fast it comes.
   stdin.setRawMode(true);
   process.stderr.write(prompt);
   return new Promise((resolve) => {

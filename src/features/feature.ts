@@ -1,6 +1,6 @@
 import type { HTMLBundle } from "bun";
 import type { AnyElysia } from "elysia";
-import type { AssetsRemovedHook, Ctx, ProjectDictionary } from "../platform/context";
+import type { AssetsRemovedHook, Ctx, LanguageHook, ProjectDictionary, SchemaCommittedHook, SchemaUsageHook, SettingRemovedHook } from "../platform/context";
 import type { JobKind } from "../platform/jobs/runner";
 import type { Housekeeping } from "../platform/jobs/schedules";
 
@@ -37,7 +37,17 @@ export type Feature = {
   /** Its scheduled housekeeping tasks (also run by `apis jobs run NAME`). */
   housekeeping?: Housekeeping[];
   /** What it does when another feature's event happens (see `Hooks` in src/platform/context.ts). */
-  hooks?: { assetsRemoved?: AssetsRemovedHook };
+  hooks?: {
+    assetsRemoved?: AssetsRemovedHook;
+    /** Follows schema commits (records: values of changed fields). */
+    schemaCommitted?: SchemaCommittedHook;
+    /** Reports uses of schema items (records: a definition or field in use cannot be deleted). */
+    schemaUsage?: SchemaUsageHook;
+    /** Project languages added or removed (values in that language), settings removed (channels, orderings, fieldlists). */
+    languageAdded?: LanguageHook;
+    languageRemoved?: LanguageHook;
+    settingRemoved?: SettingRemovedHook;
+  };
   /** Data dictionaries it adds to the project init payload (spec 4.2), by name. */
   projectDictionaries?: Record<string, ProjectDictionary>;
 };

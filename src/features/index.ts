@@ -17,7 +17,9 @@ import { membersFeature } from "./members/members.feature";
 import { projectsFeature } from "./projects/projects.feature";
 import { queriesFeature } from "./queries/queries.feature";
 import { modulesFeature } from "./modules/modules.feature";
+import { schemaFeature } from "./schema/schema.feature";
 import { sessionFeature } from "./session/session.feature";
+import { settingsFeature } from "./settings/settings.feature";
 import { syncFeature } from "./sync/sync.feature";
 import { usersFeature } from "./users/users.feature";
 
@@ -35,6 +37,7 @@ export const features: readonly Feature[] = [
   usersFeature,
   adminFeature,
   projectsFeature,
+  settingsFeature,
   accountFeature,
   membersFeature,
   apikeysFeature,
@@ -44,6 +47,7 @@ export const features: readonly Feature[] = [
   assetsFeature,
   damFeature,
   mediaFeature,
+  schemaFeature,
   queriesFeature,
   modulesFeature,
   consoleFeature,
@@ -75,13 +79,19 @@ export function housekeepingTasks(list: readonly Feature[] = features): Housekee
 
 /** The hooks of the features, gathered for `ctx.hooks`. */
 export function hooksOf(list: readonly Feature[] = features): Hooks {
-  // The dictionaries a project init always carries; the schema and queries features fill them.
+  // The dictionaries a project init always carries (also with a shorter list, as some tests use);
+  // the schema and queries features fill them.
   const projectDictionaries = new Map<string, Hooks["projectDictionaries"] extends Map<string, infer D> ? D : never>(
     ["definitions", "classes", "fields", "layouts", "queries"].map((name) => [name, () => ({})]),
   );
-  const hooks: Hooks = { assetsRemoved: [], projectDictionaries };
+  const hooks: Hooks = { assetsRemoved: [], projectDictionaries, schemaCommitted: [], schemaUsage: [], languageAdded: [], languageRemoved: [], settingRemoved: [] };
   for (const f of list) {
     if (f.hooks?.assetsRemoved) hooks.assetsRemoved.push(f.hooks.assetsRemoved);
+    if (f.hooks?.schemaCommitted) hooks.schemaCommitted.push(f.hooks.schemaCommitted);
+    if (f.hooks?.schemaUsage) hooks.schemaUsage.push(f.hooks.schemaUsage);
+    if (f.hooks?.languageAdded) hooks.languageAdded.push(f.hooks.languageAdded);
+    if (f.hooks?.languageRemoved) hooks.languageRemoved.push(f.hooks.languageRemoved);
+    if (f.hooks?.settingRemoved) hooks.settingRemoved.push(f.hooks.settingRemoved);
     for (const [name, fn] of Object.entries(f.projectDictionaries ?? {})) projectDictionaries.set(name, fn);
   }
   return hooks;

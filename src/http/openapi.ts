@@ -67,7 +67,7 @@ const responses = {
   ),
   PayloadTooLarge: errorResponse("The body is larger than the configured limit.", { large: { summary: "Too large", value: envelopeError(413, "Payload too large") } }),
   Unprocessable: errorResponse(
-    "Understood but not possible (code 422), or a validation failure (code 1001, report in `result.validation`), or an invalid invite (code 1004). Codes 1001 and 1004 are sent with HTTP status 422.",
+    "Understood but not possible (code 422), or one of the internal codes, all sent with HTTP status 422: 1000 unexpected error (caught, no better code), 1001 validation failure (report in `result.validation`), 1002 search error (the search engine could not run a valid query), 1003 process error (a background process such as a restore could not be started; `info.process`), 1004 invalid invite.",
     {
       unprocessable: { summary: "422", value: envelopeError(422, "No info for this user") },
       validation: {
@@ -83,6 +83,7 @@ const responses = {
           data: {},
         },
       },
+      process: { summary: "1003", value: envelopeError(1003, "Process error", { process: "restore" }) },
       invite: { summary: "1004", value: envelopeError(1004, "Invite invalid") },
     },
   ),
@@ -148,6 +149,7 @@ const documentation = {
     { name: "global", description: "Global `/api` endpoints: ping, login, init, users, members, languages" },
     { name: "admin", description: "`/api/admin/*`: instance administration by instance admins (docs/admin.md)" },
     { name: "projects", description: "`/api/projects/*`: create, change and delete projects" },
+    { name: "settings", description: "`/api/p/<project>/languages|channels|orderings|fieldlists/*`: a project's settings (docs/settings.md)" },
     { name: "sync", description: "Polled sync: `/sync/get`, `/sync/cursors` (the Socket.IO service is at `/sync/io`)" },
     { name: "dam", description: "`/dam`: image transforms, publish/unpublish of originals, asset info (docs/dam.md)" },
     { name: "media", description: "`/media`: public files (transforms, published originals, avatars, icons); no JWT" },

@@ -1,6 +1,7 @@
 import type { Config } from "../config";
 import type { Logger } from "../core/log";
 import type { DB, Tx } from "../db/connection";
+import type { ChangeLog } from "../db/mutate";
 import type { JobQueue } from "./jobs/queue.service";
 import type { Mailer } from "./mail/mailer";
 import type { Storage } from "./storage/storage";
@@ -19,9 +20,71 @@ export type Hooks = {
   assetsRemoved: AssetsRemovedHook[];
   /** The data dictionaries of the project init payload (spec 4.2), by name. */
   projectDictionaries: Map<string, ProjectDictionary>;
+  /**
+   * Run inside the transaction of every schema commit (fields, classes, definitions; single or
+   * bulk), after the committed row was written: each follows the change in what it keeps (the
+   * records feature converts or drops values). `preview` answers the commit's dry run.
+   */
+  schemaCommitted: SchemaCommittedHook[];
+  /** Asked before a schema item is deleted: where else it is used (a used item cannot be deleted). */
+  schemaUsage: SchemaUsageHook[];
+  /** Run in the transaction of `languages/add`, after the language joined the project's list. */
+  languageAdded: LanguageHook[];
+  /**
+   * Run in the transaction of `languages/remove` with `remove_values: true`, after the language
+   * left the project's list: each drops the stored values in that language (localized labels,
+   * field values, ...), writes its own sync items and returns how many values it removed. Without
+   * the confirmation member the values are kept (hidden) and come back when the language is added again.
+   */
+  languageRemoved: LanguageHook[];
+  /**
+   * Run in the transaction that deletes a channel, ordering or fieldlist (`kind`, `key`): each drops
+   * what refers to it (a record's channel membership, ordering positions, a definition's fieldlist
+   * subset) and writes its own sync items.
+   */
+  settingRemoved: SettingRemovedHook[];
 };
 export type AssetsRemovedHook = (ctx: Ctx, tx: Tx, projectGid: string, gids: string[]) => string[];
+/** A language hook: returns how many stored values it changed (0 when none). */
+export type LanguageHook = (ctx: Ctx, tx: Tx, log: ChangeLog, projectGid: string, language: string) => number;
+export type SettingRemovedHook = (ctx: Ctx, tx: Tx, log: ChangeLog, projectGid: string, kind: "channel" | "ordering" | "fieldlist", key: string) => void;
 export type ProjectDictionary = (tx: Tx, projectGid: string) => Record<string, unknown>;
+
+/** The schema items other features hear about (a layout follows its class or definition). */
+export type SchemaKind = "field" | "class" | "definition";
+
+/** What one schema commit changes (the schema feature describes it; hooks read it). */
+export type SchemaChange = {
+  projectGid: string;
+  kind: SchemaKind;
+  /** The committed gid (the original's gid; a new item's own gid). */
+  gid: string;
+  /** The item's form (as in the `fields`/`classes`/`definitions` dictionaries) before; null when new. */
+  before: Record<string, unknown> | null;
+  /** Its form after the commit. */
+  after: Record<string, unknown>;
+  /** Committed classes whose fields include the committed field. */
+  classes: string[];
+  /** Committed definitions whose field list the commit touches (directly or through a class). */
+  definitions: string[];
+  /** Per definition, the field gids its ordered field list loses with this commit. */
+  droppedFields: Record<string, string[]>;
+};
+
+/**
+ * A feature following schema commits. `apply` runs in the commit's unit of work (its writes and
+ * sync items commit with it); for much work it starts a job with `ctx.jobs.enqueue(...)` (queued in
+ * the same transaction) and returns its token, which the commit's answer lists in `job.tokens`.
+ * `preview` answers the dry run (`dry_run: true`) without changing anything: its members are merged
+ * into the answer's `would_drop`.
+ */
+export type SchemaCommittedHook = {
+  preview?: (ctx: Ctx, tx: Tx, change: SchemaChange) => Record<string, unknown>;
+  apply: (ctx: Ctx, tx: Tx, log: ChangeLog, change: SchemaChange) => { job?: string } | void;
+};
+
+/** Where a schema item is used outside the schema, by dictionary name (e.g. `{records: [gids]}`); `{}` when nowhere. */
+export type SchemaUsageHook = (ctx: Ctx, tx: Tx, projectGid: string, kind: SchemaKind, gid: string) => Record<string, string[]>;
 
 /**
  * What a running instance holds, handed to services, jobs and the CLI alike (built by

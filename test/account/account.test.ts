@@ -253,9 +253,11 @@ describe("password reset", () => {
   test("reset by email mails a code, sets the new password, logs in and ends older tokens", async () => {
     const u = await signup(srv);
     const since = smtp.messages.length;
-    const req = await srv.call("/api/reset_password_request", { body: { email: u.email.toUpperCase() } });
+    const req = await srv.call("/api/reset_password_request", { body: { username_or_email: u.email.toUpperCase() } });
     expect(req.status).toBe(200);
-    expect(Object.keys(req.body.result).sort()).toEqual(["code_length", "expires_on", "validation_code"]);
+    expect(Object.keys(req.body.result).sort()).toEqual(["code_length", "expires_on", "usernames", "validation_code"]);
+    // For an address the accounts are named only in the mail.
+    expect(req.body.result.usernames).toEqual([]);
     const mail = await smtp.next(u.email, since);
     expect(mail.text).toContain(u.username);
 
@@ -279,8 +281,9 @@ describe("password reset", () => {
     const a = await signup(srv, { ...fresh("First"), email });
     const b = await signup(srv, { ...fresh("Second"), email });
     const since = smtp.messages.length;
-    const req = await srv.call("/api/reset_password_request", { body: { username: a.username } });
+    const req = await srv.call("/api/reset_password_request", { body: { username_or_email: a.username } });
     expect(req.status).toBe(200);
+    expect(req.body.result.usernames).toEqual([a.username]);
     const mail = await smtp.next(email, since);
     expect(mail.text).toContain(a.username);
     expect(mail.text).toContain(b.username);
@@ -310,6 +313,11 @@ describe("password reset", () => {
     expect(no.status).toBe(yes.status);
     expect(Object.keys(no.body.result).sort()).toEqual(Object.keys(yes.body.result).sort());
     expect(no.body.data).toEqual(yes.body.data);
+    expect([yes.body.result.usernames, no.body.result.usernames]).toEqual([[], []]);
+    // A username that does not exist is echoed like one that does: nothing is revealed.
+    const ghost = await srv.call("/api/reset_password_request", { body: { username_or_email: "ghost-user" } });
+    expect(ghost.body.result.usernames).toEqual(["ghost-user"]);
+    expect((await srv.call("/api/reset_password_request", { body: {} })).body.result.info).toEqual({ "Missing parameter": "username_or_email" });
     expect(Math.abs(t2 - t1 - (t1 - t0))).toBeLessThan(250);
     await smtp.next(known.email, since);
     await Bun.sleep(100);
@@ -445,6 +453,35 @@ describe("profile", () => {
     expect1001(bad, "options.language", "language");
     expect1001(bad, "options.timezone", "timezone");
     expect1001(await srv.call("/api/account/update", { token: u.token, body: { name: "x".repeat(201) } }), "name", "length");
+  });
+
+  test("account/update takes the reference's top-level members; a new password needs the current one and ends other sessions", async () => {
+    const u = await signup(srv);
+    const r = await srv.call("/api/account/update", { token: u.token, body: { name: "Ann", language: "de", timezone: "Europe/Berlin" } });
+    expect(r.body.result).toEqual({ user: u.gid });
+    expect(r.body.data["cc.users"][u.gid]).toMatchObject({ name: "Ann", options: { language: "de", timezone: "Europe/Berlin" } });
+    const none = await srv.call("/api/account/update", { token: u.token, body: {} });
+    expect(none.status).toBe(400);
+    expect(none.body.result.info).toEqual({ "Missing parameter": "username, password, name, language or timezone" });
+    expect1001(await srv.call("/api/account/update", { token: u.token, body: { language: "xx" } }), "language", "language");
+    // Username: the rules of signup; another account's name (in any case) is taken; one's own in another case is fine.
+    const other = await signup(srv);
+    expect1001(await srv.call("/api/account/update", { token: u.token, body: { username: other.username.toUpperCase() } }), "username", "unavailable");
+    expect1001(await srv.call("/api/account/update", { token: u.token, body: { username: "a b" } }), "username", "format");
+    const renamed = await srv.call("/api/account/update", { token: u.token, body: { username: u.username.toUpperCase() } });
+    expect(renamed.body.data["cc.users"][u.gid].username).toBe(u.username.toUpperCase());
+    // Password: the current one is required and checked; the new one must follow the rules.
+    const noCurrent = await srv.call("/api/account/update", { token: u.token, body: { password: "next-pass-77" } });
+    expect(noCurrent.body.result.info).toEqual({ "Missing parameter": "current_password" });
+    expect1001(await srv.call("/api/account/update", { token: u.token, body: { password: "next-pass-77", current_password: "wrong-one-1" } }), "current_password", "mismatch");
+    expect1001(await srv.call("/api/account/update", { token: u.token, body: { password: "short", current_password: u.password } }), "password", "length");
+    const changed = await srv.call("/api/account/update", { token: u.token, body: { password: "next-pass-77", current_password: u.password } });
+    expect(changed.status).toBe(200);
+    const fresh = tokenOf(changed);
+    expect(fresh).not.toBe(u.token);
+    expect((await srv.call("/api/init", { token: u.token })).status).toBe(401);
+    expect((await srv.call("/api/init", { token: fresh })).status).toBe(200);
+    expect((await srv.call("/api/login", { body: { username: u.username.toUpperCase(), password: "next-pass-77" } })).status).toBe(200);
   });
 
   test("an avatar upload is resized to a square PNG served publicly, and can be removed", async () => {

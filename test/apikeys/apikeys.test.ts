@@ -29,13 +29,14 @@ describe("API keys", () => {
     const r = await call(`/api/p/${project}/apikeys/create`, owner.token, { name: "Shop sync" });
     expect(r.status).toBe(200);
     apiUser = r.body.result.user;
-    key = r.body.result.api_key;
+    key = r.body.result.apikey;
     expect(key).toMatch(/^apis_[\w-]{43}$/);
     expect(r.body.data["cc.users"]).toEqual({ [apiUser]: { gid: apiUser, name: "Shop sync", avatar: null, username: null } });
     expect(r.body.data["cc.projects_members"]).toEqual([
       { project_gid: project, user_gid: apiUser, status: "active", roles: ["api"], options: { rate_limit_per_second: null } },
     ]);
-    expect(r.body.data.apikeys[apiUser]).toMatchObject({ user: apiUser, name: "Shop sync", key_prefix: key.slice(0, 11), status: "active", last_used_on: null });
+    expect(r.body.result).toEqual({ user: apiUser, apikey: key });
+    expect(Object.keys(r.body.data).sort()).toEqual(["cc.projects_members", "cc.users"]);
   });
 
   test("the key is stored only as its SHA-256 and never shown again", async () => {
@@ -45,8 +46,16 @@ describe("API keys", () => {
     expect(rows[0]!.key_hash).toBe(createHash("sha256").update(key).digest("hex"));
     const list = await call(`/api/p/${project}/apikeys/get`, owner.token);
     expect(list.status).toBe(200);
-    expect(list.body.result).toEqual({ apikeys: [apiUser] });
+    expect(list.body.result.apikeys).toEqual([apiUser]);
+    expect(list.body.result["apikeys.info"][apiUser]).toMatchObject({ name: "Shop sync", key_prefix: key.slice(0, 11), status: "active", last_used_on: null });
+    expect(Object.keys(list.body.data).sort()).toEqual(["cc.projects_members", "cc.users"]);
     expect(JSON.stringify(list.body)).not.toContain(key);
+    // The reference's get by user: the key itself is not stored, so `apikey` is null and the prefix tells it apart.
+    const one = await call(`/api/p/${project}/apikeys/get`, owner.token, { user: apiUser });
+    expect(one.body).toEqual({ success: true, result: { apikey: null, "apikey.prefix": key.slice(0, 11) }, data: {} });
+    const notApi = await call(`/api/p/${project}/apikeys/get`, owner.token, { user: owner.gid });
+    expect(notApi.status).toBe(422);
+    expect(notApi.body.result.message).toBe("Not an API user");
   });
 
   test("auth exchanges the key for a JWT and the spec 4.2 payload", async () => {
@@ -74,8 +83,8 @@ describe("API keys", () => {
     expect(Object.keys(r.body.data["cc.projects"])).toEqual([project]);
     expect(r.body.data["cc.projects"][project]).toMatchObject({ gid: project, name: "Catalogue", owner: owner.gid, status: "active" });
     expect(r.body.data.definitions).toEqual({});
-    const list = await call(`/api/p/${project}/apikeys/get`, owner.token, { user: apiUser });
-    expect(list.body.data.apikeys[apiUser].last_used_on).toEqual(expect.any(Number));
+    const list = await call(`/api/p/${project}/apikeys/get`, owner.token);
+    expect(list.body.result["apikeys.info"][apiUser].last_used_on).toEqual(expect.any(Number));
   });
 
   test("auth: 400 names api_key, 403 Unknown user for an unknown key or another project", async () => {
@@ -103,7 +112,7 @@ describe("API keys", () => {
     expect(r.status).toBe(200);
     expect(r.body.data["cc.users"][apiUser].name).toBe("Shop");
     expect(r.body.data["cc.projects_members"][0].options).toEqual({ rate_limit_per_second: 20 });
-    expect(r.body.data.apikeys[apiUser].rate_limit_per_second).toBe(20);
+    expect(Object.keys(r.body.data).sort()).toEqual(["cc.projects_members", "cc.users"]);
     const empty = await call(`/api/p/${project}/apikeys/update`, owner.token, { user: apiUser, name: " " });
     expect(empty.body.result.code).toBe(1001);
     const neg = await call(`/api/p/${project}/apikeys/update`, owner.token, { user: apiUser, rate_limit_per_second: -1 });
@@ -236,7 +245,7 @@ describe("rate limits per membership", () => {
 
   test("a key's own rate_limit_per_second applies; 0 turns the limit off", async () => {
     const c = await limited.call(`/api/p/${p1}/apikeys/create`, { token: o.token, body: { name: "fast", rate_limit_per_second: 0 } });
-    const fast = tokenOf(await limited.call(`/api/p/${p1}/auth`, { body: { api_key: c.body.result.api_key } }));
+    const fast = tokenOf(await limited.call(`/api/p/${p1}/auth`, { body: { api_key: c.body.result.apikey } }));
     const all = await burst(`/api/p/${p1}/init`, fast, 30);
     expect(all.every((a) => a.status === 200)).toBe(true);
 
@@ -253,7 +262,7 @@ describe("guessing", () => {
     try {
       const o = await s.user("owner");
       const p = await s.project(o.token);
-      const key = (await s.call(`/api/p/${p}/apikeys/create`, { token: o.token, body: { name: "k" } })).body.result.api_key;
+      const key = (await s.call(`/api/p/${p}/apikeys/create`, { token: o.token, body: { name: "k" } })).body.result.apikey;
       for (let i = 0; i < 5; i++) expect((await s.call(`/api/p/${p}/auth`, { body: { api_key: key } })).status).toBe(200);
       const bad = [];
       for (let i = 0; i < 4; i++) bad.push(await s.call(`/api/p/${p}/auth`, { body: { api_key: `apis_guess${i}` } }));

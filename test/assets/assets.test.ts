@@ -106,7 +106,7 @@ describe("access", () => {
     expect((await srv.call(`/api/p/${p2}/assets/root`, { body: {}, token: alice.token })).status).toBe(200);
     const key = await srv.call(`/api/p/${p2}/apikeys/create`, { body: { name: "robot" }, token: bob.token });
     expect(key.status).toBe(200);
-    const auth = await srv.call(`/api/p/${p2}/auth`, { body: { api_key: key.body.result.api_key } });
+    const auth = await srv.call(`/api/p/${p2}/auth`, { body: { api_key: key.body.result.apikey } });
     expect(auth.status).toBe(200);
     const r = await srv.call(`/api/p/${p2}/assets/create`, { body: { name: "From the robot" }, token: tokenOf(auth) });
     expect(r.status).toBe(200);

@@ -30,8 +30,7 @@ async function upload(name: string, parent?: string): Promise<string> {
 async function finished(token: string): Promise<any> {
   for (let i = 0; i < 400; i++) {
     const r = await srv.call(`/api/p/${project}/jobs/get`, { body: { token }, token: alice.token });
-    // jobs/get answers the job in data.jobs, or (the reference's shape) in result.job.
-    const job = r.body.data?.jobs?.[token] ?? r.body.result?.job;
+    const job = r.body.result?.job;
     if (job && (job.status === "done" || job.status === "rejected")) return job;
     await Bun.sleep(25);
   }

@@ -47,9 +47,9 @@ function projectRows(s: TestServer, gid: string): Record<string, string[]> {
     const rows = db.query(`SELECT * FROM "${table}" WHERE "${by}" = ?`).all(gid) as Record<string, unknown>[];
     out[table] = rows
       .map((r) => {
-        // The project row's updated_on moves with every change; last_backed_up is not restored.
+        // The project row's updated_on moves with every change; last_backed_up and the next backup version are not restored.
         if (table === "projects") {
-          const { updated_on: _u, last_backed_up: _l, ...rest } = r;
+          const { updated_on: _u, last_backed_up: _l, next_backup_version: _n, ...rest } = r;
           r = rest;
         }
         return JSON.stringify(r, (_k, v) => (v instanceof Uint8Array ? Buffer.from(v).toString("base64") : v));
@@ -94,15 +94,21 @@ afterAll(() => srv.stop());
 
 describe("project backups", () => {
   let backup: string;
+  let version: number;
   let rowsAtBackup: Record<string, string[]>;
   let filesAtBackup: Record<string, string>;
 
-  test("only the owner may back up, list or restore", async () => {
+  test("only members of the project may back up, list or restore", async () => {
+    const carol = await srv.user("carol");
     for (const op of ["create", "get", "update", "restore", "delete"]) {
-      const r = await srv.call(`/api/p/${project}/backups/${op}`, { token: bob.token, body: { backup: "x" } });
+      const r = await srv.call(`/api/p/${project}/backups/${op}`, { token: carol.token, body: { version: 1, created_by: "x" } });
       expect(r.status).toBe(403);
+      expect(r.body.result.message).toBe("Not a member of the project");
     }
     expect((await srv.call(`/api/p/${project}/backups/create`, { body: {} })).status).toBe(401);
+    const noCreator = await srv.call(`/api/p/${project}/backups/create`, { token: alice.token, body: {} });
+    expect(noCreator.status).toBe(400);
+    expect(noCreator.body.result.info).toEqual({ "Missing parameter": "created_by" });
   });
 
   test("a backup is a job from queued to done that records the backup and sets last_backed_up", async () => {
@@ -111,19 +117,48 @@ describe("project backups", () => {
     expect(rowsAtBackup.widgets).toHaveLength(1200);
     expect(rowsAtBackup.memberships).toHaveLength(2);
     const since = await cursor(alice.token);
-    const r = await srv.call(`/api/p/${project}/backups/create`, { token: alice.token, body: { name: "Before the big edit", notes: "safe point" } });
+    const r = await srv.call(`/api/p/${project}/backups/create`, {
+      token: alice.token,
+      body: { created_by: "Nightly export script", name: "Before the big edit", notes: "safe point" },
+    });
     expect(r.status).toBe(200);
     const token = r.body.result["job.token"];
-    backup = r.body.result.backup;
-    expect(r.body.data.backups[backup]).toMatchObject({ gid: backup, project_gid: project, name: "Before the big edit", notes: "safe point", status: "creating", job: token });
+    version = r.body.result.version;
+    expect(version).toBe(1);
+    expect(r.body.result).toEqual({ project, version: 1, last_backed_up: expect.any(Number), "job.token": token });
+    expect(Object.keys(r.body.data)).toEqual(["cc.projects"]);
+    // The version becomes valid (listed) once the job is done.
+    expect(r.body.data["cc.projects"][project].backups).toEqual({ versions: [], next_version: 2 });
     const items = await finished(srv, alice.token, token, since);
     expect(items[0].data.status).toBe("queued");
-    expect(items.at(-1).data).toMatchObject({ project_gid: project, job: "backups.create", status: "done", info: { backup, remaining: 0, files: 3 } });
-    const got = await srv.call(`/api/p/${project}/backups/get`, { token: alice.token, body: { backup } });
-    expect(got.body.result).toEqual({ backup });
-    expect(got.body.data.backups[backup]).toMatchObject({ status: "ready", files: 3, rows: 1 + 2 + 1200 + 1, scheduled: false, completed_on: expect.any(Number) });
+    expect(items.at(-1).data).toMatchObject({ project_gid: project, job: "backup_project", status: "done", info: { version: 1, remaining: 0, files: 3 } });
+    const got = await srv.call(`/api/p/${project}/backups/get`, { token: alice.token, body: { version } });
+    expect(got.body.result).toMatchObject({ project, version: 1 });
+    expect(got.body.result.backup).toMatchObject({
+      version: 1,
+      name: "Before the big edit",
+      created_by: "Nightly export script",
+      started_by: alice.gid,
+      notes: "safe point",
+      status: "ready",
+      files: 3,
+      rows: 1 + 2 + 1200 + 1,
+      scheduled: false,
+      completed_on: expect.any(Number),
+      "job.token": token,
+    });
+    backup = (srv.ctx.db.$client.query("SELECT gid FROM backups WHERE project_gid = ? AND version = 1").get(project) as { gid: string }).gid;
     const p = await srv.call("/api/projects/get", { token: alice.token, body: { project } });
-    expect(p.body.data["cc.projects"][project].last_backed_up).toBeGreaterThan(0);
+    expect(p.body.data["cc.projects"][project].backups).toEqual({
+      versions: [{ version: 1, name: "Before the big edit", created_by: "Nightly export script", timestamp: r.body.result.last_backed_up }],
+      next_version: 2,
+    });
+    const init = await srv.call(`/api/p/${project}/init`, { token: alice.token, method: "GET" });
+    expect(init.body.result.last_backed_up).toBe(r.body.result.last_backed_up);
+    // The change travels as a cc.projects item, never as an item of a data type the spec does not list.
+    const seen = (await srv.call("/sync/get", { token: alice.token, body: { cc_cursor: since } })).body.result.sync as any[];
+    expect(seen).toContainEqual(expect.objectContaining({ action: "UPDATE", data_type: "cc.projects", data_key: project }));
+    expect(seen.every((i) => ["cc.projects", "jobs"].includes(i.data_type))).toBe(true);
     const dir = join(srv.dataDir, "backups", "projects", project, backup);
     expect(readdirSync(dir).sort()).toEqual(["files", "icon", "manifest.json", "tables"]);
     // Bob is a member but did not start it: he does not see the job.
@@ -148,11 +183,11 @@ describe("project backups", () => {
 
     const since = await cursor(alice.token);
     const pSince = (await srv.call("/sync/cursors", { token: alice.token, body: { project } })).body.result.cursor;
-    const r = await srv.call(`/api/p/${project}/backups/restore`, { token: alice.token, body: { backup } });
+    const r = await srv.call(`/api/p/${project}/backups/restore`, { token: alice.token, body: { version } });
     expect(r.status).toBe(200);
-    expect(r.body).toEqual({ success: true, result: { "job.token": expect.any(String), backup }, data: {} });
+    expect(r.body).toEqual({ success: true, result: { project, version, last_restored: expect.any(Number), "job.token": expect.any(String) }, data: {} });
     const items = await finished(srv, alice.token, r.body.result["job.token"], since);
-    expect(items.at(-1).data).toMatchObject({ job: "backups.restore", status: "done", info: { backup, files: 3, remaining: 0 } });
+    expect(items.at(-1).data).toMatchObject({ job: "restore_project", status: "done", info: { version, files: 3, remaining: 0 } });
 
     expect(projectRows(srv, project)).toEqual(rowsAtBackup);
     expect(projectFiles(srv, project)).toEqual(filesAtBackup);
@@ -177,25 +212,60 @@ describe("project backups", () => {
     expect(fts).toEqual([{ name: "Spring leaflet" }]);
   });
 
-  test("backups can be renamed, listed newest first and deleted with their files", async () => {
-    const u = await srv.call(`/api/p/${project}/backups/update`, { token: alice.token, body: { backup, name: "Renamed backup", notes: "n" } });
-    expect(u.body.data.backups[backup]).toMatchObject({ name: "Renamed backup", notes: "n" });
-    const bad = await srv.call(`/api/p/${project}/backups/update`, { token: alice.token, body: { backup, name: " " } });
+  test("backups can be renamed, listed newest first and deleted by version or versions with their files", async () => {
+    const u = await srv.call(`/api/p/${project}/backups/update`, { token: alice.token, body: { version, name: "Renamed backup", notes: "n" } });
+    expect(u.body.result).toEqual({ project, version });
+    expect(u.body.data["cc.projects"][project].backups.versions[0]).toMatchObject({ version, name: "Renamed backup" });
+    const bad = await srv.call(`/api/p/${project}/backups/update`, { token: alice.token, body: { version, name: " " } });
     expect(bad.status).toBe(422);
     expect(bad.body.result.code).toBe(1001);
-    const since = await cursor(alice.token);
-    const second = await srv.call(`/api/p/${project}/backups/create`, { token: alice.token, body: {} });
-    await finished(srv, alice.token, second.body.result["job.token"], since);
+    // The default name of another version cannot be imitated; a version's own can.
+    const imitation = await srv.call(`/api/p/${project}/backups/update`, { token: alice.token, body: { version, name: "Backup 7" } });
+    expect(imitation.body.result.info.validation).toEqual([expect.objectContaining({ field: "name", rule: "reserved" })]);
+    expect((await srv.call(`/api/p/${project}/backups/update`, { token: alice.token, body: { version, name: "Backup 1" } })).status).toBe(200);
+    await srv.call(`/api/p/${project}/backups/update`, { token: alice.token, body: { version, name: "Renamed backup" } });
+    const unknown = await srv.call(`/api/p/${project}/backups/update`, { token: alice.token, body: { version: 99, name: "x" } });
+    expect(unknown.status).toBe(422);
+    expect(unknown.body.result.message).toBe("Backup version invalid");
+    // A member who is not the owner may back up too (as the reference allows).
+    const since = await cursor(bob.token);
+    const second = await srv.call(`/api/p/${project}/backups/create`, { token: bob.token, body: { created_by: "bob" } });
+    expect(second.body.result.version).toBe(2);
+    const third = await srv.call(`/api/p/${project}/backups/create`, { token: bob.token, body: { created_by: "bob" } });
+    expect(third.body.result.version).toBe(3);
+    await finished(srv, bob.token, second.body.result["job.token"], since);
+    await finished(srv, bob.token, third.body.result["job.token"], since);
     const list = await srv.call(`/api/p/${project}/backups/get`, { token: alice.token, body: {} });
-    expect(list.body.result.backups).toEqual([second.body.result.backup, backup]);
-    expect(list.body.data.backups[second.body.result.backup].name).toMatch(/^Backup \d{4}-\d\d-\d\d \d\d:\d\d UTC$/);
-    const d = await srv.call(`/api/p/${project}/backups/delete`, { token: alice.token, body: { backup: second.body.result.backup } });
-    expect(d.body).toEqual({ success: true, result: { backup: second.body.result.backup }, data: { backups: {} } });
-    expect(existsSync(join(srv.dataDir, "backups", "projects", project, second.body.result.backup))).toBe(false);
-    const gone = await srv.call(`/api/p/${project}/backups/get`, { token: alice.token, body: { backup: second.body.result.backup } });
+    expect(list.body.result.backups.map((b: any) => b.version)).toEqual([3, 2, 1]);
+    expect(list.body.result.backups[0].name).toBe("Backup 3");
+    const gid2 = (srv.ctx.db.$client.query("SELECT gid FROM backups WHERE project_gid = ? AND version = 2").get(project) as { gid: string }).gid;
+    const d = await srv.call(`/api/p/${project}/backups/delete`, { token: alice.token, body: { versions: [2, 3, 99] } });
+    expect(d.body.result).toEqual({ project });
+    expect(d.body.data["cc.projects"][project].backups).toEqual({ versions: [expect.objectContaining({ version: 1 })], next_version: 4 });
+    expect(existsSync(join(srv.dataDir, "backups", "projects", project, gid2))).toBe(false);
+    const gone = await srv.call(`/api/p/${project}/backups/get`, { token: alice.token, body: { version: 2 } });
     expect(gone.status).toBe(422);
-    expect(gone.body.result.message).toBe("No such backup");
-    expect((await srv.call(`/api/p/${project}/backups/restore`, { token: alice.token, body: {} })).body.result.info).toEqual({ "Missing parameter": "backup" });
+    expect(gone.body.result.message).toBe("Backup version invalid");
+    // Versions are never reused.
+    const sinceNext = await cursor(alice.token);
+    const next = await srv.call(`/api/p/${project}/backups/create`, { token: alice.token, body: { created_by: "test" } });
+    expect(next.body.result.version).toBe(4);
+    await finished(srv, alice.token, next.body.result["job.token"], sinceNext);
+    const one = await srv.call(`/api/p/${project}/backups/delete`, { token: alice.token, body: { version: 4, versions: [1] } });
+    expect(one.body.data["cc.projects"][project].backups.versions.map((v: any) => v.version)).toEqual([1]);
+    expect((await srv.call(`/api/p/${project}/backups/restore`, { token: alice.token, body: {} })).body.result.info).toEqual({ "Missing parameter": "version" });
+    expect((await srv.call(`/api/p/${project}/backups/restore`, { token: alice.token, body: { version: 0 } })).body.result.message).toBe("Backup version invalid");
+  });
+
+  test("a restore that cannot start answers 1003 with info.process", async () => {
+    srv.ctx.db.$client.query("UPDATE backups SET status = 'failed' WHERE gid = ?").run(backup);
+    try {
+      const r = await srv.call(`/api/p/${project}/backups/restore`, { token: alice.token, body: { version } });
+      expect(r.status).toBe(422);
+      expect(r.body).toEqual({ success: false, result: { code: 1003, message: "Process error", info: { process: "restore", reason: "The backup failed" } }, data: {} });
+    } finally {
+      srv.ctx.db.$client.query("UPDATE backups SET status = 'ready' WHERE gid = ?").run(backup);
+    }
   });
 
   test("a damaged backup is rejected on restore with info.error and the project is left alone", async () => {
@@ -205,7 +275,7 @@ describe("project backups", () => {
     const original = readFileSync(victim);
     writeFileSync(victim, "tampered");
     const before = projectRows(srv, project);
-    const r = await srv.call(`/api/p/${project}/backups/restore`, { token: alice.token, body: { backup } });
+    const r = await srv.call(`/api/p/${project}/backups/restore`, { token: alice.token, body: { version } });
     const items = await finished(srv, alice.token, r.body.result["job.token"], since);
     expect(items.at(-1).data.status).toBe("rejected");
     expect(items.at(-1).data.info).toMatchObject({ error: "Backup is damaged", code: 422 });
@@ -215,9 +285,9 @@ describe("project backups", () => {
 
   test("backups and restores of one project never run at once", async () => {
     const since = await cursor(alice.token);
-    const a = await srv.call(`/api/p/${project}/backups/create`, { token: alice.token, body: {} });
-    const b = await srv.call(`/api/p/${project}/backups/restore`, { token: alice.token, body: { backup } });
-    const c = await srv.call(`/api/p/${project}/backups/create`, { token: alice.token, body: {} });
+    const a = await srv.call(`/api/p/${project}/backups/create`, { token: alice.token, body: { created_by: "test" } });
+    const b = await srv.call(`/api/p/${project}/backups/restore`, { token: alice.token, body: { version } });
+    const c = await srv.call(`/api/p/${project}/backups/create`, { token: alice.token, body: { created_by: "test" } });
     const tokens = [a, b, c].map((x) => x.body.result["job.token"]);
     await Promise.all(tokens.map((t) => finished(srv, alice.token, t, since)));
     const jobs = tokens.map((t) => srv.ctx.jobs.get(t)!);
@@ -291,12 +361,13 @@ describe("API users in project backups", () => {
     const made = async (name: string, rate?: number) => {
       const r = await call("apikeys/create", { name, ...(rate ? { rate_limit_per_second: rate } : {}) });
       expect(r.status).toBe(200);
-      return { gid: r.body.result.user as string, key: r.body.result.api_key as string };
+      return { gid: r.body.result.user as string, key: r.body.result.apikey as string };
     };
     const feed = await made("Feed", 5);
     const gone = await made("Gone");
     let since = await cursor(alice.token);
-    const b = await call("backups/create", { name: "keys" });
+    const b = await call("backups/create", { name: "keys", created_by: "test" });
+    expect(b.status).toBe(200);
     await finished(srv, alice.token, b.body.result["job.token"], since);
 
     expect((await call("apikeys/update", { user: feed.gid, name: "Feed v2", rate_limit_per_second: 9 })).status).toBe(200);
@@ -304,7 +375,7 @@ describe("API users in project backups", () => {
     const later = await made("Later");
 
     since = await cursor(alice.token);
-    const r = await call("backups/restore", { backup: b.body.result.backup });
+    const r = await call("backups/restore", { version: b.body.result.version });
     const items = await finished(srv, alice.token, r.body.result["job.token"], since);
     expect(items.at(-1).data.status).toBe("done");
 
@@ -328,7 +399,7 @@ describe("permanent deletion during a backup", () => {
     // The real backup job, each progress step slowed so the deletion lands in the middle of it.
     const slowed: Feature[] = features.map((f) => {
       if (f.name !== "backups" || !f.jobs) return f;
-      const real = f.jobs["backups.create"]!;
+      const real = f.jobs["backup_project"]!;
       const handler: JobKind["handler"] = (ctx, job, progress) =>
         real.handler(ctx, job, {
           signal: progress.signal,
@@ -340,7 +411,7 @@ describe("permanent deletion during a backup", () => {
             return progress.step(n);
           },
         });
-      return { ...f, jobs: { ...f.jobs, "backups.create": { ...real, handler } } };
+      return { ...f, jobs: { ...f.jobs, "backup_project": { ...real, handler } } };
     });
     const s = await TestServer.start({}, undefined, slowed);
     const errors: string[] = [];
@@ -354,7 +425,7 @@ describe("permanent deletion during a backup", () => {
       const gid = await s.project(ann.token, "Doomed");
       for (let i = 0; i < 60; i++) writeProjectFile(s, gid, `originals/f${i}~1.bin`, `file ${i}`);
       const since = await s.ccCursor(ann.token);
-      const started = await s.call(`/api/p/${gid}/backups/create`, { token: ann.token, body: { name: "running" } });
+      const started = await s.call(`/api/p/${gid}/backups/create`, { token: ann.token, body: { name: "running", created_by: "test" } });
       const job = started.body.result["job.token"];
       const folder = join(s.dataDir, "backups", "projects", gid);
       await until(() => s.ctx.jobs.busy === 1 && existsSync(folder) && readdirSync(folder).length > 0);
@@ -415,28 +486,31 @@ describe("crash during a backup", () => {
         mkdirSync(dirname(f), { recursive: true });
         writeFileSync(f, `file ${i} `.repeat(1000));
       }
-      const started = await call(s.url, `/api/p/${gid}/backups/create`, { name: "killed" }, token);
+      const started = await call(s.url, `/api/p/${gid}/backups/create`, { created_by: "kim", name: "killed" }, token);
       const job = started.body.result["job.token"];
-      const backup = started.body.result.backup;
+      const version = started.body.result.version;
       await until(async () => {
         const j = await call(s.url, `/api/p/${gid}/jobs/get`, { token: job }, token);
-        const info = j.body.data.jobs?.[job];
+        const info = j.body.result.job;
         return info?.status === "processing" && info.info.remaining < info.info.total - 3 ? true : undefined;
       });
       s.child.kill("SIGKILL");
       await s.child.exited;
-      expect(existsSync(join(dir, "backups", "projects", gid, `${backup}.partial`))).toBe(true);
+      // The backup's folder is still being written (its name is the backup's internal gid).
+      const partials = readdirSync(join(dir, "backups", "projects", gid)).filter((d) => d.endsWith(".partial"));
+      expect(partials).toHaveLength(1);
+      const backup = partials[0]!.replace(/\.partial$/, "");
 
       s = await spawnServer();
       try {
         const done = await until(async () => {
           const j = await call(s.url, `/api/p/${gid}/jobs/get`, { token: job }, token);
-          const info = j.body.data.jobs?.[job];
+          const info = j.body.result.job;
           return info?.status === "done" ? info : undefined;
         });
-        expect(done.info).toMatchObject({ backup, files: 40, remaining: 0 });
-        const b = await call(s.url, `/api/p/${gid}/backups/get`, { backup }, token);
-        expect(b.body.data.backups[backup]).toMatchObject({ status: "ready", files: 40 });
+        expect(done.info).toMatchObject({ version, files: 40, remaining: 0 });
+        const b = await call(s.url, `/api/p/${gid}/backups/get`, { version }, token);
+        expect(b.body.result.backup).toMatchObject({ status: "ready", files: 40 });
         expect(existsSync(join(dir, "backups", "projects", gid, `${backup}.partial`))).toBe(false);
         const manifest = JSON.parse(readFileSync(join(dir, "backups", "projects", gid, backup, "manifest.json"), "utf8"));
         expect(manifest.files).toHaveLength(40);
@@ -663,15 +737,19 @@ describe("instance archives: modes, confirmation, schedule", () => {
 describe("backup folders", () => {
   test("a complete backup folder the database does not list is recovered; unfinished ones are removed", async () => {
     const since = await cursor(alice.token);
-    const r = await srv.call(`/api/p/${project}/backups/create`, { token: alice.token, body: { name: "to forget" } });
+    const r = await srv.call(`/api/p/${project}/backups/create`, { token: alice.token, body: { created_by: "test", name: "to forget" } });
+    const made: number = r.body.result.version;
     await finished(srv, alice.token, r.body.result["job.token"], since);
-    const gid = r.body.result.backup;
+    const gid = (srv.ctx.db.$client.query("SELECT gid FROM backups WHERE project_gid = ? AND version = ?").get(project, made) as { gid: string }).gid;
     srv.ctx.db.$client.query("DELETE FROM backups WHERE gid = ?").run(gid);
     mkdirSync(join(srv.dataDir, "backups", "projects", project, "leftover.partial"), { recursive: true });
     const { tidyBackupFolders } = await import("../../src/features/backups/backups.service");
     expect(tidyBackupFolders(srv.ctx)).toBe("removed 1 orphaned folder(s), recovered 1 backup(s)");
-    const got = await srv.call(`/api/p/${project}/backups/get`, { token: alice.token, body: { backup: gid } });
-    expect(got.body.data.backups[gid]).toMatchObject({ status: "ready", name: expect.stringMatching(/^Recovered backup /) });
+    const got = await srv.call(`/api/p/${project}/backups/get`, { token: alice.token, body: {} });
+    const recovered = got.body.result.backups[0];
+    expect(recovered.version).toBeGreaterThan(made);
+    expect(recovered.name).toMatch(/^Recovered backup /);
+    expect(recovered.status).toBe("ready");
     expect(existsSync(join(srv.dataDir, "backups", "projects", project, "leftover.partial"))).toBe(false);
   });
 });

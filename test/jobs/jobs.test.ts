@@ -168,8 +168,11 @@ describe("job runner", () => {
     expect(mine.status).toBe(200);
     expect(mine.body).toEqual({
       success: true,
-      result: { job: token },
-      data: { jobs: { [token]: { project_gid: project, job: "test.count", status: "done", info: { total: 1, remaining: 0, counted: 1 }, created_on: expect.any(Number), updated_on: expect.any(Number) } } },
+      result: {
+        "job.token": token,
+        job: { project_gid: project, job: "test.count", status: "done", info: { total: 1, remaining: 0, counted: 1 }, created_on: expect.any(Number), updated_on: expect.any(Number) },
+      },
+      data: {},
     });
     expect((await srv.call("/api/jobs/get", { token: alice.token, body: { token } })).status).toBe(200);
     const other = await srv.call(`/api/p/${project}/jobs/get`, { token: carol.token, body: { token } });

@@ -187,7 +187,7 @@ describe("invitations", () => {
     const inv = await call(`/api/p/${project}/members/invite`, owner.token, { email: "gone@example.test" });
     const gid = inv.body.result.user;
     const r = await call(`/api/p/${project}/members/remove`, owner.token, { user: gid });
-    expect(r.body).toEqual({ success: true, result: { user: gid }, data: { "cc.projects_members": [] } });
+    expect(r.body).toEqual({ success: true, result: {}, data: {} });
     expect((await call("/api/init_invite", null, { invitee: gid, project })).status).toBe(422);
   });
 
@@ -207,11 +207,25 @@ describe("members", () => {
   test("the owner sees every membership in full forms, declined ones too", async () => {
     const r = await call(`/api/p/${project}/members/get`, owner.token);
     expect(r.status).toBe(200);
-    expect(r.body.result.project).toBe(project);
-    expect(r.body.result.members[0]).toBe(owner.gid);
-    expect(r.body.result.members).toContain(bob.gid);
+    expect(Object.keys(r.body.result)).toEqual(["users"]);
+    expect(r.body.result.users[0]).toBe(owner.gid);
+    expect(r.body.result.users).toContain(bob.gid);
     for (const m of r.body.data["cc.projects_members"]) expect(m.options).toBeDefined();
-    for (const g of r.body.result.members) expect(r.body.data["cc.users"][g].email).toBeDefined();
+    for (const g of r.body.result.users) expect(r.body.data["cc.users"][g].email).toBeDefined();
+  });
+
+  test("members/get takes member (result user) or members (result users, unknown gids skipped)", async () => {
+    const one = await call(`/api/p/${project}/members/get`, bob.token, { member: owner.gid });
+    expect(one.body.result).toEqual({ user: owner.gid });
+    expect(Object.keys(one.body.data["cc.users"])).toEqual([owner.gid]);
+    expect(one.body.data["cc.projects_members"]).toEqual([{ project_gid: project, user_gid: owner.gid, status: "active", roles: ["owner"] }]);
+    const own = await call(`/api/p/${project}/members/get`, bob.token, { member: bob.gid });
+    expect(own.body.data["cc.projects_members"][0].options).toBeDefined();
+    const none = await call(`/api/p/${project}/members/get`, bob.token, { member: stranger.gid });
+    expect(none.status).toBe(422);
+    const some = await call(`/api/p/${project}/members/get`, owner.token, { members: [bob.gid, "nosuchuser", owner.gid] });
+    expect(some.body.result.users.sort()).toEqual([bob.gid, owner.gid].sort());
+    expect(some.body.data["cc.projects_members"]).toHaveLength(2);
   });
 
   test("a member sees short forms, its own entries full, and no declined invitations", async () => {
@@ -259,6 +273,16 @@ describe("members", () => {
     }
   });
 
+  test("a member may remove itself (leave); the answer is empty and the project is gone for it", async () => {
+    const leaver = await srv.user("leaver");
+    srv.addMember(project, leaver.gid);
+    const since = await srv.ccCursor(owner.token);
+    const r = await call(`/api/p/${project}/members/remove`, leaver.token, { user: leaver.gid });
+    expect(r.body).toEqual({ success: true, result: {}, data: {} });
+    expect((await srv.call(`/api/p/${project}/init`, { token: leaver.token })).status).toBe(403);
+    expect(await srv.ccItems(owner.token, since)).toContain(`DELETE cc.projects_members ${project}/${leaver.gid}`);
+  });
+
   test("members changes need the owner: members get 403", async () => {
     for (const op of ["deactivate", "reactivate", "remove", "resend_invite"]) {
       expect((await call(`/api/p/${project}/members/${op}`, bob.token, { user: owner.gid })).status).toBe(403);
@@ -292,7 +316,7 @@ describe("project login and init", () => {
       ["cc.languages", "cc.projects", "cc.projects_members", "cc.users", "classes", "definitions", "fields", "layouts", "queries"].sort(),
     );
     for (const k of ["definitions", "classes", "fields", "layouts", "queries"]) expect(r.body.data[k]).toEqual({});
-    expect(r.body.data["cc.projects"][project]).toMatchObject({ gid: project, created_on: expect.any(Number) });
+    expect(r.body.data["cc.projects"][project]).toMatchObject({ gid: project, options: { languages: ["en"] }, backups: { next_version: 1 }, build: 1 });
     expect(r.body.data["cc.projects"][other]).toEqual({ gid: other, name: "Other", icon: "", owner: owner.gid, status: "active" });
     expect(r.body.data["cc.users"][owner.gid].email).toBe("olivia@example.test");
   });

@@ -37,14 +37,14 @@ test("a project backup keeps saved queries and modules, and a restore brings the
   const query = (await call("queries/create", { type: "record", name: "Kept", filter: [["classes", "has", "article"]] })).body.result.query;
   await call("modules/register", { module: "Exporter", version: "1.0" });
   await call("modules/keys/set", { module: "Exporter", key: "shop.url", value: "https://shop.example" });
-  const { backup } = await job("create", { name: "before" });
+  const { version } = await job("create", { created_by: "test", name: "before" });
 
   await call("queries/update", { query, name: "Changed" });
   const added = (await call("queries/create", { type: "asset", name: "Added later" })).body.result.query;
   await call("modules/unregister", { module: "Exporter" });
   const cursor = (await srv.call("/sync/cursors", { token: owner.token, body: { project } })).body.result.cursor;
 
-  await job("restore", { backup });
+  await job("restore", { version });
   const q = await call("queries/get", { queries: [query] });
   expect(q.body.data.queries[query]).toEqual({ gid: query, type: "record", name: "Kept", q: "", filter: [["classes", "has", "article"]] });
   expect((await call("queries/get", { query: added })).status).toBe(422);

@@ -16,8 +16,8 @@ const moduleOf = async (name: string) => (await call("get", owner, { module: nam
 
 async function apiUser(name: string): Promise<U & { key: string }> {
   const key = await srv.call(`/api/p/${project}/apikeys/create`, { token: owner.token, body: { name } });
-  const auth = await srv.call(`/api/p/${project}/auth`, { body: { api_key: key.body.result.api_key } });
-  return { gid: key.body.result.user, token: tokenOf(auth), key: key.body.result.api_key };
+  const auth = await srv.call(`/api/p/${project}/auth`, { body: { api_key: key.body.result.apikey } });
+  return { gid: key.body.result.user, token: tokenOf(auth), key: key.body.result.apikey };
 }
 
 beforeAll(async () => {

@@ -23,7 +23,7 @@ beforeAll(async () => {
   other = await srv.project(stranger.token, "Elsewhere");
   srv.addMember(project, member.gid);
   const key = await srv.call(`/api/p/${project}/apikeys/create`, { token: owner.token, body: { name: "Shop" } });
-  apiKey = key.body.result.api_key;
+  apiKey = key.body.result.apikey;
   const auth = await srv.call(`/api/p/${project}/auth`, { body: { api_key: apiKey } });
   api = { gid: key.body.result.user, token: tokenOf(auth) };
 });

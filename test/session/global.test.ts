@@ -28,7 +28,7 @@ const protectedEndpoints: { path: string; method: "GET" | "POST"; body?: () => R
   { path: "/api/users/get", method: "POST", body: () => ({ user: alice.gid }), first: "user" },
   { path: "/api/members/get", method: "POST", body: () => ({ project, member: alice.gid }), first: "project" },
   { path: "/api/projects/get", method: "POST", body: () => ({ project }), first: "project" },
-  { path: "/api/projects/create", method: "POST", body: () => ({ name: "Another" }), first: "name" },
+  { path: "/api/projects/create", method: "POST", body: () => ({ name: "Another" }) },
   { path: "/api/projects/update", method: "POST", body: () => ({ project, name: "Shared" }), first: "project" },
   { path: "/sync/get", method: "POST", body: () => ({ cc_cursor: 0 }), first: "cc_cursor" },
   { path: "/sync/cursors", method: "POST", body: () => ({}) },
@@ -183,10 +183,43 @@ describe("projects", () => {
     expect((await srv.call("/api/projects/get", { token: carol.token, body: { project } })).status).toBe(403);
   });
 
-  test("update by a member who is not the owner is 403, by the owner renames", async () => {
-    expect((await srv.call("/api/projects/update", { token: bob.token, body: { project, name: "X" } })).status).toBe(403);
+  test("update by a stranger is 403; members and the owner rename and set the time zone", async () => {
+    expect((await srv.call("/api/projects/update", { token: carol.token, body: { project, name: "X" } })).status).toBe(403);
+    const byMember = await srv.call("/api/projects/update", { token: bob.token, body: { project, timezone: "Europe/Berlin" } });
+    expect(byMember.status).toBe(200);
+    expect(byMember.body.data["cc.projects"][project].options.timezone).toBe("Europe/Berlin");
     const r = await srv.call("/api/projects/update", { token: alice.token, body: { project, name: "Renamed" } });
-    expect(r.body.data["cc.projects"][project].name).toBe("Renamed");
+    expect(r.body.result).toEqual({ project });
+    expect(r.body.data["cc.projects"][project]).toMatchObject({ name: "Renamed", options: { timezone: "Europe/Berlin" } });
+    const bad = await srv.call("/api/projects/update", { token: alice.token, body: { project, timezone: "Mars/Olympus" } });
+    expect(bad.status).toBe(422);
+    expect(bad.body.result.validation[0]).toMatchObject({ field: "timezone", rule: "timezone" });
+  });
+
+  test("create takes no member at all: an untitled project with the owner's time zone and the settings of a new project", async () => {
+    const r = await srv.call("/api/projects/create", { token: alice.token, body: {} });
+    expect(r.status).toBe(200);
+    const gid = r.body.result.project;
+    expect(r.body.result).toEqual({ project: gid, project_members: [alice.gid] });
+    const p = r.body.data["cc.projects"][gid];
+    expect(Object.keys(p).sort()).toEqual(["backups", "build", "gid", "icon", "name", "options", "owner", "status"]);
+    expect(p).toMatchObject({ gid, name: "untitled project", icon: "", owner: alice.gid, status: "active", backups: { versions: [], next_version: 1 }, build: 1 });
+    const o = p.options;
+    expect(o.timezone).toBe("UTC");
+    expect(o.languages).toEqual(["en"]);
+    expect(o.imageserver).toEqual({ type: "ccdam", options: {} });
+    const [all, main] = o.orderedchannels;
+    expect(all).toBe("__all__");
+    expect(o.channels).toEqual({ __all__: "[all records]", [main]: "Main channel" });
+    expect(Object.values(o.orderings)).toEqual(["Main ordering"]);
+    expect(o.orderedorderings).toEqual(Object.keys(o.orderings));
+    expect(Object.values(o.fieldlists)).toEqual(["Main fieldlist"]);
+    expect(o.orderedfieldlists).toEqual(Object.keys(o.fieldlists));
+    expect(r.body.data["cc.projects_members"]).toEqual([expect.objectContaining({ project_gid: gid, user_gid: alice.gid, roles: ["owner"] })]);
+    const named = await srv.call("/api/projects/create", { token: alice.token, body: { name: "Zoned", timezone: "America/New_York" } });
+    expect(named.body.data["cc.projects"][named.body.result.project]).toMatchObject({ name: "Zoned", options: { timezone: "America/New_York" } });
+    const bad = await srv.call("/api/projects/create", { token: alice.token, body: { timezone: "nowhere" } });
+    expect(bad.body.result.code).toBe(1001);
   });
 
   test("an empty project name is a 1001 validation error", async () => {

@@ -432,7 +432,7 @@ describe("losing access", () => {
     const project = await createProject(srv, alice, "Keyed");
     const created = await srv.call(`/api/p/${project}/apikeys/create`, { token: alice.token, body: { name: "Shop" } });
     expect(created.status).toBe(200);
-    const auth = await srv.call(`/api/p/${project}/auth`, { body: { api_key: created.body.result.api_key } });
+    const auth = await srv.call(`/api/p/${project}/auth`, { body: { api_key: created.body.result.apikey } });
     const token = (auth.headers.get("authorization") ?? "").replace(/^Bearer\s+/i, "");
     const s = await connect(srv, token);
     const top = await cursors(srv, alice);

@@ -64,13 +64,21 @@ export function accountRoutes(ctx: Ctx) {
     .post(
       "/api/reset_password_request",
       ({ body, request, server }) => {
-        const account = body.email || body.username;
-        if (!account) throw missing("email");
+        const account = body.username_or_email || body.email || body.username;
+        if (!account) throw missing("username_or_email");
         return throttle(limiter, rules("req", account, ipOf(request, server)), () => ok(requestPasswordReset(ctx, body)), { countSuccess: true });
       },
       {
-        body: t.Object({ email: t.Optional(t.String()), username: t.Optional(t.String()) }),
-        detail: describe({ summary: "Reset step one: mails one code listing the accounts of the address; same answer whether or not one exists", tags, errors: [400, 422, 429] }),
+        body: t.Object({
+          username_or_email: t.Optional(t.String({ description: "a username (case-sensitive) or an email address" })),
+          email: t.Optional(t.String({ description: "alias: an email address" })),
+          username: t.Optional(t.String({ description: "alias: a username" })),
+        }),
+        detail: describe({
+          summary: "Reset step one: mails one code listing the accounts of the address; same answer whether or not one exists (`usernames`: the username given, or [] for an address)",
+          tags,
+          errors: [400, 422, 429],
+        }),
       },
     )
     .post(
@@ -114,14 +122,34 @@ export function accountRoutes(ctx: Ctx) {
     )
     .post(
       "/api/account/update",
-      ({ body, actor }) => answer(updateAccount(ctx, actor, body)),
+      async ({ body, actor, request, server, set }) => {
+        const run = async () => {
+          const { token, ...a } = await updateAccount(ctx, actor, body);
+          // A new password ended every other session: the caller continues with a fresh JWT.
+          if (token) set.headers.authorization = `Bearer ${token}`;
+          return answer(a);
+        };
+        // Checking the current password counts like a login attempt.
+        if (body.password === undefined) return run();
+        requirePerson(actor);
+        return throttle(limiter, rules("auth", actor.userGid, ipOf(request, server)), run);
+      },
       {
         auth: true,
         body: t.Object({
+          username: t.Optional(t.String({ description: "a new username (the rules of signup)" })),
+          password: t.Optional(t.String({ description: "a new password; needs current_password" })),
+          current_password: t.Optional(t.String({ description: "the present password, required with password" })),
           name: t.Optional(t.String()),
-          options: t.Optional(t.Object({ language: t.Optional(t.String()), timezone: t.Optional(t.String()) })),
+          language: t.Optional(t.String({ description: "a code of /api/languages/get" })),
+          timezone: t.Optional(t.String({ description: "an IANA time zone" })),
+          options: t.Optional(t.Object({ language: t.Optional(t.String()), timezone: t.Optional(t.String()) }, { description: "older aliases of language and timezone" })),
         }),
-        detail: describe({ summary: "Change the caller's name, language or time zone", tags, errors: [400, 403, 422] }),
+        detail: describe({
+          summary: "Change the caller's username, password (with current_password; other sessions end, a new JWT comes back), name, language or time zone",
+          tags,
+          errors: [400, 403, 422, 429],
+        }),
       },
     )
     .post(

@@ -15,7 +15,7 @@ import { acceptInvitation, declineInvitation } from "../members/members.service"
 import { memberships } from "../members/members.table";
 import { projects } from "../projects/projects.table";
 import { users } from "../users/users.table";
-import { unprocessable, validationFailed, type ValidationIssue } from "../../core/errors";
+import { forbidden, missing, unprocessable, validationFailed, type ValidationIssue } from "../../core/errors";
 import { isLanguage, isTimezone } from "../../core/languages";
 import { renderMail, type MailKind, type MailVars } from "../../platform/mail/templates";
 import { projectAudience, userAudience } from "../members/access.service";
@@ -168,7 +168,10 @@ function accountsByEmail(tx: Tx, email: string): User[] {
  * every active account that uses it. The answer is the same whether or not an account exists
  * (a request row is stored either way, so step two fails alike), and no mail waits on SMTP.
  */
-export function requestPasswordReset(ctx: Ctx, input: { email?: string; username?: string }): StepOne {
+export function requestPasswordReset(ctx: Ctx, input: { username_or_email?: string; email?: string; username?: string }): StepOne & { usernames: string[] } {
+  // The reference's one member: an address when it holds an @, else a username; `email` and `username` stay as aliases.
+  const either = input.username_or_email?.trim();
+  if (either) input = either.includes("@") ? { email: either } : { username: input.username_or_email };
   let email = (input.email ?? "").trim();
   if (!email && input.username) {
     const u = findByUsername(ctx.db, input.username, false);
@@ -188,7 +191,9 @@ export function requestPasswordReset(ctx: Ctx, input: { email?: string; username
       minutes: minutes(ctx),
     });
   }
-  return { validation_code: issued.validationCode, expires_on: issued.expiresOn, code_length: CODE_LENGTH };
+  // `usernames` never reveals an account: the username as given, or none for an address (the mail lists the accounts).
+  const usernames = !input.email && input.username ? [input.username] : [];
+  return { validation_code: issued.validationCode, usernames, expires_on: issued.expiresOn, code_length: CODE_LENGTH };
 }
 
 export type ResetFinish = { username: string; new_password: string; validation_code: string; verification_code: string };
@@ -276,25 +281,45 @@ export function completeEmailChange(ctx: Ctx, actor: Actor, input: { email: stri
 // ---------------------------------------------------------------------------------------------
 // Profile
 
-export type AccountUpdate = { name?: string; options?: { language?: string; timezone?: string } };
+/**
+ * The members of `account/update`: the reference's top-level `username`, `password`, `name`,
+ * `language` and `timezone` (at least one), `current_password` with `password`, and our older
+ * nested `options.language` / `options.timezone` as aliases.
+ */
+export type AccountUpdate = {
+  username?: string;
+  password?: string;
+  current_password?: string;
+  name?: string;
+  language?: string;
+  timezone?: string;
+  options?: { language?: string; timezone?: string };
+};
 
-/** `account/update`: name (at most 200 characters), options.language (a listed code), options.timezone (IANA). */
+/** Checks and writes the profile members; the password (already checked and hashed) is set by the caller. */
 function changeAccount(tx: Tx, log: ChangeLog, userGid: string, input: AccountUpdate): User {
   const issues: ValidationIssue[] = [];
   const set: Partial<User> = {};
+  if (input.username !== undefined) {
+    const holder = findByUsername(tx, input.username, false);
+    if (!holder || holder.gid !== userGid) issues.push(...usernameIssues(tx, input.username));
+    set.username = input.username;
+  }
   if (input.name !== undefined) {
     const name = input.name.trim();
     if (name.length > 200) issues.push({ field: "name", rule: "length", message: "At most 200 characters" });
     set.name = name;
   }
-  const lang = input.options?.language;
+  const lang = input.language ?? input.options?.language;
   if (lang !== undefined) {
-    if (!isLanguage(lang)) issues.push({ field: "options.language", rule: "language", message: "Not a language code of /api/languages/get" });
+    const field = input.language !== undefined ? "language" : "options.language";
+    if (!isLanguage(lang)) issues.push({ field, rule: "language", message: "Not a language code of /api/languages/get" });
     set.language = lang;
   }
-  const tz = input.options?.timezone;
+  const tz = input.timezone ?? input.options?.timezone;
   if (tz !== undefined) {
-    if (!isTimezone(tz)) issues.push({ field: "options.timezone", rule: "timezone", message: "Not an IANA time zone name such as Europe/Berlin" });
+    const field = input.timezone !== undefined ? "timezone" : "options.timezone";
+    if (!isTimezone(tz)) issues.push({ field, rule: "timezone", message: "Not an IANA time zone name such as Europe/Berlin" });
     set.timezone = tz;
   }
   check(issues);
@@ -306,6 +331,42 @@ function changeAccount(tx: Tx, log: ChangeLog, userGid: string, input: AccountUp
   return updateUser(tx, log, userGid, set);
 }
 
+/**
+ * `account/update`: any of username (rules of signup), password, name, language, time zone; 400
+ * when none is given. A new password needs `current_password` (our deviation: a stolen JWT alone
+ * must not take the account over); it ends every other session (the token version goes up) and
+ * `token` is the caller's new JWT. Everything is checked before anything is written.
+ */
+export async function updateAccount(ctx: Ctx, actor: Actor, input: AccountUpdate): Promise<Answer & { token?: string }> {
+  requirePerson(actor);
+  const given = ["username", "password", "name", "language", "timezone"].some((k) => Object.hasOwn(input, k) && (input as Record<string, unknown>)[k] !== undefined);
+  const aliases = input.options?.language !== undefined || input.options?.timezone !== undefined;
+  if (!given && !aliases) throw missing("username, password, name, language or timezone");
+  let hash: string | undefined;
+  if (input.password !== undefined) {
+    if (input.current_password === undefined) throw missing("current_password");
+    const me = getUser(ctx.db, actor.userGid);
+    const good = !!me?.passwordHash && (await Bun.password.verify(input.current_password, me.passwordHash));
+    if (!good) check([{ field: "current_password", rule: "mismatch", message: "This is not the account's present password" }]);
+    check(passwordIssues(input.password));
+    hash = await hashPassword(input.password);
+  }
+  const user = mutate(ctx.db, ctx.hub, (tx, log) => {
+    const u = changeAccount(tx, log, actor.userGid, input);
+    return hash ? setPassword(tx, log, actor.userGid, hash) : u;
+  });
+  const a = userAnswer(user);
+  return hash ? { ...a, token: await ctx.tokens.sign(user.gid, user.tokenVersion) } : a;
+}
+
+/** Sets (or clears, with null) the avatar file name; the file it replaces goes once committed. */
+function setAvatar(ctx: Ctx, actor: Actor, avatar: string | null): Answer {
+  requirePerson(actor);
+  return mutate(ctx.db, ctx.hub, (tx, log) => {
+    removeAvatarFile(ctx, getUser(tx, actor.userGid)?.avatar);
+    return userAnswer(updateUser(tx, log, actor.userGid, { avatar }));
+  });
+}
 
 // ---------------------------------------------------------------------------------------------
 // Leaving and deleting
@@ -385,7 +446,7 @@ function invitationProjectView(tx: Tx, projectGid: string, me: string): Answer {
   }
   return {
     result: { project: projectGid, project_members: rows.map((r) => r.u.gid) },
-    data: { "cc.users": ccUsers, "cc.projects": p ? { [projectGid]: projectFull(p) } : {}, "cc.projects_members": ccMembers },
+    data: { "cc.users": ccUsers, "cc.projects": p ? { [projectGid]: projectFull(tx, p) } : {}, "cc.projects_members": ccMembers },
   };
 }
 
@@ -406,20 +467,6 @@ export async function resetPassword(ctx: Ctx, input: ResetFinish): Promise<Sessi
   return sessionOf(ctx, await completePasswordReset(ctx, input), initWithOwnUser);
 }
 
-/** `account/update`: name, language, time zone. */
-export function updateAccount(ctx: Ctx, actor: Actor, input: AccountUpdate): Answer {
-  requirePerson(actor);
-  return userAnswer(mutate(ctx.db, ctx.hub, (tx, log) => changeAccount(tx, log, actor.userGid, input)));
-}
-
-/** Sets (or clears, with null) the avatar file name; the file it replaces goes once committed. */
-function setAvatar(ctx: Ctx, actor: Actor, avatar: string | null): Answer {
-  requirePerson(actor);
-  return mutate(ctx.db, ctx.hub, (tx, log) => {
-    removeAvatarFile(ctx, getUser(tx, actor.userGid)?.avatar);
-    return userAnswer(updateUser(tx, log, actor.userGid, { avatar }));
-  });
-}
 
 /** `account/upload_avatar`: resized to a 256 px square PNG, served at /media/avatars/<avatar>. */
 export async function uploadAvatar(ctx: Ctx, actor: Actor, input: { file: Blob }): Promise<Answer> {

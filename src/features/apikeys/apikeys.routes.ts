@@ -2,7 +2,7 @@ import { Elysia, t } from "elysia";
 import { authMacro } from "../../http/auth";
 import { answer } from "../../http/envelope";
 import type { Ctx } from "../../platform/context";
-import { createApiKey, deactivateApiKey, deleteApiKey, listApiKeys, reactivateApiKey, updateApiKey } from "./apikeys.service";
+import { createApiKey, deactivateApiKey, deleteApiKey, getApiKeys, reactivateApiKey, updateApiKey } from "./apikeys.service";
 
 // The reference route file (docs/architecture.md, "How to add an endpoint"): schemas at the top,
 // then one chain where every endpoint is its path, one service call wrapped by `answer`, and its
@@ -17,17 +17,20 @@ const rate = t.Optional(t.Nullable(t.Integer({ minimum: 0, maximum: 100000, desc
 export function apikeyRoutes(ctx: Ctx) {
   return new Elysia({ prefix: "/api/p/:project/apikeys" })
     .use(authMacro(ctx))
-    .post("/get", ({ params, body, actor }) => answer(listApiKeys(ctx, actor, params.project, body ?? {})), {
+    .post("/get", ({ params, body, actor }) => answer(getApiKeys(ctx, actor, params.project, body ?? {})), {
       auth: true,
       params,
       body: t.Optional(t.Object({ user: t.Optional(t.String()) })),
-      detail: { summary: "The project's API keys (never the keys themselves), or one with `user` (owner only)", tags },
+      detail: {
+        summary: "With `user`: `apikey` null (keys are stored hashed) and `apikey.prefix`; without: the project's API users and their key facts (owner only)",
+        tags,
+      },
     })
     .post("/create", ({ params, body, actor }) => answer(createApiKey(ctx, actor, params.project, body)), {
       auth: true,
       params,
       body: t.Object({ name: t.String(), rate_limit_per_second: rate }),
-      detail: { summary: "Create an API user and its key; the key is in the answer once and never again (owner only)", tags },
+      detail: { summary: "Create an API user and its key; `result.apikey` shows the key this once and never again (owner only)", tags },
     })
     .post("/update", ({ params, body, actor }) => answer(updateApiKey(ctx, actor, params.project, body)), {
       auth: true,

@@ -43,10 +43,9 @@ function apiUserOf(tx: Tx, projectGid: string, userGid: string, what: string) {
   return { key, user, membership };
 }
 
-/** One key's entry of the `apikeys` dictionary (never the key itself). */
-function apikeyForm(k: ApiKey, u: User, m: Membership) {
+/** One key's facts in `result["apikeys.info"]` of the listing (never the key itself). */
+export function apikeyInfo(k: ApiKey, u: User, m: Membership) {
   return {
-    user: u.gid,
     name: u.name,
     key_prefix: k.keyPrefix,
     status: m.status,
@@ -57,15 +56,26 @@ function apikeyForm(k: ApiKey, u: User, m: Membership) {
   };
 }
 
-/** `apikeys/get`: the project's API keys (never the keys themselves), or the one of `user`. */
-export function listApiKeys(ctx: Ctx, actor: Actor, projectGid: string, input: { user?: string }): Answer {
+/**
+ * `apikeys/get` with `user`: the reference answers the stored key; keys are stored only as
+ * SHA-256 hashes here, so `apikey` is null and `apikey.prefix` (the key's first characters) tells
+ * the owner which key it is. A lost key is replaced with apikeys/delete + apikeys/create.
+ * Without `user` (our extension): the project's API users in `result.apikeys` with their facts in
+ * `result["apikeys.info"]`, their entries in `cc.users` and `cc.projects_members`.
+ */
+export function getApiKeys(ctx: Ctx, actor: Actor, projectGid: string, input: { user?: string }): Answer {
   return inProject(ctx, actor, projectGid, "owner", ({ tx }) => {
-    const r = apikeysData(tx, projectGid, input.user);
-    return { result: { apikeys: r.gids }, data: r.data };
+    if (input.user !== undefined) {
+      const key = tx.select().from(apikeys).where(and(eq(apikeys.userGid, input.user), eq(apikeys.projectGid, projectGid))).get();
+      if (!key) throw unprocessable("Not an API user", { user: input.user });
+      return { result: { apikey: null, "apikey.prefix": key.keyPrefix }, data: {} };
+    }
+    const r = apikeysData(tx, projectGid);
+    return { result: { apikeys: r.gids, "apikeys.info": r.info }, data: r.data };
   });
 }
 
-/** The data of an answer about some API users: `cc.users`, `cc.projects_members`, `apikeys`. */
+/** The data of an answer about some API users: `cc.users`, `cc.projects_members`; and their key facts. */
 function apikeysData(tx: Tx, projectGid: string, only?: string) {
   const rows = tx
     .select({ k: apikeys, u: users, m: memberships })
@@ -76,14 +86,15 @@ function apikeysData(tx: Tx, projectGid: string, only?: string) {
     .orderBy(asc(apikeys.createdOn))
     .all();
   const ccUsers: Record<string, unknown> = {};
-  const dict: Record<string, unknown> = {};
+  const info: Record<string, unknown> = {};
   for (const { k, u, m } of rows) {
     ccUsers[u.gid] = apiUserForm(u);
-    dict[u.gid] = apikeyForm(k, u, m);
+    info[u.gid] = apikeyInfo(k, u, m);
   }
   return {
     gids: rows.map((r) => r.u.gid),
-    data: { "cc.users": ccUsers, "cc.projects_members": rows.map((r) => membershipFull(r.m)), apikeys: dict },
+    info,
+    data: { "cc.users": ccUsers, "cc.projects_members": rows.map((r) => membershipFull(r.m)) },
   };
 }
 
@@ -95,13 +106,14 @@ function rateIssues(rate: unknown): ValidationIssue[] {
 }
 
 /**
- * Creates an API user (kind `api`, username null) with an active `api` membership and its key.
- * Returns the key, which is stored only as a hash and never shown again.
+ * `apikeys/create`: an API user (kind `api`, username null) with an active `api` membership and
+ * its key. The answer is the reference's (result `user`, data the API user and its membership)
+ * plus `result.apikey`: the key, shown this once (it is stored only as a hash).
  */
 export function createApiKey(ctx: Ctx, actor: Actor, projectGid: string, input: { name: string; rate_limit_per_second?: number | null }): Answer {
   return inProject(ctx, actor, projectGid, "owner", ({ tx, log, project }) => {
     const { user, key } = insertApiUser(tx, log, project, input);
-    return { result: { user: user.gid, api_key: key }, data: apikeysData(tx, project.gid, user.gid).data };
+    return { result: { user: user.gid, apikey: key }, data: apikeysData(tx, project.gid, user.gid).data };
   });
 }
 

@@ -9,7 +9,7 @@ import type { Actor } from "../../core/actor";
 import type { Tx } from "../../db/connection";
 import { backups } from "./backups.table";
 import { changes } from "../../db/changelog.table";
-import { unprocessable, validationFailed, type ValidationIssue } from "../../core/errors";
+import { ApiError, missing, unprocessable, validationFailed, type ValidationIssue } from "../../core/errors";
 import { newGid, now } from "../../core/ids";
 import { projectLock, type JobKind } from "../../platform/jobs/runner";
 import { activeJobs, type Job } from "../../platform/jobs/queue.service";
@@ -17,31 +17,35 @@ import type { Housekeeping } from "../../platform/jobs/schedules";
 import { createInstanceBackup, pruneScheduledInstanceBackups } from "../../platform/backups/instance.service";
 import { readManifest, restoreRows, stageFiles, swapFiles, verifySnapshot, writeSnapshot } from "../../platform/backups/snapshot.service";
 import { inProject, projectAudience } from "../members/access.service";
-import { activeProjects, getProject, markBackedUp } from "../projects/projects.service";
+import { activeProjects, getProject, markBackedUp, setNextBackupVersion } from "../projects/projects.service";
+import { projectFull } from "../projects/projects.forms";
 
 export type Backup = typeof backups.$inferSelect;
 
-const CREATE_KIND = "backups.create";
-const RESTORE_KIND = "backups.restore";
+/** The job names of the reference (the job object's `job`). */
+export const CREATE_KIND = "backup_project";
+export const RESTORE_KIND = "restore_project";
 
-/** The backup object of docs/backups.md. */
-function backupObject(b: Backup) {
+/** What scheduled backups give as `created_by`. */
+export const SCHEDULER = "Apis scheduler";
+
+/** A backup's details as `backups/get` (our extension) lists them in its result (docs/backups.md). */
+export function backupDetails(b: Backup) {
   return {
-    gid: b.gid,
-    project_gid: b.projectGid,
+    version: b.version,
     name: b.name,
+    created_by: b.createdBy ?? "",
+    timestamp: b.createdOn,
     notes: b.notes,
     status: b.status,
     scheduled: b.scheduled,
-    created_by: b.createdBy,
-    created_on: b.createdOn,
-    updated_on: b.updatedOn,
+    started_by: b.startedBy,
     completed_on: b.completedOn,
     rows: b.rows,
     files: b.files,
     size: b.size,
     error: b.error,
-    job: b.jobToken,
+    "job.token": b.jobToken,
   };
 }
 
@@ -54,29 +58,65 @@ function backupDir(ctx: Ctx, b: Pick<Backup, "projectGid" | "gid">): string {
   return ctx.storage.inside(projectBackupsDir(ctx, b.projectGid), b.gid);
 }
 
-/** Who hears about a project's backups (cc items of data type `backups`): the owner and the starter. */
-function audience(tx: Tx, projectGid: string, extra?: string | null): string[] {
+/**
+ * A change of a project's backups is a change of its `cc.projects` entry (the form's `backups`
+ * member): an UPDATE item for the project's members and invitees, the owner and the starter.
+ */
+function announce(tx: Tx, log: ChangeLog, projectGid: string, extra?: string | null): void {
   const p = getProject(tx, projectGid);
-  return [...new Set([p?.owner, extra].filter((x): x is string => !!x))];
+  if (!p) return;
+  log.cc("UPDATE", "cc.projects", projectGid, [...projectAudience(tx, projectGid), p.owner, ...(extra ? [extra] : [])]);
 }
 
-function textIssues(name: unknown, notes: unknown): ValidationIssue[] {
+/** The default name of a backup; a name of this pattern is only accepted for its own version. */
+const defaultName = (version: number) => `Backup ${version}`;
+const DEFAULT_NAME = /^\s*backup\s+(\d+)\s*$/i;
+
+function textIssues(input: { name?: unknown; notes?: unknown; createdBy?: unknown }, version?: number): ValidationIssue[] {
   const out: ValidationIssue[] = [];
-  if (name !== undefined && (typeof name !== "string" || name.length > 200)) out.push({ field: "name", rule: "length", message: "at most 200 characters" });
+  const { name, notes, createdBy } = input;
+  if (name !== undefined && (typeof name !== "string" || !name.trim() || name.length > 200)) out.push({ field: "name", rule: "length", message: "1 to 200 characters" });
+  else if (typeof name === "string") {
+    const m = DEFAULT_NAME.exec(name);
+    if (m && Number(m[1]) !== version) out.push({ field: "name", rule: "reserved", message: "Names like 'Backup <number>' are reserved for the default name of that version" });
+  }
   if (notes !== undefined && (typeof notes !== "string" || notes.length > 10000)) out.push({ field: "notes", rule: "length", message: "at most 10000 characters" });
+  if (createdBy !== undefined && (typeof createdBy !== "string" || !createdBy.trim() || createdBy.length > 200)) out.push({ field: "created_by", rule: "length", message: "1 to 200 characters" });
   return out;
 }
 
-/** A backup of the project, or 422 "No such backup". */
-function getBackup(tx: Tx, projectGid: string, gid: string): Backup {
+/** A backup of the project by its gid (jobs, housekeeping), or 422 "No such backup". */
+export function getBackup(tx: Tx, projectGid: string, gid: string): Backup {
   const b = tx.select().from(backups).where(and(eq(backups.gid, gid), eq(backups.projectGid, projectGid))).get();
   if (!b) throw unprocessable("No such backup", { backup: gid });
   return b;
 }
 
+/** A backup of the project by its version, or undefined. */
+function backupOfVersion(tx: Tx, projectGid: string, version: number): Backup | undefined {
+  return tx.select().from(backups).where(and(eq(backups.projectGid, projectGid), eq(backups.version, version))).get();
+}
+
+/** A backup of the project by its version (never 0), or the reference's 422 "Backup version invalid". */
+function backupByVersion(tx: Tx, projectGid: string, version: number): Backup {
+  const b = version > 0 ? backupOfVersion(tx, projectGid, version) : undefined;
+  if (!b) throw unprocessable("Backup version invalid", { version });
+  return b;
+}
+
+/** Takes the project's next backup version (versions are never reused, also after a delete). */
+function takeVersion(tx: Tx, projectGid: string): number {
+  const p = getProject(tx, projectGid)!;
+  let version = p.nextBackupVersion;
+  // A backup recovered from disk may already hold a number: skip it.
+  while (backupOfVersion(tx, projectGid, version)) version++;
+  setNextBackupVersion(tx, projectGid, version + 1);
+  return version;
+}
+
 /** The project's backups, newest first. */
 function listBackups(tx: Tx, projectGid: string): Backup[] {
-  return tx.select().from(backups).where(eq(backups.projectGid, projectGid)).orderBy(desc(backups.createdOn)).all();
+  return tx.select().from(backups).where(eq(backups.projectGid, projectGid)).orderBy(desc(backups.version)).all();
 }
 
 function requireActive(tx: Tx, projectGid: string) {
@@ -85,42 +125,55 @@ function requireActive(tx: Tx, projectGid: string) {
   return p;
 }
 
-/** Records a new backup (status `creating`) and queues the job that writes it. */
+/**
+ * Records a new backup (status `creating`) with the project's next version and queues the job
+ * that writes it. It appears in the project form's `backups.versions` once the job is done.
+ */
 function startBackup(
   ctx: Ctx,
   tx: Tx,
-  log: ChangeLog,
-  opts: { projectGid: string; userGid: string | null; name?: string; notes?: string; scheduled?: boolean },
+  opts: { projectGid: string; userGid: string | null; createdBy: string; name?: string; notes?: string; scheduled?: boolean },
 ): { backup: Backup; token: string } {
   requireActive(tx, opts.projectGid);
-  const issues = textIssues(opts.name, opts.notes);
+  const issues = textIssues({ name: opts.name, notes: opts.notes, createdBy: opts.createdBy });
   if (issues.length) throw validationFailed(issues);
   const t = now();
   const gid = newGid();
-  const token = ctx.jobs.enqueue({ kind: CREATE_KIND, projectGid: opts.projectGid, userGid: opts.userGid, params: { backup: gid }, info: { backup: gid } });
-  const name = opts.name?.trim() || `${opts.scheduled ? "Scheduled backup" : "Backup"} ${new Date(t * 1000).toISOString().slice(0, 16).replace("T", " ")} UTC`;
+  const version = takeVersion(tx, opts.projectGid);
+  const token = ctx.jobs.enqueue({ kind: CREATE_KIND, projectGid: opts.projectGid, userGid: opts.userGid, params: { backup: gid }, info: { version } });
   const backup = tx
     .insert(backups)
-    .values({ gid, projectGid: opts.projectGid, name, notes: opts.notes ?? "", status: "creating", jobToken: token, createdBy: opts.userGid, scheduled: !!opts.scheduled, createdOn: t, updatedOn: t })
+    .values({
+      gid,
+      projectGid: opts.projectGid,
+      version,
+      name: opts.name?.trim() || defaultName(version),
+      notes: opts.notes ?? "",
+      status: "creating",
+      jobToken: token,
+      createdBy: opts.createdBy.trim(),
+      startedBy: opts.userGid,
+      scheduled: !!opts.scheduled,
+      createdOn: t,
+      updatedOn: t,
+    })
     .returning()
     .get();
-  log.cc("INSERT", "backups", gid, audience(tx, opts.projectGid, opts.userGid));
   return { backup, token };
 }
 
 /** Changes a backup's name or notes. */
-function updateBackup(tx: Tx, log: ChangeLog, projectGid: string, gid: string, set: { name?: string; notes?: string }): Backup {
-  getBackup(tx, projectGid, gid);
-  const issues = textIssues(set.name, set.notes);
-  if (set.name !== undefined && !set.name.trim()) issues.push({ field: "name", rule: "length", message: "1 to 200 characters" });
+function updateBackup(tx: Tx, log: ChangeLog, projectGid: string, version: number, set: { name?: string; notes?: string }): Backup {
+  const old = backupByVersion(tx, projectGid, version);
+  const issues = textIssues(set, version);
   if (issues.length) throw validationFailed(issues);
   const b = tx
     .update(backups)
     .set({ ...(set.name !== undefined ? { name: set.name.trim() } : {}), ...(set.notes !== undefined ? { notes: set.notes } : {}), updatedOn: now() })
-    .where(eq(backups.gid, gid))
+    .where(eq(backups.gid, old.gid))
     .returning()
     .get()!;
-  log.cc("UPDATE", "backups", gid, audience(tx, projectGid));
+  announce(tx, log, projectGid);
   return b;
 }
 
@@ -129,21 +182,26 @@ function jobsUsing(tx: Tx, b: Backup): Job[] {
   return activeJobs(tx, b.projectGid, [CREATE_KIND, RESTORE_KIND]).filter((j) => j.params.backup === b.gid);
 }
 
-/** Queues the restore of a ready backup; returns the job token. */
-function startRestore(ctx: Ctx, tx: Tx, projectGid: string, gid: string, userGid: string): string {
+/** The reference's 1003: a background process could not be started (or failed), `info.process` naming it. */
+const processError = (process: "backup" | "restore", reason: string) => new ApiError(1003, "Process error", { process, reason });
+
+/**
+ * Queues the restore of a complete backup; returns the backup and the job token. A backup still
+ * being written, one that failed, or whose folder is gone cannot be restored: 1003.
+ */
+function startRestore(ctx: Ctx, tx: Tx, projectGid: string, version: number, userGid: string): { backup: Backup; token: string } {
   requireActive(tx, projectGid);
-  const b = getBackup(tx, projectGid, gid);
-  if (b.status !== "ready") throw unprocessable("The backup is not ready", { status: b.status });
-  return ctx.jobs.enqueue({ kind: RESTORE_KIND, projectGid, userGid, params: { backup: gid }, info: { backup: gid } });
+  const b = backupByVersion(tx, projectGid, version);
+  if (b.status !== "ready") throw processError("restore", b.status === "creating" ? "The backup is not complete yet" : "The backup failed");
+  if (!existsSync(backupDir(ctx, b))) throw processError("restore", "The backup's files are missing");
+  const token = ctx.jobs.enqueue({ kind: RESTORE_KIND, projectGid, userGid, params: { backup: b.gid }, info: { version } });
+  return { backup: b, token };
 }
 
 /** Deletes a backup's record (in the transaction); the caller removes its folder after commit. */
-function deleteBackup(tx: Tx, log: ChangeLog, projectGid: string, gid: string): Backup {
-  const b = getBackup(tx, projectGid, gid);
-  if (jobsUsing(tx, b).length) throw unprocessable("The backup is in use by a running job", { backup: gid });
-  tx.delete(backups).where(eq(backups.gid, gid)).run();
-  log.cc("DELETE", "backups", gid, audience(tx, projectGid));
-  return b;
+function deleteBackup(tx: Tx, b: Backup): void {
+  if (jobsUsing(tx, b).length) throw unprocessable("The backup is in use by a running job", { version: b.version });
+  tx.delete(backups).where(eq(backups.gid, b.gid)).run();
 }
 
 function removeBackupFiles(ctx: Ctx, b: Pick<Backup, "projectGid" | "gid">): void {
@@ -184,18 +242,17 @@ const createJob: JobKind = {
     mutate(ctx.db, ctx.hub, (tx, log) => {
       const t = now();
       tx.update(backups).set({ status: "ready", rows, files: m.files.length, size, cursor: m.cursor, completedOn: t, updatedOn: t }).where(eq(backups.gid, gid)).run();
-      log.cc("UPDATE", "backups", gid, audience(tx, b.projectGid, job.userGid));
-      markBackedUp(tx, log, b.projectGid, t, audience(tx, b.projectGid));
-      if (b.scheduled) pruned.push(...pruneScheduled(tx, log, b.projectGid, ctx.config.backupsKeep));
+      // The version is listed now, and last_backed_up is news (a cc.projects item); not a change of the project's data: updated_on stays.
+      markBackedUp(tx, log, b.projectGid, b.createdOn, job.userGid ? [job.userGid] : []);
+      if (b.scheduled) pruned.push(...pruneScheduled(tx, b.projectGid, ctx.config.backupsKeep));
     });
     for (const old of pruned) removeBackupFiles(ctx, old);
-    return { backup: gid, rows, files: m.files.length, size };
+    return { version: b.version, rows, files: m.files.length, size };
   },
   lock,
-  onRejected: (tx, log, job, error) => {
+  onRejected: (tx, _log, job, error) => {
     const gid = String(job.params.backup);
-    const b = tx.update(backups).set({ status: "failed", error, updatedOn: now() }).where(eq(backups.gid, gid)).returning().get();
-    if (b) log.cc("UPDATE", "backups", gid, audience(tx, b.projectGid, job.userGid));
+    tx.update(backups).set({ status: "failed", error, updatedOn: now() }).where(eq(backups.gid, gid)).run();
   },
 };
 
@@ -208,11 +265,11 @@ const restoreJob: JobKind = {
   handler: async (ctx, job, progress) => {
     const projectGid = job.projectGid!;
     const b = getBackup(ctx.db, projectGid, String(job.params.backup));
-    if (b.status !== "ready") throw unprocessable("The backup is not ready", { status: b.status });
+    if (b.status !== "ready") throw processError("restore", "The backup is not complete");
     const dir = backupDir(ctx, b);
-    if (!existsSync(dir)) throw unprocessable("Backup is damaged", { reason: "its folder is missing" });
+    if (!existsSync(dir)) throw processError("restore", "The backup's files are missing");
     const m = readManifest(dir);
-    if (m.project !== projectGid) throw unprocessable("Backup is damaged", { reason: "it belongs to another project" });
+    if (m.project !== projectGid) throw processError("restore", "The backup belongs to another project");
     const checks = Object.keys(m.tables).length + m.files.length + (m.icon ? 1 : 0);
     progress.total(checks + m.files.length + 1);
     await verifySnapshot(dir, m, progress);
@@ -230,7 +287,7 @@ const restoreJob: JobKind = {
     swapFiles(ctx.storage.projectDir(projectGid), staging, join(ctx.storage.tmp, `restore-old-${job.token}`));
     await progress.step();
     return {
-      backup: b.gid,
+      version: b.version,
       rows: outcome.rows,
       files: m.files.length,
       ...(Object.keys(outcome.skipped).length ? { skipped: outcome.skipped } : {}),
@@ -241,7 +298,7 @@ const restoreJob: JobKind = {
 };
 
 /** Deletes the oldest scheduled ready backups beyond `keep`; returns them (files go after commit). */
-function pruneScheduled(tx: Tx, log: ChangeLog, projectGid: string, keep: number): Backup[] {
+function pruneScheduled(tx: Tx, projectGid: string, keep: number): Backup[] {
   const scheduled = tx
     .select()
     .from(backups)
@@ -249,10 +306,7 @@ function pruneScheduled(tx: Tx, log: ChangeLog, projectGid: string, keep: number
     .orderBy(desc(backups.createdOn))
     .all();
   const gone = scheduled.slice(keep).filter((b) => !jobsUsing(tx, b).length);
-  for (const b of gone) {
-    tx.delete(backups).where(eq(backups.gid, b.gid)).run();
-    log.cc("DELETE", "backups", b.gid, audience(tx, projectGid));
-  }
+  for (const b of gone) tx.delete(backups).where(eq(backups.gid, b.gid)).run();
   return gone;
 }
 
@@ -270,7 +324,7 @@ export function scheduleBackups(ctx: Ctx): string {
       .get();
     if (last && (last.cursor ?? 0) >= cursor && (last.completedOn ?? 0) >= updated) continue;
     if (activeJobs(ctx.db, gid, [CREATE_KIND]).length) continue;
-    mutate(ctx.db, ctx.hub, (tx, log) => startBackup(ctx, tx, log, { projectGid: gid, userGid: null, scheduled: true }));
+    mutate(ctx.db, ctx.hub, (tx) => startBackup(ctx, tx, { projectGid: gid, userGid: null, createdBy: SCHEDULER, scheduled: true }));
     queued++;
   }
   return `queued ${queued} backup(s) of ${active.length} active project(s)`;
@@ -305,11 +359,14 @@ export function tidyBackupFolders(ctx: Ctx): string {
           if (m.project === p && m.backup === gid) {
             mutate(ctx.db, ctx.hub, (tx, log) => {
               const t = now();
+              const version = takeVersion(tx, p);
               tx.insert(backups)
                 .values({
                   gid,
                   projectGid: p,
+                  version,
                   name: `Recovered backup ${new Date(m.created_on * 1000).toISOString().slice(0, 16).replace("T", " ")} UTC`,
+                  createdBy: "Apis (recovered from disk)",
                   status: "ready",
                   cursor: m.cursor,
                   rows: Object.values(m.tables).reduce((a, x) => a + x.rows, 0),
@@ -320,7 +377,7 @@ export function tidyBackupFolders(ctx: Ctx): string {
                   completedOn: m.created_on,
                 })
                 .run();
-              log.cc("INSERT", "backups", gid, audience(tx, p));
+              announce(tx, log, p);
             });
             adopted++;
             continue;
@@ -373,51 +430,69 @@ export const backupHousekeeping: Housekeeping[] = [
 ];
 
 // ---------------------------------------------------------------------------------------------
-// The operations (owner only; docs/backups.md)
+// The operations (any member, as in the reference; docs/backups.md)
 
-const oneBackup = (b: Backup) => ({ backups: { [b.gid]: backupObject(b) } });
+/** The answer's `data`: the project's form, whose `backups` member lists the versions. */
+const projectData = (tx: Tx, projectGid: string) => ({ "cc.projects": { [projectGid]: projectFull(tx, getProject(tx, projectGid)!) } });
 
-/** `backups/get`: the project's backups, newest first, or one backup. */
-export function getBackups(ctx: Ctx, actor: Actor, projectGid: string, input: { backup?: string }): Answer {
-  return inProject(ctx, actor, projectGid, "owner", ({ tx }) => {
-    if (input.backup !== undefined) {
-      const b = getBackup(tx, projectGid, input.backup);
-      return { result: { backup: b.gid }, data: oneBackup(b) };
+/** `backups/get` (our extension): the details of every backup, newest first, or of one version, in `result`. */
+export function getBackups(ctx: Ctx, actor: Actor, projectGid: string, input: { version?: number }): Answer {
+  return inProject(ctx, actor, projectGid, "member", ({ tx }) => {
+    if (input.version !== undefined) {
+      const b = backupByVersion(tx, projectGid, input.version);
+      return { result: { project: projectGid, version: b.version, backup: backupDetails(b) }, data: projectData(tx, projectGid) };
     }
     const all = listBackups(tx, projectGid);
-    return { result: { backups: all.map((b) => b.gid) }, data: { backups: Object.fromEntries(all.map((b) => [b.gid, backupObject(b)])) } };
+    return { result: { project: projectGid, backups: all.map(backupDetails) }, data: projectData(tx, projectGid) };
   });
 }
 
-/** `backups/create`: records the backup and queues the job that writes it. */
-export function createBackup(ctx: Ctx, actor: Actor, projectGid: string, input: { name?: string; notes?: string }): Answer {
-  return inProject(ctx, actor, projectGid, "owner", ({ tx, log }) => {
-    const { backup, token } = startBackup(ctx, tx, log, { projectGid, userGid: actor.userGid, name: input.name, notes: input.notes });
-    return { result: { "job.token": token, backup: backup.gid }, data: oneBackup(backup) };
+/** `backups/create`: takes the next version, records the backup and queues the `backup_project` job. */
+export function createBackup(ctx: Ctx, actor: Actor, projectGid: string, input: { created_by: string; name?: string; notes?: string }): Answer {
+  return inProject(ctx, actor, projectGid, "member", ({ tx }) => {
+    const { backup, token } = startBackup(ctx, tx, { projectGid, userGid: actor.userGid, createdBy: input.created_by, name: input.name, notes: input.notes });
+    return {
+      result: { project: projectGid, version: backup.version, last_backed_up: backup.createdOn, "job.token": token },
+      data: projectData(tx, projectGid),
+    };
   });
 }
 
-/** `backups/update`: a backup's name or notes. */
-export function editBackup(ctx: Ctx, actor: Actor, projectGid: string, input: { backup: string; name?: string; notes?: string }): Answer {
-  return inProject(ctx, actor, projectGid, "owner", ({ tx, log }) => {
-    const b = updateBackup(tx, log, projectGid, input.backup, { name: input.name, notes: input.notes });
-    return { result: { backup: b.gid }, data: oneBackup(b) };
+/** `backups/update`: a backup's name (and our `notes`). */
+export function editBackup(ctx: Ctx, actor: Actor, projectGid: string, input: { version: number; name?: string; notes?: string }): Answer {
+  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
+    const b = updateBackup(tx, log, projectGid, input.version, { name: input.name, notes: input.notes });
+    return { result: { project: projectGid, version: b.version }, data: projectData(tx, projectGid) };
   });
 }
 
-/** `backups/restore`: queues the restore of a ready backup. */
-export function restoreBackup(ctx: Ctx, actor: Actor, projectGid: string, input: { backup: string }): Answer {
-  return inProject(ctx, actor, projectGid, "owner", ({ tx }) => {
-    const token = startRestore(ctx, tx, projectGid, input.backup, actor.userGid);
-    return { result: { "job.token": token, backup: input.backup } };
+/** `backups/restore`: queues the `restore_project` job of a complete backup. */
+export function restoreBackup(ctx: Ctx, actor: Actor, projectGid: string, input: { version: number }): Answer {
+  return inProject(ctx, actor, projectGid, "member", ({ tx }) => {
+    const { backup, token } = startRestore(ctx, tx, projectGid, input.version, actor.userGid);
+    return { result: { project: projectGid, version: backup.version, last_restored: backup.createdOn, "job.token": token }, data: {} };
   });
 }
 
-/** `backups/delete`: the record goes in the unit of work, its files once it has committed. */
-export function removeBackup(ctx: Ctx, actor: Actor, projectGid: string, input: { backup: string }): Answer {
-  return inProject(ctx, actor, projectGid, "owner", ({ tx, log }) => {
-    const b = deleteBackup(tx, log, projectGid, input.backup);
-    afterCommit(ctx.db, () => removeBackupFiles(ctx, b));
-    return { result: { backup: b.gid }, data: { backups: {} } };
+/**
+ * `backups/delete`: `version`, or `versions` (when both are given, only `version`); versions that
+ * do not exist are skipped. The records go in the unit of work, their files once it has committed.
+ */
+export function removeBackup(ctx: Ctx, actor: Actor, projectGid: string, input: { version?: number; versions?: number[] }): Answer {
+  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
+    const wanted = input.version !== undefined ? [input.version] : input.versions;
+    if (!wanted) throw missing("version");
+    const gone: Backup[] = [];
+    for (const v of new Set(wanted)) {
+      const b = v > 0 ? backupOfVersion(tx, projectGid, v) : undefined;
+      if (!b) continue;
+      deleteBackup(tx, b);
+      gone.push(b);
+    }
+    if (gone.length) {
+      announce(tx, log, projectGid);
+      afterCommit(ctx.db, () => gone.forEach((b) => removeBackupFiles(ctx, b)));
+    }
+    return { result: { project: projectGid }, data: projectData(tx, projectGid) };
   });
 }

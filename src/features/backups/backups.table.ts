@@ -1,4 +1,4 @@
-import { index, integer, real, sqliteTable, text } from "drizzle-orm/sqlite-core";
+import { index, uniqueIndex, integer, real, sqliteTable, text } from "drizzle-orm/sqlite-core";
 
 /**
  * Project backups (src/features/backups/backups.service.ts). The files of a backup live in
@@ -10,12 +10,17 @@ export const backups = sqliteTable(
   {
     gid: text("gid").primaryKey(),
     projectGid: text("project_gid").notNull(),
+    /** The project's number for it (1, 2, ...; the reference's `version`), never reused. */
+    version: integer("version").notNull().default(0),
     name: text("name").notNull().default(""),
     notes: text("notes").notNull().default(""),
     status: text("status", { enum: ["creating", "ready", "failed"] }).notNull(),
     /** The job that creates it. */
     jobToken: text("job_token"),
+    /** Who or what made it, as the client said (`created_by` of backups/create; "Apis scheduler" for scheduled ones). */
     createdBy: text("created_by"),
+    /** The user who started it (null for scheduled backups). */
+    startedBy: text("started_by"),
     /** True for backups made by the schedule; only these are pruned by retention. */
     scheduled: integer("scheduled", { mode: "boolean" }).notNull().default(false),
     /** Project cursor at snapshot time (scheduled backups are skipped when nothing changed since). */
@@ -28,5 +33,5 @@ export const backups = sqliteTable(
     updatedOn: real("updated_on").notNull(),
     completedOn: real("completed_on"),
   },
-  (t) => [index("backups_project").on(t.projectGid, t.createdOn)],
+  (t) => [index("backups_project").on(t.projectGid, t.createdOn), uniqueIndex("backups_project_version").on(t.projectGid, t.version)],
 );

@@ -23,7 +23,11 @@ function visibleJob(tx: Tx, token: string, userGid: string, projectGid?: string)
   throw none;
 }
 
-const jobAnswer = (j: Job): Answer => ({ result: { job: j.token }, data: { jobs: { [j.token]: jobObject(j) } } });
+/**
+ * The answer of `jobs/get` (our extension): the token and the job object (spec 2) in `result`;
+ * `data` stays free of dictionaries the spec does not name.
+ */
+const jobAnswer = (j: Job): Answer => ({ result: { "job.token": j.token, job: jobObject(j) }, data: {} });
 
 /** `jobs/get`: a job the actor started, or one of a project it owns. */
 export function getVisibleJob(ctx: Ctx, actor: Actor, input: { token: string }): Answer {

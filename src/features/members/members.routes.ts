@@ -29,11 +29,14 @@ const invitationBody = t.Object({ invitee: t.String(), project: t.String() });
 export function memberRoutes(ctx: Ctx) {
   return new Elysia({ prefix: "/api" })
     .use(authMacro(ctx))
-    .post("/p/:project/members/get", ({ params, actor }) => answer(listProjectMembers(ctx, actor, params.project)), {
+    .post("/p/:project/members/get", ({ params, body, actor }) => answer(listProjectMembers(ctx, actor, params.project, body ?? {})), {
       auth: true,
       params,
-      body: t.Optional(t.Object({})),
-      detail: { summary: "Every membership of the project with its user (full forms for the owner, short for others)", tags },
+      body: t.Optional(t.Object({ member: t.Optional(t.String()), members: t.Optional(t.Array(t.String())) })),
+      detail: {
+        summary: "One membership (`member` → result `user`), several (`members` → `users`) or, with neither, all; full forms for the owner and one's own entry",
+        tags,
+      },
     })
     .post("/p/:project/members/invite", async ({ params, body, actor }) => answer(await inviteMember(ctx, actor, params.project, body)), {
       auth: true,
@@ -63,7 +66,7 @@ export function memberRoutes(ctx: Ctx) {
       auth: true,
       params,
       body: userBody,
-      detail: { summary: "Remove a membership in any state, or withdraw an invitation (owner only)", tags },
+      detail: { summary: "Remove a membership in any state or withdraw an invitation (owner), or leave the project (a member removing itself)", tags },
     })
     .post("/members/get", ({ body, actor }) => answer(memberInfo(ctx, actor, body)), {
       auth: true,

@@ -120,9 +120,16 @@ export function projectMemberRows(tx: Tx, projectGid: string, statuses?: Members
  * `members/get`: every membership of the project with its user. The owner gets full forms of
  * all; others get short forms, except their own entries which are full.
  */
-function listMembers(tx: Tx, projectGid: string, viewerGid: string, viewerIsOwner: boolean): Answer {
+function listMembers(tx: Tx, projectGid: string, viewerGid: string, viewerIsOwner: boolean, only?: { member?: string; members?: string[] }): Answer {
   // The owner sees every membership (declined ones too); members do not see declined invitations.
-  const rows = projectMemberRows(tx, projectGid, viewerIsOwner ? undefined : SEEN_BY_MEMBERS);
+  let rows = projectMemberRows(tx, projectGid, viewerIsOwner ? undefined : SEEN_BY_MEMBERS);
+  if (only?.member !== undefined) {
+    rows = rows.filter((r) => r.u.gid === only.member);
+    if (!rows.length) throw unprocessable("No info for this member", { member: only.member });
+  } else if (only?.members !== undefined) {
+    const wanted = new Set(only.members);
+    rows = rows.filter((r) => wanted.has(r.u.gid));
+  }
   const ccUsers: Record<string, unknown> = {};
   const ccMembers: unknown[] = [];
   for (const { m, u } of rows) {
@@ -131,7 +138,7 @@ function listMembers(tx: Tx, projectGid: string, viewerGid: string, viewerIsOwne
     ccMembers.push(full ? membershipFull(m) : membershipShort(m));
   }
   return {
-    result: { project: projectGid, members: rows.map((r) => r.u.gid) },
+    result: only?.member !== undefined ? { user: only.member } : { users: rows.map((r) => r.u.gid) },
     data: { "cc.users": ccUsers, "cc.projects_members": ccMembers },
   };
 }
@@ -429,9 +436,13 @@ export function dropMembershipOrphans(tx: Tx, log: ChangeLog, userGids: string[]
 // ---------------------------------------------------------------------------------------------
 // The operations (routes, batch and the CLI call these): access checked, one unit of work each.
 
-/** `members/get`: every membership of the project with its user (full forms for the owner). */
-export function listProjectMembers(ctx: Ctx, actor: Actor, projectGid: string): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, isOwner }) => listMembers(tx, projectGid, actor.userGid, isOwner));
+/**
+ * `members/get`: `member` (one user gid → result `user`; 422 when it is no member the caller may
+ * see) or `members` (a list → result `users`, unknown gids skipped); with neither (our
+ * extension) every membership → `users`. Full forms for the owner and for the caller's own entry.
+ */
+export function listProjectMembers(ctx: Ctx, actor: Actor, projectGid: string, input: { member?: string; members?: string[] } = {}): Answer {
+  return inProject(ctx, actor, projectGid, "member", ({ tx, isOwner }) => listMembers(tx, projectGid, actor.userGid, isOwner, input));
 }
 
 /** Sends the invitation mail; a mail failure is logged and reported, the invitation stands. */
@@ -492,11 +503,17 @@ export function reactivateMember(ctx: Ctx, actor: Actor, projectGid: string, inp
   });
 }
 
-/** `members/remove` (owner): the membership goes in any state (an invitation is withdrawn). */
+/**
+ * `members/remove`: the owner removes any member (the membership goes in any state; an invitation
+ * is withdrawn), and a member may remove itself (leave). The owner cannot remove itself, and an
+ * API user is removed with apikeys/delete (422). Result and data are empty, as the reference's:
+ * the caller learns the rest from the sync items.
+ */
 export function removeMember(ctx: Ctx, actor: Actor, projectGid: string, input: { user: string }): Answer {
-  return inProject(ctx, actor, projectGid, "owner", ({ tx, log, project }) => {
+  const need = input.user === actor.userGid ? "member" : "owner";
+  return inProject(ctx, actor, projectGid, need, ({ tx, log, project }) => {
     dropMember(tx, log, project, input.user);
-    return { result: { user: input.user }, data: { "cc.projects_members": [] } };
+    return { result: {}, data: {} };
   });
 }
 

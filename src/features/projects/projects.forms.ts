@@ -1,23 +1,23 @@
+import type { Tx } from "../../db/connection";
+import { backupVersions } from "../backups/versions.service";
+import { projectOptions } from "../settings/settings.options";
 import type { projects } from "./projects.table";
 
 type Project = typeof projects.$inferSelect;
 
-/** Full project form, for the current project or one the caller belongs to. */
-export function projectFull(p: Project) {
-  return {
-    gid: p.gid,
-    name: p.name,
-    icon: p.icon,
-    owner: p.owner,
-    status: p.status,
-    created_on: p.createdOn,
-    updated_on: p.updatedOn,
-    last_backed_up: p.lastBackedUp ?? null,
-    ...(p.options ?? {}),
-  };
+/**
+ * The full project form (the reference's complete form), for the current project and every
+ * `/api/projects/*` answer: the short members plus the normalized `options` (time zone, languages,
+ * channels, orderings, fieldlists, image server, the ordered lists), `backups` and `build`.
+ */
+export function projectFull(tx: Tx, p: Project) {
+  return { ...projectShort(p), options: projectOptions(p), backups: backupVersions(tx, p), build: 1 };
 }
 
-/** Reduced project form, for other owned projects in a project init. */
+/**
+ * The reduced form, for the caller's other projects. `icon` is the file name or "" when none: the
+ * spec shows it as a string (the reference answers null; docs/compat.md).
+ */
 export function projectShort(p: Project) {
   return { gid: p.gid, name: p.name, icon: p.icon, owner: p.owner, status: p.status };
 }

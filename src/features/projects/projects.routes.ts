@@ -10,7 +10,7 @@ import {
   deleteProjectIcon,
   getProjectInfo,
   permanentlyDeleteProject,
-  renameProject,
+  updateProjectInfo,
   undeleteProject,
   uploadProjectIcon,
 } from "./projects.service";
@@ -18,7 +18,7 @@ import {
 const tags = ["projects"];
 const projectBody = t.Object({ project: t.String() }, { examples: [examples.projectsGet.request] });
 
-/** `/api/projects/*`: a user's projects, owner-only changes (docs/api.md). */
+/** `/api/projects/*`: a user's projects, changes (docs/api.md). */
 export function projectRoutes(ctx: Ctx) {
   return new Elysia({ prefix: "/api/projects" })
     .use(authMacro(ctx))
@@ -27,15 +27,25 @@ export function projectRoutes(ctx: Ctx) {
       body: projectBody,
       detail: describe({ summary: "A project the caller owns or belongs to", tags, example: examples.projectsGet.answer, errors: [400, 403] }),
     })
-    .post("/create", ({ body, actor }) => answer(createProject(ctx, actor, body)), {
+    .post("/create", ({ body, actor }) => answer(createProject(ctx, actor, body ?? {})), {
       auth: true,
-      body: t.Object({ name: t.String() }, { examples: [examples.projectsCreate.request] }),
-      detail: describe({ summary: "Create a project owned by the caller", tags, example: examples.projectsCreate.answer, errors: [400, 403] }),
+      body: t.Optional(
+        t.Object(
+          { name: t.Optional(t.String({ description: 'default "untitled project"' })), timezone: t.Optional(t.String({ description: "IANA time zone; default the caller's" })) },
+          { examples: [examples.projectsCreate.request] },
+        ),
+      ),
+      detail: describe({
+        summary: "Create a project owned by the caller; it starts with the `__all__` channel and a main channel, ordering and fieldlist",
+        tags,
+        example: examples.projectsCreate.answer,
+        errors: [400, 403, 422],
+      }),
     })
-    .post("/update", ({ body, actor }) => answer(renameProject(ctx, actor, body)), {
+    .post("/update", ({ body, actor }) => answer(updateProjectInfo(ctx, actor, body)), {
       auth: true,
-      body: t.Object({ project: t.String(), name: t.Optional(t.String()) }, { examples: [examples.projectsUpdate.request] }),
-      detail: describe({ summary: "Rename a project (owner only)", tags, example: examples.projectsUpdate.answer, errors: [400, 403] }),
+      body: t.Object({ project: t.String(), name: t.Optional(t.String()), timezone: t.Optional(t.String()) }, { examples: [examples.projectsUpdate.request] }),
+      detail: describe({ summary: "Rename a project and/or set its time zone (any member)", tags, example: examples.projectsUpdate.answer, errors: [400, 403, 422] }),
     })
     .post("/upload_icon", async ({ body, actor }) => answer(await uploadProjectIcon(ctx, actor, body)), {
       auth: true,

@@ -3,7 +3,8 @@ import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Answer } from "../../core/answer";
 import type { Actor } from "../../core/actor";
-import { forbidden, unprocessable, validationFailed } from "../../core/errors";
+import { forbidden, unprocessable, validationFailed, type ValidationIssue } from "../../core/errors";
+import { isTimezone } from "../../core/languages";
 import { newGid, now } from "../../core/ids";
 import { changes } from "../../db/changelog.table";
 import { sqliteOf, type Tx } from "../../db/connection";
@@ -15,6 +16,7 @@ import { membershipFull, personMembershipOptions } from "../members/members.form
 import { memberships } from "../members/members.table";
 import { dropMembershipOrphans } from "../members/members.service";
 import { getUser } from "../users/users.service";
+import { newProjectOptions } from "../settings/settings.options";
 import { projectFull } from "./projects.forms";
 import { projects } from "./projects.table";
 
@@ -44,14 +46,19 @@ export function markBackedUp(tx: Tx, log: ChangeLog, gid: string, at: number, al
   }
 }
 
+/** The version the project's next backup gets (versions are never reused). */
+export function setNextBackupVersion(tx: Tx, gid: string, next: number): void {
+  tx.update(projects).set({ nextBackupVersion: next }).where(eq(projects.gid, gid)).run();
+}
+
 function nameIssues(name: unknown) {
   return typeof name === "string" && name.trim().length >= 1 && name.length <= 200
     ? []
     : [{ field: "name", rule: "length", message: "1 to 200 characters" }];
 }
 
-/** Updates a project's own columns and tells its members. */
-function updateProject(tx: Tx, log: ChangeLog, gid: string, set: Partial<Project>): Project {
+/** Updates a project's own columns (checked name) and announces it with a `cc.projects` item. */
+export function updateProject(tx: Tx, log: ChangeLog, gid: string, set: Partial<Project>): Project {
   if (set.name !== undefined) {
     const issues = nameIssues(set.name);
     if (issues.length) throw validationFailed(issues);
@@ -115,22 +122,31 @@ function projectOwnedTables(tx: Tx): string[] {
 // The operations (docs/api.md, "Projects")
 
 /** The answer of one project: result `project`, data its full form. */
-const one = (p: Project): Answer => ({ result: { project: p.gid }, data: { "cc.projects": { [p.gid]: projectFull(p) } } });
+const one = (tx: Tx, p: Project): Answer => ({ result: { project: p.gid }, data: { "cc.projects": { [p.gid]: projectFull(tx, p) } } });
 
 /** `projects/get`: a project the actor owns or belongs to. */
 export function getProjectInfo(ctx: Ctx, actor: Actor, input: { project: string }): Answer {
-  return inProject(ctx, actor, input.project, "member", ({ project }) => one(project));
+  return inProject(ctx, actor, input.project, "member", ({ tx, project }) => one(tx, project));
 }
 
-/** `projects/create`: a project owned by the actor (a person), with the owner's membership. */
-export function createProject(ctx: Pick<Ctx, "db" | "hub">, actor: Actor, input: { name: string }): Answer {
+/** What a new project is called when `projects/create` names none (the reference's default). */
+export const DEFAULT_PROJECT_NAME = "untitled project";
+
+/**
+ * `projects/create`: a project owned by the actor (a person), with the owner's membership. Every
+ * member is optional: `name` (default "untitled project"), `timezone` (IANA; default the owner's
+ * own time zone). The project starts with the settings of a new project (settings.options.ts).
+ */
+export function createProject(ctx: Pick<Ctx, "db" | "hub">, actor: Actor, input: { name?: string; timezone?: string }): Answer {
   return mutate(ctx.db, ctx.hub, (tx, log) => {
     const owner = getUser(tx, actor.userGid);
     if (!owner || owner.kind !== "person") throw forbidden("API users cannot own projects");
-    const issues = nameIssues(input.name);
+    const name = input.name ?? DEFAULT_PROJECT_NAME;
+    const issues = [...nameIssues(name), ...timezoneIssues(input.timezone)];
     if (issues.length) throw validationFailed(issues);
     const t = now();
-    const p = tx.insert(projects).values({ gid: newGid(), name: input.name.trim(), owner: owner.gid, createdOn: t, updatedOn: t }).returning().get();
+    const options = newProjectOptions(input.timezone ?? owner.timezone, () => newGid());
+    const p = tx.insert(projects).values({ gid: newGid(), name: name.trim(), owner: owner.gid, options, createdOn: t, updatedOn: t }).returning().get();
     const m = tx
       .insert(memberships)
       .values({ projectGid: p.gid, userGid: owner.gid, status: "active", roles: ["owner"], options: personMembershipOptions(owner.email), createdOn: t, updatedOn: t })
@@ -138,13 +154,31 @@ export function createProject(ctx: Pick<Ctx, "db" | "hub">, actor: Actor, input:
       .get();
     log.cc("INSERT", "cc.projects", p.gid, [owner.gid]);
     log.cc("INSERT", "cc.projects_members", `${p.gid}/${owner.gid}`, [owner.gid]);
-    return { result: { project: p.gid }, data: { "cc.projects": { [p.gid]: projectFull(p) }, "cc.projects_members": [membershipFull(m)] } };
+    return {
+      result: { project: p.gid, project_members: [owner.gid] },
+      data: { "cc.projects": { [p.gid]: projectFull(tx, p) }, "cc.projects_members": [membershipFull(m)] },
+    };
   });
 }
 
-/** `projects/update` (owner): rename. */
-export function renameProject(ctx: Ctx, actor: Actor, input: { project: string; name?: string }): Answer {
-  return inProject(ctx, actor, input.project, "owner", ({ tx, log }) => one(updateProject(tx, log, input.project, input.name === undefined ? {} : { name: input.name })));
+function timezoneIssues(zone: unknown): ValidationIssue[] {
+  return zone === undefined || isTimezone(zone) ? [] : [{ field: "timezone", rule: "timezone", message: "Not an IANA time zone name such as Europe/Berlin" }];
+}
+
+/**
+ * `projects/update`: `name` and/or `timezone`. Any active member may call it, as in the reference
+ * (403 "not a member"): members already change all of the project's data; deleting the project
+ * and its icon stay the owner's.
+ */
+export function updateProjectInfo(ctx: Ctx, actor: Actor, input: { project: string; name?: string; timezone?: string }): Answer {
+  return inProject(ctx, actor, input.project, "member", ({ tx, log, project }) => {
+    const issues = timezoneIssues(input.timezone);
+    if (issues.length) throw validationFailed(issues);
+    const set: Partial<Project> = {};
+    if (input.name !== undefined) set.name = input.name;
+    if (input.timezone !== undefined) set.options = { ...project.options, timezone: input.timezone };
+    return one(tx, updateProject(tx, log, input.project, set));
+  });
 }
 
 /** Sets (or clears) the icon file name; the file it replaces goes once committed. */
@@ -153,7 +187,7 @@ function setIcon(ctx: Ctx, actor: Actor, projectGid: string, icon: string): Answ
     const old = project.icon;
     const p = updateProject(tx, log, projectGid, { icon });
     if (old) afterCommit(ctx.db, () => rmSync(ctx.storage.inside(ctx.storage.icons, old), { force: true }));
-    return one(p);
+    return one(tx, p);
   });
 }
 
@@ -175,7 +209,7 @@ export function deleteProjectIcon(ctx: Ctx, actor: Actor, input: { project: stri
 export function deleteProject(ctx: Ctx, actor: Actor, input: { project: string }): Answer {
   return inProject(ctx, actor, input.project, "owner", ({ tx, log, project }) => {
     if (project.status !== "active") throw unprocessable("Deletion failed", { reason: "The project is not active" });
-    return one(updateProject(tx, log, project.gid, { status: "deleted", deletedOn: now() }));
+    return one(tx, updateProject(tx, log, project.gid, { status: "deleted", deletedOn: now() }));
   });
 }
 
@@ -183,7 +217,7 @@ export function deleteProject(ctx: Ctx, actor: Actor, input: { project: string }
 export function undeleteProject(ctx: Ctx, actor: Actor, input: { project: string }): Answer {
   return inProject(ctx, actor, input.project, "owner", ({ tx, log, project }) => {
     if (project.status !== "deleted") throw unprocessable("Undelete failed", { reason: "The project is not deleted" });
-    return one(updateProject(tx, log, project.gid, { status: "active", deletedOn: null }));
+    return one(tx, updateProject(tx, log, project.gid, { status: "active", deletedOn: null }));
   });
 }
 

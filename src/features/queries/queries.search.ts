@@ -1,6 +1,7 @@
 import { sql } from "drizzle-orm";
 import type { Tx } from "../../db/connection";
 import { jsonKeyPath, makeDomain, validationField, type FieldSpec, type FilterDomain } from "../../core/filter";
+import { schemaDomain } from "../schema/schema.search";
 import type { QueryType } from "./queries.table";
 
 /**
@@ -12,7 +13,8 @@ import type { QueryType } from "./queries.table";
  * The searches own the real field lists. Each may hand its domain in with
  * `provideQueryDomain(type, fn)` (from the feature list), so that a saved query is checked
  * against exactly what its search accepts (records: the project's own field names). Until then
- * the defaults below apply: the properties the reference and docs/filter.md name.
+ * the defaults below apply: the properties the reference and docs/filter.md name. Schema queries
+ * use the schema search's domain itself.
  */
 export type DomainProvider = (tx: Tx, projectGid: string) => FilterDomain;
 
@@ -41,18 +43,6 @@ const ASSET_DOMAIN = makeDomain(
     ["metadata", jsonKey],
     ["extracted", jsonKey],
   ],
-);
-
-/** Schema items (definitions, classes, fields): no times, as the reference says. */
-const SCHEMA_DOMAIN = makeDomain(
-  [
-    ...text("gid", "name", "type", "kind", "status"),
-    ["label", f("localized")],
-    ["is_committed", f("boolean")],
-    ["metadata", f("object")],
-    ["validation", validationField({ fields: (n) => ["label", "metadata", "initial", "values"].includes(n), build: noSql })],
-  ],
-  [["metadata", jsonKey]],
 );
 
 /** A record field name as the schema allows it (src/features/schema: letters, digits, `_`). */
@@ -87,7 +77,8 @@ const RECORD_DOMAIN: FilterDomain = {
 const providers = new Map<QueryType, DomainProvider>([
   ["asset", () => ASSET_DOMAIN],
   ["record", () => RECORD_DOMAIN],
-  ["schema", () => SCHEMA_DOMAIN],
+  // The schema search's own fields (src/features/schema/schema.search.ts).
+  ["schema", () => schemaDomain()],
 ]);
 
 /** Replaces the default domain of a query type with the real one of its search. */

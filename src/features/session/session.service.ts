@@ -45,7 +45,7 @@ export function globalInit(tx: Tx, userGid: string) {
   const ccMembers: unknown[] = [];
   const activeGids: string[] = [];
   for (const { m, p } of mine) {
-    ccProjects[p.gid] = projectFull(p);
+    ccProjects[p.gid] = projectFull(tx, p);
     ccMembers.push(membershipFull(m));
     if (m.status === "active") {
       userProjects[p.gid] = m.roles;
@@ -92,7 +92,7 @@ export function projectInit(ctx: Pick<Ctx, "hooks">, tx: Tx, userGid: string, pr
   const project = member ? getProject(tx, projectGid) : undefined;
   let projectMembers: string[] = [];
   if (project) {
-    ccProjects[project.gid] = projectFull(project);
+    ccProjects[project.gid] = projectFull(tx, project);
     const isOwner = project.owner === userGid;
     for (const { m, u } of projectMemberRows(tx, project.gid, isOwner ? undefined : SEEN_BY_MEMBERS)) {
       const full = isOwner || u.gid === userGid;

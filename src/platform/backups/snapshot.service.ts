@@ -318,7 +318,7 @@ export type RestoreOutcome = { rows: number; skipped: Record<string, number>; mi
  * Puts the project's rows back to the snapshot, inside the caller's transaction: deletes the
  * project's rows from every project table, inserts the stored rows (columns the table no longer
  * has are dropped, new columns take their defaults), and restores the project row's own data
- * (name, icon, options; owner, status and last_backed_up stay as they are now). Rows whose
+ * (name, icon, options; owner, status, last_backed_up and the next backup version stay as they are now). Rows whose
  * references no longer hold (e.g. a membership of a user deleted since) are left out and counted
  * in `skipped`. Writes the sync items: cc.projects, cc.projects_members per changed membership,
  * and a project item per changed resource of a known data type.
@@ -384,7 +384,7 @@ export function restoreRows(
   const stored = pEntry ? [...backupRows(dir, pEntry)][0] : undefined;
   if (stored) {
     const have = new Set(columnsOf(db, "projects"));
-    const fixed = new Set(["gid", "owner", "status", "deleted_on", "last_backed_up", "updated_on"]);
+    const fixed = new Set(["gid", "owner", "status", "deleted_on", "last_backed_up", "next_backup_version", "updated_on"]);
     const set = pEntry!.columns.map((c, i) => [c, stored[i]] as const).filter(([c]) => have.has(c) && !fixed.has(c));
     if (set.length) db.query(`UPDATE projects SET ${set.map(([c]) => `${quote(c)} = ?`).join(", ")}, updated_on = ? WHERE gid = ?`).run(...(set.map(([, v]) => v) as any[]), Date.now() / 1000, projectGid);
     outcome.rows++;

@@ -1,0 +1,24 @@
+import { and, desc, eq } from "drizzle-orm";
+import type { Tx } from "../../db/connection";
+import { backups } from "./backups.table";
+
+/** One entry of the project form's `backups.versions` (the reference's shape). */
+export type BackupVersion = { version: number; name: string; created_by: string; timestamp: number };
+
+/**
+ * The project form's `backups` member: the project's complete backups, newest first, and the
+ * version the next one gets. Backups still being written or that failed are not listed (their
+ * version becomes valid once the job is done); `backups/get` shows them.
+ */
+export function backupVersions(tx: Tx, project: { gid: string; nextBackupVersion: number }): { versions: BackupVersion[]; next_version: number } {
+  const rows = tx
+    .select({ version: backups.version, name: backups.name, createdBy: backups.createdBy, createdOn: backups.createdOn })
+    .from(backups)
+    .where(and(eq(backups.projectGid, project.gid), eq(backups.status, "ready")))
+    .orderBy(desc(backups.version))
+    .all();
+  return {
+    versions: rows.map((b) => ({ version: b.version, name: b.name, created_by: b.createdBy ?? "", timestamp: b.createdOn })),
+    next_version: project.nextBackupVersion,
+  };
+}

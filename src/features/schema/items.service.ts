@@ -1,0 +1,323 @@
+import { and, asc, eq, inArray } from "drizzle-orm";
+import { badRequest, unprocessable, validationFailed, type ValidationIssue } from "../../core/errors";
+import { sqliteOf, type Tx } from "../../db/connection";
+import type { Action, ChangeLog } from "../../db/mutate";
+import type { Ctx, SchemaKind } from "../../platform/context";
+import type { ProjectAccess } from "../members/access.service";
+import { projectOptions } from "../settings/settings.options";
+import { classes, definitions, fields, layouts, type SchemaRow, type SchemaTable } from "./schema.table";
+
+/**
+ * The building blocks of every schema item (fields, classes, definitions, layouts): rows by gid,
+ * member checks, metadata, usage and class nesting. They take `(tx, ...)` and check no access:
+ * the operations in fields/classes/definitions/layouts.service.ts do that with `inProject`
+ * (owners, members and API users may edit the schema: the reference's SDK builds schemas with
+ * API keys).
+ */
+
+export type Project = ProjectAccess["project"];
+
+export type Kind = SchemaKind | "layout";
+export const KINDS: Kind[] = ["definition", "class", "field", "layout"];
+export const TABLE: Record<Kind, SchemaTable> = { field: fields, class: classes, definition: definitions, layout: layouts };
+/** The sync data type and data dictionary name of a kind. */
+export const PLURAL: Record<Kind, "fields" | "classes" | "definitions" | "layouts"> = { field: "fields", class: "classes", definition: "definitions", layout: "layouts" };
+export const NOUN: Record<Kind, string> = { field: "Field", class: "Class", definition: "Definition", layout: "Layout" };
+
+/** A row's place in the working-copy life: committed, a working copy of a committed item, or new. */
+export type ItemState = "committed" | "working_copy" | "new";
+export const stateOf = (r: SchemaRow): ItemState => (r.original ? "working_copy" : r.isNew ? "new" : "committed");
+export const isCommitted = (r: SchemaRow) => stateOf(r) === "committed";
+
+export function rowOf(tx: Tx, kind: Kind, projectGid: string, gid: unknown): SchemaRow | undefined {
+  if (typeof gid !== "string" || !gid) return undefined;
+  const t = TABLE[kind];
+  return tx.select().from(t).where(and(eq(t.gid, gid), eq(t.projectGid, projectGid))).get();
+}
+
+/** Rows of these gids (any order), or every row of the project when `gids` is undefined. */
+export function rowsOf(tx: Tx, kind: Kind, projectGid: string, gids?: string[]): SchemaRow[] {
+  const t = TABLE[kind];
+  if (gids && !gids.length) return [];
+  return tx
+    .select()
+    .from(t)
+    .where(and(eq(t.projectGid, projectGid), gids ? inArray(t.gid, gids) : undefined))
+    .orderBy(asc(t.id))
+    .all();
+}
+
+/** The working copy editing a committed item, if one exists. */
+export function workingCopyOf(tx: Tx, kind: Kind, projectGid: string, originalGid: string): SchemaRow | undefined {
+  const t = TABLE[kind];
+  return tx.select().from(t).where(and(eq(t.original, originalGid), eq(t.projectGid, projectGid))).get();
+}
+
+/** 422 `Can't work with this item` (the reference's wording), with the reason in info. */
+export const cannot = (reason: string, info: Record<string, unknown> = {}) => unprocessable("Can't work with this item", { reason, ...info });
+
+/** The row of a gid, or 422 `<Kind> not found`. */
+export function mustGet(tx: Tx, kind: Kind, projectGid: string, gid: unknown, member = kind as string): SchemaRow {
+  const r = rowOf(tx, kind, projectGid, gid);
+  if (!r) throw unprocessable(`${NOUN[kind]} not found`, { [member]: gid ?? null });
+  return r;
+}
+
+/** A committed item usable elsewhere (added to a class or definition, named in options), or 422. */
+export function mustBeCommitted(tx: Tx, kind: Kind, projectGid: string, gid: unknown, member: string): SchemaRow {
+  const r = mustGet(tx, kind, projectGid, gid, member);
+  if (!isCommitted(r)) throw cannot(`Only committed ${PLURAL[kind]} can be used; ${gid} is ${stateOf(r) === "new" ? "new" : "a working copy"}`, { [member]: gid });
+  return r;
+}
+
+export function logItem(log: ChangeLog, projectGid: string, action: Action, kind: Kind, gid: string) {
+  log.project(projectGid, action, PLURAL[kind], gid);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Member checks shared by the kinds
+
+const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const METADATA_NAME = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$/;
+
+export function nameIssues(name: unknown, member = "name"): ValidationIssue[] {
+  if (typeof name !== "string" || !NAME.test(name) || name.length > 100)
+    return [{ field: member, rule: "name", message: "letters, digits and underscores, not starting with a digit, at most 100 characters" }];
+  return [];
+}
+
+/** Throws 1001 when `issues` is not empty. */
+export function orFail(issues: ValidationIssue[]): void {
+  if (issues.length) throw validationFailed(issues);
+}
+
+/**
+ * A localized label after an update: only the given languages change; every project language is
+ * present (empty when never set). Languages outside the project are a validation issue.
+ */
+export function mergeLocalized(project: Project, current: Record<string, unknown>, input: unknown, member: string, issues: ValidationIssue[]): Record<string, string> {
+  const languages = projectOptions(project).languages;
+  const out: Record<string, string> = {};
+  for (const l of languages) out[l] = typeof current[l] === "string" ? (current[l] as string) : "";
+  if (input === undefined) return out;
+  if (!input || typeof input !== "object" || Array.isArray(input)) {
+    issues.push({ field: member, rule: "type", message: "an object of project language codes to strings" });
+    return out;
+  }
+  for (const [lang, v] of Object.entries(input)) {
+    if (!languages.includes(lang)) issues.push({ field: `${member}.${lang}`, rule: "language", message: `not a project language (${languages.join(", ")})` });
+    else if (typeof v !== "string" || v.length > 1000) issues.push({ field: `${member}.${lang}`, rule: "type", message: "a string of at most 1000 characters" });
+    else out[lang] = v;
+  }
+  return out;
+}
+
+export const METADATA_TYPES = ["text", "textline", "textlist", "number", "decimal", "boolean", "image", "fieldpicker"] as const;
+type MetadataType = (typeof METADATA_TYPES)[number];
+
+/** A metadata value coerced to its type on a best-effort basis (the reference's rule); undefined when impossible. */
+function coerceMetadata(type: MetadataType, v: unknown): unknown {
+  if (v === null || v === undefined) return type === "boolean" ? false : type === "textlist" ? [] : type === "number" || type === "decimal" ? null : type === "image" || type === "fieldpicker" ? null : "";
+  switch (type) {
+    case "text":
+    case "textline":
+      return typeof v === "string" ? (type === "textline" ? v.replace(/[\r\n]+/g, " ") : v) : typeof v === "number" || typeof v === "boolean" ? String(v) : undefined;
+    case "textlist":
+      return Array.isArray(v) ? v.map((x) => String(x)) : typeof v === "string" ? v.split(/\r?\n/) : undefined;
+    case "number": {
+      const n = typeof v === "string" && v.trim() !== "" ? Number(v) : v;
+      return typeof n === "number" && Number.isFinite(n) ? Math.trunc(n) : undefined;
+    }
+    case "decimal": {
+      const n = typeof v === "string" && v.trim() !== "" ? Number(v) : v;
+      return typeof n === "number" && Number.isFinite(n) ? n : undefined;
+    }
+    case "boolean":
+      return typeof v === "boolean" ? v : v === "true" || v === 1 || v === "1" ? true : v === "false" || v === 0 || v === "0" ? false : undefined;
+    case "image":
+    case "fieldpicker":
+      return typeof v === "string" ? v : undefined;
+  }
+}
+
+/** One metadata entry `{type, is_localized, value}` checked and coerced; issues name `member`. */
+export function metadataEntry(project: Project, input: { type?: unknown; is_localized?: unknown; value?: unknown }, member: string, issues: ValidationIssue[]) {
+  const type = (input.type ?? "textline") as MetadataType;
+  if (!(METADATA_TYPES as readonly string[]).includes(type)) {
+    issues.push({ field: `${member}.type`, rule: "enum", message: `one of ${METADATA_TYPES.join(", ")}` });
+    return undefined;
+  }
+  if (input.is_localized !== undefined && typeof input.is_localized !== "boolean") issues.push({ field: `${member}.is_localized`, rule: "type", message: "a boolean" });
+  const localized = input.is_localized === true;
+  const bad = () => issues.push({ field: `${member}.value`, rule: "type", message: `cannot be read as ${type}` });
+  if (!localized) {
+    const v = coerceMetadata(type, input.value);
+    if (v === undefined) bad();
+    return { type, is_localized: false, value: v };
+  }
+  const languages = projectOptions(project).languages;
+  const src = input.value && typeof input.value === "object" && !Array.isArray(input.value) ? (input.value as Record<string, unknown>) : {};
+  const value: Record<string, unknown> = {};
+  for (const l of languages) {
+    const v = coerceMetadata(type, Object.hasOwn(src, l) ? src[l] : undefined);
+    if (v === undefined) bad();
+    value[l] = v;
+  }
+  return { type, is_localized: true, value };
+}
+
+/** A complete metadata dict (create/modify replace it whole). */
+export function metadataDict(project: Project, input: unknown, issues: ValidationIssue[]): Record<string, unknown> {
+  if (input === undefined || input === null) return {};
+  if (typeof input !== "object" || Array.isArray(input)) {
+    issues.push({ field: "metadata", rule: "type", message: "an object of metadata names to {type, is_localized, value}" });
+    return {};
+  }
+  const out: Record<string, unknown> = {};
+  for (const [name, entry] of Object.entries(input)) {
+    if (!METADATA_NAME.test(name)) {
+      issues.push({ field: `metadata.${name}`, rule: "name", message: "a dotted name: letters, digits, underscores, at least one dot" });
+      continue;
+    }
+    if (!entry || typeof entry !== "object" || Array.isArray(entry)) {
+      issues.push({ field: `metadata.${name}`, rule: "type", message: "an object {type, is_localized, value}" });
+      continue;
+    }
+    const e = metadataEntry(project, entry as Record<string, unknown>, `metadata.${name}`, issues);
+    if (e) out[name] = e;
+  }
+  return out;
+}
+
+export function metadataNameIssues(name: unknown): ValidationIssue[] {
+  return typeof name === "string" && METADATA_NAME.test(name) ? [] : [{ field: "name", rule: "name", message: "a dotted name: letters, digits, underscores, at least one dot, no leading, trailing or double dots" }];
+}
+
+/** A list of gids from a request member, or 400 naming it. */
+export function gidList(v: unknown, member: string): string[] {
+  if (!Array.isArray(v) || v.some((g) => typeof g !== "string" || !g)) throw badRequest("Invalid parameter", { "Invalid parameter": member, expected: "an array of gids" });
+  return [...new Set(v as string[])];
+}
+
+/** Moves or inserts `item` in `list` before `before` (at the end when `before` is absent or not in the list). */
+export function placeBefore(list: string[], item: string, before: unknown): string[] {
+  const out = list.filter((g) => g !== item);
+  const at = typeof before === "string" ? out.indexOf(before) : -1;
+  if (at < 0) out.push(item);
+  else out.splice(at, 0, item);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Usage: where an item is used (delete refuses used items; commit cascades to users)
+
+export type Usage = { fields: string[]; classes: string[]; definitions: string[]; [other: string]: string[] };
+
+/** Gids of rows of `kind` whose spec holds `gid` at one of the JSON paths (arrays or scalars). */
+function rowsReferring(tx: Tx, kind: Kind, projectGid: string, gid: string, paths: string[]): string[] {
+  const table = PLURAL[kind];
+  const clauses = paths.map((p) => `EXISTS (SELECT 1 FROM json_each(t.spec, '${p}') j WHERE j.value = ?1) OR json_extract(t.spec, '${p}') = ?1`);
+  const rows = sqliteOf(tx)
+    .query(`SELECT t.gid AS gid FROM "${table}" t WHERE t.project_gid = ?2 AND (${clauses.join(" OR ")}) ORDER BY t.id`)
+    .all(gid, projectGid) as { gid: string }[];
+  return rows.map((r) => r.gid);
+}
+
+/** Definitions naming a field in one of their fieldlists. */
+function definitionsWithFieldlistField(tx: Tx, projectGid: string, gid: string): string[] {
+  const rows = sqliteOf(tx)
+    .query(
+      `SELECT DISTINCT t.gid AS gid FROM definitions t, json_each(t.spec, '$.fieldlists') l, json_each(l.value) f WHERE t.project_gid = ?2 AND f.value = ?1`,
+    )
+    .all(gid, projectGid) as { gid: string }[];
+  return rows.map((r) => r.gid);
+}
+
+/**
+ * Every place that refers to the item (working copies included), by dictionary name; other
+ * features add theirs through `hooks.schemaUsage` (records: `{records: [gids]}`).
+ */
+export function usageOf(ctx: Ctx, tx: Tx, kind: SchemaKind, projectGid: string, gid: string): Usage {
+  const u: Usage = { fields: [], classes: [], definitions: [] };
+  if (kind === "field") {
+    u.classes = rowsReferring(tx, "class", projectGid, gid, ["$.fields"]);
+    u.definitions = [...new Set([...rowsReferring(tx, "definition", projectGid, gid, ["$.fields", "$.titlefield"]), ...definitionsWithFieldlistField(tx, projectGid, gid)])];
+  } else if (kind === "class") {
+    u.definitions = rowsReferring(tx, "definition", projectGid, gid, ["$.classes"]);
+    u.fields = rowsReferring(tx, "field", projectGid, gid, ["$.options.class"]);
+  } else if (kind === "definition") {
+    u.definitions = rowsReferring(tx, "definition", projectGid, gid, ["$.childdefinitions"]);
+    u.fields = rowsReferring(tx, "field", projectGid, gid, ["$.options.definitions"]);
+  }
+  for (const check of ctx.hooks.schemaUsage)
+    for (const [k, v] of Object.entries(check(ctx, tx, projectGid, kind, gid))) if (v.length) u[k] = [...(Object.hasOwn(u, k) ? u[k]! : []), ...v];
+  return u;
+}
+
+/** Committed definitions that include a field directly or through one of their committed classes. */
+export function definitionsUsingField(tx: Tx, projectGid: string, fieldGid: string): { classes: string[]; definitions: string[] } {
+  const cls = rowsReferring(tx, "class", projectGid, fieldGid, ["$.fields"]);
+  const defs = new Set(rowsReferring(tx, "definition", projectGid, fieldGid, ["$.fields"]));
+  for (const c of cls) for (const d of rowsReferring(tx, "definition", projectGid, c, ["$.classes"])) defs.add(d);
+  return { classes: cls, definitions: [...defs] };
+}
+
+export function definitionsUsingClass(tx: Tx, projectGid: string, classGid: string): string[] {
+  return rowsReferring(tx, "definition", projectGid, classGid, ["$.classes"]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Class nesting: class/classlist fields name a class; a class must never contain itself
+
+const CLASS_TYPES = new Set(["class", "classlist"]);
+
+/** The class a field row nests (class/classlist fields), if any. */
+export function nestedClassOf(field: SchemaRow | undefined): string | undefined {
+  const s = field?.spec as { type?: string; options?: { class?: unknown } } | undefined;
+  return s && CLASS_TYPES.has(s.type ?? "") && typeof s.options?.class === "string" ? s.options.class : undefined;
+}
+
+/**
+ * Every class reachable from `classGid` (itself included) through the class fields of committed
+ * classes; `fieldsOverride` replaces one class's field list (a working copy being checked).
+ */
+export function classReach(tx: Tx, projectGid: string, classGid: string, fieldsOverride?: { class: string; fields: string[] }): Set<string> {
+  const seen = new Set<string>();
+  const queue = [classGid];
+  while (queue.length) {
+    const c = queue.pop()!;
+    if (seen.has(c)) continue;
+    seen.add(c);
+    const list = fieldsOverride?.class === c ? fieldsOverride.fields : ((rowOf(tx, "class", projectGid, c)?.spec as { fields?: string[] } | undefined)?.fields ?? []);
+    for (const f of rowsOf(tx, "field", projectGid, list)) {
+      const n = nestedClassOf(f);
+      if (n && !seen.has(n)) queue.push(n);
+    }
+  }
+  return seen;
+}
+
+/** 422 when a class would contain itself: `target` (nested by a field) reaches `container`. */
+export function refuseCircular(tx: Tx, projectGid: string, container: string, target: string, fieldsOverride?: { class: string; fields: string[] }): void {
+  if (classReach(tx, projectGid, target, fieldsOverride).has(container))
+    throw cannot("Circular class use: the class would contain itself", { class: container, nested_class: target });
+}
+
+/** How nested values find their class's fields: the committed class's fields, in order. */
+export function valueContextOf(tx: Tx, projectGid: string) {
+  const cache = new Map<string, { gid: string; name: string; type: string; options: Record<string, unknown> }[] | undefined>();
+  return {
+    classFields(classGid: string) {
+      if (!cache.has(classGid)) {
+        const c = rowOf(tx, "class", projectGid, classGid);
+        const list = (c?.spec as { fields?: string[] } | undefined)?.fields ?? [];
+        const rows = new Map(rowsOf(tx, "field", projectGid, list).map((r) => [r.gid, r]));
+        cache.set(
+          classGid,
+          c ? list.filter((g) => rows.has(g)).map((g) => { const r = rows.get(g)!; const s = r.spec as { type: string; options?: Record<string, unknown> }; return { gid: r.gid, name: r.name, type: s.type, options: s.options ?? {} }; }) : undefined,
+        );
+      }
+      return cache.get(classGid);
+    },
+  };
+}

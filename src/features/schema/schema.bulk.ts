@@ -1,0 +1,89 @@
+import type { Answer } from "../../core/answer";
+import type { Actor } from "../../core/actor";
+import { ApiError } from "../../core/errors";
+import { pageSelection, resolveSelection } from "../../core/selection";
+import type { Ctx } from "../../platform/context";
+import type { JobKind } from "../../platform/jobs/runner";
+import { inProject } from "../members/access.service";
+import { getUser } from "../users/users.service";
+import * as C from "./classes.service";
+import * as D from "./definitions.service";
+import * as F from "./fields.service";
+import { entriesAnswer, entriesOfSelection, schemaSelection, type SchemaItemType } from "./schema.search";
+
+/**
+ * `schema/bulk/*` over a selection of definitions, classes and fields (spec 4.3: gids and search
+ * elements; the children form is a 400). `bulk/get` pages synchronously with an opaque cursor; the
+ * others resolve the selection when asked and run as a job (`job.token`, progress as `jobs` sync
+ * items), calling the very same service function as the single-item endpoint for each item, one
+ * unit of work each, as the user who asked. Items the operation does not apply to (e.g. commit of
+ * an unchanged item, delete of a used one) are skipped and listed with the reason.
+ */
+
+export const BULK_OPS = ["commit", "revert", "save_as_new", "copy", "delete"] as const;
+export type BulkOp = (typeof BULK_OPS)[number];
+
+type Item = { type: SchemaItemType; gid: string };
+type One = (ctx: Ctx, actor: Actor, projectGid: string, input: { field: string } & { class: string } & { definition: string }) => Answer;
+
+const SERVICES: Record<BulkOp, Record<SchemaItemType, One>> = {
+  commit: { field: F.commitField, class: C.commitClass, definition: D.commitDefinition },
+  revert: { field: F.revertField, class: C.revertClass, definition: D.revertDefinition },
+  save_as_new: { field: F.saveAsNewField, class: C.saveAsNewClass, definition: D.saveAsNewDefinition },
+  copy: { field: F.copyField, class: C.copyClass, definition: D.copyDefinition },
+  delete: { field: F.deleteField, class: C.deleteClass, definition: D.deleteDefinition },
+};
+
+/** The job kind of a bulk operation. */
+export const bulkKind = (op: BulkOp) => `schema.bulk.${op}`;
+
+/** `schema/bulk/get`: one page of the selection with the items' data. */
+export function bulkGet(ctx: Ctx, actor: Actor, projectGid: string, input: { selection: unknown; "page.size"?: unknown; "page.cursor"?: unknown }): Answer {
+  return inProject(ctx, actor, projectGid, "member", ({ tx }) => {
+    const all = resolveSelection(tx, schemaSelection, projectGid, input.selection);
+    const page = pageSelection(all, input["page.size"], input["page.cursor"]);
+    const a = entriesAnswer(entriesOfSelection(tx, projectGid, page.page));
+    return { result: { schema_items: a.items, "schema_items.size": page.size, "page.cursor": page.cursor }, data: a.data };
+  });
+}
+
+/** Starts a bulk operation: resolves the selection now and queues the job (in the same unit); answers `job.token`. */
+export function startSchemaBulk(ctx: Ctx, actor: Actor, projectGid: string, op: BulkOp, input: { selection: unknown }): Answer {
+  return inProject(ctx, actor, projectGid, "member", ({ tx }) => {
+    const items: Item[] = entriesOfSelection(tx, projectGid, resolveSelection(tx, schemaSelection, projectGid, input.selection)).map((e) => ({ type: e.type, gid: e.row.gid }));
+    const token = ctx.jobs.enqueue({ kind: bulkKind(op), projectGid, userGid: actor.userGid, params: { items, actor }, info: { total: items.length, remaining: items.length } });
+    return { result: { "job.token": token }, data: {} };
+  });
+}
+
+/** The job of one bulk operation: each item through its single-item service, as the actor who started it. */
+function bulkJob(op: BulkOp): JobKind {
+  return {
+    async handler(ctx, job, progress) {
+      const { items, actor } = job.params as { items: Item[]; actor: Actor };
+      progress.total(items.length);
+      const skipped: { gid: string; reason: string }[] = [];
+      let done = 0;
+      for (const it of items) {
+        if (!getUser(ctx.db, actor.userGid)) {
+          skipped.push({ gid: it.gid, reason: "The user who started the job is gone" });
+        } else {
+          try {
+            const input = { field: it.gid, class: it.gid, definition: it.gid };
+            SERVICES[op][it.type](ctx, actor, job.projectGid!, input);
+            done++;
+          } catch (err) {
+            if (!(err instanceof ApiError)) throw err;
+            const reason = (err.info as { reason?: unknown }).reason;
+            skipped.push({ gid: it.gid, reason: typeof reason === "string" ? reason : err.message });
+          }
+        }
+        await progress.step(1);
+      }
+      return { done, skipped: skipped.length, ...(skipped.length ? { skipped_items: skipped.slice(0, 100) } : {}) };
+    },
+  };
+}
+
+/** The job kinds of the bulk operations, for the feature descriptor. */
+export const schemaBulkJobs: Record<string, JobKind> = Object.fromEntries(BULK_OPS.map((op) => [bulkKind(op), bulkJob(op)]));
