@@ -290,7 +290,7 @@ describe.skipIf(!CHROMIUM)("web console", () => {
     const again = await server.call(`/api/p/${projectGid}/auth`, { body: { api_key: key } });
     if (again.status !== 403) {
       const keys = await server.call(`/api/p/${projectGid}/apikeys/get`, { token: await ownerToken(), body: {} });
-      console.log("DEBUG", JSON.stringify(keys.body.data.apikeys), await owner.locator(".notices").innerText(), await owner.locator("table").innerText());
+      console.log("DEBUG", JSON.stringify(keys.body.result["apikeys.info"]), await owner.locator(".notices").innerText(), await owner.locator("table").innerText());
     }
     expect(again.status).toBe(403);
     await screenshot(owner, "07-api-keys");

@@ -8,9 +8,15 @@
 // fields {type, is_localized, value}), a root folder `/` per project, children/search with
 // page.top, uploads in `upload_file`, one dotted metadata field per metadata/set, autocomplete
 // completions, dam/info's reference members (versions and publication come from dam/details).
-// Still on the older shapes, to change here only when that work lands: backupsApi (versions
-// inside cc.projects, integer versions), apiKeysApi.list/create, membersApi.list (`member(s)`),
-// the project options, account.resetRequest (`username_or_email`) and account.update.
+//
+// Projects, backups, API keys, members, the account and the project settings speak the current
+// shapes too (docs/api.md, backups.md, apikeys.md, members.md, account.md, settings.md): the full
+// project form (options, backups {versions, next_version}, build), backups known by their integer
+// version (the list with details from the backups/get extension; no `backups` sync items, a
+// `cc.projects` UPDATE instead), jobs/get's result.job, apikeys/create's `apikey` and the listing's
+// result["apikeys.info"], members/get's result.users, reset_password_request's username_or_email,
+// account/update's top-level members, and the settings endpoints (languages, channels, orderings,
+// fieldlists).
 
 // ---------------------------------------------------------------------------------------------
 // Token: the JWT is the only thing the console keeps in localStorage.
@@ -195,13 +201,33 @@ export type User = {
   timezone?: string;
 };
 
+/** One entry of a keyed, ordered project setting (a channel, an ordering, a fieldlist). */
+export type Setting = { key: string; name: string };
+
+export type ProjectOptions = {
+  timezone: string;
+  /** Ordered; the first is the project's main language. */
+  languages: string[];
+  /** In display order; the `__all__` channel first. */
+  channels: Setting[];
+  orderings: Setting[];
+  fieldlists: Setting[];
+};
+
+/** A complete backup as the project form lists it. */
+export type BackupVersion = { version: number; name: string; createdBy: string; timestamp: number };
+
 export type Project = {
   gid: string;
   name: string;
   icon: string;
   owner: string;
   status: "active" | "deleted";
-  lastBackedUp: number | null;
+  /** The settings (empty lists in the reduced form, which has no options). */
+  options: ProjectOptions;
+  /** Complete backups, newest first. */
+  backups: BackupVersion[];
+  nextBackupVersion: number;
 };
 
 export type Membership = {
@@ -267,17 +293,20 @@ export type ApiKey = {
 };
 
 export type Backup = {
-  gid: string;
+  version: number;
   name: string;
+  createdBy: string;
   notes: string;
   status: "creating" | "ready" | "failed";
   size: number;
   rows: number;
   files: number;
-  createdOn: number;
+  /** When the snapshot was taken. */
+  timestamp: number;
   completedOn: number | null;
   error: string | null;
-  job: string;
+  /** The token of the job that writes it. */
+  job: string | null;
 };
 
 export type Job = {
@@ -321,8 +350,32 @@ function toUser(u: any): User {
   };
 }
 
+/** A keyed setting in its display order (keys the order names but the dictionary lacks are left out). */
+function settingList(options: any, dict: string, order: string): Setting[] {
+  const names = options?.[dict];
+  const keys: unknown[] = Array.isArray(options?.[order]) ? options[order] : [];
+  return keys.filter((k): k is string => typeof k === "string" && own(names, k)).map((k) => ({ key: k, name: String(names[k]) }));
+}
+
 function toProject(p: any): Project {
-  return { gid: p.gid, name: p.name, icon: p.icon ?? "", owner: p.owner, status: p.status, lastBackedUp: p.last_backed_up ?? null };
+  const o = p.options && typeof p.options === "object" ? p.options : {};
+  const versions: any[] = Array.isArray(p.backups?.versions) ? p.backups.versions : [];
+  return {
+    gid: p.gid,
+    name: p.name,
+    icon: p.icon ?? "",
+    owner: p.owner,
+    status: p.status,
+    options: {
+      timezone: typeof o.timezone === "string" ? o.timezone : "",
+      languages: Array.isArray(o.languages) ? o.languages.filter((l: unknown) => typeof l === "string") : [],
+      channels: settingList(o, "channels", "orderedchannels"),
+      orderings: settingList(o, "orderings", "orderedorderings"),
+      fieldlists: settingList(o, "fieldlists", "orderedfieldlists"),
+    },
+    backups: versions.map((v) => ({ version: v.version, name: v.name ?? "", createdBy: v.created_by ?? "", timestamp: v.timestamp })),
+    nextBackupVersion: typeof p.backups?.next_version === "number" ? p.backups.next_version : 1,
+  };
 }
 
 function toMembership(m: any): Membership {
@@ -416,17 +469,18 @@ function toApiKey(k: any): ApiKey {
 
 function toBackup(b: any): Backup {
   return {
-    gid: b.gid,
-    name: b.name,
+    version: b.version,
+    name: b.name ?? "",
+    createdBy: b.created_by ?? "",
     notes: b.notes ?? "",
     status: b.status,
     size: b.size ?? 0,
     rows: b.rows ?? 0,
     files: b.files ?? 0,
-    createdOn: b.created_on,
+    timestamp: b.timestamp,
     completedOn: b.completed_on ?? null,
     error: b.error ?? null,
-    job: b.job,
+    job: typeof b["job.token"] === "string" ? b["job.token"] : null,
   };
 }
 
@@ -480,19 +534,23 @@ export const account = {
     return toSession(await call("/api/signup", body));
   },
   async resetRequest(usernameOrEmail: string): Promise<string> {
-    const body = usernameOrEmail.includes("@") ? { email: usernameOrEmail } : { username: usernameOrEmail };
-    return (await call("/api/reset_password_request", body, { anonymous: true })).result.validation_code;
+    return (await call("/api/reset_password_request", { username_or_email: usernameOrEmail }, { anonymous: true })).result.validation_code;
   },
   async reset(p: { username: string; password: string; validationCode: string; code: string }): Promise<Session> {
     const body = { username: p.username, new_password: p.password, validation_code: p.validationCode, verification_code: p.code };
     return toSession(await call("/api/reset_password", body));
   },
-  async update(p: { name?: string; language?: string; timezone?: string }): Promise<User> {
-    const options: Record<string, string> = {};
-    if (p.language !== undefined) options.language = p.language;
-    if (p.timezone !== undefined) options.timezone = p.timezone;
-    const body: Record<string, unknown> = { options };
+  /** Changes the profile; a new password needs the current one (the answer renews the JWT). */
+  async update(p: { username?: string; name?: string; language?: string; timezone?: string; password?: string; currentPassword?: string }): Promise<User> {
+    const body: Record<string, unknown> = {};
+    if (p.username !== undefined) body.username = p.username;
     if (p.name !== undefined) body.name = p.name;
+    if (p.language !== undefined) body.language = p.language;
+    if (p.timezone !== undefined) body.timezone = p.timezone;
+    if (p.password !== undefined) {
+      body.password = p.password;
+      body.current_password = p.currentPassword ?? "";
+    }
     const env = await call("/api/account/update", body);
     return users(env.data).get(env.result.user)!;
   },
@@ -550,11 +608,14 @@ async function projectOf(env: Envelope): Promise<Project | undefined> {
 }
 
 export const projectsApi = {
-  async create(name: string): Promise<Project> {
-    return (await projectOf(await call("/api/projects/create", { name })))!;
+  async create(name: string, timezone?: string): Promise<Project> {
+    return (await projectOf(await call("/api/projects/create", timezone ? { name, timezone } : { name })))!;
   },
   async rename(project: string, name: string): Promise<Project> {
     return (await projectOf(await call("/api/projects/update", { project, name })))!;
+  },
+  async setTimezone(project: string, timezone: string): Promise<Project> {
+    return (await projectOf(await call("/api/projects/update", { project, timezone })))!;
   },
   async uploadIcon(project: string, file: File): Promise<Project> {
     const form = new FormData();
@@ -597,7 +658,7 @@ export const membersApi = {
     const env = await call(p(project, "members/get"), {});
     const us = users(env.data);
     const ms = new Map(memberships(env.data).map((m) => [m.user, m]));
-    return (env.result.members as string[])
+    return ((env.result.users ?? []) as string[])
       .filter((g) => us.has(g) && ms.has(g))
       .map((g) => ({ user: us.get(g)!, membership: ms.get(g)! }));
   },
@@ -623,13 +684,13 @@ export const membersApi = {
 export const apiKeysApi = {
   async list(project: string): Promise<ApiKey[]> {
     const env = await call(p(project, "apikeys/get"), {});
-    const dict = new Map(entries(env.data?.apikeys).map(([k, v]) => [k, toApiKey(v)]));
-    return (env.result.apikeys as string[]).map((g) => dict.get(g)).filter((k): k is ApiKey => !!k);
+    const dict = new Map(entries(env.result["apikeys.info"]).map(([k, v]) => [k, toApiKey({ ...v, user: k })]));
+    return ((env.result.apikeys ?? []) as string[]).map((g) => dict.get(g)).filter((k): k is ApiKey => !!k);
   },
   /** Creates a key; the key itself is in this answer only. */
   async create(project: string, name: string, rateLimit: number | null): Promise<{ user: string; key: string }> {
     const r = (await call(p(project, "apikeys/create"), { name, rate_limit_per_second: rateLimit })).result;
-    return { user: r.user, key: r.api_key };
+    return { user: r.user, key: r.apikey };
   },
   async update(project: string, user: string, changes: { name?: string; rateLimit?: number | null }) {
     const body: Record<string, unknown> = { user };
@@ -649,30 +710,67 @@ export const apiKeysApi = {
 };
 
 export const backupsApi = {
+  /** Every backup of the project with its details (being written and failed ones too), newest first. */
   async list(project: string): Promise<Backup[]> {
     const env = await call(p(project, "backups/get"), {});
-    const dict = new Map(entries(env.data?.backups).map(([k, v]) => [k, toBackup(v)]));
-    return (env.result.backups as string[]).map((g) => dict.get(g)).filter((b): b is Backup => !!b);
+    return (Array.isArray(env.result.backups) ? env.result.backups : []).map(toBackup);
   },
-  /** Starts a backup; returns the job token to follow. */
-  async create(project: string, name: string, notes: string): Promise<string> {
-    const body: Record<string, string> = {};
-    if (name.trim()) body.name = name.trim();
-    if (notes.trim()) body.notes = notes;
-    return (await call(p(project, "backups/create"), body)).result["job.token"];
+  /** Starts a backup (`createdBy`: who makes it); answers its version and the job token to follow. */
+  async create(project: string, b: { createdBy: string; name?: string; notes?: string }): Promise<{ version: number; job: string }> {
+    const body: Record<string, string> = { created_by: b.createdBy };
+    if (b.name?.trim()) body.name = b.name.trim();
+    if (b.notes?.trim()) body.notes = b.notes;
+    const r = (await call(p(project, "backups/create"), body)).result;
+    return { version: r.version, job: r["job.token"] };
   },
-  async restore(project: string, backup: string): Promise<string> {
-    return (await call(p(project, "backups/restore"), { backup })).result["job.token"];
+  /** Starts a restore; answers the job token. */
+  async restore(project: string, version: number): Promise<string> {
+    return (await call(p(project, "backups/restore"), { version })).result["job.token"];
   },
-  async remove(project: string, backup: string) {
-    await call(p(project, "backups/delete"), { backup });
+  async remove(project: string, version: number) {
+    await call(p(project, "backups/delete"), { version });
+  },
+};
+
+export type SettingKind = "channel" | "ordering" | "fieldlist";
+const SETTING_PATHS: Record<SettingKind, string> = { channel: "channels", ordering: "orderings", fieldlist: "fieldlists" };
+
+/** The project settings (docs/settings.md); every call answers the changed project. */
+export const settingsApi = {
+  async addLanguage(project: string, language: string): Promise<Project> {
+    return (await projectOf(await call(p(project, "languages/add"), { language })))!;
+  },
+  /** Places a language before another (null: at the end); the first is the main language. */
+  async moveLanguage(project: string, language: string, before: string | null): Promise<Project> {
+    return (await projectOf(await call(p(project, "languages/move"), before ? { language, before_language: before } : { language })))!;
+  },
+  /** Removes a language; its values are kept (hidden) unless `removeValues` confirms deleting them. */
+  async removeLanguage(project: string, language: string, removeValues: boolean): Promise<{ project: Project; removedValues: number }> {
+    const env = await call(p(project, "languages/remove"), removeValues ? { language, remove_values: true } : { language });
+    return { project: (await projectOf(env))!, removedValues: typeof env.result.removed_values === "number" ? env.result.removed_values : 0 };
+  },
+  async create(project: string, kind: SettingKind, name: string): Promise<{ key: string; project: Project }> {
+    const env = await call(p(project, `${SETTING_PATHS[kind]}/create`), { name });
+    return { key: env.result[kind], project: (await projectOf(env))! };
+  },
+  async rename(project: string, kind: SettingKind, key: string, name: string): Promise<Project> {
+    return (await projectOf(await call(p(project, `${SETTING_PATHS[kind]}/update`), { [kind]: key, name })))!;
+  },
+  /** Places an entry before another (null: at the end). */
+  async move(project: string, kind: SettingKind, key: string, before: string | null): Promise<Project> {
+    const body: Record<string, string> = { [kind]: key };
+    if (before) body[`before_${kind}`] = before;
+    return (await projectOf(await call(p(project, `${SETTING_PATHS[kind]}/move`), body)))!;
+  },
+  async remove(project: string, kind: SettingKind, key: string): Promise<Project> {
+    return (await projectOf(await call(p(project, `${SETTING_PATHS[kind]}/delete`), { [kind]: key })))!;
   },
 };
 
 export const jobsApi = {
   async get(project: string | null, tokenOfJob: string): Promise<Job> {
     const env = await call(project ? p(project, "jobs/get") : "/api/jobs/get", { token: tokenOfJob });
-    return toJob(tokenOfJob, env.data?.jobs?.[tokenOfJob]);
+    return toJob(tokenOfJob, env.result.job);
   },
 };
 

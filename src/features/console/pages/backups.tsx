@@ -1,16 +1,24 @@
-// Project backups: create, list, restore, delete, with the progress of their jobs.
+// Project backups (known by their version): create, list, restore, delete, with the progress of
+// their jobs.
 import { useEffect, useState } from "preact/hooks";
 import { backupsApi, formatBytes, type Backup } from "../api";
-import { notify, notifyError, useJob, useLive, useLoad } from "../store";
+import { notify, notifyError, session$, useJob, useLive, useLoad, useStore } from "../store";
 import { confirm, Empty, ErrorNote, Field, formatTime, issue, JobProgress, Loading, useBusy } from "../ui";
 import type { ProjectCtx } from "./project";
 
 export function BackupsPage(props: { ctx: ProjectCtx }) {
-  const { gid } = props.ctx;
+  const { gid, project, me } = props.ctx;
+  const { session } = useStore(session$);
+  const user = session?.users.get(me);
+  // Backups are grouped by who makes them: the signed-in person's username.
+  const createdBy = user?.username || user?.name || "Web console";
   const list = useLoad(() => backupsApi.list(gid), [gid]);
   const [restoring, setRestoring] = useState<{ token: string; name: string } | null>(null);
-  // Backups change as their jobs run; a finished job is the signal to read them again.
-  useLive(["backups"], () => list.reload());
+  // The project form's backup list changes with a `cc.projects` item; a finished job is the other
+  // signal to read the details again.
+  useLive(["cc.projects"], (items) => {
+    if (items.some((i) => i.key === gid)) list.reload();
+  });
   useLive(["jobs"], (items) => {
     if (items.some((i) => (i.data as { status?: string } | null)?.status === "done" || (i.data as { status?: string } | null)?.status === "rejected")) list.reload();
   });
@@ -18,7 +26,7 @@ export function BackupsPage(props: { ctx: ProjectCtx }) {
   return (
     <>
       <h1 tabIndex={-1}>Backups</h1>
-      <CreateForm gid={gid} onDone={list.reload} />
+      <CreateForm gid={gid} createdBy={createdBy} nextVersion={project.nextBackupVersion} onDone={list.reload} />
       {restoring ? (
         <section class="panel" aria-live="polite">
           <h2>Restoring “{restoring.name}”</h2>
@@ -31,7 +39,7 @@ export function BackupsPage(props: { ctx: ProjectCtx }) {
       ) : list.data?.length ? (
         <ul class="rows" aria-label="Backups">
           {list.data.map((b) => (
-            <BackupRow key={b.gid} b={b} gid={gid} onChange={list.reload} onRestore={(token) => setRestoring({ token, name: b.name })} />
+            <BackupRow key={b.version} b={b} gid={gid} onChange={list.reload} onRestore={(token) => setRestoring({ token, name: b.name })} />
           ))}
         </ul>
       ) : (
@@ -52,7 +60,7 @@ function RestoreProgress(props: { gid: string; token: string; onEnd: () => void 
   return <JobProgress job={job} label="Restore" />;
 }
 
-function CreateForm(props: { gid: string; onDone: () => void }) {
+function CreateForm(props: { gid: string; createdBy: string; nextVersion: number; onDone: () => void }) {
   const [name, setName] = useState("");
   const [notes, setNotes] = useState("");
   const [error, setError] = useState<unknown>(null);
@@ -67,7 +75,7 @@ function CreateForm(props: { gid: string; onDone: () => void }) {
           setError(null);
           run(async () => {
             try {
-              await backupsApi.create(props.gid, name, notes);
+              await backupsApi.create(props.gid, { createdBy: props.createdBy, name, notes });
               setName("");
               setNotes("");
               props.onDone();
@@ -77,7 +85,7 @@ function CreateForm(props: { gid: string; onDone: () => void }) {
           });
         }}
       >
-        <Field label="Name" error={issue(error, "name")} hint="Empty: the date and time">
+        <Field label="Name" error={issue(error, "name")} hint={`Empty: Backup ${props.nextVersion}`}>
           <input name="backup-name" maxLength={200} value={name} onInput={(e) => setName(e.currentTarget.value)} />
         </Field>
         <Field label="Notes" error={issue(error, "notes")}>
@@ -97,11 +105,12 @@ function BackupRow(props: { b: Backup; gid: string; onChange: () => void; onRest
   const job = useJob(gid, b.status === "creating" ? b.job : null);
   const [busy, run] = useBusy();
   return (
-    <li class="row-item backup" data-backup={b.gid}>
+    <li class="row-item backup" data-backup={b.version}>
       <div class="row-main">
         <strong>{b.name}</strong>
         <span class="muted">
-          {formatTime(b.createdOn)}
+          {`Version ${b.version} · ${formatTime(b.timestamp)}`}
+          {b.createdBy ? ` · by ${b.createdBy}` : ""}
           {b.status === "ready" ? ` · ${formatBytes(b.size)} · ${b.rows} rows · ${b.files} files` : ""}
           {b.notes ? ` · ${b.notes}` : ""}
         </span>
@@ -116,11 +125,11 @@ function BackupRow(props: { b: Backup; gid: string; onChange: () => void; onRest
           onClick={async () => {
             const ok = await confirm({
               title: "Restore backup",
-              text: `The project returns to the state of “${b.name}” (${formatTime(b.createdOn)}). Changes made since are lost.`,
+              text: `The project returns to the state of “${b.name}” (${formatTime(b.timestamp)}). Changes made since are lost.`,
               action: "Restore",
               danger: true,
             });
-            if (ok) run(() => backupsApi.restore(gid, b.gid).then(props.onRestore, notifyError));
+            if (ok) run(() => backupsApi.restore(gid, b.version).then(props.onRestore, notifyError));
           }}
         >
           Restore
@@ -130,7 +139,7 @@ function BackupRow(props: { b: Backup; gid: string; onChange: () => void; onRest
           disabled={busy || b.status === "creating"}
           onClick={async () => {
             if (await confirm({ title: "Delete backup", text: `Delete “${b.name}”?`, action: "Delete", danger: true }))
-              run(() => backupsApi.remove(gid, b.gid).then(() => (notify("Backup deleted"), props.onChange()), notifyError));
+              run(() => backupsApi.remove(gid, b.version).then(() => (notify("Backup deleted"), props.onChange()), notifyError));
           }}
         >
           Delete
