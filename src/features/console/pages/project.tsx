@@ -9,6 +9,7 @@ import { ApiKeysPage } from "./apikeys";
 import { AssetsPage } from "./assets";
 import { BackupsPage } from "./backups";
 import { MembersPage } from "./members";
+import { ProjectSettings } from "./settings";
 
 /** A project the user is leaving on purpose: losing its subscription is then no surprise. */
 let leaving: string | null = null;
@@ -198,6 +199,7 @@ function SettingsPage(props: { ctx: ProjectCtx }) {
               ) : null}
             </div>
           </section>
+          <ProjectSettings project={project} />
           {project.status === "active" ? (
             <section class="panel danger-zone" aria-labelledby="del-h">
               <h2 id="del-h">Delete the project</h2>
@@ -223,6 +225,8 @@ function SettingsPage(props: { ctx: ProjectCtx }) {
           ) : null}
         </>
       ) : (
+        <>
+        <ProjectSettings project={project} />
         <section class="panel" aria-labelledby="leave-h">
           <h2 id="leave-h">Leave the project</h2>
           <p>You lose access to {project.name} until its owner invites you again.</p>
@@ -247,6 +251,7 @@ function SettingsPage(props: { ctx: ProjectCtx }) {
             Leave project
           </button>
         </section>
+        </>
       )}
     </>
   );

@@ -1,0 +1,106 @@
+// The console's project settings page end to end, in headless Chromium: languages, channels,
+// orderings and fieldlists, checked against what the server then answers.
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import type { Browser, Page } from "playwright-core";
+import { TestServer } from "../helpers/server";
+import { CHROMIUM, launch, screenshot, watchErrors } from "./browser";
+
+setDefaultTimeout(120_000);
+
+describe.skipIf(!CHROMIUM)("web console: project settings", () => {
+  let server: TestServer;
+  let browser: Browser;
+  let page: Page;
+  let errors: string[];
+
+  beforeAll(async () => {
+    server = await TestServer.start();
+    browser = await launch();
+    page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
+    errors = watchErrors(page);
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await server?.stop();
+  });
+
+  async function options(project: string): Promise<any> {
+    const token = String(await page.evaluate("localStorage.getItem('apis.jwt')"));
+    const answer = await server.call("/api/projects/get", { token, body: { project } });
+    return answer.body.data["cc.projects"][project].options;
+  }
+  const names = (o: any, kind: string) => (o[`ordered${kind}`] as string[]).map((k) => o[kind][k]);
+
+  test("languages are added, moved and removed (values kept unless confirmed), and channels, orderings and fieldlists are created, renamed, moved and deleted", async () => {
+    await server.user("olga", "olgas-secret-1");
+    await page.goto(server.url + "/");
+    await page.getByLabel("Username").fill("olga");
+    await page.getByLabel("Password").fill("olgas-secret-1");
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.getByRole("heading", { name: "Projects", exact: true }).waitFor();
+    await page.getByLabel("Name").fill("Settings demo");
+    await page.getByRole("button", { name: "Create project" }).click();
+    await page.getByRole("heading", { name: "Assets", exact: true }).waitFor();
+    const gid = /\/console\/p\/([0-9a-z]+)\//.exec(page.url())![1]!;
+    await page.getByRole("link", { name: "Settings" }).click();
+
+    // Languages: add two, make German the main one, remove French with its values and English without.
+    const languages = page.getByRole("list", { name: "Languages" });
+    for (const [code, name] of [["de", "German"], ["fr", "French"]]) {
+      await page.getByLabel("Language to add").selectOption(code!);
+      await page.getByRole("button", { name: "Add language" }).click();
+      await languages.locator(`li[data-language="${code}"]`).getByText(name!, { exact: true }).waitFor();
+    }
+    await page.getByRole("button", { name: "Move German up", exact: true }).click();
+    await languages.locator("li").first().getByText("Main").waitFor();
+    await languages.locator('li[data-language="de"]').getByText("Main").waitFor();
+    expect((await options(gid)).languages).toEqual(["de", "en", "fr"]);
+
+    await page.getByRole("button", { name: "Remove French", exact: true }).click();
+    const dialog = page.getByRole("dialog");
+    await dialog.getByRole("button", { name: "Remove language", exact: true }).waitFor();
+    await dialog.getByLabel(/Also delete every value/).check();
+    await dialog.getByRole("button", { name: "Remove language and values" }).click();
+    await page.getByText("French removed with 0 values").waitFor();
+    await page.getByRole("button", { name: "Remove English", exact: true }).click();
+    await page.getByRole("dialog").getByRole("button", { name: "Remove language", exact: true }).click();
+    await page.getByText("English removed; its values are kept").waitFor();
+    await languages.locator('li[data-language="en"]').waitFor({ state: "detached" });
+    expect((await options(gid)).languages).toEqual(["de"]);
+    // The last language cannot be removed.
+    expect(await page.getByRole("button", { name: "Remove German", exact: true }).isDisabled()).toBe(true);
+
+    // Channels: create, rename, move before the main channel; the [all records] channel stays first and fixed.
+    const channels = page.locator('section[data-setting="channel"]');
+    await channels.getByLabel("New channel").fill("Webshop");
+    await channels.getByRole("button", { name: "Create channel" }).click();
+    await channels.getByText("Webshop", { exact: true }).waitFor();
+    await channels.getByRole("button", { name: "Edit the name of Webshop" }).click();
+    await channels.getByLabel("New name of Webshop").fill("Web shop");
+    await channels.getByRole("button", { name: "Save" }).click();
+    await channels.getByText("Web shop", { exact: true }).waitFor();
+    await channels.getByRole("button", { name: "Move Web shop up" }).click();
+    await channels.locator("li").nth(1).getByText("Web shop", { exact: true }).waitFor();
+    expect(await channels.getByRole("button", { name: "Move Web shop up" }).isDisabled()).toBe(true);
+    expect(await channels.locator("li").first().getByRole("button").count()).toBe(0);
+    expect(names(await options(gid), "channels")).toEqual(["[all records]", "Web shop", "Main channel"]);
+
+    // Orderings: a second one, with the main one moved below it; fieldlists: the main one deleted.
+    const orderings = page.locator('section[data-setting="ordering"]');
+    await orderings.getByLabel("New ordering").fill("By price");
+    await orderings.getByRole("button", { name: "Create ordering" }).click();
+    await orderings.getByRole("button", { name: "Move Main ordering down" }).click();
+    await orderings.locator("li").first().getByText("By price", { exact: true }).waitFor();
+    const fieldlists = page.locator('section[data-setting="fieldlist"]');
+    await fieldlists.getByRole("button", { name: "Delete Main fieldlist" }).click();
+    await page.getByRole("dialog").getByRole("button", { name: "Delete" }).click();
+    await fieldlists.getByText("No fieldlists.").waitFor();
+    await screenshot(page, "12-project-settings");
+
+    const o = await options(gid);
+    expect(names(o, "orderings")).toEqual(["By price", "Main ordering"]);
+    expect(o.orderedfieldlists).toEqual([]);
+    expect(errors).toEqual([]);
+  });
+});
