@@ -158,7 +158,7 @@ export function accountRoutes(ctx: Ctx) {
       {
         auth: true,
         body: t.Object({ file: t.File() }),
-        detail: describe({ summary: "Upload an avatar (multipart `file`): resized to a 256 px square PNG served at /media/avatars/<avatar>", tags, errors: [400, 403, 413] }),
+        detail: describe({ summary: "Upload an avatar (multipart `file`): resized to a 256 px square PNG served at /media/avatars/<avatar>", tags, errors: [400, 403, 413, 422] }),
       },
     )
     .post(
