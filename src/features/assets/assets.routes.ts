@@ -2,7 +2,7 @@ import { Elysia, t } from "elysia";
 import { BULK_PAGE_MAX } from "../../core/selection";
 import { authMacro } from "../../http/auth";
 import { answer } from "../../http/envelope";
-import { describe, type ErrorStatus } from "../../http/openapi";
+import { describe, type ErrorStatus, type Upload } from "../../http/openapi";
 import { receiveMultipart } from "../../http/multipart";
 import type { Ctx } from "../../platform/context";
 import { BULK_KINDS, bulkGetAssets, startBulkOperation, type BulkOperation } from "./assets.bulk";
@@ -66,8 +66,11 @@ const forms: Record<string, Record<string, unknown>> = {
 };
 const pick = (...gids: string[]) => ({ assets: Object.fromEntries(gids.map((g) => [g, forms[g]])) });
 /** The OpenAPI detail of an asset route: summary, example answer (result, assets in data), errors. */
-const doc = (summary: string, result: Record<string, unknown>, gids: string[], errors: ErrorStatus[] = [400, 403, 422]) =>
-  describe({ summary, tags, example: { success: true, result, data: gids.length ? pick(...gids) : {} }, errors });
+const doc = (summary: string, result: Record<string, unknown>, gids: string[], errors: ErrorStatus[] = [400, 403, 422], upload?: Upload) =>
+  describe({ summary, tags, example: { success: true, result, data: gids.length ? pick(...gids) : {} }, errors, upload });
+/** The multipart parts of the two uploads (streamed by the route, so documented here). */
+const uploadFile = { name: "upload_file", description: "the file (`file` is accepted too); its type is sniffed from the content" };
+const NAME_PART = "the asset's name (default: the part's file name without any path)";
 
 /** A body parser that reads nothing, so the handler can stream `request.body` itself. */
 const leaveBodyUnread = () => ({});
@@ -141,6 +144,11 @@ export function assetRoutes(ctx: Ctx) {
           { parent: FOLDER, asset: FILE },
           [FILE, FOLDER],
           [400, 403, 413, 422],
+          {
+            file: uploadFile,
+            fields: { parent: "the folder's gid (neither parent nor pathname: the root)", pathname: "the folder's pathname, instead of parent", name: NAME_PART },
+            required: ["upload_file"],
+          },
         ),
       },
     )
@@ -151,7 +159,11 @@ export function assetRoutes(ctx: Ctx) {
         auth: true,
         params,
         parse: leaveBodyUnread,
-        detail: doc("Upload a new version of a file (multipart: asset, upload_file, name?); storage name <gid>~<version>.<type>", { asset: FILE }, [FILE, FOLDER], [400, 403, 413, 422]),
+        detail: doc("Upload a new version of a file (multipart: asset, upload_file, name?); storage name <gid>~<version>.<type>", { asset: FILE }, [FILE, FOLDER], [400, 403, 413, 422], {
+          file: uploadFile,
+          fields: { asset: "the file asset's gid", name: "a new name for the asset (optional)" },
+          required: ["asset", "upload_file"],
+        }),
       },
     )
     .post("/move", ({ params, body, actor }) => answer(moveAssets(ctx, actor, params.project, body)), {

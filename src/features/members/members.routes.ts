@@ -19,7 +19,7 @@ import {
 const tags = ["members"];
 const params = t.Object({ project: t.String() });
 const userBody = t.Object({ user: t.String() });
-const invitationBody = t.Object({ invitee: t.String(), project: t.String() });
+const invitationBody = t.Object({ invitee: t.String(), project: t.String() }, { examples: [examples.initInvite.request] });
 
 /**
  * Project members (`/api/p/<project>/members/*`, owner-only changes), one membership
@@ -75,10 +75,26 @@ export function memberRoutes(ctx: Ctx) {
     })
     .post("/init_invite", ({ body }) => answer(invitationInfo(ctx, body)), {
       body: invitationBody,
-      detail: { summary: "Check an invitation link and get what the invitation page shows (no login)", tags },
+      detail: describe({
+        summary: "Check an invitation link and get what the invitation page shows (no login)",
+        tags,
+        example: examples.initInvite.answer,
+        result: t.Object({
+          invitee: t.String({ description: "the invited user's gid" }),
+          project: t.String({ description: "the project's gid" }),
+          project_members: t.Array(t.String(), { description: "gids of the active members, the owner included" }),
+        }),
+        errors: [400, 422],
+      }),
     })
     .post("/decline_invite", ({ body }) => answer(declineInvitation(ctx, body)), {
       body: invitationBody,
-      detail: { summary: "Decline an invitation without login: membership status declined", tags },
+      detail: describe({
+        summary: "Decline an invitation without login: membership status declined",
+        tags,
+        example: examples.declineInvite.answer,
+        result: t.Object({ project: t.String({ description: "the project's gid" }) }),
+        errors: [400, 422],
+      }),
     });
 }
