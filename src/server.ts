@@ -29,6 +29,7 @@ import { assetRoutes } from "./routes/assets.routes";
 import { damRoutes } from "./routes/dam.routes";
 import { mediaRoutes, mediaServeRoutes } from "./routes/media.routes";
 import { schemaRoutes } from "./features/schema/schema.routes";
+import { recordsRoutes } from "./features/records/records.routes";
 import { announceVersion } from "./services/instance.service";
 import { VERSION } from "./version";
 
@@ -67,7 +68,8 @@ export function createApp(ctx: Ctx) {
     .use(assetRoutes(ctx))
     .use(damRoutes(ctx))
     .use(mediaRoutes(ctx))
-    .use(schemaRoutes(ctx));
+    .use(schemaRoutes(ctx))
+    .use(recordsRoutes(ctx));
 }
 
 export type Running = { ctx: Ctx; url: string; port: number; stop: () => Promise<void> };

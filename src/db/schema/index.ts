@@ -7,3 +7,4 @@ export * from "./account";
 export * from "./apikeys";
 export * from "./dam";
 export * from "../../features/schema/schema.table";
+export * from "../../features/records/records.table";

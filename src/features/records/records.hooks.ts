@@ -1,0 +1,2 @@
+/** How records follow the schema (commit hooks, usage checks); filled in below. */
+export {};
