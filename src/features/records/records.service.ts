@@ -164,11 +164,11 @@ export function orderingsOf(tx: Tx, ids: number[], view: SchemaView): Map<number
   return out;
 }
 
-/** Links pointing at these canonical records: canonical gid → link gids. */
+/** Live (not deleted) links pointing at these canonical records: canonical gid → link gids. */
 export function backlinksOf(tx: Tx, gids: string[]): Map<string, string[]> {
   const out = new Map<string, string[]>();
   if (!gids.length) return out;
-  const rows = db(tx).query(`SELECT canonical, gid FROM records WHERE is_link = 1 AND canonical IN (SELECT value FROM json_each(?)) ORDER BY id`).all(JSON.stringify(gids)) as { canonical: string; gid: string }[];
+  const rows = db(tx).query(`SELECT canonical, gid FROM records WHERE is_link = 1 AND status != 'deleted' AND canonical IN (SELECT value FROM json_each(?)) ORDER BY id`).all(JSON.stringify(gids)) as { canonical: string; gid: string }[];
   for (const r of rows) {
     const l = out.get(r.canonical);
     if (l) l.push(r.gid);
