@@ -11,7 +11,7 @@ beforeAll(async () => {
   g1 = await w.create(w.root, { en: { name: "Group one" } });
   g2 = await w.create(w.root, { en: { name: "Group two" } });
   for (let i = 0; i < 4; i++) kids.push(await w.create(g1, { en: { name: `Item ${i}`, artnr: `A${i}` } }));
-});
+}, 60_000);
 afterAll(() => w.srv.stop());
 
 const order = async (parent: string, ordering = "ord") => (await w.children(parent, { ordering })).children as string[];

@@ -4,7 +4,7 @@ import { recordsWorld } from "./helpers";
 let w: Awaited<ReturnType<typeof recordsWorld>>;
 beforeAll(async () => {
   w = await recordsWorld();
-});
+}, 60_000);
 afterAll(() => w.srv.stop());
 
 describe("records: root, create, get, children", () => {

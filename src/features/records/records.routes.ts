@@ -6,6 +6,7 @@ import type { Actor } from "../schema/schema.core";
 import { actorOf } from "../schema/schema.routes";
 import * as S from "./records.service";
 import * as T from "./records.tree";
+import { searchRecords } from "./records.search";
 import "./records.hooks";
 
 const params = t.Object({ project: t.String() });
@@ -47,5 +48,6 @@ export function recordsRoutes(ctx: Ctx) {
   route("/delete", "Delete a record with its subtree and links (undeletable)", { record: any }, T.deleteRecord);
   route("/undelete", "Restore a deleted record with its subtree and links", { record: any }, T.undeleteRecord);
   route("/permanent_delete", "Remove a deleted record for good (a job)", { record: any }, T.permanentDeleteRecord);
+  route("/search", "Search records: full text `q` (+/- terms) and/or `filter`, best match first", { q: any, filter: any, ...page }, searchRecords);
   return app;
 }
