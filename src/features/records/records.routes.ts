@@ -7,6 +7,11 @@ import { actorOf } from "../schema/schema.routes";
 import * as S from "./records.service";
 import * as T from "./records.tree";
 import { searchRecords } from "./records.search";
+import { BULK_OPS, bulkGet, startRecordsBulk } from "./records.bulk";
+import * as CH from "./records.channels";
+import * as DEF from "./records.definition";
+import { getWorksheet } from "./records.worksheet";
+import { previewField } from "./records.preview";
 import "./records.hooks";
 
 const params = t.Object({ project: t.String() });
@@ -49,5 +54,35 @@ export function recordsRoutes(ctx: Ctx) {
   route("/undelete", "Restore a deleted record with its subtree and links", { record: any }, T.undeleteRecord);
   route("/permanent_delete", "Remove a deleted record for good (a job)", { record: any }, T.permanentDeleteRecord);
   route("/search", "Search records: full text `q` (+/- terms) and/or `filter`, best match first", { q: any, filter: any, ...page }, searchRecords);
+  route("/worksheet", "A parent's grid: path, one page of children, sibling_definitions", { record: any, ordering: any, ...page }, getWorksheet);
+  route("/fields/preview", "A preview image of a (barcode) field value", { record: any, field: any, value: any }, previewField);
+
+  route("/channels/set", "Switch channels on or off for a record", { record: any, channels: any, enabled: any }, CH.setChannels);
+  route("/channels/copy_from_parent", "Copy the parent's channel state to the record", { record: any, channels: any }, CH.copyChannelsFromParent);
+  route("/channels/copy_down", "Copy the record's channel state to its whole subtree (a job)", { record: any, channels: any }, CH.copyChannelsDown);
+  route("/channels/copy_up", "Switch the record's enabled channels on for its ancestors", { record: any, channels: any }, CH.copyChannelsUp);
+
+  const d = "/definition";
+  route(`${d}/set`, "Give the record another definition (shared values kept)", { record: any, definition: any }, DEF.setRecordDefinition);
+  route(`${d}/revert`, "Give the record back the definition its extended definition extends", { record: any }, DEF.revertRecordDefinition);
+  route(`${d}/copy_to_siblings`, "Give the record's definition to all its siblings", { record: any }, DEF.copyDefinitionToSiblings);
+  route(`${d}/classes/add`, "Add a class to the record's extended definition", { record: any, class: any, before_class: any }, DEF.addClass);
+  route(`${d}/classes/remove`, "Remove an added class from the record's extended definition", { record: any, class: any }, DEF.removeClass);
+  route(`${d}/fields/add`, "Add a field to the record's extended definition", { record: any, field: any, before_field: any }, DEF.addField);
+  route(`${d}/fields/remove`, "Remove an added field from the record's extended definition", { record: any, field: any }, DEF.removeField);
+  const fl = { record: any, fieldlist: any, field: any, before_field: any };
+  route(`${d}/fieldlists/fields/add`, "Add a field to a fieldlist of the record's extended definition", fl, DEF.addFieldlistField);
+  route(`${d}/fieldlists/fields/move`, "Move a field in a fieldlist of the record's extended definition", fl, DEF.moveFieldlistField);
+  route(`${d}/fieldlists/fields/remove`, "Remove a field from a fieldlist of the record's extended definition", fl, DEF.removeFieldlistField);
+  route(`${d}/layouts/modify`, "Modify the layout of the record's extended definition", { record: any, name: any, root: any, components: any }, DEF.modifyLayout);
+  const comp = { record: any, component: any, parent: any, type: any, name: any, options: any, before_component: any };
+  route(`${d}/layouts/components/create`, "Add a component to the extended definition's layout", comp, DEF.createComponent);
+  route(`${d}/layouts/components/modify`, "Modify a component of the extended definition's layout", comp, DEF.modifyComponent);
+  route(`${d}/layouts/components/move`, "Move a component of the extended definition's layout", comp, DEF.moveComponent);
+  route(`${d}/layouts/components/delete`, "Delete a component of the extended definition's layout", comp, DEF.deleteComponent);
+
+  route("/bulk/get", "One page of a selection (opaque page.cursor, stable under concurrent writes)", { selection: any, "page.size": any, "page.cursor": any }, bulkGet);
+  for (const op of Object.keys(BULK_OPS))
+    route(`/bulk/${op}`, `${op} every selected record, as a job (answers job.token)`, { selection: any, parent: any, ordering: any, before_record: any, channels: any, enabled: any, definition: any, fields: any }, (c, a, p, body) => startRecordsBulk(c, a, p, op, body));
   return app;
 }
