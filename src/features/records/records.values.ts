@@ -272,7 +272,8 @@ export function applyFields(
         err(lang, key, "unknown_field", `the record's definition has no field ${JSON.stringify(key.slice(0, 100))}`);
         continue;
       }
-      let value: unknown = raw === undefined ? null : raw;
+      // An empty string clears the field like null (a barcode's "" is not a code, but it is empty).
+      let value: unknown = raw === undefined || raw === "" ? null : raw;
       // A value-list field given by label (or key) without /key: find the key.
       if (f.labels && !byKey && value !== null) {
         const toKey = (x: unknown): unknown => {
