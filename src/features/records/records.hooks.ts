@@ -5,8 +5,8 @@ import type { Tx } from "../../db/connection";
 import { projects } from "../../db/schema";
 import { enqueueJob, registerJob } from "../../jobs/runner";
 import { mutate } from "../../db/changelog";
-import { LIST_TYPES, type FieldType } from "../schema/field-types";
-import { registerUsageCheck } from "../schema/schema.core";
+import { LIST_TYPES, valueSchema, type FieldType } from "../schema/field-types";
+import { registerUsageCheck, valueContextOf } from "../schema/schema.core";
 import { registerCommitHook, type SchemaCommit } from "../schema/working-copies";
 import { COLUMNS, db, recOf, Touch, writeSearch, type Rec, type Vals } from "./records.service";
 import { checksOf, dict, SchemaView, SHARED } from "./records.values";
@@ -46,7 +46,7 @@ function recordsWithValue(tx: Tx, projectGid: string, field: string): string[] {
   return rows.map((r) => r.gid);
 }
 
-type FieldForm = { type: FieldType; is_localized: boolean };
+type FieldForm = { type: FieldType; is_localized: boolean; name: string; options?: Record<string, unknown> };
 type Follow = { field?: { gid: string; from: FieldForm; to: FieldForm }; dropped: Record<string, string[]>; definitions: string[] };
 
 const TEXTUAL = new Set(["text", "textline", "barcode", "date"]);
@@ -72,6 +72,8 @@ export function convertValue(v: unknown, from: string, to: string): unknown {
   return undefined;
 }
 
+const schemas = new WeakMap<Follow, ReturnType<typeof valueSchema>>();
+
 /** One record's values after a schema change; `lost` lists what could not be kept. */
 function followVals(view: SchemaView, rec: Rec, f: Follow): { vals: Vals; lost: boolean } {
   const vals: Vals = dict();
@@ -81,13 +83,15 @@ function followVals(view: SchemaView, rec: Rec, f: Follow): { vals: Vals; lost: 
   for (const g of drop) for (const slot of Object.values(vals)) if (Object.hasOwn(slot, g)) (delete slot[g], (lost = true));
   const fc = f.field;
   if (fc && (fc.from.type !== fc.to.type || fc.from.is_localized !== fc.to.is_localized)) {
-    const field = view.def(rec.definition).byGid.get(fc.gid);
+    // Checked against the field as committed now (the dry run runs before the commit).
+    let schema = schemas.get(f);
+    if (!schema) schemas.set(f, (schema = valueSchema({ gid: fc.gid, name: fc.to.name, type: fc.to.type, options: fc.to.options ?? {} }, valueContextOf(view.tx, view.projectGid))));
     const old: Record<string, unknown> = dict();
     for (const [slot, values] of Object.entries(vals)) if (Object.hasOwn(values, fc.gid)) (old[slot] = values[fc.gid], delete values[fc.gid]);
     const put = (slot: string, v: unknown) => {
       if (v === undefined || v === null) return;
       const c = convertValue(v, fc.from.type, fc.to.type);
-      if (c === undefined || (field && !field.schema().safeParse(c).success)) return void (lost = true);
+      if (c === undefined || !schema.safeParse(c).success) return void (lost = true);
       (vals[slot] ??= dict())[fc.gid] = c;
     };
     if (fc.to.is_localized && !fc.from.is_localized) for (const l of view.languages) put(l, old[SHARED]);
