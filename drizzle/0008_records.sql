@@ -9,7 +9,7 @@ CREATE TABLE `record_orderings` (
 	FOREIGN KEY (`project_gid`) REFERENCES `projects`(`gid`) ON UPDATE no action ON DELETE cascade
 );
 --> statement-breakpoint
-CREATE INDEX `record_orderings_place` ON `record_orderings` (`parent`,`ordering`,`pos`);--> statement-breakpoint
+CREATE INDEX `record_orderings_place` ON `record_orderings` (`parent`,`ordering`,`pos`,`record_id`);--> statement-breakpoint
 CREATE TABLE `record_search` (
 	`id` integer PRIMARY KEY AUTOINCREMENT NOT NULL,
 	`record_id` integer NOT NULL,

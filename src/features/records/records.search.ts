@@ -142,7 +142,7 @@ export function buildSearch(view: SchemaView, input: SearchInput, member = "filt
     if (e instanceof FilterError) throw badRequest("Invalid parameter", e.info());
     throw e;
   }
-  const cond: SQL[] = [sql`r.project_gid = ${view.projectGid}`, filterToSql(node, { language })];
+  const cond: SQL[] = [sql`+r.project_gid = ${view.projectGid}`, filterToSql(node, { language })];
   if (!fieldsOf(node).has("status")) cond.push(sql`r.status != ${DELETED}`);
   const text = sqlText(sql.join(cond, sql` AND `));
   const fts = q ? ftsExpression(view.projectGid, language, q) : undefined;
@@ -157,7 +157,7 @@ export function searchItems(tx: Tx, view: SchemaView, input: SearchInput, opts: 
   const limit = opts.size !== undefined ? ` LIMIT ${opts.size | 0} OFFSET ${(opts.top ?? 0) | 0}` : "";
   if (b.fts)
     return db(tx)
-      .query(`SELECT r.id AS id, r.gid AS gid FROM records_fts f JOIN record_search s ON s.id = f.rowid JOIN records r ON r.id = s.record_id WHERE records_fts MATCH ? AND ${b.where} ORDER BY bm25(records_fts, 0, 0, 10, 1), r.id${limit}`)
+      .query(`SELECT r.id AS id, r.gid AS gid FROM records_fts f CROSS JOIN record_search s ON s.id = f.rowid CROSS JOIN records r ON r.id = s.record_id WHERE records_fts MATCH ? AND ${b.where} ORDER BY bm25(records_fts, 0, 0, 10, 1), r.id${limit}`)
       .all(b.fts, ...(b.params as any[])) as { id: number; gid: string }[];
   return db(tx).query(`SELECT r.id AS id, r.gid AS gid FROM records r WHERE ${b.where} ORDER BY r.id${limit}`).all(...(b.params as any[])) as { id: number; gid: string }[];
 }
@@ -167,7 +167,7 @@ export function searchCount(tx: Tx, view: SchemaView, input: SearchInput): numbe
   const b = buildSearch(view, input);
   if (b.empty) return 0;
   const row = b.fts
-    ? db(tx).query(`SELECT count(*) AS n FROM records_fts f JOIN record_search s ON s.id = f.rowid JOIN records r ON r.id = s.record_id WHERE records_fts MATCH ? AND ${b.where}`).get(b.fts, ...(b.params as any[]))
+    ? db(tx).query(`SELECT count(*) AS n FROM records_fts f CROSS JOIN record_search s ON s.id = f.rowid CROSS JOIN records r ON r.id = s.record_id WHERE records_fts MATCH ? AND ${b.where}`).get(b.fts, ...(b.params as any[]))
     : db(tx).query(`SELECT count(*) AS n FROM records r WHERE ${b.where}`).get(...(b.params as any[]));
   return (row as { n: number }).n;
 }

@@ -45,7 +45,7 @@ type Raw = Record<string, any>;
 export const COLUMNS = "id, gid, project_gid, parent, canonical, is_link, definition, treelevel, path, childcount, status, channels, vals, checks, created_on, updated_on";
 
 export function recOf(r: Raw): Rec {
-  return {
+  const rec = {
     id: r.id,
     gid: r.gid,
     projectGid: r.project_gid,
@@ -59,10 +59,13 @@ export function recOf(r: Raw): Rec {
     status: r.status,
     channels: JSON.parse(r.channels),
     vals: JSON.parse(r.vals),
-    checks: JSON.parse(r.checks),
     createdOn: r.created_on,
     updatedOn: r.updated_on,
-  };
+  } as Rec;
+  // Only writes need the checks: parsed when first read.
+  let checks: RecordChecks | undefined;
+  Object.defineProperty(rec, "checks", { enumerable: true, configurable: true, get: () => (checks ??= JSON.parse(r.checks)), set: (v) => (checks = v) });
+  return rec;
 }
 
 export const DELETED = "deleted";
@@ -114,7 +117,7 @@ export class Touch {
 
 export function recordRow(tx: Tx, projectGid: string, gid: unknown): Rec | undefined {
   if (typeof gid !== "string" || !gid) return undefined;
-  const r = db(tx).query(`SELECT ${COLUMNS} FROM records WHERE gid = ? AND project_gid = ?`).get(gid, projectGid) as Raw | null;
+  const r = db(tx).query(`SELECT ${COLUMNS} FROM records WHERE gid = ? AND +project_gid = ?`).get(gid, projectGid) as Raw | null;
   return r ? recOf(r) : undefined;
 }
 
@@ -129,7 +132,8 @@ export function mustRecord(tx: Tx, projectGid: string, gid: unknown, member = "r
 
 export function rowsByGids(tx: Tx, projectGid: string, gids: string[]): Rec[] {
   if (!gids.length) return [];
-  return (db(tx).query(`SELECT ${COLUMNS} FROM records WHERE project_gid = ? AND gid IN (SELECT value FROM json_each(?))`).all(projectGid, JSON.stringify(gids)) as Raw[]).map(recOf);
+  // `+project_gid`: look rows up by the gid index, never by scanning the project.
+  return (db(tx).query(`SELECT ${COLUMNS} FROM records WHERE gid IN (SELECT value FROM json_each(?)) AND +project_gid = ?`).all(JSON.stringify(gids), projectGid) as Raw[]).map(recOf);
 }
 
 export function rootRow(tx: Tx, projectGid: string): Rec | undefined {
@@ -286,8 +290,10 @@ export function bumpChildcount(tx: Tx, touch: Touch, parent: string | null, by: 
 // Positions in orderings: sparse integer keys
 
 function lastPos(tx: Tx, parent: string, ordering: string, exceptId: number): number {
-  const r = db(tx).query("SELECT max(pos) AS m FROM record_orderings WHERE parent = ? AND ordering = ? AND record_id != ?").get(parent, ordering, exceptId) as { m: number | null };
-  return (r.m ?? 0) + GAP;
+  // The two last places by the index: the record's own place (when it has one) is skipped.
+  const r = db(tx).query("SELECT record_id AS id, pos FROM record_orderings WHERE parent = ? AND ordering = ? ORDER BY pos DESC LIMIT 2").all(parent, ordering) as { id: number; pos: number }[];
+  const last = r.find((x) => x.id !== exceptId);
+  return (last?.pos ?? 0) + GAP;
 }
 
 /** Gives the siblings of an ordering fresh keys GAP apart, in their current order (when a gap ran out). */
@@ -304,8 +310,8 @@ export function placePos(tx: Tx, parent: string, ordering: string, recordId: num
   for (let attempt = 0; attempt < 2; attempt++) {
     const b = s.query("SELECT o.pos AS pos FROM record_orderings o JOIN records r ON r.id = o.record_id WHERE r.gid = ? AND o.parent = ? AND o.ordering = ? AND o.record_id != ?").get(before, parent, ordering, recordId) as { pos: number } | null;
     if (!b) return lastPos(tx, parent, ordering, recordId);
-    const a = s.query("SELECT max(pos) AS pos FROM record_orderings WHERE parent = ? AND ordering = ? AND pos < ? AND record_id != ?").get(parent, ordering, b.pos, recordId) as { pos: number | null };
-    const lo = a.pos ?? b.pos - 2 * GAP;
+    const prev = s.query("SELECT record_id AS id, pos FROM record_orderings WHERE parent = ? AND ordering = ? AND pos < ? ORDER BY pos DESC LIMIT 2").all(parent, ordering, b.pos) as { id: number; pos: number }[];
+    const lo = prev.find((x) => x.id !== recordId)?.pos ?? b.pos - 2 * GAP;
     const mid = Math.floor((lo + b.pos) / 2);
     if (mid > lo && mid < b.pos) return mid;
     renumber(tx, parent, ordering);
@@ -443,9 +449,20 @@ export function childrenIn(tx: Tx, parent: string, opts: { ordering?: string; ch
   const chan = opts.channel && opts.channel !== "__all__" ? "AND instr(r.channels, ?) > 0" : "";
   const chanParam = chan ? [JSON.stringify(opts.channel)] : [];
   let gids: string[];
-  if (opts.ordering) {
-    // Ordered children: the place index gives them in order; children without a place (an ordering
-    // added after them) follow in creation order.
+  // Deleted records' places are filed under "-<parent>", so the place index holds live children only.
+  const placed = opts.ordering ? (s.query("SELECT count(*) AS n FROM record_orderings WHERE parent = ? AND ordering = ?").get(parent, opts.ordering) as { n: number }).n : 0;
+  const all = opts.ordering ? (s.query(`SELECT count(*) AS n FROM records WHERE parent = ? AND status != '${DELETED}'`).get(parent) as { n: number }).n : 0;
+  if (opts.ordering && placed >= all && !opts.deleted) {
+    // Every child has its place: the page is read from the place index alone, then its records.
+    gids = chan
+      ? (s
+          .query(`SELECT r.gid AS gid FROM record_orderings o CROSS JOIN records r ON r.id = o.record_id WHERE o.parent = ?1 AND o.ordering = ?2 ${chan.replace("?", "?5")} ORDER BY o.pos LIMIT ?3 OFFSET ?4`)
+          .all(parent, opts.ordering, opts.size, opts.top, ...chanParam) as { gid: string }[]).map((r) => r.gid)
+      : (s
+          .query(`SELECT r.gid AS gid FROM (SELECT record_id, pos FROM record_orderings WHERE parent = ?1 AND ordering = ?2 ORDER BY pos LIMIT ?3 OFFSET ?4) o CROSS JOIN records r ON r.id = o.record_id ORDER BY o.pos`)
+          .all(parent, opts.ordering, opts.size, opts.top) as { gid: string }[]).map((r) => r.gid);
+  } else if (opts.ordering) {
+    // Children without a place (an ordering added after them) follow in creation order.
     gids = (
       s
         .query(
@@ -515,7 +532,7 @@ export function createRecord(ctx: Ctx, actor: Actor, projectGid: string, input: 
 
 /** The records kept in step with `rec`: its canonical and every link of that canonical. */
 export function linkGroup(tx: Tx, projectGid: string, rec: Rec): Rec[] {
-  return (db(tx).query(`SELECT ${COLUMNS} FROM records WHERE project_gid = ?1 AND (gid = ?2 OR canonical = ?2) ORDER BY id`).all(projectGid, rec.canonical) as Raw[]).map(recOf);
+  return (db(tx).query(`SELECT ${COLUMNS} FROM records WHERE canonical = ?2 AND +project_gid = ?1 UNION SELECT ${COLUMNS} FROM records WHERE gid = ?2 AND +project_gid = ?1 ORDER BY id`).all(projectGid, rec.canonical) as Raw[]).map(recOf);
 }
 
 /** Writes new values to a record and every record of its link group; search index and checks follow. */

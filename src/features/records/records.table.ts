@@ -51,7 +51,8 @@ export type RecordRow = typeof records.$inferSelect;
 /**
  * A record's place among its siblings in each ordering: a sparse integer key (gaps of 2^24), so a
  * move writes one row here (the midpoint of its new neighbours); the siblings are renumbered only
- * when two neighbours have no gap left. `parent` is repeated so one index serves children pages.
+ * when two neighbours have no gap left. `parent` is repeated so one index serves children pages;
+ * a deleted record's rows hold `-<parent gid>` instead, so the index holds live children only.
  */
 export const recordOrderings = sqliteTable(
   "record_orderings",
@@ -66,7 +67,7 @@ export const recordOrderings = sqliteTable(
     ordering: text("ordering").notNull(),
     pos: integer("pos").notNull(),
   },
-  (t) => [primaryKey({ columns: [t.recordId, t.ordering] }), index("record_orderings_place").on(t.parent, t.ordering, t.pos)],
+  (t) => [primaryKey({ columns: [t.recordId, t.ordering] }), index("record_orderings_place").on(t.parent, t.ordering, t.pos, t.recordId)],
 );
 
 /**

@@ -84,8 +84,10 @@ export function moveRecordIn(tx: Tx, view: SchemaView, touch: Touch, input: { re
     s.query("UPDATE record_orderings SET parent = ? WHERE record_id = ?").run(parent.gid, rec.id);
     for (const o of view.options.orderedorderings) setPosition(tx, view, rec, parent.gid, o, o === ordering ? input.before_record : undefined);
     if (rec.status !== DELETED) recount(tx, touch, [rec.parent, parent.gid]);
+    else fileOrderings(tx, { id: rec.id, parent: parent.gid }, true);
   } else {
     if (ordering) setPosition(tx, view, rec, parent.gid, ordering, input.before_record);
+    if (ordering && rec.status === DELETED) fileOrderings(tx, rec, true);
     s.query("UPDATE records SET updated_on = ? WHERE id = ?").run(Math.max(t, rec.updatedOn + 1e-6), rec.id);
   }
   touch.update(rec.gid);
@@ -114,7 +116,7 @@ export function setOrderings(ctx: Ctx, actor: Actor, projectGid: string, input: 
       if (typeof v !== "number" || !Number.isSafeInteger(v)) throw badRequest("Invalid parameter", { "Invalid parameter": "orderings", reason: `${k}: a whole number` });
     }
     const up = db(tx).query("INSERT INTO record_orderings (record_id, project_gid, parent, ordering, pos) VALUES (?, ?, ?, ?, ?) ON CONFLICT (record_id, ordering) DO UPDATE SET pos = excluded.pos, parent = excluded.parent");
-    for (const [k, v] of entries) up.run(rec.id, projectGid, rec.parent, k, v as number);
+    for (const [k, v] of entries) up.run(rec.id, projectGid, rec.status === DELETED ? `-${rec.parent}` : rec.parent, k, v as number);
     db(tx).query("UPDATE records SET updated_on = ? WHERE id = ?").run(Math.max(now(), rec.updatedOn + 1e-6), rec.id);
     touch.update(rec.gid);
     return answer(tx, view, input, { record: rec.gid }, [rec.gid]);
@@ -259,11 +261,17 @@ function withSubtreeAndLinks(tx: Tx, rec: Rec): Rec[] {
   return set;
 }
 
+/** A deleted record's places are filed under "-<parent>" (out of the live children's index). */
+export function fileOrderings(tx: Tx, rec: { id: number; parent: string | null }, deleted: boolean): void {
+  if (rec.parent) db(tx).query("UPDATE record_orderings SET parent = ? WHERE record_id = ?").run(deleted ? `-${rec.parent}` : rec.parent, rec.id);
+}
+
 function setStatus(tx: Tx, touch: Touch, rows: Rec[], status: string): void {
   const t = now();
   const upd = db(tx).query("UPDATE records SET status = ?, updated_on = max(?, updated_on + 0.000001) WHERE id = ?");
   for (const r of rows) {
     upd.run(status, t, r.id);
+    fileOrderings(tx, r, status === DELETED);
     touch.update(r.gid);
   }
   recount(tx, touch, rows.map((r) => r.parent));

@@ -1,5 +1,5 @@
 import type { z } from "zod";
-import type { Tx } from "../../db/connection";
+import { sqliteOf, type Tx } from "../../db/connection";
 import { badRequest } from "../../http/errors";
 import { LIST_TYPES, valueSchema, type FieldLike, type FieldType } from "../schema/field-types";
 import { rowOf, valueContextOf, type Project } from "../schema/schema.core";
@@ -44,6 +44,9 @@ export type DefInfo = {
 
 const TEXT_TYPES = new Set(["text", "textline", "textlist", "barcode"]);
 
+/** Definitions read by earlier requests, per project, valid while the project's schema stamp holds. */
+const DEF_CACHE = new Map<string, { stamp: string; defs: Map<string, DefInfo> }>();
+
 /** A per-request view of the project's schema: languages, channels, orderings, definitions. */
 export class SchemaView {
   readonly options: ProjectOptions;
@@ -71,10 +74,43 @@ export class SchemaView {
     return typeof key === "string" && Object.hasOwn(this.options.channels, key);
   }
 
+  private stampCache?: string;
+
+  /**
+   * A fingerprint of the project's schema (row count and latest change of fields, classes and
+   * definitions): definitions read through the view are cached per process until it changes.
+   */
+  private stamp(): string {
+    if (this.stampCache === undefined) {
+      const q = (t: string) => {
+        const r = sqliteOf(this.tx).query(`SELECT count(*) AS n, max(updated_on) AS m FROM ${t} WHERE project_gid = ?`).get(this.projectGid) as { n: number; m: number | null };
+        return `${r.n}:${r.m ?? 0}`;
+      };
+      this.stampCache = `${q("fields")}/${q("classes")}/${q("definitions")}`;
+    }
+    return this.stampCache;
+  }
+
   /** The definition's fields in order (empty for a definition that no longer exists). */
   def(gid: string): DefInfo {
     let d = this.defs.get(gid);
     if (d) return d;
+    const stamp = this.stamp();
+    let shared = DEF_CACHE.get(this.projectGid);
+    if (!shared || shared.stamp !== stamp) DEF_CACHE.set(this.projectGid, (shared = { stamp, defs: new Map() }));
+    d = shared.defs.get(gid);
+    if (d) {
+      this.defs.set(gid, d);
+      return d;
+    }
+    d = this.build(gid);
+    if (shared.defs.size < 1000) shared.defs.set(gid, d);
+    this.defs.set(gid, d);
+    return d;
+  }
+
+  private build(gid: string): DefInfo {
+    let d: DefInfo;
     const row = rowOf(this.tx, "definition", this.projectGid, gid);
     const spec = (row?.spec ?? {}) as { titlefield?: string | null; childdefinitions?: string[] };
     const fields: FieldInfo[] = [];
@@ -83,7 +119,8 @@ export class SchemaView {
         const s = field.spec as { type: FieldType; options?: Record<string, unknown>; is_localized?: boolean; is_required?: boolean; initial?: Record<string, unknown> };
         const options = s.options ?? {};
         const like: FieldLike = { gid: field.gid, name: field.name, type: s.type, options };
-        let schema: z.ZodType | undefined;
+        // Built now, while this transaction can read nested classes (the info is cached beyond it).
+        const schema = valueSchema(like, this.valueCtx);
         const values = options.values as { key: string; label?: Record<string, string> }[] | undefined;
         fields.push({
           gid: field.gid,
@@ -94,7 +131,7 @@ export class SchemaView {
           options,
           initial: s.initial ?? {},
           labels: values?.length ? new Map(values.map((v) => [v.key, v.label ?? {}])) : undefined,
-          schema: () => (schema ??= valueSchema(like, this.valueCtx)),
+          schema: () => schema,
         });
       }
     }
@@ -106,7 +143,6 @@ export class SchemaView {
       titlefield: spec.titlefield ?? null,
       childdefinitions: spec.childdefinitions ?? [],
     };
-    this.defs.set(gid, d);
     return d;
   }
 
