@@ -21,6 +21,9 @@ import { applyFields, checksOf, dict, fieldsForm, initialVals, SchemaView, searc
 
 export type Vals = Record<string, Record<string, unknown>>;
 
+/** Field types whose values feed the search index (with value-list labels and the title field). */
+const SEARCHED = new Set(["text", "textline", "textlist", "barcode"]);
+
 /** A record row as read from SQLite, JSON members parsed. */
 export type Rec = {
   id: number;
@@ -532,12 +535,15 @@ export function createRecord(ctx: Ctx, actor: Actor, projectGid: string, input: 
 
 /** The records kept in step with `rec`: its canonical and every link of that canonical. */
 export function linkGroup(tx: Tx, projectGid: string, rec: Rec): Rec[] {
+  // Most records are alone: nothing else names them as canonical (counted on the index alone).
+  if (!rec.isLink && (db(tx).query("SELECT count(*) AS n FROM records WHERE canonical = ?").get(rec.gid) as { n: number }).n <= 1) return [rec];
   return (db(tx).query(`SELECT ${COLUMNS} FROM records WHERE canonical = ?2 AND +project_gid = ?1 UNION SELECT ${COLUMNS} FROM records WHERE gid = ?2 AND +project_gid = ?1 ORDER BY id`).all(projectGid, rec.canonical) as Raw[]).map(recOf);
 }
 
 /** Writes new values to a record and every record of its link group; search index and checks follow. */
-export function storeVals(tx: Tx, view: SchemaView, touch: Touch, rec: Rec, vals: Vals, definition = rec.definition, cleared: string[] = []): Rec[] {
+export function storeVals(tx: Tx, view: SchemaView, touch: Touch, rec: Rec, vals: Vals, definition = rec.definition, cleared: string[] = [], textChanged = true): Rec[] {
   const group = linkGroup(tx, view.projectGid, rec);
+  const defChanged = definition !== rec.definition;
   const d = view.def(definition);
   const t = now();
   for (const r of group) {
@@ -545,7 +551,8 @@ export function storeVals(tx: Tx, view: SchemaView, touch: Touch, rec: Rec, vals
     db(tx).query("UPDATE records SET vals = ?, checks = ?, definition = ?, updated_on = ? WHERE id = ?").run(JSON.stringify(vals), JSON.stringify(checks), definition, Math.max(t, r.updatedOn + 1e-6), r.id);
     r.vals = vals;
     r.definition = definition;
-    writeSearch(tx, view, r);
+    r.updatedOn = Math.max(t, r.updatedOn + 1e-6);
+    if (textChanged || defChanged) writeSearch(tx, view, r);
     touch.update(r.gid);
   }
   return group;
@@ -559,8 +566,9 @@ export function updateRecordIn(tx: Tx, view: SchemaView, touch: Touch, rec: Rec,
   const d = view.def(rec.definition);
   const r = applyFields(view, d, rec.gid, rec.vals, fields);
   if (!r.changed.length) return { report: r.report, group: [rec] };
-  // Fields written now are valid: they leave the invalid list.
-  const group = storeVals(tx, view, touch, rec, r.vals, rec.definition, r.changed);
+  // Fields written now are valid: they leave the invalid list. The search text changes only with text fields.
+  const textChanged = r.changed.some((g) => SEARCHED.has(d.byGid.get(g)?.type ?? "") || !!d.byGid.get(g)?.labels || g === d.titlefield);
+  const group = storeVals(tx, view, touch, rec, r.vals, rec.definition, r.changed, textChanged);
   return { report: r.report, group };
 }
 
@@ -571,7 +579,7 @@ export function updateRecord(ctx: Ctx, actor: Actor, projectGid: string, input: 
     const rec = mustRecord(tx, projectGid, input.record);
     if (input.fields === undefined || input.fields === null) throw badRequest("Missing parameter", { "Missing parameter": "fields" });
     const { report, group } = updateRecordIn(tx, view, touch, rec, input.fields);
-    return { result: { record: rec.gid, "report.validation": report }, data: { records: formsOf(tx, view, group.map((g) => recordRow(tx, projectGid, g.gid)!), { languages: langs }) } };
+    return { result: { record: rec.gid, "report.validation": report }, data: { records: formsOf(tx, view, group, { languages: langs }) } };
   });
 }
 
