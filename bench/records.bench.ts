@@ -223,7 +223,7 @@ export async function run(): Promise<BenchResult> {
   try {
     const cat = await generate(data, notes);
     const port = await freePort();
-    apis = await spawnServer([BUN, "src/main.ts", "serve", "--port", String(port), "--host", "127.0.0.1", "--data", data, "--log-level", "warn"], port, { timeoutMs: 120_000 });
+    apis = await spawnServer([BUN, "src/main.ts", "serve", "--port", String(port), "--host", "127.0.0.1", "--data", data, "--log-level", "warn", "--rate-limit", "0"], port, { timeoutMs: 120_000 });
     const login = await fetch(apis.url + "/api/login", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ username: USER.username, password: USER.password }) });
     await login.arrayBuffer();
     const token = (login.headers.get("authorization") ?? "").replace(/^Bearer /, "");
@@ -297,7 +297,7 @@ export async function run(): Promise<BenchResult> {
     rows.push({ metric: `rows written by moving one record among ${size} siblings (its place, its updated_on, the sync item)`, value: cat.moveRows, unit: "rows", target: "<= 3" });
     rows.push({ metric: "server RSS, highest sample after each phase", value: round(rss, 0), unit: "MB", target: "< 300 MB" });
     notes.push(
-      `Apis runs as \`bun src/main.ts serve\` in its own process; requests are sent one at a time (bulk/get, children, search: ${SAMPLES} samples each) or by ${CLIENTS} concurrent loops (${SECONDS} s per round, ${ROUNDS} alternating rounds against the bare server).`,
+      `Apis runs as \`bun src/main.ts serve --rate-limit 0\` (the per-user request limit, 200/s by default, would otherwise cap the update loop) in its own process; requests are sent one at a time (bulk/get, children, search: ${SAMPLES} samples each) or by ${CLIENTS} concurrent loops (${SECONDS} s per round, ${ROUNDS} alternating rounds against the bare server).`,
       "The bulk/get ceiling reads the same rows and orderings with bun:sqlite in this process and builds the same JSON (checked equal to Apis' first page); it has no HTTP, no access check, no per-definition field resolution through the schema.",
       "The update ceiling (bench/records-bare.ts) verifies the same JWT with the same code and runs one `json_set` UPDATE; Apis also validates the value, keeps checks and the search text, writes the change log and publishes the sync item.",
     );

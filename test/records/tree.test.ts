@@ -86,6 +86,23 @@ describe("records: root, create, get, children", () => {
     expect(rec.fields.en.artnr).toBe("CMS 225");
   });
 
+  test("fields named __proto__ and constructor hold values like any other", async () => {
+    const proto = await w.field("__proto__", "textline");
+    const ctor = await w.field("constructor", "number");
+    const d = (await w.okr("definitions/create", { name: "odd", fields: [proto, ctor] })).result.definition;
+    await w.okr("definitions/commit", { definition: d });
+    const rec = await w.create(group);
+    await w.okr("records/definition/set", { record: rec, definition: d });
+    const u = await w.okr("records/update", { record: rec, fields: JSON.parse('{"en": {"__proto__": "x", "constructor": 5}}') });
+    expect(u.result["report.validation"]).toEqual([]);
+    const raw = await w.api("records/get", { record: rec, language: "en" });
+    const fields = JSON.parse(JSON.stringify(raw.body.data.records[rec].fields.en));
+    expect(Object.hasOwn(fields, "__proto__")).toBe(true);
+    expect(Object.getOwnPropertyDescriptor(fields, "__proto__")?.value).toBe("x");
+    expect(fields.constructor).toBe(5);
+    await w.okr("records/delete", { record: rec });
+  });
+
   test("a non-localized field given differently in two languages is a conflict and is not written", async () => {
     const u = await w.okr("records/update", { record: a, fields: { en: { stock: 5 }, nl: { stock: 6 } } });
     expect(u.result["report.validation"].map((r: any) => r.code)).toEqual(["conflict"]);

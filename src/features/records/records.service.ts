@@ -9,7 +9,7 @@ import { schemaRead, schemaWrite, type Actor, type Project } from "../schema/sch
 import { insertItem } from "../schema/working-copies";
 import { ALL_CHANNEL } from "../settings/settings.options";
 import type { RecordChecks } from "./records.table";
-import { applyFields, checksOf, dict, fieldsForm, initialVals, SchemaView, searchTextOf, titleOf, type ReportItem } from "./records.values";
+import { applyFields, checksOf, fieldsForm, initialVals, put, SchemaView, searchTextOf, titleOf, type ReportItem } from "./records.values";
 
 /**
  * The record tree: reading (root, get, children, forms), creating and updating values. Every
@@ -165,8 +165,8 @@ export function orderingsOf(tx: Tx, ids: number[], view: SchemaView): Map<number
   for (const r of rows) {
     if (!view.hasOrdering(r.ordering)) continue;
     let o = out.get(r.id);
-    if (!o) out.set(r.id, (o = dict<number>()));
-    o[r.ordering] = r.pos;
+    if (!o) out.set(r.id, (o = {}));
+    put(o, r.ordering, r.pos);
   }
   return out;
 }
@@ -196,8 +196,8 @@ export function formsOf(tx: Tx, view: SchemaView, rows: Rec[], opts: FormOptions
   const backlinks = backlinksOf(tx, rows.filter((r) => !r.isLink).map((r) => r.gid));
   for (const r of rows) {
     const d = view.def(r.definition);
-    const title = dict<string>();
-    for (const l of opts.languages) title[l] = titleOf(d, r.vals, l);
+    const title: Record<string, string> = {};
+    for (const l of opts.languages) put(title, l, titleOf(d, r.vals, l));
     const form: Record<string, unknown> = {
       gid: r.gid,
       parent: r.parent,
@@ -214,7 +214,7 @@ export function formsOf(tx: Tx, view: SchemaView, rows: Rec[], opts: FormOptions
       is_link: r.isLink,
     };
     if (opts.fields !== false) {
-      const fields = dict<Record<string, unknown>>();
+      const fields: Record<string, Record<string, unknown>> = {};
       for (const l of opts.languages) fields[l] = fieldsForm(d, r.vals, l);
       form.fields = fields;
     }

@@ -188,20 +188,29 @@ function labelOf(f: FieldInfo, key: string, lang: string): string {
   return l && typeof l[lang] === "string" && l[lang] ? l[lang]! : key;
 }
 
+/**
+ * Sets a member named by a field name on a plain object: `__proto__` (a valid field name) becomes
+ * an own member instead of changing the prototype. Plain objects keep JSON.stringify on its fast path.
+ */
+export function put(o: Record<string, unknown>, k: string, v: unknown): void {
+  if (k === "__proto__") Object.defineProperty(o, k, { value: v, enumerable: true, writable: true, configurable: true });
+  else o[k] = v;
+}
+
 /** `fields[lang]` of a record's form: every field of the definition by name, empty ones too. */
 export function fieldsForm(d: DefInfo, vals: Record<string, Record<string, unknown>>, lang: string): Record<string, unknown> {
-  const out = dict();
+  const out: Record<string, unknown> = {};
   for (const f of d.fields) {
     const v = storedValue(vals, f, lang);
     if (v === undefined || v === null) {
-      out[f.name] = emptyOf(f);
+      put(out, f.name, emptyOf(f));
       if (f.labels) out[`${f.name}/key`] = emptyOf(f);
       continue;
     }
     if (f.labels) {
-      out[f.name] = Array.isArray(v) ? v.map((k) => labelOf(f, String(k), lang)) : labelOf(f, String(v), lang);
+      put(out, f.name, Array.isArray(v) ? v.map((k) => labelOf(f, String(k), lang)) : labelOf(f, String(v), lang));
       out[`${f.name}/key`] = v;
-    } else out[f.name] = v;
+    } else put(out, f.name, v);
   }
   return out;
 }
