@@ -38,6 +38,11 @@ describe("records/definition", () => {
     await w.okr("records/update", { record: a, fields: { en: { energy: "A++" } } });
     expect((await w.get(b)).definition).toBe(w.article);
     expect(Object.keys((await w.get(b)).fields.en)).not.toContain("energy");
+    // A new sibling after the extended record gets the definition it extends.
+    await w.okr("records/move", { record: a, parent: g, ordering: "ord" });
+    const n = (await w.okr("records/create", { parent: g, ordering: "ord" })).result.record;
+    expect((await w.get(n)).definition).toBe(w.article);
+    await w.okr("records/delete", { record: n });
     // Fields of the base definition cannot be removed through the record.
     expect((await w.api("records/definition/fields/remove", { record: a, field: w.f.price })).status).toBe(422);
     // The record's layout is its own.

@@ -509,7 +509,11 @@ export function childDefinitionIn(tx: Tx, log: ChangeLog, view: SchemaView, pare
   const last = ordering
     ? (db(tx).query(`SELECT r.definition AS d FROM record_orderings o JOIN records r ON r.id = o.record_id WHERE o.parent = ? AND o.ordering = ? AND r.status != '${DELETED}' ORDER BY o.pos DESC LIMIT 1`).get(parent.gid, ordering) as { d: string } | null)
     : (db(tx).query(`SELECT definition AS d FROM records WHERE parent = ? AND status != '${DELETED}' ORDER BY id DESC LIMIT 1`).get(parent.gid) as { d: string } | null);
-  if (last) return last.d;
+  if (last) {
+    // A sibling's extended definition is its own: the new record gets the definition it extends.
+    const spec = db(tx).query("SELECT json_extract(spec, '$.extends') AS base FROM definitions WHERE gid = ?").get(last.d) as { base: string | null } | null;
+    return spec?.base ?? last.d;
+  }
   const first = view.def(parent.definition).childdefinitions.find((g) => db(tx).query("SELECT 1 FROM definitions WHERE gid = ? AND project_gid = ?").get(g, view.projectGid));
   return first ?? baseDefinitionIn(tx, log, view.projectGid);
 }
