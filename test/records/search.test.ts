@@ -79,3 +79,21 @@ describe("records/search", () => {
     expect((await w.api("records/search", { q: "x" }, w.stranger)).status).toBe(403);
   });
 });
+
+describe("a language added to the project", () => {
+  test("records_reindex gives every record index rows for it", async () => {
+    const { eq } = await import("drizzle-orm");
+    const { projects } = await import("../../src/db/schema");
+    const { mutate } = await import("../../src/db/changelog");
+    const { enqueueRecordsReindex } = await import("../../src/features/records/records.hooks");
+    const p = w.srv.ctx.db.select().from(projects).where(eq(projects.gid, w.project)).get()!;
+    w.srv.ctx.db.update(projects).set({ options: { ...(p.options as object), languages: ["en", "nl", "de", "fr"] } }).where(eq(projects.gid, w.project)).run();
+    await w.okr("records/update", { record: r.box, fields: { fr: { name: "Glacière" } } });
+    expect((await search({ q: "glaciere", language: "fr" })).records).toEqual([r.box]);
+    // Non-localized values of other records reach the new language's index through the job.
+    expect((await search({ q: "kitchen", language: "fr" })).records).toEqual([]);
+    mutate(w.srv.ctx.db, w.srv.ctx.hub, (tx, log) => enqueueRecordsReindex(tx, log, w.project));
+    const { until } = await import("../helpers/server");
+    await until(async () => (await search({ q: "T-1", language: "fr" })).records.length === 1);
+  });
+});

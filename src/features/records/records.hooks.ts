@@ -188,3 +188,35 @@ registerJob("records_follow_schema", async (ctx: Ctx, job, progress) => {
   }
   return { records: done, losing_values: lost };
 });
+
+/**
+ * For the settings area: after a project's languages change, every record's checks and search rows
+ * are rebuilt by a `records_reindex` job (new languages get their index rows, removed ones lose
+ * them). Call inside the settings change's transaction; returns the job token.
+ */
+export function enqueueRecordsReindex(tx: Tx, log: ChangeLog, projectGid: string): string {
+  return enqueueJob(tx, log, { kind: "records_reindex", projectGid, params: {}, info: {} });
+}
+
+registerJob("records_reindex", async (ctx: Ctx, job, progress) => {
+  const projectGid = job.projectGid!;
+  progress.total(mutate(ctx.db, undefined, (tx) => (db(tx).query("SELECT count(*) AS n FROM records WHERE project_gid = ?").get(projectGid) as { n: number }).n));
+  let after = 0;
+  for (;;) {
+    const n = mutate(ctx.db, ctx.hub, (tx) => {
+      const recs = (db(tx).query(`SELECT ${COLUMNS} FROM records r WHERE r.project_gid = ? AND r.id > ? ORDER BY r.id LIMIT 500`).all(projectGid, after) as Record<string, unknown>[]).map(recOf);
+      if (!recs.length) return 0;
+      const view = new SchemaView(tx, projectRow(tx, projectGid));
+      db(tx).query("DELETE FROM record_search WHERE record_id IN (SELECT value FROM json_each(?)) AND language NOT IN (SELECT value FROM json_each(?))").run(JSON.stringify(recs.map((r) => r.id)), JSON.stringify(view.languages));
+      const upd = db(tx).query("UPDATE records SET checks = ? WHERE id = ?");
+      for (const r of recs) {
+        upd.run(JSON.stringify(checksOf(view.def(r.definition), r.vals, view.languages, true)), r.id);
+        writeSearch(tx, view, r);
+      }
+      after = recs.at(-1)!.id;
+      return recs.length;
+    });
+    if (!n) break;
+    await progress.step(n);
+  }
+});
