@@ -167,6 +167,7 @@ export const COPY_INLINE_MAX = 2000;
 export function shallowCopy(ctx: Ctx, actor: Actor, projectGid: string, input: Langs & { record?: unknown; parent?: unknown; ordering?: unknown; before_record?: unknown }) {
   return recordsWrite(ctx, actor, projectGid, (tx, _log, view, touch) => {
     const src = mustRecord(tx, projectGid, input.record);
+    if (!src.parent) throw cannot("The root record cannot be copied", { record: src.gid });
     const parent = parentFor(tx, view, input.parent);
     const copy = copyOneIn(tx, view, touch, src, parent, { ordering: orderingOf(view, input.ordering), before: input.before_record });
     return answer(tx, view, input, { record: copy.gid, parent: parent.gid }, [copy.gid, parent.gid]);
