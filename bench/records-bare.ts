@@ -20,6 +20,7 @@ const json = { "content-type": "application/json; charset=utf-8" };
 Bun.serve({
   port: Number(port),
   hostname: "127.0.0.1",
+  idleTimeout: 255,
   async fetch(req) {
     const url = new URL(req.url);
     if (url.pathname === "/api/ping") return new Response("{}", { headers: json });
