@@ -4,10 +4,10 @@ import type { Tx } from "../../db/connection";
 import { badRequest, unprocessable } from "../../http/errors";
 import * as D from "../schema/definitions.service";
 import * as L from "../schema/layouts.service";
-import { mustGet, rowOf, type Actor } from "../schema/schema.core";
+import { mustBeCommitted, mustGet, rowOf, type Actor } from "../schema/schema.core";
 import type { SchemaRow } from "../schema/schema.table";
 import { freeName, insertItem, layoutOf, Out, removeItem } from "../schema/working-copies";
-import { db, formsOf, mustRecord, recordsWrite, rowsByGids, storeVals, type Rec, type Touch } from "./records.service";
+import { db, formsOf, mustRecord, recordsRead, recordsWrite, rowsByGids, storeVals, type Rec, type Touch } from "./records.service";
 import { keepShared, type SchemaView } from "./records.values";
 
 /**
@@ -124,26 +124,36 @@ export function copyDefinitionToSiblings(ctx: Ctx, actor: Actor, projectGid: str
   });
 }
 
+/** 400 naming the first missing (or non-string) member. */
+function need(input: Record<string, unknown>, ...members: string[]): void {
+  for (const m of members) if (typeof input[m] !== "string" || !input[m]) throw badRequest("Missing parameter", { "Missing parameter": m });
+}
+
+/** Checks before the record is extended, so a refused change leaves it as it was. */
+function committed(ctx: Ctx, a: Actor, p: string, kind: "class" | "field", gid: string): void {
+  recordsRead(ctx, a, p, (tx) => void mustBeCommitted(tx, kind, p, gid, kind));
+}
+
 const baseHas = (base: SchemaRow, member: "classes" | "fields", gid: string) => (specOf(base)[member] ?? []).includes(gid);
 
 export const addClass = (ctx: Ctx, a: Actor, p: string, i: Langs & { record?: unknown; class?: string; before_class?: string }) =>
-  onExtended(ctx, a, p, i, (definition) => D.addDefinitionClass(ctx, a, p, { definition, class: i.class!, before_class: i.before_class }));
+  (need(i, "record", "class"), committed(ctx, a, p, "class", i.class!), onExtended(ctx, a, p, i, (definition) => D.addDefinitionClass(ctx, a, p, { definition, class: i.class!, before_class: i.before_class })));
 export const removeClass = (ctx: Ctx, a: Actor, p: string, i: Langs & { record?: unknown; class?: string }) =>
-  onExtended(ctx, a, p, i, (definition, base) => {
+  need(i, "record", "class") ?? onExtended(ctx, a, p, i, (definition, base) => {
     if (baseHas(base, "classes", i.class!)) throw cannot("Only classes the extended definition added can be removed", { class: i.class });
     return D.removeDefinitionClass(ctx, a, p, { definition, class: i.class! });
   });
 export const addField = (ctx: Ctx, a: Actor, p: string, i: Langs & { record?: unknown; field?: string; before_field?: string }) =>
-  onExtended(ctx, a, p, i, (definition) => D.addDefinitionField(ctx, a, p, { definition, field: i.field!, before_field: i.before_field }));
+  need(i, "record", "field") ?? committed(ctx, a, p, "field", i.field!) ?? onExtended(ctx, a, p, i, (definition) => D.addDefinitionField(ctx, a, p, { definition, field: i.field!, before_field: i.before_field }));
 export const removeField = (ctx: Ctx, a: Actor, p: string, i: Langs & { record?: unknown; field?: string }) =>
-  onExtended(ctx, a, p, i, (definition, base) => {
+  need(i, "record", "field") ?? onExtended(ctx, a, p, i, (definition, base) => {
     if (baseHas(base, "fields", i.field!)) throw cannot("Only fields the extended definition added can be removed", { field: i.field });
     return D.removeDefinitionField(ctx, a, p, { definition, field: i.field! });
   });
 type ListInput = Langs & { record?: unknown; fieldlist?: string; field?: string; before_field?: string };
-export const addFieldlistField = (ctx: Ctx, a: Actor, p: string, i: ListInput) => onExtended(ctx, a, p, i, (definition) => D.addFieldlistField(ctx, a, p, { definition, fieldlist: i.fieldlist!, field: i.field!, before_field: i.before_field }));
-export const moveFieldlistField = (ctx: Ctx, a: Actor, p: string, i: ListInput) => onExtended(ctx, a, p, i, (definition) => D.moveFieldlistField(ctx, a, p, { definition, fieldlist: i.fieldlist!, field: i.field!, before_field: i.before_field }));
-export const removeFieldlistField = (ctx: Ctx, a: Actor, p: string, i: ListInput) => onExtended(ctx, a, p, i, (definition) => D.removeFieldlistField(ctx, a, p, { definition, fieldlist: i.fieldlist!, field: i.field! }));
+export const addFieldlistField = (ctx: Ctx, a: Actor, p: string, i: ListInput) => need(i, "record", "fieldlist", "field") ?? onExtended(ctx, a, p, i, (definition) => D.addFieldlistField(ctx, a, p, { definition, fieldlist: i.fieldlist!, field: i.field!, before_field: i.before_field }));
+export const moveFieldlistField = (ctx: Ctx, a: Actor, p: string, i: ListInput) => need(i, "record", "fieldlist", "field") ?? onExtended(ctx, a, p, i, (definition) => D.moveFieldlistField(ctx, a, p, { definition, fieldlist: i.fieldlist!, field: i.field!, before_field: i.before_field }));
+export const removeFieldlistField = (ctx: Ctx, a: Actor, p: string, i: ListInput) => need(i, "record", "fieldlist", "field") ?? onExtended(ctx, a, p, i, (definition) => D.removeFieldlistField(ctx, a, p, { definition, fieldlist: i.fieldlist!, field: i.field! }));
 
 export const modifyLayout = (ctx: Ctx, a: Actor, p: string, i: Langs & L.LayoutModifyInput & { record?: unknown }) =>
   onExtended(ctx, a, p, i, (definition) => L.modifyLayout(ctx, a, p, "definition", definition, i), true);
