@@ -1,7 +1,7 @@
 import { sql, type SQL } from "drizzle-orm";
 import type { Ctx } from "../../context";
 import type { Tx } from "../../db/connection";
-import { badRequest } from "../../http/errors";
+import { ApiError, badRequest } from "../../http/errors";
 import { fieldsOf, FilterError, filterToSql, makeDomain, MATCH_ALL, pageWindow, parseFilter, parseTerms, SEARCH_PAGE, sqlText, validationField, type CustomOperator, type FieldSpec, type FilterNode } from "../../core/filter";
 import { LIST_TYPES, type FieldType } from "../schema/field-types";
 import { rowsOf, type Actor } from "../schema/schema.core";
@@ -150,16 +150,41 @@ export function buildSearch(view: SchemaView, input: SearchInput, member = "filt
   return { empty: false, where: text.sql, params: text.params, fts, language };
 }
 
-/** Matching record ids and gids, best first when ranked (all of them: selections). */
-export function searchItems(tx: Tx, view: SchemaView, input: SearchInput, opts: { top?: number; size?: number } = {}): { id: number; gid: string }[] {
+/** A failure of SQLite's search (FTS5) is the reference's 1002 "Search error", not a 500. */
+function searchEngine<T>(run: () => T): T {
+  try {
+    return run();
+  } catch (e) {
+    if (e instanceof Error && e.name === "SQLiteError") throw new ApiError(1002, "Search error", { reason: e.message });
+    throw e;
+  }
+}
+
+/**
+ * Matching record ids and gids, best first when ranked (all of them without a page: selections);
+ * `total` counts every match, from the same pass over the index (a window count).
+ */
+export function searchPage(tx: Tx, view: SchemaView, input: SearchInput, opts: { top?: number; size?: number } = {}): { items: { id: number; gid: string }[]; total: number } {
   const b = buildSearch(view, input);
-  if (b.empty) return [];
-  const limit = opts.size !== undefined ? ` LIMIT ${opts.size | 0} OFFSET ${(opts.top ?? 0) | 0}` : "";
-  if (b.fts)
-    return db(tx)
-      .query(`SELECT r.id AS id, r.gid AS gid FROM records_fts f CROSS JOIN record_search s ON s.id = f.rowid CROSS JOIN records r ON r.id = s.record_id WHERE records_fts MATCH ? AND ${b.where} ORDER BY bm25(records_fts, 0, 0, 10, 1), r.id${limit}`)
-      .all(b.fts, ...(b.params as any[])) as { id: number; gid: string }[];
-  return db(tx).query(`SELECT r.id AS id, r.gid AS gid FROM records r WHERE ${b.where} ORDER BY r.id${limit}`).all(...(b.params as any[])) as { id: number; gid: string }[];
+  if (b.empty) return { items: [], total: 0 };
+  const paged = opts.size !== undefined;
+  const limit = paged ? ` LIMIT ${opts.size! | 0} OFFSET ${(opts.top ?? 0) | 0}` : "";
+  const rows = searchEngine(() =>
+    b.fts
+      ? db(tx)
+          // bm25 may not stand in a window query: ranked in a subquery, counted and paged outside it.
+          .query(`SELECT id, gid, count(*) OVER () AS total FROM (SELECT r.id AS id, r.gid AS gid, bm25(records_fts, 0, 0, 10, 1) AS score FROM records_fts f CROSS JOIN record_search s ON s.id = f.rowid CROSS JOIN records r ON r.id = s.record_id WHERE records_fts MATCH ? AND ${b.where}) ORDER BY score, id${limit}`)
+          .all(b.fts, ...(b.params as any[]))
+      : db(tx).query(`SELECT r.id AS id, r.gid AS gid, count(*) OVER () AS total FROM records r WHERE ${b.where} ORDER BY r.id${limit}`).all(...(b.params as any[])),
+  ) as { id: number; gid: string; total: number }[];
+  // A page past the end has no row to carry the count: count once more.
+  const total = rows.length ? rows[0]!.total : paged && (opts.top ?? 0) > 0 ? searchCount(tx, view, input) : 0;
+  return { items: rows.map((r) => ({ id: r.id, gid: r.gid })), total };
+}
+
+/** Matching record ids and gids, best first when ranked. */
+export function searchItems(tx: Tx, view: SchemaView, input: SearchInput, opts: { top?: number; size?: number } = {}): { id: number; gid: string }[] {
+  return searchPage(tx, view, input, opts).items;
 }
 
 /** How many records a search finds. */
@@ -191,8 +216,7 @@ export function searchRecords(ctx: Ctx, actor: Actor, projectGid: string, input:
       throw e;
     }
     const langs = view.languagesOf(input);
-    const items = searchItems(tx, view, input, page);
-    const size = items.length < page.size && (page.top === 0 || items.length > 0) ? page.top + items.length : searchCount(tx, view, input);
+    const { items, total: size } = searchPage(tx, view, input, page);
     const gids = items.map((i) => i.gid);
     return { result: { records: gids, "records.size": size }, data: { records: formsOf(tx, view, rowsInOrder(tx, projectGid, gids), { languages: langs }) } };
   });
