@@ -1,6 +1,7 @@
 import type { z } from "zod";
 import { badRequest } from "../../core/errors";
 import type { Tx } from "../../db/connection";
+import { assetsByGids } from "../assets/assets.service";
 import { rowOf, schemaStamp, valueContextOf, type Project } from "../schema/items.service";
 import { LIST_TYPES, valueSchema, type FieldLike, type FieldType } from "../schema/schema.types";
 import { definitionFields } from "../schema/definitions.service";
@@ -266,6 +267,33 @@ export function checksOf(d: DefInfo, vals: Record<string, Record<string, unknown
   return { invalid, empty, untranslated };
 }
 
+/** Field types whose values name assets: `image` fields take images, `file` fields any file (docs/assets.md). */
+const ASSET_TYPES: ReadonlyMap<string, "image" | "file"> = new Map([
+  ["image", "image"],
+  ["imagelist", "image"],
+  ["file", "file"],
+  ["filelist", "file"],
+]);
+
+/**
+ * Why an asset-valued field's value cannot be stored, or undefined when it can: every gid must name
+ * an asset of the project that is not deleted, not a folder, and for image fields an image.
+ */
+function assetIssue(view: SchemaView, f: FieldInfo, value: unknown): string | undefined {
+  const want = ASSET_TYPES.get(f.type);
+  if (!want || value === null || value === undefined) return undefined;
+  const gids = (Array.isArray(value) ? value : [value]).filter((g): g is string => typeof g === "string");
+  if (!gids.length) return undefined;
+  const found = new Map(assetsByGids(view.tx, view.projectGid, gids).map((a) => [a.gid, a]));
+  for (const g of gids) {
+    const a = found.get(g);
+    if (!a || a.status === "deleted") return `${f.name}: no asset ${JSON.stringify(g.slice(0, 40))} in the project`;
+    if (a.type === "folder") return `${f.name}: ${g} is a folder, not a file`;
+    if (want === "image" && a.type !== "image") return `${f.name}: ${g} is not an image`;
+  }
+  return undefined;
+}
+
 /** One entry of `report.validation`. */
 export type ReportItem = { record: string; language: string | null; field: string; level: "error" | "warning"; code: string; message: string };
 
@@ -329,6 +357,12 @@ export function applyFields(
         continue;
       }
       const clean = isEmpty(parsed.data) ? null : parsed.data;
+      const assetProblem = assetIssue(view, f, clean);
+      if (assetProblem) {
+        err(lang, f.name, "asset", assetProblem);
+        if (!f.localized) shared.set(f.gid, { value: undefined, language: lang, bad: true });
+        continue;
+      }
       if (f.localized) {
         (vals[lang] ??= dict())[f.gid] = clean;
         touched.add(f.gid);
