@@ -79,8 +79,8 @@ describe("the log of a session of sign-up, reset, login and API keys", () => {
     const project = (await call(url, "/api/projects/create", { name: "Logged" }, login.token)).body.result.project as string;
     const key = await call(url, `/api/p/${project}/apikeys/create`, { name: "Shop" }, login.token);
     expect(key.status).toBe(200);
-    secrets.set("API key", key.body.result.api_key);
-    const auth = await call(url, `/api/p/${project}/auth`, { api_key: key.body.result.api_key });
+    secrets.set("API key", key.body.result.apikey);
+    const auth = await call(url, `/api/p/${project}/auth`, { api_key: key.body.result.apikey });
     expect(auth.status).toBe(200);
     secrets.set("API user JWT", auth.token!);
     const asKey = await call(url, `/api/p/${project}/assets/root`, {}, auth.token);
