@@ -147,7 +147,7 @@ export function buildSearch(view: SchemaView, input: SearchInput, member = "filt
     if (e instanceof FilterError) throw badRequest("Invalid parameter", e.info());
     throw e;
   }
-  const cond: SQL[] = [sql`+r.project_gid = ${view.projectGid}`, filterToSql(node, { language })];
+  const cond: SQL[] = [sql`r.project_gid = ${view.projectGid}`, filterToSql(node, { language })];
   if (!fieldsOf(node).has("status")) cond.push(sql`r.status != ${DELETED}`);
   const text = sqlText(sql.join(cond, sql` AND `));
   const fts = q ? ftsExpression(view.projectGid, language, q) : undefined;
