@@ -16,6 +16,7 @@ import { membersFeature } from "./members/members.feature";
 import { projectsFeature } from "./projects/projects.feature";
 import { queriesFeature } from "./queries/queries.feature";
 import { modulesFeature } from "./modules/modules.feature";
+import { recordsFeature } from "./records/records.feature";
 import { schemaFeature } from "./schema/schema.feature";
 import { sessionFeature } from "./session/session.feature";
 import { settingsFeature } from "./settings/settings.feature";
@@ -49,6 +50,7 @@ export const features: readonly Feature[] = [
   schemaFeature,
   queriesFeature,
   modulesFeature,
+  recordsFeature,
 ];
 
 /** Every job kind of the features, by name (a kind declared twice is a programming error). */
