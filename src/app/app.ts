@@ -24,6 +24,6 @@ export function createApp(ctx: Ctx, features: readonly Feature[] = allFeatures) 
     if (f.operations?.length) app.use(operationRoutes(ctx, f.operations));
   }
   // The project endpoints that exist, so a batch can refuse one that cannot run in it by name.
-  for (const r of app.routes) if (r.method === "POST" && r.path.startsWith(PROJECT_PREFIX)) ctx.hooks.projectPaths.add(r.path.slice(PROJECT_PREFIX.length));
+  for (const r of app.routes) if (r.path.startsWith(PROJECT_PREFIX)) ctx.hooks.projectPaths.add(r.path.slice(PROJECT_PREFIX.length));
   return app;
 }

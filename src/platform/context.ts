@@ -28,7 +28,7 @@ export type Hooks = {
    */
   operations: Map<string, ProjectOperation>;
   /**
-   * Every POST path below `/api/p/<project>/` the app serves (filled when the app is built), so a
+   * Every path below `/api/p/<project>/` the app serves (any method) (filled when the app is built), so a
    * batch tells an endpoint that cannot run inside one from a path that does not exist.
    */
   projectPaths: Set<string>;
