@@ -92,6 +92,13 @@ function rowOf(tx: Tx, projectGid: string, gid: string, failure: string): Row {
  * with the next free serial number (`Sale` → `Sale 2`; a copy of `Sale 2` → `Sale 3`).
  */
 function freeName(tx: Tx, projectGid: string, type: QueryType, name: string, except?: string): string {
+  // The usual case first, through the unique index: the name is free (or the query's own).
+  const holder = tx
+    .select({ gid: queries.gid })
+    .from(queries)
+    .where(and(eq(queries.projectGid, projectGid), eq(queries.type, type), eq(queries.name, name)))
+    .get();
+  if (!holder || holder.gid === except) return name;
   const taken = new Set(
     tx
       .select({ name: queries.name, gid: queries.gid })
