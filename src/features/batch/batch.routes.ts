@@ -1,18 +1,23 @@
 import { Elysia, t } from "elysia";
 import { authMacro } from "../../http/auth";
 import { ok, answer } from "../../http/envelope";
+import { examples } from "../../http/examples";
 import { chargeProjectRequests } from "../../http/membership-limit";
+import { describe } from "../../http/openapi";
 import { prepareBatch } from "../../http/operations";
 import type { Ctx } from "../../platform/context";
 import { runBatch } from "./batch.service";
 
 const tags = ["batch"];
 const params = t.Object({ project: t.String() });
-const body = t.Object({
-  requests: t.Array(t.Unknown({ description: "a sub-request {path, body}: path below /api/p/<project>/ (queries/create), body as that endpoint takes it" }), {
-    description: "the sub-requests, run in order in one transaction",
-  }),
-});
+const body = t.Object(
+  {
+    requests: t.Array(t.Unknown({ description: "a sub-request {path, body}: path below /api/p/<project>/ (queries/create), body as that endpoint takes it" }), {
+      description: "the sub-requests, run in order in one transaction",
+    }),
+  },
+  { examples: [examples.batch.request] },
+);
 
 /**
  * `POST /api/p/<project>/batch`: sub-requests run in order in one transaction, all or none
@@ -33,10 +38,13 @@ export function batchRoutes(ctx: Ctx) {
         auth: true,
         params,
         body,
-        detail: {
+        detail: describe({
           summary: "Run up to --batch-max synchronous project calls in one transaction: all succeed (results in order) or none is applied (the first failure's error with info.index)",
+          description: "A failed batch answers its failing sub-request's own error and status, with info.index, info.path and info.batch (rolled_back, failed, not_run); nothing is applied and no sync item is published. See docs/batch.md.",
           tags,
-        },
+          example: examples.batch.answer,
+          errors: [400, 403, 413, 422, 429],
+        }),
       },
     );
 }
