@@ -117,7 +117,7 @@ export type Describe = {
 };
 
 /** A route's `detail` for the OpenAPI document: summary, tags, an example answer and its errors. */
-export function describe(d: Describe): DocumentDecoration {
+export function describe(d: Describe): DocumentDecoration & { summary: string; tags: string[] } {
   const ok: Record<string, unknown> = { description: "Success (the envelope)" };
   if (d.setsToken) ok.headers = AUTHORIZATION_HEADER;
   if (d.example !== undefined) ok.content = { [json]: { schema: { $ref: "#/components/schemas/Envelope" }, example: d.example } };
