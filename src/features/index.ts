@@ -6,6 +6,7 @@ import { adminFeature } from "./admin/admin.feature";
 import { apikeysFeature } from "./apikeys/apikeys.feature";
 import { assetsFeature } from "./assets/assets.feature";
 import { backupsFeature } from "./backups/backups.feature";
+import { batchFeature } from "./batch/batch.feature";
 import { damFeature } from "./dam/dam.feature";
 import type { Feature } from "./feature";
 import { healthFeature } from "./health/health.feature";
@@ -51,6 +52,7 @@ export const features: readonly Feature[] = [
   queriesFeature,
   modulesFeature,
   recordsFeature,
+  batchFeature,
 ];
 
 /** Every job kind of the features, by name (a kind declared twice is a programming error). */
@@ -84,8 +86,12 @@ export function hooksOf(list: readonly Feature[] = features): Hooks {
   const projectDictionaries = new Map<string, Hooks["projectDictionaries"] extends Map<string, infer D> ? D : never>(
     ["definitions", "classes", "fields", "layouts", "queries"].map((name) => [name, () => ({})]),
   );
-  const hooks: Hooks = { assetsRemoved: [], projectDictionaries, schemaCommitted: [], schemaUsage: [], languageAdded: [], languageRemoved: [], settingRemoved: [] };
+  const hooks: Hooks = { assetsRemoved: [], projectDictionaries, schemaCommitted: [], schemaUsage: [], languageAdded: [], languageRemoved: [], settingRemoved: [], operations: new Map(), projectPaths: new Set() };
   for (const f of list) {
+    for (const op of f.operations ?? []) {
+      if (hooks.operations.has(op.path)) throw new Error(`operation ${op.path} is declared twice (${f.name})`);
+      hooks.operations.set(op.path, op);
+    }
     if (f.hooks?.assetsRemoved) hooks.assetsRemoved.push(f.hooks.assetsRemoved);
     if (f.hooks?.schemaCommitted) hooks.schemaCommitted.push(f.hooks.schemaCommitted);
     if (f.hooks?.schemaUsage) hooks.schemaUsage.push(f.hooks.schemaUsage);

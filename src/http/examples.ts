@@ -128,6 +128,20 @@ export const examples = {
   init: initAnswer,
   languages: ok({ languages: LANGUAGE_CODES }, { "cc.languages": LANGUAGES }),
   usersGet: { request: { user: BOB }, answer: ok({ user: BOB }, { "cc.users": { [BOB]: bobShort } }) },
+  batch: {
+    request: {
+      requests: [
+        { path: "queries/create", body: { type: "record", name: "Shoes", q: "shoe" } },
+        { path: "queries/update", body: { query: "q5z3y3v6c1l5ig2wepq0", name: "Summer sale" } },
+      ],
+    },
+    answer: ok({
+      results: [
+        { success: true, result: { query: "q80c7ydvz0p6gjfwek60" }, data: { queries: { q80c7ydvz0p6gjfwek60: { gid: "q80c7ydvz0p6gjfwek60", type: "record", name: "Shoes", q: "shoe", filter: [] } } } },
+        { success: true, result: { query: "q5z3y3v6c1l5ig2wepq0" }, data: { queries: { q5z3y3v6c1l5ig2wepq0: { gid: "q5z3y3v6c1l5ig2wepq0", type: "record", name: "Summer sale", q: "", filter: [] } } } },
+      ],
+    }),
+  },
   membersGet: {
     request: { project: PROJECT, member: BOB },
     answer: ok({ user: BOB }, { "cc.users": { [BOB]: bobShort }, "cc.projects_members": [bobMembershipShort] }),

@@ -145,7 +145,7 @@ function uploadBody(u: Upload) {
  * A route's `detail` for the OpenAPI document: summary, tags, an example answer (with its
  * `result` members typed when given), its errors and, for a streamed upload, its multipart body.
  */
-export function describe(d: Describe): DocumentDecoration {
+export function describe(d: Describe): DocumentDecoration & { summary: string; tags: string[] } {
   const ok: Record<string, unknown> = { description: "Success (the envelope)" };
   if (d.setsToken) ok.headers = AUTHORIZATION_HEADER;
   const envelope = { $ref: "#/components/schemas/Envelope" };
@@ -201,6 +201,7 @@ const documentation = {
     { name: "records: search and bulk", description: "`records/search` (filter language, full text) and `records/bulk/*` (docs/records.md)" },
     { name: "records: channels", description: "`records/channels/*`: which channels a record is in, copied along the tree (docs/records.md)" },
     { name: "records: definition", description: "`records/definition/*`: a record's definition, extended per record (docs/records.md)" },
+    { name: "batch", description: "`/api/p/<project>/batch`: many project operations in one transaction, all or nothing (docs/batch.md)" },
     { name: "assets", description: "`/api/p/<project>/assets/*`: the asset tree, uploads, metadata, search and bulk operations (docs/assets.md)" },
     { name: "queries", description: "`/api/p/<project>/queries/*`: saved queries (docs/queries.md)" },
     { name: "modules", description: "`/api/p/<project>/modules/*`: external modules of a project: registration, keys, actions and their invocation, logs (docs/modules.md)" },

@@ -2,7 +2,7 @@ import type { Feature } from "../feature";
 import { copyChannelsDownJob } from "./channels.service";
 import { followSchemaJob, recordsFollowSchema, recordsLanguageAdded, recordsLanguageRemoved, recordsSchemaUsage, recordsSettingRemoved, reindexJob } from "./follow.service";
 import { recordsBulkJobs } from "./records.bulk";
-import { recordsRoutes } from "./records.routes";
+import { recordsOperations, recordsRoutes } from "./records.routes";
 import { copyRecordJob, permanentDeleteJob } from "./tree.service";
 
 /**
@@ -13,6 +13,7 @@ import { copyRecordJob, permanentDeleteJob } from "./tree.service";
 export const recordsFeature: Feature = {
   name: "records",
   routes: recordsRoutes,
+  operations: recordsOperations,
   jobs: {
     copy_record: copyRecordJob,
     permanent_delete_record: permanentDeleteJob,
