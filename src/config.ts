@@ -86,6 +86,7 @@ export const settings = {
   rateLimit: { env: "APIS_RATE_LIMIT", flag: "rate-limit", schema: int(0, 100000), default: 200, help: "requests per second per user and project when the membership sets none (0 = off)" },
   uploadMaxBytes: { env: "APIS_UPLOAD_MAX_BYTES", flag: "upload-max-bytes", schema: size(1024, 2 ** 40), default: "1G", help: "largest asset upload (bytes, or 512K, 10M, 2G)" },
   jsonMaxBytes: { env: "APIS_JSON_MAX_BYTES", flag: "json-max-bytes", schema: size(1024, 2 ** 30), default: "1M", help: "largest JSON (or form) request body, counted while it is read; more is a 413 (uploads have their own limits)" },
+  batchMax: { env: "APIS_BATCH_MAX", flag: "batch-max", schema: int(1, 10000), default: 50, help: "most sub-requests in one POST /api/p/<project>/batch (its body also counts against --json-max-bytes)" },
   assetVersionsKept: { env: "APIS_ASSET_VERSIONS_KEPT", flag: "asset-versions-kept", schema: int(0, 1000), default: 5, help: "earlier versions of an asset kept after upload_update (older ones are deleted)" },
   imageMaxBytes: { env: "APIS_IMAGE_MAX_BYTES", flag: "image-max-bytes", schema: size(1024, 2 ** 30), default: "10M", help: "largest avatar/icon upload (bytes or with K, M, G)" },
   pixelLimit: { env: "APIS_PIXEL_LIMIT", flag: "pixel-limit", schema: int(1, 2 ** 31), default: 50_000_000, help: "largest input image in pixels (all frames)" },

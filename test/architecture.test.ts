@@ -250,3 +250,38 @@ describe("the web console's browser code", () => {
     expect(found).toEqual([]);
   });
 });
+
+describe("batchable operations (docs/architecture.md, \"How to make an endpoint batchable\")", () => {
+  const routes = files.filter((f) => f.rel.endsWith(".routes.ts"));
+  /** Synchronous project endpoints that are deliberately not operations, each with its reason. */
+  const NOT_BATCHABLE = new Map([
+    ["/api/p/:project/batch", "it runs operations; a batch inside a batch is refused"],
+    ["/api/p/:project/login", "it hashes a password (asynchronous) and answers a JWT"],
+    ["/api/p/:project/auth", "it checks an API key (asynchronous) and answers a JWT"],
+    ["/api/p/:project/backups/get", "backups act on the whole project (jobs that copy or replace every row and file): kept out of batches together"],
+    ["/api/p/:project/backups/create", "a backup job reads the whole project: kept out of batches"],
+    ["/api/p/:project/backups/update", "backups are kept out of batches together"],
+    ["/api/p/:project/backups/restore", "a restore job replaces the whole project: kept out of batches"],
+    ["/api/p/:project/backups/delete", "backups are kept out of batches together"],
+  ]);
+
+  test("a synchronous POST below /api/p/:project is an operation(...), so a batch can run it, unless listed here with its reason", () => {
+    const found: string[] = [];
+    for (const f of routes) {
+      for (const m of f.code.matchAll(/\.post\(\s*["'`]([^"'`]+)["'`]\s*,\s*(async\b)?/g)) {
+        const prefix = [...f.code.slice(0, m.index).matchAll(/prefix:\s*["'`]([^"'`]*)["'`]/g)].at(-1)?.[1] ?? "";
+        const full = prefix + m[1];
+        if (full.startsWith("/api/p/:project/") && !m[2] && !NOT_BATCHABLE.has(full)) found.push(`${f.rel}: POST ${full}`);
+      }
+    }
+    expect(found).toEqual([]);
+  });
+
+  test("a route file that declares operations has its feature descriptor list them (operations: ...)", () => {
+    const found = routes
+      .filter((f) => /\boperation\(/.test(f.code))
+      .filter((f) => !/\boperations:\s*\w+/.test(byPath.get(f.path.replace(/\.routes\.ts$/, ".feature.ts"))?.code ?? ""))
+      .map((f) => f.rel);
+    expect(found).toEqual([]);
+  });
+});

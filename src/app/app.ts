@@ -3,8 +3,11 @@ import { features as allFeatures, type Feature } from "../features";
 import { errorHandling, jsonBodies } from "../http/handlers";
 import { membershipRateLimits } from "../http/membership-limit";
 import { apiDocs } from "../http/openapi";
+import { operationRoutes } from "../http/operations";
 import { routeTemplates } from "../http/requests";
 import type { Ctx } from "../platform/context";
+
+const PROJECT_PREFIX = "/api/p/:project/";
 
 /** The HTTP application: the shared HTTP plumbing, then every feature's routes in list order. */
 export function createApp(ctx: Ctx, features: readonly Feature[] = allFeatures) {
@@ -15,6 +18,12 @@ export function createApp(ctx: Ctx, features: readonly Feature[] = allFeatures) 
         streamed: new Set(features.flatMap((f) => f.streamedBodies ?? [])),
       }),
     ).use(apiDocs()).use(membershipRateLimits(ctx));
-  for (const f of features) if (f.routes) app.use(f.routes(ctx));
+  for (const f of features) {
+    if (f.routes) app.use(f.routes(ctx));
+    // Synchronous project operations: declared once, served here and runnable in a batch.
+    if (f.operations?.length) app.use(operationRoutes(ctx, f.operations));
+  }
+  // The project endpoints that exist, so a batch can refuse one that cannot run in it by name.
+  for (const r of app.routes) if (r.path.startsWith(PROJECT_PREFIX)) ctx.hooks.projectPaths.add(r.path.slice(PROJECT_PREFIX.length));
   return app;
 }

@@ -62,7 +62,7 @@ function excludeOf(el: Record<string, unknown>, index: number): Set<string> {
 }
 
 /** Checks the shape of a selection (400 naming the bad element) without resolving it. */
-function parseSelection(selection: unknown): SelectionElement[] {
+export function parseSelection(selection: unknown): SelectionElement[] {
   if (selection === undefined || selection === null) throw badRequest("Missing parameter", { "Missing parameter": "selection" });
   if (!Array.isArray(selection)) throw bad("selection is an array of gids, {children, exclude} and {search, exclude} elements");
   if (selection.length > MAX_ELEMENTS) throw bad(`at most ${MAX_ELEMENTS} elements`);
@@ -79,6 +79,15 @@ function parseSelection(selection: unknown): SelectionElement[] {
     throw bad("an element is a gid, {children, exclude} or {search, exclude}", { element: i });
   });
   return selection as SelectionElement[];
+}
+
+/**
+ * A `{query, language?, exclude?}` element as the `{search, exclude?}` element of `resource` it
+ * stands for (for resources that turn a selection into SQL themselves, e.g. records bulk/get).
+ */
+export function expandQueryElement(tx: Tx, projectGid: string, resource: string, element: Exclude<SelectionElement, string>, index: number): Exclude<SelectionElement, string> {
+  if (!queryExpander) throw bad("saved queries are not available here", { element: index });
+  return queryExpander(tx, projectGid, resource, element) as Exclude<SelectionElement, string>;
 }
 
 /**
@@ -100,10 +109,7 @@ export function resolveSelection(tx: Tx, r: SelectionResolver, projectGid: strin
   elements.forEach((original, i) => {
     if (typeof original === "string") return;
     let el: Exclude<SelectionElement, string> = original;
-    if (Object.hasOwn(el, "query")) {
-      if (!queryExpander) throw bad("saved queries are not available here", { element: i });
-      el = queryExpander(tx, projectGid, resource, el) as Exclude<SelectionElement, string>;
-    }
+    if (Object.hasOwn(el, "query")) el = expandQueryElement(tx, projectGid, resource, el, i);
     const exclude = excludeOf(el, i);
     let items: SelectionItem[] | undefined;
     if ("children" in el) {
@@ -121,7 +127,7 @@ export function resolveSelection(tx: Tx, r: SelectionResolver, projectGid: strin
   return [...out.values()].sort((a, b) => a.id - b.id);
 }
 
-const BULK_PAGE_DEFAULT = 100;
+export const BULK_PAGE_DEFAULT = 100;
 export const BULK_PAGE_MAX = 1000;
 
 /**

@@ -1,6 +1,6 @@
 import type { HTMLBundle } from "bun";
 import type { AnyElysia } from "elysia";
-import type { AssetsRemovedHook, Ctx, LanguageHook, ProjectDictionary, SchemaCommittedHook, SchemaUsageHook, SettingRemovedHook } from "../platform/context";
+import type { AssetsRemovedHook, Ctx, LanguageHook, ProjectDictionary, ProjectOperation, SchemaCommittedHook, SchemaUsageHook, SettingRemovedHook } from "../platform/context";
 import type { JobKind } from "../platform/jobs/runner";
 import type { Housekeeping } from "../platform/jobs/schedules";
 
@@ -22,8 +22,14 @@ export type ServeRoute = Record<"GET" | "HEAD", ServeHandler> | HTMLBundle;
 export type Feature = {
   /** The area's name (its folder). */
   name: string;
-  /** Its HTTP endpoints, as an Elysia plugin. */
+  /** Its HTTP endpoints, as an Elysia plugin (those that are not `operations`). */
   routes?: (ctx: Ctx) => AnyElysia;
+  /**
+   * Its synchronous project operations (`operation(...)` of src/http/operations.ts, usually the
+   * list its route file exports): each is served as `POST /api/p/<project>/<path>` AND may run
+   * as a step of `POST /api/p/<project>/batch`. Declared once, so both stay the same.
+   */
+  operations?: readonly ProjectOperation[];
   /**
    * Routes (full Elysia patterns) whose handlers stream a multipart body themselves (uploads of
    * any size): the shared body parser leaves those unread. Every other multipart body is read in

@@ -7,6 +7,7 @@ import { apikeysFeature } from "./apikeys/apikeys.feature";
 import { assetsFeature } from "./assets/assets.feature";
 import { backupsFeature } from "./backups/backups.feature";
 import { consoleFeature } from "./console/console.feature";
+import { batchFeature } from "./batch/batch.feature";
 import { damFeature } from "./dam/dam.feature";
 import type { Feature } from "./feature";
 import { healthFeature } from "./health/health.feature";
@@ -17,6 +18,7 @@ import { membersFeature } from "./members/members.feature";
 import { projectsFeature } from "./projects/projects.feature";
 import { queriesFeature } from "./queries/queries.feature";
 import { modulesFeature } from "./modules/modules.feature";
+import { recordsFeature } from "./records/records.feature";
 import { schemaFeature } from "./schema/schema.feature";
 import { sessionFeature } from "./session/session.feature";
 import { settingsFeature } from "./settings/settings.feature";
@@ -50,6 +52,8 @@ export const features: readonly Feature[] = [
   schemaFeature,
   queriesFeature,
   modulesFeature,
+  recordsFeature,
+  batchFeature,
   consoleFeature,
 ];
 
@@ -84,8 +88,12 @@ export function hooksOf(list: readonly Feature[] = features): Hooks {
   const projectDictionaries = new Map<string, Hooks["projectDictionaries"] extends Map<string, infer D> ? D : never>(
     ["definitions", "classes", "fields", "layouts", "queries"].map((name) => [name, () => ({})]),
   );
-  const hooks: Hooks = { assetsRemoved: [], projectDictionaries, schemaCommitted: [], schemaUsage: [], languageAdded: [], languageRemoved: [], settingRemoved: [] };
+  const hooks: Hooks = { assetsRemoved: [], projectDictionaries, schemaCommitted: [], schemaUsage: [], languageAdded: [], languageRemoved: [], settingRemoved: [], operations: new Map(), projectPaths: new Set() };
   for (const f of list) {
+    for (const op of f.operations ?? []) {
+      if (hooks.operations.has(op.path)) throw new Error(`operation ${op.path} is declared twice (${f.name})`);
+      hooks.operations.set(op.path, op);
+    }
     if (f.hooks?.assetsRemoved) hooks.assetsRemoved.push(f.hooks.assetsRemoved);
     if (f.hooks?.schemaCommitted) hooks.schemaCommitted.push(f.hooks.schemaCommitted);
     if (f.hooks?.schemaUsage) hooks.schemaUsage.push(f.hooks.schemaUsage);

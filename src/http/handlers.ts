@@ -15,8 +15,8 @@ function firstMissing(schema: any, value: any): string | undefined {
   return undefined;
 }
 
-/** Turns an Elysia validation error into our 400: the first missing member, or the wrong one. */
-function validationToApiError(err: any): ApiError {
+/** Turns an Elysia validation error into our 400: the first missing member, or the wrong one (routes and batch steps alike). */
+export function validationToApiError(err: any): ApiError {
   const schema = err.validator?.schema ?? err.validator;
   const name = firstMissing(schema, err.value);
   if (name) return missing(name);

@@ -4,6 +4,7 @@ import { membershipRateLimit } from "../features/members/members.service";
 import { errorResponse } from "./envelope";
 import { limiterOf, tooManyRequests } from "./ratelimit";
 import { bearerToken } from "../platform/tokens";
+import { badRequest } from "../core/errors";
 
 const PROJECT_PATH = /^[a-z][a-z0-9+.-]*:\/\/[^/]+\/api\/p\/([^/?#]+)\//i;
 
@@ -42,4 +43,21 @@ export function membershipRateLimits(ctx: Ctx) {
     const r = limiter.take(`rps:${userGid}:${project}`, limit, 1000);
     if (!r.ok) return errorResponse(tooManyRequests(r.retryAfterSec));
   });
+}
+
+/**
+ * A request to `/api/p/<project>/...` that does the work of `count` (a batch of `count`
+ * sub-requests) takes the rest from the same bucket: the request itself already took one on
+ * arrival. More than the membership's limit could never pass, so that is a 400 rather than a 429
+ * to retry forever; an empty bucket is the 429 with `Retry-After`.
+ */
+export function chargeProjectRequests(ctx: Ctx, userGid: string, projectGid: string, count: number): void {
+  if (count <= 1) return;
+  const limit = membershipRateLimit(ctx.db, projectGid, userGid) ?? ctx.config.rateLimit;
+  if (!(limit > 0)) return;
+  if (count > limit) {
+    throw badRequest("Too many sub-requests", { count, max: limit, reason: "a batch counts one request per sub-request, and this is more than the membership's rate_limit_per_second" });
+  }
+  const r = limiterOf(ctx).take(`rps:${userGid}:${projectGid}`, limit, 1000, count - 1);
+  if (!r.ok) throw tooManyRequests(r.retryAfterSec);
 }

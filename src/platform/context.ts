@@ -1,4 +1,7 @@
+import type { TSchema } from "@sinclair/typebox";
 import type { Config } from "../config";
+import type { Actor } from "../core/actor";
+import type { Answer } from "../core/answer";
 import type { Logger } from "../core/log";
 import type { DB, Tx } from "../db/connection";
 import type { ChangeLog } from "../db/mutate";
@@ -43,6 +46,16 @@ export type Hooks = {
    * subset) and writes its own sync items.
    */
   settingRemoved: SettingRemovedHook[];
+  /**
+   * Every synchronous project operation of the features (`operations` of their descriptors), by
+   * path below `/api/p/<project>/` (`queries/create`): what a batch may run.
+   */
+  operations: Map<string, ProjectOperation>;
+  /**
+   * Every path below `/api/p/<project>/` the app serves (any method) (filled when the app is built), so a
+   * batch tells an endpoint that cannot run inside one from a path that does not exist.
+   */
+  projectPaths: Set<string>;
 };
 export type AssetsRemovedHook = (ctx: Ctx, tx: Tx, projectGid: string, gids: string[]) => string[];
 /** A language hook: returns how many stored values it changed (0 when none). */
@@ -85,6 +98,26 @@ export type SchemaCommittedHook = {
 
 /** Where a schema item is used outside the schema, by dictionary name (e.g. `{records: [gids]}`); `{}` when nowhere. */
 export type SchemaUsageHook = (ctx: Ctx, tx: Tx, projectGid: string, kind: SchemaKind, gid: string) => Record<string, string[]>;
+
+/**
+ * A synchronous project operation, declared once by its feature (src/http/operations.ts builds
+ * it with `operation(...)`): it is both the endpoint `POST /api/p/<project>/<path>` and a step
+ * a batch may run. `run` is the service call; it checks access itself and does its work in one
+ * unit (`inProject`/`mutate`), so inside a batch it joins the batch's transaction.
+ */
+export type ProjectOperation = {
+  /** Below `/api/p/<project>/`, without a leading slash: `queries/create`. */
+  path: string;
+  /** The `t` (TypeBox) schema of the body: checked by the route and by a batch alike. */
+  body: TSchema;
+  /** OpenAPI summary and tags. */
+  summary: string;
+  tags: string[];
+  /** The endpoint's whole OpenAPI detail (summary, tags and, when given, example answer and errors). */
+  detail: { summary: string; tags: string[] };
+  /** The service call, with the body as checked and cleaned by `body`. */
+  run: (ctx: Ctx, actor: Actor, projectGid: string, input: unknown) => Answer;
+};
 
 /**
  * What a running instance holds, handed to services, jobs and the CLI alike (built by

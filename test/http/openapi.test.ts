@@ -74,10 +74,99 @@ describe("the OpenAPI document", () => {
     expect(Object.keys(sync.properties)).toEqual(["cc_cursor", "project", "cursor"]);
   });
 
-  test("describes the icon upload as multipart with a binary file", () => {
-    const content = doc.paths["/api/projects/upload_icon"].post.requestBody.content;
-    expect(Object.keys(content)).toEqual(["multipart/form-data"]);
-    expect(content["multipart/form-data"].schema.properties.file.format).toBe("binary");
+  test("describes every upload as a multipart body with its required binary file part and its text parts", () => {
+    const uploads: [string, string, string[]][] = [
+      ["/api/p/{project}/assets/upload", "upload_file", ["parent", "pathname", "name"]],
+      ["/api/p/{project}/assets/upload_update", "upload_file", ["asset", "name"]],
+      ["/api/account/upload_avatar", "file", []],
+      ["/api/projects/upload_icon", "file", ["project"]],
+    ];
+    for (const [path, filePart, textParts] of uploads) {
+      const body = doc.paths[path]?.post?.requestBody;
+      expect(body?.required, path).toBe(true);
+      expect(Object.keys(body.content), path).toEqual(["multipart/form-data"]);
+      const schema = body.content["multipart/form-data"].schema;
+      expect(schema.type, path).toBe("object");
+      expect(schema.properties[filePart], path).toMatchObject({ type: "string", format: "binary" });
+      expect(schema.properties[filePart].default, path).toBeUndefined();
+      expect(schema.required, path).toContain(filePart);
+      for (const part of textParts) expect(schema.properties[part]?.type, `${path} ${part}`).toBe("string");
+    }
+    expect(doc.paths["/api/p/{project}/assets/upload_update"].post.requestBody.content["multipart/form-data"].schema.required).toContain("asset");
+  });
+
+  test("gives the project session calls and the invitation link calls a 200 with an example answer and typed result members", () => {
+    const calls: [string, string, string[]][] = [
+      ["post", "/api/p/{project}/login", ["user", "user_projects", "project", "project_members", "last_backed_up", "cc.version", "cc.cursor", "cursor"]],
+      ["post", "/api/p/{project}/auth", ["user", "user_projects", "project", "project_members", "last_backed_up", "cc.version", "cc.cursor", "cursor"]],
+      ["get", "/api/p/{project}/init", ["user", "user_projects", "project", "project_members", "last_backed_up", "cc.version", "cc.cursor", "cursor"]],
+      ["post", "/api/init_invite", ["invitee", "project", "project_members"]],
+      ["post", "/api/decline_invite", ["project"]],
+      ["post", "/api/login", ["user", "user_projects", "cc.version", "cc.cursor"]],
+      ["get", "/api/init", ["user", "user_projects", "cc.version", "cc.cursor"]],
+    ];
+    for (const [method, path, members] of calls) {
+      const content = doc.paths[path]?.[method]?.responses?.["200"]?.content?.["application/json"];
+      expect(content, `${method} ${path}`).toBeDefined();
+      const { example, schema } = content;
+      expect(example.success, path).toBe(true);
+      expect(Object.keys(example.result).sort(), path).toEqual([...members].sort());
+      expect(example).toHaveProperty("data");
+      // The schema is the envelope with the result members typed.
+      expect(schema.allOf[0].$ref, path).toBe("#/components/schemas/Envelope");
+      const result = schema.allOf[1].properties.result;
+      expect(Object.keys(result.properties).sort(), path).toEqual([...members].sort());
+      for (const m of members) expect(result.properties[m].type ?? result.properties[m].anyOf, `${path} ${m}`).toBeDefined();
+    }
+    // The examples are those of docs/members.md and docs/apikeys.md.
+    const invite = doc.paths["/api/init_invite"].post.responses["200"].content["application/json"].example;
+    expect(invite.data["cc.projects_members"].map((m: any) => m.status)).toEqual(["invited", "active", "active"]);
+    const decline = doc.paths["/api/decline_invite"].post.responses["200"].content["application/json"].example;
+    expect(decline.data["cc.projects_members"][0].status).toBe("declined");
+    const auth = doc.paths["/api/p/{project}/auth"].post;
+    expect(auth.responses["200"].content["application/json"].example.result.user_projects).toEqual({});
+    // Login and auth hand the JWT back in the Authorization header; they need none.
+    for (const path of ["/api/p/{project}/login", "/api/p/{project}/auth"]) {
+      expect(doc.paths[path].post.responses["200"].headers.Authorization, path).toBeDefined();
+      expect(doc.paths[path].post.security, path).toBeUndefined();
+      expect(doc.paths[path].post.responses["429"].$ref, path).toBe("#/components/responses/TooManyRequests");
+    }
+  });
+
+  test("the session and invitation examples have the members of the real answers", async () => {
+    const exampleOf = (method: string, path: string) => doc.paths[path][method].responses["200"].content["application/json"].example;
+    const shape = (a: { result: object; data: object }) => ({ result: Object.keys(a.result).sort(), data: Object.keys(a.data).sort() });
+    const owner = await srv.user("olivia");
+    const p = await srv.project(owner.token, "Catalogue");
+    await srv.user("bob");
+    const key = (await srv.call(`/api/p/${p}/apikeys/create`, { token: owner.token, body: { name: "Shop sync" } })).body.result.apikey;
+    const invitee = (await srv.call(`/api/p/${p}/members/invite`, { token: owner.token, body: { email: "new@example.test" } })).body.result.user;
+
+    const login = await srv.call(`/api/p/${p}/login`, { body: { username: "bob", password: "password1" } });
+    expect(login.status).toBe(200);
+    expect(shape(login.body)).toEqual(shape(exampleOf("post", "/api/p/{project}/login")));
+    const auth = await srv.call(`/api/p/${p}/auth`, { body: { api_key: key } });
+    expect(auth.status).toBe(200);
+    expect(shape(auth.body)).toEqual(shape(exampleOf("post", "/api/p/{project}/auth")));
+    const init = await srv.call(`/api/p/${p}/init`, { token: owner.token });
+    expect(shape(init.body)).toEqual(shape(exampleOf("get", "/api/p/{project}/init")));
+    const info = await srv.call("/api/init_invite", { body: { invitee, project: p } });
+    expect(info.status).toBe(200);
+    expect(shape(info.body)).toEqual(shape(exampleOf("post", "/api/init_invite")));
+    const decline = await srv.call("/api/decline_invite", { body: { invitee, project: p } });
+    expect(decline.status).toBe(200);
+    expect(shape(decline.body)).toEqual(shape(exampleOf("post", "/api/decline_invite")));
+  });
+
+  test("declares every tag an operation uses, each with a description", () => {
+    const declared = new Map<string, string>((doc.tags as { name: string; description: string }[]).map((t) => [t.name, t.description]));
+    expect(declared.size).toBe(doc.tags.length);
+    const used = new Set<string>();
+    for (const ops of Object.values<any>(doc.paths)) for (const op of Object.values<any>(ops)) for (const tag of op.tags ?? []) used.add(tag);
+    expect([...used].filter((tag) => !declared.has(tag))).toEqual([]);
+    for (const [name, description] of declared) expect(description?.length, name).toBeGreaterThan(10);
+    // No tag is declared for nothing.
+    expect([...declared.keys()].filter((tag) => !used.has(tag))).toEqual([]);
   });
 
   test("marks JWT routes with the bearer scheme, the 401 and the renewed Authorization header", () => {

@@ -3,6 +3,7 @@ import { requirePerson } from "../../core/access";
 import { missing } from "../../core/errors";
 import { authMacro } from "../../http/auth";
 import { answer, ok } from "../../http/envelope";
+import { examples } from "../../http/examples";
 import { describe } from "../../http/openapi";
 import { authRules, clientAddress, limiterOf, throttle } from "../../http/ratelimit";
 import type { Ctx } from "../../platform/context";
@@ -158,7 +159,13 @@ export function accountRoutes(ctx: Ctx) {
       {
         auth: true,
         body: t.Object({ file: t.File() }),
-        detail: describe({ summary: "Upload an avatar (multipart `file`): resized to a 256 px square PNG served at /media/avatars/<avatar>", tags, errors: [400, 403, 413] }),
+        detail: describe({
+          summary: "Upload an avatar (multipart `file`): resized to a 256 px square PNG served at /media/avatars/<avatar>",
+          tags,
+          example: examples.uploadAvatar.answer,
+          result: t.Object({ user: t.String({ description: "the caller's gid" }) }),
+          errors: [400, 403, 413, 422],
+        }),
       },
     )
     .post(

@@ -1,5 +1,5 @@
 import type { Feature } from "../feature";
-import { apikeyRoutes } from "./apikeys.routes";
+import { apikeyOperations } from "./apikeys.routes";
 
 /** API keys of a project (API users), owner only. */
-export const apikeysFeature: Feature = { name: "apikeys", routes: apikeyRoutes };
+export const apikeysFeature: Feature = { name: "apikeys", operations: apikeyOperations };

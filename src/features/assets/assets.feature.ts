@@ -1,12 +1,13 @@
 import type { Feature } from "../feature";
 import { assetBulkJobs } from "./assets.bulk";
-import { assetRoutes } from "./assets.routes";
+import { assetOperations, assetRoutes } from "./assets.routes";
 import { removeStaleUploads } from "./assets.service";
 
 /** The asset tree: folders, uploads, versions, metadata, search, worksheet, bulk operations. */
 export const assetsFeature: Feature = {
   name: "assets",
   routes: assetRoutes,
+  operations: assetOperations,
   // upload and upload_update read their multipart body chunk by chunk (src/http/multipart.ts).
   streamedBodies: ["/api/p/:project/assets/upload", "/api/p/:project/assets/upload_update"],
   jobs: assetBulkJobs,

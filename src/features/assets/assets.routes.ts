@@ -2,7 +2,8 @@ import { Elysia, t } from "elysia";
 import { BULK_PAGE_MAX } from "../../core/selection";
 import { authMacro } from "../../http/auth";
 import { answer } from "../../http/envelope";
-import { describe, type ErrorStatus } from "../../http/openapi";
+import { operation } from "../../http/operations";
+import { describe, type ErrorStatus, type Upload } from "../../http/openapi";
 import { receiveMultipart } from "../../http/multipart";
 import type { Ctx } from "../../platform/context";
 import { BULK_KINDS, bulkGetAssets, startBulkOperation, type BulkOperation } from "./assets.bulk";
@@ -66,66 +67,132 @@ const forms: Record<string, Record<string, unknown>> = {
 };
 const pick = (...gids: string[]) => ({ assets: Object.fromEntries(gids.map((g) => [g, forms[g]])) });
 /** The OpenAPI detail of an asset route: summary, example answer (result, assets in data), errors. */
-const doc = (summary: string, result: Record<string, unknown>, gids: string[], errors: ErrorStatus[] = [400, 403, 422]) =>
-  describe({ summary, tags, example: { success: true, result, data: gids.length ? pick(...gids) : {} }, errors });
+const doc = (summary: string, result: Record<string, unknown>, gids: string[], errors: ErrorStatus[] = [400, 403, 422], upload?: Upload) =>
+  describe({ summary, tags, example: { success: true, result, data: gids.length ? pick(...gids) : {} }, errors, upload });
+/** The multipart parts of the two uploads (streamed by the route, so documented here). */
+const uploadFile = { name: "upload_file", description: "the file (`file` is accepted too); its type is sniffed from the content" };
+const NAME_PART = "the asset's name (default: the part's file name without any path)";
 
 /** A body parser that reads nothing, so the handler can stream `request.body` itself. */
 const leaveBodyUnread = () => ({});
 
+/** A bulk operation: queues a job over a selection and answers its token (in a batch: queued on commit). */
+const bulk = <E extends Record<string, ReturnType<typeof t.Optional>>>(op: BulkOperation, summary: string, extra: E) =>
+  operation(`assets/bulk/${op}`, t.Object({ selection: t.Unknown(), ...extra }), (ctx, actor, projectGid, input) => startBulkOperation(ctx, actor, projectGid, op, input), {
+    summary: `${summary} Runs as a job (\`${BULK_KINDS[op]}\`): answers {"job.token"}; progress as jobs sync items.`,
+    tags,
+  });
+
 /**
- * `/api/p/<project>/assets/*`: the asset tree, uploads, search and bulk operations
- * (docs/assets.md). Every call needs an active membership of the project (API users included).
+ * `/api/p/<project>/assets/*` without uploads (docs/assets.md): operations, each served as its
+ * endpoint and runnable in a batch (src/http/operations.ts). Every call needs an active
+ * membership of the project (API users included).
+ */
+export const assetOperations = [
+  operation("assets/root", anyValue, (ctx, actor, projectGid) => getRoot(ctx, actor, projectGid), doc("The root folder `/` of the project: result.root", { root: ROOT }, [ROOT], [403])),
+  operation(
+    "assets/get",
+    t.Object({ ...gidOrGids, pathname: t.Optional(t.String()), pathnames: t.Optional(t.Array(t.String())) }),
+    getAssets,
+    doc("Assets by asset, assets, pathname or pathnames (the first given wins; any status); unknown items of a list are left out", { assets: [FOLDER, FILE] }, [FOLDER, FILE]),
+  ),
+  operation(
+    "assets/children",
+    t.Object({ asset: t.Optional(t.String()), pathname: t.Optional(t.String()), ...top }),
+    listFolder,
+    doc("A page (page.top, page.size 100) of the active items of a folder, folders first, then by name: children, children.size", { children: [FILE], "children.size": 1 }, [FILE]),
+  ),
+  operation(
+    "assets/tree",
+    t.Optional(t.Object({ expanded_assets: t.Optional(t.Array(t.String())), expanded_paths: t.Optional(t.Array(t.String())), ...top })),
+    assetTree,
+    doc("The visible tree (root first; expanded folders show their items), flat and paged: tree, tree.size", { tree: [ROOT, FOLDER, FILE], "tree.size": 3 }, [ROOT, FOLDER, FILE], [400, 403]),
+  ),
+  operation(
+    "assets/create",
+    t.Object({ parent: t.Optional(t.Nullable(t.String())), name: t.Optional(t.String()) }),
+    createFolder,
+    doc("Create a folder in parent (absent: the root); a name in use gets a serial: result parent, asset", { parent: ROOT, asset: FOLDER }, [FOLDER, ROOT]),
+  ),
+  operation(
+    "assets/update",
+    t.Object({ asset: t.String(), name: t.Optional(t.String()), title: anyValue, description: anyValue, transforms: anyValue }),
+    updateAsset,
+    doc("Rename an asset, set localized title / description (given languages), transforms", { asset: FILE }, [FILE]),
+  ),
+  operation(
+    "assets/move",
+    t.Object({ ...gidOrGids, parent: t.Optional(t.Nullable(t.String())) }),
+    moveAssets,
+    doc("Move an asset into folder parent; a folder cannot go below itself: result parent, asset", { parent: FOLDER, asset: FILE }, [FILE, FOLDER, ROOT]),
+  ),
+  operation("assets/delete", t.Object(gidOrGids), deleteAssets, doc("Soft-delete an asset and everything below it (status deleted)", { asset: FILE }, [FILE, FOLDER])),
+  operation("assets/undelete", t.Object(gidOrGids), undeleteAssets, doc("Restore a deleted asset with what was deleted with it (its folder must be active)", { asset: FILE }, [FILE, FOLDER])),
+  operation(
+    "assets/permanent_delete",
+    t.Object(gidOrGids),
+    permanentlyDeleteAssets,
+    doc("Remove a deleted asset, everything below it, all versions and files for good: result parent", { parent: FOLDER }, [FOLDER]),
+  ),
+  operation(
+    "assets/worksheet",
+    t.Object({ asset: t.String(), ...top }),
+    assetWorksheet,
+    doc("A folder for a worksheet: its path (gids from the root) and a page (page.size 20) of its children", { asset: FOLDER, path: [ROOT, FOLDER], children: [FILE], "children.size": 1 }, [ROOT, FOLDER, FILE]),
+  ),
+  operation(
+    "assets/sheet",
+    t.Optional(t.Object({ parent: t.Optional(t.Nullable(t.String())), recursive: t.Optional(t.Boolean()), columns: anyValue, "page.size": t.Optional(t.Integer({ minimum: 1 })), "page.cursor": t.Optional(t.Nullable(t.String())) })),
+    assetSheet,
+    { summary: "A folder's items as a paged table (columns + rows) for spreadsheet-like editing (an Apis extension)", tags },
+  ),
+  operation(
+    "assets/metadata/set",
+    t.Object({ asset: t.String(), name: t.String(), type: t.Optional(t.String()), is_localized: t.Optional(t.Boolean()), value: anyValue }),
+    setAssetMetadata,
+    doc("Set or replace one metadata field: name (group.field), type, is_localized, value", { asset: FILE }, [FILE]),
+  ),
+  operation("assets/metadata/clear", t.Object({ asset: t.String(), name: t.Optional(t.String()), keys: anyValue }), clearAssetMetadata, doc("Remove one metadata field (name; or several: keys)", { asset: FILE }, [FILE])),
+  operation(
+    "assets/search",
+    t.Optional(searchBody),
+    findAssets,
+    doc("Search: q (+must -mustnot terms) and/or filter (docs/filter.md), page.top / page.size (10): assets, assets.size", { assets: [FILE], "assets.size": 1 }, [FILE], [400, 403, 422]),
+  ),
+  operation("assets/search/folders", t.Optional(searchBody), findFolders, doc("Search folders only: assets, assets.size", { assets: [FOLDER], "assets.size": 1 }, [FOLDER], [400, 403, 422])),
+  operation(
+    "assets/search/autocomplete",
+    t.Object({
+      field: t.String(),
+      fieldq: t.Optional(t.String()),
+      language: t.Optional(t.String()),
+      "completions.size": t.Optional(t.Integer({ minimum: 1, maximum: 50 })),
+    }),
+    autocompleteAssets,
+    doc("Values for a filter starting with fieldq: field name, ext, path or metadata: completions", { completions: ["/products", "/promo"] }, [], [400, 403, 422]),
+  ),
+  operation(
+    "assets/bulk/get",
+    t.Object({ selection: t.Unknown(), language: t.Optional(t.String()), "page.size": t.Optional(t.Integer({ minimum: 1 })), "page.cursor": t.Optional(t.Nullable(t.String())) }),
+    bulkGetAssets,
+    { summary: `A page of the selected assets; repeat with the returned page.cursor until it is null (page.size at most ${BULK_PAGE_MAX})`, tags },
+  ),
+  bulk("delete", "Soft-delete the selected assets.", {}),
+  bulk("undelete", "Restore the selected deleted assets.", {}),
+  bulk("permanent_delete", "Remove the selected deleted assets, their versions and files for good.", {}),
+  bulk("move", "Move the selected assets into parent (absent: the root).", { parent: t.Optional(t.Nullable(t.String())) }),
+  bulk("metadata", "Set (metadata: {name: value}, null removes a field) and/or clear (clear: true or [names]) metadata fields of the selected assets.", { metadata: anyValue, clear: anyValue }),
+];
+
+/**
+ * The asset uploads (`/api/p/<project>/assets/upload`, `upload_update`): they stream their body
+ * to disk before their unit of work, so they are endpoints only, never batch steps.
  */
 export function assetRoutes(ctx: Ctx) {
   /** Streams a multipart upload to the temp folder (src/http/multipart.ts), 413 past --upload-max-bytes. */
   const receive = (request: Request) => receiveMultipart(request, { tmpDir: ctx.storage.tmp, maxFileBytes: ctx.config.uploadMaxBytes, fileField: ["upload_file", "file"] });
-  /** The bulk operation endpoints: each queues a job over a selection and answers its token. */
-  const bulk = <E extends Record<string, ReturnType<typeof t.Optional>>>(op: BulkOperation, summary: string, extra: E) =>
-    new Elysia().use(authMacro(ctx)).post(`/bulk/${op}`, ({ params, body, actor }) => answer(startBulkOperation(ctx, actor, params.project, op, body)), {
-      auth: true,
-      params,
-      body: t.Object({ selection: t.Unknown(), ...extra }),
-      detail: { summary: `${summary} Runs as a job (\`${BULK_KINDS[op]}\`): answers {"job.token"}; progress as jobs sync items.`, tags },
-    });
-
   return new Elysia({ prefix: "/api/p/:project/assets" })
     .use(authMacro(ctx))
-    .post("/root", ({ params, actor }) => answer(getRoot(ctx, actor, params.project)), {
-      auth: true,
-      params,
-      body: anyValue,
-      detail: doc("The root folder `/` of the project: result.root", { root: ROOT }, [ROOT], [403]),
-    })
-    .post("/get", ({ params, body, actor }) => answer(getAssets(ctx, actor, params.project, body)), {
-      auth: true,
-      params,
-      body: t.Object({ ...gidOrGids, pathname: t.Optional(t.String()), pathnames: t.Optional(t.Array(t.String())) }),
-      detail: doc("Assets by asset, assets, pathname or pathnames (the first given wins; any status); unknown items of a list are left out", { assets: [FOLDER, FILE] }, [FOLDER, FILE]),
-    })
-    .post("/children", ({ params, body, actor }) => answer(listFolder(ctx, actor, params.project, body)), {
-      auth: true,
-      params,
-      body: t.Object({ asset: t.Optional(t.String()), pathname: t.Optional(t.String()), ...top }),
-      detail: doc("A page (page.top, page.size 100) of the active items of a folder, folders first, then by name: children, children.size", { children: [FILE], "children.size": 1 }, [FILE]),
-    })
-    .post("/tree", ({ params, body, actor }) => answer(assetTree(ctx, actor, params.project, body ?? {})), {
-      auth: true,
-      params,
-      body: t.Optional(t.Object({ expanded_assets: t.Optional(t.Array(t.String())), expanded_paths: t.Optional(t.Array(t.String())), ...top })),
-      detail: doc("The visible tree (root first; expanded folders show their items), flat and paged: tree, tree.size", { tree: [ROOT, FOLDER, FILE], "tree.size": 3 }, [ROOT, FOLDER, FILE], [400, 403]),
-    })
-    .post("/create", ({ params, body, actor }) => answer(createFolder(ctx, actor, params.project, body)), {
-      auth: true,
-      params,
-      body: t.Object({ parent: t.Optional(t.Nullable(t.String())), name: t.Optional(t.String()) }),
-      detail: doc("Create a folder in parent (absent: the root); a name in use gets a serial: result parent, asset", { parent: ROOT, asset: FOLDER }, [FOLDER, ROOT]),
-    })
-    .post("/update", ({ params, body, actor }) => answer(updateAsset(ctx, actor, params.project, body)), {
-      auth: true,
-      params,
-      body: t.Object({ asset: t.String(), name: t.Optional(t.String()), title: anyValue, description: anyValue, transforms: anyValue }),
-      detail: doc("Rename an asset, set localized title / description (given languages), transforms", { asset: FILE }, [FILE]),
-    })
     .post(
       "/upload",
       async ({ params, request, actor }) => answer(await uploadAsset(ctx, actor, params.project, "new", () => receive(request))),
@@ -141,6 +208,11 @@ export function assetRoutes(ctx: Ctx) {
           { parent: FOLDER, asset: FILE },
           [FILE, FOLDER],
           [400, 403, 413, 422],
+          {
+            file: uploadFile,
+            fields: { parent: "the folder's gid (neither parent nor pathname: the root)", pathname: "the folder's pathname, instead of parent", name: NAME_PART },
+            required: ["upload_file"],
+          },
         ),
       },
     )
@@ -151,89 +223,11 @@ export function assetRoutes(ctx: Ctx) {
         auth: true,
         params,
         parse: leaveBodyUnread,
-        detail: doc("Upload a new version of a file (multipart: asset, upload_file, name?); storage name <gid>~<version>.<type>", { asset: FILE }, [FILE, FOLDER], [400, 403, 413, 422]),
+        detail: doc("Upload a new version of a file (multipart: asset, upload_file, name?); storage name <gid>~<version>.<type>", { asset: FILE }, [FILE, FOLDER], [400, 403, 413, 422], {
+          file: uploadFile,
+          fields: { asset: "the file asset's gid", name: "a new name for the asset (optional)" },
+          required: ["asset", "upload_file"],
+        }),
       },
-    )
-    .post("/move", ({ params, body, actor }) => answer(moveAssets(ctx, actor, params.project, body)), {
-      auth: true,
-      params,
-      body: t.Object({ ...gidOrGids, parent: t.Optional(t.Nullable(t.String())) }),
-      detail: doc("Move an asset into folder parent; a folder cannot go below itself: result parent, asset", { parent: FOLDER, asset: FILE }, [FILE, FOLDER, ROOT]),
-    })
-    .post("/delete", ({ params, body, actor }) => answer(deleteAssets(ctx, actor, params.project, body)), {
-      auth: true,
-      params,
-      body: t.Object(gidOrGids),
-      detail: doc("Soft-delete an asset and everything below it (status deleted)", { asset: FILE }, [FILE, FOLDER]),
-    })
-    .post("/undelete", ({ params, body, actor }) => answer(undeleteAssets(ctx, actor, params.project, body)), {
-      auth: true,
-      params,
-      body: t.Object(gidOrGids),
-      detail: doc("Restore a deleted asset with what was deleted with it (its folder must be active)", { asset: FILE }, [FILE, FOLDER]),
-    })
-    .post("/permanent_delete", ({ params, body, actor }) => answer(permanentlyDeleteAssets(ctx, actor, params.project, body)), {
-      auth: true,
-      params,
-      body: t.Object(gidOrGids),
-      detail: doc("Remove a deleted asset, everything below it, all versions and files for good: result parent", { parent: FOLDER }, [FOLDER]),
-    })
-    .post("/worksheet", ({ params, body, actor }) => answer(assetWorksheet(ctx, actor, params.project, body)), {
-      auth: true,
-      params,
-      body: t.Object({ asset: t.String(), ...top }),
-      detail: doc("A folder for a worksheet: its path (gids from the root) and a page (page.size 20) of its children", { asset: FOLDER, path: [ROOT, FOLDER], children: [FILE], "children.size": 1 }, [ROOT, FOLDER, FILE]),
-    })
-    .post("/sheet", ({ params, body, actor }) => answer(assetSheet(ctx, actor, params.project, body ?? {})), {
-      auth: true,
-      params,
-      body: t.Optional(t.Object({ parent: t.Optional(t.Nullable(t.String())), recursive: t.Optional(t.Boolean()), columns: anyValue, "page.size": t.Optional(t.Integer({ minimum: 1 })), "page.cursor": t.Optional(t.Nullable(t.String())) })),
-      detail: { summary: "A folder's items as a paged table (columns + rows) for spreadsheet-like editing (an Apis extension)", tags },
-    })
-    .post("/metadata/set", ({ params, body, actor }) => answer(setAssetMetadata(ctx, actor, params.project, body)), {
-      auth: true,
-      params,
-      body: t.Object({ asset: t.String(), name: t.String(), type: t.Optional(t.String()), is_localized: t.Optional(t.Boolean()), value: anyValue }),
-      detail: doc("Set or replace one metadata field: name (group.field), type, is_localized, value", { asset: FILE }, [FILE]),
-    })
-    .post("/metadata/clear", ({ params, body, actor }) => answer(clearAssetMetadata(ctx, actor, params.project, body)), {
-      auth: true,
-      params,
-      body: t.Object({ asset: t.String(), name: t.Optional(t.String()), keys: anyValue }),
-      detail: doc("Remove one metadata field (name; or several: keys)", { asset: FILE }, [FILE]),
-    })
-    .post("/search", ({ params, body, actor }) => answer(findAssets(ctx, actor, params.project, body ?? {})), {
-      auth: true,
-      params,
-      body: t.Optional(searchBody),
-      detail: doc("Search: q (+must -mustnot terms) and/or filter (docs/filter.md), page.top / page.size (10): assets, assets.size", { assets: [FILE], "assets.size": 1 }, [FILE], [400, 403, 422]),
-    })
-    .post("/search/folders", ({ params, body, actor }) => answer(findFolders(ctx, actor, params.project, body ?? {})), {
-      auth: true,
-      params,
-      body: t.Optional(searchBody),
-      detail: doc("Search folders only: assets, assets.size", { assets: [FOLDER], "assets.size": 1 }, [FOLDER], [400, 403, 422]),
-    })
-    .post("/search/autocomplete", ({ params, body, actor }) => answer(autocompleteAssets(ctx, actor, params.project, body)), {
-      auth: true,
-      params,
-      body: t.Object({
-        field: t.String(),
-        fieldq: t.Optional(t.String()),
-        language: t.Optional(t.String()),
-        "completions.size": t.Optional(t.Integer({ minimum: 1, maximum: 50 })),
-      }),
-      detail: doc("Values for a filter starting with fieldq: field name, ext, path or metadata: completions", { completions: ["/products", "/promo"] }, [], [400, 403, 422]),
-    })
-    .post("/bulk/get", ({ params, body, actor }) => answer(bulkGetAssets(ctx, actor, params.project, body)), {
-      auth: true,
-      params,
-      body: t.Object({ selection: t.Unknown(), language: t.Optional(t.String()), "page.size": t.Optional(t.Integer({ minimum: 1 })), "page.cursor": t.Optional(t.Nullable(t.String())) }),
-      detail: { summary: `A page of the selected assets; repeat with the returned page.cursor until it is null (page.size at most ${BULK_PAGE_MAX})`, tags },
-    })
-    .use(bulk("delete", "Soft-delete the selected assets.", {}))
-    .use(bulk("undelete", "Restore the selected deleted assets.", {}))
-    .use(bulk("permanent_delete", "Remove the selected deleted assets, their versions and files for good.", {}))
-    .use(bulk("move", "Move the selected assets into parent (absent: the root).", { parent: t.Optional(t.Nullable(t.String())) }))
-    .use(bulk("metadata", "Set (metadata: {name: value}, null removes a field) and/or clear (clear: true or [names]) metadata fields of the selected assets.", { metadata: anyValue, clear: anyValue }));
+    );
 }

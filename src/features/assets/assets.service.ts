@@ -1,5 +1,4 @@
 import { and, asc, desc, eq, inArray, isNull, ne, sql, type SQL } from "drizzle-orm";
-import sharp from "sharp";
 import { readdirSync, renameSync, rmSync, statSync } from "node:fs";
 import { join, resolve, sep } from "node:path";
 import type { Ctx } from "../../platform/context";
@@ -14,6 +13,7 @@ import { getProject } from "../projects/projects.service";
 import { ApiError, badRequest, unprocessable } from "../../core/errors";
 import type { Received, ReceivedFile } from "../../platform/storage/storage";
 import { analyseFile } from "../../platform/images/file-info";
+import { readImageHeader } from "../../platform/images/images";
 import { newGid, now } from "../../core/ids";
 import { originalPath, storageName } from "../../platform/storage/originals";
 
@@ -771,7 +771,7 @@ export function removeOriginals(ctx: Pick<Ctx, "storage">, projectGid: string, n
 /** What dam/info tells of an image beyond size and format, read once at upload (null for other files). */
 export async function imageFacts(path: string): Promise<FileFacts | null> {
   try {
-    const m = await sharp(path, { limitInputPixels: false, animated: true }).metadata();
+    const m = await readImageHeader(path, { animated: true });
     const alpha = m.hasAlpha === true;
     const channels = m.channels ?? 3;
     const palette = m.isPalette === true || m.format === "gif";

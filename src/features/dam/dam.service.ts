@@ -1,7 +1,8 @@
 import { and, desc, eq, inArray, sql } from "drizzle-orm";
 import { existsSync, mkdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
-import sharp, { type Metadata } from "sharp";
+import type { Metadata } from "sharp";
+import { readImageHeader } from "../../platform/images/images";
 import type { AssetsRemovedHook, Ctx } from "../../platform/context";
 import type { Actor } from "../../core/actor";
 import { inProject, projectAccess } from "../members/access.service";
@@ -108,10 +109,13 @@ function sourceFile(ctx: Ctx, projectGid: string, src: Source): { path: string; 
   }
 }
 
-/** Header-only read of an image (no pixels decoded); a 422 when it is not an image sharp reads. */
+/**
+ * Header-only read of an image (no pixels decoded, any size: the pixel limit is judged after it);
+ * a 422 when it is not an image sharp reads.
+ */
 async function readHeader(path: string, storageName: string): Promise<Metadata> {
   try {
-    return await sharp(path).metadata();
+    return await readImageHeader(path);
   } catch {
     throw unprocessable("Source is not a readable image", { storage_pathname: storageName });
   }
@@ -187,7 +191,7 @@ export async function transformAsset(
     const size = orientedSize(meta);
     const pixels = size.width * size.height * frames;
     if (!(pixels > 0) || pixels > ctx.config.pixelLimit) {
-      throw unprocessable("Source image too large", { storage_pathname: src.storageName, pixels, frames, limit_pixels: ctx.config.pixelLimit });
+      throw unprocessable("Source image too large", { storage_pathname: src.storageName, width: size.width, height: size.height, frames, pixels, limit_pixels: ctx.config.pixelLimit });
     }
     const animated = type === "gif" && frames > 1;
     const geometry = planGeometry(size, o, ctx.config.pixelLimit);
@@ -234,7 +238,7 @@ async function upToDate(ctx: Ctx, projectGid: string, file: string, target: stri
   if (row && row.source !== source) return undefined;
   if (row && row.size === st.size) return [row.width, row.height];
   try {
-    const m = await sharp(target).metadata();
+    const m = await readImageHeader(target);
     return [m.width, m.pageHeight ?? m.height];
   } catch {
     return undefined;
@@ -339,7 +343,7 @@ export async function assetInfo(ctx: Ctx, actor: Actor, projectGid: string, path
   };
   if (src.asset.type === "image" || IMAGE_EXTENSIONS.has(src.extension)) {
     try {
-      const m = await sharp(file.path, { animated: true }).metadata();
+      const m = await readImageHeader(file.path, { animated: true });
       const s = orientedSize(m);
       const facts = await imageFacts(file.path);
       Object.assign(info, { pages: m.pages ?? 1, width: s.width, height: s.height });
@@ -362,7 +366,7 @@ export async function assetDetails(ctx: Ctx, actor: Actor, projectGid: string, p
   let image: Record<string, unknown> = { dimensions: null, format: null, pages: null, has_alpha: null, orientation: null, space: null, density: null };
   if (a.type === "image" || ["jpg", "jpeg", "png", "gif", "webp", "tiff", "avif", "heic", "heif", "svg"].includes(src.extension)) {
     try {
-      const m = await sharp(file.path).metadata();
+      const m = await readImageHeader(file.path);
       const s = orientedSize(m);
       image = {
         dimensions: [s.width, s.height],

@@ -1,12 +1,13 @@
 import { now } from "../../core/ids";
 import { pruneJobs } from "../../platform/jobs/queue.service";
 import type { Feature } from "../feature";
-import { jobsRoutes } from "./jobs.routes";
+import { jobOperations, jobsRoutes } from "./jobs.routes";
 
 /** Background jobs as clients see them (jobs/get) and the retention of finished ones. */
 export const jobsFeature: Feature = {
   name: "jobs",
   routes: jobsRoutes,
+  operations: jobOperations,
   housekeeping: [
     {
       name: "jobs",

@@ -1,12 +1,20 @@
 import { Elysia, t } from "elysia";
 import { authMacro } from "../../http/auth";
 import { answer } from "../../http/envelope";
+import { operation } from "../../http/operations";
 import type { Ctx } from "../../platform/context";
 import { getProjectJob, getVisibleJob } from "./jobs.service";
 
 const tags = ["jobs"];
-const params = t.Object({ project: t.String() });
 const tokenBody = t.Object({ token: t.String() });
+
+/** `POST /api/p/<project gid>/jobs/get`, an operation (served as its endpoint, runnable in a batch). */
+export const jobOperations = [
+  operation("jobs/get", tokenBody, getProjectJob, {
+    summary: "A background job of this project started by the caller, or any of its jobs for the owner",
+    tags,
+  }),
+];
 
 /**
  * Reading a job's state without sync: `POST /api/jobs/get` (any job the caller may see) and
@@ -19,11 +27,5 @@ export function jobsRoutes(ctx: Ctx) {
       auth: true,
       body: tokenBody,
       detail: { summary: "A background job started by the caller or in a project the caller owns", tags },
-    })
-    .post("/p/:project/jobs/get", ({ params, body, actor }) => answer(getProjectJob(ctx, actor, params.project, body)), {
-      auth: true,
-      params,
-      body: tokenBody,
-      detail: { summary: "A background job of this project started by the caller, or any of its jobs for the owner", tags },
     });
 }

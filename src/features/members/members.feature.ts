@@ -1,5 +1,5 @@
 import type { Feature } from "../feature";
-import { memberRoutes } from "./members.routes";
+import { memberOperations, memberRoutes } from "./members.routes";
 
 /** Project members and invitations. */
-export const membersFeature: Feature = { name: "members", routes: memberRoutes };
+export const membersFeature: Feature = { name: "members", routes: memberRoutes, operations: memberOperations };

@@ -1,6 +1,7 @@
 import { Elysia, t } from "elysia";
 import { authMacro } from "../../http/auth";
 import { answer } from "../../http/envelope";
+import { operation } from "../../http/operations";
 import { describe } from "../../http/openapi";
 import { examples } from "../../http/examples";
 import type { Ctx } from "../../platform/context";
@@ -19,25 +20,31 @@ import {
 const tags = ["members"];
 const params = t.Object({ project: t.String() });
 const userBody = t.Object({ user: t.String() });
-const invitationBody = t.Object({ invitee: t.String(), project: t.String() });
+const invitationBody = t.Object({ invitee: t.String(), project: t.String() }, { examples: [examples.initInvite.request] });
 
 /**
- * Project members (`/api/p/<project>/members/*`, owner-only changes), one membership
+ * The synchronous project endpoints of members (owner-only changes): operations, served as their
+ * endpoints and runnable in a batch (src/http/operations.ts).
+ */
+export const memberOperations = [
+  operation("members/get", t.Optional(t.Object({ member: t.Optional(t.String()), members: t.Optional(t.Array(t.String())) })), listProjectMembers, {
+    summary: "One membership (`member` → result `user`), several (`members` → `users`) or, with neither, all; full forms for the owner and one's own entry",
+    tags,
+  }),
+  operation("members/deactivate", userBody, deactivateMember, { summary: "Deactivate a member: status inactive, access ends at once (owner only)", tags }),
+  operation("members/reactivate", userBody, reactivateMember, { summary: "Reactivate an inactive member (owner only)", tags }),
+  operation("members/remove", userBody, removeMember, { summary: "Remove a membership in any state or withdraw an invitation (owner), or leave the project (a member removing itself)", tags }),
+];
+
+/**
+ * Project members (`/api/p/<project>/members/*` that mail: invite, resend_invite; the others are
+ * `memberOperations`), one membership
  * (`/api/members/get`) and the invitation link endpoints that work without login
  * (`/api/init_invite`, `/api/decline_invite`). See docs/members.md.
  */
 export function memberRoutes(ctx: Ctx) {
   return new Elysia({ prefix: "/api" })
     .use(authMacro(ctx))
-    .post("/p/:project/members/get", ({ params, body, actor }) => answer(listProjectMembers(ctx, actor, params.project, body ?? {})), {
-      auth: true,
-      params,
-      body: t.Optional(t.Object({ member: t.Optional(t.String()), members: t.Optional(t.Array(t.String())) })),
-      detail: {
-        summary: "One membership (`member` → result `user`), several (`members` → `users`) or, with neither, all; full forms for the owner and one's own entry",
-        tags,
-      },
-    })
     .post("/p/:project/members/invite", async ({ params, body, actor }) => answer(await inviteMember(ctx, actor, params.project, body)), {
       auth: true,
       params,
@@ -50,24 +57,6 @@ export function memberRoutes(ctx: Ctx) {
       body: userBody,
       detail: { summary: "Send the invitation mail again (owner only)", tags },
     })
-    .post("/p/:project/members/deactivate", ({ params, body, actor }) => answer(deactivateMember(ctx, actor, params.project, body)), {
-      auth: true,
-      params,
-      body: userBody,
-      detail: { summary: "Deactivate a member: status inactive, access ends at once (owner only)", tags },
-    })
-    .post("/p/:project/members/reactivate", ({ params, body, actor }) => answer(reactivateMember(ctx, actor, params.project, body)), {
-      auth: true,
-      params,
-      body: userBody,
-      detail: { summary: "Reactivate an inactive member (owner only)", tags },
-    })
-    .post("/p/:project/members/remove", ({ params, body, actor }) => answer(removeMember(ctx, actor, params.project, body)), {
-      auth: true,
-      params,
-      body: userBody,
-      detail: { summary: "Remove a membership in any state or withdraw an invitation (owner), or leave the project (a member removing itself)", tags },
-    })
     .post("/members/get", ({ body, actor }) => answer(memberInfo(ctx, actor, body)), {
       auth: true,
       body: t.Object({ project: t.String(), member: t.String() }, { examples: [examples.membersGet.request] }),
@@ -75,10 +64,26 @@ export function memberRoutes(ctx: Ctx) {
     })
     .post("/init_invite", ({ body }) => answer(invitationInfo(ctx, body)), {
       body: invitationBody,
-      detail: { summary: "Check an invitation link and get what the invitation page shows (no login)", tags },
+      detail: describe({
+        summary: "Check an invitation link and get what the invitation page shows (no login)",
+        tags,
+        example: examples.initInvite.answer,
+        result: t.Object({
+          invitee: t.String({ description: "the invited user's gid" }),
+          project: t.String({ description: "the project's gid" }),
+          project_members: t.Array(t.String(), { description: "gids of the active members, the owner included" }),
+        }),
+        errors: [400, 422],
+      }),
     })
     .post("/decline_invite", ({ body }) => answer(declineInvitation(ctx, body)), {
       body: invitationBody,
-      detail: { summary: "Decline an invitation without login: membership status declined", tags },
+      detail: describe({
+        summary: "Decline an invitation without login: membership status declined",
+        tags,
+        example: examples.declineInvite.answer,
+        result: t.Object({ project: t.String({ description: "the project's gid" }) }),
+        errors: [400, 422],
+      }),
     });
 }

@@ -1,5 +1,5 @@
 import type { Feature } from "../feature";
-import { moduleRoutes } from "./modules.routes";
+import { moduleOperations, moduleRoutes } from "./modules.routes";
 
 /** External integrations: registered by name, with keys, published actions and logs. */
-export const modulesFeature: Feature = { name: "modules", routes: moduleRoutes };
+export const modulesFeature: Feature = { name: "modules", routes: moduleRoutes, operations: moduleOperations };

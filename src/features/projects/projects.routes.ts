@@ -54,7 +54,7 @@ export function projectRoutes(ctx: Ctx) {
         summary: "Upload a project icon (multipart: project, file); resized to a 256 px square PNG served at /media/icons/<icon>",
         tags,
         example: examples.projectsUploadIcon.answer,
-        errors: [400, 403, 413],
+        errors: [400, 403, 413, 422],
       }),
     })
     .post("/delete_icon", ({ body, actor }) => answer(deleteProjectIcon(ctx, actor, body)), {

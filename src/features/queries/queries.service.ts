@@ -1,11 +1,11 @@
 import { and, asc, eq, inArray } from "drizzle-orm";
 import type { Ctx } from "../../platform/context";
 import type { Tx } from "../../db/connection";
-import { mutate, type ChangeLog } from "../../db/mutate";
+import type { ChangeLog } from "../../db/mutate";
 import { ApiError, badRequest, missing, unprocessable } from "../../core/errors";
 import { FilterError, parseFilter } from "../../core/filter";
 import { newGid, now } from "../../core/ids";
-import { projectAccess } from "../members/access.service";
+import { inProject, projectAccess } from "../members/access.service";
 import { queryDomain } from "./queries.search";
 import { QUERY_TYPES, queries, type QueryType } from "./queries.table";
 
@@ -92,6 +92,13 @@ function rowOf(tx: Tx, projectGid: string, gid: string, failure: string): Row {
  * with the next free serial number (`Sale` → `Sale 2`; a copy of `Sale 2` → `Sale 3`).
  */
 function freeName(tx: Tx, projectGid: string, type: QueryType, name: string, except?: string): string {
+  // The usual case first, through the unique index: the name is free (or the query's own).
+  const holder = tx
+    .select({ gid: queries.gid })
+    .from(queries)
+    .where(and(eq(queries.projectGid, projectGid), eq(queries.type, type), eq(queries.name, name)))
+    .get();
+  if (!holder || holder.gid === except) return name;
   const taken = new Set(
     tx
       .select({ name: queries.name, gid: queries.gid })
@@ -116,10 +123,7 @@ function answer(r: Row): Answer {
 
 /** Runs a change after the member check, with its sync items, in one transaction. */
 function write<T>(ctx: Ctx, actor: Actor, projectGid: string, fn: (tx: Tx, log: ChangeLog) => T): T {
-  return mutate(ctx.db, ctx.hub, (tx, log) => {
-    projectAccess(tx, actor, projectGid, "member");
-    return fn(tx, log);
-  });
+  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => fn(tx, log));
 }
 
 /** The `queries` dictionary of a project (init, auth, login), oldest first. */

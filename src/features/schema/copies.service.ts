@@ -80,7 +80,7 @@ export function formOf(kind: Kind, r: SchemaRow): Form {
         childdefinitions: s.childdefinitions ?? [],
         fieldlists: s.fieldlists ?? {},
         metadata: r.metadata,
-        is_extended: false,
+        is_extended: typeof s.extends === "string",
         ...tail,
       };
     case "layout":

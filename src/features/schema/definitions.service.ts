@@ -2,12 +2,13 @@ import type { Answer } from "../../core/answer";
 import type { Actor } from "../../core/actor";
 import type { Ctx } from "../../platform/context";
 import type { Tx } from "../../db/connection";
+import type { ChangeLog } from "../../db/mutate";
 import { inProject } from "../members/access.service";
 import { badRequest, type ValidationIssue } from "../../core/errors";
 import { projectOptions } from "../settings/settings.options";
 import { changeLayout, committedFields, newOwnerLayout, ownerAnswer } from "./classes.service";
 import { clearMetadata, setMetadata, type MetadataInput } from "./fields.service";
-import { withFieldComponent, withoutFieldComponent, type LayoutSpec } from "./layouts.service";
+import { newLayoutSpec, withFieldComponent, withoutFieldComponent, type LayoutSpec } from "./layouts.service";
 import {
   cannot,
   gidList,
@@ -50,6 +51,19 @@ export function definitionFields(tx: Tx, projectGid: string, definitionGid: stri
   const classOf = new Map<string, string>();
   for (const c of rowsOf(tx, "class", projectGid, spec.classes ?? [])) for (const f of ((c.spec as { fields?: string[] }).fields ?? [])) if (!own.has(f) && !classOf.has(f)) classOf.set(f, c.gid);
   return order.filter((g) => rows.has(g)).map((g) => ({ field: rows.get(g)!, class: classOf.get(g) ?? null }));
+}
+
+/**
+ * The project's Base definition (a committed definition named `base` without fields, with an
+ * empty layout), made when missing: the definition of the root record and of children of a
+ * parent that offers no child definitions (the reference's fallback). Checks nothing.
+ */
+export function baseDefinitionIn(tx: Tx, log: ChangeLog, projectGid: string): string {
+  const found = rowsOf(tx, "definition", projectGid).find((r) => r.name === "base" && isCommitted(r));
+  if (found) return found.gid;
+  const layout = insertItem(tx, log, "layout", projectGid, { name: "base", spec: newLayoutSpec(), isNew: false });
+  const spec: DefinitionSpec = { classes: [], fields: [], titlefield: null, layout: layout.gid, childdefinitions: [], fieldlists: {} };
+  return insertItem(tx, log, "definition", projectGid, { name: "base", label: {}, spec, isNew: false }).gid;
 }
 
 export type DefinitionInput = {

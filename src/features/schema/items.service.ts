@@ -1,4 +1,4 @@
-import { and, asc, eq, inArray } from "drizzle-orm";
+import { and, asc, count, eq, inArray, max } from "drizzle-orm";
 import { badRequest, unprocessable, validationFailed, type ValidationIssue } from "../../core/errors";
 import { sqliteOf, type Tx } from "../../db/connection";
 import type { Action, ChangeLog } from "../../db/mutate";
@@ -16,6 +16,8 @@ import { classes, definitions, fields, layouts, type SchemaRow, type SchemaTable
  */
 
 export type Project = ProjectAccess["project"];
+/** A schema item row (other features name the type through here, not the table file). */
+export type { SchemaRow };
 
 export type Kind = SchemaKind | "layout";
 export const KINDS: Kind[] = ["definition", "class", "field", "layout"];
@@ -301,6 +303,20 @@ export function classReach(tx: Tx, projectGid: string, classGid: string, fieldsO
 export function refuseCircular(tx: Tx, projectGid: string, container: string, target: string, fieldsOverride?: { class: string; fields: string[] }): void {
   if (classReach(tx, projectGid, target, fieldsOverride).has(container))
     throw cannot("Circular class use: the class would contain itself", { class: container, nested_class: target });
+}
+
+/**
+ * A fingerprint of a project's schema (row count and latest change of fields, classes and
+ * definitions): what others cache from the schema stays valid while it is unchanged.
+ */
+export function schemaStamp(tx: Tx, projectGid: string): string {
+  return KINDS.filter((k) => k !== "layout")
+    .map((k) => {
+      const t = TABLE[k];
+      const r = tx.select({ n: count(), m: max(t.updatedOn) }).from(t).where(eq(t.projectGid, projectGid)).get();
+      return `${r?.n ?? 0}:${r?.m ?? 0}`;
+    })
+    .join("/");
 }
 
 /** How nested values find their class's fields: the committed class's fields, in order. */

@@ -1,7 +1,7 @@
 import type { Feature } from "../feature";
 import { schemaBulkJobs } from "./schema.bulk";
 import { classesDictionary, definitionsDictionary, fieldsDictionary, layoutsDictionary } from "./schema.dictionaries";
-import { schemaRoutes } from "./schema.routes";
+import { schemaOperations } from "./schema.routes";
 
 /**
  * The schema (docs/schema.md): fields, classes, definitions and layouts with working copies,
@@ -10,7 +10,7 @@ import { schemaRoutes } from "./schema.routes";
  */
 export const schemaFeature: Feature = {
   name: "schema",
-  routes: schemaRoutes,
+  operations: schemaOperations,
   jobs: schemaBulkJobs,
   projectDictionaries: {
     definitions: definitionsDictionary,

@@ -11,6 +11,22 @@ const tags = ["session"];
 const params = t.Object({ project: t.String() });
 const credentials = t.Object({ username: t.String(), password: t.String() });
 
+// The result members of the init payloads, typed for the OpenAPI document (docs/api.md, docs/members.md).
+const sessionResult = {
+  user: t.String({ description: "the caller's gid" }),
+  user_projects: t.Record(t.String(), t.Array(t.String()), { description: 'gids of the projects the caller owns → ["owner"] (always {} for API users)' }),
+  "cc.version": t.String({ description: "the server's version" }),
+  "cc.cursor": t.Integer({ description: "the newest sync cursor" }),
+};
+const globalResult = t.Object(sessionResult);
+const projectResult = t.Object({
+  ...sessionResult,
+  project: t.Nullable(t.String({ description: "the project's gid; null when the caller is not a member" })),
+  project_members: t.Array(t.String(), { description: "gids of the active members" }),
+  last_backed_up: t.Nullable(t.Number({ description: "seconds since the epoch" })),
+  cursor: t.Nullable(t.Integer({ description: "the project cursor (equals cc.cursor); null when not a member" })),
+});
+
 /**
  * Ways in: `/api/login` and `GET /api/init` (the global init payload), and into one project
  * (`/api/p/<project>/...`): `login` (username and password), `auth` (an API key) and `init`
@@ -37,6 +53,7 @@ export function sessionRoutes(ctx: Ctx) {
           summary: "Sign in with username and password; the JWT is in the Authorization header",
           tags: ["global"],
           example: examples.login.answer,
+          result: globalResult,
           errors: [400, 403, 429],
           setsToken: true,
         }),
@@ -44,7 +61,7 @@ export function sessionRoutes(ctx: Ctx) {
     )
     .get("/init", ({ actor }) => answer(globalInitOf(ctx, actor)), {
       auth: true,
-      detail: describe({ summary: "The current user's global data", tags: ["global"], example: examples.init }),
+      detail: describe({ summary: "The current user's global data", tags: ["global"], example: examples.init, result: globalResult }),
     });
 
   const project = new Elysia({ prefix: "/api/p/:project" })
@@ -55,11 +72,15 @@ export function sessionRoutes(ctx: Ctx) {
         throttle(limiter, authRules(ctx, body.username, addressOf(request, server)), async () => signedIn(await projectLogIn(ctx, params.project, body), set)),
       {
         params,
-        body: credentials,
-        detail: {
+        body: t.Object(credentials.properties, { examples: [examples.projectLogin.request] }),
+        detail: describe({
           summary: "Sign in with username and password straight into a project; JWT in the Authorization header, project init payload (project null when not a member)",
           tags,
-        },
+          example: examples.projectLogin.answer,
+          result: projectResult,
+          errors: [400, 403, 429],
+          setsToken: true,
+        }),
       },
     )
     .post(
@@ -71,14 +92,27 @@ export function sessionRoutes(ctx: Ctx) {
       },
       {
         params,
-        body: t.Object({ api_key: t.String() }),
-        detail: { summary: "Exchange an API key for a JWT (Authorization header) and the project init payload", tags },
+        body: t.Object({ api_key: t.String() }, { examples: [examples.projectAuth.request] }),
+        detail: describe({
+          summary: "Exchange an API key for a JWT (Authorization header) and the project init payload",
+          tags,
+          example: examples.projectAuth.answer,
+          result: projectResult,
+          errors: [400, 403, 429],
+          setsToken: true,
+        }),
       },
     )
     .get("/init", ({ params, actor }) => answer(projectInitOf(ctx, actor, params.project)), {
       auth: true,
       params,
-      detail: { summary: "The project init payload: the project, its members and data dictionaries", tags },
+      detail: describe({
+        summary: "The project init payload: the project, its members and data dictionaries",
+        tags,
+        example: examples.projectLogin.answer,
+        result: projectResult,
+        errors: [403, 429],
+      }),
     });
 
   return new Elysia().use(global).use(project);

@@ -1,5 +1,5 @@
 import type { Feature } from "../feature";
-import { settingsRoutes } from "./settings.routes";
+import { settingsOperations } from "./settings.routes";
 
 /** Project settings: languages, channels, orderings and fieldlists of a project (docs/settings.md). */
-export const settingsFeature: Feature = { name: "settings", routes: settingsRoutes };
+export const settingsFeature: Feature = { name: "settings", operations: settingsOperations };

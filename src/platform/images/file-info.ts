@@ -1,7 +1,7 @@
 import exifr from "exifr";
 import { fileTypeFromFile } from "file-type";
 import { open } from "node:fs/promises";
-import sharp from "sharp";
+import { readImageHeader } from "./images";
 
 /** What an uploaded file is, decided from its content (the client's name only picks among text types). */
 export type FileInfo = {
@@ -176,7 +176,7 @@ export async function analyseFile(path: string, clientName: string): Promise<Fil
   }
   if (base.mime.startsWith("image/")) {
     try {
-      const m = await sharp(path, { limitInputPixels: false, animated: true }).metadata();
+      const m = await readImageHeader(path, { animated: true });
       if (m.format && IMAGE_FORMATS.has(m.format) && m.width && m.height) {
         const swapped = (m.orientation ?? 1) >= 5;
         const frameHeight = m.pageHeight && m.pages && m.pages > 1 ? m.pageHeight : m.height;

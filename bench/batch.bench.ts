@@ -1,0 +1,140 @@
+/**
+ * The batch benchmark (issue 12, "A batch of 50 record updates vs 50 separate calls: at least 5x
+ * faster"): the same 50 updates sent as 50 separate `POST /api/p/<project>/<operation>` calls
+ * (one after another, as a client script does; and 10 at a time) against one
+ * `POST /api/p/<project>/batch` holding all 50, in alternating rounds. The ratio is the time of
+ * the separate calls over the time of the batch; target >= 5.
+ *
+ * The operation is a parameter: BENCH_BATCH_OP (default `queries/update`; records/update takes
+ * its place once records exist: add its workload below). BENCH_BATCH_SIZE (50) and
+ * BENCH_BATCH_ROUNDS (20) set the size and the rounds. Apis runs in its own process
+ * (`bun src/main.ts serve`, --rate-limit 0 so the request limit does not throttle the separate
+ * calls); the client runs in this one. Runnable alone: `bun bench/batch.bench.ts`, or through the
+ * runner: `npm run bench -- batch`.
+ */
+import { join } from "node:path";
+import { BUN, freePort, median, removeDir, round, spawnServer, tempDir, type BenchResult, type Child, type Row } from "./harness";
+
+const USER = { username: "batchbench", email: "batchbench@example.test", password: "bench-password-1" };
+const OP = process.env.BENCH_BATCH_OP ?? "queries/update";
+const SIZE = Number(process.env.BENCH_BATCH_SIZE ?? 50);
+const ROUNDS = Number(process.env.BENCH_BATCH_ROUNDS ?? 20);
+
+type Client = (path: string, body: unknown) => Promise<any>;
+
+/**
+ * What a benchmarked operation needs: `setup` creates what `SIZE` updates will change and
+ * returns the body of update `i` in round `r` (each round changes every item, so no update is a
+ * no-op).
+ */
+type Workload = { setup: (call: Client, size: number) => Promise<(i: number, r: number) => unknown> };
+
+const workloads = new Map<string, Workload>([
+  [
+    "queries/update",
+    {
+      async setup(call, size) {
+        const gids: string[] = [];
+        for (let i = 0; i < size; i++) gids.push((await call("queries/create", { type: "record", name: `Query ${i}`, q: "shoe" })).result.query);
+        return (i, r) => ({ query: gids[i], name: `Query ${i} round ${r}`, q: `shoe ${r}` });
+      },
+    },
+  ],
+]);
+
+async function cli(args: string[]) {
+  const p = Bun.spawn([BUN, "src/main.ts", ...args], { cwd: join(import.meta.dir, ".."), stdout: "pipe", stderr: "pipe" });
+  if ((await p.exited) !== 0) throw new Error(`apis ${args.join(" ")}: ${await new Response(p.stderr).text()}`);
+}
+
+export async function run(): Promise<BenchResult> {
+  const workload = workloads.get(OP);
+  if (!workload) throw new Error(`BENCH_BATCH_OP=${OP}: no workload (known: ${[...workloads.keys()].join(", ")})`);
+  const data = tempDir();
+  let apis: Child | undefined;
+  try {
+    await cli(["user", "create", "--data", data, "--username", USER.username, "--email", USER.email, "--password", USER.password, "--name", "Batch Bench"]);
+    const port = await freePort();
+    apis = await spawnServer([BUN, "src/main.ts", "serve", "--port", String(port), "--host", "127.0.0.1", "--data", data, "--log-level", "warn", "--rate-limit", "0"], port);
+    const base = apis.url;
+    const login = await fetch(base + "/api/login", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ username: USER.username, password: USER.password }) });
+    await login.arrayBuffer();
+    const auth = login.headers.get("authorization");
+    if (!login.ok || !auth) throw new Error(`login failed: ${login.status}`);
+    const post = async (path: string, body: unknown) => {
+      const res = await fetch(base + path, { method: "POST", headers: { authorization: auth, "content-type": "application/json" }, body: JSON.stringify(body) });
+      const json = (await res.json()) as any;
+      if (!res.ok) throw new Error(`${path}: ${res.status} ${JSON.stringify(json).slice(0, 500)}`);
+      return json;
+    };
+    const project = (await post("/api/projects/create", { name: "Batch bench" })).result.project as string;
+    const call: Client = (path, body) => post(`/api/p/${project}/${path}`, body);
+    const bodyOf = await workload.setup(call, SIZE);
+
+    let r = 0;
+    const sequential = async () => {
+      const round = ++r;
+      const t0 = performance.now();
+      for (let i = 0; i < SIZE; i++) await call(OP, bodyOf(i, round));
+      return performance.now() - t0;
+    };
+    const concurrent = async () => {
+      const round = ++r;
+      const t0 = performance.now();
+      let next = 0;
+      await Promise.all(Array.from({ length: 10 }, async () => {
+        while (next < SIZE) {
+          const i = next++;
+          await call(OP, bodyOf(i, round));
+        }
+      }));
+      return performance.now() - t0;
+    };
+    const batched = async () => {
+      const round = ++r;
+      const t0 = performance.now();
+      const answer = await call("batch", { requests: Array.from({ length: SIZE }, (_, i) => ({ path: OP, body: bodyOf(i, round) })) });
+      const ms = performance.now() - t0;
+      if (answer.result.results.length !== SIZE) throw new Error("the batch did not answer every sub-request");
+      return ms;
+    };
+
+    // Warm-up: JIT, SQLite page cache, the connection.
+    for (let i = 0; i < 3; i++) {
+      await sequential();
+      await concurrent();
+      await batched();
+    }
+    const seq: number[] = [];
+    const conc: number[] = [];
+    const bat: number[] = [];
+    for (let i = 0; i < ROUNDS; i++) {
+      seq.push(await sequential());
+      bat.push(await batched());
+      conc.push(await concurrent());
+      bat.push(await batched());
+    }
+    const b = median(bat);
+    const s = median(seq);
+    const c = median(conc);
+    const rows: Row[] = [
+      { metric: `${SIZE} × ${OP} as one batch`, value: round(b, 1), unit: "ms" },
+      { metric: `${SIZE} separate ${OP} calls, one after another`, value: round(s, 1), unit: "ms", ceiling: round(b, 1), ratio: round(s / b), target: "ratio >= 5" },
+      { metric: `${SIZE} separate ${OP} calls, 10 at a time`, value: round(c, 1), unit: "ms", ceiling: round(b, 1), ratio: round(c / b), target: "ratio >= 5" },
+    ];
+    return {
+      name: "batch",
+      rows,
+      notes: [
+        `The same ${SIZE} updates of \`${OP}\` (each changes its item) per round: one \`POST /api/p/<project>/batch\` against ${SIZE} separate calls, sent one after another or 10 at a time over keep-alive connections; medians of ${ROUNDS} alternating rounds after 3 warm-up rounds. "ceiling" is the batch's time and "ratio" how many times longer the separate calls took.`,
+        "Apis runs as `bun src/main.ts serve` with --rate-limit 0 in its own process; the client (fetch) in the benchmark's process. Each separate call verifies the JWT, checks the membership and commits its own transaction; the batch does that once and commits once.",
+        "The operation is BENCH_BATCH_OP (default queries/update); records/update replaces it once records exist.",
+      ],
+    };
+  } finally {
+    await apis?.stop();
+    removeDir(data);
+  }
+}
+
+if (import.meta.main) console.log(JSON.stringify(await run(), null, 2));

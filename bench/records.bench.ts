@@ -1,0 +1,315 @@
+/**
+ * The records benchmark (issue 11): a generated catalogue of BENCH_RECORDS records (default
+ * 100,000) in 3 languages with 40 fields, 5 levels deep (root, 10 groups, 100 families, up to 1,000
+ * series, leaves; one series holds 10,000 leaves), then:
+ *
+ * - `records/bulk/get` paging through every record (page.size 1000, language en) against a raw
+ *   bun:sqlite scan of the same rows serialised to the same JSON in this process (ratio >= 0.5);
+ * - `records/children` of the 10,000-child parent, one page of 100 at a random place in an
+ *   ordering: p99 < 20 ms;
+ * - `records/search`, a `+word` full-text query and one field filter: p99 < 50 ms;
+ * - `records/update` of one value of a random leaf (authenticated, validated, change log, sync item)
+ *   against a bare Bun.serve doing the same SQLite UPDATE with the same JWT check
+ *   (bench/records-bare.ts), 10 concurrent clients, alternating rounds: ratio >= 0.4;
+ * - rows written by moving one record among the 10,000 siblings: <= 3;
+ * - the server's RSS, sampled after every phase: < 300 MB.
+ *
+ * The catalogue is written by the records code itself (insertRecordIn, in transactions of 5,000)
+ * before the server starts; Apis and the bare server then run in their own processes.
+ * Runnable alone: `bun bench/records.bench.ts`, or `npm run bench -- records`;
+ * `BENCH_RECORDS=10000` for a quick run.
+ */
+import { Database } from "bun:sqlite";
+import { eq } from "drizzle-orm";
+import { join } from "node:path";
+import { loadConfig } from "../src/config";
+import { openInstance } from "../src/app/instance";
+import { mutate } from "../src/db/mutate";
+import { createProject } from "../src/features/projects/projects.service";
+import { projects } from "../src/features/projects/projects.table";
+import { getRoot, insertRecordIn, mustRecord, recordsWrite, type Rec } from "../src/features/records/records.service";
+import { moveRecord } from "../src/features/records/tree.service";
+import { commitDefinition, createDefinition } from "../src/features/schema/definitions.service";
+import { commitField, createField } from "../src/features/schema/fields.service";
+import { createPerson, hashPassword } from "../src/features/users/users.service";
+import { BUN, freePort, median, removeDir, round, ROUNDS, rssMb, SECONDS, spawnServer, tempDir, type BenchResult, type Child, type Row } from "./harness";
+
+const N = Number(process.env.BENCH_RECORDS ?? 100_000);
+const USER = { username: "recbench", email: "recbench@example.test", password: "bench-password-1" };
+const LANGS = ["en", "nl", "de"];
+const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 300);
+const CLIENTS = 10;
+
+function rng(seed: number) {
+  let s = seed >>> 0;
+  return () => ((s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 2 ** 32);
+}
+const rand = rng(42);
+const pick = <T>(xs: T[]) => xs[Math.floor(rand() * xs.length)]!;
+
+/** 3,000 pseudo-words, some with accents (the index folds them). */
+const SYL = ["ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "zé", "bra", "kü", "dor", "fen", "gal", "hin", "jor", "mar", "nel", "pos", "quel", "ris", "tan", "ul", "ves"];
+const VOCAB = Array.from({ length: 3000 }, (_, i) => SYL[i % 24]! + SYL[Math.floor(i / 24) % 24]! + (i >= 576 ? SYL[Math.floor(i / 576) % 24]! : ""));
+const words = (n: number) => Array.from({ length: n }, () => pick(VOCAB)).join(" ");
+
+type FieldDef = { name: string; type: string; localized: boolean; gid?: string };
+const FIELDS: FieldDef[] = [
+  { name: "name", type: "textline", localized: true },
+  { name: "description", type: "text", localized: true },
+  ...Array.from({ length: 8 }, (_, i) => ({ name: `label_${i}`, type: "textline", localized: true })),
+  ...Array.from({ length: 10 }, (_, i) => ({ name: `count_${i}`, type: "number", localized: false })),
+  { name: "price", type: "decimal", localized: false },
+  ...Array.from({ length: 9 }, (_, i) => ({ name: `measure_${i}`, type: "decimal", localized: false })),
+  ...Array.from({ length: 5 }, (_, i) => ({ name: `flag_${i}`, type: "boolean", localized: false })),
+  ...Array.from({ length: 5 }, (_, i) => ({ name: `code_${i}`, type: "textline", localized: false })),
+];
+
+function valuesOf(i: number): Record<string, Record<string, unknown>> {
+  const vals: Record<string, Record<string, unknown>> = { "*": {} };
+  for (const l of LANGS) vals[l] = {};
+  for (const f of FIELDS) {
+    if (f.localized) for (const l of LANGS) vals[l]![f.gid!] = f.type === "text" ? words(10) : f.name === "name" ? `${words(3)} ${i}` : words(2);
+    else if (f.type === "number") vals["*"]![f.gid!] = Math.floor(rand() * 10_000);
+    else if (f.type === "decimal") vals["*"]![f.gid!] = Math.round(rand() * 100_000) / 100;
+    else if (f.type === "boolean") vals["*"]![f.gid!] = rand() < 0.5;
+    else vals["*"]![f.gid!] = `C-${Math.floor(rand() * 1e6)}`;
+  }
+  return vals;
+}
+
+type Catalogue = { project: string; big: string; bigChildren: string[]; leaves: string[]; definition: string; moveRows: number };
+
+/** Writes the catalogue into a fresh data folder with the records code; returns what the measurements need. */
+async function generate(data: string, notes: string[]): Promise<Catalogue> {
+  const t0 = performance.now();
+  const ctx = openInstance(loadConfig({ data, "log-level": "warn", port: "0" }, {}));
+  try {
+    const hash = await hashPassword(USER.password);
+    const user = mutate(ctx.db, ctx.hub, (tx, log) => createPerson(tx, log, { username: USER.username, email: USER.email, passwordHash: hash }));
+    const project = createProject(ctx, { userGid: user.gid, kind: "person" }, { name: "Records bench" }).result.project as string;
+    ctx.db.update(projects).set({ options: { languages: LANGS, orderings: { ord: "Manual" }, channels: { web: "Web" } } }).where(eq(projects.gid, project)).run();
+    const actor = { userGid: user.gid, kind: "person" as const };
+    for (const f of FIELDS) {
+      f.gid = createField(ctx, actor, project, { name: f.name, type: f.type, is_localized: f.localized }).result.field as string;
+      commitField(ctx, actor, project, { field: f.gid });
+    }
+    const def = (name: string, fields: string[], child?: string) => {
+      const g = createDefinition(ctx, actor, project, { name, fields, titlefield: FIELDS[0]!.gid!, childdefinitions: child ? [child] : [] }).result.definition as string;
+      commitDefinition(ctx, actor, project, { definition: g });
+      return g;
+    };
+    const article = def("article", FIELDS.map((f) => f.gid!));
+    const group = def("group", [FIELDS[0]!.gid!, FIELDS[1]!.gid!]);
+    const root = getRoot(ctx, actor, project, {}).result.root as string;
+    const levels = [10, 100, Math.max(10, Math.min(1000, Math.floor(N / 100)))];
+    const big = Math.min(10_000, Math.floor(N / 10));
+    let made = 1;
+    let parents: Rec[] = [recordsWrite(ctx, actor, project, (tx) => mustRecord(tx, project, root))];
+    for (const n of levels) {
+      const next: Rec[] = [];
+      recordsWrite(ctx, actor, project, (tx, _log, view, touch) => {
+        for (let i = 0; i < n; i++) next.push(insertRecordIn(tx, view, touch, { parent: parents[i % parents.length]!, definition: group, vals: { en: { [FIELDS[0]!.gid!]: words(2) } }, ordering: "ord" }));
+      });
+      made += n;
+      parents = next;
+    }
+    const bigParent = parents[0]!;
+    const others = parents.slice(1);
+    const leaves: string[] = [];
+    const bigChildren: string[] = [];
+    const total = N - made;
+    const BATCH = 5000;
+    for (let start = 0; start < total; start += BATCH) {
+      recordsWrite(ctx, actor, project, (tx, _log, view, touch) => {
+        for (let i = start; i < Math.min(total, start + BATCH); i++) {
+          const parent = i < big ? bigParent : others[i % others.length]!;
+          const r = insertRecordIn(tx, view, touch, { parent, definition: article, vals: valuesOf(i), ordering: "ord" });
+          leaves.push(r.gid);
+          if (i < big) bigChildren.push(r.gid);
+        }
+      });
+    }
+    // Rows written by one move among the big parent's siblings (place, record, sync item).
+    const sqlite = ctx.db.$client;
+    const changes = () => (sqlite.query("SELECT total_changes() AS n").get() as { n: number }).n;
+    const before = changes();
+    moveRecord(ctx, actor, project, { record: bigChildren[bigChildren.length - 1], parent: bigParent.gid, ordering: "ord", before_record: bigChildren[Math.floor(bigChildren.length / 2)] });
+    const moveRows = changes() - before;
+    const count = (sqlite.query("SELECT count(*) AS n FROM records WHERE project_gid = ?").get(project) as { n: number }).n;
+    notes.push(`Catalogue: ${count} records (${levels.join(" + ")} inner records, ${big} leaves under one parent), ${FIELDS.length} fields (${FIELDS.filter((f) => f.localized).length} localized) in ${LANGS.length} languages, written by insertRecordIn in ${round((performance.now() - t0) / 1000, 1)} s (${round(count / ((performance.now() - t0) / 1000), 0)} records/s including validation, search index and sync items).`);
+    return { project, big: bigParent.gid, bigChildren, leaves, definition: article, moveRows };
+  } finally {
+    ctx.db.$client.close();
+  }
+}
+
+async function post(url: string, token: string, body: unknown): Promise<{ text: string; ms: number; auth: string | null }> {
+  const t = performance.now();
+  const send = () => fetch(url, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${token}` }, body: JSON.stringify(body) });
+  // A pooled keep-alive connection the server closed while idle: send once more on a fresh one.
+  const res = await send().catch((e) => (String(e?.code) === "ECONNRESET" ? send() : Promise.reject(e)));
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${url}: ${res.status} ${text.slice(0, 500)}`);
+  return { text, ms: performance.now() - t, auth: res.headers.get("authorization") };
+}
+
+const p99 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * 0.99))]!;
+
+/** The raw ceiling of bulk/get: the same rows by id in pages of 1000, the same JSON, no server. */
+function rawScan(data: string, project: string, fields: FieldDef[]): { ms: number; first: unknown } {
+  const db = new Database(join(data, "apis.db"), { readonly: true });
+  const t0 = performance.now();
+  let after = 0;
+  let first: unknown;
+  const total = (db.query("SELECT count(*) AS n FROM records WHERE project_gid = ?").get(project) as { n: number }).n;
+  const defs = new Map<string, FieldDef[]>();
+  const defFields = (gid: string) => {
+    let f = defs.get(gid);
+    if (!f) {
+      const spec = JSON.parse((db.query("SELECT spec FROM definitions WHERE gid = ?").get(gid) as { spec: string }).spec) as { fields: string[]; titlefield: string | null };
+      f = spec.fields.map((g) => fields.find((x) => x.gid === g)!).filter(Boolean);
+      defs.set(gid, f);
+    }
+    return f;
+  };
+  const page = db.query("SELECT * FROM records WHERE project_gid = ? AND id > ? ORDER BY id LIMIT 1001");
+  const ords = db.query("SELECT record_id, ordering, pos FROM record_orderings WHERE record_id IN (SELECT value FROM json_each(?))");
+  for (;;) {
+    const rows = page.all(project, after) as Record<string, any>[];
+    const more = rows.length > 1000;
+    const list = more ? rows.slice(0, 1000) : rows;
+    const o = new Map<number, Record<string, number>>();
+    for (const r of ords.all(JSON.stringify(list.map((x) => x.id))) as { record_id: number; ordering: string; pos: number }[]) (o.get(r.record_id) ?? o.set(r.record_id, {}).get(r.record_id)!)[r.ordering] = r.pos;
+    const out: Record<string, unknown> = {};
+    for (const r of list) {
+      const vals = JSON.parse(r.vals);
+      const fl = defFields(r.definition);
+      const en: Record<string, unknown> = {};
+      for (const f of fl) en[f.name] = (f.localized ? vals.en : vals["*"])?.[f.gid!] ?? null;
+      out[r.gid] = {
+        gid: r.gid, parent: r.parent, canonical: r.canonical, backlinks: [], treelevel: r.treelevel, path: JSON.parse(r.path), childcount: r.childcount, definition: r.definition,
+        title: { en: vals.en?.[FIELDS[0]!.gid!] ?? "" }, status: r.status, channels: JSON.parse(r.channels), orderings: o.get(r.id) ?? {}, is_link: !!r.is_link, fields: { en }, created_on: r.created_on, updated_on: r.updated_on,
+      };
+    }
+    const text = JSON.stringify({ success: true, result: { records: list.map((r) => r.gid), "records.size": total, "page.cursor": more ? "next" : null }, data: { records: out } });
+    first ??= JSON.parse(text);
+    if (!more) break;
+    after = list.at(-1)!.id;
+  }
+  const ms = performance.now() - t0;
+  db.close();
+  return { ms, first };
+}
+
+/** Requests per second of `send` with CLIENTS concurrent loops for `seconds`. */
+async function loop(send: () => Promise<unknown>, seconds = SECONDS): Promise<number> {
+  const end = performance.now() + seconds * 1000;
+  let n = 0;
+  await Promise.all(Array.from({ length: CLIENTS }, async () => {
+    while (performance.now() < end) {
+      await send();
+      n++;
+    }
+  }));
+  return n / seconds;
+}
+
+export async function run(): Promise<BenchResult> {
+  const notes: string[] = [];
+  const rows: Row[] = [];
+  const data = tempDir();
+  let apis: Child | undefined;
+  let bare: Child | undefined;
+  let rss = 0;
+  const sample = () => (rss = Math.max(rss, rssMb(apis!.pid)));
+  const push = (row: Row) => (rows.push(row), console.log(JSON.stringify(row)));
+  try {
+    const cat = await generate(data, notes);
+    const port = await freePort();
+    apis = await spawnServer([BUN, "src/main.ts", "serve", "--port", String(port), "--host", "127.0.0.1", "--data", data, "--log-level", "warn", "--rate-limit", "0"], port, { timeoutMs: 120_000 });
+    const login = await fetch(apis.url + "/api/login", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ username: USER.username, password: USER.password }) });
+    await login.arrayBuffer();
+    const token = (login.headers.get("authorization") ?? "").replace(/^Bearer /, "");
+    if (!login.ok || !token) throw new Error(`login failed: ${login.status}`);
+    const api = (op: string) => `${apis!.url}/api/p/${cat.project}/records/${op}`;
+    sample();
+
+    // bulk/get: every record, page.size 1000, against the raw scan (alternating rounds).
+    const selection = [{ search: { filter: ["treelevel", ">=", 0] } }];
+    let apisMs = 0;
+    let rawMs = 0;
+    let pages = 0;
+    let firstApis: any;
+    let rawFirst: any;
+    for (let round_ = 0; round_ < ROUNDS; round_++) {
+      const t0 = performance.now();
+      let cursor: string | null = null;
+      let seen = 0;
+      pages = 0;
+      do {
+        const r = await post(api("bulk/get"), token, { selection, language: "en", "page.size": 1000, ...(cursor ? { "page.cursor": cursor } : {}) });
+        const body = JSON.parse(r.text);
+        firstApis ??= body;
+        cursor = body.result["page.cursor"];
+        seen += body.result.records.length;
+        pages++;
+      } while (cursor);
+      apisMs += performance.now() - t0;
+      if (seen !== N) throw new Error(`bulk/get returned ${seen} records, expected ${N}`);
+      const raw = rawScan(data, cat.project, FIELDS);
+      rawMs += raw.ms;
+      rawFirst ??= raw.first;
+    }
+    sample();
+    // The ceiling must produce the same answer (the cursor aside).
+    const strip = (b: any) => ({ ...b, result: { ...b.result, "page.cursor": !!b.result["page.cursor"] } });
+    if (JSON.stringify(strip(firstApis)) !== JSON.stringify(strip(rawFirst))) throw new Error("the raw scan's first page differs from Apis' answer");
+    push({ metric: `records/bulk/get, all ${N} records (${pages} pages of 1000)`, value: round(apisMs / ROUNDS, 0), unit: "ms", ceiling: round(rawMs / ROUNDS, 0), ratio: round(rawMs / apisMs), target: "ratio >= 0.5" });
+
+    // children of the 10,000-child parent, one page of 100 at a random place.
+    const times: number[] = [];
+    const size = cat.bigChildren.length;
+    for (let i = 0; i < SAMPLES; i++) times.push((await post(api("children"), token, { record: cat.big, ordering: "ord", language: "en", "page.top": Math.floor(rand() * Math.max(1, size - 100)), "page.size": 100 })).ms);
+    sample();
+    push({ metric: `records/children, page of 100 among ${size} children in an ordering (p50 ${round(median(times), 1)} ms)`, value: round(p99(times), 1), unit: "ms p99", target: "< 20 ms" });
+
+    // search: +word and one field filter.
+    const stimes: number[] = [];
+    let hits = 0;
+    for (let i = 0; i < SAMPLES; i++) {
+      const r = await post(api("search"), token, { language: "en", q: `+${pick(VOCAB)} ${pick(VOCAB)}`, filter: ["price", "<", 500], "page.size": 10 });
+      stimes.push(r.ms);
+      hits += JSON.parse(r.text).result["records.size"];
+    }
+    sample();
+    push({ metric: `records/search, +word plus a field filter (p50 ${round(median(stimes), 1)} ms, ${round(hits / SAMPLES, 0)} hits on average)`, value: round(p99(stimes), 1), unit: "ms p99", target: "< 50 ms" });
+
+    // update of one value against the bare UPDATE with the same JWT check.
+    const stock = FIELDS.find((f) => f.name === "count_0")!.gid!;
+    const barePort = await freePort();
+    bare = await spawnServer([BUN, "bench/records-bare.ts", String(barePort), data], barePort);
+    const bareUrl = `${bare.url}/update`;
+    let uA = 0;
+    let uB = 0;
+    for (let i = 0; i < ROUNDS; i++) {
+      uA += await loop(() => post(api("update"), token, { record: pick(cat.leaves), fields: { en: { count_0: Math.floor(rand() * 1e6) } } }));
+      uB += await loop(() => post(bareUrl, token, { record: pick(cat.leaves), field: `"${stock}"`, value: Math.floor(rand() * 1e6) }));
+    }
+    sample();
+    push({ metric: `records/update of one value, ${CLIENTS} concurrent clients`, value: round(uA / ROUNDS, 0), unit: "req/s", ceiling: round(uB / ROUNDS, 0), ratio: round(uA / uB), target: "ratio >= 0.4" });
+    push({ metric: `rows written by moving one record among ${size} siblings (its place, its updated_on, the sync item)`, value: cat.moveRows, unit: "rows", target: "<= 3" });
+    push({ metric: "server RSS, highest sample after each phase", value: round(rss, 0), unit: "MB", target: "< 300 MB" });
+    notes.push(
+      `Apis runs as \`bun src/main.ts serve --rate-limit 0\` (the per-user request limit, 200/s by default, would otherwise cap the update loop) in its own process; requests are sent one at a time (bulk/get, children, search: ${SAMPLES} samples each) or by ${CLIENTS} concurrent loops (${SECONDS} s per round, ${ROUNDS} alternating rounds against the bare server).`,
+      "The bulk/get ceiling reads the same rows and orderings with bun:sqlite in this process and builds the same JSON (checked equal to Apis' first page); it has no HTTP, no access check, no per-definition field resolution through the schema.",
+      "The update ceiling (bench/records-bare.ts) verifies the same JWT with the same code and runs one `json_set` UPDATE; Apis also validates the value, keeps checks and the search text, writes the change log and publishes the sync item.",
+    );
+    return { name: "records", rows, notes };
+  } finally {
+    await bare?.stop();
+    await apis?.stop();
+    removeDir(data);
+  }
+}
+
+if (import.meta.main) console.log(JSON.stringify(await run(), null, 2));

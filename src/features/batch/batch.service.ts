@@ -1,0 +1,34 @@
+import type { Answer } from "../../core/answer";
+import type { Actor } from "../../core/actor";
+import { ApiError } from "../../core/errors";
+import type { Ctx, ProjectOperation } from "../../platform/context";
+import { inProject } from "../members/access.service";
+
+/** One checked sub-request: the operation and its body (resolved and checked by the HTTP layer). */
+export type BatchStep = { op: ProjectOperation; input: unknown };
+
+/** What became of each sub-request of a failed batch (`info.batch` of its error). */
+export type StepState = "rolled_back" | "failed" | "not_run";
+
+/**
+ * `batch`: runs the steps in order in ONE unit of work (one SQLite transaction). Every step is
+ * the operation's own service, which checks access and opens its unit as always; inside the batch
+ * it joins this one (a savepoint), so its rows and sync items commit with all the others. The
+ * first step that throws undoes the whole batch: nothing is kept, no sync item is published, no
+ * job queued by an earlier step ever runs; its error comes back with `index`, `path` and the state
+ * of every step (`batch`: rolled_back before it, failed, not_run after it). Sync items are
+ * published, after-commit tasks run and queued jobs start once, after the commit.
+ */
+export function runBatch(ctx: Ctx, actor: Actor, projectGid: string, steps: readonly BatchStep[]): Answer[] {
+  return inProject(ctx, actor, projectGid, "member", () =>
+    steps.map((step, index) => {
+      try {
+        return step.op.run(ctx, actor, projectGid, step.input);
+      } catch (err) {
+        if (!(err instanceof ApiError)) throw err; // a fault of ours: rolled back, and a 500 with a request id
+        const batch: StepState[] = steps.map((_, i) => (i < index ? "rolled_back" : i === index ? "failed" : "not_run"));
+        throw new ApiError(err.code, err.message, { ...err.info, index, path: step.op.path, batch }, err.headers);
+      }
+    }),
+  );
+}

@@ -1,0 +1,269 @@
+import type { Actor } from "../../core/actor";
+import type { Answer } from "../../core/answer";
+import { ApiError, badRequest, unprocessable } from "../../core/errors";
+import { decodeCursor, encodeCursor, pageSize } from "../../core/paging";
+import { BULK_PAGE_DEFAULT, BULK_PAGE_MAX, expandQueryElement, parseSelection, resolveSelection, type SelectionItem, type SelectionResolver } from "../../core/selection";
+import type { Tx } from "../../db/connection";
+import type { Ctx } from "../../platform/context";
+import type { JobKind } from "../../platform/jobs/runner";
+import { getProject } from "../projects/projects.service";
+import { isCommitted, rowOf } from "../schema/items.service";
+import { getUser } from "../users/users.service";
+import { setChannelsIn } from "./channels.service";
+import { setDefinitionIn } from "./definition.service";
+import { searchCondition, searchItems } from "./records.search";
+import { channelOf, COLUMNS, db, DELETED, formsOf, mustRecord, orderingOf, recOf, recordsRead, recordsWrite, updateRecordIn, type Rec, type Touch } from "./records.service";
+import { copyOneIn, deleteRecordIn, moveRecordIn, permanentlyRemove, undeleteRecordIn } from "./tree.service";
+import { SchemaView } from "./values.service";
+
+/**
+ * Bulk work over a selection of records (spec 4.3): gids, `{children, exclude, channel, ordering}`
+ * and `{search, exclude}` elements, mixed.
+ *
+ * `records/bulk/get` pages by the records' immutable integer id. The first call fixes the
+ * enumeration: the highest id then existing and the number selected (`records.size`). The opaque
+ * cursor carries the last id returned and that bound, so a record is never returned twice and never
+ * skipped because others were inserted, moved or changed meanwhile; records created after the
+ * first call are not part of the enumeration; a record that stops matching (deleted, moved out of
+ * the selection) before its page is read is not returned.
+ *
+ * The other bulk operations resolve the selection when asked and run as a job (`job.token`,
+ * `total`/`remaining` progress as `jobs` sync items), applying the single-record code to each
+ * record in its own transaction as the user who asked; records the operation does not apply to are
+ * skipped and listed in the job's final `info`.
+ */
+
+const bad = (reason: string, info: Record<string, unknown> = {}) => badRequest("Invalid parameter", { "Invalid parameter": "selection", reason, ...info });
+
+function gidArray(v: unknown, element: number): string[] {
+  if (v === undefined || v === null) return [];
+  if (!Array.isArray(v) || v.some((g) => typeof g !== "string")) throw bad("exclude is an array of gids", { element });
+  return v as string[];
+}
+
+/** The selection as one SQL condition on `records r` (for paging by id). Unknown gids are left out. */
+export function selectionCondition(tx: Tx, view: SchemaView, selection: unknown): { sql: string; params: unknown[] } {
+  const elements = parseSelection(selection);
+  const parts: string[] = [];
+  const params: unknown[] = [];
+  const gids = elements.filter((e): e is string => typeof e === "string");
+  if (gids.length) {
+    parts.push("r.gid IN (SELECT value FROM json_each(?))");
+    params.push(JSON.stringify(gids));
+  }
+  elements.forEach((element, i) => {
+    if (typeof element === "string") return;
+    // A saved query element runs as the search it holds (expanded by the queries feature).
+    const el = Object.hasOwn(element, "query") ? expandQueryElement(tx, view.projectGid, "records", element, i) : element;
+    const exclude = JSON.stringify(gidArray((el as { exclude?: unknown }).exclude, i));
+    if ("children" in el) {
+      const parent = mustRecord(tx, view.projectGid, el.children, "parent");
+      orderingOf(view, el.ordering);
+      const channel = channelOf(view, el.channel);
+      let c = `(r.parent = ? AND r.status != '${DELETED}' AND r.gid NOT IN (SELECT value FROM json_each(?))`;
+      params.push(parent.gid, exclude);
+      if (channel && channel !== "__all__") {
+        c += " AND instr(r.channels, ?) > 0";
+        params.push(JSON.stringify(channel));
+      }
+      parts.push(c + ")");
+    } else {
+      const s = searchCondition(view, (el as { search: Record<string, unknown> }).search);
+      parts.push(`(${s.sql} AND r.gid NOT IN (SELECT value FROM json_each(?)))`);
+      params.push(...s.params, exclude);
+    }
+  });
+  return { sql: parts.length ? `(${parts.join(" OR ")})` : "0", params };
+}
+
+type BulkCursor = { after: number; until: number; size: number };
+
+/** `records/bulk/get`: one page of the selection in id order with an opaque cursor (see above). */
+export function bulkGet(ctx: Ctx, actor: Actor, projectGid: string, input: { selection?: unknown; language?: unknown; languages?: unknown; "page.size"?: unknown; "page.cursor"?: unknown }): Answer {
+  return recordsRead(ctx, actor, projectGid, (tx, view) => {
+    const langs = view.languagesOf(input);
+    const size = pageSize(input["page.size"], BULK_PAGE_DEFAULT, BULK_PAGE_MAX);
+    const cond = selectionCondition(tx, view, input.selection);
+    const s = db(tx);
+    let state = decodeCursor<BulkCursor>(input["page.cursor"], "records");
+    if (state && (typeof state.after !== "number" || typeof state.until !== "number" || typeof state.size !== "number")) throw badRequest("Invalid parameter", { "Invalid parameter": "page.cursor" });
+    if (!state) {
+      const until = (s.query("SELECT coalesce(max(id), 0) AS m FROM records").get() as { m: number }).m;
+      const n = (s.query(`SELECT count(*) AS n FROM records r WHERE r.project_gid = ? AND r.id <= ? AND ${cond.sql}`).get(projectGid, until, ...(cond.params as Bind[])) as { n: number }).n;
+      state = { k: "records", after: 0, until, size: n };
+    }
+    const rows = (s.query(`SELECT ${COLUMNS} FROM records r WHERE r.project_gid = ? AND r.id > ? AND r.id <= ? AND ${cond.sql} ORDER BY r.id LIMIT ?`).all(projectGid, state.after, state.until, ...(cond.params as Bind[]), size + 1) as Record<string, unknown>[]).map(recOf);
+    const more = rows.length > size;
+    const page = more ? rows.slice(0, size) : rows;
+    const cursor = more ? encodeCursor({ k: "records", after: page.at(-1)!.id, until: state.until, size: state.size }) : null;
+    return { result: { records: page.map((r) => r.gid), "records.size": state.size, "page.cursor": cursor }, data: { records: formsOf(tx, view, page, { languages: langs }) } };
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// The selection resolver other areas use (saved queries, Excel, batch): unique items in id order
+
+/** Values bound to a query's parameters. */
+type Bind = string | number | bigint | boolean | null | Uint8Array;
+
+/** The records selection resolver other areas use (saved queries, Excel, batch): hand it to `resolveSelection`. */
+export const recordsSelection: SelectionResolver = {
+  resource: "records",
+  noun: "Record",
+  byGids(tx, projectGid, gids) {
+    const rows = db(tx).query("SELECT id, gid FROM records WHERE project_gid = ? AND gid IN (SELECT value FROM json_each(?))").all(projectGid, JSON.stringify(gids)) as SelectionItem[];
+    const found = new Set(rows.map((r) => r.gid));
+    return { items: rows, missing: gids.filter((g) => !found.has(g)) };
+  },
+  children(tx, projectGid, el) {
+    const parent = typeof el.children === "string" ? db(tx).query("SELECT gid FROM records WHERE gid = ? AND project_gid = ?").get(el.children, projectGid) : null;
+    if (!parent) return undefined;
+    const channel = typeof el.channel === "string" && el.channel !== "__all__" ? el.channel : undefined;
+    return db(tx)
+      .query(`SELECT id, gid FROM records r WHERE r.parent = ? AND r.status != '${DELETED}'${channel ? " AND instr(r.channels, ?) > 0" : ""} ORDER BY id`)
+      .all(...([el.children, ...(channel ? [JSON.stringify(channel)] : [])] as string[])) as SelectionItem[];
+  },
+  search(tx, projectGid, search) {
+    const project = getProject(tx, projectGid);
+    return project ? searchItems(tx, new SchemaView(tx, project), search) : [];
+  },
+};
+
+// ---------------------------------------------------------------------------------------------
+// Background operations
+
+type Params = Record<string, unknown>;
+type Op = {
+  /** Checks the extra members before the job starts (400/422), returning what the job keeps. */
+  check: (tx: Tx, view: SchemaView, input: Params) => Params;
+  /** One record, in its own transaction. */
+  one: (tx: Tx, view: SchemaView, touch: Touch, gid: string, p: Params, state: Params) => void;
+  job: string;
+};
+
+
+export const BULK_OP_NAMES = ["delete", "undelete", "permanent_delete", "duplicate", "shallow_copy", "link", "move", "channels/set", "definition/set", "update"] as const;
+export type BulkOp = (typeof BULK_OP_NAMES)[number];
+
+export const BULK_OPS: Record<BulkOp, Op> = {
+  delete: { job: "bulk_delete_records", check: () => ({}), one: (tx, view, touch, gid) => void deleteRecordIn(tx, view, touch, gid) },
+  undelete: { job: "bulk_undelete_records", check: () => ({}), one: (tx, view, touch, gid) => void undeleteRecordIn(tx, view, touch, gid) },
+  permanent_delete: { job: "bulk_permanent_delete_records", check: () => ({}), one: () => undefined },
+  duplicate: {
+    job: "bulk_duplicate_records",
+    check: (_tx, view, i) => ({ ordering: orderingOf(view, i.ordering) ?? null }),
+    one: (tx, view, touch, gid, p) => {
+      const src = mustRecord(tx, view.projectGid, gid);
+      if (!src.parent) throw unprocessable("Can't work with this item", { reason: "The root record cannot be duplicated" });
+      copyOneIn(tx, view, touch, src, mustRecord(tx, view.projectGid, src.parent), { ordering: (p.ordering as string) ?? undefined, after: src });
+    },
+  },
+  shallow_copy: {
+    job: "bulk_shallow_copy_records",
+    check: (tx, view, i) => placeCheck(tx, view, i),
+    one: (tx, view, touch, gid, p) => {
+      const src = mustRecord(tx, view.projectGid, gid);
+      copyOneIn(tx, view, touch, src, mustRecord(tx, view.projectGid, p.parent), { ordering: (p.ordering as string) ?? undefined, before: p.before_record });
+    },
+  },
+  link: {
+    job: "bulk_link_records",
+    check: (tx, view, i) => placeCheck(tx, view, i),
+    one: (tx, view, touch, gid, p) => {
+      let src = mustRecord(tx, view.projectGid, gid);
+      if (!src.parent) throw unprocessable("Can't work with this item", { reason: "The root record cannot be linked" });
+      if (src.isLink) src = mustRecord(tx, view.projectGid, src.canonical);
+      copyOneIn(tx, view, touch, { ...src, isLink: true, canonical: src.gid }, mustRecord(tx, view.projectGid, p.parent), { ordering: (p.ordering as string) ?? undefined, before: p.before_record });
+    },
+  },
+  move: {
+    job: "bulk_move_records",
+    check: (tx, view, i) => placeCheck(tx, view, i),
+    one: (tx, view, touch, gid, p) => void moveRecordIn(tx, view, touch, { record: gid, parent: p.parent, ordering: p.ordering ?? undefined, before_record: p.before_record }),
+  },
+  "channels/set": {
+    job: "bulk_set_record_channels",
+    check: (_tx, view, i) => {
+      if (!Array.isArray(i.channels) || i.channels.some((c) => typeof c !== "string")) throw badRequest("Missing parameter", { "Missing parameter": "channels" });
+      if (typeof i.enabled !== "boolean") throw badRequest("Missing parameter", { "Missing parameter": "enabled" });
+      for (const c of i.channels) channelOf(view, c);
+      return { channels: i.channels, enabled: i.enabled };
+    },
+    one: (tx, view, touch, gid, p) => void setChannelsIn(tx, view, touch, mustRecord(tx, view.projectGid, gid), p.channels as string[], p.enabled as boolean),
+  },
+  "definition/set": {
+    job: "bulk_set_record_definition",
+    check: (tx, view, i) => {
+      if (typeof i.definition !== "string") throw badRequest("Missing parameter", { "Missing parameter": "definition" });
+      const def = rowOf(tx, "definition", view.projectGid, i.definition);
+      if (!def || !isCommitted(def)) throw unprocessable("Definition doesn't exist", { definition: i.definition });
+      return { definition: i.definition };
+    },
+    one: (tx, view, touch, gid, p) => void setDefinitionIn(tx, view, touch, mustRecord(tx, view.projectGid, gid), p.definition as string),
+  },
+  update: {
+    job: "bulk_update_records",
+    check: (_tx, _view, i) => {
+      if (!i.fields || typeof i.fields !== "object" || Array.isArray(i.fields)) throw badRequest("Missing parameter", { "Missing parameter": "fields" });
+      return { fields: i.fields };
+    },
+    one: (tx, view, touch, gid, p, state) => {
+      const r = updateRecordIn(tx, view, touch, mustRecord(tx, view.projectGid, gid), p.fields);
+      state.errors = (state.errors as number) + r.report.filter((x) => x.level === "error").length;
+    },
+  },
+};
+
+function placeCheck(tx: Tx, view: SchemaView, i: Params): Params {
+  const parent = mustRecord(tx, view.projectGid, i.parent, "parent");
+  if (parent.isLink) throw unprocessable("Can't work with this item", { reason: "A linked record cannot have children", parent: parent.gid });
+  return { parent: parent.gid, ordering: orderingOf(view, i.ordering) ?? null, before_record: typeof i.before_record === "string" ? i.before_record : null };
+}
+
+/** Starts a bulk operation: checks its members, resolves the selection now and enqueues the job. */
+export function startRecordsBulk(ctx: Ctx, actor: Actor, projectGid: string, op: BulkOp, input: Params): Answer {
+  const spec = BULK_OPS[op];
+  return recordsWrite(ctx, actor, projectGid, (tx, _log, view) => {
+    const params = spec.check(tx, view, input);
+    const items = resolveSelection(tx, recordsSelection, projectGid, input.selection);
+    let gids = items.map((i) => i.gid);
+    // A move or copy keeps the selection's order among the new siblings only in id order; records
+    // inside a selected record's subtree need no move of their own.
+    if (op === "permanent_delete") gids = gids.filter((g) => (db(tx).query("SELECT status FROM records WHERE gid = ?").get(g) as { status: string } | null)?.status === DELETED);
+    const token = ctx.jobs.enqueue({ kind: spec.job, projectGid, userGid: actor.userGid, params: { actor, gids, params }, info: { total: gids.length, remaining: gids.length } });
+    return { result: { "job.token": token }, data: {} };
+  });
+}
+
+/** The job of one bulk operation: each record in its own unit of work, as the user who asked. */
+function bulkJob(op: BulkOp, spec: Op): JobKind {
+  return {
+    async handler(ctx, job, progress) {
+      const { actor, gids, params } = job.params as { actor: Actor; gids: string[]; params: Params };
+      if (op === "permanent_delete") return permanentlyRemove(ctx, actor, job.projectGid!, gids, progress);
+      progress.total(gids.length);
+      const skipped: { gid: string; reason: string }[] = [];
+      const state: Params = { errors: 0 };
+      let done = 0;
+      for (const gid of gids) {
+        if (!getUser(ctx.db, actor.userGid)) skipped.push({ gid, reason: "The user who started the job is gone" });
+        else {
+          try {
+            recordsWrite(ctx, actor, job.projectGid!, (tx, _log, view, touch) => spec.one(tx, view, touch, gid, params, state));
+            done++;
+          } catch (err) {
+            if (!(err instanceof ApiError)) throw err;
+            skipped.push({ gid, reason: String((err.info as { reason?: string }).reason ?? err.message) });
+          }
+        }
+        await progress.step(1);
+      }
+      return { done, skipped: skipped.length, ...(op === "update" ? { validation_errors: state.errors } : {}), ...(skipped.length ? { skipped_items: skipped.slice(0, 100) } : {}) };
+    },
+  };
+}
+
+/** The job kinds of the bulk operations (`bulk_<op>_records` ...), for the feature descriptor. */
+export const recordsBulkJobs: Record<string, JobKind> = Object.fromEntries(BULK_OP_NAMES.map((op) => [BULK_OPS[op].job, bulkJob(op, BULK_OPS[op])]));
+
+export type { Rec };

@@ -1,0 +1,228 @@
+import { sql, type SQL } from "drizzle-orm";
+import type { Actor } from "../../core/actor";
+import type { Answer } from "../../core/answer";
+import { ApiError, badRequest } from "../../core/errors";
+import type { Tx } from "../../db/connection";
+import type { Ctx } from "../../platform/context";
+import { fieldsOf, FilterError, filterToSql, makeDomain, MATCH_ALL, pageWindow, parseFilter, parseTerms, SEARCH_PAGE, sqlText, validationField, type CustomOperator, type FieldSpec, type FilterNode } from "../../core/filter";
+import { LIST_TYPES, type FieldType } from "../schema/schema.types";
+import { rowsOf } from "../schema/items.service";
+import { db, DELETED, formsOf, recordsRead, rowsInOrder } from "./records.service";
+import { SHARED, type SchemaView } from "./values.service";
+
+/**
+ * `records/search`: the shared filter language over records (fields by name with their type's
+ * operators, definition, classes, channels, status, ...) and full text `q` over the titles and text
+ * values of one language (FTS5, accents folded), best match first; `page.top`/`page.size`.
+ * The same search serves the `search` element of bulk selections.
+ */
+
+/** Values bound to a query's parameters. */
+type Bind = string | number | bigint | boolean | null | Uint8Array;
+
+export type SearchInput = { language?: unknown; q?: unknown; filter?: unknown };
+
+const quoteFts = (s: string) => `"${s.replace(/"/g, '""')}"`;
+
+/**
+ * The FTS5 expression of a `q` in one project and language: `+term` must be there, `-term` must
+ * not, plain terms count towards relevance (alone, at least one of them must be there); `"a b"` is
+ * a phrase. Undefined when `q` holds no term.
+ */
+export function ftsExpression(projectGid: string, language: string, q: string): string | undefined {
+  const t = parseTerms(q.replace(/[\u0000-\u001f\u007f]/g, " ").slice(0, 1000));
+  const words = (xs: string[]) => xs.map((x) => quoteFts(x));
+  const req = words(t.required);
+  const opt = words(t.optional);
+  const exc = words(t.excluded);
+  if (!req.length && !opt.length) return undefined;
+  let core = req.length ? `(${req.join(" AND ")})` : `(${opt.join(" OR ")})`;
+  // With required terms the plain ones only rank: OR-ed with a required term they never narrow.
+  if (req.length && opt.length) core += ` AND (${[req[0], ...opt].join(" OR ")})`;
+  let expr = `project_gid : ${quoteFts(projectGid)} AND language : ${quoteFts(language)} AND ({title body} : (${core}))`;
+  for (const x of exc) expr += ` NOT ({title body} : ${x})`;
+  return expr;
+}
+
+/** The filter fields of records (built per request: field names depend on the schema, paths on the language). */
+export function recordsDomain(view: SchemaView, language: string) {
+  const fields = rowsOf(view.tx, "field", view.projectGid).filter((r) => !r.original && !r.isNew);
+  const byName = new Map(fields.map((r) => [r.name, r]));
+  const byGid = new Map(fields.map((r) => [r.gid, r]));
+  const valueSql = (f: { gid: string; spec: unknown }) => {
+    const s = f.spec as { is_localized?: boolean };
+    return sql`json_extract(r.vals, ${`$."${s.is_localized ? language : SHARED}"."${f.gid}"`})`;
+  };
+  const fieldSpec = (f: { gid: string; spec: unknown }): FieldSpec => {
+    const type = (f.spec as { type: FieldType }).type;
+    if (LIST_TYPES.has(type)) return { type: "list", sql: valueSql(f) };
+    if (type === "class") return { type: "json", sql: valueSql(f), operators: ["exists"] };
+    return { type: "json", sql: valueSql(f) };
+  };
+  // classes has <class name or gid>: records whose definition includes the class.
+  const defsWithClass = (cls: string): string[] => {
+    const c = rowsOf(view.tx, "class", view.projectGid).find((r) => !r.original && (r.gid === cls || r.name === cls));
+    if (!c) return [];
+    return rowsOf(view.tx, "definition", view.projectGid)
+      .filter((d) => ((d.spec as { classes?: string[] }).classes ?? []).includes(c.gid))
+      .map((d) => d.gid);
+  };
+  const classOperand = (v: unknown, fail: (r: string) => never) => (typeof v === "string" && v ? v : fail("the operand is a class name or gid"));
+  const inList = (gids: string[]) => (gids.length ? sql`r.definition IN (${sql.join(gids.map((g) => sql`${g}`), sql`, `)})` : sql`0`);
+  const classes = new Map<string, CustomOperator>([
+    ["has", { operand: classOperand, build: (c: string) => inList(defsWithClass(c)) }],
+    ["has_not", { operand: classOperand, build: (c: string) => sql`NOT (${inList(defsWithClass(c))})` }],
+  ]);
+  // ["value", "is", [field name or gid, value]]: the SDK's form of a field comparison.
+  const value = new Map<string, CustomOperator>([
+    [
+      "is",
+      {
+        operand: (v: unknown, fail: (r: string) => never) => {
+          if (!Array.isArray(v) || v.length !== 2 || typeof v[0] !== "string") return fail("the operand is [field name or gid, value]");
+          const f = byName.get(v[0]) ?? byGid.get(v[0]);
+          if (!f) return fail(`no field ${JSON.stringify(String(v[0]).slice(0, 100))}`);
+          if (v[1] !== null && typeof v[1] === "object") return fail("the value is a string, number or boolean");
+          return { f, v: typeof v[1] === "boolean" ? (v[1] ? 1 : 0) : v[1] };
+        },
+        build: (o: { f: { gid: string; spec: unknown }; v: unknown }) => (o.v === null ? sql`${valueSql(o.f)} IS NULL` : sql`${valueSql(o.f)} = ${o.v}`),
+      },
+    ],
+  ]);
+  const gidOf = (name: string) => (byName.get(name) ?? byGid.get(name))?.gid;
+  const langPath = (key: "empty" | "untranslated") => `$.${key}."${language}"`;
+  const validation = validationField({
+    fields: (name) => !!gidOf(name),
+    build: (check, field) => {
+      const path = check === "any" ? "$.invalid" : langPath(check === "is_empty" ? "empty" : "untranslated");
+      return field ? sql`EXISTS (SELECT 1 FROM json_each(r.checks, ${path}) WHERE value = ${gidOf(field)!})` : sql`coalesce(json_array_length(r.checks, ${path}), 0) > 0`;
+    },
+  });
+  const builtIn: [string, FieldSpec][] = [
+    ["gid", { type: "text", sql: sql`r.gid`, operators: ["is", "=", "!=", "in", "not_in"] }],
+    ["definition", { type: "text", sql: sql`r.definition`, operators: ["is", "=", "!=", "in", "not_in"] }],
+    ["parent", { type: "text", sql: sql`r.parent`, operators: ["is", "=", "!=", "in", "not_in", "exists"] }],
+    ["canonical", { type: "text", sql: sql`r.canonical`, operators: ["is", "=", "!=", "in", "not_in"] }],
+    ["status", { type: "text", sql: sql`r.status`, operators: ["is", "=", "!=", "in", "not_in"] }],
+    ["is_link", { type: "boolean", sql: sql`r.is_link` }],
+    ["treelevel", { type: "number", sql: sql`r.treelevel` }],
+    ["childcount", { type: "number", sql: sql`r.childcount` }],
+    ["channels", { type: "list", sql: sql`r.channels` }],
+    ["classes", { type: "custom", custom: classes }],
+    ["value", { type: "custom", custom: value }],
+    ["validation", validation],
+    ["created_on", { type: "time", sql: sql`r.created_on` }],
+    ["updated_on", { type: "time", sql: sql`r.updated_on` }],
+  ];
+  const builtNames = new Set(builtIn.map(([n]) => n));
+  const own: [string, FieldSpec][] = fields.filter((f) => !builtNames.has(f.name)).map((f) => [f.name, fieldSpec(f)]);
+  // Every field also as `fields.<name>` (for a field named like a built-in property).
+  return makeDomain([...builtIn, ...own], [["fields", (name) => { const f = byName.get(name); return f ? fieldSpec(f) : undefined; }]]);
+}
+
+export type BuiltSearch = { empty: boolean; where: string; params: unknown[]; fts?: string; language: string };
+
+/** The search language: `language` (a project language) or the project's first. */
+function searchLanguage(view: SchemaView, language: unknown): string {
+  if (language === undefined || language === null) return view.languages[0]!;
+  if (typeof language !== "string" || !view.languages.includes(language)) throw badRequest("Invalid parameter", { "Invalid parameter": "language", reason: "not a project language", expected: view.languages });
+  return language;
+}
+
+/**
+ * A search as a condition on `records r` (plus the FTS expression when `q` is given). Neither `q`
+ * nor `filter` → empty (the reference's rule). Deleted records are left out unless the filter
+ * names `status`. A bad filter is a 400 naming where.
+ */
+export function buildSearch(view: SchemaView, input: SearchInput, member = "filter"): BuiltSearch {
+  const language = searchLanguage(view, input.language);
+  if (input.q !== undefined && input.q !== null && typeof input.q !== "string") throw badRequest("Invalid parameter", { "Invalid parameter": "q", expected: "a string" });
+  const q = typeof input.q === "string" ? input.q.trim() : "";
+  const hasFilter = input.filter !== undefined && input.filter !== null && !(Array.isArray(input.filter) && input.filter.length === 0);
+  if (!q && !hasFilter) return { empty: true, where: "0", params: [], language };
+  let node: FilterNode = MATCH_ALL;
+  try {
+    node = parseFilter(input.filter, recordsDomain(view, language), { root: member });
+  } catch (e) {
+    if (e instanceof FilterError) throw badRequest("Invalid parameter", e.info());
+    throw e;
+  }
+  const cond: SQL[] = [sql`r.project_gid = ${view.projectGid}`, filterToSql(node, { language })];
+  if (!fieldsOf(node).has("status")) cond.push(sql`r.status != ${DELETED}`);
+  const text = sqlText(sql.join(cond, sql` AND `));
+  const fts = q ? ftsExpression(view.projectGid, language, q) : undefined;
+  if (q && !fts) return { empty: true, where: "0", params: [], language };
+  return { empty: false, where: text.sql, params: text.params, fts, language };
+}
+
+/** A failure of SQLite's search (FTS5) is the reference's 1002 "Search error", not a 500. */
+function searchEngine<T>(run: () => T): T {
+  try {
+    return run();
+  } catch (e) {
+    if (e instanceof Error && e.name === "SQLiteError") throw new ApiError(1002, "Search error", { reason: e.message });
+    throw e;
+  }
+}
+
+/**
+ * Matching record ids and gids, best first when ranked (all of them without a page: selections);
+ * `total` counts every match, from the same pass over the index (a window count).
+ */
+export function searchPage(tx: Tx, view: SchemaView, input: SearchInput, opts: { top?: number; size?: number } = {}): { items: { id: number; gid: string }[]; total: number } {
+  const b = buildSearch(view, input);
+  if (b.empty) return { items: [], total: 0 };
+  const paged = opts.size !== undefined;
+  const limit = paged ? ` LIMIT ${opts.size! | 0} OFFSET ${(opts.top ?? 0) | 0}` : "";
+  const rows = searchEngine(() =>
+    b.fts
+      ? db(tx)
+          // bm25 may not stand in a window query: ranked in a subquery, counted and paged outside it.
+          .query(`SELECT id, gid, count(*) OVER () AS total FROM (SELECT r.id AS id, r.gid AS gid, bm25(records_fts, 0, 0, 10, 1) AS score FROM records_fts f CROSS JOIN record_search s ON s.id = f.rowid CROSS JOIN records r ON r.id = s.record_id WHERE records_fts MATCH ? AND ${b.where}) ORDER BY score, id${limit}`)
+          .all(b.fts, ...(b.params as Bind[]))
+      : db(tx).query(`SELECT r.id AS id, r.gid AS gid, count(*) OVER () AS total FROM records r WHERE ${b.where} ORDER BY r.id${limit}`).all(...(b.params as Bind[])),
+  ) as { id: number; gid: string; total: number }[];
+  // A page past the end has no row to carry the count: count once more.
+  const total = rows.length ? rows[0]!.total : paged && (opts.top ?? 0) > 0 ? searchCount(tx, view, input) : 0;
+  return { items: rows.map((r) => ({ id: r.id, gid: r.gid })), total };
+}
+
+/** Matching record ids and gids, best first when ranked. */
+export function searchItems(tx: Tx, view: SchemaView, input: SearchInput, opts: { top?: number; size?: number } = {}): { id: number; gid: string }[] {
+  return searchPage(tx, view, input, opts).items;
+}
+
+/** How many records a search finds. */
+export function searchCount(tx: Tx, view: SchemaView, input: SearchInput): number {
+  const b = buildSearch(view, input);
+  if (b.empty) return 0;
+  const row = b.fts
+    ? db(tx).query(`SELECT count(*) AS n FROM records_fts f CROSS JOIN record_search s ON s.id = f.rowid CROSS JOIN records r ON r.id = s.record_id WHERE records_fts MATCH ? AND ${b.where}`).get(b.fts, ...(b.params as Bind[]))
+    : db(tx).query(`SELECT count(*) AS n FROM records r WHERE ${b.where}`).get(...(b.params as Bind[]));
+  return (row as { n: number }).n;
+}
+
+/** The search as one condition on `records r` (for bulk/get paging by id). */
+export function searchCondition(view: SchemaView, input: SearchInput): { sql: string; params: unknown[] } {
+  const b = buildSearch(view, input, "selection");
+  if (b.empty) return { sql: "0", params: [] };
+  if (!b.fts) return { sql: `(${b.where})`, params: b.params };
+  return { sql: `(${b.where} AND r.id IN (SELECT s.record_id FROM records_fts f JOIN record_search s ON s.id = f.rowid WHERE records_fts MATCH ?))`, params: [...b.params, b.fts] };
+}
+
+/** `records/search`: result `records` (gids of this page, best first) and `records.size`; data `records`. */
+export function searchRecords(ctx: Ctx, actor: Actor, projectGid: string, input: SearchInput & { languages?: unknown; "page.top"?: unknown; "page.size"?: unknown }): Answer {
+  return recordsRead(ctx, actor, projectGid, (tx, view) => {
+    let page;
+    try {
+      page = pageWindow(input, SEARCH_PAGE.records);
+    } catch (e) {
+      if (e instanceof FilterError) throw badRequest("Invalid parameter", e.info());
+      throw e;
+    }
+    const langs = view.languagesOf(input);
+    const { items, total: size } = searchPage(tx, view, input, page);
+    const gids = items.map((i) => i.gid);
+    return { result: { records: gids, "records.size": size }, data: { records: formsOf(tx, view, rowsInOrder(tx, projectGid, gids), { languages: langs }) } };
+  });
+}

@@ -1,0 +1,581 @@
+import type { Database } from "bun:sqlite";
+import type { Actor } from "../../core/actor";
+import type { Answer } from "../../core/answer";
+import { badRequest, unprocessable } from "../../core/errors";
+import { newGid, now } from "../../core/ids";
+import { sqliteOf, type Tx } from "../../db/connection";
+import type { ChangeLog } from "../../db/mutate";
+import type { Ctx } from "../../platform/context";
+import { inProject } from "../members/access.service";
+import { baseDefinitionIn } from "../schema/definitions.service";
+import { rowOf } from "../schema/items.service";
+import { ALL_CHANNEL } from "../settings/settings.options";
+import type { RecordChecks } from "./records.table";
+import { applyFields, checksOf, fieldsForm, initialVals, put, SchemaView, searchTextOf, titleOf, type ReportItem } from "./values.service";
+
+/**
+ * The record tree: reading (root, get, children, forms), creating and updating values. Every
+ * service function is `fn(ctx, actor, projectGid, input)` → `{result, data}`, checks access itself
+ * (any active member of the project: owner, member or API user, as the reference) and writes
+ * inside `mutate` with its `records` sync items. The `*In` functions work inside a caller's
+ * transaction (Excel import, batch, jobs).
+ */
+
+export type Vals = Record<string, Record<string, unknown>>;
+
+/** Field types whose values feed the search index (with value-list labels and the title field). */
+const SEARCHED = new Set(["text", "textline", "textlist", "barcode"]);
+
+/** A record row as read from SQLite, JSON members parsed. */
+export type Rec = {
+  id: number;
+  gid: string;
+  projectGid: string;
+  parent: string | null;
+  canonical: string;
+  isLink: boolean;
+  definition: string;
+  treelevel: number;
+  path: string[];
+  childcount: number;
+  status: string;
+  channels: string[];
+  vals: Vals;
+  checks: RecordChecks;
+  createdOn: number;
+  updatedOn: number;
+};
+
+type Raw = Record<string, any>;
+export const COLUMNS = "id, gid, project_gid, parent, canonical, is_link, definition, treelevel, path, childcount, status, channels, vals, checks, created_on, updated_on";
+
+export function recOf(r: Raw): Rec {
+  const rec = {
+    id: r.id,
+    gid: r.gid,
+    projectGid: r.project_gid,
+    parent: r.parent,
+    canonical: r.canonical,
+    isLink: !!r.is_link,
+    definition: r.definition,
+    treelevel: r.treelevel,
+    path: JSON.parse(r.path),
+    childcount: r.childcount,
+    status: r.status,
+    channels: JSON.parse(r.channels),
+    vals: JSON.parse(r.vals),
+    createdOn: r.created_on,
+    updatedOn: r.updated_on,
+  } as Rec;
+  // Only writes need the checks: parsed when first read.
+  let checks: RecordChecks | undefined;
+  Object.defineProperty(rec, "checks", { enumerable: true, configurable: true, get: () => (checks ??= JSON.parse(r.checks)), set: (v) => (checks = v) });
+  return rec;
+}
+
+export const DELETED = "deleted";
+export const PUBLISHED = "published";
+/** The gap between neighbours of a fresh ordering; a move takes the midpoint of its new neighbours. */
+export const GAP = 1 << 24;
+
+export const db = (tx: Tx): Database => sqliteOf(tx);
+
+// ---------------------------------------------------------------------------------------------
+// Access and the per-request schema view
+
+/**
+ * A read after the membership check (any active member: owner, member or API user), with the
+ * project's schema view. Runs in `inProject`, so inside a batch it joins the open unit of work.
+ */
+export function recordsRead<T>(ctx: Ctx, actor: Actor, projectGid: string, fn: (tx: Tx, view: SchemaView) => T): T {
+  return inProject(ctx, actor, projectGid, "member", ({ tx, project }) => fn(tx, new SchemaView(tx, project)));
+}
+
+/** A change after the membership check: one unit of work (`inProject`), its sync items collected in `touch`. */
+export function recordsWrite<T>(ctx: Ctx, actor: Actor, projectGid: string, fn: (tx: Tx, log: ChangeLog, view: SchemaView, touch: Touch) => T): T {
+  return inProject(ctx, actor, projectGid, "member", ({ tx, log, project }) => {
+    const touch = new Touch(projectGid);
+    const out = fn(tx, log, new SchemaView(tx, project), touch);
+    touch.flush(log);
+    return out;
+  });
+}
+
+/** The `records` sync items of one change, each record once (INSERT wins over UPDATE, DELETE over both). */
+export class Touch {
+  private readonly items = new Map<string, "INSERT" | "UPDATE" | "DELETE">();
+  constructor(readonly projectGid: string) {}
+  insert(gid: string) {
+    this.items.set(gid, "INSERT");
+  }
+  update(gid: string | null | undefined) {
+    if (gid && !this.items.has(gid)) this.items.set(gid, "UPDATE");
+  }
+  delete(gid: string) {
+    this.items.set(gid, "DELETE");
+  }
+  flush(log: ChangeLog) {
+    for (const [gid, action] of this.items) log.project(this.projectGid, action, "records", gid);
+    this.items.clear();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rows
+
+export function recordRow(tx: Tx, projectGid: string, gid: unknown): Rec | undefined {
+  if (typeof gid !== "string" || !gid) return undefined;
+  const r = db(tx).query(`SELECT ${COLUMNS} FROM records WHERE gid = ? AND +project_gid = ?`).get(gid, projectGid) as Raw | null;
+  return r ? recOf(r) : undefined;
+}
+
+/** The row of a gid, or 422 naming the member (the reference's "record doesn't exist"). */
+export function mustRecord(tx: Tx, projectGid: string, gid: unknown, member = "record"): Rec {
+  if (gid === undefined || gid === null || gid === "") throw badRequest("Missing parameter", { "Missing parameter": member });
+  if (typeof gid !== "string") throw badRequest("Invalid parameter", { "Invalid parameter": member, expected: "a record gid" });
+  const r = recordRow(tx, projectGid, gid);
+  if (!r) throw unprocessable(member === "parent" ? "Parent record doesn't exist" : "Record doesn't exist", { [member]: gid });
+  return r;
+}
+
+export function rowsByGids(tx: Tx, projectGid: string, gids: string[]): Rec[] {
+  if (!gids.length) return [];
+  // `+project_gid`: look rows up by the gid index, never by scanning the project.
+  return (db(tx).query(`SELECT ${COLUMNS} FROM records WHERE gid IN (SELECT value FROM json_each(?)) AND +project_gid = ?`).all(JSON.stringify(gids), projectGid) as Raw[]).map(recOf);
+}
+
+export function rootRow(tx: Tx, projectGid: string): Rec | undefined {
+  const r = db(tx).query(`SELECT ${COLUMNS} FROM records WHERE project_gid = ? AND parent IS NULL ORDER BY id LIMIT 1`).get(projectGid) as Raw | null;
+  return r ? recOf(r) : undefined;
+}
+
+/** Gids of the whole subtree below a record (not the record itself), depth first by the parent index. */
+export function descendants(tx: Tx, gid: string): Rec[] {
+  return (
+    db(tx)
+      .query(`WITH RECURSIVE sub(gid) AS (SELECT gid FROM records WHERE parent = ?1 UNION ALL SELECT r.gid FROM records r JOIN sub ON r.parent = sub.gid)
+              SELECT ${COLUMNS} FROM records WHERE gid IN (SELECT gid FROM sub) ORDER BY treelevel, id`)
+      .all(gid) as Raw[]
+  ).map(recOf);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Forms
+
+/** Orderings of these records: record id → {ordering key: position}. */
+export function orderingsOf(tx: Tx, ids: number[], view: SchemaView): Map<number, Record<string, number>> {
+  const out = new Map<number, Record<string, number>>();
+  if (!ids.length) return out;
+  const rows = db(tx).query(`SELECT record_id AS id, ordering, pos FROM record_orderings WHERE record_id IN (SELECT value FROM json_each(?))`).all(JSON.stringify(ids)) as { id: number; ordering: string; pos: number }[];
+  for (const r of rows) {
+    if (!view.hasOrdering(r.ordering)) continue;
+    let o = out.get(r.id);
+    if (!o) out.set(r.id, (o = {}));
+    put(o, r.ordering, r.pos);
+  }
+  return out;
+}
+
+/** Live (not deleted) links pointing at these canonical records: canonical gid → link gids. */
+export function backlinksOf(tx: Tx, gids: string[]): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  if (!gids.length) return out;
+  const rows = db(tx).query(`SELECT canonical, gid FROM records WHERE is_link = 1 AND status != 'deleted' AND canonical IN (SELECT value FROM json_each(?)) ORDER BY id`).all(JSON.stringify(gids)) as { canonical: string; gid: string }[];
+  for (const r of rows) {
+    const l = out.get(r.canonical);
+    if (l) l.push(r.gid);
+    else out.set(r.canonical, [r.gid]);
+  }
+  return out;
+}
+
+export type FormOptions = { languages: string[]; fields?: boolean };
+
+/**
+ * The reference's record form of each row (`data.records`): hierarchy, definition, title and
+ * fields in the asked languages, status, channels, orderings, link state, timestamps.
+ */
+export function formsOf(tx: Tx, view: SchemaView, rows: Rec[], opts: FormOptions): Record<string, Record<string, unknown>> {
+  const out: Record<string, Record<string, unknown>> = {};
+  const orderings = orderingsOf(tx, rows.map((r) => r.id), view);
+  const backlinks = backlinksOf(tx, rows.filter((r) => !r.isLink).map((r) => r.gid));
+  for (const r of rows) {
+    const d = view.def(r.definition);
+    const title: Record<string, string> = {};
+    for (const l of opts.languages) put(title, l, titleOf(d, r.vals, l));
+    const form: Record<string, unknown> = {
+      gid: r.gid,
+      parent: r.parent,
+      canonical: r.canonical,
+      backlinks: backlinks.get(r.gid) ?? [],
+      treelevel: r.treelevel,
+      path: r.path,
+      childcount: r.childcount,
+      definition: r.definition,
+      title,
+      status: r.status,
+      channels: r.channels,
+      orderings: orderings.get(r.id) ?? {},
+      is_link: r.isLink,
+    };
+    if (opts.fields !== false) {
+      const fields: Record<string, Record<string, unknown>> = {};
+      for (const l of opts.languages) fields[l] = fieldsForm(d, r.vals, l);
+      form.fields = fields;
+    }
+    form.created_on = r.createdOn;
+    form.updated_on = r.updatedOn;
+    out[r.gid] = form;
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writing rows
+
+/** Rewrites the search rows of a record (only the languages whose text changed). */
+export function writeSearch(tx: Tx, view: SchemaView, r: { id: number; definition: string; vals: Vals }, fresh = false): void {
+  const d = view.def(r.definition);
+  const s = db(tx);
+  const existing = fresh ? new Map() : new Map((s.query("SELECT language, title, body FROM record_search WHERE record_id = ?").all(r.id) as { language: string; title: string; body: string }[]).map((x) => [x.language, x]));
+  for (const l of view.languages) {
+    const t = searchTextOf(d, r.vals, l);
+    const cur = existing.get(l);
+    if (!cur) s.query("INSERT INTO record_search (record_id, project_gid, language, title, body) VALUES (?, ?, ?, ?, ?)").run(r.id, view.projectGid, l, t.title, t.body);
+    else if (cur.title !== t.title || cur.body !== t.body) s.query("UPDATE record_search SET title = ?, body = ? WHERE record_id = ? AND language = ?").run(t.title, t.body, r.id, l);
+  }
+}
+
+export type NewRecord = {
+  parent: Rec;
+  definition: string;
+  vals?: Vals;
+  channels?: string[];
+  canonical?: string;
+  isLink?: boolean;
+  status?: string;
+  /** Placement in this ordering (others: last). */
+  ordering?: string;
+  beforeRecord?: unknown;
+  /** Place right after this sibling in `ordering` (duplicate). */
+  afterRecord?: Rec;
+};
+
+/** Inserts a record as a child of `parent` (last in every ordering unless placed) and counts it in the parent. */
+export function insertRecordIn(tx: Tx, view: SchemaView, touch: Touch, n: NewRecord): Rec {
+  if (n.parent.isLink) throw unprocessable("Can't work with this item", { reason: "A linked record cannot have children", parent: n.parent.gid });
+  const d = view.def(n.definition);
+  const gid = newGid();
+  const vals = n.vals ?? initialVals(view, d);
+  const checks = checksOf(d, vals, view.languages, !!n.vals);
+  const t = now();
+  const status = n.status ?? PUBLISHED;
+  const channels = n.channels ?? [ALL_CHANNEL];
+  const raw = db(tx)
+    .query(
+      `INSERT INTO records (gid, project_gid, parent, canonical, is_link, definition, treelevel, path, childcount, status, channels, vals, checks, created_on, updated_on)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?) RETURNING ${COLUMNS}`,
+    )
+    .get(gid, view.projectGid, n.parent.gid, n.canonical ?? gid, n.isLink ? 1 : 0, n.definition, n.parent.treelevel + 1, JSON.stringify([gid, ...n.parent.path]), status, JSON.stringify(channels), JSON.stringify(vals), JSON.stringify(checks), t, t) as Raw;
+  const rec = recOf(raw);
+  for (const o of view.options.orderedorderings) {
+    const pos = o === n.ordering && n.afterRecord ? afterPos(tx, n.parent.gid, o, rec.id, n.afterRecord.id) : o === n.ordering ? placePos(tx, n.parent.gid, o, rec.id, n.beforeRecord) : lastPos(tx, n.parent.gid, o, rec.id);
+    db(tx).query("INSERT INTO record_orderings (record_id, project_gid, parent, ordering, pos) VALUES (?, ?, ?, ?, ?)").run(rec.id, view.projectGid, n.parent.gid, o, pos);
+  }
+  writeSearch(tx, view, rec, true);
+  if (status !== DELETED) bumpChildcount(tx, touch, n.parent.gid, 1);
+  touch.insert(gid);
+  return rec;
+}
+
+export function bumpChildcount(tx: Tx, touch: Touch, parent: string | null, by: number): void {
+  if (!parent || !by) return;
+  db(tx).query("UPDATE records SET childcount = max(0, childcount + ?), updated_on = max(?, updated_on + 0.000001) WHERE gid = ?").run(by, now(), parent);
+  touch.update(parent);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Positions in orderings: sparse integer keys
+
+function lastPos(tx: Tx, parent: string, ordering: string, exceptId: number): number {
+  // The two last places by the index: the record's own place (when it has one) is skipped.
+  const r = db(tx).query("SELECT record_id AS id, pos FROM record_orderings WHERE parent = ? AND ordering = ? ORDER BY pos DESC LIMIT 2").all(parent, ordering) as { id: number; pos: number }[];
+  const last = r.find((x) => x.id !== exceptId);
+  return (last?.pos ?? 0) + GAP;
+}
+
+/** Gives the siblings of an ordering fresh keys GAP apart, in their current order (when a gap ran out). */
+function renumber(tx: Tx, parent: string, ordering: string): void {
+  const ids = db(tx).query("SELECT record_id AS id FROM record_orderings WHERE parent = ? AND ordering = ? ORDER BY pos, record_id").all(parent, ordering) as { id: number }[];
+  const upd = db(tx).query("UPDATE record_orderings SET pos = ? WHERE record_id = ? AND ordering = ?");
+  ids.forEach((r, i) => upd.run((i + 1) * GAP, r.id, ordering));
+}
+
+/** The key placing a record before `before` (a sibling gid) in an ordering; last when absent or not a sibling. */
+export function placePos(tx: Tx, parent: string, ordering: string, recordId: number, before: unknown): number {
+  if (typeof before !== "string" || !before) return lastPos(tx, parent, ordering, recordId);
+  const s = db(tx);
+  for (let attempt = 0; attempt < 2; attempt++) {
+    const b = s.query("SELECT o.pos AS pos FROM record_orderings o JOIN records r ON r.id = o.record_id WHERE r.gid = ? AND o.parent = ? AND o.ordering = ? AND o.record_id != ?").get(before, parent, ordering, recordId) as { pos: number } | null;
+    if (!b) return lastPos(tx, parent, ordering, recordId);
+    const prev = s.query("SELECT record_id AS id, pos FROM record_orderings WHERE parent = ? AND ordering = ? AND pos < ? ORDER BY pos DESC LIMIT 2").all(parent, ordering, b.pos) as { id: number; pos: number }[];
+    const lo = prev.find((x) => x.id !== recordId)?.pos ?? b.pos - 2 * GAP;
+    const mid = Math.floor((lo + b.pos) / 2);
+    if (mid > lo && mid < b.pos) return mid;
+    renumber(tx, parent, ordering);
+  }
+  return lastPos(tx, parent, ordering, recordId);
+}
+
+/** The key right after sibling `afterId` (duplicate). */
+function afterPos(tx: Tx, parent: string, ordering: string, recordId: number, afterId: number): number {
+  const next = db(tx).query(
+    "SELECT r.gid AS gid FROM record_orderings o JOIN records r ON r.id = o.record_id WHERE o.parent = ? AND o.ordering = ? AND o.record_id != ? AND o.pos > (SELECT pos FROM record_orderings WHERE record_id = ? AND ordering = ?) ORDER BY o.pos LIMIT 1",
+  ).get(parent, ordering, recordId, afterId, ordering) as { gid: string } | null;
+  return next ? placePos(tx, parent, ordering, recordId, next.gid) : lastPos(tx, parent, ordering, recordId);
+}
+
+/** Places an existing record in an ordering (the row is written; the siblings only when a gap ran out). */
+export function setPosition(tx: Tx, view: SchemaView, rec: Rec, parent: string, ordering: string, before: unknown): void {
+  const pos = placePos(tx, parent, ordering, rec.id, before);
+  db(tx).query("INSERT INTO record_orderings (record_id, project_gid, parent, ordering, pos) VALUES (?, ?, ?, ?, ?) ON CONFLICT (record_id, ordering) DO UPDATE SET parent = excluded.parent, pos = excluded.pos").run(rec.id, view.projectGid, parent, ordering, pos);
+}
+
+/** The ordering member of a request: absent, or a key of the project's orderings (else 422). */
+export function orderingOf(view: SchemaView, v: unknown, required = false): string | undefined {
+  if (v === undefined || v === null || v === "") {
+    if (required) throw badRequest("Missing parameter", { "Missing parameter": "ordering" });
+    return undefined;
+  }
+  if (!view.hasOrdering(v)) throw unprocessable("Ordering doesn't exist", { ordering: v, orderings: view.options.orderedorderings });
+  return v;
+}
+
+export function channelOf(view: SchemaView, v: unknown): string | undefined {
+  if (v === undefined || v === null || v === "") return undefined;
+  if (!view.hasChannel(v)) throw unprocessable("Channel doesn't exist", { channel: v, channels: view.options.orderedchannels });
+  return v;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The root and its base definition
+
+/**
+ * The project's root record, created on first use (by `records/root`, or by any caller through
+ * here): status published, Base definition, every channel off but `__all__`.
+ */
+export function ensureRootIn(tx: Tx, log: ChangeLog, view: SchemaView, touch: Touch): Rec {
+  const found = rootRow(tx, view.projectGid);
+  if (found) return found;
+  const gid = newGid();
+  const definition = baseDefinitionIn(tx, log, view.projectGid);
+  const t = now();
+  const checks = checksOf(view.def(definition), {}, view.languages);
+  const raw = db(tx)
+    .query(
+      `INSERT INTO records (gid, project_gid, parent, canonical, is_link, definition, treelevel, path, childcount, status, channels, vals, checks, created_on, updated_on)
+       VALUES (?, ?, NULL, ?, 0, ?, 0, ?, 0, ?, ?, '{}', ?, ?, ?) RETURNING ${COLUMNS}`,
+    )
+    .get(gid, view.projectGid, gid, definition, JSON.stringify([gid]), PUBLISHED, JSON.stringify([ALL_CHANNEL]), JSON.stringify(checks), t, t) as Raw;
+  const rec = recOf(raw);
+  writeSearch(tx, view, rec, true);
+  touch.insert(gid);
+  return rec;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading
+
+type Langs = { language?: unknown; languages?: unknown };
+
+/** `records/root`: the root record (made on first use). */
+export function getRoot(ctx: Ctx, actor: Actor, projectGid: string, input: Langs): Answer {
+  const read = () =>
+    recordsRead(ctx, actor, projectGid, (tx, view) => {
+      const langs = view.languagesOf(input);
+      const root = rootRow(tx, projectGid);
+      return root ? { result: { root: root.gid }, data: { records: formsOf(tx, view, [root], { languages: langs }) } } : undefined;
+    });
+  const found = read();
+  if (found) return found;
+  recordsWrite(ctx, actor, projectGid, (tx, log, view, touch) => ensureRootIn(tx, log, view, touch));
+  return read()!;
+}
+
+/** `records/get`: `record` (→ result.record) or `records` (→ result.records, existing ones in the asked order). */
+export function getRecords(ctx: Ctx, actor: Actor, projectGid: string, input: Langs & { record?: unknown; records?: unknown }): Answer {
+  return recordsRead(ctx, actor, projectGid, (tx, view) => {
+    const langs = view.languagesOf(input);
+    if (input.record !== undefined && input.record !== null) {
+      const r = mustRecord(tx, projectGid, input.record);
+      return { result: { record: r.gid }, data: { records: formsOf(tx, view, [r], { languages: langs }) } };
+    }
+    if (input.records === undefined || input.records === null) throw badRequest("Missing parameter", { "Missing parameter": "record" });
+    if (!Array.isArray(input.records) || input.records.some((g) => typeof g !== "string")) throw badRequest("Invalid parameter", { "Invalid parameter": "records", expected: "an array of record gids" });
+    if (input.records.length > 1000) throw badRequest("Invalid parameter", { "Invalid parameter": "records", expected: "at most 1000 gids" });
+    const rows = rowsByGids(tx, projectGid, [...new Set(input.records as string[])]);
+    const byGid = new Map(rows.map((r) => [r.gid, r]));
+    const found = [...new Set(input.records as string[])].filter((g) => byGid.has(g));
+    return { result: { records: found }, data: { records: formsOf(tx, view, rows, { languages: langs }) } };
+  });
+}
+
+export const CHILDREN_PAGE = { size: 100, max: 1000 };
+
+/** `page.top`/`page.size` of a children-like call (400 on anything but whole numbers; size clamped). */
+export function pageOf(input: Record<string, unknown>, def: { size: number; max: number }): { top: number; size: number } {
+  const read = (name: string, fallback: number) => {
+    const v = Object.hasOwn(input, name) ? input[name] : undefined;
+    if (v === undefined || v === null) return fallback;
+    if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 0) throw badRequest("Invalid parameter", { "Invalid parameter": name, expected: "a whole number of 0 or more" });
+    return v;
+  };
+  return { top: read("page.top", 0), size: Math.min(read("page.size", def.size), def.max) };
+}
+
+/**
+ * Children of a parent that are not deleted, in an ordering (else in creation order), enabled in
+ * a channel when one is given: one page of gids and the total.
+ */
+export function childrenIn(tx: Tx, parent: string, opts: { ordering?: string; channel?: string; top: number; size: number; deleted?: boolean }): { gids: string[]; total: number } {
+  const s = db(tx);
+  const status = opts.deleted ? "" : `AND r.status != '${DELETED}'`;
+  const chan = opts.channel && opts.channel !== "__all__" ? "AND instr(r.channels, ?) > 0" : "";
+  const chanParam = chan ? [JSON.stringify(opts.channel)] : [];
+  let gids: string[];
+  // Deleted records' places are filed under "-<parent>", so the place index holds live children only.
+  const placed = opts.ordering ? (s.query("SELECT count(*) AS n FROM record_orderings WHERE parent = ? AND ordering = ?").get(parent, opts.ordering) as { n: number }).n : 0;
+  const all = opts.ordering ? (s.query(`SELECT count(*) AS n FROM records WHERE parent = ? AND status != '${DELETED}'`).get(parent) as { n: number }).n : 0;
+  if (opts.ordering && placed >= all && !opts.deleted) {
+    // Every child has its place: the page is read from the place index alone, then its records.
+    gids = chan
+      ? (s
+          .query(`SELECT r.gid AS gid FROM record_orderings o CROSS JOIN records r ON r.id = o.record_id WHERE o.parent = ?1 AND o.ordering = ?2 ${chan.replace("?", "?5")} ORDER BY o.pos LIMIT ?3 OFFSET ?4`)
+          .all(parent, opts.ordering, opts.size, opts.top, ...chanParam) as { gid: string }[]).map((r) => r.gid)
+      : (s
+          .query(`SELECT r.gid AS gid FROM (SELECT record_id, pos FROM record_orderings WHERE parent = ?1 AND ordering = ?2 ORDER BY pos LIMIT ?3 OFFSET ?4) o CROSS JOIN records r ON r.id = o.record_id ORDER BY o.pos`)
+          .all(parent, opts.ordering, opts.size, opts.top) as { gid: string }[]).map((r) => r.gid);
+  } else if (opts.ordering) {
+    // Children without a place (an ordering added after them) follow in creation order.
+    gids = (
+      s
+        .query(
+          `SELECT gid FROM (
+             SELECT r.gid AS gid, 0 AS k, o.pos AS p, r.id AS id FROM record_orderings o JOIN records r ON r.id = o.record_id WHERE o.parent = ?1 AND o.ordering = ?2 ${status} ${chan.replace("?", "?5")}
+             UNION ALL
+             SELECT r.gid, 1, 0, r.id FROM records r WHERE r.parent = ?1 ${status} ${chan.replace("?", "?5")} AND NOT EXISTS (SELECT 1 FROM record_orderings o WHERE o.record_id = r.id AND o.ordering = ?2)
+           ) ORDER BY k, p, id LIMIT ?3 OFFSET ?4`,
+        )
+        .all(parent, opts.ordering, opts.size, opts.top, ...chanParam) as { gid: string }[]
+    ).map((r) => r.gid);
+  } else {
+    gids = (s.query(`SELECT r.gid AS gid FROM records r WHERE r.parent = ?1 ${status} ${chan.replace("?", "?4")} ORDER BY r.id LIMIT ?2 OFFSET ?3`).all(parent, opts.size, opts.top, ...chanParam) as { gid: string }[]).map((r) => r.gid);
+  }
+  const total = (s.query(`SELECT count(*) AS n FROM records r WHERE r.parent = ?1 ${status} ${chan.replace("?", "?2")}`).get(parent, ...chanParam) as { n: number }).n;
+  return { gids, total };
+}
+
+/** Rows of gids in the given order. */
+export function rowsInOrder(tx: Tx, projectGid: string, gids: string[]): Rec[] {
+  const m = new Map(rowsByGids(tx, projectGid, gids).map((r) => [r.gid, r]));
+  return gids.map((g) => m.get(g)).filter((r): r is Rec => !!r);
+}
+
+/** `records/children`: one page of a record's children (channel, ordering, page.top, page.size). */
+export function getChildren(ctx: Ctx, actor: Actor, projectGid: string, input: Langs & { record?: unknown; channel?: unknown; ordering?: unknown; "page.top"?: unknown; "page.size"?: unknown }): Answer {
+  return recordsRead(ctx, actor, projectGid, (tx, view) => {
+    const langs = view.languagesOf(input);
+    const parent = mustRecord(tx, projectGid, input.record);
+    const page = pageOf(input, CHILDREN_PAGE);
+    const c = childrenIn(tx, parent.gid, { ordering: orderingOf(view, input.ordering), channel: channelOf(view, input.channel), ...page });
+    return { result: { children: c.gids, "children.size": c.total }, data: { records: formsOf(tx, view, rowsInOrder(tx, projectGid, c.gids), { languages: langs }) } };
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Create and update
+
+/** The definition a new child of `parent` gets: like its last child, else the first child definition, else Base. */
+export function childDefinitionIn(tx: Tx, log: ChangeLog, view: SchemaView, parent: Rec, ordering?: string): string {
+  const last = ordering
+    ? (db(tx).query(`SELECT r.definition AS d FROM record_orderings o JOIN records r ON r.id = o.record_id WHERE o.parent = ? AND o.ordering = ? AND r.status != '${DELETED}' ORDER BY o.pos DESC LIMIT 1`).get(parent.gid, ordering) as { d: string } | null)
+    : (db(tx).query(`SELECT definition AS d FROM records WHERE parent = ? AND status != '${DELETED}' ORDER BY id DESC LIMIT 1`).get(parent.gid) as { d: string } | null);
+  if (last) {
+    // A sibling's extended definition is its own: the new record gets the definition it extends.
+    const base = (rowOf(tx, "definition", view.projectGid, last.d)?.spec as { extends?: string } | undefined)?.extends;
+    return base ?? last.d;
+  }
+  const first = view.def(parent.definition).childdefinitions.find((g) => !!rowOf(tx, "definition", view.projectGid, g));
+  return first ?? baseDefinitionIn(tx, log, view.projectGid);
+}
+
+/** Creates a record as the last child of `parent` inside the caller's transaction. */
+export function createRecordIn(tx: Tx, log: ChangeLog, view: SchemaView, touch: Touch, input: { parent?: unknown; ordering?: unknown; definition?: string }): Rec {
+  const parent = mustRecord(tx, view.projectGid, input.parent, "parent");
+  const ordering = orderingOf(view, input.ordering);
+  if (parent.status === DELETED) throw unprocessable("Can't work with this item", { reason: "The parent record is deleted", parent: parent.gid });
+  const definition = input.definition ?? childDefinitionIn(tx, log, view, parent, ordering);
+  return insertRecordIn(tx, view, touch, { parent, definition, ordering });
+}
+
+/** `records/create`: a new last child of `parent`. */
+export function createRecord(ctx: Ctx, actor: Actor, projectGid: string, input: Langs & { parent?: unknown; ordering?: unknown }): Answer {
+  return recordsWrite(ctx, actor, projectGid, (tx, log, view, touch) => {
+    const langs = view.languagesOf(input);
+    const rec = createRecordIn(tx, log, view, touch, input);
+    const rows = rowsByGids(tx, projectGid, [rec.gid, rec.parent!]);
+    return { result: { parent: rec.parent, record: rec.gid }, data: { records: formsOf(tx, view, rows, { languages: langs }) } };
+  });
+}
+
+/** The records kept in step with `rec`: its canonical and every link of that canonical. */
+export function linkGroup(tx: Tx, projectGid: string, rec: Rec): Rec[] {
+  // Most records are alone: nothing else names them as canonical (counted on the index alone).
+  if (!rec.isLink && (db(tx).query("SELECT count(*) AS n FROM records WHERE canonical = ?").get(rec.gid) as { n: number }).n <= 1) return [rec];
+  return (db(tx).query(`SELECT ${COLUMNS} FROM records WHERE canonical = ?2 AND +project_gid = ?1 UNION SELECT ${COLUMNS} FROM records WHERE gid = ?2 AND +project_gid = ?1 ORDER BY id`).all(projectGid, rec.canonical) as Raw[]).map(recOf);
+}
+
+/** Writes new values to a record and every record of its link group; search index and checks follow. */
+export function storeVals(tx: Tx, view: SchemaView, touch: Touch, rec: Rec, vals: Vals, definition = rec.definition, cleared: string[] = [], textChanged = true): Rec[] {
+  const group = linkGroup(tx, view.projectGid, rec);
+  const defChanged = definition !== rec.definition;
+  const d = view.def(definition);
+  const t = now();
+  for (const r of group) {
+    const checks = checksOf(d, vals, view.languages, false, { ...r.checks, invalid: r.checks.invalid.filter((g) => !cleared.includes(g)) });
+    db(tx).query("UPDATE records SET vals = ?, checks = ?, definition = ?, updated_on = ? WHERE id = ?").run(JSON.stringify(vals), JSON.stringify(checks), definition, Math.max(t, r.updatedOn + 1e-6), r.id);
+    r.vals = vals;
+    r.definition = definition;
+    r.updatedOn = Math.max(t, r.updatedOn + 1e-6);
+    if (textChanged || defChanged) writeSearch(tx, view, r);
+    touch.update(r.gid);
+  }
+  return group;
+}
+
+/**
+ * Validates and applies one record's `fields` inside the caller's transaction (Excel rows, batch):
+ * invalid fields are refused and reported, valid ones written to the record and its links.
+ */
+export function updateRecordIn(tx: Tx, view: SchemaView, touch: Touch, rec: Rec, fields: unknown): { report: ReportItem[]; group: Rec[] } {
+  const d = view.def(rec.definition);
+  const r = applyFields(view, d, rec.gid, rec.vals, fields);
+  if (!r.changed.length) return { report: r.report, group: [rec] };
+  // Fields written now are valid: they leave the invalid list. The search text changes only with text fields.
+  const textChanged = r.changed.some((g) => SEARCHED.has(d.byGid.get(g)?.type ?? "") || !!d.byGid.get(g)?.labels || g === d.titlefield);
+  const group = storeVals(tx, view, touch, rec, r.vals, rec.definition, r.changed, textChanged);
+  return { report: r.report, group };
+}
+
+/** `records/update`: values per language; answers `report.validation` (errors refused, warnings applied). */
+export function updateRecord(ctx: Ctx, actor: Actor, projectGid: string, input: Langs & { record?: unknown; fields?: unknown }): Answer {
+  return recordsWrite(ctx, actor, projectGid, (tx, _log, view, touch) => {
+    const langs = view.languagesOf(input);
+    const rec = mustRecord(tx, projectGid, input.record);
+    if (input.fields === undefined || input.fields === null) throw badRequest("Missing parameter", { "Missing parameter": "fields" });
+    const { report, group } = updateRecordIn(tx, view, touch, rec, input.fields);
+    return { result: { record: rec.gid, "report.validation": report }, data: { records: formsOf(tx, view, group, { languages: langs }) } };
+  });
+}
+
+export { checksOf };

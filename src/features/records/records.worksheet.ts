@@ -1,0 +1,32 @@
+import type { Actor } from "../../core/actor";
+import type { Answer } from "../../core/answer";
+import type { Ctx } from "../../platform/context";
+import { layoutOf, Out } from "../schema/copies.service";
+import { rowsOf } from "../schema/items.service";
+import { childrenIn, db, DELETED, formsOf, mustRecord, orderingOf, pageOf, recordsRead, rowsInOrder } from "./records.service";
+
+/**
+ * `records/worksheet`: what a grid needs for one parent — the record, its path from the root down
+ * to it, one page of its children in an ordering (channels are not used) and `sibling_definitions`,
+ * the definitions the children use (all of them, not only this page's), with those definitions and
+ * their layouts in `data`.
+ */
+export const WORKSHEET_PAGE = { size: 20, max: 1000 };
+
+export function getWorksheet(ctx: Ctx, actor: Actor, projectGid: string, input: { record?: unknown; ordering?: unknown; language?: unknown; languages?: unknown; "page.top"?: unknown; "page.size"?: unknown }): Answer {
+  return recordsRead(ctx, actor, projectGid, (tx, view) => {
+    const langs = view.languagesOf(input);
+    const rec = mustRecord(tx, projectGid, input.record);
+    const page = pageOf(input, WORKSHEET_PAGE);
+    const c = childrenIn(tx, rec.gid, { ordering: orderingOf(view, input.ordering), ...page });
+    const path = [...rec.path].reverse();
+    const defs = (db(tx).query(`SELECT definition AS d, min(id) AS first FROM records WHERE parent = ? AND status != '${DELETED}' GROUP BY definition ORDER BY first`).all(rec.gid) as { d: string }[]).map((r) => r.d);
+    const out = new Out().has("definition").has("layout");
+    for (const d of rowsOf(tx, "definition", projectGid, defs)) out.add("definition", d).add("layout", layoutOf(tx, d));
+    const rows = rowsInOrder(tx, projectGid, [...path, ...c.gids]);
+    return {
+      result: { record: rec.gid, path, children: c.gids, "children.size": c.total, sibling_definitions: defs },
+      data: { ...out.data(), records: formsOf(tx, view, rows, { languages: langs }) },
+    };
+  });
+}

@@ -1,0 +1,39 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { until } from "../helpers/server";
+import { recordsWorld } from "./helpers";
+import { insertRecordIn, mustRecord, recordsWrite } from "../../src/features/records/records.service";
+import { FOLLOW_INLINE } from "../../src/features/records/follow.service";
+
+let w: Awaited<ReturnType<typeof recordsWorld>>;
+let g = "";
+const made: string[] = [];
+beforeAll(async () => {
+  w = await recordsWorld();
+  g = await w.create(w.root, { en: { name: "Many" } });
+  // More records than a commit follows inline, written by the records code itself.
+  const actor = { userGid: w.owner.gid, kind: "person" as const };
+  recordsWrite(w.srv.ctx, actor, w.project, (tx, _log, view, touch) => {
+    const parent = mustRecord(tx, w.project, g);
+    for (let i = 0; i < FOLLOW_INLINE + 20; i++) made.push(insertRecordIn(tx, view, touch, { parent, definition: w.article, vals: { "*": { [w.f.artnr]: i % 10 === 0 ? "X" : String(i) } }, ordering: "ord" }).gid);
+  });
+}, 60_000);
+afterAll(() => w.srv.stop());
+
+describe("records follow a commit touching many records as a job", () => {
+  test("the commit answers job.tokens; the job converts what it can and reports progress", async () => {
+    expect((await w.children(g))["children.size"]).toBe(made.length);
+    await w.okr("fields/modify", { field: w.f.artnr, type: "number", options: {} });
+    const dry = await w.okr("fields/commit", { field: w.f.artnr, dry_run: true });
+    expect(dry.result.would_drop.records).toMatchObject({ affected: made.length, losing_values: (FOLLOW_INLINE + 20) / 10 });
+    const since = await w.srv.ccCursor(w.owner.token);
+    const c = await w.okr("fields/commit", { field: w.f.artnr });
+    const [token] = c.result["job.tokens"];
+    const done = await until(async () => {
+      const s = await w.srv.call("/sync/get", { token: w.owner.token, body: { cc_cursor: since } });
+      return (s.body.result.sync as any[]).find((i) => i.data_key === token && i.data.status === "done");
+    }, 30_000);
+    expect(done.data).toMatchObject({ job: "records_follow_schema", info: { total: made.length, remaining: 0, records: made.length, losing_values: (FOLLOW_INLINE + 20) / 10 } });
+    expect((await w.get(made[7]!)).fields.en.artnr).toBe(7);
+    expect((await w.get(made[10]!)).fields.en.artnr).toBe(null);
+  }, 60_000);
+});

@@ -1,0 +1,61 @@
+import { eq } from "drizzle-orm";
+import { projects } from "../../src/features/projects/projects.table";
+import { schemaWorld, type U } from "../schema/helpers";
+
+/**
+ * A project with three languages (en, nl, de), two orderings, two channels, a small schema
+ * (fields of several types, a `group` definition offering `article` for children) and an API user.
+ */
+export async function recordsWorld() {
+  const w = await schemaWorld();
+  w.srv.ctx.db
+    .update(projects)
+    .set({
+      options: {
+        languages: ["en", "nl", "de"],
+        orderings: { ord: "Manual", alpha: "Alphabetic" },
+        orderedorderings: ["ord", "alpha"],
+        channels: { web: "Webshop", print: "Catalogue" },
+        fieldlists: { shop: "Webshop" },
+      },
+    })
+    .where(eq(projects.gid, w.project))
+    .run();
+  const f = {
+    name: await w.field("name", "textline", { is_localized: true, is_required: true }),
+    description: await w.field("description", "text", { is_localized: true }),
+    artnr: await w.field("artnr", "textline", { options: { max_length: 20 } }),
+    price: await w.field("price", "decimal", { options: { min: 0, decimals: 2 } }),
+    stock: await w.field("stock", "number"),
+    active: await w.field("active", "boolean"),
+    brand: await w.field("brand", "textline", { options: { values: [{ key: "caravell", label: { en: "Caravell", nl: "Caravell NL" } }, { key: "dometic", label: { en: "Dometic" } }] } }),
+    tags: await w.field("tags", "textlist"),
+  };
+  const definition = async (name: string, body: Record<string, unknown>) => {
+    const g = (await w.okr("definitions/create", { name, ...body })).result.definition as string;
+    await w.okr("definitions/commit", { definition: g });
+    return g;
+  };
+  const article = await definition("article", { fields: [f.name, f.description, f.artnr, f.price, f.stock, f.active, f.brand, f.tags], titlefield: f.name });
+  const other = await definition("other", { fields: [f.name, f.artnr, f.stock], titlefield: f.artnr });
+  const group = await definition("group", { fields: [f.name], titlefield: f.name, childdefinitions: [article] });
+  const key = await w.okr("apikeys/create", { name: "Feed" });
+  const auth = await w.srv.call(`/api/p/${w.project}/auth`, { body: { api_key: key.result.apikey } });
+  const apiUser: U = { gid: key.result.user, token: (auth.headers.get("authorization") ?? "").replace(/^Bearer /, "") };
+  const rootAnswer = await w.okr("records/root");
+  const root = rootAnswer.result.root as string;
+  // The root's Base definition offers groups; groups offer articles.
+  const base = rootAnswer.data.records[root].definition as string;
+  await w.okr("definitions/childdefinitions/add", { definition: base, childdefinition: group });
+  await w.okr("definitions/commit", { definition: base });
+  /** Creates a record under `parent` and sets its definition (records/definition/set when not the default). */
+  const create = async (parent: string, fields?: Record<string, unknown>) => {
+    const r = await w.okr("records/create", { parent, ordering: "ord" });
+    const gid = r.result.record as string;
+    if (fields) await w.okr("records/update", { record: gid, fields });
+    return gid;
+  };
+  const get = async (record: string, extra: Record<string, unknown> = {}) => (await w.okr("records/get", { record, ...extra })).data.records[record];
+  const children = async (record: string, extra: Record<string, unknown> = {}) => (await w.okr("records/children", { record, ...extra })).result;
+  return { ...w, f, article, other, group, base, apiUser, root, create, get, children };
+}

@@ -1,0 +1,92 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { recordsWorld } from "./helpers";
+
+let w: Awaited<ReturnType<typeof recordsWorld>>;
+let group = "";
+const r: Record<string, string> = {};
+beforeAll(async () => {
+  w = await recordsWorld();
+  group = await w.create(w.root, { en: { name: "Fridges" } });
+  const rows: [string, Record<string, unknown>][] = [
+    ["creme", { en: { name: "Crème brûlée torch", artnr: "T-1", price: 20, description: "A kitchen torch" }, nl: { name: "Brander", artnr: "T-1" } }],
+    ["box", { en: { name: "Ice box 174 l", artnr: "CMS 225", price: 300, description: "cold storage, quiet" } }],
+    ["box2", { en: { name: "Ice box small", artnr: "CMS 100", price: 150, description: "cold" } }],
+    ["fan", { en: { name: "Fan", artnr: "F-9", price: 30, description: "quiet and cold air" } }],
+    ["empty", {}],
+  ];
+  for (const [k, fields] of rows) r[k] = await w.create(group, Object.keys(fields).length ? fields : undefined);
+}, 60_000);
+afterAll(() => w.srv.stop());
+
+const search = async (body: Record<string, unknown>) => (await w.okr("records/search", { language: "en", ...body })).result;
+
+describe("records/search", () => {
+  test("q folds accents and case and searches titles and text values of the language", async () => {
+    expect((await search({ q: "creme" })).records).toEqual([r.creme]);
+    expect((await search({ q: "BRULEE" })).records).toEqual([r.creme]);
+    expect((await search({ q: "kitchen" })).records).toEqual([r.creme]);
+    expect((await search({ q: "brander" })).records).toEqual([]);
+    expect((await search({ q: "brander", language: "nl" })).records).toEqual([r.creme]);
+  });
+
+  test("+ terms must be there, - terms must not, plain terms rank; title matches first", async () => {
+    expect(new Set((await search({ q: "cold" })).records)).toEqual(new Set([r.box, r.box2, r.fan]));
+    expect(new Set((await search({ q: "+cold -quiet" })).records)).toEqual(new Set([r.box2]));
+    expect((await search({ q: "+cold +quiet 174" })).records[0]).toBe(r.box);
+    expect((await search({ q: "box fan" })).records.length).toBe(3);
+    expect((await search({ q: "\"ice box\" small" })).records[0]).toBe(r.box2);
+  });
+
+  test("filters by field name with the type's operators, combined with q", async () => {
+    expect((await search({ filter: ["price", ">", 100] })).records.sort()).toEqual([r.box, r.box2].sort());
+    expect((await search({ q: "cold", filter: ["price", "<", 200] })).records.sort()).toEqual([r.box2, r.fan].sort());
+    expect((await search({ filter: ["artnr", "starts_with", "cms"] }))["records.size"]).toBe(2);
+    expect((await search({ filter: ["and", "", [["definition", "is", w.article], ["not", "", ["artnr", "exists"]]]] })).records).toEqual([r.empty]);
+    expect((await search({ filter: ["value", "is", ["artnr", "F-9"]] })).records).toEqual([r.fan]);
+    expect((await search({ filter: ["parent", "is", group], "page.size": 2 }))).toMatchObject({ "records.size": 5 });
+  });
+
+  test("validation finds empty and untranslated fields", async () => {
+    expect((await search({ filter: ["validation", "is_empty", "name"] })).records).toEqual([r.empty]);
+    expect((await search({ filter: ["validation", "not_translated", "name"], language: "nl" })).records.sort()).toEqual([group, r.box, r.box2, r.fan].sort());
+    expect((await search({ filter: ["validation", "any"] })).records).toEqual([]);
+  });
+
+  test("without q or filter the answer is empty; deleted records are not found unless status is asked", async () => {
+    expect(await search({})).toEqual({ records: [], "records.size": 0 });
+    await w.okr("records/delete", { record: r.fan });
+    expect((await search({ q: "fan" })).records).toEqual([]);
+    expect((await search({ q: "fan", filter: ["status", "is", "deleted"] })).records).toEqual([r.fan]);
+    await w.okr("records/undelete", { record: r.fan });
+  });
+
+  test("the index follows updates in the same transaction", async () => {
+    await w.okr("records/update", { record: r.fan, fields: { en: { name: "Ventilator Überkühl" } } });
+    expect((await search({ q: "uberkuhl" })).records).toEqual([r.fan]);
+    expect((await search({ q: "+fan -ventilator" })).records).toEqual([]);
+  });
+
+  test("bad filters and members are 400s naming the member, never 500s", async () => {
+    for (const filter of [["nope", "is", 1], ["price", "has", 1], "x", [["__proto__", "is", 1]], ["constructor", "is", 1], ["validation", "any", "nope"]]) {
+      const a = await w.api("records/search", { language: "en", filter });
+      expect(a.status).toBe(400);
+      expect(a.body.result.info["Invalid parameter"]).toBe("filter");
+    }
+    expect((await w.api("records/search", { language: "fr", q: "x" })).status).toBe(400);
+    expect((await w.api("records/search", { q: 5 })).status).toBe(400);
+    expect((await w.api("records/search", { q: "x", "page.size": -1 })).status).toBe(400);
+    expect((await w.api("records/search", { q: "\"unterminated AND OR NEAR( * ^" })).status).toBe(200);
+    expect((await w.api("records/search", { q: "x" }, w.stranger)).status).toBe(403);
+  });
+});
+
+describe("a language added to the project", () => {
+  test("languages/add starts records_reindex, which gives every record index rows for it", async () => {
+    await w.okr("languages/add", { language: "fr" });
+    await w.okr("records/update", { record: r.box, fields: { fr: { name: "Glacière" } } });
+    expect((await search({ q: "glaciere", language: "fr" })).records).toEqual([r.box]);
+    // Non-localized values of other records reach the new language's index through the job.
+    const { until } = await import("../helpers/server");
+    await until(async () => (await search({ q: "T-1", language: "fr" })).records.length === 1);
+  });
+});
