@@ -201,6 +201,7 @@ const documentation = {
     { name: "records: search and bulk", description: "`records/search` (filter language, full text) and `records/bulk/*` (docs/records.md)" },
     { name: "records: channels", description: "`records/channels/*`: which channels a record is in, copied along the tree (docs/records.md)" },
     { name: "records: definition", description: "`records/definition/*`: a record's definition, extended per record (docs/records.md)" },
+    { name: "records: excel", description: "`records/excel/children` and `records/excel/update`: the Excel round trip of a record's children (docs/records.md)" },
     { name: "batch", description: "`/api/p/<project>/batch`: many project operations in one transaction, all or nothing (docs/batch.md)" },
     { name: "assets", description: "`/api/p/<project>/assets/*`: the asset tree, uploads, metadata, search and bulk operations (docs/assets.md)" },
     { name: "queries", description: "`/api/p/<project>/queries/*`: saved queries (docs/queries.md)" },

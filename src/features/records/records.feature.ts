@@ -14,6 +14,8 @@ export const recordsFeature: Feature = {
   name: "records",
   routes: recordsRoutes,
   operations: recordsOperations,
+  // The Excel import streams its upload to the temp folder (receiveMultipart).
+  streamedBodies: ["/api/p/:project/records/excel/update"],
   jobs: {
     copy_record: copyRecordJob,
     permanent_delete_record: permanentDeleteJob,

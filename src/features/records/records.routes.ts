@@ -1,10 +1,13 @@
 import { Elysia, t } from "elysia";
 import { authMacro } from "../../http/auth";
 import { answer } from "../../http/envelope";
+import { receiveMultipart } from "../../http/multipart";
+import { describe } from "../../http/openapi";
 import { operation } from "../../http/operations";
 import type { Ctx } from "../../platform/context";
 import * as CH from "./channels.service";
 import * as DEF from "./definition.service";
+import { excelDownload, exportChildren, importChildren, XLSX_TYPE } from "./excel.service";
 import { previewField } from "./preview.service";
 import { bulkGet, startRecordsBulk } from "./records.bulk";
 import { searchRecords } from "./records.search";
@@ -86,7 +89,12 @@ export const recordsOperations = [
   operation("records/bulk/update", bulkBody, (ctx, actor, projectGid, body) => startRecordsBulk(ctx, actor, projectGid, "update", body), { summary: "Write the same values to every selected record (a job): answers job.token", tags: tag("search and bulk") }),
 ];
 
-/** `records/fields/preview`: drawing the barcode is asynchronous, so it is a plain route (not batchable). */
+const excelTags = tag("excel");
+
+/**
+ * `records/fields/preview` (draws an image) and the Excel round trip (exceljs reads and writes
+ * files; the import streams its upload): asynchronous, so plain routes, not batchable.
+ */
 export function recordsRoutes(ctx: Ctx) {
   return new Elysia({ prefix: "/api/p/:project/records" })
     .use(authMacro(ctx))
@@ -95,5 +103,43 @@ export function recordsRoutes(ctx: Ctx) {
       params,
       body: t.Object({ ...langs, record: loose, field: loose, value: loose }),
       detail: { summary: "A preview image of a barcode field's value (EAN-13, UPC-A, EAN-8, GTIN-14)", tags: tag("values") },
-    });
+    })
+    .post("/excel/children", async ({ params, body, actor }) => answer(await exportChildren(ctx, actor, params.project, body)), {
+      auth: true,
+      params,
+      body: t.Object({ record: loose, language: loose, definition: loose, fieldlist: loose, download: loose }),
+      detail: describe({
+        summary: "A workbook (.xlsx) of a record's children in one language: result[\"children.excel\"] names it in data.files (base64), or download.url for large ones",
+        tags: excelTags,
+        errors: [400, 403, 422],
+        example: { success: true, result: { "children.excel": "ice-boxes-children.xlsx", "children.size": 2 }, data: { files: { "ice-boxes-children.xlsx": "UEsDBBQACAgIA..." } } },
+      }),
+    })
+    .post("/excel/update", async ({ params, request, actor }) => answer(await importChildren(ctx, actor, params.project, () => receiveMultipart(request, { tmpDir: ctx.storage.tmp, maxFileBytes: ctx.config.uploadMaxBytes, fileField: ["upload_file", "file"] }))), {
+      auth: true,
+      params,
+      // Streamed by receiveMultipart (see assets.routes.ts): the body is left unread here.
+      parse: () => ({}),
+      detail: describe({
+        summary: "Import an edited records/excel/children workbook: rows created, updated, deleted or undeleted in one unit of work; answers counts and the marked-up workbook",
+        tags: excelTags,
+        errors: [400, 403, 413, 422],
+        upload: {
+          file: { name: "upload_file", description: "the .xlsx made by records/excel/children, edited (`file` is accepted too)" },
+          fields: { record: "optional: the parent; must be the workbook's", language: "optional: must be the workbook's language" },
+          required: ["upload_file"],
+        },
+      }),
+    })
+    .get(
+      "/excel/download/:token",
+      ({ params }) => {
+        const f = excelDownload(ctx, params.project, params.token);
+        return new Response(Bun.file(f.path), { headers: { "content-type": XLSX_TYPE, "content-disposition": `attachment; filename="${f.name}"`, "cache-control": "no-store" } });
+      },
+      {
+        params: t.Object({ project: t.String(), token: t.String() }),
+        detail: describe({ summary: "The file of a large records/excel/children export (the link in download.url works for ten minutes, without a JWT)", tags: excelTags, errors: [404] }),
+      },
+    );
 }
