@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import ExcelJS from "exceljs";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { recordsWorld } from "./helpers";
@@ -129,7 +129,7 @@ describe("records/excel/children", () => {
   });
 
   test("an independent reader (openpyxl) opens the exported workbook", async () => {
-    if (spawnSync("python3", ["-c", "import openpyxl"]).status !== 0) {
+    if (spawnSync(PYTHON, ["-c", "import openpyxl"]).status !== 0) {
       console.warn("SKIPPED: python3 with openpyxl is not installed (apt-get install python3-openpyxl); the independent-reader check did not run");
       return;
     }
@@ -146,7 +146,7 @@ rows = [[c.value for c in row] for row in ws.iter_rows()]
 print(json.dumps({"header": rows[0], "gids": [r[0] for r in rows[1:]], "hidden": ws.column_dimensions["A"].hidden,
   "freeze": ws.freeze_panes, "validations": len(ws.data_validations.dataValidation), "meta": wb["_apis"].sheet_state,
   "price": rows[1][4]}))`;
-      const out = spawnSync("python3", ["-c", py, file], { encoding: "utf8" });
+      const out = spawnSync(PYTHON, ["-c", py, file], { encoding: "utf8" });
       expect(out.stderr).toBe("");
       const j = JSON.parse(out.stdout);
       expect(j.header).toEqual(["gid", "name", "description", "artnr", "price", "stock", "active", "brand", "tags"]);
@@ -161,6 +161,9 @@ print(json.dumps({"header": rows[0], "gids": [r[0] for r in rows[1:]], "hidden":
     }
   });
 });
+
+// Debian's python3-openpyxl installs for the system Python; a python3 earlier on PATH (pyenv) may not see it.
+const PYTHON = existsSync("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
 
 describe("records/excel/update", () => {
   test("export, edit, import: every edit lands, bad cells come back marked, nothing else changes", async () => {
