@@ -35,8 +35,8 @@ import { createPerson, hashPassword } from "../src/features/users/users.service"
 import { BUN, freePort, median, removeDir, round, ROUNDS, rssMb, SECONDS, spawnServer, tempDir, type BenchResult, type Child, type Row } from "./harness";
 
 const N = Number(process.env.BENCH_RECORDS ?? 100_000);
-const USER = { username: "recbench", email: "recbench@example.test", password: "bench-password-1" };
-const LANGS = ["en", "nl", "de"];
+export const USER = { username: "recbench", email: "recbench@example.test", password: "bench-password-1" };
+export const LANGS = ["en", "nl", "de"];
 const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 300);
 const CLIENTS = 10;
 
@@ -52,8 +52,8 @@ const SYL = ["ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "zé", "bra", "kü"
 const VOCAB = Array.from({ length: 3000 }, (_, i) => SYL[i % 24]! + SYL[Math.floor(i / 24) % 24]! + (i >= 576 ? SYL[Math.floor(i / 576) % 24]! : ""));
 const words = (n: number) => Array.from({ length: n }, () => pick(VOCAB)).join(" ");
 
-type FieldDef = { name: string; type: string; localized: boolean; gid?: string };
-const FIELDS: FieldDef[] = [
+export type FieldDef = { name: string; type: string; localized: boolean; gid?: string };
+export const FIELDS: FieldDef[] = [
   { name: "name", type: "textline", localized: true },
   { name: "description", type: "text", localized: true },
   ...Array.from({ length: 8 }, (_, i) => ({ name: `label_${i}`, type: "textline", localized: true })),
@@ -77,10 +77,13 @@ function valuesOf(i: number): Record<string, Record<string, unknown>> {
   return vals;
 }
 
-type Catalogue = { project: string; big: string; bigChildren: string[]; leaves: string[]; definition: string; moveRows: number };
+export type Catalogue = { project: string; big: string; bigChildren: string[]; leaves: string[]; definition: string; moveRows: number };
 
-/** Writes the catalogue into a fresh data folder with the records code; returns what the measurements need. */
-async function generate(data: string, notes: string[]): Promise<Catalogue> {
+/**
+ * Writes the catalogue of `records` records into a fresh data folder with the records code; returns what
+ * the measurements need (FIELDS get their gids). Also used by bench/schema.bench.ts.
+ */
+export async function generate(data: string, notes: string[], records = N): Promise<Catalogue> {
   const t0 = performance.now();
   const ctx = openInstance(loadConfig({ data, "log-level": "warn", port: "0" }, {}));
   try {
@@ -101,8 +104,8 @@ async function generate(data: string, notes: string[]): Promise<Catalogue> {
     const article = def("article", FIELDS.map((f) => f.gid!));
     const group = def("group", [FIELDS[0]!.gid!, FIELDS[1]!.gid!]);
     const root = getRoot(ctx, actor, project, {}).result.root as string;
-    const levels = [10, 100, Math.max(10, Math.min(1000, Math.floor(N / 100)))];
-    const big = Math.min(10_000, Math.floor(N / 10));
+    const levels = [10, 100, Math.max(10, Math.min(1000, Math.floor(records / 100)))];
+    const big = Math.min(10_000, Math.floor(records / 10));
     let made = 1;
     let parents: Rec[] = [recordsWrite(ctx, actor, project, (tx) => mustRecord(tx, project, root))];
     for (const n of levels) {
@@ -117,7 +120,7 @@ async function generate(data: string, notes: string[]): Promise<Catalogue> {
     const others = parents.slice(1);
     const leaves: string[] = [];
     const bigChildren: string[] = [];
-    const total = N - made;
+    const total = records - made;
     const BATCH = 5000;
     for (let start = 0; start < total; start += BATCH) {
       recordsWrite(ctx, actor, project, (tx, _log, view, touch) => {
