@@ -36,6 +36,16 @@ describe("fields", () => {
     await w.okr("fields/revert", { field: r.result.field });
   });
 
+  test("a field whose format refuses the empty value (an EAN-13 barcode, a value list) is made without an initial value", async () => {
+    for (const body of [
+      { name: "ean", type: "barcode", options: { format: "ean13" } },
+      { name: "colour", type: "textline", options: { values: [{ key: "red", label: { en: "Red" } }] } },
+    ]) {
+      const r = await w.okr("fields/create", body);
+      await w.okr("fields/revert", { field: r.result.field });
+    }
+  });
+
   test.each([
     ["an unknown type", { type: "colour" }, 400, "type"],
     ["an option of another type", { type: "number", options: { decimals: 2 } }, 1001, "options"],

@@ -104,7 +104,9 @@ function applyInput(tx: Tx, project: Project, cur: SchemaRow | null, input: Fiel
   if (!checked.issues.length) {
     const ctx = valueContextOf(tx, project.gid);
     const probe = { name: input.name ?? cur?.name ?? "field", type, options };
-    for (const l of languages) issues.push(...checkValue(probe, initial[l], ctx, `initial.${l}`));
+    // The empty value means "no initial value": only a real one is checked (a barcode's "" is no code).
+    const isEmpty = (v: unknown) => v === null || v === "" || (Array.isArray(v) && v.length === 0);
+    for (const l of languages) if (!isEmpty(initial[l])) issues.push(...checkValue(probe, initial[l], ctx, `initial.${l}`));
   }
   orFail(issues);
   const spec: FieldSpec = { type, options, is_localized: isLocalized, is_required: typeof input.is_required === "boolean" ? input.is_required : (prev.is_required ?? false), initial, unit: input.unit !== undefined ? (input.unit as string | null) : (prev.unit ?? null) };
