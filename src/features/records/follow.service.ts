@@ -111,12 +111,25 @@ function followVals(view: SchemaView, rec: Rec, f: Follow): { vals: Vals; lost: 
   return { vals, lost };
 }
 
+/** The WHERE clause and its parameters for the records a commit touches (after `afterId`). */
+function affectedWhere(projectGid: string, f: Follow, afterId: number): { where: string; params: (string | number)[] } {
+  const fieldCond = f.field ? `OR EXISTS (SELECT 1 FROM json_each(r.vals) s WHERE json_type(s.value, ?) IS NOT NULL)` : "";
+  return {
+    where: `r.project_gid = ? AND r.id > ? AND (r.definition IN (SELECT value FROM json_each(?)) ${fieldCond})`,
+    params: [projectGid, afterId, JSON.stringify(f.definitions), ...(f.field ? [`$."${f.field.gid}"`] : [])],
+  };
+}
+
 /** The records a commit touches: of the changed definitions, or holding a value of the changed field. */
 function affected(tx: Tx, projectGid: string, f: Follow, afterId = 0, limit = -1): Rec[] {
-  const defs = JSON.stringify(f.definitions);
-  const fieldCond = f.field ? `OR EXISTS (SELECT 1 FROM json_each(r.vals) s WHERE json_type(s.value, ?) IS NOT NULL)` : "";
-  const params: unknown[] = [projectGid, afterId, defs, ...(f.field ? [`$."${f.field.gid}"`] : []), limit];
-  return (db(tx).query(`SELECT ${COLUMNS} FROM records r WHERE r.project_gid = ? AND r.id > ? AND (r.definition IN (SELECT value FROM json_each(?)) ${fieldCond}) ORDER BY r.id LIMIT ?`).all(...(params as (string | number)[])) as Record<string, unknown>[]).map(recOf);
+  const { where, params } = affectedWhere(projectGid, f, afterId);
+  return (db(tx).query(`SELECT ${COLUMNS} FROM records r WHERE ${where} ORDER BY r.id LIMIT ?`).all(...params, limit) as Record<string, unknown>[]).map(recOf);
+}
+
+/** How many records a commit touches (up to `limit`; -1 for all), counted in SQL without loading them. */
+function countAffected(tx: Tx, projectGid: string, f: Follow, limit = -1): number {
+  const { where, params } = affectedWhere(projectGid, f, 0);
+  return (db(tx).query(`SELECT count(*) AS n FROM (SELECT 1 FROM records r WHERE ${where} LIMIT ?)`).get(...params, limit) as { n: number }).n;
 }
 
 function followOf(change: SchemaChange): Follow {
@@ -129,11 +142,15 @@ function followOf(change: SchemaChange): Follow {
 const viewOf = (tx: Tx, projectGid: string) => new SchemaView(tx, getProject(tx, projectGid)!);
 
 /** Applies a change to a batch of records; returns how many lost values. */
-function applyFollow(tx: Tx, view: SchemaView, touch: Touch, recs: Rec[], f: Follow): number {
+function applyFollow(tx: Tx, view: SchemaView, touch: Touch, recs: Rec[], f: Follow, deadline = Infinity): { done: number; lost: number } {
   let lost = 0;
+  let done = 0;
   const upd = db(tx).query("UPDATE records SET vals = ?, checks = ?, updated_on = max(?, updated_on + 0.000001) WHERE id = ?");
   const t = Date.now() / 1000;
   for (const r of recs) {
+    // At least one record per call, so a chunk always makes progress.
+    if (done && performance.now() >= deadline) break;
+    done++;
     const n = followVals(view, r, f);
     if (n.lost) lost++;
     const checks = checksOf(view.def(r.definition), n.vals, view.languages, true);
@@ -141,7 +158,7 @@ function applyFollow(tx: Tx, view: SchemaView, touch: Touch, recs: Rec[], f: Fol
     writeSearch(tx, view, { ...r, vals: n.vals });
     touch.update(r.gid);
   }
-  return lost;
+  return { done, lost };
 }
 
 /** `hooks.schemaCommitted`: records follow a committed field, class or definition. */
@@ -159,7 +176,8 @@ export const recordsFollowSchema: SchemaCommittedHook = {
   },
   apply(ctx, tx, log, change) {
     const f = followOf(change);
-    const total = affected(tx, change.projectGid, f, 0, FOLLOW_INLINE + 1).length;
+    // Only counted here (up to one past the inline limit); a job does the work for more.
+    const total = countAffected(tx, change.projectGid, f, FOLLOW_INLINE + 1);
     if (!total) return;
     if (total > FOLLOW_INLINE) {
       return { job: ctx.jobs.enqueue({ kind: "records_follow_schema", projectGid: change.projectGid, params: { follow: f }, info: {} }) };
@@ -172,27 +190,38 @@ export const recordsFollowSchema: SchemaCommittedHook = {
   },
 };
 
-/** The `records_follow_schema` job: a commit touching more than FOLLOW_INLINE records, 500 per unit of work. */
+/** A chunk of the `records_follow_schema` job ends after this many records or this many ms, whichever first. */
+const CHUNK_RECORDS = 100;
+const CHUNK_MS = 20;
+
+/**
+ * The `records_follow_schema` job: a commit touching more than FOLLOW_INLINE records. The records
+ * are converted in small units of work (CHUNK_RECORDS records or CHUNK_MS, whichever comes first),
+ * yielding to the event loop between them so requests are answered while it runs.
+ */
 export const followSchemaJob: JobKind = { async handler(ctx, job, progress) {
   const { follow } = job.params as { follow: Follow };
   const projectGid = job.projectGid!;
-  progress.total(mutate(ctx.db, undefined, (tx) => affected(tx, projectGid, follow).length));
+  progress.total(mutate(ctx.db, undefined, (tx) => countAffected(tx, projectGid, follow)));
   let after = 0;
   let done = 0;
   let lost = 0;
   for (;;) {
     const n = mutate(ctx.db, ctx.hub, (tx, log: ChangeLog) => {
-      const recs = affected(tx, projectGid, follow, after, 500);
+      const deadline = performance.now() + CHUNK_MS;
+      const recs = affected(tx, projectGid, follow, after, CHUNK_RECORDS);
       if (!recs.length) return 0;
       const view = viewOf(tx, projectGid);
       const touch = new Touch(projectGid);
-      lost += applyFollow(tx, view, touch, recs, follow);
+      const r = applyFollow(tx, view, touch, recs, follow, deadline);
       touch.flush(log);
-      after = recs.at(-1)!.id;
-      return recs.length;
+      lost += r.lost;
+      after = recs[r.done - 1]!.id;
+      return r.done;
     });
     if (!n) break;
     done += n;
+    // Counts the records and yields to the event loop (a macrotask) before the next unit of work.
     await progress.step(n);
   }
   return { records: done, losing_values: lost };
