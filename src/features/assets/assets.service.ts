@@ -10,6 +10,7 @@ import { sqliteOf, type DB, type Tx } from "../../db/connection";
 import { assets, assetVersions, type AssetMetadata, type AssetTransforms, type FileFacts, type Localized } from "./assets.table";
 import { FilterError, pageWindow } from "../../core/filter";
 import { getProject } from "../projects/projects.service";
+import { projectOptions } from "../settings/settings.options";
 import { ApiError, badRequest, unprocessable } from "../../core/errors";
 import type { Received, ReceivedFile } from "../../platform/storage/storage";
 import { analyseFile } from "../../platform/images/file-info";
@@ -20,15 +21,9 @@ import { originalPath, storageName } from "../../platform/storage/originals";
 export type Asset = typeof assets.$inferSelect;
 export type AssetVersion = typeof assetVersions.$inferSelect;
 
-/** The project's languages in order (`options.languages`; `["en"]` until a project has them). */
+/** The project's languages in order, as its settings hold them (src/features/settings/settings.options.ts). */
 export function projectLanguages(tx: Tx, projectGid: string): string[] {
-  const row = getProject(tx, projectGid);
-  const list = row?.options && Object.hasOwn(row.options, "languages") ? row.options.languages : undefined;
-  if (Array.isArray(list)) {
-    const codes = list.filter((l): l is string => typeof l === "string" && /^[A-Za-z0-9_-]{1,35}$/.test(l));
-    if (codes.length) return [...new Set(codes)];
-  }
-  return ["en"];
+  return projectOptions(getProject(tx, projectGid)).languages;
 }
 
 /** One metadata field as the form shows it (`metadata/set`). */
