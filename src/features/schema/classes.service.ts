@@ -61,6 +61,65 @@ export function ownerAnswer(tx: Tx, kind: Owner, row: SchemaRow | null, made?: S
   return { result: { [kind]: row?.gid ?? null, ...extra }, data: out.data() };
 }
 
+/**
+ * Keeps an owner's layout in step with a change of its field list: a copied-in layout replaces it;
+ * otherwise fields that left lose their components and new ones get one (nothing when `fields` was
+ * not given).
+ */
+export function followFieldsInLayout(tx: Tx, log: ChangeLog, projectGid: string, owner: SchemaRow, input: { layout?: string; fields?: unknown }, before: string[], after: string[]): void {
+  if (input.layout !== undefined) {
+    const src = mustGet(tx, "layout", projectGid, input.layout, "layout");
+    changeLayout(tx, log, owner, () => src.spec as LayoutSpec);
+  } else if (input.fields !== undefined) {
+    changeLayout(tx, log, owner, (s) => {
+      for (const f of before) if (!after.includes(f)) s = withoutFieldComponent(s, f);
+      for (const f of after) if (!before.includes(f)) s = withFieldComponent(s, f);
+      return s;
+    });
+  }
+}
+
+type OwnerRef<K extends Owner> = { [P in K]: string };
+
+/**
+ * The working-copy life cycle of an owner (a class or a definition, each with its layout): commit
+ * (or its dry run), revert, save_as_new, copy and delete, the same for both kinds but for the rules
+ * a commit must meet (`check`) and the dictionary the answers name.
+ */
+export function ownerLifecycle<K extends Owner>(kind: K, dictionary: "classes" | "definitions", check: (tx: Tx, projectGid: string) => (row: SchemaRow) => void) {
+  const gidOf = (input: OwnerRef<K>) => input[kind];
+  return {
+    commit(ctx: Ctx, actor: Actor, projectGid: string, input: OwnerRef<K> & { dry_run?: boolean }): Answer {
+      return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
+        if (input.dry_run === true) {
+          const p = commitPreview(ctx, tx, kind, projectGid, gidOf(input), check(tx, projectGid));
+          return { ...ownerAnswer(tx, kind, mustGet(tx, kind, projectGid, p.gid)), result: { [kind]: p.gid, dry_run: true, ...p.report } };
+        }
+        const r = commitItem(ctx, tx, log, kind, projectGid, gidOf(input), check(tx, projectGid));
+        return ownerAnswer(tx, kind, r.row, undefined, r.jobs.length ? { "job.tokens": r.jobs } : {});
+      });
+    },
+    revert(ctx: Ctx, actor: Actor, projectGid: string, input: OwnerRef<K>): Answer {
+      return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
+        const row = revertItem(tx, log, kind, projectGid, gidOf(input));
+        return row ? ownerAnswer(tx, kind, row) : { result: { [kind]: null }, data: {} };
+      });
+    },
+    saveAsNew(ctx: Ctx, actor: Actor, projectGid: string, input: OwnerRef<K>): Answer {
+      return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => ownerAnswer(tx, kind, saveAsNewItem(tx, log, kind, projectGid, gidOf(input), check(tx, projectGid)).row));
+    },
+    copy(ctx: Ctx, actor: Actor, projectGid: string, input: OwnerRef<K>): Answer {
+      return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
+        const r = copyItem(tx, log, kind, projectGid, gidOf(input));
+        return ownerAnswer(tx, kind, r.row, undefined, { layout: r.layout?.gid ?? null });
+      });
+    },
+    remove(ctx: Ctx, actor: Actor, projectGid: string, input: OwnerRef<K>): Answer {
+      return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => ({ result: { [kind]: deleteItem(ctx, tx, log, kind, projectGid, gidOf(input)) }, data: { [dictionary]: {}, layouts: {} } }));
+    },
+  };
+}
+
 export type ClassInput = { name?: string; label?: unknown; fields?: string[]; layout?: string; metadata?: unknown };
 
 function applyClassInput(tx: Tx, project: Project, cur: SchemaRow | null, input: ClassInput) {
@@ -123,52 +182,17 @@ export function modifyClass(ctx: Ctx, actor: Actor, projectGid: string, input: C
     for (const f of v.fields) refuseCircularField(tx, projectGid, row, f);
     const before = ((row.spec as { fields?: string[] }).fields ?? []);
     const out = updateItem(tx, log, "class", row, { name: v.name, label: v.label, metadata: v.metadata, spec: { ...(row.spec as object), fields: v.fields } });
-    if (input.layout !== undefined) {
-      const src = mustGet(tx, "layout", projectGid, input.layout, "layout");
-      changeLayout(tx, log, out, () => src.spec as LayoutSpec);
-    } else if (input.fields !== undefined) {
-      changeLayout(tx, log, out, (s) => {
-        for (const f of before) if (!v.fields.includes(f)) s = withoutFieldComponent(s, f);
-        for (const f of v.fields) if (!before.includes(f)) s = withFieldComponent(s, f);
-        return s;
-      });
-    }
+    followFieldsInLayout(tx, log, projectGid, out, input, before, v.fields);
     return ownerAnswer(tx, "class", out, made);
   });
 }
 
-export function commitClass(ctx: Ctx, actor: Actor, projectGid: string, input: { class: string; dry_run?: boolean }): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
-    if (input.dry_run === true) {
-      const p = commitPreview(ctx, tx, "class", projectGid, input.class, classCheck(tx, projectGid));
-      return { ...ownerAnswer(tx, "class", mustGet(tx, "class", projectGid, p.gid)), result: { class: p.gid, dry_run: true, ...p.report } };
-    }
-    const r = commitItem(ctx, tx, log, "class", projectGid, input.class, classCheck(tx, projectGid));
-    return ownerAnswer(tx, "class", r.row, undefined, r.jobs.length ? { "job.tokens": r.jobs } : {});
-  });
-}
-
-export function revertClass(ctx: Ctx, actor: Actor, projectGid: string, input: { class: string }): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
-    const row = revertItem(tx, log, "class", projectGid, input.class);
-    return row ? ownerAnswer(tx, "class", row) : { result: { class: null }, data: {} };
-  });
-}
-
-export function saveAsNewClass(ctx: Ctx, actor: Actor, projectGid: string, input: { class: string }): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => ownerAnswer(tx, "class", saveAsNewItem(tx, log, "class", projectGid, input.class, classCheck(tx, projectGid)).row));
-}
-
-export function copyClass(ctx: Ctx, actor: Actor, projectGid: string, input: { class: string }): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
-    const r = copyItem(tx, log, "class", projectGid, input.class);
-    return ownerAnswer(tx, "class", r.row, undefined, { layout: r.layout?.gid ?? null });
-  });
-}
-
-export function deleteClass(ctx: Ctx, actor: Actor, projectGid: string, input: { class: string }): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => ({ result: { class: deleteItem(ctx, tx, log, "class", projectGid, input.class) }, data: { classes: {}, layouts: {} } }));
-}
+const classLifecycle = ownerLifecycle("class", "classes", classCheck);
+export const commitClass = classLifecycle.commit;
+export const revertClass = classLifecycle.revert;
+export const saveAsNewClass = classLifecycle.saveAsNew;
+export const copyClass = classLifecycle.copy;
+export const deleteClass = classLifecycle.remove;
 
 /** `classes/fields/add`: a committed field, before `before_field` or at the end; the layout shows it. */
 export function addClassField(ctx: Ctx, actor: Actor, projectGid: string, input: { class: string; field: string; before_field?: string }): Answer {

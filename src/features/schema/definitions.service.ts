@@ -6,9 +6,9 @@ import type { ChangeLog } from "../../db/mutate";
 import { inProject } from "../members/access.service";
 import { badRequest, type ValidationIssue } from "../../core/errors";
 import { projectOptions } from "../settings/settings.options";
-import { changeLayout, committedFields, newOwnerLayout, ownerAnswer } from "./classes.service";
+import { changeLayout, committedFields, followFieldsInLayout, newOwnerLayout, ownerAnswer, ownerLifecycle } from "./classes.service";
 import { clearMetadata, setMetadata, type MetadataInput } from "./fields.service";
-import { newLayoutSpec, withFieldComponent, withoutFieldComponent, type LayoutSpec } from "./layouts.service";
+import { newLayoutSpec, withFieldComponent, withoutFieldComponent } from "./layouts.service";
 import {
   cannot,
   gidList,
@@ -24,7 +24,7 @@ import {
   type Project,
 } from "./items.service";
 import type { SchemaRow } from "./schema.table";
-import { commitItem, commitPreview, copyItem, deleteItem, editable, fieldListOfSpec, insertItem, Out, revertItem, saveAsNewItem, updateItem } from "./copies.service";
+import { editable, fieldListOfSpec, insertItem, Out, updateItem } from "./copies.service";
 
 /** A definition's own members (besides name, label, metadata). */
 export type DefinitionSpec = {
@@ -139,52 +139,17 @@ export function modifyDefinition(ctx: Ctx, actor: Actor, projectGid: string, inp
     const before = specOf(row).fields ?? [];
     const v = applyDefinitionInput(tx, project, row, input);
     const out = updateItem(tx, log, "definition", row, { name: v.name, label: v.label, metadata: v.metadata, spec: { ...specOf(row), ...v.spec } });
-    if (input.layout !== undefined) {
-      const src = mustGet(tx, "layout", projectGid, input.layout, "layout");
-      changeLayout(tx, log, out, () => src.spec as LayoutSpec);
-    } else if (input.fields !== undefined) {
-      changeLayout(tx, log, out, (s) => {
-        for (const f of before) if (!v.spec.fields.includes(f)) s = withoutFieldComponent(s, f);
-        for (const f of v.spec.fields) if (!before.includes(f)) s = withFieldComponent(s, f);
-        return s;
-      });
-    }
+    followFieldsInLayout(tx, log, projectGid, out, input, before, v.spec.fields);
     return ownerAnswer(tx, "definition", out, made);
   });
 }
 
-export function commitDefinition(ctx: Ctx, actor: Actor, projectGid: string, input: { definition: string; dry_run?: boolean }): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
-    if (input.dry_run === true) {
-      const p = commitPreview(ctx, tx, "definition", projectGid, input.definition, definitionCheck(tx, projectGid));
-      return { ...ownerAnswer(tx, "definition", mustGet(tx, "definition", projectGid, p.gid)), result: { definition: p.gid, dry_run: true, ...p.report } };
-    }
-    const r = commitItem(ctx, tx, log, "definition", projectGid, input.definition, definitionCheck(tx, projectGid));
-    return ownerAnswer(tx, "definition", r.row, undefined, r.jobs.length ? { "job.tokens": r.jobs } : {});
-  });
-}
-
-export function revertDefinition(ctx: Ctx, actor: Actor, projectGid: string, input: { definition: string }): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
-    const row = revertItem(tx, log, "definition", projectGid, input.definition);
-    return row ? ownerAnswer(tx, "definition", row) : { result: { definition: null }, data: {} };
-  });
-}
-
-export function saveAsNewDefinition(ctx: Ctx, actor: Actor, projectGid: string, input: { definition: string }): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => ownerAnswer(tx, "definition", saveAsNewItem(tx, log, "definition", projectGid, input.definition, definitionCheck(tx, projectGid)).row));
-}
-
-export function copyDefinition(ctx: Ctx, actor: Actor, projectGid: string, input: { definition: string }): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
-    const r = copyItem(tx, log, "definition", projectGid, input.definition);
-    return ownerAnswer(tx, "definition", r.row, undefined, { layout: r.layout?.gid ?? null });
-  });
-}
-
-export function deleteDefinition(ctx: Ctx, actor: Actor, projectGid: string, input: { definition: string }): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => ({ result: { definition: deleteItem(ctx, tx, log, "definition", projectGid, input.definition) }, data: { definitions: {}, layouts: {} } }));
-}
+const definitionLifecycle = ownerLifecycle("definition", "definitions", definitionCheck);
+export const commitDefinition = definitionLifecycle.commit;
+export const revertDefinition = definitionLifecycle.revert;
+export const saveAsNewDefinition = definitionLifecycle.saveAsNew;
+export const copyDefinition = definitionLifecycle.copy;
+export const deleteDefinition = definitionLifecycle.remove;
 
 type ListMember = "classes" | "fields" | "childdefinitions";
 
