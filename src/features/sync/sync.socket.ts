@@ -6,6 +6,7 @@ import type { Ctx } from "../../platform/context";
 import type { SyncItem } from "../../db/mutate";
 import { authenticate, type Caller } from "../../http/auth";
 import { actorOf, type Actor } from "../../core/actor";
+import { readCappedBytes } from "../../http/body-limits";
 import { Cors } from "../../http/cors";
 import { errorBody, errorResponse } from "../../http/envelope";
 import { ApiError } from "../../core/errors";
@@ -192,8 +193,13 @@ export class SyncServer {
       const declared = req.headers.get("content-length");
       if (declared !== null && Number(declared) > max) return tooLarge(max);
       if (declared === null && req.body) {
-        const body = await readCapped(req, max);
-        if (body === null) return tooLarge(max);
+        let body: Uint8Array;
+        try {
+          body = await readCappedBytes(req, max, "polling body");
+        } catch (err) {
+          if (err instanceof ApiError && err.code === 413) return tooLarge(max);
+          throw err;
+        }
         req = new Request(req.url, { method: "POST", headers: req.headers, body, signal: req.signal });
       }
     } else if (req.method === "GET" && !req.headers.has("upgrade")) {
@@ -648,23 +654,5 @@ type EngineConn = {
 function tooLarge(max: number): Response {
   const err = new ApiError(413, "Payload too large", { limit: max });
   return new Response(JSON.stringify(errorBody(err)), { status: 413, headers: { "content-type": "application/json; charset=utf-8" } });
-}
-
-/** Reads a body of unknown length, or null once it passes `max` bytes. */
-async function readCapped(req: Request, max: number): Promise<Uint8Array | null> {
-  const reader = req.body!.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > max) {
-      await reader.cancel().catch(() => {});
-      return null;
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks);
 }
 
