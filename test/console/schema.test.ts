@@ -315,6 +315,12 @@ describe.skipIf(!CHROMIUM)("web console: schema", () => {
     expect((await byName("fields", "width")).unit).toBe("mm");
     await other.locator(".lifecycle").getByText("Committed", { exact: true }).waitFor();
 
+    // A field still in use is not deleted: the server's reason is shown as a message.
+    await editor().locator(".lifecycle").getByRole("button", { name: "Delete" }).click();
+    await page.getByRole("dialog").getByRole("button", { name: "Delete" }).click();
+    await page.locator(".notice.error").getByText(/The field is in use/).waitFor();
+    expect(await byName("fields", "width")).toBeTruthy();
+
     expect(errors).toEqual([]);
     expect(otherErrors).toEqual([]);
   });
