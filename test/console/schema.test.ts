@@ -72,9 +72,9 @@ describe.skipIf(!CHROMIUM)("web console: schema", () => {
   test("fields of several types are created with their options, checked by the server, and committed", async () => {
     await page.goto(`${server.url}/console/p/${project}/schema`);
     await page.getByRole("heading", { name: "Schema", exact: true }).waitFor();
-    await page.getByText("No fields yet.").waitFor();
+    await page.locator(".schema-list").getByText("No fields yet.").waitFor();
     await other.goto(`${server.url}/console/p/${project}/schema?tab=fields`);
-    await other.getByText("No fields yet.").waitFor();
+    await other.locator(".schema-list").getByText("No fields yet.").waitFor();
 
     // A decimal with bounds, decimals, a unit and an initial value; a bad name and min > max come back next to their inputs.
     await newField("1width", "decimal", ["Width", "Breedte"]);
@@ -235,6 +235,11 @@ describe.skipIf(!CHROMIUM)("web console: schema", () => {
     await children.getByLabel("Add a child definition").selectOption({ label: "Article (article)" });
     await children.getByRole("button", { name: "Add", exact: true }).click();
     await editor().locator(".lifecycle").getByText("Working copy").waitFor();
+    // The project's fieldlist gets the color field (only the definition's own fields are offered).
+    const fieldlist = editor().getByRole("region", { name: "Fieldlist: Main fieldlist" });
+    await fieldlist.getByLabel("Add a field").selectOption({ label: "Color (color)" });
+    await fieldlist.getByRole("button", { name: "Add", exact: true }).click();
+    await fieldlist.locator("li", { hasText: "Color" }).waitFor();
     await commitThroughDialog();
 
     const def = await byName("definitions", "article");
@@ -251,6 +256,7 @@ describe.skipIf(!CHROMIUM)("web console: schema", () => {
     expect(def.childdefinitions).toEqual([def.gid]);
     expect(def.titlefield).toBe(color.gid);
     expect(def.classes).toHaveLength(1);
+    expect(Object.values(def.fieldlists)).toEqual([[color.gid]]);
   });
 
   test("the dry run shows what a commit would drop; revert and save as new; the second browser follows live", async () => {

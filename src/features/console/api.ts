@@ -1216,6 +1216,12 @@ export const schemaApi = {
     if (before && action !== "remove") body[`before_${key}`] = before;
     return schemaAnswer(await call(p(project, `${schemaPlural(kind)}/${member}/${action}`), body), kind);
   },
+  /** Adds, moves or removes one of a definition's fields in one of the project's fieldlists. */
+  async fieldlistMember(project: string, definition: string, fieldlist: string, action: "add" | "move" | "remove", field: string, before?: string | null): Promise<SchemaAnswer> {
+    const body: Record<string, unknown> = { definition, fieldlist, field };
+    if (before && action !== "remove") body.before_field = before;
+    return schemaAnswer(await call(p(project, `definitions/fieldlists/fields/${action}`), body), "definition");
+  },
   /** Replaces a layout's root and components (moves are done this way). */
   async setLayout(project: string, kind: "class" | "definition", gid: string, root: string, components: Record<string, LayoutComponent>): Promise<SchemaAnswer> {
     return schemaAnswer(await call(p(project, `${schemaPlural(kind)}/layouts/modify`), { [kind]: gid, root, components }), kind);

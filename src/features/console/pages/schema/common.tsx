@@ -1,12 +1,12 @@
 // Pieces every schema page shares: the status badge, the working-copy life cycle with the commit's
 // dry run, localized text inputs and an ordered list of members (fields, classes, definitions).
 import { useEffect, useState } from "preact/hooks";
-import { schemaApi, type CommitPreview, type Schema, type SchemaItem, type SchemaKind, type SchemaMember } from "../../api";
+import { schemaApi, type CommitPreview, type Schema, type SchemaAnswer, type SchemaItem, type SchemaKind, type Setting } from "../../api";
 import { navigate, notify } from "../../store";
 import { confirm, Dialog, Empty, ErrorNote, Field, issue, Loading, useSubmit } from "../../ui";
 import { committedGid, labelOf, type Entry, type SchemaState } from "./state";
 
-export type SchemaCtx = { project: string; languages: string[]; language: string; state: SchemaState; schema: Schema };
+export type SchemaCtx = { project: string; languages: string[]; language: string; fieldlists: Setting[]; state: SchemaState; schema: Schema };
 
 export const KIND_LABEL: Record<SchemaKind, string> = { field: "field", class: "class", definition: "definition" };
 export const TAB_OF: Record<SchemaKind, string> = { field: "fields", class: "classes", definition: "definitions" };
@@ -161,32 +161,35 @@ export function LocalizedInputs(props: { label: string; name: string; languages:
 }
 
 /**
- * An ordered member list of a class or definition (fields, classes, child definitions): move up /
- * down, remove, and add a committed item from a list.
+ * An ordered member list of a class or definition (fields, classes, child definitions, a
+ * fieldlist's fields): move up / down, remove, and add one of `choices`.
  */
 export function MemberList(props: {
   ctx: SchemaCtx;
-  kind: "class" | "definition";
-  owner: SchemaItem;
-  member: SchemaMember;
+  /** Marks the section for tests and styles (`data-member`). */
+  member: string;
   title: string;
+  /** "Add a …" */
+  singular: string;
   items: string[];
   choices: SchemaItem[];
   source: "fields" | "classes" | "definitions";
+  change: (action: "add" | "move" | "remove", item: string, before?: string | null) => Promise<SchemaAnswer>;
+  /** Only committed items may be added (not so for a fieldlist, which picks from the definition's own list). */
+  committedOnly?: boolean;
 }) {
-  const { ctx, kind, owner, member, items } = props;
+  const { ctx, items } = props;
   const { busy, act } = useSubmit();
   const [adding, setAdding] = useState("");
-  const singular = props.title.toLowerCase().replace(/s$/, "").replace(/classe$/, "class");
   const nameOf = (g: string) => labelOf(ctx.schema[props.source].get(g) as SchemaItem | undefined, ctx.language);
   const change = (action: "add" | "move" | "remove", item: string, before?: string | null) =>
     act(async () => {
-      ctx.state.apply(await schemaApi.member(ctx.project, kind, owner.gid, member, action, item, before));
+      ctx.state.apply(await props.change(action, item, before));
       if (action === "add") setAdding("");
     });
-  const addable = props.choices.filter((c) => !c.isNew && !c.isWorkingCopy && !items.includes(c.gid));
+  const addable = props.choices.filter((c) => (props.committedOnly === false || (!c.isNew && !c.isWorkingCopy)) && !items.includes(c.gid));
   return (
-    <section class="panel" aria-label={props.title} data-member={member}>
+    <section class="panel" aria-label={props.title} data-member={props.member}>
       <h2>{props.title}</h2>
       {items.length ? (
         <ol class="rows member-list">
@@ -211,7 +214,7 @@ export function MemberList(props: {
           ))}
         </ol>
       ) : (
-        <Empty>No {props.title.toLowerCase()} yet.</Empty>
+        <Empty>None yet.</Empty>
       )}
       <form
         class="inline-form"
@@ -220,7 +223,7 @@ export function MemberList(props: {
           if (adding) change("add", adding);
         }}
       >
-        <Field label={`Add a ${singular}`} hint={addable.length ? undefined : `Only committed ${props.title.toLowerCase()} can be added`}>
+        <Field label={`Add a ${props.singular}`} hint={addable.length || props.committedOnly === false ? undefined : `Only committed ones can be added`}>
           <select value={adding} onChange={(e) => setAdding(e.currentTarget.value)}>
             <option value="">Choose…</option>
             {addable.map((c) => (

@@ -42,7 +42,7 @@ export function SchemaPage(props: { ctx: ProjectCtx }) {
       {!state.schema ? (
         state.error ? null : <Loading />
       ) : (
-        <Tab ctx={{ project: gid, languages, language: languages[0]!, state, schema: state.schema }} tab={tab} item={item} />
+        <Tab ctx={{ project: gid, languages, language: languages[0]!, fieldlists: project.options.fieldlists, state, schema: state.schema }} tab={tab} item={item} />
       )}
     </>
   );

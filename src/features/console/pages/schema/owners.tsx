@@ -1,7 +1,7 @@
 // Classes and definitions: their name and labels, their ordered members (a class's fields; a
 // definition's classes, own fields and child definitions, and its title field) and their layout.
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
-import { schemaApi, type SchemaClass, type SchemaDefinition } from "../../api";
+import { schemaApi, type SchemaClass, type SchemaDefinition, type SchemaField, type SchemaItem } from "../../api";
 import { navigate, notify } from "../../store";
 import { ErrorNote, Field, issue, useSubmit } from "../../ui";
 import { committedOf, itemHref, KIND_LABEL, Lifecycle, LocalizedInputs, MemberList, type SchemaCtx } from "./common";
@@ -94,7 +94,7 @@ export function ClassEditor(props: { ctx: SchemaCtx; entry: Entry<SchemaClass> |
       <BasicsForm ctx={ctx} kind="class" item={it} />
       {it ? (
         <>
-          <MemberList ctx={ctx} kind="class" owner={it} member="fields" title="Fields" source="fields" items={it.fields} choices={committedOf(ctx.schema.fields)} />
+          <MemberList ctx={ctx} member="fields" title="Fields" singular="field" source="fields" items={it.fields} choices={committedOf(ctx.schema.fields)} change={(a, f, before) => schemaApi.member(ctx.project, "class", it.gid, "fields", a, f, before)} />
           <LayoutEditor ctx={ctx} kind="class" owner={it} fields={it.fields} />
         </>
       ) : null}
@@ -111,9 +111,39 @@ export function DefinitionEditor(props: { ctx: SchemaCtx; entry: Entry<SchemaDef
       <BasicsForm ctx={ctx} kind="definition" item={it} />
       {it ? (
         <>
-          <MemberList ctx={ctx} kind="definition" owner={it} member="classes" title="Classes" source="classes" items={it.classes} choices={committedOf(ctx.schema.classes)} />
-          <MemberList ctx={ctx} kind="definition" owner={it} member="fields" title="Fields" source="fields" items={it.fields} choices={committedOf(ctx.schema.fields)} />
-          <MemberList ctx={ctx} kind="definition" owner={it} member="childdefinitions" title="Child definitions" source="definitions" items={it.childdefinitions} choices={committedOf(ctx.schema.definitions)} />
+          {(
+            [
+              ["classes", "Classes", "class", "classes"],
+              ["fields", "Fields", "field", "fields"],
+              ["childdefinitions", "Child definitions", "child definition", "definitions"],
+            ] as const
+          ).map(([member, title, singular, source]) => (
+            <MemberList
+              key={member}
+              ctx={ctx}
+              member={member}
+              title={title}
+              singular={singular}
+              source={source}
+              items={it[member]}
+              choices={committedOf(ctx.schema[source] as Map<string, SchemaItem>)}
+              change={(a, g, before) => schemaApi.member(ctx.project, "definition", it.gid, member, a, g, before)}
+            />
+          ))}
+          {ctx.fieldlists.map((fl) => (
+            <MemberList
+              key={fl.key}
+              ctx={ctx}
+              member={`fieldlist-${fl.key}`}
+              title={`Fieldlist: ${fl.name}`}
+              singular="field"
+              source="fields"
+              committedOnly={false}
+              items={it.fieldlists[fl.key] ?? []}
+              choices={definitionFields(ctx.schema, it).map((g) => ctx.schema.fields.get(g)).filter((f): f is SchemaField => !!f)}
+              change={(a, g, before) => schemaApi.fieldlistMember(ctx.project, it.gid, fl.key, a, g, before)}
+            />
+          ))}
           <LayoutEditor ctx={ctx} kind="definition" owner={it} fields={definitionFields(ctx.schema, it)} />
         </>
       ) : null}
