@@ -260,8 +260,15 @@ describe.skipIf(!CHROMIUM)("web console: schema", () => {
   });
 
   test("the dry run shows what a commit would drop; revert and save as new; the second browser follows live", async () => {
+    // The definition's page (its member lists and layout tree) fits a 360 px wide phone.
+    const def = await byName("definitions", "article");
+    await other.goto(`${server.url}/console/p/${project}/schema?tab=definitions&item=${def.gid}`);
+    await other.locator(".layout-tree").getByRole("treeitem", { name: "section Looks" }).waitFor();
+    expect(Number(await other.evaluate("document.documentElement.scrollWidth"))).toBeLessThanOrEqual(360);
+    await screenshot(other, "24-schema-definition-360px");
+
     // The second browser watches the definition list.
-    await other.goto(`${server.url}/console/p/${project}/schema?tab=definitions`);
+    await other.getByRole("link", { name: "← All definitions" }).click();
     const otherEntry = other.locator('.schema-entry[data-name="article"]');
     await otherEntry.waitFor();
     expect(await otherEntry.locator(".badge").count()).toBe(0);
