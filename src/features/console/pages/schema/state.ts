@@ -1,7 +1,7 @@
 // The schema of one project in the page: loaded once, then kept current from the answers of the
 // page's own changes and from `fields`/`classes`/`definitions`/`layouts` sync items (the items
 // only name what changed; the page asks for those items again, or drops deleted ones).
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import { schemaApi, type Schema, type SchemaAnswer, type SchemaItem, type SchemaKind } from "../../api";
 import { useLive } from "../../store";
 
@@ -44,12 +44,28 @@ export type SchemaState = {
 export function useSchema(project: string): SchemaState {
   const [schema, setSchema] = useState<Schema | null>(null);
   const [error, setError] = useState<unknown>(null);
-  const reload = async () => {
+  // Only the latest load counts; items that arrive while one runs make it load again after.
+  const loads = useRef({ seq: 0, running: false, again: false });
+  const reload = async (): Promise<void> => {
+    const l = loads.current;
+    const mine = ++l.seq;
+    l.running = true;
     try {
-      setSchema(await schemaApi.load(project));
-      setError(null);
+      const s = await schemaApi.load(project);
+      if (mine === l.seq) {
+        setSchema(s);
+        setError(null);
+      }
     } catch (e) {
-      setError(e);
+      if (mine === l.seq) setError(e);
+    } finally {
+      if (mine === l.seq) {
+        l.running = false;
+        if (l.again) {
+          l.again = false;
+          return reload();
+        }
+      }
     }
   };
   useEffect(() => {
@@ -58,6 +74,10 @@ export function useSchema(project: string): SchemaState {
   }, [project]);
 
   useLive(["fields", "classes", "definitions", "layouts"], async (items) => {
+    if (loads.current.running) {
+      loads.current.again = true;
+      return;
+    }
     // The last item of each key tells its state: gone (DELETE) or to be read again.
     const last = new Map<string, { dict: Dicts; deleted: boolean }>();
     for (const i of items) {
