@@ -225,6 +225,9 @@ describe.skipIf(!CHROMIUM)("web console", () => {
     await owner.getByRole("button", { name: "Search", exact: true }).click();
     await owner.getByRole("heading", { name: "Search: blue" }).waitFor();
     await owner.locator('li.tile[data-name="blue.png"]').waitFor();
+    // The heading changes at once and the grid when the search answers (until then it still shows
+    // the folder, blue.png among it): wait for the answer's count, then count the tiles.
+    await owner.getByRole("status").getByText("1 item", { exact: true }).waitFor();
     expect(await owner.locator("li.tile").count()).toBe(1);
 
     // Images only, anywhere in the project: the text file and the folders are left out.
