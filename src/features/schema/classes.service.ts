@@ -25,9 +25,8 @@ import {
   type Project,
 } from "./items.service";
 import type { SchemaRow } from "./schema.table";
+import type { Owner } from "./schema.types";
 import { commitItem, commitPreview, copyItem, deleteItem, editable, insertItem, layoutOf, Out, revertItem, saveAsNewItem, updateItem } from "./copies.service";
-
-export type Owner = "class" | "definition";
 
 /** Gids that must all name committed fields (classes and definitions hold committed fields only). */
 export function committedFields(tx: Tx, projectGid: string, gids: string[], member = "fields"): string[] {

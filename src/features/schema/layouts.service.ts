@@ -8,6 +8,7 @@ import { badRequest, unprocessable, type ValidationIssue } from "../../core/erro
 import { newGid } from "../../core/ids";
 import { cannot, mustGet, nameIssues, orFail, rowsOf } from "./items.service";
 import type { SchemaRow } from "./schema.table";
+import type { Owner } from "./schema.types";
 import { editable, layoutOf, Out, updateItem } from "./copies.service";
 
 /**
@@ -104,8 +105,6 @@ export function withoutFieldComponent(spec: LayoutSpec, fieldGid: string): Layou
   }
   return { root: spec.root, components };
 }
-
-type Owner = "class" | "definition";
 
 /** The owner's layout, editable: the owner's working copy (made if needed) and its layout working copy. */
 export function editableLayout(tx: Tx, log: ChangeLog, kind: Owner, projectGid: string, ownerGid: unknown) {
