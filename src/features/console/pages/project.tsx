@@ -5,6 +5,8 @@ import { account, ApiError, projectsApi, type Project } from "../api";
 import { live } from "../live";
 import { navigate, notify, notifyError, reloadSession, session$, useLoad, useLive, useStore } from "../store";
 import { confirm, ErrorNote, Field, issue, Link, Loading, ProjectIcon, useBusy } from "../ui";
+// The records pages live in their own folder (pages/records/), with their own styles.
+import { RecordsPage } from "./records/page";
 import { ApiKeysPage } from "./apikeys";
 import { AssetsPage } from "./assets";
 import { BackupsPage } from "./backups";
@@ -23,6 +25,7 @@ type Section = { path: string; label: string; ownerOnly?: boolean; page: Functio
  * those features land (one line each).
  */
 const SECTIONS: Section[] = [
+  { path: "records", label: "Records", page: RecordsPage },
   { path: "assets", label: "Assets", page: AssetsPage },
   { path: "members", label: "Members", page: MembersPage },
   { path: "apikeys", label: "API keys", ownerOnly: true, page: ApiKeysPage },
