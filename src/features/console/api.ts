@@ -1060,7 +1060,7 @@ export type FieldDef = {
   isRequired: boolean;
   unit: string;
 };
-export type DefinitionDef = { gid: string; name: string; label: Record<string, string>; fields: string[]; classes: string[]; titlefield: string | null; layout: string | null; childdefinitions: string[]; isNew: boolean; isWorkingCopy: boolean; isExtended: boolean };
+export type DefinitionDef = { gid: string; name: string; label: Record<string, string>; fields: string[]; classes: string[]; layout: string | null; isExtended: boolean };
 export type ClassDef = { gid: string; name: string; label: Record<string, string>; fields: string[]; layout: string | null };
 export type LayoutComponent = { type: string; name?: string | null; content?: string[]; options?: Record<string, any> };
 export type LayoutDef = { gid: string; root: string; components: Record<string, LayoutComponent> };
@@ -1101,10 +1101,7 @@ function inOrder<T>(gids: unknown, map: Map<string, T>): T[] {
   return strs(gids).map((g) => map.get(g)).filter((x): x is T => !!x);
 }
 const toField = (f: any): FieldDef => ({ gid: f.gid, name: f.name, label: dict(f.label), type: f.type, options: dict(f.options), isLocalized: !!f.is_localized, isRequired: !!f.is_required, unit: f.unit ?? "" });
-const toDefinition = (d: any): DefinitionDef => ({
-  gid: d.gid, name: d.name, label: dict(d.label), fields: strs(d.fields), classes: strs(d.classes), titlefield: d.titlefield ?? null,
-  layout: d.layout ?? null, childdefinitions: strs(d.childdefinitions), isNew: !!d.is_new, isWorkingCopy: !!d.is_working_copy, isExtended: !!d.is_extended,
-});
+const toDefinition = (d: any): DefinitionDef => ({ gid: d.gid, name: d.name, label: dict(d.label), fields: strs(d.fields), classes: strs(d.classes), layout: d.layout ?? null, isExtended: !!d.is_extended });
 const toClass = (c: any): ClassDef => ({ gid: c.gid, name: c.name, label: dict(c.label), fields: strs(c.fields), layout: c.layout ?? null });
 const toLayout = (l: any): LayoutDef => ({ gid: l.gid, root: l.root, components: dict(l.components) });
 const mapOf = <T,>(data: any, key: string, fn: (v: any) => T) => new Map(entries(data?.[key]).map(([k, v]) => [k, fn(v)]));
@@ -1232,33 +1229,24 @@ export const recordsApi = {
 };
 
 /** The schema as the records pages read it (the schema pages have their own calls). */
+async function schemaGet<T>(project: string, kind: "definition" | "class" | "field" | "layout", gids: string[], fn: (v: any) => T): Promise<Map<string, T>> {
+  const plural = kind === "class" ? "classes" : `${kind}s`;
+  return gids.length ? mapOf((await call(p(project, `${plural}/get`), { [plural]: gids })).data, plural, fn) : new Map();
+}
+
 export const recordSchemaApi = {
-  async definitions(project: string, gids: string[]): Promise<Map<string, DefinitionDef>> {
-    if (!gids.length) return new Map();
-    return mapOf((await call(p(project, "definitions/get"), { definitions: gids })).data, "definitions", toDefinition);
-  },
-  async classes(project: string, gids: string[]): Promise<Map<string, ClassDef>> {
-    if (!gids.length) return new Map();
-    return mapOf((await call(p(project, "classes/get"), { classes: gids })).data, "classes", toClass);
-  },
-  async fields(project: string, gids: string[]): Promise<Map<string, FieldDef>> {
-    if (!gids.length) return new Map();
-    return mapOf((await call(p(project, "fields/get"), { fields: gids })).data, "fields", toField);
-  },
-  async layouts(project: string, gids: string[]): Promise<Map<string, LayoutDef>> {
-    if (!gids.length) return new Map();
-    return mapOf((await call(p(project, "layouts/get"), { layouts: gids })).data, "layouts", toLayout);
-  },
-  /** The committed definitions (for the definition picker), by name. */
-  async committedDefinitions(project: string): Promise<DefinitionDef[]> {
-    const filter = ["and", "", [["kind", "is", "definition"], ["is_committed", "is_true"]]];
-    const env = await call(p(project, "schema/search"), { filter, "page.size": 1000 });
-    return [...mapOf(env.data, "definitions", toDefinition).values()].filter((d) => !d.isExtended).sort((a, b) => a.name.localeCompare(b.name));
-  },
-  /** The committed fields (for the bulk field update), by name. */
-  async committedFields(project: string): Promise<FieldDef[]> {
-    const filter = ["and", "", [["kind", "is", "field"], ["is_committed", "is_true"]]];
-    const env = await call(p(project, "schema/search"), { filter, "page.size": 1000 });
-    return [...mapOf(env.data, "fields", toField).values()].sort((a, b) => a.name.localeCompare(b.name));
+  definitions: (project: string, gids: string[]) => schemaGet(project, "definition", gids, toDefinition),
+  classes: (project: string, gids: string[]) => schemaGet(project, "class", gids, toClass),
+  fields: (project: string, gids: string[]) => schemaGet(project, "field", gids, toField),
+  layouts: (project: string, gids: string[]) => schemaGet(project, "layout", gids, toLayout),
+  /** The committed definitions (for the definition picker) and fields (for the bulk field update), by name. */
+  async committed(project: string): Promise<{ definitions: DefinitionDef[]; fields: FieldDef[] }> {
+    const filter = ["and", "", [["kind", "in", ["definition", "field"]], ["is_committed", "is_true"]]];
+    const env = await call(p(project, "schema/search"), { filter, "page.size": 5000 });
+    const byName = (a: { name: string }, b: { name: string }) => a.name.localeCompare(b.name);
+    return {
+      definitions: [...mapOf(env.data, "definitions", toDefinition).values()].filter((d) => !d.isExtended).sort(byName),
+      fields: [...mapOf(env.data, "fields", toField).values()].sort(byName),
+    };
   },
 };

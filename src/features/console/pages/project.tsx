@@ -5,8 +5,6 @@ import { account, ApiError, projectsApi, type Project } from "../api";
 import { live } from "../live";
 import { navigate, notify, notifyError, reloadSession, session$, useLoad, useLive, useStore } from "../store";
 import { confirm, ErrorNote, Field, issue, Link, Loading, ProjectIcon, useBusy } from "../ui";
-// The records pages live in their own folder (pages/records/), with their own styles.
-import { RecordsPage } from "./records/page";
 import { ApiKeysPage } from "./apikeys";
 import { AssetsPage } from "./assets";
 import { BackupsPage } from "./backups";
@@ -18,6 +16,27 @@ let leaving: string | null = null;
 
 export type ProjectCtx = { gid: string; project: Project; isOwner: boolean; me: string };
 
+/**
+ * Pages served in a bundle of their own (the records pages: pages/records/records.html at
+ * /console/p/<project>/records), registered here by that bundle's entry before the app starts.
+ * Bun's HTML bundler does not split a dynamic import() into a chunk of its own, so this is how
+ * the first page's bundle stays small: the other bundle holds the whole app plus those pages.
+ */
+export const separatePages = new Map<string, FunctionComponent<{ ctx: ProjectCtx }>>();
+
+function bundledApart(name: string): FunctionComponent<{ ctx: ProjectCtx }> {
+  return (props) => {
+    const Page = separatePages.get(name);
+    // Reached by a link inside this bundle: load the address again, which serves the other bundle.
+    const reloaded = (performance.getEntriesByType("navigation")[0] as PerformanceNavigationTiming | undefined)?.type === "reload";
+    useEffect(() => {
+      if (!Page && !reloaded) window.location.reload();
+    }, [Page]);
+    if (Page) return <Page ctx={props.ctx} />;
+    return reloaded ? <p class="error" role="alert">This page could not be loaded. Please try again later.</p> : <Loading />;
+  };
+}
+
 type Section = { path: string; label: string; ownerOnly?: boolean; page: FunctionComponent<{ ctx: ProjectCtx }> };
 
 /**
@@ -25,7 +44,7 @@ type Section = { path: string; label: string; ownerOnly?: boolean; page: Functio
  * those features land (one line each).
  */
 const SECTIONS: Section[] = [
-  { path: "records", label: "Records", page: RecordsPage },
+  { path: "records", label: "Records", page: bundledApart("records") },
   { path: "assets", label: "Assets", page: AssetsPage },
   { path: "members", label: "Members", page: MembersPage },
   { path: "apikeys", label: "API keys", ownerOnly: true, page: ApiKeysPage },

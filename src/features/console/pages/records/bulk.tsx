@@ -119,7 +119,7 @@ function FieldDialog(props: { rc: RecordsCtx; onClose: () => void; onStart: (fie
   const [text, setText] = useState("");
   const [error, setError] = useState<unknown>(null);
   useEffect(() => {
-    recordSchemaApi.committedFields(rc.gid).then((list) => {
+    recordSchemaApi.committed(rc.gid).then(({ fields: list }) => {
       setFields(list);
       if (list[0]) setGid(list[0].gid);
     }, setError);

@@ -32,7 +32,7 @@ export function RecordsPage(props: { ctx: ProjectCtx }) {
   const [jobs, setJobs] = useState<Tracked[]>([]);
   const [reveal, setReveal] = useState<string[]>([]);
   const root = useLoad(() => recordsApi.root(gid, langs[0]), [gid]);
-  const definitions = useLoad(() => recordSchemaApi.committedDefinitions(gid), [gid]);
+  const definitions = useLoad(() => recordSchemaApi.committed(gid), [gid]);
   useLive(SCHEMA_TYPES, () => definitions.reload());
   const current = params.get("record") ?? root.data?.gid ?? null;
 
@@ -109,7 +109,7 @@ export function RecordsPage(props: { ctx: ProjectCtx }) {
             ))}
           </div>
           {view === "record" ? (
-            <RecordEditor rc={rc} record={current} definitions={definitions.data ?? []} onPath={setReveal} />
+            <RecordEditor rc={rc} record={current} definitions={definitions.data?.definitions ?? []} onPath={setReveal} />
           ) : view === "children" ? (
             <Worksheet rc={rc} parent={current} />
           ) : (

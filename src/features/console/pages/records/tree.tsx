@@ -134,7 +134,8 @@ export function RecordTree(props: { rc: RecordsCtx; root: RecordItem; current: s
               </button>
             </li>
           );
-        const r = row.r;
+        // The count of a loaded parent is the fresher one (the root was read once).
+        const r = nodes.has(row.r.gid) ? { ...row.r, childcount: nodes.get(row.r.gid)!.total } : row.r;
         const title = r.gid === root.gid ? rc.project.name : titleOf(r, rc.langs);
         const open = expanded.has(r.gid);
         const cls = ["tree-row", r.gid === props.current ? "current" : "", drop?.gid === r.gid ? (drop.before ? "drop-before" : "drop-into") : ""].join(" ");
