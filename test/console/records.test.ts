@@ -258,6 +258,7 @@ describe.skipIf(!CHROMIUM)("web console: records", () => {
     const jobs = owner.getByRole("list", { name: "Background jobs" });
     await jobs.locator("progress").first().waitFor();
     await jobs.getByText("Updating values: done").waitFor();
+    await jobs.getByText("3 done").waitFor();
     const stocks = await Promise.all((await childGids(root)).map(async (g) => (await record(g)).fields.en.stock));
     expect(stocks).toEqual([7, 7, 7]);
     await owner.getByRole("button", { name: "Edit Stock of Cooler" }).getByText("7").waitFor();

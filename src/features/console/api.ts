@@ -1211,6 +1211,11 @@ export const recordsApi = {
   async bulk(project: string, op: BulkOp, selection: Selection, extra: Record<string, unknown> = {}): Promise<string> {
     return (await call(rp(project, `bulk/${op}`), { selection, ...extra })).result["job.token"];
   },
+  /** What a finished bulk job did: records done and skipped (with reasons), values refused. */
+  async bulkOutcome(project: string, tokenOfJob: string): Promise<{ done: number; skipped: { gid: string; reason: string }[]; refused: number }> {
+    const info = dict((await call(p(project, "jobs/get"), { token: tokenOfJob })).result.job?.info);
+    return { done: info.done ?? 0, skipped: Array.isArray(info.skipped_items) ? info.skipped_items : [], refused: info.validation_errors ?? 0 };
+  },
   /** A workbook of a parent's children in one language: the file, or a download link for large ones. */
   async excelExport(project: string, record: string, language: string): Promise<{ name: string; file: Blob | null; url: string | null; rows: number }> {
     const env = await call(p(project, "records/excel/children"), { record, language });

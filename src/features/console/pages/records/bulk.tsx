@@ -181,10 +181,19 @@ export function JobList(props: { gid: string; jobs: Tracked[]; onDismiss: (token
 
 function JobRow(props: { gid: string; job: Tracked; onDismiss: () => void }) {
   const job = useJob(props.gid, props.job.token);
+  const [outcome, setOutcome] = useState<string | null>(null);
+  useEffect(() => {
+    if (job?.status === "done")
+      recordsApi.bulkOutcome(props.gid, props.job.token).then(
+        (o) => setOutcome([`${o.done} done`, o.skipped.length ? `${o.skipped.length} skipped (${o.skipped[0]!.reason})` : "", o.refused ? `${o.refused} values refused` : ""].filter(Boolean).join(" · ")),
+        () => {},
+      );
+  }, [job?.status]);
   return (
     <li class="row-item" data-job={props.job.token}>
       <div class="row-main">
         <JobProgress job={job} label={props.job.label} />
+        {outcome ? <span class="muted">{outcome}</span> : null}
       </div>
       {job?.status === "done" || job?.status === "rejected" ? (
         <button type="button" class="icon-btn" aria-label="Dismiss" onClick={props.onDismiss}>

@@ -63,6 +63,8 @@ export function RecordTree(props: { rc: RecordsCtx; root: RecordItem; current: s
   };
   walk(root, 0);
   const records = rows.filter((x): x is Extract<Row, { kind: "record" }> => x.kind === "record");
+  // One row is always reachable with Tab: the focused one, else the root.
+  const tabStop = records.some((x) => x.r.gid === focus) ? focus : root.gid;
 
   const toggle = (r: RecordItem, open = !expanded.has(r.gid)) => {
     const s = new Set(expanded);
@@ -103,7 +105,7 @@ export function RecordTree(props: { rc: RecordsCtx; root: RecordItem; current: s
   };
 
   const onKey = (e: KeyboardEvent) => {
-    const i = records.findIndex((x) => x.r.gid === focus);
+    const i = records.findIndex((x) => x.r.gid === tabStop);
     const row = records[i];
     if (!row) return;
     const r = row.r;
@@ -148,7 +150,7 @@ export function RecordTree(props: { rc: RecordsCtx; root: RecordItem; current: s
             aria-selected={r.gid === props.current}
             aria-label={title || "Untitled"}
             data-record={r.gid}
-            tabIndex={r.gid === focus ? 0 : -1}
+            tabIndex={r.gid === tabStop ? 0 : -1}
             class={cls}
             style={{ paddingLeft: `${row.level * 14}px` }}
             draggable={r.gid !== root.gid}
