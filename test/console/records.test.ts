@@ -8,7 +8,7 @@ import ExcelJS from "exceljs";
 import { readFileSync } from "node:fs";
 import { gzipSync } from "node:zlib";
 import type { Browser, BrowserContext, Page } from "playwright-core";
-import { TestServer } from "../helpers/server";
+import { TestServer, until } from "../helpers/server";
 import { CHROMIUM, launch, screenshot, watchErrors } from "./browser";
 
 setDefaultTimeout(120_000);
@@ -293,6 +293,31 @@ describe.skipIf(!CHROMIUM)("web console: records", () => {
     const linked = await record(link);
     expect(linked.is_link).toBe(true);
     await tree.getByRole("treeitem", { name: "Cooler" }).nth(1).waitFor();
+  });
+
+  test("the channel picker shows the tree of one channel, and a duplicate appears right after its original", async () => {
+    const tree = owner.getByRole("tree", { name: "Records" });
+    await tree.getByRole("treeitem", { name: "Ice box XL" }).click();
+    await owner.getByTestId("record-title").getByText("Ice box XL").waitFor();
+    await owner.getByRole("group", { name: "Channels" }).getByLabel("Webshop").check();
+    await until(async () => ((await record(iceBox)).channels as string[]).length === 2, 10000, "the channel switched on");
+    await owner.getByLabel("Channel", { exact: true }).selectOption({ label: "Webshop" });
+    await tree.getByRole("treeitem", { name: "Cooler" }).first().waitFor({ state: "detached" });
+    // The root and the ice box: its freezer is not in the channel either.
+    expect(await tree.getByRole("treeitem").count()).toBe(2);
+    await owner.getByLabel("Channel", { exact: true }).selectOption({ label: "All records" });
+    await tree.getByRole("treeitem", { name: "Cooler" }).first().waitFor();
+
+    await owner.getByRole("button", { name: "Duplicate" }).click();
+    await owner.getByText("Duplicated").waitFor();
+    const copy = new URL(owner.url()).searchParams.get("record")!;
+    expect(copy).not.toBe(iceBox);
+    const order = await childGids(root);
+    expect(order[order.indexOf(iceBox) + 1]).toBe(copy);
+    await owner.getByRole("button", { name: "Delete", exact: true }).click();
+    await owner.getByRole("dialog").getByRole("button", { name: "Delete" }).click();
+    await owner.getByText("Deleted", { exact: true }).waitFor();
+    expect((await record(copy)).status).toBe("deleted");
   });
 
   test("the children export to an .xlsx, and an edited workbook imports with the marked-up result offered for download", async () => {

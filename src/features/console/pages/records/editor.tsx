@@ -212,6 +212,9 @@ function Facts(props: { rc: RecordsCtx; r: RecordItem; definitions: DefinitionDe
   const { rc, r, view } = props;
   const channels = rc.project.options.channels.filter((c) => c.key !== "__all__");
   const current = props.definitions.find((d) => d.gid === r.definition);
+  // A switched channel shows its new state at once; the record read again afterwards is the truth.
+  const [switched, setSwitched] = useState<Map<string, boolean>>(new Map());
+  useEffect(() => setSwitched(new Map()), [r.gid, r.updatedOn]);
   return (
     <div class="facts-row">
       {r.parent !== null ? (
@@ -242,7 +245,16 @@ function Facts(props: { rc: RecordsCtx; r: RecordItem; definitions: DefinitionDe
           <legend>Channels</legend>
           {channels.map((c) => (
             <label key={c.key} class="check-inline">
-              <input type="checkbox" checked={r.channels.includes(c.key)} disabled={props.busy} onChange={(e) => props.act(() => recordsApi.setChannels(rc.gid, r.gid, [c.key], e.currentTarget.checked))} />
+              <input
+                type="checkbox"
+                checked={switched.get(c.key) ?? r.channels.includes(c.key)}
+                disabled={props.busy}
+                onChange={(e) => {
+                  const on = e.currentTarget.checked;
+                  setSwitched((m) => new Map(m).set(c.key, on));
+                  props.act(() => recordsApi.setChannels(rc.gid, r.gid, [c.key], on).catch((err) => (setSwitched(new Map()), Promise.reject(err))));
+                }}
+              />
               {c.name}
             </label>
           ))}

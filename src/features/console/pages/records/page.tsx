@@ -66,7 +66,7 @@ export function RecordsPage(props: { ctx: ProjectCtx }) {
         <h1 tabIndex={-1}>Records</h1>
         <label class="field compact">
           <span class="field-label">Ordering</span>
-          <select value={ordering} onChange={(e) => setOrdering(e.currentTarget.value)}>
+          <select aria-label="Ordering" value={ordering} onChange={(e) => setOrdering(e.currentTarget.value)}>
             {project.options.orderings.map((o) => (
               <option key={o.key} value={o.key}>
                 {o.name}
@@ -76,7 +76,7 @@ export function RecordsPage(props: { ctx: ProjectCtx }) {
         </label>
         <label class="field compact">
           <span class="field-label">Channel</span>
-          <select value={channel} onChange={(e) => setChannel(e.currentTarget.value)}>
+          <select aria-label="Channel" value={channel} onChange={(e) => setChannel(e.currentTarget.value)}>
             <option value="">All records</option>
             {project.options.channels
               .filter((c) => c.key !== "__all__")

@@ -58,7 +58,7 @@ export function RecordSearch(props: { rc: RecordsCtx }) {
 
   return (
     <div class="record-search">
-      <form class="grid-form search-form" onSubmit={submit} role="search" aria-label="Search records">
+      <form class="inline-form search-form" onSubmit={submit} role="search" aria-label="Search records">
         <Field label="Words" hint="+must -mustnot, &quot;a phrase&quot;">
           <input name="q" type="search" value={q} onInput={(e) => setQ(e.currentTarget.value)} />
         </Field>
