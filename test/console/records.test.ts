@@ -353,6 +353,15 @@ describe.skipIf(!CHROMIUM)("web console: records", () => {
     const fill = (col: number) => ((ms.getRow(iceRow).getCell(col).fill as ExcelJS.FillPattern | undefined)?.fgColor?.argb ?? "").toUpperCase();
     expect(fill(header.get("Price")!)).toContain("EFF7E2");
     expect(fill(header.get("Stock")!)).toContain("F9E2E5");
+
+    // A workbook naming a record that is not one of the children is refused as a whole; its problems
+    // are listed and the workbook with the problem cells marked is offered.
+    ws.getRow(iceRow).getCell(1).value = root;
+    await owner.locator('input[name="excel-import"]').setInputFiles({ name: "wrong.xlsx", mimeType: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", buffer: Buffer.from(await wb.xlsx.writeBuffer()) });
+    await owner.locator(".excel").getByRole("alert").getByText(/Excel worksheet invalid/).waitFor();
+    await owner.locator(".excel li").first().waitFor();
+    await owner.getByTestId("excel-report").getByText("wrong-report.xlsx", { exact: false }).waitFor();
+    expect((await record(iceBox)).fields.en.price).toBe(15.75);
     await screenshot(owner, "25-excel");
   });
 
