@@ -288,7 +288,7 @@ describe.skipIf(!CHROMIUM)("web console: records", () => {
     await owner.getByRole("dialog").getByLabel("Cold storage (top level)").check();
     await owner.getByRole("dialog").getByRole("button", { name: "Link here" }).click();
     await owner.getByText("Linked copy made").waitFor();
-    await owner.locator(".editor-head").getByText("Linked copy").waitFor();
+    await owner.locator(".record-head").getByText("Linked copy").waitFor();
     const link = new URL(owner.url()).searchParams.get("record")!;
     const linked = await record(link);
     expect(linked.is_link).toBe(true);

@@ -4,11 +4,12 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import { account, ApiError, projectsApi, type Project } from "../api";
 import { live } from "../live";
 import { navigate, notify, notifyError, reloadSession, session$, useLoad, useLive, useStore } from "../store";
-import { confirm, ErrorNote, Field, issue, Link, Loading, ProjectIcon, useBusy } from "../ui";
+import { confirm, ErrorNote, Field, issue, Link, Loading, ProjectIcon, useSubmit } from "../ui";
 import { ApiKeysPage } from "./apikeys";
 import { AssetsPage } from "./assets";
 import { BackupsPage } from "./backups";
 import { MembersPage } from "./members";
+import { SchemaPage } from "./schema";
 import { ProjectSettings } from "./settings";
 
 /** A project the user is leaving on purpose: losing its subscription is then no surprise. */
@@ -46,6 +47,7 @@ type Section = { path: string; label: string; ownerOnly?: boolean; page: Functio
 const SECTIONS: Section[] = [
   { path: "records", label: "Records", page: bundledApart("records") },
   { path: "assets", label: "Assets", page: AssetsPage },
+  { path: "schema", label: "Schema", page: SchemaPage },
   { path: "members", label: "Members", page: MembersPage },
   { path: "apikeys", label: "API keys", ownerOnly: true, page: ApiKeysPage },
   { path: "backups", label: "Backups", ownerOnly: true, page: BackupsPage },
@@ -159,31 +161,20 @@ function DeletedBanner(props: { project: Project; onChange: () => void }) {
 function SettingsPage(props: { ctx: ProjectCtx }) {
   const { project, isOwner, gid } = props.ctx;
   const [name, setName] = useState(project.name);
-  const [error, setError] = useState<unknown>(null);
-  const [busy, run] = useBusy();
+  const { busy, error, submit, act } = useSubmit();
   const fileRef = useRef<HTMLInputElement>(null);
   useEffect(() => setName(project.name), [project.name]);
 
-  const rename = (e: Event) => {
-    e.preventDefault();
-    setError(null);
-    run(async () => {
-      try {
-        await projectsApi.rename(gid, name.trim());
-        notify("Project renamed");
-      } catch (err) {
-        setError(err);
-      }
-    });
-  };
+  const rename = submit(async () => {
+    await projectsApi.rename(gid, name.trim());
+    notify("Project renamed");
+  });
   const icon = (file: File | undefined) =>
     file &&
-    run(async () => {
+    act(async () => {
       try {
         await projectsApi.uploadIcon(gid, file);
         notify("Icon changed");
-      } catch (err) {
-        notifyError(err);
       } finally {
         if (fileRef.current) fileRef.current.value = "";
       }
@@ -215,7 +206,7 @@ function SettingsPage(props: { ctx: ProjectCtx }) {
                 <input ref={fileRef} type="file" accept="image/*" class="visually-hidden" onChange={(e) => icon(e.currentTarget.files?.[0])} />
               </label>
               {project.icon ? (
-                <button class="btn" disabled={busy} onClick={() => run(() => projectsApi.deleteIcon(gid).then(() => notify("Icon removed"), notifyError))}>
+                <button class="btn" disabled={busy} onClick={() => act(() => projectsApi.deleteIcon(gid).then(() => notify("Icon removed")))}>
                   Remove icon
                 </button>
               ) : null}

@@ -105,7 +105,7 @@ export function RecordEditor(props: { rc: RecordsCtx; record: string; definition
           ))}
         </ol>
       </nav>
-      <div class="editor-head">
+      <div class="record-head">
         <h2 data-testid="record-title">{title || "Untitled"}</h2>
         {r.status === "deleted" ? <span class="badge status-failed">Deleted</span> : null}
         {r.isLink ? <span class="badge">Linked copy</span> : null}
@@ -175,7 +175,7 @@ export function RecordEditor(props: { rc: RecordsCtx; record: string; definition
       ) : null}
       <Facts rc={rc} r={r} definitions={props.definitions} view={v} busy={busy} act={act} />
       {!isRoot || (v?.fields.length ?? 0) > 0 ? (
-        <form class="values" onSubmit={save} aria-label="Values">
+        <form class="rv-form" onSubmit={save} aria-label="Values">
           <fieldset class="langs">
             <legend>Languages shown</legend>
             {rc.langs.map((l) => (
@@ -322,7 +322,7 @@ function Layout(p: LayoutProps) {
   }
   const rest = p.v.fields.filter((f) => !shown.has(f.gid));
   if (rest.length) parts.push(<div key="rest" class="lay-v">{rest.map((f) => <FieldRow key={f.gid} f={f} p={p} />)}</div>);
-  return <div class="layout">{parts}</div>;
+  return <div class="rv-layout">{parts}</div>;
 }
 
 function Component(props: { id: string; l: LayoutDef; byGid: Map<string, FieldDef>; p: LayoutProps }) {
@@ -388,19 +388,19 @@ function FieldRow(props: { f: FieldDef; p: LayoutProps }) {
   const label = labelOf(f, p.ui) + (f.unit ? ` [${f.unit}]` : "");
   const langs = f.isLocalized ? p.langs : [p.langs[0]!];
   return (
-    <div class={"value-row" + (f.isLocalized ? " localized" : "")} data-field={f.name}>
-      <div class="value-label">
+    <div class={"rv-row" + (f.isLocalized ? " localized" : "")} data-field={f.name}>
+      <div class="rv-label">
         {label}
         {f.isRequired ? <span class="req" title="Required"> *</span> : null}
         {!f.isLocalized && p.langs.length > 1 ? <span class="hint"> · all languages</span> : null}
       </div>
-      <div class="value-langs" style={{ gridTemplateColumns: `repeat(${langs.length}, minmax(0, 1fr))` }}>
+      <div class="rv-langs" style={{ gridTemplateColumns: `repeat(${langs.length}, minmax(0, 1fr))` }}>
         {langs.map((lang) => {
           const k = keyOf(f, lang);
           const dirty = p.drafts.has(k);
           const msgs = p.messages.get(k) ?? [];
           return (
-            <div key={lang} class={"value-cell" + (dirty ? " dirty" : "") + (msgs.some((m) => m.level === "error") ? " invalid" : "")}>
+            <div key={lang} class={"rv-cell" + (dirty ? " dirty" : "") + (msgs.some((m) => m.level === "error") ? " invalid" : "")}>
               {f.isLocalized ? <span class="lang-tag" aria-hidden="true">{lang}</span> : null}
               <ValueInput
                 field={f}
