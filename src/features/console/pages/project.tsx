@@ -17,6 +17,27 @@ let leaving: string | null = null;
 
 export type ProjectCtx = { gid: string; project: Project; isOwner: boolean; me: string };
 
+/**
+ * Pages served in a bundle of their own (the records pages: pages/records/records.html at
+ * /console/p/<project>/records), registered here by that bundle's entry before the app starts.
+ * Bun's HTML bundler does not split a dynamic import() into a chunk of its own, so this is how
+ * the first page's bundle stays small: the other bundle holds the whole app plus those pages.
+ */
+export const separatePages = new Map<string, FunctionComponent<{ ctx: ProjectCtx }>>();
+
+function bundledApart(name: string): FunctionComponent<{ ctx: ProjectCtx }> {
+  return (props) => {
+    const Page = separatePages.get(name);
+    // Reached by a link inside this bundle: load the address again, which serves the other bundle.
+    const reloaded = (performance.getEntriesByType("navigation")[0] as PerformanceNavigationTiming | undefined)?.type === "reload";
+    useEffect(() => {
+      if (!Page && !reloaded) window.location.reload();
+    }, [Page]);
+    if (Page) return <Page ctx={props.ctx} />;
+    return reloaded ? <p class="error" role="alert">This page could not be loaded. Please try again later.</p> : <Loading />;
+  };
+}
+
 type Section = { path: string; label: string; ownerOnly?: boolean; page: FunctionComponent<{ ctx: ProjectCtx }> };
 
 /**
@@ -24,6 +45,7 @@ type Section = { path: string; label: string; ownerOnly?: boolean; page: Functio
  * those features land (one line each).
  */
 const SECTIONS: Section[] = [
+  { path: "records", label: "Records", page: bundledApart("records") },
   { path: "assets", label: "Assets", page: AssetsPage },
   { path: "schema", label: "Schema", page: SchemaPage },
   { path: "members", label: "Members", page: MembersPage },
