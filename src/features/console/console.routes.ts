@@ -7,7 +7,7 @@ import recordsPage from "./pages/records/records.html";
 
 /**
  * `/` (sign in), `/console/...` (every page has an address) and `/invite` (the link in invitation
- * mails). The records pages come with a bundle of their own (the app plus those pages), so the
+ * mails). The schema and records pages come with a bundle of their own (the app plus those pages), so the
  * first page's bundle stays small (see separatePages in pages/project.tsx).
  */
 export function consoleServeRoutes(): Record<string, HTMLBundle> {
@@ -15,6 +15,7 @@ export function consoleServeRoutes(): Record<string, HTMLBundle> {
     "/": page,
     "/console": page,
     "/console/*": page,
+    "/console/p/:gid/schema": recordsPage,
     "/console/p/:gid/records": recordsPage,
     "/invite": page,
   };

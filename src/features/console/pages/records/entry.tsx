@@ -1,3 +1,3 @@
-// The entry of the records bundle (records.html): the whole console plus the records pages.
+// The entry of the second bundle (records.html): the whole console plus the schema and records pages.
 import "./register";
 import "../../main";
