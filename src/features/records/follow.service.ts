@@ -349,7 +349,7 @@ const FOLLOW_SCAN = 2000;
  */
 const CHUNK_MS = 25;
 /** Records of other definitions read for holders per unit of work. */
-const SCAN_SLICE = 500;
+const SCAN_SLICE = 200;
 
 /**
  * The `records_follow_schema` job: a commit touching more than FOLLOW_INLINE records (or needing
