@@ -23,6 +23,7 @@ import {
   rowOf,
   rowsOf,
   type Project,
+  snapshotValue,
 } from "./items.service";
 import type { SchemaRow } from "./schema.table";
 import type { Owner } from "./schema.types";
@@ -152,7 +153,8 @@ function refuseCircularField(tx: Tx, projectGid: string, classRow: SchemaRow, fi
 
 export function getClasses(ctx: Ctx, actor: Actor, projectGid: string, input: { class?: string; classes?: string[] }): Answer {
   return inProject(ctx, actor, projectGid, "member", ({ tx }) => {
-    if (typeof input.class === "string") return ownerAnswer(tx, "class", mustGet(tx, "class", projectGid, input.class));
+    const one = input.class;
+    if (typeof one === "string") return snapshotValue(tx, projectGid, `classes/get ${one}`, () => ownerAnswer(tx, "class", mustGet(tx, "class", projectGid, one)));
     if (!Array.isArray(input.classes)) throw badRequest("Missing parameter", { "Missing parameter": "class" });
     const rows = new Map(rowsOf(tx, "class", projectGid, input.classes.filter((g) => typeof g === "string")).map((r) => [r.gid, r]));
     const found = input.classes.filter((g) => rows.has(g));
