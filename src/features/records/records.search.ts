@@ -54,8 +54,12 @@ export function ftsExpression(q: string): string | undefined {
 const FTS_MATCHES = `records_fts f CROSS JOIN record_search s INDEXED BY record_search_map ON s.id = f.rowid AND s.language = ?3 AND s.project_gid = ?2
   CROSS JOIN records r ON r.id = s.record_id`;
 
-/** The filter fields of records (built per request: field names depend on the schema, paths on the language). */
-export function recordsDomain(view: SchemaView, language: string) {
+/**
+ * The filter fields of records (built per request: field names depend on the schema, paths on the
+ * language). Saved record queries are checked against it too (src/features/queries/queries.search.ts).
+ */
+export function recordsDomain(tx: Tx, projectGid: string, language: string) {
+  const view = { tx, projectGid };
   const fields = rowsOf(view.tx, "field", view.projectGid).filter((r) => !r.original && !r.isNew);
   const byName = new Map(fields.map((r) => [r.name, r]));
   const byGid = new Map(fields.map((r) => [r.gid, r]));
@@ -152,7 +156,7 @@ export function buildSearch(view: SchemaView, input: SearchInput, member = "filt
   if (!q && !hasFilter) return { empty: true, where: "0", params: [], language };
   let node: FilterNode = MATCH_ALL;
   try {
-    node = parseFilter(input.filter, recordsDomain(view, language), { root: member });
+    node = parseFilter(input.filter, recordsDomain(view.tx, view.projectGid, language), { root: member });
   } catch (e) {
     if (e instanceof FilterError) throw badRequest("Invalid parameter", e.info());
     throw e;

@@ -166,7 +166,11 @@ export function descendants(tx: Tx, gid: string): Rec[] {
 export function orderingsOf(tx: Tx, ids: number[], view: SchemaView): Map<number, Record<string, number>> {
   const out = new Map<number, Record<string, number>>();
   if (!ids.length) return out;
-  const rows = db(tx).query(`SELECT record_id AS id, ordering, pos FROM record_orderings WHERE record_id IN (SELECT value FROM json_each(?))`).all(JSON.stringify(ids)) as { id: number; ordering: string; pos: number }[];
+  const rows = (
+    ids.length === 1
+      ? db(tx).query("SELECT record_id AS id, ordering, pos FROM record_orderings WHERE record_id = ?").all(ids[0]!)
+      : db(tx).query("SELECT record_id AS id, ordering, pos FROM record_orderings WHERE record_id IN (SELECT value FROM json_each(?))").all(JSON.stringify(ids))
+  ) as { id: number; ordering: string; pos: number }[];
   for (const r of rows) {
     if (!view.hasOrdering(r.ordering)) continue;
     let o = out.get(r.id);
@@ -180,7 +184,11 @@ export function orderingsOf(tx: Tx, ids: number[], view: SchemaView): Map<number
 export function backlinksOf(tx: Tx, gids: string[]): Map<string, string[]> {
   const out = new Map<string, string[]>();
   if (!gids.length) return out;
-  const rows = db(tx).query(`SELECT canonical, gid FROM records WHERE is_link = 1 AND status != 'deleted' AND canonical IN (SELECT value FROM json_each(?)) ORDER BY id`).all(JSON.stringify(gids)) as { canonical: string; gid: string }[];
+  const rows = (
+    gids.length === 1
+      ? db(tx).query(`SELECT canonical, gid FROM records WHERE canonical = ? AND is_link = 1 AND status != '${DELETED}' ORDER BY id`).all(gids[0]!)
+      : db(tx).query(`SELECT canonical, gid FROM records WHERE is_link = 1 AND status != '${DELETED}' AND canonical IN (SELECT value FROM json_each(?)) ORDER BY id`).all(JSON.stringify(gids))
+  ) as { canonical: string; gid: string }[];
   for (const r of rows) {
     const l = out.get(r.canonical);
     if (l) l.push(r.gid);
@@ -559,7 +567,7 @@ export function createRecord(ctx: Ctx, actor: Actor, projectGid: string, input: 
 /** The records kept in step with `rec`: its canonical and every link of that canonical. */
 export function linkGroup(tx: Tx, projectGid: string, rec: Rec): Rec[] {
   // Most records are alone: nothing else names them as canonical (counted on the index alone).
-  if (!rec.isLink && (db(tx).query("SELECT count(*) AS n FROM records WHERE canonical = ?").get(rec.gid) as { n: number }).n <= 1) return [rec];
+  if (!rec.isLink && (db(tx).query("SELECT count(*) AS n FROM (SELECT 1 FROM records WHERE canonical = ? LIMIT 2)").get(rec.gid) as { n: number }).n <= 1) return [rec];
   return (db(tx).query(`SELECT ${COLUMNS} FROM records WHERE canonical = ?2 AND +project_gid = ?1 UNION SELECT ${COLUMNS} FROM records WHERE gid = ?2 AND +project_gid = ?1 ORDER BY id`).all(projectGid, rec.canonical) as Raw[]).map(recOf);
 }
 
