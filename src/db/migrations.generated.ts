@@ -80,8 +80,8 @@ export const embeddedMigrations: { tag: string; when: number; breakpoints: boole
   },
   {
     "tag": "0013_records_speed",
-    "when": 1795451122799,
+    "when": 1795452337061,
     "breakpoints": true,
-    "sql": "DROP INDEX `records_parent`;--> statement-breakpoint\nCREATE INDEX `records_parent` ON `records` (`parent`,`status`,`channels`);--> statement-breakpoint\nCREATE INDEX `record_search_map` ON `record_search` (`id`,`language`,`project_gid`,`record_id`);"
+    "sql": "DROP INDEX `records_parent`;--> statement-breakpoint\nDROP INDEX `records_canonical`;--> statement-breakpoint\nCREATE INDEX `records_parent` ON `records` (`parent`,`status`,`channels`);--> statement-breakpoint\nCREATE INDEX `records_canonical` ON `records` (`canonical`,`is_link`);--> statement-breakpoint\nCREATE INDEX `record_search_map` ON `record_search` (`id`,`language`,`project_gid`,`record_id`);"
   }
 ];

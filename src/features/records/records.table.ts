@@ -41,7 +41,9 @@ export const records = sqliteTable(
     // Children of a parent: live ones and their channels are read from the index alone (counts and
     // channel filters of `records/children` never touch the wide rows).
     index("records_parent").on(t.parent, t.status, t.channels),
-    index("records_canonical").on(t.canonical),
+    // Links of a canonical record: (canonical, is_link) answers "which links point here" from the
+    // index alone (every record is its own canonical, so the canonical alone would read its row).
+    index("records_canonical").on(t.canonical, t.isLink),
     index("records_project").on(t.projectGid, t.id),
     index("records_definition").on(t.projectGid, t.definition),
   ],
