@@ -163,7 +163,9 @@ async function upload(url: string, project: string, auth: string, file: string, 
   const form = new FormData();
   form.append("file", Bun.file(file), name);
   const body = await json(await fetch(`${url}/api/p/${project}/assets/upload`, { method: "POST", headers: { authorization: auth }, body: form }));
-  return body.data.assets[body.result.asset].storage_name;
+  const a = body.data.assets[body.result.asset];
+  // The DAM storage pathname of an asset: <gid>~<version>.<type> (the asset form does not show it).
+  return `${a.gid}~${a.version}.${a.type}`;
 }
 
 /** Seconds to run `fn`. */
