@@ -61,6 +61,11 @@ export class Logger {
     this.pino.level = level;
   }
 
+  /** True when events of `level` are written (callers skip building what would be thrown away). */
+  enabled(level: Exclude<LogLevel, "silent">): boolean {
+    return this.pino.isLevelEnabled(level);
+  }
+
   debug(msg: string, extra?: Record<string, unknown>) {
     extra ? this.pino.debug(extra, msg) : this.pino.debug(msg);
   }

@@ -17,6 +17,7 @@ import { analyseFile } from "../../platform/images/file-info";
 import { readImageHeader } from "../../platform/images/images";
 import { newGid, now } from "../../core/ids";
 import { originalPath, storageName } from "../../platform/storage/originals";
+import { fileChanged } from "../../platform/storage/file-facts";
 
 export type Asset = typeof assets.$inferSelect;
 export type AssetVersion = typeof assetVersions.$inferSelect;
@@ -752,11 +753,18 @@ export function removeAssetRows(
 }
 
 export function removeOriginals(ctx: Pick<Ctx, "storage">, projectGid: string, names: string[], paths: string[] = []): void {
-  for (const n of names) rmSync(originalPath(ctx, projectGid, n), { force: true });
+  for (const n of names) {
+    const path = originalPath(ctx, projectGid, n);
+    rmSync(path, { force: true });
+    fileChanged(path);
+  }
   const root = ctx.storage.projectDir(projectGid) + sep;
   for (const p of paths) {
     const full = resolve(p);
-    if (full.startsWith(root)) rmSync(full, { force: true });
+    if (full.startsWith(root)) {
+      rmSync(full, { force: true });
+      fileChanged(full);
+    }
   }
 }
 

@@ -16,6 +16,7 @@ import { imageFacts } from "../assets/assets.service";
 import { badRequest, unprocessable } from "../../core/errors";
 import { now } from "../../core/ids";
 import { originalPath, parseStorageName, STORAGE_NAME } from "../../platform/storage/originals";
+import { fileChanged } from "../../platform/storage/file-facts";
 
 
 /** One stored original named by a storage pathname: the asset and the version it belongs to. */
@@ -260,7 +261,10 @@ function recordTransform(ctx: Ctx, target: string, row: Omit<typeof damTransform
       .run();
     return true;
   });
-  if (!kept) rmSync(target, { force: true });
+  if (!kept) {
+    rmSync(target, { force: true });
+    fileChanged(target);
+  }
 }
 
 /**
@@ -304,8 +308,52 @@ export function unpublishOriginal(ctx: Ctx, actor: Actor, projectGid: string, pa
   });
 }
 
+type Published = { path: string; mime: string } | undefined;
+
+/**
+ * Answers of `publishedOriginal` per project, so a busy public original costs no query. Every
+ * change of an asset (publish, unpublish, delete, new version, permanent deletion) commits an
+ * `assets` sync item, and a project deleted or restored from a backup a `cc.projects` item: the
+ * hub publishes them right after the commit, before any other request runs, and the project's
+ * answers are dropped then. At most PUBLISHED_KEPT answers are kept per project, for at most
+ * PUBLISHED_PROJECTS_KEPT projects.
+ */
+const publishedAnswers = new WeakMap<Ctx["hub"], Map<string, Map<string, Published>>>();
+const PUBLISHED_KEPT = 10_000;
+const PUBLISHED_PROJECTS_KEPT = 1_000;
+
+function publishedCache(ctx: Ctx): Map<string, Map<string, Published>> {
+  let byProject = publishedAnswers.get(ctx.hub);
+  if (!byProject) {
+    const cache = (byProject = new Map());
+    publishedAnswers.set(ctx.hub, cache);
+    ctx.hub.subscribe((items) => {
+      for (const it of items) {
+        if (it.type === "cc") {
+          if (it.data_type === "cc.projects") cache.delete(it.data_key);
+        } else if (it.data_type === "assets") cache.delete(it.type);
+      }
+    });
+  }
+  return byProject;
+}
+
 /** The file and type of a published original, or undefined (unknown, unpublished, deleted asset, missing file). */
-export function publishedOriginal(ctx: Ctx, projectGid: string, name: string): { path: string; mime: string } | undefined {
+export function publishedOriginal(ctx: Ctx, projectGid: string, name: string): Published {
+  const cache = publishedCache(ctx);
+  let answers = cache.get(projectGid);
+  if (answers?.has(name)) return answers.get(name);
+  const found = lookUpPublished(ctx, projectGid, name);
+  if (!answers) {
+    // Any project gid can be asked for: the map of projects is bounded as well.
+    if (cache.size >= PUBLISHED_PROJECTS_KEPT) cache.clear();
+    cache.set(projectGid, (answers = new Map()));
+  } else if (answers.size >= PUBLISHED_KEPT) answers.clear();
+  answers.set(name, found);
+  return found;
+}
+
+function lookUpPublished(ctx: Ctx, projectGid: string, name: string): Published {
   const parts = parseStorageName(name);
   if (!parts) return undefined;
   const q = queries(ctx.db);
