@@ -4,6 +4,7 @@
  *
  *   → {cmd: "setup", members}          ← {url, owner, project, tokens: string[], cursor}
  *   → {cmd: "touch", count}            ← {cmd: "touched", first, last}
+ *   → {cmd: "rss"}                     ← {cmd: "rss", mb, sockets}   (after a full garbage collection)
  *
  * `setup` makes one project with `members` active member users and signs a JWT for each (written
  * straight into the database, as `apis user create` would, to skip a thousand password hashes).
@@ -53,6 +54,9 @@ process.on("message", async (msg: any) => {
       first ||= last;
     }
     process.send!({ cmd: "touched", first, last });
+  } else if (msg.cmd === "rss") {
+    Bun.gc(true);
+    process.send!({ cmd: "rss", mb: process.memoryUsage().rss / 2 ** 20, sockets: server.sync.io.of("/").sockets.size });
   } else if (msg.cmd === "stop") {
     await server.stop();
     process.exit(0);

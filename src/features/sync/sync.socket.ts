@@ -50,6 +50,11 @@ type Session = {
   queued: number;
   /** Set once the server drops the client (too slow, over the budget). */
   dropped: boolean;
+  /**
+   * The client's WebSocket when its project's items reach it through Bun's own publish (see
+   * `joinProject`) instead of the Socket.IO room.
+   */
+  native?: ServerWebSocket<unknown>;
 };
 
 /** What a dropped client is told, as far as it still reads (then it is disconnected). */
@@ -64,6 +69,14 @@ function packetBytes(data: unknown): number {
 
 const userRoom = (gid: string) => `u:${gid}`;
 const projectRoom = (gid: string) => `p:${gid}`;
+/** Bun pub/sub topic of a project's live WebSocket subscribers. */
+const projectTopic = (gid: string) => `apis-sync:p:${gid}`;
+
+/**
+ * The WebSocket frame of a Socket.IO `sync` event on the main namespace, as the engine writes it:
+ * engine.io message packet `4`, Socket.IO event packet `2`, then the JSON array.
+ */
+const syncFrame = (items: SyncItem[]) => `42${JSON.stringify(["sync", items])}`;
 
 /** A sync item as clients see it (the audience stays on the server). */
 const plain = (it: Published): SyncItem => ({ type: it.type, cursor: it.cursor, action: it.action, data_type: it.data_type, data_key: it.data_key, data: it.data });
@@ -112,6 +125,8 @@ export class SyncServer {
   private readonly recentlyLive = new Set<Session>();
   private readonly stopListening: () => void;
   private readonly cors: Cors;
+  /** The Bun server the sockets came through (for its native publish); known from the first request. */
+  private bunServer?: BunServer<any>;
 
   constructor(private readonly ctx: Ctx) {
     this.cors = new Cors(ctx.config);
@@ -154,7 +169,11 @@ export class SyncServer {
         this.ctx.log.error("sync fan-out failed", { error: String((err as Error)?.stack ?? err) });
       }
     }
+    // Sockets that went live meanwhile were served through the room (it can leave some out); now
+    // that those batches are out, their project items can go by Bun's publish like everyone's.
+    const waited = [...this.recentlyLive];
     this.recentlyLive.clear();
+    for (const s of waited) if (s.state === "live" && s.project && !s.native) this.joinProject(s, true);
     this.enforceBudget();
   }
 
@@ -180,6 +199,7 @@ export class SyncServer {
     // CORS as on /api: a preflight from a refused origin is 403, an allowed one 204 with the
     // headers; any request from a refused origin is 403 in the envelope (a websocket upgrade has no
     // preflight to stop it); answers to allowed origins carry Access-Control-Allow-Origin.
+    this.bunServer ??= server;
     const preflight = this.cors.preflight(req);
     if (preflight) return preflight;
     const origin = req.headers.get("origin");
@@ -358,6 +378,10 @@ export class SyncServer {
     conn.on("flush", () => {
       s.queued = 0;
     });
+    // A client that moves from long polling to a WebSocket gets its project's items by publish from then on.
+    conn.on("upgrade", () => {
+      if (s.state === "live" && s.project && !s.native && !this.pending.length) this.joinProject(s, true);
+    });
     // Handshakes that were checked at once can pass the limit together: the later ones go.
     if ((this.byUser.get(s.user)?.size ?? 0) > this.ctx.config.syncSocketsPerUser) {
       socket.emit("unsubscribed", { ...errorBody(new ApiError(429, "Too many sync connections", { limit: this.ctx.config.syncSocketsPerUser })), project: null });
@@ -510,7 +534,40 @@ export class SyncServer {
     s.state = "live";
     if (this.pending.length) this.recentlyLive.add(s);
     s.socket.join(userRoom(s.user));
-    if (s.project) s.socket.join(projectRoom(s.project));
+    if (s.project) this.joinProject(s, false);
+  }
+
+  /**
+   * Where a live socket's project items go. A WebSocket client subscribes to the project's Bun
+   * topic: one `server.publish` of the frame, encoded once, reaches every such client from native
+   * code (a Socket.IO room writes to each socket from JavaScript, ~10 us each: 100 ms for 10,000
+   * clients). Polling clients, and sockets that must skip batches still waiting (`recentlyLive`),
+   * are in the Socket.IO room. Both paths write synchronously, so items keep their order.
+   * `fromRoom`: the socket was in the room until now.
+   */
+  private joinProject(s: Session, fromRoom: boolean) {
+    const project = s.project!;
+    const conn = s.socket.conn as unknown as EngineConn;
+    const ws = conn.transport?.name === "websocket" ? conn.transport.socket : undefined;
+    if (this.bunServer && ws?.subscribe && !this.recentlyLive.has(s)) {
+      ws.subscribe(projectTopic(project));
+      s.native = ws as ServerWebSocket<unknown>;
+      if (fromRoom) s.socket.leave(projectRoom(project));
+      return;
+    }
+    if (!fromRoom) s.socket.join(projectRoom(project));
+  }
+
+  /** The socket's project items stop (it stays in its user room). */
+  private leaveProject(s: Session, project: string) {
+    if (s.native) {
+      try {
+        s.native.unsubscribe(projectTopic(project));
+      } catch {
+        // Already closed: Bun dropped its subscriptions.
+      }
+      s.native = undefined;
+    } else s.socket.leave(projectRoom(project));
   }
 
   /** Ends the socket's subscription (it stays connected, receiving nothing until the next initsync). */
@@ -518,7 +575,7 @@ export class SyncServer {
     s.generation++;
     if (s.state === "live") {
       s.socket.leave(userRoom(s.user));
-      if (s.project) s.socket.leave(projectRoom(s.project));
+      if (s.project) this.leaveProject(s, s.project);
     }
     if (s.project) removeFrom(this.byProject, s.project, s);
     this.catchingUp.delete(s);
@@ -550,7 +607,7 @@ export class SyncServer {
     }
     const project = s.project;
     if (!project) return;
-    if (s.state === "live") s.socket.leave(projectRoom(project));
+    if (s.state === "live") this.leaveProject(s, project);
     removeFrom(this.byProject, project, s);
     s.project = undefined;
     s.buffer = s.buffer.filter((it) => it.type === "cc");
@@ -620,8 +677,16 @@ export class SyncServer {
       return ids;
     };
     const room = (name: string, except: string[]) => (except.length ? this.io.to(name).except(except) : this.io.to(name));
+    const rooms = this.io.of("/").adapter.rooms;
     for (const [gid, list] of perProject)
-      sends.push({ first: list[0]!.cursor, send: () => room(projectRoom(gid), skip((s) => s.projectFloor, list.at(-1)!.cursor)).emit("sync", list) });
+      sends.push({
+        first: list[0]!.cursor,
+        send: () => {
+          // Live WebSocket subscribers: the frame once, through Bun's publish (see joinProject).
+          this.bunServer?.publish(projectTopic(gid), syncFrame(list));
+          if (rooms.get(projectRoom(gid))?.size) room(projectRoom(gid), skip((s) => s.projectFloor, list.at(-1)!.cursor)).emit("sync", list);
+        },
+      });
     if (cc) {
       const perUser = new Map<string, SyncItem[]>();
       for (const it of cc) {
@@ -646,7 +711,7 @@ export class SyncServer {
 type EngineConn = {
   readyState: string;
   writeBuffer: unknown[];
-  transport: { name: string; socket?: { getBufferedAmount?(): number; terminate?(): void } };
+  transport: { name: string; socket?: { getBufferedAmount?(): number; terminate?(): void; subscribe?(topic: string): void; unsubscribe?(topic: string): void } };
   closeTransport?(): void;
   onClose?(reason: string): void;
 };
