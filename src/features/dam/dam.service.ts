@@ -32,10 +32,17 @@ export type Source = {
   extracted: Record<string, unknown>;
 };
 
+/** Media folders made by this process (a removed project takes its folder: checked again then). */
+const madeDirs = new Set<string>();
+
 /** The project's folder of transformed files (`<project dir>/media`); `create` makes it when missing. */
 function mediaDir(ctx: Pick<Ctx, "storage">, projectGid: string, create = true): string {
   const dir = join(ctx.storage.projectDir(projectGid), "media");
-  if (create) mkdirSync(dir, { recursive: true });
+  if (create && !(madeDirs.has(dir) && existsSync(dir))) {
+    mkdirSync(dir, { recursive: true });
+    if (madeDirs.size > 10_000) madeDirs.clear();
+    madeDirs.add(dir);
+  }
   return dir;
 }
 
@@ -60,6 +67,13 @@ function prepareQueries(db: DB) {
       .from(damTransforms)
       .where(and(eq(damTransforms.projectGid, p("project")), eq(damTransforms.file, p("file"))))
       .prepare(),
+    /** The row of a made media file, inserted or taken over (one statement, prepared once). */
+    record: db.$client.prepare(
+      `INSERT INTO dam_transforms (project_gid, file, asset_gid, source, width, height, size, options, updated_on)
+       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+       ON CONFLICT (project_gid, file) DO UPDATE SET asset_gid = excluded.asset_gid, source = excluded.source, width = excluded.width,
+         height = excluded.height, size = excluded.size, options = excluded.options, updated_on = excluded.updated_on`,
+    ),
   };
 }
 function queries(db: DB) {
@@ -252,13 +266,10 @@ async function upToDate(ctx: Ctx, projectGid: string, file: string, target: stri
  * instead (the removal hook below ran before there was a row to find).
  */
 function recordTransform(ctx: Ctx, target: string, row: Omit<typeof damTransforms.$inferInsert, "updatedOn" | "id">): void {
-  const values = { ...row, updatedOn: now() };
-  const kept = mutate(ctx.db, undefined, (tx) => {
-    if (!queries(ctx.db).asset.get({ gid: row.assetGid })) return false;
-    tx.insert(damTransforms)
-      .values(values)
-      .onConflictDoUpdate({ target: [damTransforms.projectGid, damTransforms.file], set: values })
-      .run();
+  const q = queries(ctx.db);
+  const kept = mutate(ctx.db, undefined, () => {
+    if (!q.asset.get({ gid: row.assetGid })) return false;
+    q.record.run(row.projectGid, row.file, row.assetGid, row.source, row.width, row.height, row.size, JSON.stringify(row.options), now());
     return true;
   });
   if (!kept) {

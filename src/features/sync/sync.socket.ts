@@ -22,6 +22,8 @@ const SYNC_PATH = "/sync/io";
 
 const PING_INTERVAL_MS = 25_000;
 const PING_TIMEOUT_MS = 20_000;
+/** Longest wait between a delivery and the outbound budget's check (see scheduleBudget). */
+const BUDGET_INTERVAL_MS = 50;
 /** Sockets get a renewed JWT once this fraction of its life has passed. */
 const RENEW_AT = 0.75;
 
@@ -116,6 +118,8 @@ export class SyncServer {
   /** Sockets subscribed to a project (live or catching up). */
   private readonly byProject = new Map<string, Set<Session>>();
   private readonly catchingUp = new Set<Session>();
+  /** Sockets with packets in the engine's queue (long-polling clients that have not fetched yet). */
+  private readonly queuedSessions = new Set<Session>();
   /** Committed batches waiting for the fan-out. */
   private pending: Published[][] = [];
   /**
@@ -174,7 +178,23 @@ export class SyncServer {
     const waited = [...this.recentlyLive];
     this.recentlyLive.clear();
     for (const s of waited) if (s.state === "live" && s.project && !s.native) this.joinProject(s, true);
-    this.enforceBudget();
+    if (this.queuedSessions.size) this.enforceBudget([...this.queuedSessions]);
+    this.scheduleBudget();
+  }
+
+  /**
+   * The budget over every socket (10,000 sockets: milliseconds) runs at most once per
+   * BUDGET_INTERVAL_MS after deliveries instead of after each batch; the sockets with packets
+   * queued in the engine (long polling) are counted at once after each delivery.
+   */
+  private budgetTimer?: ReturnType<typeof setTimeout>;
+  private scheduleBudget() {
+    if (this.budgetTimer) return;
+    this.budgetTimer = setTimeout(() => {
+      this.budgetTimer = undefined;
+      this.enforceBudget();
+    }, BUDGET_INTERVAL_MS);
+    this.budgetTimer.unref?.();
   }
 
   /** Browsers' Origin against `APIS_CORS_ORIGINS`; clients without an Origin (apps, servers) pass. */
@@ -251,6 +271,7 @@ export class SyncServer {
   /** Disconnects every socket and stops listening to the hub. */
   async close(): Promise<void> {
     this.stopListening();
+    clearTimeout(this.budgetTimer);
     for (const s of this.sessions.values()) clearTimeout(s.renewal);
     await this.io.close();
   }
@@ -271,12 +292,16 @@ export class SyncServer {
     return total;
   }
 
-  /** Past --sync-outbound-budget, drops the clients with the most waiting first until under it. */
-  private enforceBudget() {
+  /**
+   * Past --sync-outbound-budget, drops the clients with the most waiting first until under it.
+   * `among`: the sockets to count (all by default; right after a delivery only those with packets
+   * queued in the engine, which is cheap, and every socket a moment later: see scheduleBudget).
+   */
+  private enforceBudget(among: Iterable<Session> = this.sessions.values()) {
     const budget = this.ctx.config.syncOutboundBudget;
     let total = 0;
     const heavy: [Session, number][] = [];
-    for (const s of this.sessions.values()) {
+    for (const s of among) {
       const n = this.waiting(s);
       if (n <= 0) continue;
       total += n;
@@ -304,6 +329,7 @@ export class SyncServer {
     this.ctx.log.warn("sync client dropped", { user: s.user, socket: s.socket.id, transport: conn.transport?.name, waiting_bytes: waiting, reason });
     conn.writeBuffer.length = 0;
     s.queued = 0;
+    this.queuedSessions.delete(s);
     this.unsubscribe(s);
     if (conn.transport?.name === "websocket") {
       // Nothing more can reach it in time: free the buffer at once.
@@ -373,10 +399,12 @@ export class SyncServer {
     const conn = socket.conn as unknown as { on(ev: string, fn: (arg: any) => void): void };
     conn.on("packetCreate", (packet: { data?: unknown }) => {
       s.queued += packetBytes(packet.data);
+      this.queuedSessions.add(s);
       if (s.queued > this.ctx.config.syncClientBuffer && !s.dropped) queueMicrotask(() => this.drop(s, "the client did not fetch its pushes"));
     });
     conn.on("flush", () => {
       s.queued = 0;
+      this.queuedSessions.delete(s);
     });
     // A client that moves from long polling to a WebSocket gets its project's items by publish from then on.
     conn.on("upgrade", () => {
@@ -407,6 +435,7 @@ export class SyncServer {
     clearTimeout(s.renewal);
     this.unsubscribe(s);
     this.sessions.delete(s.socket.id);
+    this.queuedSessions.delete(s);
     removeFrom(this.byUser, s.user, s);
   }
 
