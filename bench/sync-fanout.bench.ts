@@ -189,8 +189,14 @@ async function apis(notes: string[]) {
 
     // Warm-up, then the measured rounds: one change, every client.
     let lastCursor = setup.cursor as number;
-    const touch = async () => (lastCursor = (await child.request({ cmd: "touch", count: 1 })).last as number);
+    const serverMs: number[] = [];
+    const touch = async () => {
+      const r = await child.request({ cmd: "touch", count: 1 });
+      serverMs.push(r.serverMs);
+      return (lastCursor = r.last as number);
+    };
     await fleetRounds(fleet, touch, 3);
+    serverMs.length = 0;
     const single = await fleetRounds(fleet, touch, ROUNDS);
     const singleFaults = await fleet.faults();
     await fleet.stop();
@@ -240,7 +246,7 @@ async function apis(notes: string[]) {
       `One change = one project item written by the change-log writer in the server process (bench/sync-fanout.server.ts, asked over IPC); latency from the request to the client's \`sync\` handler (clocks of one machine: performance.timeOrigin + now()); ${ROUNDS} rounds after 3 warm-up rounds; every client got every round's item (${single.delivered} deliveries), ${singleFaults} out of order or twice.`,
       `Burst: ${BURST} changes, each its own transaction in its own event-loop turn, written in ${round(writeMs)} ms while the same process fanned them out; the last client had all of them ${round(burstMs)} ms after the first request; ${BURST_CLIENTS} clients (in the bench process) each checked for every cursor in order.`,
     );
-    return { single, singleFaults, perSocketKb, before, after, burstMs, delivered, lost };
+    return { single, singleFaults, perSocketKb, before, after, burstMs, delivered, lost, serverMs: median(serverMs), serverP99: percentile(serverMs, 99) };
   } finally {
     for (const s of sockets) s?.close();
     await fleet?.stop();
@@ -303,6 +309,7 @@ export async function run(): Promise<BenchResult> {
     { metric: `one change to ${CLIENTS} clients: p50 latency`, value: round(a.single.p50), unit: "ms", ceiling: round(c.single.p50), ratio: ratio(a.single.p50, c.single.p50) },
     { metric: `one change to ${CLIENTS} clients: p99 latency`, value: round(a.single.p99), unit: "ms", ceiling: round(c.single.p99), ratio: ratio(a.single.p99, c.single.p99), target: `< ${P99_TARGET_MS} ms` },
     { metric: `one change to ${CLIENTS} clients: until the last has it (median)`, value: round(a.single.last), unit: "ms", ceiling: round(c.single.last), ratio: ratio(a.single.last, c.single.last) },
+    { metric: `one change to ${CLIENTS} clients: the server's share (commit to every frame handed to the sockets), median / p99`, value: round(a.serverMs), unit: `ms (p99 ${round(a.serverP99)})` },
     { metric: `one change to ${CLIENTS} clients: lost, out of order or twice`, value: ROUNDS * CLIENTS - a.single.delivered + a.singleFaults, unit: "items", target: "<= 0" },
     { metric: `server memory per idle subscribed socket (RSS delta / ${CLIENTS})`, value: round(a.perSocketKb, 1), unit: "KB", ceiling: round(c.perSocketKb, 1), ratio: ratio(a.perSocketKb, c.perSocketKb) },
     { metric: `burst of ${BURST} changes to ${BURST_CLIENTS} clients: delivered`, value: Math.round(itemsPerSec), unit: "items/s", ceiling: Math.round(bareItemsPerSec), ratio: ratio(itemsPerSec, bareItemsPerSec) },

@@ -61,7 +61,7 @@ export class Logger {
     this.pino.level = level;
   }
 
-  /** True when events of `level` are written (callers skip building what would be thrown away). */
+  /** Whether lines of this level are written (so a caller can skip building what would be dropped). */
   enabled(level: Exclude<LogLevel, "silent">): boolean {
     return this.pino.isLevelEnabled(level);
   }
