@@ -196,6 +196,17 @@ describe("answers kept in memory", () => {
     expect((await fetch(url, { headers: { "if-none-match": a.headers.get("etag")! } })).status).toBe(200);
   });
 
+  test("a file removed by hand right after it was served is a 404 in the envelope, never a 500", async () => {
+    const { rmSync } = await import("node:fs");
+    const made = await srv.call(`/dam/p/${project}/transform/${pathname}/fit=30,20/name=byhand/key=k`, { token });
+    const url = made.body.result.public_url;
+    expect((await fetch(url)).status).toBe(200);
+    rmSync(join(srv.ctx.storage.projectDir(project), "media", url.split("/").pop()), { force: true });
+    const res = await fetch(url);
+    expect(res.status).toBe(404);
+    expect(((await res.json()) as any).result.code).toBe(404);
+  });
+
   test("a published original is public from its publication to its deletion, without delay", async () => {
     const img = await sharp({ create: { width: 30, height: 20, channels: 3, background: "#aa3300" } }).jpeg().toBuffer();
     const { gid, pathname: name } = await storeImage(srv, project, img);
