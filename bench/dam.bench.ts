@@ -29,6 +29,8 @@ const USER = { username: "dambench", email: "dambench@example.test", password: "
 const IMAGES_DIR = join(ROOT, "bench", ".tmp", "dam");
 /** Uncached transforms per image and side. */
 const REPEAT = Number(process.env.BENCH_DAM_REPEAT ?? 10);
+/** Alternating upload rounds (the image set and the 64 MB file per side and round). */
+const UPLOAD_ROUNDS = Number(process.env.BENCH_DAM_UPLOAD_ROUNDS ?? 3);
 /** The server's defaults, so the direct pipeline runs under the same guards. */
 const PIXEL_LIMIT = 50_000_000;
 const TIMEOUT_SECONDS = 30;
@@ -158,12 +160,21 @@ async function json(res: Response): Promise<any> {
   return JSON.parse(text);
 }
 
-/** Uploads one file through the asset endpoint; returns its storage name. */
-async function upload(url: string, project: string, auth: string, file: string, name: string): Promise<string> {
+/** The multipart body of an upload of `file`, made once so Apis and the bare server get the very same bytes. */
+type Multipart = { body: Uint8Array; type: string };
+async function multipart(file: string, name: string): Promise<Multipart> {
   const form = new FormData();
   form.append("file", Bun.file(file), name);
-  const body = await json(await fetch(`${url}/api/p/${project}/assets/upload`, { method: "POST", headers: { authorization: auth }, body: form }));
-  return body.data.assets[body.result.asset].storage_name;
+  const r = new Response(form);
+  return { type: r.headers.get("content-type")!, body: new Uint8Array(await r.arrayBuffer()) };
+}
+
+/** Uploads one multipart body through the asset endpoint; returns the storage name. */
+async function upload(url: string, project: string, auth: string, m: Multipart): Promise<string> {
+  const body = await json(await fetch(`${url}/api/p/${project}/assets/upload`, { method: "POST", headers: { authorization: auth, "content-type": m.type }, body: m.body }));
+  const a = body.data.assets[body.result.asset];
+  // The DAM storage pathname of an asset: <gid>~<version>.<type> (the asset form does not show it).
+  return `${a.gid}~${a.version}.${a.type}`;
 }
 
 /** Seconds to run `fn`. */
@@ -200,9 +211,10 @@ export async function run(): Promise<BenchResult> {
     const varFiles: Record<string, { file: string; type: string }> = {};
 
     // Uploads first (they make the originals the transforms read).
-    let uploadSetSeconds = 0;
-    for (const s of sources) uploadSetSeconds += await timed(async () => (s.pathname = await upload(apis!.url, project, auth, s.file, s.file.split("/").pop()!)));
-    const uploadBigSeconds = await timed(() => upload(apis!.url, project, auth, big, "large.bin"));
+    const bodies = await Promise.all(sources.map((s) => multipart(s.file, s.file.split("/").pop()!)));
+    const bigBody = await multipart(big, "large.bin");
+    // Warm-up: both sides take one image first (code paths loaded, files and folders made).
+    for (const [i, s] of sources.entries()) s.pathname = await upload(apis!.url, project, auth, bodies[i]!);
 
     // The media files to serve: a thumbnail and a web-size image made by the endpoint.
     const thumb = await json(await fetch(`${apis.url}/dam/p/${project}/transform/${sources[0]!.pathname}/fill=200,200/q=80`, { headers: { authorization: auth } }));
@@ -214,9 +226,19 @@ export async function run(): Promise<BenchResult> {
     const barePort = await freePort();
     bare = await spawnServer([BUN, "bench/dam-bare.ts", String(barePort), filesJson, work], barePort, { readyPath: "/ping" });
 
+    const bareUpload = async (m: Multipart) => (await fetch(`${bare!.url}/upload`, { method: "POST", headers: { "content-type": m.type }, body: m.body })).arrayBuffer();
+    await bareUpload(bodies[0]!);
+    // Alternating rounds (Apis, bare, Apis, ...), one upload at a time, so other work on the machine falls on both alike.
+    let uploadSetSeconds = 0;
     let bareSetSeconds = 0;
-    for (const s of sources) bareSetSeconds += await timed(async () => (await fetch(`${bare!.url}/upload`, { method: "POST", body: Bun.file(s.file) })).arrayBuffer());
-    const bareBigSeconds = await timed(async () => (await fetch(`${bare!.url}/upload`, { method: "POST", body: Bun.file(big) })).arrayBuffer());
+    let uploadBigSeconds = 0;
+    let bareBigSeconds = 0;
+    for (let r = 0; r < UPLOAD_ROUNDS; r++) {
+      for (const m of bodies) uploadSetSeconds += await timed(() => upload(apis!.url, project, auth, m));
+      for (const m of bodies) bareSetSeconds += await timed(() => bareUpload(m));
+      uploadBigSeconds += await timed(() => upload(apis!.url, project, auth, bigBody));
+      bareBigSeconds += await timed(() => bareUpload(bigBody));
+    }
 
     // Uncached transforms: endpoint (force) vs the direct pipeline, alternating rounds.
     const endpointUrl = (s: Source) => `${apis!.url}/dam/p/${project}/transform/${s.pathname}/${s.options}/force=true`;
@@ -278,15 +300,15 @@ export async function run(): Promise<BenchResult> {
       `Uncached transform: each image with its options and \`force=true\`, one request at a time, ${REPEAT}× per image and side, measured in pairs (endpoint and direct on the same image back to back, the order alternating) after a warm-up; the ratio is the median over the pairs of direct time / endpoint time (a spike of other work on the machine hits one pair, not the total), value and ceiling are totals (transforms per second over all pairs, ratio of totals ${round(endpointRate / directRate)}); ceiling: \`render()\` of src/features/dam/dam.transform.ts (the endpoint's own pipeline: header read, plan, sharp, temp file + rename) called in this process on the same image files. Both sides: sharp cache off, libvips concurrency min(4, cores). Per image through the endpoint (timing_ms.transform, best of 3): ${perImage.join("; ")}.`,
       `Repeated transform: \`${sources[0]!.options}\` without force on the up-to-date file (JWT check, membership, asset lookup, stats of source and output, the output size recorded at its render), autocannon ${CONNECTIONS} connections, ${SECONDS} s; p50 ${cached.p50} ms, p99 ${cached.p99} ms.`,
       `Media: autocannon ${CONNECTIONS} connections, ${SECONDS} s per round, ${ROUNDS} alternating rounds after a 2 s warm-up, on a ${round(thumbBytes / 1024, 1)} KB thumbnail and a ${round(webBytes / 1024, 1)} KB web image; ceiling: bench/dam-bare.ts answering \`new Response(Bun.file(path))\` with the Content-Type, in its own process.`,
-      `Uploads: multipart POST /api/p/<project>/assets/upload (streamed to disk, SHA-256, type sniffing, EXIF extraction, database row, sync item), one at a time; ceiling: the bare server streaming the raw body to a file. The 64 MB file is pseudo-random bytes (stored as a plain file).`,
+      `Uploads: multipart POST /api/p/<project>/assets/upload (streamed to disk, SHA-256, type sniffing, header and EXIF/IPTC/XMP extraction, database row, sync item), one at a time, ${UPLOAD_ROUNDS} alternating rounds after a warm-up; ceiling: the bare server streaming the very same multipart body (built once in memory) to a file. The 64 MB file is pseudo-random bytes (stored as a plain file).`,
     );
     const rows: Row[] = [
-      { metric: "uncached transform through /dam (force)", value: round(endpointRate, 2), unit: "transforms/s", ceiling: round(directRate, 2), ratio: round(median(pairRatios)), target: "ratio >= 0.85" },
+      { metric: "uncached transform through /dam (force)", value: round(endpointRate, 2), unit: "transforms/s", ceiling: round(directRate, 2), ratio: round(median(pairRatios)), target: "ratio >= 0.95" },
       { metric: "repeated transform without force (up to date)", value: round(cached.rps, 0), unit: "req/s" },
-      { metric: `GET /media/.../var (${round(thumbBytes / 1024, 1)} KB thumbnail)`, value: round(mediaThumb.subject, 0), unit: "req/s", ceiling: round(mediaThumb.ceiling, 0), ratio: round(mediaThumb.subject / mediaThumb.ceiling), target: "ratio >= 0.8" },
-      { metric: `GET /media/.../var (${round(webBytes / 1024, 1)} KB image)`, value: round(mediaWeb.subject, 0), unit: "req/s", ceiling: round(mediaWeb.ceiling, 0), ratio: round(mediaWeb.subject / mediaWeb.ceiling), target: "ratio >= 0.8" },
-      { metric: `upload, image set (${sources.length} files, ${round(mb(setBytes), 1)} MB)`, value: round(mb(setBytes) / uploadSetSeconds, 1), unit: "MB/s", ceiling: round(mb(setBytes) / bareSetSeconds, 1), ratio: round(bareSetSeconds / uploadSetSeconds) },
-      { metric: "upload, one 64 MB file", value: round(64 / uploadBigSeconds, 1), unit: "MB/s", ceiling: round(64 / bareBigSeconds, 1), ratio: round(bareBigSeconds / uploadBigSeconds) },
+      { metric: `GET /media/.../var (${round(thumbBytes / 1024, 1)} KB thumbnail)`, value: round(mediaThumb.subject, 0), unit: "req/s", ceiling: round(mediaThumb.ceiling, 0), ratio: round(mediaThumb.subject / mediaThumb.ceiling), target: "ratio >= 0.95" },
+      { metric: `GET /media/.../var (${round(webBytes / 1024, 1)} KB image)`, value: round(mediaWeb.subject, 0), unit: "req/s", ceiling: round(mediaWeb.ceiling, 0), ratio: round(mediaWeb.subject / mediaWeb.ceiling), target: "ratio >= 0.95" },
+      { metric: `upload, image set (${sources.length} files, ${round(mb(setBytes), 1)} MB)`, value: round((UPLOAD_ROUNDS * mb(setBytes)) / uploadSetSeconds, 1), unit: "MB/s", ceiling: round((UPLOAD_ROUNDS * mb(setBytes)) / bareSetSeconds, 1), ratio: round(bareSetSeconds / uploadSetSeconds), target: "ratio >= 0.4" },
+      { metric: "upload, one 64 MB file", value: round((UPLOAD_ROUNDS * 64) / uploadBigSeconds, 1), unit: "MB/s", ceiling: round((UPLOAD_ROUNDS * 64) / bareBigSeconds, 1), ratio: round(bareBigSeconds / uploadBigSeconds), target: "ratio >= 0.6" },
     ];
     return { name: "dam", rows, notes };
   } finally {

@@ -3,7 +3,8 @@
  * very bytes Apis sends for one project item (a Socket.IO `sync` event frame) to every connected
  * client through Bun's native pub/sub. No Socket.IO, no database. Driven over IPC:
  *
- *   → {cmd: "touch", count}   ← {cmd: "touched"}
+ *   → {cmd: "touch", count}   ← {cmd: "touched", first, last}
+ *   → {cmd: "rss"}            ← {cmd: "rss", mb, sockets}   (after a full garbage collection)
  */
 if (!process.send) throw new Error("started by bench/sync-fanout.bench.ts with IPC");
 
@@ -28,11 +29,15 @@ const server = Bun.serve({
 
 process.on("message", async (msg: any) => {
   if (msg.cmd === "touch") {
+    const first = cursor + 1;
     for (let i = 0; i < msg.count; i++) {
       if (i) await new Promise((r) => setImmediate(r));
       server.publish("all", frame());
     }
-    process.send!({ cmd: "touched" });
+    process.send!({ cmd: "touched", first, last: cursor });
+  } else if (msg.cmd === "rss") {
+    Bun.gc(true);
+    process.send!({ cmd: "rss", mb: process.memoryUsage().rss / 2 ** 20, sockets: server.subscriberCount("all") });
   } else if (msg.cmd === "stop") {
     server.stop(true);
     process.exit(0);

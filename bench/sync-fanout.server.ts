@@ -3,7 +3,9 @@
  * clients and the server under test never share an event loop. Started with IPC by the bench:
  *
  *   → {cmd: "setup", members}          ← {url, owner, project, tokens: string[], cursor}
- *   → {cmd: "touch", count}            ← {cmd: "touched", first, last}
+ *   → {cmd: "touch", count}            ← {cmd: "touched", first, last, serverMs}   (serverMs: from the first
+ *                                        commit until the fan-out has handed every frame to the sockets)
+ *   → {cmd: "rss"}                     ← {cmd: "rss", mb, sockets}   (after a full garbage collection)
  *
  * `setup` makes one project with `members` active member users and signs a JWT for each (written
  * straight into the database, as `apis user create` would, to skip a thousand password hashes).
@@ -47,12 +49,19 @@ process.on("message", async (msg: any) => {
   } else if (msg.cmd === "touch") {
     let first = 0;
     let last = 0;
+    const t0 = performance.now();
     for (let i = 0; i < msg.count; i++) {
       if (i) await new Promise((r) => setImmediate(r));
       last = mutate(ctx.db, ctx.hub, (_tx, log) => log.project(project, "UPDATE", "records", newGid()).cursor);
       first ||= last;
     }
-    process.send!({ cmd: "touched", first, last });
+    // The fan-out runs on the next turn (setImmediate after the commit): this one comes after it.
+    await new Promise((r) => setImmediate(r));
+    const serverMs = server.sync.pendingBatches === 0 ? performance.now() - t0 : NaN;
+    process.send!({ cmd: "touched", first, last, serverMs });
+  } else if (msg.cmd === "rss") {
+    Bun.gc(true);
+    process.send!({ cmd: "rss", mb: process.memoryUsage().rss / 2 ** 20, sockets: server.sync.io.of("/").sockets.size });
   } else if (msg.cmd === "stop") {
     await server.stop();
     process.exit(0);

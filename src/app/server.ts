@@ -69,6 +69,16 @@ export async function startServer(config: Config, opts: { features?: readonly Fe
     fetch: (req, srv) => (sync.handles(req) ? syncFetch(req, srv) : mainFetch(req, srv)) as Promise<Response>,
     websocket: sync.websocket,
     error(err) {
+      // A file answer whose file was removed behind Apis's back after its facts were read
+      // (src/platform/storage/file-facts.ts keeps them up to a second): Bun fails to open it.
+      const e = err as Error & { code?: string; syscall?: string };
+      if (e?.code === "ENOENT" && e.syscall === "open") {
+        ctx.log.warn("a file to send was gone", { error: String(e.message) });
+        return new Response(JSON.stringify({ success: false, result: { code: 404, message: "Not found", info: {} }, data: {} }), {
+          status: 404,
+          headers: { "content-type": "application/json; charset=utf-8" },
+        });
+      }
       ctx.log.error("unhandled server error", { error: String(err?.stack ?? err) });
       return new Response(JSON.stringify({ success: false, result: { code: 500, message: "Internal server error", info: {} }, data: {} }), {
         status: 500,

@@ -1,5 +1,5 @@
-import { createHash } from "node:crypto";
-import { open, rm } from "node:fs/promises";
+import { closeSync, openSync, writevSync, writeSync } from "node:fs";
+import { rm } from "node:fs/promises";
 import { basename } from "node:path";
 import { newGid } from "../core/ids";
 import { ApiError, badRequest } from "../core/errors";
@@ -14,6 +14,11 @@ import type { Received, ReceivedFile } from "../platform/storage/storage";
  * `receiveMultipart`, which reads `request.body` chunk by chunk, writes the one file part straight
  * to a temp file (hashing and counting bytes on the way, 413 past the limit) and keeps the small
  * text fields in memory.
+ *
+ * The file's bytes are never copied on the way: each arriving chunk is searched for the boundary,
+ * hashed and written as it is (only the few bytes that may begin a boundary wait for the next
+ * chunk). Its first `headBytes` are also kept in memory and handed to `onHead` as soon as they
+ * are in, so a caller can sniff the type and read the metadata while the rest still arrives.
  */
 
 export type { Received, ReceivedFile };
@@ -31,12 +36,20 @@ export type MultipartOptions = {
   /** Largest text field (default 64 KiB) and number of fields (default 100). */
   maxFieldBytes?: number;
   maxFields?: number;
+  /** Bytes of the file's beginning kept in memory for `onHead` and `ReceivedFile.head` (default 0). */
+  headBytes?: number;
+  /**
+   * Called once with the file's first `headBytes` (fewer when the file is smaller: `complete` is
+   * then true) as soon as they have arrived, before the rest is read.
+   */
+  onHead?: (head: Buffer, complete: boolean) => void;
 };
 
 const CRLF = Buffer.from("\r\n");
 const HEADER_END = Buffer.from("\r\n\r\n");
 const MAX_HEADER_BYTES = 16 * 1024;
-/** Bytes gathered before one write to the temp file. */
+const EMPTY = Buffer.alloc(0);
+/** Bytes of arrived chunks gathered (by reference, not copied) before one write to the temp file. */
 const WRITE_BATCH = 1024 * 1024;
 
 const tooLarge = (limit: number) => new ApiError(413, "Payload too large", { limit_bytes: limit });
@@ -125,7 +138,7 @@ class Parser {
   private fieldBytes = 0;
   readonly fields: Record<string, string> = {};
   private fieldCount = 0;
-  private file?: { field: string; filename: string; path: string; size: number; hash: ReturnType<typeof createHash>; handle: Awaited<ReturnType<typeof open>>; pending: Buffer[]; pendingBytes: number };
+  private file?: { field: string; filename: string; path: string; size: number; hash: Bun.CryptoHasher; fd: number; head: Buffer[]; headSize: number; headSent: boolean; pending: Buffer[]; pendingBytes: number };
   private fileDone = false;
 
   constructor(
@@ -141,10 +154,34 @@ class Parser {
     return this.state === "done";
   }
 
-  async push(chunk: Uint8Array): Promise<void> {
+  async push(input: Uint8Array): Promise<void> {
     if (this.state === "done") return;
-    this.buf = this.buf.length ? Buffer.concat([this.buf, chunk]) : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    const chunk = Buffer.from(input.buffer, input.byteOffset, input.byteLength);
+    if (this.state === "body" && (await this.bodyChunk(chunk))) return;
+    this.buf = this.buf.length ? Buffer.concat([this.buf, chunk]) : chunk;
     await this.drain();
+  }
+
+  /**
+   * A chunk inside a part's body, without copying it: true when it was taken whole (no boundary
+   * in it), false when the general path must look at it (a boundary ends the part in it).
+   * `this.buf` then holds only the last few bytes of the previous chunk, which could begin a
+   * boundary.
+   */
+  private async bodyChunk(chunk: Buffer): Promise<boolean> {
+    const d = this.delimiter;
+    const keep = d.length - 1;
+    if (chunk.length < d.length) return false;
+    if (this.buf.length) {
+      // Could a boundary begin in the kept bytes and end in this chunk?
+      if (Buffer.concat([this.buf, chunk.subarray(0, keep)]).indexOf(d) >= 0) return false;
+      await this.data(this.buf);
+      this.buf = EMPTY;
+    }
+    if (chunk.indexOf(d) >= 0) return false;
+    await this.data(chunk.subarray(0, chunk.length - keep));
+    this.buf = Buffer.from(chunk.subarray(chunk.length - keep));
+    return true;
   }
 
   private async drain(): Promise<void> {
@@ -222,9 +259,9 @@ class Parser {
       }
       if (this.file || this.fileDone) throw badRequest("Only one file per upload", { "Invalid parameter": fileField });
       const path = `${this.opts.tmpDir}/upload-${newGid(16)}.part`;
-      const handle = await open(path, "wx", 0o600);
+      const fd = openSync(path, "wx", 0o600);
       const filename = basename((h.filename ?? "").replace(/\\/g, "/"));
-      this.file = { field: h.name, filename, path, size: 0, hash: createHash("sha256"), handle, pending: [], pendingBytes: 0 };
+      this.file = { field: h.name, filename, path, size: 0, hash: new Bun.CryptoHasher("sha256"), fd, head: [], headSize: 0, headSent: false, pending: [], pendingBytes: 0 };
       this.part = { ...h, kind: "file" };
       return;
     }
@@ -240,11 +277,20 @@ class Parser {
       const f = this.file!;
       f.size += chunk.length;
       if (f.size > this.opts.maxFileBytes) throw tooLarge(this.opts.maxFileBytes);
+      const want = (this.opts.headBytes ?? 0) - f.headSize;
+      if (want > 0) {
+        const part = chunk.subarray(0, want);
+        // A copy: the head outlives this chunk (the chunk itself is only written and hashed).
+        f.head.push(Buffer.from(part));
+        f.headSize += part.length;
+        if (f.headSize === this.opts.headBytes) this.sendHead(false);
+      }
       f.hash.update(chunk);
-      // The parser's buffer is reused: copy before queueing.
-      f.pending.push(Buffer.from(chunk));
+      // Chunks are fresh buffers of the request stream (never reused): kept by reference and
+      // written together, one system call per megabyte; the page cache takes them at once.
+      f.pending.push(chunk);
       f.pendingBytes += chunk.length;
-      if (f.pendingBytes >= WRITE_BATCH) await this.flushFile();
+      if (f.pendingBytes >= WRITE_BATCH) this.flushFile();
       return;
     }
     this.fieldBytes += chunk.length;
@@ -252,22 +298,41 @@ class Parser {
     this.fieldChunks.push(Buffer.from(chunk));
   }
 
-  private async flushFile(): Promise<void> {
+  private flushFile(): void {
     const f = this.file!;
-    if (!f.pendingBytes) return;
-    const data = f.pending.length === 1 ? f.pending[0]! : Buffer.concat(f.pending, f.pendingBytes);
+    let rest = f.pending;
     f.pending = [];
     f.pendingBytes = 0;
-    let off = 0;
-    while (off < data.length) off += (await f.handle.write(data, off, data.length - off)).bytesWritten;
+    while (rest.length) {
+      let n = rest.length === 1 ? writeSync(f.fd, rest[0]!) : writevSync(f.fd, rest);
+      // A short write: drop what went out, write the rest.
+      let i = 0;
+      while (i < rest.length && n >= rest[i]!.length) n -= rest[i++]!.length;
+      rest = rest.slice(i);
+      if (n > 0) rest[0] = rest[0]!.subarray(n);
+    }
+  }
+
+  private headOf(f: NonNullable<Parser["file"]>): Buffer {
+    if (f.head.length > 1) f.head = [Buffer.concat(f.head, f.headSize)];
+    return f.head[0] ?? EMPTY;
+  }
+
+  private sendHead(complete: boolean): void {
+    const f = this.file!;
+    if (f.headSent || !this.opts.onHead) return;
+    f.headSent = true;
+    this.opts.onHead(this.headOf(f), complete);
   }
 
   private async endPart(): Promise<void> {
     if (!this.part) return;
     if (this.part.kind === "file") {
-      await this.flushFile();
-      await this.file!.handle.close();
+      const f = this.file!;
+      this.flushFile();
+      closeSync(f.fd);
       this.fileDone = true;
+      this.sendHead(true);
     } else if (this.part.kind === "field") {
       this.fields[this.part.name] = Buffer.concat(this.fieldChunks).toString("utf8");
       this.fieldChunks = [];
@@ -279,13 +344,17 @@ class Parser {
     if (this.state !== "done") throw malformed("the body ended before the closing delimiter");
     const f = this.file;
     if (!f) return { fields: this.fields };
-    return { fields: this.fields, file: { field: f.field, filename: f.filename, path: f.path, size: f.size, sha256: f.hash.digest("hex") } };
+    return { fields: this.fields, file: { field: f.field, filename: f.filename, path: f.path, size: f.size, sha256: f.hash.digest("hex"), head: this.headOf(f) } };
   }
 
   async abort(): Promise<void> {
     const f = this.file;
     if (!f) return;
-    if (!this.fileDone) await f.handle.close().catch(() => {});
+    if (!this.fileDone) {
+      try {
+        closeSync(f.fd);
+      } catch {}
+    }
     await rm(f.path, { force: true });
   }
 }

@@ -60,39 +60,58 @@ export type Handler<S, R extends Request = Request> = (req: R, server: S) => Res
  */
 export function observed<S, R extends Request = Request>(ctx: Ctx, handler: Handler<S, R>, opts: { route?: string; quiet?: boolean } = {}): Handler<S, R> {
   const metrics = metricsOf(ctx);
-  return async (req, server) => {
+  const level = opts.quiet ? "debug" : "info";
+  const finish = (req: R, s: Seen, res: Response | undefined, started: number) => {
+    const ms = performance.now() - started;
+    // No response: a websocket upgrade that succeeded (101), or a handler that threw (Bun's error handler answers 500).
+    const status = res?.status ?? (req.headers.get("upgrade") ? 101 : 500);
+    if (res && !res.headers.has("x-request-id")) {
+      try {
+        res.headers.set("x-request-id", s.id);
+      } catch {
+        // Immutable headers (a Response.redirect or a cached static answer): the id stays in the log.
+      }
+    }
+    metrics.observe(req.method, s.route ?? opts.route ?? "(unmatched)", status, ms / 1000);
+    // The line is only made when it is written (`--log-level warn` skips every request line).
+    if (!ctx.log.enabled(level)) return;
+    const path = pathOf(req.url);
+    const project = PROJECT.exec(path)?.[1];
+    const line = {
+      method: req.method,
+      path,
+      ...(project ? { project } : {}),
+      status,
+      ms: Math.round(ms * 10) / 10,
+      ...(s.user ? { user: s.user } : {}),
+      request_id: s.id,
+    };
+    ctx.log[level](`${req.method} ${path} ${status}`, line);
+  };
+  return (req, server) => {
     const started = performance.now();
     const s = track(req);
-    let res: Response | undefined;
+    let out: ReturnType<Handler<S, R>>;
     try {
-      res = await handler(req, server);
-      return res;
-    } finally {
-      const ms = performance.now() - started;
-      // No response: a websocket upgrade that succeeded (101), or a handler that threw (Bun's error handler answers 500).
-      const status = res?.status ?? (req.headers.get("upgrade") ? 101 : 500);
-      if (res && !res.headers.has("x-request-id")) {
-        try {
-          res.headers.set("x-request-id", s.id);
-        } catch {
-          // Immutable headers (a Response.redirect or a cached static answer): the id stays in the log.
-        }
-      }
-      const route = s.route ?? opts.route ?? "(unmatched)";
-      metrics.observe(req.method, route, status, ms / 1000);
-      const path = pathOf(req.url);
-      const line = {
-        method: req.method,
-        path,
-        ...(PROJECT.exec(path) ? { project: PROJECT.exec(path)![1] } : {}),
-        status,
-        ms: Math.round(ms * 10) / 10,
-        ...(s.user ? { user: s.user } : {}),
-        request_id: s.id,
-      };
-      const msg = `${req.method} ${path} ${status}`;
-      if (opts.quiet) ctx.log.debug(msg, line);
-      else ctx.log.info(msg, line);
+      out = handler(req, server);
+    } catch (err) {
+      finish(req, s, undefined, started);
+      throw err;
     }
+    // A handler that answers at once (public media files) is finished without a promise.
+    if (!(out instanceof Promise)) {
+      finish(req, s, out, started);
+      return out;
+    }
+    return out.then(
+      (res) => {
+        finish(req, s, res, started);
+        return res;
+      },
+      (err) => {
+        finish(req, s, undefined, started);
+        throw err;
+      },
+    );
   };
 }

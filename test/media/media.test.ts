@@ -177,6 +177,59 @@ describe("transformed files", () => {
   });
 });
 
+describe("answers kept in memory", () => {
+  test("a transformed file made again under the same name is served new at once, with a new ETag", async () => {
+    const first = await srv.call(`/dam/p/${project}/transform/${pathname}/fit=60,40/name=reused/key=k`, { token });
+    const url = first.body.result.public_url;
+    const a = await fetch(url);
+    const aBytes = Buffer.from(await a.arrayBuffer());
+    // Asked again and again: the facts of the file are kept between requests.
+    for (let i = 0; i < 3; i++) expect((await fetch(url)).headers.get("etag")).toBe(a.headers.get("etag"));
+    const second = await srv.call(`/dam/p/${project}/transform/${pathname}/fit=120,80/name=reused/key=k/force=true`, { token });
+    expect(second.body.result.public_url).toBe(url);
+    const b = await fetch(url);
+    const bBytes = Buffer.from(await b.arrayBuffer());
+    expect(b.headers.get("etag")).not.toBe(a.headers.get("etag"));
+    expect(Number(b.headers.get("content-length"))).toBe(bBytes.length);
+    expect(bBytes.equals(aBytes)).toBe(false);
+    expect((await sharp(bBytes).metadata()).width).toBe(120);
+    expect((await fetch(url, { headers: { "if-none-match": a.headers.get("etag")! } })).status).toBe(200);
+  });
+
+  test("a file removed by hand right after it was served is a 404 in the envelope, never a 500", async () => {
+    const { rmSync } = await import("node:fs");
+    const made = await srv.call(`/dam/p/${project}/transform/${pathname}/fit=30,20/name=byhand/key=k`, { token });
+    const url = made.body.result.public_url;
+    expect((await fetch(url)).status).toBe(200);
+    rmSync(join(srv.ctx.storage.projectDir(project), "media", url.split("/").pop()), { force: true });
+    const res = await fetch(url);
+    expect(res.status).toBe(404);
+    expect(((await res.json()) as any).result.code).toBe(404);
+  });
+
+  test("a published original is public from its publication to its deletion, without delay", async () => {
+    const img = await sharp({ create: { width: 30, height: 20, channels: 3, background: "#aa3300" } }).jpeg().toBuffer();
+    const { gid, pathname: name } = await storeImage(srv, project, img);
+    const url = `${srv.url}/media/p/${project}/orig/${name}`;
+    // Not published yet: the 404 is remembered until the asset changes.
+    expect((await fetch(url)).status).toBe(404);
+    expect((await fetch(url)).status).toBe(404);
+    expect((await srv.call(`/dam/p/${project}/publish/${name}`, { token })).status).toBe(200);
+    for (let i = 0; i < 3; i++) expect((await fetch(url)).status).toBe(200);
+    expect((await srv.call(`/api/p/${project}/assets/delete`, { body: { asset: gid }, token })).status).toBe(200);
+    expect((await fetch(url)).status).toBe(404);
+    expect((await srv.call(`/api/p/${project}/assets/undelete`, { body: { asset: gid }, token })).status).toBe(200);
+    expect((await fetch(url)).status).toBe(200);
+    expect((await srv.call(`/dam/p/${project}/unpublish/${name}`, { token })).status).toBe(200);
+    expect((await fetch(url)).status).toBe(404);
+    expect((await srv.call(`/dam/p/${project}/publish/${name}`, { token })).status).toBe(200);
+    expect((await fetch(url)).status).toBe(200);
+    await srv.call(`/api/p/${project}/assets/delete`, { body: { asset: gid }, token });
+    expect((await srv.call(`/api/p/${project}/assets/permanent_delete`, { body: { asset: gid }, token })).status).toBe(200);
+    expect((await fetch(url)).status).toBe(404);
+  });
+});
+
 describe("published originals, avatars and icons", () => {
   test("a published original is served with the stored type and revalidated on every use", async () => {
     const p = await srv.call(`/dam/p/${project}/publish/${pathname}`, { token });

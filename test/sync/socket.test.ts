@@ -233,6 +233,36 @@ describe("initsync", () => {
     s.close();
   });
 
+  test("a project's items reach WebSocket, long-polling and upgrading subscribers alike, each once and in order", async () => {
+    const project = await createProject(srv, alice, "Transports");
+    const top = await cursors(srv, alice);
+    const ws = await connect(srv, alice.token);
+    const polling = await connect(srv, alice.token, { transports: ["polling"] });
+    const upgrading = await connect(srv, alice.token, { transports: ["polling", "websocket"] });
+    const clients = [ws, polling, upgrading];
+    const got = clients.map(collect);
+    // The upgrading client subscribes while still polling; its WebSocket comes later.
+    for (const c of clients) expect(await initsync(c, { "cc.cursor": top, project, cursor: top })).toEqual([]);
+    const written: number[] = [];
+    written.push(touch(srv, project));
+    await until(() => upgrading.io.engine.transport.name === "websocket", 3000, "upgrade");
+    for (let i = 0; i < 5; i++) written.push(touch(srv, project));
+    // Two changes committed in one turn (one fan-out), and one more after it.
+    written.push(touch(srv, project), touch(srv, project));
+    await Bun.sleep(0);
+    written.push(touch(srv, project));
+    await until(() => got.every((g) => g.filter((i) => i.type === project).length >= written.length));
+    await Bun.sleep(50);
+    for (const g of got) expect(g.filter((i) => i.type === project).map((i) => i.cursor)).toEqual(written);
+    // A second initsync without the project stops its items on every transport.
+    for (const c of clients) expect(await initsync(c, { "cc.cursor": await cursors(srv, alice) })).toBeArray();
+    const after = touch(srv, project);
+    const marker = await createProject(srv, alice, "Marker");
+    await until(() => got.every((g) => g.some((i) => i.data_key === marker)));
+    for (const g of got) expect(g.some((i) => i.cursor === after)).toBe(false);
+    for (const c of clients) c.close();
+  });
+
   test("later changes arrive as sync events: project items to its subscribers, cc items to their audience", async () => {
     const a = await connect(srv, alice.token);
     const b = await connect(srv, bob.token);

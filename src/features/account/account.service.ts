@@ -1,6 +1,7 @@
 import { checkSignupPolicy } from "./signup.service";
 import { and, asc, eq, sql } from "drizzle-orm";
 import { rmSync } from "node:fs";
+import { fileChanged } from "../../platform/storage/file-facts";
 import type { Ctx } from "../../platform/context";
 import { afterCommit, mutate, type ChangeLog } from "../../db/mutate";
 import { writeFileSync } from "node:fs";
@@ -420,7 +421,12 @@ function eraseAccount(ctx: Ctx, tx: Tx, log: ChangeLog, userGid: string): { avat
 
 /** Removes an avatar file once the unit of work that dropped it has committed. */
 function removeAvatarFile(ctx: Pick<Ctx, "db" | "storage">, name: string | null | undefined) {
-  if (name) afterCommit(ctx.db, () => rmSync(ctx.storage.inside(ctx.storage.avatars, name), { force: true }));
+  if (name)
+    afterCommit(ctx.db, () => {
+      const file = ctx.storage.inside(ctx.storage.avatars, name);
+      rmSync(file, { force: true });
+      fileChanged(file);
+    });
 }
 
 /** The global init payload reduced to the caller's own user entry (spec 4.1 `reset_password`). */

@@ -5,6 +5,7 @@ import { answer } from "../../http/envelope";
 import { operation } from "../../http/operations";
 import { describe, type ErrorStatus, type Upload } from "../../http/openapi";
 import { receiveMultipart } from "../../http/multipart";
+import { HEAD_BYTES } from "../../platform/images/file-info";
 import type { Ctx } from "../../platform/context";
 import { BULK_KINDS, bulkGetAssets, startBulkOperation, type BulkOperation } from "./assets.bulk";
 import { autocompleteAssets, findAssets, findFolders } from "./assets.search";
@@ -190,12 +191,13 @@ export const assetOperations = [
  */
 export function assetRoutes(ctx: Ctx) {
   /** Streams a multipart upload to the temp folder (src/http/multipart.ts), 413 past --upload-max-bytes. */
-  const receive = (request: Request) => receiveMultipart(request, { tmpDir: ctx.storage.tmp, maxFileBytes: ctx.config.uploadMaxBytes, fileField: ["upload_file", "file"] });
+  const receive = (request: Request) => (onHead: (head: Buffer, complete: boolean) => void) =>
+    receiveMultipart(request, { tmpDir: ctx.storage.tmp, maxFileBytes: ctx.config.uploadMaxBytes, fileField: ["upload_file", "file"], headBytes: HEAD_BYTES, onHead });
   return new Elysia({ prefix: "/api/p/:project/assets" })
     .use(authMacro(ctx))
     .post(
       "/upload",
-      async ({ params, request, actor }) => answer(await uploadAsset(ctx, actor, params.project, "new", () => receive(request))),
+      async ({ params, request, actor }) => answer(await uploadAsset(ctx, actor, params.project, "new", receive(request))),
       {
         auth: true,
         params,
@@ -218,7 +220,7 @@ export function assetRoutes(ctx: Ctx) {
     )
     .post(
       "/upload_update",
-      async ({ params, request, actor }) => answer(await uploadAsset(ctx, actor, params.project, "version", () => receive(request))),
+      async ({ params, request, actor }) => answer(await uploadAsset(ctx, actor, params.project, "version", receive(request))),
       {
         auth: true,
         params,

@@ -13,10 +13,12 @@ import { getProject } from "../projects/projects.service";
 import { projectOptions } from "../settings/settings.options";
 import { ApiError, badRequest, unprocessable } from "../../core/errors";
 import type { Received, ReceivedFile } from "../../platform/storage/storage";
-import { analyseFile } from "../../platform/images/file-info";
+import { analyseFile, inspectHead, type HeadFindings } from "../../platform/images/file-info";
 import { readImageHeader } from "../../platform/images/images";
+import type { Metadata } from "sharp";
 import { newGid, now } from "../../core/ids";
 import { originalPath, storageName } from "../../platform/storage/originals";
+import { fileChanged } from "../../platform/storage/file-facts";
 
 export type Asset = typeof assets.$inferSelect;
 export type AssetVersion = typeof assetVersions.$inferSelect;
@@ -752,11 +754,18 @@ export function removeAssetRows(
 }
 
 export function removeOriginals(ctx: Pick<Ctx, "storage">, projectGid: string, names: string[], paths: string[] = []): void {
-  for (const n of names) rmSync(originalPath(ctx, projectGid, n), { force: true });
+  for (const n of names) {
+    const path = originalPath(ctx, projectGid, n);
+    rmSync(path, { force: true });
+    fileChanged(path);
+  }
   const root = ctx.storage.projectDir(projectGid) + sep;
   for (const p of paths) {
     const full = resolve(p);
-    if (full.startsWith(root)) rmSync(full, { force: true });
+    if (full.startsWith(root)) {
+      rmSync(full, { force: true });
+      fileChanged(full);
+    }
   }
 }
 
@@ -766,16 +775,20 @@ export function removeOriginals(ctx: Pick<Ctx, "storage">, projectGid: string, n
 /** What dam/info tells of an image beyond size and format, read once at upload (null for other files). */
 export async function imageFacts(path: string): Promise<FileFacts | null> {
   try {
-    const m = await readImageHeader(path, { animated: true });
-    const alpha = m.hasAlpha === true;
-    const channels = m.channels ?? 3;
-    const palette = m.isPalette === true || m.format === "gif";
-    const colors = palette ? "palette" : channels <= 2 ? (alpha ? "greyscalematte" : "greyscale") : alpha ? "truecolormatte" : "truecolor";
-    const space = m.space === "b-w" ? "gray" : (m.space ?? null);
-    return { resolution: m.density ? [m.density, m.density] : null, transparent: alpha, animated: (m.pages ?? 1) > 1, colors, colorspace: space };
+    return factsOf(await readImageHeader(path, { animated: true }));
   } catch {
     return null;
   }
+}
+
+/** The facts of `imageFacts` from an image header read with `animated: true`. */
+function factsOf(m: Metadata): FileFacts {
+  const alpha = m.hasAlpha === true;
+  const channels = m.channels ?? 3;
+  const palette = m.isPalette === true || m.format === "gif";
+  const colors = palette ? "palette" : channels <= 2 ? (alpha ? "greyscalematte" : "greyscale") : alpha ? "truecolormatte" : "truecolor";
+  const space = m.space === "b-w" ? "gray" : (m.space ?? null);
+  return { resolution: m.density ? [m.density, m.density] : null, transparent: alpha, animated: (m.pages ?? 1) > 1, colors, colorspace: space };
 }
 
 /**
@@ -789,12 +802,13 @@ async function storeUpload(
   projectGid: string,
   file: ReceivedFile,
   input: { parent?: unknown; pathname?: unknown; name?: unknown; target?: unknown },
+  early?: Promise<HeadFindings>,
 ): Promise<Answer> {
   const userGid = actor.userGid;
   let moved: string | undefined;
   try {
-    const info = await analyseFile(file.path, file.filename);
-    const facts = info.type === "image" ? await imageFacts(file.path) : null;
+    const info = await analyseFile(file.path, file.filename, await early);
+    const facts = info.type === "image" && info.header ? factsOf(info.header) : null;
     const nameIn = input.name !== undefined && input.name !== "" ? input.name : file.filename;
     const name = nameIn === undefined || nameIn === "" ? undefined : validName(nameIn);
     return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
@@ -1111,16 +1125,26 @@ export function updateAsset(ctx: Ctx, actor: Actor, projectGid: string, input: {
  * the body is read (`receive` streams it to the temp folder); the temp file is removed on any
  * failure.
  */
-export async function uploadAsset(ctx: Ctx, actor: Actor, projectGid: string, kind: "new" | "version", receive: () => Promise<Received>): Promise<Answer> {
+export async function uploadAsset(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  kind: "new" | "version",
+  receive: (onHead: (head: Buffer, complete: boolean) => void) => Promise<Received>,
+): Promise<Answer> {
   projectAccess(ctx.db, actor, projectGid, "member");
-  const { fields, file } = await receive();
+  // The type, header and metadata are read from the file's first bytes while the rest arrives.
+  let early: Promise<HeadFindings> | undefined;
+  const { fields, file } = await receive((head, complete) => {
+    early = inspectHead(head, complete);
+  });
   const absent = kind === "version" && !fields.asset ? "asset" : !file ? "upload_file" : null;
   if (absent) {
     if (file) rmSync(file.path, { force: true });
     throw badRequest("Missing parameter", { "Missing parameter": absent });
   }
   const input = kind === "new" ? { parent: fields.parent, pathname: fields.pathname, name: fields.name } : { name: fields.name, target: fields.asset };
-  return storeUpload(ctx, actor, projectGid, file!, input);
+  return storeUpload(ctx, actor, projectGid, file!, input, early);
 }
 
 /** `assets/move`: into folder `parent`; a folder cannot go below itself; the names must stay unique. */

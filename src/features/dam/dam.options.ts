@@ -78,8 +78,23 @@ export const mediaFileName = (name: string, key: string, type: string) => `${enc
 /** The shape of a media file name on disk. */
 export const MEDIA_NAME_RE = /^([A-Za-z0-9_~%-][A-Za-z0-9_.~%-]{0,599})@([A-Za-z0-9_.~%-]{1,200})\.(jpg|png|gif)$/;
 
+/**
+ * Names already found valid: every public media request checks its file name, and re-encoding a
+ * name costs more than answering the file. Only valid names are kept (at most MEDIA_NAMES_KEPT).
+ */
+const validNames = new Set<string>();
+const MEDIA_NAMES_KEPT = 10_000;
+
 /** Whether `file` is a media file name exactly as `mediaFileName` writes it (no other spelling of the same name). */
 export function isMediaFileName(file: string): boolean {
+  if (validNames.has(file)) return true;
+  if (!checkMediaFileName(file)) return false;
+  if (validNames.size >= MEDIA_NAMES_KEPT) validNames.clear();
+  validNames.add(file);
+  return true;
+}
+
+function checkMediaFileName(file: string): boolean {
   const m = MEDIA_NAME_RE.exec(file);
   if (!m) return false;
   try {

@@ -16,6 +16,7 @@ import { imageFacts } from "../assets/assets.service";
 import { badRequest, unprocessable } from "../../core/errors";
 import { now } from "../../core/ids";
 import { originalPath, parseStorageName, STORAGE_NAME } from "../../platform/storage/originals";
+import { fileChanged } from "../../platform/storage/file-facts";
 
 
 /** One stored original named by a storage pathname: the asset and the version it belongs to. */
@@ -31,10 +32,17 @@ export type Source = {
   extracted: Record<string, unknown>;
 };
 
+/** Media folders made by this process (a removed project takes its folder: checked again then). */
+const madeDirs = new Set<string>();
+
 /** The project's folder of transformed files (`<project dir>/media`); `create` makes it when missing. */
 function mediaDir(ctx: Pick<Ctx, "storage">, projectGid: string, create = true): string {
   const dir = join(ctx.storage.projectDir(projectGid), "media");
-  if (create) mkdirSync(dir, { recursive: true });
+  if (create && !(madeDirs.has(dir) && existsSync(dir))) {
+    mkdirSync(dir, { recursive: true });
+    if (madeDirs.size > 10_000) madeDirs.clear();
+    madeDirs.add(dir);
+  }
   return dir;
 }
 
@@ -59,6 +67,13 @@ function prepareQueries(db: DB) {
       .from(damTransforms)
       .where(and(eq(damTransforms.projectGid, p("project")), eq(damTransforms.file, p("file"))))
       .prepare(),
+    /** The row of a made media file, inserted or taken over (one statement, prepared once). */
+    record: db.$client.prepare(
+      `INSERT INTO dam_transforms (project_gid, file, asset_gid, source, width, height, size, options, updated_on)
+       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+       ON CONFLICT (project_gid, file) DO UPDATE SET asset_gid = excluded.asset_gid, source = excluded.source, width = excluded.width,
+         height = excluded.height, size = excluded.size, options = excluded.options, updated_on = excluded.updated_on`,
+    ),
   };
 }
 function queries(db: DB) {
@@ -251,16 +266,16 @@ async function upToDate(ctx: Ctx, projectGid: string, file: string, target: stri
  * instead (the removal hook below ran before there was a row to find).
  */
 function recordTransform(ctx: Ctx, target: string, row: Omit<typeof damTransforms.$inferInsert, "updatedOn" | "id">): void {
-  const values = { ...row, updatedOn: now() };
-  const kept = mutate(ctx.db, undefined, (tx) => {
-    if (!queries(ctx.db).asset.get({ gid: row.assetGid })) return false;
-    tx.insert(damTransforms)
-      .values(values)
-      .onConflictDoUpdate({ target: [damTransforms.projectGid, damTransforms.file], set: values })
-      .run();
+  const q = queries(ctx.db);
+  const kept = mutate(ctx.db, undefined, () => {
+    if (!q.asset.get({ gid: row.assetGid })) return false;
+    q.record.run(row.projectGid, row.file, row.assetGid, row.source, row.width, row.height, row.size, JSON.stringify(row.options), now());
     return true;
   });
-  if (!kept) rmSync(target, { force: true });
+  if (!kept) {
+    rmSync(target, { force: true });
+    fileChanged(target);
+  }
 }
 
 /**
@@ -304,8 +319,52 @@ export function unpublishOriginal(ctx: Ctx, actor: Actor, projectGid: string, pa
   });
 }
 
+type Published = { path: string; mime: string } | undefined;
+
+/**
+ * Answers of `publishedOriginal` per project, so a busy public original costs no query. Every
+ * change of an asset (publish, unpublish, delete, new version, permanent deletion) commits an
+ * `assets` sync item, and a project deleted or restored from a backup a `cc.projects` item: the
+ * hub publishes them right after the commit, before any other request runs, and the project's
+ * answers are dropped then. At most PUBLISHED_KEPT answers are kept per project, for at most
+ * PUBLISHED_PROJECTS_KEPT projects.
+ */
+const publishedAnswers = new WeakMap<Ctx["hub"], Map<string, Map<string, Published>>>();
+const PUBLISHED_KEPT = 10_000;
+const PUBLISHED_PROJECTS_KEPT = 1_000;
+
+function publishedCache(ctx: Ctx): Map<string, Map<string, Published>> {
+  let byProject = publishedAnswers.get(ctx.hub);
+  if (!byProject) {
+    const cache = (byProject = new Map());
+    publishedAnswers.set(ctx.hub, cache);
+    ctx.hub.subscribe((items) => {
+      for (const it of items) {
+        if (it.type === "cc") {
+          if (it.data_type === "cc.projects") cache.delete(it.data_key);
+        } else if (it.data_type === "assets") cache.delete(it.type);
+      }
+    });
+  }
+  return byProject;
+}
+
 /** The file and type of a published original, or undefined (unknown, unpublished, deleted asset, missing file). */
-export function publishedOriginal(ctx: Ctx, projectGid: string, name: string): { path: string; mime: string } | undefined {
+export function publishedOriginal(ctx: Ctx, projectGid: string, name: string): Published {
+  const cache = publishedCache(ctx);
+  let answers = cache.get(projectGid);
+  if (answers?.has(name)) return answers.get(name);
+  const found = lookUpPublished(ctx, projectGid, name);
+  if (!answers) {
+    // Any project gid can be asked for: the map of projects is bounded as well.
+    if (cache.size >= PUBLISHED_PROJECTS_KEPT) cache.clear();
+    cache.set(projectGid, (answers = new Map()));
+  } else if (answers.size >= PUBLISHED_KEPT) answers.clear();
+  answers.set(name, found);
+  return found;
+}
+
+function lookUpPublished(ctx: Ctx, projectGid: string, name: string): Published {
   const parts = parseStorageName(name);
   if (!parts) return undefined;
   const q = queries(ctx.db);

@@ -3,6 +3,7 @@ import { renameSync, rmSync } from "node:fs";
 import sharp, { type OutputInfo, type Sharp } from "sharp";
 import { ApiError } from "../../core/errors";
 import { newGid } from "../../core/ids";
+import { fileChanged } from "../../platform/storage/file-facts";
 import { invalidOption, type OutputType, type Pad, type TransformOptions } from "./dam.options";
 
 /**
@@ -269,6 +270,7 @@ export async function render(job: RenderJob): Promise<Rendered> {
     // sharp's OutputInfo misreports the size after extract + extend, so the header of the file says it.
     const written = await sharp(tmp).metadata();
     renameSync(tmp, job.target);
+    fileChanged(job.target);
     return {
       width: written.width,
       height: written.pageHeight ?? written.height,

@@ -1,4 +1,4 @@
-import { statSync } from "node:fs";
+import { fileFacts, type FileFacts } from "../../platform/storage/file-facts";
 import { errorResponse } from "../../http/envelope";
 import { ApiError } from "../../core/errors";
 
@@ -77,43 +77,53 @@ function parseRange(header: string, size: number): [number, number] | "ignore" |
   return [start, end];
 }
 
-/** Answers a GET or HEAD for the file at `path` (404 in the envelope when it is not a file). */
-export function serveFile(request: Request, path: string, opts: ServeOptions): Response {
-  // Bun.file's size and lastModified (one stat) measured cheaper here than a separate statSync
-  // before sending the same Bun.file; a missing file reads as size 0, so only then is it checked.
-  const file = Bun.file(path);
-  const size = file.size;
-  const mtimeMs = file.lastModified;
-  if (size === 0) {
-    const st = statSync(path, { throwIfNoEntry: false });
-    if (!st || !st.isFile()) return mediaNotFound(request);
-  }
-  const etag = `"${size.toString(36)}-${Math.floor(mtimeMs).toString(36)}"`;
-  const lastModified = new Date(Math.floor(mtimeMs / 1000) * 1000).toUTCString();
-  const headers: Record<string, string> = {
+/** The headers of a 200 answer for one kind of file, made once per file version (see `fileFacts`). */
+function answerHeaders(facts: FileFacts, opts: ServeOptions): Headers {
+  const key = `${opts.contentType}\n${opts.cacheControl}\n${opts.untrusted ? 1 : 0}`;
+  if (facts.memo?.key === key) return facts.memo.value as Headers;
+  const headers = new Headers({
     "content-type": opts.contentType,
     "cache-control": opts.cacheControl,
-    etag,
-    "last-modified": lastModified,
+    etag: facts.etag,
+    "last-modified": facts.lastModified,
     "accept-ranges": "bytes",
     // Public files: any page may fetch them (no credentials are involved).
     "access-control-allow-origin": "*",
-  };
+  });
   if (opts.untrusted) {
-    headers["x-content-type-options"] = "nosniff";
-    headers["content-security-policy"] = "default-src 'none'; style-src 'unsafe-inline'; sandbox";
-    if (ACTIVE_TYPES.test(opts.contentType)) headers["content-disposition"] = "attachment";
+    headers.set("x-content-type-options", "nosniff");
+    headers.set("content-security-policy", "default-src 'none'; style-src 'unsafe-inline'; sandbox");
+    if (ACTIVE_TYPES.test(opts.contentType)) headers.set("content-disposition", "attachment");
   }
+  facts.memo = { key, value: headers };
+  return headers;
+}
 
+/**
+ * Answers a GET or HEAD for the file at `path` (404 in the envelope when it is not a file). Size,
+ * mtime, validators and the answer's headers come from `fileFacts` (one stat per file and second
+ * at most); the body is the file itself, which Bun sends with sendfile.
+ */
+export function serveFile(request: Request, path: string, opts: ServeOptions): Response {
+  const facts = fileFacts(path);
+  if (!facts) return mediaNotFound(request);
+  const { size, etag, lastModified } = facts;
   const h = request.headers;
   const inm = h.get("if-none-match");
+  const rangeHeader = h.get("range");
+  // The common case: no conditions, no range. The prepared headers are copied by the Response.
+  if (inm === null && rangeHeader === null && !h.has("if-modified-since")) return new Response(Bun.file(path), { status: 200, headers: answerHeaders(facts, opts) });
+  const mtimeMs = facts.mtimeSeconds;
+  const headers: Record<string, string> = Object.fromEntries(answerHeaders(facts, opts));
+  const file = Bun.file(path);
+
   let notModified = false;
   if (inm !== null) notModified = etagMatches(inm, etag);
   else {
     const ims = h.get("if-modified-since");
     if (ims) {
       const t = Date.parse(ims);
-      if (!Number.isNaN(t) && Math.floor(mtimeMs / 1000) * 1000 <= t) notModified = true;
+      if (!Number.isNaN(t) && mtimeMs <= t) notModified = true;
     }
   }
   if (notModified) {
@@ -121,7 +131,6 @@ export function serveFile(request: Request, path: string, opts: ServeOptions): R
   }
 
   const head = request.method === "HEAD";
-  const rangeHeader = h.get("range");
   if (rangeHeader !== null) {
     // If-Range: the range applies only to the representation the client already holds.
     const ifRange = h.get("if-range");

@@ -1,5 +1,5 @@
 import { Elysia, t } from "elysia";
-import { join } from "node:path";
+import { resolve } from "node:path";
 import type { Ctx } from "../../platform/context";
 import { isMediaFileName } from "../dam/dam.options";
 import { contentTypeOf, mediaNotFound, serveFile } from "./media.files";
@@ -36,9 +36,10 @@ type Handler = (request: Request, params: Params) => Response;
  * reachable (a plain join is safe: the names have no separators and no leading dot).
  */
 function mediaHandlers(ctx: Ctx): { variant: Handler; original: Handler; avatar: Handler; icon: Handler } {
-  const projectsRoot = join(ctx.storage.dataDir, "files", "projects");
-  const avatarsDir = join(ctx.storage.dataDir, "files", "avatars");
-  const iconsDir = join(ctx.storage.dataDir, "files", "icons");
+  // Absolute, as the writers name the files they forget in fileFacts (src/platform/storage/file-facts.ts).
+  const projectsRoot = resolve(ctx.storage.dataDir, "files", "projects");
+  const avatarsDir = resolve(ctx.storage.dataDir, "files", "avatars");
+  const iconsDir = resolve(ctx.storage.dataDir, "files", "icons");
   const image = (dir: string): Handler => (request, { file = "" }) => {
     if (!IMAGE_FILE_RE.test(file)) return mediaNotFound(request);
     return serveFile(request, `${dir}/${file}`, { contentType: contentTypeOf(file), cacheControl: CACHE.image });

@@ -1,5 +1,6 @@
 import { and, asc, eq } from "drizzle-orm";
 import { rmSync, writeFileSync } from "node:fs";
+import { fileChanged, filesChangedUnder } from "../../platform/storage/file-facts";
 import { join } from "node:path";
 import type { Answer } from "../../core/answer";
 import type { Actor } from "../../core/actor";
@@ -93,9 +94,14 @@ export function eraseProject(ctx: Pick<Ctx, "db" | "storage">, tx: Tx, log: Chan
   dropMembershipOrphans(tx, log, members.map((m) => m.userGid), audience);
   afterCommit(ctx.db, () => {
     rmSync(ctx.storage.projectDir(gid), { recursive: true, force: true });
+    filesChangedUnder(ctx.storage.projectDir(gid));
     // Its backups go with it (their rows are among the project's rows above).
     rmSync(ctx.storage.inside(ctx.storage.ensure(join(ctx.storage.backups, "projects")), gid), { recursive: true, force: true });
-    if (p.icon) rmSync(ctx.storage.inside(ctx.storage.icons, p.icon), { force: true });
+    if (p.icon) {
+      const icon = ctx.storage.inside(ctx.storage.icons, p.icon);
+      rmSync(icon, { force: true });
+      fileChanged(icon);
+    }
   });
 }
 
@@ -186,7 +192,12 @@ function setIcon(ctx: Ctx, actor: Actor, projectGid: string, icon: string): Answ
   return inProject(ctx, actor, projectGid, "owner", ({ tx, log, project }) => {
     const old = project.icon;
     const p = updateProject(tx, log, projectGid, { icon });
-    if (old) afterCommit(ctx.db, () => rmSync(ctx.storage.inside(ctx.storage.icons, old), { force: true }));
+    if (old)
+      afterCommit(ctx.db, () => {
+        const icon = ctx.storage.inside(ctx.storage.icons, old);
+        rmSync(icon, { force: true });
+        fileChanged(icon);
+      });
     return one(tx, p);
   });
 }

@@ -22,6 +22,8 @@ const SYNC_PATH = "/sync/io";
 
 const PING_INTERVAL_MS = 25_000;
 const PING_TIMEOUT_MS = 20_000;
+/** Longest wait between a delivery and the outbound budget's check (see scheduleBudget). */
+const BUDGET_INTERVAL_MS = 50;
 /** Sockets get a renewed JWT once this fraction of its life has passed. */
 const RENEW_AT = 0.75;
 
@@ -50,6 +52,11 @@ type Session = {
   queued: number;
   /** Set once the server drops the client (too slow, over the budget). */
   dropped: boolean;
+  /**
+   * The client's WebSocket when its project's items reach it through Bun's own publish (see
+   * `joinProject`) instead of the Socket.IO room.
+   */
+  native?: ServerWebSocket<unknown>;
 };
 
 /** What a dropped client is told, as far as it still reads (then it is disconnected). */
@@ -64,6 +71,14 @@ function packetBytes(data: unknown): number {
 
 const userRoom = (gid: string) => `u:${gid}`;
 const projectRoom = (gid: string) => `p:${gid}`;
+/** Bun pub/sub topic of a project's live WebSocket subscribers. */
+const projectTopic = (gid: string) => `apis-sync:p:${gid}`;
+
+/**
+ * The WebSocket frame of a Socket.IO `sync` event on the main namespace, as the engine writes it:
+ * engine.io message packet `4`, Socket.IO event packet `2`, then the JSON array.
+ */
+const syncFrame = (items: SyncItem[]) => `42${JSON.stringify(["sync", items])}`;
 
 /** A sync item as clients see it (the audience stays on the server). */
 const plain = (it: Published): SyncItem => ({ type: it.type, cursor: it.cursor, action: it.action, data_type: it.data_type, data_key: it.data_key, data: it.data });
@@ -103,6 +118,8 @@ export class SyncServer {
   /** Sockets subscribed to a project (live or catching up). */
   private readonly byProject = new Map<string, Set<Session>>();
   private readonly catchingUp = new Set<Session>();
+  /** Sockets with packets in the engine's queue (long-polling clients that have not fetched yet). */
+  private readonly queuedSessions = new Set<Session>();
   /** Committed batches waiting for the fan-out. */
   private pending: Published[][] = [];
   /**
@@ -112,6 +129,8 @@ export class SyncServer {
   private readonly recentlyLive = new Set<Session>();
   private readonly stopListening: () => void;
   private readonly cors: Cors;
+  /** The Bun server the sockets came through (for its native publish); known from the first request. */
+  private bunServer?: BunServer<any>;
 
   constructor(private readonly ctx: Ctx) {
     this.cors = new Cors(ctx.config);
@@ -154,8 +173,28 @@ export class SyncServer {
         this.ctx.log.error("sync fan-out failed", { error: String((err as Error)?.stack ?? err) });
       }
     }
+    // Sockets that went live meanwhile were served through the room (it can leave some out); now
+    // that those batches are out, their project items can go by Bun's publish like everyone's.
+    const waited = [...this.recentlyLive];
     this.recentlyLive.clear();
-    this.enforceBudget();
+    for (const s of waited) if (s.state === "live" && s.project && !s.native) this.joinProject(s, true);
+    if (this.queuedSessions.size) this.enforceBudget([...this.queuedSessions]);
+    this.scheduleBudget();
+  }
+
+  /**
+   * The budget over every socket (10,000 sockets: milliseconds) runs at most once per
+   * BUDGET_INTERVAL_MS after deliveries instead of after each batch; the sockets with packets
+   * queued in the engine (long polling) are counted at once after each delivery.
+   */
+  private budgetTimer?: ReturnType<typeof setTimeout>;
+  private scheduleBudget() {
+    if (this.budgetTimer) return;
+    this.budgetTimer = setTimeout(() => {
+      this.budgetTimer = undefined;
+      this.enforceBudget();
+    }, BUDGET_INTERVAL_MS);
+    this.budgetTimer.unref?.();
   }
 
   /** Browsers' Origin against `APIS_CORS_ORIGINS`; clients without an Origin (apps, servers) pass. */
@@ -180,6 +219,7 @@ export class SyncServer {
     // CORS as on /api: a preflight from a refused origin is 403, an allowed one 204 with the
     // headers; any request from a refused origin is 403 in the envelope (a websocket upgrade has no
     // preflight to stop it); answers to allowed origins carry Access-Control-Allow-Origin.
+    this.bunServer ??= server;
     const preflight = this.cors.preflight(req);
     if (preflight) return preflight;
     const origin = req.headers.get("origin");
@@ -231,6 +271,7 @@ export class SyncServer {
   /** Disconnects every socket and stops listening to the hub. */
   async close(): Promise<void> {
     this.stopListening();
+    clearTimeout(this.budgetTimer);
     for (const s of this.sessions.values()) clearTimeout(s.renewal);
     await this.io.close();
   }
@@ -251,12 +292,16 @@ export class SyncServer {
     return total;
   }
 
-  /** Past --sync-outbound-budget, drops the clients with the most waiting first until under it. */
-  private enforceBudget() {
+  /**
+   * Past --sync-outbound-budget, drops the clients with the most waiting first until under it.
+   * `among`: the sockets to count (all by default; right after a delivery only those with packets
+   * queued in the engine, which is cheap, and every socket a moment later: see scheduleBudget).
+   */
+  private enforceBudget(among: Iterable<Session> = this.sessions.values()) {
     const budget = this.ctx.config.syncOutboundBudget;
     let total = 0;
     const heavy: [Session, number][] = [];
-    for (const s of this.sessions.values()) {
+    for (const s of among) {
       const n = this.waiting(s);
       if (n <= 0) continue;
       total += n;
@@ -284,6 +329,7 @@ export class SyncServer {
     this.ctx.log.warn("sync client dropped", { user: s.user, socket: s.socket.id, transport: conn.transport?.name, waiting_bytes: waiting, reason });
     conn.writeBuffer.length = 0;
     s.queued = 0;
+    this.queuedSessions.delete(s);
     this.unsubscribe(s);
     if (conn.transport?.name === "websocket") {
       // Nothing more can reach it in time: free the buffer at once.
@@ -353,10 +399,16 @@ export class SyncServer {
     const conn = socket.conn as unknown as { on(ev: string, fn: (arg: any) => void): void };
     conn.on("packetCreate", (packet: { data?: unknown }) => {
       s.queued += packetBytes(packet.data);
+      this.queuedSessions.add(s);
       if (s.queued > this.ctx.config.syncClientBuffer && !s.dropped) queueMicrotask(() => this.drop(s, "the client did not fetch its pushes"));
     });
     conn.on("flush", () => {
       s.queued = 0;
+      this.queuedSessions.delete(s);
+    });
+    // A client that moves from long polling to a WebSocket gets its project's items by publish from then on.
+    conn.on("upgrade", () => {
+      if (s.state === "live" && s.project && !s.native && !this.pending.length) this.joinProject(s, true);
     });
     // Handshakes that were checked at once can pass the limit together: the later ones go.
     if ((this.byUser.get(s.user)?.size ?? 0) > this.ctx.config.syncSocketsPerUser) {
@@ -383,6 +435,7 @@ export class SyncServer {
     clearTimeout(s.renewal);
     this.unsubscribe(s);
     this.sessions.delete(s.socket.id);
+    this.queuedSessions.delete(s);
     removeFrom(this.byUser, s.user, s);
   }
 
@@ -510,7 +563,40 @@ export class SyncServer {
     s.state = "live";
     if (this.pending.length) this.recentlyLive.add(s);
     s.socket.join(userRoom(s.user));
-    if (s.project) s.socket.join(projectRoom(s.project));
+    if (s.project) this.joinProject(s, false);
+  }
+
+  /**
+   * Where a live socket's project items go. A WebSocket client subscribes to the project's Bun
+   * topic: one `server.publish` of the frame, encoded once, reaches every such client from native
+   * code (a Socket.IO room writes to each socket from JavaScript, ~10 us each: 100 ms for 10,000
+   * clients). Polling clients, and sockets that must skip batches still waiting (`recentlyLive`),
+   * are in the Socket.IO room. Both paths write synchronously, so items keep their order.
+   * `fromRoom`: the socket was in the room until now.
+   */
+  private joinProject(s: Session, fromRoom: boolean) {
+    const project = s.project!;
+    const conn = s.socket.conn as unknown as EngineConn;
+    const ws = conn.transport?.name === "websocket" ? conn.transport.socket : undefined;
+    if (this.bunServer && ws?.subscribe && !this.recentlyLive.has(s)) {
+      ws.subscribe(projectTopic(project));
+      s.native = ws as ServerWebSocket<unknown>;
+      if (fromRoom) s.socket.leave(projectRoom(project));
+      return;
+    }
+    if (!fromRoom) s.socket.join(projectRoom(project));
+  }
+
+  /** The socket's project items stop (it stays in its user room). */
+  private leaveProject(s: Session, project: string) {
+    if (s.native) {
+      try {
+        s.native.unsubscribe(projectTopic(project));
+      } catch {
+        // Already closed: Bun dropped its subscriptions.
+      }
+      s.native = undefined;
+    } else s.socket.leave(projectRoom(project));
   }
 
   /** Ends the socket's subscription (it stays connected, receiving nothing until the next initsync). */
@@ -518,7 +604,7 @@ export class SyncServer {
     s.generation++;
     if (s.state === "live") {
       s.socket.leave(userRoom(s.user));
-      if (s.project) s.socket.leave(projectRoom(s.project));
+      if (s.project) this.leaveProject(s, s.project);
     }
     if (s.project) removeFrom(this.byProject, s.project, s);
     this.catchingUp.delete(s);
@@ -550,7 +636,7 @@ export class SyncServer {
     }
     const project = s.project;
     if (!project) return;
-    if (s.state === "live") s.socket.leave(projectRoom(project));
+    if (s.state === "live") this.leaveProject(s, project);
     removeFrom(this.byProject, project, s);
     s.project = undefined;
     s.buffer = s.buffer.filter((it) => it.type === "cc");
@@ -620,8 +706,16 @@ export class SyncServer {
       return ids;
     };
     const room = (name: string, except: string[]) => (except.length ? this.io.to(name).except(except) : this.io.to(name));
+    const rooms = this.io.of("/").adapter.rooms;
     for (const [gid, list] of perProject)
-      sends.push({ first: list[0]!.cursor, send: () => room(projectRoom(gid), skip((s) => s.projectFloor, list.at(-1)!.cursor)).emit("sync", list) });
+      sends.push({
+        first: list[0]!.cursor,
+        send: () => {
+          // Live WebSocket subscribers: the frame once, through Bun's publish (see joinProject).
+          this.bunServer?.publish(projectTopic(gid), syncFrame(list));
+          if (rooms.get(projectRoom(gid))?.size) room(projectRoom(gid), skip((s) => s.projectFloor, list.at(-1)!.cursor)).emit("sync", list);
+        },
+      });
     if (cc) {
       const perUser = new Map<string, SyncItem[]>();
       for (const it of cc) {
@@ -646,7 +740,7 @@ export class SyncServer {
 type EngineConn = {
   readyState: string;
   writeBuffer: unknown[];
-  transport: { name: string; socket?: { getBufferedAmount?(): number; terminate?(): void } };
+  transport: { name: string; socket?: { getBufferedAmount?(): number; terminate?(): void; subscribe?(topic: string): void; unsubscribe?(topic: string): void } };
   closeTransport?(): void;
   onClose?(reason: string): void;
 };

@@ -1,8 +1,9 @@
 import { Database } from "bun:sqlite";
 import { createHash } from "node:crypto";
+import { filesChangedUnder } from "../storage/file-facts";
 import { copyFileSync, createReadStream, existsSync, linkSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { copyFile, mkdir } from "node:fs/promises";
-import { dirname, join, relative, sep } from "node:path";
+import { dirname, join, relative, resolve, sep } from "node:path";
 import type { Ctx } from "../context";
 import { sqliteOf, type Tx } from "../../db/connection";
 import type { ChangeLog } from "../../db/mutate";
@@ -463,4 +464,5 @@ export function swapFiles(projectDir: string, staging: string, trash: string): v
   if (existsSync(projectDir)) renameSync(projectDir, trash);
   renameSync(staging, projectDir);
   rmSync(trash, { recursive: true, force: true });
+  filesChangedUnder(resolve(projectDir));
 }

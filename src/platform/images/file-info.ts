@@ -1,6 +1,7 @@
 import exifr from "exifr";
-import { fileTypeFromFile } from "file-type";
+import { fileTypeFromBuffer, fileTypeFromFile, type FileTypeResult } from "file-type";
 import { open } from "node:fs/promises";
+import type { Metadata } from "sharp";
 import { readImageHeader } from "./images";
 
 /** What an uploaded file is, decided from its content (the client's name only picks among text types). */
@@ -15,7 +16,71 @@ export type FileInfo = {
   pages: number | null;
   /** EXIF/IPTC/XMP, flattened by exifr, made JSON-safe. */
   extracted: Record<string, unknown>;
+  /** sharp's header of an image (null for other files), for what else the caller derives from it. */
+  header: Metadata | null;
 };
+
+/** Bytes of an upload's beginning that `inspectHead` looks at (the reader keeps them in memory). */
+export const HEAD_BYTES = 512 * 1024;
+
+/**
+ * What `inspectHead` found in the first bytes of an upload while the rest was still arriving.
+ * Each member is present only when the head was enough to know it exactly (else analyseFile reads
+ * the stored file, as without a head).
+ */
+export type HeadFindings = {
+  detected?: { type: FileTypeResult | undefined };
+  text?: Buffer;
+  header?: Metadata;
+  extracted?: Record<string, unknown>;
+};
+
+/** True when every segment of a JPEG before its image data (EXIF, XMP, IPTC, ICC) lies within `b`. */
+function jpegSegmentsWithin(b: Buffer): boolean {
+  if (b.length < 4 || b[0] !== 0xff || b[1] !== 0xd8) return false;
+  let i = 2;
+  while (i + 4 <= b.length) {
+    if (b[i] !== 0xff) return false;
+    const marker = b[i + 1]!;
+    if (marker === 0xff) {
+      i++; // fill byte
+      continue;
+    }
+    if (marker === 0xda) return true; // start of scan: the metadata segments are all behind
+    if (marker === 0xd8 || (marker >= 0xd0 && marker <= 0xd7) || marker === 0x01) {
+      i += 2;
+      continue;
+    }
+    i += 2 + b.readUInt16BE(i + 2);
+  }
+  return false;
+}
+
+/**
+ * Sniffs an upload from its first bytes (`complete`: they are the whole file) while the rest
+ * streams in: the type, and for a whole file or a JPEG whose metadata segments are all in the head,
+ * the image header and the EXIF/IPTC/XMP. Never rejects; whatever it could not settle is left out.
+ */
+export async function inspectHead(head: Buffer, complete: boolean): Promise<HeadFindings> {
+  const out: HeadFindings = {};
+  try {
+    const type = await fileTypeFromBuffer(head).catch(() => undefined);
+    // file-type may need bytes past the head for containers (zip, ...): only images and whole files are trusted.
+    if (complete || type?.mime.startsWith("image/")) out.detected = { type };
+    if (complete || !type) out.text = head.subarray(0, 4096);
+    const jpeg = type?.mime === "image/jpeg" && jpegSegmentsWithin(head);
+    if (type?.mime.startsWith("image/") && (complete || jpeg)) {
+      const header = await readImageHeader(head, { animated: true }).catch(() => undefined);
+      if (header) {
+        out.header = header;
+        out.extracted = header.format === "svg" ? {} : await extractMetadata(head);
+      }
+    }
+  } catch {
+    // Anything left out is read from the file.
+  }
+  return out;
+}
 
 /** Text types recognised by the client's extension once the content is known to be text. */
 const TEXT_TYPES: Record<string, string> = {
@@ -103,7 +168,7 @@ function jsonSafe(value: unknown, depth = 0): unknown {
 }
 
 /** EXIF (with GPS), IPTC and XMP of an image file, merged into one flat object; {} when none or unreadable. */
-async function extractMetadata(path: string): Promise<Record<string, unknown>> {
+async function extractMetadata(path: string | Buffer): Promise<Record<string, unknown>> {
   try {
     const raw = await exifr.parse(path, {
       tiff: true,
@@ -145,17 +210,18 @@ async function extractMetadata(path: string): Promise<Record<string, unknown>> {
 /**
  * Decides what a stored file is from its bytes: magic numbers (file-type), then UTF-8 text / SVG
  * detection. Images readable by sharp get their displayed width and height (EXIF orientation
- * applied), format, page count and extracted metadata. Never decodes pixels.
+ * applied), format, page count and extracted metadata. Never decodes pixels. What `early`
+ * (inspectHead on the upload's first bytes) already settled is not read again.
  */
-export async function analyseFile(path: string, clientName: string): Promise<FileInfo> {
-  const base: FileInfo = { type: "file", extension: "bin", mime: "application/octet-stream", width: null, height: null, format: null, pages: null, extracted: {} };
-  const detected = await fileTypeFromFile(path).catch(() => undefined);
+export async function analyseFile(path: string, clientName: string, early: HeadFindings = {}): Promise<FileInfo> {
+  const base: FileInfo = { type: "file", extension: "bin", mime: "application/octet-stream", width: null, height: null, format: null, pages: null, extracted: {}, header: null };
+  const detected = early.detected ? early.detected.type : await fileTypeFromFile(path).catch(() => undefined);
   const hint = clientExtension(clientName);
   if (detected && detected.ext !== "xml") {
     base.mime = detected.mime;
     base.extension = SAFE_EXT.test(detected.ext) ? detected.ext : "bin";
   } else {
-    const head = await readHead(path);
+    const head = early.text ?? (await readHead(path));
     if (looksLikeText(head)) {
       if (looksLikeSvg(head.toString("utf8"))) {
         base.mime = "image/svg+xml";
@@ -176,7 +242,7 @@ export async function analyseFile(path: string, clientName: string): Promise<Fil
   }
   if (base.mime.startsWith("image/")) {
     try {
-      const m = await readImageHeader(path, { animated: true });
+      const m = early.header ?? (await readImageHeader(path, { animated: true }));
       if (m.format && IMAGE_FORMATS.has(m.format) && m.width && m.height) {
         const swapped = (m.orientation ?? 1) >= 5;
         const frameHeight = m.pageHeight && m.pages && m.pages > 1 ? m.pageHeight : m.height;
@@ -185,8 +251,9 @@ export async function analyseFile(path: string, clientName: string): Promise<Fil
         base.height = swapped ? m.width : frameHeight;
         base.format = m.format;
         base.pages = m.pages ?? 1;
+        base.header = m;
         if (base.extension === "jpeg") base.extension = "jpg";
-        base.extracted = m.format === "svg" ? {} : await extractMetadata(path);
+        base.extracted = m.format === "svg" ? {} : early.header && early.extracted ? early.extracted : await extractMetadata(path);
       }
     } catch {
       // Not readable as an image: stays a plain file of the sniffed type.

@@ -50,6 +50,8 @@ export type ReceivedFile = {
   path: string;
   size: number;
   sha256: string;
+  /** The file's first bytes as the reader kept them (`headBytes`; the whole file when smaller). */
+  head?: Buffer;
 };
 
 /** A multipart body as received: its text fields and its file, if any. */
