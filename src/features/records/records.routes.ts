@@ -133,8 +133,8 @@ export function recordsRoutes(ctx: Ctx) {
     })
     .get(
       "/excel/download/:token",
-      ({ params }) => {
-        const f = excelDownload(ctx, params.project, params.token);
+      async ({ params }) => {
+        const f = await excelDownload(ctx, params.project, params.token);
         return new Response(Bun.file(f.path), { headers: { "content-type": XLSX_TYPE, "content-disposition": `attachment; filename="${f.name}"`, "cache-control": "no-store" } });
       },
       {
