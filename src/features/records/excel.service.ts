@@ -132,6 +132,16 @@ function valueOf(f: FieldInfo, raw: unknown): unknown {
   return typeof s === "string" ? s.replace(/\r\n/g, "\n") : String(s);
 }
 
+/** Whether two field values are the same (null, undefined and [] alike; objects by canon). */
+function sameValue(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  const ea = a === null || a === undefined || (Array.isArray(a) && !a.length);
+  const eb = b === null || b === undefined || (Array.isArray(b) && !b.length);
+  if (ea || eb) return ea && eb && (typeof a !== "object" || canon(a) === "null") && (typeof b !== "object" || canon(b) === "null");
+  if (typeof a !== "object" || typeof b !== "object") return false;
+  return canon(a) === canon(b);
+}
+
 /** JSON with object members sorted, empty objects and nulls dropped: equal values compare equal. */
 function canon(v: unknown): string {
   const norm = (x: unknown): unknown => {
@@ -699,8 +709,8 @@ function diffRow(st: ImportState, d: { byGid: Map<string, FieldInfo> }, vals: Re
     if (first.path.length === 0) {
       const info = f ?? first.field;
       const now = valueOf(info, row.cells[cols[0]!]);
-      const was = f ? valueOf(info, cellOf(info, stored, st.lang)) : null;
-      if (canon(now) === canon(was)) continue;
+      const was = f && stored !== undefined && stored !== null ? valueOf(info, cellOf(info, stored, st.lang)) : null;
+      if (sameValue(now, was)) continue;
       input[info.name] = now;
       sent.set(info.name, cols);
       continue;
@@ -710,8 +720,9 @@ function diffRow(st: ImportState, d: { byGid: Map<string, FieldInfo> }, vals: Re
     for (const col of cols) {
       const c = st.columns.get(col)!;
       const now = valueOf(c.leaf, row.cells[col]);
-      const was = valueOf(c.leaf, cellOf(c.leaf, atPath(stored, c.path), st.lang));
-      if (canon(now) === canon(was)) continue;
+      const at = atPath(stored, c.path);
+      const was = at === undefined || at === null ? null : valueOf(c.leaf, cellOf(c.leaf, at, st.lang));
+      if (sameValue(now, was)) continue;
       differs.push(col);
       setPath(next, c.path, subKey(c.leaf, now, st.lang));
     }
@@ -798,7 +809,7 @@ function applyRows(tx: Tx, log: ChangeLog, view: SchemaView, touch: Touch, st: I
       const init = initialVals(view, d);
       const { input, sent } = diffRow(st, d, init, row);
       const r = applyFields(view, d, "", init, { [st.lang]: input });
-      rec = insertRecordIn(tx, view, touch, { parent, definition: newDef, vals: r.vals });
+      rec = insertRecordIn(tx, view, touch, { parent, definition: newDef, vals: r.vals, validated: true });
       for (const item of r.report) item.record = rec.gid;
       const m = rowMark(st, row.n);
       m.gid = rec.gid;

@@ -259,6 +259,8 @@ export type NewRecord = {
   beforeRecord?: unknown;
   /** Place right after this sibling in `ordering` (duplicate). */
   afterRecord?: Rec;
+  /** `vals` were just validated field by field (applyFields): the checks need not parse them again. */
+  validated?: boolean;
 };
 
 /** Inserts a record as a child of `parent` (last in every ordering unless placed) and counts it in the parent. */
@@ -267,7 +269,7 @@ export function insertRecordIn(tx: Tx, view: SchemaView, touch: Touch, n: NewRec
   const d = view.def(n.definition);
   const gid = newGid();
   const vals = n.vals ?? initialVals(view, d);
-  const checks = checksOf(d, vals, view.languages, !!n.vals);
+  const checks = checksOf(d, vals, view.languages, !!n.vals && !n.validated);
   const t = now();
   const status = n.status ?? PUBLISHED;
   const channels = n.channels ?? [ALL_CHANNEL];
