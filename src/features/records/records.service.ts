@@ -4,11 +4,11 @@ import type { Answer } from "../../core/answer";
 import { badRequest, unprocessable } from "../../core/errors";
 import { newGid, now } from "../../core/ids";
 import { sqliteOf, type Tx } from "../../db/connection";
-import type { ChangeLog } from "../../db/mutate";
+import { unitMemo, type ChangeLog } from "../../db/mutate";
 import type { Ctx } from "../../platform/context";
 import { inProject } from "../members/access.service";
 import { baseDefinitionIn } from "../schema/definitions.service";
-import { rowOf } from "../schema/items.service";
+import { rowOf, type Project } from "../schema/items.service";
 import { ALL_CHANNEL } from "../settings/settings.options";
 import type { RecordChecks } from "./records.table";
 import { applyFields, checksOf, fieldsForm, initialVals, put, SchemaView, searchTextOf, titleOf, type ReportItem } from "./values.service";
@@ -88,14 +88,19 @@ export const db = (tx: Tx): Database => sqliteOf(tx);
  * project's schema view. Runs in `inProject`, so inside a batch it joins the open unit of work.
  */
 export function recordsRead<T>(ctx: Ctx, actor: Actor, projectGid: string, fn: (tx: Tx, view: SchemaView) => T): T {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, project }) => fn(tx, new SchemaView(tx, project)));
+  return inProject(ctx, actor, projectGid, "member", ({ tx, project }) => fn(tx, viewOf(ctx, tx, project)));
+}
+
+/** The project's schema view; inside a batch one for all its steps (unitMemo, forgotten after steps that may change the schema). */
+function viewOf(ctx: Ctx, tx: Tx, project: Project): SchemaView {
+  return unitMemo(ctx.db, `view:${project.gid}`, () => new SchemaView(tx, project));
 }
 
 /** A change after the membership check: one unit of work (`inProject`), its sync items collected in `touch`. */
 export function recordsWrite<T>(ctx: Ctx, actor: Actor, projectGid: string, fn: (tx: Tx, log: ChangeLog, view: SchemaView, touch: Touch) => T): T {
   return inProject(ctx, actor, projectGid, "member", ({ tx, log, project }) => {
     const touch = new Touch(projectGid);
-    const out = fn(tx, log, new SchemaView(tx, project), touch);
+    const out = fn(tx, log, viewOf(ctx, tx, project), touch);
     touch.flush(log);
     return out;
   });
