@@ -215,9 +215,11 @@ function subInfo(s: FieldRowLike): FieldInfo {
 }
 
 /** A field's label in a language (its name when it has none), with ` [unit]`. */
-function titleOf(tx: Tx, projectGid: string, f: { gid: string; name: string; options: Record<string, unknown> }, lang: string, withUnit = true): string {
-  const label = (rowOf(tx, "field", projectGid, f.gid)?.label ?? {}) as Record<string, string>;
-  const unit = withUnit && typeof f.options.unit === "string" && f.options.unit ? ` [${f.options.unit}]` : "";
+function titleOf(tx: Tx, projectGid: string, f: { gid: string; name: string }, lang: string, withUnit = true): string {
+  const row = rowOf(tx, "field", projectGid, f.gid);
+  const label = (row?.label ?? {}) as Record<string, string>;
+  const u = (row?.spec as { unit?: unknown } | undefined)?.unit;
+  const unit = withUnit && typeof u === "string" && u ? ` [${u}]` : "";
   return (Object.hasOwn(label, lang) && label[lang] ? label[lang]! : f.name) + unit;
 }
 
@@ -509,8 +511,20 @@ type Upload = { path: string; filename: string; fields: Record<string, string> }
 const notOurs = (reason: string) => badRequest("Bad request", { reason: `not an Excel workbook made by records/excel/children: ${reason}` });
 
 /** The worksheets of a workbook file, streamed (exceljs' WorkbookReader; cell styles kept for strike-through). */
-function sheetsOf(path: string): AsyncIterable<SheetReader> {
-  return new ExcelJS.stream.xlsx.WorkbookReader(path, { worksheets: "emit", sharedStrings: "cache", styles: "cache", hyperlinks: "ignore", entries: "ignore" }) as unknown as AsyncIterable<SheetReader>;
+async function* sheetsOf(path: string): AsyncIterable<SheetReader> {
+  const reader = new ExcelJS.stream.xlsx.WorkbookReader(path, { worksheets: "emit", sharedStrings: "cache", styles: "cache", hyperlinks: "ignore", entries: "ignore" });
+  const inner = reader as unknown as AsyncIterable<SheetReader & { id: unknown }> & { model?: { sheets?: { name: string; rId: string }[] }; workbookRels?: { Id: string; Target: string }[] };
+  for await (const ws of inner) {
+    // exceljs names a sheet only when its relationship target is relative; openpyxl writes
+    // absolute ones (/xl/worksheets/sheet1.xml): name those sheets here.
+    const sheets = inner.model?.sheets ?? [];
+    if (!sheets.some((x) => x.name === ws.name)) {
+      const rel = (inner.workbookRels ?? []).find((r) => String(r.Target).replace(/^\/?xl\//, "") === `worksheets/sheet${ws.id}.xml`);
+      const sheet = rel && sheets.find((x) => x.rId === rel.Id);
+      if (sheet) ws.name = sheet.name;
+    }
+    yield ws;
+  }
 }
 
 async function drain(ws: SheetReader) {
