@@ -1,6 +1,7 @@
 import ExcelJS from "exceljs";
 import { randomBytes } from "node:crypto";
-import { closeSync, openSync, readSync, rmSync } from "node:fs";
+import { closeSync, createWriteStream, openSync, readSync, rmSync } from "node:fs";
+import { PassThrough, Readable, type Writable } from "node:stream";
 import { join } from "node:path";
 import type { Actor } from "../../core/actor";
 import type { Answer } from "../../core/answer";
@@ -385,8 +386,8 @@ const tick = () => new Promise<void>((ok) => setImmediate(ok));
  * Writes the workbook of a plan to `path` with the streaming writer, reading the children a page
  * at a time (each page in its own read, so a long export never holds the database).
  */
-async function writeExport(ctx: Ctx, actor: Actor, projectGid: string, plan: ExportPlan, path: string): Promise<number> {
-  const wb = new ExcelJS.stream.xlsx.WorkbookWriter({ filename: path, useStyles: true, useSharedStrings: false });
+async function writeExport(ctx: Ctx, actor: Actor, projectGid: string, plan: ExportPlan, out: { filename: string } | { stream: Writable }): Promise<number> {
+  const wb = new ExcelJS.stream.xlsx.WorkbookWriter({ ...out, useStyles: true, useSharedStrings: false });
   wb.creator = "Apis";
   (wb as unknown as { views: unknown }).views = VIEWS;
   const meta = wb.addWorksheet(META, { state: "veryHidden" });
@@ -423,8 +424,12 @@ async function writeExport(ctx: Ctx, actor: Actor, projectGid: string, plan: Exp
   return written;
 }
 
-/** Download links: token → file (one map per instance; files removed when they expire). A report is written on first download. */
-type Download = { path?: string; build?: () => Promise<string>; building?: Promise<string>; also?: string[]; name: string; project: string; expires: number };
+/**
+ * Download links: token → file (one map per instance; files removed when they expire). A report
+ * is written on first download, streamed to that request as it is written and kept in a file for
+ * later ones.
+ */
+type Download = { path?: string; build?: (out: Writable) => Promise<void>; building?: Promise<void>; also: string[]; name: string; project: string; expires: number };
 const DOWNLOADS = new WeakMap<Ctx, Map<string, Download>>();
 
 function downloadsOf(ctx: Ctx) {
@@ -434,15 +439,15 @@ function downloadsOf(ctx: Ctx) {
   for (const [k, v] of m)
     if (v.expires <= t) {
       m.delete(k);
-      for (const p of [v.path, ...(v.also ?? [])]) if (p) rmSync(p, { force: true });
+      for (const p of [v.path, ...v.also]) if (p) rmSync(p, { force: true });
     }
   return m;
 }
 
-function offerDownload(ctx: Ctx, d: Omit<Download, "expires">, ttl: number): { url: string; expires: number } {
+function offerDownload(ctx: Ctx, d: Omit<Download, "expires" | "also"> & { also?: string[] }, ttl: number): { url: string; expires: number } {
   const token = randomBytes(24).toString("base64url");
   const expires = Date.now() + ttl;
-  downloadsOf(ctx).set(token, { ...d, expires });
+  downloadsOf(ctx).set(token, { ...d, also: d.also ?? [], expires });
   setTimeout(() => downloadsOf(ctx), ttl + 1000).unref?.();
   return { url: `/api/p/${d.project}/records/excel/download/${token}`, expires: expires / 1000 };
 }
@@ -450,7 +455,9 @@ function offerDownload(ctx: Ctx, d: Omit<Download, "expires">, ttl: number): { u
 /**
  * `records/excel/children`: a workbook of the parent's (not deleted) children in one language.
  * Answers `result["children.excel"]` naming the file and `data.files[name]` = base64; past
- * EXCEL_INLINE_MAX rows (or with `download: true`) a link `result["download.url"]` instead.
+ * EXCEL_INLINE_MAX rows (or with `download: true`) a link `result["download.url"]` at once
+ * instead: the workbook is written when the link is first fetched, streamed to that request as it
+ * is written (a long export never waits in one silent request) and kept for later fetches.
  */
 export async function exportChildren(ctx: Ctx, actor: Actor, projectGid: string, input: { record?: unknown; language?: unknown; definition?: unknown; fieldlist?: unknown; download?: unknown }): Promise<Answer> {
   const plan = recordsRead(ctx, actor, projectGid, (tx, view): ExportPlan => {
@@ -461,17 +468,17 @@ export async function exportChildren(ctx: Ctx, actor: Actor, projectGid: string,
     const { columns, definition } = exportColumns(tx, view, parent, lang!, input);
     return { name: fileName(view, parent, lang!), parent: parent.gid, lang: lang!, columns, definition, gids, exportedOn: now() };
   });
+  if (input.download === true || plan.gids.length > EXCEL_INLINE_MAX) {
+    const link = offerDownload(ctx, { build: async (stream) => void (await writeExport(ctx, actor, projectGid, plan, { stream })), name: plan.name, project: projectGid }, DOWNLOAD_TTL_MS);
+    return { result: { "children.excel": plan.name, "children.size": plan.gids.length, "download.url": link.url, "download.expires": link.expires }, data: { files: {} } };
+  }
   const path = join(ctx.storage.tmp, `excel-${randomBytes(12).toString("hex")}.xlsx`);
   let size: number;
   try {
-    size = await writeExport(ctx, actor, projectGid, plan, path);
+    size = await writeExport(ctx, actor, projectGid, plan, { filename: path });
   } catch (e) {
     rmSync(path, { force: true });
     throw e;
-  }
-  if (input.download === true || size > EXCEL_INLINE_MAX) {
-    const link = offerDownload(ctx, { path, name: plan.name, project: projectGid }, DOWNLOAD_TTL_MS);
-    return { result: { "children.excel": plan.name, "children.size": size, "download.url": link.url, "download.expires": link.expires }, data: { files: {} } };
   }
   try {
     const b64 = Buffer.from(await Bun.file(path).arrayBuffer()).toString("base64");
@@ -481,16 +488,37 @@ export async function exportChildren(ctx: Ctx, actor: Actor, projectGid: string,
   }
 }
 
-/** The file behind a download link (404 once expired or unknown; the link is the permission, for a while). */
-export async function excelDownload(ctx: Ctx, projectGid: string, token: string): Promise<{ path: string; name: string }> {
+/**
+ * The file behind a download link (404 once expired or unknown; the link is the permission, for a
+ * while): a file, or for a report not written yet a stream of it while it is written.
+ */
+export async function excelDownload(ctx: Ctx, projectGid: string, token: string): Promise<{ name: string; path?: string; body?: ReadableStream }> {
   const d = downloadsOf(ctx).get(token);
   if (!d || d.project !== projectGid) throw notFound("Not found", { reason: "unknown or expired download link" });
-  if (!d.path && d.build) {
-    d.building ??= d.build().finally(() => (d.building = undefined));
-    d.path = await d.building;
-    d.build = undefined;
+  if (!d.path && d.build && !d.building) {
+    const build = d.build;
+    const file = join(ctx.storage.tmp, `excel-report-${randomBytes(12).toString("hex")}.xlsx`);
+    d.also.push(file);
+    const tee = new PassThrough();
+    const toFile = createWriteStream(file);
+    tee.pipe(toFile);
+    const body = Readable.toWeb(tee) as unknown as ReadableStream;
+    d.building = build(tee)
+      .then(() => new Promise<void>((ok, fail) => (toFile.writableFinished ? ok() : toFile.once("finish", ok).once("error", fail))))
+      .then(() => {
+        d.path = file;
+        d.build = undefined;
+      })
+      .catch((e) => {
+        tee.destroy(e as Error);
+        ctx.log.error("excel report could not be written", { error: String((e as Error)?.stack ?? e) });
+      })
+      .finally(() => (d.building = undefined));
+    return { name: d.name, body };
   }
-  return { path: d.path!, name: d.name };
+  if (d.building) await d.building;
+  if (!d.path) throw notFound("Not found", { reason: "the report could not be written" });
+  return { path: d.path, name: d.name };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -868,10 +896,10 @@ function deleteRemoved(tx: Tx, view: SchemaView, touch: Touch, st: ImportState):
 }
 
 /** Writes the report: the uploaded workbook read again (streamed) and written with the marks. */
-async function writeReport(upload: string, out: string, layout: { columns: (Column | undefined)[]; lang: string; marks: Marks }): Promise<void> {
+async function writeReport(upload: string, out: { filename: string } | { stream: Writable }, layout: { columns: (Column | undefined)[]; lang: string; marks: Marks }): Promise<void> {
   const { marks, columns } = layout;
   const width = FIRST - 1 + columns.length;
-  const wb = new ExcelJS.stream.xlsx.WorkbookWriter({ filename: out, useStyles: true, useSharedStrings: false });
+  const wb = new ExcelJS.stream.xlsx.WorkbookWriter({ ...out, useStyles: true, useSharedStrings: false });
   wb.creator = "Apis";
   (wb as unknown as { views: unknown }).views = VIEWS;
   const copy = (from: ExcelJS.Cell, to: ExcelJS.Cell) => {
@@ -930,7 +958,9 @@ async function writeReport(upload: string, out: string, layout: { columns: (Colu
   await wb.commit();
 }
 
-type Outcome = { counts: Counts; validation: ReportItem[]; validationSize: number; report: () => Promise<string> };
+/** The report's writer: to a temp file (answers its path), or to a stream (answers ""). */
+type ReportWriter = (stream?: Writable) => Promise<string>;
+type Outcome = { counts: Counts; validation: ReportItem[]; validationSize: number; report: ReportWriter };
 
 /**
  * The import of one uploaded workbook (streamed): `_apis` first (the analysis), then the rows of
@@ -939,14 +969,19 @@ type Outcome = { counts: Counts; validation: ReportItem[]; validationSize: numbe
  * a row that does not fit (unknown gid, twice in the sheet) is marked instead of stopping the
  * import. `onProblems` turns a failed analysis into the error (it gets the report's writer).
  */
-async function runImport(ctx: Ctx, actor: Actor, projectGid: string, up: Upload, onProblems: (problems: Problem[], report: () => Promise<string>) => Promise<never>, progress?: Progress): Promise<Outcome> {
+async function runImport(ctx: Ctx, actor: Actor, projectGid: string, up: Upload, onProblems: (problems: Problem[], report: ReportWriter) => Promise<never>, progress?: Progress): Promise<Outcome> {
   const marks: Marks = { header: new Map(), meta: new Map(), rows: new Map(), removed: [] };
   let st: ImportState | undefined;
   let layoutColumns: (Column | undefined)[] = [];
-  const report = async () => {
+  const report: ReportWriter = async (stream) => {
+    const layout = { columns: layoutColumns, lang: st?.lang ?? "", marks };
+    if (stream) {
+      await writeReport(up.path, { stream }, layout);
+      return "";
+    }
     const out = join(ctx.storage.tmp, `excel-report-${randomBytes(12).toString("hex")}.xlsx`);
     try {
-      await writeReport(up.path, out, { columns: layoutColumns, lang: st?.lang ?? "", marks });
+      await writeReport(up.path, { filename: out }, layout);
     } catch (e) {
       rmSync(out, { force: true });
       throw e;
@@ -1086,9 +1121,9 @@ export const excelImportJob: JobKind = {
       throw new ApiError(1005, "Excel import interrupted", { reason: "the server stopped during the import; the rows applied before stay applied, the rest were not (export again and import the changes that are missing)", rows_done: job.info?.rows_done ?? 0 });
     }
     let linked = false;
-    const link = (report: () => Promise<string>) => {
+    const link = (report: ReportWriter) => {
       linked = true;
-      return offerDownload(ctx, { build: report, also: [p.path], name: p.reportName, project: projectGid }, REPORT_TTL_MS);
+      return offerDownload(ctx, { build: async (out) => void (await report(out)), also: [p.path], name: p.reportName, project: projectGid }, REPORT_TTL_MS);
     };
     try {
       const out = await runImport(

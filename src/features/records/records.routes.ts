@@ -135,7 +135,7 @@ export function recordsRoutes(ctx: Ctx) {
       "/excel/download/:token",
       async ({ params }) => {
         const f = await excelDownload(ctx, params.project, params.token);
-        return new Response(Bun.file(f.path), { headers: { "content-type": XLSX_TYPE, "content-disposition": `attachment; filename="${f.name}"`, "cache-control": "no-store" } });
+        return new Response(f.body ?? Bun.file(f.path!), { headers: { "content-type": XLSX_TYPE, "content-disposition": `attachment; filename="${f.name}"`, "cache-control": "no-store" } });
       },
       {
         params: t.Object({ project: t.String(), token: t.String() }),
