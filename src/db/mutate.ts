@@ -98,7 +98,7 @@ export class ChangeLog {
  * committed, and who publishes its items. bun:sqlite transactions are synchronous, so at most one
  * unit is open per connection at a time and a nested `mutate` can find it here.
  */
-type Unit = { tx: Tx; log: ChangeLog; after: (() => void)[]; hub: Publisher | undefined; depth: number };
+type Unit = { tx: Tx; log: ChangeLog; after: (() => void)[]; hub: Publisher | undefined; depth: number; memo?: Map<string, unknown> };
 const units = new WeakMap<Database, Unit>();
 
 function synchronous<T>(result: T): T {
@@ -182,6 +182,30 @@ export function afterCommit(db: DB, task: () => void): void {
   const open = units.get(db.$client);
   if (open) open.after.push(task);
   else task();
+}
+
+/**
+ * A memo for the open unit of work, off unless `startUnitMemo` turned it on (a batch does, for
+ * what every step would otherwise read again: the access facts, the schema view). Whoever turns
+ * it on must `forgetUnitMemo` after anything that may change what was memoized; it ends with the unit.
+ */
+export function startUnitMemo(db: DB): void {
+  const open = units.get(db.$client);
+  if (open) open.memo ??= new Map();
+}
+
+export function forgetUnitMemo(db: DB): void {
+  units.get(db.$client)?.memo?.clear();
+}
+
+/** `compute()`, or what it gave earlier in this unit under `key` when the unit memo is on. */
+export function unitMemo<T>(db: DB, key: string, compute: () => T): T {
+  const memo = units.get(db.$client)?.memo;
+  if (!memo) return compute();
+  if (memo.has(key)) return memo.get(key) as T;
+  const v = compute();
+  memo.set(key, v);
+  return v;
 }
 
 /** Whether a unit of work is open on `db` (a `mutate` is running). */

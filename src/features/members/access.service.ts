@@ -2,7 +2,7 @@ import { and, eq, inArray, ne, sql } from "drizzle-orm";
 import { allowsProject, mayViewUser, projectRefusal, type ProjectNeed } from "../../core/access";
 import type { Actor } from "../../core/actor";
 import type { DB, Tx } from "../../db/connection";
-import { mutate, type ChangeLog } from "../../db/mutate";
+import { mutate, unitMemo, type ChangeLog } from "../../db/mutate";
 import type { Ctx } from "../../platform/context";
 import { projects } from "../projects/projects.table";
 import { memberships } from "./members.table";
@@ -78,7 +78,8 @@ export type ProjectWork = ProjectAccess & { tx: Tx; log: ChangeLog };
  */
 export function inProject<T>(ctx: Pick<Ctx, "db" | "hub">, actor: Actor, projectGid: string, need: ProjectNeed, fn: (work: ProjectWork) => T): T {
   return mutate(ctx.db, ctx.hub, (tx, log) => {
-    const f = factsOf(ctx.db, actor, projectGid);
+    // Inside a batch the facts are read once for all its steps (unitMemo; forgotten after steps that may change them).
+    const f = unitMemo(ctx.db, `facts:${actor.userGid}:${projectGid}`, () => factsOf(ctx.db, actor, projectGid));
     if (!allowsProject(actor, f, need)) throw projectRefusal(need);
     return fn({ tx, log, project: f.project!, membership: f.membership, isOwner: f.project!.owner === actor.userGid });
   });

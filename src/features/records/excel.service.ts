@@ -1,42 +1,60 @@
 import ExcelJS from "exceljs";
 import { randomBytes } from "node:crypto";
-import { rmSync } from "node:fs";
+import { closeSync, createWriteStream, openSync, readSync, rmSync } from "node:fs";
+import { PassThrough, Readable, type Writable } from "node:stream";
 import { join } from "node:path";
 import type { Actor } from "../../core/actor";
 import type { Answer } from "../../core/answer";
 import { ApiError, badRequest, notFound, unprocessable } from "../../core/errors";
 import { now } from "../../core/ids";
 import type { Tx } from "../../db/connection";
+import type { ChangeLog } from "../../db/mutate";
 import type { Ctx } from "../../platform/context";
+import type { JobKind, Progress } from "../../platform/jobs/runner";
 import type { Received } from "../../platform/storage/storage";
 import { projectAccess } from "../members/access.service";
-import { rowOf } from "../schema/items.service";
-import { LIST_TYPES } from "../schema/schema.types";
-import { childrenIn, createRecordIn, DELETED, mustRecord, recordRow, recordsRead, recordsWrite, rowsInOrder, updateRecordIn, type Rec } from "./records.service";
+import { rowOf, valueContextOf } from "../schema/items.service";
+import { LIST_TYPES, type FieldType } from "../schema/schema.types";
+import { childDefinitionIn, childrenIn, db, DELETED, insertRecordIn, mustRecord, recordRow, recordsRead, recordsWrite, rowsByGids, rowsInOrder, updateRecordIn, type Rec, type Touch } from "./records.service";
 import { deleteRecordIn, undeleteRecordIn } from "./tree.service";
-import { storedValue, type DefInfo, type FieldInfo, type ReportItem, type SchemaView } from "./values.service";
+import { applyFields, initialVals, storedValue, type FieldInfo, type ReportItem, type SchemaView } from "./values.service";
 
 /**
  * The Excel round trip of a parent's children (docs/records.md, "Excel"):
- * - `records/excel/children` writes a workbook (exceljs' streaming writer) with one row per child,
- *   a hidden gid column, one column per field, drop-downs, number formats and a frozen header; a
- *   very hidden sheet `_apis` says what the workbook is (project, parent, language, the field of
- *   each column, when it was made).
- * - `records/excel/update` reads such a workbook back: an analysis pass (nothing changes when the
- *   workbook does not fit the project), then one unit of work that creates, updates, deletes and
- *   undeletes through the records services (`updateRecordIn` validates every cell), and answers the
- *   same workbook marked up.
- * Both are asynchronous (exceljs reads and writes files), so they are plain routes, not operations.
+ * - `records/excel/children` writes a workbook with exceljs' streaming writer, paging through the
+ *   children (never all rows in memory): a very hidden first sheet `_apis` says what the workbook
+ *   is (project, parent, language, the field, and for class fields the subfield, of each column),
+ *   then the sheet `Records` with a hidden gid column, one column per field (a `class` field: one
+ *   per subfield, `dimensions.width`), drop-downs, number formats and a frozen header.
+ * - `records/excel/update` reads such a workbook back with exceljs' streaming reader. Up to
+ *   EXCEL_IMPORT_INLINE_BYTES the call answers at once: an analysis pass (nothing changes when the
+ *   workbook does not fit), then one unit of work, and the marked-up workbook as base64. Larger
+ *   uploads (or `job=true`) run as a `records_excel_update` job that applies the rows in units of
+ *   IMPORT_UNIT rows with `total`/`remaining` progress; its result links the marked-up workbook,
+ *   which is written when first downloaded.
  */
 
 export const XLSX_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet";
-const FORMAT = "apis-excel-children/1";
+/** Version 2: the `_apis` sheet comes first and column rows name a subfield path. Version 1 is still read. */
+const FORMAT = "apis-excel-children/2";
+const FORMATS = new Set(["apis-excel-children/1", FORMAT]);
 const META = "_apis";
 const SHEET = "Records";
 /** Past this many rows an export answers a download link instead of base64 (also on `download: true`). */
 export const EXCEL_INLINE_MAX = 10_000;
-/** How long a download link works. */
+/** Uploads larger than this (about 5,000 rows of 40 columns) are imported by a job (also on `job=true`). */
+export const EXCEL_IMPORT_INLINE_BYTES = 2 * 1024 * 1024;
+/** Rows per unit of work of an import job (each unit its own transaction). */
+export const IMPORT_UNIT = 500;
+/** Children read per page while exporting. */
+const EXPORT_PAGE = 500;
+/** How long a download link works: exports ten minutes, reports of import jobs an hour. */
 export const DOWNLOAD_TTL_MS = 10 * 60 * 1000;
+export const REPORT_TTL_MS = 60 * 60 * 1000;
+/** Validation items listed in an import job's result (all are marked in the workbook). */
+const JOB_VALIDATION_MAX = 1000;
+/** Class fields are expanded into subfield columns this deep (deeper classes are one JSON cell). */
+const CLASS_DEPTH = 3;
 /** The first field column (column A is the gid). */
 const FIRST = 2;
 
@@ -72,18 +90,15 @@ function cellOf(f: FieldInfo, v: unknown, lang: string): ExcelJS.CellValue {
 }
 
 /** Plain content of a cell (rich text joined, formulas by their result, hyperlinks by their text). */
-function plain(v: ExcelJS.CellValue): unknown {
+function plain(v: ExcelJS.CellValue | undefined): unknown {
   if (v === null || v === undefined) return null;
-  if (v instanceof Date) return v;
-  if (typeof v === "object") {
-    const o = v as unknown as Record<string, unknown>;
-    if (Array.isArray(o.richText)) return (o.richText as { text: string }[]).map((r) => r.text).join("");
-    if ("result" in o) return plain(o.result as ExcelJS.CellValue);
-    if ("text" in o) return plain(o.text as ExcelJS.CellValue);
-    if ("error" in o) return String(o.error);
-    return null;
-  }
-  return v;
+  if (typeof v !== "object" || v instanceof Date) return v;
+  const o = v as unknown as Record<string, unknown>;
+  if (Array.isArray(o.richText)) return (o.richText as { text: string }[]).map((r) => r.text).join("");
+  if ("result" in o) return plain(o.result as ExcelJS.CellValue);
+  if ("text" in o) return plain(o.text as ExcelJS.CellValue);
+  if ("error" in o) return String(o.error);
+  return null;
 }
 
 /**
@@ -91,8 +106,8 @@ function plain(v: ExcelJS.CellValue): unknown {
  * schema of the field decides what is valid: a word in a number column is passed on as text and
  * refused there).
  */
-function valueOf(f: FieldInfo, raw: ExcelJS.CellValue): unknown {
-  const v = plain(raw);
+function valueOf(f: FieldInfo, raw: unknown): unknown {
+  const v = plain(raw as ExcelJS.CellValue);
   if (v === null || (typeof v === "string" && !v.trim())) return null;
   if (v instanceof Date) return f.type === "date" ? v.toISOString().slice(0, 10) : v.toISOString();
   const s = typeof v === "string" ? v.trim() : v;
@@ -118,45 +133,131 @@ function valueOf(f: FieldInfo, raw: ExcelJS.CellValue): unknown {
   return typeof s === "string" ? s.replace(/\r\n/g, "\n") : String(s);
 }
 
-const same = (a: unknown, b: unknown) => JSON.stringify(a ?? null) === JSON.stringify(b ?? null);
-
-// ---------------------------------------------------------------------------------------------
-// Export
-
-type Column = { field: FieldInfo; header: string };
-
-/** The columns of an export: the fields of the chosen definition, or of the children's definitions; a fieldlist narrows them. */
-function columnsOf(tx: Tx, view: SchemaView, parent: Rec, rows: Rec[], lang: string, input: { definition?: unknown; fieldlist?: unknown }): { columns: Column[]; definition: string | null } {
-  let defs: string[];
-  let definition: string | null = null;
-  if (input.definition !== undefined && input.definition !== null) {
-    if (typeof input.definition !== "string" || !rowOf(tx, "definition", view.projectGid, input.definition)) throw unprocessable("Can't work with this item", { definition: input.definition, reason: "no such definition in the project" });
-    defs = [(definition = input.definition)];
-  } else {
-    defs = [...new Set(rows.map((r) => r.definition))];
-    if (!defs.length) defs = view.def(parent.definition).childdefinitions.slice(0, 1);
-  }
-  let keep: Set<string> | undefined;
-  if (input.fieldlist !== undefined && input.fieldlist !== null) {
-    if (typeof input.fieldlist !== "string" || !Object.hasOwn(view.options.fieldlists, input.fieldlist)) throw badRequest("Invalid parameter", { "Invalid parameter": "fieldlist", expected: Object.keys(view.options.fieldlists) });
-    keep = new Set();
-    for (const g of defs) {
-      const lists = ((rowOf(tx, "definition", view.projectGid, g)?.spec ?? {}) as { fieldlists?: Record<string, string[]> }).fieldlists ?? {};
-      for (const f of Object.hasOwn(lists, input.fieldlist) ? lists[input.fieldlist]! : []) keep.add(f);
-    }
-  }
-  const seen = new Map<string, FieldInfo>();
-  for (const g of defs) for (const f of view.def(g).fields) if (!seen.has(f.gid) && (!keep || keep.has(f.gid))) seen.set(f.gid, f);
-  const columns = [...seen.values()].map((field) => {
-    const row = rowOf(tx, "field", view.projectGid, field.gid);
-    const label = (row?.label ?? {}) as Record<string, string>;
-    const unit = typeof field.options.unit === "string" && field.options.unit ? ` [${field.options.unit}]` : "";
-    return { field, header: (Object.hasOwn(label, lang) && label[lang] ? label[lang]! : field.name) + unit };
-  });
-  return { columns, definition };
+/** Whether two field values are the same (null, undefined and [] alike; objects by canon). */
+function sameValue(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  const ea = a === null || a === undefined || (Array.isArray(a) && !a.length);
+  const eb = b === null || b === undefined || (Array.isArray(b) && !b.length);
+  if (ea || eb) return ea && eb && (typeof a !== "object" || canon(a) === "null") && (typeof b !== "object" || canon(b) === "null");
+  if (typeof a !== "object" || typeof b !== "object") return false;
+  return canon(a) === canon(b);
 }
 
-/** The number format, alignment and width of a field's column. */
+/** JSON with object members sorted, empty objects and nulls dropped: equal values compare equal. */
+function canon(v: unknown): string {
+  const norm = (x: unknown): unknown => {
+    if (x === null || x === undefined) return null;
+    if (Array.isArray(x)) return x.length ? x.map(norm) : null;
+    if (typeof x === "object") {
+      const out: [string, unknown][] = [];
+      for (const k of Object.keys(x as object).sort()) {
+        const n = norm((x as Record<string, unknown>)[k]);
+        if (n !== null) out.push([k, n]);
+      }
+      return out.length ? out : null;
+    }
+    return x;
+  };
+  return JSON.stringify(norm(v));
+}
+
+const isObj = (v: unknown): v is Record<string, unknown> => !!v && typeof v === "object" && !Array.isArray(v);
+
+/** The member at `path` of a class value (own members only). */
+function atPath(v: unknown, path: readonly string[]): unknown {
+  for (const p of path) v = isObj(v) && Object.hasOwn(v, p) ? v[p] : undefined;
+  return v;
+}
+
+/** Sets (or, for null, removes) the member at `path`, making objects on the way. */
+function setPath(o: Record<string, unknown>, path: readonly string[], v: unknown): void {
+  let cur = o;
+  for (let i = 0; i < path.length - 1; i++) {
+    const p = path[i]!;
+    const next = Object.hasOwn(cur, p) ? cur[p] : undefined;
+    if (!isObj(next)) {
+      if (v === null) return;
+      Object.defineProperty(cur, p, { value: {}, enumerable: true, writable: true, configurable: true });
+    }
+    cur = cur[p] as Record<string, unknown>;
+  }
+  const last = path[path.length - 1]!;
+  if (v === null) delete cur[last];
+  else Object.defineProperty(cur, last, { value: v, enumerable: true, writable: true, configurable: true });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Columns
+
+/**
+ * One column of the sheet: a field, or for a `class` field one of its subfields (`path` the
+ * subfield names from the field down, `leaf` the subfield, `key` the dotted name).
+ */
+export type Column = { field: FieldInfo; leaf: FieldInfo; path: string[]; key: string; header: string };
+
+type FieldRowLike = { gid: string; name: string; type: string; options: Record<string, unknown> };
+
+/** A FieldInfo for a class's subfield (read and written like a field; validated through its class field). */
+function subInfo(s: FieldRowLike): FieldInfo {
+  const values = s.options.values as { key: string; label?: Record<string, string> }[] | undefined;
+  return {
+    gid: s.gid,
+    name: s.name,
+    type: s.type as FieldType,
+    localized: false,
+    required: false,
+    options: s.options,
+    initial: {},
+    labels: Array.isArray(values) && values.length ? new Map(values.map((v) => [v.key, v.label ?? {}])) : undefined,
+    schema: () => {
+      throw new Error("a subfield is validated through its class field");
+    },
+  };
+}
+
+/** A field's label in a language (its name when it has none), with ` [unit]`. */
+function titleOf(tx: Tx, projectGid: string, f: { gid: string; name: string }, lang: string, withUnit = true): string {
+  const row = rowOf(tx, "field", projectGid, f.gid);
+  const label = (row?.label ?? {}) as Record<string, string>;
+  const u = (row?.spec as { unit?: unknown } | undefined)?.unit;
+  const unit = withUnit && typeof u === "string" && u ? ` [${u}]` : "";
+  return (Object.hasOwn(label, lang) && label[lang] ? label[lang]! : f.name) + unit;
+}
+
+type ClassFields = (classGid: string) => FieldRowLike[] | undefined;
+
+/** The columns of a field: one, or one per subfield of its class (nested classes too, CLASS_DEPTH deep). */
+function columnsOfField(tx: Tx, projectGid: string, classFields: ClassFields, field: FieldInfo, lang: string): Column[] {
+  const out: Column[] = [];
+  const walk = (leaf: FieldInfo, path: string[], header: string, key: string) => {
+    const subs = leaf.type === "class" && typeof leaf.options.class === "string" && path.length < CLASS_DEPTH ? classFields(leaf.options.class) : undefined;
+    if (!subs?.length) {
+      out.push({ field, leaf, path, key, header });
+      return;
+    }
+    for (const s of subs) walk(subInfo(s), [...path, s.name], `${header}\n${titleOf(tx, projectGid, s, lang)}`, `${key}.${s.name}`);
+  };
+  walk(field, [], titleOf(tx, projectGid, field, lang, field.type !== "class"), field.name);
+  return out;
+}
+
+/** The column of a `_apis` column row: the field by gid, the subfield by its path of names. */
+function columnOf(tx: Tx, projectGid: string, classFields: ClassFields, gid: string, path: string[], key: string): Column | string {
+  const row = rowOf(tx, "field", projectGid, gid);
+  if (!row) return `the field of this column (${gid}) no longer exists`;
+  const spec = row.spec as { type: FieldType; options?: Record<string, unknown>; is_localized?: boolean };
+  const field = { ...subInfo({ gid, name: row.name, type: spec.type, options: spec.options ?? {} }), localized: !!spec.is_localized };
+  let leaf: FieldInfo = field;
+  for (const p of path) {
+    const subs = leaf.type === "class" && typeof leaf.options.class === "string" ? classFields(leaf.options.class) : undefined;
+    const s = subs?.find((x) => x.name === p);
+    if (!s) return `the class of ${[field.name, ...path].join(".")} no longer has a field ${p}`;
+    leaf = subInfo(s);
+  }
+  return { field, leaf, path, key, header: key };
+}
+
+/** The number format, alignment and width of a column. */
 function columnLook(f: FieldInfo): { numFmt: string; alignment: Partial<ExcelJS.Alignment>; width: number } {
   const decimals = typeof f.options.decimals === "number" ? f.options.decimals : undefined;
   switch (f.type) {
@@ -188,7 +289,73 @@ function dropDown(f: FieldInfo, lang: string): ExcelJS.DataValidation | undefine
   return { type: "list", allowBlank: true, formulae: [formula], showErrorMessage: true, errorStyle: "information", errorTitle: "Value not in list", error: "This value is not one of the field's values; it can be saved anyway and is checked on import." };
 }
 
-type ExportPlan = { name: string; parent: Rec; lang: string; columns: Column[]; definition: string | null; rows: Rec[]; defs: Map<string, DefInfo>; exportedOn: number };
+/** Sheet layout shared by the export and the report: column looks, hidden gid column, frozen header, drop-downs. */
+function sheetOf(wb: ExcelJS.stream.xlsx.WorkbookWriter, columns: (Column | undefined)[], lang: string, rows: number): ExcelJS.Worksheet {
+  const ws = wb.addWorksheet(SHEET, { views: [{ state: "frozen", xSplit: 0, ySplit: 1 }] });
+  ws.columns = [
+    { key: "gid", width: 38, hidden: true },
+    ...columns.map((c, i) => {
+      if (!c) return { key: `c${i}`, width: 18 };
+      const look = columnLook(c.leaf);
+      return { key: c.key, width: look.width, style: { numFmt: look.numFmt, alignment: look.alignment } };
+    }),
+  ];
+  const last = Math.max(rows + 1, 1000);
+  columns.forEach((c, i) => {
+    const dv = c && dropDown(c.leaf, lang);
+    const col = ws.getColumn(FIRST + i).letter;
+    if (dv) (ws as unknown as { dataValidations: { add(a: string, v: ExcelJS.DataValidation): void } }).dataValidations.add(`${col}2:${col}${last}`, dv);
+  });
+  return ws;
+}
+
+function styleHeader(cell: ExcelJS.Cell) {
+  cell.font = { bold: true };
+  cell.fill = { type: "pattern", pattern: "solid", fgColor: { argb: FILL.name } };
+  cell.alignment = { wrapText: true, vertical: "top" };
+}
+
+/** Marks a cell (its own copy of the style first: styles may be shared). */
+function mark(cell: ExcelJS.Cell, kind: Mark, note?: string) {
+  cell.style = { ...cell.style, fill: { type: "pattern", pattern: "solid", fgColor: { argb: FILL[kind] } } };
+  if (kind === "deleted") cell.font = { ...(cell.font ?? {}), strike: true, color: { argb: "FFCD4942" } };
+  if (note) cell.note = { texts: [{ text: note }], editAs: "absolute" } as ExcelJS.Comment;
+}
+
+/** The workbook views: the `Records` tab (the second sheet) is the active one. */
+const VIEWS = [{ x: 0, y: 0, width: 20000, height: 12000, firstSheet: 0, activeTab: 1, visibility: "visible" as const }];
+
+// ---------------------------------------------------------------------------------------------
+// Export
+
+type ExportPlan = { name: string; parent: string; lang: string; columns: Column[]; definition: string | null; gids: string[]; exportedOn: number };
+
+/** The columns of an export: the fields of the chosen definition, or of the children's definitions; a fieldlist narrows them. */
+function exportColumns(tx: Tx, view: SchemaView, parent: Rec, lang: string, input: { definition?: unknown; fieldlist?: unknown }): { columns: Column[]; definition: string | null } {
+  let defs: string[];
+  let definition: string | null = null;
+  if (input.definition !== undefined && input.definition !== null) {
+    if (typeof input.definition !== "string" || !rowOf(tx, "definition", view.projectGid, input.definition)) throw unprocessable("Can't work with this item", { definition: input.definition, reason: "no such definition in the project" });
+    defs = [(definition = input.definition)];
+  } else {
+    defs = (db(tx).query(`SELECT DISTINCT definition AS d FROM records WHERE parent = ? AND status != '${DELETED}' ORDER BY id`).all(parent.gid) as { d: string }[]).map((r) => r.d);
+    if (!defs.length) defs = view.def(parent.definition).childdefinitions.slice(0, 1);
+  }
+  let keep: Set<string> | undefined;
+  if (input.fieldlist !== undefined && input.fieldlist !== null) {
+    if (typeof input.fieldlist !== "string" || !Object.hasOwn(view.options.fieldlists, input.fieldlist)) throw badRequest("Invalid parameter", { "Invalid parameter": "fieldlist", expected: Object.keys(view.options.fieldlists) });
+    keep = new Set();
+    for (const g of defs) {
+      const lists = ((rowOf(tx, "definition", view.projectGid, g)?.spec ?? {}) as { fieldlists?: Record<string, string[]> }).fieldlists ?? {};
+      for (const f of Object.hasOwn(lists, input.fieldlist) ? lists[input.fieldlist]! : []) keep.add(f);
+    }
+  }
+  const seen = new Map<string, FieldInfo>();
+  for (const g of defs) for (const f of view.def(g).fields) if (!seen.has(f.gid) && (!keep || keep.has(f.gid))) seen.set(f.gid, f);
+  const ctxOf = valueContextOf(tx, view.projectGid);
+  const classFields: ClassFields = (g) => ctxOf.classFields(g);
+  return { columns: [...seen.values()].flatMap((f) => columnsOfField(tx, view.projectGid, classFields, f, lang)), definition };
+}
 
 /** A file name from the parent's title: `<title>-children.xlsx`. */
 function fileName(view: SchemaView, parent: Rec, lang: string, suffix = ""): string {
@@ -199,78 +366,98 @@ function fileName(view: SchemaView, parent: Rec, lang: string, suffix = ""): str
   return `${slug}-children${suffix}.xlsx`;
 }
 
-/** Writes the workbook of a plan to `path` with the streaming writer. */
-async function writeWorkbook(plan: ExportPlan, path: string, projectGid: string): Promise<void> {
-  const wb = new ExcelJS.stream.xlsx.WorkbookWriter({ filename: path, useStyles: true, useSharedStrings: false });
+/** The `_apis` sheet's rows: what the workbook is, then one row per column. */
+function metaRows(projectGid: string, parent: string, lang: string, definition: string | null, exportedOn: number, rows: number, columns: Column[]): ExcelJS.CellValue[][] {
+  return [
+    ["format", FORMAT],
+    ["project", projectGid],
+    ["parent", parent],
+    ["language", lang],
+    ["definition", definition ?? ""],
+    ["exported_on", exportedOn],
+    ["rows", rows],
+    ...columns.map((c, i) => ["column", FIRST + i, c.field.gid, c.key, c.path.length ? JSON.stringify(c.path) : ""]),
+  ];
+}
+
+const tick = () => new Promise<void>((ok) => setImmediate(ok));
+
+/**
+ * Writes the workbook of a plan to `path` with the streaming writer, reading the children a page
+ * at a time (each page in its own read, so a long export never holds the database).
+ */
+async function writeExport(ctx: Ctx, actor: Actor, projectGid: string, plan: ExportPlan, out: { filename: string } | { stream: Writable }): Promise<number> {
+  const wb = new ExcelJS.stream.xlsx.WorkbookWriter({ ...out, useStyles: true, useSharedStrings: false });
   wb.creator = "Apis";
-  const ws = wb.addWorksheet(SHEET, { views: [{ state: "frozen", xSplit: 0, ySplit: 1 }] });
-  ws.columns = [{ key: "gid", width: 38, hidden: true }, ...plan.columns.map((c) => {
-    const look = columnLook(c.field);
-    return { key: c.field.gid, width: look.width, style: { numFmt: look.numFmt, alignment: look.alignment } };
-  })];
+  (wb as unknown as { views: unknown }).views = VIEWS;
+  const meta = wb.addWorksheet(META, { state: "veryHidden" });
+  for (const r of metaRows(projectGid, plan.parent, plan.lang, plan.definition, plan.exportedOn, plan.gids.length, plan.columns)) meta.addRow(r).commit();
+  await meta.commit();
+  const ws = sheetOf(wb, plan.columns, plan.lang, plan.gids.length);
   const header = ws.getRow(1);
   header.getCell(1).value = "gid";
   plan.columns.forEach((c, i) => {
     const cell = header.getCell(FIRST + i);
     cell.value = c.header;
-    cell.font = { bold: true };
-    cell.fill = { type: "pattern", pattern: "solid", fgColor: { argb: FILL.name } };
-    cell.alignment = { wrapText: true, vertical: "top" };
+    styleHeader(cell);
   });
   header.commit();
-  const last = Math.max(plan.rows.length + 1, 1000);
-  plan.columns.forEach((c, i) => {
-    const dv = dropDown(c.field, plan.lang);
-    const col = ws.getColumn(FIRST + i).letter;
-    if (dv) (ws as unknown as { dataValidations: { add(a: string, v: ExcelJS.DataValidation): void } }).dataValidations.add(`${col}2:${col}${last}`, dv);
-  });
-  for (const r of plan.rows) {
-    const d = plan.defs.get(r.definition)!;
-    const row = ws.addRow([r.gid]);
-    plan.columns.forEach((c, i) => {
-      const cell = row.getCell(FIRST + i);
-      const look = columnLook(c.field);
-      cell.numFmt = look.numFmt;
-      cell.alignment = look.alignment;
-      if (!d.byGid.has(c.field.gid)) {
-        cell.fill = { type: "pattern", pattern: "solid", fgColor: { argb: FILL.disabled } };
-        return;
-      }
-      cell.value = cellOf(c.field, storedValue(r.vals, c.field, plan.lang), plan.lang);
-    });
-    row.commit();
+  const disabled = plan.columns.map((c) => ({ ...ws.getColumn(FIRST + plan.columns.indexOf(c)).style, fill: { type: "pattern", pattern: "solid", fgColor: { argb: FILL.disabled } } }) as Partial<ExcelJS.Style>);
+  let written = 0;
+  for (let top = 0; top < plan.gids.length; top += EXPORT_PAGE) {
+    const page = recordsRead(ctx, actor, projectGid, (tx, view) =>
+      rowsInOrder(tx, projectGid, plan.gids.slice(top, top + EXPORT_PAGE)).map((r) => {
+        const d = view.def(r.definition);
+        return [r.gid, ...plan.columns.map((c) => (d.byGid.has(c.field.gid) ? cellOf(c.leaf, atPath(storedValue(r.vals, c.field, plan.lang), c.path), plan.lang) : undefined))];
+      }),
+    );
+    for (const values of page) {
+      const row = ws.addRow(values.map((v) => (v === undefined ? null : v)));
+      for (let i = 1; i < values.length; i++) if (values[i] === undefined) row.getCell(i + 1).style = disabled[i - 1]!;
+      row.commit();
+    }
+    written += page.length;
+    await tick(); // lets the zip stream write what the page produced
   }
   await ws.commit();
-  const meta = wb.addWorksheet(META, { state: "veryHidden" });
-  const pairs: [string, ExcelJS.CellValue][] = [
-    ["format", FORMAT],
-    ["project", projectGid],
-    ["parent", plan.parent.gid],
-    ["language", plan.lang],
-    ["definition", plan.definition ?? ""],
-    ["exported_on", plan.exportedOn],
-  ];
-  for (const p of pairs) meta.addRow(p).commit();
-  plan.columns.forEach((c, i) => meta.addRow(["column", FIRST + i, c.field.gid, c.field.name]).commit());
-  await meta.commit();
   await wb.commit();
+  return written;
 }
 
-/** Download links of large exports: token → file (one map per instance, files removed when they expire). */
-const DOWNLOADS = new WeakMap<Ctx, Map<string, { path: string; name: string; project: string; expires: number }>>();
+/**
+ * Download links: token → file (one map per instance; files removed when they expire). A report
+ * is written on first download, streamed to that request as it is written and kept in a file for
+ * later ones.
+ */
+type Download = { path?: string; build?: (out: Writable) => Promise<void>; building?: Promise<void>; also: string[]; name: string; project: string; expires: number };
+const DOWNLOADS = new WeakMap<Ctx, Map<string, Download>>();
 
 function downloadsOf(ctx: Ctx) {
   let m = DOWNLOADS.get(ctx);
   if (!m) DOWNLOADS.set(ctx, (m = new Map()));
   const t = Date.now();
-  for (const [k, v] of m) if (v.expires <= t) (m.delete(k), rmSync(v.path, { force: true }));
+  for (const [k, v] of m)
+    if (v.expires <= t) {
+      m.delete(k);
+      for (const p of [v.path, ...v.also]) if (p) rmSync(p, { force: true });
+    }
   return m;
+}
+
+function offerDownload(ctx: Ctx, d: Omit<Download, "expires" | "also"> & { also?: string[] }, ttl: number): { url: string; expires: number } {
+  const token = randomBytes(24).toString("base64url");
+  const expires = Date.now() + ttl;
+  downloadsOf(ctx).set(token, { ...d, also: d.also ?? [], expires });
+  setTimeout(() => downloadsOf(ctx), ttl + 1000).unref?.();
+  return { url: `/api/p/${d.project}/records/excel/download/${token}`, expires: expires / 1000 };
 }
 
 /**
  * `records/excel/children`: a workbook of the parent's (not deleted) children in one language.
  * Answers `result["children.excel"]` naming the file and `data.files[name]` = base64; past
- * EXCEL_INLINE_MAX rows (or with `download: true`) a link `result["download.url"]` instead.
+ * EXCEL_INLINE_MAX rows (or with `download: true`) a link `result["download.url"]` at once
+ * instead: the workbook is written when the link is first fetched, streamed to that request as it
+ * is written (a long export never waits in one silent request) and kept for later fetches.
  */
 export async function exportChildren(ctx: Ctx, actor: Actor, projectGid: string, input: { record?: unknown; language?: unknown; definition?: unknown; fieldlist?: unknown; download?: unknown }): Promise<Answer> {
   const plan = recordsRead(ctx, actor, projectGid, (tx, view): ExportPlan => {
@@ -278,37 +465,59 @@ export async function exportChildren(ctx: Ctx, actor: Actor, projectGid: string,
     const [lang] = view.languagesOf({ language: input.language });
     const parent = mustRecord(tx, projectGid, input.record);
     const { gids } = childrenIn(tx, parent.gid, { top: 0, size: Number.MAX_SAFE_INTEGER });
-    const rows = rowsInOrder(tx, projectGid, gids);
-    const { columns, definition } = columnsOf(tx, view, parent, rows, lang!, input);
-    const defs = new Map(rows.map((r) => [r.definition, view.def(r.definition)]));
-    return { name: fileName(view, parent, lang!), parent, lang: lang!, columns, definition, rows, defs, exportedOn: now() };
+    const { columns, definition } = exportColumns(tx, view, parent, lang!, input);
+    return { name: fileName(view, parent, lang!), parent: parent.gid, lang: lang!, columns, definition, gids, exportedOn: now() };
   });
+  if (input.download === true || plan.gids.length > EXCEL_INLINE_MAX) {
+    const link = offerDownload(ctx, { build: async (stream) => void (await writeExport(ctx, actor, projectGid, plan, { stream })), name: plan.name, project: projectGid }, DOWNLOAD_TTL_MS);
+    return { result: { "children.excel": plan.name, "children.size": plan.gids.length, "download.url": link.url, "download.expires": link.expires }, data: { files: {} } };
+  }
   const path = join(ctx.storage.tmp, `excel-${randomBytes(12).toString("hex")}.xlsx`);
+  let size: number;
   try {
-    await writeWorkbook(plan, path, projectGid);
+    size = await writeExport(ctx, actor, projectGid, plan, { filename: path });
   } catch (e) {
     rmSync(path, { force: true });
     throw e;
   }
-  if (input.download === true || plan.rows.length > EXCEL_INLINE_MAX) {
-    const token = randomBytes(24).toString("base64url");
-    const expires = Date.now() + DOWNLOAD_TTL_MS;
-    downloadsOf(ctx).set(token, { path, name: plan.name, project: projectGid, expires });
-    setTimeout(() => downloadsOf(ctx), DOWNLOAD_TTL_MS + 1000).unref?.();
-    return { result: { "children.excel": plan.name, "children.size": plan.rows.length, "download.url": `/api/p/${projectGid}/records/excel/download/${token}`, "download.expires": expires / 1000 }, data: { files: {} } };
-  }
   try {
     const b64 = Buffer.from(await Bun.file(path).arrayBuffer()).toString("base64");
-    return { result: { "children.excel": plan.name, "children.size": plan.rows.length }, data: { files: { [plan.name]: b64 } } };
+    return { result: { "children.excel": plan.name, "children.size": size }, data: { files: { [plan.name]: b64 } } };
   } finally {
     rmSync(path, { force: true });
   }
 }
 
-/** The file behind a download link (404 once expired or unknown; the link is the permission, for a few minutes). */
-export function excelDownload(ctx: Ctx, projectGid: string, token: string): { path: string; name: string } {
+/**
+ * The file behind a download link (404 once expired or unknown; the link is the permission, for a
+ * while): a file, or for a report not written yet a stream of it while it is written.
+ */
+export async function excelDownload(ctx: Ctx, projectGid: string, token: string): Promise<{ name: string; path?: string; body?: ReadableStream }> {
   const d = downloadsOf(ctx).get(token);
   if (!d || d.project !== projectGid) throw notFound("Not found", { reason: "unknown or expired download link" });
+  if (!d.path && d.build && !d.building) {
+    const build = d.build;
+    const file = join(ctx.storage.tmp, `excel-report-${randomBytes(12).toString("hex")}.xlsx`);
+    d.also.push(file);
+    const tee = new PassThrough();
+    const toFile = createWriteStream(file);
+    tee.pipe(toFile);
+    const body = Readable.toWeb(tee) as unknown as ReadableStream;
+    d.building = build(tee)
+      .then(() => new Promise<void>((ok, fail) => (toFile.writableFinished ? ok() : toFile.once("finish", ok).once("error", fail))))
+      .then(() => {
+        d.path = file;
+        d.build = undefined;
+      })
+      .catch((e) => {
+        tee.destroy(e as Error);
+        ctx.log.error("excel report could not be written", { error: String((e as Error)?.stack ?? e) });
+      })
+      .finally(() => (d.building = undefined));
+    return { name: d.name, body };
+  }
+  if (d.building) await d.building;
+  if (!d.path) throw notFound("Not found", { reason: "the report could not be written" });
   return { path: d.path, name: d.name };
 }
 
@@ -317,214 +526,621 @@ export function excelDownload(ctx: Ctx, projectGid: string, token: string): { pa
 
 type Problem = { sheet: string; cell: string; message: string };
 type Counts = { rows: number; created: number; updated: number; deleted: number; undeleted: number; unchanged: number; errors: number; warnings: number };
+type CellMark = { kind: Mark; note?: string };
+/** What the report shows of a row: its new gid, created (every filled cell applied), deleted, marked cells. */
+type RowMark = { gid?: string; created?: boolean; deleted?: boolean; cells?: Map<number, CellMark> };
+type Marks = { header: Map<number, CellMark>; meta: Map<string, string>; rows: Map<number, RowMark>; removed: string[] };
+/** A data row as read: its number, gid, cell values by column number, and whether it is struck through. */
+type RowIn = { n: number; gid: string | null; cells: unknown[]; struck: boolean };
+type SheetReader = AsyncIterable<ExcelJS.Row> & { name: string };
+type MetaInfo = { info: Map<string, unknown>; keys: string[]; cols: { col: number; gid: string; key: string; path: string[] }[] };
+type Upload = { path: string; filename: string; fields: Record<string, string> };
 
 const notOurs = (reason: string) => badRequest("Bad request", { reason: `not an Excel workbook made by records/excel/children: ${reason}` });
 
-/** Marks a cell. Cells read by exceljs share style objects, so the cell gets a style of its own first. */
-function mark(cell: ExcelJS.Cell, kind: Mark, note?: string) {
-  cell.style = { ...cell.style };
-  cell.fill = { type: "pattern", pattern: "solid", fgColor: { argb: FILL[kind] } };
-  if (kind === "deleted") cell.font = { ...(cell.font ?? {}), strike: true, color: { argb: "FFCD4942" } };
-  if (note) {
-    const prev = typeof cell.note === "string" ? cell.note + "\n" : "";
-    cell.note = { texts: [{ text: prev + note }], editAs: "absolute" } as ExcelJS.Comment;
+/** The worksheets of a workbook file, streamed (exceljs' WorkbookReader; cell styles kept for strike-through). */
+async function* sheetsOf(path: string): AsyncIterable<SheetReader> {
+  const reader = new ExcelJS.stream.xlsx.WorkbookReader(path, { worksheets: "emit", sharedStrings: "cache", styles: "cache", hyperlinks: "ignore", entries: "ignore" });
+  const inner = reader as unknown as AsyncIterable<SheetReader & { id: unknown }> & { model?: { sheets?: { name: string; rId: string }[] }; workbookRels?: { Id: string; Target: string }[] };
+  for await (const ws of inner) {
+    // exceljs names a sheet only when its relationship target is relative; openpyxl writes
+    // absolute ones (/xl/worksheets/sheet1.xml): name those sheets here.
+    const sheets = inner.model?.sheets ?? [];
+    if (!sheets.some((x) => x.name === ws.name)) {
+      const rel = (inner.workbookRels ?? []).find((r) => String(r.Target).replace(/^\/?xl\//, "") === `worksheets/sheet${ws.id}.xml`);
+      const sheet = rel && sheets.find((x) => x.rId === rel.Id);
+      if (sheet) ws.name = sheet.name;
+    }
+    yield ws;
   }
 }
 
-const struck = (row: ExcelJS.Row, width: number) => {
-  for (let c = 1; c <= width; c++) if (row.getCell(c).font?.strike) return true;
-  return false;
+async function drain(ws: SheetReader) {
+  for await (const _ of ws);
+}
+
+/** Whether a file starts like a zip archive (an .xlsx is one). */
+function looksLikeZip(path: string): boolean {
+  const fd = openSync(path, "r");
+  try {
+    const b = Buffer.alloc(4);
+    return readSync(fd, b, 0, 4, 0) === 4 && b.readUInt32LE(0) === 0x04034b50;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+const cellsOf = (row: ExcelJS.Row) => ((row as unknown as { _cells?: (ExcelJS.Cell | undefined)[] })._cells ?? []);
+
+async function readMeta(ws: SheetReader): Promise<MetaInfo> {
+  const m: MetaInfo = { info: new Map(), keys: [], cols: [] };
+  for await (const row of ws) {
+    const v = (c: number) => plain(row.getCell(c).value);
+    const k = v(1);
+    m.keys[row.number] = typeof k === "string" ? k : "";
+    if (k === "column") {
+      let path: string[] = [];
+      try {
+        const p = v(5);
+        if (typeof p === "string" && p) path = (JSON.parse(p) as unknown[]).map(String);
+      } catch {}
+      m.cols.push({ col: Number(v(2)), gid: String(v(3)), key: String(v(4) ?? ""), path });
+    } else if (typeof k === "string") m.info.set(k, v(2));
+  }
+  return m;
+}
+
+function rowIn(row: ExcelJS.Row, width: number): RowIn {
+  const cells: unknown[] = new Array(width + 1).fill(null);
+  let struck = false;
+  const list = cellsOf(row);
+  for (let c = 1; c <= width && c <= list.length; c++) {
+    const cell = list[c - 1];
+    if (!cell) continue;
+    cells[c] = cell.value;
+    if ((cell.style as Partial<ExcelJS.Style> | undefined)?.font?.strike) struck = true;
+  }
+  const g = plain(cells[1] as ExcelJS.CellValue);
+  return { n: row.number, gid: typeof g === "string" && g.trim() ? g.trim() : null, cells, struck };
+}
+
+/** What an import works with once the `_apis` sheet checked out. */
+type ImportState = {
+  projectGid: string;
+  lang: string;
+  parentGid: string;
+  exportedOn: number;
+  definition?: string;
+  width: number;
+  /** Column number → column (columns whose field is gone are left out). */
+  columns: Map<number, Column>;
+  /** Field gid → its column numbers (one, or one per subfield). */
+  byField: Map<string, number[]>;
+  /** Field name → column numbers, for the report items. */
+  byName: Map<string, number[]>;
+  counts: Counts;
+  validation: ReportItem[];
+  validationSize: number;
+  validationCap: number;
+  marks: Marks;
+  present: Set<string>;
+  /** Records written in the current unit (their prefetched rows are stale). */
+  written: Set<string>;
 };
 
-const base64Of = async (wb: ExcelJS.Workbook) => Buffer.from(await wb.xlsx.writeBuffer()).toString("base64");
+/** The analysis of the `_apis` sheet: the workbook's project, parent, language and columns must fit. */
+function analyse(ctx: Ctx, actor: Actor, projectGid: string, meta: MetaInfo, fields: Record<string, string>, marks: Marks, validationCap: number): { st: ImportState; problems: Problem[] } {
+  if (!FORMATS.has(String(meta.info.get("format")))) throw notOurs(`the "${META}" sheet is not of format ${FORMAT}`);
+  const lang = String(meta.info.get("language") ?? "");
+  const parentGid = String(meta.info.get("parent") ?? "");
+  const problems: Problem[] = [];
+  const metaProblem = (key: string, message: string) => {
+    const n = meta.keys.indexOf(key);
+    problems.push({ sheet: META, cell: `B${n > 0 ? n : 1}`, message });
+    marks.meta.set(key, message);
+  };
+  const width = FIRST - 1 + meta.cols.length;
+  const st: ImportState = {
+    projectGid,
+    lang,
+    parentGid,
+    exportedOn: Number(meta.info.get("exported_on") ?? 0),
+    definition: typeof meta.info.get("definition") === "string" && meta.info.get("definition") ? String(meta.info.get("definition")) : undefined,
+    width,
+    columns: new Map(),
+    byField: new Map(),
+    byName: new Map(),
+    counts: { rows: 0, created: 0, updated: 0, deleted: 0, undeleted: 0, unchanged: 0, errors: 0, warnings: 0 },
+    validation: [],
+    validationSize: 0,
+    validationCap,
+    marks,
+    present: new Set(),
+    written: new Set(),
+  };
+  recordsRead(ctx, actor, projectGid, (tx, view) => {
+    if (meta.info.get("project") !== projectGid) metaProblem("project", "the workbook was made in another project");
+    if (!view.languages.includes(lang)) metaProblem("language", `not a project language: ${lang}`);
+    if (fields.language !== undefined && fields.language !== "" && fields.language !== lang) metaProblem("language", `the workbook is in language ${lang}, not ${fields.language}`);
+    if (fields.record !== undefined && fields.record !== "" && fields.record !== parentGid) metaProblem("parent", `the workbook holds the children of ${parentGid}, not of ${fields.record}`);
+    if (!recordRow(tx, projectGid, parentGid)) metaProblem("parent", "the parent record does not exist");
+    const ctxOf = valueContextOf(tx, projectGid);
+    for (const c of meta.cols) {
+      const col = columnOf(tx, projectGid, (g) => ctxOf.classFields(g), c.gid, c.path, c.key || c.gid);
+      if (typeof col === "string") {
+        const address = `${colLetter(c.col)}1`;
+        problems.push({ sheet: SHEET, cell: address, message: col });
+        marks.header.set(c.col, { kind: "error", note: col });
+        continue;
+      }
+      st.columns.set(c.col, col);
+      const list = st.byField.get(col.field.gid) ?? [];
+      list.push(c.col);
+      st.byField.set(col.field.gid, list);
+      const byName = st.byName.get(col.field.name) ?? [];
+      byName.push(c.col);
+      st.byName.set(col.field.name, byName);
+    }
+  });
+  return { st, problems };
+}
+
+function colLetter(n: number): string {
+  let s = "";
+  for (; n > 0; n = Math.floor((n - 1) / 26)) s = String.fromCharCode(65 + ((n - 1) % 26)) + s;
+  return s;
+}
+
+const rowMark = (st: ImportState, n: number): RowMark => {
+  let m = st.marks.rows.get(n);
+  if (!m) st.marks.rows.set(n, (m = {}));
+  return m;
+};
+const cellMark = (st: ImportState, n: number, col: number, kind: Mark, note?: string) => {
+  const m = rowMark(st, n);
+  const cells = (m.cells ??= new Map());
+  const prev = cells.get(col);
+  cells.set(col, { kind: prev?.kind === "error" ? "error" : kind, note: prev?.note && note ? `${prev.note}\n${note}` : (note ?? prev?.note) });
+};
+
+/** The row-level analysis of a small import (before anything changes): gids known, children of the parent, once each. */
+function checkRows(tx: Tx, st: ImportState, rows: RowIn[]): Problem[] {
+  const problems: Problem[] = [];
+  const seen = new Set<string>();
+  const known = new Map(rowsByGids(tx, st.projectGid, rows.flatMap((r) => (r.gid ? [r.gid] : []))).map((r) => [r.gid, r]));
+  for (const r of rows) {
+    if (!r.gid) continue;
+    const rec = known.get(r.gid);
+    const message = seen.has(r.gid) ? "this record is in the sheet twice" : !rec ? "no such record in the project" : rec.parent !== st.parentGid ? "this record is not a child of the workbook's parent" : undefined;
+    seen.add(r.gid);
+    if (!message) continue;
+    problems.push({ sheet: SHEET, cell: `A${r.n}`, message });
+    cellMark(st, r.n, 1, "error", message);
+  }
+  return problems;
+}
+
+const blank = (v: unknown) => {
+  const p = plain(v as ExcelJS.CellValue);
+  return p === null || (typeof p === "string" && !p.trim());
+};
+
+/** A label of a value-list subfield back to its key (top-level fields: applyFields does this). */
+function subKey(leaf: FieldInfo, v: unknown, lang: string): unknown {
+  if (!leaf.labels || v === null) return v;
+  const one = (x: unknown) => {
+    if (typeof x !== "string" || leaf.labels!.has(x)) return x;
+    for (const [k, l] of leaf.labels!) if (l[lang] === x) return k;
+    return x;
+  };
+  return Array.isArray(v) ? v.map(one) : one(v);
+}
+
+/**
+ * The `fields` input of a row: only the fields whose cells differ from the stored value (a class
+ * field: from the stored object, with its edited subfields replaced). `sent` maps a field name to
+ * the columns that differ.
+ */
+function diffRow(st: ImportState, d: { byGid: Map<string, FieldInfo> }, vals: Record<string, Record<string, unknown>>, row: RowIn): { input: Record<string, unknown>; sent: Map<string, number[]> } {
+  const input: Record<string, unknown> = Object.create(null);
+  const sent = new Map<string, number[]>();
+  for (const [gid, cols] of st.byField) {
+    const first = st.columns.get(cols[0]!)!;
+    const f = d.byGid.get(gid);
+    const stored = f ? storedValue(vals, f, st.lang) : undefined;
+    if (first.path.length === 0) {
+      const info = f ?? first.field;
+      const now = valueOf(info, row.cells[cols[0]!]);
+      const was = f && stored !== undefined && stored !== null ? valueOf(info, cellOf(info, stored, st.lang)) : null;
+      if (sameValue(now, was)) continue;
+      input[info.name] = now;
+      sent.set(info.name, cols);
+      continue;
+    }
+    const next: Record<string, unknown> = isObj(stored) ? structuredClone(stored) : {};
+    const differs: number[] = [];
+    for (const col of cols) {
+      const c = st.columns.get(col)!;
+      const now = valueOf(c.leaf, row.cells[col]);
+      const at = atPath(stored, c.path);
+      const was = at === undefined || at === null ? null : valueOf(c.leaf, cellOf(c.leaf, at, st.lang));
+      if (sameValue(now, was)) continue;
+      differs.push(col);
+      setPath(next, c.path, subKey(c.leaf, now, st.lang));
+    }
+    if (!differs.length) continue;
+    const name = (f ?? first.field).name;
+    input[name] = canon(next) === "null" ? null : next;
+    sent.set(name, differs);
+  }
+  return { input, sent };
+}
+
+/** Marks a row's report items on its cells and counts them; answers the fields refused. */
+function noteReport(st: ImportState, row: RowIn, report: ReportItem[], sent: Map<string, number[]>): Set<string> {
+  const bad = new Set<string>();
+  for (const item of report) {
+    st.validationSize++;
+    if (st.validation.length < st.validationCap) st.validation.push(item);
+    const all = sent.get(item.field) ?? st.byName.get(item.field) ?? [];
+    const exact = all.filter((col) => item.message.startsWith(`${st.columns.get(col)?.key}:`));
+    const cols = exact.length ? exact : all.length ? all : [1];
+    if (item.level === "error") {
+      st.counts.errors++;
+      bad.add(item.field);
+    } else st.counts.warnings++;
+    for (const col of cols) cellMark(st, row.n, col, item.level === "error" ? "error" : "warning", item.message);
+  }
+  return bad;
+}
+
+/**
+ * Applies rows inside the caller's unit of work: rows with a gid update (or undelete) their record,
+ * rows without one create a record, struck-through rows delete theirs. Every cell is validated by
+ * the field's schema (records/update's rules); refused cells are marked, nothing is lost silently.
+ */
+function applyRows(tx: Tx, log: ChangeLog, view: SchemaView, touch: Touch, st: ImportState, rows: RowIn[]): void {
+  const parent = recordRow(tx, st.projectGid, st.parentGid);
+  const known = new Map(rowsByGids(tx, st.projectGid, rows.flatMap((r) => (r.gid ? [r.gid] : []))).map((r) => [r.gid, r]));
+  st.written.clear();
+  let newDef: string | undefined;
+  for (const row of rows) {
+    let rec: Rec | undefined;
+    if (row.gid) {
+      st.counts.rows++;
+      if (st.present.has(row.gid)) {
+        st.counts.errors++;
+        cellMark(st, row.n, 1, "error", "this record is in the sheet twice: row not applied");
+        continue;
+      }
+      st.present.add(row.gid);
+      rec = st.written.has(row.gid) ? recordRow(tx, st.projectGid, row.gid) : known.get(row.gid);
+      if (!rec || rec.parent !== st.parentGid) {
+        st.counts.errors++;
+        cellMark(st, row.n, 1, "error", rec ? "this record is not a child of the workbook's parent: row not applied" : "no such record in the project: row not applied");
+        continue;
+      }
+    } else {
+      let empty = true;
+      for (const col of st.columns.keys()) if (!blank(row.cells[col])) empty = false;
+      if (empty) continue; // an empty row without a gid
+      st.counts.rows++;
+    }
+    if (row.struck) {
+      rowMark(st, row.n).deleted = true;
+      if (!rec) {
+        cellMark(st, row.n, FIRST, "deleted", "a struck-through new row: not created");
+        st.counts.unchanged++;
+      } else if (rec.status === DELETED) st.counts.unchanged++;
+      else {
+        deleteRecordIn(tx, view, touch, rec.gid);
+        st.written.add(rec.gid);
+        st.counts.deleted++;
+      }
+      continue;
+    }
+    if (!rec) {
+      if (!parent || parent.status === DELETED) {
+        st.counts.errors++;
+        cellMark(st, row.n, 1, "error", "the workbook's parent is deleted or gone: row not created");
+        continue;
+      }
+      // Created with its values in one insert: validated like records/update (refused cells stay empty).
+      newDef ??= st.definition && rowOf(tx, "definition", st.projectGid, st.definition) ? st.definition : childDefinitionIn(tx, log, view, parent);
+      const d = view.def(newDef);
+      const init = initialVals(view, d);
+      const { input, sent } = diffRow(st, d, init, row);
+      const r = applyFields(view, d, "", init, { [st.lang]: input });
+      rec = insertRecordIn(tx, view, touch, { parent, definition: newDef, vals: r.vals, validated: true });
+      for (const item of r.report) item.record = rec.gid;
+      const m = rowMark(st, row.n);
+      m.gid = rec.gid;
+      m.created = true;
+      noteReport(st, row, r.report, sent);
+      st.counts.created++;
+      continue;
+    }
+    let undeleted = false;
+    if (rec.status === DELETED) {
+      undeleteRecordIn(tx, view, touch, rec.gid);
+      rec = recordRow(tx, st.projectGid, rec.gid)!;
+      undeleted = true;
+    }
+    const { input, sent } = diffRow(st, view.def(rec.definition), rec.vals, row);
+    let report: ReportItem[] = [];
+    if (sent.size) {
+      const out = updateRecordIn(tx, view, touch, rec, { [st.lang]: input });
+      report = out.report;
+      for (const g of out.group) st.written.add(g.gid);
+    }
+    const bad = noteReport(st, row, report, sent);
+    const reported = new Set(report.map((i) => i.field));
+    for (const [name, cols] of sent) if (!bad.has(name) && !reported.has(name)) for (const col of cols) cellMark(st, row.n, col, "changed");
+    const applied = [...sent.keys()].some((k) => !bad.has(k));
+    if (undeleted) st.counts.undeleted++;
+    else if (applied) st.counts.updated++;
+    else st.counts.unchanged++;
+  }
+}
+
+/** Children that were exported but whose rows are gone are deleted (not those made after the export). */
+function deleteRemoved(tx: Tx, view: SchemaView, touch: Touch, st: ImportState): void {
+  const rows = db(tx).query(`SELECT gid, created_on AS c FROM records WHERE parent = ? AND status != '${DELETED}' ORDER BY id`).all(st.parentGid) as { gid: string; c: number }[];
+  for (const r of rows) {
+    if (st.present.has(r.gid) || r.c > st.exportedOn) continue;
+    deleteRecordIn(tx, view, touch, r.gid);
+    st.counts.deleted++;
+    st.counts.rows++;
+    st.marks.removed.push(r.gid);
+  }
+}
+
+/** Writes the report: the uploaded workbook read again (streamed) and written with the marks. */
+async function writeReport(upload: string, out: { filename: string } | { stream: Writable }, layout: { columns: (Column | undefined)[]; lang: string; marks: Marks }): Promise<void> {
+  const { marks, columns } = layout;
+  const width = FIRST - 1 + columns.length;
+  const wb = new ExcelJS.stream.xlsx.WorkbookWriter({ ...out, useStyles: true, useSharedStrings: false });
+  wb.creator = "Apis";
+  (wb as unknown as { views: unknown }).views = VIEWS;
+  const copy = (from: ExcelJS.Cell, to: ExcelJS.Cell) => {
+    const v = from.value as unknown;
+    to.value = (v && typeof v === "object" && "sharedFormula" in (v as object) ? plain(v as ExcelJS.CellValue) : v) as ExcelJS.CellValue;
+    const style = from.style as Partial<ExcelJS.Style> | undefined;
+    if (style && Object.keys(style).length) to.style = style;
+  };
+  for await (const ws of sheetsOf(upload)) {
+    if (ws.name === META) {
+      const meta = wb.addWorksheet(META, { state: "veryHidden" });
+      for await (const row of ws) {
+        const r = meta.getRow(row.number);
+        for (const cell of cellsOf(row)) if (cell) r.getCell(Number(cell.col)).value = cell.value;
+        const key = plain(row.getCell(1).value);
+        if (typeof key === "string" && marks.meta.has(key)) mark(r.getCell(2), "error", marks.meta.get(key));
+        r.commit();
+      }
+      await meta.commit();
+      continue;
+    }
+    if (ws.name !== SHEET) {
+      await drain(ws);
+      continue;
+    }
+    const sheet = sheetOf(wb, columns, layout.lang, 0);
+    let last = 1;
+    for await (const row of ws) {
+      const n = row.number;
+      last = n;
+      const r = sheet.getRow(n);
+      for (const cell of cellsOf(row)) if (cell) copy(cell, r.getCell(Number(cell.col)));
+      if (n === 1) {
+        for (const [col, m] of marks.header) mark(r.getCell(col), m.kind, m.note);
+        r.commit();
+        continue;
+      }
+      const m = marks.rows.get(n);
+      if (m) {
+        if (m.gid) r.getCell(1).value = m.gid;
+        if (m.deleted) for (let c = 1; c <= width; c++) if (!m.cells?.has(c)) mark(r.getCell(c), "deleted");
+        for (const [col, cm] of m.cells ?? []) mark(r.getCell(col), cm.kind, cm.note);
+        if (m.created) for (let c = FIRST; c <= width; c++) if (!m.cells?.has(c) && !blank(r.getCell(c).value)) mark(r.getCell(c), "changed");
+      }
+      r.commit();
+    }
+    for (const gid of marks.removed) {
+      const r = sheet.getRow(++last);
+      r.getCell(1).value = gid;
+      for (let c = 1; c <= width; c++) mark(r.getCell(c), "deleted");
+      mark(r.getCell(Math.min(FIRST, width)), "deleted", "removed from the sheet: deleted (records/undelete restores it)");
+      r.commit();
+    }
+    await sheet.commit();
+  }
+  await wb.commit();
+}
+
+/** The report's writer: to a temp file (answers its path), or to a stream (answers ""). */
+type ReportWriter = (stream?: Writable) => Promise<string>;
+type Outcome = { counts: Counts; validation: ReportItem[]; validationSize: number; report: ReportWriter };
+
+/**
+ * The import of one uploaded workbook (streamed): `_apis` first (the analysis), then the rows of
+ * `Records`. Without `progress` (a small upload) the rows are kept, checked and applied in one
+ * unit of work; with it (a job) they are applied IMPORT_UNIT rows per unit as they are read, and
+ * a row that does not fit (unknown gid, twice in the sheet) is marked instead of stopping the
+ * import. `onProblems` turns a failed analysis into the error (it gets the report's writer).
+ */
+async function runImport(ctx: Ctx, actor: Actor, projectGid: string, up: Upload, onProblems: (problems: Problem[], report: ReportWriter) => Promise<never>, progress?: Progress): Promise<Outcome> {
+  const marks: Marks = { header: new Map(), meta: new Map(), rows: new Map(), removed: [] };
+  let st: ImportState | undefined;
+  let layoutColumns: (Column | undefined)[] = [];
+  const report: ReportWriter = async (stream) => {
+    const layout = { columns: layoutColumns, lang: st?.lang ?? "", marks };
+    if (stream) {
+      await writeReport(up.path, { stream }, layout);
+      return "";
+    }
+    const out = join(ctx.storage.tmp, `excel-report-${randomBytes(12).toString("hex")}.xlsx`);
+    try {
+      await writeReport(up.path, { filename: out }, layout);
+    } catch (e) {
+      rmSync(out, { force: true });
+      throw e;
+    }
+    return out;
+  };
+  const kept: RowIn[] = [];
+  let unit: RowIn[] = [];
+  let done = 0;
+  let total = 0;
+  const flush = async () => {
+    const rows = unit;
+    unit = [];
+    recordsWrite(ctx, actor, projectGid, (tx, log, view, touch) => applyRows(tx, log, view, touch, st!, rows));
+    done += rows.length;
+    total = Math.max(total, done);
+    progress!.set({ total, remaining: total - done, rows_done: done });
+    await progress!.yield();
+  };
+  const readRows = async (ws: SheetReader) => {
+    for await (const row of ws) {
+      if (row.number === 1) continue;
+      const r = rowIn(row, st!.width);
+      if (!progress) kept.push(r);
+      else {
+        unit.push(r);
+        if (unit.length >= IMPORT_UNIT) await flush();
+      }
+    }
+  };
+  let sawSheet = false;
+  let again = false;
+  try {
+    for await (const ws of sheetsOf(up.path)) {
+      if (ws.name === META && !st) {
+        const meta = await readMeta(ws);
+        const a = analyse(ctx, actor, projectGid, meta, up.fields, marks, progress ? JOB_VALIDATION_MAX : Number.MAX_SAFE_INTEGER);
+        st = a.st;
+        layoutColumns = meta.cols.map((c) => st!.columns.get(c.col));
+        if (a.problems.length) {
+          await drain(ws);
+          return await onProblems(a.problems, report);
+        }
+        total = Number(meta.info.get("rows") ?? 0) || 0;
+        progress?.total(total);
+      } else if (ws.name === SHEET) {
+        sawSheet = true;
+        // A version 1 workbook has `_apis` after `Records`: read it first, then the rows again.
+        if (!st) {
+          again = true;
+          await drain(ws);
+        } else await readRows(ws);
+      } else await drain(ws);
+    }
+    if (!st || !sawSheet) throw notOurs(`no "${SHEET}" sheet with its "${META}" sheet`);
+    if (again) for await (const ws of sheetsOf(up.path)) await (ws.name === SHEET ? readRows(ws) : drain(ws));
+  } catch (e) {
+    if (e instanceof ApiError) throw e;
+    if (progress && (e as Error)?.name === "JobInterrupted") throw e;
+    throw notOurs("the file is not a readable .xlsx workbook");
+  }
+  const state = st;
+  if (!progress) {
+    const problems = recordsRead(ctx, actor, projectGid, (tx) => checkRows(tx, state, kept));
+    if (problems.length) return await onProblems(problems, report);
+    recordsWrite(ctx, actor, projectGid, (tx, log, view, touch) => {
+      applyRows(tx, log, view, touch, state, kept);
+      if (recordRow(tx, projectGid, state.parentGid)) deleteRemoved(tx, view, touch, state);
+    });
+  } else {
+    if (unit.length) await flush();
+    recordsWrite(ctx, actor, projectGid, (tx, _log, view, touch) => {
+      if (recordRow(tx, projectGid, state.parentGid)) deleteRemoved(tx, view, touch, state);
+    });
+  }
+  return { counts: state.counts, validation: state.validation, validationSize: state.validationSize, report };
+}
+
+const reportNameOf = (filename: string) => (filename || "children.xlsx").replace(/(\.xlsx)?$/i, "").replace(/-report$/, "") + "-report.xlsx";
 
 /**
  * `records/excel/update` (multipart: `upload_file`, optional `record`/`language` which must match
- * the workbook): analysis first (1005 with the marked workbook in `info` when the workbook does
- * not fit), then one unit of work. Answers counts and the marked workbook (`report.excel`).
+ * the workbook, `job=true` to run it as a job whatever its size). Up to EXCEL_IMPORT_INLINE_BYTES:
+ * analysis first (1005 with the marked workbook in `info` when the workbook does not fit), then one
+ * unit of work; answers counts and the marked workbook (`report.excel`). Larger: a job
+ * (`job.token`), whose result carries the counts and a link to the marked workbook.
  */
 export async function importChildren(ctx: Ctx, actor: Actor, projectGid: string, receive: () => Promise<Received>): Promise<Answer> {
   projectAccess(ctx.db, actor, projectGid, "member");
   const { fields, file } = await receive();
   if (!file) throw badRequest("Missing parameter", { "Missing parameter": "upload_file" });
-  const wb = new ExcelJS.Workbook();
+  const reportName = reportNameOf(file.filename);
+  const up: Upload = { path: file.path, filename: file.filename, fields: { record: fields.record ?? "", language: fields.language ?? "" } };
+  let keep = false;
   try {
+    if (!looksLikeZip(file.path)) throw notOurs("the file is not an .xlsx workbook");
+    if (fields.job === "true" || file.size > EXCEL_IMPORT_INLINE_BYTES) {
+      const token = ctx.jobs.enqueue({ kind: "records_excel_update", projectGid, userGid: actor.userGid, params: { actor, ...up, reportName }, info: { "report.excel": reportName } });
+      keep = true;
+      return { result: { "job.token": token, "report.excel": reportName }, data: {} };
+    }
+    const out = await runImport(ctx, actor, projectGid, up, async (problems, report) => {
+      const path = await report();
+      try {
+        throw new ApiError(1005, "Excel worksheet invalid", { problems, "report.excel": reportName, files: { [reportName]: Buffer.from(await Bun.file(path).arrayBuffer()).toString("base64") } });
+      } finally {
+        rmSync(path, { force: true });
+      }
+    });
+    const path = await out.report();
     try {
-      await wb.xlsx.readFile(file.path);
-    } catch {
-      throw notOurs("the file is not an .xlsx workbook");
+      const files = { [reportName]: Buffer.from(await Bun.file(path).arrayBuffer()).toString("base64") };
+      return { result: { "report.excel": reportName, "report.counts": out.counts, "report.validation": out.validation }, data: { files } };
+    } finally {
+      rmSync(path, { force: true });
     }
   } finally {
-    rmSync(file.path, { force: true });
+    if (!keep) rmSync(file.path, { force: true });
   }
-  const ws = wb.getWorksheet(SHEET);
-  const meta = wb.getWorksheet(META);
-  if (!ws || !meta) throw notOurs(`no "${SHEET}" sheet with its "${META}" sheet`);
-  const info = new Map<string, unknown>();
-  const colFields = new Map<number, string>();
-  meta.eachRow((row) => {
-    const k = plain(row.getCell(1).value);
-    if (k === "column") colFields.set(Number(plain(row.getCell(2).value)), String(plain(row.getCell(3).value)));
-    else if (typeof k === "string") info.set(k, plain(row.getCell(2).value));
-  });
-  if (info.get("format") !== FORMAT) throw notOurs(`the "${META}" sheet is not of format ${FORMAT}`);
-  const lang = String(info.get("language") ?? "");
-  const parentGid = String(info.get("parent") ?? "");
-  const exportedOn = Number(info.get("exported_on") ?? 0);
-  const reportName = (file.filename || "children.xlsx").replace(/(\.xlsx)?$/i, "").replace(/-report$/, "") + "-report.xlsx";
-  const width = FIRST - 1 + colFields.size;
-
-  // Analysis: nothing changes unless the workbook fits the project.
-  const problems: Problem[] = [];
-  const problem = (cell: ExcelJS.Cell, message: string) => {
-    problems.push({ sheet: SHEET, cell: cell.address, message });
-    mark(cell, "error", message);
-  };
-  const analysis = recordsRead(ctx, actor, projectGid, (tx, view) => {
-    const metaCell = (k: string) => {
-      let found = meta.getCell("A1");
-      meta.eachRow((row) => {
-        if (plain(row.getCell(1).value) === k) found = row.getCell(2);
-      });
-      return found;
-    };
-    if (info.get("project") !== projectGid) problems.push({ sheet: META, cell: metaCell("project").address, message: "the workbook was made in another project" });
-    if (!view.languages.includes(lang)) problems.push({ sheet: META, cell: metaCell("language").address, message: `not a project language: ${lang}` });
-    if (fields.language !== undefined && fields.language !== "" && fields.language !== lang) problems.push({ sheet: META, cell: metaCell("language").address, message: `the workbook is in language ${lang}, not ${fields.language}` });
-    if (fields.record !== undefined && fields.record !== "" && fields.record !== parentGid) problems.push({ sheet: META, cell: metaCell("parent").address, message: `the workbook holds the children of ${parentGid}, not of ${fields.record}` });
-    const parent = recordRow(tx, projectGid, parentGid);
-    if (!parent) problems.push({ sheet: META, cell: metaCell("parent").address, message: "the parent record does not exist" });
-    const columns = new Map<number, FieldInfo>();
-    for (const [col, gid] of colFields) {
-      const row = rowOf(tx, "field", projectGid, gid);
-      if (!row) {
-        problem(ws.getRow(1).getCell(col), `the field of this column (${gid}) no longer exists`);
-        continue;
-      }
-      // A FieldInfo for reading cells: from any definition that has the field, else a bare one.
-      const spec = row.spec as { type: FieldInfo["type"]; options?: Record<string, unknown>; is_localized?: boolean };
-      columns.set(col, { gid, name: row.name, type: spec.type, localized: !!spec.is_localized, required: false, options: spec.options ?? {}, initial: {}, labels: undefined, schema: () => { throw new Error("unused"); } });
-    }
-    const seen = new Set<string>();
-    const rows: { n: number; gid: string | null }[] = [];
-    ws.eachRow({ includeEmpty: false }, (row, n) => {
-      if (n === 1) return;
-      const g = plain(row.getCell(1).value);
-      const gid = typeof g === "string" && g.trim() ? g.trim() : null;
-      if (gid) {
-        if (seen.has(gid)) problem(row.getCell(1), "this record is in the sheet twice");
-        seen.add(gid);
-        const r = recordRow(tx, projectGid, gid);
-        if (!r || r.parent !== parentGid) problem(row.getCell(1), r ? "this record is not a child of the workbook's parent" : "no such record in the project");
-      }
-      rows.push({ n, gid });
-    });
-    return { rows, columns, parent };
-  });
-  if (problems.length) {
-    for (const p of problems) if (p.sheet === META) mark(meta.getCell(p.cell), "error", p.message);
-    const files = { [reportName]: await base64Of(wb) };
-    throw new ApiError(1005, "Excel worksheet invalid", { problems, "report.excel": reportName, files });
-  }
-
-  const counts: Counts = { rows: 0, created: 0, updated: 0, deleted: 0, undeleted: 0, unchanged: 0, errors: 0, warnings: 0 };
-  const validation: ReportItem[] = [];
-  recordsWrite(ctx, actor, projectGid, (tx, log, view, touch) => {
-    const definition = typeof info.get("definition") === "string" && info.get("definition") ? String(info.get("definition")) : undefined;
-    const present = new Set<string>();
-    for (const { n, gid } of analysis.rows) {
-      const row = ws.getRow(n);
-      const isStruck = struck(row, width);
-      let rec: Rec | undefined;
-      if (gid) {
-        present.add(gid);
-        rec = recordRow(tx, projectGid, gid);
-        if (!rec || rec.parent !== parentGid) {
-          counts.errors++;
-          mark(row.getCell(1), "error", "this record is no longer a child of the workbook's parent: row not applied");
-          continue;
-        }
-      }
-      const cells = [...analysis.columns].map(([col, f]) => ({ col, f, cell: row.getCell(col) }));
-      if (!rec && cells.every((c) => valueOf(c.f, c.cell.value) === null)) continue; // an empty row without a gid
-      counts.rows++;
-      if (isStruck) {
-        if (!rec) {
-          for (let c = 1; c <= width; c++) mark(row.getCell(c), "deleted");
-          mark(row.getCell(FIRST), "deleted", "a struck-through new row: not created");
-          counts.unchanged++;
-        } else if (rec.status === DELETED) counts.unchanged++;
-        else {
-          deleteRecordIn(tx, view, touch, rec.gid);
-          for (let c = 1; c <= width; c++) mark(row.getCell(c), "deleted");
-          counts.deleted++;
-        }
-        continue;
-      }
-      let created = false;
-      let undeleted = false;
-      if (!rec) {
-        rec = createRecordIn(tx, log, view, touch, { parent: parentGid, definition });
-        row.getCell(1).value = rec.gid;
-        created = true;
-      } else if (rec.status === DELETED) {
-        undeleteRecordIn(tx, view, touch, rec.gid);
-        undeleted = true;
-      }
-      // Only cells that differ from the stored value are sent (and so validated and written).
-      const d = view.def(rec.definition);
-      const input: Record<string, unknown> = Object.create(null);
-      const sent = new Map<string, ExcelJS.Cell>();
-      const cellOfField = new Map<string, ExcelJS.Cell>();
-      for (const { f: col, cell } of cells) {
-        const f = d.byGid.get(col.gid) ?? col;
-        cellOfField.set(f.name, cell);
-        const now = valueOf(f, cell.value);
-        const was = d.byGid.has(f.gid) ? valueOf(f, cellOf(f, storedValue(rec.vals, f, lang), lang)) : null;
-        if (same(now, was)) continue;
-        input[f.name] = now;
-        sent.set(f.name, cell);
-      }
-      let report: ReportItem[] = [];
-      if (sent.size) {
-        const fresh = recordRow(tx, projectGid, rec.gid)!;
-        report = updateRecordIn(tx, view, touch, fresh, { [lang]: input }).report;
-      }
-      const bad = new Set<string>();
-      for (const item of report) {
-        const cell = cellOfField.get(item.field);
-        validation.push(item);
-        if (item.level === "error") {
-          counts.errors++;
-          bad.add(item.field);
-          if (cell) mark(cell, "error", item.message);
-          else mark(row.getCell(1), "error", item.message);
-        } else {
-          counts.warnings++;
-          if (cell) mark(cell, "warning", item.message);
-        }
-      }
-      for (const [name, cell] of sent) if (!bad.has(name) && !report.some((i) => i.field === name)) mark(cell, "changed");
-      const applied = [...sent.keys()].some((k) => !bad.has(k));
-      if (created) counts.created++;
-      else if (undeleted) counts.undeleted++;
-      else if (applied) counts.updated++;
-      else counts.unchanged++;
-    }
-    // Children that were exported but whose rows are gone are deleted (not those made after the export).
-    if (analysis.parent) {
-      const { gids } = childrenIn(tx, parentGid, { top: 0, size: Number.MAX_SAFE_INTEGER });
-      for (const r of rowsInOrder(tx, projectGid, gids)) {
-        if (present.has(r.gid) || r.createdOn > exportedOn) continue;
-        deleteRecordIn(tx, view, touch, r.gid);
-        counts.deleted++;
-        counts.rows++;
-        const row = ws.addRow([r.gid]);
-        for (let c = 1; c <= width; c++) mark(row.getCell(c), "deleted");
-        mark(row.getCell(Math.min(FIRST, width)), "deleted", "removed from the sheet: deleted (records/undelete restores it)");
-      }
-    }
-  });
-  const files = { [reportName]: await base64Of(wb) };
-  return { result: { "report.excel": reportName, "report.counts": counts, "report.validation": validation }, data: { files } };
 }
+
+/**
+ * The `records_excel_update` job: the import of a large upload, IMPORT_UNIT rows per unit of work
+ * with `total`/`remaining` progress (`total` starts as the exported row count and grows when the
+ * sheet has more). Its result: `report.counts`, the first JOB_VALIDATION_MAX validation items
+ * (`report.validation.size` counts all) and `download.url` of the marked workbook (written on the
+ * first download, kept REPORT_TTL_MS). Rows already applied are not applied twice: a job that was
+ * interrupted (the server stopped) is rejected naming how many rows it had applied.
+ */
+export const excelImportJob: JobKind = {
+  maxAttempts: 1,
+  async handler(ctx, job, progress) {
+    const p = job.params as Upload & { actor: Actor; reportName: string };
+    const projectGid = job.projectGid!;
+    if (job.attempts > 1) {
+      rmSync(p.path, { force: true });
+      throw new ApiError(1005, "Excel import interrupted", { reason: "the server stopped during the import; the rows applied before stay applied, the rest were not (export again and import the changes that are missing)", rows_done: job.info?.rows_done ?? 0 });
+    }
+    let linked = false;
+    const link = (report: ReportWriter) => {
+      linked = true;
+      return offerDownload(ctx, { build: async (out) => void (await report(out)), also: [p.path], name: p.reportName, project: projectGid }, REPORT_TTL_MS);
+    };
+    try {
+      const out = await runImport(
+        ctx,
+        p.actor,
+        projectGid,
+        p,
+        async (problems, report) => {
+          const l = link(report);
+          throw new ApiError(1005, "Excel worksheet invalid", { problems, "report.excel": p.reportName, "download.url": l.url, "download.expires": l.expires });
+        },
+        progress,
+      );
+      const l = link(out.report);
+      return { "report.excel": p.reportName, "report.counts": out.counts, "report.validation": out.validation, "report.validation.size": out.validationSize, "download.url": l.url, "download.expires": l.expires };
+    } finally {
+      if (!linked) rmSync(p.path, { force: true });
+    }
+  },
+};

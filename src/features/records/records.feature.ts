@@ -1,5 +1,6 @@
 import type { Feature } from "../feature";
 import { copyChannelsDownJob } from "./channels.service";
+import { excelImportJob } from "./excel.service";
 import { followSchemaJob, recordsFollowSchema, recordsLanguageAdded, recordsLanguageRemoved, recordsSchemaUsage, recordsSettingRemoved, reindexJob } from "./follow.service";
 import { recordsBulkJobs } from "./records.bulk";
 import { recordsOperations, recordsRoutes } from "./records.routes";
@@ -22,6 +23,7 @@ export const recordsFeature: Feature = {
     copy_record_channels_down: copyChannelsDownJob,
     records_follow_schema: followSchemaJob,
     records_reindex: reindexJob,
+    records_excel_update: excelImportJob,
     ...recordsBulkJobs,
   },
   hooks: {

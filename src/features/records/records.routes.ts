@@ -121,21 +121,21 @@ export function recordsRoutes(ctx: Ctx) {
       // Streamed by receiveMultipart (see assets.routes.ts): the body is left unread here.
       parse: () => ({}),
       detail: describe({
-        summary: "Import an edited records/excel/children workbook: rows created, updated, deleted or undeleted in one unit of work; answers counts and the marked-up workbook",
+        summary: "Import an edited records/excel/children workbook (streamed): rows created, updated, deleted or undeleted; up to 2 MiB in one unit of work answering counts and the marked-up workbook, larger as a records_excel_update job (job.token) whose result links the marked-up workbook",
         tags: excelTags,
         errors: [400, 403, 413, 422],
         upload: {
           file: { name: "upload_file", description: "the .xlsx made by records/excel/children, edited (`file` is accepted too)" },
-          fields: { record: "optional: the parent; must be the workbook's", language: "optional: must be the workbook's language" },
+          fields: { record: "optional: the parent; must be the workbook's", language: "optional: must be the workbook's language", job: "optional: `true` runs the import as a job whatever its size (uploads over 2 MiB always do)" },
           required: ["upload_file"],
         },
       }),
     })
     .get(
       "/excel/download/:token",
-      ({ params }) => {
-        const f = excelDownload(ctx, params.project, params.token);
-        return new Response(Bun.file(f.path), { headers: { "content-type": XLSX_TYPE, "content-disposition": `attachment; filename="${f.name}"`, "cache-control": "no-store" } });
+      async ({ params }) => {
+        const f = await excelDownload(ctx, params.project, params.token);
+        return new Response(f.body ?? Bun.file(f.path!), { headers: { "content-type": XLSX_TYPE, "content-disposition": `attachment; filename="${f.name}"`, "cache-control": "no-store" } });
       },
       {
         params: t.Object({ project: t.String(), token: t.String() }),

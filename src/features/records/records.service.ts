@@ -4,11 +4,11 @@ import type { Answer } from "../../core/answer";
 import { badRequest, unprocessable } from "../../core/errors";
 import { newGid, now } from "../../core/ids";
 import { sqliteOf, type Tx } from "../../db/connection";
-import type { ChangeLog } from "../../db/mutate";
+import { unitMemo, type ChangeLog } from "../../db/mutate";
 import type { Ctx } from "../../platform/context";
 import { inProject } from "../members/access.service";
 import { baseDefinitionIn } from "../schema/definitions.service";
-import { rowOf } from "../schema/items.service";
+import { rowOf, type Project } from "../schema/items.service";
 import { ALL_CHANNEL } from "../settings/settings.options";
 import type { RecordChecks } from "./records.table";
 import { applyFields, checksOf, fieldsForm, initialVals, put, SchemaView, searchTextOf, titleOf, type ReportItem } from "./values.service";
@@ -88,14 +88,19 @@ export const db = (tx: Tx): Database => sqliteOf(tx);
  * project's schema view. Runs in `inProject`, so inside a batch it joins the open unit of work.
  */
 export function recordsRead<T>(ctx: Ctx, actor: Actor, projectGid: string, fn: (tx: Tx, view: SchemaView) => T): T {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, project }) => fn(tx, new SchemaView(tx, project)));
+  return inProject(ctx, actor, projectGid, "member", ({ tx, project }) => fn(tx, viewOf(ctx, tx, project)));
+}
+
+/** The project's schema view; inside a batch one for all its steps (unitMemo, forgotten after steps that may change the schema). */
+function viewOf(ctx: Ctx, tx: Tx, project: Project): SchemaView {
+  return unitMemo(ctx.db, `view:${project.gid}`, () => new SchemaView(tx, project));
 }
 
 /** A change after the membership check: one unit of work (`inProject`), its sync items collected in `touch`. */
 export function recordsWrite<T>(ctx: Ctx, actor: Actor, projectGid: string, fn: (tx: Tx, log: ChangeLog, view: SchemaView, touch: Touch) => T): T {
   return inProject(ctx, actor, projectGid, "member", ({ tx, log, project }) => {
     const touch = new Touch(projectGid);
-    const out = fn(tx, log, new SchemaView(tx, project), touch);
+    const out = fn(tx, log, viewOf(ctx, tx, project), touch);
     touch.flush(log);
     return out;
   });
@@ -267,6 +272,8 @@ export type NewRecord = {
   beforeRecord?: unknown;
   /** Place right after this sibling in `ordering` (duplicate). */
   afterRecord?: Rec;
+  /** `vals` were just validated field by field (applyFields): the checks need not parse them again. */
+  validated?: boolean;
 };
 
 /** Inserts a record as a child of `parent` (last in every ordering unless placed) and counts it in the parent. */
@@ -275,7 +282,7 @@ export function insertRecordIn(tx: Tx, view: SchemaView, touch: Touch, n: NewRec
   const d = view.def(n.definition);
   const gid = newGid();
   const vals = n.vals ?? initialVals(view, d);
-  const checks = checksOf(d, vals, view.languages, !!n.vals);
+  const checks = checksOf(d, vals, view.languages, !!n.vals && !n.validated);
   const t = now();
   const status = n.status ?? PUBLISHED;
   const channels = n.channels ?? [ALL_CHANNEL];
