@@ -1,6 +1,6 @@
-import { and, asc, count, eq, inArray, max } from "drizzle-orm";
+import { and, asc, count, eq, inArray, max, sql } from "drizzle-orm";
 import { badRequest, unprocessable, validationFailed, type ValidationIssue } from "../../core/errors";
-import { sqliteOf, type Tx } from "../../db/connection";
+import { preparedOnce, sqliteOf, type Tx } from "../../db/connection";
 import type { Action, ChangeLog } from "../../db/mutate";
 import type { Ctx, SchemaKind } from "../../platform/context";
 import type { ProjectAccess } from "../members/access.service";
@@ -41,6 +41,7 @@ export function rowOf(tx: Tx, kind: Kind, projectGid: string, gid: unknown): Sch
 export function rowsOf(tx: Tx, kind: Kind, projectGid: string, gids?: string[]): SchemaRow[] {
   const t = TABLE[kind];
   if (gids && !gids.length) return [];
+  if (!gids) return projectRows[kind](tx).all({ project: projectGid }) as SchemaRow[];
   return tx
     .select()
     .from(t)
@@ -48,6 +49,11 @@ export function rowsOf(tx: Tx, kind: Kind, projectGid: string, gids?: string[]):
     .orderBy(asc(t.id))
     .all();
 }
+
+/** Every row of a project by kind, prepared once (the init payloads read all four). */
+const projectRows = Object.fromEntries(
+  KINDS.map((kind) => [kind, preparedOnce((tx) => tx.select().from(TABLE[kind]).where(eq(TABLE[kind].projectGid, sql.placeholder("project"))).orderBy(asc(TABLE[kind].id)).prepare())]),
+) as unknown as Record<Kind, (tx: Tx) => { all: (p: { project: string }) => unknown[] }>;
 
 /** The working copy editing a committed item, if one exists. */
 export function workingCopyOf(tx: Tx, kind: Kind, projectGid: string, originalGid: string): SchemaRow | undefined {
