@@ -61,6 +61,11 @@ export class Logger {
     this.pino.level = level;
   }
 
+  /** Whether lines of this level are written (so a caller can skip building what would be dropped). */
+  enabled(level: Exclude<LogLevel, "silent">): boolean {
+    return this.pino.isLevelEnabled(level);
+  }
+
   debug(msg: string, extra?: Record<string, unknown>) {
     extra ? this.pino.debug(extra, msg) : this.pino.debug(msg);
   }

@@ -80,19 +80,23 @@ export function observed<S, R extends Request = Request>(ctx: Ctx, handler: Hand
       }
       const route = s.route ?? opts.route ?? "(unmatched)";
       metrics.observe(req.method, route, status, ms / 1000);
-      const path = pathOf(req.url);
-      const line = {
-        method: req.method,
-        path,
-        ...(PROJECT.exec(path) ? { project: PROJECT.exec(path)![1] } : {}),
-        status,
-        ms: Math.round(ms * 10) / 10,
-        ...(s.user ? { user: s.user } : {}),
-        request_id: s.id,
-      };
-      const msg = `${req.method} ${path} ${status}`;
-      if (opts.quiet) ctx.log.debug(msg, line);
-      else ctx.log.info(msg, line);
+      // The line is built only when its level is written (`--log-level warn` skips it).
+      if (ctx.log.enabled(opts.quiet ? "debug" : "info")) {
+        const path = pathOf(req.url);
+        const project = PROJECT.exec(path)?.[1];
+        const line = {
+          method: req.method,
+          path,
+          ...(project ? { project } : {}),
+          status,
+          ms: Math.round(ms * 10) / 10,
+          ...(s.user ? { user: s.user } : {}),
+          request_id: s.id,
+        };
+        const msg = `${req.method} ${path} ${status}`;
+        if (opts.quiet) ctx.log.debug(msg, line);
+        else ctx.log.info(msg, line);
+      }
     }
   };
 }

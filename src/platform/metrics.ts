@@ -1,6 +1,6 @@
 import { jobCounts } from "./jobs/queue.service";
 import { statSync } from "node:fs";
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { Counter, Histogram, Registry } from "prom-client";
 import { VERSION } from "../version";
 import type { Ctx } from "./context";
 
@@ -21,13 +21,17 @@ function sizeOf(path: string): number {
  * SQLite database and WAL file sizes. docs/operations.md lists every metric.
  */
 export class Metrics {
-  readonly registry = new Registry();
+  readonly registry: Registry;
   readonly requests: Counter<"method" | "route" | "status">;
   readonly durations: Histogram<"method" | "route">;
   /** Filled in by the parts that know them (the server sets `syncSockets`, dam sets `transforms`). */
   sources: { syncSockets?: () => number; transforms?: () => number } = {};
 
   constructor(ctx: Ctx) {
+    // Loaded here, when metrics are on: without --metrics nobody reads them, and prom-client costs
+    // start-up time and memory.
+    const { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } = require("prom-client") as typeof import("prom-client");
+    this.registry = new Registry();
     const registers = [this.registry];
     this.requests = new Counter({ name: "apis_http_requests_total", help: "HTTP requests answered, by method, route template and status", labelNames: ["method", "route", "status"], registers });
     this.durations = new Histogram({
@@ -95,11 +99,32 @@ export class Metrics {
   }
 }
 
-const instances = new WeakMap<object, Metrics>();
+/** What the request path and the gauges' owners see: counting, or nothing when metrics are off. */
+export type RequestMetrics = Pick<Metrics, "sources" | "observe">;
 
-/** The metrics of one running instance (pass `ctx`): created on first use. */
-export function metricsOf(ctx: Ctx): Metrics {
+/** Without `--metrics` or `--metrics-token`: nothing is served, so nothing is counted. */
+class Uncounted implements RequestMetrics {
+  sources: Metrics["sources"] = {};
+  observe(): void {}
+}
+
+const instances = new WeakMap<object, RequestMetrics>();
+
+/** Whether this instance serves `/metrics` (`--metrics`, or `--metrics-token`). */
+export function metricsOn(ctx: Pick<Ctx, "config">): boolean {
+  return ctx.config.metrics || ctx.config.metricsToken !== "";
+}
+
+/** The metrics of one running instance (pass `ctx`): created on first use; counting only when they are served. */
+export function metricsOf(ctx: Ctx): RequestMetrics {
   let m = instances.get(ctx);
-  if (!m) instances.set(ctx, (m = new Metrics(ctx)));
+  if (!m) instances.set(ctx, (m = metricsOn(ctx) ? new Metrics(ctx) : new Uncounted()));
   return m;
+}
+
+/** The Prometheus registry of an instance that serves `/metrics`. */
+export function registryOf(ctx: Ctx): Registry {
+  const m = metricsOf(ctx);
+  if (!(m instanceof Metrics)) throw new Error("metrics are off (--metrics or --metrics-token turns them on)");
+  return m.registry;
 }

@@ -427,7 +427,11 @@ function dropMember(tx: Tx, log: ChangeLog, project: Project, userGid: string): 
  * null when the membership sets none or does not exist (the instance default applies).
  */
 export function membershipRateLimit(tx: Tx, projectGid: string, userGid: string): number | null {
-  const m = membershipOptions(tx).get({ project: projectGid, user: userGid });
+  return rateLimitOf(membershipOptions(tx).get({ project: projectGid, user: userGid }));
+}
+
+/** The `rate_limit_per_second` of a membership row (null: none set, or no membership). */
+export function rateLimitOf(m: Pick<Membership, "options"> | undefined): number | null {
   const v = m?.options?.rate_limit_per_second;
   return typeof v === "number" ? v : null;
 }
