@@ -22,7 +22,7 @@ export type Instance = Ctx & { jobs: JobRunner };
 export function openInstance(config: Config, log = new Logger(config.logLevel, { format: config.logFormat }), features: readonly Feature[] = allFeatures): Instance {
   mkdirSync(config.dataDir, { recursive: true });
   const storage = new Storage(config.dataDir);
-  const db = openDatabase(storage.database);
+  const db = openDatabase(storage.database, { synchronous: config.sqliteSynchronous });
   const applied = migrate(db);
   if (applied) log.info(`applied ${applied} migration(s)`);
   const tokens = new Tokens(loadSecret(config.jwtSecret, config.dataDir), config.jwtLifetime);
