@@ -96,8 +96,9 @@ export type MemberRow = { m: Membership; u: User };
 export function membershipsWithUsers(tx: Tx, projectGids: string[], statuses?: Membership["status"][]): MemberRow[] {
   if (!projectGids.length) return [];
   if (projectGids.length === 1) {
-    // One project (members/get, the project init payload): the prepared query, statuses picked here.
-    const rows = membersOfProject(tx).all({ project: projectGids[0] });
+    // One project (members/get, the project init payload): the prepared query, statuses picked and
+    // rows sorted here (a stable sort of the key order, as SQLite's sorter gives them, without its temporary b-tree).
+    const rows = membersOfProject(tx).all({ project: projectGids[0] }).sort((a, b) => a.m.createdOn - b.m.createdOn);
     return statuses ? rows.filter((r) => statuses.includes(r.m.status)) : rows;
   }
   return tx
@@ -115,7 +116,6 @@ const membersOfProject = preparedOnce((tx) =>
     .from(memberships)
     .innerJoin(users, eq(users.gid, memberships.userGid))
     .where(eq(memberships.projectGid, sql.placeholder("project")))
-    .orderBy(asc(memberships.createdOn))
     .prepare(),
 );
 
