@@ -1,4 +1,7 @@
-import ExcelJS from "exceljs";
+import type ExcelJS from "exceljs";
+
+/** exceljs, loaded on the first Excel export or import (it is large: start-up time and memory). */
+const excel = () => import("exceljs").then((m) => m.default);
 import { randomBytes } from "node:crypto";
 import { rmSync } from "node:fs";
 import { join } from "node:path";
@@ -201,7 +204,7 @@ function fileName(view: SchemaView, parent: Rec, lang: string, suffix = ""): str
 
 /** Writes the workbook of a plan to `path` with the streaming writer. */
 async function writeWorkbook(plan: ExportPlan, path: string, projectGid: string): Promise<void> {
-  const wb = new ExcelJS.stream.xlsx.WorkbookWriter({ filename: path, useStyles: true, useSharedStrings: false });
+  const wb = new (await excel()).stream.xlsx.WorkbookWriter({ filename: path, useStyles: true, useSharedStrings: false });
   wb.creator = "Apis";
   const ws = wb.addWorksheet(SHEET, { views: [{ state: "frozen", xSplit: 0, ySplit: 1 }] });
   ws.columns = [{ key: "gid", width: 38, hidden: true }, ...plan.columns.map((c) => {
@@ -347,7 +350,7 @@ export async function importChildren(ctx: Ctx, actor: Actor, projectGid: string,
   projectAccess(ctx.db, actor, projectGid, "member");
   const { fields, file } = await receive();
   if (!file) throw badRequest("Missing parameter", { "Missing parameter": "upload_file" });
-  const wb = new ExcelJS.Workbook();
+  const wb = new (await excel()).Workbook();
   try {
     try {
       await wb.xlsx.readFile(file.path);

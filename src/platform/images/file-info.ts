@@ -1,7 +1,9 @@
-import exifr from "exifr";
-import { fileTypeFromFile } from "file-type";
 import { open } from "node:fs/promises";
 import { readImageHeader } from "./images";
+
+// exifr and file-type are loaded on the first analysed file, not at start-up.
+const exifrModule = () => import("exifr").then((m) => m.default);
+const fileTypeFromFile = (path: string) => import("file-type").then((m) => m.fileTypeFromFile(path));
 
 /** What an uploaded file is, decided from its content (the client's name only picks among text types). */
 export type FileInfo = {
@@ -105,7 +107,7 @@ function jsonSafe(value: unknown, depth = 0): unknown {
 /** EXIF (with GPS), IPTC and XMP of an image file, merged into one flat object; {} when none or unreadable. */
 async function extractMetadata(path: string): Promise<Record<string, unknown>> {
   try {
-    const raw = await exifr.parse(path, {
+    const raw = await (await exifrModule()).parse(path, {
       tiff: true,
       exif: true,
       gps: true,
