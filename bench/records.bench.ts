@@ -306,6 +306,7 @@ export async function run(): Promise<BenchResult> {
       `Apis runs as \`bun src/main.ts serve --rate-limit 0\` (the per-user request limit, 200/s by default, would otherwise cap the update loop) in its own process; requests are sent one at a time (bulk/get, children, search: ${SAMPLES} samples each) or by ${CLIENTS} concurrent loops (${SECONDS} s per round, ${ROUNDS} alternating rounds against the bare server).`,
       "The bulk/get ceiling reads the same rows and orderings with bun:sqlite in this process and builds the same JSON (checked equal to Apis' first page); it has no HTTP, no access check, no per-definition field resolution through the schema.",
       "The update ceiling (bench/records-bare.ts) verifies the same JWT with the same code and runs one `json_set` UPDATE; Apis also validates the value, keeps checks and the search text, writes the change log and publishes the sync item.",
+      `SQLite durability: synchronous=${process.env.APIS_SQLITE_SYNCHRONOUS === "normal" ? "NORMAL (APIS_SQLITE_SYNCHRONOUS=normal)" : "FULL (the default)"} in Apis and the bare server alike.`,
     );
     return { name: "records", rows, notes };
   } finally {
