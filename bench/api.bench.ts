@@ -85,7 +85,8 @@ async function startupSteps(exe: string[]): Promise<string> {
       if (ok) break;
       await Bun.sleep(5);
     }
-    await Bun.sleep(300);
+    // The line is written when the housekeeping schedules start, a second after listening.
+    await Bun.sleep(1500);
   } finally {
     proc.kill("SIGTERM");
     await proc.exited;

@@ -103,15 +103,16 @@ export async function startServer(config: Config, opts: { features?: readonly Fe
   app.server = server;
   ctx.jobs.start();
   startupStep("job workers started");
-  // Housekeeping schedules start once the server listens, after the requests already waiting
-  // (the first /api/ping of a cold start is not kept behind them).
+  // Housekeeping schedules (cron, minutes apart at the least) start a second after the server
+  // listens, so the first requests of a cold start are not kept behind setting them up.
   let stopSchedules = () => {};
   let background: ReturnType<typeof setTimeout> | undefined = setTimeout(() => {
     background = undefined;
     stopSchedules = startSchedules(ctx, housekeepingTasks(features));
     startupStep("schedules started");
     ctx.log.debug("start-up timings", { ms_since_process_start: startupTimings() });
-  }, 0);
+  }, 1000);
+  background.unref?.();
   const port = server.port ?? config.port;
   ctx.baseUrl = publicBaseUrl(config, port);
   const host = config.host === "0.0.0.0" || config.host === "::" ? "localhost" : config.host;
