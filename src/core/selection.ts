@@ -11,7 +11,8 @@ import { decodeCursor, encodeCursor, pageSize } from "./paging";
  *   for assets or `channel`/`ordering` for records; a resource may not support it at all);
  * - `{search: {...search parameters...}, exclude?: [gids]}`;
  * - `{query: <saved query gid>, language?, exclude?: [gids]}`: a saved query of the resource's type,
- *   run as a search (expanded by the queries feature, see `setQueryExpander`).
+ *   run as a search (expanded by the queries feature's `expandQuery` hook, `ctx.hooks.expandQuery`,
+ *   which the caller hands in: core knows no features and keeps no state).
  *
  * Each resource's service defines a `SelectionResolver` (e.g. `assetSelection` in
  * src/features/assets/assets.search.ts) and hands it to `resolveSelection`, which returns the
@@ -41,15 +42,12 @@ export type SelectionElement =
   | { search: Record<string, unknown>; exclude?: string[] }
   | { query: string; language?: unknown; exclude?: string[] };
 
-/** Turns a `{query, language?, exclude?}` element into a search element of `resource`. */
+/**
+ * Turns a `{query, language?, exclude?}` element into a search element of `resource`. The queries
+ * feature declares it (`hooks.expandQuery` of its descriptor); callers pass `ctx.hooks.expandQuery`,
+ * undefined when the instance runs without that feature.
+ */
 export type QueryExpander = (tx: Tx, projectGid: string, resource: string, element: Record<string, unknown>) => { search: Record<string, unknown>; exclude?: unknown };
-
-let queryExpander: QueryExpander | undefined;
-
-/** Set by the queries feature when the app is assembled (core knows no features). */
-export function setQueryExpander(fn: QueryExpander): void {
-  queryExpander = fn;
-}
 
 const MAX_ELEMENTS = 10_000;
 const bad = (reason: string, info: Record<string, unknown> = {}) => badRequest("Invalid parameter", { "Invalid parameter": "selection", reason, ...info });
@@ -85,18 +83,19 @@ export function parseSelection(selection: unknown): SelectionElement[] {
  * A `{query, language?, exclude?}` element as the `{search, exclude?}` element of `resource` it
  * stands for (for resources that turn a selection into SQL themselves, e.g. records bulk/get).
  */
-export function expandQueryElement(tx: Tx, projectGid: string, resource: string, element: Exclude<SelectionElement, string>, index: number): Exclude<SelectionElement, string> {
-  if (!queryExpander) throw bad("saved queries are not available here", { element: index });
-  return queryExpander(tx, projectGid, resource, element) as Exclude<SelectionElement, string>;
+export function expandQueryElement(expandQuery: QueryExpander | undefined, tx: Tx, projectGid: string, resource: string, element: Exclude<SelectionElement, string>, index: number): Exclude<SelectionElement, string> {
+  if (!expandQuery) throw bad("saved queries are not available here", { element: index });
+  return expandQuery(tx, projectGid, resource, element) as Exclude<SelectionElement, string>;
 }
 
 /**
  * Resolves a selection of the resolver's resource in a project: unique items in ascending id order.
  * Unknown gids (as elements or as `children` parents) are skipped, as the reference says ("the
  * number of returned items may not match the page size"); they are added to `opts.missing` when
- * given, so a job can count them.
+ * given, so a job can count them. `opts.expandQuery` runs `{query}` elements (pass
+ * `ctx.hooks.expandQuery`; without it such an element is a 400).
  */
-export function resolveSelection(tx: Tx, r: SelectionResolver, projectGid: string, selection: unknown, opts: { missing?: string[] } = {}): SelectionItem[] {
+export function resolveSelection(tx: Tx, r: SelectionResolver, projectGid: string, selection: unknown, opts: { expandQuery: QueryExpander | undefined; missing?: string[] }): SelectionItem[] {
   const resource = r.resource;
   const elements = parseSelection(selection);
   const out = new Map<number, SelectionItem>();
@@ -109,7 +108,7 @@ export function resolveSelection(tx: Tx, r: SelectionResolver, projectGid: strin
   elements.forEach((original, i) => {
     if (typeof original === "string") return;
     let el: Exclude<SelectionElement, string> = original;
-    if (Object.hasOwn(el, "query")) el = expandQueryElement(tx, projectGid, resource, el, i);
+    if (Object.hasOwn(el, "query")) el = expandQueryElement(opts.expandQuery, tx, projectGid, resource, el, i);
     const exclude = excludeOf(el, i);
     let items: SelectionItem[] | undefined;
     if ("children" in el) {

@@ -24,6 +24,35 @@ export interface Publisher {
 }
 
 /**
+ * Per connection, how many items of each kind its units of work wrote (counted as they are
+ * written, still uncommitted) or undid (a failed unit, or a failed nested part of one, counts its
+ * items again): see `changeCount`.
+ */
+const counts = new WeakMap<Database, Map<string, number>>();
+const countKey = (type: string, dataType: string, dataKey: string) => (type === "cc" ? `cc ${dataType} ${dataKey}` : `${type} ${dataType}`);
+function count(client: Database, items: readonly Pick<SyncItem, "type" | "data_type" | "data_key">[]): void {
+  let m = counts.get(client);
+  if (!m) counts.set(client, (m = new Map()));
+  for (const i of items) {
+    const k = countKey(i.type, i.data_type, i.data_key);
+    m.set(k, (m.get(k) ?? 0) + 1);
+  }
+}
+
+/**
+ * How often data of a kind changed on a connection: the project items of one data type
+ * (`type` = the project gid), or one global item (`type` = "cc", with its `data_key`). The count
+ * moves when such an item is written, at that moment, and again when a rollback undoes it. Every
+ * mutation writes its items, so an in-process cache of that data stays true while the count it
+ * was made at holds: nothing read before a change is used after it, and what a unit read after
+ * its own change is never used again once that change is rolled back
+ * (src/features/schema/schema.generation.ts).
+ */
+export function changeCount(client: Database, type: string, dataType: string, dataKey = ""): number {
+  return counts.get(client)?.get(countKey(type, dataType, dataKey)) ?? 0;
+}
+
+/**
  * Collects the sync items of one transaction. Obtained only through `mutate`, so every mutation
  * writes its items in its own transaction and they are published after commit.
  */
@@ -33,7 +62,7 @@ export class ChangeLog {
   private readonly insertChange;
   constructor(
     private readonly tx: Tx,
-    client: Database,
+    private readonly client: Database,
   ) {
     this.insertChange = client.query<{ cursor: number }, [string, string, string, string, string | null, number]>(
       "INSERT INTO changes (type, action, data_type, data_key, data, created_on) VALUES (?, ?, ?, ?, ?, ?) RETURNING cursor",
@@ -59,6 +88,7 @@ export class ChangeLog {
   private insert(type: string, action: Action, dataType: string, dataKey: string, data: unknown): SyncItem {
     // As drizzle writes the json column: JSON text, or NULL for no data.
     const row = this.insertChange.get(type, action, dataType, dataKey, data == null ? null : JSON.stringify(data), now())!;
+    count(this.client, [{ type, data_type: dataType, data_key: dataKey }]);
     return { type, cursor: row.cursor, action, data_type: dataType, data_key: dataKey, data: data ?? null };
   }
 }
@@ -102,6 +132,10 @@ export function mutate<T>(db: DB, hub: Publisher | undefined, fn: (tx: Tx, log: 
       units.set(client, unit);
       return synchronous(fn(tx, unit.log));
     });
+  } catch (err) {
+    // Rolled back: whatever was told of its items is undone.
+    if (unit.log) count(client, unit.log.items);
+    throw err;
   } finally {
     units.delete(client);
   }
@@ -130,6 +164,7 @@ function joined<T>(client: Database, unit: Unit, hub: Publisher | undefined, fn:
   } catch (err) {
     client.run(`ROLLBACK TO ${savepoint}`);
     client.run(`RELEASE ${savepoint}`);
+    count(client, unit.log.items.slice(items));
     unit.log.items.length = items;
     unit.after.length = after;
     throw err;

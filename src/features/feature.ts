@@ -1,6 +1,7 @@
 import type { HTMLBundle } from "bun";
 import type { AnyElysia } from "elysia";
 import type { AssetsRemovedHook, Ctx, LanguageHook, ProjectDictionary, ProjectOperation, SchemaCommittedHook, SchemaUsageHook, SettingRemovedHook } from "../platform/context";
+import type { QueryExpander } from "../core/selection";
 import type { JobKind } from "../platform/jobs/runner";
 import type { Housekeeping } from "../platform/jobs/schedules";
 
@@ -49,6 +50,8 @@ export type Feature = {
     schemaCommitted?: SchemaCommittedHook;
     /** Reports uses of schema items (records: a definition or field in use cannot be deleted). */
     schemaUsage?: SchemaUsageHook;
+    /** Runs a saved query element of a bulk selection as a search (queries; at most one feature). */
+    expandQuery?: QueryExpander;
     /** Project languages added or removed (values in that language), settings removed (channels, orderings, fieldlists). */
     languageAdded?: LanguageHook;
     languageRemoved?: LanguageHook;

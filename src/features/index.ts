@@ -97,6 +97,10 @@ export function hooksOf(list: readonly Feature[] = features): Hooks {
     if (f.hooks?.assetsRemoved) hooks.assetsRemoved.push(f.hooks.assetsRemoved);
     if (f.hooks?.schemaCommitted) hooks.schemaCommitted.push(f.hooks.schemaCommitted);
     if (f.hooks?.schemaUsage) hooks.schemaUsage.push(f.hooks.schemaUsage);
+    if (f.hooks?.expandQuery) {
+      if (hooks.expandQuery) throw new Error(`expandQuery is declared twice (${f.name})`);
+      hooks.expandQuery = f.hooks.expandQuery;
+    }
     if (f.hooks?.languageAdded) hooks.languageAdded.push(f.hooks.languageAdded);
     if (f.hooks?.languageRemoved) hooks.languageRemoved.push(f.hooks.languageRemoved);
     if (f.hooks?.settingRemoved) hooks.settingRemoved.push(f.hooks.settingRemoved);

@@ -3,6 +3,7 @@ import type { Config } from "../config";
 import type { Actor } from "../core/actor";
 import type { Answer } from "../core/answer";
 import type { Logger } from "../core/log";
+import type { QueryExpander } from "../core/selection";
 import type { DB, Tx } from "../db/connection";
 import type { ChangeLog } from "../db/mutate";
 import type { JobQueue } from "./jobs/queue.service";
@@ -31,6 +32,11 @@ export type Hooks = {
   schemaCommitted: SchemaCommittedHook[];
   /** Asked before a schema item is deleted: where else it is used (a used item cannot be deleted). */
   schemaUsage: SchemaUsageHook[];
+  /**
+   * Turns a `{query: <saved query gid>}` element of a bulk selection into the search it holds (the
+   * queries feature); services hand it to `resolveSelection`. Undefined without that feature.
+   */
+  expandQuery?: QueryExpander;
   /** Run in the transaction of `languages/add`, after the language joined the project's list. */
   languageAdded: LanguageHook[];
   /**

@@ -8,7 +8,7 @@ import { users } from "../../src/features/users/users.table";
 import { newGid, now } from "../../src/core/ids";
 import { personMembershipOptions } from "../../src/features/members/members.forms";
 import { projectAudience } from "../../src/features/members/access.service";
-import { TestServer, tokenOf, type Answer } from "../helpers/server";
+import { TestServer, tokenOf, until, type Answer } from "../helpers/server";
 import { codeOf, TestSmtp } from "../helpers/smtp";
 
 let smtp: TestSmtp;
@@ -305,11 +305,8 @@ describe("password reset", () => {
   test("an unknown address gets the same answer, no mail, and step two fails like a wrong code", async () => {
     const known = await signup(srv);
     const since = smtp.messages.length;
-    const t0 = performance.now();
     const yes = await srv.call("/api/reset_password_request", { body: { email: known.email } });
-    const t1 = performance.now();
     const no = await srv.call("/api/reset_password_request", { body: { email: `nobody${newGid(6)}@example.test` } });
-    const t2 = performance.now();
     expect(no.status).toBe(yes.status);
     expect(Object.keys(no.body.result).sort()).toEqual(Object.keys(yes.body.result).sort());
     expect(no.body.data).toEqual(yes.body.data);
@@ -318,7 +315,6 @@ describe("password reset", () => {
     const ghost = await srv.call("/api/reset_password_request", { body: { username_or_email: "ghost-user" } });
     expect(ghost.body.result.usernames).toEqual(["ghost-user"]);
     expect((await srv.call("/api/reset_password_request", { body: {} })).body.result.info).toEqual({ "Missing parameter": "username_or_email" });
-    expect(Math.abs(t2 - t1 - (t1 - t0))).toBeLessThan(250);
     await smtp.next(known.email, since);
     await Bun.sleep(100);
     expect(smtp.messages.slice(since)).toHaveLength(1);
@@ -326,6 +322,19 @@ describe("password reset", () => {
       body: { username: known.username, new_password: "whatever-pass-4", validation_code: no.body.result.validation_code, verification_code: "ABCDEF" },
     });
     expect1001(r, "verification_code", "mismatch");
+    // Nor does the time it takes: the medians of alternating rounds stay within 250 ms of each other
+    // (one sample each would let a single slow moment of a busy machine decide).
+    const times = { known: [] as number[], unknown: [] as number[] };
+    for (let round = 0; round < 5; round++) {
+      for (const which of round % 2 ? (["unknown", "known"] as const) : (["known", "unknown"] as const)) {
+        const email = which === "known" ? known.email : `nobody${newGid(6)}@example.test`;
+        const t = performance.now();
+        expect((await srv.call("/api/reset_password_request", { body: { email } })).status).toBe(yes.status);
+        times[which].push(performance.now() - t);
+      }
+    }
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
+    expect(Math.abs(median(times.known) - median(times.unknown))).toBeLessThan(250);
   });
 
   test("a weak new password is 1001 and does not use up the code", async () => {
@@ -644,11 +653,8 @@ describe("outbox", () => {
       const r = await plain.call("/api/signup_request", { body: who });
       expect(r.status).toBe(200);
       const dir = join(plain.dataDir, "outbox");
-      let files: string[] = [];
-      for (let i = 0; i < 50 && !files.length; i++) {
-        await Bun.sleep(20);
-        files = existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith(".eml")) : [];
-      }
+      const emls = () => (existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith(".eml")) : []);
+      const files = await until(() => (emls().length ? emls() : undefined), undefined, "the .eml file");
       expect(files).toHaveLength(1);
       const eml = readFileSync(join(dir, files[0]!), "utf8");
       expect(eml).toContain(`To: ${who.email}`);

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { mutate } from "../../src/db/mutate";
 import { updateUser } from "../../src/features/users/users.service";
-import { TestServer, tokenOf } from "../helpers/server";
+import { TestServer, tokenOf, SLOW_TEST_MS } from "../helpers/server";
 
 const who = (name: string) => ({ username: name, email: `${name}@example.test`, password: "secret-pass-1" });
 
@@ -143,5 +143,5 @@ describe("apis user create and the admin role", () => {
     expect(apis("user", "admin", "--username", "second").code).toBe(0);
     expect(apis("user", "admin", "--username", "first", "--revoke").code).toBe(0);
     expect(admins()).toEqual(["second", "third"]);
-  }, 60_000);
+  }, SLOW_TEST_MS);
 });

@@ -145,17 +145,20 @@ describe.skipIf(process.platform !== "linux")("the compiled executable", () => {
     const p = Bun.spawn(["./apis", "serve", "--port", "0", "--data", join(tmp, "console")], { cwd: folder, env, stdout: "pipe", stderr: "pipe" });
     try {
       const url = await servedUrl(p);
-      const page = await fetch(`${url}/console/projects`);
-      expect(page.status).toBe(200);
-      const html = await page.text();
-      expect(html).toContain('<div id="app">');
-      const assets = [...html.matchAll(/(?:src|href)="(\/[^"]+\.(?:js|css))"/g)].map((m) => m[1]!);
-      expect(assets.length).toBeGreaterThanOrEqual(2);
-      for (const a of assets) {
-        const res = await fetch(url + a);
-        expect(res.status).toBe(200);
-        // The browser build of socket.io-client, not its Node transports.
-        expect(await res.text()).not.toContain("child_process");
+      // The first bundle, and the records pages' own bundle (pages/records/records.html).
+      for (const address of ["/console/projects", "/console/p/x1/records"]) {
+        const page = await fetch(url + address);
+        expect(page.status).toBe(200);
+        const html = await page.text();
+        expect(html).toContain('<div id="app">');
+        const assets = [...html.matchAll(/(?:src|href)="(\/[^"]+\.(?:js|css))"/g)].map((m) => m[1]!);
+        expect(assets.length).toBeGreaterThanOrEqual(2);
+        for (const a of assets) {
+          const res = await fetch(url + a);
+          expect(res.status).toBe(200);
+          // The browser build of socket.io-client, not its Node transports.
+          expect(await res.text()).not.toContain("child_process");
+        }
       }
     } finally {
       p.kill();

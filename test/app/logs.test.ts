@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { servedUrl, until } from "../helpers/server";
+import { servedUrl, until, SLOW_TEST_MS } from "../helpers/server";
 import { codeOf, TestSmtp } from "../helpers/smtp";
 
 const main = join(import.meta.dir, "../../src/main.ts");
@@ -85,8 +85,8 @@ describe("the log of a session of sign-up, reset, login and API keys", () => {
     secrets.set("API user JWT", auth.token!);
     const asKey = await call(url, `/api/p/${project}/assets/root`, {}, auth.token);
     expect(asKey.id).toMatch(/^[A-Za-z0-9]{16}$/);
-    await until(() => server.log().includes(asKey.id!), 5000, "the last request's log line");
-  }, 30_000);
+    await until(() => server.log().includes(asKey.id!), undefined, "the last request's log line");
+  }, SLOW_TEST_MS);
 
   afterAll(async () => {
     server.proc.kill("SIGTERM");
@@ -164,7 +164,7 @@ describe("--log-format text", () => {
     try {
       const r = await fetch(`${s.url}/api/ping?token=should-not-appear`, { headers: { "x-request-id": "proxy-given-id-1" } });
       expect(r.headers.get("x-request-id")).toBe("proxy-given-id-1");
-      const line = await until(() => s.log().split("\n").find((l) => l.includes("proxy-given-id-1")), 5000, "the ping line");
+      const line = await until(() => s.log().split("\n").find((l) => l.includes("proxy-given-id-1")), undefined, "the ping line");
       expect(line).toMatch(/^\[\d{4}-\d\d-\d\dT[\d:.]+Z\] INFO: GET \/api\/ping 200 \{.*"path":"\/api\/ping".*"status":200.*"ms":[\d.]+.*\}$/);
       expect(s.log()).not.toContain("should-not-appear");
     } finally {

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import sharp from "sharp";
-import { TestServer } from "../helpers/server";
+import { TestServer, until } from "../helpers/server";
 
 let srv: TestServer;
 let alice: { gid: string; token: string };
@@ -28,13 +28,11 @@ async function upload(name: string, parent?: string): Promise<string> {
 
 /** Polls the job until it is done or rejected. */
 async function finished(token: string): Promise<any> {
-  for (let i = 0; i < 400; i++) {
+  return until(async () => {
     const r = await srv.call(`/api/p/${project}/jobs/get`, { body: { token }, token: alice.token });
     const job = r.body.result?.job;
-    if (job && (job.status === "done" || job.status === "rejected")) return job;
-    await Bun.sleep(25);
-  }
-  throw new Error("job did not finish");
+    return job && (job.status === "done" || job.status === "rejected") ? job : undefined;
+  }, undefined, "the job to finish");
 }
 
 async function runBulk(op: string, body: unknown) {

@@ -293,12 +293,15 @@ describe("folder search and autocomplete", () => {
     const t = Date.now() / 1000;
     const insert = db.prepare("INSERT INTO assets (gid, project_gid, parent, pathname, type, name, created_on, updated_on) VALUES (?, ?, ?, ?, 'file', ?, ?, ?)");
     db.transaction(() => rows.forEach((r, i) => insert.run(`bulkfill${String(i).padStart(12, "0")}`, project, root, `/${r.name}`, r.name, t, t)))();
-    const start = performance.now();
-    for (let i = 0; i < 20; i++) {
+    // The median call, so that one slow moment of a busy machine does not decide.
+    const took: number[] = [];
+    for (let i = 0; i < 21; i++) {
+      const start = performance.now();
       const r = await call("search/autocomplete", { field: "name", fieldq: "product shot 1" });
+      took.push(performance.now() - start);
       expect(r.body.result.completions).toHaveLength(10);
     }
-    const perCall = (performance.now() - start) / 20;
+    const perCall = took.sort((a, b) => a - b)[10]!;
     expect(perCall).toBeLessThan(100);
   });
 });

@@ -16,14 +16,12 @@ import { readTar } from "../../src/platform/backups/tar";
 import { runHousekeeping } from "../../src/platform/jobs/schedules";
 import { createPerson, hashPassword } from "../../src/features/users/users.service";
 import { eq, and } from "drizzle-orm";
-import { servedUrl, TestServer, tokenOf, until as waitUntil } from "../helpers/server";
+import { servedUrl, TestServer, tokenOf, until, SLOW_TEST_MS } from "../helpers/server";
 
 let srv: TestServer;
 let alice: { gid: string; token: string };
 let bob: { gid: string; token: string };
 let project: string;
-
-const until = <T>(fn: () => Promise<T | undefined | false> | T | undefined | false, ms = 8000) => waitUntil<T>(fn, ms);
 
 /** Waits until the job's last `jobs` sync item (as the owner sees it) is final; returns all its items. */
 async function finished(s: TestServer, token: string, jobToken: string, since: number) {
@@ -391,7 +389,7 @@ describe("API users in project backups", () => {
     expect((await srv.call(`/api/p/${keys}/auth`, { body: { api_key: later.key } })).status).not.toBe(200);
     const cc = await srv.ccItems(alice.token, since);
     expect(cc).toEqual(expect.arrayContaining([`UPDATE cc.users ${feed.gid}`, `INSERT cc.users ${gone.gid}`, `DELETE cc.users ${later.gid}`]));
-  }, 30_000);
+  }, SLOW_TEST_MS);
 });
 
 describe("permanent deletion during a backup", () => {
@@ -444,7 +442,7 @@ describe("permanent deletion during a backup", () => {
     } finally {
       await s.stop();
     }
-  }, 30_000);
+  }, SLOW_TEST_MS);
 });
 
 describe("crash during a backup", () => {
@@ -523,7 +521,7 @@ describe("crash during a backup", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
-  }, 30_000);
+  }, SLOW_TEST_MS);
 });
 
 describe("instance backup CLI", () => {
@@ -578,7 +576,7 @@ describe("instance backup CLI", () => {
     } finally {
       rmSync(work, { recursive: true, force: true });
     }
-  }, 30_000);
+  }, SLOW_TEST_MS);
 
   test("a file deleted while the archive is written is still in it (its row is in the database copy)", async () => {
     const { createInstanceBackup } = await import("../../src/platform/backups/instance.service");
@@ -619,7 +617,7 @@ describe("instance backup CLI", () => {
     expect(v.out).toMatch(/checksum mismatch: apis\.db|database integrity/);
     expect(apis("backup", "verify", join(srv.dataDir, "nope.tar")).code).toBe(2);
     expect(apis("backup", "frobnicate").code).toBe(2);
-  }, 30_000);
+  }, SLOW_TEST_MS);
 });
 
 describe("instance archives: modes, confirmation, schedule", () => {
@@ -671,7 +669,7 @@ describe("instance archives: modes, confirmation, schedule", () => {
       rmSync(script, { force: true });
       rmSync(work, { recursive: true, force: true });
     }
-  }, 30_000);
+  }, SLOW_TEST_MS);
 
   test("restore asks on a terminal and changes nothing unless the answer is yes; without a terminal it needs --yes", async () => {
     const work = mkdtempSync(join(tmpdir(), "apis-confirm-"));
@@ -686,7 +684,7 @@ describe("instance archives: modes, confirmation, schedule", () => {
           env: { ...process.env, APIS_LOG_LEVEL: "silent" },
           terminal: { cols: 200, rows: 24, data: (_t, bytes) => (screen += new TextDecoder().decode(bytes)) },
         });
-        await until(() => screen.includes("Type yes to restore: "), 20_000);
+        await until(() => screen.includes("Type yes to restore: "));
         expect(screen).toContain(archive);
         proc.terminal!.write(`${typed}\r`);
         return { code: await proc.exited, screen };
@@ -708,7 +706,7 @@ describe("instance archives: modes, confirmation, schedule", () => {
     } finally {
       rmSync(work, { recursive: true, force: true });
     }
-  }, 60_000);
+  }, SLOW_TEST_MS);
 
   test("scheduled instance backups are off by default and keep only the newest --instance-backups-keep, never manual archives", async () => {
     const task = housekeepingTasks().find((t) => t.name === "instance-backups")!;
@@ -731,7 +729,7 @@ describe("instance archives: modes, confirmation, schedule", () => {
     expect(left).toEqual([...manual, ...made.slice(2)].sort());
     for (const n of left) expect(modeOf(join(dir, n))).toBe(0o600);
     expect(JSON.parse(apis("backup", "verify", join(dir, made[3]!), "--json").out).ok).toBe(true);
-  }, 60_000);
+  }, SLOW_TEST_MS);
 });
 
 describe("backup folders", () => {

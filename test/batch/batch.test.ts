@@ -82,7 +82,7 @@ describe("a batch that succeeds", () => {
     const [a, b] = r.body.result.results.map((x: { result: { query: string } }) => x.result.query);
     const expected = [`INSERT queries ${a}`, `INSERT queries ${b}`, `UPDATE queries ${kept}`];
     expect(await itemsSince(c0)).toEqual(expected);
-    await until(() => sub.items().length >= 3, 5000, "the batch's items on the socket");
+    await until(() => sub.items().length >= 3, undefined, "the batch's items on the socket");
     expect(sub.items()).toEqual(expected);
     // One publication after the commit: all three arrive together, in one push.
     expect(sub.pushes.filter((p) => p.length)).toHaveLength(1);
@@ -136,7 +136,7 @@ describe("a batch that fails", () => {
     expect(await itemsSince(c0)).toEqual([]);
     // A later change arrives on the socket, and nothing of the failed batch came before it.
     const sentinel = await createQuery("Sentinel");
-    await until(() => sub.items().length >= 1, 5000, "the sentinel on the socket");
+    await until(() => sub.items().length >= 1, undefined, "the sentinel on the socket");
     expect(sub.items()).toEqual([`INSERT queries ${sentinel}`]);
   });
 
@@ -151,7 +151,7 @@ describe("a batch that fails", () => {
     expect(r.body.result.info).toMatchObject({ index: 1, path: "queries/delete", batch: ["rolled_back", "failed"] });
     expect(srv.ctx.db.select().from(jobs).where(eq(jobs.projectGid, project)).all().length).toBe(jobsBefore);
     // The workers are idle and the folder is still there.
-    await until(() => srv.ctx.db.select().from(jobs).all().every((j) => j.status === "done" || j.status === "rejected"), 5000, "idle workers");
+    await until(() => srv.ctx.db.select().from(jobs).all().every((j) => j.status === "done" || j.status === "rejected"), undefined, "idle workers");
     expect((await call("assets/get", { asset: folder })).body.data.assets[folder].status).toBe("published");
   });
 
@@ -305,7 +305,7 @@ describe("limits", () => {
       expect(tooBig.body.result).toMatchObject({ message: "Too many sub-requests", info: { count: 3, max: 2 } });
       // Wait (without taking) until the bucket is full again, then a batch of 2 takes it all.
       const bucket = `rps:${key.body.result.user}:${p}`;
-      await until(() => limiterOf(small.ctx).peek(bucket, 2, 1000, 2).ok, 5000, "a full bucket");
+      await until(() => limiterOf(small.ctx).peek(bucket, 2, 1000, 2).ok, undefined, "a full bucket");
       expect((await go([step, step], api)).status).toBe(200);
       const again = await go([step, step], api);
       expect(again.status).toBe(429);

@@ -3,7 +3,7 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSyn
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadConfig, settings } from "../../src/config";
-import { servedUrl, until } from "../helpers/server";
+import { servedUrl, until, SLOW_TEST_MS } from "../helpers/server";
 
 const root = join(import.meta.dir, "../..");
 const dirs: string[] = [];
@@ -24,13 +24,13 @@ describe("the command line", () => {
     const r = apis(["--version"]);
     expect(r.code).toBe(0);
     expect(r.out.trim()).toMatch(/^\d{4}\.\d+\.\d+$/);
-  });
+  }, SLOW_TEST_MS);
 
   test("--help lists the commands and every setting", () => {
     const r = apis(["--help"]);
     expect(r.code).toBe(0);
     for (const word of ["serve", "user create", "migrate", "doctor", "APIS_PORT", "APIS_DATA", "APIS_JWT_SECRET"]) expect(r.out).toContain(word);
-  });
+  }, SLOW_TEST_MS);
 
   test("a bad setting stops start-up with one line and exit code 2", () => {
     const r = apis(["serve", "--port", "99999"]);
@@ -40,23 +40,23 @@ describe("the command line", () => {
     const env = apis(["serve"], { APIS_LOG_LEVEL: "loud" });
     expect(env.code).toBe(2);
     expect(env.err).toContain("APIS_LOG_LEVEL");
-  });
+  }, SLOW_TEST_MS);
 
   test("a mistyped flag is a usage error with exit code 2, not silently ignored", () => {
     const r = apis(["migrate", "--data", tmp(), "--dat", "x"]);
     expect(r.code).toBe(2);
     expect(r.err).toContain("--dat");
-  });
+  }, SLOW_TEST_MS);
 
   test("an unknown command is a usage error with exit code 2", () => {
     expect(apis(["frobnicate"]).code).toBe(2);
-  });
+  }, SLOW_TEST_MS);
 
   test("migrate applies the migrations to a new data folder", () => {
     const r = apis(["migrate", "--data", tmp()]);
     expect(r.code).toBe(0);
     expect(r.out).toContain("up to date");
-  });
+  }, SLOW_TEST_MS);
 
   test("user create bootstraps an account that can log in, and list shows it", async () => {
     const data = tmp();
@@ -68,7 +68,7 @@ describe("the command line", () => {
     expect(weak.code).toBe(2);
     const list = apis(["user", "list", "--json", "--data", data]);
     expect(JSON.parse(list.out)).toEqual([expect.objectContaining({ username: "root", email: "root@example.test", name: "Root", status: "active" })]);
-  }, 30_000);
+  }, SLOW_TEST_MS);
 
   test("user deactivate locks an account out and user reactivate lets it back in", async () => {
     const data = tmp();
@@ -79,14 +79,14 @@ describe("the command line", () => {
     expect(apis(["user", "reactivate", "--data", data, "--username", "ann"]).code).toBe(0);
     expect(listed()).toBe("active");
     expect(apis(["user", "reactivate", "--data", data, "--username", "ann"]).code).toBe(2);
-  }, 30_000);
+  }, SLOW_TEST_MS);
 
   test("doctor checks sharp, SQLite and the data folder", () => {
     const r = apis(["doctor", "--data", tmp()]);
     expect(r.code).toBe(0);
     expect(r.out).toContain("libvips");
     expect(r.out).toContain("all checks passed");
-  });
+  }, SLOW_TEST_MS);
 });
 
 describe("serve", () => {
@@ -97,20 +97,44 @@ describe("serve", () => {
       cwd: root,
       stdout: "pipe",
       stderr: "pipe",
-      env: { ...process.env, APIS_LOG_LEVEL: "error" },
+      env: { ...process.env, APIS_LOG_LEVEL: "info" },
     });
     const url = await servedUrl(proc);
+    const logged = collectStderr(proc);
     expect(url).not.toEndWith(":0");
     expect((await fetch(`${url}/api/ping`)).status).toBe(200);
-    // A login hashes with argon2 (tens of milliseconds): still in flight when SIGTERM arrives.
-    const inFlight = fetch(`${url}/api/login`, { method: "POST", body: JSON.stringify({ username: "root", password: "secret-pass-1" }) });
-    await Bun.sleep(5);
+    // A login held in flight for certain: its headers ask `Expect: 100-continue`, and the body is
+    // sent only after the server has answered "100 Continue" (it has the request) and has logged
+    // that SIGTERM reached it (it is stopping). No timing decides whether the request is in flight.
+    const body = JSON.stringify({ username: "root", password: "secret-pass-1" });
+    let answer = "";
+    const { port } = new URL(url);
+    const socket = await Bun.connect({
+      hostname: "127.0.0.1",
+      port: Number(port),
+      socket: { data: (_s, chunk) => void (answer += new TextDecoder().decode(chunk)) },
+    });
+    socket.write(`POST /api/login HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nExpect: 100-continue\r\n\r\n`);
+    await until(() => answer.startsWith("HTTP/1.1 100 Continue"), undefined, "the server to take the request");
     proc.kill("SIGTERM");
-    const res = await inFlight;
-    expect(res.status).toBe(200);
+    await until(() => logged.err.includes("SIGTERM: finishing requests in flight"), undefined, "the server to start stopping");
+    socket.write(body);
+    await until(() => /HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 \d{3}/.test(answer), undefined, "the login's answer");
+    socket.end();
+    expect(answer.split("\r\n\r\n")[1]!.split("\r\n")[0]).toBe("HTTP/1.1 200 OK");
     expect(await proc.exited).toBe(0);
-  });
+  }, SLOW_TEST_MS);
 });
+
+/** A spawned process's stderr (its stdout already read elsewhere), collected as it arrives. */
+function collectStderr(proc: { stderr: ReadableStream<Uint8Array> }) {
+  const got = { err: "" };
+  void (async () => {
+    const decoder = new TextDecoder();
+    for await (const chunk of proc.stderr) got.err += decoder.decode(chunk, { stream: true });
+  })();
+  return got;
+}
 
 /** A spawned process's stdout and stderr, collected as they arrive. */
 function collect(proc: { stdout: ReadableStream<Uint8Array>; stderr: ReadableStream<Uint8Array> }) {
@@ -175,7 +199,7 @@ describe("start-up checks", () => {
     expectRefused(apis(["user", "list", "--data", file]), "is a file");
     expect(readdirSync(dir)).toEqual(["not-a-folder"]);
     expect(readFileSync(file, "utf8")).toBe("x");
-  }, 30_000);
+  }, SLOW_TEST_MS);
 
   // As root every folder is writable, so the check runs as "nobody" there (setpriv, util-linux).
   const asRoot = process.getuid?.() === 0;
@@ -197,7 +221,7 @@ describe("start-up checks", () => {
     expectRefused(run(locked), `data folder ${locked} is not writable`);
     expectRefused(run(join(locked, "sub")), `cannot be created in ${locked}`);
     expect(readdirSync(locked)).toEqual([]);
-  }, 30_000);
+  }, SLOW_TEST_MS);
 
   test("a port in use ends start-up with one line and exit code 2 before the data folder is created or migrated", () => {
     const blocker = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("busy") });
@@ -211,7 +235,7 @@ describe("start-up checks", () => {
     } finally {
       blocker.stop(true);
     }
-  }, 30_000);
+  }, SLOW_TEST_MS);
 
   test("a host that is not an address of this machine, or not known at all, ends start-up with one line and exit code 2", () => {
     const data = join(tmp(), "new");
@@ -219,7 +243,7 @@ describe("start-up checks", () => {
     expectRefused(apis(["serve", "--host", "192.0.2.1", "--port", "0", "--data", data]), "192.0.2.1 is not an address of this machine");
     expectRefused(apis(["serve", "--host", "no-such-host.invalid", "--port", "0", "--data", data]), "host no-such-host.invalid is not known");
     expect(existsSync(data)).toBe(false);
-  }, 30_000);
+  }, SLOW_TEST_MS);
 
   test("serve listens on 127.0.0.1 unless --host says otherwise, says so, and prints a relative --data as an absolute folder", async () => {
     const cwd = tmp();
@@ -231,7 +255,7 @@ describe("start-up checks", () => {
     });
     const got = collect(proc);
     try {
-      await until(() => got.out.includes("reachable"), 20_000, "the start-up lines");
+      await until(() => got.out.includes("reachable"), undefined, "the start-up lines");
       const url = got.out.match(/listening on (http:\/\/\S+) /)![1]!;
       expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
       expect(got.out).toContain(`(data: ${join(cwd, "rel", "data")})`);
@@ -242,7 +266,7 @@ describe("start-up checks", () => {
       proc.kill("SIGTERM");
       await proc.exited;
     }
-  }, 30_000);
+  }, SLOW_TEST_MS);
 
   test("serve with --host 0.0.0.0 says it is reachable on every interface", async () => {
     const proc = Bun.spawn([process.execPath, "src/main.ts", "serve", "--host", "0.0.0.0", "--port", "0", "--data", tmp()], {
@@ -253,13 +277,13 @@ describe("start-up checks", () => {
     });
     const got = collect(proc);
     try {
-      await until(() => got.out.includes("reachable"), 20_000, "the start-up lines");
+      await until(() => got.out.includes("reachable"), undefined, "the start-up lines");
       expect(got.out).toContain("reachable on every network interface of this machine (--host 0.0.0.0)");
     } finally {
       proc.kill("SIGTERM");
       await proc.exited;
     }
-  }, 30_000);
+  }, SLOW_TEST_MS);
 });
 
 describe("settings", () => {
@@ -274,7 +298,7 @@ describe("settings", () => {
     expectRefused(apis(["serve", "--upload-max-bytes", "2X", "--data", tmp()]), "--upload-max-bytes");
     expectRefused(apis(["serve", "--data", tmp()], { APIS_IMAGE_MAX_BYTES: "2G" }), "must be between 1K and 1G");
     expect(apis(["--help"]).out).toContain('(default: "1G")');
-  }, 30_000);
+  }, SLOW_TEST_MS);
 });
 
 describe("passwords", () => {
@@ -287,7 +311,7 @@ describe("passwords", () => {
     expectRefused(await apisWithStdin(["user", "set-password", "--data", data, "--username", "piped"], ""), "no password");
     expectRefused(await apisWithStdin(["user", "set-password", "--data", data, "--username", "piped"], "short\n"), "password:");
     expect(await loginStatuses(data, "piped", ["first-pass-1", "second-pass-2"])).toEqual([403, 200]);
-  }, 30_000);
+  }, SLOW_TEST_MS);
 
   test("on a terminal, user create asks for the password twice without echoing it, and two different answers change nothing", async () => {
     const data = tmp();
@@ -298,9 +322,9 @@ describe("passwords", () => {
         env: { ...process.env, APIS_LOG_LEVEL: "error" },
         terminal: { cols: 100, rows: 24, data: (_t, bytes) => (screen += new TextDecoder().decode(bytes)) },
       });
-      await until(() => screen.includes("Password: "), 20_000, "the first prompt");
+      await until(() => screen.includes("Password: "), undefined, "the first prompt");
       proc.terminal!.write(`${answers[0]}\r`);
-      await until(() => screen.includes("Repeat password: "), 5000, "the second prompt");
+      await until(() => screen.includes("Repeat password: "), undefined, "the second prompt");
       proc.terminal!.write(`${answers[1]}\r`);
       const code = await proc.exited;
       return { code, screen };
@@ -314,7 +338,7 @@ describe("passwords", () => {
     expect(differ.screen).toContain("the two passwords differ");
     expect(differ.screen).not.toContain("other-pass");
     expect(await loginStatuses(data, "typed", ["typed-pass-1"])).toEqual([200]);
-  }, 30_000);
+  }, SLOW_TEST_MS);
 });
 
 describe("doctor --data", () => {
@@ -345,7 +369,7 @@ describe("doctor --data", () => {
     const leaky = apis(["doctor", "--data", data]);
     expect(leaky.code).toBe(1);
     expect(leaky.out).toContain("FAIL  jwt.secret:");
-  }, 30_000);
+  }, SLOW_TEST_MS);
 });
 
 describe("npm start", () => {
@@ -376,18 +400,18 @@ describe("npm start", () => {
     expect(existsSync(join(data, "apis.pid"))).toBe(true);
     proc.kill("SIGTERM");
     await proc.exited;
-    await until(() => !existsSync(join(data, "apis.pid")), 15_000, "the server to let the data folder go");
-    expect(await until(() => portFree(Number(new URL(url).port)), 5000, "the port to be released")).toBe(true);
-  }, 30_000);
+    await until(() => !existsSync(join(data, "apis.pid")), undefined, "the server to let the data folder go");
+    expect(await until(() => portFree(Number(new URL(url).port)), undefined, "the port to be released")).toBe(true);
+  }, SLOW_TEST_MS);
 
   test("Ctrl-C (SIGINT to the whole process group) stops the server once, cleanly", async () => {
     const data = tmp();
     const { proc, url } = await npmStart(data);
     process.kill(-proc.pid, "SIGINT");
     await proc.exited;
-    await until(() => !existsSync(join(data, "apis.pid")), 15_000, "the server to let the data folder go");
-    expect(await until(() => portFree(Number(new URL(url).port)), 5000, "the port to be released")).toBe(true);
-  }, 30_000);
+    await until(() => !existsSync(join(data, "apis.pid")), undefined, "the server to let the data folder go");
+    expect(await until(() => portFree(Number(new URL(url).port)), undefined, "the port to be released")).toBe(true);
+  }, SLOW_TEST_MS);
 });
 
 describe("documentation", () => {

@@ -44,7 +44,7 @@ describe.skipIf(!CHROMIUM)("web console: account and project management", () => 
     await page.getByLabel("Username or email").fill("ann@example.test");
     const since = smtp.messages.length;
     await page.getByRole("button", { name: "Send me a code" }).click();
-    const code = codeOf(await smtp.next("ann@example.test", since, 15000));
+    const code = codeOf(await smtp.next("ann@example.test", since));
     await page.getByLabel("Code from the mail").fill(code);
     await page.getByLabel("Username").fill("ann");
     await page.getByLabel("New password").fill("new-password-2");
@@ -81,7 +81,7 @@ describe.skipIf(!CHROMIUM)("web console: account and project management", () => 
     await page.getByLabel("New address").fill("ann@new.example");
     const since = smtp.messages.length;
     await page.getByRole("button", { name: "Send a code" }).click();
-    const code = codeOf(await smtp.next("ann@new.example", since, 15000));
+    const code = codeOf(await smtp.next("ann@new.example", since));
     await page.getByLabel("Code sent to ann@new.example").fill("WRONG1");
     await page.getByRole("button", { name: "Confirm" }).click();
     await page.getByRole("alert").first().waitFor(); // a wrong code is explained, not swallowed
@@ -180,7 +180,7 @@ describe.skipIf(!CHROMIUM)("web console: account and project management", () => 
     await dora.getByText("Invited").waitFor();
     const since = smtp.messages.length;
     await dora.getByRole("button", { name: "Resend" }).click();
-    await smtp.next("dora@example.test", since, 15000);
+    await smtp.next("dora@example.test", since);
     await dora.getByRole("button", { name: "Withdraw" }).click();
     await page.getByRole("dialog").getByRole("button", { name: "Withdraw" }).click();
     await dora.waitFor({ state: "detached" });

@@ -3,7 +3,7 @@ import { utimesSync } from "node:fs";
 import sharp, { type Metadata } from "sharp";
 import { originalPath } from "../../src/platform/storage/originals";
 import { projectOf, storeImage } from "../helpers/dam-assets";
-import { TestServer } from "../helpers/server";
+import { TestServer, until } from "../helpers/server";
 
 // Real images made with sharp, real HTTP; outputs measured with sharp.
 
@@ -533,11 +533,11 @@ describe("permanent deletion", () => {
     expect((await srv.call(`/api/p/${project}/assets/delete`, { body: { asset: a.gid }, token })).status).toBe(200);
     const r = await srv.call(`/api/p/${project}/assets/bulk/permanent_delete`, { body: { selection: [a.gid] }, token });
     expect(r.status).toBe(200);
-    let status = 200;
-    for (let i = 0; i < 100 && status !== 404; i++) {
-      await Bun.sleep(50);
-      status = (await fetch(t.body.result.public_url)).status;
-    }
+    // The bulk job removes the files after its commit: wait for that, not for a number of tries.
+    const status = await until(async () => {
+      const s = (await fetch(t.body.result.public_url)).status;
+      return s === 404 ? s : undefined;
+    }, undefined, "the transformed file to be gone");
     expect(status).toBe(404);
   });
 });

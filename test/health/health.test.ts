@@ -3,7 +3,7 @@ import { chmodSync, chownSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { io } from "socket.io-client";
-import { servedUrl, TestServer, until } from "../helpers/server";
+import { servedUrl, TestServer, until, SLOW_TEST_MS } from "../helpers/server";
 
 describe("GET /api/health", () => {
   let srv: TestServer;
@@ -86,7 +86,7 @@ describe.skipIf(process.platform !== "linux" || (asRoot && !setpriv))("permissio
     const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: home, TMPDIR: home };
     proc = Bun.spawn(asRoot ? [setpriv!, "--reuid=65534", "--regid=65534", "--clear-groups", ...cmd] : cmd, { stdout: "pipe", stderr: "inherit", env }) as any;
     url = await servedUrl(proc);
-  }, 20_000);
+  }, SLOW_TEST_MS);
   afterAll(async () => {
     proc.kill("SIGTERM");
     await proc.exited;
@@ -109,7 +109,7 @@ describe.skipIf(process.platform !== "linux" || (asRoot && !setpriv))("permissio
     } finally {
       chmodSync(join(dir, "data"), 0o755);
     }
-    await until(async () => (await health()).status === 200, 5000, "healthy again");
+    await until(async () => (await health()).status === 200, undefined, "healthy again");
   });
 
   test("a database file made read-only turns /api/health into 503", async () => {

@@ -88,8 +88,24 @@ export class TestServer {
   }
 }
 
+/**
+ * How long `until` keeps polling by default. It returns as soon as the condition holds, so this is
+ * only how long a test that is going to fail takes to say so; on a busy 2-core machine a job, a
+ * socket push or a spawned process can take many seconds. Tests wait for conditions with `until`,
+ * never for a fixed time, and pass no shorter limit.
+ */
+export const PATIENCE_MS = 30_000;
+
+/**
+ * The time limit of a test that does much work on purpose (spawns `apis` processes, each start
+ * costing about 1.5 s of CPU and many seconds of waiting on a loaded machine; hundreds of sockets;
+ * slowed backup jobs). A guard against a hang, not a measure: speed is measured in bench/. Other
+ * tests keep the suite's limit (`bun test --timeout 60000`, package.json).
+ */
+export const SLOW_TEST_MS = 240_000;
+
 /** Polls `fn` until it returns something other than undefined/false, and returns that; throws after `ms`. */
-export async function until<T>(fn: () => Promise<T | undefined | false> | T | undefined | false, ms = 5000, what = "condition"): Promise<T> {
+export async function until<T>(fn: () => Promise<T | undefined | false> | T | undefined | false, ms = PATIENCE_MS, what = "condition"): Promise<T> {
   const end = Date.now() + ms;
   for (;;) {
     const v = await fn();

@@ -1,4 +1,5 @@
 import { SMTPServer } from "smtp-server";
+import { PATIENCE_MS } from "./server";
 
 export type Received = { from: string; to: string[]; subject: string; text: string; html: string; raw: string };
 
@@ -52,7 +53,7 @@ export class TestSmtp {
   }
 
   /** Waits for the next mail to `to` that arrives after `since` messages (default: any new one). */
-  async next(to: string, since = this.messages.length, timeoutMs = 5000): Promise<Received> {
+  async next(to: string, since = this.messages.length, timeoutMs = PATIENCE_MS): Promise<Received> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const found = this.messages.slice(since).find((m) => m.to.some((a) => a.toLowerCase() === to.toLowerCase()));

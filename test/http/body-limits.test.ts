@@ -127,9 +127,9 @@ describe("request body limits", () => {
     );
     sock.write(Buffer.alloc(100 * 1024, 1));
     // Wait until the server is reading the body (the temp file of the upload exists), then hang up.
-    await until(() => require("node:fs").readdirSync(srv.ctx.storage.tmp).length > 0 || undefined, 5000, "the upload to start").catch(() => undefined);
+    await until(() => require("node:fs").readdirSync(srv.ctx.storage.tmp).length > 0 || undefined, undefined, "the upload to start").catch(() => undefined);
     sock.destroy();
-    const line = await until(() => logged.find((l) => /abort/i.test(l.msg)), 5000, "the abort to be logged");
+    const line = await until(() => logged.find((l) => /abort/i.test(l.msg)), undefined, "the abort to be logged");
     expect(line.level).toBe("info");
     expect(logged.filter((l) => l.level === "error")).toEqual([]);
   });

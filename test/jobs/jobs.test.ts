@@ -193,15 +193,18 @@ describe("restart and housekeeping", () => {
     let s = await TestServer.start({ "job-stop-grace": "0" }, dir, withTestJobs);
     const u = await s.user("dora");
     const token = s.ctx.jobs.enqueue({ kind: "test.count", userGid: u.gid, params: { n: 40, ms: 25 } });
-    await until(() => s.ctx.jobs.get(token)?.status === "processing");
-    await Bun.sleep(100);
+    // Stopped part-way: once its progress shows units done (and long before its 40 units end).
+    await until(() => {
+      const j = s.ctx.jobs.get(token);
+      return j?.status === "processing" && typeof j.info.remaining === "number" && j.info.remaining < 40;
+    }, undefined, "the job to be part-way");
     await s.stop(true);
     s = await TestServer.start({ "job-stop-grace": "0" }, dir, withTestJobs);
     try {
       const job = await until(() => {
         const j = s.ctx.jobs.get(token);
         return j?.status === "done" ? j : undefined;
-      }, 8000);
+      });
       expect(job.attempts).toBe(2);
       expect(job.info.counted).toBe(40);
     } finally {

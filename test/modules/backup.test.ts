@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { TestServer, until } from "../helpers/server";
+import { TestServer, until, SLOW_TEST_MS } from "../helpers/server";
 
 let srv: TestServer;
 let owner: { gid: string; token: string };
@@ -27,7 +27,7 @@ async function job(op: "create" | "restore", body: unknown): Promise<any> {
       if (last?.data.status === "rejected") throw new Error(JSON.stringify(last.data.info));
       return last?.data.status === "done";
     },
-    20000,
+    undefined,
     `backups/${op}`,
   );
   return r.body.result;
@@ -52,4 +52,4 @@ test("a project backup keeps saved queries and modules, and a restore brings the
   expect(m.body.data.modules.Exporter).toMatchObject({ version: "1.0", keys: { "shop.url": "https://shop.example" } });
   const items = ((await srv.call("/sync/get", { token: owner.token, body: { project, cursor } })).body.result.sync as any[]).map((i) => `${i.action} ${i.data_type} ${i.data_key}`);
   expect(items).toEqual(expect.arrayContaining([`UPDATE queries ${query}`, `DELETE queries ${added}`, "INSERT modules Exporter"]));
-}, 30000);
+}, SLOW_TEST_MS);

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { TestServer, tokenOf, until } from "../helpers/server";
+import { TestServer, tokenOf, until, SLOW_TEST_MS } from "../helpers/server";
 import { compareVersions, MODULE_LIMITS } from "../../src/features/modules/modules.service";
 import { projectTables } from "../../src/platform/backups/snapshot.service";
 
@@ -338,7 +338,7 @@ describe("the example module of docs/modules.md", () => {
         if (done) throw new Error(`module ended early: ${out}${await new Response(proc.stderr).text()}`);
         out += new TextDecoder().decode(value);
         return out.includes("ready:");
-      }, 20000, "the module to be ready");
+      }, undefined, "the module to be ready");
       const m = await moduleOf("Query report");
       expect(m.actions["Report saved queries"].configuration).toEqual({ format: "text", query_type: "all" });
       const started = await call("actions/invoke", member, { module: "Query report", action: "Report saved queries", input: { type: "record" } });
@@ -352,5 +352,5 @@ describe("the example module of docs/modules.md", () => {
     } finally {
       proc.kill();
     }
-  }, 30000);
+  }, SLOW_TEST_MS);
 });

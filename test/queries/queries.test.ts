@@ -26,6 +26,14 @@ beforeAll(async () => {
   apiKey = key.body.result.apikey;
   const auth = await srv.call(`/api/p/${project}/auth`, { body: { api_key: apiKey } });
   api = { gid: key.body.result.user, token: tokenOf(auth) };
+  // Record queries are checked against the project's own fields: two committed ones, one never committed.
+  const field = async (name: string, type: string, commit = true) => {
+    const f = (await srv.call(`/api/p/${project}/fields/create`, { token: owner.token, body: { name, type } })).body.result.field;
+    if (commit) await srv.call(`/api/p/${project}/fields/commit`, { token: owner.token, body: { field: f } });
+  };
+  await field("image", "image");
+  await field("price", "decimal");
+  await field("draft_only", "textline", false);
 });
 afterAll(() => srv.stop());
 
@@ -96,22 +104,44 @@ describe("queries/create", () => {
     expect(await itemsSince(c0)).toEqual([]);
   });
 
+  test("record queries are checked against the project's own committed fields, as records/search checks them", async () => {
+    const c0 = await cursorNow();
+    const ok = await call("create", owner, { type: "record", name: "Cheap", filter: ["and", "", [["price", "<", 500], ["fields.price", ">", 1], ["validation", "is_empty", "image"]]] });
+    expect(ok.status).toBe(200);
+    // A name the schema would allow is not enough: the field must exist, committed, in this project.
+    for (const [name, filter] of [
+      ["Unknown", ["colour", "is", "red"]],
+      ["Uncommitted", ["draft_only", "is", "x"]],
+      ["Unknown in validation", ["validation", "is_empty", "colour"]],
+      ["Not a record property", ["title", "is", "x"]],
+    ] as const) {
+      const r = await call("create", owner, { type: "record", name, filter });
+      expect(r.body.result.code).toBe(1002);
+      expect(r.body.result.info["Invalid parameter"]).toBe("filter");
+    }
+    // An operator the field's type has not (a decimal is not a list).
+    expect((await call("create", owner, { type: "record", name: "Op", filter: ["price", "has", 3] })).body.result.code).toBe(1002);
+    const gid = ok.body.result.query;
+    expect((await call("update", owner, { query: gid, filter: ["colour", "is", "red"] })).body.result.code).toBe(1002);
+    expect(await itemsSince(c0)).toEqual([`INSERT queries ${gid}`]);
+  });
+
   test("field names such as constructor, __proto__ and toString are unknown fields like any other", async () => {
-    for (const type of ["asset", "schema"]) {
+    for (const type of ["asset", "schema", "record"]) {
       for (const name of ["constructor", "__proto__", "toString", "hasOwnProperty"]) {
         const r = await call("create", owner, { type, name: "Proto", filter: [name, "is", "x"] });
         expect(r.body.result.code).toBe(1002);
         expect(r.body.result.info.reason).toContain("unknown field");
       }
+      if (type === "record") continue;
       const meta = await call("create", owner, { type, name: "Proto", filter: ["metadata.__proto__", "is", "x"] });
       expect(meta.status).toBe(200);
     }
-    // A record field may be named anything the schema allows; the filter is stored verbatim.
-    const filter = JSON.parse('["and", "", [["__proto__", "is", "x"], ["constructor", "=", 1]]]');
+    // A record filter naming a real field is stored verbatim, member order and all.
+    const filter = JSON.parse('["and", "", [["price", "is", 1], ["fields.price", "=", 2]]]');
     const r = await call("create", owner, { type: "record", name: "Proto", filter });
     expect(r.status).toBe(200);
-    const saved = Object.values(r.body.data.queries)[0] as any;
-    expect(JSON.stringify(saved.filter)).toBe(JSON.stringify(filter));
+    expect(JSON.stringify((Object.values(r.body.data.queries)[0] as any).filter)).toBe(JSON.stringify(filter));
     expect(({} as any).x).toBeUndefined();
   });
 });

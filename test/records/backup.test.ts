@@ -14,7 +14,7 @@ async function jobDone(token: string) {
     const items = (r.body.result.sync as any[]).filter((i) => i.data_type === "jobs" && i.data_key === token);
     const last = items.at(-1)?.data;
     return last && (last.status === "done" || last.status === "rejected") ? last : undefined;
-  }, 15000);
+  });
 }
 
 const dump = () =>

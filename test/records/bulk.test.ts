@@ -20,7 +20,7 @@ async function jobDone(token: string) {
     const all = (r.body.result.sync as any[]).filter((i) => i.data_type === "jobs" && i.data_key === token);
     const last = all.at(-1)?.data;
     return last && (last.status === "done" || last.status === "rejected") ? { last, all } : undefined;
-  }, 15000);
+  });
 }
 
 async function pageAll(body: Record<string, unknown>, during?: (page: number) => Promise<void>) {

@@ -2,7 +2,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { io, type Socket } from "socket.io-client";
 import { mutate } from "../../src/db/mutate";
 import { newGid } from "../../src/core/ids";
-import { TestServer, until } from "../helpers/server";
+import { TestServer, until, SLOW_TEST_MS } from "../helpers/server";
 
 type Who = { gid: string; token: string };
 type Item = { cursor: number };
@@ -82,7 +82,7 @@ describe("realtime under abuse", () => {
     // Small batches (a websocket takes each at once), 100 KB in all for the client that does not fetch.
     let last = 0;
     for (let i = 0; i < 20; i++) last = burst(srv, project, 50);
-    await until(() => got.some((i) => i.cursor === last), 5000, "the healthy client's items");
+    await until(() => got.some((i) => i.cursor === last), undefined, "the healthy client's items");
     expect(got).toHaveLength(1000);
     // The next fetch gets the reason and the disconnect, not the 100 KB it did not take.
     const answer = await slow.get();
@@ -92,14 +92,14 @@ describe("realtime under abuse", () => {
     expect(answer).toContain('"code":503');
     expect(answer).toContain("\x1e41"); // the Socket.IO disconnect packet
     expect(healthy.connected).toBe(true);
-  }, 30_000);
+  }, SLOW_TEST_MS);
 
   test("past --sync-outbound-budget the client with the most waiting is dropped first and the others keep theirs", async () => {
     const srv = await server({ "sync-outbound-budget": "1M" });
     const { who, project } = await userWithProject(srv, "bea");
     const early = await pollingSession(srv, who, project);
     burst(srv, project, 5000); // about 550 KB waiting for `early`
-    await until(() => srv.running.sync.pendingBatches === 0, 5000, "the fan-out");
+    await until(() => srv.running.sync.pendingBatches === 0, undefined, "the fan-out");
     const late = await pollingSession(srv, who, project);
     const healthy = await connect(srv, who.token);
     const got: Item[] = [];
@@ -107,7 +107,7 @@ describe("realtime under abuse", () => {
     const now = (await srv.call("/sync/cursors", { token: who.token, body: { project } })).body.result;
     expect(await initsync(healthy, { "cc.cursor": now["cc.cursor"], project, cursor: now.cursor })).toEqual([]);
     const last = burst(srv, project, 4000); // `early` ~1 MB, `late` ~450 KB: over the budget together
-    await until(() => got.some((i) => i.cursor === last), 5000, "the healthy client's items");
+    await until(() => got.some((i) => i.cursor === last), undefined, "the healthy client's items");
     expect(got).toHaveLength(4000);
     const dropped = await early.get();
     expect(dropped).toContain('"Sync connection dropped"');
@@ -116,7 +116,7 @@ describe("realtime under abuse", () => {
     expect(kept).not.toContain("Sync connection dropped");
     expect(kept).toContain(`"cursor":${last}`);
     expect(srv.running.sync.outboundBytes()).toBeLessThan(1024 * 1024);
-  }, 30_000);
+  }, SLOW_TEST_MS);
 
   test("one user may hold --sync-sockets-per-user connections; one more is refused with 429 until one closes", async () => {
     const srv = await server({ "sync-sockets-per-user": "2" });
@@ -130,8 +130,8 @@ describe("realtime under abuse", () => {
     // Another user is not affected.
     expect((await connect(srv, dan.token)).connected).toBe(true);
     first.close();
-    await until(async () => (await connect(srv, cara.token).then(() => true, () => false)) || undefined, 5000, "a free place");
-  }, 30_000);
+    await until(async () => (await connect(srv, cara.token).then(() => true, () => false)) || undefined, undefined, "a free place");
+  }, SLOW_TEST_MS);
 
   test("the fan-out runs after the writer's commit returns, batch by batch in commit order", async () => {
     const srv = await server();
@@ -145,13 +145,13 @@ describe("realtime under abuse", () => {
     for (let i = 0; i < 30; i++) cursors.push(burst(srv, project, 1));
     // Committed, answered (the writer has returned), not yet fanned out.
     expect(srv.running.sync.pendingBatches).toBe(30);
-    await until(() => got.length >= 30, 5000, "every item");
+    await until(() => got.length >= 30, undefined, "every item");
     expect(got.map((i) => i.cursor)).toEqual(cursors);
     // An HTTP write answers before its subscribers hear of it, and they do hear of it.
     const r = await srv.call(`/api/p/${project}/assets/create`, { token: who.token, body: { name: "Box" } });
     expect(r.status).toBe(200);
-    await until(() => got.some((i: any) => i.data_key === r.body.result.asset), 5000, "the asset's item");
-  }, 30_000);
+    await until(() => got.some((i: any) => i.data_key === r.body.result.asset), undefined, "the asset's item");
+  }, SLOW_TEST_MS);
 
   test("a socket whose initsync read a batch still waiting for the fan-out does not get it twice", async () => {
     const srv = await server();
@@ -170,9 +170,9 @@ describe("realtime under abuse", () => {
     sync.initsync(session, { "cc.cursor": before["cc.cursor"], project, cursor: before.cursor }, (answer: Item[]) => (acked = answer));
     expect(acked.map((i) => i.cursor)).toEqual([c - 2, c - 1, c]);
     const next = burst(srv, project, 1);
-    await until(() => got.some((i) => i.cursor === next), 5000, "the next item");
+    await until(() => got.some((i) => i.cursor === next), undefined, "the next item");
     expect(got.map((i) => i.cursor)).toEqual([next]);
-  }, 30_000);
+  }, SLOW_TEST_MS);
 
   test("/sync/io answers CORS like /api: a refused origin's preflight is 403, no Allow-Origin is ever false", async () => {
     const srv = await server({ "cors-origins": "https://app.example" });

@@ -9,7 +9,7 @@ import { loadSecret, Tokens } from "../../src/platform/tokens";
 import { newGid, now } from "../../src/core/ids";
 import { projectAudience } from "../../src/features/members/access.service";
 import { updateUser } from "../../src/features/users/users.service";
-import { TestServer, until as waitUntil } from "../helpers/server";
+import { PATIENCE_MS, TestServer, until } from "../helpers/server";
 
 type Item = { type: string; cursor: number; action: string; data_type: string; data_key: string; data: unknown };
 type Who = { gid: string; token: string };
@@ -33,7 +33,7 @@ function connect(srv: TestServer, token: string | undefined, opts: Record<string
 /** Sends initsync and resolves with the acknowledgement. */
 function initsync(socket: Socket, payload: unknown): Promise<any> {
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error("no acknowledgement")), 3000);
+    const timer = setTimeout(() => reject(new Error("no acknowledgement")), PATIENCE_MS);
     socket.emit("initsync", payload, (answer: unknown) => {
       clearTimeout(timer);
       resolve(answer);
@@ -48,11 +48,18 @@ function collect(socket: Socket): Item[] {
   return got;
 }
 
-const until = (cond: () => boolean, ms = 3000, what = "condition") => waitUntil(cond, ms, what);
-
 /** Writes one project item directly through the change-log writer, as any project mutation does. */
 function touch(srv: TestServer, project: string, dataType = "records"): number {
   return mutate(srv.ctx.db, srv.ctx.hub, (_tx, log) => log.project(project, "UPDATE", dataType, newGid()).cursor);
+}
+
+/**
+ * Writes a `cc.users` item only `userGid` sees and returns its cursor. Pushes reach a socket in
+ * commit order, so once a socket has this item, anything written before it that was going to
+ * reach the socket has reached it: what a test checks is absent is absent for good.
+ */
+function sentinel(srv: TestServer, userGid: string): number {
+  return mutate(srv.ctx.db, srv.ctx.hub, (_tx, log) => log.cc("UPDATE", "cc.users", userGid, [userGid]).cursor);
 }
 
 async function createProject(srv: TestServer, owner: Who, name: string): Promise<string> {
@@ -97,7 +104,7 @@ describe("connecting to /sync/io", () => {
 
   test("a polling client upgrades to websocket and keeps its subscription", async () => {
     const s = await connect(srv, alice.token, { transports: ["polling", "websocket"] });
-    await until(() => s.io.engine.transport.name === "websocket", 3000, "upgrade");
+    await until(() => s.io.engine.transport.name === "websocket", undefined, "upgrade");
     const project = await createProject(srv, alice, "Upgrade");
     const got = collect(s);
     expect(await initsync(s, { "cc.cursor": await cursors(srv, alice), project, cursor: 0 })).toBeArray();
@@ -259,8 +266,8 @@ describe("initsync", () => {
     expect(await initsync(s, { "cc.cursor": top, project: second, cursor: top })).toEqual([]);
     const old = touch(srv, project);
     const now2 = touch(srv, second);
+    // Written after `old` and pushed in commit order: once it is here, `old` would be too.
     await until(() => got.some((i) => i.cursor === now2));
-    await Bun.sleep(50);
     expect(got.some((i) => i.cursor === old)).toBe(false);
     // Without a project only cc items come.
     await initsync(s, { "cc.cursor": await cursors(srv, alice) });
@@ -335,10 +342,12 @@ describe("initsync while changes are being written", () => {
       s.on("sync", (items: Item[]) => got.push(...items.filter((i) => i.type === project).map((i) => i.cursor)));
       const ack: Item[] = await initsync(s, { "cc.cursor": start, project, cursor: start });
       got.unshift(...ack.filter((i) => i.type === project).map((i) => i.cursor));
-      await Bun.sleep(100);
+      // Writes go on after the acknowledgement until some have been pushed, then stop.
+      const atAck = written.length;
+      await until(() => written.length >= atAck + 5 && got.length > 0 && got.at(-1)! > (written[atAck - 1] ?? start), undefined, "pushes after the acknowledgement");
       writing = false;
       await writer;
-      await until(() => got.at(-1) === written.at(-1), 5000, "the last item");
+      await until(() => got.at(-1) === written.at(-1), undefined, "the last item");
       expect(written.length).toBeGreaterThan(backlog + 5);
       expect(got).toEqual(written);
       s.close();
@@ -369,7 +378,7 @@ describe("token renewal", () => {
     const r = await srv.call("/sync/cursors", { token: renewed.JWT, body: {} });
     expect(r.status).toBe(200);
     s.close();
-  }, 10_000);
+  });
 });
 
 describe("losing access", () => {
@@ -391,7 +400,7 @@ describe("losing access", () => {
     const top = await cursors(srv, bob);
     expect(await initsync(s, { "cc.cursor": top, project, cursor: top })).toEqual([]);
     const c = touch(srv, project);
-    await until(() => got.some((i) => i.cursor === c), 3000, "a first item");
+    await until(() => got.some((i) => i.cursor === c), undefined, "a first item");
     return { s, got, events };
   }
 
@@ -404,7 +413,8 @@ describe("losing access", () => {
     await until(() => events.length > 0);
     expect(events[0]).toEqual({ success: false, result: { code: 403, message: "Not a member of the project", info: {} }, data: {}, project });
     await until(() => got.some((i) => i.data_type === "cc.projects_members" && i.data_key === `${project}/${bob.gid}`));
-    await Bun.sleep(50);
+    const mark = sentinel(srv, bob.gid);
+    await until(() => got.some((i) => i.cursor === mark), undefined, "the sentinel");
     expect(got.some((i) => i.cursor === after)).toBe(false);
     expect(s.connected).toBe(true);
     // A new initsync for that project is refused.
@@ -420,9 +430,10 @@ describe("losing access", () => {
       const r = await srv.call(`/api/p/${project}/members/${op}`, { token: alice.token, body: { user: bob.gid } });
       expect(r.status).toBe(200);
       const after = touch(srv, project);
-      await until(() => events.length > 0, 3000, "unsubscribed");
+      await until(() => events.length > 0, undefined, "unsubscribed");
       expect(events[0].result.code).toBe(403);
-      await Bun.sleep(50);
+      const mark = sentinel(srv, bob.gid);
+      await until(() => got.some((i) => i.cursor === mark), undefined, "the sentinel");
       expect(got.some((i) => i.cursor === after)).toBe(false);
       s.close();
     }
@@ -455,7 +466,8 @@ describe("losing access", () => {
     const after = touch(srv, project);
     await until(() => events.length > 0);
     await until(() => ownerGot.some((i) => i.cursor === after));
-    await Bun.sleep(50);
+    const mark = sentinel(srv, bob.gid);
+    await until(() => got.some((i) => i.cursor === mark), undefined, "the sentinel");
     expect(got.some((i) => i.cursor === after)).toBe(false);
     s.close();
     owner.close();

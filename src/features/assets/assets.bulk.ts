@@ -61,7 +61,7 @@ function startBulk(ctx: Ctx, tx: Tx, log: ChangeLog, projectGid: string, userGid
   ensureRoot(tx, log, projectGid);
   const missing: string[] = [];
   // Gids that name no asset are skipped (the reference's rule), and counted in the job's info.
-  const items = resolveSelection(tx, assetSelection, projectGid, body.selection, { missing });
+  const items = resolveSelection(tx, assetSelection, projectGid, body.selection, { expandQuery: ctx.hooks.expandQuery, missing });
   const params: Params = { gids: items.map((i) => i.gid), ...(missing.length ? { missing: missing.slice(0, 100) } : {}) };
   if (op === "move") {
     if (body.parent === undefined || body.parent === null) throw badRequest("Missing parameter", { "Missing parameter": "parent" });
@@ -206,7 +206,7 @@ export const assetBulkJobs: Record<string, JobKind> = {
 export function bulkGetAssets(ctx: Ctx, actor: Actor, projectGid: string, input: { selection: unknown; "page.size"?: number; "page.cursor"?: string | null }): Answer {
   return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
     ensureRoot(tx, log, projectGid);
-    const items = resolveSelection(tx, assetSelection, projectGid, input.selection);
+    const items = resolveSelection(tx, assetSelection, projectGid, input.selection, { expandQuery: ctx.hooks.expandQuery });
     const p = pageSelection(items, input["page.size"], input["page.cursor"]);
     const rows = assetsByGids(tx, projectGid, p.page.map((i) => i.gid));
     return { result: { assets: p.page.map((i) => i.gid), "assets.size": p.size, "page.cursor": p.cursor }, data: { assets: assetDictionary(tx, projectGid, rows) } };

@@ -2,7 +2,7 @@
 import type { AnchorHTMLAttributes, ComponentChildren, TargetedMouseEvent } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { ApiError, media, type Job, type Project, type User } from "./api";
-import { createStore, dismiss, navigate, notices$, useStore } from "./store";
+import { createStore, dismiss, navigate, notices$, notifyError, useStore } from "./store";
 
 export function Link(props: AnchorHTMLAttributes<HTMLAnchorElement> & { href: string }) {
   const { href, onClick, ...rest } = props;
@@ -227,6 +227,43 @@ export function useBusy(): [boolean, <T>(fn: () => Promise<T>) => Promise<T | un
     }
   };
   return [busy, run];
+}
+
+/**
+ * One form's (or action's) submit/busy/error handling: `submit(fn)` is an onSubmit handler that
+ * runs `fn` once at a time and keeps what it threw in `error` (for messages next to the fields
+ * and an ErrorNote); `act(fn)` does the same for buttons but shows a failure as a notice.
+ */
+export function useSubmit() {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(null);
+  const running = useRef(false);
+  const run = async <T,>(fn: () => Promise<T>, onError: (e: unknown) => void = setError): Promise<T | undefined> => {
+    if (running.current) return undefined;
+    running.current = true;
+    setBusy(true);
+    setError(null);
+    try {
+      return await fn();
+    } catch (e) {
+      onError(e);
+      return undefined;
+    } finally {
+      running.current = false;
+      setBusy(false);
+    }
+  };
+  return {
+    busy,
+    error,
+    setError,
+    run,
+    submit: (fn: () => Promise<unknown>) => (e?: Event) => {
+      e?.preventDefault();
+      void run(fn);
+    },
+    act: <T,>(fn: () => Promise<T>) => run(fn, notifyError),
+  };
 }
 
 /** Copies text; falls back to selecting it where the clipboard API is not allowed (plain http). */

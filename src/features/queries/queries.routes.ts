@@ -1,8 +1,6 @@
-import { Elysia, t } from "elysia";
-import type { Ctx } from "../../platform/context";
+import { t } from "elysia";
 import { operation } from "../../http/operations";
-import { setQueryExpander } from "../../core/selection";
-import { copyQuery, createQuery, deleteQuery, getQueries, querySelectionElement, updateQuery } from "./queries.service";
+import { copyQuery, createQuery, deleteQuery, getQueries, updateQuery } from "./queries.service";
 
 const tags = ["queries"];
 const gid = t.String({ minLength: 1, description: "a query gid" });
@@ -29,10 +27,3 @@ export const queryOperations = [
   operation("queries/copy", t.Object({ query: gid }), copyQuery, { summary: "Copy a saved query; the copy's name gets a serial number", tags }),
   operation("queries/delete", t.Object({ query: gid }), deleteQuery, { summary: "Delete a saved query for good", tags }),
 ];
-
-/** What the queries feature sets up besides its operations. */
-export function queryRoutes(_ctx: Ctx) {
-  // `{query: <gid>}` elements of bulk selections run the saved query as a search.
-  setQueryExpander(querySelectionElement);
-  return new Elysia({ name: "apis-queries" });
-}

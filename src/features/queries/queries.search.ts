@@ -1,6 +1,7 @@
 import { sql } from "drizzle-orm";
 import type { Tx } from "../../db/connection";
 import { jsonKeyPath, makeDomain, validationField, type FieldSpec, type FilterDomain } from "../../core/filter";
+import { recordsDomain } from "../records/records.search";
 import { schemaDomain } from "../schema/schema.search";
 import type { QueryType } from "./queries.table";
 
@@ -10,11 +11,11 @@ import type { QueryType } from "./queries.table";
  * or a bulk selection) parses it again with its own domain and builds the SQL. So the SQL of
  * these fields is a placeholder.
  *
- * The searches own the real field lists. Each may hand its domain in with
- * `provideQueryDomain(type, fn)` (from the feature list), so that a saved query is checked
- * against exactly what its search accepts (records: the project's own field names). Until then
- * the defaults below apply: the properties the reference and docs/filter.md name. Schema queries
- * use the schema search's domain itself.
+ * The searches own the real field lists: record and schema queries are checked against the domain
+ * of the records and schema searches themselves (records: the project's own committed fields), so a
+ * saved query is accepted exactly when its search would accept it. Asset queries use the asset
+ * properties below (the ones the reference and docs/filter.md name). `provideQueryDomain(type, fn)`
+ * can replace a type's domain.
  */
 export type DomainProvider = (tx: Tx, projectGid: string) => FilterDomain;
 
@@ -45,38 +46,12 @@ const ASSET_DOMAIN = makeDomain(
   ],
 );
 
-/** A record field name as the schema allows it (src/features/schema: letters, digits, `_`). */
-const FIELD_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,99}$/;
-
-const RECORD_PROPERTIES = new Map<string, FieldSpec>([
-  ...text("gid", "definition", "parent", "status", "title"),
-  ["classes", f("list")],
-  ["channels", f("list")],
-  ...time("created_on", "updated_on", "deleted_on"),
-  ["validation", validationField({ fields: (n) => FIELD_NAME.test(n), build: noSql })],
-]);
-
-/**
- * Records: the record properties, and any name that can be a field of the project's schema,
- * taken as one JSON value (text, number or boolean operators) until the records search hands in
- * the project's own fields and their types.
- */
-const RECORD_DOMAIN: FilterDomain = {
-  field(name) {
-    const p = RECORD_PROPERTIES.get(name);
-    if (p) return p;
-    if (FIELD_NAME.test(name)) return f("json");
-    const dot = name.indexOf(".");
-    // A localized or channel value of a field: `name.en`, `price.shop`.
-    if (dot > 0 && FIELD_NAME.test(name.slice(0, dot)) && /^[A-Za-z0-9_-]{1,40}$/.test(name.slice(dot + 1))) return f("json");
-    return undefined;
-  },
-  names: () => [...RECORD_PROPERTIES.keys(), "<field name>"],
-};
-
 const providers = new Map<QueryType, DomainProvider>([
   ["asset", () => ASSET_DOMAIN],
-  ["record", () => RECORD_DOMAIN],
+  // The records search's own domain: the project's committed fields by name with their types'
+  // operators, and the record properties (src/features/records/records.search.ts). The language
+  // only shapes the SQL (never run here), not which filters parse.
+  ["record", (tx, projectGid) => recordsDomain(tx, projectGid, "en")],
   // The schema search's own fields (src/features/schema/schema.search.ts).
   ["schema", () => schemaDomain()],
 ]);

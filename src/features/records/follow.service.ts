@@ -2,12 +2,13 @@ import type { Tx } from "../../db/connection";
 import { mutate, type ChangeLog } from "../../db/mutate";
 import type { LanguageHook, SchemaChange, SchemaCommittedHook, SchemaUsageHook, SettingRemovedHook } from "../../platform/context";
 import type { JobKind } from "../../platform/jobs/runner";
-import { getProject } from "../projects/projects.service";
-import { valueContextOf } from "../schema/items.service";
+import { getProject, type Project } from "../projects/projects.service";
+import { schemaStamp, valueContextOf } from "../schema/items.service";
 import { LIST_TYPES, valueSchema, type FieldType } from "../schema/schema.types";
 import { ALL_CHANNEL } from "../settings/settings.options";
-import { COLUMNS, db, recOf, Touch, writeSearch, type Rec, type Vals } from "./records.service";
-import { checksOf, dict, SchemaView, SHARED } from "./values.service";
+import { COLUMNS, db, recOf, Touch, writeSearch, type Vals } from "./records.service";
+import { checksOf, dict, SchemaView, SHARED, type FieldInfo } from "./values.service";
+import type { RecordChecks } from "./records.table";
 
 /**
  * How records follow the schema and the project settings (the records descriptor's hooks and the
@@ -40,16 +41,24 @@ export const recordsSchemaUsage: SchemaUsageHook = (_ctx, tx, projectGid, kind, 
     const rows = db(tx).query("SELECT gid FROM records WHERE project_gid = ? AND definition = ? ORDER BY id LIMIT ?").all(projectGid, gid, LIMIT) as { gid: string }[];
     return { records: rows.map((r) => r.gid) };
   }
-  if (kind === "field") return { records: recordsWithValue(tx, projectGid, gid).slice(0, LIMIT) };
+  if (kind === "field") return { records: recordsWithValue(tx, projectGid, gid, LIMIT) };
   const none: Record<string, string[]> = {};
   return none;
 };
 
-/** Records holding a value (in any slot) of a field. */
-function recordsWithValue(tx: Tx, projectGid: string, field: string): string[] {
+/**
+ * Whether a record row holds a value (in any slot) of the field `?fieldKey` (`"<gid>":`) at path
+ * `?fieldPath` (`$."<gid>"`): a substring test first, so the JSON of records without the gid in
+ * their text is never parsed; the JSON test decides.
+ */
+const HOLDS = `(instr(r.vals, @fieldKey) > 0 AND EXISTS (SELECT 1 FROM json_each(r.vals) s WHERE json_type(s.value, @fieldPath) IS NOT NULL))`;
+const holdsParams = (field: string) => ({ fieldKey: `"${field}":`, fieldPath: `$."${field}"` });
+
+/** Records holding a value (in any slot) of a field, in id order (up to `limit`). */
+function recordsWithValue(tx: Tx, projectGid: string, field: string, limit = -1): string[] {
   const rows = db(tx)
-    .query(`SELECT r.gid AS gid FROM records r WHERE r.project_gid = ? AND EXISTS (SELECT 1 FROM json_each(r.vals) s WHERE json_type(s.value, ?) IS NOT NULL) ORDER BY r.id`)
-    .all(projectGid, `$."${field}"`) as { gid: string }[];
+    .query(`SELECT r.gid AS gid FROM records r WHERE r.project_gid = @project AND ${HOLDS} ORDER BY r.id LIMIT @limit`)
+    .all({ project: projectGid, limit, ...holdsParams(field) } as never) as { gid: string }[];
   return rows.map((r) => r.gid);
 }
 
@@ -82,7 +91,7 @@ export function convertValue(v: unknown, from: string, to: string): unknown {
 const schemas = new WeakMap<Follow, ReturnType<typeof valueSchema>>();
 
 /** One record's values after a schema change; `lost` lists what could not be kept. */
-function followVals(view: SchemaView, rec: Rec, f: Follow): { vals: Vals; lost: boolean } {
+function followVals(view: SchemaView, rec: Pick<FollowRec, "definition" | "vals">, f: Follow): { vals: Vals; lost: boolean } {
   const vals: Vals = dict();
   for (const [k, v] of Object.entries(rec.vals)) vals[k] = Object.assign(dict(), v);
   let lost = false;
@@ -111,25 +120,149 @@ function followVals(view: SchemaView, rec: Rec, f: Follow): { vals: Vals; lost: 
   return { vals, lost };
 }
 
-/** The WHERE clause and its parameters for the records a commit touches (after `afterId`). */
-function affectedWhere(projectGid: string, f: Follow, afterId: number): { where: string; params: (string | number)[] } {
-  const fieldCond = f.field ? `OR EXISTS (SELECT 1 FROM json_each(r.vals) s WHERE json_type(s.value, ?) IS NOT NULL)` : "";
-  return {
-    where: `r.project_gid = ? AND r.id > ? AND (r.definition IN (SELECT value FROM json_each(?)) ${fieldCond})`,
-    params: [projectGid, afterId, JSON.stringify(f.definitions), ...(f.field ? [`$."${f.field.gid}"`] : [])],
-  };
+/** What following needs of a record row. */
+type FollowRec = { id: number; gid: string; definition: string; vals: Vals; checks?: string };
+const FOLLOW_COLUMNS = "r.id AS id, r.gid AS gid, r.definition AS definition, r.vals AS vals, r.checks AS checks";
+const followRec = (r: { id: number; gid: string; definition: string; vals: string; checks: string }): FollowRec => ({ id: r.id, gid: r.gid, definition: r.definition, vals: JSON.parse(r.vals), checks: r.checks });
+
+const NESTING = new Set(["class", "classlist"]);
+
+/**
+ * A record's checks after a field commit: empty and untranslated are computed afresh; validity
+ * only of the fields whose checks the commit can change (the field itself and the class and
+ * classlist fields, whose nested values may hold it), the others keep their stored verdict (their
+ * fields did not change). The same answer as validating every field, for less work. Other commits
+ * (classes, definitions) validate every field.
+ */
+function checksAfter(view: SchemaView, r: FollowRec, vals: Vals, f: Follow): RecordChecks {
+  const d = view.def(r.definition);
+  if (!f.field || r.checks === undefined) return checksOf(d, vals, view.languages, true);
+  const stored = JSON.parse(r.checks) as RecordChecks;
+  const c = checksOf(d, vals, view.languages, false, stored);
+  const carried = new Set(c.invalid);
+  const invalidNow = (fi: FieldInfo) => (fi.localized ? view.languages : [SHARED]).some((slot) => {
+    const v = vals[slot]?.[fi.gid];
+    return v !== undefined && !fi.schema().safeParse(v).success;
+  });
+  c.invalid = d.fields.filter((fi) => (fi.gid === f.field!.gid || NESTING.has(fi.type) ? invalidNow(fi) : carried.has(fi.gid))).map((fi) => fi.gid);
+  return c;
 }
 
-/** The records a commit touches: of the changed definitions, or holding a value of the changed field. */
-function affected(tx: Tx, projectGid: string, f: Follow, afterId = 0, limit = -1): Rec[] {
-  const { where, params } = affectedWhere(projectGid, f, afterId);
-  return (db(tx).query(`SELECT ${COLUMNS} FROM records r WHERE ${where} ORDER BY r.id LIMIT ?`).all(...params, limit) as Record<string, unknown>[]).map(recOf);
-}
+/**
+ * Whether a commit changes the stored values of its field (its type or its localization). Only
+ * then can a record outside `definitions` change: checks and search text are computed from the
+ * record's definition's fields, so other changes touch only the records of the definitions using
+ * the field (found by the definition index, never by reading every record's values).
+ */
+const changesValues = (f: Follow) => !!f.field && (f.field.from.type !== f.field.to.type || f.field.from.is_localized !== f.field.to.is_localized);
 
-/** How many records a commit touches (up to `limit`; -1 for all), counted in SQL without loading them. */
-function countAffected(tx: Tx, projectGid: string, f: Follow, limit = -1): number {
-  const { where, params } = affectedWhere(projectGid, f, 0);
-  return (db(tx).query(`SELECT count(*) AS n FROM (SELECT 1 FROM records r WHERE ${where} LIMIT ?)`).get(...params, limit) as { n: number }).n;
+/**
+ * The records a commit touches, in two parts: every record of the changed definitions (by the
+ * (project, definition) index, in id order per definition), and, when the field's values change,
+ * the records of other definitions that hold a value of it (`others`, found by reading those
+ * definitions' records once). A cursor walks both; `next` returns up to `limit` rows after it,
+ * `advance` moves it past a row that was handled.
+ */
+class Affected {
+  private di = 0;
+  private after = 0;
+  private oi = 0;
+  private constructor(
+    private readonly projectGid: string,
+    private readonly defs: string[],
+    private readonly others: number[],
+  ) {}
+
+  /** Which of the project's other definitions' records to read for holders of the field, when its values change. */
+  private static otherDefinitions(tx: Tx, projectGid: string, f: Follow): string[] {
+    if (!changesValues(f)) return [];
+    const mine = new Set(f.definitions);
+    const all = db(tx).query("SELECT DISTINCT definition FROM records WHERE project_gid = ?").all(projectGid) as { definition: string }[];
+    return all.map((r) => r.definition).filter((d) => !mine.has(d));
+  }
+
+  /** Ids of `definition`'s records holding a value of the field, reading up to `rows` records after `after`; `last` is the last id read. */
+  private static holdersIn(tx: Tx, projectGid: string, definition: string, field: string, after: number, rows: number): { ids: number[]; last: number } {
+    const got = db(tx)
+      .query(`SELECT r.id AS id, ${HOLDS} AS holds FROM records r WHERE r.project_gid = @project AND r.definition = @definition AND r.id > @after ORDER BY r.id LIMIT @rows`)
+      .all({ project: projectGid, definition, after, rows, ...holdsParams(field) } as never) as { id: number; holds: number }[];
+    return { ids: got.filter((r) => r.holds).map((r) => r.id), last: got.length ? got[got.length - 1]!.id : -1 };
+  }
+
+  /** At once (a commit's own transaction, a dry run): every holder outside the definitions is read now. */
+  static now(tx: Tx, projectGid: string, f: Follow): Affected {
+    const others: number[] = [];
+    for (const d of Affected.otherDefinitions(tx, projectGid, f)) others.push(...Affected.holdersIn(tx, projectGid, d, f.field!.gid, 0, -1).ids);
+    return new Affected(projectGid, f.definitions, others.sort((a, b) => a - b));
+  }
+
+  /**
+   * For a job: the holders outside the definitions are read in slices of `slice` records, each in
+   * its own unit of work (`unit`), with `pause` awaited between them so the server keeps answering.
+   */
+  static async inSlices(unit: <T>(fn: (tx: Tx) => T) => T, projectGid: string, f: Follow, slice: number, pause: () => Promise<void>): Promise<Affected> {
+    const others: number[] = [];
+    for (const d of unit((tx) => Affected.otherDefinitions(tx, projectGid, f))) {
+      for (let after = 0; after >= 0; ) {
+        const r = unit((tx) => Affected.holdersIn(tx, projectGid, d, f.field!.gid, after, slice));
+        others.push(...r.ids);
+        after = r.last;
+        await pause();
+      }
+    }
+    return new Affected(projectGid, f.definitions, others.sort((a, b) => a - b));
+  }
+
+  /** How many records of the definitions there are (up to `limit`; -1 for all), by the index. */
+  static countOfDefinitions(tx: Tx, projectGid: string, f: Follow, limit = -1): number {
+    if (!f.definitions.length) return 0;
+    return (db(tx).query("SELECT count(*) AS n FROM (SELECT 1 FROM records WHERE project_gid = ? AND definition IN (SELECT value FROM json_each(?)) LIMIT ?)").get(projectGid, JSON.stringify(f.definitions), limit) as { n: number }).n;
+  }
+
+  /** How many records of other definitions a commit would have to read for holders (up to `limit`), by the index. */
+  static countOfOthers(tx: Tx, projectGid: string, f: Follow, limit: number): number {
+    if (!changesValues(f)) return 0;
+    return (db(tx).query("SELECT count(*) AS n FROM (SELECT 1 FROM records WHERE project_gid = ? AND definition NOT IN (SELECT value FROM json_each(?)) LIMIT ?)").get(projectGid, JSON.stringify(f.definitions), limit) as { n: number }).n;
+  }
+
+  /** The total (the records of the definitions and the holders outside them). */
+  total(tx: Tx): number {
+    return Affected.countOfDefinitions(tx, this.projectGid, { definitions: this.defs, dropped: {} }) + this.others.length;
+  }
+
+  /** Up to `limit` rows after the cursor (fewer only at the end). */
+  next(tx: Tx, limit: number): (FollowRec & { at: number })[] {
+    const out: (FollowRec & { at: number })[] = [];
+    const s = db(tx);
+    for (let di = this.di, after = this.after; out.length < limit && di < this.defs.length; di++, after = 0) {
+      const rows = s
+        .query(`SELECT ${FOLLOW_COLUMNS} FROM records r WHERE r.project_gid = ? AND r.definition = ? AND r.id > ? ORDER BY r.id LIMIT ?`)
+        .all(this.projectGid, this.defs[di]!, after, limit - out.length) as { id: number; gid: string; definition: string; vals: string; checks: string }[];
+      for (const r of rows) out.push({ ...followRec(r), at: di });
+    }
+    if (out.length < limit && this.oi < this.others.length) {
+      const ids = this.others.slice(this.oi, this.oi + limit - out.length);
+      const rows = s.query(`SELECT ${FOLLOW_COLUMNS} FROM records r WHERE r.id IN (SELECT value FROM json_each(?)) AND r.project_gid = ? ORDER BY r.id`).all(JSON.stringify(ids), this.projectGid) as { id: number; gid: string; definition: string; vals: string; checks: string }[];
+      const byId = new Map(rows.map((r) => [r.id, r]));
+      // A record deleted since is skipped; its place still counts, so the cursor moves past it.
+      ids.forEach((id, i) => {
+        const r = byId.get(id);
+        out.push(r ? { ...followRec(r), at: this.defs.length + this.oi + i } : { id, gid: "", definition: "", vals: {}, at: this.defs.length + this.oi + i });
+      });
+    }
+    return out;
+  }
+
+  /** Moves the cursor past a row `next` returned. */
+  advance(row: { id: number; at: number }): void {
+    if (row.at < this.defs.length) {
+      this.di = row.at;
+      this.after = row.id;
+    } else {
+      this.di = this.defs.length;
+      this.oi = row.at - this.defs.length + 1;
+    }
+  }
 }
 
 function followOf(change: SchemaChange): Follow {
@@ -141,24 +274,30 @@ function followOf(change: SchemaChange): Follow {
 /** The schema view of a project the caller has already checked (hooks and jobs). */
 const viewOf = (tx: Tx, projectGid: string) => new SchemaView(tx, getProject(tx, projectGid)!);
 
-/** Applies a change to a batch of records; returns how many lost values. */
-function applyFollow(tx: Tx, view: SchemaView, touch: Touch, recs: Rec[], f: Follow, deadline = Infinity): { done: number; lost: number } {
+/**
+ * Applies a change to rows (stopping at `deadline`, after at least one); returns how many were
+ * handled and how many lost values. A row of a record deleted since (no gid) is passed over.
+ */
+function applyFollow(tx: Tx, view: SchemaView, touch: Touch, recs: FollowRec[], f: Follow, deadline = Infinity, handled?: (r: FollowRec) => void): { done: number; followed: number; lost: number } {
   let lost = 0;
   let done = 0;
+  let followed = 0;
   const upd = db(tx).query("UPDATE records SET vals = ?, checks = ?, updated_on = max(?, updated_on + 0.000001) WHERE id = ?");
   const t = Date.now() / 1000;
   for (const r of recs) {
     // At least one record per call, so a chunk always makes progress.
     if (done && performance.now() >= deadline) break;
     done++;
+    handled?.(r);
+    if (!r.gid) continue;
+    followed++;
     const n = followVals(view, r, f);
     if (n.lost) lost++;
-    const checks = checksOf(view.def(r.definition), n.vals, view.languages, true);
-    upd.run(JSON.stringify(n.vals), JSON.stringify(checks), t, r.id);
+    upd.run(JSON.stringify(n.vals), JSON.stringify(checksAfter(view, r, n.vals, f)), t, r.id);
     writeSearch(tx, view, { ...r, vals: n.vals });
     touch.update(r.gid);
   }
-  return { done, lost };
+  return { done, followed, lost };
 }
 
 /** `hooks.schemaCommitted`: records follow a committed field, class or definition. */
@@ -168,63 +307,96 @@ export const recordsFollowSchema: SchemaCommittedHook = {
     const view = viewOf(tx, change.projectGid);
     const losing: string[] = [];
     let count = 0;
-    for (const r of affected(tx, change.projectGid, f)) {
-      count++;
-      if (followVals(view, r, f).lost) losing.push(r.gid);
+    const all = Affected.now(tx, change.projectGid, f);
+    for (let rows = all.next(tx, 1000); rows.length; rows = all.next(tx, 1000)) {
+      for (const r of rows) {
+        all.advance(r);
+        if (!r.gid) continue;
+        count++;
+        if (followVals(view, r, f).lost) losing.push(r.gid);
+      }
     }
     return { records: { affected: count, losing_values: losing.length, losing_records: losing.slice(0, LIMIT) } };
   },
   apply(ctx, tx, log, change) {
     const f = followOf(change);
-    // Only counted here (up to one past the inline limit); a job does the work for more.
-    const total = countAffected(tx, change.projectGid, f, FOLLOW_INLINE + 1);
-    if (!total) return;
-    if (total > FOLLOW_INLINE) {
+    // Only counted here, by the indexes: a job does the work for more than FOLLOW_INLINE records,
+    // or when holders of the field would have to be looked for among more than FOLLOW_SCAN others.
+    const inDefinitions = Affected.countOfDefinitions(tx, change.projectGid, f, FOLLOW_INLINE + 1);
+    const others = Affected.countOfOthers(tx, change.projectGid, f, FOLLOW_SCAN + 1);
+    if (!inDefinitions && !others) return;
+    if (inDefinitions > FOLLOW_INLINE || others > FOLLOW_SCAN) {
+      return { job: ctx.jobs.enqueue({ kind: "records_follow_schema", projectGid: change.projectGid, params: { follow: f }, info: {} }) };
+    }
+    const all = Affected.now(tx, change.projectGid, f);
+    if (all.total(tx) > FOLLOW_INLINE) {
       return { job: ctx.jobs.enqueue({ kind: "records_follow_schema", projectGid: change.projectGid, params: { follow: f }, info: {} }) };
     }
     // After the commit's own writes: the view reads the committed schema.
     const view = viewOf(tx, change.projectGid);
     const touch = new Touch(change.projectGid);
-    applyFollow(tx, view, touch, affected(tx, change.projectGid, f), f);
+    for (let rows = all.next(tx, 1000); rows.length; rows = all.next(tx, 1000)) applyFollow(tx, view, touch, rows, f, Infinity, (r) => all.advance(r as FollowRec & { at: number }));
     touch.flush(log);
   },
 };
 
-/** A chunk of the `records_follow_schema` job ends after this many records or this many ms, whichever first. */
-const CHUNK_RECORDS = 100;
+/** A commit reads up to this many records of other definitions for holders of a field itself; more go to the job. */
+const FOLLOW_SCAN = 2000;
+/**
+ * A unit of work of the `records_follow_schema` job takes about this long: sized from the time
+ * per record the previous units took, so the event loop is free again after each and requests
+ * wait at most about this long.
+ */
 const CHUNK_MS = 20;
+/** Records of other definitions read for holders per unit of work. */
+const SCAN_SLICE = 200;
 
 /**
- * The `records_follow_schema` job: a commit touching more than FOLLOW_INLINE records. The records
- * are converted in small units of work (CHUNK_RECORDS records or CHUNK_MS, whichever comes first),
- * yielding to the event loop between them so requests are answered while it runs.
+ * The `records_follow_schema` job: a commit touching more than FOLLOW_INLINE records (or needing
+ * to look for holders of a field among many records). First the holders outside the changed
+ * definitions are found (in slices), then the records are converted in units of work of about
+ * CHUNK_MS each (as many records as the previous units' time per record allows), yielding to the
+ * event loop between them so requests are answered while it runs.
  */
 export const followSchemaJob: JobKind = { async handler(ctx, job, progress) {
   const { follow } = job.params as { follow: Follow };
   const projectGid = job.projectGid!;
-  progress.total(mutate(ctx.db, undefined, (tx) => countAffected(tx, projectGid, follow)));
-  let after = 0;
-  let done = 0;
+  const read = <T>(fn: (tx: Tx) => T): T => mutate(ctx.db, undefined, fn);
+  const all = await Affected.inSlices(read, projectGid, follow, SCAN_SLICE, () => progress.yield());
+  progress.total(read((tx) => all.total(tx)));
+  // The project row (its languages) is read again only when the project's schema or settings changed.
+  let known: { stamp: string; project: Project | undefined } | undefined;
+  const projectOf = (tx: Tx) => {
+    const stamp = schemaStamp(tx, projectGid);
+    if (known?.stamp !== stamp) known = { stamp, project: getProject(tx, projectGid) };
+    return known.project;
+  };
+  let followed = 0;
   let lost = 0;
+  // Milliseconds per record, measured: starts cautious, then follows the units' own times.
+  let perRecord = 1;
   for (;;) {
+    const t0 = performance.now();
+    const deadline = t0 + CHUNK_MS;
     const n = mutate(ctx.db, ctx.hub, (tx, log: ChangeLog) => {
-      const deadline = performance.now() + CHUNK_MS;
-      const recs = affected(tx, projectGid, follow, after, CHUNK_RECORDS);
+      const project = projectOf(tx);
+      if (!project) return 0;
+      const recs = all.next(tx, Math.max(1, Math.min(500, Math.round(CHUNK_MS / perRecord))));
       if (!recs.length) return 0;
-      const view = viewOf(tx, projectGid);
+      const view = new SchemaView(tx, project);
       const touch = new Touch(projectGid);
-      const r = applyFollow(tx, view, touch, recs, follow, deadline);
+      const r = applyFollow(tx, view, touch, recs, follow, deadline, (x) => all.advance(x as FollowRec & { at: number }));
       touch.flush(log);
       lost += r.lost;
-      after = recs[r.done - 1]!.id;
+      followed += r.followed;
       return r.done;
     });
     if (!n) break;
-    done += n;
+    perRecord = Math.max(0.01, (perRecord + (performance.now() - t0) / n) / 2);
     // Counts the records and yields to the event loop (a macrotask) before the next unit of work.
     await progress.step(n);
   }
-  return { records: done, losing_values: lost };
+  return { records: followed, losing_values: lost };
 } };
 
 /** Queues the rebuild of every record's checks and search rows after the project's languages changed. */

@@ -2,7 +2,7 @@ import type { Actor } from "../../core/actor";
 import type { Answer } from "../../core/answer";
 import { ApiError, badRequest, unprocessable } from "../../core/errors";
 import { decodeCursor, encodeCursor, pageSize } from "../../core/paging";
-import { BULK_PAGE_DEFAULT, BULK_PAGE_MAX, expandQueryElement, parseSelection, resolveSelection, type SelectionItem, type SelectionResolver } from "../../core/selection";
+import { BULK_PAGE_DEFAULT, BULK_PAGE_MAX, expandQueryElement, parseSelection, resolveSelection, type QueryExpander, type SelectionItem, type SelectionResolver } from "../../core/selection";
 import type { Tx } from "../../db/connection";
 import type { Ctx } from "../../platform/context";
 import type { JobKind } from "../../platform/jobs/runner";
@@ -42,7 +42,7 @@ function gidArray(v: unknown, element: number): string[] {
 }
 
 /** The selection as one SQL condition on `records r` (for paging by id). Unknown gids are left out. */
-export function selectionCondition(tx: Tx, view: SchemaView, selection: unknown): { sql: string; params: unknown[] } {
+export function selectionCondition(tx: Tx, view: SchemaView, selection: unknown, expandQuery: QueryExpander | undefined): { sql: string; params: unknown[] } {
   const elements = parseSelection(selection);
   const parts: string[] = [];
   const params: unknown[] = [];
@@ -54,7 +54,7 @@ export function selectionCondition(tx: Tx, view: SchemaView, selection: unknown)
   elements.forEach((element, i) => {
     if (typeof element === "string") return;
     // A saved query element runs as the search it holds (expanded by the queries feature).
-    const el = Object.hasOwn(element, "query") ? expandQueryElement(tx, view.projectGid, "records", element, i) : element;
+    const el = Object.hasOwn(element, "query") ? expandQueryElement(expandQuery, tx, view.projectGid, "records", element, i) : element;
     const exclude = JSON.stringify(gidArray((el as { exclude?: unknown }).exclude, i));
     if ("children" in el) {
       const parent = mustRecord(tx, view.projectGid, el.children, "parent");
@@ -83,7 +83,7 @@ export function bulkGet(ctx: Ctx, actor: Actor, projectGid: string, input: { sel
   return recordsRead(ctx, actor, projectGid, (tx, view) => {
     const langs = view.languagesOf(input);
     const size = pageSize(input["page.size"], BULK_PAGE_DEFAULT, BULK_PAGE_MAX);
-    const cond = selectionCondition(tx, view, input.selection);
+    const cond = selectionCondition(tx, view, input.selection, ctx.hooks.expandQuery);
     const s = db(tx);
     let state = decodeCursor<BulkCursor>(input["page.cursor"], "records");
     if (state && (typeof state.after !== "number" || typeof state.until !== "number" || typeof state.size !== "number")) throw badRequest("Invalid parameter", { "Invalid parameter": "page.cursor" });
@@ -225,7 +225,7 @@ export function startRecordsBulk(ctx: Ctx, actor: Actor, projectGid: string, op:
   const spec = BULK_OPS[op];
   return recordsWrite(ctx, actor, projectGid, (tx, _log, view) => {
     const params = spec.check(tx, view, input);
-    const items = resolveSelection(tx, recordsSelection, projectGid, input.selection);
+    const items = resolveSelection(tx, recordsSelection, projectGid, input.selection, { expandQuery: ctx.hooks.expandQuery });
     let gids = items.map((i) => i.gid);
     // A move or copy keeps the selection's order among the new siblings only in id order; records
     // inside a selected record's subtree need no move of their own.

@@ -7,7 +7,7 @@ import type { Ctx } from "../../platform/context";
 import { fieldsOf, FilterError, filterToSql, makeDomain, MATCH_ALL, pageWindow, parseFilter, parseTerms, SEARCH_PAGE, sqlText, validationField, type CustomOperator, type FieldSpec, type FilterNode } from "../../core/filter";
 import { LIST_TYPES, type FieldType } from "../schema/schema.types";
 import { rowsOf } from "../schema/items.service";
-import { db, DELETED, formsOf, recordsRead, rowsInOrder } from "./records.service";
+import { db, DELETED, formsOf, recordsRead, rowsByIds } from "./records.service";
 import { SHARED, type SchemaView } from "./values.service";
 
 /**
@@ -25,11 +25,13 @@ export type SearchInput = { language?: unknown; q?: unknown; filter?: unknown };
 const quoteFts = (s: string) => `"${s.replace(/"/g, '""')}"`;
 
 /**
- * The FTS5 expression of a `q` in one project and language: `+term` must be there, `-term` must
- * not, plain terms count towards relevance (alone, at least one of them must be there); `"a b"` is
- * a phrase. Undefined when `q` holds no term.
+ * The FTS5 expression of a `q`: `+term` must be there, `-term` must not, plain terms count towards
+ * relevance (alone, at least one of them must be there); `"a b"` is a phrase. Undefined when `q`
+ * holds no term. The project and language are not part of it: every row of a project has the same
+ * project and language tokens, so matching them walks the longest lists of the index; they are
+ * conditions on the matched rows instead (FTS_MATCHES).
  */
-export function ftsExpression(projectGid: string, language: string, q: string): string | undefined {
+export function ftsExpression(q: string): string | undefined {
   const t = parseTerms(q.replace(/[\u0000-\u001f\u007f]/g, " ").slice(0, 1000));
   const words = (xs: string[]) => xs.map((x) => quoteFts(x));
   const req = words(t.required);
@@ -39,13 +41,25 @@ export function ftsExpression(projectGid: string, language: string, q: string): 
   let core = req.length ? `(${req.join(" AND ")})` : `(${opt.join(" OR ")})`;
   // With required terms the plain ones only rank: OR-ed with a required term they never narrow.
   if (req.length && opt.length) core += ` AND (${[req[0], ...opt].join(" OR ")})`;
-  let expr = `project_gid : ${quoteFts(projectGid)} AND language : ${quoteFts(language)} AND ({title body} : (${core}))`;
+  let expr = `{title body} : (${core})`;
   for (const x of exc) expr += ` NOT ({title body} : ${x})`;
   return expr;
 }
 
-/** The filter fields of records (built per request: field names depend on the schema, paths on the language). */
-export function recordsDomain(view: SchemaView, language: string) {
+/**
+ * The rows of `records_fts` matching `?1` (the expression) in project `?2` and language `?3`, as
+ * `f` (the index, for bm25) and `s` (its record_search row, read from the small record_search_map
+ * index: a rowid lookup would read the wide text rows), joined to their record `r`.
+ */
+const FTS_MATCHES = `records_fts f CROSS JOIN record_search s INDEXED BY record_search_map ON s.id = f.rowid AND s.language = ?3 AND s.project_gid = ?2
+  CROSS JOIN records r ON r.id = s.record_id`;
+
+/**
+ * The filter fields of records (built per request: field names depend on the schema, paths on the
+ * language). Saved record queries are checked against it too (src/features/queries/queries.search.ts).
+ */
+export function recordsDomain(tx: Tx, projectGid: string, language: string) {
+  const view = { tx, projectGid };
   const fields = rowsOf(view.tx, "field", view.projectGid).filter((r) => !r.original && !r.isNew);
   const byName = new Map(fields.map((r) => [r.name, r]));
   const byGid = new Map(fields.map((r) => [r.gid, r]));
@@ -142,7 +156,7 @@ export function buildSearch(view: SchemaView, input: SearchInput, member = "filt
   if (!q && !hasFilter) return { empty: true, where: "0", params: [], language };
   let node: FilterNode = MATCH_ALL;
   try {
-    node = parseFilter(input.filter, recordsDomain(view, language), { root: member });
+    node = parseFilter(input.filter, recordsDomain(view.tx, view.projectGid, language), { root: member });
   } catch (e) {
     if (e instanceof FilterError) throw badRequest("Invalid parameter", e.info());
     throw e;
@@ -150,7 +164,7 @@ export function buildSearch(view: SchemaView, input: SearchInput, member = "filt
   const cond: SQL[] = [sql`r.project_gid = ${view.projectGid}`, filterToSql(node, { language })];
   if (!fieldsOf(node).has("status")) cond.push(sql`r.status != ${DELETED}`);
   const text = sqlText(sql.join(cond, sql` AND `));
-  const fts = q ? ftsExpression(view.projectGid, language, q) : undefined;
+  const fts = q ? ftsExpression(q) : undefined;
   if (q && !fts) return { empty: true, where: "0", params: [], language };
   return { empty: false, where: text.sql, params: text.params, fts, language };
 }
@@ -178,8 +192,8 @@ export function searchPage(tx: Tx, view: SchemaView, input: SearchInput, opts: {
     b.fts
       ? db(tx)
           // bm25 may not stand in a window query: ranked in a subquery, counted and paged outside it.
-          .query(`SELECT id, gid, count(*) OVER () AS total FROM (SELECT r.id AS id, r.gid AS gid, bm25(records_fts, 0, 0, 10, 1) AS score FROM records_fts f CROSS JOIN record_search s ON s.id = f.rowid CROSS JOIN records r ON r.id = s.record_id WHERE records_fts MATCH ? AND ${b.where}) ORDER BY score, id${limit}`)
-          .all(b.fts, ...(b.params as Bind[]))
+          .query(`SELECT id, gid, count(*) OVER () AS total FROM (SELECT r.id AS id, r.gid AS gid, bm25(records_fts, 0, 0, 10, 1) AS score FROM ${FTS_MATCHES} WHERE records_fts MATCH ?1 AND ${b.where}) ORDER BY score, id${limit}`)
+          .all(b.fts, view.projectGid, b.language, ...(b.params as Bind[]))
       : db(tx).query(`SELECT r.id AS id, r.gid AS gid, count(*) OVER () AS total FROM records r WHERE ${b.where} ORDER BY r.id${limit}`).all(...(b.params as Bind[])),
   ) as { id: number; gid: string; total: number }[];
   // A page past the end has no row to carry the count: count once more.
@@ -197,7 +211,7 @@ export function searchCount(tx: Tx, view: SchemaView, input: SearchInput): numbe
   const b = buildSearch(view, input);
   if (b.empty) return 0;
   const row = b.fts
-    ? db(tx).query(`SELECT count(*) AS n FROM records_fts f CROSS JOIN record_search s ON s.id = f.rowid CROSS JOIN records r ON r.id = s.record_id WHERE records_fts MATCH ? AND ${b.where}`).get(b.fts, ...(b.params as Bind[]))
+    ? db(tx).query(`SELECT count(*) AS n FROM ${FTS_MATCHES} WHERE records_fts MATCH ?1 AND ${b.where}`).get(b.fts, view.projectGid, b.language, ...(b.params as Bind[]))
     : db(tx).query(`SELECT count(*) AS n FROM records r WHERE ${b.where}`).get(...(b.params as Bind[]));
   return (row as { n: number }).n;
 }
@@ -207,7 +221,10 @@ export function searchCondition(view: SchemaView, input: SearchInput): { sql: st
   const b = buildSearch(view, input, "selection");
   if (b.empty) return { sql: "0", params: [] };
   if (!b.fts) return { sql: `(${b.where})`, params: b.params };
-  return { sql: `(${b.where} AND r.id IN (SELECT s.record_id FROM records_fts f JOIN record_search s ON s.id = f.rowid WHERE records_fts MATCH ?))`, params: [...b.params, b.fts] };
+  return {
+    sql: `(${b.where} AND r.id IN (SELECT s.record_id FROM records_fts f CROSS JOIN record_search s INDEXED BY record_search_map ON s.id = f.rowid AND s.language = ? AND s.project_gid = ? WHERE records_fts MATCH ?))`,
+    params: [...b.params, b.language, view.projectGid, b.fts],
+  };
 }
 
 /** `records/search`: result `records` (gids of this page, best first) and `records.size`; data `records`. */
@@ -222,7 +239,6 @@ export function searchRecords(ctx: Ctx, actor: Actor, projectGid: string, input:
     }
     const langs = view.languagesOf(input);
     const { items, total: size } = searchPage(tx, view, input, page);
-    const gids = items.map((i) => i.gid);
-    return { result: { records: gids, "records.size": size }, data: { records: formsOf(tx, view, rowsInOrder(tx, projectGid, gids), { languages: langs }) } };
+    return { result: { records: items.map((i) => i.gid), "records.size": size }, data: { records: formsOf(tx, view, rowsByIds(tx, projectGid, items.map((i) => i.id)), { languages: langs }) } };
   });
 }

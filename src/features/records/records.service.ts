@@ -166,7 +166,11 @@ export function descendants(tx: Tx, gid: string): Rec[] {
 export function orderingsOf(tx: Tx, ids: number[], view: SchemaView): Map<number, Record<string, number>> {
   const out = new Map<number, Record<string, number>>();
   if (!ids.length) return out;
-  const rows = db(tx).query(`SELECT record_id AS id, ordering, pos FROM record_orderings WHERE record_id IN (SELECT value FROM json_each(?))`).all(JSON.stringify(ids)) as { id: number; ordering: string; pos: number }[];
+  const rows = (
+    ids.length === 1
+      ? db(tx).query("SELECT record_id AS id, ordering, pos FROM record_orderings WHERE record_id = ?").all(ids[0]!)
+      : db(tx).query("SELECT record_id AS id, ordering, pos FROM record_orderings WHERE record_id IN (SELECT value FROM json_each(?))").all(JSON.stringify(ids))
+  ) as { id: number; ordering: string; pos: number }[];
   for (const r of rows) {
     if (!view.hasOrdering(r.ordering)) continue;
     let o = out.get(r.id);
@@ -180,7 +184,11 @@ export function orderingsOf(tx: Tx, ids: number[], view: SchemaView): Map<number
 export function backlinksOf(tx: Tx, gids: string[]): Map<string, string[]> {
   const out = new Map<string, string[]>();
   if (!gids.length) return out;
-  const rows = db(tx).query(`SELECT canonical, gid FROM records WHERE is_link = 1 AND status != 'deleted' AND canonical IN (SELECT value FROM json_each(?)) ORDER BY id`).all(JSON.stringify(gids)) as { canonical: string; gid: string }[];
+  const rows = (
+    gids.length === 1
+      ? db(tx).query(`SELECT canonical, gid FROM records WHERE canonical = ? AND is_link = 1 AND status != '${DELETED}' ORDER BY id`).all(gids[0]!)
+      : db(tx).query(`SELECT canonical, gid FROM records WHERE is_link = 1 AND status != '${DELETED}' AND canonical IN (SELECT value FROM json_each(?)) ORDER BY id`).all(JSON.stringify(gids))
+  ) as { canonical: string; gid: string }[];
   for (const r of rows) {
     const l = out.get(r.canonical);
     if (l) l.push(r.gid);
@@ -435,44 +443,64 @@ export function pageOf(input: Record<string, unknown>, def: { size: number; max:
 
 /**
  * Children of a parent that are not deleted, in an ordering (else in creation order), enabled in
- * a channel when one is given: one page of gids and the total.
+ * a channel when one is given: one page of ids and gids, and the total.
+ *
+ * Costs at 10,000 children: the page comes from the place index (parent, ordering, pos) alone, the
+ * channel test and the counts from the children index (parent, status, channels) alone; the wide
+ * record rows are read for the page only. Without a channel the total is the parent's `childcount`.
  */
-export function childrenIn(tx: Tx, parent: string, opts: { ordering?: string; channel?: string; top: number; size: number; deleted?: boolean }): { gids: string[]; total: number } {
+export function childrenIn(
+  tx: Tx,
+  parent: string,
+  opts: { ordering?: string; channel?: string; top: number; size: number; deleted?: boolean; childcount?: number },
+): { gids: string[]; ids: number[]; total: number } {
   const s = db(tx);
-  const status = opts.deleted ? "" : `AND r.status != '${DELETED}'`;
-  const chan = opts.channel && opts.channel !== "__all__" ? "AND instr(r.channels, ?) > 0" : "";
+  const status = opts.deleted ? "" : `AND status != '${DELETED}'`;
+  const chan = opts.channel && opts.channel !== "__all__" ? "AND instr(channels, ?) > 0" : "";
   const chanParam = chan ? [JSON.stringify(opts.channel)] : [];
-  let gids: string[];
-  // Deleted records' places are filed under "-<parent>", so the place index holds live children only.
-  const placed = opts.ordering ? (s.query("SELECT count(*) AS n FROM record_orderings WHERE parent = ? AND ordering = ?").get(parent, opts.ordering) as { n: number }).n : 0;
-  const all = opts.ordering ? (s.query(`SELECT count(*) AS n FROM records WHERE parent = ? AND status != '${DELETED}'`).get(parent) as { n: number }).n : 0;
-  if (opts.ordering && placed >= all && !opts.deleted) {
-    // Every child has its place: the page is read from the place index alone, then its records.
-    gids = chan
-      ? (s
-          .query(`SELECT r.gid AS gid FROM record_orderings o CROSS JOIN records r ON r.id = o.record_id WHERE o.parent = ?1 AND o.ordering = ?2 ${chan.replace("?", "?5")} ORDER BY o.pos LIMIT ?3 OFFSET ?4`)
-          .all(parent, opts.ordering, opts.size, opts.top, ...chanParam) as { gid: string }[]).map((r) => r.gid)
-      : (s
-          .query(`SELECT r.gid AS gid FROM (SELECT record_id, pos FROM record_orderings WHERE parent = ?1 AND ordering = ?2 ORDER BY pos LIMIT ?3 OFFSET ?4) o CROSS JOIN records r ON r.id = o.record_id ORDER BY o.pos`)
-          .all(parent, opts.ordering, opts.size, opts.top) as { gid: string }[]).map((r) => r.gid);
-  } else if (opts.ordering) {
-    // Children without a place (an ordering added after them) follow in creation order.
-    gids = (
-      s
-        .query(
-          `SELECT gid FROM (
-             SELECT r.gid AS gid, 0 AS k, o.pos AS p, r.id AS id FROM record_orderings o JOIN records r ON r.id = o.record_id WHERE o.parent = ?1 AND o.ordering = ?2 ${status} ${chan.replace("?", "?5")}
-             UNION ALL
-             SELECT r.gid, 1, 0, r.id FROM records r WHERE r.parent = ?1 ${status} ${chan.replace("?", "?5")} AND NOT EXISTS (SELECT 1 FROM record_orderings o WHERE o.record_id = r.id AND o.ordering = ?2)
-           ) ORDER BY k, p, id LIMIT ?3 OFFSET ?4`,
-        )
-        .all(parent, opts.ordering, opts.size, opts.top, ...chanParam) as { gid: string }[]
-    ).map((r) => r.gid);
-  } else {
-    gids = (s.query(`SELECT r.gid AS gid FROM records r WHERE r.parent = ?1 ${status} ${chan.replace("?", "?4")} ORDER BY r.id LIMIT ?2 OFFSET ?3`).all(parent, opts.size, opts.top, ...chanParam) as { gid: string }[]).map((r) => r.gid);
+  // The children in the channel, read from the children index (a covering index: no row is read).
+  const inChannel = (n: number) => (chan ? `AND o.record_id IN (SELECT id FROM records WHERE parent = ?1 ${status} ${chan.replace("?", `?${n}`)})` : "");
+  let rows: { id: number; gid: string }[] | undefined;
+  if (opts.ordering && !opts.deleted) {
+    // Deleted records' places are filed under "-<parent>", so the place index holds live children
+    // only. Children without a place (an ordering added after them) come after every placed one,
+    // so a full page of placed children is the answer; a short page is, once every child is placed.
+    rows = s
+      .query(`SELECT r.id AS id, r.gid AS gid FROM (SELECT o.record_id, o.pos FROM record_orderings o WHERE o.parent = ?1 AND o.ordering = ?2 ${inChannel(5)} ORDER BY o.pos LIMIT ?3 OFFSET ?4) o CROSS JOIN records r ON r.id = o.record_id ORDER BY o.pos`)
+      .all(parent, opts.ordering, opts.size, opts.top, ...chanParam) as { id: number; gid: string }[];
+    if (rows.length < opts.size) {
+      const placed = (s.query("SELECT count(*) AS n FROM record_orderings WHERE parent = ? AND ordering = ?").get(parent, opts.ordering) as { n: number }).n;
+      if (placed < liveChildren(tx, parent, opts.childcount)) rows = undefined;
+    }
   }
-  const total = (s.query(`SELECT count(*) AS n FROM records r WHERE r.parent = ?1 ${status} ${chan.replace("?", "?2")}`).get(parent, ...chanParam) as { n: number }).n;
-  return { gids, total };
+  if (!rows && opts.ordering) {
+    // Some children have no place: they follow the placed ones in creation order.
+    const st = status.replace("status", "r.status");
+    const ch = chan.replace("channels", "r.channels").replace("?", "?5");
+    rows = s
+      .query(
+        `SELECT id, gid FROM (
+           SELECT r.gid AS gid, 0 AS k, o.pos AS p, r.id AS id FROM record_orderings o JOIN records r ON r.id = o.record_id WHERE o.parent = ?1 AND o.ordering = ?2 ${st} ${ch}
+           UNION ALL
+           SELECT r.gid, 1, 0, r.id FROM records r WHERE r.parent = ?1 ${st} ${ch} AND NOT EXISTS (SELECT 1 FROM record_orderings o WHERE o.record_id = r.id AND o.ordering = ?2)
+         ) ORDER BY k, p, id LIMIT ?3 OFFSET ?4`,
+      )
+      .all(parent, opts.ordering, opts.size, opts.top, ...chanParam) as { id: number; gid: string }[];
+  } else if (!rows) {
+    rows = s
+      .query(`SELECT r.id AS id, r.gid AS gid FROM (SELECT id FROM records WHERE parent = ?1 ${status} ${chan.replace("?", "?4")} ORDER BY id LIMIT ?2 OFFSET ?3) c CROSS JOIN records r ON r.id = c.id ORDER BY r.id`)
+      .all(parent, opts.size, opts.top, ...chanParam) as { id: number; gid: string }[];
+  }
+  const total =
+    !chan && !opts.deleted
+      ? liveChildren(tx, parent, opts.childcount)
+      : (s.query(`SELECT count(*) AS n FROM records WHERE parent = ?1 ${status} ${chan.replace("?", "?2")}`).get(parent, ...chanParam) as { n: number }).n;
+  return { gids: rows.map((r) => r.gid), ids: rows.map((r) => r.id), total };
+}
+
+/** How many children of a parent are not deleted: its `childcount` when the caller has the row, else counted on the children index. */
+function liveChildren(tx: Tx, parent: string, childcount: number | undefined): number {
+  return childcount ?? (db(tx).query(`SELECT count(*) AS n FROM records WHERE parent = ? AND status != '${DELETED}'`).get(parent) as { n: number }).n;
 }
 
 /** Rows of gids in the given order. */
@@ -481,14 +509,22 @@ export function rowsInOrder(tx: Tx, projectGid: string, gids: string[]): Rec[] {
   return gids.map((g) => m.get(g)).filter((r): r is Rec => !!r);
 }
 
+/** Rows of ids (of this project) in the given order. */
+export function rowsByIds(tx: Tx, projectGid: string, ids: number[]): Rec[] {
+  if (!ids.length) return [];
+  const raw = db(tx).query(`SELECT ${COLUMNS} FROM records WHERE id IN (SELECT value FROM json_each(?)) AND +project_gid = ?`).all(JSON.stringify(ids), projectGid) as Raw[];
+  const m = new Map(raw.map((r) => [r.id as number, r]));
+  return ids.map((i) => m.get(i)).filter((r): r is Raw => !!r).map(recOf);
+}
+
 /** `records/children`: one page of a record's children (channel, ordering, page.top, page.size). */
 export function getChildren(ctx: Ctx, actor: Actor, projectGid: string, input: Langs & { record?: unknown; channel?: unknown; ordering?: unknown; "page.top"?: unknown; "page.size"?: unknown }): Answer {
   return recordsRead(ctx, actor, projectGid, (tx, view) => {
     const langs = view.languagesOf(input);
     const parent = mustRecord(tx, projectGid, input.record);
     const page = pageOf(input, CHILDREN_PAGE);
-    const c = childrenIn(tx, parent.gid, { ordering: orderingOf(view, input.ordering), channel: channelOf(view, input.channel), ...page });
-    return { result: { children: c.gids, "children.size": c.total }, data: { records: formsOf(tx, view, rowsInOrder(tx, projectGid, c.gids), { languages: langs }) } };
+    const c = childrenIn(tx, parent.gid, { ordering: orderingOf(view, input.ordering), channel: channelOf(view, input.channel), childcount: parent.childcount, ...page });
+    return { result: { children: c.gids, "children.size": c.total }, data: { records: formsOf(tx, view, rowsByIds(tx, projectGid, c.ids), { languages: langs }) } };
   });
 }
 
@@ -531,7 +567,7 @@ export function createRecord(ctx: Ctx, actor: Actor, projectGid: string, input: 
 /** The records kept in step with `rec`: its canonical and every link of that canonical. */
 export function linkGroup(tx: Tx, projectGid: string, rec: Rec): Rec[] {
   // Most records are alone: nothing else names them as canonical (counted on the index alone).
-  if (!rec.isLink && (db(tx).query("SELECT count(*) AS n FROM records WHERE canonical = ?").get(rec.gid) as { n: number }).n <= 1) return [rec];
+  if (!rec.isLink && (db(tx).query("SELECT count(*) AS n FROM (SELECT 1 FROM records WHERE canonical = ? LIMIT 2)").get(rec.gid) as { n: number }).n <= 1) return [rec];
   return (db(tx).query(`SELECT ${COLUMNS} FROM records WHERE canonical = ?2 AND +project_gid = ?1 UNION SELECT ${COLUMNS} FROM records WHERE gid = ?2 AND +project_gid = ?1 ORDER BY id`).all(projectGid, rec.canonical) as Raw[]).map(recOf);
 }
 

@@ -38,8 +38,12 @@ export const records = sqliteTable(
   },
   (t) => [
     uniqueIndex("records_gid").on(t.gid),
-    index("records_parent").on(t.parent, t.status),
-    index("records_canonical").on(t.canonical),
+    // Children of a parent: live ones and their channels are read from the index alone (counts and
+    // channel filters of `records/children` never touch the wide rows).
+    index("records_parent").on(t.parent, t.status, t.channels),
+    // Links of a canonical record: (canonical, is_link) answers "which links point here" from the
+    // index alone (every record is its own canonical, so the canonical alone would read its row).
+    index("records_canonical").on(t.canonical, t.isLink),
     index("records_project").on(t.projectGid, t.id),
     index("records_definition").on(t.projectGid, t.definition),
   ],
@@ -89,5 +93,10 @@ export const recordSearch = sqliteTable(
     title: text("title").notNull().default(""),
     body: text("body").notNull().default(""),
   },
-  (t) => [uniqueIndex("record_search_record").on(t.recordId, t.language)],
+  (t) => [
+    uniqueIndex("record_search_record").on(t.recordId, t.language),
+    // FTS row → record, language and project from a small index instead of the wide rows (the
+    // search joins it with INDEXED BY: a rowid lookup would read the text rows).
+    index("record_search_map").on(t.id, t.language, t.projectGid, t.recordId),
+  ],
 );

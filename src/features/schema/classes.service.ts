@@ -23,11 +23,11 @@ import {
   rowOf,
   rowsOf,
   type Project,
+  snapshotValue,
 } from "./items.service";
 import type { SchemaRow } from "./schema.table";
+import type { Owner } from "./schema.types";
 import { commitItem, commitPreview, copyItem, deleteItem, editable, insertItem, layoutOf, Out, revertItem, saveAsNewItem, updateItem } from "./copies.service";
-
-export type Owner = "class" | "definition";
 
 /** Gids that must all name committed fields (classes and definitions hold committed fields only). */
 export function committedFields(tx: Tx, projectGid: string, gids: string[], member = "fields"): string[] {
@@ -153,7 +153,8 @@ function refuseCircularField(tx: Tx, projectGid: string, classRow: SchemaRow, fi
 
 export function getClasses(ctx: Ctx, actor: Actor, projectGid: string, input: { class?: string; classes?: string[] }): Answer {
   return inProject(ctx, actor, projectGid, "member", ({ tx }) => {
-    if (typeof input.class === "string") return ownerAnswer(tx, "class", mustGet(tx, "class", projectGid, input.class));
+    const one = input.class;
+    if (typeof one === "string") return snapshotValue(tx, projectGid, `classes/get ${one}`, () => ownerAnswer(tx, "class", mustGet(tx, "class", projectGid, one)));
     if (!Array.isArray(input.classes)) throw badRequest("Missing parameter", { "Missing parameter": "class" });
     const rows = new Map(rowsOf(tx, "class", projectGid, input.classes.filter((g) => typeof g === "string")).map((r) => [r.gid, r]));
     const found = input.classes.filter((g) => rows.has(g));

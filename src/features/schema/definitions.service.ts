@@ -22,6 +22,7 @@ import {
   placeBefore,
   rowsOf,
   type Project,
+  snapshotValue,
 } from "./items.service";
 import type { SchemaRow } from "./schema.table";
 import { editable, fieldListOfSpec, insertItem, Out, updateItem } from "./copies.service";
@@ -114,7 +115,8 @@ function definitionCheck(tx: Tx, projectGid: string) {
 
 export function getDefinitions(ctx: Ctx, actor: Actor, projectGid: string, input: { definition?: string; definitions?: string[] }): Answer {
   return inProject(ctx, actor, projectGid, "member", ({ tx }) => {
-    if (typeof input.definition === "string") return ownerAnswer(tx, "definition", mustGet(tx, "definition", projectGid, input.definition));
+    const one = input.definition;
+    if (typeof one === "string") return snapshotValue(tx, projectGid, `definitions/get ${one}`, () => ownerAnswer(tx, "definition", mustGet(tx, "definition", projectGid, one)));
     if (!Array.isArray(input.definitions)) throw badRequest("Missing parameter", { "Missing parameter": "definition" });
     const rows = new Map(rowsOf(tx, "definition", projectGid, input.definitions.filter((g) => typeof g === "string")).map((r) => [r.gid, r]));
     const found = input.definitions.filter((g) => rows.has(g));

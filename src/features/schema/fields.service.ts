@@ -21,6 +21,7 @@ import {
   valueContextOf,
   isCommitted,
   type Project,
+  snapshotValue,
 } from "./items.service";
 import type { SchemaRow } from "./schema.table";
 import { commitItem, commitPreview, copyItem, deleteItem, editable, insertItem, Out, revertItem, saveAsNewItem, updateItem } from "./copies.service";
@@ -122,7 +123,8 @@ const fieldAnswer = (row: SchemaRow | null, ...more: (SchemaRow | undefined)[]) 
 /** `fields/get`: `field` (one gid) or `fields` (several); unknown gids are a 422 for one, left out for several. */
 export function getFields(ctx: Ctx, actor: Actor, projectGid: string, input: { field?: string; fields?: string[] }): Answer {
   return inProject(ctx, actor, projectGid, "member", ({ tx }) => {
-    if (typeof input.field === "string") return fieldAnswer(mustGet(tx, "field", projectGid, input.field));
+    const one = input.field;
+    if (typeof one === "string") return snapshotValue(tx, projectGid, `fields/get ${one}`, () => fieldAnswer(mustGet(tx, "field", projectGid, one)));
     if (!Array.isArray(input.fields)) throw badRequest("Missing parameter", { "Missing parameter": "field" });
     const rows = new Map(rowsOf(tx, "field", projectGid, input.fields.filter((g) => typeof g === "string")).map((r) => [r.gid, r]));
     const found = input.fields.filter((g) => rows.has(g));

@@ -1,11 +1,11 @@
-import { and, asc, count, eq, inArray, max, sql } from "drizzle-orm";
 import { badRequest, unprocessable, validationFailed, type ValidationIssue } from "../../core/errors";
-import { preparedOnce, sqliteOf, type Tx } from "../../db/connection";
+import { sqliteOf, type Tx } from "../../db/connection";
 import type { Action, ChangeLog } from "../../db/mutate";
 import type { Ctx, SchemaKind } from "../../platform/context";
 import type { ProjectAccess } from "../members/access.service";
 import { projectOptions } from "../settings/settings.options";
 import { classes, definitions, fields, layouts, type SchemaRow, type SchemaTable } from "./schema.table";
+import { fromSnapshot, schemaGeneration } from "./schema.generation";
 
 /**
  * The building blocks of every schema item (fields, classes, definitions, layouts): rows by gid,
@@ -31,39 +31,50 @@ export type ItemState = "committed" | "working_copy" | "new";
 export const stateOf = (r: SchemaRow): ItemState => (r.original ? "working_copy" : r.isNew ? "new" : "committed");
 export const isCommitted = (r: SchemaRow) => stateOf(r) === "committed";
 
+/**
+ * Rows are read with bun:sqlite statements (cached by SQL text on the connection) rather than
+ * drizzle's builder, which builds the SQL anew on every call: these reads run several times in
+ * every schema operation and in every records request that resolves a definition.
+ */
+const ROW_COLUMNS = "id, gid, project_gid, original, is_new, name, label, metadata, spec, created_on, updated_on";
+type RawRow = { id: number; gid: string; project_gid: string; original: string | null; is_new: number; name: string; label: string; metadata: string; spec: string; created_on: number; updated_on: number };
+const rowFrom = (r: RawRow): SchemaRow => ({
+  id: r.id,
+  gid: r.gid,
+  projectGid: r.project_gid,
+  original: r.original,
+  isNew: !!r.is_new,
+  name: r.name,
+  label: JSON.parse(r.label),
+  metadata: JSON.parse(r.metadata),
+  spec: JSON.parse(r.spec),
+  createdOn: r.created_on,
+  updatedOn: r.updated_on,
+});
+
 export function rowOf(tx: Tx, kind: Kind, projectGid: string, gid: unknown): SchemaRow | undefined {
   if (typeof gid !== "string" || !gid) return undefined;
-  const t = TABLE[kind];
-  return tx.select().from(t).where(and(eq(t.gid, gid), eq(t.projectGid, projectGid))).get();
+  const r = sqliteOf(tx).query(`SELECT ${ROW_COLUMNS} FROM "${PLURAL[kind]}" WHERE gid = ? AND project_gid = ?`).get(gid, projectGid) as RawRow | null;
+  return r ? rowFrom(r) : undefined;
 }
 
 /** Rows of these gids (any order), or every row of the project when `gids` is undefined. */
 export function rowsOf(tx: Tx, kind: Kind, projectGid: string, gids?: string[]): SchemaRow[] {
-  const t = TABLE[kind];
   if (gids && !gids.length) return [];
-  if (!gids) return byId(projectRows[kind](tx).all({ project: projectGid }) as SchemaRow[]);
-  return tx
-    .select()
-    .from(t)
-    .where(and(eq(t.projectGid, projectGid), gids ? inArray(t.gid, gids) : undefined))
-    .orderBy(asc(t.id))
-    .all();
+  const s = sqliteOf(tx);
+  // Every row of the project (the init payloads read all four kinds) is sorted by id here: with
+  // ORDER BY, SQLite would build a temporary b-tree (the project index is by name), several times
+  // the cost of the read itself.
+  const rows = gids
+    ? (s.query(`SELECT ${ROW_COLUMNS} FROM "${PLURAL[kind]}" WHERE gid IN (SELECT value FROM json_each(?)) AND project_gid = ? ORDER BY id`).all(JSON.stringify(gids), projectGid) as RawRow[])
+    : (s.query(`SELECT ${ROW_COLUMNS} FROM "${PLURAL[kind]}" WHERE project_gid = ?`).all(projectGid) as RawRow[]).sort((a, b) => a.id - b.id);
+  return rows.map(rowFrom);
 }
-
-/**
- * Every row of a project by kind, prepared once (the init payloads read all four). Sorted by id
- * here rather than by SQLite, whose ORDER BY would build a temporary b-tree (the project index
- * is by name), several times the cost of the read itself.
- */
-const projectRows = Object.fromEntries(
-  KINDS.map((kind) => [kind, preparedOnce((tx) => tx.select().from(TABLE[kind]).where(eq(TABLE[kind].projectGid, sql.placeholder("project"))).prepare())]),
-) as unknown as Record<Kind, (tx: Tx) => { all: (p: { project: string }) => unknown[] }>;
-const byId = <R extends { id: number }>(rows: R[]) => rows.sort((a, b) => a.id - b.id);
 
 /** The working copy editing a committed item, if one exists. */
 export function workingCopyOf(tx: Tx, kind: Kind, projectGid: string, originalGid: string): SchemaRow | undefined {
-  const t = TABLE[kind];
-  return tx.select().from(t).where(and(eq(t.original, originalGid), eq(t.projectGid, projectGid))).get();
+  const r = sqliteOf(tx).query(`SELECT ${ROW_COLUMNS} FROM "${PLURAL[kind]}" WHERE original = ? AND project_gid = ?`).get(originalGid, projectGid) as RawRow | null;
+  return r ? rowFrom(r) : undefined;
 }
 
 /** 422 `Can't work with this item` (the reference's wording), with the reason in info. */
@@ -317,17 +328,17 @@ export function refuseCircular(tx: Tx, projectGid: string, container: string, ta
 }
 
 /**
- * A fingerprint of a project's schema (row count and latest change of fields, classes and
- * definitions): what others cache from the schema stays valid while it is unchanged.
+ * A fingerprint of a project's schema: what others cache from the schema stays valid while it is
+ * unchanged. It is the schema's generation (schema.generation.ts): it moves with every change of
+ * the project's schema or settings, and again when a change is rolled back.
  */
 export function schemaStamp(tx: Tx, projectGid: string): string {
-  return KINDS.filter((k) => k !== "layout")
-    .map((k) => {
-      const t = TABLE[k];
-      const r = tx.select({ n: count(), m: max(t.updatedOn) }).from(t).where(eq(t.projectGid, projectGid)).get();
-      return `${r?.n ?? 0}:${r?.m ?? 0}`;
-    })
-    .join("/");
+  return schemaGeneration(sqliteOf(tx), projectGid);
+}
+
+/** A value computed from the project's schema, reused while the schema's stamp holds (read-only answers: never mutated). */
+export function snapshotValue<T>(tx: Tx, projectGid: string, key: string, make: () => T): T {
+  return fromSnapshot(sqliteOf(tx), projectGid, key, make);
 }
 
 /** How nested values find their class's fields: the committed class's fields, in order. */

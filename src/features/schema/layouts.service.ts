@@ -6,8 +6,9 @@ import type { Tx } from "../../db/connection";
 import { inProject } from "../members/access.service";
 import { badRequest, unprocessable, type ValidationIssue } from "../../core/errors";
 import { newGid } from "../../core/ids";
-import { cannot, mustGet, nameIssues, orFail, rowsOf } from "./items.service";
+import { cannot, mustGet, nameIssues, orFail, rowsOf, snapshotValue } from "./items.service";
 import type { SchemaRow } from "./schema.table";
+import type { Owner } from "./schema.types";
 import { editable, layoutOf, Out, updateItem } from "./copies.service";
 
 /**
@@ -104,8 +105,6 @@ export function withoutFieldComponent(spec: LayoutSpec, fieldGid: string): Layou
   }
   return { root: spec.root, components };
 }
-
-type Owner = "class" | "definition";
 
 /** The owner's layout, editable: the owner's working copy (made if needed) and its layout working copy. */
 export function editableLayout(tx: Tx, log: ChangeLog, kind: Owner, projectGid: string, ownerGid: unknown) {
@@ -209,9 +208,12 @@ export function deleteComponent(ctx: Ctx, actor: Actor, projectGid: string, kind
 /** `layouts/get`: one layout (`layout`) or several (`layouts`). */
 export function getLayouts(ctx: Ctx, actor: Actor, projectGid: string, input: { layout?: string; layouts?: string[] }): Answer {
   return inProject(ctx, actor, projectGid, "member", ({ tx }) => {
-    if (typeof input.layout === "string") {
-      const r = mustGet(tx, "layout", projectGid, input.layout);
-      return { result: { layout: r.gid }, data: new Out().add("layout", r).data() };
+    const one = input.layout;
+    if (typeof one === "string") {
+      return snapshotValue(tx, projectGid, `layouts/get ${one}`, () => {
+        const r = mustGet(tx, "layout", projectGid, one);
+        return { result: { layout: r.gid }, data: new Out().add("layout", r).data() };
+      });
     }
     if (!Array.isArray(input.layouts)) throw badRequest("Missing parameter", { "Missing parameter": "layout" });
     const rows = rowsOf(tx, "layout", projectGid, input.layouts.filter((g): g is string => typeof g === "string"));

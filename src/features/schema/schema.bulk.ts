@@ -40,7 +40,7 @@ export const bulkKind = (op: BulkOp) => `schema.bulk.${op}`;
 /** `schema/bulk/get`: one page of the selection with the items' data. */
 export function bulkGet(ctx: Ctx, actor: Actor, projectGid: string, input: { selection: unknown; "page.size"?: unknown; "page.cursor"?: unknown }): Answer {
   return inProject(ctx, actor, projectGid, "member", ({ tx }) => {
-    const all = resolveSelection(tx, schemaSelection, projectGid, input.selection);
+    const all = resolveSelection(tx, schemaSelection, projectGid, input.selection, { expandQuery: ctx.hooks.expandQuery });
     const page = pageSelection(all, input["page.size"], input["page.cursor"]);
     const a = entriesAnswer(entriesOfSelection(tx, projectGid, page.page));
     return { result: { schema_items: a.items, "schema_items.size": page.size, "page.cursor": page.cursor }, data: a.data };
@@ -50,7 +50,7 @@ export function bulkGet(ctx: Ctx, actor: Actor, projectGid: string, input: { sel
 /** Starts a bulk operation: resolves the selection now and queues the job (in the same unit); answers `job.token`. */
 export function startSchemaBulk(ctx: Ctx, actor: Actor, projectGid: string, op: BulkOp, input: { selection: unknown }): Answer {
   return inProject(ctx, actor, projectGid, "member", ({ tx }) => {
-    const items: Item[] = entriesOfSelection(tx, projectGid, resolveSelection(tx, schemaSelection, projectGid, input.selection)).map((e) => ({ type: e.type, gid: e.row.gid }));
+    const items: Item[] = entriesOfSelection(tx, projectGid, resolveSelection(tx, schemaSelection, projectGid, input.selection, { expandQuery: ctx.hooks.expandQuery })).map((e) => ({ type: e.type, gid: e.row.gid }));
     const token = ctx.jobs.enqueue({ kind: bulkKind(op), projectGid, userGid: actor.userGid, params: { items, actor }, info: { total: items.length, remaining: items.length } });
     return { result: { "job.token": token }, data: {} };
   });

@@ -1,5 +1,5 @@
 import type { Tx } from "../../db/connection";
-import { rowsOf, type Kind } from "./items.service";
+import { rowsOf, snapshotValue, type Kind } from "./items.service";
 import { formOf, type Form } from "./copies.service";
 
 /**
@@ -8,11 +8,13 @@ import { formOf, type Form } from "./copies.service";
  * (so a client sees work in progress), keyed by gid.
  */
 function dictionary(kind: Kind) {
-  return (tx: Tx, projectGid: string): Record<string, Form> => {
-    const out: Record<string, Form> = {};
-    for (const r of rowsOf(tx, kind, projectGid)) out[r.gid] = formOf(kind, r);
-    return out;
-  };
+  return (tx: Tx, projectGid: string): Record<string, Form> =>
+    // Kept in the schema's snapshot until the project's schema changes (schema.generation.ts).
+    snapshotValue(tx, projectGid, `dictionary ${kind}`, () => {
+      const out: Record<string, Form> = {};
+      for (const r of rowsOf(tx, kind, projectGid)) out[r.gid] = formOf(kind, r);
+      return out;
+    });
 }
 
 /** Listed in the schema's feature descriptor (`projectDictionaries`). */

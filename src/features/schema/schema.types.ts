@@ -27,6 +27,13 @@ export const FIELD_TYPES = [
   "fieldpicker",
 ] as const;
 export type FieldType = (typeof FIELD_TYPES)[number];
+
+/**
+ * The schema items that own a layout (and share one working-copy life cycle): classes and
+ * definitions. Declared here, beside the other schema types, so the classes and the layouts
+ * services both use it without importing each other for it.
+ */
+export type Owner = "class" | "definition";
 const TYPE_SET = new Set<string>(FIELD_TYPES);
 export const isFieldType = (t: unknown): t is FieldType => typeof t === "string" && TYPE_SET.has(t);
 

@@ -2,7 +2,7 @@
 import { useRef, useState } from "preact/hooks";
 import { apiKeysApi, type ApiKey } from "../api";
 import { notify, notifyError, useLive, useLoad } from "../store";
-import { confirm, copyText, Dialog, Empty, ErrorNote, Field, formatTime, issue, Loading, useBusy } from "../ui";
+import { confirm, copyText, Dialog, Empty, ErrorNote, Field, formatTime, issue, Loading, useBusy, useSubmit } from "../ui";
 import type { ProjectCtx } from "./project";
 
 /** "" means the instance default (null); otherwise a whole number (0 = no limit). */
@@ -62,26 +62,17 @@ export function ApiKeysPage(props: { ctx: ProjectCtx }) {
 function CreateForm(props: { gid: string; onCreated: (c: { name: string; key: string }) => void }) {
   const [name, setName] = useState("");
   const [rate, setRate] = useState("");
-  const [error, setError] = useState<unknown>(null);
-  const [busy, run] = useBusy();
-  const submit = (e: Event) => {
-    e.preventDefault();
-    setError(null);
-    run(async () => {
-      try {
-        const r = await apiKeysApi.create(props.gid, name.trim(), parseRate(rate));
-        props.onCreated({ name: name.trim(), key: r.key });
-        setName("");
-        setRate("");
-      } catch (err) {
-        setError(err);
-      }
-    });
-  };
+  const { busy, error, submit } = useSubmit();
+  const create = submit(async () => {
+    const r = await apiKeysApi.create(props.gid, name.trim(), parseRate(rate));
+    props.onCreated({ name: name.trim(), key: r.key });
+    setName("");
+    setRate("");
+  });
   return (
     <section class="panel" aria-labelledby="newkey-h">
       <h2 id="newkey-h">New key</h2>
-      <form class="inline-form" onSubmit={submit}>
+      <form class="inline-form" onSubmit={create}>
         <Field label="Name" error={issue(error, "name")}>
           <input name="key-name" required maxLength={200} value={name} onInput={(e) => setName(e.currentTarget.value)} />
         </Field>

@@ -2,7 +2,7 @@
 import { useState } from "preact/hooks";
 import { membersApi, type Member } from "../api";
 import { notify, notifyError, session$, useLive, useLoad, useStore } from "../store";
-import { Avatar, confirm, displayName, ErrorNote, Field, issue, Loading, useBusy } from "../ui";
+import { Avatar, confirm, displayName, ErrorNote, Field, issue, Loading, useBusy, useSubmit } from "../ui";
 import type { ProjectCtx } from "./project";
 
 const STATUS_TEXT: Record<string, string> = { active: "Active", inactive: "Deactivated", invited: "Invited", declined: "Declined" };
@@ -36,26 +36,17 @@ export function MembersPage(props: { ctx: ProjectCtx }) {
 function InviteForm(props: { gid: string; languages: [string, string][]; onDone: () => void }) {
   const [email, setEmail] = useState("");
   const [language, setLanguage] = useState("");
-  const [error, setError] = useState<unknown>(null);
-  const [busy, run] = useBusy();
-  const submit = (e: Event) => {
-    e.preventDefault();
-    setError(null);
-    run(async () => {
-      try {
-        const r = await membersApi.invite(props.gid, email.trim(), language || undefined);
-        notify(r.mailSent ? `Invitation sent to ${email.trim()}` : `Invitation saved, but the mail could not be sent: try Resend later`, r.mailSent ? "info" : "error");
-        setEmail("");
-        props.onDone();
-      } catch (err) {
-        setError(err);
-      }
-    });
-  };
+  const { busy, error, submit } = useSubmit();
+  const invite = submit(async () => {
+    const r = await membersApi.invite(props.gid, email.trim(), language || undefined);
+    notify(r.mailSent ? `Invitation sent to ${email.trim()}` : `Invitation saved, but the mail could not be sent: try Resend later`, r.mailSent ? "info" : "error");
+    setEmail("");
+    props.onDone();
+  });
   return (
     <section class="panel" aria-labelledby="invite-h">
       <h2 id="invite-h">Invite someone</h2>
-      <form class="inline-form" onSubmit={submit}>
+      <form class="inline-form" onSubmit={invite}>
         <Field label="Email" error={issue(error, "email")}>
           <input name="invite-email" type="email" required value={email} onInput={(e) => setEmail(e.currentTarget.value)} />
         </Field>

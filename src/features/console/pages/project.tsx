@@ -4,7 +4,7 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import { account, ApiError, projectsApi, type Project } from "../api";
 import { live } from "../live";
 import { navigate, notify, notifyError, reloadSession, session$, useLoad, useLive, useStore } from "../store";
-import { confirm, ErrorNote, Field, issue, Link, Loading, ProjectIcon, useBusy } from "../ui";
+import { confirm, ErrorNote, Field, issue, Link, Loading, ProjectIcon, useSubmit } from "../ui";
 import { ApiKeysPage } from "./apikeys";
 import { AssetsPage } from "./assets";
 import { BackupsPage } from "./backups";
@@ -16,14 +16,38 @@ let leaving: string | null = null;
 
 export type ProjectCtx = { gid: string; project: Project; isOwner: boolean; me: string };
 
+/**
+ * Pages served in a bundle of their own (the schema and records pages: pages/records/records.html
+ * at /console/p/<project>/schema and /records), registered here by that bundle's entry before the
+ * app starts.
+ * Bun's HTML bundler does not split a dynamic import() into a chunk of its own, so this is how
+ * the first page's bundle stays small: the other bundle holds the whole app plus those pages.
+ */
+export const separatePages = new Map<string, FunctionComponent<{ ctx: ProjectCtx }>>();
+
+function bundledApart(name: string): FunctionComponent<{ ctx: ProjectCtx }> {
+  return (props) => {
+    const Page = separatePages.get(name);
+    // Reached by a link inside this bundle: load the address again, which serves the other bundle.
+    const reloaded = (performance.getEntriesByType("navigation")[0] as PerformanceNavigationTiming | undefined)?.type === "reload";
+    useEffect(() => {
+      if (!Page && !reloaded) window.location.reload();
+    }, [Page]);
+    if (Page) return <Page ctx={props.ctx} />;
+    return reloaded ? <p class="error" role="alert">This page could not be loaded. Please try again later.</p> : <Loading />;
+  };
+}
+
 type Section = { path: string; label: string; ownerOnly?: boolean; page: FunctionComponent<{ ctx: ProjectCtx }> };
 
 /**
- * The project's pages, in navigation order. The schema and records pages join this list when
- * those features land (one line each).
+ * The project's pages, in navigation order. The schema and records pages come with the second
+ * bundle (see separatePages).
  */
 const SECTIONS: Section[] = [
+  { path: "records", label: "Records", page: bundledApart("records") },
   { path: "assets", label: "Assets", page: AssetsPage },
+  { path: "schema", label: "Schema", page: bundledApart("schema") },
   { path: "members", label: "Members", page: MembersPage },
   { path: "apikeys", label: "API keys", ownerOnly: true, page: ApiKeysPage },
   { path: "backups", label: "Backups", ownerOnly: true, page: BackupsPage },
@@ -137,31 +161,20 @@ function DeletedBanner(props: { project: Project; onChange: () => void }) {
 function SettingsPage(props: { ctx: ProjectCtx }) {
   const { project, isOwner, gid } = props.ctx;
   const [name, setName] = useState(project.name);
-  const [error, setError] = useState<unknown>(null);
-  const [busy, run] = useBusy();
+  const { busy, error, submit, act } = useSubmit();
   const fileRef = useRef<HTMLInputElement>(null);
   useEffect(() => setName(project.name), [project.name]);
 
-  const rename = (e: Event) => {
-    e.preventDefault();
-    setError(null);
-    run(async () => {
-      try {
-        await projectsApi.rename(gid, name.trim());
-        notify("Project renamed");
-      } catch (err) {
-        setError(err);
-      }
-    });
-  };
+  const rename = submit(async () => {
+    await projectsApi.rename(gid, name.trim());
+    notify("Project renamed");
+  });
   const icon = (file: File | undefined) =>
     file &&
-    run(async () => {
+    act(async () => {
       try {
         await projectsApi.uploadIcon(gid, file);
         notify("Icon changed");
-      } catch (err) {
-        notifyError(err);
       } finally {
         if (fileRef.current) fileRef.current.value = "";
       }
@@ -193,7 +206,7 @@ function SettingsPage(props: { ctx: ProjectCtx }) {
                 <input ref={fileRef} type="file" accept="image/*" class="visually-hidden" onChange={(e) => icon(e.currentTarget.files?.[0])} />
               </label>
               {project.icon ? (
-                <button class="btn" disabled={busy} onClick={() => run(() => projectsApi.deleteIcon(gid).then(() => notify("Icon removed"), notifyError))}>
+                <button class="btn" disabled={busy} onClick={() => act(() => projectsApi.deleteIcon(gid).then(() => notify("Icon removed")))}>
                   Remove icon
                 </button>
               ) : null}
