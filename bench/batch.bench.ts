@@ -153,6 +153,7 @@ export async function run(): Promise<BenchResult> {
         `The same ${SIZE} updates of \`${OP}\` (each changes its item) per round: one \`POST /api/p/<project>/batch\` against ${SIZE} separate calls, sent one after another or 10 at a time over keep-alive connections; medians of ${ROUNDS} alternating rounds after 3 warm-up rounds. "ceiling" is the batch's time and "ratio" how many times longer the separate calls took.`,
         "Apis runs as `bun src/main.ts serve` with --rate-limit 0 in its own process; the client (fetch) in the benchmark's process. Each separate call verifies the JWT, checks the membership and commits its own transaction; the batch does that once and commits once, and its steps share the access facts and the records' schema view (docs/batch.md, section Speed).",
         `The operation is BENCH_BATCH_OP (here ${OP}; default records/update: each update writes a textline and a number of one of ${SIZE} article records and answers the record's form; queries/update is the other workload).`,
+        `SQLite durability: synchronous=${process.env.APIS_SQLITE_SYNCHRONOUS === "normal" ? "NORMAL (APIS_SQLITE_SYNCHRONOUS=normal)" : "FULL (the default): every commit syncs the write-ahead log"}.`,
       ],
     };
   } finally {

@@ -332,6 +332,7 @@ export async function run(): Promise<BenchResult> {
       "The bulk/get ceiling reads the same rows and orderings with bun:sqlite in this process and builds the same JSON (checked equal to Apis' first page); it has no HTTP, no access check, no per-definition field resolution through the schema.",
       "Server CPU per request: user + system time of the server process (/proc/<pid>/stat, 10 ms ticks) over the phase, divided by its requests; time spent waiting for a core is not counted, so on a shared machine it is steadier than the latencies.",
       "The update ceiling (bench/records-bare.ts) verifies the same JWT with the same code and runs one `json_set` UPDATE; Apis also validates the value, keeps checks and the search text, writes the change log and publishes the sync item.",
+      `SQLite durability: synchronous=${process.env.APIS_SQLITE_SYNCHRONOUS === "normal" ? "NORMAL (APIS_SQLITE_SYNCHRONOUS=normal)" : "FULL (the default)"} in Apis and the bare server alike.`,
     );
     return { name: "records", rows, notes };
   } finally {

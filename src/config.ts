@@ -82,6 +82,7 @@ export const settings = {
   metricsToken: { env: "APIS_METRICS_TOKEN", flag: "metrics-token", schema: z.string().min(16, "must be at least 16 characters").or(z.literal("")), default: "", help: "serve /metrics only with Authorization: Bearer <this token> (instead of --metrics)", secret: true },
   signup: { env: "APIS_SIGNUP", flag: "signup", schema: z.enum(["open", "invite", "off"]), default: "open", help: "who may sign up: open (anyone), invite (addresses with a pending project invitation), off (nobody; accounts come from apis user create)" },
   syncPageLimit: { env: "APIS_SYNC_PAGE_LIMIT", flag: "sync-page-limit", schema: int(10, 100000), default: 1000, help: "most sync items per /sync/get answer or initsync acknowledgement" },
+  sqliteSynchronous: { env: "APIS_SQLITE_SYNCHRONOUS", flag: "sqlite-synchronous", schema: z.enum(["full", "normal"]), default: "full", help: "full: an answered write survives a power cut or OS crash (SQLite synchronous=FULL); normal: faster writes, the last ones may be lost on a power cut (never on a process crash)" },
   changeLogDays: { env: "APIS_CHANGE_LOG_DAYS", flag: "change-log-days", schema: int(1, 3650), default: 90, help: "days the change log is kept" },
   rateLimit: { env: "APIS_RATE_LIMIT", flag: "rate-limit", schema: int(0, 100000), default: 200, help: "requests per second per user and project when the membership sets none (0 = off)" },
   uploadMaxBytes: { env: "APIS_UPLOAD_MAX_BYTES", flag: "upload-max-bytes", schema: size(1024, 2 ** 40), default: "1G", help: "largest asset upload (bytes, or 512K, 10M, 2G)" },

@@ -1,6 +1,7 @@
 #!/usr/bin/env bun
 import { ConfigError, loadConfig, settings, settingsHelp, type Config } from "./config";
 import { parseArgs, UsageError } from "./cli/args";
+import { startupStep } from "./core/startup";
 import { closeDatabase } from "./db/connection";
 import { VERSION } from "./version";
 
@@ -65,6 +66,7 @@ async function checkData(config: Config) {
 }
 
 async function main(argv: string[]): Promise<number> {
+  startupStep("program loaded");
   const { words, flags } = parseArgs(argv);
   if (flags.version) {
     console.log(VERSION);
@@ -79,9 +81,12 @@ async function main(argv: string[]): Promise<number> {
   const config = loadConfig(flags);
   switch (command) {
     case "serve": {
+      startupStep("configuration read");
       const { preflightServe } = await import("./cli/preflight");
       await preflightServe(config);
+      startupStep("data folder and port checked");
       const { startServer } = await import("./app/server");
+      startupStep("server code loaded");
       const running = await startServer(config);
       // A signal may come twice (Ctrl-C under `npm start` reaches npm, which passes it on, and the
       // server): the first starts the stop, repeats are ignored instead of killing it half-way.

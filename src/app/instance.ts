@@ -1,6 +1,7 @@
 import { mkdirSync } from "node:fs";
 import { publicBaseUrl, type Config } from "../config";
 import { Logger } from "../core/log";
+import { startupStep } from "../core/startup";
 import { migrate, openDatabase } from "../db/connection";
 import { features as allFeatures, hooksOf, jobKinds, type Feature } from "../features";
 import { announceVersion } from "../features/instance/instance.service";
@@ -22,14 +23,17 @@ export type Instance = Ctx & { jobs: JobRunner };
 export function openInstance(config: Config, log = new Logger(config.logLevel, { format: config.logFormat }), features: readonly Feature[] = allFeatures): Instance {
   mkdirSync(config.dataDir, { recursive: true });
   const storage = new Storage(config.dataDir);
-  const db = openDatabase(storage.database);
+  const db = openDatabase(storage.database, { synchronous: config.sqliteSynchronous });
+  startupStep("database opened");
   const applied = migrate(db);
   if (applied) log.info(`applied ${applied} migration(s)`);
+  startupStep(`migrations applied (${applied})`);
   const tokens = new Tokens(loadSecret(config.jwtSecret, config.dataDir), config.jwtLifetime);
   const mailer = new Mailer(config, () => storage.outbox, log);
   const hub = new Hub();
   if (announceVersion(db, hub, VERSION)) log.info(`updated to ${VERSION}`);
   const ctx = { config, db, hub, log, storage, tokens, mailer, hooks: hooksOf(features), baseUrl: publicBaseUrl(config, config.port) } as Instance;
   ctx.jobs = new JobRunner(ctx, jobKinds(features));
+  startupStep("instance opened");
   return ctx;
 }

@@ -1,8 +1,10 @@
 import { publicBaseUrl, type Config } from "../config";
+import { startupStep, startupTimings } from "../core/startup";
 import { closeDatabase } from "../db/connection";
 import { features as allFeatures, housekeepingTasks, type Feature } from "../features";
-import { SyncServer } from "../features/sync/sync.socket";
-import type { BunRequest, Server as BunServer, HTMLBundle } from "bun";
+import type { SyncServer } from "../features/sync/sync.socket";
+import { isSyncRequest, syncWebsocketLimits } from "../features/sync/sync.endpoint";
+import type { BunRequest, Server as BunServer, HTMLBundle, ServerWebSocket, WebSocketHandler } from "bun";
 import type { ServeHandler, ServeRoute } from "../features/feature";
 import { checkBody } from "../http/body-limits";
 import { Cors } from "../http/cors";
@@ -19,7 +21,8 @@ function isHtmlBundle(route: ServeRoute): route is HTMLBundle {
   return typeof (route as HTMLBundle).index === "string";
 }
 
-export type Running = { ctx: Instance; url: string; port: number; sync: SyncServer; stop: () => Promise<void> };
+/** A running server; `sync` is its sync server (loaded by the first /sync/io request, or by reading it). */
+export type Running = { ctx: Instance; url: string; port: number; readonly sync: SyncServer; stop: () => Promise<void> };
 
 /** Starts serving; resolves once listening. `stop` finishes requests in flight, then closes the database. */
 export async function startServer(config: Config, opts: { features?: readonly Feature[] } = {}): Promise<Running> {
@@ -28,8 +31,20 @@ export async function startServer(config: Config, opts: { features?: readonly Fe
   const ctx = openInstance(config, undefined, features);
   const app = createApp(ctx, features);
   const appFetch = app.fetch;
+  startupStep("routes built");
   // Socket.IO at /sync/io beside Elysia: one fetch and one websocket handler dispatch to both.
-  const sync = new SyncServer(ctx);
+  // The sync server (and socket.io with it) is loaded on the first /sync/io request: until a
+  // client connects there is nobody to fan changes out to, and loading it costs start-up time and memory.
+  let sync: SyncServer | undefined;
+  const syncServer = (): SyncServer => {
+    if (!sync) {
+      const { SyncServer } = require("../features/sync/sync.socket") as typeof import("../features/sync/sync.socket");
+      sync = new SyncServer(ctx);
+    }
+    return sync;
+  };
+  let syncSockets: WebSocketHandler<any> | undefined;
+  const sockets = () => (syncSockets ??= syncServer().websocket);
   // Browsers on other origins (APIS_CORS_ORIGINS): preflights answered, the JWT header exposed.
   const cors = new Cors(config);
   const withCors = async (req: Request) => cors.decorate(req, await appFetch(req));
@@ -37,8 +52,8 @@ export async function startServer(config: Config, opts: { features?: readonly Fe
   const hardMax = Math.max(config.uploadMaxBytes, config.imageMaxBytes) + 1024 * 1024;
   // Every request is one log line and counted in the metrics (src/http/requests.ts).
   const metrics = metricsOf(ctx);
-  metrics.sources.syncSockets = () => sync.io.of("/").sockets.size;
-  const syncFetch = observed<BunServer<any>>(ctx, (req, srv) => sync.handleRequest(req, srv), { route: "/sync/io", quiet: true });
+  metrics.sources.syncSockets = () => sync?.io.of("/").sockets.size ?? 0;
+  const syncFetch = observed<BunServer<any>>(ctx, (req, srv) => syncServer().handleRequest(req, srv), { route: "/sync/io", quiet: true });
   const mainFetch = observed<BunServer<any>>(ctx, (req) => {
     const checked = checkBody(req, hardMax);
     if (!req.headers.has("origin")) return checked instanceof Response ? checked : appFetch(checked);
@@ -66,8 +81,15 @@ export async function startServer(config: Config, opts: { features?: readonly Fe
     // Production behaviour whatever NODE_ENV says: the console is bundled once (minified, no reload
     // client), and an error never shows Bun's development page.
     development: false,
-    fetch: (req, srv) => (sync.handles(req) ? syncFetch(req, srv) : mainFetch(req, srv)) as Promise<Response>,
-    websocket: sync.websocket,
+    fetch: (req, srv) => (isSyncRequest(req) ? syncFetch(req, srv) : mainFetch(req, srv)) as Promise<Response>,
+    // The sync server's handler once loaded (a websocket exists only after a request upgraded it).
+    websocket: {
+      open: (ws: ServerWebSocket<any>) => sockets().open?.(ws),
+      message: (ws: ServerWebSocket<any>, message: string | Buffer<ArrayBuffer>) => sockets().message?.(ws, message),
+      close: (ws: ServerWebSocket<any>, code: number, reason: string) => sockets().close?.(ws, code, reason),
+      drain: (ws: ServerWebSocket<any>) => sockets().drain?.(ws),
+      ...syncWebsocketLimits(config),
+    },
     error(err) {
       // A file answer whose file was removed behind Apis's back after its facts were read
       // (src/platform/storage/file-facts.ts keeps them up to a second): Bun fails to open it.
@@ -86,10 +108,21 @@ export async function startServer(config: Config, opts: { features?: readonly Fe
       });
     },
   });
-  ctx.jobs.start();
-  const stopSchedules = startSchedules(ctx, housekeepingTasks(features));
+  startupStep("listening");
   // Handlers read the client address through Elysia's `server` (login and code throttling).
   app.server = server;
+  ctx.jobs.start();
+  startupStep("job workers started");
+  // Housekeeping schedules (cron, minutes apart at the least) start a second after the server
+  // listens, so the first requests of a cold start are not kept behind setting them up.
+  let stopSchedules = () => {};
+  let background: ReturnType<typeof setTimeout> | undefined = setTimeout(() => {
+    background = undefined;
+    stopSchedules = startSchedules(ctx, housekeepingTasks(features));
+    startupStep("schedules started");
+    ctx.log.debug("start-up timings", { ms_since_process_start: startupTimings() });
+  }, 1000);
+  background.unref?.();
   const port = server.port ?? config.port;
   ctx.baseUrl = publicBaseUrl(config, port);
   const host = config.host === "0.0.0.0" || config.host === "::" ? "localhost" : config.host;
@@ -97,7 +130,8 @@ export async function startServer(config: Config, opts: { features?: readonly Fe
   let stopping: Promise<void> | undefined;
   const stop = () =>
     (stopping ??= (async () => {
-      await sync.close();
+      clearTimeout(background);
+      await sync?.close();
       await server.stop(false);
       stopSchedules();
       await ctx.jobs.stop();
@@ -105,5 +139,13 @@ export async function startServer(config: Config, opts: { features?: readonly Fe
       closeDatabase(ctx.db);
       releaseDataDir(config.dataDir);
     })());
-  return { ctx, url, port, sync, stop };
+  return {
+    ctx,
+    url,
+    port,
+    get sync() {
+      return syncServer();
+    },
+    stop,
+  };
 }

@@ -1,5 +1,5 @@
 import pino, { type DestinationStream, type Logger as Pino } from "pino";
-import pretty from "pino-pretty";
+import { writeSync } from "node:fs";
 
 export type LogLevel = "debug" | "info" | "warn" | "error" | "silent";
 export type LogFormat = "text" | "json";
@@ -18,8 +18,29 @@ export type LoggerOptions = {
 };
 
 /**
+ * The `text` format: pino's JSON line as one readable line, `[time] LEVEL: msg {other members}`
+ * (what pino-pretty's single-line mode printed, without loading it: it cost start-up time).
+ */
+export function textLine(json: string): string {
+  const { time, level, msg, ...rest } = JSON.parse(json) as Record<string, unknown>;
+  const head = `[${time}] ${String(level).toUpperCase()}: ${msg ?? ""}`;
+  return Object.keys(rest).length ? `${head} ${JSON.stringify(rest)}\n` : `${head}\n`;
+}
+
+/** A pino destination writing the `text` format, synchronously, to `out` (stderr by default). */
+function textDestination(out?: DestinationStream): DestinationStream {
+  return {
+    write(line: string) {
+      const text = textLine(line);
+      if (out) out.write(text);
+      else writeSync(2, text);
+    },
+  };
+}
+
+/**
  * The leveled logger every part uses (`ctx.log`), backed by pino. Each event is one line on stderr:
- * `--log-format text` is pino-pretty's single-line form (`[2026-11-02T10:00:00.000Z] INFO: msg {...}`),
+ * `--log-format text` is one readable line (`[2026-11-02T10:00:00.000Z] INFO: msg {...}`, `textLine`),
  * `json` pino's own JSON (`{"level":"info","time":"...","msg":"...",...}`). Both write
  * synchronously from this thread (no worker transport), which also works in the compiled
  * executable. The members in REDACTED_KEYS are never written.
@@ -36,21 +57,7 @@ export class Logger {
       formatters: { level: (label) => ({ level: label }) },
       redact: { paths: REDACTED_KEYS.flatMap((k) => [k, `*.${k}`]), censor: "[redacted]" },
     };
-    const destination =
-      format === "json"
-        ? (opts.destination ?? pino.destination({ fd: 2, sync: true }))
-        : pretty({
-            sync: true,
-            colorize: false,
-            singleLine: true,
-            translateTime: false,
-            ignore: "pid,hostname",
-            // `error` members are strings here (stacks included): kept on the one line.
-            errorLikeObjectKeys: [],
-            // The level is already a label (formatters.level above).
-            customPrettifiers: { level: (l: unknown) => String(l).toUpperCase() },
-            destination: opts.destination ?? 2,
-          });
+    const destination = format === "json" ? (opts.destination ?? pino.destination({ fd: 2, sync: true })) : textDestination(opts.destination);
     this.pino = pino(options, destination);
   }
 

@@ -9,13 +9,20 @@ export type DB = BunSQLiteDatabase & { $client: Database };
 /** A transaction handle or the database itself: services accept either. */
 export type Tx = Parameters<Parameters<DB["transaction"]>[0]>[0] | DB;
 
+/**
+ * How hard SQLite makes a commit durable (`--sqlite-synchronous`): `full` syncs the write-ahead log
+ * at every commit, so an answered write survives a power cut or an OS crash; `normal` syncs it
+ * only at checkpoints, so the last commits may be lost on a power cut (never on a process crash).
+ */
+export type Synchronous = "full" | "normal";
+
 /** Opens the SQLite file with the pragmas every connection needs, in one place. */
-export function openDatabase(file: string): DB {
+export function openDatabase(file: string, opts: { synchronous?: Synchronous } = {}): DB {
   const sqlite = new Database(file, { create: true, strict: true });
   sqlite.exec("PRAGMA journal_mode = WAL");
   sqlite.exec("PRAGMA busy_timeout = 5000");
   sqlite.exec("PRAGMA foreign_keys = ON");
-  sqlite.exec("PRAGMA synchronous = NORMAL");
+  sqlite.exec(`PRAGMA synchronous = ${opts.synchronous === "normal" ? "NORMAL" : "FULL"}`);
   cacheStatements(sqlite);
   return drizzle({ client: sqlite }) as DB;
 }
@@ -95,6 +102,24 @@ function appliedCount(db: DB): number {
 export function sqliteOf(tx: Tx): Database {
   const t = tx as any;
   return t.$client ?? t.session?.client;
+}
+
+/**
+ * A query built once per connection: `build` makes a drizzle query with `sql.placeholder(...)`s
+ * and `.prepare()`s it; the answer gives that prepared query for the connection behind `tx`
+ * (a transaction runs on its database's one connection, so the query sees the transaction's
+ * writes). drizzle otherwise builds a query's SQL text anew on every call, which costs several
+ * times what SQLite takes to run a read by key: the reads of every authenticated request
+ * (token holder, membership, project) and of the init payloads use this.
+ */
+export function preparedOnce<Q>(build: (tx: Tx) => Q): (tx: Tx) => Q {
+  const byConnection = new WeakMap<Database, Q>();
+  return (tx) => {
+    const client = sqliteOf(tx);
+    let q = byConnection.get(client);
+    if (q === undefined) byConnection.set(client, (q = build(tx)));
+    return q;
+  };
 }
 
 /**

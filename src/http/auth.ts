@@ -1,11 +1,12 @@
 import { Elysia } from "elysia";
 import { actorOf, type Actor } from "../core/actor";
 import { forbidden, permissionDenied } from "../core/errors";
-import { activeMembership } from "../features/members/access.service";
+import { getMembership } from "../features/members/members.service";
 import { tokenHolder } from "../features/session/session.service";
 import type { User } from "../features/users/users.service";
 import type { Ctx } from "../platform/context";
-import { bearerToken } from "../platform/tokens";
+import { bearerToken, type Claims } from "../platform/tokens";
+import { earlyLook } from "./membership-limit";
 import { authDetail } from "./openapi";
 import { noteCaller } from "./requests";
 
@@ -19,13 +20,18 @@ export type Caller = { user: User; token: string };
  * an active account, and for API users an active membership. Throws 401 otherwise.
  */
 export async function authenticate(ctx: Ctx, header: string | null | undefined): Promise<Caller & { renewed: string | null }> {
+  return authenticateNow(ctx, header);
+}
+
+/** `authenticate` without the promise; `verified` are the claims of this very header's token when already checked. */
+function authenticateNow(ctx: Ctx, header: string | null | undefined, verified?: { token: string; claims: Claims }): Caller & { renewed: string | null } {
   const token = bearerToken(header);
   if (!token) throw permissionDenied(header ? "invalid_token" : "invalid_request");
-  const claims = await ctx.tokens.verify(token);
+  const claims = verified?.token === token ? verified.claims : ctx.tokens.verify(token);
   if (!claims) throw permissionDenied();
   const user = tokenHolder(ctx.db, claims.sub, claims.tv);
   if (!user) throw permissionDenied();
-  const renewed = ctx.tokens.needsRenewal(claims) ? await ctx.tokens.sign(user.gid, user.tokenVersion) : null;
+  const renewed = ctx.tokens.needsRenewal(claims) ? ctx.tokens.sign(user.gid, user.tokenVersion) : null;
   return { user, token: renewed ?? token, renewed };
 }
 
@@ -40,39 +46,43 @@ export function authMacro(ctx: Ctx) {
   // without a valid JWT is a 401 whatever its body (not a 400 that tells strangers the schema);
   // `resolve` then hands the caller to the handler.
   const callers = new WeakMap<Request, Caller>();
-  const check = async (request: Request, header: string | undefined) => {
-    const caller = await authenticate(ctx, header);
+  const check = (request: Request, header: string | undefined) => {
+    // The request limit (src/http/membership-limit.ts) may have verified the token and read the
+    // membership on arrival already: both are used rather than done twice.
+    const early = earlyLook(request);
+    const caller = authenticateNow(ctx, header, early);
     // Project paths need an active membership before anything else is looked at, so a stranger
     // gets 403 whatever its body (services check the finer rules, e.g. owner only).
     const project = PROJECT_PATH.exec(request.url)?.[1];
-    if (project && !activeMembership(ctx.db, project, caller.user.gid)) throw forbidden("Not a member of the project");
+    const membership = !project ? undefined : early?.project === project && early.claims.sub === caller.user.gid ? early.membership : getMembership(ctx.db, project, caller.user.gid);
+    if (project && membership?.status !== "active") throw forbidden("Not a member of the project");
     callers.set(request, { user: caller.user, token: caller.token });
     noteCaller(request, caller.user.gid);
     return caller;
   };
-  const callerOf = async (request: Request, header: string | undefined) => callers.get(request) ?? (await check(request, header));
+  const callerOf = (request: Request, header: string | undefined) => callers.get(request) ?? check(request, header);
   // The header is read from `request` rather than Elysia's parsed `headers`: Elysia decides from
   // each hook's source text whether to parse headers, and in the compiled executable it did not.
   const header = (request: Request) => request.headers.get("authorization") ?? undefined;
   return new Elysia({ name: "apis-auth" }).macro({
     auth: {
       detail: authDetail(true),
-      async transform({ request, set }) {
-        const caller = await check(request, header(request));
+      transform({ request, set }) {
+        const caller = check(request, header(request));
         set.headers.authorization = `Bearer ${caller.token}`;
       },
-      async resolve({ request }) {
-        const caller = await callerOf(request, header(request));
+      resolve({ request }) {
+        const caller = callerOf(request, header(request));
         return { actor: actorOf(caller.user) as Actor };
       },
     },
     authNoRenew: {
       detail: authDetail(false),
-      async transform({ request }) {
-        await check(request, header(request));
+      transform({ request }) {
+        check(request, header(request));
       },
-      async resolve({ request }) {
-        const caller = await callerOf(request, header(request));
+      resolve({ request }) {
+        const caller = callerOf(request, header(request));
         return { actor: actorOf(caller.user) as Actor };
       },
     },

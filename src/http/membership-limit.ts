@@ -1,12 +1,26 @@
 import { Elysia } from "elysia";
 import type { Ctx } from "../platform/context";
-import { membershipRateLimit } from "../features/members/members.service";
+import type { Claims } from "../platform/tokens";
+import { getMembership, membershipRateLimit, rateLimitOf, type Membership } from "../features/members/members.service";
 import { errorResponse } from "./envelope";
 import { limiterOf, tooManyRequests } from "./ratelimit";
 import { bearerToken } from "../platform/tokens";
 import { badRequest } from "../core/errors";
 
 const PROJECT_PATH = /^[a-z][a-z0-9+.-]*:\/\/[^/]+\/api\/p\/([^/?#]+)\//i;
+
+/** What the request limit found on arrival: the verified token and the caller's membership of the path's project. */
+export type EarlyLook = { token: string; claims: Claims; project: string; membership: Membership | undefined };
+const looks = new WeakMap<Request, EarlyLook>();
+
+/**
+ * What the request limit read of a request when it arrived (undefined when it is not a project
+ * path or has no valid JWT), so the auth check (src/http/auth.ts) verifies the token and reads the
+ * membership once per request.
+ */
+export function earlyLook(request: Request): EarlyLook | undefined {
+  return looks.get(request);
+}
 
 /**
  * The per-membership request limit of every `/api/p/<project>/...` request with a valid JWT: each
@@ -18,29 +32,18 @@ const PROJECT_PATH = /^[a-z][a-z0-9+.-]*:\/\/[^/]+\/api\/p\/([^/?#]+)\//i;
  */
 export function membershipRateLimits(ctx: Ctx) {
   const limiter = limiterOf(ctx);
-  // Verified tokens → user gid, so a request's signature is checked here only once per token.
-  const verified = new Map<string, { sub: string; exp: number }>();
-
-  async function userOf(token: string): Promise<string | undefined> {
-    const hit = verified.get(token);
-    if (hit && hit.exp > Date.now() / 1000) return hit.sub;
-    const claims = await ctx.tokens.verify(token);
-    if (!claims) return undefined;
-    if (verified.size >= 10_000) verified.clear();
-    verified.set(token, { sub: claims.sub, exp: claims.exp });
-    return claims.sub;
-  }
-
-  return new Elysia({ name: "apis-membership-rate-limits" }).onRequest(async ({ request }) => {
+  return new Elysia({ name: "apis-membership-rate-limits" }).onRequest(({ request }) => {
     const match = PROJECT_PATH.exec(request.url);
     if (!match) return;
     const token = bearerToken(request.headers.get("authorization"));
     if (!token) return;
-    const userGid = await userOf(token);
-    if (!userGid) return;
+    const claims = ctx.tokens.verify(token);
+    if (!claims) return;
     const project = match[1]!;
-    const limit = membershipRateLimit(ctx.db, project, userGid) ?? ctx.config.rateLimit;
-    const r = limiter.take(`rps:${userGid}:${project}`, limit, 1000);
+    const membership = getMembership(ctx.db, project, claims.sub);
+    looks.set(request, { token, claims, project, membership });
+    const limit = rateLimitOf(membership) ?? ctx.config.rateLimit;
+    const r = limiter.take(`rps:${claims.sub}:${project}`, limit, 1000);
     if (!r.ok) return errorResponse(tooManyRequests(r.retryAfterSec));
   });
 }

@@ -1,6 +1,6 @@
 import { jobCounts } from "./jobs/queue.service";
 import { statSync } from "node:fs";
-import { collectDefaultMetrics, Gauge, Registry } from "prom-client";
+import type { Registry } from "prom-client";
 import { VERSION } from "../version";
 import type { Ctx } from "./context";
 
@@ -86,13 +86,17 @@ class RequestSeries<L extends string> {
 }
 
 export class Metrics {
-  readonly registry = new Registry();
+  readonly registry: Registry;
   private readonly requests: RequestSeries<"method" | "route" | "status">;
   private readonly durations: RequestSeries<"method" | "route">;
   /** Filled in by the parts that know them (the server sets `syncSockets`, dam sets `transforms`). */
   sources: { syncSockets?: () => number; transforms?: () => number } = {};
 
   constructor(ctx: Ctx) {
+    // Loaded here, when metrics are on: without --metrics nobody reads them, and prom-client costs
+    // start-up time and memory.
+    const { collectDefaultMetrics, Gauge, Registry } = require("prom-client") as typeof import("prom-client");
+    this.registry = new Registry();
     const registers = [this.registry];
     this.requests = new RequestSeries("apis_http_requests_total", "HTTP requests answered, by method, route template and status", "counter");
     this.durations = new RequestSeries("apis_http_request_duration_seconds", "Time from receiving a request to its answer's headers, by method and route template", "histogram", [
@@ -158,11 +162,32 @@ export class Metrics {
   }
 }
 
-const instances = new WeakMap<object, Metrics>();
+/** What the request path and the gauges' owners see: counting, or nothing when metrics are off. */
+export type RequestMetrics = Pick<Metrics, "sources" | "observe">;
 
-/** The metrics of one running instance (pass `ctx`): created on first use. */
-export function metricsOf(ctx: Ctx): Metrics {
+/** Without `--metrics` or `--metrics-token`: nothing is served, so nothing is counted. */
+class Uncounted implements RequestMetrics {
+  sources: Metrics["sources"] = {};
+  observe(): void {}
+}
+
+const instances = new WeakMap<object, RequestMetrics>();
+
+/** Whether this instance serves `/metrics` (`--metrics`, or `--metrics-token`). */
+export function metricsOn(ctx: Pick<Ctx, "config">): boolean {
+  return ctx.config.metrics || ctx.config.metricsToken !== "";
+}
+
+/** The metrics of one running instance (pass `ctx`): created on first use; counting only when they are served. */
+export function metricsOf(ctx: Ctx): RequestMetrics {
   let m = instances.get(ctx);
-  if (!m) instances.set(ctx, (m = new Metrics(ctx)));
+  if (!m) instances.set(ctx, (m = metricsOn(ctx) ? new Metrics(ctx) : new Uncounted()));
   return m;
+}
+
+/** The Prometheus registry of an instance that serves `/metrics`. */
+export function registryOf(ctx: Ctx): Registry {
+  const m = metricsOf(ctx);
+  if (!(m instanceof Metrics)) throw new Error("metrics are off (--metrics or --metrics-token turns them on)");
+  return m.registry;
 }

@@ -1,5 +1,5 @@
-import { and, desc, eq } from "drizzle-orm";
-import type { Tx } from "../../db/connection";
+import { and, desc, eq, sql } from "drizzle-orm";
+import { preparedOnce, type Tx } from "../../db/connection";
 import { backups } from "./backups.table";
 
 /** One entry of the project form's `backups.versions` (the reference's shape). */
@@ -11,14 +11,18 @@ export type BackupVersion = { version: number; name: string; created_by: string;
  * version becomes valid once the job is done); `backups/get` shows them.
  */
 export function backupVersions(tx: Tx, project: { gid: string; nextBackupVersion: number }): { versions: BackupVersion[]; next_version: number } {
-  const rows = tx
-    .select({ version: backups.version, name: backups.name, createdBy: backups.createdBy, createdOn: backups.createdOn })
-    .from(backups)
-    .where(and(eq(backups.projectGid, project.gid), eq(backups.status, "ready")))
-    .orderBy(desc(backups.version))
-    .all();
+  const rows = readyBackups(tx).all({ project: project.gid });
   return {
     versions: rows.map((b) => ({ version: b.version, name: b.name, created_by: b.createdBy ?? "", timestamp: b.createdOn })),
     next_version: project.nextBackupVersion,
   };
 }
+
+const readyBackups = preparedOnce((tx) =>
+  tx
+    .select({ version: backups.version, name: backups.name, createdBy: backups.createdBy, createdOn: backups.createdOn })
+    .from(backups)
+    .where(and(eq(backups.projectGid, sql.placeholder("project")), eq(backups.status, "ready")))
+    .orderBy(desc(backups.version))
+    .prepare(),
+);

@@ -1,6 +1,7 @@
 import { availableParallelism } from "node:os";
 import { renameSync, rmSync } from "node:fs";
-import sharp, { type OutputInfo, type Sharp } from "sharp";
+import type { OutputInfo, Sharp } from "sharp";
+import { sharp, whenSharpLoads } from "../../platform/images/sharp";
 import { ApiError } from "../../core/errors";
 import { newGid } from "../../core/ids";
 import { fileChanged } from "../../platform/storage/file-facts";
@@ -35,8 +36,11 @@ let sharpConfigured = false;
 export function configureSharp(threads = Math.max(1, Math.min(4, availableParallelism()))): void {
   if (sharpConfigured) return;
   sharpConfigured = true;
-  sharp.cache(false);
-  sharp.concurrency(threads);
+  // Applied when sharp is first loaded (on the first image), not at start-up (src/platform/images/sharp.ts).
+  whenSharpLoads((s) => {
+    s.cache(false);
+    s.concurrency(threads);
+  });
 }
 
 export type Region = { left: number; top: number; width: number; height: number };

@@ -4,7 +4,7 @@ import { ApiError } from "../../core/errors";
 import { errorResponse, ok } from "../../http/envelope";
 import { describe } from "../../http/openapi";
 import type { Ctx } from "../../platform/context";
-import { metricsOf } from "../../platform/metrics";
+import { metricsOn, registryOf } from "../../platform/metrics";
 import { health } from "./health.service";
 
 const healthy = {
@@ -29,7 +29,6 @@ const sameToken = (a: string, b: string) => a.length === b.length && timingSafeE
  * `--metrics-token` (Bearer token). docs/operations.md.
  */
 export function healthRoutes(ctx: Ctx) {
-  const metricsOn = ctx.config.metrics || ctx.config.metricsToken !== "";
   const app = new Elysia().get(
     "/api/health",
     () => {
@@ -45,8 +44,8 @@ export function healthRoutes(ctx: Ctx) {
       }),
     },
   );
-  if (!metricsOn) return app;
-  const registry = metricsOf(ctx).registry;
+  if (!metricsOn(ctx)) return app;
+  const registry = registryOf(ctx);
   return app.get(
     "/metrics",
     async ({ request }) => {

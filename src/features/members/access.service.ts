@@ -1,7 +1,7 @@
 import { and, eq, inArray, ne, sql } from "drizzle-orm";
 import { allowsProject, mayViewUser, projectRefusal, type ProjectNeed } from "../../core/access";
 import type { Actor } from "../../core/actor";
-import type { DB, Tx } from "../../db/connection";
+import { preparedOnce, type Tx } from "../../db/connection";
 import { mutate, unitMemo, type ChangeLog } from "../../db/mutate";
 import type { Ctx } from "../../platform/context";
 import { projects } from "../projects/projects.table";
@@ -22,36 +22,23 @@ const AUDIENCE = ["active", "invited"] as const;
 /** What a passed check found: the project, the actor's membership (any status) and ownership. */
 export type ProjectAccess = { project: Project; membership: Membership | undefined; isOwner: boolean };
 
-function facts(tx: Tx, actor: Actor, projectGid: string) {
-  const project = tx.select().from(projects).where(eq(projects.gid, projectGid)).get();
-  const membership = project
-    ? tx.select().from(memberships).where(and(eq(memberships.projectGid, projectGid), eq(memberships.userGid, actor.userGid))).get()
-    : undefined;
-  return { project, membership };
-}
-
 /**
- * The same two reads prepared once per database (drizzle builds a query's SQL anew on every call,
- * which costs more than SQLite running it): every project operation starts with them, a batch of
- * 50 operations reads them 51 times. They run on the same connection, so inside an open unit they
- * see its writes like `facts` does.
+ * The project row and the actor's membership, read by queries prepared once per connection
+ * (drizzle builds a query's SQL anew on every call, which costs more than SQLite running it):
+ * every project operation starts with them, a batch of 50 operations reads them 51 times. They run
+ * on the transaction's connection, so inside an open unit they see its writes.
  */
-const preparedFacts = new WeakMap<DB, ReturnType<typeof prepareFacts>>();
-function prepareFacts(db: DB) {
-  return {
-    project: db.select().from(projects).where(eq(projects.gid, sql.placeholder("project"))).prepare(),
-    membership: db
-      .select()
-      .from(memberships)
-      .where(and(eq(memberships.projectGid, sql.placeholder("project")), eq(memberships.userGid, sql.placeholder("user"))))
-      .prepare(),
-  };
-}
-function factsOf(db: DB, actor: Actor, projectGid: string) {
-  let p = preparedFacts.get(db);
-  if (!p) preparedFacts.set(db, (p = prepareFacts(db)));
-  const project = p.project.get({ project: projectGid });
-  const membership = project ? p.membership.get({ project: projectGid, user: actor.userGid }) : undefined;
+const projectRow = preparedOnce((tx) => tx.select().from(projects).where(eq(projects.gid, sql.placeholder("project"))).prepare());
+const membershipRow = preparedOnce((tx) =>
+  tx
+    .select()
+    .from(memberships)
+    .where(and(eq(memberships.projectGid, sql.placeholder("project")), eq(memberships.userGid, sql.placeholder("user"))))
+    .prepare(),
+);
+function facts(tx: Tx, actor: Actor, projectGid: string) {
+  const project = projectRow(tx).get({ project: projectGid });
+  const membership = project ? membershipRow(tx).get({ project: projectGid, user: actor.userGid }) : undefined;
   return { project, membership };
 }
 
@@ -79,7 +66,7 @@ export type ProjectWork = ProjectAccess & { tx: Tx; log: ChangeLog };
 export function inProject<T>(ctx: Pick<Ctx, "db" | "hub">, actor: Actor, projectGid: string, need: ProjectNeed, fn: (work: ProjectWork) => T): T {
   return mutate(ctx.db, ctx.hub, (tx, log) => {
     // Inside a batch the facts are read once for all its steps (unitMemo; forgotten after steps that may change them).
-    const f = unitMemo(ctx.db, `facts:${actor.userGid}:${projectGid}`, () => factsOf(ctx.db, actor, projectGid));
+    const f = unitMemo(ctx.db, `facts:${actor.userGid}:${projectGid}`, () => facts(tx, actor, projectGid));
     if (!allowsProject(actor, f, need)) throw projectRefusal(need);
     return fn({ tx, log, project: f.project!, membership: f.membership, isOwner: f.project!.owner === actor.userGid });
   });
@@ -87,11 +74,8 @@ export function inProject<T>(ctx: Pick<Ctx, "db" | "hub">, actor: Actor, project
 
 /** The active membership of a user in a project, or undefined (the JWT guard's first check on project paths). */
 export function activeMembership(tx: Tx, projectGid: string, userGid: string): Membership | undefined {
-  return tx
-    .select()
-    .from(memberships)
-    .where(and(eq(memberships.projectGid, projectGid), eq(memberships.userGid, userGid), eq(memberships.status, "active")))
-    .get();
+  const m = membershipRow(tx).get({ project: projectGid, user: userGid });
+  return m?.status === "active" ? m : undefined;
 }
 
 /** Projects in which the user is an active member. */

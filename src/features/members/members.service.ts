@@ -2,7 +2,7 @@ import { and, asc, eq, inArray, sql } from "drizzle-orm";
 import type { Answer } from "../../core/answer";
 import { requirePerson } from "../../core/access";
 import type { Actor } from "../../core/actor";
-import type { Tx } from "../../db/connection";
+import { preparedOnce, type Tx } from "../../db/connection";
 import { mutate } from "../../db/mutate";
 import type { Ctx } from "../../platform/context";
 import { renderInvitation } from "../../platform/mail/templates";
@@ -24,18 +24,24 @@ type Project = typeof projects.$inferSelect;
 
 /** One membership, optionally only in the given status. */
 export function getMembership(tx: Tx, projectGid: string, userGid: string, status?: Membership["status"]): Membership | undefined {
-  const m = tx
-    .select()
-    .from(memberships)
-    .where(and(eq(memberships.projectGid, projectGid), eq(memberships.userGid, userGid)))
-    .get();
+  const m = membershipByKey(tx).get({ project: projectGid, user: userGid });
   return m && (!status || m.status === status) ? m : undefined;
 }
+const membershipByKey = preparedOnce((tx) =>
+  tx
+    .select()
+    .from(memberships)
+    .where(and(eq(memberships.projectGid, sql.placeholder("project")), eq(memberships.userGid, sql.placeholder("user"))))
+    .prepare(),
+);
 
 /** Whether the user has an active membership in any project (an API user's token is only good then). */
 export function hasActiveMembership(tx: Tx, userGid: string): boolean {
-  return !!tx.select({ p: memberships.projectGid }).from(memberships).where(and(eq(memberships.userGid, userGid), eq(memberships.status, "active"))).get();
+  return !!anyActiveMembership(tx).get({ user: userGid });
 }
+const anyActiveMembership = preparedOnce((tx) =>
+  tx.select({ p: memberships.projectGid }).from(memberships).where(and(eq(memberships.userGid, sql.placeholder("user")), eq(memberships.status, "active"))).limit(1).prepare(),
+);
 
 /** 1004: the invitation link no longer stands (declined, or accepted and deactivated since). */
 const inviteInvalid = (reason: string) => new ApiError(1004, "Invite invalid", { reason });
@@ -89,6 +95,12 @@ export type MemberRow = { m: Membership; u: User };
 /** The memberships of some projects with their users, oldest first, optionally only in some statuses. */
 export function membershipsWithUsers(tx: Tx, projectGids: string[], statuses?: Membership["status"][]): MemberRow[] {
   if (!projectGids.length) return [];
+  if (projectGids.length === 1) {
+    // One project (members/get, the project init payload): the prepared query, statuses picked and
+    // rows sorted here (a stable sort of the key order, as SQLite's sorter gives them, without its temporary b-tree).
+    const rows = membersOfProject(tx).all({ project: projectGids[0] }).sort((a, b) => a.m.createdOn - b.m.createdOn);
+    return statuses ? rows.filter((r) => statuses.includes(r.m.status)) : rows;
+  }
   return tx
     .select({ m: memberships, u: users })
     .from(memberships)
@@ -97,6 +109,15 @@ export function membershipsWithUsers(tx: Tx, projectGids: string[], statuses?: M
     .orderBy(asc(memberships.createdOn))
     .all();
 }
+
+const membersOfProject = preparedOnce((tx) =>
+  tx
+    .select({ m: memberships, u: users })
+    .from(memberships)
+    .innerJoin(users, eq(users.gid, memberships.userGid))
+    .where(eq(memberships.projectGid, sql.placeholder("project")))
+    .prepare(),
+);
 
 /** Every membership of a user with its project (any statuses). */
 export function membershipsOf(tx: Tx, userGid: string): { m: Membership; p: Project }[] {
@@ -406,14 +427,22 @@ function dropMember(tx: Tx, log: ChangeLog, project: Project, userGid: string): 
  * null when the membership sets none or does not exist (the instance default applies).
  */
 export function membershipRateLimit(tx: Tx, projectGid: string, userGid: string): number | null {
-  const m = tx
-    .select({ options: memberships.options })
-    .from(memberships)
-    .where(and(eq(memberships.projectGid, projectGid), eq(memberships.userGid, userGid)))
-    .get();
+  return rateLimitOf(membershipOptions(tx).get({ project: projectGid, user: userGid }));
+}
+
+/** The `rate_limit_per_second` of a membership row (null: none set, or no membership). */
+export function rateLimitOf(m: Pick<Membership, "options"> | undefined): number | null {
   const v = m?.options?.rate_limit_per_second;
   return typeof v === "number" ? v : null;
 }
+
+const membershipOptions = preparedOnce((tx) =>
+  tx
+    .select({ options: memberships.options })
+    .from(memberships)
+    .where(and(eq(memberships.projectGid, sql.placeholder("project")), eq(memberships.userGid, sql.placeholder("user"))))
+    .prepare(),
+);
 
 /**
  * After memberships were deleted (a project deleted for good): deletes the users that only lived

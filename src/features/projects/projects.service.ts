@@ -1,4 +1,4 @@
-import { and, asc, eq } from "drizzle-orm";
+import { and, asc, eq, sql } from "drizzle-orm";
 import { rmSync, writeFileSync } from "node:fs";
 import { fileChanged, filesChangedUnder } from "../../platform/storage/file-facts";
 import { join } from "node:path";
@@ -8,7 +8,7 @@ import { forbidden, unprocessable, validationFailed, type ValidationIssue } from
 import { isTimezone } from "../../core/languages";
 import { newGid, now } from "../../core/ids";
 import { changes } from "../../db/changelog.table";
-import { sqliteOf, type Tx } from "../../db/connection";
+import { preparedOnce, sqliteOf, type Tx } from "../../db/connection";
 import { afterCommit, mutate, type ChangeLog } from "../../db/mutate";
 import type { Ctx } from "../../platform/context";
 import { squareImage } from "../../platform/images/images";
@@ -24,13 +24,15 @@ import { projects } from "./projects.table";
 export type Project = typeof projects.$inferSelect;
 
 export function getProject(tx: Tx, gid: string): Project | undefined {
-  return tx.select().from(projects).where(eq(projects.gid, gid)).get();
+  return projectByGid(tx).get({ gid });
 }
+const projectByGid = preparedOnce((tx) => tx.select().from(projects).where(eq(projects.gid, sql.placeholder("gid"))).prepare());
 
 /** The projects a user owns, in any state. */
 export function projectsOwnedBy(tx: Tx, userGid: string): Project[] {
-  return tx.select().from(projects).where(eq(projects.owner, userGid)).all();
+  return projectsOfOwner(tx).all({ owner: userGid });
 }
+const projectsOfOwner = preparedOnce((tx) => tx.select().from(projects).where(eq(projects.owner, sql.placeholder("owner"))).prepare());
 
 /** Active projects, oldest first (scheduled backups walk them). */
 export function activeProjects(tx: Tx): Project[] {

@@ -1,6 +1,6 @@
-import { and, asc, eq, inArray } from "drizzle-orm";
+import { and, asc, eq, inArray, sql } from "drizzle-orm";
 import type { Ctx } from "../../platform/context";
-import type { Tx } from "../../db/connection";
+import { preparedOnce, type Tx } from "../../db/connection";
 import type { ChangeLog } from "../../db/mutate";
 import { ApiError, badRequest, missing, unprocessable } from "../../core/errors";
 import { FilterError, parseFilter } from "../../core/filter";
@@ -129,9 +129,11 @@ function write<T>(ctx: Ctx, actor: Actor, projectGid: string, fn: (tx: Tx, log: 
 /** The `queries` dictionary of a project (init, auth, login), oldest first. */
 export function queriesDictionary(tx: Tx, projectGid: string): Record<string, SavedQuery> {
   const out: Record<string, SavedQuery> = {};
-  for (const r of tx.select().from(queries).where(eq(queries.projectGid, projectGid)).orderBy(asc(queries.id)).all()) out[r.gid] = form(r);
+  // Sorted by id here: SQLite's ORDER BY would build a temporary b-tree (the project index is by type and name).
+  for (const r of projectQueries(tx).all({ project: projectGid }).sort((a, b) => a.id - b.id)) out[r.gid] = form(r);
   return out;
 }
+const projectQueries = preparedOnce((tx) => tx.select().from(queries).where(eq(queries.projectGid, sql.placeholder("project"))).prepare());
 
 /** `queries/get`: one query (`query`) or several (`queries`), matched in that order. */
 export function getQueries(ctx: Ctx, actor: Actor, projectGid: string, input: { query?: unknown; queries?: unknown }): Answer {

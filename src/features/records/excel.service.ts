@@ -1,4 +1,4 @@
-import ExcelJS from "exceljs";
+import type ExcelJS from "exceljs";
 import { randomBytes } from "node:crypto";
 import { closeSync, createWriteStream, openSync, readSync, rmSync } from "node:fs";
 import { PassThrough, Readable, type Writable } from "node:stream";
@@ -18,6 +18,9 @@ import { LIST_TYPES, type FieldType } from "../schema/schema.types";
 import { childDefinitionIn, childrenIn, db, DELETED, insertRecordIn, mustRecord, recordRow, recordsRead, recordsWrite, rowsByGids, rowsInOrder, updateRecordIn, type Rec, type Touch } from "./records.service";
 import { deleteRecordIn, undeleteRecordIn } from "./tree.service";
 import { applyFields, initialVals, storedValue, type FieldInfo, type ReportItem, type SchemaView } from "./values.service";
+
+/** exceljs, loaded on the first Excel export or import (it is large: start-up time and memory). */
+const excel = () => import("exceljs").then((m) => m.default);
 
 /**
  * The Excel round trip of a parent's children (docs/records.md, "Excel"):
@@ -387,7 +390,7 @@ const tick = () => new Promise<void>((ok) => setImmediate(ok));
  * at a time (each page in its own read, so a long export never holds the database).
  */
 async function writeExport(ctx: Ctx, actor: Actor, projectGid: string, plan: ExportPlan, out: { filename: string } | { stream: Writable }): Promise<number> {
-  const wb = new ExcelJS.stream.xlsx.WorkbookWriter({ ...out, useStyles: true, useSharedStrings: false });
+  const wb = new (await excel()).stream.xlsx.WorkbookWriter({ ...out, useStyles: true, useSharedStrings: false });
   wb.creator = "Apis";
   (wb as unknown as { views: unknown }).views = VIEWS;
   const meta = wb.addWorksheet(META, { state: "veryHidden" });
@@ -540,7 +543,7 @@ const notOurs = (reason: string) => badRequest("Bad request", { reason: `not an 
 
 /** The worksheets of a workbook file, streamed (exceljs' WorkbookReader; cell styles kept for strike-through). */
 async function* sheetsOf(path: string): AsyncIterable<SheetReader> {
-  const reader = new ExcelJS.stream.xlsx.WorkbookReader(path, { worksheets: "emit", sharedStrings: "cache", styles: "cache", hyperlinks: "ignore", entries: "ignore" });
+  const reader = new (await excel()).stream.xlsx.WorkbookReader(path, { worksheets: "emit", sharedStrings: "cache", styles: "cache", hyperlinks: "ignore", entries: "ignore" });
   const inner = reader as unknown as AsyncIterable<SheetReader & { id: unknown }> & { model?: { sheets?: { name: string; rId: string }[] }; workbookRels?: { Id: string; Target: string }[] };
   for await (const ws of inner) {
     // exceljs names a sheet only when its relationship target is relative; openpyxl writes
@@ -899,7 +902,7 @@ function deleteRemoved(tx: Tx, view: SchemaView, touch: Touch, st: ImportState):
 async function writeReport(upload: string, out: { filename: string } | { stream: Writable }, layout: { columns: (Column | undefined)[]; lang: string; marks: Marks }): Promise<void> {
   const { marks, columns } = layout;
   const width = FIRST - 1 + columns.length;
-  const wb = new ExcelJS.stream.xlsx.WorkbookWriter({ ...out, useStyles: true, useSharedStrings: false });
+  const wb = new (await excel()).stream.xlsx.WorkbookWriter({ ...out, useStyles: true, useSharedStrings: false });
   wb.creator = "Apis";
   (wb as unknown as { views: unknown }).views = VIEWS;
   const copy = (from: ExcelJS.Cell, to: ExcelJS.Cell) => {

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import sharp from "sharp";
+import { sharp } from "../../platform/images/sharp";
 import type { Actor } from "../../core/actor";
 import type { Answer } from "../../core/answer";
 import { badRequest, unprocessable } from "../../core/errors";

@@ -3,7 +3,7 @@ import { actorOf, type Actor } from "../../core/actor";
 import type { Tx } from "../../db/connection";
 import { mutate } from "../../db/mutate";
 import { userOfKey } from "../apikeys/apikeys.service";
-import { inProject, mayAccessProject } from "../members/access.service";
+import { inProject, mayAccessProject, type ProjectAccess } from "../members/access.service";
 import type { Ctx } from "../../platform/context";
 import { getProject, projectsOwnedBy } from "../projects/projects.service";
 import { permissionDenied } from "../../core/errors";
@@ -17,6 +17,7 @@ import { getUser, verifyLogin, type User } from "../users/users.service";
 import { hasActiveMembership } from "../members/members.service";
 import { currentCursor } from "../sync/sync.service";
 
+type ProjectRow = ProjectAccess["project"];
 
 /**
  * The user a verified token of (`sub`, token version `tv`) still stands for: an active account
@@ -75,8 +76,9 @@ export function globalInit(tx: Tx, userGid: string) {
  * empty for API users); `cc.projects` holds the full current project and reduced entries for the
  * other owned projects. `cc.users` is full for the caller and short for everyone else (spec 4.2);
  * memberships are full for the owner (it manages them) and for the caller's own, else short.
+ * `known` is the project row when the caller has just read it (the access check of `init`).
  */
-export function projectInit(ctx: Pick<Ctx, "hooks">, tx: Tx, userGid: string, projectGid: string, member: boolean) {
+export function projectInit(ctx: Pick<Ctx, "hooks">, tx: Tx, userGid: string, projectGid: string, member: boolean, known?: ProjectRow) {
   const me = getUser(tx, userGid);
   if (!me) throw permissionDenied();
   const owned = me.kind === "api" ? [] : projectsOwnedBy(tx, userGid);
@@ -89,7 +91,7 @@ export function projectInit(ctx: Pick<Ctx, "hooks">, tx: Tx, userGid: string, pr
   const ccUsers: Record<string, unknown> = { [me.gid]: userFull(me) };
   const ccMembers: unknown[] = [];
   const dictionaries: Record<string, Record<string, unknown>> = {};
-  const project = member ? getProject(tx, projectGid) : undefined;
+  const project = member ? (known?.gid === projectGid ? known : getProject(tx, projectGid)) : undefined;
   let projectMembers: string[] = [];
   if (project) {
     ccProjects[project.gid] = projectFull(tx, project);
@@ -170,5 +172,5 @@ export async function apiKeyLogIn(ctx: Ctx, projectGid: string, input: { api_key
 
 /** `GET p/<project>/init`: the project init payload for a member. */
 export function projectInitOf(ctx: Ctx, actor: Actor, projectGid: string): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx }) => projectInit(ctx, tx, actor.userGid, projectGid, true));
+  return inProject(ctx, actor, projectGid, "member", ({ tx, project }) => projectInit(ctx, tx, actor.userGid, projectGid, true, project));
 }

@@ -2,7 +2,7 @@ import { and, asc, eq, gt, inArray, lte, max } from "drizzle-orm";
 import { now } from "../../core/ids";
 import { readMeta, writeMeta } from "../../db/meta";
 import type { Ctx } from "../../platform/context";
-import type { Tx } from "../../db/connection";
+import { preparedOnce, type Tx } from "../../db/connection";
 import type { SyncItem } from "../../db/mutate";
 import { changeAudience, changes } from "../../db/changelog.table";
 import type { Answer } from "../../core/answer";
@@ -30,9 +30,10 @@ function retainedFloor(tx: Tx): number {
  * (else clients would be handed a cursor older than the retained log and told to re-initialise).
  */
 export function currentCursor(tx: Tx): number {
-  const top = tx.select({ c: max(changes.cursor) }).from(changes).get()?.c ?? 0;
+  const top = newestCursor(tx).get()?.c ?? 0;
   return Math.max(top, retainedFloor(tx));
 }
+const newestCursor = preparedOnce((tx) => tx.select({ c: max(changes.cursor) }).from(changes).prepare());
 
 /** `cc` items after `cursor` that the user may see, oldest first. */
 function ccItemsAfter(tx: Tx, userGid: string, cursor: number, limit: number): SyncItem[] {

@@ -16,9 +16,8 @@ import { REINIT_WARNING, syncItems } from "./sync.service";
 import { syncAccessLoss, type AccessLoss } from "./sync.access";
 import type { Published } from "../../db/mutate";
 import { parseInitsync, type InitsyncRequest } from "./sync.initsync";
-
-/** Where the Socket.IO service listens (spec 4.4). */
-const SYNC_PATH = "/sync/io";
+// Where the Socket.IO service listens (spec 4.4): SYNC_PATH.
+import { isSyncRequest, SYNC_PATH, syncWebsocketLimits } from "./sync.endpoint";
 
 const PING_INTERVAL_MS = 25_000;
 const PING_TIMEOUT_MS = 20_000;
@@ -204,11 +203,7 @@ export class SyncServer {
 
   /** True for requests to `/sync/io` (with or without the trailing slash the clients add). */
   handles(req: Request): boolean {
-    const url = req.url;
-    const start = url.indexOf("/", url.indexOf("//") + 2);
-    if (start < 0 || !url.startsWith(SYNC_PATH, start)) return false;
-    const next = url[start + SYNC_PATH.length];
-    return next === undefined || next === "/" || next === "?";
+    return isSyncRequest(req);
   }
 
   /**
@@ -260,11 +255,7 @@ export class SyncServer {
       drain: (ws) => {
         if (!isEngine(ws)) elysia.drain?.(ws);
       },
-      maxPayloadLength: this.ctx.config.syncMaxBytes,
-      // A client too slow to take --sync-client-buffer (16 MB) of pushes is disconnected rather
-      // than silently skipped: it reconnects and its initsync fetches what it missed.
-      backpressureLimit: this.ctx.config.syncClientBuffer,
-      closeOnBackpressureLimit: true,
+      ...syncWebsocketLimits(this.ctx.config),
     };
   }
 

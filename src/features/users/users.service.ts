@@ -1,5 +1,5 @@
 import { eq, sql } from "drizzle-orm";
-import type { Tx } from "../../db/connection";
+import { preparedOnce, type Tx } from "../../db/connection";
 import type { ChangeLog } from "../../db/mutate";
 import { users } from "./users.table";
 import { forbidden, unprocessable, validationFailed, type ValidationIssue } from "../../core/errors";
@@ -41,8 +41,9 @@ export function emailIssues(email: unknown, field = "email"): ValidationIssue[] 
 }
 
 export function getUser(tx: Tx, gid: string): User | undefined {
-  return tx.select().from(users).where(eq(users.gid, gid)).get();
+  return userByGid(tx).get({ gid });
 }
+const userByGid = preparedOnce((tx) => tx.select().from(users).where(eq(users.gid, sql.placeholder("gid"))).prepare());
 
 /** Finds a user by username; case-sensitive unless `exact` is false. */
 export function findByUsername(tx: Tx, username: string, exact = true): User | undefined {

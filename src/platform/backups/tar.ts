@@ -1,7 +1,10 @@
 import { createHash } from "node:crypto";
 import { createReadStream, createWriteStream, type WriteStream } from "node:fs";
 import { chmod, open } from "node:fs/promises";
-import { extract, pack, type Pack } from "tar-stream";
+import type { Pack } from "tar-stream";
+
+/** tar-stream, loaded with the first archive written or read (not at start-up). */
+const tar = () => require("tar-stream") as typeof import("tar-stream");
 
 /**
  * The tar side of instance backups, on `tar-stream` (a maintained streaming tar writer and reader;
@@ -40,7 +43,7 @@ export class TarWriter {
   private readonly closed: Promise<void>;
 
   constructor(readonly path: string) {
-    this.pack = pack();
+    this.pack = tar().pack();
     this.out = createWriteStream(path, { mode: 0o600, flags: "w" });
     this.closed = new Promise((resolve, reject) => {
       this.out.once("close", resolve);
@@ -130,7 +133,7 @@ export async function readTar(path: string, onEntry: (e: TarEntry) => Promise<Si
   source.on("data", (b) => {
     consumed += b.length;
   });
-  const ex = extract();
+  const ex = tar().extract();
   source.on("error", (err) => ex.destroy(err));
   source.pipe(ex as unknown as NodeJS.WritableStream);
   try {

@@ -1,8 +1,12 @@
-import exifr from "exifr";
-import { fileTypeFromBuffer, fileTypeFromFile, type FileTypeResult } from "file-type";
+import type { FileTypeResult } from "file-type";
 import { open } from "node:fs/promises";
 import type { Metadata } from "sharp";
 import { readImageHeader } from "./images";
+
+// exifr and file-type are loaded on the first analysed file, not at start-up.
+const exifrModule = () => import("exifr").then((m) => m.default);
+const fileTypeFromFile = (path: string) => import("file-type").then((m) => m.fileTypeFromFile(path));
+const fileTypeFromBuffer = (head: Uint8Array) => import("file-type").then((m) => m.fileTypeFromBuffer(head));
 
 /** What an uploaded file is, decided from its content (the client's name only picks among text types). */
 export type FileInfo = {
@@ -170,7 +174,7 @@ function jsonSafe(value: unknown, depth = 0): unknown {
 /** EXIF (with GPS), IPTC and XMP of an image file, merged into one flat object; {} when none or unreadable. */
 async function extractMetadata(path: string | Buffer): Promise<Record<string, unknown>> {
   try {
-    const raw = await exifr.parse(path, {
+    const raw = await (await exifrModule()).parse(path, {
       tiff: true,
       exif: true,
       gps: true,

@@ -1,4 +1,5 @@
-import sharp, { type Metadata } from "sharp";
+import type { Metadata } from "sharp";
+import { sharp } from "./sharp";
 import { badRequest, ApiError } from "../../core/errors";
 
 /**

@@ -1,4 +1,4 @@
-import nodemailer, { type Transporter } from "nodemailer";
+import type { Transporter } from "nodemailer";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Config } from "../../config";
@@ -10,20 +10,31 @@ export type Mail = { to: string; subject: string; text: string; html: string };
 /**
  * Sends mail with nodemailer over SMTP when `APIS_SMTP_URL` is set; otherwise writes each mail as
  * an .eml file into `<data>/outbox/` and logs where, so a tester can read codes without a server.
+ * nodemailer is loaded with the first mail, not at start-up; with SMTP configured it is loaded
+ * half a second after start, so the first mail (a password reset) takes as long as any other.
  */
 export class Mailer {
-  private readonly transport: Transporter;
+  private transport: Transporter | undefined;
   private readonly smtp: boolean;
+  private closed = false;
 
   constructor(private readonly config: Config, private readonly outbox: () => string, private readonly log: Logger) {
     this.smtp = config.smtpUrl !== "";
-    this.transport = this.smtp
-      ? nodemailer.createTransport(config.smtpUrl)
+    if (this.smtp) setTimeout(() => void this.transporter().catch(() => {}), 500).unref?.();
+  }
+
+  private async transporter(): Promise<Transporter> {
+    if (this.transport) return this.transport;
+    if (this.closed) throw new Error("the mailer is closed");
+    const { default: nodemailer } = await import("nodemailer");
+    this.transport ??= this.smtp
+      ? nodemailer.createTransport(this.config.smtpUrl)
       : nodemailer.createTransport({ streamTransport: true, buffer: true, newline: "unix" });
+    return this.transport;
   }
 
   async send(mail: Mail): Promise<void> {
-    const info = await this.transport.sendMail({ from: this.config.smtpFrom, ...mail });
+    const info = await (await this.transporter()).sendMail({ from: this.config.smtpFrom, ...mail });
     if (this.smtp) {
       // Never the subject or text: they carry verification codes and invitation links.
       this.log.info("mail sent", { to: mail.to });
@@ -35,6 +46,7 @@ export class Mailer {
   }
 
   close() {
-    this.transport.close();
+    this.closed = true;
+    this.transport?.close();
   }
 }
