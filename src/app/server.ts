@@ -69,6 +69,7 @@ export async function startServer(config: Config, opts: { features?: readonly Fe
       if (Object.hasOwn(serveRoutes, path)) throw new Error(`serve route ${path} is declared twice (${f.name})`);
       serveRoutes[path] = isHtmlBundle(route) ? route : { GET: routed(path, route.GET), HEAD: routed(path, route.HEAD) };
     }
+  let firstRequest = true;
   const server = Bun.serve({
     port: config.port,
     hostname: config.host,
@@ -81,7 +82,15 @@ export async function startServer(config: Config, opts: { features?: readonly Fe
     // Production behaviour whatever NODE_ENV says: the console is bundled once (minified, no reload
     // client), and an error never shows Bun's development page.
     development: false,
-    fetch: (req, srv) => (isSyncRequest(req) ? syncFetch(req, srv) : mainFetch(req, srv)) as Promise<Response>,
+    fetch: (req, srv) => {
+      if (!firstRequest) return (isSyncRequest(req) ? syncFetch(req, srv) : mainFetch(req, srv)) as Promise<Response>;
+      // The start-up timings end with the first request: when it arrived, when it was answered.
+      firstRequest = false;
+      startupStep("first request received");
+      const answer = (isSyncRequest(req) ? syncFetch(req, srv) : mainFetch(req, srv)) as Promise<Response>;
+      void Promise.resolve(answer).then(() => startupStep("first request answered"), () => {});
+      return answer;
+    },
     // The sync server's handler once loaded (a websocket exists only after a request upgraded it).
     websocket: {
       open: (ws: ServerWebSocket<any>) => sockets().open?.(ws),

@@ -22,9 +22,18 @@ export function openDatabase(file: string, opts: { synchronous?: Synchronous } =
   sqlite.exec("PRAGMA journal_mode = WAL");
   sqlite.exec("PRAGMA busy_timeout = 5000");
   sqlite.exec("PRAGMA foreign_keys = ON");
-  sqlite.exec(`PRAGMA synchronous = ${opts.synchronous === "normal" ? "NORMAL" : "FULL"}`);
+  const db = drizzle({ client: sqlite }) as DB;
+  setSynchronous(db, opts.synchronous ?? "full");
   cacheStatements(sqlite);
-  return drizzle({ client: sqlite }) as DB;
+  return db;
+}
+
+/**
+ * Sets how hard SQLite makes a commit durable from now on. The write-ahead log is one file: the
+ * first commit synced under `full` also makes every commit written before it durable.
+ */
+export function setSynchronous(db: DB, synchronous: Synchronous): void {
+  db.$client.exec(`PRAGMA synchronous = ${synchronous === "normal" ? "NORMAL" : "FULL"}`);
 }
 
 /**
