@@ -170,21 +170,26 @@ const assetByPathname = preparedOnce((tx) =>
     .limit(1)
     .prepare(),
 );
-/** `except`: the row left out (-1: none; ids start at 1). */
+/**
+ * `except`: the row left out (-1: none; ids start at 1). The unary `+` keeps SQLite from choosing
+ * the (project, status) index, which reads every active item of the project, over the
+ * (project, parent, name) one, which reads the folder's items only.
+ */
+const activeInFolder = () => and(eq(assets.projectGid, ph("project")), eq(assets.parent, ph("parent")), sql`+${assets.status} = 'active'`);
 const sameName = preparedOnce((tx) =>
   tx
     .select({ id: assets.id })
     .from(assets)
-    .where(
-      and(
-        eq(assets.projectGid, ph("project")),
-        eq(assets.parent, ph("parent")),
-        eq(assets.status, "active"),
-        sql`lower(${assets.name}) = lower(${ph("name")})`,
-        ne(assets.id, ph("except")),
-      ),
-    )
+    .where(and(activeInFolder(), sql`lower(${assets.name}) = lower(${ph("name")})`, ne(assets.id, ph("except"))))
     .limit(1)
+    .prepare(),
+);
+/** Names of a folder's active items starting with `prefix` (LIKE: ASCII letters in any case, as `lower()`). */
+const namesLike = preparedOnce((tx) =>
+  tx
+    .select({ id: assets.id, name: assets.name })
+    .from(assets)
+    .where(and(activeInFolder(), sql`${assets.name} LIKE ${ph("pattern")} ESCAPE '\\'`))
     .prepare(),
 );
 const rootFolder = preparedOnce((tx) =>
@@ -451,12 +456,20 @@ export function freeName(tx: Tx, projectGid: string, parent: string, name: strin
   const dot = name.lastIndexOf(".");
   const stem = dot > 0 ? name.slice(0, dot) : name;
   const ext = dot > 0 ? name.slice(dot) : "";
+  // The names that could be taken, read once (a folder that got the same file name many times
+  // asked once per serial before), compared as SQLite's lower() compares: ASCII letters only.
+  const pattern = `${stem}-`.replace(/[\\%_]/g, (c) => `\\${c}`) + "%";
+  const taken = new Set<string>();
+  for (const r of namesLike(tx).all({ project: projectGid, parent, pattern })) if (r.id !== except) taken.add(asciiLower(r.name));
   for (let n = 2; n < 100_000; n++) {
     const candidate = `${stem}-${n}${ext}`;
-    if (!nameTaken(tx, projectGid, parent, candidate, except)) return candidate;
+    if (!taken.has(asciiLower(candidate))) return candidate;
   }
   throw unprocessable("No free name in the folder", { parent, name });
 }
+
+/** Lower case as SQLite's built-in lower() makes it: A-Z only. */
+const asciiLower = (s: string) => s.replace(/[A-Z]+/g, (m) => m.toLowerCase());
 
 const nameInUse = (parent: string, name: string) => unprocessable("An item of the folder has this name", { parent, name, reason: "name in use" });
 
