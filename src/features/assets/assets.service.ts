@@ -582,7 +582,7 @@ const noFolder = (info: Record<string, unknown>) => unprocessable("Parent asset 
  * The active folder named by a gid (`parent`/`asset`) or a pathname; absent both: the root.
  * 422 when it does not exist or is a file.
  */
-export function requireFolder(tx: Tx, log: ChangeLog, projectGid: string, by: { gid?: unknown; pathname?: unknown; field?: string }): Asset {
+export function requireFolder(tx: Tx, log: ChangeLog, projectGid: string, by: { gid?: unknown; pathname?: unknown; field?: string }, root?: Asset): Asset {
   const field = by.field ?? "parent";
   let f: Asset | undefined;
   if (by.gid !== undefined && by.gid !== null && by.gid !== "") {
@@ -590,7 +590,7 @@ export function requireFolder(tx: Tx, log: ChangeLog, projectGid: string, by: { 
     f = findAsset(tx, projectGid, by.gid);
   } else if (by.pathname !== undefined && by.pathname !== null && by.pathname !== "") {
     f = findByPathname(tx, projectGid, pathnameParam(by.pathname, "pathname"));
-  } else return ensureRoot(tx, log, projectGid);
+  } else return root ?? ensureRoot(tx, log, projectGid);
   if (!f || f.status !== "active" || f.type !== "folder") throw noFolder(by.gid !== undefined && by.gid !== null && by.gid !== "" ? { [field]: by.gid } : { pathname: by.pathname });
   return f;
 }
@@ -958,7 +958,7 @@ async function storeUpload(
     const nameIn = input.name !== undefined && input.name !== "" ? input.name : file.filename;
     const name = nameIn === undefined || nameIn === "" ? undefined : validName(nameIn);
     return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
-      ensureRoot(tx, log, projectGid);
+      const root = ensureRoot(tx, log, projectGid);
       const t = now();
       const fileCols: FileColumns = {
         extension: info.extension,
@@ -974,7 +974,7 @@ async function storeUpload(
       };
       if (input.target === undefined) {
         if (!name) throw badRequest("Missing parameter", { "Missing parameter": "name" });
-        const parent = requireFolder(tx, log, projectGid, { gid: input.parent, pathname: input.pathname });
+        const parent = requireFolder(tx, log, projectGid, { gid: input.parent, pathname: input.pathname }, root);
         const gid = newGid();
         const storage = storageName(gid, 1, info.extension);
         const free = freeName(tx, projectGid, parent.gid, name);
