@@ -49,6 +49,8 @@ const CRLF = Buffer.from("\r\n");
 const HEADER_END = Buffer.from("\r\n\r\n");
 const MAX_HEADER_BYTES = 16 * 1024;
 const EMPTY = Buffer.alloc(0);
+/** What a parser starts with: the first delimiter has no CRLF before it, so one is assumed read. */
+const START = Buffer.from("\r\n");
 /** Bytes of arrived chunks gathered (by reference, not copied) before one write to the temp file. */
 const WRITE_BATCH = 1024 * 1024;
 
@@ -129,6 +131,9 @@ function parsePartHeaders(raw: string): PartHeaders {
   return { name, filename };
 }
 
+/** Whether `chunk` begins with `what` from byte `from` on. */
+const startsWith = (chunk: Buffer, what: Buffer, from: number) => chunk.length >= what.length - from && chunk.compare(what, from, what.length, 0, what.length - from) === 0;
+
 class Parser {
   private buf: Buffer;
   private state: "preamble" | "after-delimiter" | "headers" | "body" | "done" = "preamble";
@@ -146,8 +151,7 @@ class Parser {
     private readonly opts: MultipartOptions,
   ) {
     this.delimiter = Buffer.from(`\r\n--${boundary}`);
-    // The first delimiter has no CRLF before it: start as if one had been read.
-    this.buf = Buffer.from(CRLF);
+    this.buf = START;
   }
 
   get finished() {
@@ -158,7 +162,11 @@ class Parser {
     if (this.state === "done") return;
     const chunk = Buffer.from(input.buffer, input.byteOffset, input.byteLength);
     if (this.state === "body" && (await this.bodyChunk(chunk))) return;
-    this.buf = this.buf.length ? Buffer.concat([this.buf, chunk]) : chunk;
+    if (this.state === "preamble" && this.buf === START && startsWith(chunk, this.delimiter, 2)) {
+      // The usual start, the first delimiter at once: read on in the chunk itself (no copy of it).
+      this.buf = chunk.subarray(this.delimiter.length - 2);
+      this.state = "after-delimiter";
+    } else this.buf = this.buf.length ? Buffer.concat([this.buf, chunk]) : chunk;
     await this.drain();
   }
 
@@ -178,7 +186,16 @@ class Parser {
       await this.data(this.buf);
       this.buf = EMPTY;
     }
-    if (chunk.indexOf(d) >= 0) return false;
+    const i = chunk.indexOf(d);
+    if (i >= 0) {
+      // The part ends in this chunk: its bytes up to the delimiter, then on from there (no copy).
+      await this.data(chunk.subarray(0, i));
+      this.buf = chunk.subarray(i + d.length);
+      await this.endPart();
+      this.state = "after-delimiter";
+      await this.drain();
+      return true;
+    }
     await this.data(chunk.subarray(0, chunk.length - keep));
     this.buf = Buffer.from(chunk.subarray(chunk.length - keep));
     return true;
@@ -279,9 +296,10 @@ class Parser {
       if (f.size > this.opts.maxFileBytes) throw tooLarge(this.opts.maxFileBytes);
       const want = (this.opts.headBytes ?? 0) - f.headSize;
       if (want > 0) {
+        // By reference, as the chunks written below (fresh buffers, never reused): copied at most
+        // once, when the head spans several chunks.
         const part = chunk.subarray(0, want);
-        // A copy: the head outlives this chunk (the chunk itself is only written and hashed).
-        f.head.push(Buffer.from(part));
+        f.head.push(part);
         f.headSize += part.length;
         if (f.headSize === this.opts.headBytes) this.sendHead(false);
       }

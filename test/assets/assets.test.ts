@@ -305,6 +305,16 @@ describe("uploads", () => {
     expect(again.body.data.assets[again.body.result.asset].name).toBe("ALPHA-2.png");
   });
 
+  test("a name used many times gets the next free serial, in any case, whatever characters it holds", async () => {
+    const names: string[] = [];
+    for (const n of ["50%_off.png", "50%_off.png", "50%_OFF.png", "50%_OFF-4.png", "50%_off.png", "50x_off.png", "50x_off.png"]) {
+      const r = await upload(png, n);
+      expect(r.status).toBe(200);
+      names.push(r.body.data.assets[r.body.result.asset].name);
+    }
+    expect(names).toEqual(["50%_off.png", "50%_off-2.png", "50%_OFF-3.png", "50%_OFF-4.png", "50%_off-5.png", "50x_off.png", "50x_off-2.png"]);
+  });
+
   test("upload takes the folder by pathname, and the old file field name still works", async () => {
     const r = await upload(png, "by-path.png", { pathname: "/Shoes" });
     expect(r.status).toBe(200);

@@ -6,7 +6,7 @@ import { afterCommit, type ChangeLog } from "../../db/mutate";
 import type { Answer } from "../../core/answer";
 import type { Actor } from "../../core/actor";
 import { inProject, projectAccess } from "../members/access.service";
-import { sqliteOf, type DB, type Tx } from "../../db/connection";
+import { preparedOnce, sqliteOf, type DB, type Tx } from "../../db/connection";
 import { assets, assetVersions, type AssetMetadata, type AssetTransforms, type FileFacts, type Localized } from "./assets.table";
 import { FilterError, pageWindow } from "../../core/filter";
 import { getProject } from "../projects/projects.service";
@@ -112,6 +112,16 @@ export type AssetForm = ReturnType<typeof assetForm>;
 /** Active files and folders directly in each of these folders. */
 function childCounts(tx: Tx, projectGid: string, folders: string[]): Map<string, Counts> {
   const out = new Map<string, Counts>();
+  if (folders.length === 1) {
+    // One folder (the answer of most single operations, every upload): a prepared count.
+    const c = { files: 0, folders: 0 };
+    for (const r of folderCounts(tx).all({ project: projectGid, parent: folders[0]! })) {
+      if (r.folder) c.folders += r.n;
+      else c.files += r.n;
+    }
+    out.set(folders[0]!, c);
+    return out;
+  }
   for (let i = 0; i < folders.length; i += 500) {
     const rows = tx
       .select({ parent: assets.parent, folder: sql<number>`${assets.type} = 'folder'`, n: sql<number>`count(*)` })
@@ -142,8 +152,164 @@ export function assetDictionary(tx: Tx, projectGid: string, rows: Iterable<Asset
 // ---------------------------------------------------------------------------------------------
 // Lookups
 
+/**
+ * The reads and writes of every asset operation (each upload runs all of them), prepared once per
+ * connection: drizzle otherwise builds a query's SQL anew on every call, several times what SQLite
+ * takes to run it. They run on the transaction's connection, so they see the unit's own writes.
+ */
+const ph = (name: string) => sql.placeholder(name);
+const assetOfProject = preparedOnce((tx) =>
+  tx.select().from(assets).where(and(eq(assets.gid, ph("gid")), eq(assets.projectGid, ph("project")))).prepare(),
+);
+const assetByPathname = preparedOnce((tx) =>
+  tx
+    .select()
+    .from(assets)
+    .where(and(eq(assets.projectGid, ph("project")), eq(assets.pathname, ph("pathname"))))
+    .orderBy(sql`${assets.status} = 'active' DESC`, desc(assets.id))
+    .limit(1)
+    .prepare(),
+);
+/**
+ * `except`: the row left out (-1: none; ids start at 1). The unary `+` keeps SQLite from choosing
+ * the (project, status) index, which reads every active item of the project, over the
+ * (project, parent, name) one, which reads the folder's items only.
+ */
+const activeInFolder = () => and(eq(assets.projectGid, ph("project")), eq(assets.parent, ph("parent")), sql`+${assets.status} = 'active'`);
+const sameName = preparedOnce((tx) =>
+  tx
+    .select({ id: assets.id })
+    .from(assets)
+    .where(and(activeInFolder(), sql`lower(${assets.name}) = lower(${ph("name")})`, ne(assets.id, ph("except"))))
+    .limit(1)
+    .prepare(),
+);
+/** Names of a folder's active items starting with `prefix` (LIKE: ASCII letters in any case, as `lower()`). */
+const namesLike = preparedOnce((tx) =>
+  tx
+    .select({ id: assets.id, name: assets.name })
+    .from(assets)
+    .where(and(activeInFolder(), sql`${assets.name} LIKE ${ph("pattern")} ESCAPE '\\'`))
+    .prepare(),
+);
+const rootFolder = preparedOnce((tx) =>
+  tx
+    .select()
+    .from(assets)
+    .where(and(eq(assets.projectGid, ph("project")), isNull(assets.parent), eq(assets.type, "folder"), eq(assets.name, "")))
+    .orderBy(asc(assets.id))
+    .limit(1)
+    .prepare(),
+);
+/** Whether the tree needs repair: an item without a folder besides the root, or one without a pathname. */
+const looseItem = preparedOnce((tx) =>
+  tx
+    .select({ id: assets.id })
+    .from(assets)
+    .where(and(eq(assets.projectGid, ph("project")), isNull(assets.parent), ne(assets.id, ph("root"))))
+    .limit(1)
+    .prepare(),
+);
+const unnamedItem = preparedOnce((tx) =>
+  tx
+    .select({ id: assets.id })
+    .from(assets)
+    .where(and(eq(assets.projectGid, ph("project")), isNull(assets.pathname)))
+    .limit(1)
+    .prepare(),
+);
+const folderCounts = preparedOnce((tx) =>
+  tx
+    .select({ folder: sql<number>`${assets.type} = 'folder'`, n: sql<number>`count(*)` })
+    .from(assets)
+    .where(and(eq(assets.projectGid, ph("project")), eq(assets.status, "active"), eq(assets.parent, ph("parent"))))
+    .groupBy(sql`${assets.type} = 'folder'`)
+    .prepare(),
+);
+const versionsOf = preparedOnce((tx) =>
+  tx
+    .select()
+    .from(assetVersions)
+    .where(and(eq(assetVersions.projectGid, ph("project")), eq(assetVersions.assetGid, ph("gid"))))
+    .orderBy(desc(assetVersions.version))
+    .prepare(),
+);
+/** The file columns an upload sets (json columns as JSON text or NULL, as drizzle writes them). */
+const FILE_COLUMNS = ["extension", "mime", "size", "sha256", "width", "height", "format", "pages", "extracted", "facts"] as const;
+type FileColumns = Pick<Asset, (typeof FILE_COLUMNS)[number]>;
+const json = (name: string) => sql`${ph(name)}`;
+const fileColumnValues = () => ({
+  extension: ph("extension"),
+  mime: ph("mime"),
+  size: ph("size"),
+  sha256: ph("sha256"),
+  width: ph("width"),
+  height: ph("height"),
+  format: ph("format"),
+  pages: ph("pages"),
+  extracted: json("extracted"),
+  facts: json("facts"),
+});
+const fileColumnParams = (c: FileColumns) => ({
+  extension: c.extension,
+  mime: c.mime,
+  size: c.size,
+  sha256: c.sha256,
+  width: c.width,
+  height: c.height,
+  format: c.format,
+  pages: c.pages,
+  extracted: JSON.stringify(c.extracted ?? {}),
+  facts: c.facts == null ? null : JSON.stringify(c.facts),
+});
+const insertFile = preparedOnce((tx) =>
+  tx
+    .insert(assets)
+    .values({
+      gid: ph("gid"),
+      projectGid: ph("project"),
+      parent: ph("parent"),
+      pathname: ph("pathname"),
+      type: ph("type"),
+      name: ph("name"),
+      version: 1,
+      storageName: ph("storage"),
+      ...fileColumnValues(),
+      createdOn: ph("t"),
+      updatedOn: ph("t"),
+      createdBy: ph("user"),
+      updatedBy: ph("user"),
+    })
+    .returning()
+    .prepare(),
+);
+const newFileVersion = preparedOnce((tx) =>
+  tx
+    .update(assets)
+    .set({ type: ph("type") as never, version: ph("version") as never, storageName: ph("storage") as never, ...(fileColumnValues() as object), updatedOn: ph("t") as never, updatedBy: ph("user") as never })
+    .where(eq(assets.id, ph("id")))
+    .returning()
+    .prepare(),
+);
+const insertVersion = preparedOnce((tx) =>
+  tx
+    .insert(assetVersions)
+    .values({
+      projectGid: ph("project"),
+      assetGid: ph("gid"),
+      version: ph("version"),
+      storageName: ph("storage"),
+      name: ph("name"),
+      ...fileColumnValues(),
+      createdOn: ph("created"),
+      createdBy: ph("createdBy"),
+      replacedOn: ph("replaced"),
+    })
+    .prepare(),
+);
+
 export function findAsset(tx: Tx, projectGid: string, gid: string): Asset | undefined {
-  return tx.select().from(assets).where(and(eq(assets.gid, gid), eq(assets.projectGid, projectGid))).get();
+  return assetOfProject(tx).get({ gid, project: projectGid });
 }
 
 const noAsset = (gid: string) => unprocessable("Asset does not exist", { asset: gid });
@@ -158,6 +324,10 @@ function requireAsset(tx: Tx, projectGid: string, gid: unknown, opts: { deleted?
 
 /** Assets of a project by gid, in the order asked (unknown gids left out). */
 export function assetsByGids(tx: Tx, projectGid: string, gids: string[]): Asset[] {
+  if (gids.length === 1) {
+    const a = findAsset(tx, projectGid, gids[0]!);
+    return a ? [a] : [];
+  }
   const rows: Asset[] = [];
   for (let i = 0; i < gids.length; i += 500) {
     rows.push(...tx.select().from(assets).where(and(eq(assets.projectGid, projectGid), inArray(assets.gid, gids.slice(i, i + 500)))).all());
@@ -214,12 +384,7 @@ function gidList(body: { assets?: unknown; asset?: unknown }, name = "assets"): 
 
 /** Earlier versions of an asset, newest first. */
 export function assetVersionsOf(tx: Tx, projectGid: string, gid: string): AssetVersion[] {
-  return tx
-    .select()
-    .from(assetVersions)
-    .where(and(eq(assetVersions.projectGid, projectGid), eq(assetVersions.assetGid, gid)))
-    .orderBy(desc(assetVersions.version))
-    .all();
+  return versionsOf(tx).all({ project: projectGid, gid });
 }
 
 /** Internal ids of all descendants of the given assets (any status), parents before children. */
@@ -282,14 +447,7 @@ export const childPath = (folder: string, name: string) => (folder === "/" ? `/$
 
 /** Whether an active item of `parent` other than row `except` has this name (case ignored). */
 function nameTaken(tx: Tx, projectGid: string, parent: string, name: string, except?: number): boolean {
-  const same = and(
-    eq(assets.projectGid, projectGid),
-    eq(assets.parent, parent),
-    eq(assets.status, "active"),
-    sql`lower(${assets.name}) = lower(${name})`,
-    except === undefined ? undefined : ne(assets.id, except),
-  );
-  return !!tx.select({ id: assets.id }).from(assets).where(same).get();
+  return !!sameName(tx).get({ project: projectGid, parent, name, except: except ?? -1 });
 }
 
 /** `name`, or with a serial before the extension (`shoe-2.jpg`) when an item of the folder has it. */
@@ -298,12 +456,20 @@ export function freeName(tx: Tx, projectGid: string, parent: string, name: strin
   const dot = name.lastIndexOf(".");
   const stem = dot > 0 ? name.slice(0, dot) : name;
   const ext = dot > 0 ? name.slice(dot) : "";
+  // The names that could be taken, read once (a folder that got the same file name many times
+  // asked once per serial before), compared as SQLite's lower() compares: ASCII letters only.
+  const pattern = `${stem}-`.replace(/[\\%_]/g, (c) => `\\${c}`) + "%";
+  const taken = new Set<string>();
+  for (const r of namesLike(tx).all({ project: projectGid, parent, pattern })) if (r.id !== except) taken.add(asciiLower(r.name));
   for (let n = 2; n < 100_000; n++) {
     const candidate = `${stem}-${n}${ext}`;
-    if (!nameTaken(tx, projectGid, parent, candidate, except)) return candidate;
+    if (!taken.has(asciiLower(candidate))) return candidate;
   }
   throw unprocessable("No free name in the folder", { parent, name });
 }
+
+/** Lower case as SQLite's built-in lower() makes it: A-Z only. */
+const asciiLower = (s: string) => s.replace(/[A-Z]+/g, (m) => m.toLowerCase());
 
 const nameInUse = (parent: string, name: string) => unprocessable("An item of the folder has this name", { parent, name, reason: "name in use" });
 
@@ -316,29 +482,14 @@ const nameInUse = (parent: string, name: string) => unprocessable("An item of th
  * existing projects get their root on first use. Call inside `mutate`.
  */
 export function ensureRoot(tx: Tx, log: ChangeLog, projectGid: string): Asset {
-  let root = tx
-    .select()
-    .from(assets)
-    .where(and(eq(assets.projectGid, projectGid), isNull(assets.parent), eq(assets.type, "folder"), eq(assets.name, "")))
-    .orderBy(asc(assets.id))
-    .get();
+  let root = rootFolder(tx).get({ project: projectGid });
   if (!root) {
     const t = now();
     root = tx.insert(assets).values({ gid: newGid(), projectGid, parent: null, type: "folder", name: "", pathname: "/", version: 0, createdOn: t, updatedOn: t }).returning().get();
     log.project(projectGid, "INSERT", "assets", root.gid);
   }
-  const loose = tx
-    .select({ id: assets.id })
-    .from(assets)
-    .where(and(eq(assets.projectGid, projectGid), isNull(assets.parent), ne(assets.id, root.id)))
-    .limit(1)
-    .get();
-  const unnamed = tx
-    .select({ id: assets.id })
-    .from(assets)
-    .where(and(eq(assets.projectGid, projectGid), isNull(assets.pathname)))
-    .limit(1)
-    .get();
+  const loose = looseItem(tx).get({ project: projectGid, root: root.id });
+  const unnamed = unnamedItem(tx).get({ project: projectGid });
   if (loose || unnamed || root.pathname !== "/") repairTree(tx, log, projectGid, root);
   return root;
 }
@@ -414,12 +565,7 @@ function repathBelow(tx: Tx, log: ChangeLog, projectGid: string, folder: { gid: 
 
 /** An asset by pathname (the active one when a deleted item had the same pathname). */
 export function findByPathname(tx: Tx, projectGid: string, pathname: string): Asset | undefined {
-  return tx
-    .select()
-    .from(assets)
-    .where(and(eq(assets.projectGid, projectGid), eq(assets.pathname, pathname)))
-    .orderBy(sql`${assets.status} = 'active' DESC`, desc(assets.id))
-    .get();
+  return assetByPathname(tx).get({ project: projectGid, pathname });
 }
 
 /** Checks a pathname member: a string starting with `/` (a trailing `/` is ignored). */
@@ -436,7 +582,7 @@ const noFolder = (info: Record<string, unknown>) => unprocessable("Parent asset 
  * The active folder named by a gid (`parent`/`asset`) or a pathname; absent both: the root.
  * 422 when it does not exist or is a file.
  */
-export function requireFolder(tx: Tx, log: ChangeLog, projectGid: string, by: { gid?: unknown; pathname?: unknown; field?: string }): Asset {
+export function requireFolder(tx: Tx, log: ChangeLog, projectGid: string, by: { gid?: unknown; pathname?: unknown; field?: string }, root?: Asset): Asset {
   const field = by.field ?? "parent";
   let f: Asset | undefined;
   if (by.gid !== undefined && by.gid !== null && by.gid !== "") {
@@ -444,7 +590,7 @@ export function requireFolder(tx: Tx, log: ChangeLog, projectGid: string, by: { 
     f = findAsset(tx, projectGid, by.gid);
   } else if (by.pathname !== undefined && by.pathname !== null && by.pathname !== "") {
     f = findByPathname(tx, projectGid, pathnameParam(by.pathname, "pathname"));
-  } else return ensureRoot(tx, log, projectGid);
+  } else return root ?? ensureRoot(tx, log, projectGid);
   if (!f || f.status !== "active" || f.type !== "folder") throw noFolder(by.gid !== undefined && by.gid !== null && by.gid !== "" ? { [field]: by.gid } : { pathname: by.pathname });
   return f;
 }
@@ -812,9 +958,9 @@ async function storeUpload(
     const nameIn = input.name !== undefined && input.name !== "" ? input.name : file.filename;
     const name = nameIn === undefined || nameIn === "" ? undefined : validName(nameIn);
     return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
-      ensureRoot(tx, log, projectGid);
+      const root = ensureRoot(tx, log, projectGid);
       const t = now();
-      const fileCols = {
+      const fileCols: FileColumns = {
         extension: info.extension,
         mime: info.mime,
         size: file.size,
@@ -828,52 +974,50 @@ async function storeUpload(
       };
       if (input.target === undefined) {
         if (!name) throw badRequest("Missing parameter", { "Missing parameter": "name" });
-        const parent = requireFolder(tx, log, projectGid, { gid: input.parent, pathname: input.pathname });
+        const parent = requireFolder(tx, log, projectGid, { gid: input.parent, pathname: input.pathname }, root);
         const gid = newGid();
         const storage = storageName(gid, 1, info.extension);
         const free = freeName(tx, projectGid, parent.gid, name);
-        const r = tx
-          .insert(assets)
-          .values({ gid, projectGid, parent: parent.gid, pathname: childPath(parent.pathname ?? "/", free), type: info.type, name: free, version: 1, storageName: storage, ...fileCols, createdOn: t, updatedOn: t, createdBy: userGid, updatedBy: userGid })
-          .returning()
-          .get();
+        const r = insertFile(tx).get({
+          gid,
+          project: projectGid,
+          parent: parent.gid,
+          pathname: childPath(parent.pathname ?? "/", free),
+          type: info.type,
+          name: free,
+          storage,
+          ...fileColumnParams(fileCols),
+          t,
+          user: userGid,
+        })!;
         moved = originalPath(ctx, projectGid, storage);
         renameSync(file.path, moved);
         log.project(projectGid, "INSERT", "assets", gid);
         parentChanged(log, projectGid, parent.gid);
-        return withParent(tx, projectGid, { parent: parent.gid, asset: gid }, r);
+        // The folder's row is as read above (only its child count moved, which the answer counts).
+        return answerOf(tx, projectGid, { parent: parent.gid, asset: gid }, [r, parent]);
       }
       const a = requireAsset(tx, projectGid, input.target);
       if (a.type === "folder") throw unprocessable("A folder has no file to update", { asset: a.gid, reason: "invalid file upload" });
       const version = a.version + 1;
       const storage = storageName(a.gid, version, info.extension);
       if (a.storageName) {
-        tx.insert(assetVersions)
-          .values({
-            projectGid,
-            assetGid: a.gid,
-            version: a.version,
-            storageName: a.storageName,
-            name: a.name,
-            extension: a.extension,
-            mime: a.mime,
-            size: a.size,
-            sha256: a.sha256,
-            width: a.width,
-            height: a.height,
-            format: a.format,
-            pages: a.pages,
-            extracted: a.extracted,
-            facts: a.facts,
-            createdOn: a.updatedOn,
-            createdBy: a.updatedBy,
-            replacedOn: t,
-          })
-          .run();
+        insertVersion(tx).run({
+          project: projectGid,
+          gid: a.gid,
+          version: a.version,
+          storage: a.storageName,
+          name: a.name,
+          ...fileColumnParams(a),
+          created: a.updatedOn,
+          createdBy: a.updatedBy,
+          replaced: t,
+        });
       }
       const removed = pruneVersions(tx, projectGid, a.gid, ctx.config.assetVersionsKept);
       afterCommit(ctx.db, () => removeOriginals(ctx, projectGid, removed));
-      let r = touch(tx, log, a, { type: info.type, version, storageName: storage, ...fileCols }, userGid);
+      let r = newFileVersion(tx).get({ id: a.id, type: info.type, version, storage, ...fileColumnParams(fileCols), t, user: userGid })!;
+      log.project(projectGid, "UPDATE", "assets", a.gid);
       if (name && input.name && name !== a.name) {
         if (nameTaken(tx, projectGid, a.parent!, name, a.id)) throw nameInUse(a.parent!, name);
         r = relocate(tx, log, r, { parent: findAsset(tx, projectGid, a.parent!)!, name }, userGid);
