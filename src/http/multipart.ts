@@ -1,4 +1,4 @@
-import { closeSync, openSync, writevSync, writeSync } from "node:fs";
+import { closeSync, fsyncSync, openSync, writevSync, writeSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { basename } from "node:path";
 import { newGid } from "../core/ids";
@@ -28,6 +28,11 @@ export type MultipartOptions = {
   tmpDir: string;
   /** Largest file accepted; one byte more is a 413. */
   maxFileBytes: number;
+  /**
+   * Sync the file's bytes to disk before it is handed over, so a database row committed with
+   * SQLite's synchronous=FULL never points at bytes a power cut lost (default false).
+   */
+  durable?: boolean;
   /**
    * Name of the file field (default `file`), or several accepted names, the first being the one
    * errors name (e.g. `["upload_file", "file"]`).
@@ -348,6 +353,7 @@ class Parser {
     if (this.part.kind === "file") {
       const f = this.file!;
       this.flushFile();
+      if (this.opts.durable) fsyncSync(f.fd);
       closeSync(f.fd);
       this.fileDone = true;
       this.sendHead(true);

@@ -192,7 +192,7 @@ export const assetOperations = [
 export function assetRoutes(ctx: Ctx) {
   /** Streams a multipart upload to the temp folder (src/http/multipart.ts), 413 past --upload-max-bytes. */
   const receive = (request: Request) => (onHead: (head: Buffer, complete: boolean) => void) =>
-    receiveMultipart(request, { tmpDir: ctx.storage.tmp, maxFileBytes: ctx.config.uploadMaxBytes, fileField: ["upload_file", "file"], headBytes: HEAD_BYTES, onHead });
+    receiveMultipart(request, { tmpDir: ctx.storage.tmp, maxFileBytes: ctx.config.uploadMaxBytes, durable: ctx.config.sqliteSynchronous === "full", fileField: ["upload_file", "file"], headBytes: HEAD_BYTES, onHead });
   return new Elysia({ prefix: "/api/p/:project/assets" })
     .use(authMacro(ctx))
     .post(

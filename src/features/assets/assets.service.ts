@@ -1,5 +1,5 @@
 import { and, asc, desc, eq, inArray, isNull, ne, sql, type SQL } from "drizzle-orm";
-import { readdirSync, renameSync, rmSync, statSync } from "node:fs";
+import { readdirSync, rmSync, statSync } from "node:fs";
 import { join, resolve, sep } from "node:path";
 import type { Ctx } from "../../platform/context";
 import { afterCommit, type ChangeLog } from "../../db/mutate";
@@ -17,7 +17,7 @@ import { analyseFile, inspectHead, type HeadFindings } from "../../platform/imag
 import { readImageHeader } from "../../platform/images/images";
 import type { Metadata } from "sharp";
 import { newGid, now } from "../../core/ids";
-import { originalPath, storageName } from "../../platform/storage/originals";
+import { originalPath, placeOriginal, storageName } from "../../platform/storage/originals";
 import { fileChanged } from "../../platform/storage/file-facts";
 
 export type Asset = typeof assets.$inferSelect;
@@ -991,7 +991,7 @@ async function storeUpload(
           user: userGid,
         })!;
         moved = originalPath(ctx, projectGid, storage);
-        renameSync(file.path, moved);
+        placeOriginal(file.path, moved, ctx.config.sqliteSynchronous === "full");
         log.project(projectGid, "INSERT", "assets", gid);
         parentChanged(log, projectGid, parent.gid);
         // The folder's row is as read above (only its child count moved, which the answer counts).
@@ -1023,7 +1023,7 @@ async function storeUpload(
         r = relocate(tx, log, r, { parent: findAsset(tx, projectGid, a.parent!)!, name }, userGid);
       }
       moved = originalPath(ctx, projectGid, storage);
-      renameSync(file.path, moved);
+      placeOriginal(file.path, moved, ctx.config.sqliteSynchronous === "full");
       return withParent(tx, projectGid, { asset: a.gid }, r);
     });
   } catch (err) {

@@ -1,5 +1,5 @@
-import { mkdirSync } from "node:fs";
-import { join } from "node:path";
+import { closeSync, fsyncSync, mkdirSync, openSync, renameSync } from "node:fs";
+import { dirname, join } from "node:path";
 import type { Ctx } from "../context";
 import { badRequest } from "../../core/errors";
 
@@ -38,4 +38,20 @@ function originalsDir(ctx: Pick<Ctx, "storage">, projectGid: string): string {
 export function originalPath(ctx: Pick<Ctx, "storage">, projectGid: string, name: string): string {
   if (!STORAGE_NAME.test(name)) throw badRequest("Invalid storage pathname", { "Invalid parameter": "storage pathname", value: name });
   return ctx.storage.inside(originalsDir(ctx, projectGid), name);
+}
+
+/**
+ * Moves a received file into its place among the originals. With `durable` (SQLite's
+ * synchronous=FULL), the folder entry is synced too, so the row committed next never names a file
+ * a power cut took back (the file's bytes were synced when it was received).
+ */
+export function placeOriginal(from: string, to: string, durable: boolean): void {
+  renameSync(from, to);
+  if (!durable) return;
+  const fd = openSync(dirname(to), "r");
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
 }
