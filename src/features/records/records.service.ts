@@ -246,16 +246,25 @@ export function formsOf(tx: Tx, view: SchemaView, rows: Rec[], opts: FormOptions
 // ---------------------------------------------------------------------------------------------
 // Writing rows
 
-/** Rewrites the search rows of a record (only the languages whose text changed). */
+/** A record's search row per language, and its full-text row (same rowid) written next to it: no trigger does (migration 0014). */
+const SEARCH_INSERT = "INSERT INTO record_search (record_id, project_gid, language, title, body) VALUES (?, ?, ?, ?, ?)";
+const FTS_INSERT = "INSERT INTO records_fts (rowid, project_gid, language, title, body) VALUES (?, ?, ?, ?, ?)";
+
+/** Rewrites the search rows of a record (only the languages whose text changed), with their full-text rows. */
 export function writeSearch(tx: Tx, view: SchemaView, r: { id: number; definition: string; vals: Vals }, fresh = false): void {
   const d = view.def(r.definition);
   const s = db(tx);
-  const existing = fresh ? new Map() : new Map((s.query("SELECT language, title, body FROM record_search WHERE record_id = ?").all(r.id) as { language: string; title: string; body: string }[]).map((x) => [x.language, x]));
+  const existing = fresh ? new Map() : new Map((s.query("SELECT id, language, title, body FROM record_search WHERE record_id = ?").all(r.id) as { id: number; language: string; title: string; body: string }[]).map((x) => [x.language, x]));
   for (const l of view.languages) {
     const t = searchTextOf(d, r.vals, l);
     const cur = existing.get(l);
-    if (!cur) s.query("INSERT INTO record_search (record_id, project_gid, language, title, body) VALUES (?, ?, ?, ?, ?)").run(r.id, view.projectGid, l, t.title, t.body);
-    else if (cur.title !== t.title || cur.body !== t.body) s.query("UPDATE record_search SET title = ?, body = ? WHERE record_id = ? AND language = ?").run(t.title, t.body, r.id, l);
+    if (!cur) {
+      const row = s.query(SEARCH_INSERT).run(r.id, view.projectGid, l, t.title, t.body).lastInsertRowid;
+      s.query(FTS_INSERT).run(row, view.projectGid, l, t.title, t.body);
+    } else if (cur.title !== t.title || cur.body !== t.body) {
+      s.query("UPDATE record_search SET title = ?, body = ? WHERE id = ?").run(t.title, t.body, cur.id);
+      s.query("UPDATE records_fts SET title = ?, body = ? WHERE rowid = ?").run(t.title, t.body, cur.id);
+    }
   }
 }
 
@@ -330,7 +339,8 @@ export function insertRecordsIn(tx: Tx, view: SchemaView, touch: Touch, parent: 
      VALUES (?, ?, ?, ?, 0, ?, ?, ?, 0, '${PUBLISHED}', ?, ?, ?, ?, ?)`,
   );
   const place = s.query("INSERT INTO record_orderings (record_id, project_gid, parent, ordering, pos) VALUES (?, ?, ?, ?, ?)");
-  const search = s.query("INSERT INTO record_search (record_id, project_gid, language, title, body) VALUES (?, ?, ?, ?, ?)");
+  const search = s.query(SEARCH_INSERT);
+  const fts = s.query(FTS_INSERT);
   const orderings = view.options.orderedorderings;
   // Each ordering's last place, read once: every new record goes GAP after the one before it.
   const next = orderings.map((o) => lastPos(tx, parent.gid, o, 0));
@@ -353,7 +363,8 @@ export function insertRecordsIn(tx: Tx, view: SchemaView, touch: Touch, parent: 
     }
     for (const l of languages) {
       const text = searchTextOf(d, vals, l);
-      search.run(id, projectGid, l, text.title, text.body);
+      const row = search.run(id, projectGid, l, text.title, text.body).lastInsertRowid;
+      fts.run(row, projectGid, l, text.title, text.body);
     }
     out[i] = {
       id,
