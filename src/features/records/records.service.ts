@@ -268,6 +268,16 @@ export function writeSearch(tx: Tx, view: SchemaView, r: { id: number; definitio
   }
 }
 
+/**
+ * Fills the full-text index from a project's search rows that have none (after a backup restore
+ * put the rows back: inserts reach the index only through writeSearch / insertRecordsIn).
+ */
+export function indexRestoredSearchIn(tx: Tx, projectGid: string): void {
+  db(tx)
+    .query(`INSERT INTO records_fts (rowid, project_gid, language, title, body) SELECT s.id, s.project_gid, s.language, s.title, s.body FROM record_search s WHERE s.project_gid = ? AND NOT EXISTS (SELECT 1 FROM records_fts f WHERE f.rowid = s.id)`)
+    .run(projectGid);
+}
+
 export type NewRecord = {
   parent: Rec;
   definition: string;
