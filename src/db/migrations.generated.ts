@@ -83,5 +83,11 @@ export const embeddedMigrations: { tag: string; when: number; breakpoints: boole
     "when": 1795452337061,
     "breakpoints": true,
     "sql": "DROP INDEX `records_parent`;--> statement-breakpoint\nDROP INDEX `records_canonical`;--> statement-breakpoint\nCREATE INDEX `records_parent` ON `records` (`parent`,`status`,`channels`);--> statement-breakpoint\nCREATE INDEX `records_canonical` ON `records` (`canonical`,`is_link`);--> statement-breakpoint\nCREATE INDEX `record_search_map` ON `record_search` (`id`,`language`,`project_gid`,`record_id`);"
+  },
+  {
+    "tag": "0014_records_fts_writes",
+    "when": 1795456116197,
+    "breakpoints": true,
+    "sql": "-- The records' full-text rows are written by the records code itself (records.service.ts:\n-- writeSearch, insertRecordsIn), next to their record_search row, instead of by AFTER INSERT /\n-- AFTER UPDATE triggers on record_search. A statement with a trigger runs under a statement\n-- savepoint, and FTS5 writes its pending terms out as a new segment at every savepoint: one\n-- segment per record, merged again and again (an Excel import of 10,000 rows spent about half of\n-- its insert time there). The delete trigger stays: deleting records cascades to record_search.\nDROP TRIGGER IF EXISTS `record_search_ai`;--> statement-breakpoint\nDROP TRIGGER IF EXISTS `record_search_au`;\n"
   }
 ];

@@ -464,3 +464,28 @@ describe("records/excel/update at scale and with class fields", () => {
     expect(r.body.result["report.counts"]).toMatchObject({ errors: 0, created: 0, deleted: 0 });
   });
 });
+
+describe("records/excel/update of an export with few changes", () => {
+  test("a re-imported export with one changed cell writes that record only: the others keep their row, timestamp and sync silence", async () => {
+    const g = await w.create(w.root, { en: { name: "Cool bags" } });
+    const kids = [
+      await w.create(g, { en: { name: "Bag one", artnr: "B-1", price: 5, stock: 1, active: true, brand: "caravell", tags: ["soft"] } }),
+      await w.create(g, { en: { name: "Bag two", artnr: "B-2", price: 7.25, stock: 0, active: false, brand: "dometic", description: "Two\nlines" } }),
+      await w.create(g, { en: { name: "Bag three" } }),
+    ];
+    const before = await Promise.all(kids.map((k) => w.get(k)));
+    const exp = await exportOf({ record: g, language: "en" });
+    const wb = await workbookOf(Object.values(exp.body.data.files)[0] as string);
+    const ws = wb.getWorksheet("Records")!;
+    ws.getRow(rowsByGid(ws).get(kids[1]!)!).getCell(columns(ws).get("stock")!).value = 4;
+    const since = await w.cursor();
+    const r = await upload(await wb.xlsx.writeBuffer());
+    expect(r.status).toBe(200);
+    expect(r.body.result["report.counts"]).toMatchObject({ rows: 3, created: 0, updated: 1, deleted: 0, unchanged: 2, errors: 0 });
+    expect((await w.items(since)).filter((i) => i.includes(" records "))).toEqual([`UPDATE records ${kids[1]}`]);
+    const after = await Promise.all(kids.map((k) => w.get(k)));
+    expect(after[0]).toEqual(before[0]);
+    expect(after[2]).toEqual(before[2]);
+    expect(after[1].fields).toEqual({ ...before[1].fields, en: { ...before[1].fields.en, stock: 4 }, nl: { ...before[1].fields.nl, stock: 4 }, de: { ...before[1].fields.de, stock: 4 } });
+  });
+});

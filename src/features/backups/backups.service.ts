@@ -19,6 +19,7 @@ import { readManifest, restoreRows, stageFiles, swapFiles, verifySnapshot, write
 import { inProject, projectAudience } from "../members/access.service";
 import { activeProjects, getProject, markBackedUp, setNextBackupVersion } from "../projects/projects.service";
 import { projectFull } from "../projects/projects.forms";
+import { indexRestoredSearchIn } from "../records/records.service";
 
 export type Backup = typeof backups.$inferSelect;
 
@@ -282,7 +283,10 @@ const restoreJob: JobKind = {
     }
     const outcome = mutate(ctx.db, ctx.hub, (tx, log) => {
       requireActive(tx, projectGid);
-      return restoreRows(tx, log, projectGid, dir, m, projectAudience);
+      const out = restoreRows(tx, log, projectGid, dir, m, projectAudience);
+      // The records' full-text rows are written by the records code, not by triggers: index the restored search rows.
+      indexRestoredSearchIn(tx, projectGid);
+      return out;
     });
     swapFiles(ctx.storage.projectDir(projectGid), staging, join(ctx.storage.tmp, `restore-old-${job.token}`));
     await progress.step();

@@ -15,7 +15,7 @@ import type { Received } from "../../platform/storage/storage";
 import { projectAccess } from "../members/access.service";
 import { rowOf, valueContextOf } from "../schema/items.service";
 import { LIST_TYPES, type FieldType } from "../schema/schema.types";
-import { childDefinitionIn, childrenIn, db, DELETED, insertRecordIn, mustRecord, recordRow, recordsRead, recordsWrite, rowsByGids, rowsInOrder, updateRecordIn, type Rec, type Touch } from "./records.service";
+import { childDefinitionIn, childrenIn, db, DELETED, insertRecordsIn, mustRecord, recordRow, recordsRead, recordsWrite, rowsByGids, rowsInOrder, updateRecordIn, type Rec, type Touch, type Vals } from "./records.service";
 import { deleteRecordIn, undeleteRecordIn } from "./tree.service";
 import { applyFields, initialVals, storedValue, type FieldInfo, type ReportItem, type SchemaView } from "./values.service";
 
@@ -807,9 +807,27 @@ function applyRows(tx: Tx, log: ChangeLog, view: SchemaView, touch: Touch, st: I
   const known = new Map(rowsByGids(tx, st.projectGid, rows.flatMap((r) => (r.gid ? [r.gid] : []))).map((r) => [r.gid, r]));
   st.written.clear();
   let newDef: string | undefined;
+  // New rows are validated as they come and created together (insertRecordsIn) before the next
+  // row that is not new, so records, places and sync items come in the sheet's order.
+  let pending: { row: RowIn; vals: Vals; report: ReportItem[]; sent: Map<string, number[]> }[] = [];
+  const create = () => {
+    if (!pending.length) return;
+    const made = insertRecordsIn(tx, view, touch, parent!, newDef!, pending.map((p) => ({ vals: p.vals, validated: true })));
+    pending.forEach((p, i) => {
+      const gid = made[i]!.gid;
+      for (const item of p.report) item.record = gid;
+      const m = rowMark(st, p.row.n);
+      m.gid = gid;
+      m.created = true;
+      noteReport(st, p.row, p.report, p.sent);
+      st.counts.created++;
+    });
+    pending = [];
+  };
   for (const row of rows) {
     let rec: Rec | undefined;
     if (row.gid) {
+      create();
       st.counts.rows++;
       if (st.present.has(row.gid)) {
         st.counts.errors++;
@@ -854,13 +872,7 @@ function applyRows(tx: Tx, log: ChangeLog, view: SchemaView, touch: Touch, st: I
       const init = initialVals(view, d);
       const { input, sent } = diffRow(st, d, init, row);
       const r = applyFields(view, d, "", init, { [st.lang]: input });
-      rec = insertRecordIn(tx, view, touch, { parent, definition: newDef, vals: r.vals, validated: true });
-      for (const item of r.report) item.record = rec.gid;
-      const m = rowMark(st, row.n);
-      m.gid = rec.gid;
-      m.created = true;
-      noteReport(st, row, r.report, sent);
-      st.counts.created++;
+      pending.push({ row, vals: r.vals, report: r.report, sent });
       continue;
     }
     let undeleted = false;
@@ -884,6 +896,7 @@ function applyRows(tx: Tx, log: ChangeLog, view: SchemaView, touch: Touch, st: I
     else if (applied) st.counts.updated++;
     else st.counts.unchanged++;
   }
+  create();
 }
 
 /** Children that were exported but whose rows are gone are deleted (not those made after the export). */

@@ -390,9 +390,16 @@ export function applyFields(
   const changed = [...touched].filter((g) => {
     const f = d.byGid.get(g)!;
     const slots = f.localized ? view.languages : [SHARED];
-    return slots.some((s) => JSON.stringify(current[s]?.[g] ?? null) !== JSON.stringify(vals[s]?.[g] ?? null));
+    return slots.some((s) => !sameJson(current[s]?.[g] ?? null, vals[s]?.[g] ?? null));
   });
   return { vals, report, changed };
+}
+
+/** Whether two stored values are equal as JSON (primitives compared directly: most values are). */
+function sameJson(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== "object" || typeof b !== "object") return false;
+  return JSON.stringify(a) === JSON.stringify(b);
 }
 
 /** Initial values of a new record: each field's `initial`, when not empty. */
