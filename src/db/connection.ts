@@ -19,8 +19,10 @@ export type Synchronous = "full" | "normal";
 /** Opens the SQLite file with the pragmas every connection needs, in one place. */
 export function openDatabase(file: string, opts: { synchronous?: Synchronous } = {}): DB {
   const sqlite = new Database(file, { create: true, strict: true });
-  sqlite.exec("PRAGMA journal_mode = WAL");
+  // The wait first: switching to (or confirming) WAL needs a lock, and without a busy timeout a
+  // connection that holds one at that moment (a CLI command, a checkpoint) fails the open at once.
   sqlite.exec("PRAGMA busy_timeout = 5000");
+  sqlite.exec("PRAGMA journal_mode = WAL");
   sqlite.exec("PRAGMA foreign_keys = ON");
   const db = drizzle({ client: sqlite }) as DB;
   setSynchronous(db, opts.synchronous ?? "full");
