@@ -1,6 +1,6 @@
 // Pieces every schema page shares: the status badge, the working-copy life cycle with the commit's
 // dry run, localized text inputs and an ordered list of members (fields, classes, definitions).
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useRef, useState, type Dispatch, type StateUpdater } from "preact/hooks";
 import { schemaApi, type CommitPreview, type Schema, type SchemaAnswer, type SchemaItem, type SchemaKind, type Setting } from "../../api";
 import { navigate, notify } from "../../store";
 import { confirm, Dialog, Empty, ErrorNote, Field, issue, Loading, useSubmit } from "../../ui";
@@ -245,3 +245,20 @@ export function MemberList(props: {
 export const committedOf = <T extends SchemaItem>(map: Map<string, T>) => [...map.values()].filter((it) => !it.isNew && !it.isWorkingCopy).sort((a, b) => a.name.localeCompare(b.name));
 
 export { committedGid };
+
+/** Whether two form states are equal (plain JSON data). */
+export const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+
+/**
+ * The state of an editor's form over `base` (what the server has): another editor's change, or
+ * this one's answer, shows at once unless the form has unsaved edits. `dirty` says whether it has.
+ */
+export function useFollowingForm<T>(base: T): { form: T; setForm: Dispatch<StateUpdater<T>>; dirty: boolean } {
+  const [form, setForm] = useState(base);
+  const shownBase = useRef(base);
+  useEffect(() => {
+    if (same(form, shownBase.current)) setForm(base);
+    shownBase.current = base;
+  }, [base]);
+  return { form, setForm, dirty: !same(form, base) };
+}

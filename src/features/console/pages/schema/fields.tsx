@@ -1,11 +1,11 @@
 // The field editor: name, type, labels and initial values per project language, the flags, the
 // unit and the options of each type (value lists, bounds, decimals, barcode format, the class or
 // definitions a field points to, the types a field picker offers).
-import { useEffect, useMemo, useRef, useState } from "preact/hooks";
+import { useMemo } from "preact/hooks";
 import { BARCODE_FORMATS, FIELD_TYPES, schemaApi, type SchemaField } from "../../api";
 import { navigate, notify } from "../../store";
 import { ErrorNote, Field, issue, useSubmit } from "../../ui";
-import { committedOf, itemHref, Lifecycle, LocalizedInputs, type SchemaCtx } from "./common";
+import { committedOf, itemHref, Lifecycle, LocalizedInputs, same, useFollowingForm, type SchemaCtx } from "./common";
 import { labelOf, type Entry } from "./state";
 
 type Form = {
@@ -29,7 +29,6 @@ const INITIAL_TYPES = new Set(["text", "textline", "number", "decimal", "boolean
 const HAS_UNIT = new Set(["number", "decimal"]);
 const LENGTH_TYPES = new Set(["text", "textline", "textlist"]);
 const ITEM_TYPES = new Set(["textlist", "imagelist", "filelist", "recordlist", "classlist"]);
-const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
 const isEmpty = (v: unknown) => v === undefined || v === null || v === "";
 
 /** The wire members of a form: all of them for a new field, the changed ones otherwise. */
@@ -68,13 +67,7 @@ export function FieldEditor(props: { ctx: SchemaCtx; entry: Entry<SchemaField> |
   const { ctx, entry } = props;
   const cur = entry?.current ?? null;
   const base = useMemo(() => fromField(cur), [cur?.gid, cur?.updatedOn]);
-  const [form, setForm] = useState(base);
-  const shownBase = useRef(base);
-  // Another editor's change (or this one's answer) shows at once unless this form has unsaved edits.
-  useEffect(() => {
-    if (same(form, shownBase.current)) setForm(base);
-    shownBase.current = base;
-  }, [base]);
+  const { form, setForm, dirty } = useFollowingForm(base);
   const { busy, error, submit } = useSubmit();
   const set = (patch: Partial<Form>) => setForm((f) => ({ ...f, ...patch }));
   const setOpt = (key: string, v: unknown) =>
@@ -89,7 +82,6 @@ export function FieldEditor(props: { ctx: SchemaCtx; entry: Entry<SchemaField> |
     shown.push(field);
     return issue(error, field);
   };
-  const dirty = !same(form, base);
   for (const l of ctx.languages) shown.push(`label.${l}`);
 
   const save = submit(async () => {

@@ -1,29 +1,22 @@
 // Classes and definitions: their name and labels, their ordered members (a class's fields; a
 // definition's classes, own fields and child definitions, and its title field) and their layout.
-import { useEffect, useMemo, useRef, useState } from "preact/hooks";
+import { useMemo } from "preact/hooks";
 import { schemaApi, type SchemaClass, type SchemaDefinition, type SchemaField, type SchemaItem } from "../../api";
 import { navigate, notify } from "../../store";
 import { ErrorNote, Field, issue, useSubmit } from "../../ui";
-import { committedOf, itemHref, KIND_LABEL, Lifecycle, LocalizedInputs, MemberList, type SchemaCtx } from "./common";
+import { committedOf, itemHref, KIND_LABEL, Lifecycle, LocalizedInputs, MemberList, same, useFollowingForm, type SchemaCtx } from "./common";
 import { LayoutEditor } from "./layout";
 import { definitionFields, labelOf, type Entry } from "./state";
 
 type Owner = SchemaClass | SchemaDefinition;
 type Basics = { name: string; label: Record<string, string>; titlefield: string };
-const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
 
 /** Name, labels (and a definition's title field): create, or save into the working copy. */
 function BasicsForm(props: { ctx: SchemaCtx; kind: "class" | "definition"; item: Owner | null }) {
   const { ctx, kind, item } = props;
   const base = useMemo<Basics>(() => ({ name: item?.name ?? "", label: { ...(item?.label ?? {}) }, titlefield: (item?.kind === "definition" ? item.titlefield : null) ?? "" }), [item?.gid, item?.updatedOn]);
-  const [form, setForm] = useState(base);
-  const shownBase = useRef(base);
-  useEffect(() => {
-    if (same(form, shownBase.current)) setForm(base);
-    shownBase.current = base;
-  }, [base]);
+  const { form, setForm, dirty } = useFollowingForm(base);
   const { busy, error, submit } = useSubmit();
-  const dirty = !same(form, base);
   const save = submit(async () => {
     const members: Record<string, unknown> = {};
     if (!item || form.name.trim() !== base.name) members.name = form.name.trim();
