@@ -4,7 +4,7 @@ import type { Ctx } from "../../platform/context";
 import type { ChangeLog } from "../../db/mutate";
 import type { Tx } from "../../db/connection";
 import { inProject } from "../members/access.service";
-import { badRequest, type ValidationIssue } from "../../core/errors";
+import type { ValidationIssue } from "../../core/errors";
 import { clearMetadata, setMetadata, type MetadataInput } from "./fields.service";
 import { editableLayout, newLayoutSpec, withFieldComponent, withoutFieldComponent, type LayoutSpec } from "./layouts.service";
 import {
@@ -23,11 +23,10 @@ import {
   rowOf,
   rowsOf,
   type Project,
-  snapshotValue,
 } from "./items.service";
 import type { SchemaRow } from "./schema.table";
 import type { Owner } from "./schema.types";
-import { commitItem, commitPreview, copyItem, deleteItem, editable, insertItem, layoutOf, Out, revertItem, saveAsNewItem, updateItem } from "./copies.service";
+import { commitItem, commitPreview, copyItem, deleteItem, editable, getItems, insertItem, layoutOf, Out, revertItem, saveAsNewItem, updateItem } from "./copies.service";
 
 /** Gids that must all name committed fields (classes and definitions hold committed fields only). */
 export function committedFields(tx: Tx, projectGid: string, gids: string[], member = "fields"): string[] {
@@ -152,16 +151,7 @@ function refuseCircularField(tx: Tx, projectGid: string, classRow: SchemaRow, fi
 }
 
 export function getClasses(ctx: Ctx, actor: Actor, projectGid: string, input: { class?: string; classes?: string[] }): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx }) => {
-    const one = input.class;
-    if (typeof one === "string") return snapshotValue(tx, projectGid, `classes/get ${one}`, () => ownerAnswer(tx, "class", mustGet(tx, "class", projectGid, one)));
-    if (!Array.isArray(input.classes)) throw badRequest("Missing parameter", { "Missing parameter": "class" });
-    const rows = new Map(rowsOf(tx, "class", projectGid, input.classes.filter((g) => typeof g === "string")).map((r) => [r.gid, r]));
-    const found = input.classes.filter((g) => rows.has(g));
-    const out = new Out().has("class");
-    for (const g of found) out.add("class", rows.get(g));
-    return { result: { classes: found }, data: out.data() };
-  });
+  return getItems(ctx, actor, projectGid, "class", input.class, input.classes, (tx, row) => ownerAnswer(tx, "class", row));
 }
 
 /** `classes/create`: a new class with a new layout (a copy of `layout` when given). */

@@ -1,9 +1,12 @@
 import { and, eq, isNull } from "drizzle-orm";
-import { validationFailed } from "../../core/errors";
+import type { Actor } from "../../core/actor";
+import type { Answer } from "../../core/answer";
+import { badRequest, validationFailed } from "../../core/errors";
 import { newGid, now } from "../../core/ids";
 import type { Tx } from "../../db/connection";
 import type { ChangeLog } from "../../db/mutate";
 import type { Ctx, SchemaChange } from "../../platform/context";
+import { inProject } from "../members/access.service";
 import {
   cannot,
   definitionsUsingClass,
@@ -15,6 +18,7 @@ import {
   PLURAL,
   rowOf,
   rowsOf,
+  snapshotValue,
   stateOf,
   TABLE,
   usageOf,
@@ -108,6 +112,22 @@ export class Out {
     for (const [kind, d] of this.dicts) out[PLURAL[kind]] = Object.fromEntries(d);
     return out;
   }
+}
+
+/**
+ * `fields/get`, `classes/get` and `definitions/get`: one gid (`one`: the item's full answer, kept
+ * in the schema snapshot) or a list of gids (`many`: the items found, in the order asked).
+ */
+export function getItems(ctx: Ctx, actor: Actor, projectGid: string, kind: "field" | "class" | "definition", one: unknown, many: unknown, answerOf: (tx: Tx, row: SchemaRow) => Answer): Answer {
+  return inProject(ctx, actor, projectGid, "member", ({ tx }) => {
+    if (typeof one === "string") return snapshotValue(tx, projectGid, `${PLURAL[kind]}/get ${one}`, () => answerOf(tx, mustGet(tx, kind, projectGid, one)));
+    if (!Array.isArray(many)) throw badRequest("Missing parameter", { "Missing parameter": kind });
+    const rows = new Map(rowsOf(tx, kind, projectGid, many.filter((g): g is string => typeof g === "string")).map((r) => [r.gid, r]));
+    const found = many.filter((g): g is string => typeof g === "string" && rows.has(g));
+    const out = new Out().has(kind);
+    for (const g of found) out.add(kind, rows.get(g));
+    return { result: { [PLURAL[kind]]: found }, data: out.data() };
+  });
 }
 
 export type NewItem = { name: string; label?: Record<string, string>; metadata?: Record<string, unknown>; spec: Record<string, unknown>; isNew: boolean; original?: string | null };

@@ -4,7 +4,7 @@ import type { Ctx } from "../../platform/context";
 import type { Tx } from "../../db/connection";
 import type { ChangeLog } from "../../db/mutate";
 import { inProject } from "../members/access.service";
-import { badRequest, type ValidationIssue } from "../../core/errors";
+import type { ValidationIssue } from "../../core/errors";
 import { projectOptions } from "../settings/settings.options";
 import { changeLayout, committedFields, followFieldsInLayout, newOwnerLayout, ownerAnswer, ownerLifecycle } from "./classes.service";
 import { clearMetadata, setMetadata, type MetadataInput } from "./fields.service";
@@ -22,10 +22,9 @@ import {
   placeBefore,
   rowsOf,
   type Project,
-  snapshotValue,
 } from "./items.service";
 import type { SchemaRow } from "./schema.table";
-import { editable, fieldListOfSpec, insertItem, Out, updateItem } from "./copies.service";
+import { editable, fieldListOfSpec, getItems, insertItem, updateItem } from "./copies.service";
 
 /** A definition's own members (besides name, label, metadata). */
 export type DefinitionSpec = {
@@ -114,16 +113,7 @@ function definitionCheck(tx: Tx, projectGid: string) {
 }
 
 export function getDefinitions(ctx: Ctx, actor: Actor, projectGid: string, input: { definition?: string; definitions?: string[] }): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx }) => {
-    const one = input.definition;
-    if (typeof one === "string") return snapshotValue(tx, projectGid, `definitions/get ${one}`, () => ownerAnswer(tx, "definition", mustGet(tx, "definition", projectGid, one)));
-    if (!Array.isArray(input.definitions)) throw badRequest("Missing parameter", { "Missing parameter": "definition" });
-    const rows = new Map(rowsOf(tx, "definition", projectGid, input.definitions.filter((g) => typeof g === "string")).map((r) => [r.gid, r]));
-    const found = input.definitions.filter((g) => rows.has(g));
-    const out = new Out().has("definition");
-    for (const g of found) out.add("definition", rows.get(g));
-    return { result: { definitions: found }, data: out.data() };
-  });
+  return getItems(ctx, actor, projectGid, "definition", input.definition, input.definitions, (tx, row) => ownerAnswer(tx, "definition", row));
 }
 
 export function createDefinition(ctx: Ctx, actor: Actor, projectGid: string, input: DefinitionInput): Answer {

@@ -21,10 +21,9 @@ import {
   valueContextOf,
   isCommitted,
   type Project,
-  snapshotValue,
 } from "./items.service";
 import type { SchemaRow } from "./schema.table";
-import { commitItem, commitPreview, copyItem, deleteItem, editable, insertItem, Out, revertItem, saveAsNewItem, updateItem } from "./copies.service";
+import { commitItem, commitPreview, copyItem, deleteItem, editable, getItems, insertItem, Out, revertItem, saveAsNewItem, updateItem } from "./copies.service";
 
 /** The members of a field that `fields/create` and `fields/modify` accept. */
 export type FieldInput = {
@@ -122,16 +121,7 @@ const fieldAnswer = (row: SchemaRow | null, ...more: (SchemaRow | undefined)[]) 
 
 /** `fields/get`: `field` (one gid) or `fields` (several); unknown gids are a 422 for one, left out for several. */
 export function getFields(ctx: Ctx, actor: Actor, projectGid: string, input: { field?: string; fields?: string[] }): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx }) => {
-    const one = input.field;
-    if (typeof one === "string") return snapshotValue(tx, projectGid, `fields/get ${one}`, () => fieldAnswer(mustGet(tx, "field", projectGid, one)));
-    if (!Array.isArray(input.fields)) throw badRequest("Missing parameter", { "Missing parameter": "field" });
-    const rows = new Map(rowsOf(tx, "field", projectGid, input.fields.filter((g) => typeof g === "string")).map((r) => [r.gid, r]));
-    const found = input.fields.filter((g) => rows.has(g));
-    const out = new Out().has("field");
-    for (const g of found) out.add("field", rows.get(g));
-    return { result: { fields: found }, data: out.data() };
-  });
+  return getItems(ctx, actor, projectGid, "field", input.field, input.fields, (_tx, row) => fieldAnswer(row));
 }
 
 /** `fields/create`: a new field (`is_new`), usable elsewhere once committed. */
