@@ -1,8 +1,8 @@
 import { Database } from "bun:sqlite";
-import { createHash } from "node:crypto";
 import { drizzle, type BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
 import type { MigrationMeta } from "drizzle-orm/migrator";
-import { embeddedMigrations } from "./migrations.generated";
+import { toMigrationMeta } from "./migration-meta";
+import { embeddedBaseline, embeddedMigrations } from "./migrations.generated";
 
 /** The database handle; tables are imported from their feature's `*.table.ts` (no schema object: no relational queries). */
 export type DB = BunSQLiteDatabase & { $client: Database };
@@ -67,12 +67,7 @@ function cacheStatements(sqlite: Database, size = 512) {
 
 /** The migrations compiled into this program, in drizzle's own format. */
 export function migrationsMeta(): MigrationMeta[] {
-  return embeddedMigrations.map((m) => ({
-    sql: m.sql.split("--> statement-breakpoint"),
-    bps: m.breakpoints,
-    folderMillis: m.when,
-    hash: createHash("sha256").update(m.sql).digest("hex"),
-  }));
+  return toMigrationMeta(embeddedMigrations);
 }
 
 /** Closes the database (stopping a server, ending a CLI command). */
@@ -92,12 +87,41 @@ export function sqliteInfo(): { version: string; fts5: boolean } {
   }
 }
 
-/** Applies pending migrations; returns how many were applied. */
-export function migrate(db: DB): number {
+/**
+ * Applies pending migrations; returns how many were applied. An empty database gets the baseline
+ * first (`applyBaseline`); whatever it does not stand for, and every other database, goes through
+ * drizzle's own migrator, fed from the embedded copy instead of a folder on disk.
+ */
+export function migrate(db: DB, opts: { baseline?: boolean } = {}): number {
   const before = appliedCount(db);
-  // drizzle's own migrator, fed from the embedded copy instead of a folder on disk.
-  (db as any).dialect.migrate(migrationsMeta(), (db as any).session, {});
+  const meta = migrationsMeta();
+  if (opts.baseline !== false) applyBaseline(db, meta);
+  (db as any).dialect.migrate(meta, (db as any).session, {});
   return appliedCount(db) - before;
+}
+
+/**
+ * On an empty database (nothing in its schema), in one transaction: the baseline script (the
+ * schema and rows the migrations up to `embeddedBaseline.upTo` leave, drizzle's journal table
+ * among them, src/db/baseline.ts) and the journal rows drizzle's migrator would have written for
+ * those migrations, the same hash and time in the same order. Anything else is left alone.
+ */
+function applyBaseline(db: DB, meta: MigrationMeta[]): void {
+  const sqlite = db.$client;
+  const covered = meta.filter((m) => m.folderMillis <= embeddedBaseline.upTo);
+  if (!embeddedBaseline.sql || covered.length === 0 || !isEmpty(sqlite)) return;
+  // IMMEDIATE: another process opening the same new file at this moment (a CLI command) waits,
+  // then finds it no longer empty.
+  sqlite.transaction(() => {
+    if (!isEmpty(sqlite)) return;
+    sqlite.exec(embeddedBaseline.sql);
+    const journal = sqlite.query(`INSERT INTO "__drizzle_migrations" ("hash", "created_at") VALUES(?, ?)`);
+    for (const m of covered) journal.run(m.hash, m.folderMillis);
+  }).immediate();
+}
+
+function isEmpty(sqlite: Database): boolean {
+  return (sqlite.query("SELECT count(*) AS n FROM sqlite_master").get() as { n: number }).n === 0;
 }
 
 function appliedCount(db: DB): number {
