@@ -92,6 +92,8 @@ export class JobRunner implements JobQueue {
   private waiters: (() => void)[] = [];
   private workers: Promise<void>[] = [];
   private started = false;
+  /** The delayed start of `start({ delayMs })`, until it runs. */
+  private pending: ReturnType<typeof setTimeout> | undefined;
   private stopping = false;
   private workersAlive = 0;
 
@@ -151,18 +153,30 @@ export class JobRunner implements JobQueue {
     return getJob(this.ctx.db, token);
   }
 
-  /** Recovers interrupted jobs, then starts the workers. */
-  start(): void {
+  /**
+   * Recovers interrupted jobs, then starts the workers; with `delayMs`, that long from now (the
+   * server lets its first requests go first: the first claims run cold code for ~10 ms). The
+   * runner counts as started (and alive) from this call.
+   */
+  start(opts: { delayMs?: number; onStarted?: () => void } = {}): void {
     if (this.started) return;
     this.started = true;
-    this.recover();
-    for (let i = 0; i < this.ctx.config.workers; i++) this.workers.push(this.work());
+    const begin = () => {
+      this.pending = undefined;
+      if (this.stopping) return;
+      this.recover();
+      for (let i = 0; i < this.ctx.config.workers; i++) this.workers.push(this.work());
+      opts.onStarted?.();
+    };
+    if (opts.delayMs) this.pending = setTimeout(begin, opts.delayMs);
+    else begin();
   }
 
   /** Waits for running jobs up to the grace period, interrupts the rest, and stops the workers. */
   async stop(): Promise<void> {
     if (!this.started || this.stopping) return;
     this.stopping = true;
+    clearTimeout(this.pending);
     this.wake();
     const all = () => Promise.allSettled([...this.running.values()].map((r) => r.promise));
     const grace = this.ctx.config.jobStopGrace * 1000;
@@ -184,7 +198,8 @@ export class JobRunner implements JobQueue {
   /** For /api/health: alive when started, not stopping, and every worker loop still runs. */
   liveness(): { alive: boolean; workers: number; expected: number; running: number } {
     const expected = this.ctx.config.workers;
-    return { alive: this.started && !this.stopping && this.workersAlive === expected, workers: this.workersAlive, expected, running: this.running.size };
+    const alive = this.started && !this.stopping && (this.pending !== undefined || this.workersAlive === expected);
+    return { alive, workers: this.workersAlive, expected, running: this.running.size };
   }
 
   private recover(): void {
