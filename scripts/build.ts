@@ -150,6 +150,10 @@ export async function buildExecutable(outfile?: string, target?: string): Promis
   if (target !== undefined && !compileTarget) throw new Error(`unknown --target ${target}; one of ${[...TARGETS.keys()].join(", ")}`);
   outfile ??= target === undefined ? defaultOutfile : join(root, "dist", `apis-${target}`);
   const started = performance.now();
+  // The bytecode is made by this machine's JavaScriptCore; whether another architecture's build
+  // accepts it cannot be checked here, so a cross build carries plain JS only (same code, a
+  // slightly slower start).
+  const bytecode = platform === hostPlatform();
   mkdirSync(dirname(outfile), { recursive: true });
   const result = await Bun.build({
     entrypoints: [join(root, "src/main.ts")],
@@ -175,11 +179,10 @@ export async function buildExecutable(outfile?: string, target?: string): Promis
     // nodemailer, the CLI commands...) is its own chunk inside the executable, read only when
     // imported. In one file, the Node built-ins any of them imports (net, tls, http, zlib,
     // child_process, readline) were hoisted to the top and loaded at every start (~17 ms of CPU).
-    splitting: true,
-    // The bytecode is made by this machine's JavaScriptCore; whether another architecture's build
-    // accepts it cannot be checked here, so a cross build carries plain JS only (same code, a
-    // slightly slower start).
-    bytecode: platform === hostPlatform(),
+    // Only with bytecode: Bun 1.4.5's executable without it looks for the chunks at the wrong path
+    // ("Cannot find module '/chunk-....js'"), so a cross build stays one file.
+    splitting: bytecode,
+    bytecode,
     plugins: [embeddedSharpPlugin(platform), consoleBrowserPlugin(root)],
   });
   if (!result.success) {
