@@ -191,7 +191,9 @@ export async function buildExecutable(outfile?: string, target?: string): Promis
   }
   for (const log of result.logs) console.warn(log);
   if (!existsSync(outfile)) throw new Error(`${outfile} was not written`);
-  rmSync(`${outfile}.map`, { force: true }); // a by-product: the executable carries its own copy
+  // By-products: the executable carries its own copy of every source map (its chunks' too).
+  rmSync(`${outfile}.map`, { force: true });
+  for (const o of result.outputs) if (o.kind === "sourcemap") rmSync(o.path, { force: true });
   return { outfile, bytes: statSync(outfile).size, ms: performance.now() - started };
 }
 
