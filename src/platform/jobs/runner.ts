@@ -92,8 +92,9 @@ export class JobRunner implements JobQueue {
   private waiters: (() => void)[] = [];
   private workers: Promise<void>[] = [];
   private started = false;
-  /** The delayed start of `start({ delayMs })`, until it runs. */
+  /** The delayed start of `start({ delayMs })` (its timer and itself), until it runs. */
   private pending: ReturnType<typeof setTimeout> | undefined;
+  private begin: (() => void) | undefined;
   private stopping = false;
   private workersAlive = 0;
 
@@ -155,21 +156,22 @@ export class JobRunner implements JobQueue {
 
   /**
    * Recovers interrupted jobs, then starts the workers; with `delayMs`, that long from now (the
-   * server lets its first requests go first: the first claims run cold code for ~10 ms). The
-   * runner counts as started (and alive) from this call.
+   * server lets its first requests go first: the first claims run cold code for ~10 ms). Asking
+   * for `liveness()` meanwhile starts them at once.
    */
   start(opts: { delayMs?: number; onStarted?: () => void } = {}): void {
     if (this.started) return;
     this.started = true;
-    const begin = () => {
-      this.pending = undefined;
+    this.begin = () => {
+      clearTimeout(this.pending);
+      this.pending = this.begin = undefined;
       if (this.stopping) return;
       this.recover();
       for (let i = 0; i < this.ctx.config.workers; i++) this.workers.push(this.work());
       opts.onStarted?.();
     };
-    if (opts.delayMs) this.pending = setTimeout(begin, opts.delayMs);
-    else begin();
+    if (opts.delayMs) this.pending = setTimeout(this.begin, opts.delayMs);
+    else this.begin();
   }
 
   /** Waits for running jobs up to the grace period, interrupts the rest, and stops the workers. */
@@ -177,6 +179,7 @@ export class JobRunner implements JobQueue {
     if (!this.started || this.stopping) return;
     this.stopping = true;
     clearTimeout(this.pending);
+    this.pending = this.begin = undefined;
     this.wake();
     const all = () => Promise.allSettled([...this.running.values()].map((r) => r.promise));
     const grace = this.ctx.config.jobStopGrace * 1000;
@@ -198,8 +201,8 @@ export class JobRunner implements JobQueue {
   /** For /api/health: alive when started, not stopping, and every worker loop still runs. */
   liveness(): { alive: boolean; workers: number; expected: number; running: number } {
     const expected = this.ctx.config.workers;
-    const alive = this.started && !this.stopping && (this.pending !== undefined || this.workersAlive === expected);
-    return { alive, workers: this.workersAlive, expected, running: this.running.size };
+    this.begin?.();
+    return { alive: this.started && !this.stopping && this.workersAlive === expected, workers: this.workersAlive, expected, running: this.running.size };
   }
 
   private recover(): void {
