@@ -53,7 +53,8 @@ describe("transformed files", () => {
 
   test("every answer carries its own request id, or the one a proxy gave", async () => {
     const ids = new Set<string>();
-    for (const init of [{}, {}, { headers: { range: "bytes=0-9" } }, { headers: { "if-none-match": '"other"' } }, { method: "HEAD" }, {}]) {
+    const inits: RequestInit[] = [{}, {}, { headers: { range: "bytes=0-9" } }, { headers: { "if-none-match": '"other"' } }, { method: "HEAD" }, {}];
+    for (const init of inits) {
       const res = await fetch(varUrl, init);
       await res.arrayBuffer();
       expect([200, 206]).toContain(res.status);
