@@ -8,7 +8,7 @@ import type { BunRequest, Server as BunServer, HTMLBundle, ServerWebSocket, WebS
 import type { ServeHandler, ServeRoute } from "../features/feature";
 import { checkBody } from "../http/body-limits";
 import { Cors } from "../http/cors";
-import { observed, type Handler } from "../http/requests";
+import { observed, observedRoute, type Handler } from "../http/requests";
 import { metricsOf } from "../platform/metrics";
 import { startSchedules } from "../platform/jobs/schedules";
 import { claimDataDir, releaseDataDir } from "../platform/storage/pidfile";
@@ -53,7 +53,7 @@ export async function startServer(config: Config, opts: { features?: readonly Fe
   // Every request is one log line and counted in the metrics (src/http/requests.ts).
   const metrics = metricsOf(ctx);
   metrics.sources.syncSockets = () => sync?.io.of("/").sockets.size ?? 0;
-  const syncFetch = observed<BunServer<any>>(ctx, (req, srv) => syncServer().handleRequest(req, srv), { route: "/sync/io", quiet: true });
+  const syncFetch = observedRoute<BunServer<any>>(ctx, (req, srv) => syncServer().handleRequest(req, srv), { route: "/sync/io", quiet: true });
   const mainFetch = observed<BunServer<any>>(ctx, (req) => {
     const checked = checkBody(req, hardMax);
     if (!req.headers.has("origin")) return checked instanceof Response ? checked : appFetch(checked);
@@ -63,7 +63,7 @@ export async function startServer(config: Config, opts: { features?: readonly Fe
   // HTML bundles (the console), which Bun serves itself.
   const serveRoutes: Record<string, HTMLBundle | Record<"GET" | "HEAD", ServeRouteHandler>> = {};
   // A feature's handler, observed; Bun's router gives the path's params on the request.
-  const routed = (path: string, h: ServeHandler): ServeRouteHandler => observed(ctx, (req: BunRequest<string>) => h(req), { route: path });
+  const routed = (path: string, h: ServeHandler): ServeRouteHandler => observedRoute(ctx, (req: BunRequest<string>, _server, id) => h(req, id), { route: path });
   for (const f of features)
     for (const [path, route] of Object.entries(f.serveRoutes?.(ctx) ?? {})) {
       if (Object.hasOwn(serveRoutes, path)) throw new Error(`serve route ${path} is declared twice (${f.name})`);

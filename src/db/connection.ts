@@ -39,6 +39,23 @@ export function setSynchronous(db: DB, synchronous: Synchronous): void {
 }
 
 /**
+ * Runs `fn`, one unit of work that commits, without a sync of the write-ahead log for that commit
+ * alone when the database syncs every commit (`full`). Only for bookkeeping of files that are
+ * themselves not synced and can be made again (the row noting a transformed image): a power cut
+ * may take back both, never a client's data. The next synced commit makes it durable too (the
+ * log is one file). Must not be called inside an open transaction.
+ */
+export function withoutOwnSync<T>(db: DB, synchronous: Synchronous, fn: () => T): T {
+  if (synchronous !== "full") return fn();
+  setSynchronous(db, "normal");
+  try {
+    return fn();
+  } finally {
+    setSynchronous(db, "full");
+  }
+}
+
+/**
  * drizzle prepares every query anew (~90 µs each); SQLite statements are reusable. Keep the most
  * recent few hundred by SQL text. Evicted statements are only dropped, never finalized, so a
  * statement somebody still holds keeps working.

@@ -86,6 +86,8 @@ class RequestSeries<L extends string> {
 }
 
 export class Metrics {
+  /** Requests are counted (see `Uncounted`). */
+  readonly counting = true;
   readonly registry: Registry;
   private readonly requests: RequestSeries<"method" | "route" | "status">;
   private readonly durations: RequestSeries<"method" | "route">;
@@ -163,10 +165,11 @@ export class Metrics {
 }
 
 /** What the request path and the gauges' owners see: counting, or nothing when metrics are off. */
-export type RequestMetrics = Pick<Metrics, "sources" | "observe">;
+export type RequestMetrics = Pick<Metrics, "sources" | "observe"> & { readonly counting: boolean };
 
 /** Without `--metrics` or `--metrics-token`: nothing is served, so nothing is counted. */
 class Uncounted implements RequestMetrics {
+  readonly counting = false;
   sources: Metrics["sources"] = {};
   observe(): void {}
 }

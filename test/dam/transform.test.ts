@@ -131,6 +131,16 @@ describe("the result", () => {
     expect(forced.body.result.timing_ms.transform).toBeGreaterThan(0);
   });
 
+  test("a forced transform records its output, and the database syncs every commit again afterwards (the record alone skips its own sync)", async () => {
+    const sync = () => (srv.ctx.db.$client.query("PRAGMA synchronous").get() as { synchronous: number }).synchronous;
+    expect(sync()).toBe(2); // FULL, the default
+    const r = await transform(jpg, "fit=64,64/force=true");
+    expect(r.status).toBe(200);
+    const row = srv.ctx.db.$client.query("SELECT width, height FROM dam_transforms WHERE project_gid = ? AND file = ?").get(project, r.body.result.public_url.split("/").pop()) as { width: number; height: number } | null;
+    expect(row).toEqual({ width: 64, height: 64 });
+    expect(sync()).toBe(2);
+  });
+
   test("a source newer than the target is transformed again", async () => {
     const first = await transform(jpg, "fit=77,77");
     expect(first.body.result.timing_ms.transform).toBeGreaterThan(0);

@@ -51,6 +51,27 @@ describe("transformed files", () => {
     expect((await sharp(Buffer.from(await res.arrayBuffer())).metadata()).width).toBe(200);
   });
 
+  test("every answer carries its own request id, or the one a proxy gave", async () => {
+    const ids = new Set<string>();
+    const inits: RequestInit[] = [{}, {}, { headers: { range: "bytes=0-9" } }, { headers: { "if-none-match": '"other"' } }, { method: "HEAD" }, {}];
+    for (const init of inits) {
+      const res = await fetch(varUrl, init);
+      await res.arrayBuffer();
+      expect([200, 206]).toContain(res.status);
+      const id = res.headers.get("x-request-id")!;
+      expect(id).toMatch(/^[A-Za-z0-9]{16}$/);
+      ids.add(id);
+    }
+    expect(ids.size).toBe(6);
+    const given = await fetch(varUrl, { headers: { "x-request-id": "proxy-id-42" } });
+    expect(given.headers.get("x-request-id")).toBe("proxy-id-42");
+    const after = await fetch(varUrl);
+    expect(after.headers.get("x-request-id")).not.toBe("proxy-id-42");
+    const missing = await fetch(varUrl.replace(/[^/]+$/, "nothing@0000000000.png"), { headers: { "x-request-id": "proxy-id-43" } });
+    expect(missing.status).toBe(404);
+    expect(missing.headers.get("x-request-id")).toBe("proxy-id-43");
+  });
+
   test("If-None-Match with the ETag is a 304 without a body", async () => {
     const etag = (await fetch(varUrl, { method: "HEAD" })).headers.get("etag")!;
     for (const value of [etag, `W/${etag}`, `"other", ${etag}`, "*"]) {

@@ -79,8 +79,8 @@ function parseRange(header: string, size: number): [number, number] | "ignore" |
 
 /** The headers of a 200 answer for one kind of file, made once per file version (see `fileFacts`). */
 function answerHeaders(facts: FileFacts, opts: ServeOptions): Headers {
-  const key = `${opts.contentType}\n${opts.cacheControl}\n${opts.untrusted ? 1 : 0}`;
-  if (facts.memo?.key === key) return facts.memo.value as Headers;
+  // Callers pass one options object per kind of answer (media.routes.ts): its identity is the key.
+  if (facts.memo?.key === opts) return facts.memo.value as Headers;
   const headers = new Headers({
     "content-type": opts.contentType,
     "cache-control": opts.cacheControl,
@@ -95,7 +95,7 @@ function answerHeaders(facts: FileFacts, opts: ServeOptions): Headers {
     headers.set("content-security-policy", "default-src 'none'; style-src 'unsafe-inline'; sandbox");
     if (ACTIVE_TYPES.test(opts.contentType)) headers.set("content-disposition", "attachment");
   }
-  facts.memo = { key, value: headers };
+  facts.memo = { key: opts, value: headers };
   return headers;
 }
 
@@ -104,17 +104,26 @@ function answerHeaders(facts: FileFacts, opts: ServeOptions): Headers {
  * mtime, validators and the answer's headers come from `fileFacts` (one stat per file and second
  * at most); the body is the file itself, which Bun sends with sendfile.
  */
-export function serveFile(request: Request, path: string, opts: ServeOptions): Response {
+export function serveFile(request: Request, path: string, opts: ServeOptions, requestId?: string): Response {
   const facts = fileFacts(path);
   if (!facts) return mediaNotFound(request);
   const { size, etag, lastModified } = facts;
   const h = request.headers;
   const inm = h.get("if-none-match");
   const rangeHeader = h.get("range");
-  // The common case: no conditions, no range. The prepared headers are copied by the Response.
-  if (inm === null && rangeHeader === null && !h.has("if-modified-since")) return new Response(Bun.file(path), { status: 200, headers: answerHeaders(facts, opts) });
+  // The common case: no conditions, no range. The prepared headers are copied by the Response
+  // (so the request id set on them goes with this answer only).
+  if (inm === null && rangeHeader === null && !h.has("if-modified-since")) {
+    const prepared = answerHeaders(facts, opts);
+    if (requestId !== undefined) prepared.set("x-request-id", requestId);
+    else prepared.delete("x-request-id");
+    return new Response(Bun.file(path), { status: 200, headers: prepared });
+  }
   const mtimeMs = facts.mtimeSeconds;
   const headers: Record<string, string> = Object.fromEntries(answerHeaders(facts, opts));
+  // An earlier answer's id may be left on the prepared headers: this answer's id, or none (the caller adds it).
+  if (requestId !== undefined) headers["x-request-id"] = requestId;
+  else delete headers["x-request-id"];
   const file = Bun.file(path);
 
   let notModified = false;

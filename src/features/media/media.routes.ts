@@ -2,7 +2,7 @@ import { Elysia, t } from "elysia";
 import { resolve } from "node:path";
 import type { Ctx } from "../../platform/context";
 import { isMediaFileName } from "../dam/dam.options";
-import { contentTypeOf, mediaNotFound, serveFile } from "./media.files";
+import { contentTypeOf, mediaNotFound, serveFile, type ServeOptions } from "./media.files";
 import { describe } from "../../http/openapi";
 import { publishedOriginal } from "../dam/dam.service";
 
@@ -28,7 +28,52 @@ const CACHE = {
 };
 
 type Params = Record<string, string | undefined>;
-type Handler = (request: Request, params: Params) => Response;
+/** `requestId`: sent as the answer's X-Request-Id when given (Bun's router); the app's hooks add it otherwise. */
+type Handler = (request: Request, params: Params, requestId?: string) => Response;
+
+/** Where a valid public name is served from, worked out once per name (see `Targets`). */
+type Target = { path: string; opts: ServeOptions };
+
+/** Names remembered per kind of file at most (all are forgotten when full; they are cheap to work out again). */
+const TARGETS_KEPT = 20_000;
+
+/**
+ * Valid names mapped to their file and answer options, by folder (project gid) and name, so a
+ * busy file costs no pattern checks, no name decoding and no path joining per request (the same
+ * path string each time is also a cheap key for `fileFacts`). Only names that passed their checks
+ * are kept.
+ */
+class Targets {
+  private readonly byFolder = new Map<string, Map<string, Target>>();
+  private size = 0;
+  get(folder: string, name: string): Target | undefined {
+    return this.byFolder.get(folder)?.get(name);
+  }
+  add(folder: string, name: string, target: Target): Target {
+    if (this.size >= TARGETS_KEPT) {
+      this.byFolder.clear();
+      this.size = 0;
+    }
+    let names = this.byFolder.get(folder);
+    if (!names) this.byFolder.set(folder, (names = new Map()));
+    names.set(name, target);
+    this.size++;
+    return target;
+  }
+}
+
+/** One options object per content type and kind, so `serveFile` keeps one set of prepared headers per file. */
+function optionsOf(cacheControl: string, untrusted = false): (contentType: string) => ServeOptions {
+  const byType = new Map<string, ServeOptions>();
+  return (contentType) => {
+    let o = byType.get(contentType);
+    if (!o) {
+      if (byType.size >= 1000) byType.clear(); // published originals may carry any media type
+      byType.set(contentType, (o = untrusted ? { contentType, cacheControl, untrusted } : { contentType, cacheControl }));
+    }
+    return o;
+  };
+}
 
 /**
  * The four public file handlers. Every name is checked against a strict pattern before a path is
@@ -40,20 +85,35 @@ function mediaHandlers(ctx: Ctx): { variant: Handler; original: Handler; avatar:
   const projectsRoot = resolve(ctx.storage.dataDir, "files", "projects");
   const avatarsDir = resolve(ctx.storage.dataDir, "files", "avatars");
   const iconsDir = resolve(ctx.storage.dataDir, "files", "icons");
-  const image = (dir: string): Handler => (request, { file = "" }) => {
-    if (!IMAGE_FILE_RE.test(file)) return mediaNotFound(request);
-    return serveFile(request, `${dir}/${file}`, { contentType: contentTypeOf(file), cacheControl: CACHE.image });
+  const variantOptions = optionsOf(CACHE.variant);
+  const imageOptions = optionsOf(CACHE.image);
+  const originalOptions = optionsOf(CACHE.original, true);
+  const image = (dir: string): Handler => {
+    const targets = new Targets();
+    return (request, { file = "" }, requestId) => {
+      let target = targets.get("", file);
+      if (!target) {
+        if (!IMAGE_FILE_RE.test(file)) return mediaNotFound(request);
+        target = targets.add("", file, { path: `${dir}/${file}`, opts: imageOptions(contentTypeOf(file)) });
+      }
+      return serveFile(request, target.path, target.opts, requestId);
+    };
   };
+  const variants = new Targets();
   return {
-    variant(request, { project = "", file = "" }) {
-      if (!PROJECT_RE.test(project) || !isMediaFileName(file)) return mediaNotFound(request);
-      return serveFile(request, `${projectsRoot}/${project}/media/${file}`, { contentType: contentTypeOf(file), cacheControl: CACHE.variant });
+    variant(request, { project = "", file = "" }, requestId) {
+      let target = variants.get(project, file);
+      if (!target) {
+        if (!PROJECT_RE.test(project) || !isMediaFileName(file)) return mediaNotFound(request);
+        target = variants.add(project, file, { path: `${projectsRoot}/${project}/media/${file}`, opts: variantOptions(contentTypeOf(file)) });
+      }
+      return serveFile(request, target.path, target.opts, requestId);
     },
-    original(request, { project = "", file = "" }) {
+    original(request, { project = "", file = "" }, requestId) {
       if (!PROJECT_RE.test(project)) return mediaNotFound(request);
       const found = publishedOriginal(ctx, project, file);
       if (!found) return mediaNotFound(request);
-      return serveFile(request, found.path, { contentType: found.mime || contentTypeOf(file), cacheControl: CACHE.original, untrusted: true });
+      return serveFile(request, found.path, originalOptions(found.mime || contentTypeOf(file)), requestId);
     },
     avatar: image(avatarsDir),
     icon: image(iconsDir),
@@ -97,7 +157,7 @@ export function mediaRoutes(ctx: Ctx) {
 export function mediaServeRoutes(ctx: Ctx) {
   const h = mediaHandlers(ctx);
   const both = (fn: Handler) => {
-    const handler = (req: Request & { params: Params }) => fn(req, req.params);
+    const handler = (req: Request & { params: Params }, requestId: string) => fn(req, req.params, requestId);
     return { GET: handler, HEAD: handler };
   };
   return {

@@ -98,7 +98,15 @@ export function membershipsWithUsers(tx: Tx, projectGids: string[], statuses?: M
   if (projectGids.length === 1) {
     // One project (members/get, the project init payload): the prepared query, statuses picked and
     // rows sorted here (a stable sort of the key order, as SQLite's sorter gives them, without its temporary b-tree).
-    const rows = membersOfProject(tx).all({ project: projectGids[0] }).sort((a, b) => a.m.createdOn - b.m.createdOn);
+    // Each member's user is read by its key: SQLite ran the join of the two (one row each) at
+    // 10-30 times the cost of the two lookups, a fifth of the project init payload's time.
+    const byGid = userByGid(tx);
+    const rows: MemberRow[] = [];
+    for (const m of membersOfProject(tx).all({ project: projectGids[0] })) {
+      const u = byGid.get({ gid: m.userGid });
+      if (u) rows.push({ m, u });
+    }
+    rows.sort((a, b) => a.m.createdOn - b.m.createdOn);
     return statuses ? rows.filter((r) => statuses.includes(r.m.status)) : rows;
   }
   return tx
@@ -110,14 +118,9 @@ export function membershipsWithUsers(tx: Tx, projectGids: string[], statuses?: M
     .all();
 }
 
-const membersOfProject = preparedOnce((tx) =>
-  tx
-    .select({ m: memberships, u: users })
-    .from(memberships)
-    .innerJoin(users, eq(users.gid, memberships.userGid))
-    .where(eq(memberships.projectGid, sql.placeholder("project")))
-    .prepare(),
-);
+/** A project's memberships, in the order of its key (project, user), as the join read them. */
+const membersOfProject = preparedOnce((tx) => tx.select().from(memberships).where(eq(memberships.projectGid, sql.placeholder("project"))).prepare());
+const userByGid = preparedOnce((tx) => tx.select().from(users).where(eq(users.gid, sql.placeholder("gid"))).prepare());
 
 /** Every membership of a user with its project (any statuses). */
 export function membershipsOf(tx: Tx, userGid: string): { m: Membership; p: Project }[] {

@@ -17,7 +17,7 @@ export type FileFacts = {
   /** The mtime rounded down to whole seconds, as If-Modified-Since compares it. */
   mtimeSeconds: number;
   /** Whatever a caller keeps with these facts (prepared answer headers); dropped with them. */
-  memo?: { key: string; value: unknown };
+  memo?: { key: unknown; value: unknown };
 };
 
 /** How long facts are trusted without a new stat. */
