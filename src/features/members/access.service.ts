@@ -2,7 +2,7 @@ import { and, eq, inArray, ne, sql } from "drizzle-orm";
 import { allowsProject, mayViewUser, projectRefusal, type ProjectNeed } from "../../core/access";
 import type { Actor } from "../../core/actor";
 import { preparedOnce, type Tx } from "../../db/connection";
-import { mutate, unitMemo, type ChangeLog } from "../../db/mutate";
+import { inUnit, mutate, readOnly, unitMemo, type ChangeLog } from "../../db/mutate";
 import type { Ctx } from "../../platform/context";
 import { projects } from "../projects/projects.table";
 import { memberships } from "./members.table";
@@ -70,6 +70,21 @@ export function inProject<T>(ctx: Pick<Ctx, "db" | "hub">, actor: Actor, project
     if (!allowsProject(actor, f, need)) throw projectRefusal(need);
     return fn({ tx, log, project: f.project!, membership: f.membership, isOwner: f.project!.owner === actor.userGid });
   });
+}
+
+/** What a read-only project operation runs with: its read transaction and what the check found. */
+export type ProjectRead = ProjectAccess & { tx: Tx };
+
+/**
+ * `inProject` for operations that only read (the `get` operations): the same access check, on the
+ * same rows, inside one read transaction (`readOnly`: no change log, no savepoint, none of the
+ * per-transaction wrappers a write needs). Inside an open unit (a batch, a service calling a
+ * service) it is `inProject` itself, so it joins that unit and sees its writes, as before.
+ * `fn` must not write: a `mutate` inside it throws.
+ */
+export function readProject<T>(ctx: Pick<Ctx, "db" | "hub">, actor: Actor, projectGid: string, need: ProjectNeed, fn: (work: ProjectRead) => T): T {
+  if (inUnit(ctx.db)) return inProject(ctx, actor, projectGid, need, fn);
+  return readOnly(ctx.db, (tx) => fn({ tx, ...projectAccess(tx, actor, projectGid, need) }));
 }
 
 /** The active membership of a user in a project, or undefined (the JWT guard's first check on project paths). */
