@@ -78,12 +78,13 @@ export type ProjectRead = { tx: Tx; isOwner: boolean };
 /**
  * The facts of the project rules alone (the project's owner and status, the actor's membership
  * status), read by key in one statement: a read operation needs nothing else of the two rows, and
- * reading them whole (with their JSON members) cost more than the operation.
+ * reading them whole (with their JSON members) cost more than the operation. The membership is a
+ * scalar subquery: SQLite ran the same lookup written as a LEFT JOIN about six times slower.
  */
 function ruleFacts(tx: Tx, actor: Actor, projectGid: string): ProjectFacts {
   const r = sqliteOf(tx)
     .query<{ owner: string; status: string; membership: string | null }, [string, string]>(
-      "SELECT p.owner AS owner, p.status AS status, m.status AS membership FROM projects p LEFT JOIN memberships m ON m.project_gid = p.gid AND m.user_gid = ?1 WHERE p.gid = ?2",
+      "SELECT owner, status, (SELECT m.status FROM memberships m WHERE m.project_gid = ?2 AND m.user_gid = ?1) AS membership FROM projects WHERE gid = ?2",
     )
     .get(actor.userGid, projectGid);
   if (!r) return { project: undefined, membership: undefined };
