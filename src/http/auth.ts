@@ -23,13 +23,17 @@ export async function authenticate(ctx: Ctx, header: string | null | undefined):
   return authenticateNow(ctx, header);
 }
 
-/** `authenticate` without the promise; `verified` are the claims of this very header's token when already checked. */
-function authenticateNow(ctx: Ctx, header: string | null | undefined, verified?: { token: string; claims: Claims }): Caller & { renewed: string | null } {
+/**
+ * `authenticate` without the promise; `verified` are the claims of this very header's token when
+ * already checked, with its holder when that was read too (the request limit reads it on arrival).
+ */
+function authenticateNow(ctx: Ctx, header: string | null | undefined, verified?: { token: string; claims: Claims; holder?: User | undefined }): Caller & { renewed: string | null } {
   const token = bearerToken(header);
   if (!token) throw permissionDenied(header ? "invalid_token" : "invalid_request");
-  const claims = verified?.token === token ? verified.claims : ctx.tokens.verify(token);
+  const known = verified?.token === token ? verified : undefined;
+  const claims = known ? known.claims : ctx.tokens.verify(token);
   if (!claims) throw permissionDenied();
-  const user = tokenHolder(ctx.db, claims.sub, claims.tv);
+  const user = known && "holder" in known ? known.holder : tokenHolder(ctx.db, claims.sub, claims.tv);
   if (!user) throw permissionDenied();
   const renewed = ctx.tokens.needsRenewal(claims) ? ctx.tokens.sign(user.gid, user.tokenVersion) : null;
   return { user, token: renewed ?? token, renewed };
@@ -58,7 +62,7 @@ function buildAuthMacro(ctx: Ctx) {
   const callers = new WeakMap<Request, Caller>();
   const check = (request: Request, header: string | undefined) => {
     // The request limit (src/http/membership-limit.ts) may have verified the token and read the
-    // membership on arrival already: both are used rather than done twice.
+    // membership and the token holder on arrival already: they are used rather than read twice.
     const early = earlyLook(request);
     const caller = authenticateNow(ctx, header, early);
     // Project paths need an active membership before anything else is looked at, so a stranger

@@ -1,4 +1,4 @@
-import type { Answer } from "../core/answer";
+import { isLasting, type Answer } from "../core/answer";
 import { ApiError } from "../core/errors";
 
 export type Envelope = { success: true; result: Record<string, unknown>; data: Record<string, unknown> };
@@ -11,6 +11,25 @@ export function ok(result: Record<string, unknown> = {}, data: Record<string, un
 /** The success envelope of a service's answer. */
 export function answer(a: Answer): Envelope {
   return ok(a.result, a.data ?? {});
+}
+
+/** The content type of every JSON answer, as Bun's `Response.json` (which Elysia answers objects with) writes it. */
+export const JSON_TYPE = "application/json;charset=utf-8";
+
+/** Encoded envelopes of lasting answers, kept as long as the answer itself is. */
+const encoded = new WeakMap<Answer, string>();
+
+/**
+ * The JSON text of a lasting answer's envelope (core/answer.ts `lastingAnswer`: a schema snapshot's
+ * value, never changed), encoded once and reused while the answer lives; undefined for any other
+ * answer. The envelope holds nothing per request (no time, no id), so the bytes are the ones
+ * `answer(a)` would be encoded to.
+ */
+export function encodedAnswer(a: Answer): string | undefined {
+  if (!isLasting(a)) return undefined;
+  let text = encoded.get(a);
+  if (text === undefined) encoded.set(a, (text = JSON.stringify(answer(a))));
+  return text;
 }
 
 /** The error envelope of spec section 1. */

@@ -1,7 +1,9 @@
 import { Elysia } from "elysia";
 import type { Ctx } from "../platform/context";
 import type { Claims } from "../platform/tokens";
-import { getMembership, membershipRateLimit, rateLimitOf, type Membership } from "../features/members/members.service";
+import { membershipRateLimit, rateLimitOf, type Membership } from "../features/members/members.service";
+import { arrivalLook } from "../features/session/session.service";
+import type { User } from "../features/users/users.service";
 import { errorResponse } from "./envelope";
 import { limiterOf, tooManyRequests } from "./ratelimit";
 import { bearerToken } from "../platform/tokens";
@@ -9,8 +11,12 @@ import { badRequest } from "../core/errors";
 
 const PROJECT_PATH = /^[a-z][a-z0-9+.-]*:\/\/[^/]+\/api\/p\/([^/?#]+)\//i;
 
-/** What the request limit found on arrival: the verified token and the caller's membership of the path's project. */
-export type EarlyLook = { token: string; claims: Claims; project: string; membership: Membership | undefined };
+/**
+ * What the request limit found on arrival: the verified token, the caller's membership of the
+ * path's project and the token's holder (`tokenHolder`: undefined when the token no longer stands
+ * for an active account), read together in one read transaction.
+ */
+export type EarlyLook = { token: string; claims: Claims; project: string; membership: Membership | undefined; holder: User | undefined };
 const looks = new WeakMap<Request, EarlyLook>();
 
 /**
@@ -40,8 +46,8 @@ export function membershipRateLimits(ctx: Ctx) {
     const claims = ctx.tokens.verify(token);
     if (!claims) return;
     const project = match[1]!;
-    const membership = getMembership(ctx.db, project, claims.sub);
-    looks.set(request, { token, claims, project, membership });
+    const { membership, holder } = arrivalLook(ctx.db, project, claims.sub, claims.tv);
+    looks.set(request, { token, claims, project, membership, holder });
     const limit = rateLimitOf(membership) ?? ctx.config.rateLimit;
     const r = limiter.take(`rps:${claims.sub}:${project}`, limit, 1000);
     if (!r.ok) return errorResponse(tooManyRequests(r.retryAfterSec));

@@ -4,7 +4,7 @@ import type { Answer } from "../core/answer";
 import { ApiError, badRequest, missing } from "../core/errors";
 import type { Ctx, ProjectOperation } from "../platform/context";
 import { authMacro } from "./auth";
-import { answer } from "./envelope";
+import { answer, encodedAnswer, JSON_TYPE } from "./envelope";
 import { validationToApiError } from "./handlers";
 
 /**
@@ -44,7 +44,14 @@ export function operationRoutes(ctx: Ctx, ops: readonly ProjectOperation[]): Any
   const app = new Elysia({ prefix: "/api/p/:project" }).use(authMacro(ctx));
   // Elysia adds each route to the instance itself; the chain's growing type is not needed here.
   for (const op of ops) {
-    app.post(`/${op.path}`, ({ params, body, actor }) => answer(op.run(ctx, actor, params.project, body ?? {})), {
+    app.post(`/${op.path}`, ({ params, body, actor, set }) => {
+      const a = op.run(ctx, actor, params.project, body ?? {});
+      // A lasting answer (a schema snapshot's) goes out as the text encoded when it was first sent.
+      const text = encodedAnswer(a);
+      if (text === undefined) return answer(a);
+      set.headers["content-type"] = JSON_TYPE;
+      return text;
+    }, {
       auth: true,
       params,
       body: op.body,

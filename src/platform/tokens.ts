@@ -47,8 +47,28 @@ export class Tokens {
     return `${signed}.${this.mac(signed).toString("base64url")}`;
   }
 
+  /**
+   * Tokens whose signature and claims were checked, with their claims: a request verifies its
+   * token twice (the request limit, then the auth check) and a client sends the same token with
+   * every request, so only the time checks run again for a token met before (decoding and the
+   * HMAC are most of a verification). Keyed by the whole token, signature included, so only the
+   * very bytes that passed are found; at most CHECKED_MAX, then it starts afresh.
+   */
+  private readonly checked = new Map<string, Claims>();
+
   /** The claims of a token signed with this secret and not expired, or null. */
   verify(token: string): Claims | null {
+    const known = this.checked.get(token);
+    if (known !== undefined) return inTime(known, Math.floor(Date.now() / 1000)) ? known : null;
+    const c = this.check(token);
+    if (c) {
+      if (this.checked.size >= CHECKED_MAX) this.checked.clear();
+      this.checked.set(token, c);
+    }
+    return c;
+  }
+
+  private check(token: string): Claims | null {
     const first = token.indexOf(".");
     const second = token.indexOf(".", first + 1);
     if (first <= 0 || second <= first + 1 || second === token.length - 1 || token.indexOf(".", second + 1) >= 0) return null;
@@ -59,12 +79,13 @@ export class Tokens {
     if (signature.length !== expected.length || !timingSafeEqual(signature, expected)) return null;
     const c = jsonObject(token.slice(first + 1, second));
     if (!c) return null;
-    const now = Math.floor(Date.now() / 1000);
-    if (typeof c.exp !== "number" || c.exp <= now) return null;
+    if (typeof c.exp !== "number") return null;
     if (c.iat !== undefined && typeof c.iat !== "number") return null;
-    if (c.nbf !== undefined && (typeof c.nbf !== "number" || c.nbf > now)) return null;
+    if (c.nbf !== undefined && typeof c.nbf !== "number") return null;
     if (typeof c.sub !== "string" || typeof c.tv !== "number") return null;
-    return c as unknown as Claims;
+    // Frozen: the same claims object is handed to every later request with this token.
+    const claims = Object.freeze(c) as unknown as Claims;
+    return inTime(claims, Math.floor(Date.now() / 1000)) ? claims : null;
   }
 
   /** True once a token has lived past half of its life, when /api answers renew it. */
@@ -72,6 +93,14 @@ export class Tokens {
     // Judged by the time left, since `iat` is always the time of signing.
     return claims.exp - Date.now() / 1000 <= this.lifetime / 2;
   }
+}
+
+/** How many checked tokens `Tokens` keeps (a few per active client). */
+const CHECKED_MAX = 10_000;
+
+/** The time checks of a token's claims at `now` (whole seconds): `exp` in the future, `nbf` (when present) not. */
+function inTime(c: Claims & { nbf?: number }, now: number): boolean {
+  return c.exp > now && !(c.nbf !== undefined && c.nbf > now);
 }
 
 /** The configured secret, or the one generated into `<data>/jwt.secret` (mode 0600) on first start. */

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { changes } from "../../src/db/changelog.table";
 import { migrate, openDatabase, type DB } from "../../src/db/connection";
 import { readMeta, writeMeta } from "../../src/db/meta";
-import { afterCommit, inUnit, mutate, type Published } from "../../src/db/mutate";
+import { afterCommit, inUnit, mutate, readOnly, type Published } from "../../src/db/mutate";
 import { Hub } from "../../src/platform/sync/hub";
 
 let dir: string;
@@ -109,5 +109,44 @@ describe("mutate: one unit of work per database", () => {
   test("work that returns a promise is refused: a transaction cannot span an await", () => {
     expect(() => mutate(db, hub, async () => {})).toThrow(/synchronous/);
     expect(inUnit(db)).toBe(false);
+  });
+});
+
+describe("readOnly: a read in one transaction without a change log", () => {
+  test("its reads run in one transaction, which is closed afterwards, and it returns what the work returns", () => {
+    mutate(db, hub, (tx) => writeMeta(tx, "t.read", "before"));
+    const seen = readOnly(db, (tx) => {
+      expect(db.$client.inTransaction).toBe(true);
+      expect(inUnit(db)).toBe(false);
+      return readMeta(tx, "t.read");
+    });
+    expect(seen).toBe("before");
+    expect(db.$client.inTransaction).toBe(false);
+  });
+
+  test("a write inside it is refused and leaves no transaction open; a throw passes through", () => {
+    published.length = 0;
+    expect(() => readOnly(db, () => mutate(db, hub, (tx) => writeMeta(tx, "t.sneaked", "1")))).toThrow(/read-only/);
+    expect(readMeta(db, "t.sneaked")).toBeUndefined();
+    expect(db.$client.inTransaction).toBe(false);
+    expect(() => readOnly(db, () => { throw new Error("no such thing"); })).toThrow("no such thing");
+    expect(db.$client.inTransaction).toBe(false);
+    expect(published).toEqual([]);
+    // Afterwards writes work as before.
+    mutate(db, hub, (tx) => writeMeta(tx, "t.after-read", "1"));
+    expect(readMeta(db, "t.after-read")).toBe("1");
+  });
+
+  test("inside an open unit it runs in that unit and sees its uncommitted writes", () => {
+    mutate(db, hub, (tx) => {
+      writeMeta(tx, "t.read", "inside");
+      expect(readOnly(db, (rtx) => (expect(rtx).toBe(tx), readMeta(rtx, "t.read")))).toBe("inside");
+    });
+    expect(inUnit(db)).toBe(false);
+  });
+
+  test("work that returns a promise is refused, and no transaction is left open", () => {
+    expect(() => readOnly(db, async () => {})).toThrow(/synchronous/);
+    expect(db.$client.inTransaction).toBe(false);
   });
 });

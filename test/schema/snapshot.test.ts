@@ -119,3 +119,28 @@ describe("the schema's cached answers are never stale", () => {
     expect(Object.values((await w.srv.call(`/api/p/${w.project}/init`, { token: w.owner.token })).body.data.classes as Record<string, any>).filter((c) => c.original === cls)).toEqual([]);
   });
 });
+
+describe("a snapshot's answer sent again", () => {
+  test("is the same bytes and headers as the first answer, as the list form would encode it, and a member's access is still checked every time", async () => {
+    const f = await w.field("snap_bytes", "number", { label: { en: "Depth" } });
+    const raw = async (path: string, body: unknown, token = w.owner.token) => {
+      const res = await fetch(`${w.srv.url}/api/p/${w.project}/${path}`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+      return { status: res.status, type: res.headers.get("content-type"), auth: res.headers.get("authorization"), id: res.headers.get("x-request-id"), text: await res.text() };
+    };
+    const first = await raw("fields/get", { field: f });
+    const again = await raw("fields/get", { field: f });
+    expect(first.status).toBe(200);
+    expect(again.text).toBe(first.text);
+    expect(again.type).toBe(first.type);
+    expect(again.auth).toBe(`Bearer ${w.owner.token}`);
+    expect(again.id).not.toBe(first.id);
+    // The list form is encoded per request; both forms carry the same item and content type.
+    const list = await raw("fields/get", { fields: [f] });
+    expect(list.type).toBe(first.type);
+    expect(JSON.parse(list.text).data.fields[f]).toEqual(JSON.parse(first.text).data.fields[f]);
+    expect(JSON.parse(first.text)).toEqual({ success: true, result: { field: f }, data: { fields: { [f]: JSON.parse(list.text).data.fields[f] } } });
+    // Access is checked on every request, not kept with the answer.
+    expect((await raw("fields/get", { field: f }, w.bob.token)).text).toBe(first.text);
+    expect((await raw("fields/get", { field: f }, w.stranger.token)).status).toBe(403);
+  });
+});

@@ -1,8 +1,8 @@
 import { and, eq, inArray, ne, sql } from "drizzle-orm";
-import { allowsProject, mayViewUser, projectRefusal, type ProjectNeed } from "../../core/access";
+import { allowsProject, mayViewUser, projectRefusal, type ProjectFacts, type ProjectNeed } from "../../core/access";
 import type { Actor } from "../../core/actor";
-import { preparedOnce, type Tx } from "../../db/connection";
-import { mutate, unitMemo, type ChangeLog } from "../../db/mutate";
+import { preparedOnce, sqliteOf, type Tx } from "../../db/connection";
+import { inUnit, mutate, readOnly, unitMemo, type ChangeLog } from "../../db/mutate";
 import type { Ctx } from "../../platform/context";
 import { projects } from "../projects/projects.table";
 import { memberships } from "./members.table";
@@ -69,6 +69,41 @@ export function inProject<T>(ctx: Pick<Ctx, "db" | "hub">, actor: Actor, project
     const f = unitMemo(ctx.db, `facts:${actor.userGid}:${projectGid}`, () => facts(tx, actor, projectGid));
     if (!allowsProject(actor, f, need)) throw projectRefusal(need);
     return fn({ tx, log, project: f.project!, membership: f.membership, isOwner: f.project!.owner === actor.userGid });
+  });
+}
+
+/** What a read-only project operation runs with: its read transaction (the check has passed). */
+export type ProjectRead = { tx: Tx; isOwner: boolean };
+
+/**
+ * The facts of the project rules alone (the project's owner and status, the actor's membership
+ * status), read by key in one statement: a read operation needs nothing else of the two rows, and
+ * reading them whole (with their JSON members) cost more than the operation. The membership is a
+ * scalar subquery: SQLite ran the same lookup written as a LEFT JOIN about six times slower.
+ */
+function ruleFacts(tx: Tx, actor: Actor, projectGid: string): ProjectFacts {
+  const r = sqliteOf(tx)
+    .query<{ owner: string; status: string; membership: string | null }, [string, string]>(
+      "SELECT owner, status, (SELECT m.status FROM memberships m WHERE m.project_gid = ?2 AND m.user_gid = ?1) AS membership FROM projects WHERE gid = ?2",
+    )
+    .get(actor.userGid, projectGid);
+  if (!r) return { project: undefined, membership: undefined };
+  return { project: { owner: r.owner, status: r.status }, membership: r.membership === null ? undefined : { status: r.membership } };
+}
+
+/**
+ * `inProject` for operations that only read (the `get` operations): the same access check (the
+ * same rule on the same facts, `ruleFacts`), inside one read transaction (`readOnly`: no change log, no savepoint, none of the
+ * per-transaction wrappers a write needs). Inside an open unit (a batch, a service calling a
+ * service) it is `inProject` itself, so it joins that unit and sees its writes, as before.
+ * `fn` must not write: a `mutate` inside it throws.
+ */
+export function readProject<T>(ctx: Pick<Ctx, "db" | "hub">, actor: Actor, projectGid: string, need: ProjectNeed, fn: (work: ProjectRead) => T): T {
+  if (inUnit(ctx.db)) return inProject(ctx, actor, projectGid, need, fn);
+  return readOnly(ctx.db, (tx) => {
+    const f = ruleFacts(tx, actor, projectGid);
+    if (!allowsProject(actor, f, need)) throw projectRefusal(need);
+    return fn({ tx, isOwner: f.project!.owner === actor.userGid });
   });
 }
 

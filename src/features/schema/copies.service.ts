@@ -1,12 +1,12 @@
 import { and, eq, isNull } from "drizzle-orm";
 import type { Actor } from "../../core/actor";
-import type { Answer } from "../../core/answer";
+import { lastingAnswer, type Answer } from "../../core/answer";
 import { badRequest, validationFailed } from "../../core/errors";
 import { newGid, now } from "../../core/ids";
 import type { Tx } from "../../db/connection";
 import type { ChangeLog } from "../../db/mutate";
 import type { Ctx, SchemaChange } from "../../platform/context";
-import { inProject } from "../members/access.service";
+import { readProject } from "../members/access.service";
 import {
   cannot,
   definitionsUsingClass,
@@ -119,8 +119,8 @@ export class Out {
  * in the schema snapshot) or a list of gids (`many`: the items found, in the order asked).
  */
 export function getItems(ctx: Ctx, actor: Actor, projectGid: string, kind: "field" | "class" | "definition", one: unknown, many: unknown, answerOf: (tx: Tx, row: SchemaRow) => Answer): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx }) => {
-    if (typeof one === "string") return snapshotValue(tx, projectGid, `${PLURAL[kind]}/get ${one}`, () => answerOf(tx, mustGet(tx, kind, projectGid, one)));
+  return readProject(ctx, actor, projectGid, "member", ({ tx }) => {
+    if (typeof one === "string") return snapshotValue(tx, projectGid, `${PLURAL[kind]}/get ${one}`, () => lastingAnswer(answerOf(tx, mustGet(tx, kind, projectGid, one))));
     if (!Array.isArray(many)) throw badRequest("Missing parameter", { "Missing parameter": kind });
     const rows = new Map(rowsOf(tx, kind, projectGid, many.filter((g): g is string => typeof g === "string")).map((r) => [r.gid, r]));
     const found = many.filter((g): g is string => typeof g === "string" && rows.has(g));

@@ -1,9 +1,9 @@
-import type { Answer } from "../../core/answer";
+import { lastingAnswer, type Answer } from "../../core/answer";
 import type { Actor } from "../../core/actor";
 import type { Ctx } from "../../platform/context";
 import type { ChangeLog } from "../../db/mutate";
 import type { Tx } from "../../db/connection";
-import { inProject } from "../members/access.service";
+import { inProject, readProject } from "../members/access.service";
 import { badRequest, unprocessable, type ValidationIssue } from "../../core/errors";
 import { newGid } from "../../core/ids";
 import { cannot, mustGet, nameIssues, orFail, rowsOf, snapshotValue } from "./items.service";
@@ -207,12 +207,12 @@ export function deleteComponent(ctx: Ctx, actor: Actor, projectGid: string, kind
 
 /** `layouts/get`: one layout (`layout`) or several (`layouts`). */
 export function getLayouts(ctx: Ctx, actor: Actor, projectGid: string, input: { layout?: string; layouts?: string[] }): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx }) => {
+  return readProject(ctx, actor, projectGid, "member", ({ tx }) => {
     const one = input.layout;
     if (typeof one === "string") {
       return snapshotValue(tx, projectGid, `layouts/get ${one}`, () => {
         const r = mustGet(tx, "layout", projectGid, one);
-        return { result: { layout: r.gid }, data: new Out().add("layout", r).data() };
+        return lastingAnswer({ result: { layout: r.gid }, data: new Out().add("layout", r).data() });
       });
     }
     if (!Array.isArray(input.layouts)) throw badRequest("Missing parameter", { "Missing parameter": "layout" });
