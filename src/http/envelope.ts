@@ -1,6 +1,9 @@
 import type { Answer } from "../core/answer";
 import { ApiError } from "../core/errors";
 
+/** The content type of JSON answers, as Response.json writes it. */
+export const JSON_TYPE = "application/json;charset=utf-8";
+
 export type Envelope = { success: true; result: Record<string, unknown>; data: Record<string, unknown> };
 
 /** The success envelope: scalars in `result`, resource dictionaries in `data`. */

@@ -1,10 +1,10 @@
 import { Elysia, getSchemaValidator, t, ValidationError, type AnyElysia, type DocumentDecoration, type Static, type TSchema } from "elysia";
 import type { Actor } from "../core/actor";
-import type { Answer } from "../core/answer";
+import { answerJson, hasJsonText, type Answer } from "../core/answer";
 import { ApiError, badRequest, missing } from "../core/errors";
 import type { Ctx, ProjectOperation } from "../platform/context";
 import { authMacro } from "./auth";
-import { answer } from "./envelope";
+import { answer, JSON_TYPE } from "./envelope";
 import { validationToApiError } from "./handlers";
 
 /**
@@ -44,7 +44,13 @@ export function operationRoutes(ctx: Ctx, ops: readonly ProjectOperation[]): Any
   const app = new Elysia({ prefix: "/api/p/:project" }).use(authMacro(ctx));
   // Elysia adds each route to the instance itself; the chain's growing type is not needed here.
   for (const op of ops) {
-    app.post(`/${op.path}`, ({ params, body, actor }) => answer(op.run(ctx, actor, params.project, body ?? {})), {
+    app.post(`/${op.path}`, ({ params, body, actor, set }) => {
+      const out = op.run(ctx, actor, params.project, body ?? {});
+      if (!hasJsonText(out)) return answer(out);
+      // Members already serialized (records/children) are spliced into the JSON, not parsed again.
+      set.headers["content-type"] = JSON_TYPE;
+      return answerJson(answer(out));
+    }, {
       auth: true,
       params,
       body: op.body,
