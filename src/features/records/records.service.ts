@@ -653,6 +653,7 @@ export function pageOf(input: Record<string, unknown>, def: { size: number; max:
  * Costs at 10,000 children: the page comes from the place index (parent, ordering, pos) alone, the
  * channel test and the counts from the children index (parent, status, channels) alone; the wide
  * record rows are read for the page only. Without a channel the total is the parent's `childcount`.
+ * With `idsOnly` (the caller reads the rows of `ids` next) `gids` may hold nulls: take them from the rows.
  */
 export function childrenIn(
   tx: Tx,
