@@ -1,6 +1,9 @@
 import { isLasting, type Answer } from "../core/answer";
 import { ApiError } from "../core/errors";
 
+/** The content type of every JSON answer, as Bun's `Response.json` (which Elysia answers objects with) writes it. */
+export const JSON_TYPE = "application/json;charset=utf-8";
+
 export type Envelope = { success: true; result: Record<string, unknown>; data: Record<string, unknown> };
 
 /** The success envelope: scalars in `result`, resource dictionaries in `data`. */
@@ -12,9 +15,6 @@ export function ok(result: Record<string, unknown> = {}, data: Record<string, un
 export function answer(a: Answer): Envelope {
   return ok(a.result, a.data ?? {});
 }
-
-/** The content type of every JSON answer, as Bun's `Response.json` (which Elysia answers objects with) writes it. */
-export const JSON_TYPE = "application/json;charset=utf-8";
 
 /** Encoded envelopes of lasting answers, kept as long as the answer itself is. */
 const encoded = new WeakMap<Answer, string>();

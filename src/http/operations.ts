@@ -1,6 +1,6 @@
 import { Elysia, getSchemaValidator, t, ValidationError, type AnyElysia, type DocumentDecoration, type Static, type TSchema } from "elysia";
 import type { Actor } from "../core/actor";
-import type { Answer } from "../core/answer";
+import { answerJson, hasJsonText, type Answer } from "../core/answer";
 import { ApiError, badRequest, missing } from "../core/errors";
 import type { Ctx, ProjectOperation } from "../platform/context";
 import { authMacro } from "./auth";
@@ -45,12 +45,17 @@ export function operationRoutes(ctx: Ctx, ops: readonly ProjectOperation[]): Any
   // Elysia adds each route to the instance itself; the chain's growing type is not needed here.
   for (const op of ops) {
     app.post(`/${op.path}`, ({ params, body, actor, set }) => {
-      const a = op.run(ctx, actor, params.project, body ?? {});
+      const out = op.run(ctx, actor, params.project, body ?? {});
       // A lasting answer (a schema snapshot's) goes out as the text encoded when it was first sent.
-      const text = encodedAnswer(a);
-      if (text === undefined) return answer(a);
+      const text = encodedAnswer(out);
+      if (text !== undefined) {
+        set.headers["content-type"] = JSON_TYPE;
+        return text;
+      }
+      if (!hasJsonText(out)) return answer(out);
+      // Members already serialized (records/children) are spliced into the JSON, not parsed again.
       set.headers["content-type"] = JSON_TYPE;
-      return text;
+      return answerJson(answer(out));
     }, {
       auth: true,
       params,

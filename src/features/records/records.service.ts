@@ -1,6 +1,6 @@
 import type { Database } from "bun:sqlite";
 import type { Actor } from "../../core/actor";
-import type { Answer } from "../../core/answer";
+import { JsonText, withJsonText, type Answer } from "../../core/answer";
 import { badRequest, unprocessable } from "../../core/errors";
 import { newGid, now } from "../../core/ids";
 import { sqliteOf, type Tx } from "../../db/connection";
@@ -11,7 +11,7 @@ import { baseDefinitionIn } from "../schema/definitions.service";
 import { rowOf, type Project } from "../schema/items.service";
 import { ALL_CHANNEL } from "../settings/settings.options";
 import type { RecordChecks } from "./records.table";
-import { applyFields, checksOf, fieldsForm, initialVals, put, SchemaView, searchTextOf, titleOf, type ReportItem } from "./values.service";
+import { applyFields, checksOf, fieldsForm, initialVals, put, SchemaView, searchTextOf, titleOf, type DefInfo, type ReportItem } from "./values.service";
 
 /**
  * The record tree: reading (root, get, children, forms), creating and updating values. Every
@@ -63,14 +63,51 @@ export function recOf(r: Raw): Rec {
     childcount: r.childcount,
     status: r.status,
     channels: JSON.parse(r.channels),
-    vals: JSON.parse(r.vals),
     createdOn: r.created_on,
     updatedOn: r.updated_on,
   } as Rec;
-  // Only writes need the checks: parsed when first read.
-  let checks: RecordChecks | undefined;
-  Object.defineProperty(rec, "checks", { enumerable: true, configurable: true, get: () => (checks ??= JSON.parse(r.checks)), set: (v) => (checks = v) });
+  // Values and checks are parsed when first read: a form whose fields are remembered (formsOf)
+  // needs only the stored text of the values (valsTextOf), which is forgotten once they are
+  // replaced. The accessors are shared functions (no closures per row); a copy made by spreading
+  // the row gets plain values and no text.
+  Object.defineProperty(rec, HELD, { value: { vals: undefined, valsText: r.vals, checks: undefined, checksText: r.checks } satisfies Held });
+  Object.defineProperty(rec, "vals", VALS_ACCESSOR);
+  Object.defineProperty(rec, "checks", CHECKS_ACCESSOR);
   return rec;
+}
+
+/** Where recOf keeps a row's stored texts (not enumerable: copies made by spreading do not carry it). */
+const HELD = Symbol("stored texts");
+type Held = { vals: Vals | undefined; valsText: string | undefined; checks: RecordChecks | undefined; checksText: string };
+const held = (o: object): Held => (o as Record<symbol, Held>)[HELD]!;
+const VALS_ACCESSOR: PropertyDescriptor = {
+  enumerable: true,
+  configurable: true,
+  get(this: object) {
+    const h = held(this);
+    return (h.vals ??= JSON.parse(h.valsText!));
+  },
+  set(this: object, v: Vals) {
+    const h = held(this);
+    h.vals = v;
+    h.valsText = undefined;
+  },
+};
+const CHECKS_ACCESSOR: PropertyDescriptor = {
+  enumerable: true,
+  configurable: true,
+  get(this: object) {
+    const h = held(this);
+    return (h.checks ??= JSON.parse(h.checksText));
+  },
+  set(this: object, v: RecordChecks) {
+    held(this).checks = v;
+  },
+};
+
+/** The stored JSON text of a row's values while they are the ones read from SQLite (undefined once replaced, or for rows not made by recOf). */
+function valsTextOf(rec: Rec): string | undefined {
+  return Object.hasOwn(rec, HELD) ? held(rec).valsText : undefined;
 }
 
 export const DELETED = "deleted";
@@ -202,7 +239,66 @@ export function backlinksOf(tx: Tx, gids: string[]): Map<string, string[]> {
   return out;
 }
 
-export type FormOptions = { languages: string[]; fields?: boolean };
+export type FormOptions = { languages: string[]; fields?: boolean; remember?: boolean };
+
+/**
+ * The title and `fields` of a record in one language depend only on its definition (the DefInfo
+ * of the current schema stamp), its stored values and the language. With `remember`, formsOf keeps
+ * them per record id in FORMS, the fields as JSON text (spliced into the answer unparsed, see
+ * JsonText), and checks an entry on every use against a hash and the length of the values text
+ * just read and against the very DefInfo object: any write of the values (by any code path) or
+ * any schema change (a commit, a rename, new labels: a new stamp, new DefInfo objects) makes the
+ * next read build them afresh. Bounded by the size of the texts; the least recently used go first.
+ */
+type LangForm = { title: string; fields?: Record<string, unknown> | JsonText };
+type FormEntry = { hash: bigint | number; len: number; def: DefInfo; langs: Map<string, LangForm>; size: number };
+const FORMS = new Map<number, FormEntry>();
+const FORMS_BUDGET = 32 * 1024 * 1024;
+let formsSize = 0;
+
+function rememberedEntry(id: number, text: string | undefined, d: DefInfo): FormEntry | undefined {
+  if (text === undefined) return undefined;
+  const hash = Bun.hash(text);
+  let e = FORMS.get(id);
+  if (e && e.hash === hash && e.len === text.length && e.def === d) {
+    // Most recently used last.
+    FORMS.delete(id);
+    FORMS.set(id, e);
+    return e;
+  }
+  if (e) {
+    FORMS.delete(id);
+    formsSize -= e.size;
+  }
+  e = { hash, len: text.length, def: d, langs: new Map(), size: 128 };
+  FORMS.set(id, e);
+  formsSize += e.size;
+  return e;
+}
+
+function grow(e: FormEntry, by: number) {
+  e.size += by;
+  formsSize += by;
+  for (const [id, old] of FORMS) {
+    if (formsSize <= FORMS_BUDGET) break;
+    if (old === e) continue;
+    FORMS.delete(id);
+    formsSize -= old.size;
+  }
+}
+
+/** The title and (unless `withFields` is false) the fields of a record in one language, remembered in `e` when given. */
+function langForm(e: FormEntry | undefined, d: DefInfo, r: Rec, l: string, withFields: boolean): LangForm {
+  const got = e?.langs.get(l);
+  if (got && (got.fields || !withFields)) return got;
+  const title = titleOf(d, r.vals, l);
+  if (!e) return { title, fields: withFields ? fieldsForm(d, r.vals, l) : undefined };
+  const made: LangForm = { title, fields: withFields ? new JsonText(JSON.stringify(fieldsForm(d, r.vals, l))) : undefined };
+  e.langs.set(l, made);
+  // Strings of up to 2 bytes a character, and the objects around them.
+  grow(e, 2 * (title.length + ((made.fields as JsonText | undefined)?.text.length ?? 0)) + 96);
+  return made;
+}
 
 /**
  * The reference's record form of each row (`data.records`): hierarchy, definition, title and
@@ -212,10 +308,13 @@ export function formsOf(tx: Tx, view: SchemaView, rows: Rec[], opts: FormOptions
   const out: Record<string, Record<string, unknown>> = {};
   const orderings = orderingsOf(tx, rows.map((r) => r.id), view);
   const backlinks = backlinksOf(tx, rows.filter((r) => !r.isLink).map((r) => r.gid));
+  const withFields = opts.fields !== false;
   for (const r of rows) {
     const d = view.def(r.definition);
+    const e = opts.remember ? rememberedEntry(r.id, valsTextOf(r), d) : undefined;
+    const per = opts.languages.map((l) => langForm(e, d, r, l, withFields));
     const title: Record<string, string> = {};
-    for (const l of opts.languages) put(title, l, titleOf(d, r.vals, l));
+    for (let i = 0; i < per.length; i++) put(title, opts.languages[i]!, per[i]!.title);
     const form: Record<string, unknown> = {
       gid: r.gid,
       parent: r.parent,
@@ -231,9 +330,9 @@ export function formsOf(tx: Tx, view: SchemaView, rows: Rec[], opts: FormOptions
       orderings: orderings.get(r.id) ?? {},
       is_link: r.isLink,
     };
-    if (opts.fields !== false) {
-      const fields: Record<string, Record<string, unknown>> = {};
-      for (const l of opts.languages) fields[l] = fieldsForm(d, r.vals, l);
+    if (withFields) {
+      const fields: Record<string, unknown> = {};
+      for (let i = 0; i < per.length; i++) fields[opts.languages[i]!] = per[i]!.fields!;
       form.fields = fields;
     }
     form.created_on = r.createdOn;
@@ -554,11 +653,12 @@ export function pageOf(input: Record<string, unknown>, def: { size: number; max:
  * Costs at 10,000 children: the page comes from the place index (parent, ordering, pos) alone, the
  * channel test and the counts from the children index (parent, status, channels) alone; the wide
  * record rows are read for the page only. Without a channel the total is the parent's `childcount`.
+ * With `idsOnly` (the caller reads the rows of `ids` next) `gids` may hold nulls: take them from the rows.
  */
 export function childrenIn(
   tx: Tx,
   parent: string,
-  opts: { ordering?: string; channel?: string; top: number; size: number; deleted?: boolean; childcount?: number },
+  opts: { ordering?: string; channel?: string; top: number; size: number; deleted?: boolean; childcount?: number; idsOnly?: boolean },
 ): { gids: string[]; ids: number[]; total: number } {
   const s = db(tx);
   const status = opts.deleted ? "" : `AND status != '${DELETED}'`;
@@ -571,8 +671,13 @@ export function childrenIn(
     // Deleted records' places are filed under "-<parent>", so the place index holds live children
     // only. Children without a place (an ordering added after them) come after every placed one,
     // so a full page of placed children is the answer; a short page is, once every child is placed.
+    // With `idsOnly` (the caller reads the rows next) the page is the place index alone: no record row is read for its gid.
     rows = s
-      .query(`SELECT r.id AS id, r.gid AS gid FROM (SELECT o.record_id, o.pos FROM record_orderings o WHERE o.parent = ?1 AND o.ordering = ?2 ${inChannel(5)} ORDER BY o.pos LIMIT ?3 OFFSET ?4) o CROSS JOIN records r ON r.id = o.record_id ORDER BY o.pos`)
+      .query(
+        opts.idsOnly
+          ? `SELECT o.record_id AS id, NULL AS gid FROM record_orderings o WHERE o.parent = ?1 AND o.ordering = ?2 ${inChannel(5)} ORDER BY o.pos LIMIT ?3 OFFSET ?4`
+          : `SELECT r.id AS id, r.gid AS gid FROM (SELECT o.record_id, o.pos FROM record_orderings o WHERE o.parent = ?1 AND o.ordering = ?2 ${inChannel(5)} ORDER BY o.pos LIMIT ?3 OFFSET ?4) o CROSS JOIN records r ON r.id = o.record_id ORDER BY o.pos`,
+      )
       .all(parent, opts.ordering, opts.size, opts.top, ...chanParam) as { id: number; gid: string }[];
     if (rows.length < opts.size) {
       const placed = (s.query("SELECT count(*) AS n FROM record_orderings WHERE parent = ? AND ordering = ?").get(parent, opts.ordering) as { n: number }).n;
@@ -629,8 +734,9 @@ export function getChildren(ctx: Ctx, actor: Actor, projectGid: string, input: L
     const langs = view.languagesOf(input);
     const parent = mustRecord(tx, projectGid, input.record);
     const page = pageOf(input, CHILDREN_PAGE);
-    const c = childrenIn(tx, parent.gid, { ordering: orderingOf(view, input.ordering), channel: channelOf(view, input.channel), childcount: parent.childcount, ...page });
-    return { result: { children: c.gids, "children.size": c.total }, data: { records: formsOf(tx, view, rowsByIds(tx, projectGid, c.ids), { languages: langs }) } };
+    const c = childrenIn(tx, parent.gid, { ordering: orderingOf(view, input.ordering), channel: channelOf(view, input.channel), childcount: parent.childcount, idsOnly: true, ...page });
+    const rows = rowsByIds(tx, projectGid, c.ids);
+    return withJsonText({ result: { children: rows.map((r) => r.gid), "children.size": c.total }, data: { records: formsOf(tx, view, rows, { languages: langs, remember: true }) } });
   });
 }
 
