@@ -1,4 +1,4 @@
-import type { Tx } from "../../db/connection";
+import { withoutSync, type Tx } from "../../db/connection";
 import { mutate, type ChangeLog } from "../../db/mutate";
 import type { LanguageHook, SchemaChange, SchemaCommittedHook, SchemaUsageHook, SettingRemovedHook } from "../../platform/context";
 import type { JobKind } from "../../platform/jobs/runner";
@@ -378,7 +378,9 @@ export const followSchemaJob: JobKind = { async handler(ctx, job, progress) {
   for (;;) {
     const t0 = performance.now();
     const deadline = t0 + CHUNK_MS;
-    const n = mutate(ctx.db, ctx.hub, (tx, log: ChangeLog) => {
+    // Without a disk flush per unit: the progress written at most every PROGRESS_INTERVAL_MS (and
+    // the job's final state) syncs the log with every unit before it; the job starts over after a crash.
+    const n = withoutSync(ctx.db, ctx.config.sqliteSynchronous, () => mutate(ctx.db, ctx.hub, (tx, log: ChangeLog) => {
       const project = projectOf(tx);
       if (!project) return 0;
       const recs = all.next(tx, Math.max(1, Math.min(500, Math.round(CHUNK_MS / perRecord))));
@@ -390,7 +392,7 @@ export const followSchemaJob: JobKind = { async handler(ctx, job, progress) {
       lost += r.lost;
       followed += r.followed;
       return r.done;
-    });
+    }));
     if (!n) break;
     perRecord = Math.max(0.01, (perRecord + (performance.now() - t0) / n) / 2);
     // Counts the records and yields to the event loop (a macrotask) before the next unit of work.
