@@ -1,3 +1,4 @@
+import { checkpointsAside } from "../../db/checkpointer";
 import { withoutSync, type Tx } from "../../db/connection";
 import { mutate, type ChangeLog } from "../../db/mutate";
 import type { LanguageHook, SchemaChange, SchemaCommittedHook, SchemaUsageHook, SettingRemovedHook } from "../../platform/context";
@@ -375,28 +376,37 @@ export const followSchemaJob: JobKind = { async handler(ctx, job, progress) {
   let lost = 0;
   // Milliseconds per record, measured: starts cautious, then follows the units' own times.
   let perRecord = 1;
-  for (;;) {
-    const t0 = performance.now();
-    const deadline = t0 + CHUNK_MS;
-    // Without a disk flush per unit: the progress written at most every PROGRESS_INTERVAL_MS (and
-    // the job's final state) syncs the log with every unit before it; the job starts over after a crash.
-    const n = withoutSync(ctx.db, ctx.config.sqliteSynchronous, () => mutate(ctx.db, ctx.hub, (tx, log: ChangeLog) => {
-      const project = projectOf(tx);
-      if (!project) return 0;
-      const recs = all.next(tx, Math.max(1, Math.min(500, Math.round(CHUNK_MS / perRecord))));
-      if (!recs.length) return 0;
-      const view = new SchemaView(tx, project);
-      const touch = new Touch(projectGid);
-      const r = applyFollow(tx, view, touch, recs, follow, deadline, (x) => all.advance(x as FollowRec & { at: number }));
-      touch.flush(log);
-      lost += r.lost;
-      followed += r.followed;
-      return r.done;
-    }));
-    if (!n) break;
-    perRecord = Math.max(0.01, (perRecord + (performance.now() - t0) / n) / 2);
-    // Counts the records and yields to the event loop (a macrotask) before the next unit of work.
-    await progress.step(n);
+  // The job writes several pages of log per record: the checkpoints they call for run in a thread
+  // of their own, not inside a unit's commit (src/db/checkpointer.ts).
+  const release = checkpointsAside(ctx.db);
+  try {
+    for (;;) {
+      const t0 = performance.now();
+      const deadline = t0 + CHUNK_MS;
+      // Without a disk flush per unit: the checkpoint thread syncs the log about every 100 ms, and the
+      // progress written at most every PROGRESS_INTERVAL_MS and the job's final state are written
+      // with the configured durability (a sync of the log covers every unit before it). After a
+      // crash the job starts over.
+      const n = withoutSync(ctx.db, ctx.config.sqliteSynchronous, () => mutate(ctx.db, ctx.hub, (tx, log: ChangeLog) => {
+        const project = projectOf(tx);
+        if (!project) return 0;
+        const recs = all.next(tx, Math.max(1, Math.min(500, Math.round(CHUNK_MS / perRecord))));
+        if (!recs.length) return 0;
+        const view = new SchemaView(tx, project);
+        const touch = new Touch(projectGid);
+        const r = applyFollow(tx, view, touch, recs, follow, deadline, (x) => all.advance(x as FollowRec & { at: number }));
+        touch.flush(log);
+        lost += r.lost;
+        followed += r.followed;
+        return r.done;
+      }));
+      if (!n) break;
+      perRecord = Math.max(0.01, (perRecord + (performance.now() - t0) / n) / 2);
+      // Counts the records and yields to the event loop (a macrotask) before the next unit of work.
+      await progress.step(n);
+    }
+  } finally {
+    await release();
   }
   return { records: followed, losing_values: lost };
 } };

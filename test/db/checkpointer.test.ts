@@ -1,0 +1,66 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { checkpointsAside } from "../../src/db/checkpointer";
+import { openDatabase, withoutSync, type DB } from "../../src/db/connection";
+
+let dir: string;
+let db: DB;
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), "apis-checkpointer-"));
+  db = openDatabase(join(dir, "apis.db"));
+  db.$client.exec("CREATE TABLE t (x BLOB)");
+});
+afterAll(() => {
+  db.$client.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const pragma = (name: string) => Object.values(db.$client.query(`PRAGMA ${name}`).get() as Record<string, number>)[0];
+/** The database file's size: it grows only when a checkpoint copies pages from the log into it. */
+const fileBytes = () => statSync(join(dir, "apis.db")).size;
+const write = (rows: number) => db.$client.transaction(() => {
+  for (let i = 0; i < rows; i++) db.$client.query("INSERT INTO t VALUES (randomblob(3000))").run();
+})();
+
+describe("checkpoints aside while a long job writes", () => {
+  test("the server's connection stops checkpointing, a thread copies the log, and the release puts it back", async () => {
+    const before = pragma("wal_autocheckpoint");
+    expect(before).toBeGreaterThan(0);
+    const release = checkpointsAside(db);
+    const second = checkpointsAside(db);
+    expect(pragma("wal_autocheckpoint")).toBe(0);
+    const start = fileBytes();
+    write(1500);
+    // The thread checkpoints on its own (every 100 ms): wait for the rows to reach the file.
+    const until = Date.now() + 20_000;
+    let copied = false;
+    while (!copied && Date.now() < until) {
+      await Bun.sleep(50);
+      copied = fileBytes() > start + 4_000_000;
+    }
+    expect(copied).toBe(true);
+    await second();
+    // Still held by the first caller.
+    expect(pragma("wal_autocheckpoint")).toBe(0);
+    await release();
+    await release();
+    expect(pragma("wal_autocheckpoint")).toBe(before);
+    // Usable again at once, and again aside.
+    const again = checkpointsAside(db);
+    expect(pragma("wal_autocheckpoint")).toBe(0);
+    await again();
+    expect(pragma("wal_autocheckpoint")).toBe(before);
+  });
+
+  test("withoutSync commits with synchronous=NORMAL and puts the configured durability back, also after a failure", () => {
+    expect(pragma("synchronous")).toBe(2);
+    const seen = withoutSync(db, "full", () => pragma("synchronous"));
+    expect(seen).toBe(1);
+    expect(pragma("synchronous")).toBe(2);
+    expect(() => withoutSync(db, "full", () => { throw new Error("failed unit"); })).toThrow("failed unit");
+    expect(pragma("synchronous")).toBe(2);
+  });
+});
