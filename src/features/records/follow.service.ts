@@ -8,7 +8,7 @@ import { schemaStamp, valueContextOf } from "../schema/items.service";
 import { LIST_TYPES, valueSchema, type FieldType } from "../schema/schema.types";
 import { ALL_CHANNEL } from "../settings/settings.options";
 import { COLUMNS, db, recOf, Touch, writeSearch, type Vals } from "./records.service";
-import { checksOf, dict, SchemaView, SHARED, type FieldInfo } from "./values.service";
+import { checksOf, dict, SchemaView, SHARED, TEXT_TYPES as SEARCHED_TYPES, type FieldInfo } from "./values.service";
 import type { RecordChecks } from "./records.table";
 
 /**
@@ -272,6 +272,19 @@ function followOf(change: SchemaChange): Follow {
   return f;
 }
 
+/**
+ * Whether a commit leaves the search text of every record it touches as it was (except records
+ * whose title is the committed field: see applyFollow), so their search rows need not be read nor
+ * rewritten: a field commit that takes no field from a definition, for a field that feeds no
+ * search text before nor after it (not a text type, no value list, whose labels are searched).
+ * The search text is made of the definition's text and value-list fields and its title field only.
+ */
+function searchUnchanged(f: Follow): boolean {
+  if (!f.field || Object.values(f.dropped).some((gids) => gids.length)) return false;
+  const feeds = (x: FieldForm) => SEARCHED_TYPES.has(x.type) || (Array.isArray(x.options?.values) && x.options.values.length > 0);
+  return !feeds(f.field.from) && !feeds(f.field.to);
+}
+
 /** The schema view of a project the caller has already checked (hooks and jobs). */
 const viewOf = (tx: Tx, projectGid: string) => new SchemaView(tx, getProject(tx, projectGid)!);
 
@@ -285,6 +298,7 @@ function applyFollow(tx: Tx, view: SchemaView, touch: Touch, recs: FollowRec[], 
   let followed = 0;
   const upd = db(tx).query("UPDATE records SET vals = ?, checks = ?, updated_on = max(?, updated_on + 0.000001) WHERE id = ?");
   const t = Date.now() / 1000;
+  const sameText = searchUnchanged(f);
   for (const r of recs) {
     // At least one record per call, so a chunk always makes progress.
     if (done && performance.now() >= deadline) break;
@@ -295,7 +309,7 @@ function applyFollow(tx: Tx, view: SchemaView, touch: Touch, recs: FollowRec[], 
     const n = followVals(view, r, f);
     if (n.lost) lost++;
     upd.run(JSON.stringify(n.vals), JSON.stringify(checksAfter(view, r, n.vals, f)), t, r.id);
-    writeSearch(tx, view, { ...r, vals: n.vals });
+    if (!sameText || view.def(r.definition).titlefield === f.field?.gid) writeSearch(tx, view, { ...r, vals: n.vals });
     touch.update(r.gid);
   }
   return { done, followed, lost };
