@@ -392,7 +392,7 @@ export const followSchemaJob: JobKind = { async handler(ctx, job, progress) {
   let perRecord = 1;
   // The job writes several pages of log per record: the checkpoints they call for run in a thread
   // of their own, not inside a unit's commit (src/db/checkpointer.ts).
-  const release = checkpointsAside(ctx.db);
+  const checkpoints = checkpointsAside(ctx.db);
   try {
     for (;;) {
       const t0 = performance.now();
@@ -418,9 +418,11 @@ export const followSchemaJob: JobKind = { async handler(ctx, job, progress) {
       perRecord = Math.max(0.01, (perRecord + (performance.now() - t0) / n) / 2);
       // Counts the records and yields to the event loop (a macrotask) before the next unit of work.
       await progress.step(n);
+      // The log copied once it has grown, so that it starts over (waiting frees the server too).
+      await checkpoints.settle();
     }
   } finally {
-    await release();
+    await checkpoints.release();
   }
   return { records: followed, losing_values: lost };
 } };
