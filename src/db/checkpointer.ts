@@ -58,7 +58,9 @@ self.onmessage = (e) => {
 `;
 
 type Reply = { log: number; checkpointed: number; settled?: number; stopped?: boolean };
-type Aside = { users: number; worker: Worker; autocheckpoint: number; log: number; waiting: Map<number, () => void>; stopping?: () => void; stopped?: Promise<void> };
+type Aside = { users: number; worker: Worker; autocheckpoint: number; log: number; waiting: Map<number, () => void>; failed?: boolean; stopping?: () => void; stopped?: Promise<void> };
+/** How long `settle` waits for the thread at most (a busy disk); the job then goes on. */
+const SETTLE_MAX_MS = 5000;
 const asides = new WeakMap<Database, Aside>();
 let sourceUrl: string | undefined;
 let settleIds = 0;
@@ -100,6 +102,19 @@ export function checkpointsAside(db: DB): CheckpointsAside {
         created.waiting.delete(r.settled);
       }
     };
+    // A thread that fails (it could not start, or its connection failed) gives checkpoints back to
+    // the server's connection at once: the log must never go uncopied.
+    worker.onerror = () => {
+      if (created.failed) return;
+      created.failed = true;
+      try {
+        client.exec(`PRAGMA wal_autocheckpoint = ${created.autocheckpoint}`);
+      } catch {
+        // Closed meanwhile.
+      }
+      for (const w of created.waiting.values()) w();
+      created.waiting.clear();
+    };
     worker.postMessage({ start: file, everyMs: CHECKPOINT_EVERY_MS });
     client.exec("PRAGMA wal_autocheckpoint = 0");
     asides.set(client, (aside = created));
@@ -108,10 +123,11 @@ export function checkpointsAside(db: DB): CheckpointsAside {
   let released = false;
   return {
     settle: () => {
-      if (released || mine.stopped || mine.log < SETTLE_FRAMES) return Promise.resolve();
+      if (released || mine.stopped || mine.failed || mine.log < SETTLE_FRAMES) return Promise.resolve();
       const id = ++settleIds;
       return new Promise<void>((resolve) => {
-        mine.waiting.set(id, resolve);
+        const timeout = setTimeout(() => (mine.waiting.delete(id), resolve()), SETTLE_MAX_MS);
+        mine.waiting.set(id, () => (clearTimeout(timeout), resolve()));
         mine.worker.postMessage({ settle: id });
       });
     },
@@ -121,7 +137,7 @@ export function checkpointsAside(db: DB): CheckpointsAside {
       if (--mine.users > 0) return;
       // Automatic checkpoints first (a closed connection ignores it), then the thread's last pass.
       try {
-        client.exec(`PRAGMA wal_autocheckpoint = ${mine.autocheckpoint}`);
+        if (!mine.failed) client.exec(`PRAGMA wal_autocheckpoint = ${mine.autocheckpoint}`);
       } catch {
         // The database was closed meanwhile (a stopping server): nothing to put back.
       }
@@ -135,9 +151,9 @@ export function checkpointsAside(db: DB): CheckpointsAside {
         };
         // Its connection is closed by the thread itself (a thread ended mid-checkpoint could keep
         // SQLite's locks of this process); a thread that does not answer in time is ended anyway.
-        const timeout = setTimeout(done, 5000);
+        const timeout = setTimeout(done, mine.failed ? 0 : 5000);
         mine.stopping = done;
-        mine.worker.postMessage({ stop: true });
+        if (!mine.failed) mine.worker.postMessage({ stop: true });
       });
       await mine.stopped;
       if (asides.get(client) === mine) asides.delete(client);

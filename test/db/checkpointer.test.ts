@@ -68,6 +68,26 @@ describe("checkpoints aside while a long job writes", () => {
     expect(statSync(join(dir, "apis.db-wal")).size).toBeLessThan(6_000 * 4096);
   });
 
+  test("a thread that fails gives checkpoints back to the server's connection at once", async () => {
+    const other = mkdtempSync(join(tmpdir(), "apis-checkpointer-gone-"));
+    const gone = openDatabase(join(other, "apis.db"));
+    try {
+      // The file is removed behind the open connection: the thread cannot open it.
+      rmSync(join(other, "apis.db"));
+      const held = checkpointsAside(gone);
+      const auto = () => (gone.$client.query("PRAGMA wal_autocheckpoint").get() as { wal_autocheckpoint: number }).wal_autocheckpoint;
+      const until = Date.now() + 10_000;
+      while (auto() === 0 && Date.now() < until) await Bun.sleep(20);
+      expect(auto()).toBeGreaterThan(0);
+      await held.settle();
+      await held.release();
+      expect(auto()).toBeGreaterThan(0);
+    } finally {
+      gone.$client.close();
+      rmSync(other, { recursive: true, force: true });
+    }
+  });
+
   test("withoutSync commits with synchronous=NORMAL and puts the configured durability back, also after a failure", () => {
     expect(pragma("synchronous")).toBe(2);
     const seen = withoutSync(db, "full", () => pragma("synchronous"));
