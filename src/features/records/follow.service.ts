@@ -362,7 +362,7 @@ const FOLLOW_SCAN = 2000;
  * per record the previous units took, so the event loop is free again after each and requests
  * wait at most about this long.
  */
-const CHUNK_MS = 20;
+const CHUNK_MS = 10;
 /** Records of other definitions read for holders per unit of work. */
 const SCAN_SLICE = 200;
 
