@@ -40,19 +40,22 @@ export function setSynchronous(db: DB, synchronous: Synchronous): void {
 }
 
 /**
- * Runs `fn`, one unit of work that commits, without a sync of the write-ahead log for that commit
- * alone when the database syncs every commit (`full`). Only for bookkeeping of files that are
- * themselves not synced and can be made again (the row noting a transformed image): a power cut
- * may take back both, never a client's data. The next synced commit makes it durable too (the
- * log is one file). Must not be called inside an open transaction.
+ * Runs `fn`, one unit of work that commits, with a commit that does not wait for the disk
+ * (synchronous=NORMAL), then puts back `configured`. A sync per commit costs a disk flush each
+ * time, during which the server answers nothing. The next synced commit (or checkpoint) makes these
+ * commits durable too (the write-ahead log is one file), so only work that can be done again may
+ * use it: a unit of a background job that is run again from the start after a crash (its progress
+ * is written with the configured durability now and then), or bookkeeping of files that are
+ * themselves not synced and can be made again (the row noting a transformed image). A power cut
+ * may take back such commits, never a client's data. Must not be called inside an open transaction.
  */
-export function withoutOwnSync<T>(db: DB, synchronous: Synchronous, fn: () => T): T {
-  if (synchronous !== "full") return fn();
+export function withoutSync<T>(db: DB, configured: Synchronous, fn: () => T): T {
+  if (configured === "normal") return fn();
   setSynchronous(db, "normal");
   try {
     return fn();
   } finally {
-    setSynchronous(db, "full");
+    setSynchronous(db, configured);
   }
 }
 

@@ -36,4 +36,20 @@ describe("records follow a commit touching many records as a job", () => {
     expect((await w.get(made[7]!)).fields.en.artnr).toBe(7);
     expect((await w.get(made[10]!)).fields.en.artnr).toBe(null);
   }, 60_000);
+
+  test("a commit of a field no search text is made of (number → decimal) converts the values and leaves every search row as it was", async () => {
+    const rows = () => w.srv.ctx.db.$client.query("SELECT id, record_id, language, title, body FROM record_search ORDER BY id").all();
+    const before = rows();
+    const since = await w.srv.ccCursor(w.owner.token);
+    await w.okr("fields/modify", { field: w.f.artnr, type: "decimal", options: {} });
+    const c = await w.okr("fields/commit", { field: w.f.artnr });
+    const [token] = c.result["job.tokens"];
+    const done = await until(async () => {
+      const s = await w.srv.call("/sync/get", { token: w.owner.token, body: { cc_cursor: since } });
+      return (s.body.result.sync as any[]).find((i) => i.data_key === token && i.data.status === "done");
+    });
+    expect(done.data.info).toMatchObject({ records: made.length, losing_values: 0 });
+    expect((await w.get(made[7]!)).fields.en.artnr).toBe(7);
+    expect(rows()).toEqual(before);
+  }, 60_000);
 });

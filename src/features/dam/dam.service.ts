@@ -9,7 +9,7 @@ import { inProject, projectAccess } from "../members/access.service";
 import { defaultKey, effectiveBackground, invalidOption, isMediaFileName, mediaFileName, optionStrings, outputType, type OutputType, type TransformOptions } from "./dam.options";
 import { INPUT_FORMATS, planGeometry, QUANTISE_PIXEL_LIMIT, render, type Rendered, type Transformer } from "./dam.transform";
 import { mutate } from "../../db/mutate";
-import { withoutOwnSync, type DB } from "../../db/connection";
+import { withoutSync, type DB } from "../../db/connection";
 import { assetLookups, assetVersionsOf, setPublication, type Asset } from "../assets/assets.service";
 import { damTransforms } from "./dam.table";
 import { imageFacts } from "../assets/assets.service";
@@ -270,7 +270,7 @@ function recordTransform(ctx: Ctx, target: string, row: Omit<typeof damTransform
   // The row notes a derived file that is not synced to disk either and is made again when missing:
   // its commit does not wait for a sync of its own (4-6 ms on a busy disk, ~10 % of a transform);
   // the next synced commit covers it.
-  const kept = withoutOwnSync(ctx.db, ctx.config.sqliteSynchronous, () =>
+  const kept = withoutSync(ctx.db, ctx.config.sqliteSynchronous, () =>
     mutate(ctx.db, undefined, () => {
       if (!q.asset.get({ gid: row.assetGid })) return false;
       q.record.run(row.projectGid, row.file, row.assetGid, row.source, row.width, row.height, row.size, JSON.stringify(row.options), now());

@@ -1,4 +1,5 @@
-import type { Tx } from "../../db/connection";
+import { checkpointsAside } from "../../db/checkpointer";
+import { withoutSync, type Tx } from "../../db/connection";
 import { mutate, type ChangeLog } from "../../db/mutate";
 import type { LanguageHook, SchemaChange, SchemaCommittedHook, SchemaUsageHook, SettingRemovedHook } from "../../platform/context";
 import type { JobKind } from "../../platform/jobs/runner";
@@ -7,7 +8,7 @@ import { schemaStamp, valueContextOf } from "../schema/items.service";
 import { LIST_TYPES, valueSchema, type FieldType } from "../schema/schema.types";
 import { ALL_CHANNEL } from "../settings/settings.options";
 import { COLUMNS, db, recOf, Touch, writeSearch, type Vals } from "./records.service";
-import { checksOf, dict, SchemaView, SHARED, type FieldInfo } from "./values.service";
+import { checksOf, dict, SchemaView, SHARED, TEXT_TYPES as SEARCHED_TYPES, type FieldInfo } from "./values.service";
 import type { RecordChecks } from "./records.table";
 
 /**
@@ -271,6 +272,19 @@ function followOf(change: SchemaChange): Follow {
   return f;
 }
 
+/**
+ * Whether a commit leaves the search text of every record it touches as it was (except records
+ * whose title is the committed field: see applyFollow), so their search rows need not be read nor
+ * rewritten: a field commit that takes no field from a definition, for a field that feeds no
+ * search text before nor after it (not a text type, no value list, whose labels are searched).
+ * The search text is made of the definition's text and value-list fields and its title field only.
+ */
+function searchUnchanged(f: Follow): boolean {
+  if (!f.field || Object.values(f.dropped).some((gids) => gids.length)) return false;
+  const feeds = (x: FieldForm) => SEARCHED_TYPES.has(x.type) || (Array.isArray(x.options?.values) && x.options.values.length > 0);
+  return !feeds(f.field.from) && !feeds(f.field.to);
+}
+
 /** The schema view of a project the caller has already checked (hooks and jobs). */
 const viewOf = (tx: Tx, projectGid: string) => new SchemaView(tx, getProject(tx, projectGid)!);
 
@@ -284,6 +298,7 @@ function applyFollow(tx: Tx, view: SchemaView, touch: Touch, recs: FollowRec[], 
   let followed = 0;
   const upd = db(tx).query("UPDATE records SET vals = ?, checks = ?, updated_on = max(?, updated_on + 0.000001) WHERE id = ?");
   const t = Date.now() / 1000;
+  const sameText = searchUnchanged(f);
   for (const r of recs) {
     // At least one record per call, so a chunk always makes progress.
     if (done && performance.now() >= deadline) break;
@@ -294,7 +309,7 @@ function applyFollow(tx: Tx, view: SchemaView, touch: Touch, recs: FollowRec[], 
     const n = followVals(view, r, f);
     if (n.lost) lost++;
     upd.run(JSON.stringify(n.vals), JSON.stringify(checksAfter(view, r, n.vals, f)), t, r.id);
-    writeSearch(tx, view, { ...r, vals: n.vals });
+    if (!sameText || view.def(r.definition).titlefield === f.field?.gid) writeSearch(tx, view, { ...r, vals: n.vals });
     touch.update(r.gid);
   }
   return { done, followed, lost };
@@ -347,7 +362,7 @@ const FOLLOW_SCAN = 2000;
  * per record the previous units took, so the event loop is free again after each and requests
  * wait at most about this long.
  */
-const CHUNK_MS = 20;
+const CHUNK_MS = 10;
 /** Records of other definitions read for holders per unit of work. */
 const SCAN_SLICE = 200;
 
@@ -375,26 +390,39 @@ export const followSchemaJob: JobKind = { async handler(ctx, job, progress) {
   let lost = 0;
   // Milliseconds per record, measured: starts cautious, then follows the units' own times.
   let perRecord = 1;
-  for (;;) {
-    const t0 = performance.now();
-    const deadline = t0 + CHUNK_MS;
-    const n = mutate(ctx.db, ctx.hub, (tx, log: ChangeLog) => {
-      const project = projectOf(tx);
-      if (!project) return 0;
-      const recs = all.next(tx, Math.max(1, Math.min(500, Math.round(CHUNK_MS / perRecord))));
-      if (!recs.length) return 0;
-      const view = new SchemaView(tx, project);
-      const touch = new Touch(projectGid);
-      const r = applyFollow(tx, view, touch, recs, follow, deadline, (x) => all.advance(x as FollowRec & { at: number }));
-      touch.flush(log);
-      lost += r.lost;
-      followed += r.followed;
-      return r.done;
-    });
-    if (!n) break;
-    perRecord = Math.max(0.01, (perRecord + (performance.now() - t0) / n) / 2);
-    // Counts the records and yields to the event loop (a macrotask) before the next unit of work.
-    await progress.step(n);
+  // The job writes several pages of log per record: the checkpoints they call for run in a thread
+  // of their own, not inside a unit's commit (src/db/checkpointer.ts).
+  const checkpoints = checkpointsAside(ctx.db);
+  try {
+    for (;;) {
+      const t0 = performance.now();
+      const deadline = t0 + CHUNK_MS;
+      // Without a disk flush per unit: the checkpoint thread syncs the log about every 100 ms, and the
+      // progress written at most every PROGRESS_INTERVAL_MS and the job's final state are written
+      // with the configured durability (a sync of the log covers every unit before it). After a
+      // crash the job starts over.
+      const n = withoutSync(ctx.db, ctx.config.sqliteSynchronous, () => mutate(ctx.db, ctx.hub, (tx, log: ChangeLog) => {
+        const project = projectOf(tx);
+        if (!project) return 0;
+        const recs = all.next(tx, Math.max(1, Math.min(500, Math.round(CHUNK_MS / perRecord))));
+        if (!recs.length) return 0;
+        const view = new SchemaView(tx, project);
+        const touch = new Touch(projectGid);
+        const r = applyFollow(tx, view, touch, recs, follow, deadline, (x) => all.advance(x as FollowRec & { at: number }));
+        touch.flush(log);
+        lost += r.lost;
+        followed += r.followed;
+        return r.done;
+      }));
+      if (!n) break;
+      perRecord = Math.max(0.01, (perRecord + (performance.now() - t0) / n) / 2);
+      // Counts the records and yields to the event loop (a macrotask) before the next unit of work.
+      await progress.step(n);
+      // The log copied once it has grown, so that it starts over (waiting frees the server too).
+      await checkpoints.settle();
+    }
+  } finally {
+    await checkpoints.release();
   }
   return { records: followed, losing_values: lost };
 } };

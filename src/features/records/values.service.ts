@@ -43,7 +43,8 @@ export type DefInfo = {
   childdefinitions: string[];
 };
 
-const TEXT_TYPES = new Set(["text", "textline", "textlist", "barcode"]);
+/** Field types whose values are text: the search index keeps them (so do fields with a value list, by label). */
+export const TEXT_TYPES = new Set(["text", "textline", "textlist", "barcode"]);
 
 /** Definitions read by earlier requests, per project, valid while the project's schema stamp holds. */
 const DEF_CACHE = new Map<string, { stamp: string; defs: Map<string, DefInfo> }>();
