@@ -817,6 +817,7 @@ function applyRows(tx: Tx, log: ChangeLog, view: SchemaView, touch: Touch, st: I
   const known = new Map(rowsByGids(tx, st.projectGid, rows.flatMap((r) => (r.gid ? [r.gid] : []))).map((r) => [r.gid, r]));
   st.written.clear();
   let newDef: string | undefined;
+  let initial: Vals | undefined;
   // New rows are validated as they come and created together (insertRecordsIn) before the next
   // row that is not new, so records, places and sync items come in the sheet's order.
   let pending: { row: RowIn; vals: Vals; report: ReportItem[]; sent: Map<string, number[]> }[] = [];
@@ -879,7 +880,7 @@ function applyRows(tx: Tx, log: ChangeLog, view: SchemaView, touch: Touch, st: I
       // Created with its values in one insert: validated like records/update (refused cells stay empty).
       newDef ??= st.definition && rowOf(tx, "definition", st.projectGid, st.definition) ? st.definition : childDefinitionIn(tx, log, view, parent);
       const d = view.def(newDef);
-      const init = initialVals(view, d);
+      const init = (initial ??= initialVals(view, d)); // read only: applyFields copies it
       const { input, sent } = diffRow(st, d, init, row);
       const r = applyFields(view, d, "", init, { [st.lang]: input });
       pending.push({ row, vals: r.vals, report: r.report, sent });
