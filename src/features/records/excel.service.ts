@@ -526,6 +526,8 @@ class ReadError extends Error {}
 
 /** Batches of rows the reader thread may read ahead of the import (READ_BATCH rows each). */
 const READ_AHEAD = 8;
+/** A reader thread that sends nothing this long while the import waits for it is given up (a job never hangs on it). */
+const READ_SILENCE_MS = 5 * 60 * 1000;
 
 /**
  * The reader thread's script: next to this file when run from source. In the compiled executable
@@ -558,8 +560,10 @@ function workerEvents(path: string): AsyncIterableIterator<ReadEvent> {
   let failure: ReadError | undefined;
   let finished = false;
   let waiter: { ok: (r: IteratorResult<ReadEvent>) => void; fail: (e: unknown) => void } | undefined;
+  let silence: ReturnType<typeof setTimeout> | undefined;
   const worker = new Worker(workerEntry(), { workerData: { path, window: READ_AHEAD } });
   const stop = () => {
+    clearTimeout(silence);
     if (finished) return;
     finished = true;
     void worker.terminate();
@@ -580,6 +584,7 @@ function workerEvents(path: string): AsyncIterableIterator<ReadEvent> {
     return { value: ev, done: false };
   };
   worker.on("message", (m: ReadEvent | { t: "error"; message: string }) => {
+    clearTimeout(silence);
     if (m.t === "error") return fail(m.message);
     if (waiter) {
       const w = waiter;
@@ -595,7 +600,8 @@ function workerEvents(path: string): AsyncIterableIterator<ReadEvent> {
       if (queue.length) return Promise.resolve(take(queue.shift()!));
       if (failure) return Promise.reject(failure);
       if (finished) return Promise.resolve({ value: undefined, done: true });
-      return new Promise((ok, fail) => (waiter = { ok, fail }));
+      silence = setTimeout(() => fail(`the reader thread sent nothing for ${READ_SILENCE_MS / 1000} s`), READ_SILENCE_MS);
+      return new Promise((ok, no) => (waiter = { ok, fail: no }));
     },
     return: async () => {
       stop();
