@@ -25,9 +25,9 @@ const require = createRequire(join(root, "package.json"));
 
 /**
  * Worker thread scripts, built into the executable beside src/main.ts: the reader of Excel imports
- * (src/features/records/excel.worker.ts).
+ * (src/features/records/records.worker.ts).
  */
-export const WORKER_ENTRYPOINTS = ["src/features/records/excel.worker.ts"];
+export const WORKER_ENTRYPOINTS = ["src/features/records/records.worker.ts"];
 
 /** Targets `--target` accepts: sharp's platform name → Bun's compile target. */
 export const TARGETS: ReadonlyMap<string, Bun.Build.CompileTarget> = new Map([

@@ -17,7 +17,7 @@ import { projectAccess } from "../members/access.service";
 import { rowOf, valueContextOf } from "../schema/items.service";
 import { LIST_TYPES, type FieldType } from "../schema/schema.types";
 import { childDefinitionIn, childrenIn, db, DELETED, insertRecordsIn, mustRecord, recordRow, recordsRead, recordsWrite, rowsByGids, rowsInOrder, updateRecordIn, type Rec, type Touch, type Vals } from "./records.service";
-import { cellsOf, drain, excel, FIRST, META, plain, readWorkbook, SHEET, sheetsOf, type MetaInfo, type ReadEvent, type RowIn } from "./excel.read";
+import { cellsOf, drain, excel, FIRST, META, plain, readWorkbook, SHEET, sheetsOf, type MetaInfo, type ReadEvent, type RowIn } from "./records.xlsx-reader";
 import { deleteRecordIn, undeleteRecordIn } from "./tree.service";
 import { applyFields, initialVals, storedValue, type FieldInfo, type ReportItem, type SchemaView } from "./values.service";
 
@@ -534,12 +534,12 @@ const READ_SILENCE_MS = 5 * 60 * 1000;
  * (scripts/build.ts lists it in WORKER_ENTRYPOINTS) it sits in the embedded file system at its
  * path under src/, the entry points' common folder, beside the executable's own module.
  */
-const EXCEL_WORKER = "features/records/excel.worker.ts";
-const workerEntry = () => (import.meta.url.includes("/$bunfs/") ? new URL(`./${EXCEL_WORKER}`, import.meta.url).pathname : new URL("./excel.worker.ts", import.meta.url));
+const EXCEL_WORKER = "features/records/records.worker.ts";
+const workerEntry = () => (import.meta.url.includes("/$bunfs/") ? new URL(`./${EXCEL_WORKER}`, import.meta.url).pathname : new URL("./records.worker.ts", import.meta.url));
 
 /**
- * The events of an uploaded workbook (excel.read.ts). An import job reads them in a worker thread
- * (excel.worker.ts), so that reading (exceljs: about as much CPU per row as applying it) overlaps
+ * The events of an uploaded workbook (records.xlsx-reader.ts). An import job reads them in a worker thread
+ * (records.worker.ts), so that reading (exceljs: about as much CPU per row as applying it) overlaps
  * the job's work on the rows; the thread reads at most READ_AHEAD batches ahead and is ended when
  * the events are done, when the import stops early (its loop leaves: `return`), and on any
  * failure. A small upload (answered at once) is read in this thread: a new thread loads its own

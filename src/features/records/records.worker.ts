@@ -1,10 +1,10 @@
 import colCache from "exceljs/lib/utils/col-cache.js";
 import { parentPort, workerData } from "node:worker_threads";
-import { readWorkbook } from "./excel.read";
+import { readWorkbook } from "./records.xlsx-reader";
 
 /**
  * The worker thread of an Excel import (started by excel.service.ts, `workbookEvents`): reads the
- * uploaded workbook with exceljs' streaming reader and posts its events (excel.read.ts) to the
+ * uploaded workbook with exceljs' streaming reader and posts its events (records.xlsx-reader.ts) to the
  * import, which applies the rows meanwhile. Flow control: at most `window` batches of rows are
  * posted ahead of the import; each `more` message from it allows one more. A read error is posted
  * as `{t: "error", message}`; the import ends the thread when it has what it needs (or gives up).

@@ -5,7 +5,7 @@ import type ExcelJS from "exceljs";
  * streaming WorkbookReader turned into a stream of plain events — the `_apis` sheet (`meta`),
  * then the data rows of `Records` in batches (`rows`: each row's number, gid, plain cell values
  * and whether a cell is struck through), then `end`. Nothing here touches the database, so the
- * same code runs in the import's worker thread (excel.worker.ts) and, for the marked-up report,
+ * same code runs in the import's worker thread (records.worker.ts) and, for the marked-up report,
  * in the server's thread. The worker sends exactly these events to the import, which applies one
  * batch while the worker already reads the next.
  */
