@@ -1013,13 +1013,16 @@ async function runImport(ctx: Ctx, actor: Actor, projectGid: string, up: Upload,
       return "";
     }
     const out = join(ctx.storage.tmp, `excel-report-${randomBytes(12).toString("hex")}.xlsx`);
-    try {
-      await writeReport(up.path, { filename: out }, layout);
-    } catch (e) {
-      rmSync(out, { force: true });
-      throw e;
+    // Written again when exceljs' reader trips on a sound upload (see readWorkbook; a file can start over, a stream cannot).
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await writeReport(up.path, { filename: out }, layout);
+        return out;
+      } catch (e) {
+        rmSync(out, { force: true });
+        if (attempt >= 3) throw e;
+      }
     }
-    return out;
   };
   const kept: RowIn[] = [];
   let unit: RowIn[] = [];

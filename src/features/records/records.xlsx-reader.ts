@@ -96,12 +96,36 @@ function rowIn(row: ExcelJS.Row, width: number): RowIn {
   return { n: row.number, gid: typeof g === "string" && g.trim() ? g.trim() : null, cells, struck };
 }
 
+/** Reads of a workbook that fail before their first event, tried again (see readWorkbook). */
+const READ_ATTEMPTS = 5;
+
 /**
  * The events of a workbook: `meta` when the first `_apis` sheet has been read, the rows of
  * `Records` (after `meta`: a version 1 workbook, `_apis` after `Records`, is read a second time
  * for its rows), then `end`. Unreadable files throw (exceljs' own errors).
+ *
+ * A read that fails before its first event is tried again (READ_ATTEMPTS in all): exceljs'
+ * streaming reader now and then throws `this.model.sheets` (its workbook part not read yet) on a
+ * sound file whose xl/workbook.xml comes after its sheets, as exceljs itself writes it: one to
+ * three reads in 100 on a busy machine, another read of the same file goes through; a damaged
+ * file fails every time.
  */
 export async function* readWorkbook(path: string): AsyncGenerator<ReadEvent> {
+  for (let attempt = 1; ; attempt++) {
+    let started = false;
+    try {
+      for await (const ev of readOnce(path)) {
+        started = true;
+        yield ev;
+      }
+      return;
+    } catch (e) {
+      if (started || attempt >= READ_ATTEMPTS) throw e;
+    }
+  }
+}
+
+async function* readOnce(path: string): AsyncGenerator<ReadEvent> {
   let width = -1;
   let sawSheet = false;
   let again = false;
