@@ -23,6 +23,12 @@ const root = join(import.meta.dir, "..");
 const defaultOutfile = join(root, "dist", "apis");
 const require = createRequire(join(root, "package.json"));
 
+/**
+ * Worker thread scripts, built into the executable beside src/main.ts: the reader of Excel imports
+ * (src/features/records/records.worker.ts).
+ */
+export const WORKER_ENTRYPOINTS = ["src/features/records/records.worker.ts"];
+
 /** Targets `--target` accepts: sharp's platform name → Bun's compile target. */
 export const TARGETS: ReadonlyMap<string, Bun.Build.CompileTarget> = new Map([
   ["linux-x64", "bun-linux-x64"],
@@ -156,7 +162,10 @@ export async function buildExecutable(outfile?: string, target?: string): Promis
   const bytecode = platform === hostPlatform();
   mkdirSync(dirname(outfile), { recursive: true });
   const result = await Bun.build({
-    entrypoints: [join(root, "src/main.ts")],
+    // Worker threads' entry points ride along: Bun places each entry point in the executable's
+    // embedded file system by its path under the entry points' common folder (src/), where the
+    // code that starts the worker looks for it (EXCEL_WORKER in excel.service.ts).
+    entrypoints: [join(root, "src/main.ts"), ...WORKER_ENTRYPOINTS.map((p) => join(root, p))],
     compile: {
       outfile,
       // The binary behaves the same in any folder: no bunfig.toml/tsconfig/package.json from the

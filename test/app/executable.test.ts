@@ -141,6 +141,56 @@ describe.skipIf(process.platform !== "linux")("the compiled executable", () => {
     }
   });
 
+  test("an Excel import job reads its workbook in the executable's worker thread: rows land, a damaged file is refused", async () => {
+    const data = join(tmp, "excel");
+    expect((await run(["user", "create", "--data", data, "--username", "exeexcel", "--email", "excel@example.test", "--password", "password1"])).code).toBe(0);
+    const p = Bun.spawn(["./apis", "serve", "--port", "0", "--host", "127.0.0.1", "--data", data, "--log-level", "error"], { cwd: folder, env, stdout: "pipe", stderr: "pipe" });
+    try {
+      const url = await servedUrl(p);
+      const login = await fetch(`${url}/api/login`, { method: "POST", body: JSON.stringify({ username: "exeexcel", password: "password1" }) });
+      const auth = login.headers.get("authorization")!;
+      const post = async (path: string, body: unknown) => (await (await fetch(url + path, { method: "POST", headers: { authorization: auth }, body: body instanceof FormData ? body : JSON.stringify(body) })).json()) as any;
+      const project = (await post("/api/projects/create", { name: "Excel" })).result.project as string;
+      const call = (path: string, body: unknown) => post(`/api/p/${project}/${path}`, body);
+      const field = (await call("fields/create", { name: "name", type: "textline" })).result.field as string;
+      await call("fields/commit", { field });
+      const article = (await call("definitions/create", { name: "article", fields: [field], titlefield: field })).result.definition as string;
+      await call("definitions/commit", { definition: article });
+      const rootAnswer = await call("records/root", {});
+      const root = rootAnswer.result.root as string;
+      await call("definitions/childdefinitions/add", { definition: rootAnswer.data.records[root].definition, childdefinition: article });
+      await call("definitions/commit", { definition: rootAnswer.data.records[root].definition });
+      const exp = await call("records/excel/children", { record: root, language: "en", definition: article });
+      const ExcelJS = (await import("exceljs")).default;
+      const wb = new ExcelJS.Workbook();
+      await wb.xlsx.load(Buffer.from(Object.values(exp.data.files)[0] as string, "base64") as any);
+      for (let i = 0; i < 600; i++) wb.getWorksheet("Records")!.addRow([null, `Row ${i}`]);
+      const bytes = Buffer.from(await wb.xlsx.writeBuffer());
+      const importJob = async (content: Uint8Array) => {
+        const fd = new FormData();
+        fd.append("job", "true");
+        fd.append("upload_file", new Blob([content as any]), "root-children.xlsx");
+        const token = (await call("records/excel/update", fd)).result["job.token"] as string;
+        for (;;) {
+          const job = (await call("jobs/get", { token })).result.job;
+          if (job.status === "done" || job.status === "rejected") return job;
+          await Bun.sleep(50);
+        }
+      };
+      const done = await importJob(bytes);
+      expect(done.status).toBe("done");
+      expect(done.info["report.counts"]).toMatchObject({ rows: 600, created: 600, errors: 0 });
+      const kids = await call("records/children", { record: root, language: "en", "page.size": 1000 });
+      expect(kids.result["children.size"]).toBe(600);
+      expect(kids.data.records[kids.result.children[599]].fields.en.name).toBe("Row 599");
+      const damaged = await importJob(bytes.subarray(0, Math.floor(bytes.length / 2)));
+      expect(damaged).toMatchObject({ status: "rejected", info: { code: 400, error_info: { reason: "not an Excel workbook made by records/excel/children: the file is not a readable .xlsx workbook" } } });
+    } finally {
+      p.kill("SIGTERM");
+      await p.exited;
+    }
+  }, 120_000);
+
   test("serve answers the web console from inside the executable: the page, its script and its styles", async () => {
     const p = Bun.spawn(["./apis", "serve", "--port", "0", "--data", join(tmp, "console")], { cwd: folder, env, stdout: "pipe", stderr: "pipe" });
     try {

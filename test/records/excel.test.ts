@@ -465,6 +465,88 @@ describe("records/excel/update at scale and with class fields", () => {
   });
 });
 
+describe("records/excel/update as a job (the workbook read in a worker thread)", () => {
+  test("an exceljs-edited workbook imported as a job: new rows, changed cells, a struck-through row and bad cells land as inline, with progress and a marked report", async () => {
+    const g = await w.create(w.root, { en: { name: "Coolers" } });
+    const k1 = await w.create(g, { en: { name: "Cooler one", artnr: "K-1", stock: 1, brand: "caravell" } });
+    const k2 = await w.create(g, { en: { name: "Cooler two", artnr: "K-2", stock: 2 } });
+    const k3 = await w.create(g, { en: { name: "Cooler three", artnr: "K-3", stock: 3 } });
+    const before2 = await w.get(k2, { language: "en" });
+    const exp = await exportOf({ record: g, language: "en" });
+    const wb = await workbookOf(Object.values(exp.body.data.files)[0] as string);
+    const ws = wb.getWorksheet("Records")!;
+    const cols = columns(ws);
+    const rows = rowsByGid(ws);
+    const cell = (gid: string, col: string) => ws.getRow(rows.get(gid)!).getCell(cols.get(col)!);
+    cell(k1, "artnr").value = "K-1b";
+    cell(k2, "stock").value = "lots"; // an invalid number
+    cell(k2, "brand").value = "Frigidaire"; // a value not in the list
+    cell(k3, "name").style = { ...cell(k3, "name").style, font: { strike: true } };
+    // Enough new rows for several batches of the reader and several units of the job.
+    const added = 1200;
+    for (let i = 0; i < added; i++) {
+      const r = ws.addRow([]);
+      r.getCell(cols.get("name")!).value = `Cooler new ${i}`;
+      r.getCell(cols.get("stock")!).value = i;
+    }
+    const since = await w.cursor();
+    const r = await upload(await wb.xlsx.writeBuffer(), { job: "true" }, w.owner.token, "coolers-children.xlsx");
+    expect(r.status).toBe(200);
+    const job = await jobDone(r.body.result["job.token"]);
+    expect(job.status).toBe("done");
+    expect(job.info).toMatchObject({ total: added + 3, remaining: 0, rows_done: added + 3, "report.excel": "coolers-children-report.xlsx" });
+    expect(job.info["report.counts"]).toEqual({ rows: added + 3, created: added, updated: 1, deleted: 1, undeleted: 0, unchanged: 1, errors: 2, warnings: 0 });
+
+    expect((await w.get(k1, { language: "en" })).fields.en).toMatchObject({ name: "Cooler one", artnr: "K-1b", stock: 1 });
+    expect((await w.get(k2, { language: "en" })).fields.en).toEqual(before2.fields.en);
+    expect((await w.get(k3)).status).toBe("deleted");
+    const kids = await w.okr("records/children", { record: g, language: "en", "page.size": 1000 });
+    expect(kids.result["children.size"]).toBe(added + 2);
+    const rest = await w.okr("records/children", { record: g, language: "en", "page.size": 1000, "page.top": 1000 });
+    Object.assign(kids.data.records, rest.data.records);
+    const made = [...kids.result.children, ...rest.result.children].filter((x: string) => ![k1, k2, k3].includes(x));
+    // In the sheet's order, every value in place.
+    expect(made.map((x: string) => kids.data.records[x].fields.en.name)).toEqual(Array.from({ length: added }, (_, i) => `Cooler new ${i}`));
+    expect(made.map((x: string) => kids.data.records[x].fields.en.stock)).toEqual(Array.from({ length: added }, (_, i) => i));
+    const items = await w.items(since);
+    expect(items).toEqual(expect.arrayContaining([`UPDATE records ${k1}`, `UPDATE records ${k3}`, `INSERT records ${made[0]}`]));
+    expect(items).not.toContain(`UPDATE records ${k2}`);
+
+    const res = await fetch(w.srv.url + job.info["download.url"]);
+    expect(res.status).toBe(200);
+    const rep = new ExcelJS.Workbook();
+    await rep.xlsx.load((await res.arrayBuffer()) as any);
+    const rs = rep.getWorksheet("Records")!;
+    const rrows = rowsByGid(rs);
+    const rcell = (gid: string, col: string) => rs.getRow(rrows.get(gid)!).getCell(cols.get(col)!);
+    expect(fillOf(rcell(k1, "artnr"))).toBe("FFEFF7E2");
+    expect(fillOf(rcell(k2, "stock"))).toBe("FFF9E2E5");
+    expect(noteOf(rcell(k2, "brand"))).toContain("brand");
+    expect(rcell(k3, "name").font?.strike).toBe(true);
+    expect(made.every((x: string) => rrows.has(x))).toBe(true);
+    expect(fillOf(rcell(made[added - 1], "name"))).toBe("FFEFF7E2");
+  }, 120_000);
+
+  test("a damaged workbook is refused with the same clear error as a job and inline, and the job never hangs", async () => {
+    const exp = await exportOf({ record: group, language: "en" });
+    const good = Buffer.from(Object.values(exp.body.data.files)[0] as string, "base64");
+    const truncated = good.subarray(0, Math.floor(good.length / 2));
+    const garbled = Buffer.from(good);
+    for (let i = 200; i < garbled.length - 200; i += 7) garbled[i] = (garbled[i]! + 91) & 0xff;
+    const reason = "not an Excel workbook made by records/excel/children: the file is not a readable .xlsx workbook";
+    for (const bad of [truncated, garbled]) {
+      const inline = await upload(bad);
+      expect(inline.status).toBe(400);
+      expect(inline.body.result.info).toEqual({ reason });
+      const r = await upload(bad, { job: "true" });
+      expect(r.status).toBe(200);
+      const job = await jobDone(r.body.result["job.token"]);
+      expect(job.status).toBe("rejected");
+      expect(job.info).toMatchObject({ error: "Bad request", code: 400, error_info: { reason } });
+    }
+  }, 60_000);
+});
+
 describe("records/excel/update of an export with few changes", () => {
   test("a re-imported export with one changed cell writes that record only: the others keep their row, timestamp and sync silence", async () => {
     const g = await w.create(w.root, { en: { name: "Cool bags" } });

@@ -3,6 +3,7 @@ import { randomBytes } from "node:crypto";
 import { closeSync, createWriteStream, openSync, readSync, rmSync } from "node:fs";
 import { PassThrough, Readable, type Writable } from "node:stream";
 import { join } from "node:path";
+import { Worker } from "node:worker_threads";
 import type { Actor } from "../../core/actor";
 import type { Answer } from "../../core/answer";
 import { ApiError, badRequest, notFound, unprocessable } from "../../core/errors";
@@ -16,11 +17,10 @@ import { projectAccess } from "../members/access.service";
 import { rowOf, valueContextOf } from "../schema/items.service";
 import { LIST_TYPES, type FieldType } from "../schema/schema.types";
 import { childDefinitionIn, childrenIn, db, DELETED, insertRecordsIn, mustRecord, recordRow, recordsRead, recordsWrite, rowsByGids, rowsInOrder, updateRecordIn, type Rec, type Touch, type Vals } from "./records.service";
+import { cellsOf, drain, excel, FIRST, META, plain, readWorkbook, SHEET, sheetsOf, type MetaInfo, type ReadEvent, type RowIn } from "./records.xlsx-reader";
 import { deleteRecordIn, undeleteRecordIn } from "./tree.service";
 import { applyFields, initialVals, storedValue, type FieldInfo, type ReportItem, type SchemaView } from "./values.service";
 
-/** exceljs, loaded on the first Excel export or import (it is large: start-up time and memory). */
-const excel = () => import("exceljs").then((m) => m.default);
 
 /**
  * The Excel round trip of a parent's children (docs/records.md, "Excel"):
@@ -41,8 +41,6 @@ export const XLSX_TYPE = "application/vnd.openxmlformats-officedocument.spreadsh
 /** Version 2: the `_apis` sheet comes first and column rows name a subfield path. Version 1 is still read. */
 const FORMAT = "apis-excel-children/2";
 const FORMATS = new Set(["apis-excel-children/1", FORMAT]);
-const META = "_apis";
-const SHEET = "Records";
 /** Past this many rows an export answers a download link instead of base64 (also on `download: true`). */
 export const EXCEL_INLINE_MAX = 10_000;
 /** Uploads larger than this (about 5,000 rows of 40 columns) are imported by a job (also on `job=true`). */
@@ -58,8 +56,6 @@ export const REPORT_TTL_MS = 60 * 60 * 1000;
 const JOB_VALIDATION_MAX = 1000;
 /** Class fields are expanded into subfield columns this deep (deeper classes are one JSON cell). */
 const CLASS_DEPTH = 3;
-/** The first field column (column A is the gid). */
-const FIRST = 2;
 
 /** The cell styles of the report (the reference's colours). */
 const FILL = { error: "FFF9E2E5", warning: "FFFDF3DE", changed: "FFEFF7E2", deleted: "FFFFF5F6", disabled: "FFDFDFE1", name: "FFE4EFF8" } as const;
@@ -90,18 +86,6 @@ function cellOf(f: FieldInfo, v: unknown, lang: string): ExcelJS.CellValue {
   if (Array.isArray(v)) return v.map((x) => (f.labels ? label(x) : typeof x === "object" ? JSON.stringify(x) : String(x))).join("\n");
   if (f.labels) return label(v);
   return typeof v === "object" ? JSON.stringify(v) : String(v);
-}
-
-/** Plain content of a cell (rich text joined, formulas by their result, hyperlinks by their text). */
-function plain(v: ExcelJS.CellValue | undefined): unknown {
-  if (v === null || v === undefined) return null;
-  if (typeof v !== "object" || v instanceof Date) return v;
-  const o = v as unknown as Record<string, unknown>;
-  if (Array.isArray(o.richText)) return (o.richText as { text: string }[]).map((r) => r.text).join("");
-  if ("result" in o) return plain(o.result as ExcelJS.CellValue);
-  if ("text" in o) return plain(o.text as ExcelJS.CellValue);
-  if ("error" in o) return String(o.error);
-  return null;
 }
 
 /**
@@ -533,33 +517,99 @@ type CellMark = { kind: Mark; note?: string };
 /** What the report shows of a row: its new gid, created (every filled cell applied), deleted, marked cells. */
 type RowMark = { gid?: string; created?: boolean; deleted?: boolean; cells?: Map<number, CellMark> };
 type Marks = { header: Map<number, CellMark>; meta: Map<string, string>; rows: Map<number, RowMark>; removed: string[] };
-/** A data row as read: its number, gid, cell values by column number, and whether it is struck through. */
-type RowIn = { n: number; gid: string | null; cells: unknown[]; struck: boolean };
-type SheetReader = AsyncIterable<ExcelJS.Row> & { name: string };
-type MetaInfo = { info: Map<string, unknown>; keys: string[]; cols: { col: number; gid: string; key: string; path: string[] }[] };
 type Upload = { path: string; filename: string; fields: Record<string, string> };
 
 const notOurs = (reason: string) => badRequest("Bad request", { reason: `not an Excel workbook made by records/excel/children: ${reason}` });
 
-/** The worksheets of a workbook file, streamed (exceljs' WorkbookReader; cell styles kept for strike-through). */
-async function* sheetsOf(path: string): AsyncIterable<SheetReader> {
-  const reader = new (await excel()).stream.xlsx.WorkbookReader(path, { worksheets: "emit", sharedStrings: "cache", styles: "cache", hyperlinks: "ignore", entries: "ignore" });
-  const inner = reader as unknown as AsyncIterable<SheetReader & { id: unknown }> & { model?: { sheets?: { name: string; rId: string }[] }; workbookRels?: { Id: string; Target: string }[] };
-  for await (const ws of inner) {
-    // exceljs names a sheet only when its relationship target is relative; openpyxl writes
-    // absolute ones (/xl/worksheets/sheet1.xml): name those sheets here.
-    const sheets = inner.model?.sheets ?? [];
-    if (!sheets.some((x) => x.name === ws.name)) {
-      const rel = (inner.workbookRels ?? []).find((r) => String(r.Target).replace(/^\/?xl\//, "") === `worksheets/sheet${ws.id}.xml`);
-      const sheet = rel && sheets.find((x) => x.rId === rel.Id);
-      if (sheet) ws.name = sheet.name;
-    }
-    yield ws;
+/** The workbook could not be read (exceljs' error in the reader thread, or that thread stopped). */
+class ReadError extends Error {}
+
+/** Batches of rows the reader thread may read ahead of the import (READ_BATCH rows each). */
+const READ_AHEAD = 8;
+/** A reader thread that sends nothing this long while the import waits for it is given up (a job never hangs on it). */
+const READ_SILENCE_MS = 5 * 60 * 1000;
+
+/**
+ * The reader thread's script: next to this file when run from source. In the compiled executable
+ * (scripts/build.ts lists it in WORKER_ENTRYPOINTS) it sits in the embedded file system at its
+ * path under src/, the entry points' common folder, beside the executable's own module.
+ */
+const EXCEL_WORKER = "features/records/records.worker.ts";
+const workerEntry = () => (import.meta.url.includes("/$bunfs/") ? new URL(`./${EXCEL_WORKER}`, import.meta.url).pathname : new URL("./records.worker.ts", import.meta.url));
+
+/**
+ * The events of an uploaded workbook (records.xlsx-reader.ts). An import job reads them in a worker thread
+ * (records.worker.ts), so that reading (exceljs: about as much CPU per row as applying it) overlaps
+ * the job's work on the rows; the thread reads at most READ_AHEAD batches ahead and is ended when
+ * the events are done, when the import stops early (its loop leaves: `return`), and on any
+ * failure. A small upload (answered at once) is read in this thread: a new thread loads its own
+ * exceljs first, which costs more than such a file takes to read. A read error, or a reader
+ * thread that fails or exits early: a ReadError.
+ */
+async function* workbookEvents(path: string, thread: boolean): AsyncGenerator<ReadEvent> {
+  if (thread) return yield* workerEvents(path);
+  try {
+    yield* readWorkbook(path);
+  } catch (e) {
+    throw new ReadError(String((e as Error)?.message ?? e));
   }
 }
 
-async function drain(ws: SheetReader) {
-  for await (const _ of ws);
+function workerEvents(path: string): AsyncIterableIterator<ReadEvent> {
+  const queue: ReadEvent[] = [];
+  let failure: ReadError | undefined;
+  let finished = false;
+  let waiter: { ok: (r: IteratorResult<ReadEvent>) => void; fail: (e: unknown) => void } | undefined;
+  let silence: ReturnType<typeof setTimeout> | undefined;
+  const worker = new Worker(workerEntry(), { workerData: { path, window: READ_AHEAD } });
+  const stop = () => {
+    clearTimeout(silence);
+    if (finished) return;
+    finished = true;
+    void worker.terminate();
+  };
+  const fail = (message: string) => {
+    if (finished || failure) return;
+    failure = new ReadError(message);
+    stop();
+    if (waiter) {
+      const w = waiter;
+      waiter = undefined;
+      w.fail(failure);
+    }
+  };
+  const take = (ev: ReadEvent): IteratorResult<ReadEvent> => {
+    if (ev.t === "rows") worker.postMessage({ t: "more" });
+    else if (ev.t === "end") stop();
+    return { value: ev, done: false };
+  };
+  worker.on("message", (m: ReadEvent | { t: "error"; message: string }) => {
+    clearTimeout(silence);
+    if (m.t === "error") return fail(m.message);
+    if (waiter) {
+      const w = waiter;
+      waiter = undefined;
+      w.ok(take(m));
+    } else queue.push(m);
+  });
+  worker.on("error", (e: Error) => fail(String(e?.message ?? e)));
+  worker.on("exit", (code) => fail(`the reader thread ended early (exit code ${code})`));
+  const it: AsyncIterableIterator<ReadEvent> = {
+    [Symbol.asyncIterator]: () => it,
+    next: () => {
+      if (queue.length) return Promise.resolve(take(queue.shift()!));
+      if (failure) return Promise.reject(failure);
+      if (finished) return Promise.resolve({ value: undefined, done: true });
+      silence = setTimeout(() => fail(`the reader thread sent nothing for ${READ_SILENCE_MS / 1000} s`), READ_SILENCE_MS);
+      return new Promise((ok, no) => (waiter = { ok, fail: no }));
+    },
+    return: async () => {
+      stop();
+      queue.length = 0;
+      return { value: undefined, done: true };
+    },
+  };
+  return it;
 }
 
 /** Whether a file starts like a zip archive (an .xlsx is one). */
@@ -571,40 +621,6 @@ function looksLikeZip(path: string): boolean {
   } finally {
     closeSync(fd);
   }
-}
-
-const cellsOf = (row: ExcelJS.Row) => ((row as unknown as { _cells?: (ExcelJS.Cell | undefined)[] })._cells ?? []);
-
-async function readMeta(ws: SheetReader): Promise<MetaInfo> {
-  const m: MetaInfo = { info: new Map(), keys: [], cols: [] };
-  for await (const row of ws) {
-    const v = (c: number) => plain(row.getCell(c).value);
-    const k = v(1);
-    m.keys[row.number] = typeof k === "string" ? k : "";
-    if (k === "column") {
-      let path: string[] = [];
-      try {
-        const p = v(5);
-        if (typeof p === "string" && p) path = (JSON.parse(p) as unknown[]).map(String);
-      } catch {}
-      m.cols.push({ col: Number(v(2)), gid: String(v(3)), key: String(v(4) ?? ""), path });
-    } else if (typeof k === "string") m.info.set(k, v(2));
-  }
-  return m;
-}
-
-function rowIn(row: ExcelJS.Row, width: number): RowIn {
-  const cells: unknown[] = new Array(width + 1).fill(null);
-  let struck = false;
-  const list = cellsOf(row);
-  for (let c = 1; c <= width && c <= list.length; c++) {
-    const cell = list[c - 1];
-    if (!cell) continue;
-    cells[c] = cell.value;
-    if ((cell.style as Partial<ExcelJS.Style> | undefined)?.font?.strike) struck = true;
-  }
-  const g = plain(cells[1] as ExcelJS.CellValue);
-  return { n: row.number, gid: typeof g === "string" && g.trim() ? g.trim() : null, cells, struck };
 }
 
 /** What an import works with once the `_apis` sheet checked out. */
@@ -807,6 +823,7 @@ function applyRows(tx: Tx, log: ChangeLog, view: SchemaView, touch: Touch, st: I
   const known = new Map(rowsByGids(tx, st.projectGid, rows.flatMap((r) => (r.gid ? [r.gid] : []))).map((r) => [r.gid, r]));
   st.written.clear();
   let newDef: string | undefined;
+  let initial: Vals | undefined;
   // New rows are validated as they come and created together (insertRecordsIn) before the next
   // row that is not new, so records, places and sync items come in the sheet's order.
   let pending: { row: RowIn; vals: Vals; report: ReportItem[]; sent: Map<string, number[]> }[] = [];
@@ -869,7 +886,7 @@ function applyRows(tx: Tx, log: ChangeLog, view: SchemaView, touch: Touch, st: I
       // Created with its values in one insert: validated like records/update (refused cells stay empty).
       newDef ??= st.definition && rowOf(tx, "definition", st.projectGid, st.definition) ? st.definition : childDefinitionIn(tx, log, view, parent);
       const d = view.def(newDef);
-      const init = initialVals(view, d);
+      const init = (initial ??= initialVals(view, d)); // read only: applyFields copies it
       const { input, sent } = diffRow(st, d, init, row);
       const r = applyFields(view, d, "", init, { [st.lang]: input });
       pending.push({ row, vals: r.vals, report: r.report, sent });
@@ -996,13 +1013,16 @@ async function runImport(ctx: Ctx, actor: Actor, projectGid: string, up: Upload,
       return "";
     }
     const out = join(ctx.storage.tmp, `excel-report-${randomBytes(12).toString("hex")}.xlsx`);
-    try {
-      await writeReport(up.path, { filename: out }, layout);
-    } catch (e) {
-      rmSync(out, { force: true });
-      throw e;
+    // Written again when exceljs' reader trips on a sound upload (see readWorkbook; a file can start over, a stream cannot).
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await writeReport(up.path, { filename: out }, layout);
+        return out;
+      } catch (e) {
+        rmSync(out, { force: true });
+        if (attempt >= 3) throw e;
+      }
     }
-    return out;
   };
   const kept: RowIn[] = [];
   let unit: RowIn[] = [];
@@ -1017,46 +1037,32 @@ async function runImport(ctx: Ctx, actor: Actor, projectGid: string, up: Upload,
     progress!.set({ total, remaining: total - done, rows_done: done });
     await progress!.yield();
   };
-  const readRows = async (ws: SheetReader) => {
-    for await (const row of ws) {
-      if (row.number === 1) continue;
-      const r = rowIn(row, st!.width);
-      if (!progress) kept.push(r);
-      else {
-        unit.push(r);
-        if (unit.length >= IMPORT_UNIT) await flush();
-      }
-    }
-  };
   let sawSheet = false;
-  let again = false;
   try {
-    for await (const ws of sheetsOf(up.path)) {
-      if (ws.name === META && !st) {
-        const meta = await readMeta(ws);
+    for await (const ev of workbookEvents(up.path, !!progress)) {
+      if (ev.t === "meta") {
+        const meta = ev.meta;
         const a = analyse(ctx, actor, projectGid, meta, up.fields, marks, progress ? JOB_VALIDATION_MAX : Number.MAX_SAFE_INTEGER);
         st = a.st;
         layoutColumns = meta.cols.map((c) => st!.columns.get(c.col));
-        if (a.problems.length) {
-          await drain(ws);
-          return await onProblems(a.problems, report);
-        }
+        if (a.problems.length) return await onProblems(a.problems, report);
         total = Number(meta.info.get("rows") ?? 0) || 0;
         progress?.total(total);
-      } else if (ws.name === SHEET) {
-        sawSheet = true;
-        // A version 1 workbook has `_apis` after `Records`: read it first, then the rows again.
-        if (!st) {
-          again = true;
-          await drain(ws);
-        } else await readRows(ws);
-      } else await drain(ws);
+      } else if (ev.t === "rows") {
+        if (!progress) for (const r of ev.rows) kept.push(r);
+        else
+          for (const r of ev.rows) {
+            unit.push(r);
+            if (unit.length >= IMPORT_UNIT) await flush();
+          }
+      } else sawSheet = ev.sawSheet;
     }
     if (!st || !sawSheet) throw notOurs(`no "${SHEET}" sheet with its "${META}" sheet`);
-    if (again) for await (const ws of sheetsOf(up.path)) await (ws.name === SHEET ? readRows(ws) : drain(ws));
   } catch (e) {
     if (e instanceof ApiError) throw e;
     if (progress && (e as Error)?.name === "JobInterrupted") throw e;
+    if (e instanceof ReadError) ctx.log.warn("excel import: the workbook could not be read", { error: e.message });
+    else ctx.log.error("excel import failed", { error: String((e as Error)?.stack ?? e) });
     throw notOurs("the file is not a readable .xlsx workbook");
   }
   const state = st;

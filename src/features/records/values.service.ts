@@ -246,11 +246,19 @@ export function checksOf(d: DefInfo, vals: Record<string, Record<string, unknown
   }
   let invalid: string[] = [];
   for (const f of d.fields) {
-    const filled = languages.filter((l) => !isEmpty(storedValue(vals, f, l)));
+    if (!f.localized) {
+      // One shared value: empty in every language or in none.
+      if (isEmpty(storedValue(vals, f, ""))) for (const l of languages) empty[l]!.push(f.gid);
+      continue;
+    }
+    let filled = 0;
+    for (const l of languages) if (!isEmpty(storedValue(vals, f, l))) filled++;
+    if (filled === languages.length) continue;
+    const text = filled > 0 && TEXT_TYPES.has(f.type);
     for (const l of languages) {
-      if (filled.includes(l)) continue;
+      if (!isEmpty(storedValue(vals, f, l))) continue;
       empty[l]!.push(f.gid);
-      if (f.localized && TEXT_TYPES.has(f.type) && filled.length) untranslated[l]!.push(f.gid);
+      if (text) untranslated[l]!.push(f.gid);
     }
   }
   if (validate) {
@@ -381,19 +389,29 @@ export function applyFields(
     (vals[SHARED] ??= dict())[gid] = s.value;
     touched.add(gid);
   }
-  for (const slot of Object.values(vals)) for (const [g, v] of Object.entries(slot)) if (v === null) delete slot[g];
+  for (const k in vals) {
+    const slot = vals[k]!;
+    for (const g in slot) if (slot[g] === null) delete slot[g];
+  }
   for (const f of d.fields) {
     if (!f.required) continue;
     for (const lang of f.localized ? written : written.slice(0, 1)) {
       if (isEmpty(storedValue(vals, f, lang))) report.push({ record: recordGid, language: f.localized ? lang : null, field: f.name, level: "warning", code: "is_required", message: `${f.name} is required` });
     }
   }
-  const changed = [...touched].filter((g) => {
-    const f = d.byGid.get(g)!;
-    const slots = f.localized ? view.languages : [SHARED];
-    return slots.some((s) => !sameJson(current[s]?.[g] ?? null, vals[s]?.[g] ?? null));
-  });
-  return { vals, report, changed };
+  // Worked out when asked for (a new record's import does not ask).
+  let changed: string[] | undefined;
+  return {
+    vals,
+    report,
+    get changed() {
+      return (changed ??= [...touched].filter((g) => {
+        const f = d.byGid.get(g)!;
+        const slots = f.localized ? view.languages : [SHARED];
+        return slots.some((s) => !sameJson(current[s]?.[g] ?? null, vals[s]?.[g] ?? null));
+      }));
+    },
+  };
 }
 
 /** Whether two stored values are equal as JSON (primitives compared directly: most values are). */
