@@ -17,7 +17,7 @@ import { analyseFile, inspectHead, type HeadFindings } from "../../platform/imag
 import { readImageHeader } from "../../platform/images/images";
 import type { Metadata } from "sharp";
 import { newGid, now } from "../../core/ids";
-import { originalPath, placeOriginal, storageName } from "../../platform/storage/originals";
+import { originalPath, placeOriginal, placeOriginalAhead, storageName } from "../../platform/storage/originals";
 import { fileChanged } from "../../platform/storage/file-facts";
 
 export type Asset = typeof assets.$inferSelect;
@@ -951,12 +951,24 @@ async function storeUpload(
   early?: Promise<HeadFindings>,
 ): Promise<Answer> {
   const userGid = actor.userGid;
+  const durable = ctx.config.sqliteSynchronous === "full";
   let moved: string | undefined;
   try {
     const info = await analyseFile(file.path, file.filename, await early);
     const facts = info.type === "image" && info.header ? factsOf(info.header) : null;
     const nameIn = input.name !== undefined && input.name !== "" ? input.name : file.filename;
     const name = nameIn === undefined || nameIn === "" ? undefined : validName(nameIn);
+    // A new asset's storage name is known now: the file goes into its place before the
+    // transaction, its folder entry synced together with its bytes (one wait, not two in a row).
+    // A new version's name depends on the version read in the transaction: placed there.
+    let placed: { gid: string; storage: string } | undefined;
+    if (input.target === undefined) {
+      if (!name) throw badRequest("Missing parameter", { "Missing parameter": "name" });
+      const gid = newGid();
+      placed = { gid, storage: storageName(gid, 1, info.extension) };
+      moved = originalPath(ctx, projectGid, placed.storage);
+      await placeOriginalAhead(file.path, moved, durable, file.synced);
+    } else await file.synced;
     return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
       const root = ensureRoot(tx, log, projectGid);
       const t = now();
@@ -972,12 +984,10 @@ async function storeUpload(
         extracted: info.extracted,
         facts,
       };
-      if (input.target === undefined) {
-        if (!name) throw badRequest("Missing parameter", { "Missing parameter": "name" });
+      if (placed) {
         const parent = requireFolder(tx, log, projectGid, { gid: input.parent, pathname: input.pathname }, root);
-        const gid = newGid();
-        const storage = storageName(gid, 1, info.extension);
-        const free = freeName(tx, projectGid, parent.gid, name);
+        const { gid, storage } = placed;
+        const free = freeName(tx, projectGid, parent.gid, name!);
         const r = insertFile(tx).get({
           gid,
           project: projectGid,
@@ -990,8 +1000,6 @@ async function storeUpload(
           t,
           user: userGid,
         })!;
-        moved = originalPath(ctx, projectGid, storage);
-        placeOriginal(file.path, moved, ctx.config.sqliteSynchronous === "full");
         log.project(projectGid, "INSERT", "assets", gid);
         parentChanged(log, projectGid, parent.gid);
         // The folder's row is as read above (only its child count moved, which the answer counts).
@@ -1023,7 +1031,7 @@ async function storeUpload(
         r = relocate(tx, log, r, { parent: findAsset(tx, projectGid, a.parent!)!, name }, userGid);
       }
       moved = originalPath(ctx, projectGid, storage);
-      placeOriginal(file.path, moved, ctx.config.sqliteSynchronous === "full");
+      placeOriginal(file.path, moved, durable);
       return withParent(tx, projectGid, { asset: a.gid }, r);
     });
   } catch (err) {

@@ -1,4 +1,4 @@
-import { closeSync, fsyncSync, mkdirSync, openSync, renameSync } from "node:fs";
+import { close, closeSync, fsync, fsyncSync, mkdirSync, open, openSync, renameSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { Ctx } from "../context";
 import { badRequest } from "../../core/errors";
@@ -54,4 +54,26 @@ export function placeOriginal(from: string, to: string, durable: boolean): void 
   } finally {
     closeSync(fd);
   }
+}
+
+/** fsync of a folder on the thread pool. */
+function syncFolder(dir: string): Promise<void> {
+  return new Promise((ok, fail) =>
+    open(dir, "r", (err, fd) => {
+      if (err) return fail(err);
+      fsync(fd, (err) => close(fd, () => (err ? fail(err) : ok())));
+    }),
+  );
+}
+
+/**
+ * `placeOriginal` before the transaction that commits the row, for a file whose name is known
+ * ahead (a new asset). With `durable`, once the file's own last sync (`fileSynced`, started when
+ * the upload ended, after this rename) is done, the folder entry is synced: on a journaling
+ * filesystem the file's sync has usually carried the rename already, so the second is quick.
+ */
+export async function placeOriginalAhead(from: string, to: string, durable: boolean, fileSynced?: Promise<void>): Promise<void> {
+  renameSync(from, to);
+  await fileSynced;
+  if (durable) await syncFolder(dirname(to));
 }

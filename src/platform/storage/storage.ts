@@ -52,6 +52,11 @@ export type ReceivedFile = {
   sha256: string;
   /** The file's first bytes as the reader kept them (`headBytes`; the whole file when smaller). */
   head?: Buffer;
+  /**
+   * With the reader's `durable` option: settles once the file's bytes are synced to disk (rejects
+   * when the sync failed). Await it before committing a row that names the file.
+   */
+  synced?: Promise<void>;
 };
 
 /** A multipart body as received: its text fields and its file, if any. */
