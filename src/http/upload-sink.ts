@@ -13,11 +13,11 @@ import { closeSync } from "node:fs";
  */
 
 /** Bytes gathered before they are handed to the worker in one message. */
-export const SINK_BATCH = 1024 * 1024;
+export const SINK_BATCH = 256 * 1024;
 /** Bytes handed to the worker and not yet written: past this the reader waits (backpressure). */
 const MAX_AHEAD = 8 * 1024 * 1024;
 /** With `durable`, bytes written between two background syncs while the file still arrives. */
-const SYNC_EVERY = 8 * 1024 * 1024;
+const SYNC_EVERY = 1024 * 1024;
 
 type ToWorker =
   | { t: "open"; id: number; fd: number; durable: boolean; syncEvery: number }
@@ -36,9 +36,9 @@ type FromWorker =
  * works from the sources and in the compiled executable) and may use only globals and node:fs.
  */
 function sinkWorker() {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const fs = require("node:fs") as typeof import("node:fs");
-  const scope = globalThis as unknown as { postMessage(m: unknown): void; onmessage: ((e: MessageEvent) => void) | null };
+  // Not `require`: the bundler of the executable would rename it to a helper the worker lacks.
+  const scope = globalThis as unknown as { postMessage(m: unknown): void; onmessage: ((e: MessageEvent) => void) | null; process: { getBuiltinModule(id: string): unknown } };
+  const fs = scope.process.getBuiltinModule("node:fs") as typeof import("node:fs");
   type Open = { fd: number; hash: Bun.CryptoHasher; queue: Promise<void>; durable: boolean; syncEvery: number; unsynced: number; syncing?: Promise<void>; error?: unknown };
   const files = new Map<number, Open>();
   const post = (m: unknown) => scope.postMessage(m);
@@ -181,7 +181,10 @@ function theWorker(): Worker {
       open.delete(m.id);
     }
   };
-  w.onerror = (e) => failAll(new Error(`The upload worker failed: ${(e as ErrorEvent).message ?? e}`));
+  w.onerror = (e) => {
+    w.terminate();
+    failAll(new Error(`The upload worker failed: ${(e as ErrorEvent).message ?? e}`));
+  };
   worker = w;
   return w;
 }
