@@ -323,7 +323,7 @@ class Parser {
         f.headSize += part.length;
         if (f.headSize === this.opts.headBytes) this.sendHead(false);
       }
-      // Hashed and written by the worker, a megabyte per message.
+      // Hashed and written by the worker, 256 KiB per message.
       await f.sink.add(chunk, owned);
       return;
     }
