@@ -89,5 +89,11 @@ export const embeddedMigrations: { tag: string; when: number; breakpoints: boole
     "when": 1795456116197,
     "breakpoints": true,
     "sql": "-- The records' full-text rows are written by the records code itself (records.service.ts:\n-- writeSearch, insertRecordsIn), next to their record_search row, instead of by AFTER INSERT /\n-- AFTER UPDATE triggers on record_search. A statement with a trigger runs under a statement\n-- savepoint, and FTS5 writes its pending terms out as a new segment at every savepoint: one\n-- segment per record, merged again and again (an Excel import of 10,000 rows spent about half of\n-- its insert time there). The delete trigger stays: deleting records cascades to record_search.\nDROP TRIGGER IF EXISTS `record_search_ai`;--> statement-breakpoint\nDROP TRIGGER IF EXISTS `record_search_au`;\n"
+  },
+  {
+    "tag": "0015_assets_folder_indexes",
+    "when": 1795461959269,
+    "breakpoints": true,
+    "sql": "CREATE INDEX `assets_project_parent_lower_name` ON `assets` (`project_gid`,`parent`,lower(\"name\"));--> statement-breakpoint\nCREATE INDEX `assets_project_parent_status_type` ON `assets` (`project_gid`,`parent`,`status`,`type`);"
   }
 ];
