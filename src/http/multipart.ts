@@ -34,9 +34,10 @@ export type MultipartOptions = {
   /**
    * Sync the file's bytes to disk, so a database row committed with SQLite's synchronous=FULL
    * never points at bytes a power cut lost (default false). The syncing overlaps the stream (the
-   * file is synced in the background as it grows) and its last step is started when the part
-   * ends: `ReceivedFile.synced` settles once it is done, and the caller awaits it before
-   * committing.
+   * file is synced in the background as it grows); its last step is the caller's
+   * `ReceivedFile.finish(true)` (awaited before committing, typically after moving the file into
+   * place), and a caller that fails first calls `finish(false)`. One of them must be called: the
+   * file stays open until then.
    */
   durable?: boolean;
   /**
@@ -362,14 +363,14 @@ class Parser {
     if (this.state !== "done") throw malformed("the body ended before the closing delimiter");
     const f = this.file;
     if (!f) return { fields: this.fields };
-    return { fields: this.fields, file: { field: f.field, filename: f.filename, path: f.path, size: f.size, sha256: f.sha256!, head: this.headOf(f), synced: f.sink.synced } };
+    return { fields: this.fields, file: { field: f.field, filename: f.filename, path: f.path, size: f.size, sha256: f.sha256!, head: this.headOf(f), finish: (sync: boolean) => f.sink.finish(sync) } };
   }
 
   async abort(): Promise<void> {
     const f = this.file;
     if (!f) return;
     // The worker closes the file once what it holds is done with.
-    await (this.fileDone ? f.sink.closed() : f.sink.abort());
+    await (this.fileDone ? f.sink.finish(false).catch(() => {}) : f.sink.abort());
     await rm(f.path, { force: true });
   }
 }

@@ -8,8 +8,9 @@ import { closeSync } from "node:fs";
  * hands out fresh buffers).
  *
  * With `durable`, the worker also syncs the file as it grows (every SYNC_EVERY bytes, in the
- * background) and once more at the end, so the last sync finds little left; `synced` settles when
- * the file's bytes are on disk.
+ * background), and keeps it open once all is written until the caller asks for the last sync
+ * (`finish(true)`, typically right after moving the file into place, so that one journal commit
+ * carries the move too) or lets it go unsynced (`finish(false)`, on failure).
  */
 
 /** Bytes gathered before they are handed to the worker in one message. */
@@ -23,6 +24,7 @@ type ToWorker =
   | { t: "open"; id: number; fd: number; durable: boolean; syncEvery: number }
   | { t: "data"; id: number; bufs: Uint8Array[]; bytes: number }
   | { t: "end"; id: number }
+  | { t: "finish"; id: number; sync: boolean }
   | { t: "abort"; id: number };
 
 type FromWorker =
@@ -39,7 +41,7 @@ function sinkWorker() {
   // Not `require`: the bundler of the executable would rename it to a helper the worker lacks.
   const scope = globalThis as unknown as { postMessage(m: unknown): void; onmessage: ((e: MessageEvent) => void) | null; process: { getBuiltinModule(id: string): unknown } };
   const fs = scope.process.getBuiltinModule("node:fs") as typeof import("node:fs");
-  type Open = { fd: number; hash: Bun.CryptoHasher; queue: Promise<void>; durable: boolean; syncEvery: number; unsynced: number; syncing?: Promise<void>; error?: unknown };
+  type Open = { fd: number; hash: Bun.CryptoHasher; queue: Promise<void>; durable: boolean; syncEvery: number; unsynced: number; syncing?: Promise<void>; error?: unknown; ended?: boolean };
   const files = new Map<number, Open>();
   const post = (m: unknown) => scope.postMessage(m);
   const writev = (fd: number, bufs: Uint8Array[]) => new Promise<number>((ok, fail) => fs.writev(fd, bufs, (err, n) => (err ? fail(err) : ok(n))));
@@ -89,21 +91,25 @@ function sinkWorker() {
     } else if (m.t === "end") {
       const sha256 = f.hash.digest("hex");
       f.queue = f.queue.then(async () => {
-        if (f.error) {
-          post({ t: "ended", id: m.id, error: String(f.error) });
-        } else {
-          post({ t: "ended", id: m.id, sha256 });
-          if (f.durable) {
-            try {
-              if (f.syncing) await f.syncing;
-              if (f.error) throw f.error;
-              await sync(f.fd, false);
-              post({ t: "synced", id: m.id });
-            } catch (err) {
-              post({ t: "synced", id: m.id, error: String(err) });
-            }
+        post(f.error ? { t: "ended", id: m.id, error: String(f.error) } : { t: "ended", id: m.id, sha256 });
+        // Durable and written: open until `finish` says whether to sync.
+        if (f.durable && !f.error) return;
+        await close(f.fd);
+        files.delete(m.id);
+        post({ t: "closed", id: m.id });
+      });
+    } else if (m.t === "finish") {
+      f.queue = f.queue.then(async () => {
+        if (m.sync) {
+          try {
+            if (f.syncing) await f.syncing;
+            if (f.error) throw f.error;
+            await sync(f.fd, false);
+            post({ t: "synced", id: m.id });
+          } catch (err) {
+            post({ t: "synced", id: m.id, error: String(err) });
           }
-        }
+        } else await f.syncing;
         await close(f.fd);
         files.delete(m.id);
         post({ t: "closed", id: m.id });
@@ -197,8 +203,7 @@ export class UploadSink {
   private batch: Uint8Array[] = [];
   private transfer: ArrayBuffer[] = [];
   private batchBytes = 0;
-  /** Settles once the bytes are synced (durable), or at once (not durable); set by `end`. */
-  synced?: Promise<void>;
+  private finished?: Promise<void>;
 
   /** `fd`: the temp file, open for writing; the sink closes it. */
   constructor(fd: number, private readonly durable: boolean) {
@@ -236,14 +241,33 @@ export class UploadSink {
     if (this.p.error) throw this.p.error;
   }
 
-  /** All bytes are in: resolves with the SHA-256 once they are written; `synced` is set. */
+  /**
+   * All bytes are in: resolves with the SHA-256 once they are written. A durable sink then keeps
+   * the file open for `finish`; any other is closed.
+   */
   async end(): Promise<string> {
     await this.flush();
     const sha256 = new Promise<string>((ok, fail) => (this.p.ended = { ok, fail }));
-    this.synced = this.durable ? new Promise<void>((ok, fail) => (this.p.synced = { ok, fail })) : Promise.resolve();
-    this.synced.catch(() => {}); // awaited by the caller; never an unhandled rejection
     this.w.postMessage({ t: "end", id: this.id } satisfies ToWorker);
     return sha256;
+  }
+
+  /**
+   * After `end`: with `sync`, syncs the file (what the background syncs left) and resolves once
+   * its bytes are on disk, rejecting when that failed; without, lets it go unsynced. Either way
+   * the file is closed. Only the first call counts; a sink that is not durable resolves at once.
+   */
+  finish(sync: boolean): Promise<void> {
+    if (this.finished) return this.finished;
+    if (!this.durable || !open.has(this.id)) {
+      this.finished = this.p.error ? Promise.reject(this.p.error) : Promise.resolve();
+    } else {
+      const closed = this.closed();
+      this.finished = sync ? new Promise<void>((ok, fail) => (this.p.synced = { ok, fail })) : closed;
+      this.w.postMessage({ t: "finish", id: this.id, sync } satisfies ToWorker);
+    }
+    this.finished.catch(() => {}); // awaited by the caller; never an unhandled rejection
+    return this.finished;
   }
 
   /** Drops the file's pending bytes; resolves once the worker has closed the file. */

@@ -961,16 +961,17 @@ async function storeUpload(
     const nameIn = input.name !== undefined && input.name !== "" ? input.name : file.filename;
     const name = nameIn === undefined || nameIn === "" ? undefined : validName(nameIn);
     // A new asset's storage name is known now: the file goes into its place before the
-    // transaction, its folder entry synced together with its bytes (one wait, not two in a row).
-    // A new version's name depends on the version read in the transaction: placed there.
+    // transaction, then its bytes are synced (one journal commit carrying the move too) and its
+    // folder. A new version's name depends on the version read in the transaction: placed there,
+    // its bytes synced before.
     let placed: { gid: string; storage: string } | undefined;
     if (input.target === undefined) {
       if (!name) throw badRequest("Missing parameter", { "Missing parameter": "name" });
       const gid = newGid();
       placed = { gid, storage: storageName(gid, 1, info.extension) };
       moved = originalPath(ctx, projectGid, placed.storage);
-      await placeOriginalAhead(file.path, moved, durable, file.synced);
-    } else await file.synced;
+      await placeOriginalAhead(file.path, moved, durable, () => file.finish?.(true) ?? Promise.resolve());
+    } else await file.finish?.(true);
     return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
       const root = ensureRoot(tx, log, projectGid);
       const t = now();
@@ -1037,6 +1038,7 @@ async function storeUpload(
       return withParent(tx, projectGid, { asset: a.gid }, r);
     });
   } catch (err) {
+    file.finish?.(false).catch(() => {}); // closes the file when it was not synced yet
     rmSync(file.path, { force: true });
     if (moved) rmSync(moved, { force: true });
     throw err;
@@ -1294,7 +1296,10 @@ export async function uploadAsset(
   });
   const absent = kind === "version" && !fields.asset ? "asset" : !file ? "upload_file" : null;
   if (absent) {
-    if (file) rmSync(file.path, { force: true });
+    if (file) {
+      file.finish?.(false).catch(() => {});
+      rmSync(file.path, { force: true });
+    }
     throw badRequest("Missing parameter", { "Missing parameter": absent });
   }
   const input = kind === "new" ? { parent: fields.parent, pathname: fields.pathname, name: fields.name } : { name: fields.name, target: fields.asset };

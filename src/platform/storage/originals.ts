@@ -68,12 +68,12 @@ function syncFolder(dir: string): Promise<void> {
 
 /**
  * `placeOriginal` before the transaction that commits the row, for a file whose name is known
- * ahead (a new asset). With `durable`, once the file's own last sync (`fileSynced`, started when
- * the upload ended, after this rename) is done, the folder entry is synced: on a journaling
- * filesystem the file's sync has usually carried the rename already, so the second is quick.
+ * ahead (a new asset). `syncFile` syncs the file's bytes (what the upload's background syncs left):
+ * it runs after the move, so on a journaling filesystem the one journal commit it makes carries
+ * the move too; with `durable` the folder is synced after it. Settles when all is on disk.
  */
-export async function placeOriginalAhead(from: string, to: string, durable: boolean, fileSynced?: Promise<void>): Promise<void> {
+export async function placeOriginalAhead(from: string, to: string, durable: boolean, syncFile: () => Promise<void>): Promise<void> {
   renameSync(from, to);
-  await fileSynced;
+  await syncFile();
   if (durable) await syncFolder(dirname(to));
 }

@@ -53,10 +53,12 @@ export type ReceivedFile = {
   /** The file's first bytes as the reader kept them (`headBytes`; the whole file when smaller). */
   head?: Buffer;
   /**
-   * With the reader's `durable` option: settles once the file's bytes are synced to disk (rejects
-   * when the sync failed). Await it before committing a row that names the file.
+   * With the reader's `durable` option the file is kept open after it was received: `finish(true)`
+   * syncs what is left of it (resolving once its bytes are on disk; await it before committing a
+   * row that names the file), `finish(false)` closes it unsynced (on failure). Without
+   * `durable` it resolves at once. Only the first call counts.
    */
-  synced?: Promise<void>;
+  finish?: (sync: boolean) => Promise<void>;
 };
 
 /** A multipart body as received: its text fields and its file, if any. */
