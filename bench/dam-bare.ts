@@ -2,10 +2,21 @@
  * The ceilings of the DAM benchmark: a bare Bun.serve, no framework, no database, no checks.
  * GET <any path> answers the file named for that path with `new Response(Bun.file(path))` and its
  * Content-Type; POST streams the request body to a file in `<upload dir>` and answers 200.
+ * POST /upload-durable does the same and then syncs the file and its folder entry before
+ * answering (what a durable store must wait for at least; informational, not the ceiling).
  * usage: bun bench/dam-bare.ts <port> <files.json> <upload dir>   (files: {path: {file, type}})
  */
-import { readFileSync, rmSync } from "node:fs";
+import { closeSync, fsyncSync, openSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
+
+function fsyncPath(path: string) {
+  const fd = openSync(path, "r");
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
 
 const [port, filesJson, uploadDir] = process.argv.slice(2);
 const files: Record<string, { file: string; type: string }> = JSON.parse(readFileSync(filesJson!, "utf8"));
@@ -23,6 +34,10 @@ Bun.serve({
       const writer = Bun.file(target).writer();
       for await (const chunk of req.body!) writer.write(chunk);
       await writer.end();
+      if (path === "/upload-durable") {
+        fsyncPath(target);
+        fsyncPath(uploadDir!);
+      }
       rmSync(target, { force: true });
       return new Response("ok");
     }

@@ -8,7 +8,8 @@
  * - `GET /media/p/<project>/var/...` against a bare Bun.serve sending the same file with
  *   `new Response(Bun.file(path))`, with autocannon; target ratio >= 0.8;
  * - uploads through `POST /api/p/<project>/assets/upload` in MB/s, next to a bare Bun.serve that
- *   streams the request body to disk.
+ *   streams the request body to disk (the ceiling), and, for information, the same bare server
+ *   syncing the file and its folder entry before it answers (what durability costs at least).
  *
  * The images: real photographs (2.3–4.1 MP JPEGs) from Debian's plasma-workspace-wallpapers
  * (`apt-get install plasma-workspace-wallpapers`; KDE's photographic wallpapers in
@@ -226,18 +227,23 @@ export async function run(): Promise<BenchResult> {
     const barePort = await freePort();
     bare = await spawnServer([BUN, "bench/dam-bare.ts", String(barePort), filesJson, work], barePort, { readyPath: "/ping" });
 
-    const bareUpload = async (m: Multipart) => (await fetch(`${bare!.url}/upload`, { method: "POST", headers: { "content-type": m.type }, body: m.body })).arrayBuffer();
+    const bareUpload = async (m: Multipart, durable = false) => (await fetch(`${bare!.url}/${durable ? "upload-durable" : "upload"}`, { method: "POST", headers: { "content-type": m.type }, body: m.body })).arrayBuffer();
     await bareUpload(bodies[0]!);
+    await bareUpload(bodies[0]!, true);
     // Alternating rounds (Apis, bare, Apis, ...), one upload at a time, so other work on the machine falls on both alike.
     let uploadSetSeconds = 0;
     let bareSetSeconds = 0;
     let uploadBigSeconds = 0;
     let bareBigSeconds = 0;
+    let durableSetSeconds = 0;
+    let durableBigSeconds = 0;
     for (let r = 0; r < UPLOAD_ROUNDS; r++) {
       for (const m of bodies) uploadSetSeconds += await timed(() => upload(apis!.url, project, auth, m));
       for (const m of bodies) bareSetSeconds += await timed(() => bareUpload(m));
+      for (const m of bodies) durableSetSeconds += await timed(() => bareUpload(m, true));
       uploadBigSeconds += await timed(() => upload(apis!.url, project, auth, bigBody));
       bareBigSeconds += await timed(() => bareUpload(bigBody));
+      durableBigSeconds += await timed(() => bareUpload(bigBody, true));
     }
 
     // Uncached transforms: endpoint (force) vs the direct pipeline, alternating rounds.
@@ -300,7 +306,7 @@ export async function run(): Promise<BenchResult> {
       `Uncached transform: each image with its options and \`force=true\`, one request at a time, ${REPEAT}× per image and side, measured in pairs (endpoint and direct on the same image back to back, the order alternating) after a warm-up; the ratio is the median over the pairs of direct time / endpoint time (a spike of other work on the machine hits one pair, not the total), value and ceiling are totals (transforms per second over all pairs, ratio of totals ${round(endpointRate / directRate)}); ceiling: \`render()\` of src/features/dam/dam.transform.ts (the endpoint's own pipeline: header read, plan, sharp, temp file + rename) called in this process on the same image files. Both sides: sharp cache off, libvips concurrency min(4, cores). Per image through the endpoint (timing_ms.transform, best of 3): ${perImage.join("; ")}.`,
       `Repeated transform: \`${sources[0]!.options}\` without force on the up-to-date file (JWT check, membership, asset lookup, stats of source and output, the output size recorded at its render), autocannon ${CONNECTIONS} connections, ${SECONDS} s; p50 ${cached.p50} ms, p99 ${cached.p99} ms.`,
       `Media: autocannon ${CONNECTIONS} connections, ${SECONDS} s per round, ${ROUNDS} alternating rounds after a 2 s warm-up, on a ${round(thumbBytes / 1024, 1)} KB thumbnail and a ${round(webBytes / 1024, 1)} KB web image; ceiling: bench/dam-bare.ts answering \`new Response(Bun.file(path))\` with the Content-Type, in its own process.`,
-      `Uploads: multipart POST /api/p/<project>/assets/upload (streamed to disk, SHA-256, type sniffing, header and EXIF/IPTC/XMP extraction, database row, sync item), one at a time, ${UPLOAD_ROUNDS} alternating rounds after a warm-up; ceiling: the bare server streaming the very same multipart body (built once in memory) to a file. The 64 MB file is pseudo-random bytes (stored as a plain file).`,
+      `Uploads: multipart POST /api/p/<project>/assets/upload (streamed to disk, SHA-256, type sniffing, header and EXIF/IPTC/XMP extraction, database row, sync item), one at a time, ${UPLOAD_ROUNDS} alternating rounds after a warm-up; ceiling: the bare server streaming the very same multipart body (built once in memory) to a file (and removing it, so its bytes need never reach the disk). The 64 MB file is pseudo-random bytes (stored as a plain file). Apis runs with its default \`--sqlite-synchronous full\`: the file's bytes and folder entry are synced before the row is committed. For information, the bare server that also syncs the file and its folder entry before answering (no hashing, sniffing or database): image set ${round((UPLOAD_ROUNDS * mb(setBytes)) / durableSetSeconds, 1)} MB/s (Apis ${round(durableSetSeconds / uploadSetSeconds)} of it), 64 MB ${round((UPLOAD_ROUNDS * 64) / durableBigSeconds, 1)} MB/s (Apis ${round(durableBigSeconds / uploadBigSeconds)} of it).`,
     );
     const rows: Row[] = [
       { metric: "uncached transform through /dam (force)", value: round(endpointRate, 2), unit: "transforms/s", ceiling: round(directRate, 2), ratio: round(median(pairRatios)), target: "ratio >= 0.95" },

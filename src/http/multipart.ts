@@ -1,9 +1,10 @@
-import { closeSync, fsyncSync, openSync, writevSync, writeSync } from "node:fs";
+import { closeSync, openSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { basename } from "node:path";
 import { newGid } from "../core/ids";
 import { ApiError, badRequest } from "../core/errors";
 import type { Received, ReceivedFile } from "../platform/storage/storage";
+import { UploadSink } from "./upload-sink";
 
 /**
  * A streaming multipart/form-data reader for uploads of any size.
@@ -15,10 +16,12 @@ import type { Received, ReceivedFile } from "../platform/storage/storage";
  * to a temp file (hashing and counting bytes on the way, 413 past the limit) and keeps the small
  * text fields in memory.
  *
- * The file's bytes are never copied on the way: each arriving chunk is searched for the boundary,
- * hashed and written as it is (only the few bytes that may begin a boundary wait for the next
- * chunk). Its first `headBytes` are also kept in memory and handed to `onHead` as soon as they
- * are in, so a caller can sniff the type and read the metadata while the rest still arrives.
+ * The file's bytes are not copied on the way: each arriving chunk is searched for the boundary and
+ * moved as it is to a worker thread that hashes and writes it (src/http/upload-sink.ts; only the
+ * few bytes that may begin a boundary wait for the next chunk, and the chunks a part begins or
+ * ends in are copied). Its first `headBytes` are also kept in memory and handed to `onHead` as
+ * soon as they are in, so a caller can sniff the type and read the metadata while the rest still
+ * arrives.
  */
 
 export type { Received, ReceivedFile };
@@ -29,8 +32,12 @@ export type MultipartOptions = {
   /** Largest file accepted; one byte more is a 413. */
   maxFileBytes: number;
   /**
-   * Sync the file's bytes to disk before it is handed over, so a database row committed with
-   * SQLite's synchronous=FULL never points at bytes a power cut lost (default false).
+   * Sync the file's bytes to disk, so a database row committed with SQLite's synchronous=FULL
+   * never points at bytes a power cut lost (default false). The syncing overlaps the stream (the
+   * file is synced in the background as it grows); its last step is the caller's
+   * `ReceivedFile.finish(true)` (awaited before committing, typically after moving the file into
+   * place), and a caller that fails first calls `finish(false)`. One of them must be called: the
+   * file stays open until then.
    */
   durable?: boolean;
   /**
@@ -56,8 +63,6 @@ const MAX_HEADER_BYTES = 16 * 1024;
 const EMPTY = Buffer.alloc(0);
 /** What a parser starts with: the first delimiter has no CRLF before it, so one is assumed read. */
 const START = Buffer.from("\r\n");
-/** Bytes of arrived chunks gathered (by reference, not copied) before one write to the temp file. */
-const WRITE_BATCH = 1024 * 1024;
 
 const tooLarge = (limit: number) => new ApiError(413, "Payload too large", { limit_bytes: limit });
 const malformed = (reason: string) => badRequest("Malformed multipart body", { reason });
@@ -148,7 +153,7 @@ class Parser {
   private fieldBytes = 0;
   readonly fields: Record<string, string> = {};
   private fieldCount = 0;
-  private file?: { field: string; filename: string; path: string; size: number; hash: Bun.CryptoHasher; fd: number; head: Buffer[]; headSize: number; headSent: boolean; pending: Buffer[]; pendingBytes: number };
+  private file?: { field: string; filename: string; path: string; size: number; sink: UploadSink; head: Buffer[]; headSize: number; headSent: boolean; sha256?: string };
   private fileDone = false;
 
   constructor(
@@ -166,7 +171,9 @@ class Parser {
   async push(input: Uint8Array): Promise<void> {
     if (this.state === "done") return;
     const chunk = Buffer.from(input.buffer, input.byteOffset, input.byteLength);
-    if (this.state === "body" && (await this.bodyChunk(chunk))) return;
+    // A chunk that is its buffer whole may be moved to the writer (nothing else shares its memory).
+    const owned = input.byteOffset === 0 && input.byteLength === input.buffer.byteLength && !(input.buffer instanceof SharedArrayBuffer);
+    if (this.state === "body" && (await this.bodyChunk(chunk, owned))) return;
     if (this.state === "preamble" && this.buf === START && startsWith(chunk, this.delimiter, 2)) {
       // The usual start, the first delimiter at once: read on in the chunk itself (no copy of it).
       this.buf = chunk.subarray(this.delimiter.length - 2);
@@ -181,7 +188,7 @@ class Parser {
    * `this.buf` then holds only the last few bytes of the previous chunk, which could begin a
    * boundary.
    */
-  private async bodyChunk(chunk: Buffer): Promise<boolean> {
+  private async bodyChunk(chunk: Buffer, owned: boolean): Promise<boolean> {
     const d = this.delimiter;
     const keep = d.length - 1;
     if (chunk.length < d.length) return false;
@@ -201,8 +208,9 @@ class Parser {
       await this.drain();
       return true;
     }
-    await this.data(chunk.subarray(0, chunk.length - keep));
+    // The kept bytes are copied first: the chunk itself may move to the writer.
     this.buf = Buffer.from(chunk.subarray(chunk.length - keep));
+    await this.data(chunk.subarray(0, chunk.length - keep), owned);
     return true;
   }
 
@@ -283,7 +291,15 @@ class Parser {
       const path = `${this.opts.tmpDir}/upload-${newGid(16)}.part`;
       const fd = openSync(path, "wx", 0o600);
       const filename = basename((h.filename ?? "").replace(/\\/g, "/"));
-      this.file = { field: h.name, filename, path, size: 0, hash: new Bun.CryptoHasher("sha256"), fd, head: [], headSize: 0, headSent: false, pending: [], pendingBytes: 0 };
+      let sink: UploadSink;
+      try {
+        sink = new UploadSink(fd, this.opts.durable === true);
+      } catch (err) {
+        closeSync(fd);
+        await rm(path, { force: true });
+        throw err;
+      }
+      this.file = { field: h.name, filename, path, size: 0, sink, head: [], headSize: 0, headSent: false };
       this.part = { ...h, kind: "file" };
       return;
     }
@@ -293,7 +309,8 @@ class Parser {
     this.fieldBytes = 0;
   }
 
-  private async data(chunk: Buffer): Promise<void> {
+  /** Bytes of the current part; `owned`: `chunk` views a buffer no one else uses (it may move). */
+  private async data(chunk: Buffer, owned = false): Promise<void> {
     if (!chunk.length || !this.part) return;
     if (this.part.kind === "file") {
       const f = this.file!;
@@ -301,39 +318,19 @@ class Parser {
       if (f.size > this.opts.maxFileBytes) throw tooLarge(this.opts.maxFileBytes);
       const want = (this.opts.headBytes ?? 0) - f.headSize;
       if (want > 0) {
-        // By reference, as the chunks written below (fresh buffers, never reused): copied at most
-        // once, when the head spans several chunks.
-        const part = chunk.subarray(0, want);
+        // Copied (the chunk may move to the writer); joined when the head spans several chunks.
+        const part = owned ? Buffer.from(chunk.subarray(0, want)) : chunk.subarray(0, want);
         f.head.push(part);
         f.headSize += part.length;
         if (f.headSize === this.opts.headBytes) this.sendHead(false);
       }
-      f.hash.update(chunk);
-      // Chunks are fresh buffers of the request stream (never reused): kept by reference and
-      // written together, one system call per megabyte; the page cache takes them at once.
-      f.pending.push(chunk);
-      f.pendingBytes += chunk.length;
-      if (f.pendingBytes >= WRITE_BATCH) this.flushFile();
+      // Hashed and written by the worker, 256 KiB per message.
+      await f.sink.add(chunk, owned);
       return;
     }
     this.fieldBytes += chunk.length;
     if (this.fieldBytes > (this.opts.maxFieldBytes ?? 64 * 1024)) throw new ApiError(413, "Form field too large", { field: this.part.name });
     this.fieldChunks.push(Buffer.from(chunk));
-  }
-
-  private flushFile(): void {
-    const f = this.file!;
-    let rest = f.pending;
-    f.pending = [];
-    f.pendingBytes = 0;
-    while (rest.length) {
-      let n = rest.length === 1 ? writeSync(f.fd, rest[0]!) : writevSync(f.fd, rest);
-      // A short write: drop what went out, write the rest.
-      let i = 0;
-      while (i < rest.length && n >= rest[i]!.length) n -= rest[i++]!.length;
-      rest = rest.slice(i);
-      if (n > 0) rest[0] = rest[0]!.subarray(n);
-    }
   }
 
   private headOf(f: NonNullable<Parser["file"]>): Buffer {
@@ -352,11 +349,9 @@ class Parser {
     if (!this.part) return;
     if (this.part.kind === "file") {
       const f = this.file!;
-      this.flushFile();
-      if (this.opts.durable) fsyncSync(f.fd);
-      closeSync(f.fd);
       this.fileDone = true;
       this.sendHead(true);
+      f.sha256 = await f.sink.end();
     } else if (this.part.kind === "field") {
       this.fields[this.part.name] = Buffer.concat(this.fieldChunks).toString("utf8");
       this.fieldChunks = [];
@@ -368,17 +363,14 @@ class Parser {
     if (this.state !== "done") throw malformed("the body ended before the closing delimiter");
     const f = this.file;
     if (!f) return { fields: this.fields };
-    return { fields: this.fields, file: { field: f.field, filename: f.filename, path: f.path, size: f.size, sha256: f.hash.digest("hex"), head: this.headOf(f) } };
+    return { fields: this.fields, file: { field: f.field, filename: f.filename, path: f.path, size: f.size, sha256: f.sha256!, head: this.headOf(f), finish: (sync: boolean) => f.sink.finish(sync) } };
   }
 
   async abort(): Promise<void> {
     const f = this.file;
     if (!f) return;
-    if (!this.fileDone) {
-      try {
-        closeSync(f.fd);
-      } catch {}
-    }
+    // The worker closes the file once what it holds is done with.
+    await (this.fileDone ? f.sink.finish(false).catch(() => {}) : f.sink.abort());
     await rm(f.path, { force: true });
   }
 }

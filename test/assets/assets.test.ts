@@ -353,6 +353,18 @@ describe("uploads", () => {
     expect(pdf.body.data.assets[pdf.body.result.asset].info).toMatchObject({ format: "pdf", width: null, height: null, colors: null });
   });
 
+  test("an upload refused after it was received (a folder that does not exist) leaves no file behind", async () => {
+    const before = readdirSync(originals()).length;
+    const r = await upload(new Uint8Array(4000).fill(3), "lost.bin", { parent: "nosuchfolder0000000" });
+    expect(r.status).toBe(422);
+    expect(r.body.success).toBe(false);
+    expect(readdirSync(originals()).length).toBe(before);
+    expect(readdirSync(join(srv.dataDir, "tmp")).filter((f) => f.startsWith("upload-"))).toEqual([]);
+    const ok = await upload(new Uint8Array(4000).fill(4), "kept.bin");
+    expect(ok.status).toBe(200);
+    expect(readdirSync(originals()).length).toBe(before + 1);
+  });
+
   test("an upload past --upload-max-bytes is 413 and leaves nothing behind; the server keeps serving", async () => {
     const before = readdirSync(originals()).length;
     const r = await upload(new Uint8Array(LIMIT + 1), "big.bin");

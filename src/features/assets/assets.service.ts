@@ -17,7 +17,7 @@ import { analyseFile, inspectHead, type HeadFindings } from "../../platform/imag
 import { readImageHeader } from "../../platform/images/images";
 import type { Metadata } from "sharp";
 import { newGid, now } from "../../core/ids";
-import { originalPath, placeOriginal, storageName } from "../../platform/storage/originals";
+import { originalPath, placeOriginal, placeOriginalAhead, storageName } from "../../platform/storage/originals";
 import { fileChanged } from "../../platform/storage/file-facts";
 
 export type Asset = typeof assets.$inferSelect;
@@ -116,7 +116,7 @@ function childCounts(tx: Tx, projectGid: string, folders: string[]): Map<string,
     // One folder (the answer of most single operations, every upload): a prepared count.
     const c = { files: 0, folders: 0 };
     for (const r of folderCounts(tx).all({ project: projectGid, parent: folders[0]! })) {
-      if (r.folder) c.folders += r.n;
+      if (r.type === "folder") c.folders += r.n;
       else c.files += r.n;
     }
     out.set(folders[0]!, c);
@@ -218,12 +218,14 @@ const unnamedItem = preparedOnce((tx) =>
     .limit(1)
     .prepare(),
 );
+// Grouped by the type itself, so the count walks the (project, parent, status, type) index in its
+// order alone: no table rows, no sorting.
 const folderCounts = preparedOnce((tx) =>
   tx
-    .select({ folder: sql<number>`${assets.type} = 'folder'`, n: sql<number>`count(*)` })
+    .select({ type: assets.type, n: sql<number>`count(*)` })
     .from(assets)
-    .where(and(eq(assets.projectGid, ph("project")), eq(assets.status, "active"), eq(assets.parent, ph("parent"))))
-    .groupBy(sql`${assets.type} = 'folder'`)
+    .where(and(eq(assets.projectGid, ph("project")), eq(assets.parent, ph("parent")), eq(assets.status, "active")))
+    .groupBy(assets.type)
     .prepare(),
 );
 const versionsOf = preparedOnce((tx) =>
@@ -951,12 +953,25 @@ async function storeUpload(
   early?: Promise<HeadFindings>,
 ): Promise<Answer> {
   const userGid = actor.userGid;
+  const durable = ctx.config.sqliteSynchronous === "full";
   let moved: string | undefined;
   try {
     const info = await analyseFile(file.path, file.filename, await early);
     const facts = info.type === "image" && info.header ? factsOf(info.header) : null;
     const nameIn = input.name !== undefined && input.name !== "" ? input.name : file.filename;
     const name = nameIn === undefined || nameIn === "" ? undefined : validName(nameIn);
+    // A new asset's storage name is known now: the file goes into its place before the
+    // transaction, then its bytes are synced (one journal commit carrying the move too) and its
+    // folder. A new version's name depends on the version read in the transaction: placed there,
+    // its bytes synced before.
+    let placed: { gid: string; storage: string } | undefined;
+    if (input.target === undefined) {
+      if (!name) throw badRequest("Missing parameter", { "Missing parameter": "name" });
+      const gid = newGid();
+      placed = { gid, storage: storageName(gid, 1, info.extension) };
+      moved = originalPath(ctx, projectGid, placed.storage);
+      await placeOriginalAhead(file.path, moved, durable, () => file.finish?.(true) ?? Promise.resolve());
+    } else await file.finish?.(true);
     return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
       const root = ensureRoot(tx, log, projectGid);
       const t = now();
@@ -972,12 +987,10 @@ async function storeUpload(
         extracted: info.extracted,
         facts,
       };
-      if (input.target === undefined) {
-        if (!name) throw badRequest("Missing parameter", { "Missing parameter": "name" });
+      if (placed) {
         const parent = requireFolder(tx, log, projectGid, { gid: input.parent, pathname: input.pathname }, root);
-        const gid = newGid();
-        const storage = storageName(gid, 1, info.extension);
-        const free = freeName(tx, projectGid, parent.gid, name);
+        const { gid, storage } = placed;
+        const free = freeName(tx, projectGid, parent.gid, name!);
         const r = insertFile(tx).get({
           gid,
           project: projectGid,
@@ -990,8 +1003,6 @@ async function storeUpload(
           t,
           user: userGid,
         })!;
-        moved = originalPath(ctx, projectGid, storage);
-        placeOriginal(file.path, moved, ctx.config.sqliteSynchronous === "full");
         log.project(projectGid, "INSERT", "assets", gid);
         parentChanged(log, projectGid, parent.gid);
         // The folder's row is as read above (only its child count moved, which the answer counts).
@@ -1023,10 +1034,11 @@ async function storeUpload(
         r = relocate(tx, log, r, { parent: findAsset(tx, projectGid, a.parent!)!, name }, userGid);
       }
       moved = originalPath(ctx, projectGid, storage);
-      placeOriginal(file.path, moved, ctx.config.sqliteSynchronous === "full");
+      placeOriginal(file.path, moved, durable);
       return withParent(tx, projectGid, { asset: a.gid }, r);
     });
   } catch (err) {
+    file.finish?.(false).catch(() => {}); // closes the file when it was not synced yet
     rmSync(file.path, { force: true });
     if (moved) rmSync(moved, { force: true });
     throw err;
@@ -1284,7 +1296,10 @@ export async function uploadAsset(
   });
   const absent = kind === "version" && !fields.asset ? "asset" : !file ? "upload_file" : null;
   if (absent) {
-    if (file) rmSync(file.path, { force: true });
+    if (file) {
+      file.finish?.(false).catch(() => {});
+      rmSync(file.path, { force: true });
+    }
     throw badRequest("Missing parameter", { "Missing parameter": absent });
   }
   const input = kind === "new" ? { parent: fields.parent, pathname: fields.pathname, name: fields.name } : { name: fields.name, target: fields.asset };

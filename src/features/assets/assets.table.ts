@@ -1,3 +1,4 @@
+import { sql } from "drizzle-orm";
 import { index, integer, real, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 import { projects } from "../projects/projects.table";
 import { users } from "../users/users.table";
@@ -85,6 +86,11 @@ export const assets = sqliteTable(
     uniqueIndex("assets_gid").on(t.gid),
     uniqueIndex("assets_storage_name").on(t.storageName),
     index("assets_project_parent").on(t.projectGid, t.parent, t.name),
+    // The name check of every new or renamed item (names are unique in a folder, case ignored):
+    // one lookup, not a read of the folder's items.
+    index("assets_project_parent_lower_name").on(t.projectGid, t.parent, sql`lower(${t.name})`),
+    // The child counts of a folder (every upload's answer): counted in the index alone.
+    index("assets_project_parent_status_type").on(t.projectGid, t.parent, t.status, t.type),
     index("assets_project_status").on(t.projectGid, t.status),
     index("assets_deleted_with").on(t.deletedWith),
     index("assets_project_pathname").on(t.projectGid, t.pathname),

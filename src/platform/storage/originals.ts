@@ -1,4 +1,4 @@
-import { closeSync, fsyncSync, mkdirSync, openSync, renameSync } from "node:fs";
+import { close, closeSync, fsync, fsyncSync, mkdirSync, open, openSync, renameSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { Ctx } from "../context";
 import { badRequest } from "../../core/errors";
@@ -54,4 +54,26 @@ export function placeOriginal(from: string, to: string, durable: boolean): void 
   } finally {
     closeSync(fd);
   }
+}
+
+/** fsync of a folder on the thread pool. */
+function syncFolder(dir: string): Promise<void> {
+  return new Promise((ok, fail) =>
+    open(dir, "r", (err, fd) => {
+      if (err) return fail(err);
+      fsync(fd, (err) => close(fd, () => (err ? fail(err) : ok())));
+    }),
+  );
+}
+
+/**
+ * `placeOriginal` before the transaction that commits the row, for a file whose name is known
+ * ahead (a new asset). `syncFile` syncs the file's bytes (what the upload's background syncs left):
+ * it runs after the move, so on a journaling filesystem the one journal commit it makes carries
+ * the move too; with `durable` the folder is synced after it. Settles when all is on disk.
+ */
+export async function placeOriginalAhead(from: string, to: string, durable: boolean, syncFile: () => Promise<void>): Promise<void> {
+  renameSync(from, to);
+  await syncFile();
+  if (durable) await syncFolder(dirname(to));
 }

@@ -52,6 +52,13 @@ export type ReceivedFile = {
   sha256: string;
   /** The file's first bytes as the reader kept them (`headBytes`; the whole file when smaller). */
   head?: Buffer;
+  /**
+   * With the reader's `durable` option the file is kept open after it was received: `finish(true)`
+   * syncs what is left of it (resolving once its bytes are on disk; await it before committing a
+   * row that names the file), `finish(false)` closes it unsynced (on failure). Without
+   * `durable` it resolves at once. Only the first call counts.
+   */
+  finish?: (sync: boolean) => Promise<void>;
 };
 
 /** A multipart body as received: its text fields and its file, if any. */

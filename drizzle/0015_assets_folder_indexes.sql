@@ -1,0 +1,2 @@
+CREATE INDEX `assets_project_parent_lower_name` ON `assets` (`project_gid`,`parent`,lower("name"));--> statement-breakpoint
+CREATE INDEX `assets_project_parent_status_type` ON `assets` (`project_gid`,`parent`,`status`,`type`);
