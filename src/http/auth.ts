@@ -2,7 +2,7 @@ import { Elysia } from "elysia";
 import { actorOf, type Actor } from "../core/actor";
 import { forbidden, permissionDenied } from "../core/errors";
 import { getMembership } from "../features/members/members.service";
-import { tokenHolder } from "../features/session/session.service";
+import { requestHolder } from "../features/session/session.service";
 import type { User } from "../features/users/users.service";
 import type { Ctx } from "../platform/context";
 import { bearerToken, type Claims } from "../platform/tokens";
@@ -33,7 +33,7 @@ function authenticateNow(ctx: Ctx, header: string | null | undefined, verified?:
   const known = verified?.token === token ? verified : undefined;
   const claims = known ? known.claims : ctx.tokens.verify(token);
   if (!claims) throw permissionDenied();
-  const user = known && "holder" in known ? known.holder : tokenHolder(ctx.db, claims.sub, claims.tv);
+  const user = known && "holder" in known ? known.holder : requestHolder(ctx.db, claims.sub, claims.tv);
   if (!user) throw permissionDenied();
   const renewed = ctx.tokens.needsRenewal(claims) ? ctx.tokens.sign(user.gid, user.tokenVersion) : null;
   return { user, token: renewed ?? token, renewed };

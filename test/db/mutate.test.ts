@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { changes } from "../../src/db/changelog.table";
 import { migrate, openDatabase, type DB } from "../../src/db/connection";
 import { readMeta, writeMeta } from "../../src/db/meta";
-import { afterCommit, inUnit, mutate, readOnly, type Published } from "../../src/db/mutate";
+import { afterCommit, inUnit, mutate, readOnly, untilChanged, type Published } from "../../src/db/mutate";
 import { Hub } from "../../src/platform/sync/hub";
 
 let dir: string;
@@ -148,5 +148,61 @@ describe("readOnly: a read in one transaction without a change log", () => {
   test("work that returns a promise is refused, and no transaction is left open", () => {
     expect(() => readOnly(db, async () => {})).toThrow(/synchronous/);
     expect(db.$client.inTransaction).toBe(false);
+  });
+});
+
+describe("untilChanged: small facts kept until the database changes", () => {
+  let reads = 0;
+  const fact = (key: string) => untilChanged(db, key, () => (reads++, { value: readMeta(db, key) ?? null, list: [1] }));
+
+  test("a fact is read once and handed out again, frozen, while nothing is written", () => {
+    mutate(db, hub, (tx) => writeMeta(tx, "t.fact", "a"));
+    reads = 0;
+    const first = fact("t.fact");
+    const again = fact("t.fact");
+    expect(again).toBe(first);
+    expect(first.value).toBe("a");
+    expect(reads).toBe(1);
+    expect(Object.isFrozen(first) && Object.isFrozen(first.list)).toBe(true);
+  });
+
+  test("a write of this connection, even of another row, forgets every fact", () => {
+    expect(fact("t.fact").value).toBe("a");
+    reads = 0;
+    mutate(db, hub, (tx) => writeMeta(tx, "t.other", String(Math.random())));
+    expect(fact("t.fact").value).toBe("a");
+    expect(reads).toBe(1);
+    mutate(db, hub, (tx) => writeMeta(tx, "t.fact", "b"));
+    expect(fact("t.fact").value).toBe("b");
+  });
+
+  test("a commit of another connection (another process, the CLI) forgets them too, within a millisecond", async () => {
+    expect(fact("t.fact").value).toBe("b");
+    const other = openDatabase(join(dir, "apis.db"));
+    try {
+      writeMeta(other, "t.fact", "from elsewhere");
+    } finally {
+      other.$client.close();
+    }
+    const committed = performance.now();
+    while (fact("t.fact").value !== "from elsewhere") await Bun.sleep(0);
+    expect(performance.now() - committed).toBeLessThan(1000);
+  });
+
+  test("inside a unit of work nothing is kept: a value read after an uncommitted write is gone with its rollback", () => {
+    expect(fact("t.fact").value).toBe("from elsewhere");
+    expect(() =>
+      mutate(db, hub, (tx) => {
+        writeMeta(tx, "t.fact", "never committed");
+        expect(fact("t.fact").value).toBe("never committed");
+        throw new Error("roll back");
+      }),
+    ).toThrow("roll back");
+    expect(fact("t.fact").value).toBe("from elsewhere");
+    // Inside a read it is kept: a read transaction changes nothing.
+    reads = 0;
+    readOnly(db, () => fact("t.fact"));
+    readOnly(db, () => fact("t.fact"));
+    expect(reads).toBe(0);
   });
 });

@@ -2,7 +2,7 @@ import { and, eq, inArray, ne, sql } from "drizzle-orm";
 import { allowsProject, mayViewUser, projectRefusal, type ProjectFacts, type ProjectNeed } from "../../core/access";
 import type { Actor } from "../../core/actor";
 import { preparedOnce, sqliteOf, type Tx } from "../../db/connection";
-import { inUnit, mutate, readOnly, unitMemo, type ChangeLog } from "../../db/mutate";
+import { inUnit, mutate, readOnly, unitMemo, untilChanged, type ChangeLog } from "../../db/mutate";
 import type { Ctx } from "../../platform/context";
 import { projects } from "../projects/projects.table";
 import { memberships } from "./members.table";
@@ -101,7 +101,7 @@ function ruleFacts(tx: Tx, actor: Actor, projectGid: string): ProjectFacts {
 export function readProject<T>(ctx: Pick<Ctx, "db" | "hub">, actor: Actor, projectGid: string, need: ProjectNeed, fn: (work: ProjectRead) => T): T {
   if (inUnit(ctx.db)) return inProject(ctx, actor, projectGid, need, fn);
   return readOnly(ctx.db, (tx) => {
-    const f = ruleFacts(tx, actor, projectGid);
+    const f = untilChanged(ctx.db, `rules ${actor.userGid} ${projectGid}`, () => ruleFacts(tx, actor, projectGid));
     if (!allowsProject(actor, f, need)) throw projectRefusal(need);
     return fn({ tx, isOwner: f.project!.owner === actor.userGid });
   });

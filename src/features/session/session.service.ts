@@ -1,7 +1,7 @@
 import type { Answer } from "../../core/answer";
 import { actorOf, type Actor } from "../../core/actor";
 import type { DB, Tx } from "../../db/connection";
-import { mutate, readOnly } from "../../db/mutate";
+import { mutate, readOnly, untilChanged } from "../../db/mutate";
 import { userOfKey } from "../apikeys/apikeys.service";
 import { inProject, mayAccessProject, type ProjectAccess } from "../members/access.service";
 import type { Ctx } from "../../platform/context";
@@ -31,6 +31,11 @@ export function tokenHolder(tx: Tx, sub: string, tv: number): User | undefined {
   return user;
 }
 
+/** `tokenHolder` for the auth check of a request, kept until the next write anywhere (untilChanged). */
+export function requestHolder(db: DB, sub: string, tv: number): User | undefined {
+  return untilChanged(db, `holder ${sub} ${tv}`, () => tokenHolder(db, sub, tv));
+}
+
 /**
  * What a request to a project path needs to know of its caller on arrival: the caller's membership
  * of the project (its request limit) and the token holder (`tokenHolder`), read in one read
@@ -38,7 +43,8 @@ export function tokenHolder(tx: Tx, sub: string, tv: number): User | undefined {
  * more than a read by key (the request limit and the JWT guard, src/http/).
  */
 export function arrivalLook(db: DB, projectGid: string, sub: string, tv: number): { membership: Membership | undefined; holder: User | undefined } {
-  return readOnly(db, (rtx) => ({ membership: getMembership(rtx, projectGid, sub), holder: tokenHolder(rtx, sub, tv) }));
+  // Kept until the next write anywhere (untilChanged): a client sends request after request.
+  return untilChanged(db, `arrival ${projectGid} ${sub} ${tv}`, () => readOnly(db, (rtx) => ({ membership: getMembership(rtx, projectGid, sub), holder: tokenHolder(rtx, sub, tv) })));
 }
 
 /**
