@@ -226,11 +226,13 @@ export function orderingsOf(tx: Tx, ids: number[], view: SchemaView): Map<number
 export function backlinksOf(tx: Tx, gids: string[]): Map<string, string[]> {
   const out = new Map<string, string[]>();
   if (!gids.length) return out;
+  // Sorted here, not by ORDER BY id: with it SQLite took 10-20 times as long for the usual answer, none.
   const rows = (
     gids.length === 1
-      ? db(tx).query(`SELECT canonical, gid FROM records WHERE canonical = ? AND is_link = 1 AND status != '${DELETED}' ORDER BY id`).all(gids[0]!)
-      : db(tx).query(`SELECT canonical, gid FROM records WHERE is_link = 1 AND status != '${DELETED}' AND canonical IN (SELECT value FROM json_each(?)) ORDER BY id`).all(JSON.stringify(gids))
-  ) as { canonical: string; gid: string }[];
+      ? db(tx).query(`SELECT id, canonical, gid FROM records WHERE canonical = ? AND is_link = 1 AND status != '${DELETED}'`).all(gids[0]!)
+      : db(tx).query(`SELECT id, canonical, gid FROM records WHERE is_link = 1 AND status != '${DELETED}' AND canonical IN (SELECT value FROM json_each(?))`).all(JSON.stringify(gids))
+  ) as { id: number; canonical: string; gid: string }[];
+  if (rows.length > 1) rows.sort((a, b) => a.id - b.id);
   for (const r of rows) {
     const l = out.get(r.canonical);
     if (l) l.push(r.gid);
