@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { changes } from "../../src/db/changelog.table";
 import { migrate, openDatabase, type DB } from "../../src/db/connection";
 import { readMeta, writeMeta } from "../../src/db/meta";
-import { afterCommit, inUnit, mutate, readOnly, untilChanged, type Published } from "../../src/db/mutate";
+import { afterCommit, inUnit, mutate, readOnly, untilChanged, wholeOrNothing, type Published } from "../../src/db/mutate";
 import { Hub } from "../../src/platform/sync/hub";
 
 let dir: string;
@@ -204,5 +204,48 @@ describe("untilChanged: small facts kept until the database changes", () => {
     readOnly(db, () => fact("t.fact"));
     readOnly(db, () => fact("t.fact"));
     expect(reads).toBe(0);
+  });
+});
+
+describe("wholeOrNothing: a unit whose failing part fails it all (a batch)", () => {
+  test("its direct parts run without savepoints, a deeper part that throws is still undone alone, and a failing direct part rolls everything back", () => {
+    published.length = 0;
+    mutate(db, hub, (tx, log) => {
+      wholeOrNothing(db);
+      mutate(db, hub, (t2, l2) => {
+        writeMeta(t2, "t.step1", "1");
+        l2.cc("UPDATE", "test", "step1", ["*"]);
+        expect(() =>
+          mutate(db, hub, (t3, l3) => {
+            writeMeta(t3, "t.deeper", "1");
+            l3.cc("UPDATE", "test", "deeper", ["*"]);
+            throw new Error("deeper part fails");
+          }),
+        ).toThrow("deeper part fails");
+      });
+      expect(readMeta(tx, "t.step1")).toBe("1");
+      expect(readMeta(tx, "t.deeper")).toBeUndefined();
+      expect(keys(log.items)).toEqual(["step1"]);
+    });
+    expect(keys(published.flat())).toEqual(["step1"]);
+
+    published.length = 0;
+    expect(() =>
+      mutate(db, hub, () => {
+        wholeOrNothing(db);
+        mutate(db, hub, (t2, l2) => {
+          writeMeta(t2, "t.step2", "1");
+          l2.cc("UPDATE", "test", "step2", ["*"]);
+        });
+        mutate(db, hub, (t2) => {
+          writeMeta(t2, "t.step3", "1");
+          throw new Error("step 3 fails");
+        });
+      }),
+    ).toThrow("step 3 fails");
+    expect(readMeta(db, "t.step2")).toBeUndefined();
+    expect(readMeta(db, "t.step3")).toBeUndefined();
+    expect(published).toEqual([]);
+    expect(db.$client.inTransaction).toBe(false);
   });
 });

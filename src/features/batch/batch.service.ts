@@ -1,7 +1,7 @@
 import type { Answer } from "../../core/answer";
 import type { Actor } from "../../core/actor";
 import { ApiError } from "../../core/errors";
-import { forgetUnitMemo, startUnitMemo } from "../../db/mutate";
+import { forgetUnitMemo, startUnitMemo, wholeOrNothing } from "../../db/mutate";
 import type { Ctx, ProjectOperation } from "../../platform/context";
 import { inProject } from "../members/access.service";
 
@@ -62,6 +62,8 @@ export type StepState = "rolled_back" | "failed" | "not_run";
 export function runBatch(ctx: Ctx, actor: Actor, projectGid: string, steps: readonly BatchStep[]): Answer[] {
   return inProject(ctx, actor, projectGid, "member", () => {
     startUnitMemo(ctx.db);
+    // The first failing step undoes the batch: its steps need no savepoint each.
+    wholeOrNothing(ctx.db);
     return steps.map((step, index) => {
       try {
         const out = step.op.run(ctx, actor, projectGid, step.input);
