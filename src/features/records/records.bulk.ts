@@ -4,6 +4,7 @@ import { ApiError, badRequest, unprocessable } from "../../core/errors";
 import { decodeCursor, encodeCursor, pageSize } from "../../core/paging";
 import { BULK_PAGE_DEFAULT, BULK_PAGE_MAX, expandQueryElement, parseSelection, resolveSelection, type QueryExpander, type SelectionItem, type SelectionResolver } from "../../core/selection";
 import type { Tx } from "../../db/connection";
+import { mutate, startUnitMemo } from "../../db/mutate";
 import type { Ctx } from "../../platform/context";
 import type { JobKind } from "../../platform/jobs/runner";
 import { getProject } from "../projects/projects.service";
@@ -235,7 +236,15 @@ export function startRecordsBulk(ctx: Ctx, actor: Actor, projectGid: string, op:
   });
 }
 
-/** The job of one bulk operation: each record in its own unit of work, as the user who asked. */
+/** About how long a bulk job works in one transaction before it commits and lets requests in. */
+const BULK_UNIT_MS = 10;
+
+/**
+ * The job of one bulk operation, as the user who asked. Records are handled in units of about
+ * BULK_UNIT_MS, one transaction each (with synchronous=FULL every commit waits for the disk, which
+ * once per record made a large job wait on it thousands of times); each record runs in its own
+ * savepoint inside the unit, so a record that is refused is skipped alone and the others stay.
+ */
 function bulkJob(op: BulkOp, spec: Op): JobKind {
   return {
     async handler(ctx, job, progress) {
@@ -245,18 +254,29 @@ function bulkJob(op: BulkOp, spec: Op): JobKind {
       const skipped: { gid: string; reason: string }[] = [];
       const state: Params = { errors: 0 };
       let done = 0;
-      for (const gid of gids) {
-        if (!getUser(ctx.db, actor.userGid)) skipped.push({ gid, reason: "The user who started the job is gone" });
-        else {
-          try {
-            recordsWrite(ctx, actor, job.projectGid!, (tx, _log, view, touch) => spec.one(tx, view, touch, gid, params, state));
-            done++;
-          } catch (err) {
-            if (!(err instanceof ApiError)) throw err;
-            skipped.push({ gid, reason: String((err.info as { reason?: string }).reason ?? err.message) });
-          }
-        }
-        await progress.step(1);
+      for (let next = 0; next < gids.length; ) {
+        const from = next;
+        const deadline = performance.now() + BULK_UNIT_MS;
+        mutate(ctx.db, ctx.hub, () => {
+          // The unit's records share the access facts and the schema view, as a batch's steps do
+          // (a definition set may give a record its own definition: then each reads them afresh).
+          if (op !== "definition/set") startUnitMemo(ctx.db);
+          do {
+            const gid = gids[next++]!;
+            if (!getUser(ctx.db, actor.userGid)) {
+              skipped.push({ gid, reason: "The user who started the job is gone" });
+              continue;
+            }
+            try {
+              recordsWrite(ctx, actor, job.projectGid!, (tx, _log, view, touch) => spec.one(tx, view, touch, gid, params, state));
+              done++;
+            } catch (err) {
+              if (!(err instanceof ApiError)) throw err;
+              skipped.push({ gid, reason: String((err.info as { reason?: string }).reason ?? err.message) });
+            }
+          } while (next < gids.length && performance.now() < deadline);
+        });
+        await progress.step(next - from);
       }
       return { done, skipped: skipped.length, ...(op === "update" ? { validation_errors: state.errors } : {}), ...(skipped.length ? { skipped_items: skipped.slice(0, 100) } : {}) };
     },
