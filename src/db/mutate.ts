@@ -304,7 +304,9 @@ export function untilChanged<T>(db: DB, key: string, read: () => T): T {
     f = { changes: client.prepare("SELECT total_changes() AS n"), version: client.prepare("PRAGMA data_version"), total: -1, dataVersion: -1, versionAt: -Infinity, values: new Map() };
     facts.set(client, f);
   }
-  let same = (f.changes.get() as { n: number }).n === f.total;
+  const total = (f.changes.get() as { n: number }).n;
+  let same = total === f.total;
+  f.total = total;
   const t = performance.now();
   if (t - f.versionAt >= STAMP_MS) {
     const v = (f.version.get() as { data_version: number }).data_version;
@@ -312,12 +314,8 @@ export function untilChanged<T>(db: DB, key: string, read: () => T): T {
     if (v !== f.dataVersion) same = false;
     f.dataVersion = v;
   }
-  if (same && f.values.size < FACTS_MAX) {
-    if (f.values.has(key)) return f.values.get(key) as T;
-  } else {
-    f.values.clear();
-    f.total = (f.changes.get() as { n: number }).n;
-  }
+  if (!same || f.values.size >= FACTS_MAX) f.values.clear();
+  else if (f.values.has(key)) return f.values.get(key) as T;
   const v = read();
   f.values.set(key, deepFreeze(v));
   return v;
