@@ -119,7 +119,9 @@ describe("records/excel/children", () => {
     const wb = new ExcelJS.Workbook();
     await wb.xlsx.load((await res.arrayBuffer()) as any);
     expect([...rowsByGid(wb.getWorksheet("Records")!).keys()]).toEqual([a1, a2, a3]);
-    expect((await fetch(w.srv.url + url.replace(/.$/, "x"))).status).toBe(404);
+    // One character of the token changed (to another one: a token may end in "x" already).
+    const tampered = url.slice(0, -1) + (url.endsWith("x") ? "y" : "x");
+    expect((await fetch(w.srv.url + tampered)).status).toBe(404);
   });
 
   test("a stranger gets 403 and a call without a JWT 401", async () => {
