@@ -8,7 +8,8 @@ import type { BunRequest, Server as BunServer, HTMLBundle, ServerWebSocket, WebS
 import type { ServeHandler, ServeRoute } from "../features/feature";
 import { checkBody } from "../http/body-limits";
 import { Cors } from "../http/cors";
-import { observed, observedRoute, type Handler } from "../http/requests";
+import { noteRoute, observed, observedRoute, type Handler } from "../http/requests";
+import { operationServeRoutes } from "../http/operations";
 import { metricsOf } from "../platform/metrics";
 import { startSchedules } from "../platform/jobs/schedules";
 import { claimDataDir, releaseDataDir } from "../platform/storage/pidfile";
@@ -54,14 +55,15 @@ export async function startServer(config: Config, opts: { features?: readonly Fe
   const metrics = metricsOf(ctx);
   metrics.sources.syncSockets = () => sync?.io.of("/").sockets.size ?? 0;
   const syncFetch = observedRoute<BunServer<any>>(ctx, (req, srv) => syncServer().handleRequest(req, srv), { route: "/sync/io", quiet: true });
-  const mainFetch = observed<BunServer<any>>(ctx, (req) => {
+  const appAnswer = (req: Request) => {
     const checked = checkBody(req, hardMax);
     if (!req.headers.has("origin")) return checked instanceof Response ? checked : appFetch(checked);
     return cors.preflight(req) ?? (checked instanceof Response ? cors.decorate(req, checked) : withCors(checked));
-  });
+  };
+  const mainFetch = observed<BunServer<any>>(ctx, appAnswer);
   // Bun.serve's own router: the features' handlers (logged and counted like the app's requests) and
   // HTML bundles (the console), which Bun serves itself.
-  const serveRoutes: Record<string, HTMLBundle | Record<"GET" | "HEAD", ServeRouteHandler>> = {};
+  const serveRoutes: Record<string, HTMLBundle | Partial<Record<"GET" | "HEAD" | "POST", ServeRouteHandler>>> = {};
   // A feature's handler, observed; Bun's router gives the path's params on the request.
   const routed = (path: string, h: ServeHandler): ServeRouteHandler => observedRoute(ctx, (req: BunRequest<string>, _server, id) => h(req, id), { route: path });
   for (const f of features)
@@ -69,6 +71,21 @@ export async function startServer(config: Config, opts: { features?: readonly Fe
       if (Object.hasOwn(serveRoutes, path)) throw new Error(`serve route ${path} is declared twice (${f.name})`);
       serveRoutes[path] = isHtmlBundle(route) ? route : { GET: routed(path, route.GET), HEAD: routed(path, route.HEAD) };
     }
+  // The project operations (POST /api/p/:project/<path>), answered by Bun's router without the
+  // framework's per-request work (src/http/operations.ts); the size check, CORS, log line and
+  // metrics are the same as the app's, and form bodies go to the app itself.
+  const operations = operationServeRoutes(ctx, features.flatMap((f) => f.operations ?? []), appAnswer);
+  for (const [path, serve] of operations) {
+    if (Object.hasOwn(serveRoutes, path)) throw new Error(`serve route ${path} is declared twice`);
+    const post = observed<BunServer<undefined>, BunRequest<string>>(ctx, (req) => {
+      noteRoute(req, path);
+      const checked = checkBody(req, hardMax);
+      if (checked !== req) return appAnswer(req);
+      if (!req.headers.has("origin")) return serve(req);
+      return Promise.resolve(serve(req)).then((res) => cors.decorate(req, res));
+    });
+    serveRoutes[path] = { POST: post };
+  }
   let firstRequest = true;
   const server = Bun.serve({
     port: config.port,

@@ -55,23 +55,33 @@ export function authMacro(ctx: Ctx) {
 
 const authPlugins = new WeakMap<Ctx, ReturnType<typeof buildAuthMacro>>();
 
+/**
+ * The caller of a request to any path: its JWT checked (authenticate), and on a project path an
+ * active membership required before anything else is looked at, so a stranger gets 403 whatever
+ * its body (services check the finer rules, e.g. owner only). The request limit
+ * (src/http/membership-limit.ts) may have verified the token and read the membership and the
+ * token holder on arrival already: they are used rather than read twice. Names the caller for the
+ * request's log line. Used by the auth macros and by the operations Bun's router serves
+ * (src/http/operations.ts).
+ */
+export function requestCaller(ctx: Ctx, request: Request, header = request.headers.get("authorization") ?? undefined): Caller & { renewed: string | null } {
+  const early = earlyLook(request);
+  const caller = authenticateNow(ctx, header, early);
+  const project = PROJECT_PATH.exec(request.url)?.[1];
+  const membership = !project ? undefined : early?.project === project && early.claims.sub === caller.user.gid ? early.membership : getMembership(ctx.db, project, caller.user.gid);
+  if (project && membership?.status !== "active") throw forbidden("Not a member of the project");
+  noteCaller(request, caller.user.gid);
+  return caller;
+}
+
 function buildAuthMacro(ctx: Ctx) {
   // The JWT is checked in `transform`, which runs before the body is validated, so a request
   // without a valid JWT is a 401 whatever its body (not a 400 that tells strangers the schema);
   // `resolve` then hands the caller to the handler.
   const callers = new WeakMap<Request, Caller>();
   const check = (request: Request, header: string | undefined) => {
-    // The request limit (src/http/membership-limit.ts) may have verified the token and read the
-    // membership and the token holder on arrival already: they are used rather than read twice.
-    const early = earlyLook(request);
-    const caller = authenticateNow(ctx, header, early);
-    // Project paths need an active membership before anything else is looked at, so a stranger
-    // gets 403 whatever its body (services check the finer rules, e.g. owner only).
-    const project = PROJECT_PATH.exec(request.url)?.[1];
-    const membership = !project ? undefined : early?.project === project && early.claims.sub === caller.user.gid ? early.membership : getMembership(ctx.db, project, caller.user.gid);
-    if (project && membership?.status !== "active") throw forbidden("Not a member of the project");
+    const caller = requestCaller(ctx, request, header);
     callers.set(request, { user: caller.user, token: caller.token });
-    noteCaller(request, caller.user.gid);
     return caller;
   };
   const callerOf = (request: Request, header: string | undefined) => callers.get(request) ?? check(request, header);

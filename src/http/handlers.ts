@@ -74,15 +74,25 @@ export function errorHandling(ctx: Ctx) {
         // Elysia's own client errors (for example a body too large).
         return errorResponse(new ApiError(status, status === 413 ? "Payload too large" : "Bad request"));
       }
-      if (request.signal.aborted || isClientAbort(error)) {
-        // The client went away (an upload cancelled, a connection dropped): nothing is wrong here.
-        ctx.log.info("request aborted by the client", { method: request.method, path: new URL(request.url).pathname });
-        return errorResponse(new ApiError(400, "Request aborted", { reason: "the client closed the connection before the body was read" }));
-      }
-      const id = requestId(request);
-      ctx.log.error("internal error", { request_id: id, method: request.method, path: new URL(request.url).pathname, error: String((error as Error)?.stack ?? error) });
-      return errorResponse(new ApiError(500, "Internal server error", { request_id: id }));
+      return failureResponse(ctx, request, error);
     });
+}
+
+/**
+ * The answer to anything else a handler threw (the error handler above; the operations Bun's
+ * router serves): our own errors in the envelope, a client that went away a 400, and any other
+ * error logged with the request id and answered 500 without details.
+ */
+export function failureResponse(ctx: Ctx, request: Request, error: unknown): Response {
+  if (error instanceof ApiError) return errorResponse(error);
+  if (request.signal.aborted || isClientAbort(error)) {
+    // The client went away (an upload cancelled, a connection dropped): nothing is wrong here.
+    ctx.log.info("request aborted by the client", { method: request.method, path: new URL(request.url).pathname });
+    return errorResponse(new ApiError(400, "Request aborted", { reason: "the client closed the connection before the body was read" }));
+  }
+  const id = requestId(request);
+  ctx.log.error("internal error", { request_id: id, method: request.method, path: new URL(request.url).pathname, error: String((error as Error)?.stack ?? error) });
+  return errorResponse(new ApiError(500, "Internal server error", { request_id: id }));
 }
 
 /** A multipart body as Elysia's own parser gives it: each field's value, or a list when repeated; files as File. */
@@ -117,24 +127,32 @@ export function jsonBodies(limits: { jsonMaxBytes: number; formMaxBytes: number;
       // at most --image-max-bytes plus room for its fields, counted while read, before the token is checked.
       return formFields(await readCappedBytes(request, limits.formMaxBytes), request.headers.get("content-type") ?? contentType);
     }
-    // Counted while read: past --json-max-bytes is a 413 without holding the rest (src/http/body-limits.ts).
-    const text = new TextDecoder().decode(await readCappedBytes(request, limits.jsonMaxBytes, "JSON body"));
-    const trimmed = text.trim();
-    if (trimmed === "") return {};
-    if (contentType?.startsWith("application/x-www-form-urlencoded") && !/^[[{]/.test(trimmed)) {
-      return Object.fromEntries(new URLSearchParams(text));
-    }
-    let value: unknown;
-    try {
-      value = JSON.parse(text);
-    } catch {
-      throw badRequest("Malformed request body", { reason: "The body is not valid JSON" });
-    }
-    // Every body is a JSON object (spec section 4): an array, null or a bare value would otherwise
-    // pass routes whose members are all optional (account/delete took `[]` as `{}`).
-    if (typeof value !== "object" || value === null || Array.isArray(value)) {
-      throw badRequest("Malformed request body", { reason: "The body must be a JSON object" });
-    }
-    return value;
+    return jsonBody(request, contentType, limits.jsonMaxBytes);
     });
+}
+
+/**
+ * A body that is not multipart, as every route reads it: counted while read (past `maxBytes`,
+ * --json-max-bytes, a 413 without holding the rest: src/http/body-limits.ts), empty as {}, a
+ * form-urlencoded body that does not look like JSON as its fields, else JSON that must be an object.
+ */
+export async function jsonBody(request: Request, contentType: string | undefined, maxBytes: number): Promise<unknown> {
+  const text = new TextDecoder().decode(await readCappedBytes(request, maxBytes, "JSON body"));
+  const trimmed = text.trim();
+  if (trimmed === "") return {};
+  if (contentType?.startsWith("application/x-www-form-urlencoded") && !/^[[{]/.test(trimmed)) {
+    return Object.fromEntries(new URLSearchParams(text));
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw badRequest("Malformed request body", { reason: "The body is not valid JSON" });
+  }
+  // Every body is a JSON object (spec section 4): an array, null or a bare value would otherwise
+  // pass routes whose members are all optional (account/delete took `[]` as `{}`).
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw badRequest("Malformed request body", { reason: "The body must be a JSON object" });
+  }
+  return value;
 }

@@ -38,20 +38,26 @@ export function earlyLook(request: Request): EarlyLook | undefined {
  */
 export function membershipRateLimits(ctx: Ctx) {
   const limiter = limiterOf(ctx);
-  return new Elysia({ name: "apis-membership-rate-limits" }).onRequest(({ request }) => {
-    const match = PROJECT_PATH.exec(request.url);
-    if (!match) return;
-    const token = bearerToken(request.headers.get("authorization"));
-    if (!token) return;
-    const claims = ctx.tokens.verify(token);
-    if (!claims) return;
-    const project = match[1]!;
-    const { membership, holder } = arrivalLook(ctx.db, project, claims.sub, claims.tv);
-    looks.set(request, { token, claims, project, membership, holder });
-    const limit = rateLimitOf(membership) ?? ctx.config.rateLimit;
-    const r = limiter.take(`rps:${claims.sub}:${project}`, limit, 1000);
-    if (!r.ok) return errorResponse(tooManyRequests(r.retryAfterSec));
-  });
+  return new Elysia({ name: "apis-membership-rate-limits" }).onRequest(({ request }) => arrivalLimit(ctx, limiter, request));
+}
+
+/**
+ * The request limit of one arriving request (membershipRateLimits; the operations Bun's router
+ * serves call it first too): the enveloped 429 when its bucket is empty, else undefined.
+ */
+export function arrivalLimit(ctx: Ctx, limiter: ReturnType<typeof limiterOf>, request: Request): Response | undefined {
+  const match = PROJECT_PATH.exec(request.url);
+  if (!match) return;
+  const token = bearerToken(request.headers.get("authorization"));
+  if (!token) return;
+  const claims = ctx.tokens.verify(token);
+  if (!claims) return;
+  const project = match[1]!;
+  const { membership, holder } = arrivalLook(ctx.db, project, claims.sub, claims.tv);
+  looks.set(request, { token, claims, project, membership, holder });
+  const limit = rateLimitOf(membership) ?? ctx.config.rateLimit;
+  const r = limiter.take(`rps:${claims.sub}:${project}`, limit, 1000);
+  if (!r.ok) return errorResponse(tooManyRequests(r.retryAfterSec));
 }
 
 /**

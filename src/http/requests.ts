@@ -44,6 +44,11 @@ export function noteCaller(req: Request, userGid: string): void {
   track(req).user = userGid;
 }
 
+/** Records the route template a request was matched to, for metrics (Bun's router: the operations). */
+export function noteRoute(req: Request, route: string): void {
+  track(req).route = route;
+}
+
 /** Records the route template Elysia matched (`/api/p/:project/assets/get`), for metrics. */
 export function routeTemplates(app: Elysia<any>) {
   return app.onTransform({ as: "global" }, ({ request, route }) => {
