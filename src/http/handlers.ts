@@ -2,7 +2,7 @@ import { Elysia } from "elysia";
 import type { Ctx } from "../platform/context";
 import { requestId } from "./requests";
 import { errorResponse } from "./envelope";
-import { readCappedBytes } from "./body-limits";
+import { declaredLength, readCappedBytes } from "./body-limits";
 import { ApiError, badRequest, missing } from "../core/errors";
 
 /** The first required member of a TypeBox object schema that `value` lacks. */
@@ -137,7 +137,9 @@ export function jsonBodies(limits: { jsonMaxBytes: number; formMaxBytes: number;
  * form-urlencoded body that does not look like JSON as its fields, else JSON that must be an object.
  */
 export async function jsonBody(request: Request, contentType: string | undefined, maxBytes: number): Promise<unknown> {
-  const text = new TextDecoder().decode(await readCappedBytes(request, maxBytes, "JSON body"));
+  // A declared length within the limit: the server delivers at most that many bytes, read as text at once.
+  const length = declaredLength(request);
+  const text = length !== undefined && length <= maxBytes ? await request.text() : new TextDecoder().decode(await readCappedBytes(request, maxBytes, "JSON body"));
   const trimmed = text.trim();
   if (trimmed === "") return {};
   if (contentType?.startsWith("application/x-www-form-urlencoded") && !/^[[{]/.test(trimmed)) {

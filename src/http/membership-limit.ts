@@ -45,10 +45,10 @@ export function membershipRateLimits(ctx: Ctx) {
  * The request limit of one arriving request (membershipRateLimits; the operations Bun's router
  * serves call it first too): the enveloped 429 when its bucket is empty, else undefined.
  */
-export function arrivalLimit(ctx: Ctx, limiter: ReturnType<typeof limiterOf>, request: Request): Response | undefined {
+export function arrivalLimit(ctx: Ctx, limiter: ReturnType<typeof limiterOf>, request: Request, header = request.headers.get("authorization")): Response | undefined {
   const match = PROJECT_PATH.exec(request.url);
   if (!match) return;
-  const token = bearerToken(request.headers.get("authorization"));
+  const token = bearerToken(header);
   if (!token) return;
   const claims = ctx.tokens.verify(token);
   if (!claims) return;

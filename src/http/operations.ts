@@ -9,6 +9,7 @@ import { answer, encodedAnswer, JSON_TYPE } from "./envelope";
 import { failureResponse, jsonBody, validationToApiError } from "./handlers";
 import { arrivalLimit } from "./membership-limit";
 import { limiterOf } from "./ratelimit";
+import { requestId } from "./requests";
 
 /**
  * Synchronous project operations, declared once and used twice: as the endpoint
@@ -98,16 +99,17 @@ export function operationServeRoutes(
   const jsonMax = ctx.config.jsonMaxBytes;
   const routes = new Map<string, (req: OperationRequest) => Response | Promise<Response>>();
   for (const op of ops) {
-    const serve = async (req: OperationRequest): Promise<Response> => {
+    const serve = async (req: OperationRequest, type: string | null): Promise<Response> => {
       let authorization: string | undefined;
       try {
-        const limited = arrivalLimit(ctx, limiter, req);
+        const header = req.headers.get("authorization");
+        const limited = arrivalLimit(ctx, limiter, req, header);
         if (limited) return limited;
-        const raw = await jsonBody(req, req.headers.get("content-type") ?? undefined, jsonMax);
-        const caller = requestCaller(ctx, req);
+        const raw = await jsonBody(req, type ?? undefined, jsonMax);
+        const caller = requestCaller(ctx, req, header ?? undefined);
         authorization = `Bearer ${caller.token}`;
         const out = op.run(ctx, actorOf(caller.user), req.params.project ?? "", checkedBody(op, raw));
-        return new Response(answerText(out), { headers: { "content-type": JSON_TYPE, authorization } });
+        return new Response(answerText(out), { headers: { "content-type": JSON_TYPE, authorization, "x-request-id": requestId(req) } });
       } catch (err) {
         const res = failureResponse(ctx, req, err);
         if (authorization !== undefined) res.headers.set("authorization", authorization);
@@ -117,7 +119,7 @@ export function operationServeRoutes(
     routes.set(`/api/p/:project/${op.path}`, (req) => {
       const type = req.headers.get("content-type");
       if (type !== null && /^\s*(multipart\/|application\/x-www-form-urlencoded)/i.test(type)) return fallback(req);
-      return serve(req);
+      return serve(req, type);
     });
   }
   return routes;
