@@ -52,4 +52,28 @@ describe("records follow a commit touching many records as a job", () => {
     expect((await w.get(made[7]!)).fields.en.artnr).toBe(7);
     expect(rows()).toEqual(before);
   }, 60_000);
+
+  test("the job leaves the full-text index sound, merged by commits again as before it, and search finds the converted text", async () => {
+    const config = () => new Map((w.srv.ctx.db.$client.query("SELECT k, v FROM records_fts_config").all() as { k: string; v: number }[]).map((r) => [r.k, r.v]));
+    const seen = new Set<number>();
+    const since = await w.srv.ccCursor(w.owner.token);
+    await w.okr("fields/modify", { field: w.f.artnr, type: "textline", options: {} });
+    const c = await w.okr("fields/commit", { field: w.f.artnr });
+    const [token] = c.result["job.tokens"];
+    const done = await until(async () => {
+      const a = config().get("automerge");
+      if (a !== undefined) seen.add(a);
+      const s = await w.srv.call("/sync/get", { token: w.owner.token, body: { cc_cursor: since } });
+      return (s.body.result.sync as any[]).find((i) => i.data_key === token && i.data.status === "done");
+    });
+    expect(done.data.info).toMatchObject({ records: made.length });
+    // Back to FTS5's own automatic merging once the job let go (whether or not a poll saw it off).
+    expect(config().get("automerge")).toBe(4);
+    for (const a of seen) expect([0, 4]).toContain(a);
+    // FTS5's own check of the index against its content throws when they differ.
+    expect(() => w.srv.ctx.db.$client.run("INSERT INTO records_fts(records_fts) VALUES('integrity-check')")).not.toThrow();
+    const found = await w.okr("records/search", { q: "+123", language: "en" });
+    expect(found.result.records).toEqual([made[123]!]);
+  }, 60_000);
 });
+
