@@ -3,7 +3,7 @@ import { features as allFeatures, type Feature } from "../features";
 import { errorHandling, jsonBodies } from "../http/handlers";
 import { membershipRateLimits } from "../http/membership-limit";
 import { apiDocs } from "../http/openapi";
-import { operationRoutes } from "../http/operations";
+import { operationRoutes, readRoutes } from "../http/operations";
 import { routeTemplates } from "../http/requests";
 import type { Ctx } from "../platform/context";
 
@@ -22,6 +22,7 @@ export function createApp(ctx: Ctx, features: readonly Feature[] = allFeatures) 
     if (f.routes) app.use(f.routes(ctx));
     // Synchronous project operations: declared once, served here and runnable in a batch.
     if (f.operations?.length) app.use(operationRoutes(ctx, f.operations));
+    if (f.reads?.length) app.use(readRoutes(ctx, f.reads));
   }
   // The project endpoints that exist, so a batch can refuse one that cannot run in it by name.
   for (const r of app.routes) if (r.path.startsWith(PROJECT_PREFIX)) ctx.hooks.projectPaths.add(r.path.slice(PROJECT_PREFIX.length));

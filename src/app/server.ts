@@ -74,17 +74,17 @@ export async function startServer(config: Config, opts: { features?: readonly Fe
   // The project operations (POST /api/p/:project/<path>), answered by Bun's router without the
   // framework's per-request work (src/http/operations.ts); the size check, CORS, log line and
   // metrics are the same as the app's, and form bodies go to the app itself.
-  const operations = operationServeRoutes(ctx, features.flatMap((f) => f.operations ?? []), appAnswer);
-  for (const [path, serve] of operations) {
+  const operations = operationServeRoutes(ctx, features.flatMap((f) => f.operations ?? []), appAnswer, features.flatMap((f) => f.reads ?? []));
+  for (const [path, { method, serve }] of operations) {
     if (Object.hasOwn(serveRoutes, path)) throw new Error(`serve route ${path} is declared twice`);
-    const post = observed<BunServer<undefined>, BunRequest<string>>(ctx, (req) => {
+    const handler = observed<BunServer<undefined>, BunRequest<string>>(ctx, (req) => {
       noteRoute(req, path);
       const checked = checkBody(req, hardMax);
       if (checked !== req) return appAnswer(req);
       if (!req.headers.has("origin")) return serve(req);
       return Promise.resolve(serve(req)).then((res) => cors.decorate(req, res));
     });
-    serveRoutes[path] = { POST: post };
+    serveRoutes[path] = { [method]: handler };
   }
   let firstRequest = true;
   const server = Bun.serve({

@@ -1,6 +1,6 @@
 import type { HTMLBundle } from "bun";
 import type { AnyElysia } from "elysia";
-import type { AssetsRemovedHook, Ctx, LanguageHook, ProjectDictionary, ProjectOperation, SchemaCommittedHook, SchemaUsageHook, SettingRemovedHook } from "../platform/context";
+import type { AssetsRemovedHook, Ctx, LanguageHook, ProjectDictionary, ProjectOperation, ProjectRead, SchemaCommittedHook, SchemaUsageHook, SettingRemovedHook } from "../platform/context";
 import type { QueryExpander } from "../core/selection";
 import type { JobKind } from "../platform/jobs/runner";
 import type { Housekeeping } from "../platform/jobs/schedules";
@@ -34,6 +34,12 @@ export type Feature = {
    * as a step of `POST /api/p/<project>/batch`. Declared once, so both stay the same.
    */
   operations?: readonly ProjectOperation[];
+  /**
+   * Its `GET /api/p/<project>/<path>` endpoints answered from the caller and the project alone
+   * (`read(...)` of src/http/operations.ts: the project init): served as Elysia routes and by
+   * Bun.serve's own router alike.
+   */
+  reads?: readonly ProjectRead[];
   /**
    * Routes (full Elysia patterns) whose handlers stream a multipart body themselves (uploads of
    * any size): the shared body parser leaves those unread. Every other multipart body is read in

@@ -2,7 +2,7 @@ import { Elysia, getSchemaValidator, t, ValidationError, type AnyElysia, type Do
 import type { Actor } from "../core/actor";
 import { answerJson, hasJsonText, type Answer } from "../core/answer";
 import { ApiError, badRequest, missing } from "../core/errors";
-import type { Ctx, ProjectOperation } from "../platform/context";
+import type { Ctx, ProjectOperation, ProjectRead } from "../platform/context";
 import { actorOf } from "../core/actor";
 import { authMacro, requestCaller } from "./auth";
 import { answer, encodedAnswer, JSON_TYPE } from "./envelope";
@@ -43,6 +43,28 @@ export function operation<S extends TSchema>(
 
 const params = t.Object({ project: t.String() });
 
+/**
+ * A read (`ProjectRead` of src/platform/context.ts): `GET /api/p/<project>/<path>` answered from
+ * the caller and the project alone, served as an Elysia route (readRoutes: the OpenAPI document,
+ * HEAD) and by Bun's own router (operationServeRoutes).
+ */
+export function read(path: string, run: ProjectRead["run"], detail: DocumentDecoration & { summary: string; tags: string[] }): ProjectRead {
+  if (path.startsWith("/") || path.endsWith("/")) throw new Error(`read path ${path}: no leading or trailing slash`);
+  return { path, run, detail };
+}
+
+/** The endpoints of a list of reads: one GET each, with the JWT guard. */
+export function readRoutes(ctx: Ctx, reads: readonly ProjectRead[]): AnyElysia {
+  const app = new Elysia({ prefix: "/api/p/:project" }).use(authMacro(ctx));
+  for (const r of reads) {
+    app.get(`/${r.path}`, ({ params, actor, set }) => {
+      set.headers["content-type"] = JSON_TYPE;
+      return answerText(r.run(ctx, actor, params.project));
+    }, { auth: true, params, detail: r.detail as DocumentDecoration });
+  }
+  return app;
+}
+
 /** The endpoints of a list of operations: one POST each, with the JWT guard, params and body checked by Elysia. */
 export function operationRoutes(ctx: Ctx, ops: readonly ProjectOperation[]): AnyElysia {
   const app = new Elysia({ prefix: "/api/p/:project" }).use(authMacro(ctx));
@@ -78,8 +100,8 @@ export type OperationRequest = Request & { params: Record<string, string | undef
 
 /**
  * The same endpoints as handlers of Bun.serve's own router (`POST /api/p/:project/<path>`, keyed
- * by that template), matched natively before the Elysia app, for the bodies the JSON parser
- * reads. They do what the app does for these routes, in the same order, with the same code:
+ * by that template, and the reads' `GET`s), matched natively before the Elysia app, for the
+ * bodies the JSON parser reads. They do what the app does for these routes, in the same order, with the same code:
  * the request limit on arrival (arrivalLimit), the body read (jsonBody), the JWT and the
  * membership (requestCaller: 401/403 whatever the body), the body checked as the route checks it
  * (checkedBody, as a batch step is), the service, and the answer with the token (renewed past half
@@ -94,33 +116,44 @@ export function operationServeRoutes(
   ctx: Ctx,
   ops: Iterable<ProjectOperation>,
   fallback: (req: OperationRequest) => Response | Promise<Response>,
-): Map<string, (req: OperationRequest) => Response | Promise<Response>> {
+  reads: Iterable<ProjectRead> = [],
+): Map<string, { method: "GET" | "POST"; serve: (req: OperationRequest) => Response | Promise<Response> }> {
   const limiter = limiterOf(ctx);
   const jsonMax = ctx.config.jsonMaxBytes;
-  const routes = new Map<string, (req: OperationRequest) => Response | Promise<Response>>();
+  const routes = new Map<string, { method: "GET" | "POST"; serve: (req: OperationRequest) => Response | Promise<Response> }>();
+  /** The answer to one request: `input` reads and checks its body (none for a read). */
+  const answerOf = async (req: OperationRequest, input: ((req: OperationRequest) => Promise<unknown>) | undefined, run: (actor: Actor, project: string, input: unknown) => Answer): Promise<Response> => {
+    let authorization: string | undefined;
+    try {
+      const header = req.headers.get("authorization");
+      const limited = arrivalLimit(ctx, limiter, req, header);
+      if (limited) return limited;
+      const raw = input ? await input(req) : undefined;
+      const caller = requestCaller(ctx, req, header ?? undefined);
+      authorization = `Bearer ${caller.token}`;
+      const out = run(actorOf(caller.user), req.params.project ?? "", raw);
+      return new Response(answerText(out), { headers: { "content-type": JSON_TYPE, authorization, "x-request-id": requestId(req) } });
+    } catch (err) {
+      const res = failureResponse(ctx, req, err);
+      if (authorization !== undefined) res.headers.set("authorization", authorization);
+      return res;
+    }
+  };
   for (const op of ops) {
-    const serve = async (req: OperationRequest, type: string | null): Promise<Response> => {
-      let authorization: string | undefined;
-      try {
-        const header = req.headers.get("authorization");
-        const limited = arrivalLimit(ctx, limiter, req, header);
-        if (limited) return limited;
-        const raw = await jsonBody(req, type ?? undefined, jsonMax);
-        const caller = requestCaller(ctx, req, header ?? undefined);
-        authorization = `Bearer ${caller.token}`;
-        const out = op.run(ctx, actorOf(caller.user), req.params.project ?? "", checkedBody(op, raw));
-        return new Response(answerText(out), { headers: { "content-type": JSON_TYPE, authorization, "x-request-id": requestId(req) } });
-      } catch (err) {
-        const res = failureResponse(ctx, req, err);
-        if (authorization !== undefined) res.headers.set("authorization", authorization);
-        return res;
-      }
-    };
-    routes.set(`/api/p/:project/${op.path}`, (req) => {
-      const type = req.headers.get("content-type");
-      if (type !== null && /^\s*(multipart\/|application\/x-www-form-urlencoded)/i.test(type)) return fallback(req);
-      return serve(req, type);
+    const body = (req: OperationRequest) => jsonBody(req, req.headers.get("content-type") ?? undefined, jsonMax);
+    const run = (actor: Actor, project: string, raw: unknown) => op.run(ctx, actor, project, checkedBody(op, raw));
+    routes.set(`/api/p/:project/${op.path}`, {
+      method: "POST",
+      serve: (req) => {
+        const type = req.headers.get("content-type");
+        if (type !== null && /^\s*(multipart\/|application\/x-www-form-urlencoded)/i.test(type)) return fallback(req);
+        return answerOf(req, body, run);
+      },
     });
+  }
+  for (const r of reads) {
+    const run = (actor: Actor, project: string) => r.run(ctx, actor, project);
+    routes.set(`/api/p/:project/${r.path}`, { method: "GET", serve: (req) => answerOf(req, undefined, run) });
   }
   return routes;
 }

@@ -126,6 +126,19 @@ export type ProjectOperation = {
 };
 
 /**
+ * A `GET /api/p/<project>/<path>` endpoint answered from the caller and the project alone (no
+ * query, no body), like the project init, declared once by its feature (src/http/operations.ts
+ * builds it with `read(...)`); `run` is the service call and checks access itself.
+ */
+export type ProjectRead = {
+  /** Below `/api/p/<project>/`, without a leading slash: `init`. */
+  path: string;
+  run: (ctx: Ctx, actor: Actor, projectGid: string) => Answer;
+  /** The endpoint's OpenAPI detail (summary and tags at least). */
+  detail: { summary: string; tags: string[] };
+};
+
+/**
  * What a running instance holds, handed to services, jobs and the CLI alike (built by
  * `openInstance` in src/app/instance.ts). Services use it for the database, files and hub; they
  * never see HTTP.

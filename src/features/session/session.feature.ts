@@ -1,5 +1,5 @@
 import type { Feature } from "../feature";
-import { sessionRoutes } from "./session.routes";
+import { sessionReads, sessionRoutes } from "./session.routes";
 
 /** Ways in: login, init, and into a project (login, auth with an API key, init). */
-export const sessionFeature: Feature = { name: "session", routes: sessionRoutes };
+export const sessionFeature: Feature = { name: "session", routes: sessionRoutes, reads: sessionReads };

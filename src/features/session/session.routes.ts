@@ -3,6 +3,7 @@ import { authMacro } from "../../http/auth";
 import { answer } from "../../http/envelope";
 import { examples } from "../../http/examples";
 import { describe } from "../../http/openapi";
+import { read } from "../../http/operations";
 import { authRules, clientAddress, limiterOf, throttle } from "../../http/ratelimit";
 import type { Ctx } from "../../platform/context";
 import { apiKeyLogIn, globalInitOf, logIn, projectInitOf, projectLogIn, type Session } from "./session.service";
@@ -102,18 +103,21 @@ export function sessionRoutes(ctx: Ctx) {
           setsToken: true,
         }),
       },
-    )
-    .get("/init", ({ params, actor }) => answer(projectInitOf(ctx, actor, params.project)), {
-      auth: true,
-      params,
-      detail: describe({
-        summary: "The project init payload: the project, its members and data dictionaries",
-        tags,
-        example: examples.projectLogin.answer,
-        result: projectResult,
-        errors: [403, 429],
-      }),
-    });
+    );
 
   return new Elysia().use(global).use(project);
 }
+
+/**
+ * `GET /api/p/<project>/init` (JWT): the project init payload, a read (served by Bun's own router
+ * too, src/http/operations.ts).
+ */
+export const sessionReads = [
+  read("init", (ctx, actor, project) => projectInitOf(ctx, actor, project), describe({
+    summary: "The project init payload: the project, its members and data dictionaries",
+    tags,
+    example: examples.projectLogin.answer,
+    result: projectResult,
+    errors: [403, 429],
+  })),
+];
