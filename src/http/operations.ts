@@ -98,10 +98,14 @@ function answerText(out: Answer): string {
 /** A request Bun's router matched to an operation: the path's project as `params.project`. */
 export type OperationRequest = Request & { params: Record<string, string | undefined> };
 
+/** An endpoint served by Bun's router: its route template (metrics, logs) and its handler. */
+export type NativeRoute = { template: string; serve: (req: OperationRequest) => Response | Promise<Response> };
+
 /**
- * The same endpoints as handlers of Bun.serve's own router (`POST /api/p/:project/<path>`, keyed
- * by that template, and the reads' `GET`s), matched natively before the Elysia app, for the
- * bodies the JSON parser reads. They do what the app does for these routes, in the same order, with the same code:
+ * The same endpoints as handlers for Bun.serve's own router, by method and path below the project
+ * (`POST definitions/get`, `GET init`; src/app/server.ts routes `/api/p/:project/*` to them and
+ * every other path there to the app), answered before the Elysia app, for the bodies the JSON
+ * parser reads. They do what the app does for these routes, in the same order, with the same code:
  * the request limit on arrival (arrivalLimit), the body read (jsonBody), the JWT and the
  * membership (requestCaller: 401/403 whatever the body), the body checked as the route checks it
  * (checkedBody, as a batch step is), the service, and the answer with the token (renewed past half
@@ -117,10 +121,10 @@ export function operationServeRoutes(
   ops: Iterable<ProjectOperation>,
   fallback: (req: OperationRequest) => Response | Promise<Response>,
   reads: Iterable<ProjectRead> = [],
-): Map<string, { method: "GET" | "POST"; serve: (req: OperationRequest) => Response | Promise<Response> }> {
+): Map<string, NativeRoute> {
   const limiter = limiterOf(ctx);
   const jsonMax = ctx.config.jsonMaxBytes;
-  const routes = new Map<string, { method: "GET" | "POST"; serve: (req: OperationRequest) => Response | Promise<Response> }>();
+  const routes = new Map<string, NativeRoute>();
   /** The answer to one request: `input` reads and checks its body (none for a read). */
   const answerOf = async (req: OperationRequest, input: ((req: OperationRequest) => Promise<unknown>) | undefined, run: (actor: Actor, project: string, input: unknown) => Answer): Promise<Response> => {
     let authorization: string | undefined;
@@ -142,8 +146,8 @@ export function operationServeRoutes(
   for (const op of ops) {
     const body = (req: OperationRequest) => jsonBody(req, req.headers.get("content-type") ?? undefined, jsonMax);
     const run = (actor: Actor, project: string, raw: unknown) => op.run(ctx, actor, project, checkedBody(op, raw));
-    routes.set(`/api/p/:project/${op.path}`, {
-      method: "POST",
+    routes.set(`POST ${op.path}`, {
+      template: `/api/p/:project/${op.path}`,
       serve: (req) => {
         const type = req.headers.get("content-type");
         if (type !== null && /^\s*(multipart\/|application\/x-www-form-urlencoded)/i.test(type)) return fallback(req);
@@ -153,7 +157,7 @@ export function operationServeRoutes(
   }
   for (const r of reads) {
     const run = (actor: Actor, project: string) => r.run(ctx, actor, project);
-    routes.set(`/api/p/:project/${r.path}`, { method: "GET", serve: (req) => answerOf(req, undefined, run) });
+    routes.set(`GET ${r.path}`, { template: `/api/p/:project/${r.path}`, serve: (req) => answerOf(req, undefined, run) });
   }
   return routes;
 }
