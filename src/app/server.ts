@@ -82,8 +82,8 @@ export async function startServer(config: Config, opts: { features?: readonly Fe
       if (Object.hasOwn(serveRoutes, path)) throw new Error(`serve route ${path} is declared twice (${f.name})`);
       serveRoutes[path] = isHtmlBundle(route) ? route : { GET: routed(path, route.GET), HEAD: routed(path, route.HEAD) };
     }
-  // The project operations (POST /api/p/:project/<path>), answered by Bun's router without the
-  // framework's per-request work (src/http/operations.ts); the size check, CORS, log line and
+  // The project operations (POST /api/p/:project/<path>) and reads (GET, the project init),
+  // answered by Bun's router without the framework's per-request work (src/http/operations.ts); the size check, CORS, log line and
   // metrics are the same as the app's, and form bodies go to the app itself.
   const operations = operationServeRoutes(ctx, features.flatMap((f) => f.operations ?? []), appAnswer, features.flatMap((f) => f.reads ?? []));
   // One route of Bun's for every project path (a route per operation made Bun.serve take 10 to 25

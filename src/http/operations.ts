@@ -1,9 +1,8 @@
 import { Elysia, getSchemaValidator, t, ValidationError, type AnyElysia, type DocumentDecoration, type Static, type TSchema } from "elysia";
-import type { Actor } from "../core/actor";
+import { actorOf, type Actor } from "../core/actor";
 import { answerJson, hasJsonText, type Answer } from "../core/answer";
 import { ApiError, badRequest, missing } from "../core/errors";
 import type { Ctx, ProjectOperation, ProjectRead } from "../platform/context";
-import { actorOf } from "../core/actor";
 import { authMacro, requestCaller } from "./auth";
 import { answer, encodedAnswer, JSON_TYPE } from "./envelope";
 import { failureResponse, jsonBody, validationToApiError } from "./handlers";
