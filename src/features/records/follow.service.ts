@@ -441,9 +441,10 @@ export const followSchemaJob: JobKind = { async handler(ctx, job, progress) {
   // The job writes several pages of log per record: the checkpoints they call for run in a thread
   // of their own, not inside a unit's commit (src/db/checkpointer.ts).
   const checkpoints = checkpointsAside(ctx.db);
-  // Index merges in steps of their own between units, not inside the units' commits.
-  const merges = ftsMergesAside(ctx);
+  let merges: ReturnType<typeof ftsMergesAside> | undefined;
   try {
+    // Index merges in steps of their own between units, not inside the units' commits.
+    merges = ftsMergesAside(ctx);
     for (;;) {
       const t0 = performance.now();
       const deadline = t0 + CHUNK_MS;
@@ -474,7 +475,7 @@ export const followSchemaJob: JobKind = { async handler(ctx, job, progress) {
       await checkpoints.settle();
     }
   } finally {
-    merges.release();
+    merges?.release();
     await checkpoints.release();
   }
   return { records: followed, losing_values: lost };
