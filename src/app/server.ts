@@ -83,8 +83,9 @@ export async function startServer(config: Config, opts: { features?: readonly Fe
       serveRoutes[path] = isHtmlBundle(route) ? route : { GET: routed(path, route.GET), HEAD: routed(path, route.HEAD) };
     }
   // The project operations (POST /api/p/:project/<path>) and reads (GET, the project init),
-  // answered by Bun's router without the framework's per-request work (src/http/operations.ts); the size check, CORS, log line and
-  // metrics are the same as the app's, and form bodies go to the app itself.
+  // answered by Bun's router without the framework's per-request work (src/http/operations.ts);
+  // the size check, CORS, log line and metrics are the same as the app's, and form bodies go to
+  // the app itself.
   const operations = operationServeRoutes(ctx, features.flatMap((f) => f.operations ?? []), appAnswer, features.flatMap((f) => f.reads ?? []));
   // One route of Bun's for every project path (a route per operation made Bun.serve take 10 to 25
   // ms longer to start): the method and the path below the project pick the operation, and any

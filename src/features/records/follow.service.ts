@@ -1,7 +1,7 @@
 import { checkpointsAside } from "../../db/checkpointer";
 import { withoutSync, type Tx } from "../../db/connection";
 import { mutate, type ChangeLog } from "../../db/mutate";
-import type { LanguageHook, SchemaChange, SchemaCommittedHook, SchemaUsageHook, SettingRemovedHook } from "../../platform/context";
+import type { Ctx, LanguageHook, SchemaChange, SchemaCommittedHook, SchemaUsageHook, SettingRemovedHook } from "../../platform/context";
 import type { JobKind } from "../../platform/jobs/runner";
 import { getProject, type Project } from "../projects/projects.service";
 import { schemaStamp, valueContextOf } from "../schema/items.service";
@@ -388,7 +388,7 @@ const mergeHolders = new WeakMap<object, number>();
  * The settings are stored in the index; the last holder puts `automerge` back, and a job cut off
  * by a crash runs again from the start at the next start-up and puts it back when it ends.
  */
-function ftsMergesAside(ctx: Parameters<JobKind["handler"]>[0]): { step(): void; release(): void } {
+function ftsMergesAside(ctx: Ctx): { step(): void; release(): void } {
   const client = ctx.db.$client;
   const held = mergeHolders.get(client) ?? 0;
   const set = (name: string, value: number) => client.run(`INSERT INTO records_fts(records_fts, rank) VALUES('${name}', ${value})`);

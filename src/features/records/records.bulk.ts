@@ -261,9 +261,11 @@ function bulkJob(op: BulkOp, spec: Op): JobKind {
           // The unit's records share the access facts and the schema view, as a batch's steps do
           // (a definition set may give a record its own definition: then each reads them afresh).
           if (op !== "definition/set") startUnitMemo(ctx.db);
+          // Read once per unit: nothing else writes inside its transaction, and no record operation removes users.
+          const gone = !getUser(ctx.db, actor.userGid);
           do {
             const gid = gids[next++]!;
-            if (!getUser(ctx.db, actor.userGid)) {
+            if (gone) {
               skipped.push({ gid, reason: "The user who started the job is gone" });
               continue;
             }
