@@ -24,7 +24,8 @@ export function createApp(ctx: Ctx, features: readonly Feature[] = allFeatures) 
     if (f.operations?.length) app.use(operationRoutes(ctx, f.operations));
     if (f.reads?.length) app.use(readRoutes(ctx, f.reads));
   }
-  // The project endpoints that exist, so a batch can refuse one that cannot run in it by name.
+  // The project endpoints that exist, so a batch can refuse one that cannot run in it by name
+  // (the batch endpoint is one of this app's routes, so the set is filled before any batch runs).
   for (const r of app.routes) if (r.path.startsWith(PROJECT_PREFIX)) ctx.hooks.projectPaths.add(r.path.slice(PROJECT_PREFIX.length));
   return app;
 }

@@ -34,16 +34,29 @@ function belowProject(url: string): string {
 }
 
 /** A running server; `sync` is its sync server (loaded by the first /sync/io request, or by reading it). */
-export type Running = { ctx: Instance; url: string; port: number; readonly sync: SyncServer; stop: () => Promise<void> };
+export type Running = { ctx: Instance; url: string; port: number; readonly sync: SyncServer; /** Whether a request has needed the framework's app yet. */ readonly appBuilt: boolean; stop: () => Promise<void> };
 
 /** Starts serving; resolves once listening. `stop` finishes requests in flight, then closes the database. */
 export async function startServer(config: Config, opts: { features?: readonly Feature[] } = {}): Promise<Running> {
   const features = opts.features ?? allFeatures;
   claimDataDir(config.dataDir);
   const ctx = openInstance(config, undefined, features);
-  const app = createApp(ctx, features);
-  const appFetch = app.fetch;
-  startupStep("routes built");
+  // The framework's app (Elysia: the routes of accounts, projects, uploads, form bodies, the
+  // OpenAPI document...) is built by the first request that reaches it, not at start-up: building
+  // its few hundred routes took a fifth of the start-up time and held about 7 MB, and the requests
+  // served by Bun's own router below (ping, project operations and reads, media, console) never
+  // need it.
+  let app: ReturnType<typeof createApp> | undefined;
+  const theApp = () => {
+    if (!app) {
+      app = createApp(ctx, features);
+      // Handlers read the client address through Elysia's `server` (login and code throttling).
+      app.server = server;
+      startupStep("app built");
+    }
+    return app;
+  };
+  const appFetch = (req: Request) => theApp().fetch(req);
   // Socket.IO at /sync/io beside Elysia: one fetch and one websocket handler dispatch to both.
   // The sync server (and socket.io with it) is loaded on the first /sync/io request: until a
   // client connects there is nobody to fan changes out to, and loading it costs start-up time and memory.
@@ -150,8 +163,6 @@ export async function startServer(config: Config, opts: { features?: readonly Fe
     },
   });
   startupStep("listening");
-  // Handlers read the client address through Elysia's `server` (login and code throttling).
-  app.server = server;
   // The job workers start just after: their first claims (recovering interrupted jobs, the
   // oldest queued one) take ~10 ms of cold code that would otherwise come before the first answer.
   ctx.jobs.start({ delayMs: 50, onStarted: () => startupStep("job workers started") });
@@ -187,6 +198,9 @@ export async function startServer(config: Config, opts: { features?: readonly Fe
     port,
     get sync() {
       return syncServer();
+    },
+    get appBuilt() {
+      return app !== undefined;
     },
     stop,
   };

@@ -1,11 +1,12 @@
 import type { Feature } from "../feature";
-import { instanceRoutes } from "./instance.routes";
+import { instanceRoutes, instanceServeRoutes } from "./instance.routes";
 import { checkpoint } from "./instance.service";
 
 /** The instance itself: ping, languages, the installed version, database upkeep. */
 export const instanceFeature: Feature = {
   name: "instance",
   routes: instanceRoutes,
+  serveRoutes: instanceServeRoutes,
   housekeeping: [
     {
       name: "checkpoint",
