@@ -52,7 +52,7 @@ export function noteRoute(req: Request, route: string): void {
 /** Records the route template Elysia matched (`/api/p/:project/assets/get`), for metrics. */
 export function routeTemplates(app: Elysia<any>) {
   return app.onTransform({ as: "global" }, ({ request, route }) => {
-    if (route) track(request).route = route;
+    if (route) noteRoute(request, route);
   });
 }
 

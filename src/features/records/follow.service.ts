@@ -401,7 +401,7 @@ function ftsMergesAside(ctx: Ctx): { step(): void; release(): void } {
   return {
     step: () => {
       if (released) return;
-      withoutSync(ctx.db, ctx.config.sqliteSynchronous, () => mutate(ctx.db, undefined, (tx) => db(tx).run(`INSERT INTO records_fts(records_fts, rank) VALUES('merge', ${FTS_MERGE_PAGES})`)));
+      withoutSync(ctx.db, ctx.config.sqliteSynchronous, () => mutate(ctx.db, undefined, () => set("merge", FTS_MERGE_PAGES)));
     },
     release: () => {
       if (released) return;
