@@ -1,8 +1,8 @@
 import { lookup } from "node:dns/promises";
 import { accessSync, closeSync, constants, openSync, rmSync, statSync } from "node:fs";
-import { isIP } from "node:net";
 import { dirname, join } from "node:path";
 import { ConfigError, type Config } from "../config";
+import { isIP } from "../core/net";
 import { liveServerPid } from "../platform/storage/pidfile";
 import { Storage } from "../platform/storage/storage";
 

@@ -1,4 +1,46 @@
-import { isIPv4, isIPv6 } from "node:net";
+/** One part of a dotted IPv4 address: 0 to 255, written without leading zeros. */
+const V4_PART = /^(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]\d|\d)$/;
+const HEX_GROUP = /^[\da-f]{1,4}$/i;
+const ZONE = /^[\da-z.:-]+$/i;
+
+/**
+ * Whether `s` is a dotted IPv4 address (`10.0.0.1`), as node:net's isIPv4 decides. Written here
+ * so that start-up does not load node:net (and the streams it brings) for the proxy settings.
+ */
+export function isIPv4(s: string): boolean {
+  const parts = s.split(".");
+  return parts.length === 4 && parts.every((p) => V4_PART.test(p));
+}
+
+/**
+ * Whether `s` is an IPv6 address, as node:net's isIPv6 decides: eight hex groups of one to four
+ * digits, or fewer with one `::` standing for at least one group of zeros; the last two groups
+ * may be written as a dotted IPv4 address; a zone (`%eth0`) may follow.
+ */
+export function isIPv6(s: string): boolean {
+  const percent = s.indexOf("%");
+  if (percent >= 0 && !ZONE.test(s.slice(percent + 1))) return false;
+  const addr = percent >= 0 ? s.slice(0, percent) : s;
+  const halves = addr.split("::");
+  if (halves.length > 2) return false;
+  const groups = halves.map((h) => (h === "" ? [] : h.split(":")));
+  const all = groups.flat();
+  let count = all.length;
+  // Only the very end may be dotted ("1.2.3.4::" is not an address).
+  const last = groups.at(-1)!.at(-1);
+  if (last !== undefined && last.includes(".")) {
+    if (!isIPv4(last)) return false;
+    all.pop();
+    count += 1; // the dotted part stands for two groups
+  }
+  if (!all.every((g) => HEX_GROUP.test(g))) return false;
+  return halves.length === 2 ? count <= 7 : count === 8;
+}
+
+/** Whether `s` is an IPv4 or IPv6 address. */
+export function isIP(s: string): boolean {
+  return isIPv4(s) || isIPv6(s);
+}
 
 /** One address block: the family, the first address as a number, and the prefix length. */
 export type Cidr = { v6: boolean; base: bigint; bits: number };

@@ -1,5 +1,5 @@
 import { closeSync, openSync } from "node:fs";
-import { rm } from "node:fs/promises";
+import { fsp } from "../platform/storage/fsp";
 import { basename } from "node:path";
 import { newGid } from "../core/ids";
 import { ApiError, badRequest } from "../core/errors";
@@ -296,7 +296,7 @@ class Parser {
         sink = new UploadSink(fd, this.opts.durable === true);
       } catch (err) {
         closeSync(fd);
-        await rm(path, { force: true });
+        await fsp().rm(path, { force: true });
         throw err;
       }
       this.file = { field: h.name, filename, path, size: 0, sink, head: [], headSize: 0, headSent: false };
@@ -371,6 +371,6 @@ class Parser {
     if (!f) return;
     // The worker closes the file once what it holds is done with.
     await (this.fileDone ? f.sink.finish(false).catch(() => {}) : f.sink.abort());
-    await rm(f.path, { force: true });
+    await fsp().rm(f.path, { force: true });
   }
 }

@@ -1,6 +1,6 @@
 import { and, desc, eq, max } from "drizzle-orm";
 import { existsSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
-import { copyFile } from "node:fs/promises";
+import { fsp } from "../../platform/storage/fsp";
 import { basename, join } from "node:path";
 import type { Ctx } from "../../platform/context";
 import { afterCommit, mutate, type ChangeLog } from "../../db/mutate";
@@ -279,7 +279,7 @@ const restoreJob: JobKind = {
     if (m.icon) {
       const icon = m.icon.path.slice("icon/".length);
       const target = ctx.storage.inside(ctx.storage.icons, icon);
-      if (!existsSync(target)) await copyFile(join(dir, "icon", icon), target);
+      if (!existsSync(target)) await fsp().copyFile(join(dir, "icon", icon), target);
     }
     const outcome = mutate(ctx.db, ctx.hub, (tx, log) => {
       requireActive(tx, projectGid);

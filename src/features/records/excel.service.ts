@@ -1,7 +1,7 @@
 import type ExcelJS from "exceljs";
 import { randomBytes } from "node:crypto";
 import { closeSync, createWriteStream, openSync, readSync, rmSync } from "node:fs";
-import { PassThrough, Readable, type Writable } from "node:stream";
+import type { Writable } from "node:stream";
 import { join } from "node:path";
 import { Worker } from "node:worker_threads";
 import type { Actor } from "../../core/actor";
@@ -480,6 +480,9 @@ export async function exportChildren(ctx: Ctx, actor: Actor, projectGid: string,
  * while): a file, or for a report not written yet a stream of it while it is written.
  */
 export async function excelDownload(ctx: Ctx, projectGid: string, token: string): Promise<{ name: string; path?: string; body?: ReadableStream }> {
+  // node:stream is loaded by the first download, not at start-up (which needs none of it); first,
+  // so that nothing below waits between looking at the download and starting its build.
+  const { PassThrough, Readable } = await import("node:stream");
   const d = downloadsOf(ctx).get(token);
   if (!d || d.project !== projectGid) throw notFound("Not found", { reason: "unknown or expired download link" });
   if (!d.path && d.build && !d.building) {

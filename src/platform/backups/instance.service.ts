@@ -1,7 +1,8 @@
 import { Database } from "bun:sqlite";
 import { createHash } from "node:crypto";
 import { chmodSync, existsSync, linkSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
-import { chmod, open } from "node:fs/promises";
+import type { FileHandle } from "node:fs/promises";
+import { fsp } from "../storage/fsp";
 import { tmpdir } from "node:os";
 import { basename, dirname, join, relative, resolve, sep } from "node:path";
 import { embeddedMigrations } from "../../db/migrations.generated";
@@ -184,15 +185,15 @@ export async function verifyInstanceBackup(file: string, onProgress?: OnProgress
           if (target) {
             mkdirSync(dirname(target), { recursive: true });
             await Bun.write(target, "");
-            await chmod(target, e.mode & 0o777);
+            await fsp().chmod(target, e.mode & 0o777);
           }
           seen.set(e.name, { size: 0, sha256: hash.digest("hex") });
           return null;
         }
-        let fh: Awaited<ReturnType<typeof open>> | null = null;
+        let fh: FileHandle | null = null;
         if (target) {
           mkdirSync(dirname(target), { recursive: true });
-          fh = await open(target, "w", 0o600);
+          fh = await fsp().open(target, "w", 0o600);
         }
         let left = e.size;
         return async (b) => {
@@ -203,7 +204,7 @@ export async function verifyInstanceBackup(file: string, onProgress?: OnProgress
           if (left <= 0) {
             if (fh) {
               await fh.close();
-              await chmod(target!, e.mode & 0o777); // the mode it had in the data folder
+              await fsp().chmod(target!, e.mode & 0o777); // the mode it had in the data folder
             }
             seen.set(e.name, { size, sha256: hash.digest("hex") });
           }

@@ -2,7 +2,7 @@ import { Database } from "bun:sqlite";
 import { createHash } from "node:crypto";
 import { filesChangedUnder } from "../storage/file-facts";
 import { copyFileSync, createReadStream, existsSync, linkSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { copyFile, mkdir } from "node:fs/promises";
+import { fsp } from "../storage/fsp";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import type { Ctx } from "../context";
 import { sqliteOf, type Tx } from "../../db/connection";
@@ -228,7 +228,7 @@ export async function writeSnapshot(ctx: Ctx, projectGid: string, backupGid: str
         // Now an independent copy, so nothing done to the project's file later reaches the backup
         // (copied to a name outside files/: writing to a listed name could write through a link).
         const copying = join(dir, "copying.tmp");
-        await copyFile(dst, copying);
+        await fsp().copyFile(dst, copying);
         renameSync(copying, dst);
       }
       manifest.files.push({ path, size: statSync(dst).size, sha256: await sha256File(dst) });
@@ -248,7 +248,7 @@ export async function writeSnapshot(ctx: Ctx, projectGid: string, backupGid: str
     if (src && existsSync(src)) {
       const path = `icon/${icon}`;
       mkdirSync(join(dir, "icon"), { recursive: true });
-      await copyFile(src, join(dir, path));
+      await fsp().copyFile(src, join(dir, path));
       manifest.icon = { path, size: statSync(join(dir, path)).size, sha256: await sha256File(join(dir, path)) };
     }
   }
@@ -451,8 +451,8 @@ export async function stageFiles(dir: string, m: Manifest, staging: string, prog
   mkdirSync(staging, { recursive: true });
   for (const f of m.files) {
     const dst = join(staging, ...f.path.slice("files/".length).split("/"));
-    await mkdir(dirname(dst), { recursive: true });
-    await copyFile(join(dir, ...f.path.split("/")), dst);
+    await fsp().mkdir(dirname(dst), { recursive: true });
+    await fsp().copyFile(join(dir, ...f.path.split("/")), dst);
     await progress.step();
   }
 }

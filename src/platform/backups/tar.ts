@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { createReadStream, createWriteStream, type WriteStream } from "node:fs";
-import { chmod, open } from "node:fs/promises";
+import { fsp } from "../storage/fsp";
 import type { Pack } from "tar-stream";
 
 /** tar-stream, loaded with the first archive written or read (not at start-up). */
@@ -103,13 +103,13 @@ export class TarWriter {
   async finish() {
     this.pack.finalize();
     await this.closed;
-    const fh = await open(this.path, "r+");
+    const fh = await fsp().open(this.path, "r+");
     try {
       await fh.sync();
     } finally {
       await fh.close();
     }
-    await chmod(this.path, 0o600); // whatever the umask or an existing file said
+    await fsp().chmod(this.path, 0o600); // whatever the umask or an existing file said
   }
 
   /** Stops writing after a failure (the caller deletes the partial file). */

@@ -1,5 +1,5 @@
 import type { FileTypeResult } from "file-type";
-import { open } from "node:fs/promises";
+import { fsp } from "../storage/fsp";
 import type { Metadata } from "sharp";
 import { readImageHeader } from "./images";
 
@@ -119,7 +119,7 @@ function clientExtension(filename: string): string | undefined {
 }
 
 async function readHead(path: string, bytes = 4096): Promise<Buffer> {
-  const fh = await open(path, "r");
+  const fh = await fsp().open(path, "r");
   try {
     const buf = Buffer.alloc(bytes);
     const { bytesRead } = await fh.read(buf, 0, bytes, 0);
