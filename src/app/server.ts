@@ -14,7 +14,7 @@ import { metricsOf } from "../platform/metrics";
 import { startSchedules } from "../platform/jobs/schedules";
 import { claimDataDir, releaseDataDir } from "../platform/storage/pidfile";
 import { createApp } from "./app";
-import { openInstance, type Instance } from "./instance";
+import { noteVersion, openInstance, type Instance } from "./instance";
 
 type ServeRouteHandler = Handler<BunServer<undefined>, BunRequest<string>>;
 
@@ -40,7 +40,7 @@ export type Running = { ctx: Instance; url: string; port: number; readonly sync:
 export async function startServer(config: Config, opts: { features?: readonly Feature[] } = {}): Promise<Running> {
   const features = opts.features ?? allFeatures;
   claimDataDir(config.dataDir);
-  const ctx = openInstance(config, undefined, features);
+  const ctx = openInstance(config, undefined, features, { versionNoteLater: true });
   // The framework's app (Elysia: the routes of accounts, projects, uploads, form bodies, the
   // OpenAPI document...) is built by the first request that reaches it, not at start-up: building
   // its few hundred routes took a fifth of the start-up time and held about 7 MB, and the requests
@@ -166,6 +166,11 @@ export async function startServer(config: Config, opts: { features?: readonly Fe
   // The job workers start just after: their first claims (recovering interrupted jobs, the
   // oldest queued one) take ~10 ms of cold code that would otherwise come before the first answer.
   ctx.jobs.start({ delayMs: 50, onStarted: () => startupStep("job workers started") });
+  // So does the version note (src/app/instance.ts).
+  let versionNote: ReturnType<typeof setTimeout> | undefined = setTimeout(() => {
+    versionNote = undefined;
+    noteVersion(ctx);
+  }, 50);
   // Housekeeping schedules (cron, minutes apart at the least) start a second after the server
   // listens, so the first requests of a cold start are not kept behind setting them up.
   let stopSchedules = () => {};
@@ -184,6 +189,11 @@ export async function startServer(config: Config, opts: { features?: readonly Fe
   const stop = () =>
     (stopping ??= (async () => {
       clearTimeout(background);
+      if (versionNote) {
+        // Stopped within the first moments: the note is written now, as it would have been.
+        clearTimeout(versionNote);
+        noteVersion(ctx);
+      }
       await sync?.close();
       await server.stop(false);
       stopSchedules();

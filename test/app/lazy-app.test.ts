@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { Database } from "bun:sqlite";
+import { join } from "node:path";
 import { TestServer } from "../helpers/server";
+import { VERSION } from "../../src/version";
 
 // The framework's app (src/app/app.ts) is built by the first request that needs it
 // (src/app/server.ts): ping, the project operations and reads are answered without it.
@@ -36,5 +39,28 @@ describe("the app built on first need", () => {
     const project = await srv.project(user.token, "Lazy");
     const init = await srv.call(`/api/p/${project}/init`, { token: user.token, method: "GET" });
     expect(init.status).toBe(200);
+  });
+});
+
+describe("the version note, written just after listening", () => {
+  test("a server started over data of another version notes its own and tells every client with a cc.version item", async () => {
+    const first = await TestServer.start();
+    const dir = first.dataDir;
+    await first.stop(true);
+    const file = join(dir, "apis.db");
+    const db = new Database(file);
+    const noted = () => (db.query("SELECT value FROM meta WHERE key = 'version'").get() as { value: string } | null)?.value;
+    const announced = () => db.query("SELECT data_key FROM changes WHERE data_type = 'cc.version'").all() as { data_key: string }[];
+    expect(noted()).toBe(VERSION);
+    db.query("UPDATE meta SET value = '2000.1.1' WHERE key = 'version'").run();
+    const again = await TestServer.start({}, dir);
+    try {
+      // A condition, not a time: the note is written by a timer after listening.
+      while (noted() !== VERSION) await Bun.sleep(5);
+      expect(announced()).toEqual([{ data_key: VERSION }]);
+    } finally {
+      db.close();
+      await again.stop();
+    }
   });
 });

@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Database } from "bun:sqlite";
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { baselineScript } from "../../src/db/baseline";
-import { migrate, migrationsMeta, openDatabase, type DB } from "../../src/db/connection";
-import { embeddedBaseline, embeddedMigrations } from "../../src/db/migrations.generated";
+import { createFromImage, migrate, migrationsMeta, openDatabase, type DB } from "../../src/db/connection";
+import { embeddedBaseline, embeddedImage, embeddedMigrations } from "../../src/db/migrations.generated";
 
 let dir: string;
 const opened: DB[] = [];
@@ -90,5 +90,47 @@ describe("the baseline schema of an empty database", () => {
     const before = contents(db.$client);
     expect(migrate(db)).toBe(0);
     expect(contents(db.$client)).toEqual(before);
+  });
+});
+
+describe("the image a new data folder's database is written from", () => {
+  test("a database written from the image equals one migrated step by step, is in WAL mode, passes SQLite's integrity check and needs no migration", () => {
+    const file = join(dir, "image.db");
+    expect(createFromImage(file)).toBe(true);
+    const fromImage = open("image.db");
+    const migrated = open("image-steps.db");
+    stepByStep(migrated);
+    expect(contents(fromImage.$client)).toEqual(contents(migrated.$client));
+    expect(fromImage.$client.query("PRAGMA journal_mode").values()).toEqual([["wal"]]);
+    expect(fromImage.$client.query("PRAGMA integrity_check").values()).toEqual([["ok"]]);
+    expect(migrate(fromImage)).toBe(0);
+    expect(embeddedImage.upTo).toBe(embeddedMigrations.at(-1)!.when);
+    // Nothing is left beside it but SQLite's own files.
+    expect(readdirSync(dir).filter((f) => f.startsWith("image.db")).sort()).toEqual(["image.db", "image.db-shm", "image.db-wal"]);
+  });
+
+  test("an existing file, even an empty one, is never overwritten by the image", () => {
+    const file = join(dir, "existing.db");
+    writeFileSync(file, "");
+    expect(createFromImage(file)).toBe(false);
+    expect(statSync(file).size).toBe(0);
+    // An empty file is still an empty database: the baseline makes it.
+    const db = open("existing.db");
+    expect(migrate(db)).toBe(embeddedMigrations.length);
+    const migrated = open("existing-steps.db");
+    stepByStep(migrated);
+    expect(contents(db.$client)).toEqual(contents(migrated.$client));
+  });
+
+  test("the next start of a database made from the image runs no migration and changes nothing", () => {
+    const file = join(dir, "restart.db");
+    createFromImage(file);
+    const first = open("restart.db");
+    const before = contents(first.$client);
+    first.$client.close();
+    const again = open("restart.db");
+    expect(migrate(again)).toBe(0);
+    expect(contents(again.$client)).toEqual(before);
+    expect(existsSync(file)).toBe(true);
   });
 });
