@@ -6,8 +6,12 @@ import { parseAddressList } from "./core/net";
 /**
  * Every setting of Apis in one table: flag (`--port`) over environment variable (`APIS_PORT`)
  * over default. `apis --help` and the README list the same table.
+ *
+ * A setting's zod schema is built only when a flag or the environment gives it a value to check
+ * (`loadConfig`): building and running the fifty of them took a tenth of a cold start.
  */
-const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+type Lazy<T extends z.ZodType = z.ZodType> = () => T;
+const int = (min: number, max: number) => () => z.coerce.number().int().min(min).max(max);
 /**
  * A size in bytes: a whole number, or a number with a binary suffix K, M, G or T (optionally
  * followed by B or iB: `512K`, `10M`, `1.5G`, `2GiB`), as README writes them.
@@ -27,62 +31,70 @@ const formatSize = (n: number) => {
   for (const [suffix, unit] of [["T", 1024 ** 4], ["G", 1024 ** 3], ["M", 1024 ** 2], ["K", 1024]] as const) if (n >= unit && n % unit === 0) return `${n / unit}${suffix}`;
   return String(n);
 };
-const size = (min: number, max: number) =>
-  z.union([z.number(), z.string()]).transform((raw, c) => {
-    const n = parseSize(raw);
-    if (n === undefined) {
-      c.addIssue({ code: "custom", message: "not a size (bytes, or a number with K, M, G or T: 512K, 10M, 2G)" });
-      return z.NEVER;
-    }
-    if (n < min || n > max) {
-      c.addIssue({ code: "custom", message: `must be between ${formatSize(min)} and ${formatSize(max)}` });
-      return z.NEVER;
-    }
-    return n;
-  });
-const bool = z.union([z.boolean(), z.enum(["true", "false", "1", "0", "yes", "no"]).transform((v) => ["true", "1", "yes"].includes(v))]);
+/** The schemas of sizes, whose defaults are written as text (`1G`) and used as bytes. */
+const sizeSchemas = new WeakSet<Lazy>();
+const size = (min: number, max: number) => {
+  const schema = () =>
+    z.union([z.number(), z.string()]).transform((raw, c) => {
+      const n = parseSize(raw);
+      if (n === undefined) {
+        c.addIssue({ code: "custom", message: "not a size (bytes, or a number with K, M, G or T: 512K, 10M, 2G)" });
+        return z.NEVER;
+      }
+      if (n < min || n > max) {
+        c.addIssue({ code: "custom", message: `must be between ${formatSize(min)} and ${formatSize(max)}` });
+        return z.NEVER;
+      }
+      return n;
+    });
+  sizeSchemas.add(schema);
+  return schema;
+};
+const bool = () => z.union([z.boolean(), z.enum(["true", "false", "1", "0", "yes", "no"]).transform((v) => ["true", "1", "yes"].includes(v))]);
 /** Whether a schedule setting means "never" ("" or "off"). */
 export function isOff(pattern: string): boolean {
   return pattern.trim() === "" || pattern.trim().toLowerCase() === "off";
 }
 
 /** A croner pattern (5 or 6 fields, local time), or "" / "off" to disable. */
-const cron = z.string().refine((p) => {
-  if (isOff(p)) return true;
-  try {
-    new Cron(p, { paused: true }).stop();
-    return true;
-  } catch {
-    return false;
-  }
-}, "not a valid cron pattern (e.g. \"30 3 * * *\", or off)");
+const cron = () =>
+  z.string().refine((p) => {
+    if (isOff(p)) return true;
+    try {
+      new Cron(p, { paused: true }).stop();
+      return true;
+    } catch {
+      return false;
+    }
+  }, "not a valid cron pattern (e.g. \"30 3 * * *\", or off)");
 
 /** A comma list of IP addresses and CIDR blocks (IPv4 or IPv6), kept as the string. */
-const addressList = z.string().refine((v) => {
-  try {
-    parseAddressList(v);
-    return true;
-  } catch {
-    return false;
-  }
-}, "not a comma list of addresses or CIDRs (e.g. 127.0.0.1/8,::1,10.0.0.5)");
+const addressList = () =>
+  z.string().refine((v) => {
+    try {
+      parseAddressList(v);
+      return true;
+    } catch {
+      return false;
+    }
+  }, "not a comma list of addresses or CIDRs (e.g. 127.0.0.1/8,::1,10.0.0.5)");
 
 export const settings = {
   port: { env: "APIS_PORT", flag: "port", schema: int(0, 65535), default: 8080, help: "TCP port; 0 picks a free port" },
-  host: { env: "APIS_HOST", flag: "host", schema: z.string().min(1), default: "127.0.0.1", help: "address to listen on; 0.0.0.0 (or ::) for every interface, e.g. in a container or without a reverse proxy" },
-  data: { env: "APIS_DATA", flag: "data", schema: z.string().min(1), default: "./data", help: "data folder (database, files, backups)" },
-  publicUrl: { env: "APIS_PUBLIC_URL", flag: "public-url", schema: z.url().or(z.literal("")), default: "", help: "public base URL used in links and media URLs (default http://localhost:<port>)" },
-  jwtSecret: { env: "APIS_JWT_SECRET", flag: "jwt-secret", schema: z.string().min(32, "must be at least 32 characters").or(z.literal("")), default: "", help: "HS256 secret; generated into <data>/jwt.secret when empty", secret: true },
+  host: { env: "APIS_HOST", flag: "host", schema: () => z.string().min(1), default: "127.0.0.1", help: "address to listen on; 0.0.0.0 (or ::) for every interface, e.g. in a container or without a reverse proxy" },
+  data: { env: "APIS_DATA", flag: "data", schema: () => z.string().min(1), default: "./data", help: "data folder (database, files, backups)" },
+  publicUrl: { env: "APIS_PUBLIC_URL", flag: "public-url", schema: () => z.url().or(z.literal("")), default: "", help: "public base URL used in links and media URLs (default http://localhost:<port>)" },
+  jwtSecret: { env: "APIS_JWT_SECRET", flag: "jwt-secret", schema: () => z.string().min(32, "must be at least 32 characters").or(z.literal("")), default: "", help: "HS256 secret; generated into <data>/jwt.secret when empty", secret: true },
   jwtLifetime: { env: "APIS_JWT_LIFETIME", flag: "jwt-lifetime", schema: int(5, 31 * 86400), default: 3600, help: "JWT lifetime in seconds (sockets get a renewed JWT at 3/4 of it)" },
-  smtpUrl: { env: "APIS_SMTP_URL", flag: "smtp-url", schema: z.string(), default: "", help: "SMTP URL (smtp://user:pass@host:587); empty writes mails to <data>/outbox/", secret: true },
-  smtpFrom: { env: "APIS_SMTP_FROM", flag: "smtp-from", schema: z.string().min(3), default: "Apis <apis@localhost>", help: "sender of mails" },
-  logLevel: { env: "APIS_LOG_LEVEL", flag: "log-level", schema: z.enum(["debug", "info", "warn", "error", "silent"]), default: "info", help: "log level (info: one line per request)" },
-  logFormat: { env: "APIS_LOG_FORMAT", flag: "log-format", schema: z.enum(["text", "json"]), default: "text", help: "log lines on stderr: text (readable) or json (one object per line, for log collectors)" },
+  smtpUrl: { env: "APIS_SMTP_URL", flag: "smtp-url", schema: () => z.string(), default: "", help: "SMTP URL (smtp://user:pass@host:587); empty writes mails to <data>/outbox/", secret: true },
+  smtpFrom: { env: "APIS_SMTP_FROM", flag: "smtp-from", schema: () => z.string().min(3), default: "Apis <apis@localhost>", help: "sender of mails" },
+  logLevel: { env: "APIS_LOG_LEVEL", flag: "log-level", schema: () => z.enum(["debug", "info", "warn", "error", "silent"]), default: "info", help: "log level (info: one line per request)" },
+  logFormat: { env: "APIS_LOG_FORMAT", flag: "log-format", schema: () => z.enum(["text", "json"]), default: "text", help: "log lines on stderr: text (readable) or json (one object per line, for log collectors)" },
   metrics: { env: "APIS_METRICS", flag: "metrics", schema: bool, default: false, help: "serve Prometheus metrics at /metrics to anyone who can reach the port" },
-  metricsToken: { env: "APIS_METRICS_TOKEN", flag: "metrics-token", schema: z.string().min(16, "must be at least 16 characters").or(z.literal("")), default: "", help: "serve /metrics only with Authorization: Bearer <this token> (instead of --metrics)", secret: true },
-  signup: { env: "APIS_SIGNUP", flag: "signup", schema: z.enum(["open", "invite", "off"]), default: "open", help: "who may sign up: open (anyone), invite (addresses with a pending project invitation), off (nobody; accounts come from apis user create)" },
+  metricsToken: { env: "APIS_METRICS_TOKEN", flag: "metrics-token", schema: () => z.string().min(16, "must be at least 16 characters").or(z.literal("")), default: "", help: "serve /metrics only with Authorization: Bearer <this token> (instead of --metrics)", secret: true },
+  signup: { env: "APIS_SIGNUP", flag: "signup", schema: () => z.enum(["open", "invite", "off"]), default: "open", help: "who may sign up: open (anyone), invite (addresses with a pending project invitation), off (nobody; accounts come from apis user create)" },
   syncPageLimit: { env: "APIS_SYNC_PAGE_LIMIT", flag: "sync-page-limit", schema: int(10, 100000), default: 1000, help: "most sync items per /sync/get answer or initsync acknowledgement" },
-  sqliteSynchronous: { env: "APIS_SQLITE_SYNCHRONOUS", flag: "sqlite-synchronous", schema: z.enum(["full", "normal"]), default: "full", help: "full: an answered write survives a power cut or OS crash (SQLite synchronous=FULL); normal: faster writes, the last ones may be lost on a power cut (never on a process crash)" },
+  sqliteSynchronous: { env: "APIS_SQLITE_SYNCHRONOUS", flag: "sqlite-synchronous", schema: () => z.enum(["full", "normal"]), default: "full", help: "full: an answered write survives a power cut or OS crash (SQLite synchronous=FULL); normal: faster writes, the last ones may be lost on a power cut (never on a process crash)" },
   changeLogDays: { env: "APIS_CHANGE_LOG_DAYS", flag: "change-log-days", schema: int(1, 3650), default: 90, help: "days the change log is kept" },
   rateLimit: { env: "APIS_RATE_LIMIT", flag: "rate-limit", schema: int(0, 100000), default: 200, help: "requests per second per user and project when the membership sets none (0 = off)" },
   uploadMaxBytes: { env: "APIS_UPLOAD_MAX_BYTES", flag: "upload-max-bytes", schema: size(1024, 2 ** 40), default: "1G", help: "largest asset upload (bytes, or 512K, 10M, 2G)" },
@@ -108,7 +120,7 @@ export const settings = {
   syncClientBuffer: { env: "APIS_SYNC_CLIENT_BUFFER", flag: "sync-client-buffer", schema: size(64 * 1024, 1024 ** 3), default: "16M", help: "most pushes waiting for one /sync/io client (a websocket's send buffer or a long-polling session's queue); past it the client is dropped" },
   syncSocketsPerUser: { env: "APIS_SYNC_SOCKETS_PER_USER", flag: "sync-sockets-per-user", schema: int(1, 100000), default: 20, help: "most /sync/io connections one user (or API key) may hold at once; more are refused with 429" },
   syncOutboundBudget: { env: "APIS_SYNC_OUTBOUND_BUDGET", flag: "sync-outbound-budget", schema: size(1024 * 1024, 1024 ** 4), default: "256M", help: "most pushes waiting for all /sync/io clients together; past it the clients with the most waiting are dropped first" },
-  corsOrigins: { env: "APIS_CORS_ORIGINS", flag: "cors-origins", schema: z.string(), default: "*", help: "comma-separated origins allowed for browsers and /sync/io; * allows all" },
+  corsOrigins: { env: "APIS_CORS_ORIGINS", flag: "cors-origins", schema: () => z.string(), default: "*", help: "comma-separated origins allowed for browsers and /sync/io; * allows all" },
   trustProxy: { env: "APIS_TRUST_PROXY", flag: "trust-proxy", schema: bool, default: false, help: "take the client address from X-Forwarded-For (the right-most entry not in --trusted-proxies)" },
   trustedProxies: { env: "APIS_TRUSTED_PROXIES", flag: "trusted-proxies", schema: addressList, default: "127.0.0.1/8,::1", help: "comma-separated addresses or CIDRs of your reverse proxies (with --trust-proxy)" },
   authRateLimit: { env: "APIS_AUTH_RATE_LIMIT", flag: "auth-rate-limit", schema: int(0, 100000), default: 10, help: "failed logins/code checks and code requests per account or address per window (0 = off)" },
@@ -118,20 +130,34 @@ export const settings = {
 } as const;
 
 type Settings = typeof settings;
+type Setting = Settings[keyof Settings];
 /** Settings whose values are secrets: never echoed in an error message or a log line. */
-const isSecret = (s: Settings[keyof Settings]) => "secret" in s && s.secret === true;
-export type Config = { [K in keyof Settings]: z.output<Settings[K]["schema"]> } & { dataDir: string };
+const isSecret = (s: Setting) => "secret" in s && s.secret === true;
+export type Config = { [K in keyof Settings]: z.output<ReturnType<Settings[K]["schema"]>> } & { dataDir: string };
+
+/**
+ * A setting's value when no flag or variable gives one: its default as its schema reads it (a
+ * size written `1G` is bytes), without building the schema. test/cli/cli.test.ts ("defaults")
+ * holds every default to its schema.
+ */
+export function defaultValue(s: Setting): unknown {
+  return sizeSchemas.has(s.schema) ? parseSize(s.default) : s.default;
+}
 
 export class ConfigError extends Error {}
 
 /** Builds the configuration from parsed flags and the environment; throws ConfigError with one clear line. */
 export function loadConfig(flags: Record<string, string | boolean | undefined> = {}, env: Record<string, string | undefined> = process.env): Config {
   const out: Record<string, unknown> = {};
-  for (const [key, s] of Object.entries(settings)) {
-    const raw = flags[s.flag] ?? env[s.env] ?? s.default;
-    const parsed = (s.schema as z.ZodType).safeParse(raw);
+  for (const [key, s] of Object.entries(settings) as [string, Setting][]) {
+    const raw = flags[s.flag] ?? env[s.env];
+    if (raw === undefined) {
+      out[key] = defaultValue(s);
+      continue;
+    }
+    const parsed = (s.schema() as z.ZodType).safeParse(raw);
     if (!parsed.success) {
-      const where = flags[s.flag] !== undefined ? `--${s.flag}` : env[s.env] !== undefined ? s.env : key;
+      const where = flags[s.flag] !== undefined ? `--${s.flag}` : s.env;
       const shown = isSecret(s) ? "(hidden)" : JSON.stringify(raw);
       throw new ConfigError(`invalid ${where}=${shown}: ${parsed.error.issues[0]?.message ?? "bad value"}`);
     }

@@ -2,7 +2,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { loadConfig, settings } from "../../src/config";
+import { defaultValue, loadConfig, settings } from "../../src/config";
 import { servedUrl, until, SLOW_TEST_MS } from "../helpers/server";
 
 const root = join(import.meta.dir, "../..");
@@ -299,6 +299,26 @@ describe("settings", () => {
     expectRefused(apis(["serve", "--data", tmp()], { APIS_IMAGE_MAX_BYTES: "2G" }), "must be between 1K and 1G");
     expect(apis(["--help"]).out).toContain('(default: "1G")');
   }, SLOW_TEST_MS);
+});
+
+describe("defaults", () => {
+  test("every setting's default passes its own schema and gives the value a start without flags or variables uses (defaults are not run through the schemas at start-up)", () => {
+    const config = loadConfig({}, {}) as Record<string, unknown>;
+    for (const [key, s] of Object.entries(settings)) {
+      const parsed = s.schema().safeParse(s.default);
+      expect([key, parsed.success]).toEqual([key, true]);
+      expect([key, defaultValue(s)]).toEqual([key, parsed.data]);
+      expect([key, config[key]]).toEqual([key, parsed.data]);
+    }
+  });
+
+  test("a value given as a flag or a variable is still checked by its schema, and one equal to the default is accepted as before", () => {
+    expect(() => loadConfig({ port: "70000" }, {})).toThrow("invalid --port=\"70000\"");
+    expect(() => loadConfig({}, { APIS_SCHEDULE_JOBS: "not cron" })).toThrow("invalid APIS_SCHEDULE_JOBS");
+    expect(() => loadConfig({}, { APIS_JWT_SECRET: "short" })).toThrow("invalid APIS_JWT_SECRET=(hidden)");
+    expect(loadConfig({ "upload-max-bytes": "1G" }, {}).uploadMaxBytes).toBe(1024 ** 3);
+    expect(loadConfig({}, { APIS_METRICS: "yes" }).metrics).toBe(true);
+  });
 });
 
 describe("passwords", () => {
