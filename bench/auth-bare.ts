@@ -1,17 +1,16 @@
 /**
  * The honest ceiling of authenticated calls in the API benchmark: a bare Bun.serve that does the
  * work of `GET /api/p/<project>/init` and `POST /api/users/get` by hand, on a copy of the same
- * database: the HS256 signature checked with the same secret (HMAC-SHA256 of node:crypto), the
- * same claims checks (alg HS256, exp in the future, `sub` a string, `tv` a number), the token
- * holder read and checked (active, token version, an API user's membership), the project
- * membership checked and its request limit taken from a token bucket, then the same SQLite
- * queries as prepared statements (prepared once), in one read transaction, turned into the same
- * JSON bytes. No framework, no request log, no metrics, no CORS.
+ * database: the HS256 signature checked with the same secret (HMAC-SHA256 of Bun.CryptoHasher, as
+ * src/core/crypto.ts does), the same claims checks (alg HS256, exp in the future, `sub` a string,
+ * `tv` a number), the token holder read and checked (active, token version, an API user's
+ * membership), the project membership checked and its request limit taken from a token bucket,
+ * then the same SQLite queries as prepared statements (prepared once), in one read transaction,
+ * turned into the same JSON bytes. No framework, no request log, no metrics, no CORS.
  *
  * usage: bun bench/auth-bare.ts <port> <data dir> <rate limit per second (0 = none)>
  */
 import { Database } from "bun:sqlite";
-import { createHmac, timingSafeEqual } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { LANGUAGES } from "../src/core/languages";
@@ -37,9 +36,9 @@ function verify(header: string | null): Claims | null {
   const token = header.replace(/^bearer\s+/i, "");
   const [h, p, s] = token.split(".");
   if (!h || !p || !s || token.split(".").length !== 3) return null;
-  const mac = createHmac("sha256", secret).update(`${h}.${p}`).digest();
+  const mac = new Bun.CryptoHasher("sha256", secret).update(`${h}.${p}`).digest();
   const sig = Buffer.from(s, "base64url");
-  if (sig.length !== mac.length || !timingSafeEqual(sig, mac)) return null;
+  if (sig.length !== mac.length || !crypto.timingSafeEqual(sig, mac)) return null;
   try {
     const head = JSON.parse(Buffer.from(h, "base64url").toString());
     if (head?.alg !== "HS256" || head.crit !== undefined) return null;
@@ -57,7 +56,7 @@ function verify(header: string | null): Claims | null {
 function sign(sub: string, tv: number): string {
   const iat = Math.floor(Date.now() / 1000);
   const p = Buffer.from(JSON.stringify({ sub, tv, exp: iat + lifetime, iat })).toString("base64url");
-  return `${HEADER}.${p}.${createHmac("sha256", secret).update(`${HEADER}.${p}`).digest("base64url")}`;
+  return `${HEADER}.${p}.${new Bun.CryptoHasher("sha256", secret).update(`${HEADER}.${p}`).digest("base64url")}`;
 }
 
 // ---- the queries, prepared once (the SQL text drizzle builds for the same reads; like Apis, the

@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto";
+import { randomBytes } from "./crypto";
 
 const ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz";
 

@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { createHash } from "../core/crypto";
 import type { MigrationMeta } from "drizzle-orm/migrator";
 
 /** Migrations as drizzle's migrator takes them (statements, and the hash it writes in its journal). */

@@ -1,4 +1,4 @@
-import { createHmac, timingSafeEqual } from "node:crypto";
+import { hmacSha256, timingSafeEqual } from "../core/crypto";
 import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { newSecret } from "../core/ids";
@@ -21,7 +21,7 @@ function jsonObject(part: string): Record<string, unknown> | undefined {
 
 /**
  * Signs and verifies the HS256 JWTs of Apis (RFC 7519 compact form: `{"alg":"HS256","typ":"JWT"}`,
- * claims `{"sub","tv","exp","iat"}`), with node:crypto's HMAC-SHA256 and the secret as its key.
+ * claims `{"sub","tv","exp","iat"}`), with an HMAC-SHA256 (src/core/crypto.ts) and the secret as its key.
  * Verification accepts HS256 only (so `none` and RS/HS confusion are refused), checks the
  * signature in constant time, then the claims: `exp` in the future (whole seconds), `iat` and
  * `nbf` numbers when present (`nbf` not in the future), `sub` a string, `tv` a number. These are
@@ -36,7 +36,7 @@ export class Tokens {
   ) {}
 
   private mac(data: string): Buffer {
-    return createHmac("sha256", this.secret).update(data).digest();
+    return hmacSha256(this.secret, data);
   }
 
   /** Signs a token for the user; `issuedAt` (seconds) back-dates its expiry, for renewal tests and tools. */

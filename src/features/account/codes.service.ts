@@ -1,5 +1,5 @@
 import { and, eq, lt } from "drizzle-orm";
-import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { createHash, randomBytes, timingSafeEqual } from "../../core/crypto";
 import type { Tx } from "../../db/connection";
 import { verificationCodes } from "./account.table";
 import type { ValidationIssue } from "../../core/errors";

@@ -1,5 +1,5 @@
 import { and, asc, eq } from "drizzle-orm";
-import { createHash } from "node:crypto";
+import { createHash } from "../../core/crypto";
 import type { Answer } from "../../core/answer";
 import type { Actor } from "../../core/actor";
 import type { Tx } from "../../db/connection";

@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { createHash } from "../../core/crypto";
 import { ApiError } from "../../core/errors";
 
 /**

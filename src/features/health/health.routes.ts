@@ -1,4 +1,4 @@
-import { timingSafeEqual } from "node:crypto";
+import { timingSafeEqual } from "../../core/crypto";
 import { Elysia } from "elysia";
 import { ApiError } from "../../core/errors";
 import { errorResponse, ok } from "../../http/envelope";

@@ -1,5 +1,5 @@
 import type ExcelJS from "exceljs";
-import { randomBytes } from "node:crypto";
+import { randomBytes } from "../../core/crypto";
 import { closeSync, createWriteStream, openSync, readSync, rmSync } from "node:fs";
 import type { Writable } from "node:stream";
 import { join } from "node:path";

@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { createHash } from "../../core/crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { sharp } from "../../platform/images/sharp";

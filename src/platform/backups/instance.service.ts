@@ -1,5 +1,5 @@
 import { Database } from "bun:sqlite";
-import { createHash } from "node:crypto";
+import { createHash } from "../../core/crypto";
 import { chmodSync, existsSync, linkSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
 import type { FileHandle } from "node:fs/promises";
 import { fsp } from "../storage/fsp";

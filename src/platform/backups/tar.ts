@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { createHash } from "../../core/crypto";
 import { createReadStream, createWriteStream, type WriteStream } from "node:fs";
 import { fsp } from "../storage/fsp";
 import type { Pack } from "tar-stream";
