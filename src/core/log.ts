@@ -1,4 +1,4 @@
-import pino, { type DestinationStream, type Logger as Pino } from "pino";
+import type { DestinationStream, Logger as Pino, LoggerOptions as PinoOptions } from "pino";
 import { writeSync } from "node:fs";
 
 export type LogLevel = "debug" | "info" | "warn" | "error" | "silent";
@@ -38,51 +38,80 @@ function textDestination(out?: DestinationStream): DestinationStream {
   };
 }
 
+/** pino's numbers of the levels; a line is written when its level's is at least the logger's. */
+const LEVELS: ReadonlyMap<LogLevel, number> = new Map([
+  ["debug", 20],
+  ["info", 30],
+  ["warn", 40],
+  ["error", 50],
+  ["silent", Infinity],
+]);
+
 /**
  * The leveled logger every part uses (`ctx.log`), backed by pino. Each event is one line on stderr:
  * `--log-format text` is one readable line (`[2026-11-02T10:00:00.000Z] INFO: msg {...}`, `textLine`),
  * `json` pino's own JSON (`{"level":"info","time":"...","msg":"...",...}`). Both write
  * synchronously from this thread (no worker transport), which also works in the compiled
  * executable. The members in REDACTED_KEYS are never written.
+ *
+ * pino is loaded and set up by the first line written, not at start-up: with the level at warn
+ * (a quiet server) or silent it may never be, and loading it (with the node:os and
+ * node:worker_threads it requires) and compiling its redaction took several milliseconds of
+ * every cold start. Whether a level is written is decided here, by pino's level numbers.
  */
 export class Logger {
-  readonly pino: Pino;
+  #level: LogLevel;
+  #pino: Pino | undefined;
 
-  constructor(level: LogLevel = "info", opts: LoggerOptions = {}) {
-    const format = opts.format ?? "text";
-    const options: pino.LoggerOptions = {
-      level,
+  constructor(
+    level: LogLevel = "info",
+    private readonly opts: LoggerOptions = {},
+  ) {
+    this.#level = level;
+  }
+
+  /** The pino logger behind this one (made on first use). */
+  get pino(): Pino {
+    return (this.#pino ??= this.made());
+  }
+
+  private made(): Pino {
+    const pino = require("pino") as typeof import("pino");
+    const format = this.opts.format ?? "text";
+    const options: PinoOptions = {
+      level: this.#level,
       base: undefined,
       timestamp: pino.stdTimeFunctions.isoTime,
       formatters: { level: (label) => ({ level: label }) },
       redact: { paths: REDACTED_KEYS.flatMap((k) => [k, `*.${k}`]), censor: "[redacted]" },
     };
-    const destination = format === "json" ? (opts.destination ?? pino.destination({ fd: 2, sync: true })) : textDestination(opts.destination);
-    this.pino = pino(options, destination);
+    const destination = format === "json" ? (this.opts.destination ?? pino.destination({ fd: 2, sync: true })) : textDestination(this.opts.destination);
+    return pino(options, destination);
   }
 
   get level(): LogLevel {
-    return this.pino.level as LogLevel;
+    return this.#level;
   }
   set level(level: LogLevel) {
-    this.pino.level = level;
+    this.#level = level;
+    if (this.#pino) this.#pino.level = level;
   }
 
   /** Whether lines of this level are written (so a caller can skip building what would be dropped). */
   enabled(level: Exclude<LogLevel, "silent">): boolean {
-    return this.pino.isLevelEnabled(level);
+    return LEVELS.get(level)! >= LEVELS.get(this.#level)!;
   }
 
   debug(msg: string, extra?: Record<string, unknown>) {
-    extra ? this.pino.debug(extra, msg) : this.pino.debug(msg);
+    if (this.enabled("debug")) extra ? this.pino.debug(extra, msg) : this.pino.debug(msg);
   }
   info(msg: string, extra?: Record<string, unknown>) {
-    extra ? this.pino.info(extra, msg) : this.pino.info(msg);
+    if (this.enabled("info")) extra ? this.pino.info(extra, msg) : this.pino.info(msg);
   }
   warn(msg: string, extra?: Record<string, unknown>) {
-    extra ? this.pino.warn(extra, msg) : this.pino.warn(msg);
+    if (this.enabled("warn")) extra ? this.pino.warn(extra, msg) : this.pino.warn(msg);
   }
   error(msg: string, extra?: Record<string, unknown>) {
-    extra ? this.pino.error(extra, msg) : this.pino.error(msg);
+    if (this.enabled("error")) extra ? this.pino.error(extra, msg) : this.pino.error(msg);
   }
 }
