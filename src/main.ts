@@ -86,6 +86,7 @@ async function main(argv: string[]): Promise<number> {
       await preflightServe(config);
       startupStep("data folder and port checked");
       const { startServer } = await import("./app/server");
+      const { flushRequestLines } = await import("./http/requests");
       startupStep("server code loaded");
       const running = await startServer(config);
       // A signal may come twice (Ctrl-C under `npm start` reaches npm, which passes it on, and the
@@ -94,6 +95,8 @@ async function main(argv: string[]): Promise<number> {
       const shutdown = async (signal: string) => {
         if (stopping) return;
         stopping = true;
+        // The lines of requests answered just before come first.
+        flushRequestLines();
         running.ctx.log.info(`${signal}: finishing requests in flight and closing`);
         await running.stop();
         process.exit(0);

@@ -28,8 +28,9 @@ export function openInstance(
 ): Instance {
   mkdirSync(config.dataDir, { recursive: true });
   const storage = new Storage(config.dataDir);
-  // A new data folder's database is written whole from the image the migrations leave.
-  if (createFromImage(storage.database)) log.info(`created the database ${storage.database}`);
+  // A new data folder's database is written whole from the image the migrations leave (no log
+  // line: the first one loads the logger, and `apis serve` already names the data folder).
+  createFromImage(storage.database);
   // The start-up writes (migrations, the version note) answer nobody, so they are not synced one
   // by one (a fresh data folder had four syncs of the log before its first request, each taking
   // milliseconds, on a busy disk up to a hundred): SQLite's write-ahead log stays consistent

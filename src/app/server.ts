@@ -8,7 +8,7 @@ import type { BunRequest, Server as BunServer, HTMLBundle, ServerWebSocket, WebS
 import type { ServeHandler, ServeRoute } from "../features/feature";
 import { checkBody } from "../http/body-limits";
 import { Cors } from "../http/cors";
-import { noteRoute, observed, observedRoute, type Handler } from "../http/requests";
+import { flushRequestLines, noteRoute, observed, observedRoute, type Handler } from "../http/requests";
 import { operationServeRoutes } from "../http/operations";
 import { metricsOf } from "../platform/metrics";
 import { startSchedules } from "../platform/jobs/schedules";
@@ -188,6 +188,7 @@ export async function startServer(config: Config, opts: { features?: readonly Fe
   let stopping: Promise<void> | undefined;
   const stop = () =>
     (stopping ??= (async () => {
+      flushRequestLines();
       clearTimeout(background);
       if (versionNote) {
         // Stopped within the first moments: the note is written now, as it would have been.

@@ -72,6 +72,29 @@ export type Handler<S, R extends Request = Request> = (req: R, server: S) => Res
 
 type Finish<R> = (req: R, id: string, route: string | undefined, user: string | undefined, res: Response | undefined, started: number) => void;
 
+/** Request lines waiting to be written (`afterAnswers`). */
+const waitingLines: (() => void)[] = [];
+
+/**
+ * Writes a request's log line at the event loop's next turn, once the answers of this turn have
+ * left: writing a line is not part of answering (the first one even loads the logger, several
+ * milliseconds of a cold start's first answer). Lines keep their order.
+ */
+function afterAnswers(write: () => void): void {
+  if (waitingLines.push(write) === 1) setImmediate(flushRequestLines);
+}
+
+/** Writes the request lines still waiting (at once; a stopping server calls it before its last lines). */
+export function flushRequestLines(): void {
+  for (const write of waitingLines.splice(0)) {
+    try {
+      write();
+    } catch {
+      // stderr gone (a closed pipe): there is nowhere left to say so, and serving goes on.
+    }
+  }
+}
+
 /**
  * What every observed request ends with: its X-Request-Id answer header, its count in the metrics
  * and its log line. `timed()` says whether its duration is wanted (metrics counted, or its log
@@ -107,7 +130,7 @@ function finisher<R extends Request>(ctx: Ctx, opts: { route?: string; quiet?: b
       ...(user ? { user } : {}),
       request_id: id,
     };
-    ctx.log[level](`${req.method} ${path} ${status}`, line);
+    afterAnswers(() => ctx.log[level](`${req.method} ${path} ${status}`, line));
   };
   return { finish, timed: () => metrics.counting || ctx.log.enabled(level) };
 }

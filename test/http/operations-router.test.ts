@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { TestServer } from "../helpers/server";
+import { TestServer, until } from "../helpers/server";
 
 // The project operations are answered by Bun's own router (src/http/operations.ts
 // `operationServeRoutes`) before the Elysia app; these tests pin what that path must keep of the
@@ -91,7 +91,8 @@ describe("operations served by Bun's router", () => {
     lines.length = 0;
     const res = await post("fields/get", { token: ann.token, body: JSON.stringify({ fields: [] }), headers: { "content-type": "application/json" } });
     expect(res.status).toBe(200);
-    const line = lines.find((l) => l.msg === `POST /api/p/${project}/fields/get 200`);
+    // Written just after the answer left (src/http/requests.ts).
+    const line = await until(() => lines.find((l) => l.msg === `POST /api/p/${project}/fields/get 200`), undefined, "the request's log line");
     expect(line?.extra?.user).toBe(ann.gid);
     expect(line?.extra?.project).toBe(project);
     expect(line?.extra?.request_id).toBe(res.headers.get("x-request-id")!);
