@@ -122,6 +122,13 @@ describe("the image a new data folder's database is written from", () => {
     expect(contents(db.$client)).toEqual(contents(migrated.$client));
   });
 
+  test("where the image cannot be put in place (no such folder here), nothing is left behind and the database is made the slower way", () => {
+    const file = join(dir, "no-such-folder", "apis.db");
+    expect(createFromImage(file)).toBe(false);
+    expect(existsSync(join(dir, "no-such-folder"))).toBe(false);
+    expect(readdirSync(dir).filter((f) => f.includes(".image-"))).toEqual([]);
+  });
+
   test("the next start of a database made from the image runs no migration and changes nothing", () => {
     const file = join(dir, "restart.db");
     createFromImage(file);
