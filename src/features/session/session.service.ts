@@ -3,7 +3,7 @@ import { actorOf, type Actor } from "../../core/actor";
 import type { DB, Tx } from "../../db/connection";
 import { mutate, readOnly, untilChanged } from "../../db/mutate";
 import { userOfKey } from "../apikeys/apikeys.service";
-import { inProject, mayAccessProject, type ProjectAccess } from "../members/access.service";
+import { mayAccessProject, readProject, type ProjectAccess } from "../members/access.service";
 import type { Ctx } from "../../platform/context";
 import { getProject, projectsOwnedBy } from "../projects/projects.service";
 import { permissionDenied } from "../../core/errors";
@@ -155,7 +155,7 @@ async function session(ctx: Pick<Ctx, "tokens">, user: User, a: Answer): Promise
 
 /** `GET /api/init`: the actor's global init payload. */
 export function globalInitOf(ctx: Ctx, actor: Actor): Answer {
-  return mutate(ctx.db, ctx.hub, (tx) => globalInit(tx, actor.userGid));
+  return readOnly(ctx.db, (tx) => globalInit(tx, actor.userGid));
 }
 
 /** `/api/login`: username and password; the global init payload and a JWT. 403 `Unknown user` for any failure. */
@@ -188,5 +188,5 @@ export async function apiKeyLogIn(ctx: Ctx, projectGid: string, input: { api_key
 
 /** `GET p/<project>/init`: the project init payload for a member. */
 export function projectInitOf(ctx: Ctx, actor: Actor, projectGid: string): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, project }) => projectInit(ctx, tx, actor.userGid, projectGid, true, project));
+  return readProject(ctx, actor, projectGid, "member", ({ tx }) => projectInit(ctx, tx, actor.userGid, projectGid, true));
 }

@@ -8,7 +8,7 @@ import { isLanguage, isTimezone } from "../../core/languages";
 import { canSeeUser, userAudience } from "../members/access.service";
 import type { Answer } from "../../core/answer";
 import type { Actor } from "../../core/actor";
-import { mutate } from "../../db/mutate";
+import { mutate, readOnly } from "../../db/mutate";
 import type { Ctx } from "../../platform/context";
 import { userFull, userShort } from "./users.forms";
 
@@ -125,7 +125,8 @@ export function setPassword(tx: Tx, log: ChangeLog, gid: string, passwordHash: s
 
 /** `users/get`: oneself (full form) or a co-member (short form, spec 5.6); 422 otherwise, revealing nothing. */
 export function userInfo(ctx: Ctx, actor: Actor, input: { user: string }): Answer {
-  return mutate(ctx.db, ctx.hub, (tx) => {
+  // A read: one read transaction, without a write's change log and wrappers.
+  return readOnly(ctx.db, (tx) => {
     const target = getUser(tx, input.user);
     if (!target || !canSeeUser(tx, actor, target.gid)) throw unprocessable("No info for this user");
     const form = target.gid === actor.userGid ? userFull(target) : userShort(target);
