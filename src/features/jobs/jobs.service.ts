@@ -2,7 +2,7 @@ import type { Answer } from "../../core/answer";
 import type { Actor } from "../../core/actor";
 import { unprocessable } from "../../core/errors";
 import type { Tx } from "../../db/connection";
-import { mutate } from "../../db/mutate";
+import { readOnly } from "../../db/mutate";
 import type { Ctx } from "../../platform/context";
 import { getJob, jobObject, type Job } from "../../platform/jobs/queue.service";
 import { inProject } from "../members/access.service";
@@ -31,7 +31,7 @@ const jobAnswer = (j: Job): Answer => ({ result: { "job.token": j.token, job: jo
 
 /** `jobs/get`: a job the actor started, or one of a project it owns. */
 export function getVisibleJob(ctx: Ctx, actor: Actor, input: { token: string }): Answer {
-  return mutate(ctx.db, ctx.hub, (tx) => jobAnswer(visibleJob(tx, input.token, actor.userGid)));
+  return readOnly(ctx.db, (tx) => jobAnswer(visibleJob(tx, input.token, actor.userGid)));
 }
 
 /** `p/<project>/jobs/get`: the same, for a job of this project (403 outside the project). */

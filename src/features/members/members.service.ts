@@ -3,7 +3,7 @@ import type { Answer } from "../../core/answer";
 import { requirePerson } from "../../core/access";
 import type { Actor } from "../../core/actor";
 import { preparedOnce, type Tx } from "../../db/connection";
-import { mutate } from "../../db/mutate";
+import { mutate, readOnly } from "../../db/mutate";
 import type { Ctx } from "../../platform/context";
 import { renderInvitation } from "../../platform/mail/templates";
 import type { ChangeLog } from "../../db/mutate";
@@ -554,7 +554,7 @@ export function removeMember(ctx: Ctx, actor: Actor, projectGid: string, input: 
  * spec 5.6 self-or-co-member); 422 "No info for this member" otherwise, revealing nothing.
  */
 export function memberInfo(ctx: Ctx, actor: Actor, input: { project: string; member: string }): Answer {
-  return mutate(ctx.db, ctx.hub, (tx) => {
+  return readOnly(ctx.db, (tx) => {
     const me = actor.userGid;
     const m = getMembership(tx, input.project, input.member);
     const target = m && getUser(tx, input.member);
@@ -570,7 +570,7 @@ export function memberInfo(ctx: Ctx, actor: Actor, input: { project: string; mem
 
 /** `init_invite` (no login): what an invitation page shows, if the link still stands. */
 export function invitationInfo(ctx: Ctx, input: { invitee: string; project: string }): Answer {
-  return mutate(ctx.db, ctx.hub, (tx) => invitationView(tx, input.invitee, input.project));
+  return readOnly(ctx.db, (tx) => invitationView(tx, input.invitee, input.project));
 }
 
 /**
