@@ -3,7 +3,7 @@ import { actorOf, type Actor } from "../../core/actor";
 import type { DB, Tx } from "../../db/connection";
 import { mutate, readOnly, untilChanged } from "../../db/mutate";
 import { userOfKey } from "../apikeys/apikeys.service";
-import { mayAccessProject, readProject, type ProjectAccess } from "../members/access.service";
+import { mayAccessProject, readProject } from "../members/access.service";
 import type { Ctx } from "../../platform/context";
 import { getProject, projectsOwnedBy } from "../projects/projects.service";
 import { permissionDenied } from "../../core/errors";
@@ -16,8 +16,6 @@ import { membershipsOf, membershipsWithUsers, projectMemberRows, SEEN_BY_MEMBERS
 import { getUser, verifyLogin, type User } from "../users/users.service";
 import { getMembership, hasActiveMembership, type Membership } from "../members/members.service";
 import { currentCursor } from "../sync/sync.service";
-
-type ProjectRow = ProjectAccess["project"];
 
 /**
  * The user a verified token of (`sub`, token version `tv`) still stands for: an active account
@@ -92,9 +90,8 @@ export function globalInit(tx: Tx, userGid: string) {
  * empty for API users); `cc.projects` holds the full current project and reduced entries for the
  * other owned projects. `cc.users` is full for the caller and short for everyone else (spec 4.2);
  * memberships are full for the owner (it manages them) and for the caller's own, else short.
- * `known` is the project row when the caller has just read it (the access check of `init`).
  */
-export function projectInit(ctx: Pick<Ctx, "hooks">, tx: Tx, userGid: string, projectGid: string, member: boolean, known?: ProjectRow) {
+export function projectInit(ctx: Pick<Ctx, "hooks">, tx: Tx, userGid: string, projectGid: string, member: boolean) {
   const me = getUser(tx, userGid);
   if (!me) throw permissionDenied();
   const owned = me.kind === "api" ? [] : projectsOwnedBy(tx, userGid);
@@ -107,7 +104,7 @@ export function projectInit(ctx: Pick<Ctx, "hooks">, tx: Tx, userGid: string, pr
   const ccUsers: Record<string, unknown> = { [me.gid]: userFull(me) };
   const ccMembers: unknown[] = [];
   const dictionaries: Record<string, Record<string, unknown>> = {};
-  const project = member ? (known?.gid === projectGid ? known : getProject(tx, projectGid)) : undefined;
+  const project = member ? getProject(tx, projectGid) : undefined;
   let projectMembers: string[] = [];
   if (project) {
     ccProjects[project.gid] = projectFull(tx, project);
