@@ -3,7 +3,6 @@ import { randomBytes } from "../../core/crypto";
 import { closeSync, createWriteStream, openSync, readSync, rmSync } from "node:fs";
 import type { Writable } from "node:stream";
 import { join } from "node:path";
-import { Worker } from "node:worker_threads";
 import type { Actor } from "../../core/actor";
 import type { Answer } from "../../core/answer";
 import { ApiError, badRequest, notFound, unprocessable } from "../../core/errors";
@@ -564,6 +563,8 @@ function workerEvents(path: string): AsyncIterableIterator<ReadEvent> {
   let finished = false;
   let waiter: { ok: (r: IteratorResult<ReadEvent>) => void; fail: (e: unknown) => void } | undefined;
   let silence: ReturnType<typeof setTimeout> | undefined;
+  // node:worker_threads is loaded by the first import job, not at start-up (which needs none of it).
+  const { Worker } = require("node:worker_threads") as typeof import("node:worker_threads");
   const worker = new Worker(workerEntry(), { workerData: { path, window: READ_AHEAD } });
   const stop = () => {
     clearTimeout(silence);
