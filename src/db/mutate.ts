@@ -29,6 +29,8 @@ export interface Publisher {
  * items again): see `changeCount`.
  */
 const counts = new WeakMap<Database, Map<string, number>>();
+/** Per connection, every item counted so far (`changeTotal`). */
+const totals = new WeakMap<Database, number>();
 const countKey = (type: string, dataType: string, dataKey: string) => (type === "cc" ? `cc ${dataType} ${dataKey}` : `${type} ${dataType}`);
 function count(client: Database, items: readonly Pick<SyncItem, "type" | "data_type" | "data_key">[]): void {
   let m = counts.get(client);
@@ -37,6 +39,15 @@ function count(client: Database, items: readonly Pick<SyncItem, "type" | "data_t
     const k = countKey(i.type, i.data_type, i.data_key);
     m.set(k, (m.get(k) ?? 0) + 1);
   }
+  totals.set(client, (totals.get(client) ?? 0) + items.length);
+}
+
+/**
+ * How many items of any kind were counted on a connection (`changeCount`'s counts added up): while
+ * it holds, no count has moved, so what was derived from counts still stands.
+ */
+export function changeTotal(client: Database): number {
+  return totals.get(client) ?? 0;
 }
 
 /**

@@ -7,6 +7,7 @@ import { migrate, openDatabase, type DB } from "../../src/db/connection";
 import { readMeta, writeMeta } from "../../src/db/meta";
 import { afterCommit, inUnit, mutate, readOnly, untilChanged, wholeOrNothing, type Published } from "../../src/db/mutate";
 import { Hub } from "../../src/platform/sync/hub";
+import { schemaGeneration } from "../../src/features/schema/schema.generation";
 
 let dir: string;
 let db: DB;
@@ -247,5 +248,42 @@ describe("wholeOrNothing: a unit whose failing part fails it all (a batch)", () 
     expect(readMeta(db, "t.step3")).toBeUndefined();
     expect(published).toEqual([]);
     expect(db.$client.inTransaction).toBe(false);
+  });
+});
+
+describe("schemaGeneration: a project's schema stamp", () => {
+  const P = "stampproject";
+  const stamp = () => schemaGeneration(db.$client, P);
+
+  test("stays while only other data changes, and moves with a schema item of the project", () => {
+    const first = stamp();
+    expect(stamp()).toBe(first);
+    mutate(db, hub, (_tx, log) => {
+      log.project(P, "UPDATE", "records", "r1");
+      log.project("otherproject", "UPDATE", "fields", "f1");
+    });
+    expect(stamp()).toBe(first);
+    mutate(db, hub, (_tx, log) => void log.project(P, "UPDATE", "fields", "f1"));
+    const second = stamp();
+    expect(second).not.toBe(first);
+    expect(stamp()).toBe(second);
+    mutate(db, hub, (_tx, log) => void log.cc("UPDATE", "cc.projects", P, ["*"]));
+    expect(stamp()).not.toBe(second);
+  });
+
+  test("a stamp seen inside a unit after its schema change is never seen again once the unit rolls back", () => {
+    const before = stamp();
+    let inside = "";
+    expect(() =>
+      mutate(db, hub, (_tx, log) => {
+        log.project(P, "INSERT", "definitions", "d1");
+        inside = stamp();
+        throw new Error("undone");
+      }),
+    ).toThrow("undone");
+    expect(inside).not.toBe(before);
+    const after = stamp();
+    expect(after).not.toBe(before);
+    expect(after).not.toBe(inside);
   });
 });

@@ -1,5 +1,5 @@
 import type { Database } from "bun:sqlite";
-import { changeCount } from "../../db/mutate";
+import { changeCount, changeTotal } from "../../db/mutate";
 
 /**
  * The generation of a project's schema on a connection: a stamp that changes whenever the schema
@@ -29,12 +29,27 @@ let lastSerial = 0;
 
 /** The current stamp of a project's schema on a connection: equal stamps, same schema. */
 export function schemaGeneration(client: Database, projectGid: string): string {
+  // Most requests change nothing: while the connection's total count holds, the stamp made at
+  // that total stands (five counts and a string less per call; init asks for it several times).
+  const total = changeTotal(client);
+  let byProject = stamps.get(client);
+  if (!byProject) stamps.set(client, (byProject = new Map()));
+  const known = byProject.get(projectGid);
+  if (known?.total === total) return known.stamp;
   let serial = serials.get(client);
   if (serial === undefined) serials.set(client, (serial = ++lastSerial));
   let n = changeCount(client, "cc", "cc.projects", projectGid);
   for (const t of SCHEMA_TYPES) n += changeCount(client, projectGid, t);
-  return `${serial}.${n}`;
+  const stamp = `${serial}.${n}`;
+  // One entry per project of this connection, replaced as its stamp moves (bounded all the same).
+  if (byProject.size >= MAX_STAMPS && !known) byProject.clear();
+  byProject.set(projectGid, { total, stamp });
+  return stamp;
 }
+
+/** Per connection and project: the last stamp made and the connection's total count it was made at. */
+const stamps = new WeakMap<Database, Map<string, { total: number; stamp: string }>>();
+const MAX_STAMPS = 10_000;
 
 /**
  * Per connection and project: values computed from the schema (answers of the `get` operations,
