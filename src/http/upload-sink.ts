@@ -224,7 +224,12 @@ export class UploadSink {
     if (owned) {
       this.batch.push(bytes);
       if (!this.transfer.includes(bytes.buffer as ArrayBuffer)) this.transfer.push(bytes.buffer as ArrayBuffer);
-    } else this.batch.push(new Uint8Array(bytes)); // a copy of just these bytes
+    } else {
+      // A copy of just these bytes, moved in its turn (else the message would copy it again).
+      const copy = new Uint8Array(bytes);
+      this.batch.push(copy);
+      this.transfer.push(copy.buffer);
+    }
     this.batchBytes += bytes.length;
     if (this.batchBytes >= SINK_BATCH) await this.flush();
   }
