@@ -47,11 +47,12 @@ export function setSynchronous(db: DB, synchronous: Synchronous): void {
  * commits durable too (the write-ahead log is one file), so only work that can be done again may
  * use it: a unit of a background job that is run again from the start after a crash (and its
  * progress; the job's final state is written with the configured durability), or bookkeeping of
- * files that are themselves not synced and can be made again (the row noting a transformed image). A power cut
- * may take back such commits, never a client's data. Must not be called inside an open transaction.
+ * files that are themselves not synced and can be made again (the row noting a transformed
+ * image). A power cut may take back such commits, never a client's data. Inside an open
+ * transaction `fn` simply runs: what it writes is committed with that transaction, as durably.
  */
 export function withoutSync<T>(db: DB, configured: Synchronous, fn: () => T): T {
-  if (configured === "normal") return fn();
+  if (configured === "normal" || db.$client.inTransaction) return fn();
   setSynchronous(db, "normal");
   try {
     return fn();

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { changes } from "../../src/db/changelog.table";
-import { migrate, openDatabase, type DB } from "../../src/db/connection";
+import { migrate, openDatabase, withoutSync, type DB } from "../../src/db/connection";
 import { readMeta, writeMeta } from "../../src/db/meta";
 import { afterCommit, inUnit, mutate, readOnly, untilChanged, wholeOrNothing, type Published } from "../../src/db/mutate";
 import { Hub } from "../../src/platform/sync/hub";
@@ -285,5 +285,26 @@ describe("schemaGeneration: a project's schema stamp", () => {
     const after = stamp();
     expect(after).not.toBe(before);
     expect(after).not.toBe(inside);
+  });
+});
+
+describe("withoutSync: a unit committed without a disk flush", () => {
+  const level = () => (db.$client.query("PRAGMA synchronous").get() as { synchronous: number }).synchronous;
+
+  test("outside a transaction its commit runs at NORMAL and FULL comes back after it", () => {
+    expect(level()).toBe(2);
+    const seen = withoutSync(db, "full", () => mutate(db, hub, (tx) => (writeMeta(tx, "t.nosync", "1"), level())));
+    expect(seen).toBe(1);
+    expect(level()).toBe(2);
+    expect(readMeta(db, "t.nosync")).toBe("1");
+  });
+
+  test("inside an open unit its work joins that unit, whose commit keeps the configured durability", () => {
+    mutate(db, hub, (tx) => {
+      withoutSync(db, "full", () => mutate(db, hub, (inner) => writeMeta(inner, "t.joined", "1")));
+      expect(level()).toBe(2);
+      expect(readMeta(tx, "t.joined")).toBe("1");
+    });
+    expect(readMeta(db, "t.joined")).toBe("1");
   });
 });

@@ -410,10 +410,8 @@ class Reporter implements Progress {
       // A flush here, on the thread that answers requests, waited as long as the disk was busy
       // (during a long job, up to 0.9 s behind a checkpoint's flush of the database file).
       // The final state is written with the configured durability (the runner's own write).
-      // (Inside a caller's open transaction the write simply joins it, with its durability.)
-      const write = () => mutate(this.ctx.db, this.ctx.hub, (tx, log) => writeJob(tx, log, this.job.token, { info: { ...this.info } }));
-      if (this.ctx.db.$client.inTransaction) write();
-      else withoutSync(this.ctx.db, this.ctx.config.sqliteSynchronous, write);
+      // (Inside a caller's open transaction the write joins it, with that transaction's durability.)
+      withoutSync(this.ctx.db, this.ctx.config.sqliteSynchronous, () => mutate(this.ctx.db, this.ctx.hub, (tx, log) => writeJob(tx, log, this.job.token, { info: { ...this.info } })));
     } catch (err) {
       this.ctx.log.warn(`job ${this.job.token}: progress not written`, { error: String(err) });
     }
