@@ -151,13 +151,13 @@ export function createFromImage(file: string): boolean {
  * through drizzle's own migrator, fed from the embedded copy instead of a folder on disk.
  */
 export function migrate(db: DB, opts: { baseline?: boolean } = {}): number {
+  const before = journal(db);
   const newest = embeddedMigrations.at(-1)?.when;
-  if (newest !== undefined && (newestApplied(db) ?? -Infinity) >= newest) return 0;
-  const before = appliedCount(db);
+  if (newest !== undefined && (before.newest ?? -Infinity) >= newest) return 0;
   const meta = migrationsMeta();
   if (opts.baseline !== false) applyBaseline(db, meta);
   (db as any).dialect.migrate(meta, (db as any).session, {});
-  return appliedCount(db) - before;
+  return journal(db).count - before.count;
 }
 
 /**
@@ -184,22 +184,16 @@ function isEmpty(sqlite: Database): boolean {
   return (sqlite.query("SELECT count(*) AS n FROM sqlite_master").get() as { n: number }).n === 0;
 }
 
-/** The `created_at` of the newest migration in drizzle's journal (as its migrator reads it), if any. */
-function newestApplied(db: DB): number | undefined {
+/**
+ * drizzle's journal: how many migrations it holds and the `created_at` of the newest (as its
+ * migrator reads it); none before the journal table exists.
+ */
+function journal(db: DB): { count: number; newest: number | undefined } {
   try {
-    const row = db.$client.query("SELECT created_at FROM __drizzle_migrations ORDER BY created_at DESC LIMIT 1").get() as { created_at: unknown } | null;
-    return row ? Number(row.created_at) : undefined;
+    const row = db.$client.query("SELECT count(*) AS n, max(created_at) AS newest FROM __drizzle_migrations").get() as { n: number; newest: unknown };
+    return { count: row.n, newest: row.newest === null ? undefined : Number(row.newest) };
   } catch {
-    return undefined; // no journal yet
-  }
-}
-
-function appliedCount(db: DB): number {
-  try {
-    const row = db.$client.query("SELECT count(*) AS n FROM __drizzle_migrations").get() as { n: number } | null;
-    return row?.n ?? 0;
-  } catch {
-    return 0;
+    return { count: 0, newest: undefined }; // no journal yet
   }
 }
 
