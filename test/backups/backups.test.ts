@@ -404,6 +404,8 @@ describe("permanent deletion during a backup", () => {
           set: (i) => progress.set(i),
           total: (n) => progress.total(n),
           yield: () => progress.yield(),
+          resume: progress.resume,
+          save: (tx, state) => progress.save(tx, state),
           step: async (n) => {
             await Bun.sleep(25);
             return progress.step(n);

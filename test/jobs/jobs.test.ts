@@ -9,7 +9,7 @@ import { verificationCodes } from "../../src/features/account/account.table";
 import { unprocessable } from "../../src/core/errors";
 import { features, housekeepingTasks, type Feature } from "../../src/features";
 import { pruneChangeLog } from "../../src/features/sync/sync.service";
-import type { JobKind } from "../../src/platform/jobs/runner";
+import { jobObject, type JobKind } from "../../src/platform/jobs/runner";
 import { listSchedules, runHousekeeping } from "../../src/platform/jobs/schedules";
 import { TestServer, until } from "../helpers/server";
 
@@ -26,6 +26,18 @@ registerJob("test.count", async (_ctx, job, progress) => {
     await progress.step();
   }
   return { counted: n };
+});
+// Counts like test.count, saving after each unit how far it got, and goes on from there when run again.
+registerJob("test.resume", async (ctx, job, progress) => {
+  const n = Number(job.params.n ?? 5);
+  const from = (progress.resume as { i: number } | undefined)?.i ?? 0;
+  progress.total(n);
+  for (let i = from; i < n; i++) {
+    await Bun.sleep(Number(job.params.ms ?? 20));
+    mutate(ctx.db, undefined, (tx) => progress.save(tx, { i: i + 1 }));
+    await progress.step();
+  }
+  return { resumed_at: from };
 });
 registerJob("test.fail", async () => {
   throw unprocessable("The job failed on purpose");
@@ -207,6 +219,33 @@ describe("restart and housekeeping", () => {
       });
       expect(job.attempts).toBe(2);
       expect(job.info.counted).toBe(40);
+    } finally {
+      await s.stop();
+    }
+  });
+
+  test("a job that saves where it stands goes on from there after a stop, and a job row never shows what it saved", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "apis-jobs-"));
+    let s = await TestServer.start({ "job-stop-grace": "0" }, dir, withTestJobs);
+    const u = await s.user("erin");
+    const token = s.ctx.jobs.enqueue({ kind: "test.resume", userGid: u.gid, params: { n: 40, ms: 25 } });
+    await until(() => {
+      const j = s.ctx.jobs.get(token);
+      return j?.status === "processing" && typeof j.info.remaining === "number" && j.info.remaining < 40;
+    }, undefined, "the job to be part-way");
+    await s.stop(true);
+    s = await TestServer.start({ "job-stop-grace": "0" }, dir, withTestJobs);
+    try {
+      const job = await until(() => {
+        const j = s.ctx.jobs.get(token);
+        return j?.status === "done" ? j : undefined;
+      });
+      expect(job.attempts).toBe(2);
+      expect(job.info.resumed_at).toBeGreaterThan(0);
+      expect(job.info.resumed_at).toBeLessThan(40);
+      expect(job.resume).toEqual({ i: 40 });
+      // The job object of jobs/get and the sync items: status and info, never the saved state.
+      expect(Object.keys(jobObject(job)).sort()).toEqual(["created_on", "info", "job", "project_gid", "status", "updated_on"]);
     } finally {
       await s.stop();
     }

@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { until } from "../helpers/server";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { SLOW_TEST_MS, TestServer, until } from "../helpers/server";
 import { recordsWorld } from "./helpers";
 import { insertRecordIn, mustRecord, recordsWrite } from "../../src/features/records/records.service";
 import { FOLLOW_INLINE } from "../../src/features/records/follow.service";
@@ -77,3 +80,46 @@ describe("records follow a commit touching many records as a job", () => {
   }, 60_000);
 });
 
+
+describe("a follow job interrupted by a stop", () => {
+  test("goes on after the restart from where it stopped: values it converted before the stop are kept, not converted again", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "apis-follow-"));
+    const v = await recordsWorld({ "job-stop-grace": "0" }, dir);
+    const ids: number[] = [];
+    const actor = { userGid: v.owner.gid, kind: "person" as const };
+    const holder = await v.create(v.root, { en: { name: "Holder" } });
+    // Enough records that the job is still running when the test sees its first progress.
+    recordsWrite(v.srv.ctx, actor, v.project, (tx, _log, view, touch) => {
+      const parent = mustRecord(tx, v.project, holder);
+      for (let i = 0; i < 3000; i++) ids.push(insertRecordIn(tx, view, touch, { parent, definition: v.article, vals: { "*": { [v.f.artnr]: `A${i}` } }, ordering: "ord" }).id);
+    });
+    // Shared → localized: a value converted a second time would be lost (it is no longer in the shared slot).
+    await v.okr("fields/modify", { field: v.f.artnr, is_localized: true });
+    // Stopped as soon as the job's first unit of work has committed (its records' sync items).
+    let stopped: Promise<void> | undefined;
+    const unsubscribe = v.srv.ctx.hub.subscribe((items) => {
+      if (!stopped && items.some((i) => i.data_type === "records")) stopped = v.srv.stop(true);
+    });
+    const [token] = (await v.okr("fields/commit", { field: v.f.artnr })).result["job.tokens"];
+    await until(() => stopped !== undefined, undefined, "the job's first unit");
+    await stopped;
+    unsubscribe();
+    const s = await TestServer.start({ "job-stop-grace": "0" }, dir);
+    try {
+      const job = await until(() => {
+        const j = s.ctx.jobs.get(token);
+        return j?.status === "done" ? j : undefined;
+      });
+      expect(job.attempts).toBe(2);
+      expect(job.info).toMatchObject({ records: ids.length, losing_values: 0, remaining: 0 });
+      const rows = s.ctx.db.$client.query(`SELECT id, vals FROM records WHERE id IN (${ids.join(",")}) ORDER BY id`).all() as { id: number; vals: string }[];
+      const wrong = rows.filter((r, i) => {
+        const vals = JSON.parse(r.vals);
+        return ["en", "nl", "de"].some((l) => vals[l]?.[v.f.artnr] !== `A${i}`) || vals["*"]?.[v.f.artnr] !== undefined;
+      });
+      expect(wrong.map((r) => r.id)).toEqual([]);
+    } finally {
+      await s.stop();
+    }
+  }, SLOW_TEST_MS);
+});

@@ -6,8 +6,8 @@ import { schemaWorld, type U } from "../schema/helpers";
  * A project with three languages (en, nl, de), two orderings, two channels, a small schema
  * (fields of several types, a `group` definition offering `article` for children) and an API user.
  */
-export async function recordsWorld() {
-  const w = await schemaWorld();
+export async function recordsWorld(flags: Record<string, string> = {}, dataDir?: string) {
+  const w = await schemaWorld(flags, dataDir);
   w.srv.ctx.db
     .update(projects)
     .set({

@@ -3,8 +3,8 @@ import { TestServer } from "../helpers/server";
 export type U = { gid: string; token: string };
 
 /** A server with a project owned by `owner`, a member `bob` and a `stranger`, plus small call helpers. */
-export async function schemaWorld() {
-  const srv = await TestServer.start();
+export async function schemaWorld(flags: Record<string, string> = {}, dataDir?: string) {
+  const srv = await TestServer.start(flags, dataDir);
   const [owner, bob, stranger] = await Promise.all([srv.user("olivia"), srv.user("bob"), srv.user("stranger")]);
   const project = await srv.project(owner.token, "Catalogue");
   srv.addMember(project, bob.gid);

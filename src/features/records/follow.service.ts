@@ -254,6 +254,23 @@ class Affected {
     return out;
   }
 
+  /**
+   * Where the cursor stands, by record ids: the definition it is in and the last id handled there,
+   * and the last holder outside the definitions handled (0: none yet). Ids, not places in the
+   * holder list: after a restart that list is found again, and may have changed.
+   */
+  position(): FollowPosition {
+    return { definition: this.di, after: this.after, other: this.oi > 0 ? this.others[this.oi - 1]! : 0 };
+  }
+
+  /** Puts the cursor where a `position` of an earlier run of the same job stood. */
+  resume(p: FollowPosition): void {
+    this.di = Math.min(p.definition, this.defs.length);
+    this.after = p.after;
+    const next = this.others.findIndex((id) => id > p.other);
+    this.oi = p.other === 0 ? 0 : next < 0 ? this.others.length : next;
+  }
+
   /** Moves the cursor past a row `next` returned. */
   advance(row: { id: number; at: number }): void {
     if (row.at < this.defs.length) {
@@ -265,6 +282,10 @@ class Affected {
     }
   }
 }
+
+/** Where a `records_follow_schema` job stands (saved with every unit of work, see the job). */
+type FollowPosition = { definition: number; after: number; other: number };
+type FollowSaved = { at: FollowPosition; done: number; followed: number; lost: number };
 
 function followOf(change: SchemaChange): Follow {
   const f: Follow = { dropped: change.droppedFields, definitions: change.definitions };
@@ -386,7 +407,7 @@ const mergeHolders = new WeakMap<object, number>();
  * (fewer passes over the index than by 4, so the job is no slower than before). If a step falls
  * behind, FTS5's own limit (`crisismerge`, 16 segments of a level) still merges inside a commit.
  * The settings are stored in the index; the last holder puts `automerge` back, and a job cut off
- * by a crash runs again from the start at the next start-up and puts it back when it ends.
+ * by a crash runs again at the next start-up and puts it back when it ends.
  */
 function ftsMergesAside(ctx: Ctx): { step(): void; release(): void } {
   const client = ctx.db.$client;
@@ -426,7 +447,15 @@ export const followSchemaJob: JobKind = { async handler(ctx, job, progress) {
   const projectGid = job.projectGid!;
   const read = <T>(fn: (tx: Tx) => T): T => mutate(ctx.db, undefined, fn);
   const all = await Affected.inSlices(read, projectGid, follow, SCAN_SLICE, () => progress.yield());
-  progress.total(read((tx) => all.total(tx)));
+  // Run again after an interruption: on from where the last committed unit left the cursor. The
+  // records before it were converted already, and converting a value twice is not safe (a value
+  // moved from the shared slot into the languages would find the shared slot empty and be lost).
+  const saved = progress.resume as FollowSaved | undefined;
+  if (saved) all.resume(saved.at);
+  let done = saved?.done ?? 0;
+  const total = read((tx) => all.total(tx));
+  progress.total(total);
+  if (done) progress.set({ remaining: Math.max(0, total - done) });
   // The project row (its languages) is read again only when the project's schema or settings changed.
   let known: { stamp: string; project: Project | undefined } | undefined;
   const projectOf = (tx: Tx) => {
@@ -434,8 +463,8 @@ export const followSchemaJob: JobKind = { async handler(ctx, job, progress) {
     if (known?.stamp !== stamp) known = { stamp, project: getProject(tx, projectGid) };
     return known.project;
   };
-  let followed = 0;
-  let lost = 0;
+  let followed = saved?.followed ?? 0;
+  let lost = saved?.lost ?? 0;
   // Milliseconds per record, measured: starts cautious, then follows the units' own times.
   let perRecord = 1;
   // The job writes several pages of log per record: the checkpoints they call for run in a thread
@@ -449,9 +478,9 @@ export const followSchemaJob: JobKind = { async handler(ctx, job, progress) {
       const t0 = performance.now();
       const deadline = t0 + CHUNK_MS;
       // Without a disk flush per unit: the checkpoint thread syncs the log about every 100 ms, and the
-      // progress written at most every PROGRESS_INTERVAL_MS and the job's final state are written
-      // with the configured durability (a sync of the log covers every unit before it). After a
-      // crash the job starts over.
+      // job's final state is written with the configured durability (a sync of the log covers every
+      // unit before it). After a crash the job goes on from the last unit that reached the disk
+      // (the position each unit saves with its writes, below).
       const n = withoutSync(ctx.db, ctx.config.sqliteSynchronous, () => mutate(ctx.db, ctx.hub, (tx, log: ChangeLog) => {
         const project = projectOf(tx);
         if (!project) return 0;
@@ -463,6 +492,9 @@ export const followSchemaJob: JobKind = { async handler(ctx, job, progress) {
         touch.flush(log);
         lost += r.lost;
         followed += r.followed;
+        done += r.done;
+        // Committed with the unit's own writes, or not at all.
+        progress.save(tx, { at: all.position(), done, followed, lost } satisfies FollowSaved);
         return r.done;
       }));
       if (!n) break;

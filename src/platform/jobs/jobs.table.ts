@@ -23,6 +23,11 @@ export const jobs = sqliteTable(
     updatedOn: real("updated_on").notNull(),
     startedOn: real("started_on"),
     finishedOn: real("finished_on"),
+    /**
+     * Where the job goes on from when it runs again after an interruption: what its handler saved
+     * with its last committed unit of work (`progress.save`), null until it saves something.
+     */
+    resume: text("resume", { mode: "json" }).$type<unknown>(),
   },
   (t) => [index("jobs_status_created").on(t.status, t.createdOn), index("jobs_project").on(t.projectGid)],
 );

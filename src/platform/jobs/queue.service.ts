@@ -103,6 +103,15 @@ export function getJob(tx: Tx, token: string): Job | undefined {
   return tx.select().from(jobs).where(eq(jobs.token, token)).get();
 }
 
+/**
+ * Saves where a running job would go on from after an interruption, in the caller's transaction
+ * (the one of the unit of work it describes, so both are committed or neither). Bookkeeping of the
+ * runner: no sync item, and never part of the job object clients see.
+ */
+export function saveResume(tx: Tx, token: string, state: unknown): void {
+  tx.update(jobs).set({ resume: state }).where(eq(jobs.token, token)).run();
+}
+
 /** Jobs of a project that are queued or running, optionally of some kinds. */
 export function activeJobs(tx: Tx, projectGid: string, kinds?: string[]): Job[] {
   const where = [eq(jobs.projectGid, projectGid), inArray(jobs.status, ["queued", "processing"])];

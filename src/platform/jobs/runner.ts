@@ -3,7 +3,7 @@ import { now } from "../../core/ids";
 import { afterCommit, mutate, type ChangeLog } from "../../db/mutate";
 import { withoutSync, type Tx } from "../../db/connection";
 import type { Ctx } from "../context";
-import { getJob, insertJob, jobsIn, writeJob, type EnqueueSpec, type Job, type JobQueue } from "./queue.service";
+import { getJob, insertJob, jobsIn, saveResume, writeJob, type EnqueueSpec, type Job, type JobQueue } from "./queue.service";
 
 export type { EnqueueSpec, Job, JobObject, JobStatus } from "./queue.service";
 export { jobObject } from "./queue.service";
@@ -26,14 +26,26 @@ export interface Progress {
   step(n?: number): Promise<void>;
   /** Yields and checks for shutdown without counting. */
   yield(): Promise<void>;
+  /**
+   * What this job's last run saved (`save`) before it was interrupted; undefined on a first run
+   * or when it saved nothing. A handler that saves goes on from here instead of starting over.
+   */
+  readonly resume: unknown;
+  /**
+   * Saves where the job stands, in the transaction `tx` of the unit of work that got it there: if
+   * that unit commits, a run after an interruption finds it in `resume`; if not, nothing is saved.
+   */
+  save(tx: Tx, state: unknown): void;
 }
 
 /**
  * A job kind's work. It gets the instance, the job row (`job.params` holds what `enqueue` was
  * given) and the progress reporter; what it returns is merged into the final `info`. Throwing
  * rejects the job with `info.error` (an ApiError's message and code; other errors are logged and
- * reported as an internal error). Handlers must be safe to run again from the start: a job
- * interrupted by a crash or a stop is re-queued and started over.
+ * reported as an internal error). A job interrupted by a crash or a stop is re-queued and run
+ * again: from the start, so handlers must be safe to run again, unless the handler saved where it
+ * stood with each unit of work (`progress.save`, read back as `progress.resume`). A handler whose
+ * work is not safe to repeat (a conversion of values that cannot be converted twice) must save.
  */
 export type JobHandler = (ctx: Ctx, job: Job, progress: Progress) => Promise<Record<string, unknown> | void> | Record<string, unknown> | void;
 
@@ -351,6 +363,8 @@ class Reporter implements Progress {
   private dirty = false;
   private finished = false;
 
+  readonly resume: unknown;
+
   constructor(
     private readonly ctx: Ctx,
     private readonly job: Job,
@@ -358,6 +372,11 @@ class Reporter implements Progress {
   ) {
     this.info = { ...(job.info ?? {}) };
     this.lastSent = Date.now();
+    this.resume = job.resume ?? undefined;
+  }
+
+  save(tx: Tx, state: unknown): void {
+    saveResume(tx, this.job.token, state);
   }
 
   set(info: Record<string, unknown>): void {
