@@ -1,5 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { until } from "../helpers/server";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { insertRecordIn, mustRecord, recordsWrite } from "../../src/features/records/records.service";
+import { SLOW_TEST_MS, TestServer, until } from "../helpers/server";
 import { recordsWorld } from "./helpers";
 
 let w: Awaited<ReturnType<typeof recordsWorld>>;
@@ -121,4 +125,44 @@ describe("records/bulk operations as jobs", () => {
     expect(rec.fields.en).toEqual({ name: "Bulk item 10", artnr: "B10", stock: null });
     expect((await w.api("records/bulk/channels/set", { selection: sel, channels: ["nope"], enabled: true })).status).toBe(422);
   });
+});
+
+describe("a bulk job interrupted by a stop", () => {
+  test("goes on after the restart from its last committed unit: every selected record is duplicated once, none twice", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "apis-bulk-"));
+    const v = await recordsWorld({ "job-stop-grace": "0" }, dir);
+    const actor = { userGid: v.owner.gid, kind: "person" as const };
+    const holder = await v.create(v.root, { en: { name: "Originals" } });
+    const sel: string[] = [];
+    recordsWrite(v.srv.ctx, actor, v.project, (tx, _log, view, touch) => {
+      const parent = mustRecord(tx, v.project, holder);
+      for (let i = 0; i < 400; i++) sel.push(insertRecordIn(tx, view, touch, { parent, definition: v.article, vals: { "*": { [v.f.artnr]: `D${i}` } }, ordering: "ord" }).gid);
+    });
+    // Stopped as soon as the job's first unit of work has committed (its records' sync items).
+    let stopped: Promise<void> | undefined;
+    const unsubscribe = v.srv.ctx.hub.subscribe((items) => {
+      if (!stopped && items.some((i) => i.data_type === "records")) stopped = v.srv.stop(true);
+    });
+    const token = (await v.okr("records/bulk/duplicate", { selection: sel, ordering: "ord" })).result["job.token"];
+    await until(() => stopped !== undefined, undefined, "the job's first unit");
+    await stopped;
+    unsubscribe();
+    const s = await TestServer.start({ "job-stop-grace": "0" }, dir);
+    try {
+      const job = await until(() => {
+        const j = s.ctx.jobs.get(token);
+        return j?.status === "done" ? j : undefined;
+      });
+      expect(job.attempts).toBe(2);
+      expect(job.info).toMatchObject({ done: sel.length, skipped: 0, remaining: 0 });
+      // Each value twice under the holder: the original and one duplicate.
+      const counts = s.ctx.db.$client
+        .query(`SELECT json_extract(vals, '$."*"."${v.f.artnr}"') AS v, count(*) AS n FROM records WHERE parent = ? AND status != 'deleted' GROUP BY v`)
+        .all(holder) as { v: string; n: number }[];
+      expect(counts.length).toBe(sel.length);
+      expect(counts.filter((c) => c.n !== 2)).toEqual([]);
+    } finally {
+      await s.stop();
+    }
+  }, SLOW_TEST_MS);
 });

@@ -239,34 +239,50 @@ export function startRecordsBulk(ctx: Ctx, actor: Actor, projectGid: string, op:
 /** About how long a bulk job works in one transaction before it commits and lets requests in. */
 const BULK_UNIT_MS = 10;
 
+/** Where a bulk job stands, saved with every unit of work (see bulkJob). */
+type BulkSaved = { next: number; done: number; skipped: number; skippedItems: { gid: string; reason: string }[]; state: Params };
+/** Skipped records listed in a bulk job's result (the count is of all). */
+const SKIPPED_LISTED = 100;
+
 /**
  * The job of one bulk operation, as the user who asked. Records are handled in units of about
  * BULK_UNIT_MS, one transaction each (with synchronous=FULL every commit waits for the disk, which
  * once per record made a large job wait on it thousands of times); each record runs in its own
  * savepoint inside the unit, so a record that is refused is skipped alone and the others stay.
+ * Each unit saves how far the job got with its own writes (`progress.save`): a job interrupted by
+ * a stop or a crash goes on after the last committed unit, so no record is duplicated, copied or
+ * linked twice.
  */
 function bulkJob(op: BulkOp, spec: Op): JobKind {
   return {
     async handler(ctx, job, progress) {
       const { actor, gids, params } = job.params as { actor: Actor; gids: string[]; params: Params };
       if (op === "permanent_delete") return permanentlyRemove(ctx, actor, job.projectGid!, gids, progress);
+      const saved = progress.resume as BulkSaved | undefined;
+      let next = saved?.next ?? 0;
+      let done = saved?.done ?? 0;
+      let skipped = saved?.skipped ?? 0;
+      const skippedItems = saved?.skippedItems ?? [];
+      const state: Params = saved?.state ?? { errors: 0 };
       progress.total(gids.length);
-      const skipped: { gid: string; reason: string }[] = [];
-      const state: Params = { errors: 0 };
-      let done = 0;
-      for (let next = 0; next < gids.length; ) {
+      if (next) progress.set({ remaining: Math.max(0, gids.length - next) });
+      while (next < gids.length) {
         const from = next;
         const deadline = performance.now() + BULK_UNIT_MS;
-        mutate(ctx.db, ctx.hub, () => {
+        mutate(ctx.db, ctx.hub, (tx) => {
           // The unit's records share the access facts and the schema view, as a batch's steps do
           // (a definition set may give a record its own definition: then each reads them afresh).
           if (op !== "definition/set") startUnitMemo(ctx.db);
           // Read once per unit: nothing else writes inside its transaction, and no record operation removes users.
           const gone = !getUser(ctx.db, actor.userGid);
+          const skip = (gid: string, reason: string) => {
+            skipped++;
+            if (skippedItems.length < SKIPPED_LISTED) skippedItems.push({ gid, reason });
+          };
           do {
             const gid = gids[next++]!;
             if (gone) {
-              skipped.push({ gid, reason: "The user who started the job is gone" });
+              skip(gid, "The user who started the job is gone");
               continue;
             }
             try {
@@ -274,13 +290,15 @@ function bulkJob(op: BulkOp, spec: Op): JobKind {
               done++;
             } catch (err) {
               if (!(err instanceof ApiError)) throw err;
-              skipped.push({ gid, reason: String((err.info as { reason?: string }).reason ?? err.message) });
+              skip(gid, String((err.info as { reason?: string }).reason ?? err.message));
             }
           } while (next < gids.length && performance.now() < deadline);
+          // Committed with the unit's own writes, or not at all.
+          progress.save(tx, { next, done, skipped, skippedItems, state } satisfies BulkSaved);
         });
         await progress.step(next - from);
       }
-      return { done, skipped: skipped.length, ...(op === "update" ? { validation_errors: state.errors } : {}), ...(skipped.length ? { skipped_items: skipped.slice(0, 100) } : {}) };
+      return { done, skipped, ...(op === "update" ? { validation_errors: state.errors } : {}), ...(skipped ? { skipped_items: skippedItems } : {}) };
     },
   };
 }
