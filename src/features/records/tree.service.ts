@@ -346,21 +346,35 @@ export function permanentDeleteRecord(ctx: Ctx, actor: Actor, projectGid: string
   });
 }
 
-/** Removes deleted records one transaction each (bulk and single permanent deletion share it). */
-export async function permanentlyRemove(ctx: Ctx, actor: Actor, projectGid: string, gids: string[], progress: Pick<Progress, "total" | "step">): Promise<Record<string, unknown>> {
+/**
+ * Removes deleted records one transaction each (bulk and single permanent deletion share it). Each
+ * transaction saves how far it got (`progress.save`): after a stop or a crash the job goes on with
+ * the next record, so the records removed before are counted as removed, not as missing.
+ */
+export async function permanentlyRemove(ctx: Ctx, actor: Actor, projectGid: string, gids: string[], progress: Pick<Progress, "total" | "step" | "set" | "resume" | "save">): Promise<Record<string, unknown>> {
+  type Saved = { next: number; removed: number; skipped: number; skippedItems: { gid: string; reason: string }[] };
+  const saved = progress.resume as Saved | undefined;
+  let removed = saved?.removed ?? 0;
+  let skipped = saved?.skipped ?? 0;
+  const skippedItems = saved?.skippedItems ?? [];
   progress.total(gids.length);
-  let removed = 0;
-  const skipped: { gid: string; reason: string }[] = [];
-  for (const gid of gids) {
+  if (saved) progress.set({ remaining: Math.max(0, gids.length - saved.next) });
+  for (let i = saved?.next ?? 0; i < gids.length; i++) {
+    const gid = gids[i]!;
     recordsWrite(ctx, actor, projectGid, (tx, _log, view, touch) => {
+      const skip = (reason: string) => {
+        skipped++;
+        if (skippedItems.length < 100) skippedItems.push({ gid, reason });
+      };
       const rec = recordRow(tx, projectGid, gid);
-      if (!rec) return skipped.push({ gid, reason: "Record doesn't exist" });
-      if (rec.status !== DELETED) return skipped.push({ gid, reason: "The record is not deleted" });
-      removed += removeRecordIn(tx, view, touch, rec);
+      if (!rec) skip("Record doesn't exist");
+      else if (rec.status !== DELETED) skip("The record is not deleted");
+      else removed += removeRecordIn(tx, view, touch, rec);
+      progress.save(tx, { next: i + 1, removed, skipped, skippedItems } satisfies Saved);
     });
     await progress.step(1);
   }
-  return { removed, skipped: skipped.length, ...(skipped.length ? { skipped_items: skipped.slice(0, 100) } : {}) };
+  return { removed, skipped, ...(skipped ? { skipped_items: skippedItems } : {}) };
 }
 
 /** The `permanent_delete_record` job of `records/permanent_delete`. */
