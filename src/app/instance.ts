@@ -58,7 +58,13 @@ export function openInstance(
  * server does it just after it listens (`versionNoteLater`): as the first write and the first
  * query through drizzle of the process it took about 6 ms of cold code before the first answer.
  * Not synced on its own (lost to a power cut, it is simply noted again at the next start).
+ * A database that refuses the write (a full disk, a read-only file) gets a warning, not an error:
+ * the server goes on (its health check says what is wrong), and the next start notes it.
  */
 export function noteVersion(ctx: Ctx): void {
-  if (withoutSync(ctx.db, ctx.config.sqliteSynchronous, () => announceVersion(ctx.db, ctx.hub, VERSION))) ctx.log.info(`updated to ${VERSION}`);
+  try {
+    if (withoutSync(ctx.db, ctx.config.sqliteSynchronous, () => announceVersion(ctx.db, ctx.hub, VERSION))) ctx.log.info(`updated to ${VERSION}`);
+  } catch (err) {
+    ctx.log.warn("the version could not be noted in the database; it is noted at the next start", { error: String((err as Error)?.message ?? err) });
+  }
 }

@@ -178,7 +178,12 @@ export class JobRunner implements JobQueue {
       clearTimeout(this.pending);
       this.pending = this.begin = undefined;
       if (this.stopping) return;
-      this.recover();
+      try {
+        this.recover();
+      } catch (err) {
+        // A database refusing writes (a full disk): the jobs stay `processing` until a start that can re-queue them.
+        this.ctx.log.error("job runner could not re-queue interrupted jobs", { error: String((err as Error)?.stack ?? err) });
+      }
       for (let i = 0; i < this.ctx.config.workers; i++) this.workers.push(this.work());
       opts.onStarted?.();
     };
