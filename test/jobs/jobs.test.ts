@@ -200,23 +200,35 @@ describe("job runner", () => {
 });
 
 describe("restart and housekeeping", () => {
-  test("a job interrupted by a stop is re-queued and finishes after the restart", async () => {
+  /**
+   * Queues a job of `kind` on a server over a fresh folder, stops that server once the job's
+   * progress shows units done (long before its 40 units of 25 ms end), starts a new one over the
+   * same folder and waits for the job to be done there. Answers the job row and the new server.
+   */
+  async function interrupted(kind: string, username: string) {
     const dir = mkdtempSync(join(tmpdir(), "apis-jobs-"));
-    let s = await TestServer.start({ "job-stop-grace": "0" }, dir, withTestJobs);
-    const u = await s.user("dora");
-    const token = s.ctx.jobs.enqueue({ kind: "test.count", userGid: u.gid, params: { n: 40, ms: 25 } });
-    // Stopped part-way: once its progress shows units done (and long before its 40 units end).
+    const first = await TestServer.start({ "job-stop-grace": "0" }, dir, withTestJobs);
+    const u = await first.user(username);
+    const token = first.ctx.jobs.enqueue({ kind, userGid: u.gid, params: { n: 40, ms: 25 } });
     await until(() => {
-      const j = s.ctx.jobs.get(token);
+      const j = first.ctx.jobs.get(token);
       return j?.status === "processing" && typeof j.info.remaining === "number" && j.info.remaining < 40;
     }, undefined, "the job to be part-way");
-    await s.stop(true);
-    s = await TestServer.start({ "job-stop-grace": "0" }, dir, withTestJobs);
+    await first.stop(true);
+    const s = await TestServer.start({ "job-stop-grace": "0" }, dir, withTestJobs);
+    const job = await until(() => {
+      const j = s.ctx.jobs.get(token);
+      return j?.status === "done" ? j : undefined;
+    }).catch(async (err) => {
+      await s.stop();
+      throw err;
+    });
+    return { job, s };
+  }
+
+  test("a job interrupted by a stop is re-queued and finishes after the restart", async () => {
+    const { job, s } = await interrupted("test.count", "dora");
     try {
-      const job = await until(() => {
-        const j = s.ctx.jobs.get(token);
-        return j?.status === "done" ? j : undefined;
-      });
       expect(job.attempts).toBe(2);
       expect(job.info.counted).toBe(40);
     } finally {
@@ -225,21 +237,8 @@ describe("restart and housekeeping", () => {
   });
 
   test("a job that saves where it stands goes on from there after a stop, and a job row never shows what it saved", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "apis-jobs-"));
-    let s = await TestServer.start({ "job-stop-grace": "0" }, dir, withTestJobs);
-    const u = await s.user("erin");
-    const token = s.ctx.jobs.enqueue({ kind: "test.resume", userGid: u.gid, params: { n: 40, ms: 25 } });
-    await until(() => {
-      const j = s.ctx.jobs.get(token);
-      return j?.status === "processing" && typeof j.info.remaining === "number" && j.info.remaining < 40;
-    }, undefined, "the job to be part-way");
-    await s.stop(true);
-    s = await TestServer.start({ "job-stop-grace": "0" }, dir, withTestJobs);
+    const { job, s } = await interrupted("test.resume", "erin");
     try {
-      const job = await until(() => {
-        const j = s.ctx.jobs.get(token);
-        return j?.status === "done" ? j : undefined;
-      });
       expect(job.attempts).toBe(2);
       expect(job.info.resumed_at).toBeGreaterThan(0);
       expect(job.info.resumed_at).toBeLessThan(40);

@@ -3,8 +3,8 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { insertRecordIn, mustRecord, recordsWrite } from "../../src/features/records/records.service";
-import { SLOW_TEST_MS, TestServer, until } from "../helpers/server";
-import { recordsWorld } from "./helpers";
+import { SLOW_TEST_MS, until } from "../helpers/server";
+import { interruptedJob, recordsWorld } from "./helpers";
 
 let w: Awaited<ReturnType<typeof recordsWorld>>;
 let g1 = "";
@@ -138,21 +138,8 @@ describe("a bulk job interrupted by a stop", () => {
       const parent = mustRecord(tx, v.project, holder);
       for (let i = 0; i < 400; i++) sel.push(insertRecordIn(tx, view, touch, { parent, definition: v.article, vals: { "*": { [v.f.artnr]: `D${i}` } }, ordering: "ord" }).gid);
     });
-    // Stopped as soon as the job's first unit of work has committed (its records' sync items).
-    let stopped: Promise<void> | undefined;
-    const unsubscribe = v.srv.ctx.hub.subscribe((items) => {
-      if (!stopped && items.some((i) => i.data_type === "records")) stopped = v.srv.stop(true);
-    });
-    const token = (await v.okr("records/bulk/duplicate", { selection: sel, ordering: "ord" })).result["job.token"];
-    await until(() => stopped !== undefined, undefined, "the job's first unit");
-    await stopped;
-    unsubscribe();
-    const s = await TestServer.start({ "job-stop-grace": "0" }, dir);
+    const { job, srv: s } = await interruptedJob(v.srv, dir, async () => (await v.okr("records/bulk/duplicate", { selection: sel, ordering: "ord" })).result["job.token"]);
     try {
-      const job = await until(() => {
-        const j = s.ctx.jobs.get(token);
-        return j?.status === "done" ? j : undefined;
-      });
       expect(job.attempts).toBe(2);
       expect(job.info).toMatchObject({ done: sel.length, skipped: 0, remaining: 0 });
       // Each value twice under the holder: the original and one duplicate.

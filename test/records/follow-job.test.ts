@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { SLOW_TEST_MS, TestServer, until } from "../helpers/server";
-import { recordsWorld } from "./helpers";
+import { SLOW_TEST_MS, until } from "../helpers/server";
+import { interruptedJob, recordsWorld } from "./helpers";
 import { insertRecordIn, mustRecord, recordsWrite } from "../../src/features/records/records.service";
 import { FOLLOW_INLINE } from "../../src/features/records/follow.service";
 
@@ -95,21 +95,8 @@ describe("a follow job interrupted by a stop", () => {
     });
     // Shared → localized: a value converted a second time would be lost (it is no longer in the shared slot).
     await v.okr("fields/modify", { field: v.f.artnr, is_localized: true });
-    // Stopped as soon as the job's first unit of work has committed (its records' sync items).
-    let stopped: Promise<void> | undefined;
-    const unsubscribe = v.srv.ctx.hub.subscribe((items) => {
-      if (!stopped && items.some((i) => i.data_type === "records")) stopped = v.srv.stop(true);
-    });
-    const [token] = (await v.okr("fields/commit", { field: v.f.artnr })).result["job.tokens"];
-    await until(() => stopped !== undefined, undefined, "the job's first unit");
-    await stopped;
-    unsubscribe();
-    const s = await TestServer.start({ "job-stop-grace": "0" }, dir);
+    const { job, srv: s } = await interruptedJob(v.srv, dir, async () => (await v.okr("fields/commit", { field: v.f.artnr })).result["job.tokens"][0]);
     try {
-      const job = await until(() => {
-        const j = s.ctx.jobs.get(token);
-        return j?.status === "done" ? j : undefined;
-      });
       expect(job.attempts).toBe(2);
       expect(job.info).toMatchObject({ records: ids.length, losing_values: 0, remaining: 0 });
       const rows = s.ctx.db.$client.query(`SELECT id, vals FROM records WHERE id IN (${ids.join(",")}) ORDER BY id`).all() as { id: number; vals: string }[];

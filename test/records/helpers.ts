@@ -1,6 +1,7 @@
 import { eq } from "drizzle-orm";
 import { projects } from "../../src/features/projects/projects.table";
 import { schemaWorld, type U } from "../schema/helpers";
+import { TestServer, until } from "../helpers/server";
 
 /**
  * A project with three languages (en, nl, de), two orderings, two channels, a small schema
@@ -58,4 +59,32 @@ export async function recordsWorld(flags: Record<string, string> = {}, dataDir?:
   const get = async (record: string, extra: Record<string, unknown> = {}) => (await w.okr("records/get", { record, ...extra })).data.records[record];
   const children = async (record: string, extra: Record<string, unknown> = {}) => (await w.okr("records/children", { record, ...extra })).result;
   return { ...w, f, article, other, group, base, apiUser, root, create, get, children };
+}
+
+/**
+ * Starts a job through `start` (which answers its token) on a server made with
+ * `"job-stop-grace": "0"` over `dataDir`, stops that server as soon as the job's first unit of work
+ * has committed (its `records` sync items are published), starts a new server over the same data
+ * and waits there for the job to be done. Answers the job row and the new server (to be stopped).
+ */
+export async function interruptedJob(srv: TestServer, dataDir: string, start: () => Promise<string>) {
+  let stopped: Promise<void> | undefined;
+  const unsubscribe = srv.ctx.hub.subscribe((items) => {
+    if (!stopped && items.some((i) => i.data_type === "records")) stopped = srv.stop(true);
+  });
+  const token = await start();
+  await until(() => stopped !== undefined, undefined, "the job's first unit");
+  await stopped;
+  unsubscribe();
+  const restarted = await TestServer.start({ "job-stop-grace": "0" }, dataDir);
+  try {
+    const job = await until(() => {
+      const j = restarted.ctx.jobs.get(token);
+      return j?.status === "done" ? j : undefined;
+    });
+    return { job, srv: restarted };
+  } catch (err) {
+    await restarted.stop();
+    throw err;
+  }
 }
