@@ -574,13 +574,18 @@ export const recordsSettingRemoved: SettingRemovedHook = (_ctx, tx, log, project
 
 /**
  * The `records_reindex` job: after a project's languages changed, every record's checks and search
- * rows are rebuilt for the current languages (500 records per unit of work).
+ * rows are rebuilt for the current languages (500 records per unit of work). Each unit saves the
+ * last record it rebuilt, so a job interrupted by a stop or a crash goes on after it.
  */
 export const reindexJob: JobKind = {
   async handler(ctx, job, progress) {
     const projectGid = job.projectGid!;
-    progress.total(mutate(ctx.db, undefined, (tx) => (db(tx).query("SELECT count(*) AS n FROM records WHERE project_gid = ?").get(projectGid) as { n: number }).n));
-    let after = 0;
+    const saved = progress.resume as { after: number; done: number } | undefined;
+    let after = saved?.after ?? 0;
+    let done = saved?.done ?? 0;
+    const total = mutate(ctx.db, undefined, (tx) => (db(tx).query("SELECT count(*) AS n FROM records WHERE project_gid = ?").get(projectGid) as { n: number }).n);
+    progress.total(total);
+    if (done) progress.set({ remaining: Math.max(0, total - done) });
     for (;;) {
       const n = mutate(ctx.db, ctx.hub, (tx) => {
         if (!getProject(tx, projectGid)) return 0;
@@ -594,6 +599,8 @@ export const reindexJob: JobKind = {
           writeSearch(tx, view, r);
         }
         after = recs.at(-1)!.id;
+        done += recs.length;
+        progress.save(tx, { after, done });
         return recs.length;
       });
       if (!n) break;
