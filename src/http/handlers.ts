@@ -15,14 +15,23 @@ function firstMissing(schema: any, value: any): string | undefined {
   return undefined;
 }
 
-/** Turns an Elysia validation error into our 400: the first missing member, or the wrong one (routes and batch steps alike). */
-export function validationToApiError(err: any): ApiError {
-  const schema = err.validator?.schema ?? err.validator;
-  const name = firstMissing(schema, err.value);
+/** One problem TypeBox found in a value (its first, as `Errors(value).First()` gives it). */
+type ValueProblem = { path?: string; message?: string; schema?: { description?: string } };
+
+/**
+ * Our 400 for a body its schema refuses: the first missing member, or the wrong one (routes and
+ * batch steps alike). The wrong value itself is never put into words.
+ */
+export function invalidBody(schema: any, value: unknown, first: ValueProblem | undefined): ApiError {
+  const name = firstMissing(schema, value);
   if (name) return missing(name);
-  const first = err.valueError ?? err.all?.[0];
   const path = String(first?.path ?? "").replace(/^\//, "").replace(/\//g, ".") || "body";
   return badRequest("Invalid parameter", { "Invalid parameter": path, expected: first?.schema?.description ?? first?.message ?? "a valid value" });
+}
+
+/** Turns an Elysia validation error (a route's own check) into our 400 (`invalidBody`). */
+export function validationToApiError(err: any): ApiError {
+  return invalidBody(err.validator?.schema ?? err.validator, err.value, err.valueError ?? err.all?.[0]);
 }
 
 /** Whether an error is the request body stream failing because the client closed the connection. */
@@ -156,5 +165,33 @@ export async function jsonBody(request: Request, contentType: string | undefined
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     throw badRequest("Malformed request body", { reason: "The body must be a JSON object" });
   }
+  settleObjects(value);
   return value;
+}
+
+/** How deep a JSON body may nest objects and arrays (the body itself is level 1). */
+export const JSON_MAX_DEPTH = 64;
+/** Members that turn an object into a string, when a JSON object has them as its own data. */
+const COERCING = ["toString", "valueOf"];
+/** What such an object turns into in text: what any other object does. */
+function plainText(this: object): string {
+  return Object.prototype.toString.call(this);
+}
+
+/**
+ * Walks a parsed body (without recursion): nesting deeper than JSON_MAX_DEPTH is a 400, before
+ * any code that walks values recursively (validation, its error messages) runs out of stack; an
+ * object with its own `toString` or `valueOf` member (data from the client, never a function) gets
+ * a hidden Symbol.toPrimitive, so that turning it into text (an error message naming the wrong
+ * value) gives "[object Object]" instead of throwing. The members stay as sent.
+ */
+function settleObjects(body: object): void {
+  const stack: [object, number][] = [[body, 1]];
+  for (let top = stack.pop(); top; top = stack.pop()) {
+    const [v, depth] = top;
+    if (depth > JSON_MAX_DEPTH) throw badRequest("Malformed request body", { reason: `The body nests objects and arrays deeper than ${JSON_MAX_DEPTH} levels`, max_depth: JSON_MAX_DEPTH });
+    const items = Array.isArray(v) ? v : Object.values(v);
+    if (!Array.isArray(v) && COERCING.some((k) => Object.hasOwn(v, k))) Object.defineProperty(v, Symbol.toPrimitive, { value: plainText });
+    for (const x of items) if (typeof x === "object" && x !== null) stack.push([x, depth + 1]);
+  }
 }

@@ -1,11 +1,11 @@
-import { Elysia, getSchemaValidator, t, ValidationError, type AnyElysia, type DocumentDecoration, type Static, type TSchema } from "elysia";
+import { Elysia, getSchemaValidator, t, type AnyElysia, type DocumentDecoration, type Static, type TSchema } from "elysia";
 import { actorOf, type Actor } from "../core/actor";
 import { answerJson, hasJsonText, type Answer } from "../core/answer";
 import { ApiError, badRequest, missing } from "../core/errors";
 import type { Ctx, ProjectOperation, ProjectRead } from "../platform/context";
 import { authMacro, requestCaller } from "./auth";
 import { answer, encodedAnswer, JSON_TYPE } from "./envelope";
-import { failureResponse, jsonBody, validationToApiError } from "./handlers";
+import { failureResponse, invalidBody, jsonBody } from "./handlers";
 import { arrivalLimit } from "./membership-limit";
 import { limiterOf } from "./ratelimit";
 import { requestId } from "./requests";
@@ -188,7 +188,9 @@ function checkedBody(op: ProjectOperation, raw: unknown): unknown {
   }
   const empty = Object.keys(body as object).length === 0;
   if (checker.isOptional && empty) return {};
-  if (!checker.Check(body)) throw validationToApiError(new ValidationError("body", checker, body));
+  // Its first problem only: Elysia's ValidationError would also work out every problem and a
+  // message naming the wrong values, which is wasted here (and a body made to trip it cost a 500).
+  if (!checker.Check(body)) throw invalidBody(checker.schema, body, checker.Errors(body).First());
   return body;
 }
 

@@ -187,6 +187,19 @@ describe("the result", () => {
     expect((await fetch(lower)).status).toBe(404);
     for (const bad of ["a%2Fb", "..", "a%5Cb"]) expect((await transform(jpg, `fit=20,20/name=${bad}`)).status).toBe(400);
   });
+
+  test("a name and key that would make a file name longer than a file system holds are a 400 saying so, and no media URL of that length is looked up", async () => {
+    // 100 × "ö" is 200 UTF-8 bytes (within the name's limit), 600 characters once encoded.
+    const r = await transform(jpg, `fit=20,20/name=${encodeURIComponent("ö".repeat(100))}`);
+    expect(r.status).toBe(400);
+    expect(r.body.result.info).toMatchObject({ option: "name" });
+    expect(r.body.result.info.reason).toContain("at most 255");
+    const long = await fetch(`${srv.url}/media/p/${project}/var/${"%25C3%25B6".repeat(100)}@k.jpg`);
+    expect(long.status).toBe(404);
+    // The longest name that fits still works.
+    const fits = await transform(jpg, `fit=20,20/name=${"a".repeat(200)}/key=k`);
+    expect(fits.status).toBe(200);
+  });
 });
 
 describe("geometry", () => {

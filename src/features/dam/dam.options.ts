@@ -94,7 +94,15 @@ export function isMediaFileName(file: string): boolean {
   return true;
 }
 
+/**
+ * The longest media file name: what file systems hold in one name (ext4, XFS, btrfs: 255 bytes).
+ * Encoded names are ASCII, and a byte outside `A-Z a-z 0-9 _ - ~ .` takes 3, so a name and key
+ * within their byte limits can still make a longer one: such a transform is a 400, not a file.
+ */
+export const MAX_MEDIA_FILE_BYTES = 255;
+
 function checkMediaFileName(file: string): boolean {
+  if (file.length > MAX_MEDIA_FILE_BYTES) return false;
   const m = MEDIA_NAME_RE.exec(file);
   if (!m) return false;
   try {

@@ -6,7 +6,7 @@ import { readImageHeader } from "../../platform/images/images";
 import type { AssetsRemovedHook, Ctx } from "../../platform/context";
 import type { Actor } from "../../core/actor";
 import { inProject, projectAccess } from "../members/access.service";
-import { defaultKey, effectiveBackground, invalidOption, isMediaFileName, mediaFileName, optionStrings, outputType, type OutputType, type TransformOptions } from "./dam.options";
+import { defaultKey, effectiveBackground, invalidOption, isMediaFileName, MAX_MEDIA_FILE_BYTES, mediaFileName, optionStrings, outputType, type OutputType, type TransformOptions } from "./dam.options";
 import { INPUT_FORMATS, planGeometry, QUANTISE_PIXEL_LIMIT, render, type Rendered, type Transformer } from "./dam.transform";
 import { mutate } from "../../db/mutate";
 import { withoutSync, type DB } from "../../db/connection";
@@ -178,7 +178,12 @@ export async function transformAsset(
   const name = o.name ?? src.storageName.replace(/\.[^.]+$/, "");
   const key = o.key ?? defaultKey(o);
   const mediaFile = mediaFileName(name, key, type);
-  if (!isMediaFileName(mediaFile)) throw badRequest("Invalid option name", { option: "name", value: name, reason: "does not make a valid media file name" });
+  if (!isMediaFileName(mediaFile)) {
+    const reason = mediaFile.length > MAX_MEDIA_FILE_BYTES
+      ? `with the key, makes a media file name of ${mediaFile.length} bytes (at most ${MAX_MEDIA_FILE_BYTES}; a character other than A-Z a-z 0-9 _ - ~ . takes 3 bytes for each of its UTF-8 bytes)`
+      : "does not make a valid media file name";
+    throw badRequest("Invalid option name", { option: "name", value: name, reason });
+  }
   const target = ctx.storage.inside(mediaDir(ctx, projectGid, false), mediaFile);
   const options = optionStrings(o, { name, key, type, bg });
   const result = (dimensions: [number, number], timing: { transform: number; optimize: number }): TransformResult => ({
