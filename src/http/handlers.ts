@@ -165,7 +165,7 @@ export async function jsonBody(request: Request, contentType: string | undefined
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     throw badRequest("Malformed request body", { reason: "The body must be a JSON object" });
   }
-  settleObjects(value);
+  settleBody(value);
   return value;
 }
 
@@ -178,20 +178,43 @@ function plainText(this: object): string {
   return Object.prototype.toString.call(this);
 }
 
+/** A string as it will be stored and compared: a lone surrogate (`"\ud801"` in JSON) made U+FFFD. */
+const wellFormed = (x: string) => (x.isWellFormed() ? x : x.toWellFormed());
+
 /**
- * Walks a parsed body (without recursion): nesting deeper than JSON_MAX_DEPTH is a 400, before
- * any code that walks values recursively (validation, its error messages) runs out of stack; an
- * object with its own `toString` or `valueOf` member (data from the client, never a function) gets
- * a hidden Symbol.toPrimitive, so that turning it into text (an error message naming the wrong
- * value) gives "[object Object]" instead of throwing. The members stay as sent.
+ * Walks a parsed body (without recursion) and settles what would trip the code that reads it:
+ *
+ * - nesting deeper than JSON_MAX_DEPTH is a 400, before any code that walks values recursively
+ *   (validation, its error messages) runs out of stack;
+ * - an object with its own `toString` or `valueOf` member (data from the client, never a function)
+ *   gets a hidden Symbol.toPrimitive, so that turning it into text (an error message naming the
+ *   wrong value) gives "[object Object]" instead of throwing; the members stay as sent;
+ * - a string or member name with a lone surrogate gets U+FFFD in its place, as SQLite would store
+ *   it: else a name is checked free as sent and then stored as another (a duplicate key, a 500),
+ *   or stored and never found again by the name the client sent.
  */
-function settleObjects(body: object): void {
+function settleBody(body: object): void {
   const stack: [object, number][] = [[body, 1]];
   for (let top = stack.pop(); top; top = stack.pop()) {
     const [v, depth] = top;
     if (depth > JSON_MAX_DEPTH) throw badRequest("Malformed request body", { reason: `The body nests objects and arrays deeper than ${JSON_MAX_DEPTH} levels`, max_depth: JSON_MAX_DEPTH });
-    const items = Array.isArray(v) ? v : Object.values(v);
-    if (!Array.isArray(v) && COERCING.some((k) => Object.hasOwn(v, k))) Object.defineProperty(v, Symbol.toPrimitive, { value: plainText });
-    for (const x of items) if (typeof x === "object" && x !== null) stack.push([x, depth + 1]);
+    if (Array.isArray(v)) {
+      for (let i = 0; i < v.length; i++) {
+        const x: unknown = v[i];
+        if (typeof x === "string") v[i] = wellFormed(x);
+        else if (typeof x === "object" && x !== null) stack.push([x, depth + 1]);
+      }
+      continue;
+    }
+    const o = v as Record<string, unknown>;
+    for (const [key, value] of Object.entries(o)) {
+      const x = typeof value === "string" ? wellFormed(value) : value;
+      if (!key.isWellFormed()) {
+        Reflect.deleteProperty(o, key);
+        Object.defineProperty(o, key.toWellFormed(), { value: x, enumerable: true, writable: true, configurable: true });
+      } else if (x !== value) Object.defineProperty(o, key, { value: x });
+      if (typeof x === "object" && x !== null) stack.push([x, depth + 1]);
+    }
+    if (COERCING.some((k) => Object.hasOwn(o, k))) Object.defineProperty(o, Symbol.toPrimitive, { value: plainText });
   }
 }

@@ -66,6 +66,21 @@ describe("hostile JSON bodies", () => {
     }
   });
 
+  test("a lone surrogate in a name is stored and compared as U+FFFD: a second query of that name gets a serial, a module is found by the name it was registered with", async () => {
+    // Sent as JSON escapes: "\ud801" alone is no character; SQLite would store U+FFFD in its place.
+    const send = (path: string, json: string) => srv.call(`/api/p/${project}/${path}`, { token, body: json });
+    const first = await send("queries/create", '{"type":"record","name":"Z\\ud801"}');
+    expect(first.status).toBe(200);
+    const second = await send("queries/create", '{"type":"record","name":"Z\\ud801"}');
+    expect(second.status).toBe(200);
+    const names = [first, second].map((r) => r.body.data.queries[r.body.result.query].name);
+    expect(names).toEqual(["Z\ufffd", "Z\ufffd 2"]);
+    expect((await send("modules/register", '{"module":"M\\udc00","version":"1"}')).status).toBe(200);
+    const got = await send("modules/get", '{"module":"M\\udc00"}');
+    expect(got.status).toBe(200);
+    expect(Object.keys(got.body.data.modules)).toEqual(["M\ufffd"]);
+  });
+
   test("such members are kept as sent where a client's own names are data", async () => {
     expect((await srv.call(`/api/p/${project}/modules/register`, { token, body: { module: "Feed", version: "1" } })).status).toBe(200);
     const set = await srv.call(`/api/p/${project}/modules/keys/set`, { token, body: { module: "Feed", keys: { toString: "a", valueOf: "b" } } });
