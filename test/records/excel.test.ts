@@ -253,6 +253,57 @@ describe("records/excel/update", () => {
     expect(noteOf(row.getCell(2))).toContain("removed from the sheet");
   });
 
+  test("a new row far below the others (row 60,000) is imported and kept at its row in the report, without the writer slowing down", async () => {
+    const exp = await exportOf({ record: group, language: "en" });
+    const wb = await workbookOf(Object.values(exp.body.data.files)[0] as string);
+    const ws = wb.getWorksheet("Records")!;
+    ws.getRow(60_000).getCell(columns(ws).get("name")!).value = "Far below";
+    const r = await upload(await wb.xlsx.writeBuffer());
+    expect(r.status).toBe(200);
+    expect(r.body.result["report.counts"]).toMatchObject({ created: 1 });
+    const rs = (await workbookOf(Object.values(r.body.data.files)[0] as string)).getWorksheet("Records")!;
+    const made = rs.getRow(60_000).getCell(1).value as string;
+    expect((await w.get(made)).fields.en.name).toBe("Far below");
+  });
+
+  test("rows out of order (which Excel never writes) are imported, and the report puts a row that comes too early right after the one before it", async () => {
+    const exp = await exportOf({ record: group, language: "en" });
+    const wb = await workbookOf(Object.values(exp.body.data.files)[0] as string);
+    const ws = wb.getWorksheet("Records")!;
+    const last = ws.rowCount;
+    ws.getRow(last + 1).getCell(columns(ws).get("name")!).value = "Out of order";
+    const dir = mkdtempSync(join(tmpdir(), "apis-xlsx-"));
+    try {
+      const file = join(dir, "upload.xlsx");
+      writeFileSync(file, Buffer.from(await wb.xlsx.writeBuffer()));
+      // The new row's element moved to the top of the sheet data, before row 1.
+      const py = `
+import re, sys, zipfile
+src = sys.argv[1]; out = src + ".moved"
+with zipfile.ZipFile(src) as z, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as o:
+    for item in z.infolist():
+        data = z.read(item.filename)
+        text = data.decode("utf8") if item.filename.startswith("xl/worksheets/") else None
+        if text and 'r="${last + 1}"' in text:
+            row = re.search(r'<row r="${last + 1}".*?</row>', text, re.S).group(0)
+            text = text.replace(row, "").replace("<sheetData>", "<sheetData>" + row)
+            data = text.encode("utf8")
+        o.writestr(item, data)
+print(out)`;
+      const moved = spawnSync(PYTHON, ["-c", py, file], { encoding: "utf8" });
+      expect(moved.stderr).toBe("");
+      const r = await upload(new Uint8Array(await Bun.file(moved.stdout.trim()).arrayBuffer()));
+      expect(r.status).toBe(200);
+      expect(r.body.result["report.counts"]).toMatchObject({ created: 1 });
+      const rs = (await workbookOf(Object.values(r.body.data.files)[0] as string)).getWorksheet("Records")!;
+      const names: unknown[] = [];
+      rs.eachRow((row) => names.push(row.getCell(2).value));
+      expect(names).toContain("Out of order");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   test("a file that is not one of our workbooks is a 400; a workbook that does not fit is 1005 with the marked report", async () => {
     const text = await upload(new TextEncoder().encode("hello, not a workbook"));
     expect(text.status).toBe(400);

@@ -932,6 +932,23 @@ function deleteRemoved(tx: Tx, view: SchemaView, touch: Touch, st: ImportState):
   }
 }
 
+/** The last row a worksheet can have (Excel's limit). */
+const EXCEL_MAX_ROWS = 1_048_576;
+
+/**
+ * Where a row of the upload goes in the report, whose rows before `last` are written: at its own
+ * number when that comes after `last` (the rows between, which the upload leaves out, are
+ * committed empty one at a time: exceljs' streaming writer walks its list of pending rows one
+ * missing row at a time, so one jump of n rows cost about n² steps, minutes for a row numbered in
+ * the tens of thousands); else (a row out of order or repeated, which Excel never writes, or one
+ * past Excel's last row) right after `last`, where the writer can still take it.
+ */
+function reportRow(sheet: ExcelJS.Worksheet, last: number, n: number): number {
+  const at = n > last && n <= EXCEL_MAX_ROWS ? n : last + 1;
+  for (let k = last + 1; k < at; k++) sheet.getRow(k).commit();
+  return at;
+}
+
 /** Writes the report: the uploaded workbook read again (streamed) and written with the marks. */
 async function writeReport(upload: string, out: { filename: string } | { stream: Writable }, layout: { columns: (Column | undefined)[]; lang: string; marks: Marks }): Promise<void> {
   const { marks, columns } = layout;
@@ -948,8 +965,10 @@ async function writeReport(upload: string, out: { filename: string } | { stream:
   for await (const ws of sheetsOf(upload)) {
     if (ws.name === META) {
       const meta = wb.addWorksheet(META, { state: "veryHidden" });
+      let lastMeta = 0;
       for await (const row of ws) {
-        const r = meta.getRow(row.number);
+        lastMeta = reportRow(meta, lastMeta, row.number);
+        const r = meta.getRow(lastMeta);
         for (const cell of cellsOf(row)) if (cell) r.getCell(Number(cell.col)).value = cell.value;
         const key = plain(row.getCell(1).value);
         if (typeof key === "string" && marks.meta.has(key)) mark(r.getCell(2), "error", marks.meta.get(key));
@@ -963,11 +982,11 @@ async function writeReport(upload: string, out: { filename: string } | { stream:
       continue;
     }
     const sheet = sheetOf(wb, columns, layout.lang, 0);
-    let last = 1;
+    let last = 0;
     for await (const row of ws) {
       const n = row.number;
-      last = n;
-      const r = sheet.getRow(n);
+      last = reportRow(sheet, last, n);
+      const r = sheet.getRow(last);
       for (const cell of cellsOf(row)) if (cell) copy(cell, r.getCell(Number(cell.col)));
       if (n === 1) {
         for (const [col, m] of marks.header) mark(r.getCell(col), m.kind, m.note);
@@ -983,6 +1002,8 @@ async function writeReport(upload: string, out: { filename: string } | { stream:
       }
       r.commit();
     }
+    // Below the header at least.
+    last = Math.max(last, 1);
     for (const gid of marks.removed) {
       const r = sheet.getRow(++last);
       r.getCell(1).value = gid;
