@@ -201,7 +201,9 @@ function settleBody(body: object): void {
     if (Array.isArray(v)) {
       for (let i = 0; i < v.length; i++) {
         const x: unknown = v[i];
-        if (typeof x === "string") v[i] = wellFormed(x);
+        if (typeof x === "string") {
+          if (!x.isWellFormed()) v[i] = x.toWellFormed();
+        }
         else if (typeof x === "object" && x !== null) stack.push([x, depth + 1]);
       }
       continue;
