@@ -70,7 +70,11 @@ export async function recordsWorld(flags: Record<string, string> = {}, dataDir?:
 export async function interruptedJob(srv: TestServer, dataDir: string, start: () => Promise<string>) {
   let stopped: Promise<void> | undefined;
   const unsubscribe = srv.ctx.hub.subscribe((items) => {
-    if (!stopped && items.some((i) => i.data_type === "records")) stopped = srv.stop(true);
+    if (stopped || !items.some((i) => i.data_type === "records")) return;
+    // The job runner first: with no grace it interrupts the job at once (at its next step), so the
+    // job cannot finish while the server closes its sockets.
+    const jobs = srv.ctx.jobs.stop();
+    stopped = jobs.then(() => srv.stop(true));
   });
   const token = await start();
   await until(() => stopped !== undefined, undefined, "the job's first unit");

@@ -200,7 +200,8 @@ export class JobRunner implements JobQueue {
     this.wake();
     const all = () => Promise.allSettled([...this.running.values()].map((r) => r.promise));
     const grace = this.ctx.config.jobStopGrace * 1000;
-    if (this.running.size) {
+    // No grace: interrupted at once (their next progress step throws), not after a timer's turn.
+    if (this.running.size && grace > 0) {
       this.ctx.log.info(`waiting up to ${this.ctx.config.jobStopGrace}s for ${this.running.size} running job(s)`);
       await Promise.race([all(), Bun.sleep(grace)]);
     }
