@@ -57,13 +57,23 @@ describe("hostile JSON bodies", () => {
     }
   });
 
-  test("an object with its own toString and valueOf members where text is expected is a 400 naming the member", async () => {
+  test("an object with its own toString and valueOf members where text is expected is a 400 naming the member, also when the names are sent as escapes", async () => {
     for (const r of routes()) {
-      const res = await srv.call(r.path, { token, body: r.body(coercing) });
-      expect(res.status).toBe(400);
-      expect(res.body.result.message).toBe("Invalid parameter");
-      expect(JSON.stringify(res.body.result.info)).toContain(r.member);
+      const plain = JSON.stringify(r.body(coercing));
+      // "\u0074oString" is "toString" once parsed.
+      for (const text of [plain, plain.replace('"toString"', '"\\u0074oString"').replace('"valueOf"', '"\\u0076alueOf"')]) {
+        const res = await srv.call(r.path, { token, body: text });
+        expect(res.status).toBe(400);
+        expect(res.body.result.message).toBe("Invalid parameter");
+        expect(JSON.stringify(res.body.result.info)).toContain(r.member);
+      }
     }
+  });
+
+  test("brackets inside strings do not count as nesting", async () => {
+    const name = "[".repeat(70);
+    const res = await srv.call("/api/projects/create", { token, body: { name } });
+    expect(res.status).toBe(200);
   });
 
   test("a lone surrogate in a name is stored and compared as U+FFFD: a second query of that name gets a serial, a module is found by the name it was registered with", async () => {
