@@ -45,10 +45,10 @@ export function setSynchronous(db: DB, synchronous: Synchronous): void {
  * (synchronous=NORMAL), then puts back `configured`. A sync per commit costs a disk flush each
  * time, during which the server answers nothing. The next synced commit (or checkpoint) makes these
  * commits durable too (the write-ahead log is one file), so only work that can be done again may
- * use it: a unit of a background job that is run again from the start after a crash (and its
- * progress; the job's final state is written with the configured durability), or bookkeeping of
- * files that are themselves not synced and can be made again (the row noting a transformed
- * image). A power cut may take back such commits, never a client's data. Inside an open
+ * use it: a unit of a background job that is safe to run again after a crash (from the start, or
+ * from the position the unit saved with its writes), and its progress (the job's final state is
+ * written with the configured durability), or bookkeeping of files that are themselves not synced
+ * and can be made again (the row noting a transformed image). A power cut may take back such commits, never a client's data. Inside an open
  * transaction `fn` simply runs: what it writes is committed with that transaction, as durably.
  */
 export function withoutSync<T>(db: DB, configured: Synchronous, fn: () => T): T {

@@ -225,7 +225,8 @@ function settleBody(body: object, text: string): void {
       for (let i = 0; i < v.length; i++) {
         const x: unknown = v[i];
         if (typeof x === "string") {
-          if (!x.isWellFormed()) v[i] = x.toWellFormed();
+          const y = wellFormed(x);
+          if (y !== x) v[i] = y;
         } else if (typeof x === "object" && x !== null) stack.push(x);
       }
       continue;

@@ -402,7 +402,7 @@ describe("permanent deletion during a backup", () => {
         real.handler(ctx, job, {
           signal: progress.signal,
           set: (i) => progress.set(i),
-          total: (n) => progress.total(n),
+          total: (n, done) => progress.total(n, done),
           yield: () => progress.yield(),
           resume: progress.resume,
           save: (tx, state) => progress.save(tx, state),

@@ -454,8 +454,7 @@ export const followSchemaJob: JobKind = { async handler(ctx, job, progress) {
   if (saved) all.resume(saved.at);
   let done = saved?.done ?? 0;
   const total = read((tx) => all.total(tx));
-  progress.total(total);
-  if (done) progress.set({ remaining: Math.max(0, total - done) });
+  progress.total(total, done);
   // The project row (its languages) is read again only when the project's schema or settings changed.
   let known: { stamp: string; project: Project | undefined } | undefined;
   const projectOf = (tx: Tx) => {
@@ -584,8 +583,7 @@ export const reindexJob: JobKind = {
     let after = saved?.after ?? 0;
     let done = saved?.done ?? 0;
     const total = mutate(ctx.db, undefined, (tx) => (db(tx).query("SELECT count(*) AS n FROM records WHERE project_gid = ?").get(projectGid) as { n: number }).n);
-    progress.total(total);
-    if (done) progress.set({ remaining: Math.max(0, total - done) });
+    progress.total(total, done);
     for (;;) {
       const n = mutate(ctx.db, ctx.hub, (tx) => {
         if (!getProject(tx, projectGid)) return 0;

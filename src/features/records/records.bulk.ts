@@ -14,7 +14,7 @@ import { setChannelsIn } from "./channels.service";
 import { setDefinitionIn } from "./definition.service";
 import { searchCondition, searchItems } from "./records.search";
 import { channelOf, COLUMNS, db, DELETED, formsOf, mustRecord, orderingOf, recOf, recordsRead, recordsWrite, updateRecordIn, type Rec, type Touch } from "./records.service";
-import { copyOneIn, deleteRecordIn, moveRecordIn, permanentlyRemove, undeleteRecordIn } from "./tree.service";
+import { copyOneIn, deleteRecordIn, moveRecordIn, permanentlyRemove, skippedInfo, skipRecord, undeleteRecordIn, type Skipped } from "./tree.service";
 import { SchemaView } from "./values.service";
 
 /**
@@ -240,9 +240,7 @@ export function startRecordsBulk(ctx: Ctx, actor: Actor, projectGid: string, op:
 const BULK_UNIT_MS = 10;
 
 /** Where a bulk job stands, saved with every unit of work (see bulkJob). */
-type BulkSaved = { next: number; done: number; skipped: number; skippedItems: { gid: string; reason: string }[]; state: Params };
-/** Skipped records listed in a bulk job's result (the count is of all). */
-const SKIPPED_LISTED = 100;
+type BulkSaved = { next: number; done: number; skipped: Skipped; state: Params };
 
 /**
  * The job of one bulk operation, as the user who asked. Records are handled in units of about
@@ -261,11 +259,9 @@ function bulkJob(op: BulkOp, spec: Op): JobKind {
       const saved = progress.resume as BulkSaved | undefined;
       let next = saved?.next ?? 0;
       let done = saved?.done ?? 0;
-      let skipped = saved?.skipped ?? 0;
-      const skippedItems = saved?.skippedItems ?? [];
+      const skipped: Skipped = saved?.skipped ?? { count: 0, items: [] };
       const state: Params = saved?.state ?? { errors: 0 };
-      progress.total(gids.length);
-      if (next) progress.set({ remaining: Math.max(0, gids.length - next) });
+      progress.total(gids.length, next);
       while (next < gids.length) {
         const from = next;
         const deadline = performance.now() + BULK_UNIT_MS;
@@ -275,14 +271,10 @@ function bulkJob(op: BulkOp, spec: Op): JobKind {
           if (op !== "definition/set") startUnitMemo(ctx.db);
           // Read once per unit: nothing else writes inside its transaction, and no record operation removes users.
           const gone = !getUser(ctx.db, actor.userGid);
-          const skip = (gid: string, reason: string) => {
-            skipped++;
-            if (skippedItems.length < SKIPPED_LISTED) skippedItems.push({ gid, reason });
-          };
           do {
             const gid = gids[next++]!;
             if (gone) {
-              skip(gid, "The user who started the job is gone");
+              skipRecord(skipped, gid, "The user who started the job is gone");
               continue;
             }
             try {
@@ -290,15 +282,15 @@ function bulkJob(op: BulkOp, spec: Op): JobKind {
               done++;
             } catch (err) {
               if (!(err instanceof ApiError)) throw err;
-              skip(gid, String((err.info as { reason?: string }).reason ?? err.message));
+              skipRecord(skipped, gid, String((err.info as { reason?: string }).reason ?? err.message));
             }
           } while (next < gids.length && performance.now() < deadline);
           // Committed with the unit's own writes, or not at all.
-          progress.save(tx, { next, done, skipped, skippedItems, state } satisfies BulkSaved);
+          progress.save(tx, { next, done, skipped, state } satisfies BulkSaved);
         });
         await progress.step(next - from);
       }
-      return { done, skipped, ...(op === "update" ? { validation_errors: state.errors } : {}), ...(skipped ? { skipped_items: skippedItems } : {}) };
+      return { done, ...skippedInfo(skipped), ...(op === "update" ? { validation_errors: state.errors } : {}) };
     },
   };
 }

@@ -347,34 +347,44 @@ export function permanentDeleteRecord(ctx: Ctx, actor: Actor, projectGid: string
 }
 
 /**
+ * The records a job passed over (bulk operations, permanent deletion): all counted, the first
+ * SKIPPED_LISTED listed with their reasons (the job's `skipped_items`). Kept in the job's saved
+ * position, so the counts of a job run again after an interruption cover both runs.
+ */
+export type Skipped = { count: number; items: { gid: string; reason: string }[] };
+const SKIPPED_LISTED = 100;
+
+export function skipRecord(s: Skipped, gid: string, reason: string): void {
+  s.count++;
+  if (s.items.length < SKIPPED_LISTED) s.items.push({ gid, reason });
+}
+
+/** A job's result members for what it passed over. */
+export const skippedInfo = (s: Skipped) => ({ skipped: s.count, ...(s.count ? { skipped_items: s.items } : {}) });
+
+/**
  * Removes deleted records one transaction each (bulk and single permanent deletion share it). Each
  * transaction saves how far it got (`progress.save`): after a stop or a crash the job goes on with
  * the next record, so the records removed before are counted as removed, not as missing.
  */
-export async function permanentlyRemove(ctx: Ctx, actor: Actor, projectGid: string, gids: string[], progress: Pick<Progress, "total" | "step" | "set" | "resume" | "save">): Promise<Record<string, unknown>> {
-  type Saved = { next: number; removed: number; skipped: number; skippedItems: { gid: string; reason: string }[] };
+export async function permanentlyRemove(ctx: Ctx, actor: Actor, projectGid: string, gids: string[], progress: Pick<Progress, "total" | "step" | "resume" | "save">): Promise<Record<string, unknown>> {
+  type Saved = { next: number; removed: number; skipped: Skipped };
   const saved = progress.resume as Saved | undefined;
   let removed = saved?.removed ?? 0;
-  let skipped = saved?.skipped ?? 0;
-  const skippedItems = saved?.skippedItems ?? [];
-  progress.total(gids.length);
-  if (saved) progress.set({ remaining: Math.max(0, gids.length - saved.next) });
+  const skipped: Skipped = saved?.skipped ?? { count: 0, items: [] };
+  progress.total(gids.length, saved?.next);
   for (let i = saved?.next ?? 0; i < gids.length; i++) {
     const gid = gids[i]!;
     recordsWrite(ctx, actor, projectGid, (tx, _log, view, touch) => {
-      const skip = (reason: string) => {
-        skipped++;
-        if (skippedItems.length < 100) skippedItems.push({ gid, reason });
-      };
       const rec = recordRow(tx, projectGid, gid);
-      if (!rec) skip("Record doesn't exist");
-      else if (rec.status !== DELETED) skip("The record is not deleted");
+      if (!rec) skipRecord(skipped, gid, "Record doesn't exist");
+      else if (rec.status !== DELETED) skipRecord(skipped, gid, "The record is not deleted");
       else removed += removeRecordIn(tx, view, touch, rec);
-      progress.save(tx, { next: i + 1, removed, skipped, skippedItems } satisfies Saved);
+      progress.save(tx, { next: i + 1, removed, skipped } satisfies Saved);
     });
     await progress.step(1);
   }
-  return { removed, skipped, ...(skipped ? { skipped_items: skippedItems } : {}) };
+  return { removed, ...skippedInfo(skipped) };
 }
 
 /** The `permanent_delete_record` job of `records/permanent_delete`. */

@@ -17,8 +17,11 @@ export interface Progress {
   readonly signal: AbortSignal;
   /** Merges members into the job's `info` (sent throttled). */
   set(info: Record<string, unknown>): void;
-  /** Starts counting: `info.total = info.remaining = total`. */
-  total(total: number): void;
+  /**
+   * Starts counting: `info.total = total`, `info.remaining = total - done` (`done`: units a run
+   * before an interruption finished, as its saved position says; none on a first run).
+   */
+  total(total: number, done?: number): void;
   /**
    * Marks `n` units done (`info.remaining -= n`), yields to the event loop so requests keep being
    * served, and throws `JobInterrupted` when the server is stopping. Call it between units of work.
@@ -390,8 +393,8 @@ class Reporter implements Progress {
     this.changed();
   }
 
-  total(total: number): void {
-    this.set({ total, remaining: total });
+  total(total: number, done = 0): void {
+    this.set({ total, remaining: Math.max(0, total - done) });
   }
 
   async step(n = 1): Promise<void> {
@@ -431,7 +434,8 @@ class Reporter implements Progress {
     this.dirty = false;
     this.lastSent = Date.now();
     try {
-      // Without a disk flush: progress is for watching, and an interrupted job starts over anyway.
+      // Without a disk flush: progress is for watching; an interrupted job runs again from what its
+      // units saved with their own writes (or from the start), never from the progress shown.
       // A flush here, on the thread that answers requests, waited as long as the disk was busy
       // (during a long job, up to 0.9 s behind a checkpoint's flush of the database file).
       // The final state is written with the configured durability (the runner's own write).
