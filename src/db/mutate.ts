@@ -302,17 +302,45 @@ export function inUnit(db: DB): boolean {
  * Inside a unit of work (`mutate`) nothing is kept or handed out: its uncommitted writes must not
  * outlive a rollback. Values are frozen, shared by every request that meets them.
  */
-type Facts = { changes: Statement; version: Statement; total: number; dataVersion: number; versionAt: number; values: Map<string, unknown> };
+type Facts = { changes: Statement; version: Statement; total: number; dataVersion: number; versionAt: number; values: Map<string, unknown>; large: Map<string, unknown> };
 const facts = new WeakMap<Database, Facts>();
 const FACTS_MAX = 10_000;
 const STAMP_MS = 1;
+/** Most values kept by `largeUntilChanged` at once (the oldest goes first). */
+const LARGE_MAX = 128;
 
 export function untilChanged<T>(db: DB, key: string, read: () => T): T {
+  const f = unchangedFacts(db);
+  if (!f) return read();
+  if (f.values.size >= FACTS_MAX) f.values.clear();
+  else if (f.values.has(key)) return f.values.get(key) as T;
+  const v = read();
+  f.values.set(key, deepFreeze(v));
+  return v;
+}
+
+/**
+ * `untilChanged` for values that may be large (whole answers, such as an init payload with the
+ * project's schema): at most LARGE_MAX of them are kept, the oldest forgotten first, so a burst
+ * of different callers cannot fill the memory with them.
+ */
+export function largeUntilChanged<T>(db: DB, key: string, read: () => T): T {
+  const f = unchangedFacts(db);
+  if (!f) return read();
+  if (f.large.has(key)) return f.large.get(key) as T;
+  const v = read();
+  if (f.large.size >= LARGE_MAX) f.large.delete(f.large.keys().next().value!);
+  f.large.set(key, deepFreeze(v));
+  return v;
+}
+
+/** The kept facts of `db` with every one forgotten if the database may have changed; undefined inside a unit of work. */
+function unchangedFacts(db: DB): Facts | undefined {
   const client = db.$client;
-  if (units.has(client) || (client.inTransaction && !reading.has(client))) return read();
+  if (units.has(client) || (client.inTransaction && !reading.has(client))) return undefined;
   let f = facts.get(client);
   if (!f) {
-    f = { changes: client.prepare("SELECT total_changes() AS n"), version: client.prepare("PRAGMA data_version"), total: -1, dataVersion: -1, versionAt: -Infinity, values: new Map() };
+    f = { changes: client.prepare("SELECT total_changes() AS n"), version: client.prepare("PRAGMA data_version"), total: -1, dataVersion: -1, versionAt: -Infinity, values: new Map(), large: new Map() };
     facts.set(client, f);
   }
   const total = (f.changes.get() as { n: number }).n;
@@ -325,11 +353,11 @@ export function untilChanged<T>(db: DB, key: string, read: () => T): T {
     if (v !== f.dataVersion) same = false;
     f.dataVersion = v;
   }
-  if (!same || f.values.size >= FACTS_MAX) f.values.clear();
-  else if (f.values.has(key)) return f.values.get(key) as T;
-  const v = read();
-  f.values.set(key, deepFreeze(v));
-  return v;
+  if (!same) {
+    f.values.clear();
+    f.large.clear();
+  }
+  return f;
 }
 
 function deepFreeze<T>(v: T): T {

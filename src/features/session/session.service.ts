@@ -1,7 +1,7 @@
-import type { Answer } from "../../core/answer";
+import { lastingAnswer, type Answer } from "../../core/answer";
 import { actorOf, type Actor } from "../../core/actor";
 import type { DB, Tx } from "../../db/connection";
-import { mutate, readOnly, untilChanged } from "../../db/mutate";
+import { largeUntilChanged, mutate, readOnly, untilChanged } from "../../db/mutate";
 import { userOfKey } from "../apikeys/apikeys.service";
 import { mayAccessProject, readProject } from "../members/access.service";
 import type { Ctx } from "../../platform/context";
@@ -150,9 +150,9 @@ async function session(ctx: Pick<Ctx, "tokens">, user: User, a: Answer): Promise
   return { ...a, token: await ctx.tokens.sign(user.gid, user.tokenVersion) };
 }
 
-/** `GET /api/init`: the actor's global init payload. */
+/** `GET /api/init`: the actor's global init payload, kept until the next write as the project one (projectInitOf). */
 export function globalInitOf(ctx: Ctx, actor: Actor): Answer {
-  return readOnly(ctx.db, (tx) => globalInit(tx, actor.userGid));
+  return readOnly(ctx.db, (tx) => largeUntilChanged(ctx.db, `global init ${actor.userGid}`, () => lastingAnswer(globalInit(tx, actor.userGid))));
 }
 
 /** `/api/login`: username and password; the global init payload and a JWT. 403 `Unknown user` for any failure. */
@@ -183,7 +183,15 @@ export async function apiKeyLogIn(ctx: Ctx, projectGid: string, input: { api_key
   return session(ctx, user, projectInit(ctx, ctx.db, user.gid, projectGid, true));
 }
 
-/** `GET p/<project>/init`: the project init payload for a member. */
+/**
+ * `GET p/<project>/init`: the project init payload for a member. Every client asks for it when it
+ * starts or reconnects (a restart of the server brings them all back at once), and it is the same
+ * until something is written: kept per caller and project until the next write anywhere
+ * (largeUntilChanged: this server's changed rows, another process's commits), and as a lasting answer
+ * its JSON is encoded once. The access check still runs on every request, before the payload.
+ */
 export function projectInitOf(ctx: Ctx, actor: Actor, projectGid: string): Answer {
-  return readProject(ctx, actor, projectGid, "member", ({ tx }) => projectInit(ctx, tx, actor.userGid, projectGid, true));
+  return readProject(ctx, actor, projectGid, "member", ({ tx }) =>
+    largeUntilChanged(ctx.db, `init ${actor.userGid} ${projectGid}`, () => lastingAnswer(projectInit(ctx, tx, actor.userGid, projectGid, true))),
+  );
 }
