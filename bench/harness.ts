@@ -87,9 +87,13 @@ export type Load = { rps: number; p50: number; p99: number; requests: number };
 
 /**
  * Runs autocannon against one URL; throws when any answer was not 2xx or a connection failed,
- * so a benchmark never reports the speed of error answers.
+ * so a benchmark never reports the speed of error answers. With `paths`, the requests go to those
+ * paths (of the URL's server) in turn, counted across all connections: one after another, each
+ * path is asked for again only after all the others.
  */
-export async function load(url: string, opts: { seconds?: number; headers?: Record<string, string>; method?: string; body?: string; connections?: number } = {}): Promise<Load> {
+export async function load(url: string, opts: { seconds?: number; headers?: Record<string, string>; method?: string; body?: string; connections?: number; paths?: string[] } = {}): Promise<Load> {
+  const paths = opts.paths;
+  let next = 0;
   const r = await autocannon({
     url,
     method: (opts.method ?? "GET") as "GET" | "POST",
@@ -97,6 +101,7 @@ export async function load(url: string, opts: { seconds?: number; headers?: Reco
     body: opts.body,
     connections: opts.connections ?? CONNECTIONS,
     duration: opts.seconds ?? SECONDS,
+    ...(paths?.length ? { requests: [{ setupRequest: (req) => ({ ...req, path: paths[next++ % paths.length]! }) }] } : {}),
   });
   if (r.non2xx || r.errors || r.timeouts) throw new Error(`load on ${url}: ${r.non2xx} non-2xx, ${r.errors} errors, ${r.timeouts} timeouts`);
   return { rps: r.requests.total / (opts.seconds ?? SECONDS), p50: r.latency.p50, p99: r.latency.p99, requests: r.requests.total };

@@ -4,6 +4,8 @@ import { projectOptions } from "../settings/settings.options";
 import type { projects } from "./projects.table";
 
 type Project = typeof projects.$inferSelect;
+/** The columns of the short form. */
+export type ProjectHead = Pick<Project, "gid" | "name" | "icon" | "owner" | "status">;
 
 /**
  * The full project form (the reference's complete form), for the current project and every
@@ -18,6 +20,6 @@ export function projectFull(tx: Tx, p: Project) {
  * The reduced form, for the caller's other projects. `icon` is the file name or "" when none: the
  * spec shows it as a string (the reference answers null; docs/compat.md).
  */
-export function projectShort(p: Project) {
+export function projectShort(p: ProjectHead) {
   return { gid: p.gid, name: p.name, icon: p.icon, owner: p.owner, status: p.status };
 }
