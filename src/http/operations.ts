@@ -88,7 +88,7 @@ export function operationRoutes(ctx: Ctx, ops: readonly ProjectOperation[]): Any
  * encoded when it was first sent, members already serialized (records/children) spliced in
  * without being parsed again.
  */
-function answerText(out: Answer): string {
+export function answerText(out: Answer): string {
   const text = encodedAnswer(out);
   if (text !== undefined) return text;
   return hasJsonText(out) ? answerJson(answer(out)) : JSON.stringify(answer(out));

@@ -45,6 +45,13 @@ describe("kept init payloads", () => {
     const alicesEntryFor = (body: any) => body.data["cc.projects_members"].find((m: any) => m.user_gid === alice.gid);
     expect(Object.keys(alicesEntryFor(b1)).length).toBeLessThan(Object.keys(alicesEntryFor(a1)).length);
     expect(bobsEntryFor(a1)).toBeDefined();
+    // The global init is sent as the JSON kept with it, with the same type as every answer.
+    const g = await srv.call("/api/init", { token: alice.token, method: "GET" });
+    const again = await srv.call("/api/init", { token: alice.token, method: "GET" });
+    expect(g.headers.get("content-type")).toBe("application/json;charset=utf-8");
+    expect(again.body).toEqual(g.body);
+    expect(g.body.success).toBe(true);
+    expect(g.body.result.user).toBe(alice.gid);
   });
 
   test("a project init after a rename, a new member and a new field shows each of them with a newer cursor", async () => {
