@@ -132,14 +132,17 @@ export async function run(): Promise<BenchResult> {
     bare = await spawnServer([BUN, "bench/bare-server.ts", String(barePort), answersFile], barePort);
 
     // The honest ceiling works on a copy of the same database (taken while Apis runs: WAL readers are consistent).
-    const copyDir = join(bareDir, "data");
-    await Bun.$`mkdir -p ${copyDir}`.quiet();
-    const source = new Database(join(data, "apis.db"), { readonly: true });
-    source.exec(`VACUUM INTO '${join(copyDir, "apis.db").replaceAll("'", "''")}'`);
-    source.close();
-    copyFileSync(join(data, "jwt.secret"), join(copyDir, "jwt.secret"));
     const authPort = await freePort();
-    authBare = await spawnServer([BUN, "bench/auth-bare.ts", String(authPort), copyDir, String(RATE_LIMIT)], authPort);
+    const startCeiling = async (folder: string) => {
+      const copyDir = join(bareDir, folder);
+      await Bun.$`mkdir -p ${copyDir}`.quiet();
+      const source = new Database(join(data, "apis.db"), { readonly: true });
+      source.exec(`VACUUM INTO '${join(copyDir, "apis.db").replaceAll("'", "''")}'`);
+      source.close();
+      copyFileSync(join(data, "jwt.secret"), join(copyDir, "jwt.secret"));
+      return spawnServer([BUN, "bench/auth-bare.ts", String(authPort), copyDir, String(RATE_LIMIT)], authPort);
+    };
+    authBare = await startCeiling("data");
 
     // Every server answers with identical bytes before anything is measured.
     const same = async (path: string, init: RequestInit, a: Child, b: Child) => {
@@ -188,13 +191,7 @@ export async function run(): Promise<BenchResult> {
       projects.push(JSON.parse((await capture(r)).body).result.project);
     }
     await authBare.stop();
-    const manyDir = join(bareDir, "many");
-    await Bun.$`mkdir -p ${manyDir}`.quiet();
-    const again = new Database(join(data, "apis.db"), { readonly: true });
-    again.exec(`VACUUM INTO '${join(manyDir, "apis.db").replaceAll("'", "''")}'`);
-    again.close();
-    copyFileSync(join(data, "jwt.secret"), join(manyDir, "jwt.secret"));
-    authBare = await spawnServer([BUN, "bench/auth-bare.ts", String(authPort), manyDir, String(RATE_LIMIT)], authPort);
+    authBare = await startCeiling("many");
     const manyPaths = projects.map((p) => `/api/p/${p}/init`);
     const manyBytes = await same(manyPaths[0]!, { headers: { authorization: auth } }, apis, authBare);
     await same(manyPaths.at(-1)!, { headers: { authorization: auth } }, apis, authBare);
