@@ -11,8 +11,12 @@ import { assetDetails, assetInfo, publishOriginal, transformAsset, unpublishOrig
 import { VERSION } from "../../version";
 
 const tags = ["dam"];
-/** The project, and the rest of the path (storage pathname and options), read segment by segment below. */
-const params = t.Object({ project: t.String(), "*": t.String() });
+/**
+ * The project; the rest of the path (storage pathname and options) is read segment by segment
+ * from the URL below. The wildcard is not declared: Elysia's normalizer cannot build its code for
+ * a member named `*` and printed a warning on each route's first request.
+ */
+const params = t.Object({ project: t.String() }, { additionalProperties: true });
 const PING = JSON.stringify({ success: true, result: { pong: true, "cc.version": VERSION }, data: {} });
 
 /**
