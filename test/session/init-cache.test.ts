@@ -61,9 +61,11 @@ describe("kept init payloads", () => {
     expect(renamed.data["cc.projects"][project].name).toBe("Renamed");
     expect(renamed.result.cursor).toBeGreaterThan(before.result.cursor);
 
+    // Carol's global init is kept before she joins, and must not be handed out after.
+    expect((await globalInit(carol)).data["cc.projects"][project]).toBeUndefined();
     srv.addMember(project, carol.gid);
     expect((await init(bob)).result.project_members).toContain(carol.gid);
-    expect((await globalInit(carol)).result.user_projects).toBeDefined();
+    expect((await globalInit(carol)).data["cc.projects"][project]).toBeDefined();
 
     const field = await srv.call(`/api/p/${project}/fields/create`, { token: alice.token, body: { name: "colour", type: "textline", label: { en: "Colour" } } });
     expect(field.status).toBe(200);
