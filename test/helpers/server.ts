@@ -11,6 +11,9 @@ import { projectAudience } from "../../src/features/members/access.service";
 
 export type Answer = { status: number; body: any; headers: Headers };
 
+/** Whether an answer is the envelope and not a 5xx: what anything a client sends must get. */
+export const handled = (r: Pick<Answer, "status" | "body">): boolean => r.status < 500 && typeof r.body === "object" && typeof r.body?.success === "boolean";
+
 /** A real server on port 0 over a temp data folder, with a small fetch client. */
 export class TestServer {
   private constructor(readonly running: Running, readonly dataDir: string) {}

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { TestServer } from "../helpers/server";
+import { handled, TestServer } from "../helpers/server";
 
 /**
  * Names a client gives (filter fields, columns, sort keys, metadata keys, module keys) that are
@@ -18,7 +18,7 @@ const call = (path: string, body: unknown) => srv.call(`/api/p/${project}/${path
 
 /** Every answer is the envelope and never a 500. */
 function expectHandled(r: { status: number; body: any }, what: string) {
-  if (r.status >= 500 || typeof r.body !== "object" || typeof r.body?.success !== "boolean") throw new Error(`${what}: ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`);
+  if (!handled(r)) throw new Error(`${what}: ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`);
 }
 
 beforeAll(async () => {

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { recordsWorld } from "../records/helpers";
+import { handled } from "../helpers/server";
 
 /**
  * Every POST operation of the OpenAPI document, called with each declared body member (and a few
@@ -54,7 +55,7 @@ describe("every operation", () => {
         const token = LAST.test(p) && text === whole ? null : w.owner.token;
         const res = await w.srv.call(url, { token, body: text });
         sent++;
-        if (res.status >= 500 || typeof res.body !== "object" || typeof res.body?.success !== "boolean") bad.push(`${p} ${text.slice(0, 120)} -> ${res.status} ${JSON.stringify(res.body).slice(0, 200)}`);
+        if (!handled(res)) bad.push(`${p} ${text.slice(0, 120)} -> ${res.status} ${JSON.stringify(res.body).slice(0, 200)}`);
       }
     }
     expect(sent).toBeGreaterThan(10_000);
