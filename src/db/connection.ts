@@ -48,8 +48,9 @@ export function setSynchronous(db: DB, synchronous: Synchronous): void {
  * use it: a unit of a background job that is safe to run again after a crash (from the start, or
  * from the position the unit saved with its writes), and its progress (the job's final state is
  * written with the configured durability), or bookkeeping of files that are themselves not synced
- * and can be made again (the row noting a transformed image). A power cut may take back such commits, never a client's data. Inside an open
- * transaction `fn` simply runs: what it writes is committed with that transaction, as durably.
+ * and can be made again (the row noting a transformed image). A power cut may take back such
+ * commits, never a client's data. Inside an open transaction `fn` simply runs: what it writes is
+ * committed with that transaction, as durably.
  */
 export function withoutSync<T>(db: DB, configured: Synchronous, fn: () => T): T {
   if (configured === "normal" || db.$client.inTransaction) return fn();
