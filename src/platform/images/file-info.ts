@@ -171,26 +171,33 @@ function jsonSafe(value: unknown, depth = 0): unknown {
   return undefined;
 }
 
+/**
+ * What exifr reads. One object for every call: exifr keeps the options it derives from each
+ * options object in a Map keyed by that object and never lets go, so an object per call would
+ * cost the derivation on every upload and leave one entry behind each time.
+ */
+const EXIFR_OPTIONS = {
+  tiff: true,
+  exif: true,
+  gps: true,
+  iptc: true,
+  xmp: true,
+  icc: false,
+  jfif: false,
+  ihdr: false,
+  interop: false,
+  makerNote: false,
+  userComment: true,
+  mergeOutput: true,
+  translateKeys: true,
+  translateValues: true,
+  reviveValues: true,
+};
+
 /** EXIF (with GPS), IPTC and XMP of an image file, merged into one flat object; {} when none or unreadable. */
 async function extractMetadata(path: string | Buffer): Promise<Record<string, unknown>> {
   try {
-    const raw = await (await exifrModule()).parse(path, {
-      tiff: true,
-      exif: true,
-      gps: true,
-      iptc: true,
-      xmp: true,
-      icc: false,
-      jfif: false,
-      ihdr: false,
-      interop: false,
-      makerNote: false,
-      userComment: true,
-      mergeOutput: true,
-      translateKeys: true,
-      translateValues: true,
-      reviveValues: true,
-    });
+    const raw = await (await exifrModule()).parse(path, EXIFR_OPTIONS);
     const safe = jsonSafe(raw) as Record<string, unknown> | undefined;
     if (!safe) return {};
     // Keep the stored object bounded whatever the file holds.
