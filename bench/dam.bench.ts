@@ -178,6 +178,25 @@ async function upload(url: string, project: string, auth: string, m: Multipart):
   return `${a.gid}~${a.version}.${a.type}`;
 }
 
+/** Apis serving `data` (a user made by the CLI first), signed in, with a new project. */
+async function startApis(data: string, args: string[]): Promise<{ child: Child; auth: string; project: string }> {
+  const cli = Bun.spawn([BUN, "src/main.ts", "user", "create", "--data", data, "--username", USER.username, "--email", USER.email, "--password", USER.password], { cwd: ROOT, stdout: "pipe", stderr: "pipe" });
+  if ((await cli.exited) !== 0) throw new Error(`user create: ${await new Response(cli.stderr).text()}`);
+  const port = await freePort();
+  const child = await spawnServer([BUN, "src/main.ts", "serve", "--port", String(port), "--host", "127.0.0.1", "--data", data, "--log-level", "warn", ...args], port);
+  try {
+    const login = await fetch(`${child.url}/api/login`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ username: USER.username, password: USER.password }) });
+    await login.arrayBuffer();
+    const auth = login.headers.get("authorization");
+    if (!auth) throw new Error(`login failed: ${login.status}`);
+    const project = (await json(await fetch(`${child.url}/api/projects/create`, { method: "POST", headers: { authorization: auth, "content-type": "application/json" }, body: JSON.stringify({ name: "DAM bench" }) }))).result.project;
+    return { child, auth, project };
+  } catch (err) {
+    await child.stop();
+    throw err;
+  }
+}
+
 /** Seconds to run `fn`. */
 async function timed(fn: () => Promise<unknown>): Promise<number> {
   const t0 = performance.now();
@@ -189,20 +208,20 @@ export async function run(): Promise<BenchResult> {
   configureSharp();
   const notes: string[] = [];
   const data = tempDir();
+  const dataNormal = tempDir();
   const work = tempDir("apis-dam-bench-");
   let apis: Child | undefined;
+  let apisNormal: Child | undefined;
   let bare: Child | undefined;
+  let auth: string;
+  let project: string;
+  let authNormal: string;
+  let projectNormal: string;
   try {
     const sources = await images();
-    const cli = Bun.spawn([BUN, "src/main.ts", "user", "create", "--data", data, "--username", USER.username, "--email", USER.email, "--password", USER.password], { cwd: ROOT, stdout: "pipe", stderr: "pipe" });
-    if ((await cli.exited) !== 0) throw new Error(`user create: ${await new Response(cli.stderr).text()}`);
-    const port = await freePort();
-    apis = await spawnServer([BUN, "src/main.ts", "serve", "--port", String(port), "--host", "127.0.0.1", "--data", data, "--log-level", "warn"], port);
-    const login = await fetch(`${apis.url}/api/login`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ username: USER.username, password: USER.password }) });
-    await login.arrayBuffer();
-    const auth = login.headers.get("authorization");
-    if (!auth) throw new Error(`login failed: ${login.status}`);
-    const project = (await json(await fetch(`${apis.url}/api/projects/create`, { method: "POST", headers: { authorization: auth, "content-type": "application/json" }, body: JSON.stringify({ name: "DAM bench" }) }))).result.project;
+    ({ child: apis, auth, project } = await startApis(data, []));
+    // The same server under the faster setting, for the uploads only: what durability costs.
+    ({ child: apisNormal, auth: authNormal, project: projectNormal } = await startApis(dataNormal, ["--sqlite-synchronous", "normal"]));
 
     // Uploads: the image set, and one large file, against the bare server streaming to disk.
     const big = join(work, "large.bin");
@@ -216,6 +235,7 @@ export async function run(): Promise<BenchResult> {
     const bigBody = await multipart(big, "large.bin");
     // Warm-up: both sides take one image first (code paths loaded, files and folders made).
     for (const [i, s] of sources.entries()) s.pathname = await upload(apis!.url, project, auth, bodies[i]!);
+    for (const m of bodies) await upload(apisNormal!.url, projectNormal, authNormal, m);
 
     // The media files to serve: a thumbnail and a web-size image made by the endpoint.
     const thumb = await json(await fetch(`${apis.url}/dam/p/${project}/transform/${sources[0]!.pathname}/fill=200,200/q=80`, { headers: { authorization: auth } }));
@@ -237,14 +257,20 @@ export async function run(): Promise<BenchResult> {
     let bareBigSeconds = 0;
     let durableSetSeconds = 0;
     let durableBigSeconds = 0;
+    let normalSetSeconds = 0;
+    let normalBigSeconds = 0;
     for (let r = 0; r < UPLOAD_ROUNDS; r++) {
       for (const m of bodies) uploadSetSeconds += await timed(() => upload(apis!.url, project, auth, m));
       for (const m of bodies) bareSetSeconds += await timed(() => bareUpload(m));
       for (const m of bodies) durableSetSeconds += await timed(() => bareUpload(m, true));
+      for (const m of bodies) normalSetSeconds += await timed(() => upload(apisNormal!.url, projectNormal, authNormal, m));
       uploadBigSeconds += await timed(() => upload(apis!.url, project, auth, bigBody));
       bareBigSeconds += await timed(() => bareUpload(bigBody));
       durableBigSeconds += await timed(() => bareUpload(bigBody, true));
+      normalBigSeconds += await timed(() => upload(apisNormal!.url, projectNormal, authNormal, bigBody));
     }
+    await apisNormal.stop();
+    apisNormal = undefined;
 
     // Uncached transforms: endpoint (force) vs the direct pipeline, alternating rounds.
     const endpointUrl = (s: Source) => `${apis!.url}/dam/p/${project}/transform/${s.pathname}/${s.options}/force=true`;
@@ -307,6 +333,7 @@ export async function run(): Promise<BenchResult> {
       `Repeated transform: \`${sources[0]!.options}\` without force on the up-to-date file (JWT check, membership, asset lookup, stats of source and output, the output size recorded at its render), autocannon ${CONNECTIONS} connections, ${SECONDS} s; p50 ${cached.p50} ms, p99 ${cached.p99} ms.`,
       `Media: autocannon ${CONNECTIONS} connections, ${SECONDS} s per round, ${ROUNDS} alternating rounds after a 2 s warm-up, on a ${round(thumbBytes / 1024, 1)} KB thumbnail and a ${round(webBytes / 1024, 1)} KB web image; ceiling: bench/dam-bare.ts answering \`new Response(Bun.file(path))\` with the Content-Type, in its own process.`,
       `Uploads: multipart POST /api/p/<project>/assets/upload (streamed to disk, SHA-256, type sniffing, header and EXIF/IPTC/XMP extraction, database row, sync item), one at a time, ${UPLOAD_ROUNDS} alternating rounds after a warm-up; ceiling: the bare server streaming the very same multipart body (built once in memory) to a file (and removing it, so its bytes need never reach the disk). The 64 MB file is pseudo-random bytes (stored as a plain file). Apis runs with its default \`--sqlite-synchronous full\`: the file's bytes and folder entry are synced before the row is committed. For information, the bare server that also syncs the file and its folder entry before answering (no hashing, sniffing or database): image set ${round((UPLOAD_ROUNDS * mb(setBytes)) / durableSetSeconds, 1)} MB/s (Apis ${round(durableSetSeconds / uploadSetSeconds)} of it), 64 MB ${round((UPLOAD_ROUNDS * 64) / durableBigSeconds, 1)} MB/s (Apis ${round(durableBigSeconds / uploadBigSeconds)} of it).`,
+      `What durability costs the uploads: a second Apis (own process and data folder) runs with \`--sqlite-synchronous normal\` (neither the file nor the log synced before the answer), its uploads in the same alternating rounds against the same ceiling (the "normal" rows). With the default \`full\`, the image set goes at ${round(normalSetSeconds / uploadSetSeconds)} of that speed and the 64 MB file at ${round(normalBigSeconds / uploadBigSeconds)}.`,
     );
     const rows: Row[] = [
       { metric: "uncached transform through /dam (force)", value: round(endpointRate, 2), unit: "transforms/s", ceiling: round(directRate, 2), ratio: round(median(pairRatios)), target: "ratio >= 0.95" },
@@ -315,12 +342,16 @@ export async function run(): Promise<BenchResult> {
       { metric: `GET /media/.../var (${round(webBytes / 1024, 1)} KB image)`, value: round(mediaWeb.subject, 0), unit: "req/s", ceiling: round(mediaWeb.ceiling, 0), ratio: round(mediaWeb.subject / mediaWeb.ceiling), target: "ratio >= 0.95" },
       { metric: `upload, image set (${sources.length} files, ${round(mb(setBytes), 1)} MB)`, value: round((UPLOAD_ROUNDS * mb(setBytes)) / uploadSetSeconds, 1), unit: "MB/s", ceiling: round((UPLOAD_ROUNDS * mb(setBytes)) / bareSetSeconds, 1), ratio: round(bareSetSeconds / uploadSetSeconds), target: "ratio >= 0.4" },
       { metric: "upload, one 64 MB file", value: round((UPLOAD_ROUNDS * 64) / uploadBigSeconds, 1), unit: "MB/s", ceiling: round((UPLOAD_ROUNDS * 64) / bareBigSeconds, 1), ratio: round(bareBigSeconds / uploadBigSeconds), target: "ratio >= 0.6" },
+      { metric: `upload, image set, --sqlite-synchronous normal`, value: round((UPLOAD_ROUNDS * mb(setBytes)) / normalSetSeconds, 1), unit: "MB/s", ceiling: round((UPLOAD_ROUNDS * mb(setBytes)) / bareSetSeconds, 1), ratio: round(bareSetSeconds / normalSetSeconds), target: "ratio >= 0.4" },
+      { metric: "upload, one 64 MB file, --sqlite-synchronous normal", value: round((UPLOAD_ROUNDS * 64) / normalBigSeconds, 1), unit: "MB/s", ceiling: round((UPLOAD_ROUNDS * 64) / bareBigSeconds, 1), ratio: round(bareBigSeconds / normalBigSeconds), target: "ratio >= 0.6" },
     ];
     return { name: "dam", rows, notes };
   } finally {
     await apis?.stop();
+    await apisNormal?.stop();
     await bare?.stop();
     removeDir(data);
+    removeDir(dataNormal);
     removeDir(work);
   }
 }
