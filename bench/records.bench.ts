@@ -313,25 +313,42 @@ export async function run(): Promise<BenchResult> {
     const stock = FIELDS.find((f) => f.name === "count_0")!.gid!;
     const barePort = await freePort();
     bare = await spawnServer([BUN, "bench/records-bare.ts", String(barePort), data], barePort);
-    const bareUrl = `${bare.url}/update`;
-    let uA = 0;
-    let uB = 0;
-    let cpuA = 0;
-    let cpuB = 0;
-    for (let i = 0; i < ROUNDS; i++) {
-      const a0 = cpuMs(apis.pid);
-      uA += await loop(() => post(api("update"), token, { record: pick(cat.leaves), fields: { en: { count_0: Math.floor(rand() * 1e6) } } }));
-      cpuA += cpuMs(apis.pid) - a0;
-      const b0 = cpuMs(bare.pid);
-      uB += await loop(() => post(bareUrl, token, { record: pick(cat.leaves), field: `"${stock}"`, value: Math.floor(rand() * 1e6) }));
-      cpuB += cpuMs(bare.pid) - b0;
-    }
-    // CPU per request: what each server spends on one update, whatever share of the cores it got.
-    const perA = cpuA / (uA * SECONDS);
-    const perB = cpuB / (uB * SECONDS);
+    /** ROUNDS alternating rounds of the update loop against Apis and the bare server: requests per second and CPU ms per request. */
+    const updateRounds = async (a: Child, b: Child) => {
+      let uA = 0;
+      let uB = 0;
+      let cpuA = 0;
+      let cpuB = 0;
+      for (let i = 0; i < ROUNDS; i++) {
+        const a0 = cpuMs(a.pid);
+        uA += await loop(() => post(api("update"), token, { record: pick(cat.leaves), fields: { en: { count_0: Math.floor(rand() * 1e6) } } }));
+        cpuA += cpuMs(a.pid) - a0;
+        const b0 = cpuMs(b.pid);
+        uB += await loop(() => post(`${b.url}/update`, token, { record: pick(cat.leaves), field: `"${stock}"`, value: Math.floor(rand() * 1e6) }));
+        cpuB += cpuMs(b.pid) - b0;
+      }
+      // CPU per request: what each server spends on one update, whatever share of the cores it got.
+      return { apis: uA / ROUNDS, bare: uB / ROUNDS, cpuApis: cpuA / (uA * SECONDS), cpuBare: cpuB / (uB * SECONDS) };
+    };
+    const u = await updateRounds(apis, bare);
     sample();
-    push({ metric: `records/update of one value, ${CLIENTS} concurrent clients`, value: round(uA / ROUNDS, 0), unit: "req/s", ceiling: round(uB / ROUNDS, 0), ratio: round(uA / uB), target: "ratio >= 0.4" });
-    push({ metric: "records/update, server CPU per request (ceiling: the bare server's; ratio = bare / Apis)", value: round(perA, 2), unit: "ms", ceiling: round(perB, 2), ratio: round(perB / perA) });
+    push({ metric: `records/update of one value, ${CLIENTS} concurrent clients`, value: round(u.apis, 0), unit: "req/s", ceiling: round(u.bare, 0), ratio: round(u.apis / u.bare), target: "ratio >= 0.4" });
+    push({ metric: "records/update, server CPU per request (ceiling: the bare server's; ratio = bare / Apis)", value: round(u.cpuApis, 2), unit: "ms", ceiling: round(u.cpuBare, 2), ratio: round(u.cpuBare / u.cpuApis) });
+    // What durability costs: both servers again on the same database with the other setting.
+    const normalFirst = process.env.APIS_SQLITE_SYNCHRONOUS === "normal";
+    const other = normalFirst ? "full" : "normal";
+    await bare.stop();
+    await apis.stop();
+    bare = apis = undefined;
+    apis = await spawnServer([BUN, "src/main.ts", "serve", "--port", String(port), "--host", "127.0.0.1", "--data", data, "--log-level", "warn", "--rate-limit", "0", "--sqlite-synchronous", other], port, { timeoutMs: 120_000 });
+    bare = await spawnServer([BUN, "bench/records-bare.ts", String(barePort), data], barePort, { env: { APIS_SQLITE_SYNCHRONOUS: other } });
+    // A short warm-up of each (the first loop above followed the search phase).
+    await loop(() => post(api("update"), token, { record: pick(cat.leaves), fields: { en: { count_0: Math.floor(rand() * 1e6) } } }), 2);
+    await loop(() => post(`${bare!.url}/update`, token, { record: pick(cat.leaves), field: `"${stock}"`, value: Math.floor(rand() * 1e6) }), 2);
+    const o = await updateRounds(apis, bare);
+    sample();
+    push({ metric: `records/update of one value, ${CLIENTS} concurrent clients, --sqlite-synchronous ${other} (both servers)`, value: round(o.apis, 0), unit: "req/s", ceiling: round(o.bare, 0), ratio: round(o.apis / o.bare) });
+    const fullCost = normalFirst ? o.apis / u.apis : u.apis / o.apis;
     push({ metric: `rows written by moving one record among ${size} siblings (its place, its updated_on, the sync item)`, value: cat.moveRows, unit: "rows", target: "<= 3" });
     push({ metric: "server RSS, highest sample after each phase", value: round(rss, 0), unit: "MB", target: "< 300 MB" });
     notes.push(
@@ -339,7 +356,7 @@ export async function run(): Promise<BenchResult> {
       "The bulk/get ceiling reads the same rows and orderings with bun:sqlite in this process and builds the same JSON (checked equal to Apis' first page); it has no HTTP, no access check, no per-definition field resolution through the schema.",
       "Server CPU per request: user + system time of the server process (/proc/<pid>/stat, 10 ms ticks) over the phase, divided by its requests; time spent waiting for a core is not counted, so on a shared machine it is steadier than the latencies.",
       "The update ceiling (bench/records-bare.ts) verifies the same JWT with the same code and runs one `json_set` UPDATE; Apis also validates the value, keeps checks and the search text, writes the change log and publishes the sync item.",
-      `SQLite durability: synchronous=${process.env.APIS_SQLITE_SYNCHRONOUS === "normal" ? "NORMAL (APIS_SQLITE_SYNCHRONOUS=normal)" : "FULL (the default)"} in Apis and the bare server alike.`,
+      `SQLite durability: synchronous=${normalFirst ? "NORMAL (APIS_SQLITE_SYNCHRONOUS=normal)" : "FULL (the default)"} in Apis and the bare server alike. The row marked \`--sqlite-synchronous ${other}\` restarts both on the same database with that setting and runs the update loop again, for what durability costs: under FULL, Apis answers ${round(fullCost)} as many updates per second as under NORMAL.`,
     );
     return { name: "records", rows, notes };
   } finally {
