@@ -4,6 +4,7 @@ import { Column, is } from "drizzle-orm";
 import { drizzle, type BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
 import type { MigrationMeta } from "drizzle-orm/migrator";
 import { toMigrationMeta } from "./migration-meta";
+import { planIndependent } from "./plan-params";
 import { embeddedBaseline, embeddedImage, embeddedMigrations } from "./migrations.generated";
 
 /** The database handle; tables are imported from their feature's `*.table.ts` (no schema object: no relational queries). */
@@ -70,6 +71,8 @@ export function withoutSync<T>(db: DB, configured: Synchronous, fn: () => T): T 
  * `query()` (the raw SQL of the services) shares this cache: bun:sqlite's own cache behind
  * `query()` holds about 20 statements, and a server request runs more distinct statements than
  * that (auth, limits, the service, the change log), so each `query()` was prepared anew (~40-70 µs).
+ * Each statement is prepared from `planIndependent(sql)`, so SQLite does not plan it again on every
+ * run (src/db/plan-params.ts).
  */
 function cacheStatements(sqlite: Database, size = 512) {
   const cache = new Map<string, ReturnType<Database["prepare"]>>();
@@ -80,7 +83,7 @@ function cacheStatements(sqlite: Database, size = 512) {
     if (stmt) {
       cache.delete(sql);
     } else {
-      stmt = prepare(sql);
+      stmt = prepare(planIndependent(sql));
       if (cache.size >= size) cache.delete(cache.keys().next().value!);
     }
     cache.set(sql, stmt);
