@@ -12,14 +12,19 @@ type Bucket = { tokens: number; updated: number; limit: number; windowMs: number
  * 10 and then one more every 90 s; `take(key, 50, 1000)` allows 50 requests per second.
  *
  * One instance per running server (`ctx.limiter`), so tests with several servers do not share
- * buckets. Keys are namespaced by their user: `login:user:<name>`, `rps:<user>:<project>`, ...
- * Full buckets are forgotten by a sweep, so memory follows the number of recently busy keys.
+ * buckets. Keys are namespaced by their user: `auth:acct:<name>`, `rps:<user>:<project>`, ...
+ * Full buckets are forgotten by a sweep, so memory follows the number of recently busy keys; only
+ * `take` makes a bucket (asking does not), and past `maxKeys` buckets the oldest are dropped, so
+ * clients sending new names from many addresses cannot make it grow without end.
  */
 export class RateLimiter {
   private readonly buckets = new Map<string, Bucket>();
   private takes = 0;
 
-  constructor(private readonly clock: () => number = Date.now) {}
+  constructor(
+    private readonly clock: () => number = Date.now,
+    private readonly maxKeys = MAX_KEYS,
+  ) {}
 
   /** Takes `cost` tokens from the key's bucket if it has them. `limit` <= 0 means unlimited. */
   take(key: string, limit: number, windowMs: number, cost = 1): Take {
@@ -40,12 +45,13 @@ export class RateLimiter {
     if (b) b.tokens = Math.min(b.limit, b.tokens + cost);
   }
 
-  /** What `take` would answer, without taking. */
+  /** What `take` would answer, without taking (and without making a bucket for a new key). */
   peek(key: string, limit: number, windowMs: number, cost = 1): Take {
     if (!(limit > 0)) return { ok: true, retryAfterSec: 0, remaining: Infinity };
-    const b = this.refill(key, limit, windowMs);
-    if (b.tokens >= cost) return { ok: true, retryAfterSec: 0, remaining: Math.floor(b.tokens) };
-    return { ok: false, retryAfterSec: Math.max(1, Math.ceil((cost - b.tokens) / (limit / windowMs) / 1000)), remaining: 0 };
+    const b = this.buckets.get(key);
+    const tokens = b ? Math.min(limit, b.tokens + ((this.clock() - b.updated) * limit) / windowMs) : limit;
+    if (tokens >= cost) return { ok: true, retryAfterSec: 0, remaining: Math.floor(tokens) };
+    return { ok: false, retryAfterSec: Math.max(1, Math.ceil((cost - tokens) / (limit / windowMs) / 1000)), remaining: 0 };
   }
 
   /** Like `take`, but throws the 429 of `tooManyRequests` when the bucket is empty. */
@@ -84,6 +90,7 @@ export class RateLimiter {
     const t = this.clock();
     let b = this.buckets.get(key);
     if (!b) {
+      if (this.buckets.size >= this.maxKeys) this.makeRoom();
       b = { tokens: limit, updated: t, limit, windowMs };
       this.buckets.set(key, b);
       return b;
@@ -100,7 +107,20 @@ export class RateLimiter {
     const t = this.clock();
     for (const [key, b] of this.buckets) if (t - b.updated >= b.windowMs) this.buckets.delete(key);
   }
+
+  /** At `maxKeys`: the full buckets go, and if that is not a tenth, the oldest made go too. */
+  private makeRoom(): void {
+    this.sweep();
+    const target = Math.floor(this.maxKeys * 0.9);
+    for (const key of this.buckets.keys()) {
+      if (this.buckets.size <= target) break;
+      this.buckets.delete(key);
+    }
+  }
 }
+
+/** Buckets one limiter holds at most (about 200 bytes each). */
+const MAX_KEYS = 100_000;
 
 /** 429 in the envelope with a `Retry-After` header (seconds) and the same number in `info`. */
 export function tooManyRequests(retryAfterSec: number): ApiError {
@@ -158,6 +178,17 @@ export async function throttle<T>(limiter: RateLimiter, rules: Rule[], fn: () =>
 }
 
 /**
+ * The bucket key of the account a client names (a username or an address; case and surrounding
+ * spaces ignored). A name longer than any account's is keyed by its SHA-256, so a key never holds
+ * what a client sent at whatever length it sent it.
+ */
+export function accountKey(kind: "auth" | "req", account: string): string {
+  const name = account.trim().toLowerCase();
+  if (name.length <= 254) return `${kind}:acct:${name}`;
+  return `${kind}:acct#${new Bun.CryptoHasher("sha256").update(name).digest("hex")}`;
+}
+
+/**
  * The limits against guessing for one account and one client address (`kind` separates failed
  * checks, `auth`, from mail-sending requests, `req`): `--auth-rate-limit` per account and
  * `--auth-ip-rate-limit` per address, both per `--auth-rate-window` seconds.
@@ -170,7 +201,7 @@ export function authRules(
 ): Rule[] {
   const windowMs = ctx.config.authRateWindow * 1000;
   return [
-    { key: `${kind}:acct:${account.trim().toLowerCase()}`, limit: ctx.config.authRateLimit, windowMs },
+    { key: accountKey(kind, account), limit: ctx.config.authRateLimit, windowMs },
     { key: `${kind}:ip:${ip}`, limit: ctx.config.authIpRateLimit, windowMs },
   ];
 }

@@ -1,5 +1,6 @@
-import { describe, expect, test } from "bun:test";
-import { RateLimiter, throttle, tooManyRequests } from "../../src/http/ratelimit";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { accountKey, authRules, limiterOf, RateLimiter, throttle, tooManyRequests } from "../../src/http/ratelimit";
+import { TestServer } from "../helpers/server";
 
 /** A limiter on a clock the test moves by hand. */
 function limiter() {
@@ -65,8 +66,56 @@ describe("rate limiter", () => {
     expect(l.size).toBeLessThan(10);
   });
 
+  test("asking about a key makes no bucket for it, nor does a refused takeAll for the keys it did not charge", () => {
+    const { l } = limiter();
+    expect(l.peek("never-seen", 5, 1000)).toEqual({ ok: true, retryAfterSec: 0, remaining: 5 });
+    expect(l.size).toBe(0);
+    l.take("ip", 1, 60_000);
+    for (let i = 0; i < 50; i++) expect(l.takeAll([{ key: `acct-${i}`, limit: 5, windowMs: 60_000 }, { key: "ip", limit: 1, windowMs: 60_000 }]).ok).toBe(false);
+    expect(l.size).toBe(1);
+  });
+
+  test("at its most keys the limiter drops the full buckets first, then the oldest, and keeps the newest", () => {
+    let t = 1_000_000;
+    const l = new RateLimiter(() => t, 100);
+    for (let i = 0; i < 60; i++) l.take(`old-${i}`, 5, 1000);
+    t += 2000; // these are full again: the first to go
+    for (let i = 0; i < 200; i++) l.take(`new-${i}`, 5, 60_000);
+    expect(l.size).toBeLessThanOrEqual(100);
+    expect(l.peek("new-199", 5, 60_000).remaining).toBe(4);
+    expect(l.peek("new-0", 5, 60_000).remaining).toBe(5); // dropped: forgotten
+  });
+
+  test("an account name of any length is kept under a short key, whatever its case and surrounding spaces", () => {
+    const long = "x".repeat(200_000);
+    const key = accountKey("auth", long);
+    expect(key.length).toBeLessThan(100);
+    expect(accountKey("auth", ` ${long.toUpperCase()} `)).toBe(key);
+    expect(accountKey("req", long)).not.toBe(key);
+    expect(accountKey("auth", " Alice ")).toBe("auth:acct:alice");
+    const config = { authRateLimit: 5, authIpRateLimit: 10, authRateWindow: 60 };
+    expect(authRules({ config }, long, "10.0.0.1").map((r) => r.key)).toEqual([key, "auth:ip:10.0.0.1"]);
+  });
+
   test("the 429 error carries Retry-After in whole seconds", () => {
     const e = tooManyRequests(1.2);
     expect([e.code, e.status, e.headers["retry-after"], e.info.retry_after]).toEqual([429, 429, "2", 2]);
+  });
+});
+
+describe("login throttling on a server", () => {
+  let srv: TestServer;
+  beforeAll(async () => {
+    srv = await TestServer.start({ "auth-ip-rate-limit": "3" });
+  });
+  afterAll(() => srv.stop());
+
+  test("failed logins with ever new, very long usernames keep nothing of them once the address is blocked", async () => {
+    const attempt = (i: number) => srv.call("/api/login", { body: { username: `${i}-${"u".repeat(100_000)}`, password: "wrong password" } });
+    for (let i = 0; i < 3; i++) expect((await attempt(i)).status).toBe(403);
+    const limiter = limiterOf(srv.ctx);
+    const held = limiter.size;
+    for (let i = 3; i < 30; i++) expect((await attempt(i)).status).toBe(429);
+    expect(limiter.size).toBe(held);
   });
 });

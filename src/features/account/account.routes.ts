@@ -5,7 +5,7 @@ import { authMacro } from "../../http/auth";
 import { answer, ok } from "../../http/envelope";
 import { examples } from "../../http/examples";
 import { describe } from "../../http/openapi";
-import { authRules, clientAddress, limiterOf, throttle } from "../../http/ratelimit";
+import { accountKey, authRules, clientAddress, limiterOf, throttle } from "../../http/ratelimit";
 import type { Ctx } from "../../platform/context";
 import type { Session } from "../session/session.service";
 import {
@@ -88,7 +88,7 @@ export function accountRoutes(ctx: Ctx) {
         throttle(limiter, rules("auth", body.username, ipOf(request, server)), async () => {
           const s = await resetPassword(ctx, body);
           // The account's failed tries are forgiven (its username matched exactly).
-          limiter.reset(`auth:acct:${body.username.toLowerCase()}`);
+          limiter.reset(accountKey("auth", body.username));
           return signedIn(s, set);
         }),
       {
