@@ -31,7 +31,14 @@ export interface Publisher {
 const counts = new WeakMap<Database, Map<string, number>>();
 /** Per connection, every item counted so far (`changeTotal`). */
 const totals = new WeakMap<Database, number>();
-const countKey = (type: string, dataType: string, dataKey: string) => (type === "cc" ? `cc ${dataType} ${dataKey}` : `${type} ${dataType}`);
+/**
+ * What an item is counted under: a project's items by their data type, `cc.projects` items by the
+ * project too (the schema's stamp reads them), every other `cc` item by its data type alone. A
+ * count per key of those (each job's token, each user) would keep one entry per job and user the
+ * process ever saw; counted together, a count moves more often than needed, never less.
+ */
+const countKey = (type: string, dataType: string, dataKey: string) =>
+  type !== "cc" ? `${type} ${dataType}` : dataType === "cc.projects" ? `cc ${dataType} ${dataKey}` : `cc ${dataType}`;
 function count(client: Database, items: readonly Pick<SyncItem, "type" | "data_type" | "data_key">[]): void {
   let m = counts.get(client);
   if (!m) counts.set(client, (m = new Map()));
@@ -52,7 +59,8 @@ export function changeTotal(client: Database): number {
 
 /**
  * How often data of a kind changed on a connection: the project items of one data type
- * (`type` = the project gid), or one global item (`type` = "cc", with its `data_key`). The count
+ * (`type` = the project gid), or one global item (`type` = "cc", with its `data_key`; for data
+ * types other than `cc.projects` the count of the whole data type, see `countKey`). The count
  * moves when such an item is written, at that moment, and again when a rollback undoes it. Every
  * mutation writes its items, so an in-process cache of that data stays true while the count it
  * was made at holds: nothing read before a change is used after it, and what a unit read after

@@ -308,3 +308,28 @@ describe("withoutSync: a unit committed without a disk flush", () => {
     expect(readMeta(db, "t.joined")).toBe("1");
   });
 });
+
+describe("change counts", () => {
+  test("items of many jobs and users keep no count per key in memory, while a project's settings still move its schema stamp", () => {
+    const project = "p-counts";
+    const stamp = schemaGeneration(db.$client, project);
+    const write = (n: number, from: number) =>
+      mutate(db, undefined, (_tx, log) => {
+        for (let i = from; i < from + n; i++) {
+          log.cc("UPDATE", "cc.jobs", `job-${i}`, ["*"]);
+          log.cc("UPDATE", "cc.users", `user-${i}`, ["*"]);
+        }
+      });
+    write(1000, 0);
+    Bun.gc(true);
+    const before = process.memoryUsage().heapUsed;
+    const n = 20_000;
+    write(n, 1000);
+    Bun.gc(true);
+    // One count per data key kept about 240 bytes per distinct job or user, for the process's life.
+    expect((process.memoryUsage().heapUsed - before) / (2 * n)).toBeLessThan(60);
+    expect(schemaGeneration(db.$client, project)).toBe(stamp);
+    mutate(db, undefined, (_tx, log) => log.cc("UPDATE", "cc.projects", project, ["*"]));
+    expect(schemaGeneration(db.$client, project)).not.toBe(stamp);
+  });
+});
