@@ -49,6 +49,11 @@ function count(client: Database, items: readonly Pick<SyncItem, "type" | "data_t
   totals.set(client, (totals.get(client) ?? 0) + items.length);
 }
 
+/** How many counts a connection keeps (one per `countKey`); for tests and diagnostics. */
+export function changeCountKeys(client: Database): number {
+  return counts.get(client)?.size ?? 0;
+}
+
 /**
  * How many items of any kind were counted on a connection (`changeCount`'s counts added up): while
  * it holds, no count has moved, so what was derived from counts still stands.

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { changes } from "../../src/db/changelog.table";
 import { migrate, openDatabase, withoutSync, type DB } from "../../src/db/connection";
 import { readMeta, writeMeta } from "../../src/db/meta";
-import { afterCommit, inUnit, mutate, readOnly, untilChanged, wholeOrNothing, type Published } from "../../src/db/mutate";
+import { afterCommit, changeCountKeys, inUnit, mutate, readOnly, untilChanged, wholeOrNothing, type Published } from "../../src/db/mutate";
 import { Hub } from "../../src/platform/sync/hub";
 import { schemaGeneration } from "../../src/features/schema/schema.generation";
 
@@ -320,14 +320,11 @@ describe("change counts", () => {
           log.cc("UPDATE", "cc.users", `user-${i}`, ["*"]);
         }
       });
-    write(1000, 0);
-    Bun.gc(true);
-    const before = process.memoryUsage().heapUsed;
-    const n = 20_000;
-    write(n, 1000);
-    Bun.gc(true);
-    // One count per data key kept about 240 bytes per distinct job or user, for the process's life.
-    expect((process.memoryUsage().heapUsed - before) / (2 * n)).toBeLessThan(60);
+    write(10, 0);
+    const kept = changeCountKeys(db.$client);
+    write(5000, 10);
+    // One count per data key kept about 130 bytes per distinct job or user, for the process's life.
+    expect(changeCountKeys(db.$client)).toBe(kept);
     expect(schemaGeneration(db.$client, project)).toBe(stamp);
     mutate(db, undefined, (_tx, log) => log.cc("UPDATE", "cc.projects", project, ["*"]));
     expect(schemaGeneration(db.$client, project)).not.toBe(stamp);
