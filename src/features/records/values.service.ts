@@ -46,8 +46,13 @@ export type DefInfo = {
 /** Field types whose values are text: the search index keeps them (so do fields with a value list, by label). */
 export const TEXT_TYPES = new Set(["text", "textline", "textlist", "barcode"]);
 
-/** Definitions read by earlier requests, per project, valid while the project's schema stamp holds. */
+/**
+ * Definitions read by earlier requests, per project, valid while the project's schema stamp holds.
+ * The projects used last are kept (at most DEF_CACHE_PROJECTS; a deleted project's entry goes
+ * with time, as does one of a project nobody asks for).
+ */
 const DEF_CACHE = new Map<string, { stamp: string; defs: Map<string, DefInfo> }>();
+const DEF_CACHE_PROJECTS = 256;
 
 /** A per-request view of the project's schema: languages, channels, orderings, definitions. */
 export class SchemaView {
@@ -92,7 +97,11 @@ export class SchemaView {
     if (d) return d;
     const stamp = this.stamp();
     let shared = DEF_CACHE.get(this.projectGid);
-    if (!shared || shared.stamp !== stamp) DEF_CACHE.set(this.projectGid, (shared = { stamp, defs: new Map() }));
+    // Moved to the end on every use, so the first entry is the one used longest ago.
+    DEF_CACHE.delete(this.projectGid);
+    if (!shared || shared.stamp !== stamp) shared = { stamp, defs: new Map() };
+    DEF_CACHE.set(this.projectGid, shared);
+    if (DEF_CACHE.size > DEF_CACHE_PROJECTS) DEF_CACHE.delete(DEF_CACHE.keys().next().value!);
     d = shared.defs.get(gid);
     if (d) {
       this.defs.set(gid, d);
