@@ -108,7 +108,7 @@ export class RateLimiter {
     for (const [key, b] of this.buckets) if (t - b.updated >= b.windowMs) this.buckets.delete(key);
   }
 
-  /** At `maxKeys`: the full buckets go, and if that is not a tenth, the oldest made go too. */
+  /** At `maxKeys`: the full buckets go, and when that frees less than a tenth, the oldest made go too. */
   private makeRoom(): void {
     this.sweep();
     const target = Math.floor(this.maxKeys * 0.9);
