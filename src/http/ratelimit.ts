@@ -35,8 +35,7 @@ export class RateLimiter {
       b.tokens -= cost;
       return { ok: true, retryAfterSec: 0, remaining: Math.floor(b.tokens) };
     }
-    const perMs = limit / windowMs;
-    return { ok: false, retryAfterSec: Math.max(1, Math.ceil((cost - b.tokens) / perMs / 1000)), remaining: 0 };
+    return refused(b.tokens, limit, windowMs, cost);
   }
 
   /** Gives tokens back (for example after a successful login, so only failures count). */
@@ -49,9 +48,9 @@ export class RateLimiter {
   peek(key: string, limit: number, windowMs: number, cost = 1): Take {
     if (!(limit > 0)) return { ok: true, retryAfterSec: 0, remaining: Infinity };
     const b = this.buckets.get(key);
-    const tokens = b ? Math.min(limit, b.tokens + ((this.clock() - b.updated) * limit) / windowMs) : limit;
+    const tokens = b ? refilled(b, limit, windowMs, this.clock()) : limit;
     if (tokens >= cost) return { ok: true, retryAfterSec: 0, remaining: Math.floor(tokens) };
-    return { ok: false, retryAfterSec: Math.max(1, Math.ceil((cost - tokens) / (limit / windowMs) / 1000)), remaining: 0 };
+    return refused(tokens, limit, windowMs, cost);
   }
 
   /** Like `take`, but throws the 429 of `tooManyRequests` when the bucket is empty. */
@@ -98,7 +97,7 @@ export class RateLimiter {
     // A changed limit (for example a membership's rate_limit_per_second) applies at once.
     b.limit = limit;
     b.windowMs = windowMs;
-    b.tokens = Math.min(limit, b.tokens + ((t - b.updated) * limit) / windowMs);
+    b.tokens = refilled(b, limit, windowMs, t);
     b.updated = t;
     return b;
   }
@@ -118,6 +117,16 @@ export class RateLimiter {
     }
   }
 }
+
+/** The tokens of bucket `b` at time `t`, refilled at `limit` per `windowMs` since it was last used. */
+const refilled = (b: Bucket, limit: number, windowMs: number, t: number) => Math.min(limit, b.tokens + ((t - b.updated) * limit) / windowMs);
+
+/** The refusal when `tokens` are fewer than `cost`: the wait until enough have come back (at least a second). */
+const refused = (tokens: number, limit: number, windowMs: number, cost: number): Take => ({
+  ok: false,
+  retryAfterSec: Math.max(1, Math.ceil((cost - tokens) / (limit / windowMs) / 1000)),
+  remaining: 0,
+});
 
 /** Buckets one limiter holds at most (about 200 bytes each). */
 const MAX_KEYS = 100_000;
