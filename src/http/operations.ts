@@ -56,10 +56,7 @@ export function read(path: string, run: ProjectRead["run"], detail: DocumentDeco
 export function readRoutes(ctx: Ctx, reads: readonly ProjectRead[]): AnyElysia {
   const app = new Elysia({ prefix: "/api/p/:project" }).use(authMacro(ctx));
   for (const r of reads) {
-    app.get(`/${r.path}`, ({ params, actor, set }) => {
-      set.headers["content-type"] = JSON_TYPE;
-      return answerText(r.run(ctx, actor, params.project));
-    }, { auth: true, params, detail: r.detail as DocumentDecoration });
+    app.get(`/${r.path}`, ({ params, actor, set }) => sentAsText(set, r.run(ctx, actor, params.project)), { auth: true, params, detail: r.detail as DocumentDecoration });
   }
   return app;
 }
@@ -69,11 +66,7 @@ export function operationRoutes(ctx: Ctx, ops: readonly ProjectOperation[]): Any
   const app = new Elysia({ prefix: "/api/p/:project" }).use(authMacro(ctx));
   // Elysia adds each route to the instance itself; the chain's growing type is not needed here.
   for (const op of ops) {
-    app.post(`/${op.path}`, ({ params, body, actor, set }) => {
-      const out = op.run(ctx, actor, params.project, body ?? {});
-      set.headers["content-type"] = JSON_TYPE;
-      return answerText(out);
-    }, {
+    app.post(`/${op.path}`, ({ params, body, actor, set }) => sentAsText(set, op.run(ctx, actor, params.project, body ?? {})), {
       auth: true,
       params,
       body: op.body,
@@ -83,12 +76,18 @@ export function operationRoutes(ctx: Ctx, ops: readonly ProjectOperation[]): Any
   return app;
 }
 
+/** An Elysia handler's return for `out`: its envelope as JSON text (`answerText`), typed as JSON. */
+export function sentAsText(set: { headers: Record<string, string | number> }, out: Answer): string {
+  set.headers["content-type"] = JSON_TYPE;
+  return answerText(out);
+}
+
 /**
  * The JSON text of an answer's envelope: a lasting answer (a schema snapshot's) as the text
  * encoded when it was first sent, members already serialized (records/children) spliced in
  * without being parsed again.
  */
-export function answerText(out: Answer): string {
+function answerText(out: Answer): string {
   const text = encodedAnswer(out);
   if (text !== undefined) return text;
   return hasJsonText(out) ? answerJson(answer(out)) : JSON.stringify(answer(out));

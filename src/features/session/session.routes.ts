@@ -1,9 +1,9 @@
 import { Elysia, t } from "elysia";
 import { authMacro } from "../../http/auth";
-import { answer, JSON_TYPE } from "../../http/envelope";
+import { answer } from "../../http/envelope";
 import { examples } from "../../http/examples";
 import { describe } from "../../http/openapi";
-import { answerText, read } from "../../http/operations";
+import { read, sentAsText } from "../../http/operations";
 import { authRules, clientAddress, limiterOf, throttle } from "../../http/ratelimit";
 import type { Ctx } from "../../platform/context";
 import { apiKeyLogIn, globalInitOf, logIn, projectInitOf, projectLogIn, type Session } from "./session.service";
@@ -60,11 +60,8 @@ export function sessionRoutes(ctx: Ctx) {
         }),
       },
     )
-    .get("/init", ({ actor, set }) => {
-      // Kept until the next write with its JSON (globalInitOf): the text is sent as it is.
-      set.headers["content-type"] = JSON_TYPE;
-      return answerText(globalInitOf(ctx, actor));
-    }, {
+    // Kept until the next write with its JSON (globalInitOf): the text is sent as it is.
+    .get("/init", ({ actor, set }) => sentAsText(set, globalInitOf(ctx, actor)), {
       auth: true,
       detail: describe({ summary: "The current user's global data", tags: ["global"], example: examples.init, result: globalResult }),
     });
