@@ -2,11 +2,13 @@ import type { Feature } from "../feature";
 import { schemaBulkJobs } from "./schema.bulk";
 import { classesDictionary, definitionsDictionary, fieldsDictionary, layoutsDictionary } from "./schema.dictionaries";
 import { schemaOperations } from "./schema.routes";
+import { schemaLanguageAdded, schemaLanguageRemoved, schemaSettingRemoved } from "./settings.hooks";
 
 /**
  * The schema (docs/schema.md): fields, classes, definitions and layouts with working copies,
  * schema search and bulk. Other features follow schema commits and report uses through
- * `hooks.schemaCommitted` / `hooks.schemaUsage` of their own descriptors.
+ * `hooks.schemaCommitted` / `hooks.schemaUsage` of their own descriptors. The schema follows the
+ * project's languages and fieldlists through the settings hooks (settings.hooks.ts).
  */
 export const schemaFeature: Feature = {
   name: "schema",
@@ -17,5 +19,10 @@ export const schemaFeature: Feature = {
     classes: classesDictionary,
     fields: fieldsDictionary,
     layouts: layoutsDictionary,
+  },
+  hooks: {
+    languageAdded: schemaLanguageAdded,
+    languageRemoved: schemaLanguageRemoved,
+    settingRemoved: schemaSettingRemoved,
   },
 };

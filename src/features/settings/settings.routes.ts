@@ -28,8 +28,8 @@ function listOperations(kind: ListKind) {
       summary: `Move a ${kind} before before_${kind}, or to the end without it`,
       tags,
     }),
-    operation(`${plural}/delete`, t.Object({ [kind]: key }), (ctx, actor, projectGid, body) => deleteEntry(ctx, actor, projectGid, kind, body), {
-      summary: `Delete a ${kind}${kind === "channel" ? " (not __all__)" : ""}`,
+    operation(`${plural}/delete`, t.Object({ [kind]: t.Optional(key), [plural]: t.Optional(t.Array(key, { minItems: 1, maxItems: 1000 })) }), (ctx, actor, projectGid, body) => deleteEntry(ctx, actor, projectGid, kind, body), {
+      summary: `Delete a ${kind}, or several (${plural}: a list; ${kind} wins when both are given)${kind === "channel" ? " (not __all__)" : ""}`,
       tags,
     }),
   ];

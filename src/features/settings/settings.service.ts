@@ -1,7 +1,7 @@
 import { eq } from "drizzle-orm";
 import type { Answer } from "../../core/answer";
 import type { Actor } from "../../core/actor";
-import { badRequest, unprocessable, validationFailed } from "../../core/errors";
+import { badRequest, missing, unprocessable, validationFailed } from "../../core/errors";
 import { newGid, now } from "../../core/ids";
 import { isLanguage } from "../../core/languages";
 import type { Tx } from "../../db/connection";
@@ -111,10 +111,10 @@ export function removeLanguage(ctx: Ctx, actor: Actor, projectGid: string, input
     if (!o.languages.includes(input.language)) throw invalid("language", "Not a language of the project");
     if (o.languages.length === 1) throw unprocessable("Cannot perform update", { reason: "A project keeps at least one language", language: input.language });
     const p = saveOptions(tx, log, project, { ...o, languages: o.languages.filter((l) => l !== input.language) });
-    if (input.remove_values !== true) return changed(tx, p);
+    if (input.remove_values !== true) return changed(tx, p, {}, schemaData(ctx, tx, projectGid));
     let removed = 0;
     for (const hook of ctx.hooks.languageRemoved) removed += hook(ctx, tx, log, projectGid, input.language);
-    return changed(tx, p, { removed_values: removed });
+    return changed(tx, p, { removed_values: removed }, schemaData(ctx, tx, projectGid));
   });
 }
 
@@ -164,15 +164,21 @@ export function moveEntry(ctx: Ctx, actor: Actor, projectGid: string, kind: List
   });
 }
 
-/** `<kind>s/delete`: the entry goes; the `settingRemoved` hooks drop what refers to it in the same transaction. */
+/**
+ * `<kind>s/delete`: one entry (`<kind>`) or several (`<kind>s`, a list; `<kind>` wins when both are
+ * sent, as the reference says) go; the `settingRemoved` hooks drop what refers to them in the same
+ * transaction. Every key is checked before anything is deleted.
+ */
 export function deleteEntry(ctx: Ctx, actor: Actor, projectGid: string, kind: ListKind, input: Record<string, unknown>): Answer {
+  const many = `${kind}s`;
+  if (input[kind] === undefined && input[many] === undefined) throw missing(kind);
   return change(ctx, actor, projectGid, ({ tx, log, project }, o) => {
-    const key = entry(o, kind, input[kind]);
+    const keys = input[kind] !== undefined ? [entry(o, kind, input[kind])] : [...new Set((input[many] as unknown[]).map((k) => entry(o, kind, k, many)))];
     const { dict, order } = kindOf(kind);
     const rest = new Map(Object.entries(o[dict]));
-    rest.delete(key);
-    const p = saveOptions(tx, log, project, { ...o, [dict]: Object.fromEntries(rest), [order]: o[order].filter((k) => k !== key) });
-    for (const hook of ctx.hooks.settingRemoved) hook(ctx, tx, log, projectGid, kind, key);
+    for (const key of keys) rest.delete(key);
+    const p = saveOptions(tx, log, project, { ...o, [dict]: Object.fromEntries(rest), [order]: o[order].filter((k) => !keys.includes(k)) });
+    for (const key of keys) for (const hook of ctx.hooks.settingRemoved) hook(ctx, tx, log, projectGid, kind, key);
     return changed(tx, p);
   });
 }
