@@ -145,6 +145,30 @@ describe("fields", () => {
     await w.okr("fields/revert", { field: length });
   });
 
+  test("metadata values that do not match their type are converted on a best-effort basis, not refused", async () => {
+    const set = async (type: string, value: unknown, is_localized = false) => {
+      const r = await w.okr("fields/metadata/set", { field: length, name: "shop.x", type, is_localized, value });
+      return r.data.fields[r.result.field].metadata["shop.x"].value;
+    };
+    expect(await set("number", "12,7 mm")).toBe(12);
+    expect(await set("number", "abc")).toBeNull();
+    expect(await set("decimal", "1,5")).toBe(1.5);
+    expect(await set("boolean", "yes")).toBe(true);
+    expect(await set("boolean", "off")).toBe(false);
+    expect(await set("text", ["a", "b"])).toBe("a\nb");
+    expect(await set("textline", 42)).toBe("42");
+    expect(await set("textlist", "one\ntwo")).toEqual(["one", "two"]);
+    expect(await set("image", 5)).toBeNull();
+    // A plain value for a localized entry is taken for every language.
+    expect(await set("textline", "plain", true)).toEqual({ en: "plain" });
+    // A name part may start with a digit (not the name); an unknown type is named as `type`.
+    expect((await w.api("fields/metadata/set", { field: length, name: "size.2x", value: "x" })).status).toBe(200);
+    const bad = await w.api("fields/metadata/set", { field: length, name: "shop.y", type: "colour" });
+    expect(bad.body.result.info.validation[0].field).toBe("type");
+    expect((await w.api("fields/metadata/set", { field: length, name: "2x.size" })).body.result.code).toBe(1001);
+    await w.okr("fields/revert", { field: length });
+  });
+
   test("get answers one or several fields; an unknown single gid is a 422", async () => {
     const many = await w.okr("fields/get", { fields: [length, "nope"] });
     expect(many.result.fields).toEqual([length]);

@@ -75,7 +75,7 @@ describe("schema/bulk", () => {
     const since = await w.cursor();
     const r = await w.okr("schema/bulk/commit", { selection: [draft, cls, def, size] });
     const job = await jobDone(r.result["job.token"]);
-    expect(job).toMatchObject({ status: "done", info: { total: 4, remaining: 0, done: 3, skipped: 1 } });
+    expect(job).toMatchObject({ status: "done", job: "bulk_commit_schema", info: { total: 4, remaining: 0, done: 3, skipped: 1 } });
     expect(job.info.skipped_items[0].gid).toBe(size);
     const g = await w.okr("schema/bulk/get", { selection: [draft, cls, def] });
     for (const d of Object.values({ ...g.data.fields, ...g.data.classes, ...g.data.definitions }) as any[]) expect(d.is_new).toBe(false);

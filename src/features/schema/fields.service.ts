@@ -199,7 +199,7 @@ export type MetadataInput = { name: string; type?: string; is_localized?: unknow
 export function setMetadata(tx: Tx, log: Parameters<typeof editable>[1], project: Project, kind: "field" | "class" | "definition", gid: unknown, input: MetadataInput) {
   const issues = metadataNameIssues(input.name);
   orFail(issues);
-  const entry = metadataEntry(project, input, "value", issues);
+  const entry = metadataEntry(project, input, "", issues);
   orFail(issues);
   const { row, made } = editable(tx, log, kind, project.gid, gid);
   return { row: updateItem(tx, log, kind, row, { metadata: { ...(row.metadata as Record<string, unknown>), [input.name]: entry } }), made };

@@ -102,7 +102,8 @@ export function logItem(log: ChangeLog, projectGid: string, action: Action, kind
 // Member checks shared by the kinds
 
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
-const METADATA_NAME = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$/;
+/** Letters, digits and underscores in parts joined by single dots (at least one), not starting with a digit. */
+const METADATA_NAME = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)+$/;
 
 export function nameIssues(name: unknown, member = "name"): ValidationIssue[] {
   if (typeof name !== "string" || !NAME.test(name) || name.length > 100)
@@ -139,54 +140,67 @@ export function mergeLocalized(project: Project, current: Record<string, unknown
 export const METADATA_TYPES = ["text", "textline", "textlist", "number", "decimal", "boolean", "image", "fieldpicker"] as const;
 type MetadataType = (typeof METADATA_TYPES)[number];
 
-/** A metadata value coerced to its type on a best-effort basis (the reference's rule); undefined when impossible. */
+/** A number read from a value on a best-effort basis (`"1,5"` is 1.5, `"12 mm"` is 12); undefined when none can be read. */
+function numberFrom(v: unknown): number | undefined {
+  if (typeof v === "number") return Number.isFinite(v) ? v : undefined;
+  if (typeof v === "boolean") return v ? 1 : 0;
+  if (typeof v !== "string") return undefined;
+  const m = /^\s*([+-]?(?:\d+(?:[.,]\d*)?|[.,]\d+)(?:e[+-]?\d+)?)/i.exec(v);
+  return m ? Number(m[1]!.replace(",", ".")) : undefined;
+}
+
+/** Text of a value on a best-effort basis: lists joined by `sep`, other non-text values as JSON. */
+const textFrom = (v: unknown, sep: string): string =>
+  typeof v === "string" ? v : Array.isArray(v) ? v.map((x) => textFrom(x, sep)).join(sep) : typeof v === "number" || typeof v === "boolean" ? String(v) : JSON.stringify(v);
+
+const TRUE_WORDS = new Set(["true", "yes", "y", "on", "1"]);
+
+/**
+ * A metadata value coerced to its type on a best-effort basis (the reference's rule: a value that
+ * does not match is converted, not refused). What cannot be read as the type at all (`"abc"` as a
+ * number) becomes the type's empty value: null, false, "" or [].
+ */
 function coerceMetadata(type: MetadataType, v: unknown): unknown {
-  if (v === null || v === undefined) return type === "boolean" ? false : type === "textlist" ? [] : type === "number" || type === "decimal" ? null : type === "image" || type === "fieldpicker" ? null : "";
+  if (v === null || v === undefined) return type === "boolean" ? false : type === "textlist" ? [] : type === "text" || type === "textline" ? "" : null;
   switch (type) {
     case "text":
+      return textFrom(v, "\n");
     case "textline":
-      return typeof v === "string" ? (type === "textline" ? v.replace(/[\r\n]+/g, " ") : v) : typeof v === "number" || typeof v === "boolean" ? String(v) : undefined;
+      return textFrom(v, ", ").replace(/[\r\n]+/g, " ");
     case "textlist":
-      return Array.isArray(v) ? v.map((x) => String(x)) : typeof v === "string" ? v.split(/\r?\n/) : undefined;
+      return Array.isArray(v) ? v.map((x) => textFrom(x, " ")) : typeof v === "string" ? v.split(/\r?\n/) : [textFrom(v, " ")];
     case "number": {
-      const n = typeof v === "string" && v.trim() !== "" ? Number(v) : v;
-      return typeof n === "number" && Number.isFinite(n) ? Math.trunc(n) : undefined;
+      const n = numberFrom(v);
+      return n === undefined ? null : Math.trunc(n);
     }
-    case "decimal": {
-      const n = typeof v === "string" && v.trim() !== "" ? Number(v) : v;
-      return typeof n === "number" && Number.isFinite(n) ? n : undefined;
-    }
+    case "decimal":
+      return numberFrom(v) ?? null;
     case "boolean":
-      return typeof v === "boolean" ? v : v === "true" || v === 1 || v === "1" ? true : v === "false" || v === 0 || v === "0" ? false : undefined;
+      return typeof v === "string" ? TRUE_WORDS.has(v.trim().toLowerCase()) : typeof v === "number" ? v !== 0 : Array.isArray(v) ? v.length > 0 : v === true || (typeof v === "object" && v !== null);
     case "image":
     case "fieldpicker":
-      return typeof v === "string" ? v : undefined;
+      return typeof v === "string" && v ? v : null;
   }
 }
 
-/** One metadata entry `{type, is_localized, value}` checked and coerced; issues name `member`. */
+/**
+ * One metadata entry `{type, is_localized, value}` checked and coerced; issues name `member`'s
+ * members (`<member>.type`, or `type` when `member` is empty). A localized entry given one plain
+ * value has it in every language.
+ */
 export function metadataEntry(project: Project, input: { type?: unknown; is_localized?: unknown; value?: unknown }, member: string, issues: ValidationIssue[]) {
+  const at = (m: string) => (member ? `${member}.${m}` : m);
   const type = (input.type ?? "textline") as MetadataType;
   if (!(METADATA_TYPES as readonly string[]).includes(type)) {
-    issues.push({ field: `${member}.type`, rule: "enum", message: `one of ${METADATA_TYPES.join(", ")}` });
+    issues.push({ field: at("type"), rule: "enum", message: `one of ${METADATA_TYPES.join(", ")}` });
     return undefined;
   }
-  if (input.is_localized !== undefined && typeof input.is_localized !== "boolean") issues.push({ field: `${member}.is_localized`, rule: "type", message: "a boolean" });
-  const localized = input.is_localized === true;
-  const bad = () => issues.push({ field: `${member}.value`, rule: "type", message: `cannot be read as ${type}` });
-  if (!localized) {
-    const v = coerceMetadata(type, input.value);
-    if (v === undefined) bad();
-    return { type, is_localized: false, value: v };
-  }
+  if (input.is_localized !== undefined && typeof input.is_localized !== "boolean") issues.push({ field: at("is_localized"), rule: "type", message: "a boolean" });
+  if (input.is_localized !== true) return { type, is_localized: false, value: coerceMetadata(type, input.value) };
   const languages = projectOptions(project).languages;
-  const src = input.value && typeof input.value === "object" && !Array.isArray(input.value) ? (input.value as Record<string, unknown>) : {};
+  const perLanguage = input.value !== null && typeof input.value === "object" && !Array.isArray(input.value) ? (input.value as Record<string, unknown>) : undefined;
   const value: Record<string, unknown> = {};
-  for (const l of languages) {
-    const v = coerceMetadata(type, Object.hasOwn(src, l) ? src[l] : undefined);
-    if (v === undefined) bad();
-    value[l] = v;
-  }
+  for (const l of languages) value[l] = coerceMetadata(type, perLanguage ? (Object.hasOwn(perLanguage, l) ? perLanguage[l] : undefined) : input.value);
   return { type, is_localized: true, value };
 }
 

@@ -34,8 +34,10 @@ const SERVICES: Record<BulkOp, Record<SchemaItemType, One>> = {
   delete: { field: F.deleteField, class: C.deleteClass, definition: D.deleteDefinition },
 };
 
-/** The job kind of a bulk operation. */
-export const bulkKind = (op: BulkOp) => `schema.bulk.${op}`;
+/** The job kind of a bulk operation, named like the records' and assets' (`bulk_<op>_records`). */
+export const bulkKind = (op: BulkOp) => `bulk_${op}_schema`;
+/** The kind's name before 2026.11 (`schema.bulk.<op>`): still run, so a job queued before an upgrade finishes after it. */
+const formerKind = (op: BulkOp) => `schema.bulk.${op}`;
 
 /** `schema/bulk/get`: one page of the selection with the items' data. */
 export function bulkGet(ctx: Ctx, actor: Actor, projectGid: string, input: { selection: unknown; "page.size"?: unknown; "page.cursor"?: unknown }): Answer {
@@ -86,4 +88,4 @@ function bulkJob(op: BulkOp): JobKind {
 }
 
 /** The job kinds of the bulk operations, for the feature descriptor. */
-export const schemaBulkJobs: Record<string, JobKind> = Object.fromEntries(BULK_OPS.map((op) => [bulkKind(op), bulkJob(op)]));
+export const schemaBulkJobs: Record<string, JobKind> = Object.fromEntries(BULK_OPS.flatMap((op) => [[bulkKind(op), bulkJob(op)], [formerKind(op), bulkJob(op)]]));
