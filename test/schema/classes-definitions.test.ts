@@ -190,7 +190,10 @@ describe("definitions", () => {
     expect(r.body.result.info.used_by).toEqual({ definitions: [chapter] });
     const unused = await w.field("unused");
     const since = await w.cursor();
-    expect((await w.okr("fields/delete", { field: unused })).result.field).toBe(unused);
+    // The reference's answer: nothing in result or data; the item is gone.
+    const del = await w.okr("fields/delete", { field: unused });
+    expect([del.result, del.data]).toEqual([{}, {}]);
+    expect((await w.api("fields/get", { field: unused })).status).toBe(422);
     expect(await w.items(since)).toEqual([`DELETE fields ${unused}`]);
   });
 

@@ -83,9 +83,9 @@ type OwnerRef<K extends Owner> = { [P in K]: string };
 /**
  * The working-copy life cycle of an owner (a class or a definition, each with its layout): commit
  * (or its dry run), revert, save_as_new, copy and delete, the same for both kinds but for the rules
- * a commit must meet (`check`) and the dictionary the answers name.
+ * a commit must meet (`check`). Delete answers `result: {}`, `data: {}` (the reference's).
  */
-export function ownerLifecycle<K extends Owner>(kind: K, dictionary: "classes" | "definitions", check: (tx: Tx, projectGid: string) => (row: SchemaRow) => void) {
+export function ownerLifecycle<K extends Owner>(kind: K, check: (tx: Tx, projectGid: string) => (row: SchemaRow) => void) {
   const gidOf = (input: OwnerRef<K>) => input[kind];
   return {
     commit(ctx: Ctx, actor: Actor, projectGid: string, input: OwnerRef<K> & { dry_run?: boolean }): Answer {
@@ -110,11 +110,14 @@ export function ownerLifecycle<K extends Owner>(kind: K, dictionary: "classes" |
     copy(ctx: Ctx, actor: Actor, projectGid: string, input: OwnerRef<K>): Answer {
       return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
         const r = copyItem(tx, log, kind, projectGid, gidOf(input));
-        return ownerAnswer(tx, kind, r.row, undefined, { layout: r.layout?.gid ?? null });
+        return ownerAnswer(tx, kind, r.row);
       });
     },
     remove(ctx: Ctx, actor: Actor, projectGid: string, input: OwnerRef<K>): Answer {
-      return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => ({ result: { [kind]: deleteItem(ctx, tx, log, kind, projectGid, gidOf(input)) }, data: { [dictionary]: {}, layouts: {} } }));
+      return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
+        deleteItem(ctx, tx, log, kind, projectGid, gidOf(input));
+        return { result: {}, data: {} };
+      });
     },
   };
 }
@@ -178,7 +181,7 @@ export function modifyClass(ctx: Ctx, actor: Actor, projectGid: string, input: C
   });
 }
 
-const classLifecycle = ownerLifecycle("class", "classes", classCheck);
+const classLifecycle = ownerLifecycle("class", classCheck);
 export const commitClass = classLifecycle.commit;
 export const revertClass = classLifecycle.revert;
 export const saveAsNewClass = classLifecycle.saveAsNew;

@@ -136,7 +136,7 @@ export function modifyDefinition(ctx: Ctx, actor: Actor, projectGid: string, inp
   });
 }
 
-const definitionLifecycle = ownerLifecycle("definition", "definitions", definitionCheck);
+const definitionLifecycle = ownerLifecycle("definition", definitionCheck);
 export const commitDefinition = definitionLifecycle.commit;
 export const revertDefinition = definitionLifecycle.revert;
 export const saveAsNewDefinition = definitionLifecycle.saveAsNew;

@@ -190,7 +190,10 @@ export function copyField(ctx: Ctx, actor: Actor, projectGid: string, input: { f
 
 /** `fields/delete`: only a field no class, definition or record uses (422 naming them otherwise). */
 export function deleteField(ctx: Ctx, actor: Actor, projectGid: string, input: { field: string }): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => ({ result: { field: deleteItem(ctx, tx, log, "field", projectGid, input.field) }, data: { fields: {} } }));
+  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
+    deleteItem(ctx, tx, log, "field", projectGid, input.field);
+    return { result: {}, data: {} };
+  });
 }
 
 export type MetadataInput = { name: string; type?: string; is_localized?: unknown; value?: unknown };

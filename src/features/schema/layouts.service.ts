@@ -201,7 +201,7 @@ export function deleteComponent(ctx: Ctx, actor: Actor, projectGid: string, kind
     const components: Record<string, Component> = {};
     for (const [g, c] of Object.entries(spec.components)) components[g] = c.content ? { ...c, content: c.content.filter((x) => x !== gid) } : c;
     const l = updateItem(tx, log, "layout", layout, { spec: compact({ root: spec.root, components }) });
-    return answer(tx, kind, owner, made, l, { component: gid });
+    return answer(tx, kind, owner, made, l);
   });
 }
 
