@@ -1,10 +1,11 @@
 /**
  * The ceilings of the DAM benchmark: a bare Bun.serve, no framework, no database, no checks.
- * GET <any path> answers the file named for that path with `new Response(Bun.file(path))` and its
- * Content-Type; POST streams the request body to a file in `<upload dir>` and answers 200.
+ * GET <any path> answers the file named for that path with `new Response(Bun.file(path))` and the
+ * headers given for it (its Content-Type alone, or every header Apis sends with that file); POST
+ * streams the request body to a file in `<upload dir>` and answers 200.
  * POST /upload-durable does the same and then syncs the file and its folder entry before
  * answering (what a durable store must wait for at least; informational, not the ceiling).
- * usage: bun bench/dam-bare.ts <port> <files.json> <upload dir>   (files: {path: {file, type}})
+ * usage: bun bench/dam-bare.ts <port> <files.json> <upload dir>   (files: {path: {file, headers}})
  */
 import { closeSync, fsyncSync, openSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
@@ -19,7 +20,7 @@ function fsyncPath(path: string) {
 }
 
 const [port, filesJson, uploadDir] = process.argv.slice(2);
-const files: Record<string, { file: string; type: string }> = JSON.parse(readFileSync(filesJson!, "utf8"));
+const files: Record<string, { file: string; headers: Record<string, string> }> = JSON.parse(readFileSync(filesJson!, "utf8"));
 let n = 0;
 
 Bun.serve({
@@ -43,6 +44,6 @@ Bun.serve({
     }
     if (path === "/ping") return new Response("pong");
     const f = files[path];
-    return f ? new Response(Bun.file(f.file), { headers: { "content-type": f.type } }) : new Response("not found", { status: 404 });
+    return f ? new Response(Bun.file(f.file), { headers: f.headers }) : new Response("not found", { status: 404 });
   },
 });
