@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { closestLanguage } from "../../src/features/schema/settings.hooks";
+import { closestLanguage } from "../../src/features/schema/schema.settings";
 import { schemaWorld } from "./helpers";
 
 let w: Awaited<ReturnType<typeof schemaWorld>>;
