@@ -41,4 +41,4 @@ export type ValidationIssue = { field: string; rule: string; message: string };
  * (field, rule, message); see docs/errors.md.
  */
 export const validationFailed = (issues: ValidationIssue[]) =>
-  new ApiError(1001, "Validation failed", { validation: issues });
+  new ApiError(1001, "Validation error", { validation: issues });

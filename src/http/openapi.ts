@@ -76,7 +76,7 @@ const responses = {
           success: false,
           result: {
             code: 1001,
-            message: "Validation failed",
+            message: "Validation error",
             info: { validation: [{ field: "username", rule: "unavailable", message: "This username is taken" }] },
             validation: [{ field: "username", rule: "unavailable", message: "This username is taken" }],
           },

@@ -208,6 +208,11 @@ describe("definitions", () => {
     const saved = await w.okr("definitions/save_as_new", { definition: chapter });
     expect(saved.data.definitions[saved.result.definition]).toMatchObject({ name: "chapter_2", original: null, is_new: false });
     expect(saved.result.definition).not.toBe(chapter);
+    // The reference: an unmodified definition (or class) cannot be saved as new; a field is answered as it is.
+    const again = await w.api("definitions/save_as_new", { definition: chapter });
+    expect([again.status, again.body.result.message]).toEqual([422, "Can't work with this item"]);
+    const f = await w.field("plain_field");
+    expect((await w.okr("fields/save_as_new", { field: f })).result.field).toBe(f);
   });
 
   test("copy a definition with its layout; remove classes and fields; revert", async () => {

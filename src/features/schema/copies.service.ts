@@ -207,8 +207,10 @@ function pending(tx: Tx, kind: Kind, projectGid: string, gid: unknown, what: str
   if (!isCommitted(row)) return row;
   const wc = workingCopyOf(tx, kind, projectGid, row.gid);
   if (wc) return wc;
-  if (what === "save_as_new") return { unchanged: row };
-  throw cannot(`The ${NOUN[kind].toLowerCase()} has no changes to ${what}`, { [kind]: row.gid });
+  // The reference: an unchanged field is "not saved either" (answered as it is); an unmodified
+  // class or definition "cannot" be saved as new.
+  if (what === "save_as_new" && kind === "field") return { unchanged: row };
+  throw cannot(`The ${NOUN[kind].toLowerCase()} has no changes to ${what === "save_as_new" ? "save as new" : what}`, { [kind]: row.gid });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -344,7 +346,8 @@ export function revertItem(tx: Tx, log: ChangeLog, kind: Exclude<Kind, "layout">
 /**
  * Saves the working copy as a committed item of its own (its gid); the original stays as it was.
  * A name still equal to another committed item's gets a `_2`, `_3`... suffix. A new item is
- * committed; an unchanged committed item is returned as it is.
+ * committed; an unchanged committed field is returned as it is, an unchanged class or definition
+ * is a 422 (see `pending`).
  */
 export function saveAsNewItem(tx: Tx, log: ChangeLog, kind: Exclude<Kind, "layout">, projectGid: string, gid: unknown, check?: (row: SchemaRow) => void) {
   const p = pending(tx, kind, projectGid, gid, "save_as_new");
