@@ -82,6 +82,8 @@ export function changeCount(client: Database, type: string, dataType: string, da
  */
 export class ChangeLog {
   readonly items: Published[] = [];
+  /** Where each project item's last sync item of this unit is in `items` (see `project`). */
+  private readonly lastAt = new Map<string, number>();
   /** The connection's cached INSERT of a change (every mutation writes one per item: a batch of 50 writes 50). */
   private readonly insertChange;
   constructor(
@@ -106,10 +108,26 @@ export class ChangeLog {
     return item;
   }
 
-  /** A project item, seen by the project's active members. */
+  /**
+   * A project item, seen by the project's active members. An UPDATE without data of an item this
+   * unit already announced (INSERT or UPDATE, no data, nothing after it for that item) is that
+   * item: one change of a row gives one sync item, however many statements wrote it (a working
+   * copy is inserted, then filled). It still counts as a change (`changeCount`), so what was
+   * computed from the row in between is not reused.
+   */
   project(projectGid: string, action: Action, dataType: string, dataKey: string, data: unknown = null): SyncItem {
+    const key = `${projectGid}\u0000${dataType}\u0000${dataKey}`;
+    if (action === "UPDATE" && data == null) {
+      const at = this.lastAt.get(key);
+      const last = at === undefined ? undefined : this.items[at];
+      // `at` may point past the items a rolled-back savepoint took away, or at another item since.
+      if (last && last.type === projectGid && last.data_type === dataType && last.data_key === dataKey && last.action !== "DELETE" && last.data == null) {
+        count(this.client, [last]);
+        return last;
+      }
+    }
     const item = this.insert(projectGid, action, dataType, dataKey, data);
-    this.items.push(item);
+    this.lastAt.set(key, this.items.push(item) - 1);
     return item;
   }
 

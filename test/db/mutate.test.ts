@@ -96,6 +96,37 @@ describe("mutate: one unit of work per database", () => {
     expect(published.map(keys)).toEqual([["kept"]]);
   });
 
+  test("a row written by several statements of one unit is one sync item: later UPDATEs without data join the first", () => {
+    published.length = 0;
+    const p = "pdedupe";
+    const line = (i: Published) => `${i.action} ${i.data_key}`;
+    const stamps: string[] = [];
+    mutate(db, hub, (_tx, log) => {
+      const first = log.project(p, "INSERT", "fields", "wc");
+      stamps.push(schemaGeneration(db.$client, p));
+      // The same item is answered, and the schema's stamp still moves (nothing computed in between is reused).
+      expect(log.project(p, "UPDATE", "fields", "wc")).toBe(first);
+      stamps.push(schemaGeneration(db.$client, p));
+      log.project(p, "UPDATE", "fields", "other");
+      log.project(p, "UPDATE", "fields", "other");
+      log.project(p, "UPDATE", "fields", "with-data", { n: 1 });
+      log.project(p, "UPDATE", "fields", "with-data", { n: 2 });
+      log.project(p, "DELETE", "fields", "gone");
+      log.project(p, "UPDATE", "fields", "gone");
+      // An INSERT undone with its savepoint leaves nothing to join: the UPDATE after it is an item of its own.
+      try {
+        mutate(db, hub, (_inner, innerLog) => {
+          innerLog.project(p, "INSERT", "fields", "undone");
+          throw new Error("step failed");
+        });
+      } catch {}
+      log.project(p, "UPDATE", "fields", "undone");
+    });
+    expect(stamps[0]).not.toBe(stamps[1]);
+    expect(published.map((items) => items.map(line))).toEqual([["INSERT wc", "UPDATE other", "UPDATE with-data", "UPDATE with-data", "DELETE gone", "UPDATE gone", "UPDATE undone"]]);
+    expect(db.select().from(changes).all().filter((c) => c.type === p).map((c) => `${c.action} ${c.dataKey}`)).toEqual(published[0]!.map(line));
+  });
+
   test("after-commit tasks run once the outermost unit commits, and at once outside a unit", () => {
     const order: string[] = [];
     mutate(db, hub, () => {

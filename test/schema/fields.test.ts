@@ -100,6 +100,16 @@ describe("fields", () => {
     expect(seen).toContain(`UPDATE fields ${length}`);
   });
 
+  test("the first change of a committed field is one sync item: the working copy's INSERT", async () => {
+    const since = await w.cursor();
+    const wc = (await w.okr("fields/modify", { field: length, unit: "mm" })).result.field;
+    expect(await w.items(since)).toEqual([`INSERT fields ${wc}`]);
+    const again = await w.cursor();
+    await w.okr("fields/modify", { field: length, unit: "cm" });
+    expect(await w.items(again)).toEqual([`UPDATE fields ${wc}`]);
+    await w.okr("fields/revert", { field: wc });
+  });
+
   test("revert drops the working copy and answers the original; reverting a new field removes it", async () => {
     const wc = (await w.okr("fields/modify", { field: length, unit: "cm" })).result.field;
     const r = await w.okr("fields/revert", { field: wc });
