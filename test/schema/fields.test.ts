@@ -162,6 +162,7 @@ describe("fields", () => {
     };
     expect(await set("number", "12,7 mm")).toBe(12);
     expect(await set("number", "abc")).toBeNull();
+    expect(await set("decimal", "1e999")).toBeNull();
     expect(await set("decimal", "1,5")).toBe(1.5);
     expect(await set("boolean", "yes")).toBe(true);
     expect(await set("boolean", "off")).toBe(false);

@@ -146,7 +146,8 @@ function numberFrom(v: unknown): number | undefined {
   if (typeof v === "boolean") return v ? 1 : 0;
   if (typeof v !== "string") return undefined;
   const m = /^\s*([+-]?(?:\d+(?:[.,]\d*)?|[.,]\d+)(?:e[+-]?\d+)?)/i.exec(v);
-  return m ? Number(m[1]!.replace(",", ".")) : undefined;
+  const n = m ? Number(m[1]!.replace(",", ".")) : NaN;
+  return Number.isFinite(n) ? n : undefined;
 }
 
 /** Text of a value on a best-effort basis: lists joined by `sep`, other non-text values as JSON. */

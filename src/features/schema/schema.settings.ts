@@ -1,3 +1,5 @@
+import type { Tx } from "../../db/connection";
+import type { ChangeLog } from "../../db/mutate";
 import type { LanguageHook, SettingRemovedHook } from "../../platform/context";
 import { getProject } from "../projects/projects.service";
 import { projectOptions } from "../settings/settings.options";
@@ -39,7 +41,7 @@ function editLocalized(kind: Kind, row: SchemaRow, edit: (m: Localized) => boole
 }
 
 /** Rewrites every schema row of a project that `edit` changes; returns how many maps changed. */
-function editProject(ctx: Parameters<LanguageHook>[0], tx: Parameters<LanguageHook>[1], log: Parameters<LanguageHook>[2], projectGid: string, edit: (m: Localized) => boolean): number {
+function editProject(tx: Tx, log: ChangeLog, projectGid: string, edit: (m: Localized) => boolean): number {
   let maps = 0;
   const counted = (m: Localized) => {
     const did = edit(m);
@@ -61,18 +63,18 @@ export function closestLanguage(language: string, languages: readonly string[]):
   return others.find((l) => l === base) ?? others.find((l) => l.split("-")[0] === base) ?? others[0];
 }
 
-export const schemaLanguageAdded: LanguageHook = (ctx, tx, log, projectGid, language) => {
+export const schemaLanguageAdded: LanguageHook = (_ctx, tx, log, projectGid, language) => {
   const from = closestLanguage(language, projectOptions(getProject(tx, projectGid)!).languages);
   if (from === undefined) return 0;
-  return editProject(ctx, tx, log, projectGid, (m) => {
+  return editProject(tx, log, projectGid, (m) => {
     if (Object.hasOwn(m, language) || !Object.hasOwn(m, from)) return false;
     m[language] = structuredClone(m[from]);
     return true;
   });
 };
 
-export const schemaLanguageRemoved: LanguageHook = (ctx, tx, log, projectGid, language) =>
-  editProject(ctx, tx, log, projectGid, (m) => {
+export const schemaLanguageRemoved: LanguageHook = (_ctx, tx, log, projectGid, language) =>
+  editProject(tx, log, projectGid, (m) => {
     if (!Object.hasOwn(m, language)) return false;
     delete m[language];
     return true;
