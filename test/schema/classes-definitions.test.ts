@@ -88,6 +88,9 @@ describe("classes", () => {
     const comps = del.data.layouts[l1].components;
     expect(comps[tabsGid]).toBeUndefined();
     expect(comps[fieldComp.result.component]).toBeUndefined();
+    // Nothing to change is a 400 (and makes no working copy).
+    const empty = await w.api("classes/layouts/modify", { class: dims });
+    expect([empty.status, empty.body.result.info]).toEqual([400, { "Missing parameter": "name" }]);
     const lm = await w.okr("classes/layouts/modify", { class: dims, name: "dims_layout" });
     expect(lm.data.layouts[l1].name).toBe("dims_layout");
     expect((await w.okr("classes/revert", { class: wc })).result.class).toBe(dims);

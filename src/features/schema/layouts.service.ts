@@ -4,7 +4,7 @@ import type { Ctx } from "../../platform/context";
 import type { ChangeLog } from "../../db/mutate";
 import type { Tx } from "../../db/connection";
 import { inProject, readProject } from "../members/access.service";
-import { badRequest, unprocessable, type ValidationIssue } from "../../core/errors";
+import { missing, unprocessable, type ValidationIssue } from "../../core/errors";
 import { newGid } from "../../core/ids";
 import { cannot, mustGet, nameIssues, orFail, rowsOf, snapshotValue } from "./items.service";
 import type { SchemaRow } from "./schema.table";
@@ -123,8 +123,12 @@ function answer(tx: Tx, kind: Owner, owner: SchemaRow, made: SchemaRow | undefin
 
 export type LayoutModifyInput = { name?: string; root?: string; components?: Record<string, unknown> };
 
-/** `<kind>/layouts/modify`: name, and/or a whole new root + components. */
+/**
+ * `<kind>/layouts/modify`: name, and/or a whole new root + components; at least one of them (the
+ * reference's rule for the same call on a record's definition), so an empty call makes no working copy.
+ */
 export function modifyLayout(ctx: Ctx, actor: Actor, projectGid: string, kind: Owner, ownerGid: string, input: LayoutModifyInput): Answer {
+  if (input.name === undefined && input.root === undefined && input.components === undefined) throw missing("name");
   return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
     const { owner, made, layout } = editableLayout(tx, log, kind, projectGid, ownerGid);
     const issues: ValidationIssue[] = [];
@@ -167,7 +171,7 @@ export function createComponent(ctx: Ctx, actor: Actor, projectGid: string, kind
 /** `<kind>/layouts/components/modify`: name, type and/or options of one component. */
 export function modifyComponent(ctx: Ctx, actor: Actor, projectGid: string, kind: Owner, ownerGid: string, input: ComponentInput): Answer {
   if (input.name === undefined && input.type === undefined && input.options === undefined)
-    throw badRequest("Missing parameter", { "Missing parameter": "name" });
+    throw missing("name");
   return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
     const { owner, made, layout } = editableLayout(tx, log, kind, projectGid, ownerGid);
     const spec = layout.spec as LayoutSpec;
@@ -215,7 +219,7 @@ export function getLayouts(ctx: Ctx, actor: Actor, projectGid: string, input: { 
         return lastingAnswer({ result: { layout: r.gid }, data: new Out().add("layout", r).data() });
       });
     }
-    if (!Array.isArray(input.layouts)) throw badRequest("Missing parameter", { "Missing parameter": "layout" });
+    if (!Array.isArray(input.layouts)) throw missing("layout");
     const rows = rowsOf(tx, "layout", projectGid, input.layouts.filter((g): g is string => typeof g === "string"));
     const byGid = new Map(rows.map((r) => [r.gid, r]));
     const found = input.layouts.filter((g) => byGid.has(g));
