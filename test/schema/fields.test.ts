@@ -180,6 +180,14 @@ describe("fields", () => {
     await w.okr("fields/revert", { field: length });
   });
 
+  test("a member of the wrong JSON type is a 400; a value the field's rules refuse is a 1001", async () => {
+    for (const body of [{ is_required: "yes" }, { is_localized: 1 }, { unit: 5 }, { label: { en: 5 } }, { label: "Width" }]) {
+      const r = await w.api("fields/create", { name: "typed", ...body });
+      expect([JSON.stringify(body), r.status]).toEqual([JSON.stringify(body), 400]);
+    }
+    expect((await w.api("fields/create", { name: "typed", label: { xx: "Width" } })).body.result.code).toBe(1001);
+  });
+
   test("get answers one or several fields; an unknown single gid is a 422", async () => {
     const many = await w.okr("fields/get", { fields: [length, "nope"] });
     expect(many.result.fields).toEqual([length]);

@@ -118,20 +118,22 @@ export function orFail(issues: ValidationIssue[]): void {
 
 /**
  * A localized label after an update: only the given languages change; every project language is
- * present (empty when never set). Languages outside the project are a validation issue.
+ * present (empty when never set). Languages outside the project are a validation issue; anything
+ * but an object of strings is a 400.
  */
 export function mergeLocalized(project: Project, current: Record<string, unknown>, input: unknown, member: string, issues: ValidationIssue[]): Record<string, string> {
   const languages = projectOptions(project).languages;
   const out: Record<string, string> = {};
   for (const l of languages) out[l] = typeof current[l] === "string" ? (current[l] as string) : "";
   if (input === undefined) return out;
-  if (!input || typeof input !== "object" || Array.isArray(input)) {
-    issues.push({ field: member, rule: "type", message: "an object of project language codes to strings" });
-    return out;
-  }
+  // The wrong JSON type is a 400 (the reference's "wrong type or value"); a language outside the
+  // project or a text too long breaks a rule of the item (1001, listed with its other issues).
+  const wrongType = () => badRequest("Invalid parameter", { "Invalid parameter": member, expected: "an object of project language codes to strings" });
+  if (!input || typeof input !== "object" || Array.isArray(input)) throw wrongType();
   for (const [lang, v] of Object.entries(input)) {
+    if (typeof v !== "string") throw wrongType();
     if (!languages.includes(lang)) issues.push({ field: `${member}.${lang}`, rule: "language", message: `not a project language (${languages.join(", ")})` });
-    else if (typeof v !== "string" || v.length > 1000) issues.push({ field: `${member}.${lang}`, rule: "type", message: "a string of at most 1000 characters" });
+    else if (v.length > 1000) issues.push({ field: `${member}.${lang}`, rule: "length", message: "at most 1000 characters" });
     else out[lang] = v;
   }
   return out;

@@ -9,9 +9,12 @@ import { searchSchema } from "./schema.search";
 
 // The route template of src/features/apikeys/apikeys.routes.ts: schemas at the top, then one list
 // where every endpoint is an operation: its path, body schema, one service call and its OpenAPI
-// summary and tags (served as POST /api/p/<project>/<path> and runnable in a batch). Members
-// the services check themselves (labels, options, metadata, initial values: every wrong value is
-// listed in one 1001 report) are `loose` here.
+// summary and tags (served as POST /api/p/<project>/<path> and runnable in a batch). A member of
+// the wrong JSON type is a 400, as the reference says ("wrong type or value"): here, or for labels
+// in the services (a Record schema here would read a string as an object of its characters).
+// Members whose shape depends on the field type or the project (options, metadata, initial
+// values, label languages) are `loose` and checked by the services, which list every wrong value
+// in one 1001 report.
 
 const fieldTags = ["schema: fields"];
 const classTags = ["schema: classes"];
@@ -27,15 +30,15 @@ const one = <K extends string>(member: K) => t.Object({ [member]: gid } as Recor
 const fieldMembers = {
   name: opt(t.String()),
   type: opt(t.String()),
-  is_localized: loose,
-  is_required: loose,
-  unit: loose,
+  is_localized: opt(t.Boolean()),
+  is_required: opt(t.Boolean()),
+  unit: opt(t.Nullable(t.String())),
   options: loose,
   label: loose,
   initial: loose,
   metadata: loose,
 };
-const metadataSet = { name: t.String(), type: opt(t.String()), is_localized: loose, value: loose };
+const metadataSet = { name: t.String(), type: opt(t.String()), is_localized: opt(t.Boolean()), value: loose };
 const classMembers = { name: opt(t.String()), label: loose, fields: opt(t.Array(t.String())), layout: opt(t.String()), metadata: loose };
 const classField = t.Object({ class: gid, field: gid, before_field: opt(t.String()) });
 const layoutMembers = { name: opt(t.String()), root: opt(t.String()), components: opt(t.Record(t.String(), t.Unknown())) };
