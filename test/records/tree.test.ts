@@ -35,10 +35,13 @@ describe("records: root, create, get, children", () => {
     expect(a1.data.records[a].fields.en).toEqual({ name: null, description: null, artnr: null, price: null, stock: null, active: null, brand: null, "brand/key": null, tags: [] });
   });
 
-  test("create: missing parent 400, unknown parent 422, unknown ordering 422, a stranger 403, no JWT 401", async () => {
+  test("create: missing parent 400, unknown parent 422, unknown ordering 422 (not text: 400), a stranger 403, no JWT 401", async () => {
     expect((await w.api("records/create", {})).body.result.info).toEqual({ "Missing parameter": "parent" });
     expect((await w.api("records/create", { parent: "nope" })).status).toBe(422);
     expect((await w.api("records/create", { parent: w.root, ordering: "nope" })).status).toBe(422);
+    const typed = await w.api("records/create", { parent: w.root, ordering: 5 });
+    expect([typed.status, typed.body.result.info["Invalid parameter"]]).toEqual([400, "ordering"]);
+    expect((await w.api("records/children", { record: w.root, channel: ["x"] })).status).toBe(400);
     expect((await w.api("records/create", { parent: w.root }, w.stranger)).status).toBe(403);
     expect((await w.srv.call(`/api/p/${w.project}/records/create`, { body: { parent: w.root } })).status).toBe(401);
   });

@@ -556,18 +556,24 @@ export function setPosition(tx: Tx, view: SchemaView, rec: Rec, parent: string, 
   db(tx).query("INSERT INTO record_orderings (record_id, project_gid, parent, ordering, pos) VALUES (?, ?, ?, ?, ?) ON CONFLICT (record_id, ordering) DO UPDATE SET parent = excluded.parent, pos = excluded.pos").run(rec.id, view.projectGid, parent, ordering, pos);
 }
 
-/** The ordering member of a request: absent, or a key of the project's orderings (else 422). */
+/** A key member of the wrong JSON type: 400, as the reference's "wrong type or value". */
+const notAKey = (member: string) => badRequest("Invalid parameter", { "Invalid parameter": member, expected: `a ${member} key (text)` });
+
+/** The ordering member of a request: absent, or a key of the project's orderings (else 422; not text: 400). */
 export function orderingOf(view: SchemaView, v: unknown, required = false): string | undefined {
   if (v === undefined || v === null || v === "") {
     if (required) throw badRequest("Missing parameter", { "Missing parameter": "ordering" });
     return undefined;
   }
+  if (typeof v !== "string") throw notAKey("ordering");
   if (!view.hasOrdering(v)) throw unprocessable("Ordering doesn't exist", { ordering: v, orderings: view.options.orderedorderings });
   return v;
 }
 
+/** The channel member of a request: absent, or a key of the project's channels (else 422; not text: 400). */
 export function channelOf(view: SchemaView, v: unknown): string | undefined {
   if (v === undefined || v === null || v === "") return undefined;
+  if (typeof v !== "string") throw notAKey("channel");
   if (!view.hasChannel(v)) throw unprocessable("Channel doesn't exist", { channel: v, channels: view.options.orderedchannels });
   return v;
 }
