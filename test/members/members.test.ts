@@ -160,7 +160,21 @@ describe("invitations", () => {
     expect(bad.body.result.validation).toEqual([expect.objectContaining({ field: "email" })]);
     const missing = await call(`/api/p/${project}/members/invite`, owner.token, {});
     expect(missing.status).toBe(400);
-    expect(missing.body.result.info).toEqual({ "Missing parameter": "email" });
+    expect(missing.body.result.info).toEqual({ "Missing parameter": "username_or_email" });
+  });
+
+  test("the reference's username_or_email invites an account by its exact username, or anyone by an email address", async () => {
+    const byName = await call(`/api/p/${project}/members/invite`, owner.token, { username_or_email: "carol" });
+    expect(byName.status).toBe(200);
+    expect(byName.body.result.user).toBe(carol.gid);
+    expect(await invitationOf("carol@example.test")).toMatchObject({ invitee: carol.gid, project });
+    const byMail = await call(`/api/p/${project}/members/invite`, owner.token, { username_or_email: "dave@example.test" });
+    expect(byMail.body.result.user).toBe(dave.gid);
+    for (const name of ["Carol", "nobody-here"]) {
+      const r = await call(`/api/p/${project}/members/invite`, owner.token, { username_or_email: name });
+      expect([name, r.status, r.body.result.info.reason]).toEqual([name, 422, "No account has this username"]);
+    }
+    for (const u of [carol, dave]) await call(`/api/p/${project}/members/remove`, owner.token, { user: u.gid });
   });
 
   test("several accounts on one address need a username to choose one", async () => {

@@ -48,8 +48,8 @@ export function memberRoutes(ctx: Ctx) {
     .post("/p/:project/members/invite", async ({ params, body, actor }) => answer(await inviteMember(ctx, actor, params.project, body)), {
       auth: true,
       params,
-      body: t.Object({ email: t.String(), username: t.Optional(t.String()), language: t.Optional(t.String()) }),
-      detail: { summary: "Invite a person by email (owner only); an unknown address gets an invited user; mails a link", tags },
+      body: t.Object({ username_or_email: t.Optional(t.String()), email: t.Optional(t.String()), username: t.Optional(t.String()), language: t.Optional(t.String()) }),
+      detail: { summary: "Invite a person by username_or_email (or email, + username among accounts sharing it); owner only; an unknown address gets an invited user; mails a link", tags },
     })
     .post("/p/:project/members/resend_invite", async ({ params, body, actor }) => answer(await resendInvitation(ctx, actor, params.project, body)), {
       auth: true,

@@ -10,14 +10,14 @@ import type { ChangeLog } from "../../db/mutate";
 import { memberships } from "./members.table";
 import { projects } from "../projects/projects.table";
 import { users } from "../users/users.table";
-import { ApiError, unprocessable, validationFailed } from "../../core/errors";
+import { ApiError, missing, unprocessable, validationFailed } from "../../core/errors";
 import { newGid, now } from "../../core/ids";
 import { isLanguage } from "../../core/languages";
 import { canSeeUser, inProject, projectAudience, userAudience } from "./access.service";
 import { membershipFull, membershipShort, personMembershipOptions } from "./members.forms";
 import { projectShort } from "../projects/projects.forms";
 import { userFull, userShort } from "../users/users.forms";
-import { emailIssues, getUser, type User } from "../users/users.service";
+import { emailIssues, findByUsername, getUser, type User } from "../users/users.service";
 
 export type Membership = typeof memberships.$inferSelect;
 type Project = typeof projects.$inferSelect;
@@ -197,12 +197,25 @@ function peopleByEmail(tx: Tx, email: string): User[] {
  * `invited` membership. Inviting someone already invited changes nothing (the mail goes again);
  * a declined invitation is renewed. Several accounts on one address need `username` to choose.
  */
-function addInvitation(
-  tx: Tx,
-  log: ChangeLog,
-  project: Project,
-  input: { email: string; username?: string; language?: string },
-): Invitation {
+/** What `members/invite` takes: the reference's `username_or_email`, or Apis' `email` (+ `username`). */
+export type InviteInput = { email?: string; username?: string; username_or_email?: string; language?: string };
+
+/**
+ * The reference's `username_or_email`: text with an `@` is an email address (as `email`), anything
+ * else the exact username of an active account (as `email` of that account plus its `username`).
+ */
+function inviteeOf(tx: Tx, input: InviteInput): { email: string; username?: string } {
+  if (input.email !== undefined) return { email: input.email, username: input.username };
+  const given = input.username_or_email;
+  if (given === undefined) throw missing("username_or_email");
+  if (given.includes("@")) return { email: given };
+  const user = findByUsername(tx, given);
+  if (!user || user.kind !== "person" || !user.email) throw unprocessable("Invitation failed", { reason: "No account has this username" });
+  return { email: user.email, username: user.username ?? undefined };
+}
+
+function addInvitation(tx: Tx, log: ChangeLog, project: Project, raw: InviteInput): Invitation {
+  const input = { ...raw, ...inviteeOf(tx, raw) };
   const email = input.email.trim();
   const issues = emailIssues(email);
   if (input.language !== undefined && !isLanguage(input.language))
@@ -508,7 +521,7 @@ async function invitationAnswer(ctx: Ctx, inv: Invitation): Promise<Answer> {
  * `members/invite` (owner): invites a person by email and mails the link once committed (so it
  * cannot run inside a batch's transaction: it answers after its own commit).
  */
-export async function inviteMember(ctx: Ctx, actor: Actor, projectGid: string, input: { email: string; username?: string; language?: string }): Promise<Answer> {
+export async function inviteMember(ctx: Ctx, actor: Actor, projectGid: string, input: InviteInput): Promise<Answer> {
   const inv = inProject(ctx, actor, projectGid, "owner", ({ tx, log, project }) => addInvitation(tx, log, project, input));
   return invitationAnswer(ctx, inv);
 }
