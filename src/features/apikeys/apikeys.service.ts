@@ -197,11 +197,14 @@ export function reactivateApiKey(ctx: Ctx, actor: Actor, projectGid: string, inp
   });
 }
 
-/** `apikeys/delete`: removes the key, the membership and the API user for good. */
+/**
+ * `apikeys/delete`: removes the key, the membership and the API user for good. Result and data are
+ * empty, as the reference's ("the API user no longer exists"); the DELETE sync items say the rest.
+ */
 export function deleteApiKey(ctx: Ctx, actor: Actor, projectGid: string, input: { user: string }): Answer {
   return inProject(ctx, actor, projectGid, "owner", ({ tx, log, project }) => {
     removeApiUser(tx, log, project, input.user);
-    return { result: { user: input.user }, data: { "cc.users": {}, "cc.projects_members": [] } };
+    return { result: {}, data: {} };
   });
 }
 
