@@ -218,6 +218,8 @@ describe("project backups", () => {
     expect(bad.status).toBe(422);
     expect(bad.body.result.code).toBe(1001);
     // The default name of another version cannot be imitated; a version's own can.
+    const nothing = await srv.call(`/api/p/${project}/backups/update`, { token: alice.token, body: { version } });
+    expect([nothing.status, nothing.body.result.info]).toEqual([400, { "Missing parameter": "name" }]);
     const imitation = await srv.call(`/api/p/${project}/backups/update`, { token: alice.token, body: { version, name: "Backup 7" } });
     expect(imitation.body.result.info.validation).toEqual([expect.objectContaining({ field: "name", rule: "reserved" })]);
     expect((await srv.call(`/api/p/${project}/backups/update`, { token: alice.token, body: { version, name: "Backup 1" } })).status).toBe(200);

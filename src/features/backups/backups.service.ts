@@ -462,8 +462,9 @@ export function createBackup(ctx: Ctx, actor: Actor, projectGid: string, input: 
   });
 }
 
-/** `backups/update`: a backup's name (and our `notes`). */
+/** `backups/update`: a backup's name (and our `notes`); one of them is required (the reference's `name`). */
 export function editBackup(ctx: Ctx, actor: Actor, projectGid: string, input: { version: number; name?: string; notes?: string }): Answer {
+  if (input.name === undefined && input.notes === undefined) throw missing("name");
   return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
     const b = updateBackup(tx, log, projectGid, input.version, { name: input.name, notes: input.notes });
     return { result: { project: projectGid, version: b.version }, data: projectData(tx, projectGid) };
