@@ -532,6 +532,15 @@ describe("delete, undelete, permanent_delete", () => {
     expect(g.body.data.assets[f1].status).toBe("published");
     expect(g.body.data.assets[sub].status).toBe("published");
     expect(g.body.data.assets[f2].status).toBe("deleted");
+    // As the reference's undelete and bulk/delete say: undeleting a live asset, or deleting a deleted one, fails.
+    const again = await call("undelete", { asset: top });
+    expect([again.status, again.body.result.message]).toEqual([422, "The asset is not deleted"]);
+    const twice = await call("delete", { asset: f2 });
+    expect([twice.status, twice.body.result.message]).toEqual([422, "The asset is deleted already"]);
+    // A folder and something in it in one call: the second is already gone with the first, which is fine.
+    const both = await call("delete", { assets: [sub, f1] });
+    expect(both.status).toBe(200);
+    expect((await call("undelete", { assets: [sub, f1] })).status).toBe(200);
   });
 
   test("undelete refuses an item whose folder is deleted; a name taken meanwhile gets a serial", async () => {

@@ -801,19 +801,25 @@ function setAssets(tx: Tx, log: ChangeLog, projectGid: string, ids: number[], se
  */
 export function deleteAssetRows(tx: Tx, log: ChangeLog, projectGid: string, userGid: string | null, gids: string[], strict = true): BatchOutcome {
   const out = outcome();
+  /** Assets this call has deleted so far. */
+  const touched = new Set<string>();
   for (const gid of gids) {
     const a = findAsset(tx, projectGid, gid);
-    const reason = !a ? "Asset does not exist" : isRoot(a) ? "The root folder cannot be deleted" : undefined;
+    // Deleted with a folder earlier in this same call: nothing to do. Deleted before: it fails, as
+    // the reference's bulk/delete says of deleted assets in a selection.
+    if (a && a.status !== "active" && touched.has(gid)) continue;
+    const reason = !a ? "Asset does not exist" : isRoot(a) ? "The root folder cannot be deleted" : a.status !== "active" ? "The asset is deleted already" : undefined;
     if (reason) {
       if (strict) throw unprocessable(reason, { asset: gid, reason: "deletion failed" });
       out.skipped.push({ gid, reason });
       continue;
     }
-    // Already deleted (for example with a folder deleted earlier in the same call): nothing to do.
-    if (a!.status !== "active") continue;
     const t = now();
     const ids = [a!.id, ...descendantIds(tx, projectGid, [gid], "active").map((d) => d.id)];
-    out.changed.push(...setAssets(tx, log, projectGid, ids, { status: "deleted", deletedWith: gid, deletedOn: t, updatedOn: t, updatedBy: userGid }));
+    for (const c of setAssets(tx, log, projectGid, ids, { status: "deleted", deletedWith: gid, deletedOn: t, updatedOn: t, updatedBy: userGid })) {
+      out.changed.push(c);
+      touched.add(c.gid);
+    }
     out.parents.add(a!.parent!);
     parentChanged(log, projectGid, a!.parent);
   }
@@ -827,26 +833,38 @@ export function deleteAssetRows(tx: Tx, log: ChangeLog, projectGid: string, user
  */
 export function undeleteAssetRows(tx: Tx, log: ChangeLog, projectGid: string, userGid: string | null, gids: string[], strict = true): BatchOutcome {
   const out = outcome();
+  /** Assets this call has brought back so far. */
+  const touched = new Set<string>();
   for (const gid of gids) {
     const a = findAsset(tx, projectGid, gid);
     const parent = a?.parent ? findAsset(tx, projectGid, a.parent) : undefined;
-    const reason = !a ? "Asset does not exist" : a.status === "deleted" && parent?.status !== "active" ? "The folder of the asset is deleted; undelete it first" : undefined;
+    // Back with a folder undeleted earlier in this same call: nothing to do. Not deleted at all: it
+    // fails, as the reference's undelete says.
+    if (a && a.status !== "deleted" && touched.has(gid)) continue;
+    const reason = !a
+      ? "Asset does not exist"
+      : a.status !== "deleted"
+        ? "The asset is not deleted"
+        : parent?.status !== "active"
+          ? "The folder of the asset is deleted; undelete it first"
+          : undefined;
     if (reason) {
       if (strict) throw unprocessable(reason, { asset: gid, reason: "undeletion failed" });
       out.skipped.push({ gid, reason });
       continue;
     }
-    if (a!.status !== "deleted") continue;
     const t = now();
     const name = freeName(tx, projectGid, parent!.gid, a!.name, a!.id);
     const set = { status: "active" as const, deletedWith: null, deletedOn: null, updatedOn: t, updatedBy: userGid };
     let top = tx.update(assets).set(set).where(eq(assets.id, a!.id)).returning().get()!;
     log.project(projectGid, "UPDATE", "assets", gid);
     if (name !== a!.name) top = relocate(tx, log, top, { parent: parent!, name }, userGid);
-    out.changed.push(top);
     const below = descendantIds(tx, projectGid, [gid], "deleted").map((d) => d.id);
     const sameDeletion = a!.deletedWith ? eq(assets.deletedWith, a!.deletedWith) : isNull(assets.gid);
-    out.changed.push(...setAssets(tx, log, projectGid, below, set, sameDeletion));
+    for (const c of [top, ...setAssets(tx, log, projectGid, below, set, sameDeletion)]) {
+      out.changed.push(c);
+      touched.add(c.gid);
+    }
     out.parents.add(parent!.gid);
     parentChanged(log, projectGid, parent!.gid);
   }
