@@ -1218,7 +1218,11 @@ export function listFolder(ctx: Ctx, actor: Actor, projectGid: string, input: { 
     try {
       folder = requireFolder(tx, log, projectGid, { ...by, field: "asset" });
     } catch (e) {
-      throw e instanceof ApiError && e.code === 422 ? unprocessable("Asset doesn't exist", e.info) : e;
+      if (!(e instanceof ApiError) || e.code !== 422) throw e;
+      // A file has no children: an empty list, as the reference says (and as assets/worksheet answers).
+      const file = typeof by.gid === "string" ? findAsset(tx, projectGid, by.gid) : findByPathname(tx, projectGid, pathnameParam(by.pathname, "pathname"));
+      if (file?.status === "active") return answerOf(tx, projectGid, { children: [], "children.size": 0 }, []);
+      throw unprocessable("Asset doesn't exist", e.info);
     }
     const { rows, total } = listChildren(tx, projectGid, folder.gid, page);
     return answerOf(tx, projectGid, { children: rows.map((r) => r.gid), "children.size": total }, rows);
