@@ -538,6 +538,10 @@ describe("delete, undelete, permanent_delete", () => {
     // As the reference's undelete and bulk/delete say: undeleting a live asset, or deleting a deleted one, fails.
     const again = await call("undelete", { asset: top });
     expect([again.status, again.body.result.message]).toEqual([422, "The asset is not deleted"]);
+    for (const op of ["delete", "undelete", "permanent_delete", "move"]) {
+      const r = await call(op, op === "move" ? { parent: root } : {});
+      expect([op, r.status, r.body.result.info]).toEqual([op, 400, { "Missing parameter": "asset" }]);
+    }
     const twice = await call("delete", { asset: f2 });
     expect([twice.status, twice.body.result.message]).toEqual([422, "The asset is deleted already"]);
     // A folder and something in it in one call: the second is already gone with the first, which is fine.

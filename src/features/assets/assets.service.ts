@@ -11,7 +11,7 @@ import { assets, assetVersions, type AssetMetadata, type AssetTransforms, type F
 import { FilterError, pageWindow } from "../../core/filter";
 import { getProject } from "../projects/projects.service";
 import { projectOptions } from "../settings/settings.options";
-import { ApiError, badRequest, unprocessable } from "../../core/errors";
+import { ApiError, badRequest, missing, unprocessable } from "../../core/errors";
 import type { Received, ReceivedFile } from "../../platform/storage/storage";
 import { analyseFile, inspectHead, type HeadFindings } from "../../platform/images/file-info";
 import { readImageHeader } from "../../platform/images/images";
@@ -382,6 +382,13 @@ function gidList(body: { assets?: unknown; asset?: unknown }, name = "assets"): 
     throw badRequest("Invalid parameter", { "Invalid parameter": name, expected: "an array of asset gids" });
   if (v.length > 10_000) throw badRequest("Invalid parameter", { "Invalid parameter": name, expected: "at most 10000 gids; use assets/bulk/* for more" });
   return [...new Set(v as string[])];
+}
+
+/** `asset` (one gid) or `assets` (a list, our superset); neither is a 400 naming the reference's `asset`. */
+function assetsNamed(input: { asset?: unknown; assets?: unknown }): { single: boolean; gids: string[] } {
+  if (input.asset !== undefined) return { single: true, gids: [gidParam(input.asset)] };
+  if (input.assets === undefined) throw missing("asset");
+  return { single: false, gids: gidList({ assets: input.assets }) };
 }
 
 /** Earlier versions of an asset, newest first. */
@@ -1333,8 +1340,7 @@ export function moveAssets(ctx: Ctx, actor: Actor, projectGid: string, input: { 
   return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
     ensureRoot(tx, log, projectGid);
     if (input.parent === undefined || input.parent === null) throw badRequest("Missing parameter", { "Missing parameter": "parent" });
-    const single = input.asset !== undefined;
-    const gids = single ? [gidParam(input.asset)] : gidList({ assets: input.assets });
+    const { single, gids } = assetsNamed(input);
     let parent: Asset;
     try {
       parent = requireFolder(tx, log, projectGid, { gid: input.parent });
@@ -1351,8 +1357,7 @@ export function moveAssets(ctx: Ctx, actor: Actor, projectGid: string, input: { 
 export function deleteAssets(ctx: Ctx, actor: Actor, projectGid: string, input: { asset?: unknown; assets?: unknown }): Answer {
   return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
     ensureRoot(tx, log, projectGid);
-    const single = input.asset !== undefined;
-    const gids = single ? [gidParam(input.asset)] : gidList({ assets: input.assets });
+    const { single, gids } = assetsNamed(input);
     const o = deleteAssetRows(tx, log, projectGid, actor.userGid, gids);
     const rows = assetsByGids(tx, projectGid, [...gids, ...o.parents]);
     return answerOf(tx, projectGid, single ? { asset: gids[0] } : { assets: gids }, rows);
@@ -1363,8 +1368,7 @@ export function deleteAssets(ctx: Ctx, actor: Actor, projectGid: string, input: 
 export function undeleteAssets(ctx: Ctx, actor: Actor, projectGid: string, input: { asset?: unknown; assets?: unknown }): Answer {
   return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
     ensureRoot(tx, log, projectGid);
-    const single = input.asset !== undefined;
-    const gids = single ? [gidParam(input.asset)] : gidList({ assets: input.assets });
+    const { single, gids } = assetsNamed(input);
     const o = undeleteAssetRows(tx, log, projectGid, actor.userGid, gids);
     const rows = assetsByGids(tx, projectGid, [...gids, ...o.parents]);
     return answerOf(tx, projectGid, single ? { asset: gids[0] } : { assets: gids }, rows);
@@ -1375,8 +1379,7 @@ export function undeleteAssets(ctx: Ctx, actor: Actor, projectGid: string, input
 export function permanentlyDeleteAssets(ctx: Ctx, actor: Actor, projectGid: string, input: { asset?: unknown; assets?: unknown }): Answer {
   return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
     ensureRoot(tx, log, projectGid);
-    const single = input.asset !== undefined;
-    const gids = single ? [gidParam(input.asset)] : gidList({ assets: input.assets });
+    const { single, gids } = assetsNamed(input);
     const o = removeAssetRows(ctx, tx, log, projectGid, gids);
     afterCommit(ctx.db, () => removeOriginals(ctx, projectGid, o.files, o.paths));
     const parents = assetsByGids(tx, projectGid, [...o.parents]);
