@@ -161,7 +161,7 @@ export const examples = {
   projectsDeleteIcon: { request: { project: PROJECT }, answer: oneProject({ icon: "" }) },
   projectsDelete: { request: { project: PROJECT }, answer: oneProject({ status: "deleted" }) },
   projectsUndelete: { request: { project: PROJECT }, answer: oneProject({ status: "active" }) },
-  projectsPermanentDelete: { request: { project: PROJECT }, answer: ok({ project: PROJECT }, { "cc.projects": {} }) },
+  projectsPermanentDelete: { request: { project: PROJECT }, answer: ok({}, {}) },
   syncGet: {
     request: { cc_cursor: 40, project: PROJECT, cursor: 40 },
     answer: ok({

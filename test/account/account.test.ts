@@ -620,15 +620,18 @@ describe("account deletion", () => {
     form.append("file", new Blob([png]), "a.png");
     const avatar = (await srv.call("/api/account/upload_avatar", { token: owner.token, body: form })).body.data["cc.users"][owner.gid].avatar;
 
-    const refused = await srv.call("/api/account/delete", { token: owner.token, body: {} });
+    // The reference's confirmation member: without it nothing happens.
+    expect((await srv.call("/api/account/delete", { token: owner.token, body: {} })).body.result.info).toEqual({ "Missing parameter": "confirm" });
+    expect((await srv.call("/api/account/delete", { token: owner.token, body: { confirm: false } })).status).toBe(400);
+    const refused = await srv.call("/api/account/delete", { token: owner.token, body: { confirm: true } });
     expect(refused.status).toBe(422);
     expect(refused.body.result.info.projects).toEqual([project]);
 
     expect((await srv.call("/api/projects/delete", { token: owner.token, body: { project } })).status).toBe(200);
     const c = await cursorOf(mate.token);
-    const r = await srv.call("/api/account/delete", { token: owner.token, body: {} });
+    const r = await srv.call("/api/account/delete", { token: owner.token, body: { confirm: true } });
     expect(r.status).toBe(200);
-    expect(r.body.result).toEqual({ user: owner.gid, deleted: true });
+    expect([r.body.result, r.body.data]).toEqual([{}, {}]);
     expect(r.headers.get("authorization")).toBeNull();
 
     expect((await srv.call("/api/init", { token: owner.token })).status).toBe(401);

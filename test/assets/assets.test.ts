@@ -667,6 +667,7 @@ describe("project removal", () => {
     expect(up.status).toBe(200);
     const dir = join(srv.dataDir, "files", "projects", other);
     expect(existsSync(join(dir, "originals", storageOf(up.body.data.assets[up.body.result.asset])))).toBe(true);
+    expect((await srv.call("/api/projects/delete", { body: { project: other }, token: alice.token })).status).toBe(200);
     expect((await srv.call("/api/projects/permanent_delete", { body: { project: other }, token: alice.token })).status).toBe(200);
     expect(existsSync(dir)).toBe(false);
     const db = srv.ctx.db.$client;

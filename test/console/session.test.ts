@@ -66,7 +66,7 @@ describe.skipIf(!CHROMIUM)("web console: the session", () => {
     // The account still owns a project: delete that first, then the account.
     const projects = Object.keys((await server.call("/api/init", { token })).body.data["cc.projects"]);
     for (const p of projects) expect((await server.call("/api/projects/delete", { token, body: { project: p } })).status).toBe(200);
-    expect((await server.call("/api/account/delete", { token, body: {} })).status).toBe(200);
+    expect((await server.call("/api/account/delete", { token, body: { confirm: true } })).status).toBe(200);
 
     await page.getByText("Your session has ended. Please sign in again.").waitFor();
     await page.getByRole("heading", { name: "Sign in" }).waitFor();

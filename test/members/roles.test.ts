@@ -92,7 +92,14 @@ const ROWS: Row[] = [
     mutates: true,
     prepare: (w) => call("/api/projects/delete", users.owner.token, { project: w.project }),
   },
-  { name: "POST /api/projects/permanent_delete", path: () => "/api/projects/permanent_delete", body: project, allow: ["owner"], mutates: true },
+  {
+    name: "POST /api/projects/permanent_delete",
+    path: () => "/api/projects/permanent_delete",
+    body: project,
+    allow: ["owner"],
+    mutates: true,
+    prepare: (w) => call("/api/projects/delete", users.owner.token, { project: w.project }),
+  },
   { name: "POST /api/members/get", path: () => "/api/members/get", body: (w) => ({ project: w.project, member: users.owner.gid }), allow: inProject, deny: 422 },
   { name: "POST /api/users/get", path: () => "/api/users/get", body: () => ({ user: users.owner.gid }), allow: inProject, deny: 422 },
   // Sync of the project's data.

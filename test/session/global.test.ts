@@ -268,8 +268,12 @@ describe("projects", () => {
     await srv.call("/api/projects/upload_icon", { token: alice.token, body: form });
     const cursor = (await srv.call("/sync/cursors", { token: bob.token, body: {} })).body.result["cc.cursor"];
     expect((await srv.call("/api/projects/permanent_delete", { token: bob.token, body: { project: gid } })).status).toBe(403);
+    // The reference: only a deleted project can be deleted permanently.
+    const active = await srv.call("/api/projects/permanent_delete", { token: alice.token, body: { project: gid } });
+    expect([active.status, active.body.result.message]).toEqual([422, "Deletion failed"]);
+    await srv.call("/api/projects/delete", { token: alice.token, body: { project: gid } });
     const r = await srv.call("/api/projects/permanent_delete", { token: alice.token, body: { project: gid } });
-    expect(r.status).toBe(200);
+    expect([r.status, r.body.result, r.body.data]).toEqual([200, {}, {}]);
     expect((await srv.call("/api/projects/get", { token: alice.token, body: { project: gid } })).status).toBe(403);
     expect(readdirSync(join(srv.dataDir, "files", "icons")).some((f) => f.startsWith(gid))).toBe(false);
     const items = (await srv.call("/sync/get", { token: bob.token, body: { cc_cursor: cursor } })).body.result.sync;

@@ -175,13 +175,17 @@ export function accountRoutes(ctx: Ctx) {
     )
     .post(
       "/api/account/delete",
-      async ({ actor, set }) => {
-        const a = await deleteAccount(ctx, actor);
+      async ({ actor, set, body }) => {
+        const a = await deleteAccount(ctx, actor, body);
         // The account is gone: no token to hand back.
         delete set.headers.authorization;
         return answer(a);
       },
-      { auth: true, detail: describe({ summary: "Delete the caller's account (refused while it owns active projects)", tags, errors: [403, 422] }) },
+      {
+        auth: true,
+        body: t.Object({ confirm: t.Optional(t.Boolean({ description: "must be true: the deletion cannot be undone" })) }),
+        detail: describe({ summary: "Delete the caller's account (confirm: true; refused while it owns active projects)", tags, errors: [400, 403, 422] }),
+      },
     )
     .post(
       "/api/account/accept_invite",

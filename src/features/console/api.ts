@@ -581,7 +581,7 @@ export const account = {
     await call("/api/account/leave_project", { project });
   },
   async deleteAccount(): Promise<void> {
-    await call("/api/account/delete", {});
+    await call("/api/account/delete", { confirm: true });
   },
 };
 

@@ -75,6 +75,6 @@ export function projectRoutes(ctx: Ctx) {
     .post("/permanent_delete", async ({ body, actor }) => answer(await permanentlyDeleteProject(ctx, actor, body)), {
       auth: true,
       body: projectBody,
-      detail: describe({ summary: "Remove a project, its rows and files for good (owner only)", tags, example: examples.projectsPermanentDelete.answer, errors: [400, 403, 422] }),
+      detail: describe({ summary: "Remove a deleted project, its rows and files for good (owner only; an active project is a 422)", tags, example: examples.projectsPermanentDelete.answer, errors: [400, 403, 422] }),
     });
 }

@@ -244,14 +244,21 @@ export function undeleteProject(ctx: Ctx, actor: Actor, input: { project: string
   });
 }
 
-/** `projects/permanent_delete` (owner): the project, its rows and files for good. */
+/**
+ * `projects/permanent_delete` (owner): a deleted project (`projects/delete` first, as the
+ * reference says; an active one is a 422), its rows and files for good. Result and data are
+ * empty: the project no longer exists.
+ */
 export async function permanentlyDeleteProject(ctx: Ctx, actor: Actor, input: { project: string }): Promise<Answer> {
-  projectAccess(ctx.db, actor, input.project, "owner");
+  const notDeleted = () => unprocessable("Deletion failed", { reason: "Only a deleted project can be deleted permanently: projects/delete first" });
+  // Checked before its jobs are stopped, and again in the unit that erases it.
+  if (projectAccess(ctx.db, actor, input.project, "owner").project.status !== "deleted") throw notDeleted();
   // Its running jobs (a backup, a bulk change) stop first: none writes to a vanished project.
   return ctx.jobs.withProjectsStopped([input.project], () =>
-    inProject(ctx, actor, input.project, "owner", ({ tx, log }) => {
+    inProject(ctx, actor, input.project, "owner", ({ tx, log, project }) => {
+      if (project.status !== "deleted") throw notDeleted();
       eraseProject(ctx, tx, log, input.project);
-      return { result: { project: input.project }, data: { "cc.projects": {} } };
+      return { result: {}, data: {} };
     }),
   );
 }
