@@ -374,3 +374,13 @@ class Parser {
     await fsp().rm(f.path, { force: true });
   }
 }
+
+/**
+ * The file of a small upload Elysia parsed (avatars, icons): the reference's part `upload_file`,
+ * or `file` (Apis' first name for it); neither is a 400 naming `upload_file`.
+ */
+export function uploadedFile(body: { upload_file?: Blob; file?: Blob }): Blob {
+  const file = body.upload_file ?? body.file;
+  if (!file) throw badRequest("Missing parameter", { "Missing parameter": "upload_file" });
+  return file;
+}

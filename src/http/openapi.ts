@@ -254,14 +254,20 @@ function hasFile(schema: unknown): boolean {
  * Generates the document from the app's routes. The app's body parser (`jsonBodies`, a function
  * parser) hides the media types from the generator, so routes are shown to it without that parser:
  * bodies then list JSON, form and multipart, and bodies with a file only multipart. Uploads that
- * stream their own body have no body schema; their `detail` gives the multipart body (`upload`).
+ * stream their own body have no body schema, and uploads with two names for their file part have
+ * an ambiguous one: their `detail` gives the multipart body (`upload`).
  */
 async function generate(plugin: unknown) {
   // The generator is loaded with the first request for the document, not at start-up.
   const { toOpenAPISchema } = await import("@elysiajs/openapi");
   // getGlobalRoutes is protected in Elysia's types; the plugin instance sees the whole app's routes through it.
   const app = plugin as { getGlobalRoutes(): { hooks: Record<string, unknown> }[]; getGlobalDefinitions?(): unknown };
-  const routes = app.getGlobalRoutes().map((r) => ({ ...r, hooks: { ...r.hooks, parse: undefined } }));
+  // A route whose detail gives its multipart body (`upload`) is shown by that, not by its body
+  // schema (an upload that takes its file under two names has both optional there).
+  const routes = app.getGlobalRoutes().map((r) => {
+    const detail = r.hooks.detail as { requestBody?: unknown } | undefined;
+    return { ...r, hooks: { ...r.hooks, parse: undefined, ...(detail?.requestBody ? { body: undefined } : {}) } };
+  });
   const view = { getGlobalRoutes: () => routes, getGlobalDefinitions: () => app.getGlobalDefinitions?.() } as unknown as Elysia;
   const { paths, components } = toOpenAPISchema(view, undefined, undefined, undefined, "3.1.2");
   for (const ops of Object.values(paths) as Record<string, any>[]) {

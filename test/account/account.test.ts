@@ -508,6 +508,16 @@ describe("profile", () => {
     const meta = await sharp(Buffer.from(await img.arrayBuffer())).metadata();
     expect([meta.format, meta.width, meta.height]).toEqual(["png", 256, 256]);
 
+    // The reference's part name, upload_file, works as well; no file part is a 400 naming it.
+    const asReference = new FormData();
+    asReference.append("upload_file", new Blob([jpeg]), "me.jpg");
+    const r2 = await srv.call("/api/account/upload_avatar", { token: u.token, body: asReference });
+    expect(r2.status).toBe(200);
+    expect(r2.body.data["cc.users"][u.gid].avatar).not.toBe(avatar);
+    const none = new FormData();
+    none.append("other", "x");
+    expect((await srv.call("/api/account/upload_avatar", { token: u.token, body: none })).body.result.info).toEqual({ "Missing parameter": "upload_file" });
+
     const notImage = new FormData();
     notImage.append("file", new Blob(["GIF89a but not really an image"], { type: "image/gif" }), "fake.gif");
     const refused = await srv.call("/api/account/upload_avatar", { token: u.token, body: notImage });

@@ -78,8 +78,8 @@ describe("the OpenAPI document", () => {
     const uploads: [string, string, string[]][] = [
       ["/api/p/{project}/assets/upload", "upload_file", ["parent", "pathname", "name"]],
       ["/api/p/{project}/assets/upload_update", "upload_file", ["asset", "name"]],
-      ["/api/account/upload_avatar", "file", []],
-      ["/api/projects/upload_icon", "file", ["project"]],
+      ["/api/account/upload_avatar", "upload_file", []],
+      ["/api/projects/upload_icon", "upload_file", ["project"]],
     ];
     for (const [path, filePart, textParts] of uploads) {
       const body = doc.paths[path]?.post?.requestBody;

@@ -242,6 +242,11 @@ describe("projects", () => {
     const d = await srv.call("/api/projects/delete_icon", { token: alice.token, body: { project } });
     expect(d.body.data["cc.projects"][project].icon).toBe("");
     expect(existsSync(file)).toBe(false);
+    // The reference's part name upload_file works too.
+    const asReference = new FormData();
+    asReference.append("project", project);
+    asReference.append("upload_file", new File([await png()], "icon.png"));
+    expect((await srv.call("/api/projects/upload_icon", { token: alice.token, body: asReference })).status).toBe(200);
   });
 
   test("upload_icon refuses a file that is not an image, whatever its name says", async () => {

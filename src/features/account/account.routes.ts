@@ -3,6 +3,7 @@ import { requirePerson } from "../../core/access";
 import { missing } from "../../core/errors";
 import { authMacro } from "../../http/auth";
 import { answer, ok } from "../../http/envelope";
+import { uploadedFile } from "../../http/multipart";
 import { examples } from "../../http/examples";
 import { describe } from "../../http/openapi";
 import { accountKey, authRules, clientAddress, limiterOf, throttle } from "../../http/ratelimit";
@@ -155,12 +156,13 @@ export function accountRoutes(ctx: Ctx) {
     )
     .post(
       "/api/account/upload_avatar",
-      async ({ body, actor }) => answer(await uploadAvatar(ctx, actor, body)),
+      async ({ body, actor }) => answer(await uploadAvatar(ctx, actor, { file: uploadedFile(body) })),
       {
         auth: true,
-        body: t.Object({ file: t.File() }),
+        body: t.Object({ upload_file: t.Optional(t.File()), file: t.Optional(t.File()) }),
         detail: describe({
-          summary: "Upload an avatar (multipart `file`): resized to a 256 px square PNG served at /media/avatars/<avatar>",
+          summary: "Upload an avatar (multipart `upload_file`, or `file`): resized to a 256 px square PNG served at /media/avatars/<avatar>",
+          upload: { file: { name: "upload_file", description: "the image (`file` is accepted too)" }, fields: {}, required: ["upload_file"] },
           tags,
           example: examples.uploadAvatar.answer,
           result: t.Object({ user: t.String({ description: "the caller's gid" }) }),

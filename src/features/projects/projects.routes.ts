@@ -1,6 +1,7 @@
 import { Elysia, t } from "elysia";
 import { authMacro } from "../../http/auth";
 import { answer } from "../../http/envelope";
+import { uploadedFile } from "../../http/multipart";
 import { examples } from "../../http/examples";
 import { describe } from "../../http/openapi";
 import type { Ctx } from "../../platform/context";
@@ -47,11 +48,12 @@ export function projectRoutes(ctx: Ctx) {
       body: t.Object({ project: t.String(), name: t.Optional(t.String()), timezone: t.Optional(t.String()) }, { examples: [examples.projectsUpdate.request] }),
       detail: describe({ summary: "Rename a project and/or set its time zone (any member)", tags, example: examples.projectsUpdate.answer, errors: [400, 403, 422] }),
     })
-    .post("/upload_icon", async ({ body, actor }) => answer(await uploadProjectIcon(ctx, actor, body)), {
+    .post("/upload_icon", async ({ body, actor }) => answer(await uploadProjectIcon(ctx, actor, { project: body.project, file: uploadedFile(body) })), {
       auth: true,
-      body: t.Object({ project: t.String(), file: t.File() }),
+      body: t.Object({ project: t.String(), upload_file: t.Optional(t.File()), file: t.Optional(t.File()) }),
       detail: describe({
-        summary: "Upload a project icon (multipart: project, file); resized to a 256 px square PNG served at /media/icons/<icon>",
+        summary: "Upload a project icon (multipart: project, upload_file or file); resized to a 256 px square PNG served at /media/icons/<icon>",
+        upload: { file: { name: "upload_file", description: "the image (`file` is accepted too)" }, fields: { project: "the project's gid" }, required: ["project", "upload_file"] },
         tags,
         example: examples.projectsUploadIcon.answer,
         errors: [400, 403, 413, 422],
