@@ -76,7 +76,7 @@ describe("a source image over the pixel limit", () => {
   });
 
   test('as an avatar or a project icon it is a 422 "Source image too large" with the pixel counts', async () => {
-    const info = { field: "file", width: SIDE, height: SIDE, pixels: PIXELS, limit_pixels: LIMIT };
+    const info = { field: "upload_file", width: SIDE, height: SIDE, pixels: PIXELS, limit_pixels: LIMIT };
     const avatar = await srv.call("/api/account/upload_avatar", { token, body: form("file", huge) });
     expect(avatar.status).toBe(422);
     expect(avatar.body.result).toEqual({ code: 422, message: "Source image too large", info });

@@ -254,7 +254,7 @@ describe("projects", () => {
     form.append("project", project);
     form.append("file", new File(["not an image at all"], "icon.png", { type: "image/png" }));
     const r = await srv.call("/api/projects/upload_icon", { token: alice.token, body: form });
-    expect(r.status).toBe(400);
+    expect([r.status, r.body.result.message, r.body.result.info.reason]).toEqual([422, "Invalid file upload", "Not an image"]);
   });
 
   test("upload_icon by a member who is not the owner is 403", async () => {

@@ -1,6 +1,6 @@
 import type { Metadata } from "sharp";
 import { sharp } from "./sharp";
-import { badRequest, ApiError } from "../../core/errors";
+import { ApiError, unprocessable } from "../../core/errors";
 
 /**
  * Reads an image's header (format, dimensions, pages; no pixels are decoded) whatever its size.
@@ -14,9 +14,12 @@ export function readImageHeader(input: string | Buffer, opts: { animated?: boole
 
 /**
  * Turns an uploaded avatar or icon into a square PNG of `size` pixels. The type is taken from the
- * content (libvips sniffs it), never from the client; anything that is not a raster image is a 400,
+ * content (libvips sniffs it), never from the client; anything that is not a raster image of a
+ * known type is a 422 `Invalid file upload` (the reference's error of these uploads) with the reason,
  * an image of more than `pixelLimit` pixels a 422 `Source image too large` (before decoding).
  */
+const invalidUpload = (reason: string, info: Record<string, unknown> = {}) => unprocessable("Invalid file upload", { field: "upload_file", reason, ...info });
+
 export async function squareImage(file: Blob, maxBytes: number, pixelLimit: number, size = 256): Promise<Buffer> {
   if (file.size > maxBytes) throw new ApiError(413, "Payload too large", { limit_bytes: maxBytes });
   const input = Buffer.from(await file.arrayBuffer());
@@ -24,19 +27,19 @@ export async function squareImage(file: Blob, maxBytes: number, pixelLimit: numb
   try {
     header = await readImageHeader(input);
   } catch {
-    throw badRequest("Not an image", { field: "file" });
+    throw invalidUpload("Not an image");
   }
   const format = header.format;
   if (!format || !["jpeg", "png", "webp", "gif", "tiff", "avif", "heif"].includes(format))
-    throw badRequest("Unsupported image type", { field: "file", format: format ?? "unknown" });
+    throw invalidUpload("Unsupported image type", { format: format ?? "unknown" });
   // Only the first frame is decoded: its size is what counts.
   const pixels = (header.width ?? 0) * (header.pageHeight ?? header.height ?? 0);
   if (pixels > pixelLimit) {
-    throw new ApiError(422, "Source image too large", { field: "file", width: header.width, height: header.pageHeight ?? header.height, pixels, limit_pixels: pixelLimit });
+    throw new ApiError(422, "Source image too large", { field: "upload_file", width: header.width, height: header.pageHeight ?? header.height, pixels, limit_pixels: pixelLimit });
   }
   try {
     return await sharp(input, { limitInputPixels: pixelLimit }).rotate().resize(size, size, { fit: "cover" }).png().toBuffer();
   } catch {
-    throw badRequest("Image could not be read", { field: "file" });
+    throw invalidUpload("Image could not be read");
   }
 }
