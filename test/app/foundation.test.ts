@@ -94,6 +94,15 @@ describe("login and init", () => {
     expect(r.status).toBe(200);
     expect(r.headers.get("authorization")).toMatch(/^Bearer /);
   });
+
+  test("init answers POST as it answers GET (the reference's index uses POST), with or without a body", async () => {
+    const get = await srv.call("/api/init", { token: alice.token });
+    for (const body of [undefined, {}]) {
+      const post = await fetch(`${srv.url}/api/init`, { method: "POST", headers: { authorization: `Bearer ${alice.token}`, ...(body ? { "content-type": "application/json" } : {}) }, body: body ? JSON.stringify(body) : undefined });
+      expect(post.status).toBe(200);
+      expect(await post.json()).toEqual(get.body);
+    }
+  });
 });
 
 describe("projects", () => {

@@ -64,6 +64,11 @@ export function sessionRoutes(ctx: Ctx) {
     .get("/init", ({ actor, set }) => sentAsText(set, globalInitOf(ctx, actor)), {
       auth: true,
       detail: describe({ summary: "The current user's global data", tags: ["global"], example: examples.init, result: globalResult }),
+    })
+    // The reference's index shows `POST /api/init` (its own page GET): both are answered alike; a body is ignored.
+    .post("/init", ({ actor, set }) => sentAsText(set, globalInitOf(ctx, actor)), {
+      auth: true,
+      detail: describe({ summary: "The current user's global data (as GET /api/init)", tags: ["global"], example: examples.init, result: globalResult }),
     });
 
   const project = new Elysia({ prefix: "/api/p/:project" })
