@@ -84,22 +84,15 @@ const ROWS: Row[] = [
   },
   { name: "POST /api/projects/delete_icon", path: () => "/api/projects/delete_icon", body: project, allow: ["owner"], mutates: true },
   { name: "POST /api/projects/delete", path: () => "/api/projects/delete", body: project, allow: ["owner"], mutates: true },
-  {
-    name: "POST /api/projects/undelete",
-    path: () => "/api/projects/undelete",
+  // These two work on a deleted project only: the owner deletes it first.
+  ...(["undelete", "permanent_delete"] as const).map((op): Row => ({
+    name: `POST /api/projects/${op}`,
+    path: () => `/api/projects/${op}`,
     body: project,
     allow: ["owner"],
     mutates: true,
     prepare: (w) => call("/api/projects/delete", users.owner.token, { project: w.project }),
-  },
-  {
-    name: "POST /api/projects/permanent_delete",
-    path: () => "/api/projects/permanent_delete",
-    body: project,
-    allow: ["owner"],
-    mutates: true,
-    prepare: (w) => call("/api/projects/delete", users.owner.token, { project: w.project }),
-  },
+  })),
   { name: "POST /api/members/get", path: () => "/api/members/get", body: (w) => ({ project: w.project, member: users.owner.gid }), allow: inProject, deny: 422 },
   { name: "POST /api/users/get", path: () => "/api/users/get", body: () => ({ user: users.owner.gid }), allow: inProject, deny: 422 },
   // Sync of the project's data.
