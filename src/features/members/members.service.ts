@@ -191,18 +191,13 @@ function peopleByEmail(tx: Tx, email: string): User[] {
     .all();
 }
 
-/**
- * Invites the owner of an email address into a project (owner checked by the caller). An unknown
- * address gets a new invited user (empty username and name); an existing account gets an
- * `invited` membership. Inviting someone already invited changes nothing (the mail goes again);
- * a declined invitation is renewed. Several accounts on one address need `username` to choose.
- */
 /** What `members/invite` takes: the reference's `username_or_email`, or Apis' `email` (+ `username`). */
 export type InviteInput = { email?: string; username?: string; username_or_email?: string; language?: string };
 
 /**
  * The reference's `username_or_email`: text with an `@` is an email address (as `email`), anything
- * else the exact username of an active account (as `email` of that account plus its `username`).
+ * else the exact username of an account (as `email` of that account plus its `username`; whether
+ * the account may be invited is `addInvitation`'s check).
  */
 function inviteeOf(tx: Tx, input: InviteInput): { email: string; username?: string } {
   if (input.email !== undefined) return { email: input.email, username: input.username };
@@ -214,6 +209,12 @@ function inviteeOf(tx: Tx, input: InviteInput): { email: string; username?: stri
   return { email: user.email, username: user.username ?? undefined };
 }
 
+/**
+ * Invites the owner of an email address into a project (owner checked by the caller). An unknown
+ * address gets a new invited user (empty username and name); an existing account gets an
+ * `invited` membership. Inviting someone already invited changes nothing (the mail goes again);
+ * a declined invitation is renewed. Several accounts on one address need `username` to choose.
+ */
 function addInvitation(tx: Tx, log: ChangeLog, project: Project, raw: InviteInput): Invitation {
   const input = { ...raw, ...inviteeOf(tx, raw) };
   const email = input.email.trim();
