@@ -2,7 +2,7 @@ import { closeSync, openSync } from "node:fs";
 import { fsp } from "../platform/storage/fsp";
 import { basename } from "node:path";
 import { newGid } from "../core/ids";
-import { ApiError, badRequest } from "../core/errors";
+import { ApiError, badRequest, missing } from "../core/errors";
 import type { Received, ReceivedFile } from "../platform/storage/storage";
 import { UploadSink } from "./upload-sink";
 
@@ -381,6 +381,6 @@ class Parser {
  */
 export function uploadedFile(body: { upload_file?: Blob; file?: Blob }): Blob {
   const file = body.upload_file ?? body.file;
-  if (!file) throw badRequest("Missing parameter", { "Missing parameter": "upload_file" });
+  if (!file) throw missing("upload_file");
   return file;
 }

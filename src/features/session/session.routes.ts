@@ -4,6 +4,7 @@ import { answer } from "../../http/envelope";
 import { examples } from "../../http/examples";
 import { describe } from "../../http/openapi";
 import { read, sentAsText } from "../../http/operations";
+import type { Actor } from "../../core/actor";
 import { authRules, clientAddress, limiterOf, throttle } from "../../http/ratelimit";
 import type { Ctx } from "../../platform/context";
 import { apiKeyLogIn, globalInitOf, logIn, projectInitOf, projectLogIn, type Session } from "./session.service";
@@ -37,6 +38,8 @@ const projectResult = t.Object({
 export function sessionRoutes(ctx: Ctx) {
   const limiter = limiterOf(ctx);
   const addressOf = (request: Request, server: Parameters<typeof clientAddress>[1]) => clientAddress(request, server, ctx.config);
+  /** `GET` and `POST /api/init`: kept until the next write with its JSON (globalInitOf), the text is sent as it is. */
+  const globalInit = ({ actor, set }: { actor: Actor; set: Parameters<typeof sentAsText>[0] }) => sentAsText(set, globalInitOf(ctx, actor));
   /** The session's init payload, its JWT in the Authorization header. */
   const signedIn = (s: Session, set: { headers: Record<string, unknown> }) => {
     set.headers.authorization = `Bearer ${s.token}`;
@@ -60,13 +63,12 @@ export function sessionRoutes(ctx: Ctx) {
         }),
       },
     )
-    // Kept until the next write with its JSON (globalInitOf): the text is sent as it is.
-    .get("/init", ({ actor, set }) => sentAsText(set, globalInitOf(ctx, actor)), {
+    .get("/init", globalInit, {
       auth: true,
       detail: describe({ summary: "The current user's global data", tags: ["global"], example: examples.init, result: globalResult }),
     })
     // The reference's index shows `POST /api/init` (its own page GET): both are answered alike; a body is ignored.
-    .post("/init", ({ actor, set }) => sentAsText(set, globalInitOf(ctx, actor)), {
+    .post("/init", globalInit, {
       auth: true,
       detail: describe({ summary: "The current user's global data (as GET /api/init)", tags: ["global"], example: examples.init, result: globalResult }),
     });

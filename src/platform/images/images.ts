@@ -12,14 +12,15 @@ export function readImageHeader(input: string | Buffer, opts: { animated?: boole
   return sharp(input, { limitInputPixels: false, animated: opts.animated ?? false }).metadata();
 }
 
+/** The reference's error of an avatar or icon upload that is no usable image, with the reason. */
+const invalidUpload = (reason: string, info: Record<string, unknown> = {}) => unprocessable("Invalid file upload", { field: "upload_file", reason, ...info });
+
 /**
  * Turns an uploaded avatar or icon into a square PNG of `size` pixels. The type is taken from the
  * content (libvips sniffs it), never from the client; anything that is not a raster image of a
  * known type is a 422 `Invalid file upload` (the reference's error of these uploads) with the reason,
  * an image of more than `pixelLimit` pixels a 422 `Source image too large` (before decoding).
  */
-const invalidUpload = (reason: string, info: Record<string, unknown> = {}) => unprocessable("Invalid file upload", { field: "upload_file", reason, ...info });
-
 export async function squareImage(file: Blob, maxBytes: number, pixelLimit: number, size = 256): Promise<Buffer> {
   if (file.size > maxBytes) throw new ApiError(413, "Payload too large", { limit_bytes: maxBytes });
   const input = Buffer.from(await file.arrayBuffer());
