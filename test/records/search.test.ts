@@ -37,6 +37,29 @@ describe("records/search", () => {
     expect((await search({ q: "\"ice box\" small" })).records[0]).toBe(r.box2);
   });
 
+  test("the terms of q may be found in a value shared by every language and in one of the search language", async () => {
+    // artnr is not localized (the shared document), name and description are (the language's).
+    expect((await search({ q: "+cms +174" })).records).toEqual([r.box]);
+    expect((await search({ q: "+cms -storage" })).records).toEqual([r.box2]);
+    expect((await search({ q: "+cold -cms" })).records).toEqual([r.fan]);
+    expect(new Set((await search({ q: "cms", language: "nl" })).records)).toEqual(new Set([r.box, r.box2]));
+    expect((await search({ q: "+cms +ice", language: "nl" })).records).toEqual([]);
+    // A phrase is looked for within one document.
+    expect((await search({ q: "\"225 ice\"" })).records).toEqual([]);
+    expect((await search({ q: "\"cms 225\"" })).records).toEqual([r.box]);
+    // Counted the same way as it is listed.
+    expect((await search({ q: "+cms -storage", "page.size": 1 }))["records.size"]).toBe(1);
+  });
+
+  test("a value that is the same in every language is indexed once, in the document the languages share", async () => {
+    const id = (w.srv.ctx.db.$client.query("SELECT id FROM records WHERE gid = ?").get(r.box) as { id: number }).id;
+    const docs = new Map((w.srv.ctx.db.$client.query("SELECT language, title, body FROM record_search WHERE record_id = ?").all(id) as { language: string; title: string; body: string }[]).map((d) => [d.language, d]));
+    expect([...docs.keys()].sort()).toEqual(["*", "de", "en", "nl"]);
+    expect(docs.get("*")).toEqual({ language: "*", title: "", body: "CMS 225" });
+    expect(docs.get("en")!.title).toBe("Ice box 174 l");
+    expect(docs.get("en")!.body).not.toContain("CMS");
+  });
+
   test("filters by field name with the type's operators, combined with q", async () => {
     expect((await search({ filter: ["price", ">", 100] })).records.sort()).toEqual([r.box, r.box2].sort());
     expect((await search({ q: "cold", filter: ["price", "<", 200] })).records.sort()).toEqual([r.box2, r.fan].sort());
@@ -85,8 +108,13 @@ describe("a language added to the project", () => {
     await w.okr("languages/add", { language: "fr" });
     await w.okr("records/update", { record: r.box, fields: { fr: { name: "Glacière" } } });
     expect((await search({ q: "glaciere", language: "fr" })).records).toEqual([r.box]);
-    // Non-localized values of other records reach the new language's index through the job.
+    // Non-localized values of other records are found at once (the document every language
+    // shares); the job gives them the new language's document and keeps the shared one.
+    expect((await search({ q: "T-1", language: "fr" })).records).toEqual([r.creme]);
     const { until } = await import("../helpers/server");
-    await until(async () => (await search({ q: "T-1", language: "fr" })).records.length === 1);
+    const docsOf = (gid: string) => (w.srv.ctx.db.$client.query("SELECT s.language AS language FROM record_search s JOIN records r ON r.id = s.record_id WHERE r.gid = ?").all(gid) as { language: string }[]).map((d) => d.language).sort();
+    await until(async () => docsOf(r.creme).includes("fr"));
+    expect(docsOf(r.creme)).toEqual(["*", "de", "en", "fr", "nl"]);
+    expect((await search({ q: "T-1", language: "fr" })).records).toEqual([r.creme]);
   });
 });

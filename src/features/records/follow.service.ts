@@ -8,7 +8,7 @@ import { schemaStamp, valueContextOf } from "../schema/items.service";
 import { LIST_TYPES, valueSchema, type FieldType } from "../schema/schema.types";
 import { ALL_CHANNEL } from "../settings/settings.options";
 import { COLUMNS, db, recOf, Touch, writeSearch, type Vals } from "./records.service";
-import { checksOf, dict, SchemaView, SHARED, TEXT_TYPES as SEARCHED_TYPES, type FieldInfo } from "./values.service";
+import { checksOf, dict, SchemaView, searchDocuments, SHARED, TEXT_TYPES as SEARCHED_TYPES, type FieldInfo } from "./values.service";
 import type { RecordChecks } from "./records.table";
 
 /**
@@ -590,7 +590,7 @@ export const reindexJob: JobKind = {
         const recs = (db(tx).query(`SELECT ${COLUMNS} FROM records r WHERE r.project_gid = ? AND r.id > ? ORDER BY r.id LIMIT 500`).all(projectGid, after) as Record<string, unknown>[]).map(recOf);
         if (!recs.length) return 0;
         const view = viewOf(tx, projectGid);
-        db(tx).query("DELETE FROM record_search WHERE record_id IN (SELECT value FROM json_each(?)) AND language NOT IN (SELECT value FROM json_each(?))").run(JSON.stringify(recs.map((r) => r.id)), JSON.stringify(view.languages));
+        db(tx).query("DELETE FROM record_search WHERE record_id IN (SELECT value FROM json_each(?)) AND language NOT IN (SELECT value FROM json_each(?))").run(JSON.stringify(recs.map((r) => r.id)), JSON.stringify(searchDocuments(view.languages)));
         const upd = db(tx).query("UPDATE records SET checks = ? WHERE id = ?");
         for (const r of recs) {
           upd.run(JSON.stringify(checksOf(view.def(r.definition), r.vals, view.languages, true)), r.id);

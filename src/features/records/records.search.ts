@@ -25,34 +25,74 @@ export type SearchInput = { language?: unknown; q?: unknown; filter?: unknown };
 const quoteFts = (s: string) => `"${s.replace(/"/g, '""')}"`;
 
 /**
- * The FTS5 expression of a `q`: `+term` must be there, `-term` must not, plain terms count towards
+ * The FTS5 expressions of a `q`: `+term` must be there, `-term` must not, plain terms count towards
  * relevance (alone, at least one of them must be there); `"a b"` is a phrase. Undefined when `q`
- * holds no term. The project and language are not part of it: every row of a project has the same
- * project and language tokens, so matching them walks the longest lists of the index; they are
- * conditions on the matched rows instead (FTS_MATCHES).
+ * holds no term.
+ *
+ * A record is searched in two documents of the index: the one of the search language and the one
+ * shared by every language (values that are the same in each; see searchTextOf). A term may be in
+ * either, so `q` is not one expression over one document. `scored` finds the documents that rank
+ * a record: those holding a required term (the plain terms then add to their score), or without
+ * required terms, those holding a plain one. With more than one required term, each of `required`
+ * must be in one of the record's scored documents; none of `excluded` may be in any of its two.
  */
-export function ftsExpression(q: string): string | undefined {
+export type FtsQuery = { scored: string; required: string[]; excluded: string[] };
+
+export function ftsQuery(q: string): FtsQuery | undefined {
   const t = parseTerms(q.replace(/[\u0000-\u001f\u007f]/g, " ").slice(0, 1000));
   const words = (xs: string[]) => xs.map((x) => quoteFts(x));
+  // The project and language are not part of an expression: every row of a project has the same
+  // project and language tokens, so matching them walks the longest lists of the index; they are
+  // conditions on the matched rows instead (DOCUMENTS).
+  const inText = (x: string) => `{title body} : (${x})`;
   const req = words(t.required);
   const opt = words(t.optional);
-  const exc = words(t.excluded);
   if (!req.length && !opt.length) return undefined;
-  let core = req.length ? `(${req.join(" AND ")})` : `(${opt.join(" OR ")})`;
-  // With required terms the plain ones only rank: OR-ed with a required term they never narrow.
-  if (req.length && opt.length) core += ` AND (${[req[0], ...opt].join(" OR ")})`;
-  let expr = `{title body} : (${core})`;
-  for (const x of exc) expr += ` NOT ({title body} : ${x})`;
-  return expr;
+  const anyOf = (xs: string[]) => `(${xs.join(" OR ")})`;
+  return {
+    // A plain term OR-ed into the required ones would widen the match: it only adds to the score.
+    scored: inText(req.length ? (opt.length ? `${anyOf(req)} AND ${anyOf([...req, ...opt])}` : anyOf(req)) : anyOf(opt)),
+    required: req.length > 1 ? req.map(inText) : [],
+    excluded: words(t.excluded).map(inText),
+  };
 }
 
 /**
- * The rows of `records_fts` matching `?1` (the expression) in project `?2` and language `?3`, as
- * `f` (the index, for bm25) and `s` (its record_search row, read from the small record_search_map
- * index: a rowid lookup would read the wide text rows), joined to their record `r`.
+ * The rows of `records_fts` matching an expression among the documents of a project (bound second)
+ * in a language (bound first) and the shared ones, as `f` (the index, for bm25) and `s` (their
+ * record_search row, read from the small record_search_map index: a rowid lookup would read the
+ * wide text rows). Binds: language, project, expression.
  */
-const FTS_MATCHES = `records_fts f CROSS JOIN record_search s INDEXED BY record_search_map ON s.id = f.rowid AND s.language = ?3 AND s.project_gid = ?2
-  CROSS JOIN records r ON r.id = s.record_id`;
+const DOCUMENTS = `records_fts f CROSS JOIN record_search s INDEXED BY record_search_map ON s.id = f.rowid AND s.language IN (?, '${SHARED}') AND s.project_gid = ?
+  WHERE records_fts MATCH ?`;
+
+/** The rowids of the index's documents (any project, any language) matching an expression (bound). */
+const HOLDING = "SELECT rowid FROM records_fts WHERE records_fts MATCH ?";
+
+/**
+ * The records matching a search's `q`, as a subquery of `rid` (record id) and `score` (bm25 summed
+ * over the record's scored documents, titles weighing 10; lower is better), with its binds in
+ * order. bm25 may not stand in an aggregate: the documents are scored first (materialized, so that
+ * SQLite does not fold them into the aggregate), then summed per record. A required term is looked
+ * for among the scored documents (each holding one of the required terms, so every document
+ * holding it is there), an excluded one among the record's two documents; each term's documents
+ * are read from the index once.
+ */
+function matchesOf(fts: FtsQuery, projectGid: string, language: string): { sql: string; params: Bind[] } {
+  const params: Bind[] = [language, projectGid, fts.scored];
+  const must: string[] = [];
+  for (const x of fts.required) (must.push(`max(sid IN (${HOLDING}))`), params.push(x));
+  for (const x of fts.excluded) {
+    // `+x.id`: the record's two rows are found by its index, then tested against the term's documents
+    // (SQLite would otherwise look up every document of the term for each record).
+    must.push(`NOT EXISTS (SELECT 1 FROM record_search x INDEXED BY record_search_record WHERE x.record_id = rid AND x.language IN (?, '${SHARED}') AND +x.id IN (${HOLDING}))`);
+    params.push(language, x);
+  }
+  return {
+    sql: `WITH d AS MATERIALIZED (SELECT s.record_id AS rid, s.id AS sid, bm25(records_fts, 0, 0, 10, 1) AS score FROM ${DOCUMENTS}) SELECT rid, sum(score) AS score FROM d GROUP BY rid${must.length ? ` HAVING ${must.join(" AND ")}` : ""}`,
+    params,
+  };
+}
 
 /**
  * The filter fields of records (built per request: field names depend on the schema, paths on the
@@ -134,7 +174,7 @@ export function recordsDomain(tx: Tx, projectGid: string, language: string) {
   return makeDomain([...builtIn, ...own], [["fields", (name) => { const f = byName.get(name); return f ? fieldSpec(f) : undefined; }]]);
 }
 
-export type BuiltSearch = { empty: boolean; where: string; params: unknown[]; fts?: string; language: string };
+export type BuiltSearch = { empty: boolean; where: string; params: unknown[]; fts?: FtsQuery; language: string };
 
 /** The search language: `language` (a project language) or the project's first. */
 function searchLanguage(view: SchemaView, language: unknown): string {
@@ -164,7 +204,7 @@ export function buildSearch(view: SchemaView, input: SearchInput, member = "filt
   const cond: SQL[] = [sql`r.project_gid = ${view.projectGid}`, filterToSql(node, { language })];
   if (!fieldsOf(node).has("status")) cond.push(sql`r.status != ${DELETED}`);
   const text = sqlText(sql.join(cond, sql` AND `));
-  const fts = q ? ftsExpression(q) : undefined;
+  const fts = q ? ftsQuery(q) : undefined;
   if (q && !fts) return { empty: true, where: "0", params: [], language };
   return { empty: false, where: text.sql, params: text.params, fts, language };
 }
@@ -188,12 +228,13 @@ export function searchPage(tx: Tx, view: SchemaView, input: SearchInput, opts: {
   if (b.empty) return { items: [], total: 0 };
   const paged = opts.size !== undefined;
   const limit = paged ? ` LIMIT ${opts.size! | 0} OFFSET ${(opts.top ?? 0) | 0}` : "";
+  const m = b.fts && matchesOf(b.fts, view.projectGid, b.language);
   const rows = searchEngine(() =>
-    b.fts
+    m
       ? db(tx)
           // bm25 may not stand in a window query: ranked in a subquery, counted and paged outside it.
-          .query(`SELECT id, gid, count(*) OVER () AS total FROM (SELECT r.id AS id, r.gid AS gid, bm25(records_fts, 0, 0, 10, 1) AS score FROM ${FTS_MATCHES} WHERE records_fts MATCH ?1 AND ${b.where}) ORDER BY score, id${limit}`)
-          .all(b.fts, view.projectGid, b.language, ...(b.params as Bind[]))
+          .query(`SELECT r.id AS id, r.gid AS gid, count(*) OVER () AS total FROM (${m.sql}) m CROSS JOIN records r ON r.id = m.rid WHERE ${b.where} ORDER BY m.score, r.id${limit}`)
+          .all(...m.params, ...(b.params as Bind[]))
       : db(tx).query(`SELECT r.id AS id, r.gid AS gid, count(*) OVER () AS total FROM records r WHERE ${b.where} ORDER BY r.id${limit}`).all(...(b.params as Bind[])),
   ) as { id: number; gid: string; total: number }[];
   // A page past the end has no row to carry the count: count once more.
@@ -210,9 +251,12 @@ export function searchItems(tx: Tx, view: SchemaView, input: SearchInput, opts: 
 export function searchCount(tx: Tx, view: SchemaView, input: SearchInput): number {
   const b = buildSearch(view, input);
   if (b.empty) return 0;
-  const row = b.fts
-    ? db(tx).query(`SELECT count(*) AS n FROM ${FTS_MATCHES} WHERE records_fts MATCH ?1 AND ${b.where}`).get(b.fts, view.projectGid, b.language, ...(b.params as Bind[]))
-    : db(tx).query(`SELECT count(*) AS n FROM records r WHERE ${b.where}`).get(...(b.params as Bind[]));
+  const m = b.fts && matchesOf(b.fts, view.projectGid, b.language);
+  const row = searchEngine(() =>
+    m
+      ? db(tx).query(`SELECT count(*) AS n FROM (${m.sql}) m CROSS JOIN records r ON r.id = m.rid WHERE ${b.where}`).get(...m.params, ...(b.params as Bind[]))
+      : db(tx).query(`SELECT count(*) AS n FROM records r WHERE ${b.where}`).get(...(b.params as Bind[])),
+  );
   return (row as { n: number }).n;
 }
 
@@ -221,10 +265,8 @@ export function searchCondition(view: SchemaView, input: SearchInput): { sql: st
   const b = buildSearch(view, input, "selection");
   if (b.empty) return { sql: "0", params: [] };
   if (!b.fts) return { sql: `(${b.where})`, params: b.params };
-  return {
-    sql: `(${b.where} AND r.id IN (SELECT s.record_id FROM records_fts f CROSS JOIN record_search s INDEXED BY record_search_map ON s.id = f.rowid AND s.language = ? AND s.project_gid = ? WHERE records_fts MATCH ?))`,
-    params: [...b.params, b.language, view.projectGid, b.fts],
-  };
+  const m = matchesOf(b.fts, view.projectGid, b.language);
+  return { sql: `(${b.where} AND r.id IN (SELECT rid FROM (${m.sql})))`, params: [...b.params, ...m.params] };
 }
 
 /** `records/search`: result `records` (gids of this page, best first) and `records.size`; data `records`. */

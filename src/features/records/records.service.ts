@@ -11,7 +11,7 @@ import { baseDefinitionIn } from "../schema/definitions.service";
 import { rowOf, type Project } from "../schema/items.service";
 import { ALL_CHANNEL } from "../settings/settings.options";
 import type { RecordChecks } from "./records.table";
-import { applyFields, checksOf, fieldsForm, initialVals, put, SchemaView, searchTextOf, titleOf, type DefInfo, type ReportItem } from "./values.service";
+import { applyFields, checksOf, fieldsForm, initialVals, put, SchemaView, searchDocuments, searchTextOf, titleOf, type DefInfo, type ReportItem } from "./values.service";
 
 /**
  * The record tree: reading (root, get, children, forms), creating and updating values. Every
@@ -356,7 +356,7 @@ export function writeSearch(tx: Tx, view: SchemaView, r: { id: number; definitio
   const d = view.def(r.definition);
   const s = db(tx);
   const existing = fresh ? new Map() : new Map((s.query("SELECT id, language, title, body FROM record_search WHERE record_id = ?").all(r.id) as { id: number; language: string; title: string; body: string }[]).map((x) => [x.language, x]));
-  for (const l of view.languages) {
+  for (const l of searchDocuments(view.languages)) {
     const t = searchTextOf(d, r.vals, l);
     const cur = existing.get(l);
     if (!cur) {
@@ -472,7 +472,7 @@ export function insertRecordsIn(tx: Tx, view: SchemaView, touch: Touch, parent: 
       place.run(id, projectGid, parent.gid, orderings[k]!, next[k]!);
       next[k] = next[k]! + GAP;
     }
-    for (const l of languages) {
+    for (const l of searchDocuments(languages)) {
       const text = searchTextOf(d, vals, l);
       const row = search.run(id, projectGid, l, text.title, text.body).lastInsertRowid;
       fts.run(row, projectGid, l, text.title, text.body);

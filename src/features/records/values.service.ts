@@ -234,16 +234,28 @@ export function titleOf(d: DefInfo, vals: Record<string, Record<string, unknown>
   return f ? textOf(f, storedValue(vals, f, lang), lang) : "";
 }
 
-/** What the search index keeps of a record in one language: its title and its text values. */
+/** Whether a field's search text is the same in every language (its value is, and it has no labels). */
+const sharedText = (f: FieldInfo) => !f.localized && !f.labels;
+
+/**
+ * What the search index keeps of a record in one of its documents: in a language, its title and
+ * the text of the fields that differ by language (localized values, value-list labels); in the
+ * shared document (`lang` SHARED), the text of every other field. A change of a value that is the
+ * same in every language then rewrites one document, not one per language.
+ */
 export function searchTextOf(d: DefInfo, vals: Record<string, Record<string, unknown>>, lang: string): { title: string; body: string } {
+  const shared = lang === SHARED;
   const parts: string[] = [];
   for (const f of d.fields) {
-    if (!TEXT_TYPES.has(f.type) && !f.labels) continue;
+    if ((!TEXT_TYPES.has(f.type) && !f.labels) || sharedText(f) !== shared) continue;
     const t = textOf(f, storedValue(vals, f, lang), lang);
     if (t) parts.push(t);
   }
-  return { title: titleOf(d, vals, lang), body: parts.join("\n") };
+  return { title: shared ? "" : titleOf(d, vals, lang), body: parts.join("\n") };
 }
+
+/** The search documents of a record: one per language, and the shared one (searchTextOf). */
+export const searchDocuments = (languages: readonly string[]): string[] => [...languages, SHARED];
 
 /** What `validation` search reads: invalid fields (any language), empty and untranslated fields per language. */
 export function checksOf(d: DefInfo, vals: Record<string, Record<string, unknown>>, languages: string[], validate = false, previous?: RecordChecks): RecordChecks {
