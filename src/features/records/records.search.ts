@@ -34,7 +34,7 @@ const quoteFts = (s: string) => `"${s.replace(/"/g, '""')}"`;
  * either, so `q` is not one expression over one document. `scored` finds the documents that rank
  * a record: those holding a required term (the plain terms then add to their score), or without
  * required terms, those holding a plain one. With more than one required term, each of `required`
- * must be in one of the record's scored documents; none of `excluded` may be in any of its two.
+ * must be in one of the record's two documents; none of `excluded` may be in either.
  */
 export type FtsQuery = { scored: string; required: string[]; excluded: string[] };
 
@@ -58,40 +58,53 @@ export function ftsQuery(q: string): FtsQuery | undefined {
 }
 
 /**
- * The rows of `records_fts` matching an expression among the documents of a project (bound second)
- * in a language (bound first) and the shared ones, as `f` (the index, for bm25) and `s` (their
- * record_search row, read from the small record_search_map index: a rowid lookup would read the
- * wide text rows). Binds: language, project, expression.
+ * The rows of `records_fts` among the documents of a project (bound second) in a language (bound
+ * first) and the shared ones, as `f` (the index, for bm25) and `s` (their record_search row, read
+ * from the small record_search_map index: a rowid lookup would read the wide text rows).
  */
-const DOCUMENTS = `records_fts f CROSS JOIN record_search s INDEXED BY record_search_map ON s.id = f.rowid AND s.language IN (?, '${SHARED}') AND s.project_gid = ?
-  WHERE records_fts MATCH ?`;
+const DOCUMENTS = `records_fts f CROSS JOIN record_search s INDEXED BY record_search_map ON s.id = f.rowid AND s.language IN (?, '${SHARED}') AND s.project_gid = ?`;
 
 /** The rowids of the index's documents (any project, any language) matching an expression (bound). */
 const HOLDING = "SELECT rowid FROM records_fts WHERE records_fts MATCH ?";
 
 /**
- * The records matching a search's `q`, as a subquery of `rid` (record id) and `score` (bm25 summed
- * over the record's scored documents, titles weighing 10; lower is better), with its binds in
- * order. bm25 may not stand in an aggregate: the documents are scored first (materialized, so that
- * SQLite does not fold them into the aggregate), then summed per record. A required term is looked
- * for among the scored documents (each holding one of the required terms, so every document
- * holding it is there), an excluded one among the record's two documents; each term's documents
- * are read from the index once.
+ * Whether the record `rid` holds a term (bound second) in its document of the language (bound
+ * first) or its shared one. `+x.id`: the record's two rows are found by its index, then tested
+ * against the term's documents (SQLite would otherwise look up every document of the term for each
+ * record).
  */
-function matchesOf(fts: FtsQuery, projectGid: string, language: string): { sql: string; params: Bind[] } {
-  const params: Bind[] = [language, projectGid, fts.scored];
-  const must: string[] = [];
-  for (const x of fts.required) (must.push(`max(sid IN (${HOLDING}))`), params.push(x));
-  for (const x of fts.excluded) {
-    // `+x.id`: the record's two rows are found by its index, then tested against the term's documents
-    // (SQLite would otherwise look up every document of the term for each record).
-    must.push(`NOT EXISTS (SELECT 1 FROM record_search x INDEXED BY record_search_record WHERE x.record_id = rid AND x.language IN (?, '${SHARED}') AND +x.id IN (${HOLDING}))`);
-    params.push(language, x);
-  }
-  return {
-    sql: `WITH d AS MATERIALIZED (SELECT s.record_id AS rid, s.id AS sid, bm25(records_fts, 0, 0, 10, 1) AS score FROM ${DOCUMENTS}) SELECT rid, sum(score) AS score FROM d GROUP BY rid${must.length ? ` HAVING ${must.join(" AND ")}` : ""}`,
-    params,
-  };
+const HOLDS = `EXISTS (SELECT 1 FROM record_search x INDEXED BY record_search_record WHERE x.record_id = rid AND x.language IN (?, '${SHARED}') AND +x.id IN (${HOLDING}))`;
+
+/**
+ * The records matching a search, as a subquery of `rid` (record id), `gid` and `score` (bm25
+ * summed over the record's scored documents, titles weighing 10; lower is better), with its binds
+ * in order. Scored documents are joined to their records, which must pass `where` (a condition on
+ * `records r`); bm25 may not stand in an aggregate, so they are scored first (materialized, so
+ * that SQLite does not fold them into the aggregate), then summed per record. None of the excluded
+ * terms may be in either of a record's documents.
+ *
+ * With one required term (or none), the scored documents are those the index finds for `scored`.
+ * With several, the records holding the first are found first, and kept when they hold each of the
+ * others in either document (each term's documents read from the index once); then only their two
+ * documents are looked up in the index to be scored. Scoring every document holding any of the
+ * required terms would look up thousands of documents for two common words.
+ */
+function matchesOf(fts: FtsQuery, projectGid: string, language: string, where: string, whereParams: readonly unknown[]): { sql: string; params: Bind[] } {
+  const params: Bind[] = [];
+  let from = `${DOCUMENTS} CROSS JOIN records r ON r.id = s.record_id WHERE records_fts MATCH ?`;
+  let ctes = "";
+  if (fts.required.length) {
+    params.push(language, projectGid, fts.required[0]!);
+    for (const x of fts.required.slice(1)) params.push(language, x);
+    ctes = `c AS MATERIALIZED (SELECT rid FROM (SELECT DISTINCT s.record_id AS rid FROM ${DOCUMENTS} WHERE records_fts MATCH ?) WHERE ${fts.required.slice(1).map(() => HOLDS).join(" AND ")}), `;
+    from = `c CROSS JOIN record_search s INDEXED BY record_search_record ON s.record_id = c.rid AND s.language IN (?, '${SHARED}') CROSS JOIN records_fts f ON f.rowid = s.id CROSS JOIN records r ON r.id = s.record_id WHERE records_fts MATCH ?`;
+    params.push(language, fts.scored);
+  } else params.push(language, projectGid, fts.scored);
+  params.push(...(whereParams as Bind[]));
+  for (const x of fts.excluded) params.push(language, x);
+  const scored = `SELECT s.record_id AS rid, r.gid AS gid, bm25(records_fts, 0, 0, 10, 1) AS score FROM ${from} AND ${where}`;
+  const excluded = fts.excluded.map(() => `NOT ${HOLDS}`);
+  return { sql: `WITH ${ctes}d AS MATERIALIZED (${scored}) SELECT rid, gid, sum(score) AS score FROM d GROUP BY rid${excluded.length ? ` HAVING ${excluded.join(" AND ")}` : ""}`, params };
 }
 
 /**
@@ -228,13 +241,13 @@ export function searchPage(tx: Tx, view: SchemaView, input: SearchInput, opts: {
   if (b.empty) return { items: [], total: 0 };
   const paged = opts.size !== undefined;
   const limit = paged ? ` LIMIT ${opts.size! | 0} OFFSET ${(opts.top ?? 0) | 0}` : "";
-  const m = b.fts && matchesOf(b.fts, view.projectGid, b.language);
+  const m = b.fts && matchesOf(b.fts, view.projectGid, b.language, b.where, b.params);
   const rows = searchEngine(() =>
     m
       ? db(tx)
           // bm25 may not stand in a window query: ranked in a subquery, counted and paged outside it.
-          .query(`SELECT r.id AS id, r.gid AS gid, count(*) OVER () AS total FROM (${m.sql}) m CROSS JOIN records r ON r.id = m.rid WHERE ${b.where} ORDER BY m.score, r.id${limit}`)
-          .all(...m.params, ...(b.params as Bind[]))
+          .query(`SELECT rid AS id, gid, count(*) OVER () AS total FROM (${m.sql}) ORDER BY score, rid${limit}`)
+          .all(...m.params)
       : db(tx).query(`SELECT r.id AS id, r.gid AS gid, count(*) OVER () AS total FROM records r WHERE ${b.where} ORDER BY r.id${limit}`).all(...(b.params as Bind[])),
   ) as { id: number; gid: string; total: number }[];
   // A page past the end has no row to carry the count: count once more.
@@ -251,10 +264,10 @@ export function searchItems(tx: Tx, view: SchemaView, input: SearchInput, opts: 
 export function searchCount(tx: Tx, view: SchemaView, input: SearchInput): number {
   const b = buildSearch(view, input);
   if (b.empty) return 0;
-  const m = b.fts && matchesOf(b.fts, view.projectGid, b.language);
+  const m = b.fts && matchesOf(b.fts, view.projectGid, b.language, b.where, b.params);
   const row = searchEngine(() =>
     m
-      ? db(tx).query(`SELECT count(*) AS n FROM (${m.sql}) m CROSS JOIN records r ON r.id = m.rid WHERE ${b.where}`).get(...m.params, ...(b.params as Bind[]))
+      ? db(tx).query(`SELECT count(*) AS n FROM (${m.sql})`).get(...m.params)
       : db(tx).query(`SELECT count(*) AS n FROM records r WHERE ${b.where}`).get(...(b.params as Bind[])),
   );
   return (row as { n: number }).n;
@@ -265,7 +278,7 @@ export function searchCondition(view: SchemaView, input: SearchInput): { sql: st
   const b = buildSearch(view, input, "selection");
   if (b.empty) return { sql: "0", params: [] };
   if (!b.fts) return { sql: `(${b.where})`, params: b.params };
-  const m = matchesOf(b.fts, view.projectGid, b.language);
+  const m = matchesOf(b.fts, view.projectGid, b.language, b.where, b.params);
   return { sql: `(${b.where} AND r.id IN (SELECT rid FROM (${m.sql})))`, params: [...b.params, ...m.params] };
 }
 
