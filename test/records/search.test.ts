@@ -60,6 +60,26 @@ describe("records/search", () => {
     expect(docs.get("en")!.body).not.toContain("CMS");
   });
 
+  test("search rows of the earlier layout (shared text in each language's row) are found, and take the new layout when rewritten", async () => {
+    const db = w.srv.ctx.db.$client;
+    const id = (db.query("SELECT id FROM records WHERE gid = ?").get(r.box2) as { id: number }).id;
+    // As an earlier version wrote them: no shared row, its text in every language's row.
+    db.query("DELETE FROM record_search WHERE record_id = ? AND language = '*'").run(id);
+    for (const row of db.query("SELECT id, title, body FROM record_search WHERE record_id = ?").all(id) as { id: number; title: string; body: string }[]) {
+      const body = [row.body, "CMS 100"].filter(Boolean).join("\n");
+      db.query("UPDATE record_search SET body = ? WHERE id = ?").run(body, row.id);
+      db.query("UPDATE records_fts SET body = ? WHERE rowid = ?").run(body, row.id);
+    }
+    expect((await search({ q: "+cms +small" })).records).toEqual([r.box2]);
+    expect((await search({ q: "+cold -cms" })).records).toEqual([r.fan]);
+    await w.okr("records/update", { record: r.box2, fields: { en: { description: "cold" }, nl: { description: "koud" } } });
+    const docs = new Map((db.query("SELECT language, body FROM record_search WHERE record_id = ?").all(id) as { language: string; body: string }[]).map((d) => [d.language, d.body]));
+    expect(docs.get("*")).toBe("CMS 100");
+    expect(docs.get("en")).not.toContain("CMS");
+    expect((await search({ q: "+cms +small" })).records).toEqual([r.box2]);
+    expect(() => db.run("INSERT INTO records_fts(records_fts) VALUES('integrity-check')")).not.toThrow();
+  });
+
   test("filters by field name with the type's operators, combined with q", async () => {
     expect((await search({ filter: ["price", ">", 100] })).records.sort()).toEqual([r.box, r.box2].sort());
     expect((await search({ q: "cold", filter: ["price", "<", 200] })).records.sort()).toEqual([r.box2, r.fan].sort());
