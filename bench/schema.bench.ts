@@ -86,45 +86,45 @@ async function buildDefinition(api: (op: string) => string, token: string): Prom
   return gid;
 }
 
-/** The bare SQLite ceiling: the same conversion of the same values in one transaction, on a copy of the database. */
-/**
- * For information: the same conversion done by SQLite alone together with the search-index writes
- * the job does for it, the fastest way SQLite offers: in one transaction, three set-based
- * statements (the values; each record's shared search row gets the new text appended; the
- * full-text index rows of those search rows rewritten from them), then the index merged into one segment
- * (`optimize`; the job merges as it goes). No JavaScript, no checks, no sync items, no yielding.
- */
-function bareUpdateIndexed(file: string, project: string, field: string): { rows: number; ms: number } {
+/** The conversion of the ceiling: every value of the field (path ?1) in project ?3 becomes text, updated_on ?2. */
+const CONVERT = `UPDATE records SET vals = json_set(vals, ?1, CAST(json_extract(vals, ?1) AS TEXT)), updated_on = ?2 WHERE project_gid = ?3 AND json_type(vals, ?1) IS NOT NULL`;
+
+/** Times `work` (which returns the rows it converted) with bun:sqlite on a copy of the database, as a WAL database without syncs. */
+function onCopy(file: string, field: string, work: (db: Database, path: string) => number): { rows: number; ms: number } {
   const db = new Database(file);
   db.exec("PRAGMA journal_mode = WAL");
   db.exec("PRAGMA synchronous = NORMAL");
-  const path = `$."*"."${field}"`;
   const t0 = performance.now();
-  const rows = db.transaction(() => {
-    const n = db.query(`UPDATE records SET vals = json_set(vals, ?1, CAST(json_extract(vals, ?1) AS TEXT)), updated_on = ?2 WHERE project_gid = ?3 AND json_type(vals, ?1) IS NOT NULL`).run(path, Date.now() / 1000, project).changes;
-    const converted = `SELECT id FROM records WHERE project_gid = ?2 AND json_type(vals, ?1) = 'text'`;
-    db.query(`UPDATE record_search SET body = body || char(10) || (SELECT json_extract(r.vals, ?1) FROM records r WHERE r.id = record_search.record_id) WHERE project_gid = ?2 AND language = '*' AND record_id IN (${converted})`).run(path, project);
-    db.query(`UPDATE records_fts SET body = (SELECT s.body FROM record_search s WHERE s.id = records_fts.rowid) WHERE rowid IN (SELECT id FROM record_search WHERE project_gid = ?2 AND language = '*' AND record_id IN (${converted}))`).run(path, project);
-    return n;
-  })();
-  db.run("INSERT INTO records_fts(records_fts) VALUES('optimize')");
+  const rows = work(db, `$."*"."${field}"`);
   const ms = performance.now() - t0;
   db.close();
   return { rows, ms };
 }
 
-function bareUpdate(file: string, project: string, field: string): { rows: number; ms: number } {
-  const db = new Database(file);
-  db.exec("PRAGMA journal_mode = WAL");
-  db.exec("PRAGMA synchronous = NORMAL");
-  const path = `$."*"."${field}"`;
-  const upd = db.query(`UPDATE records SET vals = json_set(vals, ?1, CAST(json_extract(vals, ?1) AS TEXT)), updated_on = ?2 WHERE project_gid = ?3 AND json_type(vals, ?1) IS NOT NULL`);
-  const t0 = performance.now();
-  const rows = db.transaction(() => upd.run(path, Date.now() / 1000, project).changes)();
-  const ms = performance.now() - t0;
-  db.close();
-  return { rows, ms };
-}
+/** The bare SQLite ceiling: the same conversion of the same values in one transaction, on a copy of the database. */
+const bareUpdate = (file: string, project: string, field: string) =>
+  onCopy(file, field, (db, path) => db.transaction(() => db.query(CONVERT).run(path, Date.now() / 1000, project).changes)());
+
+/**
+ * For information: the same conversion done by SQLite alone together with the search-index writes
+ * the job does for it, the fastest way SQLite offers: in one transaction, three set-based
+ * statements (the values; each record's shared search row gets the new text appended; the
+ * full-text index rows of those search rows rewritten from them), then the index merged into one
+ * segment (`optimize`; the job merges as it goes). No JavaScript, no checks, no sync items, no
+ * yielding.
+ */
+const bareUpdateIndexed = (file: string, project: string, field: string) =>
+  onCopy(file, field, (db, path) => {
+    const rows = db.transaction(() => {
+      const n = db.query(CONVERT).run(path, Date.now() / 1000, project).changes;
+      const converted = `SELECT id FROM records WHERE project_gid = ?2 AND json_type(vals, ?1) = 'text'`;
+      db.query(`UPDATE record_search SET body = body || char(10) || (SELECT json_extract(r.vals, ?1) FROM records r WHERE r.id = record_search.record_id) WHERE project_gid = ?2 AND language = '*' AND record_id IN (${converted})`).run(path, project);
+      db.query(`UPDATE records_fts SET body = (SELECT s.body FROM record_search s WHERE s.id = records_fts.rowid) WHERE rowid IN (SELECT id FROM record_search WHERE project_gid = ?2 AND language = '*' AND record_id IN (${converted}))`).run(path, project);
+      return n;
+    })();
+    db.run("INSERT INTO records_fts(records_fts) VALUES('optimize')");
+    return rows;
+  });
 
 export async function run(): Promise<BenchResult> {
   const notes: string[] = [];
