@@ -1,4 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { LANGUAGE_CODES } from "../../src/core/languages";
+import { migrate } from "../../src/db/connection";
+import { searchSlot } from "../../src/features/records/values.service";
 import { recordsWorld } from "./helpers";
 
 let w: Awaited<ReturnType<typeof recordsWorld>>;
@@ -78,6 +81,50 @@ describe("records/search", () => {
     expect(docs.get("en")).not.toContain("CMS");
     expect((await search({ q: "+cms +small" })).records).toEqual([r.box2]);
     expect(() => db.run("INSERT INTO records_fts(records_fts) VALUES('integrity-check')")).not.toThrow();
+  });
+
+  test("each search row is numbered by its record and language (record id × 64 + the language's slot), its full-text row alike", async () => {
+    const db = w.srv.ctx.db.$client;
+    const id = (db.query("SELECT id FROM records WHERE gid = ?").get(r.box) as { id: number }).id;
+    const rows = db.query("SELECT id, language FROM record_search WHERE record_id = ? ORDER BY id").all(id);
+    expect(rows).toEqual([
+      { id: id * 64, language: "*" },
+      { id: id * 64 + 2, language: "de" },
+      { id: id * 64 + 8, language: "en" },
+      { id: id * 64 + 26, language: "nl" },
+    ]);
+    expect(db.query("SELECT rowid AS id, language FROM records_fts WHERE rowid BETWEEN ? AND ? ORDER BY rowid").all(id * 64, id * 64 + 63)).toEqual(rows);
+  });
+
+  test("the search slots of the languages never change: stored rowids hold them", () => {
+    const codes = ["da", "de", "de-at", "de-ch", "de-de", "de-lu", "el", "en", "en-gb", "en-ie", "en-us", "es", "es-es", "fi", "fr", "fr-be", "fr-ch", "fr-fr", "fr-lu", "is", "it", "it-ch", "it-it", "lb-lu", "nb", "nl", "nl-be", "nl-nl", "pl", "pt", "sv"];
+    expect(codes.map(searchSlot)).toEqual(codes.map((_, i) => i + 1));
+    expect(searchSlot("*")).toBe(0);
+    for (const code of LANGUAGE_CODES) expect(searchSlot(code)).toBeLessThan(64);
+  });
+
+  test("search rows numbered the earlier way (one after another) are renumbered by migration 0017, and found as before", async () => {
+    const db = w.srv.ctx.db.$client;
+    const queries = [{ q: "cold" }, { q: "+cms +174" }, { q: "+cold -cms" }, { q: "brander", language: "nl" }, { q: "+ice -small", filter: ["price", ">", 10] }];
+    const before = await Promise.all(queries.map(search));
+    // As migration 0016 left a database: ids given one after another, the index that mapped them.
+    db.run("CREATE TEMP TABLE renumber AS SELECT id AS old, row_number() OVER (ORDER BY record_id DESC, language) AS new FROM record_search");
+    db.run("UPDATE record_search SET id = -(SELECT new FROM renumber WHERE old = record_search.id)");
+    db.run("UPDATE record_search SET id = -id");
+    db.run("DROP TABLE renumber");
+    db.run("DELETE FROM records_fts");
+    db.run("INSERT INTO records_fts (rowid, project_gid, language, title, body) SELECT id, project_gid, language, title, body FROM record_search");
+    db.run("CREATE INDEX `record_search_map` ON `record_search` (`id`, `language`, `project_gid`, `record_id`)");
+    const last = db.query("SELECT max(created_at) AS t FROM __drizzle_migrations").get() as { t: number };
+    db.query("DELETE FROM __drizzle_migrations WHERE created_at = ?").run(last.t);
+    expect(db.query("SELECT count(*) AS n FROM record_search WHERE id != record_id * 64 + (CASE language WHEN '*' THEN 0 WHEN 'de' THEN 2 WHEN 'en' THEN 8 ELSE 26 END)").get()).not.toEqual({ n: 0 });
+
+    expect(migrate(w.srv.ctx.db)).toBe(1);
+    expect(db.query("SELECT count(*) AS n FROM record_search WHERE id != record_id * 64 + (CASE language WHEN '*' THEN 0 WHEN 'de' THEN 2 WHEN 'en' THEN 8 ELSE 26 END)").get()).toEqual({ n: 0 });
+    expect(db.query("SELECT count(*) AS n FROM records_fts").get()).toEqual(db.query("SELECT count(*) AS n FROM record_search").get() as { n: number });
+    expect(db.query("SELECT name FROM sqlite_master WHERE name = 'record_search_map'").all()).toEqual([]);
+    expect(() => db.run("INSERT INTO records_fts(records_fts) VALUES('integrity-check')")).not.toThrow();
+    expect(await Promise.all(queries.map(search))).toEqual(before);
   });
 
   test("filters by field name with the type's operators, combined with q", async () => {

@@ -19,7 +19,7 @@ import { readManifest, restoreRows, stageFiles, swapFiles, verifySnapshot, write
 import { inProject, projectAudience } from "../members/access.service";
 import { activeProjects, getProject, markBackedUp, setNextBackupVersion } from "../projects/projects.service";
 import { projectFull } from "../projects/projects.forms";
-import { indexRestoredSearchIn } from "../records/records.service";
+import { rebuildSearchIn } from "../records/records.service";
 
 export type Backup = typeof backups.$inferSelect;
 
@@ -224,6 +224,12 @@ function dirSize(dir: string): number {
 const lock = projectLock;
 
 /**
+ * Tables made from other rows, left out of a backup and made anew by a restore: the records'
+ * search rows (rebuildSearchIn). A backup of an earlier version holds them; they are passed over.
+ */
+const DERIVED_TABLES: ReadonlySet<string> = new Set(["record_search"]);
+
+/**
  * Writes the snapshot into `<backup>.partial` and renames it when complete, so a folder without
  * that suffix is always a whole backup. Run again after a crash, it starts over.
  */
@@ -235,7 +241,7 @@ const createJob: JobKind = {
     const partial = `${dir}.partial`;
     rmSync(partial, { recursive: true, force: true });
     rmSync(dir, { recursive: true, force: true });
-    const m = await writeSnapshot(ctx, b.projectGid, b.gid, partial, progress);
+    const m = await writeSnapshot(ctx, b.projectGid, b.gid, partial, progress, DERIVED_TABLES);
     renameSync(partial, dir);
     const rows = Object.values(m.tables).reduce((a, t) => a + t.rows, 0);
     const size = dirSize(dir);
@@ -283,9 +289,8 @@ const restoreJob: JobKind = {
     }
     const outcome = mutate(ctx.db, ctx.hub, (tx, log) => {
       requireActive(tx, projectGid);
-      const out = restoreRows(tx, log, projectGid, dir, m, projectAudience);
-      // The records' full-text rows are written by the records code, not by triggers: index the restored search rows.
-      indexRestoredSearchIn(tx, projectGid);
+      const out = restoreRows(tx, log, projectGid, dir, m, projectAudience, DERIVED_TABLES);
+      rebuildSearchIn(tx, getProject(tx, projectGid)!);
       return out;
     });
     swapFiles(ctx.storage.projectDir(projectGid), staging, join(ctx.storage.tmp, `restore-old-${job.token}`));

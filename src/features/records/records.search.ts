@@ -8,7 +8,7 @@ import { fieldsOf, FilterError, filterToSql, makeDomain, MATCH_ALL, pageWindow, 
 import { LIST_TYPES, type FieldType } from "../schema/schema.types";
 import { rowsOf } from "../schema/items.service";
 import { db, DELETED, formsOf, recordsRead, rowsByIds } from "./records.service";
-import { SHARED, type SchemaView } from "./values.service";
+import { SEARCH_SLOT_BITS, searchSlot, SHARED, type SchemaView } from "./values.service";
 
 /**
  * `records/search`: the shared filter language over records (fields by name with their type's
@@ -58,52 +58,44 @@ export function ftsQuery(q: string): FtsQuery | undefined {
 }
 
 /**
- * The rows of `records_fts` among the documents of a project (bound second) in a language (bound
- * first) and the shared ones, as `f` (the index, for bm25) and `s` (their record_search row, read
- * from the small record_search_map index: a rowid lookup would read the wide text rows).
+ * A search document's rowid is its record's id and its slot (searchRowId): the record is the rowid
+ * shifted right by SEARCH_SLOT_BITS, the slot its low bits (0 for the shared document). So the
+ * index's rows are read as records and languages without looking anything up.
  */
-const DOCUMENTS = `records_fts f CROSS JOIN record_search s INDEXED BY record_search_map ON s.id = f.rowid AND s.language IN (?, '${SHARED}') AND s.project_gid = ?`;
+const RECORD_OF = (rowid: string) => `(${rowid} >> ${SEARCH_SLOT_BITS})`;
+/** Whether a rowid is a document of the search language (its slot bound) or a shared one. */
+const IN_LANGUAGE = (rowid: string) => `(${rowid} & ${2 ** SEARCH_SLOT_BITS - 1}) IN (?, 0)`;
 
-/** The rowids of the index's documents (any project, any language) matching an expression (bound). */
-const HOLDING = "SELECT rowid FROM records_fts WHERE records_fts MATCH ?";
-
-/**
- * Whether the record `rid` holds a term (bound second) in its document of the language (bound
- * first) or its shared one. `+x.id`: the record's two rows are found by its index, then tested
- * against the term's documents (SQLite would otherwise look up every document of the term for each
- * record).
- */
-const HOLDS = `EXISTS (SELECT 1 FROM record_search x INDEXED BY record_search_record WHERE x.record_id = rid AND x.language IN (?, '${SHARED}') AND +x.id IN (${HOLDING}))`;
+/** The records (any project) holding a term (bound first) in their document of the language (its slot bound second) or the shared one. */
+const HOLDING = `SELECT ${RECORD_OF("rowid")} FROM records_fts WHERE records_fts MATCH ? AND ${IN_LANGUAGE("rowid")}`;
 
 /**
  * The records matching a search, as a subquery of `rid` (record id), `gid` and `score` (bm25
  * summed over the record's scored documents, titles weighing 10; lower is better), with its binds
- * in order. Scored documents are joined to their records, which must pass `where` (a condition on
- * `records r`); bm25 may not stand in an aggregate, so they are scored first (materialized, so
- * that SQLite does not fold them into the aggregate), then summed per record. None of the excluded
- * terms may be in either of a record's documents.
+ * in order. The scored documents, those the index finds for `scored` in the language and the shared
+ * ones, are joined to their records, which must pass `where` (a condition on `records r`, naming
+ * the project); bm25 may not stand in an aggregate, so they are scored first (materialized, so
+ * that SQLite does not fold them into the aggregate), then summed per record.
  *
- * With one required term (or none), the scored documents are those the index finds for `scored`.
- * With several, the records holding the first are found first, and kept when they hold each of the
- * others in either document (each term's documents read from the index once); then only their two
- * documents are looked up in the index to be scored. Scoring every document holding any of the
- * required terms would look up thousands of documents for two common words.
+ * With more than one required term, the records holding each of them (in either document) are
+ * found first: each term's documents are read from the index once, as records, and intersected;
+ * only documents of those records are scored. None of the excluded terms may be in either of a
+ * record's documents.
  */
-function matchesOf(fts: FtsQuery, projectGid: string, language: string, where: string, whereParams: readonly unknown[]): { sql: string; params: Bind[] } {
+function matchesOf(fts: FtsQuery, language: string, where: string, whereParams: readonly unknown[]): { sql: string; params: Bind[] } {
+  const slot = searchSlot(language);
   const params: Bind[] = [];
-  let from = `${DOCUMENTS} CROSS JOIN records r ON r.id = s.record_id WHERE records_fts MATCH ?`;
   let ctes = "";
+  let candidates = "";
   if (fts.required.length) {
-    params.push(language, projectGid, fts.required[0]!);
-    for (const x of fts.required.slice(1)) params.push(language, x);
-    ctes = `c AS MATERIALIZED (SELECT rid FROM (SELECT DISTINCT s.record_id AS rid FROM ${DOCUMENTS} WHERE records_fts MATCH ?) WHERE ${fts.required.slice(1).map(() => HOLDS).join(" AND ")}), `;
-    from = `c CROSS JOIN record_search s INDEXED BY record_search_record ON s.record_id = c.rid AND s.language IN (?, '${SHARED}') CROSS JOIN records_fts f ON f.rowid = s.id CROSS JOIN records r ON r.id = s.record_id WHERE records_fts MATCH ?`;
-    params.push(language, fts.scored);
-  } else params.push(language, projectGid, fts.scored);
-  params.push(...(whereParams as Bind[]));
-  for (const x of fts.excluded) params.push(language, x);
-  const scored = `SELECT s.record_id AS rid, r.gid AS gid, bm25(records_fts, 0, 0, 10, 1) AS score FROM ${from} AND ${where}`;
-  const excluded = fts.excluded.map(() => `NOT ${HOLDS}`);
+    for (const x of fts.required) params.push(x, slot);
+    ctes = `c(rid) AS MATERIALIZED (${fts.required.map(() => HOLDING).join(" INTERSECT ")}), `;
+    candidates = ` AND ${RECORD_OF("f.rowid")} IN c`;
+  }
+  params.push(fts.scored, slot, ...(whereParams as Bind[]));
+  for (const x of fts.excluded) params.push(x, slot);
+  const scored = `SELECT ${RECORD_OF("f.rowid")} AS rid, r.gid AS gid, bm25(records_fts, 0, 0, 10, 1) AS score FROM records_fts f CROSS JOIN records r ON r.id = ${RECORD_OF("f.rowid")} WHERE records_fts MATCH ? AND ${IN_LANGUAGE("f.rowid")}${candidates} AND ${where}`;
+  const excluded = fts.excluded.map(() => `rid NOT IN (${HOLDING})`);
   return { sql: `WITH ${ctes}d AS MATERIALIZED (${scored}) SELECT rid, gid, sum(score) AS score FROM d GROUP BY rid${excluded.length ? ` HAVING ${excluded.join(" AND ")}` : ""}`, params };
 }
 
@@ -241,7 +233,7 @@ export function searchPage(tx: Tx, view: SchemaView, input: SearchInput, opts: {
   if (b.empty) return { items: [], total: 0 };
   const paged = opts.size !== undefined;
   const limit = paged ? ` LIMIT ${opts.size! | 0} OFFSET ${(opts.top ?? 0) | 0}` : "";
-  const m = b.fts && matchesOf(b.fts, view.projectGid, b.language, b.where, b.params);
+  const m = b.fts && matchesOf(b.fts, b.language, b.where, b.params);
   const rows = searchEngine(() =>
     m
       ? db(tx)
@@ -264,7 +256,7 @@ export function searchItems(tx: Tx, view: SchemaView, input: SearchInput, opts: 
 export function searchCount(tx: Tx, view: SchemaView, input: SearchInput): number {
   const b = buildSearch(view, input);
   if (b.empty) return 0;
-  const m = b.fts && matchesOf(b.fts, view.projectGid, b.language, b.where, b.params);
+  const m = b.fts && matchesOf(b.fts, b.language, b.where, b.params);
   const row = searchEngine(() =>
     m
       ? db(tx).query(`SELECT count(*) AS n FROM (${m.sql})`).get(...m.params)
@@ -278,7 +270,7 @@ export function searchCondition(view: SchemaView, input: SearchInput): { sql: st
   const b = buildSearch(view, input, "selection");
   if (b.empty) return { sql: "0", params: [] };
   if (!b.fts) return { sql: `(${b.where})`, params: b.params };
-  const m = matchesOf(b.fts, view.projectGid, b.language, b.where, b.params);
+  const m = matchesOf(b.fts, b.language, b.where, b.params);
   return { sql: `(${b.where} AND r.id IN (SELECT rid FROM (${m.sql})))`, params: [...b.params, ...m.params] };
 }
 

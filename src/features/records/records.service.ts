@@ -11,7 +11,7 @@ import { baseDefinitionIn } from "../schema/definitions.service";
 import { rowOf, type Project } from "../schema/items.service";
 import { ALL_CHANNEL } from "../settings/settings.options";
 import type { RecordChecks } from "./records.table";
-import { applyFields, checksOf, fieldsForm, initialVals, put, SchemaView, searchDocuments, searchTextOf, titleOf, type DefInfo, type ReportItem } from "./values.service";
+import { applyFields, checksOf, fieldsForm, initialVals, put, SchemaView, searchDocuments, searchRowId, searchTextOf, titleOf, type DefInfo, type ReportItem } from "./values.service";
 
 /**
  * The record tree: reading (root, get, children, forms), creating and updating values. Every
@@ -347,8 +347,11 @@ export function formsOf(tx: Tx, view: SchemaView, rows: Rec[], opts: FormOptions
 // ---------------------------------------------------------------------------------------------
 // Writing rows
 
-/** A record's search row per language, and its full-text row (same rowid) written next to it: no trigger does (migration 0014). */
-const SEARCH_INSERT = "INSERT INTO record_search (record_id, project_gid, language, title, body) VALUES (?, ?, ?, ?, ?)";
+/**
+ * A record's search row per language, and its full-text row written next to it (no trigger does,
+ * migration 0014), both with the id searchRowId gives.
+ */
+const SEARCH_INSERT = "INSERT INTO record_search (id, record_id, project_gid, language, title, body) VALUES (?, ?, ?, ?, ?, ?)";
 const FTS_INSERT = "INSERT INTO records_fts (rowid, project_gid, language, title, body) VALUES (?, ?, ?, ?, ?)";
 
 /** Rewrites the search rows of a record (only the languages whose text changed), with their full-text rows. */
@@ -358,10 +361,16 @@ export function writeSearch(tx: Tx, view: SchemaView, r: { id: number; definitio
   const existing = fresh ? new Map() : new Map((s.query("SELECT id, language, title, body FROM record_search WHERE record_id = ?").all(r.id) as { id: number; language: string; title: string; body: string }[]).map((x) => [x.language, x]));
   for (const l of searchDocuments(view.languages)) {
     const t = searchTextOf(d, r.vals, l);
-    const cur = existing.get(l);
+    const id = searchRowId(r.id, l);
+    let cur = existing.get(l);
+    // A row numbered otherwise (none should be since migration 0017) is written anew.
+    if (cur && cur.id !== id) {
+      s.query("DELETE FROM record_search WHERE id = ?").run(cur.id);
+      cur = undefined;
+    }
     if (!cur) {
-      const row = s.query(SEARCH_INSERT).run(r.id, view.projectGid, l, t.title, t.body).lastInsertRowid;
-      s.query(FTS_INSERT).run(row, view.projectGid, l, t.title, t.body);
+      s.query(SEARCH_INSERT).run(id, r.id, view.projectGid, l, t.title, t.body);
+      s.query(FTS_INSERT).run(id, view.projectGid, l, t.title, t.body);
     } else if (cur.title !== t.title || cur.body !== t.body) {
       s.query("UPDATE record_search SET title = ?, body = ? WHERE id = ?").run(t.title, t.body, cur.id);
       s.query("UPDATE records_fts SET title = ?, body = ? WHERE rowid = ?").run(t.title, t.body, cur.id);
@@ -370,13 +379,21 @@ export function writeSearch(tx: Tx, view: SchemaView, r: { id: number; definitio
 }
 
 /**
- * Fills the full-text index from a project's search rows that have none (after a backup restore
- * put the rows back: inserts reach the index only through writeSearch / insertRecordsIn).
+ * Writes the search rows (and full-text rows) of every record of a project anew, from its values:
+ * after a backup restore put the records back. The search rows are not restored from a backup:
+ * they follow from the records, and a backup made before migration 0017 numbers them otherwise.
  */
-export function indexRestoredSearchIn(tx: Tx, projectGid: string): void {
-  db(tx)
-    .query(`INSERT INTO records_fts (rowid, project_gid, language, title, body) SELECT s.id, s.project_gid, s.language, s.title, s.body FROM record_search s WHERE s.project_gid = ? AND NOT EXISTS (SELECT 1 FROM records_fts f WHERE f.rowid = s.id)`)
-    .run(projectGid);
+export function rebuildSearchIn(tx: Tx, project: Project): void {
+  const s = db(tx);
+  s.query("DELETE FROM record_search WHERE project_gid = ?").run(project.gid);
+  const view = new SchemaView(tx, project);
+  const page = s.query(`SELECT ${COLUMNS} FROM records WHERE project_gid = ? AND id > ? ORDER BY id LIMIT 1000`);
+  for (let after = 0; ; ) {
+    const recs = (page.all(project.gid, after) as Raw[]).map(recOf);
+    if (!recs.length) break;
+    for (const r of recs) writeSearch(tx, view, r, true);
+    after = recs.at(-1)!.id;
+  }
 }
 
 export type NewRecord = {
@@ -474,7 +491,8 @@ export function insertRecordsIn(tx: Tx, view: SchemaView, touch: Touch, parent: 
     }
     for (const l of searchDocuments(languages)) {
       const text = searchTextOf(d, vals, l);
-      const row = search.run(id, projectGid, l, text.title, text.body).lastInsertRowid;
+      const row = searchRowId(id, l);
+      search.run(row, id, projectGid, l, text.title, text.body);
       fts.run(row, projectGid, l, text.title, text.body);
     }
     out[i] = {

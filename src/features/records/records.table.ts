@@ -95,10 +95,5 @@ export const recordSearch = sqliteTable(
     title: text("title").notNull().default(""),
     body: text("body").notNull().default(""),
   },
-  (t) => [
-    uniqueIndex("record_search_record").on(t.recordId, t.language),
-    // FTS row → record, language and project from a small index instead of the wide rows (the
-    // search joins it with INDEXED BY: a rowid lookup would read the text rows).
-    index("record_search_map").on(t.id, t.language, t.projectGid, t.recordId),
-  ],
+  (t) => [uniqueIndex("record_search_record").on(t.recordId, t.language)],
 );

@@ -1,5 +1,6 @@
 import type { z } from "zod";
 import { badRequest } from "../../core/errors";
+import { LANGUAGE_CODES } from "../../core/languages";
 import type { Tx } from "../../db/connection";
 import { assetsByGids } from "../assets/assets.service";
 import { rowOf, schemaStamp, valueContextOf, type Project } from "../schema/items.service";
@@ -256,6 +257,31 @@ export function searchTextOf(d: DefInfo, vals: Record<string, Record<string, unk
 
 /** The search documents of a record: one per language, and the shared one (searchTextOf). */
 export const searchDocuments = (languages: readonly string[]): string[] => [...languages, SHARED];
+
+/**
+ * The languages in the order of their search slots. Append only: a stored search document's rowid
+ * holds its slot (searchRowId), and migration 0017 numbered the documents by this list.
+ */
+const SLOTTED = ["da", "de", "de-at", "de-ch", "de-de", "de-lu", "el", "en", "en-gb", "en-ie", "en-us", "es", "es-es", "fi", "fr", "fr-be", "fr-ch", "fr-fr", "fr-lu", "is", "it", "it-ch", "it-it", "lb-lu", "nb", "nl", "nl-be", "nl-nl", "pl", "pt", "sv"] as const;
+const SLOTS = new Map<string, number>([[SHARED, 0], ...SLOTTED.map((l, i) => [l, i + 1] as const)]);
+/** Bits of a search document's rowid that hold its slot: the record id is the rowid shifted right by these. */
+export const SEARCH_SLOT_BITS = 6;
+for (const l of LANGUAGE_CODES) if (!SLOTS.has(l)) throw new Error(`language ${l} has no search slot: append it to SLOTTED`);
+if (SLOTS.size > 2 ** SEARCH_SLOT_BITS) throw new Error("more search slots than SEARCH_SLOT_BITS hold");
+
+/** The search slot of a document: 0 for the shared one, a language's place in SLOTTED plus one. */
+export function searchSlot(language: string): number {
+  const slot = SLOTS.get(language);
+  if (slot === undefined) throw new Error(`no search slot for language ${JSON.stringify(language)}`);
+  return slot;
+}
+
+/**
+ * The id of a record's search document (record_search.id, and the rowid of its records_fts row):
+ * the record id and the document's slot, so that a search reads both from the index's rowids
+ * without looking anything up.
+ */
+export const searchRowId = (recordId: number, language: string): number => recordId * 2 ** SEARCH_SLOT_BITS + searchSlot(language);
 
 /** What `validation` search reads: invalid fields (any language), empty and untranslated fields per language. */
 export function checksOf(d: DefInfo, vals: Record<string, Record<string, unknown>>, languages: string[], validate = false, previous?: RecordChecks): RecordChecks {

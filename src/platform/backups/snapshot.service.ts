@@ -165,7 +165,7 @@ const ROW_STEP = 500;
  * inside one read transaction on a separate read-only connection, so the snapshot is one point in
  * time while the server keeps writing; files are copied after. Returns the manifest.
  */
-export async function writeSnapshot(ctx: Ctx, projectGid: string, backupGid: string, dir: string, progress: Progress): Promise<Manifest> {
+export async function writeSnapshot(ctx: Ctx, projectGid: string, backupGid: string, dir: string, progress: Progress, derived: ReadonlySet<string> = new Set()): Promise<Manifest> {
   mkdirSync(join(dir, "tables"), { recursive: true });
   const reader = new Database(ctx.storage.database, { readonly: true, strict: true });
   reader.exec("PRAGMA busy_timeout = 5000");
@@ -187,7 +187,9 @@ export async function writeSnapshot(ctx: Ctx, projectGid: string, backupGid: str
   try {
     reader.exec("BEGIN");
     const tables: { table: string; where: string }[] = [
-      ...projectTables(reader).map(({ table, by }) => ({ table, where: `${quote(by)} = ?` })),
+      ...projectTables(reader)
+        .filter(({ table }) => !derived.has(table))
+        .map(({ table, by }) => ({ table, where: `${quote(by)} = ?` })),
       { table: API_USERS_TABLE, where: API_USERS_WHERE },
     ];
     const counts = tables.map(({ table, where }) => (reader.query(`SELECT count(*) AS n FROM ${quote(table)} WHERE ${where}`).get(projectGid) as { n: number }).n);
@@ -322,7 +324,8 @@ export type RestoreOutcome = { rows: number; skipped: Record<string, number>; mi
  * (name, icon, options; owner, status, last_backed_up and the next backup version stay as they are now). Rows whose
  * references no longer hold (e.g. a membership of a user deleted since) are left out and counted
  * in `skipped`. Writes the sync items: cc.projects, cc.projects_members per changed membership,
- * and a project item per changed resource of a known data type.
+ * and a project item per changed resource of a known data type. The rows of `derived` tables
+ * (made from other rows) are deleted and not put back: the caller makes them anew.
  */
 export function restoreRows(
   tx: Tx,
@@ -332,6 +335,7 @@ export function restoreRows(
   m: Manifest,
   /** Who sees the project's global items (its members), asked before and after the rows change. */
   projectAudience: (tx: Tx, projectGid: string) => string[],
+  derived: ReadonlySet<string> = new Set(),
 ): RestoreOutcome {
   const db = sqliteOf(tx);
   const audienceBefore = projectAudience(tx, projectGid);
@@ -367,7 +371,7 @@ export function restoreRows(
   }
   const currentNames = new Set(current.map((t) => t.table));
   for (const [table, entry] of Object.entries(m.tables)) {
-    if (table === "projects" || table === API_USERS_TABLE) continue;
+    if (table === "projects" || table === API_USERS_TABLE || derived.has(table)) continue;
     if (!currentNames.has(table)) {
       outcome.missing_tables.push(table);
       continue;
