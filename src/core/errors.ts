@@ -21,6 +21,8 @@ export class ApiError extends Error {
 }
 
 export const missing = (name: string) => new ApiError(400, "Missing parameter", { "Missing parameter": name });
+/** 400 naming a request member whose value is wrong; `info` adds what was expected, or why. */
+export const invalidParameter = (name: unknown, info: Record<string, unknown> = {}) => new ApiError(400, "Invalid parameter", { "Invalid parameter": name, ...info });
 export const badRequest = (message: string, info: Record<string, unknown> = {}) => new ApiError(400, message, info);
 /** The realm of the Bearer challenge (spec section 5). */
 export const REALM = "apis";

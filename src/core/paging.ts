@@ -1,4 +1,4 @@
-import { badRequest } from "./errors";
+import { invalidParameter } from "./errors";
 
 /**
  * Paging values shared by listings: `page.size` (integer, bounded) and `page.cursor`, an opaque
@@ -10,7 +10,7 @@ export function pageSize(value: unknown, def: number, max: number): number {
   if (value === undefined || value === null || value === "") return def;
   const n = typeof value === "string" && /^\d+$/.test(value) ? Number(value) : value;
   if (typeof n !== "number" || !Number.isInteger(n) || n < 1 || n > max)
-    throw badRequest("Invalid parameter", { "Invalid parameter": "page.size", expected: `an integer from 1 to ${max}` });
+    throw invalidParameter("page.size", { expected: `an integer from 1 to ${max}` });
   return n;
 }
 
@@ -21,7 +21,7 @@ export function encodeCursor(state: Record<string, unknown>): string {
 /** The state of a cursor made by `encodeCursor` with the same `kind`; undefined when none was given. */
 export function decodeCursor<T extends Record<string, unknown>>(value: unknown, kind: string): (T & { k: string }) | undefined {
   if (value === undefined || value === null || value === "") return undefined;
-  const bad = () => badRequest("Invalid parameter", { "Invalid parameter": "page.cursor", expected: "a page.cursor returned by the previous call" });
+  const bad = () => invalidParameter("page.cursor", { expected: "a page.cursor returned by the previous call" });
   if (typeof value !== "string" || value.length > 512) throw bad();
   try {
     const state = JSON.parse(Buffer.from(value, "base64url").toString("utf8"));

@@ -1,5 +1,5 @@
 import type { Tx } from "../db/connection";
-import { badRequest } from "./errors";
+import { badRequest, invalidParameter } from "./errors";
 import { decodeCursor, encodeCursor, pageSize } from "./paging";
 
 /**
@@ -50,7 +50,7 @@ export type SelectionElement =
 export type QueryExpander = (tx: Tx, projectGid: string, resource: string, element: Record<string, unknown>) => { search: Record<string, unknown>; exclude?: unknown };
 
 const MAX_ELEMENTS = 10_000;
-const bad = (reason: string, info: Record<string, unknown> = {}) => badRequest("Invalid parameter", { "Invalid parameter": "selection", reason, ...info });
+const bad = (reason: string, info: Record<string, unknown> = {}) => invalidParameter("selection", { reason, ...info });
 
 function excludeOf(el: Record<string, unknown>, index: number): Set<string> {
   const x = el.exclude;

@@ -3,7 +3,7 @@ import type { Ctx } from "../platform/context";
 import { requestId } from "./requests";
 import { errorResponse } from "./envelope";
 import { declaredLength, readCappedBytes } from "./body-limits";
-import { ApiError, badRequest, missing } from "../core/errors";
+import { ApiError, badRequest, invalidParameter, missing } from "../core/errors";
 
 /** The first required member of a TypeBox object schema that `value` lacks. */
 function firstMissing(schema: any, value: any): string | undefined {
@@ -26,7 +26,7 @@ export function invalidBody(schema: any, value: unknown, first: ValueProblem | u
   const name = firstMissing(schema, value);
   if (name) return missing(name);
   const path = String(first?.path ?? "").replace(/^\//, "").replace(/\//g, ".") || "body";
-  return badRequest("Invalid parameter", { "Invalid parameter": path, expected: first?.schema?.description ?? first?.message ?? "a valid value" });
+  return invalidParameter(path, { expected: first?.schema?.description ?? first?.message ?? "a valid value" });
 }
 
 /** Turns an Elysia validation error (a route's own check) into our 400 (`invalidBody`). */

@@ -16,7 +16,7 @@ import { acceptInvitation, declineInvitation } from "../members/members.service"
 import { memberships } from "../members/members.table";
 import { projects } from "../projects/projects.table";
 import { users } from "../users/users.table";
-import { badRequest, forbidden, missing, unprocessable, validationFailed, type ValidationIssue } from "../../core/errors";
+import { forbidden, invalidParameter, missing, unprocessable, validationFailed, type ValidationIssue } from "../../core/errors";
 import { isLanguage, isTimezone } from "../../core/languages";
 import { renderMail, type MailKind, type MailVars } from "../../platform/mail/templates";
 import { projectAudience, userAudience } from "../members/access.service";
@@ -496,7 +496,7 @@ export function deleteAvatar(ctx: Ctx, actor: Actor): Answer {
 export async function deleteAccount(ctx: Ctx, actor: Actor, input: { confirm?: boolean }): Promise<Answer> {
   requirePerson(actor);
   if (input.confirm === undefined) throw missing("confirm");
-  if (input.confirm !== true) throw badRequest("Invalid parameter", { "Invalid parameter": "confirm", reason: "Send confirm: true to delete the account for good" });
+  if (input.confirm !== true) throw invalidParameter("confirm", { reason: "Send confirm: true to delete the account for good" });
   // The deleted projects it owns are removed for good: their jobs stop first.
   return ctx.jobs.withProjectsStopped(deletedProjectsOwnedBy(ctx.db, actor.userGid), () =>
     mutate(ctx.db, ctx.hub, (tx, log) => {

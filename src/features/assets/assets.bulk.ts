@@ -2,7 +2,7 @@ import type { Ctx } from "../../platform/context";
 import { mutate, type ChangeLog } from "../../db/mutate";
 import type { Tx } from "../../db/connection";
 import type { Job, JobHandler, JobKind, Progress } from "../../platform/jobs/runner";
-import { ApiError, badRequest, unprocessable } from "../../core/errors";
+import { ApiError, badRequest, invalidParameter, unprocessable } from "../../core/errors";
 import {
   ancestorGids,
   assetDictionary,
@@ -74,7 +74,7 @@ function startBulk(ctx: Ctx, tx: Tx, log: ChangeLog, projectGid: string, userGid
     if (body.metadata === undefined && body.clear === undefined) throw badRequest("Missing parameter", { "Missing parameter": "metadata" });
     if (body.metadata !== undefined) {
       const md = body.metadata;
-      if (!md || typeof md !== "object" || Array.isArray(md)) throw badRequest("Invalid parameter", { "Invalid parameter": "metadata", expected: "an object of field name: value (null removes the field)" });
+      if (!md || typeof md !== "object" || Array.isArray(md)) throw invalidParameter("metadata", { expected: "an object of field name: value (null removes the field)" });
       const languages = projectLanguages(tx, projectGid);
       params.set = {};
       params.unset = [];

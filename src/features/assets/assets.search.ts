@@ -1,7 +1,7 @@
 import { sql, type SQL } from "drizzle-orm";
 import type { Answer } from "../../core/answer";
 import type { Actor } from "../../core/actor";
-import { ApiError, badRequest } from "../../core/errors";
+import { ApiError, badRequest, invalidParameter } from "../../core/errors";
 import {
   FilterError,
   fieldsOf,
@@ -146,7 +146,7 @@ export const ASSET_DOMAIN = makeDomain(
   ],
 );
 
-const invalid = (what: string, info: Record<string, unknown> = {}) => badRequest("Invalid parameter", { "Invalid parameter": what, ...info });
+const invalid = (what: string, info: Record<string, unknown> = {}) => invalidParameter(what, { ...info });
 
 /** A filter as parsed, or a 400 naming where it is wrong. */
 export function parseAssetFilter(filter: unknown, root = "filter"): FilterNode {

@@ -11,7 +11,7 @@ import { assets, assetVersions, type AssetMetadata, type AssetTransforms, type F
 import { FilterError, pageWindow } from "../../core/filter";
 import { getProject } from "../projects/projects.service";
 import { projectOptions } from "../settings/settings.options";
-import { ApiError, badRequest, missing, unprocessable } from "../../core/errors";
+import { ApiError, badRequest, invalidParameter, missing, unprocessable } from "../../core/errors";
 import type { Received, ReceivedFile } from "../../platform/storage/storage";
 import { analyseFile, inspectHead, type HeadFindings } from "../../platform/images/file-info";
 import { readImageHeader } from "../../platform/images/images";
@@ -318,7 +318,7 @@ const noAsset = (gid: string) => unprocessable("Asset does not exist", { asset: 
 
 /** The asset, or 422 "Asset does not exist" (also for a deleted one unless `deleted` allows it). */
 function requireAsset(tx: Tx, projectGid: string, gid: unknown, opts: { deleted?: boolean } = {}): Asset {
-  if (typeof gid !== "string" || !gid) throw badRequest("Invalid parameter", { "Invalid parameter": "asset", expected: "an asset gid" });
+  if (typeof gid !== "string" || !gid) throw invalidParameter("asset", { expected: "an asset gid" });
   const a = findAsset(tx, projectGid, gid);
   if (!a || (a.status === "deleted" && !opts.deleted)) throw noAsset(gid);
   return a;
@@ -379,8 +379,8 @@ function gidList(body: { assets?: unknown; asset?: unknown }, name = "assets"): 
   const v = body.assets ?? (body.asset !== undefined ? [body.asset] : undefined);
   if (v === undefined || v === null) throw badRequest("Missing parameter", { "Missing parameter": name });
   if (!Array.isArray(v) || v.some((g) => typeof g !== "string" || !g))
-    throw badRequest("Invalid parameter", { "Invalid parameter": name, expected: "an array of asset gids" });
-  if (v.length > 10_000) throw badRequest("Invalid parameter", { "Invalid parameter": name, expected: "at most 10000 gids; use assets/bulk/* for more" });
+    throw invalidParameter(name, { expected: "an array of asset gids" });
+  if (v.length > 10_000) throw invalidParameter(name, { expected: "at most 10000 gids; use assets/bulk/* for more" });
   return [...new Set(v as string[])];
 }
 
@@ -443,11 +443,11 @@ export const DEFAULT_FOLDER_NAME = "new folder";
  * the names of a pathname), not `.` or `..`.
  */
 export function validName(value: unknown, field = "name"): string {
-  if (typeof value !== "string") throw badRequest("Invalid parameter", { "Invalid parameter": field, expected: "a string" });
+  if (typeof value !== "string") throw invalidParameter(field, { expected: "a string" });
   const name = value.normalize("NFC").trim();
   // eslint-disable-next-line no-control-regex
   if (!name || name.length > 255 || /[\u0000-\u001f\u007f/]/.test(name) || name === "." || name === "..")
-    throw badRequest("Invalid parameter", { "Invalid parameter": field, expected: "1 to 255 characters without / or control characters, not . or .." });
+    throw invalidParameter(field, { expected: "1 to 255 characters without / or control characters, not . or .." });
   return name;
 }
 
@@ -580,7 +580,7 @@ export function findByPathname(tx: Tx, projectGid: string, pathname: string): As
 /** Checks a pathname member: a string starting with `/` (a trailing `/` is ignored). */
 function pathnameParam(value: unknown, field: string): string {
   if (typeof value !== "string" || !value.startsWith("/") || value.length > 4096)
-    throw badRequest("Invalid parameter", { "Invalid parameter": field, expected: "a pathname starting with /" });
+    throw invalidParameter(field, { expected: "a pathname starting with /" });
   const p = value.normalize("NFC");
   return p.length > 1 && p.endsWith("/") ? p.slice(0, -1) : p;
 }
@@ -595,7 +595,7 @@ export function requireFolder(tx: Tx, log: ChangeLog, projectGid: string, by: { 
   const field = by.field ?? "parent";
   let f: Asset | undefined;
   if (by.gid !== undefined && by.gid !== null && by.gid !== "") {
-    if (typeof by.gid !== "string") throw badRequest("Invalid parameter", { "Invalid parameter": field, expected: "a folder gid" });
+    if (typeof by.gid !== "string") throw invalidParameter(field, { expected: "a folder gid" });
     f = findAsset(tx, projectGid, by.gid);
   } else if (by.pathname !== undefined && by.pathname !== null && by.pathname !== "") {
     f = findByPathname(tx, projectGid, pathnameParam(by.pathname, "pathname"));
@@ -620,7 +620,7 @@ const MAX_METADATA_BYTES = 64 * 1024;
 export function metadataName(value: unknown, field = "name"): string {
   if (value === undefined || value === null) throw badRequest("Missing parameter", { "Missing parameter": field });
   if (typeof value !== "string" || value.length > 100 || !METADATA_NAME.test(value))
-    throw badRequest("Invalid parameter", { "Invalid parameter": field, expected: "a name like group.field: letters, digits, _ and dots, at least one dot" });
+    throw invalidParameter(field, { expected: "a name like group.field: letters, digits, _ and dots, at least one dot" });
   return value;
 }
 
@@ -649,9 +649,9 @@ function coerce(type: string, v: unknown): unknown {
 export function metadataField(input: { type?: unknown; is_localized?: unknown; value?: unknown }, languages: string[]): MetadataField {
   const type = input.type === undefined || input.type === null ? "textline" : input.type;
   if (typeof type !== "string" || !(METADATA_TYPES as readonly string[]).includes(type))
-    throw badRequest("Invalid parameter", { "Invalid parameter": "type", expected: METADATA_TYPES.join(", ") });
+    throw invalidParameter("type", { expected: METADATA_TYPES.join(", ") });
   const isLocalized = input.is_localized === undefined || input.is_localized === null ? false : input.is_localized;
-  if (typeof isLocalized !== "boolean") throw badRequest("Invalid parameter", { "Invalid parameter": "is_localized", expected: "true or false" });
+  if (typeof isLocalized !== "boolean") throw invalidParameter("is_localized", { expected: "true or false" });
   const raw = input.value === undefined ? "" : input.value;
   if (!isLocalized) return { type, is_localized: false, value: coerce(type, raw) };
   const value: Record<string, unknown> = {};
@@ -680,7 +680,7 @@ export function changeMetadata(tx: Tx, log: ChangeLog, a: Asset, userGid: string
 
 /** Checks `keys` (metadata/clear's list, bulk/metadata's clear). */
 export function metadataNames(keys: unknown, field = "keys"): string[] {
-  if (!Array.isArray(keys) || keys.some((k) => typeof k !== "string")) throw badRequest("Invalid parameter", { "Invalid parameter": field, expected: "an array of metadata field names" });
+  if (!Array.isArray(keys) || keys.some((k) => typeof k !== "string")) throw invalidParameter(field, { expected: "an array of metadata field names" });
   return keys as string[];
 }
 
@@ -689,11 +689,11 @@ export function metadataNames(keys: unknown, field = "keys"): string[] {
 
 function localizedParam(value: unknown, field: string, languages: string[], current: Localized): Localized {
   if (typeof value !== "object" || value === null || Array.isArray(value))
-    throw badRequest("Invalid parameter", { "Invalid parameter": field, expected: "an object of language code: text" });
+    throw invalidParameter(field, { expected: "an object of language code: text" });
   const out: Localized = { ...current };
   for (const [k, v] of Object.entries(value)) {
-    if (!languages.includes(k)) throw badRequest("Invalid parameter", { "Invalid parameter": `${field}.${k}`, expected: `a language of the project: ${languages.join(", ")}` });
-    if (typeof v !== "string" || v.length > 10_000) throw badRequest("Invalid parameter", { "Invalid parameter": `${field}.${k}`, expected: "a text of at most 10000 characters" });
+    if (!languages.includes(k)) throw invalidParameter(`${field}.${k}`, { expected: `a language of the project: ${languages.join(", ")}` });
+    if (typeof v !== "string" || v.length > 10_000) throw invalidParameter(`${field}.${k}`, { expected: "a text of at most 10000 characters" });
     out[k] = v;
   }
   return out;
@@ -710,7 +710,7 @@ const pair = (v: unknown): v is [number, number] => Array.isArray(v) && v.length
 
 function transformsParam(value: unknown): AssetTransforms | null {
   if (value === null) return null;
-  const bad = (expected: string, at = "transforms") => badRequest("Invalid parameter", { "Invalid parameter": at, expected });
+  const bad = (expected: string, at = "transforms") => invalidParameter(at, { expected });
   if (typeof value !== "object" || Array.isArray(value)) throw bad('an object of transform name: {"crop": null or [w, h], "hotspot": null or [x, y]}');
   const entries = Object.entries(value);
   if (entries.length > 50) throw bad("at most 50 transforms");
@@ -1153,7 +1153,7 @@ const answerOf = (tx: Tx, projectGid: string, result: Record<string, unknown>, r
 /** A single gid member (`asset`), or 400. */
 function gidParam(value: unknown, field = "asset"): string {
   if (value === undefined || value === null) throw badRequest("Missing parameter", { "Missing parameter": field });
-  if (typeof value !== "string" || !value) throw badRequest("Invalid parameter", { "Invalid parameter": field, expected: "an asset gid" });
+  if (typeof value !== "string" || !value) throw invalidParameter(field, { expected: "an asset gid" });
   return value;
 }
 
@@ -1190,7 +1190,7 @@ export function getAssets(ctx: Ctx, actor: Actor, projectGid: string, input: Get
     }
     if (input.pathnames !== undefined) {
       if (!Array.isArray(input.pathnames) || input.pathnames.length > 10_000)
-        throw badRequest("Invalid parameter", { "Invalid parameter": "pathnames", expected: "an array of at most 10000 pathnames" });
+        throw invalidParameter("pathnames", { expected: "an array of at most 10000 pathnames" });
       const rows = new Map<string, Asset>();
       input.pathnames.forEach((p, i) => {
         const a = findByPathname(tx, projectGid, pathnameParam(p, `pathnames[${i}]`));
@@ -1242,7 +1242,7 @@ export function assetTree(ctx: Ctx, actor: Actor, projectGid: string, input: { e
     const root = ensureRoot(tx, log, projectGid);
     const page = listingPage(input, 100);
     const list = (v: unknown, field: string): string[] => {
-      if (!Array.isArray(v) || v.length > 10_000 || v.some((g) => typeof g !== "string")) throw badRequest("Invalid parameter", { "Invalid parameter": field, expected: "an array of strings" });
+      if (!Array.isArray(v) || v.length > 10_000 || v.some((g) => typeof g !== "string")) throw invalidParameter(field, { expected: "an array of strings" });
       return v as string[];
     };
     const expanded = new Set<string>();
@@ -1406,7 +1406,7 @@ export function clearAssetMetadata(ctx: Ctx, actor: Actor, projectGid: string, i
     const a = requireAsset(tx, projectGid, gidParam(input.asset));
     let names: string[];
     if (input.name !== undefined) {
-      if (typeof input.name !== "string") throw badRequest("Invalid parameter", { "Invalid parameter": "name", expected: "a metadata field name" });
+      if (typeof input.name !== "string") throw invalidParameter("name", { expected: "a metadata field name" });
       names = [input.name];
     } else if (input.keys !== undefined) names = metadataNames(input.keys);
     else throw badRequest("Missing parameter", { "Missing parameter": "name" });

@@ -3,7 +3,7 @@ import type { Actor } from "../../core/actor";
 import { sqliteOf, type Tx } from "../../db/connection";
 import type { Ctx } from "../../platform/context";
 import { inProject } from "../members/access.service";
-import { badRequest, unprocessable } from "../../core/errors";
+import { badRequest, invalidParameter, unprocessable } from "../../core/errors";
 import { decodeCursor, encodeCursor, pageSize } from "../../core/paging";
 import { ASSET_DOMAIN } from "./assets.search";
 import { ancestorGids, assetDictionary, assetsByGids, assetsByIds, ensureRoot, findAsset, listChildren, listingPage, type Asset } from "./assets.service";
@@ -71,7 +71,7 @@ function worksheet(tx: Tx, projectGid: string, root: Asset, input: WorksheetInpu
   const db = sqliteOf(tx);
   let parent: string = root.gid;
   if (input.parent !== undefined && input.parent !== null && input.parent !== "") {
-    if (typeof input.parent !== "string") throw badRequest("Invalid parameter", { "Invalid parameter": "parent", expected: "a folder gid or null" });
+    if (typeof input.parent !== "string") throw invalidParameter("parent", { expected: "a folder gid or null" });
     const p = findAsset(tx, projectGid, input.parent);
     if (!p || p.status !== "active") throw unprocessable("Parent asset does not exist", { parent: input.parent });
     if (p.type !== "folder") throw unprocessable("Parent asset is not a folder", { parent: input.parent });
@@ -103,10 +103,10 @@ function worksheet(tx: Tx, projectGid: string, root: Asset, input: WorksheetInpu
   let columns: string[];
   if (input.columns !== undefined && input.columns !== null) {
     if (!Array.isArray(input.columns) || !input.columns.length || input.columns.length > 300 || input.columns.some((c) => typeof c !== "string"))
-      throw badRequest("Invalid parameter", { "Invalid parameter": "columns", expected: "an array of column names" });
+      throw invalidParameter("columns", { expected: "an array of column names" });
     for (const c of input.columns as string[])
       if (c !== "gid" && !WORKSHEET_BASE_COLUMNS.includes(c) && !Object.hasOwn(assetFormKeys, c) && !ASSET_DOMAIN.field(c))
-        throw badRequest("Invalid parameter", { "Invalid parameter": "columns", reason: `unknown column ${c}` });
+        throw invalidParameter("columns", { reason: `unknown column ${c}` });
     columns = ["gid", ...(input.columns as string[]).filter((c) => c !== "gid")];
   } else {
     const keys = new Set<string>();
@@ -121,7 +121,7 @@ function worksheet(tx: Tx, projectGid: string, root: Asset, input: WorksheetInpu
   const size = pageSize(input["page.size"], WORKSHEET_PAGE_DEFAULT, WORKSHEET_PAGE_MAX);
   const state = decodeCursor<{ o: number }>(input["page.cursor"], "ws");
   if (state && !(Number.isSafeInteger(state.o) && state.o >= 0))
-    throw badRequest("Invalid parameter", { "Invalid parameter": "page.cursor", expected: "a page.cursor returned by the previous call" });
+    throw invalidParameter("page.cursor", { expected: "a page.cursor returned by the previous call" });
   const offset = state?.o ?? 0;
   const rows = assetsByIds(tx, ids.slice(offset, offset + size));
   const next = offset + size < ids.length ? encodeCursor({ k: "ws", o: offset + size }) : null;

@@ -2,7 +2,7 @@ import { and, asc, eq, inArray } from "drizzle-orm";
 import type { Ctx } from "../../platform/context";
 import type { Tx } from "../../db/connection";
 import { mutate, type ChangeLog } from "../../db/mutate";
-import { badRequest, forbidden, missing, unprocessable } from "../../core/errors";
+import { forbidden, invalidParameter, missing, unprocessable } from "../../core/errors";
 import { newGid, now } from "../../core/ids";
 import { activeMembership, projectAccess } from "../members/access.service";
 import { modules, type ModuleAction, type ModuleLog } from "./modules.table";
@@ -53,7 +53,7 @@ export type ActionRequest = {
   requested_on: number;
 };
 
-const invalid = (member: string, reason: string) => badRequest("Invalid parameter", { "Invalid parameter": member, reason });
+const invalid = (member: string, reason: string) => invalidParameter(member, { reason });
 const notRegistered = (name: string) => unprocessable("Module not registered", { module: name });
 
 function form(r: Row): ModuleForm {

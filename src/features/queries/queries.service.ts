@@ -2,7 +2,7 @@ import { and, asc, eq, inArray, sql } from "drizzle-orm";
 import type { Ctx } from "../../platform/context";
 import { preparedOnce, type Tx } from "../../db/connection";
 import type { ChangeLog } from "../../db/mutate";
-import { ApiError, badRequest, missing, unprocessable } from "../../core/errors";
+import { ApiError, invalidParameter, missing, unprocessable } from "../../core/errors";
 import { FilterError, parseFilter } from "../../core/filter";
 import { newGid, now } from "../../core/ids";
 import { inProject, projectAccess } from "../members/access.service";
@@ -22,7 +22,7 @@ export type SavedQuery = { gid: string; type: QueryType; name: string; q: string
 
 export const QUERY_LIMITS = { name: 200, q: 10_000, get: 1000 } as const;
 
-const invalid = (member: string, reason: string, info: Record<string, unknown> = {}) => badRequest("Invalid parameter", { "Invalid parameter": member, reason, ...info });
+const invalid = (member: string, reason: string, info: Record<string, unknown> = {}) => invalidParameter(member, { reason, ...info });
 
 function form(r: Row): SavedQuery {
   return { gid: r.gid, type: r.type, name: r.name, q: r.q, filter: r.filter };

@@ -1,6 +1,6 @@
 import type { Actor } from "../../core/actor";
 import type { Answer } from "../../core/answer";
-import { badRequest } from "../../core/errors";
+import { badRequest, invalidParameter } from "../../core/errors";
 import { now } from "../../core/ids";
 import type { Tx } from "../../db/connection";
 import type { Ctx } from "../../platform/context";
@@ -23,9 +23,9 @@ function channelList(view: SchemaView, v: unknown, required = false): string[] {
     if (required) throw badRequest("Missing parameter", { "Missing parameter": "channels" });
     return view.options.orderedchannels;
   }
-  if (!Array.isArray(v) || v.some((c) => typeof c !== "string")) throw badRequest("Invalid parameter", { "Invalid parameter": "channels", expected: "an array of channel keys" });
+  if (!Array.isArray(v) || v.some((c) => typeof c !== "string")) throw invalidParameter("channels", { expected: "an array of channel keys" });
   const bad = (v as string[]).filter((c) => !view.hasChannel(c));
-  if (bad.length) throw badRequest("Invalid parameter", { "Invalid parameter": "channels", reason: `not a project channel: ${bad.join(", ")}`, expected: view.options.orderedchannels });
+  if (bad.length) throw invalidParameter("channels", { reason: `not a project channel: ${bad.join(", ")}`, expected: view.options.orderedchannels });
   return [...new Set(v as string[])];
 }
 
@@ -61,7 +61,7 @@ export function setChannels(ctx: Ctx, actor: Actor, projectGid: string, input: L
     const rec = mustRecord(tx, projectGid, input.record);
     const channels = channelList(view, input.channels, true);
     if (input.enabled === undefined || input.enabled === null) throw badRequest("Missing parameter", { "Missing parameter": "enabled" });
-    if (typeof input.enabled !== "boolean") throw badRequest("Invalid parameter", { "Invalid parameter": "enabled", expected: "true or false" });
+    if (typeof input.enabled !== "boolean") throw invalidParameter("enabled", { expected: "true or false" });
     setChannelsIn(tx, view, touch, rec, channels, input.enabled);
     return answer(tx, view, input, rec);
   });

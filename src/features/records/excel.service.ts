@@ -5,7 +5,7 @@ import type { Writable } from "node:stream";
 import { join } from "node:path";
 import type { Actor } from "../../core/actor";
 import type { Answer } from "../../core/answer";
-import { ApiError, badRequest, notFound, unprocessable } from "../../core/errors";
+import { ApiError, badRequest, invalidParameter, notFound, unprocessable } from "../../core/errors";
 import { now } from "../../core/ids";
 import type { Tx } from "../../db/connection";
 import type { ChangeLog } from "../../db/mutate";
@@ -329,7 +329,7 @@ function exportColumns(tx: Tx, view: SchemaView, parent: Rec, lang: string, inpu
   }
   let keep: Set<string> | undefined;
   if (input.fieldlist !== undefined && input.fieldlist !== null) {
-    if (typeof input.fieldlist !== "string" || !Object.hasOwn(view.options.fieldlists, input.fieldlist)) throw badRequest("Invalid parameter", { "Invalid parameter": "fieldlist", expected: Object.keys(view.options.fieldlists) });
+    if (typeof input.fieldlist !== "string" || !Object.hasOwn(view.options.fieldlists, input.fieldlist)) throw invalidParameter("fieldlist", { expected: Object.keys(view.options.fieldlists) });
     keep = new Set();
     for (const g of defs) {
       const lists = ((rowOf(tx, "definition", view.projectGid, g)?.spec ?? {}) as { fieldlists?: Record<string, string[]> }).fieldlists ?? {};

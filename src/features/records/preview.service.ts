@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { sharp } from "../../platform/images/sharp";
 import type { Actor } from "../../core/actor";
 import type { Answer } from "../../core/answer";
-import { badRequest, unprocessable } from "../../core/errors";
+import { badRequest, invalidParameter, unprocessable } from "../../core/errors";
 import type { Ctx } from "../../platform/context";
 import { mustRecord, recordsRead } from "./records.service";
 import { storedValue } from "./values.service";
@@ -90,7 +90,7 @@ export async function previewField(ctx: Ctx, actor: Actor, projectGid: string, i
     if (!f) throw unprocessable("Field doesn't exist", { field: input.field });
     if (f.type !== "barcode") throw unprocessable("No preview possible", { reason: `previews exist for barcode fields; ${f.name} is ${f.type}` });
     if (input.value !== undefined && input.value !== null) {
-      if (typeof input.value !== "string") throw badRequest("Invalid parameter", { "Invalid parameter": "value", expected: "a string" });
+      if (typeof input.value !== "string") throw invalidParameter("value", { expected: "a string" });
       return { value: input.value, record: rec.gid, field: f.gid };
     }
     const lang = f.localized ? view.languagesOf({ language: input.language ?? null })[0] : view.languages[0]!;

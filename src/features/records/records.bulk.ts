@@ -1,6 +1,6 @@
 import type { Actor } from "../../core/actor";
 import type { Answer } from "../../core/answer";
-import { ApiError, badRequest, unprocessable } from "../../core/errors";
+import { ApiError, badRequest, invalidParameter, unprocessable } from "../../core/errors";
 import { decodeCursor, encodeCursor, pageSize } from "../../core/paging";
 import { BULK_PAGE_DEFAULT, BULK_PAGE_MAX, expandQueryElement, parseSelection, resolveSelection, type QueryExpander, type SelectionItem, type SelectionResolver } from "../../core/selection";
 import type { Tx } from "../../db/connection";
@@ -34,7 +34,7 @@ import { SchemaView } from "./values.service";
  * skipped and listed in the job's final `info`.
  */
 
-const bad = (reason: string, info: Record<string, unknown> = {}) => badRequest("Invalid parameter", { "Invalid parameter": "selection", reason, ...info });
+const bad = (reason: string, info: Record<string, unknown> = {}) => invalidParameter("selection", { reason, ...info });
 
 function gidArray(v: unknown, element: number): string[] {
   if (v === undefined || v === null) return [];
@@ -87,7 +87,7 @@ export function bulkGet(ctx: Ctx, actor: Actor, projectGid: string, input: { sel
     const cond = selectionCondition(tx, view, input.selection, ctx.hooks.expandQuery);
     const s = db(tx);
     let state = decodeCursor<BulkCursor>(input["page.cursor"], "records");
-    if (state && (typeof state.after !== "number" || typeof state.until !== "number" || typeof state.size !== "number")) throw badRequest("Invalid parameter", { "Invalid parameter": "page.cursor" });
+    if (state && (typeof state.after !== "number" || typeof state.until !== "number" || typeof state.size !== "number")) throw invalidParameter("page.cursor");
     if (!state) {
       const until = (s.query("SELECT coalesce(max(id), 0) AS m FROM records").get() as { m: number }).m;
       const n = (s.query(`SELECT count(*) AS n FROM records r WHERE r.project_gid = ? AND r.id <= ? AND ${cond.sql}`).get(projectGid, until, ...(cond.params as Bind[])) as { n: number }).n;

@@ -1,7 +1,7 @@
 import { sql, type SQL } from "drizzle-orm";
 import type { Actor } from "../../core/actor";
 import type { Answer } from "../../core/answer";
-import { ApiError, badRequest } from "../../core/errors";
+import { ApiError, badRequest, invalidParameter } from "../../core/errors";
 import type { Tx } from "../../db/connection";
 import type { Ctx } from "../../platform/context";
 import { fieldsOf, FilterError, filterToSql, makeDomain, MATCH_ALL, pageWindow, parseFilter, parseTerms, SEARCH_PAGE, sqlText, validationField, type CustomOperator, type FieldSpec, type FilterNode } from "../../core/filter";
@@ -184,7 +184,7 @@ export type BuiltSearch = { empty: boolean; where: string; params: unknown[]; ft
 /** The search language: `language` (a project language) or the project's first. */
 function searchLanguage(view: SchemaView, language: unknown): string {
   if (language === undefined || language === null) return view.languages[0]!;
-  if (typeof language !== "string" || !view.languages.includes(language)) throw badRequest("Invalid parameter", { "Invalid parameter": "language", reason: "not a project language", expected: view.languages });
+  if (typeof language !== "string" || !view.languages.includes(language)) throw invalidParameter("language", { reason: "not a project language", expected: view.languages });
   return language;
 }
 
@@ -195,7 +195,7 @@ function searchLanguage(view: SchemaView, language: unknown): string {
  */
 export function buildSearch(view: SchemaView, input: SearchInput, member = "filter"): BuiltSearch {
   const language = searchLanguage(view, input.language);
-  if (input.q !== undefined && input.q !== null && typeof input.q !== "string") throw badRequest("Invalid parameter", { "Invalid parameter": "q", expected: "a string" });
+  if (input.q !== undefined && input.q !== null && typeof input.q !== "string") throw invalidParameter("q", { expected: "a string" });
   const q = typeof input.q === "string" ? input.q.trim() : "";
   const hasFilter = input.filter !== undefined && input.filter !== null && !(Array.isArray(input.filter) && input.filter.length === 0);
   if (!q && !hasFilter) return { empty: true, where: "0", params: [], language };

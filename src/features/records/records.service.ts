@@ -1,7 +1,7 @@
 import type { Database } from "bun:sqlite";
 import type { Actor } from "../../core/actor";
 import { JsonText, withJsonText, type Answer } from "../../core/answer";
-import { badRequest, unprocessable } from "../../core/errors";
+import { badRequest, invalidParameter, unprocessable } from "../../core/errors";
 import { newGid, now } from "../../core/ids";
 import { sqliteOf, type Tx } from "../../db/connection";
 import { unitMemo, type ChangeLog } from "../../db/mutate";
@@ -174,7 +174,7 @@ export function recordRow(tx: Tx, projectGid: string, gid: unknown): Rec | undef
 /** The row of a gid, or 422 naming the member (the reference's "record doesn't exist"). */
 export function mustRecord(tx: Tx, projectGid: string, gid: unknown, member = "record"): Rec {
   if (gid === undefined || gid === null || gid === "") throw badRequest("Missing parameter", { "Missing parameter": member });
-  if (typeof gid !== "string") throw badRequest("Invalid parameter", { "Invalid parameter": member, expected: "a record gid" });
+  if (typeof gid !== "string") throw invalidParameter(member, { expected: "a record gid" });
   const r = recordRow(tx, projectGid, gid);
   if (!r) throw unprocessable(member === "parent" ? "Parent record doesn't exist" : "Record doesn't exist", { [member]: gid });
   return r;
@@ -575,7 +575,7 @@ export function setPosition(tx: Tx, view: SchemaView, rec: Rec, parent: string, 
 }
 
 /** A key member of the wrong JSON type: 400, as the reference's "wrong type or value". */
-const notAKey = (member: string) => badRequest("Invalid parameter", { "Invalid parameter": member, expected: `a ${member} key (text)` });
+const notAKey = (member: string) => invalidParameter(member, { expected: `a ${member} key (text)` });
 
 /** The ordering member of a request: absent, or a key of the project's orderings (else 422; not text: 400). */
 export function orderingOf(view: SchemaView, v: unknown, required = false): string | undefined {
@@ -650,8 +650,8 @@ export function getRecords(ctx: Ctx, actor: Actor, projectGid: string, input: La
       return { result: { record: r.gid }, data: { records: formsOf(tx, view, [r], { languages: langs }) } };
     }
     if (input.records === undefined || input.records === null) throw badRequest("Missing parameter", { "Missing parameter": "record" });
-    if (!Array.isArray(input.records) || input.records.some((g) => typeof g !== "string")) throw badRequest("Invalid parameter", { "Invalid parameter": "records", expected: "an array of record gids" });
-    if (input.records.length > 1000) throw badRequest("Invalid parameter", { "Invalid parameter": "records", expected: "at most 1000 gids" });
+    if (!Array.isArray(input.records) || input.records.some((g) => typeof g !== "string")) throw invalidParameter("records", { expected: "an array of record gids" });
+    if (input.records.length > 1000) throw invalidParameter("records", { expected: "at most 1000 gids" });
     const rows = rowsByGids(tx, projectGid, [...new Set(input.records as string[])]);
     const byGid = new Map(rows.map((r) => [r.gid, r]));
     const found = [...new Set(input.records as string[])].filter((g) => byGid.has(g));
@@ -666,7 +666,7 @@ export function pageOf(input: Record<string, unknown>, def: { size: number; max:
   const read = (name: string, fallback: number) => {
     const v = Object.hasOwn(input, name) ? input[name] : undefined;
     if (v === undefined || v === null) return fallback;
-    if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 0) throw badRequest("Invalid parameter", { "Invalid parameter": name, expected: "a whole number of 0 or more" });
+    if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 0) throw invalidParameter(name, { expected: "a whole number of 0 or more" });
     return v;
   };
   return { top: read("page.top", 0), size: Math.min(read("page.size", def.size), def.max) };

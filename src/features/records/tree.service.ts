@@ -1,6 +1,6 @@
 import type { Actor } from "../../core/actor";
 import type { Answer } from "../../core/answer";
-import { badRequest, unprocessable } from "../../core/errors";
+import { badRequest, invalidParameter, unprocessable } from "../../core/errors";
 import { now } from "../../core/ids";
 import type { Tx } from "../../db/connection";
 import type { Ctx } from "../../platform/context";
@@ -108,12 +108,12 @@ export function setOrderings(ctx: Ctx, actor: Actor, projectGid: string, input: 
     const rec = mustRecord(tx, projectGid, input.record);
     const o = input.orderings;
     if (o === undefined || o === null) throw badRequest("Missing parameter", { "Missing parameter": "orderings" });
-    if (typeof o !== "object" || Array.isArray(o)) throw badRequest("Invalid parameter", { "Invalid parameter": "orderings", expected: "an object of ordering keys to integer positions" });
+    if (typeof o !== "object" || Array.isArray(o)) throw invalidParameter("orderings", { expected: "an object of ordering keys to integer positions" });
     if (!rec.parent) throw cannot("The root record has no siblings to be ordered among", { record: rec.gid });
     const entries = Object.entries(o as Record<string, unknown>);
     for (const [k, v] of entries) {
       if (!view.hasOrdering(k)) throw unprocessable("Ordering doesn't exist", { ordering: k });
-      if (typeof v !== "number" || !Number.isSafeInteger(v)) throw badRequest("Invalid parameter", { "Invalid parameter": "orderings", reason: `${k}: a whole number` });
+      if (typeof v !== "number" || !Number.isSafeInteger(v)) throw invalidParameter("orderings", { reason: `${k}: a whole number` });
     }
     const up = db(tx).query("INSERT INTO record_orderings (record_id, project_gid, parent, ordering, pos) VALUES (?, ?, ?, ?, ?) ON CONFLICT (record_id, ordering) DO UPDATE SET pos = excluded.pos, parent = excluded.parent");
     for (const [k, v] of entries) up.run(rec.id, projectGid, rec.status === DELETED ? `-${rec.parent}` : rec.parent, k, v as number);
@@ -418,7 +418,7 @@ export function getTree(ctx: Ctx, actor: Actor, projectGid: string, input: Langs
   return recordsRead(ctx, actor, projectGid, (tx, view) => {
     const langs = view.languagesOf(input);
     if (input.expanded_records === undefined || input.expanded_records === null) throw badRequest("Missing parameter", { "Missing parameter": "expanded_records" });
-    if (!Array.isArray(input.expanded_records) || input.expanded_records.some((g) => typeof g !== "string")) throw badRequest("Invalid parameter", { "Invalid parameter": "expanded_records", expected: "an array of record gids" });
+    if (!Array.isArray(input.expanded_records) || input.expanded_records.some((g) => typeof g !== "string")) throw invalidParameter("expanded_records", { expected: "an array of record gids" });
     const ordering = orderingOf(view, input.ordering);
     const page = pageOf(input, TREE_PAGE);
     const expanded = new Set(input.expanded_records as string[]);

@@ -1,5 +1,5 @@
 import type { z } from "zod";
-import { badRequest } from "../../core/errors";
+import { invalidParameter } from "../../core/errors";
 import { LANGUAGE_CODES } from "../../core/languages";
 import type { Tx } from "../../db/connection";
 import { assetsByGids } from "../assets/assets.service";
@@ -158,17 +158,17 @@ export class SchemaView {
   languagesOf(input: { language?: unknown; languages?: unknown }): string[] {
     const asked: string[] = [];
     if (input.language !== undefined && input.language !== null) {
-      if (typeof input.language !== "string") throw badRequest("Invalid parameter", { "Invalid parameter": "language", expected: "a language code" });
+      if (typeof input.language !== "string") throw invalidParameter("language", { expected: "a language code" });
       asked.push(input.language);
     }
     if (input.languages !== undefined && input.languages !== null) {
       if (!Array.isArray(input.languages) || input.languages.some((l) => typeof l !== "string"))
-        throw badRequest("Invalid parameter", { "Invalid parameter": "languages", expected: "an array of language codes" });
+        throw invalidParameter("languages", { expected: "an array of language codes" });
       asked.push(...(input.languages as string[]));
     }
     if (!asked.length) return this.languages;
     const bad = asked.filter((l) => !this.languages.includes(l));
-    if (bad.length) throw badRequest("Invalid parameter", { "Invalid parameter": input.language !== undefined && bad.includes(input.language as string) ? "language" : "languages", reason: `not a project language: ${bad.join(", ")}`, expected: this.languages });
+    if (bad.length) throw invalidParameter(input.language !== undefined && bad.includes(input.language as string) ? "language" : "languages", { reason: `not a project language: ${bad.join(", ")}`, expected: this.languages });
     return this.languages.filter((l) => asked.includes(l));
   }
 }
@@ -368,7 +368,7 @@ export function applyFields(
   current: Record<string, Record<string, unknown>>,
   input: unknown,
 ): { vals: Record<string, Record<string, unknown>>; report: ReportItem[]; changed: string[] } {
-  if (!input || typeof input !== "object" || Array.isArray(input)) throw badRequest("Invalid parameter", { "Invalid parameter": "fields", expected: "an object of language codes to objects of field names to values" });
+  if (!input || typeof input !== "object" || Array.isArray(input)) throw invalidParameter("fields", { expected: "an object of language codes to objects of field names to values" });
   const report: ReportItem[] = [];
   const err = (language: string | null, field: string, code: string, message: string) => report.push({ record: recordGid, language, field, level: "error", code, message });
   const vals: Record<string, Record<string, unknown>> = dict();

@@ -3,7 +3,7 @@ import type { Actor } from "../../core/actor";
 import type { Ctx } from "../../platform/context";
 import type { Tx } from "../../db/connection";
 import { inProject } from "../members/access.service";
-import { badRequest, type ValidationIssue } from "../../core/errors";
+import { invalidParameter, type ValidationIssue } from "../../core/errors";
 import { projectOptions } from "../settings/settings.options";
 import { checkOptions, checkValue, FIELD_TYPES, isFieldType, LIST_TYPES, type FieldType } from "./schema.types";
 import {
@@ -57,7 +57,7 @@ function applyInput(tx: Tx, project: Project, cur: SchemaRow | null, input: Fiel
   const issues: ValidationIssue[] = [];
   const prev = (cur?.spec ?? {}) as Partial<FieldSpec>;
   if (input.type !== undefined && !isFieldType(input.type))
-    throw badRequest("Invalid parameter", { "Invalid parameter": "type", reason: `unknown field type ${JSON.stringify(input.type)}`, expected: FIELD_TYPES });
+    throw invalidParameter("type", { reason: `unknown field type ${JSON.stringify(input.type)}`, expected: FIELD_TYPES });
   const type = (input.type ?? prev.type ?? "text") as FieldType;
   const typeChanged = !!cur && type !== prev.type;
   if (input.name !== undefined) issues.push(...nameIssues(input.name));

@@ -1,4 +1,4 @@
-import { badRequest, unprocessable, validationFailed, type ValidationIssue } from "../../core/errors";
+import { invalidParameter, unprocessable, validationFailed, type ValidationIssue } from "../../core/errors";
 import { sqliteOf, type Tx } from "../../db/connection";
 import type { Action, ChangeLog } from "../../db/mutate";
 import type { Ctx, SchemaKind } from "../../platform/context";
@@ -128,7 +128,7 @@ export function mergeLocalized(project: Project, current: Record<string, unknown
   if (input === undefined) return out;
   // The wrong JSON type is a 400 (the reference's "wrong type or value"); a language outside the
   // project or a text too long breaks a rule of the item (1001, listed with its other issues).
-  const wrongType = () => badRequest("Invalid parameter", { "Invalid parameter": member, expected: "an object of project language codes to strings" });
+  const wrongType = () => invalidParameter(member, { expected: "an object of project language codes to strings" });
   if (!input || typeof input !== "object" || Array.isArray(input)) throw wrongType();
   for (const [lang, v] of Object.entries(input)) {
     if (typeof v !== "string") throw wrongType();
@@ -236,7 +236,7 @@ export function metadataNameIssues(name: unknown): ValidationIssue[] {
 
 /** A list of gids from a request member, or 400 naming it. */
 export function gidList(v: unknown, member: string): string[] {
-  if (!Array.isArray(v) || v.some((g) => typeof g !== "string" || !g)) throw badRequest("Invalid parameter", { "Invalid parameter": member, expected: "an array of gids" });
+  if (!Array.isArray(v) || v.some((g) => typeof g !== "string" || !g)) throw invalidParameter(member, { expected: "an array of gids" });
   return [...new Set(v as string[])];
 }
 

@@ -1,7 +1,7 @@
 import { sql, type SQL } from "drizzle-orm";
 import type { Answer } from "../../core/answer";
 import type { Actor } from "../../core/actor";
-import { badRequest } from "../../core/errors";
+import { badRequest, invalidParameter } from "../../core/errors";
 import {
   FilterError,
   filterToSql,
@@ -161,8 +161,8 @@ export type SearchInput = { language?: unknown; q?: unknown; filter?: unknown };
 /** The parsed `language`, `q` and `filter` of a search; `none` when neither q nor filter asks anything. */
 function parseSearch(input: SearchInput, fallbackLanguage: string): { none: true } | { none: false; language: string; where: SQL } {
   const language = input.language === undefined || input.language === null || input.language === "" ? fallbackLanguage : input.language;
-  if (typeof language !== "string" || !LANGUAGE.test(language)) throw badRequest("Invalid parameter", { "Invalid parameter": "language", expected: "a language code" });
-  if (input.q !== undefined && input.q !== null && typeof input.q !== "string") throw badRequest("Invalid parameter", { "Invalid parameter": "q", expected: "a string" });
+  if (typeof language !== "string" || !LANGUAGE.test(language)) throw invalidParameter("language", { expected: "a language code" });
+  if (input.q !== undefined && input.q !== null && typeof input.q !== "string") throw invalidParameter("q", { expected: "a string" });
   const terms = typeof input.q === "string" ? parseTerms(input.q) : undefined;
   const hasQ = !!terms && terms.required.length + terms.excluded.length + terms.optional.length > 0;
   const filter: FilterNode = searchError(() => parseFilter(input.filter, schemaDomain(language)));

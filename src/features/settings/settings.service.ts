@@ -1,7 +1,7 @@
 import { eq } from "drizzle-orm";
 import type { Answer } from "../../core/answer";
 import type { Actor } from "../../core/actor";
-import { badRequest, missing, unprocessable, validationFailed } from "../../core/errors";
+import { invalidParameter, missing, unprocessable, validationFailed } from "../../core/errors";
 import { newGid, now } from "../../core/ids";
 import { isLanguage } from "../../core/languages";
 import type { Tx } from "../../db/connection";
@@ -28,7 +28,7 @@ const LISTS = new Map<ListKind, { dict: "channels" | "orderings" | "fieldlists";
   ["fieldlist", { dict: "fieldlists", order: "orderedfieldlists" }],
 ]);
 
-const invalid = (name: string, reason: string) => badRequest("Invalid parameter", { "Invalid parameter": name, reason });
+const invalid = (name: string, reason: string) => invalidParameter(name, { reason });
 
 /** Writes the options back and tells the project's audience (members, invitees, the owner). */
 function saveOptions(tx: Tx, log: ChangeLog, project: Project, options: ProjectOptions): Project {

@@ -1,4 +1,4 @@
-import { badRequest, missing } from "../../core/errors";
+import { badRequest, invalidParameter, missing } from "../../core/errors";
 
 /** A checked `initsync` payload (spec 4.4). */
 export type InitsyncRequest = { ccCursor: number; project?: string; cursor?: number };
@@ -8,7 +8,7 @@ const absent = (v: unknown) => v === undefined || v === null || v === "";
 function cursorValue(v: unknown, name: string): number {
   const n = typeof v === "string" && /^\d+$/.test(v.trim()) ? Number(v) : v;
   if (typeof n === "number" && Number.isSafeInteger(n) && n >= 0) return n;
-  throw badRequest("Invalid parameter", { "Invalid parameter": name, expected: "a non-negative integer" });
+  throw invalidParameter(name, { expected: "a non-negative integer" });
 }
 
 /**
@@ -36,6 +36,6 @@ export function parseInitsync(payload: unknown): InitsyncRequest {
   if (hasProject && !hasCursor) throw missing("cursor");
   if (hasCursor && !hasProject) throw missing("project");
   if (!hasProject) return { ccCursor };
-  if (typeof o.project !== "string") throw badRequest("Invalid parameter", { "Invalid parameter": "project", expected: "a project gid" });
+  if (typeof o.project !== "string") throw invalidParameter("project", { expected: "a project gid" });
   return { ccCursor, project: o.project, cursor: cursorValue(o.cursor, "cursor") };
 }
