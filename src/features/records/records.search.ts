@@ -270,8 +270,9 @@ export function searchCondition(view: SchemaView, input: SearchInput): { sql: st
   const b = buildSearch(view, input, "selection");
   if (b.empty) return { sql: "0", params: [] };
   if (!b.fts) return { sql: `(${b.where})`, params: b.params };
+  // The matches passed the condition already (matchesOf applies it to their records).
   const m = matchesOf(b.fts, b.language, b.where, b.params);
-  return { sql: `(${b.where} AND r.id IN (SELECT rid FROM (${m.sql})))`, params: [...b.params, ...m.params] };
+  return { sql: `(r.id IN (SELECT rid FROM (${m.sql})))`, params: m.params };
 }
 
 /** `records/search`: result `records` (gids of this page, best first) and `records.size`; data `records`. */

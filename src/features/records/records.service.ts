@@ -361,14 +361,9 @@ export function writeSearch(tx: Tx, view: SchemaView, r: { id: number; definitio
   const existing = fresh ? new Map() : new Map((s.query("SELECT id, language, title, body FROM record_search WHERE record_id = ?").all(r.id) as { id: number; language: string; title: string; body: string }[]).map((x) => [x.language, x]));
   for (const l of searchDocuments(view.languages)) {
     const t = searchTextOf(d, r.vals, l);
-    const id = searchRowId(r.id, l);
-    let cur = existing.get(l);
-    // A row numbered otherwise (none should be since migration 0017) is written anew.
-    if (cur && cur.id !== id) {
-      s.query("DELETE FROM record_search WHERE id = ?").run(cur.id);
-      cur = undefined;
-    }
+    const cur = existing.get(l);
     if (!cur) {
+      const id = searchRowId(r.id, l);
       s.query(SEARCH_INSERT).run(id, r.id, view.projectGid, l, t.title, t.body);
       s.query(FTS_INSERT).run(id, view.projectGid, l, t.title, t.body);
     } else if (cur.title !== t.title || cur.body !== t.body) {

@@ -79,8 +79,9 @@ export const recordOrderings = sqliteTable(
  * written by the records code in the same transaction as the record, together with its row of the
  * FTS5 index `records_fts` (same rowid; tokenizer unicode61 with remove_diacritics 2, see migration
  * 0012). The id is given, never drawn: the record's id and the document's language (searchRowId,
- * values.service.ts; migration 0017). Only deletes reach the index by a trigger (cascades); inserts and updates are written
- * by writeSearch / insertRecordsIn (migration 0014: a trigger made FTS5 flush a segment per row).
+ * values.service.ts; migration 0017). Only deletes reach the index by a trigger (cascades);
+ * inserts and updates are written by writeSearch / insertRecordsIn (migration 0014: a trigger made
+ * FTS5 flush a segment per row).
  */
 export const recordSearch = sqliteTable(
   "record_search",
