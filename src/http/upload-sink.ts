@@ -8,17 +8,22 @@ import { closeSync } from "node:fs";
  * hands out fresh buffers).
  *
  * With `durable`, the worker also syncs the file as it grows (every SYNC_EVERY bytes, in the
- * background), and keeps it open once all is written until the caller asks for the last sync
- * (`finish(true)`, typically right after moving the file into place, so that one journal commit
- * carries the move too) or lets it go unsynced (`finish(false)`, on failure).
+ * background), and starts the last sync as soon as all is written, while the caller looks at the
+ * file and moves it into place. The file stays open until the caller waits for that sync
+ * (`finish(true)`) or lets it go (`finish(false)`, on failure).
  */
 
 /** Bytes gathered before they are handed to the worker in one message. */
 export const SINK_BATCH = 256 * 1024;
 /** Bytes handed to the worker and not yet written: past this the reader waits (backpressure). */
 const MAX_AHEAD = 8 * 1024 * 1024;
-/** With `durable`, bytes written between two background syncs while the file still arrives. */
-const SYNC_EVERY = 1024 * 1024;
+/**
+ * With `durable`, bytes written between two background syncs while the file still arrives (one
+ * sync at a time). Each sync writes what the last left, so what remains for the last one is at
+ * most this much plus what arrived during the one before. With 1 MiB the last sync of a camera
+ * image (1-3 MB) took 4.4 ms, with 256 KiB 3.3 ms; the 64 MB upload took as long either way.
+ */
+const SYNC_EVERY = 256 * 1024;
 
 type ToWorker =
   | { t: "open"; id: number; fd: number; durable: boolean; syncEvery: number }
@@ -41,7 +46,7 @@ function sinkWorker() {
   // Not `require`: the bundler of the executable would rename it to a helper the worker lacks.
   const scope = globalThis as unknown as { postMessage(m: unknown): void; onmessage: ((e: MessageEvent) => void) | null; process: { getBuiltinModule(id: string): unknown } };
   const fs = scope.process.getBuiltinModule("node:fs") as typeof import("node:fs");
-  type Open = { fd: number; hash: Bun.CryptoHasher; queue: Promise<void>; durable: boolean; syncEvery: number; unsynced: number; syncing?: Promise<void>; error?: unknown; ended?: boolean };
+  type Open = { fd: number; hash: Bun.CryptoHasher; queue: Promise<void>; durable: boolean; syncEvery: number; unsynced: number; syncing?: Promise<void>; last?: Promise<void>; error?: unknown; ended?: boolean };
   const files = new Map<number, Open>();
   const post = (m: unknown) => scope.postMessage(m);
   const writev = (fd: number, bufs: Uint8Array[]) => new Promise<number>((ok, fail) => fs.writev(fd, bufs, (err, n) => (err ? fail(err) : ok(n))));
@@ -91,9 +96,18 @@ function sinkWorker() {
     } else if (m.t === "end") {
       const sha256 = f.hash.digest("hex");
       f.queue = f.queue.then(async () => {
+        if (f.durable && !f.error) {
+          // All written: the last sync starts now; the file stays open until `finish`.
+          f.last = (async () => {
+            if (f.syncing) await f.syncing;
+            if (f.error) throw f.error;
+            await sync(f.fd, false);
+          })();
+          f.last.catch(() => {}); // awaited by `finish`
+          post({ t: "ended", id: m.id, sha256 });
+          return;
+        }
         post(f.error ? { t: "ended", id: m.id, error: String(f.error) } : { t: "ended", id: m.id, sha256 });
-        // Durable and written: open until `finish` says whether to sync.
-        if (f.durable && !f.error) return;
         await close(f.fd);
         files.delete(m.id);
         post({ t: "closed", id: m.id });
@@ -102,14 +116,13 @@ function sinkWorker() {
       f.queue = f.queue.then(async () => {
         if (m.sync) {
           try {
-            if (f.syncing) await f.syncing;
-            if (f.error) throw f.error;
-            await sync(f.fd, false);
+            if (!f.last) throw new Error("the file was not written whole");
+            await f.last;
             post({ t: "synced", id: m.id });
           } catch (err) {
             post({ t: "synced", id: m.id, error: String(err) });
           }
-        } else await f.syncing;
+        } else await (f.last ?? f.syncing)?.catch(() => {});
         await close(f.fd);
         files.delete(m.id);
         post({ t: "closed", id: m.id });
@@ -258,9 +271,9 @@ export class UploadSink {
   }
 
   /**
-   * After `end`: with `sync`, syncs the file (what the background syncs left) and resolves once
-   * its bytes are on disk, rejecting when that failed; without, lets it go unsynced. Either way
-   * the file is closed. Only the first call counts; a sink that is not durable resolves at once.
+   * After `end`: with `sync`, resolves once the file's last sync (started when all was written)
+   * has put its bytes on disk, rejecting when that failed; without, lets it go unsynced. Either
+   * way the file is closed. Only the first call counts; a sink that is not durable resolves at once.
    */
   finish(sync: boolean): Promise<void> {
     if (this.finished) return this.finished;

@@ -68,12 +68,12 @@ function syncFolder(dir: string): Promise<void> {
 
 /**
  * `placeOriginal` before the transaction that commits the row, for a file whose name is known
- * ahead (a new asset). `syncFile` syncs the file's bytes (what the upload's background syncs left):
- * it runs after the move, so on a journaling filesystem the one journal commit it makes carries
- * the move too; with `durable` the folder is synced after it. Settles when all is on disk.
+ * ahead (a new asset). `syncFile` waits for the file's bytes to be on disk (the upload's last sync,
+ * already running); with `durable` the folder is synced meanwhile, not after it. Settles when all
+ * is on disk. A crash before that may leave the name with fewer bytes, but no row names it yet: the
+ * asset's gid is new, so the name is never taken for another file.
  */
 export async function placeOriginalAhead(from: string, to: string, durable: boolean, syncFile: () => Promise<void>): Promise<void> {
   renameSync(from, to);
-  await syncFile();
-  if (durable) await syncFolder(dirname(to));
+  await Promise.all([syncFile(), durable ? syncFolder(dirname(to)) : undefined]);
 }
