@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
-import { existsSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, readlinkSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import sharp from "sharp";
 import { removeStaleUploads } from "../../src/features/assets/assets.service";
 import { originalPath, parseStorageName } from "../../src/platform/storage/originals";
-import { TestServer, tokenOf } from "../helpers/server";
+import { TestServer, tokenOf, until } from "../helpers/server";
 
 const LIMIT = 256 * 1024;
 let srv: TestServer;
@@ -366,6 +366,30 @@ describe("uploads", () => {
     const ok = await upload(new Uint8Array(4000).fill(4), "kept.bin");
     expect(ok.status).toBe(200);
     expect(readdirSync(originals()).length).toBe(before + 1);
+  });
+
+  test("a synced upload's file is closed once it is answered: kept, refused before it is moved into place, or refused after", async () => {
+    // The server runs in this process: its open files are ours. The last sync of a received file
+    // starts before the route decides; the file must be closed either way.
+    const openUploads = () =>
+      readdirSync("/proc/self/fd").filter((fd) => {
+        try {
+          const target = readlinkSync(`/proc/self/fd/${fd}`);
+          return target.startsWith(srv.dataDir) && (target.includes("/upload-") || target.includes("/originals/"));
+        } catch {
+          return false; // closed meanwhile
+        }
+      });
+    expect(srv.ctx.config.sqliteSynchronous).toBe("full");
+    const kept = await upload(new Uint8Array(LIMIT).fill(5), "kept-closed.bin");
+    expect(kept.status).toBe(200);
+    // Refused before the file is moved into place (its last sync is let go), and after it.
+    const early = await upload(new Uint8Array(LIMIT).fill(6), "refused-early.bin", { name: ".." });
+    expect(early.status).toBe(400);
+    const late = await upload(new Uint8Array(LIMIT).fill(7), "refused-late.bin", { parent: "nosuchfolder0000000" });
+    expect(late.status).toBe(422);
+    await until(() => openUploads().length === 0, undefined, "no upload file left open");
+    expect(readdirSync(join(srv.dataDir, "tmp")).filter((f) => f.startsWith("upload-"))).toEqual([]);
   });
 
   test("an upload past --upload-max-bytes is 413 and leaves nothing behind; the server keeps serving", async () => {
