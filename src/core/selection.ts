@@ -1,5 +1,5 @@
 import type { Tx } from "../db/connection";
-import { badRequest, invalidParameter } from "./errors";
+import { badRequest, invalidParameter, missing } from "./errors";
 import { decodeCursor, encodeCursor, pageSize } from "./paging";
 
 /**
@@ -61,7 +61,7 @@ function excludeOf(el: Record<string, unknown>, index: number): Set<string> {
 
 /** Checks the shape of a selection (400 naming the bad element) without resolving it. */
 export function parseSelection(selection: unknown): SelectionElement[] {
-  if (selection === undefined || selection === null) throw badRequest("Missing parameter", { "Missing parameter": "selection" });
+  if (selection === undefined || selection === null) throw missing("selection");
   if (!Array.isArray(selection)) throw bad("selection is an array of gids, {children, exclude} and {search, exclude} elements");
   if (selection.length > MAX_ELEMENTS) throw bad(`at most ${MAX_ELEMENTS} elements`);
   selection.forEach((el, i) => {

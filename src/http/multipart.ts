@@ -106,7 +106,7 @@ function fileFields(opts: MultipartOptions): readonly string[] {
 }
 
 function missingFile(opts: MultipartOptions) {
-  return new ApiError(400, "Missing parameter", { "Missing parameter": fileFields(opts)[0] });
+  return missing(fileFields(opts)[0]);
 }
 
 type PartHeaders = { name: string; filename?: string };

@@ -377,7 +377,7 @@ export function assetsByIds(tx: Tx, ids: number[]): Asset[] {
 /** A gid list parameter given as `assets` (array) or `asset` (one gid). */
 function gidList(body: { assets?: unknown; asset?: unknown }, name = "assets"): string[] {
   const v = body.assets ?? (body.asset !== undefined ? [body.asset] : undefined);
-  if (v === undefined || v === null) throw badRequest("Missing parameter", { "Missing parameter": name });
+  if (v === undefined || v === null) throw missing(name);
   if (!Array.isArray(v) || v.some((g) => typeof g !== "string" || !g))
     throw invalidParameter(name, { expected: "an array of asset gids" });
   if (v.length > 10_000) throw invalidParameter(name, { expected: "at most 10000 gids; use assets/bulk/* for more" });
@@ -618,7 +618,7 @@ export const METADATA_TYPES = ["textline", "text", "number", "boolean", "date", 
 const MAX_METADATA_BYTES = 64 * 1024;
 
 export function metadataName(value: unknown, field = "name"): string {
-  if (value === undefined || value === null) throw badRequest("Missing parameter", { "Missing parameter": field });
+  if (value === undefined || value === null) throw missing(field);
   if (typeof value !== "string" || value.length > 100 || !METADATA_NAME.test(value))
     throw invalidParameter(field, { expected: "a name like group.field: letters, digits, _ and dots, at least one dot" });
   return value;
@@ -991,7 +991,7 @@ async function storeUpload(
     // its bytes synced before.
     let placed: { gid: string; storage: string } | undefined;
     if (input.target === undefined) {
-      if (!name) throw badRequest("Missing parameter", { "Missing parameter": "name" });
+      if (!name) throw missing("name");
       const gid = newGid();
       placed = { gid, storage: storageName(gid, 1, info.extension) };
       moved = originalPath(ctx, projectGid, placed.storage);
@@ -1152,7 +1152,7 @@ const answerOf = (tx: Tx, projectGid: string, result: Record<string, unknown>, r
 
 /** A single gid member (`asset`), or 400. */
 function gidParam(value: unknown, field = "asset"): string {
-  if (value === undefined || value === null) throw badRequest("Missing parameter", { "Missing parameter": field });
+  if (value === undefined || value === null) throw missing(field);
   if (typeof value !== "string" || !value) throw invalidParameter(field, { expected: "an asset gid" });
   return value;
 }
@@ -1199,7 +1199,7 @@ export function getAssets(ctx: Ctx, actor: Actor, projectGid: string, input: Get
       const list = [...rows.values()];
       return answerOf(tx, projectGid, { assets: treeOrder(list).map((r) => r.gid) }, list);
     }
-    throw badRequest("Missing parameter", { "Missing parameter": "asset" });
+    throw missing("asset");
   });
 }
 
@@ -1218,7 +1218,7 @@ function treeOrder(rows: Asset[]): Asset[] {
 export function listFolder(ctx: Ctx, actor: Actor, projectGid: string, input: { asset?: unknown; pathname?: unknown; "page.top"?: unknown; "page.size"?: unknown }): Answer {
   return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
     ensureRoot(tx, log, projectGid);
-    if (input.asset === undefined && input.pathname === undefined) throw badRequest("Missing parameter", { "Missing parameter": "asset" });
+    if (input.asset === undefined && input.pathname === undefined) throw missing("asset");
     const page = listingPage(input, 100);
     const by = input.asset !== undefined ? { gid: gidParam(input.asset) } : { pathname: input.pathname };
     let folder: Asset;
@@ -1284,7 +1284,7 @@ export function updateAsset(ctx: Ctx, actor: Actor, projectGid: string, input: {
     ensureRoot(tx, log, projectGid);
     const gid = gidParam(input.asset);
     if (input.name === undefined && input.title === undefined && input.description === undefined && input.transforms === undefined)
-      throw badRequest("Missing parameter", { "Missing parameter": "name, title, description or transforms" });
+      throw missing("name, title, description or transforms");
     const a = findAsset(tx, projectGid, gid);
     if (!a || a.status !== "active" || isRoot(a)) throw unprocessable("Asset doesn't exist or is root", { asset: gid });
     const languages = projectLanguages(tx, projectGid);
@@ -1329,7 +1329,7 @@ export async function uploadAsset(
       file.finish?.(false).catch(() => {});
       rmSync(file.path, { force: true });
     }
-    throw badRequest("Missing parameter", { "Missing parameter": absent });
+    throw missing(absent);
   }
   const input = kind === "new" ? { parent: fields.parent, pathname: fields.pathname, name: fields.name } : { name: fields.name, target: fields.asset };
   return storeUpload(ctx, actor, projectGid, file!, input, early);
@@ -1339,7 +1339,7 @@ export async function uploadAsset(
 export function moveAssets(ctx: Ctx, actor: Actor, projectGid: string, input: { asset?: unknown; assets?: unknown; parent?: unknown }): Answer {
   return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
     ensureRoot(tx, log, projectGid);
-    if (input.parent === undefined || input.parent === null) throw badRequest("Missing parameter", { "Missing parameter": "parent" });
+    if (input.parent === undefined || input.parent === null) throw missing("parent");
     const { single, gids } = assetsNamed(input);
     let parent: Asset;
     try {
@@ -1409,7 +1409,7 @@ export function clearAssetMetadata(ctx: Ctx, actor: Actor, projectGid: string, i
       if (typeof input.name !== "string") throw invalidParameter("name", { expected: "a metadata field name" });
       names = [input.name];
     } else if (input.keys !== undefined) names = metadataNames(input.keys);
-    else throw badRequest("Missing parameter", { "Missing parameter": "name" });
+    else throw missing("name");
     const current = metadataFields(a.metadata);
     if (!names.some((n) => Object.hasOwn(current, n))) return answerOf(tx, projectGid, { asset: a.gid }, [a]);
     return answerOf(tx, projectGid, { asset: a.gid }, [changeMetadata(tx, log, a, actor.userGid, { clear: names })]);

@@ -3,7 +3,7 @@ import type { Actor } from "../../core/actor";
 import { sqliteOf, type Tx } from "../../db/connection";
 import type { Ctx } from "../../platform/context";
 import { inProject } from "../members/access.service";
-import { badRequest, invalidParameter, unprocessable } from "../../core/errors";
+import { invalidParameter, missing, unprocessable } from "../../core/errors";
 import { decodeCursor, encodeCursor, pageSize } from "../../core/paging";
 import { ASSET_DOMAIN } from "./assets.search";
 import { ancestorGids, assetDictionary, assetsByGids, assetsByIds, ensureRoot, findAsset, listChildren, listingPage, type Asset } from "./assets.service";
@@ -154,7 +154,7 @@ export function assetSheet(ctx: Ctx, actor: Actor, projectGid: string, input: Wo
 export function assetWorksheet(ctx: Ctx, actor: Actor, projectGid: string, input: { asset?: unknown; "page.top"?: unknown; "page.size"?: unknown }): Answer {
   return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
     ensureRoot(tx, log, projectGid);
-    if (typeof input.asset !== "string" || !input.asset) throw badRequest("Missing parameter", { "Missing parameter": "asset" });
+    if (typeof input.asset !== "string" || !input.asset) throw missing("asset");
     const a = findAsset(tx, projectGid, input.asset);
     if (!a || a.status !== "active") throw unprocessable("Asset doesn't exist", { asset: input.asset });
     const page = listingPage(input, 20);

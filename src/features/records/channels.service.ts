@@ -1,6 +1,6 @@
 import type { Actor } from "../../core/actor";
 import type { Answer } from "../../core/answer";
-import { badRequest, invalidParameter } from "../../core/errors";
+import { invalidParameter, missing } from "../../core/errors";
 import { now } from "../../core/ids";
 import type { Tx } from "../../db/connection";
 import type { Ctx } from "../../platform/context";
@@ -20,7 +20,7 @@ type Langs = { language?: unknown; languages?: unknown };
 /** The listed channels (each a project channel, else 422), or every project channel when absent. */
 function channelList(view: SchemaView, v: unknown, required = false): string[] {
   if (v === undefined || v === null) {
-    if (required) throw badRequest("Missing parameter", { "Missing parameter": "channels" });
+    if (required) throw missing("channels");
     return view.options.orderedchannels;
   }
   if (!Array.isArray(v) || v.some((c) => typeof c !== "string")) throw invalidParameter("channels", { expected: "an array of channel keys" });
@@ -60,7 +60,7 @@ export function setChannels(ctx: Ctx, actor: Actor, projectGid: string, input: L
   return recordsWrite(ctx, actor, projectGid, (tx, _log, view, touch) => {
     const rec = mustRecord(tx, projectGid, input.record);
     const channels = channelList(view, input.channels, true);
-    if (input.enabled === undefined || input.enabled === null) throw badRequest("Missing parameter", { "Missing parameter": "enabled" });
+    if (input.enabled === undefined || input.enabled === null) throw missing("enabled");
     if (typeof input.enabled !== "boolean") throw invalidParameter("enabled", { expected: "true or false" });
     setChannelsIn(tx, view, touch, rec, channels, input.enabled);
     return answer(tx, view, input, rec);

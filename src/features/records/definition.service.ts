@@ -1,6 +1,6 @@
 import type { Actor } from "../../core/actor";
 import type { Answer } from "../../core/answer";
-import { badRequest, unprocessable } from "../../core/errors";
+import { missing, unprocessable } from "../../core/errors";
 import type { Tx } from "../../db/connection";
 import type { ChangeLog } from "../../db/mutate";
 import type { Ctx } from "../../platform/context";
@@ -42,7 +42,7 @@ const recordAnswer = (tx: Tx, view: SchemaView, input: Langs, result: Record<str
 export function setRecordDefinition(ctx: Ctx, actor: Actor, projectGid: string, input: Langs & { record?: unknown; definition?: unknown }): Answer {
   return recordsWrite(ctx, actor, projectGid, (tx, _log, view, touch) => {
     const rec = mustRecord(tx, projectGid, input.record);
-    if (typeof input.definition !== "string" || !input.definition) throw badRequest("Missing parameter", { "Missing parameter": "definition" });
+    if (typeof input.definition !== "string" || !input.definition) throw missing("definition");
     const def = mustGet(tx, "definition", projectGid, input.definition);
     if (def.original) throw cannot("A working copy cannot be given to records; commit it first", { definition: def.gid });
     if (specOf(def).extends && specOf(def).record !== rec.gid) throw cannot("Another record's extended definition cannot be given to this record (use copy_to_siblings)", { definition: def.gid });
@@ -127,7 +127,7 @@ export function copyDefinitionToSiblings(ctx: Ctx, actor: Actor, projectGid: str
 
 /** 400 naming the first missing (or non-string) member. */
 function need(input: Record<string, unknown>, ...members: string[]): void {
-  for (const m of members) if (typeof input[m] !== "string" || !input[m]) throw badRequest("Missing parameter", { "Missing parameter": m });
+  for (const m of members) if (typeof input[m] !== "string" || !input[m]) throw missing(m);
 }
 
 /** Checks before the record is extended, so a refused change leaves it as it was. */

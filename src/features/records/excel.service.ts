@@ -5,7 +5,7 @@ import type { Writable } from "node:stream";
 import { join } from "node:path";
 import type { Actor } from "../../core/actor";
 import type { Answer } from "../../core/answer";
-import { ApiError, badRequest, invalidParameter, notFound, unprocessable } from "../../core/errors";
+import { ApiError, badRequest, invalidParameter, missing, notFound, unprocessable } from "../../core/errors";
 import { now } from "../../core/ids";
 import type { Tx } from "../../db/connection";
 import type { ChangeLog } from "../../db/mutate";
@@ -447,7 +447,7 @@ function offerDownload(ctx: Ctx, d: Omit<Download, "expires" | "also"> & { also?
  */
 export async function exportChildren(ctx: Ctx, actor: Actor, projectGid: string, input: { record?: unknown; language?: unknown; definition?: unknown; fieldlist?: unknown; download?: unknown }): Promise<Answer> {
   const plan = recordsRead(ctx, actor, projectGid, (tx, view): ExportPlan => {
-    if (input.language === undefined || input.language === null) throw badRequest("Missing parameter", { "Missing parameter": "language" });
+    if (input.language === undefined || input.language === null) throw missing("language");
     const [lang] = view.languagesOf({ language: input.language });
     const parent = mustRecord(tx, projectGid, input.record);
     const { gids } = childrenIn(tx, parent.gid, { top: 0, size: Number.MAX_SAFE_INTEGER });
@@ -1119,7 +1119,7 @@ const reportNameOf = (filename: string) => (filename || "children.xlsx").replace
 export async function importChildren(ctx: Ctx, actor: Actor, projectGid: string, receive: () => Promise<Received>): Promise<Answer> {
   projectAccess(ctx.db, actor, projectGid, "member");
   const { fields, file } = await receive();
-  if (!file) throw badRequest("Missing parameter", { "Missing parameter": "upload_file" });
+  if (!file) throw missing("upload_file");
   const reportName = reportNameOf(file.filename);
   const up: Upload = { path: file.path, filename: file.filename, fields: { record: fields.record ?? "", language: fields.language ?? "" } };
   let keep = false;

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { sharp } from "../../platform/images/sharp";
 import type { Actor } from "../../core/actor";
 import type { Answer } from "../../core/answer";
-import { badRequest, invalidParameter, unprocessable } from "../../core/errors";
+import { invalidParameter, missing, unprocessable } from "../../core/errors";
 import type { Ctx } from "../../platform/context";
 import { mustRecord, recordsRead } from "./records.service";
 import { storedValue } from "./values.service";
@@ -85,7 +85,7 @@ async function png(modules: string, text: string): Promise<Buffer> {
 export async function previewField(ctx: Ctx, actor: Actor, projectGid: string, input: { record?: unknown; field?: unknown; language?: unknown; value?: unknown }): Promise<Answer> {
   const { value, record, field } = recordsRead(ctx, actor, projectGid, (tx, view) => {
     const rec = mustRecord(tx, projectGid, input.record);
-    if (typeof input.field !== "string" || !input.field) throw badRequest("Missing parameter", { "Missing parameter": "field" });
+    if (typeof input.field !== "string" || !input.field) throw missing("field");
     const f = view.def(rec.definition).byGid.get(input.field) ?? view.def(rec.definition).byName.get(input.field);
     if (!f) throw unprocessable("Field doesn't exist", { field: input.field });
     if (f.type !== "barcode") throw unprocessable("No preview possible", { reason: `previews exist for barcode fields; ${f.name} is ${f.type}` });
@@ -94,7 +94,7 @@ export async function previewField(ctx: Ctx, actor: Actor, projectGid: string, i
       return { value: input.value, record: rec.gid, field: f.gid };
     }
     const lang = f.localized ? view.languagesOf({ language: input.language ?? null })[0] : view.languages[0]!;
-    if (f.localized && (input.language === undefined || input.language === null)) throw badRequest("Missing parameter", { "Missing parameter": "language" });
+    if (f.localized && (input.language === undefined || input.language === null)) throw missing("language");
     return { value: String(storedValue(rec.vals, f, lang!) ?? ""), record: rec.gid, field: f.gid };
   });
   const modules = barcodeModules(value);

@@ -1,6 +1,6 @@
 import type { Actor } from "../../core/actor";
 import type { Answer } from "../../core/answer";
-import { ApiError, badRequest, invalidParameter, unprocessable } from "../../core/errors";
+import { ApiError, invalidParameter, missing, unprocessable } from "../../core/errors";
 import { decodeCursor, encodeCursor, pageSize } from "../../core/paging";
 import { BULK_PAGE_DEFAULT, BULK_PAGE_MAX, expandQueryElement, parseSelection, resolveSelection, type QueryExpander, type SelectionItem, type SelectionResolver } from "../../core/selection";
 import type { Tx } from "../../db/connection";
@@ -185,8 +185,8 @@ export const BULK_OPS: Record<BulkOp, Op> = {
   "channels/set": {
     job: "bulk_set_record_channels",
     check: (_tx, view, i) => {
-      if (!Array.isArray(i.channels) || i.channels.some((c) => typeof c !== "string")) throw badRequest("Missing parameter", { "Missing parameter": "channels" });
-      if (typeof i.enabled !== "boolean") throw badRequest("Missing parameter", { "Missing parameter": "enabled" });
+      if (!Array.isArray(i.channels) || i.channels.some((c) => typeof c !== "string")) throw missing("channels");
+      if (typeof i.enabled !== "boolean") throw missing("enabled");
       for (const c of i.channels) channelOf(view, c);
       return { channels: i.channels, enabled: i.enabled };
     },
@@ -195,7 +195,7 @@ export const BULK_OPS: Record<BulkOp, Op> = {
   "definition/set": {
     job: "bulk_set_record_definition",
     check: (tx, view, i) => {
-      if (typeof i.definition !== "string") throw badRequest("Missing parameter", { "Missing parameter": "definition" });
+      if (typeof i.definition !== "string") throw missing("definition");
       const def = rowOf(tx, "definition", view.projectGid, i.definition);
       if (!def || !isCommitted(def)) throw unprocessable("Definition doesn't exist", { definition: i.definition });
       return { definition: i.definition };
@@ -205,7 +205,7 @@ export const BULK_OPS: Record<BulkOp, Op> = {
   update: {
     job: "bulk_update_records",
     check: (_tx, _view, i) => {
-      if (!i.fields || typeof i.fields !== "object" || Array.isArray(i.fields)) throw badRequest("Missing parameter", { "Missing parameter": "fields" });
+      if (!i.fields || typeof i.fields !== "object" || Array.isArray(i.fields)) throw missing("fields");
       return { fields: i.fields };
     },
     one: (tx, view, touch, gid, p, state) => {

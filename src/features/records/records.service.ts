@@ -1,7 +1,7 @@
 import type { Database } from "bun:sqlite";
 import type { Actor } from "../../core/actor";
 import { JsonText, withJsonText, type Answer } from "../../core/answer";
-import { badRequest, invalidParameter, unprocessable } from "../../core/errors";
+import { invalidParameter, missing, unprocessable } from "../../core/errors";
 import { newGid, now } from "../../core/ids";
 import { sqliteOf, type Tx } from "../../db/connection";
 import { unitMemo, type ChangeLog } from "../../db/mutate";
@@ -173,7 +173,7 @@ export function recordRow(tx: Tx, projectGid: string, gid: unknown): Rec | undef
 
 /** The row of a gid, or 422 naming the member (the reference's "record doesn't exist"). */
 export function mustRecord(tx: Tx, projectGid: string, gid: unknown, member = "record"): Rec {
-  if (gid === undefined || gid === null || gid === "") throw badRequest("Missing parameter", { "Missing parameter": member });
+  if (gid === undefined || gid === null || gid === "") throw missing(member);
   if (typeof gid !== "string") throw invalidParameter(member, { expected: "a record gid" });
   const r = recordRow(tx, projectGid, gid);
   if (!r) throw unprocessable(member === "parent" ? "Parent record doesn't exist" : "Record doesn't exist", { [member]: gid });
@@ -575,7 +575,7 @@ const notAKey = (member: string) => invalidParameter(member, { expected: `a ${me
 /** The ordering member of a request: absent, or a key of the project's orderings (else 422; not text: 400). */
 export function orderingOf(view: SchemaView, v: unknown, required = false): string | undefined {
   if (v === undefined || v === null || v === "") {
-    if (required) throw badRequest("Missing parameter", { "Missing parameter": "ordering" });
+    if (required) throw missing("ordering");
     return undefined;
   }
   if (typeof v !== "string") throw notAKey("ordering");
@@ -644,7 +644,7 @@ export function getRecords(ctx: Ctx, actor: Actor, projectGid: string, input: La
       const r = mustRecord(tx, projectGid, input.record);
       return { result: { record: r.gid }, data: { records: formsOf(tx, view, [r], { languages: langs }) } };
     }
-    if (input.records === undefined || input.records === null) throw badRequest("Missing parameter", { "Missing parameter": "record" });
+    if (input.records === undefined || input.records === null) throw missing("record");
     if (!Array.isArray(input.records) || input.records.some((g) => typeof g !== "string")) throw invalidParameter("records", { expected: "an array of record gids" });
     if (input.records.length > 1000) throw invalidParameter("records", { expected: "at most 1000 gids" });
     const rows = rowsByGids(tx, projectGid, [...new Set(input.records as string[])]);
@@ -841,7 +841,7 @@ export function updateRecord(ctx: Ctx, actor: Actor, projectGid: string, input: 
   return recordsWrite(ctx, actor, projectGid, (tx, _log, view, touch) => {
     const langs = view.languagesOf(input);
     const rec = mustRecord(tx, projectGid, input.record);
-    if (input.fields === undefined || input.fields === null) throw badRequest("Missing parameter", { "Missing parameter": "fields" });
+    if (input.fields === undefined || input.fields === null) throw missing("fields");
     const { report, group } = updateRecordIn(tx, view, touch, rec, input.fields);
     return { result: { record: rec.gid, "report.validation": report }, data: { records: formsOf(tx, view, group, { languages: langs }) } };
   });

@@ -1,6 +1,6 @@
 import type { Actor } from "../../core/actor";
 import type { Answer } from "../../core/answer";
-import { badRequest, invalidParameter, unprocessable } from "../../core/errors";
+import { invalidParameter, missing, unprocessable } from "../../core/errors";
 import { now } from "../../core/ids";
 import type { Tx } from "../../db/connection";
 import type { Ctx } from "../../platform/context";
@@ -107,7 +107,7 @@ export function setOrderings(ctx: Ctx, actor: Actor, projectGid: string, input: 
   return recordsWrite(ctx, actor, projectGid, (tx, _log, view, touch) => {
     const rec = mustRecord(tx, projectGid, input.record);
     const o = input.orderings;
-    if (o === undefined || o === null) throw badRequest("Missing parameter", { "Missing parameter": "orderings" });
+    if (o === undefined || o === null) throw missing("orderings");
     if (typeof o !== "object" || Array.isArray(o)) throw invalidParameter("orderings", { expected: "an object of ordering keys to integer positions" });
     if (!rec.parent) throw cannot("The root record has no siblings to be ordered among", { record: rec.gid });
     const entries = Object.entries(o as Record<string, unknown>);
@@ -417,7 +417,7 @@ const TREE_MAX = 1_000_000;
 export function getTree(ctx: Ctx, actor: Actor, projectGid: string, input: Langs & { expanded_records?: unknown; ordering?: unknown; "page.top"?: unknown; "page.size"?: unknown }): Answer {
   return recordsRead(ctx, actor, projectGid, (tx, view) => {
     const langs = view.languagesOf(input);
-    if (input.expanded_records === undefined || input.expanded_records === null) throw badRequest("Missing parameter", { "Missing parameter": "expanded_records" });
+    if (input.expanded_records === undefined || input.expanded_records === null) throw missing("expanded_records");
     if (!Array.isArray(input.expanded_records) || input.expanded_records.some((g) => typeof g !== "string")) throw invalidParameter("expanded_records", { expected: "an array of record gids" });
     const ordering = orderingOf(view, input.ordering);
     const page = pageOf(input, TREE_PAGE);

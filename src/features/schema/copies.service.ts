@@ -1,7 +1,7 @@
 import { and, eq, isNull } from "drizzle-orm";
 import type { Actor } from "../../core/actor";
 import { lastingAnswer, type Answer } from "../../core/answer";
-import { badRequest, validationFailed } from "../../core/errors";
+import { missing, validationFailed } from "../../core/errors";
 import { newGid, now } from "../../core/ids";
 import type { Tx } from "../../db/connection";
 import type { ChangeLog } from "../../db/mutate";
@@ -121,7 +121,7 @@ export class Out {
 export function getItems(ctx: Ctx, actor: Actor, projectGid: string, kind: "field" | "class" | "definition", one: unknown, many: unknown, answerOf: (tx: Tx, row: SchemaRow) => Answer): Answer {
   return readProject(ctx, actor, projectGid, "member", ({ tx }) => {
     if (typeof one === "string") return snapshotValue(tx, projectGid, `${PLURAL[kind]}/get ${one}`, () => lastingAnswer(answerOf(tx, mustGet(tx, kind, projectGid, one))));
-    if (!Array.isArray(many)) throw badRequest("Missing parameter", { "Missing parameter": kind });
+    if (!Array.isArray(many)) throw missing(kind);
     const rows = new Map(rowsOf(tx, kind, projectGid, many.filter((g): g is string => typeof g === "string")).map((r) => [r.gid, r]));
     const found = many.filter((g): g is string => typeof g === "string" && rows.has(g));
     const out = new Out().has(kind);
