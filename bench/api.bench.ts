@@ -20,7 +20,25 @@
 import { Database } from "bun:sqlite";
 import { copyFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { BUN, executable, compareLoad, CONNECTIONS, ROUNDS, freePort, load, median, removeDir, round, rssMb, SECONDS, spawnServer, tempDir, type BenchResult, type Child, type Row } from "./harness";
+import {
+  BUN,
+  executable,
+  compareLoad,
+  CONNECTIONS,
+  ROUNDS,
+  freePort,
+  load,
+  median,
+  removeDir,
+  round,
+  rssMb,
+  SECONDS,
+  spawnServer,
+  tempDir,
+  type BenchResult,
+  type Child,
+  type Row,
+} from "./harness";
 
 const USER = { username: "bench", email: "bench@example.test", password: "bench-password-1" };
 const COLD_RUNS = Number(process.env.BENCH_COLD_RUNS ?? 5);
@@ -31,7 +49,20 @@ const MANY_PROJECTS = 200;
 /** High enough never to refuse the benchmark, low enough that both servers keep the token bucket. */
 const RATE_LIMIT = 100_000;
 
-const apisCommand = (exe: string[], port: number, data: string, level = "warn") => [...exe, "serve", "--port", String(port), "--host", "127.0.0.1", "--data", data, "--log-level", level, "--rate-limit", String(RATE_LIMIT)];
+const apisCommand = (exe: string[], port: number, data: string, level = "warn") => [
+  ...exe,
+  "serve",
+  "--port",
+  String(port),
+  "--host",
+  "127.0.0.1",
+  "--data",
+  data,
+  "--log-level",
+  level,
+  "--rate-limit",
+  String(RATE_LIMIT),
+];
 const sourceExe = [BUN, "src/main.ts"];
 
 /** Runs a CLI command of Apis to completion; throws with its output when it fails. */
@@ -85,7 +116,10 @@ async function startupSteps(exe: string[]): Promise<string> {
   const proc = Bun.spawn(apisCommand(exe, port, data, "debug"), { stdout: "ignore", stderr: "pipe" });
   try {
     for (let i = 0; i < 3000; i++) {
-      const ok = await fetch(`http://127.0.0.1:${port}/api/ping`).then((r) => r.ok, () => false);
+      const ok = await fetch(`http://127.0.0.1:${port}/api/ping`).then(
+        (r) => r.ok,
+        () => false,
+      );
       if (ok) break;
       await Bun.sleep(5);
     }
@@ -109,22 +143,47 @@ export async function run(): Promise<BenchResult> {
   let bare: Child | undefined;
   let authBare: Child | undefined;
   try {
-    await cli(["user", "create", "--data", data, "--username", USER.username, "--email", USER.email, "--password", USER.password, "--name", "Bench User"]);
+    await cli([
+      "user",
+      "create",
+      "--data",
+      data,
+      "--username",
+      USER.username,
+      "--email",
+      USER.email,
+      "--password",
+      USER.password,
+      "--name",
+      "Bench User",
+    ]);
     const apisPort = await freePort();
     apis = await spawnServer(apisCommand(sourceExe, apisPort, data), apisPort);
 
     // A realistic caller: the user owns two projects; project init asks for the first.
-    const login = await fetch(apis.url + "/api/login", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ username: USER.username, password: USER.password }) });
+    const login = await fetch(apis.url + "/api/login", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ username: USER.username, password: USER.password }),
+    });
     const me = ((await login.json()) as { result: { user: string } }).result.user;
     const auth = login.headers.get("authorization");
     if (!login.ok || !auth) throw new Error(`login failed: ${login.status}`);
     const projects: string[] = [];
     for (const name of ["Catalogue", "Images"]) {
-      const r = await fetch(apis.url + "/api/projects/create", { method: "POST", headers: { authorization: auth, "content-type": "application/json" }, body: JSON.stringify({ name }) });
+      const r = await fetch(apis.url + "/api/projects/create", {
+        method: "POST",
+        headers: { authorization: auth, "content-type": "application/json" },
+        body: JSON.stringify({ name }),
+      });
       projects.push(JSON.parse((await capture(r)).body).result.project);
     }
     const initPath = `/api/p/${projects[0]}/init`;
-    const usersGet = { method: "POST", headers: { authorization: auth, "content-type": "application/json" }, body: JSON.stringify({ user: me }) };
+    const usersGet = {
+      method: "POST",
+      headers: { authorization: auth, "content-type": "application/json" },
+      body: JSON.stringify({ user: me }),
+    };
     const answers = { "/api/ping": await capture(await fetch(apis.url + "/api/ping")) };
     const answersFile = join(bareDir, "answers.json");
     writeFileSync(answersFile, JSON.stringify(answers));
@@ -148,11 +207,16 @@ export async function run(): Promise<BenchResult> {
     const same = async (path: string, init: RequestInit, a: Child, b: Child) => {
       const [x, y] = await Promise.all([fetch(a.url + path, init), fetch(b.url + path, init)]);
       const [tx, ty] = [await x.text(), await y.text()];
-      if (x.status !== 200 || tx !== ty) throw new Error(`${path}: the ceiling's answer differs from Apis' (${x.status}/${y.status})\n${tx}\n${ty}`);
-      if (x.headers.get("authorization") !== auth || y.headers.get("authorization") !== auth) throw new Error(`${path}: the token was renewed; the benchmark needs a stable token`);
+      if (x.status !== 200 || tx !== ty)
+        throw new Error(`${path}: the ceiling's answer differs from Apis' (${x.status}/${y.status})\n${tx}\n${ty}`);
+      if (x.headers.get("authorization") !== auth || y.headers.get("authorization") !== auth)
+        throw new Error(`${path}: the token was renewed; the benchmark needs a stable token`);
       return tx.length;
     };
-    await Promise.all([fetch(apis.url + "/api/ping").then((r) => r.text()), fetch(bare.url + "/api/ping").then((r) => r.text())]).then(([a, b]) => {
+    await Promise.all([
+      fetch(apis.url + "/api/ping").then((r) => r.text()),
+      fetch(bare.url + "/api/ping").then((r) => r.text()),
+    ]).then(([a, b]) => {
       if (a !== b) throw new Error("/api/ping: the bare server's answer differs from Apis'");
     });
     const initBytes = await same(initPath, { headers: { authorization: auth } }, apis, authBare);
@@ -160,7 +224,10 @@ export async function run(): Promise<BenchResult> {
 
     const headers = { authorization: auth };
     // Warm-up: JIT, SQLite page cache, connection pools.
-    for (const [url, ceiling] of [[apis.url, bare.url], [apis.url, authBare.url]] as const) {
+    for (const [url, ceiling] of [
+      [apis.url, bare.url],
+      [apis.url, authBare.url],
+    ] as const) {
       await load(url + "/api/ping", { seconds: 2 });
       await load(ceiling + "/api/ping", { seconds: 1 });
     }
@@ -168,9 +235,18 @@ export async function run(): Promise<BenchResult> {
       await load(url + initPath, { seconds: 2, headers });
       await load(url + "/api/users/get", { seconds: 2, ...usersGet });
     }
-    const ping = await compareLoad(() => load(apis!.url + "/api/ping"), () => load(bare!.url + "/api/ping"));
-    const init = await compareLoad(() => load(apis!.url + initPath, { headers }), () => load(authBare!.url + initPath, { headers }));
-    const users = await compareLoad(() => load(apis!.url + "/api/users/get", usersGet), () => load(authBare!.url + "/api/users/get", usersGet));
+    const ping = await compareLoad(
+      () => load(apis!.url + "/api/ping"),
+      () => load(bare!.url + "/api/ping"),
+    );
+    const init = await compareLoad(
+      () => load(apis!.url + initPath, { headers }),
+      () => load(authBare!.url + initPath, { headers }),
+    );
+    const users = await compareLoad(
+      () => load(apis!.url + "/api/users/get", usersGet),
+      () => load(authBare!.url + "/api/users/get", usersGet),
+    );
 
     // Under load: 200 connections on project init; this process's CPU is the load tool's.
     const toolBefore = process.cpuUsage();
@@ -181,13 +257,21 @@ export async function run(): Promise<BenchResult> {
     const tool = process.cpuUsage(toolBefore);
     const toolShare = (tool.user + tool.system) / 1e6 / wall;
     const apisShare = ((await cpuSeconds(apis.pid)) - apisBefore) / wall;
-    const heavyCeiling = await load(authBare.url + initPath, { headers, connections: LOAD_CONNECTIONS, seconds: Math.min(LOAD_SECONDS, 10) });
+    const heavyCeiling = await load(authBare.url + initPath, {
+      headers,
+      connections: LOAD_CONNECTIONS,
+      seconds: Math.min(LOAD_SECONDS, 10),
+    });
 
     // Apis keeps an init payload until the next write; the ceiling builds it on every request. To
     // measure the payload built every time too, the user owns MANY_PROJECTS projects (more than
     // Apis keeps payloads) and asks for the init of each in turn, on Apis and on a new copy of its database.
     for (let i = projects.length; i < MANY_PROJECTS; i++) {
-      const r = await fetch(apis.url + "/api/projects/create", { method: "POST", headers: { authorization: auth, "content-type": "application/json" }, body: JSON.stringify({ name: `Project ${i + 1}` }) });
+      const r = await fetch(apis.url + "/api/projects/create", {
+        method: "POST",
+        headers: { authorization: auth, "content-type": "application/json" },
+        body: JSON.stringify({ name: `Project ${i + 1}` }),
+      });
       projects.push(JSON.parse((await capture(r)).body).result.project);
     }
     await authBare.stop();
@@ -195,8 +279,12 @@ export async function run(): Promise<BenchResult> {
     const manyPaths = projects.map((p) => `/api/p/${p}/init`);
     const manyBytes = await same(manyPaths[0]!, { headers: { authorization: auth } }, apis, authBare);
     await same(manyPaths.at(-1)!, { headers: { authorization: auth } }, apis, authBare);
-    for (const url of [apis.url, authBare.url]) await load(url + manyPaths[0], { seconds: 2, headers, paths: manyPaths });
-    const built = await compareLoad(() => load(apis!.url + manyPaths[0], { headers, paths: manyPaths }), () => load(authBare!.url + manyPaths[0], { headers, paths: manyPaths }));
+    for (const url of [apis.url, authBare.url])
+      await load(url + manyPaths[0], { seconds: 2, headers, paths: manyPaths });
+    const built = await compareLoad(
+      () => load(apis!.url + manyPaths[0], { headers, paths: manyPaths }),
+      () => load(authBare!.url + manyPaths[0], { headers, paths: manyPaths }),
+    );
 
     const afterLoad = rssMb(apis.pid);
     for (const c of [apis, bare, authBare]) await c.stop();
@@ -218,14 +306,62 @@ export async function run(): Promise<BenchResult> {
       `Start-up steps of one start (\`apis serve --log-level debug\`, ms since the process began): ${steps}`,
     );
     const rows: Row[] = [
-      { metric: "GET /api/ping", value: round(ping.subject, 0), unit: "req/s", ceiling: round(ping.ceiling, 0), ratio: round(ping.subject / ping.ceiling), target: "ratio >= 0.6" },
-      { metric: "GET /api/p/<project>/init (JWT)", value: round(init.subject, 0), unit: "req/s", ceiling: round(init.ceiling, 0), ratio: round(init.subject / init.ceiling), target: "ratio >= 0.5" },
-      { metric: `GET /api/p/<project>/init, built on every request (${MANY_PROJECTS} projects in turn)`, value: round(built.subject, 0), unit: "req/s", ceiling: round(built.ceiling, 0), ratio: round(built.subject / built.ceiling), target: "ratio >= 0.5" },
-      { metric: "POST /api/users/get (JWT)", value: round(users.subject, 0), unit: "req/s", ceiling: round(users.ceiling, 0), ratio: round(users.subject / users.ceiling), target: "ratio >= 0.5" },
-      { metric: `project init, ${LOAD_CONNECTIONS} connections for ${LOAD_SECONDS} s: p99`, value: heavy.p99, unit: "ms", ceiling: heavyCeiling.p99, target: "< 50 ms" },
+      {
+        metric: "GET /api/ping",
+        value: round(ping.subject, 0),
+        unit: "req/s",
+        ceiling: round(ping.ceiling, 0),
+        ratio: round(ping.subject / ping.ceiling),
+        target: "ratio >= 0.6",
+      },
+      {
+        metric: "GET /api/p/<project>/init (JWT)",
+        value: round(init.subject, 0),
+        unit: "req/s",
+        ceiling: round(init.ceiling, 0),
+        ratio: round(init.subject / init.ceiling),
+        target: "ratio >= 0.5",
+      },
+      {
+        metric: `GET /api/p/<project>/init, built on every request (${MANY_PROJECTS} projects in turn)`,
+        value: round(built.subject, 0),
+        unit: "req/s",
+        ceiling: round(built.ceiling, 0),
+        ratio: round(built.subject / built.ceiling),
+        target: "ratio >= 0.5",
+      },
+      {
+        metric: "POST /api/users/get (JWT)",
+        value: round(users.subject, 0),
+        unit: "req/s",
+        ceiling: round(users.ceiling, 0),
+        ratio: round(users.subject / users.ceiling),
+        target: "ratio >= 0.5",
+      },
+      {
+        metric: `project init, ${LOAD_CONNECTIONS} connections for ${LOAD_SECONDS} s: p99`,
+        value: heavy.p99,
+        unit: "ms",
+        ceiling: heavyCeiling.p99,
+        target: "< 50 ms",
+      },
       { metric: "load tool's own CPU during that run", value: round(toolShare * 100, 0), unit: "% of a core" },
-      { metric: `cold start to first ping (${binary ? "executable" : "bun src/main.ts"})`, value: round(cold.ms, 0), unit: "ms", ceiling: round(bareCold.ms, 0), ratio: round(cold.ms / bareCold.ms), target: "< 100 ms" },
-      { metric: `idle RSS 1 s after start (${binary ? "executable" : "bun src/main.ts"})`, value: round(cold.mb, 1), unit: "MB", ceiling: round(bareCold.mb, 1), ratio: round(cold.mb / bareCold.mb), target: "< 64 MB" },
+      {
+        metric: `cold start to first ping (${binary ? "executable" : "bun src/main.ts"})`,
+        value: round(cold.ms, 0),
+        unit: "ms",
+        ceiling: round(bareCold.ms, 0),
+        ratio: round(cold.ms / bareCold.ms),
+        target: "< 100 ms",
+      },
+      {
+        metric: `idle RSS 1 s after start (${binary ? "executable" : "bun src/main.ts"})`,
+        value: round(cold.mb, 1),
+        unit: "MB",
+        ceiling: round(bareCold.mb, 1),
+        ratio: round(cold.mb / bareCold.mb),
+        target: "< 64 MB",
+      },
     ];
     return { name: "api", rows, notes };
   } finally {

@@ -44,7 +44,13 @@ function verify(header: string | null): Claims | null {
     if (head?.alg !== "HS256" || head.crit !== undefined) return null;
     const c = JSON.parse(Buffer.from(p, "base64url").toString());
     if (typeof c !== "object" || c === null || Array.isArray(c)) return null;
-    if (typeof c.sub !== "string" || typeof c.tv !== "number" || typeof c.exp !== "number" || c.exp <= Math.floor(Date.now() / 1000)) return null;
+    if (
+      typeof c.sub !== "string" ||
+      typeof c.tv !== "number" ||
+      typeof c.exp !== "number" ||
+      c.exp <= Math.floor(Date.now() / 1000)
+    )
+      return null;
     if (c.iat !== undefined && typeof c.iat !== "number") return null;
     if (c.nbf !== undefined && (typeof c.nbf !== "number" || c.nbf > Math.floor(Date.now() / 1000))) return null;
     return c as Claims;
@@ -66,19 +72,29 @@ const PROJECT = `"gid", "name", "icon", "owner", "status", "options", "last_back
 const ITEM = `"id", "gid", "project_gid", "original", "is_new", "name", "label", "metadata", "spec", "created_on", "updated_on"`;
 const q = {
   user: db.prepare<any, [string]>(`select ${USER} from "users" where "users"."gid" = ?`),
-  anyActiveMembership: db.prepare<any, [string]>(`select 1 from "memberships" where "user_gid" = ? and "status" = 'active' limit 1`),
-  membership: db.prepare<any, [string, string]>(`select "project_gid", "user_gid", "status", "roles", "options", "created_on", "updated_on" from "memberships" where ("memberships"."project_gid" = ? and "memberships"."user_gid" = ?)`),
+  anyActiveMembership: db.prepare<any, [string]>(
+    `select 1 from "memberships" where "user_gid" = ? and "status" = 'active' limit 1`,
+  ),
+  membership: db.prepare<any, [string, string]>(
+    `select "project_gid", "user_gid", "status", "roles", "options", "created_on", "updated_on" from "memberships" where ("memberships"."project_gid" = ? and "memberships"."user_gid" = ?)`,
+  ),
   project: db.prepare<any, [string]>(`select ${PROJECT} from "projects" where "projects"."gid" = ?`),
   owned: db.prepare<any, [string]>(`select ${PROJECT} from "projects" where "projects"."owner" = ?`),
   // Like Apis: no ORDER BY (sorted here), and each member's user read by its key instead of a join
   // (SQLite ran the join of one row each at 10-30 times the cost of the two lookups).
-  backups: db.prepare<any, [string, string]>(`select "version", "name", "created_by", "created_on" from "backups" where ("backups"."project_gid" = ? and "backups"."status" = ?)`),
-  members: db.prepare<any, [string]>(`select "project_gid", "user_gid", "status", "roles", "options", "created_on", "updated_on" from "memberships" where "memberships"."project_gid" = ?`),
+  backups: db.prepare<any, [string, string]>(
+    `select "version", "name", "created_by", "created_on" from "backups" where ("backups"."project_gid" = ? and "backups"."status" = ?)`,
+  ),
+  members: db.prepare<any, [string]>(
+    `select "project_gid", "user_gid", "status", "roles", "options", "created_on", "updated_on" from "memberships" where "memberships"."project_gid" = ?`,
+  ),
   definitions: db.prepare<any, [string]>(`select ${ITEM} from "definitions" where "definitions"."project_gid" = ?`),
   classes: db.prepare<any, [string]>(`select ${ITEM} from "classes" where "classes"."project_gid" = ?`),
   fields: db.prepare<any, [string]>(`select ${ITEM} from "fields" where "fields"."project_gid" = ?`),
   layouts: db.prepare<any, [string]>(`select ${ITEM} from "layouts" where "layouts"."project_gid" = ?`),
-  queries: db.prepare<any, [string]>(`select "id", "gid", "project_gid", "type", "name", "q", "filter", "created_by", "created_on", "updated_on" from "queries" where "queries"."project_gid" = ?`),
+  queries: db.prepare<any, [string]>(
+    `select "id", "gid", "project_gid", "type", "name", "q", "filter", "created_by", "created_on", "updated_on" from "queries" where "queries"."project_gid" = ?`,
+  ),
   cursor: db.prepare<{ c: number | null }, []>(`select max("cursor") as c from "changes"`),
   floor: db.prepare<{ value: string }, [string]>(`select "key", "value" from "meta" where "meta"."key" = ?`),
   coMember: db.prepare<any, [string, string]>(
@@ -88,8 +104,22 @@ const q = {
 
 // ---- the forms ------------------------------------------------------------------------------
 const shownUsername = (u: any) => (u.kind === "api" ? null : (u.username ?? ""));
-const userFull = (u: any) => ({ gid: u.gid, username: shownUsername(u), email: u.email, name: u.name, avatar: u.avatar, status: u.status, options: { language: u.language, timezone: u.timezone } });
-const userShort = (u: any) => ({ gid: u.gid, username: shownUsername(u), name: u.name, avatar: u.avatar, status: u.status });
+const userFull = (u: any) => ({
+  gid: u.gid,
+  username: shownUsername(u),
+  email: u.email,
+  name: u.name,
+  avatar: u.avatar,
+  status: u.status,
+  options: { language: u.language, timezone: u.timezone },
+});
+const userShort = (u: any) => ({
+  gid: u.gid,
+  username: shownUsername(u),
+  name: u.name,
+  avatar: u.avatar,
+  status: u.status,
+});
 const projectShort = (p: any) => ({ gid: p.gid, name: p.name, icon: p.icon, owner: p.owner, status: p.status });
 /** Schema items and saved queries: the benchmark's project has none, so any row is a surprise. */
 function dictionary(rows: any[]): Record<string, unknown> {
@@ -100,7 +130,10 @@ function dictionary(rows: any[]): Record<string, unknown> {
 // ---- auth -----------------------------------------------------------------------------------
 const JSON_TYPE = "application/json; charset=utf-8";
 const refusal = (status: number, code: number, message: string) =>
-  new Response(JSON.stringify({ success: false, result: { code, message, info: {} }, data: {} }), { status, headers: { "content-type": JSON_TYPE } });
+  new Response(JSON.stringify({ success: false, result: { code, message, info: {} }, data: {} }), {
+    status,
+    headers: { "content-type": JSON_TYPE },
+  });
 
 type Holder = { user: any; token: string };
 function holder(req: Request): Holder | null {
@@ -127,7 +160,8 @@ function allowed(key: string, limit: number): boolean {
   return true;
 }
 
-const answer = (body: unknown, token: string) => new Response(JSON.stringify(body), { headers: { "content-type": JSON_TYPE, authorization: `Bearer ${token}` } });
+const answer = (body: unknown, token: string) =>
+  new Response(JSON.stringify(body), { headers: { "content-type": JSON_TYPE, authorization: `Bearer ${token}` } });
 
 // ---- the two endpoints ----------------------------------------------------------------------
 const projectInit = db.transaction((me: any, projectGid: string) => {
@@ -142,15 +176,34 @@ const projectInit = db.transaction((me: any, projectGid: string) => {
   const ccMembers: unknown[] = [];
   const project = q.project.get(projectGid)!;
   project.options = JSON.parse(project.options);
-  const versions = q.backups.all(projectGid, "ready").sort((a, b) => b.version - a.version).map((b) => ({ version: b.version, name: b.name, created_by: b.created_by ?? "", timestamp: b.created_on }));
-  ccProjects[project.gid] = { ...projectShort(project), options: projectOptions(project), backups: { versions, next_version: project.next_backup_version }, build: 1 };
+  const versions = q.backups
+    .all(projectGid, "ready")
+    .sort((a, b) => b.version - a.version)
+    .map((b) => ({ version: b.version, name: b.name, created_by: b.created_by ?? "", timestamp: b.created_on }));
+  ccProjects[project.gid] = {
+    ...projectShort(project),
+    options: projectOptions(project),
+    backups: { versions, next_version: project.next_backup_version },
+    build: 1,
+  };
   const isOwner = project.owner === me.gid;
   const projectMembers: string[] = [];
   const rows = q.members
     .all(projectGid)
     .flatMap((m) => {
       const u = q.user.get(m.user_gid);
-      return u ? [{ ...u, m_status: m.status, created_on: m.created_on, roles: m.roles, options: m.options, user_gid: m.user_gid }] : [];
+      return u
+        ? [
+            {
+              ...u,
+              m_status: m.status,
+              created_on: m.created_on,
+              roles: m.roles,
+              options: m.options,
+              user_gid: m.user_gid,
+            },
+          ]
+        : [];
     })
     .sort((a, b) => a.created_on - b.created_on)
     .filter((r) => isOwner || r.m_status !== "declined");
@@ -172,15 +225,34 @@ const projectInit = db.transaction((me: any, projectGid: string) => {
   const cursor = Math.max(q.cursor.get()?.c ?? 0, Number(q.floor.get("changes.floor")?.value ?? 0));
   return {
     success: true,
-    result: { user: me.gid, user_projects: userProjects, project: project.gid, project_members: projectMembers, last_backed_up: project.last_backed_up ?? null, "cc.version": VERSION, "cc.cursor": cursor, cursor },
-    data: { "cc.users": ccUsers, "cc.projects": ccProjects, "cc.projects_members": ccMembers, "cc.languages": LANGUAGES, ...dictionaries },
+    result: {
+      user: me.gid,
+      user_projects: userProjects,
+      project: project.gid,
+      project_members: projectMembers,
+      last_backed_up: project.last_backed_up ?? null,
+      "cc.version": VERSION,
+      "cc.cursor": cursor,
+      cursor,
+    },
+    data: {
+      "cc.users": ccUsers,
+      "cc.projects": ccProjects,
+      "cc.projects_members": ccMembers,
+      "cc.languages": LANGUAGES,
+      ...dictionaries,
+    },
   };
 });
 
 const userInfo = db.transaction((me: any, gid: string) => {
   const target = q.user.get(gid);
   if (!target || (target.gid !== me.gid && !q.coMember.get(me.gid, target.gid))) return null;
-  return { success: true, result: { user: target.gid }, data: { "cc.users": { [target.gid]: target.gid === me.gid ? userFull(target) : userShort(target) } } };
+  return {
+    success: true,
+    result: { user: target.gid },
+    data: { "cc.users": { [target.gid]: target.gid === me.gid ? userFull(target) : userShort(target) } },
+  };
 });
 
 const PROJECT_INIT = /^\/api\/p\/([^/]+)\/init$/;
@@ -191,7 +263,10 @@ Bun.serve({
   async fetch(req) {
     const url = req.url;
     const path = url.slice(url.indexOf("/", 8));
-    if (path === "/api/ping") return new Response(JSON.stringify({ success: true, result: {}, data: {} }), { headers: { "content-type": JSON_TYPE } });
+    if (path === "/api/ping")
+      return new Response(JSON.stringify({ success: true, result: {}, data: {} }), {
+        headers: { "content-type": JSON_TYPE },
+      });
     const init = req.method === "GET" ? PROJECT_INIT.exec(path) : null;
     if (init) {
       const who = holder(req);
@@ -200,7 +275,8 @@ Bun.serve({
       const m = q.membership.get(projectGid, who.user.gid);
       if (!m || m.status !== "active") return refusal(403, 403, "Not a member of the project");
       const limit = JSON.parse(m.options).rate_limit_per_second;
-      if (!allowed(`rps:${who.user.gid}:${projectGid}`, typeof limit === "number" ? limit : defaultLimit)) return refusal(429, 429, "Too many requests");
+      if (!allowed(`rps:${who.user.gid}:${projectGid}`, typeof limit === "number" ? limit : defaultLimit))
+        return refusal(429, 429, "Too many requests");
       return answer(projectInit(who.user, projectGid), who.token);
     }
     if (req.method === "POST" && path === "/api/users/get") {

@@ -18,7 +18,13 @@ declare module "autocannon" {
     duration?: number;
     pipelining?: number;
     /** Requests each connection sends in turn; `setupRequest` may change one before it goes out. */
-    requests?: { setupRequest?: (req: { path: string; method: string; headers?: Record<string, string> }) => { path: string; method: string; headers?: Record<string, string> } }[];
+    requests?: {
+      setupRequest?: (req: { path: string; method: string; headers?: Record<string, string> }) => {
+        path: string;
+        method: string;
+        headers?: Record<string, string>;
+      };
+    }[];
   };
   export default function autocannon(opts: Options): Promise<Result>;
 }

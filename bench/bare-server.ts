@@ -6,7 +6,9 @@
 import { readFileSync } from "node:fs";
 
 const [port, file] = process.argv.slice(2);
-const answers: Record<string, { body: string; headers: Record<string, string> }> = JSON.parse(readFileSync(file!, "utf8"));
+const answers: Record<string, { body: string; headers: Record<string, string> }> = JSON.parse(
+  readFileSync(file!, "utf8"),
+);
 const notFound = new Response("not found", { status: 404 });
 
 Bun.serve({

@@ -13,7 +13,18 @@
  * runner: `npm run bench -- batch`.
  */
 import { join } from "node:path";
-import { BUN, freePort, median, removeDir, round, spawnServer, tempDir, type BenchResult, type Child, type Row } from "./harness";
+import {
+  BUN,
+  freePort,
+  median,
+  removeDir,
+  round,
+  spawnServer,
+  tempDir,
+  type BenchResult,
+  type Child,
+  type Row,
+} from "./harness";
 
 const USER = { username: "batchbench", email: "batchbench@example.test", password: "bench-password-1" };
 const OP = process.env.BENCH_BATCH_OP ?? "records/update";
@@ -41,7 +52,8 @@ const workloads = new Map<string, Workload>([
           return g;
         };
         const fields = [await field("name", "textline"), await field("stock", "number")];
-        const article = (await call("definitions/create", { name: "article", fields, titlefield: fields[0] })).result.definition as string;
+        const article = (await call("definitions/create", { name: "article", fields, titlefield: fields[0] })).result
+          .definition as string;
         await call("definitions/commit", { definition: article });
         const rootAnswer = await call("records/root", {});
         const root = rootAnswer.result.root as string;
@@ -49,8 +61,13 @@ const workloads = new Map<string, Workload>([
         await call("definitions/childdefinitions/add", { definition: base, childdefinition: article });
         await call("definitions/commit", { definition: base });
         const gids: string[] = [];
-        for (let i = 0; i < size; i++) gids.push((await call("records/create", { parent: root, language: "en" })).result.record);
-        return (i, r) => ({ record: gids[i], language: "en", fields: { en: { name: `Item ${i} round ${r}`, stock: r * 100 + i } } });
+        for (let i = 0; i < size; i++)
+          gids.push((await call("records/create", { parent: root, language: "en" })).result.record);
+        return (i, r) => ({
+          record: gids[i],
+          language: "en",
+          fields: { en: { name: `Item ${i} round ${r}`, stock: r * 100 + i } },
+        });
       },
     },
   ],
@@ -59,7 +76,8 @@ const workloads = new Map<string, Workload>([
     {
       async setup(call, size) {
         const gids: string[] = [];
-        for (let i = 0; i < size; i++) gids.push((await call("queries/create", { type: "record", name: `Query ${i}`, q: "shoe" })).result.query);
+        for (let i = 0; i < size; i++)
+          gids.push((await call("queries/create", { type: "record", name: `Query ${i}`, q: "shoe" })).result.query);
         return (i, r) => ({ query: gids[i], name: `Query ${i} round ${r}`, q: `shoe ${r}` });
       },
     },
@@ -67,7 +85,11 @@ const workloads = new Map<string, Workload>([
 ]);
 
 async function cli(args: string[]) {
-  const p = Bun.spawn([BUN, "src/main.ts", ...args], { cwd: join(import.meta.dir, ".."), stdout: "pipe", stderr: "pipe" });
+  const p = Bun.spawn([BUN, "src/main.ts", ...args], {
+    cwd: join(import.meta.dir, ".."),
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   if ((await p.exited) !== 0) throw new Error(`apis ${args.join(" ")}: ${await new Response(p.stderr).text()}`);
 }
 
@@ -76,16 +98,56 @@ async function measure(workload: Workload, args: string[]): Promise<{ b: number;
   const data = tempDir();
   let apis: Child | undefined;
   try {
-    await cli(["user", "create", "--data", data, "--username", USER.username, "--email", USER.email, "--password", USER.password, "--name", "Batch Bench"]);
+    await cli([
+      "user",
+      "create",
+      "--data",
+      data,
+      "--username",
+      USER.username,
+      "--email",
+      USER.email,
+      "--password",
+      USER.password,
+      "--name",
+      "Batch Bench",
+    ]);
     const port = await freePort();
-    apis = await spawnServer([BUN, ...(process.env.BENCH_PROFILE ? ["--cpu-prof-md", `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : []), "src/main.ts", "serve", "--port", String(port), "--host", "127.0.0.1", "--data", data, "--log-level", "warn", "--rate-limit", "0", ...args], port);
+    apis = await spawnServer(
+      [
+        BUN,
+        ...(process.env.BENCH_PROFILE ? ["--cpu-prof-md", `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : []),
+        "src/main.ts",
+        "serve",
+        "--port",
+        String(port),
+        "--host",
+        "127.0.0.1",
+        "--data",
+        data,
+        "--log-level",
+        "warn",
+        "--rate-limit",
+        "0",
+        ...args,
+      ],
+      port,
+    );
     const base = apis.url;
-    const login = await fetch(base + "/api/login", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ username: USER.username, password: USER.password }) });
+    const login = await fetch(base + "/api/login", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ username: USER.username, password: USER.password }),
+    });
     await login.arrayBuffer();
     const auth = login.headers.get("authorization");
     if (!login.ok || !auth) throw new Error(`login failed: ${login.status}`);
     const post = async (path: string, body: unknown) => {
-      const res = await fetch(base + path, { method: "POST", headers: { authorization: auth, "content-type": "application/json" }, body: JSON.stringify(body) });
+      const res = await fetch(base + path, {
+        method: "POST",
+        headers: { authorization: auth, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
       const json = (await res.json()) as any;
       if (!res.ok) throw new Error(`${path}: ${res.status} ${JSON.stringify(json).slice(0, 500)}`);
       return json;
@@ -105,18 +167,22 @@ async function measure(workload: Workload, args: string[]): Promise<{ b: number;
       const round = ++r;
       const t0 = performance.now();
       let next = 0;
-      await Promise.all(Array.from({ length: 10 }, async () => {
-        while (next < SIZE) {
-          const i = next++;
-          await call(OP, bodyOf(i, round));
-        }
-      }));
+      await Promise.all(
+        Array.from({ length: 10 }, async () => {
+          while (next < SIZE) {
+            const i = next++;
+            await call(OP, bodyOf(i, round));
+          }
+        }),
+      );
       return performance.now() - t0;
     };
     const batched = async () => {
       const round = ++r;
       const t0 = performance.now();
-      const answer = await call("batch", { requests: Array.from({ length: SIZE }, (_, i) => ({ path: OP, body: bodyOf(i, round) })) });
+      const answer = await call("batch", {
+        requests: Array.from({ length: SIZE }, (_, i) => ({ path: OP, body: bodyOf(i, round) })),
+      });
       const ms = performance.now() - t0;
       if (answer.result.results.length !== SIZE) throw new Error("the batch did not answer every sub-request");
       return ms;
@@ -154,11 +220,37 @@ export async function run(): Promise<BenchResult> {
   const o = await measure(workload, ["--sqlite-synchronous", other]);
   const rows: Row[] = [
     { metric: `${SIZE} × ${OP} as one batch`, value: round(b, 1), unit: "ms" },
-    { metric: `${SIZE} separate ${OP} calls, one after another`, value: round(s, 1), unit: "ms", ceiling: round(b, 1), ratio: round(s / b), target: "ratio >= 5" },
-    { metric: `${SIZE} separate ${OP} calls, 10 at a time`, value: round(c, 1), unit: "ms", ceiling: round(b, 1), ratio: round(c / b), target: "ratio >= 5" },
+    {
+      metric: `${SIZE} separate ${OP} calls, one after another`,
+      value: round(s, 1),
+      unit: "ms",
+      ceiling: round(b, 1),
+      ratio: round(s / b),
+      target: "ratio >= 5",
+    },
+    {
+      metric: `${SIZE} separate ${OP} calls, 10 at a time`,
+      value: round(c, 1),
+      unit: "ms",
+      ceiling: round(b, 1),
+      ratio: round(c / b),
+      target: "ratio >= 5",
+    },
     { metric: `${SIZE} × ${OP} as one batch, --sqlite-synchronous ${other}`, value: round(o.b, 1), unit: "ms" },
-    { metric: `${SIZE} separate ${OP} calls, one after another, --sqlite-synchronous ${other}`, value: round(o.s, 1), unit: "ms", ceiling: round(o.b, 1), ratio: round(o.s / o.b) },
-    { metric: `${SIZE} separate ${OP} calls, 10 at a time, --sqlite-synchronous ${other}`, value: round(o.c, 1), unit: "ms", ceiling: round(o.b, 1), ratio: round(o.c / o.b) },
+    {
+      metric: `${SIZE} separate ${OP} calls, one after another, --sqlite-synchronous ${other}`,
+      value: round(o.s, 1),
+      unit: "ms",
+      ceiling: round(o.b, 1),
+      ratio: round(o.s / o.b),
+    },
+    {
+      metric: `${SIZE} separate ${OP} calls, 10 at a time, --sqlite-synchronous ${other}`,
+      value: round(o.c, 1),
+      unit: "ms",
+      ceiling: round(o.b, 1),
+      ratio: round(o.c / o.b),
+    },
   ];
   return {
     name: "batch",

@@ -20,7 +20,9 @@ function fsyncPath(path: string) {
 }
 
 const [port, filesJson, uploadDir] = process.argv.slice(2);
-const files: Record<string, { file: string; headers: Record<string, string> }> = JSON.parse(readFileSync(filesJson!, "utf8"));
+const files: Record<string, { file: string; headers: Record<string, string> }> = JSON.parse(
+  readFileSync(filesJson!, "utf8"),
+);
 let n = 0;
 
 Bun.serve({

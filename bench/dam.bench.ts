@@ -25,7 +25,24 @@ import { join } from "node:path";
 import sharp from "sharp";
 import { effectiveBackground, outputType, parseOptions } from "../src/features/dam/dam.options";
 import { configureSharp, planGeometry, render, type RenderJob } from "../src/features/dam/dam.transform";
-import { BUN, compareLoad, CONNECTIONS, freePort, load, median, removeDir, ROOT, round, ROUNDS, SECONDS, spawnServer, tempDir, type BenchResult, type Child, type Row } from "./harness";
+import {
+  BUN,
+  compareLoad,
+  CONNECTIONS,
+  freePort,
+  load,
+  median,
+  removeDir,
+  ROOT,
+  round,
+  ROUNDS,
+  SECONDS,
+  spawnServer,
+  tempDir,
+  type BenchResult,
+  type Child,
+  type Row,
+} from "./harness";
 
 const USER = { username: "dambench", email: "dambench@example.test", password: "bench-password-1" };
 const IMAGES_DIR = join(ROOT, "bench", ".tmp", "dam");
@@ -52,7 +69,7 @@ type Source = { file: string; label: string; options: string; bytes: number; pat
 /** A deterministic pseudo-random generator (same images on every machine). */
 function rng(seed: number) {
   let s = seed >>> 0;
-  return () => ((s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 2 ** 32);
+  return () => (s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 2 ** 32;
 }
 
 /** A photograph-like JPEG: smooth light gradients, soft shapes, fine noise; about as compressible as a photo. */
@@ -77,10 +94,22 @@ async function photo(width: number, height: number, seed: number): Promise<Buffe
     const colour = `rgb(${Math.floor(rand() * 255)},${Math.floor(rand() * 255)},${Math.floor(rand() * 255)})`;
     return `<circle cx="${Math.round(rand() * width)}" cy="${Math.round(rand() * height)}" r="${r}" fill="${colour}" fill-opacity="0.55"/>`;
   }).join("");
-  const svg = Buffer.from(`<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}"><filter id="b"><feGaussianBlur stdDeviation="${Math.round(width / 300)}"/></filter><g filter="url(#b)">${shapes}</g></svg>`);
-  const noise = await sharp({ create: { width, height, channels: 3, background: "#808080", noise: { type: "gaussian", mean: 128, sigma: 40 } } }).png({ compressionLevel: 0 }).toBuffer();
-  const base = await sharp(raw, { raw: { width, height, channels: 3 } }).composite([{ input: svg }]).png({ compressionLevel: 0 }).toBuffer();
-  return sharp(base).composite([{ input: noise, blend: "overlay" }]).jpeg({ quality: 90 }).toBuffer();
+  const svg = Buffer.from(
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}"><filter id="b"><feGaussianBlur stdDeviation="${Math.round(width / 300)}"/></filter><g filter="url(#b)">${shapes}</g></svg>`,
+  );
+  const noise = await sharp({
+    create: { width, height, channels: 3, background: "#808080", noise: { type: "gaussian", mean: 128, sigma: 40 } },
+  })
+    .png({ compressionLevel: 0 })
+    .toBuffer();
+  const base = await sharp(raw, { raw: { width, height, channels: 3 } })
+    .composite([{ input: svg }])
+    .png({ compressionLevel: 0 })
+    .toBuffer();
+  return sharp(base)
+    .composite([{ input: noise, blend: "overlay" }])
+    .jpeg({ quality: 90 })
+    .toBuffer();
 }
 
 /** A PNG with alpha: a soft-edged product cut-out on a transparent background. */
@@ -98,7 +127,9 @@ async function cutout(width: number, height: number): Promise<Buffer> {
       raw[i + 3] = d < 0.95 ? 255 : d < 1 ? Math.round(255 * (1 - (d - 0.95) / 0.05)) : 0;
     }
   }
-  return sharp(raw, { raw: { width, height, channels: 4 } }).png({ compressionLevel: 6 }).toBuffer();
+  return sharp(raw, { raw: { width, height, channels: 4 } })
+    .png({ compressionLevel: 6 })
+    .toBuffer();
 }
 
 /** KDE's photographic wallpapers (Debian package plasma-workspace-wallpapers), 2560x1600 JPEGs. */
@@ -120,20 +151,60 @@ export async function images(): Promise<Source[]> {
   };
   const photos: { name: string; make: () => Promise<Buffer>; label: string; options: string }[] = realPhotos()
     ? [
-        { name: "real-fallenleaf-2mp.jpg", make: real("FallenLeaf", 1920), label: "1920x1200 photo (FallenLeaf)", options: "fill=800,600/q=85" },
-        { name: "real-eveningglow-4mp.jpg", make: real("EveningGlow"), label: "2560x1600 photo (EveningGlow)", options: "fit=800,800/q=85" },
+        {
+          name: "real-fallenleaf-2mp.jpg",
+          make: real("FallenLeaf", 1920),
+          label: "1920x1200 photo (FallenLeaf)",
+          options: "fill=800,600/q=85",
+        },
+        {
+          name: "real-eveningglow-4mp.jpg",
+          make: real("EveningGlow"),
+          label: "2560x1600 photo (EveningGlow)",
+          options: "fit=800,800/q=85",
+        },
         { name: "real-path-4mp.jpg", make: real("Path"), label: "2560x1600 photo (Path)", options: "width=1200/q=85" },
-        { name: "real-cups-4mp.jpg", make: real("ColorfulCups"), label: "2560x1600 photo (ColorfulCups)", options: "fill=600,600/hs=0.3,0.4/q=85" },
+        {
+          name: "real-cups-4mp.jpg",
+          make: real("ColorfulCups"),
+          label: "2560x1600 photo (ColorfulCups)",
+          options: "fill=600,600/hs=0.3,0.4/q=85",
+        },
       ]
     : [
-        { name: "photo-2mp.jpg", make: () => photo(1920, 1080, 1), label: "1920x1080 generated JPEG", options: "fill=800,600/q=85" },
-        { name: "photo-3mp.jpg", make: () => photo(2048, 1536, 2), label: "2048x1536 generated JPEG", options: "fit=800,800/q=85" },
-        { name: "photo-4mp.jpg", make: () => photo(2400, 1600, 3), label: "2400x1600 generated JPEG", options: "width=1200/q=85" },
-        { name: "photo-6mp.jpg", make: () => photo(3000, 2000, 4), label: "3000x2000 generated JPEG", options: "fill=600,600/hs=0.3,0.4/q=85" },
+        {
+          name: "photo-2mp.jpg",
+          make: () => photo(1920, 1080, 1),
+          label: "1920x1080 generated JPEG",
+          options: "fill=800,600/q=85",
+        },
+        {
+          name: "photo-3mp.jpg",
+          make: () => photo(2048, 1536, 2),
+          label: "2048x1536 generated JPEG",
+          options: "fit=800,800/q=85",
+        },
+        {
+          name: "photo-4mp.jpg",
+          make: () => photo(2400, 1600, 3),
+          label: "2400x1600 generated JPEG",
+          options: "width=1200/q=85",
+        },
+        {
+          name: "photo-6mp.jpg",
+          make: () => photo(3000, 2000, 4),
+          label: "3000x2000 generated JPEG",
+          options: "fill=600,600/hs=0.3,0.4/q=85",
+        },
       ];
   const specs = [
     ...photos,
-    { name: "cutout-2mp.png", make: () => cutout(1600, 1200), label: "1600x1200 PNG with alpha", options: "fit=800,800/padding=20,20,20,20" },
+    {
+      name: "cutout-2mp.png",
+      make: () => cutout(1600, 1200),
+      label: "1600x1200 PNG with alpha",
+      options: "fit=800,800/padding=20,20,20,20",
+    },
   ];
   const out: Source[] = [];
   for (const s of specs) {
@@ -153,7 +224,11 @@ async function direct(src: Source, target: string): Promise<void> {
   const job: RenderJob = {
     source: src.file,
     target: `${target}.${type}`,
-    geometry: planGeometry({ width: meta.autoOrient?.width ?? meta.width, height: meta.autoOrient?.height ?? meta.height }, o, PIXEL_LIMIT),
+    geometry: planGeometry(
+      { width: meta.autoOrient?.width ?? meta.width, height: meta.autoOrient?.height ?? meta.height },
+      o,
+      PIXEL_LIMIT,
+    ),
     type,
     bg: effectiveBackground(o, type),
     q: o.q,
@@ -183,7 +258,13 @@ async function multipart(file: string, name: string): Promise<Multipart> {
 
 /** Uploads one multipart body through the asset endpoint; returns the storage name. */
 async function upload(url: string, project: string, auth: string, m: Multipart): Promise<string> {
-  const body = await json(await fetch(`${url}/api/p/${project}/assets/upload`, { method: "POST", headers: { authorization: auth, "content-type": m.type }, body: m.body }));
+  const body = await json(
+    await fetch(`${url}/api/p/${project}/assets/upload`, {
+      method: "POST",
+      headers: { authorization: auth, "content-type": m.type },
+      body: m.body,
+    }),
+  );
   const a = body.data.assets[body.result.asset];
   // The DAM storage pathname of an asset: <gid>~<version>.<type> (the asset form does not show it).
   return `${a.gid}~${a.version}.${a.type}`;
@@ -191,16 +272,60 @@ async function upload(url: string, project: string, auth: string, m: Multipart):
 
 /** Apis serving `data` (a user made by the CLI first), signed in, with a new project. */
 async function startApis(data: string, args: string[]): Promise<{ child: Child; auth: string; project: string }> {
-  const cli = Bun.spawn([BUN, "src/main.ts", "user", "create", "--data", data, "--username", USER.username, "--email", USER.email, "--password", USER.password], { cwd: ROOT, stdout: "pipe", stderr: "pipe" });
+  const cli = Bun.spawn(
+    [
+      BUN,
+      "src/main.ts",
+      "user",
+      "create",
+      "--data",
+      data,
+      "--username",
+      USER.username,
+      "--email",
+      USER.email,
+      "--password",
+      USER.password,
+    ],
+    { cwd: ROOT, stdout: "pipe", stderr: "pipe" },
+  );
   if ((await cli.exited) !== 0) throw new Error(`user create: ${await new Response(cli.stderr).text()}`);
   const port = await freePort();
-  const child = await spawnServer([BUN, "src/main.ts", "serve", "--port", String(port), "--host", "127.0.0.1", "--data", data, "--log-level", "warn", ...args], port);
+  const child = await spawnServer(
+    [
+      BUN,
+      "src/main.ts",
+      "serve",
+      "--port",
+      String(port),
+      "--host",
+      "127.0.0.1",
+      "--data",
+      data,
+      "--log-level",
+      "warn",
+      ...args,
+    ],
+    port,
+  );
   try {
-    const login = await fetch(`${child.url}/api/login`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ username: USER.username, password: USER.password }) });
+    const login = await fetch(`${child.url}/api/login`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ username: USER.username, password: USER.password }),
+    });
     await login.arrayBuffer();
     const auth = login.headers.get("authorization");
     if (!auth) throw new Error(`login failed: ${login.status}`);
-    const project = (await json(await fetch(`${child.url}/api/projects/create`, { method: "POST", headers: { authorization: auth, "content-type": "application/json" }, body: JSON.stringify({ name: "DAM bench" }) }))).result.project;
+    const project = (
+      await json(
+        await fetch(`${child.url}/api/projects/create`, {
+          method: "POST",
+          headers: { authorization: auth, "content-type": "application/json" },
+          body: JSON.stringify({ name: "DAM bench" }),
+        }),
+      )
+    ).result.project;
     return { child, auth, project };
   } catch (err) {
     await child.stop();
@@ -232,11 +357,18 @@ export async function run(): Promise<BenchResult> {
     const sources = await images();
     ({ child: apis, auth, project } = await startApis(data, []));
     // The same server under the faster setting, for the uploads only: what durability costs.
-    ({ child: apisNormal, auth: authNormal, project: projectNormal } = await startApis(dataNormal, ["--sqlite-synchronous", "normal"]));
+    ({
+      child: apisNormal,
+      auth: authNormal,
+      project: projectNormal,
+    } = await startApis(dataNormal, ["--sqlite-synchronous", "normal"]));
 
     // Uploads: the image set, and one large file, against the bare server streaming to disk.
     const big = join(work, "large.bin");
-    writeFileSync(big, Buffer.alloc(64 * 2 ** 20, 7).map((_, i) => (i * 2654435761) >>> 24));
+    writeFileSync(
+      big,
+      Buffer.alloc(64 * 2 ** 20, 7).map((_, i) => (i * 2654435761) >>> 24),
+    );
     const setBytes = sources.reduce((n, s) => n + s.bytes, 0);
     const filesJson = join(work, "files.json");
     const varFiles: Record<string, { file: string; headers: Record<string, string> }> = {};
@@ -249,14 +381,26 @@ export async function run(): Promise<BenchResult> {
     for (const m of bodies) await upload(apisNormal!.url, projectNormal, authNormal, m);
 
     // The media files to serve: a thumbnail and a web-size image made by the endpoint.
-    const thumb = await json(await fetch(`${apis.url}/dam/p/${project}/transform/${sources[0]!.pathname}/fill=200,200/q=80`, { headers: { authorization: auth } }));
-    const web = await json(await fetch(`${apis.url}/dam/p/${project}/transform/${sources[3]!.pathname}/fit=1200,1200/q=85`, { headers: { authorization: auth } }));
-    const mediaFile = (publicUrl: string) => join(data, "files", "projects", project, "media", publicUrl.split("/").pop()!);
+    const thumb = await json(
+      await fetch(`${apis.url}/dam/p/${project}/transform/${sources[0]!.pathname}/fill=200,200/q=80`, {
+        headers: { authorization: auth },
+      }),
+    );
+    const web = await json(
+      await fetch(`${apis.url}/dam/p/${project}/transform/${sources[3]!.pathname}/fit=1200,1200/q=85`, {
+        headers: { authorization: auth },
+      }),
+    );
+    const mediaFile = (publicUrl: string) =>
+      join(data, "files", "projects", project, "media", publicUrl.split("/").pop()!);
     const thumbUrl = thumb.result.public_url.replace(/^https?:\/\/[^/]+/, apis.url);
     const webUrl = web.result.public_url.replace(/^https?:\/\/[^/]+/, apis.url);
     // Each file twice on the bare server: with its Content-Type alone, and with every header Apis
     // sends with it (validators, caching, CORS, request id; Bun adds Date and Content-Length to both).
-    for (const [name, url, pub] of [["thumb", thumbUrl, thumb.result.public_url], ["web", webUrl, web.result.public_url]] as const) {
+    for (const [name, url, pub] of [
+      ["thumb", thumbUrl, thumb.result.public_url],
+      ["web", webUrl, web.result.public_url],
+    ] as const) {
       const res = await fetch(url);
       await res.arrayBuffer();
       if (res.status !== 200) throw new Error(`${url}: ${res.status}`);
@@ -269,9 +413,18 @@ export async function run(): Promise<BenchResult> {
     }
     writeFileSync(filesJson, JSON.stringify(varFiles));
     const barePort = await freePort();
-    bare = await spawnServer([BUN, "bench/dam-bare.ts", String(barePort), filesJson, work], barePort, { readyPath: "/ping" });
+    bare = await spawnServer([BUN, "bench/dam-bare.ts", String(barePort), filesJson, work], barePort, {
+      readyPath: "/ping",
+    });
 
-    const bareUpload = async (m: Multipart, durable = false) => (await fetch(`${bare!.url}/${durable ? "upload-durable" : "upload"}`, { method: "POST", headers: { "content-type": m.type }, body: m.body })).arrayBuffer();
+    const bareUpload = async (m: Multipart, durable = false) =>
+      (
+        await fetch(`${bare!.url}/${durable ? "upload-durable" : "upload"}`, {
+          method: "POST",
+          headers: { "content-type": m.type },
+          body: m.body,
+        })
+      ).arrayBuffer();
     await bareUpload(bodies[0]!);
     await bareUpload(bodies[0]!, true);
     // Alternating rounds (Apis, bare, Apis, ...), one upload at a time, so other work on the machine falls on both alike.
@@ -283,7 +436,8 @@ export async function run(): Promise<BenchResult> {
     let durableBigSeconds = 0;
     let normalSetSeconds = 0;
     let normalBigSeconds = 0;
-    const setOf = (tag: string) => Promise.all(sources.map((s) => multipart(s.file, `${tag}-${s.file.split("/").pop()!}`)));
+    const setOf = (tag: string) =>
+      Promise.all(sources.map((s) => multipart(s.file, `${tag}-${s.file.split("/").pop()!}`)));
     for (let w = 0; w < SET_WARMUP; w++) {
       const set = await setOf(`w${w}`);
       for (const m of set) await upload(apis!.url, project, auth, m);
@@ -344,7 +498,10 @@ export async function run(): Promise<BenchResult> {
     const perImage: string[] = [];
     for (const s of sources) {
       const ms: number[] = [];
-      for (let i = 0; i < 3; i++) ms.push((await json(await fetch(endpointUrl(s), { headers: { authorization: auth } }))).result.timing_ms.transform);
+      for (let i = 0; i < 3; i++)
+        ms.push(
+          (await json(await fetch(endpointUrl(s), { headers: { authorization: auth } }))).result.timing_ms.transform,
+        );
       perImage.push(`${s.label} \`${s.options}\`: ${Math.min(...ms)} ms`);
     }
 
@@ -356,10 +513,23 @@ export async function run(): Promise<BenchResult> {
 
     // Media GET vs the bare server, same files: against the same answer (the target), and against
     // the file with its Content-Type alone (for information: what the other headers cost).
-    for (const u of [thumbUrl, webUrl, `${bare.url}/thumb-same.jpg`, `${bare.url}/web-same.jpg`, `${bare.url}/thumb.jpg`, `${bare.url}/web.jpg`]) await load(u, { seconds: 2 });
+    for (const u of [
+      thumbUrl,
+      webUrl,
+      `${bare.url}/thumb-same.jpg`,
+      `${bare.url}/web-same.jpg`,
+      `${bare.url}/thumb.jpg`,
+      `${bare.url}/web.jpg`,
+    ])
+      await load(u, { seconds: 2 });
     // Short rounds, many of them: the speed of this machine drifts within seconds (other guests),
     // and a drift falls on both sides alike only when they take turns often.
-    const media = (subject: string, ceiling: string) => compareLoad(() => load(subject, { seconds: MEDIA_SECONDS }), () => load(ceiling, { seconds: MEDIA_SECONDS }), MEDIA_ROUNDS);
+    const media = (subject: string, ceiling: string) =>
+      compareLoad(
+        () => load(subject, { seconds: MEDIA_SECONDS }),
+        () => load(ceiling, { seconds: MEDIA_SECONDS }),
+        MEDIA_ROUNDS,
+      );
     const mediaThumb = await media(thumbUrl, `${bare!.url}/thumb-same.jpg`);
     const mediaWeb = await media(webUrl, `${bare!.url}/web-same.jpg`);
     const plainThumb = await media(thumbUrl, `${bare!.url}/thumb.jpg`);
@@ -377,19 +547,92 @@ export async function run(): Promise<BenchResult> {
       `What durability costs the uploads: a second Apis (own process and data folder) runs with \`--sqlite-synchronous normal\` (neither the file nor the log synced before the answer), its uploads in the same alternating rounds against the same ceiling (the "normal" rows). With the default \`full\`, the image set goes at ${round(normalSetSeconds / uploadSetSeconds)} of that speed and the 64 MB file at ${round(normalBigSeconds / uploadBigSeconds)}.`,
     );
     const rows: Row[] = [
-      { metric: "uncached transform through /dam (force)", value: round(endpointRate, 2), unit: "transforms/s", ceiling: round(directRate, 2), ratio: round(median(pairRatios)), target: "ratio >= 0.95" },
+      {
+        metric: "uncached transform through /dam (force)",
+        value: round(endpointRate, 2),
+        unit: "transforms/s",
+        ceiling: round(directRate, 2),
+        ratio: round(median(pairRatios)),
+        target: "ratio >= 0.95",
+      },
       { metric: "repeated transform without force (up to date)", value: round(cached.rps, 0), unit: "req/s" },
-      { metric: `GET /media/.../var (${round(thumbBytes / 1024, 1)} KB thumbnail)`, value: round(mediaThumb.subject, 0), unit: "req/s", ceiling: round(mediaThumb.ceiling, 0), ratio: round(mediaThumb.subject / mediaThumb.ceiling), target: "ratio >= 0.95" },
-      { metric: `GET /media/.../var (${round(webBytes / 1024, 1)} KB image)`, value: round(mediaWeb.subject, 0), unit: "req/s", ceiling: round(mediaWeb.ceiling, 0), ratio: round(mediaWeb.subject / mediaWeb.ceiling), target: "ratio >= 0.95" },
-      { metric: `GET /media/.../var (${round(thumbBytes / 1024, 1)} KB thumbnail), ceiling: Content-Type only`, value: round(plainThumb.subject, 0), unit: "req/s", ceiling: round(plainThumb.ceiling, 0), ratio: round(plainThumb.subject / plainThumb.ceiling) },
-      { metric: `GET /media/.../var (${round(webBytes / 1024, 1)} KB image), ceiling: Content-Type only`, value: round(plainWeb.subject, 0), unit: "req/s", ceiling: round(plainWeb.ceiling, 0), ratio: round(plainWeb.subject / plainWeb.ceiling) },
-      { metric: `upload, image set (${sources.length} files, ${round(mb(setBytes), 1)} MB)`, value: round((SET_ROUNDS * mb(setBytes)) / uploadSetSeconds, 1), unit: "MB/s", ceiling: round((SET_ROUNDS * mb(setBytes)) / bareSetSeconds, 1), ratio: round(bareSetSeconds / uploadSetSeconds), target: "ratio >= 0.4" },
-      { metric: "upload, one 64 MB file", value: round((UPLOAD_ROUNDS * 64) / uploadBigSeconds, 1), unit: "MB/s", ceiling: round((UPLOAD_ROUNDS * 64) / bareBigSeconds, 1), ratio: round(bareBigSeconds / uploadBigSeconds), target: "ratio >= 0.6" },
-      { metric: `upload, image set, --sqlite-synchronous normal`, value: round((SET_ROUNDS * mb(setBytes)) / normalSetSeconds, 1), unit: "MB/s", ceiling: round((SET_ROUNDS * mb(setBytes)) / bareSetSeconds, 1), ratio: round(bareSetSeconds / normalSetSeconds), target: "ratio >= 0.4" },
-      { metric: "upload, one 64 MB file, --sqlite-synchronous normal", value: round((UPLOAD_ROUNDS * 64) / normalBigSeconds, 1), unit: "MB/s", ceiling: round((UPLOAD_ROUNDS * 64) / bareBigSeconds, 1), ratio: round(bareBigSeconds / normalBigSeconds), target: "ratio >= 0.6" },
+      {
+        metric: `GET /media/.../var (${round(thumbBytes / 1024, 1)} KB thumbnail)`,
+        value: round(mediaThumb.subject, 0),
+        unit: "req/s",
+        ceiling: round(mediaThumb.ceiling, 0),
+        ratio: round(mediaThumb.subject / mediaThumb.ceiling),
+        target: "ratio >= 0.95",
+      },
+      {
+        metric: `GET /media/.../var (${round(webBytes / 1024, 1)} KB image)`,
+        value: round(mediaWeb.subject, 0),
+        unit: "req/s",
+        ceiling: round(mediaWeb.ceiling, 0),
+        ratio: round(mediaWeb.subject / mediaWeb.ceiling),
+        target: "ratio >= 0.95",
+      },
+      {
+        metric: `GET /media/.../var (${round(thumbBytes / 1024, 1)} KB thumbnail), ceiling: Content-Type only`,
+        value: round(plainThumb.subject, 0),
+        unit: "req/s",
+        ceiling: round(plainThumb.ceiling, 0),
+        ratio: round(plainThumb.subject / plainThumb.ceiling),
+      },
+      {
+        metric: `GET /media/.../var (${round(webBytes / 1024, 1)} KB image), ceiling: Content-Type only`,
+        value: round(plainWeb.subject, 0),
+        unit: "req/s",
+        ceiling: round(plainWeb.ceiling, 0),
+        ratio: round(plainWeb.subject / plainWeb.ceiling),
+      },
+      {
+        metric: `upload, image set (${sources.length} files, ${round(mb(setBytes), 1)} MB)`,
+        value: round((SET_ROUNDS * mb(setBytes)) / uploadSetSeconds, 1),
+        unit: "MB/s",
+        ceiling: round((SET_ROUNDS * mb(setBytes)) / bareSetSeconds, 1),
+        ratio: round(bareSetSeconds / uploadSetSeconds),
+        target: "ratio >= 0.4",
+      },
+      {
+        metric: "upload, one 64 MB file",
+        value: round((UPLOAD_ROUNDS * 64) / uploadBigSeconds, 1),
+        unit: "MB/s",
+        ceiling: round((UPLOAD_ROUNDS * 64) / bareBigSeconds, 1),
+        ratio: round(bareBigSeconds / uploadBigSeconds),
+        target: "ratio >= 0.6",
+      },
+      {
+        metric: `upload, image set, --sqlite-synchronous normal`,
+        value: round((SET_ROUNDS * mb(setBytes)) / normalSetSeconds, 1),
+        unit: "MB/s",
+        ceiling: round((SET_ROUNDS * mb(setBytes)) / bareSetSeconds, 1),
+        ratio: round(bareSetSeconds / normalSetSeconds),
+        target: "ratio >= 0.4",
+      },
+      {
+        metric: "upload, one 64 MB file, --sqlite-synchronous normal",
+        value: round((UPLOAD_ROUNDS * 64) / normalBigSeconds, 1),
+        unit: "MB/s",
+        ceiling: round((UPLOAD_ROUNDS * 64) / bareBigSeconds, 1),
+        ratio: round(bareBigSeconds / normalBigSeconds),
+        target: "ratio >= 0.6",
+      },
       // What the durable default can hope for on this disk: the bare server syncing (no target).
-      { metric: "upload, image set, bare server that also syncs (for information)", value: round((SET_ROUNDS * mb(setBytes)) / durableSetSeconds, 1), unit: "MB/s", ceiling: round((SET_ROUNDS * mb(setBytes)) / bareSetSeconds, 1), ratio: round(bareSetSeconds / durableSetSeconds) },
-      { metric: "upload, one 64 MB file, bare server that also syncs (for information)", value: round((UPLOAD_ROUNDS * 64) / durableBigSeconds, 1), unit: "MB/s", ceiling: round((UPLOAD_ROUNDS * 64) / bareBigSeconds, 1), ratio: round(bareBigSeconds / durableBigSeconds) },
+      {
+        metric: "upload, image set, bare server that also syncs (for information)",
+        value: round((SET_ROUNDS * mb(setBytes)) / durableSetSeconds, 1),
+        unit: "MB/s",
+        ceiling: round((SET_ROUNDS * mb(setBytes)) / bareSetSeconds, 1),
+        ratio: round(bareSetSeconds / durableSetSeconds),
+      },
+      {
+        metric: "upload, one 64 MB file, bare server that also syncs (for information)",
+        value: round((UPLOAD_ROUNDS * 64) / durableBigSeconds, 1),
+        unit: "MB/s",
+        ceiling: round((UPLOAD_ROUNDS * 64) / bareBigSeconds, 1),
+        ratio: round(bareBigSeconds / durableBigSeconds),
+      },
     ];
     return { name: "dam", rows, notes };
   } finally {

@@ -23,7 +23,18 @@ import ExcelJS from "exceljs";
 import { randomUUID } from "node:crypto";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { BUN, freePort, removeDir, round, rssMb, spawnServer, tempDir, type BenchResult, type Child, type Row } from "./harness";
+import {
+  BUN,
+  freePort,
+  removeDir,
+  round,
+  rssMb,
+  spawnServer,
+  tempDir,
+  type BenchResult,
+  type Child,
+  type Row,
+} from "./harness";
 
 const USER = { username: "excelbench", email: "excelbench@example.test", password: "bench-password-1" };
 const ROWS = Number(process.env.BENCH_EXCEL_ROWS ?? 100_000);
@@ -36,7 +47,19 @@ const SPECS: Spec[] = [
   ...Array.from({ length: 6 }, (_, i): Spec => ({ name: `number${i}`, type: "number" })),
   ...Array.from({ length: 6 }, (_, i): Spec => ({ name: `decimal${i}`, type: "decimal", options: { decimals: 2 } })),
   ...Array.from({ length: 4 }, (_, i): Spec => ({ name: `flag${i}`, type: "boolean" })),
-  ...Array.from({ length: 3 }, (_, i): Spec => ({ name: `choice${i}`, type: "textline", options: { values: ["red", "green", "blue", "black"].map((k) => ({ key: k, label: { en: k[0]!.toUpperCase() + k.slice(1) } })) } })),
+  ...Array.from(
+    { length: 3 },
+    (_, i): Spec => ({
+      name: `choice${i}`,
+      type: "textline",
+      options: {
+        values: ["red", "green", "blue", "black"].map((k) => ({
+          key: k,
+          label: { en: k[0]!.toUpperCase() + k.slice(1) },
+        })),
+      },
+    }),
+  ),
   ...Array.from({ length: 3 }, (_, i): Spec => ({ name: `list${i}`, type: "textlist" })),
 ];
 const COLORS = ["Red", "Green", "Blue", "Black"];
@@ -61,7 +84,11 @@ function cell(i: number, j: number): string | number {
 }
 
 async function cli(args: string[]) {
-  const p = Bun.spawn([BUN, "src/main.ts", ...args], { cwd: join(import.meta.dir, ".."), stdout: "pipe", stderr: "pipe" });
+  const p = Bun.spawn([BUN, "src/main.ts", ...args], {
+    cwd: join(import.meta.dir, ".."),
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   if ((await p.exited) !== 0) throw new Error(`apis ${args.join(" ")}: ${await new Response(p.stderr).text()}`);
 }
 
@@ -97,7 +124,10 @@ function threadSeconds(pid: number): Map<string, { name: string; s: number }> {
     try {
       const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
       const f = stat.split(") ")[1]!.split(" ");
-      out.set(tid, { name: stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")), s: (Number(f[11]) + Number(f[12])) / 100 });
+      out.set(tid, {
+        name: stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")),
+        s: (Number(f[11]) + Number(f[12])) / 100,
+      });
     } catch {
       // the thread ended meanwhile
     }
@@ -108,10 +138,18 @@ function threadSeconds(pid: number): Map<string, { name: string; s: number }> {
 /** The ceiling of the import: exceljs reading the file (same options as Apis) plus a bare SQLite insert of the rows. */
 async function readAndInsert(path: string, dir: string): Promise<number> {
   const db = new Database(join(dir, `bare-${randomUUID()}.db`));
-  db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; CREATE TABLE t (id INTEGER PRIMARY KEY, gid TEXT UNIQUE, vals TEXT)");
+  db.exec(
+    "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; CREATE TABLE t (id INTEGER PRIMARY KEY, gid TEXT UNIQUE, vals TEXT)",
+  );
   const insert = db.prepare("INSERT INTO t (gid, vals) VALUES (?, ?)");
   const t0 = performance.now();
-  const reader = new ExcelJS.stream.xlsx.WorkbookReader(path, { worksheets: "emit", sharedStrings: "cache", styles: "cache", hyperlinks: "ignore", entries: "ignore" });
+  const reader = new ExcelJS.stream.xlsx.WorkbookReader(path, {
+    worksheets: "emit",
+    sharedStrings: "cache",
+    styles: "cache",
+    hyperlinks: "ignore",
+    entries: "ignore",
+  });
   let unit: unknown[][] = [];
   const flush = db.transaction((rows: unknown[][]) => {
     for (const r of rows) insert.run(randomUUID(), JSON.stringify(r));
@@ -121,7 +159,7 @@ async function readAndInsert(path: string, dir: string): Promise<number> {
     for await (const row of ws) {
       if (ws.name !== "Records" || row.number === 1) continue;
       unit.push((row.values as unknown[]).slice(2));
-      if (unit.length >= 500) (flush(unit), (n += unit.length), (unit = []));
+      if (unit.length >= 500) flush(unit), (n += unit.length), (unit = []);
     }
   }
   flush(unit);
@@ -133,7 +171,12 @@ async function readAndInsert(path: string, dir: string): Promise<number> {
 }
 
 /** The ceiling of the export: exceljs' streaming writer writing the same cells from memory, styled as Apis styles its columns. */
-async function writeFromMemory(rows: unknown[][], header: unknown[], looks: Partial<ExcelJS.Column>[], path: string): Promise<number> {
+async function writeFromMemory(
+  rows: unknown[][],
+  header: unknown[],
+  looks: Partial<ExcelJS.Column>[],
+  path: string,
+): Promise<number> {
   const t0 = performance.now();
   const wb = new ExcelJS.stream.xlsx.WorkbookWriter({ filename: path, useStyles: true, useSharedStrings: false });
   const meta = wb.addWorksheet("_apis", { state: "veryHidden" });
@@ -153,15 +196,56 @@ export async function run(): Promise<BenchResult> {
   const work = tempDir("apis-excel-bench-");
   let apis: Child | undefined;
   try {
-    await cli(["user", "create", "--data", data, "--username", USER.username, "--email", USER.email, "--password", USER.password, "--name", "Excel Bench"]);
+    await cli([
+      "user",
+      "create",
+      "--data",
+      data,
+      "--username",
+      USER.username,
+      "--email",
+      USER.email,
+      "--password",
+      USER.password,
+      "--name",
+      "Excel Bench",
+    ]);
     const port = await freePort();
-    apis = await spawnServer([BUN, ...(process.env.BENCH_EXCEL_PROFILE ? ["--cpu-prof-md", `--cpu-prof-dir=${process.env.BENCH_EXCEL_PROFILE}`] : []), "src/main.ts", "serve", "--port", String(port), "--host", "127.0.0.1", "--data", data, "--log-level", "warn", "--rate-limit", "0"], port);
+    apis = await spawnServer(
+      [
+        BUN,
+        ...(process.env.BENCH_EXCEL_PROFILE
+          ? ["--cpu-prof-md", `--cpu-prof-dir=${process.env.BENCH_EXCEL_PROFILE}`]
+          : []),
+        "src/main.ts",
+        "serve",
+        "--port",
+        String(port),
+        "--host",
+        "127.0.0.1",
+        "--data",
+        data,
+        "--log-level",
+        "warn",
+        "--rate-limit",
+        "0",
+      ],
+      port,
+    );
     const base = apis.url;
-    const login = await fetch(base + "/api/login", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ username: USER.username, password: USER.password }) });
+    const login = await fetch(base + "/api/login", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ username: USER.username, password: USER.password }),
+    });
     await login.arrayBuffer();
     const auth = login.headers.get("authorization")!;
     const post = async (path: string, body: unknown) => {
-      const res = await fetch(base + path, { method: "POST", headers: { authorization: auth, "content-type": "application/json" }, body: JSON.stringify(body) });
+      const res = await fetch(base + path, {
+        method: "POST",
+        headers: { authorization: auth, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
       const json = (await res.json()) as any;
       if (!res.ok) throw new Error(`${path}: ${res.status} ${JSON.stringify(json).slice(0, 500)}`);
       return json;
@@ -172,7 +256,14 @@ export async function run(): Promise<BenchResult> {
     // Schema: 40 fields in an `article` definition offered by a `group` definition offered by Base.
     const fields: string[] = [];
     for (const s of SPECS) {
-      const g = (await call("fields/create", { name: s.name, type: s.type, options: s.options ?? {}, is_localized: !!s.localized })).result.field as string;
+      const g = (
+        await call("fields/create", {
+          name: s.name,
+          type: s.type,
+          options: s.options ?? {},
+          is_localized: !!s.localized,
+        })
+      ).result.field as string;
       await call("fields/commit", { field: g });
       fields.push(g);
     }
@@ -182,7 +273,11 @@ export async function run(): Promise<BenchResult> {
       return g;
     };
     const article = await definition("article", { fields, titlefield: fields[0] });
-    const groupDef = await definition("group", { fields: [fields[0]], titlefield: fields[0], childdefinitions: [article] });
+    const groupDef = await definition("group", {
+      fields: [fields[0]],
+      titlefield: fields[0],
+      childdefinitions: [article],
+    });
     const rootAnswer = await call("records/root", {});
     const root = rootAnswer.result.root as string;
     const baseDef = rootAnswer.data.records[root].definition as string;
@@ -221,7 +316,11 @@ export async function run(): Promise<BenchResult> {
     const fd = new FormData();
     fd.append("job", "true");
     fd.append("upload_file", Bun.file(upload), "bench-group-children.xlsx");
-    const up = await fetch(`${base}/api/p/${project}/records/excel/update`, { method: "POST", headers: { authorization: auth }, body: fd });
+    const up = await fetch(`${base}/api/p/${project}/records/excel/update`, {
+      method: "POST",
+      headers: { authorization: auth },
+      body: fd,
+    });
     const started = (await up.json()) as any;
     if (!up.ok) throw new Error(`excel/update: ${up.status} ${JSON.stringify(started).slice(0, 500)}`);
     const token = started.result["job.token"] as string;
@@ -238,9 +337,13 @@ export async function run(): Promise<BenchResult> {
     const used = (tid: string) => (threads.get(tid)?.s ?? 0) - (threads0.get(tid)?.s ?? 0);
     const mainCpu = used(String(apis.pid));
     const readerCpu = [...threads].filter(([, t]) => t.name === "Worker").reduce((sum, [tid]) => sum + used(tid), 0);
-    if (job.status !== "done") throw new Error(`the import job was rejected: ${JSON.stringify(job.info).slice(0, 500)}`);
+    if (job.status !== "done")
+      throw new Error(`the import job was rejected: ${JSON.stringify(job.info).slice(0, 500)}`);
     const counts = job.info["report.counts"];
-    if (counts.created !== ROWS || counts.errors) throw new Error(`the import created ${counts.created} of ${ROWS} rows with ${counts.errors} errors: ${JSON.stringify(job.info["report.validation"]?.slice(0, 3))}`);
+    if (counts.created !== ROWS || counts.errors)
+      throw new Error(
+        `the import created ${counts.created} of ${ROWS} rows with ${counts.errors} errors: ${JSON.stringify(job.info["report.validation"]?.slice(0, 3))}`,
+      );
 
     // The report, written on first download.
     const r0 = performance.now();
@@ -257,20 +360,51 @@ export async function run(): Promise<BenchResult> {
     const exportMs = performance.now() - e0;
     if (exp.result["children.size"] !== ROWS) throw new Error(`the export holds ${exp.result["children.size"]} rows`);
     const header = (template.getWorksheet("Records")!.getRow(1).values as unknown[]).slice(1);
-    const looks = template.getWorksheet("Records")!.columns.map((c) => ({ key: c.key, width: c.width, hidden: c.hidden, style: c.style }));
+    const looks = template
+      .getWorksheet("Records")!
+      .columns.map((c) => ({ key: c.key, width: c.width, hidden: c.hidden, style: c.style }));
     const rows = Array.from({ length: ROWS }, (_, i) => [randomUUID(), ...SPECS.map((_, j) => cell(i, j))]);
     const writeMs = await writeFromMemory(rows, header, looks, join(work, "ceiling.xlsx"));
 
     const rate = ROWS / (importMs / 1000);
     const ceilingRate = ROWS / (ceilingMs / 1000);
     const out: Row[] = [
-      { metric: `import of ${ROWS} rows × 40 columns (${uploadMb.toFixed(1)} MB), upload to job done`, value: round(rate, 0), unit: "rows/s", ceiling: round(ceilingRate, 0), ratio: round(rate / ceilingRate), target: "ratio >= 0.5" },
+      {
+        metric: `import of ${ROWS} rows × 40 columns (${uploadMb.toFixed(1)} MB), upload to job done`,
+        value: round(rate, 0),
+        unit: "rows/s",
+        ceiling: round(ceilingRate, 0),
+        ratio: round(rate / ceilingRate),
+        target: "ratio >= 0.5",
+      },
       { metric: "import rows per second", value: round(rate, 0), unit: "rows/s", target: ">= 2000" },
-      { metric: "import CPU time (server process) against the ceiling's CPU time", value: round(importCpu, 1), unit: "s", ceiling: round(ceilingCpu, 1), ratio: round(ceilingCpu / importCpu), target: "ratio >= 0.5" },
+      {
+        metric: "import CPU time (server process) against the ceiling's CPU time",
+        value: round(importCpu, 1),
+        unit: "s",
+        ceiling: round(ceilingCpu, 1),
+        ratio: round(ceilingCpu / importCpu),
+        target: "ratio >= 0.5",
+      },
       { metric: "import: server peak RSS", value: round(peak, 0), unit: "MB", target: "< 500" },
-      { metric: `import CPU by thread: main thread (applies; the reader thread read in ${round(readerCpu, 1)} s)`, value: round(mainCpu, 1), unit: "s" },
-      { metric: `export of ${ROWS} rows (records/excel/children, download: true, until downloaded; ${(exportBytes / 2 ** 20).toFixed(1)} MB)`, value: round(exportMs / 1000, 1), unit: "s", ceiling: round(writeMs / 1000, 1), ratio: round(writeMs / exportMs), target: "ratio >= 0.5" },
-      { metric: `import report written on first download (${(reportBytes / 2 ** 20).toFixed(1)} MB)`, value: round(reportMs / 1000, 1), unit: "s" },
+      {
+        metric: `import CPU by thread: main thread (applies; the reader thread read in ${round(readerCpu, 1)} s)`,
+        value: round(mainCpu, 1),
+        unit: "s",
+      },
+      {
+        metric: `export of ${ROWS} rows (records/excel/children, download: true, until downloaded; ${(exportBytes / 2 ** 20).toFixed(1)} MB)`,
+        value: round(exportMs / 1000, 1),
+        unit: "s",
+        ceiling: round(writeMs / 1000, 1),
+        ratio: round(writeMs / exportMs),
+        target: "ratio >= 0.5",
+      },
+      {
+        metric: `import report written on first download (${(reportBytes / 2 ** 20).toFixed(1)} MB)`,
+        value: round(reportMs / 1000, 1),
+        unit: "s",
+      },
     ];
     return {
       name: "excel",

@@ -47,7 +47,11 @@ export type Child = { pid: number; url: string; startedMs: number; stop: () => P
  * Spawns `cmd` (which must listen on 127.0.0.1:`port`) and resolves once `readyPath` answers 200.
  * `startedMs` is the time from spawn to that first answer.
  */
-export async function spawnServer(cmd: string[], port: number, opts: { env?: Record<string, string>; readyPath?: string; timeoutMs?: number } = {}): Promise<Child> {
+export async function spawnServer(
+  cmd: string[],
+  port: number,
+  opts: { env?: Record<string, string>; readyPath?: string; timeoutMs?: number } = {},
+): Promise<Child> {
   const url = `http://127.0.0.1:${port}`;
   const t0 = performance.now();
   const proc = Bun.spawn(cmd, { cwd: ROOT, env: { ...process.env, ...opts.env }, stdout: "ignore", stderr: "pipe" });
@@ -91,7 +95,17 @@ export type Load = { rps: number; p50: number; p99: number; requests: number };
  * paths (of the URL's server) in turn, counted across all connections: one after another, each
  * path is asked for again only after all the others.
  */
-export async function load(url: string, opts: { seconds?: number; headers?: Record<string, string>; method?: string; body?: string; connections?: number; paths?: string[] } = {}): Promise<Load> {
+export async function load(
+  url: string,
+  opts: {
+    seconds?: number;
+    headers?: Record<string, string>;
+    method?: string;
+    body?: string;
+    connections?: number;
+    paths?: string[];
+  } = {},
+): Promise<Load> {
   const paths = opts.paths;
   let next = 0;
   const r = await autocannon({
@@ -101,10 +115,18 @@ export async function load(url: string, opts: { seconds?: number; headers?: Reco
     body: opts.body,
     connections: opts.connections ?? CONNECTIONS,
     duration: opts.seconds ?? SECONDS,
-    ...(paths?.length ? { requests: [{ setupRequest: (req) => ({ ...req, path: paths[next++ % paths.length]! }) }] } : {}),
+    ...(paths?.length
+      ? { requests: [{ setupRequest: (req) => ({ ...req, path: paths[next++ % paths.length]! }) }] }
+      : {}),
   });
-  if (r.non2xx || r.errors || r.timeouts) throw new Error(`load on ${url}: ${r.non2xx} non-2xx, ${r.errors} errors, ${r.timeouts} timeouts`);
-  return { rps: r.requests.total / (opts.seconds ?? SECONDS), p50: r.latency.p50, p99: r.latency.p99, requests: r.requests.total };
+  if (r.non2xx || r.errors || r.timeouts)
+    throw new Error(`load on ${url}: ${r.non2xx} non-2xx, ${r.errors} errors, ${r.timeouts} timeouts`);
+  return {
+    rps: r.requests.total / (opts.seconds ?? SECONDS),
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    requests: r.requests.total,
+  };
 }
 
 /**
@@ -142,11 +164,17 @@ export async function executable(dir: string): Promise<{ path: string | null; no
   try {
     const { buildExecutable } = await import("../scripts/build.ts");
     const { outfile } = await buildExecutable(join(dir, "apis"));
-    return { path: outfile, note: "the executable built from this source by scripts/build.ts (as `npm run build`) into a temp folder" };
+    return {
+      path: outfile,
+      note: "the executable built from this source by scripts/build.ts (as `npm run build`) into a temp folder",
+    };
   } catch (err) {
     const dist = join(ROOT, "dist", "apis");
     const why = String((err as Error)?.message ?? err).split("\n")[0];
     if (existsSync(dist)) return { path: dist, note: `dist/apis, because building a fresh executable failed (${why})` };
-    return { path: null, note: `\`bun src/main.ts serve\`, because building the executable failed (${why}) and there is no dist/apis` };
+    return {
+      path: null,
+      note: `\`bun src/main.ts serve\`, because building the executable failed (${why}) and there is no dist/apis`,
+    };
   }
 }

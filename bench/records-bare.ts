@@ -15,7 +15,9 @@ db.exec("PRAGMA journal_mode = WAL");
 db.exec("PRAGMA busy_timeout = 5000");
 // The same durability as Apis (--sqlite-synchronous, FULL unless APIS_SQLITE_SYNCHRONOUS=normal).
 db.exec(`PRAGMA synchronous = ${process.env.APIS_SQLITE_SYNCHRONOUS === "normal" ? "NORMAL" : "FULL"}`);
-const update = db.query(`UPDATE records SET vals = json_set(vals, '$."*".' || ?1, json(?2)), updated_on = ?3 WHERE gid = ?4`);
+const update = db.query(
+  `UPDATE records SET vals = json_set(vals, '$."*".' || ?1, json(?2)), updated_on = ?3 WHERE gid = ?4`,
+);
 const json = { "content-type": "application/json; charset=utf-8" };
 
 Bun.serve({
@@ -26,9 +28,12 @@ Bun.serve({
     const url = new URL(req.url);
     if (url.pathname === "/api/ping") return new Response("{}", { headers: json });
     const token = bearerToken(req.headers.get("authorization"));
-    if (!token || !(await tokens.verify(token))) return new Response(JSON.stringify({ success: false }), { status: 401, headers: json });
+    if (!token || !(await tokens.verify(token)))
+      return new Response(JSON.stringify({ success: false }), { status: 401, headers: json });
     const body = (await req.json()) as { record: string; field: string; value: unknown };
     update.run(body.field, JSON.stringify(body.value), Date.now() / 1000, body.record);
-    return new Response(JSON.stringify({ success: true, result: { record: body.record }, data: {} }), { headers: json });
+    return new Response(JSON.stringify({ success: true, result: { record: body.record }, data: {} }), {
+      headers: json,
+    });
   },
 });

@@ -30,10 +30,15 @@ export function verdict(row: Row): boolean | null {
   if (subject === undefined || Number.isNaN(subject)) return null;
   const limit = Number(m[3]);
   switch (m[2]) {
-    case "<": return subject < limit;
-    case "<=": case "≤": return subject <= limit;
-    case ">": return subject > limit;
-    default: return subject >= limit;
+    case "<":
+      return subject < limit;
+    case "<=":
+    case "≤":
+      return subject <= limit;
+    case ">":
+      return subject > limit;
+    default:
+      return subject >= limit;
   }
 }
 
@@ -41,10 +46,15 @@ const fmt = (v: number | undefined) => (v === undefined || Number.isNaN(v) ? "�
 
 function section(r: BenchResult, date: string, seconds: number): string {
   const lines = [`<!-- bench:${r.name} -->`, `## ${r.name}`, "", `Run ${date} (${seconds.toFixed(0)} s).`, ""];
-  lines.push("| metric | value | unit | ceiling (same run) | ratio | target | result |", "|---|---:|---|---:|---:|---|---|");
+  lines.push(
+    "| metric | value | unit | ceiling (same run) | ratio | target | result |",
+    "|---|---:|---|---:|---:|---|---|",
+  );
   for (const row of r.rows) {
     const v = verdict(row);
-    lines.push(`| ${row.metric} | ${fmt(row.value)} | ${row.unit} | ${fmt(row.ceiling)} | ${fmt(row.ratio)} | ${row.target ?? "—"} | ${v === null ? "—" : v ? "pass" : "**FAIL**"} |`);
+    lines.push(
+      `| ${row.metric} | ${fmt(row.value)} | ${row.unit} | ${fmt(row.ceiling)} | ${fmt(row.ratio)} | ${row.target ?? "—"} | ${v === null ? "—" : v ? "pass" : "**FAIL**"} |`,
+    );
   }
   if (r.notes?.length) lines.push("", ...r.notes.map((n) => `- ${n}`));
   lines.push(`<!-- /bench:${r.name} -->`);
@@ -53,7 +63,13 @@ function section(r: BenchResult, date: string, seconds: number): string {
 
 function failedSection(name: string, date: string, err: unknown): string {
   const msg = String((err as Error)?.message ?? err).split("\n")[0];
-  return [`<!-- bench:${name} -->`, `## ${name}`, "", `Run ${date}: **did not complete**: ${msg}`, `<!-- /bench:${name} -->`].join("\n");
+  return [
+    `<!-- bench:${name} -->`,
+    `## ${name}`,
+    "",
+    `Run ${date}: **did not complete**: ${msg}`,
+    `<!-- /bench:${name} -->`,
+  ].join("\n");
 }
 
 /** Sections of the previous RESULTS.md by benchmark name. */
@@ -75,12 +91,17 @@ function machine(date: string): string {
     `- Last written: ${date}`,
     `- Machine: ${cpu.length} cores (${cpu[0]?.model.trim() ?? "unknown CPU"}), ${(totalmem() / 2 ** 30).toFixed(1)} GiB memory, ${process.platform}/${process.arch}`,
     `- Bun ${Bun.version}`,
-    `- Load average when the run began: ${loadavg().map((x) => x.toFixed(2)).join(", ")} (other work on the machine makes numbers noisy; ratios are steadier than absolute figures)`,
+    `- Load average when the run began: ${loadavg()
+      .map((x) => x.toFixed(2))
+      .join(", ")} (other work on the machine makes numbers noisy; ratios are steadier than absolute figures)`,
   ].join("\n");
 }
 
 async function main(names: string[]) {
-  const available = readdirSync(DIR).filter((f) => f.endsWith(".bench.ts")).map((f) => basename(f, ".bench.ts")).sort();
+  const available = readdirSync(DIR)
+    .filter((f) => f.endsWith(".bench.ts"))
+    .map((f) => basename(f, ".bench.ts"))
+    .sort();
   const unknown = names.filter((n) => !available.includes(n));
   if (unknown.length) {
     console.error(`unknown benchmark(s): ${unknown.join(", ")}; available: ${available.join(", ")}`);
@@ -99,7 +120,12 @@ async function main(names: string[]) {
       const result: BenchResult = await mod.run();
       const text = section({ ...result, name }, date, (performance.now() - t0) / 1000);
       sections.set(name, text);
-      console.log(text.split("\n").filter((l) => !l.startsWith("<!--")).join("\n") + "\n");
+      console.log(
+        text
+          .split("\n")
+          .filter((l) => !l.startsWith("<!--"))
+          .join("\n") + "\n",
+      );
       if (result.rows.some((r) => verdict(r) === false)) failed = true;
     } catch (err) {
       failed = true;
@@ -107,7 +133,10 @@ async function main(names: string[]) {
       sections.set(name, failedSection(name, date, err));
     }
   }
-  const body = [...sections.keys()].filter((k) => available.includes(k)).sort().map((k) => sections.get(k)!);
+  const body = [...sections.keys()]
+    .filter((k) => available.includes(k))
+    .sort()
+    .map((k) => sections.get(k)!);
   writeFileSync(RESULTS, [header, ...body].join("\n\n") + "\n");
   console.log(`wrote ${RESULTS}`);
   return failed ? 1 : 0;

@@ -24,7 +24,24 @@
 import { Database } from "bun:sqlite";
 import { copyFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { BUN, compareLoad, CONNECTIONS, freePort, load, median, removeDir, round, ROUNDS, rssMb, SECONDS, spawnServer, tempDir, type BenchResult, type Child, type Row } from "./harness";
+import {
+  BUN,
+  compareLoad,
+  CONNECTIONS,
+  freePort,
+  load,
+  median,
+  removeDir,
+  round,
+  ROUNDS,
+  rssMb,
+  SECONDS,
+  spawnServer,
+  tempDir,
+  type BenchResult,
+  type Child,
+  type Row,
+} from "./harness";
 import { FIELDS, generate, LANGS, USER } from "./records.bench";
 
 const N = Number(process.env.BENCH_SCHEMA_RECORDS ?? 100_000);
@@ -43,12 +60,26 @@ const KINDS: { type: string; options?: Record<string, unknown>; unit?: string; i
   { type: "date" },
   { type: "barcode", options: { format: "ean13" } },
   { type: "textlist", is_localized: true, options: { max_items: 10 } },
-  { type: "textline", options: { values: [{ key: "s", label: { en: "Small", nl: "Klein", de: "Klein" } }, { key: "m", label: { en: "Medium", nl: "Middel", de: "Mittel" } }, { key: "l", label: { en: "Large", nl: "Groot", de: "Groß" } }] } },
+  {
+    type: "textline",
+    options: {
+      values: [
+        { key: "s", label: { en: "Small", nl: "Klein", de: "Klein" } },
+        { key: "m", label: { en: "Medium", nl: "Middel", de: "Mittel" } },
+        { key: "l", label: { en: "Large", nl: "Groot", de: "Groß" } },
+      ],
+    },
+  },
 ];
 
 /** One POST with a JWT; throws on a failed answer. A keep-alive connection the server closed is retried once. */
 async function post(url: string, token: string, body: unknown): Promise<any> {
-  const send = () => fetch(url, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+  const send = () =>
+    fetch(url, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
   const res = await send().catch((e) => (String(e?.code) === "ECONNRESET" ? send() : Promise.reject(e)));
   const text = await res.text();
   if (!res.ok) throw new Error(`${url}: ${res.status} ${text.slice(0, 500)}`);
@@ -67,7 +98,11 @@ async function buildDefinition(api: (op: string) => string, token: string): Prom
       const kind = KINDS[k % KINDS.length]!;
       const name = `sb_${kind.type}_${k}`;
       const created = await post(api("fields/create"), token, {
-        name, type: kind.type, is_localized: kind.is_localized ?? false, options: kind.options ?? {}, ...(kind.unit ? { unit: kind.unit } : {}),
+        name,
+        type: kind.type,
+        is_localized: kind.is_localized ?? false,
+        options: kind.options ?? {},
+        ...(kind.unit ? { unit: kind.unit } : {}),
         label: { en: `Attribute ${k}`, nl: `Kenmerk ${k}`, de: `Merkmal ${k}` },
         // Explicitly empty: the default initial of a barcode (ean13) or value-list textline is "", which their checks refuse.
         initial: Object.fromEntries(LANGS.map((l) => [l, null])),
@@ -76,11 +111,19 @@ async function buildDefinition(api: (op: string) => string, token: string): Prom
       await post(api("fields/commit"), token, { field: gid });
       fields.push(gid);
     }
-    const cls = await post(api("classes/create"), token, { name: `sb_group_${c}`, label: { en: `Group ${c}`, nl: `Groep ${c}`, de: `Gruppe ${c}` }, fields });
+    const cls = await post(api("classes/create"), token, {
+      name: `sb_group_${c}`,
+      label: { en: `Group ${c}`, nl: `Groep ${c}`, de: `Gruppe ${c}` },
+      fields,
+    });
     await post(api("classes/commit"), token, { class: cls.result.class });
     classes.push(cls.result.class as string);
   }
-  const def = await post(api("definitions/create"), token, { name: "sb_product", label: { en: "Product", nl: "Product", de: "Produkt" }, classes });
+  const def = await post(api("definitions/create"), token, {
+    name: "sb_product",
+    label: { en: "Product", nl: "Product", de: "Produkt" },
+    classes,
+  });
   const gid = def.result.definition as string;
   await post(api("definitions/commit"), token, { definition: gid });
   return gid;
@@ -90,7 +133,11 @@ async function buildDefinition(api: (op: string) => string, token: string): Prom
 const CONVERT = `UPDATE records SET vals = json_set(vals, ?1, CAST(json_extract(vals, ?1) AS TEXT)), updated_on = ?2 WHERE project_gid = ?3 AND json_type(vals, ?1) IS NOT NULL`;
 
 /** Times `work` (which returns the rows it converted) with bun:sqlite on a copy of the database, as a WAL database without syncs. */
-function onCopy(file: string, field: string, work: (db: Database, path: string) => number): { rows: number; ms: number } {
+function onCopy(
+  file: string,
+  field: string,
+  work: (db: Database, path: string) => number,
+): { rows: number; ms: number } {
   const db = new Database(file);
   db.exec("PRAGMA journal_mode = WAL");
   db.exec("PRAGMA synchronous = NORMAL");
@@ -103,7 +150,9 @@ function onCopy(file: string, field: string, work: (db: Database, path: string) 
 
 /** The bare SQLite ceiling: the same conversion of the same values in one transaction, on a copy of the database. */
 const bareUpdate = (file: string, project: string, field: string) =>
-  onCopy(file, field, (db, path) => db.transaction(() => db.query(CONVERT).run(path, Date.now() / 1000, project).changes)());
+  onCopy(file, field, (db, path) =>
+    db.transaction(() => db.query(CONVERT).run(path, Date.now() / 1000, project).changes)(),
+  );
 
 /**
  * For information: the same conversion done by SQLite alone together with the search-index writes
@@ -118,8 +167,12 @@ const bareUpdateIndexed = (file: string, project: string, field: string) =>
     const rows = db.transaction(() => {
       const n = db.query(CONVERT).run(path, Date.now() / 1000, project).changes;
       const converted = `SELECT id FROM records WHERE project_gid = ?2 AND json_type(vals, ?1) = 'text'`;
-      db.query(`UPDATE record_search SET body = body || char(10) || (SELECT json_extract(r.vals, ?1) FROM records r WHERE r.id = record_search.record_id) WHERE project_gid = ?2 AND language = '*' AND record_id IN (${converted})`).run(path, project);
-      db.query(`UPDATE records_fts SET body = (SELECT s.body FROM record_search s WHERE s.id = records_fts.rowid) WHERE rowid IN (SELECT id FROM record_search WHERE project_gid = ?2 AND language = '*' AND record_id IN (${converted}))`).run(path, project);
+      db.query(
+        `UPDATE record_search SET body = body || char(10) || (SELECT json_extract(r.vals, ?1) FROM records r WHERE r.id = record_search.record_id) WHERE project_gid = ?2 AND language = '*' AND record_id IN (${converted})`,
+      ).run(path, project);
+      db.query(
+        `UPDATE records_fts SET body = (SELECT s.body FROM record_search s WHERE s.id = records_fts.rowid) WHERE rowid IN (SELECT id FROM record_search WHERE project_gid = ?2 AND language = '*' AND record_id IN (${converted}))`,
+      ).run(path, project);
       return n;
     })();
     db.run("INSERT INTO records_fts(records_fts) VALUES('optimize')");
@@ -144,8 +197,30 @@ export async function run(): Promise<BenchResult> {
     for (const c of copies) copyFileSync(join(data, "apis.db"), c);
 
     const port = await freePort();
-    apis = await spawnServer([BUN, "src/main.ts", "serve", "--port", String(port), "--host", "127.0.0.1", "--data", data, "--log-level", "warn", "--rate-limit", "0"], port, { timeoutMs: 120_000 });
-    const login = await fetch(apis.url + "/api/login", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ username: USER.username, password: USER.password }) });
+    apis = await spawnServer(
+      [
+        BUN,
+        "src/main.ts",
+        "serve",
+        "--port",
+        String(port),
+        "--host",
+        "127.0.0.1",
+        "--data",
+        data,
+        "--log-level",
+        "warn",
+        "--rate-limit",
+        "0",
+      ],
+      port,
+      { timeoutMs: 120_000 },
+    );
+    const login = await fetch(apis.url + "/api/login", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ username: USER.username, password: USER.password }),
+    });
     await login.arrayBuffer();
     const auth = login.headers.get("authorization") ?? "";
     const token = auth.replace(/^Bearer /, "");
@@ -159,32 +234,54 @@ export async function run(): Promise<BenchResult> {
     const definition = await buildDefinition(api, token);
     const buildS = (performance.now() - tb) / 1000;
     const getBody = JSON.stringify({ definition });
-    const res = await fetch(api("definitions/get"), { method: "POST", headers: { authorization: auth, "content-type": "application/json" }, body: getBody });
+    const res = await fetch(api("definitions/get"), {
+      method: "POST",
+      headers: { authorization: auth, "content-type": "application/json" },
+      body: getBody,
+    });
     const body = await res.text();
     if (!res.ok) throw new Error(`definitions/get: ${res.status} ${body.slice(0, 500)}`);
     const got = JSON.parse(body);
     const defFields = got.data.definitions?.[definition];
-    if (!defFields || defFields.classes.length !== CLASSES) throw new Error("definitions/get did not answer the 20-class definition");
+    if (!defFields || defFields.classes.length !== CLASSES)
+      throw new Error("definitions/get did not answer the 20-class definition");
     const headers: Record<string, string> = {};
     for (const name of ["content-type", "authorization"]) {
       const v = res.headers.get(name);
       if (v) headers[name] = v;
     }
-    if (headers.authorization && headers.authorization !== auth) throw new Error("definitions/get renewed the token; the benchmark needs a stable token");
+    if (headers.authorization && headers.authorization !== auth)
+      throw new Error("definitions/get renewed the token; the benchmark needs a stable token");
     const answers = join(work, "answers.json");
     writeFileSync(answers, JSON.stringify({ [path("definitions/get")]: { body, headers } }));
     const barePort = await freePort();
-    bare = await spawnServer([BUN, "bench/bare-server.ts", String(barePort), answers], barePort, { readyPath: path("definitions/get") });
+    bare = await spawnServer([BUN, "bench/bare-server.ts", String(barePort), answers], barePort, {
+      readyPath: path("definitions/get"),
+    });
     const reqHeaders = { authorization: auth, "content-type": "application/json" };
-    const again = await fetch(bare.url + path("definitions/get"), { method: "POST", headers: reqHeaders, body: getBody }).then((r) => r.text());
+    const again = await fetch(bare.url + path("definitions/get"), {
+      method: "POST",
+      headers: reqHeaders,
+      body: getBody,
+    }).then((r) => r.text());
     if (again !== body) throw new Error("the bare server's answer differs from Apis'");
     const opts = { method: "POST", headers: reqHeaders, body: getBody };
     for (const url of [apis.url, bare.url]) await load(url + path("definitions/get"), { ...opts, seconds: 2 });
-    const get = await compareLoad(() => load(apis!.url + path("definitions/get"), opts), () => load(bare!.url + path("definitions/get"), opts));
+    const get = await compareLoad(
+      () => load(apis!.url + path("definitions/get"), opts),
+      () => load(bare!.url + path("definitions/get"), opts),
+    );
     sample();
     await bare.stop();
     bare = undefined;
-    push({ metric: `definitions/get, ${CLASSES} classes, ${CLASSES * PER_CLASS} fields (${body.length} bytes)`, value: round(get.subject, 0), unit: "req/s", ceiling: round(get.ceiling, 0), ratio: round(get.subject / get.ceiling), target: "ratio >= 0.5" });
+    push({
+      metric: `definitions/get, ${CLASSES} classes, ${CLASSES * PER_CLASS} fields (${body.length} bytes)`,
+      value: round(get.subject, 0),
+      unit: "req/s",
+      ceiling: round(get.ceiling, 0),
+      ratio: round(get.subject / get.ceiling),
+      target: "ratio >= 0.5",
+    });
 
     // 2. A committed type change (number → textline) followed by every record holding the field.
     const before = bareUpdate(copies[0]!, cat.project, field.gid!);
@@ -196,11 +293,13 @@ export async function run(): Promise<BenchResult> {
     const inflight = new Set<Promise<void>>();
     const ping = () => {
       const t = performance.now();
-      const p = fetch(apis!.url + "/api/ping").then(async (r) => {
-        await r.arrayBuffer();
-        if (!r.ok) throw new Error(`/api/ping answered ${r.status} during the job`);
-        pings.push(performance.now() - t);
-      }).finally(() => inflight.delete(p));
+      const p = fetch(apis!.url + "/api/ping")
+        .then(async (r) => {
+          await r.arrayBuffer();
+          if (!r.ok) throw new Error(`/api/ping answered ${r.status} during the job`);
+          pings.push(performance.now() - t);
+        })
+        .finally(() => inflight.delete(p));
       inflight.add(p);
     };
     const prober = setInterval(ping, PROBE_MS);
@@ -223,20 +322,48 @@ export async function run(): Promise<BenchResult> {
     if (job.status !== "done") throw new Error(`the job was rejected: ${JSON.stringify(job.info)}`);
     const after = bareUpdate(copies[1]!, cat.project, field.gid!);
     const jobRecords = Number(job.info.records ?? job.info.total);
-    if (jobRecords !== before.rows || before.rows !== after.rows) throw new Error(`the job converted ${jobRecords} records, the bare UPDATE ${before.rows}/${after.rows}`);
+    if (jobRecords !== before.rows || before.rows !== after.rows)
+      throw new Error(`the job converted ${jobRecords} records, the bare UPDATE ${before.rows}/${after.rows}`);
     const jobS = job.updated_on - job.created_on;
     const jobRate = jobRecords / jobS;
     const bareRate = (before.rows + after.rows) / ((before.ms + after.ms) / 1000);
     // The values really were converted.
     const check = new Database(join(data, "apis.db"), { readonly: true });
-    const wrong = (check.query(`SELECT count(*) AS n FROM records WHERE project_gid = ? AND json_type(vals, ?) NOT IN ('text')`).get(cat.project, `$."*"."${field.gid}"`) as { n: number }).n;
+    const wrong = (
+      check
+        .query(`SELECT count(*) AS n FROM records WHERE project_gid = ? AND json_type(vals, ?) NOT IN ('text')`)
+        .get(cat.project, `$."*"."${field.gid}"`) as { n: number }
+    ).n;
     check.close();
     if (wrong) throw new Error(`${wrong} records still hold a non-text value after the job`);
-    push({ metric: `records_follow_schema job converting ${jobRecords} values (number → textline; ${round(jobS, 1)} s)`, value: round(jobRate, 0), unit: "records/s", ceiling: round(bareRate, 0), ratio: round(jobRate / bareRate), target: "ratio >= 0.3" });
+    push({
+      metric: `records_follow_schema job converting ${jobRecords} values (number → textline; ${round(jobS, 1)} s)`,
+      value: round(jobRate, 0),
+      unit: "records/s",
+      ceiling: round(bareRate, 0),
+      ratio: round(jobRate / bareRate),
+      target: "ratio >= 0.3",
+    });
     const indexedRate = indexed.rows / (indexed.ms / 1000);
-    push({ metric: "records_follow_schema job, for information against SQLite alone doing the same search-index writes (one transaction, set-based, then optimize)", value: round(jobRate, 0), unit: "records/s", ceiling: round(indexedRate, 0), ratio: round(jobRate / indexedRate) });
-    push({ metric: `GET /api/ping during the job, one every ${PROBE_MS} ms (${pings.length} probes, p50 ${round(median(pings), 1)} ms, max ${round(Math.max(...pings), 1)} ms)`, value: round(p99(pings), 1), unit: "ms p99", target: "< 50 ms" });
-    push({ metric: "fields/commit answer (counts the affected records, queues the job)", value: round(commitMs, 0), unit: "ms" });
+    push({
+      metric:
+        "records_follow_schema job, for information against SQLite alone doing the same search-index writes (one transaction, set-based, then optimize)",
+      value: round(jobRate, 0),
+      unit: "records/s",
+      ceiling: round(indexedRate, 0),
+      ratio: round(jobRate / indexedRate),
+    });
+    push({
+      metric: `GET /api/ping during the job, one every ${PROBE_MS} ms (${pings.length} probes, p50 ${round(median(pings), 1)} ms, max ${round(Math.max(...pings), 1)} ms)`,
+      value: round(p99(pings), 1),
+      unit: "ms p99",
+      target: "< 50 ms",
+    });
+    push({
+      metric: "fields/commit answer (counts the affected records, queues the job)",
+      value: round(commitMs, 0),
+      unit: "ms",
+    });
     push({ metric: "server RSS, highest sample after each phase", value: round(rss, 0), unit: "MB" });
     notes.push(
       `Apis runs as \`bun src/main.ts serve --rate-limit 0\` in its own process; the ${CLASSES * PER_CLASS} fields, ${CLASSES} classes and the definition were built and committed through the API in ${round(buildS, 1)} s.`,

@@ -10,7 +10,20 @@ if (!process.send) throw new Error("started by bench/sync-fanout.bench.ts with I
 
 let cursor = 1000;
 const frame = () =>
-  "42" + JSON.stringify(["sync", [{ type: "p0000000000000000000", cursor: ++cursor, action: "UPDATE", data_type: "records", data_key: crypto.randomUUID().slice(0, 20), data: null }]]);
+  "42" +
+  JSON.stringify([
+    "sync",
+    [
+      {
+        type: "p0000000000000000000",
+        cursor: ++cursor,
+        action: "UPDATE",
+        data_type: "records",
+        data_key: crypto.randomUUID().slice(0, 20),
+        data: null,
+      },
+    ],
+  ]);
 
 const server = Bun.serve({
   port: 0,

@@ -111,8 +111,16 @@ async function inBatches<T>(n: number, width: number, task: (i: number) => Promi
 class ClientFleet {
   private constructor(private readonly children: Driven[]) {}
 
-  static async connect(kind: "io" | "ws", url: string, opts: { tokens?: string[]; project?: string; cursor?: number } = {}): Promise<{ fleet: ClientFleet; ms: number }> {
-    const children = await Promise.all(Array.from({ length: Math.min(CLIENT_PROCESSES, CLIENTS) }, () => Driven.start("sync-fanout.clients.ts").then((c) => c.child)));
+  static async connect(
+    kind: "io" | "ws",
+    url: string,
+    opts: { tokens?: string[]; project?: string; cursor?: number } = {},
+  ): Promise<{ fleet: ClientFleet; ms: number }> {
+    const children = await Promise.all(
+      Array.from({ length: Math.min(CLIENT_PROCESSES, CLIENTS) }, () =>
+        Driven.start("sync-fanout.clients.ts").then((c) => c.child),
+      ),
+    );
     const fleet = new ClientFleet(children);
     const t0 = performance.now();
     try {
@@ -122,7 +130,10 @@ class ClientFleet {
           const count = Math.floor(CLIENTS / children.length) + (k < CLIENTS % children.length ? 1 : 0);
           const tokens = opts.tokens?.slice(from, from + count);
           from += count;
-          const r = await child.request({ cmd: "connect", kind, url, tokens, count, project: opts.project, cursor: opts.cursor }, 600_000);
+          const r = await child.request(
+            { cmd: "connect", kind, url, tokens, count, project: opts.project, cursor: opts.cursor },
+            600_000,
+          );
           if (r.cmd !== "connected") throw new Error(`client process: ${r.error ?? JSON.stringify(r)}`);
         }),
       );
@@ -167,7 +178,12 @@ async function fleetRounds(fleet: ClientFleet, touch: () => Promise<number>, cou
     last.push(Math.max(...got));
     await Bun.sleep(50);
   }
-  return { p50: percentile(latencies, 50), p99: percentile(latencies, 99), last: median(last), delivered: latencies.length };
+  return {
+    p50: percentile(latencies, 50),
+    p99: percentile(latencies, 99),
+    last: median(last),
+    delivered: latencies.length,
+  };
 }
 
 /** Apis: sockets, initsync, rounds, memory, burst. */
@@ -180,7 +196,11 @@ async function apis(notes: string[]) {
     const setup = await child.request({ cmd: "setup", members: CLIENTS }, 600_000);
     const project: string = setup.project;
     const before = await child.request({ cmd: "rss" });
-    const connected = await ClientFleet.connect("io", setup.url, { tokens: setup.tokens, project, cursor: setup.cursor });
+    const connected = await ClientFleet.connect("io", setup.url, {
+      tokens: setup.tokens,
+      project,
+      cursor: setup.cursor,
+    });
     fleet = connected.fleet;
     await Bun.sleep(1000);
     const after = await child.request({ cmd: "rss" });
@@ -207,7 +227,13 @@ async function apis(notes: string[]) {
     let misordered = 0;
     const burst: number[][] = Array.from({ length: BURST_CLIENTS }, () => []);
     await inBatches(BURST_CLIENTS, 50, async (i) => {
-      const s = io(setup.url, { path: "/sync/io", transports: ["websocket"], auth: { JWT: setup.tokens[i] }, reconnection: false, forceNew: true });
+      const s = io(setup.url, {
+        path: "/sync/io",
+        transports: ["websocket"],
+        auth: { JWT: setup.tokens[i] },
+        reconnection: false,
+        forceNew: true,
+      });
       sockets[i] = s;
       await new Promise<void>((resolve, reject) => {
         s.once("connect", () => resolve());
@@ -235,7 +261,8 @@ async function apis(notes: string[]) {
     const written = await child.request({ cmd: "touch", count: BURST });
     const writeMs = performance.now() - b0;
     const expected = Array.from({ length: BURST }, (_, k) => written.first + k);
-    if (written.last !== expected.at(-1)) throw new Error(`burst wrote ${written.first}..${written.last}, not consecutive`);
+    if (written.last !== expected.at(-1))
+      throw new Error(`burst wrote ${written.first}..${written.last}, not consecutive`);
     await until(() => burst.every((l) => l.length >= BURST), 60_000, "the burst").catch(() => {});
     const burstMs = performance.now() - b0;
     let delivered = 0;
@@ -246,7 +273,18 @@ async function apis(notes: string[]) {
       `One change = one project item written by the change-log writer in the server process (bench/sync-fanout.server.ts, asked over IPC); latency from the request to the client's \`sync\` handler (clocks of one machine: performance.timeOrigin + now()); ${ROUNDS} rounds after 3 warm-up rounds; every client got every round's item (${single.delivered} deliveries), ${singleFaults} out of order or twice.`,
       `Burst: ${BURST} changes, each its own transaction in its own event-loop turn, written in ${round(writeMs)} ms while the same process fanned them out; the last client had all of them ${round(burstMs)} ms after the first request; ${BURST_CLIENTS} clients (in the bench process) each checked for every cursor in order.`,
     );
-    return { single, singleFaults, perSocketKb, before, after, burstMs, delivered, lost, serverMs: median(serverMs), serverP99: percentile(serverMs, 99) };
+    return {
+      single,
+      singleFaults,
+      perSocketKb,
+      before,
+      after,
+      burstMs,
+      delivered,
+      lost,
+      serverMs: median(serverMs),
+      serverP99: percentile(serverMs, 99),
+    };
   } finally {
     for (const s of sockets) s?.close();
     await fleet?.stop();
@@ -306,16 +344,63 @@ export async function run(): Promise<BenchResult> {
   const bareItemsPerSec = ((BURST * BURST_CLIENTS) / c.burstMs) * 1000;
   const ratio = (x: number, y: number) => round(x / y);
   const rows: Row[] = [
-    { metric: `one change to ${CLIENTS} clients: p50 latency`, value: round(a.single.p50), unit: "ms", ceiling: round(c.single.p50), ratio: ratio(a.single.p50, c.single.p50) },
-    { metric: `one change to ${CLIENTS} clients: p99 latency`, value: round(a.single.p99), unit: "ms", ceiling: round(c.single.p99), ratio: ratio(a.single.p99, c.single.p99), target: `< ${P99_TARGET_MS} ms` },
-    { metric: `one change to ${CLIENTS} clients: until the last has it (median)`, value: round(a.single.last), unit: "ms", ceiling: round(c.single.last), ratio: ratio(a.single.last, c.single.last) },
-    { metric: `one change to ${CLIENTS} clients: the server's share (commit to every frame handed to the sockets), median / p99`, value: round(a.serverMs), unit: `ms (p99 ${round(a.serverP99)})` },
-    { metric: `one change to ${CLIENTS} clients: lost, out of order or twice`, value: ROUNDS * CLIENTS - a.single.delivered + a.singleFaults, unit: "items", target: "<= 0" },
-    { metric: `server memory per idle subscribed socket (RSS delta / ${CLIENTS})`, value: round(a.perSocketKb, 1), unit: "KB", ceiling: round(c.perSocketKb, 1), ratio: ratio(a.perSocketKb, c.perSocketKb) },
-    { metric: `burst of ${BURST} changes to ${BURST_CLIENTS} clients: delivered`, value: Math.round(itemsPerSec), unit: "items/s", ceiling: Math.round(bareItemsPerSec), ratio: ratio(itemsPerSec, bareItemsPerSec) },
-    { metric: `burst of ${BURST} changes to ${BURST_CLIENTS} clients: lost or out of order`, value: a.lost, unit: "items", target: "<= 0" },
+    {
+      metric: `one change to ${CLIENTS} clients: p50 latency`,
+      value: round(a.single.p50),
+      unit: "ms",
+      ceiling: round(c.single.p50),
+      ratio: ratio(a.single.p50, c.single.p50),
+    },
+    {
+      metric: `one change to ${CLIENTS} clients: p99 latency`,
+      value: round(a.single.p99),
+      unit: "ms",
+      ceiling: round(c.single.p99),
+      ratio: ratio(a.single.p99, c.single.p99),
+      target: `< ${P99_TARGET_MS} ms`,
+    },
+    {
+      metric: `one change to ${CLIENTS} clients: until the last has it (median)`,
+      value: round(a.single.last),
+      unit: "ms",
+      ceiling: round(c.single.last),
+      ratio: ratio(a.single.last, c.single.last),
+    },
+    {
+      metric: `one change to ${CLIENTS} clients: the server's share (commit to every frame handed to the sockets), median / p99`,
+      value: round(a.serverMs),
+      unit: `ms (p99 ${round(a.serverP99)})`,
+    },
+    {
+      metric: `one change to ${CLIENTS} clients: lost, out of order or twice`,
+      value: ROUNDS * CLIENTS - a.single.delivered + a.singleFaults,
+      unit: "items",
+      target: "<= 0",
+    },
+    {
+      metric: `server memory per idle subscribed socket (RSS delta / ${CLIENTS})`,
+      value: round(a.perSocketKb, 1),
+      unit: "KB",
+      ceiling: round(c.perSocketKb, 1),
+      ratio: ratio(a.perSocketKb, c.perSocketKb),
+    },
+    {
+      metric: `burst of ${BURST} changes to ${BURST_CLIENTS} clients: delivered`,
+      value: Math.round(itemsPerSec),
+      unit: "items/s",
+      ceiling: Math.round(bareItemsPerSec),
+      ratio: ratio(itemsPerSec, bareItemsPerSec),
+    },
+    {
+      metric: `burst of ${BURST} changes to ${BURST_CLIENTS} clients: lost or out of order`,
+      value: a.lost,
+      unit: "items",
+      target: "<= 0",
+    },
   ];
-  notes.push("Ceiling: bench/sync-fanout.bare.ts, a bare Bun.serve publishing the same `sync` frame bytes to as many plain WebSocket clients (no Socket.IO on either side, no database, clients in the same number of processes), measured the same way right after; its memory row is a bare Bun WebSocket's.");
+  notes.push(
+    "Ceiling: bench/sync-fanout.bare.ts, a bare Bun.serve publishing the same `sync` frame bytes to as many plain WebSocket clients (no Socket.IO on either side, no database, clients in the same number of processes), measured the same way right after; its memory row is a bare Bun WebSocket's.",
+  );
   return { name: "sync-fanout", rows, notes };
 }
 
@@ -323,7 +408,9 @@ if (import.meta.main) {
   const r = await run();
   console.log(`${r.name}\n`);
   for (const row of r.rows)
-    console.log(`${row.metric.padEnd(62)} ${String(row.value).padStart(9)} ${row.unit.padEnd(8)}${row.ceiling !== undefined ? ` ceiling ${row.ceiling} (ratio ${row.ratio})` : ""}${row.target ? ` target ${row.target}` : ""}`);
+    console.log(
+      `${row.metric.padEnd(62)} ${String(row.value).padStart(9)} ${row.unit.padEnd(8)}${row.ceiling !== undefined ? ` ceiling ${row.ceiling} (ratio ${row.ratio})` : ""}${row.target ? ` target ${row.target}` : ""}`,
+    );
   for (const n of r.notes ?? []) console.log(`- ${n}`);
   process.exit(0);
 }

@@ -63,7 +63,14 @@ async function inBatches(n: number, width: number, task: (i: number) => Promise<
   );
 }
 
-async function connect(msg: { kind: "io" | "ws"; url: string; tokens?: string[]; count: number; project?: string; cursor?: number }) {
+async function connect(msg: {
+  kind: "io" | "ws";
+  url: string;
+  tokens?: string[];
+  count: number;
+  project?: string;
+  cursor?: number;
+}) {
   const t0 = performance.now();
   sockets = new Array(msg.count);
   lastSeen = new Array(msg.count).fill(msg.cursor ?? 0);
@@ -81,14 +88,22 @@ async function connect(msg: { kind: "io" | "ws"; url: string; tokens?: string[];
       };
       return;
     }
-    const s = io(msg.url, { path: "/sync/io", transports: ["websocket"], auth: { JWT: msg.tokens![i] }, reconnection: false, forceNew: true });
+    const s = io(msg.url, {
+      path: "/sync/io",
+      transports: ["websocket"],
+      auth: { JWT: msg.tokens![i] },
+      reconnection: false,
+      forceNew: true,
+    });
     sockets[i] = s;
     await new Promise<void>((resolve, reject) => {
       s.once("connect", () => resolve());
       s.once("connect_error", reject);
     });
     s.on("sync", (items: Item[]) => arrive(i, msg.project, items));
-    const ack = await s.timeout(120_000).emitWithAck("initsync", { "cc.cursor": msg.cursor, project: msg.project, cursor: msg.cursor });
+    const ack = await s
+      .timeout(120_000)
+      .emitWithAck("initsync", { "cc.cursor": msg.cursor, project: msg.project, cursor: msg.cursor });
     if (!Array.isArray(ack)) throw new Error(`initsync: ${JSON.stringify(ack)}`);
   });
   process.send!({ cmd: "connected", ms: performance.now() - t0 });

@@ -32,7 +32,9 @@ let project = "";
 process.on("message", async (msg: any) => {
   if (msg.cmd === "setup") {
     const hash = await Bun.password.hash("bench-password-1", { algorithm: "argon2id" });
-    const owner = mutate(ctx.db, ctx.hub, (tx, log) => createPerson(tx, log, { username: "owner", email: "owner@example.test", passwordHash: hash }));
+    const owner = mutate(ctx.db, ctx.hub, (tx, log) =>
+      createPerson(tx, log, { username: "owner", email: "owner@example.test", passwordHash: hash }),
+    );
     project = String(createProject(ctx, { userGid: owner.gid, kind: "person" }, { name: "Fan-out" }).result.project);
     const gids: string[] = [];
     mutate(ctx.db, ctx.hub, (tx) => {
@@ -40,12 +42,38 @@ process.on("message", async (msg: any) => {
       for (let i = 0; i < msg.members; i++) {
         const gid = newGid();
         gids.push(gid);
-        tx.insert(users).values({ gid, kind: "person", username: `member${i}`, email: `member${i}@example.test`, passwordHash: hash, createdOn: t, updatedOn: t }).run();
-        tx.insert(memberships).values({ projectGid: project, userGid: gid, status: "active", roles: ["member"], createdOn: t, updatedOn: t }).run();
+        tx.insert(users)
+          .values({
+            gid,
+            kind: "person",
+            username: `member${i}`,
+            email: `member${i}@example.test`,
+            passwordHash: hash,
+            createdOn: t,
+            updatedOn: t,
+          })
+          .run();
+        tx.insert(memberships)
+          .values({
+            projectGid: project,
+            userGid: gid,
+            status: "active",
+            roles: ["member"],
+            createdOn: t,
+            updatedOn: t,
+          })
+          .run();
       }
     });
     const tokens = await Promise.all(gids.map((g) => ctx.tokens.sign(g, 0)));
-    process.send!({ cmd: "ready", url: server.url, owner: await ctx.tokens.sign(owner.gid, 0), project, tokens, cursor: currentCursor(ctx.db) });
+    process.send!({
+      cmd: "ready",
+      url: server.url,
+      owner: await ctx.tokens.sign(owner.gid, 0),
+      project,
+      tokens,
+      cursor: currentCursor(ctx.db),
+    });
   } else if (msg.cmd === "touch") {
     let first = 0;
     let last = 0;
@@ -61,7 +89,11 @@ process.on("message", async (msg: any) => {
     process.send!({ cmd: "touched", first, last, serverMs });
   } else if (msg.cmd === "rss") {
     Bun.gc(true);
-    process.send!({ cmd: "rss", mb: process.memoryUsage().rss / 2 ** 20, sockets: server.sync.io.of("/").sockets.size });
+    process.send!({
+      cmd: "rss",
+      mb: process.memoryUsage().rss / 2 ** 20,
+      sockets: server.sync.io.of("/").sockets.size,
+    });
   } else if (msg.cmd === "stop") {
     await server.stop();
     process.exit(0);

@@ -57,7 +57,8 @@ function imgPackageDir(name: string): string {
   } catch {
     // not installed: another platform's package
   }
-  const pins: Record<string, string> = JSON.parse(readFileSync(join(sharpDir(), "package.json"), "utf8")).optionalDependencies ?? {};
+  const pins: Record<string, string> =
+    JSON.parse(readFileSync(join(sharpDir(), "package.json"), "utf8")).optionalDependencies ?? {};
   const version = Object.hasOwn(pins, name) ? pins[name] : undefined;
   if (!version) throw new Error(`sharp has no optional dependency ${name}; is the target supported by this sharp?`);
   const cache = join(root, ".cache", "sharp-native");
@@ -65,13 +66,18 @@ function imgPackageDir(name: string): string {
   if (existsSync(join(dir, "package.json"))) return dir;
   mkdirSync(cache, { recursive: true });
   console.log(`fetching ${name}@${version} (npm pack)`);
-  const pack = Bun.spawnSync(["npm", "pack", `${name}@${version}`, "--pack-destination", cache, "--json", "--silent"], { cwd: cache, stderr: "pipe" });
+  const pack = Bun.spawnSync(["npm", "pack", `${name}@${version}`, "--pack-destination", cache, "--json", "--silent"], {
+    cwd: cache,
+    stderr: "pipe",
+  });
   if (pack.exitCode !== 0) throw new Error(`npm pack ${name}@${version} failed:\n${pack.stderr.toString()}`);
   const [{ filename }] = JSON.parse(pack.stdout.toString()) as { filename: string }[];
   const unpacking = `${dir}.part`;
   rmSync(unpacking, { recursive: true, force: true });
   mkdirSync(unpacking, { recursive: true });
-  const untar = Bun.spawnSync(["tar", "-xzf", join(cache, filename!), "-C", unpacking, "--strip-components=1"], { stderr: "pipe" });
+  const untar = Bun.spawnSync(["tar", "-xzf", join(cache, filename!), "-C", unpacking, "--strip-components=1"], {
+    stderr: "pipe",
+  });
   if (untar.exitCode !== 0) throw new Error(`unpacking ${filename} failed:\n${untar.stderr.toString()}`);
   rmSync(join(cache, filename!), { force: true });
   renameSync(unpacking, dir);
@@ -82,12 +88,14 @@ function imgPackageDir(name: string): string {
 export function sharpNativeFiles(platform = hostPlatform()) {
   const addonDir = join(imgPackageDir(`@img/sharp-${platform}`), "lib");
   const addons = readdirSync(addonDir).filter((f) => f.endsWith(".node"));
-  if (addons.length !== 1) throw new Error(`expected one .node file in ${addonDir}, found ${addons.join(", ") || "none"}`);
+  if (addons.length !== 1)
+    throw new Error(`expected one .node file in ${addonDir}, found ${addons.join(", ") || "none"}`);
   const addon = join(addonDir, addons[0]!);
   const libvipsDir = imgPackageDir(`@img/sharp-libvips-${platform}`);
   const libDir = join(libvipsDir, "lib");
   const libs = readdirSync(libDir).filter((f) => /^libvips-cpp\.(so\.[\d.]+|[\d.]+\.dylib)$/.test(f));
-  if (libs.length !== 1) throw new Error(`expected one libvips-cpp library in ${libDir}, found ${libs.join(", ") || "none"}`);
+  if (libs.length !== 1)
+    throw new Error(`expected one libvips-cpp library in ${libDir}, found ${libs.join(", ") || "none"}`);
   const libName = libs[0]!;
   // The addon must name the library exactly like this (its NEEDED entry = the library's soname).
   if (!readFileSync(addon).includes(Buffer.from(libName + "\0")))
@@ -136,8 +144,12 @@ export default sharp;
       // read at run time with a computed require(): inline it.
       build.onLoad({ filter: /[\\/]sharp[\\/]dist[\\/]utility\.(mjs|cjs)$/ }, async (args) => {
         let source = await Bun.file(args.path).text();
-        for (const needle of ["require(`@img/sharp-${runtimePlatform}/versions`)", "require(`@img/sharp-libvips-${runtimePlatform}/versions`)"]) {
-          if (!source.includes(needle)) throw new Error(`${args.path} no longer contains ${needle}; update scripts/build.ts`);
+        for (const needle of [
+          "require(`@img/sharp-${runtimePlatform}/versions`)",
+          "require(`@img/sharp-libvips-${runtimePlatform}/versions`)",
+        ]) {
+          if (!source.includes(needle))
+            throw new Error(`${args.path} no longer contains ${needle}; update scripts/build.ts`);
           source = source.replace(needle, `(${native.versions.trim()})`);
         }
         return { contents: source, loader: "js" };
@@ -150,10 +162,14 @@ export default sharp;
  * Builds the executable (default dist/apis; for another target dist/apis-<target>). The source map
  * is embedded in it (zstd).
  */
-export async function buildExecutable(outfile?: string, target?: string): Promise<{ outfile: string; bytes: number; ms: number }> {
+export async function buildExecutable(
+  outfile?: string,
+  target?: string,
+): Promise<{ outfile: string; bytes: number; ms: number }> {
   const platform = target ?? hostPlatform();
   const compileTarget = TARGETS.get(platform);
-  if (target !== undefined && !compileTarget) throw new Error(`unknown --target ${target}; one of ${[...TARGETS.keys()].join(", ")}`);
+  if (target !== undefined && !compileTarget)
+    throw new Error(`unknown --target ${target}; one of ${[...TARGETS.keys()].join(", ")}`);
   outfile ??= target === undefined ? defaultOutfile : join(root, "dist", `apis-${target}`);
   const started = performance.now();
   // The bytecode is made by this machine's JavaScriptCore; whether another architecture's build
@@ -215,10 +231,15 @@ if (import.meta.main) {
     const a = args[i]!;
     if (a === "--target") target = args[++i];
     else if (a.startsWith("--target=")) target = a.slice("--target=".length);
-    else if (a.startsWith("--")) throw new Error(`unknown option ${a}; usage: npm run build -- [--target ${[...TARGETS.keys()].join("|")}] [OUTFILE]`);
+    else if (a.startsWith("--"))
+      throw new Error(
+        `unknown option ${a}; usage: npm run build -- [--target ${[...TARGETS.keys()].join("|")}] [OUTFILE]`,
+      );
     else out = resolve(a);
   }
   if (args.includes("--target") && !target) throw new Error("--target needs a value");
   const built = await buildExecutable(out, target);
-  console.log(`built ${built.outfile} (${(built.bytes / 1024 / 1024).toFixed(1)} MiB) in ${(built.ms / 1000).toFixed(1)} s`);
+  console.log(
+    `built ${built.outfile} (${(built.bytes / 1024 / 1024).toFixed(1)} MiB) in ${(built.ms / 1000).toFixed(1)} s`,
+  );
 }

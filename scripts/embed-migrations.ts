@@ -54,4 +54,6 @@ const bytes = readFileSync(file);
 rmSync(dir, { recursive: true, force: true });
 const image = { upTo: baseline.upTo, zstd: Buffer.from(Bun.zstdCompressSync(bytes, { level: 19 })).toString("base64") };
 writeFileSync(generated, source(image));
-console.log(`embedded ${entries.length} migration(s), their baseline (${baseline.sql.length} characters of SQL) and image (${bytes.length} bytes, ${image.zstd.length} in base64 zstd)`);
+console.log(
+  `embedded ${entries.length} migration(s), their baseline (${baseline.sql.length} characters of SQL) and image (${bytes.length} bytes, ${image.zstd.length} in base64 zstd)`,
+);

@@ -16,7 +16,13 @@ const int = (min: number, max: number) => () => z.coerce.number().int().min(min)
  * A size in bytes: a whole number, or a number with a binary suffix K, M, G or T (optionally
  * followed by B or iB: `512K`, `10M`, `1.5G`, `2GiB`), as README writes them.
  */
-const SIZE_UNITS: ReadonlyMap<string, number> = new Map([["", 1], ["k", 1024], ["m", 1024 ** 2], ["g", 1024 ** 3], ["t", 1024 ** 4]]);
+const SIZE_UNITS: ReadonlyMap<string, number> = new Map([
+  ["", 1],
+  ["k", 1024],
+  ["m", 1024 ** 2],
+  ["g", 1024 ** 3],
+  ["t", 1024 ** 4],
+]);
 export function parseSize(raw: unknown): number | undefined {
   if (typeof raw === "number") return Number.isSafeInteger(raw) ? raw : undefined;
   if (typeof raw !== "string") return undefined;
@@ -28,7 +34,13 @@ export function parseSize(raw: unknown): number | undefined {
   return Number.isSafeInteger(n) ? n : undefined;
 }
 const formatSize = (n: number) => {
-  for (const [suffix, unit] of [["T", 1024 ** 4], ["G", 1024 ** 3], ["M", 1024 ** 2], ["K", 1024]] as const) if (n >= unit && n % unit === 0) return `${n / unit}${suffix}`;
+  for (const [suffix, unit] of [
+    ["T", 1024 ** 4],
+    ["G", 1024 ** 3],
+    ["M", 1024 ** 2],
+    ["K", 1024],
+  ] as const)
+    if (n >= unit && n % unit === 0) return `${n / unit}${suffix}`;
   return String(n);
 };
 /** The schemas of sizes, whose defaults are written as text (`1G`) and used as bytes. */
@@ -50,7 +62,11 @@ const size = (min: number, max: number) => {
   sizeSchemas.add(schema);
   return schema;
 };
-const bool = () => z.union([z.boolean(), z.enum(["true", "false", "1", "0", "yes", "no"]).transform((v) => ["true", "1", "yes"].includes(v))]);
+const bool = () =>
+  z.union([
+    z.boolean(),
+    z.enum(["true", "false", "1", "0", "yes", "no"]).transform((v) => ["true", "1", "yes"].includes(v)),
+  ]);
 /** Whether a schedule setting means "never" ("" or "off"). */
 export function isOff(pattern: string): boolean {
   return pattern.trim() === "" || pattern.trim().toLowerCase() === "off";
@@ -66,7 +82,7 @@ const cron = () =>
     } catch {
       return false;
     }
-  }, "not a valid cron pattern (e.g. \"30 3 * * *\", or off)");
+  }, 'not a valid cron pattern (e.g. "30 3 * * *", or off)');
 
 /** A comma list of IP addresses and CIDR blocks (IPv4 or IPv6), kept as the string. */
 const addressList = () =>
@@ -81,52 +97,325 @@ const addressList = () =>
 
 export const settings = {
   port: { env: "APIS_PORT", flag: "port", schema: int(0, 65535), default: 8080, help: "TCP port; 0 picks a free port" },
-  host: { env: "APIS_HOST", flag: "host", schema: () => z.string().min(1), default: "127.0.0.1", help: "address to listen on; 0.0.0.0 (or ::) for every interface, e.g. in a container or without a reverse proxy" },
-  data: { env: "APIS_DATA", flag: "data", schema: () => z.string().min(1), default: "./data", help: "data folder (database, files, backups)" },
-  publicUrl: { env: "APIS_PUBLIC_URL", flag: "public-url", schema: () => z.url().or(z.literal("")), default: "", help: "public base URL used in links and media URLs (default http://localhost:<port>)" },
-  jwtSecret: { env: "APIS_JWT_SECRET", flag: "jwt-secret", schema: () => z.string().min(32, "must be at least 32 characters").or(z.literal("")), default: "", help: "HS256 secret; generated into <data>/jwt.secret when empty", secret: true },
-  jwtLifetime: { env: "APIS_JWT_LIFETIME", flag: "jwt-lifetime", schema: int(5, 31 * 86400), default: 3600, help: "JWT lifetime in seconds (sockets get a renewed JWT at 3/4 of it)" },
-  smtpUrl: { env: "APIS_SMTP_URL", flag: "smtp-url", schema: () => z.string(), default: "", help: "SMTP URL (smtp://user:pass@host:587); empty writes mails to <data>/outbox/", secret: true },
-  smtpFrom: { env: "APIS_SMTP_FROM", flag: "smtp-from", schema: () => z.string().min(3), default: "Apis <apis@localhost>", help: "sender of mails" },
-  logLevel: { env: "APIS_LOG_LEVEL", flag: "log-level", schema: () => z.enum(["debug", "info", "warn", "error", "silent"]), default: "info", help: "log level (info: one line per request)" },
-  logFormat: { env: "APIS_LOG_FORMAT", flag: "log-format", schema: () => z.enum(["text", "json"]), default: "text", help: "log lines on stderr: text (readable) or json (one object per line, for log collectors)" },
-  metrics: { env: "APIS_METRICS", flag: "metrics", schema: bool, default: false, help: "serve Prometheus metrics at /metrics to anyone who can reach the port" },
-  metricsToken: { env: "APIS_METRICS_TOKEN", flag: "metrics-token", schema: () => z.string().min(16, "must be at least 16 characters").or(z.literal("")), default: "", help: "serve /metrics only with Authorization: Bearer <this token> (instead of --metrics)", secret: true },
-  signup: { env: "APIS_SIGNUP", flag: "signup", schema: () => z.enum(["open", "invite", "off"]), default: "open", help: "who may sign up: open (anyone), invite (addresses with a pending project invitation), off (nobody; accounts come from apis user create)" },
-  syncPageLimit: { env: "APIS_SYNC_PAGE_LIMIT", flag: "sync-page-limit", schema: int(10, 100000), default: 1000, help: "most sync items per /sync/get answer or initsync acknowledgement" },
-  sqliteSynchronous: { env: "APIS_SQLITE_SYNCHRONOUS", flag: "sqlite-synchronous", schema: () => z.enum(["full", "normal"]), default: "full", help: "full: an answered write survives a power cut or OS crash (SQLite synchronous=FULL); normal: faster writes, the last ones may be lost on a power cut (never on a process crash)" },
-  changeLogDays: { env: "APIS_CHANGE_LOG_DAYS", flag: "change-log-days", schema: int(1, 3650), default: 90, help: "days the change log is kept" },
-  rateLimit: { env: "APIS_RATE_LIMIT", flag: "rate-limit", schema: int(0, 100000), default: 200, help: "requests per second per user and project when the membership sets none (0 = off)" },
-  uploadMaxBytes: { env: "APIS_UPLOAD_MAX_BYTES", flag: "upload-max-bytes", schema: size(1024, 2 ** 40), default: "1G", help: "largest asset upload (bytes, or 512K, 10M, 2G)" },
-  jsonMaxBytes: { env: "APIS_JSON_MAX_BYTES", flag: "json-max-bytes", schema: size(1024, 2 ** 30), default: "1M", help: "largest JSON (or form) request body, counted while it is read; more is a 413 (uploads have their own limits)" },
-  batchMax: { env: "APIS_BATCH_MAX", flag: "batch-max", schema: int(1, 10000), default: 50, help: "most sub-requests in one POST /api/p/<project>/batch (its body also counts against --json-max-bytes)" },
-  assetVersionsKept: { env: "APIS_ASSET_VERSIONS_KEPT", flag: "asset-versions-kept", schema: int(0, 1000), default: 5, help: "earlier versions of an asset kept after upload_update (older ones are deleted)" },
-  imageMaxBytes: { env: "APIS_IMAGE_MAX_BYTES", flag: "image-max-bytes", schema: size(1024, 2 ** 30), default: "10M", help: "largest avatar/icon upload (bytes or with K, M, G)" },
-  pixelLimit: { env: "APIS_PIXEL_LIMIT", flag: "pixel-limit", schema: int(1, 2 ** 31), default: 50_000_000, help: "largest input image in pixels (all frames)" },
-  transformConcurrency: { env: "APIS_TRANSFORM_CONCURRENCY", flag: "transform-concurrency", schema: int(1, 256), default: 8, help: "transforms at once; more get 503" },
-  transformTimeout: { env: "APIS_TRANSFORM_TIMEOUT", flag: "transform-timeout", schema: int(1, 600), default: 30, help: "seconds one transform may take" },
+  host: {
+    env: "APIS_HOST",
+    flag: "host",
+    schema: () => z.string().min(1),
+    default: "127.0.0.1",
+    help: "address to listen on; 0.0.0.0 (or ::) for every interface, e.g. in a container or without a reverse proxy",
+  },
+  data: {
+    env: "APIS_DATA",
+    flag: "data",
+    schema: () => z.string().min(1),
+    default: "./data",
+    help: "data folder (database, files, backups)",
+  },
+  publicUrl: {
+    env: "APIS_PUBLIC_URL",
+    flag: "public-url",
+    schema: () => z.url().or(z.literal("")),
+    default: "",
+    help: "public base URL used in links and media URLs (default http://localhost:<port>)",
+  },
+  jwtSecret: {
+    env: "APIS_JWT_SECRET",
+    flag: "jwt-secret",
+    schema: () => z.string().min(32, "must be at least 32 characters").or(z.literal("")),
+    default: "",
+    help: "HS256 secret; generated into <data>/jwt.secret when empty",
+    secret: true,
+  },
+  jwtLifetime: {
+    env: "APIS_JWT_LIFETIME",
+    flag: "jwt-lifetime",
+    schema: int(5, 31 * 86400),
+    default: 3600,
+    help: "JWT lifetime in seconds (sockets get a renewed JWT at 3/4 of it)",
+  },
+  smtpUrl: {
+    env: "APIS_SMTP_URL",
+    flag: "smtp-url",
+    schema: () => z.string(),
+    default: "",
+    help: "SMTP URL (smtp://user:pass@host:587); empty writes mails to <data>/outbox/",
+    secret: true,
+  },
+  smtpFrom: {
+    env: "APIS_SMTP_FROM",
+    flag: "smtp-from",
+    schema: () => z.string().min(3),
+    default: "Apis <apis@localhost>",
+    help: "sender of mails",
+  },
+  logLevel: {
+    env: "APIS_LOG_LEVEL",
+    flag: "log-level",
+    schema: () => z.enum(["debug", "info", "warn", "error", "silent"]),
+    default: "info",
+    help: "log level (info: one line per request)",
+  },
+  logFormat: {
+    env: "APIS_LOG_FORMAT",
+    flag: "log-format",
+    schema: () => z.enum(["text", "json"]),
+    default: "text",
+    help: "log lines on stderr: text (readable) or json (one object per line, for log collectors)",
+  },
+  metrics: {
+    env: "APIS_METRICS",
+    flag: "metrics",
+    schema: bool,
+    default: false,
+    help: "serve Prometheus metrics at /metrics to anyone who can reach the port",
+  },
+  metricsToken: {
+    env: "APIS_METRICS_TOKEN",
+    flag: "metrics-token",
+    schema: () => z.string().min(16, "must be at least 16 characters").or(z.literal("")),
+    default: "",
+    help: "serve /metrics only with Authorization: Bearer <this token> (instead of --metrics)",
+    secret: true,
+  },
+  signup: {
+    env: "APIS_SIGNUP",
+    flag: "signup",
+    schema: () => z.enum(["open", "invite", "off"]),
+    default: "open",
+    help: "who may sign up: open (anyone), invite (addresses with a pending project invitation), off (nobody; accounts come from apis user create)",
+  },
+  syncPageLimit: {
+    env: "APIS_SYNC_PAGE_LIMIT",
+    flag: "sync-page-limit",
+    schema: int(10, 100000),
+    default: 1000,
+    help: "most sync items per /sync/get answer or initsync acknowledgement",
+  },
+  sqliteSynchronous: {
+    env: "APIS_SQLITE_SYNCHRONOUS",
+    flag: "sqlite-synchronous",
+    schema: () => z.enum(["full", "normal"]),
+    default: "full",
+    help: "full: an answered write survives a power cut or OS crash (SQLite synchronous=FULL); normal: faster writes, the last ones may be lost on a power cut (never on a process crash)",
+  },
+  changeLogDays: {
+    env: "APIS_CHANGE_LOG_DAYS",
+    flag: "change-log-days",
+    schema: int(1, 3650),
+    default: 90,
+    help: "days the change log is kept",
+  },
+  rateLimit: {
+    env: "APIS_RATE_LIMIT",
+    flag: "rate-limit",
+    schema: int(0, 100000),
+    default: 200,
+    help: "requests per second per user and project when the membership sets none (0 = off)",
+  },
+  uploadMaxBytes: {
+    env: "APIS_UPLOAD_MAX_BYTES",
+    flag: "upload-max-bytes",
+    schema: size(1024, 2 ** 40),
+    default: "1G",
+    help: "largest asset upload (bytes, or 512K, 10M, 2G)",
+  },
+  jsonMaxBytes: {
+    env: "APIS_JSON_MAX_BYTES",
+    flag: "json-max-bytes",
+    schema: size(1024, 2 ** 30),
+    default: "1M",
+    help: "largest JSON (or form) request body, counted while it is read; more is a 413 (uploads have their own limits)",
+  },
+  batchMax: {
+    env: "APIS_BATCH_MAX",
+    flag: "batch-max",
+    schema: int(1, 10000),
+    default: 50,
+    help: "most sub-requests in one POST /api/p/<project>/batch (its body also counts against --json-max-bytes)",
+  },
+  assetVersionsKept: {
+    env: "APIS_ASSET_VERSIONS_KEPT",
+    flag: "asset-versions-kept",
+    schema: int(0, 1000),
+    default: 5,
+    help: "earlier versions of an asset kept after upload_update (older ones are deleted)",
+  },
+  imageMaxBytes: {
+    env: "APIS_IMAGE_MAX_BYTES",
+    flag: "image-max-bytes",
+    schema: size(1024, 2 ** 30),
+    default: "10M",
+    help: "largest avatar/icon upload (bytes or with K, M, G)",
+  },
+  pixelLimit: {
+    env: "APIS_PIXEL_LIMIT",
+    flag: "pixel-limit",
+    schema: int(1, 2 ** 31),
+    default: 50_000_000,
+    help: "largest input image in pixels (all frames)",
+  },
+  transformConcurrency: {
+    env: "APIS_TRANSFORM_CONCURRENCY",
+    flag: "transform-concurrency",
+    schema: int(1, 256),
+    default: 8,
+    help: "transforms at once; more get 503",
+  },
+  transformTimeout: {
+    env: "APIS_TRANSFORM_TIMEOUT",
+    flag: "transform-timeout",
+    schema: int(1, 600),
+    default: 30,
+    help: "seconds one transform may take",
+  },
   workers: { env: "APIS_WORKERS", flag: "workers", schema: int(1, 64), default: 2, help: "background job workers" },
-  jobStopGrace: { env: "APIS_JOB_STOP_GRACE", flag: "job-stop-grace", schema: int(0, 3600), default: 10, help: "seconds a stopping server lets running jobs finish before re-queueing them" },
-  jobsKeepDays: { env: "APIS_JOBS_KEEP_DAYS", flag: "jobs-keep-days", schema: int(1, 3650), default: 7, help: "days finished jobs are kept" },
-  scheduleChangelog: { env: "APIS_SCHEDULE_CHANGELOG", flag: "schedule-changelog", schema: cron, default: "30 3 * * *", help: "cron for change-log retention (off disables)" },
-  scheduleCheckpoint: { env: "APIS_SCHEDULE_CHECKPOINT", flag: "schedule-checkpoint", schema: cron, default: "*/15 * * * *", help: "cron for the SQLite WAL checkpoint" },
-  scheduleJobs: { env: "APIS_SCHEDULE_JOBS", flag: "schedule-jobs", schema: cron, default: "45 3 * * *", help: "cron for deleting old finished jobs" },
-  scheduleCodes: { env: "APIS_SCHEDULE_CODES", flag: "schedule-codes", schema: cron, default: "5 * * * *", help: "cron for deleting verification codes expired over a day ago" },
-  scheduleBackups: { env: "APIS_SCHEDULE_BACKUPS", flag: "schedule-backups", schema: cron, default: "off", help: "cron for automatic backups of every active project changed since its last backup" },
-  backupsKeep: { env: "APIS_BACKUPS_KEEP", flag: "backups-keep", schema: int(1, 10000), default: 7, help: "scheduled backups kept per project (older ones are deleted; manual ones are kept)" },
-  scheduleInstanceBackups: { env: "APIS_SCHEDULE_INSTANCE_BACKUPS", flag: "schedule-instance-backups", schema: cron, default: "off", help: "cron for automatic instance backups (one archive of the data folder in <data>/backups/instance; off disables)" },
-  instanceBackupsKeep: { env: "APIS_INSTANCE_BACKUPS_KEEP", flag: "instance-backups-keep", schema: int(1, 10000), default: 7, help: "scheduled instance archives kept (older ones are deleted; ones made by apis backup create are kept)" },
-  syncMaxBytes: { env: "APIS_SYNC_MAX_BYTES", flag: "sync-max-bytes", schema: size(1024, 100 * 1024 * 1024), default: 100_000, help: "largest message or polling body a /sync/io client may send (bytes or with K, M)" },
-  syncClientBuffer: { env: "APIS_SYNC_CLIENT_BUFFER", flag: "sync-client-buffer", schema: size(64 * 1024, 1024 ** 3), default: "16M", help: "most pushes waiting for one /sync/io client (a websocket's send buffer or a long-polling session's queue); past it the client is dropped" },
-  syncSocketsPerUser: { env: "APIS_SYNC_SOCKETS_PER_USER", flag: "sync-sockets-per-user", schema: int(1, 100000), default: 20, help: "most /sync/io connections one user (or API key) may hold at once; more are refused with 429" },
-  syncOutboundBudget: { env: "APIS_SYNC_OUTBOUND_BUDGET", flag: "sync-outbound-budget", schema: size(1024 * 1024, 1024 ** 4), default: "256M", help: "most pushes waiting for all /sync/io clients together; past it the clients with the most waiting are dropped first" },
-  corsOrigins: { env: "APIS_CORS_ORIGINS", flag: "cors-origins", schema: () => z.string(), default: "*", help: "comma-separated origins allowed for browsers and /sync/io; * allows all" },
-  trustProxy: { env: "APIS_TRUST_PROXY", flag: "trust-proxy", schema: bool, default: false, help: "take the client address from X-Forwarded-For (the right-most entry not in --trusted-proxies)" },
-  trustedProxies: { env: "APIS_TRUSTED_PROXIES", flag: "trusted-proxies", schema: addressList, default: "127.0.0.1/8,::1", help: "comma-separated addresses or CIDRs of your reverse proxies (with --trust-proxy)" },
-  authRateLimit: { env: "APIS_AUTH_RATE_LIMIT", flag: "auth-rate-limit", schema: int(0, 100000), default: 10, help: "failed logins/code checks and code requests per account or address per window (0 = off)" },
-  authIpRateLimit: { env: "APIS_AUTH_IP_RATE_LIMIT", flag: "auth-ip-rate-limit", schema: int(0, 100000), default: 100, help: "the same per client address (0 = off)" },
-  authRateWindow: { env: "APIS_AUTH_RATE_WINDOW", flag: "auth-rate-window", schema: int(1, 86400), default: 900, help: "window of the two limits above, in seconds" },
-  codeTtl: { env: "APIS_CODE_TTL", flag: "code-ttl", schema: int(1, 86400), default: 900, help: "seconds a mailed verification code stays valid" },
+  jobStopGrace: {
+    env: "APIS_JOB_STOP_GRACE",
+    flag: "job-stop-grace",
+    schema: int(0, 3600),
+    default: 10,
+    help: "seconds a stopping server lets running jobs finish before re-queueing them",
+  },
+  jobsKeepDays: {
+    env: "APIS_JOBS_KEEP_DAYS",
+    flag: "jobs-keep-days",
+    schema: int(1, 3650),
+    default: 7,
+    help: "days finished jobs are kept",
+  },
+  scheduleChangelog: {
+    env: "APIS_SCHEDULE_CHANGELOG",
+    flag: "schedule-changelog",
+    schema: cron,
+    default: "30 3 * * *",
+    help: "cron for change-log retention (off disables)",
+  },
+  scheduleCheckpoint: {
+    env: "APIS_SCHEDULE_CHECKPOINT",
+    flag: "schedule-checkpoint",
+    schema: cron,
+    default: "*/15 * * * *",
+    help: "cron for the SQLite WAL checkpoint",
+  },
+  scheduleJobs: {
+    env: "APIS_SCHEDULE_JOBS",
+    flag: "schedule-jobs",
+    schema: cron,
+    default: "45 3 * * *",
+    help: "cron for deleting old finished jobs",
+  },
+  scheduleCodes: {
+    env: "APIS_SCHEDULE_CODES",
+    flag: "schedule-codes",
+    schema: cron,
+    default: "5 * * * *",
+    help: "cron for deleting verification codes expired over a day ago",
+  },
+  scheduleBackups: {
+    env: "APIS_SCHEDULE_BACKUPS",
+    flag: "schedule-backups",
+    schema: cron,
+    default: "off",
+    help: "cron for automatic backups of every active project changed since its last backup",
+  },
+  backupsKeep: {
+    env: "APIS_BACKUPS_KEEP",
+    flag: "backups-keep",
+    schema: int(1, 10000),
+    default: 7,
+    help: "scheduled backups kept per project (older ones are deleted; manual ones are kept)",
+  },
+  scheduleInstanceBackups: {
+    env: "APIS_SCHEDULE_INSTANCE_BACKUPS",
+    flag: "schedule-instance-backups",
+    schema: cron,
+    default: "off",
+    help: "cron for automatic instance backups (one archive of the data folder in <data>/backups/instance; off disables)",
+  },
+  instanceBackupsKeep: {
+    env: "APIS_INSTANCE_BACKUPS_KEEP",
+    flag: "instance-backups-keep",
+    schema: int(1, 10000),
+    default: 7,
+    help: "scheduled instance archives kept (older ones are deleted; ones made by apis backup create are kept)",
+  },
+  syncMaxBytes: {
+    env: "APIS_SYNC_MAX_BYTES",
+    flag: "sync-max-bytes",
+    schema: size(1024, 100 * 1024 * 1024),
+    default: 100_000,
+    help: "largest message or polling body a /sync/io client may send (bytes or with K, M)",
+  },
+  syncClientBuffer: {
+    env: "APIS_SYNC_CLIENT_BUFFER",
+    flag: "sync-client-buffer",
+    schema: size(64 * 1024, 1024 ** 3),
+    default: "16M",
+    help: "most pushes waiting for one /sync/io client (a websocket's send buffer or a long-polling session's queue); past it the client is dropped",
+  },
+  syncSocketsPerUser: {
+    env: "APIS_SYNC_SOCKETS_PER_USER",
+    flag: "sync-sockets-per-user",
+    schema: int(1, 100000),
+    default: 20,
+    help: "most /sync/io connections one user (or API key) may hold at once; more are refused with 429",
+  },
+  syncOutboundBudget: {
+    env: "APIS_SYNC_OUTBOUND_BUDGET",
+    flag: "sync-outbound-budget",
+    schema: size(1024 * 1024, 1024 ** 4),
+    default: "256M",
+    help: "most pushes waiting for all /sync/io clients together; past it the clients with the most waiting are dropped first",
+  },
+  corsOrigins: {
+    env: "APIS_CORS_ORIGINS",
+    flag: "cors-origins",
+    schema: () => z.string(),
+    default: "*",
+    help: "comma-separated origins allowed for browsers and /sync/io; * allows all",
+  },
+  trustProxy: {
+    env: "APIS_TRUST_PROXY",
+    flag: "trust-proxy",
+    schema: bool,
+    default: false,
+    help: "take the client address from X-Forwarded-For (the right-most entry not in --trusted-proxies)",
+  },
+  trustedProxies: {
+    env: "APIS_TRUSTED_PROXIES",
+    flag: "trusted-proxies",
+    schema: addressList,
+    default: "127.0.0.1/8,::1",
+    help: "comma-separated addresses or CIDRs of your reverse proxies (with --trust-proxy)",
+  },
+  authRateLimit: {
+    env: "APIS_AUTH_RATE_LIMIT",
+    flag: "auth-rate-limit",
+    schema: int(0, 100000),
+    default: 10,
+    help: "failed logins/code checks and code requests per account or address per window (0 = off)",
+  },
+  authIpRateLimit: {
+    env: "APIS_AUTH_IP_RATE_LIMIT",
+    flag: "auth-ip-rate-limit",
+    schema: int(0, 100000),
+    default: 100,
+    help: "the same per client address (0 = off)",
+  },
+  authRateWindow: {
+    env: "APIS_AUTH_RATE_WINDOW",
+    flag: "auth-rate-window",
+    schema: int(1, 86400),
+    default: 900,
+    help: "window of the two limits above, in seconds",
+  },
+  codeTtl: {
+    env: "APIS_CODE_TTL",
+    flag: "code-ttl",
+    schema: int(1, 86400),
+    default: 900,
+    help: "seconds a mailed verification code stays valid",
+  },
 } as const;
 
 type Settings = typeof settings;
@@ -147,7 +436,10 @@ export function defaultValue(s: Setting): unknown {
 export class ConfigError extends Error {}
 
 /** Builds the configuration from parsed flags and the environment; throws ConfigError with one clear line. */
-export function loadConfig(flags: Record<string, string | boolean | undefined> = {}, env: Record<string, string | undefined> = process.env): Config {
+export function loadConfig(
+  flags: Record<string, string | boolean | undefined> = {},
+  env: Record<string, string | undefined> = process.env,
+): Config {
   const out: Record<string, unknown> = {};
   for (const [key, s] of Object.entries(settings) as [string, Setting][]) {
     const raw = flags[s.flag] ?? env[s.env];

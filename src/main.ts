@@ -47,15 +47,22 @@ const COMMAND_FLAGS: Record<string, string[]> = {
 
 /** A mistyped flag is a usage error (exit 2), not silently ignored. */
 function checkFlags(command: string, flags: Record<string, unknown>) {
-  const known = new Set([...Object.values(settings).map((s) => s.flag), "help", "version", ...(COMMAND_FLAGS[command] ?? [])]);
+  const known = new Set([
+    ...Object.values(settings).map((s) => s.flag),
+    "help",
+    "version",
+    ...(COMMAND_FLAGS[command] ?? []),
+  ]);
   const unknown = Object.keys(flags).filter((f) => !known.has(f));
   if (unknown.length) throw new UsageError(`unknown flag --${unknown[0]} for ${command}; see apis --help`);
 }
 
 /** Says who can reach the server, so a default that only serves this machine is no surprise. */
 function listenNote(host: string, port: number): string {
-  if (host === "0.0.0.0" || host === "::") return `reachable on every network interface of this machine (--host ${host}), port ${port}`;
-  if (host === "localhost" || host === "::1" || host.startsWith("127.")) return `reachable from this machine only (--host ${host}); use --host 0.0.0.0 or a reverse proxy (docs/deploy.md) to serve others`;
+  if (host === "0.0.0.0" || host === "::")
+    return `reachable on every network interface of this machine (--host ${host}), port ${port}`;
+  if (host === "localhost" || host === "::1" || host.startsWith("127."))
+    return `reachable from this machine only (--host ${host}); use --host 0.0.0.0 or a reverse proxy (docs/deploy.md) to serve others`;
   return `reachable at ${host} only (--host ${host})`;
 }
 

@@ -52,8 +52,10 @@ const files: File[] = walk(SRC).map((path) => {
   const text = readFileSync(path, "utf8");
   const code = stripComments(text);
   const imports: Import[] = [];
-  for (const m of code.matchAll(/^\s*(?:import|export)\s+(type\s+)?(?:[^'"`;]*?\s+from\s+)?["']([^"']+)["']/gm)) imports.push({ spec: m[2]!, target: resolveSpec(path, m[2]!), typeOnly: !!m[1] });
-  for (const m of code.matchAll(/\bimport\(\s*["']([^"']+)["']\s*\)/g)) imports.push({ spec: m[1]!, target: resolveSpec(path, m[1]!), typeOnly: false });
+  for (const m of code.matchAll(/^\s*(?:import|export)\s+(type\s+)?(?:[^'"`;]*?\s+from\s+)?["']([^"']+)["']/gm))
+    imports.push({ spec: m[2]!, target: resolveSpec(path, m[2]!), typeOnly: !!m[1] });
+  for (const m of code.matchAll(/\bimport\(\s*["']([^"']+)["']\s*\)/g))
+    imports.push({ spec: m[1]!, target: resolveSpec(path, m[1]!), typeOnly: false });
   return { path, rel: relative(SRC, path), text, code, imports };
 });
 const byPath = new Map(files.map((f) => [f.path, f]));
@@ -75,24 +77,61 @@ function violations(check: (f: File) => string[]): string[] {
 
 describe("layers", () => {
   const forbidden: [string, (f: File) => boolean, (target: string) => boolean][] = [
-    ["core/ imports only core/ (and db/ types)", (f) => layer(f.rel) === "core", (t) => !["core", "db"].includes(layer(t))],
+    [
+      "core/ imports only core/ (and db/ types)",
+      (f) => layer(f.rel) === "core",
+      (t) => !["core", "db"].includes(layer(t)),
+    ],
     ["db/ imports only core/ and db/", (f) => layer(f.rel) === "db", (t) => !["core", "db"].includes(layer(t))],
-    ["platform/ imports nothing of http/, features/, app/, cli/", (f) => layer(f.rel) === "platform", (t) => ["http", "features", "app", "cli"].includes(layer(t))],
-    ["a data file (service, table, search, bulk, worksheet) imports nothing of http/, app/, cli/ or routes", (f) => isDataFile(f.rel), (t) => ["http", "app", "cli"].includes(layer(t)) || t.endsWith(".routes.ts")],
-    ["http/ imports nothing of app/, cli/, routes or tables", (f) => layer(f.rel) === "http", (t) => ["app", "cli"].includes(layer(t)) || t.endsWith(".routes.ts") || t.endsWith(".table.ts")],
-    ["features/ import nothing of app/ or cli/", (f) => layer(f.rel) === "features", (t) => ["app", "cli"].includes(layer(t))],
-    ["routes import nothing of db/ (services own the transactions)", (f) => f.rel.endsWith(".routes.ts"), (t) => layer(t) === "db"],
+    [
+      "platform/ imports nothing of http/, features/, app/, cli/",
+      (f) => layer(f.rel) === "platform",
+      (t) => ["http", "features", "app", "cli"].includes(layer(t)),
+    ],
+    [
+      "a data file (service, table, search, bulk, worksheet) imports nothing of http/, app/, cli/ or routes",
+      (f) => isDataFile(f.rel),
+      (t) => ["http", "app", "cli"].includes(layer(t)) || t.endsWith(".routes.ts"),
+    ],
+    [
+      "http/ imports nothing of app/, cli/, routes or tables",
+      (f) => layer(f.rel) === "http",
+      (t) => ["app", "cli"].includes(layer(t)) || t.endsWith(".routes.ts") || t.endsWith(".table.ts"),
+    ],
+    [
+      "features/ import nothing of app/ or cli/",
+      (f) => layer(f.rel) === "features",
+      (t) => ["app", "cli"].includes(layer(t)),
+    ],
+    [
+      "routes import nothing of db/ (services own the transactions)",
+      (f) => f.rel.endsWith(".routes.ts"),
+      (t) => layer(t) === "db",
+    ],
   ];
   for (const [rule, applies, bad] of forbidden) {
     test(rule, () => {
-      const found = violations((f) => (applies(f) ? f.imports.filter((i) => i.target && bad(rel(i.target))).map((i) => `imports ${rel(i.target!)}`) : []));
+      const found = violations((f) =>
+        applies(f)
+          ? f.imports.filter((i) => i.target && bad(rel(i.target))).map((i) => `imports ${rel(i.target!)}`)
+          : [],
+      );
       expect(found).toEqual([]);
     });
   }
 
   test("the HTTP framework is used only by http/, app/, routes, the feature descriptors and the sync socket", () => {
-    const allowed = (r: string) => ["http", "app"].includes(layer(r)) || /\.(routes|feature|socket)\.ts$/.test(r) || r === "features/feature.ts";
-    expect(violations((f) => (allowed(f.rel) ? [] : f.imports.filter((i) => i.spec === "elysia" || i.spec.startsWith("elysia/")).map((i) => `imports ${i.spec}`)))).toEqual([]);
+    const allowed = (r: string) =>
+      ["http", "app"].includes(layer(r)) || /\.(routes|feature|socket)\.ts$/.test(r) || r === "features/feature.ts";
+    expect(
+      violations((f) =>
+        allowed(f.rel)
+          ? []
+          : f.imports
+              .filter((i) => i.spec === "elysia" || i.spec.startsWith("elysia/"))
+              .map((i) => `imports ${i.spec}`),
+      ),
+    ).toEqual([]);
   });
 });
 
@@ -109,14 +148,23 @@ describe("SQL lives in data files", () => {
       isDataFile(f.rel)
         ? []
         : f.imports
-            .filter((i) => !i.typeOnly && (i.spec === "drizzle-orm" || i.spec.startsWith("drizzle-orm/") || i.spec === "bun:sqlite" || i.target?.endsWith(".table.ts")))
+            .filter(
+              (i) =>
+                !i.typeOnly &&
+                (i.spec === "drizzle-orm" ||
+                  i.spec.startsWith("drizzle-orm/") ||
+                  i.spec === "bun:sqlite" ||
+                  i.target?.endsWith(".table.ts")),
+            )
             .map((i) => `imports ${i.spec}`),
     );
     expect(found).toEqual([]);
   });
 
   test("no other file builds or runs a query", () => {
-    const found = violations((f) => (isDataFile(f.rel) ? [] : SQL_TEXT.filter((re) => re.test(f.code)).map((re) => `matches ${re}`)));
+    const found = violations((f) =>
+      isDataFile(f.rel) ? [] : SQL_TEXT.filter((re) => re.test(f.code)).map((re) => `matches ${re}`),
+    );
     expect(found).toEqual([]);
   });
 });
@@ -124,7 +172,9 @@ describe("SQL lives in data files", () => {
 describe("no import circles", () => {
   test("the import graph of src/ has no strongly connected component larger than one file", () => {
     // Tarjan's algorithm over the resolved relative imports (type-only imports included).
-    const edges = new Map(files.map((f) => [f.path, f.imports.map((i) => i.target).filter((t): t is string => !!t && byPath.has(t))]));
+    const edges = new Map(
+      files.map((f) => [f.path, f.imports.map((i) => i.target).filter((t): t is string => !!t && byPath.has(t))]),
+    );
     let index = 0;
     const idx = new Map<string, number>();
     const low = new Map<string, number>();
@@ -200,7 +250,9 @@ describe("features", () => {
   });
 
   test("nothing registers itself at module load: no register*() calls", () => {
-    expect(violations((f) => (/^\s*register\w*\(/m.test(f.code) ? ["calls register*() at module level"] : []))).toEqual([]);
+    expect(violations((f) => (/^\s*register\w*\(/m.test(f.code) ? ["calls register*() at module level"] : []))).toEqual(
+      [],
+    );
   });
 });
 
@@ -213,7 +265,9 @@ describe("the route template", () => {
   });
 
   test("route files with a :project path declare the params schema", () => {
-    const found = routes.filter((f) => f.code.includes(":project") && !/const params = t\.Object\(/.test(f.code)).map((f) => f.rel);
+    const found = routes
+      .filter((f) => f.code.includes(":project") && !/const params = t\.Object\(/.test(f.code))
+      .map((f) => f.rel);
     expect(found).toEqual([]);
   });
 
@@ -251,14 +305,17 @@ describe("the web console's browser code", () => {
   });
 });
 
-describe("batchable operations (docs/architecture.md, \"How to make an endpoint batchable\")", () => {
+describe('batchable operations (docs/architecture.md, "How to make an endpoint batchable")', () => {
   const routes = files.filter((f) => f.rel.endsWith(".routes.ts"));
   /** Synchronous project endpoints that are deliberately not operations, each with its reason. */
   const NOT_BATCHABLE = new Map([
     ["/api/p/:project/batch", "it runs operations; a batch inside a batch is refused"],
     ["/api/p/:project/login", "it hashes a password (asynchronous) and answers a JWT"],
     ["/api/p/:project/auth", "it checks an API key (asynchronous) and answers a JWT"],
-    ["/api/p/:project/backups/get", "backups act on the whole project (jobs that copy or replace every row and file): kept out of batches together"],
+    [
+      "/api/p/:project/backups/get",
+      "backups act on the whole project (jobs that copy or replace every row and file): kept out of batches together",
+    ],
     ["/api/p/:project/backups/create", "a backup job reads the whole project: kept out of batches"],
     ["/api/p/:project/backups/update", "backups are kept out of batches together"],
     ["/api/p/:project/backups/restore", "a restore job replaces the whole project: kept out of batches"],
@@ -271,7 +328,8 @@ describe("batchable operations (docs/architecture.md, \"How to make an endpoint 
       for (const m of f.code.matchAll(/\.post\(\s*["'`]([^"'`]+)["'`]\s*,\s*(async\b)?/g)) {
         const prefix = [...f.code.slice(0, m.index).matchAll(/prefix:\s*["'`]([^"'`]*)["'`]/g)].at(-1)?.[1] ?? "";
         const full = prefix + m[1];
-        if (full.startsWith("/api/p/:project/") && !m[2] && !NOT_BATCHABLE.has(full)) found.push(`${f.rel}: POST ${full}`);
+        if (full.startsWith("/api/p/:project/") && !m[2] && !NOT_BATCHABLE.has(full))
+          found.push(`${f.rel}: POST ${full}`);
       }
     }
     expect(found).toEqual([]);
@@ -280,7 +338,9 @@ describe("batchable operations (docs/architecture.md, \"How to make an endpoint 
   test("a route file that declares operations has its feature descriptor list them (operations: ...)", () => {
     const found = routes
       .filter((f) => /\boperation\(/.test(f.code))
-      .filter((f) => !/\boperations:\s*\w+/.test(byPath.get(f.path.replace(/\.routes\.ts$/, ".feature.ts"))?.code ?? ""))
+      .filter(
+        (f) => !/\boperations:\s*\w+/.test(byPath.get(f.path.replace(/\.routes\.ts$/, ".feature.ts"))?.code ?? ""),
+      )
       .map((f) => f.rel);
     expect(found).toEqual([]);
   });

@@ -11,13 +11,18 @@ const PROJECT_PREFIX = "/api/p/:project/";
 
 /** The HTTP application: the shared HTTP plumbing, then every feature's routes in list order. */
 export function createApp(ctx: Ctx, features: readonly Feature[] = allFeatures) {
-  const app = new Elysia().use(routeTemplates).use(errorHandling(ctx)).use(
+  const app = new Elysia()
+    .use(routeTemplates)
+    .use(errorHandling(ctx))
+    .use(
       jsonBodies({
         jsonMaxBytes: ctx.config.jsonMaxBytes,
         formMaxBytes: ctx.config.imageMaxBytes + 1024 * 1024,
         streamed: new Set(features.flatMap((f) => f.streamedBodies ?? [])),
       }),
-    ).use(apiDocs()).use(membershipRateLimits(ctx));
+    )
+    .use(apiDocs())
+    .use(membershipRateLimits(ctx));
   for (const f of features) {
     if (f.routes) app.use(f.routes(ctx));
     // Synchronous project operations: declared once, served here and runnable in a batch.
@@ -26,6 +31,7 @@ export function createApp(ctx: Ctx, features: readonly Feature[] = allFeatures) 
   }
   // The project endpoints that exist, so a batch can refuse one that cannot run in it by name
   // (the batch endpoint is one of this app's routes, so the set is filled before any batch runs).
-  for (const r of app.routes) if (r.path.startsWith(PROJECT_PREFIX)) ctx.hooks.projectPaths.add(r.path.slice(PROJECT_PREFIX.length));
+  for (const r of app.routes)
+    if (r.path.startsWith(PROJECT_PREFIX)) ctx.hooks.projectPaths.add(r.path.slice(PROJECT_PREFIX.length));
   return app;
 }

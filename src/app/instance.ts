@@ -45,7 +45,17 @@ export function openInstance(
   const mailer = new Mailer(config, () => storage.outbox, log);
   const hub = new Hub();
   setSynchronous(db, config.sqliteSynchronous);
-  const ctx = { config, db, hub, log, storage, tokens, mailer, hooks: hooksOf(features), baseUrl: publicBaseUrl(config, config.port) } as Instance;
+  const ctx = {
+    config,
+    db,
+    hub,
+    log,
+    storage,
+    tokens,
+    mailer,
+    hooks: hooksOf(features),
+    baseUrl: publicBaseUrl(config, config.port),
+  } as Instance;
   ctx.jobs = new JobRunner(ctx, jobKinds(features));
   if (!opts.versionNoteLater) noteVersion(ctx);
   startupStep("instance opened");
@@ -63,8 +73,11 @@ export function openInstance(
  */
 export function noteVersion(ctx: Ctx): void {
   try {
-    if (withoutSync(ctx.db, ctx.config.sqliteSynchronous, () => announceVersion(ctx.db, ctx.hub, VERSION))) ctx.log.info(`updated to ${VERSION}`);
+    if (withoutSync(ctx.db, ctx.config.sqliteSynchronous, () => announceVersion(ctx.db, ctx.hub, VERSION)))
+      ctx.log.info(`updated to ${VERSION}`);
   } catch (err) {
-    ctx.log.warn("the version could not be noted in the database; it is noted at the next start", { error: String((err as Error)?.message ?? err) });
+    ctx.log.warn("the version could not be noted in the database; it is noted at the next start", {
+      error: String((err as Error)?.message ?? err),
+    });
   }
 }

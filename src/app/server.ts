@@ -34,7 +34,14 @@ function belowProject(url: string): string {
 }
 
 /** A running server; `sync` is its sync server (loaded by the first /sync/io request, or by reading it). */
-export type Running = { ctx: Instance; url: string; port: number; readonly sync: SyncServer; /** Whether a request has needed the framework's app yet. */ readonly appBuilt: boolean; stop: () => Promise<void> };
+export type Running = {
+  ctx: Instance;
+  url: string;
+  port: number;
+  readonly sync: SyncServer /** Whether a request has needed the framework's app yet. */;
+  readonly appBuilt: boolean;
+  stop: () => Promise<void>;
+};
 
 /** Starts serving; resolves once listening. `stop` finishes requests in flight, then closes the database. */
 export async function startServer(config: Config, opts: { features?: readonly Feature[] } = {}): Promise<Running> {
@@ -78,7 +85,10 @@ export async function startServer(config: Config, opts: { features?: readonly Fe
   // Every request is one log line and counted in the metrics (src/http/requests.ts).
   const metrics = metricsOf(ctx);
   metrics.sources.syncSockets = () => sync?.io.of("/").sockets.size ?? 0;
-  const syncFetch = observedRoute<BunServer<any>>(ctx, (req, srv) => syncServer().handleRequest(req, srv), { route: "/sync/io", quiet: true });
+  const syncFetch = observedRoute<BunServer<any>>(ctx, (req, srv) => syncServer().handleRequest(req, srv), {
+    route: "/sync/io",
+    quiet: true,
+  });
   const appAnswer = (req: Request) => {
     const checked = checkBody(req, hardMax);
     if (!req.headers.has("origin")) return checked instanceof Response ? checked : appFetch(checked);
@@ -89,17 +99,25 @@ export async function startServer(config: Config, opts: { features?: readonly Fe
   // HTML bundles (the console), which Bun serves itself.
   const serveRoutes: Record<string, HTMLBundle | Partial<Record<"GET" | "HEAD" | "POST", ServeRouteHandler>>> = {};
   // A feature's handler, observed; Bun's router gives the path's params on the request.
-  const routed = (path: string, h: ServeHandler): ServeRouteHandler => observedRoute(ctx, (req: BunRequest<string>, _server, id) => h(req, id), { route: path });
+  const routed = (path: string, h: ServeHandler): ServeRouteHandler =>
+    observedRoute(ctx, (req: BunRequest<string>, _server, id) => h(req, id), { route: path });
   for (const f of features)
     for (const [path, route] of Object.entries(f.serveRoutes?.(ctx) ?? {})) {
       if (Object.hasOwn(serveRoutes, path)) throw new Error(`serve route ${path} is declared twice (${f.name})`);
-      serveRoutes[path] = isHtmlBundle(route) ? route : { GET: routed(path, route.GET), HEAD: routed(path, route.HEAD) };
+      serveRoutes[path] = isHtmlBundle(route)
+        ? route
+        : { GET: routed(path, route.GET), HEAD: routed(path, route.HEAD) };
     }
   // The project operations (POST /api/p/:project/<path>) and reads (GET, the project init),
   // answered by Bun's router without the framework's per-request work (src/http/operations.ts);
   // the size check, CORS, log line and metrics are the same as the app's, and form bodies go to
   // the app itself.
-  const operations = operationServeRoutes(ctx, features.flatMap((f) => f.operations ?? []), appAnswer, features.flatMap((f) => f.reads ?? []));
+  const operations = operationServeRoutes(
+    ctx,
+    features.flatMap((f) => f.operations ?? []),
+    appAnswer,
+    features.flatMap((f) => f.reads ?? []),
+  );
   // One route of Bun's for every project path (a route per operation made Bun.serve take 10 to 25
   // ms longer to start): the method and the path below the project pick the operation, and any
   // other path there goes to the app.
@@ -133,7 +151,10 @@ export async function startServer(config: Config, opts: { features?: readonly Fe
       firstRequest = false;
       startupStep("first request received");
       const answer = (isSyncRequest(req) ? syncFetch(req, srv) : mainFetch(req, srv)) as Promise<Response>;
-      void Promise.resolve(answer).then(() => startupStep("first request answered"), () => {});
+      void Promise.resolve(answer).then(
+        () => startupStep("first request answered"),
+        () => {},
+      );
       return answer;
     },
     // The sync server's handler once loaded (a websocket exists only after a request upgraded it).
@@ -150,16 +171,22 @@ export async function startServer(config: Config, opts: { features?: readonly Fe
       const e = err as Error & { code?: string; syscall?: string };
       if (e?.code === "ENOENT" && e.syscall === "open") {
         ctx.log.warn("a file to send was gone", { error: String(e.message) });
-        return new Response(JSON.stringify({ success: false, result: { code: 404, message: "Not found", info: {} }, data: {} }), {
-          status: 404,
-          headers: { "content-type": "application/json; charset=utf-8" },
-        });
+        return new Response(
+          JSON.stringify({ success: false, result: { code: 404, message: "Not found", info: {} }, data: {} }),
+          {
+            status: 404,
+            headers: { "content-type": "application/json; charset=utf-8" },
+          },
+        );
       }
       ctx.log.error("unhandled server error", { error: String(err?.stack ?? err) });
-      return new Response(JSON.stringify({ success: false, result: { code: 500, message: "Internal server error", info: {} }, data: {} }), {
-        status: 500,
-        headers: { "content-type": "application/json; charset=utf-8" },
-      });
+      return new Response(
+        JSON.stringify({ success: false, result: { code: 500, message: "Internal server error", info: {} }, data: {} }),
+        {
+          status: 500,
+          headers: { "content-type": "application/json; charset=utf-8" },
+        },
+      );
     },
   });
   startupStep("listening");

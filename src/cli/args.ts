@@ -22,7 +22,11 @@ export function parseArgs(argv: string[]): { words: string[]; flags: Record<stri
 
 export class UsageError extends Error {}
 
-export function stringFlag(flags: Record<string, string | boolean>, name: string, required = false): string | undefined {
+export function stringFlag(
+  flags: Record<string, string | boolean>,
+  name: string,
+  required = false,
+): string | undefined {
   const v = flags[name];
   if (v === undefined) {
     if (required) throw new UsageError(`missing --${name}`);

@@ -2,12 +2,20 @@ import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import type { Config } from "../config";
-import { createInstanceBackup, listInstanceBackups, listProjectBackups, restoreInstanceBackup, RestoreRefused, verifyInstanceBackup } from "../platform/backups/instance.service";
+import {
+  createInstanceBackup,
+  listInstanceBackups,
+  listProjectBackups,
+  restoreInstanceBackup,
+  RestoreRefused,
+  verifyInstanceBackup,
+} from "../platform/backups/instance.service";
 import { liveServerPid } from "../platform/storage/pidfile";
 import { UsageError, stringFlag } from "./args";
 import { formatBytes, ProgressBar } from "./progress";
 
-const USAGE = "usage: apis backup create [--out FILE] | list [--json] | verify FILE | restore FILE [--keep-previous] [--yes]";
+const USAGE =
+  "usage: apis backup create [--out FILE] | list [--json] | verify FILE | restore FILE [--keep-previous] [--yes]";
 const when = (t: number) => new Date(t * 1000).toISOString().replace("T", " ").slice(0, 19);
 
 /**
@@ -15,7 +23,11 @@ const when = (t: number) => new Date(t * 1000).toISOString().replace("T", " ").s
  * (src/platform/backups/instance.service.ts). `create` and `list` work beside a running server; `restore` refuses
  * while a server uses the data folder. Exit code 0 on success, 1 on failure, 2 on bad usage.
  */
-export async function backupCommand(config: Config, args: string[], flags: Record<string, string | boolean>): Promise<number> {
+export async function backupCommand(
+  config: Config,
+  args: string[],
+  flags: Record<string, string | boolean>,
+): Promise<number> {
   // `restore --yes FILE`: the parser took FILE as the value of --yes.
   if (typeof flags.yes === "string") {
     args = [...args, flags.yes];
@@ -33,9 +45,19 @@ export async function backupCommand(config: Config, args: string[], flags: Recor
     case "create": {
       const bar = new ProgressBar("backup");
       const started = performance.now();
-      const r = await createInstanceBackup(config.dataDir, stringFlag(flags, "out"), bar.update).finally(() => bar.end());
+      const r = await createInstanceBackup(config.dataDir, stringFlag(flags, "out"), bar.update).finally(() =>
+        bar.end(),
+      );
       const seconds = ((performance.now() - started) / 1000).toFixed(1);
-      if (json) console.log(JSON.stringify({ file: r.file, bytes: r.bytes, entries: r.manifest.entries.length, seconds: Number(seconds) }));
+      if (json)
+        console.log(
+          JSON.stringify({
+            file: r.file,
+            bytes: r.bytes,
+            entries: r.manifest.entries.length,
+            seconds: Number(seconds),
+          }),
+        );
       else console.log(`wrote ${r.file} (${formatBytes(r.bytes)}, ${r.manifest.entries.length} entries, ${seconds} s)`);
       return 0;
     }
@@ -51,16 +73,32 @@ export async function backupCommand(config: Config, args: string[], flags: Recor
       for (const a of archives) console.log(`  ${when(a.modified)}  ${formatBytes(a.size).padStart(10)}  ${a.name}`);
       console.log("project backups:");
       if (!projects.length) console.log("  none");
-      for (const b of projects) console.log(`  ${when(b.created_on)}  ${formatBytes(b.size).padStart(10)}  ${b.project_gid}  ${b.gid}  ${b.status.padEnd(8)} ${b.name}`);
+      for (const b of projects)
+        console.log(
+          `  ${when(b.created_on)}  ${formatBytes(b.size).padStart(10)}  ${b.project_gid}  ${b.gid}  ${b.status.padEnd(8)} ${b.name}`,
+        );
       return 0;
     }
     case "verify": {
       const file = fileOf();
       const bar = new ProgressBar("verify");
       const r = await verifyInstanceBackup(file, bar.update).finally(() => bar.end());
-      if (json) console.log(JSON.stringify({ file, ok: r.problems.length === 0, entries: r.manifest.entries.length, created_on: r.manifest.created_on, apis_version: r.manifest.apis_version, problems: r.problems }));
+      if (json)
+        console.log(
+          JSON.stringify({
+            file,
+            ok: r.problems.length === 0,
+            entries: r.manifest.entries.length,
+            created_on: r.manifest.created_on,
+            apis_version: r.manifest.apis_version,
+            problems: r.problems,
+          }),
+        );
       else if (r.problems.length) console.log(`FAILED ${file}:\n  ${r.problems.join("\n  ")}`);
-      else console.log(`ok ${file}: ${r.manifest.entries.length} entries, checksums match, database integrity ok (made ${when(r.manifest.created_on)} by Apis ${r.manifest.apis_version})`);
+      else
+        console.log(
+          `ok ${file}: ${r.manifest.entries.length} entries, checksums match, database integrity ok (made ${when(r.manifest.created_on)} by Apis ${r.manifest.apis_version})`,
+        );
       return r.problems.length ? 1 : 0;
     }
     case "restore": {
@@ -71,9 +109,14 @@ export async function backupCommand(config: Config, args: string[], flags: Recor
         return 1;
       }
       if (flags.yes !== true) {
-        if (!process.stdin.isTTY) throw new UsageError("restore replaces the data folder: confirm it on a terminal, or pass --yes");
-        const what = existsSync(join(config.dataDir, "apis.db")) ? `the database and files of ${config.dataDir}` : `${config.dataDir} (no database there yet)`;
-        const answer = await askLine(`This replaces ${what} with the contents of ${file}${flags["keep-previous"] === true ? " (the current ones are kept in backups/instance/pre-restore-<time>/)" : "; the current ones are deleted"}.\nType yes to restore: `);
+        if (!process.stdin.isTTY)
+          throw new UsageError("restore replaces the data folder: confirm it on a terminal, or pass --yes");
+        const what = existsSync(join(config.dataDir, "apis.db"))
+          ? `the database and files of ${config.dataDir}`
+          : `${config.dataDir} (no database there yet)`;
+        const answer = await askLine(
+          `This replaces ${what} with the contents of ${file}${flags["keep-previous"] === true ? " (the current ones are kept in backups/instance/pre-restore-<time>/)" : "; the current ones are deleted"}.\nType yes to restore: `,
+        );
         if (!/^y(es)?$/i.test(answer.trim())) {
           console.error("apis: not restored; nothing was changed");
           return 1;
@@ -81,9 +124,17 @@ export async function backupCommand(config: Config, args: string[], flags: Recor
       }
       const bar = new ProgressBar("restore");
       try {
-        const r = await restoreInstanceBackup(config.dataDir, file, { keepPrevious: flags["keep-previous"] === true }, bar.update).finally(() => bar.end());
+        const r = await restoreInstanceBackup(
+          config.dataDir,
+          file,
+          { keepPrevious: flags["keep-previous"] === true },
+          bar.update,
+        ).finally(() => bar.end());
         if (json) console.log(JSON.stringify({ file, data: config.dataDir, entries: r.entries, previous: r.previous }));
-        else console.log(`restored ${file} into ${config.dataDir} (${r.entries} entries)${r.previous ? `; the previous state is in ${r.previous}` : ""}`);
+        else
+          console.log(
+            `restored ${file} into ${config.dataDir} (${r.entries} entries)${r.previous ? `; the previous state is in ${r.previous}` : ""}`,
+          );
         return 0;
       } catch (err) {
         if (err instanceof RestoreRefused) {

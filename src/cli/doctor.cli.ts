@@ -30,7 +30,8 @@ async function checkDataDir(dataDir: string, check: Check) {
     while (!existsSync(dir) && dir !== dirname(dir)) dir = dirname(dir);
     const fs = statfsSync(dir);
     const free = fs.bavail * fs.bsize;
-    if (free < MIN_FREE) throw new Error(`${gib(free)} free on the data folder's file system (less than ${gib(MIN_FREE)})`);
+    if (free < MIN_FREE)
+      throw new Error(`${gib(free)} free on the data folder's file system (less than ${gib(MIN_FREE)})`);
     return `${gib(free)} free of ${gib(fs.blocks * fs.bsize)}`;
   });
   if (!exists) return;
@@ -38,11 +39,14 @@ async function checkDataDir(dataDir: string, check: Check) {
   if (existsSync(file)) {
     await check("database", () => {
       const { check: result, applied } = inspectDatabase(file);
-      if (result.join() !== "ok") throw new Error(`${file} is damaged: ${result.slice(0, 3).join("; ")} (restore a backup: apis backup restore)`);
+      if (result.join() !== "ok")
+        throw new Error(`${file} is damaged: ${result.slice(0, 3).join("; ")} (restore a backup: apis backup restore)`);
       const known = migrationsMeta();
       const newest = Math.max(0, ...known.map((m) => m.folderMillis));
       if (applied.some((created) => created > newest))
-        throw new Error(`${file} was migrated by a newer Apis than ${VERSION}; run that version, or restore the backup taken before the upgrade`);
+        throw new Error(
+          `${file} was migrated by a newer Apis than ${VERSION}; run that version, or restore the backup taken before the upgrade`,
+        );
       const pending = known.length - applied.length;
       const size = statSync(file).size + (existsSync(`${file}-wal`) ? statSync(`${file}-wal`).size : 0);
       return `${file} (${(size / 1024 ** 2).toFixed(1)} MiB, integrity ok, ${pending > 0 ? `${pending} migration(s) to apply at the next start` : "migrations up to date"})`;
@@ -82,9 +86,12 @@ export async function doctor(config: Config): Promise<number> {
   });
   await check("resize", async () => {
     if (!sharpMod) throw new Error("sharp did not load");
-    const png = await sharpMod({ create: { width: 64, height: 48, channels: 4, background: "#336699" } }).png().toBuffer();
+    const png = await sharpMod({ create: { width: 64, height: 48, channels: 4, background: "#336699" } })
+      .png()
+      .toBuffer();
     const out = await sharpMod(png).resize(16).jpeg().toBuffer({ resolveWithObject: true });
-    if (out.info.width !== 16 || out.info.height !== 12) throw new Error(`unexpected size ${out.info.width}x${out.info.height}`);
+    if (out.info.width !== 16 || out.info.height !== 12)
+      throw new Error(`unexpected size ${out.info.width}x${out.info.height}`);
     return "64x48 png -> 16x12 jpeg";
   });
   await checkDataDir(config.dataDir, check);

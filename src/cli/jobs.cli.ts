@@ -4,7 +4,8 @@ import { jobObject, recentJobs } from "../platform/jobs/queue.service";
 import { listSchedules, runHousekeeping } from "../platform/jobs/schedules";
 import { stringFlag, UsageError } from "./args";
 
-const when = (t: number | null | undefined) => (t ? new Date(t * 1000).toISOString().replace("T", " ").slice(0, 19) : "-");
+const when = (t: number | null | undefined) =>
+  t ? new Date(t * 1000).toISOString().replace("T", " ").slice(0, 19) : "-";
 
 /**
  * `apis jobs list [--limit N] [--json]`: the housekeeping schedules (pattern, next and last run)
@@ -20,27 +21,46 @@ export async function jobsCommand(ctx: Ctx, args: string[], flags: Record<string
       const schedules = listSchedules(ctx, housekeepingTasks());
       const recent = recentJobs(ctx.db, limit);
       if (json) {
-        console.log(JSON.stringify({ schedules, jobs: recent.map((j) => ({ token: j.token, user_gid: j.userGid, attempts: j.attempts, ...jobObject(j) })) }));
+        console.log(
+          JSON.stringify({
+            schedules,
+            jobs: recent.map((j) => ({ token: j.token, user_gid: j.userGid, attempts: j.attempts, ...jobObject(j) })),
+          }),
+        );
         return 0;
       }
       console.log("scheduled tasks (times UTC):");
       for (const s of schedules) {
-        const last = s.last_run ? `${when(s.last_run.at)} ${s.last_run.ok ? "ok" : "FAILED"}: ${s.last_run.summary}` : "never";
+        const last = s.last_run
+          ? `${when(s.last_run.at)} ${s.last_run.ok ? "ok" : "FAILED"}: ${s.last_run.summary}`
+          : "never";
         console.log(`  ${s.name.padEnd(15)} ${s.schedule.padEnd(14)} next ${when(s.next_run)}  last ${last}`);
         console.log(`  ${"".padEnd(15)} ${s.describe}`);
       }
       console.log(`recent jobs (${recent.length}):`);
       if (!recent.length) console.log("  none");
       for (const j of recent) {
-        const info = j.status === "rejected" ? `error: ${String(j.info?.error ?? "")}` : typeof j.info?.total === "number" ? `${Number(j.info.total) - Number(j.info.remaining ?? 0)}/${j.info.total}` : "";
-        console.log(`  ${j.token}  ${when(j.createdOn)}  ${j.kind.padEnd(20)} ${j.status.padEnd(10)} ${j.projectGid ?? "-"}  ${info}`);
+        const info =
+          j.status === "rejected"
+            ? `error: ${String(j.info?.error ?? "")}`
+            : typeof j.info?.total === "number"
+              ? `${Number(j.info.total) - Number(j.info.remaining ?? 0)}/${j.info.total}`
+              : "";
+        console.log(
+          `  ${j.token}  ${when(j.createdOn)}  ${j.kind.padEnd(20)} ${j.status.padEnd(10)} ${j.projectGid ?? "-"}  ${info}`,
+        );
       }
       return 0;
     }
     case "run": {
       const name = arg ?? stringFlag(flags, "name");
       const task = housekeepingTasks().find((t) => t.name === name);
-      if (!task) throw new UsageError(`usage: apis jobs run ${housekeepingTasks().map((t) => t.name).join("|")}`);
+      if (!task)
+        throw new UsageError(
+          `usage: apis jobs run ${housekeepingTasks()
+            .map((t) => t.name)
+            .join("|")}`,
+        );
       const run = await runHousekeeping(ctx, task);
       console.log(json ? JSON.stringify(run) : `${task.name}: ${run.ok ? "ok" : "FAILED"}: ${run.summary}`);
       return run.ok ? 0 : 1;

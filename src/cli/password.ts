@@ -18,7 +18,8 @@ export async function readPassword(flags: Record<string, string | boolean>): Pro
   }
   const text = await Bun.stdin.text();
   const line = text.split("\n", 1)[0]!.replace(/\r$/, "");
-  if (!line) throw new UsageError("no password: give --password, type it at the prompt (on a terminal) or send it on stdin");
+  if (!line)
+    throw new UsageError("no password: give --password, type it at the prompt (on a terminal) or send it on stdin");
   return line;
 }
 
@@ -48,7 +49,8 @@ function promptHidden(prompt: string): Promise<string> {
           continue;
         }
         if (ch === "\u007f" || ch === "\b") typed = [...typed].slice(0, -1).join("");
-        else if (ch === "\u0015") typed = ""; // Ctrl-U
+        else if (ch === "\u0015")
+          typed = ""; // Ctrl-U
         else if (ch >= " ") typed += ch;
       }
     };

@@ -15,7 +15,11 @@ import { Storage } from "../platform/storage/storage";
 
 const reason = (err: unknown) => {
   const e = err as NodeJS.ErrnoException;
-  return e?.code === "EACCES" || e?.code === "EPERM" ? "permission denied" : e?.code === "EROFS" ? "read-only file system" : (e?.code ?? String(err));
+  return e?.code === "EACCES" || e?.code === "EPERM"
+    ? "permission denied"
+    : e?.code === "EROFS"
+      ? "read-only file system"
+      : (e?.code ?? String(err));
 };
 
 /** The data folder is a writable folder, or can be created as one. Creates nothing. */
@@ -25,10 +29,12 @@ export function checkDataFolder(dataDir: string): void {
     st = statSync(dataDir);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    if (code !== "ENOENT" && code !== "ENOTDIR") throw new ConfigError(`data folder ${dataDir} cannot be read: ${reason(err)}`);
+    if (code !== "ENOENT" && code !== "ENOTDIR")
+      throw new ConfigError(`data folder ${dataDir} cannot be read: ${reason(err)}`);
   }
   if (st) {
-    if (!st.isDirectory()) throw new ConfigError(`data folder ${dataDir} is a file, not a folder; give --data a folder`);
+    if (!st.isDirectory())
+      throw new ConfigError(`data folder ${dataDir} is a file, not a folder; give --data a folder`);
     // A real write: it also catches what mode bits do not show (ACLs, mount options, security modules).
     const probe = join(dataDir, `.apis-write-test-${process.pid}`);
     try {
@@ -42,7 +48,8 @@ export function checkDataFolder(dataDir: string): void {
       accessSync(database, constants.R_OK | constants.W_OK);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
-    if (code !== "ENOENT" && code !== "ENOTDIR") throw new ConfigError(`database ${database} is not writable (${reason(err)}); the server's user must own it`);
+      if (code !== "ENOENT" && code !== "ENOTDIR")
+        throw new ConfigError(`database ${database} is not writable (${reason(err)}); the server's user must own it`);
     }
     return;
   }
@@ -73,7 +80,9 @@ export async function checkListen(host: string, port: number): Promise<void> {
     try {
       await lookup(host);
     } catch {
-      throw new ConfigError(`cannot listen on ${where}: host ${host} is not known (--host takes an address of this machine, e.g. 127.0.0.1 or 0.0.0.0)`);
+      throw new ConfigError(
+        `cannot listen on ${where}: host ${host} is not known (--host takes an address of this machine, e.g. 127.0.0.1 or 0.0.0.0)`,
+      );
     }
   }
   try {
@@ -81,10 +90,16 @@ export async function checkListen(host: string, port: number): Promise<void> {
     await probe.stop(true);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException)?.code;
-    if (code === "EADDRINUSE") throw new ConfigError(`cannot listen on ${where}: the port is in use (another server? choose one with --port)`);
+    if (code === "EADDRINUSE")
+      throw new ConfigError(`cannot listen on ${where}: the port is in use (another server? choose one with --port)`);
     if (code === "EADDRNOTAVAIL" || code === "EINVAL")
-      throw new ConfigError(`cannot listen on ${where}: ${host} is not an address of this machine (--host takes 127.0.0.1, 0.0.0.0 or an interface's address)`);
-    if (code === "EACCES" || code === "EPERM") throw new ConfigError(`cannot listen on ${where}: permission denied (ports below 1024 need privileges; use a higher --port behind a proxy)`);
+      throw new ConfigError(
+        `cannot listen on ${where}: ${host} is not an address of this machine (--host takes 127.0.0.1, 0.0.0.0 or an interface's address)`,
+      );
+    if (code === "EACCES" || code === "EPERM")
+      throw new ConfigError(
+        `cannot listen on ${where}: permission denied (ports below 1024 need privileges; use a higher --port behind a proxy)`,
+      );
     throw new ConfigError(`cannot listen on ${where}: ${(err as Error)?.message ?? err}`);
   }
 }

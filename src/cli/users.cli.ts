@@ -1,11 +1,24 @@
 import type { Ctx } from "../platform/context";
 import { mutate } from "../db/mutate";
-import { createPerson, findByUsername, hasAdmin, listUsers, hashPassword, passwordIssues, setPassword, updateUser } from "../features/users/users.service";
+import {
+  createPerson,
+  findByUsername,
+  hasAdmin,
+  listUsers,
+  hashPassword,
+  passwordIssues,
+  setPassword,
+  updateUser,
+} from "../features/users/users.service";
 import { stringFlag, UsageError } from "./args";
 import { readPassword } from "./password";
 
 /** `apis user create|list|set-password|deactivate|reactivate` for admins. Returns the exit code. */
-export async function userCommand(ctx: Ctx, sub: string | undefined, flags: Record<string, string | boolean>): Promise<number> {
+export async function userCommand(
+  ctx: Ctx,
+  sub: string | undefined,
+  flags: Record<string, string | boolean>,
+): Promise<number> {
   const json = flags.json === true;
   switch (sub) {
     case "create": {
@@ -19,15 +32,38 @@ export async function userCommand(ctx: Ctx, sub: string | undefined, flags: Reco
       const u = mutate(ctx.db, ctx.hub, (tx, log) => {
         const first = !hasAdmin(tx);
         const created = createPerson(tx, log, { username, email, passwordHash: hash, name: stringFlag(flags, "name") });
-        return first || flags.admin === true || flags.admin === "true" ? updateUser(tx, log, created.gid, { admin: true }) : created;
+        return first || flags.admin === true || flags.admin === "true"
+          ? updateUser(tx, log, created.gid, { admin: true })
+          : created;
       });
-      console.log(json ? JSON.stringify({ gid: u.gid, username: u.username, admin: u.admin }) : `created user ${u.username} (${u.gid})${u.admin ? ", instance admin" : ""}`);
+      console.log(
+        json
+          ? JSON.stringify({ gid: u.gid, username: u.username, admin: u.admin })
+          : `created user ${u.username} (${u.gid})${u.admin ? ", instance admin" : ""}`,
+      );
       return 0;
     }
     case "list": {
       const rows = listUsers(ctx.db);
-      if (json) console.log(JSON.stringify(rows.map((u) => ({ gid: u.gid, kind: u.kind, username: u.username, email: u.email, name: u.name, status: u.status, admin: u.admin }))));
-      else for (const u of rows) console.log(`${u.gid}  ${(u.username ?? (u.kind === "api" ? "(api)" : "(invited)")).padEnd(24)} ${u.email.padEnd(32)} ${u.status}${u.admin ? "  admin" : ""}`);
+      if (json)
+        console.log(
+          JSON.stringify(
+            rows.map((u) => ({
+              gid: u.gid,
+              kind: u.kind,
+              username: u.username,
+              email: u.email,
+              name: u.name,
+              status: u.status,
+              admin: u.admin,
+            })),
+          ),
+        );
+      else
+        for (const u of rows)
+          console.log(
+            `${u.gid}  ${(u.username ?? (u.kind === "api" ? "(api)" : "(invited)")).padEnd(24)} ${u.email.padEnd(32)} ${u.status}${u.admin ? "  admin" : ""}`,
+          );
       return 0;
     }
     case "set-password": {
@@ -46,7 +82,9 @@ export async function userCommand(ctx: Ctx, sub: string | undefined, flags: Reco
       const username = stringFlag(flags, "username", true)!;
       const u = findByUsername(ctx.db, username);
       if (!u) throw new UsageError(`no user ${username}`);
-      mutate(ctx.db, ctx.hub, (tx, log) => updateUser(tx, log, u.gid, { status: "inactive", tokenVersion: u.tokenVersion + 1 }));
+      mutate(ctx.db, ctx.hub, (tx, log) =>
+        updateUser(tx, log, u.gid, { status: "inactive", tokenVersion: u.tokenVersion + 1 }),
+      );
       console.log(`user ${username} deactivated; its tokens no longer work`);
       return 0;
     }

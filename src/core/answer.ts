@@ -57,7 +57,9 @@ export function answerJson(value: unknown): string {
   }
   if (!state.texts.length) return json;
   // The mark's \u0001 is escaped by JSON.stringify as the six characters \u0001.
-  const escaped = JSON.stringify(mark).slice(1, -1).replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  const escaped = JSON.stringify(mark)
+    .slice(1, -1)
+    .replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
   return json.replace(new RegExp(`"${escaped}(\\d+)"`, "g"), (_, n: string) => state.texts[Number(n)]!);
 }
 

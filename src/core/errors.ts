@@ -22,16 +22,23 @@ export class ApiError extends Error {
 
 export const missing = (name: string) => new ApiError(400, "Missing parameter", { "Missing parameter": name });
 /** 400 naming a request member whose value is wrong; `info` adds what was expected, or why. */
-export const invalidParameter = (name: unknown, info: Record<string, unknown> = {}) => new ApiError(400, "Invalid parameter", { "Invalid parameter": name, ...info });
+export const invalidParameter = (name: unknown, info: Record<string, unknown> = {}) =>
+  new ApiError(400, "Invalid parameter", { "Invalid parameter": name, ...info });
 export const badRequest = (message: string, info: Record<string, unknown> = {}) => new ApiError(400, message, info);
 /** The realm of the Bearer challenge (spec section 5). */
 export const REALM = "apis";
 
 /** 401 with the Bearer challenge of spec section 5 (`reason`: invalid_token or invalid_request). */
 export function permissionDenied(reason = "invalid_token"): ApiError {
-  return new ApiError(401, "Permission denied", {}, { "www-authenticate": `Bearer realm="${REALM}", error="${reason}"` });
+  return new ApiError(
+    401,
+    "Permission denied",
+    {},
+    { "www-authenticate": `Bearer realm="${REALM}", error="${reason}"` },
+  );
 }
-export const forbidden = (message = "Forbidden", info: Record<string, unknown> = {}) => new ApiError(403, message, info);
+export const forbidden = (message = "Forbidden", info: Record<string, unknown> = {}) =>
+  new ApiError(403, message, info);
 export const notFound = (message = "Not found", info: Record<string, unknown> = {}) => new ApiError(404, message, info);
 export const unprocessable = (message: string, info: Record<string, unknown> = {}) => new ApiError(422, message, info);
 

@@ -97,7 +97,10 @@ export type DottedField = (key: string) => FieldSpec | undefined;
  * A domain from a Map of fields and a Map of dotted prefixes. `metadata.a.b` asks the `metadata`
  * prefix for the key `a.b` (one key holding a dot, not a nested path).
  */
-export function makeDomain(fields: Iterable<readonly [string, FieldSpec]>, dotted: Iterable<readonly [string, DottedField]> = []): FilterDomain {
+export function makeDomain(
+  fields: Iterable<readonly [string, FieldSpec]>,
+  dotted: Iterable<readonly [string, DottedField]> = [],
+): FilterDomain {
   const byName = new Map(fields);
   const byPrefix = new Map(dotted);
   return {
@@ -158,7 +161,11 @@ export type FilterLeaf = {
   spec: FieldSpec;
 };
 
-export type FilterNode = { kind: "and"; children: FilterNode[] } | { kind: "or"; children: FilterNode[] } | { kind: "not"; child: FilterNode } | FilterLeaf;
+export type FilterNode =
+  | { kind: "and"; children: FilterNode[] }
+  | { kind: "or"; children: FilterNode[] }
+  | { kind: "not"; child: FilterNode }
+  | FilterLeaf;
 
 /** Bounds on what one filter may ask, so a request cannot make SQLite's parser or stack suffer. */
 export const FILTER_LIMITS = {
@@ -180,7 +187,10 @@ export type ParseOptions = {
 };
 
 /** The "matches everything" filter (what an absent or empty filter means). */
-export const MATCH_ALL: FilterNode = Object.freeze({ kind: "and", children: Object.freeze([]) as unknown as FilterNode[] });
+export const MATCH_ALL: FilterNode = Object.freeze({
+  kind: "and",
+  children: Object.freeze([]) as unknown as FilterNode[],
+});
 
 /**
  * Validates a filter from a client against a domain. Absent, null or `[]` is MATCH_ALL. Throws
@@ -195,11 +205,17 @@ export function parseFilter(input: unknown, domain: FilterDomain, opts: ParseOpt
 
 const GROUPS = new Set(["and", "or", "not"]);
 
-function parseNode(input: unknown, domain: FilterDomain, path: string, depth: number, state: { nodes: number }): FilterNode {
+function parseNode(
+  input: unknown,
+  domain: FilterDomain,
+  path: string,
+  depth: number,
+  state: { nodes: number },
+): FilterNode {
   const fail: Fail = (reason, sub) => {
     throw new FilterError(sub === undefined ? path : `${path}[${sub}]`, reason);
   };
-  if (!Array.isArray(input)) fail("a filter is a list: [field, operator, operand] or [\"and\"|\"or\"|\"not\", \"\", ...]");
+  if (!Array.isArray(input)) fail('a filter is a list: [field, operator, operand] or ["and"|"or"|"not", "", ...]');
   if (++state.nodes > FILTER_LIMITS.nodes) fail(`a filter holds at most ${FILTER_LIMITS.nodes} conditions and groups`);
   if (depth > FILTER_LIMITS.depth) fail(`filters nest at most ${FILTER_LIMITS.depth} deep`);
   const list = input as unknown[];
@@ -229,7 +245,10 @@ function parseLeaf(list: unknown[], domain: FilterDomain, path: string, fail: Fa
   const spec = field.length <= 200 ? domain.field(field) : undefined;
   if (!spec) {
     const known = domain.names?.();
-    fail(`unknown field ${JSON.stringify(field.slice(0, 200))}${known?.length ? `; fields: ${known.join(", ")}` : ""}`, 0);
+    fail(
+      `unknown field ${JSON.stringify(field.slice(0, 200))}${known?.length ? `; fields: ${known.join(", ")}` : ""}`,
+      0,
+    );
   }
   if (typeof list[1] !== "string") fail("the operator is a string", 1);
   const op = (list[1] as string).toLowerCase();
@@ -244,14 +263,19 @@ function parseLeaf(list: unknown[], domain: FilterDomain, path: string, fail: Fa
   }
   const generic = OPERATORS.get(spec.type)?.get(op);
   if (!generic || (spec.operators && !spec.operators.includes(op))) {
-    fail(`operator ${JSON.stringify(op.slice(0, 50))} does not apply to ${field}; operators: ${operatorsOf(spec).join(", ")}`, 1);
+    fail(
+      `operator ${JSON.stringify(op.slice(0, 50))} does not apply to ${field}; operators: ${operatorsOf(spec).join(", ")}`,
+      1,
+    );
   }
   return { kind: "leaf", field, op, operand: generic.operand(raw, spec, operandFail, op), spec };
 }
 
 /** The operators a field accepts. */
 export function operatorsOf(spec: FieldSpec): string[] {
-  const generic = [...(OPERATORS.get(spec.type)?.keys() ?? [])].filter((o) => !spec.operators || spec.operators.includes(o));
+  const generic = [...(OPERATORS.get(spec.type)?.keys() ?? [])].filter(
+    (o) => !spec.operators || spec.operators.includes(o),
+  );
   const own = [...(spec.custom?.keys() ?? [])];
   return [...new Set([...generic, ...own])];
 }
@@ -296,7 +320,8 @@ function timeOperand(v: unknown, fail: (r: string) => never): number {
     if (Number.isNaN(ms)) return fail(`not a date: ${JSON.stringify(v.slice(0, 40))}`);
     return ms / 1000;
   }
-  if (typeof v !== "number" || !Number.isFinite(v)) return fail("the operand must be seconds since 1970 or an ISO 8601 date");
+  if (typeof v !== "number" || !Number.isFinite(v))
+    return fail("the operand must be seconds since 1970 or an ISO 8601 date");
   return v;
 }
 
@@ -330,7 +355,8 @@ function noOperand(v: unknown, _spec: FieldSpec, fail: (r: string) => never, op:
 
 /** `[n, "days"]`: an age, for `<` / `>` on time fields. */
 type Age = { days: number };
-const isAge = (v: unknown): v is Age => typeof v === "object" && v !== null && !Array.isArray(v) && typeof (v as Age).days === "number";
+const isAge = (v: unknown): v is Age =>
+  typeof v === "object" && v !== null && !Array.isArray(v) && typeof (v as Age).days === "number";
 
 /** The terms of a `q`: `+must`, `-mustnot`, plain (at least one of them when there is no `+`). */
 export type Terms = { required: string[]; excluded: string[]; optional: string[] };
@@ -398,17 +424,25 @@ function termsSql(e: SQL, t: Terms): SQL {
   for (const r of t.required) parts.push(containsSql(e, r));
   for (const x of t.excluded) parts.push(sql`coalesce(instr(lower(${e}), ${lowered(x)}), 0) = 0`);
   // Plain terms only rank when a + term is there; alone, at least one of them must match.
-  if (!t.required.length && t.optional.length) parts.push(sql`(${sql.join(t.optional.map((o) => containsSql(e, o)), sql` OR `)})`);
+  if (!t.required.length && t.optional.length)
+    parts.push(
+      sql`(${sql.join(
+        t.optional.map((o) => containsSql(e, o)),
+        sql` OR `,
+      )})`,
+    );
   return sql.join(parts, sql` AND `);
 }
 
 function isSql(e: SQL, v: Scalar, spec: FieldSpec): SQL {
-  if (typeof v === "string" && spec.type !== "number" && spec.type !== "time" && spec.type !== "boolean") return sql`lower(${e}) = ${lowered(v)}`;
+  if (typeof v === "string" && spec.type !== "number" && spec.type !== "time" && spec.type !== "boolean")
+    return sql`lower(${e}) = ${lowered(v)}`;
   return sql`${e} = ${param(v, spec)}`;
 }
 
 const scalarOperand = (v: unknown, spec: FieldSpec, fail: (r: string) => never) => scalarOf(spec)(v, fail);
-const nullableOperand = (v: unknown, spec: FieldSpec, fail: (r: string) => never) => (v === null ? null : scalarOf(spec)(v, fail));
+const nullableOperand = (v: unknown, spec: FieldSpec, fail: (r: string) => never) =>
+  v === null ? null : scalarOf(spec)(v, fail);
 
 function compareOperand(v: unknown, spec: FieldSpec, fail: (r: string) => never, op: string): Scalar | Age {
   if (Array.isArray(v) && spec.type === "time" && (op === "<" || op === ">")) {
@@ -436,7 +470,9 @@ function compareSql(e: SQL, v: Scalar | Age, spec: FieldSpec, options: FilterSql
  */
 function typed(e: SQL, v: Scalar, spec: FieldSpec, condition: SQL): SQL {
   if (spec.type !== "json") return condition;
-  return typeof v === "number" ? sql`typeof(${e}) IN ('integer', 'real') AND ${condition}` : sql`typeof(${e}) = 'text' AND ${condition}`;
+  return typeof v === "number"
+    ? sql`typeof(${e}) IN ('integer', 'real') AND ${condition}`
+    : sql`typeof(${e}) = 'text' AND ${condition}`;
 }
 
 function rangeOperand(v: unknown, spec: FieldSpec, fail: (r: string) => never): [Scalar, Scalar] {
@@ -448,7 +484,8 @@ function rangeOperand(v: unknown, spec: FieldSpec, fail: (r: string) => never): 
 }
 
 function listOperand(v: unknown, spec: FieldSpec, fail: (r: string) => never, op: string): Scalar[] {
-  if (!Array.isArray(v) || v.length === 0 || v.length > FILTER_LIMITS.list) return fail(`${op} takes a list of 1 to ${FILTER_LIMITS.list} values`);
+  if (!Array.isArray(v) || v.length === 0 || v.length > FILTER_LIMITS.list)
+    return fail(`${op} takes a list of 1 to ${FILTER_LIMITS.list} values`);
   const check = scalarOf(spec);
   return v.map((x, i) => check(x, (r) => fail(`value ${i}: ${r}`)));
 }
@@ -463,20 +500,32 @@ const textOnly = (v: unknown, _spec: FieldSpec, fail: (r: string) => never) => t
 
 const OP_DEFS: Record<string, Op> = {
   // Ours (docs/assets.md), kept as they were.
-  "=": { operand: nullableOperand, build: (e, v, spec) => (v === null ? sql`${e} IS NULL` : sql`${e} = ${param(v, spec)}`) },
+  "=": {
+    operand: nullableOperand,
+    build: (e, v, spec) => (v === null ? sql`${e} IS NULL` : sql`${e} = ${param(v, spec)}`),
+  },
   "!=": { operand: nullableOperand, build: (e, v, spec) => sql`${e} IS NOT ${v === null ? null : param(v, spec)}` },
   "<": { operand: compareOperand, build: compareSql },
   "<=": { operand: compareOperand, build: compareSql },
   ">": { operand: compareOperand, build: compareSql },
   ">=": { operand: compareOperand, build: compareSql },
-  between: { operand: rangeOperand, build: (e, [lo, hi], spec) => typed(e, lo, spec, sql`${e} BETWEEN ${param(lo, spec)} AND ${param(hi, spec)}`) },
+  between: {
+    operand: rangeOperand,
+    build: (e, [lo, hi], spec) => typed(e, lo, spec, sql`${e} BETWEEN ${param(lo, spec)} AND ${param(hi, spec)}`),
+  },
   in: { operand: listOperand, build: (e, vs, spec) => sql`${e} IN (${list(vs, spec)})` },
   // The field appears twice; drizzle binds its own parameters (a JSON path) once per appearance.
   not_in: { operand: listOperand, build: (e, vs, spec) => sql`(${e} IS NULL OR ${e} NOT IN (${list(vs, spec)}))` },
   contains: { operand: textOnly, build: (e, v) => containsSql(e, v) },
   not_contains: { operand: textOnly, build: (e, v) => sql`coalesce(instr(lower(${e}), ${lowered(v)}), 0) = 0` },
-  starts_with: { operand: textOnly, build: (e, v) => (v ? sql`substr(lower(${e}), 1, ${cpLength(lowered(v))}) = ${lowered(v)}` : sql`${e} IS NOT NULL`) },
-  ends_with: { operand: textOnly, build: (e, v) => (v ? sql`substr(lower(${e}), ${-cpLength(lowered(v))}) = ${lowered(v)}` : sql`${e} IS NOT NULL`) },
+  starts_with: {
+    operand: textOnly,
+    build: (e, v) => (v ? sql`substr(lower(${e}), 1, ${cpLength(lowered(v))}) = ${lowered(v)}` : sql`${e} IS NOT NULL`),
+  },
+  ends_with: {
+    operand: textOnly,
+    build: (e, v) => (v ? sql`substr(lower(${e}), ${-cpLength(lowered(v))}) = ${lowered(v)}` : sql`${e} IS NOT NULL`),
+  },
   exists: { operand: existsOperand, build: (e, v) => (v ? sql`${e} IS NOT NULL` : sql`${e} IS NULL`) },
   // The reference's.
   is: { operand: scalarOperand, build: (e, v, spec) => isSql(e, v, spec) },
@@ -487,17 +536,27 @@ const OP_DEFS: Record<string, Op> = {
 
 /** `has` / `has_not` on a JSON array: one scalar member. */
 const LIST_OPS: Record<string, Op> = {
-  has: { operand: (v, _s, fail) => jsonOperand(v, fail), build: (e, v) => sql`EXISTS (SELECT 1 FROM json_each(${e}) AS je WHERE je.value = ${v})` },
-  has_not: { operand: (v, _s, fail) => jsonOperand(v, fail), build: (e, v) => sql`NOT EXISTS (SELECT 1 FROM json_each(${e}) AS je WHERE je.value = ${v})` },
+  has: {
+    operand: (v, _s, fail) => jsonOperand(v, fail),
+    build: (e, v) => sql`EXISTS (SELECT 1 FROM json_each(${e}) AS je WHERE je.value = ${v})`,
+  },
+  has_not: {
+    operand: (v, _s, fail) => jsonOperand(v, fail),
+    build: (e, v) => sql`NOT EXISTS (SELECT 1 FROM json_each(${e}) AS je WHERE je.value = ${v})`,
+  },
 };
 
 /** A key of a JSON object, as operand: checked and turned into its JSON path. */
 function keyPath(v: unknown, fail: (r: string) => never): string {
   if (typeof v !== "string") return fail("the operand is a key");
-  return jsonKeyPath(v) ?? fail("a key has 1 to 100 characters and no \", \\ or control characters");
+  return jsonKeyPath(v) ?? fail('a key has 1 to 100 characters and no ", \\ or control characters');
 }
 
-function keyValue<T>(v: unknown, fail: (r: string) => never, value: (x: unknown, f: (r: string) => never) => T): { path: string; value: T } {
+function keyValue<T>(
+  v: unknown,
+  fail: (r: string) => never,
+  value: (x: unknown, f: (r: string) => never) => T,
+): { path: string; value: T } {
   if (!Array.isArray(v) || v.length !== 2) return fail("the operand is [key, value]");
   return { path: keyPath(v[0], (r) => fail(`key: ${r}`)), value: value(v[1], (r) => fail(`value: ${r}`)) };
 }
@@ -510,7 +569,10 @@ const OBJECT_OPS: Record<string, Op> = {
     operand: (v, _s, fail) => keyValue(v, fail, jsonOperand),
     build: (e, kv) => isSql(sql`json_extract(${e}, ${kv.path})`, kv.value, { type: "json" }),
   },
-  q: { operand: (v, _s, fail) => keyValue(v, fail, termsOperand), build: (e, kv) => termsSql(sql`json_extract(${e}, ${kv.path})`, kv.value) },
+  q: {
+    operand: (v, _s, fail) => keyValue(v, fail, termsOperand),
+    build: (e, kv) => termsSql(sql`json_extract(${e}, ${kv.path})`, kv.value),
+  },
   is_true: { operand: (v, _s, fail) => keyPath(v, fail), build: (e, p) => sql`json_type(${e}, ${p}) = 'true'` },
   is_false: { operand: (v, _s, fail) => keyPath(v, fail), build: (e, p) => sql`json_type(${e}, ${p}) = 'false'` },
 };
@@ -568,7 +630,8 @@ function leafSql(leaf: FilterLeaf, options: FilterSqlOptions): SQL {
   if (spec.type !== "localized") return generic.build(spec.sql, operand, spec, options, op);
   if (options.language !== undefined) {
     const path = jsonKeyPath(options.language);
-    if (!path || !/^[A-Za-z0-9_-]{1,35}$/.test(options.language)) throw new FilterError("language", "not a language code");
+    if (!path || !/^[A-Za-z0-9_-]{1,35}$/.test(options.language))
+      throw new FilterError("language", "not a language code");
     return generic.build(sql`json_extract(${spec.sql}, ${path})`, operand, spec, options, op);
   }
   // No language: any language's text may match.
@@ -605,9 +668,13 @@ export const SEARCH_PAGE = {
  */
 export function pageWindow(body: unknown, defaults: PageDefaults): PageWindow {
   const read = (name: string, fallback: number): number => {
-    const v = typeof body === "object" && body !== null && Object.hasOwn(body, name) ? (body as Record<string, unknown>)[name] : undefined;
+    const v =
+      typeof body === "object" && body !== null && Object.hasOwn(body, name)
+        ? (body as Record<string, unknown>)[name]
+        : undefined;
     if (v === undefined || v === null) return fallback;
-    if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 0) throw new FilterError(name, "a whole number of 0 or more");
+    if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 0)
+      throw new FilterError(name, "a whole number of 0 or more");
     return v;
   };
   return { top: read("page.top", 0), size: Math.min(read("page.size", defaults.size), defaults.max) };

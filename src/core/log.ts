@@ -8,7 +8,22 @@ export type LogFormat = "text" | "json";
  * Members that are never written, whatever part of the code passes them: pino replaces their
  * values by "[redacted]" (defence in depth; the code passes none of them on purpose).
  */
-export const REDACTED_KEYS = ["password", "new_password", "old_password", "code", "token", "secret", "key", "authorization", "cookie", "jwt", "subject", "text", "html", "body"];
+export const REDACTED_KEYS = [
+  "password",
+  "new_password",
+  "old_password",
+  "code",
+  "token",
+  "secret",
+  "key",
+  "authorization",
+  "cookie",
+  "jwt",
+  "subject",
+  "text",
+  "html",
+  "body",
+];
 
 export type LoggerOptions = {
   /** `text` (one readable line per event) or `json` (one JSON object per line, for log shippers). */
@@ -85,7 +100,10 @@ export class Logger {
       formatters: { level: (label) => ({ level: label }) },
       redact: { paths: REDACTED_KEYS.flatMap((k) => [k, `*.${k}`]), censor: "[redacted]" },
     };
-    const destination = format === "json" ? (this.opts.destination ?? pino.destination({ fd: 2, sync: true })) : textDestination(this.opts.destination);
+    const destination =
+      format === "json"
+        ? (this.opts.destination ?? pino.destination({ fd: 2, sync: true }))
+        : textDestination(this.opts.destination);
     return pino(options, destination);
   }
 

@@ -115,7 +115,11 @@ export function inAddressList(addr: string, blocks: readonly Cidr[]): boolean {
  * as far as a trusted party can tell (the entries left of it can be written by the client and are
  * never used). A connection from an untrusted peer is that peer, whatever its headers say.
  */
-export function forwardedClient(peer: string, forwardedFor: string | null | undefined, trusted: readonly Cidr[]): string {
+export function forwardedClient(
+  peer: string,
+  forwardedFor: string | null | undefined,
+  trusted: readonly Cidr[],
+): string {
   if (!inAddressList(peer, trusted)) return normalizeAddress(peer);
   const hops = (forwardedFor ?? "")
     .split(",")

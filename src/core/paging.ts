@@ -19,7 +19,10 @@ export function encodeCursor(state: Record<string, unknown>): string {
 }
 
 /** The state of a cursor made by `encodeCursor` with the same `kind`; undefined when none was given. */
-export function decodeCursor<T extends Record<string, unknown>>(value: unknown, kind: string): (T & { k: string }) | undefined {
+export function decodeCursor<T extends Record<string, unknown>>(
+  value: unknown,
+  kind: string,
+): (T & { k: string }) | undefined {
   if (value === undefined || value === null || value === "") return undefined;
   const bad = () => invalidParameter("page.cursor", { expected: "a page.cursor returned by the previous call" });
   if (typeof value !== "string" || value.length > 512) throw bad();

@@ -47,7 +47,12 @@ export type SelectionElement =
  * feature declares it (`hooks.expandQuery` of its descriptor); callers pass `ctx.hooks.expandQuery`,
  * undefined when the instance runs without that feature.
  */
-export type QueryExpander = (tx: Tx, projectGid: string, resource: string, element: Record<string, unknown>) => { search: Record<string, unknown>; exclude?: unknown };
+export type QueryExpander = (
+  tx: Tx,
+  projectGid: string,
+  resource: string,
+  element: Record<string, unknown>,
+) => { search: Record<string, unknown>; exclude?: unknown };
 
 const MAX_ELEMENTS = 10_000;
 const bad = (reason: string, info: Record<string, unknown> = {}) => invalidParameter("selection", { reason, ...info });
@@ -55,22 +60,27 @@ const bad = (reason: string, info: Record<string, unknown> = {}) => invalidParam
 function excludeOf(el: Record<string, unknown>, index: number): Set<string> {
   const x = el.exclude;
   if (x === undefined || x === null) return new Set();
-  if (!Array.isArray(x) || x.some((g) => typeof g !== "string")) throw bad("exclude is an array of gids", { element: index });
+  if (!Array.isArray(x) || x.some((g) => typeof g !== "string"))
+    throw bad("exclude is an array of gids", { element: index });
   return new Set(x as string[]);
 }
 
 /** Checks the shape of a selection (400 naming the bad element) without resolving it. */
 export function parseSelection(selection: unknown): SelectionElement[] {
   if (selection === undefined || selection === null) throw missing("selection");
-  if (!Array.isArray(selection)) throw bad("selection is an array of gids, {children, exclude} and {search, exclude} elements");
+  if (!Array.isArray(selection))
+    throw bad("selection is an array of gids, {children, exclude} and {search, exclude} elements");
   if (selection.length > MAX_ELEMENTS) throw bad(`at most ${MAX_ELEMENTS} elements`);
   selection.forEach((el, i) => {
     if (typeof el === "string" && el) return;
     if (el && typeof el === "object" && !Array.isArray(el)) {
       const kinds = ["children", "search", "query"].filter((k) => Object.hasOwn(el, k));
-      if (kinds.length !== 1) throw bad("an object element has exactly one of children, search or query", { element: i });
-      if (kinds[0] === "search" && (!el.search || typeof el.search !== "object" || Array.isArray(el.search))) throw bad("search is an object of search parameters", { element: i });
-      if (kinds[0] === "query" && (typeof el.query !== "string" || !el.query)) throw bad("query is the gid of a saved query", { element: i });
+      if (kinds.length !== 1)
+        throw bad("an object element has exactly one of children, search or query", { element: i });
+      if (kinds[0] === "search" && (!el.search || typeof el.search !== "object" || Array.isArray(el.search)))
+        throw bad("search is an object of search parameters", { element: i });
+      if (kinds[0] === "query" && (typeof el.query !== "string" || !el.query))
+        throw bad("query is the gid of a saved query", { element: i });
       excludeOf(el, i);
       return;
     }
@@ -83,7 +93,14 @@ export function parseSelection(selection: unknown): SelectionElement[] {
  * A `{query, language?, exclude?}` element as the `{search, exclude?}` element of `resource` it
  * stands for (for resources that turn a selection into SQL themselves, e.g. records bulk/get).
  */
-export function expandQueryElement(expandQuery: QueryExpander | undefined, tx: Tx, projectGid: string, resource: string, element: Exclude<SelectionElement, string>, index: number): Exclude<SelectionElement, string> {
+export function expandQueryElement(
+  expandQuery: QueryExpander | undefined,
+  tx: Tx,
+  projectGid: string,
+  resource: string,
+  element: Exclude<SelectionElement, string>,
+  index: number,
+): Exclude<SelectionElement, string> {
   if (!expandQuery) throw bad("saved queries are not available here", { element: index });
   return expandQuery(tx, projectGid, resource, element) as Exclude<SelectionElement, string>;
 }
@@ -95,7 +112,13 @@ export function expandQueryElement(expandQuery: QueryExpander | undefined, tx: T
  * given, so a job can count them. `opts.expandQuery` runs `{query}` elements (pass
  * `ctx.hooks.expandQuery`; without it such an element is a 400).
  */
-export function resolveSelection(tx: Tx, r: SelectionResolver, projectGid: string, selection: unknown, opts: { expandQuery: QueryExpander | undefined; missing?: string[] }): SelectionItem[] {
+export function resolveSelection(
+  tx: Tx,
+  r: SelectionResolver,
+  projectGid: string,
+  selection: unknown,
+  opts: { expandQuery: QueryExpander | undefined; missing?: string[] },
+): SelectionItem[] {
   const resource = r.resource;
   const elements = parseSelection(selection);
   const out = new Map<number, SelectionItem>();
@@ -133,7 +156,11 @@ export const BULK_PAGE_MAX = 1000;
  * One page of a resolved selection for `bulk/get`. The cursor holds the last id returned, so a
  * page is stable even when items are added or removed between calls; `size` is the current total.
  */
-export function pageSelection(items: SelectionItem[], sizeIn: unknown, cursorIn: unknown): { page: SelectionItem[]; size: number; cursor: string | null } {
+export function pageSelection(
+  items: SelectionItem[],
+  sizeIn: unknown,
+  cursorIn: unknown,
+): { page: SelectionItem[]; size: number; cursor: string | null } {
   const size = pageSize(sizeIn, BULK_PAGE_DEFAULT, BULK_PAGE_MAX);
   const state = decodeCursor<{ after: number }>(cursorIn, "sel");
   const after = typeof state?.after === "number" ? state.after : 0;
@@ -147,5 +174,9 @@ export function pageSelection(items: SelectionItem[], sizeIn: unknown, cursorIn:
   }
   const page = items.slice(start, start + size);
   const more = start + size < items.length;
-  return { page, size: items.length, cursor: more ? encodeCursor({ k: "sel", after: page[page.length - 1]!.id }) : null };
+  return {
+    page,
+    size: items.length,
+    cursor: more ? encodeCursor({ k: "sel", after: page[page.length - 1]!.id }) : null,
+  };
 }

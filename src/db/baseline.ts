@@ -24,8 +24,14 @@ const FTS5_SHADOWS = ["_data", "_idx", "_content", "_docsize", "_config"];
  * rows not), then INSERTs for the rows of the other tables, for a database made by migrations only.
  */
 export function baselineScript(sqlite: Database): string {
-  const objects = sqlite.query("SELECT type, name, sql FROM sqlite_master ORDER BY rowid").all() as { type: string; name: string; sql: string | null }[];
-  const virtual = objects.filter((o) => o.type === "table" && /^CREATE VIRTUAL TABLE/i.test(o.sql ?? "")).map((o) => o.name);
+  const objects = sqlite.query("SELECT type, name, sql FROM sqlite_master ORDER BY rowid").all() as {
+    type: string;
+    name: string;
+    sql: string | null;
+  }[];
+  const virtual = objects
+    .filter((o) => o.type === "table" && /^CREATE VIRTUAL TABLE/i.test(o.sql ?? ""))
+    .map((o) => o.name);
   const made = new Set(virtual.flatMap((v) => FTS5_SHADOWS.map((s) => v + s)));
   const statements: string[] = [];
   const tables: string[] = [];
@@ -36,7 +42,9 @@ export function baselineScript(sqlite: Database): string {
     if (o.type === "table" && !virtual.includes(o.name) && o.name !== "__drizzle_migrations") tables.push(o.name);
   }
   for (const table of tables) {
-    const columns = (sqlite.query(`SELECT name FROM pragma_table_info(?)`).all(table) as { name: string }[]).map((c) => c.name);
+    const columns = (sqlite.query(`SELECT name FROM pragma_table_info(?)`).all(table) as { name: string }[]).map(
+      (c) => c.name,
+    );
     const quoted = `"${table.replaceAll('"', '""')}"`;
     const values = columns.map((c) => `quote("${c.replaceAll('"', '""')}")`).join(" || ',' || ");
     for (const row of sqlite.query(`SELECT ${values} AS v FROM ${quoted}`).all() as { v: string }[])

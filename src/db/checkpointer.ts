@@ -61,7 +61,16 @@ self.onmessage = (e) => {
 `;
 
 type Reply = { log: number; checkpointed: number; settled?: number; stopped?: boolean };
-type Aside = { users: number; worker: Worker; autocheckpoint: number; log: number; waiting: Map<number, () => void>; failed?: boolean; stopping?: () => void; stopped?: Promise<void> };
+type Aside = {
+  users: number;
+  worker: Worker;
+  autocheckpoint: number;
+  log: number;
+  waiting: Map<number, () => void>;
+  failed?: boolean;
+  stopping?: () => void;
+  stopped?: Promise<void>;
+};
 /** How long `settle` waits for the thread at most (a busy disk); the job then goes on. */
 const SETTLE_MAX_MS = 5000;
 const asides = new WeakMap<Database, Aside>();
@@ -90,7 +99,8 @@ export function checkpointsAside(db: DB): CheckpointsAside {
   let aside = asides.get(client);
   if (aside && !aside.stopped) aside.users++;
   else {
-    const autocheckpoint = (client.query("PRAGMA wal_autocheckpoint").get() as { wal_autocheckpoint: number }).wal_autocheckpoint;
+    const autocheckpoint = (client.query("PRAGMA wal_autocheckpoint").get() as { wal_autocheckpoint: number })
+      .wal_autocheckpoint;
     sourceUrl ??= URL.createObjectURL(new Blob([SOURCE], { type: "application/javascript" }));
     const worker = new Worker(sourceUrl);
     const created: Aside = { users: 1, worker, autocheckpoint, log: 0, waiting: new Map() };

@@ -176,12 +176,14 @@ function applyBaseline(db: DB, meta: MigrationMeta[]): void {
   if (!embeddedBaseline.sql || covered.length === 0 || !isEmpty(sqlite)) return;
   // IMMEDIATE: another process opening the same new file at this moment (a CLI command) waits,
   // then finds it no longer empty.
-  sqlite.transaction(() => {
-    if (!isEmpty(sqlite)) return;
-    sqlite.exec(embeddedBaseline.sql);
-    const journal = sqlite.query(`INSERT INTO "__drizzle_migrations" ("hash", "created_at") VALUES(?, ?)`);
-    for (const m of covered) journal.run(m.hash, m.folderMillis);
-  }).immediate();
+  sqlite
+    .transaction(() => {
+      if (!isEmpty(sqlite)) return;
+      sqlite.exec(embeddedBaseline.sql);
+      const journal = sqlite.query(`INSERT INTO "__drizzle_migrations" ("hash", "created_at") VALUES(?, ?)`);
+      for (const m of covered) journal.run(m.hash, m.folderMillis);
+    })
+    .immediate();
 }
 
 function isEmpty(sqlite: Database): boolean {
@@ -194,7 +196,10 @@ function isEmpty(sqlite: Database): boolean {
  */
 function journal(db: DB): { count: number; newest: number | undefined } {
   try {
-    const row = db.$client.query("SELECT count(*) AS n, max(created_at) AS newest FROM __drizzle_migrations").get() as { n: number; newest: unknown };
+    const row = db.$client.query("SELECT count(*) AS n, max(created_at) AS newest FROM __drizzle_migrations").get() as {
+      n: number;
+      newest: unknown;
+    };
     return { count: row.n, newest: row.newest === null ? undefined : Number(row.newest) };
   } catch {
     return { count: 0, newest: undefined }; // no journal yet
@@ -273,7 +278,9 @@ export function inspectDatabase(file: string): { check: string[]; applied: numbe
     const check = (db.query("PRAGMA quick_check").all() as { quick_check: string }[]).map((r) => r.quick_check);
     let applied: number[] = [];
     try {
-      applied = (db.query("SELECT created_at FROM __drizzle_migrations").all() as { created_at: number }[]).map((m) => Number(m.created_at));
+      applied = (db.query("SELECT created_at FROM __drizzle_migrations").all() as { created_at: number }[]).map((m) =>
+        Number(m.created_at),
+      );
     } catch {
       // a database no migration has reached yet
     }

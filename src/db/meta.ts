@@ -6,7 +6,13 @@ import { meta } from "./meta.table";
 export function readMeta(tx: Tx, key: string): string | undefined {
   return metaByKey(tx).get({ key })?.value;
 }
-const metaByKey = preparedOnce((tx) => tx.select().from(meta).where(eq(meta.key, sql.placeholder("key"))).prepare());
+const metaByKey = preparedOnce((tx) =>
+  tx
+    .select()
+    .from(meta)
+    .where(eq(meta.key, sql.placeholder("key")))
+    .prepare(),
+);
 
 /** Sets an instance-wide fact of the `meta` table. */
 export function writeMeta(tx: Tx, key: string, value: string): void {

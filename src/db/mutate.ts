@@ -103,7 +103,11 @@ export class ChangeLog {
   cc(action: Action, dataType: string, dataKey: string, audience: Iterable<string>, data: unknown = null): SyncItem {
     const item = this.insert("cc", action, dataType, dataKey, data);
     const users = [...new Set(audience)];
-    if (users.length) this.tx.insert(changeAudience).values(users.map((userGid) => ({ userGid, cursor: item.cursor }))).run();
+    if (users.length)
+      this.tx
+        .insert(changeAudience)
+        .values(users.map((userGid) => ({ userGid, cursor: item.cursor })))
+        .run();
     this.items.push({ ...item, audience: users });
     return item;
   }
@@ -121,7 +125,14 @@ export class ChangeLog {
       const at = this.lastAt.get(key);
       const last = at === undefined ? undefined : this.items[at];
       // `at` may point past the items a rolled-back savepoint took away, or at another item since.
-      if (last && last.type === projectGid && last.data_type === dataType && last.data_key === dataKey && last.action !== "DELETE" && last.data == null) {
+      if (
+        last &&
+        last.type === projectGid &&
+        last.data_type === dataType &&
+        last.data_key === dataKey &&
+        last.action !== "DELETE" &&
+        last.data == null
+      ) {
         count(this.client, [last]);
         return last;
       }
@@ -133,7 +144,10 @@ export class ChangeLog {
 
   private insert(type: string, action: Action, dataType: string, dataKey: string, data: unknown): SyncItem {
     // As drizzle writes the json column: JSON text, or NULL for no data.
-    const cursor = Number(this.insertChange.run(type, action, dataType, dataKey, data == null ? null : JSON.stringify(data), now()).lastInsertRowid);
+    const cursor = Number(
+      this.insertChange.run(type, action, dataType, dataKey, data == null ? null : JSON.stringify(data), now())
+        .lastInsertRowid,
+    );
     count(this.client, [{ type, data_type: dataType, data_key: dataKey }]);
     return { type, cursor, action, data_type: dataType, data_key: dataKey, data: data ?? null };
   }
@@ -144,7 +158,15 @@ export class ChangeLog {
  * committed, and who publishes its items. bun:sqlite transactions are synchronous, so at most one
  * unit is open per connection at a time and a nested `mutate` can find it here.
  */
-type Unit = { tx: Tx; log: ChangeLog; after: (() => void)[]; hub: Publisher | undefined; depth: number; memo?: Map<string, unknown>; wholeOrNothing?: boolean };
+type Unit = {
+  tx: Tx;
+  log: ChangeLog;
+  after: (() => void)[];
+  hub: Publisher | undefined;
+  depth: number;
+  memo?: Map<string, unknown>;
+  wholeOrNothing?: boolean;
+};
 const units = new WeakMap<Database, Unit>();
 
 function synchronous<T>(result: T): T {
@@ -169,7 +191,8 @@ export function mutate<T>(db: DB, hub: Publisher | undefined, fn: (tx: Tx, log: 
   const client = db.$client;
   const open = units.get(client);
   if (open) return joined(client, open, hub, fn);
-  if (reading.has(client)) throw new Error("mutate: a write inside a read-only unit (readOnly); run the whole operation in mutate");
+  if (reading.has(client))
+    throw new Error("mutate: a write inside a read-only unit (readOnly); run the whole operation in mutate");
   const unit: Unit = { tx: db, log: undefined as unknown as ChangeLog, after: [], hub, depth: 0 };
   let result: T;
   try {
@@ -246,7 +269,11 @@ export function readOnly<T>(db: DB, fn: (tx: Tx) => T): T {
   if (open) return synchronous(fn(open.tx));
   if (reading.has(client) || client.inTransaction) return synchronous(fn(db));
   let c = control.get(client);
-  if (!c) control.set(client, (c = { begin: client.prepare("BEGIN"), commit: client.prepare("COMMIT"), rollback: client.prepare("ROLLBACK") }));
+  if (!c)
+    control.set(
+      client,
+      (c = { begin: client.prepare("BEGIN"), commit: client.prepare("COMMIT"), rollback: client.prepare("ROLLBACK") }),
+    );
   c.begin.run();
   reading.add(client);
   let result: T;
@@ -333,7 +360,15 @@ export function inUnit(db: DB): boolean {
  * Inside a unit of work (`mutate`) nothing is kept or handed out: its uncommitted writes must not
  * outlive a rollback. Values are frozen, shared by every request that meets them.
  */
-type Facts = { changes: Statement; version: Statement; total: number; dataVersion: number; versionAt: number; values: Map<string, unknown>; large: Map<string, unknown> };
+type Facts = {
+  changes: Statement;
+  version: Statement;
+  total: number;
+  dataVersion: number;
+  versionAt: number;
+  values: Map<string, unknown>;
+  large: Map<string, unknown>;
+};
 const facts = new WeakMap<Database, Facts>();
 const FACTS_MAX = 10_000;
 const STAMP_MS = 1;
@@ -373,7 +408,15 @@ function unchangedFacts(db: DB): Facts | undefined {
   if (units.has(client) || (client.inTransaction && !reading.has(client))) return undefined;
   let f = facts.get(client);
   if (!f) {
-    f = { changes: client.prepare("SELECT total_changes() AS n"), version: client.prepare("PRAGMA data_version"), total: -1, dataVersion: -1, versionAt: -Infinity, values: new Map(), large: new Map() };
+    f = {
+      changes: client.prepare("SELECT total_changes() AS n"),
+      version: client.prepare("PRAGMA data_version"),
+      total: -1,
+      dataVersion: -1,
+      versionAt: -Infinity,
+      values: new Map(),
+      large: new Map(),
+    };
     facts.set(client, f);
   }
   const total = (f.changes.get() as { n: number }).n;

@@ -1,6 +1,16 @@
 import type { HTMLBundle } from "bun";
 import type { AnyElysia } from "elysia";
-import type { AssetsRemovedHook, Ctx, LanguageHook, ProjectDictionary, ProjectOperation, ProjectRead, SchemaCommittedHook, SchemaUsageHook, SettingRemovedHook } from "../platform/context";
+import type {
+  AssetsRemovedHook,
+  Ctx,
+  LanguageHook,
+  ProjectDictionary,
+  ProjectOperation,
+  ProjectRead,
+  SchemaCommittedHook,
+  SchemaUsageHook,
+  SettingRemovedHook,
+} from "../platform/context";
 import type { QueryExpander } from "../core/selection";
 import type { JobKind } from "../platform/jobs/runner";
 import type { Housekeeping } from "../platform/jobs/schedules";
@@ -9,7 +19,10 @@ import type { Housekeeping } from "../platform/jobs/schedules";
  * A handler of Bun.serve's own router (`routes` of Bun.serve), answered before the app. It is given
  * the request's id and may send it as its answer's X-Request-Id itself (else the server adds it).
  */
-export type ServeHandler = (req: Request & { params: Record<string, string | undefined> }, requestId: string) => Response | Promise<Response>;
+export type ServeHandler = (
+  req: Request & { params: Record<string, string | undefined> },
+  requestId: string,
+) => Response | Promise<Response>;
 
 /**
  * What Bun.serve's router answers at one path: GET and HEAD handlers (logged and counted like any

@@ -74,7 +74,8 @@ export function housekeepingTasks(list: readonly Feature[] = features): Housekee
   const out: Housekeeping[] = [];
   for (const f of list) {
     for (const task of f.housekeeping ?? []) {
-      if (out.some((t) => t.name === task.name)) throw new Error(`housekeeping task ${task.name} is declared twice (${f.name})`);
+      if (out.some((t) => t.name === task.name))
+        throw new Error(`housekeeping task ${task.name} is declared twice (${f.name})`);
       out.push(task);
     }
   }
@@ -88,7 +89,17 @@ export function hooksOf(list: readonly Feature[] = features): Hooks {
   const projectDictionaries = new Map<string, Hooks["projectDictionaries"] extends Map<string, infer D> ? D : never>(
     ["definitions", "classes", "fields", "layouts", "queries"].map((name) => [name, () => ({})]),
   );
-  const hooks: Hooks = { assetsRemoved: [], projectDictionaries, schemaCommitted: [], schemaUsage: [], languageAdded: [], languageRemoved: [], settingRemoved: [], operations: new Map(), projectPaths: new Set() };
+  const hooks: Hooks = {
+    assetsRemoved: [],
+    projectDictionaries,
+    schemaCommitted: [],
+    schemaUsage: [],
+    languageAdded: [],
+    languageRemoved: [],
+    settingRemoved: [],
+    operations: new Map(),
+    projectPaths: new Set(),
+  };
   for (const f of list) {
     for (const op of f.operations ?? []) {
       if (hooks.operations.has(op.path)) throw new Error(`operation ${op.path} is declared twice (${f.name})`);

@@ -19,7 +19,10 @@ export type Caller = { user: User; token: string };
  * Resolves the caller of a request from its JWT: signature (HS256 only), expiry, token version,
  * an active account, and for API users an active membership. Throws 401 otherwise.
  */
-export async function authenticate(ctx: Ctx, header: string | null | undefined): Promise<Caller & { renewed: string | null }> {
+export async function authenticate(
+  ctx: Ctx,
+  header: string | null | undefined,
+): Promise<Caller & { renewed: string | null }> {
   return authenticateNow(ctx, header);
 }
 
@@ -27,7 +30,11 @@ export async function authenticate(ctx: Ctx, header: string | null | undefined):
  * `authenticate` without the promise; `verified` are the claims of this very header's token when
  * already checked, with its holder when that was read too (the request limit reads it on arrival).
  */
-function authenticateNow(ctx: Ctx, header: string | null | undefined, verified?: { token: string; claims: Claims; holder?: User | undefined }): Caller & { renewed: string | null } {
+function authenticateNow(
+  ctx: Ctx,
+  header: string | null | undefined,
+  verified?: { token: string; claims: Claims; holder?: User | undefined },
+): Caller & { renewed: string | null } {
   const token = bearerToken(header);
   if (!token) throw permissionDenied(header ? "invalid_token" : "invalid_request");
   const known = verified?.token === token ? verified : undefined;
@@ -64,11 +71,19 @@ const authPlugins = new WeakMap<Ctx, ReturnType<typeof buildAuthMacro>>();
  * request's log line. Used by the auth macros and by the operations Bun's router serves
  * (src/http/operations.ts).
  */
-export function requestCaller(ctx: Ctx, request: Request, header = request.headers.get("authorization") ?? undefined): Caller & { renewed: string | null } {
+export function requestCaller(
+  ctx: Ctx,
+  request: Request,
+  header = request.headers.get("authorization") ?? undefined,
+): Caller & { renewed: string | null } {
   const early = earlyLook(request);
   const caller = authenticateNow(ctx, header, early);
   const project = PROJECT_PATH.exec(request.url)?.[1];
-  const membership = !project ? undefined : early?.project === project && early.claims.sub === caller.user.gid ? early.membership : getMembership(ctx.db, project, caller.user.gid);
+  const membership = !project
+    ? undefined
+    : early?.project === project && early.claims.sub === caller.user.gid
+      ? early.membership
+      : getMembership(ctx.db, project, caller.user.gid);
   if (project && membership?.status !== "active") throw forbidden("Not a member of the project");
   noteCaller(request, caller.user.gid);
   return caller;

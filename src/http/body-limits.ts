@@ -15,7 +15,10 @@ import { errorResponse } from "./envelope";
  *   icons): at most `--image-max-bytes` plus 1 MiB. Streamed uploads have their own limits.
  */
 export function payloadTooLarge(limit: number, what = "body"): ApiError {
-  return new ApiError(413, "Payload too large", { limit_bytes: limit, reason: `the request ${what} is larger than ${limit} bytes` });
+  return new ApiError(413, "Payload too large", {
+    limit_bytes: limit,
+    reason: `the request ${what} is larger than ${limit} bytes`,
+  });
 }
 
 /** A declared Content-Length, or undefined when there is none (chunked) or it is not a number. */

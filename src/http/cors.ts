@@ -5,7 +5,8 @@ import { ApiError } from "../core/errors";
 const ALLOW_METHODS = "GET, POST, HEAD, OPTIONS";
 const ALLOW_HEADERS = "authorization, content-type, range, if-none-match, if-modified-since, if-range";
 /** Response headers a browser script may read: the renewed JWT above all. */
-const EXPOSE_HEADERS = "authorization, www-authenticate, retry-after, etag, last-modified, content-range, content-length";
+const EXPOSE_HEADERS =
+  "authorization, www-authenticate, retry-after, etag, last-modified, content-range, content-length";
 
 /**
  * Cross-origin access for browsers, from `APIS_CORS_ORIGINS` (comma-separated origins, `*` for
@@ -34,7 +35,8 @@ export class Cors {
     if (req.method !== "OPTIONS") return null;
     const origin = req.headers.get("origin");
     if (!origin || !req.headers.get("access-control-request-method")) return null;
-    if (!this.allowed(origin)) return errorResponse(new ApiError(403, "Origin not allowed", { origin }), { vary: "Origin" });
+    if (!this.allowed(origin))
+      return errorResponse(new ApiError(403, "Origin not allowed", { origin }), { vary: "Origin" });
     return new Response(null, {
       status: 204,
       headers: {

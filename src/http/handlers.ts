@@ -25,7 +25,10 @@ type ValueProblem = { path?: string; message?: string; schema?: { description?: 
 export function invalidBody(schema: any, value: unknown, first: ValueProblem | undefined): ApiError {
   const name = firstMissing(schema, value);
   if (name) return missing(name);
-  const path = String(first?.path ?? "").replace(/^\//, "").replace(/\//g, ".") || "body";
+  const path =
+    String(first?.path ?? "")
+      .replace(/^\//, "")
+      .replace(/\//g, ".") || "body";
   return invalidParameter(path, { expected: first?.schema?.description ?? first?.message ?? "a valid value" });
 }
 
@@ -38,14 +41,26 @@ export function validationToApiError(err: any): ApiError {
 function isClientAbort(error: unknown): boolean {
   const e = error as { name?: string; code?: string; message?: string } | null;
   if (!e || typeof e !== "object") return false;
-  return e.name === "AbortError" || e.code === "ECONNRESET" || e.code === "ERR_STREAM_PREMATURE_CLOSE" || /aborted|connection (was )?closed|socket hang up/i.test(e.message ?? "");
+  return (
+    e.name === "AbortError" ||
+    e.code === "ECONNRESET" ||
+    e.code === "ERR_STREAM_PREMATURE_CLOSE" ||
+    /aborted|connection (was )?closed|socket hang up/i.test(e.message ?? "")
+  );
 }
 
 /** Routes as [method, regex] to tell a wrong method (405) from an unknown path (404). */
 function routeMatchers(app: Elysia<any>) {
   return app.routes.map((r) => ({
     method: r.method,
-    re: new RegExp("^" + r.path.replace(/[.+?^${}()|[\]\\]/g, "\\$&").replace(/:\w+/g, "[^/]+").replace(/\*/g, ".*") + "$"),
+    re: new RegExp(
+      "^" +
+        r.path
+          .replace(/[.+?^${}()|[\]\\]/g, "\\$&")
+          .replace(/:\w+/g, "[^/]+")
+          .replace(/\*/g, ".*") +
+        "$",
+    ),
   }));
 }
 
@@ -64,7 +79,11 @@ export function errorHandling(ctx: Ctx) {
         case "PARSE": {
           // Elysia wraps what the body parser threw; keep our own reason when there is one.
           const cause = (error as Error).cause;
-          return errorResponse(cause instanceof ApiError ? cause : badRequest("Malformed request body", { reason: "The body is not valid JSON" }));
+          return errorResponse(
+            cause instanceof ApiError
+              ? cause
+              : badRequest("Malformed request body", { reason: "The body is not valid JSON" }),
+          );
         }
         case "NOT_FOUND": {
           matchers ??= routeMatchers(app);
@@ -97,10 +116,17 @@ export function failureResponse(ctx: Ctx, request: Request, error: unknown): Res
   if (request.signal.aborted || isClientAbort(error)) {
     // The client went away (an upload cancelled, a connection dropped): nothing is wrong here.
     ctx.log.info("request aborted by the client", { method: request.method, path: new URL(request.url).pathname });
-    return errorResponse(new ApiError(400, "Request aborted", { reason: "the client closed the connection before the body was read" }));
+    return errorResponse(
+      new ApiError(400, "Request aborted", { reason: "the client closed the connection before the body was read" }),
+    );
   }
   const id = requestId(request);
-  ctx.log.error("internal error", { request_id: id, method: request.method, path: new URL(request.url).pathname, error: String((error as Error)?.stack ?? error) });
+  ctx.log.error("internal error", {
+    request_id: id,
+    method: request.method,
+    path: new URL(request.url).pathname,
+    error: String((error as Error)?.stack ?? error),
+  });
   return errorResponse(new ApiError(500, "Internal server error", { request_id: id }));
 }
 
@@ -129,14 +155,17 @@ async function formFields(bytes: Uint8Array, contentType: string): Promise<Recor
 export function jsonBodies(limits: { jsonMaxBytes: number; formMaxBytes: number; streamed: ReadonlySet<string> }) {
   return (app: Elysia<any>) =>
     app.onParse({ as: "global" }, async ({ request, contentType, route }) => {
-    if (contentType?.startsWith("multipart/form-data")) {
-      // Uploads stream their body themselves (their own parser leaves it unread).
-      if (limits.streamed.has(route)) return;
-      // Any other form (an avatar, an icon, or one sent where JSON is expected) is held in memory:
-      // at most --image-max-bytes plus room for its fields, counted while read, before the token is checked.
-      return formFields(await readCappedBytes(request, limits.formMaxBytes), request.headers.get("content-type") ?? contentType);
-    }
-    return jsonBody(request, contentType, limits.jsonMaxBytes);
+      if (contentType?.startsWith("multipart/form-data")) {
+        // Uploads stream their body themselves (their own parser leaves it unread).
+        if (limits.streamed.has(route)) return;
+        // Any other form (an avatar, an icon, or one sent where JSON is expected) is held in memory:
+        // at most --image-max-bytes plus room for its fields, counted while read, before the token is checked.
+        return formFields(
+          await readCappedBytes(request, limits.formMaxBytes),
+          request.headers.get("content-type") ?? contentType,
+        );
+      }
+      return jsonBody(request, contentType, limits.jsonMaxBytes);
     });
 }
 
@@ -148,7 +177,10 @@ export function jsonBodies(limits: { jsonMaxBytes: number; formMaxBytes: number;
 export async function jsonBody(request: Request, contentType: string | undefined, maxBytes: number): Promise<unknown> {
   // A declared length within the limit: the server delivers at most that many bytes, read as text at once.
   const length = declaredLength(request);
-  const text = length !== undefined && length <= maxBytes ? await request.text() : new TextDecoder().decode(await readCappedBytes(request, maxBytes, "JSON body"));
+  const text =
+    length !== undefined && length <= maxBytes
+      ? await request.text()
+      : new TextDecoder().decode(await readCappedBytes(request, maxBytes, "JSON body"));
   const trimmed = text.trim();
   if (trimmed === "") return {};
   if (contentType?.startsWith("application/x-www-form-urlencoded") && !/^[[{]/.test(trimmed)) {
@@ -217,7 +249,11 @@ function nestsDeeper(text: string, max: number): boolean {
  * member names only as themselves or through an escape.
  */
 function settleBody(body: object, text: string): void {
-  if (nestsDeeper(text, JSON_MAX_DEPTH)) throw badRequest("Malformed request body", { reason: `The body nests objects and arrays deeper than ${JSON_MAX_DEPTH} levels`, max_depth: JSON_MAX_DEPTH });
+  if (nestsDeeper(text, JSON_MAX_DEPTH))
+    throw badRequest("Malformed request body", {
+      reason: `The body nests objects and arrays deeper than ${JSON_MAX_DEPTH} levels`,
+      max_depth: JSON_MAX_DEPTH,
+    });
   if (!text.includes("\\u") && !COERCING.some((k) => text.includes(`"${k}"`))) return;
   const stack: object[] = [body];
   for (let v = stack.pop(); v; v = stack.pop()) {
@@ -236,7 +272,12 @@ function settleBody(body: object, text: string): void {
       const x = typeof value === "string" ? wellFormed(value) : value;
       if (!key.isWellFormed()) {
         Reflect.deleteProperty(o, key);
-        Object.defineProperty(o, key.toWellFormed(), { value: x, enumerable: true, writable: true, configurable: true });
+        Object.defineProperty(o, key.toWellFormed(), {
+          value: x,
+          enumerable: true,
+          writable: true,
+          configurable: true,
+        });
       } else if (x !== value) Object.defineProperty(o, key, { value: x });
       if (typeof x === "object" && x !== null) stack.push(x);
     }

@@ -16,7 +16,13 @@ const PROJECT_PATH = /^[a-z][a-z0-9+.-]*:\/\/[^/]+\/api\/p\/([^/?#]+)\//i;
  * path's project and the token's holder (`tokenHolder`: undefined when the token no longer stands
  * for an active account), read together in one read transaction.
  */
-export type EarlyLook = { token: string; claims: Claims; project: string; membership: Membership | undefined; holder: User | undefined };
+export type EarlyLook = {
+  token: string;
+  claims: Claims;
+  project: string;
+  membership: Membership | undefined;
+  holder: User | undefined;
+};
 const looks = new WeakMap<Request, EarlyLook>();
 
 /**
@@ -38,14 +44,21 @@ export function earlyLook(request: Request): EarlyLook | undefined {
  */
 export function membershipRateLimits(ctx: Ctx) {
   const limiter = limiterOf(ctx);
-  return new Elysia({ name: "apis-membership-rate-limits" }).onRequest(({ request }) => arrivalLimit(ctx, limiter, request));
+  return new Elysia({ name: "apis-membership-rate-limits" }).onRequest(({ request }) =>
+    arrivalLimit(ctx, limiter, request),
+  );
 }
 
 /**
  * The request limit of one arriving request (membershipRateLimits; the operations Bun's router
  * serves call it first too): the enveloped 429 when its bucket is empty, else undefined.
  */
-export function arrivalLimit(ctx: Ctx, limiter: ReturnType<typeof limiterOf>, request: Request, header = request.headers.get("authorization")): Response | undefined {
+export function arrivalLimit(
+  ctx: Ctx,
+  limiter: ReturnType<typeof limiterOf>,
+  request: Request,
+  header = request.headers.get("authorization"),
+): Response | undefined {
   const match = PROJECT_PATH.exec(request.url);
   if (!match) return;
   const token = bearerToken(header);
@@ -71,7 +84,12 @@ export function chargeProjectRequests(ctx: Ctx, userGid: string, projectGid: str
   const limit = membershipRateLimit(ctx.db, projectGid, userGid) ?? ctx.config.rateLimit;
   if (!(limit > 0)) return;
   if (count > limit) {
-    throw badRequest("Too many sub-requests", { count, max: limit, reason: "a batch counts one request per sub-request, and this is more than the membership's rate_limit_per_second" });
+    throw badRequest("Too many sub-requests", {
+      count,
+      max: limit,
+      reason:
+        "a batch counts one request per sub-request, and this is more than the membership's rate_limit_per_second",
+    });
   }
   const r = limiterOf(ctx).take(`rps:${userGid}:${projectGid}`, limit, 1000, count - 1);
   if (!r.ok) throw tooManyRequests(r.retryAfterSec);

@@ -115,7 +115,8 @@ function parsePartHeaders(raw: string): PartHeaders {
   let disposition = "";
   for (const line of raw.split("\r\n")) {
     const i = line.indexOf(":");
-    if (i > 0 && line.slice(0, i).trim().toLowerCase() === "content-disposition") disposition = line.slice(i + 1).trim();
+    if (i > 0 && line.slice(0, i).trim().toLowerCase() === "content-disposition")
+      disposition = line.slice(i + 1).trim();
   }
   if (!/^form-data\b/i.test(disposition)) throw malformed("a part lacks Content-Disposition: form-data");
   const param = (key: string) => {
@@ -142,7 +143,8 @@ function parsePartHeaders(raw: string): PartHeaders {
 }
 
 /** Whether `chunk` begins with `what` from byte `from` on. */
-const startsWith = (chunk: Buffer, what: Buffer, from: number) => chunk.length >= what.length - from && chunk.compare(what, from, what.length, 0, what.length - from) === 0;
+const startsWith = (chunk: Buffer, what: Buffer, from: number) =>
+  chunk.length >= what.length - from && chunk.compare(what, from, what.length, 0, what.length - from) === 0;
 
 class Parser {
   private buf: Buffer;
@@ -153,7 +155,17 @@ class Parser {
   private fieldBytes = 0;
   readonly fields: Record<string, string> = {};
   private fieldCount = 0;
-  private file?: { field: string; filename: string; path: string; size: number; sink: UploadSink; head: Buffer[]; headSize: number; headSent: boolean; sha256?: string };
+  private file?: {
+    field: string;
+    filename: string;
+    path: string;
+    size: number;
+    sink: UploadSink;
+    head: Buffer[];
+    headSize: number;
+    headSent: boolean;
+    sha256?: string;
+  };
   private fileDone = false;
 
   constructor(
@@ -172,7 +184,10 @@ class Parser {
     if (this.state === "done") return;
     const chunk = Buffer.from(input.buffer, input.byteOffset, input.byteLength);
     // A chunk that is its buffer whole may be moved to the writer (nothing else shares its memory).
-    const owned = input.byteOffset === 0 && input.byteLength === input.buffer.byteLength && !(input.buffer instanceof SharedArrayBuffer);
+    const owned =
+      input.byteOffset === 0 &&
+      input.byteLength === input.buffer.byteLength &&
+      !(input.buffer instanceof SharedArrayBuffer);
     if (this.state === "body" && (await this.bodyChunk(chunk, owned))) return;
     if (this.state === "preamble" && this.buf === START && startsWith(chunk, this.delimiter, 2)) {
       // The usual start, the first delimiter at once: read on in the chunk itself (no copy of it).
@@ -329,7 +344,8 @@ class Parser {
       return;
     }
     this.fieldBytes += chunk.length;
-    if (this.fieldBytes > (this.opts.maxFieldBytes ?? 64 * 1024)) throw new ApiError(413, "Form field too large", { field: this.part.name });
+    if (this.fieldBytes > (this.opts.maxFieldBytes ?? 64 * 1024))
+      throw new ApiError(413, "Form field too large", { field: this.part.name });
     this.fieldChunks.push(Buffer.from(chunk));
   }
 
@@ -363,7 +379,18 @@ class Parser {
     if (this.state !== "done") throw malformed("the body ended before the closing delimiter");
     const f = this.file;
     if (!f) return { fields: this.fields };
-    return { fields: this.fields, file: { field: f.field, filename: f.filename, path: f.path, size: f.size, sha256: f.sha256!, head: this.headOf(f), finish: (sync: boolean) => f.sink.finish(sync) } };
+    return {
+      fields: this.fields,
+      file: {
+        field: f.field,
+        filename: f.filename,
+        path: f.path,
+        size: f.size,
+        sha256: f.sha256!,
+        head: this.headOf(f),
+        finish: (sync: boolean) => f.sink.finish(sync),
+      },
+    };
   }
 
   async abort(): Promise<void> {

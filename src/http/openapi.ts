@@ -25,8 +25,16 @@ const envelopeError = (code: number, message: string, info: Record<string, unkno
 });
 
 /** One error response of the components section, with the envelope as its example. */
-function errorResponse(description: string, examples: Record<string, { summary: string; value: unknown }>, headers?: Record<string, unknown>) {
-  return { description, ...(headers ? { headers } : {}), content: { [json]: { schema: { $ref: "#/components/schemas/Error" }, examples } } };
+function errorResponse(
+  description: string,
+  examples: Record<string, { summary: string; value: unknown }>,
+  headers?: Record<string, unknown>,
+) {
+  return {
+    description,
+    ...(headers ? { headers } : {}),
+    content: { [json]: { schema: { $ref: "#/components/schemas/Error" }, examples } },
+  };
 }
 
 /** The HTTP statuses a route can answer with besides 200, as keys of `components.responses`. */
@@ -44,28 +52,55 @@ const ERRORS = {
 export type ErrorStatus = keyof typeof ERRORS;
 
 const responses = {
-  BadRequest: errorResponse("A parameter is missing (only the first is named) or has a wrong type or value, or the body is not JSON.", {
-    missing: { summary: "Missing parameter", value: envelopeError(400, "Missing parameter", { "Missing parameter": "project" }) },
-    invalid: { summary: "Wrong type or value", value: envelopeError(400, "Invalid parameter", { "Invalid parameter": "cc_cursor", expected: "Expected integer" }) },
-    malformed: { summary: "Body is not JSON", value: envelopeError(400, "Malformed request body", { reason: "The body is not valid JSON" }) },
-  }),
+  BadRequest: errorResponse(
+    "A parameter is missing (only the first is named) or has a wrong type or value, or the body is not JSON.",
+    {
+      missing: {
+        summary: "Missing parameter",
+        value: envelopeError(400, "Missing parameter", { "Missing parameter": "project" }),
+      },
+      invalid: {
+        summary: "Wrong type or value",
+        value: envelopeError(400, "Invalid parameter", {
+          "Invalid parameter": "cc_cursor",
+          expected: "Expected integer",
+        }),
+      },
+      malformed: {
+        summary: "Body is not JSON",
+        value: envelopeError(400, "Malformed request body", { reason: "The body is not valid JSON" }),
+      },
+    },
+  ),
   Unauthorized: errorResponse(
     "Missing, invalid or expired JWT, or one issued before a password change or deactivation.",
     { denied: { summary: "Permission denied", value: envelopeError(401, "Permission denied") } },
-    { "WWW-Authenticate": { description: 'The Bearer challenge, e.g. `Bearer realm="apis", error="invalid_token"`', schema: { type: "string" } } },
+    {
+      "WWW-Authenticate": {
+        description: 'The Bearer challenge, e.g. `Bearer realm="apis", error="invalid_token"`',
+        schema: { type: "string" },
+      },
+    },
   ),
-  Forbidden: errorResponse("The caller may not do this: not a member, not the owner, or unknown user/wrong password at login.", {
-    owner: { summary: "Not the owner", value: envelopeError(403, "Not the owner of the project") },
-    member: { summary: "Not a member", value: envelopeError(403, "Not a member of the project") },
-    login: { summary: "Login failed", value: envelopeError(403, "Unknown user") },
+  Forbidden: errorResponse(
+    "The caller may not do this: not a member, not the owner, or unknown user/wrong password at login.",
+    {
+      owner: { summary: "Not the owner", value: envelopeError(403, "Not the owner of the project") },
+      member: { summary: "Not a member", value: envelopeError(403, "Not a member of the project") },
+      login: { summary: "Login failed", value: envelopeError(403, "Unknown user") },
+    },
+  ),
+  NotFound: errorResponse("No route has this path.", {
+    path: { summary: "Unknown route", value: envelopeError(404, "Not found", { path: "/api/nope" }) },
   }),
-  NotFound: errorResponse("No route has this path.", { path: { summary: "Unknown route", value: envelopeError(404, "Not found", { path: "/api/nope" }) } }),
   MethodNotAllowed: errorResponse(
     "The path exists for other methods only; they are listed in `info.allowed` and the Allow header.",
     { method: { summary: "Wrong method", value: envelopeError(405, "Method not allowed", { allowed: ["POST"] }) } },
     { Allow: { description: "The methods of this path", schema: { type: "string" } } },
   ),
-  PayloadTooLarge: errorResponse("The body is larger than the configured limit.", { large: { summary: "Too large", value: envelopeError(413, "Payload too large") } }),
+  PayloadTooLarge: errorResponse("The body is larger than the configured limit.", {
+    large: { summary: "Too large", value: envelopeError(413, "Payload too large") },
+  }),
   Unprocessable: errorResponse(
     "Understood but not possible (code 422), or one of the internal codes, all sent with HTTP status 422: 1000 unexpected error (caught, no better code), 1001 validation failure (report in `result.validation`), 1002 search error (the search engine could not run a valid query), 1003 process error (a background process such as a restore could not be started; `info.process`), 1004 invalid invite.",
     {
@@ -93,7 +128,10 @@ const responses = {
     { "Retry-After": { description: "Seconds to wait", schema: { type: "integer" } } },
   ),
   InternalError: errorResponse("An internal error; it is logged on the server under `info.request_id`.", {
-    internal: { summary: "Internal error", value: envelopeError(500, "Internal server error", { request_id: "k3v9x2m4q8ab" }) },
+    internal: {
+      summary: "Internal error",
+      value: envelopeError(500, "Internal server error", { request_id: "k3v9x2m4q8ab" }),
+    },
   }),
 };
 
@@ -137,8 +175,16 @@ export type Describe = {
 function uploadBody(u: Upload) {
   const properties: Record<string, unknown> = {};
   for (const [name, description] of Object.entries(u.fields)) properties[name] = { type: "string", description };
-  properties[u.file.name] = { type: "string", format: "binary", contentMediaType: "application/octet-stream", description: u.file.description };
-  return { required: true, content: { "multipart/form-data": { schema: { type: "object", required: u.required, properties } } } };
+  properties[u.file.name] = {
+    type: "string",
+    format: "binary",
+    contentMediaType: "application/octet-stream",
+    description: u.file.description,
+  };
+  return {
+    required: true,
+    content: { "multipart/form-data": { schema: { type: "object", required: u.required, properties } } },
+  };
 }
 
 /**
@@ -150,7 +196,8 @@ export function describe(d: Describe): DocumentDecoration & { summary: string; t
   if (d.setsToken) ok.headers = AUTHORIZATION_HEADER;
   const envelope = { $ref: "#/components/schemas/Envelope" };
   const schema = d.result ? { allOf: [envelope, { type: "object", properties: { result: d.result } }] } : envelope;
-  if (d.example !== undefined || d.result) ok.content = { [json]: { schema, ...(d.example !== undefined ? { example: d.example } : {}) } };
+  if (d.example !== undefined || d.result)
+    ok.content = { [json]: { schema, ...(d.example !== undefined ? { example: d.example } : {}) } };
   const out: Record<string, unknown> = { "200": ok };
   for (const s of [...(d.errors ?? []), 500 as const]) out[String(s)] = { $ref: `#/components/responses/${ERRORS[s]}` };
   return {
@@ -182,32 +229,117 @@ const documentation = {
       "Asset and Product Information Service. Every JSON answer is the envelope `{success, result, data}`; errors are `{success: false, result: {code, message, info}, data: {}}`. Send the JWT as `Authorization: Bearer <JWT>`; every successful JWT-protected `/api` answer carries the JWT to use next in its `Authorization` header. Request bodies are JSON (form-encoded and multipart bodies are read too). See docs/api.md in the repository for the designed shapes.",
   },
   tags: [
-    { name: "global", description: "Global `/api` endpoints: ping, health, login, init, users, a membership, username check, languages" },
-    { name: "session", description: "Into one project: `/api/p/<project>/login` (password), `auth` (API key), `init` (JWT); the project init payload (docs/members.md)" },
-    { name: "account", description: "Signup and password reset (`/api/signup*`, `/api/reset_password*`, no JWT) and `/api/account/*`: the caller's own profile, email, avatar, invitations, deletion (docs/account.md)" },
+    {
+      name: "global",
+      description: "Global `/api` endpoints: ping, health, login, init, users, a membership, username check, languages",
+    },
+    {
+      name: "session",
+      description:
+        "Into one project: `/api/p/<project>/login` (password), `auth` (API key), `init` (JWT); the project init payload (docs/members.md)",
+    },
+    {
+      name: "account",
+      description:
+        "Signup and password reset (`/api/signup*`, `/api/reset_password*`, no JWT) and `/api/account/*`: the caller's own profile, email, avatar, invitations, deletion (docs/account.md)",
+    },
     { name: "admin", description: "`/api/admin/*`: instance administration by instance admins (docs/admin.md)" },
     { name: "projects", description: "`/api/projects/*`: create, change and delete projects" },
-    { name: "members", description: "`/api/p/<project>/members/*` and the invitation link endpoints `/api/init_invite`, `/api/decline_invite` (docs/members.md)" },
-    { name: "apikeys", description: "`/api/p/<project>/apikeys/*`: API users of a project, owner only (docs/apikeys.md)" },
-    { name: "settings", description: "`/api/p/<project>/languages|channels|orderings|fieldlists/*`: a project's settings (docs/settings.md)" },
-    { name: "schema: fields", description: "`/api/p/<project>/fields/*`: project-wide fields with their types and options, edited through working copies (docs/schema.md)" },
-    { name: "schema: classes", description: "`/api/p/<project>/classes/*`: reusable ordered groups of fields with their layouts (docs/schema.md)" },
-    { name: "schema: definitions", description: "`/api/p/<project>/definitions/*`: record types: classes, own fields, title field, child definitions, fieldlists, layouts (docs/schema.md)" },
-    { name: "schema: layouts", description: "`/api/p/<project>/layouts/get`: the layouts of definitions and classes (docs/schema.md)" },
-    { name: "schema: search and bulk", description: "`/api/p/<project>/schema/search` and `schema/bulk/*`: finding schema items and changing many at once (docs/schema.md)" },
-    { name: "records: tree", description: "`/api/p/<project>/records/*`: the record tree: root, get, children, tree, worksheet, create, move, orderings, delete, undelete, permanent delete (docs/records.md)" },
-    { name: "records: values", description: "`records/update` and `records/fields/preview`: field values per language with their validation report (docs/records.md)" },
-    { name: "records: copies and links", description: "`records/copy`, `shallow_copy`, `duplicate`, `link`, `unlink` (docs/records.md)" },
-    { name: "records: search and bulk", description: "`records/search` (filter language, full text) and `records/bulk/*` (docs/records.md)" },
-    { name: "records: channels", description: "`records/channels/*`: which channels a record is in, copied along the tree (docs/records.md)" },
-    { name: "records: definition", description: "`records/definition/*`: a record's definition, extended per record (docs/records.md)" },
-    { name: "records: excel", description: "`records/excel/children` and `records/excel/update`: the Excel round trip of a record's children (docs/records.md)" },
-    { name: "batch", description: "`/api/p/<project>/batch`: many project operations in one transaction, all or nothing (docs/batch.md)" },
-    { name: "assets", description: "`/api/p/<project>/assets/*`: the asset tree, uploads, metadata, search and bulk operations (docs/assets.md)" },
+    {
+      name: "members",
+      description:
+        "`/api/p/<project>/members/*` and the invitation link endpoints `/api/init_invite`, `/api/decline_invite` (docs/members.md)",
+    },
+    {
+      name: "apikeys",
+      description: "`/api/p/<project>/apikeys/*`: API users of a project, owner only (docs/apikeys.md)",
+    },
+    {
+      name: "settings",
+      description:
+        "`/api/p/<project>/languages|channels|orderings|fieldlists/*`: a project's settings (docs/settings.md)",
+    },
+    {
+      name: "schema: fields",
+      description:
+        "`/api/p/<project>/fields/*`: project-wide fields with their types and options, edited through working copies (docs/schema.md)",
+    },
+    {
+      name: "schema: classes",
+      description:
+        "`/api/p/<project>/classes/*`: reusable ordered groups of fields with their layouts (docs/schema.md)",
+    },
+    {
+      name: "schema: definitions",
+      description:
+        "`/api/p/<project>/definitions/*`: record types: classes, own fields, title field, child definitions, fieldlists, layouts (docs/schema.md)",
+    },
+    {
+      name: "schema: layouts",
+      description: "`/api/p/<project>/layouts/get`: the layouts of definitions and classes (docs/schema.md)",
+    },
+    {
+      name: "schema: search and bulk",
+      description:
+        "`/api/p/<project>/schema/search` and `schema/bulk/*`: finding schema items and changing many at once (docs/schema.md)",
+    },
+    {
+      name: "records: tree",
+      description:
+        "`/api/p/<project>/records/*`: the record tree: root, get, children, tree, worksheet, create, move, orderings, delete, undelete, permanent delete (docs/records.md)",
+    },
+    {
+      name: "records: values",
+      description:
+        "`records/update` and `records/fields/preview`: field values per language with their validation report (docs/records.md)",
+    },
+    {
+      name: "records: copies and links",
+      description: "`records/copy`, `shallow_copy`, `duplicate`, `link`, `unlink` (docs/records.md)",
+    },
+    {
+      name: "records: search and bulk",
+      description: "`records/search` (filter language, full text) and `records/bulk/*` (docs/records.md)",
+    },
+    {
+      name: "records: channels",
+      description: "`records/channels/*`: which channels a record is in, copied along the tree (docs/records.md)",
+    },
+    {
+      name: "records: definition",
+      description: "`records/definition/*`: a record's definition, extended per record (docs/records.md)",
+    },
+    {
+      name: "records: excel",
+      description:
+        "`records/excel/children` and `records/excel/update`: the Excel round trip of a record's children (docs/records.md)",
+    },
+    {
+      name: "batch",
+      description:
+        "`/api/p/<project>/batch`: many project operations in one transaction, all or nothing (docs/batch.md)",
+    },
+    {
+      name: "assets",
+      description:
+        "`/api/p/<project>/assets/*`: the asset tree, uploads, metadata, search and bulk operations (docs/assets.md)",
+    },
     { name: "queries", description: "`/api/p/<project>/queries/*`: saved queries (docs/queries.md)" },
-    { name: "modules", description: "`/api/p/<project>/modules/*`: external modules of a project: registration, keys, actions and their invocation, logs (docs/modules.md)" },
-    { name: "jobs", description: "`/api/jobs/get`, `/api/p/<project>/jobs/get`: background jobs (backups, restores, bulk operations) and their state (docs/jobs.md)" },
-    { name: "backups", description: "`/api/p/<project>/backups/*`: project backups by version: create, list, rename, restore, delete (docs/backups.md)" },
+    {
+      name: "modules",
+      description:
+        "`/api/p/<project>/modules/*`: external modules of a project: registration, keys, actions and their invocation, logs (docs/modules.md)",
+    },
+    {
+      name: "jobs",
+      description:
+        "`/api/jobs/get`, `/api/p/<project>/jobs/get`: background jobs (backups, restores, bulk operations) and their state (docs/jobs.md)",
+    },
+    {
+      name: "backups",
+      description:
+        "`/api/p/<project>/backups/*`: project backups by version: create, list, rename, restore, delete (docs/backups.md)",
+    },
     { name: "sync", description: "Polled sync: `/sync/get`, `/sync/cursors` (the Socket.IO service is at `/sync/io`)" },
     { name: "dam", description: "`/dam`: image transforms, publish/unpublish of originals, asset info (docs/dam.md)" },
     { name: "media", description: "`/media`: public files (transforms, published originals, avatars, icons); no JWT" },
@@ -232,7 +364,12 @@ const documentation = {
           result: {
             type: "object",
             required: ["code", "message", "info"],
-            properties: { code: { type: "integer" }, message: { type: "string" }, info: { type: "object" }, validation: { type: "array" } },
+            properties: {
+              code: { type: "integer" },
+              message: { type: "string" },
+              info: { type: "object" },
+              validation: { type: "array" },
+            },
           },
           data: { type: "object" },
         },
@@ -268,7 +405,10 @@ async function generate(plugin: unknown) {
     const detail = r.hooks.detail as { requestBody?: unknown } | undefined;
     return { ...r, hooks: { ...r.hooks, parse: undefined, ...(detail?.requestBody ? { body: undefined } : {}) } };
   });
-  const view = { getGlobalRoutes: () => routes, getGlobalDefinitions: () => app.getGlobalDefinitions?.() } as unknown as Elysia;
+  const view = {
+    getGlobalRoutes: () => routes,
+    getGlobalDefinitions: () => app.getGlobalDefinitions?.(),
+  } as unknown as Elysia;
   const { paths, components } = toOpenAPISchema(view, undefined, undefined, undefined, "3.1.2");
   for (const ops of Object.values(paths) as Record<string, any>[]) {
     for (const op of Object.values(ops)) {
@@ -285,7 +425,10 @@ async function generate(plugin: unknown) {
   return {
     ...documentation,
     paths,
-    components: { ...documentation.components, schemas: { ...components.schemas, ...documentation.components.schemas } },
+    components: {
+      ...documentation.components,
+      schemas: { ...components.schemas, ...documentation.components.schemas },
+    },
   };
 }
 
@@ -321,10 +464,15 @@ export function apiDocs() {
   const plugin = new Elysia({ name: "apis-openapi" })
     .get(
       OPENAPI_PATH,
-      async () => new Response((cached ??= JSON.stringify(await generate(self))), { headers: { "content-type": "application/json; charset=utf-8" } }),
+      async () =>
+        new Response((cached ??= JSON.stringify(await generate(self))), {
+          headers: { "content-type": "application/json; charset=utf-8" },
+        }),
       { detail: { hide: true } },
     )
-    .get(DOCS_PATH, () => new Response(PAGE, { headers: { "content-type": "text/html; charset=utf-8" } }), { detail: { hide: true } })
+    .get(DOCS_PATH, () => new Response(PAGE, { headers: { "content-type": "text/html; charset=utf-8" } }), {
+      detail: { hide: true },
+    })
     .get(
       VIEWER_PATH,
       () =>

@@ -1,4 +1,12 @@
-import { Elysia, getSchemaValidator, t, type AnyElysia, type DocumentDecoration, type Static, type TSchema } from "elysia";
+import {
+  Elysia,
+  getSchemaValidator,
+  t,
+  type AnyElysia,
+  type DocumentDecoration,
+  type Static,
+  type TSchema,
+} from "elysia";
 import { actorOf, type Actor } from "../core/actor";
 import { answerJson, hasJsonText, type Answer } from "../core/answer";
 import { ApiError, badRequest, missing } from "../core/errors";
@@ -36,7 +44,8 @@ export function operation<S extends TSchema>(
   run: (ctx: Ctx, actor: Actor, projectGid: string, input: Static<S>) => Answer,
   detail: DocumentDecoration & { summary: string; tags: string[] },
 ): ProjectOperation {
-  if (path.startsWith("/") || path.endsWith("/")) throw new Error(`operation path ${path}: no leading or trailing slash`);
+  if (path.startsWith("/") || path.endsWith("/"))
+    throw new Error(`operation path ${path}: no leading or trailing slash`);
   return { path, body, summary: detail.summary, tags: detail.tags, detail, run: run as ProjectOperation["run"] };
 }
 
@@ -47,7 +56,11 @@ const params = t.Object({ project: t.String() });
  * the caller and the project alone, served as an Elysia route (readRoutes: the OpenAPI document,
  * HEAD) and by Bun's own router (operationServeRoutes).
  */
-export function read(path: string, run: ProjectRead["run"], detail: DocumentDecoration & { summary: string; tags: string[] }): ProjectRead {
+export function read(
+  path: string,
+  run: ProjectRead["run"],
+  detail: DocumentDecoration & { summary: string; tags: string[] },
+): ProjectRead {
   if (path.startsWith("/") || path.endsWith("/")) throw new Error(`read path ${path}: no leading or trailing slash`);
   return { path, run, detail };
 }
@@ -56,7 +69,11 @@ export function read(path: string, run: ProjectRead["run"], detail: DocumentDeco
 export function readRoutes(ctx: Ctx, reads: readonly ProjectRead[]): AnyElysia {
   const app = new Elysia({ prefix: "/api/p/:project" }).use(authMacro(ctx));
   for (const r of reads) {
-    app.get(`/${r.path}`, ({ params, actor, set }) => sentAsText(set, r.run(ctx, actor, params.project)), { auth: true, params, detail: r.detail as DocumentDecoration });
+    app.get(`/${r.path}`, ({ params, actor, set }) => sentAsText(set, r.run(ctx, actor, params.project)), {
+      auth: true,
+      params,
+      detail: r.detail as DocumentDecoration,
+    });
   }
   return app;
 }
@@ -66,12 +83,16 @@ export function operationRoutes(ctx: Ctx, ops: readonly ProjectOperation[]): Any
   const app = new Elysia({ prefix: "/api/p/:project" }).use(authMacro(ctx));
   // Elysia adds each route to the instance itself; the chain's growing type is not needed here.
   for (const op of ops) {
-    app.post(`/${op.path}`, ({ params, body, actor, set }) => sentAsText(set, op.run(ctx, actor, params.project, body ?? {})), {
-      auth: true,
-      params,
-      body: op.body,
-      detail: op.detail as DocumentDecoration,
-    });
+    app.post(
+      `/${op.path}`,
+      ({ params, body, actor, set }) => sentAsText(set, op.run(ctx, actor, params.project, body ?? {})),
+      {
+        auth: true,
+        params,
+        body: op.body,
+        detail: op.detail as DocumentDecoration,
+      },
+    );
   }
   return app;
 }
@@ -124,7 +145,11 @@ export function operationServeRoutes(
   const jsonMax = ctx.config.jsonMaxBytes;
   const routes = new Map<string, NativeRoute>();
   /** The answer to one request: `input` reads and checks its body (none for a read). */
-  const answerOf = async (req: OperationRequest, input: ((req: OperationRequest) => Promise<unknown>) | undefined, run: (actor: Actor, project: string, input: unknown) => Answer): Promise<Response> => {
+  const answerOf = async (
+    req: OperationRequest,
+    input: ((req: OperationRequest) => Promise<unknown>) | undefined,
+    run: (actor: Actor, project: string, input: unknown) => Answer,
+  ): Promise<Response> => {
     let authorization: string | undefined;
     try {
       const header = req.headers.get("authorization");
@@ -134,7 +159,9 @@ export function operationServeRoutes(
       const caller = requestCaller(ctx, req, header ?? undefined);
       authorization = `Bearer ${caller.token}`;
       const out = run(actorOf(caller.user), req.params.project ?? "", raw);
-      return new Response(answerText(out), { headers: { "content-type": JSON_TYPE, authorization, "x-request-id": requestId(req) } });
+      return new Response(answerText(out), {
+        headers: { "content-type": JSON_TYPE, authorization, "x-request-id": requestId(req) },
+      });
     } catch (err) {
       const res = failureResponse(ctx, req, err);
       if (authorization !== undefined) res.headers.set("authorization", authorization);
@@ -155,7 +182,10 @@ export function operationServeRoutes(
   }
   for (const r of reads) {
     const run = (actor: Actor, project: string) => r.run(ctx, actor, project);
-    routes.set(`GET ${r.path}`, { template: `/api/p/:project/${r.path}`, serve: (req) => answerOf(req, undefined, run) });
+    routes.set(`GET ${r.path}`, {
+      template: `/api/p/:project/${r.path}`,
+      serve: (req) => answerOf(req, undefined, run),
+    });
   }
   return routes;
 }
@@ -179,7 +209,8 @@ function checkerOf(op: ProjectOperation): Checker {
 function checkedBody(op: ProjectOperation, raw: unknown): unknown {
   const checker = checkerOf(op);
   let body: unknown = raw ?? {};
-  if (typeof body !== "object" || body === null || Array.isArray(body)) throw badRequest("Malformed request body", { reason: "The body must be a JSON object" });
+  if (typeof body !== "object" || body === null || Array.isArray(body))
+    throw badRequest("Malformed request body", { reason: "The body must be a JSON object" });
   try {
     body = checker.Clean?.(body) ?? body;
   } catch {
@@ -210,7 +241,11 @@ export function prepareBatch(ctx: Ctx, requests: readonly unknown[], max: number
   if (requests.length > max) throw badRequest("Too many sub-requests", { count: requests.length, max });
   return requests.map((req, index) => {
     if (typeof req !== "object" || req === null || Array.isArray(req)) {
-      throw stepError(badRequest("Malformed sub-request", { reason: "Each sub-request is an object {path, body}" }), index, null);
+      throw stepError(
+        badRequest("Malformed sub-request", { reason: "Each sub-request is an object {path, body}" }),
+        index,
+        null,
+      );
     }
     const path = Object.hasOwn(req, "path") ? (req as { path: unknown }).path : undefined;
     if (typeof path !== "string" || path === "") throw stepError(missing("path"), index, path ?? null);
@@ -225,7 +260,11 @@ export function prepareBatch(ctx: Ctx, requests: readonly unknown[], max: number
           path,
         );
       }
-      throw stepError(badRequest("Unknown path", { reason: `no batchable operation ${path} below /api/p/<project>/` }), index, path);
+      throw stepError(
+        badRequest("Unknown path", { reason: `no batchable operation ${path} below /api/p/<project>/` }),
+        index,
+        path,
+      );
     }
     const body = Object.hasOwn(req, "body") ? (req as { body: unknown }).body : undefined;
     try {

@@ -119,7 +119,8 @@ export class RateLimiter {
 }
 
 /** The tokens of bucket `b` at time `t`, refilled at `limit` per `windowMs` since it was last used. */
-const refilled = (b: Bucket, limit: number, windowMs: number, t: number) => Math.min(limit, b.tokens + ((t - b.updated) * limit) / windowMs);
+const refilled = (b: Bucket, limit: number, windowMs: number, t: number) =>
+  Math.min(limit, b.tokens + ((t - b.updated) * limit) / windowMs);
 
 /** The refusal when `tokens` are fewer than `cost`: the wait until enough have come back (at least a second). */
 const refused = (tokens: number, limit: number, windowMs: number, cost: number): Take => ({
@@ -178,7 +179,12 @@ export type Rule = { key: string; limit: number; windowMs: number };
  * back, so a user who logs in right is never slowed down. With `countSuccess` every call counts
  * (steps that send mail).
  */
-export async function throttle<T>(limiter: RateLimiter, rules: Rule[], fn: () => T | Promise<T>, opts: { countSuccess?: boolean } = {}): Promise<T> {
+export async function throttle<T>(
+  limiter: RateLimiter,
+  rules: Rule[],
+  fn: () => T | Promise<T>,
+  opts: { countSuccess?: boolean } = {},
+): Promise<T> {
   const r = limiter.takeAll(rules);
   if (!r.ok) throw tooManyRequests(r.retryAfterSec);
   const value = await fn();

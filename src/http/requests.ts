@@ -68,9 +68,19 @@ function pathOf(url: string): string {
 /** `/api/p/<gid>/...` and `/dam/p/<gid>/...`: the project of a path. */
 const PROJECT = /^\/(?:api|dam)\/p\/([^/]+)\//;
 
-export type Handler<S, R extends Request = Request> = (req: R, server: S) => Response | undefined | Promise<Response | undefined>;
+export type Handler<S, R extends Request = Request> = (
+  req: R,
+  server: S,
+) => Response | undefined | Promise<Response | undefined>;
 
-type Finish<R> = (req: R, id: string, route: string | undefined, user: string | undefined, res: Response | undefined, started: number) => void;
+type Finish<R> = (
+  req: R,
+  id: string,
+  route: string | undefined,
+  user: string | undefined,
+  res: Response | undefined,
+  started: number,
+) => void;
 
 /** Request lines waiting to be written (`afterAnswers`). */
 const waitingLines: (() => void)[] = [];
@@ -100,7 +110,10 @@ export function flushRequestLines(): void {
  * and its log line. `timed()` says whether its duration is wanted (metrics counted, or its log
  * line written); when not, `started` is -1 and no clock is read.
  */
-function finisher<R extends Request>(ctx: Ctx, opts: { route?: string; quiet?: boolean }): { finish: Finish<R>; timed: () => boolean } {
+function finisher<R extends Request>(
+  ctx: Ctx,
+  opts: { route?: string; quiet?: boolean },
+): { finish: Finish<R>; timed: () => boolean } {
   const metrics = metricsOf(ctx);
   const level = opts.quiet ? "debug" : "info";
   const finish: Finish<R> = (req, id, route, user, res, started) => {
@@ -139,7 +152,15 @@ function finisher<R extends Request>(ctx: Ctx, opts: { route?: string; quiet?: b
  * Ends a request whose handler returned `out`: at once for an answer given synchronously (public
  * media files: no promise is made), else when the promise settles.
  */
-function settled<R extends Request>(out: ReturnType<Handler<unknown, R>>, finish: Finish<R>, req: R, id: string, route: string | undefined, seen: Seen | undefined, started: number): ReturnType<Handler<unknown, R>> {
+function settled<R extends Request>(
+  out: ReturnType<Handler<unknown, R>>,
+  finish: Finish<R>,
+  req: R,
+  id: string,
+  route: string | undefined,
+  seen: Seen | undefined,
+  started: number,
+): ReturnType<Handler<unknown, R>> {
   if (!(out instanceof Promise)) {
     finish(req, id, seen?.route ?? route, seen?.user, out, started);
     return out;
@@ -179,7 +200,11 @@ export function observed<S, R extends Request = Request>(ctx: Ctx, handler: Hand
 }
 
 /** A handler that is not the app; `requestId` is the request's id, which it may put in its answer's X-Request-Id itself. */
-export type RouteHandler<S, R extends Request = Request> = (req: R, server: S, requestId: string) => ReturnType<Handler<S, R>>;
+export type RouteHandler<S, R extends Request = Request> = (
+  req: R,
+  server: S,
+  requestId: string,
+) => ReturnType<Handler<S, R>>;
 
 /**
  * `observed` for a handler that is not the app (Bun.serve's own routes, the Socket.IO engine):
@@ -188,7 +213,11 @@ export type RouteHandler<S, R extends Request = Request> = (req: R, server: S, r
  * media files are the hottest answers of the server). `quiet` requests are logged at debug
  * (Socket.IO's long polling, one request every few seconds per client).
  */
-export function observedRoute<S, R extends Request = Request>(ctx: Ctx, handler: RouteHandler<S, R>, opts: { route: string; quiet?: boolean }): Handler<S, R> {
+export function observedRoute<S, R extends Request = Request>(
+  ctx: Ctx,
+  handler: RouteHandler<S, R>,
+  opts: { route: string; quiet?: boolean },
+): Handler<S, R> {
   const { finish, timed } = finisher<R>(ctx, opts);
   return (req, server) => {
     const started = timed() ? performance.now() : -1;

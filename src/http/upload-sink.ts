@@ -44,13 +44,30 @@ type FromWorker =
  */
 function sinkWorker() {
   // Not `require`: the bundler of the executable would rename it to a helper the worker lacks.
-  const scope = globalThis as unknown as { postMessage(m: unknown): void; onmessage: ((e: MessageEvent) => void) | null; process: { getBuiltinModule(id: string): unknown } };
+  const scope = globalThis as unknown as {
+    postMessage(m: unknown): void;
+    onmessage: ((e: MessageEvent) => void) | null;
+    process: { getBuiltinModule(id: string): unknown };
+  };
   const fs = scope.process.getBuiltinModule("node:fs") as typeof import("node:fs");
-  type Open = { fd: number; hash: Bun.CryptoHasher; queue: Promise<void>; durable: boolean; syncEvery: number; unsynced: number; syncing?: Promise<void>; last?: Promise<void>; error?: unknown; ended?: boolean };
+  type Open = {
+    fd: number;
+    hash: Bun.CryptoHasher;
+    queue: Promise<void>;
+    durable: boolean;
+    syncEvery: number;
+    unsynced: number;
+    syncing?: Promise<void>;
+    last?: Promise<void>;
+    error?: unknown;
+    ended?: boolean;
+  };
   const files = new Map<number, Open>();
   const post = (m: unknown) => scope.postMessage(m);
-  const writev = (fd: number, bufs: Uint8Array[]) => new Promise<number>((ok, fail) => fs.writev(fd, bufs, (err, n) => (err ? fail(err) : ok(n))));
-  const sync = (fd: number, data: boolean) => new Promise<void>((ok, fail) => (data ? fs.fdatasync : fs.fsync)(fd, (err) => (err ? fail(err) : ok())));
+  const writev = (fd: number, bufs: Uint8Array[]) =>
+    new Promise<number>((ok, fail) => fs.writev(fd, bufs, (err, n) => (err ? fail(err) : ok(n))));
+  const sync = (fd: number, data: boolean) =>
+    new Promise<void>((ok, fail) => (data ? fs.fdatasync : fs.fsync)(fd, (err) => (err ? fail(err) : ok())));
   const close = (fd: number) => new Promise<void>((ok) => fs.close(fd, () => ok()));
   async function writeAll(fd: number, bufs: Uint8Array[]) {
     let rest = bufs;
@@ -66,7 +83,14 @@ function sinkWorker() {
   scope.onmessage = (e: MessageEvent) => {
     const m = e.data as ToWorker;
     if (m.t === "open") {
-      files.set(m.id, { fd: m.fd, hash: new Bun.CryptoHasher("sha256"), queue: Promise.resolve(), durable: m.durable, syncEvery: m.syncEvery, unsynced: 0 });
+      files.set(m.id, {
+        fd: m.fd,
+        hash: new Bun.CryptoHasher("sha256"),
+        queue: Promise.resolve(),
+        durable: m.durable,
+        syncEvery: m.syncEvery,
+        unsynced: 0,
+      });
       return;
     }
     const f = files.get(m.id);
@@ -219,7 +243,10 @@ export class UploadSink {
   private finished?: Promise<void>;
 
   /** `fd`: the temp file, open for writing; the sink closes it. */
-  constructor(fd: number, private readonly durable: boolean) {
+  constructor(
+    fd: number,
+    private readonly durable: boolean,
+  ) {
     this.w = theWorker();
     this.p = { fd, ahead: 0 };
     open.set(this.id, this.p);

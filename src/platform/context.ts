@@ -66,7 +66,14 @@ export type Hooks = {
 export type AssetsRemovedHook = (ctx: Ctx, tx: Tx, projectGid: string, gids: string[]) => string[];
 /** A language hook: returns how many stored values it changed (0 when none). */
 export type LanguageHook = (ctx: Ctx, tx: Tx, log: ChangeLog, projectGid: string, language: string) => number;
-export type SettingRemovedHook = (ctx: Ctx, tx: Tx, log: ChangeLog, projectGid: string, kind: "channel" | "ordering" | "fieldlist", key: string) => void;
+export type SettingRemovedHook = (
+  ctx: Ctx,
+  tx: Tx,
+  log: ChangeLog,
+  projectGid: string,
+  kind: "channel" | "ordering" | "fieldlist",
+  key: string,
+) => void;
 export type ProjectDictionary = (tx: Tx, projectGid: string) => Record<string, unknown>;
 
 /** The schema items other features hear about (a layout follows its class or definition). */
@@ -103,7 +110,13 @@ export type SchemaCommittedHook = {
 };
 
 /** Where a schema item is used outside the schema, by dictionary name (e.g. `{records: [gids]}`); `{}` when nowhere. */
-export type SchemaUsageHook = (ctx: Ctx, tx: Tx, projectGid: string, kind: SchemaKind, gid: string) => Record<string, string[]>;
+export type SchemaUsageHook = (
+  ctx: Ctx,
+  tx: Tx,
+  projectGid: string,
+  kind: SchemaKind,
+  gid: string,
+) => Record<string, string[]>;
 
 /**
  * A synchronous project operation, declared once by its feature (src/http/operations.ts builds

@@ -21,7 +21,12 @@ function sizeOf(path: string): number {
  * SQLite database and WAL file sizes. docs/operations.md lists every metric.
  */
 /** One exposition line of a metric, as prom-client's registry writes it. */
-type Sample = { labels: Record<string, string | number>; sharedLabels?: Record<string, string>; value: number; metricName?: string };
+type Sample = {
+  labels: Record<string, string | number>;
+  sharedLabels?: Record<string, string>;
+  value: number;
+  metricName?: string;
+};
 
 /**
  * A counter or histogram of HTTP requests kept in plain arrays, written by prom-client's registry
@@ -32,7 +37,10 @@ type Sample = { labels: Record<string, string | number>; sharedLabels?: Record<s
  */
 class RequestSeries<L extends string> {
   readonly aggregator = "sum";
-  private readonly series = new Map<string, { labels: Record<L, string>; count: number; sum: number; buckets: number[] }>();
+  private readonly series = new Map<
+    string,
+    { labels: Record<L, string>; count: number; sum: number; buckets: number[] }
+  >();
   constructor(
     readonly name: string,
     readonly help: string,
@@ -43,7 +51,11 @@ class RequestSeries<L extends string> {
   /** Adds one event (a histogram also records `value` in its bucket and sum). */
   add(key: string, labels: () => Record<L, string>, value = 0): void {
     let s = this.series.get(key);
-    if (!s) this.series.set(key, (s = { labels: labels(), count: 0, sum: 0, buckets: new Array(this.bounds.length).fill(0) }));
+    if (!s)
+      this.series.set(
+        key,
+        (s = { labels: labels(), count: 0, sum: 0, buckets: new Array(this.bounds.length).fill(0) }),
+      );
     s.count++;
     if (this.type === "counter") return;
     s.sum += value;
@@ -70,9 +82,19 @@ class RequestSeries<L extends string> {
       let acc = 0;
       for (let i = 0; i < this.bounds.length; i++) {
         acc += s.buckets[i]!;
-        values.push({ labels: { le: this.bounds[i]! }, sharedLabels: s.labels, value: acc, metricName: `${this.name}_bucket` });
+        values.push({
+          labels: { le: this.bounds[i]! },
+          sharedLabels: s.labels,
+          value: acc,
+          metricName: `${this.name}_bucket`,
+        });
       }
-      values.push({ labels: { le: "+Inf" }, sharedLabels: s.labels, value: s.count, metricName: `${this.name}_bucket` });
+      values.push({
+        labels: { le: "+Inf" },
+        sharedLabels: s.labels,
+        value: s.count,
+        metricName: `${this.name}_bucket`,
+      });
       values.push({ labels: {}, sharedLabels: s.labels, value: s.sum, metricName: `${this.name}_sum` });
       values.push({ labels: {}, sharedLabels: s.labels, value: s.count, metricName: `${this.name}_count` });
     }
@@ -81,7 +103,10 @@ class RequestSeries<L extends string> {
 
   get() {
     const data = this.getForPromString();
-    return { ...data, values: data.values.map(({ sharedLabels, ...v }) => ({ ...v, labels: { ...v.labels, ...sharedLabels } })) };
+    return {
+      ...data,
+      values: data.values.map(({ sharedLabels, ...v }) => ({ ...v, labels: { ...v.labels, ...sharedLabels } })),
+    };
   }
 }
 
@@ -100,13 +125,25 @@ export class Metrics {
     const { collectDefaultMetrics, Gauge, Registry } = require("prom-client") as typeof import("prom-client");
     this.registry = new Registry();
     const registers = [this.registry];
-    this.requests = new RequestSeries("apis_http_requests_total", "HTTP requests answered, by method, route template and status", "counter");
-    this.durations = new RequestSeries("apis_http_request_duration_seconds", "Time from receiving a request to its answer's headers, by method and route template", "histogram", [
-      0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
-    ]);
+    this.requests = new RequestSeries(
+      "apis_http_requests_total",
+      "HTTP requests answered, by method, route template and status",
+      "counter",
+    );
+    this.durations = new RequestSeries(
+      "apis_http_request_duration_seconds",
+      "Time from receiving a request to its answer's headers, by method and route template",
+      "histogram",
+      [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    );
     for (const m of [this.requests, this.durations]) this.registry.registerMetric(m as never);
     const sources = () => this.sources;
-    new Gauge({ name: "apis_info", help: "The running version (value is always 1)", labelNames: ["version"], registers }).set({ version: VERSION }, 1);
+    new Gauge({
+      name: "apis_info",
+      help: "The running version (value is always 1)",
+      labelNames: ["version"],
+      registers,
+    }).set({ version: VERSION }, 1);
     new Gauge({
       name: "apis_sync_sockets",
       help: "Connected /sync/io clients",
@@ -123,7 +160,9 @@ export class Metrics {
         this.set(sources().transforms?.() ?? 0);
       },
     });
-    new Gauge({ name: "apis_dam_transforms_limit", help: "--transform-concurrency", registers }).set(ctx.config.transformConcurrency);
+    new Gauge({ name: "apis_dam_transforms_limit", help: "--transform-concurrency", registers }).set(
+      ctx.config.transformConcurrency,
+    );
     new Gauge({
       name: "apis_jobs",
       help: "Background jobs in the database, by state",

@@ -42,7 +42,9 @@ export class Tokens {
   /** Signs a token for the user; `issuedAt` (seconds) back-dates its expiry, for renewal tests and tools. */
   sign(userGid: string, tokenVersion: number, issuedAt?: number): string {
     const now = Math.floor(Date.now() / 1000);
-    const payload = Buffer.from(JSON.stringify({ sub: userGid, tv: tokenVersion, exp: (issuedAt ?? now) + this.lifetime, iat: now })).toString("base64url");
+    const payload = Buffer.from(
+      JSON.stringify({ sub: userGid, tv: tokenVersion, exp: (issuedAt ?? now) + this.lifetime, iat: now }),
+    ).toString("base64url");
     const signed = `${HEADER}.${payload}`;
     return `${signed}.${this.mac(signed).toString("base64url")}`;
   }
@@ -71,7 +73,8 @@ export class Tokens {
   private check(token: string): Claims | null {
     const first = token.indexOf(".");
     const second = token.indexOf(".", first + 1);
-    if (first <= 0 || second <= first + 1 || second === token.length - 1 || token.indexOf(".", second + 1) >= 0) return null;
+    if (first <= 0 || second <= first + 1 || second === token.length - 1 || token.indexOf(".", second + 1) >= 0)
+      return null;
     const header = jsonObject(token.slice(0, first));
     if (header?.alg !== "HS256" || header.crit !== undefined) return null;
     const signature = Buffer.from(token.slice(second + 1), "base64url");

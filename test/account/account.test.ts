@@ -82,7 +82,15 @@ function invite(projectGid: string, userGid: string, email: string) {
   mutate(srv.ctx.db, srv.ctx.hub, (tx, log) => {
     const t = now();
     tx.insert(memberships)
-      .values({ projectGid, userGid, status: "invited", roles: ["member"], options: personMembershipOptions(email), createdOn: t, updatedOn: t })
+      .values({
+        projectGid,
+        userGid,
+        status: "invited",
+        roles: ["member"],
+        options: personMembershipOptions(email),
+        createdOn: t,
+        updatedOn: t,
+      })
       .run();
     log.cc("INSERT", "cc.projects_members", `${projectGid}/${userGid}`, [...projectAudience(tx, projectGid), userGid]);
   });
@@ -93,7 +101,9 @@ function invitedUser(email: string): string {
   const gid = newGid();
   mutate(srv.ctx.db, srv.ctx.hub, (tx, log) => {
     const t = now();
-    tx.insert(users).values({ gid, kind: "person", username: null, email, status: "invited", createdOn: t, updatedOn: t }).run();
+    tx.insert(users)
+      .values({ gid, kind: "person", username: null, email, status: "invited", createdOn: t, updatedOn: t })
+      .run();
     log.cc("INSERT", "cc.users", gid, [gid]);
   });
   return gid;
@@ -115,13 +125,23 @@ describe("signup", () => {
     expect(mail.html).toContain(code);
     expect(mail.text).toContain(srv.ctx.baseUrl);
 
-    const r = await srv.call("/api/signup", { body: { ...who, validation_code: validation, verification_code: code.toLowerCase() } });
+    const r = await srv.call("/api/signup", {
+      body: { ...who, validation_code: validation, verification_code: code.toLowerCase() },
+    });
     expect(r.status).toBe(200);
     const gid = r.body.result.user;
     expect(tokenOf(r)).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+$/);
     expect(r.body.result.user_projects).toEqual({});
     expect(r.body.data["cc.users"]).toEqual({
-      [gid]: { gid, username: who.username, email: who.email, name: "", avatar: null, status: "active", options: { language: "en", timezone: "UTC" } },
+      [gid]: {
+        gid,
+        username: who.username,
+        email: who.email,
+        name: "",
+        avatar: null,
+        status: "active",
+        options: { language: "en", timezone: "UTC" },
+      },
     });
     expect(r.body.data["cc.projects"]).toEqual({});
     expect(r.body.data["cc.projects_members"]).toEqual([]);
@@ -141,17 +161,35 @@ describe("signup", () => {
     const mail = await smtp.next(who.email, since);
     expect(mail.subject).toStartWith("Ihr Apis-Bestätigungscode");
     expect(mail.text).toContain("Minuten");
-    const done = await srv.call("/api/signup", { body: { ...who, validation_code: r.body.result.validation_code, verification_code: codeOf(mail) } });
-    expect(Object.values(done.body.data["cc.users"])[0]).toMatchObject({ options: { language: "de-ch", timezone: "UTC" } });
+    const done = await srv.call("/api/signup", {
+      body: { ...who, validation_code: r.body.result.validation_code, verification_code: codeOf(mail) },
+    });
+    expect(Object.values(done.body.data["cc.users"])[0]).toMatchObject({
+      options: { language: "de-ch", timezone: "UTC" },
+    });
   });
 
   test("a taken username, a weak password and a bad address are 1001 with a validation report", async () => {
     const taken = await signup(srv);
-    const r = await srv.call("/api/signup_request", { body: { username: taken.username.toUpperCase(), email: "x@example.test", password: "secret-pass-1" } });
+    const r = await srv.call("/api/signup_request", {
+      body: { username: taken.username.toUpperCase(), email: "x@example.test", password: "secret-pass-1" },
+    });
     expect1001(r, "username", "unavailable");
-    expect1001(await srv.call("/api/signup_request", { body: { ...fresh(), password: "short1" } }), "password", "length");
-    expect1001(await srv.call("/api/signup_request", { body: { ...fresh(), password: "onlyletters" } }), "password", "strength");
-    expect1001(await srv.call("/api/signup_request", { body: { ...fresh(), email: "not-an-address" } }), "email", "format");
+    expect1001(
+      await srv.call("/api/signup_request", { body: { ...fresh(), password: "short1" } }),
+      "password",
+      "length",
+    );
+    expect1001(
+      await srv.call("/api/signup_request", { body: { ...fresh(), password: "onlyletters" } }),
+      "password",
+      "strength",
+    );
+    expect1001(
+      await srv.call("/api/signup_request", { body: { ...fresh(), email: "not-an-address" } }),
+      "email",
+      "format",
+    );
     expect1001(await srv.call("/api/signup_request", { body: { ...fresh(), username: "a b" } }), "username", "format");
   });
 
@@ -165,7 +203,9 @@ describe("signup", () => {
     const who = fresh("race");
     const first = await signupRequest(srv, who);
     const second = await signupRequest(srv, { ...who, email: "other-" + who.email });
-    const ok = await srv.call("/api/signup", { body: { ...who, validation_code: first.validation, verification_code: first.code } });
+    const ok = await srv.call("/api/signup", {
+      body: { ...who, validation_code: first.validation, verification_code: first.code },
+    });
     expect(ok.status).toBe(200);
     const late = await srv.call("/api/signup", {
       body: { ...who, email: "other-" + who.email, validation_code: second.validation, verification_code: second.code },
@@ -176,9 +216,27 @@ describe("signup", () => {
   test("step two must repeat step one's username, email and password", async () => {
     const who = fresh();
     const { validation, code } = await signupRequest(srv, who);
-    expect1001(await srv.call("/api/signup", { body: { ...who, username: who.username + "x", validation_code: validation, verification_code: code } }), "username", "mismatch");
-    expect1001(await srv.call("/api/signup", { body: { ...who, email: "z@example.test", validation_code: validation, verification_code: code } }), "email", "mismatch");
-    expect1001(await srv.call("/api/signup", { body: { ...who, password: "other-pass-2", validation_code: validation, verification_code: code } }), "password", "mismatch");
+    expect1001(
+      await srv.call("/api/signup", {
+        body: { ...who, username: who.username + "x", validation_code: validation, verification_code: code },
+      }),
+      "username",
+      "mismatch",
+    );
+    expect1001(
+      await srv.call("/api/signup", {
+        body: { ...who, email: "z@example.test", validation_code: validation, verification_code: code },
+      }),
+      "email",
+      "mismatch",
+    );
+    expect1001(
+      await srv.call("/api/signup", {
+        body: { ...who, password: "other-pass-2", validation_code: validation, verification_code: code },
+      }),
+      "password",
+      "mismatch",
+    );
     // Those did not count as wrong codes: the request still works.
     const r = await srv.call("/api/signup", { body: { ...who, validation_code: validation, verification_code: code } });
     expect(r.status).toBe(200);
@@ -187,8 +245,13 @@ describe("signup", () => {
   test("a code works once", async () => {
     const who = fresh();
     const { validation, code } = await signupRequest(srv, who);
-    expect((await srv.call("/api/signup", { body: { ...who, validation_code: validation, verification_code: code } })).status).toBe(200);
-    const again = await srv.call("/api/signup", { body: { ...who, validation_code: validation, verification_code: code } });
+    expect(
+      (await srv.call("/api/signup", { body: { ...who, validation_code: validation, verification_code: code } }))
+        .status,
+    ).toBe(200);
+    const again = await srv.call("/api/signup", {
+      body: { ...who, validation_code: validation, verification_code: code },
+    });
     expect1001(again, "validation_code", "used");
   });
 
@@ -197,17 +260,31 @@ describe("signup", () => {
     const { validation, code } = await signupRequest(srv, who);
     const wrong = code === "222222" ? "333333" : "222222";
     for (let i = 1; i <= 4; i++) {
-      const r = await srv.call("/api/signup", { body: { ...who, validation_code: validation, verification_code: wrong } });
+      const r = await srv.call("/api/signup", {
+        body: { ...who, validation_code: validation, verification_code: wrong },
+      });
       expect1001(r, "verification_code", "mismatch");
       expect(r.body.result.validation[0].message).toContain(`${5 - i} tries left`);
     }
-    expect1001(await srv.call("/api/signup", { body: { ...who, validation_code: validation, verification_code: wrong } }), "verification_code", "voided");
-    expect1001(await srv.call("/api/signup", { body: { ...who, validation_code: validation, verification_code: code } }), "validation_code", "voided");
+    expect1001(
+      await srv.call("/api/signup", { body: { ...who, validation_code: validation, verification_code: wrong } }),
+      "verification_code",
+      "voided",
+    );
+    expect1001(
+      await srv.call("/api/signup", { body: { ...who, validation_code: validation, verification_code: code } }),
+      "validation_code",
+      "voided",
+    );
   });
 
   test("an unknown validation code is 1001 invalid", async () => {
     const who = fresh();
-    expect1001(await srv.call("/api/signup", { body: { ...who, validation_code: "nope", verification_code: "ABCDEF" } }), "validation_code", "invalid");
+    expect1001(
+      await srv.call("/api/signup", { body: { ...who, validation_code: "nope", verification_code: "ABCDEF" } }),
+      "validation_code",
+      "invalid",
+    );
   });
 
   test("signup by an invited address activates the invited user and returns its invitations", async () => {
@@ -221,10 +298,17 @@ describe("signup", () => {
     const r = (await signup(srv, who)).answer;
     expect(r.body.result.user).toBe(invitee);
     expect(r.body.result.user_projects).toEqual({});
-    expect(r.body.data["cc.users"][invitee]).toMatchObject({ gid: invitee, username: who.username, status: "active", name: "" });
+    expect(r.body.data["cc.users"][invitee]).toMatchObject({
+      gid: invitee,
+      username: who.username,
+      status: "active",
+      name: "",
+    });
     expect(Object.keys(r.body.data["cc.users"])).toEqual([invitee]);
     expect(r.body.data["cc.projects"][project]).toMatchObject({ gid: project, name: "Invited into", owner: owner.gid });
-    expect(r.body.data["cc.projects_members"]).toEqual([expect.objectContaining({ project_gid: project, user_gid: invitee, status: "invited" })]);
+    expect(r.body.data["cc.projects_members"]).toEqual([
+      expect.objectContaining({ project_gid: project, user_gid: invitee, status: "invited" }),
+    ]);
     // The owner sees the invitee's entry change.
     expect(await seen(owner.token, before)).toContain(`UPDATE cc.users ${invitee}`);
 
@@ -241,7 +325,9 @@ describe("expiry", () => {
       const who = fresh();
       const { validation, code } = await signupRequest(short, who);
       await Bun.sleep(1100);
-      const r = await short.call("/api/signup", { body: { ...who, validation_code: validation, verification_code: code } });
+      const r = await short.call("/api/signup", {
+        body: { ...who, validation_code: validation, verification_code: code },
+      });
       expect1001(r, "verification_code", "expired");
     } finally {
       await short.stop();
@@ -262,7 +348,12 @@ describe("password reset", () => {
     expect(mail.text).toContain(u.username);
 
     const r = await srv.call("/api/reset_password", {
-      body: { username: u.username, new_password: "brand-new-pass-2", validation_code: req.body.result.validation_code, verification_code: codeOf(mail) },
+      body: {
+        username: u.username,
+        new_password: "brand-new-pass-2",
+        validation_code: req.body.result.validation_code,
+        verification_code: codeOf(mail),
+      },
     });
     expect(r.status).toBe(200);
     expect(r.body.result.user).toBe(u.gid);
@@ -273,7 +364,9 @@ describe("password reset", () => {
     expect((await srv.call("/api/init", { token: tokenOf(r) })).status).toBe(200);
     expect((await srv.call("/api/init", { token: u.token })).status).toBe(401);
     expect((await srv.call("/api/login", { body: { username: u.username, password: u.password } })).status).toBe(403);
-    expect((await srv.call("/api/login", { body: { username: u.username, password: "brand-new-pass-2" } })).status).toBe(200);
+    expect(
+      (await srv.call("/api/login", { body: { username: u.username, password: "brand-new-pass-2" } })).status,
+    ).toBe(200);
   });
 
   test("several accounts on one address get one mail listing them; the chosen username is case-sensitive", async () => {
@@ -290,7 +383,11 @@ describe("password reset", () => {
     await Bun.sleep(100);
     expect(smtp.messages.slice(since)).toHaveLength(1);
 
-    const body = { new_password: "chosen-pass-3", validation_code: req.body.result.validation_code, verification_code: codeOf(mail) };
+    const body = {
+      new_password: "chosen-pass-3",
+      validation_code: req.body.result.validation_code,
+      verification_code: codeOf(mail),
+    };
     const wrongCase = await srv.call("/api/reset_password", { body: { ...body, username: b.username.toLowerCase() } });
     expect(wrongCase.status).toBe(422);
     expect(wrongCase.body.result.code).toBe(422);
@@ -298,7 +395,9 @@ describe("password reset", () => {
     const r = await srv.call("/api/reset_password", { body: { ...body, username: b.username } });
     expect(r.status).toBe(200);
     expect(r.body.result.user).toBe(b.gid);
-    expect((await srv.call("/api/login", { body: { username: b.username, password: "chosen-pass-3" } })).status).toBe(200);
+    expect((await srv.call("/api/login", { body: { username: b.username, password: "chosen-pass-3" } })).status).toBe(
+      200,
+    );
     expect((await srv.call("/api/login", { body: { username: a.username, password: a.password } })).status).toBe(200);
   });
 
@@ -314,12 +413,19 @@ describe("password reset", () => {
     // A username that does not exist is echoed like one that does: nothing is revealed.
     const ghost = await srv.call("/api/reset_password_request", { body: { username_or_email: "ghost-user" } });
     expect(ghost.body.result.usernames).toEqual(["ghost-user"]);
-    expect((await srv.call("/api/reset_password_request", { body: {} })).body.result.info).toEqual({ "Missing parameter": "username_or_email" });
+    expect((await srv.call("/api/reset_password_request", { body: {} })).body.result.info).toEqual({
+      "Missing parameter": "username_or_email",
+    });
     await smtp.next(known.email, since);
     await Bun.sleep(100);
     expect(smtp.messages.slice(since)).toHaveLength(1);
     const r = await srv.call("/api/reset_password", {
-      body: { username: known.username, new_password: "whatever-pass-4", validation_code: no.body.result.validation_code, verification_code: "ABCDEF" },
+      body: {
+        username: known.username,
+        new_password: "whatever-pass-4",
+        validation_code: no.body.result.validation_code,
+        verification_code: "ABCDEF",
+      },
     });
     expect1001(r, "verification_code", "mismatch");
     // Nor does the time it takes: the medians of alternating rounds stay within 250 ms of each other
@@ -343,9 +449,19 @@ describe("password reset", () => {
     const req = await srv.call("/api/reset_password_request", { body: { email: u.email } });
     const code = codeOf(await smtp.next(u.email, since));
     const body = { username: u.username, validation_code: req.body.result.validation_code, verification_code: code };
-    expect1001(await srv.call("/api/reset_password", { body: { ...body, new_password: "weak" } }), "new_password", "length");
-    expect((await srv.call("/api/reset_password", { body: { ...body, new_password: "strong-enough-5" } })).status).toBe(200);
-    expect1001(await srv.call("/api/reset_password", { body: { ...body, new_password: "strong-enough-6" } }), "validation_code", "used");
+    expect1001(
+      await srv.call("/api/reset_password", { body: { ...body, new_password: "weak" } }),
+      "new_password",
+      "length",
+    );
+    expect((await srv.call("/api/reset_password", { body: { ...body, new_password: "strong-enough-5" } })).status).toBe(
+      200,
+    );
+    expect1001(
+      await srv.call("/api/reset_password", { body: { ...body, new_password: "strong-enough-6" } }),
+      "validation_code",
+      "used",
+    );
   });
 });
 
@@ -364,8 +480,16 @@ describe("email change", () => {
 
     const codes = { validation_code: req.body.result.validation_code, verification_code: codeOf(mail) };
     const other = await signup(srv);
-    expect1001(await srv.call("/api/account/update_email", { token: other.token, body: { email: newEmail, ...codes } }), "validation_code", "invalid");
-    expect1001(await srv.call("/api/account/update_email", { token: u.token, body: { email: "else@example.test", ...codes } }), "email", "mismatch");
+    expect1001(
+      await srv.call("/api/account/update_email", { token: other.token, body: { email: newEmail, ...codes } }),
+      "validation_code",
+      "invalid",
+    );
+    expect1001(
+      await srv.call("/api/account/update_email", { token: u.token, body: { email: "else@example.test", ...codes } }),
+      "email",
+      "mismatch",
+    );
 
     const r = await srv.call("/api/account/update_email", { token: u.token, body: { email: newEmail, ...codes } });
     expect(r.status).toBe(200);
@@ -373,13 +497,25 @@ describe("email change", () => {
     expect(r.body.data["cc.users"][u.gid].email).toBe(newEmail);
     const m = await srv.call("/api/members/get", { token: u.token, body: { project, member: u.gid } });
     expect(m.body.data["cc.projects_members"][0].options.notifications.email).toBe(newEmail);
-    expect1001(await srv.call("/api/account/update_email", { token: u.token, body: { email: newEmail, ...codes } }), "validation_code", "used");
+    expect1001(
+      await srv.call("/api/account/update_email", { token: u.token, body: { email: newEmail, ...codes } }),
+      "validation_code",
+      "used",
+    );
   });
 
   test("the current address and a malformed one are refused", async () => {
     const u = await signup(srv);
-    expect1001(await srv.call("/api/account/update_email_request", { token: u.token, body: { email: u.email } }), "email", "unchanged");
-    expect1001(await srv.call("/api/account/update_email_request", { token: u.token, body: { email: "nope" } }), "email", "format");
+    expect1001(
+      await srv.call("/api/account/update_email_request", { token: u.token, body: { email: u.email } }),
+      "email",
+      "unchanged",
+    );
+    expect1001(
+      await srv.call("/api/account/update_email_request", { token: u.token, body: { email: "nope" } }),
+      "email",
+      "format",
+    );
     expect((await srv.call("/api/account/update_email_request", { body: { email: "a@b.cd" } })).status).toBe(401);
   });
 });
@@ -393,11 +529,19 @@ describe("throttling", () => {
 
   test("successful logins do not count; failed ones per account end in 429 with Retry-After", async () => {
     await tight.user("guarded", "right-pass-1");
-    for (let i = 0; i < 5; i++) expect((await tight.call("/api/login", { body: { username: "guarded", password: "right-pass-1" } })).status).toBe(200);
-    for (let i = 0; i < 3; i++) expect((await tight.call("/api/login", { body: { username: "guarded", password: "wrong" } })).status).toBe(403);
+    for (let i = 0; i < 5; i++)
+      expect((await tight.call("/api/login", { body: { username: "guarded", password: "right-pass-1" } })).status).toBe(
+        200,
+      );
+    for (let i = 0; i < 3; i++)
+      expect((await tight.call("/api/login", { body: { username: "guarded", password: "wrong" } })).status).toBe(403);
     const r = await tight.call("/api/login", { body: { username: "Guarded", password: "right-pass-1" } });
     expect(r.status).toBe(429);
-    expect(r.body).toEqual({ success: false, result: { code: 429, message: "Too many requests", info: { retry_after: expect.any(Number) } }, data: {} });
+    expect(r.body).toEqual({
+      success: false,
+      result: { code: 429, message: "Too many requests", info: { retry_after: expect.any(Number) } },
+      data: {},
+    });
     const after = Number(r.headers.get("retry-after"));
     expect(after).toBeGreaterThan(0);
     expect(after).toBeLessThanOrEqual(900);
@@ -410,30 +554,48 @@ describe("throttling", () => {
     }
     expect(status).toBe(429);
     // A trusted proxy's X-Forwarded-For is not used unless configured: another "client" is still this one.
-    const r = await tight.call("/api/login", { body: { username: "someone", password: "x" }, headers: { "x-forwarded-for": "203.0.113.9" } });
+    const r = await tight.call("/api/login", {
+      body: { username: "someone", password: "x" },
+      headers: { "x-forwarded-for": "203.0.113.9" },
+    });
     expect(r.status).toBe(429);
   });
 });
 
 describe("throttling of code steps", () => {
   test("guessing codes and asking for codes are throttled per account", async () => {
-    const tight = await TestServer.start({ "smtp-url": smtp.url, "auth-rate-limit": "3", "auth-ip-rate-limit": "100", "trust-proxy": "true" });
+    const tight = await TestServer.start({
+      "smtp-url": smtp.url,
+      "auth-rate-limit": "3",
+      "auth-ip-rate-limit": "100",
+      "trust-proxy": "true",
+    });
     try {
       const who = fresh();
       const { validation } = await signupRequest(tight, who);
       const statuses: number[] = [];
       for (let i = 0; i < 4; i++) {
-        statuses.push((await tight.call("/api/signup", { body: { ...who, validation_code: validation, verification_code: "ZZZZZZ" } })).status);
+        statuses.push(
+          (
+            await tight.call("/api/signup", {
+              body: { ...who, validation_code: validation, verification_code: "ZZZZZZ" },
+            })
+          ).status,
+        );
       }
       expect(statuses).toEqual([422, 422, 422, 429]);
 
       const email = `asks${newGid(5)}@example.test`;
       const asks: number[] = [];
-      for (let i = 0; i < 4; i++) asks.push((await tight.call("/api/reset_password_request", { body: { email } })).status);
+      for (let i = 0; i < 4; i++)
+        asks.push((await tight.call("/api/reset_password_request", { body: { email } })).status);
       expect(asks).toEqual([200, 200, 200, 429]);
 
       // Behind a trusted proxy the limit per address follows X-Forwarded-For.
-      const other = await tight.call("/api/reset_password_request", { body: { email: `x${email}` }, headers: { "x-forwarded-for": "198.51.100.7" } });
+      const other = await tight.call("/api/reset_password_request", {
+        body: { email: `x${email}` },
+        headers: { "x-forwarded-for": "198.51.100.7" },
+      });
       expect(other.status).toBe(200);
     } finally {
       await tight.stop();
@@ -451,51 +613,106 @@ describe("profile", () => {
     expect((await srv.call("/api/account/accept_invite", { token: mate.token, body: { project } })).status).toBe(200);
     const c1 = await cursorOf(u.token);
 
-    const r = await srv.call("/api/account/update", { token: u.token, body: { name: "Ann Example", options: { language: "de-ch", timezone: "Europe/Zurich" } } });
+    const r = await srv.call("/api/account/update", {
+      token: u.token,
+      body: { name: "Ann Example", options: { language: "de-ch", timezone: "Europe/Zurich" } },
+    });
     expect(r.status).toBe(200);
-    expect(r.body.data["cc.users"][u.gid]).toMatchObject({ name: "Ann Example", options: { language: "de-ch", timezone: "Europe/Zurich" } });
+    expect(r.body.data["cc.users"][u.gid]).toMatchObject({
+      name: "Ann Example",
+      options: { language: "de-ch", timezone: "Europe/Zurich" },
+    });
     expect(await seen(u.token, c1)).toContain(`UPDATE cc.users ${u.gid}`);
     expect(await seen(mate.token, c1)).toContain(`UPDATE cc.users ${u.gid}`);
     expect(await seen(stranger.token, c1)).not.toContain(`UPDATE cc.users ${u.gid}`);
 
-    const bad = await srv.call("/api/account/update", { token: u.token, body: { options: { language: "xx", timezone: "Mars/Olympus" } } });
+    const bad = await srv.call("/api/account/update", {
+      token: u.token,
+      body: { options: { language: "xx", timezone: "Mars/Olympus" } },
+    });
     expect1001(bad, "options.language", "language");
     expect1001(bad, "options.timezone", "timezone");
-    expect1001(await srv.call("/api/account/update", { token: u.token, body: { name: "x".repeat(201) } }), "name", "length");
+    expect1001(
+      await srv.call("/api/account/update", { token: u.token, body: { name: "x".repeat(201) } }),
+      "name",
+      "length",
+    );
   });
 
   test("account/update takes the reference's top-level members; a new password needs the current one and ends other sessions", async () => {
     const u = await signup(srv);
-    const r = await srv.call("/api/account/update", { token: u.token, body: { name: "Ann", language: "de", timezone: "Europe/Berlin" } });
+    const r = await srv.call("/api/account/update", {
+      token: u.token,
+      body: { name: "Ann", language: "de", timezone: "Europe/Berlin" },
+    });
     expect(r.body.result).toEqual({ user: u.gid });
-    expect(r.body.data["cc.users"][u.gid]).toMatchObject({ name: "Ann", options: { language: "de", timezone: "Europe/Berlin" } });
+    expect(r.body.data["cc.users"][u.gid]).toMatchObject({
+      name: "Ann",
+      options: { language: "de", timezone: "Europe/Berlin" },
+    });
     const none = await srv.call("/api/account/update", { token: u.token, body: {} });
     expect(none.status).toBe(400);
     expect(none.body.result.info).toEqual({ "Missing parameter": "username, password, name, language or timezone" });
-    expect1001(await srv.call("/api/account/update", { token: u.token, body: { language: "xx" } }), "language", "language");
+    expect1001(
+      await srv.call("/api/account/update", { token: u.token, body: { language: "xx" } }),
+      "language",
+      "language",
+    );
     // Username: the rules of signup; another account's name (in any case) is taken; one's own in another case is fine.
     const other = await signup(srv);
-    expect1001(await srv.call("/api/account/update", { token: u.token, body: { username: other.username.toUpperCase() } }), "username", "unavailable");
-    expect1001(await srv.call("/api/account/update", { token: u.token, body: { username: "a b" } }), "username", "format");
-    const renamed = await srv.call("/api/account/update", { token: u.token, body: { username: u.username.toUpperCase() } });
+    expect1001(
+      await srv.call("/api/account/update", { token: u.token, body: { username: other.username.toUpperCase() } }),
+      "username",
+      "unavailable",
+    );
+    expect1001(
+      await srv.call("/api/account/update", { token: u.token, body: { username: "a b" } }),
+      "username",
+      "format",
+    );
+    const renamed = await srv.call("/api/account/update", {
+      token: u.token,
+      body: { username: u.username.toUpperCase() },
+    });
     expect(renamed.body.data["cc.users"][u.gid].username).toBe(u.username.toUpperCase());
     // Password: the current one is required and checked; the new one must follow the rules.
     const noCurrent = await srv.call("/api/account/update", { token: u.token, body: { password: "next-pass-77" } });
     expect(noCurrent.body.result.info).toEqual({ "Missing parameter": "current_password" });
-    expect1001(await srv.call("/api/account/update", { token: u.token, body: { password: "next-pass-77", current_password: "wrong-one-1" } }), "current_password", "mismatch");
-    expect1001(await srv.call("/api/account/update", { token: u.token, body: { password: "short", current_password: u.password } }), "password", "length");
-    const changed = await srv.call("/api/account/update", { token: u.token, body: { password: "next-pass-77", current_password: u.password } });
+    expect1001(
+      await srv.call("/api/account/update", {
+        token: u.token,
+        body: { password: "next-pass-77", current_password: "wrong-one-1" },
+      }),
+      "current_password",
+      "mismatch",
+    );
+    expect1001(
+      await srv.call("/api/account/update", {
+        token: u.token,
+        body: { password: "short", current_password: u.password },
+      }),
+      "password",
+      "length",
+    );
+    const changed = await srv.call("/api/account/update", {
+      token: u.token,
+      body: { password: "next-pass-77", current_password: u.password },
+    });
     expect(changed.status).toBe(200);
     const fresh = tokenOf(changed);
     expect(fresh).not.toBe(u.token);
     expect((await srv.call("/api/init", { token: u.token })).status).toBe(401);
     expect((await srv.call("/api/init", { token: fresh })).status).toBe(200);
-    expect((await srv.call("/api/login", { body: { username: u.username.toUpperCase(), password: "next-pass-77" } })).status).toBe(200);
+    expect(
+      (await srv.call("/api/login", { body: { username: u.username.toUpperCase(), password: "next-pass-77" } })).status,
+    ).toBe(200);
   });
 
   test("an avatar upload is resized to a square PNG served publicly, and can be removed", async () => {
     const u = await signup(srv);
-    const jpeg = await sharp({ create: { width: 64, height: 40, channels: 3, background: "#3366cc" } }).jpeg().toBuffer();
+    const jpeg = await sharp({ create: { width: 64, height: 40, channels: 3, background: "#3366cc" } })
+      .jpeg()
+      .toBuffer();
     const form = new FormData();
     form.append("file", new Blob([jpeg], { type: "text/plain" }), "me.txt");
     const r = await srv.call("/api/account/upload_avatar", { token: u.token, body: form });
@@ -516,13 +733,19 @@ describe("profile", () => {
     expect(r2.body.data["cc.users"][u.gid].avatar).not.toBe(avatar);
     const none = new FormData();
     none.append("other", "x");
-    expect((await srv.call("/api/account/upload_avatar", { token: u.token, body: none })).body.result.info).toEqual({ "Missing parameter": "upload_file" });
+    expect((await srv.call("/api/account/upload_avatar", { token: u.token, body: none })).body.result.info).toEqual({
+      "Missing parameter": "upload_file",
+    });
 
     const notImage = new FormData();
     notImage.append("file", new Blob(["GIF89a but not really an image"], { type: "image/gif" }), "fake.gif");
     const refused = await srv.call("/api/account/upload_avatar", { token: u.token, body: notImage });
     // The reference's error of these uploads: 422 invalid file upload.
-    expect(refused.body.result).toEqual({ code: 422, message: "Invalid file upload", info: { field: "upload_file", reason: "Not an image" } });
+    expect(refused.body.result).toEqual({
+      code: 422,
+      message: "Invalid file upload",
+      info: { field: "upload_file", reason: "Not an image" },
+    });
 
     const del = await srv.call("/api/account/delete_avatar", { token: u.token, body: {} });
     expect(del.status).toBe(200);
@@ -537,7 +760,9 @@ describe("profile", () => {
     const small = await TestServer.start({ "image-max-bytes": "2048" });
     try {
       const u = await small.user("big");
-      const png = await sharp({ create: { width: 200, height: 200, channels: 3, background: "#aa2200" } }).png({ compressionLevel: 0 }).toBuffer();
+      const png = await sharp({ create: { width: 200, height: 200, channels: 3, background: "#aa2200" } })
+        .png({ compressionLevel: 0 })
+        .toBuffer();
       const form = new FormData();
       form.append("file", new Blob([png]), "big.png");
       const r = await small.call("/api/account/upload_avatar", { token: u.token, body: form });
@@ -564,14 +789,18 @@ describe("invitations and leaving", () => {
     expect(r.body.data["cc.projects"][project]).toMatchObject({ gid: project, name: "Shared" });
     expect(r.body.data["cc.users"][guest.gid].email).toBe(guest.email);
     expect(r.body.data["cc.users"][owner.gid]).not.toHaveProperty("email");
-    expect(r.body.data["cc.projects_members"]).toContainEqual(expect.objectContaining({ project_gid: project, user_gid: guest.gid, status: "active" }));
+    expect(r.body.data["cc.projects_members"]).toContainEqual(
+      expect.objectContaining({ project_gid: project, user_gid: guest.gid, status: "active" }),
+    );
 
     const key = `UPDATE cc.projects_members ${project}/${guest.gid}`;
     expect(await seen(owner.token, c)).toContain(key);
     expect(await seen(guest.token, c)).toContain(key);
     expect(await seen(stranger.token, c)).not.toContain(key);
     expect((await srv.call("/api/account/accept_invite", { token: guest.token, body: { project } })).status).toBe(422);
-    expect((await srv.call("/api/account/accept_invite", { token: stranger.token, body: { project } })).status).toBe(422);
+    expect((await srv.call("/api/account/accept_invite", { token: stranger.token, body: { project } })).status).toBe(
+      422,
+    );
   });
 
   test("decline_invite marks the membership declined with language and timezone", async () => {
@@ -584,7 +813,13 @@ describe("invitations and leaving", () => {
     expect(r.status).toBe(200);
     expect(r.body.result).toEqual({ project });
     expect(r.body.data["cc.projects_members"]).toEqual([
-      { project_gid: project, user_gid: guest.gid, status: "declined", roles: ["member"], options: { language: "en", timezone: "UTC" } },
+      {
+        project_gid: project,
+        user_gid: guest.gid,
+        status: "declined",
+        roles: ["member"],
+        options: { language: "en", timezone: "UTC" },
+      },
     ]);
     expect(await seen(owner.token, c)).toContain(`UPDATE cc.projects_members ${project}/${guest.gid}`);
     expect(await seen(guest.token, c)).toContain(`UPDATE cc.projects_members ${project}/${guest.gid}`);
@@ -625,13 +860,19 @@ describe("account deletion", () => {
     const other = await createProject(mate.token, "Stays");
     invite(other, owner.gid, owner.email);
     await srv.call("/api/account/accept_invite", { token: owner.token, body: { project: other } });
-    const png = await sharp({ create: { width: 8, height: 8, channels: 3, background: "#000" } }).png().toBuffer();
+    const png = await sharp({ create: { width: 8, height: 8, channels: 3, background: "#000" } })
+      .png()
+      .toBuffer();
     const form = new FormData();
     form.append("file", new Blob([png]), "a.png");
-    const avatar = (await srv.call("/api/account/upload_avatar", { token: owner.token, body: form })).body.data["cc.users"][owner.gid].avatar;
+    const avatar = (await srv.call("/api/account/upload_avatar", { token: owner.token, body: form })).body.data[
+      "cc.users"
+    ][owner.gid].avatar;
 
     // The reference's confirmation member: without it nothing happens.
-    expect((await srv.call("/api/account/delete", { token: owner.token, body: {} })).body.result.info).toEqual({ "Missing parameter": "confirm" });
+    expect((await srv.call("/api/account/delete", { token: owner.token, body: {} })).body.result.info).toEqual({
+      "Missing parameter": "confirm",
+    });
     expect((await srv.call("/api/account/delete", { token: owner.token, body: { confirm: false } })).status).toBe(400);
     const refused = await srv.call("/api/account/delete", { token: owner.token, body: { confirm: true } });
     expect(refused.status).toBe(422);
@@ -645,13 +886,17 @@ describe("account deletion", () => {
     expect(r.headers.get("authorization")).toBeNull();
 
     expect((await srv.call("/api/init", { token: owner.token })).status).toBe(401);
-    expect((await srv.call("/api/login", { body: { username: owner.username, password: owner.password } })).status).toBe(403);
+    expect(
+      (await srv.call("/api/login", { body: { username: owner.username, password: owner.password } })).status,
+    ).toBe(403);
     const items = await seen(mate.token, c);
     expect(items).toContain(`DELETE cc.projects_members ${other}/${owner.gid}`);
     expect(items).toContain(`DELETE cc.users ${owner.gid}`);
     expect((await srv.call("/api/users/get", { token: mate.token, body: { user: owner.gid } })).status).toBe(422);
     expect(existsSync(join(srv.dataDir, "files", "avatars", avatar))).toBe(false);
-    const rows = srv.ctx.db.$client.query("SELECT count(*) AS n FROM projects WHERE gid = ?").get(project) as { n: number };
+    const rows = srv.ctx.db.$client.query("SELECT count(*) AS n FROM projects WHERE gid = ?").get(project) as {
+      n: number;
+    };
     expect(rows.n).toBe(0);
     // The username is free again.
     expect((await srv.call("/api/username", { body: { username: owner.username } })).body.result.available).toBe(true);

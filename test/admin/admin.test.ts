@@ -14,8 +14,14 @@ describe("--signup", () => {
     try {
       const r = await srv.call("/api/signup_request", { body: who("closed1") });
       expect(r.status).toBe(403);
-      expect(r.body).toEqual({ success: false, result: { code: 403, message: "Signup is disabled on this instance", info: { signup: "off" } }, data: {} });
-      const s = await srv.call("/api/signup", { body: { ...who("closed1"), validation_code: "x", verification_code: "ABCDEF" } });
+      expect(r.body).toEqual({
+        success: false,
+        result: { code: 403, message: "Signup is disabled on this instance", info: { signup: "off" } },
+        data: {},
+      });
+      const s = await srv.call("/api/signup", {
+        body: { ...who("closed1"), validation_code: "x", verification_code: "ABCDEF" },
+      });
       expect(s.status).toBe(403);
       expect(s.body.result.info).toEqual({ signup: "off" });
     } finally {
@@ -28,10 +34,17 @@ describe("--signup", () => {
     try {
       const stranger = await srv.call("/api/signup_request", { body: who("stranger1") });
       expect(stranger.status).toBe(403);
-      expect(stranger.body.result).toEqual({ code: 403, message: "Signup is by invitation only", info: { signup: "invite" } });
+      expect(stranger.body.result).toEqual({
+        code: 403,
+        message: "Signup is by invitation only",
+        info: { signup: "invite" },
+      });
       const owner = await srv.user("inviter1");
       const project = await srv.project(owner.token);
-      const inv = await srv.call(`/api/p/${project}/members/invite`, { token: owner.token, body: { email: "Guest1@Example.test" } });
+      const inv = await srv.call(`/api/p/${project}/members/invite`, {
+        token: owner.token,
+        body: { email: "Guest1@Example.test" },
+      });
       expect(inv.status).toBe(200);
       const guest = await srv.call("/api/signup_request", { body: who("guest1") });
       expect(guest.status).toBe(200);
@@ -72,7 +85,14 @@ describe("instance admins from the API", () => {
     const r = await srv.call("/api/admin/users/get", { token: admin.token, body: {} });
     expect(r.status).toBe(200);
     expect(r.body.result).toEqual({ users: [admin.gid, bob.gid], count: 2 });
-    expect(r.body.data.users[admin.gid]).toMatchObject({ gid: admin.gid, kind: "person", username: "boss", email: "boss@example.test", status: "active", admin: true });
+    expect(r.body.data.users[admin.gid]).toMatchObject({
+      gid: admin.gid,
+      kind: "person",
+      username: "boss",
+      email: "boss@example.test",
+      status: "active",
+      admin: true,
+    });
     expect(r.body.data.users[bob.gid].admin).toBe(false);
     expect(JSON.stringify(r.body)).not.toContain("password");
     const get = await srv.call("/api/admin/users/get", { token: admin.token });
@@ -112,10 +132,15 @@ describe("instance admins from the API", () => {
   test("an admin cannot deactivate itself, an unknown user or an API user", async () => {
     const self = await srv.call("/api/admin/users/deactivate", { token: admin.token, body: { user: admin.gid } });
     expect(self.status).toBe(422);
-    expect((await srv.call("/api/admin/users/deactivate", { token: admin.token, body: { user: "constructor" } })).status).toBe(422);
+    expect(
+      (await srv.call("/api/admin/users/deactivate", { token: admin.token, body: { user: "constructor" } })).status,
+    ).toBe(422);
     const project = await srv.project(admin.token);
     const key = await srv.call(`/api/p/${project}/apikeys/create`, { token: admin.token, body: { name: "Shop" } });
-    const api = await srv.call("/api/admin/users/deactivate", { token: admin.token, body: { user: key.body.result.user } });
+    const api = await srv.call("/api/admin/users/deactivate", {
+      token: admin.token,
+      body: { user: key.body.result.user },
+    });
     expect(api.status).toBe(422);
     expect(api.body.result.message).toContain("apikeys");
     expect((await srv.call("/api/admin/users/deactivate", { token: admin.token, body: {} })).status).toBe(400);
@@ -127,21 +152,55 @@ describe("apis user create and the admin role", () => {
   const data = mkdtempSync(join(tmpdir(), "apis-admin-"));
   afterAll(() => rmSync(data, { recursive: true, force: true }));
   const apis = (...args: string[]) => {
-    const p = Bun.spawnSync([process.execPath, "src/main.ts", ...args, "--data", data], { cwd: root, env: { ...process.env, APIS_LOG_LEVEL: "error" } });
+    const p = Bun.spawnSync([process.execPath, "src/main.ts", ...args, "--data", data], {
+      cwd: root,
+      env: { ...process.env, APIS_LOG_LEVEL: "error" },
+    });
     return { code: p.exitCode, out: p.stdout.toString(), err: p.stderr.toString() };
   };
-  const admins = () => (JSON.parse(apis("user", "list", "--json").out) as { username: string; admin: boolean }[]).filter((u) => u.admin).map((u) => u.username);
+  const admins = () =>
+    (JSON.parse(apis("user", "list", "--json").out) as { username: string; admin: boolean }[])
+      .filter((u) => u.admin)
+      .map((u) => u.username);
 
-  test("the first account is the admin, later ones only with --admin, and user admin grants or revokes it", () => {
-    const first = apis("user", "create", "--username", "first", "--email", "first@example.test", "--password", "secret-pass-1");
-    expect(first.code).toBe(0);
-    expect(first.out).toContain("instance admin");
-    expect(apis("user", "create", "--username", "second", "--email", "second@example.test", "--password", "secret-pass-1").code).toBe(0);
-    expect(admins()).toEqual(["first"]);
-    expect(apis("user", "create", "--username", "third", "--email", "third@example.test", "--password", "secret-pass-1", "--admin").code).toBe(0);
-    expect(admins()).toEqual(["first", "third"]);
-    expect(apis("user", "admin", "--username", "second").code).toBe(0);
-    expect(apis("user", "admin", "--username", "first", "--revoke").code).toBe(0);
-    expect(admins()).toEqual(["second", "third"]);
-  }, SLOW_TEST_MS);
+  test(
+    "the first account is the admin, later ones only with --admin, and user admin grants or revokes it",
+    () => {
+      const first = apis(
+        "user",
+        "create",
+        "--username",
+        "first",
+        "--email",
+        "first@example.test",
+        "--password",
+        "secret-pass-1",
+      );
+      expect(first.code).toBe(0);
+      expect(first.out).toContain("instance admin");
+      expect(
+        apis("user", "create", "--username", "second", "--email", "second@example.test", "--password", "secret-pass-1")
+          .code,
+      ).toBe(0);
+      expect(admins()).toEqual(["first"]);
+      expect(
+        apis(
+          "user",
+          "create",
+          "--username",
+          "third",
+          "--email",
+          "third@example.test",
+          "--password",
+          "secret-pass-1",
+          "--admin",
+        ).code,
+      ).toBe(0);
+      expect(admins()).toEqual(["first", "third"]);
+      expect(apis("user", "admin", "--username", "second").code).toBe(0);
+      expect(apis("user", "admin", "--username", "first", "--revoke").code).toBe(0);
+      expect(admins()).toEqual(["second", "third"]);
+    },
+    SLOW_TEST_MS,
+  );
 });

@@ -31,9 +31,17 @@ describe("API keys", () => {
     apiUser = r.body.result.user;
     key = r.body.result.apikey;
     expect(key).toMatch(/^apis_[\w-]{43}$/);
-    expect(r.body.data["cc.users"]).toEqual({ [apiUser]: { gid: apiUser, name: "Shop sync", avatar: null, username: null } });
+    expect(r.body.data["cc.users"]).toEqual({
+      [apiUser]: { gid: apiUser, name: "Shop sync", avatar: null, username: null },
+    });
     expect(r.body.data["cc.projects_members"]).toEqual([
-      { project_gid: project, user_gid: apiUser, status: "active", roles: ["api"], options: { rate_limit_per_second: null } },
+      {
+        project_gid: project,
+        user_gid: apiUser,
+        status: "active",
+        roles: ["api"],
+        options: { rate_limit_per_second: null },
+      },
     ]);
     expect(r.body.result).toEqual({ user: apiUser, apikey: key });
     expect(Object.keys(r.body.data).sort()).toEqual(["cc.projects_members", "cc.users"]);
@@ -47,7 +55,12 @@ describe("API keys", () => {
     const list = await call(`/api/p/${project}/apikeys/get`, owner.token);
     expect(list.status).toBe(200);
     expect(list.body.result.apikeys).toEqual([apiUser]);
-    expect(list.body.result["apikeys.info"][apiUser]).toMatchObject({ name: "Shop sync", key_prefix: key.slice(0, 11), status: "active", last_used_on: null });
+    expect(list.body.result["apikeys.info"][apiUser]).toMatchObject({
+      name: "Shop sync",
+      key_prefix: key.slice(0, 11),
+      status: "active",
+      last_used_on: null,
+    });
     expect(Object.keys(list.body.data).sort()).toEqual(["cc.projects_members", "cc.users"]);
     expect(JSON.stringify(list.body)).not.toContain(key);
     // The reference's get by user: the key itself is not stored, so `apikey` is null and the prefix tells it apart.
@@ -63,12 +76,37 @@ describe("API keys", () => {
     expect(r.status).toBe(200);
     apiToken = tokenOf(r);
     expect(Object.keys(r.body.result).sort()).toEqual(
-      ["cc.cursor", "cc.version", "cursor", "last_backed_up", "project", "project_members", "user", "user_projects"].sort(),
+      [
+        "cc.cursor",
+        "cc.version",
+        "cursor",
+        "last_backed_up",
+        "project",
+        "project_members",
+        "user",
+        "user_projects",
+      ].sort(),
     );
-    expect(r.body.result).toMatchObject({ user: apiUser, user_projects: {}, project, last_backed_up: null, cursor: expect.any(Number) });
+    expect(r.body.result).toMatchObject({
+      user: apiUser,
+      user_projects: {},
+      project,
+      last_backed_up: null,
+      cursor: expect.any(Number),
+    });
     expect(r.body.result.project_members.sort()).toEqual([owner.gid, bob.gid, apiUser].sort());
     expect(Object.keys(r.body.data).sort()).toEqual(
-      ["cc.languages", "cc.projects", "cc.projects_members", "cc.users", "classes", "definitions", "fields", "layouts", "queries"].sort(),
+      [
+        "cc.languages",
+        "cc.projects",
+        "cc.projects_members",
+        "cc.users",
+        "classes",
+        "definitions",
+        "fields",
+        "layouts",
+        "queries",
+      ].sort(),
     );
     expect(r.body.data["cc.users"][apiUser]).toEqual({
       gid: apiUser,
@@ -79,9 +117,20 @@ describe("API keys", () => {
       status: "active",
       options: { language: "en", timezone: "UTC" },
     });
-    expect(r.body.data["cc.users"][owner.gid]).toEqual({ gid: owner.gid, username: "olivia", name: "", avatar: null, status: "active" });
+    expect(r.body.data["cc.users"][owner.gid]).toEqual({
+      gid: owner.gid,
+      username: "olivia",
+      name: "",
+      avatar: null,
+      status: "active",
+    });
     expect(Object.keys(r.body.data["cc.projects"])).toEqual([project]);
-    expect(r.body.data["cc.projects"][project]).toMatchObject({ gid: project, name: "Catalogue", owner: owner.gid, status: "active" });
+    expect(r.body.data["cc.projects"][project]).toMatchObject({
+      gid: project,
+      name: "Catalogue",
+      owner: owner.gid,
+      status: "active",
+    });
     expect(r.body.data.definitions).toEqual({});
     const list = await call(`/api/p/${project}/apikeys/get`, owner.token);
     expect(list.body.result["apikeys.info"][apiUser].last_used_on).toEqual(expect.any(Number));
@@ -91,7 +140,11 @@ describe("API keys", () => {
     const m = await call(`/api/p/${project}/auth`, null, {});
     expect(m.status).toBe(400);
     expect(m.body.result.info).toEqual({ "Missing parameter": "api_key" });
-    for (const [p, k] of [[project, "apis_nope"], [project, "garbage"], [other, key]] as const) {
+    for (const [p, k] of [
+      [project, "apis_nope"],
+      [project, "garbage"],
+      [other, key],
+    ] as const) {
       const r = await call(`/api/p/${p}/auth`, null, { api_key: k });
       expect(r.status).toBe(403);
       expect(r.body.result.message).toBe("Unknown user");
@@ -108,14 +161,21 @@ describe("API keys", () => {
   });
 
   test("update renames a key and sets its rate limit; bad values are refused", async () => {
-    const r = await call(`/api/p/${project}/apikeys/update`, owner.token, { user: apiUser, name: "Shop", rate_limit_per_second: 20 });
+    const r = await call(`/api/p/${project}/apikeys/update`, owner.token, {
+      user: apiUser,
+      name: "Shop",
+      rate_limit_per_second: 20,
+    });
     expect(r.status).toBe(200);
     expect(r.body.data["cc.users"][apiUser].name).toBe("Shop");
     expect(r.body.data["cc.projects_members"][0].options).toEqual({ rate_limit_per_second: 20 });
     expect(Object.keys(r.body.data).sort()).toEqual(["cc.projects_members", "cc.users"]);
     const empty = await call(`/api/p/${project}/apikeys/update`, owner.token, { user: apiUser, name: " " });
     expect(empty.body.result.code).toBe(1001);
-    const neg = await call(`/api/p/${project}/apikeys/update`, owner.token, { user: apiUser, rate_limit_per_second: -1 });
+    const neg = await call(`/api/p/${project}/apikeys/update`, owner.token, {
+      user: apiUser,
+      rate_limit_per_second: -1,
+    });
     expect(neg.status).toBe(400);
     const nobody = await call(`/api/p/${project}/apikeys/update`, owner.token, { user: bob.gid, name: "x" });
     expect(nobody.status).toBe(422);
@@ -138,7 +198,15 @@ describe("API keys", () => {
       result: { user: apiUser },
       data: {
         "cc.users": { [apiUser]: { gid: apiUser, name: "Shop", avatar: null, username: null } },
-        "cc.projects_members": [{ project_gid: project, user_gid: apiUser, status: "inactive", roles: ["api"], options: { rate_limit_per_second: 20 } }],
+        "cc.projects_members": [
+          {
+            project_gid: project,
+            user_gid: apiUser,
+            status: "inactive",
+            roles: ["api"],
+            options: { rate_limit_per_second: 20 },
+          },
+        ],
       },
     });
     const old = await srv.call(`/api/p/${project}/init`, { token: apiToken });
@@ -211,7 +279,8 @@ describe("permanent deletion", () => {
 describe("rate limits per membership", () => {
   let limited: TestServer;
   let o: U;
-  let p1 = "", p2 = "";
+  let p1 = "",
+    p2 = "";
 
   beforeAll(async () => {
     limited = await TestServer.start({ "rate-limit": "5" });
@@ -229,7 +298,11 @@ describe("rate limits per membership", () => {
     const refused = answers.filter((a) => a.status === 429);
     expect(answers.filter((a) => a.status === 200).length).toBeLessThanOrEqual(6);
     expect(refused.length).toBeGreaterThanOrEqual(6);
-    expect(refused[0]!.body).toEqual({ success: false, result: { code: 429, message: "Too many requests", info: { retry_after: 1 } }, data: {} });
+    expect(refused[0]!.body).toEqual({
+      success: false,
+      result: { code: 429, message: "Too many requests", info: { retry_after: 1 } },
+      data: {},
+    });
     expect(refused[0]!.headers.get("retry-after")).toBe("1");
   });
 
@@ -244,12 +317,18 @@ describe("rate limits per membership", () => {
   });
 
   test("a key's own rate_limit_per_second applies; 0 turns the limit off", async () => {
-    const c = await limited.call(`/api/p/${p1}/apikeys/create`, { token: o.token, body: { name: "fast", rate_limit_per_second: 0 } });
+    const c = await limited.call(`/api/p/${p1}/apikeys/create`, {
+      token: o.token,
+      body: { name: "fast", rate_limit_per_second: 0 },
+    });
     const fast = tokenOf(await limited.call(`/api/p/${p1}/auth`, { body: { api_key: c.body.result.apikey } }));
     const all = await burst(`/api/p/${p1}/init`, fast, 30);
     expect(all.every((a) => a.status === 200)).toBe(true);
 
-    await limited.call(`/api/p/${p1}/apikeys/update`, { token: o.token, body: { user: c.body.result.user, rate_limit_per_second: 2 } });
+    await limited.call(`/api/p/${p1}/apikeys/update`, {
+      token: o.token,
+      body: { user: c.body.result.user, rate_limit_per_second: 2 },
+    });
     const slow = await burst(`/api/p/${p1}/init`, fast, 6);
     expect(slow.filter((a) => a.status === 200).length).toBeLessThanOrEqual(3);
     expect(slow.filter((a) => a.status === 429).length).toBeGreaterThanOrEqual(3);
@@ -262,8 +341,10 @@ describe("guessing", () => {
     try {
       const o = await s.user("owner");
       const p = await s.project(o.token);
-      const key = (await s.call(`/api/p/${p}/apikeys/create`, { token: o.token, body: { name: "k" } })).body.result.apikey;
-      for (let i = 0; i < 5; i++) expect((await s.call(`/api/p/${p}/auth`, { body: { api_key: key } })).status).toBe(200);
+      const key = (await s.call(`/api/p/${p}/apikeys/create`, { token: o.token, body: { name: "k" } })).body.result
+        .apikey;
+      for (let i = 0; i < 5; i++)
+        expect((await s.call(`/api/p/${p}/auth`, { body: { api_key: key } })).status).toBe(200);
       const bad = [];
       for (let i = 0; i < 4; i++) bad.push(await s.call(`/api/p/${p}/auth`, { body: { api_key: `apis_guess${i}` } }));
       expect(bad.map((r) => r.status)).toEqual([403, 403, 403, 429]);

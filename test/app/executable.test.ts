@@ -1,7 +1,17 @@
 // The self-contained executable: built once by scripts/build.ts, copied alone into an empty folder,
 // run with a fresh HOME, cache and temp folder, so nothing from this checkout can help it.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import sharp from "sharp";
@@ -14,7 +24,13 @@ let folder: string; // holds only the executable
 let env: Record<string, string>;
 
 function freshEnv(extra: Record<string, string> = {}): Record<string, string> {
-  return { PATH: "/usr/bin:/bin", HOME: join(tmp, "home"), XDG_CACHE_HOME: join(tmp, "cache"), TMPDIR: join(tmp, "tmp"), ...extra };
+  return {
+    PATH: "/usr/bin:/bin",
+    HOME: join(tmp, "home"),
+    XDG_CACHE_HOME: join(tmp, "cache"),
+    TMPDIR: join(tmp, "tmp"),
+    ...extra,
+  };
 }
 
 async function run(args: string[], runEnv = env): Promise<{ code: number; out: string; err: string }> {
@@ -83,7 +99,10 @@ describe.skipIf(process.platform !== "linux")("the compiled executable", () => {
 
   test("without a usable cache folder the library goes to a private folder in TMPDIR", async () => {
     writeFileSync(join(tmp, "not-a-home"), "");
-    const r = await run(["doctor", "--data", join(tmp, "d1")], freshEnv({ HOME: join(tmp, "not-a-home"), XDG_CACHE_HOME: "" }));
+    const r = await run(
+      ["doctor", "--data", join(tmp, "d1")],
+      freshEnv({ HOME: join(tmp, "not-a-home"), XDG_CACHE_HOME: "" }),
+    );
     expect(r.code).toBe(0);
     const root = join(tmp, "tmp", `apis-${process.getuid!()}`);
     cachedLibvips(root);
@@ -92,13 +111,31 @@ describe.skipIf(process.platform !== "linux")("the compiled executable", () => {
 
   test("a whole session works in the executable: login, JWT endpoints, upload, transform, media and a pushed sync item", async () => {
     const data = join(tmp, "session");
-    const created = await run(["user", "create", "--data", data, "--username", "exeuser", "--email", "exe@example.test", "--password", "password1"]);
+    const created = await run([
+      "user",
+      "create",
+      "--data",
+      data,
+      "--username",
+      "exeuser",
+      "--email",
+      "exe@example.test",
+      "--password",
+      "password1",
+    ]);
     expect(created.code).toBe(0);
-    const p = Bun.spawn(["./apis", "serve", "--port", "0", "--host", "127.0.0.1", "--data", data, "--log-level", "error"], { cwd: folder, env, stdout: "pipe", stderr: "pipe" });
+    const p = Bun.spawn(
+      ["./apis", "serve", "--port", "0", "--host", "127.0.0.1", "--data", data, "--log-level", "error"],
+      { cwd: folder, env, stdout: "pipe", stderr: "pipe" },
+    );
     try {
       const url = await servedUrl(p);
       const post = (path: string, body: unknown, token?: string) =>
-        fetch(url + path, { method: "POST", headers: token ? { authorization: `Bearer ${token}` } : {}, body: body instanceof FormData ? body : JSON.stringify(body) });
+        fetch(url + path, {
+          method: "POST",
+          headers: token ? { authorization: `Bearer ${token}` } : {},
+          body: body instanceof FormData ? body : JSON.stringify(body),
+        });
       const login = await post("/api/login", { username: "exeuser", password: "password1" });
       expect(login.status).toBe(200);
       const token = login.headers.get("authorization")!.replace(/^Bearer /, "");
@@ -107,23 +144,42 @@ describe.skipIf(process.platform !== "linux")("the compiled executable", () => {
       expect(init.headers.get("authorization")).toStartWith("Bearer ");
 
       // A socket subscribed before the change receives it.
-      const socket = io(url!, { path: "/sync/io", auth: { JWT: token }, transports: ["websocket"], reconnection: false });
+      const socket = io(url!, {
+        path: "/sync/io",
+        auth: { JWT: token },
+        transports: ["websocket"],
+        reconnection: false,
+      });
       const ack: unknown = await new Promise((resolve, reject) => {
         socket.on("connect_error", reject);
         socket.on("connect", () => socket.emit("initsync", { "cc.cursor": 0 }, resolve));
       });
       expect(Array.isArray(ack)).toBe(true);
       const pushed = new Promise<any[]>((resolve) => socket.on("sync", resolve));
-      const project = ((await (await post("/api/projects/create", { name: "Exe" }, token)).json()) as any).result.project as string;
+      const project = ((await (await post("/api/projects/create", { name: "Exe" }, token)).json()) as any).result
+        .project as string;
       expect((await pushed).map((i) => i.data_type)).toContain("cc.projects");
       socket.close();
 
       const form = new FormData();
-      form.append("upload_file", new File([await sharp({ create: { width: 64, height: 48, channels: 3, background: "#3366cc" } }).jpeg().toBuffer()], "blue.jpg"));
+      form.append(
+        "upload_file",
+        new File(
+          [
+            await sharp({ create: { width: 64, height: 48, channels: 3, background: "#3366cc" } })
+              .jpeg()
+              .toBuffer(),
+          ],
+          "blue.jpg",
+        ),
+      );
       const upload = (await (await post(`/api/p/${project}/assets/upload`, form, token)).json()) as any;
       expect(upload.success).toBe(true);
       const asset = upload.data.assets[upload.result.asset];
-      const transform = await fetch(`${url}/dam/p/${project}/transform/${asset.gid}~${asset.version}.${asset.type}/width=32/type=png`, { headers: { authorization: `Bearer ${token}` } });
+      const transform = await fetch(
+        `${url}/dam/p/${project}/transform/${asset.gid}~${asset.version}.${asset.type}/width=32/type=png`,
+        { headers: { authorization: `Bearer ${token}` } },
+      );
       const t = (await transform.json()) as any;
       expect(t.result.dimensions).toEqual([32, 24]);
       const media = await fetch(t.result.public_url.replace(/^https?:\/\/[^/]+/, url!));
@@ -143,22 +199,54 @@ describe.skipIf(process.platform !== "linux")("the compiled executable", () => {
 
   test("an Excel import job reads its workbook in the executable's worker thread: rows land, a damaged file is refused", async () => {
     const data = join(tmp, "excel");
-    expect((await run(["user", "create", "--data", data, "--username", "exeexcel", "--email", "excel@example.test", "--password", "password1"])).code).toBe(0);
-    const p = Bun.spawn(["./apis", "serve", "--port", "0", "--host", "127.0.0.1", "--data", data, "--log-level", "error"], { cwd: folder, env, stdout: "pipe", stderr: "pipe" });
+    expect(
+      (
+        await run([
+          "user",
+          "create",
+          "--data",
+          data,
+          "--username",
+          "exeexcel",
+          "--email",
+          "excel@example.test",
+          "--password",
+          "password1",
+        ])
+      ).code,
+    ).toBe(0);
+    const p = Bun.spawn(
+      ["./apis", "serve", "--port", "0", "--host", "127.0.0.1", "--data", data, "--log-level", "error"],
+      { cwd: folder, env, stdout: "pipe", stderr: "pipe" },
+    );
     try {
       const url = await servedUrl(p);
-      const login = await fetch(`${url}/api/login`, { method: "POST", body: JSON.stringify({ username: "exeexcel", password: "password1" }) });
+      const login = await fetch(`${url}/api/login`, {
+        method: "POST",
+        body: JSON.stringify({ username: "exeexcel", password: "password1" }),
+      });
       const auth = login.headers.get("authorization")!;
-      const post = async (path: string, body: unknown) => (await (await fetch(url + path, { method: "POST", headers: { authorization: auth }, body: body instanceof FormData ? body : JSON.stringify(body) })).json()) as any;
+      const post = async (path: string, body: unknown) =>
+        (await (
+          await fetch(url + path, {
+            method: "POST",
+            headers: { authorization: auth },
+            body: body instanceof FormData ? body : JSON.stringify(body),
+          })
+        ).json()) as any;
       const project = (await post("/api/projects/create", { name: "Excel" })).result.project as string;
       const call = (path: string, body: unknown) => post(`/api/p/${project}/${path}`, body);
       const field = (await call("fields/create", { name: "name", type: "textline" })).result.field as string;
       await call("fields/commit", { field });
-      const article = (await call("definitions/create", { name: "article", fields: [field], titlefield: field })).result.definition as string;
+      const article = (await call("definitions/create", { name: "article", fields: [field], titlefield: field })).result
+        .definition as string;
       await call("definitions/commit", { definition: article });
       const rootAnswer = await call("records/root", {});
       const root = rootAnswer.result.root as string;
-      await call("definitions/childdefinitions/add", { definition: rootAnswer.data.records[root].definition, childdefinition: article });
+      await call("definitions/childdefinitions/add", {
+        definition: rootAnswer.data.records[root].definition,
+        childdefinition: article,
+      });
       await call("definitions/commit", { definition: rootAnswer.data.records[root].definition });
       const exp = await call("records/excel/children", { record: root, language: "en", definition: article });
       const ExcelJS = (await import("exceljs")).default;
@@ -184,7 +272,15 @@ describe.skipIf(process.platform !== "linux")("the compiled executable", () => {
       expect(kids.result["children.size"]).toBe(600);
       expect(kids.data.records[kids.result.children[599]].fields.en.name).toBe("Row 599");
       const damaged = await importJob(bytes.subarray(0, Math.floor(bytes.length / 2)));
-      expect(damaged).toMatchObject({ status: "rejected", info: { code: 400, error_info: { reason: "not an Excel workbook made by records/excel/children: the file is not a readable .xlsx workbook" } } });
+      expect(damaged).toMatchObject({
+        status: "rejected",
+        info: {
+          code: 400,
+          error_info: {
+            reason: "not an Excel workbook made by records/excel/children: the file is not a readable .xlsx workbook",
+          },
+        },
+      });
     } finally {
       p.kill("SIGTERM");
       await p.exited;
@@ -192,7 +288,12 @@ describe.skipIf(process.platform !== "linux")("the compiled executable", () => {
   }, 120_000);
 
   test("serve answers the web console from inside the executable: the page, its script and its styles", async () => {
-    const p = Bun.spawn(["./apis", "serve", "--port", "0", "--data", join(tmp, "console")], { cwd: folder, env, stdout: "pipe", stderr: "pipe" });
+    const p = Bun.spawn(["./apis", "serve", "--port", "0", "--data", join(tmp, "console")], {
+      cwd: folder,
+      env,
+      stdout: "pipe",
+      stderr: "pipe",
+    });
     try {
       const url = await servedUrl(p);
       // The first bundle, and the records pages' own bundle (pages/records/records.html).
@@ -217,7 +318,12 @@ describe.skipIf(process.platform !== "linux")("the compiled executable", () => {
   });
 
   test("serve answers /api/ping, loads nothing from node_modules nor libvips before the first image, and exits 0 on SIGTERM", async () => {
-    const p = Bun.spawn(["./apis", "serve", "--port", "0", "--data", join(tmp, "d")], { cwd: folder, env, stdout: "pipe", stderr: "pipe" });
+    const p = Bun.spawn(["./apis", "serve", "--port", "0", "--data", join(tmp, "d")], {
+      cwd: folder,
+      env,
+      stdout: "pipe",
+      stderr: "pipe",
+    });
     try {
       const url = await servedUrl(p);
       expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/); // 127.0.0.1 unless --host says otherwise
@@ -239,7 +345,10 @@ describe.skipIf(process.platform !== "linux")("the compiled executable", () => {
   });
 
   test("logs, health, metrics and the bundled API viewer work in the executable", async () => {
-    const p = Bun.spawn(["./apis", "serve", "--port", "0", "--data", join(tmp, "d2"), "--log-format", "json", "--metrics"], { cwd: folder, env, stdout: "pipe", stderr: "pipe" });
+    const p = Bun.spawn(
+      ["./apis", "serve", "--port", "0", "--data", join(tmp, "d2"), "--log-format", "json", "--metrics"],
+      { cwd: folder, env, stdout: "pipe", stderr: "pipe" },
+    );
     try {
       const url = await servedUrl(p);
       const health = await fetch(`${url}/api/health`);
@@ -249,10 +358,15 @@ describe.skipIf(process.platform !== "linux")("the compiled executable", () => {
       const viewer = await fetch(url + page.match(/<script src="([^"]+)"/)![1]);
       expect(viewer.status).toBe(200);
       expect((await viewer.text()).length).toBeGreaterThan(1_000_000);
-      expect(await (await fetch(`${url}/metrics`)).text()).toContain('apis_http_requests_total{method="GET",route="/api/health",status="200"} 1');
+      expect(await (await fetch(`${url}/metrics`)).text()).toContain(
+        'apis_http_requests_total{method="GET",route="/api/health",status="200"} 1',
+      );
       p.kill("SIGTERM");
       expect(await p.exited).toBe(0);
-      const lines = (await new Response(p.stderr).text()).trim().split("\n").map((l) => JSON.parse(l));
+      const lines = (await new Response(p.stderr).text())
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l));
       expect(lines.find((l) => l.path === "/api/health")).toMatchObject({ level: "info", method: "GET", status: 200 });
       expect(lines.find((l) => l.path === "/api/docs/viewer.js")).toMatchObject({ status: 200 });
     } finally {
@@ -261,13 +375,20 @@ describe.skipIf(process.platform !== "linux")("the compiled executable", () => {
   });
 
   test("the text log format works in the executable", async () => {
-    const p = Bun.spawn(["./apis", "serve", "--port", "0", "--data", join(tmp, "d3"), "--log-format", "text"], { cwd: folder, env, stdout: "pipe", stderr: "pipe" });
+    const p = Bun.spawn(["./apis", "serve", "--port", "0", "--data", join(tmp, "d3"), "--log-format", "text"], {
+      cwd: folder,
+      env,
+      stdout: "pipe",
+      stderr: "pipe",
+    });
     try {
       const url = await servedUrl(p);
       expect((await fetch(`${url}/api/ping`)).status).toBe(200);
       p.kill("SIGTERM");
       expect(await p.exited).toBe(0);
-      expect(await new Response(p.stderr).text()).toMatch(/^\[[\d\-T:.]+Z\] INFO: GET \/api\/ping 200 \{.*"request_id":"\w+"\}$/m);
+      expect(await new Response(p.stderr).text()).toMatch(
+        /^\[[\d\-T:.]+Z\] INFO: GET \/api\/ping 200 \{.*"request_id":"\w+"\}$/m,
+      );
     } finally {
       p.kill();
     }

@@ -16,7 +16,11 @@ describe("envelope and errors", () => {
   test("ping answers success with the version", async () => {
     const r = await srv.call("/api/ping");
     expect(r.status).toBe(200);
-    expect(r.body).toEqual({ success: true, result: { pong: true, "cc.version": expect.stringMatching(/^\d{4}\.\d+\.\d+$/) }, data: {} });
+    expect(r.body).toEqual({
+      success: true,
+      result: { pong: true, "cc.version": expect.stringMatching(/^\d{4}\.\d+\.\d+$/) },
+      data: {},
+    });
   });
 
   test("an unknown route is a 404 in the envelope", async () => {
@@ -44,7 +48,11 @@ describe("envelope and errors", () => {
     for (const body of ["[]", "[1,2]", "null", "123", '"s"', "true"]) {
       const r = await srv.call("/api/account/delete", { body, token: alice.token });
       expect(r.status).toBe(400);
-      expect(r.body.result).toEqual({ code: 400, message: "Malformed request body", info: { reason: "The body must be a JSON object" } });
+      expect(r.body.result).toEqual({
+        code: 400,
+        message: "Malformed request body",
+        info: { reason: "The body must be a JSON object" },
+      });
     }
     expect((await srv.call("/api/init", { token: alice.token })).status).toBe(200);
   });
@@ -86,7 +94,9 @@ describe("login and init", () => {
       expect(r.headers.get("www-authenticate")).toMatch(/^Bearer realm="/);
     }
     expect((await srv.call("/sync/get", { body: { cc_cursor: "x" } })).status).toBe(401);
-    expect((await srv.call("/api/users/get", { body: {}, token: alice.token })).body.result.info).toEqual({ "Missing parameter": "user" });
+    expect((await srv.call("/api/users/get", { body: {}, token: alice.token })).body.result.info).toEqual({
+      "Missing parameter": "user",
+    });
   });
 
   test("every authenticated success carries an Authorization header", async () => {
@@ -98,7 +108,11 @@ describe("login and init", () => {
   test("init answers POST as it answers GET (the reference's index uses POST), with or without a body", async () => {
     const get = await srv.call("/api/init", { token: alice.token });
     for (const body of [undefined, {}]) {
-      const post = await fetch(`${srv.url}/api/init`, { method: "POST", headers: { authorization: `Bearer ${alice.token}`, ...(body ? { "content-type": "application/json" } : {}) }, body: body ? JSON.stringify(body) : undefined });
+      const post = await fetch(`${srv.url}/api/init`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${alice.token}`, ...(body ? { "content-type": "application/json" } : {}) },
+        body: body ? JSON.stringify(body) : undefined,
+      });
       expect(post.status).toBe(200);
       expect(await post.json()).toEqual(get.body);
     }
@@ -113,7 +127,11 @@ describe("projects", () => {
     const forbidden = await srv.call("/api/projects/delete", { token: bob.token, body: { project: gid } });
     expect(forbidden.status).toBe(403);
     const d = await srv.call("/api/projects/delete", { token: alice.token, body: { project: gid } });
-    expect(d.body).toEqual({ success: true, result: { project: gid }, data: { "cc.projects": { [gid]: expect.objectContaining({ status: "deleted" }) } } });
+    expect(d.body).toEqual({
+      success: true,
+      result: { project: gid },
+      data: { "cc.projects": { [gid]: expect.objectContaining({ status: "deleted" }) } },
+    });
     const again = await srv.call("/api/projects/delete", { token: alice.token, body: { project: gid } });
     expect(again.status).toBe(422);
     const u = await srv.call("/api/projects/undelete", { token: alice.token, body: { project: gid } });
@@ -126,7 +144,14 @@ describe("projects", () => {
     const gid = c.body.result.project;
     const mine = await srv.call("/sync/get", { token: alice.token, body: { cc_cursor: before } });
     expect(mine.body.result.sync.map((i: any) => i.data_type)).toEqual(["cc.projects", "cc.projects_members"]);
-    expect(mine.body.result.sync[0]).toEqual({ type: "cc", cursor: expect.any(Number), action: "INSERT", data_type: "cc.projects", data_key: gid, data: null });
+    expect(mine.body.result.sync[0]).toEqual({
+      type: "cc",
+      cursor: expect.any(Number),
+      action: "INSERT",
+      data_type: "cc.projects",
+      data_key: gid,
+      data: null,
+    });
     const theirs = await srv.call("/sync/get", { token: bob.token, body: { cc_cursor: before } });
     expect(theirs.body.result.sync).toEqual([]);
     const denied = await srv.call("/sync/get", { token: bob.token, body: { project: gid, cursor: 0 } });
@@ -144,7 +169,11 @@ describe("browsers on other origins", () => {
   test("a preflight from an allowed origin is answered 204 with the allowed methods and headers", async () => {
     const r = await strict.call("/api/init", {
       method: "OPTIONS",
-      headers: { origin: "https://app.example.test", "access-control-request-method": "GET", "access-control-request-headers": "authorization" },
+      headers: {
+        origin: "https://app.example.test",
+        "access-control-request-method": "GET",
+        "access-control-request-headers": "authorization",
+      },
     });
     expect(r.status).toBe(204);
     expect(r.headers.get("access-control-allow-origin")).toBe("https://app.example.test");
@@ -162,7 +191,10 @@ describe("browsers on other origins", () => {
   test("another origin gets no CORS headers, and its preflight a 403", async () => {
     const r = await strict.call("/api/ping", { headers: { origin: "https://evil.example.test" } });
     expect(r.headers.get("access-control-allow-origin")).toBeNull();
-    const p = await strict.call("/api/ping", { method: "OPTIONS", headers: { origin: "https://evil.example.test", "access-control-request-method": "GET" } });
+    const p = await strict.call("/api/ping", {
+      method: "OPTIONS",
+      headers: { origin: "https://evil.example.test", "access-control-request-method": "GET" },
+    });
     expect(p.status).toBe(403);
     expect(p.body.result.code).toBe(403);
   });

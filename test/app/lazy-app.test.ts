@@ -26,7 +26,10 @@ describe("the app built on first need", () => {
     expect(typeof body.result["cc.version"]).toBe("string");
     const head = await fetch(`${srv.url}/api/ping`, { method: "HEAD" });
     expect(head.status).toBe(200);
-    const preflight = await fetch(`${srv.url}/api/ping`, { method: "OPTIONS", headers: { origin: "https://app.example", "access-control-request-method": "GET" } });
+    const preflight = await fetch(`${srv.url}/api/ping`, {
+      method: "OPTIONS",
+      headers: { origin: "https://app.example", "access-control-request-method": "GET" },
+    });
     expect(preflight.status).toBe(204);
     expect(srv.running.appBuilt).toBe(false);
   });
@@ -49,8 +52,10 @@ describe("the version note, written just after listening", () => {
     await first.stop(true);
     const file = join(dir, "apis.db");
     const db = new Database(file);
-    const noted = () => (db.query("SELECT value FROM meta WHERE key = 'version'").get() as { value: string } | null)?.value;
-    const announced = () => db.query("SELECT data_key FROM changes WHERE data_type = 'cc.version'").all() as { data_key: string }[];
+    const noted = () =>
+      (db.query("SELECT value FROM meta WHERE key = 'version'").get() as { value: string } | null)?.value;
+    const announced = () =>
+      db.query("SELECT data_key FROM changes WHERE data_type = 'cc.version'").all() as { data_key: string }[];
     expect(noted()).toBe(VERSION);
     db.query("UPDATE meta SET value = '2000.1.1' WHERE key = 'version'").run();
     const again = await TestServer.start({}, dir);

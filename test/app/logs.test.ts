@@ -10,12 +10,18 @@ const main = join(import.meta.dir, "../../src/main.ts");
 
 /** The environment without APIS_* settings of whoever runs the tests. */
 function withoutApisSettings(): Record<string, string> {
-  return Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => !e[0].startsWith("APIS_") && e[1] !== undefined));
+  return Object.fromEntries(
+    Object.entries(process.env).filter((e): e is [string, string] => !e[0].startsWith("APIS_") && e[1] !== undefined),
+  );
 }
 
 /** A spawned server whose stderr is collected as it comes. */
 async function spawnServer(dataDir: string, flags: string[]) {
-  const proc = Bun.spawn([process.execPath, main, "serve", "--port", "0", "--data", dataDir, ...flags], { stdout: "pipe", stderr: "pipe", env: { ...withoutApisSettings(), APIS_LOG_LEVEL: "info" } });
+  const proc = Bun.spawn([process.execPath, main, "serve", "--port", "0", "--data", dataDir, ...flags], {
+    stdout: "pipe",
+    stderr: "pipe",
+    env: { ...withoutApisSettings(), APIS_LOG_LEVEL: "info" },
+  });
   let err = "";
   void (async () => {
     const dec = new TextDecoder();
@@ -29,8 +35,17 @@ async function call(url: string, path: string, body?: unknown, token?: string) {
   const headers: Record<string, string> = {};
   if (token) headers.authorization = `Bearer ${token}`;
   if (body !== undefined) headers["content-type"] = "application/json";
-  const res = await fetch(url + path, { method: body === undefined ? "GET" : "POST", headers, body: body === undefined ? undefined : JSON.stringify(body) });
-  return { status: res.status, body: (await res.json()) as any, token: res.headers.get("authorization")?.replace(/^Bearer /, ""), id: res.headers.get("x-request-id") };
+  const res = await fetch(url + path, {
+    method: body === undefined ? "GET" : "POST",
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return {
+    status: res.status,
+    body: (await res.json()) as any,
+    token: res.headers.get("authorization")?.replace(/^Bearer /, ""),
+    id: res.headers.get("x-request-id"),
+  };
 }
 
 describe("the log of a session of sign-up, reset, login and API keys", () => {
@@ -52,9 +67,17 @@ describe("the log of a session of sign-up, reset, login and API keys", () => {
     expect(req.status).toBe(200);
     const signupCode = codeOf(await smtp.next(who.email, since));
     secrets.set("signup verification code", signupCode).set("signup validation code", req.body.result.validation_code);
-    const wrong = await call(url, "/api/signup", { ...who, validation_code: req.body.result.validation_code, verification_code: "WRONG9" });
+    const wrong = await call(url, "/api/signup", {
+      ...who,
+      validation_code: req.body.result.validation_code,
+      verification_code: "WRONG9",
+    });
     expect(wrong.status).toBe(422);
-    const signed = await call(url, "/api/signup", { ...who, validation_code: req.body.result.validation_code, verification_code: signupCode });
+    const signed = await call(url, "/api/signup", {
+      ...who,
+      validation_code: req.body.result.validation_code,
+      verification_code: signupCode,
+    });
     expect(signed.status).toBe(200);
     secrets.set("signup JWT", signed.token!);
 
@@ -65,7 +88,12 @@ describe("the log of a session of sign-up, reset, login and API keys", () => {
     secrets.set("reset verification code", resetCode).set("reset validation code", reset.body.result.validation_code);
     const newPassword = "second-Secret-pass-2";
     secrets.set("new password", newPassword);
-    const done = await call(url, "/api/reset_password", { username: who.username, new_password: newPassword, validation_code: reset.body.result.validation_code, verification_code: resetCode });
+    const done = await call(url, "/api/reset_password", {
+      username: who.username,
+      new_password: newPassword,
+      validation_code: reset.body.result.validation_code,
+      verification_code: resetCode,
+    });
     expect(done.status).toBe(200);
     secrets.set("reset JWT", done.token!);
 
@@ -76,7 +104,8 @@ describe("the log of a session of sign-up, reset, login and API keys", () => {
     expect(login.status).toBe(200);
     secrets.set("login JWT", login.token!);
 
-    const project = (await call(url, "/api/projects/create", { name: "Logged" }, login.token)).body.result.project as string;
+    const project = (await call(url, "/api/projects/create", { name: "Logged" }, login.token)).body.result
+      .project as string;
     const key = await call(url, `/api/p/${project}/apikeys/create`, { name: "Shop" }, login.token);
     expect(key.status).toBe(200);
     secrets.set("API key", key.body.result.apikey);
@@ -151,7 +180,12 @@ describe("the log of a session of sign-up, reset, login and API keys", () => {
   });
 
   test("the mail lines name the recipient but not the subject", () => {
-    const mails = server.log().trim().split("\n").map((l) => JSON.parse(l)).filter((e) => e.msg === "mail sent");
+    const mails = server
+      .log()
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l))
+      .filter((e) => e.msg === "mail sent");
     expect(mails.length).toBe(2);
     for (const m of mails) expect(Object.keys(m).sort()).toEqual(["level", "msg", "time", "to"]);
   });
@@ -162,10 +196,22 @@ describe("--log-format text", () => {
     const dataDir = mkdtempSync(join(tmpdir(), "apis-logs-"));
     const s = await spawnServer(dataDir, ["--log-format", "text"]);
     try {
-      const r = await fetch(`${s.url}/api/ping?token=should-not-appear`, { headers: { "x-request-id": "proxy-given-id-1" } });
+      const r = await fetch(`${s.url}/api/ping?token=should-not-appear`, {
+        headers: { "x-request-id": "proxy-given-id-1" },
+      });
       expect(r.headers.get("x-request-id")).toBe("proxy-given-id-1");
-      const line = await until(() => s.log().split("\n").find((l) => l.includes("proxy-given-id-1")), undefined, "the ping line");
-      expect(line).toMatch(/^\[\d{4}-\d\d-\d\dT[\d:.]+Z\] INFO: GET \/api\/ping 200 \{.*"path":"\/api\/ping".*"status":200.*"ms":[\d.]+.*\}$/);
+      const line = await until(
+        () =>
+          s
+            .log()
+            .split("\n")
+            .find((l) => l.includes("proxy-given-id-1")),
+        undefined,
+        "the ping line",
+      );
+      expect(line).toMatch(
+        /^\[\d{4}-\d\d-\d\dT[\d:.]+Z\] INFO: GET \/api\/ping 200 \{.*"path":"\/api\/ping".*"status":200.*"ms":[\d.]+.*\}$/,
+      );
       expect(s.log()).not.toContain("should-not-appear");
     } finally {
       s.proc.kill("SIGTERM");
@@ -175,7 +221,10 @@ describe("--log-format text", () => {
   });
 
   test("a bad --log-format is refused at start with exit code 2", async () => {
-    const p = Bun.spawn([process.execPath, main, "serve", "--port", "0", "--data", join(tmpdir(), "apis-never"), "--log-format", "xml"], { stdout: "pipe", stderr: "pipe" });
+    const p = Bun.spawn(
+      [process.execPath, main, "serve", "--port", "0", "--data", join(tmpdir(), "apis-never"), "--log-format", "xml"],
+      { stdout: "pipe", stderr: "pipe" },
+    );
     expect(await p.exited).toBe(2);
     expect(await new Response(p.stderr).text()).toContain("invalid --log-format");
   });

@@ -19,7 +19,12 @@ const api = (path: string) => `/api/p/${project}/assets/${path}`;
 const call = (path: string, body: unknown = {}, token = alice.token) => srv.call(api(path), { body, token });
 
 /** Uploads through the real multipart endpoint; `fields` go before the file unless `fieldsAfter`. */
-async function upload(content: Uint8Array | string, filename: string, fields: Record<string, string> = {}, opts: { path?: string; token?: string; fieldsAfter?: boolean; type?: string } = {}) {
+async function upload(
+  content: Uint8Array | string,
+  filename: string,
+  fields: Record<string, string> = {},
+  opts: { path?: string; token?: string; fieldsAfter?: boolean; type?: string } = {},
+) {
   const fd = new FormData();
   if (!opts.fieldsAfter) for (const [k, v] of Object.entries(fields)) fd.append(k, v);
   fd.append("upload_file", new Blob([content as any], { type: opts.type ?? "application/octet-stream" }), filename);
@@ -31,10 +36,28 @@ const originals = () => join(srv.dataDir, "files", "projects", project, "origina
 /** The DAM storage pathname of an asset form: `<gid>~<version>.<type>`. */
 const storageOf = (a: { gid: string; version: number; type: string }) => `${a.gid}~${a.version}.${a.type}`;
 /** The stored row of an asset (facts the form does not show: mime, sha256, ...). */
-const row = (gid: string) => srv.ctx.db.$client.query("SELECT * FROM assets WHERE gid = ?").get(gid) as Record<string, any>;
+const row = (gid: string) =>
+  srv.ctx.db.$client.query("SELECT * FROM assets WHERE gid = ?").get(gid) as Record<string, any>;
 let root: string;
 /** The reference's members of the asset form, nothing else. */
-const FORM_KEYS = ["childcount", "created_on", "description", "gid", "info", "is_file", "metadata", "name", "path", "pathname", "status", "title", "transforms", "type", "updated_on", "version"];
+const FORM_KEYS = [
+  "childcount",
+  "created_on",
+  "description",
+  "gid",
+  "info",
+  "is_file",
+  "metadata",
+  "name",
+  "path",
+  "pathname",
+  "status",
+  "title",
+  "transforms",
+  "type",
+  "updated_on",
+  "version",
+];
 
 async function syncItems(after: number) {
   const r = await srv.call("/sync/get", { token: alice.token, body: { project, cursor: after } });
@@ -54,9 +77,15 @@ beforeAll(async () => {
   project = await srv.project(alice.token, "Catalogue");
   jpeg = await sharp({ create: { width: 64, height: 48, channels: 3, background: "#c03020" } })
     .jpeg({ quality: 80 })
-    .withExif({ IFD0: { Make: "Canon", Model: "EOS Test", ImageDescription: "Red running shoe", Copyright: "ACME Corp" } })
+    .withExif({
+      IFD0: { Make: "Canon", Model: "EOS Test", ImageDescription: "Red running shoe", Copyright: "ACME Corp" },
+    })
     .toBuffer();
-  png = await sharp({ create: { width: 20, height: 10, channels: 4, background: { r: 0, g: 128, b: 255, alpha: 0.5 } } }).png().toBuffer();
+  png = await sharp({
+    create: { width: 20, height: 10, channels: 4, background: { r: 0, g: 128, b: 255, alpha: 0.5 } },
+  })
+    .png()
+    .toBuffer();
 });
 afterAll(() => srv.stop());
 
@@ -124,8 +153,22 @@ describe("folders and the tree", () => {
     shoes = a.body.result.asset;
     expect(a.body.result).toEqual({ parent: root, asset: shoes });
     expect(Object.keys(a.body.data.assets[shoes]).sort()).toEqual(FORM_KEYS);
-    expect(a.body.data.assets[shoes]).toMatchObject({ gid: shoes, pathname: "/Shoes", path: "/", name: "Shoes", is_file: false, type: null, status: "published", version: 0, childcount: 0 });
-    expect(a.body.data.assets[root]).toMatchObject({ pathname: "/", childcount: 1, info: { filecount: 0, foldercount: 1 } });
+    expect(a.body.data.assets[shoes]).toMatchObject({
+      gid: shoes,
+      pathname: "/Shoes",
+      path: "/",
+      name: "Shoes",
+      is_file: false,
+      type: null,
+      status: "published",
+      version: 0,
+      childcount: 0,
+    });
+    expect(a.body.data.assets[root]).toMatchObject({
+      pathname: "/",
+      childcount: 1,
+      info: { filecount: 0, foldercount: 1 },
+    });
     const b = await call("create", { name: "Running", parent: shoes });
     running = b.body.result.asset;
     expect(b.body.data.assets[running]).toMatchObject({ pathname: "/Shoes/Running", path: "/Shoes" });
@@ -207,12 +250,24 @@ describe("folders and the tree", () => {
     expect(r.body.result).toEqual({ asset: running });
     expect(r.body.data.assets[running]).toMatchObject({ name: "Running shoes", pathname: "/Shoes/Running shoes" });
     expect((await call("get", { asset: inner })).body.data.assets[inner].pathname).toBe("/Shoes/Running shoes/Inner");
-    const t = await call("update", { asset: running, title: { en: "Runners" }, transforms: { _main_: { crop: null, hotspot: [0.5, 0.25] } } });
-    expect(t.body.data.assets[running]).toMatchObject({ title: { en: "Runners" }, description: { en: "" }, transforms: { _main_: { crop: null, hotspot: [0.5, 0.25] } } });
-    expect((await call("update", { asset: running, description: { en: "All of them" } })).body.data.assets[running].title).toEqual({ en: "Runners" });
+    const t = await call("update", {
+      asset: running,
+      title: { en: "Runners" },
+      transforms: { _main_: { crop: null, hotspot: [0.5, 0.25] } },
+    });
+    expect(t.body.data.assets[running]).toMatchObject({
+      title: { en: "Runners" },
+      description: { en: "" },
+      transforms: { _main_: { crop: null, hotspot: [0.5, 0.25] } },
+    });
+    expect(
+      (await call("update", { asset: running, description: { en: "All of them" } })).body.data.assets[running].title,
+    ).toEqual({ en: "Runners" });
     expect((await call("update", { asset: running, title: { xx: "?" } })).status).toBe(400);
     expect((await call("update", { asset: running, transforms: { _main_: { hotspot: [2, 0] } } })).status).toBe(400);
-    expect((await call("update", { asset: running, transforms: { "a/b": { crop: null, hotspot: null } } })).status).toBe(400);
+    expect(
+      (await call("update", { asset: running, transforms: { "a/b": { crop: null, hotspot: null } } })).status,
+    ).toBe(400);
     expect((await call("update", { asset: running })).status).toBe(400);
     expect((await call("update", { asset: "nope0000000000000000", name: "x" })).status).toBe(422);
     const rootUpdate = await call("update", { asset: root, name: "x" });
@@ -237,7 +292,10 @@ describe("folders and the tree", () => {
     const r = await call("move", { asset: f, parent: running });
     expect(r.status).toBe(200);
     expect(r.body.result).toEqual({ parent: running, asset: f });
-    expect(r.body.data.assets[f]).toMatchObject({ pathname: "/Shoes/Running shoes/Loose", path: "/Shoes/Running shoes" });
+    expect(r.body.data.assets[f]).toMatchObject({
+      pathname: "/Shoes/Running shoes/Loose",
+      path: "/Shoes/Running shoes",
+    });
     expect(Object.keys(r.body.data.assets).sort()).toEqual([f, running, root].sort());
     const back = await call("move", { assets: [f], parent: root });
     expect(back.body.result).toEqual({ parent: root, assets: [f] });
@@ -274,7 +332,11 @@ describe("folders and the tree", () => {
     const col = (c: string) => r[w2.body.result.columns.indexOf(c)];
     expect(col("gid")).toBe(img);
     expect(col("metadata.shop.sku")).toBe("RS-1");
-    const chosen = await call("sheet", { parent: shoes, recursive: true, columns: ["name", "metadata.shop.colour", "width"] });
+    const chosen = await call("sheet", {
+      parent: shoes,
+      recursive: true,
+      columns: ["name", "metadata.shop.colour", "width"],
+    });
     expect(chosen.body.result.columns).toEqual(["gid", "name", "metadata.shop.colour", "width"]);
     expect((await call("sheet", { columns: ["nonsense"] })).status).toBe(400);
     expect((await call("sheet", { columns: ["constructor"] })).status).toBe(400);
@@ -288,9 +350,33 @@ describe("uploads", () => {
     expect(r.body.result).toEqual({ parent: root, asset: r.body.result.asset });
     const a = r.body.data.assets[r.body.result.asset];
     expect(Object.keys(a).sort()).toEqual(FORM_KEYS);
-    expect(a).toMatchObject({ pathname: "/Red shoe.jpg", path: "/", name: "Red shoe.jpg", is_file: true, type: "jpg", childcount: 0, status: "published", version: 1 });
-    expect(a.info).toMatchObject({ format: "jpg", filesize: jpeg.length, pages: 1, width: 64, height: 48, transparent: false, animated: false, colors: "truecolor", colorspace: "srgb" });
-    expect(a.info.metadata).toMatchObject({ Make: "Canon", Model: "EOS Test", ImageDescription: "Red running shoe", Copyright: "ACME Corp" });
+    expect(a).toMatchObject({
+      pathname: "/Red shoe.jpg",
+      path: "/",
+      name: "Red shoe.jpg",
+      is_file: true,
+      type: "jpg",
+      childcount: 0,
+      status: "published",
+      version: 1,
+    });
+    expect(a.info).toMatchObject({
+      format: "jpg",
+      filesize: jpeg.length,
+      pages: 1,
+      width: 64,
+      height: 48,
+      transparent: false,
+      animated: false,
+      colors: "truecolor",
+      colorspace: "srgb",
+    });
+    expect(a.info.metadata).toMatchObject({
+      Make: "Canon",
+      Model: "EOS Test",
+      ImageDescription: "Red running shoe",
+      Copyright: "ACME Corp",
+    });
     expect(r.body.data.assets[root].info.filecount).toBeGreaterThan(0);
     const stored = row(a.gid);
     expect(stored.mime).toBe("image/jpeg");
@@ -303,19 +389,40 @@ describe("uploads", () => {
     const r = await upload(png, "alpha.png", { parent: "" }, { fieldsAfter: true });
     expect(r.status).toBe(200);
     const a = r.body.data.assets[r.body.result.asset];
-    expect(a).toMatchObject({ type: "png", name: "alpha.png", pathname: "/alpha.png", info: { width: 20, height: 10, format: "png", transparent: true, colors: "truecolormatte" } });
+    expect(a).toMatchObject({
+      type: "png",
+      name: "alpha.png",
+      pathname: "/alpha.png",
+      info: { width: 20, height: 10, format: "png", transparent: true, colors: "truecolormatte" },
+    });
     const again = await upload(png, "ALPHA.png");
     expect(again.body.data.assets[again.body.result.asset].name).toBe("ALPHA-2.png");
   });
 
   test("a name used many times gets the next free serial, in any case, whatever characters it holds", async () => {
     const names: string[] = [];
-    for (const n of ["50%_off.png", "50%_off.png", "50%_OFF.png", "50%_OFF-4.png", "50%_off.png", "50x_off.png", "50x_off.png"]) {
+    for (const n of [
+      "50%_off.png",
+      "50%_off.png",
+      "50%_OFF.png",
+      "50%_OFF-4.png",
+      "50%_off.png",
+      "50x_off.png",
+      "50x_off.png",
+    ]) {
       const r = await upload(png, n);
       expect(r.status).toBe(200);
       names.push(r.body.data.assets[r.body.result.asset].name);
     }
-    expect(names).toEqual(["50%_off.png", "50%_off-2.png", "50%_OFF-3.png", "50%_OFF-4.png", "50%_off-5.png", "50x_off.png", "50x_off-2.png"]);
+    expect(names).toEqual([
+      "50%_off.png",
+      "50%_off-2.png",
+      "50%_OFF-3.png",
+      "50%_OFF-4.png",
+      "50%_off-5.png",
+      "50x_off.png",
+      "50x_off-2.png",
+    ]);
   });
 
   test("upload takes the folder by pathname, and the old file field name still works", async () => {
@@ -330,7 +437,10 @@ describe("uploads", () => {
   });
 
   test("an EXIF orientation that turns the picture reports the displayed size", async () => {
-    const turned = await sharp({ create: { width: 30, height: 10, channels: 3, background: "#808080" } }).jpeg().withMetadata({ orientation: 6 }).toBuffer();
+    const turned = await sharp({ create: { width: 30, height: 10, channels: 3, background: "#808080" } })
+      .jpeg()
+      .withMetadata({ orientation: 6 })
+      .toBuffer();
     const r = await upload(turned, "turned.jpg");
     expect(r.body.data.assets[r.body.result.asset].info).toMatchObject({ width: 10, height: 30 });
   });
@@ -340,9 +450,20 @@ describe("uploads", () => {
       const a = r.body.data.assets[r.body.result.asset];
       return { type: a.type, mime: row(a.gid).mime, kind: row(a.gid).type };
     };
-    expect(kind(await upload("sku,name\nRS-1,Shoe\n", "data.csv"))).toEqual({ type: "csv", mime: "text/csv", kind: "file" });
-    expect(kind(await upload("just text", "photo.jpg", {}, { type: "image/jpeg" }))).toEqual({ type: "txt", mime: "text/plain", kind: "file" });
-    const svg = await upload('<svg xmlns="http://www.w3.org/2000/svg" width="12" height="8"><rect width="12" height="8"/></svg>', "logo.txt");
+    expect(kind(await upload("sku,name\nRS-1,Shoe\n", "data.csv"))).toEqual({
+      type: "csv",
+      mime: "text/csv",
+      kind: "file",
+    });
+    expect(kind(await upload("just text", "photo.jpg", {}, { type: "image/jpeg" }))).toEqual({
+      type: "txt",
+      mime: "text/plain",
+      kind: "file",
+    });
+    const svg = await upload(
+      '<svg xmlns="http://www.w3.org/2000/svg" width="12" height="8"><rect width="12" height="8"/></svg>',
+      "logo.txt",
+    );
     expect(kind(svg)).toEqual({ type: "svg", mime: "image/svg+xml", kind: "image" });
     expect(svg.body.data.assets[svg.body.result.asset].info).toMatchObject({ width: 12, height: 8 });
     const doctype = await upload(
@@ -350,10 +471,19 @@ describe("uploads", () => {
       "drawing.xml",
     );
     expect(kind(doctype)).toMatchObject({ type: "svg", mime: "image/svg+xml" });
-    expect(kind(await upload(new Uint8Array([0, 1, 2, 3, 250, 251]), "blob.dat"))).toEqual({ type: "dat", mime: "application/octet-stream", kind: "file" });
+    expect(kind(await upload(new Uint8Array([0, 1, 2, 3, 250, 251]), "blob.dat"))).toEqual({
+      type: "dat",
+      mime: "application/octet-stream",
+      kind: "file",
+    });
     const pdf = await upload("%PDF-1.4\n1 0 obj<<>>endobj\ntrailer<<>>\n%%EOF\n", "doc.bin");
     expect(kind(pdf)).toMatchObject({ type: "pdf", mime: "application/pdf" });
-    expect(pdf.body.data.assets[pdf.body.result.asset].info).toMatchObject({ format: "pdf", width: null, height: null, colors: null });
+    expect(pdf.body.data.assets[pdf.body.result.asset].info).toMatchObject({
+      format: "pdf",
+      width: null,
+      height: null,
+      colors: null,
+    });
   });
 
   test("an upload refused after it was received (a folder that does not exist) leaves no file behind", async () => {
@@ -368,35 +498,42 @@ describe("uploads", () => {
     expect(readdirSync(originals()).length).toBe(before + 1);
   });
 
-  test.skipIf(!existsSync("/proc/self/fd"))("a synced upload's file is closed once it is answered: kept, refused before it is moved into place, or refused after", async () => {
-    // The server runs in this process: its open files are ours. The last sync of a received file
-    // starts before the route decides; the file must be closed either way.
-    const openUploads = () =>
-      readdirSync("/proc/self/fd").filter((fd) => {
-        try {
-          const target = readlinkSync(`/proc/self/fd/${fd}`);
-          return target.startsWith(srv.dataDir) && (target.includes("/upload-") || target.includes("/originals/"));
-        } catch {
-          return false; // closed meanwhile
-        }
-      });
-    expect(srv.ctx.config.sqliteSynchronous).toBe("full");
-    const kept = await upload(new Uint8Array(LIMIT).fill(5), "kept-closed.bin");
-    expect(kept.status).toBe(200);
-    // Refused before the file is moved into place (its last sync is let go), and after it.
-    const early = await upload(new Uint8Array(LIMIT).fill(6), "refused-early.bin", { name: ".." });
-    expect(early.status).toBe(400);
-    const late = await upload(new Uint8Array(LIMIT).fill(7), "refused-late.bin", { parent: "nosuchfolder0000000" });
-    expect(late.status).toBe(422);
-    await until(() => openUploads().length === 0, undefined, "no upload file left open");
-    expect(readdirSync(join(srv.dataDir, "tmp")).filter((f) => f.startsWith("upload-"))).toEqual([]);
-  });
+  test.skipIf(!existsSync("/proc/self/fd"))(
+    "a synced upload's file is closed once it is answered: kept, refused before it is moved into place, or refused after",
+    async () => {
+      // The server runs in this process: its open files are ours. The last sync of a received file
+      // starts before the route decides; the file must be closed either way.
+      const openUploads = () =>
+        readdirSync("/proc/self/fd").filter((fd) => {
+          try {
+            const target = readlinkSync(`/proc/self/fd/${fd}`);
+            return target.startsWith(srv.dataDir) && (target.includes("/upload-") || target.includes("/originals/"));
+          } catch {
+            return false; // closed meanwhile
+          }
+        });
+      expect(srv.ctx.config.sqliteSynchronous).toBe("full");
+      const kept = await upload(new Uint8Array(LIMIT).fill(5), "kept-closed.bin");
+      expect(kept.status).toBe(200);
+      // Refused before the file is moved into place (its last sync is let go), and after it.
+      const early = await upload(new Uint8Array(LIMIT).fill(6), "refused-early.bin", { name: ".." });
+      expect(early.status).toBe(400);
+      const late = await upload(new Uint8Array(LIMIT).fill(7), "refused-late.bin", { parent: "nosuchfolder0000000" });
+      expect(late.status).toBe(422);
+      await until(() => openUploads().length === 0, undefined, "no upload file left open");
+      expect(readdirSync(join(srv.dataDir, "tmp")).filter((f) => f.startsWith("upload-"))).toEqual([]);
+    },
+  );
 
   test("an upload past --upload-max-bytes is 413 and leaves nothing behind; the server keeps serving", async () => {
     const before = readdirSync(originals()).length;
     const r = await upload(new Uint8Array(LIMIT + 1), "big.bin");
     expect(r.status).toBe(413);
-    expect(r.body).toEqual({ success: false, result: { code: 413, message: "Payload too large", info: { limit_bytes: LIMIT } }, data: {} });
+    expect(r.body).toEqual({
+      success: false,
+      result: { code: 413, message: "Payload too large", info: { limit_bytes: LIMIT } },
+      data: {},
+    });
     expect(readdirSync(originals()).length).toBe(before);
     expect(readdirSync(join(srv.dataDir, "tmp")).filter((f) => f.startsWith("upload-"))).toEqual([]);
     const exact = await upload(new Uint8Array(LIMIT).fill(7), "exact.bin");
@@ -407,7 +544,11 @@ describe("uploads", () => {
   test("a body declaring far more than the limit is refused before it is read", async () => {
     const r = await fetch(srv.url + api("upload"), {
       method: "POST",
-      headers: { authorization: `Bearer ${alice.token}`, "content-type": "multipart/form-data; boundary=x", "content-length": String(LIMIT * 10) },
+      headers: {
+        authorization: `Bearer ${alice.token}`,
+        "content-type": "multipart/form-data; boundary=x",
+        "content-length": String(LIMIT * 10),
+      },
       body: "--x\r\n",
     }).catch(() => null);
     // Bun itself may cut the connection for a lying content-length; either way nothing is stored.
@@ -440,7 +581,16 @@ describe("uploads", () => {
     expect(parseStorageName(row(a.gid).storage_name)).toEqual({ gid: a.gid, version: 1, extension: "png" });
     const win = await upload(png, "..\\..\\evil.png");
     expect(win.body.data.assets[win.body.result.asset].name).toBe("evil.png");
-    for (const bad of ["../x~1.png", "a/b~1.png", "abcdefgh~1.png/..", "abcdefgh~0.png", "abcdefgh~1.", "abcdefgh~1.p/g", "ABCDEFGH~1.png", "abcdefgh~1.png\0"]) {
+    for (const bad of [
+      "../x~1.png",
+      "a/b~1.png",
+      "abcdefgh~1.png/..",
+      "abcdefgh~0.png",
+      "abcdefgh~1.",
+      "abcdefgh~1.p/g",
+      "ABCDEFGH~1.png",
+      "abcdefgh~1.png\0",
+    ]) {
       expect(() => originalPath(srv.ctx, project, bad)).toThrow();
     }
     expect(originalPath(srv.ctx, project, "abcdefgh~12.png")).toBe(join(originals(), "abcdefgh~12.png"));
@@ -489,13 +639,21 @@ describe("versions", () => {
     const files = readdirSync(originals()).filter((f) => f.startsWith(gid));
     expect(files.sort()).toEqual(names.slice(1).sort());
     const renamed = await upload(png, "x.png", { asset: gid, name: "Now a PNG.png" }, { path: "upload_update" });
-    expect(renamed.body.data.assets[gid]).toMatchObject({ name: "Now a PNG.png", pathname: "/Now a PNG.png", version: 5, type: "png", info: { format: "png" } });
+    expect(renamed.body.data.assets[gid]).toMatchObject({
+      name: "Now a PNG.png",
+      pathname: "/Now a PNG.png",
+      version: 5,
+      type: "png",
+      info: { format: "png" },
+    });
   });
 
   test("upload_update needs an existing file asset", async () => {
     const folder = (await call("create", { name: "F" })).body.result.asset;
     expect((await upload(png, "x.png", { asset: folder }, { path: "upload_update" })).status).toBe(422);
-    expect((await upload(png, "x.png", {}, { path: "upload_update" })).body.result.info).toEqual({ "Missing parameter": "asset" });
+    expect((await upload(png, "x.png", {}, { path: "upload_update" })).body.result.info).toEqual({
+      "Missing parameter": "asset",
+    });
     expect((await upload(png, "x.png", { asset: "nothing0000000000000" }, { path: "upload_update" })).status).toBe(422);
   });
 });
@@ -506,11 +664,26 @@ describe("metadata", () => {
     const a = await call("metadata/set", { asset: gid, name: "shop.sku", value: "RS-42" });
     expect(a.status).toBe(200);
     expect(a.body.result).toEqual({ asset: gid });
-    expect(a.body.data.assets[gid].metadata).toEqual({ "shop.sku": { type: "textline", is_localized: false, value: "RS-42" } });
+    expect(a.body.data.assets[gid].metadata).toEqual({
+      "shop.sku": { type: "textline", is_localized: false, value: "RS-42" },
+    });
     const b = await call("metadata/set", { asset: gid, name: "shop.width", type: "number", value: "12.5" });
-    expect(b.body.data.assets[gid].metadata["shop.width"]).toEqual({ type: "number", is_localized: false, value: 12.5 });
-    const c = await call("metadata/set", { asset: gid, name: "shop.label", is_localized: true, value: { en: "w [mm]" } });
-    expect(c.body.data.assets[gid].metadata["shop.label"]).toEqual({ type: "textline", is_localized: true, value: { en: "w [mm]" } });
+    expect(b.body.data.assets[gid].metadata["shop.width"]).toEqual({
+      type: "number",
+      is_localized: false,
+      value: 12.5,
+    });
+    const c = await call("metadata/set", {
+      asset: gid,
+      name: "shop.label",
+      is_localized: true,
+      value: { en: "w [mm]" },
+    });
+    expect(c.body.data.assets[gid].metadata["shop.label"]).toEqual({
+      type: "textline",
+      is_localized: true,
+      value: { en: "w [mm]" },
+    });
     const d = await call("metadata/set", { asset: gid, name: "shop.ok", type: "boolean", value: "yes" });
     expect(d.body.data.assets[gid].metadata["shop.ok"].value).toBe(true);
     const e = await call("metadata/clear", { asset: gid, name: "shop.width" });
@@ -531,7 +704,11 @@ describe("metadata", () => {
     expect((await call("metadata/set", { asset: gid })).body.result.info).toEqual({ "Missing parameter": "name" });
     const proto = await call("metadata/set", { asset: gid, name: "__proto__.constructor", value: "x" });
     expect(proto.status).toBe(200);
-    expect(proto.body.data.assets[gid].metadata["__proto__.constructor"]).toEqual({ type: "textline", is_localized: false, value: "x" });
+    expect(proto.body.data.assets[gid].metadata["__proto__.constructor"]).toEqual({
+      type: "textline",
+      is_localized: false,
+      value: "x",
+    });
     expect((await call("metadata/clear", { asset: gid, name: "constructor" })).status).toBe(200);
     expect((await call("metadata/clear", { asset: gid, name: "toString" })).status).toBe(200);
     expect((await call("metadata/clear", { asset: gid })).body.result.info).toEqual({ "Missing parameter": "name" });
@@ -584,7 +761,11 @@ describe("delete, undelete, permanent_delete", () => {
     await call("undelete", { asset: box });
     await upload(png, "item.png", { parent: box });
     const back = await call("undelete", { asset: item });
-    expect(back.body.data.assets[item]).toMatchObject({ status: "published", name: "item-2.png", pathname: "/Box/item-2.png" });
+    expect(back.body.data.assets[item]).toMatchObject({
+      status: "published",
+      name: "item-2.png",
+      pathname: "/Box/item-2.png",
+    });
   });
 
   test("a deleted asset cannot be changed, only undeleted or removed; the root cannot be deleted", async () => {
@@ -632,7 +813,9 @@ describe("sync items", () => {
     await call("delete", { asset: f });
     await call("permanent_delete", { asset: f });
     const items = (await syncItems(c0)).filter((i) => i.data_type === "assets");
-    const seq = items.map((i) => `${i.action}:${i.data_key === f ? "f" : i.data_key === img ? "img" : i.data_key === root ? "root" : "?"}`);
+    const seq = items.map(
+      (i) => `${i.action}:${i.data_key === f ? "f" : i.data_key === img ? "img" : i.data_key === root ? "root" : "?"}`,
+    );
     expect(seq).toEqual([
       "INSERT:f",
       "UPDATE:root",
@@ -671,14 +854,23 @@ describe("projects from before the root folder", () => {
     const other = await srv.project(alice.token, "Old style");
     const db = srv.ctx.db.$client;
     const t = Date.now() / 1000;
-    db.query("INSERT INTO assets (gid, project_gid, parent, type, name, created_on, updated_on) VALUES (?, ?, NULL, 'folder', 'Legacy', ?, ?)").run("legacyfolder00000000", other, t, t);
-    db.query("INSERT INTO assets (gid, project_gid, parent, type, name, extension, created_on, updated_on) VALUES (?, ?, 'legacyfolder00000000', 'file', 'old.txt', 'txt', ?, ?)").run("legacyfile0000000000", other, t, t);
-    const r = await srv.call(`/api/p/${other}/assets/get`, { body: { pathname: "/Legacy/old.txt" }, token: alice.token });
+    db.query(
+      "INSERT INTO assets (gid, project_gid, parent, type, name, created_on, updated_on) VALUES (?, ?, NULL, 'folder', 'Legacy', ?, ?)",
+    ).run("legacyfolder00000000", other, t, t);
+    db.query(
+      "INSERT INTO assets (gid, project_gid, parent, type, name, extension, created_on, updated_on) VALUES (?, ?, 'legacyfolder00000000', 'file', 'old.txt', 'txt', ?, ?)",
+    ).run("legacyfile0000000000", other, t, t);
+    const r = await srv.call(`/api/p/${other}/assets/get`, {
+      body: { pathname: "/Legacy/old.txt" },
+      token: alice.token,
+    });
     expect(r.status).toBe(200);
     expect(r.body.result).toEqual({ asset: "legacyfile0000000000" });
     const rootOf = await srv.call(`/api/p/${other}/assets/root`, { body: {}, token: alice.token });
     expect(rootOf.body.data.assets[rootOf.body.result.root]).toMatchObject({ pathname: "/", childcount: 1 });
-    expect(db.query("SELECT count(*) AS n FROM assets WHERE project_gid = ? AND parent IS NULL").get(other)).toEqual({ n: 1 });
+    expect(db.query("SELECT count(*) AS n FROM assets WHERE project_gid = ? AND parent IS NULL").get(other)).toEqual({
+      n: 1,
+    });
   });
 });
 
@@ -692,7 +884,9 @@ describe("project removal", () => {
     const dir = join(srv.dataDir, "files", "projects", other);
     expect(existsSync(join(dir, "originals", storageOf(up.body.data.assets[up.body.result.asset])))).toBe(true);
     expect((await srv.call("/api/projects/delete", { body: { project: other }, token: alice.token })).status).toBe(200);
-    expect((await srv.call("/api/projects/permanent_delete", { body: { project: other }, token: alice.token })).status).toBe(200);
+    expect(
+      (await srv.call("/api/projects/permanent_delete", { body: { project: other }, token: alice.token })).status,
+    ).toBe(200);
     expect(existsSync(dir)).toBe(false);
     const db = srv.ctx.db.$client;
     expect(db.query("SELECT count(*) AS n FROM assets WHERE project_gid = ?").get(other)).toEqual({ n: 0 });

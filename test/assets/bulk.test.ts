@@ -28,11 +28,15 @@ async function upload(name: string, parent?: string): Promise<string> {
 
 /** Polls the job until it is done or rejected. */
 async function finished(token: string): Promise<any> {
-  return until(async () => {
-    const r = await srv.call(`/api/p/${project}/jobs/get`, { body: { token }, token: alice.token });
-    const job = r.body.result?.job;
-    return job && (job.status === "done" || job.status === "rejected") ? job : undefined;
-  }, undefined, "the job to finish");
+  return until(
+    async () => {
+      const r = await srv.call(`/api/p/${project}/jobs/get`, { body: { token }, token: alice.token });
+      const job = r.body.result?.job;
+      return job && (job.status === "done" || job.status === "rejected") ? job : undefined;
+    },
+    undefined,
+    "the job to finish",
+  );
 }
 
 async function runBulk(op: string, body: unknown) {
@@ -54,7 +58,11 @@ async function enumerate(selection: unknown, size: number) {
   let total = -1;
   let pages = 0;
   do {
-    const r: any = await call("bulk/get", { selection, "page.size": size, ...(cursor ? { "page.cursor": cursor } : {}) });
+    const r: any = await call("bulk/get", {
+      selection,
+      "page.size": size,
+      ...(cursor ? { "page.cursor": cursor } : {}),
+    });
     expect(r.status).toBe(200);
     expect(Object.keys(r.body.result).sort()).toEqual(["assets", "assets.size", "page.cursor"]);
     for (const gid of r.body.result.assets) expect(r.body.data.assets[gid].gid).toBe(gid);
@@ -74,17 +82,24 @@ beforeAll(async () => {
   alice = await srv.user("alice");
   bob = await srv.user("bob");
   project = await srv.project(alice.token, "Bulk");
-  png = await sharp({ create: { width: 8, height: 8, channels: 3, background: "#ff8800" } }).png().toBuffer();
+  png = await sharp({ create: { width: 8, height: 8, channels: 3, background: "#ff8800" } })
+    .png()
+    .toBuffer();
   box = await folder("Box");
   items = [];
-  for (let i = 0; i < 12; i++) items.push(await upload(`item ${String(i).padStart(2, "0")}${i % 3 === 0 ? " special" : ""}.png`, box));
+  for (let i = 0; i < 12; i++)
+    items.push(await upload(`item ${String(i).padStart(2, "0")}${i % 3 === 0 ? " special" : ""}.png`, box));
 });
 afterAll(() => srv.stop());
 
 describe("bulk/get", () => {
   test("pages through a mixed selection with the opaque cursor until it is null", async () => {
     const extra = await folder("Loose");
-    const selection = [extra, { children: box, exclude: [items[0]] }, { search: { q: "special" }, exclude: [items[3]] }];
+    const selection = [
+      extra,
+      { children: box, exclude: [items[0]] },
+      { search: { q: "special" }, exclude: [items[3]] },
+    ];
     const { gids, total, pages } = await enumerate(selection, 5);
     // children of box minus item 0 (11) + special ones (0, 6, 9; 3 excluded there but in children) + extra.
     const expected = new Set([extra, ...items.slice(1), items[0]]);
@@ -109,17 +124,32 @@ describe("bulk/get", () => {
     const p1 = await call("bulk/get", { selection: [{ children: f }], "page.size": 2 });
     expect(p1.body.result.assets).toEqual(kids.slice(0, 2));
     const late = await folder("late", f);
-    const p2 = await call("bulk/get", { selection: [{ children: f }], "page.size": 2, "page.cursor": p1.body.result["page.cursor"] });
+    const p2 = await call("bulk/get", {
+      selection: [{ children: f }],
+      "page.size": 2,
+      "page.cursor": p1.body.result["page.cursor"],
+    });
     expect(p2.body.result.assets).toEqual(kids.slice(2, 4));
     expect(p2.body.result["assets.size"]).toBe(5);
-    const p3 = await call("bulk/get", { selection: [{ children: f }], "page.size": 2, "page.cursor": p2.body.result["page.cursor"] });
+    const p3 = await call("bulk/get", {
+      selection: [{ children: f }],
+      "page.size": 2,
+      "page.cursor": p2.body.result["page.cursor"],
+    });
     expect(p3.body.result.assets).toEqual([late]);
     expect(p3.body.result["page.cursor"]).toBeNull();
   });
 
   test("bad selections are 400, unknown gids are skipped, foreign callers 403", async () => {
     expect((await call("bulk/get", {})).body.result.info).toEqual({ "Missing parameter": "selection" });
-    for (const selection of ["x", [1], [{}], [{ children: box, search: {} }], [{ search: "q" }], [{ children: box, exclude: "x" }]]) {
+    for (const selection of [
+      "x",
+      [1],
+      [{}],
+      [{ children: box, search: {} }],
+      [{ search: "q" }],
+      [{ children: box, exclude: "x" }],
+    ]) {
       const r = await call("bulk/get", { selection });
       expect(r.status).toBe(400);
       expect(r.body.result.info["Invalid parameter"]).toBe("selection");
@@ -131,7 +161,11 @@ describe("bulk/get", () => {
     expect(noParent.body.result["assets.size"]).toBe(0);
     for (const name of ["constructor", "__proto__", "toString"]) {
       expect((await call("bulk/get", { selection: [{ search: { filter: [name, "is", 1] } }] })).status).toBe(400);
-      expect((await call("bulk/get", { selection: [{ search: { filter: [`metadata.${name}`, "is", 1] } }] })).body.result["assets.size"]).toBe(0);
+      expect(
+        (await call("bulk/get", { selection: [{ search: { filter: [`metadata.${name}`, "is", 1] } }] })).body.result[
+          "assets.size"
+        ],
+      ).toBe(0);
     }
     expect((await call("bulk/get", { selection: [{ search: { filter: ["bogus", "=", 1] } }] })).status).toBe(400);
     expect((await call("bulk/get", { selection: [box] }, bob.token)).status).toBe(403);
@@ -146,22 +180,37 @@ describe("bulk/get", () => {
 
 describe("bulk jobs", () => {
   test("bulk/metadata sets and clears metadata fields on a selection", async () => {
-    const job = await runBulk("metadata", { selection: [{ children: box }], metadata: { "web.campaign": "summer", "web.old": "x" } });
+    const job = await runBulk("metadata", {
+      selection: [{ children: box }],
+      metadata: { "web.campaign": "summer", "web.old": "x" },
+    });
     expect(job.status).toBe("done");
     expect(job.info).toMatchObject({ total: 12, remaining: 0, done: 12, skipped: 0 });
     const text = (value: unknown) => ({ type: "textline", is_localized: false, value });
     const all = await get(items);
     for (const g of items) expect(all[g].metadata).toEqual({ "web.campaign": text("summer"), "web.old": text("x") });
-    const job2 = await runBulk("metadata", { selection: [items[0], items[1]], clear: ["web.old"], metadata: { "web.rank": 1 } });
+    const job2 = await runBulk("metadata", {
+      selection: [items[0], items[1]],
+      clear: ["web.old"],
+      metadata: { "web.rank": 1 },
+    });
     expect(job2.info.done).toBe(2);
     const two = await get([items[0]!, items[2]!]);
-    expect(two[items[0]!].metadata).toEqual({ "web.campaign": text("summer"), "web.rank": { type: "number", is_localized: false, value: 1 } });
+    expect(two[items[0]!].metadata).toEqual({
+      "web.campaign": text("summer"),
+      "web.rank": { type: "number", is_localized: false, value: 1 },
+    });
     expect(two[items[2]!].metadata).toEqual({ "web.campaign": text("summer"), "web.old": text("x") });
-    expect((await call("bulk/metadata", { selection: [items[0]] })).body.result.info).toEqual({ "Missing parameter": "metadata" });
+    expect((await call("bulk/metadata", { selection: [items[0]] })).body.result.info).toEqual({
+      "Missing parameter": "metadata",
+    });
     expect((await call("bulk/metadata", { selection: [items[0]], metadata: { nodot: 1 } })).status).toBe(400);
     const gone = await upload("gone.png");
     await call("delete", { asset: gone });
-    const job3 = await runBulk("metadata", { selection: [gone, items[5], "nope0000000000000000"], metadata: { "web.x": 1 } });
+    const job3 = await runBulk("metadata", {
+      selection: [gone, items[5], "nope0000000000000000"],
+      metadata: { "web.x": 1 },
+    });
     expect(job3.info).toMatchObject({ total: 2, done: 1, skipped: 2 });
     expect(job3.info.skipped_assets).toEqual([
       { gid: gone, reason: "Asset does not exist" },
@@ -178,7 +227,9 @@ describe("bulk jobs", () => {
     expect(moved.body.result.children.sort()).toEqual([items[0], items[3], items[6], items[9]].sort());
     const cycle = await call("bulk/move", { selection: [box], parent: box });
     expect(cycle.status).toBe(422);
-    expect((await call("bulk/move", { selection: [items[1]] })).body.result.info).toEqual({ "Missing parameter": "parent" });
+    expect((await call("bulk/move", { selection: [items[1]] })).body.result.info).toEqual({
+      "Missing parameter": "parent",
+    });
     const back = await runBulk("move", { selection: [{ children: target }], parent: box });
     expect(back.info.done).toBe(4);
   });
@@ -190,7 +241,8 @@ describe("bulk jobs", () => {
     const job = await finished(token);
     expect(job).toMatchObject({ project_gid: project, job: "bulk_delete_assets", status: "done" });
     expect(job.info).toMatchObject({ total: 11, remaining: 0, done: 11 });
-    const sync = (await srv.call("/sync/get", { token: alice.token, body: { cc_cursor: c0 } })).body.result.sync as any[];
+    const sync = (await srv.call("/sync/get", { token: alice.token, body: { cc_cursor: c0 } })).body.result
+      .sync as any[];
     const jobItems = sync.filter((i) => i.data_type === "jobs" && i.data_key === token);
     expect(jobItems.length).toBeGreaterThanOrEqual(2);
     for (const i of jobItems) {
@@ -233,9 +285,12 @@ describe("bulk jobs", () => {
     const big = await folder("Big");
     const db = srv.ctx.db.$client;
     const t = Date.now() / 1000;
-    const insert = db.prepare("INSERT INTO assets (gid, project_gid, parent, pathname, type, name, created_on, updated_on) VALUES (?, ?, ?, ?, 'file', ?, ?, ?)");
+    const insert = db.prepare(
+      "INSERT INTO assets (gid, project_gid, parent, pathname, type, name, created_on, updated_on) VALUES (?, ?, ?, ?, 'file', ?, ?, ?)",
+    );
     db.transaction(() => {
-      for (let i = 0; i < 1500; i++) insert.run(`bigfill${String(i).padStart(13, "0")}`, project, big, `/Big/n${i}`, `n${i}`, t, t);
+      for (let i = 0; i < 1500; i++)
+        insert.run(`bigfill${String(i).padStart(13, "0")}`, project, big, `/Big/n${i}`, `n${i}`, t, t);
     })();
     const seen: number[] = [];
     const unsubscribe = srv.ctx.hub.subscribe((published) => {

@@ -32,22 +32,38 @@ beforeAll(async () => {
   alice = await srv.user("alice");
   project = await srv.project(alice.token, "Search");
   root = (await call("root")).body.result.root;
-  const folder = async (name: string, parent?: string) => (await call("create", { name, parent })).body.result.asset as string;
+  const folder = async (name: string, parent?: string) =>
+    (await call("create", { name, parent })).body.result.asset as string;
   g.catalogue = await folder("Catalogue");
   g.shoes = await folder("Shoes", g.catalogue);
   g.running = await folder("Running gear", g.shoes);
   g.archive = await folder("Archive");
   const jpeg = (w: number, h: number, exif: Record<string, string> = {}) =>
-    sharp({ create: { width: w, height: h, channels: 3, background: "#336699" } }).jpeg().withExif({ IFD0: exif }).toBuffer();
-  const png = (w: number, h: number) => sharp({ create: { width: w, height: h, channels: 4, background: "#00000000" } }).png().toBuffer();
-  g.runner = await upload(await jpeg(120, 80, { ImageDescription: "Trail runner in the mountains", Make: "Nikon" }), "runner.jpg", { parent: g.running });
+    sharp({ create: { width: w, height: h, channels: 3, background: "#336699" } })
+      .jpeg()
+      .withExif({ IFD0: exif })
+      .toBuffer();
+  const png = (w: number, h: number) =>
+    sharp({ create: { width: w, height: h, channels: 4, background: "#00000000" } })
+      .png()
+      .toBuffer();
+  g.runner = await upload(
+    await jpeg(120, 80, { ImageDescription: "Trail runner in the mountains", Make: "Nikon" }),
+    "runner.jpg",
+    { parent: g.running },
+  );
   g.cafe = await upload(await jpeg(40, 40, { Make: "Canon" }), "Café terrace.jpg", { parent: g.catalogue });
   g.schuhe = await upload(await png(300, 200), "Schuhkarton Übersicht.png", { parent: g.shoes });
   g.sheet = await upload("sku,name\nRS-1,Runs fast\n", "price list.csv", { parent: g.archive });
   g.logo = await upload(await png(16, 16), "logo.png");
   const md = async (asset: string, fields: Record<string, unknown>) => {
     for (const [name, value] of Object.entries(fields)) {
-      const r = await call("metadata/set", { asset, name, value, type: typeof value === "number" ? "number" : "textline" });
+      const r = await call("metadata/set", {
+        asset,
+        name,
+        value,
+        type: typeof value === "number" ? "number" : "textline",
+      });
       if (r.status !== 200) throw new Error(JSON.stringify(r.body));
     }
   };
@@ -115,17 +131,71 @@ describe("full-text search", () => {
 
 describe("the reference's filter language", () => {
   test("nested and / or / not groups with is, q and type", async () => {
-    expect(await names({ filter: ["and", "", [["type", "is", "image"], ["name", "q", "+runner"]]] })).toEqual(["runner.jpg"]);
-    expect((await names({ filter: ["or", "", [["name", "is", "LOGO.PNG"], ["name", "is", "price list.csv"]]] })).sort()).toEqual(["logo.png", "price list.csv"]);
-    expect((await names({ filter: ["and", "", [["type", "is", "image"], ["not", "", ["ext", "is", "png"]]]] })).sort()).toEqual(["Café terrace.jpg", "runner.jpg"]);
-    expect((await names({ filter: ["type", "is", "file"] })).sort()).toEqual(["Café terrace.jpg", "Schuhkarton Übersicht.png", "logo.png", "price list.csv", "runner.jpg"]);
+    expect(
+      await names({
+        filter: [
+          "and",
+          "",
+          [
+            ["type", "is", "image"],
+            ["name", "q", "+runner"],
+          ],
+        ],
+      }),
+    ).toEqual(["runner.jpg"]);
+    expect(
+      (
+        await names({
+          filter: [
+            "or",
+            "",
+            [
+              ["name", "is", "LOGO.PNG"],
+              ["name", "is", "price list.csv"],
+            ],
+          ],
+        })
+      ).sort(),
+    ).toEqual(["logo.png", "price list.csv"]);
+    expect(
+      (
+        await names({
+          filter: [
+            "and",
+            "",
+            [
+              ["type", "is", "image"],
+              ["not", "", ["ext", "is", "png"]],
+            ],
+          ],
+        })
+      ).sort(),
+    ).toEqual(["Café terrace.jpg", "runner.jpg"]);
+    expect((await names({ filter: ["type", "is", "file"] })).sort()).toEqual([
+      "Café terrace.jpg",
+      "Schuhkarton Übersicht.png",
+      "logo.png",
+      "price list.csv",
+      "runner.jpg",
+    ]);
     expect(await names({ filter: ["type", "is", "csv"] })).toEqual(["price list.csv"]);
-    expect(await names({ filter: ["path", "is", "/Catalogue/Shoes"] })).toEqual(["Running gear", "Schuhkarton Übersicht.png"]);
+    expect(await names({ filter: ["path", "is", "/Catalogue/Shoes"] })).toEqual([
+      "Running gear",
+      "Schuhkarton Übersicht.png",
+    ]);
     expect(await names({ filter: ["pathname", "starts_with", "/archive/"] })).toEqual(["price list.csv"]);
     expect((await names({ filter: ["updated_on", "<", [7, "days"]] })).length).toBe(9);
     expect(await names({ filter: ["updated_on", ">", [7, "days"]] })).toEqual([]);
-    expect((await names({ filter: ["is_file", "is_false"] })).sort()).toEqual(["Archive", "Catalogue", "Running gear", "Shoes"]);
-    expect((await names({ filter: ["transparent", "is_true"] })).sort()).toEqual(["Schuhkarton Übersicht.png", "logo.png"]);
+    expect((await names({ filter: ["is_file", "is_false"] })).sort()).toEqual([
+      "Archive",
+      "Catalogue",
+      "Running gear",
+      "Shoes",
+    ]);
+    expect((await names({ filter: ["transparent", "is_true"] })).sort()).toEqual([
+      "Schuhkarton Übersicht.png",
+      "logo.png",
+    ]);
   });
 
   test("metadata as an object, title and validation", async () => {
@@ -134,7 +204,9 @@ describe("the reference's filter language", () => {
     expect(await names({ filter: ["metadata", "q", ["shop.tags", "+summer"]] })).toEqual(["runner.jpg"]);
     expect(await names({ filter: ["title", "q", "noon"], language: "en" })).toEqual(["Café terrace.jpg"]);
     expect(await names({ filter: ["validation", "not_translated", "title"], language: "en" })).toEqual([]);
-    expect((await names({ filter: ["validation", "is_empty", "title"], language: "en" })).includes("Café terrace.jpg")).toBe(false);
+    expect(
+      (await names({ filter: ["validation", "is_empty", "title"], language: "en" })).includes("Café terrace.jpg"),
+    ).toBe(false);
   });
 
   test("names like constructor, __proto__ and toString are unknown fields (400) or plain keys that match nothing", async () => {
@@ -157,46 +229,122 @@ describe("the reference's filter language", () => {
 
 describe("filters", () => {
   test("comparison operators on columns", async () => {
-    expect(await names({ filter: [["type", "=", "image"], ["width", ">=", 300]] })).toEqual(["Schuhkarton Übersicht.png"]);
+    expect(
+      await names({
+        filter: [
+          ["type", "=", "image"],
+          ["width", ">=", 300],
+        ],
+      }),
+    ).toEqual(["Schuhkarton Übersicht.png"]);
     expect((await names({ filter: ["width", "<", 40] })).sort()).toEqual(["logo.png"]);
     expect((await names({ filter: ["width", "<=", 40] })).sort()).toEqual(["Café terrace.jpg", "logo.png"]);
     expect((await names({ filter: ["height", ">", 100] })).sort()).toEqual(["Schuhkarton Übersicht.png"]);
-    expect((await names({ filter: [["type", "!=", "folder"], ["type", "!=", "image"]] })).sort()).toEqual(["price list.csv"]);
-    expect((await names({ filter: ["width", "between", [40, 120]] })).sort()).toEqual(["Café terrace.jpg", "runner.jpg"]);
-    expect((await names({ filter: ["extension", "in", ["csv", "png"]] })).sort()).toEqual(["Schuhkarton Übersicht.png", "logo.png", "price list.csv"]);
-    expect((await names({ filter: [["type", "=", "image"], ["extension", "not_in", ["png"]]] })).sort()).toEqual(["Café terrace.jpg", "runner.jpg"]);
-    expect((await names({ filter: ["mime", "=", "text/csv"] }))).toEqual(["price list.csv"]);
+    expect(
+      (
+        await names({
+          filter: [
+            ["type", "!=", "folder"],
+            ["type", "!=", "image"],
+          ],
+        })
+      ).sort(),
+    ).toEqual(["price list.csv"]);
+    expect((await names({ filter: ["width", "between", [40, 120]] })).sort()).toEqual([
+      "Café terrace.jpg",
+      "runner.jpg",
+    ]);
+    expect((await names({ filter: ["extension", "in", ["csv", "png"]] })).sort()).toEqual([
+      "Schuhkarton Übersicht.png",
+      "logo.png",
+      "price list.csv",
+    ]);
+    expect(
+      (
+        await names({
+          filter: [
+            ["type", "=", "image"],
+            ["extension", "not_in", ["png"]],
+          ],
+        })
+      ).sort(),
+    ).toEqual(["Café terrace.jpg", "runner.jpg"]);
+    expect(await names({ filter: ["mime", "=", "text/csv"] })).toEqual(["price list.csv"]);
     expect((await names({ filter: ["filesize", ">", 0] })).length).toBe(5);
   });
 
   test("text operators are case-insensitive", async () => {
     expect((await names({ filter: ["name", "contains", "RUNN"] })).sort()).toEqual(["Running gear", "runner.jpg"]);
-    expect((await names({ filter: ["name", "starts_with", "price"] }))).toEqual(["price list.csv"]);
+    expect(await names({ filter: ["name", "starts_with", "price"] })).toEqual(["price list.csv"]);
     expect((await names({ filter: ["name", "ends_with", ".JPG"] })).sort()).toEqual(["Café terrace.jpg", "runner.jpg"]);
-    expect((await names({ filter: [["type", "=", "folder"], ["name", "not_contains", "a"]] })).sort()).toEqual(["Shoes"]);
+    expect(
+      (
+        await names({
+          filter: [
+            ["type", "=", "folder"],
+            ["name", "not_contains", "a"],
+          ],
+        })
+      ).sort(),
+    ).toEqual(["Shoes"]);
   });
 
   test("metadata.<field> filters metadata values, then extracted metadata; exists tests presence", async () => {
     expect(await names({ filter: ["metadata.shop.sku", "starts_with", "rs-"] })).toEqual(["runner.jpg"]);
-    expect((await names({ filter: ["metadata.shop.rating", ">=", 4] })).sort()).toEqual(["price list.csv", "runner.jpg"]);
-    expect((await names({ filter: ["metadata.shop.colour", "in", ["red", "Crimson"]] })).sort()).toEqual(["logo.png", "runner.jpg"]);
+    expect((await names({ filter: ["metadata.shop.rating", ">=", 4] })).sort()).toEqual([
+      "price list.csv",
+      "runner.jpg",
+    ]);
+    expect((await names({ filter: ["metadata.shop.colour", "in", ["red", "Crimson"]] })).sort()).toEqual([
+      "logo.png",
+      "runner.jpg",
+    ]);
     // not_in on a metadata field (its JSON path parameters are used twice): absent values count as not in.
-    const notIn = await names({ filter: [["type", "!=", "folder"], ["metadata.shop.colour", "not_in", ["red", "Crimson"]]] });
+    const notIn = await names({
+      filter: [
+        ["type", "!=", "folder"],
+        ["metadata.shop.colour", "not_in", ["red", "Crimson"]],
+      ],
+    });
     const all = await names({ filter: ["type", "!=", "folder"] });
     expect(notIn.sort()).toEqual(all.filter((n) => n !== "logo.png" && n !== "runner.jpg").sort());
     expect((await call("search", { filter: ["extracted.Make", "not_in", ["Canon"]] })).status).toBe(200);
-    expect((await names({ filter: ["metadata.shop.tags", "contains", "summer"] }))).toEqual(["runner.jpg"]);
-    expect((await names({ filter: ["metadata.Make", "=", "Canon"] }))).toEqual(["Café terrace.jpg"]);
-    expect((await names({ filter: ["extracted.Make", "exists", true] })).sort()).toEqual(["Café terrace.jpg", "runner.jpg"]);
-    expect((await names({ filter: [["type", "!=", "folder"], ["metadata.shop.sku", "exists", false]] })).sort()).toEqual(["Café terrace.jpg", "Schuhkarton Übersicht.png", "price list.csv"]);
+    expect(await names({ filter: ["metadata.shop.tags", "contains", "summer"] })).toEqual(["runner.jpg"]);
+    expect(await names({ filter: ["metadata.Make", "=", "Canon"] })).toEqual(["Café terrace.jpg"]);
+    expect((await names({ filter: ["extracted.Make", "exists", true] })).sort()).toEqual([
+      "Café terrace.jpg",
+      "runner.jpg",
+    ]);
+    expect(
+      (
+        await names({
+          filter: [
+            ["type", "!=", "folder"],
+            ["metadata.shop.sku", "exists", false],
+          ],
+        })
+      ).sort(),
+    ).toEqual(["Café terrace.jpg", "Schuhkarton Übersicht.png", "price list.csv"]);
   });
 
   test("parent, ancestor and dates", async () => {
-    expect((await names({ filter: ["parent", "=", g.shoes] })).sort()).toEqual(["Running gear", "Schuhkarton Übersicht.png"]);
+    expect((await names({ filter: ["parent", "=", g.shoes] })).sort()).toEqual([
+      "Running gear",
+      "Schuhkarton Übersicht.png",
+    ]);
     expect((await names({ filter: ["parent", "=", root] })).sort()).toEqual(["Archive", "Catalogue", "logo.png"]);
     expect((await names({ filter: ["path", "is", "/"] })).sort()).toEqual(["Archive", "Catalogue", "logo.png"]);
-    expect((await names({ filter: ["ancestor", "=", g.catalogue] })).sort()).toEqual(["Café terrace.jpg", "Running gear", "Schuhkarton Übersicht.png", "Shoes", "runner.jpg"]);
-    expect((await names({ q: "run", filter: ["ancestor", "in", [g.archive, g.shoes]] })).sort()).toEqual(["Running gear", "runner.jpg"]);
+    expect((await names({ filter: ["ancestor", "=", g.catalogue] })).sort()).toEqual([
+      "Café terrace.jpg",
+      "Running gear",
+      "Schuhkarton Übersicht.png",
+      "Shoes",
+      "runner.jpg",
+    ]);
+    expect((await names({ q: "run", filter: ["ancestor", "in", [g.archive, g.shoes]] })).sort()).toEqual([
+      "Running gear",
+      "runner.jpg",
+    ]);
     expect((await names({ filter: ["created_on", ">", "2000-01-01T00:00:00Z"] })).length).toBe(9);
     expect((await names({ filter: ["created_on", "<", Date.now() / 1000 - 86400] })).length).toBe(0);
   });
@@ -211,7 +359,7 @@ describe("filters", () => {
       ["created_on", ">", "not a date"],
       "name = x",
       [["name", "=", "x"], "oops"],
-      ["metadata.a\"b", "=", 1],
+      ['metadata.a"b', "=", 1],
       ["metadata.a\\", "=", 1],
       ["and", "", "not a list"],
       ["updated_on", "<", [7, "weeks"]],
@@ -224,15 +372,40 @@ describe("filters", () => {
       expect(typeof r.body.result.info.reason).toBe("string");
     }
     expect((await call("search", { q: "x", sort: "colour" })).status).toBe(400);
-    const deep = await call("search", { filter: ["and", "", [["or", "", [["name", "is", "a"], ["width", "~", 1]]]]] });
+    const deep = await call("search", {
+      filter: [
+        "and",
+        "",
+        [
+          [
+            "or",
+            "",
+            [
+              ["name", "is", "a"],
+              ["width", "~", 1],
+            ],
+          ],
+        ],
+      ],
+    });
     expect(deep.body.result.info.path).toBe("filter[2][0][2][1][1]");
   });
 });
 
 describe("sorting and paging", () => {
   test("sort by a field, descending with -", async () => {
-    expect(await names({ filter: ["type", "=", "image"], sort: "-width" })).toEqual(["Schuhkarton Übersicht.png", "runner.jpg", "Café terrace.jpg", "logo.png"]);
-    expect(await names({ filter: ["type", "=", "image"], sort: "name" })).toEqual(["Café terrace.jpg", "logo.png", "runner.jpg", "Schuhkarton Übersicht.png"]);
+    expect(await names({ filter: ["type", "=", "image"], sort: "-width" })).toEqual([
+      "Schuhkarton Übersicht.png",
+      "runner.jpg",
+      "Café terrace.jpg",
+      "logo.png",
+    ]);
+    expect(await names({ filter: ["type", "=", "image"], sort: "name" })).toEqual([
+      "Café terrace.jpg",
+      "logo.png",
+      "runner.jpg",
+      "Schuhkarton Übersicht.png",
+    ]);
   });
 
   test("page.top and page.size page through a search; a bad value is a 400", async () => {
@@ -275,24 +448,50 @@ describe("folder search and autocomplete", () => {
     expect(r.status).toBe(200);
     expect(r.body).toEqual({ success: true, result: { completions: ["runner.jpg", "Running gear"] }, data: {} });
     expect((await call("search/autocomplete", { field: "ext", fieldq: "p" })).body.result.completions).toEqual(["png"]);
-    expect((await call("search/autocomplete", { field: "path", fieldq: "/cat" })).body.result.completions).toEqual(["/Catalogue", "/Catalogue/Shoes", "/Catalogue/Shoes/Running gear"]);
-    expect((await call("search/autocomplete", { field: "metadata", fieldq: "ho" })).body.result.completions).toEqual(["shop"]);
-    expect((await call("search/autocomplete", { field: "metadata", fieldq: "shop." })).body.result.completions).toEqual(["shop.colour", "shop.rating", "shop.sku", "shop.tags"]);
-    expect((await call("search/autocomplete", { field: "metadata", fieldq: "shop.s", "completions.size": 1 })).body.result.completions).toEqual(["shop.sku"]);
-    expect((await call("search/autocomplete", { field: "metadata", fieldq: "shop.ku" })).body.result.completions).toEqual([]);
-    expect((await call("search/autocomplete", { field: "name", fieldq: "r", "completions.size": 1 })).body.result.completions).toHaveLength(1);
+    expect((await call("search/autocomplete", { field: "path", fieldq: "/cat" })).body.result.completions).toEqual([
+      "/Catalogue",
+      "/Catalogue/Shoes",
+      "/Catalogue/Shoes/Running gear",
+    ]);
+    expect((await call("search/autocomplete", { field: "metadata", fieldq: "ho" })).body.result.completions).toEqual([
+      "shop",
+    ]);
+    expect((await call("search/autocomplete", { field: "metadata", fieldq: "shop." })).body.result.completions).toEqual(
+      ["shop.colour", "shop.rating", "shop.sku", "shop.tags"],
+    );
+    expect(
+      (await call("search/autocomplete", { field: "metadata", fieldq: "shop.s", "completions.size": 1 })).body.result
+        .completions,
+    ).toEqual(["shop.sku"]);
+    expect(
+      (await call("search/autocomplete", { field: "metadata", fieldq: "shop.ku" })).body.result.completions,
+    ).toEqual([]);
+    expect(
+      (await call("search/autocomplete", { field: "name", fieldq: "r", "completions.size": 1 })).body.result
+        .completions,
+    ).toHaveLength(1);
     expect((await call("search/autocomplete", { field: "name", fieldq: "%%%" })).body.result.completions).toEqual([]);
-    expect((await call("search/autocomplete", { field: "name", fieldq: "r", "completions.size": 51 })).status).toBe(400);
+    expect((await call("search/autocomplete", { field: "name", fieldq: "r", "completions.size": 51 })).status).toBe(
+      400,
+    );
     expect((await call("search/autocomplete", { field: "colour", fieldq: "r" })).status).toBe(400);
     expect((await call("search/autocomplete", { fieldq: "r" })).status).toBe(400);
   });
 
   test("autocomplete stays fast on a larger tree", async () => {
-    const rows = Array.from({ length: 3000 }, (_, i) => ({ name: `Product shot ${i} ${i % 2 ? "blue" : "green"}.jpg` }));
+    const rows = Array.from({ length: 3000 }, (_, i) => ({
+      name: `Product shot ${i} ${i % 2 ? "blue" : "green"}.jpg`,
+    }));
     const db = srv.ctx.db.$client;
     const t = Date.now() / 1000;
-    const insert = db.prepare("INSERT INTO assets (gid, project_gid, parent, pathname, type, name, created_on, updated_on) VALUES (?, ?, ?, ?, 'file', ?, ?, ?)");
-    db.transaction(() => rows.forEach((r, i) => insert.run(`bulkfill${String(i).padStart(12, "0")}`, project, root, `/${r.name}`, r.name, t, t)))();
+    const insert = db.prepare(
+      "INSERT INTO assets (gid, project_gid, parent, pathname, type, name, created_on, updated_on) VALUES (?, ?, ?, ?, 'file', ?, ?, ?)",
+    );
+    db.transaction(() =>
+      rows.forEach((r, i) =>
+        insert.run(`bulkfill${String(i).padStart(12, "0")}`, project, root, `/${r.name}`, r.name, t, t),
+      ),
+    )();
     // The median call, so that one slow moment of a busy machine does not decide.
     const took: number[] = [];
     for (let i = 0; i < 21; i++) {

@@ -28,14 +28,20 @@ async function upload(bytes: Buffer, filename: string) {
   expect(r.status).toBe(200);
   const a = r.body.data.assets[r.body.result.asset];
   const storage = `${a.gid}~${a.version}.${a.type}`;
-  const stored = srv.ctx.db.$client.query("SELECT sha256, mime, type FROM assets WHERE gid = ?").get(a.gid) as { sha256: string; mime: string; type: string };
+  const stored = srv.ctx.db.$client.query("SELECT sha256, mime, type FROM assets WHERE gid = ?").get(a.gid) as {
+    sha256: string;
+    mime: string;
+    type: string;
+  };
   expect(stored.sha256).toBe(createHash("sha256").update(bytes).digest("hex"));
   expect(readFileSync(originalPath(srv.ctx, project, storage)).equals(bytes)).toBe(true);
   return { a, stored };
 }
 
 const noise = (width: number, height: number) =>
-  sharp({ create: { width, height, channels: 3, background: "#808080", noise: { type: "gaussian", mean: 128, sigma: 60 } } });
+  sharp({
+    create: { width, height, channels: 3, background: "#808080", noise: { type: "gaussian", mean: 128, sigma: 60 } },
+  });
 
 describe("large uploads", () => {
   test("a turned photograph larger than the sniffed head has its displayed size, facts and EXIF", async () => {
@@ -47,14 +53,25 @@ describe("large uploads", () => {
     expect(photo.length).toBeGreaterThan(600 * 1024);
     const { a, stored } = await upload(photo, "photo.jpg");
     expect(stored).toMatchObject({ mime: "image/jpeg", type: "image" });
-    expect(a.info).toMatchObject({ format: "jpg", filesize: photo.length, pages: 1, width: 800, height: 1200, colors: "truecolor", colorspace: "srgb" });
+    expect(a.info).toMatchObject({
+      format: "jpg",
+      filesize: photo.length,
+      pages: 1,
+      width: 800,
+      height: 1200,
+      colors: "truecolor",
+      colorspace: "srgb",
+    });
     expect(a.info.metadata).toMatchObject({ Make: "Nikon", Model: "Z Test", Copyright: "ACME Corp" });
   });
 
   test("a JPEG whose image data begins past the head is read from the stored file", async () => {
     // Large APP9 segments after the EXIF push the start of the image data (and the frame header
     // with the size) past the head: the head alone cannot tell, so the stored file is read.
-    const base = await noise(300, 200).jpeg().withExif({ IFD0: { Make: "Canon" } }).toBuffer();
+    const base = await noise(300, 200)
+      .jpeg()
+      .withExif({ IFD0: { Make: "Canon" } })
+      .toBuffer();
     const app1End = 4 + base.readUInt16BE(4);
     expect(base.readUInt16BE(2)).toBe(0xffe1);
     const filler: Buffer[] = [];
@@ -87,7 +104,10 @@ describe("large uploads", () => {
 describe("many uploads", () => {
   test("reading the type, header and metadata of image after image keeps no memory per image", async () => {
     const { inspectHead } = await import("../../src/platform/images/file-info");
-    const jpeg = await noise(64, 48).withExif({ IFD0: { Copyright: "Apis tests", Artist: "Alice" } }).jpeg().toBuffer();
+    const jpeg = await noise(64, 48)
+      .withExif({ IFD0: { Copyright: "Apis tests", Artist: "Alice" } })
+      .jpeg()
+      .toBuffer();
     const first = await inspectHead(jpeg, true);
     expect(first.extracted).toMatchObject({ Copyright: "Apis tests", Artist: "Alice" });
     const rounds = async (n: number) => {

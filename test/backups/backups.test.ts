@@ -1,6 +1,16 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { loadConfig } from "../../src/config";
@@ -59,7 +69,14 @@ function projectRows(s: TestServer, gid: string): Record<string, string[]> {
 
 function projectFiles(s: TestServer, gid: string): Record<string, string> {
   const dir = s.ctx.storage.projectDir(gid);
-  return Object.fromEntries(walkFiles(dir).map((f) => [f, createHash("sha256").update(readFileSync(join(dir, f))).digest("hex")]));
+  return Object.fromEntries(
+    walkFiles(dir).map((f) => [
+      f,
+      createHash("sha256")
+        .update(readFileSync(join(dir, f)))
+        .digest("hex"),
+    ]),
+  );
 }
 
 function writeProjectFile(s: TestServer, gid: string, rel: string, content: string | Buffer) {
@@ -75,18 +92,29 @@ beforeAll(async () => {
   project = await srv.project(alice.token, "Catalogue");
   srv.addMember(project, bob.gid);
   // A table of a future area, known to nobody: backups must find it by its project_gid column.
-  srv.ctx.db.$client.exec("CREATE TABLE widgets (gid TEXT PRIMARY KEY, project_gid TEXT NOT NULL REFERENCES projects(gid), name TEXT, n REAL, raw BLOB, owner TEXT REFERENCES users(gid))");
+  srv.ctx.db.$client.exec(
+    "CREATE TABLE widgets (gid TEXT PRIMARY KEY, project_gid TEXT NOT NULL REFERENCES projects(gid), name TEXT, n REAL, raw BLOB, owner TEXT REFERENCES users(gid))",
+  );
   const ins = srv.ctx.db.$client.query("INSERT INTO widgets VALUES (?, ?, ?, ?, ?, ?)");
-  for (let i = 0; i < 1200; i++) ins.run(`w${i}`, project, `widget ${i} ✓`, i / 3, new Uint8Array([i % 256, 0, 255]), i % 2 ? alice.gid : null);
+  for (let i = 0; i < 1200; i++)
+    ins.run(`w${i}`, project, `widget ${i} ✓`, i / 3, new Uint8Array([i % 256, 0, 255]), i % 2 ? alice.gid : null);
   ins.run("other", await srv.project(bob.token, "Bob's"), "not ours", 1, null, null);
   // An asset row: a table of a known sync data type, with a full-text index kept by triggers.
   const t = Date.now() / 1000;
-  srv.ctx.db.$client.query("INSERT INTO assets (gid, project_gid, type, name, created_on, updated_on) VALUES ('asset1', ?, 'file', 'Spring leaflet', ?, ?)").run(project, t, t);
+  srv.ctx.db.$client
+    .query(
+      "INSERT INTO assets (gid, project_gid, type, name, created_on, updated_on) VALUES ('asset1', ?, 'file', 'Spring leaflet', ?, ?)",
+    )
+    .run(project, t, t);
   writeProjectFile(srv, project, "originals/a~1.jpg", Buffer.alloc(50_000, 7));
   writeProjectFile(srv, project, "originals/b~1.png", "bee");
   writeProjectFile(srv, project, "var/deep/er/c@k.jpg", "see");
   writeFileSync(srv.ctx.storage.inside(srv.ctx.storage.icons, `${project}-icon.png`), "icon bytes");
-  srv.ctx.db.update(projects).set({ icon: `${project}-icon.png` }).where(eq(projects.gid, project)).run();
+  srv.ctx.db
+    .update(projects)
+    .set({ icon: `${project}-icon.png` })
+    .where(eq(projects.gid, project))
+    .run();
 });
 afterAll(() => srv.stop());
 
@@ -99,7 +127,10 @@ describe("project backups", () => {
   test("only members of the project may back up, list or restore", async () => {
     const carol = await srv.user("carol");
     for (const op of ["create", "get", "update", "restore", "delete"]) {
-      const r = await srv.call(`/api/p/${project}/backups/${op}`, { token: carol.token, body: { version: 1, created_by: "x" } });
+      const r = await srv.call(`/api/p/${project}/backups/${op}`, {
+        token: carol.token,
+        body: { version: 1, created_by: "x" },
+      });
       expect(r.status).toBe(403);
       expect(r.body.result.message).toBe("Not a member of the project");
     }
@@ -129,7 +160,12 @@ describe("project backups", () => {
     expect(r.body.data["cc.projects"][project].backups).toEqual({ versions: [], next_version: 2 });
     const items = await finished(srv, alice.token, token, since);
     expect(items[0].data.status).toBe("queued");
-    expect(items.at(-1).data).toMatchObject({ project_gid: project, job: "backup_project", status: "done", info: { version: 1, remaining: 0, files: 3 } });
+    expect(items.at(-1).data).toMatchObject({
+      project_gid: project,
+      job: "backup_project",
+      status: "done",
+      info: { version: 1, remaining: 0, files: 3 },
+    });
     const got = await srv.call(`/api/p/${project}/backups/get`, { token: alice.token, body: { version } });
     expect(got.body.result).toMatchObject({ project, version: 1 });
     expect(got.body.result.backup).toMatchObject({
@@ -145,17 +181,31 @@ describe("project backups", () => {
       completed_on: expect.any(Number),
       "job.token": token,
     });
-    backup = (srv.ctx.db.$client.query("SELECT gid FROM backups WHERE project_gid = ? AND version = 1").get(project) as { gid: string }).gid;
+    backup = (
+      srv.ctx.db.$client.query("SELECT gid FROM backups WHERE project_gid = ? AND version = 1").get(project) as {
+        gid: string;
+      }
+    ).gid;
     const p = await srv.call("/api/projects/get", { token: alice.token, body: { project } });
     expect(p.body.data["cc.projects"][project].backups).toEqual({
-      versions: [{ version: 1, name: "Before the big edit", created_by: "Nightly export script", timestamp: r.body.result.last_backed_up }],
+      versions: [
+        {
+          version: 1,
+          name: "Before the big edit",
+          created_by: "Nightly export script",
+          timestamp: r.body.result.last_backed_up,
+        },
+      ],
       next_version: 2,
     });
     const init = await srv.call(`/api/p/${project}/init`, { token: alice.token, method: "GET" });
     expect(init.body.result.last_backed_up).toBe(r.body.result.last_backed_up);
     // The change travels as a cc.projects item, never as an item of a data type the spec does not list.
-    const seen = (await srv.call("/sync/get", { token: alice.token, body: { cc_cursor: since } })).body.result.sync as any[];
-    expect(seen).toContainEqual(expect.objectContaining({ action: "UPDATE", data_type: "cc.projects", data_key: project }));
+    const seen = (await srv.call("/sync/get", { token: alice.token, body: { cc_cursor: since } })).body.result
+      .sync as any[];
+    expect(seen).toContainEqual(
+      expect.objectContaining({ action: "UPDATE", data_type: "cc.projects", data_key: project }),
+    );
     expect(seen.every((i) => ["cc.projects", "jobs"].includes(i.data_type))).toBe(true);
     const dir = join(srv.dataDir, "backups", "projects", project, backup);
     expect(readdirSync(dir).sort()).toEqual(["files", "icon", "manifest.json", "tables"]);
@@ -172,7 +222,10 @@ describe("project backups", () => {
     db.query("DELETE FROM widgets WHERE gid IN ('w1', 'w2')").run();
     db.query("INSERT INTO widgets VALUES ('new', ?, 'added later', 1, NULL, NULL)").run(project);
     db.query("UPDATE assets SET name = 'Autumn leaflet' WHERE gid = 'asset1'").run();
-    srv.ctx.db.delete(memberships).where(and(eq(memberships.projectGid, project), eq(memberships.userGid, bob.gid))).run();
+    srv.ctx.db
+      .delete(memberships)
+      .where(and(eq(memberships.projectGid, project), eq(memberships.userGid, bob.gid)))
+      .run();
     writeProjectFile(srv, project, "originals/b~1.png", "changed bytes");
     rmSync(join(srv.ctx.storage.projectDir(project), "var"), { recursive: true });
     writeProjectFile(srv, project, "originals/new~1.jpg", "new file");
@@ -183,26 +236,49 @@ describe("project backups", () => {
     const pSince = (await srv.call("/sync/cursors", { token: alice.token, body: { project } })).body.result.cursor;
     const r = await srv.call(`/api/p/${project}/backups/restore`, { token: alice.token, body: { version } });
     expect(r.status).toBe(200);
-    expect(r.body).toEqual({ success: true, result: { project, version, last_restored: expect.any(Number), "job.token": expect.any(String) }, data: {} });
+    expect(r.body).toEqual({
+      success: true,
+      result: { project, version, last_restored: expect.any(Number), "job.token": expect.any(String) },
+      data: {},
+    });
     const items = await finished(srv, alice.token, r.body.result["job.token"], since);
-    expect(items.at(-1).data).toMatchObject({ job: "restore_project", status: "done", info: { version, files: 3, remaining: 0 } });
+    expect(items.at(-1).data).toMatchObject({
+      job: "restore_project",
+      status: "done",
+      info: { version, files: 3, remaining: 0 },
+    });
 
     expect(projectRows(srv, project)).toEqual(rowsAtBackup);
     expect(projectFiles(srv, project)).toEqual(filesAtBackup);
-    expect(readFileSync(srv.ctx.storage.inside(srv.ctx.storage.icons, `${project}-icon.png`), "utf8")).toBe("icon bytes");
+    expect(readFileSync(srv.ctx.storage.inside(srv.ctx.storage.icons, `${project}-icon.png`), "utf8")).toBe(
+      "icon bytes",
+    );
     // Rows of other projects are untouched.
     expect(db.query("SELECT name FROM widgets WHERE gid = 'other'").get()).toEqual({ name: "not ours" });
 
-    const cc = (await srv.call("/sync/get", { token: alice.token, body: { cc_cursor: since } })).body.result.sync as any[];
-    expect(cc).toContainEqual(expect.objectContaining({ action: "UPDATE", data_type: "cc.projects", data_key: project }));
-    expect(cc).toContainEqual(expect.objectContaining({ action: "INSERT", data_type: "cc.projects_members", data_key: `${project}/${bob.gid}` }));
+    const cc = (await srv.call("/sync/get", { token: alice.token, body: { cc_cursor: since } })).body.result
+      .sync as any[];
+    expect(cc).toContainEqual(
+      expect.objectContaining({ action: "UPDATE", data_type: "cc.projects", data_key: project }),
+    );
+    expect(cc).toContainEqual(
+      expect.objectContaining({
+        action: "INSERT",
+        data_type: "cc.projects_members",
+        data_key: `${project}/${bob.gid}`,
+      }),
+    );
     // Bob, back in the project, hears of it too.
-    const bobs = (await srv.call("/sync/get", { token: bob.token, body: { cc_cursor: since } })).body.result.sync as any[];
+    const bobs = (await srv.call("/sync/get", { token: bob.token, body: { cc_cursor: since } })).body.result
+      .sync as any[];
     expect(bobs.map((i) => i.data_type)).toEqual(expect.arrayContaining(["cc.projects", "cc.projects_members"]));
     const p = await srv.call("/api/projects/get", { token: alice.token, body: { project } });
     expect(p.body.data["cc.projects"][project].name).toBe("Catalogue");
-    const items2 = (await srv.call("/sync/get", { token: bob.token, body: { project, cursor: pSince } })).body.result.sync as any[];
-    expect(items2).toContainEqual(expect.objectContaining({ type: project, action: "UPDATE", data_type: "assets", data_key: "asset1", data: null }));
+    const items2 = (await srv.call("/sync/get", { token: bob.token, body: { project, cursor: pSince } })).body.result
+      .sync as any[];
+    expect(items2).toContainEqual(
+      expect.objectContaining({ type: project, action: "UPDATE", data_type: "assets", data_key: "asset1", data: null }),
+    );
     // Widgets are no known data type: no items for them.
     expect(items2.every((i) => i.data_type === "assets")).toBe(true);
     // The full-text index follows the restored rows.
@@ -211,25 +287,48 @@ describe("project backups", () => {
   });
 
   test("backups can be renamed, listed newest first and deleted by version or versions with their files", async () => {
-    const u = await srv.call(`/api/p/${project}/backups/update`, { token: alice.token, body: { version, name: "Renamed backup", notes: "n" } });
+    const u = await srv.call(`/api/p/${project}/backups/update`, {
+      token: alice.token,
+      body: { version, name: "Renamed backup", notes: "n" },
+    });
     expect(u.body.result).toEqual({ project, version });
     expect(u.body.data["cc.projects"][project].backups.versions[0]).toMatchObject({ version, name: "Renamed backup" });
-    const bad = await srv.call(`/api/p/${project}/backups/update`, { token: alice.token, body: { version, name: " " } });
+    const bad = await srv.call(`/api/p/${project}/backups/update`, {
+      token: alice.token,
+      body: { version, name: " " },
+    });
     expect(bad.status).toBe(422);
     expect(bad.body.result.code).toBe(1001);
     // The default name of another version cannot be imitated; a version's own can.
     const nothing = await srv.call(`/api/p/${project}/backups/update`, { token: alice.token, body: { version } });
     expect([nothing.status, nothing.body.result.info]).toEqual([400, { "Missing parameter": "name" }]);
-    const imitation = await srv.call(`/api/p/${project}/backups/update`, { token: alice.token, body: { version, name: "Backup 7" } });
-    expect(imitation.body.result.info.validation).toEqual([expect.objectContaining({ field: "name", rule: "reserved" })]);
-    expect((await srv.call(`/api/p/${project}/backups/update`, { token: alice.token, body: { version, name: "Backup 1" } })).status).toBe(200);
-    await srv.call(`/api/p/${project}/backups/update`, { token: alice.token, body: { version, name: "Renamed backup" } });
-    const unknown = await srv.call(`/api/p/${project}/backups/update`, { token: alice.token, body: { version: 99, name: "x" } });
+    const imitation = await srv.call(`/api/p/${project}/backups/update`, {
+      token: alice.token,
+      body: { version, name: "Backup 7" },
+    });
+    expect(imitation.body.result.info.validation).toEqual([
+      expect.objectContaining({ field: "name", rule: "reserved" }),
+    ]);
+    expect(
+      (await srv.call(`/api/p/${project}/backups/update`, { token: alice.token, body: { version, name: "Backup 1" } }))
+        .status,
+    ).toBe(200);
+    await srv.call(`/api/p/${project}/backups/update`, {
+      token: alice.token,
+      body: { version, name: "Renamed backup" },
+    });
+    const unknown = await srv.call(`/api/p/${project}/backups/update`, {
+      token: alice.token,
+      body: { version: 99, name: "x" },
+    });
     expect(unknown.status).toBe(422);
     expect(unknown.body.result.message).toBe("Backup version invalid");
     // A member who is not the owner may back up too (as the reference allows).
     const since = await cursor(bob.token);
-    const second = await srv.call(`/api/p/${project}/backups/create`, { token: bob.token, body: { created_by: "bob" } });
+    const second = await srv.call(`/api/p/${project}/backups/create`, {
+      token: bob.token,
+      body: { created_by: "bob" },
+    });
     expect(second.body.result.version).toBe(2);
     const third = await srv.call(`/api/p/${project}/backups/create`, { token: bob.token, body: { created_by: "bob" } });
     expect(third.body.result.version).toBe(3);
@@ -238,23 +337,44 @@ describe("project backups", () => {
     const list = await srv.call(`/api/p/${project}/backups/get`, { token: alice.token, body: {} });
     expect(list.body.result.backups.map((b: any) => b.version)).toEqual([3, 2, 1]);
     expect(list.body.result.backups[0].name).toBe("Backup 3");
-    const gid2 = (srv.ctx.db.$client.query("SELECT gid FROM backups WHERE project_gid = ? AND version = 2").get(project) as { gid: string }).gid;
-    const d = await srv.call(`/api/p/${project}/backups/delete`, { token: alice.token, body: { versions: [2, 3, 99] } });
+    const gid2 = (
+      srv.ctx.db.$client.query("SELECT gid FROM backups WHERE project_gid = ? AND version = 2").get(project) as {
+        gid: string;
+      }
+    ).gid;
+    const d = await srv.call(`/api/p/${project}/backups/delete`, {
+      token: alice.token,
+      body: { versions: [2, 3, 99] },
+    });
     expect(d.body.result).toEqual({ project });
-    expect(d.body.data["cc.projects"][project].backups).toEqual({ versions: [expect.objectContaining({ version: 1 })], next_version: 4 });
+    expect(d.body.data["cc.projects"][project].backups).toEqual({
+      versions: [expect.objectContaining({ version: 1 })],
+      next_version: 4,
+    });
     expect(existsSync(join(srv.dataDir, "backups", "projects", project, gid2))).toBe(false);
     const gone = await srv.call(`/api/p/${project}/backups/get`, { token: alice.token, body: { version: 2 } });
     expect(gone.status).toBe(422);
     expect(gone.body.result.message).toBe("Backup version invalid");
     // Versions are never reused.
     const sinceNext = await cursor(alice.token);
-    const next = await srv.call(`/api/p/${project}/backups/create`, { token: alice.token, body: { created_by: "test" } });
+    const next = await srv.call(`/api/p/${project}/backups/create`, {
+      token: alice.token,
+      body: { created_by: "test" },
+    });
     expect(next.body.result.version).toBe(4);
     await finished(srv, alice.token, next.body.result["job.token"], sinceNext);
-    const one = await srv.call(`/api/p/${project}/backups/delete`, { token: alice.token, body: { version: 4, versions: [1] } });
+    const one = await srv.call(`/api/p/${project}/backups/delete`, {
+      token: alice.token,
+      body: { version: 4, versions: [1] },
+    });
     expect(one.body.data["cc.projects"][project].backups.versions.map((v: any) => v.version)).toEqual([1]);
-    expect((await srv.call(`/api/p/${project}/backups/restore`, { token: alice.token, body: {} })).body.result.info).toEqual({ "Missing parameter": "version" });
-    expect((await srv.call(`/api/p/${project}/backups/restore`, { token: alice.token, body: { version: 0 } })).body.result.message).toBe("Backup version invalid");
+    expect(
+      (await srv.call(`/api/p/${project}/backups/restore`, { token: alice.token, body: {} })).body.result.info,
+    ).toEqual({ "Missing parameter": "version" });
+    expect(
+      (await srv.call(`/api/p/${project}/backups/restore`, { token: alice.token, body: { version: 0 } })).body.result
+        .message,
+    ).toBe("Backup version invalid");
   });
 
   test("a restore that cannot start answers 1003 with info.process", async () => {
@@ -262,7 +382,11 @@ describe("project backups", () => {
     try {
       const r = await srv.call(`/api/p/${project}/backups/restore`, { token: alice.token, body: { version } });
       expect(r.status).toBe(422);
-      expect(r.body).toEqual({ success: false, result: { code: 1003, message: "Process error", info: { process: "restore", reason: "The backup failed" } }, data: {} });
+      expect(r.body).toEqual({
+        success: false,
+        result: { code: 1003, message: "Process error", info: { process: "restore", reason: "The backup failed" } },
+        data: {},
+      });
     } finally {
       srv.ctx.db.$client.query("UPDATE backups SET status = 'ready' WHERE gid = ?").run(backup);
     }
@@ -270,7 +394,9 @@ describe("project backups", () => {
 
   test("a damaged backup is rejected on restore with info.error and the project is left alone", async () => {
     const since = await cursor(alice.token);
-    const manifest = JSON.parse(readFileSync(join(srv.dataDir, "backups", "projects", project, backup, "manifest.json"), "utf8"));
+    const manifest = JSON.parse(
+      readFileSync(join(srv.dataDir, "backups", "projects", project, backup, "manifest.json"), "utf8"),
+    );
     const victim = join(srv.dataDir, "backups", "projects", project, backup, manifest.files[0].path);
     const original = readFileSync(victim);
     writeFileSync(victim, "tampered");
@@ -299,7 +425,11 @@ describe("project backups", () => {
   test("a file deleted while a backup runs is still in the backup when its row is", async () => {
     const gid = await srv.project(alice.token, "Deleting meanwhile");
     const t = Date.now() / 1000;
-    srv.ctx.db.$client.query("INSERT INTO assets (gid, project_gid, type, name, storage_name, status, created_on, updated_on) VALUES ('racefile01', ?, 'file', 'doomed', 'racefile01~1.bin', 'deleted', ?, ?)").run(gid, t, t);
+    srv.ctx.db.$client
+      .query(
+        "INSERT INTO assets (gid, project_gid, type, name, storage_name, status, created_on, updated_on) VALUES ('racefile01', ?, 'file', 'doomed', 'racefile01~1.bin', 'deleted', ?, ?)",
+      )
+      .run(gid, t, t);
     writeProjectFile(srv, gid, "originals/racefile01~1.bin", "doomed bytes");
     const dir = join(srv.dataDir, "tmp", "race-backup");
     rmSync(dir, { recursive: true, force: true });
@@ -312,7 +442,10 @@ describe("project backups", () => {
       async step() {
         if (deleted) return;
         deleted = true;
-        const r = await srv.call(`/api/p/${gid}/assets/permanent_delete`, { token: alice.token, body: { asset: "racefile01" } });
+        const r = await srv.call(`/api/p/${gid}/assets/permanent_delete`, {
+          token: alice.token,
+          body: { asset: "racefile01" },
+        });
         expect(r.status).toBe(200);
         expect(existsSync(join(srv.ctx.storage.projectDir(gid), "originals", "racefile01~1.bin"))).toBe(false);
       },
@@ -334,7 +467,8 @@ describe("project backups", () => {
       for (const q of queued) await finished(srv, alice.token, q.data_key, since);
       return summary;
     };
-    const scheduled = () => srv.ctx.db.$client.query("SELECT gid FROM backups WHERE project_gid = ? AND scheduled = 1").all(project).length;
+    const scheduled = () =>
+      srv.ctx.db.$client.query("SELECT gid FROM backups WHERE project_gid = ? AND scheduled = 1").all(project).length;
     // Backed up by the test before and unchanged since: nothing to do.
     await run();
     expect(scheduled()).toBe(0);
@@ -355,232 +489,299 @@ describe("project backups", () => {
 });
 
 describe("API users in project backups", () => {
-  test("a restore gives API users back their names, keys and rate limits, returns deleted ones and removes later ones", async () => {
-    const keys = await srv.project(alice.token, "Keys");
-    const call = (path: string, body: Record<string, unknown> = {}) => srv.call(`/api/p/${keys}/${path}`, { token: alice.token, body });
-    const made = async (name: string, rate?: number) => {
-      const r = await call("apikeys/create", { name, ...(rate ? { rate_limit_per_second: rate } : {}) });
-      expect(r.status).toBe(200);
-      return { gid: r.body.result.user as string, key: r.body.result.apikey as string };
-    };
-    const feed = await made("Feed", 5);
-    const gone = await made("Gone");
-    let since = await cursor(alice.token);
-    const b = await call("backups/create", { name: "keys", created_by: "test" });
-    expect(b.status).toBe(200);
-    await finished(srv, alice.token, b.body.result["job.token"], since);
+  test(
+    "a restore gives API users back their names, keys and rate limits, returns deleted ones and removes later ones",
+    async () => {
+      const keys = await srv.project(alice.token, "Keys");
+      const call = (path: string, body: Record<string, unknown> = {}) =>
+        srv.call(`/api/p/${keys}/${path}`, { token: alice.token, body });
+      const made = async (name: string, rate?: number) => {
+        const r = await call("apikeys/create", { name, ...(rate ? { rate_limit_per_second: rate } : {}) });
+        expect(r.status).toBe(200);
+        return { gid: r.body.result.user as string, key: r.body.result.apikey as string };
+      };
+      const feed = await made("Feed", 5);
+      const gone = await made("Gone");
+      let since = await cursor(alice.token);
+      const b = await call("backups/create", { name: "keys", created_by: "test" });
+      expect(b.status).toBe(200);
+      await finished(srv, alice.token, b.body.result["job.token"], since);
 
-    expect((await call("apikeys/update", { user: feed.gid, name: "Feed v2", rate_limit_per_second: 9 })).status).toBe(200);
-    expect((await call("apikeys/delete", { user: gone.gid })).status).toBe(200);
-    const later = await made("Later");
+      expect((await call("apikeys/update", { user: feed.gid, name: "Feed v2", rate_limit_per_second: 9 })).status).toBe(
+        200,
+      );
+      expect((await call("apikeys/delete", { user: gone.gid })).status).toBe(200);
+      const later = await made("Later");
 
-    since = await cursor(alice.token);
-    const r = await call("backups/restore", { version: b.body.result.version });
-    const items = await finished(srv, alice.token, r.body.result["job.token"], since);
-    expect(items.at(-1).data.status).toBe("done");
+      since = await cursor(alice.token);
+      const r = await call("backups/restore", { version: b.body.result.version });
+      const items = await finished(srv, alice.token, r.body.result["job.token"], since);
+      expect(items.at(-1).data.status).toBe("done");
 
-    const list = await call("apikeys/get");
-    expect([...list.body.result.apikeys].sort()).toEqual([feed.gid, gone.gid].sort());
-    expect(list.body.data["cc.users"][feed.gid].name).toBe("Feed");
-    expect(list.body.data["cc.users"][gone.gid].name).toBe("Gone");
-    const rates = Object.fromEntries((list.body.data["cc.projects_members"] as any[]).map((m) => [m.user_gid, m.options?.rate_limit_per_second ?? null]));
-    expect(rates[feed.gid]).toBe(5);
-    expect(srv.ctx.db.$client.query("SELECT count(*) AS n FROM users WHERE gid = ?").get(later.gid)).toEqual({ n: 0 });
-    // The keys of the backup work again; the later one does not.
-    expect((await srv.call(`/api/p/${keys}/auth`, { body: { api_key: gone.key } })).status).toBe(200);
-    expect((await srv.call(`/api/p/${keys}/auth`, { body: { api_key: later.key } })).status).not.toBe(200);
-    const cc = await srv.ccItems(alice.token, since);
-    expect(cc).toEqual(expect.arrayContaining([`UPDATE cc.users ${feed.gid}`, `INSERT cc.users ${gone.gid}`, `DELETE cc.users ${later.gid}`]));
-  }, SLOW_TEST_MS);
+      const list = await call("apikeys/get");
+      expect([...list.body.result.apikeys].sort()).toEqual([feed.gid, gone.gid].sort());
+      expect(list.body.data["cc.users"][feed.gid].name).toBe("Feed");
+      expect(list.body.data["cc.users"][gone.gid].name).toBe("Gone");
+      const rates = Object.fromEntries(
+        (list.body.data["cc.projects_members"] as any[]).map((m) => [
+          m.user_gid,
+          m.options?.rate_limit_per_second ?? null,
+        ]),
+      );
+      expect(rates[feed.gid]).toBe(5);
+      expect(srv.ctx.db.$client.query("SELECT count(*) AS n FROM users WHERE gid = ?").get(later.gid)).toEqual({
+        n: 0,
+      });
+      // The keys of the backup work again; the later one does not.
+      expect((await srv.call(`/api/p/${keys}/auth`, { body: { api_key: gone.key } })).status).toBe(200);
+      expect((await srv.call(`/api/p/${keys}/auth`, { body: { api_key: later.key } })).status).not.toBe(200);
+      const cc = await srv.ccItems(alice.token, since);
+      expect(cc).toEqual(
+        expect.arrayContaining([
+          `UPDATE cc.users ${feed.gid}`,
+          `INSERT cc.users ${gone.gid}`,
+          `DELETE cc.users ${later.gid}`,
+        ]),
+      );
+    },
+    SLOW_TEST_MS,
+  );
 });
 
 describe("permanent deletion during a backup", () => {
-  test("deleting a project for good while its backup runs stops the job first, logs no error and leaves no backup folder", async () => {
-    // The real backup job, each progress step slowed so the deletion lands in the middle of it.
-    const slowed: Feature[] = features.map((f) => {
-      if (f.name !== "backups" || !f.jobs) return f;
-      const real = f.jobs["backup_project"]!;
-      const handler: JobKind["handler"] = (ctx, job, progress) =>
-        real.handler(ctx, job, {
-          signal: progress.signal,
-          set: (i) => progress.set(i),
-          total: (n, done) => progress.total(n, done),
-          yield: () => progress.yield(),
-          resume: progress.resume,
-          save: (tx, state) => progress.save(tx, state),
-          step: async (n) => {
-            await Bun.sleep(25);
-            return progress.step(n);
-          },
+  test(
+    "deleting a project for good while its backup runs stops the job first, logs no error and leaves no backup folder",
+    async () => {
+      // The real backup job, each progress step slowed so the deletion lands in the middle of it.
+      const slowed: Feature[] = features.map((f) => {
+        if (f.name !== "backups" || !f.jobs) return f;
+        const real = f.jobs["backup_project"]!;
+        const handler: JobKind["handler"] = (ctx, job, progress) =>
+          real.handler(ctx, job, {
+            signal: progress.signal,
+            set: (i) => progress.set(i),
+            total: (n, done) => progress.total(n, done),
+            yield: () => progress.yield(),
+            resume: progress.resume,
+            save: (tx, state) => progress.save(tx, state),
+            step: async (n) => {
+              await Bun.sleep(25);
+              return progress.step(n);
+            },
+          });
+        return { ...f, jobs: { ...f.jobs, backup_project: { ...real, handler } } };
+      });
+      const s = await TestServer.start({}, undefined, slowed);
+      const errors: string[] = [];
+      const logError = s.ctx.log.error.bind(s.ctx.log);
+      s.ctx.log.error = (msg: string, extra?: Record<string, unknown>) => {
+        errors.push(`${msg} ${JSON.stringify(extra ?? {})}`);
+        logError(msg, extra);
+      };
+      try {
+        const ann = await s.user("ann");
+        const gid = await s.project(ann.token, "Doomed");
+        for (let i = 0; i < 60; i++) writeProjectFile(s, gid, `originals/f${i}~1.bin`, `file ${i}`);
+        const since = await s.ccCursor(ann.token);
+        const started = await s.call(`/api/p/${gid}/backups/create`, {
+          token: ann.token,
+          body: { name: "running", created_by: "test" },
         });
-      return { ...f, jobs: { ...f.jobs, "backup_project": { ...real, handler } } };
-    });
-    const s = await TestServer.start({}, undefined, slowed);
-    const errors: string[] = [];
-    const logError = s.ctx.log.error.bind(s.ctx.log);
-    s.ctx.log.error = (msg: string, extra?: Record<string, unknown>) => {
-      errors.push(`${msg} ${JSON.stringify(extra ?? {})}`);
-      logError(msg, extra);
-    };
-    try {
-      const ann = await s.user("ann");
-      const gid = await s.project(ann.token, "Doomed");
-      for (let i = 0; i < 60; i++) writeProjectFile(s, gid, `originals/f${i}~1.bin`, `file ${i}`);
-      const since = await s.ccCursor(ann.token);
-      const started = await s.call(`/api/p/${gid}/backups/create`, { token: ann.token, body: { name: "running", created_by: "test" } });
-      const job = started.body.result["job.token"];
-      const folder = join(s.dataDir, "backups", "projects", gid);
-      await until(() => s.ctx.jobs.busy === 1 && existsSync(folder) && readdirSync(folder).length > 0);
-      expect((await s.call("/api/projects/delete", { token: ann.token, body: { project: gid } })).status).toBe(200);
-      const gone = await s.call("/api/projects/permanent_delete", { token: ann.token, body: { project: gid } });
-      expect(gone.status).toBe(200);
-      expect(s.ctx.jobs.busy).toBe(0);
-      expect(existsSync(folder)).toBe(false);
-      expect(existsSync(s.ctx.storage.projectDir(gid))).toBe(false);
-      const items = (await s.call("/sync/get", { token: ann.token, body: { cc_cursor: since } })).body.result.sync as any[];
-      const last = items.filter((i) => i.data_type === "jobs" && i.data_key === job).at(-1);
-      expect(last.data).toMatchObject({ status: "rejected", info: { error: "The project is being deleted" } });
-      // Nothing of it is left running or queued, and nothing complained.
-      expect(s.ctx.db.$client.query("SELECT count(*) AS n FROM jobs WHERE project_gid = ?").get(gid)).toEqual({ n: 0 });
-      expect(errors).toEqual([]);
-    } finally {
-      await s.stop();
-    }
-  }, SLOW_TEST_MS);
+        const job = started.body.result["job.token"];
+        const folder = join(s.dataDir, "backups", "projects", gid);
+        await until(() => s.ctx.jobs.busy === 1 && existsSync(folder) && readdirSync(folder).length > 0);
+        expect((await s.call("/api/projects/delete", { token: ann.token, body: { project: gid } })).status).toBe(200);
+        const gone = await s.call("/api/projects/permanent_delete", { token: ann.token, body: { project: gid } });
+        expect(gone.status).toBe(200);
+        expect(s.ctx.jobs.busy).toBe(0);
+        expect(existsSync(folder)).toBe(false);
+        expect(existsSync(s.ctx.storage.projectDir(gid))).toBe(false);
+        const items = (await s.call("/sync/get", { token: ann.token, body: { cc_cursor: since } })).body.result
+          .sync as any[];
+        const last = items.filter((i) => i.data_type === "jobs" && i.data_key === job).at(-1);
+        expect(last.data).toMatchObject({ status: "rejected", info: { error: "The project is being deleted" } });
+        // Nothing of it is left running or queued, and nothing complained.
+        expect(s.ctx.db.$client.query("SELECT count(*) AS n FROM jobs WHERE project_gid = ?").get(gid)).toEqual({
+          n: 0,
+        });
+        expect(errors).toEqual([]);
+      } finally {
+        await s.stop();
+      }
+    },
+    SLOW_TEST_MS,
+  );
 });
 
 describe("crash during a backup", () => {
-  test("a server killed with SIGKILL in the middle of a backup job finishes it after a restart", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "apis-kill-"));
-    try {
-      // Bootstrap an account in the folder, as `apis user create` would.
-      const boot = openInstance(loadConfig({ data: dir, "log-level": "silent" }, {}));
-      const hash = await hashPassword("password1");
-      mutate(boot.db, boot.hub, (tx, log) => createPerson(tx, log, { username: "kim", email: "kim@example.test", passwordHash: hash }));
-      boot.db.$client.close();
-
-      const spawnServer = async (env: Record<string, string> = {}) => {
-        // The bun running this test (as `npx bun` would find it), spawned directly so SIGKILL hits the server itself.
-        const child = Bun.spawn([process.execPath, "src/main.ts", "serve", "--port", "0", "--host", "127.0.0.1", "--data", dir, "--log-level", "error"], {
-          cwd: join(import.meta.dir, "../.."),
-          env: { ...process.env, ...env },
-          stdout: "pipe",
-          stderr: "inherit",
-        });
-        return { child, url: await servedUrl(child) };
-      };
-      const call = async (url: string, path: string, body: unknown, token?: string) => {
-        const res = await fetch(url + path, {
-          method: "POST",
-          headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
-          body: JSON.stringify(body),
-        });
-        return { status: res.status, body: (await res.json()) as any, headers: res.headers };
-      };
-
-      // Every progress step sleeps 40 ms in this run, so the backup of 40 files takes ~2 s.
-      let s = await spawnServer({ APIS_TEST_JOB_STEP_MS: "40" });
-      const login = await call(s.url, "/api/login", { username: "kim", password: "password1" });
-      const token = tokenOf(login as any);
-      const gid = (await call(s.url, "/api/projects/create", { name: "Big" }, token)).body.result.project;
-      for (let i = 0; i < 40; i++) {
-        const f = join(dir, "files", "projects", gid, "originals", `f${i}~1.bin`);
-        mkdirSync(dirname(f), { recursive: true });
-        writeFileSync(f, `file ${i} `.repeat(1000));
-      }
-      const started = await call(s.url, `/api/p/${gid}/backups/create`, { created_by: "kim", name: "killed" }, token);
-      const job = started.body.result["job.token"];
-      const version = started.body.result.version;
-      await until(async () => {
-        const j = await call(s.url, `/api/p/${gid}/jobs/get`, { token: job }, token);
-        const info = j.body.result.job;
-        return info?.status === "processing" && info.info.remaining < info.info.total - 3 ? true : undefined;
-      });
-      s.child.kill("SIGKILL");
-      await s.child.exited;
-      // The backup's folder is still being written (its name is the backup's internal gid).
-      const partials = readdirSync(join(dir, "backups", "projects", gid)).filter((d) => d.endsWith(".partial"));
-      expect(partials).toHaveLength(1);
-      const backup = partials[0]!.replace(/\.partial$/, "");
-
-      s = await spawnServer();
+  test(
+    "a server killed with SIGKILL in the middle of a backup job finishes it after a restart",
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), "apis-kill-"));
       try {
-        const done = await until(async () => {
+        // Bootstrap an account in the folder, as `apis user create` would.
+        const boot = openInstance(loadConfig({ data: dir, "log-level": "silent" }, {}));
+        const hash = await hashPassword("password1");
+        mutate(boot.db, boot.hub, (tx, log) =>
+          createPerson(tx, log, { username: "kim", email: "kim@example.test", passwordHash: hash }),
+        );
+        boot.db.$client.close();
+
+        const spawnServer = async (env: Record<string, string> = {}) => {
+          // The bun running this test (as `npx bun` would find it), spawned directly so SIGKILL hits the server itself.
+          const child = Bun.spawn(
+            [
+              process.execPath,
+              "src/main.ts",
+              "serve",
+              "--port",
+              "0",
+              "--host",
+              "127.0.0.1",
+              "--data",
+              dir,
+              "--log-level",
+              "error",
+            ],
+            {
+              cwd: join(import.meta.dir, "../.."),
+              env: { ...process.env, ...env },
+              stdout: "pipe",
+              stderr: "inherit",
+            },
+          );
+          return { child, url: await servedUrl(child) };
+        };
+        const call = async (url: string, path: string, body: unknown, token?: string) => {
+          const res = await fetch(url + path, {
+            method: "POST",
+            headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
+            body: JSON.stringify(body),
+          });
+          return { status: res.status, body: (await res.json()) as any, headers: res.headers };
+        };
+
+        // Every progress step sleeps 40 ms in this run, so the backup of 40 files takes ~2 s.
+        let s = await spawnServer({ APIS_TEST_JOB_STEP_MS: "40" });
+        const login = await call(s.url, "/api/login", { username: "kim", password: "password1" });
+        const token = tokenOf(login as any);
+        const gid = (await call(s.url, "/api/projects/create", { name: "Big" }, token)).body.result.project;
+        for (let i = 0; i < 40; i++) {
+          const f = join(dir, "files", "projects", gid, "originals", `f${i}~1.bin`);
+          mkdirSync(dirname(f), { recursive: true });
+          writeFileSync(f, `file ${i} `.repeat(1000));
+        }
+        const started = await call(s.url, `/api/p/${gid}/backups/create`, { created_by: "kim", name: "killed" }, token);
+        const job = started.body.result["job.token"];
+        const version = started.body.result.version;
+        await until(async () => {
           const j = await call(s.url, `/api/p/${gid}/jobs/get`, { token: job }, token);
           const info = j.body.result.job;
-          return info?.status === "done" ? info : undefined;
+          return info?.status === "processing" && info.info.remaining < info.info.total - 3 ? true : undefined;
         });
-        expect(done.info).toMatchObject({ version, files: 40, remaining: 0 });
-        const b = await call(s.url, `/api/p/${gid}/backups/get`, { version }, token);
-        expect(b.body.result.backup).toMatchObject({ status: "ready", files: 40 });
-        expect(existsSync(join(dir, "backups", "projects", gid, `${backup}.partial`))).toBe(false);
-        const manifest = JSON.parse(readFileSync(join(dir, "backups", "projects", gid, backup, "manifest.json"), "utf8"));
-        expect(manifest.files).toHaveLength(40);
-        const attempts = (await call(s.url, "/api/jobs/get", { token: job }, token)).status;
-        expect(attempts).toBe(200);
-      } finally {
-        s.child.kill("SIGTERM");
+        s.child.kill("SIGKILL");
         await s.child.exited;
+        // The backup's folder is still being written (its name is the backup's internal gid).
+        const partials = readdirSync(join(dir, "backups", "projects", gid)).filter((d) => d.endsWith(".partial"));
+        expect(partials).toHaveLength(1);
+        const backup = partials[0]!.replace(/\.partial$/, "");
+
+        s = await spawnServer();
+        try {
+          const done = await until(async () => {
+            const j = await call(s.url, `/api/p/${gid}/jobs/get`, { token: job }, token);
+            const info = j.body.result.job;
+            return info?.status === "done" ? info : undefined;
+          });
+          expect(done.info).toMatchObject({ version, files: 40, remaining: 0 });
+          const b = await call(s.url, `/api/p/${gid}/backups/get`, { version }, token);
+          expect(b.body.result.backup).toMatchObject({ status: "ready", files: 40 });
+          expect(existsSync(join(dir, "backups", "projects", gid, `${backup}.partial`))).toBe(false);
+          const manifest = JSON.parse(
+            readFileSync(join(dir, "backups", "projects", gid, backup, "manifest.json"), "utf8"),
+          );
+          expect(manifest.files).toHaveLength(40);
+          const attempts = (await call(s.url, "/api/jobs/get", { token: job }, token)).status;
+          expect(attempts).toBe(200);
+        } finally {
+          s.child.kill("SIGTERM");
+          await s.child.exited;
+        }
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
       }
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
-  }, SLOW_TEST_MS);
+    },
+    SLOW_TEST_MS,
+  );
 });
 
 describe("instance backup CLI", () => {
   const root = join(import.meta.dir, "../..");
   const apis = (...args: string[]) => {
-    const r = Bun.spawnSync([process.execPath, "src/main.ts", ...args], { cwd: root, env: { ...process.env, APIS_LOG_LEVEL: "silent" } });
+    const r = Bun.spawnSync([process.execPath, "src/main.ts", ...args], {
+      cwd: root,
+      env: { ...process.env, APIS_LOG_LEVEL: "silent" },
+    });
     return { code: r.exitCode, out: r.stdout.toString(), err: r.stderr.toString() };
   };
 
-  test("create beside a running server, verify, and restore into another folder give back every row and file", async () => {
-    const work = mkdtempSync(join(tmpdir(), "apis-cli-"));
-    const archive = join(work, "instance.tar");
-    const rowsBefore = projectRows(srv, project);
-    const filesBefore = projectFiles(srv, project);
-    try {
-      const created = apis("backup", "create", "--data", srv.dataDir, "--out", archive, "--json");
-      expect(created.err).toBe("");
-      expect(created.code).toBe(0);
-      const c = JSON.parse(created.out);
-      expect(c.file).toBe(archive);
-      expect(c.entries).toBeGreaterThan(4);
-
-      const verified = apis("backup", "verify", archive, "--json");
-      expect(verified.code).toBe(0);
-      const v = JSON.parse(verified.out);
-      expect(v).toMatchObject({ ok: true, problems: [], entries: c.entries });
-      // The archive is a plain tar.
-      const listing = Bun.spawnSync(["tar", "-tf", archive]).stdout.toString().split("\n");
-      expect(listing).toEqual(expect.arrayContaining(["apis.db", "apis-backup.json", "jwt.secret", `files/projects/${project}/var/deep/er/c@k.jpg`]));
-      expect(listing.some((n) => n.startsWith("backups/") || n.startsWith("tmp/"))).toBe(false);
-
-      // A running server holds its folder: restore refuses.
-      const refused = apis("backup", "restore", archive, "--data", srv.dataDir, "--yes");
-      expect(refused.code).toBe(1);
-      expect(refused.err).toMatch(/server \(pid \d+\) is using/);
-
-      const target = join(work, "restored");
-      const restored = apis("backup", "restore", archive, "--data", target, "--yes");
-      expect(restored.err).toBe("");
-      expect(restored.code).toBe(0);
-      const other = await TestServer.start({}, target);
+  test(
+    "create beside a running server, verify, and restore into another folder give back every row and file",
+    async () => {
+      const work = mkdtempSync(join(tmpdir(), "apis-cli-"));
+      const archive = join(work, "instance.tar");
+      const rowsBefore = projectRows(srv, project);
+      const filesBefore = projectFiles(srv, project);
       try {
-        expect(projectRows(other, project)).toEqual(rowsBefore);
-        expect(projectFiles(other, project)).toEqual(filesBefore);
-        // Same secret: a token issued by the original server works on the restored one.
-        const init = await other.call("/api/init", { token: alice.token });
-        expect(init.status).toBe(200);
-        expect(init.body.result.user).toBe(alice.gid);
+        const created = apis("backup", "create", "--data", srv.dataDir, "--out", archive, "--json");
+        expect(created.err).toBe("");
+        expect(created.code).toBe(0);
+        const c = JSON.parse(created.out);
+        expect(c.file).toBe(archive);
+        expect(c.entries).toBeGreaterThan(4);
+
+        const verified = apis("backup", "verify", archive, "--json");
+        expect(verified.code).toBe(0);
+        const v = JSON.parse(verified.out);
+        expect(v).toMatchObject({ ok: true, problems: [], entries: c.entries });
+        // The archive is a plain tar.
+        const listing = Bun.spawnSync(["tar", "-tf", archive]).stdout.toString().split("\n");
+        expect(listing).toEqual(
+          expect.arrayContaining([
+            "apis.db",
+            "apis-backup.json",
+            "jwt.secret",
+            `files/projects/${project}/var/deep/er/c@k.jpg`,
+          ]),
+        );
+        expect(listing.some((n) => n.startsWith("backups/") || n.startsWith("tmp/"))).toBe(false);
+
+        // A running server holds its folder: restore refuses.
+        const refused = apis("backup", "restore", archive, "--data", srv.dataDir, "--yes");
+        expect(refused.code).toBe(1);
+        expect(refused.err).toMatch(/server \(pid \d+\) is using/);
+
+        const target = join(work, "restored");
+        const restored = apis("backup", "restore", archive, "--data", target, "--yes");
+        expect(restored.err).toBe("");
+        expect(restored.code).toBe(0);
+        const other = await TestServer.start({}, target);
+        try {
+          expect(projectRows(other, project)).toEqual(rowsBefore);
+          expect(projectFiles(other, project)).toEqual(filesBefore);
+          // Same secret: a token issued by the original server works on the restored one.
+          const init = await other.call("/api/init", { token: alice.token });
+          expect(init.status).toBe(200);
+          expect(init.body.result.user).toBe(alice.gid);
+        } finally {
+          await other.stop();
+        }
       } finally {
-        await other.stop();
+        rmSync(work, { recursive: true, force: true });
       }
-    } finally {
-      rmSync(work, { recursive: true, force: true });
-    }
-  }, SLOW_TEST_MS);
+    },
+    SLOW_TEST_MS,
+  );
 
   test("a file deleted while the archive is written is still in it (its row is in the database copy)", async () => {
     const { createInstanceBackup } = await import("../../src/platform/backups/instance.service");
@@ -605,144 +806,170 @@ describe("instance backup CLI", () => {
     }
   });
 
-  test("verify finds a damaged archive; list shows archives and project backups", async () => {
-    const out = join(srv.dataDir, "backups", "instance", "one.tar");
-    expect(apis("backup", "create", "--data", srv.dataDir, "--out", out).code).toBe(0);
-    const listed = JSON.parse(apis("backup", "list", "--data", srv.dataDir, "--json").out);
-    expect(listed.instance.map((a: any) => a.name)).toContain("one.tar");
-    expect(listed.projects.some((b: any) => b.project_gid === project && b.status === "ready")).toBe(true);
-    const bytes = readFileSync(out);
-    // Flip one byte inside the first file entry's content (after the 512-byte header).
-    bytes[600] = bytes[600]! ^ 0xff;
-    const bad = join(srv.dataDir, "backups", "instance", "bad.tar");
-    writeFileSync(bad, bytes);
-    const v = apis("backup", "verify", bad);
-    expect(v.code).toBe(1);
-    expect(v.out).toMatch(/checksum mismatch: apis\.db|database integrity/);
-    expect(apis("backup", "verify", join(srv.dataDir, "nope.tar")).code).toBe(2);
-    expect(apis("backup", "frobnicate").code).toBe(2);
-  }, SLOW_TEST_MS);
+  test(
+    "verify finds a damaged archive; list shows archives and project backups",
+    async () => {
+      const out = join(srv.dataDir, "backups", "instance", "one.tar");
+      expect(apis("backup", "create", "--data", srv.dataDir, "--out", out).code).toBe(0);
+      const listed = JSON.parse(apis("backup", "list", "--data", srv.dataDir, "--json").out);
+      expect(listed.instance.map((a: any) => a.name)).toContain("one.tar");
+      expect(listed.projects.some((b: any) => b.project_gid === project && b.status === "ready")).toBe(true);
+      const bytes = readFileSync(out);
+      // Flip one byte inside the first file entry's content (after the 512-byte header).
+      bytes[600] = bytes[600]! ^ 0xff;
+      const bad = join(srv.dataDir, "backups", "instance", "bad.tar");
+      writeFileSync(bad, bytes);
+      const v = apis("backup", "verify", bad);
+      expect(v.code).toBe(1);
+      expect(v.out).toMatch(/checksum mismatch: apis\.db|database integrity/);
+      expect(apis("backup", "verify", join(srv.dataDir, "nope.tar")).code).toBe(2);
+      expect(apis("backup", "frobnicate").code).toBe(2);
+    },
+    SLOW_TEST_MS,
+  );
 });
 
 describe("instance archives: modes, confirmation, schedule", () => {
   const root = join(import.meta.dir, "../..");
   const apis = (...args: string[]) => {
-    const r = Bun.spawnSync([process.execPath, "src/main.ts", ...args], { cwd: root, env: { ...process.env, APIS_LOG_LEVEL: "silent" } });
+    const r = Bun.spawnSync([process.execPath, "src/main.ts", ...args], {
+      cwd: root,
+      env: { ...process.env, APIS_LOG_LEVEL: "silent" },
+    });
     return { code: r.exitCode, out: r.stdout.toString(), err: r.stderr.toString() };
   };
   const modeOf = (f: string) => statSync(f).mode & 0o777;
 
-  test("an archive is written 0600, keeps every file's mode, and a restore gives them back with jwt.secret at 0600", async () => {
-    const work = mkdtempSync(join(tmpdir(), "apis-modes-"));
-    const secret = join(srv.dataDir, "jwt.secret");
-    const shared = join(srv.ctx.storage.projectDir(project), "originals", "shared~1.bin");
-    const script = join(srv.ctx.storage.projectDir(project), "originals", "tool~1.sh");
-    writeFileSync(shared, "shared bytes");
-    writeFileSync(script, "#!/bin/sh\n");
-    chmodSync(shared, 0o640);
-    chmodSync(script, 0o750);
-    // As an older archive or a careless admin could have it: the restore still leaves it 0600.
-    chmodSync(secret, 0o644);
-    try {
-      const archive = join(work, "modes.tar");
-      expect(apis("backup", "create", "--data", srv.dataDir, "--out", archive).code).toBe(0);
-      expect(modeOf(archive)).toBe(0o600);
-      const modes = new Map<string, number>();
-      await readTar(archive, (e) => {
-        modes.set(e.name, e.mode);
-        return null;
-      });
-      const rel = (f: string) => f.slice(srv.dataDir.length + 1);
-      expect(modes.get(rel(shared))).toBe(0o640);
-      expect(modes.get(rel(script))).toBe(0o750);
-      expect(modes.get("jwt.secret")).toBe(0o644);
-      // Any tar reads it, modes included.
-      expect(Bun.spawnSync(["tar", "-tvf", archive]).stdout.toString()).toMatch(/-rwxr-x--- .*tool~1\.sh/);
-
-      const target = join(work, "restored");
-      const r = apis("backup", "restore", archive, "--data", target, "--yes");
-      expect(r.err).toBe("");
-      expect(r.code).toBe(0);
-      expect(modeOf(join(target, rel(shared)))).toBe(0o640);
-      expect(modeOf(join(target, rel(script)))).toBe(0o750);
-      expect(modeOf(join(target, "jwt.secret"))).toBe(0o600);
-      expect(readFileSync(join(target, "jwt.secret"), "utf8")).toBe(readFileSync(secret, "utf8"));
-    } finally {
-      chmodSync(secret, 0o600);
-      rmSync(shared, { force: true });
-      rmSync(script, { force: true });
-      rmSync(work, { recursive: true, force: true });
-    }
-  }, SLOW_TEST_MS);
-
-  test("restore asks on a terminal and changes nothing unless the answer is yes; without a terminal it needs --yes", async () => {
-    const work = mkdtempSync(join(tmpdir(), "apis-confirm-"));
-    try {
-      const archive = join(work, "a.tar");
-      expect(apis("backup", "create", "--data", srv.dataDir, "--out", archive).code).toBe(0);
-      const target = join(work, "target");
-      const answer = async (typed: string) => {
-        let screen = "";
-        const proc = Bun.spawn([process.execPath, "src/main.ts", "backup", "restore", archive, "--data", target], {
-          cwd: root,
-          env: { ...process.env, APIS_LOG_LEVEL: "silent" },
-          terminal: { cols: 200, rows: 24, data: (_t, bytes) => (screen += new TextDecoder().decode(bytes)) },
+  test(
+    "an archive is written 0600, keeps every file's mode, and a restore gives them back with jwt.secret at 0600",
+    async () => {
+      const work = mkdtempSync(join(tmpdir(), "apis-modes-"));
+      const secret = join(srv.dataDir, "jwt.secret");
+      const shared = join(srv.ctx.storage.projectDir(project), "originals", "shared~1.bin");
+      const script = join(srv.ctx.storage.projectDir(project), "originals", "tool~1.sh");
+      writeFileSync(shared, "shared bytes");
+      writeFileSync(script, "#!/bin/sh\n");
+      chmodSync(shared, 0o640);
+      chmodSync(script, 0o750);
+      // As an older archive or a careless admin could have it: the restore still leaves it 0600.
+      chmodSync(secret, 0o644);
+      try {
+        const archive = join(work, "modes.tar");
+        expect(apis("backup", "create", "--data", srv.dataDir, "--out", archive).code).toBe(0);
+        expect(modeOf(archive)).toBe(0o600);
+        const modes = new Map<string, number>();
+        await readTar(archive, (e) => {
+          modes.set(e.name, e.mode);
+          return null;
         });
-        await until(() => screen.includes("Type yes to restore: "));
-        expect(screen).toContain(archive);
-        proc.terminal!.write(`${typed}\r`);
-        return { code: await proc.exited, screen };
-      };
-      const no = await answer("no");
-      expect(no.code).toBe(1);
-      expect(no.screen).toContain("nothing was changed");
-      expect(existsSync(join(target, "apis.db"))).toBe(false);
+        const rel = (f: string) => f.slice(srv.dataDir.length + 1);
+        expect(modes.get(rel(shared))).toBe(0o640);
+        expect(modes.get(rel(script))).toBe(0o750);
+        expect(modes.get("jwt.secret")).toBe(0o644);
+        // Any tar reads it, modes included.
+        expect(Bun.spawnSync(["tar", "-tvf", archive]).stdout.toString()).toMatch(/-rwxr-x--- .*tool~1\.sh/);
 
-      const piped = apis("backup", "restore", archive, "--data", target);
-      expect(piped.code).toBe(2);
-      expect(piped.err).toContain("--yes");
-      expect(existsSync(join(target, "apis.db"))).toBe(false);
+        const target = join(work, "restored");
+        const r = apis("backup", "restore", archive, "--data", target, "--yes");
+        expect(r.err).toBe("");
+        expect(r.code).toBe(0);
+        expect(modeOf(join(target, rel(shared)))).toBe(0o640);
+        expect(modeOf(join(target, rel(script)))).toBe(0o750);
+        expect(modeOf(join(target, "jwt.secret"))).toBe(0o600);
+        expect(readFileSync(join(target, "jwt.secret"), "utf8")).toBe(readFileSync(secret, "utf8"));
+      } finally {
+        chmodSync(secret, 0o600);
+        rmSync(shared, { force: true });
+        rmSync(script, { force: true });
+        rmSync(work, { recursive: true, force: true });
+      }
+    },
+    SLOW_TEST_MS,
+  );
 
-      const yes = await answer("yes");
-      expect(yes.code).toBe(0);
-      expect(yes.screen).toContain("restored");
-      expect(existsSync(join(target, "apis.db"))).toBe(true);
-    } finally {
-      rmSync(work, { recursive: true, force: true });
-    }
-  }, SLOW_TEST_MS);
+  test(
+    "restore asks on a terminal and changes nothing unless the answer is yes; without a terminal it needs --yes",
+    async () => {
+      const work = mkdtempSync(join(tmpdir(), "apis-confirm-"));
+      try {
+        const archive = join(work, "a.tar");
+        expect(apis("backup", "create", "--data", srv.dataDir, "--out", archive).code).toBe(0);
+        const target = join(work, "target");
+        const answer = async (typed: string) => {
+          let screen = "";
+          const proc = Bun.spawn([process.execPath, "src/main.ts", "backup", "restore", archive, "--data", target], {
+            cwd: root,
+            env: { ...process.env, APIS_LOG_LEVEL: "silent" },
+            terminal: { cols: 200, rows: 24, data: (_t, bytes) => (screen += new TextDecoder().decode(bytes)) },
+          });
+          await until(() => screen.includes("Type yes to restore: "));
+          expect(screen).toContain(archive);
+          proc.terminal!.write(`${typed}\r`);
+          return { code: await proc.exited, screen };
+        };
+        const no = await answer("no");
+        expect(no.code).toBe(1);
+        expect(no.screen).toContain("nothing was changed");
+        expect(existsSync(join(target, "apis.db"))).toBe(false);
 
-  test("scheduled instance backups are off by default and keep only the newest --instance-backups-keep, never manual archives", async () => {
-    const task = housekeepingTasks().find((t) => t.name === "instance-backups")!;
-    expect(task).toBeDefined();
-    expect(task.schedule(loadConfig({}, {}))).toBe("off");
-    expect(task.schedule(loadConfig({ "schedule-instance-backups": "0 2 * * *" }, {}))).toBe("0 2 * * *");
-    const dir = join(srv.dataDir, "backups", "instance");
-    rmSync(dir, { recursive: true, force: true });
-    expect(apis("backup", "create", "--data", srv.dataDir).code).toBe(0);
-    const manual = readdirSync(dir);
-    expect(manual).toHaveLength(1);
-    const ctx = { ...srv.ctx, config: { ...srv.ctx.config, instanceBackupsKeep: 2 } };
-    const made: string[] = [];
-    for (let i = 0; i < 4; i++) {
-      const run = await runHousekeeping(ctx, task);
-      expect(run.ok).toBe(true);
-      made.push(/^wrote (apis-scheduled-\S+\.tar) /.exec(run.summary)![1]!);
-    }
-    const left = readdirSync(dir).sort();
-    expect(left).toEqual([...manual, ...made.slice(2)].sort());
-    for (const n of left) expect(modeOf(join(dir, n))).toBe(0o600);
-    expect(JSON.parse(apis("backup", "verify", join(dir, made[3]!), "--json").out).ok).toBe(true);
-  }, SLOW_TEST_MS);
+        const piped = apis("backup", "restore", archive, "--data", target);
+        expect(piped.code).toBe(2);
+        expect(piped.err).toContain("--yes");
+        expect(existsSync(join(target, "apis.db"))).toBe(false);
+
+        const yes = await answer("yes");
+        expect(yes.code).toBe(0);
+        expect(yes.screen).toContain("restored");
+        expect(existsSync(join(target, "apis.db"))).toBe(true);
+      } finally {
+        rmSync(work, { recursive: true, force: true });
+      }
+    },
+    SLOW_TEST_MS,
+  );
+
+  test(
+    "scheduled instance backups are off by default and keep only the newest --instance-backups-keep, never manual archives",
+    async () => {
+      const task = housekeepingTasks().find((t) => t.name === "instance-backups")!;
+      expect(task).toBeDefined();
+      expect(task.schedule(loadConfig({}, {}))).toBe("off");
+      expect(task.schedule(loadConfig({ "schedule-instance-backups": "0 2 * * *" }, {}))).toBe("0 2 * * *");
+      const dir = join(srv.dataDir, "backups", "instance");
+      rmSync(dir, { recursive: true, force: true });
+      expect(apis("backup", "create", "--data", srv.dataDir).code).toBe(0);
+      const manual = readdirSync(dir);
+      expect(manual).toHaveLength(1);
+      const ctx = { ...srv.ctx, config: { ...srv.ctx.config, instanceBackupsKeep: 2 } };
+      const made: string[] = [];
+      for (let i = 0; i < 4; i++) {
+        const run = await runHousekeeping(ctx, task);
+        expect(run.ok).toBe(true);
+        made.push(/^wrote (apis-scheduled-\S+\.tar) /.exec(run.summary)![1]!);
+      }
+      const left = readdirSync(dir).sort();
+      expect(left).toEqual([...manual, ...made.slice(2)].sort());
+      for (const n of left) expect(modeOf(join(dir, n))).toBe(0o600);
+      expect(JSON.parse(apis("backup", "verify", join(dir, made[3]!), "--json").out).ok).toBe(true);
+    },
+    SLOW_TEST_MS,
+  );
 });
 
 describe("backup folders", () => {
   test("a complete backup folder the database does not list is recovered; unfinished ones are removed", async () => {
     const since = await cursor(alice.token);
-    const r = await srv.call(`/api/p/${project}/backups/create`, { token: alice.token, body: { created_by: "test", name: "to forget" } });
+    const r = await srv.call(`/api/p/${project}/backups/create`, {
+      token: alice.token,
+      body: { created_by: "test", name: "to forget" },
+    });
     const made: number = r.body.result.version;
     await finished(srv, alice.token, r.body.result["job.token"], since);
-    const gid = (srv.ctx.db.$client.query("SELECT gid FROM backups WHERE project_gid = ? AND version = ?").get(project, made) as { gid: string }).gid;
+    const gid = (
+      srv.ctx.db.$client.query("SELECT gid FROM backups WHERE project_gid = ? AND version = ?").get(project, made) as {
+        gid: string;
+      }
+    ).gid;
     srv.ctx.db.$client.query("DELETE FROM backups WHERE gid = ?").run(gid);
     mkdirSync(join(srv.dataDir, "backups", "projects", project, "leftover.partial"), { recursive: true });
     const { tidyBackupFolders } = await import("../../src/features/backups/backups.service");

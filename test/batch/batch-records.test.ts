@@ -14,11 +14,15 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(() => w.srv.stop());
 
-const batch = (requests: unknown[], who = w.owner) => w.srv.call(`/api/p/${w.project}/batch`, { token: who.token, body: { requests } });
+const batch = (requests: unknown[], who = w.owner) =>
+  w.srv.call(`/api/p/${w.project}/batch`, { token: who.token, body: { requests } });
 
 describe("batches of record updates", () => {
   test("50 record updates in one batch all land, each answered with its record's form", async () => {
-    const requests = Array.from({ length: 50 }, (_, i) => ({ path: "records/update", body: { record: i % 2 ? a : b, fields: { en: { stock: i } } } }));
+    const requests = Array.from({ length: 50 }, (_, i) => ({
+      path: "records/update",
+      body: { record: i % 2 ? a : b, fields: { en: { stock: i } } },
+    }));
     const r = await batch(requests);
     expect(r.status).toBe(200);
     expect(r.body.result.results).toHaveLength(50);
@@ -41,12 +45,17 @@ describe("batches of record updates", () => {
   });
 
   test("a member may batch record updates; a stranger's batch is refused before any step runs", async () => {
-    const r = await batch([
-      { path: "records/update", body: { record: b, fields: { en: { stock: 7 } } } },
-      { path: "records/update", body: { record: b, fields: { en: { stock: 8 } } } },
-    ], w.bob);
+    const r = await batch(
+      [
+        { path: "records/update", body: { record: b, fields: { en: { stock: 7 } } } },
+        { path: "records/update", body: { record: b, fields: { en: { stock: 8 } } } },
+      ],
+      w.bob,
+    );
     expect(r.status).toBe(200);
     expect((await w.get(b, { language: "en" })).fields.en.stock).toBe(8);
-    expect((await batch([{ path: "records/update", body: { record: b, fields: { en: { stock: 9 } } } }], w.stranger)).status).toBe(403);
+    expect(
+      (await batch([{ path: "records/update", body: { record: b, fields: { en: { stock: 9 } } } }], w.stranger)).status,
+    ).toBe(403);
   });
 });

@@ -11,22 +11,36 @@ let srv: TestServer;
 let owner: U, member: U, stranger: U;
 let project: string;
 
-const batch = (requests: unknown, who: U | null = owner, p = project) => srv.call(`/api/p/${p}/batch`, { token: who?.token ?? null, body: { requests } });
-const call = (path: string, body: unknown, who: U = owner) => srv.call(`/api/p/${project}/${path}`, { token: who.token, body });
-const cursorNow = async () => (await srv.call("/sync/cursors", { token: owner.token, body: { project } })).body.result.cursor as number;
+const batch = (requests: unknown, who: U | null = owner, p = project) =>
+  srv.call(`/api/p/${p}/batch`, { token: who?.token ?? null, body: { requests } });
+const call = (path: string, body: unknown, who: U = owner) =>
+  srv.call(`/api/p/${project}/${path}`, { token: who.token, body });
+const cursorNow = async () =>
+  (await srv.call("/sync/cursors", { token: owner.token, body: { project } })).body.result.cursor as number;
 /** The project's sync items after `since`, as "ACTION data_type data_key". */
 const itemsSince = async (since: number) =>
-  ((await srv.call("/sync/get", { token: owner.token, body: { project, cursor: since } })).body.result.sync as Item[]).map((i) => `${i.action} ${i.data_type} ${i.data_key}`);
-const createQuery = async (name: string) => (await call("queries/create", { type: "record", name })).body.result.query as string;
-const queryName = async (gid: string) => (await call("queries/get", { query: gid })).body.data.queries[gid].name as string;
-const queryCount = async () => Object.keys((await srv.call(`/api/p/${project}/init`, { token: owner.token })).body.data.queries ?? {}).length;
+  (
+    (await srv.call("/sync/get", { token: owner.token, body: { project, cursor: since } })).body.result.sync as Item[]
+  ).map((i) => `${i.action} ${i.data_type} ${i.data_key}`);
+const createQuery = async (name: string) =>
+  (await call("queries/create", { type: "record", name })).body.result.query as string;
+const queryName = async (gid: string) =>
+  (await call("queries/get", { query: gid })).body.data.queries[gid].name as string;
+const queryCount = async () =>
+  Object.keys((await srv.call(`/api/p/${project}/init`, { token: owner.token })).body.data.queries ?? {}).length;
 
 const sockets: Socket[] = [];
 afterAll(() => sockets.forEach((s) => s.close()));
 
 /** A socket.io client subscribed to the project from `cursor`; `pushes` holds each `sync` event's items. */
 async function subscriber(cursor: number): Promise<{ pushes: Item[][]; items: () => string[] }> {
-  const socket = io(srv.url, { path: "/sync/io", auth: { JWT: owner.token }, transports: ["websocket"], reconnection: false, forceNew: true });
+  const socket = io(srv.url, {
+    path: "/sync/io",
+    auth: { JWT: owner.token },
+    transports: ["websocket"],
+    reconnection: false,
+    forceNew: true,
+  });
   sockets.push(socket);
   const pushes: Item[][] = [];
   socket.on("sync", (items: Item[]) => pushes.push(items.filter((i) => i.data_type !== "cc.projects_members")));
@@ -62,7 +76,11 @@ describe("a batch that succeeds", () => {
     for (const sub of results) expect(Object.keys(sub)).toEqual(["success", "result", "data"]);
     const first = results[0].result.query;
     expect(results[0].data.queries[first]).toMatchObject({ type: "record", name: "First" });
-    expect(results[1]).toEqual({ success: true, result: { query: kept }, data: { queries: { [kept]: expect.objectContaining({ name: "Renamed" }) } } });
+    expect(results[1]).toEqual({
+      success: true,
+      result: { query: kept },
+      data: { queries: { [kept]: expect.objectContaining({ name: "Renamed" }) } },
+    });
     // A later step sees what an earlier step of the same batch wrote.
     expect(results[2].data.queries[kept].name).toBe("Renamed");
     expect(results[3].success).toBe(true);
@@ -99,10 +117,14 @@ describe("a batch that succeeds", () => {
     const r = await batch([{ path: "assets/bulk/delete", body: { selection: [folder] } }]);
     expect(r.status).toBe(200);
     const token = r.body.result.results[0].result["job.token"];
-    const job = await until(async () => {
-      const j = (await call("jobs/get", { token })).body.result?.job;
-      return j && (j.status === "done" || j.status === "rejected") ? j : undefined;
-    }, 10000, "the job to finish");
+    const job = await until(
+      async () => {
+        const j = (await call("jobs/get", { token })).body.result?.job;
+        return j && (j.status === "done" || j.status === "rejected") ? j : undefined;
+      },
+      10000,
+      "the job to finish",
+    );
     expect(job.status).toBe("done");
     expect((await call("assets/get", { asset: folder })).body.data.assets[folder].status).toBe("deleted");
   });
@@ -127,7 +149,12 @@ describe("a batch that fails", () => {
       result: {
         code: alone.body.result.code,
         message: alone.body.result.message,
-        info: { ...alone.body.result.info, index: 2, path: "queries/update", batch: ["rolled_back", "rolled_back", "failed", "not_run"] },
+        info: {
+          ...alone.body.result.info,
+          index: 2,
+          path: "queries/update",
+          batch: ["rolled_back", "rolled_back", "failed", "not_run"],
+        },
       },
       data: {},
     });
@@ -151,13 +178,25 @@ describe("a batch that fails", () => {
     expect(r.body.result.info).toMatchObject({ index: 1, path: "queries/delete", batch: ["rolled_back", "failed"] });
     expect(srv.ctx.db.select().from(jobs).where(eq(jobs.projectGid, project)).all().length).toBe(jobsBefore);
     // The workers are idle and the folder is still there.
-    await until(() => srv.ctx.db.select().from(jobs).all().every((j) => j.status === "done" || j.status === "rejected"), undefined, "idle workers");
+    await until(
+      () =>
+        srv.ctx.db
+          .select()
+          .from(jobs)
+          .all()
+          .every((j) => j.status === "done" || j.status === "rejected"),
+      undefined,
+      "idle workers",
+    );
     expect((await call("assets/get", { asset: folder })).body.data.assets[folder].status).toBe("published");
   });
 
   test("schema and settings steps fail together: a failing last step leaves no field, no channel, no language and no sync item", async () => {
-    const options = async () => (await srv.call("/api/projects/get", { token: owner.token, body: { project } })).body.data["cc.projects"][project].options;
-    const fieldCount = async () => Object.keys((await srv.call(`/api/p/${project}/init`, { token: owner.token })).body.data.fields ?? {}).length;
+    const options = async () =>
+      (await srv.call("/api/projects/get", { token: owner.token, body: { project } })).body.data["cc.projects"][project]
+        .options;
+    const fieldCount = async () =>
+      Object.keys((await srv.call(`/api/p/${project}/init`, { token: owner.token })).body.data.fields ?? {}).length;
     const optionsBefore = await options();
     const fieldsBefore = await fieldCount();
     const c0 = await cursorNow();
@@ -174,7 +213,12 @@ describe("a batch that fails", () => {
     expect(r.body.result).toEqual({
       code: alone.body.result.code,
       message: alone.body.result.message,
-      info: { ...alone.body.result.info, index: 4, path: "fields/commit", batch: ["rolled_back", "rolled_back", "rolled_back", "rolled_back", "failed"] },
+      info: {
+        ...alone.body.result.info,
+        index: 4,
+        path: "fields/commit",
+        batch: ["rolled_back", "rolled_back", "rolled_back", "rolled_back", "failed"],
+      },
     });
     expect(await options()).toEqual(optionsBefore);
     expect(await fieldCount()).toBe(fieldsBefore);
@@ -184,7 +228,10 @@ describe("a batch that fails", () => {
     const ok = await batch(steps);
     expect(ok.status).toBe(200);
     const field = ok.body.result.results[0].result.field as string;
-    expect((await call("fields/get", { field })).body.data.fields[field]).toMatchObject({ name: "width", type: "number" });
+    expect((await call("fields/get", { field })).body.data.fields[field]).toMatchObject({
+      name: "width",
+      type: "number",
+    });
     const after = await options();
     expect(after.languages).toEqual([...optionsBefore.languages, "de"]);
     expect(Object.values(after.channels)).toContain("Webshop");
@@ -210,7 +257,10 @@ describe("what a batch refuses before anything runs", () => {
   test("an upload, a mailing call, a backup, a batch itself: 400 naming the path and index", async () => {
     const before = await queryCount();
     for (const path of ["assets/upload", "members/invite", "backups/create", "backups/restore", "batch", "init"]) {
-      const r = await batch([{ path: "queries/create", body: { type: "record", name: "Never" } }, { path, body: {} }]);
+      const r = await batch([
+        { path: "queries/create", body: { type: "record", name: "Never" } },
+        { path, body: {} },
+      ]);
       expect(r.status).toBe(400);
       expect(r.body.result.message).toBe("Not allowed in a batch");
       expect(r.body.result.info).toMatchObject({ index: 1, path });
@@ -220,7 +270,14 @@ describe("what a batch refuses before anything runs", () => {
   });
 
   test("an unknown path, also one that looks like a member name or leaves the project, is 400 Unknown path", async () => {
-    for (const path of ["queries/nope", "constructor", "__proto__", "../../projects/create", "/queries/create", "projects/create"]) {
+    for (const path of [
+      "queries/nope",
+      "constructor",
+      "__proto__",
+      "../../projects/create",
+      "/queries/create",
+      "projects/create",
+    ]) {
       const r = await batch([{ path, body: {} }]);
       expect(r.status).toBe(400);
       expect(r.body.result).toMatchObject({ code: 400, message: "Unknown path", info: { index: 0, path } });
@@ -234,20 +291,39 @@ describe("what a batch refuses before anything runs", () => {
       { path: "queries/create", body: { type: "record" } },
     ]);
     expect(r.status).toBe(400);
-    expect(r.body.result).toEqual({ code: 400, message: "Missing parameter", info: { ...direct.body.result.info, index: 1, path: "queries/create" } });
+    expect(r.body.result).toEqual({
+      code: 400,
+      message: "Missing parameter",
+      info: { ...direct.body.result.info, index: 1, path: "queries/create" },
+    });
     expect(r.body.result.info["Missing parameter"]).toBe("name");
 
     const wrongType = await batch([{ path: "apikeys/update", body: { user: "u", rate_limit_per_second: "fast" } }]);
     const wrongDirect = await call("apikeys/update", { user: "u", rate_limit_per_second: "fast" });
     expect(wrongDirect.status).toBe(400);
     expect(wrongType.status).toBe(400);
-    expect(wrongType.body.result).toEqual({ ...wrongDirect.body.result, info: { ...wrongDirect.body.result.info, index: 0, path: "apikeys/update" } });
+    expect(wrongType.body.result).toEqual({
+      ...wrongDirect.body.result,
+      info: { ...wrongDirect.body.result.info, index: 0, path: "apikeys/update" },
+    });
   });
 
   test("malformed sub-requests: not an object, no path, a body that is not an object, no list", async () => {
-    expect((await batch(["queries/get"])).body.result).toMatchObject({ code: 400, message: "Malformed sub-request", info: { index: 0 } });
-    expect((await batch([{ body: {} }])).body.result).toMatchObject({ code: 400, message: "Missing parameter", info: { "Missing parameter": "path", index: 0 } });
-    expect((await batch([{ path: "queries/get", body: [1] }])).body.result).toMatchObject({ code: 400, message: "Malformed request body", info: { index: 0 } });
+    expect((await batch(["queries/get"])).body.result).toMatchObject({
+      code: 400,
+      message: "Malformed sub-request",
+      info: { index: 0 },
+    });
+    expect((await batch([{ body: {} }])).body.result).toMatchObject({
+      code: 400,
+      message: "Missing parameter",
+      info: { "Missing parameter": "path", index: 0 },
+    });
+    expect((await batch([{ path: "queries/get", body: [1] }])).body.result).toMatchObject({
+      code: 400,
+      message: "Malformed request body",
+      info: { index: 0 },
+    });
     const none = await srv.call(`/api/p/${project}/batch`, { token: owner.token, body: {} });
     expect(none.status).toBe(400);
     expect(none.body.result.info).toEqual({ "Missing parameter": "requests" });
@@ -291,15 +367,22 @@ describe("limits", () => {
     try {
       const o = await small.user("owen");
       const p = await small.project(o.token, "Small");
-      const go = (requests: unknown[], token = o.token) => small.call(`/api/p/${p}/batch`, { token, body: { requests } });
+      const go = (requests: unknown[], token = o.token) =>
+        small.call(`/api/p/${p}/batch`, { token, body: { requests } });
       const step = { path: "modules/all", body: {} };
       expect((await go([step, step, step])).status).toBe(200);
-      expect((await go([step, step, step, step])).body.result).toMatchObject({ message: "Too many sub-requests", info: { count: 4, max: 3 } });
+      expect((await go([step, step, step, step])).body.result).toMatchObject({
+        message: "Too many sub-requests",
+        info: { count: 4, max: 3 },
+      });
       const big = await go([{ path: "queries/create", body: { type: "record", name: "x".repeat(3000) } }]);
       expect(big.status).toBe(413);
 
       // An API user limited to 2 requests per second: a batch of 3 never fits; one of 2 takes both.
-      const key = await small.call(`/api/p/${p}/apikeys/create`, { token: o.token, body: { name: "Slow", rate_limit_per_second: 2 } });
+      const key = await small.call(`/api/p/${p}/apikeys/create`, {
+        token: o.token,
+        body: { name: "Slow", rate_limit_per_second: 2 },
+      });
       const api = tokenOf(await small.call(`/api/p/${p}/auth`, { body: { api_key: key.body.result.apikey } }));
       const tooBig = await go([step, step, step], api);
       expect(tooBig.body.result).toMatchObject({ message: "Too many sub-requests", info: { count: 3, max: 2 } });

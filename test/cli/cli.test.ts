@@ -1,5 +1,14 @@
 import { afterAll, describe, expect, test } from "bun:test";
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { defaultValue, loadConfig, settings } from "../../src/config";
@@ -15,115 +24,231 @@ const tmp = () => {
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
 
 function apis(args: string[], env: Record<string, string> = {}) {
-  const p = Bun.spawnSync([process.execPath, "src/main.ts", ...args], { cwd: root, env: { ...process.env, APIS_LOG_LEVEL: "error", ...env } });
+  const p = Bun.spawnSync([process.execPath, "src/main.ts", ...args], {
+    cwd: root,
+    env: { ...process.env, APIS_LOG_LEVEL: "error", ...env },
+  });
   return { code: p.exitCode, out: p.stdout.toString(), err: p.stderr.toString() };
 }
 
 describe("the command line", () => {
-  test("--version prints the dotted version", () => {
-    const r = apis(["--version"]);
-    expect(r.code).toBe(0);
-    expect(r.out.trim()).toMatch(/^\d{4}\.\d+\.\d+$/);
-  }, SLOW_TEST_MS);
+  test(
+    "--version prints the dotted version",
+    () => {
+      const r = apis(["--version"]);
+      expect(r.code).toBe(0);
+      expect(r.out.trim()).toMatch(/^\d{4}\.\d+\.\d+$/);
+    },
+    SLOW_TEST_MS,
+  );
 
-  test("--help lists the commands and every setting", () => {
-    const r = apis(["--help"]);
-    expect(r.code).toBe(0);
-    for (const word of ["serve", "user create", "migrate", "doctor", "APIS_PORT", "APIS_DATA", "APIS_JWT_SECRET"]) expect(r.out).toContain(word);
-  }, SLOW_TEST_MS);
+  test(
+    "--help lists the commands and every setting",
+    () => {
+      const r = apis(["--help"]);
+      expect(r.code).toBe(0);
+      for (const word of ["serve", "user create", "migrate", "doctor", "APIS_PORT", "APIS_DATA", "APIS_JWT_SECRET"])
+        expect(r.out).toContain(word);
+    },
+    SLOW_TEST_MS,
+  );
 
-  test("a bad setting stops start-up with one line and exit code 2", () => {
-    const r = apis(["serve", "--port", "99999"]);
-    expect(r.code).toBe(2);
-    expect(r.err.trim().split("\n")).toHaveLength(1);
-    expect(r.err).toContain("--port");
-    const env = apis(["serve"], { APIS_LOG_LEVEL: "loud" });
-    expect(env.code).toBe(2);
-    expect(env.err).toContain("APIS_LOG_LEVEL");
-  }, SLOW_TEST_MS);
+  test(
+    "a bad setting stops start-up with one line and exit code 2",
+    () => {
+      const r = apis(["serve", "--port", "99999"]);
+      expect(r.code).toBe(2);
+      expect(r.err.trim().split("\n")).toHaveLength(1);
+      expect(r.err).toContain("--port");
+      const env = apis(["serve"], { APIS_LOG_LEVEL: "loud" });
+      expect(env.code).toBe(2);
+      expect(env.err).toContain("APIS_LOG_LEVEL");
+    },
+    SLOW_TEST_MS,
+  );
 
-  test("a mistyped flag is a usage error with exit code 2, not silently ignored", () => {
-    const r = apis(["migrate", "--data", tmp(), "--dat", "x"]);
-    expect(r.code).toBe(2);
-    expect(r.err).toContain("--dat");
-  }, SLOW_TEST_MS);
+  test(
+    "a mistyped flag is a usage error with exit code 2, not silently ignored",
+    () => {
+      const r = apis(["migrate", "--data", tmp(), "--dat", "x"]);
+      expect(r.code).toBe(2);
+      expect(r.err).toContain("--dat");
+    },
+    SLOW_TEST_MS,
+  );
 
-  test("an unknown command is a usage error with exit code 2", () => {
-    expect(apis(["frobnicate"]).code).toBe(2);
-  }, SLOW_TEST_MS);
+  test(
+    "an unknown command is a usage error with exit code 2",
+    () => {
+      expect(apis(["frobnicate"]).code).toBe(2);
+    },
+    SLOW_TEST_MS,
+  );
 
-  test("migrate applies the migrations to a new data folder", () => {
-    const r = apis(["migrate", "--data", tmp()]);
-    expect(r.code).toBe(0);
-    expect(r.out).toContain("up to date");
-  }, SLOW_TEST_MS);
+  test(
+    "migrate applies the migrations to a new data folder",
+    () => {
+      const r = apis(["migrate", "--data", tmp()]);
+      expect(r.code).toBe(0);
+      expect(r.out).toContain("up to date");
+    },
+    SLOW_TEST_MS,
+  );
 
-  test("user create bootstraps an account that can log in, and list shows it", async () => {
-    const data = tmp();
-    const c = apis(["user", "create", "--data", data, "--username", "root", "--email", "root@example.test", "--password", "secret-pass-1", "--name", "Root"]);
-    expect(c.code).toBe(0);
-    const dup = apis(["user", "create", "--data", data, "--username", "root", "--email", "x@example.test", "--password", "secret-pass-1"]);
-    expect(dup.code).toBe(1);
-    const weak = apis(["user", "create", "--data", data, "--username", "weak", "--email", "w@example.test", "--password", "short"]);
-    expect(weak.code).toBe(2);
-    const list = apis(["user", "list", "--json", "--data", data]);
-    expect(JSON.parse(list.out)).toEqual([expect.objectContaining({ username: "root", email: "root@example.test", name: "Root", status: "active" })]);
-  }, SLOW_TEST_MS);
+  test(
+    "user create bootstraps an account that can log in, and list shows it",
+    async () => {
+      const data = tmp();
+      const c = apis([
+        "user",
+        "create",
+        "--data",
+        data,
+        "--username",
+        "root",
+        "--email",
+        "root@example.test",
+        "--password",
+        "secret-pass-1",
+        "--name",
+        "Root",
+      ]);
+      expect(c.code).toBe(0);
+      const dup = apis([
+        "user",
+        "create",
+        "--data",
+        data,
+        "--username",
+        "root",
+        "--email",
+        "x@example.test",
+        "--password",
+        "secret-pass-1",
+      ]);
+      expect(dup.code).toBe(1);
+      const weak = apis([
+        "user",
+        "create",
+        "--data",
+        data,
+        "--username",
+        "weak",
+        "--email",
+        "w@example.test",
+        "--password",
+        "short",
+      ]);
+      expect(weak.code).toBe(2);
+      const list = apis(["user", "list", "--json", "--data", data]);
+      expect(JSON.parse(list.out)).toEqual([
+        expect.objectContaining({ username: "root", email: "root@example.test", name: "Root", status: "active" }),
+      ]);
+    },
+    SLOW_TEST_MS,
+  );
 
-  test("user deactivate locks an account out and user reactivate lets it back in", async () => {
-    const data = tmp();
-    apis(["user", "create", "--data", data, "--username", "ann", "--email", "ann@example.test", "--password", "secret-pass-1"]);
-    expect(apis(["user", "deactivate", "--data", data, "--username", "ann"]).code).toBe(0);
-    const listed = () => JSON.parse(apis(["user", "list", "--json", "--data", data]).out)[0].status;
-    expect(listed()).toBe("inactive");
-    expect(apis(["user", "reactivate", "--data", data, "--username", "ann"]).code).toBe(0);
-    expect(listed()).toBe("active");
-    expect(apis(["user", "reactivate", "--data", data, "--username", "ann"]).code).toBe(2);
-  }, SLOW_TEST_MS);
+  test(
+    "user deactivate locks an account out and user reactivate lets it back in",
+    async () => {
+      const data = tmp();
+      apis([
+        "user",
+        "create",
+        "--data",
+        data,
+        "--username",
+        "ann",
+        "--email",
+        "ann@example.test",
+        "--password",
+        "secret-pass-1",
+      ]);
+      expect(apis(["user", "deactivate", "--data", data, "--username", "ann"]).code).toBe(0);
+      const listed = () => JSON.parse(apis(["user", "list", "--json", "--data", data]).out)[0].status;
+      expect(listed()).toBe("inactive");
+      expect(apis(["user", "reactivate", "--data", data, "--username", "ann"]).code).toBe(0);
+      expect(listed()).toBe("active");
+      expect(apis(["user", "reactivate", "--data", data, "--username", "ann"]).code).toBe(2);
+    },
+    SLOW_TEST_MS,
+  );
 
-  test("doctor checks sharp, SQLite and the data folder", () => {
-    const r = apis(["doctor", "--data", tmp()]);
-    expect(r.code).toBe(0);
-    expect(r.out).toContain("libvips");
-    expect(r.out).toContain("all checks passed");
-  }, SLOW_TEST_MS);
+  test(
+    "doctor checks sharp, SQLite and the data folder",
+    () => {
+      const r = apis(["doctor", "--data", tmp()]);
+      expect(r.code).toBe(0);
+      expect(r.out).toContain("libvips");
+      expect(r.out).toContain("all checks passed");
+    },
+    SLOW_TEST_MS,
+  );
 });
 
 describe("serve", () => {
-  test("port 0 picks a free port, prints the URL, and SIGTERM lets a request in flight finish", async () => {
-    const data = tmp();
-    apis(["user", "create", "--data", data, "--username", "root", "--email", "root@example.test", "--password", "secret-pass-1"]);
-    const proc = Bun.spawn([process.execPath, "src/main.ts", "serve", "--port", "0", "--host", "127.0.0.1", "--data", data], {
-      cwd: root,
-      stdout: "pipe",
-      stderr: "pipe",
-      env: { ...process.env, APIS_LOG_LEVEL: "info" },
-    });
-    const url = await servedUrl(proc);
-    const logged = collectStderr(proc);
-    expect(url).not.toEndWith(":0");
-    expect((await fetch(`${url}/api/ping`)).status).toBe(200);
-    // A login held in flight for certain: its headers ask `Expect: 100-continue`, and the body is
-    // sent only after the server has answered "100 Continue" (it has the request) and has logged
-    // that SIGTERM reached it (it is stopping). No timing decides whether the request is in flight.
-    const body = JSON.stringify({ username: "root", password: "secret-pass-1" });
-    let answer = "";
-    const { port } = new URL(url);
-    const socket = await Bun.connect({
-      hostname: "127.0.0.1",
-      port: Number(port),
-      socket: { data: (_s, chunk) => void (answer += new TextDecoder().decode(chunk)) },
-    });
-    socket.write(`POST /api/login HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nExpect: 100-continue\r\n\r\n`);
-    await until(() => answer.startsWith("HTTP/1.1 100 Continue"), undefined, "the server to take the request");
-    proc.kill("SIGTERM");
-    await until(() => logged.err.includes("SIGTERM: finishing requests in flight"), undefined, "the server to start stopping");
-    socket.write(body);
-    await until(() => /HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 \d{3}/.test(answer), undefined, "the login's answer");
-    socket.end();
-    expect(answer.split("\r\n\r\n")[1]!.split("\r\n")[0]).toBe("HTTP/1.1 200 OK");
-    expect(await proc.exited).toBe(0);
-  }, SLOW_TEST_MS);
+  test(
+    "port 0 picks a free port, prints the URL, and SIGTERM lets a request in flight finish",
+    async () => {
+      const data = tmp();
+      apis([
+        "user",
+        "create",
+        "--data",
+        data,
+        "--username",
+        "root",
+        "--email",
+        "root@example.test",
+        "--password",
+        "secret-pass-1",
+      ]);
+      const proc = Bun.spawn(
+        [process.execPath, "src/main.ts", "serve", "--port", "0", "--host", "127.0.0.1", "--data", data],
+        {
+          cwd: root,
+          stdout: "pipe",
+          stderr: "pipe",
+          env: { ...process.env, APIS_LOG_LEVEL: "info" },
+        },
+      );
+      const url = await servedUrl(proc);
+      const logged = collectStderr(proc);
+      expect(url).not.toEndWith(":0");
+      expect((await fetch(`${url}/api/ping`)).status).toBe(200);
+      // A login held in flight for certain: its headers ask `Expect: 100-continue`, and the body is
+      // sent only after the server has answered "100 Continue" (it has the request) and has logged
+      // that SIGTERM reached it (it is stopping). No timing decides whether the request is in flight.
+      const body = JSON.stringify({ username: "root", password: "secret-pass-1" });
+      let answer = "";
+      const { port } = new URL(url);
+      const socket = await Bun.connect({
+        hostname: "127.0.0.1",
+        port: Number(port),
+        socket: { data: (_s, chunk) => void (answer += new TextDecoder().decode(chunk)) },
+      });
+      socket.write(
+        `POST /api/login HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nExpect: 100-continue\r\n\r\n`,
+      );
+      await until(() => answer.startsWith("HTTP/1.1 100 Continue"), undefined, "the server to take the request");
+      proc.kill("SIGTERM");
+      await until(
+        () => logged.err.includes("SIGTERM: finishing requests in flight"),
+        undefined,
+        "the server to start stopping",
+      );
+      socket.write(body);
+      await until(
+        () => /HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 \d{3}/.test(answer),
+        undefined,
+        "the login's answer",
+      );
+      socket.end();
+      expect(answer.split("\r\n\r\n")[1]!.split("\r\n")[0]).toBe("HTTP/1.1 200 OK");
+      expect(await proc.exited).toBe(0);
+    },
+    SLOW_TEST_MS,
+  );
 });
 
 /** A spawned process's stderr (its stdout already read elsewhere), collected as it arrives. */
@@ -173,7 +298,9 @@ async function loginStatuses(data: string, username: string, passwords: string[]
     const url = await servedUrl(proc);
     const statuses: number[] = [];
     for (const password of passwords)
-      statuses.push((await fetch(`${url}/api/login`, { method: "POST", body: JSON.stringify({ username, password }) })).status);
+      statuses.push(
+        (await fetch(`${url}/api/login`, { method: "POST", body: JSON.stringify({ username, password }) })).status,
+      );
     return statuses;
   } finally {
     proc.kill("SIGTERM");
@@ -189,116 +316,169 @@ function expectRefused(r: { code: number | null; err: string }, words: string) {
 }
 
 describe("start-up checks", () => {
-  test("a data folder that is a file, or lies below a file, ends start-up with one line and exit code 2 and creates nothing", () => {
-    const dir = tmp();
-    const file = join(dir, "not-a-folder");
-    writeFileSync(file, "x");
-    expectRefused(apis(["serve", "--port", "0", "--data", file]), "is a file, not a folder");
-    expectRefused(apis(["serve", "--port", "0", "--data", join(file, "data")]), `${file} is a file`);
-    expectRefused(apis(["migrate", "--data", file]), "is a file");
-    expectRefused(apis(["user", "list", "--data", file]), "is a file");
-    expect(readdirSync(dir)).toEqual(["not-a-folder"]);
-    expect(readFileSync(file, "utf8")).toBe("x");
-  }, SLOW_TEST_MS);
+  test(
+    "a data folder that is a file, or lies below a file, ends start-up with one line and exit code 2 and creates nothing",
+    () => {
+      const dir = tmp();
+      const file = join(dir, "not-a-folder");
+      writeFileSync(file, "x");
+      expectRefused(apis(["serve", "--port", "0", "--data", file]), "is a file, not a folder");
+      expectRefused(apis(["serve", "--port", "0", "--data", join(file, "data")]), `${file} is a file`);
+      expectRefused(apis(["migrate", "--data", file]), "is a file");
+      expectRefused(apis(["user", "list", "--data", file]), "is a file");
+      expect(readdirSync(dir)).toEqual(["not-a-folder"]);
+      expect(readFileSync(file, "utf8")).toBe("x");
+    },
+    SLOW_TEST_MS,
+  );
 
   // As root every folder is writable, so the check runs as "nobody" there (setpriv, util-linux).
   const asRoot = process.getuid?.() === 0;
   const setpriv = Bun.which("setpriv");
-  test.skipIf(asRoot && !setpriv)("a data folder the server's user cannot write ends start-up with one line and exit code 2 and stays empty", () => {
-    const dir = tmp();
-    chmodSync(dir, 0o755);
-    const locked = join(dir, "locked");
-    mkdirSync(locked, { mode: 0o555 });
-    chmodSync(locked, 0o555);
-    const prefix = asRoot ? [setpriv!, "--reuid=65534", "--regid=65534", "--clear-groups"] : [];
-    const run = (data: string) => {
-      const p = Bun.spawnSync([...prefix, process.execPath, join(root, "src/main.ts"), "serve", "--port", "0", "--data", data], {
-        cwd: dir,
-        env: { ...process.env, APIS_LOG_LEVEL: "error", HOME: dir, TMPDIR: dir },
-      });
-      return { code: p.exitCode, err: p.stderr.toString() };
-    };
-    expectRefused(run(locked), `data folder ${locked} is not writable`);
-    expectRefused(run(join(locked, "sub")), `cannot be created in ${locked}`);
-    expect(readdirSync(locked)).toEqual([]);
-  }, SLOW_TEST_MS);
+  test.skipIf(asRoot && !setpriv)(
+    "a data folder the server's user cannot write ends start-up with one line and exit code 2 and stays empty",
+    () => {
+      const dir = tmp();
+      chmodSync(dir, 0o755);
+      const locked = join(dir, "locked");
+      mkdirSync(locked, { mode: 0o555 });
+      chmodSync(locked, 0o555);
+      const prefix = asRoot ? [setpriv!, "--reuid=65534", "--regid=65534", "--clear-groups"] : [];
+      const run = (data: string) => {
+        const p = Bun.spawnSync(
+          [...prefix, process.execPath, join(root, "src/main.ts"), "serve", "--port", "0", "--data", data],
+          {
+            cwd: dir,
+            env: { ...process.env, APIS_LOG_LEVEL: "error", HOME: dir, TMPDIR: dir },
+          },
+        );
+        return { code: p.exitCode, err: p.stderr.toString() };
+      };
+      expectRefused(run(locked), `data folder ${locked} is not writable`);
+      expectRefused(run(join(locked, "sub")), `cannot be created in ${locked}`);
+      expect(readdirSync(locked)).toEqual([]);
+    },
+    SLOW_TEST_MS,
+  );
 
-  test("a port in use ends start-up with one line and exit code 2 before the data folder is created or migrated", () => {
-    const blocker = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("busy") });
-    try {
+  test(
+    "a port in use ends start-up with one line and exit code 2 before the data folder is created or migrated",
+    () => {
+      const blocker = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("busy") });
+      try {
+        const data = join(tmp(), "new");
+        expectRefused(
+          apis(["serve", "--host", "127.0.0.1", "--port", String(blocker.port), "--data", data]),
+          `cannot listen on 127.0.0.1:${blocker.port}: the port is in use`,
+        );
+        expect(existsSync(data)).toBe(false);
+        const existing = tmp();
+        expectRefused(
+          apis(["serve", "--host", "127.0.0.1", "--port", String(blocker.port), "--data", existing]),
+          "the port is in use",
+        );
+        expect(readdirSync(existing)).toEqual([]);
+      } finally {
+        blocker.stop(true);
+      }
+    },
+    SLOW_TEST_MS,
+  );
+
+  test(
+    "a host that is not an address of this machine, or not known at all, ends start-up with one line and exit code 2",
+    () => {
       const data = join(tmp(), "new");
-      expectRefused(apis(["serve", "--host", "127.0.0.1", "--port", String(blocker.port), "--data", data]), `cannot listen on 127.0.0.1:${blocker.port}: the port is in use`);
+      // 192.0.2.0/24 is TEST-NET-1 (RFC 5737): never an address of a real interface.
+      expectRefused(
+        apis(["serve", "--host", "192.0.2.1", "--port", "0", "--data", data]),
+        "192.0.2.1 is not an address of this machine",
+      );
+      expectRefused(
+        apis(["serve", "--host", "no-such-host.invalid", "--port", "0", "--data", data]),
+        "host no-such-host.invalid is not known",
+      );
       expect(existsSync(data)).toBe(false);
-      const existing = tmp();
-      expectRefused(apis(["serve", "--host", "127.0.0.1", "--port", String(blocker.port), "--data", existing]), "the port is in use");
-      expect(readdirSync(existing)).toEqual([]);
-    } finally {
-      blocker.stop(true);
-    }
-  }, SLOW_TEST_MS);
+    },
+    SLOW_TEST_MS,
+  );
 
-  test("a host that is not an address of this machine, or not known at all, ends start-up with one line and exit code 2", () => {
-    const data = join(tmp(), "new");
-    // 192.0.2.0/24 is TEST-NET-1 (RFC 5737): never an address of a real interface.
-    expectRefused(apis(["serve", "--host", "192.0.2.1", "--port", "0", "--data", data]), "192.0.2.1 is not an address of this machine");
-    expectRefused(apis(["serve", "--host", "no-such-host.invalid", "--port", "0", "--data", data]), "host no-such-host.invalid is not known");
-    expect(existsSync(data)).toBe(false);
-  }, SLOW_TEST_MS);
+  test(
+    "serve listens on 127.0.0.1 unless --host says otherwise, says so, and prints a relative --data as an absolute folder",
+    async () => {
+      const cwd = tmp();
+      const proc = Bun.spawn(
+        [process.execPath, join(root, "src/main.ts"), "serve", "--port", "0", "--data", "rel/data"],
+        {
+          cwd,
+          stdout: "pipe",
+          stderr: "pipe",
+          env: { ...process.env, APIS_LOG_LEVEL: "error" },
+        },
+      );
+      const got = collect(proc);
+      try {
+        await until(() => got.out.includes("reachable"), undefined, "the start-up lines");
+        const url = got.out.match(/listening on (http:\/\/\S+) /)![1]!;
+        expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+        expect(got.out).toContain(`(data: ${join(cwd, "rel", "data")})`);
+        expect(got.out).toContain("reachable from this machine only (--host 127.0.0.1)");
+        expect(existsSync(join(cwd, "rel", "data", "apis.db"))).toBe(true);
+        expect((await fetch(`${url}/api/ping`)).status).toBe(200);
+      } finally {
+        proc.kill("SIGTERM");
+        await proc.exited;
+      }
+    },
+    SLOW_TEST_MS,
+  );
 
-  test("serve listens on 127.0.0.1 unless --host says otherwise, says so, and prints a relative --data as an absolute folder", async () => {
-    const cwd = tmp();
-    const proc = Bun.spawn([process.execPath, join(root, "src/main.ts"), "serve", "--port", "0", "--data", "rel/data"], {
-      cwd,
-      stdout: "pipe",
-      stderr: "pipe",
-      env: { ...process.env, APIS_LOG_LEVEL: "error" },
-    });
-    const got = collect(proc);
-    try {
-      await until(() => got.out.includes("reachable"), undefined, "the start-up lines");
-      const url = got.out.match(/listening on (http:\/\/\S+) /)![1]!;
-      expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
-      expect(got.out).toContain(`(data: ${join(cwd, "rel", "data")})`);
-      expect(got.out).toContain("reachable from this machine only (--host 127.0.0.1)");
-      expect(existsSync(join(cwd, "rel", "data", "apis.db"))).toBe(true);
-      expect((await fetch(`${url}/api/ping`)).status).toBe(200);
-    } finally {
-      proc.kill("SIGTERM");
-      await proc.exited;
-    }
-  }, SLOW_TEST_MS);
-
-  test("serve with --host 0.0.0.0 says it is reachable on every interface", async () => {
-    const proc = Bun.spawn([process.execPath, "src/main.ts", "serve", "--host", "0.0.0.0", "--port", "0", "--data", tmp()], {
-      cwd: root,
-      stdout: "pipe",
-      stderr: "pipe",
-      env: { ...process.env, APIS_LOG_LEVEL: "error" },
-    });
-    const got = collect(proc);
-    try {
-      await until(() => got.out.includes("reachable"), undefined, "the start-up lines");
-      expect(got.out).toContain("reachable on every network interface of this machine (--host 0.0.0.0)");
-    } finally {
-      proc.kill("SIGTERM");
-      await proc.exited;
-    }
-  }, SLOW_TEST_MS);
+  test(
+    "serve with --host 0.0.0.0 says it is reachable on every interface",
+    async () => {
+      const proc = Bun.spawn(
+        [process.execPath, "src/main.ts", "serve", "--host", "0.0.0.0", "--port", "0", "--data", tmp()],
+        {
+          cwd: root,
+          stdout: "pipe",
+          stderr: "pipe",
+          env: { ...process.env, APIS_LOG_LEVEL: "error" },
+        },
+      );
+      const got = collect(proc);
+      try {
+        await until(() => got.out.includes("reachable"), undefined, "the start-up lines");
+        expect(got.out).toContain("reachable on every network interface of this machine (--host 0.0.0.0)");
+      } finally {
+        proc.kill("SIGTERM");
+        await proc.exited;
+      }
+    },
+    SLOW_TEST_MS,
+  );
 });
 
 describe("settings", () => {
-  test("sizes take K, M, G and T suffixes in flags and variables, and a size that is not one stops start-up with one line and exit code 2", () => {
-    const c = loadConfig({ "upload-max-bytes": "2G", "image-max-bytes": "512K", "sync-max-bytes": "1.5M" }, {});
-    expect([c.uploadMaxBytes, c.imageMaxBytes, c.syncMaxBytes]).toEqual([2 * 1024 ** 3, 512 * 1024, 1.5 * 1024 ** 2]);
-    expect(loadConfig({}, { APIS_UPLOAD_MAX_BYTES: "10M" }).uploadMaxBytes).toBe(10 * 1024 ** 2);
-    expect(loadConfig({}, { APIS_UPLOAD_MAX_BYTES: "10MiB" }).uploadMaxBytes).toBe(10 * 1024 ** 2);
-    expect(loadConfig({}, { APIS_UPLOAD_MAX_BYTES: "4096" }).uploadMaxBytes).toBe(4096);
-    const defaults = loadConfig({}, {});
-    expect([defaults.uploadMaxBytes, defaults.imageMaxBytes, defaults.syncMaxBytes]).toEqual([1024 ** 3, 10 * 1024 ** 2, 100_000]);
-    expectRefused(apis(["serve", "--upload-max-bytes", "2X", "--data", tmp()]), "--upload-max-bytes");
-    expectRefused(apis(["serve", "--data", tmp()], { APIS_IMAGE_MAX_BYTES: "2G" }), "must be between 1K and 1G");
-    expect(apis(["--help"]).out).toContain('(default: "1G")');
-  }, SLOW_TEST_MS);
+  test(
+    "sizes take K, M, G and T suffixes in flags and variables, and a size that is not one stops start-up with one line and exit code 2",
+    () => {
+      const c = loadConfig({ "upload-max-bytes": "2G", "image-max-bytes": "512K", "sync-max-bytes": "1.5M" }, {});
+      expect([c.uploadMaxBytes, c.imageMaxBytes, c.syncMaxBytes]).toEqual([2 * 1024 ** 3, 512 * 1024, 1.5 * 1024 ** 2]);
+      expect(loadConfig({}, { APIS_UPLOAD_MAX_BYTES: "10M" }).uploadMaxBytes).toBe(10 * 1024 ** 2);
+      expect(loadConfig({}, { APIS_UPLOAD_MAX_BYTES: "10MiB" }).uploadMaxBytes).toBe(10 * 1024 ** 2);
+      expect(loadConfig({}, { APIS_UPLOAD_MAX_BYTES: "4096" }).uploadMaxBytes).toBe(4096);
+      const defaults = loadConfig({}, {});
+      expect([defaults.uploadMaxBytes, defaults.imageMaxBytes, defaults.syncMaxBytes]).toEqual([
+        1024 ** 3,
+        10 * 1024 ** 2,
+        100_000,
+      ]);
+      expectRefused(apis(["serve", "--upload-max-bytes", "2X", "--data", tmp()]), "--upload-max-bytes");
+      expectRefused(apis(["serve", "--data", tmp()], { APIS_IMAGE_MAX_BYTES: "2G" }), "must be between 1K and 1G");
+      expect(apis(["--help"]).out).toContain('(default: "1G")');
+    },
+    SLOW_TEST_MS,
+  );
 });
 
 describe("defaults", () => {
@@ -313,7 +493,7 @@ describe("defaults", () => {
   });
 
   test("a value given as a flag or a variable is still checked by its schema, and one equal to the default is accepted as before", () => {
-    expect(() => loadConfig({ port: "70000" }, {})).toThrow("invalid --port=\"70000\"");
+    expect(() => loadConfig({ port: "70000" }, {})).toThrow('invalid --port="70000"');
     expect(() => loadConfig({}, { APIS_SCHEDULE_JOBS: "not cron" })).toThrow("invalid APIS_SCHEDULE_JOBS");
     expect(() => loadConfig({}, { APIS_JWT_SECRET: "short" })).toThrow("invalid APIS_JWT_SECRET=(hidden)");
     expect(loadConfig({ "upload-max-bytes": "1G" }, {}).uploadMaxBytes).toBe(1024 ** 3);
@@ -322,74 +502,104 @@ describe("defaults", () => {
 });
 
 describe("passwords", () => {
-  test("user create and set-password read the password from stdin when --password is absent, and refuse an empty one", async () => {
-    const data = tmp();
-    const created = await apisWithStdin(["user", "create", "--data", data, "--username", "piped", "--email", "piped@example.test"], "first-pass-1\n");
-    expect(created.code).toBe(0);
-    const changed = await apisWithStdin(["user", "set-password", "--data", data, "--username", "piped"], "second-pass-2\r\n");
-    expect(changed.code).toBe(0);
-    expectRefused(await apisWithStdin(["user", "set-password", "--data", data, "--username", "piped"], ""), "no password");
-    expectRefused(await apisWithStdin(["user", "set-password", "--data", data, "--username", "piped"], "short\n"), "password:");
-    expect(await loginStatuses(data, "piped", ["first-pass-1", "second-pass-2"])).toEqual([403, 200]);
-  }, SLOW_TEST_MS);
+  test(
+    "user create and set-password read the password from stdin when --password is absent, and refuse an empty one",
+    async () => {
+      const data = tmp();
+      const created = await apisWithStdin(
+        ["user", "create", "--data", data, "--username", "piped", "--email", "piped@example.test"],
+        "first-pass-1\n",
+      );
+      expect(created.code).toBe(0);
+      const changed = await apisWithStdin(
+        ["user", "set-password", "--data", data, "--username", "piped"],
+        "second-pass-2\r\n",
+      );
+      expect(changed.code).toBe(0);
+      expectRefused(
+        await apisWithStdin(["user", "set-password", "--data", data, "--username", "piped"], ""),
+        "no password",
+      );
+      expectRefused(
+        await apisWithStdin(["user", "set-password", "--data", data, "--username", "piped"], "short\n"),
+        "password:",
+      );
+      expect(await loginStatuses(data, "piped", ["first-pass-1", "second-pass-2"])).toEqual([403, 200]);
+    },
+    SLOW_TEST_MS,
+  );
 
-  test("on a terminal, user create asks for the password twice without echoing it, and two different answers change nothing", async () => {
-    const data = tmp();
-    const typeInto = async (args: string[], answers: string[]) => {
-      let screen = "";
-      const proc = Bun.spawn([process.execPath, "src/main.ts", ...args], {
-        cwd: root,
-        env: { ...process.env, APIS_LOG_LEVEL: "error" },
-        terminal: { cols: 100, rows: 24, data: (_t, bytes) => (screen += new TextDecoder().decode(bytes)) },
-      });
-      await until(() => screen.includes("Password: "), undefined, "the first prompt");
-      proc.terminal!.write(`${answers[0]}\r`);
-      await until(() => screen.includes("Repeat password: "), undefined, "the second prompt");
-      proc.terminal!.write(`${answers[1]}\r`);
-      const code = await proc.exited;
-      return { code, screen };
-    };
-    const ok = await typeInto(["user", "create", "--data", data, "--username", "typed", "--email", "typed@example.test"], ["typed-pass-1", "typed-pass-1"]);
-    expect(ok.code).toBe(0);
-    expect(ok.screen).toContain("created user typed");
-    expect(ok.screen).not.toContain("typed-pass-1");
-    const differ = await typeInto(["user", "set-password", "--data", data, "--username", "typed"], ["other-pass-1", "other-pass-2"]);
-    expect(differ.code).toBe(2);
-    expect(differ.screen).toContain("the two passwords differ");
-    expect(differ.screen).not.toContain("other-pass");
-    expect(await loginStatuses(data, "typed", ["typed-pass-1"])).toEqual([200]);
-  }, SLOW_TEST_MS);
+  test(
+    "on a terminal, user create asks for the password twice without echoing it, and two different answers change nothing",
+    async () => {
+      const data = tmp();
+      const typeInto = async (args: string[], answers: string[]) => {
+        let screen = "";
+        const proc = Bun.spawn([process.execPath, "src/main.ts", ...args], {
+          cwd: root,
+          env: { ...process.env, APIS_LOG_LEVEL: "error" },
+          terminal: { cols: 100, rows: 24, data: (_t, bytes) => (screen += new TextDecoder().decode(bytes)) },
+        });
+        await until(() => screen.includes("Password: "), undefined, "the first prompt");
+        proc.terminal!.write(`${answers[0]}\r`);
+        await until(() => screen.includes("Repeat password: "), undefined, "the second prompt");
+        proc.terminal!.write(`${answers[1]}\r`);
+        const code = await proc.exited;
+        return { code, screen };
+      };
+      const ok = await typeInto(
+        ["user", "create", "--data", data, "--username", "typed", "--email", "typed@example.test"],
+        ["typed-pass-1", "typed-pass-1"],
+      );
+      expect(ok.code).toBe(0);
+      expect(ok.screen).toContain("created user typed");
+      expect(ok.screen).not.toContain("typed-pass-1");
+      const differ = await typeInto(
+        ["user", "set-password", "--data", data, "--username", "typed"],
+        ["other-pass-1", "other-pass-2"],
+      );
+      expect(differ.code).toBe(2);
+      expect(differ.screen).toContain("the two passwords differ");
+      expect(differ.screen).not.toContain("other-pass");
+      expect(await loginStatuses(data, "typed", ["typed-pass-1"])).toEqual([200]);
+    },
+    SLOW_TEST_MS,
+  );
 });
 
 describe("doctor --data", () => {
-  test("checks the folder it is given and creates nothing: missing, a file, a migrated database, a secret others can read", () => {
-    const dir = tmp();
-    const missing = join(dir, "missing");
-    const first = apis(["doctor", "--data", missing]);
-    expect(first.code).toBe(0);
-    expect(first.out).toContain(`ok    data folder: ${missing} does not exist yet; serve creates it`);
-    expect(first.out).toMatch(/^ok {4}free space: [\d.]+ GiB free/m);
-    expect(existsSync(missing)).toBe(false);
+  test(
+    "checks the folder it is given and creates nothing: missing, a file, a migrated database, a secret others can read",
+    () => {
+      const dir = tmp();
+      const missing = join(dir, "missing");
+      const first = apis(["doctor", "--data", missing]);
+      expect(first.code).toBe(0);
+      expect(first.out).toContain(`ok    data folder: ${missing} does not exist yet; serve creates it`);
+      expect(first.out).toMatch(/^ok {4}free space: [\d.]+ GiB free/m);
+      expect(existsSync(missing)).toBe(false);
 
-    writeFileSync(join(dir, "file"), "");
-    const file = apis(["doctor", "--data", join(dir, "file")]);
-    expect(file.code).toBe(1);
-    expect(file.out).toContain("FAIL  data folder:");
-    expect(file.out).toContain("is a file, not a folder");
+      writeFileSync(join(dir, "file"), "");
+      const file = apis(["doctor", "--data", join(dir, "file")]);
+      expect(file.code).toBe(1);
+      expect(file.out).toContain("FAIL  data folder:");
+      expect(file.out).toContain("is a file, not a folder");
 
-    const data = join(dir, "data");
-    expect(apis(["migrate", "--data", data]).code).toBe(0);
-    const migrated = apis(["doctor", "--data", data]);
-    expect(migrated.code).toBe(0);
-    expect(migrated.out).toContain(`ok    database: ${join(data, "apis.db")}`);
-    expect(migrated.out).toContain("integrity ok, migrations up to date");
-    expect(migrated.out).toContain("ok    jwt.secret: mode 600");
+      const data = join(dir, "data");
+      expect(apis(["migrate", "--data", data]).code).toBe(0);
+      const migrated = apis(["doctor", "--data", data]);
+      expect(migrated.code).toBe(0);
+      expect(migrated.out).toContain(`ok    database: ${join(data, "apis.db")}`);
+      expect(migrated.out).toContain("integrity ok, migrations up to date");
+      expect(migrated.out).toContain("ok    jwt.secret: mode 600");
 
-    chmodSync(join(data, "jwt.secret"), 0o644);
-    const leaky = apis(["doctor", "--data", data]);
-    expect(leaky.code).toBe(1);
-    expect(leaky.out).toContain("FAIL  jwt.secret:");
-  }, SLOW_TEST_MS);
+      chmodSync(join(data, "jwt.secret"), 0o644);
+      const leaky = apis(["doctor", "--data", data]);
+      expect(leaky.code).toBe(1);
+      expect(leaky.out).toContain("FAIL  jwt.secret:");
+    },
+    SLOW_TEST_MS,
+  );
 });
 
 describe("npm start", () => {
@@ -413,25 +623,33 @@ describe("npm start", () => {
     }
   };
 
-  test("SIGTERM to npm stops the server: npm exits, the port is released and the data folder let go", async () => {
-    const data = tmp();
-    const { proc, url } = await npmStart(data);
-    expect((await fetch(`${url}/api/ping`)).status).toBe(200);
-    expect(existsSync(join(data, "apis.pid"))).toBe(true);
-    proc.kill("SIGTERM");
-    await proc.exited;
-    await until(() => !existsSync(join(data, "apis.pid")), undefined, "the server to let the data folder go");
-    expect(await until(() => portFree(Number(new URL(url).port)), undefined, "the port to be released")).toBe(true);
-  }, SLOW_TEST_MS);
+  test(
+    "SIGTERM to npm stops the server: npm exits, the port is released and the data folder let go",
+    async () => {
+      const data = tmp();
+      const { proc, url } = await npmStart(data);
+      expect((await fetch(`${url}/api/ping`)).status).toBe(200);
+      expect(existsSync(join(data, "apis.pid"))).toBe(true);
+      proc.kill("SIGTERM");
+      await proc.exited;
+      await until(() => !existsSync(join(data, "apis.pid")), undefined, "the server to let the data folder go");
+      expect(await until(() => portFree(Number(new URL(url).port)), undefined, "the port to be released")).toBe(true);
+    },
+    SLOW_TEST_MS,
+  );
 
-  test("Ctrl-C (SIGINT to the whole process group) stops the server once, cleanly", async () => {
-    const data = tmp();
-    const { proc, url } = await npmStart(data);
-    process.kill(-proc.pid, "SIGINT");
-    await proc.exited;
-    await until(() => !existsSync(join(data, "apis.pid")), undefined, "the server to let the data folder go");
-    expect(await until(() => portFree(Number(new URL(url).port)), undefined, "the port to be released")).toBe(true);
-  }, SLOW_TEST_MS);
+  test(
+    "Ctrl-C (SIGINT to the whole process group) stops the server once, cleanly",
+    async () => {
+      const data = tmp();
+      const { proc, url } = await npmStart(data);
+      process.kill(-proc.pid, "SIGINT");
+      await proc.exited;
+      await until(() => !existsSync(join(data, "apis.pid")), undefined, "the server to let the data folder go");
+      expect(await until(() => portFree(Number(new URL(url).port)), undefined, "the port to be released")).toBe(true);
+    },
+    SLOW_TEST_MS,
+  );
 });
 
 describe("documentation", () => {
@@ -445,7 +663,11 @@ describe("documentation", () => {
       const row = readme.split("\n").find((l) => l.startsWith(`| \`--${s.flag}\` | \`${s.env}\` |`));
       expect(row, `README row of --${s.flag}`).toBeDefined();
       const cell = row!.split("|")[3]!.trim().replace(/`/g, "");
-      if (typeof s.default === "number" || /^\d+[KMGT]$/.test(String(s.default)) || ["127.0.0.1", "./data", "*", "off"].includes(String(s.default)))
+      if (
+        typeof s.default === "number" ||
+        /^\d+[KMGT]$/.test(String(s.default)) ||
+        ["127.0.0.1", "./data", "*", "off"].includes(String(s.default))
+      )
         expect(cell, `default of --${s.flag} in README`).toBe(String(s.default));
     }
   });
@@ -456,7 +678,8 @@ describe("documentation", () => {
       for (const s of numeric) {
         // "`--auth-ip-rate-limit`, 100", "`--rate-limit` / `APIS_RATE_LIMIT`, **200**", "`--auth-rate-limit` (10)"
         const re = new RegExp(`\`--${s.flag}\`(?: / \`${s.env}\`)?(?:, | \\()\\**(\\d[\\d,]*)\\**`, "g");
-        for (const m of text.matchAll(re)) expect(`${name}: --${s.flag} ${m[1]!.replace(/,/g, "")}`).toBe(`${name}: --${s.flag} ${s.default}`);
+        for (const m of text.matchAll(re))
+          expect(`${name}: --${s.flag} ${m[1]!.replace(/,/g, "")}`).toBe(`${name}: --${s.flag} ${s.default}`);
       }
     }
   });

@@ -50,7 +50,9 @@ describe.skipIf(!CHROMIUM)("web console: account and project management", () => 
     await page.getByLabel("New password").fill("new-password-2");
     await page.getByRole("button", { name: "Set password and sign in" }).click();
     await page.getByRole("heading", { name: "Projects", exact: true }).waitFor();
-    expect((await server.call("/api/login", { body: { username: "ann", password: "new-password-2" } })).status).toBe(200);
+    expect((await server.call("/api/login", { body: { username: "ann", password: "new-password-2" } })).status).toBe(
+      200,
+    );
   });
 
   test("the profile's name, language and time zone are saved, and the top bar shows the new name", async () => {
@@ -68,8 +70,14 @@ describe.skipIf(!CHROMIUM)("web console: account and project management", () => 
   });
 
   test("a picture becomes the avatar and can be removed again", async () => {
-    const picture = await sharp({ create: { width: 300, height: 300, channels: 3, background: { r: 90, g: 20, b: 160 } } }).png().toBuffer();
-    await page.locator('input[name="avatar"]').setInputFiles({ name: "me.png", mimeType: "image/png", buffer: picture });
+    const picture = await sharp({
+      create: { width: 300, height: 300, channels: 3, background: { r: 90, g: 20, b: 160 } },
+    })
+      .png()
+      .toBuffer();
+    await page
+      .locator('input[name="avatar"]')
+      .setInputFiles({ name: "me.png", mimeType: "image/png", buffer: picture });
     await page.getByText("Picture changed").waitFor();
     await page.locator('.topbar img.avatar[src^="/media/avatars/"]').waitFor();
     await page.getByRole("button", { name: "Remove picture" }).click();
@@ -97,7 +105,10 @@ describe.skipIf(!CHROMIUM)("web console: account and project management", () => 
     const project = await server.project(owner.token, "Olaf's catalogue");
     await page.getByRole("link", { name: "Projects", exact: true }).click();
     await page.getByRole("heading", { name: "Projects", exact: true }).waitFor();
-    const invited = await server.call(`/api/p/${project}/members/invite`, { token: owner.token, body: { email: "ann@new.example" } });
+    const invited = await server.call(`/api/p/${project}/members/invite`, {
+      token: owner.token,
+      body: { email: "ann@new.example" },
+    });
     expect(invited.status).toBe(200);
     const card = page.locator(".card.invitation", { hasText: "Olaf's catalogue" });
     await card.waitFor(); // no reload: the sync item brought it
@@ -136,8 +147,12 @@ describe.skipIf(!CHROMIUM)("web console: account and project management", () => 
     await page.getByLabel("Project name").fill("Summer range");
     await page.getByRole("button", { name: "Rename" }).click();
     await page.getByTestId("project-name").getByText("Summer range").waitFor();
-    const icon = await sharp({ create: { width: 64, height: 64, channels: 3, background: { r: 250, g: 120, b: 0 } } }).png().toBuffer();
-    await page.locator('input[type="file"][accept="image/*"]').setInputFiles({ name: "icon.png", mimeType: "image/png", buffer: icon });
+    const icon = await sharp({ create: { width: 64, height: 64, channels: 3, background: { r: 250, g: 120, b: 0 } } })
+      .png()
+      .toBuffer();
+    await page
+      .locator('input[type="file"][accept="image/*"]')
+      .setInputFiles({ name: "icon.png", mimeType: "image/png", buffer: icon });
     await page.locator('.project-nav img.project-icon[src^="/media/icons/"]').waitFor();
     await screenshot(page, "11-project-settings");
 
@@ -195,7 +210,10 @@ describe.skipIf(!CHROMIUM)("web console: account and project management", () => 
     await page.getByRole("button", { name: "Delete account" }).click();
     await page.getByRole("dialog").getByLabel("Type ann to confirm").fill("ann");
     await page.getByRole("dialog").getByRole("button", { name: "Delete my account" }).click();
-    await page.getByRole("alert").getByText(/owns active projects/).waitFor();
+    await page
+      .getByRole("alert")
+      .getByText(/owns active projects/)
+      .waitFor();
   });
 
   test("an account without projects is deleted and the browser is back at the sign-in page", async () => {
@@ -208,7 +226,9 @@ describe.skipIf(!CHROMIUM)("web console: account and project management", () => 
     await other.getByRole("dialog").getByRole("button", { name: "Delete my account" }).click();
     await other.getByRole("heading", { name: "Sign in" }).waitFor();
     expect(await other.evaluate("localStorage.getItem('apis.jwt')")).toBeNull();
-    expect((await server.call("/api/login", { body: { username: "erin", password: "erins-secret-1" } })).status).toBe(403);
+    expect((await server.call("/api/login", { body: { username: "erin", password: "erins-secret-1" } })).status).toBe(
+      403,
+    );
     await other.close();
   });
 

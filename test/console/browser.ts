@@ -7,13 +7,18 @@ import { join } from "node:path";
 export const INSTALL_COMMAND = "apt-get install -y chromium";
 
 /** The browser: $APIS_CHROMIUM, or Debian's chromium. */
-export const CHROMIUM = [process.env.APIS_CHROMIUM, "/usr/bin/chromium", "/usr/bin/chromium-browser"].find((p) => !!p && existsSync(p));
+export const CHROMIUM = [process.env.APIS_CHROMIUM, "/usr/bin/chromium", "/usr/bin/chromium-browser"].find(
+  (p) => !!p && existsSync(p),
+);
 
 if (!CHROMIUM) console.warn(`\n[console tests] skipped: Chromium was not found. Install it with: ${INSTALL_COMMAND}\n`);
 
 export function launch(): Promise<Browser> {
   // --no-sandbox: CI and containers run as root, where Chromium's sandbox cannot start.
-  return chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"] });
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"],
+  });
 }
 
 /** Screenshots for review go to test/console/screenshots/ (git-ignored). */

@@ -8,7 +8,9 @@ import { codeOf, TestSmtp } from "../helpers/smtp";
 import { CHROMIUM, launch, screenshot, watchErrors } from "./browser";
 
 async function png(color: { r: number; g: number; b: number }, width = 400, height = 300): Promise<Buffer> {
-  return sharp({ create: { width, height, channels: 3, background: color } }).png().toBuffer();
+  return sharp({ create: { width, height, channels: 3, background: color } })
+    .png()
+    .toBuffer();
 }
 
 // A browser on a busy 2-core machine: generous limits; every wait is for a condition.
@@ -137,18 +139,27 @@ describe.skipIf(!CHROMIUM)("web console", () => {
     for (const name of ["red.png", "green.png", "blue.png", "notes.txt", "dropped.png"]) {
       await owner.locator(`li.upload[data-upload="${name}"]`).getByText("Done").waitFor();
     }
-    const loadedThumbs = "[...document.querySelectorAll('li.tile img.thumb')].filter((i) => i.complete && i.naturalWidth > 0).length";
+    const loadedThumbs =
+      "[...document.querySelectorAll('li.tile img.thumb')].filter((i) => i.complete && i.naturalWidth > 0).length";
     await owner.waitForFunction(`${loadedThumbs} >= 4`, undefined, { timeout: 30000 });
     // 160 logical pixels at dpr 2: the transform was asked for dpr=2 and the file is 320 px wide.
     expect(transformRequests.some((u) => u.includes("/dpr=2"))).toBe(true);
-    const widths = JSON.parse(await owner.evaluate("JSON.stringify([...document.querySelectorAll('li.tile img.thumb')].map((i) => i.naturalWidth))"));
+    const widths = JSON.parse(
+      await owner.evaluate(
+        "JSON.stringify([...document.querySelectorAll('li.tile img.thumb')].map((i) => i.naturalWidth))",
+      ),
+    );
     expect(widths.every((w: number) => w === 320)).toBe(true);
     await owner.locator('li.tile[data-name="notes.txt"]').getByText("TXT", { exact: true }).waitFor();
     await screenshot(owner, "04-assets-grid");
 
     // The member's page was open all along: the new files appear there without a reload.
     await member.waitForFunction(`${loadedThumbs} >= 4`, undefined, { timeout: 30000 });
-    const memberWidths = JSON.parse(await member.evaluate("JSON.stringify([...document.querySelectorAll('li.tile img.thumb')].map((i) => i.naturalWidth))"));
+    const memberWidths = JSON.parse(
+      await member.evaluate(
+        "JSON.stringify([...document.querySelectorAll('li.tile img.thumb')].map((i) => i.naturalWidth))",
+      ),
+    );
     expect(memberWidths.every((w: number) => w === 160)).toBe(true);
   });
 
@@ -166,7 +177,10 @@ describe.skipIf(!CHROMIUM)("web console", () => {
     await owner.getByRole("button", { name: "Move…" }).click();
     await owner.getByLabel("Into folder").selectOption({ label: "Shoes" });
     await owner.getByRole("button", { name: "Move", exact: true }).click();
-    await owner.getByRole("dialog").waitFor({ state: "detached" }).catch(() => {});
+    await owner
+      .getByRole("dialog")
+      .waitFor({ state: "detached" })
+      .catch(() => {});
     await member.locator('li.tile[data-name="crimson.png"]').waitFor({ state: "detached" });
     await member.getByRole("button", { name: "Open folder Shoes" }).click();
     await member.locator('li.tile[data-name="crimson.png"]').waitFor();
@@ -179,7 +193,9 @@ describe.skipIf(!CHROMIUM)("web console", () => {
     await owner.getByRole("button", { name: "Open green.png" }).click();
     await owner.getByRole("button", { name: "Publish" }).click();
     const urlField = owner.getByTestId("public-url");
-    await owner.waitForFunction(`(document.querySelector('[data-testid="public-url"]')?.value ?? "").includes("/media/")`);
+    await owner.waitForFunction(
+      `(document.querySelector('[data-testid="public-url"]')?.value ?? "").includes("/media/")`,
+    );
     const url = await urlField.inputValue();
     const res = await fetch(server.url + new URL(url).pathname);
     expect(res.status).toBe(200);
@@ -198,10 +214,17 @@ describe.skipIf(!CHROMIUM)("web console", () => {
     await owner.getByRole("dialog").getByText("Version 1").waitFor();
     await owner
       .locator('input[name="new-version"]')
-      .setInputFiles({ name: "dropped-v2.png", mimeType: "image/png", buffer: await png({ r: 20, g: 20, b: 20 }, 120, 60) });
+      .setInputFiles({
+        name: "dropped-v2.png",
+        mimeType: "image/png",
+        buffer: await png({ r: 20, g: 20, b: 20 }, 120, 60),
+      });
     await owner.getByRole("dialog").getByText("Version 2 (current)").waitFor();
     await owner.getByRole("dialog").getByText("Version 1", { exact: true }).waitFor();
-    await owner.locator('li.tile[data-name="dropped.png"]').getByText(/^120×60/).waitFor();
+    await owner
+      .locator('li.tile[data-name="dropped.png"]')
+      .getByText(/^120×60/)
+      .waitFor();
 
     // Metadata: set a field, see it, remove it.
     const dialog = owner.getByRole("dialog");
@@ -268,7 +291,10 @@ describe.skipIf(!CHROMIUM)("web console", () => {
     await memberCtx.setOffline(true);
     await member.locator(".live-badge.connecting").waitFor({ timeout: 45000 });
     // Changed while the member is away.
-    const folder = await server.call(`/api/p/${projectGid}/assets/create`, { token: await ownerToken(), body: { name: "Made while away" } });
+    const folder = await server.call(`/api/p/${projectGid}/assets/create`, {
+      token: await ownerToken(),
+      body: { name: "Made while away" },
+    });
     expect(folder.status).toBe(200);
     await memberCtx.setOffline(false);
     await member.locator(".live-badge.live").waitFor({ timeout: 45000 });
@@ -293,7 +319,12 @@ describe.skipIf(!CHROMIUM)("web console", () => {
     const again = await server.call(`/api/p/${projectGid}/auth`, { body: { api_key: key } });
     if (again.status !== 403) {
       const keys = await server.call(`/api/p/${projectGid}/apikeys/get`, { token: await ownerToken(), body: {} });
-      console.log("DEBUG", JSON.stringify(keys.body.result["apikeys.info"]), await owner.locator(".notices").innerText(), await owner.locator("table").innerText());
+      console.log(
+        "DEBUG",
+        JSON.stringify(keys.body.result["apikeys.info"]),
+        await owner.locator(".notices").innerText(),
+        await owner.locator("table").innerText(),
+      );
     }
     expect(again.status).toBe(403);
     await screenshot(owner, "07-api-keys");
@@ -337,18 +368,37 @@ describe.skipIf(!CHROMIUM)("web console", () => {
     // A slow uplink (Chromium's network emulation), so the upload is still running when cancelled.
     const cdp = await ownerCtx.newCDPSession(owner);
     await cdp.send("Network.enable");
-    await cdp.send("Network.emulateNetworkConditions", { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: 64 * 1024 });
+    await cdp.send("Network.emulateNetworkConditions", {
+      offline: false,
+      latency: 0,
+      downloadThroughput: -1,
+      uploadThroughput: 64 * 1024,
+    });
     try {
-      await owner.locator('input[type="file"][name="upload"]').setInputFiles({ name: "big.bin", mimeType: "application/octet-stream", buffer: Buffer.alloc(4 * 1024 * 1024, 7) });
+      await owner
+        .locator('input[type="file"][name="upload"]')
+        .setInputFiles({
+          name: "big.bin",
+          mimeType: "application/octet-stream",
+          buffer: Buffer.alloc(4 * 1024 * 1024, 7),
+        });
       const row = owner.locator('li.upload[data-upload="big.bin"]');
       await row.getByText(/^\d+%$/).waitFor();
       await row.getByRole("button", { name: "Cancel the upload of big.bin" }).click();
       await row.getByText("Cancelled").waitFor();
     } finally {
-      await cdp.send("Network.emulateNetworkConditions", { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: -1 });
+      await cdp.send("Network.emulateNetworkConditions", {
+        offline: false,
+        latency: 0,
+        downloadThroughput: -1,
+        uploadThroughput: -1,
+      });
       await cdp.detach();
     }
-    const found = await server.call(`/api/p/${projectGid}/assets/search`, { token: await ownerToken(), body: { q: "big" } });
+    const found = await server.call(`/api/p/${projectGid}/assets/search`, {
+      token: await ownerToken(),
+      body: { q: "big" },
+    });
     expect(found.body.result.assets).toEqual([]);
   });
 
@@ -360,7 +410,9 @@ describe.skipIf(!CHROMIUM)("web console", () => {
     await owner.locator('li.tile[data-name="notes.txt"]').waitFor({ state: "detached" });
     await owner.getByRole("button", { name: "Open folder Made while away" }).click();
     await owner.locator('li.tile[data-name="notes.txt"]').waitFor();
-    await owner.locator('li.tile[data-name="notes.txt"]').dragTo(owner.getByRole("navigation", { name: "Folders" }).getByRole("link", { name: "All assets" }));
+    await owner
+      .locator('li.tile[data-name="notes.txt"]')
+      .dragTo(owner.getByRole("navigation", { name: "Folders" }).getByRole("link", { name: "All assets" }));
     await owner.getByText("Moved to the top level").waitFor();
     await owner.locator('li.tile[data-name="notes.txt"]').waitFor({ state: "detached" });
   });
@@ -389,7 +441,13 @@ describe.skipIf(!CHROMIUM)("web console", () => {
   });
 
   test("the main pages fit a 360 px wide phone and a 1920 px wide screen", async () => {
-    const pages = ["/console/projects", `/console/p/${projectGid}/assets`, `/console/p/${projectGid}/members`, `/console/p/${projectGid}/backups`, "/console/account"];
+    const pages = [
+      "/console/projects",
+      `/console/p/${projectGid}/assets`,
+      `/console/p/${projectGid}/members`,
+      `/console/p/${projectGid}/backups`,
+      "/console/account",
+    ];
     for (const [width, height] of [
       [360, 740],
       [1920, 1080],

@@ -38,7 +38,9 @@ describe("web console: the records bundle", () => {
       expect(records.text).toContain("records-layout");
       // Other project pages are served by the first bundle.
       expect((await bundle(server.url + "/console/p/x1/assets")).scripts).toEqual(first.scripts);
-      console.log(`console bundles gzipped: first page ${(first.gz / 1024).toFixed(1)} KiB, records pages ${(records.gz / 1024).toFixed(1)} KiB`);
+      console.log(
+        `console bundles gzipped: first page ${(first.gz / 1024).toFixed(1)} KiB, records pages ${(records.gz / 1024).toFixed(1)} KiB`,
+      );
       expect(records.gz).toBeLessThan(80 * 1024);
     } finally {
       await server.stop();
@@ -68,7 +70,8 @@ describe.skipIf(!CHROMIUM)("web console: records", () => {
     return r.body;
   }
   const record = async (gid: string) => (await api("records/get", { record: gid })).data.records[gid];
-  const childGids = async (parent: string) => (await api("records/children", { record: parent, ordering: ordering() })).result.children as string[];
+  const childGids = async (parent: string) =>
+    (await api("records/children", { record: parent, ordering: ordering() })).result.children as string[];
   let orderingKey = "";
   const ordering = () => orderingKey;
 
@@ -89,7 +92,9 @@ describe.skipIf(!CHROMIUM)("web console: records", () => {
     server.addMember(project, max.gid);
     await api("languages/add", { language: "nl" });
     await api("channels/create", { name: "Webshop" });
-    const form = (await server.call("/api/projects/get", { token, body: { project } })).body.data["cc.projects"][project];
+    const form = (await server.call("/api/projects/get", { token, body: { project } })).body.data["cc.projects"][
+      project
+    ];
     orderingKey = form.options.orderedorderings[0];
 
     // The schema: a localized name, a price, a stock count; an article definition with a layout of two tabs.
@@ -99,9 +104,20 @@ describe.skipIf(!CHROMIUM)("web console: records", () => {
       fields[name] = g;
     };
     await field("name", "textline", { is_localized: true, is_required: true, label: { en: "Name", nl: "Naam" } });
-    await field("price", "decimal", { options: { min: 0, decimals: 2 }, unit: "EUR", label: { en: "Price", nl: "Prijs" } });
+    await field("price", "decimal", {
+      options: { min: 0, decimals: 2 },
+      unit: "EUR",
+      label: { en: "Price", nl: "Prijs" },
+    });
     await field("stock", "number", { label: { en: "Stock", nl: "Voorraad" } });
-    const def = (await api("definitions/create", { name: "article", label: { en: "Article", nl: "Artikel" }, fields: [fields.name, fields.price, fields.stock], titlefield: fields.name })).result.definition as string;
+    const def = (
+      await api("definitions/create", {
+        name: "article",
+        label: { en: "Article", nl: "Artikel" },
+        fields: [fields.name, fields.price, fields.stock],
+        titlefield: fields.name,
+      })
+    ).result.definition as string;
     await api("definitions/layouts/modify", {
       definition: def,
       root: "r",
@@ -198,7 +214,9 @@ describe.skipIf(!CHROMIUM)("web console: records", () => {
 
     for (let i = 0; i < 2; i++) {
       await owner.getByRole("button", { name: "Add a row" }).click();
-      await owner.waitForFunction(`document.querySelectorAll('table[aria-label="Worksheet"] tbody tr').length === ${i + 2}`);
+      await owner.waitForFunction(
+        `document.querySelectorAll('table[aria-label="Worksheet"] tbody tr').length === ${i + 2}`,
+      );
     }
     // A new child takes the definition of its last sibling: the grid has the article's columns for every row.
     await owner.getByRole("button", { name: "Edit Name of Untitled" }).first().click();
@@ -271,11 +289,15 @@ describe.skipIf(!CHROMIUM)("web console: records", () => {
     expect(await titles()).toEqual(["Ice box XL", "Cooler", "Freezer"]);
     await tree.getByRole("treeitem", { name: "Cooler" }).focus();
     await owner.keyboard.press("Alt+ArrowUp");
-    await owner.waitForFunction(`[...document.querySelectorAll('[role=tree] [role=treeitem]')].map((e) => e.getAttribute('aria-label')).join('|').startsWith('Cold storage|Cooler|Ice box XL')`);
+    await owner.waitForFunction(
+      `[...document.querySelectorAll('[role=tree] [role=treeitem]')].map((e) => e.getAttribute('aria-label')).join('|').startsWith('Cold storage|Cooler|Ice box XL')`,
+    );
     expect(await titles()).toEqual(["Cooler", "Ice box XL", "Freezer"]);
 
     // Dragged onto the ice box: the freezer becomes its child.
-    await tree.getByRole("treeitem", { name: "Freezer" }).dragTo(tree.getByRole("treeitem", { name: "Ice box XL" }), { targetPosition: { x: 60, y: 24 } });
+    await tree
+      .getByRole("treeitem", { name: "Freezer" })
+      .dragTo(tree.getByRole("treeitem", { name: "Ice box XL" }), { targetPosition: { x: 60, y: 24 } });
     await tree.getByRole("treeitem", { name: "Freezer" }).and(owner.locator('[aria-level="3"]')).waitFor();
     expect(await titles()).toEqual(["Cooler", "Ice box XL"]);
     expect((await record(iceBox)).childcount).toBe(1);
@@ -300,13 +322,19 @@ describe.skipIf(!CHROMIUM)("web console: records", () => {
     await tree.getByRole("treeitem", { name: "Ice box XL" }).click();
     await owner.getByTestId("record-title").getByText("Ice box XL").waitFor();
     await owner.getByRole("group", { name: "Channels" }).getByLabel("Webshop").check();
-    await until(async () => ((await record(iceBox)).channels as string[]).length === 2, 10000, "the channel switched on");
+    await until(
+      async () => ((await record(iceBox)).channels as string[]).length === 2,
+      10000,
+      "the channel switched on",
+    );
     await owner.getByLabel("Channel", { exact: true }).selectOption({ label: "Webshop" });
     await tree.getByRole("treeitem", { name: "Cooler" }).first().waitFor({ state: "detached" });
     // The root and the ice box: its freezer is not in the channel either. Waited for, not counted at
     // once: the ice box's children come in an answer of their own, and on a busy machine the
     // freezer of the unfiltered tree was still shown when the coolers had gone.
-    await owner.waitForFunction(`[...document.querySelectorAll('[role=tree] [role=treeitem]')].map((e) => e.getAttribute('aria-label')).join('|') === 'Cold storage|Ice box XL'`);
+    await owner.waitForFunction(
+      `[...document.querySelectorAll('[role=tree] [role=treeitem]')].map((e) => e.getAttribute('aria-label')).join('|') === 'Cold storage|Ice box XL'`,
+    );
     expect(await tree.getByRole("treeitem").count()).toBe(2);
     await owner.getByLabel("Channel", { exact: true }).selectOption({ label: "All records" });
     await tree.getByRole("treeitem", { name: "Cooler" }).first().waitFor();
@@ -327,7 +355,10 @@ describe.skipIf(!CHROMIUM)("web console: records", () => {
     await owner.getByRole("tree", { name: "Records" }).getByRole("treeitem", { name: "Cold storage" }).click();
     await owner.getByRole("tab", { name: "Children" }).click();
     await owner.getByRole("table", { name: "Worksheet" }).getByRole("link", { name: "Ice box XL" }).waitFor();
-    const [download] = await Promise.all([owner.waitForEvent("download"), owner.getByRole("button", { name: "Export the children (en)" }).click()]);
+    const [download] = await Promise.all([
+      owner.waitForEvent("download"),
+      owner.getByRole("button", { name: "Export the children (en)" }).click(),
+    ]);
     expect(download.suggestedFilename()).toMatch(/\.xlsx$/);
     const wb = new ExcelJS.Workbook();
     await wb.xlsx.load(readFileSync((await download.path())!) as any);
@@ -343,8 +374,17 @@ describe.skipIf(!CHROMIUM)("web console: records", () => {
     ws.getRow(iceRow).getCell(header.get("Stock")!).value = "many";
     const edited = Buffer.from(await wb.xlsx.writeBuffer());
 
-    await owner.locator('input[name="excel-import"]').setInputFiles({ name: "edited.xlsx", mimeType: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", buffer: edited });
-    await owner.locator(".excel-result").getByText(/1 updated/).waitFor();
+    await owner
+      .locator('input[name="excel-import"]')
+      .setInputFiles({
+        name: "edited.xlsx",
+        mimeType: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+        buffer: edited,
+      });
+    await owner
+      .locator(".excel-result")
+      .getByText(/1 updated/)
+      .waitFor();
     await owner.locator(".excel-result").getByText(/stock/i).waitFor();
     expect((await record(iceBox)).fields.en.price).toBe(15.75);
     await owner.getByRole("button", { name: "Edit Price of Ice box XL" }).getByText("15.75 EUR").waitFor();
@@ -353,15 +393,26 @@ describe.skipIf(!CHROMIUM)("web console: records", () => {
     const marked = new ExcelJS.Workbook();
     await marked.xlsx.load(readFileSync((await report.path())!) as any);
     const ms = marked.getWorksheet("Records")!;
-    const fill = (col: number) => ((ms.getRow(iceRow).getCell(col).fill as ExcelJS.FillPattern | undefined)?.fgColor?.argb ?? "").toUpperCase();
+    const fill = (col: number) =>
+      ((ms.getRow(iceRow).getCell(col).fill as ExcelJS.FillPattern | undefined)?.fgColor?.argb ?? "").toUpperCase();
     expect(fill(header.get("Price")!)).toContain("EFF7E2");
     expect(fill(header.get("Stock")!)).toContain("F9E2E5");
 
     // A workbook naming a record that is not one of the children is refused as a whole; its problems
     // are listed and the workbook with the problem cells marked is offered.
     ws.getRow(iceRow).getCell(1).value = root;
-    await owner.locator('input[name="excel-import"]').setInputFiles({ name: "wrong.xlsx", mimeType: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", buffer: Buffer.from(await wb.xlsx.writeBuffer()) });
-    await owner.locator(".excel").getByRole("alert").getByText(/Excel worksheet invalid/).waitFor();
+    await owner
+      .locator('input[name="excel-import"]')
+      .setInputFiles({
+        name: "wrong.xlsx",
+        mimeType: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+        buffer: Buffer.from(await wb.xlsx.writeBuffer()),
+      });
+    await owner
+      .locator(".excel")
+      .getByRole("alert")
+      .getByText(/Excel worksheet invalid/)
+      .waitFor();
     await owner.locator(".excel li").first().waitFor();
     await owner.getByTestId("excel-report").getByText("wrong-report.xlsx", { exact: false }).waitFor();
     expect((await record(iceBox)).fields.en.price).toBe(15.75);

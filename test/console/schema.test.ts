@@ -48,7 +48,8 @@ describe.skipIf(!CHROMIUM)("web console: schema", () => {
     const r = await server.call(`/api/p/${project}/init`, { token });
     return Object.values(r.body.data[kind] ?? {});
   }
-  const byName = async (kind: "fields" | "classes" | "definitions", name: string) => (await items(kind)).find((i) => i.name === name && !i.is_working_copy);
+  const byName = async (kind: "fields" | "classes" | "definitions", name: string) =>
+    (await items(kind)).find((i) => i.name === name && !i.is_working_copy);
   const editor = () => page.locator(".schema-editor");
 
   async function commitThroughDialog(p: Page = page) {
@@ -96,12 +97,20 @@ describe.skipIf(!CHROMIUM)("web console: schema", () => {
     await other.locator(".schema-entry", { hasText: "Width" }).getByText("New").waitFor();
     await commitThroughDialog();
     const width = await byName("fields", "width");
-    expect(width).toMatchObject({ type: "decimal", unit: "cm", options: { min: 0, max: 1000, decimals: 2 }, label: { en: "Width", nl: "Breedte" }, is_new: false });
+    expect(width).toMatchObject({
+      type: "decimal",
+      unit: "cm",
+      options: { min: 0, max: 1000, decimals: 2 },
+      label: { en: "Width", nl: "Breedte" },
+      is_new: false,
+    });
     expect(width.initial.en).toBe(12.5);
 
     // A localized textline with a value list.
     await newField("color", "textline", ["Color", "Kleur"]);
-    await editor().getByLabel(/Localized \(/).check();
+    await editor()
+      .getByLabel(/Localized \(/)
+      .check();
     await editor().getByRole("button", { name: "Add value" }).click();
     await editor().getByLabel("Key 1", { exact: true }).fill("red");
     await editor().getByLabel("Label 1 (en)").fill("Red");
@@ -115,17 +124,32 @@ describe.skipIf(!CHROMIUM)("web console: schema", () => {
     await editor().getByRole("heading", { name: "Color" }).waitFor();
     await commitThroughDialog();
     const color = await byName("fields", "color");
-    expect(color).toMatchObject({ type: "textline", is_localized: true, options: { values: [{ key: "red", label: { en: "Red", nl: "Rood" } }, { key: "blue", label: { en: "Blue", nl: "Blauw" } }] } });
+    expect(color).toMatchObject({
+      type: "textline",
+      is_localized: true,
+      options: {
+        values: [
+          { key: "red", label: { en: "Red", nl: "Rood" } },
+          { key: "blue", label: { en: "Blue", nl: "Blauw" } },
+        ],
+      },
+    });
     expect(color.initial).toEqual({ en: "", nl: "blue" });
 
     // A required whole number.
     await newField("height", "number", ["Height", "Hoogte"]);
-    await editor().getByLabel(/Required \(/).check();
+    await editor()
+      .getByLabel(/Required \(/)
+      .check();
     await editor().getByLabel("Maximum").fill("500");
     await editor().getByRole("button", { name: "Create field" }).click();
     await editor().getByRole("heading", { name: "Height" }).waitFor();
     await commitThroughDialog();
-    expect(await byName("fields", "height")).toMatchObject({ type: "number", is_required: true, options: { max: 500 } });
+    expect(await byName("fields", "height")).toMatchObject({
+      type: "number",
+      is_required: true,
+      options: { max: 500 },
+    });
 
     // The list is searchable.
     await page.getByLabel("Search fields").fill("decimal");
@@ -136,7 +160,10 @@ describe.skipIf(!CHROMIUM)("web console: schema", () => {
   });
 
   test("a class gets fields, in order, and a class field points at it", async () => {
-    await page.getByRole("navigation", { name: "Schema" }).getByRole("link", { name: /Classes/ }).click();
+    await page
+      .getByRole("navigation", { name: "Schema" })
+      .getByRole("link", { name: /Classes/ })
+      .click();
     await page.locator(".schema-list").getByRole("link", { name: "New class" }).click();
     await editor().getByLabel(/^Name/).fill("dimensions");
     await editor().getByLabel("Label (en)").fill("Dimensions");
@@ -158,9 +185,14 @@ describe.skipIf(!CHROMIUM)("web console: schema", () => {
     const h = await byName("fields", "height");
     expect(dims.fields).toEqual([w.gid, h.gid]);
 
-    await page.getByRole("navigation", { name: "Schema" }).getByRole("link", { name: /Fields/ }).click();
+    await page
+      .getByRole("navigation", { name: "Schema" })
+      .getByRole("link", { name: /Fields/ })
+      .click();
     await newField("size", "class", ["Size", "Maat"]);
-    await editor().getByLabel(/^Class/).selectOption({ label: "Dimensions (dimensions)" });
+    await editor()
+      .getByLabel(/^Class/)
+      .selectOption({ label: "Dimensions (dimensions)" });
     await editor().getByRole("button", { name: "Create field" }).click();
     await editor().getByRole("heading", { name: "Size" }).waitFor();
     await commitThroughDialog();
@@ -168,7 +200,10 @@ describe.skipIf(!CHROMIUM)("web console: schema", () => {
   });
 
   test("a definition gets a class, fields, a child definition and a layout edited by drag and keyboard", async () => {
-    await page.getByRole("navigation", { name: "Schema" }).getByRole("link", { name: /Definitions/ }).click();
+    await page
+      .getByRole("navigation", { name: "Schema" })
+      .getByRole("link", { name: /Definitions/ })
+      .click();
     await page.locator(".schema-list").getByRole("link", { name: "New definition" }).click();
     await editor().getByLabel(/^Name/).fill("article");
     await editor().getByLabel("Label (en)").fill("Article");
@@ -205,7 +240,9 @@ describe.skipIf(!CHROMIUM)("web console: schema", () => {
     // Out of the section it sits right below it; Alt+↑ puts it above the section, Alt+↓ back,
     // and Alt+→ into the container above it. The moved row keeps the focus.
     const rootOrder = (expected: string[]) =>
-      page.waitForFunction(`JSON.stringify([...document.querySelectorAll(".layout-tree > li > ul > li > .layout-row")].map((r) => r.getAttribute("aria-label"))) === ${JSON.stringify(JSON.stringify(expected))}`);
+      page.waitForFunction(
+        `JSON.stringify([...document.querySelectorAll(".layout-tree > li > ul > li > .layout-row")].map((r) => r.getAttribute("aria-label"))) === ${JSON.stringify(JSON.stringify(expected))}`,
+      );
     await rootOrder(["field Size", "section Looks", "field Color"]);
     await tree.getByRole("treeitem", { name: "field Color" }).focus();
     await page.keyboard.press("Alt+ArrowUp");
@@ -225,7 +262,9 @@ describe.skipIf(!CHROMIUM)("web console: schema", () => {
     await tree.locator('li[data-type="section"]').getByRole("treeitem", { name: "field Size" }).waitFor();
     await rootOrder(["field Color", "section Looks"]);
     // And the color field joins it by drag and drop again, before Size.
-    await tree.getByRole("treeitem", { name: "field Color" }).dragTo(tree.getByRole("treeitem", { name: "field Size" }));
+    await tree
+      .getByRole("treeitem", { name: "field Color" })
+      .dragTo(tree.getByRole("treeitem", { name: "field Size" }));
     await rootOrder(["section Looks"]);
     await screenshot(page, "21-schema-definition-layout");
     await commitThroughDialog();
@@ -244,7 +283,8 @@ describe.skipIf(!CHROMIUM)("web console: schema", () => {
 
     const def = await byName("definitions", "article");
     const color = await byName("fields", "color");
-    const layout = (await server.call(`/api/p/${project}/layouts/get`, { token, body: { layout: def.layout } })).body.data.layouts[def.layout];
+    const layout = (await server.call(`/api/p/${project}/layouts/get`, { token, body: { layout: def.layout } })).body
+      .data.layouts[def.layout];
     const section = Object.entries(layout.components).find(([, c]: [string, any]) => c.type === "section")!;
     expect(section[1]).toMatchObject({ name: "Looks" });
     const inSection = (section[1] as any).content.map((g: string) => layout.components[g]);
@@ -283,7 +323,10 @@ describe.skipIf(!CHROMIUM)("web console: schema", () => {
     await editor().locator(".lifecycle").getByRole("button", { name: "Commit…" }).click();
     const preview = page.getByRole("dialog").getByTestId("commit-preview");
     await preview.getByText("classes").waitFor();
-    await preview.locator(".would-drop").getByText(/Article.*loses Width, Height/).waitFor();
+    await preview
+      .locator(".would-drop")
+      .getByText(/Article.*loses Width, Height/)
+      .waitFor();
     await screenshot(page, "22-schema-commit-dry-run");
     await page.getByRole("dialog").getByRole("button", { name: "Cancel" }).click();
     expect((await byName("definitions", "article")).classes).toHaveLength(1);
@@ -315,7 +358,10 @@ describe.skipIf(!CHROMIUM)("web console: schema", () => {
     await other.locator('.schema-entry[data-name="width"]').getByRole("link").click();
     await other.getByLabel("Unit").waitFor();
     expect(await other.getByLabel("Unit").inputValue()).toBe("cm");
-    await page.getByRole("navigation", { name: "Schema" }).getByRole("link", { name: /Fields/ }).click();
+    await page
+      .getByRole("navigation", { name: "Schema" })
+      .getByRole("link", { name: /Fields/ })
+      .click();
     await page.locator('.schema-entry[data-name="width"]').getByRole("link").click();
     await editor().getByLabel("Unit").fill("mm");
     await editor().getByRole("button", { name: "Save as working copy" }).click();
@@ -331,7 +377,10 @@ describe.skipIf(!CHROMIUM)("web console: schema", () => {
     // A field still in use is not deleted: the server's reason is shown as a message.
     await editor().locator(".lifecycle").getByRole("button", { name: "Delete" }).click();
     await page.getByRole("dialog").getByRole("button", { name: "Delete" }).click();
-    await page.locator(".notice.error").getByText(/The field is in use/).waitFor();
+    await page
+      .locator(".notice.error")
+      .getByText(/The field is in use/)
+      .waitFor();
     expect(await byName("fields", "width")).toBeTruthy();
 
     expect(errors).toEqual([]);

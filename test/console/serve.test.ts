@@ -15,7 +15,13 @@ describe("the web console's delivery", () => {
   afterAll(() => server.stop());
 
   test("the landing page, every console address and the invitation link answer the console's HTML", async () => {
-    for (const path of ["/", "/console", "/console/projects", "/console/p/abc123def4/assets", "/invite?project=a&invitee=b"]) {
+    for (const path of [
+      "/",
+      "/console",
+      "/console/projects",
+      "/console/p/abc123def4/assets",
+      "/invite?project=a&invitee=b",
+    ]) {
       const res = await fetch(server.url + path);
       expect(res.status).toBe(200);
       expect(res.headers.get("content-type")).toContain("text/html");

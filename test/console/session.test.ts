@@ -45,10 +45,14 @@ describe.skipIf(!CHROMIUM)("web console: the session", () => {
     const firstExpiry = claims(first).exp;
 
     // With the page left open, the socket pushes a replacement before the first token expires.
-    const renewed = await until(async () => {
-      const now = await stored();
-      return now !== first ? now : undefined;
-    }, 20_000, "a renewed JWT in localStorage");
+    const renewed = await until(
+      async () => {
+        const now = await stored();
+        return now !== first ? now : undefined;
+      },
+      20_000,
+      "a renewed JWT in localStorage",
+    );
     expect(claims(renewed).exp).toBeGreaterThan(firstExpiry);
 
     // Past the first token's expiry, the page still works and stays signed in.
@@ -65,7 +69,8 @@ describe.skipIf(!CHROMIUM)("web console: the session", () => {
     const token = login.headers.get("authorization")!.replace(/^Bearer\s+/i, "");
     // The account still owns a project: delete that first, then the account.
     const projects = Object.keys((await server.call("/api/init", { token })).body.data["cc.projects"]);
-    for (const p of projects) expect((await server.call("/api/projects/delete", { token, body: { project: p } })).status).toBe(200);
+    for (const p of projects)
+      expect((await server.call("/api/projects/delete", { token, body: { project: p } })).status).toBe(200);
     expect((await server.call("/api/account/delete", { token, body: { confirm: true } })).status).toBe(200);
 
     await page.getByText("Your session has ended. Please sign in again.").waitFor();

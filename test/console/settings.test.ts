@@ -47,7 +47,10 @@ describe.skipIf(!CHROMIUM)("web console: project settings", () => {
 
     // Languages: add two, make German the main one, remove French with its values and English without.
     const languages = page.getByRole("list", { name: "Languages" });
-    for (const [code, name] of [["de", "German"], ["fr", "French"]]) {
+    for (const [code, name] of [
+      ["de", "German"],
+      ["fr", "French"],
+    ]) {
       await page.getByLabel("Language to add").selectOption(code!);
       await page.getByRole("button", { name: "Add language" }).click();
       await languages.locator(`li[data-language="${code}"]`).getByText(name!, { exact: true }).waitFor();

@@ -6,8 +6,14 @@ import { createHash, hmacSha256, randomBytes, timingSafeEqual } from "../../src/
 describe("hashes, HMACs and random bytes without node:crypto", () => {
   test("sha256 hashes and HMAC-SHA256 signatures equal node:crypto's, fed at once or in parts", () => {
     for (const data of ["", "abc", "ü€ – a longer text ".repeat(50)]) {
-      expect(createHash("sha256").update(data).digest("hex")).toBe(nodeCrypto.createHash("sha256").update(data).digest("hex"));
-      expect(hmacSha256("a secret of thirty-two characters!", data).equals(nodeCrypto.createHmac("sha256", "a secret of thirty-two characters!").update(data).digest())).toBe(true);
+      expect(createHash("sha256").update(data).digest("hex")).toBe(
+        nodeCrypto.createHash("sha256").update(data).digest("hex"),
+      );
+      expect(
+        hmacSha256("a secret of thirty-two characters!", data).equals(
+          nodeCrypto.createHmac("sha256", "a secret of thirty-two characters!").update(data).digest(),
+        ),
+      ).toBe(true);
     }
     const parts = createHash("sha256");
     for (const chunk of [Buffer.from("ab"), "c", new Uint8Array([100, 101])]) parts.update(chunk);

@@ -29,9 +29,39 @@ sqlite.run(`CREATE TABLE items (
   id INTEGER PRIMARY KEY, name TEXT, size REAL, published INTEGER, updated_on REAL,
   meta TEXT, classes TEXT, label TEXT, issues TEXT)`);
 const rows: [number, string | null, number | null, number, number, unknown, unknown, unknown, unknown][] = [
-  [1, "Running Shoe", 120, 1, NOW - 1 * DAY, { sku: "RS-1", width: 150, color: "Red", flag: true }, ["article", "shoe"], { en: "Shoe", nl: "Schoen" }, {}],
-  [2, "Trail shoe", 80, 0, NOW - 10 * DAY, { sku: "TS-2", width: "150", flag: false }, ["article"], { en: "Trail", nl: "" }, { label: "not_translated" }],
-  [3, "Café crème", null, 1, NOW - 40 * DAY, { sku: "CC-3", "a.b": "dotted", __proto__x: 1 }, [], { en: "", nl: "Koffie" }, { title: "is_empty" }],
+  [
+    1,
+    "Running Shoe",
+    120,
+    1,
+    NOW - 1 * DAY,
+    { sku: "RS-1", width: 150, color: "Red", flag: true },
+    ["article", "shoe"],
+    { en: "Shoe", nl: "Schoen" },
+    {},
+  ],
+  [
+    2,
+    "Trail shoe",
+    80,
+    0,
+    NOW - 10 * DAY,
+    { sku: "TS-2", width: "150", flag: false },
+    ["article"],
+    { en: "Trail", nl: "" },
+    { label: "not_translated" },
+  ],
+  [
+    3,
+    "Café crème",
+    null,
+    1,
+    NOW - 40 * DAY,
+    { sku: "CC-3", "a.b": "dotted", __proto__x: 1 },
+    [],
+    { en: "", nl: "Koffie" },
+    { title: "is_empty" },
+  ],
   [4, null, 5, 0, NOW - 100 * DAY, null, null, null, { price: "invalid", label: "invalid" }],
   [5, "o'Brien\"; DROP TABLE items; --", 9, 1, NOW - 2 * DAY, { width: 9, constructor: "c" }, ["x"], { en: "O" }, {}],
 ];
@@ -93,11 +123,46 @@ function refusal(filter: unknown): FilterError {
 
 describe("groups", () => {
   test("and, or and not nest the way the reference writes them", () => {
-    expect(ids(["and", "", [["published", "is_true"], ["size", ">", 10]]])).toEqual([1]);
-    expect(ids(["or", "", [["size", "<", 6], ["name", "is", "trail shoe"]]])).toEqual([2, 4]);
+    expect(
+      ids([
+        "and",
+        "",
+        [
+          ["published", "is_true"],
+          ["size", ">", 10],
+        ],
+      ]),
+    ).toEqual([1]);
+    expect(
+      ids([
+        "or",
+        "",
+        [
+          ["size", "<", 6],
+          ["name", "is", "trail shoe"],
+        ],
+      ]),
+    ).toEqual([2, 4]);
     expect(ids(["not", "", ["published", "is_true"]])).toEqual([2, 4]);
     expect(ids(["not", "", ["not", "", ["published", "is_true"]]])).toEqual([1, 3, 5]);
-    expect(ids(["and", "", [["or", "", [["id", "=", 1], ["id", "=", 2], ["id", "=", 3]]], ["not", "", ["or", "", [["id", "=", 2]]]]]])).toEqual([1, 3]);
+    expect(
+      ids([
+        "and",
+        "",
+        [
+          [
+            "or",
+            "",
+            [
+              ["id", "=", 1],
+              ["id", "=", 2],
+              ["id", "=", 3],
+            ],
+          ],
+          ["not", "", ["or", "", [["id", "=", 2]]]],
+        ],
+      ]),
+    ).toEqual([1, 3]);
   });
 
   test("an empty and matches everything and an empty or matches nothing", () => {
@@ -114,19 +179,58 @@ describe("groups", () => {
   });
 
   test("a null operator on a group is taken as the empty one", () => {
-    expect(ids(["or", null, [["id", "=", 4], ["id", "=", 5]]])).toEqual([4, 5]);
+    expect(
+      ids([
+        "or",
+        null,
+        [
+          ["id", "=", 4],
+          ["id", "=", 5],
+        ],
+      ]),
+    ).toEqual([4, 5]);
   });
 
   test("our older list of conditions means all of them, also inside a group", () => {
-    expect(ids([["published", "=", true], ["size", ">=", 9]])).toEqual([1, 5]);
-    expect(ids(["or", "", [[["id", "=", 1], ["size", "=", 120]], ["id", "=", 4]]])).toEqual([1, 4]);
+    expect(
+      ids([
+        ["published", "=", true],
+        ["size", ">=", 9],
+      ]),
+    ).toEqual([1, 5]);
+    expect(
+      ids([
+        "or",
+        "",
+        [
+          [
+            ["id", "=", 1],
+            ["size", "=", 120],
+          ],
+          ["id", "=", 4],
+        ],
+      ]),
+    ).toEqual([1, 4]);
   });
 
   test("not is the exact complement even where a column is empty", () => {
     // Row 4 has no name: contains cannot be decided there, and not still finds it.
     expect(ids(["name", "contains", "shoe"])).toEqual([1, 2]);
     expect(ids(["not", "", ["name", "contains", "shoe"]])).toEqual([3, 4, 5]);
-    expect(ids(["not", "", ["and", "", [["name", "contains", "shoe"], ["size", ">", 0]]]])).toEqual([3, 4, 5]);
+    expect(
+      ids([
+        "not",
+        "",
+        [
+          "and",
+          "",
+          [
+            ["name", "contains", "shoe"],
+            ["size", ">", 0],
+          ],
+        ],
+      ]),
+    ).toEqual([3, 4, 5]);
   });
 
   test("a field called like a group is still a field when its operator is not empty", () => {
@@ -274,7 +378,7 @@ describe("lists, localized text and JSON", () => {
     expect(ids(["metadata.color", "exists"])).toEqual([1]);
   });
 
-  test("numbers and strings in JSON stay apart: 150 is not \"150\"", () => {
+  test('numbers and strings in JSON stay apart: 150 is not "150"', () => {
     expect(ids(["metadata.width", "=", 150])).toEqual([1]);
     expect(ids(["metadata.width", "=", "150"])).toEqual([2]);
     // SQLite would sort the text "150" above every number; a number operand only looks at numbers.
@@ -319,7 +423,16 @@ describe("validation", () => {
   test("the optional operand narrows the check to one field", () => {
     expect(ids(["validation", "any", "price"])).toEqual([4]);
     expect(ids(["validation", "any", "title"])).toEqual([]);
-    expect(ids(["or", "", [["validation", "not_translated", "label"], ["validation", "is_empty", "title"]]])).toEqual([2, 3]);
+    expect(
+      ids([
+        "or",
+        "",
+        [
+          ["validation", "not_translated", "label"],
+          ["validation", "is_empty", "title"],
+        ],
+      ]),
+    ).toEqual([2, 3]);
   });
 
   test("a field the domain does not validate is refused as operand", () => {
@@ -337,7 +450,20 @@ describe("validation", () => {
 describe("parameters", () => {
   test("values are bound, never written into the SQL text", () => {
     const evil = `o'Brien"; DROP TABLE items; --`;
-    const where = filterToSql(parseFilter(["or", "", [["name", "=", evil], ["metadata.sku", "contains", "'"], ["size", "in", [1, 2]]]], domain));
+    const where = filterToSql(
+      parseFilter(
+        [
+          "or",
+          "",
+          [
+            ["name", "=", evil],
+            ["metadata.sku", "contains", "'"],
+            ["size", "in", [1, 2]],
+          ],
+        ],
+        domain,
+      ),
+    );
     const { sql: text, params } = sqlText(where);
     expect(text).not.toContain("Brien");
     expect(text).not.toContain("'''");
@@ -371,9 +497,36 @@ describe("bad filters", () => {
     ["an and without a list", ["and", "", ["name", "is", "x"]], "filter[2][0]", /is a list/],
     ["an and of one filter written bare", ["and", "", "x"], "filter[2]", /list of filters/],
     ["a not without its filter", ["not", ""], "filter", /one filter/],
-    ["a deep mistake", ["and", "", [["name", "is", "x"], ["or", "", [["size", ">", 1], ["size", "nope", 1]]]]], "filter[2][1][2][1][1]", /nope/],
-    ["a mistake in the older list", [["name", "is", "x"], ["size", "=", "x"]], "filter[1][2]", /number/],
-    ["a metadata key SQLite cannot quote", ["metadata.a\"b", "is", "x"], "filter[0]", /unknown field/],
+    [
+      "a deep mistake",
+      [
+        "and",
+        "",
+        [
+          ["name", "is", "x"],
+          [
+            "or",
+            "",
+            [
+              ["size", ">", 1],
+              ["size", "nope", 1],
+            ],
+          ],
+        ],
+      ],
+      "filter[2][1][2][1][1]",
+      /nope/,
+    ],
+    [
+      "a mistake in the older list",
+      [
+        ["name", "is", "x"],
+        ["size", "=", "x"],
+      ],
+      "filter[1][2]",
+      /number/,
+    ],
+    ["a metadata key SQLite cannot quote", ['metadata.a"b', "is", "x"], "filter[0]", /unknown field/],
     ["a metadata object operand without a key", ["metadata", "is", "x"], "filter[2]", /\[key, value\]/],
     ["a list member that is an object", ["classes", "has", {}], "filter[2]", /string, number or boolean/],
   ];
@@ -398,8 +551,15 @@ describe("bad filters", () => {
   });
 
   test("the error says what to report: member, path, reason and the first index", () => {
-    const e = refusal([["name", "is", "x"], ["size", "=", "x"]]);
-    expect(e.info()).toEqual({ "Invalid parameter": "filter", path: "filter[1][2]", reason: "the operand must be a number" });
+    const e = refusal([
+      ["name", "is", "x"],
+      ["size", "=", "x"],
+    ]);
+    expect(e.info()).toEqual({
+      "Invalid parameter": "filter",
+      path: "filter[1][2]",
+      reason: "the operand must be a number",
+    });
     expect(e.index).toBe(1);
   });
 
@@ -415,7 +575,15 @@ describe("bad filters", () => {
 });
 
 describe("names from clients", () => {
-  const protoNames = ["constructor", "__proto__", "toString", "hasOwnProperty", "valueOf", "prototype", "__defineGetter__"];
+  const protoNames = [
+    "constructor",
+    "__proto__",
+    "toString",
+    "hasOwnProperty",
+    "valueOf",
+    "prototype",
+    "__defineGetter__",
+  ];
 
   for (const name of protoNames) {
     test(`a field called ${name} is an unknown field, not a match or a crash`, () => {
@@ -446,7 +614,28 @@ describe("names from clients", () => {
 
 describe("helpers", () => {
   test("fieldsOf lists every field a filter mentions", () => {
-    const node = parseFilter(["and", "", [["name", "is", "x"], ["not", "", ["or", "", [["size", ">", 1], ["metadata.sku", "exists"]]]]]], domain);
+    const node = parseFilter(
+      [
+        "and",
+        "",
+        [
+          ["name", "is", "x"],
+          [
+            "not",
+            "",
+            [
+              "or",
+              "",
+              [
+                ["size", ">", 1],
+                ["metadata.sku", "exists"],
+              ],
+            ],
+          ],
+        ],
+      ],
+      domain,
+    );
     expect([...fieldsOf(node)].sort()).toEqual(["metadata.sku", "name", "size"]);
   });
 

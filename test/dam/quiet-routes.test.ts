@@ -20,7 +20,8 @@ test("the first request to each /dam route writes nothing to the console (the fr
   console.log = (...a: unknown[]) => void written.push(a);
   try {
     for (const op of ["transform", "publish", "unpublish", "info", "details"]) {
-      const path = op === "transform" ? `/dam/p/${project}/transform/nothing.jpg/width=10` : `/dam/p/${project}/${op}/nothing.jpg`;
+      const path =
+        op === "transform" ? `/dam/p/${project}/transform/nothing.jpg/width=10` : `/dam/p/${project}/${op}/nothing.jpg`;
       const r = await srv.call(path, { token, method: "GET" });
       // Unknown asset: an answer in the envelope, not a 500.
       expect(r.status).toBeLessThan(500);

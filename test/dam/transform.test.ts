@@ -15,12 +15,24 @@ const CLEAR = [0, 0, 0, 0];
 
 /** 400x200: left half red, right half blue. */
 async function halves(width = 400, height = 200, format: "jpeg" | "png" = "jpeg"): Promise<Buffer> {
-  const left = await sharp({ create: { width: width / 2, height, channels: 3, background: "#ff0000" } }).png().toBuffer();
-  const img = sharp({ create: { width, height, channels: 3, background: "#0000ff" } }).composite([{ input: left, left: 0, top: 0 }]);
+  const left = await sharp({ create: { width: width / 2, height, channels: 3, background: "#ff0000" } })
+    .png()
+    .toBuffer();
+  const img = sharp({ create: { width, height, channels: 3, background: "#0000ff" } }).composite([
+    { input: left, left: 0, top: 0 },
+  ]);
   return format === "jpeg" ? img.jpeg({ quality: 95 }).toBuffer() : img.png().toBuffer();
 }
 
-type Picture = { width: number; height: number; format: string; pages: number; meta: Metadata; size: number; at: (x: number, y: number) => number[] };
+type Picture = {
+  width: number;
+  height: number;
+  format: string;
+  pages: number;
+  meta: Metadata;
+  size: number;
+  at: (x: number, y: number) => number[];
+};
 
 async function picture(bytes: Buffer): Promise<Picture> {
   const meta = await sharp(bytes).metadata();
@@ -55,7 +67,8 @@ let rotated: string; // stored 200x100 with EXIF orientation 6: shown 100x200, r
 let anim: string; // 3 frames of 40x40
 let svg: string;
 
-const transform = (pathname: string, options: string, t: string | null = token) => srv.call(`/dam/p/${project}/transform/${pathname}/${options}`, { token: t });
+const transform = (pathname: string, options: string, t: string | null = token) =>
+  srv.call(`/dam/p/${project}/transform/${pathname}/${options}`, { token: t });
 
 /** Transforms and fetches the result; fails the test on anything but 200. */
 async function made(pathname: string, options: string): Promise<{ result: any; pic: Picture }> {
@@ -72,19 +85,33 @@ beforeAll(async () => {
   srv = await TestServer.start();
   ({ project, token } = await projectOf(srv, "alice"));
   jpg = (await storeImage(srv, project, await halves())).pathname;
-  const square = await sharp({ create: { width: 100, height: 100, channels: 4, background: "#00ff00ff" } }).png().toBuffer();
-  const alpha = await sharp({ create: { width: 200, height: 200, channels: 4, background: { r: 0, g: 0, b: 0, alpha: 0 } } })
+  const square = await sharp({ create: { width: 100, height: 100, channels: 4, background: "#00ff00ff" } })
+    .png()
+    .toBuffer();
+  const alpha = await sharp({
+    create: { width: 200, height: 200, channels: 4, background: { r: 0, g: 0, b: 0, alpha: 0 } },
+  })
     .composite([{ input: square, left: 50, top: 50 }])
     .png()
     .toBuffer();
   png = (await storeImage(srv, project, alpha)).pathname;
-  const stored = await sharp(await halves(200, 100)).withMetadata({ orientation: 6 }).jpeg().toBuffer();
+  const stored = await sharp(await halves(200, 100))
+    .withMetadata({ orientation: 6 })
+    .jpeg()
+    .toBuffer();
   rotated = (await storeImage(srv, project, stored)).pathname;
-  const frame = (c: string) => sharp({ create: { width: 40, height: 40, channels: 4, background: c } }).png().toBuffer();
+  const frame = (c: string) =>
+    sharp({ create: { width: 40, height: 40, channels: 4, background: c } })
+      .png()
+      .toBuffer();
   const frames = await Promise.all(["#ff0000", "#00ff00", "#0000ff"].map(frame));
-  const gif = await sharp(frames, { join: { animated: true } }).gif({ delay: [100, 100, 100], loop: 0 }).toBuffer();
+  const gif = await sharp(frames, { join: { animated: true } })
+    .gif({ delay: [100, 100, 100], loop: 0 })
+    .toBuffer();
   anim = (await storeImage(srv, project, gif)).pathname;
-  const svgBytes = Buffer.from('<svg xmlns="http://www.w3.org/2000/svg" width="50" height="50"><rect width="50" height="50" fill="red"/></svg>');
+  const svgBytes = Buffer.from(
+    '<svg xmlns="http://www.w3.org/2000/svg" width="50" height="50"><rect width="50" height="50" fill="red"/></svg>',
+  );
   svg = (await storeImage(srv, project, svgBytes, { extension: "svg" })).pathname;
 });
 afterAll(() => srv.stop());
@@ -96,9 +123,19 @@ describe("the result", () => {
     expect(r.headers.get("authorization")).toBeNull();
     expect(r.body.data).toEqual({});
     const res = r.body.result;
-    expect(Object.keys(res).sort()).toEqual(["dimensions", "options", "public_url", "request", "source", "target", "timing_ms"]);
+    expect(Object.keys(res).sort()).toEqual([
+      "dimensions",
+      "options",
+      "public_url",
+      "request",
+      "source",
+      "target",
+      "timing_ms",
+    ]);
     const stem = jpg.replace(/\.jpg$/, "");
-    expect(res.public_url).toMatch(new RegExp(`^${srv.ctx.baseUrl}/media/p/${project}/var/${stem}@[0-9a-f]{10}\\.jpg$`));
+    expect(res.public_url).toMatch(
+      new RegExp(`^${srv.ctx.baseUrl}/media/p/${project}/var/${stem}@[0-9a-f]{10}\\.jpg$`),
+    );
     expect(res.dimensions).toEqual([100, 100]);
     expect(res.timing_ms.optimize).toBe(0);
     expect(typeof res.timing_ms.transform).toBe("number");
@@ -136,7 +173,9 @@ describe("the result", () => {
     expect(sync()).toBe(2); // FULL, the default
     const r = await transform(jpg, "fit=64,64/force=true");
     expect(r.status).toBe(200);
-    const row = srv.ctx.db.$client.query("SELECT width, height FROM dam_transforms WHERE project_gid = ? AND file = ?").get(project, r.body.result.public_url.split("/").pop()) as { width: number; height: number } | null;
+    const row = srv.ctx.db.$client
+      .query("SELECT width, height FROM dam_transforms WHERE project_gid = ? AND file = ?")
+      .get(project, r.body.result.public_url.split("/").pop()) as { width: number; height: number } | null;
     expect(row).toEqual({ width: 64, height: 64 });
     expect(sync()).toBe(2);
   });
@@ -153,8 +192,20 @@ describe("the result", () => {
   });
 
   test("a custom name and key reused for another source is made again from that source", async () => {
-    const red = await storeImage(srv, project, await sharp({ create: { width: 40, height: 20, channels: 3, background: "#ff0000" } }).png().toBuffer());
-    const blue = await storeImage(srv, project, await sharp({ create: { width: 40, height: 20, channels: 3, background: "#0000ff" } }).png().toBuffer());
+    const red = await storeImage(
+      srv,
+      project,
+      await sharp({ create: { width: 40, height: 20, channels: 3, background: "#ff0000" } })
+        .png()
+        .toBuffer(),
+    );
+    const blue = await storeImage(
+      srv,
+      project,
+      await sharp({ create: { width: 40, height: 20, channels: 3, background: "#0000ff" } })
+        .png()
+        .toBuffer(),
+    );
     const first = await made(red.pathname, "fit=20,10/name=shared/key=k");
     expectColour(first.pic, 10, 5, RED);
     // The blue source is older than the file made from the red one: still not its output.
@@ -185,7 +236,8 @@ describe("the result", () => {
     // Another spelling of the same name is not a media file.
     const lower = r.body.result.public_url.replace("%25C3%25B6", "%25c3%25b6");
     expect((await fetch(lower)).status).toBe(404);
-    for (const bad of ["a%2Fb", "..", "a%5Cb"]) expect((await transform(jpg, `fit=20,20/name=${bad}`)).status).toBe(400);
+    for (const bad of ["a%2Fb", "..", "a%5Cb"])
+      expect((await transform(jpg, `fit=20,20/name=${bad}`)).status).toBe(400);
   });
 
   test("a name and key that would make a file name longer than a file system holds are a 400 saying so, and no media URL of that length is looked up", async () => {
@@ -369,7 +421,15 @@ describe("types, quality and metadata", () => {
   });
 
   test("quantised outputs are bounded by size: a large gif is a 400, a large optimized png stays lossless", async () => {
-    const flat = (await storeImage(srv, project, await sharp({ create: { width: 30, height: 30, channels: 3, background: "#ff0000" } }).png().toBuffer())).pathname;
+    const flat = (
+      await storeImage(
+        srv,
+        project,
+        await sharp({ create: { width: 30, height: 30, channels: 3, background: "#ff0000" } })
+          .png()
+          .toBuffer(),
+      )
+    ).pathname;
     const gif = await transform(flat, "fit=3000,3000/type=gif");
     expect(gif.status).toBe(400);
     expect(gif.body.result.info.option).toBe("type");
@@ -414,7 +474,11 @@ describe("types, quality and metadata", () => {
 describe("with the asset upload endpoint", () => {
   test("an uploaded image is transformed by the storage name the upload answered", async () => {
     const form = new FormData();
-    form.append("upload_file", new Blob([new Uint8Array(await halves(160, 80, "png"))], { type: "application/octet-stream" }), "halves.png");
+    form.append(
+      "upload_file",
+      new Blob([new Uint8Array(await halves(160, 80, "png"))], { type: "application/octet-stream" }),
+      "halves.png",
+    );
     const up = await srv.call(`/api/p/${project}/assets/upload`, { body: form, token });
     expect(up.status).toBe(200);
     const a = up.body.data.assets[up.body.result.asset];
@@ -500,7 +564,13 @@ describe("errors", () => {
       metadata: {},
     });
     const details = await srv.call(`/dam/p/${project}/details/${pathname}`, { token });
-    expect(details.body.result).toMatchObject({ type: "file", extension: "pdf", dimensions: null, format: null, transforms: [] });
+    expect(details.body.result).toMatchObject({
+      type: "file",
+      extension: "pdf",
+      dimensions: null,
+      format: null,
+      transforms: [],
+    });
   });
 
   test("an SVG source is refused with a 422", async () => {
@@ -535,7 +605,9 @@ describe("permanent deletion", () => {
     for (const u of urls) expect((await fetch(u)).status).toBe(200);
 
     // Only a deleted asset can be deleted permanently.
-    expect((await srv.call(`/api/p/${project}/assets/permanent_delete`, { body: { asset: a.gid }, token })).status).toBe(422);
+    expect(
+      (await srv.call(`/api/p/${project}/assets/permanent_delete`, { body: { asset: a.gid }, token })).status,
+    ).toBe(422);
     expect((await srv.call(`/api/p/${project}/assets/delete`, { body: { asset: a.gid }, token })).status).toBe(200);
     const r = await srv.call(`/api/p/${project}/assets/permanent_delete`, { body: { asset: a.gid }, token });
     expect(r.status).toBe(200);
@@ -557,10 +629,14 @@ describe("permanent deletion", () => {
     const r = await srv.call(`/api/p/${project}/assets/bulk/permanent_delete`, { body: { selection: [a.gid] }, token });
     expect(r.status).toBe(200);
     // The bulk job removes the files after its commit: wait for that, not for a number of tries.
-    const status = await until(async () => {
-      const s = (await fetch(t.body.result.public_url)).status;
-      return s === 404 ? s : undefined;
-    }, undefined, "the transformed file to be gone");
+    const status = await until(
+      async () => {
+        const s = (await fetch(t.body.result.public_url)).status;
+        return s === 404 ? s : undefined;
+      },
+      undefined,
+      "the transformed file to be gone",
+    );
     expect(status).toBe(404);
   });
 });
@@ -572,13 +648,19 @@ describe("publish, unpublish, info", () => {
     const p = await srv.call(`/dam/p/${project}/publish/${pathname}`, { token });
     expect(p.status).toBe(200);
     expect(p.headers.get("authorization")).toBeNull();
-    expect(p.body).toEqual({ success: true, result: { public_url: `${srv.ctx.baseUrl}/media/p/${project}/orig/${pathname}` }, data: {} });
+    expect(p.body).toEqual({
+      success: true,
+      result: { public_url: `${srv.ctx.baseUrl}/media/p/${project}/orig/${pathname}` },
+      data: {},
+    });
     const file = await fetch(p.body.result.public_url);
     expect(file.status).toBe(200);
     expect(file.headers.get("content-type")).toBe("image/jpeg");
     expect((await picture(Buffer.from(await file.arrayBuffer()))).width).toBe(40);
     const sync = await srv.call("/sync/get", { body: { project, cursor: before.body.result.cursor }, token });
-    expect(sync.body.result.sync).toContainEqual(expect.objectContaining({ type: project, action: "UPDATE", data_type: "assets", data_key: gid }));
+    expect(sync.body.result.sync).toContainEqual(
+      expect.objectContaining({ type: project, action: "UPDATE", data_type: "assets", data_key: gid }),
+    );
 
     const info = await srv.call(`/dam/p/${project}/details/${pathname}`, { token });
     expect(info.body.result).toMatchObject({ asset: gid, published: true, public_url: p.body.result.public_url });
@@ -592,13 +674,30 @@ describe("publish, unpublish, info", () => {
   });
 
   test("info answers the reference's members, read from the file", async () => {
-    const png = await sharp({ create: { width: 30, height: 20, channels: 4, background: { r: 0, g: 0, b: 255, alpha: 0.5 } } }).png().withMetadata({ density: 300 }).toBuffer();
+    const png = await sharp({
+      create: { width: 30, height: 20, channels: 4, background: { r: 0, g: 0, b: 255, alpha: 0.5 } },
+    })
+      .png()
+      .withMetadata({ density: 300 })
+      .toBuffer();
     const { pathname } = await storeImage(srv, project, png);
     const r = await srv.call(`/dam/p/${project}/info/${pathname}`, { token });
     expect(r.status).toBe(200);
     expect(r.body).toEqual({
       success: true,
-      result: { format: "png", filesize: png.length, pages: 1, width: 30, height: 20, resolution: [300, 300], transparent: true, animated: false, colors: "truecolormatte", colorspace: "srgb", metadata: {} },
+      result: {
+        format: "png",
+        filesize: png.length,
+        pages: 1,
+        width: 30,
+        height: 20,
+        resolution: [300, 300],
+        transparent: true,
+        animated: false,
+        colors: "truecolormatte",
+        colorspace: "srgb",
+        metadata: {},
+      },
       data: {},
     });
     const j = await srv.call(`/dam/p/${project}/info/${jpg}`, { token });
@@ -632,10 +731,15 @@ describe("publish, unpublish, info", () => {
       [2, b.pathname, true],
       [1, a.pathname, false],
     ]);
-    expect(r.body.result.transforms).toEqual([expect.objectContaining({ public_url: t.body.result.public_url, dimensions: [30, 30], source: b.pathname })]);
+    expect(r.body.result.transforms).toEqual([
+      expect.objectContaining({ public_url: t.body.result.public_url, dimensions: [30, 30], source: b.pathname }),
+    ]);
     const old = await srv.call(`/dam/p/${project}/details/${a.pathname}`, { token });
     expect(old.body.result).toMatchObject({ version: 1, current: false, dimensions: [80, 40] });
-    expect((await srv.call(`/dam/p/${project}/info/${a.pathname}`, { token })).body.result).toMatchObject({ width: 80, height: 40 });
+    expect((await srv.call(`/dam/p/${project}/info/${a.pathname}`, { token })).body.result).toMatchObject({
+      width: 80,
+      height: 40,
+    });
   });
 
   test("publish, unpublish and info refuse strangers, unknown names and path tricks", async () => {
@@ -663,15 +767,23 @@ describe("safety", () => {
     sp = await projectOf(small, "dora");
   });
   afterAll(() => small.stop());
-  const call = (pathname: string, opts: string) => small.call(`/dam/p/${sp.project}/transform/${pathname}/${opts}`, { token: sp.token });
+  const call = (pathname: string, opts: string) =>
+    small.call(`/dam/p/${sp.project}/transform/${pathname}/${opts}`, { token: sp.token });
 
   test("a source over the pixel limit is refused before decoding, counting animation frames", async () => {
     const big = await storeImage(small, sp.project, await halves(200, 100)); // 20000 px
     const r = await call(big.pathname, "fit=10,10");
     expect(r.status).toBe(422);
     expect(r.body.result.message).toBe("Source image too large");
-    const frame = (c: string) => sharp({ create: { width: 40, height: 40, channels: 4, background: c } }).png().toBuffer();
-    const gif = await sharp(await Promise.all(["#f00", "#0f0", "#00f", "#fff", "#000", "#ff0", "#0ff"].map(frame)), { join: { animated: true } }).gif().toBuffer();
+    const frame = (c: string) =>
+      sharp({ create: { width: 40, height: 40, channels: 4, background: c } })
+        .png()
+        .toBuffer();
+    const gif = await sharp(await Promise.all(["#f00", "#0f0", "#00f", "#fff", "#000", "#ff0", "#0ff"].map(frame)), {
+      join: { animated: true },
+    })
+      .gif()
+      .toBuffer();
     const frames = await storeImage(small, sp.project, gif); // 7 x 1600 = 11200 px
     const a = await call(frames.pathname, "fit=10,10");
     expect(a.status).toBe(422);
@@ -688,8 +800,15 @@ describe("safety", () => {
   });
 
   test("an animated gif output over the pixel limit (frames counted) is a 400 naming the size option", async () => {
-    const frame = (c: string) => sharp({ create: { width: 20, height: 20, channels: 4, background: c } }).png().toBuffer();
-    const gif = await sharp(await Promise.all(["#f00", "#0f0", "#00f", "#fff"].map(frame)), { join: { animated: true } }).gif().toBuffer();
+    const frame = (c: string) =>
+      sharp({ create: { width: 20, height: 20, channels: 4, background: c } })
+        .png()
+        .toBuffer();
+    const gif = await sharp(await Promise.all(["#f00", "#0f0", "#00f", "#fff"].map(frame)), {
+      join: { animated: true },
+    })
+      .gif()
+      .toBuffer();
     const src = await storeImage(small, sp.project, gif); // 4 x 400 px: under the limit of 10000
     const r = await call(src.pathname, "fit=60,60"); // 4 x 3600 px out
     expect(r.status).toBe(400);
@@ -701,10 +820,22 @@ describe("safety", () => {
     const slow = await TestServer.start({ "transform-timeout": "1" });
     try {
       const sp2 = await projectOf(slow, "fred");
-      const noise = await sharp({ create: { width: 800, height: 800, channels: 3, background: "#808080", noise: { type: "gaussian", mean: 128, sigma: 60 } } }).jpeg().toBuffer();
+      const noise = await sharp({
+        create: {
+          width: 800,
+          height: 800,
+          channels: 3,
+          background: "#808080",
+          noise: { type: "gaussian", mean: 128, sigma: 60 },
+        },
+      })
+        .jpeg()
+        .toBuffer();
       const src = await storeImage(slow, sp2.project, noise);
       // 49 MP of noise encoded as PNG: seconds of work on any machine.
-      const r = await slow.call(`/dam/p/${sp2.project}/transform/${src.pathname}/fill=5000,5000/dpr=1.4/type=png`, { token: sp2.token });
+      const r = await slow.call(`/dam/p/${sp2.project}/transform/${src.pathname}/fill=5000,5000/dpr=1.4/type=png`, {
+        token: sp2.token,
+      });
       expect(r.status).toBe(422);
       expect(r.body.result.message).toBe("Transform timed out");
       const { readdirSync } = await import("node:fs");
@@ -721,10 +852,25 @@ describe("safety", () => {
     const big = await TestServer.start({ "transform-concurrency": "1" });
     try {
       const bp = await projectOf(big, "erin");
-      const noise = await sharp({ create: { width: 2400, height: 1600, channels: 3, background: "#808080", noise: { type: "gaussian", mean: 128, sigma: 60 } } }).jpeg().toBuffer();
+      const noise = await sharp({
+        create: {
+          width: 2400,
+          height: 1600,
+          channels: 3,
+          background: "#808080",
+          noise: { type: "gaussian", mean: 128, sigma: 60 },
+        },
+      })
+        .jpeg()
+        .toBuffer();
       const src = await storeImage(big, bp.project, noise);
-      const url = (opts: string) => big.call(`/dam/p/${bp.project}/transform/${src.pathname}/${opts}`, { token: bp.token });
-      const same = await Promise.all([url("fill=900,700/optimize"), url("fill=900,700/optimize"), url("fill=900,700/optimize")]);
+      const url = (opts: string) =>
+        big.call(`/dam/p/${bp.project}/transform/${src.pathname}/${opts}`, { token: bp.token });
+      const same = await Promise.all([
+        url("fill=900,700/optimize"),
+        url("fill=900,700/optimize"),
+        url("fill=900,700/optimize"),
+      ]);
       expect(same.map((r) => r.status)).toEqual([200, 200, 200]);
       expect(new Set(same.map((r) => JSON.stringify(r.body.result.timing_ms))).size).toBe(1);
       expect(same[0]!.body.result.timing_ms.transform).toBeGreaterThan(0);

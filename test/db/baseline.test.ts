@@ -17,11 +17,17 @@ const open = (name: string) => {
 
 /** Everything a database holds that migrations decide: its schema as SQLite lists it, and every table's rows. */
 function contents(sqlite: Database) {
-  const schema = sqlite.query("SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY rowid").all() as { type: string; name: string; sql: string | null }[];
+  const schema = sqlite.query("SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY rowid").all() as {
+    type: string;
+    name: string;
+    sql: string | null;
+  }[];
   const rows: Record<string, unknown[]> = {};
   for (const t of schema.filter((o) => o.type === "table" && !/^CREATE VIRTUAL TABLE/i.test(o.sql ?? "")))
     rows[t.name] = sqlite.query(`SELECT * FROM "${t.name}"`).values();
-  const pragmas = Object.fromEntries(["user_version", "application_id", "auto_vacuum"].map((p) => [p, sqlite.query(`PRAGMA ${p}`).values()]));
+  const pragmas = Object.fromEntries(
+    ["user_version", "application_id", "auto_vacuum"].map((p) => [p, sqlite.query(`PRAGMA ${p}`).values()]),
+  );
   return { schema, rows, pragmas };
 }
 
@@ -74,7 +80,9 @@ describe("the baseline schema of an empty database", () => {
     try {
       const db = open("probe.db");
       expect(migrate(db)).toBe(embeddedMigrations.length);
-      expect(db.$client.query("SELECT name FROM sqlite_master WHERE name = 'baseline_probe'").values()).toEqual([["baseline_probe"]]);
+      expect(db.$client.query("SELECT name FROM sqlite_master WHERE name = 'baseline_probe'").values()).toEqual([
+        ["baseline_probe"],
+      ]);
       const old = open("probe-old.db");
       stepByStep(old);
       expect(migrate(old)).toBe(0);
@@ -106,7 +114,11 @@ describe("the image a new data folder's database is written from", () => {
     expect(migrate(fromImage)).toBe(0);
     expect(embeddedImage.upTo).toBe(embeddedMigrations.at(-1)!.when);
     // Nothing is left beside it but SQLite's own files.
-    expect(readdirSync(dir).filter((f) => f.startsWith("image.db")).sort()).toEqual(["image.db", "image.db-shm", "image.db-wal"]);
+    expect(
+      readdirSync(dir)
+        .filter((f) => f.startsWith("image.db"))
+        .sort(),
+    ).toEqual(["image.db", "image.db-shm", "image.db-wal"]);
   });
 
   test("an existing file, even an empty one, is never overwritten by the image", () => {

@@ -21,9 +21,10 @@ afterAll(() => {
 const pragma = (name: string) => Object.values(db.$client.query(`PRAGMA ${name}`).get() as Record<string, number>)[0];
 /** The database file's size: it grows only when a checkpoint copies pages from the log into it. */
 const fileBytes = () => statSync(join(dir, "apis.db")).size;
-const write = (rows: number) => db.$client.transaction(() => {
-  for (let i = 0; i < rows; i++) db.$client.query("INSERT INTO t VALUES (randomblob(3000))").run();
-})();
+const write = (rows: number) =>
+  db.$client.transaction(() => {
+    for (let i = 0; i < rows; i++) db.$client.query("INSERT INTO t VALUES (randomblob(3000))").run();
+  })();
 
 describe("checkpoints aside while a long job writes", () => {
   test("the server's connection stops checkpointing, a thread copies the log, and the release puts it back", async () => {
@@ -77,7 +78,8 @@ describe("checkpoints aside while a long job writes", () => {
       // The file is removed behind the open connection: the thread cannot open it.
       rmSync(join(other, "apis.db"));
       const held = checkpointsAside(gone);
-      const auto = () => (gone.$client.query("PRAGMA wal_autocheckpoint").get() as { wal_autocheckpoint: number }).wal_autocheckpoint;
+      const auto = () =>
+        (gone.$client.query("PRAGMA wal_autocheckpoint").get() as { wal_autocheckpoint: number }).wal_autocheckpoint;
       const until = Date.now() + 10_000;
       while (auto() === 0 && Date.now() < until) await Bun.sleep(20);
       expect(auto()).toBeGreaterThan(0);
@@ -95,7 +97,11 @@ describe("checkpoints aside while a long job writes", () => {
     const seen = withoutSync(db, "full", () => pragma("synchronous"));
     expect(seen).toBe(1);
     expect(pragma("synchronous")).toBe(2);
-    expect(() => withoutSync(db, "full", () => { throw new Error("failed unit"); })).toThrow("failed unit");
+    expect(() =>
+      withoutSync(db, "full", () => {
+        throw new Error("failed unit");
+      }),
+    ).toThrow("failed unit");
     expect(pragma("synchronous")).toBe(2);
   });
 });

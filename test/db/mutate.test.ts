@@ -5,7 +5,16 @@ import { join } from "node:path";
 import { changes } from "../../src/db/changelog.table";
 import { migrate, openDatabase, withoutSync, type DB } from "../../src/db/connection";
 import { readMeta, writeMeta } from "../../src/db/meta";
-import { afterCommit, changeCountKeys, inUnit, mutate, readOnly, untilChanged, wholeOrNothing, type Published } from "../../src/db/mutate";
+import {
+  afterCommit,
+  changeCountKeys,
+  inUnit,
+  mutate,
+  readOnly,
+  untilChanged,
+  wholeOrNothing,
+  type Published,
+} from "../../src/db/mutate";
 import { Hub } from "../../src/platform/sync/hub";
 import { schemaGeneration } from "../../src/features/schema/schema.generation";
 
@@ -26,7 +35,12 @@ afterAll(() => {
 });
 
 const keys = (items: Published[]) => items.map((i) => i.data_key);
-const logged = (key: string) => db.select().from(changes).all().some((c) => c.dataKey === key);
+const logged = (key: string) =>
+  db
+    .select()
+    .from(changes)
+    .all()
+    .some((c) => c.dataKey === key);
 
 describe("mutate: one unit of work per database", () => {
   test("a nested mutate joins the open unit: same transaction, items published once after the outer commit", () => {
@@ -123,8 +137,25 @@ describe("mutate: one unit of work per database", () => {
       log.project(p, "UPDATE", "fields", "undone");
     });
     expect(stamps[0]).not.toBe(stamps[1]);
-    expect(published.map((items) => items.map(line))).toEqual([["INSERT wc", "UPDATE other", "UPDATE with-data", "UPDATE with-data", "DELETE gone", "UPDATE gone", "UPDATE undone"]]);
-    expect(db.select().from(changes).all().filter((c) => c.type === p).map((c) => `${c.action} ${c.dataKey}`)).toEqual(published[0]!.map(line));
+    expect(published.map((items) => items.map(line))).toEqual([
+      [
+        "INSERT wc",
+        "UPDATE other",
+        "UPDATE with-data",
+        "UPDATE with-data",
+        "DELETE gone",
+        "UPDATE gone",
+        "UPDATE undone",
+      ],
+    ]);
+    expect(
+      db
+        .select()
+        .from(changes)
+        .all()
+        .filter((c) => c.type === p)
+        .map((c) => `${c.action} ${c.dataKey}`),
+    ).toEqual(published[0]!.map(line));
   });
 
   test("after-commit tasks run once the outermost unit commits, and at once outside a unit", () => {
@@ -161,7 +192,11 @@ describe("readOnly: a read in one transaction without a change log", () => {
     expect(() => readOnly(db, () => mutate(db, hub, (tx) => writeMeta(tx, "t.sneaked", "1")))).toThrow(/read-only/);
     expect(readMeta(db, "t.sneaked")).toBeUndefined();
     expect(db.$client.inTransaction).toBe(false);
-    expect(() => readOnly(db, () => { throw new Error("no such thing"); })).toThrow("no such thing");
+    expect(() =>
+      readOnly(db, () => {
+        throw new Error("no such thing");
+      }),
+    ).toThrow("no such thing");
     expect(db.$client.inTransaction).toBe(false);
     expect(published).toEqual([]);
     // Afterwards writes work as before.

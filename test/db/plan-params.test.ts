@@ -7,7 +7,11 @@ import { planIndependent } from "../../src/db/plan-params";
 
 describe("parameters kept out of query planning", () => {
   test("an equality's parameter gets a unary plus and LIMIT and OFFSET parameters an added zero", () => {
-    expect(planIndependent(`select "id" from "assets" where ("assets"."project_gid" = ? and "assets"."parent" is null) order by "assets"."id" asc limit ?`)).toBe(
+    expect(
+      planIndependent(
+        `select "id" from "assets" where ("assets"."project_gid" = ? and "assets"."parent" is null) order by "assets"."id" asc limit ?`,
+      ),
+    ).toBe(
       `select "id" from "assets" where ("assets"."project_gid" = +? and "assets"."parent" is null) order by "assets"."id" asc limit (? + 0)`,
     );
     expect(planIndependent("select 1 from t where a == ?2 and b IS :b and c = @c and d=$d limit ?1 offset ?3")).toBe(

@@ -56,7 +56,11 @@ describe("GET /api/health", () => {
     // Before the version note, which the server writes just after it starts listening.
     s.ctx.db.$client.run("PRAGMA query_only = 1");
     try {
-      await until(() => warnings.some((w) => w.includes("version could not be noted")), undefined, "the version note's warning");
+      await until(
+        () => warnings.some((w) => w.includes("version could not be noted")),
+        undefined,
+        "the version note's warning",
+      );
       const r = await s.call("/api/health");
       expect(r.status).toBe(503);
       expect(r.body.result.info.checks.database.ok).toBe(false);
@@ -91,61 +95,78 @@ describe("GET /api/health", () => {
 // database file. Root ignores permissions, so as root the server runs as `nobody` (setpriv).
 const asRoot = process.getuid?.() === 0;
 const setpriv = Bun.which("setpriv");
-describe.skipIf(process.platform !== "linux" || (asRoot && !setpriv))("permissions taken away from a running server", () => {
-  let dir: string;
-  let proc: ReturnType<typeof Bun.spawn> & { stdout: ReadableStream<Uint8Array> };
-  let url: string;
-  beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), "apis-health-"));
-    const data = join(dir, "data");
-    const home = join(dir, "home");
-    const { mkdirSync } = await import("node:fs");
-    mkdirSync(data);
-    mkdirSync(home);
-    chmodSync(dir, 0o755);
-    if (asRoot) for (const d of [data, home]) chownSync(d, 65534, 65534);
-    const cmd = [process.execPath, join(import.meta.dir, "../../src/main.ts"), "serve", "--port", "0", "--data", data, "--log-level", "warn"];
-    const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: home, TMPDIR: home };
-    proc = Bun.spawn(asRoot ? [setpriv!, "--reuid=65534", "--regid=65534", "--clear-groups", ...cmd] : cmd, { stdout: "pipe", stderr: "inherit", env }) as any;
-    url = await servedUrl(proc);
-  }, SLOW_TEST_MS);
-  afterAll(async () => {
-    proc.kill("SIGTERM");
-    await proc.exited;
-    rmSync(dir, { recursive: true, force: true });
-  });
-  const health = async () => {
-    const r = await fetch(`${url}/api/health`);
-    return { status: r.status, body: (await r.json()) as any };
-  };
+describe.skipIf(process.platform !== "linux" || (asRoot && !setpriv))(
+  "permissions taken away from a running server",
+  () => {
+    let dir: string;
+    let proc: ReturnType<typeof Bun.spawn> & { stdout: ReadableStream<Uint8Array> };
+    let url: string;
+    beforeAll(async () => {
+      dir = mkdtempSync(join(tmpdir(), "apis-health-"));
+      const data = join(dir, "data");
+      const home = join(dir, "home");
+      const { mkdirSync } = await import("node:fs");
+      mkdirSync(data);
+      mkdirSync(home);
+      chmodSync(dir, 0o755);
+      if (asRoot) for (const d of [data, home]) chownSync(d, 65534, 65534);
+      const cmd = [
+        process.execPath,
+        join(import.meta.dir, "../../src/main.ts"),
+        "serve",
+        "--port",
+        "0",
+        "--data",
+        data,
+        "--log-level",
+        "warn",
+      ];
+      const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: home, TMPDIR: home };
+      proc = Bun.spawn(asRoot ? [setpriv!, "--reuid=65534", "--regid=65534", "--clear-groups", ...cmd] : cmd, {
+        stdout: "pipe",
+        stderr: "inherit",
+        env,
+      }) as any;
+      url = await servedUrl(proc);
+    }, SLOW_TEST_MS);
+    afterAll(async () => {
+      proc.kill("SIGTERM");
+      await proc.exited;
+      rmSync(dir, { recursive: true, force: true });
+    });
+    const health = async () => {
+      const r = await fetch(`${url}/api/health`);
+      return { status: r.status, body: (await r.json()) as any };
+    };
 
-  test("an unwritable data folder turns /api/health into 503, and back", async () => {
-    expect((await health()).status).toBe(200);
-    chmodSync(join(dir, "data"), 0o555);
-    try {
-      const r = await health();
-      expect(r.status).toBe(503);
-      expect(r.body.result.info.checks.data_folder).toMatchObject({ ok: false, writable: false });
-      expect(r.body.result.info.checks.data_folder.error).toMatch(/^EACCES/);
-      expect(JSON.stringify(r.body)).not.toContain(dir); // no paths on a public endpoint
-    } finally {
-      chmodSync(join(dir, "data"), 0o755);
-    }
-    await until(async () => (await health()).status === 200, undefined, "healthy again");
-  });
+    test("an unwritable data folder turns /api/health into 503, and back", async () => {
+      expect((await health()).status).toBe(200);
+      chmodSync(join(dir, "data"), 0o555);
+      try {
+        const r = await health();
+        expect(r.status).toBe(503);
+        expect(r.body.result.info.checks.data_folder).toMatchObject({ ok: false, writable: false });
+        expect(r.body.result.info.checks.data_folder.error).toMatch(/^EACCES/);
+        expect(JSON.stringify(r.body)).not.toContain(dir); // no paths on a public endpoint
+      } finally {
+        chmodSync(join(dir, "data"), 0o755);
+      }
+      await until(async () => (await health()).status === 200, undefined, "healthy again");
+    });
 
-  test("a database file made read-only turns /api/health into 503", async () => {
-    chmodSync(join(dir, "data", "apis.db"), 0o444);
-    try {
-      const r = await health();
-      expect(r.status).toBe(503);
-      expect(r.body.result.info.checks.database).toMatchObject({ ok: false, writable: false });
-    } finally {
-      chmodSync(join(dir, "data", "apis.db"), 0o644);
-    }
-    expect((await health()).status).toBe(200);
-  });
-});
+    test("a database file made read-only turns /api/health into 503", async () => {
+      chmodSync(join(dir, "data", "apis.db"), 0o444);
+      try {
+        const r = await health();
+        expect(r.status).toBe(503);
+        expect(r.body.result.info.checks.database).toMatchObject({ ok: false, writable: false });
+      } finally {
+        chmodSync(join(dir, "data", "apis.db"), 0o644);
+      }
+      expect((await health()).status).toBe(200);
+    });
+  },
+);
 
 describe("GET /metrics", () => {
   test("is not served by default", async () => {
@@ -167,8 +188,16 @@ describe("GET /metrics", () => {
       const p2 = await srv.project(u.token, "Two");
       for (const p of [p1, p2]) expect((await srv.call(`/api/p/${p}/init`, { token: u.token })).status).toBe(200);
       await srv.call("/api/nope");
-      const socket = io(srv.url, { path: "/sync/io", auth: { JWT: u.token }, transports: ["websocket"], reconnection: false, forceNew: true });
-      await new Promise<void>((resolve, reject) => socket.once("connect", () => resolve()).once("connect_error", reject));
+      const socket = io(srv.url, {
+        path: "/sync/io",
+        auth: { JWT: u.token },
+        transports: ["websocket"],
+        reconnection: false,
+        forceNew: true,
+      });
+      await new Promise<void>((resolve, reject) =>
+        socket.once("connect", () => resolve()).once("connect_error", reject),
+      );
       try {
         const r = await fetch(`${srv.url}/metrics`);
         expect(r.status).toBe(200);
@@ -177,7 +206,9 @@ describe("GET /metrics", () => {
         expect(text).toContain('apis_http_requests_total{method="GET",route="/api/p/:project/init",status="200"} 2');
         expect(text).toContain('apis_http_requests_total{method="POST",route="/api/projects/create",status="200"} 2');
         expect(text).toContain('apis_http_requests_total{method="GET",route="(unmatched)",status="404"} 1');
-        expect(text).toMatch(/apis_http_request_duration_seconds_count\{method="GET",route="\/api\/p\/:project\/init"\} 2/);
+        expect(text).toMatch(
+          /apis_http_request_duration_seconds_count\{method="GET",route="\/api\/p\/:project\/init"\} 2/,
+        );
         expect(text).not.toContain(p1);
         expect(text).toContain("apis_sync_sockets 1");
         expect(text).toMatch(/apis_jobs\{state="queued"\} \d+/);

@@ -30,10 +30,17 @@ function chunk(type: string, data: Uint8Array): Buffer {
 export function bigBlackPng(width: number, height: number): Buffer {
   const rowBytes = 1 + Math.ceil(width / 8); // filter byte + packed bits
   const rowsPerBlock = Math.min(height, 1000);
-  const block = deflateRawSync(Buffer.alloc(rowBytes * rowsPerBlock), { level: 9, finishFlush: constants.Z_FULL_FLUSH });
+  const block = deflateRawSync(Buffer.alloc(rowBytes * rowsPerBlock), {
+    level: 9,
+    finishFlush: constants.Z_FULL_FLUSH,
+  });
   const parts: Buffer[] = [Buffer.from([0x78, 0xda])]; // zlib header (deflate, 32K window, best compression)
   for (let rows = height; rows > 0; rows -= rowsPerBlock) {
-    parts.push(rows >= rowsPerBlock ? block : deflateRawSync(Buffer.alloc(rowBytes * rows), { level: 9, finishFlush: constants.Z_FULL_FLUSH }));
+    parts.push(
+      rows >= rowsPerBlock
+        ? block
+        : deflateRawSync(Buffer.alloc(rowBytes * rows), { level: 9, finishFlush: constants.Z_FULL_FLUSH }),
+    );
   }
   parts.push(Buffer.from([0x03, 0x00])); // an empty final block (fixed Huffman, end of block only)
   // Adler-32 of n zero bytes: a stays 1, b = n mod 65521.

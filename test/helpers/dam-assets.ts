@@ -11,8 +11,15 @@ import type { TestServer } from "./server";
  * Stores an original as the asset upload does (row in `assets`, file under `originals/`), so DAM
  * tests do not depend on the upload endpoint. Returns the storage pathname.
  */
-export async function storeImage(srv: TestServer, projectGid: string, bytes: Buffer, opts: { name?: string; extension?: string; gid?: string; version?: number } = {}): Promise<{ gid: string; pathname: string }> {
-  const meta = await sharp(bytes).metadata().catch(() => undefined);
+export async function storeImage(
+  srv: TestServer,
+  projectGid: string,
+  bytes: Buffer,
+  opts: { name?: string; extension?: string; gid?: string; version?: number } = {},
+): Promise<{ gid: string; pathname: string }> {
+  const meta = await sharp(bytes)
+    .metadata()
+    .catch(() => undefined);
   const extension = opts.extension ?? (meta?.format === "jpeg" ? "jpg" : (meta?.format ?? "bin"));
   const gid = opts.gid ?? newGid();
   const version = opts.version ?? 1;
@@ -33,7 +40,17 @@ export async function storeImage(srv: TestServer, projectGid: string, bytes: Buf
     const existing = tx.select().from(assets).where(eq(assets.gid, gid)).get();
     if (!existing) {
       tx.insert(assets)
-        .values({ gid, projectGid, parent: null, type: meta ? "image" : "file", name: opts.name ?? `image.${extension}`, version, ...file, createdOn: t, updatedOn: t })
+        .values({
+          gid,
+          projectGid,
+          parent: null,
+          type: meta ? "image" : "file",
+          name: opts.name ?? `image.${extension}`,
+          version,
+          ...file,
+          createdOn: t,
+          updatedOn: t,
+        })
         .run();
     } else {
       // A new version: the current one becomes a kept earlier version.
@@ -65,7 +82,10 @@ export async function storeImage(srv: TestServer, projectGid: string, bytes: Buf
 }
 
 /** A project owned by a fresh user; returns its gid and the owner's token. */
-export async function projectOf(srv: TestServer, username: string): Promise<{ project: string; token: string; user: string }> {
+export async function projectOf(
+  srv: TestServer,
+  username: string,
+): Promise<{ project: string; token: string; user: string }> {
   const u = await srv.user(username);
   const r = await srv.call("/api/projects/create", { body: { name: `${username}'s project` }, token: u.token });
   if (r.status !== 200) throw new Error(`project create failed: ${JSON.stringify(r.body)}`);

@@ -12,26 +12,41 @@ import { projectAudience } from "../../src/features/members/access.service";
 export type Answer = { status: number; body: any; headers: Headers };
 
 /** Whether an answer is the envelope and not a 5xx: what anything a client sends must get. */
-export const handled = (r: Pick<Answer, "status" | "body">): boolean => r.status < 500 && typeof r.body === "object" && typeof r.body?.success === "boolean";
+export const handled = (r: Pick<Answer, "status" | "body">): boolean =>
+  r.status < 500 && typeof r.body === "object" && typeof r.body?.success === "boolean";
 
 /** A real server on port 0 over a temp data folder, with a small fetch client. */
 export class TestServer {
-  private constructor(readonly running: Running, readonly dataDir: string) {}
+  private constructor(
+    readonly running: Running,
+    readonly dataDir: string,
+  ) {}
 
   /**
    * Starts a server; `dataDir` reuses a folder (e.g. to restart over the same data); `features`
    * replaces the feature list (tests add their own job kinds this way).
    */
-  static async start(flags: Record<string, string> = {}, dataDir = mkdtempSync(join(tmpdir(), "apis-test-")), features?: readonly Feature[]): Promise<TestServer> {
+  static async start(
+    flags: Record<string, string> = {},
+    dataDir = mkdtempSync(join(tmpdir(), "apis-test-")),
+    features?: readonly Feature[],
+  ): Promise<TestServer> {
     const config = loadConfig({ port: "0", host: "127.0.0.1", data: dataDir, "log-level": "silent", ...flags }, {});
     return new TestServer(await startServer(config, { features }), dataDir);
   }
 
-  get url() { return this.running.url; }
-  get ctx() { return this.running.ctx; }
+  get url() {
+    return this.running.url;
+  }
+  get ctx() {
+    return this.running.ctx;
+  }
 
   /** Sends a request; a body object is sent as JSON (POST unless `method` says otherwise). */
-  async call(path: string, opts: { body?: unknown; token?: string | null; method?: string; headers?: Record<string, string> } = {}): Promise<Answer> {
+  async call(
+    path: string,
+    opts: { body?: unknown; token?: string | null; method?: string; headers?: Record<string, string> } = {},
+  ): Promise<Answer> {
     const headers: Record<string, string> = { ...(opts.headers ?? {}) };
     if (opts.token) headers.authorization = `Bearer ${opts.token}`;
     let body: string | FormData | undefined;
@@ -40,7 +55,11 @@ export class TestServer {
       body = typeof opts.body === "string" ? opts.body : JSON.stringify(opts.body);
       headers["content-type"] ??= "application/json";
     }
-    const res = await fetch(this.url + path, { method: opts.method ?? (opts.body === undefined ? "GET" : "POST"), headers, body });
+    const res = await fetch(this.url + path, {
+      method: opts.method ?? (opts.body === undefined ? "GET" : "POST"),
+      headers,
+      body,
+    });
     const text = await res.text();
     let parsed: any = text;
     try {
@@ -50,9 +69,15 @@ export class TestServer {
   }
 
   /** Creates an active account directly (as `apis user create` does) and logs it in. */
-  async user(username: string, password = "password1", email = `${username}@example.test`): Promise<{ gid: string; token: string }> {
+  async user(
+    username: string,
+    password = "password1",
+    email = `${username}@example.test`,
+  ): Promise<{ gid: string; token: string }> {
     const hash = await hashPassword(password);
-    const u = mutate(this.ctx.db, this.ctx.hub, (tx, log) => createPerson(tx, log, { username, email, passwordHash: hash }));
+    const u = mutate(this.ctx.db, this.ctx.hub, (tx, log) =>
+      createPerson(tx, log, { username, email, passwordHash: hash }),
+    );
     const res = await this.call("/api/login", { body: { username, password } });
     return { gid: u.gid, token: tokenOf(res) };
   }
@@ -64,11 +89,21 @@ export class TestServer {
   }
 
   /** Adds a membership directly (as the members endpoints would), writing its sync item. */
-  addMember(projectGid: string, userGid: string, roles: string[] = ["member"], status: "active" | "invited" | "inactive" = "active") {
+  addMember(
+    projectGid: string,
+    userGid: string,
+    roles: string[] = ["member"],
+    status: "active" | "invited" | "inactive" = "active",
+  ) {
     const t = Date.now() / 1000;
     mutate(this.ctx.db, this.ctx.hub, (tx, log) => {
-      tx.insert(memberships).values({ projectGid, userGid, roles, status, options: {}, createdOn: t, updatedOn: t }).run();
-      log.cc("INSERT", "cc.projects_members", `${projectGid}/${userGid}`, [userGid, ...projectAudience(tx, projectGid)]);
+      tx.insert(memberships)
+        .values({ projectGid, userGid, roles, status, options: {}, createdOn: t, updatedOn: t })
+        .run();
+      log.cc("INSERT", "cc.projects_members", `${projectGid}/${userGid}`, [
+        userGid,
+        ...projectAudience(tx, projectGid),
+      ]);
     });
   }
 
@@ -108,7 +143,11 @@ export const PATIENCE_MS = 30_000;
 export const SLOW_TEST_MS = 240_000;
 
 /** Polls `fn` until it returns something other than undefined/false, and returns that; throws after `ms`. */
-export async function until<T>(fn: () => Promise<T | undefined | false> | T | undefined | false, ms = PATIENCE_MS, what = "condition"): Promise<T> {
+export async function until<T>(
+  fn: () => Promise<T | undefined | false> | T | undefined | false,
+  ms = PATIENCE_MS,
+  what = "condition",
+): Promise<T> {
   const end = Date.now() + ms;
   for (;;) {
     const v = await fn();

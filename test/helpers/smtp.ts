@@ -12,7 +12,10 @@ export class TestSmtp {
   readonly messages: Received[] = [];
   private waiters: (() => void)[] = [];
 
-  private constructor(private readonly server: SMTPServer, readonly port: number) {}
+  private constructor(
+    private readonly server: SMTPServer,
+    readonly port: number,
+  ) {}
 
   static async start(): Promise<TestSmtp> {
     let self!: TestSmtp;

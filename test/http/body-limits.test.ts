@@ -52,9 +52,30 @@ const expect413 = async (res: Response, limit: number) => {
 describe("request body limits", () => {
   test("a JSON body past --json-max-bytes is an enveloped 413 without a token, whether it declares its length or not", async () => {
     const big = JSON.stringify({ username: "x".repeat(70 * 1024), password: "p" });
-    await expect413(await fetch(`${srv.url}/api/login`, { method: "POST", headers: { "content-type": "application/json" }, body: big }), 64 * 1024);
-    await expect413(await fetch(`${srv.url}/api/login`, { method: "POST", headers: { "content-type": "application/json" }, body: chunked(5 * 1024 * 1024, 16 * 1024, '{"username":"') }), 64 * 1024);
-    await expect413(await fetch(`${srv.url}/api/p/${project}/assets/search`, { method: "POST", headers: { authorization: `Bearer ${token}` }, body: big }), 64 * 1024);
+    await expect413(
+      await fetch(`${srv.url}/api/login`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: big,
+      }),
+      64 * 1024,
+    );
+    await expect413(
+      await fetch(`${srv.url}/api/login`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: chunked(5 * 1024 * 1024, 16 * 1024, '{"username":"'),
+      }),
+      64 * 1024,
+    );
+    await expect413(
+      await fetch(`${srv.url}/api/p/${project}/assets/search`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}` },
+        body: big,
+      }),
+      64 * 1024,
+    );
     // Under the limit it is an ordinary request.
     const small = await srv.call("/api/login", { body: { username: "x".repeat(60 * 1024), password: "p" } });
     expect(small.status).not.toBe(413);
@@ -65,7 +86,14 @@ describe("request body limits", () => {
     const hardMax = 2 * 1024 * 1024 + 1024 * 1024;
     const form = new FormData();
     form.append("file", new Blob([new Uint8Array(hardMax + 10)]), "big.bin");
-    await expect413(await fetch(`${srv.url}/api/p/${project}/assets/upload`, { method: "POST", headers: { authorization: `Bearer ${token}` }, body: form }), hardMax);
+    await expect413(
+      await fetch(`${srv.url}/api/p/${project}/assets/upload`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}` },
+        body: form,
+      }),
+      hardMax,
+    );
     // Without a Content-Length, counted while it streams.
     const boundary = "b0undary";
     const head = `--${boundary}\r\ncontent-disposition: form-data; name="file"; filename="a.png"\r\ncontent-type: image/png\r\n\r\n`;
@@ -98,7 +126,11 @@ describe("request body limits", () => {
   test("an upload under the limits still streams in without a Content-Length", async () => {
     const boundary = "okb0undary";
     const enc = new TextEncoder();
-    const parts = [`--${boundary}\r\ncontent-disposition: form-data; name="file"; filename="notes.txt"\r\ncontent-type: text/plain\r\n\r\n`, "hello ".repeat(20_000), `\r\n--${boundary}--\r\n`];
+    const parts = [
+      `--${boundary}\r\ncontent-disposition: form-data; name="file"; filename="notes.txt"\r\ncontent-type: text/plain\r\n\r\n`,
+      "hello ".repeat(20_000),
+      `\r\n--${boundary}--\r\n`,
+    ];
     const body = new ReadableStream<Uint8Array>({
       start(c) {
         for (const p of parts) c.enqueue(enc.encode(p));
@@ -127,7 +159,11 @@ describe("request body limits", () => {
     );
     sock.write(Buffer.alloc(100 * 1024, 1));
     // Wait until the server is reading the body (the temp file of the upload exists), then hang up.
-    await until(() => require("node:fs").readdirSync(srv.ctx.storage.tmp).length > 0 || undefined, undefined, "the upload to start").catch(() => undefined);
+    await until(
+      () => require("node:fs").readdirSync(srv.ctx.storage.tmp).length > 0 || undefined,
+      undefined,
+      "the upload to start",
+    ).catch(() => undefined);
     sock.destroy();
     const line = await until(() => logged.find((l) => /abort/i.test(l.msg)), undefined, "the abort to be logged");
     expect(line.level).toBe("info");

@@ -6,7 +6,15 @@ import { handled, TestServer } from "../helpers/server";
  * also members of every JavaScript object. Looked up with `obj[name]` they find Object's own
  * functions (a 500, or `{}` in an answer) or set an object's prototype (`__proto__`).
  */
-const NAMES = ["constructor", "__proto__", "toString", "hasOwnProperty", "valueOf", "__defineGetter__", "isPrototypeOf"];
+const NAMES = [
+  "constructor",
+  "__proto__",
+  "toString",
+  "hasOwnProperty",
+  "valueOf",
+  "__defineGetter__",
+  "isPrototypeOf",
+];
 
 let srv: TestServer;
 let token: string;
@@ -14,7 +22,8 @@ let project: string;
 let folder: string;
 let file: string;
 
-const call = (path: string, body: unknown) => srv.call(`/api/p/${project}/${path}`, { token, body: JSON.stringify(body) });
+const call = (path: string, body: unknown) =>
+  srv.call(`/api/p/${project}/${path}`, { token, body: JSON.stringify(body) });
 
 /** Every answer is the envelope and never a 500. */
 function expectHandled(r: { status: number; body: any }, what: string) {
@@ -36,12 +45,25 @@ afterAll(() => srv.stop());
 describe("names of built-in object members sent by clients", () => {
   test("as filter fields, sort keys and search members they are refused or unknown, never a 500, on every search and bulk endpoint", async () => {
     for (const name of NAMES) {
-      const filters = [[[name, "=", "x"]], [name, "=", "x"], [`metadata.${name}`, "=", "x"], [`extracted.${name}`, "exists"], ["and", "", [[name, "=", 1]]]];
+      const filters = [
+        [[name, "=", "x"]],
+        [name, "=", "x"],
+        [`metadata.${name}`, "=", "x"],
+        [`extracted.${name}`, "exists"],
+        ["and", "", [[name, "=", 1]]],
+      ];
       for (const filter of filters) {
-        for (const path of ["assets/search", "assets/search/folders"]) expectHandled(await call(path, { filter }), `${path} ${JSON.stringify(filter)}`);
+        for (const path of ["assets/search", "assets/search/folders"])
+          expectHandled(await call(path, { filter }), `${path} ${JSON.stringify(filter)}`);
         for (const path of ["assets/bulk/get", "assets/bulk/delete", "assets/bulk/metadata"])
-          expectHandled(await call(path, { selection: [{ search: { filter } }], metadata: { a: 1 } }), `${path} ${JSON.stringify(filter)}`);
-        expectHandled(await call("queries/create", { type: "asset", name: `q ${name}`, filter }), `queries/create ${JSON.stringify(filter)}`);
+          expectHandled(
+            await call(path, { selection: [{ search: { filter } }], metadata: { a: 1 } }),
+            `${path} ${JSON.stringify(filter)}`,
+          );
+        expectHandled(
+          await call("queries/create", { type: "asset", name: `q ${name}`, filter }),
+          `queries/create ${JSON.stringify(filter)}`,
+        );
       }
       const search = await call("assets/search", { filter: [[name, "=", "x"]] });
       expect(search.status).toBe(400);
@@ -50,9 +72,22 @@ describe("names of built-in object members sent by clients", () => {
       const meta = await call("assets/search", { filter: [[`metadata.${name}`, "=", "x"]] });
       expect(meta.status).toBe(200);
       expect(meta.body.result.assets ?? meta.body.result.total ?? []).toBeDefined();
-      for (const body of [{ sort: name }, { sort: `-${name}` }, { q: name }, { [name]: 1 }, { language: name }, { "page.size": name }, { "page.cursor": name }])
-        for (const path of ["assets/search", "assets/search/folders", "assets/search/autocomplete"]) expectHandled(await call(path, body), `${path} ${JSON.stringify(body)}`);
-      for (const body of [{ selection: [{ [name]: folder }] }, { selection: [{ children: folder, [name]: 1 }] }, { selection: [{ query: name }] }])
+      for (const body of [
+        { sort: name },
+        { sort: `-${name}` },
+        { q: name },
+        { [name]: 1 },
+        { language: name },
+        { "page.size": name },
+        { "page.cursor": name },
+      ])
+        for (const path of ["assets/search", "assets/search/folders", "assets/search/autocomplete"])
+          expectHandled(await call(path, body), `${path} ${JSON.stringify(body)}`);
+      for (const body of [
+        { selection: [{ [name]: folder }] },
+        { selection: [{ children: folder, [name]: 1 }] },
+        { selection: [{ query: name }] },
+      ])
         expectHandled(await call("assets/bulk/get", body), `bulk/get ${JSON.stringify(body)}`);
       expectHandled(await call("queries/get", { query: name }), "queries/get");
       expectHandled(await call("queries/get", { queries: [name] }), "queries/get");
@@ -66,7 +101,10 @@ describe("names of built-in object members sent by clients", () => {
       const bad = await call("assets/sheet", { parent: folder, columns: [name] });
       expect(bad.status).toBe(400);
       expect(bad.body.result.info["Invalid parameter"]).toBe("columns");
-      const ok = await call("assets/sheet", { parent: folder, columns: ["name", `metadata.${name}`, `extracted.${name}`] });
+      const ok = await call("assets/sheet", {
+        parent: folder,
+        columns: ["name", `metadata.${name}`, `extracted.${name}`],
+      });
       expect(ok.status).toBe(200);
       expect(ok.body.result.rows ?? ok.body.result).toBeDefined();
       const rows = (ok.body.result.rows ?? []) as unknown[][];
@@ -77,7 +115,8 @@ describe("names of built-in object members sent by clients", () => {
   test("as metadata field names (and their groups) they are stored, shown and cleared like any other name", async () => {
     // Metadata names are dotted (group.field): a built-in name as the group and as the field.
     const keys = NAMES.flatMap((n) => [`${n}.k`, `shop.${n}`]);
-    for (const k of keys) expect((await call("assets/metadata/set", { asset: file, name: k, value: `v ${k}` })).status).toBe(200);
+    for (const k of keys)
+      expect((await call("assets/metadata/set", { asset: file, name: k, value: `v ${k}` })).status).toBe(200);
     const md = (await call("assets/get", { asset: file })).body.data.assets[file].metadata;
     expect(Object.keys(md).sort()).toEqual([...keys].sort());
     for (const k of keys) expect(md[k].value).toBe(`v ${k}`);
@@ -89,7 +128,9 @@ describe("names of built-in object members sent by clients", () => {
     expect(found.status).toBe(200);
     expect(JSON.stringify(found.body)).toContain(file);
 
-    expect((await call("assets/metadata/clear", { asset: file, keys: ["__proto__.k", "shop.constructor"] })).status).toBe(200);
+    expect(
+      (await call("assets/metadata/clear", { asset: file, keys: ["__proto__.k", "shop.constructor"] })).status,
+    ).toBe(200);
     const left = (await call("assets/get", { asset: file })).body.data.assets[file].metadata;
     expect(Object.hasOwn(left, "__proto__.k")).toBe(false);
     expect(Object.hasOwn(left, "shop.constructor")).toBe(false);

@@ -20,7 +20,26 @@ beforeAll(async () => {
 afterAll(() => w.srv.stop());
 
 /** Values of every JSON kind that break the usual expectations of a member. */
-const ODD: unknown[] = [null, 0, -1, 1.5, 1e308, "", "x".repeat(20_000), "__proto__", "../../etc/passwd", "\u0000", true, [], [null], [[[]]], {}, { a: 1 }, { toString: 1 }, 9007199254740993];
+const ODD: unknown[] = [
+  null,
+  0,
+  -1,
+  1.5,
+  1e308,
+  "",
+  "x".repeat(20_000),
+  "__proto__",
+  "../../etc/passwd",
+  "\u0000",
+  true,
+  [],
+  [null],
+  [[[]]],
+  {},
+  { a: 1 },
+  { toString: 1 },
+  9007199254740993,
+];
 /** Members many operations read, tried on every operation whether it declares them or not. */
 const COMMON = ["records", "fields", "filter", "q", "language", "options", "values", "page", "size", "sort", "cursor"];
 const LAST = /delete|logout|leave|transfer|remove|restore|purge|revoke|password|email|signup|deactivate/;
@@ -36,7 +55,9 @@ describe("every operation", () => {
       ["field", w.f.name],
       ["parent", w.root],
     ]);
-    const paths = Object.keys(doc.paths).sort((a, b) => Number(LAST.test(a)) - Number(LAST.test(b)) || a.localeCompare(b));
+    const paths = Object.keys(doc.paths).sort(
+      (a, b) => Number(LAST.test(a)) - Number(LAST.test(b)) || a.localeCompare(b),
+    );
     const bad: string[] = [];
     let sent = 0;
     for (const p of paths) {
@@ -47,7 +68,8 @@ describe("every operation", () => {
       const base: Record<string, unknown> = {};
       for (const k of Object.keys(props)) if (known.has(k)) base[k] = known.get(k);
       const bodies: unknown[] = [base, [], "text", 7, null];
-      for (const k of new Set([...Object.keys(props), ...COMMON])) for (const v of ODD) bodies.push({ ...base, [k]: v });
+      for (const k of new Set([...Object.keys(props), ...COMMON]))
+        for (const v of ODD) bodies.push({ ...base, [k]: v });
       // The unchanged body of an operation that ends things is sent without a token: it may succeed.
       const whole = JSON.stringify(base);
       for (const b of bodies) {
@@ -55,7 +77,8 @@ describe("every operation", () => {
         const token = LAST.test(p) && text === whole ? null : w.owner.token;
         const res = await w.srv.call(url, { token, body: text });
         sent++;
-        if (!handled(res)) bad.push(`${p} ${text.slice(0, 120)} -> ${res.status} ${JSON.stringify(res.body).slice(0, 200)}`);
+        if (!handled(res))
+          bad.push(`${p} ${text.slice(0, 120)} -> ${res.status} ${JSON.stringify(res.body).slice(0, 200)}`);
       }
     }
     expect(sent).toBeGreaterThan(10_000);

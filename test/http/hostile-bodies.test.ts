@@ -34,7 +34,11 @@ const routes = () => [
   // An operation served by Bun's router.
   { path: `/api/p/${project}/fields/create`, body: (v: unknown) => ({ name: v, type: "textline" }), member: "name" },
   // A batch step.
-  { path: `/api/p/${project}/batch`, body: (v: unknown) => ({ requests: [{ path: "fields/create", body: { name: v, type: "textline" } }] }), member: "name" },
+  {
+    path: `/api/p/${project}/batch`,
+    body: (v: unknown) => ({ requests: [{ path: "fields/create", body: { name: v, type: "textline" } }] }),
+    member: "name",
+  },
 ];
 
 describe("hostile JSON bodies", () => {
@@ -61,7 +65,10 @@ describe("hostile JSON bodies", () => {
     for (const r of routes()) {
       const plain = JSON.stringify(r.body(coercing));
       // "\u0074oString" is "toString" once parsed.
-      for (const text of [plain, plain.replace('"toString"', '"\\u0074oString"').replace('"valueOf"', '"\\u0076alueOf"')]) {
+      for (const text of [
+        plain,
+        plain.replace('"toString"', '"\\u0074oString"').replace('"valueOf"', '"\\u0076alueOf"'),
+      ]) {
         const res = await srv.call(r.path, { token, body: text });
         expect(res.status).toBe(400);
         expect(res.body.result.message).toBe("Invalid parameter");
@@ -92,8 +99,13 @@ describe("hostile JSON bodies", () => {
   });
 
   test("such members are kept as sent where a client's own names are data", async () => {
-    expect((await srv.call(`/api/p/${project}/modules/register`, { token, body: { module: "Feed", version: "1" } })).status).toBe(200);
-    const set = await srv.call(`/api/p/${project}/modules/keys/set`, { token, body: { module: "Feed", keys: { toString: "a", valueOf: "b" } } });
+    expect(
+      (await srv.call(`/api/p/${project}/modules/register`, { token, body: { module: "Feed", version: "1" } })).status,
+    ).toBe(200);
+    const set = await srv.call(`/api/p/${project}/modules/keys/set`, {
+      token,
+      body: { module: "Feed", keys: { toString: "a", valueOf: "b" } },
+    });
     expect(set.status).toBe(200);
     expect(set.body.data.modules.Feed.keys).toEqual({ toString: "a", valueOf: "b" });
   });

@@ -48,7 +48,12 @@ function request(bytes: Buffer, type: string, cuts: number[]): Request {
 
 async function check(bytes: Buffer, type: string, cuts: number[]) {
   let head: Buffer | undefined;
-  const r = await receiveMultipart(request(bytes, type, cuts), { tmpDir: dir, maxFileBytes: 1e6, headBytes: 1000, onHead: (h) => (head = Buffer.from(h)) });
+  const r = await receiveMultipart(request(bytes, type, cuts), {
+    tmpDir: dir,
+    maxFileBytes: 1e6,
+    headBytes: 1000,
+    onHead: (h) => (head = Buffer.from(h)),
+  });
   expect(r.fields).toEqual({ name: "shoe.jpg", parent: "folder-gid" });
   expect(readFileSync(r.file!.path).equals(file)).toBe(true);
   expect(r.file!.sha256).toBe(createHash("sha256").update(file).digest("hex"));

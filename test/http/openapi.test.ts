@@ -92,14 +92,29 @@ describe("the OpenAPI document", () => {
       expect(schema.required, path).toContain(filePart);
       for (const part of textParts) expect(schema.properties[part]?.type, `${path} ${part}`).toBe("string");
     }
-    expect(doc.paths["/api/p/{project}/assets/upload_update"].post.requestBody.content["multipart/form-data"].schema.required).toContain("asset");
+    expect(
+      doc.paths["/api/p/{project}/assets/upload_update"].post.requestBody.content["multipart/form-data"].schema
+        .required,
+    ).toContain("asset");
   });
 
   test("gives the project session calls and the invitation link calls a 200 with an example answer and typed result members", () => {
     const calls: [string, string, string[]][] = [
-      ["post", "/api/p/{project}/login", ["user", "user_projects", "project", "project_members", "last_backed_up", "cc.version", "cc.cursor", "cursor"]],
-      ["post", "/api/p/{project}/auth", ["user", "user_projects", "project", "project_members", "last_backed_up", "cc.version", "cc.cursor", "cursor"]],
-      ["get", "/api/p/{project}/init", ["user", "user_projects", "project", "project_members", "last_backed_up", "cc.version", "cc.cursor", "cursor"]],
+      [
+        "post",
+        "/api/p/{project}/login",
+        ["user", "user_projects", "project", "project_members", "last_backed_up", "cc.version", "cc.cursor", "cursor"],
+      ],
+      [
+        "post",
+        "/api/p/{project}/auth",
+        ["user", "user_projects", "project", "project_members", "last_backed_up", "cc.version", "cc.cursor", "cursor"],
+      ],
+      [
+        "get",
+        "/api/p/{project}/init",
+        ["user", "user_projects", "project", "project_members", "last_backed_up", "cc.version", "cc.cursor", "cursor"],
+      ],
       ["post", "/api/init_invite", ["invitee", "project", "project_members"]],
       ["post", "/api/decline_invite", ["project"]],
       ["post", "/api/login", ["user", "user_projects", "cc.version", "cc.cursor"]],
@@ -116,7 +131,8 @@ describe("the OpenAPI document", () => {
       expect(schema.allOf[0].$ref, path).toBe("#/components/schemas/Envelope");
       const result = schema.allOf[1].properties.result;
       expect(Object.keys(result.properties).sort(), path).toEqual([...members].sort());
-      for (const m of members) expect(result.properties[m].type ?? result.properties[m].anyOf, `${path} ${m}`).toBeDefined();
+      for (const m of members)
+        expect(result.properties[m].type ?? result.properties[m].anyOf, `${path} ${m}`).toBeDefined();
     }
     // The examples are those of docs/members.md and docs/apikeys.md.
     const invite = doc.paths["/api/init_invite"].post.responses["200"].content["application/json"].example;
@@ -134,13 +150,20 @@ describe("the OpenAPI document", () => {
   });
 
   test("the session and invitation examples have the members of the real answers", async () => {
-    const exampleOf = (method: string, path: string) => doc.paths[path][method].responses["200"].content["application/json"].example;
-    const shape = (a: { result: object; data: object }) => ({ result: Object.keys(a.result).sort(), data: Object.keys(a.data).sort() });
+    const exampleOf = (method: string, path: string) =>
+      doc.paths[path][method].responses["200"].content["application/json"].example;
+    const shape = (a: { result: object; data: object }) => ({
+      result: Object.keys(a.result).sort(),
+      data: Object.keys(a.data).sort(),
+    });
     const owner = await srv.user("olivia");
     const p = await srv.project(owner.token, "Catalogue");
     await srv.user("bob");
-    const key = (await srv.call(`/api/p/${p}/apikeys/create`, { token: owner.token, body: { name: "Shop sync" } })).body.result.apikey;
-    const invitee = (await srv.call(`/api/p/${p}/members/invite`, { token: owner.token, body: { email: "new@example.test" } })).body.result.user;
+    const key = (await srv.call(`/api/p/${p}/apikeys/create`, { token: owner.token, body: { name: "Shop sync" } })).body
+      .result.apikey;
+    const invitee = (
+      await srv.call(`/api/p/${p}/members/invite`, { token: owner.token, body: { email: "new@example.test" } })
+    ).body.result.user;
 
     const login = await srv.call(`/api/p/${p}/login`, { body: { username: "bob", password: "password1" } });
     expect(login.status).toBe(200);
@@ -159,10 +182,13 @@ describe("the OpenAPI document", () => {
   });
 
   test("declares every tag an operation uses, each with a description", () => {
-    const declared = new Map<string, string>((doc.tags as { name: string; description: string }[]).map((t) => [t.name, t.description]));
+    const declared = new Map<string, string>(
+      (doc.tags as { name: string; description: string }[]).map((t) => [t.name, t.description]),
+    );
     expect(declared.size).toBe(doc.tags.length);
     const used = new Set<string>();
-    for (const ops of Object.values<any>(doc.paths)) for (const op of Object.values<any>(ops)) for (const tag of op.tags ?? []) used.add(tag);
+    for (const ops of Object.values<any>(doc.paths))
+      for (const op of Object.values<any>(ops)) for (const tag of op.tags ?? []) used.add(tag);
     expect([...used].filter((tag) => !declared.has(tag))).toEqual([]);
     for (const [name, description] of declared) expect(description?.length, name).toBeGreaterThan(10);
     // No tag is declared for nothing.
@@ -228,7 +254,11 @@ describe("the documentation page", () => {
   test("a wrong method on the document is still a 405 in the envelope", async () => {
     const r = await srv.call("/api/openapi.json", { body: {} });
     expect(r.status).toBe(405);
-    expect(r.body).toEqual({ success: false, result: { code: 405, message: "Method not allowed", info: { allowed: ["GET"] } }, data: {} });
+    expect(r.body).toEqual({
+      success: false,
+      result: { code: 405, message: "Method not allowed", info: { allowed: ["GET"] } },
+      data: {},
+    });
     expect(r.headers.get("allow")).toBe("GET");
   });
 

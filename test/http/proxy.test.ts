@@ -39,7 +39,9 @@ describe("the client address behind proxies", () => {
 
   test("a bad --trusted-proxies value stops start-up with a clear message", () => {
     expect(() => loadConfig({ "trusted-proxies": "10.0.0.0/33" }, {})).toThrow(/invalid --trusted-proxies/);
-    expect(() => loadConfig({ "trusted-proxies": "proxy.local" }, {})).toThrow(/not a comma list of addresses or CIDRs/);
+    expect(() => loadConfig({ "trusted-proxies": "proxy.local" }, {})).toThrow(
+      /not a comma list of addresses or CIDRs/,
+    );
     expect(loadConfig({ "trusted-proxies": "10.0.0.0/8, fd00::/8" }, {}).trustedProxies).toBe("10.0.0.0/8, fd00::/8");
   });
 });
@@ -51,12 +53,18 @@ describe("the per-address login limit with --trust-proxy", () => {
       const statuses: number[] = [];
       for (let i = 0; i < 5; i++) {
         // What nginx with $proxy_add_x_forwarded_for sends: the client's own header, then its address.
-        const r = await srv.call("/api/login", { body: { username: `nobody${i}`, password: "x" }, headers: { "x-forwarded-for": `10.9.9.${i}, 203.0.113.9` } });
+        const r = await srv.call("/api/login", {
+          body: { username: `nobody${i}`, password: "x" },
+          headers: { "x-forwarded-for": `10.9.9.${i}, 203.0.113.9` },
+        });
         statuses.push(r.status);
       }
       expect(statuses).toEqual([403, 403, 403, 429, 429]);
       // Another real client behind the same proxy is not affected.
-      const other = await srv.call("/api/login", { body: { username: "nobody", password: "x" }, headers: { "x-forwarded-for": "203.0.113.10" } });
+      const other = await srv.call("/api/login", {
+        body: { username: "nobody", password: "x" },
+        headers: { "x-forwarded-for": "203.0.113.10" },
+      });
       expect(other.status).toBe(403);
     } finally {
       await srv.stop();
@@ -64,11 +72,19 @@ describe("the per-address login limit with --trust-proxy", () => {
   });
 
   test("a request from a peer outside --trusted-proxies is counted under the peer, not the header", async () => {
-    const srv = await TestServer.start({ "trust-proxy": "true", "trusted-proxies": "10.0.0.1", "auth-ip-rate-limit": "2", "auth-rate-limit": "100" });
+    const srv = await TestServer.start({
+      "trust-proxy": "true",
+      "trusted-proxies": "10.0.0.1",
+      "auth-ip-rate-limit": "2",
+      "auth-rate-limit": "100",
+    });
     try {
       const statuses: number[] = [];
       for (let i = 0; i < 3; i++) {
-        const r = await srv.call("/api/login", { body: { username: `nobody${i}`, password: "x" }, headers: { "x-forwarded-for": `203.0.113.${i}` } });
+        const r = await srv.call("/api/login", {
+          body: { username: `nobody${i}`, password: "x" },
+          headers: { "x-forwarded-for": `203.0.113.${i}` },
+        });
         statuses.push(r.status);
       }
       expect(statuses).toEqual([403, 403, 429]);

@@ -54,7 +54,8 @@ describe("rate limiter", () => {
     const { l } = limiter();
     const rules = [{ key: "login", limit: 2, windowMs: 60_000 }];
     for (let i = 0; i < 5; i++) expect(await throttle(l, rules, () => "ok")).toBe("ok");
-    for (let i = 0; i < 2; i++) await expect(throttle(l, rules, () => Promise.reject(new Error("wrong")))).rejects.toThrow("wrong");
+    for (let i = 0; i < 2; i++)
+      await expect(throttle(l, rules, () => Promise.reject(new Error("wrong")))).rejects.toThrow("wrong");
     await expect(throttle(l, rules, () => "ok")).rejects.toMatchObject({ code: 429, headers: { "retry-after": "30" } });
   });
 
@@ -71,7 +72,13 @@ describe("rate limiter", () => {
     expect(l.peek("never-seen", 5, 1000)).toEqual({ ok: true, retryAfterSec: 0, remaining: 5 });
     expect(l.size).toBe(0);
     l.take("ip", 1, 60_000);
-    for (let i = 0; i < 50; i++) expect(l.takeAll([{ key: `acct-${i}`, limit: 5, windowMs: 60_000 }, { key: "ip", limit: 1, windowMs: 60_000 }]).ok).toBe(false);
+    for (let i = 0; i < 50; i++)
+      expect(
+        l.takeAll([
+          { key: `acct-${i}`, limit: 5, windowMs: 60_000 },
+          { key: "ip", limit: 1, windowMs: 60_000 },
+        ]).ok,
+      ).toBe(false);
     expect(l.size).toBe(1);
   });
 
@@ -111,7 +118,8 @@ describe("login throttling on a server", () => {
   afterAll(() => srv.stop());
 
   test("failed logins with ever new, very long usernames keep nothing of them once the address is blocked", async () => {
-    const attempt = (i: number) => srv.call("/api/login", { body: { username: `${i}-${"u".repeat(100_000)}`, password: "wrong password" } });
+    const attempt = (i: number) =>
+      srv.call("/api/login", { body: { username: `${i}-${"u".repeat(100_000)}`, password: "wrong password" } });
     for (let i = 0; i < 3; i++) expect((await attempt(i)).status).toBe(403);
     const limiter = limiterOf(srv.ctx);
     const held = limiter.size;

@@ -16,7 +16,8 @@ import { TestServer, until } from "../helpers/server";
 // Job kinds for these tests only (a feature added to the list): counting with progress, failing,
 // and one slow step per unit.
 const testJobs: Record<string, JobKind> = {};
-const registerJob = (kind: string, handler: JobKind["handler"], options: Omit<JobKind, "handler"> = {}) => (testJobs[kind] = { handler, ...options });
+const registerJob = (kind: string, handler: JobKind["handler"], options: Omit<JobKind, "handler"> = {}) =>
+  (testJobs[kind] = { handler, ...options });
 const withTestJobs: Feature[] = [...features, { name: "test", jobs: testJobs }];
 registerJob("test.count", async (_ctx, job, progress) => {
   const n = Number(job.params.n ?? 5);
@@ -95,7 +96,12 @@ async function jobItems(token: string, since: number, jobToken: string) {
 describe("job runner", () => {
   test("a job goes from queued through processing to done, seen in /sync/get by its starter and the owner only", async () => {
     const since = await cursorOf(alice.token);
-    const token = srv.ctx.jobs.enqueue({ kind: "test.count", projectGid: project, userGid: bob.gid, params: { n: 6, ms: 60 } });
+    const token = srv.ctx.jobs.enqueue({
+      kind: "test.count",
+      projectGid: project,
+      userGid: bob.gid,
+      params: { n: 6, ms: 60 },
+    });
     await until(() => srv.ctx.jobs.get(token)?.status === "done");
     const seen = await jobItems(bob.token, since, token);
     expect(seen[0]).toEqual({
@@ -104,7 +110,14 @@ describe("job runner", () => {
       action: "UPDATE",
       data_type: "jobs",
       data_key: token,
-      data: { project_gid: project, job: "test.count", status: "queued", info: {}, created_on: expect.any(Number), updated_on: expect.any(Number) },
+      data: {
+        project_gid: project,
+        job: "test.count",
+        status: "queued",
+        info: {},
+        created_on: expect.any(Number),
+        updated_on: expect.any(Number),
+      },
     });
     const statuses = seen.map((i) => i.data.status);
     expect(statuses[1]).toBe("processing");
@@ -142,14 +155,18 @@ describe("job runner", () => {
 
   test("jobs sharing a lock never run at the same time, while the workers stay busy", async () => {
     lockedOverlap = false;
-    const tokens = [1, 2, 3].map(() => srv.ctx.jobs.enqueue({ kind: "test.locked", projectGid: project, userGid: alice.gid }));
+    const tokens = [1, 2, 3].map(() =>
+      srv.ctx.jobs.enqueue({ kind: "test.locked", projectGid: project, userGid: alice.gid }),
+    );
     await until(() => tokens.every((t) => srv.ctx.jobs.get(t)?.status === "done"));
     expect(lockedOverlap).toBe(false);
   });
 
   test("jobs of one project run one after another by default, so a restore never races a bulk job", async () => {
     defaultOverlap = false;
-    const tokens = [1, 2, 3].map(() => srv.ctx.jobs.enqueue({ kind: "test.default-lock", projectGid: project, userGid: alice.gid }));
+    const tokens = [1, 2, 3].map(() =>
+      srv.ctx.jobs.enqueue({ kind: "test.default-lock", projectGid: project, userGid: alice.gid }),
+    );
     await until(() => tokens.every((t) => srv.ctx.jobs.get(t)?.status === "done"));
     expect(defaultOverlap).toBe(false);
   });
@@ -157,7 +174,12 @@ describe("job runner", () => {
   test("a job queued inside a change is part of it: kept and run when the change commits, gone when it rolls back", async () => {
     let kept = "";
     mutate(srv.ctx.db, srv.ctx.hub, () => {
-      kept = srv.ctx.jobs.enqueue({ kind: "test.count", projectGid: project, userGid: bob.gid, params: { n: 1, ms: 1 } });
+      kept = srv.ctx.jobs.enqueue({
+        kind: "test.count",
+        projectGid: project,
+        userGid: bob.gid,
+        params: { n: 1, ms: 1 },
+      });
       // Not committed yet: no worker can have seen it.
       expect(srv.ctx.jobs.get(kept)?.status).toBe("queued");
     });
@@ -165,7 +187,12 @@ describe("job runner", () => {
     let dropped = "";
     expect(() =>
       mutate(srv.ctx.db, srv.ctx.hub, () => {
-        dropped = srv.ctx.jobs.enqueue({ kind: "test.count", projectGid: project, userGid: bob.gid, params: { n: 1, ms: 1 } });
+        dropped = srv.ctx.jobs.enqueue({
+          kind: "test.count",
+          projectGid: project,
+          userGid: bob.gid,
+          params: { n: 1, ms: 1 },
+        });
         throw unprocessable("The change failed");
       }),
     ).toThrow("The change failed");
@@ -174,7 +201,12 @@ describe("job runner", () => {
   });
 
   test("jobs/get answers the job object to its starter and the owner, 422 to other members and 403 outside the project", async () => {
-    const token = srv.ctx.jobs.enqueue({ kind: "test.count", projectGid: project, userGid: bob.gid, params: { n: 1, ms: 1 } });
+    const token = srv.ctx.jobs.enqueue({
+      kind: "test.count",
+      projectGid: project,
+      userGid: bob.gid,
+      params: { n: 1, ms: 1 },
+    });
     await until(() => srv.ctx.jobs.get(token)?.status === "done");
     const mine = await srv.call(`/api/p/${project}/jobs/get`, { token: bob.token, body: { token } });
     expect(mine.status).toBe(200);
@@ -182,7 +214,14 @@ describe("job runner", () => {
       success: true,
       result: {
         "job.token": token,
-        job: { project_gid: project, job: "test.count", status: "done", info: { total: 1, remaining: 0, counted: 1 }, created_on: expect.any(Number), updated_on: expect.any(Number) },
+        job: {
+          project_gid: project,
+          job: "test.count",
+          status: "done",
+          info: { total: 1, remaining: 0, counted: 1 },
+          created_on: expect.any(Number),
+          updated_on: expect.any(Number),
+        },
       },
       data: {},
     });
@@ -190,7 +229,9 @@ describe("job runner", () => {
     const other = await srv.call(`/api/p/${project}/jobs/get`, { token: carol.token, body: { token } });
     expect(other.status).toBe(422);
     expect(other.body.result.message).toBe("No such job");
-    expect((await srv.call(`/api/p/${project}/jobs/get`, { token: bob.token, body: {} })).body.result.info).toEqual({ "Missing parameter": "token" });
+    expect((await srv.call(`/api/p/${project}/jobs/get`, { token: bob.token, body: {} })).body.result.info).toEqual({
+      "Missing parameter": "token",
+    });
     // Not in the project at all: 403 like every project endpoint.
     const dave = await srv.user("dave");
     const stranger = await srv.call(`/api/p/${project}/jobs/get`, { token: dave.token, body: { token } });
@@ -210,10 +251,14 @@ describe("restart and housekeeping", () => {
     const first = await TestServer.start({ "job-stop-grace": "0" }, dir, withTestJobs);
     const u = await first.user(username);
     const token = first.ctx.jobs.enqueue({ kind, userGid: u.gid, params: { n: 40, ms: 25 } });
-    await until(() => {
-      const j = first.ctx.jobs.get(token);
-      return j?.status === "processing" && typeof j.info.remaining === "number" && j.info.remaining < 40;
-    }, undefined, "the job to be part-way");
+    await until(
+      () => {
+        const j = first.ctx.jobs.get(token);
+        return j?.status === "processing" && typeof j.info.remaining === "number" && j.info.remaining < 40;
+      },
+      undefined,
+      "the job to be part-way",
+    );
     await first.stop(true);
     const s = await TestServer.start({ "job-stop-grace": "0" }, dir, withTestJobs);
     const job = await until(() => {
@@ -244,7 +289,14 @@ describe("restart and housekeeping", () => {
       expect(job.info.resumed_at).toBeLessThan(40);
       expect(job.resume).toEqual({ i: 40 });
       // The job object of jobs/get and the sync items: status and info, never the saved state.
-      expect(Object.keys(jobObject(job)).sort()).toEqual(["created_on", "info", "job", "project_gid", "status", "updated_on"]);
+      expect(Object.keys(jobObject(job)).sort()).toEqual([
+        "created_on",
+        "info",
+        "job",
+        "project_gid",
+        "status",
+        "updated_on",
+      ]);
     } finally {
       await s.stop();
     }
@@ -255,26 +307,56 @@ describe("restart and housekeeping", () => {
     const written = mutate(srv.ctx.db, srv.ctx.hub, (_tx, log) => log.cc("UPDATE", "cc.users", alice.gid, [alice.gid]));
     srv.ctx.db.update(changes).set({ createdOn: old }).run();
     expect(pruneChangeLog(srv.ctx)).toMatch(/^pruned \d+ change/);
-    const floor = srv.ctx.db.select().from(meta).all().find((m) => m.key === "changes.floor");
+    const floor = srv.ctx.db
+      .select()
+      .from(meta)
+      .all()
+      .find((m) => m.key === "changes.floor");
     expect(Number(floor!.value)).toBeGreaterThanOrEqual(written.cursor);
     const r = await srv.call("/sync/get", { token: alice.token, body: { cc_cursor: 0 } });
     expect(r.body.result.warning).toMatch(/re-initialise/);
     // Every item pruned: the cursors handed out must not fall below the floor, or clients loop on re-init.
     const cur = await srv.call("/sync/cursors", { token: alice.token, body: {} });
     expect(cur.body.result["cc.cursor"]).toBe(Number(floor!.value));
-    const fresh = await srv.call("/sync/get", { token: alice.token, body: { cc_cursor: cur.body.result["cc.cursor"] } });
+    const fresh = await srv.call("/sync/get", {
+      token: alice.token,
+      body: { cc_cursor: cur.body.result["cc.cursor"] },
+    });
     expect(fresh.body.result).toEqual({ sync: [] });
-    expect(housekeepingTasks().map((t) => t.name)).toEqual(expect.arrayContaining(["changelog", "checkpoint", "jobs", "codes"]));
+    expect(housekeepingTasks().map((t) => t.name)).toEqual(
+      expect.arrayContaining(["changelog", "checkpoint", "jobs", "codes"]),
+    );
   });
 
   test("housekeeping deletes verification codes expired over a day ago and records its run for apis jobs list", async () => {
     const t = Date.now() / 1000;
-    const row = (hash: string, expiresOn: number) => ({ validationHash: hash, codeHash: "x", purpose: "signup" as const, email: "e@x.test", expiresOn, createdOn: t });
-    srv.ctx.db.insert(verificationCodes).values([row("old", t - 2 * 86400), row("recent", t - 60), row("live", t + 900)]).run();
+    const row = (hash: string, expiresOn: number) => ({
+      validationHash: hash,
+      codeHash: "x",
+      purpose: "signup" as const,
+      email: "e@x.test",
+      expiresOn,
+      createdOn: t,
+    });
+    srv.ctx.db
+      .insert(verificationCodes)
+      .values([row("old", t - 2 * 86400), row("recent", t - 60), row("live", t + 900)])
+      .run();
     const run = await runHousekeeping(srv.ctx, housekeepingTasks().find((h) => h.name === "codes")!);
     expect(run).toMatchObject({ ok: true, summary: "deleted 1 expired code(s)" });
-    expect(srv.ctx.db.select().from(verificationCodes).all().map((c) => c.validationHash).sort()).toEqual(["live", "recent"]);
+    expect(
+      srv.ctx.db
+        .select()
+        .from(verificationCodes)
+        .all()
+        .map((c) => c.validationHash)
+        .sort(),
+    ).toEqual(["live", "recent"]);
     const listed = listSchedules(srv.ctx, housekeepingTasks()).find((s) => s.name === "codes")!;
-    expect(listed).toMatchObject({ schedule: "5 * * * *", next_run: expect.any(Number), last_run: { ok: true, summary: "deleted 1 expired code(s)" } });
+    expect(listed).toMatchObject({
+      schedule: "5 * * * *",
+      next_run: expect.any(Number),
+      last_run: { ok: true, summary: "deleted 1 expired code(s)" },
+    });
   });
 });

@@ -17,7 +17,9 @@ let pathname: string;
 function raw(path: string, method = "GET"): Promise<{ status: number; text: string }> {
   const { port } = new URL(srv.url);
   return new Promise((resolve, reject) => {
-    const socket = connect(Number(port), "127.0.0.1", () => socket.write(`${method} ${path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n`));
+    const socket = connect(Number(port), "127.0.0.1", () =>
+      socket.write(`${method} ${path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n`),
+    );
     let data = "";
     socket.on("data", (b) => (data += b.toString("latin1")));
     socket.on("error", reject);
@@ -28,7 +30,15 @@ function raw(path: string, method = "GET"): Promise<{ status: number; text: stri
 beforeAll(async () => {
   srv = await TestServer.start();
   ({ project, token } = await projectOf(srv, "alice"));
-  const img = await sharp({ create: { width: 300, height: 200, channels: 3, background: "#336699", noise: { type: "gaussian", mean: 120, sigma: 40 } } })
+  const img = await sharp({
+    create: {
+      width: 300,
+      height: 200,
+      channels: 3,
+      background: "#336699",
+      noise: { type: "gaussian", mean: 120, sigma: 40 },
+    },
+  })
     .jpeg()
     .toBuffer();
   pathname = (await storeImage(srv, project, img)).pathname;
@@ -53,7 +63,14 @@ describe("transformed files", () => {
 
   test("every answer carries its own request id, or the one a proxy gave", async () => {
     const ids = new Set<string>();
-    const inits: RequestInit[] = [{}, {}, { headers: { range: "bytes=0-9" } }, { headers: { "if-none-match": '"other"' } }, { method: "HEAD" }, {}];
+    const inits: RequestInit[] = [
+      {},
+      {},
+      { headers: { range: "bytes=0-9" } },
+      { headers: { "if-none-match": '"other"' } },
+      { method: "HEAD" },
+      {},
+    ];
     for (const init of inits) {
       const res = await fetch(varUrl, init);
       await res.arrayBuffer();
@@ -67,7 +84,9 @@ describe("transformed files", () => {
     expect(given.headers.get("x-request-id")).toBe("proxy-id-42");
     const after = await fetch(varUrl);
     expect(after.headers.get("x-request-id")).not.toBe("proxy-id-42");
-    const missing = await fetch(varUrl.replace(/[^/]+$/, "nothing@0000000000.png"), { headers: { "x-request-id": "proxy-id-43" } });
+    const missing = await fetch(varUrl.replace(/[^/]+$/, "nothing@0000000000.png"), {
+      headers: { "x-request-id": "proxy-id-43" },
+    });
     expect(missing.status).toBe(404);
     expect(missing.headers.get("x-request-id")).toBe("proxy-id-43");
   });
@@ -87,8 +106,13 @@ describe("transformed files", () => {
   test("If-Modified-Since at or after Last-Modified is a 304; before it a 200", async () => {
     const lm = (await fetch(varUrl, { method: "HEAD" })).headers.get("last-modified")!;
     expect((await fetch(varUrl, { headers: { "if-modified-since": lm } })).status).toBe(304);
-    expect((await fetch(varUrl, { headers: { "if-modified-since": new Date(Date.now() + 3600e3).toUTCString() } })).status).toBe(304);
-    expect((await fetch(varUrl, { headers: { "if-modified-since": new Date(Date.parse(lm) - 3600e3).toUTCString() } })).status).toBe(200);
+    expect(
+      (await fetch(varUrl, { headers: { "if-modified-since": new Date(Date.now() + 3600e3).toUTCString() } })).status,
+    ).toBe(304);
+    expect(
+      (await fetch(varUrl, { headers: { "if-modified-since": new Date(Date.parse(lm) - 3600e3).toUTCString() } }))
+        .status,
+    ).toBe(200);
     expect((await fetch(varUrl, { headers: { "if-modified-since": "not a date" } })).status).toBe(200);
     // If-None-Match wins over If-Modified-Since.
     expect((await fetch(varUrl, { headers: { "if-none-match": '"nope"', "if-modified-since": lm } })).status).toBe(200);
@@ -124,7 +148,14 @@ describe("transformed files", () => {
 
   test("an unsatisfiable or malformed range is a 416 with the size", async () => {
     const size = varBytes.length;
-    for (const range of [`bytes=${size}-`, `bytes=${size + 5}-${size + 10}`, "bytes=-0", "bytes=9-3", "bytes=abc", "bytes=-"]) {
+    for (const range of [
+      `bytes=${size}-`,
+      `bytes=${size + 5}-${size + 10}`,
+      "bytes=-0",
+      "bytes=9-3",
+      "bytes=abc",
+      "bytes=-",
+    ]) {
       const res = await fetch(varUrl, { headers: { range } });
       expect(res.status).toBe(416);
       expect(res.headers.get("content-range")).toBe(`bytes */${size}`);
@@ -134,7 +165,11 @@ describe("transformed files", () => {
   });
 
   test("several ranges, another unit or a stale If-Range give the whole file", async () => {
-    const variants: Record<string, string>[] = [{ range: "bytes=0-1,5-6" }, { range: "items=0-1" }, { range: "bytes=0-9", "if-range": '"stale"' }];
+    const variants: Record<string, string>[] = [
+      { range: "bytes=0-1,5-6" },
+      { range: "items=0-1" },
+      { range: "bytes=0-9", "if-range": '"stale"' },
+    ];
     for (const headers of variants) {
       const res = await fetch(varUrl, { headers });
       expect(res.status).toBe(200);
@@ -206,7 +241,9 @@ describe("answers kept in memory", () => {
     const aBytes = Buffer.from(await a.arrayBuffer());
     // Asked again and again: the facts of the file are kept between requests.
     for (let i = 0; i < 3; i++) expect((await fetch(url)).headers.get("etag")).toBe(a.headers.get("etag"));
-    const second = await srv.call(`/dam/p/${project}/transform/${pathname}/fit=120,80/name=reused/key=k/force=true`, { token });
+    const second = await srv.call(`/dam/p/${project}/transform/${pathname}/fit=120,80/name=reused/key=k/force=true`, {
+      token,
+    });
     expect(second.body.result.public_url).toBe(url);
     const b = await fetch(url);
     const bBytes = Buffer.from(await b.arrayBuffer());
@@ -229,7 +266,9 @@ describe("answers kept in memory", () => {
   });
 
   test("a published original is public from its publication to its deletion, without delay", async () => {
-    const img = await sharp({ create: { width: 30, height: 20, channels: 3, background: "#aa3300" } }).jpeg().toBuffer();
+    const img = await sharp({ create: { width: 30, height: 20, channels: 3, background: "#aa3300" } })
+      .jpeg()
+      .toBuffer();
     const { gid, pathname: name } = await storeImage(srv, project, img);
     const url = `${srv.url}/media/p/${project}/orig/${name}`;
     // Not published yet: the 404 is remembered until the asset changes.
@@ -246,7 +285,9 @@ describe("answers kept in memory", () => {
     expect((await srv.call(`/dam/p/${project}/publish/${name}`, { token })).status).toBe(200);
     expect((await fetch(url)).status).toBe(200);
     await srv.call(`/api/p/${project}/assets/delete`, { body: { asset: gid }, token });
-    expect((await srv.call(`/api/p/${project}/assets/permanent_delete`, { body: { asset: gid }, token })).status).toBe(200);
+    expect((await srv.call(`/api/p/${project}/assets/permanent_delete`, { body: { asset: gid }, token })).status).toBe(
+      200,
+    );
     expect((await fetch(url)).status).toBe(404);
   });
 });
@@ -272,7 +313,9 @@ describe("published originals, avatars and icons", () => {
   });
 
   test("a published SVG original is sent as an attachment, never to be run by a browser", async () => {
-    const svg = Buffer.from('<svg xmlns="http://www.w3.org/2000/svg" width="5" height="5"><script>alert(1)</script></svg>');
+    const svg = Buffer.from(
+      '<svg xmlns="http://www.w3.org/2000/svg" width="5" height="5"><script>alert(1)</script></svg>',
+    );
     const { pathname: name } = await storeImage(srv, project, svg, { extension: "svg" });
     const p = await srv.call(`/dam/p/${project}/publish/${name}`, { token });
     const res = await fetch(p.body.result.public_url);
@@ -283,7 +326,9 @@ describe("published originals, avatars and icons", () => {
   });
 
   test("avatars and icons are served by their file names, cached for long", async () => {
-    const png = await sharp({ create: { width: 8, height: 8, channels: 3, background: "#123456" } }).png().toBuffer();
+    const png = await sharp({ create: { width: 8, height: 8, channels: 3, background: "#123456" } })
+      .png()
+      .toBuffer();
     writeFileSync(join(srv.ctx.storage.avatars, "abcdefgh12-xyz12345.png"), png);
     writeFileSync(join(srv.ctx.storage.icons, "abcdefgh12-icon1234.png"), png);
     for (const path of ["/media/avatars/abcdefgh12-xyz12345.png", "/media/icons/abcdefgh12-icon1234.png"]) {

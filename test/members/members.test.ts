@@ -30,7 +30,13 @@ const syncOf = (u: U, since: number) => srv.ccItems(u.token, since);
 beforeAll(async () => {
   smtp = await TestSmtp.start();
   srv = await TestServer.start({ "smtp-url": smtp.url });
-  [owner, bob, carol, dave, stranger] = await Promise.all([srv.user("olivia"), srv.user("bob"), srv.user("carol"), srv.user("dave"), srv.user("stranger")]);
+  [owner, bob, carol, dave, stranger] = await Promise.all([
+    srv.user("olivia"),
+    srv.user("bob"),
+    srv.user("carol"),
+    srv.user("dave"),
+    srv.user("stranger"),
+  ]);
   project = await srv.project(owner.token, "Catalogue");
 });
 afterAll(async () => {
@@ -61,7 +67,10 @@ describe("invitations", () => {
         user_gid: invitee,
         status: "invited",
         roles: ["member"],
-        options: { notifications: { email: "new.person@example.test", events: ["all"], frequency: "immediate" }, rate_limit_per_second: null },
+        options: {
+          notifications: { email: "new.person@example.test", events: ["all"], frequency: "immediate" },
+          rate_limit_per_second: null,
+        },
       },
     ]);
     const mail = await invitationOf("new.person@example.test");
@@ -75,10 +84,21 @@ describe("invitations", () => {
     const r = await call("/api/init_invite", null, { invitee, project });
     expect(r.status).toBe(200);
     expect(r.body.result).toEqual({ invitee, project, project_members: [owner.gid] });
-    expect(r.body.data["cc.users"][invitee]).toEqual({ gid: invitee, username: "", name: "", avatar: null, status: "invited" });
+    expect(r.body.data["cc.users"][invitee]).toEqual({
+      gid: invitee,
+      username: "",
+      name: "",
+      avatar: null,
+      status: "invited",
+    });
     expect(r.body.data["cc.users"][owner.gid]).toMatchObject({ gid: owner.gid, username: "olivia", status: "active" });
     expect(r.body.data["cc.users"][owner.gid].email).toBeUndefined();
-    expect(r.body.data["cc.projects"][project]).toMatchObject({ gid: project, name: "Catalogue", owner: owner.gid, status: "active" });
+    expect(r.body.data["cc.projects"][project]).toMatchObject({
+      gid: project,
+      name: "Catalogue",
+      owner: owner.gid,
+      status: "active",
+    });
     expect(r.body.data["cc.projects_members"]).toEqual([
       { project_gid: project, user_gid: invitee, status: "invited", roles: ["member"] },
       { project_gid: project, user_gid: owner.gid, status: "active", roles: ["owner"] },
@@ -106,7 +126,17 @@ describe("invitations", () => {
     expect(r.body).toEqual({
       success: true,
       result: { project },
-      data: { "cc.projects_members": [{ project_gid: project, user_gid: invitee, status: "declined", roles: ["member"], options: { language: "en", timezone: "UTC" } }] },
+      data: {
+        "cc.projects_members": [
+          {
+            project_gid: project,
+            user_gid: invitee,
+            status: "declined",
+            roles: ["member"],
+            options: { language: "en", timezone: "UTC" },
+          },
+        ],
+      },
     });
   });
 
@@ -168,7 +198,9 @@ describe("invitations", () => {
     expect(byName.status).toBe(200);
     expect(byName.body.result.user).toBe(carol.gid);
     expect(await invitationOf("carol@example.test")).toMatchObject({ invitee: carol.gid, project });
-    const byMail = await call(`/api/p/${project}/members/invite`, owner.token, { username_or_email: "dave@example.test" });
+    const byMail = await call(`/api/p/${project}/members/invite`, owner.token, {
+      username_or_email: "dave@example.test",
+    });
     expect(byMail.body.result.user).toBe(dave.gid);
     for (const name of ["Carol", "nobody-here"]) {
       const r = await call(`/api/p/${project}/members/invite`, owner.token, { username_or_email: name });
@@ -178,15 +210,24 @@ describe("invitations", () => {
   });
 
   test("several accounts on one address need a username to choose one", async () => {
-    const [a, b] = await Promise.all([srv.user("twin1", "password1", "twins@example.test"), srv.user("twin2", "password1", "twins@example.test")]);
+    const [a, b] = await Promise.all([
+      srv.user("twin1", "password1", "twins@example.test"),
+      srv.user("twin2", "password1", "twins@example.test"),
+    ]);
     const r = await call(`/api/p/${project}/members/invite`, owner.token, { email: "twins@example.test" });
     expect(r.status).toBe(422);
     expect(r.body.result.info).toMatchObject({ accounts: 2 });
-    const chosen = await call(`/api/p/${project}/members/invite`, owner.token, { email: "twins@example.test", username: "twin2" });
+    const chosen = await call(`/api/p/${project}/members/invite`, owner.token, {
+      email: "twins@example.test",
+      username: "twin2",
+    });
     expect(chosen.status).toBe(200);
     expect(chosen.body.result.user).toBe(b.gid);
     expect(a.gid).not.toBe(b.gid);
-    const wrong = await call(`/api/p/${project}/members/invite`, owner.token, { email: "twins@example.test", username: "bob" });
+    const wrong = await call(`/api/p/${project}/members/invite`, owner.token, {
+      email: "twins@example.test",
+      username: "bob",
+    });
     expect(wrong.status).toBe(422);
   });
 
@@ -213,7 +254,9 @@ describe("invitations", () => {
     const r = await call("/api/init_invite", null, { invitee: carol.gid, project: p2 });
     expect(r.status).toBe(422);
     expect(r.body.result.code).toBe(422);
-    expect((await call(`/api/p/${p2}/members/invite`, owner.token, { email: "someone@example.test" })).status).toBe(422);
+    expect((await call(`/api/p/${p2}/members/invite`, owner.token, { email: "someone@example.test" })).status).toBe(
+      422,
+    );
   });
 });
 
@@ -232,12 +275,16 @@ describe("members", () => {
     const one = await call(`/api/p/${project}/members/get`, bob.token, { member: owner.gid });
     expect(one.body.result).toEqual({ user: owner.gid });
     expect(Object.keys(one.body.data["cc.users"])).toEqual([owner.gid]);
-    expect(one.body.data["cc.projects_members"]).toEqual([{ project_gid: project, user_gid: owner.gid, status: "active", roles: ["owner"] }]);
+    expect(one.body.data["cc.projects_members"]).toEqual([
+      { project_gid: project, user_gid: owner.gid, status: "active", roles: ["owner"] },
+    ]);
     const own = await call(`/api/p/${project}/members/get`, bob.token, { member: bob.gid });
     expect(own.body.data["cc.projects_members"][0].options).toBeDefined();
     const none = await call(`/api/p/${project}/members/get`, bob.token, { member: stranger.gid });
     expect(none.status).toBe(422);
-    const some = await call(`/api/p/${project}/members/get`, owner.token, { members: [bob.gid, "nosuchuser", owner.gid] });
+    const some = await call(`/api/p/${project}/members/get`, owner.token, {
+      members: [bob.gid, "nosuchuser", owner.gid],
+    });
     expect(some.body.result.users.sort()).toEqual([bob.gid, owner.gid].sort());
     expect(some.body.data["cc.projects_members"]).toHaveLength(2);
   });
@@ -267,7 +314,9 @@ describe("members", () => {
     const d = await call(`/api/p/${project}/members/deactivate`, owner.token, { user: bob.gid });
     expect(d.status).toBe(200);
     expect(d.body.result).toEqual({ user: bob.gid });
-    expect(d.body.data["cc.projects_members"]).toEqual([expect.objectContaining({ user_gid: bob.gid, status: "inactive", roles: ["member"] })]);
+    expect(d.body.data["cc.projects_members"]).toEqual([
+      expect.objectContaining({ user_gid: bob.gid, status: "inactive", roles: ["member"] }),
+    ]);
     expect((await srv.call(`/api/p/${project}/init`, { token: bob.token })).status).toBe(403);
     expect((await call(`/api/p/${project}/members/get`, bob.token)).status).toBe(403);
     const link = await call("/api/init_invite", null, { invitee: bob.gid, project });
@@ -320,18 +369,48 @@ describe("project login and init", () => {
     expect(r.status).toBe(200);
     expect(r.headers.get("authorization")).toMatch(/^Bearer /);
     expect(Object.keys(r.body.result).sort()).toEqual(
-      ["cc.cursor", "cc.version", "cursor", "last_backed_up", "project", "project_members", "user", "user_projects"].sort(),
+      [
+        "cc.cursor",
+        "cc.version",
+        "cursor",
+        "last_backed_up",
+        "project",
+        "project_members",
+        "user",
+        "user_projects",
+      ].sort(),
     );
     expect(r.body.result.project).toBe(project);
     expect(r.body.result.user_projects).toMatchObject({ [project]: ["owner"], [other]: ["owner"] });
     expect(r.body.result.last_backed_up).toBeNull();
     expect(r.body.result.project_members).toEqual(expect.arrayContaining([owner.gid, bob.gid]));
     expect(Object.keys(r.body.data).sort()).toEqual(
-      ["cc.languages", "cc.projects", "cc.projects_members", "cc.users", "classes", "definitions", "fields", "layouts", "queries"].sort(),
+      [
+        "cc.languages",
+        "cc.projects",
+        "cc.projects_members",
+        "cc.users",
+        "classes",
+        "definitions",
+        "fields",
+        "layouts",
+        "queries",
+      ].sort(),
     );
     for (const k of ["definitions", "classes", "fields", "layouts", "queries"]) expect(r.body.data[k]).toEqual({});
-    expect(r.body.data["cc.projects"][project]).toMatchObject({ gid: project, options: { languages: ["en"] }, backups: { next_version: 1 }, build: 1 });
-    expect(r.body.data["cc.projects"][other]).toEqual({ gid: other, name: "Other", icon: "", owner: owner.gid, status: "active" });
+    expect(r.body.data["cc.projects"][project]).toMatchObject({
+      gid: project,
+      options: { languages: ["en"] },
+      backups: { next_version: 1 },
+      build: 1,
+    });
+    expect(r.body.data["cc.projects"][other]).toEqual({
+      gid: other,
+      name: "Other",
+      icon: "",
+      owner: owner.gid,
+      status: "active",
+    });
     expect(r.body.data["cc.users"][owner.gid].email).toBe("olivia@example.test");
   });
 
@@ -364,7 +443,9 @@ describe("project login and init", () => {
   });
 
   test("project login: 400 for the first missing parameter, 403 Unknown user for a wrong password", async () => {
-    expect((await call(`/api/p/${project}/login`, null, { password: "x" })).body.result.info).toEqual({ "Missing parameter": "username" });
+    expect((await call(`/api/p/${project}/login`, null, { password: "x" })).body.result.info).toEqual({
+      "Missing parameter": "username",
+    });
     const r = await call(`/api/p/${project}/login`, null, { username: "bob", password: "wrong-password" });
     expect(r.status).toBe(403);
     expect(r.body.result.message).toBe("Unknown user");
@@ -377,14 +458,28 @@ describe("sync items of membership changes", () => {
     const inv0 = await call(`/api/p/${p}/members/invite`, owner.token, { email: "bob@example.test" });
     accept(bob.gid, p);
     expect(inv0.status).toBe(200);
-    const c = { owner: await cursorOf(owner), bob: await cursorOf(bob), dave: await cursorOf(dave), stranger: await cursorOf(stranger) };
+    const c = {
+      owner: await cursorOf(owner),
+      bob: await cursorOf(bob),
+      dave: await cursorOf(dave),
+      stranger: await cursorOf(stranger),
+    };
 
     await call(`/api/p/${p}/members/invite`, owner.token, { email: "dave@example.test" });
     const key = `${p}/${dave.gid}`;
-    expect(await syncOf(owner, c.owner)).toEqual(expect.arrayContaining([`INSERT cc.projects_members ${key}`, `INSERT cc.users ${dave.gid}`]));
-    expect(await syncOf(bob, c.bob)).toEqual(expect.arrayContaining([`INSERT cc.projects_members ${key}`, `INSERT cc.users ${dave.gid}`]));
+    expect(await syncOf(owner, c.owner)).toEqual(
+      expect.arrayContaining([`INSERT cc.projects_members ${key}`, `INSERT cc.users ${dave.gid}`]),
+    );
+    expect(await syncOf(bob, c.bob)).toEqual(
+      expect.arrayContaining([`INSERT cc.projects_members ${key}`, `INSERT cc.users ${dave.gid}`]),
+    );
     expect(await syncOf(dave, c.dave)).toEqual(
-      expect.arrayContaining([`INSERT cc.projects_members ${key}`, `INSERT cc.projects ${p}`, `INSERT cc.users ${owner.gid}`, `INSERT cc.users ${bob.gid}`]),
+      expect.arrayContaining([
+        `INSERT cc.projects_members ${key}`,
+        `INSERT cc.projects ${p}`,
+        `INSERT cc.users ${owner.gid}`,
+        `INSERT cc.users ${bob.gid}`,
+      ]),
     );
     expect(await syncOf(stranger, c.stranger)).toEqual([]);
 
@@ -393,7 +488,11 @@ describe("sync items of membership changes", () => {
     await call("/api/decline_invite", null, { invitee: dave.gid, project: p });
     expect(await syncOf(owner, d.owner)).toEqual([`UPDATE cc.projects_members ${key}`, `DELETE cc.users ${dave.gid}`]);
     expect(await syncOf(dave, d.dave)).toEqual(
-      expect.arrayContaining([`UPDATE cc.projects_members ${key}`, `DELETE cc.projects ${p}`, `DELETE cc.users ${owner.gid}`]),
+      expect.arrayContaining([
+        `UPDATE cc.projects_members ${key}`,
+        `DELETE cc.projects ${p}`,
+        `DELETE cc.users ${owner.gid}`,
+      ]),
     );
     expect(await syncOf(stranger, c.stranger)).toEqual([]);
   });
@@ -402,18 +501,24 @@ describe("sync items of membership changes", () => {
     const c = { owner: await cursorOf(owner), bob: await cursorOf(bob), stranger: await cursorOf(stranger) };
     const key = `${project}/${bob.gid}`;
     await call(`/api/p/${project}/members/deactivate`, owner.token, { user: bob.gid });
-    expect(await syncOf(bob, c.bob)).toEqual(expect.arrayContaining([`UPDATE cc.projects_members ${key}`, `DELETE cc.projects ${project}`]));
+    expect(await syncOf(bob, c.bob)).toEqual(
+      expect.arrayContaining([`UPDATE cc.projects_members ${key}`, `DELETE cc.projects ${project}`]),
+    );
     expect(await syncOf(owner, c.owner)).toEqual(expect.arrayContaining([`UPDATE cc.projects_members ${key}`]));
     expect(await syncOf(owner, c.owner)).not.toContain(`DELETE cc.projects ${project}`);
 
     const r = { owner: await cursorOf(owner), bob: await cursorOf(bob) };
     await call(`/api/p/${project}/members/reactivate`, owner.token, { user: bob.gid });
-    expect(await syncOf(bob, r.bob)).toEqual(expect.arrayContaining([`UPDATE cc.projects_members ${key}`, `INSERT cc.projects ${project}`]));
+    expect(await syncOf(bob, r.bob)).toEqual(
+      expect.arrayContaining([`UPDATE cc.projects_members ${key}`, `INSERT cc.projects ${project}`]),
+    );
     expect(await syncOf(owner, r.owner)).toContain(`UPDATE cc.projects_members ${key}`);
 
     const m = { owner: await cursorOf(owner), bob: await cursorOf(bob) };
     await call(`/api/p/${project}/members/remove`, owner.token, { user: bob.gid });
-    expect(await syncOf(bob, m.bob)).toEqual(expect.arrayContaining([`DELETE cc.projects_members ${key}`, `DELETE cc.projects ${project}`]));
+    expect(await syncOf(bob, m.bob)).toEqual(
+      expect.arrayContaining([`DELETE cc.projects_members ${key}`, `DELETE cc.projects ${project}`]),
+    );
     expect(await syncOf(owner, m.owner)).toContain(`DELETE cc.projects_members ${key}`);
     expect(await syncOf(stranger, c.stranger)).toEqual([]);
   });
@@ -428,7 +533,9 @@ describe("mail failures", () => {
       const r = await down.call(`/api/p/${p}/members/invite`, { token: o.token, body: { email: "x@example.test" } });
       expect(r.status).toBe(200);
       expect(r.body.result.mail_sent).toBe(false);
-      expect((await down.call("/api/init_invite", { body: { invitee: r.body.result.user, project: p } })).status).toBe(200);
+      expect((await down.call("/api/init_invite", { body: { invitee: r.body.result.user, project: p } })).status).toBe(
+        200,
+      );
     } finally {
       await down.stop();
     }

@@ -68,8 +68,19 @@ const project = (w: World) => ({ project: w.project });
 const ROWS: Row[] = [
   // Global endpoints about projects, users and memberships.
   { name: "POST /api/projects/get", path: () => "/api/projects/get", body: project, allow: inProject },
-  { name: "POST /api/projects/create", path: () => "/api/projects/create", body: () => ({ name: "New" }), allow: persons },
-  { name: "POST /api/projects/update", path: () => "/api/projects/update", body: (w) => ({ project: w.project, name: "Renamed" }), allow: inProject, mutates: true },
+  {
+    name: "POST /api/projects/create",
+    path: () => "/api/projects/create",
+    body: () => ({ name: "New" }),
+    allow: persons,
+  },
+  {
+    name: "POST /api/projects/update",
+    path: () => "/api/projects/update",
+    body: (w) => ({ project: w.project, name: "Renamed" }),
+    allow: inProject,
+    mutates: true,
+  },
   {
     name: "POST /api/projects/upload_icon",
     path: () => "/api/projects/upload_icon",
@@ -82,39 +93,135 @@ const ROWS: Row[] = [
     allow: ["owner"],
     mutates: true,
   },
-  { name: "POST /api/projects/delete_icon", path: () => "/api/projects/delete_icon", body: project, allow: ["owner"], mutates: true },
-  { name: "POST /api/projects/delete", path: () => "/api/projects/delete", body: project, allow: ["owner"], mutates: true },
-  // These two work on a deleted project only: the owner deletes it first.
-  ...(["undelete", "permanent_delete"] as const).map((op): Row => ({
-    name: `POST /api/projects/${op}`,
-    path: () => `/api/projects/${op}`,
+  {
+    name: "POST /api/projects/delete_icon",
+    path: () => "/api/projects/delete_icon",
     body: project,
     allow: ["owner"],
     mutates: true,
-    prepare: (w) => call("/api/projects/delete", users.owner.token, { project: w.project }),
-  })),
-  { name: "POST /api/members/get", path: () => "/api/members/get", body: (w) => ({ project: w.project, member: users.owner.gid }), allow: inProject, deny: 422 },
-  { name: "POST /api/users/get", path: () => "/api/users/get", body: () => ({ user: users.owner.gid }), allow: inProject, deny: 422 },
+  },
+  {
+    name: "POST /api/projects/delete",
+    path: () => "/api/projects/delete",
+    body: project,
+    allow: ["owner"],
+    mutates: true,
+  },
+  // These two work on a deleted project only: the owner deletes it first.
+  ...(["undelete", "permanent_delete"] as const).map(
+    (op): Row => ({
+      name: `POST /api/projects/${op}`,
+      path: () => `/api/projects/${op}`,
+      body: project,
+      allow: ["owner"],
+      mutates: true,
+      prepare: (w) => call("/api/projects/delete", users.owner.token, { project: w.project }),
+    }),
+  ),
+  {
+    name: "POST /api/members/get",
+    path: () => "/api/members/get",
+    body: (w) => ({ project: w.project, member: users.owner.gid }),
+    allow: inProject,
+    deny: 422,
+  },
+  {
+    name: "POST /api/users/get",
+    path: () => "/api/users/get",
+    body: () => ({ user: users.owner.gid }),
+    allow: inProject,
+    deny: 422,
+  },
   // Sync of the project's data.
-  { name: "POST /sync/get (project)", path: () => "/sync/get", body: (w) => ({ project: w.project, cursor: 0 }), allow: inProject },
+  {
+    name: "POST /sync/get (project)",
+    path: () => "/sync/get",
+    body: (w) => ({ project: w.project, cursor: 0 }),
+    allow: inProject,
+  },
   { name: "POST /sync/cursors (project)", path: () => "/sync/cursors", body: project, allow: inProject },
   // Project endpoints.
   { name: "GET /api/p/<project>/init", path: P("init"), get: true, allow: inProject },
   { name: "POST members/get", path: P("members/get"), allow: inProject },
-  { name: "POST members/invite", path: P("members/invite"), body: () => ({ email: `someone${++n}@example.test` }), allow: ["owner"], mutates: true },
-  { name: "POST members/resend_invite", path: P("members/resend_invite"), body: () => ({ user: users.invited.gid }), allow: ["owner"] },
-  { name: "POST members/deactivate", path: P("members/deactivate"), body: () => ({ user: users.member.gid }), allow: ["owner"], mutates: true },
-  { name: "POST members/reactivate", path: P("members/reactivate"), body: () => ({ user: users.inactive.gid }), allow: ["owner"], mutates: true },
+  {
+    name: "POST members/invite",
+    path: P("members/invite"),
+    body: () => ({ email: `someone${++n}@example.test` }),
+    allow: ["owner"],
+    mutates: true,
+  },
+  {
+    name: "POST members/resend_invite",
+    path: P("members/resend_invite"),
+    body: () => ({ user: users.invited.gid }),
+    allow: ["owner"],
+  },
+  {
+    name: "POST members/deactivate",
+    path: P("members/deactivate"),
+    body: () => ({ user: users.member.gid }),
+    allow: ["owner"],
+    mutates: true,
+  },
+  {
+    name: "POST members/reactivate",
+    path: P("members/reactivate"),
+    body: () => ({ user: users.inactive.gid }),
+    allow: ["owner"],
+    mutates: true,
+  },
   // Removing someone else needs the owner (a member removing itself is tested in members.test.ts).
-  { name: "POST members/remove", path: P("members/remove"), body: () => ({ user: users.invited.gid }), allow: ["owner"], mutates: true },
+  {
+    name: "POST members/remove",
+    path: P("members/remove"),
+    body: () => ({ user: users.invited.gid }),
+    allow: ["owner"],
+    mutates: true,
+  },
   { name: "POST backups/get", path: P("backups/get"), allow: inProject },
-  { name: "POST backups/create", path: P("backups/create"), body: () => ({ created_by: "matrix" }), allow: inProject, mutates: true },
+  {
+    name: "POST backups/create",
+    path: P("backups/create"),
+    body: () => ({ created_by: "matrix" }),
+    allow: inProject,
+    mutates: true,
+  },
   { name: "POST apikeys/get", path: P("apikeys/get"), allow: ["owner"] },
-  { name: "POST apikeys/create", path: P("apikeys/create"), body: () => ({ name: "k" }), allow: ["owner"], mutates: true },
-  { name: "POST apikeys/update", path: P("apikeys/update"), body: (w) => ({ user: w.api2, name: "renamed" }), allow: ["owner"], mutates: true },
-  { name: "POST apikeys/deactivate", path: P("apikeys/deactivate"), body: (w) => ({ user: w.api.gid }), allow: ["owner"], mutates: true },
-  { name: "POST apikeys/reactivate", path: P("apikeys/reactivate"), body: (w) => ({ user: w.api2 }), allow: ["owner"], mutates: true },
-  { name: "POST apikeys/delete", path: P("apikeys/delete"), body: (w) => ({ user: w.api2 }), allow: ["owner"], mutates: true },
+  {
+    name: "POST apikeys/create",
+    path: P("apikeys/create"),
+    body: () => ({ name: "k" }),
+    allow: ["owner"],
+    mutates: true,
+  },
+  {
+    name: "POST apikeys/update",
+    path: P("apikeys/update"),
+    body: (w) => ({ user: w.api2, name: "renamed" }),
+    allow: ["owner"],
+    mutates: true,
+  },
+  {
+    name: "POST apikeys/deactivate",
+    path: P("apikeys/deactivate"),
+    body: (w) => ({ user: w.api.gid }),
+    allow: ["owner"],
+    mutates: true,
+  },
+  {
+    name: "POST apikeys/reactivate",
+    path: P("apikeys/reactivate"),
+    body: (w) => ({ user: w.api2 }),
+    allow: ["owner"],
+    mutates: true,
+  },
+  {
+    name: "POST apikeys/delete",
+    path: P("apikeys/delete"),
+    body: (w) => ({ user: w.api2 }),
+    allow: ["owner"],
+    mutates: true,
+  },
 ];
 
 beforeAll(async () => {
@@ -127,7 +234,9 @@ beforeAll(async () => {
   const theirs = await srv.project(users.stranger.token, "Theirs");
   foreignApi = (await apiUser(users.stranger.token, theirs, "foreign")).token;
   shared = await world();
-  png = await sharp({ create: { width: 8, height: 8, channels: 3, background: "#3366cc" } }).png().toBuffer();
+  png = await sharp({ create: { width: 8, height: 8, channels: 3, background: "#3366cc" } })
+    .png()
+    .toBuffer();
 });
 afterAll(() => srv.stop());
 
@@ -142,7 +251,8 @@ describe("role matrix", () => {
         if (admitted && row.prepare && w !== shared) await row.prepare(w);
         const r = await call(row.path(w), tokenFor(role, w), row.body?.(w), row.get);
         const expected = admitted ? 200 : role === "anonymous" ? 401 : (row.deny ?? 403);
-        if (r.status !== expected) wrong.push(`${role}: ${r.status} (expected ${expected}) ${JSON.stringify(r.body?.result)}`);
+        if (r.status !== expected)
+          wrong.push(`${role}: ${r.status} (expected ${expected}) ${JSON.stringify(r.body?.result)}`);
         else if (!admitted && r.body.success !== false) wrong.push(`${role}: refusal outside the envelope`);
       }
       expect(wrong).toEqual([]);
@@ -166,7 +276,9 @@ describe("role matrix", () => {
 
   test("an unknown project answers like a foreign one (403), revealing nothing", async () => {
     for (const op of ["members/get", "apikeys/get", "members/invite"]) {
-      expect((await call(`/api/p/nosuchproject/${op}`, users.owner.token, { email: "x@example.test" })).status).toBe(403);
+      expect((await call(`/api/p/nosuchproject/${op}`, users.owner.token, { email: "x@example.test" })).status).toBe(
+        403,
+      );
     }
     expect((await call(`/api/p/nosuchproject/init`, users.owner.token, undefined, true)).status).toBe(403);
   });

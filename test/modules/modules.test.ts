@@ -8,10 +8,14 @@ let srv: TestServer;
 let owner: U, member: U, stranger: U, shop: U, print: U;
 let project: string;
 
-const call = (op: string, who: U | null, body: unknown = {}) => srv.call(`/api/p/${project}/modules/${op}`, { token: who?.token ?? null, body });
-const cursorNow = async () => (await srv.call("/sync/cursors", { token: owner.token, body: { project } })).body.result.cursor as number;
-const syncSince = async (since: number, who: U = owner) => (await srv.call("/sync/get", { token: who.token, body: { project, cursor: since } })).body.result.sync as any[];
-const itemsSince = async (since: number, who: U = owner) => (await syncSince(since, who)).map((i) => `${i.action} ${i.data_type} ${i.data_key}`);
+const call = (op: string, who: U | null, body: unknown = {}) =>
+  srv.call(`/api/p/${project}/modules/${op}`, { token: who?.token ?? null, body });
+const cursorNow = async () =>
+  (await srv.call("/sync/cursors", { token: owner.token, body: { project } })).body.result.cursor as number;
+const syncSince = async (since: number, who: U = owner) =>
+  (await srv.call("/sync/get", { token: who.token, body: { project, cursor: since } })).body.result.sync as any[];
+const itemsSince = async (since: number, who: U = owner) =>
+  (await syncSince(since, who)).map((i) => `${i.action} ${i.data_type} ${i.data_key}`);
 const moduleOf = async (name: string) => (await call("get", owner, { module: name })).body.data.modules[name];
 
 async function apiUser(name: string): Promise<U & { key: string }> {
@@ -48,9 +52,13 @@ describe("modules/register", () => {
 
   test("registering again keeps everything and only ever raises the version", async () => {
     const c0 = await cursorNow();
-    expect((await call("register", shop, { module: EXPORT, version: "1.1.9" })).body.data.modules[EXPORT].version).toBe("1.2.0");
+    expect((await call("register", shop, { module: EXPORT, version: "1.1.9" })).body.data.modules[EXPORT].version).toBe(
+      "1.2.0",
+    );
     expect(await itemsSince(c0)).toEqual([]);
-    expect((await call("register", shop, { module: EXPORT, version: "1.10.0" })).body.data.modules[EXPORT].version).toBe("1.10.0");
+    expect(
+      (await call("register", shop, { module: EXPORT, version: "1.10.0" })).body.data.modules[EXPORT].version,
+    ).toBe("1.10.0");
     expect(await itemsSince(c0)).toEqual([`UPDATE modules ${EXPORT}`]);
   });
 
@@ -59,7 +67,9 @@ describe("modules/register", () => {
     expect((await call("register", member, { module: EXPORT, version: "9.0.0" })).status).toBe(403);
     expect((await call("register", stranger, { module: EXPORT, version: "9.0.0" })).status).toBe(403);
     expect((await call("register", null, { module: EXPORT, version: "9.0.0" })).status).toBe(401);
-    expect((await call("register", owner, { module: EXPORT, version: "1.10.1" })).body.data.modules[EXPORT].version).toBe("1.10.1");
+    expect(
+      (await call("register", owner, { module: EXPORT, version: "1.10.1" })).body.data.modules[EXPORT].version,
+    ).toBe("1.10.1");
   });
 
   test("a member cannot register a new module; another API user registers its own", async () => {
@@ -77,10 +87,23 @@ describe("modules/register", () => {
   });
 
   test("bad input is a 400 naming the first missing or wrong member", async () => {
-    expect((await call("register", shop, {})).body.result).toEqual({ code: 400, message: "Missing parameter", info: { "Missing parameter": "module" } });
-    expect((await call("register", shop, { module: "X" })).body.result.info).toEqual({ "Missing parameter": "version" });
-    expect((await call("register", shop, { module: "", version: "1" })).body.result.info).toEqual({ "Missing parameter": "module" });
-    for (const body of [{ module: "X", version: "1 .0" }, { module: "X", version: 1 }, { module: "a\u0000b", version: "1" }, { module: "x".repeat(201), version: "1" }]) {
+    expect((await call("register", shop, {})).body.result).toEqual({
+      code: 400,
+      message: "Missing parameter",
+      info: { "Missing parameter": "module" },
+    });
+    expect((await call("register", shop, { module: "X" })).body.result.info).toEqual({
+      "Missing parameter": "version",
+    });
+    expect((await call("register", shop, { module: "", version: "1" })).body.result.info).toEqual({
+      "Missing parameter": "module",
+    });
+    for (const body of [
+      { module: "X", version: "1 .0" },
+      { module: "X", version: 1 },
+      { module: "a\u0000b", version: "1" },
+      { module: "x".repeat(201), version: "1" },
+    ]) {
       const r = await call("register", shop, body);
       expect(r.status).toBe(400);
       expect(r.body.result.message).toBe("Invalid parameter");
@@ -101,7 +124,9 @@ describe("modules/all and modules/get", () => {
     expect(r.body).toEqual({ success: true, result: { module_names: [EXPORT, "Owned", "Print connector"] }, data: {} });
     expect((await call("all", print)).status).toBe(200);
     for (const method of ["GET", "POST"]) {
-      expect((await srv.call(`/api/p/${project}/modules/all`, { token: owner.token, method })).body.result.module_names).toHaveLength(3);
+      expect(
+        (await srv.call(`/api/p/${project}/modules/all`, { token: owner.token, method })).body.result.module_names,
+      ).toHaveLength(3);
     }
     expect((await call("all", owner, { unused: 1 })).status).toBe(200);
     expect((await call("all", stranger)).status).toBe(403);
@@ -131,12 +156,25 @@ describe("modules/keys", () => {
   test("set takes one key with a JSON value, or several; UPDATE item; values stay JSON", async () => {
     const c0 = await cursorNow();
     const r = await call("keys/set", shop, { module: EXPORT, key: "shop.url", value: "https://shop.example" });
-    expect(r.body).toEqual({ success: true, result: { module: EXPORT }, data: { modules: { [EXPORT]: expect.objectContaining({ keys: { "shop.url": "https://shop.example" } }) } } });
-    const keys = JSON.parse('{"batch.size": 500, "filters": {"a": [1, null]}, "off": null, "__proto__": {"polluted": true}, "constructor": 1}');
+    expect(r.body).toEqual({
+      success: true,
+      result: { module: EXPORT },
+      data: { modules: { [EXPORT]: expect.objectContaining({ keys: { "shop.url": "https://shop.example" } }) } },
+    });
+    const keys = JSON.parse(
+      '{"batch.size": 500, "filters": {"a": [1, null]}, "off": null, "__proto__": {"polluted": true}, "constructor": 1}',
+    );
     const many = await call("keys/set", owner, { module: EXPORT, keys });
     expect(many.status).toBe(200);
     const stored = many.body.data.modules[EXPORT].keys;
-    expect(Object.keys(stored).sort()).toEqual(["__proto__", "batch.size", "constructor", "filters", "off", "shop.url"]);
+    expect(Object.keys(stored).sort()).toEqual([
+      "__proto__",
+      "batch.size",
+      "constructor",
+      "filters",
+      "off",
+      "shop.url",
+    ]);
     expect(JSON.stringify(stored)).toContain('"__proto__":{"polluted":true}');
     expect(({} as any).polluted).toBeUndefined();
     expect(await itemsSince(c0)).toEqual([`UPDATE modules ${EXPORT}`, `UPDATE modules ${EXPORT}`]);
@@ -147,7 +185,9 @@ describe("modules/keys", () => {
 
   test("clear removes one key or several; keys not set are fine and change nothing", async () => {
     const c0 = await cursorNow();
-    expect((await call("keys/clear", shop, { module: EXPORT, key: "off" })).body.data.modules[EXPORT].keys.off).toBeUndefined();
+    expect(
+      (await call("keys/clear", shop, { module: EXPORT, key: "off" })).body.data.modules[EXPORT].keys.off,
+    ).toBeUndefined();
     const r = await call("keys/clear", shop, { module: EXPORT, keys: ["__proto__", "constructor", "never.set"] });
     expect(Object.keys(r.body.data.modules[EXPORT].keys).sort()).toEqual(["batch.size", "filters", "shop.url"]);
     expect(await itemsSince(c0)).toHaveLength(2);
@@ -158,11 +198,21 @@ describe("modules/keys", () => {
 
   test("bad keys input is 400; an unregistered module 422; members and other API users 403", async () => {
     expect((await call("keys/set", shop, { module: EXPORT })).body.result.info).toEqual({ "Missing parameter": "key" });
-    expect((await call("keys/set", shop, { module: EXPORT, key: "a" })).body.result.info).toEqual({ "Missing parameter": "value" });
-    expect((await call("keys/set", shop, { module: EXPORT, keys: "a=1" })).body.result.info["Invalid parameter"]).toBe("keys");
-    expect((await call("keys/set", shop, { module: EXPORT, keys: [1] })).body.result.info["Invalid parameter"]).toBe("keys");
-    expect((await call("keys/set", shop, { module: EXPORT, key: "big", value: "x".repeat(MODULE_LIMITS.value) })).status).toBe(400);
-    expect((await call("keys/clear", shop, { module: EXPORT })).body.result.info).toEqual({ "Missing parameter": "key" });
+    expect((await call("keys/set", shop, { module: EXPORT, key: "a" })).body.result.info).toEqual({
+      "Missing parameter": "value",
+    });
+    expect((await call("keys/set", shop, { module: EXPORT, keys: "a=1" })).body.result.info["Invalid parameter"]).toBe(
+      "keys",
+    );
+    expect((await call("keys/set", shop, { module: EXPORT, keys: [1] })).body.result.info["Invalid parameter"]).toBe(
+      "keys",
+    );
+    expect(
+      (await call("keys/set", shop, { module: EXPORT, key: "big", value: "x".repeat(MODULE_LIMITS.value) })).status,
+    ).toBe(400);
+    expect((await call("keys/clear", shop, { module: EXPORT })).body.result.info).toEqual({
+      "Missing parameter": "key",
+    });
     expect((await call("keys/clear", shop, { module: EXPORT, keys: "a" })).status).toBe(400);
     expect((await call("keys/set", shop, { module: "Nope", key: "a", value: 1 })).status).toBe(422);
     expect((await call("keys/set", member, { module: EXPORT, key: "a", value: 1 })).status).toBe(403);
@@ -177,10 +227,20 @@ describe("modules/actions", () => {
   const FULL = "Webshop full export";
   test("publish adds or replaces an action's configuration; unpublish removes it", async () => {
     const c0 = await cursorNow();
-    const r = await call("actions/publish", shop, { module: EXPORT, action: FULL, configuration: { query: "All articles", apikeyname: "Shop key" } });
-    expect(r.body.data.modules[EXPORT].actions).toEqual({ [FULL]: { name: FULL, configuration: { query: "All articles", apikeyname: "Shop key" } } });
+    const r = await call("actions/publish", shop, {
+      module: EXPORT,
+      action: FULL,
+      configuration: { query: "All articles", apikeyname: "Shop key" },
+    });
+    expect(r.body.data.modules[EXPORT].actions).toEqual({
+      [FULL]: { name: FULL, configuration: { query: "All articles", apikeyname: "Shop key" } },
+    });
     await call("actions/publish", owner, { module: EXPORT, action: "Delta", configuration: {} });
-    const replaced = await call("actions/publish", shop, { module: EXPORT, action: FULL, configuration: { query: "Sale" } });
+    const replaced = await call("actions/publish", shop, {
+      module: EXPORT,
+      action: FULL,
+      configuration: { query: "Sale" },
+    });
     expect(replaced.body.data.modules[EXPORT].actions[FULL].configuration).toEqual({ query: "Sale" });
     const gone = await call("actions/unpublish", shop, { module: EXPORT, action: "Delta" });
     expect(Object.keys(gone.body.data.modules[EXPORT].actions)).toEqual([FULL]);
@@ -191,11 +251,21 @@ describe("modules/actions", () => {
   });
 
   test("a configuration must be a JSON object; members and other API users may not publish", async () => {
-    expect((await call("actions/publish", shop, { module: EXPORT, action: "X" })).body.result.info).toEqual({ "Missing parameter": "configuration" });
-    expect((await call("actions/publish", shop, { module: EXPORT, configuration: {} })).body.result.info).toEqual({ "Missing parameter": "action" });
-    expect((await call("actions/publish", shop, { module: EXPORT, action: "X", configuration: '{"a":1}' })).body.result.info["Invalid parameter"]).toBe("configuration");
+    expect((await call("actions/publish", shop, { module: EXPORT, action: "X" })).body.result.info).toEqual({
+      "Missing parameter": "configuration",
+    });
+    expect((await call("actions/publish", shop, { module: EXPORT, configuration: {} })).body.result.info).toEqual({
+      "Missing parameter": "action",
+    });
+    expect(
+      (await call("actions/publish", shop, { module: EXPORT, action: "X", configuration: '{"a":1}' })).body.result.info[
+        "Invalid parameter"
+      ],
+    ).toBe("configuration");
     expect((await call("actions/publish", shop, { module: EXPORT, action: "X", configuration: [1] })).status).toBe(400);
-    expect((await call("actions/publish", member, { module: EXPORT, action: "X", configuration: {} })).status).toBe(403);
+    expect((await call("actions/publish", member, { module: EXPORT, action: "X", configuration: {} })).status).toBe(
+      403,
+    );
     expect((await call("actions/publish", print, { module: EXPORT, action: "X", configuration: {} })).status).toBe(403);
     expect((await call("actions/unpublish", member, { module: EXPORT, action: FULL })).status).toBe(403);
     expect((await call("actions/publish", shop, { module: "Nope", action: "X", configuration: {} })).status).toBe(422);
@@ -211,7 +281,15 @@ describe("modules/actions", () => {
     expect(items).toHaveLength(1);
     expect(items[0]).toMatchObject({ type: project, action: "UPDATE", data_type: "modules", data_key: EXPORT });
     expect(items[0].data).toEqual({
-      request: { request, module: EXPORT, action: FULL, configuration: { query: "Sale" }, input: { since: "2026-01-01" }, requested_by: member.gid, requested_on: expect.any(Number) },
+      request: {
+        request,
+        module: EXPORT,
+        action: FULL,
+        configuration: { query: "Sale" },
+        input: { since: "2026-01-01" },
+        requested_by: member.gid,
+        requested_on: expect.any(Number),
+      },
     });
   });
 
@@ -223,9 +301,13 @@ describe("modules/actions", () => {
     expect(unpublished.status).toBe(422);
     expect(unpublished.body.result.message).toBe("Action not published");
     expect((await call("actions/invoke", member, { module: EXPORT, action: "constructor" })).status).toBe(422);
-    expect((await call("actions/invoke", member, { module: "Nope", action: FULL })).body.result.message).toBe("Module not registered");
+    expect((await call("actions/invoke", member, { module: "Nope", action: FULL })).body.result.message).toBe(
+      "Module not registered",
+    );
     expect((await call("actions/invoke", member, { module: EXPORT, action: FULL, input: "x" })).status).toBe(400);
-    expect((await call("actions/invoke", member, { module: EXPORT })).body.result.info).toEqual({ "Missing parameter": "action" });
+    expect((await call("actions/invoke", member, { module: EXPORT })).body.result.info).toEqual({
+      "Missing parameter": "action",
+    });
   });
 });
 
@@ -264,12 +346,19 @@ describe("modules/logs/add", () => {
     ]);
     const higher = await call("logs/add", shop, { module: EXPORT, version: "2.0.0", status: "ok" });
     expect(higher.body.data.modules[EXPORT].version).toBe("2.0.0");
-    expect(higher.body.data.modules[EXPORT].logs[1]).toMatchObject({ version: "2.0.0", action: "", command: "", duration: null, configuration: {} });
+    expect(higher.body.data.modules[EXPORT].logs[1]).toMatchObject({
+      version: "2.0.0",
+      action: "",
+      command: "",
+      duration: null,
+      configuration: {},
+    });
     expect(higher.body.data.modules[EXPORT].logs[1].request).toBeUndefined();
   });
 
   test("keeps only the newest 50 entries", async () => {
-    for (let i = 0; i < 52; i++) await call("logs/add", owner, { module: EXPORT, version: "2.0.0", output: `run ${i}` });
+    for (let i = 0; i < 52; i++)
+      await call("logs/add", owner, { module: EXPORT, version: "2.0.0", output: `run ${i}` });
     const logs = (await moduleOf(EXPORT)).logs;
     expect(logs).toHaveLength(MODULE_LIMITS.logs);
     expect(logs[0].output).toBe("run 2");
@@ -277,11 +366,24 @@ describe("modules/logs/add", () => {
   });
 
   test("bad entries are 400; members and other API users 403; an unregistered module 422", async () => {
-    expect((await call("logs/add", shop, { module: EXPORT })).body.result.info).toEqual({ "Missing parameter": "version" });
+    expect((await call("logs/add", shop, { module: EXPORT })).body.result.info).toEqual({
+      "Missing parameter": "version",
+    });
     expect((await call("logs/add", shop, { module: EXPORT, version: "2", started_at: "yesterday" })).status).toBe(400);
-    expect((await call("logs/add", shop, { module: EXPORT, version: "2", started_at: 10, ended_at: 5 })).body.result.info["Invalid parameter"]).toBe("ended_at");
-    expect((await call("logs/add", shop, { module: EXPORT, version: "2", configuration: "x" })).body.result.info["Invalid parameter"]).toBe("configuration");
-    expect((await call("logs/add", shop, { module: EXPORT, version: "2", output: "x".repeat(MODULE_LIMITS.output + 1) })).status).toBe(400);
+    expect(
+      (await call("logs/add", shop, { module: EXPORT, version: "2", started_at: 10, ended_at: 5 })).body.result.info[
+        "Invalid parameter"
+      ],
+    ).toBe("ended_at");
+    expect(
+      (await call("logs/add", shop, { module: EXPORT, version: "2", configuration: "x" })).body.result.info[
+        "Invalid parameter"
+      ],
+    ).toBe("configuration");
+    expect(
+      (await call("logs/add", shop, { module: EXPORT, version: "2", output: "x".repeat(MODULE_LIMITS.output + 1) }))
+        .status,
+    ).toBe(400);
     expect((await call("logs/add", member, { module: EXPORT, version: "2" })).status).toBe(403);
     expect((await call("logs/add", print, { module: EXPORT, version: "2" })).status).toBe(403);
     expect((await call("logs/add", shop, { module: "Nope", version: "2" })).status).toBe(422);
@@ -307,10 +409,13 @@ describe("modules/unregister", () => {
     expect(projectTables(srv.ctx.db.$client).map((t) => t.table)).toContain("modules");
     const p = await srv.project(owner.token, "Short-lived");
     await srv.call(`/api/p/${p}/modules/register`, { token: owner.token, body: { module: "Temp", version: "1" } });
-    const count = () => (srv.ctx.db.$client.query("SELECT count(*) AS n FROM modules WHERE project_gid = ?").get(p) as { n: number }).n;
+    const count = () =>
+      (srv.ctx.db.$client.query("SELECT count(*) AS n FROM modules WHERE project_gid = ?").get(p) as { n: number }).n;
     expect(count()).toBe(1);
     await srv.call("/api/projects/delete", { token: owner.token, body: { project: p } });
-    expect((await srv.call("/api/projects/permanent_delete", { token: owner.token, body: { project: p } })).status).toBe(200);
+    expect(
+      (await srv.call("/api/projects/permanent_delete", { token: owner.token, body: { project: p } })).status,
+    ).toBe(200);
     expect(count()).toBe(0);
   });
 });
@@ -322,35 +427,56 @@ describe("the example module of docs/modules.md", () => {
     expect(doc).toContain("```ts\n" + script + "```");
   });
 
-  test("runs against a real server: registers, publishes, receives a started action and logs its answer", async () => {
-    const key = await apiUser("Report module");
-    await srv.call(`/api/p/${project}/queries/create`, { token: owner.token, body: { type: "record", name: "Articles", filter: [["classes", "has", "article"]] } });
-    const proc = Bun.spawn([process.execPath, "docs/examples/module.ts", "--once"], {
-      env: { ...process.env, APIS_URL: srv.url, APIS_PROJECT: project, APIS_KEY: key.key },
-      stdout: "pipe",
-      stderr: "pipe",
-    });
-    try {
-      const reader = proc.stdout.getReader();
-      let out = "";
-      await until(async () => {
-        const { value, done } = await reader.read();
-        if (done) throw new Error(`module ended early: ${out}${await new Response(proc.stderr).text()}`);
-        out += new TextDecoder().decode(value);
-        return out.includes("ready:");
-      }, undefined, "the module to be ready");
-      const m = await moduleOf("Query report");
-      expect(m.actions["Report saved queries"].configuration).toEqual({ format: "text", query_type: "all" });
-      const started = await call("actions/invoke", member, { module: "Query report", action: "Report saved queries", input: { type: "record" } });
-      const request = started.body.result.request;
-      expect(await proc.exited).toBe(0);
-      const logs = (await moduleOf("Query report")).logs;
-      expect(logs).toHaveLength(1);
-      expect(logs[0]).toMatchObject({ request, status: "ok", command: "report", version: "1.0.0", action: "Report saved queries" });
-      expect(logs[0].output).toContain("record: Articles");
-      expect(logs[0].output).not.toContain("asset:");
-    } finally {
-      proc.kill();
-    }
-  }, SLOW_TEST_MS);
+  test(
+    "runs against a real server: registers, publishes, receives a started action and logs its answer",
+    async () => {
+      const key = await apiUser("Report module");
+      await srv.call(`/api/p/${project}/queries/create`, {
+        token: owner.token,
+        body: { type: "record", name: "Articles", filter: [["classes", "has", "article"]] },
+      });
+      const proc = Bun.spawn([process.execPath, "docs/examples/module.ts", "--once"], {
+        env: { ...process.env, APIS_URL: srv.url, APIS_PROJECT: project, APIS_KEY: key.key },
+        stdout: "pipe",
+        stderr: "pipe",
+      });
+      try {
+        const reader = proc.stdout.getReader();
+        let out = "";
+        await until(
+          async () => {
+            const { value, done } = await reader.read();
+            if (done) throw new Error(`module ended early: ${out}${await new Response(proc.stderr).text()}`);
+            out += new TextDecoder().decode(value);
+            return out.includes("ready:");
+          },
+          undefined,
+          "the module to be ready",
+        );
+        const m = await moduleOf("Query report");
+        expect(m.actions["Report saved queries"].configuration).toEqual({ format: "text", query_type: "all" });
+        const started = await call("actions/invoke", member, {
+          module: "Query report",
+          action: "Report saved queries",
+          input: { type: "record" },
+        });
+        const request = started.body.result.request;
+        expect(await proc.exited).toBe(0);
+        const logs = (await moduleOf("Query report")).logs;
+        expect(logs).toHaveLength(1);
+        expect(logs[0]).toMatchObject({
+          request,
+          status: "ok",
+          command: "report",
+          version: "1.0.0",
+          action: "Report saved queries",
+        });
+        expect(logs[0].output).toContain("record: Articles");
+        expect(logs[0].output).not.toContain("asset:");
+      } finally {
+        proc.kill();
+      }
+    },
+    SLOW_TEST_MS,
+  );
 });

@@ -8,11 +8,15 @@ let srv: TestServer;
 let owner: U, member: U, stranger: U, api: U;
 let project: string, other: string, apiKey: string;
 
-const call = (op: string, who: U | null, body: unknown = {}, p = project) => srv.call(`/api/p/${p}/queries/${op}`, { token: who?.token ?? null, body });
-const cursorNow = async () => (await srv.call("/sync/cursors", { token: owner.token, body: { project } })).body.result.cursor as number;
+const call = (op: string, who: U | null, body: unknown = {}, p = project) =>
+  srv.call(`/api/p/${p}/queries/${op}`, { token: who?.token ?? null, body });
+const cursorNow = async () =>
+  (await srv.call("/sync/cursors", { token: owner.token, body: { project } })).body.result.cursor as number;
 /** The project's sync items after `since`, as "ACTION data_type data_key". */
 const itemsSince = async (since: number, who: U = owner) =>
-  ((await srv.call("/sync/get", { token: who.token, body: { project, cursor: since } })).body.result.sync as any[]).map((i) => `${i.action} ${i.data_type} ${i.data_key}`);
+  ((await srv.call("/sync/get", { token: who.token, body: { project, cursor: since } })).body.result.sync as any[]).map(
+    (i) => `${i.action} ${i.data_type} ${i.data_key}`,
+  );
 
 const CLASSES = ["classes", "has", "article"];
 
@@ -28,7 +32,8 @@ beforeAll(async () => {
   api = { gid: key.body.result.user, token: tokenOf(auth) };
   // Record queries are checked against the project's own fields: two committed ones, one never committed.
   const field = async (name: string, type: string, commit = true) => {
-    const f = (await srv.call(`/api/p/${project}/fields/create`, { token: owner.token, body: { name, type } })).body.result.field;
+    const f = (await srv.call(`/api/p/${project}/fields/create`, { token: owner.token, body: { name, type } })).body
+      .result.field;
     if (commit) await srv.call(`/api/p/${project}/fields/commit`, { token: owner.token, body: { field: f } });
   };
   await field("image", "image");
@@ -56,10 +61,22 @@ describe("queries/create", () => {
   test("takes q, no filter (stored as []), and the plural type spellings", async () => {
     const r = await call("create", member, { type: "assets", name: "Shoes", q: "+shoe -trail" });
     expect(r.status).toBe(200);
-    expect(Object.values(r.body.data.queries)[0]).toMatchObject({ type: "asset", name: "Shoes", q: "+shoe -trail", filter: [] });
-    const s = await call("create", api, { type: "schema", name: "Uncommitted", filter: [["is_committed", "is_false"]] });
+    expect(Object.values(r.body.data.queries)[0]).toMatchObject({
+      type: "asset",
+      name: "Shoes",
+      q: "+shoe -trail",
+      filter: [],
+    });
+    const s = await call("create", api, {
+      type: "schema",
+      name: "Uncommitted",
+      filter: [["is_committed", "is_false"]],
+    });
     expect(s.status).toBe(200);
-    expect(Object.values(s.body.data.queries)[0]).toMatchObject({ type: "schema", filter: [["is_committed", "is_false"]] });
+    expect(Object.values(s.body.data.queries)[0]).toMatchObject({
+      type: "schema",
+      filter: [["is_committed", "is_false"]],
+    });
   });
 
   test("a name taken within the type gets the next serial number; other types keep it", async () => {
@@ -72,9 +89,15 @@ describe("queries/create", () => {
   });
 
   test("missing members are a 400 naming the first", async () => {
-    expect((await call("create", owner, {})).body).toEqual({ success: false, result: { code: 400, message: "Missing parameter", info: { "Missing parameter": "type" } }, data: {} });
+    expect((await call("create", owner, {})).body).toEqual({
+      success: false,
+      result: { code: 400, message: "Missing parameter", info: { "Missing parameter": "type" } },
+      data: {},
+    });
     expect((await call("create", owner, { type: "record" })).body.result.info).toEqual({ "Missing parameter": "name" });
-    expect((await call("create", owner, { type: "record", name: "   " })).body.result.info).toEqual({ "Missing parameter": "name" });
+    expect((await call("create", owner, { type: "record", name: "   " })).body.result.info).toEqual({
+      "Missing parameter": "name",
+    });
   });
 
   test("a wrong type, q or filter shape is a 400 naming the member", async () => {
@@ -92,21 +115,51 @@ describe("queries/create", () => {
 
   test("a filter the language refuses is 1002 (HTTP 422) with the place and reason, and nothing is saved", async () => {
     const c0 = await cursorNow();
-    const r = await call("create", owner, { type: "asset", name: "Bad", filter: ["and", "", [["width", ">=", 10], ["width", "nope", 3]]] });
+    const r = await call("create", owner, {
+      type: "asset",
+      name: "Bad",
+      filter: [
+        "and",
+        "",
+        [
+          ["width", ">=", 10],
+          ["width", "nope", 3],
+        ],
+      ],
+    });
     expect(r.status).toBe(422);
     expect(r.body.result.code).toBe(1002);
     expect(r.body.result.message).toBe("Search error");
     expect(r.body.result.info).toMatchObject({ "Invalid parameter": "filter", path: "filter[2][1][1]" });
     expect(r.body.result.info.reason).toContain("nope");
-    const depth = call("create", owner, { type: "record", name: "Deep", filter: Array.from({ length: 20 }).reduce((f) => ["not", "", f], CLASSES) });
+    const depth = call("create", owner, {
+      type: "record",
+      name: "Deep",
+      filter: Array.from({ length: 20 }).reduce((f) => ["not", "", f], CLASSES),
+    });
     expect((await depth).body.result.code).toBe(1002);
-    expect((await call("create", owner, { type: "asset", name: "Type", filter: [["width", ">=", "wide"]] })).body.result.code).toBe(1002);
+    expect(
+      (await call("create", owner, { type: "asset", name: "Type", filter: [["width", ">=", "wide"]] })).body.result
+        .code,
+    ).toBe(1002);
     expect(await itemsSince(c0)).toEqual([]);
   });
 
   test("record queries are checked against the project's own committed fields, as records/search checks them", async () => {
     const c0 = await cursorNow();
-    const ok = await call("create", owner, { type: "record", name: "Cheap", filter: ["and", "", [["price", "<", 500], ["fields.price", ">", 1], ["validation", "is_empty", "image"]]] });
+    const ok = await call("create", owner, {
+      type: "record",
+      name: "Cheap",
+      filter: [
+        "and",
+        "",
+        [
+          ["price", "<", 500],
+          ["fields.price", ">", 1],
+          ["validation", "is_empty", "image"],
+        ],
+      ],
+    });
     expect(ok.status).toBe(200);
     // A name the schema would allow is not enough: the field must exist, committed, in this project.
     for (const [name, filter] of [
@@ -120,7 +173,9 @@ describe("queries/create", () => {
       expect(r.body.result.info["Invalid parameter"]).toBe("filter");
     }
     // An operator the field's type has not (a decimal is not a list).
-    expect((await call("create", owner, { type: "record", name: "Op", filter: ["price", "has", 3] })).body.result.code).toBe(1002);
+    expect(
+      (await call("create", owner, { type: "record", name: "Op", filter: ["price", "has", 3] })).body.result.code,
+    ).toBe(1002);
     const gid = ok.body.result.query;
     expect((await call("update", owner, { query: gid, filter: ["colour", "is", "red"] })).body.result.code).toBe(1002);
     expect(await itemsSince(c0)).toEqual([`INSERT queries ${gid}`]);
@@ -147,7 +202,8 @@ describe("queries/create", () => {
 });
 
 describe("queries/get", () => {
-  let a = "", b = "";
+  let a = "",
+    b = "";
   beforeAll(async () => {
     a = (await call("create", owner, { type: "record", name: "A", q: "one" })).body.result.query;
     b = (await call("create", owner, { type: "asset", name: "B", filter: [["type", "=", "image"]] })).body.result.query;
@@ -196,7 +252,11 @@ describe("queries/update, copy, delete", () => {
     const c0 = await cursorNow();
     const r = await call("update", member, { query: gid, name: "Edited", q: "+cms", filter: [CLASSES], type: "asset" });
     expect(r.status).toBe(200);
-    expect(r.body).toEqual({ success: true, result: { query: gid }, data: { queries: { [gid]: { gid, type: "record", name: "Edited", q: "+cms", filter: [CLASSES] } } } });
+    expect(r.body).toEqual({
+      success: true,
+      result: { query: gid },
+      data: { queries: { [gid]: { gid, type: "record", name: "Edited", q: "+cms", filter: [CLASSES] } } },
+    });
     expect(await itemsSince(c0)).toEqual([`UPDATE queries ${gid}`]);
     const same = await call("update", api, { query: gid, q: "+cms" });
     expect(same.body.data.queries[gid].q).toBe("+cms");
@@ -266,20 +326,34 @@ describe("saved queries as searches and selections", () => {
     const filter = [["type", "=", "image"]];
     const gid = (await call("create", owner, { type: "asset", name: "Images", q: "shoe", filter })).body.result.query;
     const tx = srv.ctx.db;
-    expect(resolveSavedQuery(tx, project, gid, "asset")).toEqual({ gid, type: "asset", name: "Images", q: "shoe", filter });
+    expect(resolveSavedQuery(tx, project, gid, "asset")).toEqual({
+      gid,
+      type: "asset",
+      name: "Images",
+      q: "shoe",
+      filter,
+    });
     expect(() => resolveSavedQuery(tx, other, gid)).toThrow("Query does not exist");
     expect(() => resolveSavedQuery(tx, project, gid, "record")).toThrow("Invalid parameter");
-    expect(querySelectionElement(tx, project, "assets", { query: gid, language: "en", exclude: ["x"] })).toEqual({ search: { q: "shoe", filter, language: "en" }, exclude: ["x"] });
+    expect(querySelectionElement(tx, project, "assets", { query: gid, language: "en", exclude: ["x"] })).toEqual({
+      search: { q: "shoe", filter, language: "en" },
+      exclude: ["x"],
+    });
     expect(() => querySelectionElement(tx, project, "records", { query: gid })).toThrow("Invalid parameter");
   });
 });
 
 describe("saved queries in bulk selections", () => {
   test("{query: gid} selects what the saved asset query finds, minus its exclude, beside other elements", async () => {
-    const folder = async (name: string) => (await srv.call(`/api/p/${project}/assets/create`, { token: owner.token, body: { name } })).body.result.asset as string;
+    const folder = async (name: string) =>
+      (await srv.call(`/api/p/${project}/assets/create`, { token: owner.token, body: { name } })).body.result
+        .asset as string;
     const [a, b, c] = [await folder("Shoes summer"), await folder("Shoes winter"), await folder("Socks")];
-    const gid = (await call("create", member, { type: "asset", name: "Shoe folders", filter: [["name", "starts_with", "shoes"]] })).body.result.query;
-    const bulk = (selection: unknown) => srv.call(`/api/p/${project}/assets/bulk/get`, { token: api.token, body: { selection } });
+    const gid = (
+      await call("create", member, { type: "asset", name: "Shoe folders", filter: [["name", "starts_with", "shoes"]] })
+    ).body.result.query;
+    const bulk = (selection: unknown) =>
+      srv.call(`/api/p/${project}/assets/bulk/get`, { token: api.token, body: { selection } });
     const all = await bulk([{ query: gid }]);
     expect(all.status).toBe(200);
     expect(all.body.result.assets.sort()).toEqual([a, b].sort());
@@ -290,7 +364,8 @@ describe("saved queries in bulk selections", () => {
   });
 
   test("an unknown query is 422, a query of another type or a malformed element 400", async () => {
-    const bulk = (selection: unknown) => srv.call(`/api/p/${project}/assets/bulk/get`, { token: owner.token, body: { selection } });
+    const bulk = (selection: unknown) =>
+      srv.call(`/api/p/${project}/assets/bulk/get`, { token: owner.token, body: { selection } });
     expect((await bulk([{ query: "nope" }])).status).toBe(422);
     const records = (await call("create", owner, { type: "record", name: "Not assets" })).body.result.query;
     const wrong = await bulk([{ query: records }]);
@@ -309,10 +384,13 @@ describe("project data", () => {
     expect(tables).toContain("queries");
     const p = await srv.project(owner.token, "Short-lived");
     await call("create", owner, { type: "record", name: "Gone soon" }, p);
-    const count = () => (srv.ctx.db.$client.query("SELECT count(*) AS n FROM queries WHERE project_gid = ?").get(p) as { n: number }).n;
+    const count = () =>
+      (srv.ctx.db.$client.query("SELECT count(*) AS n FROM queries WHERE project_gid = ?").get(p) as { n: number }).n;
     expect(count()).toBe(1);
     expect((await srv.call("/api/projects/delete", { token: owner.token, body: { project: p } })).status).toBe(200);
-    expect((await srv.call("/api/projects/permanent_delete", { token: owner.token, body: { project: p } })).status).toBe(200);
+    expect(
+      (await srv.call("/api/projects/permanent_delete", { token: owner.token, body: { project: p } })).status,
+    ).toBe(200);
     expect(count()).toBe(0);
   });
 });

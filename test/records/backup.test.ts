@@ -21,7 +21,9 @@ async function jobDone(token: string) {
 }
 
 const dump = () =>
-  ["records", "record_orderings", "record_search"].map((t) => w.srv.ctx.db.$client.query(`SELECT * FROM ${t} WHERE project_gid = ? ORDER BY rowid`).all(w.project));
+  ["records", "record_orderings", "record_search"].map((t) =>
+    w.srv.ctx.db.$client.query(`SELECT * FROM ${t} WHERE project_gid = ? ORDER BY rowid`).all(w.project),
+  );
 
 describe("records in project backups and deletion", () => {
   test("a restore brings back records, their places and their search index", async () => {
@@ -52,17 +54,36 @@ describe("records in project backups and deletion", () => {
     const a = await w.create(g, { en: { name: "Walrus lamp", artnr: "W-7" } });
     const b = await w.okr("backups/create", { created_by: "records test" });
     expect((await jobDone(b.result["job.token"])).status).toBe("done");
-    const gid = (w.srv.ctx.db.$client.query("SELECT gid FROM backups WHERE project_gid = ? AND version = ?").get(w.project, b.result.version) as { gid: string }).gid;
+    const gid = (
+      w.srv.ctx.db.$client
+        .query("SELECT gid FROM backups WHERE project_gid = ? AND version = ?")
+        .get(w.project, b.result.version) as { gid: string }
+    ).gid;
     const dir = join(w.srv.ctx.storage.backups, "projects", w.project, gid);
     const m = JSON.parse(readFileSync(join(dir, "manifest.json"), "utf8"));
     expect(Object.keys(m.tables)).toContain("records");
     expect(Object.keys(m.tables)).not.toContain("record_search");
     // As an earlier version wrote it: the search rows in the backup, with ids given one after another.
-    const rows = w.srv.ctx.db.$client.query("SELECT record_id, project_gid, language, title, body FROM record_search WHERE project_gid = ? ORDER BY id").all(w.project) as Record<string, unknown>[];
+    const rows = w.srv.ctx.db.$client
+      .query(
+        "SELECT record_id, project_gid, language, title, body FROM record_search WHERE project_gid = ? ORDER BY id",
+      )
+      .all(w.project) as Record<string, unknown>[];
     const columns = ["id", "record_id", "project_gid", "language", "title", "body"];
-    const text = rows.map((r, i) => JSON.stringify([i + 1, r.record_id, r.project_gid, r.language, `${r.title}`, `${r.body} stale`]) + "\n").join("");
+    const text = rows
+      .map(
+        (r, i) =>
+          JSON.stringify([i + 1, r.record_id, r.project_gid, r.language, `${r.title}`, `${r.body} stale`]) + "\n",
+      )
+      .join("");
     writeFileSync(join(dir, "tables", "record_search.ndjson"), text);
-    m.tables.record_search = { columns, rows: rows.length, file: "tables/record_search.ndjson", sha256: createHash("sha256").update(text).digest("hex"), size: Buffer.byteLength(text) };
+    m.tables.record_search = {
+      columns,
+      rows: rows.length,
+      file: "tables/record_search.ndjson",
+      sha256: createHash("sha256").update(text).digest("hex"),
+      size: Buffer.byteLength(text),
+    };
     writeFileSync(join(dir, "manifest.json"), JSON.stringify(m));
 
     await w.okr("records/update", { record: a, fields: { en: { name: "Changed lamp" } } });
@@ -73,16 +94,28 @@ describe("records in project backups and deletion", () => {
     expect(await s("+w +7")).toEqual([a]);
     expect(await s("stale")).toEqual([]);
     const db = w.srv.ctx.db.$client;
-    expect(db.query("SELECT count(*) AS n FROM record_search WHERE project_gid = ? AND id != record_id * 64 + (CASE language WHEN '*' THEN 0 WHEN 'de' THEN 2 WHEN 'en' THEN 8 ELSE 26 END)").get(w.project)).toEqual({ n: 0 });
+    expect(
+      db
+        .query(
+          "SELECT count(*) AS n FROM record_search WHERE project_gid = ? AND id != record_id * 64 + (CASE language WHEN '*' THEN 0 WHEN 'de' THEN 2 WHEN 'en' THEN 8 ELSE 26 END)",
+        )
+        .get(w.project),
+    ).toEqual({ n: 0 });
     expect(() => db.run("INSERT INTO records_fts(records_fts) VALUES('integrity-check')")).not.toThrow();
   });
 
   test("permanent project deletion removes every record row and index entry", async () => {
     await w.okr("records/create", { parent: w.root });
-    expect((await w.srv.call("/api/projects/delete", { token: w.owner.token, body: { project: w.project } })).status).toBe(200);
-    expect((await w.srv.call("/api/projects/permanent_delete", { token: w.owner.token, body: { project: w.project } })).status).toBe(200);
+    expect(
+      (await w.srv.call("/api/projects/delete", { token: w.owner.token, body: { project: w.project } })).status,
+    ).toBe(200);
+    expect(
+      (await w.srv.call("/api/projects/permanent_delete", { token: w.owner.token, body: { project: w.project } }))
+        .status,
+    ).toBe(200);
     const db = w.srv.ctx.db.$client;
-    for (const t of ["records", "record_orderings", "record_search", "records_fts"]) expect(db.query(`SELECT count(*) AS n FROM ${t} WHERE project_gid = ?`).get(w.project)).toEqual({ n: 0 });
+    for (const t of ["records", "record_orderings", "record_search", "records_fts"])
+      expect(db.query(`SELECT count(*) AS n FROM ${t} WHERE project_gid = ?`).get(w.project)).toEqual({ n: 0 });
     expect(db.query("SELECT count(*) AS n FROM records_fts").get()).toEqual({ n: 0 });
   });
 });

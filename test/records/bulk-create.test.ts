@@ -1,6 +1,12 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { recordsWorld } from "./helpers";
-import { insertRecordIn, insertRecordsIn, mustRecord, recordsWrite, type NewChild } from "../../src/features/records/records.service";
+import {
+  insertRecordIn,
+  insertRecordsIn,
+  mustRecord,
+  recordsWrite,
+  type NewChild,
+} from "../../src/features/records/records.service";
 
 /**
  * insertRecordsIn (the Excel import's bulk create) against insertRecordIn one after another: the
@@ -24,7 +30,14 @@ beforeAll(async () => {
   }
   const f = w.f;
   const children = (i: number): NewChild[] => [
-    { vals: { "*": { [f.artnr]: `A-${i}`, [f.price]: 12.5, [f.brand]: "caravell", [f.tags]: ["x", "y"] }, en: { [f.name]: `Widget word${i}`, [f.description]: "a thing" }, nl: { [f.name]: `Ding word${i}` } }, validated: true },
+    {
+      vals: {
+        "*": { [f.artnr]: `A-${i}`, [f.price]: 12.5, [f.brand]: "caravell", [f.tags]: ["x", "y"] },
+        en: { [f.name]: `Widget word${i}`, [f.description]: "a thing" },
+        nl: { [f.name]: `Ding word${i}` },
+      },
+      validated: true,
+    },
     // Not validated: the stock is no whole number, so the checks name it invalid.
     { vals: { "*": { [f.stock]: 1.5, [f.active]: true }, de: { [f.name]: `Gerät word${i}` } } },
     {},
@@ -37,7 +50,9 @@ beforeAll(async () => {
     const list = children(0).concat(children(1));
     const gids = recordsWrite(w.srv.ctx, actor, w.project, (tx, log, view, touch) => {
       const parent = mustRecord(tx, w.project, g);
-      const out = bulk ? insertRecordsIn(tx, view, touch, parent, w.article, list).map((r) => r.gid) : list.map((c) => insertRecordIn(tx, view, touch, { parent, definition: w.article, ...c }).gid);
+      const out = bulk
+        ? insertRecordsIn(tx, view, touch, parent, w.article, list).map((r) => r.gid)
+        : list.map((c) => insertRecordIn(tx, view, touch, { parent, definition: w.article, ...c }).gid);
       touch.flush(log);
       items[g] = log.items.map((i) => ({ action: i.action, data_type: i.data_type, data_key: i.data_key }));
       return out;
@@ -50,7 +65,14 @@ afterAll(() => w.srv.stop());
 /** A record form without what must differ (gids, timestamps), its own gid and parent named by role. */
 const shape = (form: any, names: Map<string, string>) => {
   const { gid, parent, canonical, path, created_on, updated_on, orderings, ...rest } = form;
-  return { ...rest, gid: names.get(gid), parent: names.get(parent), canonical: names.get(canonical), path: path.map((p: string) => names.get(p) ?? "root"), orderings: Object.keys(orderings).sort() };
+  return {
+    ...rest,
+    gid: names.get(gid),
+    parent: names.get(parent),
+    canonical: names.get(canonical),
+    path: path.map((p: string) => names.get(p) ?? "root"),
+    orderings: Object.keys(orderings).sort(),
+  };
 };
 
 describe("records created together (insertRecordsIn)", () => {
@@ -61,7 +83,7 @@ describe("records created together (insertRecordsIn)", () => {
       const parent = await w.get(g);
       const page = {} as Record<string, unknown>;
       for (const ordering of ["ord", "alpha", undefined]) {
-        const c = (await w.okr("records/children", { record: g, ...(ordering ? { ordering } : {}) }));
+        const c = await w.okr("records/children", { record: g, ...(ordering ? { ordering } : {}) });
         page[ordering ?? "creation"] = (c.result.children as string[]).map((x) => names.get(x) ?? "old");
       }
       const forms = (await w.okr("records/get", { records: made[g] })).data.records;
@@ -72,19 +94,39 @@ describe("records created together (insertRecordsIn)", () => {
     expect(b).toEqual(a);
     expect(a.childcount).toBe(7);
     expect(a.page.ord).toEqual(["old", "new0", "new1", "new2", "new3", "new4", "new5"]);
-    expect(a.forms[0].fields.en).toMatchObject({ name: "Widget word0", artnr: "A-0", price: 12.5, brand: "Caravell", "brand/key": "caravell", tags: ["x", "y"] });
+    expect(a.forms[0].fields.en).toMatchObject({
+      name: "Widget word0",
+      artnr: "A-0",
+      price: 12.5,
+      brand: "Caravell",
+      "brand/key": "caravell",
+      tags: ["x", "y"],
+    });
   });
 
   test("the validation checks (invalid, empty, untranslated) are the same", async () => {
-    const checks = (g: string) => made[g]!.map((r) => (w.srv.ctx.db.$client.query("SELECT checks FROM records WHERE gid = ?").get(r) as { checks: string }).checks);
+    const checks = (g: string) =>
+      made[g]!.map(
+        (r) =>
+          (w.srv.ctx.db.$client.query("SELECT checks FROM records WHERE gid = ?").get(r) as { checks: string }).checks,
+      );
     expect(checks(many)).toEqual(checks(one));
     expect(JSON.parse(checks(many)[1]!).invalid).toEqual([w.f.stock]);
   });
 
   test("search finds both the same way in every language", async () => {
-    for (const [language, q] of [["en", "word1"], ["nl", "ding"], ["de", "gerät"], ["en", "widget"]] as const) {
+    for (const [language, q] of [
+      ["en", "word1"],
+      ["nl", "ding"],
+      ["de", "gerät"],
+      ["en", "widget"],
+    ] as const) {
       const found = (await w.okr("records/search", { language, q })).result.records as string[];
-      const roles = (g: string) => found.filter((r) => made[g]!.includes(r)).map((r) => made[g]!.indexOf(r)).sort();
+      const roles = (g: string) =>
+        found
+          .filter((r) => made[g]!.includes(r))
+          .map((r) => made[g]!.indexOf(r))
+          .sort();
       expect(roles(many)).toEqual(roles(one));
       expect(roles(one).length).toBeGreaterThan(0);
     }

@@ -46,13 +46,25 @@ async function pageAll(body: Record<string, unknown>, during?: (page: number) =>
 
 describe("records/bulk/get", () => {
   test("pages a children selection with an opaque cursor until it is null", async () => {
-    const { seen, size } = await pageAll({ selection: [{ children: g1, ordering: "ord" }], "page.size": 7, language: "en" });
+    const { seen, size } = await pageAll({
+      selection: [{ children: g1, ordering: "ord" }],
+      "page.size": 7,
+      language: "en",
+    });
     expect(size).toBe(25);
     expect(seen).toEqual(items);
   });
 
   test("mixes gids, children with exclude and search elements; unknown gids are left out", async () => {
-    const { seen } = await pageAll({ selection: [g2, "nope", { children: g1, exclude: items.slice(0, 20) }, { search: { language: "en", q: "+bulk +item +3" } }], "page.size": 3 });
+    const { seen } = await pageAll({
+      selection: [
+        g2,
+        "nope",
+        { children: g1, exclude: items.slice(0, 20) },
+        { search: { language: "en", q: "+bulk +item +3" } },
+      ],
+      "page.size": 3,
+    });
     expect(new Set(seen)).toEqual(new Set([g2, ...items.slice(20), items[3]]));
     expect(seen.length).toBe(new Set(seen).size);
   });
@@ -61,7 +73,11 @@ describe("records/bulk/get", () => {
     const before = [...items];
     const { seen, size } = await pageAll({ selection: [{ children: g1 }], "page.size": 4 }, async (page) => {
       await w.api("records/create", { parent: g1, ordering: "ord" }, w.bob);
-      await w.api("records/move", { record: items[24 - page], parent: g1, ordering: "ord", before_record: items[0] }, w.bob);
+      await w.api(
+        "records/move",
+        { record: items[24 - page], parent: g1, ordering: "ord", before_record: items[0] },
+        w.bob,
+      );
     });
     expect(size).toBe(25);
     expect(seen).toEqual(before);
@@ -74,22 +90,35 @@ describe("records/bulk/get", () => {
     expect((await w.api("records/bulk/get", { selection: [g1], "page.cursor": "garbage" })).status).toBe(400);
     expect((await w.api("records/bulk/get", { selection: [g1], "page.size": 0 })).status).toBe(400);
     expect((await w.api("records/bulk/get", { selection: [{ children: "nope" }] })).status).toBe(422);
-    expect((await w.api("records/bulk/get", { selection: [{ search: { filter: ["nope", "is", 1] } }] })).status).toBe(400);
+    expect((await w.api("records/bulk/get", { selection: [{ search: { filter: ["nope", "is", 1] } }] })).status).toBe(
+      400,
+    );
     expect((await w.api("records/bulk/get", { selection: [g1] }, w.stranger)).status).toBe(403);
   });
 });
 
 describe("records/bulk operations as jobs", () => {
   test("bulk/update validates every record, reports progress and counts errors", async () => {
-    const r = await w.okr("records/bulk/update", { selection: items.slice(0, 5), fields: { en: { stock: 7, price: "x" } } });
+    const r = await w.okr("records/bulk/update", {
+      selection: items.slice(0, 5),
+      fields: { en: { stock: 7, price: "x" } },
+    });
     const { last, all } = await jobDone(r.result["job.token"]);
-    expect(last).toMatchObject({ job: "bulk_update_records", status: "done", info: { total: 5, remaining: 0, done: 5, validation_errors: 5 } });
+    expect(last).toMatchObject({
+      job: "bulk_update_records",
+      status: "done",
+      info: { total: 5, remaining: 0, done: 5, validation_errors: 5 },
+    });
     expect(all[0].data.info).toMatchObject({ total: 5, remaining: 5 });
     expect((await w.get(items[4]!)).fields.en.stock).toBe(7);
   });
 
   test("bulk/move keeps going past records it cannot move and lists them", async () => {
-    const r = await w.okr("records/bulk/move", { selection: [...items.slice(0, 3), w.root], parent: g2, ordering: "ord" });
+    const r = await w.okr("records/bulk/move", {
+      selection: [...items.slice(0, 3), w.root],
+      parent: g2,
+      ordering: "ord",
+    });
     const { last } = await jobDone(r.result["job.token"]);
     expect(last.info).toMatchObject({ done: 3, skipped: 1 });
     expect((await w.children(g2, { ordering: "ord" })).children).toEqual(items.slice(0, 3));
@@ -117,39 +146,65 @@ describe("records/bulk operations as jobs", () => {
     const kids = await w.okr("records/children", { record: g2, ordering: "ord" });
     const links = kids.result.children.filter((g: string) => kids.data.records[g].is_link);
     expect(links.map((g: string) => kids.data.records[g].canonical)).toEqual(sel);
-    await jobDone((await w.okr("records/bulk/channels/set", { selection: sel, channels: ["web"], enabled: true })).result["job.token"]);
+    await jobDone(
+      (await w.okr("records/bulk/channels/set", { selection: sel, channels: ["web"], enabled: true })).result[
+        "job.token"
+      ],
+    );
     expect((await w.get(sel[0]!)).channels).toEqual(["__all__", "web"]);
-    await jobDone((await w.okr("records/bulk/definition/set", { selection: sel, definition: w.other })).result["job.token"]);
+    await jobDone(
+      (await w.okr("records/bulk/definition/set", { selection: sel, definition: w.other })).result["job.token"],
+    );
     const rec = await w.get(sel[0]!);
     expect(rec.definition).toBe(w.other);
     expect(rec.fields.en).toEqual({ name: "Bulk item 10", artnr: "B10", stock: null });
-    expect((await w.api("records/bulk/channels/set", { selection: sel, channels: ["nope"], enabled: true })).status).toBe(422);
+    expect(
+      (await w.api("records/bulk/channels/set", { selection: sel, channels: ["nope"], enabled: true })).status,
+    ).toBe(422);
   });
 });
 
 describe("a bulk job interrupted by a stop", () => {
-  test("goes on after the restart from its last committed unit: every selected record is duplicated once, none twice", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "apis-bulk-"));
-    const v = await recordsWorld({ "job-stop-grace": "0" }, dir);
-    const actor = { userGid: v.owner.gid, kind: "person" as const };
-    const holder = await v.create(v.root, { en: { name: "Originals" } });
-    const sel: string[] = [];
-    recordsWrite(v.srv.ctx, actor, v.project, (tx, _log, view, touch) => {
-      const parent = mustRecord(tx, v.project, holder);
-      for (let i = 0; i < 400; i++) sel.push(insertRecordIn(tx, view, touch, { parent, definition: v.article, vals: { "*": { [v.f.artnr]: `D${i}` } }, ordering: "ord" }).gid);
-    });
-    const { job, srv: s } = await interruptedJob(v.srv, dir, async () => (await v.okr("records/bulk/duplicate", { selection: sel, ordering: "ord" })).result["job.token"]);
-    try {
-      expect(job.attempts).toBe(2);
-      expect(job.info).toMatchObject({ done: sel.length, skipped: 0, remaining: 0 });
-      // Each value twice under the holder: the original and one duplicate.
-      const counts = s.ctx.db.$client
-        .query(`SELECT json_extract(vals, '$."*"."${v.f.artnr}"') AS v, count(*) AS n FROM records WHERE parent = ? AND status != 'deleted' GROUP BY v`)
-        .all(holder) as { v: string; n: number }[];
-      expect(counts.length).toBe(sel.length);
-      expect(counts.filter((c) => c.n !== 2)).toEqual([]);
-    } finally {
-      await s.stop();
-    }
-  }, SLOW_TEST_MS);
+  test(
+    "goes on after the restart from its last committed unit: every selected record is duplicated once, none twice",
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), "apis-bulk-"));
+      const v = await recordsWorld({ "job-stop-grace": "0" }, dir);
+      const actor = { userGid: v.owner.gid, kind: "person" as const };
+      const holder = await v.create(v.root, { en: { name: "Originals" } });
+      const sel: string[] = [];
+      recordsWrite(v.srv.ctx, actor, v.project, (tx, _log, view, touch) => {
+        const parent = mustRecord(tx, v.project, holder);
+        for (let i = 0; i < 400; i++)
+          sel.push(
+            insertRecordIn(tx, view, touch, {
+              parent,
+              definition: v.article,
+              vals: { "*": { [v.f.artnr]: `D${i}` } },
+              ordering: "ord",
+            }).gid,
+          );
+      });
+      const { job, srv: s } = await interruptedJob(
+        v.srv,
+        dir,
+        async () => (await v.okr("records/bulk/duplicate", { selection: sel, ordering: "ord" })).result["job.token"],
+      );
+      try {
+        expect(job.attempts).toBe(2);
+        expect(job.info).toMatchObject({ done: sel.length, skipped: 0, remaining: 0 });
+        // Each value twice under the holder: the original and one duplicate.
+        const counts = s.ctx.db.$client
+          .query(
+            `SELECT json_extract(vals, '$."*"."${v.f.artnr}"') AS v, count(*) AS n FROM records WHERE parent = ? AND status != 'deleted' GROUP BY v`,
+          )
+          .all(holder) as { v: string; n: number }[];
+        expect(counts.length).toBe(sel.length);
+        expect(counts.filter((c) => c.n !== 2)).toEqual([]);
+      } finally {
+        await s.stop();
+      }
+    },
+    SLOW_TEST_MS,
+  );
 });

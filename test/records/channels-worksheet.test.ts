@@ -18,14 +18,20 @@ describe("records/channels", () => {
   test("set switches channels on and off; __all__ stays on; children filter by channel", async () => {
     const r = await w.okr("records/channels/set", { record: leaves[0], channels: ["web", "print"], enabled: true });
     expect(r.data.records[leaves[0]!].channels).toEqual(["__all__", "web", "print"]);
-    const off = await w.okr("records/channels/set", { record: leaves[0], channels: ["print", "__all__"], enabled: false });
+    const off = await w.okr("records/channels/set", {
+      record: leaves[0],
+      channels: ["print", "__all__"],
+      enabled: false,
+    });
     expect(off.data.records[leaves[0]!].channels).toEqual(["__all__", "web"]);
     const web = await w.children(sub, { channel: "web" });
     expect(web).toEqual({ children: [leaves[0]], "children.size": 1 });
     expect((await w.children(sub, { channel: "__all__" }))["children.size"]).toBe(3);
     expect((await w.api("records/children", { record: sub, channel: "nope" })).status).toBe(422);
     expect((await w.api("records/channels/set", { record: leaves[0], channels: ["web"] })).status).toBe(400);
-    expect((await w.api("records/channels/set", { record: leaves[0], channels: ["nope"], enabled: true })).status).toBe(400);
+    expect((await w.api("records/channels/set", { record: leaves[0], channels: ["nope"], enabled: true })).status).toBe(
+      400,
+    );
   });
 
   test("copy_up switches the record's channels on for every ancestor", async () => {
@@ -59,7 +65,13 @@ describe("records/worksheet", () => {
   test("answers the path from the root, a page of children and the definitions they use", async () => {
     await w.okr("records/definition/set", { record: leaves[2], definition: w.other });
     const r = await w.okr("records/worksheet", { record: sub, ordering: "ord", language: "en", "page.size": 2 });
-    expect(r.result).toEqual({ record: sub, path: [w.root, g, sub], children: leaves.slice(0, 2), "children.size": 3, sibling_definitions: [w.base, w.other] });
+    expect(r.result).toEqual({
+      record: sub,
+      path: [w.root, g, sub],
+      children: leaves.slice(0, 2),
+      "children.size": 3,
+      sibling_definitions: [w.base, w.other],
+    });
     expect(Object.keys(r.data.records).sort()).toEqual([w.root, g, sub, ...leaves.slice(0, 2)].sort());
     expect(Object.keys(r.data.definitions).sort()).toEqual([w.base, w.other].sort());
     expect((await w.api("records/worksheet", { record: "nope" })).status).toBe(422);
@@ -74,6 +86,8 @@ describe("records/fields/preview", () => {
     const p = await w.okr("records/fields/preview", { record: leaves[0], field: ean, value: "8712345678906" });
     expect(p.result.preview_pathname).toMatch(new RegExp(`^/preview/${leaves[0]}/${ean}\\.[0-9a-f]{8}\\.png$`));
     expect((await w.api("records/fields/preview", { record: leaves[0], field: ean, value: "123" })).status).toBe(422);
-    expect((await w.api("records/fields/preview", { record: leaves[0], field: w.f.name, value: "x" })).status).toBe(422);
+    expect((await w.api("records/fields/preview", { record: leaves[0], field: w.f.name, value: "x" })).status).toBe(
+      422,
+    );
   });
 });

@@ -13,7 +13,11 @@ let b = "";
 beforeAll(async () => {
   w = await recordsWorld();
   g = await w.create(w.root);
-  a = await w.create(g, { en: { name: "Alpha cooler", artnr: "A-1", price: 10, "brand/key": "caravell", tags: ["cold", "box"] }, nl: { name: "Alfa koelbox" }, de: { name: "Alpha Kühlbox" } });
+  a = await w.create(g, {
+    en: { name: "Alpha cooler", artnr: "A-1", price: 10, "brand/key": "caravell", tags: ["cold", "box"] },
+    nl: { name: "Alfa koelbox" },
+    de: { name: "Alpha Kühlbox" },
+  });
   b = await w.create(g, { en: { name: "Beta cooler", stock: 3 } });
 }, 60_000);
 afterAll(() => w.srv.stop());
@@ -28,21 +32,35 @@ async function children(extra: Record<string, unknown> = {}) {
 
 describe("records/children: remembered forms always show the current values and schema", () => {
   test("asked twice, in every language selection, the answer is the same and equals records/get's", async () => {
-    for (const sel of [{}, { language: "en" }, { language: "nl" }, { languages: ["de", "en"] }, { language: "de", languages: ["nl"] }]) {
+    for (const sel of [
+      {},
+      { language: "en" },
+      { language: "nl" },
+      { languages: ["de", "en"] },
+      { language: "de", languages: ["nl"] },
+    ]) {
       const one = await children(sel);
       const two = await children(sel);
       expect(two).toEqual(one);
     }
     const all = await children();
     expect(Object.keys(all[a].fields)).toEqual(["en", "nl", "de"]);
-    expect(all[a].fields.en).toMatchObject({ name: "Alpha cooler", brand: "Caravell", "brand/key": "caravell", tags: ["cold", "box"] });
+    expect(all[a].fields.en).toMatchObject({
+      name: "Alpha cooler",
+      brand: "Caravell",
+      "brand/key": "caravell",
+      tags: ["cold", "box"],
+    });
     expect(all[a].fields.nl.brand).toBe("Caravell NL");
     expect(all[a].title).toEqual({ en: "Alpha cooler", nl: "Alfa koelbox", de: "Alpha Kühlbox" });
   });
 
   test("an update shows in the next children answer, in the languages written and the shared values", async () => {
     await children({ language: "en" });
-    await w.okr("records/update", { record: a, fields: { en: { name: "Alpha cooler 2", price: 11.5 }, nl: { name: "Alfa koelbox 2" } } });
+    await w.okr("records/update", {
+      record: a,
+      fields: { en: { name: "Alpha cooler 2", price: 11.5 }, nl: { name: "Alfa koelbox 2" } },
+    });
     const en = await children({ language: "en" });
     expect(en[a].fields.en).toMatchObject({ name: "Alpha cooler 2", price: 11.5 });
     expect(en[a].title).toEqual({ en: "Alpha cooler 2" });
@@ -71,7 +89,15 @@ describe("records/children: remembered forms always show the current values and 
 
   test("new value-list labels show in the next answer", async () => {
     await children({ language: "nl" });
-    await w.okr("fields/modify", { field: w.f.brand, options: { values: [{ key: "caravell", label: { en: "Caravell", nl: "Caravell Nederland" } }, { key: "dometic", label: { en: "Dometic" } }] } });
+    await w.okr("fields/modify", {
+      field: w.f.brand,
+      options: {
+        values: [
+          { key: "caravell", label: { en: "Caravell", nl: "Caravell Nederland" } },
+          { key: "dometic", label: { en: "Dometic" } },
+        ],
+      },
+    });
     await w.okr("fields/commit", { field: w.f.brand });
     expect((await children({ language: "nl" }))[a].fields.nl.brand).toBe("Caravell Nederland");
   });
@@ -100,7 +126,10 @@ describe("records/children: remembered forms always show the current values and 
 
   test("a batch of children calls answers the same forms as the endpoint", async () => {
     const direct = await w.okr("records/children", { record: g, ordering: "ord", language: "en" });
-    const r = await w.srv.call(`/api/p/${w.project}/batch`, { token: w.owner.token, body: { requests: [{ path: "records/children", body: { record: g, ordering: "ord", language: "en" } }] } });
+    const r = await w.srv.call(`/api/p/${w.project}/batch`, {
+      token: w.owner.token,
+      body: { requests: [{ path: "records/children", body: { record: g, ordering: "ord", language: "en" } }] },
+    });
     expect(r.status).toBe(200);
     expect(r.body.result.results[0].data.records).toEqual(direct.data.records);
   });

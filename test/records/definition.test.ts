@@ -45,7 +45,9 @@ describe("records/definition", () => {
     await w.okr("records/delete", { record: n });
     // Fields of the base definition cannot be removed through the record.
     expect((await w.api("records/definition/fields/remove", { record: a, field: w.f.price })).status).toBe(422);
-    expect((await w.api("records/definition/fields/add", { record: a })).body.result.info).toEqual({ "Missing parameter": "field" });
+    expect((await w.api("records/definition/fields/add", { record: a })).body.result.info).toEqual({
+      "Missing parameter": "field",
+    });
     expect((await w.api("records/definition/classes/add", { record: b, class: "nope" })).status).toBe(422);
     expect((await w.get(b)).definition).toBe(w.article);
     // The record's layout is its own.

@@ -13,7 +13,17 @@ let a1: string, a2: string, a3: string;
 beforeAll(async () => {
   w = await recordsWorld();
   group = await w.create(w.root, { en: { name: "Ice boxes" } });
-  a1 = await w.create(group, { en: { name: "Box one", artnr: "A-1", price: 12.5, stock: 3, active: true, brand: "caravell", tags: ["cold", "blue"] } });
+  a1 = await w.create(group, {
+    en: {
+      name: "Box one",
+      artnr: "A-1",
+      price: 12.5,
+      stock: 3,
+      active: true,
+      brand: "caravell",
+      tags: ["cold", "blue"],
+    },
+  });
   a2 = await w.create(group, { en: { name: "Box two", artnr: "A-2", price: 20, stock: 7, brand: "dometic" } });
   a3 = await w.create(group, { en: { name: "Box three", artnr: "A-3" } });
 }, 60_000);
@@ -31,7 +41,12 @@ async function workbookOf(b64: string) {
   return wb;
 }
 
-async function upload(content: Uint8Array | ArrayBuffer, fields: Record<string, string> = {}, token: string | null = w.owner.token, filename = "ice-boxes-children.xlsx") {
+async function upload(
+  content: Uint8Array | ArrayBuffer,
+  fields: Record<string, string> = {},
+  token: string | null = w.owner.token,
+  filename = "ice-boxes-children.xlsx",
+) {
   const fd = new FormData();
   for (const [k, v] of Object.entries(fields)) fd.append(k, v);
   fd.append("upload_file", new Blob([content as any], { type: XLSX }), filename);
@@ -73,7 +88,17 @@ describe("records/excel/children", () => {
     const wb = await workbookOf(r.body.data.files[name]);
     const ws = wb.getWorksheet("Records")!;
     const cols = columns(ws);
-    expect([...cols.keys()]).toEqual(["gid", "name", "description", "artnr", "price", "stock", "active", "brand", "tags"]);
+    expect([...cols.keys()]).toEqual([
+      "gid",
+      "name",
+      "description",
+      "artnr",
+      "price",
+      "stock",
+      "active",
+      "brand",
+      "tags",
+    ]);
     expect(ws.getColumn(1).hidden).toBe(true);
     expect(ws.views[0]).toMatchObject({ state: "frozen", ySplit: 1 });
     const rows = rowsByGid(ws);
@@ -126,13 +151,18 @@ describe("records/excel/children", () => {
 
   test("a stranger gets 403 and a call without a JWT 401", async () => {
     expect((await exportOf({ record: group, language: "en" }, w.stranger)).status).toBe(403);
-    expect((await w.srv.call(`/api/p/${w.project}/records/excel/children`, { body: { record: group, language: "en" } })).status).toBe(401);
+    expect(
+      (await w.srv.call(`/api/p/${w.project}/records/excel/children`, { body: { record: group, language: "en" } }))
+        .status,
+    ).toBe(401);
     expect((await exportOf({ record: group, language: "en" }, w.bob)).status).toBe(200);
   });
 
   test("an independent reader (openpyxl) opens the exported workbook", async () => {
     if (spawnSync(PYTHON, ["-c", "import openpyxl"]).status !== 0) {
-      console.warn("SKIPPED: python3 with openpyxl is not installed (apt-get install python3-openpyxl); the independent-reader check did not run");
+      console.warn(
+        "SKIPPED: python3 with openpyxl is not installed (apt-get install python3-openpyxl); the independent-reader check did not run",
+      );
       return;
     }
     const r = await exportOf({ record: group, language: "en" });
@@ -189,7 +219,16 @@ describe("records/excel/update", () => {
     const since = await w.cursor();
     const r = await upload(await wb.xlsx.writeBuffer());
     expect(r.status).toBe(200);
-    expect(r.body.result["report.counts"]).toEqual({ rows: 4, created: 1, updated: 2, deleted: 1, undeleted: 0, unchanged: 0, errors: 2, warnings: 0 });
+    expect(r.body.result["report.counts"]).toEqual({
+      rows: 4,
+      created: 1,
+      updated: 2,
+      deleted: 1,
+      undeleted: 0,
+      unchanged: 0,
+      errors: 2,
+      warnings: 0,
+    });
     expect(r.body.result["report.excel"]).toBe("ice-boxes-children-report.xlsx");
 
     // The changes landed, and only they.
@@ -232,7 +271,15 @@ describe("records/excel/update", () => {
     }
     const again = await upload(await rep.xlsx.writeBuffer());
     expect(again.status).toBe(200);
-    expect(again.body.result["report.counts"]).toMatchObject({ rows: 4, created: 0, updated: 0, deleted: 0, undeleted: 1, unchanged: 3, errors: 2 });
+    expect(again.body.result["report.counts"]).toMatchObject({
+      rows: 4,
+      created: 0,
+      updated: 0,
+      deleted: 0,
+      undeleted: 1,
+      unchanged: 3,
+      errors: 2,
+    });
     expect((await w.get(a3)).status).toBe("published");
     expect((await w.get(a2, { language: "en" })).fields.en).toEqual(after2.fields.en);
   });
@@ -312,7 +359,10 @@ print(out)`;
     plain.addWorksheet("Sheet1").addRow(["a", "b"]);
     const foreign = await upload(await plain.xlsx.writeBuffer());
     expect(foreign.status).toBe(400);
-    const nofile = await w.srv.call(`/api/p/${w.project}/records/excel/update`, { body: new FormData(), token: w.owner.token });
+    const nofile = await w.srv.call(`/api/p/${w.project}/records/excel/update`, {
+      body: new FormData(),
+      token: w.owner.token,
+    });
     expect(nofile.status).toBe(400);
 
     const exp = await exportOf({ record: group, language: "en" });
@@ -327,10 +377,15 @@ print(out)`;
     expect(r.body.result.code).toBe(1005);
     expect(r.body.result.message).toBe("Excel worksheet invalid");
     const info = r.body.result.info;
-    expect(info.problems[0]).toMatchObject({ sheet: "Records", message: "this record is not a child of the workbook's parent" });
+    expect(info.problems[0]).toMatchObject({
+      sheet: "Records",
+      message: "this record is not a child of the workbook's parent",
+    });
     const rep = await workbookOf(info.files[info["report.excel"]]);
     expect(fillOf(rep.getWorksheet("Records")!.getCell(info.problems[0].cell))).toBe("FFF9E2E5");
-    expect((await w.get(firstRow.getCell(1).value as string, { language: "en" })).fields.en.name).not.toBe("Must not land");
+    expect((await w.get(firstRow.getCell(1).value as string, { language: "en" })).fields.en.name).not.toBe(
+      "Must not land",
+    );
 
     const wrongParent = await upload(await wb.xlsx.writeBuffer(), { record: a1 });
     expect(wrongParent.body.result.code).toBe(1005);
@@ -354,7 +409,11 @@ async function jobDone(token: string): Promise<{ status: string; info: Record<st
 }
 
 /** Edits a workbook with openpyxl: `set` cells by gid and header, `strike` rows (their name cell), `add` new rows. */
-function editWithOpenpyxl(file: string, out: string, edits: { set?: Record<string, Record<string, unknown>>; strike?: string[]; add?: Record<string, unknown>[] }) {
+function editWithOpenpyxl(
+  file: string,
+  out: string,
+  edits: { set?: Record<string, Record<string, unknown>>; strike?: string[]; add?: Record<string, unknown>[] },
+) {
   const py = `
 import json, sys, openpyxl
 from openpyxl.styles import Font
@@ -403,23 +462,50 @@ describe("records/excel/update at scale and with class fields", () => {
       });
       expect(sheets).toEqual(["_apis", "Records"]);
       const since = await w.cursor();
-      const r = await upload(await Bun.file(edited).arrayBuffer(), { job: "true" }, w.owner.token, "crates-children.xlsx");
+      const r = await upload(
+        await Bun.file(edited).arrayBuffer(),
+        { job: "true" },
+        w.owner.token,
+        "crates-children.xlsx",
+      );
       expect(r.status).toBe(200);
       expect(r.body.result["report.excel"]).toBe("crates-children-report.xlsx");
       const job = await jobDone(r.body.result["job.token"]);
       expect(job.status).toBe("done");
       expect(job.info).toMatchObject({ total: 4, remaining: 0, "report.excel": "crates-children-report.xlsx" });
-      expect(job.info["report.counts"]).toEqual({ rows: 4, created: 1, updated: 1, deleted: 1, undeleted: 0, unchanged: 1, errors: 2, warnings: 0 });
+      expect(job.info["report.counts"]).toEqual({
+        rows: 4,
+        created: 1,
+        updated: 1,
+        deleted: 1,
+        undeleted: 0,
+        unchanged: 1,
+        errors: 2,
+        warnings: 0,
+      });
       expect(job.info["report.validation.size"]).toBe(2);
 
-      expect((await w.get(c1, { language: "en" })).fields.en).toMatchObject({ name: "Crate one", artnr: "C-1b", stock: 10, brand: "Caravell" });
+      expect((await w.get(c1, { language: "en" })).fields.en).toMatchObject({
+        name: "Crate one",
+        artnr: "C-1b",
+        stock: 10,
+        brand: "Caravell",
+      });
       expect((await w.get(c2)).status).toBe("deleted");
       expect((await w.get(c3, { language: "en" })).fields.en).toEqual(before3.fields.en);
       const kids = await w.okr("records/children", { record: crates, language: "en" });
       const fresh = kids.result.children.find((g: string) => ![c1, c2, c3].includes(g));
-      expect(kids.data.records[fresh].fields.en).toMatchObject({ name: "Crate four", artnr: "C-4", stock: 4, brand: "Dometic", "brand/key": "dometic" });
+      expect(kids.data.records[fresh].fields.en).toMatchObject({
+        name: "Crate four",
+        artnr: "C-4",
+        stock: 4,
+        brand: "Dometic",
+        "brand/key": "dometic",
+      });
       const items = await w.items(since);
-      expect(items).toEqual(expect.arrayContaining([`UPDATE records ${c1}`, `UPDATE records ${c2}`, `INSERT records ${fresh}`]));
+      expect(items).toEqual(
+        expect.arrayContaining([`UPDATE records ${c1}`, `UPDATE records ${c2}`, `INSERT records ${fresh}`]),
+      );
       expect(items).not.toContain(`UPDATE records ${c3}`);
 
       // The report (written on first download): same workbook, marked; the new row carries its gid.
@@ -449,23 +535,43 @@ describe("records/excel/update at scale and with class fields", () => {
   test("a class field is one column per subfield (Dimensions / width [mm]), and edits of a subfield round-trip", async () => {
     const width = await w.field("width", "decimal", { unit: "mm" });
     const height = await w.field("height", "number");
-    const colour = await w.field("colour", "textline", { options: { values: [{ key: "red", label: { en: "Red" } }, { key: "blue", label: { en: "Blue" } }] } });
-    const dims = (await w.okr("classes/create", { name: "dims", label: { en: "Dimensions" }, fields: [width, height, colour] })).result.class as string;
+    const colour = await w.field("colour", "textline", {
+      options: {
+        values: [
+          { key: "red", label: { en: "Red" } },
+          { key: "blue", label: { en: "Blue" } },
+        ],
+      },
+    });
+    const dims = (
+      await w.okr("classes/create", { name: "dims", label: { en: "Dimensions" }, fields: [width, height, colour] })
+    ).result.class as string;
     await w.okr("classes/commit", { class: dims });
     const dimensions = await w.field("dimensions", "class", { options: { class: dims }, label: { en: "Dimensions" } });
-    const box = (await w.okr("definitions/create", { name: "box", fields: [w.f.name, dimensions], titlefield: w.f.name })).result.definition as string;
+    const box = (
+      await w.okr("definitions/create", { name: "box", fields: [w.f.name, dimensions], titlefield: w.f.name })
+    ).result.definition as string;
     await w.okr("definitions/commit", { definition: box });
     const shelf = await w.create(w.root, { en: { name: "Shelf" } });
     const b1 = await w.create(shelf);
     await w.okr("records/definition/set", { record: b1, definition: box });
-    await w.okr("records/update", { record: b1, fields: { en: { name: "Box", dimensions: { width: 10.5, height: 3, colour: "red" } } } });
+    await w.okr("records/update", {
+      record: b1,
+      fields: { en: { name: "Box", dimensions: { width: 10.5, height: 3, colour: "red" } } },
+    });
 
     const exp = await exportOf({ record: shelf, language: "en", definition: box });
     expect(exp.status).toBe(200);
     const wb = await workbookOf(Object.values(exp.body.data.files)[0] as string);
     const ws = wb.getWorksheet("Records")!;
     const cols = columns(ws);
-    expect([...cols.keys()]).toEqual(["gid", "name", "Dimensions\nwidth [mm]", "Dimensions\nheight", "Dimensions\ncolour"]);
+    expect([...cols.keys()]).toEqual([
+      "gid",
+      "name",
+      "Dimensions\nwidth [mm]",
+      "Dimensions\nheight",
+      "Dimensions\ncolour",
+    ]);
     const meta = wb.getWorksheet("_apis")!;
     const keys: string[] = [];
     meta.eachRow((r) => r.getCell(1).value === "column" && keys.push(String(r.getCell(4).value)));
@@ -483,7 +589,11 @@ describe("records/excel/update at scale and with class fields", () => {
     const r = await upload(await wb.xlsx.writeBuffer(), {}, w.owner.token, "shelf-children.xlsx");
     expect(r.status).toBe(200);
     expect(r.body.result["report.counts"]).toMatchObject({ created: 1, updated: 1, errors: 0 });
-    expect((await w.get(b1, { language: "en" })).fields.en.dimensions).toEqual({ width: 10.5, height: 4, colour: "blue" });
+    expect((await w.get(b1, { language: "en" })).fields.en.dimensions).toEqual({
+      width: 10.5,
+      height: 4,
+      colour: "blue",
+    });
     const kids = await w.okr("records/children", { record: shelf, language: "en" });
     const fresh = kids.result.children.find((g: string) => g !== b1);
     expect(kids.data.records[fresh].fields.en).toMatchObject({ name: "Second box", dimensions: { width: 7 } });
@@ -496,7 +606,11 @@ describe("records/excel/update at scale and with class fields", () => {
     ws2.getRow(rowsByGid(ws2).get(b1)!).getCell(cols2.get("Dimensions\nheight")!).value = "tall";
     const bad = await upload(await wb2.xlsx.writeBuffer(), {}, w.owner.token, "shelf-children.xlsx");
     expect(bad.body.result["report.counts"]).toMatchObject({ updated: 0, errors: 1 });
-    expect((await w.get(b1, { language: "en" })).fields.en.dimensions).toEqual({ width: 10.5, height: 4, colour: "blue" });
+    expect((await w.get(b1, { language: "en" })).fields.en.dimensions).toEqual({
+      width: 10.5,
+      height: 4,
+      colour: "blue",
+    });
     const rep = (await workbookOf(bad.body.data.files["shelf-children-report.xlsx"])).getWorksheet("Records")!;
     const repRow = rep.getRow(rowsByGid(rep).get(b1)!);
     expect(fillOf(repRow.getCell(cols2.get("Dimensions\nheight")!))).toBe("FFF9E2E5");
@@ -511,7 +625,12 @@ describe("records/excel/update at scale and with class fields", () => {
     const rs = v1.addWorksheet("Records");
     wb.getWorksheet("Records")!.eachRow((r, n) => (rs.getRow(n).values = r.values as ExcelJS.CellValue[]));
     const ms = v1.addWorksheet("_apis", { state: "veryHidden" });
-    wb.getWorksheet("_apis")!.eachRow((r, n) => (ms.getRow(n).values = (r.values as ExcelJS.CellValue[]).map((v) => (v === "apis-excel-children/2" ? "apis-excel-children/1" : v))));
+    wb.getWorksheet("_apis")!.eachRow(
+      (r, n) =>
+        (ms.getRow(n).values = (r.values as ExcelJS.CellValue[]).map((v) =>
+          v === "apis-excel-children/2" ? "apis-excel-children/1" : v,
+        )),
+    );
     const r = await upload(await v1.xlsx.writeBuffer());
     expect(r.status).toBe(200);
     expect(r.body.result["report.counts"]).toMatchObject({ errors: 0, created: 0, deleted: 0 });
@@ -547,10 +666,28 @@ describe("records/excel/update as a job (the workbook read in a worker thread)",
     expect(r.status).toBe(200);
     const job = await jobDone(r.body.result["job.token"]);
     expect(job.status).toBe("done");
-    expect(job.info).toMatchObject({ total: added + 3, remaining: 0, rows_done: added + 3, "report.excel": "coolers-children-report.xlsx" });
-    expect(job.info["report.counts"]).toEqual({ rows: added + 3, created: added, updated: 1, deleted: 1, undeleted: 0, unchanged: 1, errors: 2, warnings: 0 });
+    expect(job.info).toMatchObject({
+      total: added + 3,
+      remaining: 0,
+      rows_done: added + 3,
+      "report.excel": "coolers-children-report.xlsx",
+    });
+    expect(job.info["report.counts"]).toEqual({
+      rows: added + 3,
+      created: added,
+      updated: 1,
+      deleted: 1,
+      undeleted: 0,
+      unchanged: 1,
+      errors: 2,
+      warnings: 0,
+    });
 
-    expect((await w.get(k1, { language: "en" })).fields.en).toMatchObject({ name: "Cooler one", artnr: "K-1b", stock: 1 });
+    expect((await w.get(k1, { language: "en" })).fields.en).toMatchObject({
+      name: "Cooler one",
+      artnr: "K-1b",
+      stock: 1,
+    });
     expect((await w.get(k2, { language: "en" })).fields.en).toEqual(before2.fields.en);
     expect((await w.get(k3)).status).toBe("deleted");
     const kids = await w.okr("records/children", { record: g, language: "en", "page.size": 1000 });
@@ -559,10 +696,16 @@ describe("records/excel/update as a job (the workbook read in a worker thread)",
     Object.assign(kids.data.records, rest.data.records);
     const made = [...kids.result.children, ...rest.result.children].filter((x: string) => ![k1, k2, k3].includes(x));
     // In the sheet's order, every value in place.
-    expect(made.map((x: string) => kids.data.records[x].fields.en.name)).toEqual(Array.from({ length: added }, (_, i) => `Cooler new ${i}`));
-    expect(made.map((x: string) => kids.data.records[x].fields.en.stock)).toEqual(Array.from({ length: added }, (_, i) => i));
+    expect(made.map((x: string) => kids.data.records[x].fields.en.name)).toEqual(
+      Array.from({ length: added }, (_, i) => `Cooler new ${i}`),
+    );
+    expect(made.map((x: string) => kids.data.records[x].fields.en.stock)).toEqual(
+      Array.from({ length: added }, (_, i) => i),
+    );
     const items = await w.items(since);
-    expect(items).toEqual(expect.arrayContaining([`UPDATE records ${k1}`, `UPDATE records ${k3}`, `INSERT records ${made[0]}`]));
+    expect(items).toEqual(
+      expect.arrayContaining([`UPDATE records ${k1}`, `UPDATE records ${k3}`, `INSERT records ${made[0]}`]),
+    );
     expect(items).not.toContain(`UPDATE records ${k2}`);
 
     const res = await fetch(w.srv.url + job.info["download.url"]);
@@ -604,8 +747,20 @@ describe("records/excel/update of an export with few changes", () => {
   test("a re-imported export with one changed cell writes that record only: the others keep their row, timestamp and sync silence", async () => {
     const g = await w.create(w.root, { en: { name: "Cool bags" } });
     const kids = [
-      await w.create(g, { en: { name: "Bag one", artnr: "B-1", price: 5, stock: 1, active: true, brand: "caravell", tags: ["soft"] } }),
-      await w.create(g, { en: { name: "Bag two", artnr: "B-2", price: 7.25, stock: 0, active: false, brand: "dometic", description: "Two\nlines" } }),
+      await w.create(g, {
+        en: { name: "Bag one", artnr: "B-1", price: 5, stock: 1, active: true, brand: "caravell", tags: ["soft"] },
+      }),
+      await w.create(g, {
+        en: {
+          name: "Bag two",
+          artnr: "B-2",
+          price: 7.25,
+          stock: 0,
+          active: false,
+          brand: "dometic",
+          description: "Two\nlines",
+        },
+      }),
       await w.create(g, { en: { name: "Bag three" } }),
     ];
     const before = await Promise.all(kids.map((k) => w.get(k)));
@@ -616,11 +771,23 @@ describe("records/excel/update of an export with few changes", () => {
     const since = await w.cursor();
     const r = await upload(await wb.xlsx.writeBuffer());
     expect(r.status).toBe(200);
-    expect(r.body.result["report.counts"]).toMatchObject({ rows: 3, created: 0, updated: 1, deleted: 0, unchanged: 2, errors: 0 });
+    expect(r.body.result["report.counts"]).toMatchObject({
+      rows: 3,
+      created: 0,
+      updated: 1,
+      deleted: 0,
+      unchanged: 2,
+      errors: 0,
+    });
     expect((await w.items(since)).filter((i) => i.includes(" records "))).toEqual([`UPDATE records ${kids[1]}`]);
     const after = await Promise.all(kids.map((k) => w.get(k)));
     expect(after[0]).toEqual(before[0]);
     expect(after[2]).toEqual(before[2]);
-    expect(after[1].fields).toEqual({ ...before[1].fields, en: { ...before[1].fields.en, stock: 4 }, nl: { ...before[1].fields.nl, stock: 4 }, de: { ...before[1].fields.de, stock: 4 } });
+    expect(after[1].fields).toEqual({
+      ...before[1].fields,
+      en: { ...before[1].fields.en, stock: 4 },
+      nl: { ...before[1].fields.nl, stock: 4 },
+      de: { ...before[1].fields.de, stock: 4 },
+    });
   });
 });

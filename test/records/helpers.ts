@@ -29,7 +29,14 @@ export async function recordsWorld(flags: Record<string, string> = {}, dataDir?:
     price: await w.field("price", "decimal", { options: { min: 0, decimals: 2 } }),
     stock: await w.field("stock", "number"),
     active: await w.field("active", "boolean"),
-    brand: await w.field("brand", "textline", { options: { values: [{ key: "caravell", label: { en: "Caravell", nl: "Caravell NL" } }, { key: "dometic", label: { en: "Dometic" } }] } }),
+    brand: await w.field("brand", "textline", {
+      options: {
+        values: [
+          { key: "caravell", label: { en: "Caravell", nl: "Caravell NL" } },
+          { key: "dometic", label: { en: "Dometic" } },
+        ],
+      },
+    }),
     tags: await w.field("tags", "textlist"),
   };
   const definition = async (name: string, body: Record<string, unknown>) => {
@@ -37,7 +44,10 @@ export async function recordsWorld(flags: Record<string, string> = {}, dataDir?:
     await w.okr("definitions/commit", { definition: g });
     return g;
   };
-  const article = await definition("article", { fields: [f.name, f.description, f.artnr, f.price, f.stock, f.active, f.brand, f.tags], titlefield: f.name });
+  const article = await definition("article", {
+    fields: [f.name, f.description, f.artnr, f.price, f.stock, f.active, f.brand, f.tags],
+    titlefield: f.name,
+  });
   const other = await definition("other", { fields: [f.name, f.artnr, f.stock], titlefield: f.artnr });
   const group = await definition("group", { fields: [f.name], titlefield: f.name, childdefinitions: [article] });
   const key = await w.okr("apikeys/create", { name: "Feed" });
@@ -56,8 +66,10 @@ export async function recordsWorld(flags: Record<string, string> = {}, dataDir?:
     if (fields) await w.okr("records/update", { record: gid, fields });
     return gid;
   };
-  const get = async (record: string, extra: Record<string, unknown> = {}) => (await w.okr("records/get", { record, ...extra })).data.records[record];
-  const children = async (record: string, extra: Record<string, unknown> = {}) => (await w.okr("records/children", { record, ...extra })).result;
+  const get = async (record: string, extra: Record<string, unknown> = {}) =>
+    (await w.okr("records/get", { record, ...extra })).data.records[record];
+  const children = async (record: string, extra: Record<string, unknown> = {}) =>
+    (await w.okr("records/children", { record, ...extra })).result;
   return { ...w, f, article, other, group, base, apiUser, root, create, get, children };
 }
 

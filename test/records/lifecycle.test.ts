@@ -69,7 +69,13 @@ describe("records: copies and links", () => {
   test("shallow_copy copies values without the subtree, placed before a sibling", async () => {
     const c = await w.okr("records/shallow_copy", { record: g1, parent: g2, ordering: "ord" });
     const copy = c.data.records[c.result.record];
-    expect(copy).toMatchObject({ parent: g2, childcount: 0, title: { en: "Group one" }, canonical: c.result.record, is_link: false });
+    expect(copy).toMatchObject({
+      parent: g2,
+      childcount: 0,
+      title: { en: "Group one" },
+      canonical: c.result.record,
+      is_link: false,
+    });
   });
 
   test("duplicate puts the copy right after the original", async () => {
@@ -82,11 +88,13 @@ describe("records: copies and links", () => {
 
   test("copy copies the live subtree in the same order", async () => {
     const c = await w.okr("records/copy", { record: g1, parent: g2, ordering: "ord" });
-    const titles = async (p: string) => (await w.okr("records/children", { record: p, ordering: "ord", language: "en" }));
+    const titles = async (p: string) => await w.okr("records/children", { record: p, ordering: "ord", language: "en" });
     const src = await titles(g1);
     const dst = await titles(c.result.record);
     expect(dst.result["children.size"]).toBe(src.result["children.size"]);
-    expect(dst.result.children.map((g: string) => dst.data.records[g].title.en)).toEqual(src.result.children.map((g: string) => src.data.records[g].title.en));
+    expect(dst.result.children.map((g: string) => dst.data.records[g].title.en)).toEqual(
+      src.result.children.map((g: string) => src.data.records[g].title.en),
+    );
   });
 
   let link = "";
@@ -159,7 +167,9 @@ describe("records: delete, undelete, permanent_delete", () => {
     expect(items).toContain(`DELETE records ${child}`);
     const job = await until(async () => {
       const r = await w.srv.call("/sync/get", { token: w.owner.token, body: { cc_cursor: 0 } });
-      return (r.body.result.sync as any[]).find((i) => i.data_key === p.result["job.token"] && i.data.status === "done");
+      return (r.body.result.sync as any[]).find(
+        (i) => i.data_key === p.result["job.token"] && i.data.status === "done",
+      );
     });
     expect(job.data.job).toBe("permanent_delete_record");
   });

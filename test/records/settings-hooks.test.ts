@@ -9,7 +9,11 @@ let b = "";
 beforeAll(async () => {
   w = await recordsWorld();
   g = await w.create(w.root, { en: { name: "Coolers" } });
-  a = await w.create(g, { en: { name: "Alpha cooler", artnr: "A-1" }, nl: { name: "Alfa koelbox" }, de: { name: "Alpha Kühlbox" } });
+  a = await w.create(g, {
+    en: { name: "Alpha cooler", artnr: "A-1" },
+    nl: { name: "Alfa koelbox" },
+    de: { name: "Alpha Kühlbox" },
+  });
   b = await w.create(g, { en: { name: "Beta cooler" }, de: { name: "Beta Kühlbox" } });
   await w.okr("records/channels/set", { record: a, channels: ["web", "print"], enabled: true });
   await w.okr("records/channels/set", { record: b, channels: ["web"], enabled: true });
@@ -46,7 +50,8 @@ describe("records follow the project settings", () => {
   });
 
   test("languages/remove with remove_values deletes the values in that language and counts them; search forgets them", async () => {
-    const search = async (q: string, language: string) => (await w.okr("records/search", { q, language })).result.records;
+    const search = async (q: string, language: string) =>
+      (await w.okr("records/search", { q, language })).result.records;
     await until(async () => (await search("kuhlbox", "de")).length === 2);
     const since = await w.cursor();
     const r = await w.okr("languages/remove", { language: "de", remove_values: true });
@@ -62,7 +67,10 @@ describe("records follow the project settings", () => {
     // language at once, and after its reindex job.
     expect(await search("A-1", "de")).toHaveLength(1);
     expect(await search("A-1", "en")).toHaveLength(1);
-    const reindexing = () => w.srv.ctx.db.$client.query("SELECT 1 FROM jobs WHERE kind = 'records_reindex' AND status NOT IN ('done', 'rejected')").get();
+    const reindexing = () =>
+      w.srv.ctx.db.$client
+        .query("SELECT 1 FROM jobs WHERE kind = 'records_reindex' AND status NOT IN ('done', 'rejected')")
+        .get();
     await until(async () => !reindexing());
     expect(await search("A-1", "de")).toHaveLength(1);
   });

@@ -12,7 +12,18 @@ describe("records: root, create, get, children", () => {
     const r = await w.okr("records/root", {});
     const root = r.data.records[w.root];
     expect(r.result).toEqual({ root: w.root });
-    expect(root).toMatchObject({ gid: w.root, parent: null, canonical: w.root, backlinks: [], treelevel: 0, path: [w.root], status: "published", channels: ["__all__"], is_link: false, definition: w.base });
+    expect(root).toMatchObject({
+      gid: w.root,
+      parent: null,
+      canonical: w.root,
+      backlinks: [],
+      treelevel: 0,
+      path: [w.root],
+      status: "published",
+      channels: ["__all__"],
+      is_link: false,
+      definition: w.base,
+    });
     expect(Object.keys(root.fields)).toEqual(["en", "nl", "de"]);
     expect(Object.keys(root.title)).toEqual(["en", "nl", "de"]);
     expect(typeof root.created_on).toBe("number");
@@ -26,13 +37,29 @@ describe("records: root, create, get, children", () => {
     const c = await w.okr("records/create", { parent: w.root, ordering: "ord", language: "en" });
     group = c.result.record;
     expect(c.result.parent).toBe(w.root);
-    expect(c.data.records[group]).toMatchObject({ parent: w.root, definition: w.group, treelevel: 1, path: [group, w.root], fields: { en: { name: null } } });
+    expect(c.data.records[group]).toMatchObject({
+      parent: w.root,
+      definition: w.group,
+      treelevel: 1,
+      path: [group, w.root],
+      fields: { en: { name: null } },
+    });
     expect(Object.keys(c.data.records[group].fields)).toEqual(["en"]);
     expect(c.data.records[w.root].childcount).toBe(1);
     const a1 = await w.okr("records/create", { parent: group, ordering: "ord" });
     a = a1.result.record;
     expect(a1.data.records[a].definition).toBe(w.article);
-    expect(a1.data.records[a].fields.en).toEqual({ name: null, description: null, artnr: null, price: null, stock: null, active: null, brand: null, "brand/key": null, tags: [] });
+    expect(a1.data.records[a].fields.en).toEqual({
+      name: null,
+      description: null,
+      artnr: null,
+      price: null,
+      stock: null,
+      active: null,
+      brand: null,
+      "brand/key": null,
+      tags: [],
+    });
   });
 
   test("create: missing parent 400, unknown parent 422, unknown ordering 422 (not text: 400), a stranger 403, no JWT 401", async () => {
@@ -57,13 +84,31 @@ describe("records: root, create, get, children", () => {
   });
 
   test("update stores localized values per language and shared values once; title follows the title field", async () => {
-    const u = await w.okr("records/update", { record: a, fields: { en: { name: "Ice box", artnr: "CMS 225", price: 12.5, "brand/key": "caravell", tags: ["cold"] }, nl: { name: "IJskist", artnr: "CMS 225" } } });
+    const u = await w.okr("records/update", {
+      record: a,
+      fields: {
+        en: { name: "Ice box", artnr: "CMS 225", price: 12.5, "brand/key": "caravell", tags: ["cold"] },
+        nl: { name: "IJskist", artnr: "CMS 225" },
+      },
+    });
     expect(u.result.record).toBe(a);
     expect(u.result["report.validation"]).toEqual([]);
     const rec = u.data.records[a];
     expect(rec.title).toEqual({ en: "Ice box", nl: "IJskist", de: "" });
-    expect(rec.fields.en).toMatchObject({ name: "Ice box", artnr: "CMS 225", price: 12.5, brand: "Caravell", "brand/key": "caravell", tags: ["cold"] });
-    expect(rec.fields.nl).toMatchObject({ name: "IJskist", artnr: "CMS 225", brand: "Caravell NL", "brand/key": "caravell" });
+    expect(rec.fields.en).toMatchObject({
+      name: "Ice box",
+      artnr: "CMS 225",
+      price: 12.5,
+      brand: "Caravell",
+      "brand/key": "caravell",
+      tags: ["cold"],
+    });
+    expect(rec.fields.nl).toMatchObject({
+      name: "IJskist",
+      artnr: "CMS 225",
+      brand: "Caravell NL",
+      "brand/key": "caravell",
+    });
     expect(rec.fields.de).toMatchObject({ name: null, artnr: "CMS 225", price: 12.5 });
     // Only the languages asked for come back.
     const only = await w.get(a, { languages: ["de"], language: "nl" });
@@ -73,7 +118,11 @@ describe("records: root, create, get, children", () => {
   test("invalid values are refused field by field and reported; valid ones are stored; is_required is a warning", async () => {
     const u = await w.okr("records/update", {
       record: a,
-      fields: { en: { price: "cheap", stock: 3, artnr: "x".repeat(30), constructor: 1, __proto__: 2, toString: 3 }, de: { name: "" }, xx: { name: "?" } },
+      fields: {
+        en: { price: "cheap", stock: 3, artnr: "x".repeat(30), constructor: 1, __proto__: 2, toString: 3 },
+        de: { name: "" },
+        xx: { name: "?" },
+      },
     });
     const report = u.result["report.validation"] as any[];
     const errors = report.filter((r) => r.level === "error").map((r) => `${r.language}:${r.field}:${r.code}`);
@@ -82,7 +131,9 @@ describe("records: root, create, get, children", () => {
     expect(errors).toContain("en:constructor:unknown_field");
     expect(errors).toContain("en:toString:unknown_field");
     expect(errors).toContain("xx::language");
-    expect(report.filter((r) => r.level === "warning")).toEqual([{ record: a, language: "de", field: "name", level: "warning", code: "is_required", message: "name is required" }]);
+    expect(report.filter((r) => r.level === "warning")).toEqual([
+      { record: a, language: "de", field: "name", level: "warning", code: "is_required", message: "name is required" },
+    ]);
     const rec = u.data.records[a];
     expect(rec.fields.en.stock).toBe(3);
     expect(rec.fields.en.price).toBe(12.5);
@@ -96,7 +147,10 @@ describe("records: root, create, get, children", () => {
     await w.okr("definitions/commit", { definition: d });
     const rec = await w.create(group);
     await w.okr("records/definition/set", { record: rec, definition: d });
-    const u = await w.okr("records/update", { record: rec, fields: JSON.parse('{"en": {"__proto__": "x", "constructor": 5}}') });
+    const u = await w.okr("records/update", {
+      record: rec,
+      fields: JSON.parse('{"en": {"__proto__": "x", "constructor": 5}}'),
+    });
     expect(u.result["report.validation"]).toEqual([]);
     const raw = await w.api("records/get", { record: rec, language: "en" });
     const fields = JSON.parse(JSON.stringify(raw.body.data.records[rec].fields.en));
@@ -169,10 +223,20 @@ describe("records: tree", () => {
     expect(r.result["tree.size"]).toBe(r.result.tree.length);
     expect(r.data.records[w.root].fields).toBeUndefined();
     const g = r.result.tree[1];
-    const deep = await w.okr("records/tree", { expanded_records: [w.root, g], ordering: "ord", "page.top": 5, "page.size": 4 });
+    const deep = await w.okr("records/tree", {
+      expanded_records: [w.root, g],
+      ordering: "ord",
+      "page.top": 5,
+      "page.size": 4,
+    });
     const size = deep.result["tree.size"];
     expect(size).toBeGreaterThan(r.result["tree.size"]);
-    const last = await w.okr("records/tree", { expanded_records: [w.root, g], ordering: "ord", "page.top": size - 1, "page.size": 4 });
+    const last = await w.okr("records/tree", {
+      expanded_records: [w.root, g],
+      ordering: "ord",
+      "page.top": size - 1,
+      "page.size": 4,
+    });
     expect(last.result.tree.length).toBe(4);
     expect(last.result["page.top"]).toBe(size - 4);
     expect((await w.api("records/tree", {})).status).toBe(400);

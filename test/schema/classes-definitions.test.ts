@@ -5,12 +5,24 @@ import { definitionFields } from "../../src/features/schema/definitions.service"
 import { schemaWorld } from "./helpers";
 
 let w: Awaited<ReturnType<typeof schemaWorld>>;
-let title = "", width = "", height = "", depth = "";
+let title = "",
+  width = "",
+  height = "",
+  depth = "";
 beforeAll(async () => {
   w = await schemaWorld();
   // Project settings endpoints belong to another area: give the project a second language and a fieldlist directly.
-  w.srv.ctx.db.update(projects).set({ options: { languages: ["en", "nl"], fieldlists: { shop: "Webshop" } } }).where(eq(projects.gid, w.project)).run();
-  [title, width, height, depth] = await Promise.all([w.field("title"), w.field("width", "decimal"), w.field("height", "decimal"), w.field("depth", "decimal")]);
+  w.srv.ctx.db
+    .update(projects)
+    .set({ options: { languages: ["en", "nl"], fieldlists: { shop: "Webshop" } } })
+    .where(eq(projects.gid, w.project))
+    .run();
+  [title, width, height, depth] = await Promise.all([
+    w.field("title"),
+    w.field("width", "decimal"),
+    w.field("height", "decimal"),
+    w.field("depth", "decimal"),
+  ]);
 });
 afterAll(() => w.srv.stop());
 
@@ -19,10 +31,24 @@ describe("classes", () => {
   let layout = "";
 
   test("create gives a new class with a new layout whose root shows its fields", async () => {
-    const r = await w.okr("classes/create", { name: "dimensions", label: { en: "Dimensions" }, fields: [width, height] });
+    const r = await w.okr("classes/create", {
+      name: "dimensions",
+      label: { en: "Dimensions" },
+      fields: [width, height],
+    });
     dims = r.result.class;
     layout = r.result.layout;
-    expect(r.data.classes[dims]).toMatchObject({ gid: dims, original: null, name: "dimensions", label: { en: "Dimensions", nl: "" }, fields: [width, height], layout, metadata: {}, is_new: true, is_working_copy: false });
+    expect(r.data.classes[dims]).toMatchObject({
+      gid: dims,
+      original: null,
+      name: "dimensions",
+      label: { en: "Dimensions", nl: "" },
+      fields: [width, height],
+      layout,
+      metadata: {},
+      is_new: true,
+      is_working_copy: false,
+    });
     const l = r.data.layouts[layout];
     expect(l).toMatchObject({ gid: layout, original: null, name: "dimensions" });
     const root = l.components[l.root];
@@ -49,7 +75,12 @@ describe("classes", () => {
     r = await w.okr("classes/fields/remove", { class: dims, field: height });
     expect(r.data.classes[dims].fields).toEqual([depth, width]);
     const l = r.data.layouts[layout];
-    expect(Object.values(l.components).filter((c: any) => c.type === "field").map((c: any) => c.options.field).sort()).toEqual([depth, width].sort());
+    expect(
+      Object.values(l.components)
+        .filter((c: any) => c.type === "field")
+        .map((c: any) => c.options.field)
+        .sort(),
+    ).toEqual([depth, width].sort());
     await w.okr("classes/commit", { class: dims });
   });
 
@@ -68,21 +99,67 @@ describe("classes", () => {
     expect(Object.keys(c.data.layouts[layout].components)).toHaveLength(4);
     expect((await w.api("layouts/get", { layout: wcLayout })).status).toBe(422);
     const seen = await w.items(since);
-    for (const line of [`INSERT classes ${wc}`, `INSERT layouts ${wcLayout}`, `DELETE classes ${wc}`, `DELETE layouts ${wcLayout}`, `UPDATE classes ${dims}`, `UPDATE layouts ${layout}`]) expect(seen).toContain(line);
+    for (const line of [
+      `INSERT classes ${wc}`,
+      `INSERT layouts ${wcLayout}`,
+      `DELETE classes ${wc}`,
+      `DELETE layouts ${wcLayout}`,
+      `UPDATE classes ${dims}`,
+      `UPDATE layouts ${layout}`,
+    ])
+      expect(seen).toContain(line);
   });
 
   test("layout components: create under a container, modify, delete; bad parents and types are refused", async () => {
-    const tabs = await w.okr("classes/layouts/components/create", { class: dims, parent: (await w.okr("layouts/get", { layout })).data.layouts[layout].root, type: "tabs" });
+    const tabs = await w.okr("classes/layouts/components/create", {
+      class: dims,
+      parent: (await w.okr("layouts/get", { layout })).data.layouts[layout].root,
+      type: "tabs",
+    });
     const wc = tabs.result.class;
     const l1 = tabs.result.layout;
     const tabsGid = tabs.result.component;
-    const tab = await w.okr("classes/layouts/components/create", { class: dims, parent: tabsGid, type: "tab", name: "Sizes" });
+    const tab = await w.okr("classes/layouts/components/create", {
+      class: dims,
+      parent: tabsGid,
+      type: "tab",
+      name: "Sizes",
+    });
     expect(tab.data.layouts[l1].components[tab.result.component]).toEqual({ type: "tab", name: "Sizes", content: [] });
-    expect((await w.api("classes/layouts/components/create", { class: dims, parent: tabsGid, type: "field", options: { field: width } })).body.result.code).toBe(1001);
-    const fieldComp = await w.okr("classes/layouts/components/create", { class: dims, parent: tab.result.component, type: "field", options: { field: width, style: "title" } });
-    expect((await w.api("classes/layouts/components/create", { class: dims, parent: fieldComp.result.component, type: "vertical" })).status).toBe(422);
-    expect((await w.api("classes/layouts/components/create", { class: dims, parent: tabsGid, type: "carousel" })).body.result.code).toBe(1001);
-    const mod = await w.okr("classes/layouts/components/modify", { class: dims, component: tab.result.component, name: "Measures" });
+    expect(
+      (
+        await w.api("classes/layouts/components/create", {
+          class: dims,
+          parent: tabsGid,
+          type: "field",
+          options: { field: width },
+        })
+      ).body.result.code,
+    ).toBe(1001);
+    const fieldComp = await w.okr("classes/layouts/components/create", {
+      class: dims,
+      parent: tab.result.component,
+      type: "field",
+      options: { field: width, style: "title" },
+    });
+    expect(
+      (
+        await w.api("classes/layouts/components/create", {
+          class: dims,
+          parent: fieldComp.result.component,
+          type: "vertical",
+        })
+      ).status,
+    ).toBe(422);
+    expect(
+      (await w.api("classes/layouts/components/create", { class: dims, parent: tabsGid, type: "carousel" })).body.result
+        .code,
+    ).toBe(1001);
+    const mod = await w.okr("classes/layouts/components/modify", {
+      class: dims,
+      component: tab.result.component,
+      name: "Measures",
+    });
     expect(mod.data.layouts[l1].components[tab.result.component].name).toBe("Measures");
     const del = await w.okr("classes/layouts/components/delete", { class: dims, component: tabsGid });
     const comps = del.data.layouts[l1].components;
@@ -121,36 +198,68 @@ describe("classes", () => {
   });
 
   test("a class value is checked against the class's fields", async () => {
-    const r = await w.api("fields/create", { name: "bad_initial", type: "class", options: { class: dims }, initial: { en: { width: "wide" } } });
+    const r = await w.api("fields/create", {
+      name: "bad_initial",
+      type: "class",
+      options: { class: dims },
+      initial: { en: { width: "wide" } },
+    });
     expect(r.body.result.code).toBe(1001);
-    const ok = await w.api("fields/create", { name: "good_initial", type: "class", options: { class: dims }, initial: { en: { width: 1.5 } } });
+    const ok = await w.api("fields/create", {
+      name: "good_initial",
+      type: "class",
+      options: { class: dims },
+      initial: { en: { width: 1.5 } },
+    });
     expect(ok.status).toBe(200);
   });
 
   test("metadata set on a class", async () => {
     const r = await w.okr("classes/metadata/set", { class: dims, name: "print.group", value: "A" });
-    expect(r.data.classes[r.result.class].metadata).toEqual({ "print.group": { type: "textline", is_localized: false, value: "A" } });
+    expect(r.data.classes[r.result.class].metadata).toEqual({
+      "print.group": { type: "textline", is_localized: false, value: "A" },
+    });
     await w.okr("classes/revert", { class: dims });
   });
 });
 
 describe("definitions", () => {
-  let article = "", dims = "", chapter = "";
+  let article = "",
+    dims = "",
+    chapter = "";
 
   test("create, add classes, fields, child definitions and a titlefield, then commit", async () => {
     dims = (await w.okr("classes/get", { classes: [] })).result.classes[0] ?? "";
     const cls = await w.okr("classes/create", { name: "sizes", fields: [width, height] });
     dims = cls.result.class;
     await w.okr("classes/commit", { class: dims });
-    const c = await w.okr("definitions/create", { name: "article", label: { en: "Article", nl: "Artikel" }, fields: [title] });
+    const c = await w.okr("definitions/create", {
+      name: "article",
+      label: { en: "Article", nl: "Artikel" },
+      fields: [title],
+    });
     article = c.result.definition;
-    expect(c.data.definitions[article]).toMatchObject({ name: "article", classes: [], fields: [title], titlefield: null, childdefinitions: [], fieldlists: {}, is_new: true, layout: c.result.layout });
+    expect(c.data.definitions[article]).toMatchObject({
+      name: "article",
+      classes: [],
+      fields: [title],
+      titlefield: null,
+      childdefinitions: [],
+      fieldlists: {},
+      is_new: true,
+      layout: c.result.layout,
+    });
     await w.okr("definitions/classes/add", { definition: article, class: dims });
     await w.okr("definitions/modify", { definition: article, titlefield: title });
     const self = await w.okr("definitions/childdefinitions/add", { definition: article, childdefinition: article });
     expect(self.data.definitions[article].childdefinitions).toEqual([article]);
     const done = await w.okr("definitions/commit", { definition: article });
-    expect(done.data.definitions[article]).toMatchObject({ classes: [dims], fields: [title], titlefield: title, is_new: false });
+    expect(done.data.definitions[article]).toMatchObject({
+      classes: [dims],
+      fields: [title],
+      titlefield: title,
+      is_new: false,
+    });
     chapter = (await w.okr("definitions/create", { name: "chapter", childdefinitions: [article] })).result.definition;
     await w.okr("definitions/commit", { definition: chapter });
   });
@@ -162,13 +271,32 @@ describe("definitions", () => {
   });
 
   test("fieldlists hold a subset of the definition's fields of a project fieldlist", async () => {
-    const r = await w.okr("definitions/fieldlists/fields/add", { definition: article, fieldlist: "shop", field: width });
+    const r = await w.okr("definitions/fieldlists/fields/add", {
+      definition: article,
+      fieldlist: "shop",
+      field: width,
+    });
     const wc = r.result.definition;
     expect(r.data.definitions[wc].fieldlists).toEqual({ shop: [width] });
-    expect((await w.api("definitions/fieldlists/fields/add", { definition: article, fieldlist: "print", field: width })).status).toBe(422);
-    expect((await w.api("definitions/fieldlists/fields/add", { definition: article, fieldlist: "shop", field: depth })).status).toBe(422);
-    await w.okr("definitions/fieldlists/fields/add", { definition: article, fieldlist: "shop", field: title, before_field: width });
-    const mv = await w.okr("definitions/fieldlists/fields/move", { definition: article, fieldlist: "shop", field: title });
+    expect(
+      (await w.api("definitions/fieldlists/fields/add", { definition: article, fieldlist: "print", field: width }))
+        .status,
+    ).toBe(422);
+    expect(
+      (await w.api("definitions/fieldlists/fields/add", { definition: article, fieldlist: "shop", field: depth }))
+        .status,
+    ).toBe(422);
+    await w.okr("definitions/fieldlists/fields/add", {
+      definition: article,
+      fieldlist: "shop",
+      field: title,
+      before_field: width,
+    });
+    const mv = await w.okr("definitions/fieldlists/fields/move", {
+      definition: article,
+      fieldlist: "shop",
+      field: title,
+    });
     expect(mv.data.definitions[wc].fieldlists.shop).toEqual([width, title]);
     await w.okr("definitions/commit", { definition: article });
   });
@@ -176,7 +304,12 @@ describe("definitions", () => {
   test("a dry-run class commit names the fields definitions would lose", async () => {
     const wc = (await w.okr("classes/fields/remove", { class: dims, field: height })).result.class;
     const d = await w.okr("classes/commit", { class: wc, dry_run: true });
-    expect(d.result).toMatchObject({ class: dims, dry_run: true, definitions: [article], would_drop: { fields: { [article]: [height] } } });
+    expect(d.result).toMatchObject({
+      class: dims,
+      dry_run: true,
+      definitions: [article],
+      would_drop: { fields: { [article]: [height] } },
+    });
     const since = await w.cursor();
     await w.okr("classes/commit", { class: wc });
     expect(await w.items(since)).toContain(`UPDATE definitions ${article}`);
@@ -204,12 +337,25 @@ describe("definitions", () => {
     const g = await w.okr("definitions/get", { definition: chapter });
     const layout = g.data.definitions[chapter].layout;
     const root = g.data.layouts[layout].root;
-    const s = await w.okr("definitions/layouts/components/create", { definition: chapter, parent: root, type: "section", name: "Main" });
-    expect(s.data.layouts[s.result.layout].components[s.result.component]).toEqual({ type: "section", name: "Main", content: [] });
+    const s = await w.okr("definitions/layouts/components/create", {
+      definition: chapter,
+      parent: root,
+      type: "section",
+      name: "Main",
+    });
+    expect(s.data.layouts[s.result.layout].components[s.result.component]).toEqual({
+      type: "section",
+      name: "Main",
+      content: [],
+    });
     const bad = await w.api("definitions/layouts/modify", { definition: chapter, root: "nope" });
     expect(bad.body.result.code).toBe(1001);
     const saved = await w.okr("definitions/save_as_new", { definition: chapter });
-    expect(saved.data.definitions[saved.result.definition]).toMatchObject({ name: "chapter_2", original: null, is_new: false });
+    expect(saved.data.definitions[saved.result.definition]).toMatchObject({
+      name: "chapter_2",
+      original: null,
+      is_new: false,
+    });
     expect(saved.result.definition).not.toBe(chapter);
     // The reference: an unmodified definition (or class) cannot be saved as new; a field is answered as it is.
     const again = await w.api("definitions/save_as_new", { definition: chapter });

@@ -11,7 +11,13 @@ describe("fields", () => {
   let length = "";
 
   test("create gives a new field in the reference's shape, with labels for every project language", async () => {
-    const r = await w.okr("fields/create", { name: "length_in_m", type: "decimal", unit: "m", label: { en: "Length" }, options: { min: 0, decimals: 2 } });
+    const r = await w.okr("fields/create", {
+      name: "length_in_m",
+      type: "decimal",
+      unit: "m",
+      label: { en: "Length" },
+      options: { min: 0, decimals: 2 },
+    });
     length = r.result.field;
     expect(r.data.fields[length]).toMatchObject({
       gid: length,
@@ -52,10 +58,28 @@ describe("fields", () => {
     ["min above max", { type: "number", options: { min: 5, max: 1 } }, 1001, "options.min"],
     ["a class field without its class", { type: "class" }, 1001, "options.class"],
     ["a class field naming no class", { type: "class", options: { class: "nope" } }, 1001, "options.class"],
-    ["duplicate value keys", { type: "textline", options: { values: [{ key: "a", label: {} }, { key: "a", label: {} }] } }, 1001, "options.values.1.key"],
+    [
+      "duplicate value keys",
+      {
+        type: "textline",
+        options: {
+          values: [
+            { key: "a", label: {} },
+            { key: "a", label: {} },
+          ],
+        },
+      },
+      1001,
+      "options.values.1.key",
+    ],
     ["a name with a dash", { name: "net-weight" }, 1001, "name"],
     ["a label in a language the project lacks", { label: { fr: "Longueur" } }, 1001, "label.fr"],
-    ["an initial value breaking the options", { type: "number", options: { max: 3 }, initial: { en: 7 } }, 1001, "initial.en"],
+    [
+      "an initial value breaking the options",
+      { type: "number", options: { max: 3 }, initial: { en: 7 } },
+      1001,
+      "initial.en",
+    ],
     ["a bad date option", { type: "date", options: { min: "2024-02-30" } }, 1001, "options.min"],
   ])("create with %s is refused", async (_what, body, code, member) => {
     const r = await w.api("fields/create", body);
@@ -93,7 +117,11 @@ describe("fields", () => {
     const wc = (await w.okr("fields/modify", { field: length })).result.field;
     const c = await w.okr("fields/commit", { field: wc });
     expect(c.result.field).toBe(length);
-    expect(c.data.fields[length]).toMatchObject({ label: { en: "Total length" }, is_required: true, is_working_copy: false });
+    expect(c.data.fields[length]).toMatchObject({
+      label: { en: "Total length" },
+      is_required: true,
+      is_working_copy: false,
+    });
     expect((await w.api("fields/get", { field: wc })).status).toBe(422);
     const seen = await w.items(since);
     expect(seen).toContain(`DELETE fields ${wc}`);
@@ -125,13 +153,23 @@ describe("fields", () => {
     const wc = (await w.okr("fields/modify", { field: length, name: "width_in_m" })).result.field;
     const s = await w.okr("fields/save_as_new", { field: wc });
     expect(s.result.field).toBe(wc);
-    expect(s.data.fields[wc]).toMatchObject({ name: "width_in_m", original: null, is_new: false, is_working_copy: false });
+    expect(s.data.fields[wc]).toMatchObject({
+      name: "width_in_m",
+      original: null,
+      is_new: false,
+      is_working_copy: false,
+    });
     expect((await w.okr("fields/get", { field: length })).data.fields[length].name).toBe("length_in_m");
   });
 
   test("copy makes a new field named after the original; a new field cannot be copied", async () => {
     const c = await w.okr("fields/copy", { field: length });
-    expect(c.data.fields[c.result.field]).toMatchObject({ name: "length_in_m_copy", is_new: true, type: "decimal", unit: "m" });
+    expect(c.data.fields[c.result.field]).toMatchObject({
+      name: "length_in_m_copy",
+      is_new: true,
+      type: "decimal",
+      unit: "m",
+    });
     const bad = await w.api("fields/copy", { field: c.result.field });
     expect(bad.status).toBe(422);
     await w.okr("fields/delete", { field: c.result.field });
@@ -145,9 +183,17 @@ describe("fields", () => {
   });
 
   test("metadata set and clear work on the working copy", async () => {
-    const s = await w.okr("fields/metadata/set", { field: length, name: "heading.abbreviation", type: "textline", is_localized: true, value: { en: "l [m]" } });
+    const s = await w.okr("fields/metadata/set", {
+      field: length,
+      name: "heading.abbreviation",
+      type: "textline",
+      is_localized: true,
+      value: { en: "l [m]" },
+    });
     const wc = s.result.field;
-    expect(s.data.fields[wc].metadata).toEqual({ "heading.abbreviation": { type: "textline", is_localized: true, value: { en: "l [m]" } } });
+    expect(s.data.fields[wc].metadata).toEqual({
+      "heading.abbreviation": { type: "textline", is_localized: true, value: { en: "l [m]" } },
+    });
     const bad = await w.api("fields/metadata/set", { field: length, name: "nodot" });
     expect(bad.body.result.code).toBe(1001);
     const c = await w.okr("fields/metadata/clear", { field: length, name: "heading.abbreviation" });
@@ -181,7 +227,13 @@ describe("fields", () => {
   });
 
   test("a member of the wrong JSON type is a 400; a value the field's rules refuse is a 1001", async () => {
-    for (const body of [{ is_required: "yes" }, { is_localized: 1 }, { unit: 5 }, { label: { en: 5 } }, { label: "Width" }]) {
+    for (const body of [
+      { is_required: "yes" },
+      { is_localized: 1 },
+      { unit: 5 },
+      { label: { en: 5 } },
+      { label: "Width" },
+    ]) {
       const r = await w.api("fields/create", { name: "typed", ...body });
       expect([JSON.stringify(body), r.status]).toEqual([JSON.stringify(body), 400]);
     }

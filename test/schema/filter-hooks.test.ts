@@ -19,12 +19,17 @@ const follower: Feature = {
       apply: (ctx, _tx, log, change) => {
         log.project(change.projectGid, "UPDATE", "follower", change.gid);
         if (change.after.name !== "big_change") return void seen.push({ change });
-        const job = ctx.jobs.enqueue({ kind: "follower_follow", projectGid: change.projectGid, params: { gid: change.gid } });
+        const job = ctx.jobs.enqueue({
+          kind: "follower_follow",
+          projectGid: change.projectGid,
+          params: { gid: change.gid },
+        });
         seen.push({ change, job });
         return { job };
       },
     },
-    schemaUsage: (_ctx, _tx, _projectGid, _kind, gid): Record<string, string[]> => (usedBy.has(gid) ? { follower: usedBy.get(gid)! } : {}),
+    schemaUsage: (_ctx, _tx, _projectGid, _kind, gid): Record<string, string[]> =>
+      usedBy.has(gid) ? { follower: usedBy.get(gid)! } : {},
   },
 };
 
@@ -38,20 +43,44 @@ const okr = async (path: string, body: unknown = {}) => {
   return r.body as { result: any; data: any };
 };
 const names = (r: { result: any; data: any }) =>
-  (r.result.schema_items as { type: string; item: string }[]).map((i) => r.data[i.type === "class" ? "classes" : `${i.type}s`][i.item].name).sort();
+  (r.result.schema_items as { type: string; item: string }[])
+    .map((i) => r.data[i.type === "class" ? "classes" : `${i.type}s`][i.item].name)
+    .sort();
 
-let color = "", width = "", dims = "", article = "";
+let color = "",
+  width = "",
+  dims = "",
+  article = "";
 beforeAll(async () => {
   srv = await TestServer.start({}, undefined, [...features, follower]);
   owner = await srv.user("olivia");
   project = await srv.project(owner.token, "Catalogue");
-  srv.ctx.db.update(projects).set({ options: { languages: ["en", "nl"] } }).where(eq(projects.gid, project)).run();
-  color = (await okr("fields/create", { name: "color", type: "textline", label: { en: "Colour", nl: "Kleur" }, metadata: { "shop.facet": { type: "textline", value: "red" } } })).result.field;
+  srv.ctx.db
+    .update(projects)
+    .set({ options: { languages: ["en", "nl"] } })
+    .where(eq(projects.gid, project))
+    .run();
+  color = (
+    await okr("fields/create", {
+      name: "color",
+      type: "textline",
+      label: { en: "Colour", nl: "Kleur" },
+      metadata: { "shop.facet": { type: "textline", value: "red" } },
+    })
+  ).result.field;
   await okr("fields/commit", { field: color });
   width = (await okr("fields/create", { name: "width", type: "decimal", label: { en: "Width" } })).result.field;
   await okr("fields/commit", { field: width });
-  dims = (await okr("classes/create", { name: "dimensions", fields: [width], label: { en: "Dimensions", nl: "Afmetingen" } })).result.class;
-  article = (await okr("definitions/create", { name: "article", label: { en: "Article" }, metadata: { "print.note": { type: "text", is_localized: true, value: { en: "Only online", nl: "" } } } })).result.definition;
+  dims = (
+    await okr("classes/create", { name: "dimensions", fields: [width], label: { en: "Dimensions", nl: "Afmetingen" } })
+  ).result.class;
+  article = (
+    await okr("definitions/create", {
+      name: "article",
+      label: { en: "Article" },
+      metadata: { "print.note": { type: "text", is_localized: true, value: { en: "Only online", nl: "" } } },
+    })
+  ).result.definition;
 });
 afterAll(() => srv.stop());
 
@@ -60,13 +89,47 @@ describe("schema/search in the shared filter language", () => {
     ["label in the request language", { language: "nl", filter: ["label", "is", "kleur"] }, ["color"]],
     ["label q in another language finds nothing there", { language: "nl", filter: ["label", "q", "colour"] }, []],
     ["kind", { filter: ["kind", "is", "class"] }, ["dimensions"]],
-    ["type: the item type or a field's type", { filter: ["or", "", [["type", "is", "definition"], ["type", "is", "decimal"]]] }, ["article", "width"]],
-    ["status and is_new", { filter: ["and", "", [["status", "is", "new"], ["is_new", "is_true"]]] }, ["article", "dimensions"]],
+    [
+      "type: the item type or a field's type",
+      {
+        filter: [
+          "or",
+          "",
+          [
+            ["type", "is", "definition"],
+            ["type", "is", "decimal"],
+          ],
+        ],
+      },
+      ["article", "width"],
+    ],
+    [
+      "status and is_new",
+      {
+        filter: [
+          "and",
+          "",
+          [
+            ["status", "is", "new"],
+            ["is_new", "is_true"],
+          ],
+        ],
+      },
+      ["article", "dimensions"],
+    ],
     ["a metadata key", { filter: ["metadata", "has", "shop.facet"] }, ["color"]],
     ["a metadata value by dotted name", { filter: ["metadata.shop.facet", "is", "RED"] }, ["color"]],
     ["a metadata value as [key, value]", { filter: ["metadata", "is", ["shop.facet", "red"]] }, ["color"]],
-    ["labels not translated into the search language", { language: "nl", filter: ["validation", "not_translated", "label"] }, ["article", "width"]],
-    ["localized metadata not translated", { language: "nl", filter: ["validation", "not_translated", "metadata"] }, ["article"]],
+    [
+      "labels not translated into the search language",
+      { language: "nl", filter: ["validation", "not_translated", "label"] },
+      ["article", "width"],
+    ],
+    [
+      "localized metadata not translated",
+      { language: "nl", filter: ["validation", "not_translated", "metadata"] },
+      ["article"],
+    ],
     ["q with a field type and an excluded term", { q: "+decimal -colour" }, ["width"]],
     ["q and filter together", { q: "i", filter: ["kind", "in", ["class", "definition"]] }, ["article", "dimensions"]],
   ])("%s", async (_what, body, expected) => {
@@ -82,11 +145,25 @@ describe("schema/search in the shared filter language", () => {
     expect(page.result.schema_items).toEqual(all.result.schema_items.slice(1, 3));
     expect(page.result["schema_items.size"]).toBe(4);
     // Definitions first, then classes, then fields.
-    expect(all.result.schema_items.map((i: { type: string }) => i.type)).toEqual(["definition", "class", "field", "field"]);
+    expect(all.result.schema_items.map((i: { type: string }) => i.type)).toEqual([
+      "definition",
+      "class",
+      "field",
+      "field",
+    ]);
   });
 
   test("a filter the language refuses is a 400 naming the place; times do not exist for schema items", async () => {
-    const r = await api("schema/search", { filter: ["and", "", [["name", "is", "x"], ["name", "sounds_like", "x"]]] });
+    const r = await api("schema/search", {
+      filter: [
+        "and",
+        "",
+        [
+          ["name", "is", "x"],
+          ["name", "sounds_like", "x"],
+        ],
+      ],
+    });
     expect(r.status).toBe(400);
     expect(r.body.result.info).toMatchObject({ "Invalid parameter": "filter", path: "filter[2][1][1]" });
     expect((await api("schema/search", { filter: ["updated_on", "<", [3, "days"]] })).status).toBe(400);
@@ -95,9 +172,15 @@ describe("schema/search in the shared filter language", () => {
   });
 
   test("saved schema queries are checked against the same fields and work as selection elements", async () => {
-    const bad = await srv.call(`/api/p/${project}/queries/create`, { token: owner.token, body: { type: "schema", name: "Old", filter: ["updated_on", "<", [3, "days"]] } });
+    const bad = await srv.call(`/api/p/${project}/queries/create`, {
+      token: owner.token,
+      body: { type: "schema", name: "Old", filter: ["updated_on", "<", [3, "days"]] },
+    });
     expect(bad.body.result.code).toBe(1002);
-    const q = await srv.call(`/api/p/${project}/queries/create`, { token: owner.token, body: { type: "schema", name: "Classes", filter: ["kind", "is", "class"] } });
+    const q = await srv.call(`/api/p/${project}/queries/create`, {
+      token: owner.token,
+      body: { type: "schema", name: "Classes", filter: ["kind", "is", "class"] },
+    });
     expect(q.status).toBe(200);
     const r = await okr("schema/bulk/get", { selection: [{ query: q.body.result.query }] });
     expect(r.result.schema_items).toEqual([{ type: "class", item: dims }]);
@@ -125,10 +208,19 @@ describe("hooks of other features", () => {
     const r = await okr("fields/commit", { field: color });
     expect(seen.length).toBe(before + 1);
     const { change, job } = seen.at(-1)!;
-    expect(change).toMatchObject({ kind: "field", gid: color, before: { name: "color" }, after: { name: "big_change" } });
+    expect(change).toMatchObject({
+      kind: "field",
+      gid: color,
+      before: { name: "color" },
+      after: { name: "big_change" },
+    });
     expect(r.result["job.tokens"]).toEqual([job]);
     const s = await srv.call("/sync/get", { token: owner.token, body: { project, cursor: 0 } });
-    expect((s.body.result.sync as { data_type: string; data_key: string }[]).some((i) => i.data_type === "follower" && i.data_key === color)).toBe(true);
+    expect(
+      (s.body.result.sync as { data_type: string; data_key: string }[]).some(
+        (i) => i.data_type === "follower" && i.data_key === color,
+      ),
+    ).toBe(true);
   });
 
   test("hooks.schemaUsage keeps a used item from being deleted and is named in used_by", async () => {

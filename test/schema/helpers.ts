@@ -9,18 +9,22 @@ export async function schemaWorld(flags: Record<string, string> = {}, dataDir?: 
   const project = await srv.project(owner.token, "Catalogue");
   srv.addMember(project, bob.gid);
   /** POST /api/p/<project>/<path> as `who`. */
-  const api = (path: string, body: unknown = {}, who: U = owner) => srv.call(`/api/p/${project}/${path}`, { token: who.token, body });
+  const api = (path: string, body: unknown = {}, who: U = owner) =>
+    srv.call(`/api/p/${project}/${path}`, { token: who.token, body });
   /** The result of a call that must succeed (throws with the answer otherwise). */
   const okr = async (path: string, body: unknown = {}, who: U = owner) => {
     const r = await api(path, body, who);
     if (r.status !== 200) throw new Error(`${path} answered ${r.status}: ${JSON.stringify(r.body)}`);
     return r.body as { result: any; data: any };
   };
-  const cursor = async (who: U = owner): Promise<number> => (await srv.call("/sync/cursors", { token: who.token, body: { project } })).body.result.cursor;
+  const cursor = async (who: U = owner): Promise<number> =>
+    (await srv.call("/sync/cursors", { token: who.token, body: { project } })).body.result.cursor;
   /** Project sync items after `since`, as "ACTION data_type data_key" lines. */
   const items = async (since: number, who: U = owner): Promise<string[]> => {
     const r = await srv.call("/sync/get", { token: who.token, body: { project, cursor: since } });
-    return (r.body.result.sync as any[]).filter((i) => i.type === project).map((i) => `${i.action} ${i.data_type} ${i.data_key}`);
+    return (r.body.result.sync as any[])
+      .filter((i) => i.type === project)
+      .map((i) => `${i.action} ${i.data_type} ${i.data_key}`);
   };
   /** Creates and commits a field; returns its gid. */
   const field = async (name: string, type = "textline", extra: Record<string, unknown> = {}) => {

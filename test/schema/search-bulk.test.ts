@@ -3,7 +3,12 @@ import { until } from "../helpers/server";
 import { schemaWorld } from "./helpers";
 
 let w: Awaited<ReturnType<typeof schemaWorld>>;
-let color = "", weight = "", size = "", draft = "", cls = "", def = "";
+let color = "",
+  weight = "",
+  size = "",
+  draft = "",
+  cls = "",
+  def = "";
 beforeAll(async () => {
   w = await schemaWorld();
   color = await w.field("color", "textline", { label: { en: "Colour" } });
@@ -17,11 +22,15 @@ afterAll(() => w.srv.stop());
 
 /** Waits for a job's final state through the owner's cc sync items. */
 async function jobDone(token: string) {
-  return until(async () => {
-    const r = await w.srv.call("/sync/get", { token: w.owner.token, body: { cc_cursor: 0 } });
-    const last = (r.body.result.sync as any[]).filter((i) => i.data_type === "jobs" && i.data_key === token).at(-1);
-    return last && (last.data.status === "done" || last.data.status === "rejected") ? last.data : undefined;
-  }, 10000, `job ${token}`);
+  return until(
+    async () => {
+      const r = await w.srv.call("/sync/get", { token: w.owner.token, body: { cc_cursor: 0 } });
+      const last = (r.body.result.sync as any[]).filter((i) => i.data_type === "jobs" && i.data_key === token).at(-1);
+      return last && (last.data.status === "done" || last.data.status === "rejected") ? last.data : undefined;
+    },
+    10000,
+    `job ${token}`,
+  );
 }
 
 describe("schema/search", () => {
@@ -31,11 +40,25 @@ describe("schema/search", () => {
     ["a filter on the name", { filter: ["name", "is", "SIZE"] }, ["field"]],
     ["a filter on the item type", { filter: ["type", "is", "definition"] }, ["definition"]],
     ["a filter on the field type", { filter: ["type", "is", "decimal"] }, ["field"]],
-    ["uncommitted items", { filter: ["and", "", [["is_committed", "is_false"], ["not", "", ["type", "is", "class"]]]] }, ["definition", "field"]],
+    [
+      "uncommitted items",
+      {
+        filter: [
+          "and",
+          "",
+          [
+            ["is_committed", "is_false"],
+            ["not", "", ["type", "is", "class"]],
+          ],
+        ],
+      },
+      ["definition", "field"],
+    ],
   ])("%s", async (_what, body, types) => {
     const r = await w.okr("schema/search", { language: "en", ...body });
     expect(r.result.schema_items.map((i: any) => i.type).sort()).toEqual((types as string[]).sort());
-    for (const i of r.result.schema_items) expect(r.data[`${i.type === "class" ? "classes" : i.type + "s"}`][i.item]).toBeDefined();
+    for (const i of r.result.schema_items)
+      expect(r.data[`${i.type === "class" ? "classes" : i.type + "s"}`][i.item]).toBeDefined();
     expect(r.result["schema_items.size"]).toBe(r.result.schema_items.length);
   });
 
@@ -52,7 +75,11 @@ describe("schema/bulk", () => {
     let cursor: string | undefined;
     let size_ = 0;
     for (let i = 0; i < 5; i++) {
-      const r = await w.okr("schema/bulk/get", { selection, "page.size": 2, ...(cursor ? { "page.cursor": cursor } : {}) });
+      const r = await w.okr("schema/bulk/get", {
+        selection,
+        "page.size": 2,
+        ...(cursor ? { "page.cursor": cursor } : {}),
+      });
       size_ = r.result["schema_items.size"];
       seen.push(...r.result.schema_items.map((x: any) => x.item));
       cursor = r.result["page.cursor"];
@@ -75,10 +102,15 @@ describe("schema/bulk", () => {
     const since = await w.cursor();
     const r = await w.okr("schema/bulk/commit", { selection: [draft, cls, def, size] });
     const job = await jobDone(r.result["job.token"]);
-    expect(job).toMatchObject({ status: "done", job: "bulk_commit_schema", info: { total: 4, remaining: 0, done: 3, skipped: 1 } });
+    expect(job).toMatchObject({
+      status: "done",
+      job: "bulk_commit_schema",
+      info: { total: 4, remaining: 0, done: 3, skipped: 1 },
+    });
     expect(job.info.skipped_items[0].gid).toBe(size);
     const g = await w.okr("schema/bulk/get", { selection: [draft, cls, def] });
-    for (const d of Object.values({ ...g.data.fields, ...g.data.classes, ...g.data.definitions }) as any[]) expect(d.is_new).toBe(false);
+    for (const d of Object.values({ ...g.data.fields, ...g.data.classes, ...g.data.definitions }) as any[])
+      expect(d.is_new).toBe(false);
     const seen = await w.items(since);
     expect(seen).toContain(`UPDATE fields ${draft}`);
     expect(seen).toContain(`UPDATE definitions ${def}`);
@@ -102,7 +134,10 @@ describe("schema/bulk", () => {
     expect((await jobDone(r.result["job.token"])).info.done).toBe(1);
     const s = await w.okr("schema/bulk/save_as_new", { selection: [wcSize] });
     expect((await jobDone(s.result["job.token"])).info.done).toBe(1);
-    expect((await w.okr("fields/get", { field: wcSize })).data.fields[wcSize]).toMatchObject({ name: "size_eu", original: null });
+    expect((await w.okr("fields/get", { field: wcSize })).data.fields[wcSize]).toMatchObject({
+      name: "size_eu",
+      original: null,
+    });
   });
 
   test("a stranger cannot search or start bulk jobs", async () => {

@@ -11,10 +11,19 @@ beforeAll(async () => {
   size = await w.field("size", "textline", {
     label: { en: "Size", nl: "Maat" },
     initial: { en: "m", nl: "m" },
-    options: { values: [{ key: "s", label: { en: "Small", nl: "Klein" } }, { key: "m", label: { en: "Medium", nl: "Middel" } }] },
-    metadata: { "shop.hint": { type: "textline", is_localized: true, value: { en: "Pick one", nl: "Kies er een" } }, "shop.rank": { type: "number", value: 3 } },
+    options: {
+      values: [
+        { key: "s", label: { en: "Small", nl: "Klein" } },
+        { key: "m", label: { en: "Medium", nl: "Middel" } },
+      ],
+    },
+    metadata: {
+      "shop.hint": { type: "textline", is_localized: true, value: { en: "Pick one", nl: "Kies er een" } },
+      "shop.rank": { type: "number", value: 3 },
+    },
   });
-  def = (await w.okr("definitions/create", { name: "shirt", label: { en: "Shirt", nl: "Hemd" }, fields: [size] })).result.definition;
+  def = (await w.okr("definitions/create", { name: "shirt", label: { en: "Shirt", nl: "Hemd" }, fields: [size] }))
+    .result.definition;
   await w.okr("definitions/commit", { definition: def });
 });
 afterAll(() => w.srv.stop());
@@ -80,7 +89,9 @@ describe("the schema follows deleted fieldlists", () => {
     await w.okr("definitions/commit", { definition: def });
     const since = await w.cursor();
     await w.okr("fieldlists/delete", { fieldlist: shop });
-    expect((await w.okr("definitions/get", { definition: def })).data.definitions[def].fieldlists).toEqual({ [print]: [size] });
+    expect((await w.okr("definitions/get", { definition: def })).data.definitions[def].fieldlists).toEqual({
+      [print]: [size],
+    });
     expect(await w.items(since)).toContain(`UPDATE definitions ${def}`);
   });
 

@@ -14,9 +14,11 @@ beforeAll(async () => {
 });
 afterAll(() => w.srv.stop());
 
-const batch = (requests: unknown[]) => w.srv.call(`/api/p/${w.project}/batch`, { token: w.owner.token, body: { requests } });
+const batch = (requests: unknown[]) =>
+  w.srv.call(`/api/p/${w.project}/batch`, { token: w.owner.token, body: { requests } });
 const fieldLabel = async (gid: string) => (await w.okr("fields/get", { field: gid })).data.fields[gid].label.en;
-const initFields = async () => (await w.srv.call(`/api/p/${w.project}/init`, { token: w.owner.token })).body.data.fields as Record<string, any>;
+const initFields = async () =>
+  (await w.srv.call(`/api/p/${w.project}/init`, { token: w.owner.token })).body.data.fields as Record<string, any>;
 
 describe("the schema's cached answers are never stale", () => {
   test("fields/get after modify, commit, revert, save_as_new and delete", async () => {
@@ -69,7 +71,11 @@ describe("the schema's cached answers are never stale", () => {
     await w.okr("definitions/commit", { definition: def });
     const after = await getDef();
     expect(after.layouts[after.definitions[def].layout].name).toBe("renamed_layout");
-    expect((await w.okr("layouts/get", { layout: after.definitions[def].layout })).data.layouts[after.definitions[def].layout].name).toBe("renamed_layout");
+    expect(
+      (await w.okr("layouts/get", { layout: after.definitions[def].layout })).data.layouts[
+        after.definitions[def].layout
+      ].name,
+    ).toBe("renamed_layout");
     await w.okr("definitions/modify", { definition: def, label: { en: "Gone soon" } });
     await w.okr("definitions/revert", { definition: def });
     expect((await getDef()).definitions[def].label.en).toBe("");
@@ -112,11 +118,18 @@ describe("the schema's cached answers are never stale", () => {
     // classes/modify writes the working copy and then fails on the unknown field: one unit, rolled back.
     const bad = await w.api("classes/modify", { class: cls, name: "snap_renamed", fields: [f, "no-such-field"] });
     expect(bad.status).toBe(422);
-    const dict = (await initFields());
+    const dict = await initFields();
     expect(dict[f]).toBeDefined();
     const got = await w.okr("classes/get", { class: cls });
     expect(got.data.classes[cls]).toMatchObject({ name: "snap_tall", is_working_copy: false });
-    expect(Object.values((await w.srv.call(`/api/p/${w.project}/init`, { token: w.owner.token })).body.data.classes as Record<string, any>).filter((c) => c.original === cls)).toEqual([]);
+    expect(
+      Object.values(
+        (await w.srv.call(`/api/p/${w.project}/init`, { token: w.owner.token })).body.data.classes as Record<
+          string,
+          any
+        >,
+      ).filter((c) => c.original === cls),
+    ).toEqual([]);
   });
 });
 
@@ -124,8 +137,18 @@ describe("a snapshot's answer sent again", () => {
   test("is the same bytes and headers as the first answer, as the list form would encode it, and a member's access is still checked every time", async () => {
     const f = await w.field("snap_bytes", "number", { label: { en: "Depth" } });
     const raw = async (path: string, body: unknown, token = w.owner.token) => {
-      const res = await fetch(`${w.srv.url}/api/p/${w.project}/${path}`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify(body) });
-      return { status: res.status, type: res.headers.get("content-type"), auth: res.headers.get("authorization"), id: res.headers.get("x-request-id"), text: await res.text() };
+      const res = await fetch(`${w.srv.url}/api/p/${w.project}/${path}`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+      return {
+        status: res.status,
+        type: res.headers.get("content-type"),
+        auth: res.headers.get("authorization"),
+        id: res.headers.get("x-request-id"),
+        text: await res.text(),
+      };
     };
     const first = await raw("fields/get", { field: f });
     const again = await raw("fields/get", { field: f });
@@ -138,7 +161,11 @@ describe("a snapshot's answer sent again", () => {
     const list = await raw("fields/get", { fields: [f] });
     expect(list.type).toBe(first.type);
     expect(JSON.parse(list.text).data.fields[f]).toEqual(JSON.parse(first.text).data.fields[f]);
-    expect(JSON.parse(first.text)).toEqual({ success: true, result: { field: f }, data: { fields: { [f]: JSON.parse(list.text).data.fields[f] } } });
+    expect(JSON.parse(first.text)).toEqual({
+      success: true,
+      result: { field: f },
+      data: { fields: { [f]: JSON.parse(list.text).data.fields[f] } },
+    });
     // Access is checked on every request, not kept with the answer.
     expect((await raw("fields/get", { field: f }, w.bob.token)).text).toBe(first.text);
     expect((await raw("fields/get", { field: f }, w.stranger.token)).status).toBe(403);

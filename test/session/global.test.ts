@@ -22,7 +22,12 @@ beforeAll(async () => {
 afterAll(() => srv.stop());
 
 /** Every JWT-protected global endpoint with a valid body and the first member it requires. */
-const protectedEndpoints: { path: string; method: "GET" | "POST"; body?: () => Record<string, unknown>; first?: string }[] = [
+const protectedEndpoints: {
+  path: string;
+  method: "GET" | "POST";
+  body?: () => Record<string, unknown>;
+  first?: string;
+}[] = [
   { path: "/api/init", method: "GET" },
   { path: "/api/languages/get", method: "GET" },
   { path: "/api/users/get", method: "POST", body: () => ({ user: alice.gid }), first: "user" },
@@ -39,13 +44,21 @@ describe("every JWT-protected endpoint", () => {
     test(`${e.path} without a JWT answers 401 Permission denied with a Bearer challenge`, async () => {
       const r = await srv.call(e.path, { method: e.method, body: e.body?.() });
       expect(r.status).toBe(401);
-      expect(r.body).toEqual({ success: false, result: { code: 401, message: "Permission denied", info: {} }, data: {} });
+      expect(r.body).toEqual({
+        success: false,
+        result: { code: 401, message: "Permission denied", info: {} },
+        data: {},
+      });
       expect(r.headers.get("www-authenticate")).toMatch(/^Bearer realm="apis"/);
     });
 
     test(`${e.path} with a forged JWT answers 401`, async () => {
       const [h, p] = alice.token.split(".");
-      const r = await srv.call(e.path, { method: e.method, body: e.body?.(), token: `${h}.${p}.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA` });
+      const r = await srv.call(e.path, {
+        method: e.method,
+        body: e.body?.(),
+        token: `${h}.${p}.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA`,
+      });
       expect(r.status).toBe(401);
     });
 
@@ -119,13 +132,25 @@ describe("users/get and members/get", () => {
     const r = await srv.call("/api/users/get", { token: alice.token, body: { user: alice.gid } });
     expect(r.body.result).toEqual({ user: alice.gid });
     expect(r.body.data["cc.users"][alice.gid]).toEqual({
-      gid: alice.gid, username: "alice", email: "alice@example.test", name: "", avatar: null, status: "active", options: { language: "en", timezone: "UTC" },
+      gid: alice.gid,
+      username: "alice",
+      email: "alice@example.test",
+      name: "",
+      avatar: null,
+      status: "active",
+      options: { language: "en", timezone: "UTC" },
     });
   });
 
   test("a co-member sees the short form", async () => {
     const r = await srv.call("/api/users/get", { token: bob.token, body: { user: alice.gid } });
-    expect(r.body.data["cc.users"][alice.gid]).toEqual({ gid: alice.gid, username: "alice", name: "", avatar: null, status: "active" });
+    expect(r.body.data["cc.users"][alice.gid]).toEqual({
+      gid: alice.gid,
+      username: "alice",
+      name: "",
+      avatar: null,
+      status: "active",
+    });
   });
 
   test("a stranger gets 422 for another user", async () => {
@@ -142,7 +167,9 @@ describe("users/get and members/get", () => {
   test("members/get gives a co-member's membership in short form and one's own in full", async () => {
     const other = await srv.call("/api/members/get", { token: bob.token, body: { project, member: alice.gid } });
     expect(other.status).toBe(200);
-    expect(other.body.data["cc.projects_members"]).toEqual([{ project_gid: project, user_gid: alice.gid, status: "active", roles: ["owner"] }]);
+    expect(other.body.data["cc.projects_members"]).toEqual([
+      { project_gid: project, user_gid: alice.gid, status: "active", roles: ["owner"] },
+    ]);
     const own = await srv.call("/api/members/get", { token: alice.token, body: { project, member: alice.gid } });
     expect(own.body.data["cc.projects_members"][0].options).toEqual({
       notifications: { email: "alice@example.test", events: ["all"], frequency: "immediate" },
@@ -176,7 +203,10 @@ describe("languages and username", () => {
 });
 
 describe("projects", () => {
-  const png = () => sharp({ create: { width: 300, height: 200, channels: 4, background: "#ff0000" } }).png().toBuffer();
+  const png = () =>
+    sharp({ create: { width: 300, height: 200, channels: 4, background: "#ff0000" } })
+      .png()
+      .toBuffer();
 
   test("a member reads the project; a stranger gets 403", async () => {
     expect((await srv.call("/api/projects/get", { token: bob.token, body: { project } })).status).toBe(200);
@@ -184,14 +214,25 @@ describe("projects", () => {
   });
 
   test("update by a stranger is 403; members and the owner rename and set the time zone", async () => {
-    expect((await srv.call("/api/projects/update", { token: carol.token, body: { project, name: "X" } })).status).toBe(403);
-    const byMember = await srv.call("/api/projects/update", { token: bob.token, body: { project, timezone: "Europe/Berlin" } });
+    expect((await srv.call("/api/projects/update", { token: carol.token, body: { project, name: "X" } })).status).toBe(
+      403,
+    );
+    const byMember = await srv.call("/api/projects/update", {
+      token: bob.token,
+      body: { project, timezone: "Europe/Berlin" },
+    });
     expect(byMember.status).toBe(200);
     expect(byMember.body.data["cc.projects"][project].options.timezone).toBe("Europe/Berlin");
     const r = await srv.call("/api/projects/update", { token: alice.token, body: { project, name: "Renamed" } });
     expect(r.body.result).toEqual({ project });
-    expect(r.body.data["cc.projects"][project]).toMatchObject({ name: "Renamed", options: { timezone: "Europe/Berlin" } });
-    const bad = await srv.call("/api/projects/update", { token: alice.token, body: { project, timezone: "Mars/Olympus" } });
+    expect(r.body.data["cc.projects"][project]).toMatchObject({
+      name: "Renamed",
+      options: { timezone: "Europe/Berlin" },
+    });
+    const bad = await srv.call("/api/projects/update", {
+      token: alice.token,
+      body: { project, timezone: "Mars/Olympus" },
+    });
     expect(bad.status).toBe(422);
     expect(bad.body.result.validation[0]).toMatchObject({ field: "timezone", rule: "timezone" });
   });
@@ -203,7 +244,15 @@ describe("projects", () => {
     expect(r.body.result).toEqual({ project: gid, project_members: [alice.gid] });
     const p = r.body.data["cc.projects"][gid];
     expect(Object.keys(p).sort()).toEqual(["backups", "build", "gid", "icon", "name", "options", "owner", "status"]);
-    expect(p).toMatchObject({ gid, name: "untitled project", icon: "", owner: alice.gid, status: "active", backups: { versions: [], next_version: 1 }, build: 1 });
+    expect(p).toMatchObject({
+      gid,
+      name: "untitled project",
+      icon: "",
+      owner: alice.gid,
+      status: "active",
+      backups: { versions: [], next_version: 1 },
+      build: 1,
+    });
     const o = p.options;
     expect(o.timezone).toBe("UTC");
     expect(o.languages).toEqual(["en"]);
@@ -215,9 +264,17 @@ describe("projects", () => {
     expect(o.orderedorderings).toEqual(Object.keys(o.orderings));
     expect(Object.values(o.fieldlists)).toEqual(["Main fieldlist"]);
     expect(o.orderedfieldlists).toEqual(Object.keys(o.fieldlists));
-    expect(r.body.data["cc.projects_members"]).toEqual([expect.objectContaining({ project_gid: gid, user_gid: alice.gid, roles: ["owner"] })]);
-    const named = await srv.call("/api/projects/create", { token: alice.token, body: { name: "Zoned", timezone: "America/New_York" } });
-    expect(named.body.data["cc.projects"][named.body.result.project]).toMatchObject({ name: "Zoned", options: { timezone: "America/New_York" } });
+    expect(r.body.data["cc.projects_members"]).toEqual([
+      expect.objectContaining({ project_gid: gid, user_gid: alice.gid, roles: ["owner"] }),
+    ]);
+    const named = await srv.call("/api/projects/create", {
+      token: alice.token,
+      body: { name: "Zoned", timezone: "America/New_York" },
+    });
+    expect(named.body.data["cc.projects"][named.body.result.project]).toMatchObject({
+      name: "Zoned",
+      options: { timezone: "America/New_York" },
+    });
     const bad = await srv.call("/api/projects/create", { token: alice.token, body: { timezone: "nowhere" } });
     expect(bad.body.result.code).toBe(1001);
   });
@@ -254,7 +311,11 @@ describe("projects", () => {
     form.append("project", project);
     form.append("file", new File(["not an image at all"], "icon.png", { type: "image/png" }));
     const r = await srv.call("/api/projects/upload_icon", { token: alice.token, body: form });
-    expect([r.status, r.body.result.message, r.body.result.info.reason]).toEqual([422, "Invalid file upload", "Not an image"]);
+    expect([r.status, r.body.result.message, r.body.result.info.reason]).toEqual([
+      422,
+      "Invalid file upload",
+      "Not an image",
+    ]);
   });
 
   test("upload_icon by a member who is not the owner is 403", async () => {
@@ -272,7 +333,9 @@ describe("projects", () => {
     form.append("file", new File([await png()], "i.png"));
     await srv.call("/api/projects/upload_icon", { token: alice.token, body: form });
     const cursor = (await srv.call("/sync/cursors", { token: bob.token, body: {} })).body.result["cc.cursor"];
-    expect((await srv.call("/api/projects/permanent_delete", { token: bob.token, body: { project: gid } })).status).toBe(403);
+    expect(
+      (await srv.call("/api/projects/permanent_delete", { token: bob.token, body: { project: gid } })).status,
+    ).toBe(403);
     // The reference: only a deleted project can be deleted permanently.
     const active = await srv.call("/api/projects/permanent_delete", { token: alice.token, body: { project: gid } });
     expect([active.status, active.body.result.message]).toEqual([422, "Deletion failed"]);
@@ -307,7 +370,8 @@ describe("polled sync", () => {
   });
 
   test("more items than the page limit come with a warning; asking on from the last cursor drains them", async () => {
-    for (let i = 0; i < 12; i++) await srv.call("/api/projects/update", { token: alice.token, body: { project, name: `N${i}` } });
+    for (let i = 0; i < 12; i++)
+      await srv.call("/api/projects/update", { token: alice.token, body: { project, name: `N${i}` } });
     let cursor = 0;
     let pages = 0;
     const seen: number[] = [];
@@ -326,11 +390,19 @@ describe("polled sync", () => {
   });
 
   test("a cursor older than the retained log answers the re-initialise warning", async () => {
-    srv.ctx.db.insert(meta).values({ key: "changes.floor", value: "5" }).onConflictDoUpdate({ target: meta.key, set: { value: "5" } }).run();
+    srv.ctx.db
+      .insert(meta)
+      .values({ key: "changes.floor", value: "5" })
+      .onConflictDoUpdate({ target: meta.key, set: { value: "5" } })
+      .run();
     try {
       const r = await srv.call("/sync/get", { token: alice.token, body: { cc_cursor: 1 } });
       expect(r.status).toBe(200);
-      expect(r.body.result).toMatchObject({ sync: [], reinit: true, warning: expect.stringContaining("re-initialise") });
+      expect(r.body.result).toMatchObject({
+        sync: [],
+        reinit: true,
+        warning: expect.stringContaining("re-initialise"),
+      });
     } finally {
       srv.ctx.db.delete(meta).where(eq(meta.key, "changes.floor")).run();
     }

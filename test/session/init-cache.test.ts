@@ -56,7 +56,9 @@ describe("kept init payloads", () => {
 
   test("a project init after a rename, a new member and a new field shows each of them with a newer cursor", async () => {
     const before = await init(bob);
-    expect((await srv.call("/api/projects/update", { token: alice.token, body: { project, name: "Renamed" } })).status).toBe(200);
+    expect(
+      (await srv.call("/api/projects/update", { token: alice.token, body: { project, name: "Renamed" } })).status,
+    ).toBe(200);
     const renamed = await init(bob);
     expect(renamed.data["cc.projects"][project].name).toBe("Renamed");
     expect(renamed.result.cursor).toBeGreaterThan(before.result.cursor);
@@ -67,7 +69,10 @@ describe("kept init payloads", () => {
     expect((await init(bob)).result.project_members).toContain(carol.gid);
     expect((await globalInit(carol)).data["cc.projects"][project]).toBeDefined();
 
-    const field = await srv.call(`/api/p/${project}/fields/create`, { token: alice.token, body: { name: "colour", type: "textline", label: { en: "Colour" } } });
+    const field = await srv.call(`/api/p/${project}/fields/create`, {
+      token: alice.token,
+      body: { name: "colour", type: "textline", label: { en: "Colour" } },
+    });
     expect(field.status).toBe(200);
     expect(Object.keys((await init(bob)).data.fields)).toContain(field.body.result.field);
   });

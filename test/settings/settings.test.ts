@@ -57,7 +57,11 @@ describe("languages", () => {
   });
 
   test("move puts a language before another or at the end; the first is the main language", async () => {
-    expect(options(await call("languages/move", { language: "nl", before_language: "en" })).languages).toEqual(["nl", "en", "de"]);
+    expect(options(await call("languages/move", { language: "nl", before_language: "en" })).languages).toEqual([
+      "nl",
+      "en",
+      "de",
+    ]);
     expect(options(await call("languages/move", { language: "nl" })).languages).toEqual(["en", "de", "nl"]);
     expect((await call("languages/move", { language: "fr" })).status).toBe(400);
     expect((await call("languages/move", { language: "en", before_language: "fr" })).status).toBe(400);
@@ -74,7 +78,8 @@ describe("languages", () => {
     expect(gone.body.result).toEqual({ project, removed_values: 3 });
     expect(calls).toEqual([`removed ${project} de`]);
     // The hook's own sync items are part of the same change.
-    const items = (await srv.call("/sync/get", { token: alice.token, body: { project, cursor: pSince } })).body.result.sync as any[];
+    const items = (await srv.call("/sync/get", { token: alice.token, body: { project, cursor: pSince } })).body.result
+      .sync as any[];
     expect(items.map((i) => `${i.action} ${i.data_type} ${i.data_key}`)).toEqual(["UPDATE fields probefield"]);
     const last = await call("languages/remove", { language: "en", remove_values: true });
     expect(last.status).toBe(422);
@@ -123,7 +128,9 @@ describe("channels, orderings and fieldlists", () => {
   }
 
   test("the __all__ channel cannot be renamed, moved, deleted, or have a channel moved before it", async () => {
-    const main = (await srv.call("/api/projects/get", { token: alice.token, body: { project } })).body.data["cc.projects"][project].options.orderedchannels[1];
+    const main = (await srv.call("/api/projects/get", { token: alice.token, body: { project } })).body.data[
+      "cc.projects"
+    ][project].options.orderedchannels[1];
     for (const [op, body] of [
       ["update", { channel: "__all__", name: "x" }],
       ["move", { channel: "__all__" }],
@@ -133,7 +140,9 @@ describe("channels, orderings and fieldlists", () => {
       const r = await call(`channels/${op}`, body);
       expect([op, r.status]).toEqual([op, 400]);
     }
-    const p = (await srv.call("/api/projects/get", { token: alice.token, body: { project } })).body.data["cc.projects"][project].options;
+    const p = (await srv.call("/api/projects/get", { token: alice.token, body: { project } })).body.data["cc.projects"][
+      project
+    ].options;
     expect(p.channels.__all__).toBe("[all records]");
     expect(p.orderedchannels[0]).toBe("__all__");
   });

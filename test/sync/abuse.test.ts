@@ -21,7 +21,14 @@ async function server(flags: Record<string, string> = {}) {
 }
 
 function connect(srv: TestServer, token: string, opts: Record<string, unknown> = {}): Promise<Socket> {
-  const socket = io(srv.url, { path: "/sync/io", auth: { JWT: token }, transports: ["websocket"], reconnection: false, forceNew: true, ...opts });
+  const socket = io(srv.url, {
+    path: "/sync/io",
+    auth: { JWT: token },
+    transports: ["websocket"],
+    reconnection: false,
+    forceNew: true,
+    ...opts,
+  });
   sockets.push(socket);
   return new Promise((resolve, reject) => {
     socket.once("connect", () => resolve(socket));
@@ -70,109 +77,145 @@ async function userWithProject(srv: TestServer, name: string): Promise<{ who: Wh
 }
 
 describe("realtime under abuse", () => {
-  test("a long-polling client that stops fetching is dropped past --sync-client-buffer and told why; healthy clients get every item", async () => {
-    const srv = await server({ "sync-client-buffer": "64K" });
-    const { who, project } = await userWithProject(srv, "ann");
-    const healthy = await connect(srv, who.token);
-    const got: Item[] = [];
-    healthy.on("sync", (items: Item[]) => got.push(...items));
-    expect(await initsync(healthy, { "cc.cursor": 0, project, cursor: 0 })).toBeArray();
-    const slow = await pollingSession(srv, who, project);
+  test(
+    "a long-polling client that stops fetching is dropped past --sync-client-buffer and told why; healthy clients get every item",
+    async () => {
+      const srv = await server({ "sync-client-buffer": "64K" });
+      const { who, project } = await userWithProject(srv, "ann");
+      const healthy = await connect(srv, who.token);
+      const got: Item[] = [];
+      healthy.on("sync", (items: Item[]) => got.push(...items));
+      expect(await initsync(healthy, { "cc.cursor": 0, project, cursor: 0 })).toBeArray();
+      const slow = await pollingSession(srv, who, project);
 
-    // Small batches (a websocket takes each at once), 100 KB in all for the client that does not fetch.
-    let last = 0;
-    for (let i = 0; i < 20; i++) last = burst(srv, project, 50);
-    await until(() => got.some((i) => i.cursor === last), undefined, "the healthy client's items");
-    expect(got).toHaveLength(1000);
-    // The next fetch gets the reason and the disconnect, not the 100 KB it did not take.
-    const answer = await slow.get();
-    expect(answer.length).toBeLessThan(2000);
-    expect(answer).toContain('"unsubscribed"');
-    expect(answer).toContain('"Sync connection dropped"');
-    expect(answer).toContain('"code":503');
-    expect(answer).toContain("\x1e41"); // the Socket.IO disconnect packet
-    expect(healthy.connected).toBe(true);
-  }, SLOW_TEST_MS);
+      // Small batches (a websocket takes each at once), 100 KB in all for the client that does not fetch.
+      let last = 0;
+      for (let i = 0; i < 20; i++) last = burst(srv, project, 50);
+      await until(() => got.some((i) => i.cursor === last), undefined, "the healthy client's items");
+      expect(got).toHaveLength(1000);
+      // The next fetch gets the reason and the disconnect, not the 100 KB it did not take.
+      const answer = await slow.get();
+      expect(answer.length).toBeLessThan(2000);
+      expect(answer).toContain('"unsubscribed"');
+      expect(answer).toContain('"Sync connection dropped"');
+      expect(answer).toContain('"code":503');
+      expect(answer).toContain("\x1e41"); // the Socket.IO disconnect packet
+      expect(healthy.connected).toBe(true);
+    },
+    SLOW_TEST_MS,
+  );
 
-  test("past --sync-outbound-budget the client with the most waiting is dropped first and the others keep theirs", async () => {
-    const srv = await server({ "sync-outbound-budget": "1M" });
-    const { who, project } = await userWithProject(srv, "bea");
-    const early = await pollingSession(srv, who, project);
-    burst(srv, project, 5000); // about 550 KB waiting for `early`
-    await until(() => srv.running.sync.pendingBatches === 0, undefined, "the fan-out");
-    const late = await pollingSession(srv, who, project);
-    const healthy = await connect(srv, who.token);
-    const got: Item[] = [];
-    healthy.on("sync", (items: Item[]) => got.push(...items));
-    const now = (await srv.call("/sync/cursors", { token: who.token, body: { project } })).body.result;
-    expect(await initsync(healthy, { "cc.cursor": now["cc.cursor"], project, cursor: now.cursor })).toEqual([]);
-    const last = burst(srv, project, 4000); // `early` ~1 MB, `late` ~450 KB: over the budget together
-    await until(() => got.some((i) => i.cursor === last), undefined, "the healthy client's items");
-    expect(got).toHaveLength(4000);
-    const dropped = await early.get();
-    expect(dropped).toContain('"Sync connection dropped"');
-    expect(dropped).toContain("outbound budget");
-    const kept = await late.get();
-    expect(kept).not.toContain("Sync connection dropped");
-    expect(kept).toContain(`"cursor":${last}`);
-    expect(srv.running.sync.outboundBytes()).toBeLessThan(1024 * 1024);
-  }, SLOW_TEST_MS);
+  test(
+    "past --sync-outbound-budget the client with the most waiting is dropped first and the others keep theirs",
+    async () => {
+      const srv = await server({ "sync-outbound-budget": "1M" });
+      const { who, project } = await userWithProject(srv, "bea");
+      const early = await pollingSession(srv, who, project);
+      burst(srv, project, 5000); // about 550 KB waiting for `early`
+      await until(() => srv.running.sync.pendingBatches === 0, undefined, "the fan-out");
+      const late = await pollingSession(srv, who, project);
+      const healthy = await connect(srv, who.token);
+      const got: Item[] = [];
+      healthy.on("sync", (items: Item[]) => got.push(...items));
+      const now = (await srv.call("/sync/cursors", { token: who.token, body: { project } })).body.result;
+      expect(await initsync(healthy, { "cc.cursor": now["cc.cursor"], project, cursor: now.cursor })).toEqual([]);
+      const last = burst(srv, project, 4000); // `early` ~1 MB, `late` ~450 KB: over the budget together
+      await until(() => got.some((i) => i.cursor === last), undefined, "the healthy client's items");
+      expect(got).toHaveLength(4000);
+      const dropped = await early.get();
+      expect(dropped).toContain('"Sync connection dropped"');
+      expect(dropped).toContain("outbound budget");
+      const kept = await late.get();
+      expect(kept).not.toContain("Sync connection dropped");
+      expect(kept).toContain(`"cursor":${last}`);
+      expect(srv.running.sync.outboundBytes()).toBeLessThan(1024 * 1024);
+    },
+    SLOW_TEST_MS,
+  );
 
-  test("one user may hold --sync-sockets-per-user connections; one more is refused with 429 until one closes", async () => {
-    const srv = await server({ "sync-sockets-per-user": "2" });
-    const cara = await srv.user("cara");
-    const dan = await srv.user("dan");
-    const first = await connect(srv, cara.token);
-    await connect(srv, cara.token, { transports: ["polling"] });
-    const refused = (await connect(srv, cara.token).catch((e) => e)) as Error & { data?: any };
-    expect(refused.message).toBe("Too many sync connections");
-    expect(refused.data).toEqual({ success: false, result: { code: 429, message: "Too many sync connections", info: { limit: 2 } }, data: {} });
-    // Another user is not affected.
-    expect((await connect(srv, dan.token)).connected).toBe(true);
-    first.close();
-    await until(async () => (await connect(srv, cara.token).then(() => true, () => false)) || undefined, undefined, "a free place");
-  }, SLOW_TEST_MS);
+  test(
+    "one user may hold --sync-sockets-per-user connections; one more is refused with 429 until one closes",
+    async () => {
+      const srv = await server({ "sync-sockets-per-user": "2" });
+      const cara = await srv.user("cara");
+      const dan = await srv.user("dan");
+      const first = await connect(srv, cara.token);
+      await connect(srv, cara.token, { transports: ["polling"] });
+      const refused = (await connect(srv, cara.token).catch((e) => e)) as Error & { data?: any };
+      expect(refused.message).toBe("Too many sync connections");
+      expect(refused.data).toEqual({
+        success: false,
+        result: { code: 429, message: "Too many sync connections", info: { limit: 2 } },
+        data: {},
+      });
+      // Another user is not affected.
+      expect((await connect(srv, dan.token)).connected).toBe(true);
+      first.close();
+      await until(
+        async () =>
+          (await connect(srv, cara.token).then(
+            () => true,
+            () => false,
+          )) || undefined,
+        undefined,
+        "a free place",
+      );
+    },
+    SLOW_TEST_MS,
+  );
 
-  test("the fan-out runs after the writer's commit returns, batch by batch in commit order", async () => {
-    const srv = await server();
-    const { who, project } = await userWithProject(srv, "eve");
-    const s = await connect(srv, who.token);
-    const got: Item[] = [];
-    s.on("sync", (items: Item[]) => got.push(...items));
-    expect(await initsync(s, { "cc.cursor": await srv.ccCursor(who.token), project, cursor: 0 })).toBeArray();
-    got.length = 0;
-    const cursors: number[] = [];
-    for (let i = 0; i < 30; i++) cursors.push(burst(srv, project, 1));
-    // Committed, answered (the writer has returned), not yet fanned out.
-    expect(srv.running.sync.pendingBatches).toBe(30);
-    await until(() => got.length >= 30, undefined, "every item");
-    expect(got.map((i) => i.cursor)).toEqual(cursors);
-    // An HTTP write answers before its subscribers hear of it, and they do hear of it.
-    const r = await srv.call(`/api/p/${project}/assets/create`, { token: who.token, body: { name: "Box" } });
-    expect(r.status).toBe(200);
-    await until(() => got.some((i: any) => i.data_key === r.body.result.asset), undefined, "the asset's item");
-  }, SLOW_TEST_MS);
+  test(
+    "the fan-out runs after the writer's commit returns, batch by batch in commit order",
+    async () => {
+      const srv = await server();
+      const { who, project } = await userWithProject(srv, "eve");
+      const s = await connect(srv, who.token);
+      const got: Item[] = [];
+      s.on("sync", (items: Item[]) => got.push(...items));
+      expect(await initsync(s, { "cc.cursor": await srv.ccCursor(who.token), project, cursor: 0 })).toBeArray();
+      got.length = 0;
+      const cursors: number[] = [];
+      for (let i = 0; i < 30; i++) cursors.push(burst(srv, project, 1));
+      // Committed, answered (the writer has returned), not yet fanned out.
+      expect(srv.running.sync.pendingBatches).toBe(30);
+      await until(() => got.length >= 30, undefined, "every item");
+      expect(got.map((i) => i.cursor)).toEqual(cursors);
+      // An HTTP write answers before its subscribers hear of it, and they do hear of it.
+      const r = await srv.call(`/api/p/${project}/assets/create`, { token: who.token, body: { name: "Box" } });
+      expect(r.status).toBe(200);
+      await until(() => got.some((i: any) => i.data_key === r.body.result.asset), undefined, "the asset's item");
+    },
+    SLOW_TEST_MS,
+  );
 
-  test("a socket whose initsync read a batch still waiting for the fan-out does not get it twice", async () => {
-    const srv = await server();
-    const { who, project } = await userWithProject(srv, "fay");
-    const socket = await connect(srv, who.token);
-    const got: Item[] = [];
-    socket.on("sync", (items: Item[]) => got.push(...items));
-    const sync = srv.running.sync as any;
-    const session = [...sync.sessions.values()].find((s: any) => s.socket.id === socket.id);
-    expect(session).toBeDefined();
-    // Committed, not fanned out yet; the initsync (handled at once, as a socket message would be) reads it.
-    const before = (await srv.call("/sync/cursors", { token: who.token, body: { project } })).body.result;
-    const c = burst(srv, project, 3);
-    expect(sync.pendingBatches).toBe(1);
-    let acked: Item[] = [];
-    sync.initsync(session, { "cc.cursor": before["cc.cursor"], project, cursor: before.cursor }, (answer: Item[]) => (acked = answer));
-    expect(acked.map((i) => i.cursor)).toEqual([c - 2, c - 1, c]);
-    const next = burst(srv, project, 1);
-    await until(() => got.some((i) => i.cursor === next), undefined, "the next item");
-    expect(got.map((i) => i.cursor)).toEqual([next]);
-  }, SLOW_TEST_MS);
+  test(
+    "a socket whose initsync read a batch still waiting for the fan-out does not get it twice",
+    async () => {
+      const srv = await server();
+      const { who, project } = await userWithProject(srv, "fay");
+      const socket = await connect(srv, who.token);
+      const got: Item[] = [];
+      socket.on("sync", (items: Item[]) => got.push(...items));
+      const sync = srv.running.sync as any;
+      const session = [...sync.sessions.values()].find((s: any) => s.socket.id === socket.id);
+      expect(session).toBeDefined();
+      // Committed, not fanned out yet; the initsync (handled at once, as a socket message would be) reads it.
+      const before = (await srv.call("/sync/cursors", { token: who.token, body: { project } })).body.result;
+      const c = burst(srv, project, 3);
+      expect(sync.pendingBatches).toBe(1);
+      let acked: Item[] = [];
+      sync.initsync(
+        session,
+        { "cc.cursor": before["cc.cursor"], project, cursor: before.cursor },
+        (answer: Item[]) => (acked = answer),
+      );
+      expect(acked.map((i) => i.cursor)).toEqual([c - 2, c - 1, c]);
+      const next = burst(srv, project, 1);
+      await until(() => got.some((i) => i.cursor === next), undefined, "the next item");
+      expect(got.map((i) => i.cursor)).toEqual([next]);
+    },
+    SLOW_TEST_MS,
+  );
 
   test("/sync/io answers CORS like /api: a refused origin's preflight is 403, no Allow-Origin is ever false", async () => {
     const srv = await server({ "cors-origins": "https://app.example" });
@@ -187,14 +230,19 @@ describe("realtime under abuse", () => {
       expect(allowed.status).toBe(204);
       expect(allowed.headers.get("access-control-allow-origin")).toBe("https://app.example");
     }
-    const handshake = (headers: Record<string, string>) => fetch(`${srv.url}/sync/io/?EIO=4&transport=polling`, { headers });
+    const handshake = (headers: Record<string, string>) =>
+      fetch(`${srv.url}/sync/io/?EIO=4&transport=polling`, { headers });
     const none = await handshake({});
     expect(none.status).toBe(200);
     expect(none.headers.get("access-control-allow-origin")).toBeNull();
     const evil = await handshake({ origin: "https://evil.example" });
     expect(evil.status).toBe(403);
     expect(evil.headers.get("access-control-allow-origin")).toBeNull();
-    expect(((await evil.json()) as any).result).toEqual({ code: 403, message: "Origin not allowed", info: { origin: "https://evil.example" } });
+    expect(((await evil.json()) as any).result).toEqual({
+      code: 403,
+      message: "Origin not allowed",
+      info: { origin: "https://evil.example" },
+    });
     const app = await handshake({ origin: "https://app.example" });
     expect(app.status).toBe(200);
     expect(app.headers.get("access-control-allow-origin")).toBe("https://app.example");

@@ -18,8 +18,20 @@ const sockets: { close(): void }[] = [];
 afterAll(() => sockets.forEach((s) => s.close()));
 
 /** Connects the real client; resolves once connected, rejects with the connect_error. */
-function connect(srv: TestServer, token: string | undefined, opts: Record<string, unknown> = {}, client: any = ioV4): Promise<Socket> {
-  const socket = client(srv.url, { path: "/sync/io", auth: token === undefined ? {} : { JWT: token }, transports: ["websocket"], reconnection: false, forceNew: true, ...opts });
+function connect(
+  srv: TestServer,
+  token: string | undefined,
+  opts: Record<string, unknown> = {},
+  client: any = ioV4,
+): Promise<Socket> {
+  const socket = client(srv.url, {
+    path: "/sync/io",
+    auth: token === undefined ? {} : { JWT: token },
+    transports: ["websocket"],
+    reconnection: false,
+    forceNew: true,
+    ...opts,
+  });
   sockets.push(socket);
   return new Promise((resolve, reject) => {
     socket.once("connect", () => resolve(socket));
@@ -80,7 +92,8 @@ function setMembership(srv: TestServer, project: string, user: string, status: "
   });
 }
 
-const cursors = async (srv: TestServer, who: Who) => (await srv.call("/sync/cursors", { token: who.token, body: {} })).body.result["cc.cursor"] as number;
+const cursors = async (srv: TestServer, who: Who) =>
+  (await srv.call("/sync/cursors", { token: who.token, body: {} })).body.result["cc.cursor"] as number;
 
 describe("connecting to /sync/io", () => {
   let srv: TestServer;
@@ -131,14 +144,21 @@ describe("connecting to /sync/io", () => {
         (e) => e,
       );
       expect(err?.message).toBe("Permission denied");
-      expect(err.data).toEqual({ success: false, result: { code: 401, message: "Permission denied", info: {} }, data: {} });
+      expect(err.data).toEqual({
+        success: false,
+        result: { code: 401, message: "Permission denied", info: {} },
+        data: {},
+      });
     }
     const polled = await connect(srv, "bad.jwt.token", { transports: ["polling"] }).catch((e) => e);
     expect(polled.message).toBe("Permission denied");
   });
 
   test("the JWT may come as an Authorization header; version 2 clients (Engine.IO 3) are refused", async () => {
-    const s = await connect(srv, undefined, { transports: ["polling"], extraHeaders: { authorization: `Bearer ${alice.token}` } });
+    const s = await connect(srv, undefined, {
+      transports: ["polling"],
+      extraHeaders: { authorization: `Bearer ${alice.token}` },
+    });
     expect(await initsync(s, JSON.stringify({ cc_cursor: 0 }))).toBeArray();
     s.close();
     const v2 = await fetch(`${srv.url}/sync/io/?EIO=3&transport=polling`);
@@ -175,12 +195,20 @@ describe("origin allow-list", () => {
   afterAll(() => srv.stop());
 
   test("a listed Origin connects and an unlisted one is refused", async () => {
-    const ok = await connect(srv, alice.token, { transports: ["polling"], extraHeaders: { origin: "https://app.example" } });
+    const ok = await connect(srv, alice.token, {
+      transports: ["polling"],
+      extraHeaders: { origin: "https://app.example" },
+    });
     expect(ok.connected).toBe(true);
     ok.close();
-    const refused = await connect(srv, alice.token, { transports: ["polling"], extraHeaders: { origin: "https://evil.example" } }).catch((e) => e);
+    const refused = await connect(srv, alice.token, {
+      transports: ["polling"],
+      extraHeaders: { origin: "https://evil.example" },
+    }).catch((e) => e);
     expect(refused).toBeInstanceOf(Error);
-    const r = await fetch(`${srv.url}/sync/io/?EIO=4&transport=websocket`, { headers: { origin: "https://evil.example", upgrade: "websocket" } });
+    const r = await fetch(`${srv.url}/sync/io/?EIO=4&transport=websocket`, {
+      headers: { origin: "https://evil.example", upgrade: "websocket" },
+    });
     expect(r.status).toBe(403);
   });
 });
@@ -198,18 +226,32 @@ describe("initsync", () => {
   });
   afterAll(() => srv.stop());
 
-  const err = (code: number, message: string, info: Record<string, unknown>) => ({ success: false, result: { code, message, info }, data: {} });
+  const err = (code: number, message: string, info: Record<string, unknown>) => ({
+    success: false,
+    result: { code, message, info },
+    data: {},
+  });
 
   test("errors come back in the acknowledgement in the envelope", async () => {
     const s = await connect(srv, alice.token);
     expect(await initsync(s, {})).toEqual(err(400, "Missing parameter", { "Missing parameter": "cc.cursor" }));
     expect(await initsync(s, null)).toEqual(err(400, "Missing parameter", { "Missing parameter": "cc.cursor" }));
-    expect(await initsync(s, { "cc.cursor": 0, project })).toEqual(err(400, "Missing parameter", { "Missing parameter": "cursor" }));
-    expect(await initsync(s, { "cc.cursor": 0, cursor: 3 })).toEqual(err(400, "Missing parameter", { "Missing parameter": "project" }));
-    expect(await initsync(s, { "cc.cursor": "x" })).toEqual(err(400, "Invalid parameter", { "Invalid parameter": "cc.cursor", expected: "a non-negative integer" }));
+    expect(await initsync(s, { "cc.cursor": 0, project })).toEqual(
+      err(400, "Missing parameter", { "Missing parameter": "cursor" }),
+    );
+    expect(await initsync(s, { "cc.cursor": 0, cursor: 3 })).toEqual(
+      err(400, "Missing parameter", { "Missing parameter": "project" }),
+    );
+    expect(await initsync(s, { "cc.cursor": "x" })).toEqual(
+      err(400, "Invalid parameter", { "Invalid parameter": "cc.cursor", expected: "a non-negative integer" }),
+    );
     const b = await connect(srv, bob.token);
-    expect(await initsync(b, { "cc.cursor": 0, project, cursor: 0 })).toEqual(err(403, "Not a member of the project", {}));
-    expect(await initsync(b, { "cc.cursor": 0, project: "nope", cursor: 0 })).toEqual(err(403, "Not a member of the project", {}));
+    expect(await initsync(b, { "cc.cursor": 0, project, cursor: 0 })).toEqual(
+      err(403, "Not a member of the project", {}),
+    );
+    expect(await initsync(b, { "cc.cursor": 0, project: "nope", cursor: 0 })).toEqual(
+      err(403, "Not a member of the project", {}),
+    );
     s.close();
     b.close();
   });
@@ -224,9 +266,18 @@ describe("initsync", () => {
     const ack: Item[] = await initsync(s, { "cc.cursor": cc0, project, cursor: p1 - 1 });
     expect(ack.map((i) => i.cursor)).toEqual([...ack.map((i) => i.cursor)].sort((a, b) => a - b));
     expect(ack.filter((i) => i.type === project).map((i) => i.cursor)).toEqual([p1, p2]);
-    expect(ack.filter((i) => i.type === "cc").map((i) => [i.data_type, i.data_key])).toEqual([["cc.projects", project]]);
+    expect(ack.filter((i) => i.type === "cc").map((i) => [i.data_type, i.data_key])).toEqual([
+      ["cc.projects", project],
+    ]);
     expect(ack.some((i) => i.data_key.includes(other))).toBe(false);
-    expect(ack[0]).toEqual({ type: project, cursor: p1, action: "UPDATE", data_type: "records", data_key: expect.any(String), data: null });
+    expect(ack[0]).toEqual({
+      type: project,
+      cursor: p1,
+      action: "UPDATE",
+      data_type: "records",
+      data_key: expect.any(String),
+      data: null,
+    });
     expect(Object.keys(ack[0]!).sort()).toEqual(["action", "cursor", "data", "data_key", "data_type", "type"]);
     // Up to date: an empty array.
     expect(await initsync(s, { "cc.cursor": await cursors(srv, alice), project, cursor: p2 })).toEqual([]);
@@ -374,7 +425,11 @@ describe("initsync while changes are being written", () => {
       got.unshift(...ack.filter((i) => i.type === project).map((i) => i.cursor));
       // Writes go on after the acknowledgement until some have been pushed, then stop.
       const atAck = written.length;
-      await until(() => written.length >= atAck + 5 && got.length > 0 && got.at(-1)! > (written[atAck - 1] ?? start), undefined, "pushes after the acknowledgement");
+      await until(
+        () => written.length >= atAck + 5 && got.length > 0 && got.at(-1)! > (written[atAck - 1] ?? start),
+        undefined,
+        "pushes after the acknowledgement",
+      );
       writing = false;
       await writer;
       await until(() => got.at(-1) === written.at(-1), undefined, "the last item");
@@ -441,7 +496,12 @@ describe("losing access", () => {
     setMembership(srv, project, bob.gid, "inactive");
     const after = touch(srv, project);
     await until(() => events.length > 0);
-    expect(events[0]).toEqual({ success: false, result: { code: 403, message: "Not a member of the project", info: {} }, data: {}, project });
+    expect(events[0]).toEqual({
+      success: false,
+      result: { code: 403, message: "Not a member of the project", info: {} },
+      data: {},
+      project,
+    });
     await until(() => got.some((i) => i.data_type === "cc.projects_members" && i.data_key === `${project}/${bob.gid}`));
     const mark = sentinel(srv, bob.gid);
     await until(() => got.some((i) => i.cursor === mark), undefined, "the sentinel");
@@ -479,7 +539,10 @@ describe("losing access", () => {
     const top = await cursors(srv, alice);
     expect(await initsync(s, { "cc.cursor": top, project, cursor: top })).toEqual([]);
     const gone = new Promise<string>((resolve) => s.once("disconnect", resolve));
-    const r = await srv.call(`/api/p/${project}/apikeys/deactivate`, { token: alice.token, body: { user: created.body.result.user } });
+    const r = await srv.call(`/api/p/${project}/apikeys/deactivate`, {
+      token: alice.token,
+      body: { user: created.body.result.user },
+    });
     expect(r.status).toBe(200);
     expect(await gone).toBe("io server disconnect");
   });
@@ -542,6 +605,12 @@ describe("losing access", () => {
     const gone = new Promise<string>((resolve) => s.once("disconnect", resolve));
     setMembership(srv, project, apiGid, "inactive");
     expect(await gone).toBe("io server disconnect");
-    expect(srv.ctx.db.select().from(memberships).where(and(eq(memberships.userGid, apiGid), eq(memberships.status, "active"))).all()).toEqual([]);
+    expect(
+      srv.ctx.db
+        .select()
+        .from(memberships)
+        .where(and(eq(memberships.userGid, apiGid), eq(memberships.status, "active")))
+        .all(),
+    ).toEqual([]);
   });
 });

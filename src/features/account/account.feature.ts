@@ -10,7 +10,8 @@ export const accountFeature: Feature = {
   housekeeping: [
     {
       name: "codes",
-      describe: "delete verification codes expired over a day ago (kept that long to answer 'expired' rather than 'unknown')",
+      describe:
+        "delete verification codes expired over a day ago (kept that long to answer 'expired' rather than 'unknown')",
       schedule: (c) => c.scheduleCodes,
       run: (ctx) => `deleted ${deleteExpiredCodes(ctx.db, now() - 86400)} expired code(s)`,
     },

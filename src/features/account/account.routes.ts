@@ -37,7 +37,8 @@ export function accountRoutes(ctx: Ctx) {
   const limiter = limiterOf(ctx);
   /** Limits for a step about `account` from `ip`: `auth` counts failed checks, `req` every mail-sending call. */
   const rules = (kind: "auth" | "req", account: string, ip: string) => authRules(ctx, account, ip, kind);
-  const ipOf = (request: Request, server: Parameters<typeof clientAddress>[1]) => clientAddress(request, server, ctx.config);
+  const ipOf = (request: Request, server: Parameters<typeof clientAddress>[1]) =>
+    clientAddress(request, server, ctx.config);
   /** The session's init payload, its JWT in the Authorization header. */
   const signedIn = (s: Session, set: { headers: Record<string, unknown> }) => {
     set.headers.authorization = `Bearer ${s.token}`;
@@ -48,19 +49,42 @@ export function accountRoutes(ctx: Ctx) {
     .use(authMacro(ctx))
     .post(
       "/api/signup_request",
-      ({ body, request, server }) => throttle(limiter, rules("req", body.email, ipOf(request, server)), async () => ok(await requestSignup(ctx, body)), { countSuccess: true }),
+      ({ body, request, server }) =>
+        throttle(
+          limiter,
+          rules("req", body.email, ipOf(request, server)),
+          async () => ok(await requestSignup(ctx, body)),
+          { countSuccess: true },
+        ),
       {
-        body: t.Object({ username: t.String(), email: t.String(), password: t.String(), language: t.Optional(t.String()) }),
-        detail: describe({ summary: "Signup step one: checks username, email and password, mails a verification code (403 when --signup is off, or invite and the address has no pending invitation)", tags, errors: [400, 403, 422, 429] }),
+        body: t.Object({
+          username: t.String(),
+          email: t.String(),
+          password: t.String(),
+          language: t.Optional(t.String()),
+        }),
+        detail: describe({
+          summary:
+            "Signup step one: checks username, email and password, mails a verification code (403 when --signup is off, or invite and the address has no pending invitation)",
+          tags,
+          errors: [400, 403, 422, 429],
+        }),
       },
     )
     .post(
       "/api/signup",
       ({ body, request, server, set }) =>
-        throttle(limiter, rules("auth", body.username, ipOf(request, server)), async () => signedIn(await signUp(ctx, body), set)),
+        throttle(limiter, rules("auth", body.username, ipOf(request, server)), async () =>
+          signedIn(await signUp(ctx, body), set),
+        ),
       {
         body: t.Object({ username: t.String(), password: t.String(), email: t.String(), ...codes }),
-        detail: describe({ summary: "Signup step two: creates the account (or activates the invited user of this email) and logs it in", tags, errors: [400, 422, 429], setsToken: true }),
+        detail: describe({
+          summary: "Signup step two: creates the account (or activates the invited user of this email) and logs it in",
+          tags,
+          errors: [400, 422, 429],
+          setsToken: true,
+        }),
       },
     )
     .post(
@@ -68,7 +92,12 @@ export function accountRoutes(ctx: Ctx) {
       ({ body, request, server }) => {
         const account = body.username_or_email || body.email || body.username;
         if (!account) throw missing("username_or_email");
-        return throttle(limiter, rules("req", account, ipOf(request, server)), () => ok(requestPasswordReset(ctx, body)), { countSuccess: true });
+        return throttle(
+          limiter,
+          rules("req", account, ipOf(request, server)),
+          () => ok(requestPasswordReset(ctx, body)),
+          { countSuccess: true },
+        );
       },
       {
         body: t.Object({
@@ -77,7 +106,8 @@ export function accountRoutes(ctx: Ctx) {
           username: t.Optional(t.String({ description: "alias: a username" })),
         }),
         detail: describe({
-          summary: "Reset step one: mails one code listing the accounts of the address; same answer whether or not one exists (`usernames`: the username given, or [] for an address)",
+          summary:
+            "Reset step one: mails one code listing the accounts of the address; same answer whether or not one exists (`usernames`: the username given, or [] for an address)",
           tags,
           errors: [400, 422, 429],
         }),
@@ -94,7 +124,12 @@ export function accountRoutes(ctx: Ctx) {
         }),
       {
         body: t.Object({ username: t.String(), new_password: t.String(), ...codes }),
-        detail: describe({ summary: "Reset step two: sets the new password of the chosen account and logs it in", tags, errors: [400, 422, 429], setsToken: true }),
+        detail: describe({
+          summary: "Reset step two: sets the new password of the chosen account and logs it in",
+          tags,
+          errors: [400, 422, 429],
+          setsToken: true,
+        }),
       },
     )
     .post(
@@ -102,24 +137,39 @@ export function accountRoutes(ctx: Ctx) {
       ({ body, actor, request, server }) => {
         // API users are refused before the call counts against the limit.
         requirePerson(actor);
-        return throttle(limiter, rules("req", actor.userGid, ipOf(request, server)), () => ok(requestEmailChange(ctx, actor, body)), { countSuccess: true });
+        return throttle(
+          limiter,
+          rules("req", actor.userGid, ipOf(request, server)),
+          () => ok(requestEmailChange(ctx, actor, body)),
+          { countSuccess: true },
+        );
       },
       {
         auth: true,
         body: t.Object({ email: t.String() }),
-        detail: describe({ summary: "Email change step one: mails a verification code to the new address", tags, errors: [400, 403, 422, 429] }),
+        detail: describe({
+          summary: "Email change step one: mails a verification code to the new address",
+          tags,
+          errors: [400, 403, 422, 429],
+        }),
       },
     )
     .post(
       "/api/account/update_email",
       ({ body, actor, request, server }) => {
         requirePerson(actor);
-        return throttle(limiter, rules("auth", actor.userGid, ipOf(request, server)), () => answer(completeEmailChange(ctx, actor, body)));
+        return throttle(limiter, rules("auth", actor.userGid, ipOf(request, server)), () =>
+          answer(completeEmailChange(ctx, actor, body)),
+        );
       },
       {
         auth: true,
         body: t.Object({ email: t.String(), ...codes }),
-        detail: describe({ summary: "Email change step two: the account uses the new address from now on", tags, errors: [400, 403, 422, 429] }),
+        detail: describe({
+          summary: "Email change step two: the account uses the new address from now on",
+          tags,
+          errors: [400, 403, 422, 429],
+        }),
       },
     )
     .post(
@@ -145,10 +195,16 @@ export function accountRoutes(ctx: Ctx) {
           name: t.Optional(t.String()),
           language: t.Optional(t.String({ description: "a code of /api/languages/get" })),
           timezone: t.Optional(t.String({ description: "an IANA time zone" })),
-          options: t.Optional(t.Object({ language: t.Optional(t.String()), timezone: t.Optional(t.String()) }, { description: "older aliases of language and timezone" })),
+          options: t.Optional(
+            t.Object(
+              { language: t.Optional(t.String()), timezone: t.Optional(t.String()) },
+              { description: "older aliases of language and timezone" },
+            ),
+          ),
         }),
         detail: describe({
-          summary: "Change the caller's username, password (with current_password; other sessions end, a new JWT comes back), name, language or time zone",
+          summary:
+            "Change the caller's username, password (with current_password; other sessions end, a new JWT comes back), name, language or time zone",
           tags,
           errors: [400, 403, 422, 429],
         }),
@@ -161,8 +217,13 @@ export function accountRoutes(ctx: Ctx) {
         auth: true,
         body: t.Object({ upload_file: t.Optional(t.File()), file: t.Optional(t.File()) }),
         detail: describe({
-          summary: "Upload an avatar (multipart `upload_file`, or `file`): resized to a 256 px square PNG served at /media/avatars/<avatar>",
-          upload: { file: { name: "upload_file", description: "the image (`file` is accepted too)" }, fields: {}, required: ["upload_file"] },
+          summary:
+            "Upload an avatar (multipart `upload_file`, or `file`): resized to a 256 px square PNG served at /media/avatars/<avatar>",
+          upload: {
+            file: { name: "upload_file", description: "the image (`file` is accepted too)" },
+            fields: {},
+            required: ["upload_file"],
+          },
           tags,
           example: examples.uploadAvatar.answer,
           result: t.Object({ user: t.String({ description: "the caller's gid" }) }),
@@ -170,11 +231,10 @@ export function accountRoutes(ctx: Ctx) {
         }),
       },
     )
-    .post(
-      "/api/account/delete_avatar",
-      ({ actor }) => answer(deleteAvatar(ctx, actor)),
-      { auth: true, detail: describe({ summary: "Remove the caller's avatar", tags, errors: [400, 403] }) },
-    )
+    .post("/api/account/delete_avatar", ({ actor }) => answer(deleteAvatar(ctx, actor)), {
+      auth: true,
+      detail: describe({ summary: "Remove the caller's avatar", tags, errors: [400, 403] }),
+    })
     .post(
       "/api/account/delete",
       async ({ actor, set, body }) => {
@@ -185,35 +245,41 @@ export function accountRoutes(ctx: Ctx) {
       },
       {
         auth: true,
-        body: t.Object({ confirm: t.Optional(t.Boolean({ description: "must be true: the deletion cannot be undone" })) }),
-        detail: describe({ summary: "Delete the caller's account (confirm: true; refused while it owns active projects)", tags, errors: [400, 403, 422] }),
+        body: t.Object({
+          confirm: t.Optional(t.Boolean({ description: "must be true: the deletion cannot be undone" })),
+        }),
+        detail: describe({
+          summary: "Delete the caller's account (confirm: true; refused while it owns active projects)",
+          tags,
+          errors: [400, 403, 422],
+        }),
       },
     )
-    .post(
-      "/api/account/accept_invite",
-      ({ body, actor }) => answer(acceptInvite(ctx, actor, body)),
-      {
-        auth: true,
-        body: t.Object({ project: t.String() }),
-        detail: describe({ summary: "Accept an invitation: the membership becomes active", tags, errors: [400, 403, 422] }),
-      },
-    )
-    .post(
-      "/api/account/decline_invite",
-      ({ body, actor }) => answer(declineInvite(ctx, actor, body)),
-      {
-        auth: true,
-        body: t.Object({ project: t.String() }),
-        detail: describe({ summary: "Decline an invitation: the membership becomes declined", tags, errors: [400, 403, 422] }),
-      },
-    )
-    .post(
-      "/api/account/leave_project",
-      ({ body, actor }) => answer(leaveProject(ctx, actor, body)),
-      {
-        auth: true,
-        body: t.Object({ project: t.String() }),
-        detail: describe({ summary: "Leave a project (not one's own): the membership is removed", tags, errors: [400, 403, 422] }),
-      },
-    );
+    .post("/api/account/accept_invite", ({ body, actor }) => answer(acceptInvite(ctx, actor, body)), {
+      auth: true,
+      body: t.Object({ project: t.String() }),
+      detail: describe({
+        summary: "Accept an invitation: the membership becomes active",
+        tags,
+        errors: [400, 403, 422],
+      }),
+    })
+    .post("/api/account/decline_invite", ({ body, actor }) => answer(declineInvite(ctx, actor, body)), {
+      auth: true,
+      body: t.Object({ project: t.String() }),
+      detail: describe({
+        summary: "Decline an invitation: the membership becomes declined",
+        tags,
+        errors: [400, 403, 422],
+      }),
+    })
+    .post("/api/account/leave_project", ({ body, actor }) => answer(leaveProject(ctx, actor, body)), {
+      auth: true,
+      body: t.Object({ project: t.String() }),
+      detail: describe({
+        summary: "Leave a project (not one's own): the membership is removed",
+        tags,
+        errors: [400, 403, 422],
+      }),
+    });
 }

@@ -16,14 +16,30 @@ import { acceptInvitation, declineInvitation } from "../members/members.service"
 import { memberships } from "../members/members.table";
 import { projects } from "../projects/projects.table";
 import { users } from "../users/users.table";
-import { forbidden, invalidParameter, missing, unprocessable, validationFailed, type ValidationIssue } from "../../core/errors";
+import {
+  forbidden,
+  invalidParameter,
+  missing,
+  unprocessable,
+  validationFailed,
+  type ValidationIssue,
+} from "../../core/errors";
 import { isLanguage, isTimezone } from "../../core/languages";
 import { renderMail, type MailKind, type MailVars } from "../../platform/mail/templates";
 import { projectAudience, userAudience } from "../members/access.service";
 import { membershipFull, membershipShort } from "../members/members.forms";
 import { projectFull } from "../projects/projects.forms";
 import { userFull, userShort } from "../users/users.forms";
-import { checkCode, CODE_LENGTH, deleteCodesOf, findCode, issueCode, voidPending, type CodeRow, type Purpose } from "./codes.service";
+import {
+  checkCode,
+  CODE_LENGTH,
+  deleteCodesOf,
+  findCode,
+  issueCode,
+  voidPending,
+  type CodeRow,
+  type Purpose,
+} from "./codes.service";
 import { getMembership, logVisibility, projectMemberRows } from "../members/members.service";
 import { deletedProjectsOwnedBy, eraseProject, getProject } from "../projects/projects.service";
 import { globalInit } from "../session/session.service";
@@ -46,9 +62,17 @@ export type StepOne = { validation_code: string; expires_on: number; code_length
 const minutes = (ctx: Ctx) => Math.max(1, Math.round(ctx.config.codeTtl / 60));
 
 /** Sends a mail without making the request wait for SMTP; failures are logged. */
-function sendLater<K extends MailKind>(ctx: Ctx, to: string, kind: K, language: string | null | undefined, vars: MailVars[K]) {
+function sendLater<K extends MailKind>(
+  ctx: Ctx,
+  to: string,
+  kind: K,
+  language: string | null | undefined,
+  vars: MailVars[K],
+) {
   const mail = renderMail(kind, language, vars);
-  ctx.mailer.send({ to, ...mail }).catch((err) => ctx.log.error("mail failed", { to, kind, error: String(err?.message ?? err) }));
+  ctx.mailer
+    .send({ to, ...mail })
+    .catch((err) => ctx.log.error("mail failed", { to, kind, error: String(err?.message ?? err) }));
 }
 
 /** Throws 1001 with the collected issues, if any. */
@@ -97,9 +121,18 @@ export async function requestSignup(ctx: Ctx, input: SignupInput): Promise<StepO
   check(issues);
   const passwordHash = await hashPassword(input.password);
   const issued = mutate(ctx.db, ctx.hub, (tx) =>
-    issueCode(tx, { purpose: "signup", email, username: input.username, passwordHash, language: input.language }, ctx.config.codeTtl),
+    issueCode(
+      tx,
+      { purpose: "signup", email, username: input.username, passwordHash, language: input.language },
+      ctx.config.codeTtl,
+    ),
   );
-  sendLater(ctx, email, "signup_code", input.language, { baseUrl: ctx.baseUrl, code: issued.verificationCode, username: input.username, minutes: minutes(ctx) });
+  sendLater(ctx, email, "signup_code", input.language, {
+    baseUrl: ctx.baseUrl,
+    code: issued.verificationCode,
+    username: input.username,
+    minutes: minutes(ctx),
+  });
   return { validation_code: issued.validationCode, expires_on: issued.expiresOn, code_length: CODE_LENGTH };
 }
 
@@ -112,15 +145,18 @@ export type SignupFinish = Omit<SignupInput, "language"> & { validation_code: st
  */
 async function completeSignup(ctx: Ctx, input: SignupFinish): Promise<User> {
   const pending = findCode(ctx.db, "signup", input.validation_code);
-  const passwordSame = !!pending?.passwordHash && (await Bun.password.verify(input.password, pending.passwordHash).catch(() => false));
+  const passwordSame =
+    !!pending?.passwordHash && (await Bun.password.verify(input.password, pending.passwordHash).catch(() => false));
   return withCode(
     ctx,
     "signup",
     input,
     (row) => {
       const issues: ValidationIssue[] = [];
-      if (row.username !== input.username) issues.push({ field: "username", rule: "mismatch", message: "Not the username of step one" });
-      if (!sameEmail(row.email, input.email)) issues.push({ field: "email", rule: "mismatch", message: "Not the email address of step one" });
+      if (row.username !== input.username)
+        issues.push({ field: "username", rule: "mismatch", message: "Not the username of step one" });
+      if (!sameEmail(row.email, input.email))
+        issues.push({ field: "email", rule: "mismatch", message: "Not the email address of step one" });
       if (!passwordSame) issues.push({ field: "password", rule: "mismatch", message: "Not the password of step one" });
       return issues;
     },
@@ -129,7 +165,9 @@ async function completeSignup(ctx: Ctx, input: SignupFinish): Promise<User> {
       const invited = tx
         .select()
         .from(users)
-        .where(and(eq(users.kind, "person"), eq(users.status, "invited"), sql`lower(${users.email}) = lower(${row.email})`))
+        .where(
+          and(eq(users.kind, "person"), eq(users.status, "invited"), sql`lower(${users.email}) = lower(${row.email})`),
+        )
         .orderBy(asc(users.createdOn))
         .get();
       if (invited) {
@@ -169,7 +207,10 @@ function accountsByEmail(tx: Tx, email: string): User[] {
  * every active account that uses it. The answer is the same whether or not an account exists
  * (a request row is stored either way, so step two fails alike), and no mail waits on SMTP.
  */
-export function requestPasswordReset(ctx: Ctx, input: { username_or_email?: string; email?: string; username?: string }): StepOne & { usernames: string[] } {
+export function requestPasswordReset(
+  ctx: Ctx,
+  input: { username_or_email?: string; email?: string; username?: string },
+): StepOne & { usernames: string[] } {
   // The reference's one member: an address when it holds an @, else a username; `email` and `username` stay as aliases.
   const either = input.username_or_email?.trim();
   if (either) input = either.includes("@") ? { email: either } : { username: input.username_or_email };
@@ -182,7 +223,11 @@ export function requestPasswordReset(ctx: Ctx, input: { username_or_email?: stri
   }
   const accounts = email ? accountsByEmail(ctx.db, email) : [];
   const issued = mutate(ctx.db, ctx.hub, (tx) =>
-    issueCode(tx, { purpose: "reset_password", email: email.toLowerCase(), userGids: accounts.map((a) => a.gid) }, ctx.config.codeTtl),
+    issueCode(
+      tx,
+      { purpose: "reset_password", email: email.toLowerCase(), userGids: accounts.map((a) => a.gid) },
+      ctx.config.codeTtl,
+    ),
   );
   if (accounts.length) {
     sendLater(ctx, accounts[0]!.email, "reset_code", accounts[0]!.language, {
@@ -197,7 +242,12 @@ export function requestPasswordReset(ctx: Ctx, input: { username_or_email?: stri
   return { validation_code: issued.validationCode, usernames, expires_on: issued.expiresOn, code_length: CODE_LENGTH };
 }
 
-export type ResetFinish = { username: string; new_password: string; validation_code: string; verification_code: string };
+export type ResetFinish = {
+  username: string;
+  new_password: string;
+  validation_code: string;
+  verification_code: string;
+};
 
 /**
  * `reset_password`: with good codes sets the new password of the chosen account (the username,
@@ -232,9 +282,12 @@ export function requestEmailChange(ctx: Ctx, actor: Actor, input: { email: strin
   const emailIn = input.email;
   const email = emailIn.trim();
   const issues = emailIssues(email);
-  if (!issues.length && sameEmail(email, user.email)) issues.push({ field: "email", rule: "unchanged", message: "This is the current address" });
+  if (!issues.length && sameEmail(email, user.email))
+    issues.push({ field: "email", rule: "unchanged", message: "This is the current address" });
   check(issues);
-  const issued = mutate(ctx.db, ctx.hub, (tx) => issueCode(tx, { purpose: "update_email", email, userGid: user.gid }, ctx.config.codeTtl));
+  const issued = mutate(ctx.db, ctx.hub, (tx) =>
+    issueCode(tx, { purpose: "update_email", email, userGid: user.gid }, ctx.config.codeTtl),
+  );
   sendLater(ctx, email, "email_change_code", user.language, {
     baseUrl: ctx.baseUrl,
     code: issued.verificationCode,
@@ -249,34 +302,47 @@ export function requestEmailChange(ctx: Ctx, actor: Actor, input: { email: strin
  * `update_email`: with good codes (same user, same address as step one) the account uses the new
  * address, and so do its membership notifications that went to the old one.
  */
-export function completeEmailChange(ctx: Ctx, actor: Actor, input: { email: string; validation_code: string; verification_code: string }): Answer {
+export function completeEmailChange(
+  ctx: Ctx,
+  actor: Actor,
+  input: { email: string; validation_code: string; verification_code: string },
+): Answer {
   requirePerson(actor);
   const userGid = actor.userGid;
-  return userAnswer(withCode(
-    ctx,
-    "update_email",
-    input,
-    (row) => {
-      if (row.userGid !== userGid) return [{ field: "validation_code", rule: "invalid", message: "Unknown validation code; request a new code" }];
-      if (!sameEmail(row.email, input.email)) return [{ field: "email", rule: "mismatch", message: "Not the email address of step one" }];
-      return [];
-    },
-    (tx, log, row) => {
-      const old = getUser(tx, userGid);
-      if (!old) throw unprocessable("User not found");
-      const user = updateUser(tx, log, userGid, { email: row.email });
-      for (const m of tx.select().from(memberships).where(eq(memberships.userGid, userGid)).all()) {
-        const n = m.options?.notifications;
-        if (!n || !sameEmail(n.email, old.email)) continue;
-        tx.update(memberships)
-          .set({ options: { ...m.options, notifications: { ...n, email: row.email } }, updatedOn: user.updatedOn })
-          .where(and(eq(memberships.projectGid, m.projectGid), eq(memberships.userGid, userGid)))
-          .run();
-        log.cc("UPDATE", "cc.projects_members", `${m.projectGid}/${userGid}`, [...projectAudience(tx, m.projectGid), userGid]);
-      }
-      return user;
-    },
-  ));
+  return userAnswer(
+    withCode(
+      ctx,
+      "update_email",
+      input,
+      (row) => {
+        if (row.userGid !== userGid)
+          return [
+            { field: "validation_code", rule: "invalid", message: "Unknown validation code; request a new code" },
+          ];
+        if (!sameEmail(row.email, input.email))
+          return [{ field: "email", rule: "mismatch", message: "Not the email address of step one" }];
+        return [];
+      },
+      (tx, log, row) => {
+        const old = getUser(tx, userGid);
+        if (!old) throw unprocessable("User not found");
+        const user = updateUser(tx, log, userGid, { email: row.email });
+        for (const m of tx.select().from(memberships).where(eq(memberships.userGid, userGid)).all()) {
+          const n = m.options?.notifications;
+          if (!n || !sameEmail(n.email, old.email)) continue;
+          tx.update(memberships)
+            .set({ options: { ...m.options, notifications: { ...n, email: row.email } }, updatedOn: user.updatedOn })
+            .where(and(eq(memberships.projectGid, m.projectGid), eq(memberships.userGid, userGid)))
+            .run();
+          log.cc("UPDATE", "cc.projects_members", `${m.projectGid}/${userGid}`, [
+            ...projectAudience(tx, m.projectGid),
+            userGid,
+          ]);
+        }
+        return user;
+      },
+    ),
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -314,13 +380,15 @@ function changeAccount(tx: Tx, log: ChangeLog, userGid: string, input: AccountUp
   const lang = input.language ?? input.options?.language;
   if (lang !== undefined) {
     const field = input.language !== undefined ? "language" : "options.language";
-    if (!isLanguage(lang)) issues.push({ field, rule: "language", message: "Not a language code of /api/languages/get" });
+    if (!isLanguage(lang))
+      issues.push({ field, rule: "language", message: "Not a language code of /api/languages/get" });
     set.language = lang;
   }
   const tz = input.timezone ?? input.options?.timezone;
   if (tz !== undefined) {
     const field = input.timezone !== undefined ? "timezone" : "options.timezone";
-    if (!isTimezone(tz)) issues.push({ field, rule: "timezone", message: "Not an IANA time zone name such as Europe/Berlin" });
+    if (!isTimezone(tz))
+      issues.push({ field, rule: "timezone", message: "Not an IANA time zone name such as Europe/Berlin" });
     set.timezone = tz;
   }
   check(issues);
@@ -338,9 +406,15 @@ function changeAccount(tx: Tx, log: ChangeLog, userGid: string, input: AccountUp
  * must not take the account over); it ends every other session (the token version goes up) and
  * `token` is the caller's new JWT. Everything is checked before anything is written.
  */
-export async function updateAccount(ctx: Ctx, actor: Actor, input: AccountUpdate): Promise<Answer & { token?: string }> {
+export async function updateAccount(
+  ctx: Ctx,
+  actor: Actor,
+  input: AccountUpdate,
+): Promise<Answer & { token?: string }> {
   requirePerson(actor);
-  const given = ["username", "password", "name", "language", "timezone"].some((k) => Object.hasOwn(input, k) && (input as Record<string, unknown>)[k] !== undefined);
+  const given = ["username", "password", "name", "language", "timezone"].some(
+    (k) => Object.hasOwn(input, k) && (input as Record<string, unknown>)[k] !== undefined,
+  );
   const aliases = input.options?.language !== undefined || input.options?.timezone !== undefined;
   if (!given && !aliases) throw missing("username, password, name, language or timezone");
   let hash: string | undefined;
@@ -348,7 +422,8 @@ export async function updateAccount(ctx: Ctx, actor: Actor, input: AccountUpdate
     if (input.current_password === undefined) throw missing("current_password");
     const me = getUser(ctx.db, actor.userGid);
     const good = !!me?.passwordHash && (await Bun.password.verify(input.current_password, me.passwordHash));
-    if (!good) check([{ field: "current_password", rule: "mismatch", message: "This is not the account's present password" }]);
+    if (!good)
+      check([{ field: "current_password", rule: "mismatch", message: "This is not the account's present password" }]);
     check(passwordIssues(input.password));
     hash = await hashPassword(input.password);
   }
@@ -379,12 +454,19 @@ function setAvatar(ctx: Ctx, actor: Actor, avatar: string | null): Answer {
 function leaveMembership(tx: Tx, log: ChangeLog, userGid: string, projectGid: string): void {
   const p = tx.select().from(projects).where(eq(projects.gid, projectGid)).get();
   const m = p && getMembership(tx, projectGid, userGid);
-  if (!p || !m || m.status === "declined") throw unprocessable("Leaving failed", { reason: "Not a member of the project" });
-  if (p.owner === userGid || m.roles.includes("owner")) throw unprocessable("Leaving failed", { reason: "An owner cannot leave its own project" });
-  if (m.status === "invited") throw unprocessable("Leaving failed", { reason: "Not a member yet: decline the invitation with account/decline_invite" });
+  if (!p || !m || m.status === "declined")
+    throw unprocessable("Leaving failed", { reason: "Not a member of the project" });
+  if (p.owner === userGid || m.roles.includes("owner"))
+    throw unprocessable("Leaving failed", { reason: "An owner cannot leave its own project" });
+  if (m.status === "invited")
+    throw unprocessable("Leaving failed", {
+      reason: "Not a member yet: decline the invitation with account/decline_invite",
+    });
   const before = userAudience(tx, userGid);
   const audience = projectAudience(tx, projectGid);
-  tx.delete(memberships).where(and(eq(memberships.projectGid, projectGid), eq(memberships.userGid, userGid))).run();
+  tx.delete(memberships)
+    .where(and(eq(memberships.projectGid, projectGid), eq(memberships.userGid, userGid)))
+    .run();
   log.cc("DELETE", "cc.projects_members", `${projectGid}/${userGid}`, [...audience, userGid]);
   if (m.status === "active") log.cc("DELETE", "cc.projects", projectGid, [userGid]);
   logVisibility(tx, log, userGid, before);
@@ -410,7 +492,9 @@ function eraseAccount(ctx: Ctx, tx: Tx, log: ChangeLog, userGid: string): { avat
   const before = userAudience(tx, userGid);
   for (const m of tx.select().from(memberships).where(eq(memberships.userGid, userGid)).all()) {
     const audience = projectAudience(tx, m.projectGid);
-    tx.delete(memberships).where(and(eq(memberships.projectGid, m.projectGid), eq(memberships.userGid, userGid))).run();
+    tx.delete(memberships)
+      .where(and(eq(memberships.projectGid, m.projectGid), eq(memberships.userGid, userGid)))
+      .run();
     log.cc("DELETE", "cc.projects_members", `${m.projectGid}/${userGid}`, [...audience, userGid]);
   }
   deleteCodesOf(tx, userGid);
@@ -452,7 +536,11 @@ function invitationProjectView(tx: Tx, projectGid: string, me: string): Answer {
   }
   return {
     result: { project: projectGid, project_members: rows.map((r) => r.u.gid) },
-    data: { "cc.users": ccUsers, "cc.projects": p ? { [projectGid]: projectFull(tx, p) } : {}, "cc.projects_members": ccMembers },
+    data: {
+      "cc.users": ccUsers,
+      "cc.projects": p ? { [projectGid]: projectFull(tx, p) } : {},
+      "cc.projects_members": ccMembers,
+    },
   };
 }
 
@@ -472,7 +560,6 @@ export async function signUp(ctx: Ctx, input: SignupFinish): Promise<Session> {
 export async function resetPassword(ctx: Ctx, input: ResetFinish): Promise<Session> {
   return sessionOf(ctx, await completePasswordReset(ctx, input), initWithOwnUser);
 }
-
 
 /** `account/upload_avatar`: resized to a 256 px square PNG, served at /media/avatars/<avatar>. */
 export async function uploadAvatar(ctx: Ctx, actor: Actor, input: { file: Blob }): Promise<Answer> {
@@ -496,7 +583,8 @@ export function deleteAvatar(ctx: Ctx, actor: Actor): Answer {
 export async function deleteAccount(ctx: Ctx, actor: Actor, input: { confirm?: boolean }): Promise<Answer> {
   requirePerson(actor);
   if (input.confirm === undefined) throw missing("confirm");
-  if (input.confirm !== true) throw invalidParameter("confirm", { reason: "Send confirm: true to delete the account for good" });
+  if (input.confirm !== true)
+    throw invalidParameter("confirm", { reason: "Send confirm: true to delete the account for good" });
   // The deleted projects it owns are removed for good: their jobs stop first.
   return ctx.jobs.withProjectsStopped(deletedProjectsOwnedBy(ctx.db, actor.userGid), () =>
     mutate(ctx.db, ctx.hub, (tx, log) => {

@@ -27,7 +27,9 @@ export const verificationCodes = sqliteTable(
     /** reset_password: gids of the accounts the mail listed. */
     userGids: text("user_gids", { mode: "json" }).$type<string[]>().notNull().default([]),
     attempts: integer("attempts").notNull().default(0),
-    status: text("status", { enum: ["pending", "used", "voided"] }).notNull().default("pending"),
+    status: text("status", { enum: ["pending", "used", "voided"] })
+      .notNull()
+      .default("pending"),
     expiresOn: real("expires_on").notNull(),
     createdOn: real("created_on").notNull(),
   },

@@ -52,7 +52,9 @@ export type IssuedCode = { validationCode: string; verificationCode: string; exp
  */
 export function issueCode(tx: Tx, input: NewCode, ttlSec: number): IssuedCode {
   const t = now();
-  tx.delete(verificationCodes).where(lt(verificationCodes.expiresOn, t - 86400)).run();
+  tx.delete(verificationCodes)
+    .where(lt(verificationCodes.expiresOn, t - 86400))
+    .run();
   const validationCode = newSecret(32);
   const verificationCode = newVerificationCode();
   const expiresOn = t + ttlSec;
@@ -76,13 +78,20 @@ export function issueCode(tx: Tx, input: NewCode, ttlSec: number): IssuedCode {
 
 /** The pending request of a validation code and purpose, whatever its state (or undefined). */
 export function findCode(tx: Tx, purpose: Purpose, validationCode: string): CodeRow | undefined {
-  const row = tx.select().from(verificationCodes).where(eq(verificationCodes.validationHash, sha256(validationCode))).get();
+  const row = tx
+    .select()
+    .from(verificationCodes)
+    .where(eq(verificationCodes.validationHash, sha256(validationCode)))
+    .get();
   return row && row.purpose === purpose ? row : undefined;
 }
 
 export type CodeCheck = { ok: true; row: CodeRow } | { ok: false; issues: ValidationIssue[] };
 
-const invalid = (field: string, rule: string, message: string): CodeCheck => ({ ok: false, issues: [{ field, rule, message }] });
+const invalid = (field: string, rule: string, message: string): CodeCheck => ({
+  ok: false,
+  issues: [{ field, rule, message }],
+});
 
 /**
  * Checks both codes of a request. A wrong verification code counts a try (written in `tx`, so
@@ -99,9 +108,11 @@ export function checkCode(
 ): CodeCheck {
   const row = findCode(tx, purpose, validationCode);
   if (!row) return invalid("validation_code", "invalid", "Unknown validation code; request a new code");
-  if (row.status === "used") return invalid("validation_code", "used", "This code was used already; request a new code");
+  if (row.status === "used")
+    return invalid("validation_code", "used", "This code was used already; request a new code");
   if (row.status === "voided") return invalid("validation_code", "voided", "Too many wrong codes; request a new code");
-  if (row.expiresOn <= now()) return invalid("verification_code", "expired", "The code has expired; request a new code");
+  if (row.expiresOn <= now())
+    return invalid("verification_code", "expired", "The code has expired; request a new code");
   const bound = bind(row);
   if (bound.length) return { ok: false, issues: bound };
   const given = Buffer.from(codeHash(validationCode, verificationCode));
@@ -117,7 +128,10 @@ export function checkCode(
       ? invalid("verification_code", "voided", "Wrong code; too many wrong codes, request a new code")
       : invalid("verification_code", "mismatch", `Wrong code; ${MAX_ATTEMPTS - attempts} tries left`);
   }
-  tx.update(verificationCodes).set({ status: "used" }).where(eq(verificationCodes.validationHash, row.validationHash)).run();
+  tx.update(verificationCodes)
+    .set({ status: "used" })
+    .where(eq(verificationCodes.validationHash, row.validationHash))
+    .run();
   return { ok: true, row };
 }
 
@@ -125,7 +139,13 @@ export function checkCode(
 export function voidPending(tx: Tx, purpose: Purpose, email: string): void {
   tx.update(verificationCodes)
     .set({ status: "voided" })
-    .where(and(eq(verificationCodes.purpose, purpose), eq(verificationCodes.email, email), eq(verificationCodes.status, "pending")))
+    .where(
+      and(
+        eq(verificationCodes.purpose, purpose),
+        eq(verificationCodes.email, email),
+        eq(verificationCodes.status, "pending"),
+      ),
+    )
     .run();
 }
 
@@ -136,5 +156,9 @@ export function deleteCodesOf(tx: Tx, userGid: string): void {
 
 /** Deletes requests that expired before `before`; returns how many. */
 export function deleteExpiredCodes(tx: Tx, before: number): number {
-  return tx.delete(verificationCodes).where(lt(verificationCodes.expiresOn, before)).returning({ h: verificationCodes.validationHash }).all().length;
+  return tx
+    .delete(verificationCodes)
+    .where(lt(verificationCodes.expiresOn, before))
+    .returning({ h: verificationCodes.validationHash })
+    .all().length;
 }

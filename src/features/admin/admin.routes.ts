@@ -37,7 +37,11 @@ export function adminRoutes(ctx: Ctx) {
   });
   return new Elysia({ prefix: "/api/admin" })
     .use(authMacro(ctx))
-    .post("/users/get", ({ body, actor }) => answer(listAccounts(ctx, actor, body ?? {})), { auth: true, body: t.Optional(listBody), detail: listDetail })
+    .post("/users/get", ({ body, actor }) => answer(listAccounts(ctx, actor, body ?? {})), {
+      auth: true,
+      body: t.Optional(listBody),
+      detail: listDetail,
+    })
     .get("/users/get", ({ actor }) => answer(listAccounts(ctx, actor)), { auth: true, detail: listDetail })
     .post("/users/deactivate", ({ body, actor }) => answer(deactivateAccount(ctx, actor, body)), {
       auth: true,
@@ -45,7 +49,11 @@ export function adminRoutes(ctx: Ctx) {
       detail: describe({
         summary: "Deactivate a person (admin only): no login, and its JWTs stop working at once",
         tags,
-        example: { success: true, result: { user: example.gid }, data: { users: { [example.gid]: { ...example, admin: false, status: "inactive" } } } },
+        example: {
+          success: true,
+          result: { user: example.gid },
+          data: { users: { [example.gid]: { ...example, admin: false, status: "inactive" } } },
+        },
         errors: [400, 403, 422],
       }),
     })
@@ -55,7 +63,11 @@ export function adminRoutes(ctx: Ctx) {
       detail: describe({
         summary: "Let a deactivated person log in again (admin only)",
         tags,
-        example: { success: true, result: { user: example.gid }, data: { users: { [example.gid]: { ...example, admin: false } } } },
+        example: {
+          success: true,
+          result: { user: example.gid },
+          data: { users: { [example.gid]: { ...example, admin: false } } },
+        },
         errors: [400, 403, 422],
       }),
     });

@@ -36,14 +36,18 @@ export function listAccounts(ctx: Ctx, actor: Actor, filter: { status?: string; 
   const rows = listUsers(ctx.db)
     .filter((u) => (!filter.status || u.status === filter.status) && (!filter.kind || u.kind === filter.kind))
     .sort((a, b) => a.createdOn - b.createdOn || a.gid.localeCompare(b.gid));
-  return { result: { users: rows.map((u) => u.gid), count: rows.length }, data: { users: Object.fromEntries(rows.map((u) => [u.gid, adminUserForm(u)])) } };
+  return {
+    result: { users: rows.map((u) => u.gid), count: rows.length },
+    data: { users: Object.fromEntries(rows.map((u) => [u.gid, adminUserForm(u)])) },
+  };
 }
 
 /** The person account an admin acts on: it must exist and be a person (API users belong to their project). */
 function target(tx: Tx, gid: string): User {
   const u = getUser(tx, gid);
   if (!u) throw unprocessable("User not found", { user: gid });
-  if (u.kind !== "person") throw unprocessable("API users are managed with their project's apikeys endpoints", { user: gid });
+  if (u.kind !== "person")
+    throw unprocessable("API users are managed with their project's apikeys endpoints", { user: gid });
   return u;
 }
 
@@ -51,9 +55,11 @@ function target(tx: Tx, gid: string): User {
 export function deactivateAccount(ctx: Ctx, actor: Actor, input: { user: string }): Answer {
   return mutate(ctx.db, ctx.hub, (tx, log) => {
     const me = requireAdmin(tx, actor);
-    if (input.user === me.gid) throw unprocessable("An admin cannot deactivate their own account", { user: input.user });
+    if (input.user === me.gid)
+      throw unprocessable("An admin cannot deactivate their own account", { user: input.user });
     const u = target(tx, input.user);
-    if (u.status !== "active") throw unprocessable(`The user is ${u.status}, not active`, { user: u.gid, status: u.status });
+    if (u.status !== "active")
+      throw unprocessable(`The user is ${u.status}, not active`, { user: u.gid, status: u.status });
     return oneUser(updateUser(tx, log, u.gid, { status: "inactive", tokenVersion: u.tokenVersion + 1 }));
   });
 }
@@ -63,7 +69,8 @@ export function reactivateAccount(ctx: Ctx, actor: Actor, input: { user: string 
   return mutate(ctx.db, ctx.hub, (tx, log) => {
     requireAdmin(tx, actor);
     const u = target(tx, input.user);
-    if (u.status !== "inactive") throw unprocessable(`The user is ${u.status}, not inactive`, { user: u.gid, status: u.status });
+    if (u.status !== "inactive")
+      throw unprocessable(`The user is ${u.status}, not inactive`, { user: u.gid, status: u.status });
     return oneUser(updateUser(tx, log, u.gid, { status: "active" }));
   });
 }

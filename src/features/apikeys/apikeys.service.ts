@@ -14,7 +14,14 @@ import { forbidden, unprocessable, validationFailed, type ValidationIssue } from
 import { newGid, newSecret, now } from "../../core/ids";
 import { apiUserForm } from "../users/users.forms";
 import { membershipFull } from "../members/members.forms";
-import { memberToInactive, getMembership, logMembership, logVisibility, memberToActive, type Membership } from "../members/members.service";
+import {
+  memberToInactive,
+  getMembership,
+  logMembership,
+  logVisibility,
+  memberToActive,
+  type Membership,
+} from "../members/members.service";
 import { getUser, updateUser, type User } from "../users/users.service";
 
 type Project = typeof projects.$inferSelect;
@@ -36,10 +43,15 @@ function nameIssues(name: unknown): ValidationIssue[] {
 
 /** The API user of this project named by `userGid`, with its key and membership; 422 otherwise. */
 function apiUserOf(tx: Tx, projectGid: string, userGid: string, what: string) {
-  const key = tx.select().from(apikeys).where(and(eq(apikeys.userGid, userGid), eq(apikeys.projectGid, projectGid))).get();
+  const key = tx
+    .select()
+    .from(apikeys)
+    .where(and(eq(apikeys.userGid, userGid), eq(apikeys.projectGid, projectGid)))
+    .get();
   const user = key && getUser(tx, userGid);
   const membership = user && getMembership(tx, projectGid, userGid);
-  if (!key || !user || !membership) throw unprocessable(`${what} failed`, { reason: "No such API user in this project" });
+  if (!key || !user || !membership)
+    throw unprocessable(`${what} failed`, { reason: "No such API user in this project" });
   return { key, user, membership };
 }
 
@@ -66,7 +78,11 @@ export function apikeyInfo(k: ApiKey, u: User, m: Membership) {
 export function getApiKeys(ctx: Ctx, actor: Actor, projectGid: string, input: { user?: string }): Answer {
   return inProject(ctx, actor, projectGid, "owner", ({ tx }) => {
     if (input.user !== undefined) {
-      const key = tx.select().from(apikeys).where(and(eq(apikeys.userGid, input.user), eq(apikeys.projectGid, projectGid))).get();
+      const key = tx
+        .select()
+        .from(apikeys)
+        .where(and(eq(apikeys.userGid, input.user), eq(apikeys.projectGid, projectGid)))
+        .get();
       if (!key) throw unprocessable("Not an API user", { user: input.user });
       return { result: { apikey: null, "apikey.prefix": key.keyPrefix }, data: {} };
     }
@@ -81,7 +97,10 @@ function apikeysData(tx: Tx, projectGid: string, only?: string) {
     .select({ k: apikeys, u: users, m: memberships })
     .from(apikeys)
     .innerJoin(users, eq(users.gid, apikeys.userGid))
-    .innerJoin(memberships, and(eq(memberships.userGid, apikeys.userGid), eq(memberships.projectGid, apikeys.projectGid)))
+    .innerJoin(
+      memberships,
+      and(eq(memberships.userGid, apikeys.userGid), eq(memberships.projectGid, apikeys.projectGid)),
+    )
     .where(and(eq(apikeys.projectGid, projectGid), only ? eq(apikeys.userGid, only) : undefined))
     .orderBy(asc(apikeys.createdOn))
     .all();
@@ -102,7 +121,13 @@ function rateIssues(rate: unknown): ValidationIssue[] {
   if (rate === undefined || rate === null) return [];
   return typeof rate === "number" && Number.isInteger(rate) && rate >= 0 && rate <= 100000
     ? []
-    : [{ field: "rate_limit_per_second", rule: "range", message: "null (instance default), 0 (no limit) or a whole number up to 100000" }];
+    : [
+        {
+          field: "rate_limit_per_second",
+          rule: "range",
+          message: "null (instance default), 0 (no limit) or a whole number up to 100000",
+        },
+      ];
 }
 
 /**
@@ -110,14 +135,24 @@ function rateIssues(rate: unknown): ValidationIssue[] {
  * its key. The answer is the reference's (result `user`, data the API user and its membership)
  * plus `result.apikey`: the key, shown this once (it is stored only as a hash).
  */
-export function createApiKey(ctx: Ctx, actor: Actor, projectGid: string, input: { name: string; rate_limit_per_second?: number | null }): Answer {
+export function createApiKey(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { name: string; rate_limit_per_second?: number | null },
+): Answer {
   return inProject(ctx, actor, projectGid, "owner", ({ tx, log, project }) => {
     const { user, key } = insertApiUser(tx, log, project, input);
     return { result: { user: user.gid, apikey: key }, data: apikeysData(tx, project.gid, user.gid).data };
   });
 }
 
-function insertApiUser(tx: Tx, log: ChangeLog, project: Project, input: { name: string; rate_limit_per_second?: number | null }) {
+function insertApiUser(
+  tx: Tx,
+  log: ChangeLog,
+  project: Project,
+  input: { name: string; rate_limit_per_second?: number | null },
+) {
   const issues = [...nameIssues(input.name), ...rateIssues(input.rate_limit_per_second)];
   if (issues.length) throw validationFailed(issues);
   if (project.status !== "active") throw unprocessable("Creation failed", { reason: "The project is not active" });
@@ -125,7 +160,16 @@ function insertApiUser(tx: Tx, log: ChangeLog, project: Project, input: { name: 
   const t = now();
   const user = tx
     .insert(users)
-    .values({ gid: newGid(), kind: "api", username: null, email: "", name: input.name.trim(), status: "active", createdOn: t, updatedOn: t })
+    .values({
+      gid: newGid(),
+      kind: "api",
+      username: null,
+      email: "",
+      name: input.name.trim(),
+      status: "active",
+      createdOn: t,
+      updatedOn: t,
+    })
     .returning()
     .get();
   tx.insert(memberships)
@@ -139,7 +183,16 @@ function insertApiUser(tx: Tx, log: ChangeLog, project: Project, input: { name: 
       updatedOn: t,
     })
     .run();
-  tx.insert(apikeys).values({ userGid: user.gid, projectGid: project.gid, keyHash: hashKey(key), keyPrefix: key.slice(0, SHOWN_PREFIX), createdOn: t, updatedOn: t }).run();
+  tx.insert(apikeys)
+    .values({
+      userGid: user.gid,
+      projectGid: project.gid,
+      keyHash: hashKey(key),
+      keyPrefix: key.slice(0, SHOWN_PREFIX),
+      createdOn: t,
+      updatedOn: t,
+    })
+    .run();
   log.cc("INSERT", "cc.users", user.gid, [user.gid]);
   logVisibility(tx, log, user.gid, [user.gid]);
   logMembership(tx, log, "INSERT", project.gid, user.gid);
@@ -147,20 +200,38 @@ function insertApiUser(tx: Tx, log: ChangeLog, project: Project, input: { name: 
 }
 
 /** Renames an API user and/or sets its membership's `rate_limit_per_second` (null = instance default). */
-export function updateApiKey(ctx: Ctx, actor: Actor, projectGid: string, input: { user: string; name?: string; rate_limit_per_second?: number | null }): Answer {
+export function updateApiKey(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { user: string; name?: string; rate_limit_per_second?: number | null },
+): Answer {
   return inProject(ctx, actor, projectGid, "owner", ({ tx, log, project }) => {
     changeApiUser(tx, log, project, input.user, input);
     return { result: { user: input.user }, data: apikeysData(tx, project.gid, input.user).data };
   });
 }
 
-function changeApiUser(tx: Tx, log: ChangeLog, project: Project, userGid: string, input: { name?: string; rate_limit_per_second?: number | null }) {
+function changeApiUser(
+  tx: Tx,
+  log: ChangeLog,
+  project: Project,
+  userGid: string,
+  input: { name?: string; rate_limit_per_second?: number | null },
+) {
   const { user, membership } = apiUserOf(tx, project.gid, userGid, "Update");
-  const issues = [...(input.name !== undefined ? nameIssues(input.name) : []), ...rateIssues(input.rate_limit_per_second)];
+  const issues = [
+    ...(input.name !== undefined ? nameIssues(input.name) : []),
+    ...rateIssues(input.rate_limit_per_second),
+  ];
   if (issues.length) throw validationFailed(issues);
   const t = now();
-  if (input.name !== undefined && input.name.trim() !== user.name) updateUser(tx, log, userGid, { name: input.name.trim() });
-  if (input.rate_limit_per_second !== undefined && input.rate_limit_per_second !== (membership.options.rate_limit_per_second ?? null)) {
+  if (input.name !== undefined && input.name.trim() !== user.name)
+    updateUser(tx, log, userGid, { name: input.name.trim() });
+  if (
+    input.rate_limit_per_second !== undefined &&
+    input.rate_limit_per_second !== (membership.options.rate_limit_per_second ?? null)
+  ) {
     tx.update(memberships)
       .set({ options: { ...membership.options, rate_limit_per_second: input.rate_limit_per_second }, updatedOn: t })
       .where(and(eq(memberships.projectGid, project.gid), eq(memberships.userGid, userGid)))
@@ -174,7 +245,10 @@ function changeApiUser(tx: Tx, log: ChangeLog, project: Project, userGid: string
 function statusAnswer(tx: Tx, projectGid: string, userGid: string): Answer {
   const u = getUser(tx, userGid)!;
   const m = getMembership(tx, projectGid, userGid)!;
-  return { result: { user: userGid }, data: { "cc.users": { [userGid]: apiUserForm(u) }, "cc.projects_members": [membershipFull(m)] } };
+  return {
+    result: { user: userGid },
+    data: { "cc.users": { [userGid]: apiUserForm(u) }, "cc.projects_members": [membershipFull(m)] },
+  };
 }
 
 /** `apikeys/deactivate`: the API user's membership becomes inactive; its key and JWTs stop working at once, its JWTs for good. */
@@ -183,7 +257,10 @@ export function deactivateApiKey(ctx: Ctx, actor: Actor, projectGid: string, inp
     const { user } = apiUserOf(tx, project.gid, input.user, "Deactivation");
     memberToInactive(tx, log, project, input.user, "api");
     // JWTs issued before stay dead after a reactivation too: the key must authenticate again.
-    tx.update(users).set({ tokenVersion: user.tokenVersion + 1, updatedOn: now() }).where(eq(users.gid, input.user)).run();
+    tx.update(users)
+      .set({ tokenVersion: user.tokenVersion + 1, updatedOn: now() })
+      .where(eq(users.gid, input.user))
+      .run();
     return statusAnswer(tx, project.gid, input.user);
   });
 }
@@ -212,7 +289,9 @@ function removeApiUser(tx: Tx, log: ChangeLog, project: Project, userGid: string
   apiUserOf(tx, project.gid, userGid, "Deletion");
   const seen = new Set([...userAudience(tx, userGid), ...projectAudience(tx, project.gid)]);
   tx.delete(apikeys).where(eq(apikeys.userGid, userGid)).run();
-  tx.delete(memberships).where(and(eq(memberships.projectGid, project.gid), eq(memberships.userGid, userGid))).run();
+  tx.delete(memberships)
+    .where(and(eq(memberships.projectGid, project.gid), eq(memberships.userGid, userGid)))
+    .run();
   tx.delete(users).where(eq(users.gid, userGid)).run();
   logMembership(tx, log, "DELETE", project.gid, userGid, [...seen]);
   log.cc("DELETE", "cc.users", userGid, [...seen]);
@@ -223,11 +302,18 @@ function removeApiUser(tx: Tx, log: ChangeLog, project: Project, userGid: string
  * (active) project; 403 `Unknown user` otherwise, whatever the reason, so nothing is revealed.
  */
 export function userOfKey(tx: Tx, projectGid: string, key: string): User {
-  const k = key.startsWith(KEY_PREFIX) ? tx.select().from(apikeys).where(eq(apikeys.keyHash, hashKey(key))).get() : undefined;
+  const k = key.startsWith(KEY_PREFIX)
+    ? tx
+        .select()
+        .from(apikeys)
+        .where(eq(apikeys.keyHash, hashKey(key)))
+        .get()
+    : undefined;
   const user = k && getUser(tx, k.userGid);
   const project = k && tx.select().from(projects).where(eq(projects.gid, projectGid)).get();
   const m = k && getMembership(tx, projectGid, k.userGid, "active");
-  if (!k || !user || k.projectGid !== projectGid || !m || user.status !== "active" || project?.status !== "active") throw forbidden("Unknown user");
+  if (!k || !user || k.projectGid !== projectGid || !m || user.status !== "active" || project?.status !== "active")
+    throw forbidden("Unknown user");
   tx.update(apikeys).set({ lastUsedOn: now() }).where(eq(apikeys.userGid, k.userGid)).run();
   return user;
 }

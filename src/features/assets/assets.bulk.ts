@@ -51,30 +51,58 @@ export type BulkOperation = keyof typeof BULK_KINDS;
 /** Items per transaction: small enough to keep the database responsive to other requests. */
 const CHUNK = 200;
 
-type Params = { gids: string[]; missing?: string[]; parent?: string; set?: Record<string, MetadataField>; unset?: string[]; clear?: true | string[] };
+type Params = {
+  gids: string[];
+  missing?: string[];
+  parent?: string;
+  set?: Record<string, MetadataField>;
+  unset?: string[];
+  clear?: true | string[];
+};
 
 /**
  * Resolves the selection and enqueues the job in the same transaction (so the snapshot and the
  * job agree). Returns the job token.
  */
-function startBulk(ctx: Ctx, tx: Tx, log: ChangeLog, projectGid: string, userGid: string, op: BulkOperation, body: Record<string, unknown>): string {
+function startBulk(
+  ctx: Ctx,
+  tx: Tx,
+  log: ChangeLog,
+  projectGid: string,
+  userGid: string,
+  op: BulkOperation,
+  body: Record<string, unknown>,
+): string {
   ensureRoot(tx, log, projectGid);
   const missing: string[] = [];
   // Gids that name no asset are skipped (the reference's rule), and counted in the job's info.
-  const items = resolveSelection(tx, assetSelection, projectGid, body.selection, { expandQuery: ctx.hooks.expandQuery, missing });
-  const params: Params = { gids: items.map((i) => i.gid), ...(missing.length ? { missing: missing.slice(0, 100) } : {}) };
+  const items = resolveSelection(tx, assetSelection, projectGid, body.selection, {
+    expandQuery: ctx.hooks.expandQuery,
+    missing,
+  });
+  const params: Params = {
+    gids: items.map((i) => i.gid),
+    ...(missing.length ? { missing: missing.slice(0, 100) } : {}),
+  };
   if (op === "move") {
-    if (body.parent === undefined || body.parent === null) throw badRequest("Missing parameter", { "Missing parameter": "parent" });
+    if (body.parent === undefined || body.parent === null)
+      throw badRequest("Missing parameter", { "Missing parameter": "parent" });
     params.parent = requireParentFolder(tx, log, projectGid, body.parent);
     const chain = new Set([params.parent, ...ancestorGids(tx, projectGid, params.parent)]);
     const bad = params.gids.filter((g) => chain.has(g));
-    if (bad.length) throw unprocessable("Cannot move a folder into itself or one of its subfolders", { assets: bad.slice(0, 100), parent: params.parent });
+    if (bad.length)
+      throw unprocessable("Cannot move a folder into itself or one of its subfolders", {
+        assets: bad.slice(0, 100),
+        parent: params.parent,
+      });
   }
   if (op === "metadata") {
-    if (body.metadata === undefined && body.clear === undefined) throw badRequest("Missing parameter", { "Missing parameter": "metadata" });
+    if (body.metadata === undefined && body.clear === undefined)
+      throw badRequest("Missing parameter", { "Missing parameter": "metadata" });
     if (body.metadata !== undefined) {
       const md = body.metadata;
-      if (!md || typeof md !== "object" || Array.isArray(md)) throw invalidParameter("metadata", { expected: "an object of field name: value (null removes the field)" });
+      if (!md || typeof md !== "object" || Array.isArray(md))
+        throw invalidParameter("metadata", { expected: "an object of field name: value (null removes the field)" });
       const languages = projectLanguages(tx, projectGid);
       params.set = {};
       params.unset = [];
@@ -82,12 +110,16 @@ function startBulk(ctx: Ctx, tx: Tx, log: ChangeLog, projectGid: string, userGid
         const name = metadataName(k, `metadata.${k}`);
         if (v === null) params.unset.push(name);
         else {
-          const field = typeof v === "object" && !Array.isArray(v) && Object.hasOwn(v, "value") ? (v as Record<string, unknown>) : { value: v, type: typeof v === "number" ? "number" : typeof v === "boolean" ? "boolean" : "textline" };
+          const field =
+            typeof v === "object" && !Array.isArray(v) && Object.hasOwn(v, "value")
+              ? (v as Record<string, unknown>)
+              : { value: v, type: typeof v === "number" ? "number" : typeof v === "boolean" ? "boolean" : "textline" };
           params.set[name] = metadataField(field, languages);
         }
       }
     }
-    if (body.clear !== undefined && body.clear !== false) params.clear = body.clear === true ? true : metadataNames(body.clear, "clear");
+    if (body.clear !== undefined && body.clear !== false)
+      params.clear = body.clear === true ? true : metadataNames(body.clear, "clear");
   }
   return ctx.jobs.enqueue({
     kind: BULK_KINDS[op],
@@ -106,7 +138,12 @@ type ChunkResult = { touched: string[]; skipped: BatchOutcome["skipped"]; files?
  * selected assets the job changed (also when a selected folder took a selected child along);
  * `skipped` those it could not change.
  */
-async function inChunks(ctx: Ctx, job: Job, progress: Progress, fn: (tx: Tx, log: ChangeLog, gids: string[], userGid: string | null) => ChunkResult) {
+async function inChunks(
+  ctx: Ctx,
+  job: Job,
+  progress: Progress,
+  fn: (tx: Tx, log: ChangeLog, gids: string[], userGid: string | null) => ChunkResult,
+) {
   const p = job.params as unknown as Params;
   const projectGid = job.projectGid!;
   // The starter is recorded as updated_by, unless the account is gone by now.
@@ -136,14 +173,18 @@ const del: JobHandler = (ctx, job, progress) =>
   inChunks(ctx, job, progress, (tx, log, gids, user) => {
     const o = deleteAssetRows(tx, log, job.projectGid!, user, gids, false);
     // Selected assets already deleted count as done: the selection ends up deleted.
-    const already = assetsByGids(tx, job.projectGid!, gids).filter((a) => a.status === "deleted").map((a) => a.gid);
+    const already = assetsByGids(tx, job.projectGid!, gids)
+      .filter((a) => a.status === "deleted")
+      .map((a) => a.gid);
     return { touched: [...gidsOf(o), ...already], skipped: o.skipped };
   });
 
 const undelete: JobHandler = (ctx, job, progress) =>
   inChunks(ctx, job, progress, (tx, log, gids, user) => {
     const o = undeleteAssetRows(tx, log, job.projectGid!, user, gids, false);
-    const already = assetsByGids(tx, job.projectGid!, gids).filter((a) => a.status === "active").map((a) => a.gid);
+    const already = assetsByGids(tx, job.projectGid!, gids)
+      .filter((a) => a.status === "active")
+      .map((a) => a.gid);
     return { touched: [...gidsOf(o), ...already], skipped: o.skipped };
   });
 
@@ -157,7 +198,8 @@ const move: JobHandler = (ctx, job, progress) =>
   inChunks(ctx, job, progress, (tx, log, gids, user) => {
     const parentGid = (job.params as unknown as Params).parent;
     const parent = parentGid ? findAsset(tx, job.projectGid!, parentGid) : ensureRoot(tx, log, job.projectGid!);
-    if (!parent || parent.status !== "active") return { touched: [], skipped: gids.map((gid) => ({ gid, reason: "The folder does not exist any more" })) };
+    if (!parent || parent.status !== "active")
+      return { touched: [], skipped: gids.map((gid) => ({ gid, reason: "The folder does not exist any more" })) };
     const o = moveAssetRows(tx, log, job.projectGid!, user, gids, parent, false);
     const bad = new Set(o.skipped.map((s) => s.gid));
     return { touched: gids.filter((g) => !bad.has(g)), skipped: o.skipped };
@@ -203,17 +245,39 @@ export const assetBulkJobs: Record<string, JobKind> = {
 };
 
 /** `assets/bulk/get`: a page of the selected assets (repeat with the returned page.cursor). */
-export function bulkGetAssets(ctx: Ctx, actor: Actor, projectGid: string, input: { selection: unknown; "page.size"?: number; "page.cursor"?: string | null }): Answer {
+export function bulkGetAssets(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { selection: unknown; "page.size"?: number; "page.cursor"?: string | null },
+): Answer {
   return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
     ensureRoot(tx, log, projectGid);
-    const items = resolveSelection(tx, assetSelection, projectGid, input.selection, { expandQuery: ctx.hooks.expandQuery });
+    const items = resolveSelection(tx, assetSelection, projectGid, input.selection, {
+      expandQuery: ctx.hooks.expandQuery,
+    });
     const p = pageSelection(items, input["page.size"], input["page.cursor"]);
-    const rows = assetsByGids(tx, projectGid, p.page.map((i) => i.gid));
-    return { result: { assets: p.page.map((i) => i.gid), "assets.size": p.size, "page.cursor": p.cursor }, data: { assets: assetDictionary(tx, projectGid, rows) } };
+    const rows = assetsByGids(
+      tx,
+      projectGid,
+      p.page.map((i) => i.gid),
+    );
+    return {
+      result: { assets: p.page.map((i) => i.gid), "assets.size": p.size, "page.cursor": p.cursor },
+      data: { assets: assetDictionary(tx, projectGid, rows) },
+    };
   });
 }
 
 /** `assets/bulk/<op>`: resolves the selection now and queues the job; answers its token. */
-export function startBulkOperation(ctx: Ctx, actor: Actor, projectGid: string, op: BulkOperation, input: Record<string, unknown>): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => ({ result: { "job.token": startBulk(ctx, tx, log, projectGid, actor.userGid, op, input) } }));
+export function startBulkOperation(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  op: BulkOperation,
+  input: Record<string, unknown>,
+): Answer {
+  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => ({
+    result: { "job.token": startBulk(ctx, tx, log, projectGid, actor.userGid, op, input) },
+  }));
 }

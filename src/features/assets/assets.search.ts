@@ -36,7 +36,11 @@ import { assetDictionary, assetsByIds, ensureRoot, metadataFields, type Asset } 
 
 export type AssetSearch = { q?: unknown; language?: unknown; filter?: unknown; sort?: unknown };
 
-const col = (type: FieldSpec["type"], expr: SQL, extra: Partial<FieldSpec> = {}): FieldSpec => ({ type, sql: expr, ...extra });
+const col = (type: FieldSpec["type"], expr: SQL, extra: Partial<FieldSpec> = {}): FieldSpec => ({
+  type,
+  sql: expr,
+  ...extra,
+});
 
 /** Anywhere below one of these folders: our `ancestor` property (`=`/`is` a gid, `in` gids). */
 const below = (gids: string[]) =>
@@ -45,14 +49,18 @@ const below = (gids: string[]) =>
     sql`, `,
   )}) UNION ALL SELECT x.gid FROM assets x JOIN d ON x.parent = d.gid) SELECT gid FROM d)`;
 
-const oneGid = (v: unknown, fail: (r: string) => never) => (typeof v === "string" && v ? [v] : fail("the operand is a folder gid"));
+const oneGid = (v: unknown, fail: (r: string) => never) =>
+  typeof v === "string" && v ? [v] : fail("the operand is a folder gid");
 const ancestorOps = new Map<string, CustomOperator>([
   ["=", { operand: oneGid, build: below }],
   ["is", { operand: oneGid, build: below }],
   [
     "in",
     {
-      operand: (v, fail) => (Array.isArray(v) && v.length > 0 && v.length <= 100 && v.every((g) => typeof g === "string") ? v : fail("the operand is a list of 1 to 100 folder gids")),
+      operand: (v, fail) =>
+        Array.isArray(v) && v.length > 0 && v.length <= 100 && v.every((g) => typeof g === "string")
+          ? v
+          : fail("the operand is a list of 1 to 100 folder gids"),
       build: below,
     },
   ],
@@ -64,8 +72,12 @@ const typeOps = new Map<string, CustomOperator>([
   [
     "is",
     {
-      operand: (v, fail) => (typeof v === "string" ? v.toLowerCase() : fail("the operand is folder, file, image or an extension")),
-      build: (v: string) => (v === "file" ? sql`a.type IN ('file', 'image')` : sql`(a.type = ${v} OR (a.type <> 'folder' AND lower(a.extension) = ${v}))`),
+      operand: (v, fail) =>
+        typeof v === "string" ? v.toLowerCase() : fail("the operand is folder, file, image or an extension"),
+      build: (v: string) =>
+        v === "file"
+          ? sql`a.type IN ('file', 'image')`
+          : sql`(a.type = ${v} OR (a.type <> 'folder' AND lower(a.extension) = ${v}))`,
     },
   ],
 ]);
@@ -73,7 +85,9 @@ const typeOps = new Map<string, CustomOperator>([
 /** The text of a localized column in the search language, or of every language joined. */
 const textIn = (column: SQL, language: string | undefined) => {
   const path = language ? jsonKeyPath(language) : undefined;
-  return path ? sql`coalesce(json_extract(${column}, ${path}), '')` : sql`coalesce((SELECT group_concat(value, '') FROM json_each(${column})), '')`;
+  return path
+    ? sql`coalesce(json_extract(${column}, ${path}), '')`
+    : sql`coalesce((SELECT group_concat(value, '') FROM json_each(${column})), '')`;
 };
 const filledElsewhere = (column: SQL, language: string | undefined) =>
   language && jsonKeyPath(language)
@@ -82,7 +96,12 @@ const filledElsewhere = (column: SQL, language: string | undefined) =>
 
 /** Validation of assets: an empty title/description, or one that is filled in another language only. */
 function validationSql(check: ValidationCheck, field: string | undefined, options: FilterSqlOptions): SQL {
-  const columns = field === "title" ? [sql`a.title`] : field === "description" ? [sql`a.description`] : [sql`a.title`, sql`a.description`];
+  const columns =
+    field === "title"
+      ? [sql`a.title`]
+      : field === "description"
+        ? [sql`a.description`]
+        : [sql`a.title`, sql`a.description`];
   const one = (c: SQL) => {
     const empty = sql`${textIn(c, options.language)} = ''`;
     if (check === "is_empty") return empty;
@@ -139,10 +158,16 @@ export const ASSET_DOMAIN = makeDomain(
         if (!p) return undefined;
         const v = `${p}.value`;
         // A field's value; a value from before fields (a bare value), then what the file said.
-        return col("json", sql`(CASE WHEN json_type(a.metadata, ${p}) = 'object' THEN json_extract(a.metadata, ${v}) ELSE coalesce(json_extract(a.metadata, ${p}), json_extract(a.extracted, ${p})) END)`);
+        return col(
+          "json",
+          sql`(CASE WHEN json_type(a.metadata, ${p}) = 'object' THEN json_extract(a.metadata, ${v}) ELSE coalesce(json_extract(a.metadata, ${p}), json_extract(a.extracted, ${p})) END)`,
+        );
       },
     ],
-    ["extracted", (key) => (jsonKeyPath(key) ? col("json", sql`json_extract(a.extracted, ${jsonKeyPath(key)!})`) : undefined)],
+    [
+      "extracted",
+      (key) => (jsonKeyPath(key) ? col("json", sql`json_extract(a.extracted, ${jsonKeyPath(key)!})`) : undefined),
+    ],
   ],
 );
 
@@ -185,9 +210,12 @@ export function ftsQuery(q: string, prefixAll: boolean, columns = "{name meta}")
 }
 
 function ftsTable(language: unknown): { table: string; prefix: boolean } {
-  if (language !== undefined && language !== null && typeof language !== "string") throw invalid("language", { expected: "a language code" });
+  if (language !== undefined && language !== null && typeof language !== "string")
+    throw invalid("language", { expected: "a language code" });
   const lang = typeof language === "string" ? language.toLowerCase() : "";
-  return lang === "en" || lang.startsWith("en-") ? { table: "assets_fts_en", prefix: false } : { table: "assets_fts", prefix: true };
+  return lang === "en" || lang.startsWith("en-")
+    ? { table: "assets_fts_en", prefix: false }
+    : { table: "assets_fts", prefix: true };
 }
 
 type Built = { from: SQL; where: SQL; ranked: boolean; empty: boolean };
@@ -198,7 +226,11 @@ type Built = { from: SQL; where: SQL; ranked: boolean; empty: boolean };
  */
 function build(projectGid: string, s: AssetSearch, extra: { folders?: boolean } = {}): Built {
   if (s.q !== undefined && s.q !== null && typeof s.q !== "string") throw invalid("q", { expected: "a string" });
-  if (s.language !== undefined && s.language !== null && (typeof s.language !== "string" || !/^[A-Za-z0-9_-]{1,35}$/.test(s.language)))
+  if (
+    s.language !== undefined &&
+    s.language !== null &&
+    (typeof s.language !== "string" || !/^[A-Za-z0-9_-]{1,35}$/.test(s.language))
+  )
     throw invalid("language", { expected: "a language code" });
   const node = s.filter === undefined || s.filter === null ? MATCH_ALL : parseAssetFilter(s.filter);
   const q = typeof s.q === "string" ? s.q.trim() : "";
@@ -212,7 +244,9 @@ function build(projectGid: string, s: AssetSearch, extra: { folders?: boolean } 
     const expr = ftsQuery(q.slice(0, 500), prefix);
     if (expr) {
       from = sql`${sql.raw(table)} f JOIN assets a ON a.id = f.rowid`;
-      conditions.push(sql`${sql.raw(table)} MATCH ${`project_gid : "${projectGid.replace(/"/g, '""')}" AND (${expr})`}`);
+      conditions.push(
+        sql`${sql.raw(table)} MATCH ${`project_gid : "${projectGid.replace(/"/g, '""')}" AND (${expr})`}`,
+      );
       ranked = true;
     } else if (noFilter) empty = true;
   }
@@ -242,7 +276,8 @@ function orderBy(s: AssetSearch, ranked: boolean): string {
   if (typeof s.sort !== "string") throw invalid("sort", { expected: "relevance or a field, - for descending" });
   const desc = s.sort.startsWith("-");
   const column = SORTS.get(desc ? s.sort.slice(1) : s.sort);
-  if (!column) throw invalid("sort", { expected: `relevance or one of ${[...SORTS.keys()].join(", ")}, - for descending` });
+  if (!column)
+    throw invalid("sort", { expected: `relevance or one of ${[...SORTS.keys()].join(", ")}, - for descending` });
   return `${column} ${desc ? "DESC" : "ASC"}, a.id`;
 }
 
@@ -254,23 +289,41 @@ function run<T>(fn: () => T): T {
     if (e instanceof ApiError || e instanceof FilterError) throw e;
     // SQLITE_ERROR is a statement SQLite could not run (an FTS5 query it refused, an expression too
     // deep); busy or I/O errors stay what they are.
-    if (e instanceof Error && ((e as { code?: string }).code === "SQLITE_ERROR" || /fts5|parser stack|too complex|Expression tree/i.test(e.message)))
+    if (
+      e instanceof Error &&
+      ((e as { code?: string }).code === "SQLITE_ERROR" ||
+        /fts5|parser stack|too complex|Expression tree/i.test(e.message))
+    )
       throw new ApiError(1002, "Search error", { reason: "the search engine could not run this search" });
     throw e;
   }
 }
 
 /** One page of a search and the total count. */
-export function searchAssets(tx: Tx, projectGid: string, s: AssetSearch, page: { top: number; size: number }, extra: { folders?: boolean } = {}): { rows: Asset[]; total: number } {
+export function searchAssets(
+  tx: Tx,
+  projectGid: string,
+  s: AssetSearch,
+  page: { top: number; size: number },
+  extra: { folders?: boolean } = {},
+): { rows: Asset[]; total: number } {
   const b = build(projectGid, s, extra);
   if (b.empty) return { rows: [], total: 0 };
   const db = sqliteOf(tx);
   const where = sqlText(sql`SELECT count(*) AS n FROM ${b.from} WHERE ${b.where}`);
   const total = run(() => (db.query(where.sql).get(...(where.params as never[])) as { n: number }).n);
   if (!page.size) return { rows: [], total };
-  const list = sqlText(sql`SELECT a.id AS id FROM ${b.from} WHERE ${b.where} ORDER BY ${sql.raw(orderBy(s, b.ranked))} LIMIT ${page.size} OFFSET ${page.top}`);
+  const list = sqlText(
+    sql`SELECT a.id AS id FROM ${b.from} WHERE ${b.where} ORDER BY ${sql.raw(orderBy(s, b.ranked))} LIMIT ${page.size} OFFSET ${page.top}`,
+  );
   const ids = run(() => db.query(list.sql).all(...(list.params as never[])) as { id: number }[]);
-  return { rows: assetsByIds(tx, ids.map((r) => r.id)), total };
+  return {
+    rows: assetsByIds(
+      tx,
+      ids.map((r) => r.id),
+    ),
+    total,
+  };
 }
 
 /** Every asset a search finds (id order), for bulk selections. */
@@ -278,7 +331,12 @@ function searchAssetItems(tx: Tx, projectGid: string, s: AssetSearch): Selection
   const b = build(projectGid, s);
   if (b.empty) return [];
   const q = sqlText(sql`SELECT a.id AS id, a.gid AS gid FROM ${b.from} WHERE ${b.where} ORDER BY a.id`);
-  return run(() => sqliteOf(tx).query(q.sql).all(...(q.params as never[])) as SelectionItem[]);
+  return run(
+    () =>
+      sqliteOf(tx)
+        .query(q.sql)
+        .all(...(q.params as never[])) as SelectionItem[],
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -300,18 +358,34 @@ export function autocomplete(tx: Tx, projectGid: string, field: string, fieldq: 
   const live = "project_gid = ? AND status = 'active' AND parent IS NOT NULL";
   switch (field) {
     case "name":
-      return (db.query(`SELECT DISTINCT name AS v FROM assets WHERE ${live} AND name LIKE ? ESCAPE '\\' ORDER BY name COLLATE NOCASE LIMIT ?`).all(projectGid, pattern, size) as { v: string }[]).map((r) => r.v);
+      return (
+        db
+          .query(
+            `SELECT DISTINCT name AS v FROM assets WHERE ${live} AND name LIKE ? ESCAPE '\\' ORDER BY name COLLATE NOCASE LIMIT ?`,
+          )
+          .all(projectGid, pattern, size) as { v: string }[]
+      ).map((r) => r.v);
     case "ext":
       return (
-        db.query(`SELECT DISTINCT extension AS v FROM assets WHERE ${live} AND type <> 'folder' AND extension <> '' AND extension LIKE ? ESCAPE '\\' ORDER BY extension LIMIT ?`).all(projectGid, pattern, size) as { v: string }[]
+        db
+          .query(
+            `SELECT DISTINCT extension AS v FROM assets WHERE ${live} AND type <> 'folder' AND extension <> '' AND extension LIKE ? ESCAPE '\\' ORDER BY extension LIMIT ?`,
+          )
+          .all(projectGid, pattern, size) as { v: string }[]
       ).map((r) => r.v);
     case "path":
       return (
-        db.query(`SELECT DISTINCT pathname AS v FROM assets WHERE project_gid = ? AND status = 'active' AND type = 'folder' AND pathname LIKE ? ESCAPE '\\' ORDER BY pathname COLLATE NOCASE LIMIT ?`).all(projectGid, pattern, size) as { v: string }[]
+        db
+          .query(
+            `SELECT DISTINCT pathname AS v FROM assets WHERE project_gid = ? AND status = 'active' AND type = 'folder' AND pathname LIKE ? ESCAPE '\\' ORDER BY pathname COLLATE NOCASE LIMIT ?`,
+          )
+          .all(projectGid, pattern, size) as { v: string }[]
       ).map((r) => r.v);
     default: {
       const names = new Set<string>();
-      const rows = db.query(`SELECT metadata FROM assets WHERE ${live} AND metadata <> '{}'`).all(projectGid) as { metadata: string }[];
+      const rows = db.query(`SELECT metadata FROM assets WHERE ${live} AND metadata <> '{}'`).all(projectGid) as {
+        metadata: string;
+      }[];
       for (const r of rows) {
         try {
           for (const k of Object.keys(metadataFields(JSON.parse(r.metadata)))) names.add(k);
@@ -328,10 +402,16 @@ export function autocomplete(tx: Tx, projectGid: string, field: string, fieldq: 
       }
       if (dot > 0 && groups.has(fieldq.slice(0, dot))) {
         const prefix = fieldq.toLowerCase();
-        return groups.get(fieldq.slice(0, dot))!.filter((n) => n.toLowerCase().startsWith(prefix)).sort();
+        return groups
+          .get(fieldq.slice(0, dot))!
+          .filter((n) => n.toLowerCase().startsWith(prefix))
+          .sort();
       }
       const part = fieldq.toLowerCase();
-      return [...groups.keys()].filter((g) => g.toLowerCase().includes(part)).sort().slice(0, size);
+      return [...groups.keys()]
+        .filter((g) => g.toLowerCase().includes(part))
+        .sort()
+        .slice(0, size);
     }
   }
 }
@@ -357,7 +437,11 @@ export const assetSelection: SelectionResolver = {
     for (let i = 0; i < gids.length; i += 500) {
       const chunk = gids.slice(i, i + 500);
       found.push(
-        ...(db.query(`SELECT id, gid FROM assets WHERE project_gid = ? AND parent IS NOT NULL AND gid IN (${chunk.map(() => "?").join(",")})`).all(projectGid, ...chunk) as SelectionItem[]),
+        ...(db
+          .query(
+            `SELECT id, gid FROM assets WHERE project_gid = ? AND parent IS NOT NULL AND gid IN (${chunk.map(() => "?").join(",")})`,
+          )
+          .all(projectGid, ...chunk) as SelectionItem[]),
       );
     }
     const have = new Set(found.map((f) => f.gid));
@@ -369,13 +453,21 @@ export const assetSelection: SelectionResolver = {
     const marks = status.map(() => "?").join(",");
     let parent = el.children;
     if (parent === null || parent === "" || parent === "/") {
-      parent = (db.query("SELECT gid FROM assets WHERE project_gid = ? AND parent IS NULL AND type = 'folder' AND name = ''").get(projectGid) as { gid: string } | null)?.gid;
+      parent = (
+        db
+          .query("SELECT gid FROM assets WHERE project_gid = ? AND parent IS NULL AND type = 'folder' AND name = ''")
+          .get(projectGid) as { gid: string } | null
+      )?.gid;
       if (!parent) return [];
     }
     if (typeof parent !== "string") throw invalid("selection", { reason: "children takes a folder gid" });
-    const p = db.query("SELECT type FROM assets WHERE project_gid = ? AND gid = ?").get(projectGid, parent) as { type: string } | null;
+    const p = db.query("SELECT type FROM assets WHERE project_gid = ? AND gid = ?").get(projectGid, parent) as {
+      type: string;
+    } | null;
     if (!p) return undefined;
-    return db.query(`SELECT id, gid FROM assets WHERE project_gid = ? AND parent = ? AND status IN (${marks}) ORDER BY id`).all(projectGid, parent, ...status) as SelectionItem[];
+    return db
+      .query(`SELECT id, gid FROM assets WHERE project_gid = ? AND parent = ? AND status IN (${marks}) ORDER BY id`)
+      .all(projectGid, parent, ...status) as SelectionItem[];
   },
   search(tx, projectGid, search) {
     return searchAssetItems(tx, projectGid, search as AssetSearch);
@@ -401,7 +493,10 @@ export function findAssets(ctx: Ctx, actor: Actor, projectGid: string, input: As
   return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
     ensureRoot(tx, log, projectGid);
     const r = searchAssets(tx, projectGid, input, windowOf(input));
-    return { result: { assets: r.rows.map((a) => a.gid), "assets.size": r.total }, data: { assets: assetDictionary(tx, projectGid, r.rows) } };
+    return {
+      result: { assets: r.rows.map((a) => a.gid), "assets.size": r.total },
+      data: { assets: assetDictionary(tx, projectGid, r.rows) },
+    };
   });
 }
 
@@ -410,16 +505,30 @@ export function findFolders(ctx: Ctx, actor: Actor, projectGid: string, input: A
   return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
     ensureRoot(tx, log, projectGid);
     const r = searchAssets(tx, projectGid, input, windowOf(input), { folders: true });
-    return { result: { assets: r.rows.map((a) => a.gid), "assets.size": r.total }, data: { assets: assetDictionary(tx, projectGid, r.rows) } };
+    return {
+      result: { assets: r.rows.map((a) => a.gid), "assets.size": r.total },
+      data: { assets: assetDictionary(tx, projectGid, r.rows) },
+    };
   });
 }
 
 /** `assets/search/autocomplete`: `field`, `fieldq`, `completions.size` (10, 1..50) → `completions`. */
-export function autocompleteAssets(ctx: Ctx, actor: Actor, projectGid: string, input: { field: string; fieldq?: string; language?: string; "completions.size"?: number }): Answer {
+export function autocompleteAssets(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { field: string; fieldq?: string; language?: string; "completions.size"?: number },
+): Answer {
   return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
     ensureRoot(tx, log, projectGid);
-    if (!(AUTOCOMPLETE_FIELDS as readonly string[]).includes(input.field)) throw invalid("field", { expected: AUTOCOMPLETE_FIELDS.join(", ") });
+    if (!(AUTOCOMPLETE_FIELDS as readonly string[]).includes(input.field))
+      throw invalid("field", { expected: AUTOCOMPLETE_FIELDS.join(", ") });
     const fieldq = (input.fieldq ?? "").slice(0, 500);
-    return { result: { completions: run(() => autocomplete(tx, projectGid, input.field, fieldq, input["completions.size"] ?? 10)) }, data: {} };
+    return {
+      result: {
+        completions: run(() => autocomplete(tx, projectGid, input.field, fieldq, input["completions.size"] ?? 10)),
+      },
+      data: {},
+    };
   });
 }

@@ -7,7 +7,14 @@ import type { Answer } from "../../core/answer";
 import type { Actor } from "../../core/actor";
 import { inProject, projectAccess } from "../members/access.service";
 import { preparedOnce, sqliteOf, type DB, type Tx } from "../../db/connection";
-import { assets, assetVersions, type AssetMetadata, type AssetTransforms, type FileFacts, type Localized } from "./assets.table";
+import {
+  assets,
+  assetVersions,
+  type AssetMetadata,
+  type AssetTransforms,
+  type FileFacts,
+  type Localized,
+} from "./assets.table";
 import { FilterError, pageWindow } from "../../core/filter";
 import { getProject } from "../projects/projects.service";
 import { projectOptions } from "../settings/settings.options";
@@ -32,7 +39,12 @@ export function projectLanguages(tx: Tx, projectGid: string): string[] {
 export type MetadataField = { type: string; is_localized: boolean; value: unknown };
 
 const isField = (v: unknown): v is MetadataField =>
-  typeof v === "object" && v !== null && !Array.isArray(v) && Object.hasOwn(v, "type") && Object.hasOwn(v, "value") && typeof (v as MetadataField).type === "string";
+  typeof v === "object" &&
+  v !== null &&
+  !Array.isArray(v) &&
+  Object.hasOwn(v, "type") &&
+  Object.hasOwn(v, "value") &&
+  typeof (v as MetadataField).type === "string";
 
 /**
  * The stored metadata as fields. Values from before the field form (a bare value under a key)
@@ -42,19 +54,26 @@ export function metadataFields(md: AssetMetadata | null | undefined): Record<str
   const out: Record<string, MetadataField> = {};
   for (const [k, v] of Object.entries(md ?? {})) {
     if (isField(v)) out[k] = { type: v.type, is_localized: v.is_localized === true, value: v.value };
-    else out[k] = { type: typeof v === "number" ? "number" : typeof v === "boolean" ? "boolean" : "textline", is_localized: false, value: v };
+    else
+      out[k] = {
+        type: typeof v === "number" ? "number" : typeof v === "boolean" ? "boolean" : "textline",
+        is_localized: false,
+        value: v,
+      };
   }
   return out;
 }
 
 const localized = (stored: Localized | null | undefined, languages: string[]): Record<string, string> => {
   const out: Record<string, string> = {};
-  for (const l of languages) out[l] = stored && Object.hasOwn(stored, l) && typeof stored[l] === "string" ? stored[l] : "";
+  for (const l of languages)
+    out[l] = stored && Object.hasOwn(stored, l) && typeof stored[l] === "string" ? stored[l] : "";
   return out;
 };
 
 /** The root folder `/` of a project: no parent, no name. */
-export const isRoot = (a: Pick<Asset, "parent" | "name" | "type">) => a.parent === null && a.name === "" && a.type === "folder";
+export const isRoot = (a: Pick<Asset, "parent" | "name" | "type">) =>
+  a.parent === null && a.name === "" && a.type === "folder";
 
 /** `path` of an asset: the pathname of its folder (`""` for the root). */
 export function pathOf(pathname: string): string {
@@ -126,7 +145,13 @@ function childCounts(tx: Tx, projectGid: string, folders: string[]): Map<string,
     const rows = tx
       .select({ parent: assets.parent, folder: sql<number>`${assets.type} = 'folder'`, n: sql<number>`count(*)` })
       .from(assets)
-      .where(and(eq(assets.projectGid, projectGid), eq(assets.status, "active"), inArray(assets.parent, folders.slice(i, i + 500))))
+      .where(
+        and(
+          eq(assets.projectGid, projectGid),
+          eq(assets.status, "active"),
+          inArray(assets.parent, folders.slice(i, i + 500)),
+        ),
+      )
       .groupBy(assets.parent, sql`${assets.type} = 'folder'`)
       .all();
     for (const r of rows) {
@@ -143,7 +168,11 @@ function childCounts(tx: Tx, projectGid: string, folders: string[]): Map<string,
 export function assetDictionary(tx: Tx, projectGid: string, rows: Iterable<Asset>): Record<string, AssetForm> {
   const list = [...rows];
   const languages = projectLanguages(tx, projectGid);
-  const counts = childCounts(tx, projectGid, list.filter((a) => a.type === "folder").map((a) => a.gid));
+  const counts = childCounts(
+    tx,
+    projectGid,
+    list.filter((a) => a.type === "folder").map((a) => a.gid),
+  );
   const out: Record<string, AssetForm> = {};
   for (const a of list) out[a.gid] = assetForm(a, languages, counts.get(a.gid));
   return out;
@@ -159,7 +188,11 @@ export function assetDictionary(tx: Tx, projectGid: string, rows: Iterable<Asset
  */
 const ph = (name: string) => sql.placeholder(name);
 const assetOfProject = preparedOnce((tx) =>
-  tx.select().from(assets).where(and(eq(assets.gid, ph("gid")), eq(assets.projectGid, ph("project")))).prepare(),
+  tx
+    .select()
+    .from(assets)
+    .where(and(eq(assets.gid, ph("gid")), eq(assets.projectGid, ph("project"))))
+    .prepare(),
 );
 const assetByPathname = preparedOnce((tx) =>
   tx
@@ -175,7 +208,8 @@ const assetByPathname = preparedOnce((tx) =>
  * the (project, status) index, which reads every active item of the project, over the
  * (project, parent, name) one, which reads the folder's items only.
  */
-const activeInFolder = () => and(eq(assets.projectGid, ph("project")), eq(assets.parent, ph("parent")), sql`+${assets.status} = 'active'`);
+const activeInFolder = () =>
+  and(eq(assets.projectGid, ph("project")), eq(assets.parent, ph("parent")), sql`+${assets.status} = 'active'`);
 const sameName = preparedOnce((tx) =>
   tx
     .select({ id: assets.id })
@@ -196,7 +230,9 @@ const rootFolder = preparedOnce((tx) =>
   tx
     .select()
     .from(assets)
-    .where(and(eq(assets.projectGid, ph("project")), isNull(assets.parent), eq(assets.type, "folder"), eq(assets.name, "")))
+    .where(
+      and(eq(assets.projectGid, ph("project")), isNull(assets.parent), eq(assets.type, "folder"), eq(assets.name, "")),
+    )
     .orderBy(asc(assets.id))
     .limit(1)
     .prepare(),
@@ -237,7 +273,18 @@ const versionsOf = preparedOnce((tx) =>
     .prepare(),
 );
 /** The file columns an upload sets (json columns as JSON text or NULL, as drizzle writes them). */
-const FILE_COLUMNS = ["extension", "mime", "size", "sha256", "width", "height", "format", "pages", "extracted", "facts"] as const;
+const FILE_COLUMNS = [
+  "extension",
+  "mime",
+  "size",
+  "sha256",
+  "width",
+  "height",
+  "format",
+  "pages",
+  "extracted",
+  "facts",
+] as const;
 type FileColumns = Pick<Asset, (typeof FILE_COLUMNS)[number]>;
 const json = (name: string) => sql`${ph(name)}`;
 const fileColumnValues = () => ({
@@ -288,7 +335,14 @@ const insertFile = preparedOnce((tx) =>
 const newFileVersion = preparedOnce((tx) =>
   tx
     .update(assets)
-    .set({ type: ph("type") as never, version: ph("version") as never, storageName: ph("storage") as never, ...(fileColumnValues() as object), updatedOn: ph("t") as never, updatedBy: ph("user") as never })
+    .set({
+      type: ph("type") as never,
+      version: ph("version") as never,
+      storageName: ph("storage") as never,
+      ...(fileColumnValues() as object),
+      updatedOn: ph("t") as never,
+      updatedBy: ph("user") as never,
+    })
     .where(eq(assets.id, ph("id")))
     .returning()
     .prepare(),
@@ -332,7 +386,13 @@ export function assetsByGids(tx: Tx, projectGid: string, gids: string[]): Asset[
   }
   const rows: Asset[] = [];
   for (let i = 0; i < gids.length; i += 500) {
-    rows.push(...tx.select().from(assets).where(and(eq(assets.projectGid, projectGid), inArray(assets.gid, gids.slice(i, i + 500)))).all());
+    rows.push(
+      ...tx
+        .select()
+        .from(assets)
+        .where(and(eq(assets.projectGid, projectGid), inArray(assets.gid, gids.slice(i, i + 500))))
+        .all(),
+    );
   }
   const byGid = new Map(rows.map((r) => [r.gid, r]));
   return [...new Set(gids)].map((g) => byGid.get(g)).filter((r): r is Asset => !!r);
@@ -349,9 +409,17 @@ function prepareLookups(db: DB) {
   const p = (name: string) => sql.placeholder(name);
   return {
     /** `.get({ gid })`: the asset of a gid, in any project. */
-    asset: db.select().from(assets).where(eq(assets.gid, p("gid"))).prepare(),
+    asset: db
+      .select()
+      .from(assets)
+      .where(eq(assets.gid, p("gid")))
+      .prepare(),
     /** `.get({ name })`: the earlier version with this storage name. */
-    version: db.select().from(assetVersions).where(eq(assetVersions.storageName, p("name"))).prepare(),
+    version: db
+      .select()
+      .from(assetVersions)
+      .where(eq(assetVersions.storageName, p("name")))
+      .prepare(),
   };
 }
 export function assetLookups(db: DB) {
@@ -369,7 +437,14 @@ export function setPublication(tx: Tx, log: ChangeLog, a: Asset, publicName: str
 /** Assets by internal id, in the order asked. */
 export function assetsByIds(tx: Tx, ids: number[]): Asset[] {
   const rows: Asset[] = [];
-  for (let i = 0; i < ids.length; i += 500) rows.push(...tx.select().from(assets).where(inArray(assets.id, ids.slice(i, i + 500))).all());
+  for (let i = 0; i < ids.length; i += 500)
+    rows.push(
+      ...tx
+        .select()
+        .from(assets)
+        .where(inArray(assets.id, ids.slice(i, i + 500)))
+        .all(),
+    );
   const byId = new Map(rows.map((r) => [r.id, r]));
   return ids.map((id) => byId.get(id)).filter((r): r is Asset => !!r);
 }
@@ -397,7 +472,12 @@ export function assetVersionsOf(tx: Tx, projectGid: string, gid: string): AssetV
 }
 
 /** Internal ids of all descendants of the given assets (any status), parents before children. */
-function descendantIds(tx: Tx, projectGid: string, gids: string[], status?: "active" | "deleted"): { id: number; gid: string }[] {
+function descendantIds(
+  tx: Tx,
+  projectGid: string,
+  gids: string[],
+  status?: "active" | "deleted",
+): { id: number; gid: string }[] {
   if (!gids.length) return [];
   const out: { id: number; gid: string }[] = [];
   const db = sqliteOf(tx);
@@ -469,7 +549,8 @@ export function freeName(tx: Tx, projectGid: string, parent: string, name: strin
   // asked once per serial before), compared as SQLite's lower() compares: ASCII letters only.
   const pattern = `${stem}-`.replace(/[\\%_]/g, (c) => `\\${c}`) + "%";
   const taken = new Set<string>();
-  for (const r of namesLike(tx).all({ project: projectGid, parent, pattern })) if (r.id !== except) taken.add(asciiLower(r.name));
+  for (const r of namesLike(tx).all({ project: projectGid, parent, pattern }))
+    if (r.id !== except) taken.add(asciiLower(r.name));
   for (let n = 2; n < 100_000; n++) {
     const candidate = `${stem}-${n}${ext}`;
     if (!taken.has(asciiLower(candidate))) return candidate;
@@ -480,7 +561,8 @@ export function freeName(tx: Tx, projectGid: string, parent: string, name: strin
 /** Lower case as SQLite's built-in lower() makes it: A-Z only. */
 const asciiLower = (s: string) => s.replace(/[A-Z]+/g, (m) => m.toLowerCase());
 
-const nameInUse = (parent: string, name: string) => unprocessable("An item of the folder has this name", { parent, name, reason: "name in use" });
+const nameInUse = (parent: string, name: string) =>
+  unprocessable("An item of the folder has this name", { parent, name, reason: "name in use" });
 
 // ---------------------------------------------------------------------------------------------
 // The tree: the root folder `/` and pathnames
@@ -494,7 +576,21 @@ export function ensureRoot(tx: Tx, log: ChangeLog, projectGid: string): Asset {
   let root = rootFolder(tx).get({ project: projectGid });
   if (!root) {
     const t = now();
-    root = tx.insert(assets).values({ gid: newGid(), projectGid, parent: null, type: "folder", name: "", pathname: "/", version: 0, createdOn: t, updatedOn: t }).returning().get();
+    root = tx
+      .insert(assets)
+      .values({
+        gid: newGid(),
+        projectGid,
+        parent: null,
+        type: "folder",
+        name: "",
+        pathname: "/",
+        version: 0,
+        createdOn: t,
+        updatedOn: t,
+      })
+      .returning()
+      .get();
     log.project(projectGid, "INSERT", "assets", root.gid);
   }
   const loose = looseItem(tx).get({ project: projectGid, root: root.id });
@@ -506,7 +602,14 @@ export function ensureRoot(tx: Tx, log: ChangeLog, projectGid: string): Asset {
 /** Hangs every item that is not below the root into it and sets all pathnames from the root down. */
 function repairTree(tx: Tx, log: ChangeLog, projectGid: string, root: Asset): void {
   const rows = tx
-    .select({ id: assets.id, gid: assets.gid, parent: assets.parent, name: assets.name, type: assets.type, pathname: assets.pathname })
+    .select({
+      id: assets.id,
+      gid: assets.gid,
+      parent: assets.parent,
+      name: assets.name,
+      type: assets.type,
+      pathname: assets.pathname,
+    })
     .from(assets)
     .where(eq(assets.projectGid, projectGid))
     .all();
@@ -591,7 +694,13 @@ const noFolder = (info: Record<string, unknown>) => unprocessable("Parent asset 
  * The active folder named by a gid (`parent`/`asset`) or a pathname; absent both: the root.
  * 422 when it does not exist or is a file.
  */
-export function requireFolder(tx: Tx, log: ChangeLog, projectGid: string, by: { gid?: unknown; pathname?: unknown; field?: string }, root?: Asset): Asset {
+export function requireFolder(
+  tx: Tx,
+  log: ChangeLog,
+  projectGid: string,
+  by: { gid?: unknown; pathname?: unknown; field?: string },
+  root?: Asset,
+): Asset {
   const field = by.field ?? "parent";
   let f: Asset | undefined;
   if (by.gid !== undefined && by.gid !== null && by.gid !== "") {
@@ -600,7 +709,10 @@ export function requireFolder(tx: Tx, log: ChangeLog, projectGid: string, by: { 
   } else if (by.pathname !== undefined && by.pathname !== null && by.pathname !== "") {
     f = findByPathname(tx, projectGid, pathnameParam(by.pathname, "pathname"));
   } else return root ?? ensureRoot(tx, log, projectGid);
-  if (!f || f.status !== "active" || f.type !== "folder") throw noFolder(by.gid !== undefined && by.gid !== null && by.gid !== "" ? { [field]: by.gid } : { pathname: by.pathname });
+  if (!f || f.status !== "active" || f.type !== "folder")
+    throw noFolder(
+      by.gid !== undefined && by.gid !== null && by.gid !== "" ? { [field]: by.gid } : { pathname: by.pathname },
+    );
   return f;
 }
 
@@ -620,7 +732,9 @@ const MAX_METADATA_BYTES = 64 * 1024;
 export function metadataName(value: unknown, field = "name"): string {
   if (value === undefined || value === null) throw missing(field);
   if (typeof value !== "string" || value.length > 100 || !METADATA_NAME.test(value))
-    throw invalidParameter(field, { expected: "a name like group.field: letters, digits, _ and dots, at least one dot" });
+    throw invalidParameter(field, {
+      expected: "a name like group.field: letters, digits, _ and dots, at least one dot",
+    });
   return value;
 }
 
@@ -646,7 +760,10 @@ function coerce(type: string, v: unknown): unknown {
 }
 
 /** A metadata field from `metadata/set`'s members; localized values hold every project language. */
-export function metadataField(input: { type?: unknown; is_localized?: unknown; value?: unknown }, languages: string[]): MetadataField {
+export function metadataField(
+  input: { type?: unknown; is_localized?: unknown; value?: unknown },
+  languages: string[],
+): MetadataField {
   const type = input.type === undefined || input.type === null ? "textline" : input.type;
   if (typeof type !== "string" || !(METADATA_TYPES as readonly string[]).includes(type))
     throw invalidParameter("type", { expected: METADATA_TYPES.join(", ") });
@@ -655,7 +772,8 @@ export function metadataField(input: { type?: unknown; is_localized?: unknown; v
   const raw = input.value === undefined ? "" : input.value;
   if (!isLocalized) return { type, is_localized: false, value: coerce(type, raw) };
   const value: Record<string, unknown> = {};
-  const given = typeof raw === "object" && raw !== null && !Array.isArray(raw) ? (raw as Record<string, unknown>) : undefined;
+  const given =
+    typeof raw === "object" && raw !== null && !Array.isArray(raw) ? (raw as Record<string, unknown>) : undefined;
   languages.forEach((l, i) => {
     value[l] = coerce(type, given ? (Object.hasOwn(given, l) ? given[l] : "") : i === 0 ? raw : "");
   });
@@ -663,24 +781,35 @@ export function metadataField(input: { type?: unknown; is_localized?: unknown; v
 }
 
 /** The metadata with `set` fields put in and `clear` names (or all: `true`) taken out; 422 past 64 KiB. */
-export function changedMetadata(current: AssetMetadata, change: { set?: Record<string, MetadataField>; clear?: true | string[] }): AssetMetadata {
+export function changedMetadata(
+  current: AssetMetadata,
+  change: { set?: Record<string, MetadataField>; clear?: true | string[] },
+): AssetMetadata {
   const out = new Map(Object.entries(metadataFields(current)) as [string, unknown][]);
   if (change.clear === true) out.clear();
   else for (const k of change.clear ?? []) out.delete(k);
   for (const [k, v] of Object.entries(change.set ?? {})) out.set(k, v);
   const md = Object.fromEntries(out);
-  if (JSON.stringify(md).length > MAX_METADATA_BYTES) throw unprocessable("Metadata too large", { limit_bytes: MAX_METADATA_BYTES, reason: "can't work with this item" });
+  if (JSON.stringify(md).length > MAX_METADATA_BYTES)
+    throw unprocessable("Metadata too large", { limit_bytes: MAX_METADATA_BYTES, reason: "can't work with this item" });
   return md;
 }
 
 /** Sets / clears metadata fields of one asset (one UPDATE and its sync item). */
-export function changeMetadata(tx: Tx, log: ChangeLog, a: Asset, userGid: string | null, change: { set?: Record<string, MetadataField>; clear?: true | string[] }): Asset {
+export function changeMetadata(
+  tx: Tx,
+  log: ChangeLog,
+  a: Asset,
+  userGid: string | null,
+  change: { set?: Record<string, MetadataField>; clear?: true | string[] },
+): Asset {
   return touch(tx, log, a, { metadata: changedMetadata(a.metadata ?? {}, change) }, userGid);
 }
 
 /** Checks `keys` (metadata/clear's list, bulk/metadata's clear). */
 export function metadataNames(keys: unknown, field = "keys"): string[] {
-  if (!Array.isArray(keys) || keys.some((k) => typeof k !== "string")) throw invalidParameter(field, { expected: "an array of metadata field names" });
+  if (!Array.isArray(keys) || keys.some((k) => typeof k !== "string"))
+    throw invalidParameter(field, { expected: "an array of metadata field names" });
   return keys as string[];
 }
 
@@ -692,8 +821,10 @@ function localizedParam(value: unknown, field: string, languages: string[], curr
     throw invalidParameter(field, { expected: "an object of language code: text" });
   const out: Localized = { ...current };
   for (const [k, v] of Object.entries(value)) {
-    if (!languages.includes(k)) throw invalidParameter(`${field}.${k}`, { expected: `a language of the project: ${languages.join(", ")}` });
-    if (typeof v !== "string" || v.length > 10_000) throw invalidParameter(`${field}.${k}`, { expected: "a text of at most 10000 characters" });
+    if (!languages.includes(k))
+      throw invalidParameter(`${field}.${k}`, { expected: `a language of the project: ${languages.join(", ")}` });
+    if (typeof v !== "string" || v.length > 10_000)
+      throw invalidParameter(`${field}.${k}`, { expected: "a text of at most 10000 characters" });
     out[k] = v;
   }
   return out;
@@ -702,25 +833,36 @@ function localizedParam(value: unknown, field: string, languages: string[], curr
 /** A transform name as `transforms` keys and the DAM's `name` option allow (docs/dam.md). */
 export function validTransformName(name: string): boolean {
   // eslint-disable-next-line no-control-regex
-  return name.length >= 1 && Buffer.byteLength(name) <= 200 && !/[\u0000-\u001f\u007f/\\]/.test(name) && name !== "." && name !== "..";
+  return (
+    name.length >= 1 &&
+    Buffer.byteLength(name) <= 200 &&
+    !/[\u0000-\u001f\u007f/\\]/.test(name) &&
+    name !== "." &&
+    name !== ".."
+  );
 }
 
 const fraction = (v: unknown) => typeof v === "number" && Number.isFinite(v) && v >= 0 && v <= 1;
-const pair = (v: unknown): v is [number, number] => Array.isArray(v) && v.length === 2 && fraction(v[0]) && fraction(v[1]);
+const pair = (v: unknown): v is [number, number] =>
+  Array.isArray(v) && v.length === 2 && fraction(v[0]) && fraction(v[1]);
 
 function transformsParam(value: unknown): AssetTransforms | null {
   if (value === null) return null;
   const bad = (expected: string, at = "transforms") => invalidParameter(at, { expected });
-  if (typeof value !== "object" || Array.isArray(value)) throw bad('an object of transform name: {"crop": null or [w, h], "hotspot": null or [x, y]}');
+  if (typeof value !== "object" || Array.isArray(value))
+    throw bad('an object of transform name: {"crop": null or [w, h], "hotspot": null or [x, y]}');
   const entries = Object.entries(value);
   if (entries.length > 50) throw bad("at most 50 transforms");
   const out: AssetTransforms = {};
   for (const [name, t] of entries) {
-    if (!validTransformName(name)) throw bad("a transform name without /, \\ or control characters, at most 200 bytes", `transforms.${name}`);
-    if (typeof t !== "object" || t === null || Array.isArray(t)) throw bad('{"crop": null or [w, h], "hotspot": null or [x, y]} with fractions 0..1', `transforms.${name}`);
+    if (!validTransformName(name))
+      throw bad("a transform name without /, \\ or control characters, at most 200 bytes", `transforms.${name}`);
+    if (typeof t !== "object" || t === null || Array.isArray(t))
+      throw bad('{"crop": null or [w, h], "hotspot": null or [x, y]} with fractions 0..1', `transforms.${name}`);
     const crop = Object.hasOwn(t, "crop") ? (t as Record<string, unknown>).crop : null;
     const hotspot = Object.hasOwn(t, "hotspot") ? (t as Record<string, unknown>).hotspot : null;
-    if ((crop !== null && !pair(crop)) || (hotspot !== null && !pair(hotspot))) throw bad("crop and hotspot are null or two fractions 0..1", `transforms.${name}`);
+    if ((crop !== null && !pair(crop)) || (hotspot !== null && !pair(hotspot)))
+      throw bad("crop and hotspot are null or two fractions 0..1", `transforms.${name}`);
     out[name] = { crop: crop as [number, number] | null, hotspot: hotspot as [number, number] | null };
   }
   return out;
@@ -746,7 +888,13 @@ const parentChanged = (log: ChangeLog, projectGid: string, ...gids: (string | nu
 };
 
 /** Moves and/or renames one asset, with the pathnames of everything below it. */
-function relocate(tx: Tx, log: ChangeLog, a: Asset, to: { parent: Asset; name: string }, userGid: string | null): Asset {
+function relocate(
+  tx: Tx,
+  log: ChangeLog,
+  a: Asset,
+  to: { parent: Asset; name: string },
+  userGid: string | null,
+): Asset {
   const pathname = childPath(to.parent.pathname ?? "/", to.name);
   const row = touch(tx, log, a, { parent: to.parent.gid, name: to.name, pathname }, userGid);
   if (a.type === "folder" && a.pathname !== pathname) repathBelow(tx, log, a.projectGid, { gid: a.gid, pathname });
@@ -762,7 +910,15 @@ const outcome = (): BatchOutcome => ({ changed: [], skipped: [], parents: new Se
  * all, and the folder must not hold an item of the same name. Strict mode (single calls) throws
  * 422 on the first problem; lenient mode (bulk jobs) skips it.
  */
-export function moveAssetRows(tx: Tx, log: ChangeLog, projectGid: string, userGid: string | null, gids: string[], parent: Asset, strict = true): BatchOutcome {
+export function moveAssetRows(
+  tx: Tx,
+  log: ChangeLog,
+  projectGid: string,
+  userGid: string | null,
+  gids: string[],
+  parent: Asset,
+  strict = true,
+): BatchOutcome {
   const chain = new Set([parent.gid, ...ancestorGids(tx, projectGid, parent.gid)]);
   const out = outcome();
   out.parents.add(parent.gid);
@@ -773,7 +929,8 @@ export function moveAssetRows(tx: Tx, log: ChangeLog, projectGid: string, userGi
     if (!a || a.status !== "active") reason = "Asset does not exist";
     else if (isRoot(a)) reason = "The root folder cannot be moved";
     else if (chain.has(gid)) reason = "Cannot move a folder into itself or one of its subfolders";
-    else if (a.parent !== parent.gid && nameTaken(tx, projectGid, parent.gid, a.name, a.id)) reason = "An item of the folder has this name";
+    else if (a.parent !== parent.gid && nameTaken(tx, projectGid, parent.gid, a.name, a.id))
+      reason = "An item of the folder has this name";
     if (reason) {
       if (strict) throw unprocessable(reason, { asset: gid, parent: parent.gid, reason });
       out.skipped.push({ gid, reason });
@@ -790,11 +947,23 @@ export function moveAssetRows(tx: Tx, log: ChangeLog, projectGid: string, userGi
  * Sets `set` on the assets with these row ids (500 per statement, under SQLite's variable limit),
  * optionally only where `extra` holds, and writes an `assets` UPDATE item for each changed row.
  */
-function setAssets(tx: Tx, log: ChangeLog, projectGid: string, ids: number[], set: Partial<typeof assets.$inferInsert>, extra?: SQL): Asset[] {
+function setAssets(
+  tx: Tx,
+  log: ChangeLog,
+  projectGid: string,
+  ids: number[],
+  set: Partial<typeof assets.$inferInsert>,
+  extra?: SQL,
+): Asset[] {
   const changed: Asset[] = [];
   for (let i = 0; i < ids.length; i += 500) {
     const chunk = inArray(assets.id, ids.slice(i, i + 500));
-    for (const r of tx.update(assets).set(set).where(extra ? and(chunk, extra) : chunk).returning().all()) {
+    for (const r of tx
+      .update(assets)
+      .set(set)
+      .where(extra ? and(chunk, extra) : chunk)
+      .returning()
+      .all()) {
       log.project(projectGid, "UPDATE", "assets", r.gid);
       changed.push(r);
     }
@@ -806,7 +975,14 @@ function setAssets(tx: Tx, log: ChangeLog, projectGid: string, ids: number[], se
  * Soft-deletes assets with everything active below them: status `deleted`, `deleted_with` = the
  * gid named in the call, so `undelete` brings back exactly what went with it.
  */
-export function deleteAssetRows(tx: Tx, log: ChangeLog, projectGid: string, userGid: string | null, gids: string[], strict = true): BatchOutcome {
+export function deleteAssetRows(
+  tx: Tx,
+  log: ChangeLog,
+  projectGid: string,
+  userGid: string | null,
+  gids: string[],
+  strict = true,
+): BatchOutcome {
   const out = outcome();
   /** Assets this call has deleted so far. */
   const touched = new Set<string>();
@@ -815,7 +991,13 @@ export function deleteAssetRows(tx: Tx, log: ChangeLog, projectGid: string, user
     // Deleted with a folder earlier in this same call: nothing to do. Deleted before: it fails, as
     // the reference's bulk/delete says of deleted assets in a selection.
     if (a && a.status !== "active" && touched.has(gid)) continue;
-    const reason = !a ? "Asset does not exist" : isRoot(a) ? "The root folder cannot be deleted" : a.status !== "active" ? "The asset is deleted already" : undefined;
+    const reason = !a
+      ? "Asset does not exist"
+      : isRoot(a)
+        ? "The root folder cannot be deleted"
+        : a.status !== "active"
+          ? "The asset is deleted already"
+          : undefined;
     if (reason) {
       if (strict) throw unprocessable(reason, { asset: gid, reason: "deletion failed" });
       out.skipped.push({ gid, reason });
@@ -823,7 +1005,13 @@ export function deleteAssetRows(tx: Tx, log: ChangeLog, projectGid: string, user
     }
     const t = now();
     const ids = [a!.id, ...descendantIds(tx, projectGid, [gid], "active").map((d) => d.id)];
-    for (const c of setAssets(tx, log, projectGid, ids, { status: "deleted", deletedWith: gid, deletedOn: t, updatedOn: t, updatedBy: userGid })) {
+    for (const c of setAssets(tx, log, projectGid, ids, {
+      status: "deleted",
+      deletedWith: gid,
+      deletedOn: t,
+      updatedOn: t,
+      updatedBy: userGid,
+    })) {
       out.changed.push(c);
       touched.add(c.gid);
     }
@@ -838,7 +1026,14 @@ export function deleteAssetRows(tx: Tx, log: ChangeLog, projectGid: string, user
  * active (undelete it first); when it has an item of the same name meanwhile, the restored one
  * gets a serial number.
  */
-export function undeleteAssetRows(tx: Tx, log: ChangeLog, projectGid: string, userGid: string | null, gids: string[], strict = true): BatchOutcome {
+export function undeleteAssetRows(
+  tx: Tx,
+  log: ChangeLog,
+  projectGid: string,
+  userGid: string | null,
+  gids: string[],
+  strict = true,
+): BatchOutcome {
   const out = outcome();
   /** Assets this call has brought back so far. */
   const touched = new Set<string>();
@@ -898,7 +1093,13 @@ export function removeAssetRows(
   const parents = new Set<string>();
   for (const gid of gids) {
     const a = findAsset(tx, projectGid, gid);
-    const reason = !a ? "Asset does not exist" : isRoot(a) ? "The root folder cannot be removed" : a.status !== "deleted" ? "Only a deleted asset can be deleted permanently" : undefined;
+    const reason = !a
+      ? "Asset does not exist"
+      : isRoot(a)
+        ? "The root folder cannot be removed"
+        : a.status !== "deleted"
+          ? "Only a deleted asset can be deleted permanently"
+          : undefined;
     if (reason) {
       if (strict) throw unprocessable(reason, { asset: gid, reason: "permanent deletion failed" });
       skipped.push({ gid, reason });
@@ -909,9 +1110,22 @@ export function removeAssetRows(
     for (let i = 0; i < all.length; i += 500) {
       const chunk = all.slice(i, i + 500);
       const chunkGids = chunk.map((c) => c.gid);
-      for (const v of tx.delete(assetVersions).where(and(eq(assetVersions.projectGid, projectGid), inArray(assetVersions.assetGid, chunkGids))).returning({ s: assetVersions.storageName }).all())
+      for (const v of tx
+        .delete(assetVersions)
+        .where(and(eq(assetVersions.projectGid, projectGid), inArray(assetVersions.assetGid, chunkGids)))
+        .returning({ s: assetVersions.storageName })
+        .all())
         files.push(v.s);
-      for (const r of tx.delete(assets).where(inArray(assets.id, chunk.map((c) => c.id))).returning({ gid: assets.gid, s: assets.storageName }).all()) {
+      for (const r of tx
+        .delete(assets)
+        .where(
+          inArray(
+            assets.id,
+            chunk.map((c) => c.id),
+          ),
+        )
+        .returning({ gid: assets.gid, s: assets.storageName })
+        .all()) {
         if (r.s) files.push(r.s);
         removed.push(r.gid);
         log.project(projectGid, "DELETE", "assets", r.gid);
@@ -926,7 +1140,12 @@ export function removeAssetRows(
   return { removed, files, paths, skipped, parents };
 }
 
-export function removeOriginals(ctx: Pick<Ctx, "storage">, projectGid: string, names: string[], paths: string[] = []): void {
+export function removeOriginals(
+  ctx: Pick<Ctx, "storage">,
+  projectGid: string,
+  names: string[],
+  paths: string[] = [],
+): void {
   for (const n of names) {
     const path = originalPath(ctx, projectGid, n);
     rmSync(path, { force: true });
@@ -959,9 +1178,23 @@ function factsOf(m: Metadata): FileFacts {
   const alpha = m.hasAlpha === true;
   const channels = m.channels ?? 3;
   const palette = m.isPalette === true || m.format === "gif";
-  const colors = palette ? "palette" : channels <= 2 ? (alpha ? "greyscalematte" : "greyscale") : alpha ? "truecolormatte" : "truecolor";
+  const colors = palette
+    ? "palette"
+    : channels <= 2
+      ? alpha
+        ? "greyscalematte"
+        : "greyscale"
+      : alpha
+        ? "truecolormatte"
+        : "truecolor";
   const space = m.space === "b-w" ? "gray" : (m.space ?? null);
-  return { resolution: m.density ? [m.density, m.density] : null, transparent: alpha, animated: (m.pages ?? 1) > 1, colors, colorspace: space };
+  return {
+    resolution: m.density ? [m.density, m.density] : null,
+    transparent: alpha,
+    animated: (m.pages ?? 1) > 1,
+    colors,
+    colorspace: space,
+  };
 }
 
 /**
@@ -1034,7 +1267,8 @@ async function storeUpload(
         return answerOf(tx, projectGid, { parent: parent.gid, asset: gid }, [r, parent]);
       }
       const a = requireAsset(tx, projectGid, input.target);
-      if (a.type === "folder") throw unprocessable("A folder has no file to update", { asset: a.gid, reason: "invalid file upload" });
+      if (a.type === "folder")
+        throw unprocessable("A folder has no file to update", { asset: a.gid, reason: "invalid file upload" });
       const version = a.version + 1;
       const storage = storageName(a.gid, version, info.extension);
       if (a.storageName) {
@@ -1052,7 +1286,15 @@ async function storeUpload(
       }
       const removed = pruneVersions(tx, projectGid, a.gid, ctx.config.assetVersionsKept);
       afterCommit(ctx.db, () => removeOriginals(ctx, projectGid, removed));
-      let r = newFileVersion(tx).get({ id: a.id, type: info.type, version, storage, ...fileColumnParams(fileCols), t, user: userGid })!;
+      let r = newFileVersion(tx).get({
+        id: a.id,
+        type: info.type,
+        version,
+        storage,
+        ...fileColumnParams(fileCols),
+        t,
+        user: userGid,
+      })!;
       log.project(projectGid, "UPDATE", "assets", a.gid);
       if (name && input.name && name !== a.name) {
         if (nameTaken(tx, projectGid, a.parent!, name, a.id)) throw nameInUse(a.parent!, name);
@@ -1074,7 +1316,14 @@ async function storeUpload(
 function pruneVersions(tx: Tx, projectGid: string, gid: string, keep: number): string[] {
   const old = assetVersionsOf(tx, projectGid, gid).slice(keep);
   if (!old.length) return [];
-  tx.delete(assetVersions).where(inArray(assetVersions.id, old.map((v) => v.id))).run();
+  tx.delete(assetVersions)
+    .where(
+      inArray(
+        assetVersions.id,
+        old.map((v) => v.id),
+      ),
+    )
+    .run();
   return old.map((v) => v.storageName);
 }
 
@@ -1082,13 +1331,30 @@ function pruneVersions(tx: Tx, projectGid: string, gid: string, keep: number): s
 // Listings
 
 /** Order of listings: folders first, then by name (case-insensitive), then creation. */
-export const listingOrder = [sql`CASE ${assets.type} WHEN 'folder' THEN 0 ELSE 1 END`, sql`${assets.name} COLLATE NOCASE`, asc(assets.id)];
+export const listingOrder = [
+  sql`CASE ${assets.type} WHEN 'folder' THEN 0 ELSE 1 END`,
+  sql`${assets.name} COLLATE NOCASE`,
+  asc(assets.id),
+];
 
-const activeIn = (projectGid: string, parent: string) => and(eq(assets.projectGid, projectGid), eq(assets.parent, parent), eq(assets.status, "active"));
+const activeIn = (projectGid: string, parent: string) =>
+  and(eq(assets.projectGid, projectGid), eq(assets.parent, parent), eq(assets.status, "active"));
 
 /** One page of the active items directly in a folder, and how many there are. */
-export function listChildren(tx: Tx, projectGid: string, parent: string, page: { top: number; size: number } = { top: 0, size: 1_000_000 }): { rows: Asset[]; total: number } {
-  const rows = tx.select().from(assets).where(activeIn(projectGid, parent)).orderBy(...listingOrder).limit(page.size).offset(page.top).all();
+export function listChildren(
+  tx: Tx,
+  projectGid: string,
+  parent: string,
+  page: { top: number; size: number } = { top: 0, size: 1_000_000 },
+): { rows: Asset[]; total: number } {
+  const rows = tx
+    .select()
+    .from(assets)
+    .where(activeIn(projectGid, parent))
+    .orderBy(...listingOrder)
+    .limit(page.size)
+    .offset(page.top)
+    .all();
   const total = tx.select({ n: sql<number>`count(*)` }).from(assets).where(activeIn(projectGid, parent)).get()!.n;
   return { rows, total };
 }
@@ -1148,7 +1414,10 @@ function withParent(tx: Tx, projectGid: string, result: Record<string, unknown>,
   return { result, data: { assets: assetDictionary(tx, projectGid, all) } };
 }
 
-const answerOf = (tx: Tx, projectGid: string, result: Record<string, unknown>, rows: Asset[]): Answer => ({ result, data: { assets: assetDictionary(tx, projectGid, rows) } });
+const answerOf = (tx: Tx, projectGid: string, result: Record<string, unknown>, rows: Asset[]): Answer => ({
+  result,
+  data: { assets: assetDictionary(tx, projectGid, rows) },
+});
 
 /** A single gid member (`asset`), or 400. */
 function gidParam(value: unknown, field = "asset"): string {
@@ -1215,7 +1484,12 @@ function treeOrder(rows: Asset[]): Asset[] {
 }
 
 /** `assets/children`: a page of the active items of a folder (`asset` or `pathname`). */
-export function listFolder(ctx: Ctx, actor: Actor, projectGid: string, input: { asset?: unknown; pathname?: unknown; "page.top"?: unknown; "page.size"?: unknown }): Answer {
+export function listFolder(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { asset?: unknown; pathname?: unknown; "page.top"?: unknown; "page.size"?: unknown },
+): Answer {
   return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
     ensureRoot(tx, log, projectGid);
     if (input.asset === undefined && input.pathname === undefined) throw missing("asset");
@@ -1227,7 +1501,10 @@ export function listFolder(ctx: Ctx, actor: Actor, projectGid: string, input: { 
     } catch (e) {
       if (!(e instanceof ApiError) || e.code !== 422) throw e;
       // A file has no children: an empty list, as the reference says (and as assets/worksheet answers).
-      const file = typeof by.gid === "string" ? findAsset(tx, projectGid, by.gid) : findByPathname(tx, projectGid, pathnameParam(by.pathname, "pathname"));
+      const file =
+        typeof by.gid === "string"
+          ? findAsset(tx, projectGid, by.gid)
+          : findByPathname(tx, projectGid, pathnameParam(by.pathname, "pathname"));
       if (file?.status === "active") return answerOf(tx, projectGid, { children: [], "children.size": 0 }, []);
       throw unprocessable("Asset doesn't exist", e.info);
     }
@@ -1237,16 +1514,23 @@ export function listFolder(ctx: Ctx, actor: Actor, projectGid: string, input: { 
 }
 
 /** `assets/tree`: the visible tree (root first) for `expanded_assets` or `expanded_paths`, paged. */
-export function assetTree(ctx: Ctx, actor: Actor, projectGid: string, input: { expanded_assets?: unknown; expanded_paths?: unknown; "page.top"?: unknown; "page.size"?: unknown }): Answer {
+export function assetTree(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { expanded_assets?: unknown; expanded_paths?: unknown; "page.top"?: unknown; "page.size"?: unknown },
+): Answer {
   return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
     const root = ensureRoot(tx, log, projectGid);
     const page = listingPage(input, 100);
     const list = (v: unknown, field: string): string[] => {
-      if (!Array.isArray(v) || v.length > 10_000 || v.some((g) => typeof g !== "string")) throw invalidParameter(field, { expected: "an array of strings" });
+      if (!Array.isArray(v) || v.length > 10_000 || v.some((g) => typeof g !== "string"))
+        throw invalidParameter(field, { expected: "an array of strings" });
       return v as string[];
     };
     const expanded = new Set<string>();
-    if (input.expanded_assets !== undefined) for (const g of list(input.expanded_assets, "expanded_assets")) expanded.add(g);
+    if (input.expanded_assets !== undefined)
+      for (const g of list(input.expanded_assets, "expanded_assets")) expanded.add(g);
     else if (input.expanded_paths !== undefined)
       for (const p of list(input.expanded_paths, "expanded_paths")) {
         const f = findByPathname(tx, projectGid, pathnameParam(p, "expanded_paths"));
@@ -1261,15 +1545,37 @@ export function assetTree(ctx: Ctx, actor: Actor, projectGid: string, input: { e
 }
 
 /** `assets/create`: a folder in `parent` (absent: the root); a taken or absent name gets a serial. */
-export function createFolder(ctx: Ctx, actor: Actor, projectGid: string, input: { parent?: unknown; name?: unknown }): Answer {
+export function createFolder(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { parent?: unknown; name?: unknown },
+): Answer {
   return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
     ensureRoot(tx, log, projectGid);
     const parent = requireFolder(tx, log, projectGid, { gid: input.parent });
-    const name = freeName(tx, projectGid, parent.gid, input.name === undefined || input.name === null ? DEFAULT_FOLDER_NAME : validName(input.name));
+    const name = freeName(
+      tx,
+      projectGid,
+      parent.gid,
+      input.name === undefined || input.name === null ? DEFAULT_FOLDER_NAME : validName(input.name),
+    );
     const t = now();
     const row = tx
       .insert(assets)
-      .values({ gid: newGid(), projectGid, parent: parent.gid, pathname: childPath(parent.pathname ?? "/", name), type: "folder", name, version: 0, createdOn: t, updatedOn: t, createdBy: actor.userGid, updatedBy: actor.userGid })
+      .values({
+        gid: newGid(),
+        projectGid,
+        parent: parent.gid,
+        pathname: childPath(parent.pathname ?? "/", name),
+        type: "folder",
+        name,
+        version: 0,
+        createdOn: t,
+        updatedOn: t,
+        createdBy: actor.userGid,
+        updatedBy: actor.userGid,
+      })
       .returning()
       .get();
     log.project(projectGid, "INSERT", "assets", row.gid);
@@ -1279,18 +1585,29 @@ export function createFolder(ctx: Ctx, actor: Actor, projectGid: string, input: 
 }
 
 /** `assets/update`: `name`, `title`, `description` (given languages), `transforms`; not the root. */
-export function updateAsset(ctx: Ctx, actor: Actor, projectGid: string, input: { asset?: unknown; name?: unknown; title?: unknown; description?: unknown; transforms?: unknown }): Answer {
+export function updateAsset(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { asset?: unknown; name?: unknown; title?: unknown; description?: unknown; transforms?: unknown },
+): Answer {
   return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
     ensureRoot(tx, log, projectGid);
     const gid = gidParam(input.asset);
-    if (input.name === undefined && input.title === undefined && input.description === undefined && input.transforms === undefined)
+    if (
+      input.name === undefined &&
+      input.title === undefined &&
+      input.description === undefined &&
+      input.transforms === undefined
+    )
       throw missing("name, title, description or transforms");
     const a = findAsset(tx, projectGid, gid);
     if (!a || a.status !== "active" || isRoot(a)) throw unprocessable("Asset doesn't exist or is root", { asset: gid });
     const languages = projectLanguages(tx, projectGid);
     const set: Partial<Asset> = {};
     if (input.title !== undefined) set.title = localizedParam(input.title, "title", languages, a.title ?? {});
-    if (input.description !== undefined) set.description = localizedParam(input.description, "description", languages, a.description ?? {});
+    if (input.description !== undefined)
+      set.description = localizedParam(input.description, "description", languages, a.description ?? {});
     if (input.transforms !== undefined) set.transforms = transformsParam(input.transforms);
     let row = Object.keys(set).length ? touch(tx, log, a, set, actor.userGid) : a;
     if (input.name !== undefined) {
@@ -1331,12 +1648,20 @@ export async function uploadAsset(
     }
     throw missing(absent);
   }
-  const input = kind === "new" ? { parent: fields.parent, pathname: fields.pathname, name: fields.name } : { name: fields.name, target: fields.asset };
+  const input =
+    kind === "new"
+      ? { parent: fields.parent, pathname: fields.pathname, name: fields.name }
+      : { name: fields.name, target: fields.asset };
   return storeUpload(ctx, actor, projectGid, file!, input, early);
 }
 
 /** `assets/move`: into folder `parent`; a folder cannot go below itself; the names must stay unique. */
-export function moveAssets(ctx: Ctx, actor: Actor, projectGid: string, input: { asset?: unknown; assets?: unknown; parent?: unknown }): Answer {
+export function moveAssets(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { asset?: unknown; assets?: unknown; parent?: unknown },
+): Answer {
   return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
     ensureRoot(tx, log, projectGid);
     if (input.parent === undefined || input.parent === null) throw missing("parent");
@@ -1349,12 +1674,22 @@ export function moveAssets(ctx: Ctx, actor: Actor, projectGid: string, input: { 
     }
     const o = moveAssetRows(tx, log, projectGid, actor.userGid, gids, parent, true);
     const rows = assetsByGids(tx, projectGid, [...gids, ...o.parents]);
-    return answerOf(tx, projectGid, single ? { parent: parent.gid, asset: gids[0] } : { parent: parent.gid, assets: gids }, rows);
+    return answerOf(
+      tx,
+      projectGid,
+      single ? { parent: parent.gid, asset: gids[0] } : { parent: parent.gid, assets: gids },
+      rows,
+    );
   });
 }
 
 /** `assets/delete`: soft delete with everything below. */
-export function deleteAssets(ctx: Ctx, actor: Actor, projectGid: string, input: { asset?: unknown; assets?: unknown }): Answer {
+export function deleteAssets(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { asset?: unknown; assets?: unknown },
+): Answer {
   return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
     ensureRoot(tx, log, projectGid);
     const { single, gids } = assetsNamed(input);
@@ -1365,7 +1700,12 @@ export function deleteAssets(ctx: Ctx, actor: Actor, projectGid: string, input: 
 }
 
 /** `assets/undelete`: back with what was deleted with them (the folder must be active). */
-export function undeleteAssets(ctx: Ctx, actor: Actor, projectGid: string, input: { asset?: unknown; assets?: unknown }): Answer {
+export function undeleteAssets(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { asset?: unknown; assets?: unknown },
+): Answer {
   return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
     ensureRoot(tx, log, projectGid);
     const { single, gids } = assetsNamed(input);
@@ -1376,31 +1716,50 @@ export function undeleteAssets(ctx: Ctx, actor: Actor, projectGid: string, input
 }
 
 /** `assets/permanent_delete`: a deleted asset, what is below it, versions and files for good; answers the folder. */
-export function permanentlyDeleteAssets(ctx: Ctx, actor: Actor, projectGid: string, input: { asset?: unknown; assets?: unknown }): Answer {
+export function permanentlyDeleteAssets(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { asset?: unknown; assets?: unknown },
+): Answer {
   return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
     ensureRoot(tx, log, projectGid);
     const { single, gids } = assetsNamed(input);
     const o = removeAssetRows(ctx, tx, log, projectGid, gids);
     afterCommit(ctx.db, () => removeOriginals(ctx, projectGid, o.files, o.paths));
     const parents = assetsByGids(tx, projectGid, [...o.parents]);
-    const result: Record<string, unknown> = single ? { parent: parents[0]?.gid ?? null } : { parents: parents.map((p) => p.gid), assets: o.removed };
+    const result: Record<string, unknown> = single
+      ? { parent: parents[0]?.gid ?? null }
+      : { parents: parents.map((p) => p.gid), assets: o.removed };
     return answerOf(tx, projectGid, result, parents);
   });
 }
 
 /** `assets/metadata/set`: sets or replaces one metadata field (`name`, `type`, `is_localized`, `value`). */
-export function setAssetMetadata(ctx: Ctx, actor: Actor, projectGid: string, input: { asset?: unknown; name?: unknown; type?: unknown; is_localized?: unknown; value?: unknown }): Answer {
+export function setAssetMetadata(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { asset?: unknown; name?: unknown; type?: unknown; is_localized?: unknown; value?: unknown },
+): Answer {
   return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
     ensureRoot(tx, log, projectGid);
     const a = requireAsset(tx, projectGid, gidParam(input.asset));
     const name = metadataName(input.name);
     const field = metadataField(input, projectLanguages(tx, projectGid));
-    return answerOf(tx, projectGid, { asset: a.gid }, [changeMetadata(tx, log, a, actor.userGid, { set: { [name]: field } })]);
+    return answerOf(tx, projectGid, { asset: a.gid }, [
+      changeMetadata(tx, log, a, actor.userGid, { set: { [name]: field } }),
+    ]);
   });
 }
 
 /** `assets/metadata/clear`: removes field `name` (or the fields listed in `keys`); an absent field is no error. */
-export function clearAssetMetadata(ctx: Ctx, actor: Actor, projectGid: string, input: { asset?: unknown; name?: unknown; keys?: unknown }): Answer {
+export function clearAssetMetadata(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { asset?: unknown; name?: unknown; keys?: unknown },
+): Answer {
   return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
     ensureRoot(tx, log, projectGid);
     const a = requireAsset(tx, projectGid, gidParam(input.asset));

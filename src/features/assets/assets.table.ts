@@ -69,7 +69,9 @@ export const assets = sqliteTable(
     transforms: text("transforms", { mode: "json" }).$type<AssetTransforms>(),
     /** Image facts of the current version (null for folders and rows from before they were kept). */
     facts: text("facts", { mode: "json" }).$type<FileFacts>(),
-    status: text("status", { enum: ["active", "deleted"] }).notNull().default("active"),
+    status: text("status", { enum: ["active", "deleted"] })
+      .notNull()
+      .default("active"),
     /** Gid of the asset whose `delete` took this one down (itself for the asset named in the call). */
     deletedWith: text("deleted_with"),
     deletedOn: real("deleted_on"),

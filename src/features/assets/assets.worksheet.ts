@@ -6,7 +6,17 @@ import { inProject } from "../members/access.service";
 import { invalidParameter, missing, unprocessable } from "../../core/errors";
 import { decodeCursor, encodeCursor, pageSize } from "../../core/paging";
 import { ASSET_DOMAIN } from "./assets.search";
-import { ancestorGids, assetDictionary, assetsByGids, assetsByIds, ensureRoot, findAsset, listChildren, listingPage, type Asset } from "./assets.service";
+import {
+  ancestorGids,
+  assetDictionary,
+  assetsByGids,
+  assetsByIds,
+  ensureRoot,
+  findAsset,
+  listChildren,
+  listingPage,
+  type Asset,
+} from "./assets.service";
 
 /**
  * `assets/sheet` (an Apis extension; `assets/worksheet` is the reference's call below): a flat, paged table of the items of a folder (optionally of its whole
@@ -15,12 +25,32 @@ import { ancestorGids, assetDictionary, assetsByGids, assetsByIds, ensureRoot, f
  * back through `update` and `metadata/set`.
  */
 
-const WORKSHEET_BASE_COLUMNS = ["gid", "name", "type", "parent", "extension", "mime", "size", "width", "height", "version", "status", "created_on", "updated_on"];
+const WORKSHEET_BASE_COLUMNS = [
+  "gid",
+  "name",
+  "type",
+  "parent",
+  "extension",
+  "mime",
+  "size",
+  "width",
+  "height",
+  "version",
+  "status",
+  "created_on",
+  "updated_on",
+];
 const WORKSHEET_PAGE_DEFAULT = 100;
 const WORKSHEET_PAGE_MAX = 1000;
 const MAX_METADATA_COLUMNS = 200;
 
-export type WorksheetInput = { parent?: unknown; recursive?: unknown; columns?: unknown; "page.size"?: unknown; "page.cursor"?: unknown };
+export type WorksheetInput = {
+  parent?: unknown;
+  recursive?: unknown;
+  columns?: unknown;
+  "page.size"?: unknown;
+  "page.cursor"?: unknown;
+};
 
 /** The plain facts of a row a sheet shows as columns. */
 function sheetFacts(a: Asset): Record<string, unknown> {
@@ -54,13 +84,15 @@ function sheetFacts(a: Asset): Record<string, unknown> {
 function cell(a: Asset, column: string): unknown {
   const f = sheetFacts(a);
   // Column names come from clients: own properties only (`constructor`, `__proto__` are names too).
-  const own = (o: Record<string, unknown> | null | undefined, k: string) => (o && Object.hasOwn(o, k) ? o[k] : undefined);
+  const own = (o: Record<string, unknown> | null | undefined, k: string) =>
+    o && Object.hasOwn(o, k) ? o[k] : undefined;
   if (Object.hasOwn(f, column)) return f[column] ?? null;
   if (column.startsWith("metadata.")) {
     const k = column.slice(9);
     const v = own(a.metadata, k);
     // A metadata field ({type, is_localized, value}) shows its value.
-    if (v && typeof v === "object" && !Array.isArray(v) && Object.hasOwn(v, "value")) return (v as { value: unknown }).value ?? null;
+    if (v && typeof v === "object" && !Array.isArray(v) && Object.hasOwn(v, "value"))
+      return (v as { value: unknown }).value ?? null;
     return v ?? own(a.extracted, k) ?? null;
   }
   if (column.startsWith("extracted.")) return own(a.extracted, column.slice(10)) ?? null;
@@ -102,20 +134,40 @@ function worksheet(tx: Tx, projectGid: string, root: Asset, input: WorksheetInpu
 
   let columns: string[];
   if (input.columns !== undefined && input.columns !== null) {
-    if (!Array.isArray(input.columns) || !input.columns.length || input.columns.length > 300 || input.columns.some((c) => typeof c !== "string"))
+    if (
+      !Array.isArray(input.columns) ||
+      !input.columns.length ||
+      input.columns.length > 300 ||
+      input.columns.some((c) => typeof c !== "string")
+    )
       throw invalidParameter("columns", { expected: "an array of column names" });
     for (const c of input.columns as string[])
-      if (c !== "gid" && !WORKSHEET_BASE_COLUMNS.includes(c) && !Object.hasOwn(assetFormKeys, c) && !ASSET_DOMAIN.field(c))
+      if (
+        c !== "gid" &&
+        !WORKSHEET_BASE_COLUMNS.includes(c) &&
+        !Object.hasOwn(assetFormKeys, c) &&
+        !ASSET_DOMAIN.field(c)
+      )
         throw invalidParameter("columns", { reason: `unknown column ${c}` });
     columns = ["gid", ...(input.columns as string[]).filter((c) => c !== "gid")];
   } else {
     const keys = new Set<string>();
     for (let i = 0; i < ids.length && keys.size < MAX_METADATA_COLUMNS; i += 500) {
       const chunk = ids.slice(i, i + 500);
-      for (const r of db.query(`SELECT DISTINCT j.key AS k FROM assets a, json_each(a.metadata) j WHERE a.id IN (${chunk.map(() => "?").join(",")})`).all(...chunk) as { k: string }[])
+      for (const r of db
+        .query(
+          `SELECT DISTINCT j.key AS k FROM assets a, json_each(a.metadata) j WHERE a.id IN (${chunk.map(() => "?").join(",")})`,
+        )
+        .all(...chunk) as { k: string }[])
         keys.add(r.k);
     }
-    columns = [...WORKSHEET_BASE_COLUMNS, ...[...keys].sort().slice(0, MAX_METADATA_COLUMNS).map((k) => `metadata.${k}`)];
+    columns = [
+      ...WORKSHEET_BASE_COLUMNS,
+      ...[...keys]
+        .sort()
+        .slice(0, MAX_METADATA_COLUMNS)
+        .map((k) => `metadata.${k}`),
+    ];
   }
 
   const size = pageSize(input["page.size"], WORKSHEET_PAGE_DEFAULT, WORKSHEET_PAGE_MAX);
@@ -136,14 +188,40 @@ function worksheet(tx: Tx, projectGid: string, root: Asset, input: WorksheetInpu
 
 /** Members of the asset form a worksheet may show as columns. */
 const assetFormKeys: Record<string, true> = Object.fromEntries(
-  ["gid", "parent", "pathname", "type", "name", "extension", "mime", "size", "version", "storage_name", "sha256", "width", "height", "format", "pages", "status", "published", "public_name", "created_on", "updated_on", "created_by", "updated_by", "deleted_on"].map((k) => [k, true]),
+  [
+    "gid",
+    "parent",
+    "pathname",
+    "type",
+    "name",
+    "extension",
+    "mime",
+    "size",
+    "version",
+    "storage_name",
+    "sha256",
+    "width",
+    "height",
+    "format",
+    "pages",
+    "status",
+    "published",
+    "public_name",
+    "created_on",
+    "updated_on",
+    "created_by",
+    "updated_by",
+    "deleted_on",
+  ].map((k) => [k, true]),
 );
 
 /** `assets/sheet`: a folder's items as a paged table (columns + rows), for members. */
 export function assetSheet(ctx: Ctx, actor: Actor, projectGid: string, input: WorksheetInput): Answer {
   return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
     const w = worksheet(tx, projectGid, ensureRoot(tx, log, projectGid), input);
-    return { result: { columns: w.columns, rows: w.rows, assets: w.assets, "assets.size": w.total, "page.cursor": w.cursor } };
+    return {
+      result: { columns: w.columns, rows: w.rows, assets: w.assets, "assets.size": w.total, "page.cursor": w.cursor },
+    };
   });
 }
 
@@ -151,7 +229,12 @@ export function assetSheet(ctx: Ctx, actor: Actor, projectGid: string, input: Wo
  * `assets/worksheet` (the reference's): a folder, the gids from the root down to it (`path`), and
  * a page (`page.top`, `page.size` 20) of its children (`children`, `children.size`).
  */
-export function assetWorksheet(ctx: Ctx, actor: Actor, projectGid: string, input: { asset?: unknown; "page.top"?: unknown; "page.size"?: unknown }): Answer {
+export function assetWorksheet(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { asset?: unknown; "page.top"?: unknown; "page.size"?: unknown },
+): Answer {
   return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
     ensureRoot(tx, log, projectGid);
     if (typeof input.asset !== "string" || !input.asset) throw missing("asset");

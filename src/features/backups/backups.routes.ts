@@ -16,7 +16,11 @@ export function backupsRoutes(ctx: Ctx) {
       auth: true,
       params,
       body: t.Optional(t.Object({ version: t.Optional(version) })),
-      detail: { summary: "Our extension: the details of the project's backups (status, size, notes, ...) newest first, or of one version, in `result`", tags },
+      detail: {
+        summary:
+          "Our extension: the details of the project's backups (status, size, notes, ...) newest first, or of one version, in `result`",
+        tags,
+      },
     })
     .post("/create", ({ params, body, actor }) => answer(createBackup(ctx, actor, params.project, body)), {
       auth: true,
@@ -26,7 +30,10 @@ export function backupsRoutes(ctx: Ctx) {
         name: t.Optional(t.String({ description: "default 'Backup <version>'; names of that pattern are reserved" })),
         notes: t.Optional(t.String()),
       }),
-      detail: { summary: "Back up the project's rows and files as the next version (a `backup_project` job; any member)", tags },
+      detail: {
+        summary: "Back up the project's rows and files as the next version (a `backup_project` job; any member)",
+        tags,
+      },
     })
     .post("/update", ({ params, body, actor }) => answer(editBackup(ctx, actor, params.project, body)), {
       auth: true,
@@ -38,12 +45,20 @@ export function backupsRoutes(ctx: Ctx) {
       auth: true,
       params,
       body: t.Object({ version }),
-      detail: { summary: "Return the project to a backup's rows and files (a `restore_project` job; 1003 when it cannot start; any member)", tags },
+      detail: {
+        summary:
+          "Return the project to a backup's rows and files (a `restore_project` job; 1003 when it cannot start; any member)",
+        tags,
+      },
     })
     .post("/delete", ({ params, body, actor }) => answer(removeBackup(ctx, actor, params.project, body)), {
       auth: true,
       params,
       body: t.Object({ version: t.Optional(version), versions: t.Optional(t.Array(version)) }),
-      detail: { summary: "Delete one backup (`version`) or several (`versions`) with their files; unknown versions are skipped (any member)", tags },
+      detail: {
+        summary:
+          "Delete one backup (`version`) or several (`versions`) with their files; unknown versions are skipped (any member)",
+        tags,
+      },
     });
 }

@@ -15,7 +15,14 @@ import { projectLock, type JobKind } from "../../platform/jobs/runner";
 import { activeJobs, type Job } from "../../platform/jobs/queue.service";
 import type { Housekeeping } from "../../platform/jobs/schedules";
 import { createInstanceBackup, pruneScheduledInstanceBackups } from "../../platform/backups/instance.service";
-import { readManifest, restoreRows, stageFiles, swapFiles, verifySnapshot, writeSnapshot } from "../../platform/backups/snapshot.service";
+import {
+  readManifest,
+  restoreRows,
+  stageFiles,
+  swapFiles,
+  verifySnapshot,
+  writeSnapshot,
+} from "../../platform/backups/snapshot.service";
 import { inProject, projectAudience } from "../members/access.service";
 import { activeProjects, getProject, markBackedUp, setNextBackupVersion } from "../projects/projects.service";
 import { projectFull } from "../projects/projects.forms";
@@ -73,29 +80,48 @@ function announce(tx: Tx, log: ChangeLog, projectGid: string, extra?: string | n
 const defaultName = (version: number) => `Backup ${version}`;
 const DEFAULT_NAME = /^\s*backup\s+(\d+)\s*$/i;
 
-function textIssues(input: { name?: unknown; notes?: unknown; createdBy?: unknown }, version?: number): ValidationIssue[] {
+function textIssues(
+  input: { name?: unknown; notes?: unknown; createdBy?: unknown },
+  version?: number,
+): ValidationIssue[] {
   const out: ValidationIssue[] = [];
   const { name, notes, createdBy } = input;
-  if (name !== undefined && (typeof name !== "string" || !name.trim() || name.length > 200)) out.push({ field: "name", rule: "length", message: "1 to 200 characters" });
+  if (name !== undefined && (typeof name !== "string" || !name.trim() || name.length > 200))
+    out.push({ field: "name", rule: "length", message: "1 to 200 characters" });
   else if (typeof name === "string") {
     const m = DEFAULT_NAME.exec(name);
-    if (m && Number(m[1]) !== version) out.push({ field: "name", rule: "reserved", message: "Names like 'Backup <number>' are reserved for the default name of that version" });
+    if (m && Number(m[1]) !== version)
+      out.push({
+        field: "name",
+        rule: "reserved",
+        message: "Names like 'Backup <number>' are reserved for the default name of that version",
+      });
   }
-  if (notes !== undefined && (typeof notes !== "string" || notes.length > 10000)) out.push({ field: "notes", rule: "length", message: "at most 10000 characters" });
-  if (createdBy !== undefined && (typeof createdBy !== "string" || !createdBy.trim() || createdBy.length > 200)) out.push({ field: "created_by", rule: "length", message: "1 to 200 characters" });
+  if (notes !== undefined && (typeof notes !== "string" || notes.length > 10000))
+    out.push({ field: "notes", rule: "length", message: "at most 10000 characters" });
+  if (createdBy !== undefined && (typeof createdBy !== "string" || !createdBy.trim() || createdBy.length > 200))
+    out.push({ field: "created_by", rule: "length", message: "1 to 200 characters" });
   return out;
 }
 
 /** A backup of the project by its gid (jobs, housekeeping), or 422 "No such backup". */
 export function getBackup(tx: Tx, projectGid: string, gid: string): Backup {
-  const b = tx.select().from(backups).where(and(eq(backups.gid, gid), eq(backups.projectGid, projectGid))).get();
+  const b = tx
+    .select()
+    .from(backups)
+    .where(and(eq(backups.gid, gid), eq(backups.projectGid, projectGid)))
+    .get();
   if (!b) throw unprocessable("No such backup", { backup: gid });
   return b;
 }
 
 /** A backup of the project by its version, or undefined. */
 function backupOfVersion(tx: Tx, projectGid: string, version: number): Backup | undefined {
-  return tx.select().from(backups).where(and(eq(backups.projectGid, projectGid), eq(backups.version, version))).get();
+  return tx
+    .select()
+    .from(backups)
+    .where(and(eq(backups.projectGid, projectGid), eq(backups.version, version)))
+    .get();
 }
 
 /** A backup of the project by its version (never 0), or the reference's 422 "Backup version invalid". */
@@ -133,7 +159,14 @@ function requireActive(tx: Tx, projectGid: string) {
 function startBackup(
   ctx: Ctx,
   tx: Tx,
-  opts: { projectGid: string; userGid: string | null; createdBy: string; name?: string; notes?: string; scheduled?: boolean },
+  opts: {
+    projectGid: string;
+    userGid: string | null;
+    createdBy: string;
+    name?: string;
+    notes?: string;
+    scheduled?: boolean;
+  },
 ): { backup: Backup; token: string } {
   requireActive(tx, opts.projectGid);
   const issues = textIssues({ name: opts.name, notes: opts.notes, createdBy: opts.createdBy });
@@ -141,7 +174,13 @@ function startBackup(
   const t = now();
   const gid = newGid();
   const version = takeVersion(tx, opts.projectGid);
-  const token = ctx.jobs.enqueue({ kind: CREATE_KIND, projectGid: opts.projectGid, userGid: opts.userGid, params: { backup: gid }, info: { version } });
+  const token = ctx.jobs.enqueue({
+    kind: CREATE_KIND,
+    projectGid: opts.projectGid,
+    userGid: opts.userGid,
+    params: { backup: gid },
+    info: { version },
+  });
   const backup = tx
     .insert(backups)
     .values({
@@ -164,13 +203,23 @@ function startBackup(
 }
 
 /** Changes a backup's name or notes. */
-function updateBackup(tx: Tx, log: ChangeLog, projectGid: string, version: number, set: { name?: string; notes?: string }): Backup {
+function updateBackup(
+  tx: Tx,
+  log: ChangeLog,
+  projectGid: string,
+  version: number,
+  set: { name?: string; notes?: string },
+): Backup {
   const old = backupByVersion(tx, projectGid, version);
   const issues = textIssues(set, version);
   if (issues.length) throw validationFailed(issues);
   const b = tx
     .update(backups)
-    .set({ ...(set.name !== undefined ? { name: set.name.trim() } : {}), ...(set.notes !== undefined ? { notes: set.notes } : {}), updatedOn: now() })
+    .set({
+      ...(set.name !== undefined ? { name: set.name.trim() } : {}),
+      ...(set.notes !== undefined ? { notes: set.notes } : {}),
+      updatedOn: now(),
+    })
     .where(eq(backups.gid, old.gid))
     .returning()
     .get()!;
@@ -184,18 +233,32 @@ function jobsUsing(tx: Tx, b: Backup): Job[] {
 }
 
 /** The reference's 1003: a background process could not be started (or failed), `info.process` naming it. */
-const processError = (process: "backup" | "restore", reason: string) => new ApiError(1003, "Process error", { process, reason });
+const processError = (process: "backup" | "restore", reason: string) =>
+  new ApiError(1003, "Process error", { process, reason });
 
 /**
  * Queues the restore of a complete backup; returns the backup and the job token. A backup still
  * being written, one that failed, or whose folder is gone cannot be restored: 1003.
  */
-function startRestore(ctx: Ctx, tx: Tx, projectGid: string, version: number, userGid: string): { backup: Backup; token: string } {
+function startRestore(
+  ctx: Ctx,
+  tx: Tx,
+  projectGid: string,
+  version: number,
+  userGid: string,
+): { backup: Backup; token: string } {
   requireActive(tx, projectGid);
   const b = backupByVersion(tx, projectGid, version);
-  if (b.status !== "ready") throw processError("restore", b.status === "creating" ? "The backup is not complete yet" : "The backup failed");
+  if (b.status !== "ready")
+    throw processError("restore", b.status === "creating" ? "The backup is not complete yet" : "The backup failed");
   if (!existsSync(backupDir(ctx, b))) throw processError("restore", "The backup's files are missing");
-  const token = ctx.jobs.enqueue({ kind: RESTORE_KIND, projectGid, userGid, params: { backup: b.gid }, info: { version } });
+  const token = ctx.jobs.enqueue({
+    kind: RESTORE_KIND,
+    projectGid,
+    userGid,
+    params: { backup: b.gid },
+    info: { version },
+  });
   return { backup: b, token };
 }
 
@@ -248,7 +311,10 @@ const createJob: JobKind = {
     const pruned: Backup[] = [];
     mutate(ctx.db, ctx.hub, (tx, log) => {
       const t = now();
-      tx.update(backups).set({ status: "ready", rows, files: m.files.length, size, cursor: m.cursor, completedOn: t, updatedOn: t }).where(eq(backups.gid, gid)).run();
+      tx.update(backups)
+        .set({ status: "ready", rows, files: m.files.length, size, cursor: m.cursor, completedOn: t, updatedOn: t })
+        .where(eq(backups.gid, gid))
+        .run();
       // The version is listed now, and last_backed_up is news (a cc.projects item); not a change of the project's data: updated_on stays.
       markBackedUp(tx, log, b.projectGid, b.createdOn, job.userGid ? [job.userGid] : []);
       if (b.scheduled) pruned.push(...pruneScheduled(tx, b.projectGid, ctx.config.backupsKeep));
@@ -324,7 +390,12 @@ export function scheduleBackups(ctx: Ctx): string {
   let queued = 0;
   const active = activeProjects(ctx.db);
   for (const { gid, updatedOn: updated } of active) {
-    const cursor = ctx.db.select({ c: max(changes.cursor) }).from(changes).where(eq(changes.type, gid)).get()?.c ?? 0;
+    const cursor =
+      ctx.db
+        .select({ c: max(changes.cursor) })
+        .from(changes)
+        .where(eq(changes.type, gid))
+        .get()?.c ?? 0;
     const last = ctx.db
       .select()
       .from(backups)
@@ -333,12 +404,13 @@ export function scheduleBackups(ctx: Ctx): string {
       .get();
     if (last && (last.cursor ?? 0) >= cursor && (last.completedOn ?? 0) >= updated) continue;
     if (activeJobs(ctx.db, gid, [CREATE_KIND]).length) continue;
-    mutate(ctx.db, ctx.hub, (tx) => startBackup(ctx, tx, { projectGid: gid, userGid: null, createdBy: SCHEDULER, scheduled: true }));
+    mutate(ctx.db, ctx.hub, (tx) =>
+      startBackup(ctx, tx, { projectGid: gid, userGid: null, createdBy: SCHEDULER, scheduled: true }),
+    );
     queued++;
   }
   return `queued ${queued} backup(s) of ${active.length} active project(s)`;
 }
-
 
 /**
  * Tidies `<data>/backups/projects/`: drops left-over `.partial` folders and the folders of
@@ -357,7 +429,14 @@ export function tidyBackupFolders(ctx: Ctx): string {
       removed++;
       continue;
     }
-    const known = new Set(ctx.db.select({ gid: backups.gid }).from(backups).where(eq(backups.projectGid, p)).all().map((b) => b.gid));
+    const known = new Set(
+      ctx.db
+        .select({ gid: backups.gid })
+        .from(backups)
+        .where(eq(backups.projectGid, p))
+        .all()
+        .map((b) => b.gid),
+    );
     const busy = new Set(activeJobs(ctx.db, p, [CREATE_KIND]).map((j) => String(j.params.backup)));
     for (const d of readdirSync(projectDir)) {
       const gid = d.replace(/\.partial$/, "");
@@ -442,14 +521,19 @@ export const backupHousekeeping: Housekeeping[] = [
 // The operations (any member, as in the reference; docs/backups.md)
 
 /** The answer's `data`: the project's form, whose `backups` member lists the versions. */
-const projectData = (tx: Tx, projectGid: string) => ({ "cc.projects": { [projectGid]: projectFull(tx, getProject(tx, projectGid)!) } });
+const projectData = (tx: Tx, projectGid: string) => ({
+  "cc.projects": { [projectGid]: projectFull(tx, getProject(tx, projectGid)!) },
+});
 
 /** `backups/get` (our extension): the details of every backup, newest first, or of one version, in `result`. */
 export function getBackups(ctx: Ctx, actor: Actor, projectGid: string, input: { version?: number }): Answer {
   return inProject(ctx, actor, projectGid, "member", ({ tx }) => {
     if (input.version !== undefined) {
       const b = backupByVersion(tx, projectGid, input.version);
-      return { result: { project: projectGid, version: b.version, backup: backupDetails(b) }, data: projectData(tx, projectGid) };
+      return {
+        result: { project: projectGid, version: b.version, backup: backupDetails(b) },
+        data: projectData(tx, projectGid),
+      };
     }
     const all = listBackups(tx, projectGid);
     return { result: { project: projectGid, backups: all.map(backupDetails) }, data: projectData(tx, projectGid) };
@@ -457,9 +541,20 @@ export function getBackups(ctx: Ctx, actor: Actor, projectGid: string, input: { 
 }
 
 /** `backups/create`: takes the next version, records the backup and queues the `backup_project` job. */
-export function createBackup(ctx: Ctx, actor: Actor, projectGid: string, input: { created_by: string; name?: string; notes?: string }): Answer {
+export function createBackup(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { created_by: string; name?: string; notes?: string },
+): Answer {
   return inProject(ctx, actor, projectGid, "member", ({ tx }) => {
-    const { backup, token } = startBackup(ctx, tx, { projectGid, userGid: actor.userGid, createdBy: input.created_by, name: input.name, notes: input.notes });
+    const { backup, token } = startBackup(ctx, tx, {
+      projectGid,
+      userGid: actor.userGid,
+      createdBy: input.created_by,
+      name: input.name,
+      notes: input.notes,
+    });
     return {
       result: { project: projectGid, version: backup.version, last_backed_up: backup.createdOn, "job.token": token },
       data: projectData(tx, projectGid),
@@ -468,7 +563,12 @@ export function createBackup(ctx: Ctx, actor: Actor, projectGid: string, input: 
 }
 
 /** `backups/update`: a backup's name (and our `notes`); one of them is required (the reference's `name`). */
-export function editBackup(ctx: Ctx, actor: Actor, projectGid: string, input: { version: number; name?: string; notes?: string }): Answer {
+export function editBackup(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { version: number; name?: string; notes?: string },
+): Answer {
   if (input.name === undefined && input.notes === undefined) throw missing("name");
   return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
     const b = updateBackup(tx, log, projectGid, input.version, { name: input.name, notes: input.notes });
@@ -480,7 +580,10 @@ export function editBackup(ctx: Ctx, actor: Actor, projectGid: string, input: { 
 export function restoreBackup(ctx: Ctx, actor: Actor, projectGid: string, input: { version: number }): Answer {
   return inProject(ctx, actor, projectGid, "member", ({ tx }) => {
     const { backup, token } = startRestore(ctx, tx, projectGid, input.version, actor.userGid);
-    return { result: { project: projectGid, version: backup.version, last_restored: backup.createdOn, "job.token": token }, data: {} };
+    return {
+      result: { project: projectGid, version: backup.version, last_restored: backup.createdOn, "job.token": token },
+      data: {},
+    };
   });
 }
 
@@ -488,7 +591,12 @@ export function restoreBackup(ctx: Ctx, actor: Actor, projectGid: string, input:
  * `backups/delete`: `version`, or `versions` (when both are given, only `version`); versions that
  * do not exist are skipped. The records go in the unit of work, their files once it has committed.
  */
-export function removeBackup(ctx: Ctx, actor: Actor, projectGid: string, input: { version?: number; versions?: number[] }): Answer {
+export function removeBackup(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { version?: number; versions?: number[] },
+): Answer {
   return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
     const wanted = input.version !== undefined ? [input.version] : input.versions;
     if (!wanted) throw missing("version");

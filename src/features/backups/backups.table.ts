@@ -33,5 +33,8 @@ export const backups = sqliteTable(
     updatedOn: real("updated_on").notNull(),
     completedOn: real("completed_on"),
   },
-  (t) => [index("backups_project").on(t.projectGid, t.createdOn), uniqueIndex("backups_project_version").on(t.projectGid, t.version)],
+  (t) => [
+    index("backups_project").on(t.projectGid, t.createdOn),
+    uniqueIndex("backups_project_version").on(t.projectGid, t.version),
+  ],
 );

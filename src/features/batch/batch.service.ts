@@ -71,7 +71,9 @@ export function runBatch(ctx: Ctx, actor: Actor, projectGid: string, steps: read
         return out;
       } catch (err) {
         if (!(err instanceof ApiError)) throw err; // a fault of ours: rolled back, and a 500 with a request id
-        const batch: StepState[] = steps.map((_, i) => (i < index ? "rolled_back" : i === index ? "failed" : "not_run"));
+        const batch: StepState[] = steps.map((_, i) =>
+          i < index ? "rolled_back" : i === index ? "failed" : "not_run",
+        );
         throw new ApiError(err.code, err.message, { ...err.info, index, path: step.op.path, batch }, err.headers);
       }
     });

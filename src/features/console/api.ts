@@ -86,10 +86,12 @@ export class ApiError extends Error {
 
 function describeError(code: number, title: string, info: Record<string, unknown>, issues: Issue[]): string {
   if (issues.length) return issues.map((i) => i.message).join(". ");
-  if (code === 429 && typeof info.retry_after === "number") return `Too many requests: try again in ${info.retry_after} s`;
+  if (code === 429 && typeof info.retry_after === "number")
+    return `Too many requests: try again in ${info.retry_after} s`;
   if (code === 400 && typeof info["Missing parameter"] === "string") return `Missing ${info["Missing parameter"]}`;
   if (typeof info.reason === "string") return `${title}: ${info.reason}`;
-  if (code === 413 && typeof info.limit_bytes === "number") return `Too large: the limit is ${formatBytes(info.limit_bytes)}`;
+  if (code === 413 && typeof info.limit_bytes === "number")
+    return `Too large: the limit is ${formatBytes(info.limit_bytes)}`;
   return title || "Request failed";
 }
 
@@ -110,8 +112,16 @@ type Envelope = { success: boolean; result: any; data: any };
 function errorOf(status: number, body: Envelope | null): ApiError {
   const r = body?.result ?? {};
   const info = (r.info && typeof r.info === "object" ? r.info : {}) as Record<string, unknown>;
-  const issues = (Array.isArray(r.validation) ? r.validation : Array.isArray(info.validation) ? info.validation : []) as Issue[];
-  return new ApiError(typeof r.code === "number" ? r.code : status, status, typeof r.message === "string" ? r.message : `HTTP ${status}`, info, issues);
+  const issues = (
+    Array.isArray(r.validation) ? r.validation : Array.isArray(info.validation) ? info.validation : []
+  ) as Issue[];
+  return new ApiError(
+    typeof r.code === "number" ? r.code : status,
+    status,
+    typeof r.message === "string" ? r.message : `HTTP ${status}`,
+    info,
+    issues,
+  );
 }
 
 const unauthorizedListeners = new Set<() => void>();
@@ -137,7 +147,11 @@ function handleAnswer(status: number, body: Envelope | null, withToken: boolean)
 }
 
 /** One request. A plain object body is JSON (POST); FormData is multipart. */
-async function call(path: string, body?: unknown, opts: { method?: string; anonymous?: boolean } = {}): Promise<Envelope> {
+async function call(
+  path: string,
+  body?: unknown,
+  opts: { method?: string; anonymous?: boolean } = {},
+): Promise<Envelope> {
   const headers: Record<string, string> = {};
   const withToken = !opts.anonymous && !!token;
   if (withToken) headers.authorization = `Bearer ${token}`;
@@ -164,7 +178,12 @@ async function call(path: string, body?: unknown, opts: { method?: string; anony
 }
 
 /** A multipart upload with progress (fetch cannot report upload progress; XMLHttpRequest can). */
-function upload(path: string, form: FormData, onProgress?: (sent: number, total: number) => void, signal?: AbortSignal): Promise<Envelope> {
+function upload(
+  path: string,
+  form: FormData,
+  onProgress?: (sent: number, total: number) => void,
+  signal?: AbortSignal,
+): Promise<Envelope> {
   return new Promise((resolve, reject) => {
     const xhr = new XMLHttpRequest();
     xhr.open("POST", path);
@@ -354,7 +373,9 @@ function toUser(u: any): User {
 function settingList(options: any, dict: string, order: string): Setting[] {
   const names = options?.[dict];
   const keys: unknown[] = Array.isArray(options?.[order]) ? options[order] : [];
-  return keys.filter((k): k is string => typeof k === "string" && own(names, k)).map((k) => ({ key: k, name: String(names[k]) }));
+  return keys
+    .filter((k): k is string => typeof k === "string" && own(names, k))
+    .map((k) => ({ key: k, name: String(names[k]) }));
 }
 
 function toProject(p: any): Project {
@@ -373,7 +394,12 @@ function toProject(p: any): Project {
       orderings: settingList(o, "orderings", "orderedorderings"),
       fieldlists: settingList(o, "fieldlists", "orderedfieldlists"),
     },
-    backups: versions.map((v) => ({ version: v.version, name: v.name ?? "", createdBy: v.created_by ?? "", timestamp: v.timestamp })),
+    backups: versions.map((v) => ({
+      version: v.version,
+      name: v.name ?? "",
+      createdBy: v.created_by ?? "",
+      timestamp: v.timestamp,
+    })),
     nextBackupVersion: typeof p.backups?.next_version === "number" ? p.backups.next_version : 1,
   };
 }
@@ -498,7 +524,14 @@ export function toJob(token: string, j: any): Job {
 }
 
 export function toSyncItem(i: any): SyncItem {
-  return { type: i.type, cursor: i.cursor, action: i.action, dataType: i.data_type, key: i.data_key, data: i.data ?? null };
+  return {
+    type: i.type,
+    cursor: i.cursor,
+    action: i.action,
+    dataType: i.data_type,
+    key: i.data_key,
+    data: i.data ?? null,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -529,19 +562,44 @@ export const account = {
   async signupRequest(p: { username: string; email: string; password: string; language?: string }): Promise<string> {
     return (await call("/api/signup_request", j(p), { anonymous: true })).result.validation_code;
   },
-  async signup(p: { username: string; email: string; password: string; validationCode: string; code: string }): Promise<Session> {
-    const body = { username: p.username, email: p.email, password: p.password, validation_code: p.validationCode, verification_code: p.code };
+  async signup(p: {
+    username: string;
+    email: string;
+    password: string;
+    validationCode: string;
+    code: string;
+  }): Promise<Session> {
+    const body = {
+      username: p.username,
+      email: p.email,
+      password: p.password,
+      validation_code: p.validationCode,
+      verification_code: p.code,
+    };
     return toSession(await call("/api/signup", body));
   },
   async resetRequest(usernameOrEmail: string): Promise<string> {
-    return (await call("/api/reset_password_request", { username_or_email: usernameOrEmail }, { anonymous: true })).result.validation_code;
+    return (await call("/api/reset_password_request", { username_or_email: usernameOrEmail }, { anonymous: true }))
+      .result.validation_code;
   },
   async reset(p: { username: string; password: string; validationCode: string; code: string }): Promise<Session> {
-    const body = { username: p.username, new_password: p.password, validation_code: p.validationCode, verification_code: p.code };
+    const body = {
+      username: p.username,
+      new_password: p.password,
+      validation_code: p.validationCode,
+      verification_code: p.code,
+    };
     return toSession(await call("/api/reset_password", body));
   },
   /** Changes the profile; a new password needs the current one (the answer renews the JWT). */
-  async update(p: { username?: string; name?: string; language?: string; timezone?: string; password?: string; currentPassword?: string }): Promise<User> {
+  async update(p: {
+    username?: string;
+    name?: string;
+    language?: string;
+    timezone?: string;
+    password?: string;
+    currentPassword?: string;
+  }): Promise<User> {
     const body: Record<string, unknown> = {};
     if (p.username !== undefined) body.username = p.username;
     if (p.name !== undefined) body.name = p.name;
@@ -558,7 +616,11 @@ export const account = {
     return (await call("/api/account/update_email_request", { email })).result.validation_code;
   },
   async emailChange(email: string, validationCode: string, code: string): Promise<User> {
-    const env = await call("/api/account/update_email", { email, validation_code: validationCode, verification_code: code });
+    const env = await call("/api/account/update_email", {
+      email,
+      validation_code: validationCode,
+      verification_code: code,
+    });
     return users(env.data).get(env.result.user)!;
   },
   async uploadAvatar(file: File): Promise<User> {
@@ -585,7 +647,12 @@ export const account = {
   },
 };
 
-export type Invitation = { invitee: User | undefined; project: Project | undefined; owner: User | undefined; members: string[] };
+export type Invitation = {
+  invitee: User | undefined;
+  project: Project | undefined;
+  owner: User | undefined;
+  members: string[];
+};
 
 export const invitations = {
   /** What an invitation link names; works without a login. */
@@ -593,7 +660,12 @@ export const invitations = {
     const env = await call("/api/init_invite", { project, invitee }, { anonymous: true });
     const us = users(env.data);
     const p = projects(env.data).get(env.result.project);
-    return { invitee: us.get(env.result.invitee), project: p, owner: p ? us.get(p.owner) : undefined, members: env.result.project_members ?? [] };
+    return {
+      invitee: us.get(env.result.invitee),
+      project: p,
+      owner: p ? us.get(p.owner) : undefined,
+      members: env.result.project_members ?? [],
+    };
   },
   async decline(project: string, invitee: string): Promise<void> {
     await call("/api/decline_invite", { project, invitee }, { anonymous: true });
@@ -716,7 +788,10 @@ export const backupsApi = {
     return (Array.isArray(env.result.backups) ? env.result.backups : []).map(toBackup);
   },
   /** Starts a backup (`createdBy`: who makes it); answers its version and the job token to follow. */
-  async create(project: string, b: { createdBy: string; name?: string; notes?: string }): Promise<{ version: number; job: string }> {
+  async create(
+    project: string,
+    b: { createdBy: string; name?: string; notes?: string },
+  ): Promise<{ version: number; job: string }> {
     const body: Record<string, string> = { created_by: b.createdBy };
     if (b.name?.trim()) body.name = b.name.trim();
     if (b.notes?.trim()) body.notes = b.notes;
@@ -733,7 +808,11 @@ export const backupsApi = {
 };
 
 export type SettingKind = "channel" | "ordering" | "fieldlist";
-const SETTING_PATHS: Record<SettingKind, string> = { channel: "channels", ordering: "orderings", fieldlist: "fieldlists" };
+const SETTING_PATHS: Record<SettingKind, string> = {
+  channel: "channels",
+  ordering: "orderings",
+  fieldlist: "fieldlists",
+};
 
 /** The project settings (docs/settings.md); every call answers the changed project. */
 export const settingsApi = {
@@ -742,12 +821,24 @@ export const settingsApi = {
   },
   /** Places a language before another (null: at the end); the first is the main language. */
   async moveLanguage(project: string, language: string, before: string | null): Promise<Project> {
-    return (await projectOf(await call(p(project, "languages/move"), before ? { language, before_language: before } : { language })))!;
+    return (await projectOf(
+      await call(p(project, "languages/move"), before ? { language, before_language: before } : { language }),
+    ))!;
   },
   /** Removes a language; its values are kept (hidden) unless `removeValues` confirms deleting them. */
-  async removeLanguage(project: string, language: string, removeValues: boolean): Promise<{ project: Project; removedValues: number }> {
-    const env = await call(p(project, "languages/remove"), removeValues ? { language, remove_values: true } : { language });
-    return { project: (await projectOf(env))!, removedValues: typeof env.result.removed_values === "number" ? env.result.removed_values : 0 };
+  async removeLanguage(
+    project: string,
+    language: string,
+    removeValues: boolean,
+  ): Promise<{ project: Project; removedValues: number }> {
+    const env = await call(
+      p(project, "languages/remove"),
+      removeValues ? { language, remove_values: true } : { language },
+    );
+    return {
+      project: (await projectOf(env))!,
+      removedValues: typeof env.result.removed_values === "number" ? env.result.removed_values : 0,
+    };
   },
   async create(project: string, kind: SettingKind, name: string): Promise<{ key: string; project: Project }> {
     const env = await call(p(project, `${SETTING_PATHS[kind]}/create`), { name });
@@ -777,7 +868,13 @@ export const jobsApi = {
 // ---------------------------------------------------------------------------------------------
 // Assets (/api/p/<project>/assets) and the DAM (/dam)
 
-export type AssetVersion = { version: number; storageName: string; size: number; createdOn: number | null; current: boolean };
+export type AssetVersion = {
+  version: number;
+  storageName: string;
+  size: number;
+  createdOn: number | null;
+  current: boolean;
+};
 export type Page<T> = { items: T[]; total: number; cursor: string | null };
 export type FolderNode = { asset: Asset; children: FolderNode[] };
 
@@ -795,7 +892,12 @@ function rootOf(project: string): Promise<string> {
 }
 
 /** Every page of a paged call (`page.top`/`page.size`), up to `max` items. */
-async function allPages(path: string, body: Record<string, unknown>, list: string, max = 10000): Promise<{ items: Asset[]; total: number }> {
+async function allPages(
+  path: string,
+  body: Record<string, unknown>,
+  list: string,
+  max = 10000,
+): Promise<{ items: Asset[]; total: number }> {
   const items: Asset[] = [];
   let total = 0;
   for (let top = 0; top < max; ) {
@@ -814,7 +916,15 @@ async function allPages(path: string, body: Record<string, unknown>, list: strin
 async function withPublication(project: string, assets: Asset[]): Promise<Asset[]> {
   const files = assets.filter((a) => a.kind !== "folder").map((a) => a.gid);
   if (!files.length) return assets;
-  const filter = ["and", "", [["published", "is_true"], ["gid", "in", files], ["status", "in", ["published", "deleted"]]]];
+  const filter = [
+    "and",
+    "",
+    [
+      ["published", "is_true"],
+      ["gid", "in", files],
+      ["status", "in", ["published", "deleted"]],
+    ],
+  ];
   const env = await call(p(project, "assets/search"), { filter, "page.size": files.length });
   const published = new Set<string>(Array.isArray(env.result.assets) ? env.result.assets : []);
   return assets.map((a) => (published.has(a.gid) ? { ...a, published: true } : a));
@@ -823,14 +933,26 @@ async function withPublication(project: string, assets: Asset[]): Promise<Asset[
 /** The search filter of the console's type choice. */
 function typeFilter(kind: string): unknown[] | null {
   if (kind === "image" || kind === "folder") return ["type", "is", kind];
-  if (kind === "file") return ["and", "", [["type", "is", "file"], ["not", "", ["type", "is", "image"]]]];
+  if (kind === "file")
+    return [
+      "and",
+      "",
+      [
+        ["type", "is", "file"],
+        ["not", "", ["type", "is", "image"]],
+      ],
+    ];
   return null;
 }
 
 export const assetsApi = {
   /** The items of a folder (null: the top level, i.e. the project's root folder), folders first. */
   async children(project: string, folder: string | null): Promise<Asset[]> {
-    const { items } = await allPages(p(project, "assets/children"), folder ? { asset: folder } : { pathname: "/" }, "children");
+    const { items } = await allPages(
+      p(project, "assets/children"),
+      folder ? { asset: folder } : { pathname: "/" },
+      "children",
+    );
     return withPublication(project, items);
   },
   async get(project: string, gids: string[]): Promise<Map<string, Asset>> {
@@ -839,7 +961,11 @@ export const assetsApi = {
   },
   /** The active folder hierarchy below the root. */
   async folders(project: string): Promise<FolderNode[]> {
-    const { items } = await allPages(p(project, "assets/search"), { filter: ["type", "is", "folder"], sort: "pathname" }, "assets");
+    const { items } = await allPages(
+      p(project, "assets/search"),
+      { filter: ["type", "is", "folder"], sort: "pathname" },
+      "assets",
+    );
     const nodes = new Map(items.map((a) => [a.pathname, { asset: a, children: [] as FolderNode[] }]));
     const top: FolderNode[] = [];
     for (const n of nodes.values()) (nodes.get(n.asset.path)?.children ?? top).push(n);
@@ -872,7 +998,13 @@ export const assetsApi = {
   async removeForGood(project: string, assets: string[]) {
     await call(p(project, "assets/permanent_delete"), { assets });
   },
-  async upload(project: string, file: File, parent: string | null, onProgress?: (sent: number, total: number) => void, signal?: AbortSignal): Promise<Asset> {
+  async upload(
+    project: string,
+    file: File,
+    parent: string | null,
+    onProgress?: (sent: number, total: number) => void,
+    signal?: AbortSignal,
+  ): Promise<Asset> {
     const form = new FormData();
     if (parent) form.append("parent", parent);
     else form.append("pathname", "/");
@@ -888,7 +1020,12 @@ export const assetsApi = {
     await call(p(project, "assets/metadata/clear"), { asset, name });
   },
   /** Replaces the file of an asset with a new version (the asset keeps its gid). */
-  async replace(project: string, asset: string, file: File, onProgress?: (sent: number, total: number) => void): Promise<Asset> {
+  async replace(
+    project: string,
+    asset: string,
+    file: File,
+    onProgress?: (sent: number, total: number) => void,
+  ): Promise<Asset> {
     const form = new FormData();
     form.append("asset", asset);
     form.append("upload_file", file, file.name);
@@ -908,7 +1045,10 @@ export const assetsApi = {
     }));
   },
   /** Search: words (`q`), the trash (deleted items) and a type; `size` results from the first. */
-  async search(project: string, q: { text?: string; trash?: boolean; kind?: string; size?: number }): Promise<Page<Asset>> {
+  async search(
+    project: string,
+    q: { text?: string; trash?: boolean; kind?: string; size?: number },
+  ): Promise<Page<Asset>> {
     const filter: unknown[] = [];
     if (q.trash) filter.push(["status", "is", "deleted"]);
     const byType = q.kind ? typeFilter(q.kind) : null;
@@ -924,7 +1064,15 @@ export const assetsApi = {
   /** Names starting with what was typed. */
   async suggest(project: string, text: string): Promise<string[]> {
     if (!text.trim()) return [];
-    return (await call(p(project, "assets/search/autocomplete"), { field: "name", fieldq: text.trim(), "completions.size": 8 })).result.completions ?? [];
+    return (
+      (
+        await call(p(project, "assets/search/autocomplete"), {
+          field: "name",
+          fieldq: text.trim(),
+          "completions.size": 8,
+        })
+      ).result.completions ?? []
+    );
   },
   /** Makes the original public; answers its URL. */
   async publish(project: string, asset: Asset): Promise<string> {
@@ -969,7 +1117,8 @@ function nextThumb() {
 async function transformOnce(project: string, storageName: string, options: string): Promise<string> {
   for (let attempt = 0; ; attempt++) {
     try {
-      return (await call(`/dam/p/${project}/transform/${encodeURIComponent(storageName)}/${options}`)).result.public_url;
+      return (await call(`/dam/p/${project}/transform/${encodeURIComponent(storageName)}/${options}`)).result
+        .public_url;
     } catch (e) {
       if (!(e instanceof ApiError) || e.status !== 503 || attempt >= 8) throw e;
       await new Promise((r) => setTimeout(r, 250 * (attempt + 1)));
@@ -1004,7 +1153,10 @@ export function thumbnailUrl(project: string, asset: Asset, size: number, dpr = 
 
 export const syncApi = {
   socketPath: "/sync/io",
-  async since(ccCursor: number, project?: { gid: string; cursor: number }): Promise<{ items: SyncItem[]; more: boolean; reinit: boolean }> {
+  async since(
+    ccCursor: number,
+    project?: { gid: string; cursor: number },
+  ): Promise<{ items: SyncItem[]; more: boolean; reinit: boolean }> {
     const body: Record<string, unknown> = { cc_cursor: ccCursor };
     if (project) Object.assign(body, { project: project.gid, cursor: project.cursor });
     const r = (await call("/sync/get", body)).result;
@@ -1012,7 +1164,9 @@ export const syncApi = {
   },
   /** initsync's payload for the socket. */
   initPayload(ccCursor: number, project?: { gid: string; cursor: number }): Record<string, unknown> {
-    return project ? { "cc.cursor": ccCursor, project: project.gid, cursor: project.cursor } : { "cc.cursor": ccCursor };
+    return project
+      ? { "cc.cursor": ccCursor, project: project.gid, cursor: project.cursor }
+      : { "cc.cursor": ccCursor };
   },
   /** An initsync acknowledgement: items, or an error envelope. */
   readAck(ack: unknown): { items: SyncItem[] } | { error: ApiError } {
@@ -1073,7 +1227,14 @@ export type SchemaDefinition = SchemaBase & {
 export type SchemaItem = SchemaField | SchemaClass | SchemaDefinition;
 
 export type LayoutComponent = { type: string; name?: string; options?: Record<string, unknown>; content?: string[] };
-export type SchemaLayout = { gid: string; original: string | null; name: string; root: string; components: Record<string, LayoutComponent>; updatedOn: number };
+export type SchemaLayout = {
+  gid: string;
+  original: string | null;
+  name: string;
+  root: string;
+  components: Record<string, LayoutComponent>;
+  updatedOn: number;
+};
 
 export type Schema = {
   fields: Map<string, SchemaField>;
@@ -1082,7 +1243,25 @@ export type Schema = {
   layouts: Map<string, SchemaLayout>;
 };
 
-export const FIELD_TYPES = ["text", "textline", "textlist", "number", "decimal", "boolean", "barcode", "date", "image", "imagelist", "file", "filelist", "record", "recordlist", "class", "classlist", "fieldpicker"] as const;
+export const FIELD_TYPES = [
+  "text",
+  "textline",
+  "textlist",
+  "number",
+  "decimal",
+  "boolean",
+  "barcode",
+  "date",
+  "image",
+  "imagelist",
+  "file",
+  "filelist",
+  "record",
+  "recordlist",
+  "class",
+  "classlist",
+  "fieldpicker",
+] as const;
 export const BARCODE_FORMATS = ["any", "ean8", "ean13", "upca", "gtin14"] as const;
 export const LAYOUT_CONTAINERS = ["vertical", "horizontal", "tabs", "tab", "section"] as const;
 
@@ -1100,7 +1279,8 @@ export type CommitPreview = {
 
 const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : []);
 const localized = (v: unknown): Localized => Object.fromEntries(entries(v).filter(([, t]) => typeof t === "string"));
-const dict = (v: unknown): Record<string, unknown> => (v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
+const dict = (v: unknown): Record<string, unknown> =>
+  v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
 
 function schemaBase(x: any): SchemaBase {
   return {
@@ -1148,9 +1328,21 @@ function toSchemaLayout(x: any): SchemaLayout {
   const components: Record<string, LayoutComponent> = {};
   for (const [k, c] of entries(x.components)) {
     if (!c || typeof c !== "object") continue;
-    components[k] = { type: String(c.type), name: typeof c.name === "string" ? c.name : undefined, options: c.options ? dict(c.options) : undefined, content: Array.isArray(c.content) ? strings(c.content) : undefined };
+    components[k] = {
+      type: String(c.type),
+      name: typeof c.name === "string" ? c.name : undefined,
+      options: c.options ? dict(c.options) : undefined,
+      content: Array.isArray(c.content) ? strings(c.content) : undefined,
+    };
   }
-  return { gid: x.gid, original: x.original ?? null, name: x.name ?? "", root: x.root, components, updatedOn: typeof x.updated_on === "number" ? x.updated_on : 0 };
+  return {
+    gid: x.gid,
+    original: x.original ?? null,
+    name: x.name ?? "",
+    root: x.root,
+    components,
+    updatedOn: typeof x.updated_on === "number" ? x.updated_on : 0,
+  };
 }
 
 /** The schema items an answer's `data` holds (dictionaries it lacks are empty). */
@@ -1174,7 +1366,11 @@ const schemaAnswer = (env: Envelope, kind: SchemaKind): SchemaAnswer => ({
 
 /** The members a class or definition lists and moves one by one. */
 export type SchemaMember = "fields" | "classes" | "childdefinitions";
-const MEMBER_KEY: Record<SchemaMember, string> = { fields: "field", classes: "class", childdefinitions: "childdefinition" };
+const MEMBER_KEY: Record<SchemaMember, string> = {
+  fields: "field",
+  classes: "class",
+  childdefinitions: "childdefinition",
+};
 
 export const schemaApi = {
   /** Every schema item of the project (the project init answers all four dictionaries). */
@@ -1189,11 +1385,21 @@ export const schemaApi = {
   async create(project: string, kind: SchemaKind, members: Record<string, unknown>): Promise<SchemaAnswer> {
     return schemaAnswer(await call(p(project, `${schemaPlural(kind)}/create`), members), kind);
   },
-  async modify(project: string, kind: SchemaKind, gid: string, members: Record<string, unknown>): Promise<SchemaAnswer> {
+  async modify(
+    project: string,
+    kind: SchemaKind,
+    gid: string,
+    members: Record<string, unknown>,
+  ): Promise<SchemaAnswer> {
     return schemaAnswer(await call(p(project, `${schemaPlural(kind)}/modify`), { ...members, [kind]: gid }), kind);
   },
   /** commit, revert, save_as_new, copy, delete: the working-copy life cycle. */
-  async lifecycle(project: string, kind: SchemaKind, gid: string, action: "commit" | "revert" | "save_as_new" | "copy" | "delete"): Promise<SchemaAnswer> {
+  async lifecycle(
+    project: string,
+    kind: SchemaKind,
+    gid: string,
+    action: "commit" | "revert" | "save_as_new" | "copy" | "delete",
+  ): Promise<SchemaAnswer> {
     return schemaAnswer(await call(p(project, `${schemaPlural(kind)}/${action}`), { [kind]: gid }), kind);
   },
   /** What a commit would change and drop; nothing is changed. */
@@ -1206,27 +1412,62 @@ export const schemaApi = {
       classes: strings(r.classes),
       definitions: strings(r.definitions),
       droppedFields: Object.fromEntries(entries(drop.fields).map(([k, v]) => [k, strings(v)])),
-      records: typeof records.affected === "number" ? { affected: records.affected, losingValues: typeof records.losing_values === "number" ? records.losing_values : 0 } : null,
+      records:
+        typeof records.affected === "number"
+          ? {
+              affected: records.affected,
+              losingValues: typeof records.losing_values === "number" ? records.losing_values : 0,
+            }
+          : null,
     };
   },
   /** Adds, moves (before another, or to the end) or removes one entry of a class's or definition's list. */
-  async member(project: string, kind: "class" | "definition", gid: string, member: SchemaMember, action: "add" | "move" | "remove", item: string, before?: string | null): Promise<SchemaAnswer> {
+  async member(
+    project: string,
+    kind: "class" | "definition",
+    gid: string,
+    member: SchemaMember,
+    action: "add" | "move" | "remove",
+    item: string,
+    before?: string | null,
+  ): Promise<SchemaAnswer> {
     const key = MEMBER_KEY[member];
     const body: Record<string, unknown> = { [kind]: gid, [key]: item };
     if (before && action !== "remove") body[`before_${key}`] = before;
     return schemaAnswer(await call(p(project, `${schemaPlural(kind)}/${member}/${action}`), body), kind);
   },
   /** Adds, moves or removes one of a definition's fields in one of the project's fieldlists. */
-  async fieldlistMember(project: string, definition: string, fieldlist: string, action: "add" | "move" | "remove", field: string, before?: string | null): Promise<SchemaAnswer> {
+  async fieldlistMember(
+    project: string,
+    definition: string,
+    fieldlist: string,
+    action: "add" | "move" | "remove",
+    field: string,
+    before?: string | null,
+  ): Promise<SchemaAnswer> {
     const body: Record<string, unknown> = { definition, fieldlist, field };
     if (before && action !== "remove") body.before_field = before;
     return schemaAnswer(await call(p(project, `definitions/fieldlists/fields/${action}`), body), "definition");
   },
   /** Replaces a layout's root and components (moves are done this way). */
-  async setLayout(project: string, kind: "class" | "definition", gid: string, root: string, components: Record<string, LayoutComponent>): Promise<SchemaAnswer> {
-    return schemaAnswer(await call(p(project, `${schemaPlural(kind)}/layouts/modify`), { [kind]: gid, root, components }), kind);
+  async setLayout(
+    project: string,
+    kind: "class" | "definition",
+    gid: string,
+    root: string,
+    components: Record<string, LayoutComponent>,
+  ): Promise<SchemaAnswer> {
+    return schemaAnswer(
+      await call(p(project, `${schemaPlural(kind)}/layouts/modify`), { [kind]: gid, root, components }),
+      kind,
+    );
   },
-  async addComponent(project: string, kind: "class" | "definition", gid: string, c: { parent: string; type: string; name?: string; options?: Record<string, unknown>; before?: string }): Promise<SchemaAnswer & { component: string }> {
+  async addComponent(
+    project: string,
+    kind: "class" | "definition",
+    gid: string,
+    c: { parent: string; type: string; name?: string; options?: Record<string, unknown>; before?: string },
+  ): Promise<SchemaAnswer & { component: string }> {
     const body: Record<string, unknown> = { [kind]: gid, parent: c.parent, type: c.type };
     if (c.name) body.name = c.name;
     if (c.options) body.options = c.options;
@@ -1234,11 +1475,28 @@ export const schemaApi = {
     const env = await call(p(project, `${schemaPlural(kind)}/layouts/components/create`), body);
     return { ...schemaAnswer(env, kind), component: env.result.component };
   },
-  async modifyComponent(project: string, kind: "class" | "definition", gid: string, component: string, changes: { name?: string | null; type?: string; options?: Record<string, unknown> }): Promise<SchemaAnswer> {
-    return schemaAnswer(await call(p(project, `${schemaPlural(kind)}/layouts/components/modify`), { [kind]: gid, component, ...changes }), kind);
+  async modifyComponent(
+    project: string,
+    kind: "class" | "definition",
+    gid: string,
+    component: string,
+    changes: { name?: string | null; type?: string; options?: Record<string, unknown> },
+  ): Promise<SchemaAnswer> {
+    return schemaAnswer(
+      await call(p(project, `${schemaPlural(kind)}/layouts/components/modify`), { [kind]: gid, component, ...changes }),
+      kind,
+    );
   },
-  async removeComponent(project: string, kind: "class" | "definition", gid: string, component: string): Promise<SchemaAnswer> {
-    return schemaAnswer(await call(p(project, `${schemaPlural(kind)}/layouts/components/delete`), { [kind]: gid, component }), kind);
+  async removeComponent(
+    project: string,
+    kind: "class" | "definition",
+    gid: string,
+    component: string,
+  ): Promise<SchemaAnswer> {
+    return schemaAnswer(
+      await call(p(project, `${schemaPlural(kind)}/layouts/components/delete`), { [kind]: gid, component }),
+      kind,
+    );
   },
 };
 
@@ -1277,20 +1535,46 @@ export type FieldDef = {
   isRequired: boolean;
   unit: string;
 };
-export type DefinitionDef = { gid: string; name: string; label: Record<string, string>; fields: string[]; classes: string[]; layout: string | null; isExtended: boolean };
-export type ClassDef = { gid: string; name: string; label: Record<string, string>; fields: string[]; layout: string | null };
+export type DefinitionDef = {
+  gid: string;
+  name: string;
+  label: Record<string, string>;
+  fields: string[];
+  classes: string[];
+  layout: string | null;
+  isExtended: boolean;
+};
+export type ClassDef = {
+  gid: string;
+  name: string;
+  label: Record<string, string>;
+  fields: string[];
+  layout: string | null;
+};
 export type LayoutPart = { type: string; name?: string | null; content?: string[]; options?: Record<string, any> };
 export type LayoutDef = { gid: string; root: string; components: Record<string, LayoutPart> };
 /** One line of `report.validation`: a refused value (`error`) or a written one with a remark (`warning`). */
-export type ValueReport = { record: string; language: string | null; field: string; level: "error" | "warning"; code: string; message: string };
+export type ValueReport = {
+  record: string;
+  language: string | null;
+  field: string;
+  level: "error" | "warning";
+  code: string;
+  message: string;
+};
 export type RecordsPage = { items: RecordItem[]; total: number };
 /** A bulk selection element: a gid, a parent's children, or a search. */
-export type Selection = (string | { children: string; exclude?: string[] } | { search: { language?: string; q?: string; filter?: unknown }; exclude?: string[] })[];
+export type Selection = (
+  | string
+  | { children: string; exclude?: string[] }
+  | { search: { language?: string; q?: string; filter?: unknown }; exclude?: string[] }
+)[];
 export type BulkOp = "delete" | "undelete" | "move" | "link" | "shallow_copy" | "duplicate" | "channels/set" | "update";
 export type ExcelResult = { name: string; file: Blob; counts: Record<string, number>; report: ValueReport[] };
 
 const XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet";
-const obj = (v: unknown): Record<string, any> => (v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, any>) : {});
+const obj = (v: unknown): Record<string, any> =>
+  v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, any>) : {};
 const strs = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : []);
 
 function toRecord(r: any): RecordItem {
@@ -1315,13 +1599,39 @@ function toRecord(r: any): RecordItem {
 }
 const recordMap = (data: any) => new Map(entries(data?.records).map(([k, v]) => [k, toRecord(v)]));
 function inOrder<T>(gids: unknown, map: Map<string, T>): T[] {
-  return strs(gids).map((g) => map.get(g)).filter((x): x is T => !!x);
+  return strs(gids)
+    .map((g) => map.get(g))
+    .filter((x): x is T => !!x);
 }
-const toField = (f: any): FieldDef => ({ gid: f.gid, name: f.name, label: obj(f.label), type: f.type, options: obj(f.options), isLocalized: !!f.is_localized, isRequired: !!f.is_required, unit: f.unit ?? "" });
-const toDefinition = (d: any): DefinitionDef => ({ gid: d.gid, name: d.name, label: obj(d.label), fields: strs(d.fields), classes: strs(d.classes), layout: d.layout ?? null, isExtended: !!d.is_extended });
-const toClass = (c: any): ClassDef => ({ gid: c.gid, name: c.name, label: obj(c.label), fields: strs(c.fields), layout: c.layout ?? null });
+const toField = (f: any): FieldDef => ({
+  gid: f.gid,
+  name: f.name,
+  label: obj(f.label),
+  type: f.type,
+  options: obj(f.options),
+  isLocalized: !!f.is_localized,
+  isRequired: !!f.is_required,
+  unit: f.unit ?? "",
+});
+const toDefinition = (d: any): DefinitionDef => ({
+  gid: d.gid,
+  name: d.name,
+  label: obj(d.label),
+  fields: strs(d.fields),
+  classes: strs(d.classes),
+  layout: d.layout ?? null,
+  isExtended: !!d.is_extended,
+});
+const toClass = (c: any): ClassDef => ({
+  gid: c.gid,
+  name: c.name,
+  label: obj(c.label),
+  fields: strs(c.fields),
+  layout: c.layout ?? null,
+});
 const toLayout = (l: any): LayoutDef => ({ gid: l.gid, root: l.root, components: obj(l.components) });
-const mapOf = <T,>(data: any, key: string, fn: (v: any) => T) => new Map(entries(data?.[key]).map(([k, v]) => [k, fn(v)]));
+const mapOf = <T>(data: any, key: string, fn: (v: any) => T) =>
+  new Map(entries(data?.[key]).map(([k, v]) => [k, fn(v)]));
 
 function report(result: any): ValueReport[] {
   return (Array.isArray(result?.["report.validation"]) ? result["report.validation"] : []) as ValueReport[];
@@ -1335,16 +1645,29 @@ function fileOf(data: any, name: unknown): Blob | null {
   return new Blob([bytes], { type: XLSX });
 }
 /** The marked-up workbook of a refused import (code 1005), if the error carries one. */
-export function excelErrorFile(e: unknown): { name: string; file: Blob; problems: { cell: string; message: string }[] } | null {
+export function excelErrorFile(
+  e: unknown,
+): { name: string; file: Blob; problems: { cell: string; message: string }[] } | null {
   if (!(e instanceof ApiError) || e.code !== 1005) return null;
   const name = e.info["report.excel"];
   const file = fileOf(e.info, name);
-  return file ? { name: String(name), file, problems: (Array.isArray(e.info.problems) ? e.info.problems : []) as { cell: string; message: string }[] } : null;
+  return file
+    ? {
+        name: String(name),
+        file,
+        problems: (Array.isArray(e.info.problems) ? e.info.problems : []) as { cell: string; message: string }[],
+      }
+    : null;
 }
 
 const rp = (project: string, op: string) => p(project, `records/${op}`);
 type Place = { parent: string; ordering?: string; before?: string | null };
-const placeBody = (record: string, to: Place) => ({ record, parent: to.parent, ...(to.ordering ? { ordering: to.ordering } : {}), ...(to.before ? { before_record: to.before } : {}) });
+const placeBody = (record: string, to: Place) => ({
+  record,
+  parent: to.parent,
+  ...(to.ordering ? { ordering: to.ordering } : {}),
+  ...(to.before ? { before_record: to.before } : {}),
+});
 
 export const recordsApi = {
   async root(project: string, language?: string): Promise<RecordItem> {
@@ -1353,12 +1676,18 @@ export const recordsApi = {
   },
   async get(project: string, gids: string[], languages?: string[]): Promise<Map<string, RecordItem>> {
     if (!gids.length) return new Map();
-    return recordMap((await call(rp(project, "get"), { records: gids.slice(0, 1000), ...(languages ? { languages } : {}) })).data);
+    return recordMap(
+      (await call(rp(project, "get"), { records: gids.slice(0, 1000), ...(languages ? { languages } : {}) })).data,
+    );
   },
   async one(project: string, gid: string): Promise<RecordItem> {
     return recordMap((await call(rp(project, "get"), { record: gid })).data).get(gid)!;
   },
-  async children(project: string, parent: string, o: { channel?: string; ordering?: string; top?: number; size?: number; language?: string }): Promise<RecordsPage> {
+  async children(
+    project: string,
+    parent: string,
+    o: { channel?: string; ordering?: string; top?: number; size?: number; language?: string },
+  ): Promise<RecordsPage> {
     const body: Record<string, unknown> = { record: parent, "page.top": o.top ?? 0, "page.size": o.size ?? 100 };
     if (o.channel) body.channel = o.channel;
     if (o.ordering) body.ordering = o.ordering;
@@ -1367,8 +1696,18 @@ export const recordsApi = {
     return { items: inOrder(env.result.children, recordMap(env.data)), total: env.result["children.size"] ?? 0 };
   },
   /** A parent's grid: its path (root first), one page of children, and the definitions and layouts they use. */
-  async worksheet(project: string, record: string, o: { ordering: string; top?: number; size?: number; language?: string }) {
-    const env = await call(rp(project, "worksheet"), { record, ordering: o.ordering, "page.top": o.top ?? 0, "page.size": o.size ?? 50, ...(o.language ? { language: o.language } : {}) });
+  async worksheet(
+    project: string,
+    record: string,
+    o: { ordering: string; top?: number; size?: number; language?: string },
+  ) {
+    const env = await call(rp(project, "worksheet"), {
+      record,
+      ordering: o.ordering,
+      "page.top": o.top ?? 0,
+      "page.size": o.size ?? 50,
+      ...(o.language ? { language: o.language } : {}),
+    });
     const recs = recordMap(env.data);
     const defs = mapOf(env.data, "definitions", toDefinition);
     return {
@@ -1384,7 +1723,11 @@ export const recordsApi = {
     return recordMap(env.data).get(env.result.record)!;
   },
   /** Writes values (language → field name → value); invalid ones are refused and reported, the rest written. */
-  async update(project: string, record: string, fields: Record<string, Record<string, unknown>>): Promise<{ record: RecordItem | undefined; report: ValueReport[] }> {
+  async update(
+    project: string,
+    record: string,
+    fields: Record<string, Record<string, unknown>>,
+  ): Promise<{ record: RecordItem | undefined; report: ValueReport[] }> {
     const env = await call(rp(project, "update"), { record, fields });
     return { record: recordMap(env.data).get(record), report: report(env.result) };
   },
@@ -1417,7 +1760,10 @@ export const recordsApi = {
     await call(rp(project, "channels/set"), { record, channels, enabled });
   },
   /** Full text (`q`, +/- terms) and/or a filter (docs/filter.md) in one language. */
-  async search(project: string, s: { language: string; q?: string; filter?: unknown; top?: number; size?: number }): Promise<RecordsPage> {
+  async search(
+    project: string,
+    s: { language: string; q?: string; filter?: unknown; top?: number; size?: number },
+  ): Promise<RecordsPage> {
     const body: Record<string, unknown> = { language: s.language, "page.top": s.top ?? 0, "page.size": s.size ?? 50 };
     if (s.q?.trim()) body.q = s.q.trim();
     if (s.filter !== undefined && s.filter !== null) body.filter = s.filter;
@@ -1429,15 +1775,31 @@ export const recordsApi = {
     return (await call(rp(project, `bulk/${op}`), { selection, ...extra })).result["job.token"];
   },
   /** What a finished bulk job did: records done and skipped (with reasons), values refused. */
-  async bulkOutcome(project: string, tokenOfJob: string): Promise<{ done: number; skipped: { gid: string; reason: string }[]; refused: number }> {
+  async bulkOutcome(
+    project: string,
+    tokenOfJob: string,
+  ): Promise<{ done: number; skipped: { gid: string; reason: string }[]; refused: number }> {
     const info = obj((await call(p(project, "jobs/get"), { token: tokenOfJob })).result.job?.info);
-    return { done: info.done ?? 0, skipped: Array.isArray(info.skipped_items) ? info.skipped_items : [], refused: info.validation_errors ?? 0 };
+    return {
+      done: info.done ?? 0,
+      skipped: Array.isArray(info.skipped_items) ? info.skipped_items : [],
+      refused: info.validation_errors ?? 0,
+    };
   },
   /** A workbook of a parent's children in one language: the file, or a download link for large ones. */
-  async excelExport(project: string, record: string, language: string): Promise<{ name: string; file: Blob | null; url: string | null; rows: number }> {
+  async excelExport(
+    project: string,
+    record: string,
+    language: string,
+  ): Promise<{ name: string; file: Blob | null; url: string | null; rows: number }> {
     const env = await call(p(project, "records/excel/children"), { record, language });
     const name = String(env.result["children.excel"] ?? "children.xlsx");
-    return { name, file: fileOf(env.data, name), url: env.result["download.url"] ?? null, rows: env.result["children.size"] ?? 0 };
+    return {
+      name,
+      file: fileOf(env.data, name),
+      url: env.result["download.url"] ?? null,
+      rows: env.result["children.size"] ?? 0,
+    };
   },
   /** Imports an edited workbook; answers the counts, the value report and the marked-up workbook. */
   async excelImport(project: string, file: File, record?: string): Promise<ExcelResult> {
@@ -1446,14 +1808,26 @@ export const recordsApi = {
     if (record) form.append("record", record);
     const env = await upload(p(project, "records/excel/update"), form);
     const name = String(env.result["report.excel"] ?? "report.xlsx");
-    return { name, file: fileOf(env.data, name) ?? new Blob([], { type: XLSX }), counts: obj(env.result["report.counts"]), report: report(env.result) };
+    return {
+      name,
+      file: fileOf(env.data, name) ?? new Blob([], { type: XLSX }),
+      counts: obj(env.result["report.counts"]),
+      report: report(env.result),
+    };
   },
 };
 
 /** The schema as the records pages read it (the schema pages have their own calls). */
-async function schemaGet<T>(project: string, kind: "definition" | "class" | "field" | "layout", gids: string[], fn: (v: any) => T): Promise<Map<string, T>> {
+async function schemaGet<T>(
+  project: string,
+  kind: "definition" | "class" | "field" | "layout",
+  gids: string[],
+  fn: (v: any) => T,
+): Promise<Map<string, T>> {
   const plural = kind === "class" ? "classes" : `${kind}s`;
-  return gids.length ? mapOf((await call(p(project, `${plural}/get`), { [plural]: gids })).data, plural, fn) : new Map();
+  return gids.length
+    ? mapOf((await call(p(project, `${plural}/get`), { [plural]: gids })).data, plural, fn)
+    : new Map();
 }
 
 export const recordSchemaApi = {
@@ -1463,7 +1837,14 @@ export const recordSchemaApi = {
   layouts: (project: string, gids: string[]) => schemaGet(project, "layout", gids, toLayout),
   /** The committed definitions (for the definition picker) and fields (for the bulk field update), by name. */
   async committed(project: string): Promise<{ definitions: DefinitionDef[]; fields: FieldDef[] }> {
-    const filter = ["and", "", [["kind", "in", ["definition", "field"]], ["is_committed", "is_true"]]];
+    const filter = [
+      "and",
+      "",
+      [
+        ["kind", "in", ["definition", "field"]],
+        ["is_committed", "is_true"],
+      ],
+    ];
     const env = await call(p(project, "schema/search"), { filter, "page.size": 5000 });
     const byName = (a: { name: string }, b: { name: string }) => a.name.localeCompare(b.name);
     return {

@@ -14,7 +14,9 @@ export function consoleBrowserPlugin(root: string): BunPlugin {
   return {
     name: "apis-console-browser",
     setup(build) {
-      build.onResolve({ filter: /^socket\.io-client$/ }, (args) => (args.importer.startsWith(consoleDir) ? { path: browserBuild } : undefined));
+      build.onResolve({ filter: /^socket\.io-client$/ }, (args) =>
+        args.importer.startsWith(consoleDir) ? { path: browserBuild } : undefined,
+      );
     },
   };
 }

@@ -15,7 +15,10 @@ function LiveBadge() {
   const status = useStore(liveStatus$);
   const text = status === "live" ? "Live" : status === "connecting" ? "Connecting…" : "Offline";
   return (
-    <span class={"live-badge " + status} title={status === "live" ? "Changes by others appear as they happen" : "Reconnecting to live updates"}>
+    <span
+      class={"live-badge " + status}
+      title={status === "live" ? "Changes by others appear as they happen" : "Reconnecting to live updates"}
+    >
       <span class="dot" aria-hidden="true" />
       {text}
     </span>
@@ -85,12 +88,17 @@ function Routes() {
   const path = loc.path.replace(/\/+$/, "") || "/";
 
   // Signed-in users have no use for the sign-in pages, and the landing page is their project list.
-  const redirect = session && (path === "/" || path === "/console" || path === "/console/signup" || path === "/console/reset") ? "/console/projects" : null;
+  const redirect =
+    session && (path === "/" || path === "/console" || path === "/console/signup" || path === "/console/reset")
+      ? "/console/projects"
+      : null;
   // Console pages ask for a sign in first and come back afterwards.
-  const needsLogin = !session && !booting && path.startsWith("/console") && !["/console/signup", "/console/reset"].includes(path);
+  const needsLogin =
+    !session && !booting && path.startsWith("/console") && !["/console/signup", "/console/reset"].includes(path);
   useEffect(() => {
     if (redirect) navigate(redirect, { replace: true });
-    else if (needsLogin && path !== "/console/signin") navigate(`/?next=${encodeURIComponent(loc.path + loc.search)}`, { replace: true });
+    else if (needsLogin && path !== "/console/signin")
+      navigate(`/?next=${encodeURIComponent(loc.path + loc.search)}`, { replace: true });
   }, [redirect, needsLogin, path]);
 
   // Keyboard and screen-reader users land on the new page's heading.
@@ -99,7 +107,12 @@ function Routes() {
     if (h && document.activeElement === document.body) h.focus({ preventScroll: true });
   }, [path]);
 
-  if (booting || redirect) return <main id="main" class="page"><Loading /></main>;
+  if (booting || redirect)
+    return (
+      <main id="main" class="page">
+        <Loading />
+      </main>
+    );
   if (path === "/invite") return <InvitePage />;
   if (!session) {
     if (path === "/console/signup") return <SignUp />;

@@ -40,7 +40,9 @@ export function useStore<T>(store: Store<T>): T {
 // Location (history API; every console page has its own address)
 
 export const location$ = createStore({ path: window.location.pathname, search: window.location.search });
-window.addEventListener("popstate", () => location$.set({ path: window.location.pathname, search: window.location.search }));
+window.addEventListener("popstate", () =>
+  location$.set({ path: window.location.pathname, search: window.location.search }),
+);
 
 export function navigate(to: string, opts: { replace?: boolean } = {}) {
   if (to === window.location.pathname + window.location.search) return;
@@ -76,7 +78,10 @@ export function notifyError(e: unknown) {
 // ---------------------------------------------------------------------------------------------
 // Session
 
-export const session$ = createStore<{ session: Session | null; booting: boolean }>({ session: null, booting: !!auth.token });
+export const session$ = createStore<{ session: Session | null; booting: boolean }>({
+  session: null,
+  booting: !!auth.token,
+});
 
 export function signedIn(session: Session) {
   session$.set({ session, booting: false });
@@ -165,11 +170,20 @@ export function useLive(types: string[], fn: (items: SyncItem[]) => void) {
   }, [key]);
 }
 
-export type Loaded<T> = { data: T | undefined; error: ApiError | Error | null; loading: boolean; reload: () => Promise<void> };
+export type Loaded<T> = {
+  data: T | undefined;
+  error: ApiError | Error | null;
+  loading: boolean;
+  reload: () => Promise<void>;
+};
 
 /** Loads data for a page; `reload` fetches again (e.g. when a sync item says it changed). */
 export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): Loaded<T> {
-  const [state, setState] = useState<{ data: T | undefined; error: Error | null; loading: boolean }>({ data: undefined, error: null, loading: true });
+  const [state, setState] = useState<{ data: T | undefined; error: Error | null; loading: boolean }>({
+    data: undefined,
+    error: null,
+    loading: true,
+  });
   const seq = useRef(0);
   const loadRef = useRef(load);
   loadRef.current = load;

@@ -27,7 +27,11 @@ export function Field(props: { label: string; error?: string; hint?: string; chi
       <span class="field-label">{props.label}</span>
       {props.children}
       {props.hint && !props.error ? <span class="hint">{props.hint}</span> : null}
-      {props.error ? <span class="field-error" role="alert">{props.error}</span> : null}
+      {props.error ? (
+        <span class="field-error" role="alert">
+          {props.error}
+        </span>
+      ) : null}
     </label>
   );
 }
@@ -83,7 +87,14 @@ export function Dialog(props: { title: string; onClose: () => void; children: Co
 }
 
 // Confirmations: `await confirm({...})` from anywhere; one host renders them.
-type Ask = { title: string; text: ComponentChildren; action: string; danger?: boolean; typed?: string; resolve: (ok: boolean) => void };
+type Ask = {
+  title: string;
+  text: ComponentChildren;
+  action: string;
+  danger?: boolean;
+  typed?: string;
+  resolve: (ok: boolean) => void;
+};
 const asks$ = createStore<Ask | null>(null);
 
 export function confirm(opts: Omit<Ask, "resolve">): Promise<boolean> {
@@ -119,7 +130,12 @@ export function ConfirmHost() {
           <button type="button" class="btn" onClick={() => done(false)}>
             Cancel
           </button>
-          <button type="submit" class={"btn " + (ask.danger ? "danger" : "primary")} disabled={blocked} autoFocus={!ask.typed}>
+          <button
+            type="submit"
+            class={"btn " + (ask.danger ? "danger" : "primary")}
+            disabled={blocked}
+            autoFocus={!ask.typed}
+          >
             {ask.action}
           </button>
         </div>
@@ -162,7 +178,11 @@ export function Progress(props: { value: number | null; max: number | null; labe
   const pct = known && !props.final ? Math.round((props.value! / props.max!) * 100) : null;
   return (
     <div class="progress-line">
-      <progress aria-label={props.label} value={known ? props.value! : undefined} max={known ? props.max! : undefined} />
+      <progress
+        aria-label={props.label}
+        value={known ? props.value! : undefined}
+        max={known ? props.max! : undefined}
+      />
       <span class="progress-text">{pct === null ? props.label : `${props.label} ${pct}%`}</span>
     </div>
   );
@@ -172,15 +192,25 @@ export function Progress(props: { value: number | null; max: number | null; labe
 export function JobProgress(props: { job: Job | null; label: string }) {
   const j = props.job;
   if (!j) return <Progress value={null} max={null} label={`${props.label}: waiting`} />;
-  if (j.status === "rejected") return <p class="error" role="alert">{`${props.label} failed: ${j.error ?? "unknown error"}`}</p>;
+  if (j.status === "rejected")
+    return <p class="error" role="alert">{`${props.label} failed: ${j.error ?? "unknown error"}`}</p>;
   if (j.status === "done") return <Progress value={1} max={1} label={`${props.label}: done`} final />;
   if (j.status === "queued") return <Progress value={null} max={null} label={`${props.label}: queued`} />;
   const total = j.total ?? null;
-  return <Progress value={total !== null && j.remaining !== null ? total - j.remaining : null} max={total} label={props.label} />;
+  return (
+    <Progress
+      value={total !== null && j.remaining !== null ? total - j.remaining : null}
+      max={total}
+      label={props.label}
+    />
+  );
 }
 
 export function initials(text: string): string {
-  const parts = text.trim().split(/[\s._@-]+/).filter(Boolean);
+  const parts = text
+    .trim()
+    .split(/[\s._@-]+/)
+    .filter(Boolean);
   return ((parts[0]?.[0] ?? "?") + (parts[1]?.[0] ?? "")).toUpperCase();
 }
 
@@ -194,7 +224,11 @@ export function Avatar(props: { user: User | undefined; size?: number }) {
   const u = props.user;
   if (u?.avatar) return <img class="avatar" src={media.avatar(u.avatar)} width={size} height={size} alt="" />;
   return (
-    <span class="avatar initials" style={{ width: `${size}px`, height: `${size}px`, fontSize: `${Math.round(size * 0.4)}px` }} aria-hidden="true">
+    <span
+      class="avatar initials"
+      style={{ width: `${size}px`, height: `${size}px`, fontSize: `${Math.round(size * 0.4)}px` }}
+      aria-hidden="true"
+    >
       {initials(displayName(u))}
     </span>
   );
@@ -202,9 +236,14 @@ export function Avatar(props: { user: User | undefined; size?: number }) {
 
 export function ProjectIcon(props: { project: Project; size?: number }) {
   const size = props.size ?? 40;
-  if (props.project.icon) return <img class="project-icon" src={media.icon(props.project.icon)} width={size} height={size} alt="" />;
+  if (props.project.icon)
+    return <img class="project-icon" src={media.icon(props.project.icon)} width={size} height={size} alt="" />;
   return (
-    <span class="project-icon initials" style={{ width: `${size}px`, height: `${size}px`, fontSize: `${Math.round(size * 0.4)}px` }} aria-hidden="true">
+    <span
+      class="project-icon initials"
+      style={{ width: `${size}px`, height: `${size}px`, fontSize: `${Math.round(size * 0.4)}px` }}
+      aria-hidden="true"
+    >
       {initials(props.project.name)}
     </span>
   );

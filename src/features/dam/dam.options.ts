@@ -42,7 +42,23 @@ export type TransformOptions = {
   dpr: number;
 };
 
-const OPTION_NAMES = ["name", "key", "type", "force", "optimize", "width", "height", "fit", "fill", "hs", "crop", "padding", "bg", "q", "dpr"] as const;
+const OPTION_NAMES = [
+  "name",
+  "key",
+  "type",
+  "force",
+  "optimize",
+  "width",
+  "height",
+  "fit",
+  "fill",
+  "hs",
+  "crop",
+  "padding",
+  "bg",
+  "q",
+  "dpr",
+] as const;
 export type OptionName = (typeof OPTION_NAMES)[number];
 const SIZE_MODES: SizeMode[] = ["width", "height", "fit", "fill"];
 
@@ -55,7 +71,13 @@ const FORBIDDEN = /[\u0000-\u001f\u007f/\\]/;
 export const MAX_NAME_BYTES = 200;
 export const MAX_KEY_BYTES = 64;
 export function validMediaPart(value: string, maxBytes: number): boolean {
-  return value.length > 0 && Buffer.byteLength(value) <= maxBytes && !FORBIDDEN.test(value) && value !== "." && value !== "..";
+  return (
+    value.length > 0 &&
+    Buffer.byteLength(value) <= maxBytes &&
+    !FORBIDDEN.test(value) &&
+    value !== "." &&
+    value !== ".."
+  );
 }
 
 /**
@@ -67,13 +89,17 @@ export function encodeMediaPart(value: string): string {
   let out = "";
   for (const byte of Buffer.from(value.normalize("NFC"), "utf8")) {
     const c = String.fromCharCode(byte);
-    out += /[A-Za-z0-9_~-]/.test(c) || (c === "." && out !== "") ? c : `%${byte.toString(16).toUpperCase().padStart(2, "0")}`;
+    out +=
+      /[A-Za-z0-9_~-]/.test(c) || (c === "." && out !== "")
+        ? c
+        : `%${byte.toString(16).toUpperCase().padStart(2, "0")}`;
   }
   return out;
 }
 
 /** The media file `<name>@<key>.<ext>` of a transform, its parts encoded (`encodeMediaPart`). */
-export const mediaFileName = (name: string, key: string, type: string) => `${encodeMediaPart(name)}@${encodeMediaPart(key)}.${type}`;
+export const mediaFileName = (name: string, key: string, type: string) =>
+  `${encodeMediaPart(name)}@${encodeMediaPart(key)}.${type}`;
 
 /** The shape of a media file name on disk. */
 export const MEDIA_NAME_RE = /^([A-Za-z0-9_~%-][A-Za-z0-9_.~%-]{0,599})@([A-Za-z0-9_.~%-]{1,200})\.(jpg|png|gif)$/;
@@ -108,7 +134,11 @@ function checkMediaFileName(file: string): boolean {
   try {
     const name = decodeURIComponent(m[1]!);
     const key = decodeURIComponent(m[2]!);
-    return validMediaPart(name, MAX_NAME_BYTES) && validMediaPart(key, MAX_KEY_BYTES) && mediaFileName(name, key, m[3]!) === file;
+    return (
+      validMediaPart(name, MAX_NAME_BYTES) &&
+      validMediaPart(key, MAX_KEY_BYTES) &&
+      mediaFileName(name, key, m[3]!) === file
+    );
   } catch {
     return false;
   }
@@ -163,7 +193,10 @@ export function parseOptions(items: string[]): TransformOptions {
     const name = (eq < 0 ? item : item.slice(0, eq)).trim();
     const value = eq < 0 ? undefined : item.slice(eq + 1);
     if (!(OPTION_NAMES as readonly string[]).includes(name)) {
-      throw new ApiError(400, `Unknown option ${name}`, { option: name, reason: `unknown option; known options are ${OPTION_NAMES.join(", ")}` });
+      throw new ApiError(400, `Unknown option ${name}`, {
+        option: name,
+        reason: `unknown option; known options are ${OPTION_NAMES.join(", ")}`,
+      });
     }
     const opt = name as OptionName;
     if (raw.has(opt)) throw invalidOption(opt, value, "given more than once");
@@ -187,14 +220,24 @@ export function parseOptions(items: string[]): TransformOptions {
     });
   }
   if (modes.length > 1) {
-    throw invalidOption(modes[1]!, raw.get(modes[1]!), `only one of width, height, fit or fill may be given (${modes.join(" and ")} were)`);
+    throw invalidOption(
+      modes[1]!,
+      raw.get(modes[1]!),
+      `only one of width, height, fit or fill may be given (${modes.join(" and ")} were)`,
+    );
   }
   const mode = modes[0]!;
   const sizeRaw = raw.get(mode)!;
   let width: number | undefined;
   let height: number | undefined;
   if (sizeRaw.includes(",") || mode === "fit" || mode === "fill") {
-    const [w, h] = parsePair(mode, sizeRaw, mode === "fit" || mode === "fill" ? "w,h (two whole numbers of pixels)" : `${mode === "width" ? "w" : "h"} or w,h (whole numbers of pixels)`);
+    const [w, h] = parsePair(
+      mode,
+      sizeRaw,
+      mode === "fit" || mode === "fill"
+        ? "w,h (two whole numbers of pixels)"
+        : `${mode === "width" ? "w" : "h"} or w,h (whole numbers of pixels)`,
+    );
     width = parsePixels(mode, w, "the width");
     height = parsePixels(mode, h, "the height");
   } else if (mode === "width") {
@@ -219,12 +262,22 @@ export function parseOptions(items: string[]): TransformOptions {
     switch (opt) {
       case "name":
         if (!validMediaPart(value, MAX_NAME_BYTES))
-          throw invalidOption(opt, value, `must be 1 to ${MAX_NAME_BYTES} bytes without control characters, / or \\, not . or .., without an extension`);
-        if (/\.(jpe?g|png|gif)$/i.test(value)) throw invalidOption(opt, value, "must be given without an extension (use type= for the output type)");
+          throw invalidOption(
+            opt,
+            value,
+            `must be 1 to ${MAX_NAME_BYTES} bytes without control characters, / or \\, not . or .., without an extension`,
+          );
+        if (/\.(jpe?g|png|gif)$/i.test(value))
+          throw invalidOption(opt, value, "must be given without an extension (use type= for the output type)");
         opts.name = value;
         break;
       case "key":
-        if (!validMediaPart(value, MAX_KEY_BYTES)) throw invalidOption(opt, value, `must be 1 to ${MAX_KEY_BYTES} bytes without control characters, / or \\, not . or ..`);
+        if (!validMediaPart(value, MAX_KEY_BYTES))
+          throw invalidOption(
+            opt,
+            value,
+            `must be 1 to ${MAX_KEY_BYTES} bytes without control characters, / or \\, not . or ..`,
+          );
         opts.key = value;
         break;
       case "type": {
@@ -271,7 +324,8 @@ export function parseOptions(items: string[]): TransformOptions {
         break;
       }
       case "q":
-        if (!INT.test(value) || Number(value) > 100) throw invalidOption(opt, value, "must be a whole number from 0 to 100");
+        if (!INT.test(value) || Number(value) > 100)
+          throw invalidOption(opt, value, "must be a whole number from 0 to 100");
         opts.q = Number(value);
         break;
       case "dpr":
@@ -332,7 +386,10 @@ export function defaultKey(o: TransformOptions): string {
 }
 
 /** The parsed options as strings, for the `options` member of the transform result. */
-export function optionStrings(o: TransformOptions, resolved: { name: string; key: string; type: OutputType; bg: Background }): Record<string, string> {
+export function optionStrings(
+  o: TransformOptions,
+  resolved: { name: string; key: string; type: OutputType; bg: Background },
+): Record<string, string> {
   const out: Record<string, string> = {
     name: resolved.name,
     key: resolved.key,

@@ -40,7 +40,8 @@ function segmentsAfter(request: Request, operation: string): string[] {
 function pathnameOf(segments: string[], only = false): string {
   const p = segments[0];
   if (!p) throw missing("storage pathname");
-  if (only && segments.slice(1).some((s) => s !== "")) throw badRequest("Unexpected path segment after the storage pathname", { segment: segments[1] });
+  if (only && segments.slice(1).some((s) => s !== ""))
+    throw badRequest("Unexpected path segment after the storage pathname", { segment: segments[1] });
   return p;
 }
 
@@ -65,26 +66,47 @@ export function damRoutes(ctx: Ctx) {
         const pathname = pathnameOf(segments);
         const options = parseOptions(segments.slice(1));
         const url = new URL(request.url);
-        return ok(await transformAsset(ctx, actor, transformer, { projectGid: params.project, pathname, options, request: url.pathname }));
+        return ok(
+          await transformAsset(ctx, actor, transformer, {
+            projectGid: params.project,
+            pathname,
+            options,
+            request: url.pathname,
+          }),
+        );
       },
       {
         authNoRenew: true,
         params,
         detail: describe({
-          summary: "Transform an image: /dam/p/<project>/transform/<storage pathname>/<name=value>/... (docs/dam.md lists every option)",
+          summary:
+            "Transform an image: /dam/p/<project>/transform/<storage pathname>/<name=value>/... (docs/dam.md lists every option)",
           description:
             "Makes `<name>@<key>.<ext>` in the project's media folder (or finds it up to date) and answers its public URL, its real size and the timings. 503 with Retry-After when too many transforms run at once.",
           tags,
           example: {
             success: true,
             result: {
-              public_url: "http://localhost:8080/media/p/k2j4h5g6f7d8s9a0q1w2/var/a1b2c3d4e5f6g7h8i9j0~1@5f0c2a9b1e.jpg",
+              public_url:
+                "http://localhost:8080/media/p/k2j4h5g6f7d8s9a0q1w2/var/a1b2c3d4e5f6g7h8i9j0~1@5f0c2a9b1e.jpg",
               dimensions: [400, 300],
               timing_ms: { transform: 38, optimize: 0 },
               request: "/dam/p/k2j4h5g6f7d8s9a0q1w2/transform/a1b2c3d4e5f6g7h8i9j0~1.jpg/fit=400,300",
               source: "k2j4h5g6f7d8s9a0q1w2/originals/a1b2c3d4e5f6g7h8i9j0~1.jpg",
               target: "k2j4h5g6f7d8s9a0q1w2/media/a1b2c3d4e5f6g7h8i9j0~1@5f0c2a9b1e.jpg",
-              options: { name: "a1b2c3d4e5f6g7h8i9j0~1", key: "5f0c2a9b1e", type: "jpg", force: "false", optimize: "false", fit: "400,300", hs: "0.5,0.5", padding: "auto,auto,auto,auto", bg: "white", q: "100", dpr: "1" },
+              options: {
+                name: "a1b2c3d4e5f6g7h8i9j0~1",
+                key: "5f0c2a9b1e",
+                type: "jpg",
+                force: "false",
+                optimize: "false",
+                fit: "400,300",
+                hs: "0.5,0.5",
+                padding: "auto,auto,auto,auto",
+                bg: "white",
+                q: "100",
+                dpr: "1",
+              },
             },
             data: {},
           },
@@ -106,7 +128,9 @@ export function damRoutes(ctx: Ctx) {
           tags,
           example: {
             success: true,
-            result: { public_url: "http://localhost:8080/media/p/k2j4h5g6f7d8s9a0q1w2/orig/a1b2c3d4e5f6g7h8i9j0~1.jpg" },
+            result: {
+              public_url: "http://localhost:8080/media/p/k2j4h5g6f7d8s9a0q1w2/orig/a1b2c3d4e5f6g7h8i9j0~1.jpg",
+            },
             data: {},
           },
           errors: [400, 403, 422],
@@ -122,7 +146,12 @@ export function damRoutes(ctx: Ctx) {
       {
         authNoRenew: true,
         params,
-        detail: describe({ summary: "Make an original private again", tags, example: { success: true, result: { public_url: null }, data: {} }, errors: [400, 403, 422] }),
+        detail: describe({
+          summary: "Make an original private again",
+          tags,
+          example: { success: true, result: { public_url: null }, data: {} },
+          errors: [400, 403, 422],
+        }),
       },
     )
     .get(
@@ -135,7 +164,8 @@ export function damRoutes(ctx: Ctx) {
         authNoRenew: true,
         params,
         detail: describe({
-          summary: "Facts of an original: format, filesize, pages, width, height, resolution, transparent, animated, colors, colorspace, metadata",
+          summary:
+            "Facts of an original: format, filesize, pages, width, height, resolution, transparent, animated, colors, colorspace, metadata",
           tags,
           example: {
             success: true,
@@ -167,7 +197,11 @@ export function damRoutes(ctx: Ctx) {
       {
         authNoRenew: true,
         params,
-        detail: describe({ summary: "Everything about an original (an Apis extension): versions, metadata, publication and transforms", tags, errors: [400, 403, 422] }),
+        detail: describe({
+          summary: "Everything about an original (an Apis extension): versions, metadata, publication and transforms",
+          tags,
+          errors: [400, 403, 422],
+        }),
       },
     );
 }

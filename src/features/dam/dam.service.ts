@@ -6,8 +6,26 @@ import { readImageHeader } from "../../platform/images/images";
 import type { AssetsRemovedHook, Ctx } from "../../platform/context";
 import type { Actor } from "../../core/actor";
 import { inProject, projectAccess } from "../members/access.service";
-import { defaultKey, effectiveBackground, invalidOption, isMediaFileName, MAX_MEDIA_FILE_BYTES, mediaFileName, optionStrings, outputType, type OutputType, type TransformOptions } from "./dam.options";
-import { INPUT_FORMATS, planGeometry, QUANTISE_PIXEL_LIMIT, render, type Rendered, type Transformer } from "./dam.transform";
+import {
+  defaultKey,
+  effectiveBackground,
+  invalidOption,
+  isMediaFileName,
+  MAX_MEDIA_FILE_BYTES,
+  mediaFileName,
+  optionStrings,
+  outputType,
+  type OutputType,
+  type TransformOptions,
+} from "./dam.options";
+import {
+  INPUT_FORMATS,
+  planGeometry,
+  QUANTISE_PIXEL_LIMIT,
+  render,
+  type Rendered,
+  type Transformer,
+} from "./dam.transform";
 import { mutate } from "../../db/mutate";
 import { withoutSync, type DB } from "../../db/connection";
 import { assetLookups, assetVersionsOf, setPublication, type Asset } from "../assets/assets.service";
@@ -17,7 +35,6 @@ import { badRequest, unprocessable } from "../../core/errors";
 import { now } from "../../core/ids";
 import { originalPath, parseStorageName, STORAGE_NAME } from "../../platform/storage/originals";
 import { fileChanged } from "../../platform/storage/file-facts";
-
 
 /** One stored original named by a storage pathname: the asset and the version it belongs to. */
 export type Source = {
@@ -49,8 +66,10 @@ function mediaDir(ctx: Pick<Ctx, "storage">, projectGid: string, create = true):
 /** Public URLs of the media endpoint. */
 export const mediaUrl = {
   // The file name's own percent signs are encoded once more for the URL (the route decodes once).
-  variant: (ctx: Pick<Ctx, "baseUrl">, projectGid: string, file: string) => `${ctx.baseUrl}/media/p/${projectGid}/var/${file.replace(/%/g, "%25")}`,
-  original: (ctx: Pick<Ctx, "baseUrl">, projectGid: string, storageName: string) => `${ctx.baseUrl}/media/p/${projectGid}/orig/${storageName}`,
+  variant: (ctx: Pick<Ctx, "baseUrl">, projectGid: string, file: string) =>
+    `${ctx.baseUrl}/media/p/${projectGid}/var/${file.replace(/%/g, "%25")}`,
+  original: (ctx: Pick<Ctx, "baseUrl">, projectGid: string, storageName: string) =>
+    `${ctx.baseUrl}/media/p/${projectGid}/orig/${storageName}`,
 };
 
 /**
@@ -63,7 +82,12 @@ function prepareQueries(db: DB) {
   return {
     ...assetLookups(db),
     transform: db
-      .select({ width: damTransforms.width, height: damTransforms.height, size: damTransforms.size, source: damTransforms.source })
+      .select({
+        width: damTransforms.width,
+        height: damTransforms.height,
+        size: damTransforms.size,
+        source: damTransforms.source,
+      })
       .from(damTransforms)
       .where(and(eq(damTransforms.projectGid, p("project")), eq(damTransforms.file, p("file"))))
       .prepare(),
@@ -95,13 +119,32 @@ function findSource(db: DB, projectGid: string, pathname: string): Source {
   if (!parts) throw unknown();
   const q = queries(db);
   const asset = q.asset.get({ gid: parts.gid });
-  if (!asset || asset.projectGid !== projectGid || asset.status !== "active" || asset.type === "folder") throw unknown();
+  if (!asset || asset.projectGid !== projectGid || asset.status !== "active" || asset.type === "folder")
+    throw unknown();
   if (asset.storageName === pathname) {
-    return { asset, storageName: pathname, version: asset.version, current: true, extension: asset.extension, mime: asset.mime, size: asset.size, extracted: asset.extracted };
+    return {
+      asset,
+      storageName: pathname,
+      version: asset.version,
+      current: true,
+      extension: asset.extension,
+      mime: asset.mime,
+      size: asset.size,
+      extracted: asset.extracted,
+    };
   }
   const v = q.version.get({ name: pathname });
   if (!v || v.assetGid !== asset.gid || v.projectGid !== projectGid) throw unknown();
-  return { asset, storageName: pathname, version: v.version, current: false, extension: v.extension, mime: v.mime, size: v.size, extracted: v.extracted };
+  return {
+    asset,
+    storageName: pathname,
+    version: v.version,
+    current: false,
+    extension: v.extension,
+    mime: v.mime,
+    size: v.size,
+    extracted: v.extracted,
+  };
 }
 
 /**
@@ -120,7 +163,10 @@ function sourceFile(ctx: Ctx, projectGid: string, src: Source): { path: string; 
     const st = statSync(path);
     return { path, mtimeMs: st.mtimeMs, size: st.size };
   } catch {
-    throw unprocessable("Asset does not exist", { storage_pathname: src.storageName, reason: "the original file is missing" });
+    throw unprocessable("Asset does not exist", {
+      storage_pathname: src.storageName,
+      reason: "the original file is missing",
+    });
   }
 }
 
@@ -179,9 +225,10 @@ export async function transformAsset(
   const key = o.key ?? defaultKey(o);
   const mediaFile = mediaFileName(name, key, type);
   if (!isMediaFileName(mediaFile)) {
-    const reason = mediaFile.length > MAX_MEDIA_FILE_BYTES
-      ? `with the key, makes a media file name of ${mediaFile.length} bytes (at most ${MAX_MEDIA_FILE_BYTES}; a character other than A-Z a-z 0-9 _ - ~ . takes 3 bytes for each of its UTF-8 bytes)`
-      : "does not make a valid media file name";
+    const reason =
+      mediaFile.length > MAX_MEDIA_FILE_BYTES
+        ? `with the key, makes a media file name of ${mediaFile.length} bytes (at most ${MAX_MEDIA_FILE_BYTES}; a character other than A-Z a-z 0-9 _ - ~ . takes 3 bytes for each of its UTF-8 bytes)`
+        : "does not make a valid media file name";
     throw badRequest("Invalid option name", { option: "name", value: name, reason });
   }
   const target = ctx.storage.inside(mediaDir(ctx, projectGid, false), mediaFile);
@@ -205,13 +252,24 @@ export async function transformAsset(
     mediaDir(ctx, projectGid);
     const meta = header ?? (await readHeader(file.path, src.storageName));
     if (!meta.format || !INPUT_FORMATS.has(meta.format)) {
-      throw unprocessable("Unsupported source type", { storage_pathname: src.storageName, format: meta.format ?? "unknown", supported: [...INPUT_FORMATS] });
+      throw unprocessable("Unsupported source type", {
+        storage_pathname: src.storageName,
+        format: meta.format ?? "unknown",
+        supported: [...INPUT_FORMATS],
+      });
     }
     const frames = Math.max(1, meta.pages ?? 1);
     const size = orientedSize(meta);
     const pixels = size.width * size.height * frames;
     if (!(pixels > 0) || pixels > ctx.config.pixelLimit) {
-      throw unprocessable("Source image too large", { storage_pathname: src.storageName, width: size.width, height: size.height, frames, pixels, limit_pixels: ctx.config.pixelLimit });
+      throw unprocessable("Source image too large", {
+        storage_pathname: src.storageName,
+        width: size.width,
+        height: size.height,
+        frames,
+        pixels,
+        limit_pixels: ctx.config.pixelLimit,
+      });
     }
     const animated = type === "gif" && frames > 1;
     const geometry = planGeometry(size, o, ctx.config.pixelLimit);
@@ -219,10 +277,18 @@ export async function transformAsset(
     if (animated && outputPixels > ctx.config.pixelLimit) {
       // An output over the pixel limit is a 400 naming the option, as planGeometry does for one frame.
       const option = o.dpr > 1 ? "dpr" : o.mode;
-      throw invalidOption(option, option === "dpr" ? String(o.dpr) : undefined, `the animated output would be ${geometry.canvas.width}x${geometry.canvas.height} pixels x ${frames} frames, more than the limit of ${ctx.config.pixelLimit} pixels: ask for a smaller size or type=png/jpg`);
+      throw invalidOption(
+        option,
+        option === "dpr" ? String(o.dpr) : undefined,
+        `the animated output would be ${geometry.canvas.width}x${geometry.canvas.height} pixels x ${frames} frames, more than the limit of ${ctx.config.pixelLimit} pixels: ask for a smaller size or type=png/jpg`,
+      );
     }
     if (type === "gif" && outputPixels > QUANTISE_PIXEL_LIMIT) {
-      throw invalidOption("type", "gif", `gif output is limited to ${QUANTISE_PIXEL_LIMIT} pixels (all frames); this one would have ${outputPixels}: ask for a smaller size or png/jpg`);
+      throw invalidOption(
+        "type",
+        "gif",
+        `gif output is limited to ${QUANTISE_PIXEL_LIMIT} pixels (all frames); this one would have ${outputPixels}: ask for a smaller size or png/jpg`,
+      );
     }
     const out = await render({
       source: file.path,
@@ -239,7 +305,16 @@ export async function transformAsset(
       pixelLimit: ctx.config.pixelLimit,
       timeoutSeconds: ctx.config.transformTimeout,
     });
-    recordTransform(ctx, target, { projectGid, file: mediaFile, assetGid: src.asset.gid, source: src.storageName, width: out.width, height: out.height, size: out.size, options });
+    recordTransform(ctx, target, {
+      projectGid,
+      file: mediaFile,
+      assetGid: src.asset.gid,
+      source: src.storageName,
+      width: out.width,
+      height: out.height,
+      size: out.size,
+      options,
+    });
     return out;
   });
   return result([rendered.width, rendered.height], { transform: rendered.transformMs, optimize: rendered.optimizeMs });
@@ -251,7 +326,14 @@ export async function transformAsset(
  * file without a row has its header read. A target last made from another source (a custom
  * name/key reused for another asset or version) is made again: it is not this source's output.
  */
-async function upToDate(ctx: Ctx, projectGid: string, file: string, target: string, source: string, sourceMtimeMs: number): Promise<[number, number] | undefined> {
+async function upToDate(
+  ctx: Ctx,
+  projectGid: string,
+  file: string,
+  target: string,
+  source: string,
+  sourceMtimeMs: number,
+): Promise<[number, number] | undefined> {
   const st = statSync(target, { throwIfNoEntry: false });
   if (!st || st.mtimeMs < sourceMtimeMs) return undefined;
   const row = queries(ctx.db).transform.get({ project: projectGid, file });
@@ -270,7 +352,11 @@ async function upToDate(ctx: Ctx, projectGid: string, file: string, target: stri
  * change the asset). When the asset was permanently deleted while it rendered, the file is removed
  * instead (the removal hook below ran before there was a row to find).
  */
-function recordTransform(ctx: Ctx, target: string, row: Omit<typeof damTransforms.$inferInsert, "updatedOn" | "id">): void {
+function recordTransform(
+  ctx: Ctx,
+  target: string,
+  row: Omit<typeof damTransforms.$inferInsert, "updatedOn" | "id">,
+): void {
   const q = queries(ctx.db);
   // The row notes a derived file that is not synced to disk either and is made again when missing:
   // its commit does not wait for a sync of its own (4-6 ms on a busy disk, ~10 % of a transform);
@@ -278,7 +364,17 @@ function recordTransform(ctx: Ctx, target: string, row: Omit<typeof damTransform
   const kept = withoutSync(ctx.db, ctx.config.sqliteSynchronous, () =>
     mutate(ctx.db, undefined, () => {
       if (!q.asset.get({ gid: row.assetGid })) return false;
-      q.record.run(row.projectGid, row.file, row.assetGid, row.source, row.width, row.height, row.size, JSON.stringify(row.options), now());
+      q.record.run(
+        row.projectGid,
+        row.file,
+        row.assetGid,
+        row.source,
+        row.width,
+        row.height,
+        row.size,
+        JSON.stringify(row.options),
+        now(),
+      );
       return true;
     }),
   );
@@ -379,7 +475,14 @@ function lookUpPublished(ctx: Ctx, projectGid: string, name: string): Published 
   if (!parts) return undefined;
   const q = queries(ctx.db);
   const asset = q.asset.get({ gid: parts.gid });
-  if (!asset || asset.projectGid !== projectGid || asset.status !== "active" || !asset.published || asset.publicName !== name) return undefined;
+  if (
+    !asset ||
+    asset.projectGid !== projectGid ||
+    asset.status !== "active" ||
+    !asset.published ||
+    asset.publicName !== name
+  )
+    return undefined;
   let mime = asset.mime;
   if (asset.storageName !== name) {
     const v = q.version.get({ name });
@@ -432,8 +535,19 @@ export async function assetDetails(ctx: Ctx, actor: Actor, projectGid: string, p
   const src = findSource(ctx.db, projectGid, pathname);
   const file = sourceFile(ctx, projectGid, src);
   const a = src.asset;
-  let image: Record<string, unknown> = { dimensions: null, format: null, pages: null, has_alpha: null, orientation: null, space: null, density: null };
-  if (a.type === "image" || ["jpg", "jpeg", "png", "gif", "webp", "tiff", "avif", "heic", "heif", "svg"].includes(src.extension)) {
+  let image: Record<string, unknown> = {
+    dimensions: null,
+    format: null,
+    pages: null,
+    has_alpha: null,
+    orientation: null,
+    space: null,
+    density: null,
+  };
+  if (
+    a.type === "image" ||
+    ["jpg", "jpeg", "png", "gif", "webp", "tiff", "avif", "heic", "heif", "svg"].includes(src.extension)
+  ) {
     try {
       const m = await readImageHeader(file.path);
       const s = orientedSize(m);
@@ -451,8 +565,24 @@ export async function assetDetails(ctx: Ctx, actor: Actor, projectGid: string, p
     }
   }
   const versions = [
-    { version: a.version, storage_pathname: a.storageName, size: a.size, mime: a.mime, dimensions: a.width && a.height ? [a.width, a.height] : null, created_on: a.updatedOn, current: true },
-    ...assetVersionsOf(ctx.db, projectGid, a.gid).map((v) => ({ version: v.version, storage_pathname: v.storageName, size: v.size, mime: v.mime, dimensions: v.width && v.height ? [v.width, v.height] : null, created_on: v.createdOn, current: false })),
+    {
+      version: a.version,
+      storage_pathname: a.storageName,
+      size: a.size,
+      mime: a.mime,
+      dimensions: a.width && a.height ? [a.width, a.height] : null,
+      created_on: a.updatedOn,
+      current: true,
+    },
+    ...assetVersionsOf(ctx.db, projectGid, a.gid).map((v) => ({
+      version: v.version,
+      storage_pathname: v.storageName,
+      size: v.size,
+      mime: v.mime,
+      dimensions: v.width && v.height ? [v.width, v.height] : null,
+      created_on: v.createdOn,
+      current: false,
+    })),
   ];
   const dir = mediaDir(ctx, projectGid);
   const transforms = ctx.db
@@ -491,4 +621,3 @@ export async function assetDetails(ctx: Ctx, actor: Actor, projectGid: string, p
     transforms,
   };
 }
-

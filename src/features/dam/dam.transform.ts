@@ -62,7 +62,16 @@ export type Geometry = {
 const clamp = (v: number, lo: number, hi: number) => Math.min(hi, Math.max(lo, v));
 
 /** Splits one axis: the visible window of an image of size `size` on an area, and the two paddings. */
-function axis(size: number, area: number, canvas: number, lead: Pad, trail: Pad, leadPx: number, trailPx: number, hotspot: number) {
+function axis(
+  size: number,
+  area: number,
+  canvas: number,
+  lead: Pad,
+  trail: Pad,
+  leadPx: number,
+  trailPx: number,
+  hotspot: number,
+) {
   if (size > area) {
     // Cover: keep a window of the area's size, the hotspot as near the canvas centre as the image allows.
     const offset = Math.round(clamp(hotspot * size - (canvas / 2 - leadPx), 0, size - area));
@@ -81,7 +90,11 @@ function axis(size: number, area: number, canvas: number, lead: Pad, trail: Pad,
  * padding are logical pixels times dpr. Throws a 400 naming the option when the numbers leave no
  * room for the image or the output would pass `pixelLimit`.
  */
-export function planGeometry(src: { width: number; height: number }, o: TransformOptions, pixelLimit: number): Geometry {
+export function planGeometry(
+  src: { width: number; height: number },
+  o: TransformOptions,
+  pixelLimit: number,
+): Geometry {
   const sw = src.width;
   const sh = src.height;
   const d = o.dpr;
@@ -101,7 +114,12 @@ export function planGeometry(src: { width: number; height: number }, o: Transfor
   const hx = (o.hs[0] * sw - region.left) / region.width;
   const hy = (o.hs[1] * sh - region.top) / region.height;
 
-  const [pt, pr, pb, pl] = o.padding.map((p) => (p === "auto" ? 0 : Math.round(p * d))) as [number, number, number, number];
+  const [pt, pr, pb, pl] = o.padding.map((p) => (p === "auto" ? 0 : Math.round(p * d))) as [
+    number,
+    number,
+    number,
+    number,
+  ];
   const noRoom = () => invalidOption("padding", o.padding.join(","), "leaves no room for the image on the canvas");
 
   let canvasW: number;
@@ -154,10 +172,17 @@ export function planGeometry(src: { width: number; height: number }, o: Transfor
 
   if (canvasW * canvasH > pixelLimit || canvasW > MAX_INTERMEDIATE_SIDE || canvasH > MAX_INTERMEDIATE_SIDE) {
     const option = d > 1 ? "dpr" : o.mode;
-    throw invalidOption(option, option === "dpr" ? String(d) : undefined, `the output would be ${canvasW}x${canvasH} pixels, more than the limit of ${pixelLimit} pixels`);
+    throw invalidOption(
+      option,
+      option === "dpr" ? String(d) : undefined,
+      `the output would be ${canvasW}x${canvasH} pixels, more than the limit of ${pixelLimit} pixels`,
+    );
   }
   if (iw > MAX_INTERMEDIATE_SIDE || ih > MAX_INTERMEDIATE_SIDE) {
-    throw new ApiError(422, "Source aspect ratio too extreme for this canvas", { resized: [iw, ih], limit: MAX_INTERMEDIATE_SIDE });
+    throw new ApiError(422, "Source aspect ratio too extreme for this canvas", {
+      resized: [iw, ih],
+      limit: MAX_INTERMEDIATE_SIDE,
+    });
   }
 
   const x = axis(iw, canvasW - pl - pr, canvasW, o.padding[3], o.padding[1], pl, pr, hx);
@@ -177,7 +202,12 @@ export function planGeometry(src: { width: number; height: number }, o: Transfor
 function colourOf(bg: string): { r: number; g: number; b: number; alpha: number } {
   if (bg === "transparent") return { r: 0, g: 0, b: 0, alpha: 0 };
   if (bg === "white") return { r: 255, g: 255, b: 255, alpha: 1 };
-  return { r: parseInt(bg.slice(0, 2), 16), g: parseInt(bg.slice(2, 4), 16), b: parseInt(bg.slice(4, 6), 16), alpha: 1 };
+  return {
+    r: parseInt(bg.slice(0, 2), 16),
+    g: parseInt(bg.slice(2, 4), 16),
+    b: parseInt(bg.slice(4, 6), 16),
+    alpha: 1,
+  };
 }
 
 /** Everything one render needs, decided before any pixel is decoded. */
@@ -204,7 +234,11 @@ export type RenderJob = {
 export type Rendered = { width: number; height: number; size: number; transformMs: number; optimizeMs: number };
 
 /** The encoder settings of an output type; `optimize` trades time for size (mozjpeg, palette PNG, gif effort). */
-function encode(img: Sharp, job: Pick<RenderJob, "type" | "q" | "optimize" | "palette" | "delay" | "loop">, animated: boolean): Sharp {
+function encode(
+  img: Sharp,
+  job: Pick<RenderJob, "type" | "q" | "optimize" | "palette" | "delay" | "loop">,
+  animated: boolean,
+): Sharp {
   const anim = animated ? { delay: job.delay, loop: job.loop ?? 0 } : {};
   switch (job.type) {
     case "jpg":
@@ -266,7 +300,13 @@ export async function render(job: RenderJob): Promise<Rendered> {
       const t1 = performance.now();
       const pageHeight = job.animated ? raw.info.pageHeight : undefined;
       const input = sharp(raw.data, {
-        raw: { width: raw.info.width, height: raw.info.height, channels: raw.info.channels, premultiplied: raw.info.premultiplied, pageHeight },
+        raw: {
+          width: raw.info.width,
+          height: raw.info.height,
+          channels: raw.info.channels,
+          premultiplied: raw.info.premultiplied,
+          pageHeight,
+        },
       }).timeout({ seconds: job.timeoutSeconds });
       info = await encode(input, job, job.animated).toFile(tmp);
       optimizeMs = performance.now() - t1;
@@ -316,7 +356,12 @@ export class Transformer {
     const same = this.inflight.get(target);
     if (same) return same;
     if (this.running >= this.limit) {
-      throw new ApiError(503, "Too many transforms at once; retry shortly", { limit: this.limit, retry_after_seconds: 1 }, { "retry-after": "1" });
+      throw new ApiError(
+        503,
+        "Too many transforms at once; retry shortly",
+        { limit: this.limit, retry_after_seconds: 1 },
+        { "retry-after": "1" },
+      );
     }
     this.running++;
     const p = (async () => {

@@ -14,7 +14,13 @@ const healthy = {
     version: "2026.11.1",
     checks: {
       database: { ok: true, writable: true },
-      data_folder: { ok: true, writable: true, free_bytes: 52_613_349_376, total_bytes: 105_089_261_568, min_free_bytes: 104_857_600 },
+      data_folder: {
+        ok: true,
+        writable: true,
+        free_bytes: 52_613_349_376,
+        total_bytes: 105_089_261_568,
+        min_free_bytes: 104_857_600,
+      },
       jobs: { ok: true, alive: true, workers: 2, running: 0, queued: 0 },
     },
   },
@@ -34,11 +40,14 @@ export function healthRoutes(ctx: Ctx) {
     () => {
       const h = health(ctx);
       if (h.status === "ok") return ok(h);
-      return errorResponse(new ApiError(503, "Unhealthy", h as unknown as Record<string, unknown>), { "cache-control": "no-store" });
+      return errorResponse(new ApiError(503, "Unhealthy", h as unknown as Record<string, unknown>), {
+        "cache-control": "no-store",
+      });
     },
     {
       detail: describe({
-        summary: "Health of the instance (no JWT): database writable, data folder writable with free space, job runner alive, version; 503 in the envelope when a check fails, with the same report in result.info",
+        summary:
+          "Health of the instance (no JWT): database writable, data folder writable with free space, job runner alive, version; 503 in the envelope when a check fails, with the same report in result.info",
         tags: ["global"],
         example: healthy,
       }),

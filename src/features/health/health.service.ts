@@ -7,10 +7,17 @@ import { VERSION } from "../../version";
 export const MIN_FREE_BYTES = 100 * 1024 * 1024;
 
 export type Check = { ok: boolean; error?: string } & Record<string, unknown>;
-export type Health = { status: "ok" | "unhealthy"; version: string; checks: { database: Check; data_folder: Check; jobs: Check } };
+export type Health = {
+  status: "ok" | "unhealthy";
+  version: string;
+  checks: { database: Check; data_folder: Check; jobs: Check };
+};
 
 /** The reason of a failure without the file path (the endpoint is public): "EACCES: permission denied". */
-const reason = (err: unknown) => String((err as Error)?.message ?? err).split("\n")[0]!.split(", ")[0]!;
+const reason = (err: unknown) =>
+  String((err as Error)?.message ?? err)
+    .split("\n")[0]!
+    .split(", ")[0]!;
 
 /**
  * The database accepts writes: the file (and its WAL) may still be written by this process's user
@@ -64,14 +71,23 @@ function dataFolderCheck(ctx: Ctx): Check {
 
 /** The job runner runs every worker loop (`alive`), with the queue's length beside it. */
 function jobsCheck(ctx: Ctx): Check {
-  const runner = ctx.jobs as { liveness?: () => { alive: boolean; workers: number; expected: number; running: number } };
+  const runner = ctx.jobs as {
+    liveness?: () => { alive: boolean; workers: number; expected: number; running: number };
+  };
   const l = runner.liveness?.();
   let queued = 0;
   try {
     queued = (ctx.db.$client.query("SELECT count(*) AS n FROM jobs WHERE status = 'queued'").get() as { n: number }).n;
   } catch {}
   if (!l) return { ok: false, alive: false, queued, error: "No job runner" };
-  return { ok: l.alive, alive: l.alive, workers: l.workers, running: l.running, queued, ...(l.alive ? {} : { error: `${l.workers} of ${l.expected} workers running` }) };
+  return {
+    ok: l.alive,
+    alive: l.alive,
+    workers: l.workers,
+    running: l.running,
+    queued,
+    ...(l.alive ? {} : { error: `${l.workers} of ${l.expected} workers running` }),
+  };
 }
 
 /** `GET /api/health`: every check, and `ok` only when all pass. */

@@ -18,6 +18,10 @@ export function announceVersion(db: DB, hub: Publisher, version: string): boolea
 
 /** Checkpoints the SQLite write-ahead log into the database file and truncates it. */
 export function checkpoint(db: DB): string {
-  const r = db.$client.query("PRAGMA wal_checkpoint(TRUNCATE)").get() as { busy: number; log: number; checkpointed: number };
+  const r = db.$client.query("PRAGMA wal_checkpoint(TRUNCATE)").get() as {
+    busy: number;
+    log: number;
+    checkpointed: number;
+  };
   return r.busy ? "busy; will retry next time" : `checkpointed ${r.checkpointed} page(s)`;
 }

@@ -36,5 +36,7 @@ export function getVisibleJob(ctx: Ctx, actor: Actor, input: { token: string }):
 
 /** `p/<project>/jobs/get`: the same, for a job of this project (403 outside the project). */
 export function getProjectJob(ctx: Ctx, actor: Actor, projectGid: string, input: { token: string }): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx }) => jobAnswer(visibleJob(tx, input.token, actor.userGid, projectGid)));
+  return inProject(ctx, actor, projectGid, "member", ({ tx }) =>
+    jobAnswer(visibleJob(tx, input.token, actor.userGid, projectGid)),
+  );
 }

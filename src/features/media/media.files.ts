@@ -136,7 +136,10 @@ export function serveFile(request: Request, path: string, opts: ServeOptions, re
     }
   }
   if (notModified) {
-    return new Response(null, { status: 304, headers: { etag, "last-modified": lastModified, "cache-control": opts.cacheControl } });
+    return new Response(null, {
+      status: 304,
+      headers: { etag, "last-modified": lastModified, "cache-control": opts.cacheControl },
+    });
   }
 
   const head = request.method === "HEAD";
@@ -146,7 +149,10 @@ export function serveFile(request: Request, path: string, opts: ServeOptions, re
     const current = ifRange === null || ifRange.trim() === etag || ifRange.trim() === lastModified;
     const range = current ? parseRange(rangeHeader, size) : "ignore";
     if (range === "unsatisfiable") {
-      const err = errorResponse(new ApiError(416, "Range not satisfiable", { range: rangeHeader, size }), { "content-range": `bytes */${size}`, "accept-ranges": "bytes" });
+      const err = errorResponse(new ApiError(416, "Range not satisfiable", { range: rangeHeader, size }), {
+        "content-range": `bytes */${size}`,
+        "accept-ranges": "bytes",
+      });
       return head ? new Response(null, { status: 416, headers: err.headers }) : err;
     }
     if (range !== "ignore") {

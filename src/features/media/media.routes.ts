@@ -69,7 +69,10 @@ function optionsOf(cacheControl: string, untrusted = false): (contentType: strin
     let o = byType.get(contentType);
     if (!o) {
       if (byType.size >= 1000) byType.clear(); // published originals may carry any media type
-      byType.set(contentType, (o = untrusted ? { contentType, cacheControl, untrusted } : { contentType, cacheControl }));
+      byType.set(
+        contentType,
+        (o = untrusted ? { contentType, cacheControl, untrusted } : { contentType, cacheControl }),
+      );
     }
     return o;
   };
@@ -105,7 +108,10 @@ function mediaHandlers(ctx: Ctx): { variant: Handler; original: Handler; avatar:
       let target = variants.get(project, file);
       if (!target) {
         if (!PROJECT_RE.test(project) || !isMediaFileName(file)) return mediaNotFound(request);
-        target = variants.add(project, file, { path: `${projectsRoot}/${project}/media/${file}`, opts: variantOptions(contentTypeOf(file)) });
+        target = variants.add(project, file, {
+          path: `${projectsRoot}/${project}/media/${file}`,
+          opts: variantOptions(contentTypeOf(file)),
+        });
       }
       return serveFile(request, target.path, target.opts, requestId);
     },
@@ -136,9 +142,16 @@ export function mediaRoutes(ctx: Ctx) {
   const h = mediaHandlers(ctx);
   const d = (summary: string) => ({ params, detail: describe({ summary, tags, errors: [404] }) });
   const f = (summary: string) => ({ params: fileParams, detail: describe({ summary, tags, errors: [404] }) });
-  const via = (fn: Handler) => ({ request, params }: { request: Request; params: Params }) => fn(request, params);
+  const via =
+    (fn: Handler) =>
+    ({ request, params }: { request: Request; params: Params }) =>
+      fn(request, params);
   return new Elysia()
-    .get(PATHS.variant, via(h.variant), d("A transformed image `<name>@<key>.<ext>` (public; ETag, Last-Modified, 304, Range)"))
+    .get(
+      PATHS.variant,
+      via(h.variant),
+      d("A transformed image `<name>@<key>.<ext>` (public; ETag, Last-Modified, 304, Range)"),
+    )
     .head(PATHS.variant, via(h.variant), d("Headers of a transformed image"))
     .get(PATHS.original, via(h.original), d("A published original `<storage pathname>` (public while published)"))
     .head(PATHS.original, via(h.original), d("Headers of a published original"))

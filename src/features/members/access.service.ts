@@ -28,12 +28,20 @@ export type ProjectAccess = { project: Project; membership: Membership | undefin
  * every project operation starts with them, a batch of 50 operations reads them 51 times. They run
  * on the transaction's connection, so inside an open unit they see its writes.
  */
-const projectRow = preparedOnce((tx) => tx.select().from(projects).where(eq(projects.gid, sql.placeholder("project"))).prepare());
+const projectRow = preparedOnce((tx) =>
+  tx
+    .select()
+    .from(projects)
+    .where(eq(projects.gid, sql.placeholder("project")))
+    .prepare(),
+);
 const membershipRow = preparedOnce((tx) =>
   tx
     .select()
     .from(memberships)
-    .where(and(eq(memberships.projectGid, sql.placeholder("project")), eq(memberships.userGid, sql.placeholder("user"))))
+    .where(
+      and(eq(memberships.projectGid, sql.placeholder("project")), eq(memberships.userGid, sql.placeholder("user"))),
+    )
     .prepare(),
 );
 function facts(tx: Tx, actor: Actor, projectGid: string) {
@@ -63,7 +71,13 @@ export type ProjectWork = ProjectAccess & { tx: Tx; log: ChangeLog };
  * (or not at all). Called while another unit is open (a batch, a service calling a service), it
  * joins that unit. For reads too: they then see the writes of the unit they run in.
  */
-export function inProject<T>(ctx: Pick<Ctx, "db" | "hub">, actor: Actor, projectGid: string, need: ProjectNeed, fn: (work: ProjectWork) => T): T {
+export function inProject<T>(
+  ctx: Pick<Ctx, "db" | "hub">,
+  actor: Actor,
+  projectGid: string,
+  need: ProjectNeed,
+  fn: (work: ProjectWork) => T,
+): T {
   return mutate(ctx.db, ctx.hub, (tx, log) => {
     // Inside a batch the facts are read once for all its steps (unitMemo; forgotten after steps that may change them).
     const f = unitMemo(ctx.db, `facts:${actor.userGid}:${projectGid}`, () => facts(tx, actor, projectGid));
@@ -88,7 +102,10 @@ function ruleFacts(tx: Tx, actor: Actor, projectGid: string): ProjectFacts {
     )
     .get(actor.userGid, projectGid);
   if (!r) return { project: undefined, membership: undefined };
-  return { project: { owner: r.owner, status: r.status }, membership: r.membership === null ? undefined : { status: r.membership } };
+  return {
+    project: { owner: r.owner, status: r.status },
+    membership: r.membership === null ? undefined : { status: r.membership },
+  };
 }
 
 /**
@@ -98,7 +115,13 @@ function ruleFacts(tx: Tx, actor: Actor, projectGid: string): ProjectFacts {
  * service) it is `inProject` itself, so it joins that unit and sees its writes, as before.
  * `fn` must not write: a `mutate` inside it throws.
  */
-export function readProject<T>(ctx: Pick<Ctx, "db" | "hub">, actor: Actor, projectGid: string, need: ProjectNeed, fn: (work: ProjectRead) => T): T {
+export function readProject<T>(
+  ctx: Pick<Ctx, "db" | "hub">,
+  actor: Actor,
+  projectGid: string,
+  need: ProjectNeed,
+  fn: (work: ProjectRead) => T,
+): T {
   if (inUnit(ctx.db)) return inProject(ctx, actor, projectGid, need, fn);
   return readOnly(ctx.db, (tx) => {
     const f = untilChanged(ctx.db, `rules ${actor.userGid} ${projectGid}`, () => ruleFacts(tx, actor, projectGid));
@@ -165,7 +188,13 @@ export function canSeeUser(tx: Tx, viewer: Actor, targetGid: string): boolean {
     return !!tx
       .select({ gid: memberships.userGid })
       .from(memberships)
-      .where(and(inArray(memberships.projectGid, mine), eq(memberships.userGid, targetGid), ne(memberships.status, "declined")))
+      .where(
+        and(
+          inArray(memberships.projectGid, mine),
+          eq(memberships.userGid, targetGid),
+          ne(memberships.status, "declined"),
+        ),
+      )
       .get();
   });
 }

@@ -20,20 +20,39 @@ import {
 const tags = ["members"];
 const params = t.Object({ project: t.String() });
 const userBody = t.Object({ user: t.String() });
-const invitationBody = t.Object({ invitee: t.String(), project: t.String() }, { examples: [examples.initInvite.request] });
+const invitationBody = t.Object(
+  { invitee: t.String(), project: t.String() },
+  { examples: [examples.initInvite.request] },
+);
 
 /**
  * The synchronous project endpoints of members (owner-only changes): operations, served as their
  * endpoints and runnable in a batch (src/http/operations.ts).
  */
 export const memberOperations = [
-  operation("members/get", t.Optional(t.Object({ member: t.Optional(t.String()), members: t.Optional(t.Array(t.String())) })), listProjectMembers, {
-    summary: "One membership (`member` → result `user`), several (`members` → `users`) or, with neither, all; full forms for the owner and one's own entry",
+  operation(
+    "members/get",
+    t.Optional(t.Object({ member: t.Optional(t.String()), members: t.Optional(t.Array(t.String())) })),
+    listProjectMembers,
+    {
+      summary:
+        "One membership (`member` → result `user`), several (`members` → `users`) or, with neither, all; full forms for the owner and one's own entry",
+      tags,
+    },
+  ),
+  operation("members/deactivate", userBody, deactivateMember, {
+    summary: "Deactivate a member: status inactive, access ends at once (owner only)",
     tags,
   }),
-  operation("members/deactivate", userBody, deactivateMember, { summary: "Deactivate a member: status inactive, access ends at once (owner only)", tags }),
-  operation("members/reactivate", userBody, reactivateMember, { summary: "Reactivate an inactive member (owner only)", tags }),
-  operation("members/remove", userBody, removeMember, { summary: "Remove a membership in any state or withdraw an invitation (owner), or leave the project (a member removing itself)", tags }),
+  operation("members/reactivate", userBody, reactivateMember, {
+    summary: "Reactivate an inactive member (owner only)",
+    tags,
+  }),
+  operation("members/remove", userBody, removeMember, {
+    summary:
+      "Remove a membership in any state or withdraw an invitation (owner), or leave the project (a member removing itself)",
+    tags,
+  }),
 ];
 
 /**
@@ -45,22 +64,44 @@ export const memberOperations = [
 export function memberRoutes(ctx: Ctx) {
   return new Elysia({ prefix: "/api" })
     .use(authMacro(ctx))
-    .post("/p/:project/members/invite", async ({ params, body, actor }) => answer(await inviteMember(ctx, actor, params.project, body)), {
-      auth: true,
-      params,
-      body: t.Object({ username_or_email: t.Optional(t.String()), email: t.Optional(t.String()), username: t.Optional(t.String()), language: t.Optional(t.String()) }),
-      detail: { summary: "Invite a person by username_or_email (or email, + username among accounts sharing it); owner only; an unknown address gets an invited user; mails a link", tags },
-    })
-    .post("/p/:project/members/resend_invite", async ({ params, body, actor }) => answer(await resendInvitation(ctx, actor, params.project, body)), {
-      auth: true,
-      params,
-      body: userBody,
-      detail: { summary: "Send the invitation mail again (owner only)", tags },
-    })
+    .post(
+      "/p/:project/members/invite",
+      async ({ params, body, actor }) => answer(await inviteMember(ctx, actor, params.project, body)),
+      {
+        auth: true,
+        params,
+        body: t.Object({
+          username_or_email: t.Optional(t.String()),
+          email: t.Optional(t.String()),
+          username: t.Optional(t.String()),
+          language: t.Optional(t.String()),
+        }),
+        detail: {
+          summary:
+            "Invite a person by username_or_email (or email, + username among accounts sharing it); owner only; an unknown address gets an invited user; mails a link",
+          tags,
+        },
+      },
+    )
+    .post(
+      "/p/:project/members/resend_invite",
+      async ({ params, body, actor }) => answer(await resendInvitation(ctx, actor, params.project, body)),
+      {
+        auth: true,
+        params,
+        body: userBody,
+        detail: { summary: "Send the invitation mail again (owner only)", tags },
+      },
+    )
     .post("/members/get", ({ body, actor }) => answer(memberInfo(ctx, actor, body)), {
       auth: true,
       body: t.Object({ project: t.String(), member: t.String() }, { examples: [examples.membersGet.request] }),
-      detail: describe({ summary: "A membership: one's own (full form) or a co-member's (short form)", tags: ["global"], example: examples.membersGet.answer, errors: [400, 422] }),
+      detail: describe({
+        summary: "A membership: one's own (full form) or a co-member's (short form)",
+        tags: ["global"],
+        example: examples.membersGet.answer,
+        errors: [400, 422],
+      }),
     })
     .post("/init_invite", ({ body }) => answer(invitationInfo(ctx, body)), {
       body: invitationBody,

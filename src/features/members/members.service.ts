@@ -23,7 +23,12 @@ export type Membership = typeof memberships.$inferSelect;
 type Project = typeof projects.$inferSelect;
 
 /** One membership, optionally only in the given status. */
-export function getMembership(tx: Tx, projectGid: string, userGid: string, status?: Membership["status"]): Membership | undefined {
+export function getMembership(
+  tx: Tx,
+  projectGid: string,
+  userGid: string,
+  status?: Membership["status"],
+): Membership | undefined {
   const m = membershipByKey(tx).get({ project: projectGid, user: userGid });
   return m && (!status || m.status === status) ? m : undefined;
 }
@@ -31,7 +36,9 @@ const membershipByKey = preparedOnce((tx) =>
   tx
     .select()
     .from(memberships)
-    .where(and(eq(memberships.projectGid, sql.placeholder("project")), eq(memberships.userGid, sql.placeholder("user"))))
+    .where(
+      and(eq(memberships.projectGid, sql.placeholder("project")), eq(memberships.userGid, sql.placeholder("user"))),
+    )
     .prepare(),
 );
 
@@ -40,7 +47,12 @@ export function hasActiveMembership(tx: Tx, userGid: string): boolean {
   return !!anyActiveMembership(tx).get({ user: userGid });
 }
 const anyActiveMembership = preparedOnce((tx) =>
-  tx.select({ p: memberships.projectGid }).from(memberships).where(and(eq(memberships.userGid, sql.placeholder("user")), eq(memberships.status, "active"))).limit(1).prepare(),
+  tx
+    .select({ p: memberships.projectGid })
+    .from(memberships)
+    .where(and(eq(memberships.userGid, sql.placeholder("user")), eq(memberships.status, "active")))
+    .limit(1)
+    .prepare(),
 );
 
 /** 1004: the invitation link no longer stands (declined, or accepted and deactivated since). */
@@ -50,8 +62,19 @@ const inviteInvalid = (reason: string) => new ApiError(1004, "Invite invalid", {
 // Sync items shared by every membership change.
 
 /** `cc.projects_members` for the project's audience, the member itself and anyone listed. */
-export function logMembership(tx: Tx, log: ChangeLog, action: "INSERT" | "UPDATE" | "DELETE", projectGid: string, userGid: string, extra: string[] = []) {
-  log.cc(action, "cc.projects_members", `${projectGid}/${userGid}`, [...projectAudience(tx, projectGid), userGid, ...extra]);
+export function logMembership(
+  tx: Tx,
+  log: ChangeLog,
+  action: "INSERT" | "UPDATE" | "DELETE",
+  projectGid: string,
+  userGid: string,
+  extra: string[] = [],
+) {
+  log.cc(action, "cc.projects_members", `${projectGid}/${userGid}`, [
+    ...projectAudience(tx, projectGid),
+    userGid,
+    ...extra,
+  ]);
 }
 
 /**
@@ -113,14 +136,28 @@ export function membershipsWithUsers(tx: Tx, projectGids: string[], statuses?: M
     .select({ m: memberships, u: users })
     .from(memberships)
     .innerJoin(users, eq(users.gid, memberships.userGid))
-    .where(and(inArray(memberships.projectGid, projectGids), statuses ? inArray(memberships.status, statuses) : undefined))
+    .where(
+      and(inArray(memberships.projectGid, projectGids), statuses ? inArray(memberships.status, statuses) : undefined),
+    )
     .orderBy(asc(memberships.createdOn))
     .all();
 }
 
 /** A project's memberships, in the order of its key (project, user), as the join read them. */
-const membersOfProject = preparedOnce((tx) => tx.select().from(memberships).where(eq(memberships.projectGid, sql.placeholder("project"))).prepare());
-const userByGid = preparedOnce((tx) => tx.select().from(users).where(eq(users.gid, sql.placeholder("gid"))).prepare());
+const membersOfProject = preparedOnce((tx) =>
+  tx
+    .select()
+    .from(memberships)
+    .where(eq(memberships.projectGid, sql.placeholder("project")))
+    .prepare(),
+);
+const userByGid = preparedOnce((tx) =>
+  tx
+    .select()
+    .from(users)
+    .where(eq(users.gid, sql.placeholder("gid")))
+    .prepare(),
+);
 
 /** Every membership of a user with its project (any statuses). */
 export function membershipsOf(tx: Tx, userGid: string): { m: Membership; p: Project }[] {
@@ -137,14 +174,22 @@ export const SEEN_BY_MEMBERS: Membership["status"][] = ["active", "inactive", "i
 
 /** The memberships of a project with their users, the owner first, then oldest first. */
 export function projectMemberRows(tx: Tx, projectGid: string, statuses?: Membership["status"][]): MemberRow[] {
-  return membershipsWithUsers(tx, [projectGid], statuses).sort((a, b) => Number(b.m.roles.includes("owner")) - Number(a.m.roles.includes("owner")));
+  return membershipsWithUsers(tx, [projectGid], statuses).sort(
+    (a, b) => Number(b.m.roles.includes("owner")) - Number(a.m.roles.includes("owner")),
+  );
 }
 
 /**
  * `members/get`: every membership of the project with its user. The owner gets full forms of
  * all; others get short forms, except their own entries which are full.
  */
-function listMembers(tx: Tx, projectGid: string, viewerGid: string, viewerIsOwner: boolean, only?: { member?: string; members?: string[] }): Answer {
+function listMembers(
+  tx: Tx,
+  projectGid: string,
+  viewerGid: string,
+  viewerIsOwner: boolean,
+  only?: { member?: string; members?: string[] },
+): Answer {
   // The owner sees every membership (declined ones too); members do not see declined invitations.
   let rows = projectMemberRows(tx, projectGid, viewerIsOwner ? undefined : SEEN_BY_MEMBERS);
   if (only?.member !== undefined) {
@@ -205,7 +250,8 @@ function inviteeOf(tx: Tx, input: InviteInput): { email: string; username?: stri
   if (given === undefined) throw missing("username_or_email");
   if (given.includes("@")) return { email: given };
   const user = findByUsername(tx, given);
-  if (!user || user.kind !== "person" || !user.email) throw unprocessable("Invitation failed", { reason: "No account has this username" });
+  if (!user || user.kind !== "person" || !user.email)
+    throw unprocessable("Invitation failed", { reason: "No account has this username" });
   return { email: user.email, username: user.username ?? undefined };
 }
 
@@ -228,13 +274,18 @@ function addInvitation(tx: Tx, log: ChangeLog, project: Project, raw: InviteInpu
   let user: User | undefined;
   if (input.username !== undefined && input.username !== "") {
     user = people.find((u) => u.username === input.username);
-    if (!user) throw unprocessable("Invitation failed", { reason: "No account with this username uses this email address" });
+    if (!user)
+      throw unprocessable("Invitation failed", { reason: "No account with this username uses this email address" });
   } else {
     const active = people.filter((u) => u.status === "active");
     if (active.length > 1)
-      throw unprocessable("Invitation failed", { reason: "Several accounts use this email address: name one with `username`", accounts: active.length });
+      throw unprocessable("Invitation failed", {
+        reason: "Several accounts use this email address: name one with `username`",
+        accounts: active.length,
+      });
     user = active[0] ?? people.find((u) => u.status === "invited");
-    if (!user && people.length) throw unprocessable("Invitation failed", { reason: "The account of this email address is deactivated" });
+    if (!user && people.length)
+      throw unprocessable("Invitation failed", { reason: "The account of this email address is deactivated" });
   }
   if (user && user.status !== "active" && user.status !== "invited")
     throw unprocessable("Invitation failed", { reason: "The account of this email address is deactivated" });
@@ -259,7 +310,15 @@ function addInvitation(tx: Tx, log: ChangeLog, project: Project, raw: InviteInpu
       .returning()
       .get();
     tx.insert(memberships)
-      .values({ projectGid: project.gid, userGid: user.gid, status: "invited", roles: ["member"], options: personMembershipOptions(email), createdOn: t, updatedOn: t })
+      .values({
+        projectGid: project.gid,
+        userGid: user.gid,
+        status: "invited",
+        roles: ["member"],
+        options: personMembershipOptions(email),
+        createdOn: t,
+        updatedOn: t,
+      })
       .run();
     log.cc("INSERT", "cc.users", user.gid, [user.gid, ...projectAudience(tx, project.gid)]);
     for (const g of projectAudience(tx, project.gid)) if (g !== user.gid) log.cc("INSERT", "cc.users", g, [user.gid]);
@@ -271,7 +330,8 @@ function addInvitation(tx: Tx, log: ChangeLog, project: Project, raw: InviteInpu
   const hasAccount = user.status === "active";
   const existing = getMembership(tx, project.gid, user.gid);
   if (existing?.status === "invited") return { user, membership: existing, project, hasAccount, resent: true };
-  if (existing?.status === "active") throw unprocessable("Invitation failed", { reason: "Already a member of the project" });
+  if (existing?.status === "active")
+    throw unprocessable("Invitation failed", { reason: "Already a member of the project" });
   if (existing?.status === "inactive")
     throw unprocessable("Invitation failed", { reason: "The membership is deactivated: use members/reactivate" });
 
@@ -289,7 +349,15 @@ function addInvitation(tx: Tx, log: ChangeLog, project: Project, raw: InviteInpu
   } else {
     membership = tx
       .insert(memberships)
-      .values({ projectGid: project.gid, userGid: user.gid, status: "invited", roles: ["member"], options: personMembershipOptions(user.email), createdOn: t, updatedOn: t })
+      .values({
+        projectGid: project.gid,
+        userGid: user.gid,
+        status: "invited",
+        roles: ["member"],
+        options: personMembershipOptions(user.email),
+        createdOn: t,
+        updatedOn: t,
+      })
       .returning()
       .get();
     logMembership(tx, log, "INSERT", project.gid, user.gid);
@@ -304,7 +372,8 @@ function pendingInvitation(tx: Tx, project: Project, userGid: string): Invitatio
   const m = getMembership(tx, project.gid, userGid);
   const user = m && getUser(tx, userGid);
   if (!m || !user || user.kind !== "person") throw unprocessable("Resending failed", { reason: "No such member" });
-  if (m.status !== "invited") throw unprocessable("Resending failed", { reason: `The membership is ${m.status}, not invited` });
+  if (m.status !== "invited")
+    throw unprocessable("Resending failed", { reason: `The membership is ${m.status}, not invited` });
   if (project.status !== "active") throw unprocessable("Resending failed", { reason: "The project is not active" });
   return { user, membership: m, project, hasAccount: user.status === "active", resent: true };
 }
@@ -323,7 +392,8 @@ function invitationView(tx: Tx, inviteeGid: string, projectGid: string): Answer 
   const mine = getMembership(tx, projectGid, inviteeGid);
   if (!mine) throw unprocessable("No invitation for this invitee in this project");
   if (mine.status === "declined") throw inviteInvalid("The invitation was declined");
-  if (mine.status === "inactive") throw inviteInvalid("The invitation was accepted and the member has been deactivated since");
+  if (mine.status === "inactive")
+    throw inviteInvalid("The invitation was accepted and the member has been deactivated since");
 
   // The owner first, then the other active members.
   const rows = projectMemberRows(tx, projectGid, ["active"]);
@@ -336,7 +406,11 @@ function invitationView(tx: Tx, inviteeGid: string, projectGid: string): Answer 
   }
   return {
     result: { invitee: invitee.gid, project: project.gid, project_members: rows.map((r) => r.u.gid) },
-    data: { "cc.users": ccUsers, "cc.projects": { [project.gid]: projectShort(project) }, "cc.projects_members": ccMembers },
+    data: {
+      "cc.users": ccUsers,
+      "cc.projects": { [project.gid]: projectShort(project) },
+      "cc.projects_members": ccMembers,
+    },
   };
 }
 
@@ -347,8 +421,10 @@ function invitationView(tx: Tx, inviteeGid: string, projectGid: string): Answer 
 function markDeclined(tx: Tx, log: ChangeLog, inviteeGid: string, projectGid: string): Membership {
   const invitee = getUser(tx, inviteeGid);
   const m = invitee && getMembership(tx, projectGid, inviteeGid);
-  if (!invitee || !m) throw unprocessable("Decline failed", { reason: "No invitation for this invitee in this project" });
-  if (m.status !== "invited") throw unprocessable("Decline failed", { reason: `The membership is ${m.status}, not invited` });
+  if (!invitee || !m)
+    throw unprocessable("Decline failed", { reason: "No invitation for this invitee in this project" });
+  if (m.status !== "invited")
+    throw unprocessable("Decline failed", { reason: `The membership is ${m.status}, not invited` });
   const before = userAudience(tx, inviteeGid);
   const audience = projectAudience(tx, projectGid);
   const row = setStatus(tx, m, "declined", { language: invitee.language, timezone: invitee.timezone });
@@ -365,10 +441,13 @@ function markDeclined(tx: Tx, log: ChangeLog, inviteeGid: string, projectGid: st
 function markAccepted(tx: Tx, log: ChangeLog, userGid: string, projectGid: string): Membership {
   const project = tx.select().from(projects).where(eq(projects.gid, projectGid)).get();
   const m = getMembership(tx, projectGid, userGid);
-  if (!project || !m) throw unprocessable("Accepting failed", { reason: "No invitation for this user in this project" });
+  if (!project || !m)
+    throw unprocessable("Accepting failed", { reason: "No invitation for this user in this project" });
   if (m.status === "declined") throw inviteInvalid("The invitation was declined");
-  if (m.status === "inactive") throw inviteInvalid("The invitation was accepted and the member has been deactivated since");
-  if (m.status !== "invited") throw unprocessable("Accepting failed", { reason: `The membership is ${m.status}, not invited` });
+  if (m.status === "inactive")
+    throw inviteInvalid("The invitation was accepted and the member has been deactivated since");
+  if (m.status !== "invited")
+    throw unprocessable("Accepting failed", { reason: `The membership is ${m.status}, not invited` });
   if (project.status !== "active") throw unprocessable("Accepting failed", { reason: "The project is not active" });
   const before = userAudience(tx, userGid);
   const row = setStatus(tx, m, "active");
@@ -386,17 +465,30 @@ type Kind = "person" | "api";
 function changeable(tx: Tx, projectGid: string, userGid: string, kind: Kind, what: string): { m: Membership; u: User } {
   const m = getMembership(tx, projectGid, userGid);
   const u = m && getUser(tx, userGid);
-  if (!m || !u) throw unprocessable(`${what} failed`, { reason: kind === "api" ? "No such API user in this project" : "No such member" });
+  if (!m || !u)
+    throw unprocessable(`${what} failed`, {
+      reason: kind === "api" ? "No such API user in this project" : "No such member",
+    });
   if (u.kind !== kind)
-    throw unprocessable(`${what} failed`, { reason: kind === "api" ? "Not an API user: use members/*" : "An API user: use apikeys/*" });
-  if (m.roles.includes("owner")) throw unprocessable(`${what} failed`, { reason: "The owner's own membership cannot be changed" });
+    throw unprocessable(`${what} failed`, {
+      reason: kind === "api" ? "Not an API user: use members/*" : "An API user: use apikeys/*",
+    });
+  if (m.roles.includes("owner"))
+    throw unprocessable(`${what} failed`, { reason: "The owner's own membership cannot be changed" });
   return { m, u };
 }
 
 /** `deactivate`: an active membership becomes inactive; the member loses access at once. */
-export function memberToInactive(tx: Tx, log: ChangeLog, project: Project, userGid: string, kind: Kind = "person"): Membership {
+export function memberToInactive(
+  tx: Tx,
+  log: ChangeLog,
+  project: Project,
+  userGid: string,
+  kind: Kind = "person",
+): Membership {
   const { m } = changeable(tx, project.gid, userGid, kind, "Deactivation");
-  if (m.status !== "active") throw unprocessable("Deactivation failed", { reason: `The membership is ${m.status}, not active` });
+  if (m.status !== "active")
+    throw unprocessable("Deactivation failed", { reason: `The membership is ${m.status}, not active` });
   const before = userAudience(tx, userGid);
   const audience = projectAudience(tx, project.gid);
   const row = setStatus(tx, m, "inactive");
@@ -407,9 +499,16 @@ export function memberToInactive(tx: Tx, log: ChangeLog, project: Project, userG
 }
 
 /** `reactivate`: an inactive membership becomes active again. */
-export function memberToActive(tx: Tx, log: ChangeLog, project: Project, userGid: string, kind: Kind = "person"): Membership {
+export function memberToActive(
+  tx: Tx,
+  log: ChangeLog,
+  project: Project,
+  userGid: string,
+  kind: Kind = "person",
+): Membership {
   const { m } = changeable(tx, project.gid, userGid, kind, "Reactivation");
-  if (m.status !== "inactive") throw unprocessable("Reactivation failed", { reason: `The membership is ${m.status}, not inactive` });
+  if (m.status !== "inactive")
+    throw unprocessable("Reactivation failed", { reason: `The membership is ${m.status}, not inactive` });
   if (project.status !== "active") throw unprocessable("Reactivation failed", { reason: "The project is not active" });
   const before = userAudience(tx, userGid);
   const row = setStatus(tx, m, "active");
@@ -427,10 +526,13 @@ function dropMember(tx: Tx, log: ChangeLog, project: Project, userGid: string): 
   const { m, u } = changeable(tx, project.gid, userGid, "person", "Removal");
   const before = userAudience(tx, userGid);
   const audience = projectAudience(tx, project.gid);
-  tx.delete(memberships).where(and(eq(memberships.projectGid, project.gid), eq(memberships.userGid, userGid))).run();
+  tx.delete(memberships)
+    .where(and(eq(memberships.projectGid, project.gid), eq(memberships.userGid, userGid)))
+    .run();
   logMembership(tx, log, "DELETE", project.gid, userGid, audience);
   if (SEES_PROJECT(m.status)) logProjectSeen(log, "DELETE", project.gid, userGid);
-  const left = tx.select({ n: sql<number>`count(*)` }).from(memberships).where(eq(memberships.userGid, userGid)).get()?.n ?? 0;
+  const left =
+    tx.select({ n: sql<number>`count(*)` }).from(memberships).where(eq(memberships.userGid, userGid)).get()?.n ?? 0;
   if (u.status === "invited" && left === 0) {
     tx.delete(users).where(eq(users.gid, userGid)).run();
     log.cc("DELETE", "cc.users", userGid, [...new Set([...before, ...audience])]);
@@ -457,7 +559,9 @@ const membershipOptions = preparedOnce((tx) =>
   tx
     .select({ options: memberships.options })
     .from(memberships)
-    .where(and(eq(memberships.projectGid, sql.placeholder("project")), eq(memberships.userGid, sql.placeholder("user"))))
+    .where(
+      and(eq(memberships.projectGid, sql.placeholder("project")), eq(memberships.userGid, sql.placeholder("user"))),
+    )
     .prepare(),
 );
 
@@ -487,8 +591,15 @@ export function dropMembershipOrphans(tx: Tx, log: ChangeLog, userGids: string[]
  * see) or `members` (a list → result `users`, unknown gids skipped); with neither (our
  * extension) every membership → `users`. Full forms for the owner and for the caller's own entry.
  */
-export function listProjectMembers(ctx: Ctx, actor: Actor, projectGid: string, input: { member?: string; members?: string[] } = {}): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, isOwner }) => listMembers(tx, projectGid, actor.userGid, isOwner, input));
+export function listProjectMembers(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { member?: string; members?: string[] } = {},
+): Answer {
+  return inProject(ctx, actor, projectGid, "member", ({ tx, isOwner }) =>
+    listMembers(tx, projectGid, actor.userGid, isOwner, input),
+  );
 }
 
 /** Sends the invitation mail; a mail failure is logged and reported, the invitation stands. */
@@ -523,13 +634,22 @@ async function invitationAnswer(ctx: Ctx, inv: Invitation): Promise<Answer> {
  * cannot run inside a batch's transaction: it answers after its own commit).
  */
 export async function inviteMember(ctx: Ctx, actor: Actor, projectGid: string, input: InviteInput): Promise<Answer> {
-  const inv = inProject(ctx, actor, projectGid, "owner", ({ tx, log, project }) => addInvitation(tx, log, project, input));
+  const inv = inProject(ctx, actor, projectGid, "owner", ({ tx, log, project }) =>
+    addInvitation(tx, log, project, input),
+  );
   return invitationAnswer(ctx, inv);
 }
 
 /** `members/resend_invite` (owner): the invitation mail again. */
-export async function resendInvitation(ctx: Ctx, actor: Actor, projectGid: string, input: { user: string }): Promise<Answer> {
-  const inv = inProject(ctx, actor, projectGid, "owner", ({ tx, project }) => pendingInvitation(tx, project, input.user));
+export async function resendInvitation(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { user: string },
+): Promise<Answer> {
+  const inv = inProject(ctx, actor, projectGid, "owner", ({ tx, project }) =>
+    pendingInvitation(tx, project, input.user),
+  );
   return invitationAnswer(ctx, inv);
 }
 
@@ -573,11 +693,15 @@ export function memberInfo(ctx: Ctx, actor: Actor, input: { project: string; mem
     const m = getMembership(tx, input.project, input.member);
     const target = m && getUser(tx, input.member);
     if (!m || !target || !canSeeUser(tx, actor, target.gid)) throw unprocessable("No info for this member");
-    if (target.gid !== me && !getMembership(tx, input.project, me, "active")) throw unprocessable("No info for this member");
+    if (target.gid !== me && !getMembership(tx, input.project, me, "active"))
+      throw unprocessable("No info for this member");
     const self = target.gid === me;
     return {
       result: { user: target.gid },
-      data: { "cc.users": { [target.gid]: self ? userFull(target) : userShort(target) }, "cc.projects_members": [self ? membershipFull(m) : membershipShort(m)] },
+      data: {
+        "cc.users": { [target.gid]: self ? userFull(target) : userShort(target) },
+        "cc.projects_members": [self ? membershipFull(m) : membershipShort(m)],
+      },
     };
   });
 }

@@ -79,7 +79,8 @@ function nameOf(v: unknown, member: string): string {
   if (v === undefined || v === null || v === "") throw missing(member);
   if (typeof v !== "string") throw invalid(member, "a string");
   if (v.length > MODULE_LIMITS.name) throw invalid(member, `at most ${MODULE_LIMITS.name} characters`);
-  if (/[\u0000-\u001f\u007f]/.test(v) || !v.trim()) throw invalid(member, "a name with a visible character and no control characters");
+  if (/[\u0000-\u001f\u007f]/.test(v) || !v.trim())
+    throw invalid(member, "a name with a visible character and no control characters");
   return v;
 }
 
@@ -88,7 +89,10 @@ const VERSION = /^[0-9A-Za-z][0-9A-Za-z.+_-]*$/;
 function versionOf(v: unknown): string {
   if (v === undefined || v === null || v === "") throw missing("version");
   if (typeof v !== "string" || v.length > MODULE_LIMITS.version || !VERSION.test(v)) {
-    throw invalid("version", `a version like 1.0.11 (letters, digits, . + _ -; at most ${MODULE_LIMITS.version} characters)`);
+    throw invalid(
+      "version",
+      `a version like 1.0.11 (letters, digits, . + _ -; at most ${MODULE_LIMITS.version} characters)`,
+    );
   }
   return v;
 }
@@ -117,7 +121,8 @@ export function compareVersions(a: string, b: string): number {
 function valueOf(v: unknown, member: string): unknown {
   if (v === undefined) throw missing(member);
   const json = JSON.stringify(v);
-  if (Buffer.byteLength(json) > MODULE_LIMITS.value) throw invalid(member, `at most ${MODULE_LIMITS.value} bytes as JSON`);
+  if (Buffer.byteLength(json) > MODULE_LIMITS.value)
+    throw invalid(member, `at most ${MODULE_LIMITS.value} bytes as JSON`);
   return v;
 }
 
@@ -156,11 +161,16 @@ function mayChange(r: Row, actor: Actor, isOwner: boolean): boolean {
 }
 
 function requireChange(r: Row, actor: Actor, isOwner: boolean): void {
-  if (!mayChange(r, actor, isOwner)) throw forbidden("Only the project owner or the module's own API user may change this module", { module: r.name });
+  if (!mayChange(r, actor, isOwner))
+    throw forbidden("Only the project owner or the module's own API user may change this module", { module: r.name });
 }
 
 function rowOf(tx: Tx, projectGid: string, name: string): Row | undefined {
-  return tx.select().from(modules).where(and(eq(modules.projectGid, projectGid), eq(modules.name, name))).get();
+  return tx
+    .select()
+    .from(modules)
+    .where(and(eq(modules.projectGid, projectGid), eq(modules.name, name)))
+    .get();
 }
 
 /** The registered module, or 422. */
@@ -174,7 +184,13 @@ function mustGet(tx: Tx, projectGid: string, name: string): Row {
  * Runs a change of one module: access, the module (422 if not registered), the change rights,
  * then `fn` giving the new columns; writes them with one UPDATE sync item. Returns the answer.
  */
-function change(ctx: Ctx, actor: Actor, projectGid: string, name: string, fn: (r: Row) => Partial<Row> | undefined): Answer {
+function change(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  name: string,
+  fn: (r: Row) => Partial<Row> | undefined,
+): Answer {
   return mutate(ctx.db, ctx.hub, (tx, log) => {
     const { isOwner } = access(tx, projectGid, actor);
     const cur = mustGet(tx, projectGid, name);
@@ -205,7 +221,12 @@ const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b)
  * registers it becomes the module's own API user. The owner may name that user with `user` (an
  * API user of the project), also for a registered module.
  */
-export function registerModule(ctx: Ctx, actor: Actor, projectGid: string, input: { module?: unknown; version?: unknown; user?: unknown }): Answer {
+export function registerModule(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { module?: unknown; version?: unknown; user?: unknown },
+): Answer {
   return mutate(ctx.db, ctx.hub, (tx, log) => {
     const name = nameOf(input.module, "module");
     const version = versionOf(input.version);
@@ -215,16 +236,29 @@ export function registerModule(ctx: Ctx, actor: Actor, projectGid: string, input
       if (!isOwner) throw forbidden("Only the project owner may name a module's API user");
       if (typeof input.user !== "string") throw invalid("user", "the gid of an API user of the project");
       const m = activeMembership(tx, projectGid, input.user);
-      if (!m || !m.roles.includes("api")) throw unprocessable("Registration failed", { reason: "user is not an active API user of the project", user: input.user });
+      if (!m || !m.roles.includes("api"))
+        throw unprocessable("Registration failed", {
+          reason: "user is not an active API user of the project",
+          user: input.user,
+        });
       apiUser = input.user;
     }
     const cur = rowOf(tx, projectGid, name);
     const t = now();
     if (!cur) {
-      if (!isOwner && actor.kind !== "api") throw forbidden("Only the project owner or an API user may register a module");
+      if (!isOwner && actor.kind !== "api")
+        throw forbidden("Only the project owner or an API user may register a module");
       const row = tx
         .insert(modules)
-        .values({ projectGid, name, version, apiUser: apiUser ?? (actor.kind === "api" ? actor.userGid : null), registeredBy: actor.userGid, createdOn: t, updatedOn: t })
+        .values({
+          projectGid,
+          name,
+          version,
+          apiUser: apiUser ?? (actor.kind === "api" ? actor.userGid : null),
+          registeredBy: actor.userGid,
+          createdOn: t,
+          updatedOn: t,
+        })
         .returning()
         .get();
       log.project(projectGid, "INSERT", "modules", name);
@@ -252,7 +286,9 @@ export function unregisterModule(ctx: Ctx, actor: Actor, projectGid: string, inp
     const name = nameOf(input.module, "module");
     const { isOwner } = access(tx, projectGid, actor);
     requireChange(mustGet(tx, projectGid, name), actor, isOwner);
-    tx.delete(modules).where(and(eq(modules.projectGid, projectGid), eq(modules.name, name))).run();
+    tx.delete(modules)
+      .where(and(eq(modules.projectGid, projectGid), eq(modules.name, name)))
+      .run();
     log.project(projectGid, "DELETE", "modules", name);
     return { result: {}, data: {} };
   });
@@ -262,25 +298,46 @@ export function unregisterModule(ctx: Ctx, actor: Actor, projectGid: string, inp
 export function allModules(ctx: Ctx, actor: Actor, projectGid: string, _input: unknown = {}): Answer {
   return ctx.db.transaction((tx) => {
     access(tx, projectGid, actor);
-    const names = tx.select({ name: modules.name }).from(modules).where(eq(modules.projectGid, projectGid)).orderBy(asc(modules.name)).all();
+    const names = tx
+      .select({ name: modules.name })
+      .from(modules)
+      .where(eq(modules.projectGid, projectGid))
+      .orderBy(asc(modules.name))
+      .all();
     return { result: { module_names: names.map((r) => r.name) }, data: {} };
   });
 }
 
 /** `modules/get`: one module (`module`) or several (`modules`), matched in that order. */
-export function getModules(ctx: Ctx, actor: Actor, projectGid: string, input: { module?: unknown; modules?: unknown }): Answer {
+export function getModules(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { module?: unknown; modules?: unknown },
+): Answer {
   return ctx.db.transaction((tx) => {
     access(tx, projectGid, actor);
     const single = input.module !== undefined && input.module !== null;
     if (!single && (input.modules === undefined || input.modules === null)) throw missing("module");
     const names = single ? [nameOf(input.module, "module")] : input.modules;
-    if (!Array.isArray(names) || names.some((n) => typeof n !== "string")) throw invalid("modules", "a list of module names");
+    if (!Array.isArray(names) || names.some((n) => typeof n !== "string"))
+      throw invalid("modules", "a list of module names");
     if (names.length > MODULE_LIMITS.get) throw invalid("modules", `at most ${MODULE_LIMITS.get} names`);
     const wanted = [...new Set(names as string[])];
-    const rows = wanted.length ? tx.select().from(modules).where(and(eq(modules.projectGid, projectGid), inArray(modules.name, wanted))).all() : [];
+    const rows = wanted.length
+      ? tx
+          .select()
+          .from(modules)
+          .where(and(eq(modules.projectGid, projectGid), inArray(modules.name, wanted)))
+          .all()
+      : [];
     const byName = new Map(rows.map((r) => [r.name, r]));
     const unknown = wanted.filter((n) => !byName.has(n));
-    if (unknown.length) throw unprocessable("Module not registered", single ? { module: unknown[0] } : { modules: unknown.slice(0, 100) });
+    if (unknown.length)
+      throw unprocessable(
+        "Module not registered",
+        single ? { module: unknown[0] } : { modules: unknown.slice(0, 100) },
+      );
     // fromEntries defines own members: a module named `__proto__` is a key, not a prototype.
     const dict: Record<string, ModuleForm> = Object.fromEntries(wanted.map((n) => [n, form(byName.get(n)!)]));
     return { result: single ? { module: wanted[0] } : { modules: wanted }, data: { modules: dict } };
@@ -288,7 +345,12 @@ export function getModules(ctx: Ctx, actor: Actor, projectGid: string, input: { 
 }
 
 /** `modules/keys/set`: one key (`key` + `value`) or several (`keys`: object), matched in that order. */
-export function setModuleKeys(ctx: Ctx, actor: Actor, projectGid: string, input: { module?: unknown; key?: unknown; value?: unknown; keys?: unknown }): Answer {
+export function setModuleKeys(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { module?: unknown; key?: unknown; value?: unknown; keys?: unknown },
+): Answer {
   const name = nameOf(input.module, "module");
   const entries: [string, unknown][] = [];
   if (input.key !== undefined && input.key !== null) {
@@ -308,13 +370,19 @@ export function setModuleKeys(ctx: Ctx, actor: Actor, projectGid: string, input:
 }
 
 /** `modules/keys/clear`: one key (`key`) or several (`keys`: names); keys not set are fine. */
-export function clearModuleKeys(ctx: Ctx, actor: Actor, projectGid: string, input: { module?: unknown; key?: unknown; keys?: unknown }): Answer {
+export function clearModuleKeys(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { module?: unknown; key?: unknown; keys?: unknown },
+): Answer {
   const name = nameOf(input.module, "module");
   let names: string[];
   if (input.key !== undefined && input.key !== null) names = [nameOf(input.key, "key")];
   else {
     if (input.keys === undefined || input.keys === null) throw missing("key");
-    if (!Array.isArray(input.keys) || input.keys.some((k) => typeof k !== "string")) throw invalid("keys", "a list of key names");
+    if (!Array.isArray(input.keys) || input.keys.some((k) => typeof k !== "string"))
+      throw invalid("keys", "a list of key names");
     names = input.keys as string[];
   }
   return change(ctx, actor, projectGid, name, (r) => {
@@ -326,7 +394,12 @@ export function clearModuleKeys(ctx: Ctx, actor: Actor, projectGid: string, inpu
 }
 
 /** `modules/actions/publish`: adds or replaces the configuration of an action. */
-export function publishModuleAction(ctx: Ctx, actor: Actor, projectGid: string, input: { module?: unknown; action?: unknown; configuration?: unknown }): Answer {
+export function publishModuleAction(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { module?: unknown; action?: unknown; configuration?: unknown },
+): Answer {
   const name = nameOf(input.module, "module");
   const action = nameOf(input.action, "action");
   const configuration = objectOf(input.configuration, "configuration");
@@ -335,13 +408,19 @@ export function publishModuleAction(ctx: Ctx, actor: Actor, projectGid: string, 
     const next: ModuleAction = { name: action, configuration };
     if (same(actions.get(action), next)) return undefined;
     actions.set(action, next);
-    if (actions.size > MODULE_LIMITS.actions) throw invalid("action", `a module publishes at most ${MODULE_LIMITS.actions} actions`);
+    if (actions.size > MODULE_LIMITS.actions)
+      throw invalid("action", `a module publishes at most ${MODULE_LIMITS.actions} actions`);
     return { actions: Object.fromEntries(actions) };
   });
 }
 
 /** `modules/actions/unpublish`: removes an action; one that is not published is fine. */
-export function unpublishModuleAction(ctx: Ctx, actor: Actor, projectGid: string, input: { module?: unknown; action?: unknown }): Answer {
+export function unpublishModuleAction(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { module?: unknown; action?: unknown },
+): Answer {
   const name = nameOf(input.module, "module");
   const action = nameOf(input.action, "action");
   return change(ctx, actor, projectGid, name, (r) => {
@@ -377,7 +456,10 @@ export function addModuleLog(
   const started = timeOf(input.started_at, "started_at");
   const ended = timeOf(input.ended_at, "ended_at");
   if (started !== null && ended !== null && ended < started) throw invalid("ended_at", "not before started_at");
-  const configuration = input.configuration === undefined || input.configuration === null ? {} : objectOf(input.configuration, "configuration");
+  const configuration =
+    input.configuration === undefined || input.configuration === null
+      ? {}
+      : objectOf(input.configuration, "configuration");
   const request = input.request === undefined || input.request === null ? null : nameOf(input.request, "request");
   const entry: ModuleLog = {
     timestamp: now(),
@@ -404,7 +486,12 @@ export function addModuleLog(
  * sync item keyed by the module's name, which the module receives live on /sync/io or later from
  * /sync/get; the module answers with `logs/add` carrying the `request` gid.
  */
-export function invokeModuleAction(ctx: Ctx, actor: Actor, projectGid: string, input: { module?: unknown; action?: unknown; input?: unknown }): Answer {
+export function invokeModuleAction(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { module?: unknown; action?: unknown; input?: unknown },
+): Answer {
   return mutate(ctx.db, ctx.hub, (tx, log) => {
     const name = nameOf(input.module, "module");
     const action = nameOf(input.action, "action");

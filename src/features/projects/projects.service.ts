@@ -26,7 +26,13 @@ export type Project = typeof projects.$inferSelect;
 export function getProject(tx: Tx, gid: string): Project | undefined {
   return projectByGid(tx).get({ gid });
 }
-const projectByGid = preparedOnce((tx) => tx.select().from(projects).where(eq(projects.gid, sql.placeholder("gid"))).prepare());
+const projectByGid = preparedOnce((tx) =>
+  tx
+    .select()
+    .from(projects)
+    .where(eq(projects.gid, sql.placeholder("gid")))
+    .prepare(),
+);
 
 /**
  * The projects a user owns, in any state, with the columns of their short form (projectShort):
@@ -38,7 +44,13 @@ export function projectsOwnedBy(tx: Tx, userGid: string): ProjectHead[] {
 }
 const projectsOfOwner = preparedOnce((tx) =>
   tx
-    .select({ gid: projects.gid, name: projects.name, icon: projects.icon, owner: projects.owner, status: projects.status })
+    .select({
+      gid: projects.gid,
+      name: projects.name,
+      icon: projects.icon,
+      owner: projects.owner,
+      status: projects.status,
+    })
     .from(projects)
     .where(eq(projects.owner, sql.placeholder("owner")))
     .prepare(),
@@ -77,7 +89,12 @@ export function updateProject(tx: Tx, log: ChangeLog, gid: string, set: Partial<
     if (issues.length) throw validationFailed(issues);
     set.name = set.name.trim();
   }
-  const p = tx.update(projects).set({ ...set, updatedOn: now() }).where(eq(projects.gid, gid)).returning().get();
+  const p = tx
+    .update(projects)
+    .set({ ...set, updatedOn: now() })
+    .where(eq(projects.gid, gid))
+    .returning()
+    .get();
   if (!p) throw unprocessable("Project not found");
   log.cc("UPDATE", "cc.projects", gid, projectAudience(tx, gid));
   return p;
@@ -103,12 +120,20 @@ export function eraseProject(ctx: Pick<Ctx, "db" | "storage">, tx: Tx, log: Chan
   for (const m of members) log.cc("DELETE", "cc.projects_members", `${gid}/${m.userGid}`, [...audience, m.userGid]);
   log.cc("DELETE", "cc.projects", gid, [...audience, p.owner]);
   // Its API users and account-less invitees have nothing left to belong to.
-  dropMembershipOrphans(tx, log, members.map((m) => m.userGid), audience);
+  dropMembershipOrphans(
+    tx,
+    log,
+    members.map((m) => m.userGid),
+    audience,
+  );
   afterCommit(ctx.db, () => {
     rmSync(ctx.storage.projectDir(gid), { recursive: true, force: true });
     filesChangedUnder(ctx.storage.projectDir(gid));
     // Its backups go with it (their rows are among the project's rows above).
-    rmSync(ctx.storage.inside(ctx.storage.ensure(join(ctx.storage.backups, "projects")), gid), { recursive: true, force: true });
+    rmSync(ctx.storage.inside(ctx.storage.ensure(join(ctx.storage.backups, "projects")), gid), {
+      recursive: true,
+      force: true,
+    });
     if (p.icon) {
       const icon = ctx.storage.inside(ctx.storage.icons, p.icon);
       rmSync(icon, { force: true });
@@ -130,9 +155,15 @@ export function deletedProjectsOwnedBy(tx: Tx, userGid: string): string[] {
 /** Every table with a `project_gid` column, found from the schema so new areas need no registration. */
 function projectOwnedTables(tx: Tx): string[] {
   const client = sqliteOf(tx);
-  const tables = client.query("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'").all() as { name: string }[];
+  const tables = client
+    .query("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+    .all() as { name: string }[];
   return tables
-    .filter((t) => (client.query(`PRAGMA table_info("${t.name}")`).all() as { name: string }[]).some((c) => c.name === "project_gid"))
+    .filter((t) =>
+      (client.query(`PRAGMA table_info("${t.name}")`).all() as { name: string }[]).some(
+        (c) => c.name === "project_gid",
+      ),
+    )
     .map((t) => t.name);
 }
 
@@ -140,7 +171,10 @@ function projectOwnedTables(tx: Tx): string[] {
 // The operations (docs/api.md, "Projects")
 
 /** The answer of one project: result `project`, data its full form. */
-const one = (tx: Tx, p: Project): Answer => ({ result: { project: p.gid }, data: { "cc.projects": { [p.gid]: projectFull(tx, p) } } });
+const one = (tx: Tx, p: Project): Answer => ({
+  result: { project: p.gid },
+  data: { "cc.projects": { [p.gid]: projectFull(tx, p) } },
+});
 
 /** `projects/get`: a project the actor owns or belongs to. */
 export function getProjectInfo(ctx: Ctx, actor: Actor, input: { project: string }): Answer {
@@ -155,7 +189,11 @@ export const DEFAULT_PROJECT_NAME = "untitled project";
  * member is optional: `name` (default "untitled project"), `timezone` (IANA; default the owner's
  * own time zone). The project starts with the settings of a new project (settings.options.ts).
  */
-export function createProject(ctx: Pick<Ctx, "db" | "hub">, actor: Actor, input: { name?: string; timezone?: string }): Answer {
+export function createProject(
+  ctx: Pick<Ctx, "db" | "hub">,
+  actor: Actor,
+  input: { name?: string; timezone?: string },
+): Answer {
   return mutate(ctx.db, ctx.hub, (tx, log) => {
     const owner = getUser(tx, actor.userGid);
     if (!owner || owner.kind !== "person") throw forbidden("API users cannot own projects");
@@ -164,10 +202,22 @@ export function createProject(ctx: Pick<Ctx, "db" | "hub">, actor: Actor, input:
     if (issues.length) throw validationFailed(issues);
     const t = now();
     const options = newProjectOptions(input.timezone ?? owner.timezone, () => newGid());
-    const p = tx.insert(projects).values({ gid: newGid(), name: name.trim(), owner: owner.gid, options, createdOn: t, updatedOn: t }).returning().get();
+    const p = tx
+      .insert(projects)
+      .values({ gid: newGid(), name: name.trim(), owner: owner.gid, options, createdOn: t, updatedOn: t })
+      .returning()
+      .get();
     const m = tx
       .insert(memberships)
-      .values({ projectGid: p.gid, userGid: owner.gid, status: "active", roles: ["owner"], options: personMembershipOptions(owner.email), createdOn: t, updatedOn: t })
+      .values({
+        projectGid: p.gid,
+        userGid: owner.gid,
+        status: "active",
+        roles: ["owner"],
+        options: personMembershipOptions(owner.email),
+        createdOn: t,
+        updatedOn: t,
+      })
       .returning()
       .get();
     log.cc("INSERT", "cc.projects", p.gid, [owner.gid]);
@@ -180,7 +230,9 @@ export function createProject(ctx: Pick<Ctx, "db" | "hub">, actor: Actor, input:
 }
 
 function timezoneIssues(zone: unknown): ValidationIssue[] {
-  return zone === undefined || isTimezone(zone) ? [] : [{ field: "timezone", rule: "timezone", message: "Not an IANA time zone name such as Europe/Berlin" }];
+  return zone === undefined || isTimezone(zone)
+    ? []
+    : [{ field: "timezone", rule: "timezone", message: "Not an IANA time zone name such as Europe/Berlin" }];
 }
 
 /**
@@ -188,7 +240,11 @@ function timezoneIssues(zone: unknown): ValidationIssue[] {
  * (403 "not a member"): members already change all of the project's data; deleting the project
  * and its icon stay the owner's.
  */
-export function updateProjectInfo(ctx: Ctx, actor: Actor, input: { project: string; name?: string; timezone?: string }): Answer {
+export function updateProjectInfo(
+  ctx: Ctx,
+  actor: Actor,
+  input: { project: string; name?: string; timezone?: string },
+): Answer {
   return inProject(ctx, actor, input.project, "member", ({ tx, log, project }) => {
     const issues = timezoneIssues(input.timezone);
     if (issues.length) throw validationFailed(issues);
@@ -215,7 +271,11 @@ function setIcon(ctx: Ctx, actor: Actor, projectGid: string, icon: string): Answ
 }
 
 /** `projects/upload_icon` (owner): resized to a 256 px square PNG, served at /media/icons/<icon>. */
-export async function uploadProjectIcon(ctx: Ctx, actor: Actor, input: { project: string; file: Blob }): Promise<Answer> {
+export async function uploadProjectIcon(
+  ctx: Ctx,
+  actor: Actor,
+  input: { project: string; file: Blob },
+): Promise<Answer> {
   projectAccess(ctx.db, actor, input.project, "owner");
   const png = await squareImage(input.file, ctx.config.imageMaxBytes, ctx.config.pixelLimit);
   const name = `${input.project}-${newGid(8)}.png`;
@@ -250,7 +310,10 @@ export function undeleteProject(ctx: Ctx, actor: Actor, input: { project: string
  * empty: the project no longer exists.
  */
 export async function permanentlyDeleteProject(ctx: Ctx, actor: Actor, input: { project: string }): Promise<Answer> {
-  const notDeleted = () => unprocessable("Deletion failed", { reason: "Only a deleted project can be deleted permanently: projects/delete first" });
+  const notDeleted = () =>
+    unprocessable("Deletion failed", {
+      reason: "Only a deleted project can be deleted permanently: projects/delete first",
+    });
   // Checked before its jobs are stopped, and again in the unit that erases it.
   if (projectAccess(ctx.db, actor, input.project, "owner").project.status !== "deleted") throw notDeleted();
   // Its running jobs (a backup, a bulk change) stop first: none writes to a vanished project.

@@ -9,7 +9,9 @@ export const projects = sqliteTable("projects", {
   owner: text("owner")
     .notNull()
     .references(() => users.gid),
-  status: text("status", { enum: ["active", "deleted"] }).notNull().default("active"),
+  status: text("status", { enum: ["active", "deleted"] })
+    .notNull()
+    .default("active"),
   options: text("options", { mode: "json" }).$type<Record<string, unknown>>().notNull().default({}),
   lastBackedUp: real("last_backed_up"),
   /** The version the project's next backup gets (the form's `backups.next_version`); never lowered. */

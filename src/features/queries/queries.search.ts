@@ -31,7 +31,21 @@ const time = (...names: string[]) => names.map((n) => [n, f("time")] as const);
 /** The fields of asset search (docs/assets.md, docs/filter.md). */
 const ASSET_DOMAIN = makeDomain(
   [
-    ...text("gid", "name", "path", "type", "extension", "ext", "mime", "format", "status", "parent", "storage_name", "created_by", "updated_by"),
+    ...text(
+      "gid",
+      "name",
+      "path",
+      "type",
+      "extension",
+      "ext",
+      "mime",
+      "format",
+      "status",
+      "parent",
+      "storage_name",
+      "created_by",
+      "updated_by",
+    ),
     ...number("size", "width", "height", "pages", "version"),
     ...time("created_on", "updated_on", "deleted_on"),
     ["published", f("boolean")],

@@ -22,7 +22,8 @@ export type SavedQuery = { gid: string; type: QueryType; name: string; q: string
 
 export const QUERY_LIMITS = { name: 200, q: 10_000, get: 1000 } as const;
 
-const invalid = (member: string, reason: string, info: Record<string, unknown> = {}) => invalidParameter(member, { reason, ...info });
+const invalid = (member: string, reason: string, info: Record<string, unknown> = {}) =>
+  invalidParameter(member, { reason, ...info });
 
 function form(r: Row): SavedQuery {
   return { gid: r.gid, type: r.type, name: r.name, q: r.q, filter: r.filter };
@@ -82,7 +83,11 @@ function gidOf(v: unknown, member = "query"): string {
 }
 
 function rowOf(tx: Tx, projectGid: string, gid: string, failure: string): Row {
-  const r = tx.select().from(queries).where(and(eq(queries.projectGid, projectGid), eq(queries.gid, gid))).get();
+  const r = tx
+    .select()
+    .from(queries)
+    .where(and(eq(queries.projectGid, projectGid), eq(queries.gid, gid)))
+    .get();
   if (!r) throw unprocessable(failure, { reason: "Query does not exist", query: gid });
   return r;
 }
@@ -130,22 +135,43 @@ function write<T>(ctx: Ctx, actor: Actor, projectGid: string, fn: (tx: Tx, log: 
 export function queriesDictionary(tx: Tx, projectGid: string): Record<string, SavedQuery> {
   const out: Record<string, SavedQuery> = {};
   // Sorted by id here: SQLite's ORDER BY would build a temporary b-tree (the project index is by type and name).
-  for (const r of projectQueries(tx).all({ project: projectGid }).sort((a, b) => a.id - b.id)) out[r.gid] = form(r);
+  for (const r of projectQueries(tx)
+    .all({ project: projectGid })
+    .sort((a, b) => a.id - b.id))
+    out[r.gid] = form(r);
   return out;
 }
-const projectQueries = preparedOnce((tx) => tx.select().from(queries).where(eq(queries.projectGid, sql.placeholder("project"))).prepare());
+const projectQueries = preparedOnce((tx) =>
+  tx
+    .select()
+    .from(queries)
+    .where(eq(queries.projectGid, sql.placeholder("project")))
+    .prepare(),
+);
 
 /** `queries/get`: one query (`query`) or several (`queries`), matched in that order. */
-export function getQueries(ctx: Ctx, actor: Actor, projectGid: string, input: { query?: unknown; queries?: unknown }): Answer {
+export function getQueries(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { query?: unknown; queries?: unknown },
+): Answer {
   return ctx.db.transaction((tx) => {
     projectAccess(tx, actor, projectGid, "member");
     const single = input.query !== undefined && input.query !== null;
     if (!single && (input.queries === undefined || input.queries === null)) throw missing("query");
     const gids = single ? [gidOf(input.query)] : input.queries;
-    if (!Array.isArray(gids) || gids.some((g) => typeof g !== "string")) throw invalid("queries", "a list of query gids");
+    if (!Array.isArray(gids) || gids.some((g) => typeof g !== "string"))
+      throw invalid("queries", "a list of query gids");
     if (gids.length > QUERY_LIMITS.get) throw invalid("queries", `at most ${QUERY_LIMITS.get} gids`);
     const wanted = [...new Set(gids as string[])];
-    const rows = wanted.length ? tx.select().from(queries).where(and(eq(queries.projectGid, projectGid), inArray(queries.gid, wanted))).all() : [];
+    const rows = wanted.length
+      ? tx
+          .select()
+          .from(queries)
+          .where(and(eq(queries.projectGid, projectGid), inArray(queries.gid, wanted)))
+          .all()
+      : [];
     const byGid = new Map(rows.map((r) => [r.gid, r]));
     const unknown = wanted.filter((g) => !byGid.has(g));
     if (unknown.length) throw unprocessable("Query does not exist", { queries: unknown.slice(0, 100) });
@@ -156,7 +182,12 @@ export function getQueries(ctx: Ctx, actor: Actor, projectGid: string, input: { 
 }
 
 /** `queries/create`: a new saved query; a name taken within its type gets a serial number. */
-export function createQuery(ctx: Ctx, actor: Actor, projectGid: string, input: { type?: unknown; name?: unknown; q?: unknown; filter?: unknown }): Answer {
+export function createQuery(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { type?: unknown; name?: unknown; q?: unknown; filter?: unknown },
+): Answer {
   return write(ctx, actor, projectGid, (tx, log) => {
     const type = typeOf(input.type);
     const name = nameOf(input.name);
@@ -165,7 +196,17 @@ export function createQuery(ctx: Ctx, actor: Actor, projectGid: string, input: {
     const t = now();
     const row = tx
       .insert(queries)
-      .values({ gid: newGid(), projectGid, type, name: freeName(tx, projectGid, type, name), q, filter, createdBy: actor.userGid, createdOn: t, updatedOn: t })
+      .values({
+        gid: newGid(),
+        projectGid,
+        type,
+        name: freeName(tx, projectGid, type, name),
+        q,
+        filter,
+        createdBy: actor.userGid,
+        createdOn: t,
+        updatedOn: t,
+      })
       .returning()
       .get();
     log.project(projectGid, "INSERT", "queries", row.gid);
@@ -174,7 +215,12 @@ export function createQuery(ctx: Ctx, actor: Actor, projectGid: string, input: {
 }
 
 /** `queries/update`: name, q and/or filter; the type stays. */
-export function updateQuery(ctx: Ctx, actor: Actor, projectGid: string, input: { query?: unknown; name?: unknown; q?: unknown; filter?: unknown }): Answer {
+export function updateQuery(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { query?: unknown; name?: unknown; q?: unknown; filter?: unknown },
+): Answer {
   return write(ctx, actor, projectGid, (tx, log) => {
     const gid = gidOf(input.query);
     if (input.name === undefined && input.q === undefined && input.filter === undefined) throw missing("name");
@@ -183,7 +229,10 @@ export function updateQuery(ctx: Ctx, actor: Actor, projectGid: string, input: {
     if (input.name !== undefined) set.name = freeName(tx, projectGid, cur.type, nameOf(input.name), cur.gid);
     if (input.q !== undefined) set.q = qOf(input.q);
     if (input.filter !== undefined) set.filter = checkQueryFilter(tx, projectGid, cur.type, input.filter);
-    const changed = (set.name !== undefined && set.name !== cur.name) || (set.q !== undefined && set.q !== cur.q) || (set.filter !== undefined && JSON.stringify(set.filter) !== JSON.stringify(cur.filter));
+    const changed =
+      (set.name !== undefined && set.name !== cur.name) ||
+      (set.q !== undefined && set.q !== cur.q) ||
+      (set.filter !== undefined && JSON.stringify(set.filter) !== JSON.stringify(cur.filter));
     if (!changed) return answer(cur);
     const row = tx
       .update(queries)
@@ -203,7 +252,17 @@ export function copyQuery(ctx: Ctx, actor: Actor, projectGid: string, input: { q
     const t = now();
     const row = tx
       .insert(queries)
-      .values({ gid: newGid(), projectGid, type: cur.type, name: freeName(tx, projectGid, cur.type, cur.name), q: cur.q, filter: cur.filter, createdBy: actor.userGid, createdOn: t, updatedOn: t })
+      .values({
+        gid: newGid(),
+        projectGid,
+        type: cur.type,
+        name: freeName(tx, projectGid, cur.type, cur.name),
+        q: cur.q,
+        filter: cur.filter,
+        createdBy: actor.userGid,
+        createdOn: t,
+        updatedOn: t,
+      })
       .returning()
       .get();
     log.project(projectGid, "INSERT", "queries", row.gid);
@@ -235,11 +294,22 @@ const TYPE_OF_RESOURCE = new Map<string, QueryType>([
  * A saved query of the project, for a search that runs it: its type, `q` and `filter`. Unknown
  * gid → 422; a query of another type than `expected` → 400 (an asset query cannot select records).
  */
-export function resolveSavedQuery(tx: Tx, projectGid: string, gid: unknown, expected?: QueryType, member = "query"): SavedQuery {
+export function resolveSavedQuery(
+  tx: Tx,
+  projectGid: string,
+  gid: unknown,
+  expected?: QueryType,
+  member = "query",
+): SavedQuery {
   const g = gidOf(gid, member);
-  const r = tx.select().from(queries).where(and(eq(queries.projectGid, projectGid), eq(queries.gid, g))).get();
+  const r = tx
+    .select()
+    .from(queries)
+    .where(and(eq(queries.projectGid, projectGid), eq(queries.gid, g)))
+    .get();
   if (!r) throw unprocessable("Query does not exist", { query: g });
-  if (expected && r.type !== expected) throw invalid(member, `query ${g} is a ${r.type} query, not a ${expected} query`, { query: g });
+  if (expected && r.type !== expected)
+    throw invalid(member, `query ${g} is a ${r.type} query, not a ${expected} query`, { query: g });
   return form(r);
 }
 
@@ -249,7 +319,12 @@ export function resolveSavedQuery(tx: Tx, projectGid: string, gid: unknown, expe
  * resolves like any other. The query is read when the selection is resolved, so later edits of
  * the saved query change what it selects. See docs/queries.md.
  */
-export function querySelectionElement(tx: Tx, projectGid: string, resource: string, element: Record<string, unknown>): { search: Record<string, unknown>; exclude?: unknown } {
+export function querySelectionElement(
+  tx: Tx,
+  projectGid: string,
+  resource: string,
+  element: Record<string, unknown>,
+): { search: Record<string, unknown>; exclude?: unknown } {
   const type = TYPE_OF_RESOURCE.get(resource);
   if (!type) throw invalid("selection", `${resource} selections do not take saved queries`);
   const saved = resolveSavedQuery(tx, projectGid, element.query, type, "selection");

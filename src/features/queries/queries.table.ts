@@ -27,5 +27,8 @@ export const queries = sqliteTable(
     createdOn: real("created_on").notNull(),
     updatedOn: real("updated_on").notNull(),
   },
-  (t) => [uniqueIndex("queries_gid").on(t.gid), uniqueIndex("queries_project_type_name").on(t.projectGid, t.type, t.name)],
+  (t) => [
+    uniqueIndex("queries_gid").on(t.gid),
+    uniqueIndex("queries_project_type_name").on(t.projectGid, t.type, t.name),
+  ],
 );

@@ -6,7 +6,17 @@ import type { Tx } from "../../db/connection";
 import type { Ctx } from "../../platform/context";
 import type { JobKind } from "../../platform/jobs/runner";
 import { ALL_CHANNEL } from "../settings/settings.options";
-import { db, descendants, formsOf, mustRecord, recordRow, recordsWrite, rowsByGids, type Rec, type Touch } from "./records.service";
+import {
+  db,
+  descendants,
+  formsOf,
+  mustRecord,
+  recordRow,
+  recordsWrite,
+  rowsByGids,
+  type Rec,
+  type Touch,
+} from "./records.service";
 import type { SchemaView } from "./values.service";
 
 /**
@@ -23,25 +33,43 @@ function channelList(view: SchemaView, v: unknown, required = false): string[] {
     if (required) throw missing("channels");
     return view.options.orderedchannels;
   }
-  if (!Array.isArray(v) || v.some((c) => typeof c !== "string")) throw invalidParameter("channels", { expected: "an array of channel keys" });
+  if (!Array.isArray(v) || v.some((c) => typeof c !== "string"))
+    throw invalidParameter("channels", { expected: "an array of channel keys" });
   const bad = (v as string[]).filter((c) => !view.hasChannel(c));
-  if (bad.length) throw invalidParameter("channels", { reason: `not a project channel: ${bad.join(", ")}`, expected: view.options.orderedchannels });
+  if (bad.length)
+    throw invalidParameter("channels", {
+      reason: `not a project channel: ${bad.join(", ")}`,
+      expected: view.options.orderedchannels,
+    });
   return [...new Set(v as string[])];
 }
 
 /** Writes a record's channels when they change (kept in the project's channel order, `__all__` first). */
 export function writeChannels(tx: Tx, view: SchemaView, touch: Touch, rec: Rec, next: Set<string>): boolean {
   next.add(ALL_CHANNEL);
-  const ordered = [ALL_CHANNEL, ...view.options.orderedchannels.filter((c) => c !== ALL_CHANNEL && next.has(c)), ...[...next].filter((c) => c !== ALL_CHANNEL && !view.hasChannel(c))];
+  const ordered = [
+    ALL_CHANNEL,
+    ...view.options.orderedchannels.filter((c) => c !== ALL_CHANNEL && next.has(c)),
+    ...[...next].filter((c) => c !== ALL_CHANNEL && !view.hasChannel(c)),
+  ];
   if (JSON.stringify(ordered) === JSON.stringify(rec.channels)) return false;
-  db(tx).query("UPDATE records SET channels = ?, updated_on = ? WHERE id = ?").run(JSON.stringify(ordered), Math.max(now(), rec.updatedOn + 1e-6), rec.id);
+  db(tx)
+    .query("UPDATE records SET channels = ?, updated_on = ? WHERE id = ?")
+    .run(JSON.stringify(ordered), Math.max(now(), rec.updatedOn + 1e-6), rec.id);
   rec.channels = ordered;
   touch.update(rec.gid);
   return true;
 }
 
 /** Switches channels on or off for one record (inside the caller's transaction). */
-export function setChannelsIn(tx: Tx, view: SchemaView, touch: Touch, rec: Rec, channels: string[], enabled: boolean): boolean {
+export function setChannelsIn(
+  tx: Tx,
+  view: SchemaView,
+  touch: Touch,
+  rec: Rec,
+  channels: string[],
+  enabled: boolean,
+): boolean {
   const next = new Set(rec.channels);
   for (const c of channels) if (c !== ALL_CHANNEL) enabled ? next.add(c) : next.delete(c);
   return writeChannels(tx, view, touch, rec, next);
@@ -54,9 +82,19 @@ function copyState(tx: Tx, view: SchemaView, touch: Touch, rec: Rec, from: strin
   return writeChannels(tx, view, touch, rec, next);
 }
 
-const answer = (tx: Tx, view: SchemaView, input: Langs, rec: Rec): Answer => ({ result: { record: rec.gid }, data: { records: formsOf(tx, view, rowsByGids(tx, view.projectGid, [rec.gid]), { languages: view.languagesOf(input) }) } });
+const answer = (tx: Tx, view: SchemaView, input: Langs, rec: Rec): Answer => ({
+  result: { record: rec.gid },
+  data: {
+    records: formsOf(tx, view, rowsByGids(tx, view.projectGid, [rec.gid]), { languages: view.languagesOf(input) }),
+  },
+});
 
-export function setChannels(ctx: Ctx, actor: Actor, projectGid: string, input: Langs & { record?: unknown; channels?: unknown; enabled?: unknown }): Answer {
+export function setChannels(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: Langs & { record?: unknown; channels?: unknown; enabled?: unknown },
+): Answer {
   return recordsWrite(ctx, actor, projectGid, (tx, _log, view, touch) => {
     const rec = mustRecord(tx, projectGid, input.record);
     const channels = channelList(view, input.channels, true);
@@ -67,7 +105,12 @@ export function setChannels(ctx: Ctx, actor: Actor, projectGid: string, input: L
   });
 }
 
-export function copyChannelsFromParent(ctx: Ctx, actor: Actor, projectGid: string, input: Langs & { record?: unknown; channels?: unknown }): Answer {
+export function copyChannelsFromParent(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: Langs & { record?: unknown; channels?: unknown },
+): Answer {
   return recordsWrite(ctx, actor, projectGid, (tx, _log, view, touch) => {
     const rec = mustRecord(tx, projectGid, input.record);
     const channels = channelList(view, input.channels);
@@ -78,12 +121,29 @@ export function copyChannelsFromParent(ctx: Ctx, actor: Actor, projectGid: strin
 }
 
 /** `records/channels/copy_down`: a job giving the whole subtree the record's state of the channels. */
-export function copyChannelsDown(ctx: Ctx, actor: Actor, projectGid: string, input: { record?: unknown; channels?: unknown }): Answer {
+export function copyChannelsDown(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { record?: unknown; channels?: unknown },
+): Answer {
   return recordsWrite(ctx, actor, projectGid, (tx, _log, view) => {
     const rec = mustRecord(tx, projectGid, input.record);
     const channels = channelList(view, input.channels);
-    const n = (db(tx).query(`WITH RECURSIVE sub(gid) AS (SELECT gid FROM records WHERE parent = ?1 UNION ALL SELECT r.gid FROM records r JOIN sub ON r.parent = sub.gid) SELECT count(*) AS n FROM sub`).get(rec.gid) as { n: number }).n;
-    const token = ctx.jobs.enqueue({ kind: "copy_record_channels_down", projectGid, userGid: actor.userGid, params: { actor, record: rec.gid, channels }, info: { total: n, remaining: n } });
+    const n = (
+      db(tx)
+        .query(
+          `WITH RECURSIVE sub(gid) AS (SELECT gid FROM records WHERE parent = ?1 UNION ALL SELECT r.gid FROM records r JOIN sub ON r.parent = sub.gid) SELECT count(*) AS n FROM sub`,
+        )
+        .get(rec.gid) as { n: number }
+    ).n;
+    const token = ctx.jobs.enqueue({
+      kind: "copy_record_channels_down",
+      projectGid,
+      userGid: actor.userGid,
+      params: { actor, record: rec.gid, channels },
+      info: { total: n, remaining: n },
+    });
     return { result: { "job.token": token }, data: {} };
   });
 }
@@ -102,7 +162,8 @@ export const copyChannelsDownJob: JobKind = {
       recordsWrite(ctx, actor, job.projectGid!, (tx, _log, view, touch) => {
         const src = recordRow(tx, view.projectGid, record);
         if (!src) return;
-        for (const r of rowsByGids(tx, view.projectGid, chunk)) if (copyState(tx, view, touch, r, src.channels, channels)) changed++;
+        for (const r of rowsByGids(tx, view.projectGid, chunk))
+          if (copyState(tx, view, touch, r, src.channels, channels)) changed++;
       });
       await progress.step(chunk.length);
     }
@@ -111,7 +172,12 @@ export const copyChannelsDownJob: JobKind = {
 };
 
 /** `records/channels/copy_up`: switches the record's enabled channels (of the listed ones) on for every ancestor. */
-export function copyChannelsUp(ctx: Ctx, actor: Actor, projectGid: string, input: { record?: unknown; channels?: unknown }): Answer {
+export function copyChannelsUp(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { record?: unknown; channels?: unknown },
+): Answer {
   return recordsWrite(ctx, actor, projectGid, (tx, _log, view, touch) => {
     const rec = mustRecord(tx, projectGid, input.record);
     const on = channelList(view, input.channels).filter((c) => rec.channels.includes(c));

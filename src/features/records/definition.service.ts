@@ -8,7 +8,17 @@ import { freeName, insertItem, layoutOf, Out, removeItem } from "../schema/copie
 import * as D from "../schema/definitions.service";
 import { mustBeCommitted, mustGet, rowOf, type SchemaRow } from "../schema/items.service";
 import * as L from "../schema/layouts.service";
-import { db, formsOf, mustRecord, recordsRead, recordsWrite, rowsByGids, storeVals, type Rec, type Touch } from "./records.service";
+import {
+  db,
+  formsOf,
+  mustRecord,
+  recordsRead,
+  recordsWrite,
+  rowsByGids,
+  storeVals,
+  type Rec,
+  type Touch,
+} from "./records.service";
 import { keepShared, type SchemaView } from "./values.service";
 
 /**
@@ -24,7 +34,8 @@ import { keepShared, type SchemaView } from "./values.service";
 type Langs = { language?: unknown; languages?: unknown };
 type DefSpec = { extends?: string; record?: string; classes?: string[]; fields?: string[] };
 const specOf = (r: SchemaRow) => r.spec as DefSpec;
-const cannot = (reason: string, info: Record<string, unknown> = {}) => unprocessable("Can't work with this item", { reason, ...info });
+const cannot = (reason: string, info: Record<string, unknown> = {}) =>
+  unprocessable("Can't work with this item", { reason, ...info });
 
 /** Gives one record (and its link group) another definition, keeping the values both definitions share. */
 export function setDefinitionIn(tx: Tx, view: SchemaView, touch: Touch, rec: Rec, definition: string): Rec[] {
@@ -34,18 +45,37 @@ export function setDefinitionIn(tx: Tx, view: SchemaView, touch: Touch, rec: Rec
   return storeVals(tx, view, touch, rec, vals, definition);
 }
 
-const recordAnswer = (tx: Tx, view: SchemaView, input: Langs, result: Record<string, unknown>, gids: string[], out?: Out): Answer => ({
+const recordAnswer = (
+  tx: Tx,
+  view: SchemaView,
+  input: Langs,
+  result: Record<string, unknown>,
+  gids: string[],
+  out?: Out,
+): Answer => ({
   result,
-  data: { ...(out?.data() ?? {}), records: formsOf(tx, view, rowsByGids(tx, view.projectGid, gids), { languages: view.languagesOf(input) }) },
+  data: {
+    ...(out?.data() ?? {}),
+    records: formsOf(tx, view, rowsByGids(tx, view.projectGid, gids), { languages: view.languagesOf(input) }),
+  },
 });
 
-export function setRecordDefinition(ctx: Ctx, actor: Actor, projectGid: string, input: Langs & { record?: unknown; definition?: unknown }): Answer {
+export function setRecordDefinition(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: Langs & { record?: unknown; definition?: unknown },
+): Answer {
   return recordsWrite(ctx, actor, projectGid, (tx, _log, view, touch) => {
     const rec = mustRecord(tx, projectGid, input.record);
     if (typeof input.definition !== "string" || !input.definition) throw missing("definition");
     const def = mustGet(tx, "definition", projectGid, input.definition);
-    if (def.original) throw cannot("A working copy cannot be given to records; commit it first", { definition: def.gid });
-    if (specOf(def).extends && specOf(def).record !== rec.gid) throw cannot("Another record's extended definition cannot be given to this record (use copy_to_siblings)", { definition: def.gid });
+    if (def.original)
+      throw cannot("A working copy cannot be given to records; commit it first", { definition: def.gid });
+    if (specOf(def).extends && specOf(def).record !== rec.gid)
+      throw cannot("Another record's extended definition cannot be given to this record (use copy_to_siblings)", {
+        definition: def.gid,
+      });
     setDefinitionIn(tx, view, touch, rec, def.gid);
     return recordAnswer(tx, view, input, { record: rec.gid }, [rec.gid]);
   });
@@ -56,12 +86,19 @@ function extendIn(tx: Tx, log: ChangeLog, view: SchemaView, touch: Touch, rec: R
   const current = mustGet(tx, "definition", view.projectGid, rec.definition);
   if (specOf(current).extends) return current;
   const layout = layoutOf(tx, current);
-  const lcopy = layout ? insertItem(tx, log, "layout", view.projectGid, { name: layout.name, spec: layout.spec, isNew: true }) : undefined;
+  const lcopy = layout
+    ? insertItem(tx, log, "layout", view.projectGid, { name: layout.name, spec: layout.spec, isNew: true })
+    : undefined;
   const copy = insertItem(tx, log, "definition", view.projectGid, {
     name: freeName(tx, "definition", view.projectGid, `${current.name}_extended`),
     label: current.label,
     metadata: current.metadata,
-    spec: { ...(current.spec as Record<string, unknown>), layout: lcopy?.gid ?? null, extends: current.gid, record: rec.gid },
+    spec: {
+      ...(current.spec as Record<string, unknown>),
+      layout: lcopy?.gid ?? null,
+      extends: current.gid,
+      record: rec.gid,
+    },
     isNew: true,
   });
   storeVals(tx, view, touch, rec, rec.vals, copy.gid);
@@ -75,10 +112,18 @@ type SchemaAnswer = Answer;
  * the record follow: values of fields the definition no longer has are cleared, checks and the
  * search index are rewritten. Three transactions: extend, change, follow.
  */
-function onExtended(ctx: Ctx, actor: Actor, projectGid: string, input: Langs & { record?: unknown }, change: (definition: string, base: SchemaRow) => SchemaAnswer, needExtended = false): Answer {
+function onExtended(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: Langs & { record?: unknown },
+  change: (definition: string, base: SchemaRow) => SchemaAnswer,
+  needExtended = false,
+): Answer {
   const { gid, definition, base } = recordsWrite(ctx, actor, projectGid, (tx, log, view, touch) => {
     const rec = mustRecord(tx, projectGid, input.record);
-    if (needExtended && !specOf(mustGet(tx, "definition", projectGid, rec.definition)).extends) throw cannot("The record's definition is not extended", { record: rec.gid });
+    if (needExtended && !specOf(mustGet(tx, "definition", projectGid, rec.definition)).extends)
+      throw cannot("The record's definition is not extended", { record: rec.gid });
     const def = extendIn(tx, log, view, touch, rec);
     return { gid: rec.gid, definition: def.gid, base: mustGet(tx, "definition", projectGid, specOf(def).extends!) };
   });
@@ -91,11 +136,24 @@ function onExtended(ctx: Ctx, actor: Actor, projectGid: string, input: Langs & {
     storeVals(tx, view, touch, rec, vals, rec.definition);
     const def = mustGet(tx, "definition", projectGid, rec.definition);
     const out = new Out().add("definition", def).add("layout", layoutOf(tx, def));
-    return { result: { record: rec.gid, definition: def.gid, ...(answer.result.layout ? { layout: answer.result.layout } : {}), ...(answer.result.component ? { component: answer.result.component } : {}) }, data: { ...out.data(), records: formsOf(tx, view, [rec], { languages: view.languagesOf(input) }) } };
+    return {
+      result: {
+        record: rec.gid,
+        definition: def.gid,
+        ...(answer.result.layout ? { layout: answer.result.layout } : {}),
+        ...(answer.result.component ? { component: answer.result.component } : {}),
+      },
+      data: { ...out.data(), records: formsOf(tx, view, [rec], { languages: view.languagesOf(input) }) },
+    };
   });
 }
 
-export function revertRecordDefinition(ctx: Ctx, actor: Actor, projectGid: string, input: Langs & { record?: unknown }): Answer {
+export function revertRecordDefinition(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: Langs & { record?: unknown },
+): Answer {
   return recordsWrite(ctx, actor, projectGid, (tx, log, view, touch) => {
     const rec = mustRecord(tx, projectGid, input.record);
     const def = mustGet(tx, "definition", projectGid, rec.definition);
@@ -109,15 +167,31 @@ export function revertRecordDefinition(ctx: Ctx, actor: Actor, projectGid: strin
       removeItem(tx, log, "definition", def);
     }
     const b = mustGet(tx, "definition", projectGid, base);
-    return recordAnswer(tx, view, input, { record: rec.gid, definition: base }, [rec.gid], new Out().add("definition", b).add("layout", layoutOf(tx, b)));
+    return recordAnswer(
+      tx,
+      view,
+      input,
+      { record: rec.gid, definition: base },
+      [rec.gid],
+      new Out().add("definition", b).add("layout", layoutOf(tx, b)),
+    );
   });
 }
 
-export function copyDefinitionToSiblings(ctx: Ctx, actor: Actor, projectGid: string, input: { record?: unknown }): Answer {
+export function copyDefinitionToSiblings(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { record?: unknown },
+): Answer {
   return recordsWrite(ctx, actor, projectGid, (tx, _log, view, touch) => {
     const rec = mustRecord(tx, projectGid, input.record);
     if (!rec.parent) return { result: {}, data: {} };
-    for (const s of (db(tx).query("SELECT gid FROM records WHERE parent = ? AND gid != ?").all(rec.parent, rec.gid) as { gid: string }[]).map((r) => r.gid)) {
+    for (const s of (
+      db(tx).query("SELECT gid FROM records WHERE parent = ? AND gid != ?").all(rec.parent, rec.gid) as {
+        gid: string;
+      }[]
+    ).map((r) => r.gid)) {
       const row = mustRecord(tx, projectGid, s);
       if (row.definition !== rec.definition) setDefinitionIn(tx, view, touch, row, rec.definition);
     }
@@ -135,26 +209,72 @@ function committed(ctx: Ctx, a: Actor, p: string, kind: "class" | "field", gid: 
   recordsRead(ctx, a, p, (tx) => void mustBeCommitted(tx, kind, p, gid, kind));
 }
 
-const baseHas = (base: SchemaRow, member: "classes" | "fields", gid: string) => (specOf(base)[member] ?? []).includes(gid);
+const baseHas = (base: SchemaRow, member: "classes" | "fields", gid: string) =>
+  (specOf(base)[member] ?? []).includes(gid);
 
-export const addClass = (ctx: Ctx, a: Actor, p: string, i: Langs & { record?: unknown; class?: string; before_class?: string }) =>
-  (need(i, "record", "class"), committed(ctx, a, p, "class", i.class!), onExtended(ctx, a, p, i, (definition) => D.addDefinitionClass(ctx, a, p, { definition, class: i.class!, before_class: i.before_class })));
+export const addClass = (
+  ctx: Ctx,
+  a: Actor,
+  p: string,
+  i: Langs & { record?: unknown; class?: string; before_class?: string },
+) => (
+  need(i, "record", "class"),
+  committed(ctx, a, p, "class", i.class!),
+  onExtended(ctx, a, p, i, (definition) =>
+    D.addDefinitionClass(ctx, a, p, { definition, class: i.class!, before_class: i.before_class }),
+  )
+);
 export const removeClass = (ctx: Ctx, a: Actor, p: string, i: Langs & { record?: unknown; class?: string }) =>
-  need(i, "record", "class") ?? onExtended(ctx, a, p, i, (definition, base) => {
-    if (baseHas(base, "classes", i.class!)) throw cannot("Only classes the extended definition added can be removed", { class: i.class });
+  need(i, "record", "class") ??
+  onExtended(ctx, a, p, i, (definition, base) => {
+    if (baseHas(base, "classes", i.class!))
+      throw cannot("Only classes the extended definition added can be removed", { class: i.class });
     return D.removeDefinitionClass(ctx, a, p, { definition, class: i.class! });
   });
-export const addField = (ctx: Ctx, a: Actor, p: string, i: Langs & { record?: unknown; field?: string; before_field?: string }) =>
-  need(i, "record", "field") ?? committed(ctx, a, p, "field", i.field!) ?? onExtended(ctx, a, p, i, (definition) => D.addDefinitionField(ctx, a, p, { definition, field: i.field!, before_field: i.before_field }));
+export const addField = (
+  ctx: Ctx,
+  a: Actor,
+  p: string,
+  i: Langs & { record?: unknown; field?: string; before_field?: string },
+) =>
+  need(i, "record", "field") ??
+  committed(ctx, a, p, "field", i.field!) ??
+  onExtended(ctx, a, p, i, (definition) =>
+    D.addDefinitionField(ctx, a, p, { definition, field: i.field!, before_field: i.before_field }),
+  );
 export const removeField = (ctx: Ctx, a: Actor, p: string, i: Langs & { record?: unknown; field?: string }) =>
-  need(i, "record", "field") ?? onExtended(ctx, a, p, i, (definition, base) => {
-    if (baseHas(base, "fields", i.field!)) throw cannot("Only fields the extended definition added can be removed", { field: i.field });
+  need(i, "record", "field") ??
+  onExtended(ctx, a, p, i, (definition, base) => {
+    if (baseHas(base, "fields", i.field!))
+      throw cannot("Only fields the extended definition added can be removed", { field: i.field });
     return D.removeDefinitionField(ctx, a, p, { definition, field: i.field! });
   });
 type ListInput = Langs & { record?: unknown; fieldlist?: string; field?: string; before_field?: string };
-export const addFieldlistField = (ctx: Ctx, a: Actor, p: string, i: ListInput) => need(i, "record", "fieldlist", "field") ?? onExtended(ctx, a, p, i, (definition) => D.addFieldlistField(ctx, a, p, { definition, fieldlist: i.fieldlist!, field: i.field!, before_field: i.before_field }));
-export const moveFieldlistField = (ctx: Ctx, a: Actor, p: string, i: ListInput) => need(i, "record", "fieldlist", "field") ?? onExtended(ctx, a, p, i, (definition) => D.moveFieldlistField(ctx, a, p, { definition, fieldlist: i.fieldlist!, field: i.field!, before_field: i.before_field }));
-export const removeFieldlistField = (ctx: Ctx, a: Actor, p: string, i: ListInput) => need(i, "record", "fieldlist", "field") ?? onExtended(ctx, a, p, i, (definition) => D.removeFieldlistField(ctx, a, p, { definition, fieldlist: i.fieldlist!, field: i.field! }));
+export const addFieldlistField = (ctx: Ctx, a: Actor, p: string, i: ListInput) =>
+  need(i, "record", "fieldlist", "field") ??
+  onExtended(ctx, a, p, i, (definition) =>
+    D.addFieldlistField(ctx, a, p, {
+      definition,
+      fieldlist: i.fieldlist!,
+      field: i.field!,
+      before_field: i.before_field,
+    }),
+  );
+export const moveFieldlistField = (ctx: Ctx, a: Actor, p: string, i: ListInput) =>
+  need(i, "record", "fieldlist", "field") ??
+  onExtended(ctx, a, p, i, (definition) =>
+    D.moveFieldlistField(ctx, a, p, {
+      definition,
+      fieldlist: i.fieldlist!,
+      field: i.field!,
+      before_field: i.before_field,
+    }),
+  );
+export const removeFieldlistField = (ctx: Ctx, a: Actor, p: string, i: ListInput) =>
+  need(i, "record", "fieldlist", "field") ??
+  onExtended(ctx, a, p, i, (definition) =>
+    D.removeFieldlistField(ctx, a, p, { definition, fieldlist: i.fieldlist!, field: i.field! }),
+  );
 
 export const modifyLayout = (ctx: Ctx, a: Actor, p: string, i: Langs & L.LayoutModifyInput & { record?: unknown }) =>
   onExtended(ctx, a, p, i, (definition) => L.modifyLayout(ctx, a, p, "definition", definition, i), true);
@@ -166,7 +286,12 @@ export const deleteComponent = (ctx: Ctx, a: Actor, p: string, i: Langs & L.Comp
   onExtended(ctx, a, p, i, (definition) => L.deleteComponent(ctx, a, p, "definition", definition, i), true);
 
 /** components/move: takes the component out of its container and puts it into `parent` (before `before_component`). */
-export const moveComponent = (ctx: Ctx, a: Actor, p: string, i: Langs & { record?: unknown; component?: string; parent?: string; before_component?: string }) =>
+export const moveComponent = (
+  ctx: Ctx,
+  a: Actor,
+  p: string,
+  i: Langs & { record?: unknown; component?: string; parent?: string; before_component?: string },
+) =>
   onExtended(
     ctx,
     a,
@@ -177,9 +302,11 @@ export const moveComponent = (ctx: Ctx, a: Actor, p: string, i: Langs & { record
       if (!layout) throw cannot("The definition has no layout");
       const spec = structuredClone(layout.spec) as L.LayoutSpec;
       const comps = new Map(Object.entries(spec.components));
-      if (typeof i.component !== "string" || !comps.has(i.component) || i.component === spec.root) throw cannot("No such component to move", { component: i.component ?? null });
+      if (typeof i.component !== "string" || !comps.has(i.component) || i.component === spec.root)
+        throw cannot("No such component to move", { component: i.component ?? null });
       const target = typeof i.parent === "string" ? comps.get(i.parent) : undefined;
-      if (!target || !target.content) throw cannot("The parent component does not exist or takes no content", { parent: i.parent ?? null });
+      if (!target || !target.content)
+        throw cannot("The parent component does not exist or takes no content", { parent: i.parent ?? null });
       for (const c of comps.values()) if (c.content) c.content = c.content.filter((g) => g !== i.component);
       const at = typeof i.before_component === "string" ? target.content.indexOf(i.before_component) : -1;
       if (at < 0) target.content.push(i.component);

@@ -15,11 +15,46 @@ import type { Received } from "../../platform/storage/storage";
 import { projectAccess } from "../members/access.service";
 import { rowOf, valueContextOf } from "../schema/items.service";
 import { LIST_TYPES, type FieldType } from "../schema/schema.types";
-import { childDefinitionIn, childrenIn, db, DELETED, insertRecordsIn, mustRecord, recordRow, recordsRead, recordsWrite, rowsByGids, rowsInOrder, updateRecordIn, type Rec, type Touch, type Vals } from "./records.service";
-import { cellsOf, drain, excel, FIRST, META, plain, readWorkbook, SHEET, sheetsOf, type MetaInfo, type ReadEvent, type RowIn } from "./records.xlsx-reader";
+import {
+  childDefinitionIn,
+  childrenIn,
+  db,
+  DELETED,
+  insertRecordsIn,
+  mustRecord,
+  recordRow,
+  recordsRead,
+  recordsWrite,
+  rowsByGids,
+  rowsInOrder,
+  updateRecordIn,
+  type Rec,
+  type Touch,
+  type Vals,
+} from "./records.service";
+import {
+  cellsOf,
+  drain,
+  excel,
+  FIRST,
+  META,
+  plain,
+  readWorkbook,
+  SHEET,
+  sheetsOf,
+  type MetaInfo,
+  type ReadEvent,
+  type RowIn,
+} from "./records.xlsx-reader";
 import { deleteRecordIn, undeleteRecordIn } from "./tree.service";
-import { applyFields, initialVals, storedValue, type FieldInfo, type ReportItem, type SchemaView } from "./values.service";
-
+import {
+  applyFields,
+  initialVals,
+  storedValue,
+  type FieldInfo,
+  type ReportItem,
+  type SchemaView,
+} from "./values.service";
 
 /**
  * The Excel round trip of a parent's children (docs/records.md, "Excel"):
@@ -57,10 +92,34 @@ const JOB_VALIDATION_MAX = 1000;
 const CLASS_DEPTH = 3;
 
 /** The cell styles of the report (the reference's colours). */
-const FILL = { error: "FFF9E2E5", warning: "FFFDF3DE", changed: "FFEFF7E2", deleted: "FFFFF5F6", disabled: "FFDFDFE1", name: "FFE4EFF8" } as const;
+const FILL = {
+  error: "FFF9E2E5",
+  warning: "FFFDF3DE",
+  changed: "FFEFF7E2",
+  deleted: "FFFFF5F6",
+  disabled: "FFDFDFE1",
+  name: "FFE4EFF8",
+} as const;
 type Mark = keyof typeof FILL;
 
-const NO = new Set(["", "0", "no", "n", "nee", "nein", "non", "off", "false", "f", "unchecked", "deselected", "none", "nil", "null", "undefined"]);
+const NO = new Set([
+  "",
+  "0",
+  "no",
+  "n",
+  "nee",
+  "nein",
+  "non",
+  "off",
+  "false",
+  "f",
+  "unchecked",
+  "deselected",
+  "none",
+  "nil",
+  "null",
+  "undefined",
+]);
 
 // ---------------------------------------------------------------------------------------------
 // Cells ⇄ values
@@ -82,7 +141,8 @@ function cellOf(f: FieldInfo, v: unknown, lang: string): ExcelJS.CellValue {
     case "classlist":
       return JSON.stringify(v, null, 2);
   }
-  if (Array.isArray(v)) return v.map((x) => (f.labels ? label(x) : typeof x === "object" ? JSON.stringify(x) : String(x))).join("\n");
+  if (Array.isArray(v))
+    return v.map((x) => (f.labels ? label(x) : typeof x === "object" ? JSON.stringify(x) : String(x))).join("\n");
   if (f.labels) return label(v);
   return typeof v === "object" ? JSON.stringify(v) : String(v);
 }
@@ -115,7 +175,11 @@ function valueOf(f: FieldInfo, raw: unknown): unknown {
         return String(s);
       }
   }
-  if (LIST_TYPES.has(f.type)) return String(s).split(/\r?\n/).map((x) => x.trim()).filter(Boolean);
+  if (LIST_TYPES.has(f.type))
+    return String(s)
+      .split(/\r?\n/)
+      .map((x) => x.trim())
+      .filter(Boolean);
   return typeof s === "string" ? s.replace(/\r\n/g, "\n") : String(s);
 }
 
@@ -124,7 +188,8 @@ function sameValue(a: unknown, b: unknown): boolean {
   if (a === b) return true;
   const ea = a === null || a === undefined || (Array.isArray(a) && !a.length);
   const eb = b === null || b === undefined || (Array.isArray(b) && !b.length);
-  if (ea || eb) return ea && eb && (typeof a !== "object" || canon(a) === "null") && (typeof b !== "object" || canon(b) === "null");
+  if (ea || eb)
+    return ea && eb && (typeof a !== "object" || canon(a) === "null") && (typeof b !== "object" || canon(b) === "null");
   if (typeof a !== "object" || typeof b !== "object") return false;
   return canon(a) === canon(b);
 }
@@ -213,29 +278,50 @@ function titleOf(tx: Tx, projectGid: string, f: { gid: string; name: string }, l
 type ClassFields = (classGid: string) => FieldRowLike[] | undefined;
 
 /** The columns of a field: one, or one per subfield of its class (nested classes too, CLASS_DEPTH deep). */
-function columnsOfField(tx: Tx, projectGid: string, classFields: ClassFields, field: FieldInfo, lang: string): Column[] {
+function columnsOfField(
+  tx: Tx,
+  projectGid: string,
+  classFields: ClassFields,
+  field: FieldInfo,
+  lang: string,
+): Column[] {
   const out: Column[] = [];
   const walk = (leaf: FieldInfo, path: string[], header: string, key: string) => {
-    const subs = leaf.type === "class" && typeof leaf.options.class === "string" && path.length < CLASS_DEPTH ? classFields(leaf.options.class) : undefined;
+    const subs =
+      leaf.type === "class" && typeof leaf.options.class === "string" && path.length < CLASS_DEPTH
+        ? classFields(leaf.options.class)
+        : undefined;
     if (!subs?.length) {
       out.push({ field, leaf, path, key, header });
       return;
     }
-    for (const s of subs) walk(subInfo(s), [...path, s.name], `${header}\n${titleOf(tx, projectGid, s, lang)}`, `${key}.${s.name}`);
+    for (const s of subs)
+      walk(subInfo(s), [...path, s.name], `${header}\n${titleOf(tx, projectGid, s, lang)}`, `${key}.${s.name}`);
   };
   walk(field, [], titleOf(tx, projectGid, field, lang, field.type !== "class"), field.name);
   return out;
 }
 
 /** The column of a `_apis` column row: the field by gid, the subfield by its path of names. */
-function columnOf(tx: Tx, projectGid: string, classFields: ClassFields, gid: string, path: string[], key: string): Column | string {
+function columnOf(
+  tx: Tx,
+  projectGid: string,
+  classFields: ClassFields,
+  gid: string,
+  path: string[],
+  key: string,
+): Column | string {
   const row = rowOf(tx, "field", projectGid, gid);
   if (!row) return `the field of this column (${gid}) no longer exists`;
   const spec = row.spec as { type: FieldType; options?: Record<string, unknown>; is_localized?: boolean };
-  const field = { ...subInfo({ gid, name: row.name, type: spec.type, options: spec.options ?? {} }), localized: !!spec.is_localized };
+  const field = {
+    ...subInfo({ gid, name: row.name, type: spec.type, options: spec.options ?? {} }),
+    localized: !!spec.is_localized,
+  };
   let leaf: FieldInfo = field;
   for (const p of path) {
-    const subs = leaf.type === "class" && typeof leaf.options.class === "string" ? classFields(leaf.options.class) : undefined;
+    const subs =
+      leaf.type === "class" && typeof leaf.options.class === "string" ? classFields(leaf.options.class) : undefined;
     const s = subs?.find((x) => x.name === p);
     if (!s) return `the class of ${[field.name, ...path].join(".")} no longer has a field ${p}`;
     leaf = subInfo(s);
@@ -250,7 +336,11 @@ function columnLook(f: FieldInfo): { numFmt: string; alignment: Partial<ExcelJS.
     case "number":
       return { numFmt: "#,##0", alignment: { horizontal: "right" }, width: 12 };
     case "decimal":
-      return { numFmt: decimals ? `#,##0.${"0".repeat(decimals)}` : "#,##0.##########", alignment: { horizontal: "right" }, width: 12 };
+      return {
+        numFmt: decimals ? `#,##0.${"0".repeat(decimals)}` : "#,##0.##########",
+        alignment: { horizontal: "right" },
+        width: 12,
+      };
     case "boolean":
       return { numFmt: "@", alignment: { horizontal: "center" }, width: 12 };
     case "text":
@@ -260,7 +350,11 @@ function columnLook(f: FieldInfo): { numFmt: string; alignment: Partial<ExcelJS.
     case "barcode":
       return { numFmt: "@", alignment: { horizontal: "left" }, width: 18 };
     default:
-      return { numFmt: "@", alignment: { wrapText: true, vertical: "top" }, width: LIST_TYPES.has(f.type) || f.type.startsWith("class") ? 36 : 24 };
+      return {
+        numFmt: "@",
+        alignment: { wrapText: true, vertical: "top" },
+        width: LIST_TYPES.has(f.type) || f.type.startsWith("class") ? 36 : 24,
+      };
   }
 }
 
@@ -268,15 +362,31 @@ function columnLook(f: FieldInfo): { numFmt: string; alignment: Partial<ExcelJS.
 function dropDown(f: FieldInfo, lang: string): ExcelJS.DataValidation | undefined {
   let items: string[];
   if (f.type === "boolean") items = ["yes", "no"];
-  else if (f.labels && (f.type === "textline" || f.type === "textlist")) items = [...f.labels.keys()].map((k) => String(cellOf({ ...f, type: "textline" }, k, lang))).filter((l) => !l.includes(",") && !l.includes('"'));
+  else if (f.labels && (f.type === "textline" || f.type === "textlist"))
+    items = [...f.labels.keys()]
+      .map((k) => String(cellOf({ ...f, type: "textline" }, k, lang)))
+      .filter((l) => !l.includes(",") && !l.includes('"'));
   else return undefined;
   const formula = `"${items.join(",")}"`;
   if (!items.length || formula.length > 255) return undefined;
-  return { type: "list", allowBlank: true, formulae: [formula], showErrorMessage: true, errorStyle: "information", errorTitle: "Value not in list", error: "This value is not one of the field's values; it can be saved anyway and is checked on import." };
+  return {
+    type: "list",
+    allowBlank: true,
+    formulae: [formula],
+    showErrorMessage: true,
+    errorStyle: "information",
+    errorTitle: "Value not in list",
+    error: "This value is not one of the field's values; it can be saved anyway and is checked on import.",
+  };
 }
 
 /** Sheet layout shared by the export and the report: column looks, hidden gid column, frozen header, drop-downs. */
-function sheetOf(wb: ExcelJS.stream.xlsx.WorkbookWriter, columns: (Column | undefined)[], lang: string, rows: number): ExcelJS.Worksheet {
+function sheetOf(
+  wb: ExcelJS.stream.xlsx.WorkbookWriter,
+  columns: (Column | undefined)[],
+  lang: string,
+  rows: number,
+): ExcelJS.Worksheet {
   const ws = wb.addWorksheet(SHEET, { views: [{ state: "frozen", xSplit: 0, ySplit: 1 }] });
   ws.columns = [
     { key: "gid", width: 38, hidden: true },
@@ -290,7 +400,11 @@ function sheetOf(wb: ExcelJS.stream.xlsx.WorkbookWriter, columns: (Column | unde
   columns.forEach((c, i) => {
     const dv = c && dropDown(c.leaf, lang);
     const col = ws.getColumn(FIRST + i).letter;
-    if (dv) (ws as unknown as { dataValidations: { add(a: string, v: ExcelJS.DataValidation): void } }).dataValidations.add(`${col}2:${col}${last}`, dv);
+    if (dv)
+      (ws as unknown as { dataValidations: { add(a: string, v: ExcelJS.DataValidation): void } }).dataValidations.add(
+        `${col}2:${col}${last}`,
+        dv,
+      );
   });
   return ws;
 }
@@ -309,38 +423,69 @@ function mark(cell: ExcelJS.Cell, kind: Mark, note?: string) {
 }
 
 /** The workbook views: the `Records` tab (the second sheet) is the active one. */
-const VIEWS = [{ x: 0, y: 0, width: 20000, height: 12000, firstSheet: 0, activeTab: 1, visibility: "visible" as const }];
+const VIEWS = [
+  { x: 0, y: 0, width: 20000, height: 12000, firstSheet: 0, activeTab: 1, visibility: "visible" as const },
+];
 
 // ---------------------------------------------------------------------------------------------
 // Export
 
-type ExportPlan = { name: string; parent: string; lang: string; columns: Column[]; definition: string | null; gids: string[]; exportedOn: number };
+type ExportPlan = {
+  name: string;
+  parent: string;
+  lang: string;
+  columns: Column[];
+  definition: string | null;
+  gids: string[];
+  exportedOn: number;
+};
 
 /** The columns of an export: the fields of the chosen definition, or of the children's definitions; a fieldlist narrows them. */
-function exportColumns(tx: Tx, view: SchemaView, parent: Rec, lang: string, input: { definition?: unknown; fieldlist?: unknown }): { columns: Column[]; definition: string | null } {
+function exportColumns(
+  tx: Tx,
+  view: SchemaView,
+  parent: Rec,
+  lang: string,
+  input: { definition?: unknown; fieldlist?: unknown },
+): { columns: Column[]; definition: string | null } {
   let defs: string[];
   let definition: string | null = null;
   if (input.definition !== undefined && input.definition !== null) {
-    if (typeof input.definition !== "string" || !rowOf(tx, "definition", view.projectGid, input.definition)) throw unprocessable("Can't work with this item", { definition: input.definition, reason: "no such definition in the project" });
+    if (typeof input.definition !== "string" || !rowOf(tx, "definition", view.projectGid, input.definition))
+      throw unprocessable("Can't work with this item", {
+        definition: input.definition,
+        reason: "no such definition in the project",
+      });
     defs = [(definition = input.definition)];
   } else {
-    defs = (db(tx).query(`SELECT DISTINCT definition AS d FROM records WHERE parent = ? AND status != '${DELETED}' ORDER BY id`).all(parent.gid) as { d: string }[]).map((r) => r.d);
+    defs = (
+      db(tx)
+        .query(`SELECT DISTINCT definition AS d FROM records WHERE parent = ? AND status != '${DELETED}' ORDER BY id`)
+        .all(parent.gid) as { d: string }[]
+    ).map((r) => r.d);
     if (!defs.length) defs = view.def(parent.definition).childdefinitions.slice(0, 1);
   }
   let keep: Set<string> | undefined;
   if (input.fieldlist !== undefined && input.fieldlist !== null) {
-    if (typeof input.fieldlist !== "string" || !Object.hasOwn(view.options.fieldlists, input.fieldlist)) throw invalidParameter("fieldlist", { expected: Object.keys(view.options.fieldlists) });
+    if (typeof input.fieldlist !== "string" || !Object.hasOwn(view.options.fieldlists, input.fieldlist))
+      throw invalidParameter("fieldlist", { expected: Object.keys(view.options.fieldlists) });
     keep = new Set();
     for (const g of defs) {
-      const lists = ((rowOf(tx, "definition", view.projectGid, g)?.spec ?? {}) as { fieldlists?: Record<string, string[]> }).fieldlists ?? {};
+      const lists =
+        ((rowOf(tx, "definition", view.projectGid, g)?.spec ?? {}) as { fieldlists?: Record<string, string[]> })
+          .fieldlists ?? {};
       for (const f of Object.hasOwn(lists, input.fieldlist) ? lists[input.fieldlist]! : []) keep.add(f);
     }
   }
   const seen = new Map<string, FieldInfo>();
-  for (const g of defs) for (const f of view.def(g).fields) if (!seen.has(f.gid) && (!keep || keep.has(f.gid))) seen.set(f.gid, f);
+  for (const g of defs)
+    for (const f of view.def(g).fields) if (!seen.has(f.gid) && (!keep || keep.has(f.gid))) seen.set(f.gid, f);
   const ctxOf = valueContextOf(tx, view.projectGid);
   const classFields: ClassFields = (g) => ctxOf.classFields(g);
-  return { columns: [...seen.values()].flatMap((f) => columnsOfField(tx, view.projectGid, classFields, f, lang)), definition };
+  return {
+    columns: [...seen.values()].flatMap((f) => columnsOfField(tx, view.projectGid, classFields, f, lang)),
+    definition,
+  };
 }
 
 /** A file name from the parent's title: `<title>-children.xlsx`. */
@@ -348,12 +493,26 @@ function fileName(view: SchemaView, parent: Rec, lang: string, suffix = ""): str
   const d = view.def(parent.definition);
   const f = d.titlefield ? d.byGid.get(d.titlefield) : undefined;
   const title = f ? String(cellOf(f, storedValue(parent.vals, f, lang), lang) ?? "") : "";
-  const slug = title.toLowerCase().normalize("NFKD").replace(/[^a-z0-9]+/g, "-").replace(/^-+|-+$/g, "").slice(0, 60) || parent.gid.slice(0, 8);
+  const slug =
+    title
+      .toLowerCase()
+      .normalize("NFKD")
+      .replace(/[^a-z0-9]+/g, "-")
+      .replace(/^-+|-+$/g, "")
+      .slice(0, 60) || parent.gid.slice(0, 8);
   return `${slug}-children${suffix}.xlsx`;
 }
 
 /** The `_apis` sheet's rows: what the workbook is, then one row per column. */
-function metaRows(projectGid: string, parent: string, lang: string, definition: string | null, exportedOn: number, rows: number, columns: Column[]): ExcelJS.CellValue[][] {
+function metaRows(
+  projectGid: string,
+  parent: string,
+  lang: string,
+  definition: string | null,
+  exportedOn: number,
+  rows: number,
+  columns: Column[],
+): ExcelJS.CellValue[][] {
   return [
     ["format", FORMAT],
     ["project", projectGid],
@@ -372,12 +531,27 @@ const tick = () => new Promise<void>((ok) => setImmediate(ok));
  * Writes the workbook of a plan to `path` with the streaming writer, reading the children a page
  * at a time (each page in its own read, so a long export never holds the database).
  */
-async function writeExport(ctx: Ctx, actor: Actor, projectGid: string, plan: ExportPlan, out: { filename: string } | { stream: Writable }): Promise<number> {
+async function writeExport(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  plan: ExportPlan,
+  out: { filename: string } | { stream: Writable },
+): Promise<number> {
   const wb = new (await excel()).stream.xlsx.WorkbookWriter({ ...out, useStyles: true, useSharedStrings: false });
   wb.creator = "Apis";
   (wb as unknown as { views: unknown }).views = VIEWS;
   const meta = wb.addWorksheet(META, { state: "veryHidden" });
-  for (const r of metaRows(projectGid, plan.parent, plan.lang, plan.definition, plan.exportedOn, plan.gids.length, plan.columns)) meta.addRow(r).commit();
+  for (const r of metaRows(
+    projectGid,
+    plan.parent,
+    plan.lang,
+    plan.definition,
+    plan.exportedOn,
+    plan.gids.length,
+    plan.columns,
+  ))
+    meta.addRow(r).commit();
   await meta.commit();
   const ws = sheetOf(wb, plan.columns, plan.lang, plan.gids.length);
   const header = ws.getRow(1);
@@ -388,13 +562,26 @@ async function writeExport(ctx: Ctx, actor: Actor, projectGid: string, plan: Exp
     styleHeader(cell);
   });
   header.commit();
-  const disabled = plan.columns.map((c) => ({ ...ws.getColumn(FIRST + plan.columns.indexOf(c)).style, fill: { type: "pattern", pattern: "solid", fgColor: { argb: FILL.disabled } } }) as Partial<ExcelJS.Style>);
+  const disabled = plan.columns.map(
+    (c) =>
+      ({
+        ...ws.getColumn(FIRST + plan.columns.indexOf(c)).style,
+        fill: { type: "pattern", pattern: "solid", fgColor: { argb: FILL.disabled } },
+      }) as Partial<ExcelJS.Style>,
+  );
   let written = 0;
   for (let top = 0; top < plan.gids.length; top += EXPORT_PAGE) {
     const page = recordsRead(ctx, actor, projectGid, (tx, view) =>
       rowsInOrder(tx, projectGid, plan.gids.slice(top, top + EXPORT_PAGE)).map((r) => {
         const d = view.def(r.definition);
-        return [r.gid, ...plan.columns.map((c) => (d.byGid.has(c.field.gid) ? cellOf(c.leaf, atPath(storedValue(r.vals, c.field, plan.lang), c.path), plan.lang) : undefined))];
+        return [
+          r.gid,
+          ...plan.columns.map((c) =>
+            d.byGid.has(c.field.gid)
+              ? cellOf(c.leaf, atPath(storedValue(r.vals, c.field, plan.lang), c.path), plan.lang)
+              : undefined,
+          ),
+        ];
       }),
     );
     for (const values of page) {
@@ -415,7 +602,15 @@ async function writeExport(ctx: Ctx, actor: Actor, projectGid: string, plan: Exp
  * is written on first download, streamed to that request as it is written and kept in a file for
  * later ones.
  */
-type Download = { path?: string; build?: (out: Writable) => Promise<void>; building?: Promise<void>; also: string[]; name: string; project: string; expires: number };
+type Download = {
+  path?: string;
+  build?: (out: Writable) => Promise<void>;
+  building?: Promise<void>;
+  also: string[];
+  name: string;
+  project: string;
+  expires: number;
+};
 const DOWNLOADS = new WeakMap<Ctx, Map<string, Download>>();
 
 function downloadsOf(ctx: Ctx) {
@@ -430,7 +625,11 @@ function downloadsOf(ctx: Ctx) {
   return m;
 }
 
-function offerDownload(ctx: Ctx, d: Omit<Download, "expires" | "also"> & { also?: string[] }, ttl: number): { url: string; expires: number } {
+function offerDownload(
+  ctx: Ctx,
+  d: Omit<Download, "expires" | "also"> & { also?: string[] },
+  ttl: number,
+): { url: string; expires: number } {
   const token = randomBytes(24).toString("base64url");
   const expires = Date.now() + ttl;
   downloadsOf(ctx).set(token, { ...d, also: d.also ?? [], expires });
@@ -445,18 +644,47 @@ function offerDownload(ctx: Ctx, d: Omit<Download, "expires" | "also"> & { also?
  * instead: the workbook is written when the link is first fetched, streamed to that request as it
  * is written (a long export never waits in one silent request) and kept for later fetches.
  */
-export async function exportChildren(ctx: Ctx, actor: Actor, projectGid: string, input: { record?: unknown; language?: unknown; definition?: unknown; fieldlist?: unknown; download?: unknown }): Promise<Answer> {
+export async function exportChildren(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { record?: unknown; language?: unknown; definition?: unknown; fieldlist?: unknown; download?: unknown },
+): Promise<Answer> {
   const plan = recordsRead(ctx, actor, projectGid, (tx, view): ExportPlan => {
     if (input.language === undefined || input.language === null) throw missing("language");
     const [lang] = view.languagesOf({ language: input.language });
     const parent = mustRecord(tx, projectGid, input.record);
     const { gids } = childrenIn(tx, parent.gid, { top: 0, size: Number.MAX_SAFE_INTEGER });
     const { columns, definition } = exportColumns(tx, view, parent, lang!, input);
-    return { name: fileName(view, parent, lang!), parent: parent.gid, lang: lang!, columns, definition, gids, exportedOn: now() };
+    return {
+      name: fileName(view, parent, lang!),
+      parent: parent.gid,
+      lang: lang!,
+      columns,
+      definition,
+      gids,
+      exportedOn: now(),
+    };
   });
   if (input.download === true || plan.gids.length > EXCEL_INLINE_MAX) {
-    const link = offerDownload(ctx, { build: async (stream) => void (await writeExport(ctx, actor, projectGid, plan, { stream })), name: plan.name, project: projectGid }, DOWNLOAD_TTL_MS);
-    return { result: { "children.excel": plan.name, "children.size": plan.gids.length, "download.url": link.url, "download.expires": link.expires }, data: { files: {} } };
+    const link = offerDownload(
+      ctx,
+      {
+        build: async (stream) => void (await writeExport(ctx, actor, projectGid, plan, { stream })),
+        name: plan.name,
+        project: projectGid,
+      },
+      DOWNLOAD_TTL_MS,
+    );
+    return {
+      result: {
+        "children.excel": plan.name,
+        "children.size": plan.gids.length,
+        "download.url": link.url,
+        "download.expires": link.expires,
+      },
+      data: { files: {} },
+    };
   }
   const path = join(ctx.storage.tmp, `excel-${randomBytes(12).toString("hex")}.xlsx`);
   let size: number;
@@ -478,7 +706,11 @@ export async function exportChildren(ctx: Ctx, actor: Actor, projectGid: string,
  * The file behind a download link (404 once expired or unknown; the link is the permission, for a
  * while): a file, or for a report not written yet a stream of it while it is written.
  */
-export async function excelDownload(ctx: Ctx, projectGid: string, token: string): Promise<{ name: string; path?: string; body?: ReadableStream }> {
+export async function excelDownload(
+  ctx: Ctx,
+  projectGid: string,
+  token: string,
+): Promise<{ name: string; path?: string; body?: ReadableStream }> {
   // node:stream is loaded by the first download, not at start-up (which needs none of it); first,
   // so that nothing below waits between looking at the download and starting its build.
   const { PassThrough, Readable } = await import("node:stream");
@@ -493,7 +725,12 @@ export async function excelDownload(ctx: Ctx, projectGid: string, token: string)
     tee.pipe(toFile);
     const body = Readable.toWeb(tee) as unknown as ReadableStream;
     d.building = build(tee)
-      .then(() => new Promise<void>((ok, fail) => (toFile.writableFinished ? ok() : toFile.once("finish", ok).once("error", fail))))
+      .then(
+        () =>
+          new Promise<void>((ok, fail) =>
+            toFile.writableFinished ? ok() : toFile.once("finish", ok).once("error", fail),
+          ),
+      )
       .then(() => {
         d.path = file;
         d.build = undefined;
@@ -514,14 +751,29 @@ export async function excelDownload(ctx: Ctx, projectGid: string, token: string)
 // Import
 
 type Problem = { sheet: string; cell: string; message: string };
-type Counts = { rows: number; created: number; updated: number; deleted: number; undeleted: number; unchanged: number; errors: number; warnings: number };
+type Counts = {
+  rows: number;
+  created: number;
+  updated: number;
+  deleted: number;
+  undeleted: number;
+  unchanged: number;
+  errors: number;
+  warnings: number;
+};
 type CellMark = { kind: Mark; note?: string };
 /** What the report shows of a row: its new gid, created (every filled cell applied), deleted, marked cells. */
 type RowMark = { gid?: string; created?: boolean; deleted?: boolean; cells?: Map<number, CellMark> };
-type Marks = { header: Map<number, CellMark>; meta: Map<string, string>; rows: Map<number, RowMark>; removed: string[] };
+type Marks = {
+  header: Map<number, CellMark>;
+  meta: Map<string, string>;
+  rows: Map<number, RowMark>;
+  removed: string[];
+};
 type Upload = { path: string; filename: string; fields: Record<string, string> };
 
-const notOurs = (reason: string) => badRequest("Bad request", { reason: `not an Excel workbook made by records/excel/children: ${reason}` });
+const notOurs = (reason: string) =>
+  badRequest("Bad request", { reason: `not an Excel workbook made by records/excel/children: ${reason}` });
 
 /** The workbook could not be read (exceljs' error in the reader thread, or that thread stopped). */
 class ReadError extends Error {}
@@ -537,7 +789,10 @@ const READ_SILENCE_MS = 5 * 60 * 1000;
  * path under src/, the entry points' common folder, beside the executable's own module.
  */
 const EXCEL_WORKER = "features/records/records.worker.ts";
-const workerEntry = () => (import.meta.url.includes("/$bunfs/") ? new URL(`./${EXCEL_WORKER}`, import.meta.url).pathname : new URL("./records.worker.ts", import.meta.url));
+const workerEntry = () =>
+  import.meta.url.includes("/$bunfs/")
+    ? new URL(`./${EXCEL_WORKER}`, import.meta.url).pathname
+    : new URL("./records.worker.ts", import.meta.url);
 
 /**
  * The events of an uploaded workbook (records.xlsx-reader.ts). An import job reads them in a worker thread
@@ -604,7 +859,10 @@ function workerEvents(path: string): AsyncIterableIterator<ReadEvent> {
       if (queue.length) return Promise.resolve(take(queue.shift()!));
       if (failure) return Promise.reject(failure);
       if (finished) return Promise.resolve({ value: undefined, done: true });
-      silence = setTimeout(() => fail(`the reader thread sent nothing for ${READ_SILENCE_MS / 1000} s`), READ_SILENCE_MS);
+      silence = setTimeout(
+        () => fail(`the reader thread sent nothing for ${READ_SILENCE_MS / 1000} s`),
+        READ_SILENCE_MS,
+      );
       return new Promise((ok, no) => (waiter = { ok, fail: no }));
     },
     return: async () => {
@@ -652,7 +910,15 @@ type ImportState = {
 };
 
 /** The analysis of the `_apis` sheet: the workbook's project, parent, language and columns must fit. */
-function analyse(ctx: Ctx, actor: Actor, projectGid: string, meta: MetaInfo, fields: Record<string, string>, marks: Marks, validationCap: number): { st: ImportState; problems: Problem[] } {
+function analyse(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  meta: MetaInfo,
+  fields: Record<string, string>,
+  marks: Marks,
+  validationCap: number,
+): { st: ImportState; problems: Problem[] } {
   if (!FORMATS.has(String(meta.info.get("format")))) throw notOurs(`the "${META}" sheet is not of format ${FORMAT}`);
   const lang = String(meta.info.get("language") ?? "");
   const parentGid = String(meta.info.get("parent") ?? "");
@@ -668,7 +934,10 @@ function analyse(ctx: Ctx, actor: Actor, projectGid: string, meta: MetaInfo, fie
     lang,
     parentGid,
     exportedOn: Number(meta.info.get("exported_on") ?? 0),
-    definition: typeof meta.info.get("definition") === "string" && meta.info.get("definition") ? String(meta.info.get("definition")) : undefined,
+    definition:
+      typeof meta.info.get("definition") === "string" && meta.info.get("definition")
+        ? String(meta.info.get("definition"))
+        : undefined,
     width,
     columns: new Map(),
     byField: new Map(),
@@ -684,8 +953,10 @@ function analyse(ctx: Ctx, actor: Actor, projectGid: string, meta: MetaInfo, fie
   recordsRead(ctx, actor, projectGid, (tx, view) => {
     if (meta.info.get("project") !== projectGid) metaProblem("project", "the workbook was made in another project");
     if (!view.languages.includes(lang)) metaProblem("language", `not a project language: ${lang}`);
-    if (fields.language !== undefined && fields.language !== "" && fields.language !== lang) metaProblem("language", `the workbook is in language ${lang}, not ${fields.language}`);
-    if (fields.record !== undefined && fields.record !== "" && fields.record !== parentGid) metaProblem("parent", `the workbook holds the children of ${parentGid}, not of ${fields.record}`);
+    if (fields.language !== undefined && fields.language !== "" && fields.language !== lang)
+      metaProblem("language", `the workbook is in language ${lang}, not ${fields.language}`);
+    if (fields.record !== undefined && fields.record !== "" && fields.record !== parentGid)
+      metaProblem("parent", `the workbook holds the children of ${parentGid}, not of ${fields.record}`);
     if (!recordRow(tx, projectGid, parentGid)) metaProblem("parent", "the parent record does not exist");
     const ctxOf = valueContextOf(tx, projectGid);
     for (const c of meta.cols) {
@@ -723,18 +994,33 @@ const cellMark = (st: ImportState, n: number, col: number, kind: Mark, note?: st
   const m = rowMark(st, n);
   const cells = (m.cells ??= new Map());
   const prev = cells.get(col);
-  cells.set(col, { kind: prev?.kind === "error" ? "error" : kind, note: prev?.note && note ? `${prev.note}\n${note}` : (note ?? prev?.note) });
+  cells.set(col, {
+    kind: prev?.kind === "error" ? "error" : kind,
+    note: prev?.note && note ? `${prev.note}\n${note}` : (note ?? prev?.note),
+  });
 };
 
 /** The row-level analysis of a small import (before anything changes): gids known, children of the parent, once each. */
 function checkRows(tx: Tx, st: ImportState, rows: RowIn[]): Problem[] {
   const problems: Problem[] = [];
   const seen = new Set<string>();
-  const known = new Map(rowsByGids(tx, st.projectGid, rows.flatMap((r) => (r.gid ? [r.gid] : []))).map((r) => [r.gid, r]));
+  const known = new Map(
+    rowsByGids(
+      tx,
+      st.projectGid,
+      rows.flatMap((r) => (r.gid ? [r.gid] : [])),
+    ).map((r) => [r.gid, r]),
+  );
   for (const r of rows) {
     if (!r.gid) continue;
     const rec = known.get(r.gid);
-    const message = seen.has(r.gid) ? "this record is in the sheet twice" : !rec ? "no such record in the project" : rec.parent !== st.parentGid ? "this record is not a child of the workbook's parent" : undefined;
+    const message = seen.has(r.gid)
+      ? "this record is in the sheet twice"
+      : !rec
+        ? "no such record in the project"
+        : rec.parent !== st.parentGid
+          ? "this record is not a child of the workbook's parent"
+          : undefined;
     seen.add(r.gid);
     if (!message) continue;
     problems.push({ sheet: SHEET, cell: `A${r.n}`, message });
@@ -764,7 +1050,12 @@ function subKey(leaf: FieldInfo, v: unknown, lang: string): unknown {
  * field: from the stored object, with its edited subfields replaced). `sent` maps a field name to
  * the columns that differ.
  */
-function diffRow(st: ImportState, d: { byGid: Map<string, FieldInfo> }, vals: Record<string, Record<string, unknown>>, row: RowIn): { input: Record<string, unknown>; sent: Map<string, number[]> } {
+function diffRow(
+  st: ImportState,
+  d: { byGid: Map<string, FieldInfo> },
+  vals: Record<string, Record<string, unknown>>,
+  row: RowIn,
+): { input: Record<string, unknown>; sent: Map<string, number[]> } {
   const input: Record<string, unknown> = Object.create(null);
   const sent = new Map<string, number[]>();
   for (const [gid, cols] of st.byField) {
@@ -824,7 +1115,13 @@ function noteReport(st: ImportState, row: RowIn, report: ReportItem[], sent: Map
  */
 function applyRows(tx: Tx, log: ChangeLog, view: SchemaView, touch: Touch, st: ImportState, rows: RowIn[]): void {
   const parent = recordRow(tx, st.projectGid, st.parentGid);
-  const known = new Map(rowsByGids(tx, st.projectGid, rows.flatMap((r) => (r.gid ? [r.gid] : []))).map((r) => [r.gid, r]));
+  const known = new Map(
+    rowsByGids(
+      tx,
+      st.projectGid,
+      rows.flatMap((r) => (r.gid ? [r.gid] : [])),
+    ).map((r) => [r.gid, r]),
+  );
   st.written.clear();
   let newDef: string | undefined;
   let initial: Vals | undefined;
@@ -833,7 +1130,14 @@ function applyRows(tx: Tx, log: ChangeLog, view: SchemaView, touch: Touch, st: I
   let pending: { row: RowIn; vals: Vals; report: ReportItem[]; sent: Map<string, number[]> }[] = [];
   const create = () => {
     if (!pending.length) return;
-    const made = insertRecordsIn(tx, view, touch, parent!, newDef!, pending.map((p) => ({ vals: p.vals, validated: true })));
+    const made = insertRecordsIn(
+      tx,
+      view,
+      touch,
+      parent!,
+      newDef!,
+      pending.map((p) => ({ vals: p.vals, validated: true })),
+    );
     pending.forEach((p, i) => {
       const gid = made[i]!.gid;
       for (const item of p.report) item.record = gid;
@@ -859,7 +1163,15 @@ function applyRows(tx: Tx, log: ChangeLog, view: SchemaView, touch: Touch, st: I
       rec = st.written.has(row.gid) ? recordRow(tx, st.projectGid, row.gid) : known.get(row.gid);
       if (!rec || rec.parent !== st.parentGid) {
         st.counts.errors++;
-        cellMark(st, row.n, 1, "error", rec ? "this record is not a child of the workbook's parent: row not applied" : "no such record in the project: row not applied");
+        cellMark(
+          st,
+          row.n,
+          1,
+          "error",
+          rec
+            ? "this record is not a child of the workbook's parent: row not applied"
+            : "no such record in the project: row not applied",
+        );
         continue;
       }
     } else {
@@ -888,7 +1200,10 @@ function applyRows(tx: Tx, log: ChangeLog, view: SchemaView, touch: Touch, st: I
         continue;
       }
       // Created with its values in one insert: validated like records/update (refused cells stay empty).
-      newDef ??= st.definition && rowOf(tx, "definition", st.projectGid, st.definition) ? st.definition : childDefinitionIn(tx, log, view, parent);
+      newDef ??=
+        st.definition && rowOf(tx, "definition", st.projectGid, st.definition)
+          ? st.definition
+          : childDefinitionIn(tx, log, view, parent);
       const d = view.def(newDef);
       const init = (initial ??= initialVals(view, d)); // read only: applyFields copies it
       const { input, sent } = diffRow(st, d, init, row);
@@ -911,7 +1226,8 @@ function applyRows(tx: Tx, log: ChangeLog, view: SchemaView, touch: Touch, st: I
     }
     const bad = noteReport(st, row, report, sent);
     const reported = new Set(report.map((i) => i.field));
-    for (const [name, cols] of sent) if (!bad.has(name) && !reported.has(name)) for (const col of cols) cellMark(st, row.n, col, "changed");
+    for (const [name, cols] of sent)
+      if (!bad.has(name) && !reported.has(name)) for (const col of cols) cellMark(st, row.n, col, "changed");
     const applied = [...sent.keys()].some((k) => !bad.has(k));
     if (undeleted) st.counts.undeleted++;
     else if (applied) st.counts.updated++;
@@ -922,7 +1238,9 @@ function applyRows(tx: Tx, log: ChangeLog, view: SchemaView, touch: Touch, st: I
 
 /** Children that were exported but whose rows are gone are deleted (not those made after the export). */
 function deleteRemoved(tx: Tx, view: SchemaView, touch: Touch, st: ImportState): void {
-  const rows = db(tx).query(`SELECT gid, created_on AS c FROM records WHERE parent = ? AND status != '${DELETED}' ORDER BY id`).all(st.parentGid) as { gid: string; c: number }[];
+  const rows = db(tx)
+    .query(`SELECT gid, created_on AS c FROM records WHERE parent = ? AND status != '${DELETED}' ORDER BY id`)
+    .all(st.parentGid) as { gid: string; c: number }[];
   for (const r of rows) {
     if (st.present.has(r.gid) || r.c > st.exportedOn) continue;
     deleteRecordIn(tx, view, touch, r.gid);
@@ -950,7 +1268,11 @@ function reportRow(sheet: ExcelJS.Worksheet, last: number, n: number): number {
 }
 
 /** Writes the report: the uploaded workbook read again (streamed) and written with the marks. */
-async function writeReport(upload: string, out: { filename: string } | { stream: Writable }, layout: { columns: (Column | undefined)[]; lang: string; marks: Marks }): Promise<void> {
+async function writeReport(
+  upload: string,
+  out: { filename: string } | { stream: Writable },
+  layout: { columns: (Column | undefined)[]; lang: string; marks: Marks },
+): Promise<void> {
   const { marks, columns } = layout;
   const width = FIRST - 1 + columns.length;
   const wb = new (await excel()).stream.xlsx.WorkbookWriter({ ...out, useStyles: true, useSharedStrings: false });
@@ -958,7 +1280,9 @@ async function writeReport(upload: string, out: { filename: string } | { stream:
   (wb as unknown as { views: unknown }).views = VIEWS;
   const copy = (from: ExcelJS.Cell, to: ExcelJS.Cell) => {
     const v = from.value as unknown;
-    to.value = (v && typeof v === "object" && "sharedFormula" in (v as object) ? plain(v as ExcelJS.CellValue) : v) as ExcelJS.CellValue;
+    to.value = (
+      v && typeof v === "object" && "sharedFormula" in (v as object) ? plain(v as ExcelJS.CellValue) : v
+    ) as ExcelJS.CellValue;
     const style = from.style as Partial<ExcelJS.Style> | undefined;
     if (style && Object.keys(style).length) to.style = style;
   };
@@ -998,7 +1322,9 @@ async function writeReport(upload: string, out: { filename: string } | { stream:
         if (m.gid) r.getCell(1).value = m.gid;
         if (m.deleted) for (let c = 1; c <= width; c++) if (!m.cells?.has(c)) mark(r.getCell(c), "deleted");
         for (const [col, cm] of m.cells ?? []) mark(r.getCell(col), cm.kind, cm.note);
-        if (m.created) for (let c = FIRST; c <= width; c++) if (!m.cells?.has(c) && !blank(r.getCell(c).value)) mark(r.getCell(c), "changed");
+        if (m.created)
+          for (let c = FIRST; c <= width; c++)
+            if (!m.cells?.has(c) && !blank(r.getCell(c).value)) mark(r.getCell(c), "changed");
       }
       r.commit();
     }
@@ -1008,7 +1334,11 @@ async function writeReport(upload: string, out: { filename: string } | { stream:
       const r = sheet.getRow(++last);
       r.getCell(1).value = gid;
       for (let c = 1; c <= width; c++) mark(r.getCell(c), "deleted");
-      mark(r.getCell(Math.min(FIRST, width)), "deleted", "removed from the sheet: deleted (records/undelete restores it)");
+      mark(
+        r.getCell(Math.min(FIRST, width)),
+        "deleted",
+        "removed from the sheet: deleted (records/undelete restores it)",
+      );
       r.commit();
     }
     await sheet.commit();
@@ -1027,7 +1357,14 @@ type Outcome = { counts: Counts; validation: ReportItem[]; validationSize: numbe
  * a row that does not fit (unknown gid, twice in the sheet) is marked instead of stopping the
  * import. `onProblems` turns a failed analysis into the error (it gets the report's writer).
  */
-async function runImport(ctx: Ctx, actor: Actor, projectGid: string, up: Upload, onProblems: (problems: Problem[], report: ReportWriter) => Promise<never>, progress?: Progress): Promise<Outcome> {
+async function runImport(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  up: Upload,
+  onProblems: (problems: Problem[], report: ReportWriter) => Promise<never>,
+  progress?: Progress,
+): Promise<Outcome> {
   const marks: Marks = { header: new Map(), meta: new Map(), rows: new Map(), removed: [] };
   let st: ImportState | undefined;
   let layoutColumns: (Column | undefined)[] = [];
@@ -1067,7 +1404,15 @@ async function runImport(ctx: Ctx, actor: Actor, projectGid: string, up: Upload,
     for await (const ev of workbookEvents(up.path, !!progress)) {
       if (ev.t === "meta") {
         const meta = ev.meta;
-        const a = analyse(ctx, actor, projectGid, meta, up.fields, marks, progress ? JOB_VALIDATION_MAX : Number.MAX_SAFE_INTEGER);
+        const a = analyse(
+          ctx,
+          actor,
+          projectGid,
+          meta,
+          up.fields,
+          marks,
+          progress ? JOB_VALIDATION_MAX : Number.MAX_SAFE_INTEGER,
+        );
         st = a.st;
         layoutColumns = meta.cols.map((c) => st!.columns.get(c.col));
         if (a.problems.length) return await onProblems(a.problems, report);
@@ -1107,7 +1452,8 @@ async function runImport(ctx: Ctx, actor: Actor, projectGid: string, up: Upload,
   return { counts: state.counts, validation: state.validation, validationSize: state.validationSize, report };
 }
 
-const reportNameOf = (filename: string) => (filename || "children.xlsx").replace(/(\.xlsx)?$/i, "").replace(/-report$/, "") + "-report.xlsx";
+const reportNameOf = (filename: string) =>
+  (filename || "children.xlsx").replace(/(\.xlsx)?$/i, "").replace(/-report$/, "") + "-report.xlsx";
 
 /**
  * `records/excel/update` (multipart: `upload_file`, optional `record`/`language` which must match
@@ -1116,24 +1462,43 @@ const reportNameOf = (filename: string) => (filename || "children.xlsx").replace
  * unit of work; answers counts and the marked workbook (`report.excel`). Larger: a job
  * (`job.token`), whose result carries the counts and a link to the marked workbook.
  */
-export async function importChildren(ctx: Ctx, actor: Actor, projectGid: string, receive: () => Promise<Received>): Promise<Answer> {
+export async function importChildren(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  receive: () => Promise<Received>,
+): Promise<Answer> {
   projectAccess(ctx.db, actor, projectGid, "member");
   const { fields, file } = await receive();
   if (!file) throw missing("upload_file");
   const reportName = reportNameOf(file.filename);
-  const up: Upload = { path: file.path, filename: file.filename, fields: { record: fields.record ?? "", language: fields.language ?? "" } };
+  const up: Upload = {
+    path: file.path,
+    filename: file.filename,
+    fields: { record: fields.record ?? "", language: fields.language ?? "" },
+  };
   let keep = false;
   try {
     if (!looksLikeZip(file.path)) throw notOurs("the file is not an .xlsx workbook");
     if (fields.job === "true" || file.size > EXCEL_IMPORT_INLINE_BYTES) {
-      const token = ctx.jobs.enqueue({ kind: "records_excel_update", projectGid, userGid: actor.userGid, params: { actor, ...up, reportName }, info: { "report.excel": reportName } });
+      const token = ctx.jobs.enqueue({
+        kind: "records_excel_update",
+        projectGid,
+        userGid: actor.userGid,
+        params: { actor, ...up, reportName },
+        info: { "report.excel": reportName },
+      });
       keep = true;
       return { result: { "job.token": token, "report.excel": reportName }, data: {} };
     }
     const out = await runImport(ctx, actor, projectGid, up, async (problems, report) => {
       const path = await report();
       try {
-        throw new ApiError(1005, "Excel worksheet invalid", { problems, "report.excel": reportName, files: { [reportName]: Buffer.from(await Bun.file(path).arrayBuffer()).toString("base64") } });
+        throw new ApiError(1005, "Excel worksheet invalid", {
+          problems,
+          "report.excel": reportName,
+          files: { [reportName]: Buffer.from(await Bun.file(path).arrayBuffer()).toString("base64") },
+        });
       } finally {
         rmSync(path, { force: true });
       }
@@ -1141,7 +1506,10 @@ export async function importChildren(ctx: Ctx, actor: Actor, projectGid: string,
     const path = await out.report();
     try {
       const files = { [reportName]: Buffer.from(await Bun.file(path).arrayBuffer()).toString("base64") };
-      return { result: { "report.excel": reportName, "report.counts": out.counts, "report.validation": out.validation }, data: { files } };
+      return {
+        result: { "report.excel": reportName, "report.counts": out.counts, "report.validation": out.validation },
+        data: { files },
+      };
     } finally {
       rmSync(path, { force: true });
     }
@@ -1165,12 +1533,20 @@ export const excelImportJob: JobKind = {
     const projectGid = job.projectGid!;
     if (job.attempts > 1) {
       rmSync(p.path, { force: true });
-      throw new ApiError(1005, "Excel import interrupted", { reason: "the server stopped during the import; the rows applied before stay applied, the rest were not (export again and import the changes that are missing)", rows_done: job.info?.rows_done ?? 0 });
+      throw new ApiError(1005, "Excel import interrupted", {
+        reason:
+          "the server stopped during the import; the rows applied before stay applied, the rest were not (export again and import the changes that are missing)",
+        rows_done: job.info?.rows_done ?? 0,
+      });
     }
     let linked = false;
     const link = (report: ReportWriter) => {
       linked = true;
-      return offerDownload(ctx, { build: async (out) => void (await report(out)), also: [p.path], name: p.reportName, project: projectGid }, REPORT_TTL_MS);
+      return offerDownload(
+        ctx,
+        { build: async (out) => void (await report(out)), also: [p.path], name: p.reportName, project: projectGid },
+        REPORT_TTL_MS,
+      );
     };
     try {
       const out = await runImport(
@@ -1180,12 +1556,24 @@ export const excelImportJob: JobKind = {
         p,
         async (problems, report) => {
           const l = link(report);
-          throw new ApiError(1005, "Excel worksheet invalid", { problems, "report.excel": p.reportName, "download.url": l.url, "download.expires": l.expires });
+          throw new ApiError(1005, "Excel worksheet invalid", {
+            problems,
+            "report.excel": p.reportName,
+            "download.url": l.url,
+            "download.expires": l.expires,
+          });
         },
         progress,
       );
       const l = link(out.report);
-      return { "report.excel": p.reportName, "report.counts": out.counts, "report.validation": out.validation, "report.validation.size": out.validationSize, "download.url": l.url, "download.expires": l.expires };
+      return {
+        "report.excel": p.reportName,
+        "report.counts": out.counts,
+        "report.validation": out.validation,
+        "report.validation.size": out.validationSize,
+        "download.url": l.url,
+        "download.expires": l.expires,
+      };
     } finally {
       if (!linked) rmSync(p.path, { force: true });
     }

@@ -1,14 +1,29 @@
 import { checkpointsAside } from "../../db/checkpointer";
 import { withoutSync, type Tx } from "../../db/connection";
 import { mutate, type ChangeLog } from "../../db/mutate";
-import type { Ctx, LanguageHook, SchemaChange, SchemaCommittedHook, SchemaUsageHook, SettingRemovedHook } from "../../platform/context";
+import type {
+  Ctx,
+  LanguageHook,
+  SchemaChange,
+  SchemaCommittedHook,
+  SchemaUsageHook,
+  SettingRemovedHook,
+} from "../../platform/context";
 import type { JobKind } from "../../platform/jobs/runner";
 import { getProject, type Project } from "../projects/projects.service";
 import { schemaStamp, valueContextOf } from "../schema/items.service";
 import { LIST_TYPES, valueSchema, type FieldType } from "../schema/schema.types";
 import { ALL_CHANNEL } from "../settings/settings.options";
 import { COLUMNS, db, recOf, Touch, writeSearch, type Vals } from "./records.service";
-import { checksOf, dict, SchemaView, searchDocuments, SHARED, TEXT_TYPES as SEARCHED_TYPES, type FieldInfo } from "./values.service";
+import {
+  checksOf,
+  dict,
+  SchemaView,
+  searchDocuments,
+  SHARED,
+  TEXT_TYPES as SEARCHED_TYPES,
+  type FieldInfo,
+} from "./values.service";
 import type { RecordChecks } from "./records.table";
 
 /**
@@ -39,7 +54,9 @@ const LIMIT = 100;
 /** `hooks.schemaUsage`: the records (up to 100) having a definition, or holding a value of a field. */
 export const recordsSchemaUsage: SchemaUsageHook = (_ctx, tx, projectGid, kind, gid) => {
   if (kind === "definition") {
-    const rows = db(tx).query("SELECT gid FROM records WHERE project_gid = ? AND definition = ? ORDER BY id LIMIT ?").all(projectGid, gid, LIMIT) as { gid: string }[];
+    const rows = db(tx)
+      .query("SELECT gid FROM records WHERE project_gid = ? AND definition = ? ORDER BY id LIMIT ?")
+      .all(projectGid, gid, LIMIT) as { gid: string }[];
     return { records: rows.map((r) => r.gid) };
   }
   if (kind === "field") return { records: recordsWithValue(tx, projectGid, gid, LIMIT) };
@@ -64,7 +81,11 @@ function recordsWithValue(tx: Tx, projectGid: string, field: string, limit = -1)
 }
 
 type FieldForm = { type: FieldType; is_localized: boolean; name: string; options?: Record<string, unknown> };
-type Follow = { field?: { gid: string; from: FieldForm; to: FieldForm }; dropped: Record<string, string[]>; definitions: string[] };
+type Follow = {
+  field?: { gid: string; from: FieldForm; to: FieldForm };
+  dropped: Record<string, string[]>;
+  definitions: string[];
+};
 
 const TEXTUAL = new Set(["text", "textline", "barcode", "date"]);
 
@@ -73,38 +94,70 @@ export function convertValue(v: unknown, from: string, to: string): unknown {
   if (from === to || v === null || v === undefined) return v;
   const fromList = LIST_TYPES.has(from as FieldType);
   const toList = LIST_TYPES.has(to as FieldType);
-  if (fromList && !toList) return Array.isArray(v) && v.length === 1 ? convertValue(v[0], from.replace(/list$/, ""), to) : to === "text" && Array.isArray(v) ? v.join("\n") : undefined;
+  if (fromList && !toList)
+    return Array.isArray(v) && v.length === 1
+      ? convertValue(v[0], from.replace(/list$/, ""), to)
+      : to === "text" && Array.isArray(v)
+        ? v.join("\n")
+        : undefined;
   if (!fromList && toList) {
     const item = convertValue(v, from, to.replace(/list$/, "") || to);
     return item === undefined ? undefined : [item];
   }
-  if (fromList && toList) return Array.isArray(v) ? v.map((x) => convertValue(x, from.replace(/list$/, ""), to.replace(/list$/, ""))) : undefined;
+  if (fromList && toList)
+    return Array.isArray(v)
+      ? v.map((x) => convertValue(x, from.replace(/list$/, ""), to.replace(/list$/, "")))
+      : undefined;
   if (TEXTUAL.has(to)) return typeof v === "object" ? undefined : String(v);
   if (to === "number" || to === "decimal") {
     const n = typeof v === "string" ? Number(v.trim().replace(",", ".")) : typeof v === "boolean" ? Number(v) : v;
-    return typeof n === "number" && Number.isFinite(n) ? (to === "number" ? (Number.isInteger(n) ? n : undefined) : n) : undefined;
+    return typeof n === "number" && Number.isFinite(n)
+      ? to === "number"
+        ? Number.isInteger(n)
+          ? n
+          : undefined
+        : n
+      : undefined;
   }
-  if (to === "boolean") return v === true || v === "true" || v === 1 ? true : v === false || v === "false" || v === 0 ? false : undefined;
-  if (["image", "file", "record", "fieldpicker"].includes(to) && ["image", "file", "record", "fieldpicker"].includes(from)) return undefined;
+  if (to === "boolean")
+    return v === true || v === "true" || v === 1 ? true : v === false || v === "false" || v === 0 ? false : undefined;
+  if (
+    ["image", "file", "record", "fieldpicker"].includes(to) &&
+    ["image", "file", "record", "fieldpicker"].includes(from)
+  )
+    return undefined;
   return undefined;
 }
 
 const schemas = new WeakMap<Follow, ReturnType<typeof valueSchema>>();
 
 /** One record's values after a schema change; `lost` lists what could not be kept. */
-function followVals(view: SchemaView, rec: Pick<FollowRec, "definition" | "vals">, f: Follow): { vals: Vals; lost: boolean } {
+function followVals(
+  view: SchemaView,
+  rec: Pick<FollowRec, "definition" | "vals">,
+  f: Follow,
+): { vals: Vals; lost: boolean } {
   const vals: Vals = dict();
   for (const [k, v] of Object.entries(rec.vals)) vals[k] = Object.assign(dict(), v);
   let lost = false;
   const drop = new Set(f.dropped[rec.definition] ?? []);
-  for (const g of drop) for (const slot of Object.values(vals)) if (Object.hasOwn(slot, g)) (delete slot[g], (lost = true));
+  for (const g of drop)
+    for (const slot of Object.values(vals)) if (Object.hasOwn(slot, g)) delete slot[g], (lost = true);
   const fc = f.field;
   if (fc && (fc.from.type !== fc.to.type || fc.from.is_localized !== fc.to.is_localized)) {
     // Checked against the field as committed now (the dry run runs before the commit).
     let schema = schemas.get(f);
-    if (!schema) schemas.set(f, (schema = valueSchema({ gid: fc.gid, name: fc.to.name, type: fc.to.type, options: fc.to.options ?? {} }, valueContextOf(view.tx, view.projectGid))));
+    if (!schema)
+      schemas.set(
+        f,
+        (schema = valueSchema(
+          { gid: fc.gid, name: fc.to.name, type: fc.to.type, options: fc.to.options ?? {} },
+          valueContextOf(view.tx, view.projectGid),
+        )),
+      );
     const old: Record<string, unknown> = dict();
-    for (const [slot, values] of Object.entries(vals)) if (Object.hasOwn(values, fc.gid)) (old[slot] = values[fc.gid], delete values[fc.gid]);
+    for (const [slot, values] of Object.entries(vals))
+      if (Object.hasOwn(values, fc.gid)) (old[slot] = values[fc.gid]), delete values[fc.gid];
     const put = (slot: string, v: unknown) => {
       if (v === undefined || v === null) return;
       const c = convertValue(v, fc.from.type, fc.to.type);
@@ -114,7 +167,12 @@ function followVals(view: SchemaView, rec: Pick<FollowRec, "definition" | "vals"
     if (fc.to.is_localized && !fc.from.is_localized) for (const l of view.languages) put(l, old[SHARED]);
     else if (!fc.to.is_localized && fc.from.is_localized) {
       const first = view.languages.find((l) => old[l] !== undefined && old[l] !== null);
-      if (view.languages.filter((l) => old[l] !== undefined && old[l] !== null && JSON.stringify(old[l]) !== JSON.stringify(old[first!])).length) lost = true;
+      if (
+        view.languages.filter(
+          (l) => old[l] !== undefined && old[l] !== null && JSON.stringify(old[l]) !== JSON.stringify(old[first!]),
+        ).length
+      )
+        lost = true;
       if (first) put(SHARED, old[first]);
     } else for (const [slot, v] of Object.entries(old)) put(slot, v);
   }
@@ -124,7 +182,13 @@ function followVals(view: SchemaView, rec: Pick<FollowRec, "definition" | "vals"
 /** What following needs of a record row. */
 type FollowRec = { id: number; gid: string; definition: string; vals: Vals; checks?: string };
 const FOLLOW_COLUMNS = "r.id AS id, r.gid AS gid, r.definition AS definition, r.vals AS vals, r.checks AS checks";
-const followRec = (r: { id: number; gid: string; definition: string; vals: string; checks: string }): FollowRec => ({ id: r.id, gid: r.gid, definition: r.definition, vals: JSON.parse(r.vals), checks: r.checks });
+const followRec = (r: { id: number; gid: string; definition: string; vals: string; checks: string }): FollowRec => ({
+  id: r.id,
+  gid: r.gid,
+  definition: r.definition,
+  vals: JSON.parse(r.vals),
+  checks: r.checks,
+});
 
 const NESTING = new Set(["class", "classlist"]);
 
@@ -141,11 +205,14 @@ function checksAfter(view: SchemaView, r: FollowRec, vals: Vals, f: Follow): Rec
   const stored = JSON.parse(r.checks) as RecordChecks;
   const c = checksOf(d, vals, view.languages, false, stored);
   const carried = new Set(c.invalid);
-  const invalidNow = (fi: FieldInfo) => (fi.localized ? view.languages : [SHARED]).some((slot) => {
-    const v = vals[slot]?.[fi.gid];
-    return v !== undefined && !fi.schema().safeParse(v).success;
-  });
-  c.invalid = d.fields.filter((fi) => (fi.gid === f.field!.gid || NESTING.has(fi.type) ? invalidNow(fi) : carried.has(fi.gid))).map((fi) => fi.gid);
+  const invalidNow = (fi: FieldInfo) =>
+    (fi.localized ? view.languages : [SHARED]).some((slot) => {
+      const v = vals[slot]?.[fi.gid];
+      return v !== undefined && !fi.schema().safeParse(v).success;
+    });
+  c.invalid = d.fields
+    .filter((fi) => (fi.gid === f.field!.gid || NESTING.has(fi.type) ? invalidNow(fi) : carried.has(fi.gid)))
+    .map((fi) => fi.gid);
   return c;
 }
 
@@ -155,7 +222,8 @@ function checksAfter(view: SchemaView, r: FollowRec, vals: Vals, f: Follow): Rec
  * record's definition's fields, so other changes touch only the records of the definitions using
  * the field (found by the definition index, never by reading every record's values).
  */
-const changesValues = (f: Follow) => !!f.field && (f.field.from.type !== f.field.to.type || f.field.from.is_localized !== f.field.to.is_localized);
+const changesValues = (f: Follow) =>
+  !!f.field && (f.field.from.type !== f.field.to.type || f.field.from.is_localized !== f.field.to.is_localized);
 
 /**
  * The records a commit touches, in two parts: every record of the changed definitions (by the
@@ -178,30 +246,55 @@ class Affected {
   private static otherDefinitions(tx: Tx, projectGid: string, f: Follow): string[] {
     if (!changesValues(f)) return [];
     const mine = new Set(f.definitions);
-    const all = db(tx).query("SELECT DISTINCT definition FROM records WHERE project_gid = ?").all(projectGid) as { definition: string }[];
+    const all = db(tx).query("SELECT DISTINCT definition FROM records WHERE project_gid = ?").all(projectGid) as {
+      definition: string;
+    }[];
     return all.map((r) => r.definition).filter((d) => !mine.has(d));
   }
 
   /** Ids of `definition`'s records holding a value of the field, reading up to `rows` records after `after`; `last` is the last id read. */
-  private static holdersIn(tx: Tx, projectGid: string, definition: string, field: string, after: number, rows: number): { ids: number[]; last: number } {
+  private static holdersIn(
+    tx: Tx,
+    projectGid: string,
+    definition: string,
+    field: string,
+    after: number,
+    rows: number,
+  ): { ids: number[]; last: number } {
     const got = db(tx)
-      .query(`SELECT r.id AS id, ${HOLDS} AS holds FROM records r WHERE r.project_gid = @project AND r.definition = @definition AND r.id > @after ORDER BY r.id LIMIT @rows`)
-      .all({ project: projectGid, definition, after, rows, ...holdsParams(field) } as never) as { id: number; holds: number }[];
+      .query(
+        `SELECT r.id AS id, ${HOLDS} AS holds FROM records r WHERE r.project_gid = @project AND r.definition = @definition AND r.id > @after ORDER BY r.id LIMIT @rows`,
+      )
+      .all({ project: projectGid, definition, after, rows, ...holdsParams(field) } as never) as {
+      id: number;
+      holds: number;
+    }[];
     return { ids: got.filter((r) => r.holds).map((r) => r.id), last: got.length ? got[got.length - 1]!.id : -1 };
   }
 
   /** At once (a commit's own transaction, a dry run): every holder outside the definitions is read now. */
   static now(tx: Tx, projectGid: string, f: Follow): Affected {
     const others: number[] = [];
-    for (const d of Affected.otherDefinitions(tx, projectGid, f)) others.push(...Affected.holdersIn(tx, projectGid, d, f.field!.gid, 0, -1).ids);
-    return new Affected(projectGid, f.definitions, others.sort((a, b) => a - b));
+    for (const d of Affected.otherDefinitions(tx, projectGid, f))
+      others.push(...Affected.holdersIn(tx, projectGid, d, f.field!.gid, 0, -1).ids);
+    return new Affected(
+      projectGid,
+      f.definitions,
+      others.sort((a, b) => a - b),
+    );
   }
 
   /**
    * For a job: the holders outside the definitions are read in slices of `slice` records, each in
    * its own unit of work (`unit`), with `pause` awaited between them so the server keeps answering.
    */
-  static async inSlices(unit: <T>(fn: (tx: Tx) => T) => T, projectGid: string, f: Follow, slice: number, pause: () => Promise<void>): Promise<Affected> {
+  static async inSlices(
+    unit: <T>(fn: (tx: Tx) => T) => T,
+    projectGid: string,
+    f: Follow,
+    slice: number,
+    pause: () => Promise<void>,
+  ): Promise<Affected> {
     const others: number[] = [];
     for (const d of unit((tx) => Affected.otherDefinitions(tx, projectGid, f))) {
       for (let after = 0; after >= 0; ) {
@@ -211,24 +304,42 @@ class Affected {
         await pause();
       }
     }
-    return new Affected(projectGid, f.definitions, others.sort((a, b) => a - b));
+    return new Affected(
+      projectGid,
+      f.definitions,
+      others.sort((a, b) => a - b),
+    );
   }
 
   /** How many records of the definitions there are (up to `limit`; -1 for all), by the index. */
   static countOfDefinitions(tx: Tx, projectGid: string, f: Follow, limit = -1): number {
     if (!f.definitions.length) return 0;
-    return (db(tx).query("SELECT count(*) AS n FROM (SELECT 1 FROM records WHERE project_gid = ? AND definition IN (SELECT value FROM json_each(?)) LIMIT ?)").get(projectGid, JSON.stringify(f.definitions), limit) as { n: number }).n;
+    return (
+      db(tx)
+        .query(
+          "SELECT count(*) AS n FROM (SELECT 1 FROM records WHERE project_gid = ? AND definition IN (SELECT value FROM json_each(?)) LIMIT ?)",
+        )
+        .get(projectGid, JSON.stringify(f.definitions), limit) as { n: number }
+    ).n;
   }
 
   /** How many records of other definitions a commit would have to read for holders (up to `limit`), by the index. */
   static countOfOthers(tx: Tx, projectGid: string, f: Follow, limit: number): number {
     if (!changesValues(f)) return 0;
-    return (db(tx).query("SELECT count(*) AS n FROM (SELECT 1 FROM records WHERE project_gid = ? AND definition NOT IN (SELECT value FROM json_each(?)) LIMIT ?)").get(projectGid, JSON.stringify(f.definitions), limit) as { n: number }).n;
+    return (
+      db(tx)
+        .query(
+          "SELECT count(*) AS n FROM (SELECT 1 FROM records WHERE project_gid = ? AND definition NOT IN (SELECT value FROM json_each(?)) LIMIT ?)",
+        )
+        .get(projectGid, JSON.stringify(f.definitions), limit) as { n: number }
+    ).n;
   }
 
   /** The total (the records of the definitions and the holders outside them). */
   total(tx: Tx): number {
-    return Affected.countOfDefinitions(tx, this.projectGid, { definitions: this.defs, dropped: {} }) + this.others.length;
+    return (
+      Affected.countOfDefinitions(tx, this.projectGid, { definitions: this.defs, dropped: {} }) + this.others.length
+    );
   }
 
   /** Up to `limit` rows after the cursor (fewer only at the end). */
@@ -237,18 +348,40 @@ class Affected {
     const s = db(tx);
     for (let di = this.di, after = this.after; out.length < limit && di < this.defs.length; di++, after = 0) {
       const rows = s
-        .query(`SELECT ${FOLLOW_COLUMNS} FROM records r WHERE r.project_gid = ? AND r.definition = ? AND r.id > ? ORDER BY r.id LIMIT ?`)
-        .all(this.projectGid, this.defs[di]!, after, limit - out.length) as { id: number; gid: string; definition: string; vals: string; checks: string }[];
+        .query(
+          `SELECT ${FOLLOW_COLUMNS} FROM records r WHERE r.project_gid = ? AND r.definition = ? AND r.id > ? ORDER BY r.id LIMIT ?`,
+        )
+        .all(this.projectGid, this.defs[di]!, after, limit - out.length) as {
+        id: number;
+        gid: string;
+        definition: string;
+        vals: string;
+        checks: string;
+      }[];
       for (const r of rows) out.push({ ...followRec(r), at: di });
     }
     if (out.length < limit && this.oi < this.others.length) {
       const ids = this.others.slice(this.oi, this.oi + limit - out.length);
-      const rows = s.query(`SELECT ${FOLLOW_COLUMNS} FROM records r WHERE r.id IN (SELECT value FROM json_each(?)) AND r.project_gid = ? ORDER BY r.id`).all(JSON.stringify(ids), this.projectGid) as { id: number; gid: string; definition: string; vals: string; checks: string }[];
+      const rows = s
+        .query(
+          `SELECT ${FOLLOW_COLUMNS} FROM records r WHERE r.id IN (SELECT value FROM json_each(?)) AND r.project_gid = ? ORDER BY r.id`,
+        )
+        .all(JSON.stringify(ids), this.projectGid) as {
+        id: number;
+        gid: string;
+        definition: string;
+        vals: string;
+        checks: string;
+      }[];
       const byId = new Map(rows.map((r) => [r.id, r]));
       // A record deleted since is skipped; its place still counts, so the cursor moves past it.
       ids.forEach((id, i) => {
         const r = byId.get(id);
-        out.push(r ? { ...followRec(r), at: this.defs.length + this.oi + i } : { id, gid: "", definition: "", vals: {}, at: this.defs.length + this.oi + i });
+        out.push(
+          r
+            ? { ...followRec(r), at: this.defs.length + this.oi + i }
+            : { id, gid: "", definition: "", vals: {}, at: this.defs.length + this.oi + i },
+        );
       });
     }
     return out;
@@ -289,7 +422,12 @@ type FollowSaved = { at: FollowPosition; done: number; followed: number; lost: n
 
 function followOf(change: SchemaChange): Follow {
   const f: Follow = { dropped: change.droppedFields, definitions: change.definitions };
-  if (change.kind === "field" && change.before) f.field = { gid: change.gid, from: change.before as unknown as FieldForm, to: change.after as unknown as FieldForm };
+  if (change.kind === "field" && change.before)
+    f.field = {
+      gid: change.gid,
+      from: change.before as unknown as FieldForm,
+      to: change.after as unknown as FieldForm,
+    };
   return f;
 }
 
@@ -302,7 +440,8 @@ function followOf(change: SchemaChange): Follow {
  */
 function searchUnchanged(f: Follow): boolean {
   if (!f.field || Object.values(f.dropped).some((gids) => gids.length)) return false;
-  const feeds = (x: FieldForm) => SEARCHED_TYPES.has(x.type) || (Array.isArray(x.options?.values) && x.options.values.length > 0);
+  const feeds = (x: FieldForm) =>
+    SEARCHED_TYPES.has(x.type) || (Array.isArray(x.options?.values) && x.options.values.length > 0);
   return !feeds(f.field.from) && !feeds(f.field.to);
 }
 
@@ -313,11 +452,21 @@ const viewOf = (tx: Tx, projectGid: string) => new SchemaView(tx, getProject(tx,
  * Applies a change to rows (stopping at `deadline`, after at least one); returns how many were
  * handled and how many lost values. A row of a record deleted since (no gid) is passed over.
  */
-function applyFollow(tx: Tx, view: SchemaView, touch: Touch, recs: FollowRec[], f: Follow, deadline = Infinity, handled?: (r: FollowRec) => void): { done: number; followed: number; lost: number } {
+function applyFollow(
+  tx: Tx,
+  view: SchemaView,
+  touch: Touch,
+  recs: FollowRec[],
+  f: Follow,
+  deadline = Infinity,
+  handled?: (r: FollowRec) => void,
+): { done: number; followed: number; lost: number } {
   let lost = 0;
   let done = 0;
   let followed = 0;
-  const upd = db(tx).query("UPDATE records SET vals = ?, checks = ?, updated_on = max(?, updated_on + 0.000001) WHERE id = ?");
+  const upd = db(tx).query(
+    "UPDATE records SET vals = ?, checks = ?, updated_on = max(?, updated_on + 0.000001) WHERE id = ?",
+  );
   const t = Date.now() / 1000;
   const sameText = searchUnchanged(f);
   for (const r of recs) {
@@ -362,16 +511,31 @@ export const recordsFollowSchema: SchemaCommittedHook = {
     const others = Affected.countOfOthers(tx, change.projectGid, f, FOLLOW_SCAN + 1);
     if (!inDefinitions && !others) return;
     if (inDefinitions > FOLLOW_INLINE || others > FOLLOW_SCAN) {
-      return { job: ctx.jobs.enqueue({ kind: "records_follow_schema", projectGid: change.projectGid, params: { follow: f }, info: {} }) };
+      return {
+        job: ctx.jobs.enqueue({
+          kind: "records_follow_schema",
+          projectGid: change.projectGid,
+          params: { follow: f },
+          info: {},
+        }),
+      };
     }
     const all = Affected.now(tx, change.projectGid, f);
     if (all.total(tx) > FOLLOW_INLINE) {
-      return { job: ctx.jobs.enqueue({ kind: "records_follow_schema", projectGid: change.projectGid, params: { follow: f }, info: {} }) };
+      return {
+        job: ctx.jobs.enqueue({
+          kind: "records_follow_schema",
+          projectGid: change.projectGid,
+          params: { follow: f },
+          info: {},
+        }),
+      };
     }
     // After the commit's own writes: the view reads the committed schema.
     const view = viewOf(tx, change.projectGid);
     const touch = new Touch(change.projectGid);
-    for (let rows = all.next(tx, 1000); rows.length; rows = all.next(tx, 1000)) applyFollow(tx, view, touch, rows, f, Infinity, (r) => all.advance(r as FollowRec & { at: number }));
+    for (let rows = all.next(tx, 1000); rows.length; rows = all.next(tx, 1000))
+      applyFollow(tx, view, touch, rows, f, Infinity, (r) => all.advance(r as FollowRec & { at: number }));
     touch.flush(log);
   },
 };
@@ -412,7 +576,8 @@ const mergeHolders = new WeakMap<object, number>();
 function ftsMergesAside(ctx: Ctx): { step(): void; release(): void } {
   const client = ctx.db.$client;
   const held = mergeHolders.get(client) ?? 0;
-  const set = (name: string, value: number) => client.run(`INSERT INTO records_fts(records_fts, rank) VALUES('${name}', ${value})`);
+  const set = (name: string, value: number) =>
+    client.run(`INSERT INTO records_fts(records_fts, rank) VALUES('${name}', ${value})`);
   if (held === 0) {
     set("automerge", 0);
     set("usermerge", FTS_MERGE_FANIN);
@@ -422,7 +587,9 @@ function ftsMergesAside(ctx: Ctx): { step(): void; release(): void } {
   return {
     step: () => {
       if (released) return;
-      withoutSync(ctx.db, ctx.config.sqliteSynchronous, () => mutate(ctx.db, undefined, () => set("merge", FTS_MERGE_PAGES)));
+      withoutSync(ctx.db, ctx.config.sqliteSynchronous, () =>
+        mutate(ctx.db, undefined, () => set("merge", FTS_MERGE_PAGES)),
+      );
     },
     release: () => {
       if (released) return;
@@ -442,75 +609,81 @@ function ftsMergesAside(ctx: Ctx): { step(): void; release(): void } {
  * CHUNK_MS each (as many records as the previous units' time per record allows), yielding to the
  * event loop between them so requests are answered while it runs.
  */
-export const followSchemaJob: JobKind = { async handler(ctx, job, progress) {
-  const { follow } = job.params as { follow: Follow };
-  const projectGid = job.projectGid!;
-  const read = <T>(fn: (tx: Tx) => T): T => mutate(ctx.db, undefined, fn);
-  const all = await Affected.inSlices(read, projectGid, follow, SCAN_SLICE, () => progress.yield());
-  // Run again after an interruption: on from where the last committed unit left the cursor. The
-  // records before it were converted already, and converting a value twice is not safe (a value
-  // moved from the shared slot into the languages would find the shared slot empty and be lost).
-  const saved = progress.resume as FollowSaved | undefined;
-  if (saved) all.resume(saved.at);
-  let done = saved?.done ?? 0;
-  const total = read((tx) => all.total(tx));
-  progress.total(total, done);
-  // The project row (its languages) is read again only when the project's schema or settings changed.
-  let known: { stamp: string; project: Project | undefined } | undefined;
-  const projectOf = (tx: Tx) => {
-    const stamp = schemaStamp(tx, projectGid);
-    if (known?.stamp !== stamp) known = { stamp, project: getProject(tx, projectGid) };
-    return known.project;
-  };
-  let followed = saved?.followed ?? 0;
-  let lost = saved?.lost ?? 0;
-  // Milliseconds per record, measured: starts cautious, then follows the units' own times.
-  let perRecord = 1;
-  // The job writes several pages of log per record: the checkpoints they call for run in a thread
-  // of their own, not inside a unit's commit (src/db/checkpointer.ts).
-  const checkpoints = checkpointsAside(ctx.db);
-  let merges: ReturnType<typeof ftsMergesAside> | undefined;
-  try {
-    // Index merges in steps of their own between units, not inside the units' commits.
-    merges = ftsMergesAside(ctx);
-    for (;;) {
-      const t0 = performance.now();
-      const deadline = t0 + CHUNK_MS;
-      // Without a disk flush per unit: the checkpoint thread syncs the log about every 100 ms, and the
-      // job's final state is written with the configured durability (a sync of the log covers every
-      // unit before it). After a crash the job goes on from the last unit that reached the disk
-      // (the position each unit saves with its writes, below).
-      const n = withoutSync(ctx.db, ctx.config.sqliteSynchronous, () => mutate(ctx.db, ctx.hub, (tx, log: ChangeLog) => {
-        const project = projectOf(tx);
-        if (!project) return 0;
-        const recs = all.next(tx, Math.max(1, Math.min(500, Math.round(CHUNK_MS / perRecord))));
-        if (!recs.length) return 0;
-        const view = new SchemaView(tx, project);
-        const touch = new Touch(projectGid);
-        const r = applyFollow(tx, view, touch, recs, follow, deadline, (x) => all.advance(x as FollowRec & { at: number }));
-        touch.flush(log);
-        lost += r.lost;
-        followed += r.followed;
-        done += r.done;
-        // Committed with the unit's own writes, or not at all.
-        progress.save(tx, { at: all.position(), done, followed, lost } satisfies FollowSaved);
-        return r.done;
-      }));
-      if (!n) break;
-      perRecord = Math.max(0.01, (perRecord + (performance.now() - t0) / n) / 2);
-      // Counts the records and yields to the event loop (a macrotask) before the next unit of work.
-      await progress.step(n);
-      merges.step();
-      await progress.yield();
-      // The log copied once it has grown, so that it starts over (waiting frees the server too).
-      await checkpoints.settle();
+export const followSchemaJob: JobKind = {
+  async handler(ctx, job, progress) {
+    const { follow } = job.params as { follow: Follow };
+    const projectGid = job.projectGid!;
+    const read = <T>(fn: (tx: Tx) => T): T => mutate(ctx.db, undefined, fn);
+    const all = await Affected.inSlices(read, projectGid, follow, SCAN_SLICE, () => progress.yield());
+    // Run again after an interruption: on from where the last committed unit left the cursor. The
+    // records before it were converted already, and converting a value twice is not safe (a value
+    // moved from the shared slot into the languages would find the shared slot empty and be lost).
+    const saved = progress.resume as FollowSaved | undefined;
+    if (saved) all.resume(saved.at);
+    let done = saved?.done ?? 0;
+    const total = read((tx) => all.total(tx));
+    progress.total(total, done);
+    // The project row (its languages) is read again only when the project's schema or settings changed.
+    let known: { stamp: string; project: Project | undefined } | undefined;
+    const projectOf = (tx: Tx) => {
+      const stamp = schemaStamp(tx, projectGid);
+      if (known?.stamp !== stamp) known = { stamp, project: getProject(tx, projectGid) };
+      return known.project;
+    };
+    let followed = saved?.followed ?? 0;
+    let lost = saved?.lost ?? 0;
+    // Milliseconds per record, measured: starts cautious, then follows the units' own times.
+    let perRecord = 1;
+    // The job writes several pages of log per record: the checkpoints they call for run in a thread
+    // of their own, not inside a unit's commit (src/db/checkpointer.ts).
+    const checkpoints = checkpointsAside(ctx.db);
+    let merges: ReturnType<typeof ftsMergesAside> | undefined;
+    try {
+      // Index merges in steps of their own between units, not inside the units' commits.
+      merges = ftsMergesAside(ctx);
+      for (;;) {
+        const t0 = performance.now();
+        const deadline = t0 + CHUNK_MS;
+        // Without a disk flush per unit: the checkpoint thread syncs the log about every 100 ms, and the
+        // job's final state is written with the configured durability (a sync of the log covers every
+        // unit before it). After a crash the job goes on from the last unit that reached the disk
+        // (the position each unit saves with its writes, below).
+        const n = withoutSync(ctx.db, ctx.config.sqliteSynchronous, () =>
+          mutate(ctx.db, ctx.hub, (tx, log: ChangeLog) => {
+            const project = projectOf(tx);
+            if (!project) return 0;
+            const recs = all.next(tx, Math.max(1, Math.min(500, Math.round(CHUNK_MS / perRecord))));
+            if (!recs.length) return 0;
+            const view = new SchemaView(tx, project);
+            const touch = new Touch(projectGid);
+            const r = applyFollow(tx, view, touch, recs, follow, deadline, (x) =>
+              all.advance(x as FollowRec & { at: number }),
+            );
+            touch.flush(log);
+            lost += r.lost;
+            followed += r.followed;
+            done += r.done;
+            // Committed with the unit's own writes, or not at all.
+            progress.save(tx, { at: all.position(), done, followed, lost } satisfies FollowSaved);
+            return r.done;
+          }),
+        );
+        if (!n) break;
+        perRecord = Math.max(0.01, (perRecord + (performance.now() - t0) / n) / 2);
+        // Counts the records and yields to the event loop (a macrotask) before the next unit of work.
+        await progress.step(n);
+        merges.step();
+        await progress.yield();
+        // The log copied once it has grown, so that it starts over (waiting frees the server too).
+        await checkpoints.settle();
+      }
+    } finally {
+      merges?.release();
+      await checkpoints.release();
     }
-  } finally {
-    merges?.release();
-    await checkpoints.release();
-  }
-  return { records: followed, losing_values: lost };
-} };
+    return { records: followed, losing_values: lost };
+  },
+};
 
 /** Queues the rebuild of every record's checks and search rows after the project's languages changed. */
 function enqueueReindex(ctx: Parameters<LanguageHook>[0], projectGid: string): string {
@@ -519,7 +692,8 @@ function enqueueReindex(ctx: Parameters<LanguageHook>[0], projectGid: string): s
 
 /** `hooks.languageAdded`: the new language gets its checks and search rows (a job); no value changes. */
 export const recordsLanguageAdded: LanguageHook = (ctx, tx, _log, projectGid) => {
-  if (db(tx).query("SELECT 1 FROM records WHERE project_gid = ? LIMIT 1").get(projectGid)) enqueueReindex(ctx, projectGid);
+  if (db(tx).query("SELECT 1 FROM records WHERE project_gid = ? LIMIT 1").get(projectGid))
+    enqueueReindex(ctx, projectGid);
   return 0;
 };
 
@@ -531,8 +705,14 @@ export const recordsLanguageAdded: LanguageHook = (ctx, tx, _log, projectGid) =>
 export const recordsLanguageRemoved: LanguageHook = (ctx, tx, log, projectGid, language) => {
   const s = db(tx);
   const path = `$."${language.replace(/["\\]/g, "")}"`;
-  const rows = s.query("SELECT id, gid, (SELECT count(*) FROM json_each(r.vals, ?2)) AS n FROM records r WHERE r.project_gid = ?1 AND json_type(r.vals, ?2) IS NOT NULL").all(projectGid, path) as { id: number; gid: string; n: number }[];
-  const upd = s.query("UPDATE records SET vals = json_remove(vals, ?), updated_on = max(?, updated_on + 0.000001) WHERE id = ?");
+  const rows = s
+    .query(
+      "SELECT id, gid, (SELECT count(*) FROM json_each(r.vals, ?2)) AS n FROM records r WHERE r.project_gid = ?1 AND json_type(r.vals, ?2) IS NOT NULL",
+    )
+    .all(projectGid, path) as { id: number; gid: string; n: number }[];
+  const upd = s.query(
+    "UPDATE records SET vals = json_remove(vals, ?), updated_on = max(?, updated_on + 0.000001) WHERE id = ?",
+  );
   const t = Date.now() / 1000;
   let removed = 0;
   for (const r of rows) {
@@ -541,7 +721,8 @@ export const recordsLanguageRemoved: LanguageHook = (ctx, tx, log, projectGid, l
     removed += r.n;
   }
   s.query("DELETE FROM record_search WHERE project_gid = ? AND language = ?").run(projectGid, language);
-  if (rows.length || s.query("SELECT 1 FROM records WHERE project_gid = ? LIMIT 1").get(projectGid)) enqueueReindex(ctx, projectGid);
+  if (rows.length || s.query("SELECT 1 FROM records WHERE project_gid = ? LIMIT 1").get(projectGid))
+    enqueueReindex(ctx, projectGid);
   return removed;
 };
 
@@ -554,14 +735,24 @@ export const recordsSettingRemoved: SettingRemovedHook = (_ctx, tx, log, project
   const t = Date.now() / 1000;
   if (kind === "channel") {
     if (key === ALL_CHANNEL) return;
-    const rows = s.query("SELECT r.id AS id, r.gid AS gid FROM records r WHERE r.project_gid = ? AND EXISTS (SELECT 1 FROM json_each(r.channels) c WHERE c.value = ?)").all(projectGid, key) as { id: number; gid: string }[];
-    const upd = s.query("UPDATE records SET channels = (SELECT json_group_array(c.value) FROM json_each(records.channels) c WHERE c.value != ?), updated_on = max(?, updated_on + 0.000001) WHERE id = ?");
+    const rows = s
+      .query(
+        "SELECT r.id AS id, r.gid AS gid FROM records r WHERE r.project_gid = ? AND EXISTS (SELECT 1 FROM json_each(r.channels) c WHERE c.value = ?)",
+      )
+      .all(projectGid, key) as { id: number; gid: string }[];
+    const upd = s.query(
+      "UPDATE records SET channels = (SELECT json_group_array(c.value) FROM json_each(records.channels) c WHERE c.value != ?), updated_on = max(?, updated_on + 0.000001) WHERE id = ?",
+    );
     for (const r of rows) {
       upd.run(key, t, r.id);
       log.project(projectGid, "UPDATE", "records", r.gid);
     }
   } else if (kind === "ordering") {
-    const rows = s.query("SELECT r.id AS id, r.gid AS gid FROM record_orderings o JOIN records r ON r.id = o.record_id WHERE o.project_gid = ? AND o.ordering = ?").all(projectGid, key) as { id: number; gid: string }[];
+    const rows = s
+      .query(
+        "SELECT r.id AS id, r.gid AS gid FROM record_orderings o JOIN records r ON r.id = o.record_id WHERE o.project_gid = ? AND o.ordering = ?",
+      )
+      .all(projectGid, key) as { id: number; gid: string }[];
     s.query("DELETE FROM record_orderings WHERE project_gid = ? AND ordering = ?").run(projectGid, key);
     const upd = s.query("UPDATE records SET updated_on = max(?, updated_on + 0.000001) WHERE id = ?");
     for (const r of rows) {
@@ -582,15 +773,28 @@ export const reindexJob: JobKind = {
     const saved = progress.resume as { after: number; done: number } | undefined;
     let after = saved?.after ?? 0;
     let done = saved?.done ?? 0;
-    const total = mutate(ctx.db, undefined, (tx) => (db(tx).query("SELECT count(*) AS n FROM records WHERE project_gid = ?").get(projectGid) as { n: number }).n);
+    const total = mutate(
+      ctx.db,
+      undefined,
+      (tx) =>
+        (db(tx).query("SELECT count(*) AS n FROM records WHERE project_gid = ?").get(projectGid) as { n: number }).n,
+    );
     progress.total(total, done);
     for (;;) {
       const n = mutate(ctx.db, ctx.hub, (tx) => {
         if (!getProject(tx, projectGid)) return 0;
-        const recs = (db(tx).query(`SELECT ${COLUMNS} FROM records r WHERE r.project_gid = ? AND r.id > ? ORDER BY r.id LIMIT 500`).all(projectGid, after) as Record<string, unknown>[]).map(recOf);
+        const recs = (
+          db(tx)
+            .query(`SELECT ${COLUMNS} FROM records r WHERE r.project_gid = ? AND r.id > ? ORDER BY r.id LIMIT 500`)
+            .all(projectGid, after) as Record<string, unknown>[]
+        ).map(recOf);
         if (!recs.length) return 0;
         const view = viewOf(tx, projectGid);
-        db(tx).query("DELETE FROM record_search WHERE record_id IN (SELECT value FROM json_each(?)) AND language NOT IN (SELECT value FROM json_each(?))").run(JSON.stringify(recs.map((r) => r.id)), JSON.stringify(searchDocuments(view.languages)));
+        db(tx)
+          .query(
+            "DELETE FROM record_search WHERE record_id IN (SELECT value FROM json_each(?)) AND language NOT IN (SELECT value FROM json_each(?))",
+          )
+          .run(JSON.stringify(recs.map((r) => r.id)), JSON.stringify(searchDocuments(view.languages)));
         const upd = db(tx).query("UPDATE records SET checks = ? WHERE id = ?");
         for (const r of recs) {
           upd.run(JSON.stringify(checksOf(view.def(r.definition), r.vals, view.languages, true)), r.id);

@@ -16,8 +16,24 @@ import { storedValue } from "./values.service";
  * value is a 422 (no preview possible).
  */
 
-const L = ["0001101", "0011001", "0010011", "0111101", "0100011", "0110001", "0101111", "0111011", "0110111", "0001011"];
-const G = L.map((p) => [...p].reverse().map((b) => (b === "0" ? "1" : "0")).join(""));
+const L = [
+  "0001101",
+  "0011001",
+  "0010011",
+  "0111101",
+  "0100011",
+  "0110001",
+  "0101111",
+  "0111011",
+  "0110111",
+  "0001011",
+];
+const G = L.map((p) =>
+  [...p]
+    .reverse()
+    .map((b) => (b === "0" ? "1" : "0"))
+    .join(""),
+);
 const R = L.map((p) => [...p].map((b) => (b === "0" ? "1" : "0")).join(""));
 const PARITY = ["LLLLLL", "LLGLGG", "LLGGLG", "LLGGGL", "LGLLGG", "LGGLLG", "LGGGLL", "LGLGLG", "LGLGGL", "LGGLGL"];
 
@@ -82,13 +98,21 @@ async function png(modules: string, text: string): Promise<Buffer> {
   return sharp(Buffer.from(svg)).png().toBuffer();
 }
 
-export async function previewField(ctx: Ctx, actor: Actor, projectGid: string, input: { record?: unknown; field?: unknown; language?: unknown; value?: unknown }): Promise<Answer> {
+export async function previewField(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { record?: unknown; field?: unknown; language?: unknown; value?: unknown },
+): Promise<Answer> {
   const { value, record, field } = recordsRead(ctx, actor, projectGid, (tx, view) => {
     const rec = mustRecord(tx, projectGid, input.record);
     if (typeof input.field !== "string" || !input.field) throw missing("field");
     const f = view.def(rec.definition).byGid.get(input.field) ?? view.def(rec.definition).byName.get(input.field);
     if (!f) throw unprocessable("Field doesn't exist", { field: input.field });
-    if (f.type !== "barcode") throw unprocessable("No preview possible", { reason: `previews exist for barcode fields; ${f.name} is ${f.type}` });
+    if (f.type !== "barcode")
+      throw unprocessable("No preview possible", {
+        reason: `previews exist for barcode fields; ${f.name} is ${f.type}`,
+      });
     if (input.value !== undefined && input.value !== null) {
       if (typeof input.value !== "string") throw invalidParameter("value", { expected: "a string" });
       return { value: input.value, record: rec.gid, field: f.gid };
@@ -98,7 +122,11 @@ export async function previewField(ctx: Ctx, actor: Actor, projectGid: string, i
     return { value: String(storedValue(rec.vals, f, lang!) ?? ""), record: rec.gid, field: f.gid };
   });
   const modules = barcodeModules(value);
-  if (!modules) throw unprocessable("No preview possible", { reason: "the value is not an EAN-13, UPC-A, EAN-8 or GTIN-14 code with a valid check digit", value: value.slice(0, 100) });
+  if (!modules)
+    throw unprocessable("No preview possible", {
+      reason: "the value is not an EAN-13, UPC-A, EAN-8 or GTIN-14 code with a valid check digit",
+      value: value.slice(0, 100),
+    });
   const started = performance.now();
   const image = await png(modules, value);
   const hash = createHash("sha256").update(value).digest("hex").slice(0, 8);
@@ -106,5 +134,8 @@ export async function previewField(ctx: Ctx, actor: Actor, projectGid: string, i
   const file = join(ctx.storage.projectDir(projectGid), rel);
   mkdirSync(join(file, ".."), { recursive: true });
   writeFileSync(file, image);
-  return { result: { preview_pathname: `/${rel}`, timing_ms: { generate: Math.round(performance.now() - started) } }, data: {} };
+  return {
+    result: { preview_pathname: `/${rel}`, timing_ms: { generate: Math.round(performance.now() - started) } },
+    data: {},
+  };
 }

@@ -2,7 +2,16 @@ import type { Actor } from "../../core/actor";
 import type { Answer } from "../../core/answer";
 import { ApiError, invalidParameter, missing, unprocessable } from "../../core/errors";
 import { decodeCursor, encodeCursor, pageSize } from "../../core/paging";
-import { BULK_PAGE_DEFAULT, BULK_PAGE_MAX, expandQueryElement, parseSelection, resolveSelection, type QueryExpander, type SelectionItem, type SelectionResolver } from "../../core/selection";
+import {
+  BULK_PAGE_DEFAULT,
+  BULK_PAGE_MAX,
+  expandQueryElement,
+  parseSelection,
+  resolveSelection,
+  type QueryExpander,
+  type SelectionItem,
+  type SelectionResolver,
+} from "../../core/selection";
 import type { Tx } from "../../db/connection";
 import { mutate, startUnitMemo } from "../../db/mutate";
 import type { Ctx } from "../../platform/context";
@@ -13,8 +22,31 @@ import { getUser } from "../users/users.service";
 import { setChannelsIn } from "./channels.service";
 import { setDefinitionIn } from "./definition.service";
 import { searchCondition, searchItems } from "./records.search";
-import { channelOf, COLUMNS, db, DELETED, formsOf, mustRecord, orderingOf, recOf, recordsRead, recordsWrite, updateRecordIn, type Rec, type Touch } from "./records.service";
-import { copyOneIn, deleteRecordIn, moveRecordIn, permanentlyRemove, skippedInfo, skipRecord, undeleteRecordIn, type Skipped } from "./tree.service";
+import {
+  channelOf,
+  COLUMNS,
+  db,
+  DELETED,
+  formsOf,
+  mustRecord,
+  orderingOf,
+  recOf,
+  recordsRead,
+  recordsWrite,
+  updateRecordIn,
+  type Rec,
+  type Touch,
+} from "./records.service";
+import {
+  copyOneIn,
+  deleteRecordIn,
+  moveRecordIn,
+  permanentlyRemove,
+  skippedInfo,
+  skipRecord,
+  undeleteRecordIn,
+  type Skipped,
+} from "./tree.service";
 import { SchemaView } from "./values.service";
 
 /**
@@ -43,7 +75,12 @@ function gidArray(v: unknown, element: number): string[] {
 }
 
 /** The selection as one SQL condition on `records r` (for paging by id). Unknown gids are left out. */
-export function selectionCondition(tx: Tx, view: SchemaView, selection: unknown, expandQuery: QueryExpander | undefined): { sql: string; params: unknown[] } {
+export function selectionCondition(
+  tx: Tx,
+  view: SchemaView,
+  selection: unknown,
+  expandQuery: QueryExpander | undefined,
+): { sql: string; params: unknown[] } {
   const elements = parseSelection(selection);
   const parts: string[] = [];
   const params: unknown[] = [];
@@ -55,7 +92,9 @@ export function selectionCondition(tx: Tx, view: SchemaView, selection: unknown,
   elements.forEach((element, i) => {
     if (typeof element === "string") return;
     // A saved query element runs as the search it holds (expanded by the queries feature).
-    const el = Object.hasOwn(element, "query") ? expandQueryElement(expandQuery, tx, view.projectGid, "records", element, i) : element;
+    const el = Object.hasOwn(element, "query")
+      ? expandQueryElement(expandQuery, tx, view.projectGid, "records", element, i)
+      : element;
     const exclude = JSON.stringify(gidArray((el as { exclude?: unknown }).exclude, i));
     if ("children" in el) {
       const parent = mustRecord(tx, view.projectGid, el.children, "parent");
@@ -80,24 +119,51 @@ export function selectionCondition(tx: Tx, view: SchemaView, selection: unknown,
 type BulkCursor = { after: number; until: number; size: number };
 
 /** `records/bulk/get`: one page of the selection in id order with an opaque cursor (see above). */
-export function bulkGet(ctx: Ctx, actor: Actor, projectGid: string, input: { selection?: unknown; language?: unknown; languages?: unknown; "page.size"?: unknown; "page.cursor"?: unknown }): Answer {
+export function bulkGet(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: {
+    selection?: unknown;
+    language?: unknown;
+    languages?: unknown;
+    "page.size"?: unknown;
+    "page.cursor"?: unknown;
+  },
+): Answer {
   return recordsRead(ctx, actor, projectGid, (tx, view) => {
     const langs = view.languagesOf(input);
     const size = pageSize(input["page.size"], BULK_PAGE_DEFAULT, BULK_PAGE_MAX);
     const cond = selectionCondition(tx, view, input.selection, ctx.hooks.expandQuery);
     const s = db(tx);
     let state = decodeCursor<BulkCursor>(input["page.cursor"], "records");
-    if (state && (typeof state.after !== "number" || typeof state.until !== "number" || typeof state.size !== "number")) throw invalidParameter("page.cursor");
+    if (state && (typeof state.after !== "number" || typeof state.until !== "number" || typeof state.size !== "number"))
+      throw invalidParameter("page.cursor");
     if (!state) {
       const until = (s.query("SELECT coalesce(max(id), 0) AS m FROM records").get() as { m: number }).m;
-      const n = (s.query(`SELECT count(*) AS n FROM records r WHERE r.project_gid = ? AND r.id <= ? AND ${cond.sql}`).get(projectGid, until, ...(cond.params as Bind[])) as { n: number }).n;
+      const n = (
+        s
+          .query(`SELECT count(*) AS n FROM records r WHERE r.project_gid = ? AND r.id <= ? AND ${cond.sql}`)
+          .get(projectGid, until, ...(cond.params as Bind[])) as { n: number }
+      ).n;
       state = { k: "records", after: 0, until, size: n };
     }
-    const rows = (s.query(`SELECT ${COLUMNS} FROM records r WHERE r.project_gid = ? AND r.id > ? AND r.id <= ? AND ${cond.sql} ORDER BY r.id LIMIT ?`).all(projectGid, state.after, state.until, ...(cond.params as Bind[]), size + 1) as Record<string, unknown>[]).map(recOf);
+    const rows = (
+      s
+        .query(
+          `SELECT ${COLUMNS} FROM records r WHERE r.project_gid = ? AND r.id > ? AND r.id <= ? AND ${cond.sql} ORDER BY r.id LIMIT ?`,
+        )
+        .all(projectGid, state.after, state.until, ...(cond.params as Bind[]), size + 1) as Record<string, unknown>[]
+    ).map(recOf);
     const more = rows.length > size;
     const page = more ? rows.slice(0, size) : rows;
-    const cursor = more ? encodeCursor({ k: "records", after: page.at(-1)!.id, until: state.until, size: state.size }) : null;
-    return { result: { records: page.map((r) => r.gid), "records.size": state.size, "page.cursor": cursor }, data: { records: formsOf(tx, view, page, { languages: langs }) } };
+    const cursor = more
+      ? encodeCursor({ k: "records", after: page.at(-1)!.id, until: state.until, size: state.size })
+      : null;
+    return {
+      result: { records: page.map((r) => r.gid), "records.size": state.size, "page.cursor": cursor },
+      data: { records: formsOf(tx, view, page, { languages: langs }) },
+    };
   });
 }
 
@@ -112,16 +178,23 @@ export const recordsSelection: SelectionResolver = {
   resource: "records",
   noun: "Record",
   byGids(tx, projectGid, gids) {
-    const rows = db(tx).query("SELECT id, gid FROM records WHERE project_gid = ? AND gid IN (SELECT value FROM json_each(?))").all(projectGid, JSON.stringify(gids)) as SelectionItem[];
+    const rows = db(tx)
+      .query("SELECT id, gid FROM records WHERE project_gid = ? AND gid IN (SELECT value FROM json_each(?))")
+      .all(projectGid, JSON.stringify(gids)) as SelectionItem[];
     const found = new Set(rows.map((r) => r.gid));
     return { items: rows, missing: gids.filter((g) => !found.has(g)) };
   },
   children(tx, projectGid, el) {
-    const parent = typeof el.children === "string" ? db(tx).query("SELECT gid FROM records WHERE gid = ? AND project_gid = ?").get(el.children, projectGid) : null;
+    const parent =
+      typeof el.children === "string"
+        ? db(tx).query("SELECT gid FROM records WHERE gid = ? AND project_gid = ?").get(el.children, projectGid)
+        : null;
     if (!parent) return undefined;
     const channel = typeof el.channel === "string" && el.channel !== "__all__" ? el.channel : undefined;
     return db(tx)
-      .query(`SELECT id, gid FROM records r WHERE r.parent = ? AND r.status != '${DELETED}'${channel ? " AND instr(r.channels, ?) > 0" : ""} ORDER BY id`)
+      .query(
+        `SELECT id, gid FROM records r WHERE r.parent = ? AND r.status != '${DELETED}'${channel ? " AND instr(r.channels, ?) > 0" : ""} ORDER BY id`,
+      )
       .all(...([el.children, ...(channel ? [JSON.stringify(channel)] : [])] as string[])) as SelectionItem[];
   },
   search(tx, projectGid, search) {
@@ -142,21 +215,43 @@ type Op = {
   job: string;
 };
 
-
-export const BULK_OP_NAMES = ["delete", "undelete", "permanent_delete", "duplicate", "shallow_copy", "link", "move", "channels/set", "definition/set", "update"] as const;
+export const BULK_OP_NAMES = [
+  "delete",
+  "undelete",
+  "permanent_delete",
+  "duplicate",
+  "shallow_copy",
+  "link",
+  "move",
+  "channels/set",
+  "definition/set",
+  "update",
+] as const;
 export type BulkOp = (typeof BULK_OP_NAMES)[number];
 
 export const BULK_OPS: Record<BulkOp, Op> = {
-  delete: { job: "bulk_delete_records", check: () => ({}), one: (tx, view, touch, gid) => void deleteRecordIn(tx, view, touch, gid) },
-  undelete: { job: "bulk_undelete_records", check: () => ({}), one: (tx, view, touch, gid) => void undeleteRecordIn(tx, view, touch, gid) },
+  delete: {
+    job: "bulk_delete_records",
+    check: () => ({}),
+    one: (tx, view, touch, gid) => void deleteRecordIn(tx, view, touch, gid),
+  },
+  undelete: {
+    job: "bulk_undelete_records",
+    check: () => ({}),
+    one: (tx, view, touch, gid) => void undeleteRecordIn(tx, view, touch, gid),
+  },
   permanent_delete: { job: "bulk_permanent_delete_records", check: () => ({}), one: () => undefined },
   duplicate: {
     job: "bulk_duplicate_records",
     check: (_tx, view, i) => ({ ordering: orderingOf(view, i.ordering) ?? null }),
     one: (tx, view, touch, gid, p) => {
       const src = mustRecord(tx, view.projectGid, gid);
-      if (!src.parent) throw unprocessable("Can't work with this item", { reason: "The root record cannot be duplicated" });
-      copyOneIn(tx, view, touch, src, mustRecord(tx, view.projectGid, src.parent), { ordering: (p.ordering as string) ?? undefined, after: src });
+      if (!src.parent)
+        throw unprocessable("Can't work with this item", { reason: "The root record cannot be duplicated" });
+      copyOneIn(tx, view, touch, src, mustRecord(tx, view.projectGid, src.parent), {
+        ordering: (p.ordering as string) ?? undefined,
+        after: src,
+      });
     },
   },
   shallow_copy: {
@@ -164,7 +259,10 @@ export const BULK_OPS: Record<BulkOp, Op> = {
     check: (tx, view, i) => placeCheck(tx, view, i),
     one: (tx, view, touch, gid, p) => {
       const src = mustRecord(tx, view.projectGid, gid);
-      copyOneIn(tx, view, touch, src, mustRecord(tx, view.projectGid, p.parent), { ordering: (p.ordering as string) ?? undefined, before: p.before_record });
+      copyOneIn(tx, view, touch, src, mustRecord(tx, view.projectGid, p.parent), {
+        ordering: (p.ordering as string) ?? undefined,
+        before: p.before_record,
+      });
     },
   },
   link: {
@@ -174,13 +272,26 @@ export const BULK_OPS: Record<BulkOp, Op> = {
       let src = mustRecord(tx, view.projectGid, gid);
       if (!src.parent) throw unprocessable("Can't work with this item", { reason: "The root record cannot be linked" });
       if (src.isLink) src = mustRecord(tx, view.projectGid, src.canonical);
-      copyOneIn(tx, view, touch, { ...src, isLink: true, canonical: src.gid }, mustRecord(tx, view.projectGid, p.parent), { ordering: (p.ordering as string) ?? undefined, before: p.before_record });
+      copyOneIn(
+        tx,
+        view,
+        touch,
+        { ...src, isLink: true, canonical: src.gid },
+        mustRecord(tx, view.projectGid, p.parent),
+        { ordering: (p.ordering as string) ?? undefined, before: p.before_record },
+      );
     },
   },
   move: {
     job: "bulk_move_records",
     check: (tx, view, i) => placeCheck(tx, view, i),
-    one: (tx, view, touch, gid, p) => void moveRecordIn(tx, view, touch, { record: gid, parent: p.parent, ordering: p.ordering ?? undefined, before_record: p.before_record }),
+    one: (tx, view, touch, gid, p) =>
+      void moveRecordIn(tx, view, touch, {
+        record: gid,
+        parent: p.parent,
+        ordering: p.ordering ?? undefined,
+        before_record: p.before_record,
+      }),
   },
   "channels/set": {
     job: "bulk_set_record_channels",
@@ -190,7 +301,15 @@ export const BULK_OPS: Record<BulkOp, Op> = {
       for (const c of i.channels) channelOf(view, c);
       return { channels: i.channels, enabled: i.enabled };
     },
-    one: (tx, view, touch, gid, p) => void setChannelsIn(tx, view, touch, mustRecord(tx, view.projectGid, gid), p.channels as string[], p.enabled as boolean),
+    one: (tx, view, touch, gid, p) =>
+      void setChannelsIn(
+        tx,
+        view,
+        touch,
+        mustRecord(tx, view.projectGid, gid),
+        p.channels as string[],
+        p.enabled as boolean,
+      ),
   },
   "definition/set": {
     job: "bulk_set_record_definition",
@@ -200,7 +319,8 @@ export const BULK_OPS: Record<BulkOp, Op> = {
       if (!def || !isCommitted(def)) throw unprocessable("Definition doesn't exist", { definition: i.definition });
       return { definition: i.definition };
     },
-    one: (tx, view, touch, gid, p) => void setDefinitionIn(tx, view, touch, mustRecord(tx, view.projectGid, gid), p.definition as string),
+    one: (tx, view, touch, gid, p) =>
+      void setDefinitionIn(tx, view, touch, mustRecord(tx, view.projectGid, gid), p.definition as string),
   },
   update: {
     job: "bulk_update_records",
@@ -217,8 +337,16 @@ export const BULK_OPS: Record<BulkOp, Op> = {
 
 function placeCheck(tx: Tx, view: SchemaView, i: Params): Params {
   const parent = mustRecord(tx, view.projectGid, i.parent, "parent");
-  if (parent.isLink) throw unprocessable("Can't work with this item", { reason: "A linked record cannot have children", parent: parent.gid });
-  return { parent: parent.gid, ordering: orderingOf(view, i.ordering) ?? null, before_record: typeof i.before_record === "string" ? i.before_record : null };
+  if (parent.isLink)
+    throw unprocessable("Can't work with this item", {
+      reason: "A linked record cannot have children",
+      parent: parent.gid,
+    });
+  return {
+    parent: parent.gid,
+    ordering: orderingOf(view, i.ordering) ?? null,
+    before_record: typeof i.before_record === "string" ? i.before_record : null,
+  };
 }
 
 /** Starts a bulk operation: checks its members, resolves the selection now and enqueues the job. */
@@ -226,12 +354,25 @@ export function startRecordsBulk(ctx: Ctx, actor: Actor, projectGid: string, op:
   const spec = BULK_OPS[op];
   return recordsWrite(ctx, actor, projectGid, (tx, _log, view) => {
     const params = spec.check(tx, view, input);
-    const items = resolveSelection(tx, recordsSelection, projectGid, input.selection, { expandQuery: ctx.hooks.expandQuery });
+    const items = resolveSelection(tx, recordsSelection, projectGid, input.selection, {
+      expandQuery: ctx.hooks.expandQuery,
+    });
     let gids = items.map((i) => i.gid);
     // A move or copy keeps the selection's order among the new siblings only in id order; records
     // inside a selected record's subtree need no move of their own.
-    if (op === "permanent_delete") gids = gids.filter((g) => (db(tx).query("SELECT status FROM records WHERE gid = ?").get(g) as { status: string } | null)?.status === DELETED);
-    const token = ctx.jobs.enqueue({ kind: spec.job, projectGid, userGid: actor.userGid, params: { actor, gids, params }, info: { total: gids.length, remaining: gids.length } });
+    if (op === "permanent_delete")
+      gids = gids.filter(
+        (g) =>
+          (db(tx).query("SELECT status FROM records WHERE gid = ?").get(g) as { status: string } | null)?.status ===
+          DELETED,
+      );
+    const token = ctx.jobs.enqueue({
+      kind: spec.job,
+      projectGid,
+      userGid: actor.userGid,
+      params: { actor, gids, params },
+      info: { total: gids.length, remaining: gids.length },
+    });
     return { result: { "job.token": token }, data: {} };
   });
 }
@@ -278,7 +419,9 @@ function bulkJob(op: BulkOp, spec: Op): JobKind {
               continue;
             }
             try {
-              recordsWrite(ctx, actor, job.projectGid!, (tx, _log, view, touch) => spec.one(tx, view, touch, gid, params, state));
+              recordsWrite(ctx, actor, job.projectGid!, (tx, _log, view, touch) =>
+                spec.one(tx, view, touch, gid, params, state),
+              );
               done++;
             } catch (err) {
               if (!(err instanceof ApiError)) throw err;
@@ -296,6 +439,8 @@ function bulkJob(op: BulkOp, spec: Op): JobKind {
 }
 
 /** The job kinds of the bulk operations (`bulk_<op>_records` ...), for the feature descriptor. */
-export const recordsBulkJobs: Record<string, JobKind> = Object.fromEntries(BULK_OP_NAMES.map((op) => [BULK_OPS[op].job, bulkJob(op, BULK_OPS[op])]));
+export const recordsBulkJobs: Record<string, JobKind> = Object.fromEntries(
+  BULK_OP_NAMES.map((op) => [BULK_OPS[op].job, bulkJob(op, BULK_OPS[op])]),
+);
 
 export type { Rec };

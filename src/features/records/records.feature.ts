@@ -1,7 +1,15 @@
 import type { Feature } from "../feature";
 import { copyChannelsDownJob } from "./channels.service";
 import { excelImportJob } from "./excel.service";
-import { followSchemaJob, recordsFollowSchema, recordsLanguageAdded, recordsLanguageRemoved, recordsSchemaUsage, recordsSettingRemoved, reindexJob } from "./follow.service";
+import {
+  followSchemaJob,
+  recordsFollowSchema,
+  recordsLanguageAdded,
+  recordsLanguageRemoved,
+  recordsSchemaUsage,
+  recordsSettingRemoved,
+  reindexJob,
+} from "./follow.service";
 import { recordsBulkJobs } from "./records.bulk";
 import { recordsOperations, recordsRoutes } from "./records.routes";
 import { copyRecordJob, permanentDeleteJob } from "./tree.service";

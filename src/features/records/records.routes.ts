@@ -30,8 +30,27 @@ const place = t.Object({ ...langs, record: loose, parent: loose, ordering: loose
 const recordOnly = t.Object({ ...langs, record: loose });
 const str = t.Optional(t.String());
 const fieldlistBody = t.Object({ ...langs, record: loose, fieldlist: str, field: str, before_field: str });
-const component = t.Object({ ...langs, record: loose, component: str, parent: str, type: str, name: t.Optional(t.Nullable(t.String())), options: t.Optional(t.Record(t.String(), t.Unknown())), before_component: str });
-const bulkBody = t.Object({ ...langs, selection: loose, parent: loose, ordering: loose, before_record: loose, channels: loose, enabled: loose, definition: loose, fields: loose });
+const component = t.Object({
+  ...langs,
+  record: loose,
+  component: str,
+  parent: str,
+  type: str,
+  name: t.Optional(t.Nullable(t.String())),
+  options: t.Optional(t.Record(t.String(), t.Unknown())),
+  before_component: str,
+});
+const bulkBody = t.Object({
+  ...langs,
+  selection: loose,
+  parent: loose,
+  ordering: loose,
+  before_record: loose,
+  channels: loose,
+  enabled: loose,
+  definition: loose,
+  fields: loose,
+});
 
 /**
  * The records endpoints under `/api/p/<project>/records/` (docs/records.md). Any active member of
@@ -39,54 +58,258 @@ const bulkBody = t.Object({ ...langs, selection: loose, parent: loose, ordering:
  * draws an image, asynchronously) are operations.
  */
 export const recordsOperations = [
-  operation("records/root", t.Object({ ...langs }), S.getRoot, { summary: "The project's root record (made on first use)", tags: tag("tree") }),
-  operation("records/get", t.Object({ ...langs, record: loose, records: loose }), S.getRecords, { summary: "One record (`record` → result.record) or several (`records` → result.records)", tags: tag("tree") }),
-  operation("records/children", t.Object({ ...langs, record: loose, channel: loose, ordering: loose, ...page }), S.getChildren, { summary: "One page of a record's children, by channel and ordering (`children`, `children.size`)", tags: tag("tree") }),
-  operation("records/tree", t.Object({ ...langs, expanded_records: loose, ordering: loose, ...page }), T.getTree, { summary: "The expanded part of the tree as a flat, paged list (records without fields)", tags: tag("tree") }),
-  operation("records/create", t.Object({ ...langs, parent: loose, ordering: loose }), S.createRecord, { summary: "A new last child of `parent` (definition as the parent's children have)", tags: tag("tree") }),
-  operation("records/update", t.Object({ ...langs, record: loose, fields: loose }), S.updateRecord, { summary: "Values per language; invalid fields refused, valid ones stored; answers report.validation", tags: tag("values") }),
-  operation("records/move", place, T.moveRecord, { summary: "Move a record with its subtree (sparse ordering keys: one place row written)", tags: tag("tree") }),
-  operation("records/orderings/set", t.Object({ ...langs, record: loose, orderings: loose }), T.setOrderings, { summary: "Raw positions of a record in some orderings", tags: tag("tree") }),
-  operation("records/copy", place, T.copyRecord, { summary: "Copy a record with its live subtree (a job beyond 2,000 records)", tags: tag("copies and links") }),
-  operation("records/shallow_copy", place, T.shallowCopy, { summary: "Copy a record without its subtree", tags: tag("copies and links") }),
-  operation("records/duplicate", t.Object({ ...langs, record: loose, ordering: loose }), T.duplicateRecord, { summary: "Copy a record right after itself", tags: tag("copies and links") }),
-  operation("records/link", place, T.linkRecord, { summary: "A linked copy kept in step with its canonical record", tags: tag("copies and links") }),
-  operation("records/unlink", recordOnly, T.unlinkRecord, { summary: "Make a linked copy a record of its own", tags: tag("copies and links") }),
-  operation("records/delete", recordOnly, T.deleteRecord, { summary: "Delete a record with its subtree and links (undeletable)", tags: tag("tree") }),
-  operation("records/undelete", recordOnly, T.undeleteRecord, { summary: "Restore a deleted record with its subtree and links", tags: tag("tree") }),
-  operation("records/permanent_delete", recordOnly, T.permanentDeleteRecord, { summary: "Remove a deleted record for good, with its subtree and links (a job; asset files untouched)", tags: tag("tree") }),
-  operation("records/search", t.Object({ ...langs, q: loose, filter: loose, ...page }), searchRecords, { summary: "Search records: full text `q` (+/- terms) and/or `filter`, best match first", tags: tag("search and bulk") }),
-  operation("records/worksheet", t.Object({ ...langs, record: loose, ordering: loose, ...page }), getWorksheet, { summary: "A parent's grid: path, one page of children, sibling_definitions", tags: tag("tree") }),
-  operation("records/channels/set", t.Object({ ...langs, record: loose, channels: loose, enabled: loose }), CH.setChannels, { summary: "Switch channels on or off for a record", tags: tag("channels") }),
-  operation("records/channels/copy_from_parent", t.Object({ ...langs, record: loose, channels: loose }), CH.copyChannelsFromParent, { summary: "Copy the parent's state of the channels to the record", tags: tag("channels") }),
-  operation("records/channels/copy_down", t.Object({ ...langs, record: loose, channels: loose }), CH.copyChannelsDown, { summary: "Copy the record's state of the channels to its whole subtree (a job)", tags: tag("channels") }),
-  operation("records/channels/copy_up", t.Object({ ...langs, record: loose, channels: loose }), CH.copyChannelsUp, { summary: "Switch the record's enabled channels on for its ancestors", tags: tag("channels") }),
-  operation("records/definition/set", t.Object({ ...langs, record: loose, definition: loose }), DEF.setRecordDefinition, { summary: "Give the record another definition (values of shared fields kept, the rest cleared)", tags: tag("definition") }),
-  operation("records/definition/revert", recordOnly, DEF.revertRecordDefinition, { summary: "Give the record back the definition its extended definition extends", tags: tag("definition") }),
-  operation("records/definition/copy_to_siblings", recordOnly, DEF.copyDefinitionToSiblings, { summary: "Give the record's definition to all its siblings", tags: tag("definition") }),
-  operation("records/definition/classes/add", t.Object({ ...langs, record: loose, class: str, before_class: str }), DEF.addClass, { summary: "Add a class to the record's extended definition (made on first change)", tags: tag("definition") }),
-  operation("records/definition/classes/remove", t.Object({ ...langs, record: loose, class: str }), DEF.removeClass, { summary: "Remove an added class from the record's extended definition", tags: tag("definition") }),
-  operation("records/definition/fields/add", t.Object({ ...langs, record: loose, field: str, before_field: str }), DEF.addField, { summary: "Add a field to the record's extended definition (made on first change)", tags: tag("definition") }),
-  operation("records/definition/fields/remove", t.Object({ ...langs, record: loose, field: str }), DEF.removeField, { summary: "Remove an added field from the record's extended definition", tags: tag("definition") }),
-  operation("records/definition/fieldlists/fields/add", fieldlistBody, DEF.addFieldlistField, { summary: "Add a field to a fieldlist of the record's extended definition", tags: tag("definition") }),
-  operation("records/definition/fieldlists/fields/move", fieldlistBody, DEF.moveFieldlistField, { summary: "Move a field in a fieldlist of the record's extended definition", tags: tag("definition") }),
-  operation("records/definition/fieldlists/fields/remove", fieldlistBody, DEF.removeFieldlistField, { summary: "Remove a field from a fieldlist of the record's extended definition", tags: tag("definition") }),
-  operation("records/definition/layouts/modify", t.Object({ ...langs, record: loose, name: str, root: str, components: t.Optional(t.Record(t.String(), t.Unknown())) }), DEF.modifyLayout, { summary: "Modify the layout of the record's extended definition", tags: tag("definition") }),
-  operation("records/definition/layouts/components/create", component, DEF.createComponent, { summary: "Add a component to the extended definition's layout", tags: tag("definition") }),
-  operation("records/definition/layouts/components/modify", component, DEF.modifyComponent, { summary: "Modify a component of the extended definition's layout", tags: tag("definition") }),
-  operation("records/definition/layouts/components/move", component, DEF.moveComponent, { summary: "Move a component of the extended definition's layout into `parent`", tags: tag("definition") }),
-  operation("records/definition/layouts/components/delete", component, DEF.deleteComponent, { summary: "Delete a component (with its content) of the extended definition's layout", tags: tag("definition") }),
-  operation("records/bulk/get", t.Object({ ...langs, selection: loose, "page.size": loose, "page.cursor": loose }), bulkGet, { summary: "One page of a selection (opaque page.cursor, stable under concurrent writes)", tags: tag("search and bulk") }),
-  operation("records/bulk/delete", bulkBody, (ctx, actor, projectGid, body) => startRecordsBulk(ctx, actor, projectGid, "delete", body), { summary: "Delete every selected record (a job): answers job.token", tags: tag("search and bulk") }),
-  operation("records/bulk/undelete", bulkBody, (ctx, actor, projectGid, body) => startRecordsBulk(ctx, actor, projectGid, "undelete", body), { summary: "Undelete every selected record (a job): answers job.token", tags: tag("search and bulk") }),
-  operation("records/bulk/permanent_delete", bulkBody, (ctx, actor, projectGid, body) => startRecordsBulk(ctx, actor, projectGid, "permanent_delete", body), { summary: "Remove every selected deleted record for good (a job): answers job.token", tags: tag("search and bulk") }),
-  operation("records/bulk/duplicate", bulkBody, (ctx, actor, projectGid, body) => startRecordsBulk(ctx, actor, projectGid, "duplicate", body), { summary: "Duplicate every selected record (a job): answers job.token", tags: tag("search and bulk") }),
-  operation("records/bulk/shallow_copy", bulkBody, (ctx, actor, projectGid, body) => startRecordsBulk(ctx, actor, projectGid, "shallow_copy", body), { summary: "Copy every selected record under `parent` (a job): answers job.token", tags: tag("search and bulk") }),
-  operation("records/bulk/link", bulkBody, (ctx, actor, projectGid, body) => startRecordsBulk(ctx, actor, projectGid, "link", body), { summary: "Link every selected record under `parent` (a job): answers job.token", tags: tag("search and bulk") }),
-  operation("records/bulk/move", bulkBody, (ctx, actor, projectGid, body) => startRecordsBulk(ctx, actor, projectGid, "move", body), { summary: "Move every selected record under `parent` (a job): answers job.token", tags: tag("search and bulk") }),
-  operation("records/bulk/channels/set", bulkBody, (ctx, actor, projectGid, body) => startRecordsBulk(ctx, actor, projectGid, "channels/set", body), { summary: "Switch channels on or off for every selected record (a job): answers job.token", tags: tag("search and bulk") }),
-  operation("records/bulk/definition/set", bulkBody, (ctx, actor, projectGid, body) => startRecordsBulk(ctx, actor, projectGid, "definition/set", body), { summary: "Give every selected record a definition (a job): answers job.token", tags: tag("search and bulk") }),
-  operation("records/bulk/update", bulkBody, (ctx, actor, projectGid, body) => startRecordsBulk(ctx, actor, projectGid, "update", body), { summary: "Write the same values to every selected record (a job): answers job.token", tags: tag("search and bulk") }),
+  operation("records/root", t.Object({ ...langs }), S.getRoot, {
+    summary: "The project's root record (made on first use)",
+    tags: tag("tree"),
+  }),
+  operation("records/get", t.Object({ ...langs, record: loose, records: loose }), S.getRecords, {
+    summary: "One record (`record` → result.record) or several (`records` → result.records)",
+    tags: tag("tree"),
+  }),
+  operation(
+    "records/children",
+    t.Object({ ...langs, record: loose, channel: loose, ordering: loose, ...page }),
+    S.getChildren,
+    {
+      summary: "One page of a record's children, by channel and ordering (`children`, `children.size`)",
+      tags: tag("tree"),
+    },
+  ),
+  operation("records/tree", t.Object({ ...langs, expanded_records: loose, ordering: loose, ...page }), T.getTree, {
+    summary: "The expanded part of the tree as a flat, paged list (records without fields)",
+    tags: tag("tree"),
+  }),
+  operation("records/create", t.Object({ ...langs, parent: loose, ordering: loose }), S.createRecord, {
+    summary: "A new last child of `parent` (definition as the parent's children have)",
+    tags: tag("tree"),
+  }),
+  operation("records/update", t.Object({ ...langs, record: loose, fields: loose }), S.updateRecord, {
+    summary: "Values per language; invalid fields refused, valid ones stored; answers report.validation",
+    tags: tag("values"),
+  }),
+  operation("records/move", place, T.moveRecord, {
+    summary: "Move a record with its subtree (sparse ordering keys: one place row written)",
+    tags: tag("tree"),
+  }),
+  operation("records/orderings/set", t.Object({ ...langs, record: loose, orderings: loose }), T.setOrderings, {
+    summary: "Raw positions of a record in some orderings",
+    tags: tag("tree"),
+  }),
+  operation("records/copy", place, T.copyRecord, {
+    summary: "Copy a record with its live subtree (a job beyond 2,000 records)",
+    tags: tag("copies and links"),
+  }),
+  operation("records/shallow_copy", place, T.shallowCopy, {
+    summary: "Copy a record without its subtree",
+    tags: tag("copies and links"),
+  }),
+  operation("records/duplicate", t.Object({ ...langs, record: loose, ordering: loose }), T.duplicateRecord, {
+    summary: "Copy a record right after itself",
+    tags: tag("copies and links"),
+  }),
+  operation("records/link", place, T.linkRecord, {
+    summary: "A linked copy kept in step with its canonical record",
+    tags: tag("copies and links"),
+  }),
+  operation("records/unlink", recordOnly, T.unlinkRecord, {
+    summary: "Make a linked copy a record of its own",
+    tags: tag("copies and links"),
+  }),
+  operation("records/delete", recordOnly, T.deleteRecord, {
+    summary: "Delete a record with its subtree and links (undeletable)",
+    tags: tag("tree"),
+  }),
+  operation("records/undelete", recordOnly, T.undeleteRecord, {
+    summary: "Restore a deleted record with its subtree and links",
+    tags: tag("tree"),
+  }),
+  operation("records/permanent_delete", recordOnly, T.permanentDeleteRecord, {
+    summary: "Remove a deleted record for good, with its subtree and links (a job; asset files untouched)",
+    tags: tag("tree"),
+  }),
+  operation("records/search", t.Object({ ...langs, q: loose, filter: loose, ...page }), searchRecords, {
+    summary: "Search records: full text `q` (+/- terms) and/or `filter`, best match first",
+    tags: tag("search and bulk"),
+  }),
+  operation("records/worksheet", t.Object({ ...langs, record: loose, ordering: loose, ...page }), getWorksheet, {
+    summary: "A parent's grid: path, one page of children, sibling_definitions",
+    tags: tag("tree"),
+  }),
+  operation(
+    "records/channels/set",
+    t.Object({ ...langs, record: loose, channels: loose, enabled: loose }),
+    CH.setChannels,
+    { summary: "Switch channels on or off for a record", tags: tag("channels") },
+  ),
+  operation(
+    "records/channels/copy_from_parent",
+    t.Object({ ...langs, record: loose, channels: loose }),
+    CH.copyChannelsFromParent,
+    { summary: "Copy the parent's state of the channels to the record", tags: tag("channels") },
+  ),
+  operation("records/channels/copy_down", t.Object({ ...langs, record: loose, channels: loose }), CH.copyChannelsDown, {
+    summary: "Copy the record's state of the channels to its whole subtree (a job)",
+    tags: tag("channels"),
+  }),
+  operation("records/channels/copy_up", t.Object({ ...langs, record: loose, channels: loose }), CH.copyChannelsUp, {
+    summary: "Switch the record's enabled channels on for its ancestors",
+    tags: tag("channels"),
+  }),
+  operation(
+    "records/definition/set",
+    t.Object({ ...langs, record: loose, definition: loose }),
+    DEF.setRecordDefinition,
+    {
+      summary: "Give the record another definition (values of shared fields kept, the rest cleared)",
+      tags: tag("definition"),
+    },
+  ),
+  operation("records/definition/revert", recordOnly, DEF.revertRecordDefinition, {
+    summary: "Give the record back the definition its extended definition extends",
+    tags: tag("definition"),
+  }),
+  operation("records/definition/copy_to_siblings", recordOnly, DEF.copyDefinitionToSiblings, {
+    summary: "Give the record's definition to all its siblings",
+    tags: tag("definition"),
+  }),
+  operation(
+    "records/definition/classes/add",
+    t.Object({ ...langs, record: loose, class: str, before_class: str }),
+    DEF.addClass,
+    { summary: "Add a class to the record's extended definition (made on first change)", tags: tag("definition") },
+  ),
+  operation("records/definition/classes/remove", t.Object({ ...langs, record: loose, class: str }), DEF.removeClass, {
+    summary: "Remove an added class from the record's extended definition",
+    tags: tag("definition"),
+  }),
+  operation(
+    "records/definition/fields/add",
+    t.Object({ ...langs, record: loose, field: str, before_field: str }),
+    DEF.addField,
+    { summary: "Add a field to the record's extended definition (made on first change)", tags: tag("definition") },
+  ),
+  operation("records/definition/fields/remove", t.Object({ ...langs, record: loose, field: str }), DEF.removeField, {
+    summary: "Remove an added field from the record's extended definition",
+    tags: tag("definition"),
+  }),
+  operation("records/definition/fieldlists/fields/add", fieldlistBody, DEF.addFieldlistField, {
+    summary: "Add a field to a fieldlist of the record's extended definition",
+    tags: tag("definition"),
+  }),
+  operation("records/definition/fieldlists/fields/move", fieldlistBody, DEF.moveFieldlistField, {
+    summary: "Move a field in a fieldlist of the record's extended definition",
+    tags: tag("definition"),
+  }),
+  operation("records/definition/fieldlists/fields/remove", fieldlistBody, DEF.removeFieldlistField, {
+    summary: "Remove a field from a fieldlist of the record's extended definition",
+    tags: tag("definition"),
+  }),
+  operation(
+    "records/definition/layouts/modify",
+    t.Object({
+      ...langs,
+      record: loose,
+      name: str,
+      root: str,
+      components: t.Optional(t.Record(t.String(), t.Unknown())),
+    }),
+    DEF.modifyLayout,
+    { summary: "Modify the layout of the record's extended definition", tags: tag("definition") },
+  ),
+  operation("records/definition/layouts/components/create", component, DEF.createComponent, {
+    summary: "Add a component to the extended definition's layout",
+    tags: tag("definition"),
+  }),
+  operation("records/definition/layouts/components/modify", component, DEF.modifyComponent, {
+    summary: "Modify a component of the extended definition's layout",
+    tags: tag("definition"),
+  }),
+  operation("records/definition/layouts/components/move", component, DEF.moveComponent, {
+    summary: "Move a component of the extended definition's layout into `parent`",
+    tags: tag("definition"),
+  }),
+  operation("records/definition/layouts/components/delete", component, DEF.deleteComponent, {
+    summary: "Delete a component (with its content) of the extended definition's layout",
+    tags: tag("definition"),
+  }),
+  operation(
+    "records/bulk/get",
+    t.Object({ ...langs, selection: loose, "page.size": loose, "page.cursor": loose }),
+    bulkGet,
+    {
+      summary: "One page of a selection (opaque page.cursor, stable under concurrent writes)",
+      tags: tag("search and bulk"),
+    },
+  ),
+  operation(
+    "records/bulk/delete",
+    bulkBody,
+    (ctx, actor, projectGid, body) => startRecordsBulk(ctx, actor, projectGid, "delete", body),
+    { summary: "Delete every selected record (a job): answers job.token", tags: tag("search and bulk") },
+  ),
+  operation(
+    "records/bulk/undelete",
+    bulkBody,
+    (ctx, actor, projectGid, body) => startRecordsBulk(ctx, actor, projectGid, "undelete", body),
+    { summary: "Undelete every selected record (a job): answers job.token", tags: tag("search and bulk") },
+  ),
+  operation(
+    "records/bulk/permanent_delete",
+    bulkBody,
+    (ctx, actor, projectGid, body) => startRecordsBulk(ctx, actor, projectGid, "permanent_delete", body),
+    {
+      summary: "Remove every selected deleted record for good (a job): answers job.token",
+      tags: tag("search and bulk"),
+    },
+  ),
+  operation(
+    "records/bulk/duplicate",
+    bulkBody,
+    (ctx, actor, projectGid, body) => startRecordsBulk(ctx, actor, projectGid, "duplicate", body),
+    { summary: "Duplicate every selected record (a job): answers job.token", tags: tag("search and bulk") },
+  ),
+  operation(
+    "records/bulk/shallow_copy",
+    bulkBody,
+    (ctx, actor, projectGid, body) => startRecordsBulk(ctx, actor, projectGid, "shallow_copy", body),
+    { summary: "Copy every selected record under `parent` (a job): answers job.token", tags: tag("search and bulk") },
+  ),
+  operation(
+    "records/bulk/link",
+    bulkBody,
+    (ctx, actor, projectGid, body) => startRecordsBulk(ctx, actor, projectGid, "link", body),
+    { summary: "Link every selected record under `parent` (a job): answers job.token", tags: tag("search and bulk") },
+  ),
+  operation(
+    "records/bulk/move",
+    bulkBody,
+    (ctx, actor, projectGid, body) => startRecordsBulk(ctx, actor, projectGid, "move", body),
+    { summary: "Move every selected record under `parent` (a job): answers job.token", tags: tag("search and bulk") },
+  ),
+  operation(
+    "records/bulk/channels/set",
+    bulkBody,
+    (ctx, actor, projectGid, body) => startRecordsBulk(ctx, actor, projectGid, "channels/set", body),
+    {
+      summary: "Switch channels on or off for every selected record (a job): answers job.token",
+      tags: tag("search and bulk"),
+    },
+  ),
+  operation(
+    "records/bulk/definition/set",
+    bulkBody,
+    (ctx, actor, projectGid, body) => startRecordsBulk(ctx, actor, projectGid, "definition/set", body),
+    { summary: "Give every selected record a definition (a job): answers job.token", tags: tag("search and bulk") },
+  ),
+  operation(
+    "records/bulk/update",
+    bulkBody,
+    (ctx, actor, projectGid, body) => startRecordsBulk(ctx, actor, projectGid, "update", body),
+    {
+      summary: "Write the same values to every selected record (a job): answers job.token",
+      tags: tag("search and bulk"),
+    },
+  ),
 ];
 
 const excelTags = tag("excel");
@@ -98,48 +321,96 @@ const excelTags = tag("excel");
 export function recordsRoutes(ctx: Ctx) {
   return new Elysia({ prefix: "/api/p/:project/records" })
     .use(authMacro(ctx))
-    .post("/fields/preview", async ({ params, body, actor }) => answer(await previewField(ctx, actor, params.project, body)), {
-      auth: true,
-      params,
-      body: t.Object({ ...langs, record: loose, field: loose, value: loose }),
-      detail: { summary: "A preview image of a barcode field's value (EAN-13, UPC-A, EAN-8, GTIN-14)", tags: tag("values") },
-    })
-    .post("/excel/children", async ({ params, body, actor }) => answer(await exportChildren(ctx, actor, params.project, body)), {
-      auth: true,
-      params,
-      body: t.Object({ record: loose, language: loose, definition: loose, fieldlist: loose, download: loose }),
-      detail: describe({
-        summary: "A workbook (.xlsx) of a record's children in one language: result[\"children.excel\"] names it in data.files (base64), or download.url for large ones",
-        tags: excelTags,
-        errors: [400, 403, 422],
-        example: { success: true, result: { "children.excel": "ice-boxes-children.xlsx", "children.size": 2 }, data: { files: { "ice-boxes-children.xlsx": "UEsDBBQACAgIA..." } } },
-      }),
-    })
-    .post("/excel/update", async ({ params, request, actor }) => answer(await importChildren(ctx, actor, params.project, () => receiveMultipart(request, { tmpDir: ctx.storage.tmp, maxFileBytes: ctx.config.uploadMaxBytes, fileField: ["upload_file", "file"] }))), {
-      auth: true,
-      params,
-      // Streamed by receiveMultipart (see assets.routes.ts): the body is left unread here.
-      parse: () => ({}),
-      detail: describe({
-        summary: "Import an edited records/excel/children workbook (streamed): rows created, updated, deleted or undeleted; up to 2 MiB in one unit of work answering counts and the marked-up workbook, larger as a records_excel_update job (job.token) whose result links the marked-up workbook",
-        tags: excelTags,
-        errors: [400, 403, 413, 422],
-        upload: {
-          file: { name: "upload_file", description: "the .xlsx made by records/excel/children, edited (`file` is accepted too)" },
-          fields: { record: "optional: the parent; must be the workbook's", language: "optional: must be the workbook's language", job: "optional: `true` runs the import as a job whatever its size (uploads over 2 MiB always do)" },
-          required: ["upload_file"],
+    .post(
+      "/fields/preview",
+      async ({ params, body, actor }) => answer(await previewField(ctx, actor, params.project, body)),
+      {
+        auth: true,
+        params,
+        body: t.Object({ ...langs, record: loose, field: loose, value: loose }),
+        detail: {
+          summary: "A preview image of a barcode field's value (EAN-13, UPC-A, EAN-8, GTIN-14)",
+          tags: tag("values"),
         },
-      }),
-    })
+      },
+    )
+    .post(
+      "/excel/children",
+      async ({ params, body, actor }) => answer(await exportChildren(ctx, actor, params.project, body)),
+      {
+        auth: true,
+        params,
+        body: t.Object({ record: loose, language: loose, definition: loose, fieldlist: loose, download: loose }),
+        detail: describe({
+          summary:
+            'A workbook (.xlsx) of a record\'s children in one language: result["children.excel"] names it in data.files (base64), or download.url for large ones',
+          tags: excelTags,
+          errors: [400, 403, 422],
+          example: {
+            success: true,
+            result: { "children.excel": "ice-boxes-children.xlsx", "children.size": 2 },
+            data: { files: { "ice-boxes-children.xlsx": "UEsDBBQACAgIA..." } },
+          },
+        }),
+      },
+    )
+    .post(
+      "/excel/update",
+      async ({ params, request, actor }) =>
+        answer(
+          await importChildren(ctx, actor, params.project, () =>
+            receiveMultipart(request, {
+              tmpDir: ctx.storage.tmp,
+              maxFileBytes: ctx.config.uploadMaxBytes,
+              fileField: ["upload_file", "file"],
+            }),
+          ),
+        ),
+      {
+        auth: true,
+        params,
+        // Streamed by receiveMultipart (see assets.routes.ts): the body is left unread here.
+        parse: () => ({}),
+        detail: describe({
+          summary:
+            "Import an edited records/excel/children workbook (streamed): rows created, updated, deleted or undeleted; up to 2 MiB in one unit of work answering counts and the marked-up workbook, larger as a records_excel_update job (job.token) whose result links the marked-up workbook",
+          tags: excelTags,
+          errors: [400, 403, 413, 422],
+          upload: {
+            file: {
+              name: "upload_file",
+              description: "the .xlsx made by records/excel/children, edited (`file` is accepted too)",
+            },
+            fields: {
+              record: "optional: the parent; must be the workbook's",
+              language: "optional: must be the workbook's language",
+              job: "optional: `true` runs the import as a job whatever its size (uploads over 2 MiB always do)",
+            },
+            required: ["upload_file"],
+          },
+        }),
+      },
+    )
     .get(
       "/excel/download/:token",
       async ({ params }) => {
         const f = await excelDownload(ctx, params.project, params.token);
-        return new Response(f.body ?? Bun.file(f.path!), { headers: { "content-type": XLSX_TYPE, "content-disposition": `attachment; filename="${f.name}"`, "cache-control": "no-store" } });
+        return new Response(f.body ?? Bun.file(f.path!), {
+          headers: {
+            "content-type": XLSX_TYPE,
+            "content-disposition": `attachment; filename="${f.name}"`,
+            "cache-control": "no-store",
+          },
+        });
       },
       {
         params: t.Object({ project: t.String(), token: t.String() }),
-        detail: describe({ summary: "The file of a large records/excel/children export (the link in download.url works for ten minutes, without a JWT)", tags: excelTags, errors: [404] }),
+        detail: describe({
+          summary:
+            "The file of a large records/excel/children export (the link in download.url works for ten minutes, without a JWT)",
+          tags: excelTags,
+          errors: [404],
+        }),
       },
     );
 }

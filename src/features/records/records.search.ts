@@ -4,7 +4,22 @@ import type { Answer } from "../../core/answer";
 import { ApiError, badRequest, invalidParameter } from "../../core/errors";
 import type { Tx } from "../../db/connection";
 import type { Ctx } from "../../platform/context";
-import { fieldsOf, FilterError, filterToSql, makeDomain, MATCH_ALL, pageWindow, parseFilter, parseTerms, SEARCH_PAGE, sqlText, validationField, type CustomOperator, type FieldSpec, type FilterNode } from "../../core/filter";
+import {
+  fieldsOf,
+  FilterError,
+  filterToSql,
+  makeDomain,
+  MATCH_ALL,
+  pageWindow,
+  parseFilter,
+  parseTerms,
+  SEARCH_PAGE,
+  sqlText,
+  validationField,
+  type CustomOperator,
+  type FieldSpec,
+  type FilterNode,
+} from "../../core/filter";
 import { LIST_TYPES, type FieldType } from "../schema/schema.types";
 import { rowsOf } from "../schema/items.service";
 import { db, DELETED, formsOf, recordsRead, rowsByIds } from "./records.service";
@@ -51,7 +66,9 @@ export function ftsQuery(q: string): FtsQuery | undefined {
   const anyOf = (xs: string[]) => `(${xs.join(" OR ")})`;
   return {
     // A plain term OR-ed into the required ones would widen the match: it only adds to the score.
-    scored: inText(req.length ? (opt.length ? `${anyOf(req)} AND ${anyOf([...req, ...opt])}` : anyOf(req)) : anyOf(opt)),
+    scored: inText(
+      req.length ? (opt.length ? `${anyOf(req)} AND ${anyOf([...req, ...opt])}` : anyOf(req)) : anyOf(opt),
+    ),
     required: req.length > 1 ? req.map(inText) : [],
     excluded: words(t.excluded).map(inText),
   };
@@ -82,7 +99,12 @@ const HOLDING = `SELECT ${RECORD_OF("rowid")} FROM records_fts WHERE records_fts
  * only documents of those records are scored. None of the excluded terms may be in either of a
  * record's documents.
  */
-function matchesOf(fts: FtsQuery, language: string, where: string, whereParams: readonly unknown[]): { sql: string; params: Bind[] } {
+function matchesOf(
+  fts: FtsQuery,
+  language: string,
+  where: string,
+  whereParams: readonly unknown[],
+): { sql: string; params: Bind[] } {
   const slot = searchSlot(language);
   const params: Bind[] = [];
   let ctes = "";
@@ -96,7 +118,10 @@ function matchesOf(fts: FtsQuery, language: string, where: string, whereParams: 
   for (const x of fts.excluded) params.push(x, slot);
   const scored = `SELECT ${RECORD_OF("f.rowid")} AS rid, r.gid AS gid, bm25(records_fts, 0, 0, 10, 1) AS score FROM records_fts f CROSS JOIN records r ON r.id = ${RECORD_OF("f.rowid")} WHERE records_fts MATCH ? AND ${IN_LANGUAGE("f.rowid")}${candidates} AND ${where}`;
   const excluded = fts.excluded.map(() => `rid NOT IN (${HOLDING})`);
-  return { sql: `WITH ${ctes}d AS MATERIALIZED (${scored}) SELECT rid, gid, sum(score) AS score FROM d GROUP BY rid${excluded.length ? ` HAVING ${excluded.join(" AND ")}` : ""}`, params };
+  return {
+    sql: `WITH ${ctes}d AS MATERIALIZED (${scored}) SELECT rid, gid, sum(score) AS score FROM d GROUP BY rid${excluded.length ? ` HAVING ${excluded.join(" AND ")}` : ""}`,
+    params,
+  };
 }
 
 /**
@@ -126,8 +151,15 @@ export function recordsDomain(tx: Tx, projectGid: string, language: string) {
       .filter((d) => ((d.spec as { classes?: string[] }).classes ?? []).includes(c.gid))
       .map((d) => d.gid);
   };
-  const classOperand = (v: unknown, fail: (r: string) => never) => (typeof v === "string" && v ? v : fail("the operand is a class name or gid"));
-  const inList = (gids: string[]) => (gids.length ? sql`r.definition IN (${sql.join(gids.map((g) => sql`${g}`), sql`, `)})` : sql`0`);
+  const classOperand = (v: unknown, fail: (r: string) => never) =>
+    typeof v === "string" && v ? v : fail("the operand is a class name or gid");
+  const inList = (gids: string[]) =>
+    gids.length
+      ? sql`r.definition IN (${sql.join(
+          gids.map((g) => sql`${g}`),
+          sql`, `,
+        )})`
+      : sql`0`;
   const classes = new Map<string, CustomOperator>([
     ["has", { operand: classOperand, build: (c: string) => inList(defsWithClass(c)) }],
     ["has_not", { operand: classOperand, build: (c: string) => sql`NOT (${inList(defsWithClass(c))})` }],
@@ -138,13 +170,15 @@ export function recordsDomain(tx: Tx, projectGid: string, language: string) {
       "is",
       {
         operand: (v: unknown, fail: (r: string) => never) => {
-          if (!Array.isArray(v) || v.length !== 2 || typeof v[0] !== "string") return fail("the operand is [field name or gid, value]");
+          if (!Array.isArray(v) || v.length !== 2 || typeof v[0] !== "string")
+            return fail("the operand is [field name or gid, value]");
           const f = byName.get(v[0]) ?? byGid.get(v[0]);
           if (!f) return fail(`no field ${JSON.stringify(String(v[0]).slice(0, 100))}`);
           if (v[1] !== null && typeof v[1] === "object") return fail("the value is a string, number or boolean");
           return { f, v: typeof v[1] === "boolean" ? (v[1] ? 1 : 0) : v[1] };
         },
-        build: (o: { f: { gid: string; spec: unknown }; v: unknown }) => (o.v === null ? sql`${valueSql(o.f)} IS NULL` : sql`${valueSql(o.f)} = ${o.v}`),
+        build: (o: { f: { gid: string; spec: unknown }; v: unknown }) =>
+          o.v === null ? sql`${valueSql(o.f)} IS NULL` : sql`${valueSql(o.f)} = ${o.v}`,
       },
     ],
   ]);
@@ -154,7 +188,9 @@ export function recordsDomain(tx: Tx, projectGid: string, language: string) {
     fields: (name) => !!gidOf(name),
     build: (check, field) => {
       const path = check === "any" ? "$.invalid" : langPath(check === "is_empty" ? "empty" : "untranslated");
-      return field ? sql`EXISTS (SELECT 1 FROM json_each(r.checks, ${path}) WHERE value = ${gidOf(field)!})` : sql`coalesce(json_array_length(r.checks, ${path}), 0) > 0`;
+      return field
+        ? sql`EXISTS (SELECT 1 FROM json_each(r.checks, ${path}) WHERE value = ${gidOf(field)!})`
+        : sql`coalesce(json_array_length(r.checks, ${path}), 0) > 0`;
     },
   });
   const builtIn: [string, FieldSpec][] = [
@@ -176,7 +212,18 @@ export function recordsDomain(tx: Tx, projectGid: string, language: string) {
   const builtNames = new Set(builtIn.map(([n]) => n));
   const own: [string, FieldSpec][] = fields.filter((f) => !builtNames.has(f.name)).map((f) => [f.name, fieldSpec(f)]);
   // Every field also as `fields.<name>` (for a field named like a built-in property).
-  return makeDomain([...builtIn, ...own], [["fields", (name) => { const f = byName.get(name); return f ? fieldSpec(f) : undefined; }]]);
+  return makeDomain(
+    [...builtIn, ...own],
+    [
+      [
+        "fields",
+        (name) => {
+          const f = byName.get(name);
+          return f ? fieldSpec(f) : undefined;
+        },
+      ],
+    ],
+  );
 }
 
 export type BuiltSearch = { empty: boolean; where: string; params: unknown[]; fts?: FtsQuery; language: string };
@@ -184,7 +231,8 @@ export type BuiltSearch = { empty: boolean; where: string; params: unknown[]; ft
 /** The search language: `language` (a project language) or the project's first. */
 function searchLanguage(view: SchemaView, language: unknown): string {
   if (language === undefined || language === null) return view.languages[0]!;
-  if (typeof language !== "string" || !view.languages.includes(language)) throw invalidParameter("language", { reason: "not a project language", expected: view.languages });
+  if (typeof language !== "string" || !view.languages.includes(language))
+    throw invalidParameter("language", { reason: "not a project language", expected: view.languages });
   return language;
 }
 
@@ -195,9 +243,11 @@ function searchLanguage(view: SchemaView, language: unknown): string {
  */
 export function buildSearch(view: SchemaView, input: SearchInput, member = "filter"): BuiltSearch {
   const language = searchLanguage(view, input.language);
-  if (input.q !== undefined && input.q !== null && typeof input.q !== "string") throw invalidParameter("q", { expected: "a string" });
+  if (input.q !== undefined && input.q !== null && typeof input.q !== "string")
+    throw invalidParameter("q", { expected: "a string" });
   const q = typeof input.q === "string" ? input.q.trim() : "";
-  const hasFilter = input.filter !== undefined && input.filter !== null && !(Array.isArray(input.filter) && input.filter.length === 0);
+  const hasFilter =
+    input.filter !== undefined && input.filter !== null && !(Array.isArray(input.filter) && input.filter.length === 0);
   if (!q && !hasFilter) return { empty: true, where: "0", params: [], language };
   let node: FilterNode = MATCH_ALL;
   try {
@@ -228,7 +278,12 @@ function searchEngine<T>(run: () => T): T {
  * Matching record ids and gids, best first when ranked (all of them without a page: selections);
  * `total` counts every match, from the same pass over the index (a window count).
  */
-export function searchPage(tx: Tx, view: SchemaView, input: SearchInput, opts: { top?: number; size?: number } = {}): { items: { id: number; gid: string }[]; total: number } {
+export function searchPage(
+  tx: Tx,
+  view: SchemaView,
+  input: SearchInput,
+  opts: { top?: number; size?: number } = {},
+): { items: { id: number; gid: string }[]; total: number } {
   const b = buildSearch(view, input);
   if (b.empty) return { items: [], total: 0 };
   const paged = opts.size !== undefined;
@@ -240,7 +295,11 @@ export function searchPage(tx: Tx, view: SchemaView, input: SearchInput, opts: {
           // bm25 may not stand in a window query: ranked in a subquery, counted and paged outside it.
           .query(`SELECT rid AS id, gid, count(*) OVER () AS total FROM (${m.sql}) ORDER BY score, rid${limit}`)
           .all(...m.params)
-      : db(tx).query(`SELECT r.id AS id, r.gid AS gid, count(*) OVER () AS total FROM records r WHERE ${b.where} ORDER BY r.id${limit}`).all(...(b.params as Bind[])),
+      : db(tx)
+          .query(
+            `SELECT r.id AS id, r.gid AS gid, count(*) OVER () AS total FROM records r WHERE ${b.where} ORDER BY r.id${limit}`,
+          )
+          .all(...(b.params as Bind[])),
   ) as { id: number; gid: string; total: number }[];
   // A page past the end has no row to carry the count: count once more.
   const total = rows.length ? rows[0]!.total : paged && (opts.top ?? 0) > 0 ? searchCount(tx, view, input) : 0;
@@ -248,7 +307,12 @@ export function searchPage(tx: Tx, view: SchemaView, input: SearchInput, opts: {
 }
 
 /** Matching record ids and gids, best first when ranked. */
-export function searchItems(tx: Tx, view: SchemaView, input: SearchInput, opts: { top?: number; size?: number } = {}): { id: number; gid: string }[] {
+export function searchItems(
+  tx: Tx,
+  view: SchemaView,
+  input: SearchInput,
+  opts: { top?: number; size?: number } = {},
+): { id: number; gid: string }[] {
   return searchPage(tx, view, input, opts).items;
 }
 
@@ -259,8 +323,12 @@ export function searchCount(tx: Tx, view: SchemaView, input: SearchInput): numbe
   const m = b.fts && matchesOf(b.fts, b.language, b.where, b.params);
   const row = searchEngine(() =>
     m
-      ? db(tx).query(`SELECT count(*) AS n FROM (${m.sql})`).get(...m.params)
-      : db(tx).query(`SELECT count(*) AS n FROM records r WHERE ${b.where}`).get(...(b.params as Bind[])),
+      ? db(tx)
+          .query(`SELECT count(*) AS n FROM (${m.sql})`)
+          .get(...m.params)
+      : db(tx)
+          .query(`SELECT count(*) AS n FROM records r WHERE ${b.where}`)
+          .get(...(b.params as Bind[])),
   );
   return (row as { n: number }).n;
 }
@@ -276,7 +344,12 @@ export function searchCondition(view: SchemaView, input: SearchInput): { sql: st
 }
 
 /** `records/search`: result `records` (gids of this page, best first) and `records.size`; data `records`. */
-export function searchRecords(ctx: Ctx, actor: Actor, projectGid: string, input: SearchInput & { languages?: unknown; "page.top"?: unknown; "page.size"?: unknown }): Answer {
+export function searchRecords(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: SearchInput & { languages?: unknown; "page.top"?: unknown; "page.size"?: unknown },
+): Answer {
   return recordsRead(ctx, actor, projectGid, (tx, view) => {
     let page;
     try {
@@ -287,6 +360,20 @@ export function searchRecords(ctx: Ctx, actor: Actor, projectGid: string, input:
     }
     const langs = view.languagesOf(input);
     const { items, total: size } = searchPage(tx, view, input, page);
-    return { result: { records: items.map((i) => i.gid), "records.size": size }, data: { records: formsOf(tx, view, rowsByIds(tx, projectGid, items.map((i) => i.id)), { languages: langs }) } };
+    return {
+      result: { records: items.map((i) => i.gid), "records.size": size },
+      data: {
+        records: formsOf(
+          tx,
+          view,
+          rowsByIds(
+            tx,
+            projectGid,
+            items.map((i) => i.id),
+          ),
+          { languages: langs },
+        ),
+      },
+    };
   });
 }

@@ -11,7 +11,20 @@ import { baseDefinitionIn } from "../schema/definitions.service";
 import { rowOf, type Project } from "../schema/items.service";
 import { ALL_CHANNEL } from "../settings/settings.options";
 import type { RecordChecks } from "./records.table";
-import { applyFields, checksOf, fieldsForm, initialVals, put, SchemaView, searchDocuments, searchRowId, searchTextOf, titleOf, type DefInfo, type ReportItem } from "./values.service";
+import {
+  applyFields,
+  checksOf,
+  fieldsForm,
+  initialVals,
+  put,
+  SchemaView,
+  searchDocuments,
+  searchRowId,
+  searchTextOf,
+  titleOf,
+  type DefInfo,
+  type ReportItem,
+} from "./values.service";
 
 /**
  * The record tree: reading (root, get, children, forms), creating and updating values. Every
@@ -47,7 +60,8 @@ export type Rec = {
 };
 
 type Raw = Record<string, any>;
-export const COLUMNS = "id, gid, project_gid, parent, canonical, is_link, definition, treelevel, path, childcount, status, channels, vals, checks, created_on, updated_on";
+export const COLUMNS =
+  "id, gid, project_gid, parent, canonical, is_link, definition, treelevel, path, childcount, status, channels, vals, checks, created_on, updated_on";
 
 export function recOf(r: Raw): Rec {
   const rec = {
@@ -70,7 +84,9 @@ export function recOf(r: Raw): Rec {
   // needs only the stored text of the values (valsTextOf), which is forgotten once they are
   // replaced. The accessors are shared functions (no closures per row); a copy made by spreading
   // the row gets plain values and no text.
-  Object.defineProperty(rec, HELD, { value: { vals: undefined, valsText: r.vals, checks: undefined, checksText: r.checks } satisfies Held });
+  Object.defineProperty(rec, HELD, {
+    value: { vals: undefined, valsText: r.vals, checks: undefined, checksText: r.checks } satisfies Held,
+  });
   Object.defineProperty(rec, "vals", VALS_ACCESSOR);
   Object.defineProperty(rec, "checks", CHECKS_ACCESSOR);
   return rec;
@@ -78,7 +94,12 @@ export function recOf(r: Raw): Rec {
 
 /** Where recOf keeps a row's stored texts (not enumerable: copies made by spreading do not carry it). */
 const HELD = Symbol("stored texts");
-type Held = { vals: Vals | undefined; valsText: string | undefined; checks: RecordChecks | undefined; checksText: string };
+type Held = {
+  vals: Vals | undefined;
+  valsText: string | undefined;
+  checks: RecordChecks | undefined;
+  checksText: string;
+};
 const held = (o: object): Held => (o as Record<symbol, Held>)[HELD]!;
 const VALS_ACCESSOR: PropertyDescriptor = {
   enumerable: true,
@@ -134,7 +155,12 @@ function viewOf(ctx: Ctx, tx: Tx, project: Project): SchemaView {
 }
 
 /** A change after the membership check: one unit of work (`inProject`), its sync items collected in `touch`. */
-export function recordsWrite<T>(ctx: Ctx, actor: Actor, projectGid: string, fn: (tx: Tx, log: ChangeLog, view: SchemaView, touch: Touch) => T): T {
+export function recordsWrite<T>(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  fn: (tx: Tx, log: ChangeLog, view: SchemaView, touch: Touch) => T,
+): T {
   return inProject(ctx, actor, projectGid, "member", ({ tx, log, project }) => {
     const touch = new Touch(projectGid);
     const out = fn(tx, log, viewOf(ctx, tx, project), touch);
@@ -167,7 +193,9 @@ export class Touch {
 
 export function recordRow(tx: Tx, projectGid: string, gid: unknown): Rec | undefined {
   if (typeof gid !== "string" || !gid) return undefined;
-  const r = db(tx).query(`SELECT ${COLUMNS} FROM records WHERE gid = ? AND +project_gid = ?`).get(gid, projectGid) as Raw | null;
+  const r = db(tx)
+    .query(`SELECT ${COLUMNS} FROM records WHERE gid = ? AND +project_gid = ?`)
+    .get(gid, projectGid) as Raw | null;
   return r ? recOf(r) : undefined;
 }
 
@@ -176,18 +204,27 @@ export function mustRecord(tx: Tx, projectGid: string, gid: unknown, member = "r
   if (gid === undefined || gid === null || gid === "") throw missing(member);
   if (typeof gid !== "string") throw invalidParameter(member, { expected: "a record gid" });
   const r = recordRow(tx, projectGid, gid);
-  if (!r) throw unprocessable(member === "parent" ? "Parent record doesn't exist" : "Record doesn't exist", { [member]: gid });
+  if (!r)
+    throw unprocessable(member === "parent" ? "Parent record doesn't exist" : "Record doesn't exist", {
+      [member]: gid,
+    });
   return r;
 }
 
 export function rowsByGids(tx: Tx, projectGid: string, gids: string[]): Rec[] {
   if (!gids.length) return [];
   // `+project_gid`: look rows up by the gid index, never by scanning the project.
-  return (db(tx).query(`SELECT ${COLUMNS} FROM records WHERE gid IN (SELECT value FROM json_each(?)) AND +project_gid = ?`).all(JSON.stringify(gids), projectGid) as Raw[]).map(recOf);
+  return (
+    db(tx)
+      .query(`SELECT ${COLUMNS} FROM records WHERE gid IN (SELECT value FROM json_each(?)) AND +project_gid = ?`)
+      .all(JSON.stringify(gids), projectGid) as Raw[]
+  ).map(recOf);
 }
 
 export function rootRow(tx: Tx, projectGid: string): Rec | undefined {
-  const r = db(tx).query(`SELECT ${COLUMNS} FROM records WHERE project_gid = ? AND parent IS NULL ORDER BY id LIMIT 1`).get(projectGid) as Raw | null;
+  const r = db(tx)
+    .query(`SELECT ${COLUMNS} FROM records WHERE project_gid = ? AND parent IS NULL ORDER BY id LIMIT 1`)
+    .get(projectGid) as Raw | null;
   return r ? recOf(r) : undefined;
 }
 
@@ -211,7 +248,11 @@ export function orderingsOf(tx: Tx, ids: number[], view: SchemaView): Map<number
   const rows = (
     ids.length === 1
       ? db(tx).query("SELECT record_id AS id, ordering, pos FROM record_orderings WHERE record_id = ?").all(ids[0]!)
-      : db(tx).query("SELECT record_id AS id, ordering, pos FROM record_orderings WHERE record_id IN (SELECT value FROM json_each(?))").all(JSON.stringify(ids))
+      : db(tx)
+          .query(
+            "SELECT record_id AS id, ordering, pos FROM record_orderings WHERE record_id IN (SELECT value FROM json_each(?))",
+          )
+          .all(JSON.stringify(ids))
   ) as { id: number; ordering: string; pos: number }[];
   for (const r of rows) {
     if (!view.hasOrdering(r.ordering)) continue;
@@ -229,8 +270,16 @@ export function backlinksOf(tx: Tx, gids: string[]): Map<string, string[]> {
   // Sorted here, not by ORDER BY id: with it SQLite took 10-20 times as long for the usual answer, none.
   const rows = (
     gids.length === 1
-      ? db(tx).query(`SELECT id, canonical, gid FROM records WHERE canonical = ? AND is_link = 1 AND status != '${DELETED}'`).all(gids[0]!)
-      : db(tx).query(`SELECT id, canonical, gid FROM records WHERE is_link = 1 AND status != '${DELETED}' AND canonical IN (SELECT value FROM json_each(?))`).all(JSON.stringify(gids))
+      ? db(tx)
+          .query(
+            `SELECT id, canonical, gid FROM records WHERE canonical = ? AND is_link = 1 AND status != '${DELETED}'`,
+          )
+          .all(gids[0]!)
+      : db(tx)
+          .query(
+            `SELECT id, canonical, gid FROM records WHERE is_link = 1 AND status != '${DELETED}' AND canonical IN (SELECT value FROM json_each(?))`,
+          )
+          .all(JSON.stringify(gids))
   ) as { id: number; canonical: string; gid: string }[];
   if (rows.length > 1) rows.sort((a, b) => a.id - b.id);
   for (const r of rows) {
@@ -295,7 +344,10 @@ function langForm(e: FormEntry | undefined, d: DefInfo, r: Rec, l: string, withF
   if (got && (got.fields || !withFields)) return got;
   const title = titleOf(d, r.vals, l);
   if (!e) return { title, fields: withFields ? fieldsForm(d, r.vals, l) : undefined };
-  const made: LangForm = { title, fields: withFields ? new JsonText(JSON.stringify(fieldsForm(d, r.vals, l))) : undefined };
+  const made: LangForm = {
+    title,
+    fields: withFields ? new JsonText(JSON.stringify(fieldsForm(d, r.vals, l))) : undefined,
+  };
   e.langs.set(l, made);
   // Strings of up to 2 bytes a character, and the objects around them.
   grow(e, 2 * (title.length + ((made.fields as JsonText | undefined)?.text.length ?? 0)) + 96);
@@ -306,10 +358,22 @@ function langForm(e: FormEntry | undefined, d: DefInfo, r: Rec, l: string, withF
  * The reference's record form of each row (`data.records`): hierarchy, definition, title and
  * fields in the asked languages, status, channels, orderings, link state, timestamps.
  */
-export function formsOf(tx: Tx, view: SchemaView, rows: Rec[], opts: FormOptions): Record<string, Record<string, unknown>> {
+export function formsOf(
+  tx: Tx,
+  view: SchemaView,
+  rows: Rec[],
+  opts: FormOptions,
+): Record<string, Record<string, unknown>> {
   const out: Record<string, Record<string, unknown>> = {};
-  const orderings = orderingsOf(tx, rows.map((r) => r.id), view);
-  const backlinks = backlinksOf(tx, rows.filter((r) => !r.isLink).map((r) => r.gid));
+  const orderings = orderingsOf(
+    tx,
+    rows.map((r) => r.id),
+    view,
+  );
+  const backlinks = backlinksOf(
+    tx,
+    rows.filter((r) => !r.isLink).map((r) => r.gid),
+  );
   const withFields = opts.fields !== false;
   for (const r of rows) {
     const d = view.def(r.definition);
@@ -351,14 +415,31 @@ export function formsOf(tx: Tx, view: SchemaView, rows: Rec[], opts: FormOptions
  * A record's search row per language, and its full-text row written next to it (no trigger does,
  * migration 0014), both with the id searchRowId gives.
  */
-const SEARCH_INSERT = "INSERT INTO record_search (id, record_id, project_gid, language, title, body) VALUES (?, ?, ?, ?, ?, ?)";
+const SEARCH_INSERT =
+  "INSERT INTO record_search (id, record_id, project_gid, language, title, body) VALUES (?, ?, ?, ?, ?, ?)";
 const FTS_INSERT = "INSERT INTO records_fts (rowid, project_gid, language, title, body) VALUES (?, ?, ?, ?, ?)";
 
 /** Rewrites the search rows of a record (only the languages whose text changed), with their full-text rows. */
-export function writeSearch(tx: Tx, view: SchemaView, r: { id: number; definition: string; vals: Vals }, fresh = false): void {
+export function writeSearch(
+  tx: Tx,
+  view: SchemaView,
+  r: { id: number; definition: string; vals: Vals },
+  fresh = false,
+): void {
   const d = view.def(r.definition);
   const s = db(tx);
-  const existing = fresh ? new Map() : new Map((s.query("SELECT id, language, title, body FROM record_search WHERE record_id = ?").all(r.id) as { id: number; language: string; title: string; body: string }[]).map((x) => [x.language, x]));
+  const existing = fresh
+    ? new Map()
+    : new Map(
+        (
+          s.query("SELECT id, language, title, body FROM record_search WHERE record_id = ?").all(r.id) as {
+            id: number;
+            language: string;
+            title: string;
+            body: string;
+          }[]
+        ).map((x) => [x.language, x]),
+      );
   for (const l of searchDocuments(view.languages)) {
     const t = searchTextOf(d, r.vals, l);
     const cur = existing.get(l);
@@ -410,7 +491,11 @@ export type NewRecord = {
 
 /** Inserts a record as a child of `parent` (last in every ordering unless placed) and counts it in the parent. */
 export function insertRecordIn(tx: Tx, view: SchemaView, touch: Touch, n: NewRecord): Rec {
-  if (n.parent.isLink) throw unprocessable("Can't work with this item", { reason: "A linked record cannot have children", parent: n.parent.gid });
+  if (n.parent.isLink)
+    throw unprocessable("Can't work with this item", {
+      reason: "A linked record cannot have children",
+      parent: n.parent.gid,
+    });
   const d = view.def(n.definition);
   const gid = newGid();
   const vals = n.vals ?? initialVals(view, d);
@@ -423,11 +508,33 @@ export function insertRecordIn(tx: Tx, view: SchemaView, touch: Touch, n: NewRec
       `INSERT INTO records (gid, project_gid, parent, canonical, is_link, definition, treelevel, path, childcount, status, channels, vals, checks, created_on, updated_on)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?) RETURNING ${COLUMNS}`,
     )
-    .get(gid, view.projectGid, n.parent.gid, n.canonical ?? gid, n.isLink ? 1 : 0, n.definition, n.parent.treelevel + 1, JSON.stringify([gid, ...n.parent.path]), status, JSON.stringify(channels), JSON.stringify(vals), JSON.stringify(checks), t, t) as Raw;
+    .get(
+      gid,
+      view.projectGid,
+      n.parent.gid,
+      n.canonical ?? gid,
+      n.isLink ? 1 : 0,
+      n.definition,
+      n.parent.treelevel + 1,
+      JSON.stringify([gid, ...n.parent.path]),
+      status,
+      JSON.stringify(channels),
+      JSON.stringify(vals),
+      JSON.stringify(checks),
+      t,
+      t,
+    ) as Raw;
   const rec = recOf(raw);
   for (const o of view.options.orderedorderings) {
-    const pos = o === n.ordering && n.afterRecord ? afterPos(tx, n.parent.gid, o, rec.id, n.afterRecord.id) : o === n.ordering ? placePos(tx, n.parent.gid, o, rec.id, n.beforeRecord) : lastPos(tx, n.parent.gid, o, rec.id);
-    db(tx).query("INSERT INTO record_orderings (record_id, project_gid, parent, ordering, pos) VALUES (?, ?, ?, ?, ?)").run(rec.id, view.projectGid, n.parent.gid, o, pos);
+    const pos =
+      o === n.ordering && n.afterRecord
+        ? afterPos(tx, n.parent.gid, o, rec.id, n.afterRecord.id)
+        : o === n.ordering
+          ? placePos(tx, n.parent.gid, o, rec.id, n.beforeRecord)
+          : lastPos(tx, n.parent.gid, o, rec.id);
+    db(tx)
+      .query("INSERT INTO record_orderings (record_id, project_gid, parent, ordering, pos) VALUES (?, ?, ?, ?, ?)")
+      .run(rec.id, view.projectGid, n.parent.gid, o, pos);
   }
   writeSearch(tx, view, rec, true);
   if (status !== DELETED) bumpChildcount(tx, touch, n.parent.gid, 1);
@@ -450,9 +557,20 @@ export type NewChild = {
  * place is read once (the new places follow it GAP apart), the parent's count moves once, and
  * nothing just written is read back. Answers the new rows in order.
  */
-export function insertRecordsIn(tx: Tx, view: SchemaView, touch: Touch, parent: Rec, definition: string, children: readonly NewChild[]): Rec[] {
+export function insertRecordsIn(
+  tx: Tx,
+  view: SchemaView,
+  touch: Touch,
+  parent: Rec,
+  definition: string,
+  children: readonly NewChild[],
+): Rec[] {
   if (!children.length) return [];
-  if (parent.isLink) throw unprocessable("Can't work with this item", { reason: "A linked record cannot have children", parent: parent.gid });
+  if (parent.isLink)
+    throw unprocessable("Can't work with this item", {
+      reason: "A linked record cannot have children",
+      parent: parent.gid,
+    });
   const s = db(tx);
   const d = view.def(definition);
   const projectGid = view.projectGid;
@@ -461,7 +579,9 @@ export function insertRecordsIn(tx: Tx, view: SchemaView, touch: Touch, parent: 
     `INSERT INTO records (gid, project_gid, parent, canonical, is_link, definition, treelevel, path, childcount, status, channels, vals, checks, created_on, updated_on)
      VALUES (?, ?, ?, ?, 0, ?, ?, ?, 0, '${PUBLISHED}', ?, ?, ?, ?, ?)`,
   );
-  const place = s.query("INSERT INTO record_orderings (record_id, project_gid, parent, ordering, pos) VALUES (?, ?, ?, ?, ?)");
+  const place = s.query(
+    "INSERT INTO record_orderings (record_id, project_gid, parent, ordering, pos) VALUES (?, ?, ?, ?, ?)",
+  );
   const search = s.query(SEARCH_INSERT);
   const fts = s.query(FTS_INSERT);
   const orderings = view.options.orderedorderings;
@@ -479,7 +599,22 @@ export function insertRecordsIn(tx: Tx, view: SchemaView, touch: Touch, parent: 
     const checks = checksOf(d, vals, languages, !!c.vals && !c.validated);
     const t = now();
     const path = `[${JSON.stringify(gid)}${tail}`;
-    const id = Number(insert.run(gid, projectGid, parent.gid, gid, definition, treelevel, path, channelsJson, JSON.stringify(vals), JSON.stringify(checks), t, t).lastInsertRowid);
+    const id = Number(
+      insert.run(
+        gid,
+        projectGid,
+        parent.gid,
+        gid,
+        definition,
+        treelevel,
+        path,
+        channelsJson,
+        JSON.stringify(vals),
+        JSON.stringify(checks),
+        t,
+        t,
+      ).lastInsertRowid,
+    );
     for (let k = 0; k < orderings.length; k++) {
       place.run(id, projectGid, parent.gid, orderings[k]!, next[k]!);
       next[k] = next[k]! + GAP;
@@ -518,7 +653,11 @@ export function insertRecordsIn(tx: Tx, view: SchemaView, touch: Touch, parent: 
 
 export function bumpChildcount(tx: Tx, touch: Touch, parent: string | null, by: number): void {
   if (!parent || !by) return;
-  db(tx).query("UPDATE records SET childcount = max(0, childcount + ?), updated_on = max(?, updated_on + 0.000001) WHERE gid = ?").run(by, now(), parent);
+  db(tx)
+    .query(
+      "UPDATE records SET childcount = max(0, childcount + ?), updated_on = max(?, updated_on + 0.000001) WHERE gid = ?",
+    )
+    .run(by, now(), parent);
   touch.update(parent);
 }
 
@@ -527,14 +666,20 @@ export function bumpChildcount(tx: Tx, touch: Touch, parent: string | null, by: 
 
 function lastPos(tx: Tx, parent: string, ordering: string, exceptId: number): number {
   // The two last places by the index: the record's own place (when it has one) is skipped.
-  const r = db(tx).query("SELECT record_id AS id, pos FROM record_orderings WHERE parent = ? AND ordering = ? ORDER BY pos DESC LIMIT 2").all(parent, ordering) as { id: number; pos: number }[];
+  const r = db(tx)
+    .query(
+      "SELECT record_id AS id, pos FROM record_orderings WHERE parent = ? AND ordering = ? ORDER BY pos DESC LIMIT 2",
+    )
+    .all(parent, ordering) as { id: number; pos: number }[];
   const last = r.find((x) => x.id !== exceptId);
   return (last?.pos ?? 0) + GAP;
 }
 
 /** Gives the siblings of an ordering fresh keys GAP apart, in their current order (when a gap ran out). */
 function renumber(tx: Tx, parent: string, ordering: string): void {
-  const ids = db(tx).query("SELECT record_id AS id FROM record_orderings WHERE parent = ? AND ordering = ? ORDER BY pos, record_id").all(parent, ordering) as { id: number }[];
+  const ids = db(tx)
+    .query("SELECT record_id AS id FROM record_orderings WHERE parent = ? AND ordering = ? ORDER BY pos, record_id")
+    .all(parent, ordering) as { id: number }[];
   const upd = db(tx).query("UPDATE record_orderings SET pos = ? WHERE record_id = ? AND ordering = ?");
   ids.forEach((r, i) => upd.run((i + 1) * GAP, r.id, ordering));
 }
@@ -544,9 +689,17 @@ export function placePos(tx: Tx, parent: string, ordering: string, recordId: num
   if (typeof before !== "string" || !before) return lastPos(tx, parent, ordering, recordId);
   const s = db(tx);
   for (let attempt = 0; attempt < 2; attempt++) {
-    const b = s.query("SELECT o.pos AS pos FROM record_orderings o JOIN records r ON r.id = o.record_id WHERE r.gid = ? AND o.parent = ? AND o.ordering = ? AND o.record_id != ?").get(before, parent, ordering, recordId) as { pos: number } | null;
+    const b = s
+      .query(
+        "SELECT o.pos AS pos FROM record_orderings o JOIN records r ON r.id = o.record_id WHERE r.gid = ? AND o.parent = ? AND o.ordering = ? AND o.record_id != ?",
+      )
+      .get(before, parent, ordering, recordId) as { pos: number } | null;
     if (!b) return lastPos(tx, parent, ordering, recordId);
-    const prev = s.query("SELECT record_id AS id, pos FROM record_orderings WHERE parent = ? AND ordering = ? AND pos < ? ORDER BY pos DESC LIMIT 2").all(parent, ordering, b.pos) as { id: number; pos: number }[];
+    const prev = s
+      .query(
+        "SELECT record_id AS id, pos FROM record_orderings WHERE parent = ? AND ordering = ? AND pos < ? ORDER BY pos DESC LIMIT 2",
+      )
+      .all(parent, ordering, b.pos) as { id: number; pos: number }[];
     const lo = prev.find((x) => x.id !== recordId)?.pos ?? b.pos - 2 * GAP;
     const mid = Math.floor((lo + b.pos) / 2);
     if (mid > lo && mid < b.pos) return mid;
@@ -557,16 +710,29 @@ export function placePos(tx: Tx, parent: string, ordering: string, recordId: num
 
 /** The key right after sibling `afterId` (duplicate). */
 function afterPos(tx: Tx, parent: string, ordering: string, recordId: number, afterId: number): number {
-  const next = db(tx).query(
-    "SELECT r.gid AS gid FROM record_orderings o JOIN records r ON r.id = o.record_id WHERE o.parent = ? AND o.ordering = ? AND o.record_id != ? AND o.pos > (SELECT pos FROM record_orderings WHERE record_id = ? AND ordering = ?) ORDER BY o.pos LIMIT 1",
-  ).get(parent, ordering, recordId, afterId, ordering) as { gid: string } | null;
+  const next = db(tx)
+    .query(
+      "SELECT r.gid AS gid FROM record_orderings o JOIN records r ON r.id = o.record_id WHERE o.parent = ? AND o.ordering = ? AND o.record_id != ? AND o.pos > (SELECT pos FROM record_orderings WHERE record_id = ? AND ordering = ?) ORDER BY o.pos LIMIT 1",
+    )
+    .get(parent, ordering, recordId, afterId, ordering) as { gid: string } | null;
   return next ? placePos(tx, parent, ordering, recordId, next.gid) : lastPos(tx, parent, ordering, recordId);
 }
 
 /** Places an existing record in an ordering (the row is written; the siblings only when a gap ran out). */
-export function setPosition(tx: Tx, view: SchemaView, rec: Rec, parent: string, ordering: string, before: unknown): void {
+export function setPosition(
+  tx: Tx,
+  view: SchemaView,
+  rec: Rec,
+  parent: string,
+  ordering: string,
+  before: unknown,
+): void {
   const pos = placePos(tx, parent, ordering, rec.id, before);
-  db(tx).query("INSERT INTO record_orderings (record_id, project_gid, parent, ordering, pos) VALUES (?, ?, ?, ?, ?) ON CONFLICT (record_id, ordering) DO UPDATE SET parent = excluded.parent, pos = excluded.pos").run(rec.id, view.projectGid, parent, ordering, pos);
+  db(tx)
+    .query(
+      "INSERT INTO record_orderings (record_id, project_gid, parent, ordering, pos) VALUES (?, ?, ?, ?, ?) ON CONFLICT (record_id, ordering) DO UPDATE SET parent = excluded.parent, pos = excluded.pos",
+    )
+    .run(rec.id, view.projectGid, parent, ordering, pos);
 }
 
 /** A key member of the wrong JSON type: 400, as the reference's "wrong type or value". */
@@ -579,7 +745,8 @@ export function orderingOf(view: SchemaView, v: unknown, required = false): stri
     return undefined;
   }
   if (typeof v !== "string") throw notAKey("ordering");
-  if (!view.hasOrdering(v)) throw unprocessable("Ordering doesn't exist", { ordering: v, orderings: view.options.orderedorderings });
+  if (!view.hasOrdering(v))
+    throw unprocessable("Ordering doesn't exist", { ordering: v, orderings: view.options.orderedorderings });
   return v;
 }
 
@@ -587,7 +754,8 @@ export function orderingOf(view: SchemaView, v: unknown, required = false): stri
 export function channelOf(view: SchemaView, v: unknown): string | undefined {
   if (v === undefined || v === null || v === "") return undefined;
   if (typeof v !== "string") throw notAKey("channel");
-  if (!view.hasChannel(v)) throw unprocessable("Channel doesn't exist", { channel: v, channels: view.options.orderedchannels });
+  if (!view.hasChannel(v))
+    throw unprocessable("Channel doesn't exist", { channel: v, channels: view.options.orderedchannels });
   return v;
 }
 
@@ -610,7 +778,18 @@ export function ensureRootIn(tx: Tx, log: ChangeLog, view: SchemaView, touch: To
       `INSERT INTO records (gid, project_gid, parent, canonical, is_link, definition, treelevel, path, childcount, status, channels, vals, checks, created_on, updated_on)
        VALUES (?, ?, NULL, ?, 0, ?, 0, ?, 0, ?, ?, '{}', ?, ?, ?) RETURNING ${COLUMNS}`,
     )
-    .get(gid, view.projectGid, gid, definition, JSON.stringify([gid]), PUBLISHED, JSON.stringify([ALL_CHANNEL]), JSON.stringify(checks), t, t) as Raw;
+    .get(
+      gid,
+      view.projectGid,
+      gid,
+      definition,
+      JSON.stringify([gid]),
+      PUBLISHED,
+      JSON.stringify([ALL_CHANNEL]),
+      JSON.stringify(checks),
+      t,
+      t,
+    ) as Raw;
   const rec = recOf(raw);
   writeSearch(tx, view, rec, true);
   touch.insert(gid);
@@ -628,7 +807,9 @@ export function getRoot(ctx: Ctx, actor: Actor, projectGid: string, input: Langs
     recordsRead(ctx, actor, projectGid, (tx, view) => {
       const langs = view.languagesOf(input);
       const root = rootRow(tx, projectGid);
-      return root ? { result: { root: root.gid }, data: { records: formsOf(tx, view, [root], { languages: langs }) } } : undefined;
+      return root
+        ? { result: { root: root.gid }, data: { records: formsOf(tx, view, [root], { languages: langs }) } }
+        : undefined;
     });
   const found = read();
   if (found) return found;
@@ -637,7 +818,12 @@ export function getRoot(ctx: Ctx, actor: Actor, projectGid: string, input: Langs
 }
 
 /** `records/get`: `record` (→ result.record) or `records` (→ result.records, existing ones in the asked order). */
-export function getRecords(ctx: Ctx, actor: Actor, projectGid: string, input: Langs & { record?: unknown; records?: unknown }): Answer {
+export function getRecords(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: Langs & { record?: unknown; records?: unknown },
+): Answer {
   return recordsRead(ctx, actor, projectGid, (tx, view) => {
     const langs = view.languagesOf(input);
     if (input.record !== undefined && input.record !== null) {
@@ -645,7 +831,8 @@ export function getRecords(ctx: Ctx, actor: Actor, projectGid: string, input: La
       return { result: { record: r.gid }, data: { records: formsOf(tx, view, [r], { languages: langs }) } };
     }
     if (input.records === undefined || input.records === null) throw missing("record");
-    if (!Array.isArray(input.records) || input.records.some((g) => typeof g !== "string")) throw invalidParameter("records", { expected: "an array of record gids" });
+    if (!Array.isArray(input.records) || input.records.some((g) => typeof g !== "string"))
+      throw invalidParameter("records", { expected: "an array of record gids" });
     if (input.records.length > 1000) throw invalidParameter("records", { expected: "at most 1000 gids" });
     const rows = rowsByGids(tx, projectGid, [...new Set(input.records as string[])]);
     const byGid = new Map(rows.map((r) => [r.gid, r]));
@@ -657,11 +844,15 @@ export function getRecords(ctx: Ctx, actor: Actor, projectGid: string, input: La
 export const CHILDREN_PAGE = { size: 100, max: 1000 };
 
 /** `page.top`/`page.size` of a children-like call (400 on anything but whole numbers; size clamped). */
-export function pageOf(input: Record<string, unknown>, def: { size: number; max: number }): { top: number; size: number } {
+export function pageOf(
+  input: Record<string, unknown>,
+  def: { size: number; max: number },
+): { top: number; size: number } {
   const read = (name: string, fallback: number) => {
     const v = Object.hasOwn(input, name) ? input[name] : undefined;
     if (v === undefined || v === null) return fallback;
-    if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 0) throw invalidParameter(name, { expected: "a whole number of 0 or more" });
+    if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 0)
+      throw invalidParameter(name, { expected: "a whole number of 0 or more" });
     return v;
   };
   return { top: read("page.top", 0), size: Math.min(read("page.size", def.size), def.max) };
@@ -679,14 +870,23 @@ export function pageOf(input: Record<string, unknown>, def: { size: number; max:
 export function childrenIn(
   tx: Tx,
   parent: string,
-  opts: { ordering?: string; channel?: string; top: number; size: number; deleted?: boolean; childcount?: number; idsOnly?: boolean },
+  opts: {
+    ordering?: string;
+    channel?: string;
+    top: number;
+    size: number;
+    deleted?: boolean;
+    childcount?: number;
+    idsOnly?: boolean;
+  },
 ): { gids: string[]; ids: number[]; total: number } {
   const s = db(tx);
   const status = opts.deleted ? "" : `AND status != '${DELETED}'`;
   const chan = opts.channel && opts.channel !== "__all__" ? "AND instr(channels, ?) > 0" : "";
   const chanParam = chan ? [JSON.stringify(opts.channel)] : [];
   // The children in the channel, read from the children index (a covering index: no row is read).
-  const inChannel = (n: number) => (chan ? `AND o.record_id IN (SELECT id FROM records WHERE parent = ?1 ${status} ${chan.replace("?", `?${n}`)})` : "");
+  const inChannel = (n: number) =>
+    chan ? `AND o.record_id IN (SELECT id FROM records WHERE parent = ?1 ${status} ${chan.replace("?", `?${n}`)})` : "";
   let rows: { id: number; gid: string }[] | undefined;
   if (opts.ordering && !opts.deleted) {
     // Deleted records' places are filed under "-<parent>", so the place index holds live children
@@ -701,7 +901,11 @@ export function childrenIn(
       )
       .all(parent, opts.ordering, opts.size, opts.top, ...chanParam) as { id: number; gid: string }[];
     if (rows.length < opts.size) {
-      const placed = (s.query("SELECT count(*) AS n FROM record_orderings WHERE parent = ? AND ordering = ?").get(parent, opts.ordering) as { n: number }).n;
+      const placed = (
+        s
+          .query("SELECT count(*) AS n FROM record_orderings WHERE parent = ? AND ordering = ?")
+          .get(parent, opts.ordering) as { n: number }
+      ).n;
       if (placed < liveChildren(tx, parent, opts.childcount)) rows = undefined;
     }
   }
@@ -720,19 +924,32 @@ export function childrenIn(
       .all(parent, opts.ordering, opts.size, opts.top, ...chanParam) as { id: number; gid: string }[];
   } else if (!rows) {
     rows = s
-      .query(`SELECT r.id AS id, r.gid AS gid FROM (SELECT id FROM records WHERE parent = ?1 ${status} ${chan.replace("?", "?4")} ORDER BY id LIMIT ?2 OFFSET ?3) c CROSS JOIN records r ON r.id = c.id ORDER BY r.id`)
+      .query(
+        `SELECT r.id AS id, r.gid AS gid FROM (SELECT id FROM records WHERE parent = ?1 ${status} ${chan.replace("?", "?4")} ORDER BY id LIMIT ?2 OFFSET ?3) c CROSS JOIN records r ON r.id = c.id ORDER BY r.id`,
+      )
       .all(parent, opts.size, opts.top, ...chanParam) as { id: number; gid: string }[];
   }
   const total =
     !chan && !opts.deleted
       ? liveChildren(tx, parent, opts.childcount)
-      : (s.query(`SELECT count(*) AS n FROM records WHERE parent = ?1 ${status} ${chan.replace("?", "?2")}`).get(parent, ...chanParam) as { n: number }).n;
+      : (
+          s
+            .query(`SELECT count(*) AS n FROM records WHERE parent = ?1 ${status} ${chan.replace("?", "?2")}`)
+            .get(parent, ...chanParam) as { n: number }
+        ).n;
   return { gids: rows.map((r) => r.gid), ids: rows.map((r) => r.id), total };
 }
 
 /** How many children of a parent are not deleted: its `childcount` when the caller has the row, else counted on the children index. */
 function liveChildren(tx: Tx, parent: string, childcount: number | undefined): number {
-  return childcount ?? (db(tx).query(`SELECT count(*) AS n FROM records WHERE parent = ? AND status != '${DELETED}'`).get(parent) as { n: number }).n;
+  return (
+    childcount ??
+    (
+      db(tx).query(`SELECT count(*) AS n FROM records WHERE parent = ? AND status != '${DELETED}'`).get(parent) as {
+        n: number;
+      }
+    ).n
+  );
 }
 
 /** Rows of gids in the given order. */
@@ -744,20 +961,45 @@ export function rowsInOrder(tx: Tx, projectGid: string, gids: string[]): Rec[] {
 /** Rows of ids (of this project) in the given order. */
 export function rowsByIds(tx: Tx, projectGid: string, ids: number[]): Rec[] {
   if (!ids.length) return [];
-  const raw = db(tx).query(`SELECT ${COLUMNS} FROM records WHERE id IN (SELECT value FROM json_each(?)) AND +project_gid = ?`).all(JSON.stringify(ids), projectGid) as Raw[];
+  const raw = db(tx)
+    .query(`SELECT ${COLUMNS} FROM records WHERE id IN (SELECT value FROM json_each(?)) AND +project_gid = ?`)
+    .all(JSON.stringify(ids), projectGid) as Raw[];
   const m = new Map(raw.map((r) => [r.id as number, r]));
-  return ids.map((i) => m.get(i)).filter((r): r is Raw => !!r).map(recOf);
+  return ids
+    .map((i) => m.get(i))
+    .filter((r): r is Raw => !!r)
+    .map(recOf);
 }
 
 /** `records/children`: one page of a record's children (channel, ordering, page.top, page.size). */
-export function getChildren(ctx: Ctx, actor: Actor, projectGid: string, input: Langs & { record?: unknown; channel?: unknown; ordering?: unknown; "page.top"?: unknown; "page.size"?: unknown }): Answer {
+export function getChildren(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: Langs & {
+    record?: unknown;
+    channel?: unknown;
+    ordering?: unknown;
+    "page.top"?: unknown;
+    "page.size"?: unknown;
+  },
+): Answer {
   return recordsRead(ctx, actor, projectGid, (tx, view) => {
     const langs = view.languagesOf(input);
     const parent = mustRecord(tx, projectGid, input.record);
     const page = pageOf(input, CHILDREN_PAGE);
-    const c = childrenIn(tx, parent.gid, { ordering: orderingOf(view, input.ordering), channel: channelOf(view, input.channel), childcount: parent.childcount, idsOnly: true, ...page });
+    const c = childrenIn(tx, parent.gid, {
+      ordering: orderingOf(view, input.ordering),
+      channel: channelOf(view, input.channel),
+      childcount: parent.childcount,
+      idsOnly: true,
+      ...page,
+    });
     const rows = rowsByIds(tx, projectGid, c.ids);
-    return withJsonText({ result: { children: rows.map((r) => r.gid), "children.size": c.total }, data: { records: formsOf(tx, view, rows, { languages: langs, remember: true }) } });
+    return withJsonText({
+      result: { children: rows.map((r) => r.gid), "children.size": c.total },
+      data: { records: formsOf(tx, view, rows, { languages: langs, remember: true }) },
+    });
   });
 }
 
@@ -767,8 +1009,16 @@ export function getChildren(ctx: Ctx, actor: Actor, projectGid: string, input: L
 /** The definition a new child of `parent` gets: like its last child, else the first child definition, else Base. */
 export function childDefinitionIn(tx: Tx, log: ChangeLog, view: SchemaView, parent: Rec, ordering?: string): string {
   const last = ordering
-    ? (db(tx).query(`SELECT r.definition AS d FROM record_orderings o JOIN records r ON r.id = o.record_id WHERE o.parent = ? AND o.ordering = ? AND r.status != '${DELETED}' ORDER BY o.pos DESC LIMIT 1`).get(parent.gid, ordering) as { d: string } | null)
-    : (db(tx).query(`SELECT definition AS d FROM records WHERE parent = ? AND status != '${DELETED}' ORDER BY id DESC LIMIT 1`).get(parent.gid) as { d: string } | null);
+    ? (db(tx)
+        .query(
+          `SELECT r.definition AS d FROM record_orderings o JOIN records r ON r.id = o.record_id WHERE o.parent = ? AND o.ordering = ? AND r.status != '${DELETED}' ORDER BY o.pos DESC LIMIT 1`,
+        )
+        .get(parent.gid, ordering) as { d: string } | null)
+    : (db(tx)
+        .query(
+          `SELECT definition AS d FROM records WHERE parent = ? AND status != '${DELETED}' ORDER BY id DESC LIMIT 1`,
+        )
+        .get(parent.gid) as { d: string } | null);
   if (last) {
     // A sibling's extended definition is its own: the new record gets the definition it extends.
     const base = (rowOf(tx, "definition", view.projectGid, last.d)?.spec as { extends?: string } | undefined)?.extends;
@@ -779,40 +1029,83 @@ export function childDefinitionIn(tx: Tx, log: ChangeLog, view: SchemaView, pare
 }
 
 /** Creates a record as the last child of `parent` inside the caller's transaction. */
-export function createRecordIn(tx: Tx, log: ChangeLog, view: SchemaView, touch: Touch, input: { parent?: unknown; ordering?: unknown; definition?: string }): Rec {
+export function createRecordIn(
+  tx: Tx,
+  log: ChangeLog,
+  view: SchemaView,
+  touch: Touch,
+  input: { parent?: unknown; ordering?: unknown; definition?: string },
+): Rec {
   const parent = mustRecord(tx, view.projectGid, input.parent, "parent");
   const ordering = orderingOf(view, input.ordering);
-  if (parent.status === DELETED) throw unprocessable("Can't work with this item", { reason: "The parent record is deleted", parent: parent.gid });
+  if (parent.status === DELETED)
+    throw unprocessable("Can't work with this item", { reason: "The parent record is deleted", parent: parent.gid });
   const definition = input.definition ?? childDefinitionIn(tx, log, view, parent, ordering);
   return insertRecordIn(tx, view, touch, { parent, definition, ordering });
 }
 
 /** `records/create`: a new last child of `parent`. */
-export function createRecord(ctx: Ctx, actor: Actor, projectGid: string, input: Langs & { parent?: unknown; ordering?: unknown }): Answer {
+export function createRecord(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: Langs & { parent?: unknown; ordering?: unknown },
+): Answer {
   return recordsWrite(ctx, actor, projectGid, (tx, log, view, touch) => {
     const langs = view.languagesOf(input);
     const rec = createRecordIn(tx, log, view, touch, input);
     const rows = rowsByGids(tx, projectGid, [rec.gid, rec.parent!]);
-    return { result: { parent: rec.parent, record: rec.gid }, data: { records: formsOf(tx, view, rows, { languages: langs }) } };
+    return {
+      result: { parent: rec.parent, record: rec.gid },
+      data: { records: formsOf(tx, view, rows, { languages: langs }) },
+    };
   });
 }
 
 /** The records kept in step with `rec`: its canonical and every link of that canonical. */
 export function linkGroup(tx: Tx, projectGid: string, rec: Rec): Rec[] {
   // Most records are alone: nothing else names them as canonical (counted on the index alone).
-  if (!rec.isLink && (db(tx).query("SELECT count(*) AS n FROM (SELECT 1 FROM records WHERE canonical = ? LIMIT 2)").get(rec.gid) as { n: number }).n <= 1) return [rec];
-  return (db(tx).query(`SELECT ${COLUMNS} FROM records WHERE canonical = ?2 AND +project_gid = ?1 UNION SELECT ${COLUMNS} FROM records WHERE gid = ?2 AND +project_gid = ?1 ORDER BY id`).all(projectGid, rec.canonical) as Raw[]).map(recOf);
+  if (
+    !rec.isLink &&
+    (
+      db(tx).query("SELECT count(*) AS n FROM (SELECT 1 FROM records WHERE canonical = ? LIMIT 2)").get(rec.gid) as {
+        n: number;
+      }
+    ).n <= 1
+  )
+    return [rec];
+  return (
+    db(tx)
+      .query(
+        `SELECT ${COLUMNS} FROM records WHERE canonical = ?2 AND +project_gid = ?1 UNION SELECT ${COLUMNS} FROM records WHERE gid = ?2 AND +project_gid = ?1 ORDER BY id`,
+      )
+      .all(projectGid, rec.canonical) as Raw[]
+  ).map(recOf);
 }
 
 /** Writes new values to a record and every record of its link group; search index and checks follow. */
-export function storeVals(tx: Tx, view: SchemaView, touch: Touch, rec: Rec, vals: Vals, definition = rec.definition, cleared: string[] = [], textChanged = true): Rec[] {
+export function storeVals(
+  tx: Tx,
+  view: SchemaView,
+  touch: Touch,
+  rec: Rec,
+  vals: Vals,
+  definition = rec.definition,
+  cleared: string[] = [],
+  textChanged = true,
+): Rec[] {
   const group = linkGroup(tx, view.projectGid, rec);
   const defChanged = definition !== rec.definition;
   const d = view.def(definition);
   const t = now();
   for (const r of group) {
-    const checks = checksOf(d, vals, view.languages, false, { ...r.checks, invalid: r.checks.invalid.filter((g) => !cleared.includes(g)) });
-    db(tx).query("UPDATE records SET vals = ?, checks = ?, definition = ?, updated_on = ? WHERE id = ?").run(JSON.stringify(vals), JSON.stringify(checks), definition, Math.max(t, r.updatedOn + 1e-6), r.id);
+    const checks = checksOf(d, vals, view.languages, false, {
+      ...r.checks,
+      invalid: r.checks.invalid.filter((g) => !cleared.includes(g)),
+    });
+    db(tx)
+      .query("UPDATE records SET vals = ?, checks = ?, definition = ?, updated_on = ? WHERE id = ?")
+      .run(JSON.stringify(vals), JSON.stringify(checks), definition, Math.max(t, r.updatedOn + 1e-6), r.id);
     r.vals = vals;
     r.definition = definition;
     r.updatedOn = Math.max(t, r.updatedOn + 1e-6);
@@ -826,24 +1119,40 @@ export function storeVals(tx: Tx, view: SchemaView, touch: Touch, rec: Rec, vals
  * Validates and applies one record's `fields` inside the caller's transaction (Excel rows, batch):
  * invalid fields are refused and reported, valid ones written to the record and its links.
  */
-export function updateRecordIn(tx: Tx, view: SchemaView, touch: Touch, rec: Rec, fields: unknown): { report: ReportItem[]; group: Rec[] } {
+export function updateRecordIn(
+  tx: Tx,
+  view: SchemaView,
+  touch: Touch,
+  rec: Rec,
+  fields: unknown,
+): { report: ReportItem[]; group: Rec[] } {
   const d = view.def(rec.definition);
   const r = applyFields(view, d, rec.gid, rec.vals, fields);
   if (!r.changed.length) return { report: r.report, group: [rec] };
   // Fields written now are valid: they leave the invalid list. The search text changes only with text fields.
-  const textChanged = r.changed.some((g) => SEARCHED.has(d.byGid.get(g)?.type ?? "") || !!d.byGid.get(g)?.labels || g === d.titlefield);
+  const textChanged = r.changed.some(
+    (g) => SEARCHED.has(d.byGid.get(g)?.type ?? "") || !!d.byGid.get(g)?.labels || g === d.titlefield,
+  );
   const group = storeVals(tx, view, touch, rec, r.vals, rec.definition, r.changed, textChanged);
   return { report: r.report, group };
 }
 
 /** `records/update`: values per language; answers `report.validation` (errors refused, warnings applied). */
-export function updateRecord(ctx: Ctx, actor: Actor, projectGid: string, input: Langs & { record?: unknown; fields?: unknown }): Answer {
+export function updateRecord(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: Langs & { record?: unknown; fields?: unknown },
+): Answer {
   return recordsWrite(ctx, actor, projectGid, (tx, _log, view, touch) => {
     const langs = view.languagesOf(input);
     const rec = mustRecord(tx, projectGid, input.record);
     if (input.fields === undefined || input.fields === null) throw missing("fields");
     const { report, group } = updateRecordIn(tx, view, touch, rec, input.fields);
-    return { result: { record: rec.gid, "report.validation": report }, data: { records: formsOf(tx, view, group, { languages: langs }) } };
+    return {
+      result: { record: rec.gid, "report.validation": report },
+      data: { records: formsOf(tx, view, group, { languages: langs }) },
+    };
   });
 }
 

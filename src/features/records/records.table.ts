@@ -49,7 +49,11 @@ export const records = sqliteTable(
   ],
 );
 
-export type RecordChecks = { invalid: string[]; empty: Record<string, string[]>; untranslated: Record<string, string[]> };
+export type RecordChecks = {
+  invalid: string[];
+  empty: Record<string, string[]>;
+  untranslated: Record<string, string[]>;
+};
 export type RecordRow = typeof records.$inferSelect;
 
 /**
@@ -71,7 +75,10 @@ export const recordOrderings = sqliteTable(
     ordering: text("ordering").notNull(),
     pos: integer("pos").notNull(),
   },
-  (t) => [primaryKey({ columns: [t.recordId, t.ordering] }), index("record_orderings_place").on(t.parent, t.ordering, t.pos, t.recordId)],
+  (t) => [
+    primaryKey({ columns: [t.recordId, t.ordering] }),
+    index("record_orderings_place").on(t.parent, t.ordering, t.pos, t.recordId),
+  ],
 );
 
 /**

@@ -3,7 +3,17 @@ import type { Answer } from "../../core/answer";
 import type { Ctx } from "../../platform/context";
 import { layoutOf, Out } from "../schema/copies.service";
 import { rowsOf } from "../schema/items.service";
-import { childrenIn, db, DELETED, formsOf, mustRecord, orderingOf, pageOf, recordsRead, rowsInOrder } from "./records.service";
+import {
+  childrenIn,
+  db,
+  DELETED,
+  formsOf,
+  mustRecord,
+  orderingOf,
+  pageOf,
+  recordsRead,
+  rowsInOrder,
+} from "./records.service";
 
 /**
  * `records/worksheet`: what a grid needs for one parent — the record, its path from the root down
@@ -13,14 +23,32 @@ import { childrenIn, db, DELETED, formsOf, mustRecord, orderingOf, pageOf, recor
  */
 export const WORKSHEET_PAGE = { size: 20, max: 1000 };
 
-export function getWorksheet(ctx: Ctx, actor: Actor, projectGid: string, input: { record?: unknown; ordering?: unknown; language?: unknown; languages?: unknown; "page.top"?: unknown; "page.size"?: unknown }): Answer {
+export function getWorksheet(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: {
+    record?: unknown;
+    ordering?: unknown;
+    language?: unknown;
+    languages?: unknown;
+    "page.top"?: unknown;
+    "page.size"?: unknown;
+  },
+): Answer {
   return recordsRead(ctx, actor, projectGid, (tx, view) => {
     const langs = view.languagesOf(input);
     const rec = mustRecord(tx, projectGid, input.record);
     const page = pageOf(input, WORKSHEET_PAGE);
     const c = childrenIn(tx, rec.gid, { ordering: orderingOf(view, input.ordering), ...page });
     const path = [...rec.path].reverse();
-    const defs = (db(tx).query(`SELECT definition AS d, min(id) AS first FROM records WHERE parent = ? AND status != '${DELETED}' GROUP BY definition ORDER BY first`).all(rec.gid) as { d: string }[]).map((r) => r.d);
+    const defs = (
+      db(tx)
+        .query(
+          `SELECT definition AS d, min(id) AS first FROM records WHERE parent = ? AND status != '${DELETED}' GROUP BY definition ORDER BY first`,
+        )
+        .all(rec.gid) as { d: string }[]
+    ).map((r) => r.d);
     const out = new Out().has("definition").has("layout");
     for (const d of rowsOf(tx, "definition", projectGid, defs)) out.add("definition", d).add("layout", layoutOf(tx, d));
     const rows = rowsInOrder(tx, projectGid, [...path, ...c.gids]);

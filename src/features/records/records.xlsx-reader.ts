@@ -23,7 +23,11 @@ export const READ_BATCH = 250;
 /** A data row as read: its number, gid, plain cell values by column number (1 = gid), and whether a cell is struck through. */
 export type RowIn = { n: number; gid: string | null; cells: unknown[]; struck: boolean };
 /** The `_apis` sheet: its key → value rows, the key of each row number, and its column rows. */
-export type MetaInfo = { info: Map<string, unknown>; keys: string[]; cols: { col: number; gid: string; key: string; path: string[] }[] };
+export type MetaInfo = {
+  info: Map<string, unknown>;
+  keys: string[];
+  cols: { col: number; gid: string; key: string; path: string[] }[];
+};
 export type ReadEvent = { t: "meta"; meta: MetaInfo } | { t: "rows"; rows: RowIn[] } | { t: "end"; sawSheet: boolean };
 export type SheetReader = AsyncIterable<ExcelJS.Row> & { name: string };
 
@@ -41,14 +45,25 @@ export function plain(v: ExcelJS.CellValue | undefined): unknown {
 
 /** The worksheets of a workbook file, streamed (exceljs' WorkbookReader; cell styles kept for strike-through). */
 export async function* sheetsOf(path: string): AsyncIterable<SheetReader> {
-  const reader = new (await excel()).stream.xlsx.WorkbookReader(path, { worksheets: "emit", sharedStrings: "cache", styles: "cache", hyperlinks: "ignore", entries: "ignore" });
-  const inner = reader as unknown as AsyncIterable<SheetReader & { id: unknown }> & { model?: { sheets?: { name: string; rId: string }[] }; workbookRels?: { Id: string; Target: string }[] };
+  const reader = new (await excel()).stream.xlsx.WorkbookReader(path, {
+    worksheets: "emit",
+    sharedStrings: "cache",
+    styles: "cache",
+    hyperlinks: "ignore",
+    entries: "ignore",
+  });
+  const inner = reader as unknown as AsyncIterable<SheetReader & { id: unknown }> & {
+    model?: { sheets?: { name: string; rId: string }[] };
+    workbookRels?: { Id: string; Target: string }[];
+  };
   for await (const ws of inner) {
     // exceljs names a sheet only when its relationship target is relative; openpyxl writes
     // absolute ones (/xl/worksheets/sheet1.xml): name those sheets here.
     const sheets = inner.model?.sheets ?? [];
     if (!sheets.some((x) => x.name === ws.name)) {
-      const rel = (inner.workbookRels ?? []).find((r) => String(r.Target).replace(/^\/?xl\//, "") === `worksheets/sheet${ws.id}.xml`);
+      const rel = (inner.workbookRels ?? []).find(
+        (r) => String(r.Target).replace(/^\/?xl\//, "") === `worksheets/sheet${ws.id}.xml`,
+      );
       const sheet = rel && sheets.find((x) => x.rId === rel.Id);
       if (sheet) ws.name = sheet.name;
     }
@@ -60,7 +75,7 @@ export async function drain(ws: SheetReader) {
   for await (const _ of ws);
 }
 
-export const cellsOf = (row: ExcelJS.Row) => ((row as unknown as { _cells?: (ExcelJS.Cell | undefined)[] })._cells ?? []);
+export const cellsOf = (row: ExcelJS.Row) => (row as unknown as { _cells?: (ExcelJS.Cell | undefined)[] })._cells ?? [];
 
 async function readMeta(ws: SheetReader): Promise<MetaInfo> {
   const m: MetaInfo = { info: new Map(), keys: [], cols: [] };

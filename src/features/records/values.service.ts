@@ -121,7 +121,13 @@ export class SchemaView {
     const fields: FieldInfo[] = [];
     if (row) {
       for (const { field } of definitionFields(this.tx, this.projectGid, gid)) {
-        const s = field.spec as { type: FieldType; options?: Record<string, unknown>; is_localized?: boolean; is_required?: boolean; initial?: Record<string, unknown> };
+        const s = field.spec as {
+          type: FieldType;
+          options?: Record<string, unknown>;
+          is_localized?: boolean;
+          is_required?: boolean;
+          initial?: Record<string, unknown>;
+        };
         const options = s.options ?? {};
         const like: FieldLike = { gid: field.gid, name: field.name, type: s.type, options };
         // Built now, while this transaction can read nested classes (the info is cached beyond it).
@@ -168,7 +174,11 @@ export class SchemaView {
     }
     if (!asked.length) return this.languages;
     const bad = asked.filter((l) => !this.languages.includes(l));
-    if (bad.length) throw invalidParameter(input.language !== undefined && bad.includes(input.language as string) ? "language" : "languages", { reason: `not a project language: ${bad.join(", ")}`, expected: this.languages });
+    if (bad.length)
+      throw invalidParameter(
+        input.language !== undefined && bad.includes(input.language as string) ? "language" : "languages",
+        { reason: `not a project language: ${bad.join(", ")}`, expected: this.languages },
+      );
     return this.languages.filter((l) => asked.includes(l));
   }
 }
@@ -176,7 +186,12 @@ export class SchemaView {
 /** A null-prototype object, for keys that come from names (`__proto__` is a valid field name). */
 export const dict = <T = unknown>(): Record<string, T> => Object.create(null);
 
-const isEmpty = (v: unknown) => v === null || v === undefined || v === "" || (Array.isArray(v) && v.length === 0) || (typeof v === "object" && !Array.isArray(v) && Object.keys(v as object).length === 0);
+const isEmpty = (v: unknown) =>
+  v === null ||
+  v === undefined ||
+  v === "" ||
+  (Array.isArray(v) && v.length === 0) ||
+  (typeof v === "object" && !Array.isArray(v) && Object.keys(v as object).length === 0);
 
 export function emptyOf(f: FieldInfo): unknown {
   return LIST_TYPES.has(f.type) ? [] : null;
@@ -198,12 +213,17 @@ function labelOf(f: FieldInfo, key: string, lang: string): string {
  * an own member instead of changing the prototype. Plain objects keep JSON.stringify on its fast path.
  */
 export function put(o: Record<string, unknown>, k: string, v: unknown): void {
-  if (k === "__proto__") Object.defineProperty(o, k, { value: v, enumerable: true, writable: true, configurable: true });
+  if (k === "__proto__")
+    Object.defineProperty(o, k, { value: v, enumerable: true, writable: true, configurable: true });
   else o[k] = v;
 }
 
 /** `fields[lang]` of a record's form: every field of the definition by name, empty ones too. */
-export function fieldsForm(d: DefInfo, vals: Record<string, Record<string, unknown>>, lang: string): Record<string, unknown> {
+export function fieldsForm(
+  d: DefInfo,
+  vals: Record<string, Record<string, unknown>>,
+  lang: string,
+): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const f of d.fields) {
     const v = storedValue(vals, f, lang);
@@ -223,7 +243,8 @@ export function fieldsForm(d: DefInfo, vals: Record<string, Record<string, unkno
 /** Plain text of a value for titles and the search index. */
 function textOf(f: FieldInfo, v: unknown, lang: string): string {
   if (v === null || v === undefined) return "";
-  if (f.labels) return Array.isArray(v) ? v.map((k) => labelOf(f, String(k), lang)).join(" ") : labelOf(f, String(v), lang);
+  if (f.labels)
+    return Array.isArray(v) ? v.map((k) => labelOf(f, String(k), lang)).join(" ") : labelOf(f, String(v), lang);
   if (Array.isArray(v)) return v.filter((x) => typeof x !== "object").join(" ");
   if (typeof v === "object") return "";
   return String(v);
@@ -244,7 +265,11 @@ const sharedText = (f: FieldInfo) => !f.localized && !f.labels;
  * shared document (`lang` SHARED), the text of every other field. A change of a value that is the
  * same in every language then rewrites one document, not one per language.
  */
-export function searchTextOf(d: DefInfo, vals: Record<string, Record<string, unknown>>, lang: string): { title: string; body: string } {
+export function searchTextOf(
+  d: DefInfo,
+  vals: Record<string, Record<string, unknown>>,
+  lang: string,
+): { title: string; body: string } {
   const shared = lang === SHARED;
   const parts: string[] = [];
   for (const f of d.fields) {
@@ -262,11 +287,44 @@ export const searchDocuments = (languages: readonly string[]): string[] => [...l
  * The languages in the order of their search slots. Append only: a stored search document's rowid
  * holds its slot (searchRowId), and migration 0017 numbered the documents by this list.
  */
-const SLOTTED = ["da", "de", "de-at", "de-ch", "de-de", "de-lu", "el", "en", "en-gb", "en-ie", "en-us", "es", "es-es", "fi", "fr", "fr-be", "fr-ch", "fr-fr", "fr-lu", "is", "it", "it-ch", "it-it", "lb-lu", "nb", "nl", "nl-be", "nl-nl", "pl", "pt", "sv"] as const;
+const SLOTTED = [
+  "da",
+  "de",
+  "de-at",
+  "de-ch",
+  "de-de",
+  "de-lu",
+  "el",
+  "en",
+  "en-gb",
+  "en-ie",
+  "en-us",
+  "es",
+  "es-es",
+  "fi",
+  "fr",
+  "fr-be",
+  "fr-ch",
+  "fr-fr",
+  "fr-lu",
+  "is",
+  "it",
+  "it-ch",
+  "it-it",
+  "lb-lu",
+  "nb",
+  "nl",
+  "nl-be",
+  "nl-nl",
+  "pl",
+  "pt",
+  "sv",
+] as const;
 const SLOTS = new Map<string, number>([[SHARED, 0], ...SLOTTED.map((l, i) => [l, i + 1] as const)]);
 /** Bits of a search document's rowid that hold its slot: the record id is the rowid shifted right by these. */
 export const SEARCH_SLOT_BITS = 6;
-for (const l of LANGUAGE_CODES) if (!SLOTS.has(l)) throw new Error(`language ${l} has no search slot: append it to SLOTTED`);
+for (const l of LANGUAGE_CODES)
+  if (!SLOTS.has(l)) throw new Error(`language ${l} has no search slot: append it to SLOTTED`);
 if (SLOTS.size > 2 ** SEARCH_SLOT_BITS) throw new Error("more search slots than SEARCH_SLOT_BITS hold");
 
 /** The search slot of a document: 0 for the shared one, a language's place in SLOTTED plus one. */
@@ -281,10 +339,17 @@ export function searchSlot(language: string): number {
  * the record id and the document's slot, so that a search reads both from the index's rowids
  * without looking anything up.
  */
-export const searchRowId = (recordId: number, language: string): number => recordId * 2 ** SEARCH_SLOT_BITS + searchSlot(language);
+export const searchRowId = (recordId: number, language: string): number =>
+  recordId * 2 ** SEARCH_SLOT_BITS + searchSlot(language);
 
 /** What `validation` search reads: invalid fields (any language), empty and untranslated fields per language. */
-export function checksOf(d: DefInfo, vals: Record<string, Record<string, unknown>>, languages: string[], validate = false, previous?: RecordChecks): RecordChecks {
+export function checksOf(
+  d: DefInfo,
+  vals: Record<string, Record<string, unknown>>,
+  languages: string[],
+  validate = false,
+  previous?: RecordChecks,
+): RecordChecks {
   const empty: Record<string, string[]> = {};
   const untranslated: Record<string, string[]> = {};
   for (const l of languages) {
@@ -351,7 +416,14 @@ function assetIssue(view: SchemaView, f: FieldInfo, value: unknown): string | un
 }
 
 /** One entry of `report.validation`. */
-export type ReportItem = { record: string; language: string | null; field: string; level: "error" | "warning"; code: string; message: string };
+export type ReportItem = {
+  record: string;
+  language: string | null;
+  field: string;
+  level: "error" | "warning";
+  code: string;
+  message: string;
+};
 
 export type FieldsInput = Record<string, unknown>;
 
@@ -368,9 +440,11 @@ export function applyFields(
   current: Record<string, Record<string, unknown>>,
   input: unknown,
 ): { vals: Record<string, Record<string, unknown>>; report: ReportItem[]; changed: string[] } {
-  if (!input || typeof input !== "object" || Array.isArray(input)) throw invalidParameter("fields", { expected: "an object of language codes to objects of field names to values" });
+  if (!input || typeof input !== "object" || Array.isArray(input))
+    throw invalidParameter("fields", { expected: "an object of language codes to objects of field names to values" });
   const report: ReportItem[] = [];
-  const err = (language: string | null, field: string, code: string, message: string) => report.push({ record: recordGid, language, field, level: "error", code, message });
+  const err = (language: string | null, field: string, code: string, message: string) =>
+    report.push({ record: recordGid, language, field, level: "error", code, message });
   const vals: Record<string, Record<string, unknown>> = dict();
   for (const [k, v] of Object.entries(current)) vals[k] = Object.assign(dict(), v);
   const shared = new Map<string, { value: unknown; language: string; bad?: boolean }>();
@@ -408,7 +482,8 @@ export function applyFields(
       }
       const parsed = f.schema().safeParse(value);
       if (!parsed.success) {
-        for (const i of parsed.error.issues.slice(0, 5)) err(f.localized ? lang : lang, f.name, i.code, `${[f.name, ...i.path.map(String)].join(".")}: ${i.message}`);
+        for (const i of parsed.error.issues.slice(0, 5))
+          err(f.localized ? lang : lang, f.name, i.code, `${[f.name, ...i.path.map(String)].join(".")}: ${i.message}`);
         if (!f.localized) shared.set(f.gid, { value: undefined, language: lang, bad: true });
         continue;
       }
@@ -425,7 +500,12 @@ export function applyFields(
       } else {
         const prev = shared.get(f.gid);
         if (prev && !prev.bad && JSON.stringify(prev.value) !== JSON.stringify(clean)) {
-          err(lang, f.name, "conflict", `${f.name} is not localized: every language must give the same value (${prev.language} differs)`);
+          err(
+            lang,
+            f.name,
+            "conflict",
+            `${f.name} is not localized: every language must give the same value (${prev.language} differs)`,
+          );
           shared.set(f.gid, { value: undefined, language: lang, bad: true });
         } else if (!prev) shared.set(f.gid, { value: clean, language: lang });
       }
@@ -443,7 +523,15 @@ export function applyFields(
   for (const f of d.fields) {
     if (!f.required) continue;
     for (const lang of f.localized ? written : written.slice(0, 1)) {
-      if (isEmpty(storedValue(vals, f, lang))) report.push({ record: recordGid, language: f.localized ? lang : null, field: f.name, level: "warning", code: "is_required", message: `${f.name} is required` });
+      if (isEmpty(storedValue(vals, f, lang)))
+        report.push({
+          record: recordGid,
+          language: f.localized ? lang : null,
+          field: f.name,
+          level: "warning",
+          code: "is_required",
+          message: `${f.name} is required`,
+        });
     }
   }
   // Worked out when asked for (a new record's import does not ask).
@@ -473,7 +561,8 @@ export function initialVals(view: SchemaView, d: DefInfo): Record<string, Record
   const vals: Record<string, Record<string, unknown>> = dict();
   for (const f of d.fields) {
     if (f.localized) {
-      for (const l of view.languages) if (Object.hasOwn(f.initial, l) && !isEmpty(f.initial[l])) (vals[l] ??= dict())[f.gid] = f.initial[l];
+      for (const l of view.languages)
+        if (Object.hasOwn(f.initial, l) && !isEmpty(f.initial[l])) (vals[l] ??= dict())[f.gid] = f.initial[l];
     } else {
       const l = view.languages.find((x) => Object.hasOwn(f.initial, x) && !isEmpty(f.initial[x]));
       if (l) (vals[SHARED] ??= dict())[f.gid] = f.initial[l];
@@ -483,7 +572,11 @@ export function initialVals(view: SchemaView, d: DefInfo): Record<string, Record
 }
 
 /** Values kept when a record changes definition: those of fields both definitions have (same localization). */
-export function keepShared(from: DefInfo, to: DefInfo, vals: Record<string, Record<string, unknown>>): Record<string, Record<string, unknown>> {
+export function keepShared(
+  from: DefInfo,
+  to: DefInfo,
+  vals: Record<string, Record<string, unknown>>,
+): Record<string, Record<string, unknown>> {
   const out: Record<string, Record<string, unknown>> = dict();
   for (const [slot, values] of Object.entries(vals)) {
     for (const [g, v] of Object.entries(values)) {

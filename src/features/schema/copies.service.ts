@@ -71,7 +71,15 @@ export function formOf(kind: Kind, r: SchemaRow): Form {
         ...tail,
       };
     case "class":
-      return { ...common, name: r.name, label: r.label, fields: s.fields ?? [], layout: s.layout ?? null, metadata: r.metadata, ...tail };
+      return {
+        ...common,
+        name: r.name,
+        label: r.label,
+        fields: s.fields ?? [],
+        layout: s.layout ?? null,
+        metadata: r.metadata,
+        ...tail,
+      };
     case "definition":
       return {
         ...common,
@@ -118,11 +126,29 @@ export class Out {
  * `fields/get`, `classes/get` and `definitions/get`: one gid (`one`: the item's full answer, kept
  * in the schema snapshot) or a list of gids (`many`: the items found, in the order asked).
  */
-export function getItems(ctx: Ctx, actor: Actor, projectGid: string, kind: "field" | "class" | "definition", one: unknown, many: unknown, answerOf: (tx: Tx, row: SchemaRow) => Answer): Answer {
+export function getItems(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  kind: "field" | "class" | "definition",
+  one: unknown,
+  many: unknown,
+  answerOf: (tx: Tx, row: SchemaRow) => Answer,
+): Answer {
   return readProject(ctx, actor, projectGid, "member", ({ tx }) => {
-    if (typeof one === "string") return snapshotValue(tx, projectGid, `${PLURAL[kind]}/get ${one}`, () => lastingAnswer(answerOf(tx, mustGet(tx, kind, projectGid, one))));
+    if (typeof one === "string")
+      return snapshotValue(tx, projectGid, `${PLURAL[kind]}/get ${one}`, () =>
+        lastingAnswer(answerOf(tx, mustGet(tx, kind, projectGid, one))),
+      );
     if (!Array.isArray(many)) throw missing(kind);
-    const rows = new Map(rowsOf(tx, kind, projectGid, many.filter((g): g is string => typeof g === "string")).map((r) => [r.gid, r]));
+    const rows = new Map(
+      rowsOf(
+        tx,
+        kind,
+        projectGid,
+        many.filter((g): g is string => typeof g === "string"),
+      ).map((r) => [r.gid, r]),
+    );
     const found = many.filter((g): g is string => typeof g === "string" && rows.has(g));
     const out = new Out().has(kind);
     for (const g of found) out.add(kind, rows.get(g));
@@ -130,13 +156,31 @@ export function getItems(ctx: Ctx, actor: Actor, projectGid: string, kind: "fiel
   });
 }
 
-export type NewItem = { name: string; label?: Record<string, string>; metadata?: Record<string, unknown>; spec: Record<string, unknown>; isNew: boolean; original?: string | null };
+export type NewItem = {
+  name: string;
+  label?: Record<string, string>;
+  metadata?: Record<string, unknown>;
+  spec: Record<string, unknown>;
+  isNew: boolean;
+  original?: string | null;
+};
 
 export function insertItem(tx: Tx, log: ChangeLog, kind: Kind, projectGid: string, v: NewItem): SchemaRow {
   const t = now();
   const row = tx
     .insert(TABLE[kind])
-    .values({ gid: newGid(), projectGid, original: v.original ?? null, isNew: v.isNew, name: v.name, label: v.label ?? {}, metadata: v.metadata ?? {}, spec: v.spec, createdOn: t, updatedOn: t })
+    .values({
+      gid: newGid(),
+      projectGid,
+      original: v.original ?? null,
+      isNew: v.isNew,
+      name: v.name,
+      label: v.label ?? {},
+      metadata: v.metadata ?? {},
+      spec: v.spec,
+      createdOn: t,
+      updatedOn: t,
+    })
     .returning()
     .get();
   logItem(log, projectGid, "INSERT", kind, row.gid);
@@ -147,7 +191,12 @@ export type Patch = Partial<Pick<SchemaRow, "name" | "label" | "metadata" | "spe
 
 export function updateItem(tx: Tx, log: ChangeLog, kind: Kind, row: SchemaRow, patch: Patch): SchemaRow {
   const t = TABLE[kind];
-  const out = tx.update(t).set({ ...patch, updatedOn: Math.max(now(), row.updatedOn + 1e-6) }).where(eq(t.id, row.id)).returning().get()!;
+  const out = tx
+    .update(t)
+    .set({ ...patch, updatedOn: Math.max(now(), row.updatedOn + 1e-6) })
+    .where(eq(t.id, row.id))
+    .returning()
+    .get()!;
   logItem(log, row.projectGid, "UPDATE", kind, row.gid);
   return out;
 }
@@ -159,11 +208,16 @@ export function removeItem(tx: Tx, log: ChangeLog, kind: Kind, row: SchemaRow): 
 }
 
 const hasLayout = (kind: Kind) => kind === "class" || kind === "definition";
-export const layoutOf = (tx: Tx, row: SchemaRow) => rowOf(tx, "layout", row.projectGid, (row.spec as { layout?: string }).layout);
+export const layoutOf = (tx: Tx, row: SchemaRow) =>
+  rowOf(tx, "layout", row.projectGid, (row.spec as { layout?: string }).layout);
 
 /** A name not used by another item of the kind: `base`, else `base_2`, `base_3`, ... */
 export function freeName(tx: Tx, kind: Kind, projectGid: string, base: string, exceptGids: string[] = []): string {
-  const taken = new Set(rowsOf(tx, kind, projectGid).filter((r) => !exceptGids.includes(r.gid) && !exceptGids.includes(r.original ?? "")).map((r) => r.name));
+  const taken = new Set(
+    rowsOf(tx, kind, projectGid)
+      .filter((r) => !exceptGids.includes(r.gid) && !exceptGids.includes(r.original ?? ""))
+      .map((r) => r.name),
+  );
   if (!taken.has(base)) return base;
   for (let i = 2; ; i++) if (!taken.has(`${base}_${i}`)) return `${base}_${i}`;
 }
@@ -177,14 +231,24 @@ export function requireUniqueName(tx: Tx, kind: Kind, projectGid: string, name: 
     .where(and(eq(t.projectGid, projectGid), eq(t.name, name), isNull(t.original), eq(t.isNew, false)))
     .all()
     .filter((r) => !exceptGids.includes(r.gid));
-  if (clash.length) throw validationFailed([{ field: "name", rule: "unique", message: `another committed ${NOUN[kind].toLowerCase()} is named ${name}` }]);
+  if (clash.length)
+    throw validationFailed([
+      { field: "name", rule: "unique", message: `another committed ${NOUN[kind].toLowerCase()} is named ${name}` },
+    ]);
 }
 
 /**
  * The row a change goes to: the item itself when new or a working copy; for a committed item its
  * working copy, made now when there is none (`made` then holds the original, for the answer).
  */
-export function editable(tx: Tx, log: ChangeLog, kind: Kind, projectGid: string, gid: unknown, member = kind as string): { row: SchemaRow; made?: SchemaRow } {
+export function editable(
+  tx: Tx,
+  log: ChangeLog,
+  kind: Kind,
+  projectGid: string,
+  gid: unknown,
+  member = kind as string,
+): { row: SchemaRow; made?: SchemaRow } {
   const row = mustGet(tx, kind, projectGid, gid, member);
   if (!isCommitted(row)) return { row };
   const wc = workingCopyOf(tx, kind, projectGid, row.gid);
@@ -193,16 +257,36 @@ export function editable(tx: Tx, log: ChangeLog, kind: Kind, projectGid: string,
   if (hasLayout(kind)) {
     const layout = layoutOf(tx, row);
     if (layout) {
-      const lwc = workingCopyOf(tx, "layout", projectGid, layout.gid) ?? insertItem(tx, log, "layout", projectGid, { name: layout.name, spec: layout.spec, isNew: false, original: layout.gid });
+      const lwc =
+        workingCopyOf(tx, "layout", projectGid, layout.gid) ??
+        insertItem(tx, log, "layout", projectGid, {
+          name: layout.name,
+          spec: layout.spec,
+          isNew: false,
+          original: layout.gid,
+        });
       spec.layout = lwc.gid;
     }
   }
-  const copy = insertItem(tx, log, kind, projectGid, { name: row.name, label: row.label, metadata: row.metadata, spec, isNew: false, original: row.gid });
+  const copy = insertItem(tx, log, kind, projectGid, {
+    name: row.name,
+    label: row.label,
+    metadata: row.metadata,
+    spec,
+    isNew: false,
+    original: row.gid,
+  });
   return { row: copy, made: row };
 }
 
 /** The row a working-copy action (commit, revert, save_as_new) works on: given either gid. */
-function pending(tx: Tx, kind: Kind, projectGid: string, gid: unknown, what: string): SchemaRow | { unchanged: SchemaRow } {
+function pending(
+  tx: Tx,
+  kind: Kind,
+  projectGid: string,
+  gid: unknown,
+  what: string,
+): SchemaRow | { unchanged: SchemaRow } {
   const row = mustGet(tx, kind, projectGid, gid);
   if (!isCommitted(row)) return row;
   const wc = workingCopyOf(tx, kind, projectGid, row.gid);
@@ -210,7 +294,9 @@ function pending(tx: Tx, kind: Kind, projectGid: string, gid: unknown, what: str
   // The reference: an unchanged field is "not saved either" (answered as it is); an unmodified
   // class or definition "cannot" be saved as new.
   if (what === "save_as_new" && kind === "field") return { unchanged: row };
-  throw cannot(`The ${NOUN[kind].toLowerCase()} has no changes to ${what === "save_as_new" ? "save as new" : what}`, { [kind]: row.gid });
+  throw cannot(`The ${NOUN[kind].toLowerCase()} has no changes to ${what === "save_as_new" ? "save as new" : what}`, {
+    [kind]: row.gid,
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -220,7 +306,12 @@ function pending(tx: Tx, kind: Kind, projectGid: string, gid: unknown, what: str
 export type SchemaCommit = SchemaChange;
 
 /** The ordered field gids of a definition spec: its own fields, then each class's (committed) fields; each once. */
-export function fieldListOfSpec(tx: Tx, projectGid: string, spec: Record<string, unknown>, classOverride?: Map<string, string[]>): string[] {
+export function fieldListOfSpec(
+  tx: Tx,
+  projectGid: string,
+  spec: Record<string, unknown>,
+  classOverride?: Map<string, string[]>,
+): string[] {
   const out: string[] = [];
   const seen = new Set<string>();
   const push = (g: unknown) => {
@@ -233,7 +324,7 @@ export function fieldListOfSpec(tx: Tx, projectGid: string, spec: Record<string,
   const classGids = (spec.classes as string[] | undefined) ?? [];
   const rows = new Map(rowsOf(tx, "class", projectGid, classGids).map((r) => [r.gid, r]));
   for (const c of classGids) {
-    const list = classOverride?.get(c) ?? ((rows.get(c)?.spec as { fields?: string[] } | undefined)?.fields ?? []);
+    const list = classOverride?.get(c) ?? (rows.get(c)?.spec as { fields?: string[] } | undefined)?.fields ?? [];
     for (const f of list) push(f);
   }
   return out;
@@ -250,7 +341,7 @@ function describe(tx: Tx, kind: Exclude<Kind, "layout">, committed: SchemaRow | 
   if (kind === "field") ({ classes: cls, definitions: defs } = definitionsUsingField(tx, projectGid, gid));
   if (kind === "class" && committed) {
     defs = definitionsUsingClass(tx, projectGid, gid);
-    const override = new Map([[gid, ((next.spec as { fields?: string[] }).fields ?? [])]]);
+    const override = new Map([[gid, (next.spec as { fields?: string[] }).fields ?? []]]);
     for (const d of rowsOf(tx, "definition", projectGid, defs)) {
       const before = fieldListOfSpec(tx, projectGid, d.spec);
       const nowList = new Set(fieldListOfSpec(tx, projectGid, d.spec, override));
@@ -265,11 +356,27 @@ function describe(tx: Tx, kind: Exclude<Kind, "layout">, committed: SchemaRow | 
     const lost = before.filter((f) => !nowList.has(f));
     if (lost.length) dropped[gid] = lost;
   }
-  return { projectGid, kind, gid, before: committed ? formOf(kind, committed) : null, after, classes: cls, definitions: defs, droppedFields: dropped };
+  return {
+    projectGid,
+    kind,
+    gid,
+    before: committed ? formOf(kind, committed) : null,
+    after,
+    classes: cls,
+    definitions: defs,
+    droppedFields: dropped,
+  };
 }
 
 /** The dry-run answer of a commit: what would change and what would be dropped. */
-export function commitPreview(ctx: Ctx, tx: Tx, kind: Exclude<Kind, "layout">, projectGid: string, gid: unknown, check?: (row: SchemaRow) => void) {
+export function commitPreview(
+  ctx: Ctx,
+  tx: Tx,
+  kind: Exclude<Kind, "layout">,
+  projectGid: string,
+  gid: unknown,
+  check?: (row: SchemaRow) => void,
+) {
   const row = pending(tx, kind, projectGid, gid, "commit") as SchemaRow;
   check?.(row);
   const committed = row.original ? mustGet(tx, kind, projectGid, row.original) : null;
@@ -277,7 +384,11 @@ export function commitPreview(ctx: Ctx, tx: Tx, kind: Exclude<Kind, "layout">, p
   const hooks: Record<string, unknown> = {};
   for (const h of ctx.hooks.schemaCommitted) if (h.preview) Object.assign(hooks, h.preview(ctx, tx, change));
   const changed = committed
-    ? Object.keys(change.after).filter((k) => !["gid", "original", "is_new", "is_working_copy", "created_on", "updated_on", "layout"].includes(k) && JSON.stringify(change.after[k]) !== JSON.stringify(change.before![k]))
+    ? Object.keys(change.after).filter(
+        (k) =>
+          !["gid", "original", "is_new", "is_working_copy", "created_on", "updated_on", "layout"].includes(k) &&
+          JSON.stringify(change.after[k]) !== JSON.stringify(change.before![k]),
+      )
     : [];
   return {
     gid: committed?.gid ?? row.gid,
@@ -294,7 +405,15 @@ export function commitPreview(ctx: Ctx, tx: Tx, kind: Exclude<Kind, "layout">, p
  * Commits the working copy (or new item) named by `gid` (either gid); `check` runs the kind's
  * rules first. Returns the committed row, its layout and the jobs hooks started.
  */
-export function commitItem(ctx: Ctx, tx: Tx, log: ChangeLog, kind: Exclude<Kind, "layout">, projectGid: string, gid: unknown, check?: (row: SchemaRow) => void) {
+export function commitItem(
+  ctx: Ctx,
+  tx: Tx,
+  log: ChangeLog,
+  kind: Exclude<Kind, "layout">,
+  projectGid: string,
+  gid: unknown,
+  check?: (row: SchemaRow) => void,
+) {
   const row = pending(tx, kind, projectGid, gid, "commit") as SchemaRow;
   check?.(row);
   const committed = row.original ? mustGet(tx, kind, projectGid, row.original) : null;
@@ -323,7 +442,8 @@ export function commitItem(ctx: Ctx, tx: Tx, log: ChangeLog, kind: Exclude<Kind,
   // The items using it changed too: say so, so clients reload them.
   const seen = new Set<string>();
   for (const c of change.classes) if (!seen.has(c)) seen.add(c) && logItem(log, projectGid, "UPDATE", "class", c);
-  for (const d of change.definitions) if (d !== result.gid && !seen.has(d)) seen.add(d) && logItem(log, projectGid, "UPDATE", "definition", d);
+  for (const d of change.definitions)
+    if (d !== result.gid && !seen.has(d)) seen.add(d) && logItem(log, projectGid, "UPDATE", "definition", d);
   const jobs: string[] = [];
   for (const h of ctx.hooks.schemaCommitted) {
     const r = h.apply(ctx, tx, log, change);
@@ -333,7 +453,13 @@ export function commitItem(ctx: Ctx, tx: Tx, log: ChangeLog, kind: Exclude<Kind,
 }
 
 /** Reverts: drops the working copy (or the new item). Returns the original row, or null for a new item. */
-export function revertItem(tx: Tx, log: ChangeLog, kind: Exclude<Kind, "layout">, projectGid: string, gid: unknown): SchemaRow | null {
+export function revertItem(
+  tx: Tx,
+  log: ChangeLog,
+  kind: Exclude<Kind, "layout">,
+  projectGid: string,
+  gid: unknown,
+): SchemaRow | null {
   const row = pending(tx, kind, projectGid, gid, "revert") as SchemaRow;
   if (hasLayout(kind)) {
     const l = layoutOf(tx, row);
@@ -349,7 +475,14 @@ export function revertItem(tx: Tx, log: ChangeLog, kind: Exclude<Kind, "layout">
  * committed; an unchanged committed field is returned as it is, an unchanged class or definition
  * is a 422 (see `pending`).
  */
-export function saveAsNewItem(tx: Tx, log: ChangeLog, kind: Exclude<Kind, "layout">, projectGid: string, gid: unknown, check?: (row: SchemaRow) => void) {
+export function saveAsNewItem(
+  tx: Tx,
+  log: ChangeLog,
+  kind: Exclude<Kind, "layout">,
+  projectGid: string,
+  gid: unknown,
+  check?: (row: SchemaRow) => void,
+) {
   const p = pending(tx, kind, projectGid, gid, "save_as_new");
   if ("unchanged" in p) return { row: p.unchanged, layout: hasLayout(kind) ? layoutOf(tx, p.unchanged) : undefined };
   check?.({ ...p, original: null });
@@ -363,7 +496,11 @@ export function saveAsNewItem(tx: Tx, log: ChangeLog, kind: Exclude<Kind, "layou
 /** Copies a committed item (and its layout) as a new item named `<name>_copy`. */
 export function copyItem(tx: Tx, log: ChangeLog, kind: Exclude<Kind, "layout">, projectGid: string, gid: unknown) {
   const src = mustGet(tx, kind, projectGid, gid);
-  if (!isCommitted(src)) throw cannot(`A ${stateOf(src) === "new" ? "new" : "working copy of a"} ${NOUN[kind].toLowerCase()} cannot be copied; commit it first`, { [kind]: src.gid });
+  if (!isCommitted(src))
+    throw cannot(
+      `A ${stateOf(src) === "new" ? "new" : "working copy of a"} ${NOUN[kind].toLowerCase()} cannot be copied; commit it first`,
+      { [kind]: src.gid },
+    );
   const spec = { ...(src.spec as Record<string, unknown>) };
   let layout: SchemaRow | undefined;
   if (hasLayout(kind)) {
@@ -373,7 +510,13 @@ export function copyItem(tx: Tx, log: ChangeLog, kind: Exclude<Kind, "layout">, 
       spec.layout = layout.gid;
     }
   }
-  const row = insertItem(tx, log, kind, projectGid, { name: freeName(tx, kind, projectGid, `${src.name}_copy`), label: src.label, metadata: src.metadata, spec, isNew: true });
+  const row = insertItem(tx, log, kind, projectGid, {
+    name: freeName(tx, kind, projectGid, `${src.name}_copy`),
+    label: src.label,
+    metadata: src.metadata,
+    spec,
+    isNew: true,
+  });
   return { row, layout };
 }
 
@@ -381,7 +524,14 @@ export function copyItem(tx: Tx, log: ChangeLog, kind: Exclude<Kind, "layout">, 
  * Deletes an item nobody uses (given either gid): the committed or new row, its working copy and
  * their layouts. A used item is a 422 whose info names every place it is used (`used_by`).
  */
-export function deleteItem(ctx: Ctx, tx: Tx, log: ChangeLog, kind: Exclude<Kind, "layout">, projectGid: string, gid: unknown): string {
+export function deleteItem(
+  ctx: Ctx,
+  tx: Tx,
+  log: ChangeLog,
+  kind: Exclude<Kind, "layout">,
+  projectGid: string,
+  gid: unknown,
+): string {
   let row = mustGet(tx, kind, projectGid, gid);
   if (row.original) row = mustGet(tx, kind, projectGid, row.original);
   const wc = workingCopyOf(tx, kind, projectGid, row.gid);
@@ -392,7 +542,8 @@ export function deleteItem(ctx: Ctx, tx: Tx, log: ChangeLog, kind: Exclude<Kind,
     const list = v.filter((g) => !own.has(g));
     if (list.length) used[k] = list;
   }
-  if (Object.keys(used).length) throw cannot(`The ${NOUN[kind].toLowerCase()} is in use`, { [kind]: row.gid, used_by: used });
+  if (Object.keys(used).length)
+    throw cannot(`The ${NOUN[kind].toLowerCase()} is in use`, { [kind]: row.gid, used_by: used });
   for (const r of [wc, row]) {
     if (!r) continue;
     if (hasLayout(kind)) {

@@ -6,7 +6,14 @@ import type { ChangeLog } from "../../db/mutate";
 import { inProject } from "../members/access.service";
 import type { ValidationIssue } from "../../core/errors";
 import { projectOptions } from "../settings/settings.options";
-import { changeLayout, committedFields, followFieldsInLayout, newOwnerLayout, ownerAnswer, ownerLifecycle } from "./classes.service";
+import {
+  changeLayout,
+  committedFields,
+  followFieldsInLayout,
+  newOwnerLayout,
+  ownerAnswer,
+  ownerLifecycle,
+} from "./classes.service";
 import { clearMetadata, setMetadata, type MetadataInput } from "./fields.service";
 import { newLayoutSpec, withFieldComponent, withoutFieldComponent } from "./layouts.service";
 import {
@@ -42,14 +49,20 @@ const specOf = (r: SchemaRow) => r.spec as DefinitionSpec;
  * the fields of each class in class order, each field once (the first place wins). `class` is the
  * class that brought the field (null for the definition's own fields).
  */
-export function definitionFields(tx: Tx, projectGid: string, definitionGid: string): { field: SchemaRow; class: string | null }[] {
+export function definitionFields(
+  tx: Tx,
+  projectGid: string,
+  definitionGid: string,
+): { field: SchemaRow; class: string | null }[] {
   const d = mustGet(tx, "definition", projectGid, definitionGid);
   const spec = specOf(d);
   const order = fieldListOfSpec(tx, projectGid, spec);
   const rows = new Map(rowsOf(tx, "field", projectGid, order).map((r) => [r.gid, r]));
   const own = new Set(spec.fields ?? []);
   const classOf = new Map<string, string>();
-  for (const c of rowsOf(tx, "class", projectGid, spec.classes ?? [])) for (const f of ((c.spec as { fields?: string[] }).fields ?? [])) if (!own.has(f) && !classOf.has(f)) classOf.set(f, c.gid);
+  for (const c of rowsOf(tx, "class", projectGid, spec.classes ?? []))
+    for (const f of (c.spec as { fields?: string[] }).fields ?? [])
+      if (!own.has(f) && !classOf.has(f)) classOf.set(f, c.gid);
   return order.filter((g) => rows.has(g)).map((g) => ({ field: rows.get(g)!, class: classOf.get(g) ?? null }));
 }
 
@@ -62,7 +75,14 @@ export function baseDefinitionIn(tx: Tx, log: ChangeLog, projectGid: string): st
   const found = rowsOf(tx, "definition", projectGid).find((r) => r.name === "base" && isCommitted(r));
   if (found) return found.gid;
   const layout = insertItem(tx, log, "layout", projectGid, { name: "base", spec: newLayoutSpec(), isNew: false });
-  const spec: DefinitionSpec = { classes: [], fields: [], titlefield: null, layout: layout.gid, childdefinitions: [], fieldlists: {} };
+  const spec: DefinitionSpec = {
+    classes: [],
+    fields: [],
+    titlefield: null,
+    layout: layout.gid,
+    childdefinitions: [],
+    fieldlists: {},
+  };
   return insertItem(tx, log, "definition", projectGid, { name: "base", label: {}, spec, isNew: false }).gid;
 }
 
@@ -77,27 +97,70 @@ export type DefinitionInput = {
   metadata?: unknown;
 };
 
-function committedList(tx: Tx, projectGid: string, kind: "class" | "definition", gids: string[], member: string, self?: string): string[] {
+function committedList(
+  tx: Tx,
+  projectGid: string,
+  kind: "class" | "definition",
+  gids: string[],
+  member: string,
+  self?: string,
+): string[] {
   const rows = new Map(rowsOf(tx, kind, projectGid, gids).map((r) => [r.gid, r]));
   const bad = gids.filter((g) => g !== self && (!rows.get(g) || !isCommitted(rows.get(g)!)));
-  if (bad.length) throw cannot(`Only committed ${kind === "class" ? "classes" : "definitions"} can be added`, { [member]: bad });
+  if (bad.length)
+    throw cannot(`Only committed ${kind === "class" ? "classes" : "definitions"} can be added`, { [member]: bad });
   return gids;
 }
 
-function applyDefinitionInput(tx: Tx, project: Project, cur: SchemaRow | null, input: DefinitionInput): { name: string; label: Record<string, string>; metadata: Record<string, unknown>; spec: Omit<DefinitionSpec, "layout"> } {
+function applyDefinitionInput(
+  tx: Tx,
+  project: Project,
+  cur: SchemaRow | null,
+  input: DefinitionInput,
+): {
+  name: string;
+  label: Record<string, string>;
+  metadata: Record<string, unknown>;
+  spec: Omit<DefinitionSpec, "layout">;
+} {
   const issues: ValidationIssue[] = [];
   if (input.name !== undefined) issues.push(...nameIssues(input.name));
   const label = mergeLocalized(project, (cur?.label ?? {}) as Record<string, unknown>, input.label, "label", issues);
-  const metadata = input.metadata !== undefined ? metadataDict(project, input.metadata, issues) : ((cur?.metadata ?? {}) as Record<string, unknown>);
+  const metadata =
+    input.metadata !== undefined
+      ? metadataDict(project, input.metadata, issues)
+      : ((cur?.metadata ?? {}) as Record<string, unknown>);
   orFail(issues);
   const prev = (cur ? specOf(cur) : {}) as Partial<DefinitionSpec>;
   const self = cur ? (cur.original ?? cur.gid) : undefined;
-  const classes = input.classes !== undefined ? committedList(tx, project.gid, "class", gidList(input.classes, "classes"), "classes") : (prev.classes ?? []);
-  const fields = input.fields !== undefined ? committedFields(tx, project.gid, gidList(input.fields, "fields")) : (prev.fields ?? []);
-  const childdefinitions = input.childdefinitions !== undefined ? committedList(tx, project.gid, "definition", gidList(input.childdefinitions, "childdefinitions"), "childdefinitions", self) : (prev.childdefinitions ?? []);
+  const classes =
+    input.classes !== undefined
+      ? committedList(tx, project.gid, "class", gidList(input.classes, "classes"), "classes")
+      : (prev.classes ?? []);
+  const fields =
+    input.fields !== undefined
+      ? committedFields(tx, project.gid, gidList(input.fields, "fields"))
+      : (prev.fields ?? []);
+  const childdefinitions =
+    input.childdefinitions !== undefined
+      ? committedList(
+          tx,
+          project.gid,
+          "definition",
+          gidList(input.childdefinitions, "childdefinitions"),
+          "childdefinitions",
+          self,
+        )
+      : (prev.childdefinitions ?? []);
   let titlefield = input.titlefield !== undefined ? input.titlefield : (prev.titlefield ?? null);
-  if (input.titlefield !== undefined && input.titlefield !== null) mustBeCommitted(tx, "field", project.gid, input.titlefield, "titlefield");
-  return { name: input.name ?? cur?.name ?? "unnamed_definition", label, metadata, spec: { classes, fields, titlefield, childdefinitions, fieldlists: prev.fieldlists ?? {} } };
+  if (input.titlefield !== undefined && input.titlefield !== null)
+    mustBeCommitted(tx, "field", project.gid, input.titlefield, "titlefield");
+  return {
+    name: input.name ?? cur?.name ?? "unnamed_definition",
+    label,
+    metadata,
+    spec: { classes, fields, titlefield, childdefinitions, fieldlists: prev.fieldlists ?? {} },
+  };
 }
 
 /** The rules of a commit: committed parts only; the titlefield and fieldlist fields among the definition's fields. */
@@ -108,29 +171,53 @@ function definitionCheck(tx: Tx, projectGid: string) {
     committedFields(tx, projectGid, s.fields ?? []);
     committedList(tx, projectGid, "definition", s.childdefinitions ?? [], "childdefinitions", row.original ?? row.gid);
     const all = new Set(fieldListOfSpec(tx, projectGid, s));
-    if (s.titlefield && !all.has(s.titlefield)) throw cannot("The titlefield is not one of the definition's fields", { titlefield: s.titlefield });
+    if (s.titlefield && !all.has(s.titlefield))
+      throw cannot("The titlefield is not one of the definition's fields", { titlefield: s.titlefield });
   };
 }
 
-export function getDefinitions(ctx: Ctx, actor: Actor, projectGid: string, input: { definition?: string; definitions?: string[] }): Answer {
-  return getItems(ctx, actor, projectGid, "definition", input.definition, input.definitions, (tx, row) => ownerAnswer(tx, "definition", row));
+export function getDefinitions(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { definition?: string; definitions?: string[] },
+): Answer {
+  return getItems(ctx, actor, projectGid, "definition", input.definition, input.definitions, (tx, row) =>
+    ownerAnswer(tx, "definition", row),
+  );
 }
 
 export function createDefinition(ctx: Ctx, actor: Actor, projectGid: string, input: DefinitionInput): Answer {
   return inProject(ctx, actor, projectGid, "member", ({ tx, log, project }) => {
     const v = applyDefinitionInput(tx, project, null, input);
     const layout = newOwnerLayout(tx, log, projectGid, v.name, input.layout, v.spec.fields);
-    const row = insertItem(tx, log, "definition", projectGid, { name: v.name, label: v.label, metadata: v.metadata, spec: { ...v.spec, layout: layout.gid }, isNew: true });
+    const row = insertItem(tx, log, "definition", projectGid, {
+      name: v.name,
+      label: v.label,
+      metadata: v.metadata,
+      spec: { ...v.spec, layout: layout.gid },
+      isNew: true,
+    });
     return ownerAnswer(tx, "definition", row, undefined, { layout: layout.gid });
   });
 }
 
-export function modifyDefinition(ctx: Ctx, actor: Actor, projectGid: string, input: DefinitionInput & { definition: string }): Answer {
+export function modifyDefinition(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: DefinitionInput & { definition: string },
+): Answer {
   return inProject(ctx, actor, projectGid, "member", ({ tx, log, project }) => {
     const { row, made } = editable(tx, log, "definition", projectGid, input.definition);
     const before = specOf(row).fields ?? [];
     const v = applyDefinitionInput(tx, project, row, input);
-    const out = updateItem(tx, log, "definition", row, { name: v.name, label: v.label, metadata: v.metadata, spec: { ...specOf(row), ...v.spec } });
+    const out = updateItem(tx, log, "definition", row, {
+      name: v.name,
+      label: v.label,
+      metadata: v.metadata,
+      spec: { ...specOf(row), ...v.spec },
+    });
     followFieldsInLayout(tx, log, projectGid, out, input, before, v.spec.fields);
     return ownerAnswer(tx, "definition", out, made);
   });
@@ -146,7 +233,16 @@ export const deleteDefinition = definitionLifecycle.remove;
 type ListMember = "classes" | "fields" | "childdefinitions";
 
 /** add/move/remove of one gid in one of a definition's ordered lists. */
-function changeList(ctx: Ctx, actor: Actor, projectGid: string, definition: string, member: ListMember, gid: string, op: "add" | "move" | "remove", before?: unknown) {
+function changeList(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  definition: string,
+  member: ListMember,
+  gid: string,
+  op: "add" | "move" | "remove",
+  before?: unknown,
+) {
   return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
     const kind = member === "classes" ? "class" : member === "fields" ? "field" : "definition";
     if (op === "add") {
@@ -158,13 +254,18 @@ function changeList(ctx: Ctx, actor: Actor, projectGid: string, definition: stri
     const { row, made } = editable(tx, log, "definition", projectGid, definition);
     const list = specOf(row)[member] ?? [];
     const has = list.includes(gid);
-    if (op !== "add" && !has) throw cannot(`Not in the definition's ${member}`, { [member === "childdefinitions" ? "childdefinition" : kind]: gid });
+    if (op !== "add" && !has)
+      throw cannot(`Not in the definition's ${member}`, {
+        [member === "childdefinitions" ? "childdefinition" : kind]: gid,
+      });
     const next = op === "remove" ? list.filter((g) => g !== gid) : placeBefore(list, gid, before);
     const spec: DefinitionSpec = { ...specOf(row), [member]: next };
     if (op === "remove" && member !== "childdefinitions") {
       // Fieldlists and the titlefield keep only fields the definition still has.
       const all = new Set(fieldListOfSpec(tx, projectGid, spec));
-      spec.fieldlists = Object.fromEntries(Object.entries(spec.fieldlists ?? {}).map(([k, v]) => [k, v.filter((f) => all.has(f))]));
+      spec.fieldlists = Object.fromEntries(
+        Object.entries(spec.fieldlists ?? {}).map(([k, v]) => [k, v.filter((f) => all.has(f))]),
+      );
       if (spec.titlefield && !all.has(spec.titlefield)) spec.titlefield = null;
     }
     const out = updateItem(tx, log, "definition", row, { spec });
@@ -174,46 +275,116 @@ function changeList(ctx: Ctx, actor: Actor, projectGid: string, definition: stri
   });
 }
 
-export const addDefinitionClass = (ctx: Ctx, a: Actor, p: string, i: { definition: string; class: string; before_class?: string }) => changeList(ctx, a, p, i.definition, "classes", i.class, "add", i.before_class);
-export const moveDefinitionClass = (ctx: Ctx, a: Actor, p: string, i: { definition: string; class: string; before_class?: string }) => changeList(ctx, a, p, i.definition, "classes", i.class, "move", i.before_class);
-export const removeDefinitionClass = (ctx: Ctx, a: Actor, p: string, i: { definition: string; class: string }) => changeList(ctx, a, p, i.definition, "classes", i.class, "remove");
-export const addDefinitionField = (ctx: Ctx, a: Actor, p: string, i: { definition: string; field: string; before_field?: string }) => changeList(ctx, a, p, i.definition, "fields", i.field, "add", i.before_field);
-export const moveDefinitionField = (ctx: Ctx, a: Actor, p: string, i: { definition: string; field: string; before_field?: string }) => changeList(ctx, a, p, i.definition, "fields", i.field, "move", i.before_field);
-export const removeDefinitionField = (ctx: Ctx, a: Actor, p: string, i: { definition: string; field: string }) => changeList(ctx, a, p, i.definition, "fields", i.field, "remove");
-export const addChildDefinition = (ctx: Ctx, a: Actor, p: string, i: { definition: string; childdefinition: string; before_childdefinition?: string }) =>
-  changeList(ctx, a, p, i.definition, "childdefinitions", i.childdefinition, "add", i.before_childdefinition);
-export const moveChildDefinition = (ctx: Ctx, a: Actor, p: string, i: { definition: string; childdefinition: string; before_childdefinition?: string }) =>
-  changeList(ctx, a, p, i.definition, "childdefinitions", i.childdefinition, "move", i.before_childdefinition);
-export const removeChildDefinition = (ctx: Ctx, a: Actor, p: string, i: { definition: string; childdefinition: string }) => changeList(ctx, a, p, i.definition, "childdefinitions", i.childdefinition, "remove");
+export const addDefinitionClass = (
+  ctx: Ctx,
+  a: Actor,
+  p: string,
+  i: { definition: string; class: string; before_class?: string },
+) => changeList(ctx, a, p, i.definition, "classes", i.class, "add", i.before_class);
+export const moveDefinitionClass = (
+  ctx: Ctx,
+  a: Actor,
+  p: string,
+  i: { definition: string; class: string; before_class?: string },
+) => changeList(ctx, a, p, i.definition, "classes", i.class, "move", i.before_class);
+export const removeDefinitionClass = (ctx: Ctx, a: Actor, p: string, i: { definition: string; class: string }) =>
+  changeList(ctx, a, p, i.definition, "classes", i.class, "remove");
+export const addDefinitionField = (
+  ctx: Ctx,
+  a: Actor,
+  p: string,
+  i: { definition: string; field: string; before_field?: string },
+) => changeList(ctx, a, p, i.definition, "fields", i.field, "add", i.before_field);
+export const moveDefinitionField = (
+  ctx: Ctx,
+  a: Actor,
+  p: string,
+  i: { definition: string; field: string; before_field?: string },
+) => changeList(ctx, a, p, i.definition, "fields", i.field, "move", i.before_field);
+export const removeDefinitionField = (ctx: Ctx, a: Actor, p: string, i: { definition: string; field: string }) =>
+  changeList(ctx, a, p, i.definition, "fields", i.field, "remove");
+export const addChildDefinition = (
+  ctx: Ctx,
+  a: Actor,
+  p: string,
+  i: { definition: string; childdefinition: string; before_childdefinition?: string },
+) => changeList(ctx, a, p, i.definition, "childdefinitions", i.childdefinition, "add", i.before_childdefinition);
+export const moveChildDefinition = (
+  ctx: Ctx,
+  a: Actor,
+  p: string,
+  i: { definition: string; childdefinition: string; before_childdefinition?: string },
+) => changeList(ctx, a, p, i.definition, "childdefinitions", i.childdefinition, "move", i.before_childdefinition);
+export const removeChildDefinition = (
+  ctx: Ctx,
+  a: Actor,
+  p: string,
+  i: { definition: string; childdefinition: string },
+) => changeList(ctx, a, p, i.definition, "childdefinitions", i.childdefinition, "remove");
 
 /** fieldlists/fields add/move/remove: a project fieldlist's subset of the definition's fields. */
-function changeFieldlist(ctx: Ctx, actor: Actor, projectGid: string, input: { definition: string; fieldlist: string; field: string; before_field?: string }, op: "add" | "move" | "remove") {
+function changeFieldlist(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { definition: string; fieldlist: string; field: string; before_field?: string },
+  op: "add" | "move" | "remove",
+) {
   return inProject(ctx, actor, projectGid, "member", ({ tx, log, project }) => {
-    if (!Object.hasOwn(projectOptions(project).fieldlists, input.fieldlist)) throw cannot("No such fieldlist in the project", { fieldlist: input.fieldlist });
+    if (!Object.hasOwn(projectOptions(project).fieldlists, input.fieldlist))
+      throw cannot("No such fieldlist in the project", { fieldlist: input.fieldlist });
     const { row, made } = editable(tx, log, "definition", projectGid, input.definition);
     const spec = specOf(row);
     const fieldlists = { ...(spec.fieldlists ?? {}) };
     const list = Object.hasOwn(fieldlists, input.fieldlist) ? fieldlists[input.fieldlist]! : [];
-    if (op === "add" && !fieldListOfSpec(tx, projectGid, spec).includes(input.field)) throw cannot("The field is not one of the definition's fields", { field: input.field });
-    if (op !== "add" && !list.includes(input.field)) throw cannot("The field is not in the fieldlist", { field: input.field, fieldlist: input.fieldlist });
-    fieldlists[input.fieldlist] = op === "remove" ? list.filter((g) => g !== input.field) : placeBefore(list, input.field, input.before_field);
+    if (op === "add" && !fieldListOfSpec(tx, projectGid, spec).includes(input.field))
+      throw cannot("The field is not one of the definition's fields", { field: input.field });
+    if (op !== "add" && !list.includes(input.field))
+      throw cannot("The field is not in the fieldlist", { field: input.field, fieldlist: input.fieldlist });
+    fieldlists[input.fieldlist] =
+      op === "remove" ? list.filter((g) => g !== input.field) : placeBefore(list, input.field, input.before_field);
     const out = updateItem(tx, log, "definition", row, { spec: { ...spec, fieldlists } });
     return ownerAnswer(tx, "definition", out, made);
   });
 }
 
-export const addFieldlistField = (ctx: Ctx, a: Actor, p: string, i: { definition: string; fieldlist: string; field: string; before_field?: string }) => changeFieldlist(ctx, a, p, i, "add");
-export const moveFieldlistField = (ctx: Ctx, a: Actor, p: string, i: { definition: string; fieldlist: string; field: string; before_field?: string }) => changeFieldlist(ctx, a, p, i, "move");
-export const removeFieldlistField = (ctx: Ctx, a: Actor, p: string, i: { definition: string; fieldlist: string; field: string }) => changeFieldlist(ctx, a, p, i, "remove");
+export const addFieldlistField = (
+  ctx: Ctx,
+  a: Actor,
+  p: string,
+  i: { definition: string; fieldlist: string; field: string; before_field?: string },
+) => changeFieldlist(ctx, a, p, i, "add");
+export const moveFieldlistField = (
+  ctx: Ctx,
+  a: Actor,
+  p: string,
+  i: { definition: string; fieldlist: string; field: string; before_field?: string },
+) => changeFieldlist(ctx, a, p, i, "move");
+export const removeFieldlistField = (
+  ctx: Ctx,
+  a: Actor,
+  p: string,
+  i: { definition: string; fieldlist: string; field: string },
+) => changeFieldlist(ctx, a, p, i, "remove");
 
-export function setDefinitionMetadata(ctx: Ctx, actor: Actor, projectGid: string, input: MetadataInput & { definition: string }): Answer {
+export function setDefinitionMetadata(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: MetadataInput & { definition: string },
+): Answer {
   return inProject(ctx, actor, projectGid, "member", ({ tx, log, project }) => {
     const { row, made } = setMetadata(tx, log, project, "definition", input.definition, input);
     return ownerAnswer(tx, "definition", row, made);
   });
 }
 
-export function clearDefinitionMetadata(ctx: Ctx, actor: Actor, projectGid: string, input: { definition: string; name: string }): Answer {
+export function clearDefinitionMetadata(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { definition: string; name: string },
+): Answer {
   return inProject(ctx, actor, projectGid, "member", ({ tx, log, project }) => {
     const { row, made } = clearMetadata(tx, log, project, "definition", input.definition, input.name);
     return ownerAnswer(tx, "definition", row, made);

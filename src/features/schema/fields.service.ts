@@ -23,7 +23,19 @@ import {
   type Project,
 } from "./items.service";
 import type { SchemaRow } from "./schema.table";
-import { commitItem, commitPreview, copyItem, deleteItem, editable, getItems, insertItem, Out, revertItem, saveAsNewItem, updateItem } from "./copies.service";
+import {
+  commitItem,
+  commitPreview,
+  copyItem,
+  deleteItem,
+  editable,
+  getItems,
+  insertItem,
+  Out,
+  revertItem,
+  saveAsNewItem,
+  updateItem,
+} from "./copies.service";
 
 /** The members of a field that `fields/create` and `fields/modify` accept. */
 export type FieldInput = {
@@ -39,7 +51,14 @@ export type FieldInput = {
   metadata?: unknown;
 };
 
-export type FieldSpec = { type: FieldType; options: Record<string, unknown>; is_localized: boolean; is_required: boolean; initial: Record<string, unknown>; unit: string | null };
+export type FieldSpec = {
+  type: FieldType;
+  options: Record<string, unknown>;
+  is_localized: boolean;
+  is_required: boolean;
+  initial: Record<string, unknown>;
+  unit: string | null;
+};
 
 /** The empty value of a type: what `initial` holds when nothing was given. */
 export function emptyValue(type: string): unknown {
@@ -57,32 +76,52 @@ function applyInput(tx: Tx, project: Project, cur: SchemaRow | null, input: Fiel
   const issues: ValidationIssue[] = [];
   const prev = (cur?.spec ?? {}) as Partial<FieldSpec>;
   if (input.type !== undefined && !isFieldType(input.type))
-    throw invalidParameter("type", { reason: `unknown field type ${JSON.stringify(input.type)}`, expected: FIELD_TYPES });
+    throw invalidParameter("type", {
+      reason: `unknown field type ${JSON.stringify(input.type)}`,
+      expected: FIELD_TYPES,
+    });
   const type = (input.type ?? prev.type ?? "text") as FieldType;
   const typeChanged = !!cur && type !== prev.type;
   if (input.name !== undefined) issues.push(...nameIssues(input.name));
-  const checked = checkOptions(type, input.options !== undefined ? input.options : typeChanged ? {} : (prev.options ?? {}));
+  const checked = checkOptions(
+    type,
+    input.options !== undefined ? input.options : typeChanged ? {} : (prev.options ?? {}),
+  );
   issues.push(...checked.issues);
   const options = checked.options;
   if (!checked.issues.length) {
     if (typeof options.class === "string") {
       const c = rowOf(tx, "class", project.gid, options.class);
-      if (!c || !isCommitted(c)) issues.push({ field: "options.class", rule: "exists", message: "the gid of a committed class" });
+      if (!c || !isCommitted(c))
+        issues.push({ field: "options.class", rule: "exists", message: "the gid of a committed class" });
     }
     if (Array.isArray(options.definitions)) {
-      const found = new Set(rowsOf(tx, "definition", project.gid, options.definitions as string[]).filter(isCommitted).map((r) => r.gid));
+      const found = new Set(
+        rowsOf(tx, "definition", project.gid, options.definitions as string[])
+          .filter(isCommitted)
+          .map((r) => r.gid),
+      );
       (options.definitions as string[]).forEach((g, i) => {
-        if (!found.has(g)) issues.push({ field: `options.definitions.${i}`, rule: "exists", message: "the gid of a committed definition" });
+        if (!found.has(g))
+          issues.push({
+            field: `options.definitions.${i}`,
+            rule: "exists",
+            message: "the gid of a committed definition",
+          });
       });
     }
   }
   for (const m of ["is_localized", "is_required"] as const)
-    if (input[m] !== undefined && typeof input[m] !== "boolean") issues.push({ field: m, rule: "type", message: "a boolean" });
+    if (input[m] !== undefined && typeof input[m] !== "boolean")
+      issues.push({ field: m, rule: "type", message: "a boolean" });
   if (input.unit !== undefined && input.unit !== null && (typeof input.unit !== "string" || input.unit.length > 50))
     issues.push({ field: "unit", rule: "type", message: "null or a string of at most 50 characters" });
   const isLocalized = typeof input.is_localized === "boolean" ? input.is_localized : (prev.is_localized ?? false);
   const label = mergeLocalized(project, (cur?.label ?? {}) as Record<string, unknown>, input.label, "label", issues);
-  const metadata = input.metadata !== undefined ? metadataDict(project, input.metadata, issues) : ((cur?.metadata ?? {}) as Record<string, unknown>);
+  const metadata =
+    input.metadata !== undefined
+      ? metadataDict(project, input.metadata, issues)
+      : ((cur?.metadata ?? {}) as Record<string, unknown>);
 
   // initial: per project language; a non-localized field has one value for every language.
   const languages = projectOptions(project).languages;
@@ -92,10 +131,16 @@ function applyInput(tx: Tx, project: Project, cur: SchemaRow | null, input: Fiel
   for (const l of languages) initial[l] = Object.hasOwn(before, l) ? before[l] : empty;
   if (input.initial !== undefined) {
     const given = input.initial;
-    if (!given || typeof given !== "object" || Array.isArray(given)) issues.push({ field: "initial", rule: "type", message: "an object of project language codes to values" });
+    if (!given || typeof given !== "object" || Array.isArray(given))
+      issues.push({ field: "initial", rule: "type", message: "an object of project language codes to values" });
     else {
       for (const [lang, v] of Object.entries(given)) {
-        if (!languages.includes(lang)) issues.push({ field: `initial.${lang}`, rule: "language", message: `not a project language (${languages.join(", ")})` });
+        if (!languages.includes(lang))
+          issues.push({
+            field: `initial.${lang}`,
+            rule: "language",
+            message: `not a project language (${languages.join(", ")})`,
+          });
         else if (isLocalized) initial[lang] = v;
         else for (const l of languages) initial[l] = v;
       }
@@ -106,10 +151,18 @@ function applyInput(tx: Tx, project: Project, cur: SchemaRow | null, input: Fiel
     const probe = { name: input.name ?? cur?.name ?? "field", type, options };
     // The empty value means "no initial value": only a real one is checked (a barcode's "" is no code).
     const isEmpty = (v: unknown) => v === null || v === "" || (Array.isArray(v) && v.length === 0);
-    for (const l of languages) if (!isEmpty(initial[l])) issues.push(...checkValue(probe, initial[l], ctx, `initial.${l}`));
+    for (const l of languages)
+      if (!isEmpty(initial[l])) issues.push(...checkValue(probe, initial[l], ctx, `initial.${l}`));
   }
   orFail(issues);
-  const spec: FieldSpec = { type, options, is_localized: isLocalized, is_required: typeof input.is_required === "boolean" ? input.is_required : (prev.is_required ?? false), initial, unit: input.unit !== undefined ? (input.unit as string | null) : (prev.unit ?? null) };
+  const spec: FieldSpec = {
+    type,
+    options,
+    is_localized: isLocalized,
+    is_required: typeof input.is_required === "boolean" ? input.is_required : (prev.is_required ?? false),
+    initial,
+    unit: input.unit !== undefined ? (input.unit as string | null) : (prev.unit ?? null),
+  };
   return { name: input.name ?? cur?.name ?? "unnamed_field", label, metadata, spec };
 }
 
@@ -120,7 +173,12 @@ const fieldAnswer = (row: SchemaRow | null, ...more: (SchemaRow | undefined)[]) 
 };
 
 /** `fields/get`: `field` (one gid) or `fields` (several); unknown gids are a 422 for one, left out for several. */
-export function getFields(ctx: Ctx, actor: Actor, projectGid: string, input: { field?: string; fields?: string[] }): Answer {
+export function getFields(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { field?: string; fields?: string[] },
+): Answer {
   return getItems(ctx, actor, projectGid, "field", input.field, input.fields, (_tx, row) => fieldAnswer(row));
 }
 
@@ -147,9 +205,12 @@ function commitCheck(tx: Tx, projectGid: string) {
     const target = nestedClassOf(row);
     if (!target) return;
     const c = rowOf(tx, "class", projectGid, target);
-    if (!c || !isCommitted(c)) orFail([{ field: "options.class", rule: "exists", message: "the gid of a committed class" }]);
+    if (!c || !isCommitted(c))
+      orFail([{ field: "options.class", rule: "exists", message: "the gid of a committed class" }]);
     const gid = row.original ?? row.gid;
-    for (const user of rowsOf(tx, "class", projectGid).filter((r) => ((r.spec as { fields?: string[] }).fields ?? []).includes(gid)))
+    for (const user of rowsOf(tx, "class", projectGid).filter((r) =>
+      ((r.spec as { fields?: string[] }).fields ?? []).includes(gid),
+    ))
       refuseCircular(tx, projectGid, user.original ?? user.gid, target);
   };
 }
@@ -159,14 +220,25 @@ function commitCheck(tx: Tx, projectGid: string) {
  * it follows, through the commit hooks). With `dry_run: true` nothing changes: the answer tells
  * what would change and what would be dropped.
  */
-export function commitField(ctx: Ctx, actor: Actor, projectGid: string, input: { field: string; dry_run?: boolean }): Answer {
+export function commitField(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { field: string; dry_run?: boolean },
+): Answer {
   return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
     if (input.dry_run === true) {
       const p = commitPreview(ctx, tx, "field", projectGid, input.field, commitCheck(tx, projectGid));
-      return { result: { field: p.gid, dry_run: true, ...p.report }, data: new Out().add("field", mustGet(tx, "field", projectGid, p.gid)).data() };
+      return {
+        result: { field: p.gid, dry_run: true, ...p.report },
+        data: new Out().add("field", mustGet(tx, "field", projectGid, p.gid)).data(),
+      };
     }
     const r = commitItem(ctx, tx, log, "field", projectGid, input.field, commitCheck(tx, projectGid));
-    return { result: { field: r.row.gid, ...(r.jobs.length ? { "job.tokens": r.jobs } : {}) }, data: new Out().add("field", r.row).data() };
+    return {
+      result: { field: r.row.gid, ...(r.jobs.length ? { "job.tokens": r.jobs } : {}) },
+      data: new Out().add("field", r.row).data(),
+    };
   });
 }
 
@@ -180,12 +252,16 @@ export function revertField(ctx: Ctx, actor: Actor, projectGid: string, input: {
 
 /** `fields/save_as_new`: the working copy becomes a committed field of its own. */
 export function saveAsNewField(ctx: Ctx, actor: Actor, projectGid: string, input: { field: string }): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => fieldAnswer(saveAsNewItem(tx, log, "field", projectGid, input.field, commitCheck(tx, projectGid)).row));
+  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) =>
+    fieldAnswer(saveAsNewItem(tx, log, "field", projectGid, input.field, commitCheck(tx, projectGid)).row),
+  );
 }
 
 /** `fields/copy`: a new field with the members of a committed one. */
 export function copyField(ctx: Ctx, actor: Actor, projectGid: string, input: { field: string }): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => fieldAnswer(copyItem(tx, log, "field", projectGid, input.field).row));
+  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) =>
+    fieldAnswer(copyItem(tx, log, "field", projectGid, input.field).row),
+  );
 }
 
 /** `fields/delete`: only a field no class, definition or record uses (422 naming them otherwise). */
@@ -199,17 +275,36 @@ export function deleteField(ctx: Ctx, actor: Actor, projectGid: string, input: {
 export type MetadataInput = { name: string; type?: string; is_localized?: unknown; value?: unknown };
 
 /** `<kind>/metadata/set` for any kind with metadata: one entry added or replaced, on the working copy. */
-export function setMetadata(tx: Tx, log: Parameters<typeof editable>[1], project: Project, kind: "field" | "class" | "definition", gid: unknown, input: MetadataInput) {
+export function setMetadata(
+  tx: Tx,
+  log: Parameters<typeof editable>[1],
+  project: Project,
+  kind: "field" | "class" | "definition",
+  gid: unknown,
+  input: MetadataInput,
+) {
   const issues = metadataNameIssues(input.name);
   orFail(issues);
   const entry = metadataEntry(project, input, "", issues);
   orFail(issues);
   const { row, made } = editable(tx, log, kind, project.gid, gid);
-  return { row: updateItem(tx, log, kind, row, { metadata: { ...(row.metadata as Record<string, unknown>), [input.name]: entry } }), made };
+  return {
+    row: updateItem(tx, log, kind, row, {
+      metadata: { ...(row.metadata as Record<string, unknown>), [input.name]: entry },
+    }),
+    made,
+  };
 }
 
 /** `<kind>/metadata/clear`: one entry removed; an absent name leaves the item unchanged (no working copy). */
-export function clearMetadata(tx: Tx, log: Parameters<typeof editable>[1], project: Project, kind: "field" | "class" | "definition", gid: unknown, name: string) {
+export function clearMetadata(
+  tx: Tx,
+  log: Parameters<typeof editable>[1],
+  project: Project,
+  kind: "field" | "class" | "definition",
+  gid: unknown,
+  name: string,
+) {
   const cur = mustGet(tx, kind, project.gid, gid);
   const probe = isCommitted(cur) ? (rowsOf(tx, kind, project.gid).find((r) => r.original === cur.gid) ?? cur) : cur;
   if (!Object.hasOwn(probe.metadata as object, name)) return { row: probe, made: undefined };
@@ -219,14 +314,24 @@ export function clearMetadata(tx: Tx, log: Parameters<typeof editable>[1], proje
   return { row: updateItem(tx, log, kind, row, { metadata }), made };
 }
 
-export function setFieldMetadata(ctx: Ctx, actor: Actor, projectGid: string, input: MetadataInput & { field: string }): Answer {
+export function setFieldMetadata(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: MetadataInput & { field: string },
+): Answer {
   return inProject(ctx, actor, projectGid, "member", ({ tx, log, project }) => {
     const { row, made } = setMetadata(tx, log, project, "field", input.field, input);
     return fieldAnswer(row, made);
   });
 }
 
-export function clearFieldMetadata(ctx: Ctx, actor: Actor, projectGid: string, input: { field: string; name: string }): Answer {
+export function clearFieldMetadata(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { field: string; name: string },
+): Answer {
   return inProject(ctx, actor, projectGid, "member", ({ tx, log, project }) => {
     const { row, made } = clearMetadata(tx, log, project, "field", input.field, input.name);
     return fieldAnswer(row, made);

@@ -21,10 +21,25 @@ export type { SchemaRow };
 
 export type Kind = SchemaKind | "layout";
 export const KINDS: Kind[] = ["definition", "class", "field", "layout"];
-export const TABLE: Record<Kind, SchemaTable> = { field: fields, class: classes, definition: definitions, layout: layouts };
+export const TABLE: Record<Kind, SchemaTable> = {
+  field: fields,
+  class: classes,
+  definition: definitions,
+  layout: layouts,
+};
 /** The sync data type and data dictionary name of a kind. */
-export const PLURAL: Record<Kind, "fields" | "classes" | "definitions" | "layouts"> = { field: "fields", class: "classes", definition: "definitions", layout: "layouts" };
-export const NOUN: Record<Kind, string> = { field: "Field", class: "Class", definition: "Definition", layout: "Layout" };
+export const PLURAL: Record<Kind, "fields" | "classes" | "definitions" | "layouts"> = {
+  field: "fields",
+  class: "classes",
+  definition: "definitions",
+  layout: "layouts",
+};
+export const NOUN: Record<Kind, string> = {
+  field: "Field",
+  class: "Class",
+  definition: "Definition",
+  layout: "Layout",
+};
 
 /** A row's place in the working-copy life: committed, a working copy of a committed item, or new. */
 export type ItemState = "committed" | "working_copy" | "new";
@@ -37,7 +52,19 @@ export const isCommitted = (r: SchemaRow) => stateOf(r) === "committed";
  * every schema operation and in every records request that resolves a definition.
  */
 const ROW_COLUMNS = "id, gid, project_gid, original, is_new, name, label, metadata, spec, created_on, updated_on";
-type RawRow = { id: number; gid: string; project_gid: string; original: string | null; is_new: number; name: string; label: string; metadata: string; spec: string; created_on: number; updated_on: number };
+type RawRow = {
+  id: number;
+  gid: string;
+  project_gid: string;
+  original: string | null;
+  is_new: number;
+  name: string;
+  label: string;
+  metadata: string;
+  spec: string;
+  created_on: number;
+  updated_on: number;
+};
 const rowFrom = (r: RawRow): SchemaRow => ({
   id: r.id,
   gid: r.gid,
@@ -54,7 +81,9 @@ const rowFrom = (r: RawRow): SchemaRow => ({
 
 export function rowOf(tx: Tx, kind: Kind, projectGid: string, gid: unknown): SchemaRow | undefined {
   if (typeof gid !== "string" || !gid) return undefined;
-  const r = sqliteOf(tx).query(`SELECT ${ROW_COLUMNS} FROM "${PLURAL[kind]}" WHERE gid = ? AND project_gid = ?`).get(gid, projectGid) as RawRow | null;
+  const r = sqliteOf(tx)
+    .query(`SELECT ${ROW_COLUMNS} FROM "${PLURAL[kind]}" WHERE gid = ? AND project_gid = ?`)
+    .get(gid, projectGid) as RawRow | null;
   return r ? rowFrom(r) : undefined;
 }
 
@@ -66,19 +95,28 @@ export function rowsOf(tx: Tx, kind: Kind, projectGid: string, gids?: string[]):
   // ORDER BY, SQLite would build a temporary b-tree (the project index is by name), several times
   // the cost of the read itself.
   const rows = gids
-    ? (s.query(`SELECT ${ROW_COLUMNS} FROM "${PLURAL[kind]}" WHERE gid IN (SELECT value FROM json_each(?)) AND project_gid = ? ORDER BY id`).all(JSON.stringify(gids), projectGid) as RawRow[])
-    : (s.query(`SELECT ${ROW_COLUMNS} FROM "${PLURAL[kind]}" WHERE project_gid = ?`).all(projectGid) as RawRow[]).sort((a, b) => a.id - b.id);
+    ? (s
+        .query(
+          `SELECT ${ROW_COLUMNS} FROM "${PLURAL[kind]}" WHERE gid IN (SELECT value FROM json_each(?)) AND project_gid = ? ORDER BY id`,
+        )
+        .all(JSON.stringify(gids), projectGid) as RawRow[])
+    : (s.query(`SELECT ${ROW_COLUMNS} FROM "${PLURAL[kind]}" WHERE project_gid = ?`).all(projectGid) as RawRow[]).sort(
+        (a, b) => a.id - b.id,
+      );
   return rows.map(rowFrom);
 }
 
 /** The working copy editing a committed item, if one exists. */
 export function workingCopyOf(tx: Tx, kind: Kind, projectGid: string, originalGid: string): SchemaRow | undefined {
-  const r = sqliteOf(tx).query(`SELECT ${ROW_COLUMNS} FROM "${PLURAL[kind]}" WHERE original = ? AND project_gid = ?`).get(originalGid, projectGid) as RawRow | null;
+  const r = sqliteOf(tx)
+    .query(`SELECT ${ROW_COLUMNS} FROM "${PLURAL[kind]}" WHERE original = ? AND project_gid = ?`)
+    .get(originalGid, projectGid) as RawRow | null;
   return r ? rowFrom(r) : undefined;
 }
 
 /** 422 `Can't work with this item` (the reference's wording), with the reason in info. */
-export const cannot = (reason: string, info: Record<string, unknown> = {}) => unprocessable("Can't work with this item", { reason, ...info });
+export const cannot = (reason: string, info: Record<string, unknown> = {}) =>
+  unprocessable("Can't work with this item", { reason, ...info });
 
 /** The row of a gid, or 422 `<Kind> not found`. */
 export function mustGet(tx: Tx, kind: Kind, projectGid: string, gid: unknown, member = kind as string): SchemaRow {
@@ -90,7 +128,11 @@ export function mustGet(tx: Tx, kind: Kind, projectGid: string, gid: unknown, me
 /** A committed item usable elsewhere (added to a class or definition, named in options), or 422. */
 export function mustBeCommitted(tx: Tx, kind: Kind, projectGid: string, gid: unknown, member: string): SchemaRow {
   const r = mustGet(tx, kind, projectGid, gid, member);
-  if (!isCommitted(r)) throw cannot(`Only committed ${PLURAL[kind]} can be used; ${gid} is ${stateOf(r) === "new" ? "new" : "a working copy"}`, { [member]: gid });
+  if (!isCommitted(r))
+    throw cannot(
+      `Only committed ${PLURAL[kind]} can be used; ${gid} is ${stateOf(r) === "new" ? "new" : "a working copy"}`,
+      { [member]: gid },
+    );
   return r;
 }
 
@@ -107,7 +149,13 @@ const METADATA_NAME = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)+$/;
 
 export function nameIssues(name: unknown, member = "name"): ValidationIssue[] {
   if (typeof name !== "string" || !NAME.test(name) || name.length > 100)
-    return [{ field: member, rule: "name", message: "letters, digits and underscores, not starting with a digit, at most 100 characters" }];
+    return [
+      {
+        field: member,
+        rule: "name",
+        message: "letters, digits and underscores, not starting with a digit, at most 100 characters",
+      },
+    ];
   return [];
 }
 
@@ -121,7 +169,13 @@ export function orFail(issues: ValidationIssue[]): void {
  * present (empty when never set). Languages outside the project are a validation issue; anything
  * but an object of strings is a 400.
  */
-export function mergeLocalized(project: Project, current: Record<string, unknown>, input: unknown, member: string, issues: ValidationIssue[]): Record<string, string> {
+export function mergeLocalized(
+  project: Project,
+  current: Record<string, unknown>,
+  input: unknown,
+  member: string,
+  issues: ValidationIssue[],
+): Record<string, string> {
   const languages = projectOptions(project).languages;
   const out: Record<string, string> = {};
   for (const l of languages) out[l] = typeof current[l] === "string" ? (current[l] as string) : "";
@@ -132,14 +186,29 @@ export function mergeLocalized(project: Project, current: Record<string, unknown
   if (!input || typeof input !== "object" || Array.isArray(input)) throw wrongType();
   for (const [lang, v] of Object.entries(input)) {
     if (typeof v !== "string") throw wrongType();
-    if (!languages.includes(lang)) issues.push({ field: `${member}.${lang}`, rule: "language", message: `not a project language (${languages.join(", ")})` });
-    else if (v.length > 1000) issues.push({ field: `${member}.${lang}`, rule: "length", message: "at most 1000 characters" });
+    if (!languages.includes(lang))
+      issues.push({
+        field: `${member}.${lang}`,
+        rule: "language",
+        message: `not a project language (${languages.join(", ")})`,
+      });
+    else if (v.length > 1000)
+      issues.push({ field: `${member}.${lang}`, rule: "length", message: "at most 1000 characters" });
     else out[lang] = v;
   }
   return out;
 }
 
-export const METADATA_TYPES = ["text", "textline", "textlist", "number", "decimal", "boolean", "image", "fieldpicker"] as const;
+export const METADATA_TYPES = [
+  "text",
+  "textline",
+  "textlist",
+  "number",
+  "decimal",
+  "boolean",
+  "image",
+  "fieldpicker",
+] as const;
 type MetadataType = (typeof METADATA_TYPES)[number];
 
 /** A number read from a value on a best-effort basis (`"1,5"` is 1.5, `"12 mm"` is 12); undefined when none can be read. */
@@ -154,7 +223,13 @@ function numberFrom(v: unknown): number | undefined {
 
 /** Text of a value on a best-effort basis: lists joined by `sep`, other non-text values as JSON. */
 const textFrom = (v: unknown, sep: string): string =>
-  typeof v === "string" ? v : Array.isArray(v) ? v.map((x) => textFrom(x, sep)).join(sep) : typeof v === "number" || typeof v === "boolean" ? String(v) : JSON.stringify(v);
+  typeof v === "string"
+    ? v
+    : Array.isArray(v)
+      ? v.map((x) => textFrom(x, sep)).join(sep)
+      : typeof v === "number" || typeof v === "boolean"
+        ? String(v)
+        : JSON.stringify(v);
 
 const TRUE_WORDS = new Set(["true", "yes", "y", "on", "1"]);
 
@@ -164,14 +239,19 @@ const TRUE_WORDS = new Set(["true", "yes", "y", "on", "1"]);
  * number) becomes the type's empty value: null, false, "" or [].
  */
 function coerceMetadata(type: MetadataType, v: unknown): unknown {
-  if (v === null || v === undefined) return type === "boolean" ? false : type === "textlist" ? [] : type === "text" || type === "textline" ? "" : null;
+  if (v === null || v === undefined)
+    return type === "boolean" ? false : type === "textlist" ? [] : type === "text" || type === "textline" ? "" : null;
   switch (type) {
     case "text":
       return textFrom(v, "\n");
     case "textline":
       return textFrom(v, ", ").replace(/[\r\n]+/g, " ");
     case "textlist":
-      return Array.isArray(v) ? v.map((x) => textFrom(x, " ")) : typeof v === "string" ? v.split(/\r?\n/) : [textFrom(v, " ")];
+      return Array.isArray(v)
+        ? v.map((x) => textFrom(x, " "))
+        : typeof v === "string"
+          ? v.split(/\r?\n/)
+          : [textFrom(v, " ")];
     case "number": {
       const n = numberFrom(v);
       return n === undefined ? null : Math.trunc(n);
@@ -179,7 +259,13 @@ function coerceMetadata(type: MetadataType, v: unknown): unknown {
     case "decimal":
       return numberFrom(v) ?? null;
     case "boolean":
-      return typeof v === "string" ? TRUE_WORDS.has(v.trim().toLowerCase()) : typeof v === "number" ? v !== 0 : Array.isArray(v) ? v.length > 0 : v === true || (typeof v === "object" && v !== null);
+      return typeof v === "string"
+        ? TRUE_WORDS.has(v.trim().toLowerCase())
+        : typeof v === "number"
+          ? v !== 0
+          : Array.isArray(v)
+            ? v.length > 0
+            : v === true || (typeof v === "object" && v !== null);
     case "image":
     case "fieldpicker":
       return typeof v === "string" && v ? v : null;
@@ -191,19 +277,32 @@ function coerceMetadata(type: MetadataType, v: unknown): unknown {
  * members (`<member>.type`, or `type` when `member` is empty). A localized entry given one plain
  * value has it in every language.
  */
-export function metadataEntry(project: Project, input: { type?: unknown; is_localized?: unknown; value?: unknown }, member: string, issues: ValidationIssue[]) {
+export function metadataEntry(
+  project: Project,
+  input: { type?: unknown; is_localized?: unknown; value?: unknown },
+  member: string,
+  issues: ValidationIssue[],
+) {
   const at = (m: string) => (member ? `${member}.${m}` : m);
   const type = (input.type ?? "textline") as MetadataType;
   if (!(METADATA_TYPES as readonly string[]).includes(type)) {
     issues.push({ field: at("type"), rule: "enum", message: `one of ${METADATA_TYPES.join(", ")}` });
     return undefined;
   }
-  if (input.is_localized !== undefined && typeof input.is_localized !== "boolean") issues.push({ field: at("is_localized"), rule: "type", message: "a boolean" });
+  if (input.is_localized !== undefined && typeof input.is_localized !== "boolean")
+    issues.push({ field: at("is_localized"), rule: "type", message: "a boolean" });
   if (input.is_localized !== true) return { type, is_localized: false, value: coerceMetadata(type, input.value) };
   const languages = projectOptions(project).languages;
-  const perLanguage = input.value !== null && typeof input.value === "object" && !Array.isArray(input.value) ? (input.value as Record<string, unknown>) : undefined;
+  const perLanguage =
+    input.value !== null && typeof input.value === "object" && !Array.isArray(input.value)
+      ? (input.value as Record<string, unknown>)
+      : undefined;
   const value: Record<string, unknown> = {};
-  for (const l of languages) value[l] = coerceMetadata(type, perLanguage ? (Object.hasOwn(perLanguage, l) ? perLanguage[l] : undefined) : input.value);
+  for (const l of languages)
+    value[l] = coerceMetadata(
+      type,
+      perLanguage ? (Object.hasOwn(perLanguage, l) ? perLanguage[l] : undefined) : input.value,
+    );
   return { type, is_localized: true, value };
 }
 
@@ -211,13 +310,21 @@ export function metadataEntry(project: Project, input: { type?: unknown; is_loca
 export function metadataDict(project: Project, input: unknown, issues: ValidationIssue[]): Record<string, unknown> {
   if (input === undefined || input === null) return {};
   if (typeof input !== "object" || Array.isArray(input)) {
-    issues.push({ field: "metadata", rule: "type", message: "an object of metadata names to {type, is_localized, value}" });
+    issues.push({
+      field: "metadata",
+      rule: "type",
+      message: "an object of metadata names to {type, is_localized, value}",
+    });
     return {};
   }
   const out: Record<string, unknown> = {};
   for (const [name, entry] of Object.entries(input)) {
     if (!METADATA_NAME.test(name)) {
-      issues.push({ field: `metadata.${name}`, rule: "name", message: "a dotted name: letters, digits, underscores, at least one dot" });
+      issues.push({
+        field: `metadata.${name}`,
+        rule: "name",
+        message: "a dotted name: letters, digits, underscores, at least one dot",
+      });
       continue;
     }
     if (!entry || typeof entry !== "object" || Array.isArray(entry)) {
@@ -231,12 +338,21 @@ export function metadataDict(project: Project, input: unknown, issues: Validatio
 }
 
 export function metadataNameIssues(name: unknown): ValidationIssue[] {
-  return typeof name === "string" && METADATA_NAME.test(name) ? [] : [{ field: "name", rule: "name", message: "a dotted name: letters, digits, underscores, at least one dot, no leading, trailing or double dots" }];
+  return typeof name === "string" && METADATA_NAME.test(name)
+    ? []
+    : [
+        {
+          field: "name",
+          rule: "name",
+          message: "a dotted name: letters, digits, underscores, at least one dot, no leading, trailing or double dots",
+        },
+      ];
 }
 
 /** A list of gids from a request member, or 400 naming it. */
 export function gidList(v: unknown, member: string): string[] {
-  if (!Array.isArray(v) || v.some((g) => typeof g !== "string" || !g)) throw invalidParameter(member, { expected: "an array of gids" });
+  if (!Array.isArray(v) || v.some((g) => typeof g !== "string" || !g))
+    throw invalidParameter(member, { expected: "an array of gids" });
   return [...new Set(v as string[])];
 }
 
@@ -257,7 +373,9 @@ export type Usage = { fields: string[]; classes: string[]; definitions: string[]
 /** Gids of rows of `kind` whose spec holds `gid` at one of the JSON paths (arrays or scalars). */
 function rowsReferring(tx: Tx, kind: Kind, projectGid: string, gid: string, paths: string[]): string[] {
   const table = PLURAL[kind];
-  const clauses = paths.map((p) => `EXISTS (SELECT 1 FROM json_each(t.spec, '${p}') j WHERE j.value = ?1) OR json_extract(t.spec, '${p}') = ?1`);
+  const clauses = paths.map(
+    (p) => `EXISTS (SELECT 1 FROM json_each(t.spec, '${p}') j WHERE j.value = ?1) OR json_extract(t.spec, '${p}') = ?1`,
+  );
   const rows = sqliteOf(tx)
     .query(`SELECT t.gid AS gid FROM "${table}" t WHERE t.project_gid = ?2 AND (${clauses.join(" OR ")}) ORDER BY t.id`)
     .all(gid, projectGid) as { gid: string }[];
@@ -282,7 +400,12 @@ export function usageOf(ctx: Ctx, tx: Tx, kind: SchemaKind, projectGid: string, 
   const u: Usage = { fields: [], classes: [], definitions: [] };
   if (kind === "field") {
     u.classes = rowsReferring(tx, "class", projectGid, gid, ["$.fields"]);
-    u.definitions = [...new Set([...rowsReferring(tx, "definition", projectGid, gid, ["$.fields", "$.titlefield"]), ...definitionsWithFieldlistField(tx, projectGid, gid)])];
+    u.definitions = [
+      ...new Set([
+        ...rowsReferring(tx, "definition", projectGid, gid, ["$.fields", "$.titlefield"]),
+        ...definitionsWithFieldlistField(tx, projectGid, gid),
+      ]),
+    ];
   } else if (kind === "class") {
     u.definitions = rowsReferring(tx, "definition", projectGid, gid, ["$.classes"]);
     u.fields = rowsReferring(tx, "field", projectGid, gid, ["$.options.class"]);
@@ -291,12 +414,17 @@ export function usageOf(ctx: Ctx, tx: Tx, kind: SchemaKind, projectGid: string, 
     u.fields = rowsReferring(tx, "field", projectGid, gid, ["$.options.definitions"]);
   }
   for (const check of ctx.hooks.schemaUsage)
-    for (const [k, v] of Object.entries(check(ctx, tx, projectGid, kind, gid))) if (v.length) u[k] = [...(Object.hasOwn(u, k) ? u[k]! : []), ...v];
+    for (const [k, v] of Object.entries(check(ctx, tx, projectGid, kind, gid)))
+      if (v.length) u[k] = [...(Object.hasOwn(u, k) ? u[k]! : []), ...v];
   return u;
 }
 
 /** Committed definitions that include a field directly or through one of their committed classes. */
-export function definitionsUsingField(tx: Tx, projectGid: string, fieldGid: string): { classes: string[]; definitions: string[] } {
+export function definitionsUsingField(
+  tx: Tx,
+  projectGid: string,
+  fieldGid: string,
+): { classes: string[]; definitions: string[] } {
   const cls = rowsReferring(tx, "class", projectGid, fieldGid, ["$.fields"]);
   const defs = new Set(rowsReferring(tx, "definition", projectGid, fieldGid, ["$.fields"]));
   for (const c of cls) for (const d of rowsReferring(tx, "definition", projectGid, c, ["$.classes"])) defs.add(d);
@@ -322,14 +450,22 @@ export function nestedClassOf(field: SchemaRow | undefined): string | undefined 
  * Every class reachable from `classGid` (itself included) through the class fields of committed
  * classes; `fieldsOverride` replaces one class's field list (a working copy being checked).
  */
-export function classReach(tx: Tx, projectGid: string, classGid: string, fieldsOverride?: { class: string; fields: string[] }): Set<string> {
+export function classReach(
+  tx: Tx,
+  projectGid: string,
+  classGid: string,
+  fieldsOverride?: { class: string; fields: string[] },
+): Set<string> {
   const seen = new Set<string>();
   const queue = [classGid];
   while (queue.length) {
     const c = queue.pop()!;
     if (seen.has(c)) continue;
     seen.add(c);
-    const list = fieldsOverride?.class === c ? fieldsOverride.fields : ((rowOf(tx, "class", projectGid, c)?.spec as { fields?: string[] } | undefined)?.fields ?? []);
+    const list =
+      fieldsOverride?.class === c
+        ? fieldsOverride.fields
+        : ((rowOf(tx, "class", projectGid, c)?.spec as { fields?: string[] } | undefined)?.fields ?? []);
     for (const f of rowsOf(tx, "field", projectGid, list)) {
       const n = nestedClassOf(f);
       if (n && !seen.has(n)) queue.push(n);
@@ -339,7 +475,13 @@ export function classReach(tx: Tx, projectGid: string, classGid: string, fieldsO
 }
 
 /** 422 when a class would contain itself: `target` (nested by a field) reaches `container`. */
-export function refuseCircular(tx: Tx, projectGid: string, container: string, target: string, fieldsOverride?: { class: string; fields: string[] }): void {
+export function refuseCircular(
+  tx: Tx,
+  projectGid: string,
+  container: string,
+  target: string,
+  fieldsOverride?: { class: string; fields: string[] },
+): void {
   if (classReach(tx, projectGid, target, fieldsOverride).has(container))
     throw cannot("Circular class use: the class would contain itself", { class: container, nested_class: target });
 }
@@ -360,7 +502,10 @@ export function snapshotValue<T>(tx: Tx, projectGid: string, key: string, make: 
 
 /** How nested values find their class's fields: the committed class's fields, in order. */
 export function valueContextOf(tx: Tx, projectGid: string) {
-  const cache = new Map<string, { gid: string; name: string; type: string; options: Record<string, unknown> }[] | undefined>();
+  const cache = new Map<
+    string,
+    { gid: string; name: string; type: string; options: Record<string, unknown> }[] | undefined
+  >();
   return {
     classFields(classGid: string) {
       if (!cache.has(classGid)) {
@@ -369,7 +514,15 @@ export function valueContextOf(tx: Tx, projectGid: string) {
         const rows = new Map(rowsOf(tx, "field", projectGid, list).map((r) => [r.gid, r]));
         cache.set(
           classGid,
-          c ? list.filter((g) => rows.has(g)).map((g) => { const r = rows.get(g)!; const s = r.spec as { type: string; options?: Record<string, unknown> }; return { gid: r.gid, name: r.name, type: s.type, options: s.options ?? {} }; }) : undefined,
+          c
+            ? list
+                .filter((g) => rows.has(g))
+                .map((g) => {
+                  const r = rows.get(g)!;
+                  const s = r.spec as { type: string; options?: Record<string, unknown> };
+                  return { gid: r.gid, name: r.name, type: s.type, options: s.options ?? {} };
+                })
+            : undefined,
         );
       }
       return cache.get(classGid);

@@ -24,7 +24,12 @@ export const BULK_OPS = ["commit", "revert", "save_as_new", "copy", "delete"] as
 export type BulkOp = (typeof BULK_OPS)[number];
 
 type Item = { type: SchemaItemType; gid: string };
-type One = (ctx: Ctx, actor: Actor, projectGid: string, input: { field: string } & { class: string } & { definition: string }) => Answer;
+type One = (
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { field: string } & { class: string } & { definition: string },
+) => Answer;
 
 const SERVICES: Record<BulkOp, Record<SchemaItemType, One>> = {
   commit: { field: F.commitField, class: C.commitClass, definition: D.commitDefinition },
@@ -40,20 +45,46 @@ export const bulkKind = (op: BulkOp) => `bulk_${op}_schema`;
 const formerKind = (op: BulkOp) => `schema.bulk.${op}`;
 
 /** `schema/bulk/get`: one page of the selection with the items' data. */
-export function bulkGet(ctx: Ctx, actor: Actor, projectGid: string, input: { selection: unknown; "page.size"?: unknown; "page.cursor"?: unknown }): Answer {
+export function bulkGet(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { selection: unknown; "page.size"?: unknown; "page.cursor"?: unknown },
+): Answer {
   return inProject(ctx, actor, projectGid, "member", ({ tx }) => {
-    const all = resolveSelection(tx, schemaSelection, projectGid, input.selection, { expandQuery: ctx.hooks.expandQuery });
+    const all = resolveSelection(tx, schemaSelection, projectGid, input.selection, {
+      expandQuery: ctx.hooks.expandQuery,
+    });
     const page = pageSelection(all, input["page.size"], input["page.cursor"]);
     const a = entriesAnswer(entriesOfSelection(tx, projectGid, page.page));
-    return { result: { schema_items: a.items, "schema_items.size": page.size, "page.cursor": page.cursor }, data: a.data };
+    return {
+      result: { schema_items: a.items, "schema_items.size": page.size, "page.cursor": page.cursor },
+      data: a.data,
+    };
   });
 }
 
 /** Starts a bulk operation: resolves the selection now and queues the job (in the same unit); answers `job.token`. */
-export function startSchemaBulk(ctx: Ctx, actor: Actor, projectGid: string, op: BulkOp, input: { selection: unknown }): Answer {
+export function startSchemaBulk(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  op: BulkOp,
+  input: { selection: unknown },
+): Answer {
   return inProject(ctx, actor, projectGid, "member", ({ tx }) => {
-    const items: Item[] = entriesOfSelection(tx, projectGid, resolveSelection(tx, schemaSelection, projectGid, input.selection, { expandQuery: ctx.hooks.expandQuery })).map((e) => ({ type: e.type, gid: e.row.gid }));
-    const token = ctx.jobs.enqueue({ kind: bulkKind(op), projectGid, userGid: actor.userGid, params: { items, actor }, info: { total: items.length, remaining: items.length } });
+    const items: Item[] = entriesOfSelection(
+      tx,
+      projectGid,
+      resolveSelection(tx, schemaSelection, projectGid, input.selection, { expandQuery: ctx.hooks.expandQuery }),
+    ).map((e) => ({ type: e.type, gid: e.row.gid }));
+    const token = ctx.jobs.enqueue({
+      kind: bulkKind(op),
+      projectGid,
+      userGid: actor.userGid,
+      params: { items, actor },
+      info: { total: items.length, remaining: items.length },
+    });
     return { result: { "job.token": token }, data: {} };
   });
 }
@@ -88,4 +119,9 @@ function bulkJob(op: BulkOp): JobKind {
 }
 
 /** The job kinds of the bulk operations, for the feature descriptor. */
-export const schemaBulkJobs: Record<string, JobKind> = Object.fromEntries(BULK_OPS.flatMap((op) => [[bulkKind(op), bulkJob(op)], [formerKind(op), bulkJob(op)]]));
+export const schemaBulkJobs: Record<string, JobKind> = Object.fromEntries(
+  BULK_OPS.flatMap((op) => [
+    [bulkKind(op), bulkJob(op)],
+    [formerKind(op), bulkJob(op)],
+  ]),
+);

@@ -66,7 +66,8 @@ export function fromSnapshot<T>(client: Database, projectGid: string, key: strin
   let byProject = snapshots.get(client);
   if (!byProject) snapshots.set(client, (byProject = new Map()));
   let snap = byProject.get(projectGid);
-  if (!snap || snap.stamp !== stamp || snap.values.size >= MAX_VALUES) byProject.set(projectGid, (snap = { stamp, values: new Map() }));
+  if (!snap || snap.stamp !== stamp || snap.values.size >= MAX_VALUES)
+    byProject.set(projectGid, (snap = { stamp, values: new Map() }));
   if (snap.values.has(key)) return snap.values.get(key) as T;
   const v = make();
   snap.values.set(key, v);

@@ -52,7 +52,8 @@ const LANGUAGE = /^[A-Za-z0-9_-]{1,35}$/;
 const langPath = (language: string) => jsonKeyPath(language)!;
 
 /** The value of a metadata entry `{type, is_localized, value}` (`e`): the search language's when localized. */
-const entryValue = (e: SQL, language: string) => sql`json_extract(${e}, CASE WHEN json_extract(${e}, '$.is_localized') THEN ${`$.value.${langPath(language)}`} ELSE '$.value' END)`;
+const entryValue = (e: SQL, language: string) =>
+  sql`json_extract(${e}, CASE WHEN json_extract(${e}, '$.is_localized') THEN ${`$.value.${langPath(language)}`} ELSE '$.value' END)`;
 /** True when a value is empty: null, "" or []. */
 const empty = (v: SQL) => sql`coalesce(${v}, '') IN ('', '[]')`;
 
@@ -99,7 +100,8 @@ const VALIDATED = new Set(["label", "metadata", "initial", "values"]);
 
 /** `type`: `is` matches the item type (`definition`, `class`, `field`) or a field's type (`decimal`). */
 const typeIs: CustomOperator = {
-  operand: (v, fail) => (typeof v === "string" && v.length <= 100 ? v.toLowerCase() : fail("the operand is an item type or a field type")),
+  operand: (v, fail) =>
+    typeof v === "string" && v.length <= 100 ? v.toLowerCase() : fail("the operand is an item type or a field type"),
   build: (v: string) => sql`(i.kind = ${v} OR coalesce(i.ftype, '') = ${v})`,
 };
 
@@ -117,7 +119,10 @@ export function schemaDomain(language = "en"): FilterDomain {
       ["name", text(sql`i.name`)],
       ["kind", text(sql`i.kind`)],
       ["type", { type: "text", sql: sql`coalesce(i.ftype, i.kind)`, custom: new Map([["is", typeIs]]) }],
-      ["status", text(sql`(CASE WHEN i.original IS NOT NULL THEN 'working_copy' WHEN i.is_new THEN 'new' ELSE 'committed' END)`)],
+      [
+        "status",
+        text(sql`(CASE WHEN i.original IS NOT NULL THEN 'working_copy' WHEN i.is_new THEN 'new' ELSE 'committed' END)`),
+      ],
       ["original", text(sql`i.original`)],
       ["unit", text(sql`json_extract(i.spec, '$.unit')`)],
       ["label", { type: "localized", sql: sql`i.label` }],
@@ -127,8 +132,20 @@ export function schemaDomain(language = "en"): FilterDomain {
       ["is_localized", bool(sql`coalesce(json_extract(i.spec, '$.is_localized'), 0)`)],
       ["is_required", bool(sql`coalesce(json_extract(i.spec, '$.is_required'), 0)`)],
       // The metadata entries' values (in the search language when localized), as one object.
-      ["metadata", { type: "object", sql: sql`(SELECT json_group_object(m.key, m.value -> (CASE WHEN json_extract(m.value, '$.is_localized') THEN ${`$.value.${langPath(language)}`} ELSE '$.value' END)) FROM json_each(i.metadata) AS m)` }],
-      ["validation", validationField({ fields: (n) => VALIDATED.has(n), build: (check, field) => validationSql(check, field, language) })],
+      [
+        "metadata",
+        {
+          type: "object",
+          sql: sql`(SELECT json_group_object(m.key, m.value -> (CASE WHEN json_extract(m.value, '$.is_localized') THEN ${`$.value.${langPath(language)}`} ELSE '$.value' END)) FROM json_each(i.metadata) AS m)`,
+        },
+      ],
+      [
+        "validation",
+        validationField({
+          fields: (n) => VALIDATED.has(n),
+          build: (check, field) => validationSql(check, field, language),
+        }),
+      ],
     ],
     [
       [
@@ -144,7 +161,15 @@ export function schemaDomain(language = "en"): FilterDomain {
 
 /** What `q` searches: name, label (in the search language) and a field's type, as one text. */
 const qDomain = (language: string) =>
-  makeDomain([["q", { type: "text", sql: sql`(i.name || ' ' || coalesce(json_extract(i.label, ${langPath(language)}), '') || ' ' || coalesce(i.ftype, ''))` }]]);
+  makeDomain([
+    [
+      "q",
+      {
+        type: "text",
+        sql: sql`(i.name || ' ' || coalesce(json_extract(i.label, ${langPath(language)}), '') || ' ' || coalesce(i.ftype, ''))`,
+      },
+    ],
+  ]);
 
 /** A FilterError as the 400 of a search request. */
 function searchError<T>(fn: () => T): T {
@@ -159,10 +184,18 @@ function searchError<T>(fn: () => T): T {
 export type SearchInput = { language?: unknown; q?: unknown; filter?: unknown };
 
 /** The parsed `language`, `q` and `filter` of a search; `none` when neither q nor filter asks anything. */
-function parseSearch(input: SearchInput, fallbackLanguage: string): { none: true } | { none: false; language: string; where: SQL } {
-  const language = input.language === undefined || input.language === null || input.language === "" ? fallbackLanguage : input.language;
-  if (typeof language !== "string" || !LANGUAGE.test(language)) throw invalidParameter("language", { expected: "a language code" });
-  if (input.q !== undefined && input.q !== null && typeof input.q !== "string") throw invalidParameter("q", { expected: "a string" });
+function parseSearch(
+  input: SearchInput,
+  fallbackLanguage: string,
+): { none: true } | { none: false; language: string; where: SQL } {
+  const language =
+    input.language === undefined || input.language === null || input.language === ""
+      ? fallbackLanguage
+      : input.language;
+  if (typeof language !== "string" || !LANGUAGE.test(language))
+    throw invalidParameter("language", { expected: "a language code" });
+  if (input.q !== undefined && input.q !== null && typeof input.q !== "string")
+    throw invalidParameter("q", { expected: "a string" });
   const terms = typeof input.q === "string" ? parseTerms(input.q) : undefined;
   const hasQ = !!terms && terms.required.length + terms.excluded.length + terms.optional.length > 0;
   const filter: FilterNode = searchError(() => parseFilter(input.filter, schemaDomain(language)));
@@ -170,7 +203,10 @@ function parseSearch(input: SearchInput, fallbackLanguage: string): { none: true
   // The reference: neither q nor filter → an empty answer, not everything.
   if (!hasQ && !hasFilter) return { none: true };
   const parts: SQL[] = [];
-  if (hasQ) parts.push(searchError(() => filterToSql(parseFilter(["q", "q", input.q], qDomain(language), { root: "q" }), { language })));
+  if (hasQ)
+    parts.push(
+      searchError(() => filterToSql(parseFilter(["q", "q", input.q], qDomain(language), { root: "q" }), { language })),
+    );
   if (hasFilter) parts.push(searchError(() => filterToSql(filter, { language })));
   return { none: false, language, where: sql.join(parts, sql` AND `) };
 }
@@ -189,8 +225,12 @@ type Hit = { k: number; id: number; gid: string };
 function searchHits(tx: Tx, projectGid: string, input: SearchInput, fallbackLanguage: string): Hit[] {
   const parsed = parseSearch(input, fallbackLanguage);
   if (parsed.none) return [];
-  const q = sqlText(sql`SELECT i.k AS k, i.id AS id, i.gid AS gid FROM ${itemsSql(projectGid)} AS i WHERE ${parsed.where} ORDER BY i.k, i.id`);
-  return sqliteOf(tx).query(q.sql).all(...(q.params as never[])) as Hit[];
+  const q = sqlText(
+    sql`SELECT i.k AS k, i.id AS id, i.gid AS gid FROM ${itemsSql(projectGid)} AS i WHERE ${parsed.where} ORDER BY i.k, i.id`,
+  );
+  return sqliteOf(tx)
+    .query(q.sql)
+    .all(...(q.params as never[])) as Hit[];
 }
 
 /** The rows of hits, in the hits' order. */
@@ -211,7 +251,12 @@ export function entriesAnswer(entries: Entry[]) {
 }
 
 /** `schema/search`: `language`, `q` and/or `filter`, paged by `page.top` and `page.size` (default 10,000). */
-export function searchSchema(ctx: Ctx, actor: Actor, projectGid: string, input: SearchInput & { "page.top"?: unknown; "page.size"?: unknown }): Answer {
+export function searchSchema(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: SearchInput & { "page.top"?: unknown; "page.size"?: unknown },
+): Answer {
   return inProject(ctx, actor, projectGid, "member", ({ tx, project }) => {
     const page = searchError(() => pageWindow(input, SEARCH_PAGE.schema));
     const hits = searchHits(tx, projectGid, input, projectOptions(project).languages[0]!);
@@ -239,7 +284,10 @@ export const schemaSelection: SelectionResolver = {
     return { items, missing: gids.filter((g) => !found.has(g)) };
   },
   search(tx, projectGid, search) {
-    return searchHits(tx, projectGid, search, defaultLanguage(tx, projectGid)).map((h) => ({ id: h.id * 4 + h.k, gid: h.gid }));
+    return searchHits(tx, projectGid, search, defaultLanguage(tx, projectGid)).map((h) => ({
+      id: h.id * 4 + h.k,
+      gid: h.gid,
+    }));
   },
 };
 

@@ -25,17 +25,23 @@ const isMap = (v: unknown): v is Localized => !!v && typeof v === "object" && !A
  * localized metadata values) passed through `edit`, which changes a map in place and returns
  * whether it did; undefined when nothing changed. The row itself is not touched.
  */
-function editLocalized(kind: Kind, row: SchemaRow, edit: (m: Localized) => boolean): Pick<SchemaRow, "label" | "metadata" | "spec"> | undefined {
+function editLocalized(
+  kind: Kind,
+  row: SchemaRow,
+  edit: (m: Localized) => boolean,
+): Pick<SchemaRow, "label" | "metadata" | "spec"> | undefined {
   if (kind === "layout") return undefined;
   const label = structuredClone(row.label) as Localized;
   const metadata = structuredClone(row.metadata) as Record<string, unknown>;
   const spec = structuredClone(row.spec) as Record<string, unknown>;
   let changed = edit(label);
-  for (const entry of Object.values(metadata)) if (isMap(entry) && entry.is_localized === true && isMap(entry.value)) changed = edit(entry.value) || changed;
+  for (const entry of Object.values(metadata))
+    if (isMap(entry) && entry.is_localized === true && isMap(entry.value)) changed = edit(entry.value) || changed;
   if (kind === "field") {
     if (isMap(spec.initial)) changed = edit(spec.initial) || changed;
     const values = isMap(spec.options) ? spec.options.values : undefined;
-    if (Array.isArray(values)) for (const v of values) if (isMap(v) && isMap(v.label)) changed = edit(v.label) || changed;
+    if (Array.isArray(values))
+      for (const v of values) if (isMap(v) && isMap(v.label)) changed = edit(v.label) || changed;
   }
   return changed ? { label: label as Record<string, string>, metadata, spec } : undefined;
 }

@@ -34,7 +34,11 @@ function schemaTable(name: string) {
       createdOn: real("created_on").notNull(),
       updatedOn: real("updated_on").notNull(),
     },
-    (t) => [uniqueIndex(`${name}_gid`).on(t.gid), index(`${name}_project_name`).on(t.projectGid, t.name), index(`${name}_original`).on(t.original)],
+    (t) => [
+      uniqueIndex(`${name}_gid`).on(t.gid),
+      index(`${name}_project_name`).on(t.projectGid, t.name),
+      index(`${name}_original`).on(t.original),
+    ],
   );
 }
 

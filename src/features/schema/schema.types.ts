@@ -43,7 +43,10 @@ export const LIST_TYPES = new Set<FieldType>(["textlist", "imagelist", "filelist
 const GID = z.string().min(1).max(100);
 const count = z.number().int().min(0).max(1_000_000);
 /** A value-list entry of textline/textlist: a key (stored in records) and a localized label. */
-const valueEntry = z.strictObject({ key: z.string().min(1).max(200), label: z.record(z.string(), z.string().max(1000)).default({}) });
+const valueEntry = z.strictObject({
+  key: z.string().min(1).max(200),
+  label: z.record(z.string(), z.string().max(1000)).default({}),
+});
 const textOptions = z.strictObject({
   min_length: count.optional(),
   max_length: count.optional(),
@@ -69,7 +72,11 @@ const OPTIONS: Record<FieldType, z.ZodType<Record<string, unknown>>> = {
   textline: textOptions,
   textlist: textOptions.extend(listBounds),
   number: z.strictObject({ min: z.number().int().optional(), max: z.number().int().optional() }),
-  decimal: z.strictObject({ min: z.number().optional(), max: z.number().optional(), decimals: z.number().int().min(0).max(12).optional() }),
+  decimal: z.strictObject({
+    min: z.number().optional(),
+    max: z.number().optional(),
+    decimals: z.number().int().min(0).max(12).optional(),
+  }),
   boolean: z.strictObject({}),
   barcode: z.strictObject({ format: z.enum(BARCODE_FORMATS).optional() }),
   date: z.strictObject({ min: dateString.optional(), max: dateString.optional() }),
@@ -101,7 +108,8 @@ function issuesOf(error: z.ZodError, prefix: string): ValidationIssue[] {
 function crossIssues(options: Record<string, unknown>): ValidationIssue[] {
   const out: ValidationIssue[] = [];
   const pair = (lo: string, hi: string) => {
-    const a = options[lo], b = options[hi];
+    const a = options[lo],
+      b = options[hi];
     if (a !== undefined && b !== undefined && (a as number | string) > (b as number | string))
       out.push({ field: `options.${lo}`, rule: "range", message: `${lo} must not be above ${hi}` });
   };
@@ -112,7 +120,8 @@ function crossIssues(options: Record<string, unknown>): ValidationIssue[] {
   if (values) {
     const seen = new Set<string>();
     values.forEach((v, i) => {
-      if (seen.has(v.key)) out.push({ field: `options.values.${i}.key`, rule: "unique", message: `duplicate key ${v.key}` });
+      if (seen.has(v.key))
+        out.push({ field: `options.values.${i}.key`, rule: "unique", message: `duplicate key ${v.key}` });
       seen.add(v.key);
     });
   }
@@ -123,7 +132,10 @@ function crossIssues(options: Record<string, unknown>): ValidationIssue[] {
  * The options of a type checked and normalized; `issues` lists what is wrong (fields named
  * `options.<member>`) and is empty when they are valid.
  */
-export function checkOptions(type: FieldType, options: unknown): { options: Record<string, unknown>; issues: ValidationIssue[] } {
+export function checkOptions(
+  type: FieldType,
+  options: unknown,
+): { options: Record<string, unknown>; issues: ValidationIssue[] } {
   const r = OPTIONS[type].safeParse(options ?? {});
   if (!r.success) return { options: {}, issues: issuesOf(r.error, "options") };
   return { options: r.data, issues: crossIssues(r.data) };
@@ -166,7 +178,10 @@ function lineSchema(o: Record<string, unknown>): z.ZodType<string> {
   const line = withLength(z.string(), o).refine((s) => !/[\r\n]/.test(s), "a single line (no line breaks)");
   if (!values?.length) return line;
   const keys = new Set(values.map((v) => v.key));
-  return line.refine((s) => s === "" || keys.has(s), `one of the keys of the field's values: ${[...keys].slice(0, 20).join(", ")}`);
+  return line.refine(
+    (s) => s === "" || keys.has(s),
+    `one of the keys of the field's values: ${[...keys].slice(0, 20).join(", ")}`,
+  );
 }
 
 /**
@@ -200,7 +215,10 @@ export function valueSchema(field: FieldLike, ctx: ValueContext = {}, depth = 0)
       if (typeof o.min === "number") n = n.min(o.min);
       if (typeof o.max === "number") n = n.max(o.max);
       const d = o.decimals;
-      s = typeof d === "number" ? n.refine((v) => Math.abs(Math.round(v * 10 ** d) - v * 10 ** d) < 1e-6, `at most ${d} decimals`) : n;
+      s =
+        typeof d === "number"
+          ? n.refine((v) => Math.abs(Math.round(v * 10 ** d) - v * 10 ** d) < 1e-6, `at most ${d} decimals`)
+          : n;
       break;
     }
     case "boolean":
@@ -210,8 +228,14 @@ export function valueSchema(field: FieldLike, ctx: ValueContext = {}, depth = 0)
       const format = (o.format as string | undefined) ?? "any";
       const len = BARCODE_LENGTH[format];
       s = len
-        ? z.string().regex(new RegExp(`^\\d{${len}}$`), `${len} digits`).refine(gtinOk, "a valid check digit")
-        : z.string().max(200).regex(/^[\x20-\x7e]*$/, "printable ASCII characters");
+        ? z
+            .string()
+            .regex(new RegExp(`^\\d{${len}}$`), `${len} digits`)
+            .refine(gtinOk, "a valid check digit")
+        : z
+            .string()
+            .max(200)
+            .regex(/^[\x20-\x7e]*$/, "printable ASCII characters");
       break;
     }
     case "date": {
@@ -236,7 +260,9 @@ export function valueSchema(field: FieldLike, ctx: ValueContext = {}, depth = 0)
     case "classlist": {
       const members = typeof o.class === "string" && depth < MAX_DEPTH ? ctx.classFields?.(o.class) : undefined;
       // Built from entries: a field named `__proto__` becomes an own member, not the prototype.
-      const shape: Record<string, z.ZodType> = Object.fromEntries((members ?? []).map((f) => [f.name, valueSchema(f, ctx, depth + 1).optional()]));
+      const shape: Record<string, z.ZodType> = Object.fromEntries(
+        (members ?? []).map((f) => [f.name, valueSchema(f, ctx, depth + 1).optional()]),
+      );
       const obj = members ? z.strictObject(shape) : z.record(z.string(), z.unknown());
       s = field.type === "class" ? obj : withItems(obj, o);
       break;
@@ -248,7 +274,12 @@ export function valueSchema(field: FieldLike, ctx: ValueContext = {}, depth = 0)
 }
 
 /** A value checked against its field: the issues (empty when valid), fields named after `path`. */
-export function checkValue(field: FieldLike, value: unknown, ctx: ValueContext = {}, path = "value"): ValidationIssue[] {
+export function checkValue(
+  field: FieldLike,
+  value: unknown,
+  ctx: ValueContext = {},
+  path = "value",
+): ValidationIssue[] {
   const r = valueSchema(field, ctx).safeParse(value);
   return r.success ? [] : issuesOf(r.error, path);
 }

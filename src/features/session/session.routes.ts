@@ -16,7 +16,9 @@ const credentials = t.Object({ username: t.String(), password: t.String() });
 // The result members of the init payloads, typed for the OpenAPI document (docs/api.md, docs/members.md).
 const sessionResult = {
   user: t.String({ description: "the caller's gid" }),
-  user_projects: t.Record(t.String(), t.Array(t.String()), { description: 'gids of the projects the caller owns → ["owner"] (always {} for API users)' }),
+  user_projects: t.Record(t.String(), t.Array(t.String()), {
+    description: 'gids of the projects the caller owns → ["owner"] (always {} for API users)',
+  }),
   "cc.version": t.String({ description: "the server's version" }),
   "cc.cursor": t.Integer({ description: "the newest sync cursor" }),
 };
@@ -37,9 +39,11 @@ const projectResult = t.Object({
  */
 export function sessionRoutes(ctx: Ctx) {
   const limiter = limiterOf(ctx);
-  const addressOf = (request: Request, server: Parameters<typeof clientAddress>[1]) => clientAddress(request, server, ctx.config);
+  const addressOf = (request: Request, server: Parameters<typeof clientAddress>[1]) =>
+    clientAddress(request, server, ctx.config);
   /** `GET` and `POST /api/init`: kept until the next write with its JSON (globalInitOf), the text is sent as it is. */
-  const globalInit = ({ actor, set }: { actor: Actor; set: Parameters<typeof sentAsText>[0] }) => sentAsText(set, globalInitOf(ctx, actor));
+  const globalInit = ({ actor, set }: { actor: Actor; set: Parameters<typeof sentAsText>[0] }) =>
+    sentAsText(set, globalInitOf(ctx, actor));
   /** The session's init payload, its JWT in the Authorization header. */
   const signedIn = (s: Session, set: { headers: Record<string, unknown> }) => {
     set.headers.authorization = `Bearer ${s.token}`;
@@ -50,7 +54,10 @@ export function sessionRoutes(ctx: Ctx) {
     .use(authMacro(ctx))
     .post(
       "/login",
-      ({ body, set, request, server }) => throttle(limiter, authRules(ctx, body.username, addressOf(request, server)), async () => signedIn(await logIn(ctx, body), set)),
+      ({ body, set, request, server }) =>
+        throttle(limiter, authRules(ctx, body.username, addressOf(request, server)), async () =>
+          signedIn(await logIn(ctx, body), set),
+        ),
       {
         body: t.Object({ username: t.String(), password: t.String() }, { examples: [examples.login.request] }),
         detail: describe({
@@ -65,12 +72,22 @@ export function sessionRoutes(ctx: Ctx) {
     )
     .get("/init", globalInit, {
       auth: true,
-      detail: describe({ summary: "The current user's global data", tags: ["global"], example: examples.init, result: globalResult }),
+      detail: describe({
+        summary: "The current user's global data",
+        tags: ["global"],
+        example: examples.init,
+        result: globalResult,
+      }),
     })
     // The reference's index shows `POST /api/init` (its own page GET): both are answered alike; a body is ignored.
     .post("/init", globalInit, {
       auth: true,
-      detail: describe({ summary: "The current user's global data (as GET /api/init)", tags: ["global"], example: examples.init, result: globalResult }),
+      detail: describe({
+        summary: "The current user's global data (as GET /api/init)",
+        tags: ["global"],
+        example: examples.init,
+        result: globalResult,
+      }),
     });
 
   const project = new Elysia({ prefix: "/api/p/:project" })
@@ -78,12 +95,15 @@ export function sessionRoutes(ctx: Ctx) {
     .post(
       "/login",
       ({ params, body, set, request, server }) =>
-        throttle(limiter, authRules(ctx, body.username, addressOf(request, server)), async () => signedIn(await projectLogIn(ctx, params.project, body), set)),
+        throttle(limiter, authRules(ctx, body.username, addressOf(request, server)), async () =>
+          signedIn(await projectLogIn(ctx, params.project, body), set),
+        ),
       {
         params,
         body: t.Object(credentials.properties, { examples: [examples.projectLogin.request] }),
         detail: describe({
-          summary: "Sign in with username and password straight into a project; JWT in the Authorization header, project init payload (project null when not a member)",
+          summary:
+            "Sign in with username and password straight into a project; JWT in the Authorization header, project init payload (project null when not a member)",
           tags,
           example: examples.projectLogin.answer,
           result: projectResult,
@@ -121,11 +141,15 @@ export function sessionRoutes(ctx: Ctx) {
  * too, src/http/operations.ts).
  */
 export const sessionReads = [
-  read("init", (ctx, actor, project) => projectInitOf(ctx, actor, project), describe({
-    summary: "The project init payload: the project, its members and data dictionaries",
-    tags,
-    example: examples.projectLogin.answer,
-    result: projectResult,
-    errors: [403, 429],
-  })),
+  read(
+    "init",
+    (ctx, actor, project) => projectInitOf(ctx, actor, project),
+    describe({
+      summary: "The project init payload: the project, its members and data dictionaries",
+      tags,
+      example: examples.projectLogin.answer,
+      result: projectResult,
+      errors: [403, 429],
+    }),
+  ),
 ];

@@ -40,9 +40,16 @@ export function requestHolder(db: DB, sub: string, tv: number): User | undefined
  * transaction. Two reads on their own were two transactions, and beginning and ending one costs
  * more than a read by key (the request limit and the JWT guard, src/http/).
  */
-export function arrivalLook(db: DB, projectGid: string, sub: string, tv: number): { membership: Membership | undefined; holder: User | undefined } {
+export function arrivalLook(
+  db: DB,
+  projectGid: string,
+  sub: string,
+  tv: number,
+): { membership: Membership | undefined; holder: User | undefined } {
   // Kept until the next write anywhere (untilChanged): a client sends request after request.
-  return untilChanged(db, `arrival ${projectGid} ${sub} ${tv}`, () => readOnly(db, (rtx) => ({ membership: getMembership(rtx, projectGid, sub), holder: tokenHolder(rtx, sub, tv) })));
+  return untilChanged(db, `arrival ${projectGid} ${sub} ${tv}`, () =>
+    readOnly(db, (rtx) => ({ membership: getMembership(rtx, projectGid, sub), holder: tokenHolder(rtx, sub, tv) })),
+  );
 }
 
 /**
@@ -53,7 +60,9 @@ export function arrivalLook(db: DB, projectGid: string, sub: string, tv: number)
 export function globalInit(tx: Tx, userGid: string) {
   const me = getUser(tx, userGid);
   if (!me) throw permissionDenied();
-  const mine = membershipsOf(tx, userGid).filter(({ m, p }) => p.owner === userGid || (p.status === "active" && (m.status === "active" || m.status === "invited")));
+  const mine = membershipsOf(tx, userGid).filter(
+    ({ m, p }) => p.owner === userGid || (p.status === "active" && (m.status === "active" || m.status === "invited")),
+  );
 
   const userProjects: Record<string, string[]> = {};
   const ccProjects: Record<string, unknown> = {};
@@ -78,7 +87,12 @@ export function globalInit(tx: Tx, userGid: string) {
   }
   return {
     result: { user: me.gid, user_projects: userProjects, "cc.version": VERSION, "cc.cursor": currentCursor(tx) },
-    data: { "cc.users": ccUsers, "cc.projects": ccProjects, "cc.projects_members": ccMembers, "cc.languages": LANGUAGES },
+    data: {
+      "cc.users": ccUsers,
+      "cc.projects": ccProjects,
+      "cc.projects_members": ccMembers,
+      "cc.languages": LANGUAGES,
+    },
   };
 }
 
@@ -152,7 +166,9 @@ async function session(ctx: Pick<Ctx, "tokens">, user: User, a: Answer): Promise
 
 /** `GET /api/init`: the actor's global init payload, kept until the next write as the project one (projectInitOf). */
 export function globalInitOf(ctx: Ctx, actor: Actor): Answer {
-  return readOnly(ctx.db, (tx) => largeUntilChanged(ctx.db, `global init ${actor.userGid}`, () => lastingAnswer(globalInit(tx, actor.userGid))));
+  return readOnly(ctx.db, (tx) =>
+    largeUntilChanged(ctx.db, `global init ${actor.userGid}`, () => lastingAnswer(globalInit(tx, actor.userGid))),
+  );
 }
 
 /** `/api/login`: username and password; the global init payload and a JWT. 403 `Unknown user` for any failure. */
@@ -162,7 +178,11 @@ export async function logIn(ctx: Ctx, input: { username: string; password: strin
 }
 
 /** A session of `user` (signup, password reset): the global init payload and a JWT. */
-export function sessionOf(ctx: Ctx, user: User, init: (tx: Tx, userGid: string) => Answer = globalInit): Promise<Session> {
+export function sessionOf(
+  ctx: Ctx,
+  user: User,
+  init: (tx: Tx, userGid: string) => Answer = globalInit,
+): Promise<Session> {
   return session(ctx, user, init(ctx.db, user.gid));
 }
 
@@ -170,7 +190,11 @@ export function sessionOf(ctx: Ctx, user: User, init: (tx: Tx, userGid: string) 
  * `p/<project>/login`: username and password straight into a project. The login stands even for
  * a project the user may not see (then `project` is null and no project data is given).
  */
-export async function projectLogIn(ctx: Ctx, projectGid: string, input: { username: string; password: string }): Promise<Session> {
+export async function projectLogIn(
+  ctx: Ctx,
+  projectGid: string,
+  input: { username: string; password: string },
+): Promise<Session> {
   const user = await verifyLogin(ctx.db, input.username, input.password);
   const member = mayAccessProject(ctx.db, actorOf(user), projectGid, "member");
   return session(ctx, user, projectInit(ctx, ctx.db, user.gid, projectGid, member));
@@ -192,6 +216,8 @@ export async function apiKeyLogIn(ctx: Ctx, projectGid: string, input: { api_key
  */
 export function projectInitOf(ctx: Ctx, actor: Actor, projectGid: string): Answer {
   return readProject(ctx, actor, projectGid, "member", ({ tx }) =>
-    largeUntilChanged(ctx.db, `init ${actor.userGid} ${projectGid}`, () => lastingAnswer(projectInit(ctx, tx, actor.userGid, projectGid, true))),
+    largeUntilChanged(ctx.db, `init ${actor.userGid} ${projectGid}`, () =>
+      lastingAnswer(projectInit(ctx, tx, actor.userGid, projectGid, true)),
+    ),
   );
 }

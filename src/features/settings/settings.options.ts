@@ -40,15 +40,20 @@ function ordered(v: unknown, dict: Record<string, string>): string[] {
 }
 
 /** The normalized options of a project row (or of its `options` value). */
-export function projectOptions(project: { options?: Record<string, unknown> | null } | null | undefined): ProjectOptions {
+export function projectOptions(
+  project: { options?: Record<string, unknown> | null } | null | undefined,
+): ProjectOptions {
   const o = isObject(project?.options) ? project!.options! : {};
-  const languages = Array.isArray(o.languages) ? [...new Set(o.languages.filter((l): l is string => typeof l === "string" && l.length > 0))] : [];
+  const languages = Array.isArray(o.languages)
+    ? [...new Set(o.languages.filter((l): l is string => typeof l === "string" && l.length > 0))]
+    : [];
   const channels = { [ALL_CHANNEL]: "[all records]", ...names(o.channels) };
   const orderings = names(o.orderings);
   const fieldlists = names(o.fieldlists);
-  const imageserver = isObject(o.imageserver) && typeof o.imageserver.type === "string"
-    ? { type: o.imageserver.type, options: isObject(o.imageserver.options) ? o.imageserver.options : {} }
-    : { type: "ccdam", options: {} };
+  const imageserver =
+    isObject(o.imageserver) && typeof o.imageserver.type === "string"
+      ? { type: o.imageserver.type, options: isObject(o.imageserver.options) ? o.imageserver.options : {} }
+      : { type: "ccdam", options: {} };
   return {
     timezone: typeof o.timezone === "string" && o.timezone ? o.timezone : "UTC",
     languages: languages.length ? languages : ["en"],
@@ -64,7 +69,11 @@ export function projectOptions(project: { options?: Record<string, unknown> | nu
 }
 
 /** The main channel, ordering and fieldlist names a new project starts with (as the reference's). */
-export const DEFAULT_NAMES = { channel: "Main channel", ordering: "Main ordering", fieldlist: "Main fieldlist" } as const;
+export const DEFAULT_NAMES = {
+  channel: "Main channel",
+  ordering: "Main ordering",
+  fieldlist: "Main fieldlist",
+} as const;
 
 /**
  * The stored options of a new project: the given time zone, English, the `__all__` channel plus a

@@ -19,10 +19,12 @@ import { ALL_CHANNEL, projectOptions, type ProjectOptions } from "./settings.opt
  * Any member of the project may change them (the reference's 403 reads "not a member").
  */
 
-
 /** The three named, ordered lists, by the request member that names one entry. */
 export type ListKind = "channel" | "ordering" | "fieldlist";
-const LISTS = new Map<ListKind, { dict: "channels" | "orderings" | "fieldlists"; order: "orderedchannels" | "orderedorderings" | "orderedfieldlists" }>([
+const LISTS = new Map<
+  ListKind,
+  { dict: "channels" | "orderings" | "fieldlists"; order: "orderedchannels" | "orderedorderings" | "orderedfieldlists" }
+>([
   ["channel", { dict: "channels", order: "orderedchannels" }],
   ["ordering", { dict: "orderings", order: "orderedorderings" }],
   ["fieldlist", { dict: "fieldlists", order: "orderedfieldlists" }],
@@ -41,16 +43,23 @@ function changed(tx: Tx, p: Project, extra: Record<string, unknown> = {}, data: 
 }
 
 /** Runs a settings change of an active project as a member. */
-function change<T>(ctx: Ctx, actor: Actor, projectGid: string, fn: (work: ProjectWork, options: ProjectOptions) => T): T {
+function change<T>(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  fn: (work: ProjectWork, options: ProjectOptions) => T,
+): T {
   return inProject(ctx, actor, projectGid, "member", (work) => {
-    if (work.project.status !== "active") throw unprocessable("Cannot perform update", { reason: "The project is not active" });
+    if (work.project.status !== "active")
+      throw unprocessable("Cannot perform update", { reason: "The project is not active" });
     return fn(work, projectOptions(work.project));
   });
 }
 
 function nameOf(name: unknown): string {
   const trimmed = typeof name === "string" ? name.trim() : "";
-  if (!trimmed || trimmed.length > 200) throw validationFailed([{ field: "name", rule: "length", message: "1 to 200 characters" }]);
+  if (!trimmed || trimmed.length > 200)
+    throw validationFailed([{ field: "name", rule: "length", message: "1 to 200 characters" }]);
   return trimmed;
 }
 
@@ -82,8 +91,13 @@ function schemaData(ctx: Ctx, tx: Tx, projectGid: string): Record<string, unknow
  */
 export function addLanguage(ctx: Ctx, actor: Actor, projectGid: string, input: { language: string }): Answer {
   return change(ctx, actor, projectGid, ({ tx, log, project }, o) => {
-    if (!isLanguage(input.language)) throw invalid("language", "Not a code of cc.languages (lower case), see /api/languages/get");
-    if (o.languages.includes(input.language)) throw unprocessable("Cannot perform update", { reason: "The project has this language already", language: input.language });
+    if (!isLanguage(input.language))
+      throw invalid("language", "Not a code of cc.languages (lower case), see /api/languages/get");
+    if (o.languages.includes(input.language))
+      throw unprocessable("Cannot perform update", {
+        reason: "The project has this language already",
+        language: input.language,
+      });
     const p = saveOptions(tx, log, project, { ...o, languages: [...o.languages, input.language] });
     for (const hook of ctx.hooks.languageAdded) hook(ctx, tx, log, projectGid, input.language);
     return changed(tx, p, {}, schemaData(ctx, tx, projectGid));
@@ -91,12 +105,21 @@ export function addLanguage(ctx: Ctx, actor: Actor, projectGid: string, input: {
 }
 
 /** `languages/move`: `language` goes before `before_language` (to the end without it); the first language is the main one. */
-export function moveLanguage(ctx: Ctx, actor: Actor, projectGid: string, input: { language: string; before_language?: string }): Answer {
+export function moveLanguage(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { language: string; before_language?: string },
+): Answer {
   return change(ctx, actor, projectGid, ({ tx, log, project }, o) => {
     if (!o.languages.includes(input.language)) throw invalid("language", "Not a language of the project");
-    if (input.before_language !== undefined && !o.languages.includes(input.before_language)) throw invalid("before_language", "Not a language of the project");
+    if (input.before_language !== undefined && !o.languages.includes(input.before_language))
+      throw invalid("before_language", "Not a language of the project");
     if (input.before_language === input.language) return changed(tx, project);
-    return changed(tx, saveOptions(tx, log, project, { ...o, languages: moved(o.languages, input.language, input.before_language) }));
+    return changed(
+      tx,
+      saveOptions(tx, log, project, { ...o, languages: moved(o.languages, input.language, input.before_language) }),
+    );
   });
 }
 
@@ -106,10 +129,19 @@ export function moveLanguage(ctx: Ctx, actor: Actor, projectGid: string, input: 
  * the confirmation member `remove_values: true` is sent: then every `languageRemoved` hook drops
  * them in the same transaction and `result.removed_values` says how many went.
  */
-export function removeLanguage(ctx: Ctx, actor: Actor, projectGid: string, input: { language: string; remove_values?: boolean }): Answer {
+export function removeLanguage(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { language: string; remove_values?: boolean },
+): Answer {
   return change(ctx, actor, projectGid, ({ tx, log, project }, o) => {
     if (!o.languages.includes(input.language)) throw invalid("language", "Not a language of the project");
-    if (o.languages.length === 1) throw unprocessable("Cannot perform update", { reason: "A project keeps at least one language", language: input.language });
+    if (o.languages.length === 1)
+      throw unprocessable("Cannot perform update", {
+        reason: "A project keeps at least one language",
+        language: input.language,
+      });
     const p = saveOptions(tx, log, project, { ...o, languages: o.languages.filter((l) => l !== input.language) });
     if (input.remove_values !== true) return changed(tx, p, {}, schemaData(ctx, tx, projectGid));
     let removed = 0;
@@ -127,12 +159,19 @@ const kindOf = (kind: ListKind) => LISTS.get(kind)!;
 function entry(o: ProjectOptions, kind: ListKind, key: unknown, member: string = kind): string {
   const { dict } = kindOf(kind);
   if (typeof key !== "string" || !Object.hasOwn(o[dict], key)) throw invalid(member, `No such ${kind} in the project`);
-  if (kind === "channel" && key === ALL_CHANNEL) throw invalid(member, "The __all__ channel cannot be renamed, moved or deleted");
+  if (kind === "channel" && key === ALL_CHANNEL)
+    throw invalid(member, "The __all__ channel cannot be renamed, moved or deleted");
   return key;
 }
 
 /** `<kind>s/create`: a new entry (key: a new gid) at the end of the list; result names its key. */
-export function createEntry(ctx: Ctx, actor: Actor, projectGid: string, kind: ListKind, input: { name: string }): Answer {
+export function createEntry(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  kind: ListKind,
+  input: { name: string },
+): Answer {
   return change(ctx, actor, projectGid, ({ tx, log, project }, o) => {
     const name = nameOf(input.name);
     const { dict, order } = kindOf(kind);
@@ -143,7 +182,13 @@ export function createEntry(ctx: Ctx, actor: Actor, projectGid: string, kind: Li
 }
 
 /** `<kind>s/update`: renames an entry. */
-export function renameEntry(ctx: Ctx, actor: Actor, projectGid: string, kind: ListKind, input: Record<string, unknown>): Answer {
+export function renameEntry(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  kind: ListKind,
+  input: Record<string, unknown>,
+): Answer {
   return change(ctx, actor, projectGid, ({ tx, log, project }, o) => {
     const key = entry(o, kind, input[kind]);
     const name = nameOf(input.name);
@@ -153,7 +198,13 @@ export function renameEntry(ctx: Ctx, actor: Actor, projectGid: string, kind: Li
 }
 
 /** `<kind>s/move`: an entry goes before `before_<kind>` (to the end without it); nothing goes before `__all__`. */
-export function moveEntry(ctx: Ctx, actor: Actor, projectGid: string, kind: ListKind, input: Record<string, unknown>): Answer {
+export function moveEntry(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  kind: ListKind,
+  input: Record<string, unknown>,
+): Answer {
   return change(ctx, actor, projectGid, ({ tx, log, project }, o) => {
     const key = entry(o, kind, input[kind]);
     const beforeMember = `before_${kind}`;
@@ -169,15 +220,28 @@ export function moveEntry(ctx: Ctx, actor: Actor, projectGid: string, kind: List
  * sent, as the reference says) go; the `settingRemoved` hooks drop what refers to them in the same
  * transaction. Every key is checked before anything is deleted.
  */
-export function deleteEntry(ctx: Ctx, actor: Actor, projectGid: string, kind: ListKind, input: Record<string, unknown>): Answer {
+export function deleteEntry(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  kind: ListKind,
+  input: Record<string, unknown>,
+): Answer {
   const many = `${kind}s`;
   if (input[kind] === undefined && input[many] === undefined) throw missing(kind);
   return change(ctx, actor, projectGid, ({ tx, log, project }, o) => {
-    const keys = input[kind] !== undefined ? [entry(o, kind, input[kind])] : [...new Set((input[many] as unknown[]).map((k) => entry(o, kind, k, many)))];
+    const keys =
+      input[kind] !== undefined
+        ? [entry(o, kind, input[kind])]
+        : [...new Set((input[many] as unknown[]).map((k) => entry(o, kind, k, many)))];
     const { dict, order } = kindOf(kind);
     const rest = new Map(Object.entries(o[dict]));
     for (const key of keys) rest.delete(key);
-    const p = saveOptions(tx, log, project, { ...o, [dict]: Object.fromEntries(rest), [order]: o[order].filter((k) => !keys.includes(k)) });
+    const p = saveOptions(tx, log, project, {
+      ...o,
+      [dict]: Object.fromEntries(rest),
+      [order]: o[order].filter((k) => !keys.includes(k)),
+    });
     for (const key of keys) for (const hook of ctx.hooks.settingRemoved) hook(ctx, tx, log, projectGid, kind, key);
     return changed(tx, p);
   });

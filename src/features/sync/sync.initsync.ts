@@ -26,7 +26,8 @@ export function parseInitsync(payload: unknown): InitsyncRequest {
     }
   }
   if (p === undefined || p === null) throw missing("cc.cursor");
-  if (typeof p !== "object" || Array.isArray(p)) throw badRequest("Malformed payload", { reason: "The initsync payload must be an object" });
+  if (typeof p !== "object" || Array.isArray(p))
+    throw badRequest("Malformed payload", { reason: "The initsync payload must be an object" });
   const o = p as Record<string, unknown>;
   const cc = absent(o["cc.cursor"]) ? o.cc_cursor : o["cc.cursor"];
   if (absent(cc)) throw missing("cc.cursor");

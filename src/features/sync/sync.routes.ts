@@ -12,33 +12,33 @@ const tags = ["sync"];
 export function syncRoutes(ctx: Ctx) {
   return new Elysia({ prefix: "/sync" })
     .use(authMacro(ctx))
-    .post(
-      "/get",
-      ({ body, actor }) => answer(pollSync(ctx, actor, body)),
-      {
-        authNoRenew: true,
-        body: t.Object({
+    .post("/get", ({ body, actor }) => answer(pollSync(ctx, actor, body)), {
+      authNoRenew: true,
+      body: t.Object(
+        {
           cc_cursor: t.Optional(t.Nullable(t.Integer({ minimum: 0 }))),
           project: t.Optional(t.String()),
           cursor: t.Optional(t.Nullable(t.Integer({ minimum: 0 }))),
-        }, { examples: [examples.syncGet.request] }),
-        detail: describe({
-          summary: "Sync items after the given cursors, oldest first, at most APIS_SYNC_PAGE_LIMIT",
-          description:
-            "Send `cc_cursor`, or `project` with `cursor`, or all three. When more items wait, `warning` says so: ask again with the last cursor. When a cursor is older than the retained change log, `sync` is empty, `reinit` is true and `warning` says to re-initialise.",
-          tags,
-          example: examples.syncGet.answer,
-          errors: [400, 403],
-        }),
-      },
-    )
-    .post(
-      "/cursors",
-      ({ body, actor }) => answer(syncCursors(ctx, actor, body ?? {})),
-      {
-        authNoRenew: true,
-        body: t.Optional(t.Object({ project: t.Optional(t.String()) }, { examples: [examples.syncCursors.request] })),
-        detail: describe({ summary: "The current cursors (`cursor` too when a project is given)", tags, example: examples.syncCursors.answer, errors: [400, 403] }),
-      },
-    );
+        },
+        { examples: [examples.syncGet.request] },
+      ),
+      detail: describe({
+        summary: "Sync items after the given cursors, oldest first, at most APIS_SYNC_PAGE_LIMIT",
+        description:
+          "Send `cc_cursor`, or `project` with `cursor`, or all three. When more items wait, `warning` says so: ask again with the last cursor. When a cursor is older than the retained change log, `sync` is empty, `reinit` is true and `warning` says to re-initialise.",
+        tags,
+        example: examples.syncGet.answer,
+        errors: [400, 403],
+      }),
+    })
+    .post("/cursors", ({ body, actor }) => answer(syncCursors(ctx, actor, body ?? {})), {
+      authNoRenew: true,
+      body: t.Optional(t.Object({ project: t.Optional(t.String()) }, { examples: [examples.syncCursors.request] })),
+      detail: describe({
+        summary: "The current cursors (`cursor` too when a project is given)",
+        tags,
+        example: examples.syncCursors.answer,
+        errors: [400, 403],
+      }),
+    });
 }

@@ -11,12 +11,20 @@ import { missing } from "../../core/errors";
 import { projectAccess } from "../members/access.service";
 
 export const REINIT_WARNING = "Cursor is older than the retained change log: re-initialise";
-const LIMIT_WARNING = "Sync limit reached: request again with the latest cursor until this warning is gone, or re-initialise";
+const LIMIT_WARNING =
+  "Sync limit reached: request again with the latest cursor until this warning is gone, or re-initialise";
 
 type Row = typeof changes.$inferSelect;
 
 function toItem(r: Row): SyncItem {
-  return { type: r.type, cursor: r.cursor, action: r.action, data_type: r.dataType, data_key: r.dataKey, data: r.data ?? null };
+  return {
+    type: r.type,
+    cursor: r.cursor,
+    action: r.action,
+    data_type: r.dataType,
+    data_key: r.dataKey,
+    data: r.data ?? null,
+  };
 }
 
 /** The highest cursor whose items have been pruned (0 when nothing was pruned). */
@@ -33,7 +41,12 @@ export function currentCursor(tx: Tx): number {
   const top = newestCursor(tx).get()?.c ?? 0;
   return Math.max(top, retainedFloor(tx));
 }
-const newestCursor = preparedOnce((tx) => tx.select({ c: max(changes.cursor) }).from(changes).prepare());
+const newestCursor = preparedOnce((tx) =>
+  tx
+    .select({ c: max(changes.cursor) })
+    .from(changes)
+    .prepare(),
+);
 
 /** `cc` items after `cursor` that the user may see, oldest first. */
 function ccItemsAfter(tx: Tx, userGid: string, cursor: number, limit: number): SyncItem[] {
@@ -66,11 +79,17 @@ export type SyncRequest = { ccCursor?: number; project?: string; cursor?: number
  * Items after the given cursors that the user may see, in cursor order, at most `limit`. A
  * `warning` says more are waiting, or that a cursor is older than the retained log.
  */
-export function syncItems(tx: Tx, actor: Actor, req: SyncRequest, limit: number): { sync: SyncItem[]; warning?: string; reinit?: boolean } {
+export function syncItems(
+  tx: Tx,
+  actor: Actor,
+  req: SyncRequest,
+  limit: number,
+): { sync: SyncItem[]; warning?: string; reinit?: boolean } {
   if (req.project !== undefined) projectAccess(tx, actor, req.project, "member");
   const userGid = actor.userGid;
   const floor = retainedFloor(tx);
-  const stale = (req.ccCursor !== undefined && req.ccCursor < floor) || (req.cursor !== undefined && req.cursor < floor);
+  const stale =
+    (req.ccCursor !== undefined && req.ccCursor < floor) || (req.cursor !== undefined && req.cursor < floor);
   if (stale) return { sync: [], warning: REINIT_WARNING, reinit: true };
   let items: SyncItem[] = [];
   if (req.ccCursor !== undefined) items = ccItemsAfter(tx, userGid, req.ccCursor, limit + 1);
@@ -85,12 +104,20 @@ export function syncItems(tx: Tx, actor: Actor, req: SyncRequest, limit: number)
  * `/sync/get`: `cc_cursor`, or `project` with `cursor`, or all three (the first missing one is a
  * 400); items after them, at most `config.syncPageLimit`.
  */
-export function pollSync(ctx: Ctx, actor: Actor, input: { cc_cursor?: number | null; project?: string; cursor?: number | null }): Answer {
+export function pollSync(
+  ctx: Ctx,
+  actor: Actor,
+  input: { cc_cursor?: number | null; project?: string; cursor?: number | null },
+): Answer {
   const hasCc = input.cc_cursor !== undefined && input.cc_cursor !== null;
   if (input.project !== undefined && (input.cursor === undefined || input.cursor === null)) throw missing("cursor");
   if (input.cursor !== undefined && input.cursor !== null && !input.project) throw missing("project");
   if (!hasCc && !input.project) throw missing("cc_cursor");
-  const req = { ccCursor: hasCc ? input.cc_cursor! : undefined, project: input.project, cursor: input.cursor ?? undefined };
+  const req = {
+    ccCursor: hasCc ? input.cc_cursor! : undefined,
+    project: input.project,
+    cursor: input.cursor ?? undefined,
+  };
   return { result: syncItems(ctx.db, actor, req, ctx.config.syncPageLimit) };
 }
 
@@ -109,14 +136,21 @@ const DAY = 86400;
  */
 export function pruneChangeLog(ctx: Ctx): string {
   const cutoff = now() - ctx.config.changeLogDays * DAY;
-  const top = ctx.db.select({ c: max(changes.cursor) }).from(changes).where(lte(changes.createdOn, cutoff)).get()?.c ?? null;
+  const top =
+    ctx.db
+      .select({ c: max(changes.cursor) })
+      .from(changes)
+      .where(lte(changes.createdOn, cutoff))
+      .get()?.c ?? null;
   if (top === null) return "nothing to prune";
   let pruned = 0;
   // Batches keep each write transaction short; change_audience rows go by cascade.
   for (;;) {
     const n = ctx.db.transaction((tx) => {
       const rows = ctx.db.$client
-        .query("DELETE FROM changes WHERE cursor IN (SELECT cursor FROM changes WHERE cursor <= ? LIMIT 5000) RETURNING cursor")
+        .query(
+          "DELETE FROM changes WHERE cursor IN (SELECT cursor FROM changes WHERE cursor <= ? LIMIT 5000) RETURNING cursor",
+        )
         .all(top) as unknown[];
       if (Number(readMeta(tx, "changes.floor") ?? 0) < top) writeMeta(tx, "changes.floor", String(top));
       return rows.length;

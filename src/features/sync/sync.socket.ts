@@ -80,7 +80,14 @@ const projectTopic = (gid: string) => `apis-sync:p:${gid}`;
 const syncFrame = (items: SyncItem[]) => `42${JSON.stringify(["sync", items])}`;
 
 /** A sync item as clients see it (the audience stays on the server). */
-const plain = (it: Published): SyncItem => ({ type: it.type, cursor: it.cursor, action: it.action, data_type: it.data_type, data_key: it.data_key, data: it.data });
+const plain = (it: Published): SyncItem => ({
+  type: it.type,
+  cursor: it.cursor,
+  action: it.action,
+  data_type: it.data_type,
+  data_key: it.data_key,
+  data: it.data,
+});
 
 /** The `iat`/`exp` of a JWT already verified by `authenticate` or just signed. */
 function claimsOf(token: string): { iat: number; exp: number } {
@@ -218,7 +225,8 @@ export class SyncServer {
     const preflight = this.cors.preflight(req);
     if (preflight) return preflight;
     const origin = req.headers.get("origin");
-    if (origin && !this.cors.allowed(origin)) return errorResponse(new ApiError(403, "Origin not allowed", { origin }), { vary: "Origin" });
+    if (origin && !this.cors.allowed(origin))
+      return errorResponse(new ApiError(403, "Origin not allowed", { origin }), { vary: "Origin" });
     return this.cors.decorate(req, await this.engineRequest(req, server));
   }
 
@@ -250,8 +258,10 @@ export class SyncServer {
     const isEngine = (ws: ServerWebSocket<any>) => typeof ws.data?.transport?.onOpen === "function";
     return {
       open: (ws) => (isEngine(ws) ? engine.onWebSocketOpen(ws as any) : elysia.open?.(ws)),
-      message: (ws, message) => (isEngine(ws) ? engine.onWebSocketMessage(ws as any, message as any) : elysia.message?.(ws, message)),
-      close: (ws, code, reason) => (isEngine(ws) ? engine.onWebSocketClose(ws as any, code, reason) : elysia.close?.(ws, code, reason)),
+      message: (ws, message) =>
+        isEngine(ws) ? engine.onWebSocketMessage(ws as any, message as any) : elysia.message?.(ws, message),
+      close: (ws, code, reason) =>
+        isEngine(ws) ? engine.onWebSocketClose(ws as any, code, reason) : elysia.close?.(ws, code, reason),
       drain: (ws) => {
         if (!isEngine(ws)) elysia.drain?.(ws);
       },
@@ -317,7 +327,13 @@ export class SyncServer {
     s.dropped = true;
     const conn = s.socket.conn as unknown as EngineConn;
     const waiting = this.waiting(s);
-    this.ctx.log.warn("sync client dropped", { user: s.user, socket: s.socket.id, transport: conn.transport?.name, waiting_bytes: waiting, reason });
+    this.ctx.log.warn("sync client dropped", {
+      user: s.user,
+      socket: s.socket.id,
+      transport: conn.transport?.name,
+      waiting_bytes: waiting,
+      reason,
+    });
     conn.writeBuffer.length = 0;
     s.queued = 0;
     this.queuedSessions.delete(s);
@@ -327,7 +343,10 @@ export class SyncServer {
       conn.transport.socket?.terminate?.();
       return;
     }
-    s.socket.emit("unsubscribed", { ...errorBody(new ApiError(503, DROPPED, { reason, limit_bytes: this.ctx.config.syncClientBuffer })), project: null });
+    s.socket.emit("unsubscribed", {
+      ...errorBody(new ApiError(503, DROPPED, { reason, limit_bytes: this.ctx.config.syncClientBuffer })),
+      project: null,
+    });
     s.socket.disconnect(true);
     // A polling client that never fetches again would keep the engine socket waiting to drain.
     setTimeout(() => {
@@ -356,7 +375,8 @@ export class SyncServer {
         next();
       },
       (err) => {
-        if (!(err instanceof ApiError)) this.ctx.log.error("sync handshake failed", { error: String(err?.stack ?? err) });
+        if (!(err instanceof ApiError))
+          this.ctx.log.error("sync handshake failed", { error: String(err?.stack ?? err) });
         const e = err instanceof ApiError ? err : new ApiError(500, "Internal server error");
         const out = new Error(e.message) as Error & { data?: unknown };
         out.data = errorBody(e);
@@ -391,7 +411,8 @@ export class SyncServer {
     conn.on("packetCreate", (packet: { data?: unknown }) => {
       s.queued += packetBytes(packet.data);
       this.queuedSessions.add(s);
-      if (s.queued > this.ctx.config.syncClientBuffer && !s.dropped) queueMicrotask(() => this.drop(s, "the client did not fetch its pushes"));
+      if (s.queued > this.ctx.config.syncClientBuffer && !s.dropped)
+        queueMicrotask(() => this.drop(s, "the client did not fetch its pushes"));
     });
     conn.on("flush", () => {
       s.queued = 0;
@@ -403,7 +424,10 @@ export class SyncServer {
     });
     // Handshakes that were checked at once can pass the limit together: the later ones go.
     if ((this.byUser.get(s.user)?.size ?? 0) > this.ctx.config.syncSocketsPerUser) {
-      socket.emit("unsubscribed", { ...errorBody(new ApiError(429, "Too many sync connections", { limit: this.ctx.config.syncSocketsPerUser })), project: null });
+      socket.emit("unsubscribed", {
+        ...errorBody(new ApiError(429, "Too many sync connections", { limit: this.ctx.config.syncSocketsPerUser })),
+        project: null,
+      });
       socket.disconnect(true);
       return;
     }
@@ -484,7 +508,12 @@ export class SyncServer {
       return;
     }
     const limit = this.ctx.config.syncPageLimit;
-    const page = syncItems(this.ctx.db, s.actor, { ccCursor: req.ccCursor, project: req.project, cursor: req.cursor }, limit);
+    const page = syncItems(
+      this.ctx.db,
+      s.actor,
+      { ccCursor: req.ccCursor, project: req.project, cursor: req.cursor },
+      limit,
+    );
     if (page.reinit) return reply(errorBody(new ApiError(422, REINIT_WARNING, { reinit: true })));
     s.project = req.project;
     if (s.project) addTo(this.byProject, s.project, s);
@@ -525,10 +554,18 @@ export class SyncServer {
     if (loss) this.lose(s, loss);
     if (loss?.scope === "token") return;
     const limit = this.ctx.config.syncPageLimit;
-    const page = syncItems(this.ctx.db, s.actor, { ccCursor: s.ccFloor, project: s.project, cursor: s.project ? s.projectFloor : undefined }, limit);
+    const page = syncItems(
+      this.ctx.db,
+      s.actor,
+      { ccCursor: s.ccFloor, project: s.project, cursor: s.project ? s.projectFloor : undefined },
+      limit,
+    );
     if (page.reinit) {
       this.unsubscribe(s);
-      s.socket.emit("unsubscribed", { ...errorBody(new ApiError(422, REINIT_WARNING, { reinit: true })), project: null });
+      s.socket.emit("unsubscribed", {
+        ...errorBody(new ApiError(422, REINIT_WARNING, { reinit: true })),
+        project: null,
+      });
       return;
     }
     if (page.sync.length) s.socket.emit("sync", page.sync);
@@ -547,7 +584,9 @@ export class SyncServer {
 
   /** Sends what was buffered past the floors, then joins the rooms the fan-out writes to. */
   private goLive(s: Session) {
-    const rest = s.buffer.filter((it) => this.wants(s, it) && it.cursor > (it.type === "cc" ? s.ccFloor : s.projectFloor));
+    const rest = s.buffer.filter(
+      (it) => this.wants(s, it) && it.cursor > (it.type === "cc" ? s.ccFloor : s.projectFloor),
+    );
     s.buffer = [];
     this.catchingUp.delete(s);
     if (rest.length) s.socket.emit("sync", rest.map(plain));
@@ -646,7 +685,8 @@ export class SyncServer {
       // Only a change or removal can cut access off; INSERT items never do.
       if (it.type !== "cc" || it.action === "INSERT") continue;
       if (it.data_type === "cc.users") (users ??= new Set()).add(it.data_key);
-      else if (it.data_type === "cc.projects_members") (users ??= new Set()).add(it.data_key.slice(it.data_key.indexOf("/") + 1));
+      else if (it.data_type === "cc.projects_members")
+        (users ??= new Set()).add(it.data_key.slice(it.data_key.indexOf("/") + 1));
       else if (it.data_type === "cc.projects") (projects ??= new Set()).add(it.data_key);
     }
     if (!users && !projects) return;
@@ -696,7 +736,8 @@ export class SyncServer {
       for (const s of this.recentlyLive) if (floor(s) >= last) ids.push(s.socket.id);
       return ids;
     };
-    const room = (name: string, except: string[]) => (except.length ? this.io.to(name).except(except) : this.io.to(name));
+    const room = (name: string, except: string[]) =>
+      except.length ? this.io.to(name).except(except) : this.io.to(name);
     const rooms = this.io.of("/").adapter.rooms;
     for (const [gid, list] of perProject)
       sends.push({
@@ -704,7 +745,11 @@ export class SyncServer {
         send: () => {
           // Live WebSocket subscribers: the frame once, through Bun's publish (see joinProject).
           this.bunServer?.publish(projectTopic(gid), syncFrame(list));
-          if (rooms.get(projectRoom(gid))?.size) room(projectRoom(gid), skip((s) => s.projectFloor, list.at(-1)!.cursor)).emit("sync", list);
+          if (rooms.get(projectRoom(gid))?.size)
+            room(
+              projectRoom(gid),
+              skip((s) => s.projectFloor, list.at(-1)!.cursor),
+            ).emit("sync", list);
         },
       });
     if (cc) {
@@ -719,7 +764,15 @@ export class SyncServer {
           else perUser.set(u, [item]);
         }
       }
-      for (const [u, list] of perUser) sends.push({ first: list[0]!.cursor, send: () => room(userRoom(u), skip((s) => s.ccFloor, list.at(-1)!.cursor)).emit("sync", list) });
+      for (const [u, list] of perUser)
+        sends.push({
+          first: list[0]!.cursor,
+          send: () =>
+            room(
+              userRoom(u),
+              skip((s) => s.ccFloor, list.at(-1)!.cursor),
+            ).emit("sync", list),
+        });
     }
     // A socket getting both streams of one batch gets them in the order they began.
     sends.sort((a, b) => a.first - b.first);
@@ -731,13 +784,23 @@ export class SyncServer {
 type EngineConn = {
   readyState: string;
   writeBuffer: unknown[];
-  transport: { name: string; socket?: { getBufferedAmount?(): number; terminate?(): void; subscribe?(topic: string): void; unsubscribe?(topic: string): void } };
+  transport: {
+    name: string;
+    socket?: {
+      getBufferedAmount?(): number;
+      terminate?(): void;
+      subscribe?(topic: string): void;
+      unsubscribe?(topic: string): void;
+    };
+  };
   closeTransport?(): void;
   onClose?(reason: string): void;
 };
 
 function tooLarge(max: number): Response {
   const err = new ApiError(413, "Payload too large", { limit: max });
-  return new Response(JSON.stringify(errorBody(err)), { status: 413, headers: { "content-type": "application/json; charset=utf-8" } });
+  return new Response(JSON.stringify(errorBody(err)), {
+    status: 413,
+    headers: { "content-type": "application/json; charset=utf-8" },
+  });
 }
-

@@ -15,13 +15,19 @@ export function usersRoutes(ctx: Ctx) {
     .post("/users/get", ({ body, actor }) => answer(userInfo(ctx, actor, body)), {
       auth: true,
       body: t.Object({ user: t.String() }, { examples: [examples.usersGet.request] }),
-      detail: describe({ summary: "A user: oneself (full form) or a co-member (short form)", tags, example: examples.usersGet.answer, errors: [400, 422] }),
+      detail: describe({
+        summary: "A user: oneself (full form) or a co-member (short form)",
+        tags,
+        example: examples.usersGet.answer,
+        errors: [400, 422],
+      }),
     })
     .post("/username", ({ body }) => answer(usernameAvailability(ctx, body)), {
       body: t.Object({ username: t.String() }, { examples: [examples.username.request] }),
       detail: describe({
         summary: "Whether a username is free and valid (no JWT needed, for sign-up forms)",
-        description: "`available` is false with a `validation` report (rule `format` or `unavailable`) when the name cannot be used.",
+        description:
+          "`available` is false with a `validation` report (rule `format` or `unavailable`) when the name cannot be used.",
         tags,
         example: examples.username.answer,
         errors: [400],

@@ -21,7 +21,9 @@ const PASSWORD_MIN = 8;
 
 export function usernameIssues(tx: Tx, username: unknown, field = "username"): ValidationIssue[] {
   if (typeof username !== "string" || !USERNAME_RULE.test(username))
-    return [{ field, rule: "format", message: "3 to 64 letters, digits or . _ - @ +, starting with a letter or digit" }];
+    return [
+      { field, rule: "format", message: "3 to 64 letters, digits or . _ - @ +, starting with a letter or digit" },
+    ];
   if (findByUsername(tx, username, false)) return [{ field, rule: "unavailable", message: "This username is taken" }];
   return [];
 }
@@ -43,15 +45,17 @@ export function emailIssues(email: unknown, field = "email"): ValidationIssue[] 
 export function getUser(tx: Tx, gid: string): User | undefined {
   return userByGid(tx).get({ gid });
 }
-const userByGid = preparedOnce((tx) => tx.select().from(users).where(eq(users.gid, sql.placeholder("gid"))).prepare());
+const userByGid = preparedOnce((tx) =>
+  tx
+    .select()
+    .from(users)
+    .where(eq(users.gid, sql.placeholder("gid")))
+    .prepare(),
+);
 
 /** Finds a user by username; case-sensitive unless `exact` is false. */
 export function findByUsername(tx: Tx, username: string, exact = true): User | undefined {
-  const row = tx
-    .select()
-    .from(users)
-    .where(sql`lower(${users.username}) = lower(${username})`)
-    .get();
+  const row = tx.select().from(users).where(sql`lower(${users.username}) = lower(${username})`).get();
   if (!row) return undefined;
   return !exact || row.username === username ? row : undefined;
 }
@@ -72,7 +76,14 @@ export function hashPassword(password: string): Promise<string> {
   return Bun.password.hash(password, { algorithm: "argon2id" });
 }
 
-export type NewPerson = { username: string; email: string; passwordHash: string; name?: string; language?: string; timezone?: string };
+export type NewPerson = {
+  username: string;
+  email: string;
+  passwordHash: string;
+  name?: string;
+  language?: string;
+  timezone?: string;
+};
 
 /** Creates an active person account and writes its `cc.users` item. */
 export function createPerson(tx: Tx, log: ChangeLog, input: NewPerson): User {
@@ -137,7 +148,13 @@ export function userInfo(ctx: Ctx, actor: Actor, input: { user: string }): Answe
 /** `username` (no login): whether a username is free and valid, with the validation report when not. */
 export function usernameAvailability(ctx: Ctx, input: { username: string }): Answer {
   const issues = usernameIssues(ctx.db, input.username);
-  return { result: { username: input.username, available: issues.length === 0, ...(issues.length ? { validation: issues } : {}) } };
+  return {
+    result: {
+      username: input.username,
+      available: issues.length === 0,
+      ...(issues.length ? { validation: issues } : {}),
+    },
+  };
 }
 
 /** Every account (for `apis user list`). */

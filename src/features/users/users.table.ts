@@ -6,13 +6,17 @@ export const users = sqliteTable(
   "users",
   {
     gid: text("gid").primaryKey(),
-    kind: text("kind", { enum: ["person", "api"] }).notNull().default("person"),
+    kind: text("kind", { enum: ["person", "api"] })
+      .notNull()
+      .default("person"),
     username: text("username"),
     email: text("email").notNull().default(""),
     name: text("name").notNull().default(""),
     passwordHash: text("password_hash"),
     avatar: text("avatar"),
-    status: text("status", { enum: ["active", "invited", "inactive"] }).notNull().default("active"),
+    status: text("status", { enum: ["active", "invited", "inactive"] })
+      .notNull()
+      .default("active"),
     language: text("language").notNull().default("en"),
     timezone: text("timezone").notNull().default("UTC"),
     /** Bumped when the password changes or the user is deactivated: older JWTs stop working. */

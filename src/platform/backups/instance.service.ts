@@ -29,7 +29,13 @@ const FORMAT = "apis-instance-backup";
 const KEEP_OUT = new Set(["backups", "tmp", "apis.pid", "apis.db", "apis.db-wal", "apis.db-shm", "apis.db-journal"]);
 
 export type InstanceEntry = { path: string; size: number; sha256: string };
-export type InstanceManifest = { format: string; apis_version: string; schema: string; created_on: number; entries: InstanceEntry[] };
+export type InstanceManifest = {
+  format: string;
+  apis_version: string;
+  schema: string;
+  created_on: number;
+  entries: InstanceEntry[];
+};
 export type OnProgress = (done: number, total: number) => void;
 
 function instanceBackupsDir(dataDir: string): string {
@@ -56,7 +62,13 @@ function dataFiles(dataDir: string): DataFile[] {
       if (e.isDirectory()) visit(full);
       else if (e.isFile()) {
         const st = statSync(full);
-        out.push({ path: relative(dataDir, full).split(sep).join("/"), full, size: st.size, mtime: st.mtimeMs / 1000, mode: st.mode & 0o7777 });
+        out.push({
+          path: relative(dataDir, full).split(sep).join("/"),
+          full,
+          size: st.size,
+          mtime: st.mtimeMs / 1000,
+          mode: st.mode & 0o7777,
+        });
       }
     }
   };
@@ -82,10 +94,17 @@ function pinDataFiles(dataDir: string, pinDir: string): void {
 }
 
 /** Writes an archive of the data folder to `out` (default `<data>/backups/instance/apis-<time>.tar`); returns its path and manifest. */
-export async function createInstanceBackup(dataDir: string, out?: string, onProgress?: OnProgress, opts: { scheduled?: boolean } = {}): Promise<{ file: string; manifest: InstanceManifest; bytes: number }> {
+export async function createInstanceBackup(
+  dataDir: string,
+  out?: string,
+  onProgress?: OnProgress,
+  opts: { scheduled?: boolean } = {},
+): Promise<{ file: string; manifest: InstanceManifest; bytes: number }> {
   const dbFile = join(dataDir, "apis.db");
   if (!existsSync(dbFile)) throw new Error(`no database in ${dataDir}`);
-  const first = resolve(out ?? join(instanceBackupsDir(dataDir), defaultName(opts.scheduled ? SCHEDULED_PREFIX : "apis-")));
+  const first = resolve(
+    out ?? join(instanceBackupsDir(dataDir), defaultName(opts.scheduled ? SCHEDULED_PREFIX : "apis-")),
+  );
   let file = first;
   // Two archives within one second (a schedule run beside a manual one) never overwrite each other.
   for (let n = 2; !out && existsSync(file); n++) file = first.replace(/\.tar$/, `-${n}.tar`);
@@ -109,7 +128,9 @@ export async function createInstanceBackup(dataDir: string, out?: string, onProg
     // Pinned files (whatever the server deletes meanwhile), plus any that could not be linked.
     const pinnedFiles = dataFiles(pinDir);
     const pinnedPaths = new Set(pinnedFiles.map((f) => f.path));
-    const files = [...pinnedFiles, ...dataFiles(dataDir).filter((f) => !pinnedPaths.has(f.path))].sort((a, b) => a.path.localeCompare(b.path));
+    const files = [...pinnedFiles, ...dataFiles(dataDir).filter((f) => !pinnedPaths.has(f.path))].sort((a, b) =>
+      a.path.localeCompare(b.path),
+    );
     const dbSize = statSync(snapshot).size;
     const total = dbSize + files.reduce((a, f) => a + f.size, 0);
     let done = 0;
@@ -117,12 +138,22 @@ export async function createInstanceBackup(dataDir: string, out?: string, onProg
       done += n;
       onProgress?.(done, total);
     };
-    const manifest: InstanceManifest = { format: FORMAT, apis_version: VERSION, schema: embeddedMigrations.at(-1)?.tag ?? "", created_on: Date.now() / 1000, entries: [] };
+    const manifest: InstanceManifest = {
+      format: FORMAT,
+      apis_version: VERSION,
+      schema: embeddedMigrations.at(-1)?.tag ?? "",
+      created_on: Date.now() / 1000,
+      entries: [],
+    };
     // The database entry takes the live file's permission bits (0600 unless an admin chose otherwise).
     const dbMode = statSync(dbFile).mode & 0o777;
     const tar = new TarWriter(partial);
     try {
-      manifest.entries.push({ path: DB_ENTRY, size: dbSize, sha256: await tar.addFile(DB_ENTRY, snapshot, dbSize, Date.now() / 1000, dbMode, tick) });
+      manifest.entries.push({
+        path: DB_ENTRY,
+        size: dbSize,
+        sha256: await tar.addFile(DB_ENTRY, snapshot, dbSize, Date.now() / 1000, dbMode, tick),
+      });
       for (const f of files) {
         let size = f.size;
         try {
@@ -130,7 +161,11 @@ export async function createInstanceBackup(dataDir: string, out?: string, onProg
         } catch {
           continue; // deleted since the listing
         }
-        manifest.entries.push({ path: f.path, size, sha256: await tar.addFile(f.path, f.full, size, f.mtime, f.mode, tick) });
+        manifest.entries.push({
+          path: f.path,
+          size,
+          sha256: await tar.addFile(f.path, f.full, size, f.mtime, f.mode, tick),
+        });
       }
       await tar.addBuffer(MANIFEST, new TextEncoder().encode(JSON.stringify(manifest, null, 1)));
       await tar.finish();
@@ -155,7 +190,11 @@ export type VerifyResult = { manifest: InstanceManifest; problems: string[] };
  * and SQLite's `PRAGMA integrity_check` on the database. With `extractTo`, also writes the
  * entries there (the database as `apis.db`).
  */
-export async function verifyInstanceBackup(file: string, onProgress?: OnProgress, extractTo?: string): Promise<VerifyResult> {
+export async function verifyInstanceBackup(
+  file: string,
+  onProgress?: OnProgress,
+  extractTo?: string,
+): Promise<VerifyResult> {
   const total = statSync(file).size;
   const seen = new Map<string, { size: number; sha256: string }>();
   let manifestText = "";
@@ -216,7 +255,10 @@ export async function verifyInstanceBackup(file: string, onProgress?: OnProgress
     try {
       manifest = JSON.parse(manifestText);
     } catch {
-      return { manifest: { format: "", apis_version: "", schema: "", created_on: 0, entries: [] }, problems: [...problems, `${MANIFEST} is missing or unreadable`] };
+      return {
+        manifest: { format: "", apis_version: "", schema: "", created_on: 0, entries: [] },
+        problems: [...problems, `${MANIFEST} is missing or unreadable`],
+      };
     }
     if (manifest.format !== FORMAT) problems.push("not an Apis instance backup");
     for (const m of manifest.entries) {
@@ -232,7 +274,8 @@ export async function verifyInstanceBackup(file: string, onProgress?: OnProgress
       const sqlite = new Database(db, { readonly: true });
       try {
         const rows = sqlite.query("PRAGMA integrity_check").all() as { integrity_check: string }[];
-        if (rows.length !== 1 || rows[0]!.integrity_check !== "ok") problems.push(`database integrity: ${rows.map((r) => r.integrity_check).join("; ")}`);
+        if (rows.length !== 1 || rows[0]!.integrity_check !== "ok")
+          problems.push(`database integrity: ${rows.map((r) => r.integrity_check).join("; ")}`);
       } catch (err) {
         problems.push(`database integrity: ${(err as Error).message}`);
       } finally {
@@ -242,7 +285,10 @@ export async function verifyInstanceBackup(file: string, onProgress?: OnProgress
     onProgress?.(total, total);
     return { manifest, problems };
   } catch (err) {
-    return { manifest: { format: "", apis_version: "", schema: "", created_on: 0, entries: [] }, problems: [...problems, (err as Error).message] };
+    return {
+      manifest: { format: "", apis_version: "", schema: "", created_on: 0, entries: [] },
+      problems: [...problems, (err as Error).message],
+    };
   } finally {
     if (!extractTo) rmSync(scratch, { recursive: true, force: true });
   }
@@ -257,7 +303,12 @@ export class RestoreRefused extends Error {}
  * moved aside (kept in `<data>/backups/instance/pre-restore-<time>/` with `keepPrevious`,
  * otherwise deleted) and the extracted ones moved in. `backups/` is left as it is.
  */
-export async function restoreInstanceBackup(dataDir: string, file: string, opts: { keepPrevious?: boolean } = {}, onProgress?: OnProgress): Promise<{ previous: string | null; entries: number }> {
+export async function restoreInstanceBackup(
+  dataDir: string,
+  file: string,
+  opts: { keepPrevious?: boolean } = {},
+  onProgress?: OnProgress,
+): Promise<{ previous: string | null; entries: number }> {
   const pid = liveServerPid(dataDir);
   if (pid) throw new RestoreRefused(`an Apis server (pid ${pid}) is using ${dataDir}; stop it first`);
   mkdirSync(dataDir, { recursive: true });
@@ -268,7 +319,9 @@ export async function restoreInstanceBackup(dataDir: string, file: string, opts:
     rmSync(staging, { recursive: true, force: true });
     const { manifest, problems } = await verifyInstanceBackup(file, onProgress, staging);
     if (problems.length) throw new RestoreRefused(`the archive is damaged: ${problems.slice(0, 5).join("; ")}`);
-    const aside = opts.keepPrevious ? join(instanceBackupsDir(dataDir), `pre-restore-${stamp}`) : join(dataDir, "tmp", `pre-restore-${stamp}`);
+    const aside = opts.keepPrevious
+      ? join(instanceBackupsDir(dataDir), `pre-restore-${stamp}`)
+      : join(dataDir, "tmp", `pre-restore-${stamp}`);
     mkdirSync(aside, { recursive: true });
     for (const name of readdirSync(dataDir)) {
       if (name === "backups" || name === "tmp" || name === "apis.pid") continue;
@@ -309,7 +362,15 @@ export function listProjectBackups(dataDir: string) {
     db.exec("PRAGMA busy_timeout = 5000");
     return db
       .query("SELECT gid, project_gid, name, status, size, scheduled, created_on FROM backups ORDER BY created_on DESC")
-      .all() as { gid: string; project_gid: string; name: string; status: string; size: number; scheduled: number; created_on: number }[];
+      .all() as {
+      gid: string;
+      project_gid: string;
+      name: string;
+      status: string;
+      size: number;
+      scheduled: number;
+      created_on: number;
+    }[];
   } catch {
     return [];
   } finally {
@@ -322,8 +383,7 @@ export function listProjectBackups(dataDir: string) {
  * by `apis backup create` or copied in by hand are never deleted. Returns the names deleted.
  */
 export function pruneScheduledInstanceBackups(dataDir: string, keep: number): string[] {
-  const scheduled = listInstanceBackups(dataDir)
-    .filter((a) => a.name.startsWith(SCHEDULED_PREFIX)); // newest first
+  const scheduled = listInstanceBackups(dataDir).filter((a) => a.name.startsWith(SCHEDULED_PREFIX)); // newest first
   const gone: string[] = [];
   for (const a of scheduled.slice(keep)) {
     rmSync(a.file, { force: true });

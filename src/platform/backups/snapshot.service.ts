@@ -1,7 +1,19 @@
 import { Database } from "bun:sqlite";
 import { createHash } from "../../core/crypto";
 import { filesChangedUnder } from "../storage/file-facts";
-import { copyFileSync, createReadStream, existsSync, linkSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  copyFileSync,
+  createReadStream,
+  existsSync,
+  linkSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { fsp } from "../storage/fsp";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import type { Ctx } from "../context";
@@ -70,7 +82,9 @@ function tableNames(db: Database): string[] {
   // Virtual tables (full-text indexes) are derived from their base tables by triggers: a restore
   // of the base rows rebuilds them, so they are not copied themselves.
   const rows = db
-    .query("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name NOT LIKE '\\_\\_%' ESCAPE '\\' AND coalesce(sql, '') NOT LIKE 'CREATE VIRTUAL TABLE%' ORDER BY name")
+    .query(
+      "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name NOT LIKE '\\_\\_%' ESCAPE '\\' AND coalesce(sql, '') NOT LIKE 'CREATE VIRTUAL TABLE%' ORDER BY name",
+    )
     .all() as { name: string }[];
   return rows.map((t) => t.name);
 }
@@ -101,7 +115,8 @@ function encode(v: unknown): unknown {
   return v;
 }
 function decode(v: unknown): unknown {
-  if (v && typeof v === "object" && "$blob" in (v as object)) return Buffer.from(String((v as { $blob: string }).$blob), "base64");
+  if (v && typeof v === "object" && "$blob" in (v as object))
+    return Buffer.from(String((v as { $blob: string }).$blob), "base64");
   return v;
 }
 
@@ -165,7 +180,14 @@ const ROW_STEP = 500;
  * inside one read transaction on a separate read-only connection, so the snapshot is one point in
  * time while the server keeps writing; files are copied after. Returns the manifest.
  */
-export async function writeSnapshot(ctx: Ctx, projectGid: string, backupGid: string, dir: string, progress: Progress, derived: ReadonlySet<string> = new Set()): Promise<Manifest> {
+export async function writeSnapshot(
+  ctx: Ctx,
+  projectGid: string,
+  backupGid: string,
+  dir: string,
+  progress: Progress,
+  derived: ReadonlySet<string> = new Set(),
+): Promise<Manifest> {
   mkdirSync(join(dir, "tables"), { recursive: true });
   const reader = new Database(ctx.storage.database, { readonly: true, strict: true });
   reader.exec("PRAGMA busy_timeout = 5000");
@@ -192,12 +214,18 @@ export async function writeSnapshot(ctx: Ctx, projectGid: string, backupGid: str
         .map(({ table, by }) => ({ table, where: `${quote(by)} = ?` })),
       { table: API_USERS_TABLE, where: API_USERS_WHERE },
     ];
-    const counts = tables.map(({ table, where }) => (reader.query(`SELECT count(*) AS n FROM ${quote(table)} WHERE ${where}`).get(projectGid) as { n: number }).n);
+    const counts = tables.map(
+      ({ table, where }) =>
+        (reader.query(`SELECT count(*) AS n FROM ${quote(table)} WHERE ${where}`).get(projectGid) as { n: number }).n,
+    );
     const fileList = walkFiles(filesDir);
     const pinned = pinFiles(filesDir, fileList, join(dir, "files"));
     progress.total(counts.reduce((a, b) => a + b, 0) + fileList.length);
-    manifest.cursor = (reader.query("SELECT coalesce(max(cursor), 0) AS c FROM changes WHERE type = ?").get(projectGid) as { c: number }).c;
-    icon = (reader.query("SELECT icon FROM projects WHERE gid = ?").get(projectGid) as { icon: string } | null)?.icon ?? "";
+    manifest.cursor = (
+      reader.query("SELECT coalesce(max(cursor), 0) AS c FROM changes WHERE type = ?").get(projectGid) as { c: number }
+    ).c;
+    icon =
+      (reader.query("SELECT icon FROM projects WHERE gid = ?").get(projectGid) as { icon: string } | null)?.icon ?? "";
     for (const { table, where } of tables) {
       const columns = columnsOf(reader, table);
       const file = `tables/${table}.ndjson`;
@@ -206,7 +234,9 @@ export async function writeSnapshot(ctx: Ctx, projectGid: string, backupGid: str
       let rows = 0;
       let size = 0;
       let pending = 0;
-      for (const row of reader.query(`SELECT * FROM ${quote(table)} WHERE ${where} ORDER BY rowid`).iterate(projectGid) as Iterable<Record<string, unknown>>) {
+      for (const row of reader
+        .query(`SELECT * FROM ${quote(table)} WHERE ${where} ORDER BY rowid`)
+        .iterate(projectGid) as Iterable<Record<string, unknown>>) {
         const line = JSON.stringify(columns.map((c) => encode(row[c]))) + "\n";
         hash.update(line);
         size += Buffer.byteLength(line);
@@ -265,16 +295,22 @@ export function readManifest(dir: string): Manifest {
   } catch {
     throw unprocessable("Backup is damaged", { reason: "manifest.json is missing or unreadable" });
   }
-  if (m.format !== FORMAT || m.format_version > FORMAT_VERSION) throw unprocessable("Backup is damaged", { reason: "unknown backup format" });
+  if (m.format !== FORMAT || m.format_version > FORMAT_VERSION)
+    throw unprocessable("Backup is damaged", { reason: "unknown backup format" });
   return m;
 }
 
 /** Checks every file of the backup against the manifest; throws 422 "Backup is damaged". */
 export async function verifySnapshot(dir: string, m: Manifest, progress?: Pick<Progress, "step">): Promise<void> {
-  const entries: FileEntry[] = [...Object.values(m.tables).map((t) => ({ path: t.file, size: t.size, sha256: t.sha256 })), ...m.files, ...(m.icon ? [m.icon] : [])];
+  const entries: FileEntry[] = [
+    ...Object.values(m.tables).map((t) => ({ path: t.file, size: t.size, sha256: t.sha256 })),
+    ...m.files,
+    ...(m.icon ? [m.icon] : []),
+  ];
   for (const e of entries) {
     const full = join(dir, ...e.path.split("/"));
-    if (!existsSync(full) || (await sha256File(full)) !== e.sha256) throw unprocessable("Backup is damaged", { file: e.path });
+    if (!existsSync(full) || (await sha256File(full)) !== e.sha256)
+      throw unprocessable("Backup is damaged", { file: e.path });
     await progress?.step();
   }
 }
@@ -300,7 +336,9 @@ function fingerprints(db: Database, projectGid: string): Fingerprints {
     const t = syncTypeOf(db, table);
     if (!t || by !== "project_gid") continue;
     const m = new Map<string, string>();
-    for (const row of db.query(`SELECT * FROM ${quote(table)} WHERE project_gid = ? ORDER BY rowid`).iterate(projectGid) as Iterable<Record<string, unknown>>) {
+    for (const row of db
+      .query(`SELECT * FROM ${quote(table)} WHERE project_gid = ? ORDER BY rowid`)
+      .iterate(projectGid) as Iterable<Record<string, unknown>>) {
       const key = String(row[t.key]);
       m.set(key, (m.get(key) ?? "") + JSON.stringify(Object.values(row).map(encode)));
     }
@@ -340,11 +378,16 @@ export function restoreRows(
   const db = sqliteOf(tx);
   const audienceBefore = projectAudience(tx, projectGid);
   const membersBefore = new Map(
-    (db.query("SELECT * FROM memberships WHERE project_gid = ?").all(projectGid) as Record<string, unknown>[]).map((r) => [String(r.user_gid), JSON.stringify(r)]),
+    (db.query("SELECT * FROM memberships WHERE project_gid = ?").all(projectGid) as Record<string, unknown>[]).map(
+      (r) => [String(r.user_gid), JSON.stringify(r)],
+    ),
   );
   const before = fingerprints(db, projectGid);
   const apiUsersBefore = new Map(
-    (db.query(`SELECT * FROM users WHERE ${API_USERS_WHERE}`).all(projectGid) as Record<string, unknown>[]).map((r) => [String(r.gid), JSON.stringify(r)]),
+    (db.query(`SELECT * FROM users WHERE ${API_USERS_WHERE}`).all(projectGid) as Record<string, unknown>[]).map((r) => [
+      String(r.gid),
+      JSON.stringify(r),
+    ]),
   );
   db.exec("PRAGMA defer_foreign_keys = ON");
   const current = projectTables(db).filter((t) => t.by === "project_gid");
@@ -378,7 +421,9 @@ export function restoreRows(
     }
     const have = new Set(columnsOf(db, table));
     const keep = entry.columns.map((c, i) => [c, i] as const).filter(([c]) => have.has(c));
-    const insert = db.query(`INSERT INTO ${quote(table)} (${keep.map(([c]) => quote(c)).join(", ")}) VALUES (${keep.map(() => "?").join(", ")})`);
+    const insert = db.query(
+      `INSERT INTO ${quote(table)} (${keep.map(([c]) => quote(c)).join(", ")}) VALUES (${keep.map(() => "?").join(", ")})`,
+    );
     for (const row of backupRows(dir, entry)) {
       insert.run(...(keep.map(([, i]) => row[i]) as any[]));
       outcome.rows++;
@@ -389,13 +434,26 @@ export function restoreRows(
   const stored = pEntry ? [...backupRows(dir, pEntry)][0] : undefined;
   if (stored) {
     const have = new Set(columnsOf(db, "projects"));
-    const fixed = new Set(["gid", "owner", "status", "deleted_on", "last_backed_up", "next_backup_version", "updated_on"]);
+    const fixed = new Set([
+      "gid",
+      "owner",
+      "status",
+      "deleted_on",
+      "last_backed_up",
+      "next_backup_version",
+      "updated_on",
+    ]);
     const set = pEntry!.columns.map((c, i) => [c, stored[i]] as const).filter(([c]) => have.has(c) && !fixed.has(c));
-    if (set.length) db.query(`UPDATE projects SET ${set.map(([c]) => `${quote(c)} = ?`).join(", ")}, updated_on = ? WHERE gid = ?`).run(...(set.map(([, v]) => v) as any[]), Date.now() / 1000, projectGid);
+    if (set.length)
+      db.query(
+        `UPDATE projects SET ${set.map(([c]) => `${quote(c)} = ?`).join(", ")}, updated_on = ? WHERE gid = ?`,
+      ).run(...(set.map(([, v]) => v) as any[]), Date.now() / 1000, projectGid);
     outcome.rows++;
   }
   // API users made since the backup: their keys are gone with the restore, so are they.
-  const orphan = db.query("DELETE FROM users WHERE gid = ? AND kind = 'api' AND NOT EXISTS (SELECT 1 FROM apikeys WHERE user_gid = users.gid)");
+  const orphan = db.query(
+    "DELETE FROM users WHERE gid = ? AND kind = 'api' AND NOT EXISTS (SELECT 1 FROM apikeys WHERE user_gid = users.gid)",
+  );
   for (const gid of apiUsersBefore.keys()) if (!restoredApiUsers.has(gid)) orphan.run(gid);
   // References that no longer hold (a user deleted since the backup, ...): leave those rows out.
   for (let round = 0; round < 10; round++) {
@@ -418,16 +476,24 @@ export function restoreRows(
   const everyone = [...new Set([...audienceBefore, ...audienceAfter, owner])];
   log.cc("UPDATE", "cc.projects", projectGid, everyone);
   const membersAfter = new Map(
-    (db.query("SELECT * FROM memberships WHERE project_gid = ?").all(projectGid) as Record<string, unknown>[]).map((r) => [String(r.user_gid), JSON.stringify(r)]),
+    (db.query("SELECT * FROM memberships WHERE project_gid = ?").all(projectGid) as Record<string, unknown>[]).map(
+      (r) => [String(r.user_gid), JSON.stringify(r)],
+    ),
   );
   for (const user of new Set([...membersBefore.keys(), ...membersAfter.keys()])) {
     const a = membersBefore.get(user);
     const b = membersAfter.get(user);
     if (a === b) continue;
-    log.cc(!a ? "INSERT" : !b ? "DELETE" : "UPDATE", "cc.projects_members", `${projectGid}/${user}`, [...everyone, user]);
+    log.cc(!a ? "INSERT" : !b ? "DELETE" : "UPDATE", "cc.projects_members", `${projectGid}/${user}`, [
+      ...everyone,
+      user,
+    ]);
   }
   const apiUsersAfter = new Map(
-    (db.query(`SELECT * FROM users WHERE ${API_USERS_WHERE}`).all(projectGid) as Record<string, unknown>[]).map((r) => [String(r.gid), JSON.stringify(r)]),
+    (db.query(`SELECT * FROM users WHERE ${API_USERS_WHERE}`).all(projectGid) as Record<string, unknown>[]).map((r) => [
+      String(r.gid),
+      JSON.stringify(r),
+    ]),
   );
   for (const user of new Set([...apiUsersBefore.keys(), ...apiUsersAfter.keys()])) {
     const a = apiUsersBefore.get(user);

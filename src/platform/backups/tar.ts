@@ -21,7 +21,10 @@ const tar = () => require("tar-stream") as typeof import("tar-stream");
 const CHUNK = 1 << 20;
 
 /** Waits until a streamx/node writable accepts more, or fails. */
-function drained(s: { once(ev: string, fn: (...a: unknown[]) => void): unknown; off?(ev: string, fn: (...a: unknown[]) => void): unknown }): Promise<void> {
+function drained(s: {
+  once(ev: string, fn: (...a: unknown[]) => void): unknown;
+  off?(ev: string, fn: (...a: unknown[]) => void): unknown;
+}): Promise<void> {
   return new Promise((resolve, reject) => {
     const onDrain = () => {
       s.off?.("error", onError);
@@ -60,18 +63,32 @@ export class TarWriter {
   /** Adds bytes as a file; returns its sha256. */
   async addBuffer(name: string, data: Uint8Array, mtime = Date.now() / 1000, mode = 0o600): Promise<string> {
     await new Promise<void>((resolve, reject) => {
-      this.pack.entry({ name, size: data.length, mtime: new Date(mtime * 1000), mode, type: "file" }, Buffer.from(data), (err) => (err ? reject(err) : resolve()));
+      this.pack.entry(
+        { name, size: data.length, mtime: new Date(mtime * 1000), mode, type: "file" },
+        Buffer.from(data),
+        (err) => (err ? reject(err) : resolve()),
+      );
     });
     return createHash("sha256").update(data).digest("hex");
   }
 
   /** Streams a file into the archive with its permission bits; `onBytes` reports progress. Returns its sha256. */
-  async addFile(name: string, path: string, size: number, mtime: number, mode: number, onBytes?: (n: number) => void): Promise<string> {
+  async addFile(
+    name: string,
+    path: string,
+    size: number,
+    mtime: number,
+    mode: number,
+    onBytes?: (n: number) => void,
+  ): Promise<string> {
     const hash = createHash("sha256");
     let done!: (err?: Error | null) => void;
     const finished = new Promise<void>((resolve, reject) => (done = (err) => (err ? reject(err) : resolve())));
     finished.catch(() => {}); // awaited below; a failure meanwhile also fails the writes
-    const entry = this.pack.entry({ name, size, mtime: new Date(mtime * 1000), mode: mode & 0o7777, type: "file" }, (err) => done(err));
+    const entry = this.pack.entry(
+      { name, size, mtime: new Date(mtime * 1000), mode: mode & 0o7777, type: "file" },
+      (err) => done(err),
+    );
     entry.on("error", () => {}); // seen through the callback above
     const put = async (b: Buffer) => {
       hash.update(b);
@@ -127,7 +144,11 @@ type Sink = (chunk: Buffer) => Promise<void> | void;
  * bytes in order (or null to skip them); `onBytes` reports archive bytes read. Header checksums
  * are checked by the reader; throws on a malformed or truncated archive.
  */
-export async function readTar(path: string, onEntry: (e: TarEntry) => Promise<Sink | null> | Sink | null, onBytes?: (consumed: number) => void): Promise<void> {
+export async function readTar(
+  path: string,
+  onEntry: (e: TarEntry) => Promise<Sink | null> | Sink | null,
+  onBytes?: (consumed: number) => void,
+): Promise<void> {
   const source = createReadStream(path, { highWaterMark: CHUNK });
   let consumed = 0;
   source.on("data", (b) => {
@@ -139,13 +160,27 @@ export async function readTar(path: string, onEntry: (e: TarEntry) => Promise<Si
   try {
     for await (const entry of ex) {
       const h = entry.header;
-      const sink = h.type === "file" ? await onEntry({ name: h.name, size: h.size ?? 0, mtime: (h.mtime?.getTime() ?? 0) / 1000, mode: (h.mode ?? 0o644) & 0o7777 }) : null;
+      const sink =
+        h.type === "file"
+          ? await onEntry({
+              name: h.name,
+              size: h.size ?? 0,
+              mtime: (h.mtime?.getTime() ?? 0) / 1000,
+              mode: (h.mode ?? 0o644) & 0o7777,
+            })
+          : null;
       for await (const chunk of entry) if (sink) await sink(chunk as Buffer);
       onBytes?.(consumed);
     }
   } catch (err) {
     const message = String((err as Error)?.message ?? err);
-    throw new Error(/unexpected end|premature|truncated/i.test(message) ? "archive is truncated" : /invalid tar header|checksum/i.test(message) ? "archive header checksum mismatch" : message);
+    throw new Error(
+      /unexpected end|premature|truncated/i.test(message)
+        ? "archive is truncated"
+        : /invalid tar header|checksum/i.test(message)
+          ? "archive header checksum mismatch"
+          : message,
+    );
   } finally {
     source.destroy();
   }

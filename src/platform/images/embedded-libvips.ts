@@ -4,7 +4,18 @@
 // folder, verified by its sha256, and dlopens it before the addon is loaded, so the addon's NEEDED
 // entry (the library's soname) resolves to the copy already in the process.
 import { dlopen } from "bun:ffi";
-import { closeSync, fsyncSync, lstatSync, mkdirSync, openSync, readFileSync, readSync, renameSync, rmSync, writeSync } from "node:fs";
+import {
+  closeSync,
+  fsyncSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readSync,
+  renameSync,
+  rmSync,
+  writeSync,
+} from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -123,5 +134,7 @@ export function preloadEmbeddedLibvips(lib: EmbeddedLibrary): string {
       failures.push(`${root}: ${(err as Error)?.message ?? err}`);
     }
   }
-  throw new Error(`could not install ${lib.name} into a cache folder (set APIS_NATIVE_CACHE to a writable folder):\n  ${failures.join("\n  ")}`);
+  throw new Error(
+    `could not install ${lib.name} into a cache folder (set APIS_NATIVE_CACHE to a writable folder):\n  ${failures.join("\n  ")}`,
+  );
 }

@@ -143,7 +143,12 @@ function looksLikeText(head: Buffer): boolean {
 
 /** True for SVG text: an <svg> root after any XML declaration, comments and DOCTYPE (with an internal subset). */
 function looksLikeSvg(text: string): boolean {
-  const t = text.replace(/^\uFEFF/, "").replace(/<\?xml[\s\S]*?\?>/g, "").replace(/<!--[\s\S]*?-->/g, "").replace(/<!DOCTYPE(?:[^[>]|\[[\s\S]*?\])*>/gi, "").trimStart();
+  const t = text
+    .replace(/^\uFEFF/, "")
+    .replace(/<\?xml[\s\S]*?\?>/g, "")
+    .replace(/<!--[\s\S]*?-->/g, "")
+    .replace(/<!DOCTYPE(?:[^[>]|\[[\s\S]*?\])*>/gi, "")
+    .trimStart();
   return /^<svg[\s>]/i.test(t);
 }
 
@@ -157,7 +162,10 @@ function jsonSafe(value: unknown, depth = 0): unknown {
   if (ArrayBuffer.isView(value) || value instanceof ArrayBuffer) return undefined;
   if (depth > 4) return undefined;
   if (Array.isArray(value)) {
-    const out = value.slice(0, 100).map((v) => jsonSafe(v, depth + 1)).filter((v) => v !== undefined);
+    const out = value
+      .slice(0, 100)
+      .map((v) => jsonSafe(v, depth + 1))
+      .filter((v) => v !== undefined);
     return out.length ? out : undefined;
   }
   if (typeof value === "object") {
@@ -225,7 +233,17 @@ async function extractMetadata(path: string | Buffer): Promise<Record<string, un
  * (inspectHead on the upload's first bytes) already settled is not read again.
  */
 export async function analyseFile(path: string, clientName: string, early: HeadFindings = {}): Promise<FileInfo> {
-  const base: FileInfo = { type: "file", extension: "bin", mime: "application/octet-stream", width: null, height: null, format: null, pages: null, extracted: {}, header: null };
+  const base: FileInfo = {
+    type: "file",
+    extension: "bin",
+    mime: "application/octet-stream",
+    width: null,
+    height: null,
+    format: null,
+    pages: null,
+    extracted: {},
+    header: null,
+  };
   const detected = early.detected ? early.detected.type : await fileTypeFromFile(path).catch(() => undefined);
   const hint = clientExtension(clientName);
   if (detected && detected.ext !== "xml") {
@@ -264,7 +282,8 @@ export async function analyseFile(path: string, clientName: string, early: HeadF
         base.pages = m.pages ?? 1;
         base.header = m;
         if (base.extension === "jpeg") base.extension = "jpg";
-        base.extracted = m.format === "svg" ? {} : early.header && early.extracted ? early.extracted : await extractMetadata(path);
+        base.extracted =
+          m.format === "svg" ? {} : early.header && early.extracted ? early.extracted : await extractMetadata(path);
       }
     } catch {
       // Not readable as an image: stays a plain file of the sniffed type.

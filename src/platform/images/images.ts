@@ -13,7 +13,8 @@ export function readImageHeader(input: string | Buffer, opts: { animated?: boole
 }
 
 /** The reference's error of an avatar or icon upload that is no usable image, with the reason. */
-const invalidUpload = (reason: string, info: Record<string, unknown> = {}) => unprocessable("Invalid file upload", { field: "upload_file", reason, ...info });
+const invalidUpload = (reason: string, info: Record<string, unknown> = {}) =>
+  unprocessable("Invalid file upload", { field: "upload_file", reason, ...info });
 
 /**
  * Turns an uploaded avatar or icon into a square PNG of `size` pixels. The type is taken from the
@@ -36,10 +37,20 @@ export async function squareImage(file: Blob, maxBytes: number, pixelLimit: numb
   // Only the first frame is decoded: its size is what counts.
   const pixels = (header.width ?? 0) * (header.pageHeight ?? header.height ?? 0);
   if (pixels > pixelLimit) {
-    throw new ApiError(422, "Source image too large", { field: "upload_file", width: header.width, height: header.pageHeight ?? header.height, pixels, limit_pixels: pixelLimit });
+    throw new ApiError(422, "Source image too large", {
+      field: "upload_file",
+      width: header.width,
+      height: header.pageHeight ?? header.height,
+      pixels,
+      limit_pixels: pixelLimit,
+    });
   }
   try {
-    return await sharp(input, { limitInputPixels: pixelLimit }).rotate().resize(size, size, { fit: "cover" }).png().toBuffer();
+    return await sharp(input, { limitInputPixels: pixelLimit })
+      .rotate()
+      .resize(size, size, { fit: "cover" })
+      .png()
+      .toBuffer();
   } catch {
     throw invalidUpload("Image could not be read");
   }

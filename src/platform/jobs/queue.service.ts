@@ -24,7 +24,14 @@ export type JobObject = {
 };
 
 export function jobObject(j: Job): JobObject {
-  return { project_gid: j.projectGid, job: j.kind, status: j.status, info: j.info ?? {}, created_on: j.createdOn, updated_on: j.updatedOn };
+  return {
+    project_gid: j.projectGid,
+    job: j.kind,
+    status: j.status,
+    info: j.info ?? {},
+    created_on: j.createdOn,
+    updated_on: j.updatedOn,
+  };
 }
 
 export type EnqueueSpec = {
@@ -54,7 +61,9 @@ export interface JobQueue {
 
 /** The owner of a project, read by name: the queue sits below the features and their tables. */
 function projectOwner(tx: Tx, projectGid: string): string | undefined {
-  const row = sqliteOf(tx).query("SELECT owner FROM projects WHERE gid = ?").get(projectGid) as { owner: string } | null;
+  const row = sqliteOf(tx).query("SELECT owner FROM projects WHERE gid = ?").get(projectGid) as {
+    owner: string;
+  } | null;
   return row?.owner;
 }
 
@@ -71,7 +80,12 @@ function audienceOf(tx: Tx, j: Job): string[] {
 
 /** Writes a job change and its `jobs` sync item (action UPDATE) in the caller's transaction. */
 export function writeJob(tx: Tx, log: ChangeLog, token: string, set: Partial<Job>): Job {
-  const j = tx.update(jobs).set({ ...set, updatedOn: now() }).where(eq(jobs.token, token)).returning().get();
+  const j = tx
+    .update(jobs)
+    .set({ ...set, updatedOn: now() })
+    .where(eq(jobs.token, token))
+    .returning()
+    .get();
   if (!j) throw new Error(`job ${token} vanished`);
   log.cc("UPDATE", "jobs", j.token, audienceOf(tx, j), jobObject(j));
   return j;
@@ -116,7 +130,11 @@ export function saveResume(tx: Tx, token: string, state: unknown): void {
 export function activeJobs(tx: Tx, projectGid: string, kinds?: string[]): Job[] {
   const where = [eq(jobs.projectGid, projectGid), inArray(jobs.status, ["queued", "processing"])];
   if (kinds) where.push(inArray(jobs.kind, kinds));
-  return tx.select().from(jobs).where(and(...where)).all();
+  return tx
+    .select()
+    .from(jobs)
+    .where(and(...where))
+    .all();
 }
 
 /** Jobs in a status, oldest first (at most `limit`). */
@@ -133,8 +151,14 @@ export function recentJobs(tx: Tx, limit: number): Job[] {
 /** Deletes finished (done or rejected) jobs last changed before `before`; returns how many. */
 /** How many jobs are in each state (for /metrics). */
 export function jobCounts(tx: Tx): Map<string, number> {
-  const counts = new Map<string, number>([["queued", 0], ["processing", 0], ["done", 0], ["rejected", 0]]);
-  for (const r of tx.select({ status: jobs.status, n: sql<number>`count(*)` }).from(jobs).groupBy(jobs.status).all()) counts.set(r.status, r.n);
+  const counts = new Map<string, number>([
+    ["queued", 0],
+    ["processing", 0],
+    ["done", 0],
+    ["rejected", 0],
+  ]);
+  for (const r of tx.select({ status: jobs.status, n: sql<number>`count(*)` }).from(jobs).groupBy(jobs.status).all())
+    counts.set(r.status, r.n);
   return counts;
 }
 

@@ -3,7 +3,16 @@ import { now } from "../../core/ids";
 import { afterCommit, mutate, type ChangeLog } from "../../db/mutate";
 import { withoutSync, type Tx } from "../../db/connection";
 import type { Ctx } from "../context";
-import { getJob, insertJob, jobsIn, saveResume, writeJob, type EnqueueSpec, type Job, type JobQueue } from "./queue.service";
+import {
+  getJob,
+  insertJob,
+  jobsIn,
+  saveResume,
+  writeJob,
+  type EnqueueSpec,
+  type Job,
+  type JobQueue,
+} from "./queue.service";
 
 export type { EnqueueSpec, Job, JobObject, JobStatus } from "./queue.service";
 export { jobObject } from "./queue.service";
@@ -50,7 +59,11 @@ export interface Progress {
  * stood with each unit of work (`progress.save`, read back as `progress.resume`). A handler whose
  * work is not safe to repeat (a conversion of values that cannot be converted twice) must save.
  */
-export type JobHandler = (ctx: Ctx, job: Job, progress: Progress) => Promise<Record<string, unknown> | void> | Record<string, unknown> | void;
+export type JobHandler = (
+  ctx: Ctx,
+  job: Job,
+  progress: Progress,
+) => Promise<Record<string, unknown> | void> | Record<string, unknown> | void;
 
 /** A job kind as a feature declares it (`jobs: { kind: { handler, lock?, ... } }` in its descriptor). */
 export type JobKind = {
@@ -83,7 +96,8 @@ const STOP_FOR_DELETE_MS = 30_000;
 const IDLE_POLL_MS = 1000;
 
 function errorInfo(err: unknown): { error: string; code?: number } {
-  if (err instanceof ApiError) return { error: err.message, code: err.code, ...(Object.keys(err.info).length ? { error_info: err.info } : {}) };
+  if (err instanceof ApiError)
+    return { error: err.message, code: err.code, ...(Object.keys(err.info).length ? { error_info: err.info } : {}) };
   return { error: "Internal error" };
 }
 
@@ -185,7 +199,9 @@ export class JobRunner implements JobQueue {
         this.recover();
       } catch (err) {
         // A database refusing writes (a full disk): the jobs stay `processing` until a start that can re-queue them.
-        this.ctx.log.error("job runner could not re-queue interrupted jobs", { error: String((err as Error)?.stack ?? err) });
+        this.ctx.log.error("job runner could not re-queue interrupted jobs", {
+          error: String((err as Error)?.stack ?? err),
+        });
       }
       for (let i = 0; i < this.ctx.config.workers; i++) this.workers.push(this.work());
       opts.onStarted?.();
@@ -223,7 +239,12 @@ export class JobRunner implements JobQueue {
   liveness(): { alive: boolean; workers: number; expected: number; running: number } {
     const expected = this.ctx.config.workers;
     this.begin?.();
-    return { alive: this.started && !this.stopping && this.workersAlive === expected, workers: this.workersAlive, expected, running: this.running.size };
+    return {
+      alive: this.started && !this.stopping && this.workersAlive === expected,
+      workers: this.workersAlive,
+      expected,
+      running: this.running.size,
+    };
   }
 
   private recover(): void {
@@ -296,7 +317,11 @@ export class JobRunner implements JobQueue {
       if (!kind) {
         // Kinds come from code; a job of a kind this build no longer has can never run.
         mutate(this.ctx.db, this.ctx.hub, (tx, log) =>
-          writeJob(tx, log, q.token, { status: "rejected", info: { ...q.info, error: `Unknown job kind ${q.kind}` }, finishedOn: now() }),
+          writeJob(tx, log, q.token, {
+            status: "rejected",
+            info: { ...q.info, error: `Unknown job kind ${q.kind}` },
+            finishedOn: now(),
+          }),
         );
         continue;
       }
@@ -328,24 +353,40 @@ export class JobRunner implements JobQueue {
       reporter.finish();
       const info = { ...reporter.info, ...(extra ?? {}) };
       if (typeof info.total === "number") info.remaining = 0;
-      mutate(this.ctx.db, this.ctx.hub, (tx, log) => writeJob(tx, log, job.token, { status: "done", info, finishedOn: now() }));
+      mutate(this.ctx.db, this.ctx.hub, (tx, log) =>
+        writeJob(tx, log, job.token, { status: "done", info, finishedOn: now() }),
+      );
     } catch (err) {
       reporter.finish();
       try {
         if (this.cancelled.has(job.token)) {
           // Its project is being deleted (the row goes with it); the starter is told why it ended.
           mutate(this.ctx.db, this.ctx.hub, (tx, log) => {
-            if (getJob(tx, job.token)) writeJob(tx, log, job.token, { status: "rejected", info: { ...reporter.info, error: "The project is being deleted" }, finishedOn: now() });
+            if (getJob(tx, job.token))
+              writeJob(tx, log, job.token, {
+                status: "rejected",
+                info: { ...reporter.info, error: "The project is being deleted" },
+                finishedOn: now(),
+              });
           });
           this.ctx.log.info(`job ${job.token} (${job.kind}) stopped: its project is being deleted`);
         } else if (err instanceof JobInterrupted || (abort.signal.aborted && this.stopping)) {
-          mutate(this.ctx.db, this.ctx.hub, (tx, log) => writeJob(tx, log, job.token, { status: "queued", info: { ...reporter.info, requeued: true } }));
+          mutate(this.ctx.db, this.ctx.hub, (tx, log) =>
+            writeJob(tx, log, job.token, { status: "queued", info: { ...reporter.info, requeued: true } }),
+          );
           this.ctx.log.info(`job ${job.token} (${job.kind}) interrupted by shutdown; re-queued`);
         } else {
           const e = errorInfo(err);
-          if (!(err instanceof ApiError)) this.ctx.log.error(`job ${job.token} (${job.kind}) failed`, { error: String((err as Error)?.stack ?? err) });
+          if (!(err instanceof ApiError))
+            this.ctx.log.error(`job ${job.token} (${job.kind}) failed`, {
+              error: String((err as Error)?.stack ?? err),
+            });
           mutate(this.ctx.db, this.ctx.hub, (tx, log) => {
-            const r = writeJob(tx, log, job.token, { status: "rejected", info: { ...reporter.info, ...e }, finishedOn: now() });
+            const r = writeJob(tx, log, job.token, {
+              status: "rejected",
+              info: { ...reporter.info, ...e },
+              finishedOn: now(),
+            });
             kind.onRejected?.(tx, log, r, e.error);
           });
         }
@@ -440,7 +481,9 @@ class Reporter implements Progress {
       // (during a long job, up to 0.9 s behind a checkpoint's flush of the database file).
       // The final state is written with the configured durability (the runner's own write).
       // (Inside a caller's open transaction the write joins it, with that transaction's durability.)
-      withoutSync(this.ctx.db, this.ctx.config.sqliteSynchronous, () => mutate(this.ctx.db, this.ctx.hub, (tx, log) => writeJob(tx, log, this.job.token, { info: { ...this.info } })));
+      withoutSync(this.ctx.db, this.ctx.config.sqliteSynchronous, () =>
+        mutate(this.ctx.db, this.ctx.hub, (tx, log) => writeJob(tx, log, this.job.token, { info: { ...this.info } })),
+      );
     } catch (err) {
       this.ctx.log.warn(`job ${this.job.token}: progress not written`, { error: String(err) });
     }

@@ -37,7 +37,12 @@ export async function runHousekeeping(ctx: Ctx, task: Housekeeping): Promise<Las
     run = { at: now(), ok: true, summary, ms: Math.round(performance.now() - started) };
     ctx.log.info(`housekeeping ${task.name}: ${summary}`);
   } catch (err) {
-    run = { at: now(), ok: false, summary: String((err as Error)?.message ?? err), ms: Math.round(performance.now() - started) };
+    run = {
+      at: now(),
+      ok: false,
+      summary: String((err as Error)?.message ?? err),
+      ms: Math.round(performance.now() - started),
+    };
     ctx.log.error(`housekeeping ${task.name} failed`, { error: String((err as Error)?.stack ?? err) });
   }
   try {
@@ -48,7 +53,13 @@ export async function runHousekeeping(ctx: Ctx, task: Housekeeping): Promise<Las
   return run;
 }
 
-export type ScheduleListing = { name: string; describe: string; schedule: string; next_run: number | null; last_run: LastRun | null };
+export type ScheduleListing = {
+  name: string;
+  describe: string;
+  schedule: string;
+  next_run: number | null;
+  last_run: LastRun | null;
+};
 
 /** The tasks with their schedules, next and last runs (for `apis jobs list`). */
 export function listSchedules(ctx: Ctx, tasks: readonly Housekeeping[]): ScheduleListing[] {
@@ -61,7 +72,13 @@ export function listSchedules(ctx: Ctx, tasks: readonly Housekeeping[]): Schedul
       c.stop();
       next = d ? d.getTime() / 1000 : null;
     }
-    return { name: t.name, describe: t.describe, schedule: isOff(pattern) ? "off" : pattern, next_run: next, last_run: lastRun(ctx, t.name) };
+    return {
+      name: t.name,
+      describe: t.describe,
+      schedule: isOff(pattern) ? "off" : pattern,
+      next_run: next,
+      last_run: lastRun(ctx, t.name),
+    };
   });
 }
 

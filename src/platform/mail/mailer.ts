@@ -18,7 +18,11 @@ export class Mailer {
   private readonly smtp: boolean;
   private closed = false;
 
-  constructor(private readonly config: Config, private readonly outbox: () => string, private readonly log: Logger) {
+  constructor(
+    private readonly config: Config,
+    private readonly outbox: () => string,
+    private readonly log: Logger,
+  ) {
     this.smtp = config.smtpUrl !== "";
     if (this.smtp) setTimeout(() => void this.transporter().catch(() => {}), 500).unref?.();
   }

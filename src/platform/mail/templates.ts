@@ -39,7 +39,9 @@ type MailLanguage = (typeof MAIL_LANGUAGES)[number];
 
 /** The mail language for a user's language code: `de`, `de-at`, ... → de; anything else → en. */
 function mailLanguage(code: string | null | undefined): MailLanguage {
-  const base = String(code ?? "").toLowerCase().split(/[-_]/)[0];
+  const base = String(code ?? "")
+    .toLowerCase()
+    .split(/[-_]/)[0];
   return (MAIL_LANGUAGES as readonly string[]).includes(base!) ? (base as MailLanguage) : "en";
 }
 
@@ -54,7 +56,11 @@ function declineLink(baseUrl: string, projectGid: string, inviteeGid: string): s
 }
 
 /** Renders one mail of `kind` in the user's `language` (a code of the language list). */
-export function renderMail<K extends MailKind>(kind: K, language: string | null | undefined, vars: MailVars[K]): Rendered {
+export function renderMail<K extends MailKind>(
+  kind: K,
+  language: string | null | undefined,
+  vars: MailVars[K],
+): Rendered {
   const words = WORDS[mailLanguage(language)];
   const body = (TEMPLATES[kind] as (v: MailVars[K], w: Words) => Body)(vars, words);
   const footer = FOOTER(words, vars.baseUrl);
@@ -138,10 +144,12 @@ const WORDS = {
     signupIntro: "to finish creating the account *{username}*, enter this verification code:",
     resetSubject: "Your Apis password reset code: {code}",
     resetOne: "someone asked to reset the password of the account with this email address:",
-    resetMany: "someone asked to reset a password of an account with this email address. These accounts use it; choose the username whose password you want to reset:",
+    resetMany:
+      "someone asked to reset a password of an account with this email address. These accounts use it; choose the username whose password you want to reset:",
     resetEnter: "Enter this code together with the username and your new password:",
     emailSubject: "Confirm your new Apis email address: {code}",
-    emailIntro: "the account *{username}* wants to use *{email}* as its email address from now on. To confirm, enter this code:",
+    emailIntro:
+      "the account *{username}* wants to use *{email}* as its email address from now on. To confirm, enter this code:",
     inviteSubject: "{inviter} invites you to the project {project}",
     inviteIntro: "*{inviter}* invites you to join the project *{project}* on Apis.",
     inviteSignIn: "Sign in and accept the invitation:",
@@ -158,14 +166,17 @@ const WORDS = {
     signupIntro: "um das Konto *{username}* fertig einzurichten, geben Sie diesen Bestätigungscode ein:",
     resetSubject: "Ihr Apis-Code zum Zurücksetzen des Passworts: {code}",
     resetOne: "jemand möchte das Passwort des Kontos mit dieser E-Mail-Adresse zurücksetzen:",
-    resetMany: "jemand möchte das Passwort eines Kontos mit dieser E-Mail-Adresse zurücksetzen. Diese Konten verwenden sie; wählen Sie den Benutzernamen, dessen Passwort Sie zurücksetzen möchten:",
+    resetMany:
+      "jemand möchte das Passwort eines Kontos mit dieser E-Mail-Adresse zurücksetzen. Diese Konten verwenden sie; wählen Sie den Benutzernamen, dessen Passwort Sie zurücksetzen möchten:",
     resetEnter: "Geben Sie diesen Code zusammen mit dem Benutzernamen und Ihrem neuen Passwort ein:",
     emailSubject: "Bestätigen Sie Ihre neue Apis-E-Mail-Adresse: {code}",
-    emailIntro: "das Konto *{username}* möchte künftig *{email}* als E-Mail-Adresse verwenden. Zur Bestätigung geben Sie diesen Code ein:",
+    emailIntro:
+      "das Konto *{username}* möchte künftig *{email}* als E-Mail-Adresse verwenden. Zur Bestätigung geben Sie diesen Code ein:",
     inviteSubject: "{inviter} lädt Sie zum Projekt {project} ein",
     inviteIntro: "*{inviter}* lädt Sie ein, beim Projekt *{project}* auf Apis mitzuarbeiten.",
     inviteSignIn: "Melden Sie sich an und nehmen Sie die Einladung an:",
-    inviteSignUp: "Sie haben noch kein Konto: Registrieren Sie sich mit dieser E-Mail-Adresse und nehmen Sie dann die Einladung an:",
+    inviteSignUp:
+      "Sie haben noch kein Konto: Registrieren Sie sich mit dieser E-Mail-Adresse und nehmen Sie dann die Einladung an:",
     inviteOpen: "Einladung öffnen",
     inviteDecline: "Ablehnen",
     inviteIds: "Projekt: {project} · Eingeladen: {invitee}",
@@ -183,7 +194,12 @@ const FOOTER = (w: Words, baseUrl: string) => fill(w.footer, { url: baseUrl });
 const TEMPLATES: { [K in MailKind]: (v: MailVars[K], w: Words) => Body } = {
   signup_code: (v, w) => ({
     subject: fill(w.signupSubject, { code: v.code }),
-    lines: [p(w.hello), p(w.signupIntro, { username: v.username }), code(v.code), p(w.codeOnce, { minutes: String(v.minutes) })],
+    lines: [
+      p(w.hello),
+      p(w.signupIntro, { username: v.username }),
+      code(v.code),
+      p(w.codeOnce, { minutes: String(v.minutes) }),
+    ],
   }),
   reset_code: (v, w) => ({
     subject: fill(w.resetSubject, { code: v.code }),
@@ -198,7 +214,12 @@ const TEMPLATES: { [K in MailKind]: (v: MailVars[K], w: Words) => Body } = {
   }),
   email_change_code: (v, w) => ({
     subject: fill(w.emailSubject, { code: v.code }),
-    lines: [p(w.hello), p(w.emailIntro, { username: v.username, email: v.email }), code(v.code), p(w.codeOnce, { minutes: String(v.minutes) })],
+    lines: [
+      p(w.hello),
+      p(w.emailIntro, { username: v.username, email: v.email }),
+      code(v.code),
+      p(w.codeOnce, { minutes: String(v.minutes) }),
+    ],
   }),
   invitation: (v, w) => ({
     subject: fill(w.inviteSubject, { inviter: v.inviter, project: v.projectName }),

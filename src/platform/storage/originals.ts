@@ -36,7 +36,8 @@ function originalsDir(ctx: Pick<Ctx, "storage">, projectGid: string): string {
 
 /** The file of an original; a name that is not a strict storage name is a 400. */
 export function originalPath(ctx: Pick<Ctx, "storage">, projectGid: string, name: string): string {
-  if (!STORAGE_NAME.test(name)) throw badRequest("Invalid storage pathname", { "Invalid parameter": "storage pathname", value: name });
+  if (!STORAGE_NAME.test(name))
+    throw badRequest("Invalid storage pathname", { "Invalid parameter": "storage pathname", value: name });
   return ctx.storage.inside(originalsDir(ctx, projectGid), name);
 }
 
@@ -73,7 +74,12 @@ function syncFolder(dir: string): Promise<void> {
  * is on disk. A crash before that may leave the name with fewer bytes, but no row names it yet: the
  * asset's gid is new, so the name is never taken for another file.
  */
-export async function placeOriginalAhead(from: string, to: string, durable: boolean, syncFile: () => Promise<void>): Promise<void> {
+export async function placeOriginalAhead(
+  from: string,
+  to: string,
+  durable: boolean,
+  syncFile: () => Promise<void>,
+): Promise<void> {
   renameSync(from, to);
   await Promise.all([syncFile(), durable ? syncFolder(dirname(to)) : undefined]);
 }

@@ -9,12 +9,24 @@ import { badRequest } from "../../core/errors";
 export class Storage {
   constructor(readonly dataDir: string) {}
 
-  get database() { return join(this.dataDir, "apis.db"); }
-  get avatars() { return this.ensure(join(this.dataDir, "files", "avatars")); }
-  get icons() { return this.ensure(join(this.dataDir, "files", "icons")); }
-  get outbox() { return this.ensure(join(this.dataDir, "outbox")); }
-  get backups() { return this.ensure(join(this.dataDir, "backups")); }
-  get tmp() { return this.ensure(join(this.dataDir, "tmp")); }
+  get database() {
+    return join(this.dataDir, "apis.db");
+  }
+  get avatars() {
+    return this.ensure(join(this.dataDir, "files", "avatars"));
+  }
+  get icons() {
+    return this.ensure(join(this.dataDir, "files", "icons"));
+  }
+  get outbox() {
+    return this.ensure(join(this.dataDir, "outbox"));
+  }
+  get backups() {
+    return this.ensure(join(this.dataDir, "backups"));
+  }
+  get tmp() {
+    return this.ensure(join(this.dataDir, "tmp"));
+  }
 
   /** The folder of one project's files (originals, media, ...). */
   projectDir(projectGid: string): string {

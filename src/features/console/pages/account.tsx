@@ -64,7 +64,13 @@ function Profile(props: { me: User; languages: [string, string][] }) {
         }}
       >
         <Field label="Name" error={issue(error, "name")}>
-          <input name="name" maxLength={200} autoComplete="name" value={name} onInput={(e) => setName(e.currentTarget.value)} />
+          <input
+            name="name"
+            maxLength={200}
+            autoComplete="name"
+            value={name}
+            onInput={(e) => setName(e.currentTarget.value)}
+          />
         </Field>
         <Field label="Language" error={issue(error, "options.language")}>
           <select name="language" value={language} onChange={(e) => setLanguage(e.currentTarget.value)}>
@@ -125,7 +131,13 @@ function AvatarPanel(props: { me: User }) {
           />
         </label>
         {props.me.avatar ? (
-          <button class="btn" disabled={busy} onClick={() => run(() => account.deleteAvatar().then(() => (notify("Picture removed"), reloadSession()), notifyError))}>
+          <button
+            class="btn"
+            disabled={busy}
+            onClick={() =>
+              run(() => account.deleteAvatar().then(() => (notify("Picture removed"), reloadSession()), notifyError))
+            }
+          >
             Remove picture
           </button>
         ) : null}
@@ -170,8 +182,18 @@ function EmailPanel(props: { me: User }) {
             });
           }}
         >
-          <Field label={`Code sent to ${email.trim()}`} error={issue(error, "verification_code") ?? issue(error, "validation_code")}>
-            <input name="email-code" autoComplete="one-time-code" required value={code} onInput={(e) => setCode(e.currentTarget.value)} ref={focusOnMount} />
+          <Field
+            label={`Code sent to ${email.trim()}`}
+            error={issue(error, "verification_code") ?? issue(error, "validation_code")}
+          >
+            <input
+              name="email-code"
+              autoComplete="one-time-code"
+              required
+              value={code}
+              onInput={(e) => setCode(e.currentTarget.value)}
+              ref={focusOnMount}
+            />
           </Field>
           <button class="btn primary" type="submit" disabled={busy}>
             Confirm
@@ -196,7 +218,14 @@ function EmailPanel(props: { me: User }) {
           }}
         >
           <Field label="New address" error={issue(error, "email")}>
-            <input name="new-email" type="email" required autoComplete="email" value={email} onInput={(e) => setEmail(e.currentTarget.value)} />
+            <input
+              name="new-email"
+              type="email"
+              required
+              autoComplete="email"
+              value={email}
+              onInput={(e) => setEmail(e.currentTarget.value)}
+            />
           </Field>
           <button class="btn" type="submit" disabled={busy || !email.trim()}>
             Send a code
@@ -210,7 +239,9 @@ function EmailPanel(props: { me: User }) {
 
 function Memberships(props: { session: Session }) {
   const s = props.session;
-  const mine = s.memberships.filter((m) => m.user === s.user && s.projects.has(m.project) && (m.status === "active" || m.status === "invited"));
+  const mine = s.memberships.filter(
+    (m) => m.user === s.user && s.projects.has(m.project) && (m.status === "active" || m.status === "invited"),
+  );
   const act = (fn: () => Promise<void>, done: string) => async () => {
     try {
       await fn();
@@ -230,13 +261,20 @@ function Memberships(props: { session: Session }) {
           return (
             <li class="row-item" key={p.gid}>
               <div class="row-main">
-                {m.status === "active" && p.status === "active" ? <Link href={`/console/p/${p.gid}/assets`}>{p.name}</Link> : <strong>{p.name}</strong>}
+                {m.status === "active" && p.status === "active" ? (
+                  <Link href={`/console/p/${p.gid}/assets`}>{p.name}</Link>
+                ) : (
+                  <strong>{p.name}</strong>
+                )}
                 <span class="muted">{owner ? "Owner" : m.status === "invited" ? "Invited" : "Member"}</span>
               </div>
               <div class="row-actions">
                 {m.status === "invited" ? (
                   <>
-                    <button class="btn small primary" onClick={act(() => account.acceptInvite(p.gid), `You joined ${p.name}`)}>
+                    <button
+                      class="btn small primary"
+                      onClick={act(() => account.acceptInvite(p.gid), `You joined ${p.name}`)}
+                    >
                       Accept
                     </button>
                     <button class="btn small" onClick={act(() => account.declineInvite(p.gid), "Invitation declined")}>
@@ -247,7 +285,14 @@ function Memberships(props: { session: Session }) {
                   <button
                     class="btn small danger"
                     onClick={async () => {
-                      if (await confirm({ title: "Leave project", text: `Leave ${p.name}?`, action: "Leave", danger: true }))
+                      if (
+                        await confirm({
+                          title: "Leave project",
+                          text: `Leave ${p.name}?`,
+                          action: "Leave",
+                          danger: true,
+                        })
+                      )
                         act(() => account.leaveProject(p.gid), `You left ${p.name}`)();
                     }}
                   >
@@ -268,7 +313,10 @@ function DeletePanel(props: { me: User }) {
   return (
     <section class="panel danger-zone" aria-labelledby="delacc-h">
       <h2 id="delacc-h">Delete your account</h2>
-      <p>Your memberships end and the projects you deleted earlier are removed for good. Delete the projects you still own first.</p>
+      <p>
+        Your memberships end and the projects you deleted earlier are removed for good. Delete the projects you still
+        own first.
+      </p>
       <button
         class="btn danger"
         onClick={async () => {

@@ -2,7 +2,19 @@
 import { useRef, useState } from "preact/hooks";
 import { apiKeysApi, type ApiKey } from "../api";
 import { notify, notifyError, useLive, useLoad } from "../store";
-import { confirm, copyText, Dialog, Empty, ErrorNote, Field, formatTime, issue, Loading, useBusy, useSubmit } from "../ui";
+import {
+  confirm,
+  copyText,
+  Dialog,
+  Empty,
+  ErrorNote,
+  Field,
+  formatTime,
+  issue,
+  Loading,
+  useBusy,
+  useSubmit,
+} from "../ui";
 import type { ProjectCtx } from "./project";
 
 /** "" means the instance default (null); otherwise a whole number (0 = no limit). */
@@ -23,7 +35,10 @@ export function ApiKeysPage(props: { ctx: ProjectCtx }) {
   return (
     <>
       <h1 tabIndex={-1}>API keys</h1>
-      <p class="muted">Programs use a key to work in this project without a password. Exchange it for a token with POST /api/p/{gid}/auth.</p>
+      <p class="muted">
+        Programs use a key to work in this project without a password. Exchange it for a token with POST /api/p/{gid}
+        /auth.
+      </p>
       <CreateForm gid={gid} onCreated={(c) => (setCreated(c), keys.reload())} />
       {keys.error ? <ErrorNote error={keys.error} /> : null}
       {keys.loading && !keys.data ? (
@@ -74,10 +89,25 @@ function CreateForm(props: { gid: string; onCreated: (c: { name: string; key: st
       <h2 id="newkey-h">New key</h2>
       <form class="inline-form" onSubmit={create}>
         <Field label="Name" error={issue(error, "name")}>
-          <input name="key-name" required maxLength={200} value={name} onInput={(e) => setName(e.currentTarget.value)} />
+          <input
+            name="key-name"
+            required
+            maxLength={200}
+            value={name}
+            onInput={(e) => setName(e.currentTarget.value)}
+          />
         </Field>
         <Field label="Requests per second" hint="Empty: instance default; 0: no limit">
-          <input name="key-rate" type="number" min={0} max={100000} step={1} inputMode="numeric" value={rate} onInput={(e) => setRate(e.currentTarget.value)} />
+          <input
+            name="key-rate"
+            type="number"
+            min={0}
+            max={100000}
+            step={1}
+            inputMode="numeric"
+            value={rate}
+            onInput={(e) => setRate(e.currentTarget.value)}
+          />
         </Field>
         <button class="btn primary" type="submit" disabled={busy || !name.trim()}>
           Create key
@@ -96,8 +126,22 @@ function ShowKey(props: { name: string; apiKey: string; onClose: () => void }) {
         <strong>Copy the key now.</strong> It is shown only this once; Apis keeps only a fingerprint of it.
       </p>
       <div class="copy-row">
-        <input ref={input} readOnly value={props.apiKey} aria-label="API key" class="mono" data-testid="new-api-key" onFocus={(e) => e.currentTarget.select()} />
-        <button class="btn" type="button" onClick={async () => notify((await copyText(props.apiKey, input.current)) ? "Key copied" : "Select the key and copy it")}>
+        <input
+          ref={input}
+          readOnly
+          value={props.apiKey}
+          aria-label="API key"
+          class="mono"
+          data-testid="new-api-key"
+          onFocus={(e) => e.currentTarget.select()}
+        />
+        <button
+          class="btn"
+          type="button"
+          onClick={async () =>
+            notify((await copyText(props.apiKey, input.current)) ? "Key copied" : "Select the key and copy it")
+          }
+        >
           Copy
         </button>
       </div>
@@ -136,7 +180,14 @@ function EditKey(props: { gid: string; k: ApiKey; onClose: () => void }) {
           <input required maxLength={200} value={name} onInput={(e) => setName(e.currentTarget.value)} />
         </Field>
         <Field label="Requests per second" hint="Empty: instance default; 0: no limit">
-          <input type="number" min={0} max={100000} step={1} value={rate} onInput={(e) => setRate(e.currentTarget.value)} />
+          <input
+            type="number"
+            min={0}
+            max={100000}
+            step={1}
+            value={rate}
+            onInput={(e) => setRate(e.currentTarget.value)}
+          />
         </Field>
         <ErrorNote error={error} fields={["name"]} />
         <div class="actions">
@@ -179,11 +230,21 @@ function KeyRow(props: { k: ApiKey; gid: string; onEdit: () => void; onChange: (
           Edit
         </button>
         {k.status === "active" ? (
-          <button key="deactivate" class="btn small" disabled={busy} onClick={act(() => apiKeysApi.deactivate(gid, k.user), `${k.name} deactivated`)}>
+          <button
+            key="deactivate"
+            class="btn small"
+            disabled={busy}
+            onClick={act(() => apiKeysApi.deactivate(gid, k.user), `${k.name} deactivated`)}
+          >
             Deactivate
           </button>
         ) : (
-          <button key="reactivate" class="btn small" disabled={busy} onClick={act(() => apiKeysApi.reactivate(gid, k.user), `${k.name} reactivated`)}>
+          <button
+            key="reactivate"
+            class="btn small"
+            disabled={busy}
+            onClick={act(() => apiKeysApi.reactivate(gid, k.user), `${k.name} reactivated`)}
+          >
             Reactivate
           </button>
         )}
@@ -191,7 +252,14 @@ function KeyRow(props: { k: ApiKey; gid: string; onEdit: () => void; onChange: (
           class="btn small danger"
           disabled={busy}
           onClick={async () => {
-            if (await confirm({ title: "Delete key", text: `Programs using ${k.name} stop working at once.`, action: "Delete key", danger: true }))
+            if (
+              await confirm({
+                title: "Delete key",
+                text: `Programs using ${k.name} stop working at once.`,
+                action: "Delete key",
+                danger: true,
+              })
+            )
               act(() => apiKeysApi.remove(gid, k.user), `${k.name} deleted`)();
           }}
         >

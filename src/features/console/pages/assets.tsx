@@ -9,7 +9,10 @@ import type { ProjectCtx } from "./project";
 
 const THUMB = 160;
 
-type View = { kind: "folder"; folder: string | null } | { kind: "search"; text: string; type: string } | { kind: "trash" };
+type View =
+  | { kind: "folder"; folder: string | null }
+  | { kind: "search"; text: string; type: string }
+  | { kind: "trash" };
 
 const TYPES: [string, string][] = [
   ["", "All types"],
@@ -147,7 +150,12 @@ export function AssetsPage(props: { ctx: ProjectCtx }) {
     <>
       <div class="assets-head">
         <h1 tabIndex={-1}>{title}</h1>
-        <SearchBox gid={gid} base={base} initial={view.kind === "search" ? view.text : ""} initialType={view.kind === "search" ? view.type : ""} />
+        <SearchBox
+          gid={gid}
+          base={base}
+          initial={view.kind === "search" ? view.text : ""}
+          initialType={view.kind === "search" ? view.type : ""}
+        />
       </div>
       <div class="assets-layout">
         <nav class="folder-tree" aria-label="Folders">
@@ -156,10 +164,19 @@ export function AssetsPage(props: { ctx: ProjectCtx }) {
               <FolderLink href={base} folder={null} current={view.kind === "folder" && !folder} onMoveInto={moveInto}>
                 All assets
               </FolderLink>
-              <TreeLevel nodes={tree.data ?? []} base={base} current={view.kind === "folder" ? folder : null} onMoveInto={moveInto} />
+              <TreeLevel
+                nodes={tree.data ?? []}
+                base={base}
+                current={view.kind === "folder" ? folder : null}
+                onMoveInto={moveInto}
+              />
             </li>
             <li>
-              <Link href={`${base}?trash=1`} class={view.kind === "trash" ? "current" : ""} aria-current={view.kind === "trash" ? "page" : undefined}>
+              <Link
+                href={`${base}?trash=1`}
+                class={view.kind === "trash" ? "current" : ""}
+                aria-current={view.kind === "trash" ? "page" : undefined}
+              >
                 Trash
               </Link>
             </li>
@@ -244,7 +261,11 @@ export function AssetsPage(props: { ctx: ProjectCtx }) {
                       dragGids={() => (selected.has(a.gid) ? chosen : [a.gid])}
                       onMoveInto={moveInto}
                       onToggle={() => toggle(a.gid)}
-                      onOpen={() => (a.kind === "folder" && a.status === "active" ? navigate(`${base}?folder=${a.gid}`) : setOpen(a.gid))}
+                      onOpen={() =>
+                        a.kind === "folder" && a.status === "active"
+                          ? navigate(`${base}?folder=${a.gid}`)
+                          : setOpen(a.gid)
+                      }
                       onKey={(e) => {
                         if (e.key === "Delete" && view.kind !== "trash") trash([a.gid]);
                       }}
@@ -317,22 +338,43 @@ export function AssetsPage(props: { ctx: ProjectCtx }) {
   );
 }
 
-function FolderLink(props: { href: string; folder: string | null; current: boolean; onMoveInto: (gids: string[], folder: string | null) => void; children: ComponentChildren }) {
+function FolderLink(props: {
+  href: string;
+  folder: string | null;
+  current: boolean;
+  onMoveInto: (gids: string[], folder: string | null) => void;
+  children: ComponentChildren;
+}) {
   const drop = useFolderDrop(props.folder, props.onMoveInto);
   return (
-    <Link href={props.href} class={(props.current ? "current" : "") + (drop.over ? " drop-target" : "")} aria-current={props.current ? "page" : undefined} {...drop.props}>
+    <Link
+      href={props.href}
+      class={(props.current ? "current" : "") + (drop.over ? " drop-target" : "")}
+      aria-current={props.current ? "page" : undefined}
+      {...drop.props}
+    >
       {props.children}
     </Link>
   );
 }
 
-function TreeLevel(props: { nodes: FolderNode[]; base: string; current: string | null; onMoveInto: (gids: string[], folder: string | null) => void }) {
+function TreeLevel(props: {
+  nodes: FolderNode[];
+  base: string;
+  current: string | null;
+  onMoveInto: (gids: string[], folder: string | null) => void;
+}) {
   if (!props.nodes.length) return null;
   return (
     <ul>
       {props.nodes.map((n) => (
         <li key={n.asset.gid}>
-          <FolderLink href={`${props.base}?folder=${n.asset.gid}`} folder={n.asset.gid} current={props.current === n.asset.gid} onMoveInto={props.onMoveInto}>
+          <FolderLink
+            href={`${props.base}?folder=${n.asset.gid}`}
+            folder={n.asset.gid}
+            current={props.current === n.asset.gid}
+            onMoveInto={props.onMoveInto}
+          >
             {n.asset.name}
           </FolderLink>
           <TreeLevel nodes={n.children} base={props.base} current={props.current} onMoveInto={props.onMoveInto} />
@@ -357,7 +399,13 @@ function Breadcrumbs(props: { folder: string | null; folders: Map<string, Asset>
           <Link href={props.base}>All assets</Link>
         </li>
         {chain.map((f, i) => (
-          <li key={f.gid}>{i === chain.length - 1 ? <span aria-current="page">{f.name}</span> : <Link href={`${props.base}?folder=${f.gid}`}>{f.name}</Link>}</li>
+          <li key={f.gid}>
+            {i === chain.length - 1 ? (
+              <span aria-current="page">{f.name}</span>
+            ) : (
+              <Link href={`${props.base}?folder=${f.gid}`}>{f.name}</Link>
+            )}
+          </li>
         ))}
       </ol>
     </nav>
@@ -378,7 +426,10 @@ function SearchBox(props: { gid: string; base: string; initial: string; initialT
     }
     let stale = false;
     const timer = setTimeout(() => {
-      assetsApi.suggest(props.gid, t).then((s) => !stale && setSuggestions(s), () => {});
+      assetsApi.suggest(props.gid, t).then(
+        (s) => !stale && setSuggestions(s),
+        () => {},
+      );
     }, 150);
     return () => {
       stale = true;
@@ -444,7 +495,16 @@ function Thumb(props: { gid: string; asset: Asset; size: number }) {
   }, [props.gid, a.storageName, props.size]);
   if (raster && !failed)
     return src ? (
-      <img class="thumb" src={src} width={props.size} height={props.size} alt="" loading="lazy" decoding="async" draggable={false} />
+      <img
+        class="thumb"
+        src={src}
+        width={props.size}
+        height={props.size}
+        alt=""
+        loading="lazy"
+        decoding="async"
+        draggable={false}
+      />
     ) : (
       <span class="thumb placeholder" style={{ width: `${props.size}px`, height: `${props.size}px` }} />
     );
@@ -458,7 +518,11 @@ function Thumb(props: { gid: string; asset: Asset; size: number }) {
 function FolderIcon() {
   return (
     <svg viewBox="0 0 48 40" width="64" height="54" aria-hidden="true" focusable="false">
-      <path d="M2 6a4 4 0 0 1 4-4h12l5 5h19a4 4 0 0 1 4 4v23a4 4 0 0 1-4 4H6a4 4 0 0 1-4-4z" fill="currentColor" opacity="0.85" />
+      <path
+        d="M2 6a4 4 0 0 1 4-4h12l5 5h19a4 4 0 0 1 4 4v23a4 4 0 0 1-4 4H6a4 4 0 0 1-4-4z"
+        fill="currentColor"
+        opacity="0.85"
+      />
     </svg>
   );
 }
@@ -516,7 +580,12 @@ function Tile(props: {
   onKey: (e: KeyboardEvent) => void;
 }) {
   const a = props.asset;
-  const kindText = a.kind === "folder" ? "Folder" : a.kind === "image" && a.width ? `${a.width}×${a.height} · ${formatBytes(a.size)}` : formatBytes(a.size);
+  const kindText =
+    a.kind === "folder"
+      ? "Folder"
+      : a.kind === "image" && a.width
+        ? `${a.width}×${a.height} · ${formatBytes(a.size)}`
+        : formatBytes(a.size);
   const drop = useFolderDrop(a.gid, props.onMoveInto);
   const isTarget = a.kind === "folder" && a.status === "active";
   return (
@@ -531,14 +600,26 @@ function Tile(props: {
       }}
       {...(isTarget ? drop.props : {})}
     >
-      <button class="tile-open" type="button" onClick={props.onOpen} onKeyDown={props.onKey} aria-label={`${a.kind === "folder" ? "Open folder" : "Open"} ${a.name}`}>
+      <button
+        class="tile-open"
+        type="button"
+        onClick={props.onOpen}
+        onKeyDown={props.onKey}
+        aria-label={`${a.kind === "folder" ? "Open folder" : "Open"} ${a.name}`}
+      >
         <Thumb gid={props.gid} asset={a} size={THUMB} />
         <span class="tile-name" title={a.name}>
           {a.name}
         </span>
         <span class="tile-meta">{kindText}</span>
       </button>
-      <input type="checkbox" class="tile-check" checked={props.selected} onChange={props.onToggle} aria-label={`Select ${a.name}`} />
+      <input
+        type="checkbox"
+        class="tile-check"
+        checked={props.selected}
+        onChange={props.onToggle}
+        aria-label={`Select ${a.name}`}
+      />
       {a.published ? <span class="badge public">Public</span> : null}
     </li>
   );
@@ -583,7 +664,14 @@ function DropZone(props: { enabled: boolean; onFiles: (files: File[]) => void; c
 }
 
 // Uploads: a queue, three at a time, each with its own progress.
-type Upload = { id: number; name: string; size: number; sent: number; state: "waiting" | "uploading" | "done" | "failed" | "cancelled"; error?: string };
+type Upload = {
+  id: number;
+  name: string;
+  size: number;
+  sent: number;
+  state: "waiting" | "uploading" | "done" | "failed" | "cancelled";
+  error?: string;
+};
 
 function useUploads(gid: string) {
   const [list, setList] = useState<Upload[]>([]);
@@ -603,7 +691,13 @@ function useUploads(gid: string) {
         .upload(gid, job.file, job.parent, (sent) => patch(job.id, { sent }), abort.signal)
         .then(
           () => patch(job.id, { state: "done", sent: job.file.size }),
-          (e) => patch(job.id, abort.signal.aborted ? { state: "cancelled" } : { state: "failed", error: e instanceof Error ? e.message : String(e) }),
+          (e) =>
+            patch(
+              job.id,
+              abort.signal.aborted
+                ? { state: "cancelled" }
+                : { state: "failed", error: e instanceof Error ? e.message : String(e) },
+            ),
         )
         .finally(() => {
           aborts.current.delete(job.id);
@@ -616,7 +710,10 @@ function useUploads(gid: string) {
     list,
     add(files: File[], parent: string | null) {
       const added = files.map((file) => ({ id: ++nextId.current, file, parent }));
-      setList((l) => [...l, ...added.map((a) => ({ id: a.id, name: a.file.name, size: a.file.size, sent: 0, state: "waiting" as const }))]);
+      setList((l) => [
+        ...l,
+        ...added.map((a) => ({ id: a.id, name: a.file.name, size: a.file.size, sent: 0, state: "waiting" as const })),
+      ]);
       queue.current.push(...added);
       pump();
     },
@@ -657,12 +754,27 @@ function UploadList(props: { uploads: ReturnType<typeof useUploads> }) {
               <span class="muted">Cancelled</span>
             ) : (
               <>
-                <progress aria-label={`Upload of ${u.name}`} value={u.state === "done" ? 1 : u.size ? u.sent / u.size : 0} max={1} />
-                <span class="upload-state">{u.state === "done" ? "Done" : u.state === "waiting" ? "Waiting" : `${Math.round((u.sent / (u.size || 1)) * 100)}%`}</span>
+                <progress
+                  aria-label={`Upload of ${u.name}`}
+                  value={u.state === "done" ? 1 : u.size ? u.sent / u.size : 0}
+                  max={1}
+                />
+                <span class="upload-state">
+                  {u.state === "done"
+                    ? "Done"
+                    : u.state === "waiting"
+                      ? "Waiting"
+                      : `${Math.round((u.sent / (u.size || 1)) * 100)}%`}
+                </span>
               </>
             )}
             {u.state === "waiting" || u.state === "uploading" ? (
-              <button class="icon-btn" type="button" aria-label={`Cancel the upload of ${u.name}`} onClick={() => props.uploads.cancel(u.id)}>
+              <button
+                class="icon-btn"
+                type="button"
+                aria-label={`Cancel the upload of ${u.name}`}
+                onClick={() => props.uploads.cancel(u.id)}
+              >
                 ×
               </button>
             ) : (
@@ -700,7 +812,7 @@ function Details(props: {
       stale = true;
     };
   }, [a.published, a.storageName]);
-  const where = a.path === "/" ? "the top level" : (a.path.slice(a.path.lastIndexOf("/") + 1) || "a folder");
+  const where = a.path === "/" ? "the top level" : a.path.slice(a.path.lastIndexOf("/") + 1) || "a folder";
   const facts: [string, string][] = [
     ["Type", a.kind === "folder" ? "Folder" : a.extension.toUpperCase() || "File"],
     ...(a.kind !== "folder" ? ([["Size", formatBytes(a.size)]] as [string, string][]) : []),
@@ -735,7 +847,13 @@ function Details(props: {
               }}
             >
               <Field label="Name" error={issue(error, "name")}>
-                <input name="asset-name" required maxLength={255} value={name} onInput={(e) => setName(e.currentTarget.value)} />
+                <input
+                  name="asset-name"
+                  required
+                  maxLength={255}
+                  value={name}
+                  onInput={(e) => setName(e.currentTarget.value)}
+                />
               </Field>
               <button class="btn" type="submit" disabled={busy || !name.trim() || name.trim() === a.name}>
                 Rename
@@ -760,12 +878,38 @@ function Details(props: {
               {a.published ? (
                 <>
                   <div class="copy-row">
-                    <input ref={urlInput} readOnly value={url ?? "…"} aria-label="Public URL" class="mono" data-testid="public-url" onFocus={(e) => e.currentTarget.select()} />
-                    <button class="btn" type="button" disabled={!url} onClick={async () => notify((await copyText(url!, urlInput.current)) ? "Link copied" : "Select the link and copy it")}>
+                    <input
+                      ref={urlInput}
+                      readOnly
+                      value={url ?? "…"}
+                      aria-label="Public URL"
+                      class="mono"
+                      data-testid="public-url"
+                      onFocus={(e) => e.currentTarget.select()}
+                    />
+                    <button
+                      class="btn"
+                      type="button"
+                      disabled={!url}
+                      onClick={async () =>
+                        notify((await copyText(url!, urlInput.current)) ? "Link copied" : "Select the link and copy it")
+                      }
+                    >
                       Copy
                     </button>
                   </div>
-                  <button key="unpublish" class="btn" disabled={busy} onClick={() => run(() => assetsApi.unpublish(props.gid, a).then(() => (notify("The original is private again"), props.onChanged()), notifyError))}>
+                  <button
+                    key="unpublish"
+                    class="btn"
+                    disabled={busy}
+                    onClick={() =>
+                      run(() =>
+                        assetsApi
+                          .unpublish(props.gid, a)
+                          .then(() => (notify("The original is private again"), props.onChanged()), notifyError),
+                      )
+                    }
+                  >
                     Unpublish
                   </button>
                 </>
@@ -849,7 +993,12 @@ function MetadataEditor(props: { gid: string; asset: Asset; onChanged: () => voi
                 <span>{text(v)}</span>
                 {a.status === "active" ? (
                   <span class="meta-actions">
-                    <button class="btn link small" type="button" onClick={() => (setKey(k), setValue(text(v)))} aria-label={`Edit ${k}`}>
+                    <button
+                      class="btn link small"
+                      type="button"
+                      onClick={() => (setKey(k), setValue(text(v)))}
+                      aria-label={`Edit ${k}`}
+                    >
                       Edit
                     </button>
                     <button
@@ -857,7 +1006,9 @@ function MetadataEditor(props: { gid: string; asset: Asset; onChanged: () => voi
                       type="button"
                       disabled={busy}
                       aria-label={`Remove ${k}`}
-                      onClick={() => run(() => assetsApi.clearMetadata(props.gid, a.gid, k).then(props.onChanged, notifyError))}
+                      onClick={() =>
+                        run(() => assetsApi.clearMetadata(props.gid, a.gid, k).then(props.onChanged, notifyError))
+                      }
                     >
                       Remove
                     </button>
@@ -873,7 +1024,15 @@ function MetadataEditor(props: { gid: string; asset: Asset; onChanged: () => voi
       {a.status === "active" ? (
         <form class="inline-form" onSubmit={save}>
           <Field label="Field">
-            <input name="meta-key" required maxLength={100} placeholder="group.name" title="A dotted name such as shop.sku" value={key} onInput={(e) => setKey(e.currentTarget.value)} />
+            <input
+              name="meta-key"
+              required
+              maxLength={100}
+              placeholder="group.name"
+              title="A dotted name such as shop.sku"
+              value={key}
+              onInput={(e) => setKey(e.currentTarget.value)}
+            />
           </Field>
           <Field label="Value">
             <input name="meta-value" value={value} onInput={(e) => setValue(e.currentTarget.value)} />
@@ -933,7 +1092,14 @@ function Versions(props: { gid: string; asset: Asset; onChanged: () => void }) {
         <div class="row">
           <label class="btn">
             Upload a new version
-            <input ref={input} type="file" name="new-version" class="visually-hidden" disabled={sent !== null} onChange={(e) => replace(e.currentTarget.files?.[0])} />
+            <input
+              ref={input}
+              type="file"
+              name="new-version"
+              class="visually-hidden"
+              disabled={sent !== null}
+              onChange={(e) => replace(e.currentTarget.files?.[0])}
+            />
           </label>
           {sent !== null ? <progress aria-label="Upload of the new version" value={sent} max={1} /> : null}
         </div>
@@ -943,7 +1109,13 @@ function Versions(props: { gid: string; asset: Asset; onChanged: () => void }) {
   );
 }
 
-function MoveDialog(props: { gid: string; tree: FolderNode[]; assets: string[]; onClose: () => void; onDone: () => void }) {
+function MoveDialog(props: {
+  gid: string;
+  tree: FolderNode[];
+  assets: string[];
+  onClose: () => void;
+  onDone: () => void;
+}) {
   const [target, setTarget] = useState<string>("");
   const [error, setError] = useState<unknown>(null);
   const [busy, run] = useBusy();
@@ -958,7 +1130,10 @@ function MoveDialog(props: { gid: string; tree: FolderNode[]; assets: string[]; 
   };
   walk(props.tree, 0);
   return (
-    <Dialog title={props.assets.length === 1 ? "Move item" : `Move ${props.assets.length} items`} onClose={props.onClose}>
+    <Dialog
+      title={props.assets.length === 1 ? "Move item" : `Move ${props.assets.length} items`}
+      onClose={props.onClose}
+    >
       <form
         class="stack"
         onSubmit={(e) => {
@@ -1021,7 +1196,14 @@ function NewFolder(props: { gid: string; parent: string | null; onClose: () => v
         }}
       >
         <Field label="Folder name" error={issue(error, "name")}>
-          <input name="folder-name" required maxLength={255} value={name} onInput={(e) => setName(e.currentTarget.value)} autoFocus />
+          <input
+            name="folder-name"
+            required
+            maxLength={255}
+            value={name}
+            onInput={(e) => setName(e.currentTarget.value)}
+            autoFocus
+          />
         </Field>
         <ErrorNote error={error} fields={["name"]} />
         <div class="actions">

@@ -53,10 +53,24 @@ export function SignIn() {
     <Card title="Sign in">
       <form onSubmit={submit} class="stack">
         <Field label="Username">
-          <input name="username" autoComplete="username" required value={username} onInput={(e) => setUsername(e.currentTarget.value)} ref={focusOnMount} />
+          <input
+            name="username"
+            autoComplete="username"
+            required
+            value={username}
+            onInput={(e) => setUsername(e.currentTarget.value)}
+            ref={focusOnMount}
+          />
         </Field>
         <Field label="Password">
-          <input name="password" type="password" autoComplete="current-password" required value={password} onInput={(e) => setPassword(e.currentTarget.value)} />
+          <input
+            name="password"
+            type="password"
+            autoComplete="current-password"
+            required
+            value={password}
+            onInput={(e) => setPassword(e.currentTarget.value)}
+          />
         </Field>
         <ErrorNote error={error} />
         <button class="btn primary" type="submit" disabled={busy}>
@@ -74,7 +88,11 @@ export function SignIn() {
 /** The second step of a mailed-code flow: the 6-character code. */
 function CodeField(props: { value: string; onInput: (v: string) => void; error?: string; to: string }) {
   return (
-    <Field label="Code from the mail" error={props.error} hint={`We sent a 6-character code to ${props.to}. It is valid for 15 minutes.`}>
+    <Field
+      label="Code from the mail"
+      error={props.error}
+      hint={`We sent a 6-character code to ${props.to}. It is valid for 15 minutes.`}
+    >
       <input
         name="code"
         autoComplete="one-time-code"
@@ -98,7 +116,8 @@ export function SignUp() {
   const [code, setCode] = useState("");
   const [error, setError] = useState<unknown>(null);
   const [busy, setBusy] = useState(false);
-  const set = (k: keyof typeof form) => (e: Event) => setForm({ ...form, [k]: (e.currentTarget as HTMLInputElement).value });
+  const set = (k: keyof typeof form) => (e: Event) =>
+    setForm({ ...form, [k]: (e.currentTarget as HTMLInputElement).value });
 
   const request = async (e: Event) => {
     e.preventDefault();
@@ -106,7 +125,14 @@ export function SignUp() {
     setError(null);
     try {
       const language = navigator.language?.toLowerCase();
-      setValidation(await account.signupRequest({ username: form.username.trim(), email: form.email.trim(), password: form.password, language: language?.startsWith("de") ? "de" : undefined }));
+      setValidation(
+        await account.signupRequest({
+          username: form.username.trim(),
+          email: form.email.trim(),
+          password: form.password,
+          language: language?.startsWith("de") ? "de" : undefined,
+        }),
+      );
     } catch (err) {
       setError(err);
     } finally {
@@ -118,7 +144,15 @@ export function SignUp() {
     setBusy(true);
     setError(null);
     try {
-      signedIn(await account.signup({ username: form.username.trim(), email: form.email.trim(), password: form.password, validationCode: validation!, code }));
+      signedIn(
+        await account.signup({
+          username: form.username.trim(),
+          email: form.email.trim(),
+          password: form.password,
+          validationCode: validation!,
+          code,
+        }),
+      );
       navigate(nextPath(loc.search), { replace: true });
     } catch (err) {
       setError(err);
@@ -131,7 +165,12 @@ export function SignUp() {
     return (
       <Card title="Check your mail">
         <form onSubmit={finish} class="stack">
-          <CodeField value={code} onInput={setCode} error={issue(error, "verification_code") ?? issue(error, "validation_code")} to={form.email} />
+          <CodeField
+            value={code}
+            onInput={setCode}
+            error={issue(error, "verification_code") ?? issue(error, "validation_code")}
+            to={form.email}
+          />
           <ErrorNote error={error} fields={["verification_code", "validation_code"]} />
           <button class="btn primary" type="submit" disabled={busy}>
             {busy ? "Creating…" : "Create account"}
@@ -146,13 +185,27 @@ export function SignUp() {
     <Card title="Create an account">
       <form onSubmit={request} class="stack">
         <Field label="Username" error={issue(error, "username")} hint="3 to 64 letters, digits or . _ - @ +">
-          <input name="username" autoComplete="username" required value={form.username} onInput={set("username")} ref={focusOnMount} />
+          <input
+            name="username"
+            autoComplete="username"
+            required
+            value={form.username}
+            onInput={set("username")}
+            ref={focusOnMount}
+          />
         </Field>
         <Field label="Email" error={issue(error, "email")}>
           <input name="email" type="email" autoComplete="email" required value={form.email} onInput={set("email")} />
         </Field>
         <Field label="Password" error={issue(error, "password")} hint="At least 8 characters, with a digit or a symbol">
-          <input name="password" type="password" autoComplete="new-password" required value={form.password} onInput={set("password")} />
+          <input
+            name="password"
+            type="password"
+            autoComplete="new-password"
+            required
+            value={form.password}
+            onInput={set("password")}
+          />
         </Field>
         <ErrorNote error={error} fields={["username", "email", "password"]} />
         <button class="btn primary" type="submit" disabled={busy}>
@@ -207,12 +260,34 @@ export function Reset() {
     return (
       <Card title="Choose a new password">
         <form onSubmit={finish} class="stack">
-          <CodeField value={code} onInput={setCode} error={issue(error, "verification_code") ?? issue(error, "validation_code")} to={who.includes("@") ? who : "the account's address"} />
+          <CodeField
+            value={code}
+            onInput={setCode}
+            error={issue(error, "verification_code") ?? issue(error, "validation_code")}
+            to={who.includes("@") ? who : "the account's address"}
+          />
           <Field label="Username" hint="The mail lists the accounts of the address">
-            <input name="username" autoComplete="username" required value={username} onInput={(e) => setUsername(e.currentTarget.value)} />
+            <input
+              name="username"
+              autoComplete="username"
+              required
+              value={username}
+              onInput={(e) => setUsername(e.currentTarget.value)}
+            />
           </Field>
-          <Field label="New password" error={issue(error, "new_password")} hint="At least 8 characters, with a digit or a symbol">
-            <input name="new_password" type="password" autoComplete="new-password" required value={password} onInput={(e) => setPassword(e.currentTarget.value)} />
+          <Field
+            label="New password"
+            error={issue(error, "new_password")}
+            hint="At least 8 characters, with a digit or a symbol"
+          >
+            <input
+              name="new_password"
+              type="password"
+              autoComplete="new-password"
+              required
+              value={password}
+              onInput={(e) => setPassword(e.currentTarget.value)}
+            />
           </Field>
           <ErrorNote error={error} fields={["verification_code", "validation_code", "new_password"]} />
           <button class="btn primary" type="submit" disabled={busy}>
@@ -225,7 +300,14 @@ export function Reset() {
     <Card title="Reset your password">
       <form onSubmit={request} class="stack">
         <Field label="Username or email" error={issue(error, "email") ?? issue(error, "username")}>
-          <input name="who" autoComplete="username" required value={who} onInput={(e) => setWho(e.currentTarget.value)} ref={focusOnMount} />
+          <input
+            name="who"
+            autoComplete="username"
+            required
+            value={who}
+            onInput={(e) => setWho(e.currentTarget.value)}
+            ref={focusOnMount}
+          />
         </Field>
         <ErrorNote error={error} fields={["email", "username"]} />
         <button class="btn primary" type="submit" disabled={busy}>

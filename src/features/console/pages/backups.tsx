@@ -20,7 +20,14 @@ export function BackupsPage(props: { ctx: ProjectCtx }) {
     if (items.some((i) => i.key === gid)) list.reload();
   });
   useLive(["jobs"], (items) => {
-    if (items.some((i) => (i.data as { status?: string } | null)?.status === "done" || (i.data as { status?: string } | null)?.status === "rejected")) list.reload();
+    if (
+      items.some(
+        (i) =>
+          (i.data as { status?: string } | null)?.status === "done" ||
+          (i.data as { status?: string } | null)?.status === "rejected",
+      )
+    )
+      list.reload();
   });
 
   return (
@@ -39,7 +46,13 @@ export function BackupsPage(props: { ctx: ProjectCtx }) {
       ) : list.data?.length ? (
         <ul class="rows" aria-label="Backups">
           {list.data.map((b) => (
-            <BackupRow key={b.version} b={b} gid={gid} onChange={list.reload} onRestore={(token) => setRestoring({ token, name: b.name })} />
+            <BackupRow
+              key={b.version}
+              b={b}
+              gid={gid}
+              onChange={list.reload}
+              onRestore={(token) => setRestoring({ token, name: b.name })}
+            />
           ))}
         </ul>
       ) : (
@@ -117,7 +130,9 @@ function BackupRow(props: { b: Backup; gid: string; onChange: () => void; onRest
         {b.status === "creating" ? <JobProgress job={job} label="Backing up" /> : null}
         {b.status === "failed" ? <p class="error">Failed: {b.error ?? "unknown error"}</p> : null}
       </div>
-      <span class={"badge status-" + b.status}>{b.status === "ready" ? "Ready" : b.status === "creating" ? "Creating" : "Failed"}</span>
+      <span class={"badge status-" + b.status}>
+        {b.status === "ready" ? "Ready" : b.status === "creating" ? "Creating" : "Failed"}
+      </span>
       <div class="row-actions">
         <button
           class="btn small"
@@ -139,7 +154,9 @@ function BackupRow(props: { b: Backup; gid: string; onChange: () => void; onRest
           disabled={busy || b.status === "creating"}
           onClick={async () => {
             if (await confirm({ title: "Delete backup", text: `Delete “${b.name}”?`, action: "Delete", danger: true }))
-              run(() => backupsApi.remove(gid, b.version).then(() => (notify("Backup deleted"), props.onChange()), notifyError));
+              run(() =>
+                backupsApi.remove(gid, b.version).then(() => (notify("Backup deleted"), props.onChange()), notifyError),
+              );
           }}
         >
           Delete

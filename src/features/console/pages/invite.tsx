@@ -56,7 +56,8 @@ export function InvitePage() {
             <div class="row">
               <ProjectIcon project={data.project} size={48} />
               <p>
-                <strong>{displayName(data.owner)}</strong> invites you to the project <strong>{data.project.name}</strong>.
+                <strong>{displayName(data.owner)}</strong> invites you to the project{" "}
+                <strong>{data.project.name}</strong>.
               </p>
             </div>
             {declined ? (
@@ -67,7 +68,8 @@ export function InvitePage() {
               </p>
             ) : session && !forMe ? (
               <p class="error">
-                This invitation is for another account. Sign out and sign in with the invited account, or ask the owner to invite this one.
+                This invitation is for another account. Sign out and sign in with the invited account, or ask the owner
+                to invite this one.
               </p>
             ) : forMe ? (
               <div class="actions start">
@@ -88,7 +90,12 @@ export function InvitePage() {
                   <Link class="btn" href={`/?next=${encodeURIComponent(here)}`}>
                     Sign in
                   </Link>
-                  <button class="btn" disabled={busy} onClick={decline} ref={q.get("action") === "decline" ? focusOnMount : undefined}>
+                  <button
+                    class="btn"
+                    disabled={busy}
+                    onClick={decline}
+                    ref={q.get("action") === "decline" ? focusOnMount : undefined}
+                  >
                     Decline
                   </button>
                 </div>

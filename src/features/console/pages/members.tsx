@@ -5,7 +5,12 @@ import { notify, notifyError, session$, useLive, useLoad, useStore } from "../st
 import { Avatar, confirm, displayName, ErrorNote, Field, issue, Loading, useBusy, useSubmit } from "../ui";
 import type { ProjectCtx } from "./project";
 
-const STATUS_TEXT: Record<string, string> = { active: "Active", inactive: "Deactivated", invited: "Invited", declined: "Declined" };
+const STATUS_TEXT: Record<string, string> = {
+  active: "Active",
+  inactive: "Deactivated",
+  invited: "Invited",
+  declined: "Declined",
+};
 
 export function MembersPage(props: { ctx: ProjectCtx }) {
   const { gid, isOwner, me } = props.ctx;
@@ -25,7 +30,14 @@ export function MembersPage(props: { ctx: ProjectCtx }) {
       ) : (
         <ul class="rows" aria-label="Members">
           {people.map((m) => (
-            <MemberRow key={m.user.gid} member={m} gid={gid} isOwner={isOwner} isMe={m.user.gid === me} onChange={list.reload} />
+            <MemberRow
+              key={m.user.gid}
+              member={m}
+              gid={gid}
+              isOwner={isOwner}
+              isMe={m.user.gid === me}
+              onChange={list.reload}
+            />
           ))}
         </ul>
       )}
@@ -39,7 +51,12 @@ function InviteForm(props: { gid: string; languages: [string, string][]; onDone:
   const { busy, error, submit } = useSubmit();
   const invite = submit(async () => {
     const r = await membersApi.invite(props.gid, email.trim(), language || undefined);
-    notify(r.mailSent ? `Invitation sent to ${email.trim()}` : `Invitation saved, but the mail could not be sent: try Resend later`, r.mailSent ? "info" : "error");
+    notify(
+      r.mailSent
+        ? `Invitation sent to ${email.trim()}`
+        : `Invitation saved, but the mail could not be sent: try Resend later`,
+      r.mailSent ? "info" : "error",
+    );
     setEmail("");
     props.onDone();
   });
@@ -48,7 +65,13 @@ function InviteForm(props: { gid: string; languages: [string, string][]; onDone:
       <h2 id="invite-h">Invite someone</h2>
       <form class="inline-form" onSubmit={invite}>
         <Field label="Email" error={issue(error, "email")}>
-          <input name="invite-email" type="email" required value={email} onInput={(e) => setEmail(e.currentTarget.value)} />
+          <input
+            name="invite-email"
+            type="email"
+            required
+            value={email}
+            onInput={(e) => setEmail(e.currentTarget.value)}
+          />
         </Field>
         <Field label="Mail language" error={issue(error, "language")}>
           <select name="invite-language" value={language} onChange={(e) => setLanguage(e.currentTarget.value)}>
@@ -85,7 +108,8 @@ function MemberRow(props: { member: Member; gid: string; isOwner: boolean; isMe:
       }
     });
   const remove = async (title: string, text: string, action: string, done: string) => {
-    if (await confirm({ title, text, action, danger: true })) await act(() => membersApi.remove(props.gid, user.gid), done)();
+    if (await confirm({ title, text, action, danger: true }))
+      await act(() => membersApi.remove(props.gid, user.gid), done)();
   };
   const canManage = props.isOwner && !owner;
   return (
@@ -96,7 +120,11 @@ function MemberRow(props: { member: Member; gid: string; isOwner: boolean; isMe:
           {name}
           {props.isMe ? <span class="muted"> (you)</span> : null}
         </strong>
-        <span class="muted">{[user.username && user.username !== name ? `@${user.username}` : "", user.email ?? ""].filter(Boolean).join(" · ")}</span>
+        <span class="muted">
+          {[user.username && user.username !== name ? `@${user.username}` : "", user.email ?? ""]
+            .filter(Boolean)
+            .join(" · ")}
+        </span>
       </div>
       <span class="badge">{owner ? "Owner" : "Member"}</span>
       <span class={"badge status-" + membership.status}>{STATUS_TEXT[membership.status] ?? membership.status}</span>
@@ -104,31 +132,67 @@ function MemberRow(props: { member: Member; gid: string; isOwner: boolean; isMe:
         <div class="row-actions">
           {membership.status === "invited" ? (
             <>
-              <button class="btn small" disabled={busy} onClick={act(() => membersApi.resend(props.gid, user.gid), `Invitation sent again to ${user.email ?? name}`)}>
+              <button
+                class="btn small"
+                disabled={busy}
+                onClick={act(
+                  () => membersApi.resend(props.gid, user.gid),
+                  `Invitation sent again to ${user.email ?? name}`,
+                )}
+              >
                 Resend
               </button>
-              <button class="btn small" disabled={busy} onClick={() => remove("Withdraw invitation", `Withdraw the invitation of ${user.email ?? name}?`, "Withdraw", "Invitation withdrawn")}>
+              <button
+                class="btn small"
+                disabled={busy}
+                onClick={() =>
+                  remove(
+                    "Withdraw invitation",
+                    `Withdraw the invitation of ${user.email ?? name}?`,
+                    "Withdraw",
+                    "Invitation withdrawn",
+                  )
+                }
+              >
                 Withdraw
               </button>
             </>
           ) : null}
           {membership.status === "declined" && user.email ? (
-            <button class="btn small" disabled={busy} onClick={act(() => membersApi.invite(props.gid, user.email!), `Invitation sent again to ${user.email}`)}>
+            <button
+              class="btn small"
+              disabled={busy}
+              onClick={act(() => membersApi.invite(props.gid, user.email!), `Invitation sent again to ${user.email}`)}
+            >
               Invite again
             </button>
           ) : null}
           {membership.status === "active" ? (
-            <button key="deactivate" class="btn small" disabled={busy} onClick={act(() => membersApi.deactivate(props.gid, user.gid), `${name} deactivated`)}>
+            <button
+              key="deactivate"
+              class="btn small"
+              disabled={busy}
+              onClick={act(() => membersApi.deactivate(props.gid, user.gid), `${name} deactivated`)}
+            >
               Deactivate
             </button>
           ) : null}
           {membership.status === "inactive" ? (
-            <button key="reactivate" class="btn small" disabled={busy} onClick={act(() => membersApi.reactivate(props.gid, user.gid), `${name} reactivated`)}>
+            <button
+              key="reactivate"
+              class="btn small"
+              disabled={busy}
+              onClick={act(() => membersApi.reactivate(props.gid, user.gid), `${name} reactivated`)}
+            >
               Reactivate
             </button>
           ) : null}
           {membership.status !== "invited" ? (
-            <button class="btn small danger" disabled={busy} onClick={() => remove("Remove member", `Remove ${name} from the project?`, "Remove", `${name} removed`)}>
+            <button
+              class="btn small danger"
+              disabled={busy}
+              onClick={() => remove("Remove member", `Remove ${name} from the project?`, "Remove", `${name} removed`)}
+            >
               Remove
             </button>
           ) : null}

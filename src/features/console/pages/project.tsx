@@ -29,12 +29,19 @@ function bundledApart(name: string): FunctionComponent<{ ctx: ProjectCtx }> {
   return (props) => {
     const Page = separatePages.get(name);
     // Reached by a link inside this bundle: load the address again, which serves the other bundle.
-    const reloaded = (performance.getEntriesByType("navigation")[0] as PerformanceNavigationTiming | undefined)?.type === "reload";
+    const reloaded =
+      (performance.getEntriesByType("navigation")[0] as PerformanceNavigationTiming | undefined)?.type === "reload";
     useEffect(() => {
       if (!Page && !reloaded) window.location.reload();
     }, [Page]);
     if (Page) return <Page ctx={props.ctx} />;
-    return reloaded ? <p class="error" role="alert">This page could not be loaded. Please try again later.</p> : <Loading />;
+    return reloaded ? (
+      <p class="error" role="alert">
+        This page could not be loaded. Please try again later.
+      </p>
+    ) : (
+      <Loading />
+    );
   };
 }
 
@@ -83,7 +90,9 @@ export function ProjectShell(props: { gid: string; section: string }) {
       <main id="main" class="page">
         <h1 tabIndex={-1}>Project</h1>
         <p class="error" role="alert">
-          {state.error instanceof ApiError && state.error.code === 403 ? "You are not a member of this project." : state.error.message}
+          {state.error instanceof ApiError && state.error.code === 403
+            ? "You are not a member of this project."
+            : state.error.message}
         </p>
         <Link href="/console/projects">Back to your projects</Link>
       </main>
@@ -189,7 +198,13 @@ function SettingsPage(props: { ctx: ProjectCtx }) {
             <h2 id="name-h">Name</h2>
             <form class="inline-form" onSubmit={rename}>
               <Field label="Project name" error={issue(error, "name")}>
-                <input name="project-name" required maxLength={200} value={name} onInput={(e) => setName(e.currentTarget.value)} />
+                <input
+                  name="project-name"
+                  required
+                  maxLength={200}
+                  value={name}
+                  onInput={(e) => setName(e.currentTarget.value)}
+                />
               </Field>
               <button class="btn primary" type="submit" disabled={busy || !name.trim() || name.trim() === project.name}>
                 Rename
@@ -203,10 +218,20 @@ function SettingsPage(props: { ctx: ProjectCtx }) {
               <ProjectIcon project={project} size={64} />
               <label class="btn">
                 Upload an image
-                <input ref={fileRef} type="file" accept="image/*" class="visually-hidden" onChange={(e) => icon(e.currentTarget.files?.[0])} />
+                <input
+                  ref={fileRef}
+                  type="file"
+                  accept="image/*"
+                  class="visually-hidden"
+                  onChange={(e) => icon(e.currentTarget.files?.[0])}
+                />
               </label>
               {project.icon ? (
-                <button class="btn" disabled={busy} onClick={() => act(() => projectsApi.deleteIcon(gid).then(() => notify("Icon removed")))}>
+                <button
+                  class="btn"
+                  disabled={busy}
+                  onClick={() => act(() => projectsApi.deleteIcon(gid).then(() => notify("Icon removed")))}
+                >
                   Remove icon
                 </button>
               ) : null}
@@ -216,11 +241,18 @@ function SettingsPage(props: { ctx: ProjectCtx }) {
           {project.status === "active" ? (
             <section class="panel danger-zone" aria-labelledby="del-h">
               <h2 id="del-h">Delete the project</h2>
-              <p>Members lose access at once. You can restore it from your project list until you delete it for good.</p>
+              <p>
+                Members lose access at once. You can restore it from your project list until you delete it for good.
+              </p>
               <button
                 class="btn danger"
                 onClick={async () => {
-                  const ok = await confirm({ title: "Delete project", text: `Delete ${project.name}? Members lose access.`, action: "Delete project", danger: true });
+                  const ok = await confirm({
+                    title: "Delete project",
+                    text: `Delete ${project.name}? Members lose access.`,
+                    action: "Delete project",
+                    danger: true,
+                  });
                   if (!ok) return;
                   try {
                     await projectsApi.remove(gid);
@@ -239,31 +271,36 @@ function SettingsPage(props: { ctx: ProjectCtx }) {
         </>
       ) : (
         <>
-        <ProjectSettings project={project} />
-        <section class="panel" aria-labelledby="leave-h">
-          <h2 id="leave-h">Leave the project</h2>
-          <p>You lose access to {project.name} until its owner invites you again.</p>
-          <button
-            class="btn danger"
-            onClick={async () => {
-              const ok = await confirm({ title: "Leave project", text: `Leave ${project.name}?`, action: "Leave", danger: true });
-              if (!ok) return;
-              try {
-                leaving = gid;
-                await account.leaveProject(gid);
-                notify(`You left ${project.name}`);
-                await reloadSession();
-                navigate("/console/projects");
-              } catch (e) {
-                notifyError(e);
-              } finally {
-                leaving = null;
-              }
-            }}
-          >
-            Leave project
-          </button>
-        </section>
+          <ProjectSettings project={project} />
+          <section class="panel" aria-labelledby="leave-h">
+            <h2 id="leave-h">Leave the project</h2>
+            <p>You lose access to {project.name} until its owner invites you again.</p>
+            <button
+              class="btn danger"
+              onClick={async () => {
+                const ok = await confirm({
+                  title: "Leave project",
+                  text: `Leave ${project.name}?`,
+                  action: "Leave",
+                  danger: true,
+                });
+                if (!ok) return;
+                try {
+                  leaving = gid;
+                  await account.leaveProject(gid);
+                  notify(`You left ${project.name}`);
+                  await reloadSession();
+                  navigate("/console/projects");
+                } catch (e) {
+                  notifyError(e);
+                } finally {
+                  leaving = null;
+                }
+              }}
+            >
+              Leave project
+            </button>
+          </section>
         </>
       )}
     </>

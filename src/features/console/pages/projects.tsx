@@ -57,10 +57,16 @@ export function ProjectsPage() {
                     <span class="muted">You are invited to join</span>
                   </div>
                   <div class="card-actions">
-                    <button class="btn primary small" onClick={act(() => account.acceptInvite(p.gid), `You joined ${p.name}`)}>
+                    <button
+                      class="btn primary small"
+                      onClick={act(() => account.acceptInvite(p.gid), `You joined ${p.name}`)}
+                    >
                       Accept
                     </button>
-                    <button class="btn small" onClick={act(() => account.declineInvite(p.gid), `Invitation to ${p.name} declined`)}>
+                    <button
+                      class="btn small"
+                      onClick={act(() => account.declineInvite(p.gid), `Invitation to ${p.name} declined`)}
+                    >
                       Decline
                     </button>
                   </div>
@@ -101,7 +107,13 @@ export function ProjectsPage() {
         <h2 id="new-h">New project</h2>
         <form class="inline-form" onSubmit={create}>
           <Field label="Name" error={issue(error, "name")}>
-            <input name="project-name" required maxLength={200} value={name} onInput={(e) => setName(e.currentTarget.value)} />
+            <input
+              name="project-name"
+              required
+              maxLength={200}
+              value={name}
+              onInput={(e) => setName(e.currentTarget.value)}
+            />
           </Field>
           <button class="btn primary" type="submit" disabled={busy || !name.trim()}>
             Create project

@@ -56,18 +56,35 @@ function Languages(props: SectionProps) {
             {i === 0 ? <span class="badge">Main</span> : null}
             {editable ? (
               <div class="row-actions">
-                <button class="btn small" disabled={busy || i === 0} aria-label={`Move ${nameOf(code)} up`} onClick={() => act(() => settingsApi.moveLanguage(project.gid, code, languages[i - 1]!), `${nameOf(code)} moved`)}>
+                <button
+                  class="btn small"
+                  disabled={busy || i === 0}
+                  aria-label={`Move ${nameOf(code)} up`}
+                  onClick={() =>
+                    act(() => settingsApi.moveLanguage(project.gid, code, languages[i - 1]!), `${nameOf(code)} moved`)
+                  }
+                >
                   ↑
                 </button>
                 <button
                   class="btn small"
                   disabled={busy || i === languages.length - 1}
                   aria-label={`Move ${nameOf(code)} down`}
-                  onClick={() => act(() => settingsApi.moveLanguage(project.gid, code, languages[i + 2] ?? null), `${nameOf(code)} moved`)}
+                  onClick={() =>
+                    act(
+                      () => settingsApi.moveLanguage(project.gid, code, languages[i + 2] ?? null),
+                      `${nameOf(code)} moved`,
+                    )
+                  }
                 >
                   ↓
                 </button>
-                <button class="btn small danger" disabled={busy || languages.length < 2} aria-label={`Remove ${nameOf(code)}`} onClick={() => setRemoving(code)}>
+                <button
+                  class="btn small danger"
+                  disabled={busy || languages.length < 2}
+                  aria-label={`Remove ${nameOf(code)}`}
+                  onClick={() => setRemoving(code)}
+                >
                   Remove
                 </button>
               </div>
@@ -126,7 +143,13 @@ function Languages(props: SectionProps) {
 }
 
 /** Removing a language keeps its values unless the person asks, in so many words, to delete them. */
-function RemoveLanguage(props: { project: Project; code: string; name: string; onClose: () => void; onRemoved: (p: Project) => void }) {
+function RemoveLanguage(props: {
+  project: Project;
+  code: string;
+  name: string;
+  onClose: () => void;
+  onRemoved: (p: Project) => void;
+}) {
   const [withValues, setWithValues] = useState(false);
   const [busy, run] = useBusy();
   return (
@@ -138,7 +161,11 @@ function RemoveLanguage(props: { project: Project; code: string; name: string; o
           run(async () => {
             try {
               const r = await settingsApi.removeLanguage(props.project.gid, props.code, withValues);
-              notify(withValues ? `${props.name} removed with ${r.removedValues} values` : `${props.name} removed; its values are kept`);
+              notify(
+                withValues
+                  ? `${props.name} removed with ${r.removedValues} values`
+                  : `${props.name} removed; its values are kept`,
+              );
               props.onRemoved(r.project);
             } catch (err) {
               notifyError(err);
@@ -147,10 +174,16 @@ function RemoveLanguage(props: { project: Project; code: string; name: string; o
         }}
       >
         <p class="confirm-text">
-          {props.name} leaves the project's languages. Its values stay stored, hidden, and come back if the language is added again.
+          {props.name} leaves the project's languages. Its values stay stored, hidden, and come back if the language is
+          added again.
         </p>
         <label class="check">
-          <input type="checkbox" name="remove-values" checked={withValues} onChange={(e) => setWithValues(e.currentTarget.checked)} />
+          <input
+            type="checkbox"
+            name="remove-values"
+            checked={withValues}
+            onChange={(e) => setWithValues(e.currentTarget.checked)}
+          />
           Also delete every value stored in {props.name} (this cannot be undone)
         </label>
         <div class="actions">
@@ -216,7 +249,9 @@ function SettingList(props: SectionProps & { kind: SettingKind; title: string })
                     class="btn small"
                     disabled={busy || i === 0 || fixed(list[i - 1]!)}
                     aria-label={`Move ${s.name} up`}
-                    onClick={() => act(() => settingsApi.move(project.gid, kind, s.key, list[i - 1]!.key), `${s.name} moved`)}
+                    onClick={() =>
+                      act(() => settingsApi.move(project.gid, kind, s.key, list[i - 1]!.key), `${s.name} moved`)
+                    }
                   >
                     ↑
                   </button>
@@ -224,11 +259,18 @@ function SettingList(props: SectionProps & { kind: SettingKind; title: string })
                     class="btn small"
                     disabled={busy || i === list.length - 1}
                     aria-label={`Move ${s.name} down`}
-                    onClick={() => act(() => settingsApi.move(project.gid, kind, s.key, list[i + 2]?.key ?? null), `${s.name} moved`)}
+                    onClick={() =>
+                      act(() => settingsApi.move(project.gid, kind, s.key, list[i + 2]?.key ?? null), `${s.name} moved`)
+                    }
                   >
                     ↓
                   </button>
-                  <button class="btn small" disabled={busy} aria-label={`Edit the name of ${s.name}`} onClick={() => setEditing(s.key)}>
+                  <button
+                    class="btn small"
+                    disabled={busy}
+                    aria-label={`Edit the name of ${s.name}`}
+                    onClick={() => setEditing(s.key)}
+                  >
                     Edit name
                   </button>
                   <button
@@ -274,7 +316,13 @@ function SettingList(props: SectionProps & { kind: SettingKind; title: string })
           }}
         >
           <Field label={`New ${singular}`} error={issue(error, "name")}>
-            <input name={`new-${kind}`} required maxLength={200} value={name} onInput={(e) => setName(e.currentTarget.value)} />
+            <input
+              name={`new-${kind}`}
+              required
+              maxLength={200}
+              value={name}
+              onInput={(e) => setName(e.currentTarget.value)}
+            />
           </Field>
           <button class="btn primary" type="submit" disabled={busy || !name.trim()}>
             Create {singular}
@@ -286,7 +334,12 @@ function SettingList(props: SectionProps & { kind: SettingKind; title: string })
   );
 }
 
-function RenameForm(props: { label: string; initial: string; onSave: (name: string) => Promise<void>; onCancel: () => void }) {
+function RenameForm(props: {
+  label: string;
+  initial: string;
+  onSave: (name: string) => Promise<void>;
+  onCancel: () => void;
+}) {
   const [name, setName] = useState(props.initial);
   const [error, setError] = useState<unknown>(null);
   const [busy, run] = useBusy();
@@ -306,7 +359,13 @@ function RenameForm(props: { label: string; initial: string; onSave: (name: stri
       }}
     >
       <Field label={props.label} error={issue(error, "name")}>
-        <input ref={focusOnMount} maxLength={200} required value={name} onInput={(e) => setName(e.currentTarget.value)} />
+        <input
+          ref={focusOnMount}
+          maxLength={200}
+          required
+          value={name}
+          onInput={(e) => setName(e.currentTarget.value)}
+        />
       </Field>
       <button class="btn primary small" type="submit" disabled={busy || !name.trim()}>
         Save

@@ -38,7 +38,14 @@ export function BulkBar(props: { rc: RecordsCtx }) {
         class="btn small danger"
         disabled={busy}
         onClick={async () => {
-          if (await confirm({ title: "Delete records", text: "Delete the selected records with their subtrees? They can be restored.", action: "Delete", danger: true }))
+          if (
+            await confirm({
+              title: "Delete records",
+              text: "Delete the selected records with their subtrees? They can be restored.",
+              action: "Delete",
+              danger: true,
+            })
+          )
             start("delete", "Deleting").catch(rcError);
         }}
       >
@@ -57,17 +64,43 @@ export function BulkBar(props: { rc: RecordsCtx }) {
         Clear
       </button>
       {dialog === "move" ? (
-        <TargetDialog rc={rc} title="Move the selection to" action="Move here" onClose={() => setDialog(null)} onPick={(parent) => start("move", "Moving", { parent, ...(rc.ordering ? { ordering: rc.ordering } : {}) }).then(() => {})} />
+        <TargetDialog
+          rc={rc}
+          title="Move the selection to"
+          action="Move here"
+          onClose={() => setDialog(null)}
+          onPick={(parent) =>
+            start("move", "Moving", { parent, ...(rc.ordering ? { ordering: rc.ordering } : {}) }).then(() => {})
+          }
+        />
       ) : null}
-      {dialog === "channels" ? <ChannelsDialog rc={rc} onClose={() => setDialog(null)} onStart={(channels, enabled) => start("channels/set", enabled ? "Switching channels on" : "Switching channels off", { channels, enabled })} /> : null}
-      {dialog === "field" ? <FieldDialog rc={rc} onClose={() => setDialog(null)} onStart={(fields) => start("update", "Updating values", { fields })} /> : null}
+      {dialog === "channels" ? (
+        <ChannelsDialog
+          rc={rc}
+          onClose={() => setDialog(null)}
+          onStart={(channels, enabled) =>
+            start("channels/set", enabled ? "Switching channels on" : "Switching channels off", { channels, enabled })
+          }
+        />
+      ) : null}
+      {dialog === "field" ? (
+        <FieldDialog
+          rc={rc}
+          onClose={() => setDialog(null)}
+          onStart={(fields) => start("update", "Updating values", { fields })}
+        />
+      ) : null}
     </div>
   );
 }
 
 const rcError = (e: unknown) => notify(e instanceof Error ? e.message : String(e), "error");
 
-function ChannelsDialog(props: { rc: RecordsCtx; onClose: () => void; onStart: (channels: string[], enabled: boolean) => Promise<unknown> }) {
+function ChannelsDialog(props: {
+  rc: RecordsCtx;
+  onClose: () => void;
+  onStart: (channels: string[], enabled: boolean) => Promise<unknown>;
+}) {
   const channels = props.rc.project.options.channels.filter((c) => c.key !== "__all__");
   const [picked, setPicked] = useState<string[]>([]);
   const [enabled, setEnabled] = useState(true);
@@ -80,7 +113,13 @@ function ChannelsDialog(props: { rc: RecordsCtx; onClose: () => void; onStart: (
             <legend>Channels</legend>
             {channels.map((c) => (
               <label key={c.key} class="check-inline">
-                <input type="checkbox" checked={picked.includes(c.key)} onChange={(e) => setPicked(e.currentTarget.checked ? [...picked, c.key] : picked.filter((k) => k !== c.key))} />
+                <input
+                  type="checkbox"
+                  checked={picked.includes(c.key)}
+                  onChange={(e) =>
+                    setPicked(e.currentTarget.checked ? [...picked, c.key] : picked.filter((k) => k !== c.key))
+                  }
+                />
                 {c.name}
               </label>
             ))}
@@ -111,7 +150,11 @@ function ChannelsDialog(props: { rc: RecordsCtx; onClose: () => void; onStart: (
   );
 }
 
-function FieldDialog(props: { rc: RecordsCtx; onClose: () => void; onStart: (fields: Record<string, Record<string, unknown>>) => Promise<unknown> }) {
+function FieldDialog(props: {
+  rc: RecordsCtx;
+  onClose: () => void;
+  onStart: (fields: Record<string, Record<string, unknown>>) => Promise<unknown>;
+}) {
   const { rc } = props;
   const [fields, setFields] = useState<FieldDef[]>([]);
   const [gid, setGid] = useState("");
@@ -127,7 +170,11 @@ function FieldDialog(props: { rc: RecordsCtx; onClose: () => void; onStart: (fie
   const f = fields.find((x) => x.gid === gid);
   return (
     <Dialog title="Set a field of the selection" onClose={props.onClose}>
-      <form onSubmit={(e) => (e.preventDefault(), f && props.onStart({ [lang]: { [f.name]: fromDraft(f, text) } }).catch(setError))}>
+      <form
+        onSubmit={(e) => (
+          e.preventDefault(), f && props.onStart({ [lang]: { [f.name]: fromDraft(f, text) } }).catch(setError)
+        )}
+      >
         <Field label="Field">
           <select value={gid} onChange={(e) => (setGid(e.currentTarget.value), setText(""))}>
             {fields.map((x) => (
@@ -150,7 +197,9 @@ function FieldDialog(props: { rc: RecordsCtx; onClose: () => void; onStart: (fie
           <div class="field">
             <span class="field-label">New value</span>
             <ValueInput field={f} lang={lang} label="New value" value={text} onInput={setText} />
-            <span class="hint">Records whose definition lacks the field keep their values; refused values are counted in the job.</span>
+            <span class="hint">
+              Records whose definition lacks the field keep their values; refused values are counted in the job.
+            </span>
           </div>
         ) : null}
         <ErrorNote error={error} />
@@ -185,7 +234,16 @@ function JobRow(props: { gid: string; job: Tracked; onDismiss: () => void }) {
   useEffect(() => {
     if (job?.status === "done")
       recordsApi.bulkOutcome(props.gid, props.job.token).then(
-        (o) => setOutcome([`${o.done} done`, o.skipped.length ? `${o.skipped.length} skipped (${o.skipped[0]!.reason})` : "", o.refused ? `${o.refused} values refused` : ""].filter(Boolean).join(" · ")),
+        (o) =>
+          setOutcome(
+            [
+              `${o.done} done`,
+              o.skipped.length ? `${o.skipped.length} skipped (${o.skipped[0]!.reason})` : "",
+              o.refused ? `${o.refused} values refused` : "",
+            ]
+              .filter(Boolean)
+              .join(" · "),
+          ),
         () => {},
       );
   }, [job?.status]);

@@ -3,7 +3,14 @@
 // validation messages next to the values, and the record's place, channels, links and copies.
 import type { ComponentChildren } from "preact";
 import { useEffect, useState } from "preact/hooks";
-import { recordsApi, type DefinitionDef, type FieldDef, type LayoutDef, type RecordItem, type ValueReport } from "../../api";
+import {
+  recordsApi,
+  type DefinitionDef,
+  type FieldDef,
+  type LayoutDef,
+  type RecordItem,
+  type ValueReport,
+} from "../../api";
 import { notify, notifyError, useLive, useLoad } from "../../store";
 import { confirm, ErrorNote, Loading, useBusy } from "../../ui";
 import type { RecordsCtx } from "./context";
@@ -14,7 +21,12 @@ import { TargetDialog } from "./target";
 /** Drafts and messages are keyed by language ("*" for a field that is not localized) and field name. */
 const keyOf = (f: FieldDef, lang: string) => `${f.isLocalized ? lang : "*"}|${f.name}`;
 
-export function RecordEditor(props: { rc: RecordsCtx; record: string; definitions: DefinitionDef[]; onPath: (path: string[]) => void }) {
+export function RecordEditor(props: {
+  rc: RecordsCtx;
+  record: string;
+  definitions: DefinitionDef[];
+  onPath: (path: string[]) => void;
+}) {
   const { rc } = props;
   const rec = useLoad(() => recordsApi.one(rc.gid, props.record), [rc.gid, props.record]);
   const r = rec.data?.gid === props.record ? rec.data : undefined;
@@ -33,7 +45,13 @@ export function RecordEditor(props: { rc: RecordsCtx; record: string; definition
   useEffect(() => {
     if (r) props.onPath(r.path.slice(1));
   }, [r?.path.join(",")]);
-  useEffect(() => setShown((s) => s.filter((l) => rc.langs.includes(l)).length ? s.filter((l) => rc.langs.includes(l)) : rc.langs), [rc.langs.join(",")]);
+  useEffect(
+    () =>
+      setShown((s) =>
+        s.filter((l) => rc.langs.includes(l)).length ? s.filter((l) => rc.langs.includes(l)) : rc.langs,
+      ),
+    [rc.langs.join(",")],
+  );
   // Another member's change appears at once; values being edited here keep their draft.
   useLive(["records"], (items) => {
     if (items.some((i) => i.key === props.record)) rec.reload();
@@ -72,7 +90,11 @@ export function RecordEditor(props: { rc: RecordsCtx; record: string; definition
         }
         setMessages(next);
         setDrafts((m) => new Map([...m].filter(([k]) => refused.has(k))));
-        if (refused.size) notify(`${refused.size} value${refused.size === 1 ? " was" : "s were"} refused: see the messages next to the fields`, "error");
+        if (refused.size)
+          notify(
+            `${refused.size} value${refused.size === 1 ? " was" : "s were"} refused: see the messages next to the fields`,
+            "error",
+          );
         else notify("Saved");
         rec.reload();
       } catch (err) {
@@ -111,12 +133,32 @@ export function RecordEditor(props: { rc: RecordsCtx; record: string; definition
         {r.isLink ? <span class="badge">Linked copy</span> : null}
       </div>
       <div class="toolbar" role="toolbar" aria-label="Record actions">
-        <button type="button" class="btn small primary" disabled={busy || r.isLink || r.status === "deleted"} onClick={() => act(async () => rc.open((await recordsApi.create(rc.gid, r.gid, rc.ordering || undefined)).gid, "record"), "Record created")}>
+        <button
+          type="button"
+          class="btn small primary"
+          disabled={busy || r.isLink || r.status === "deleted"}
+          onClick={() =>
+            act(
+              async () => rc.open((await recordsApi.create(rc.gid, r.gid, rc.ordering || undefined)).gid, "record"),
+              "Record created",
+            )
+          }
+        >
           New child
         </button>
         {!isRoot ? (
           <>
-            <button type="button" class="btn small" disabled={busy} onClick={() => act(async () => rc.open(await recordsApi.duplicate(rc.gid, r.gid, rc.ordering || undefined), "record"), "Duplicated")}>
+            <button
+              type="button"
+              class="btn small"
+              disabled={busy}
+              onClick={() =>
+                act(
+                  async () => rc.open(await recordsApi.duplicate(rc.gid, r.gid, rc.ordering || undefined), "record"),
+                  "Duplicated",
+                )
+              }
+            >
               Duplicate
             </button>
             <button type="button" class="btn small" disabled={busy} onClick={() => setTarget("copy")}>
@@ -129,12 +171,24 @@ export function RecordEditor(props: { rc: RecordsCtx; record: string; definition
               Move to…
             </button>
             {r.isLink ? (
-              <button type="button" class="btn small" disabled={busy} onClick={() => act(() => recordsApi.unlink(rc.gid, r.gid), "Unlinked: the record is now a record of its own")}>
+              <button
+                type="button"
+                class="btn small"
+                disabled={busy}
+                onClick={() =>
+                  act(() => recordsApi.unlink(rc.gid, r.gid), "Unlinked: the record is now a record of its own")
+                }
+              >
                 Unlink
               </button>
             ) : null}
             {r.status === "deleted" ? (
-              <button type="button" class="btn small" disabled={busy} onClick={() => act(() => recordsApi.undelete(rc.gid, r.gid), "Restored")}>
+              <button
+                type="button"
+                class="btn small"
+                disabled={busy}
+                onClick={() => act(() => recordsApi.undelete(rc.gid, r.gid), "Restored")}
+              >
                 Restore
               </button>
             ) : (
@@ -143,7 +197,14 @@ export function RecordEditor(props: { rc: RecordsCtx; record: string; definition
                 class="btn small danger"
                 disabled={busy}
                 onClick={async () => {
-                  if (await confirm({ title: "Delete record", text: `Delete “${title || "Untitled"}” with its ${r.childcount} children and the links to it? It can be restored.`, action: "Delete", danger: true }))
+                  if (
+                    await confirm({
+                      title: "Delete record",
+                      text: `Delete “${title || "Untitled"}” with its ${r.childcount} children and the links to it? It can be restored.`,
+                      action: "Delete",
+                      danger: true,
+                    })
+                  )
                     act(async () => {
                       await recordsApi.remove(rc.gid, r.gid);
                       if (r.parent) rc.open(r.parent, "record");
@@ -184,20 +245,45 @@ export function RecordEditor(props: { rc: RecordsCtx; record: string; definition
                   type="checkbox"
                   checked={shown.includes(l)}
                   disabled={shown.length === 1 && shown[0] === l}
-                  onChange={(e) => setShown(e.currentTarget.checked ? rc.langs.filter((x) => x === l || shown.includes(x)) : shown.filter((x) => x !== l))}
+                  onChange={(e) =>
+                    setShown(
+                      e.currentTarget.checked
+                        ? rc.langs.filter((x) => x === l || shown.includes(x))
+                        : shown.filter((x) => x !== l),
+                    )
+                  }
                 />
                 {l}
               </label>
             ))}
           </fieldset>
-          {view.error ? <ErrorNote error={view.error} /> : !v ? <Loading /> : !v.fields.length ? <p class="muted">The definition {labelOf(v.definition, rc.langs[0]!)} has no fields.</p> : (
-            <Layout v={v} r={r} langs={shown} drafts={drafts} messages={messages} setDraft={setDraft} ui={rc.langs[0]!} />
+          {view.error ? (
+            <ErrorNote error={view.error} />
+          ) : !v ? (
+            <Loading />
+          ) : !v.fields.length ? (
+            <p class="muted">The definition {labelOf(v.definition, rc.langs[0]!)} has no fields.</p>
+          ) : (
+            <Layout
+              v={v}
+              r={r}
+              langs={shown}
+              drafts={drafts}
+              messages={messages}
+              setDraft={setDraft}
+              ui={rc.langs[0]!}
+            />
           )}
           <div class="actions start sticky-actions">
             <button type="submit" class="btn primary" disabled={busy || !drafts.size}>
               Save
             </button>
-            <button type="button" class="btn" disabled={busy || !drafts.size} onClick={() => (setDrafts(new Map()), setMessages(new Map()))}>
+            <button
+              type="button"
+              class="btn"
+              disabled={busy || !drafts.size}
+              onClick={() => (setDrafts(new Map()), setMessages(new Map()))}
+            >
               Discard changes
             </button>
             {drafts.size ? <span class="muted">{drafts.size} unsaved</span> : null}
@@ -208,7 +294,14 @@ export function RecordEditor(props: { rc: RecordsCtx; record: string; definition
   );
 }
 
-function Facts(props: { rc: RecordsCtx; r: RecordItem; definitions: DefinitionDef[]; view: DefView | undefined; busy: boolean; act: (fn: () => Promise<unknown>, done?: string) => void }) {
+function Facts(props: {
+  rc: RecordsCtx;
+  r: RecordItem;
+  definitions: DefinitionDef[];
+  view: DefView | undefined;
+  busy: boolean;
+  act: (fn: () => Promise<unknown>, done?: string) => void;
+}) {
   const { rc, r, view } = props;
   const channels = rc.project.options.channels.filter((c) => c.key !== "__all__");
   const current = props.definitions.find((d) => d.gid === r.definition);
@@ -227,7 +320,13 @@ function Facts(props: { rc: RecordsCtx; r: RecordItem; definitions: DefinitionDe
               const next = e.currentTarget.value;
               const name = props.definitions.find((d) => d.gid === next)?.name ?? next;
               e.currentTarget.value = r.definition;
-              if (await confirm({ title: "Change the definition", text: `Give this record the definition ${name}? Values of fields the two definitions do not share are cleared.`, action: "Change definition" }))
+              if (
+                await confirm({
+                  title: "Change the definition",
+                  text: `Give this record the definition ${name}? Values of fields the two definitions do not share are cleared.`,
+                  action: "Change definition",
+                })
+              )
                 props.act(() => recordsApi.setDefinition(rc.gid, r.gid, next), "Definition changed");
             }}
           >
@@ -252,7 +351,11 @@ function Facts(props: { rc: RecordsCtx; r: RecordItem; definitions: DefinitionDe
                 onChange={(e) => {
                   const on = e.currentTarget.checked;
                   setSwitched((m) => new Map(m).set(c.key, on));
-                  props.act(() => recordsApi.setChannels(rc.gid, r.gid, [c.key], on).catch((err) => (setSwitched(new Map()), Promise.reject(err))));
+                  props.act(() =>
+                    recordsApi
+                      .setChannels(rc.gid, r.gid, [c.key], on)
+                      .catch((err) => (setSwitched(new Map()), Promise.reject(err))),
+                  );
                 }}
               />
               {c.name}
@@ -283,7 +386,15 @@ function Facts(props: { rc: RecordsCtx; r: RecordItem; definitions: DefinitionDe
   );
 }
 
-type LayoutProps = { v: DefView; r: RecordItem; langs: string[]; drafts: Map<string, string>; messages: Map<string, ValueReport[]>; setDraft: (f: FieldDef, lang: string, text: string) => void; ui: string };
+type LayoutProps = {
+  v: DefView;
+  r: RecordItem;
+  langs: string[];
+  drafts: Map<string, string>;
+  messages: Map<string, ValueReport[]>;
+  setDraft: (f: FieldDef, lang: string, text: string) => void;
+  ui: string;
+};
 
 /** The field gids a layout places. */
 function placed(l: LayoutDef | null | undefined): Set<string> {
@@ -316,12 +427,23 @@ function Layout(p: LayoutProps) {
       <fieldset key={c.gid} class="lay-section">
         <legend>{labelOf(c, p.ui)}</legend>
         {cl ? <Component id={cl.root} l={cl} byGid={byGid} p={p} /> : null}
-        {own.filter((g) => !inLayout.has(g)).map((g) => <FieldRow key={g} f={byGid.get(g)!} p={p} />)}
+        {own
+          .filter((g) => !inLayout.has(g))
+          .map((g) => (
+            <FieldRow key={g} f={byGid.get(g)!} p={p} />
+          ))}
       </fieldset>,
     );
   }
   const rest = p.v.fields.filter((f) => !shown.has(f.gid));
-  if (rest.length) parts.push(<div key="rest" class="lay-v">{rest.map((f) => <FieldRow key={f.gid} f={f} p={p} />)}</div>);
+  if (rest.length)
+    parts.push(
+      <div key="rest" class="lay-v">
+        {rest.map((f) => (
+          <FieldRow key={f.gid} f={f} p={p} />
+        ))}
+      </div>,
+    );
   return <div class="rv-layout">{parts}</div>;
 }
 
@@ -337,7 +459,12 @@ function Component(props: { id: string; l: LayoutDef; byGid: Map<string, FieldDe
     }
     case "text": {
       const t = c.options?.text;
-      const text = typeof t === "string" ? t : t && typeof t === "object" ? (p.langs.map((x) => t[x]).find(Boolean) ?? Object.values(t).find(Boolean)) : "";
+      const text =
+        typeof t === "string"
+          ? t
+          : t && typeof t === "object"
+            ? (p.langs.map((x) => t[x]).find(Boolean) ?? Object.values(t).find(Boolean))
+            : "";
       return text ? <p class="lay-text">{String(text)}</p> : null;
     }
     case "horizontal":
@@ -367,16 +494,31 @@ function Tabs(props: { ids: string[]; l: LayoutDef; byGid: Map<string, FieldDef>
   };
   return (
     <div class="lay-tabs">
-      <div role="tablist" onKeyDown={(e) => (e.key === "ArrowRight" ? pick(i + 1, true) : e.key === "ArrowLeft" ? pick(i - 1, true) : null)}>
+      <div
+        role="tablist"
+        onKeyDown={(e) =>
+          e.key === "ArrowRight" ? pick(i + 1, true) : e.key === "ArrowLeft" ? pick(i - 1, true) : null
+        }
+      >
         {tabs.map((id, n) => (
-          <button key={id} id={`tab-${id}`} type="button" role="tab" aria-selected={id === cur} tabIndex={id === cur ? 0 : -1} onClick={() => pick(n)}>
+          <button
+            key={id}
+            id={`tab-${id}`}
+            type="button"
+            role="tab"
+            aria-selected={id === cur}
+            tabIndex={id === cur ? 0 : -1}
+            onClick={() => pick(n)}
+          >
             {props.l.components[id]!.name || `Tab ${n + 1}`}
           </button>
         ))}
       </div>
       {cur ? (
         <div role="tabpanel" aria-labelledby={`tab-${cur}`}>
-          {(props.l.components[cur]!.content ?? []).map((k) => <Component key={k} id={k} l={props.l} byGid={props.byGid} p={props.p} />)}
+          {(props.l.components[cur]!.content ?? []).map((k) => (
+            <Component key={k} id={k} l={props.l} byGid={props.byGid} p={props.p} />
+          ))}
         </div>
       ) : null}
     </div>
@@ -391,7 +533,12 @@ function FieldRow(props: { f: FieldDef; p: LayoutProps }) {
     <div class={"rv-row" + (f.isLocalized ? " localized" : "")} data-field={f.name}>
       <div class="rv-label">
         {label}
-        {f.isRequired ? <span class="req" title="Required"> *</span> : null}
+        {f.isRequired ? (
+          <span class="req" title="Required">
+            {" "}
+            *
+          </span>
+        ) : null}
         {!f.isLocalized && p.langs.length > 1 ? <span class="hint"> · all languages</span> : null}
       </div>
       <div class="rv-langs" style={{ gridTemplateColumns: `repeat(${langs.length}, minmax(0, 1fr))` }}>
@@ -400,8 +547,15 @@ function FieldRow(props: { f: FieldDef; p: LayoutProps }) {
           const dirty = p.drafts.has(k);
           const msgs = p.messages.get(k) ?? [];
           return (
-            <div key={lang} class={"rv-cell" + (dirty ? " dirty" : "") + (msgs.some((m) => m.level === "error") ? " invalid" : "")}>
-              {f.isLocalized ? <span class="lang-tag" aria-hidden="true">{lang}</span> : null}
+            <div
+              key={lang}
+              class={"rv-cell" + (dirty ? " dirty" : "") + (msgs.some((m) => m.level === "error") ? " invalid" : "")}
+            >
+              {f.isLocalized ? (
+                <span class="lang-tag" aria-hidden="true">
+                  {lang}
+                </span>
+              ) : null}
               <ValueInput
                 field={f}
                 lang={lang}
@@ -411,7 +565,11 @@ function FieldRow(props: { f: FieldDef; p: LayoutProps }) {
                 onInput={(t) => p.setDraft(f, lang, t)}
               />
               {msgs.map((m, n) => (
-                <span key={n} class={m.level === "error" ? "field-error" : "field-warning"} role={m.level === "error" ? "alert" : undefined}>
+                <span
+                  key={n}
+                  class={m.level === "error" ? "field-error" : "field-warning"}
+                  role={m.level === "error" ? "alert" : undefined}
+                >
                   {m.message}
                 </span>
               ))}

@@ -11,11 +11,14 @@ type Download = { name: string; href: string };
 function useDownload(): [Download | null, (name: string, file: Blob | string) => Download] {
   const [d, setD] = useState<Download | null>(null);
   useEffect(() => () => void (d?.href.startsWith("blob:") && URL.revokeObjectURL(d.href)), [d]);
-  return [d, (name, file) => {
-    const next = { name, href: typeof file === "string" ? file : URL.createObjectURL(file) };
-    setD(next);
-    return next;
-  }];
+  return [
+    d,
+    (name, file) => {
+      const next = { name, href: typeof file === "string" ? file : URL.createObjectURL(file) };
+      setD(next);
+      return next;
+    },
+  ];
 }
 
 /** Starts the browser's download of a file. */
@@ -86,7 +89,14 @@ export function ExcelPanel(props: { rc: RecordsCtx; parent: RecordItem; lang: st
         </button>
         <label class="btn">
           Import a workbook…
-          <input ref={fileRef} type="file" name="excel-import" class="visually-hidden" accept=".xlsx,application/vnd.openxmlformats-officedocument.spreadsheetml.sheet" onChange={(e) => importFile(e.currentTarget.files?.[0])} />
+          <input
+            ref={fileRef}
+            type="file"
+            name="excel-import"
+            class="visually-hidden"
+            accept=".xlsx,application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+            onChange={(e) => importFile(e.currentTarget.files?.[0])}
+          />
         </label>
         {exported ? (
           <a href={exported.href} download={exported.name}>

@@ -25,7 +25,9 @@ export function ValueInput(p: Props) {
     ref: p.inputRef,
     name: `${f.name}.${p.lang}`,
   };
-  const values: { key: string; label: Record<string, string> }[] | undefined = Array.isArray(f.options.values) ? f.options.values : undefined;
+  const values: { key: string; label: Record<string, string> }[] | undefined = Array.isArray(f.options.values)
+    ? f.options.values
+    : undefined;
   if (f.type === "boolean")
     return (
       <select {...common} value={p.value} onChange={(e) => p.onInput(e.currentTarget.value)}>
@@ -61,7 +63,24 @@ export function ValueInput(p: Props) {
       </select>
     );
   if (f.type === "text" || f.type === "class" || f.type === "classlist" || isList(f))
-    return <textarea {...common} rows={isList(f) ? 3 : 2} value={p.value} onInput={(e) => p.onInput(e.currentTarget.value)} placeholder={isList(f) ? "One per line" : undefined} />;
-  if (f.type === "date") return <input {...common} type="date" value={p.value} onInput={(e) => p.onInput(e.currentTarget.value)} />;
-  return <input {...common} type="text" inputMode={f.type === "number" || f.type === "decimal" ? "decimal" : undefined} value={p.value} onInput={(e) => p.onInput(e.currentTarget.value)} />;
+    return (
+      <textarea
+        {...common}
+        rows={isList(f) ? 3 : 2}
+        value={p.value}
+        onInput={(e) => p.onInput(e.currentTarget.value)}
+        placeholder={isList(f) ? "One per line" : undefined}
+      />
+    );
+  if (f.type === "date")
+    return <input {...common} type="date" value={p.value} onInput={(e) => p.onInput(e.currentTarget.value)} />;
+  return (
+    <input
+      {...common}
+      type="text"
+      inputMode={f.type === "number" || f.type === "decimal" ? "decimal" : undefined}
+      value={p.value}
+      onInput={(e) => p.onInput(e.currentTarget.value)}
+    />
+  );
 }

@@ -45,7 +45,8 @@ export function RecordsPage(props: { ctx: ProjectCtx }) {
       channel,
       selection,
       setSelection,
-      open: (record, v) => navigate(`/console/p/${gid}/records?record=${record}&view=${v ?? (view === "search" ? "record" : view)}`),
+      open: (record, v) =>
+        navigate(`/console/p/${gid}/records?record=${record}&view=${v ?? (view === "search" ? "record" : view)}`),
       track: (token, label) => setJobs((j) => [...j, { token, label }]),
     }),
     [gid, project, ordering, channel, selection, view],
@@ -102,14 +103,21 @@ export function RecordsPage(props: { ctx: ProjectCtx }) {
                 role="tab"
                 aria-selected={v.view === view}
                 href={`?record=${current}&view=${v.view}`}
-                onClick={(e) => (e.preventDefault(), navigate(`/console/p/${gid}/records?record=${current}&view=${v.view}`))}
+                onClick={(e) => (
+                  e.preventDefault(), navigate(`/console/p/${gid}/records?record=${current}&view=${v.view}`)
+                )}
               >
                 {v.label}
               </a>
             ))}
           </div>
           {view === "record" ? (
-            <RecordEditor rc={rc} record={current} definitions={definitions.data?.definitions ?? []} onPath={setReveal} />
+            <RecordEditor
+              rc={rc}
+              record={current}
+              definitions={definitions.data?.definitions ?? []}
+              onPath={setReveal}
+            />
           ) : view === "children" ? (
             <Worksheet rc={rc} parent={current} />
           ) : (

@@ -1,7 +1,14 @@
 // The schema as the records pages need it: a definition with its ordered fields, classes and
 // layouts (read once per definition, forgotten when a schema sync item arrives), and the
 // conversions between stored values and the text of an input.
-import { recordSchemaApi, type ClassDef, type DefinitionDef, type FieldDef, type LayoutDef, type RecordItem } from "../../api";
+import {
+  recordSchemaApi,
+  type ClassDef,
+  type DefinitionDef,
+  type FieldDef,
+  type LayoutDef,
+  type RecordItem,
+} from "../../api";
 import { live } from "../../live";
 
 export type DefView = {
@@ -23,16 +30,22 @@ async function load(project: string, gid: string): Promise<DefView> {
   const classes = await recordSchemaApi.classes(project, definition.classes);
   const order: string[] = [];
   const seen = new Set<string>();
-  for (const f of [...definition.fields, ...definition.classes.flatMap((c) => classes.get(c)?.fields ?? [])]) if (!seen.has(f) && seen.add(f)) order.push(f);
+  for (const f of [...definition.fields, ...definition.classes.flatMap((c) => classes.get(c)?.fields ?? [])])
+    if (!seen.has(f) && seen.add(f)) order.push(f);
   const layoutGids = [definition.layout, ...[...classes.values()].map((c) => c.layout)].filter((g): g is string => !!g);
-  const [fields, layouts] = await Promise.all([recordSchemaApi.fields(project, order), recordSchemaApi.layouts(project, layoutGids)]);
+  const [fields, layouts] = await Promise.all([
+    recordSchemaApi.fields(project, order),
+    recordSchemaApi.layouts(project, layoutGids),
+  ]);
   const classList = definition.classes.map((c) => classes.get(c)).filter((c): c is ClassDef => !!c);
   return {
     definition,
     fields: order.map((g) => fields.get(g)).filter((f): f is FieldDef => !!f),
     layout: definition.layout ? (layouts.get(definition.layout) ?? null) : null,
     classes: classList,
-    classLayouts: new Map(classList.filter((c) => c.layout && layouts.has(c.layout)).map((c) => [c.gid, layouts.get(c.layout!)!])),
+    classLayouts: new Map(
+      classList.filter((c) => c.layout && layouts.has(c.layout)).map((c) => [c.gid, layouts.get(c.layout!)!]),
+    ),
   };
 }
 
@@ -59,7 +72,7 @@ export function titleOf(r: RecordItem | undefined, langs: string[]): string {
 
 /** The stored value of a field in a language (the key, for a value list). */
 export function rawValue(r: RecordItem, f: FieldDef, lang: string): unknown {
-  const vals = Object.hasOwn(r.fields, lang) ? r.fields[lang]! : Object.values(r.fields)[0] ?? {};
+  const vals = Object.hasOwn(r.fields, lang) ? r.fields[lang]! : (Object.values(r.fields)[0] ?? {});
   if (f.options.values && Object.hasOwn(vals, `${f.name}/key`)) return vals[`${f.name}/key`];
   return Object.hasOwn(vals, f.name) ? vals[f.name] : null;
 }
@@ -85,7 +98,11 @@ export function fromDraft(f: FieldDef, text: string): unknown {
     return /^-?\d+(\.\d+)?$/.test(n) ? Number(n) : t;
   }
   if (f.type === "boolean") return t === "true";
-  if (LIST.has(f.type)) return text.split("\n").map((s) => s.trim()).filter(Boolean);
+  if (LIST.has(f.type))
+    return text
+      .split("\n")
+      .map((s) => s.trim())
+      .filter(Boolean);
   if (JSONISH.has(f.type)) {
     try {
       return JSON.parse(t);

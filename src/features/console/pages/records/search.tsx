@@ -24,7 +24,9 @@ export function RecordSearch(props: { rc: RecordsCtx }) {
   const load = (qq: Query, size = PAGE) =>
     run(async () => {
       try {
-        setPage(await recordsApi.search(rc.gid, { language: qq.language, q: qq.q, filter: qq.filter ?? undefined, size }));
+        setPage(
+          await recordsApi.search(rc.gid, { language: qq.language, q: qq.q, filter: qq.filter ?? undefined, size }),
+        );
         setError(null);
       } catch (e) {
         setError(e);
@@ -32,7 +34,8 @@ export function RecordSearch(props: { rc: RecordsCtx }) {
       }
     });
   useLive(["records"], (items) => {
-    if (query && page && items.some((i) => page.items.some((r) => r.gid === i.key) || i.action !== "UPDATE")) load(query, Math.max(PAGE, page.items.length));
+    if (query && page && items.some((i) => page.items.some((r) => r.gid === i.key) || i.action !== "UPDATE"))
+      load(query, Math.max(PAGE, page.items.length));
   });
 
   const submit = (e: Event) => {
@@ -43,7 +46,7 @@ export function RecordSearch(props: { rc: RecordsCtx }) {
       try {
         filter = JSON.parse(filterText);
       } catch {
-        setFilterError("The filter is not valid JSON, e.g. [\"price\", \"<\", 100]");
+        setFilterError('The filter is not valid JSON, e.g. ["price", "<", 100]');
         return;
       }
     }
@@ -53,7 +56,12 @@ export function RecordSearch(props: { rc: RecordsCtx }) {
   };
 
   const picked = selectedGids(rc.selection);
-  const toggle = (g: string, on: boolean) => rc.setSelection(on ? [...rc.selection.filter((s) => typeof s === "string"), g] : rc.selection.filter((s) => s !== g && typeof s === "string"));
+  const toggle = (g: string, on: boolean) =>
+    rc.setSelection(
+      on
+        ? [...rc.selection.filter((s) => typeof s === "string"), g]
+        : rc.selection.filter((s) => s !== g && typeof s === "string"),
+    );
   const allMatches = rc.selection.some((s) => typeof s === "object" && "search" in s);
 
   return (
@@ -63,7 +71,13 @@ export function RecordSearch(props: { rc: RecordsCtx }) {
           <input name="q" type="search" value={q} onInput={(e) => setQ(e.currentTarget.value)} />
         </Field>
         <Field label="Filter" error={filterError ?? undefined} hint={'e.g. ["price", "<", 100]'}>
-          <textarea name="filter" rows={1} value={filterText} onInput={(e) => setFilterText(e.currentTarget.value)} class="mono" />
+          <textarea
+            name="filter"
+            rows={1}
+            value={filterText}
+            onInput={(e) => setFilterText(e.currentTarget.value)}
+            class="mono"
+          />
         </Field>
         <Field label="Language">
           <select value={lang} onChange={(e) => setLang(e.currentTarget.value)}>
@@ -89,14 +103,30 @@ export function RecordSearch(props: { rc: RecordsCtx }) {
               <span class="muted" role="status">
                 {page.total} {page.total === 1 ? "match" : "matches"}
               </span>
-              <button type="button" class="btn small" aria-pressed={allMatches} onClick={() => rc.setSelection(allMatches ? [] : [{ search: { language: query.language, q: query.q || undefined, filter: query.filter } }])}>
+              <button
+                type="button"
+                class="btn small"
+                aria-pressed={allMatches}
+                onClick={() =>
+                  rc.setSelection(
+                    allMatches
+                      ? []
+                      : [{ search: { language: query.language, q: query.q || undefined, filter: query.filter } }],
+                  )
+                }
+              >
                 {allMatches ? "Clear the selection" : `Select all ${page.total} matches`}
               </button>
             </div>
             <ul class="rows" aria-label="Search results">
               {page.items.map((r) => (
                 <li key={r.gid} class="row-item" data-record={r.gid}>
-                  <input type="checkbox" aria-label={`Select ${titleOf(r, [query.language, ...rc.langs]) || "Untitled"}`} checked={allMatches || picked.has(r.gid)} onChange={(e) => toggle(r.gid, e.currentTarget.checked)} />
+                  <input
+                    type="checkbox"
+                    aria-label={`Select ${titleOf(r, [query.language, ...rc.langs]) || "Untitled"}`}
+                    checked={allMatches || picked.has(r.gid)}
+                    onChange={(e) => toggle(r.gid, e.currentTarget.checked)}
+                  />
                   <div class="row-main">
                     <a href={`?record=${r.gid}`} onClick={(e) => (e.preventDefault(), rc.open(r.gid, "record"))}>
                       {titleOf(r, [query.language, ...rc.langs]) || "Untitled"}

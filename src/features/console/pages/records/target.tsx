@@ -5,7 +5,14 @@ import { Dialog, ErrorNote, Field, focusOnMount, useBusy } from "../../ui";
 import type { RecordsCtx } from "./context";
 import { titleOf } from "./schema";
 
-export function TargetDialog(props: { rc: RecordsCtx; title: string; action: string; exclude?: string; onClose: () => void; onPick: (parent: string) => Promise<void> }) {
+export function TargetDialog(props: {
+  rc: RecordsCtx;
+  title: string;
+  action: string;
+  exclude?: string;
+  onClose: () => void;
+  onPick: (parent: string) => Promise<void>;
+}) {
   const { rc } = props;
   const [q, setQ] = useState("");
   const [found, setFound] = useState<RecordItem[]>([]);
@@ -19,10 +26,9 @@ export function TargetDialog(props: { rc: RecordsCtx; title: string; action: str
   useEffect(() => {
     if (!q.trim()) return setFound([]);
     const t = setTimeout(() => {
-      recordsApi.search(rc.gid, { language: rc.langs[0]!, q, size: 20 }).then(
-        (page) => setFound(page.items.filter((r) => r.gid !== props.exclude && !r.isLink)),
-        setError,
-      );
+      recordsApi
+        .search(rc.gid, { language: rc.langs[0]!, q, size: 20 })
+        .then((page) => setFound(page.items.filter((r) => r.gid !== props.exclude && !r.isLink)), setError);
     }, 200);
     return () => clearTimeout(t);
   }, [q]);
@@ -44,7 +50,13 @@ export function TargetDialog(props: { rc: RecordsCtx; title: string; action: str
           <legend class="visually-hidden">New parent</legend>
           {options.map((r) => (
             <label key={r.gid} class="check-inline target">
-              <input type="radio" name="target" value={r.gid} checked={pick === r.gid} onChange={() => setPick(r.gid)} />
+              <input
+                type="radio"
+                name="target"
+                value={r.gid}
+                checked={pick === r.gid}
+                onChange={() => setPick(r.gid)}
+              />
               {r.parent === null ? `${rc.project.name} (top level)` : titleOf(r, rc.langs) || "Untitled"}
             </label>
           ))}

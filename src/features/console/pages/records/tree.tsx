@@ -10,7 +10,9 @@ import { titleOf } from "./schema";
 
 const PAGE = 50;
 type Node = { items: RecordItem[]; total: number };
-type Row = { kind: "record"; r: RecordItem; level: number } | { kind: "more"; parent: string; level: number; left: number };
+type Row =
+  | { kind: "record"; r: RecordItem; level: number }
+  | { kind: "more"; parent: string; level: number; left: number };
 
 export function RecordTree(props: { rc: RecordsCtx; root: RecordItem; current: string | null; reveal: string[] }) {
   const { rc, root } = props;
@@ -25,7 +27,12 @@ export function RecordTree(props: { rc: RecordsCtx; root: RecordItem; current: s
 
   const load = async (parent: string, size = PAGE) => {
     try {
-      const page = await recordsApi.children(rc.gid, parent, { ordering: rc.ordering || undefined, channel: rc.channel || undefined, size, language: rc.langs[0] });
+      const page = await recordsApi.children(rc.gid, parent, {
+        ordering: rc.ordering || undefined,
+        channel: rc.channel || undefined,
+        size,
+        language: rc.langs[0],
+      });
       setNodes((m) => new Map(m).set(parent, page));
     } catch (e) {
       notifyError(e);
@@ -59,7 +66,8 @@ export function RecordTree(props: { rc: RecordsCtx; root: RecordItem; current: s
     if (!expanded.has(r.gid)) return;
     const n = nodes.get(r.gid);
     for (const c of n?.items ?? []) walk(c, level + 1);
-    if (n && n.items.length < n.total) rows.push({ kind: "more", parent: r.gid, level: level + 1, left: n.total - n.items.length });
+    if (n && n.items.length < n.total)
+      rows.push({ kind: "more", parent: r.gid, level: level + 1, left: n.total - n.items.length });
   };
   walk(root, 0);
   const records = rows.filter((x): x is Extract<Row, { kind: "record" }> => x.kind === "record");
@@ -81,7 +89,12 @@ export function RecordTree(props: { rc: RecordsCtx; root: RecordItem; current: s
   const move = async (record: string, target: RecordItem, before: boolean) => {
     if (record === target.gid) return;
     try {
-      if (before && target.parent) await recordsApi.move(rc.gid, record, { parent: target.parent, ordering: rc.ordering || undefined, before: target.gid });
+      if (before && target.parent)
+        await recordsApi.move(rc.gid, record, {
+          parent: target.parent,
+          ordering: rc.ordering || undefined,
+          before: target.gid,
+        });
       else {
         await recordsApi.move(rc.gid, record, { parent: target.gid, ordering: rc.ordering || undefined });
         if (!expanded.has(target.gid)) toggle(target, true);
@@ -131,7 +144,11 @@ export function RecordTree(props: { rc: RecordsCtx; root: RecordItem; current: s
         if (row.kind === "more")
           return (
             <li key={`more-${row.parent}`} role="none" style={{ paddingLeft: `${row.level * 14}px` }}>
-              <button type="button" class="btn link small" onClick={() => load(row.parent, (nodes.get(row.parent)?.items.length ?? 0) + PAGE)}>
+              <button
+                type="button"
+                class="btn link small"
+                onClick={() => load(row.parent, (nodes.get(row.parent)?.items.length ?? 0) + PAGE)}
+              >
                 Show {Math.min(row.left, PAGE)} more
               </button>
             </li>
@@ -140,7 +157,11 @@ export function RecordTree(props: { rc: RecordsCtx; root: RecordItem; current: s
         const r = nodes.has(row.r.gid) ? { ...row.r, childcount: nodes.get(row.r.gid)!.total } : row.r;
         const title = r.gid === root.gid ? rc.project.name : titleOf(r, rc.langs);
         const open = expanded.has(r.gid);
-        const cls = ["tree-row", r.gid === props.current ? "current" : "", drop?.gid === r.gid ? (drop.before ? "drop-before" : "drop-into") : ""].join(" ");
+        const cls = [
+          "tree-row",
+          r.gid === props.current ? "current" : "",
+          drop?.gid === r.gid ? (drop.before ? "drop-before" : "drop-into") : "",
+        ].join(" ");
         return (
           <li
             key={r.gid}
@@ -185,7 +206,11 @@ export function RecordTree(props: { rc: RecordsCtx; root: RecordItem; current: s
               if (source) move(source, r, before);
             }}
           >
-            <span class="tree-toggle" aria-hidden="true" onClick={(e) => (e.stopPropagation(), r.childcount > 0 && toggle(r))}>
+            <span
+              class="tree-toggle"
+              aria-hidden="true"
+              onClick={(e) => (e.stopPropagation(), r.childcount > 0 && toggle(r))}
+            >
               {r.childcount > 0 ? (open ? "▾" : "▸") : ""}
             </span>
             <span class={"tree-title" + (title ? "" : " muted")}>{title || "Untitled"}</span>

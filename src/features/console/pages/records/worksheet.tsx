@@ -18,9 +18,15 @@ export function Worksheet(props: { rc: RecordsCtx; parent: string }) {
   const [lang, setLang] = useState(rc.langs[0]!);
   const [top, setTop] = useState(0);
   useEffect(() => setTop(0), [props.parent]);
-  const sheet = useLoad(() => recordsApi.worksheet(rc.gid, props.parent, { ordering: rc.ordering, top, size: PAGE, language: lang }), [rc.gid, props.parent, rc.ordering, top, lang]);
+  const sheet = useLoad(
+    () => recordsApi.worksheet(rc.gid, props.parent, { ordering: rc.ordering, top, size: PAGE, language: lang }),
+    [rc.gid, props.parent, rc.ordering, top, lang],
+  );
   const defs = sheet.data?.definitions.map((d) => d.gid) ?? [];
-  const views = useLoad(async () => new Map((await Promise.all(defs.map((d) => defView(rc.gid, d)))).map((v) => [v.definition.gid, v])), [defs.join(",")]);
+  const views = useLoad(
+    async () => new Map((await Promise.all(defs.map((d) => defView(rc.gid, d)))).map((v) => [v.definition.gid, v])),
+    [defs.join(",")],
+  );
   const [editing, setEditing] = useState<Editing | null>(null);
   const [errors, setErrors] = useState<Map<string, string>>(new Map());
   const saving = useRef(false);
@@ -32,18 +38,25 @@ export function Worksheet(props: { rc: RecordsCtx; parent: string }) {
   });
   useLive(SCHEMA_TYPES, () => views.reload());
 
-  if (!rc.ordering) return <p class="error">The project has no ordering: add one in the settings to see the worksheet.</p>;
+  if (!rc.ordering)
+    return <p class="error">The project has no ordering: add one in the settings to see the worksheet.</p>;
   if (sheet.error && !sheet.data) return <ErrorNote error={sheet.error} />;
   const data = sheet.data;
   if (!data || data.record.gid !== props.parent) return <Loading />;
 
   const columns: FieldDef[] = [];
   const seen = new Set<string>();
-  for (const v of views.data?.values() ?? []) for (const f of v.fields) if (!seen.has(f.gid) && seen.add(f.gid)) columns.push(f);
+  for (const v of views.data?.values() ?? [])
+    for (const f of v.fields) if (!seen.has(f.gid) && seen.add(f.gid)) columns.push(f);
   const hasField = (r: RecordItem, f: FieldDef) => !!views.data?.get(r.definition)?.fields.some((x) => x.gid === f.gid);
   const picked = selectedGids(rc.selection);
   const allChildren = rc.selection.some((s) => typeof s === "object" && "children" in s && s.children === props.parent);
-  const toggle = (g: string, on: boolean) => rc.setSelection(on ? [...rc.selection.filter((s) => typeof s === "string"), g] : rc.selection.filter((s) => s !== g && !(typeof s === "object")));
+  const toggle = (g: string, on: boolean) =>
+    rc.setSelection(
+      on
+        ? [...rc.selection.filter((s) => typeof s === "string"), g]
+        : rc.selection.filter((s) => s !== g && !(typeof s === "object")),
+    );
   const pageGids = data.children.map((c) => c.gid);
   const allOnPage = pageGids.length > 0 && pageGids.every((g) => picked.has(g));
 
@@ -88,7 +101,12 @@ export function Worksheet(props: { rc: RecordsCtx; parent: string }) {
           {data.total} {data.total === 1 ? "child" : "children"}
         </span>
         {data.total > 0 ? (
-          <button type="button" class="btn small" aria-pressed={allChildren} onClick={() => rc.setSelection(allChildren ? [] : [{ children: props.parent }])}>
+          <button
+            type="button"
+            class="btn small"
+            aria-pressed={allChildren}
+            onClick={() => rc.setSelection(allChildren ? [] : [{ children: props.parent }])}
+          >
             {allChildren ? "Clear the selection" : `Select all ${data.total}`}
           </button>
         ) : null}
@@ -118,7 +136,13 @@ export function Worksheet(props: { rc: RecordsCtx; parent: string }) {
                     type="checkbox"
                     aria-label="Select all rows on this page"
                     checked={allOnPage || allChildren}
-                    onChange={(e) => rc.setSelection(e.currentTarget.checked ? [...new Set([...picked, ...pageGids])] : [...picked].filter((g) => !pageGids.includes(g)))}
+                    onChange={(e) =>
+                      rc.setSelection(
+                        e.currentTarget.checked
+                          ? [...new Set([...picked, ...pageGids])]
+                          : [...picked].filter((g) => !pageGids.includes(g)),
+                      )
+                    }
                   />
                 </th>
                 <th scope="col">Title</th>
@@ -134,7 +158,12 @@ export function Worksheet(props: { rc: RecordsCtx; parent: string }) {
               {data.children.map((r) => (
                 <tr key={r.gid} data-record={r.gid} class={picked.has(r.gid) || allChildren ? "selected" : ""}>
                   <td class="sel">
-                    <input type="checkbox" aria-label={`Select ${titleOf(r, [lang, ...rc.langs]) || "Untitled"}`} checked={picked.has(r.gid) || allChildren} onChange={(e) => toggle(r.gid, e.currentTarget.checked)} />
+                    <input
+                      type="checkbox"
+                      aria-label={`Select ${titleOf(r, [lang, ...rc.langs]) || "Untitled"}`}
+                      checked={picked.has(r.gid) || allChildren}
+                      onChange={(e) => toggle(r.gid, e.currentTarget.checked)}
+                    />
                   </td>
                   <th scope="row">
                     <a href={`?record=${r.gid}`} onClick={(e) => (e.preventDefault(), rc.open(r.gid, "record"))}>
@@ -143,7 +172,8 @@ export function Worksheet(props: { rc: RecordsCtx; parent: string }) {
                     {r.isLink ? <span class="badge">link</span> : null}
                   </th>
                   {columns.map((f) => {
-                    if (!hasField(r, f)) return <td key={f.gid} class="cell-off" aria-label="Not a field of this record" />;
+                    if (!hasField(r, f))
+                      return <td key={f.gid} class="cell-off" aria-label="Not a field of this record" />;
                     const k = `${r.gid}|${f.gid}`;
                     const ed = editing && editing.row === r.gid && editing.field === f.gid ? editing : null;
                     const err = errors.get(k);
@@ -172,11 +202,22 @@ export function Worksheet(props: { rc: RecordsCtx; parent: string }) {
                             onBlur={() => (cancelled.current ? (cancelled.current = false) : save(r, f, ed.text))}
                           />
                         ) : (
-                          <button type="button" class="cell-btn" aria-label={`Edit ${labelOf(f, lang)} of ${titleOf(r, [lang]) || "Untitled"}`} onClick={() => setEditing({ row: r.gid, field: f.gid, text: toDraft(f, rawValue(r, f, lang)) })}>
+                          <button
+                            type="button"
+                            class="cell-btn"
+                            aria-label={`Edit ${labelOf(f, lang)} of ${titleOf(r, [lang]) || "Untitled"}`}
+                            onClick={() =>
+                              setEditing({ row: r.gid, field: f.gid, text: toDraft(f, rawValue(r, f, lang)) })
+                            }
+                          >
                             {shownValue(r, f, lang) || <span class="muted">—</span>}
                           </button>
                         )}
-                        {err ? <span class="field-error" role="alert">{err}</span> : null}
+                        {err ? (
+                          <span class="field-error" role="alert">
+                            {err}
+                          </span>
+                        ) : null}
                       </td>
                     );
                   })}
@@ -194,7 +235,12 @@ export function Worksheet(props: { rc: RecordsCtx; parent: string }) {
           <span class="muted">
             {top + 1}–{Math.min(top + PAGE, data.total)} of {data.total}
           </span>
-          <button type="button" class="btn small" disabled={top + PAGE >= data.total} onClick={() => setTop(top + PAGE)}>
+          <button
+            type="button"
+            class="btn small"
+            disabled={top + PAGE >= data.total}
+            onClick={() => setTop(top + PAGE)}
+          >
             Next
           </button>
         </div>
@@ -203,4 +249,3 @@ export function Worksheet(props: { rc: RecordsCtx; parent: string }) {
     </div>
   );
 }
-

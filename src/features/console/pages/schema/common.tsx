@@ -1,12 +1,27 @@
 // Pieces every schema page shares: the status badge, the working-copy life cycle with the commit's
 // dry run, localized text inputs and an ordered list of members (fields, classes, definitions).
 import { useEffect, useRef, useState, type Dispatch, type StateUpdater } from "preact/hooks";
-import { schemaApi, type CommitPreview, type Schema, type SchemaAnswer, type SchemaItem, type SchemaKind, type Setting } from "../../api";
+import {
+  schemaApi,
+  type CommitPreview,
+  type Schema,
+  type SchemaAnswer,
+  type SchemaItem,
+  type SchemaKind,
+  type Setting,
+} from "../../api";
 import { navigate, notify } from "../../store";
 import { confirm, Dialog, Empty, ErrorNote, Field, issue, Loading, useSubmit } from "../../ui";
 import { committedGid, labelOf, type Entry, type SchemaState } from "./state";
 
-export type SchemaCtx = { project: string; languages: string[]; language: string; fieldlists: Setting[]; state: SchemaState; schema: Schema };
+export type SchemaCtx = {
+  project: string;
+  languages: string[];
+  language: string;
+  fieldlists: Setting[];
+  state: SchemaState;
+  schema: Schema;
+};
 
 export const KIND_LABEL: Record<SchemaKind, string> = { field: "field", class: "class", definition: "definition" };
 export const TAB_OF: Record<SchemaKind, string> = { field: "fields", class: "classes", definition: "definitions" };
@@ -16,8 +31,18 @@ export const itemHref = (project: string, kind: SchemaKind, gid: string | null) 
 
 export function StatusBadge(props: { item: SchemaItem }) {
   const it = props.item;
-  if (it.isWorkingCopy) return <span class="badge status-wc" title="Changed, not committed yet: records still use the committed version">Working copy</span>;
-  if (it.isNew) return <span class="badge status-new" title="Not committed yet: it cannot be used elsewhere">New</span>;
+  if (it.isWorkingCopy)
+    return (
+      <span class="badge status-wc" title="Changed, not committed yet: records still use the committed version">
+        Working copy
+      </span>
+    );
+  if (it.isNew)
+    return (
+      <span class="badge status-new" title="Not committed yet: it cannot be used elsewhere">
+        New
+      </span>
+    );
   return <span class="badge status-active">Committed</span>;
 }
 
@@ -49,19 +74,41 @@ export function Lifecycle(props: { ctx: SchemaCtx; kind: SchemaKind; entry: Entr
             class="btn small"
             disabled={busy}
             onClick={async () => {
-              if (await confirm({ title: "Revert", text: `Drop the uncommitted changes of ${name}?`, action: "Revert", danger: true }))
+              if (
+                await confirm({
+                  title: "Revert",
+                  text: `Drop the uncommitted changes of ${name}?`,
+                  action: "Revert",
+                  danger: true,
+                })
+              )
                 lifecycle("revert", () => notify(`${name}: changes dropped`));
             }}
           >
             Revert
           </button>
-          <button type="button" class="btn small" disabled={busy} onClick={() => lifecycle("save_as_new", (g) => (notify(`Saved as a new ${KIND_LABEL[kind]}`), navigate(itemHref(ctx.project, kind, g))))}>
+          <button
+            type="button"
+            class="btn small"
+            disabled={busy}
+            onClick={() =>
+              lifecycle(
+                "save_as_new",
+                (g) => (notify(`Saved as a new ${KIND_LABEL[kind]}`), navigate(itemHref(ctx.project, kind, g))),
+              )
+            }
+          >
             Save as new
           </button>
         </>
       ) : null}
       {!it.isWorkingCopy && !it.isNew ? (
-        <button type="button" class="btn small" disabled={busy} onClick={() => lifecycle("copy", (g) => (notify(`${name} copied`), navigate(itemHref(ctx.project, kind, g))))}>
+        <button
+          type="button"
+          class="btn small"
+          disabled={busy}
+          onClick={() => lifecycle("copy", (g) => (notify(`${name} copied`), navigate(itemHref(ctx.project, kind, g))))}
+        >
           Copy
         </button>
       ) : null}
@@ -71,7 +118,14 @@ export function Lifecycle(props: { ctx: SchemaCtx; kind: SchemaKind; entry: Entr
           class="btn small danger"
           disabled={busy}
           onClick={async () => {
-            if (await confirm({ title: `Delete ${KIND_LABEL[kind]}`, text: `Delete ${name}? This cannot be undone.`, action: "Delete", danger: true }))
+            if (
+              await confirm({
+                title: `Delete ${KIND_LABEL[kind]}`,
+                text: `Delete ${name}? This cannot be undone.`,
+                action: "Delete",
+                danger: true,
+              })
+            )
               lifecycle("delete", () => (notify(`${name} deleted`), navigate(itemHref(ctx.project, kind, null))));
           }}
         >
@@ -91,7 +145,8 @@ function CommitDialog(props: { ctx: SchemaCtx; kind: SchemaKind; item: SchemaIte
   useEffect(() => {
     run(async () => setPreview(await schemaApi.commitPreview(ctx.project, kind, item.gid)));
   }, [item.gid, item.updatedOn]);
-  const nameOf = (k: "fields" | "classes" | "definitions", g: string) => labelOf(ctx.schema[k].get(g) as SchemaItem | undefined, ctx.language);
+  const nameOf = (k: "fields" | "classes" | "definitions", g: string) =>
+    labelOf(ctx.schema[k].get(g) as SchemaItem | undefined, ctx.language);
   const dropped = preview ? Object.entries(preview.droppedFields).filter(([, f]) => f.length) : [];
   const commit = () =>
     run(async () => {
@@ -115,17 +170,24 @@ function CommitDialog(props: { ctx: SchemaCtx; kind: SchemaKind; item: SchemaIte
           ) : !item.isNew ? (
             <p>Nothing differs from the committed version.</p>
           ) : null}
-          {preview.classes.length ? <p>Classes that follow: {preview.classes.map((g) => nameOf("classes", g)).join(", ")}</p> : null}
-          {preview.definitions.length ? <p>Definitions that follow: {preview.definitions.map((g) => nameOf("definitions", g)).join(", ")}</p> : null}
+          {preview.classes.length ? (
+            <p>Classes that follow: {preview.classes.map((g) => nameOf("classes", g)).join(", ")}</p>
+          ) : null}
+          {preview.definitions.length ? (
+            <p>Definitions that follow: {preview.definitions.map((g) => nameOf("definitions", g)).join(", ")}</p>
+          ) : null}
           <h3>What it drops</h3>
           {dropped.length || (preview.records && preview.records.losingValues) ? (
             <ul class="would-drop">
               {dropped.map(([d, fields]) => (
                 <li key={d}>
-                  Definition <strong>{nameOf("definitions", d)}</strong> loses {fields.map((f) => nameOf("fields", f)).join(", ")}
+                  Definition <strong>{nameOf("definitions", d)}</strong> loses{" "}
+                  {fields.map((f) => nameOf("fields", f)).join(", ")}
                 </li>
               ))}
-              {preview.records && preview.records.losingValues ? <li>{preview.records.losingValues} record(s) lose values</li> : null}
+              {preview.records && preview.records.losingValues ? (
+                <li>{preview.records.losingValues} record(s) lose values</li>
+              ) : null}
             </ul>
           ) : (
             <p class="muted">Nothing is dropped.</p>
@@ -147,13 +209,26 @@ function CommitDialog(props: { ctx: SchemaCtx; kind: SchemaKind; item: SchemaIte
 }
 
 /** One text input per project language (`label.<lang>` errors shown under each). */
-export function LocalizedInputs(props: { label: string; name: string; languages: string[]; value: Record<string, string>; onChange: (v: Record<string, string>) => void; error: unknown; member: string }) {
+export function LocalizedInputs(props: {
+  label: string;
+  name: string;
+  languages: string[];
+  value: Record<string, string>;
+  onChange: (v: Record<string, string>) => void;
+  error: unknown;
+  member: string;
+}) {
   return (
     <fieldset class="localized">
       <legend>{props.label}</legend>
       {props.languages.map((l) => (
         <Field key={l} label={`${props.label} (${l})`} error={issue(props.error, `${props.member}.${l}`)}>
-          <input name={`${props.name}-${l}`} lang={l} value={props.value[l] ?? ""} onInput={(e) => props.onChange({ ...props.value, [l]: e.currentTarget.value })} />
+          <input
+            name={`${props.name}-${l}`}
+            lang={l}
+            value={props.value[l] ?? ""}
+            onInput={(e) => props.onChange({ ...props.value, [l]: e.currentTarget.value })}
+          />
         </Field>
       ))}
     </fieldset>
@@ -187,7 +262,9 @@ export function MemberList(props: {
       ctx.state.apply(await props.change(action, item, before));
       if (action === "add") setAdding("");
     });
-  const addable = props.choices.filter((c) => (props.committedOnly === false || (!c.isNew && !c.isWorkingCopy)) && !items.includes(c.gid));
+  const addable = props.choices.filter(
+    (c) => (props.committedOnly === false || (!c.isNew && !c.isWorkingCopy)) && !items.includes(c.gid),
+  );
   return (
     <section class="panel" aria-label={props.title} data-member={props.member}>
       <h2>{props.title}</h2>
@@ -200,13 +277,31 @@ export function MemberList(props: {
                 <span class="muted mono">{(ctx.schema[props.source].get(g) as SchemaItem | undefined)?.name}</span>
               </span>
               <span class="row-actions">
-                <button type="button" class="btn small" aria-label={`Move ${nameOf(g)} up`} disabled={busy || i === 0} onClick={() => change("move", g, items[i - 1])}>
+                <button
+                  type="button"
+                  class="btn small"
+                  aria-label={`Move ${nameOf(g)} up`}
+                  disabled={busy || i === 0}
+                  onClick={() => change("move", g, items[i - 1])}
+                >
                   ↑
                 </button>
-                <button type="button" class="btn small" aria-label={`Move ${nameOf(g)} down`} disabled={busy || i === items.length - 1} onClick={() => change("move", g, items[i + 2] ?? null)}>
+                <button
+                  type="button"
+                  class="btn small"
+                  aria-label={`Move ${nameOf(g)} down`}
+                  disabled={busy || i === items.length - 1}
+                  onClick={() => change("move", g, items[i + 2] ?? null)}
+                >
                   ↓
                 </button>
-                <button type="button" class="btn small danger" aria-label={`Remove ${nameOf(g)}`} disabled={busy} onClick={() => change("remove", g)}>
+                <button
+                  type="button"
+                  class="btn small danger"
+                  aria-label={`Remove ${nameOf(g)}`}
+                  disabled={busy}
+                  onClick={() => change("remove", g)}
+                >
                   Remove
                 </button>
               </span>
@@ -223,7 +318,10 @@ export function MemberList(props: {
           if (adding) change("add", adding);
         }}
       >
-        <Field label={`Add a ${props.singular}`} hint={addable.length || props.committedOnly === false ? undefined : `Only committed ones can be added`}>
+        <Field
+          label={`Add a ${props.singular}`}
+          hint={addable.length || props.committedOnly === false ? undefined : `Only committed ones can be added`}
+        >
           <select value={adding} onChange={(e) => setAdding(e.currentTarget.value)}>
             <option value="">Choose…</option>
             {addable.map((c) => (
@@ -242,7 +340,8 @@ export function MemberList(props: {
 }
 
 /** The committed items of a kind that may be named elsewhere. */
-export const committedOf = <T extends SchemaItem>(map: Map<string, T>) => [...map.values()].filter((it) => !it.isNew && !it.isWorkingCopy).sort((a, b) => a.name.localeCompare(b.name));
+export const committedOf = <T extends SchemaItem>(map: Map<string, T>) =>
+  [...map.values()].filter((it) => !it.isNew && !it.isWorkingCopy).sort((a, b) => a.name.localeCompare(b.name));
 
 export { committedGid };
 

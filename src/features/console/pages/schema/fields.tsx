@@ -21,8 +21,26 @@ type Form = {
 
 const fromField = (f: SchemaField | null): Form =>
   f
-    ? { name: f.name, type: f.type, label: { ...f.label }, isLocalized: f.isLocalized, isRequired: f.isRequired, unit: f.unit ?? "", options: structuredClone(f.options), initial: { ...f.initial } }
-    : { name: "", type: "textline", label: {}, isLocalized: false, isRequired: false, unit: "", options: {}, initial: {} };
+    ? {
+        name: f.name,
+        type: f.type,
+        label: { ...f.label },
+        isLocalized: f.isLocalized,
+        isRequired: f.isRequired,
+        unit: f.unit ?? "",
+        options: structuredClone(f.options),
+        initial: { ...f.initial },
+      }
+    : {
+        name: "",
+        type: "textline",
+        label: {},
+        isLocalized: false,
+        isRequired: false,
+        unit: "",
+        options: {},
+        initial: {},
+      };
 
 /** Types whose initial value is typed in here (lists, assets, records and class values are set on records). */
 const INITIAL_TYPES = new Set(["text", "textline", "number", "decimal", "boolean", "barcode", "date"]);
@@ -35,7 +53,12 @@ const isEmpty = (v: unknown) => v === undefined || v === null || v === "";
 function membersOf(form: Form, base: Form | null, languages: string[]): Record<string, unknown> {
   const initial: Record<string, unknown> = {};
   if (INITIAL_TYPES.has(form.type)) {
-    for (const l of form.isLocalized ? languages : languages.slice(0, 1)) initial[l] = isEmpty(form.initial[l]) ? (["text", "textline", "barcode"].includes(form.type) ? "" : null) : form.initial[l];
+    for (const l of form.isLocalized ? languages : languages.slice(0, 1))
+      initial[l] = isEmpty(form.initial[l])
+        ? ["text", "textline", "barcode"].includes(form.type)
+          ? ""
+          : null
+        : form.initial[l];
   }
   const all: Record<string, unknown> = {
     name: form.name.trim(),
@@ -113,7 +136,12 @@ export function FieldEditor(props: { ctx: SchemaCtx; entry: Entry<SchemaField> |
   );
   const date = (key: string, label: string) => (
     <Field label={label} error={err(`options.${key}`)}>
-      <input type="date" name={`opt-${key}`} value={typeof o[key] === "string" ? (o[key] as string) : ""} onInput={(e) => setOpt(key, e.currentTarget.value || undefined)} />
+      <input
+        type="date"
+        name={`opt-${key}`}
+        value={typeof o[key] === "string" ? (o[key] as string) : ""}
+        onInput={(e) => setOpt(key, e.currentTarget.value || undefined)}
+      />
     </Field>
   );
   const t = form.type;
@@ -127,10 +155,21 @@ export function FieldEditor(props: { ctx: SchemaCtx; entry: Entry<SchemaField> |
       </div>
       <div class="grid-form">
         <Field label="Name" error={err("name")} hint="Letters, digits and underscores">
-          <input name="name" required value={form.name} onInput={(e) => set({ name: e.currentTarget.value })} autoComplete="off" spellcheck={false} />
+          <input
+            name="name"
+            required
+            value={form.name}
+            onInput={(e) => set({ name: e.currentTarget.value })}
+            autoComplete="off"
+            spellcheck={false}
+          />
         </Field>
         <Field label="Type" error={err("type")}>
-          <select name="type" value={t} onChange={(e) => set({ type: e.currentTarget.value, options: {}, initial: {} })}>
+          <select
+            name="type"
+            value={t}
+            onChange={(e) => set({ type: e.currentTarget.value, options: {}, initial: {} })}
+          >
             {FIELD_TYPES.map((x) => (
               <option key={x} value={x}>
                 {x}
@@ -146,13 +185,33 @@ export function FieldEditor(props: { ctx: SchemaCtx; entry: Entry<SchemaField> |
       </div>
       <div class="row checks">
         <label class="check">
-          <input type="checkbox" name="is_localized" checked={form.isLocalized} onChange={(e) => set({ isLocalized: e.currentTarget.checked })} /> Localized (a value per language)
+          <input
+            type="checkbox"
+            name="is_localized"
+            checked={form.isLocalized}
+            onChange={(e) => set({ isLocalized: e.currentTarget.checked })}
+          />{" "}
+          Localized (a value per language)
         </label>
         <label class="check">
-          <input type="checkbox" name="is_required" checked={form.isRequired} onChange={(e) => set({ isRequired: e.currentTarget.checked })} /> Required (empty values are flagged)
+          <input
+            type="checkbox"
+            name="is_required"
+            checked={form.isRequired}
+            onChange={(e) => set({ isRequired: e.currentTarget.checked })}
+          />{" "}
+          Required (empty values are flagged)
         </label>
       </div>
-      <LocalizedInputs label="Label" name="label" member="label" languages={ctx.languages} value={form.label} error={error} onChange={(label) => set({ label })} />
+      <LocalizedInputs
+        label="Label"
+        name="label"
+        member="label"
+        languages={ctx.languages}
+        value={form.label}
+        error={error}
+        onChange={(label) => set({ label })}
+      />
 
       <fieldset class="options">
         <legend>Options of {t}</legend>
@@ -178,7 +237,11 @@ export function FieldEditor(props: { ctx: SchemaCtx; entry: Entry<SchemaField> |
           ) : null}
           {t === "barcode" ? (
             <Field label="Barcode format" error={err("options.format")}>
-              <select name="opt-format" value={(o.format as string) ?? "any"} onChange={(e) => setOpt("format", e.currentTarget.value === "any" ? undefined : e.currentTarget.value)}>
+              <select
+                name="opt-format"
+                value={(o.format as string) ?? "any"}
+                onChange={(e) => setOpt("format", e.currentTarget.value === "any" ? undefined : e.currentTarget.value)}
+              >
                 {BARCODE_FORMATS.map((f) => (
                   <option key={f} value={f}>
                     {f}
@@ -189,7 +252,12 @@ export function FieldEditor(props: { ctx: SchemaCtx; entry: Entry<SchemaField> |
           ) : null}
           {t === "class" || t === "classlist" ? (
             <Field label="Class" error={err("options.class")} hint="A committed class">
-              <select name="opt-class" required value={(o.class as string) ?? ""} onChange={(e) => setOpt("class", e.currentTarget.value || undefined)}>
+              <select
+                name="opt-class"
+                required
+                value={(o.class as string) ?? ""}
+                onChange={(e) => setOpt("class", e.currentTarget.value || undefined)}
+              >
                 <option value="">Choose a class…</option>
                 {committedOf(ctx.schema.classes).map((c) => (
                   <option key={c.gid} value={c.gid}>
@@ -217,7 +285,14 @@ export function FieldEditor(props: { ctx: SchemaCtx; entry: Entry<SchemaField> |
           />
         ) : null}
         {t === "fieldpicker" ? (
-          <Choices legend="Field types offered (none: all)" name="opt-types" error={err("options.types")} all={FIELD_TYPES.map((x) => [x, x])} value={(o.types as string[]) ?? []} onChange={(v) => setOpt("types", v)} />
+          <Choices
+            legend="Field types offered (none: all)"
+            name="opt-types"
+            error={err("options.types")}
+            all={FIELD_TYPES.map((x) => [x, x])}
+            value={(o.types as string[]) ?? []}
+            onChange={(v) => setOpt("types", v)}
+          />
         ) : null}
         {t === "textline" || t === "textlist" ? (
           <fieldset class="values">
@@ -225,19 +300,49 @@ export function FieldEditor(props: { ctx: SchemaCtx; entry: Entry<SchemaField> |
             {values?.map((v, i) => (
               <div class="value-row" key={i} data-value-row={i}>
                 <Field label={`Key ${i + 1}`} error={err(`options.values.${i}.key`)}>
-                  <input name={`value-key-${i}`} value={v.key} onInput={(e) => setOpt("values", values.map((x, j) => (j === i ? { ...x, key: e.currentTarget.value } : x)))} />
+                  <input
+                    name={`value-key-${i}`}
+                    value={v.key}
+                    onInput={(e) =>
+                      setOpt(
+                        "values",
+                        values.map((x, j) => (j === i ? { ...x, key: e.currentTarget.value } : x)),
+                      )
+                    }
+                  />
                 </Field>
                 {ctx.languages.map((l) => (
                   <Field key={l} label={`Label ${i + 1} (${l})`} error={err(`options.values.${i}.label.${l}`)}>
-                    <input name={`value-label-${i}-${l}`} lang={l} value={v.label[l] ?? ""} onInput={(e) => setOpt("values", values.map((x, j) => (j === i ? { ...x, label: { ...x.label, [l]: e.currentTarget.value } } : x)))} />
+                    <input
+                      name={`value-label-${i}-${l}`}
+                      lang={l}
+                      value={v.label[l] ?? ""}
+                      onInput={(e) =>
+                        setOpt(
+                          "values",
+                          values.map((x, j) =>
+                            j === i ? { ...x, label: { ...x.label, [l]: e.currentTarget.value } } : x,
+                          ),
+                        )
+                      }
+                    />
                   </Field>
                 ))}
-                <button type="button" class="btn small danger" aria-label={`Remove value ${v.key || i + 1}`} onClick={() => setOpt("values", values.length > 1 ? values.filter((_, j) => j !== i) : undefined)}>
+                <button
+                  type="button"
+                  class="btn small danger"
+                  aria-label={`Remove value ${v.key || i + 1}`}
+                  onClick={() => setOpt("values", values.length > 1 ? values.filter((_, j) => j !== i) : undefined)}
+                >
                   Remove
                 </button>
               </div>
             ))}
-            <button type="button" class="btn small" onClick={() => setOpt("values", [...(values ?? []), { key: "", label: {} }])}>
+            <button
+              type="button"
+              class="btn small"
+              onClick={() => setOpt("values", [...(values ?? []), { key: "", label: {} }])}
+            >
               Add value
             </button>
           </fieldset>
@@ -249,8 +354,18 @@ export function FieldEditor(props: { ctx: SchemaCtx; entry: Entry<SchemaField> |
         <fieldset class="localized">
           <legend>Initial value{form.isLocalized ? " per language" : ""}</legend>
           {(form.isLocalized ? ctx.languages : ctx.languages.slice(0, 1)).map((l) => (
-            <Field key={l} label={form.isLocalized ? `Initial value (${l})` : "Initial value"} error={err(`initial.${l}`)}>
-              <InitialInput type={t} options={o} lang={l} value={form.initial[l]} onChange={(v) => set({ initial: { ...form.initial, [l]: v } })} />
+            <Field
+              key={l}
+              label={form.isLocalized ? `Initial value (${l})` : "Initial value"}
+              error={err(`initial.${l}`)}
+            >
+              <InitialInput
+                type={t}
+                options={o}
+                lang={l}
+                value={form.initial[l]}
+                onChange={(v) => set({ initial: { ...form.initial, [l]: v } })}
+              />
             </Field>
           ))}
         </fieldset>
@@ -271,24 +386,56 @@ export function FieldEditor(props: { ctx: SchemaCtx; entry: Entry<SchemaField> |
   );
 }
 
-function InitialInput(props: { type: string; options: Record<string, unknown>; lang: string; value: unknown; onChange: (v: unknown) => void }) {
+function InitialInput(props: {
+  type: string;
+  options: Record<string, unknown>;
+  lang: string;
+  value: unknown;
+  onChange: (v: unknown) => void;
+}) {
   const { type, value, onChange } = props;
   const name = `initial-${props.lang}`;
   if (type === "boolean")
     return (
-      <select name={name} value={value === true ? "true" : value === false ? "false" : ""} onChange={(e) => onChange(e.currentTarget.value === "" ? null : e.currentTarget.value === "true")}>
+      <select
+        name={name}
+        value={value === true ? "true" : value === false ? "false" : ""}
+        onChange={(e) => onChange(e.currentTarget.value === "" ? null : e.currentTarget.value === "true")}
+      >
         <option value="">(empty)</option>
         <option value="true">Yes</option>
         <option value="false">No</option>
       </select>
     );
   if (type === "number" || type === "decimal")
-    return <input type="number" name={name} step={type === "number" ? "1" : "any"} value={typeof value === "number" ? String(value) : ""} onInput={(e) => onChange(e.currentTarget.value === "" ? null : Number(e.currentTarget.value))} />;
-  if (type === "date") return <input type="date" name={name} value={typeof value === "string" ? value : ""} onInput={(e) => onChange(e.currentTarget.value || null)} />;
-  const values = Array.isArray(props.options.values) ? (props.options.values as { key: string; label: Record<string, string> }[]) : null;
+    return (
+      <input
+        type="number"
+        name={name}
+        step={type === "number" ? "1" : "any"}
+        value={typeof value === "number" ? String(value) : ""}
+        onInput={(e) => onChange(e.currentTarget.value === "" ? null : Number(e.currentTarget.value))}
+      />
+    );
+  if (type === "date")
+    return (
+      <input
+        type="date"
+        name={name}
+        value={typeof value === "string" ? value : ""}
+        onInput={(e) => onChange(e.currentTarget.value || null)}
+      />
+    );
+  const values = Array.isArray(props.options.values)
+    ? (props.options.values as { key: string; label: Record<string, string> }[])
+    : null;
   if (type === "textline" && values)
     return (
-      <select name={name} value={typeof value === "string" ? value : ""} onChange={(e) => onChange(e.currentTarget.value)}>
+      <select
+        name={name}
+        value={typeof value === "string" ? value : ""}
+        onChange={(e) => onChange(e.currentTarget.value)}
+      >
         <option value="">(empty)</option>
         {values.map((v) => (
           <option key={v.key} value={v.key}>
@@ -297,12 +444,33 @@ function InitialInput(props: { type: string; options: Record<string, unknown>; l
         ))}
       </select>
     );
-  if (type === "text") return <textarea name={name} rows={3} value={typeof value === "string" ? value : ""} onInput={(e) => onChange(e.currentTarget.value)} />;
-  return <input name={name} value={typeof value === "string" ? value : ""} onInput={(e) => onChange(e.currentTarget.value)} />;
+  if (type === "text")
+    return (
+      <textarea
+        name={name}
+        rows={3}
+        value={typeof value === "string" ? value : ""}
+        onInput={(e) => onChange(e.currentTarget.value)}
+      />
+    );
+  return (
+    <input
+      name={name}
+      value={typeof value === "string" ? value : ""}
+      onInput={(e) => onChange(e.currentTarget.value)}
+    />
+  );
 }
 
 /** A set of checkboxes (definitions a record field allows, types a field picker offers). */
-function Choices(props: { legend: string; name: string; all: [string, string][]; value: string[]; onChange: (v: string[]) => void; error?: string }) {
+function Choices(props: {
+  legend: string;
+  name: string;
+  all: [string, string][];
+  value: string[];
+  onChange: (v: string[]) => void;
+  error?: string;
+}) {
   return (
     <fieldset class="choices">
       <legend>{props.legend}</legend>
@@ -314,7 +482,9 @@ function Choices(props: { legend: string; name: string; all: [string, string][];
             name={props.name}
             value={key}
             checked={props.value.includes(key)}
-            onChange={(e) => props.onChange(e.currentTarget.checked ? [...props.value, key] : props.value.filter((x) => x !== key))}
+            onChange={(e) =>
+              props.onChange(e.currentTarget.checked ? [...props.value, key] : props.value.filter((x) => x !== key))
+            }
           />{" "}
           {text}
         </label>

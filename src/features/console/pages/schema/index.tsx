@@ -32,17 +32,37 @@ export function SchemaPage(props: { ctx: ProjectCtx }) {
       <h1 tabIndex={-1}>Schema</h1>
       <nav class="tabs" aria-label="Schema">
         {TABS.map((t) => (
-          <Link key={t.tab} href={itemHref(gid, t.kind, null)} class="tab" aria-current={t === tab ? "page" : undefined}>
+          <Link
+            key={t.tab}
+            href={itemHref(gid, t.kind, null)}
+            class="tab"
+            aria-current={t === tab ? "page" : undefined}
+          >
             {t.title}
-            {state.schema ? <span class="count">{entriesOf(state.schema[t.tab as "fields"] as Map<string, SchemaItem>).length}</span> : null}
+            {state.schema ? (
+              <span class="count">{entriesOf(state.schema[t.tab as "fields"] as Map<string, SchemaItem>).length}</span>
+            ) : null}
           </Link>
         ))}
       </nav>
       {state.error && !state.schema ? <ErrorNote error={state.error} /> : null}
       {!state.schema ? (
-        state.error ? null : <Loading />
+        state.error ? null : (
+          <Loading />
+        )
       ) : (
-        <Tab ctx={{ project: gid, languages, language: languages[0]!, fieldlists: project.options.fieldlists, state, schema: state.schema }} tab={tab} item={item} />
+        <Tab
+          ctx={{
+            project: gid,
+            languages,
+            language: languages[0]!,
+            fieldlists: project.options.fieldlists,
+            state,
+            schema: state.schema,
+          }}
+          tab={tab}
+          item={item}
+        />
       )}
     </>
   );
@@ -56,7 +76,8 @@ function Tab(props: { ctx: SchemaCtx; tab: (typeof TABS)[number]; item: string |
   if (item === "new" || entry) {
     const key = entry?.key ?? "new";
     if (tab.kind === "field") editor = <FieldEditor key={key} ctx={ctx} entry={entry as Entry<SchemaField> | null} />;
-    else if (tab.kind === "class") editor = <ClassEditor key={key} ctx={ctx} entry={entry as Entry<SchemaClass> | null} />;
+    else if (tab.kind === "class")
+      editor = <ClassEditor key={key} ctx={ctx} entry={entry as Entry<SchemaClass> | null} />;
     else editor = <DefinitionEditor key={key} ctx={ctx} entry={entry as Entry<SchemaDefinition> | null} />;
   } else if (item) editor = <Empty>This {tab.singular} no longer exists.</Empty>;
   else editor = <Empty>Choose a {tab.singular} from the list, or create one.</Empty>;
@@ -75,7 +96,12 @@ function Tab(props: { ctx: SchemaCtx; tab: (typeof TABS)[number]; item: string |
   );
 }
 
-function ItemList(props: { ctx: SchemaCtx; tab: (typeof TABS)[number]; entries: Entry<SchemaItem>[]; selected: string | null }) {
+function ItemList(props: {
+  ctx: SchemaCtx;
+  tab: (typeof TABS)[number];
+  entries: Entry<SchemaItem>[];
+  selected: string | null;
+}) {
   const { ctx, tab } = props;
   const [search, setSearch] = useState("");
   const words = search.toLowerCase().split(/\s+/).filter(Boolean);
@@ -87,7 +113,13 @@ function ItemList(props: { ctx: SchemaCtx; tab: (typeof TABS)[number]; entries: 
   return (
     <section class="schema-list" aria-label={tab.title}>
       <div class="schema-list-head">
-        <input type="search" aria-label={`Search ${tab.title.toLowerCase()}`} placeholder={`Search ${tab.title.toLowerCase()}`} value={search} onInput={(e) => setSearch(e.currentTarget.value)} />
+        <input
+          type="search"
+          aria-label={`Search ${tab.title.toLowerCase()}`}
+          placeholder={`Search ${tab.title.toLowerCase()}`}
+          value={search}
+          onInput={(e) => setSearch(e.currentTarget.value)}
+        />
         <Link class="btn primary small" href={itemHref(ctx.project, tab.kind, "new")}>
           New {tab.singular}
         </Link>
@@ -95,8 +127,16 @@ function ItemList(props: { ctx: SchemaCtx; tab: (typeof TABS)[number]; entries: 
       {shown.length ? (
         <ul class="rows" aria-label={`${tab.title} list`}>
           {shown.map((e) => (
-            <li key={e.key} class={"row-item schema-entry" + (e.key === props.selected ? " selected" : "")} data-name={e.current.name}>
-              <Link href={itemHref(ctx.project, tab.kind, e.key)} class="row-main" aria-current={e.key === props.selected ? "true" : undefined}>
+            <li
+              key={e.key}
+              class={"row-item schema-entry" + (e.key === props.selected ? " selected" : "")}
+              data-name={e.current.name}
+            >
+              <Link
+                href={itemHref(ctx.project, tab.kind, e.key)}
+                class="row-main"
+                aria-current={e.key === props.selected ? "true" : undefined}
+              >
                 <strong>{labelOf(e.current, ctx.language)}</strong>
                 <span class="muted mono">
                   {e.current.name}

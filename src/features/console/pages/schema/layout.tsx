@@ -3,13 +3,21 @@
 // and drop, by buttons, or from the keyboard (Alt+↑/↓ within the container, Alt+← out of it,
 // Alt+→ into the container above); every change is saved into the owner's working copy at once.
 import { useState } from "preact/hooks";
-import { LAYOUT_CONTAINERS, schemaApi, type LayoutComponent, type SchemaClass, type SchemaDefinition, type SchemaLayout } from "../../api";
+import {
+  LAYOUT_CONTAINERS,
+  schemaApi,
+  type LayoutComponent,
+  type SchemaClass,
+  type SchemaDefinition,
+  type SchemaLayout,
+} from "../../api";
 import { Dialog, ErrorNote, Field, focusOnMount, issue, Loading, useSubmit } from "../../ui";
 import { LocalizedInputs, type SchemaCtx } from "./common";
 import { labelOf } from "./state";
 
 type Comps = Record<string, LayoutComponent>;
-const isContainer = (c: LayoutComponent | undefined) => !!c && (LAYOUT_CONTAINERS as readonly string[]).includes(c.type);
+const isContainer = (c: LayoutComponent | undefined) =>
+  !!c && (LAYOUT_CONTAINERS as readonly string[]).includes(c.type);
 
 function parentOf(comps: Comps, gid: string): string | null {
   for (const [g, c] of Object.entries(comps)) if (c.content?.includes(gid)) return g;
@@ -24,7 +32,8 @@ function inside(comps: Comps, ancestor: string, gid: string): boolean {
 /** The components with `gid` taken out of its container and put into `parent` at `index`. */
 function moved(comps: Comps, gid: string, parent: string, index: number): Comps {
   const out: Comps = {};
-  for (const [g, c] of Object.entries(comps)) out[g] = c.content ? { ...c, content: c.content.filter((x) => x !== gid) } : c;
+  for (const [g, c] of Object.entries(comps))
+    out[g] = c.content ? { ...c, content: c.content.filter((x) => x !== gid) } : c;
   const content = [...(out[parent]!.content ?? [])];
   content.splice(Math.max(0, Math.min(index, content.length)), 0, gid);
   out[parent] = { ...out[parent]!, content };
@@ -50,7 +59,12 @@ function target(comps: Comps, root: string, gid: string, dir: "up" | "down" | "o
   return above && isContainer(comps[above]) ? { parent: above, index: (comps[above]!.content ?? []).length } : null;
 }
 
-export function LayoutEditor(props: { ctx: SchemaCtx; kind: "class" | "definition"; owner: SchemaClass | SchemaDefinition; fields: string[] }) {
+export function LayoutEditor(props: {
+  ctx: SchemaCtx;
+  kind: "class" | "definition";
+  owner: SchemaClass | SchemaDefinition;
+  fields: string[];
+}) {
   const { ctx, kind, owner } = props;
   const layout = owner.layout ? ctx.schema.layouts.get(owner.layout) : undefined;
   const { busy, act } = useSubmit();
@@ -85,16 +99,24 @@ export function LayoutEditor(props: { ctx: SchemaCtx; kind: "class" | "definitio
     if (isContainer(comps[onto])) save(moved(comps, gid, onto, (comps[onto]!.content ?? []).length), gid);
     else {
       const parent = parentOf(comps, onto);
-      if (parent) save(moved(comps, gid, parent, (comps[parent]!.content ?? []).filter((x) => x !== gid).indexOf(onto)), gid);
+      if (parent)
+        save(moved(comps, gid, parent, (comps[parent]!.content ?? []).filter((x) => x !== gid).indexOf(onto)), gid);
     }
   };
-  const placed = new Set(Object.values(comps).filter((c) => c.type === "field").map((c) => c.options?.field as string));
+  const placed = new Set(
+    Object.values(comps)
+      .filter((c) => c.type === "field")
+      .map((c) => c.options?.field as string),
+  );
   // Own fields only: a definition shows its classes' fields through their own layouts.
   const missing = owner.fields.filter((f) => !placed.has(f));
 
   const describe = (c: LayoutComponent): string => {
     if (c.type === "field") return labelOf(ctx.schema.fields.get(c.options?.field as string), ctx.language);
-    if (c.type === "text") return ((c.options?.text as Record<string, string> | undefined)?.[ctx.language] ?? "").slice(0, 60) || "(empty text)";
+    if (c.type === "text")
+      return (
+        ((c.options?.text as Record<string, string> | undefined)?.[ctx.language] ?? "").slice(0, 60) || "(empty text)"
+      );
     return c.name || "";
   };
 
@@ -105,7 +127,12 @@ export function LayoutEditor(props: { ctx: SchemaCtx; kind: "class" | "definitio
     const text = describe(c);
     const name = `${c.type}${text ? ` ${text}` : ""}`;
     return (
-      <li key={gid} class={"layout-node" + (isContainer(c) ? " container" : " leaf") + (over === gid ? " drop-target" : "")} data-component={gid} data-type={c.type}>
+      <li
+        key={gid}
+        class={"layout-node" + (isContainer(c) ? " container" : " leaf") + (over === gid ? " drop-target" : "")}
+        data-component={gid}
+        data-type={c.type}
+      >
         <div
           class="layout-row"
           tabIndex={0}
@@ -141,7 +168,9 @@ export function LayoutEditor(props: { ctx: SchemaCtx; kind: "class" | "definitio
           }}
           onKeyDown={(e) => {
             if (e.target !== e.currentTarget || root || !e.altKey) return;
-            const dir = ({ ArrowUp: "up", ArrowDown: "down", ArrowLeft: "out", ArrowRight: "in" } as const)[e.key as "ArrowUp"];
+            const dir = ({ ArrowUp: "up", ArrowDown: "down", ArrowLeft: "out", ArrowRight: "in" } as const)[
+              e.key as "ArrowUp"
+            ];
             if (dir) {
               e.preventDefault();
               move(gid, dir);
@@ -153,30 +182,78 @@ export function LayoutEditor(props: { ctx: SchemaCtx; kind: "class" | "definitio
           <span class="row-actions">
             {!root ? (
               <>
-                <button type="button" class="btn small" disabled={busy || !target(comps, layout.root, gid, "up")} aria-label={`Move ${name} up`} title="Alt+↑" onClick={() => move(gid, "up")}>
+                <button
+                  type="button"
+                  class="btn small"
+                  disabled={busy || !target(comps, layout.root, gid, "up")}
+                  aria-label={`Move ${name} up`}
+                  title="Alt+↑"
+                  onClick={() => move(gid, "up")}
+                >
                   ↑
                 </button>
-                <button type="button" class="btn small" disabled={busy || !target(comps, layout.root, gid, "down")} aria-label={`Move ${name} down`} title="Alt+↓" onClick={() => move(gid, "down")}>
+                <button
+                  type="button"
+                  class="btn small"
+                  disabled={busy || !target(comps, layout.root, gid, "down")}
+                  aria-label={`Move ${name} down`}
+                  title="Alt+↓"
+                  onClick={() => move(gid, "down")}
+                >
                   ↓
                 </button>
-                <button type="button" class="btn small" disabled={busy || !target(comps, layout.root, gid, "out")} aria-label={`Move ${name} out of its container`} title="Alt+←" onClick={() => move(gid, "out")}>
+                <button
+                  type="button"
+                  class="btn small"
+                  disabled={busy || !target(comps, layout.root, gid, "out")}
+                  aria-label={`Move ${name} out of its container`}
+                  title="Alt+←"
+                  onClick={() => move(gid, "out")}
+                >
                   ←
                 </button>
-                <button type="button" class="btn small" disabled={busy || !target(comps, layout.root, gid, "in")} aria-label={`Move ${name} into the container above`} title="Alt+→" onClick={() => move(gid, "in")}>
+                <button
+                  type="button"
+                  class="btn small"
+                  disabled={busy || !target(comps, layout.root, gid, "in")}
+                  aria-label={`Move ${name} into the container above`}
+                  title="Alt+→"
+                  onClick={() => move(gid, "in")}
+                >
                   →
                 </button>
               </>
             ) : null}
             {isContainer(c) ? (
-              <button type="button" class="btn small" disabled={busy} aria-label={`Add to ${name}`} onClick={() => setAdding(gid)}>
+              <button
+                type="button"
+                class="btn small"
+                disabled={busy}
+                aria-label={`Add to ${name}`}
+                onClick={() => setAdding(gid)}
+              >
                 Add
               </button>
             ) : null}
-            <button type="button" class="btn small" disabled={busy} aria-label={`Edit ${name}`} onClick={() => setEditing(gid)}>
+            <button
+              type="button"
+              class="btn small"
+              disabled={busy}
+              aria-label={`Edit ${name}`}
+              onClick={() => setEditing(gid)}
+            >
               Edit
             </button>
             {!root ? (
-              <button type="button" class="btn small danger" disabled={busy} aria-label={`Remove ${name}`} onClick={() => act(async () => ctx.state.apply(await schemaApi.removeComponent(ctx.project, kind, owner.gid, gid)))}>
+              <button
+                type="button"
+                class="btn small danger"
+                disabled={busy}
+                aria-label={`Remove ${name}`}
+                onClick={() =>
+                  act(async () => ctx.state.apply(await schemaApi.removeComponent(ctx.project, kind, owner.gid, gid)))
+                }
+              >
                 ×
               </button>
             ) : null}
@@ -190,7 +267,9 @@ export function LayoutEditor(props: { ctx: SchemaCtx; kind: "class" | "definitio
   return (
     <section class="panel layout-editor" aria-label="Layout">
       <h2>Layout</h2>
-      <p class="hint">Drag components, or focus one and press Alt with an arrow key. Changes are saved into the working copy.</p>
+      <p class="hint">
+        Drag components, or focus one and press Alt with an arrow key. Changes are saved into the working copy.
+      </p>
       <ul class="layout-tree" role="tree" aria-label={`Layout of ${owner.name}`}>
         {node(layout.root, 0)}
       </ul>
@@ -199,20 +278,52 @@ export function LayoutEditor(props: { ctx: SchemaCtx; kind: "class" | "definitio
           Not in the layout: {missing.map((f) => labelOf(ctx.schema.fields.get(f), ctx.language)).join(", ")}{" "}
         </p>
       ) : null}
-      {adding ? <AddComponent ctx={ctx} kind={kind} owner={owner} parent={adding} parentType={comps[adding]?.type ?? ""} fields={props.fields} onClose={() => setAdding(null)} /> : null}
-      {editing && comps[editing] ? <EditComponent ctx={ctx} kind={kind} owner={owner} layout={layout} gid={editing} fields={props.fields} onClose={() => setEditing(null)} /> : null}
+      {adding ? (
+        <AddComponent
+          ctx={ctx}
+          kind={kind}
+          owner={owner}
+          parent={adding}
+          parentType={comps[adding]?.type ?? ""}
+          fields={props.fields}
+          onClose={() => setAdding(null)}
+        />
+      ) : null}
+      {editing && comps[editing] ? (
+        <EditComponent
+          ctx={ctx}
+          kind={kind}
+          owner={owner}
+          layout={layout}
+          gid={editing}
+          fields={props.fields}
+          onClose={() => setEditing(null)}
+        />
+      ) : null}
     </section>
   );
 }
 
 type CompForm = { type: string; name: string; field: string; text: Record<string, string> };
 
-function ComponentFields(props: { ctx: SchemaCtx; form: CompForm; set: (f: CompForm) => void; types: readonly string[]; fields: string[]; error: unknown }) {
+function ComponentFields(props: {
+  ctx: SchemaCtx;
+  form: CompForm;
+  set: (f: CompForm) => void;
+  types: readonly string[];
+  fields: string[];
+  error: unknown;
+}) {
   const { ctx, form, set, error } = props;
   return (
     <>
       <Field label="Component type" error={issue(error, "type")}>
-        <select name="component-type" ref={focusOnMount} value={form.type} onChange={(e) => set({ ...form, type: e.currentTarget.value })}>
+        <select
+          name="component-type"
+          ref={focusOnMount}
+          value={form.type}
+          onChange={(e) => set({ ...form, type: e.currentTarget.value })}
+        >
           {props.types.map((t) => (
             <option key={t} value={t}>
               {t}
@@ -222,7 +333,12 @@ function ComponentFields(props: { ctx: SchemaCtx; form: CompForm; set: (f: CompF
       </Field>
       {form.type === "field" ? (
         <Field label="Field" error={issue(error, "options.field")}>
-          <select name="component-field" required value={form.field} onChange={(e) => set({ ...form, field: e.currentTarget.value })}>
+          <select
+            name="component-field"
+            required
+            value={form.field}
+            onChange={(e) => set({ ...form, field: e.currentTarget.value })}
+          >
             <option value="">Choose a field…</option>
             {props.fields.map((g) => (
               <option key={g} value={g}>
@@ -233,20 +349,43 @@ function ComponentFields(props: { ctx: SchemaCtx; form: CompForm; set: (f: CompF
         </Field>
       ) : null}
       {form.type === "text" ? (
-        <LocalizedInputs label="Text" name="component-text" member="options.text" languages={ctx.languages} value={form.text} error={error} onChange={(text) => set({ ...form, text })} />
+        <LocalizedInputs
+          label="Text"
+          name="component-text"
+          member="options.text"
+          languages={ctx.languages}
+          value={form.text}
+          error={error}
+          onChange={(text) => set({ ...form, text })}
+        />
       ) : (
         <Field label={form.type === "field" ? "Caption (optional)" : "Name"} error={issue(error, "name")}>
-          <input name="component-name" value={form.name} maxLength={200} onInput={(e) => set({ ...form, name: e.currentTarget.value })} />
+          <input
+            name="component-name"
+            value={form.name}
+            maxLength={200}
+            onInput={(e) => set({ ...form, name: e.currentTarget.value })}
+          />
         </Field>
       )}
     </>
   );
 }
 
-const optionsOf = (f: CompForm): Record<string, unknown> | undefined => (f.type === "field" ? { field: f.field } : f.type === "text" ? { text: f.text } : undefined);
+const optionsOf = (f: CompForm): Record<string, unknown> | undefined =>
+  f.type === "field" ? { field: f.field } : f.type === "text" ? { text: f.text } : undefined;
 
-function AddComponent(props: { ctx: SchemaCtx; kind: "class" | "definition"; owner: SchemaClass | SchemaDefinition; parent: string; parentType: string; fields: string[]; onClose: () => void }) {
-  const types = props.parentType === "tabs" ? ["tab"] : [...LAYOUT_CONTAINERS.filter((t) => t !== "tab"), "field", "text"];
+function AddComponent(props: {
+  ctx: SchemaCtx;
+  kind: "class" | "definition";
+  owner: SchemaClass | SchemaDefinition;
+  parent: string;
+  parentType: string;
+  fields: string[];
+  onClose: () => void;
+}) {
+  const types =
+    props.parentType === "tabs" ? ["tab"] : [...LAYOUT_CONTAINERS.filter((t) => t !== "tab"), "field", "text"];
   const [form, setForm] = useState<CompForm>({ type: types[0]!, name: "", field: "", text: {} });
   const { busy, error, submit } = useSubmit();
   return (
@@ -254,7 +393,12 @@ function AddComponent(props: { ctx: SchemaCtx; kind: "class" | "definition"; own
       <form
         class="stack"
         onSubmit={submit(async () => {
-          const a = await schemaApi.addComponent(props.ctx.project, props.kind, props.owner.gid, { parent: props.parent, type: form.type, name: form.name.trim() || undefined, options: optionsOf(form) });
+          const a = await schemaApi.addComponent(props.ctx.project, props.kind, props.owner.gid, {
+            parent: props.parent,
+            type: form.type,
+            name: form.name.trim() || undefined,
+            options: optionsOf(form),
+          });
           props.ctx.state.apply(a);
           props.onClose();
         })}
@@ -274,10 +418,27 @@ function AddComponent(props: { ctx: SchemaCtx; kind: "class" | "definition"; own
   );
 }
 
-function EditComponent(props: { ctx: SchemaCtx; kind: "class" | "definition"; owner: SchemaClass | SchemaDefinition; layout: SchemaLayout; gid: string; fields: string[]; onClose: () => void }) {
+function EditComponent(props: {
+  ctx: SchemaCtx;
+  kind: "class" | "definition";
+  owner: SchemaClass | SchemaDefinition;
+  layout: SchemaLayout;
+  gid: string;
+  fields: string[];
+  onClose: () => void;
+}) {
   const c = props.layout.components[props.gid]!;
-  const types = isContainer(c) ? (c.type === "tab" ? ["tab"] : LAYOUT_CONTAINERS.filter((t) => t !== "tab")) : ["field", "text"];
-  const [form, setForm] = useState<CompForm>({ type: c.type, name: c.name ?? "", field: (c.options?.field as string) ?? "", text: { ...((c.options?.text as Record<string, string>) ?? {}) } });
+  const types = isContainer(c)
+    ? c.type === "tab"
+      ? ["tab"]
+      : LAYOUT_CONTAINERS.filter((t) => t !== "tab")
+    : ["field", "text"];
+  const [form, setForm] = useState<CompForm>({
+    type: c.type,
+    name: c.name ?? "",
+    field: (c.options?.field as string) ?? "",
+    text: { ...((c.options?.text as Record<string, string>) ?? {}) },
+  });
   const { busy, error, submit } = useSubmit();
   return (
     <Dialog title={`Edit the ${c.type} component`} onClose={props.onClose}>
@@ -285,9 +446,14 @@ function EditComponent(props: { ctx: SchemaCtx; kind: "class" | "definition"; ow
         class="stack"
         onSubmit={submit(async () => {
           const options = optionsOf(form);
-          const changes: { name: string | null; type: string; options?: Record<string, unknown> } = { name: form.name.trim() || null, type: form.type };
+          const changes: { name: string | null; type: string; options?: Record<string, unknown> } = {
+            name: form.name.trim() || null,
+            type: form.type,
+          };
           if (options) changes.options = { ...(c.options ?? {}), ...options };
-          props.ctx.state.apply(await schemaApi.modifyComponent(props.ctx.project, props.kind, props.owner.gid, props.gid, changes));
+          props.ctx.state.apply(
+            await schemaApi.modifyComponent(props.ctx.project, props.kind, props.owner.gid, props.gid, changes),
+          );
           props.onClose();
         })}
       >

@@ -4,7 +4,17 @@ import { useMemo } from "preact/hooks";
 import { schemaApi, type SchemaClass, type SchemaDefinition, type SchemaField, type SchemaItem } from "../../api";
 import { navigate, notify } from "../../store";
 import { ErrorNote, Field, issue, useSubmit } from "../../ui";
-import { committedOf, itemHref, KIND_LABEL, Lifecycle, LocalizedInputs, MemberList, same, useFollowingForm, type SchemaCtx } from "./common";
+import {
+  committedOf,
+  itemHref,
+  KIND_LABEL,
+  Lifecycle,
+  LocalizedInputs,
+  MemberList,
+  same,
+  useFollowingForm,
+  type SchemaCtx,
+} from "./common";
 import { LayoutEditor } from "./layout";
 import { definitionFields, labelOf, type Entry } from "./state";
 
@@ -14,14 +24,22 @@ type Basics = { name: string; label: Record<string, string>; titlefield: string 
 /** Name, labels (and a definition's title field): create, or save into the working copy. */
 function BasicsForm(props: { ctx: SchemaCtx; kind: "class" | "definition"; item: Owner | null }) {
   const { ctx, kind, item } = props;
-  const base = useMemo<Basics>(() => ({ name: item?.name ?? "", label: { ...(item?.label ?? {}) }, titlefield: (item?.kind === "definition" ? item.titlefield : null) ?? "" }), [item?.gid, item?.updatedOn]);
+  const base = useMemo<Basics>(
+    () => ({
+      name: item?.name ?? "",
+      label: { ...(item?.label ?? {}) },
+      titlefield: (item?.kind === "definition" ? item.titlefield : null) ?? "",
+    }),
+    [item?.gid, item?.updatedOn],
+  );
   const { form, setForm, dirty } = useFollowingForm(base);
   const { busy, error, submit } = useSubmit();
   const save = submit(async () => {
     const members: Record<string, unknown> = {};
     if (!item || form.name.trim() !== base.name) members.name = form.name.trim();
     if (!item || !same(form.label, base.label)) members.label = form.label;
-    if (item && kind === "definition" && form.titlefield !== base.titlefield) members.titlefield = form.titlefield || null;
+    if (item && kind === "definition" && form.titlefield !== base.titlefield)
+      members.titlefield = form.titlefield || null;
     if (!item) {
       const a = await schemaApi.create(ctx.project, kind, members);
       ctx.state.apply(a);
@@ -29,19 +47,36 @@ function BasicsForm(props: { ctx: SchemaCtx; kind: "class" | "definition"; item:
       navigate(itemHref(ctx.project, kind, a.gid), { replace: true });
     } else if (Object.keys(members).length) {
       ctx.state.apply(await schemaApi.modify(ctx.project, kind, item.gid, members));
-      notify(item.isNew || item.isWorkingCopy ? `${form.name.trim()} saved` : `${form.name.trim()} saved as a working copy`);
+      notify(
+        item.isNew || item.isWorkingCopy ? `${form.name.trim()} saved` : `${form.name.trim()} saved as a working copy`,
+      );
     }
   });
   const fields = item?.kind === "definition" ? definitionFields(ctx.schema, item) : [];
   return (
-    <form class="schema-form" onSubmit={save} aria-label={item ? `${KIND_LABEL[kind]} ${item.name}` : `New ${KIND_LABEL[kind]}`}>
+    <form
+      class="schema-form"
+      onSubmit={save}
+      aria-label={item ? `${KIND_LABEL[kind]} ${item.name}` : `New ${KIND_LABEL[kind]}`}
+    >
       <div class="grid-form">
         <Field label="Name" error={issue(error, "name")} hint="Letters, digits and underscores">
-          <input name="name" required value={form.name} onInput={(e) => setForm({ ...form, name: e.currentTarget.value })} autoComplete="off" spellcheck={false} />
+          <input
+            name="name"
+            required
+            value={form.name}
+            onInput={(e) => setForm({ ...form, name: e.currentTarget.value })}
+            autoComplete="off"
+            spellcheck={false}
+          />
         </Field>
         {item?.kind === "definition" ? (
           <Field label="Title field" error={issue(error, "titlefield")} hint="Names its records in lists">
-            <select name="titlefield" value={form.titlefield} onChange={(e) => setForm({ ...form, titlefield: e.currentTarget.value })}>
+            <select
+              name="titlefield"
+              value={form.titlefield}
+              onChange={(e) => setForm({ ...form, titlefield: e.currentTarget.value })}
+            >
               <option value="">(none)</option>
               {fields.map((g) => (
                 <option key={g} value={g}>
@@ -52,7 +87,15 @@ function BasicsForm(props: { ctx: SchemaCtx; kind: "class" | "definition"; item:
           </Field>
         ) : null}
       </div>
-      <LocalizedInputs label="Label" name="label" member="label" languages={ctx.languages} value={form.label} error={error} onChange={(label) => setForm({ ...form, label })} />
+      <LocalizedInputs
+        label="Label"
+        name="label"
+        member="label"
+        languages={ctx.languages}
+        value={form.label}
+        error={error}
+        onChange={(label) => setForm({ ...form, label })}
+      />
       <ErrorNote error={error} fields={["name", "titlefield", ...ctx.languages.map((l) => `label.${l}`)]} />
       <div class="actions start">
         <button type="submit" class="btn primary" disabled={busy || (!!item && !dirty)}>
@@ -87,7 +130,16 @@ export function ClassEditor(props: { ctx: SchemaCtx; entry: Entry<SchemaClass> |
       <BasicsForm ctx={ctx} kind="class" item={it} />
       {it ? (
         <>
-          <MemberList ctx={ctx} member="fields" title="Fields" singular="field" source="fields" items={it.fields} choices={committedOf(ctx.schema.fields)} change={(a, f, before) => schemaApi.member(ctx.project, "class", it.gid, "fields", a, f, before)} />
+          <MemberList
+            ctx={ctx}
+            member="fields"
+            title="Fields"
+            singular="field"
+            source="fields"
+            items={it.fields}
+            choices={committedOf(ctx.schema.fields)}
+            change={(a, f, before) => schemaApi.member(ctx.project, "class", it.gid, "fields", a, f, before)}
+          />
           <LayoutEditor ctx={ctx} kind="class" owner={it} fields={it.fields} />
         </>
       ) : null}
@@ -133,7 +185,9 @@ export function DefinitionEditor(props: { ctx: SchemaCtx; entry: Entry<SchemaDef
               source="fields"
               committedOnly={false}
               items={it.fieldlists[fl.key] ?? []}
-              choices={definitionFields(ctx.schema, it).map((g) => ctx.schema.fields.get(g)).filter((f): f is SchemaField => !!f)}
+              choices={definitionFields(ctx.schema, it)
+                .map((g) => ctx.schema.fields.get(g))
+                .filter((f): f is SchemaField => !!f)}
               change={(a, g, before) => schemaApi.fieldlistMember(ctx.project, it.gid, fl.key, a, g, before)}
             />
           ))}

@@ -12,7 +12,12 @@ const DICT_OF_TYPE = new Map<string, Dicts>([
   ["definitions", "definitions"],
   ["layouts", "layouts"],
 ]);
-const KIND_OF_DICT: Record<Dicts, SchemaKind | "layout"> = { fields: "field", classes: "class", definitions: "definition", layouts: "layout" };
+const KIND_OF_DICT: Record<Dicts, SchemaKind | "layout"> = {
+  fields: "field",
+  classes: "class",
+  definitions: "definition",
+  layouts: "layout",
+};
 const DICTS: Dicts[] = ["fields", "classes", "definitions", "layouts"];
 
 /** `next` with `part`'s items merged in (an older copy never replaces a newer one) and `gone` removed. */
@@ -88,7 +93,9 @@ export function useSchema(project: string): SchemaState {
     const read: Record<Dicts, string[]> = { fields: [], classes: [], definitions: [], layouts: [] };
     for (const [k, v] of last) (v.deleted ? gone : read)[v.dict].push(k.slice(v.dict.length + 1));
     try {
-      const parts = await Promise.all(DICTS.map((d) => (read[d].length ? schemaApi.get(project, KIND_OF_DICT[d], read[d]) : null)));
+      const parts = await Promise.all(
+        DICTS.map((d) => (read[d].length ? schemaApi.get(project, KIND_OF_DICT[d], read[d]) : null)),
+      );
       const part: Partial<Schema> = {};
       DICTS.forEach((d, i) => {
         const got = parts[i]?.[d] as Map<string, unknown> | undefined;
@@ -104,7 +111,9 @@ export function useSchema(project: string): SchemaState {
   });
 
   const apply = (a: SchemaAnswer, g?: { kind: SchemaKind; gid: string }) =>
-    setSchema((s) => (s ? merged(s, a.data, g ? { [`${g.kind === "class" ? "classes" : g.kind + "s"}`]: [g.gid] } : {}) : s));
+    setSchema((s) =>
+      s ? merged(s, a.data, g ? { [`${g.kind === "class" ? "classes" : g.kind + "s"}`]: [g.gid] } : {}) : s,
+    );
   return { schema, error, reload, apply };
 }
 
