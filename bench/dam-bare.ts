@@ -35,7 +35,7 @@ Bun.serve({
     if (req.method === "POST") {
       const target = join(uploadDir!, `upload-${n++}`);
       const writer = Bun.file(target).writer();
-      for await (const chunk of req.body!) writer.write(chunk);
+      for await (const chunk of req.body!) void writer.write(chunk);
       await writer.end();
       if (path === "/upload-durable") {
         fsyncPath(target);

@@ -159,7 +159,11 @@ async function readAndInsert(path: string, dir: string): Promise<number> {
     for await (const row of ws) {
       if (ws.name !== "Records" || row.number === 1) continue;
       unit.push((row.values as unknown[]).slice(2));
-      if (unit.length >= 500) flush(unit), (n += unit.length), (unit = []);
+      if (unit.length >= 500) {
+        flush(unit);
+        n += unit.length;
+        unit = [];
+      }
     }
   }
   flush(unit);

@@ -40,7 +40,7 @@ const server = Bun.serve({
   },
 });
 
-process.on("message", async (msg: any) => {
+async function onMessage(msg: any) {
   if (msg.cmd === "touch") {
     const first = cursor + 1;
     for (let i = 0; i < msg.count; i++) {
@@ -52,8 +52,9 @@ process.on("message", async (msg: any) => {
     Bun.gc(true);
     process.send!({ cmd: "rss", mb: process.memoryUsage().rss / 2 ** 20, sockets: server.subscriberCount("all") });
   } else if (msg.cmd === "stop") {
-    server.stop(true);
+    void server.stop(true);
     process.exit(0);
   }
-});
+}
+process.on("message", (msg: any) => void onMessage(msg));
 process.send({ cmd: "ready", url: `ws://127.0.0.1:${server.port}/` });

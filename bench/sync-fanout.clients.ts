@@ -109,7 +109,7 @@ async function connect(msg: {
   process.send!({ cmd: "connected", ms: performance.now() - t0 });
 }
 
-process.on("message", async (msg: any) => {
+async function onMessage(msg: any) {
   try {
     if (msg.cmd === "connect") await connect(msg);
     else if (msg.cmd === "expect") {
@@ -123,5 +123,6 @@ process.on("message", async (msg: any) => {
   } catch (err) {
     process.send!({ cmd: "error", error: String((err as Error)?.stack ?? err) });
   }
-});
+}
+process.on("message", (msg: any) => void onMessage(msg));
 process.send({ cmd: "started" });

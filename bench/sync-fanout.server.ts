@@ -29,7 +29,7 @@ const server = await startServer(loadConfig({ port: "0", host: "127.0.0.1", data
 const { ctx } = server;
 let project = "";
 
-process.on("message", async (msg: any) => {
+async function onMessage(msg: any) {
   if (msg.cmd === "setup") {
     const hash = await Bun.password.hash("bench-password-1", { algorithm: "argon2id" });
     const owner = mutate(ctx.db, ctx.hub, (tx, log) =>
@@ -98,5 +98,6 @@ process.on("message", async (msg: any) => {
     await server.stop();
     process.exit(0);
   }
-});
+}
+process.on("message", (msg: any) => void onMessage(msg));
 process.send({ cmd: "started" });

@@ -239,7 +239,7 @@ function parseNode(
   return parseLeaf(list, domain, path, fail);
 }
 
-function parseLeaf(list: unknown[], domain: FilterDomain, path: string, fail: Fail): FilterLeaf {
+function parseLeaf(list: unknown[], domain: FilterDomain, _path: string, fail: Fail): FilterLeaf {
   if (list.length < 2 || list.length > 3) fail("a condition is [field, operator] or [field, operator, operand]");
   const field = list[0] as string;
   const spec = field.length <= 200 ? domain.field(field) : undefined;

@@ -121,15 +121,23 @@ export class Logger {
   }
 
   debug(msg: string, extra?: Record<string, unknown>) {
-    if (this.enabled("debug")) extra ? this.pino.debug(extra, msg) : this.pino.debug(msg);
+    if (!this.enabled("debug")) return;
+    if (extra) this.pino.debug(extra, msg);
+    else this.pino.debug(msg);
   }
   info(msg: string, extra?: Record<string, unknown>) {
-    if (this.enabled("info")) extra ? this.pino.info(extra, msg) : this.pino.info(msg);
+    if (!this.enabled("info")) return;
+    if (extra) this.pino.info(extra, msg);
+    else this.pino.info(msg);
   }
   warn(msg: string, extra?: Record<string, unknown>) {
-    if (this.enabled("warn")) extra ? this.pino.warn(extra, msg) : this.pino.warn(msg);
+    if (!this.enabled("warn")) return;
+    if (extra) this.pino.warn(extra, msg);
+    else this.pino.warn(msg);
   }
   error(msg: string, extra?: Record<string, unknown>) {
-    if (this.enabled("error")) extra ? this.pino.error(extra, msg) : this.pino.error(msg);
+    if (!this.enabled("error")) return;
+    if (extra) this.pino.error(extra, msg);
+    else this.pino.error(msg);
   }
 }

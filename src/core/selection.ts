@@ -1,5 +1,5 @@
 import type { Tx } from "../db/connection";
-import { badRequest, invalidParameter, missing } from "./errors";
+import { invalidParameter, missing } from "./errors";
 import { decodeCursor, encodeCursor, pageSize } from "./paging";
 
 /**

@@ -318,7 +318,7 @@ describe("folders and the tree", () => {
   test("sheet lists a folder as columns and rows with metadata columns", async () => {
     const w0 = await call("sheet", { parent: shoes });
     expect(w0.status).toBe(200);
-    const img = w0.body.result.assets.find((g: string, i: number) => w0.body.result.rows[i][2] === "image");
+    const img = w0.body.result.assets.find((_g: string, i: number) => w0.body.result.rows[i][2] === "image");
     await call("metadata/set", { asset: img, name: "shop.sku", value: "RS-1" });
     await call("metadata/set", { asset: img, name: "shop.colour", value: "blue" });
     const w = await call("sheet", { parent: shoes, "page.size": 2 });

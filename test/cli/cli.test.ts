@@ -379,7 +379,7 @@ describe("start-up checks", () => {
         );
         expect(readdirSync(existing)).toEqual([]);
       } finally {
-        blocker.stop(true);
+        void blocker.stop(true);
       }
     },
     SLOW_TEST_MS,
@@ -616,7 +616,7 @@ describe("npm start", () => {
   }
   const portFree = async (port: number) => {
     try {
-      Bun.serve({ hostname: "127.0.0.1", port, fetch: () => new Response("") }).stop(true);
+      void Bun.serve({ hostname: "127.0.0.1", port, fetch: () => new Response("") }).stop(true);
       return true;
     } catch {
       return false;

@@ -69,7 +69,7 @@ describe("mutate: one unit of work per database", () => {
     published.length = 0;
     const after: string[] = [];
     expect(() =>
-      mutate(db, hub, (tx, log) => {
+      mutate(db, hub, (_tx, log) => {
         mutate(db, hub, (inner, innerLog) => {
           writeMeta(inner, "t.lost", "1");
           innerLog.cc("UPDATE", "test", "lost-inner", ["*"]);

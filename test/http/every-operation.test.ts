@@ -38,6 +38,7 @@ const ODD: unknown[] = [
   {},
   { a: 1 },
   { toString: 1 },
+  // oxlint-disable-next-line no-loss-of-precision -- a number past 2^53 on purpose
   9007199254740993,
 ];
 /** Members many operations read, tried on every operation whether it declares them or not. */

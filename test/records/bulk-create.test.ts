@@ -64,7 +64,7 @@ afterAll(() => w.srv.stop());
 
 /** A record form without what must differ (gids, timestamps), its own gid and parent named by role. */
 const shape = (form: any, names: Map<string, string>) => {
-  const { gid, parent, canonical, path, created_on, updated_on, orderings, ...rest } = form;
+  const { gid, parent, canonical, path, created_on: _created, updated_on: _updated, orderings, ...rest } = form;
   return {
     ...rest,
     gid: names.get(gid),

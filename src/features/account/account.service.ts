@@ -16,14 +16,7 @@ import { acceptInvitation, declineInvitation } from "../members/members.service"
 import { memberships } from "../members/members.table";
 import { projects } from "../projects/projects.table";
 import { users } from "../users/users.table";
-import {
-  forbidden,
-  invalidParameter,
-  missing,
-  unprocessable,
-  validationFailed,
-  type ValidationIssue,
-} from "../../core/errors";
+import { invalidParameter, missing, unprocessable, validationFailed, type ValidationIssue } from "../../core/errors";
 import { isLanguage, isTimezone } from "../../core/languages";
 import { renderMail, type MailKind, type MailVars } from "../../platform/mail/templates";
 import { projectAudience, userAudience } from "../members/access.service";

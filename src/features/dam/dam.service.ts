@@ -111,7 +111,7 @@ function queries(db: DB) {
  * of its kept earlier versions. A path trick is a 400; anything else that names no original is a 422.
  */
 function findSource(db: DB, projectGid: string, pathname: string): Source {
-  if (!pathname || /[\/\\\0]/.test(pathname) || pathname === "." || pathname === "..") {
+  if (!pathname || /[/\\\0]/.test(pathname) || pathname === "." || pathname === "..") {
     throw badRequest("Invalid storage pathname", { "Invalid parameter": "storage pathname", value: pathname });
   }
   const parts = parseStorageName(pathname);

@@ -1,7 +1,7 @@
 import { and, asc, eq, inArray } from "drizzle-orm";
 import type { Ctx } from "../../platform/context";
 import type { Tx } from "../../db/connection";
-import { mutate, type ChangeLog } from "../../db/mutate";
+import { mutate } from "../../db/mutate";
 import { forbidden, invalidParameter, missing, unprocessable } from "../../core/errors";
 import { newGid, now } from "../../core/ids";
 import { activeMembership, projectAccess } from "../members/access.service";

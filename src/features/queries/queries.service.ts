@@ -1,4 +1,4 @@
-import { and, asc, eq, inArray, sql } from "drizzle-orm";
+import { and, eq, inArray, sql } from "drizzle-orm";
 import type { Ctx } from "../../platform/context";
 import { preparedOnce, type Tx } from "../../db/connection";
 import type { ChangeLog } from "../../db/mutate";

@@ -71,14 +71,21 @@ export function setChannelsIn(
   enabled: boolean,
 ): boolean {
   const next = new Set(rec.channels);
-  for (const c of channels) if (c !== ALL_CHANNEL) enabled ? next.add(c) : next.delete(c);
+  for (const c of channels) {
+    if (c === ALL_CHANNEL) continue;
+    if (enabled) next.add(c);
+    else next.delete(c);
+  }
   return writeChannels(tx, view, touch, rec, next);
 }
 
 /** Makes `rec`'s state of the listed channels equal to `from`'s. */
 function copyState(tx: Tx, view: SchemaView, touch: Touch, rec: Rec, from: string[], channels: string[]): boolean {
   const next = new Set(rec.channels);
-  for (const c of channels) from.includes(c) ? next.add(c) : next.delete(c);
+  for (const c of channels) {
+    if (from.includes(c)) next.add(c);
+    else next.delete(c);
+  }
   return writeChannels(tx, view, touch, rec, next);
 }
 

@@ -142,7 +142,11 @@ function followVals(
   let lost = false;
   const drop = new Set(f.dropped[rec.definition] ?? []);
   for (const g of drop)
-    for (const slot of Object.values(vals)) if (Object.hasOwn(slot, g)) delete slot[g], (lost = true);
+    for (const slot of Object.values(vals)) {
+      if (!Object.hasOwn(slot, g)) continue;
+      delete slot[g];
+      lost = true;
+    }
   const fc = f.field;
   if (fc && (fc.from.type !== fc.to.type || fc.from.is_localized !== fc.to.is_localized)) {
     // Checked against the field as committed now (the dry run runs before the commit).
@@ -156,8 +160,11 @@ function followVals(
         )),
       );
     const old: Record<string, unknown> = dict();
-    for (const [slot, values] of Object.entries(vals))
-      if (Object.hasOwn(values, fc.gid)) (old[slot] = values[fc.gid]), delete values[fc.gid];
+    for (const [slot, values] of Object.entries(vals)) {
+      if (!Object.hasOwn(values, fc.gid)) continue;
+      old[slot] = values[fc.gid];
+      delete values[fc.gid];
+    }
     const put = (slot: string, v: unknown) => {
       if (v === undefined || v === null) return;
       const c = convertValue(v, fc.from.type, fc.to.type);

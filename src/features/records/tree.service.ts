@@ -371,7 +371,11 @@ function withSubtreeAndLinks(tx: Tx, rec: Rec): Rec[] {
       .all(JSON.stringify(gids)) as Record<string, unknown>[]
   ).map(recOf);
   const seen = new Set(gids);
-  for (const l of links) if (!seen.has(l.gid)) seen.add(l.gid), set.push(l);
+  for (const l of links) {
+    if (seen.has(l.gid)) continue;
+    seen.add(l.gid);
+    set.push(l);
+  }
   return set;
 }
 
@@ -459,7 +463,7 @@ export function undeleteRecord(
  * Removes a deleted record, its subtree and every link to them (live or not) for good, inside the
  * caller's transaction. Files of assets named in values are untouched. Returns how many went.
  */
-export function removeRecordIn(tx: Tx, view: SchemaView, touch: Touch, rec: Rec): number {
+export function removeRecordIn(tx: Tx, _view: SchemaView, touch: Touch, rec: Rec): number {
   const set = withSubtreeAndLinks(tx, rec);
   const gone = new Set(set.map((r) => r.gid));
   const del = db(tx).query("DELETE FROM records WHERE id = ?");

@@ -441,9 +441,16 @@ export function commitItem(
   }
   // The items using it changed too: say so, so clients reload them.
   const seen = new Set<string>();
-  for (const c of change.classes) if (!seen.has(c)) seen.add(c) && logItem(log, projectGid, "UPDATE", "class", c);
-  for (const d of change.definitions)
-    if (d !== result.gid && !seen.has(d)) seen.add(d) && logItem(log, projectGid, "UPDATE", "definition", d);
+  for (const c of change.classes) {
+    if (seen.has(c)) continue;
+    seen.add(c);
+    logItem(log, projectGid, "UPDATE", "class", c);
+  }
+  for (const d of change.definitions) {
+    if (d === result.gid || seen.has(d)) continue;
+    seen.add(d);
+    logItem(log, projectGid, "UPDATE", "definition", d);
+  }
   const jobs: string[] = [];
   for (const h of ctx.hooks.schemaCommitted) {
     const r = h.apply(ctx, tx, log, change);

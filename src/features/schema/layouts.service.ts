@@ -39,7 +39,7 @@ export function newLayoutSpec(): LayoutSpec {
 const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === "object" && !Array.isArray(v);
 
 /** One component checked (shape only). */
-function componentIssues(gid: string, c: unknown, at: string): ValidationIssue[] {
+function componentIssues(_gid: string, c: unknown, at: string): ValidationIssue[] {
   if (!isObject(c)) return [{ field: at, rule: "type", message: "an object {type, name?, options?, content?}" }];
   const out: ValidationIssue[] = [];
   if (typeof c.type !== "string" || !COMPONENT_TYPES.has(c.type))

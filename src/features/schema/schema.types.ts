@@ -91,11 +91,6 @@ const OPTIONS: Record<FieldType, z.ZodType<Record<string, unknown>>> = {
   fieldpicker: z.strictObject({ types: z.array(z.enum(FIELD_TYPES)).optional() }),
 };
 
-/** The options a new field of a type starts with (class/classlist have no valid default: `class` is required). */
-export function defaultOptions(type: FieldType): Record<string, unknown> {
-  return {};
-}
-
 function issuesOf(error: z.ZodError, prefix: string): ValidationIssue[] {
   return error.issues.map((i) => ({
     field: [prefix, ...i.path.map(String)].filter(Boolean).join("."),

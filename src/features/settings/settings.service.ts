@@ -1,13 +1,12 @@
-import { eq } from "drizzle-orm";
 import type { Answer } from "../../core/answer";
 import type { Actor } from "../../core/actor";
 import { invalidParameter, missing, unprocessable, validationFailed } from "../../core/errors";
-import { newGid, now } from "../../core/ids";
+import { newGid } from "../../core/ids";
 import { isLanguage } from "../../core/languages";
 import type { Tx } from "../../db/connection";
 import type { ChangeLog } from "../../db/mutate";
 import type { Ctx } from "../../platform/context";
-import { inProject, projectAudience, type ProjectWork } from "../members/access.service";
+import { inProject, type ProjectWork } from "../members/access.service";
 import { projectFull } from "../projects/projects.forms";
 import { updateProject, type Project } from "../projects/projects.service";
 import { ALL_CHANNEL, projectOptions, type ProjectOptions } from "./settings.options";

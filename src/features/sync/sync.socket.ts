@@ -263,7 +263,7 @@ export class SyncServer {
       close: (ws, code, reason) =>
         isEngine(ws) ? engine.onWebSocketClose(ws as any, code, reason) : elysia.close?.(ws, code, reason),
       drain: (ws) => {
-        if (!isEngine(ws)) elysia.drain?.(ws);
+        if (!isEngine(ws)) void elysia.drain?.(ws);
       },
       ...syncWebsocketLimits(this.ctx.config),
     };
@@ -592,7 +592,7 @@ export class SyncServer {
     if (rest.length) s.socket.emit("sync", rest.map(plain));
     s.state = "live";
     if (this.pending.length) this.recentlyLive.add(s);
-    s.socket.join(userRoom(s.user));
+    void s.socket.join(userRoom(s.user));
     if (s.project) this.joinProject(s, false);
   }
 
@@ -611,10 +611,10 @@ export class SyncServer {
     if (this.bunServer && ws?.subscribe && !this.recentlyLive.has(s)) {
       ws.subscribe(projectTopic(project));
       s.native = ws as ServerWebSocket<unknown>;
-      if (fromRoom) s.socket.leave(projectRoom(project));
+      if (fromRoom) void s.socket.leave(projectRoom(project));
       return;
     }
-    if (!fromRoom) s.socket.join(projectRoom(project));
+    if (!fromRoom) void s.socket.join(projectRoom(project));
   }
 
   /** The socket's project items stop (it stays in its user room). */
@@ -626,14 +626,14 @@ export class SyncServer {
         // Already closed: Bun dropped its subscriptions.
       }
       s.native = undefined;
-    } else s.socket.leave(projectRoom(project));
+    } else void s.socket.leave(projectRoom(project));
   }
 
   /** Ends the socket's subscription (it stays connected, receiving nothing until the next initsync). */
   private unsubscribe(s: Session) {
     s.generation++;
     if (s.state === "live") {
-      s.socket.leave(userRoom(s.user));
+      void s.socket.leave(userRoom(s.user));
       if (s.project) this.leaveProject(s, s.project);
     }
     if (s.project) removeFrom(this.byProject, s.project, s);

@@ -8,7 +8,7 @@ import { isLanguage, isTimezone } from "../../core/languages";
 import { canSeeUser, userAudience } from "../members/access.service";
 import type { Answer } from "../../core/answer";
 import type { Actor } from "../../core/actor";
-import { mutate, readOnly } from "../../db/mutate";
+import { readOnly } from "../../db/mutate";
 import type { Ctx } from "../../platform/context";
 import { userFull, userShort } from "./users.forms";
 

@@ -240,7 +240,7 @@ export async function writeSnapshot(
         const line = JSON.stringify(columns.map((c) => encode(row[c]))) + "\n";
         hash.update(line);
         size += Buffer.byteLength(line);
-        writer.write(line);
+        void writer.write(line);
         rows++;
         if (++pending === ROW_STEP) {
           await writer.flush();
