@@ -1,0 +1,343 @@
+// Assets, browsing: the folder tree, breadcrumbs, the search box, thumbnails and tiles, drag and drop.
+import type { ComponentChildren } from "preact";
+import { useEffect, useRef, useState } from "preact/hooks";
+import { assetsApi, formatBytes, isRaster, thumbnailUrl, type Asset, type FolderNode } from "../../api";
+import { navigate } from "../../store";
+import { Link } from "../../ui";
+
+export const THUMB = 160;
+
+/** The type choices of the search box (value, label). */
+export const TYPES: [string, string][] = [
+  ["", "All types"],
+  ["image", "Images"],
+  ["file", "Other files"],
+  ["folder", "Folders"],
+];
+
+export function FolderLink(props: {
+  href: string;
+  folder: string | null;
+  current: boolean;
+  onMoveInto: (gids: string[], folder: string | null) => void;
+  children: ComponentChildren;
+}) {
+  const drop = useFolderDrop(props.folder, props.onMoveInto);
+  return (
+    <Link
+      href={props.href}
+      class={(props.current ? "current" : "") + (drop.over ? " drop-target" : "")}
+      aria-current={props.current ? "page" : undefined}
+      {...drop.props}
+    >
+      {props.children}
+    </Link>
+  );
+}
+
+export function TreeLevel(props: {
+  nodes: FolderNode[];
+  base: string;
+  current: string | null;
+  onMoveInto: (gids: string[], folder: string | null) => void;
+}) {
+  if (!props.nodes.length) return null;
+  return (
+    <ul>
+      {props.nodes.map((n) => (
+        <li key={n.asset.gid}>
+          <FolderLink
+            href={`${props.base}?folder=${n.asset.gid}`}
+            folder={n.asset.gid}
+            current={props.current === n.asset.gid}
+            onMoveInto={props.onMoveInto}
+          >
+            {n.asset.name}
+          </FolderLink>
+          <TreeLevel nodes={n.children} base={props.base} current={props.current} onMoveInto={props.onMoveInto} />
+        </li>
+      ))}
+    </ul>
+  );
+}
+
+export function Breadcrumbs(props: { folder: string | null; folders: Map<string, Asset>; base: string }) {
+  const chain: Asset[] = [];
+  const byPathname = new Map([...props.folders.values()].map((f) => [f.pathname, f]));
+  let at = props.folder ? props.folders.get(props.folder) : undefined;
+  while (at && chain.length < 64) {
+    chain.unshift(at);
+    at = byPathname.get(at.path);
+  }
+  return (
+    <nav aria-label="Folder path" class="crumbs">
+      <ol>
+        <li>
+          <Link href={props.base}>All assets</Link>
+        </li>
+        {chain.map((f, i) => (
+          <li key={f.gid}>
+            {i === chain.length - 1 ? (
+              <span aria-current="page">{f.name}</span>
+            ) : (
+              <Link href={`${props.base}?folder=${f.gid}`}>{f.name}</Link>
+            )}
+          </li>
+        ))}
+      </ol>
+    </nav>
+  );
+}
+
+export function SearchBox(props: { gid: string; base: string; initial: string; initialType: string }) {
+  const [text, setText] = useState(props.initial);
+  const [type, setType] = useState(props.initialType);
+  useEffect(() => setType(props.initialType), [props.initialType]);
+  const [suggestions, setSuggestions] = useState<string[]>([]);
+  useEffect(() => setText(props.initial), [props.initial]);
+  useEffect(() => {
+    const t = text.trim();
+    if (t.length < 2) {
+      setSuggestions([]);
+      return;
+    }
+    let stale = false;
+    const timer = setTimeout(() => {
+      assetsApi.suggest(props.gid, t).then(
+        (s) => !stale && setSuggestions(s),
+        () => {},
+      );
+    }, 150);
+    return () => {
+      stale = true;
+      clearTimeout(timer);
+    };
+  }, [text, props.gid]);
+  return (
+    <form
+      role="search"
+      class="search"
+      onSubmit={(e) => {
+        e.preventDefault();
+        const q = new URLSearchParams();
+        if (text.trim()) q.set("q", text.trim());
+        if (type) q.set("type", type);
+        navigate(q.size ? `${props.base}?${q}` : props.base);
+      }}
+    >
+      <input
+        type="search"
+        name="q"
+        aria-label="Search assets"
+        placeholder="Search names and metadata"
+        list="asset-suggestions"
+        value={text}
+        onInput={(e) => setText(e.currentTarget.value)}
+      />
+      <datalist id="asset-suggestions">
+        {suggestions.map((s) => (
+          <option key={s} value={s} />
+        ))}
+      </datalist>
+      <select name="type" aria-label="Type" value={type} onChange={(e) => setType(e.currentTarget.value)}>
+        {TYPES.map(([t, label]) => (
+          <option key={t} value={t}>
+            {label}
+          </option>
+        ))}
+      </select>
+      <button class="btn" type="submit">
+        Search
+      </button>
+    </form>
+  );
+}
+
+export function Thumb(props: { gid: string; asset: Asset; size: number }) {
+  const a = props.asset;
+  const [src, setSrc] = useState<string | null>(null);
+  const [failed, setFailed] = useState(false);
+  const raster = isRaster(a);
+  useEffect(() => {
+    if (!raster) return;
+    let stale = false;
+    setFailed(false);
+    thumbnailUrl(props.gid, a, props.size).then(
+      (url) => !stale && setSrc(url),
+      () => !stale && setFailed(true),
+    );
+    return () => {
+      stale = true;
+    };
+  }, [props.gid, a.storageName, props.size]);
+  if (raster && !failed)
+    return src ? (
+      <img
+        class="thumb"
+        src={src}
+        width={props.size}
+        height={props.size}
+        alt=""
+        loading="lazy"
+        decoding="async"
+        draggable={false}
+      />
+    ) : (
+      <span class="thumb placeholder" style={{ width: `${props.size}px`, height: `${props.size}px` }} />
+    );
+  return (
+    <span class={"thumb icon kind-" + a.kind} aria-hidden="true">
+      {a.kind === "folder" ? <FolderIcon /> : (a.extension || "file").toUpperCase().slice(0, 4)}
+    </span>
+  );
+}
+
+function FolderIcon() {
+  return (
+    <svg viewBox="0 0 48 40" width="64" height="54" aria-hidden="true" focusable="false">
+      <path
+        d="M2 6a4 4 0 0 1 4-4h12l5 5h19a4 4 0 0 1 4 4v23a4 4 0 0 1-4 4H6a4 4 0 0 1-4-4z"
+        fill="currentColor"
+        opacity="0.85"
+      />
+    </svg>
+  );
+}
+
+// Moving by drag and drop: tiles carry their gids (the whole selection when a selected tile is
+// dragged); folders in the grid and in the folder list take them. The Move… dialog does the same
+// from the keyboard.
+const DRAG_TYPE = "application/x-apis-assets";
+
+function draggedGids(e: DragEvent): string[] | null {
+  const raw = e.dataTransfer?.getData(DRAG_TYPE);
+  if (!raw) return null;
+  try {
+    const gids = JSON.parse(raw);
+    return Array.isArray(gids) && gids.every((g) => typeof g === "string") ? gids : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Props that make an element a drop target for dragged assets, moving them into `folder`. */
+function useFolderDrop(folder: string | null, onDropGids: (gids: string[], folder: string | null) => void) {
+  const [over, setOver] = useState(false);
+  const accepts = (e: DragEvent) => !!e.dataTransfer && [...e.dataTransfer.types].includes(DRAG_TYPE);
+  return {
+    over,
+    props: {
+      onDragOver: (e: DragEvent) => {
+        if (!accepts(e)) return;
+        e.preventDefault();
+        e.dataTransfer!.dropEffect = "move";
+        setOver(true);
+      },
+      onDragLeave: () => setOver(false),
+      onDrop: (e: DragEvent) => {
+        if (!accepts(e)) return;
+        e.preventDefault();
+        e.stopPropagation();
+        setOver(false);
+        const gids = draggedGids(e)?.filter((g) => g !== folder);
+        if (gids?.length) onDropGids(gids, folder);
+      },
+    },
+  };
+}
+
+export function Tile(props: {
+  gid: string;
+  asset: Asset;
+  selected: boolean;
+  dragGids: () => string[];
+  onMoveInto: (gids: string[], folder: string | null) => void;
+  onToggle: () => void;
+  onOpen: () => void;
+  onKey: (e: KeyboardEvent) => void;
+}) {
+  const a = props.asset;
+  const kindText =
+    a.kind === "folder"
+      ? "Folder"
+      : a.kind === "image" && a.width
+        ? `${a.width}×${a.height} · ${formatBytes(a.size)}`
+        : formatBytes(a.size);
+  const drop = useFolderDrop(a.gid, props.onMoveInto);
+  const isTarget = a.kind === "folder" && a.status === "active";
+  return (
+    <li
+      class={"tile" + (props.selected ? " selected" : "") + (isTarget && drop.over ? " drop-target" : "")}
+      data-asset={a.gid}
+      data-name={a.name}
+      draggable={a.status === "active"}
+      onDragStart={(e) => {
+        e.dataTransfer?.setData(DRAG_TYPE, JSON.stringify(props.dragGids()));
+        if (e.dataTransfer) e.dataTransfer.effectAllowed = "move";
+      }}
+      {...(isTarget ? drop.props : {})}
+    >
+      <button
+        class="tile-open"
+        type="button"
+        onClick={props.onOpen}
+        onKeyDown={props.onKey}
+        aria-label={`${a.kind === "folder" ? "Open folder" : "Open"} ${a.name}`}
+      >
+        <Thumb gid={props.gid} asset={a} size={THUMB} />
+        <span class="tile-name" title={a.name}>
+          {a.name}
+        </span>
+        <span class="tile-meta">{kindText}</span>
+      </button>
+      <input
+        type="checkbox"
+        class="tile-check"
+        checked={props.selected}
+        onChange={props.onToggle}
+        aria-label={`Select ${a.name}`}
+      />
+      {a.published ? <span class="badge public">Public</span> : null}
+    </li>
+  );
+}
+
+export function DropZone(props: { enabled: boolean; onFiles: (files: File[]) => void; children: ComponentChildren }) {
+  const [over, setOver] = useState(false);
+  const depth = useRef(0);
+  const hasFiles = (e: DragEvent) => !!e.dataTransfer && [...e.dataTransfer.types].includes("Files");
+  return (
+    <div
+      class={"dropzone" + (over ? " over" : "")}
+      data-testid="dropzone"
+      onDragEnter={(e) => {
+        if (!props.enabled || !hasFiles(e)) return;
+        e.preventDefault();
+        depth.current++;
+        setOver(true);
+      }}
+      onDragOver={(e) => {
+        if (!props.enabled || !hasFiles(e)) return;
+        e.preventDefault();
+        e.dataTransfer!.dropEffect = "copy";
+      }}
+      onDragLeave={() => {
+        depth.current = Math.max(0, depth.current - 1);
+        if (!depth.current) setOver(false);
+      }}
+      onDrop={(e) => {
+        if (!props.enabled) return;
+        e.preventDefault();
+        depth.current = 0;
+        setOver(false);
+        const files = [...(e.dataTransfer?.files ?? [])];
+        if (files.length) props.onFiles(files);
+      }}
+    >
+      {props.children}
+      {over ? <div class="drop-hint">Drop to upload into this folder</div> : null}
+    </div>
+  );
+}
+
+// Uploads: a queue, three at a time, each with its own progress.
