@@ -156,14 +156,19 @@ describe.skipIf(!CHROMIUM)("web console: records", () => {
     await owner.getByRole("navigation", { name: "Project" }).getByRole("link", { name: "Records" }).click();
     await owner.getByRole("heading", { name: "Records", exact: true }).waitFor();
     await owner.getByRole("tree", { name: "Records" }).getByRole("treeitem", { name: "Cold storage" }).waitFor();
+    // "New child" asks for the definition (and the title) before it creates anything.
     await owner.getByRole("button", { name: "New child" }).click();
+    const ask = owner.getByRole("dialog", { name: "New record" });
+    await ask.getByLabel("Definition").selectOption({ label: "Article" });
+    // The title field is required: the dialog will not create without it.
+    await ask.getByRole("button", { name: "Create" }).click();
+    expect(await ask.getByLabel("Name (en)").evaluate((el) => el.matches(":invalid"))).toBe(true);
+    await ask.getByLabel("Name (en)").fill("Ice box");
+    await ask.getByRole("button", { name: "Create" }).click();
     await owner.getByText("Record created").waitFor();
-    await owner.getByTestId("record-title").getByText("Untitled").waitFor();
+    await owner.getByTestId("record-title").getByText("Ice box").waitFor();
     iceBox = new URL(owner.url()).searchParams.get("record")!;
     expect(iceBox).not.toBe(root);
-
-    await owner.getByLabel("Definition").selectOption({ label: "Article" });
-    await owner.getByRole("dialog").getByRole("button", { name: "Change definition" }).click();
     // Laid out by the definition's layout: two tabs, the name on the first, side by side per language.
     await owner.getByRole("tab", { name: "General" }).waitFor();
     await owner.getByLabel("Name (en)").fill("Ice box");
@@ -374,13 +379,11 @@ describe.skipIf(!CHROMIUM)("web console: records", () => {
     ws.getRow(iceRow).getCell(header.get("Stock")!).value = "many";
     const edited = Buffer.from(await wb.xlsx.writeBuffer());
 
-    await owner
-      .locator('input[name="excel-import"]')
-      .setInputFiles({
-        name: "edited.xlsx",
-        mimeType: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-        buffer: edited,
-      });
+    await owner.locator('input[name="excel-import"]').setInputFiles({
+      name: "edited.xlsx",
+      mimeType: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+      buffer: edited,
+    });
     await owner
       .locator(".excel-result")
       .getByText(/1 updated/)
@@ -401,13 +404,11 @@ describe.skipIf(!CHROMIUM)("web console: records", () => {
     // A workbook naming a record that is not one of the children is refused as a whole; its problems
     // are listed and the workbook with the problem cells marked is offered.
     ws.getRow(iceRow).getCell(1).value = root;
-    await owner
-      .locator('input[name="excel-import"]')
-      .setInputFiles({
-        name: "wrong.xlsx",
-        mimeType: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-        buffer: Buffer.from(await wb.xlsx.writeBuffer()),
-      });
+    await owner.locator('input[name="excel-import"]').setInputFiles({
+      name: "wrong.xlsx",
+      mimeType: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+      buffer: Buffer.from(await wb.xlsx.writeBuffer()),
+    });
     await owner
       .locator(".excel")
       .getByRole("alert")

@@ -44,6 +44,10 @@ export type DefinitionDef = {
   classes: string[];
   layout: string | null;
   isExtended: boolean;
+  /** Definitions offered for this definition's records' children (the reference's childdefinitions). */
+  childdefinitions: string[];
+  /** The field whose value is a record's title. */
+  titlefield: string | null;
 };
 export type ClassDef = {
   gid: string;
@@ -62,6 +66,13 @@ export type ValueReport = {
   level: "error" | "warning";
   code: string;
   message: string;
+  /** The failed check, machine-readable (docs/records.md): field_type, expected, minimum, maximum, received... */
+  rule?: Record<string, unknown>;
+};
+/** A record's completeness: per language, its required fields filled (percent, counts, the missing names). */
+export type Completeness = {
+  inChannel: boolean;
+  languages: Record<string, { percent: number; required: number; filled: number; missing: string[] }>;
 };
 export type RecordsPage = { items: RecordItem[]; total: number };
 /** A bulk selection element: a gid, a parent's children, or a search. */
@@ -122,6 +133,8 @@ const toDefinition = (d: any): DefinitionDef => ({
   classes: strs(d.classes),
   layout: d.layout ?? null,
   isExtended: !!d.is_extended,
+  childdefinitions: strs(d.childdefinitions),
+  titlefield: d.titlefield ?? null,
 });
 const toClass = (c: any): ClassDef => ({
   gid: c.gid,
@@ -218,6 +231,24 @@ export const recordsApi = {
       total: (env.result["children.size"] ?? 0) as number,
       definitions: inOrder(env.result.sibling_definitions, defs),
     };
+  },
+  /** Required fields filled per record and language (records/completeness, an Apis extension). */
+  async completeness(
+    project: string,
+    o: { records: string[]; languages: string[]; channel?: string },
+  ): Promise<Map<string, Completeness>> {
+    if (!o.records.length) return new Map();
+    const env = await call(rp(project, "completeness"), {
+      records: o.records.slice(0, 1000),
+      languages: o.languages,
+      ...(o.channel ? { channel: o.channel } : {}),
+    });
+    return new Map(
+      entries(env.result?.completeness).map(([g, c]) => [
+        g,
+        { inChannel: c?.in_channel !== false, languages: (c?.languages ?? {}) as Completeness["languages"] },
+      ]),
+    );
   },
   async create(project: string, parent: string, ordering?: string): Promise<RecordItem> {
     const env = await call(rp(project, "create"), ordering ? { parent, ordering } : { parent });

@@ -153,18 +153,36 @@ export function SearchBox(props: { gid: string; base: string; initial: string; i
   );
 }
 
+/** What a file really is when its name says otherwise ("TXT file, named .jpg"), else null. */
+export function misnamed(a: Asset): string | null {
+  if (a.kind === "folder" || !a.extension) return null;
+  const named = /\.([a-z0-9]{1,8})$/i.exec(a.name)?.[1]?.toLowerCase();
+  const same = (x: string, y: string) => x === y || (["jpg", "jpeg"].includes(x) && ["jpg", "jpeg"].includes(y));
+  if (!named || same(named, a.extension) || (named === "tif" && a.extension === "tiff")) return null;
+  return `${a.extension.toUpperCase()} file, named .${named}`;
+}
+
+/** Why an image has no preview: its size and "too large to preview" when the DAM refused its pixels. */
+function noPreviewText(a: Asset, error: unknown): string {
+  const reason = error instanceof Error ? error.message : String(error ?? "");
+  const px = a.width && a.height ? `${a.width}×${a.height} px` : "";
+  if (/pixel|too large|limit/i.test(reason) || (a.width ?? 0) * (a.height ?? 0) > 100_000_000)
+    return `${px ? px + ", " : ""}too large to preview`;
+  return "no preview";
+}
+
 export function Thumb(props: { gid: string; asset: Asset; size: number }) {
   const a = props.asset;
   const [src, setSrc] = useState<string | null>(null);
-  const [failed, setFailed] = useState(false);
+  const [failed, setFailed] = useState<string | null>(null);
   const raster = isRaster(a);
   useEffect(() => {
     if (!raster) return;
     let stale = false;
-    setFailed(false);
+    setFailed(null);
     thumbnailUrl(props.gid, a, props.size).then(
       (url) => !stale && setSrc(url),
-      () => !stale && setFailed(true),
+      (e) => !stale && setFailed(noPreviewText(a, e)),
     );
     return () => {
       stale = true;
@@ -185,9 +203,18 @@ export function Thumb(props: { gid: string; asset: Asset; size: number }) {
     ) : (
       <span class="thumb placeholder" style={{ width: `${props.size}px`, height: `${props.size}px` }} />
     );
+  if (failed)
+    return (
+      <span class={"thumb icon no-preview kind-" + a.kind} data-testid="no-preview">
+        <span aria-hidden="true">{(a.extension || "file").toUpperCase().slice(0, 4)}</span>
+        <span class="no-preview-text">{failed}</span>
+      </span>
+    );
+  const wrong = misnamed(a);
   return (
-    <span class={"thumb icon kind-" + a.kind} aria-hidden="true">
+    <span class={"thumb icon kind-" + a.kind} aria-hidden={wrong ? undefined : "true"}>
       {a.kind === "folder" ? <FolderIcon /> : (a.extension || "file").toUpperCase().slice(0, 4)}
+      {wrong ? <span class="no-preview-text">{wrong}</span> : null}
     </span>
   );
 }

@@ -14,7 +14,9 @@ import {
 import { notify, notifyError, useLive, useLoad } from "../../store";
 import { confirm, ErrorNote, Loading, useBusy } from "../../ui";
 import type { RecordsCtx } from "./context";
+import { NewChildDialog } from "./create";
 import { ValueInput } from "./inputs";
+import { humanMessage } from "./messages";
 import { defView, fromDraft, labelOf, rawValue, SCHEMA_TYPES, titleOf, toDraft, type DefView } from "./schema";
 import { TargetDialog } from "./target";
 
@@ -25,6 +27,7 @@ export function RecordEditor(props: {
   rc: RecordsCtx;
   record: string;
   definitions: DefinitionDef[];
+  fields: FieldDef[];
   onPath: (path: string[]) => void;
 }) {
   const { rc } = props;
@@ -37,6 +40,7 @@ export function RecordEditor(props: {
   const [messages, setMessages] = useState<Map<string, ValueReport[]>>(new Map());
   const [busy, run] = useBusy();
   const [target, setTarget] = useState<null | "move" | "copy" | "link">(null);
+  const [creating, setCreating] = useState(false);
 
   useEffect(() => {
     setDrafts(new Map());
@@ -137,14 +141,9 @@ export function RecordEditor(props: {
           type="button"
           class="btn small primary"
           disabled={busy || r.isLink || r.status === "deleted"}
-          onClick={() =>
-            act(
-              async () => rc.open((await recordsApi.create(rc.gid, r.gid, rc.ordering || undefined)).gid, "record"),
-              "Record created",
-            )
-          }
+          onClick={() => setCreating(true)}
         >
-          New child
+          New child…
         </button>
         {!isRoot ? (
           <>
@@ -217,6 +216,16 @@ export function RecordEditor(props: {
           </>
         ) : null}
       </div>
+      {creating ? (
+        <NewChildDialog
+          rc={rc}
+          parent={r.gid}
+          parentDefinition={v?.definition ?? props.definitions.find((d) => d.gid === r.definition)}
+          definitions={props.definitions}
+          fields={props.fields}
+          onClose={() => setCreating(false)}
+        />
+      ) : null}
       {target ? (
         <TargetDialog
           rc={rc}
@@ -265,6 +274,7 @@ export function RecordEditor(props: {
             <p class="muted">The definition {labelOf(v.definition, rc.langs[0]!)} has no fields.</p>
           ) : (
             <Layout
+              project={rc.gid}
               v={v}
               r={r}
               langs={shown}
@@ -387,6 +397,7 @@ function Facts(props: {
 }
 
 type LayoutProps = {
+  project: string;
   v: DefView;
   r: RecordItem;
   langs: string[];
@@ -412,11 +423,40 @@ function placed(l: LayoutDef | null | undefined): Set<string> {
   return out;
 }
 
+/**
+ * The fields a layout component holds, not counting those inside a nested section or tab (each of
+ * those says its own "same in all languages").
+ */
+function directFields(l: LayoutDef, id: string, top = true): string[] {
+  const c = Object.hasOwn(l.components, id) ? l.components[id] : undefined;
+  if (!c) return [];
+  if (!top && (c.type === "section" || c.type === "tab" || c.type === "tabs")) return [];
+  if (c.type === "field") return typeof c.options?.field === "string" ? [c.options.field] : [];
+  return (c.content ?? []).flatMap((k) => directFields(l, k, false));
+}
+
+/** Once per section: which of its fields have one value for every language. */
+function SharedNote(props: { gids: string[]; byGid: Map<string, FieldDef>; p: LayoutProps }) {
+  if (props.p.langs.length < 2) return null;
+  const shared = props.gids.map((g) => props.byGid.get(g)).filter((f): f is FieldDef => !!f && !f.isLocalized);
+  if (!shared.length) return null;
+  return (
+    <p class="hint shared-note">
+      {shared.length === props.gids.filter((g) => props.byGid.has(g)).length
+        ? "Same in all languages"
+        : `Same in all languages: ${shared.map((f) => labelOf(f, props.p.ui)).join(", ")}`}
+    </p>
+  );
+}
+
 function Layout(p: LayoutProps) {
   const byGid = new Map(p.v.fields.map((f) => [f.gid, f]));
   const shown = placed(p.v.layout);
   const parts: ComponentChildren[] = [];
-  if (p.v.layout) parts.push(<Component key="def" id={p.v.layout.root} l={p.v.layout} byGid={byGid} p={p} />);
+  if (p.v.layout) {
+    parts.push(<SharedNote key="def-note" gids={directFields(p.v.layout, p.v.layout.root)} byGid={byGid} p={p} />);
+    parts.push(<Component key="def" id={p.v.layout.root} l={p.v.layout} byGid={byGid} p={p} />);
+  }
   for (const c of p.v.classes) {
     const own = c.fields.filter((g) => !shown.has(g) && byGid.has(g));
     if (!own.length) continue;
@@ -426,6 +466,7 @@ function Layout(p: LayoutProps) {
     parts.push(
       <fieldset key={c.gid} class="lay-section">
         <legend>{labelOf(c, p.ui)}</legend>
+        <SharedNote gids={own} byGid={byGid} p={p} />
         {cl ? <Component id={cl.root} l={cl} byGid={byGid} p={p} /> : null}
         {own
           .filter((g) => !inLayout.has(g))
@@ -439,6 +480,7 @@ function Layout(p: LayoutProps) {
   if (rest.length)
     parts.push(
       <div key="rest" class="lay-v">
+        <SharedNote gids={rest.map((f) => f.gid)} byGid={byGid} p={p} />
         {rest.map((f) => (
           <FieldRow key={f.gid} f={f} p={p} />
         ))}
@@ -473,6 +515,7 @@ function Component(props: { id: string; l: LayoutDef; byGid: Map<string, FieldDe
       return (
         <fieldset class="lay-section">
           <legend>{c.name || "Section"}</legend>
+          <SharedNote gids={directFields(l, props.id)} byGid={props.byGid} p={p} />
           {kids}
         </fieldset>
       );
@@ -516,6 +559,7 @@ function Tabs(props: { ids: string[]; l: LayoutDef; byGid: Map<string, FieldDef>
       </div>
       {cur ? (
         <div role="tabpanel" aria-labelledby={`tab-${cur}`}>
+          <SharedNote gids={directFields(props.l, cur)} byGid={props.byGid} p={props.p} />
           {(props.l.components[cur]!.content ?? []).map((k) => (
             <Component key={k} id={k} l={props.l} byGid={props.byGid} p={props.p} />
           ))}
@@ -539,7 +583,6 @@ function FieldRow(props: { f: FieldDef; p: LayoutProps }) {
             *
           </span>
         ) : null}
-        {!f.isLocalized && p.langs.length > 1 ? <span class="hint"> · all languages</span> : null}
       </div>
       <div class="rv-langs" style={{ gridTemplateColumns: `repeat(${langs.length}, minmax(0, 1fr))` }}>
         {langs.map((lang) => {
@@ -563,6 +606,8 @@ function FieldRow(props: { f: FieldDef; p: LayoutProps }) {
                 value={dirty ? p.drafts.get(k)! : toDraft(f, rawValue(p.r, f, lang))}
                 invalid={msgs.some((m) => m.level === "error")}
                 onInput={(t) => p.setDraft(f, lang, t)}
+                project={p.project}
+                langs={[lang, ...p.langs.filter((x) => x !== lang)]}
               />
               {msgs.map((m, n) => (
                 <span
@@ -570,7 +615,7 @@ function FieldRow(props: { f: FieldDef; p: LayoutProps }) {
                   class={m.level === "error" ? "field-error" : "field-warning"}
                   role={m.level === "error" ? "alert" : undefined}
                 >
-                  {m.message}
+                  {humanMessage(m, labelOf(f, p.ui), f)}
                 </span>
               ))}
             </div>
