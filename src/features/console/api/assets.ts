@@ -183,12 +183,13 @@ export const assetsApi = {
   /** Search: words (`q`), the trash (deleted items) and a type; `size` results from the first. */
   async search(
     project: string,
-    q: { text?: string; trash?: boolean; kind?: string; size?: number },
+    q: { text?: string; trash?: boolean; kind?: string; size?: number; filter?: unknown },
   ): Promise<Page<Asset>> {
     const filter: unknown[] = [];
     if (q.trash) filter.push(["status", "is", "deleted"]);
     const byType = q.kind ? typeFilter(q.kind) : null;
     if (byType) filter.push(byType);
+    if (q.filter !== undefined) filter.push(q.filter);
     const body: Record<string, unknown> = {};
     if (q.text?.trim()) body.q = q.text.trim();
     if (filter.length) body.filter = ["and", "", filter];

@@ -30,3 +30,4 @@ export * from "./assets";
 export * from "./sync";
 export * from "./schema";
 export * from "./records";
+export * from "./queries";

@@ -3,6 +3,7 @@ import type { ComponentChildren } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { assetsApi, formatBytes, isRaster, thumbnailUrl, type Asset, type FolderNode } from "../../api";
 import { navigate } from "../../store";
+import { FilterBuilder, filterOf, type Condition, type FilterProp } from "../filters";
 import { Link } from "../../ui";
 
 export const THUMB = 160;
@@ -89,9 +90,43 @@ export function Breadcrumbs(props: { folder: string | null; folders: Map<string,
   );
 }
 
-export function SearchBox(props: { gid: string; base: string; initial: string; initialType: string }) {
+/** What an asset search can filter on without the filter language (docs/assets.md "Filters"). */
+export const ASSET_PROPS: FilterProp[] = [
+  { key: "name", label: "Name", kind: "text" },
+  { key: "path", label: "Folder", kind: "text" },
+  { key: "ext", label: "File type", kind: "text" },
+  { key: "width", label: "Width (px)", kind: "number" },
+  { key: "height", label: "Height (px)", kind: "number" },
+  { key: "filesize", label: "Size (bytes)", kind: "number" },
+  { key: "published", label: "Public", kind: "boolean" },
+  { key: "updated_on", label: "Changed", kind: "date" },
+  { key: "created_on", label: "Created", kind: "date" },
+];
+
+/** The conditions kept in the address (`where`), or none when it holds something else. */
+export function rowsOf(text: string | null): Condition[] {
+  if (!text) return [];
+  try {
+    const v = JSON.parse(text);
+    return Array.isArray(v)
+      ? v.filter((r) => r && typeof r.prop === "string" && typeof r.op === "string" && typeof r.value === "string")
+      : [];
+  } catch {
+    return [];
+  }
+}
+
+export function SearchBox(props: {
+  gid: string;
+  base: string;
+  initial: string;
+  initialType: string;
+  initialRows: Condition[];
+}) {
   const [text, setText] = useState(props.initial);
   const [type, setType] = useState(props.initialType);
+  const [rows, setRows] = useState<Condition[]>(props.initialRows);
+  useEffect(() => setRows(props.initialRows), [JSON.stringify(props.initialRows)]);
   useEffect(() => setType(props.initialType), [props.initialType]);
   const [suggestions, setSuggestions] = useState<string[]>([]);
   useEffect(() => setText(props.initial), [props.initial]);
@@ -122,6 +157,8 @@ export function SearchBox(props: { gid: string; base: string; initial: string; i
         const q = new URLSearchParams();
         if (text.trim()) q.set("q", text.trim());
         if (type) q.set("type", type);
+        const complete = rows.filter((r) => filterOf([r], ASSET_PROPS));
+        if (complete.length) q.set("where", JSON.stringify(complete));
         navigate(q.size ? `${props.base}?${q}` : props.base);
       }}
     >
@@ -149,6 +186,10 @@ export function SearchBox(props: { gid: string; base: string; initial: string; i
       <button class="btn" type="submit">
         Search
       </button>
+      <details class="search-conditions" open={rows.length > 0}>
+        <summary>Conditions{rows.length ? ` (${rows.length})` : ""}</summary>
+        <FilterBuilder props={ASSET_PROPS} rows={rows} onChange={setRows} />
+      </details>
     </form>
   );
 }

@@ -2,24 +2,26 @@
 // and the trash. The page itself; browse.tsx (tree, breadcrumbs, search box, tiles, drag and drop),
 // uploads.tsx (the upload queue), details.tsx (the side panel, metadata, versions, move, new folder).
 import { useEffect, useMemo, useState } from "preact/hooks";
-import { assetsApi, type Asset, type FolderNode } from "../../api";
+import { assetsApi, queriesApi, type Asset, type FolderNode } from "../../api";
 import { navigate, notify, notifyError, useLive, useLoad, useLocation } from "../../store";
 import { confirm, Empty, ErrorNote, Link, Loading } from "../../ui";
 import type { ProjectCtx } from "../project";
-import { Breadcrumbs, DropZone, FolderLink, SearchBox, Tile, TreeLevel, TYPES } from "./browse";
+import { filterOf, SaveQuery, type Condition } from "../filters";
+import { ASSET_PROPS, Breadcrumbs, DropZone, FolderLink, rowsOf, SearchBox, Tile, TreeLevel, TYPES } from "./browse";
 import { Details, MoveDialog, NewFolder } from "./details";
 import { UploadList, useUploads } from "./uploads";
 
 type View =
   | { kind: "folder"; folder: string | null }
-  | { kind: "search"; text: string; type: string }
+  | { kind: "search"; text: string; type: string; rows: Condition[] }
   | { kind: "trash" };
 
 function viewOf(search: string): View {
   const q = new URLSearchParams(search);
   if (q.get("trash")) return { kind: "trash" };
   const type = TYPES.some(([t]) => t && t === q.get("type")) ? q.get("type")! : "";
-  if (q.get("q") || type) return { kind: "search", text: q.get("q") ?? "", type };
+  const rows = rowsOf(q.get("where"));
+  if (q.get("q") || type || rows.length) return { kind: "search", text: q.get("q") ?? "", type, rows };
   return { kind: "folder", folder: q.get("folder") };
 }
 
@@ -49,7 +51,13 @@ export function AssetsPage(props: { ctx: ProjectCtx }) {
   const items = useLoad<{ items: Asset[]; total: number }>(async () => {
     const size = PAGE * pages;
     if (view.kind === "trash") return assetsApi.search(gid, { trash: true, size });
-    if (view.kind === "search") return assetsApi.search(gid, { text: view.text, kind: view.type || undefined, size });
+    if (view.kind === "search")
+      return assetsApi.search(gid, {
+        text: view.text,
+        kind: view.type || undefined,
+        filter: filterOf(view.rows, ASSET_PROPS),
+        size,
+      });
     const list = await assetsApi.children(gid, view.folder);
     return { items: list, total: list.length };
   }, [gid, viewKey, pages]);
@@ -135,7 +143,7 @@ export function AssetsPage(props: { ctx: ProjectCtx }) {
     view.kind === "trash"
       ? "Trash"
       : view.kind === "search"
-        ? `Search: ${[view.text, typeName].filter(Boolean).join(", ")}`
+        ? `Search: ${[view.text, typeName, view.rows.length ? `${view.rows.length} condition${view.rows.length === 1 ? "" : "s"}` : ""].filter(Boolean).join(", ")}`
         : folder
           ? (folders.get(folder)?.name ?? "Folder")
           : "Assets";
@@ -149,7 +157,24 @@ export function AssetsPage(props: { ctx: ProjectCtx }) {
           base={base}
           initial={view.kind === "search" ? view.text : ""}
           initialType={view.kind === "search" ? view.type : ""}
+          initialRows={view.kind === "search" ? view.rows : []}
         />
+        {view.kind === "search" ? (
+          <SaveQuery
+            onSave={async (name) => {
+              const byType = view.type ? [["type", "is", view.type]] : [];
+              const built = filterOf(view.rows, ASSET_PROPS);
+              const parts = [...byType, ...(built ? [built] : [])];
+              await queriesApi.create(gid, {
+                type: "asset",
+                name,
+                q: view.text || undefined,
+                filter: parts.length ? ["and", "", parts] : undefined,
+              });
+              notify(`Query “${name}” saved`);
+            }}
+          />
+        ) : null}
       </div>
       <div class="assets-layout">
         <nav class="folder-tree" aria-label="Folders">
