@@ -80,14 +80,18 @@ describe.skipIf(!CHROMIUM)("web console: the catalogue of a product manager", ()
         ],
       },
     });
+    await field("accessories", "recordlist", { label: { en: "Accessories" } });
     article = (
       await api("definitions/create", {
         name: "article",
         label: { en: "Article" },
-        fields: [fields.name, fields.price, fields.stock, fields.photo, fields.material],
+        fields: [fields.name, fields.price, fields.stock, fields.photo, fields.material, fields.accessories],
         titlefield: fields.name,
       })
     ).result.definition;
+    // A fieldlist for the shop shows the price only.
+    const shop = (await api("fieldlists/create", { name: "Shop" })).result.fieldlist;
+    await api("definitions/fieldlists/fields/add", { definition: article, fieldlist: shop, field: fields.price });
     await api("definitions/commit", { definition: article });
     await api("definitions/create", {
       name: "note",
@@ -205,10 +209,22 @@ describe.skipIf(!CHROMIUM)("web console: the catalogue of a product manager", ()
     expect(await page.locator(".field-error").count()).toBe(0);
   });
 
+  test("a field pointing at records is chosen by searching their titles", async () => {
+    await page.getByRole("button", { name: "Choose record for Accessories" }).click();
+    const picker = page.getByRole("dialog", { name: /Choose record: Accessories/ });
+    await picker.getByLabel("Search records").fill("stove");
+    await picker.getByRole("button", { name: "Camp stove" }).click();
+    await picker.waitFor({ state: "detached" });
+    await page.locator('[data-field="accessories"] .picked-item').getByText("Camp stove").waitFor();
+    await page.getByRole("button", { name: "Save", exact: true }).click();
+    await page.getByText("Saved", { exact: true }).waitFor();
+    expect((await record(tent)).fields.en.accessories).toEqual([stove]);
+  });
+
   test("values that are the same in all languages are said so once per section, not after every field", async () => {
     const form = page.getByRole("form", { name: "Values" });
     await expect(form.getByText("all languages", { exact: false }).count()).resolves.toBe(1);
-    await form.getByText("Same in all languages: Price, Stock, Photo, Material").waitFor();
+    await form.getByText("Same in all languages: Price, Stock, Photo, Material, Accessories").waitFor();
   });
 
   test("success notices come one at a time and go by themselves; an error stays until it is dismissed", async () => {
@@ -271,6 +287,16 @@ describe.skipIf(!CHROMIUM)("web console: the catalogue of a product manager", ()
     await page.getByRole("button", { name: "Clear filters" }).click();
     await stoveRow.waitFor();
     await tentRow.waitFor();
+
+    // Columns: picked one by one, or those of a fieldlist.
+    const heads = () => grid.locator("thead th").allTextContents();
+    expect((await heads()).join("|")).toContain("Stock");
+    await page.getByLabel("Columns of a fieldlist").selectOption({ label: "Fieldlist: Shop" });
+    expect((await heads()).filter((h) => /Name|Price|Stock|Photo|Material/.test(h))).toEqual(["Price"]);
+    await page.getByLabel("Columns of a fieldlist").selectOption({ label: "Columns picked" });
+    await page.getByText("Columns", { exact: true }).click();
+    await page.locator(".columns-pick").getByLabel("Stock").uncheck();
+    expect((await heads()).join("|")).not.toContain("Stock");
   });
 
   test("completeness per channel: with a channel chosen, records outside it are left out of the grid", async () => {

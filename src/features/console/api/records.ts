@@ -48,6 +48,8 @@ export type DefinitionDef = {
   childdefinitions: string[];
   /** The field whose value is a record's title. */
   titlefield: string | null;
+  /** Per project fieldlist (its key): the fields of this definition it shows. */
+  fieldlists: Record<string, string[]>;
 };
 export type ClassDef = {
   gid: string;
@@ -135,6 +137,7 @@ const toDefinition = (d: any): DefinitionDef => ({
   isExtended: !!d.is_extended,
   childdefinitions: strs(d.childdefinitions),
   titlefield: d.titlefield ?? null,
+  fieldlists: Object.fromEntries(entries(d.fieldlists).map(([k, v]) => [k, strs(v)])),
 });
 const toClass = (c: any): ClassDef => ({
   gid: c.gid,

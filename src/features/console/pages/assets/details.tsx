@@ -2,7 +2,7 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import { assetsApi, formatBytes, type Asset, type FolderNode } from "../../api";
 import { notify, notifyError, useLoad } from "../../store";
-import { copyText, Dialog, ErrorNote, Field, formatTime, issue, Link, useBusy } from "../../ui";
+import { copyText, Dialog, ErrorNote, Field, focusOnMount, formatTime, issue, Link, useBusy } from "../../ui";
 import { Thumb } from "./browse";
 
 export function Details(props: {
@@ -420,7 +420,7 @@ export function NewFolder(props: { gid: string; parent: string | null; onClose: 
             maxLength={255}
             value={name}
             onInput={(e) => setName(e.currentTarget.value)}
-            autoFocus
+            ref={focusOnMount}
           />
         </Field>
         <ErrorNote error={error} fields={["name"]} />

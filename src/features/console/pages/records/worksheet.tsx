@@ -54,6 +54,7 @@ export function Worksheet(props: { rc: RecordsCtx; parent: string }) {
   const [filter, setFilter] = useState<GridFilter>(NO_FILTER);
   const [sort, setSort] = useState<GridSort>(null);
   const [hidden, setHidden] = useState<Set<string>>(new Set());
+  const [fieldlist, setFieldlist] = useState("");
   const grid = useGridData(
     rc.gid,
     sheet.data?.children ?? [],
@@ -95,7 +96,11 @@ export function Worksheet(props: { rc: RecordsCtx; parent: string }) {
     completeness: grid.completeness,
     columns,
   });
-  const visible = columns.filter((f) => !hidden.has(f.gid));
+  // A fieldlist chooses the columns its definitions list for it; else the columns picked.
+  const inList = new Set(
+    fieldlist ? [...(views.data?.values() ?? [])].flatMap((v) => v.definition.fieldlists[fieldlist] ?? []) : [],
+  );
+  const visible = columns.filter((f) => (fieldlist ? inList.has(f.gid) : !hidden.has(f.gid)));
   const filtered = shownRows.length !== data.children.length;
   const pageGids = shownRows.map((c) => c.gid);
   const allOnPage = pageGids.length > 0 && pageGids.every((g) => picked.has(g));
@@ -193,7 +198,21 @@ export function Worksheet(props: { rc: RecordsCtx; parent: string }) {
           <option value="complete">Complete in {lang}</option>
           <option value="incomplete">Incomplete in {lang}</option>
         </select>
-        <details class="columns-pick">
+        {rc.project.options.fieldlists.length ? (
+          <select
+            aria-label="Columns of a fieldlist"
+            value={fieldlist}
+            onChange={(e) => setFieldlist(e.currentTarget.value)}
+          >
+            <option value="">Columns picked</option>
+            {rc.project.options.fieldlists.map((l) => (
+              <option key={l.key} value={l.key}>
+                Fieldlist: {l.name}
+              </option>
+            ))}
+          </select>
+        ) : null}
+        <details class="columns-pick" hidden={!!fieldlist}>
           <summary class="btn small">Columns</summary>
           <fieldset>
             <legend class="visually-hidden">Columns shown</legend>
