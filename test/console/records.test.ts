@@ -41,7 +41,8 @@ describe("web console: the records bundle", () => {
       console.log(
         `console bundles gzipped: first page ${(first.gz / 1024).toFixed(1)} KiB, records pages ${(records.gz / 1024).toFixed(1)} KiB`,
       );
-      expect(records.gz).toBeLessThan(80 * 1024);
+      // 80 KiB until issue 35 added the pickers, the product grid and the search conditions (81-83 KiB then).
+      expect(records.gz).toBeLessThan(88 * 1024);
     } finally {
       await server.stop();
     }
@@ -258,6 +259,8 @@ describe.skipIf(!CHROMIUM)("web console: records", () => {
     expect(await results.getByRole("listitem").count()).toBe(1);
 
     await owner.getByLabel("Words").fill("");
+    // The typed filter language is kept for experts, folded away under the conditions built from lists.
+    await owner.getByText("Filter language (for experts)").click();
     await owner.getByLabel("Filter").fill('["price", ">", 50]');
     await owner.getByRole("button", { name: "Search", exact: true }).click();
     await results.getByRole("link", { name: "Freezer" }).waitFor();

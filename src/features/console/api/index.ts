@@ -21,7 +21,7 @@
 //
 // One module per role: http (token, errors, call, upload), views (view types, wire → view),
 // account, projects (members, API keys, backups, settings, jobs), assets (and the DAM, thumbnails),
-// sync, schema, records. Pages import from "../api" (this file).
+// sync, schema, records, queries. Pages import from "../api" (this file).
 export * from "./http";
 export * from "./views";
 export * from "./account";
