@@ -251,6 +251,18 @@ export function Worksheet(props: { rc: RecordsCtx; parent: string }) {
             </button>
           </>
         ) : null}
+        {grid.completeness && data.children.length ? (
+          <span class="muted" data-testid="grid-complete">
+            Complete:{" "}
+            {[lang, ...rc.langs.filter((l) => l !== lang)]
+              .map((l) => {
+                const counted = data.children.filter((r) => grid.completeness!.get(r.gid)?.inChannel !== false);
+                const done = counted.filter((r) => grid.completeness!.get(r.gid)?.languages[l]?.percent === 100);
+                return `${l} ${done.length}/${counted.length}`;
+              })
+              .join(" · ")}
+          </span>
+        ) : null}
         {rc.channel ? (
           <span class="muted">Channel: {rc.project.options.channels.find((c) => c.key === rc.channel)?.name}</span>
         ) : null}
