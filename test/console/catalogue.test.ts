@@ -45,10 +45,10 @@ describe.skipIf(!CHROMIUM)("web console: the catalogue of a product manager", ()
     if (r.status !== 200) throw new Error(`upload ${name}: ${r.status} ${JSON.stringify(r.body)}`);
     return r.body.result.asset;
   }
-  async function signIn(p: Page) {
+  async function signIn(p: Page, username = "paula", password = "paulas-secret-1") {
     await p.goto(server.url + "/");
-    await p.getByLabel("Username").fill("paula");
-    await p.getByLabel("Password").fill("paulas-secret-1");
+    await p.getByLabel("Username").fill(username);
+    await p.getByLabel("Password").fill(password);
     await p.getByRole("button", { name: "Sign in" }).click();
     await p.getByRole("heading", { name: "Projects", exact: true }).waitFor();
   }
@@ -223,7 +223,7 @@ describe.skipIf(!CHROMIUM)("web console: the catalogue of a product manager", ()
 
   test("values that are the same in all languages are said so once per section, not after every field", async () => {
     const form = page.getByRole("form", { name: "Values" });
-    await expect(form.getByText("all languages", { exact: false }).count()).resolves.toBe(1);
+    expect(await form.getByText("all languages", { exact: false }).count()).toBe(1);
     await form.getByText("Same in all languages: Price, Stock, Photo, Material, Accessories").waitFor();
   });
 
@@ -313,6 +313,24 @@ describe.skipIf(!CHROMIUM)("web console: the catalogue of a product manager", ()
     ];
     return Object.entries(form.options.channels as Record<string, string>).find(([, n]) => n === "Webshop")![0];
   }
+
+  test("a member watching the grid sees a record's completeness change as its values are filled elsewhere", async () => {
+    const mia = await server.user("mia", "mias-secret-1");
+    server.addMember(project, mia.gid);
+    const other = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const m = await other.newPage();
+    const miaErrors = watchErrors(m);
+    await signIn(m, "mia", "mias-secret-1");
+    await m.goto(`${server.url}/console/p/${project}/records?record=${root}&view=children`);
+    const row = m.getByRole("table", { name: "Worksheet" }).locator(`tr[data-record="${stove}"]`);
+    await row.locator('.badge[data-lang="de"]').getByText("de 50%").waitFor();
+    await api("records/update", { record: stove, fields: { de: { name: "Campingkocher" } } });
+    // No reload: the sync item brings the record, and its completeness is asked again.
+    await row.locator('.badge[data-lang="de"]').getByText("de 100%").waitFor();
+    await m.getByTestId("grid-complete").getByText("Complete: en 2/2 · de 2/2").waitFor();
+    expect(miaErrors).toEqual([]);
+    await other.close();
+  });
 
   test("records are searched with conditions picked from lists, and the search is saved as a query", async () => {
     await page.goto(`${server.url}/console/p/${project}/records?record=${root}&view=search`);

@@ -222,18 +222,20 @@ export function SaveQuery(props: { onSave: (name: string) => Promise<void>; disa
         type="button"
         class="btn small primary"
         disabled={busy || !name.trim()}
-        onClick={async () => {
+        onClick={() => {
           setBusy(true);
           setError(null);
-          try {
-            await props.onSave(name.trim());
-            setOpen(false);
-            setName("");
-          } catch (e) {
-            setError(e instanceof Error ? e.message : String(e));
-          } finally {
-            setBusy(false);
-          }
+          props.onSave(name.trim()).then(
+            () => {
+              setOpen(false);
+              setName("");
+              setBusy(false);
+            },
+            (e: unknown) => {
+              setError(e instanceof Error ? e.message : String(e));
+              setBusy(false);
+            },
+          );
         }}
       >
         Save

@@ -6,15 +6,12 @@ import type { FieldDef, ValueReport } from "../../api";
 /** The browser's locale (the console's strings are English; numbers follow the person's habits). */
 export const userLocale = (): string => (typeof navigator !== "undefined" && navigator.language) || "en";
 
-function separators(locale: string): { decimal: string; group: string } {
+/** The locale's decimal separator ("." or ","). */
+function decimalOf(locale: string): string {
   try {
-    const parts = new Intl.NumberFormat(locale).formatToParts(12345.6);
-    return {
-      decimal: parts.find((p) => p.type === "decimal")?.value ?? ".",
-      group: parts.find((p) => p.type === "group")?.value ?? ",",
-    };
+    return new Intl.NumberFormat(locale).formatToParts(12345.6).find((p) => p.type === "decimal")?.value ?? ".";
   } catch {
-    return { decimal: ".", group: "," };
+    return ".";
   }
 }
 
@@ -38,7 +35,7 @@ export function parseNumber(text: string, locale = userLocale()): number | undef
   let t = text.trim().replace(/[\s\u00a0\u202f\u2009'’]/g, "");
   if (/^[−–]/.test(t)) t = "-" + t.slice(1);
   if (!/^[-+]?[\d.,]+$/.test(t) || !/\d/.test(t)) return undefined;
-  const { decimal, group } = separators(locale);
+  const decimal = decimalOf(locale);
   const dots = (t.match(/\./g) ?? []).length;
   const commas = (t.match(/,/g) ?? []).length;
   let dec: string | null = null;
@@ -74,7 +71,7 @@ const num = (v: unknown) => (typeof v === "number" ? v : typeof v === "bigint" ?
 /** A report item as a sentence for people; the server's own message when nothing better is known. */
 export function humanMessage(m: ValueReport, label: string, f?: FieldDef): string {
   const rule = m.rule ?? {};
-  const type = String(rule.field_type ?? f?.type ?? "");
+  const type = typeof rule.field_type === "string" ? rule.field_type : (f?.type ?? "");
   const whole = rule.expected === "int" || type === "number";
   const plainServer = m.message.replace(/^[^:]*:\s*/, "");
   const example = formatNumber(whole ? 1850 : 1850.5);
