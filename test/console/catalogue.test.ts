@@ -37,10 +37,11 @@ describe.skipIf(!CHROMIUM)("web console: the catalogue of a product manager", ()
     return r.body;
   }
   const record = async (gid: string) => (await api("records/get", { record: gid })).data.records[gid];
-  async function upload(content: Uint8Array | string, name: string): Promise<string> {
+  async function upload(content: Uint8Array | string, name: string, parent?: string): Promise<string> {
     const form = new FormData();
     form.append("upload_file", new Blob([content]), name);
-    form.append("pathname", "/");
+    if (parent) form.append("parent", parent);
+    else form.append("pathname", "/");
     const r = await server.call(`/api/p/${project}/assets/upload`, { body: form, token });
     if (r.status !== 200) throw new Error(`upload ${name}: ${r.status} ${JSON.stringify(r.body)}`);
     return r.body.result.asset;
@@ -108,6 +109,9 @@ describe.skipIf(!CHROMIUM)("web console: the catalogue of a product manager", ()
     assets.stove = await upload(await png("#2a5a8a"), "camp-stove.png");
     assets.huge = await upload(await png("#8a5a2a", 700, 400), "panorama.png");
     assets.fake = await upload("this is not a picture", "fake.jpg");
+    // A folder with one picture in it.
+    assets.folder = (await api("assets/create", { name: "Lifestyle" })).result.asset;
+    assets.inFolder = await upload(await png("#8a2a5a"), "lifestyle-camp.png", assets.folder);
 
     // One record made through the API, complete in English only.
     stove = (await api("records/create", { parent: root })).result.record;
@@ -156,6 +160,12 @@ describe.skipIf(!CHROMIUM)("web console: the catalogue of a product manager", ()
     // The library: every image as a tile; the text file named .jpg cannot be chosen for an image field.
     await picker.getByRole("button", { name: "camp-stove.png" }).waitFor();
     expect(await picker.getByRole("button", { name: "fake.jpg" }).isDisabled()).toBe(true);
+    // Folders open in place, and the trail leads back.
+    await picker.getByRole("button", { name: "Open folder Lifestyle" }).click();
+    await picker.getByRole("button", { name: "lifestyle-camp.png" }).waitFor();
+    await picker.getByRole("button", { name: "camp-stove.png" }).waitFor({ state: "detached" });
+    await picker.getByRole("navigation", { name: "Folder" }).getByRole("button", { name: "All assets" }).click();
+    await picker.getByRole("button", { name: "camp-stove.png" }).waitFor();
     await picker.getByLabel("Search assets by name").fill("tent");
     await picker.getByText("Results for “tent”").waitFor();
     await picker.getByRole("button", { name: "camp-stove.png" }).waitFor({ state: "detached" });

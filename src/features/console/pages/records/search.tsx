@@ -80,9 +80,18 @@ export function RecordSearch(props: { rc: RecordsCtx }) {
         if (e instanceof ApiError && e.info["Invalid parameter"] === "filter") setFilterError(e.message);
       }
     });
+  // A change by anyone reads the hits again, beside a search that may be running (not through `run`,
+  // which starts one at a time for the Search button).
   useLive(["records"], (items) => {
     if (query && page && items.some((i) => page.items.some((r) => r.gid === i.key) || i.action !== "UPDATE"))
-      load(query, Math.max(PAGE, page.items.length));
+      recordsApi
+        .search(rc.gid, {
+          language: query.language,
+          q: query.q,
+          filter: query.filter ?? undefined,
+          size: Math.max(PAGE, page.items.length),
+        })
+        .then(setPage, () => {});
   });
 
   const submit = (e: Event) => {
