@@ -196,6 +196,10 @@ describe.skipIf(!CHROMIUM)("web console: the catalogue of a product manager", ()
     await page.getByText("Saved", { exact: true }).waitFor();
     const uploaded = (await api("assets/search", { q: "tent-side" })).result.assets[0];
     expect((await record(tent)).fields.en.photo).toBe(uploaded);
+    // The record's head says how complete it is: everything required in English, the German name missing.
+    await page.locator('.record-head .badge[data-lang="en"]').getByText("en 100%").waitFor();
+    await page.locator('.record-head .badge[data-lang="de"]').getByText("de 50%").waitFor();
+    expect(await page.locator('.record-head .badge[data-lang="de"]').getAttribute("title")).toBe("Missing in de: name");
     await screenshot(page, "35-02-record-with-image");
   });
 

@@ -7,6 +7,7 @@ import { notify, notifyError, useLive, useLoad } from "../../store";
 import { confirm, ErrorNote, Loading, useBusy } from "../../ui";
 import type { RecordsCtx } from "./context";
 import { NewChildDialog } from "./create";
+import { CompletenessBadges } from "./grid";
 import { defView, fromDraft, labelOf, SCHEMA_TYPES, titleOf, type DefView } from "./schema";
 import { TargetDialog } from "./target";
 import { keyOf, Layout } from "./values";
@@ -23,6 +24,14 @@ export function RecordEditor(props: {
   const r = rec.data?.gid === props.record ? rec.data : undefined;
   const view = useLoad(() => (r ? defView(rc.gid, r.definition) : Promise.resolve(undefined)), [rc.gid, r?.definition]);
   const ancestors = useLoad(() => recordsApi.get(rc.gid, r?.path.slice(1) ?? [], rc.langs), [r?.path.join(",")]);
+  // How complete the record is per language, read again whenever it changes.
+  const complete = useLoad(
+    () =>
+      r && r.parent !== null
+        ? recordsApi.completeness(rc.gid, { records: [r.gid], languages: rc.langs })
+        : Promise.resolve(undefined),
+    [rc.gid, r?.gid, r?.updatedOn, r?.definition, rc.langs.join(",")],
+  );
   const [shown, setShown] = useState<string[]>(rc.langs);
   const [drafts, setDrafts] = useState<Map<string, string>>(new Map());
   const [messages, setMessages] = useState<Map<string, ValueReport[]>>(new Map());
@@ -123,6 +132,7 @@ export function RecordEditor(props: {
         <h2 data-testid="record-title">{title || "Untitled"}</h2>
         {r.status === "deleted" ? <span class="badge status-failed">Deleted</span> : null}
         {r.isLink ? <span class="badge">Linked copy</span> : null}
+        {complete.data?.get(r.gid) ? <CompletenessBadges c={complete.data.get(r.gid)} langs={rc.langs} /> : null}
       </div>
       <div class="toolbar" role="toolbar" aria-label="Record actions">
         <button
