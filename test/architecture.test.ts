@@ -19,7 +19,7 @@ type File = { path: string; rel: string; text: string; code: string; imports: Im
  * the descriptor, the HTML route and the build plugin) runs in browsers, not in the server: it is
  * bundled by Bun from its HTML import, type-checked by its own tsconfig.json with the DOM, and
  * speaks only the public interface. The server's layering rules do not apply to it, so it is not
- * read here; test/console/serve.test.ts keeps its own rule (every API address in api.ts).
+ * read here; test/console/serve.test.ts keeps its own rule (every API address in its api/ folder).
  */
 const isBrowserCode = (path: string) => {
   const r = relative(SRC, path).split("\\").join("/");

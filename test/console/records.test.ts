@@ -41,7 +41,8 @@ describe("web console: the records bundle", () => {
       console.log(
         `console bundles gzipped: first page ${(first.gz / 1024).toFixed(1)} KiB, records pages ${(records.gz / 1024).toFixed(1)} KiB`,
       );
-      expect(records.gz).toBeLessThan(80 * 1024);
+      // 80 KiB until issue 35 added the pickers, the product grid and the search conditions (81-83 KiB then).
+      expect(records.gz).toBeLessThan(88 * 1024);
     } finally {
       await server.stop();
     }
@@ -156,14 +157,19 @@ describe.skipIf(!CHROMIUM)("web console: records", () => {
     await owner.getByRole("navigation", { name: "Project" }).getByRole("link", { name: "Records" }).click();
     await owner.getByRole("heading", { name: "Records", exact: true }).waitFor();
     await owner.getByRole("tree", { name: "Records" }).getByRole("treeitem", { name: "Cold storage" }).waitFor();
+    // "New child" asks for the definition (and the title) before it creates anything.
     await owner.getByRole("button", { name: "New child" }).click();
+    const ask = owner.getByRole("dialog", { name: "New record" });
+    await ask.getByLabel("Definition").selectOption({ label: "Article" });
+    // The title field is required: the dialog will not create without it.
+    await ask.getByRole("button", { name: "Create" }).click();
+    expect(await ask.getByLabel("Name (en)").evaluate((el) => el.matches(":invalid"))).toBe(true);
+    await ask.getByLabel("Name (en)").fill("Ice box");
+    await ask.getByRole("button", { name: "Create" }).click();
     await owner.getByText("Record created").waitFor();
-    await owner.getByTestId("record-title").getByText("Untitled").waitFor();
+    await owner.getByTestId("record-title").getByText("Ice box").waitFor();
     iceBox = new URL(owner.url()).searchParams.get("record")!;
     expect(iceBox).not.toBe(root);
-
-    await owner.getByLabel("Definition").selectOption({ label: "Article" });
-    await owner.getByRole("dialog").getByRole("button", { name: "Change definition" }).click();
     // Laid out by the definition's layout: two tabs, the name on the first, side by side per language.
     await owner.getByRole("tab", { name: "General" }).waitFor();
     await owner.getByLabel("Name (en)").fill("Ice box");
@@ -253,6 +259,8 @@ describe.skipIf(!CHROMIUM)("web console: records", () => {
     expect(await results.getByRole("listitem").count()).toBe(1);
 
     await owner.getByLabel("Words").fill("");
+    // The typed filter language is kept for experts, folded away under the conditions built from lists.
+    await owner.getByText("Filter language (for experts)").click();
     await owner.getByLabel("Filter").fill('["price", ">", 50]');
     await owner.getByRole("button", { name: "Search", exact: true }).click();
     await results.getByRole("link", { name: "Freezer" }).waitFor();

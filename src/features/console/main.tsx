@@ -1,5 +1,5 @@
 // The console: a single-page app served by the Apis binary at / and /console/... (see
-// console.routes.ts). Pages speak only the public interface through api.ts and live.ts.
+// console.routes.ts). Pages speak only the public interface through api/ and live.ts.
 import { render } from "preact";
 import { useEffect, useErrorBoundary } from "preact/hooks";
 import type { ComponentChildren } from "preact";

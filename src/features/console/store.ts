@@ -62,10 +62,21 @@ export type Notice = { id: number; text: string; kind: "info" | "error" };
 export const notices$ = createStore<Notice[]>([]);
 let noticeId = 0;
 
+/** How long a success notice stays (errors stay until dismissed). */
+export const NOTICE_MS = 2500;
+
+/**
+ * A notice. Success notices do not pile up: a new one replaces the one shown, and it goes by
+ * itself after NOTICE_MS. Errors stay until dismissed (at most three, the newest last); the same
+ * error twice is shown once.
+ */
 export function notify(text: string, kind: Notice["kind"] = "info") {
   const id = ++noticeId;
-  notices$.set((list) => [...list.slice(-3), { id, text, kind }]);
-  setTimeout(() => dismiss(id), kind === "error" ? 12000 : 5000);
+  notices$.set((list) => {
+    const errors = list.filter((n) => n.kind === "error" && !(kind === "error" && n.text === text));
+    return kind === "error" ? [...errors.slice(-2), { id, text, kind }] : [...errors, { id, text, kind }];
+  });
+  if (kind !== "error") setTimeout(() => dismiss(id), NOTICE_MS);
 }
 export function dismiss(id: number) {
   notices$.set((list) => list.filter((n) => n.id !== id));

@@ -58,12 +58,20 @@ export function issue(error: unknown, field: string): string | undefined {
   return error instanceof ApiError ? error.issue(field) : undefined;
 }
 
+/**
+ * A modal dialog: the page behind it is inert, Tab and Shift+Tab cycle through its own controls,
+ * Escape closes it, and the focus goes back to where it was when it closes.
+ */
 export function Dialog(props: { title: string; onClose: () => void; children: ComponentChildren; wide?: boolean }) {
   const ref = useRef<HTMLDialogElement>(null);
   useEffect(() => {
     const d = ref.current!;
+    const before = document.activeElement as HTMLElement | null;
     if (!d.open) d.showModal();
-    return () => d.close();
+    return () => {
+      d.close();
+      if (before?.isConnected) before.focus();
+    };
   }, []);
   return (
     <dialog
@@ -73,6 +81,24 @@ export function Dialog(props: { title: string; onClose: () => void; children: Co
       onCancel={(e) => {
         e.preventDefault();
         props.onClose();
+      }}
+      onKeyDown={(e) => {
+        if (e.key !== "Tab") return;
+        const all = [
+          ...e.currentTarget.querySelectorAll<HTMLElement>(
+            "a[href], button:not([disabled]), input:not([disabled]):not([type=hidden]), select:not([disabled]), textarea:not([disabled]), [tabindex]:not([tabindex='-1'])",
+          ),
+        ].filter((el) => el.offsetParent !== null || el === document.activeElement);
+        if (!all.length) return;
+        const first = all[0]!;
+        const last = all[all.length - 1]!;
+        if (e.shiftKey && document.activeElement === first) {
+          e.preventDefault();
+          last.focus();
+        } else if (!e.shiftKey && document.activeElement === last) {
+          e.preventDefault();
+          first.focus();
+        }
       }}
     >
       <header class="dialog-head">
@@ -254,14 +280,21 @@ export function formatTime(seconds: number | null | undefined): string {
   return new Date(seconds * 1000).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
 }
 
-/** Runs an async action with a busy flag; errors go to `onError` (default: a notice). */
+/**
+ * Runs an async action with a busy flag (for disabling the buttons that start it), one at a time:
+ * a second start while one runs (a double click, Enter twice before the re-render) is ignored.
+ */
 export function useBusy(): [boolean, <T>(fn: () => Promise<T>) => Promise<T | undefined>] {
   const [busy, setBusy] = useState(false);
+  const running = useRef(false);
   const run = async <T,>(fn: () => Promise<T>): Promise<T | undefined> => {
+    if (running.current) return undefined;
+    running.current = true;
     setBusy(true);
     try {
       return await fn();
     } finally {
+      running.current = false;
       setBusy(false);
     }
   };

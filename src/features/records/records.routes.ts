@@ -6,6 +6,7 @@ import { describe } from "../../http/openapi";
 import { operation } from "../../http/operations";
 import type { Ctx } from "../../platform/context";
 import * as CH from "./channels.service";
+import { getCompleteness } from "./completeness.service";
 import * as DEF from "./definition.service";
 import { excelDownload, exportChildren, importChildren, XLSX_TYPE } from "./excel.service";
 import { previewField } from "./preview.service";
@@ -66,6 +67,22 @@ export const recordsOperations = [
     summary: "One record (`record` → result.record) or several (`records` → result.records)",
     tags: tag("tree"),
   }),
+  operation(
+    "records/completeness",
+    t.Object({
+      language: t.Optional(t.String()),
+      languages: t.Optional(t.Array(t.String())),
+      record: t.Optional(t.String()),
+      records: t.Optional(t.Array(t.String())),
+      parent: t.Optional(t.String()),
+      channel: t.Optional(t.String()),
+    }),
+    getCompleteness,
+    {
+      summary: "Extension: required fields filled per record and language (a record, records or a parent's children)",
+      tags: tag("tree"),
+    },
+  ),
   operation(
     "records/children",
     t.Object({ ...langs, record: loose, channel: loose, ordering: loose, ...page }),

@@ -186,7 +186,7 @@ export class SchemaView {
 /** A null-prototype object, for keys that come from names (`__proto__` is a valid field name). */
 export const dict = <T = unknown>(): Record<string, T> => Object.create(null);
 
-const isEmpty = (v: unknown) =>
+export const isEmpty = (v: unknown) =>
   v === null ||
   v === undefined ||
   v === "" ||
@@ -415,6 +415,22 @@ function assetIssue(view: SchemaView, f: FieldInfo, value: unknown): string | un
   return undefined;
 }
 
+/**
+ * The machine-readable rule of a refused value (report items' `rule`): the field's type, what the
+ * check wanted (zod's issue members but its message, path and input) and the JSON type received.
+ */
+function ruleOf(issue: object, fieldType: string, value: unknown): Record<string, unknown> {
+  const rule: Record<string, unknown> = { field_type: fieldType };
+  for (const [k, v] of Object.entries(issue))
+    if (k !== "message" && k !== "path" && k !== "input" && k !== "code" && typeof v !== "function") {
+      if (typeof v === "bigint") rule[k] = Number(v);
+      else if (v instanceof RegExp) rule[k] = v.source;
+      else rule[k] = v;
+    }
+  rule.received = value === null ? "null" : Array.isArray(value) ? "array" : typeof value;
+  return rule;
+}
+
 /** One entry of `report.validation`. */
 export type ReportItem = {
   record: string;
@@ -423,6 +439,8 @@ export type ReportItem = {
   level: "error" | "warning";
   code: string;
   message: string;
+  /** The check that failed, machine-readable (zod's issue members: expected, minimum, maximum, format...). */
+  rule?: Record<string, unknown>;
 };
 
 export type FieldsInput = Record<string, unknown>;
@@ -443,8 +461,8 @@ export function applyFields(
   if (!input || typeof input !== "object" || Array.isArray(input))
     throw invalidParameter("fields", { expected: "an object of language codes to objects of field names to values" });
   const report: ReportItem[] = [];
-  const err = (language: string | null, field: string, code: string, message: string) =>
-    report.push({ record: recordGid, language, field, level: "error", code, message });
+  const err = (language: string | null, field: string, code: string, message: string, rule?: Record<string, unknown>) =>
+    report.push({ record: recordGid, language, field, level: "error", code, message, ...(rule ? { rule } : {}) });
   const vals: Record<string, Record<string, unknown>> = dict();
   for (const [k, v] of Object.entries(current)) vals[k] = Object.assign(dict(), v);
   const shared = new Map<string, { value: unknown; language: string; bad?: boolean }>();
@@ -483,7 +501,13 @@ export function applyFields(
       const parsed = f.schema().safeParse(value);
       if (!parsed.success) {
         for (const i of parsed.error.issues.slice(0, 5))
-          err(f.localized ? lang : lang, f.name, i.code, `${[f.name, ...i.path.map(String)].join(".")}: ${i.message}`);
+          err(
+            f.localized ? lang : lang,
+            f.name,
+            i.code,
+            `${[f.name, ...i.path.map(String)].join(".")}: ${i.message}`,
+            ruleOf(i, f.type, value),
+          );
         if (!f.localized) shared.set(f.gid, { value: undefined, language: lang, bad: true });
         continue;
       }

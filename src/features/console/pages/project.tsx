@@ -65,6 +65,7 @@ export function ProjectShell(props: { gid: string; section: string }) {
   const { session } = useStore(session$);
   const gid = props.gid;
   const state = useLoad(() => projectsApi.init(gid), [gid]);
+  const [menuOpen, setMenuOpen] = useState(false);
 
   // Follow this project's sync items from the cursor of its init; stop when leaving it.
   useEffect(() => {
@@ -112,14 +113,24 @@ export function ProjectShell(props: { gid: string; section: string }) {
 
   return (
     <div class="project-layout">
-      <nav class="project-nav" aria-label="Project">
+      <nav class={"project-nav" + (menuOpen ? " open" : "")} aria-label="Project">
         <div class="project-title">
           <ProjectIcon project={project} size={32} />
           <span class="project-name" data-testid="project-name">
             {project.name}
           </span>
+          {/* Phones: the sections fold into this menu. */}
+          <button
+            type="button"
+            class="btn small menu-btn"
+            aria-expanded={menuOpen}
+            aria-controls="project-sections"
+            onClick={() => setMenuOpen((o) => !o)}
+          >
+            {current ? `${current.label} ▾` : "Menu ▾"}
+          </button>
         </div>
-        <ul>
+        <ul id="project-sections" onClick={() => setMenuOpen(false)}>
           {sections.map((s) => (
             <li key={s.path}>
               <Link href={`/console/p/${gid}/${s.path}`} aria-current={s === current ? "page" : undefined}>

@@ -209,6 +209,11 @@ function SettingList(props: SectionProps & { kind: SettingKind; title: string })
   const [busy, run] = useBusy();
   const singular = title.slice(0, -1).toLowerCase();
   const fixed = (s: Setting) => kind === "channel" && s.key === "__all__";
+  // Names are how people tell entries apart: a second one of the same name is refused here.
+  const norm = (n: string) => n.trim().toLocaleLowerCase();
+  const sameName = (n: string, except?: string) =>
+    !!n.trim() && list.some((s) => s.key !== except && norm(s.name) === norm(n));
+  const nameTaken = sameName(name) ? `There is already a ${singular} named “${name.trim()}”` : undefined;
   const act = (fn: () => Promise<Project>, done: string) =>
     run(async () => {
       try {
@@ -232,6 +237,9 @@ function SettingList(props: SectionProps & { kind: SettingKind; title: string })
                   <RenameForm
                     label={`New name of ${s.name}`}
                     initial={s.name}
+                    taken={(n) =>
+                      sameName(n, s.key) ? `There is already a ${singular} named “${n.trim()}”` : undefined
+                    }
                     onCancel={() => setEditing(null)}
                     onSave={async (next) => {
                       onChange(await settingsApi.rename(project.gid, kind, s.key, next));
@@ -240,7 +248,14 @@ function SettingList(props: SectionProps & { kind: SettingKind; title: string })
                     }}
                   />
                 ) : (
-                  <strong>{s.name}</strong>
+                  <>
+                    <strong>{s.name}</strong>
+                    {sameName(s.name, s.key) ? (
+                      <span class="badge status-failed" title="Two entries have this name: rename one">
+                        same name as another
+                      </span>
+                    ) : null}
+                  </>
                 )}
               </div>
               {editable && !fixed(s) && editing !== s.key ? (
@@ -303,6 +318,7 @@ function SettingList(props: SectionProps & { kind: SettingKind; title: string })
           onSubmit={(e) => {
             e.preventDefault();
             setError(null);
+            if (nameTaken) return;
             run(async () => {
               try {
                 const r = await settingsApi.create(project.gid, kind, name.trim());
@@ -315,7 +331,7 @@ function SettingList(props: SectionProps & { kind: SettingKind; title: string })
             });
           }}
         >
-          <Field label={`New ${singular}`} error={issue(error, "name")}>
+          <Field label={`New ${singular}`} error={nameTaken ?? issue(error, "name")}>
             <input
               name={`new-${kind}`}
               required
@@ -324,8 +340,8 @@ function SettingList(props: SectionProps & { kind: SettingKind; title: string })
               onInput={(e) => setName(e.currentTarget.value)}
             />
           </Field>
-          <button class="btn primary" type="submit" disabled={busy || !name.trim()}>
-            Create {singular}
+          <button class="btn primary" type="submit" disabled={busy || !name.trim() || !!nameTaken}>
+            {busy ? "Creating…" : `Create ${singular}`}
           </button>
         </form>
       ) : null}
@@ -339,8 +355,11 @@ function RenameForm(props: {
   initial: string;
   onSave: (name: string) => Promise<void>;
   onCancel: () => void;
+  /** Why the name cannot be used (another entry has it), if so. */
+  taken?: (name: string) => string | undefined;
 }) {
   const [name, setName] = useState(props.initial);
+  const taken = props.taken?.(name);
   const [error, setError] = useState<unknown>(null);
   const [busy, run] = useBusy();
   return (
@@ -349,6 +368,7 @@ function RenameForm(props: {
       onSubmit={(e) => {
         e.preventDefault();
         setError(null);
+        if (taken) return;
         run(async () => {
           try {
             await props.onSave(name.trim());
@@ -358,7 +378,7 @@ function RenameForm(props: {
         });
       }}
     >
-      <Field label={props.label} error={issue(error, "name")}>
+      <Field label={props.label} error={taken ?? issue(error, "name")}>
         <input
           ref={focusOnMount}
           maxLength={200}
@@ -367,7 +387,7 @@ function RenameForm(props: {
           onInput={(e) => setName(e.currentTarget.value)}
         />
       </Field>
-      <button class="btn primary small" type="submit" disabled={busy || !name.trim()}>
+      <button class="btn primary small" type="submit" disabled={busy || !name.trim() || !!taken}>
         Save
       </button>
       <button class="btn small" type="button" onClick={props.onCancel}>

@@ -1,30 +1,22 @@
-// The record editor: the record's values laid out by its definition's layout (its fields in order
-// when there is none), each localized field once per shown language side by side, the server's
-// validation messages next to the values, and the record's place, channels, links and copies.
-import type { ComponentChildren } from "preact";
+// The record editor: the record's values laid out by its definition's layout (values.tsx), the
+// server's validation messages next to the values, and the record's place, channels, links and
+// copies; New child asks its questions first (create.tsx).
 import { useEffect, useState } from "preact/hooks";
-import {
-  recordsApi,
-  type DefinitionDef,
-  type FieldDef,
-  type LayoutDef,
-  type RecordItem,
-  type ValueReport,
-} from "../../api";
+import { recordsApi, type DefinitionDef, type FieldDef, type RecordItem, type ValueReport } from "../../api";
 import { notify, notifyError, useLive, useLoad } from "../../store";
 import { confirm, ErrorNote, Loading, useBusy } from "../../ui";
 import type { RecordsCtx } from "./context";
-import { ValueInput } from "./inputs";
-import { defView, fromDraft, labelOf, rawValue, SCHEMA_TYPES, titleOf, toDraft, type DefView } from "./schema";
+import { NewChildDialog } from "./create";
+import { CompletenessBadges } from "./grid";
+import { defView, fromDraft, labelOf, SCHEMA_TYPES, titleOf, type DefView } from "./schema";
 import { TargetDialog } from "./target";
-
-/** Drafts and messages are keyed by language ("*" for a field that is not localized) and field name. */
-const keyOf = (f: FieldDef, lang: string) => `${f.isLocalized ? lang : "*"}|${f.name}`;
+import { keyOf, Layout } from "./values";
 
 export function RecordEditor(props: {
   rc: RecordsCtx;
   record: string;
   definitions: DefinitionDef[];
+  fields: FieldDef[];
   onPath: (path: string[]) => void;
 }) {
   const { rc } = props;
@@ -32,11 +24,20 @@ export function RecordEditor(props: {
   const r = rec.data?.gid === props.record ? rec.data : undefined;
   const view = useLoad(() => (r ? defView(rc.gid, r.definition) : Promise.resolve(undefined)), [rc.gid, r?.definition]);
   const ancestors = useLoad(() => recordsApi.get(rc.gid, r?.path.slice(1) ?? [], rc.langs), [r?.path.join(",")]);
+  // How complete the record is per language, read again whenever it changes.
+  const complete = useLoad(
+    () =>
+      r && r.parent !== null
+        ? recordsApi.completeness(rc.gid, { records: [r.gid], languages: rc.langs })
+        : Promise.resolve(undefined),
+    [rc.gid, r?.gid, r?.updatedOn, r?.definition, rc.langs.join(",")],
+  );
   const [shown, setShown] = useState<string[]>(rc.langs);
   const [drafts, setDrafts] = useState<Map<string, string>>(new Map());
   const [messages, setMessages] = useState<Map<string, ValueReport[]>>(new Map());
   const [busy, run] = useBusy();
   const [target, setTarget] = useState<null | "move" | "copy" | "link">(null);
+  const [creating, setCreating] = useState(false);
 
   useEffect(() => {
     setDrafts(new Map());
@@ -131,20 +132,16 @@ export function RecordEditor(props: {
         <h2 data-testid="record-title">{title || "Untitled"}</h2>
         {r.status === "deleted" ? <span class="badge status-failed">Deleted</span> : null}
         {r.isLink ? <span class="badge">Linked copy</span> : null}
+        {complete.data?.get(r.gid) ? <CompletenessBadges c={complete.data.get(r.gid)} langs={rc.langs} /> : null}
       </div>
       <div class="toolbar" role="toolbar" aria-label="Record actions">
         <button
           type="button"
           class="btn small primary"
           disabled={busy || r.isLink || r.status === "deleted"}
-          onClick={() =>
-            act(
-              async () => rc.open((await recordsApi.create(rc.gid, r.gid, rc.ordering || undefined)).gid, "record"),
-              "Record created",
-            )
-          }
+          onClick={() => setCreating(true)}
         >
-          New child
+          New child…
         </button>
         {!isRoot ? (
           <>
@@ -217,6 +214,16 @@ export function RecordEditor(props: {
           </>
         ) : null}
       </div>
+      {creating ? (
+        <NewChildDialog
+          rc={rc}
+          parent={r.gid}
+          parentDefinition={v?.definition ?? props.definitions.find((d) => d.gid === r.definition)}
+          definitions={props.definitions}
+          fields={props.fields}
+          onClose={() => setCreating(false)}
+        />
+      ) : null}
       {target ? (
         <TargetDialog
           rc={rc}
@@ -265,6 +272,7 @@ export function RecordEditor(props: {
             <p class="muted">The definition {labelOf(v.definition, rc.langs[0]!)} has no fields.</p>
           ) : (
             <Layout
+              project={rc.gid}
               v={v}
               r={r}
               langs={shown}
@@ -382,201 +390,6 @@ function Facts(props: {
           ))}
         </p>
       ) : null}
-    </div>
-  );
-}
-
-type LayoutProps = {
-  v: DefView;
-  r: RecordItem;
-  langs: string[];
-  drafts: Map<string, string>;
-  messages: Map<string, ValueReport[]>;
-  setDraft: (f: FieldDef, lang: string, text: string) => void;
-  ui: string;
-};
-
-/** The field gids a layout places. */
-function placed(l: LayoutDef | null | undefined): Set<string> {
-  const out = new Set<string>();
-  if (!l) return out;
-  const seen = new Set<string>();
-  const walk = (id: string) => {
-    const c = Object.hasOwn(l.components, id) ? l.components[id] : undefined;
-    if (!c || seen.has(id)) return;
-    seen.add(id);
-    if (c.type === "field" && typeof c.options?.field === "string") out.add(c.options.field);
-    for (const k of c.content ?? []) walk(k);
-  };
-  walk(l.root);
-  return out;
-}
-
-function Layout(p: LayoutProps) {
-  const byGid = new Map(p.v.fields.map((f) => [f.gid, f]));
-  const shown = placed(p.v.layout);
-  const parts: ComponentChildren[] = [];
-  if (p.v.layout) parts.push(<Component key="def" id={p.v.layout.root} l={p.v.layout} byGid={byGid} p={p} />);
-  for (const c of p.v.classes) {
-    const own = c.fields.filter((g) => !shown.has(g) && byGid.has(g));
-    if (!own.length) continue;
-    const cl = p.v.classLayouts.get(c.gid);
-    const inLayout = placed(cl);
-    own.forEach((g) => shown.add(g));
-    parts.push(
-      <fieldset key={c.gid} class="lay-section">
-        <legend>{labelOf(c, p.ui)}</legend>
-        {cl ? <Component id={cl.root} l={cl} byGid={byGid} p={p} /> : null}
-        {own
-          .filter((g) => !inLayout.has(g))
-          .map((g) => (
-            <FieldRow key={g} f={byGid.get(g)!} p={p} />
-          ))}
-      </fieldset>,
-    );
-  }
-  const rest = p.v.fields.filter((f) => !shown.has(f.gid));
-  if (rest.length)
-    parts.push(
-      <div key="rest" class="lay-v">
-        {rest.map((f) => (
-          <FieldRow key={f.gid} f={f} p={p} />
-        ))}
-      </div>,
-    );
-  return <div class="rv-layout">{parts}</div>;
-}
-
-function Component(props: { id: string; l: LayoutDef; byGid: Map<string, FieldDef>; p: LayoutProps }) {
-  const { l, p } = props;
-  const c = Object.hasOwn(l.components, props.id) ? l.components[props.id] : undefined;
-  if (!c) return null;
-  const kids = (c.content ?? []).map((k) => <Component key={k} id={k} l={l} byGid={props.byGid} p={p} />);
-  switch (c.type) {
-    case "field": {
-      const f = props.byGid.get(c.options?.field);
-      return f ? <FieldRow f={f} p={p} /> : null;
-    }
-    case "text": {
-      const t = c.options?.text;
-      const text =
-        typeof t === "string"
-          ? t
-          : t && typeof t === "object"
-            ? (p.langs.map((x) => t[x]).find(Boolean) ?? Object.values(t).find(Boolean))
-            : "";
-      return text ? <p class="lay-text">{String(text)}</p> : null;
-    }
-    case "horizontal":
-      return <div class="lay-h">{kids}</div>;
-    case "section":
-      return (
-        <fieldset class="lay-section">
-          <legend>{c.name || "Section"}</legend>
-          {kids}
-        </fieldset>
-      );
-    case "tabs":
-      return <Tabs ids={c.content ?? []} l={l} byGid={props.byGid} p={p} />;
-    default:
-      return <div class="lay-v">{kids}</div>;
-  }
-}
-
-function Tabs(props: { ids: string[]; l: LayoutDef; byGid: Map<string, FieldDef>; p: LayoutProps }) {
-  const [i, setI] = useState(0);
-  const tabs = props.ids.filter((id) => Object.hasOwn(props.l.components, id));
-  const cur = tabs[Math.min(i, tabs.length - 1)];
-  const pick = (n: number, focus = false) => {
-    const next = (n + tabs.length) % tabs.length;
-    setI(next);
-    if (focus) requestAnimationFrame(() => document.getElementById(`tab-${tabs[next]}`)?.focus());
-  };
-  return (
-    <div class="lay-tabs">
-      <div
-        role="tablist"
-        onKeyDown={(e) =>
-          e.key === "ArrowRight" ? pick(i + 1, true) : e.key === "ArrowLeft" ? pick(i - 1, true) : null
-        }
-      >
-        {tabs.map((id, n) => (
-          <button
-            key={id}
-            id={`tab-${id}`}
-            type="button"
-            role="tab"
-            aria-selected={id === cur}
-            tabIndex={id === cur ? 0 : -1}
-            onClick={() => pick(n)}
-          >
-            {props.l.components[id]!.name || `Tab ${n + 1}`}
-          </button>
-        ))}
-      </div>
-      {cur ? (
-        <div role="tabpanel" aria-labelledby={`tab-${cur}`}>
-          {(props.l.components[cur]!.content ?? []).map((k) => (
-            <Component key={k} id={k} l={props.l} byGid={props.byGid} p={props.p} />
-          ))}
-        </div>
-      ) : null}
-    </div>
-  );
-}
-
-function FieldRow(props: { f: FieldDef; p: LayoutProps }) {
-  const { f, p } = props;
-  const label = labelOf(f, p.ui) + (f.unit ? ` [${f.unit}]` : "");
-  const langs = f.isLocalized ? p.langs : [p.langs[0]!];
-  return (
-    <div class={"rv-row" + (f.isLocalized ? " localized" : "")} data-field={f.name}>
-      <div class="rv-label">
-        {label}
-        {f.isRequired ? (
-          <span class="req" title="Required">
-            {" "}
-            *
-          </span>
-        ) : null}
-        {!f.isLocalized && p.langs.length > 1 ? <span class="hint"> · all languages</span> : null}
-      </div>
-      <div class="rv-langs" style={{ gridTemplateColumns: `repeat(${langs.length}, minmax(0, 1fr))` }}>
-        {langs.map((lang) => {
-          const k = keyOf(f, lang);
-          const dirty = p.drafts.has(k);
-          const msgs = p.messages.get(k) ?? [];
-          return (
-            <div
-              key={lang}
-              class={"rv-cell" + (dirty ? " dirty" : "") + (msgs.some((m) => m.level === "error") ? " invalid" : "")}
-            >
-              {f.isLocalized ? (
-                <span class="lang-tag" aria-hidden="true">
-                  {lang}
-                </span>
-              ) : null}
-              <ValueInput
-                field={f}
-                lang={lang}
-                label={f.isLocalized ? `${labelOf(f, p.ui)} (${lang})` : labelOf(f, p.ui)}
-                value={dirty ? p.drafts.get(k)! : toDraft(f, rawValue(p.r, f, lang))}
-                invalid={msgs.some((m) => m.level === "error")}
-                onInput={(t) => p.setDraft(f, lang, t)}
-              />
-              {msgs.map((m, n) => (
-                <span
-                  key={n}
-                  class={m.level === "error" ? "field-error" : "field-warning"}
-                  role={m.level === "error" ? "alert" : undefined}
-                >
-                  {m.message}
-                </span>
-              ))}
-            </div>
-          );
-        })}
-      </div>
     </div>
   );
 }

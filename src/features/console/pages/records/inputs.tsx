@@ -1,6 +1,7 @@
 // One input per field type, working on the text of a value (see schema.ts for the conversions).
 import type { TargetedKeyboardEvent } from "preact";
 import type { FieldDef } from "../../api";
+import { AssetValue, isAssetField, isRecordField, RecordValue } from "./pickers";
 import { isList, labelOf } from "./schema";
 
 type Props = {
@@ -13,6 +14,9 @@ type Props = {
   onKeyDown?: (e: TargetedKeyboardEvent<HTMLElement>) => void;
   onBlur?: () => void;
   inputRef?: (el: HTMLElement | null) => void;
+  /** With the project (the editor): image, file and record fields are chosen with a picker. */
+  project?: string;
+  langs?: string[];
 };
 
 export function ValueInput(p: Props) {
@@ -62,6 +66,20 @@ export function ValueInput(p: Props) {
         ))}
       </select>
     );
+  if (p.project && (isAssetField(f) || isRecordField(f))) {
+    const Picker = isAssetField(f) ? AssetValue : RecordValue;
+    return (
+      <Picker
+        project={p.project}
+        field={f}
+        value={p.value}
+        label={p.label}
+        langs={p.langs ?? [p.lang]}
+        invalid={p.invalid}
+        onInput={p.onInput}
+      />
+    );
+  }
   if (f.type === "text" || f.type === "class" || f.type === "classlist" || isList(f))
     return (
       <textarea

@@ -116,6 +116,7 @@ export function RecordsPage(props: { ctx: ProjectCtx }) {
               rc={rc}
               record={current}
               definitions={definitions.data?.definitions ?? []}
+              fields={definitions.data?.fields ?? []}
               onPath={setReveal}
             />
           ) : view === "children" ? (

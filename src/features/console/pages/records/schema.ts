@@ -10,6 +10,7 @@ import {
   type RecordItem,
 } from "../../api";
 import { live } from "../../live";
+import { parseNumber } from "./messages";
 
 export type DefView = {
   definition: DefinitionDef;
@@ -93,10 +94,9 @@ export function toDraft(f: FieldDef, v: unknown): string {
 export function fromDraft(f: FieldDef, text: string): unknown {
   const t = text.trim();
   if (!t) return null;
-  if (f.type === "number" || f.type === "decimal") {
-    const n = t.replace(",", ".");
-    return /^-?\d+(\.\d+)?$/.test(n) ? Number(n) : t;
-  }
+  // Numbers as people type them in their locale; text that is not one is sent as typed, and the
+  // server's answer becomes a message saying what is expected (messages.ts).
+  if (f.type === "number" || f.type === "decimal") return parseNumber(t) ?? t;
   if (f.type === "boolean") return t === "true";
   if (LIST.has(f.type))
     return text

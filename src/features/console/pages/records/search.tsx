@@ -1,11 +1,55 @@
-// Record search: words (`q`: +must -mustnot) and/or a filter in the filter language
-// (docs/filter.md), in one language; results selectable for bulk actions.
+// Record search: words (`q`: +must -mustnot) and conditions built from the schema (field,
+// operator, value from lists), or a filter typed in the filter language for experts
+// (docs/filter.md), in one language; hits with their thumbnails and completeness, selectable for
+// bulk actions, and the search saved as a query.
 import { useState } from "preact/hooks";
-import { ApiError, recordsApi, type RecordsPage } from "../../api";
-import { useLive } from "../../store";
+import { ApiError, queriesApi, recordSchemaApi, recordsApi, type FieldDef, type RecordsPage } from "../../api";
+import { notify, useLive, useLoad } from "../../store";
 import { Empty, Field, Loading, useBusy } from "../../ui";
+import { bothFilters, FilterBuilder, filterOf, SaveQuery, type Condition, type FilterProp } from "../filters";
 import { selectedGids, type RecordsCtx } from "./context";
-import { titleOf } from "./schema";
+import { CompletenessBadges, RowThumb, thumbGidOf, useGridData } from "./grid";
+import { defView, labelOf, titleOf } from "./schema";
+
+/** The properties a record search can filter on, from the committed schema and the project's settings. */
+function recordProps(
+  rc: RecordsCtx,
+  schema:
+    | { definitions: { gid: string; name: string; label: Record<string, string> }[]; fields: FieldDef[] }
+    | undefined,
+): FilterProp[] {
+  const ui = rc.langs[0]!;
+  const out: FilterProp[] = [];
+  for (const f of schema?.fields ?? []) {
+    const key = `fields.${f.name}`;
+    const label = labelOf(f, ui);
+    const values: { key: string; label?: Record<string, string> }[] | undefined = Array.isArray(f.options.values)
+      ? f.options.values
+      : undefined;
+    if (values) {
+      const choices = values.map((v) => ({ value: v.key, label: labelOf({ label: v.label ?? {}, name: v.key }, ui) }));
+      out.push({ key, label, kind: "choice", choices, choiceOp: f.type.endsWith("list") ? "has" : "is" });
+    } else if (f.type === "number" || f.type === "decimal") out.push({ key, label, kind: "number" });
+    else if (f.type === "boolean") out.push({ key, label, kind: "boolean" });
+    else if (f.type === "date") out.push({ key, label, kind: "date" });
+    else if (f.type === "textlist") out.push({ key, label, kind: "list" });
+    else if (f.type === "text" || f.type === "textline" || f.type === "barcode") out.push({ key, label, kind: "text" });
+  }
+  out.sort((a, b) => a.label.localeCompare(b.label));
+  const defs = (schema?.definitions ?? []).map((d) => ({ value: d.gid, label: labelOf(d, ui) }));
+  const channels = rc.project.options.channels
+    .filter((c) => c.key !== "__all__")
+    .map((c) => ({ value: c.key, label: c.name }));
+  return [
+    ...out,
+    { key: "definition", label: "Definition", kind: "choice", choices: defs, choiceOp: "is" },
+    ...(channels.length
+      ? [{ key: "channels", label: "Channel", kind: "choice" as const, choices: channels, choiceOp: "has" }]
+      : []),
+    { key: "updated_on", label: "Changed", kind: "date" },
+    { key: "created_on", label: "Created", kind: "date" },
+  ];
+}
 
 const PAGE = 50;
 type Query = { language: string; q: string; filter: unknown };
@@ -15,6 +59,9 @@ export function RecordSearch(props: { rc: RecordsCtx }) {
   const [lang, setLang] = useState(rc.langs[0]!);
   const [q, setQ] = useState("");
   const [filterText, setFilterText] = useState("");
+  const [rows, setRows] = useState<Condition[]>([]);
+  const schema = useLoad(() => recordSchemaApi.committed(rc.gid), [rc.gid]);
+  const props_ = recordProps(rc, schema.data);
   const [filterError, setFilterError] = useState<string | null>(null);
   const [error, setError] = useState<unknown>(null);
   const [query, setQuery] = useState<Query | null>(null);
@@ -33,24 +80,33 @@ export function RecordSearch(props: { rc: RecordsCtx }) {
         if (e instanceof ApiError && e.info["Invalid parameter"] === "filter") setFilterError(e.message);
       }
     });
+  // A change by anyone reads the hits again, beside a search that may be running (not through `run`,
+  // which starts one at a time for the Search button).
   useLive(["records"], (items) => {
     if (query && page && items.some((i) => page.items.some((r) => r.gid === i.key) || i.action !== "UPDATE"))
-      load(query, Math.max(PAGE, page.items.length));
+      recordsApi
+        .search(rc.gid, {
+          language: query.language,
+          q: query.q,
+          filter: query.filter ?? undefined,
+          size: Math.max(PAGE, page.items.length),
+        })
+        .then(setPage, () => {});
   });
 
   const submit = (e: Event) => {
     e.preventDefault();
     setFilterError(null);
-    let filter: unknown = undefined;
+    let typed: unknown = undefined;
     if (filterText.trim()) {
       try {
-        filter = JSON.parse(filterText);
+        typed = JSON.parse(filterText);
       } catch {
         setFilterError('The filter is not valid JSON, e.g. ["price", "<", 100]');
         return;
       }
     }
-    const next = { language: lang, q, filter };
+    const next = { language: lang, q, filter: bothFilters(filterOf(rows, props_), typed) };
     setQuery(next);
     load(next);
   };
@@ -63,6 +119,18 @@ export function RecordSearch(props: { rc: RecordsCtx }) {
         : rc.selection.filter((s) => s !== g && typeof s === "string"),
     );
   const allMatches = rc.selection.some((s) => typeof s === "object" && "search" in s);
+  const hits = page?.items ?? [];
+  const views = useLoad(
+    async () =>
+      new Map(
+        (await Promise.all([...new Set(hits.map((r) => r.definition))].map((d) => defView(rc.gid, d)))).map((v) => [
+          v.definition.gid,
+          v,
+        ]),
+      ),
+    [hits.map((r) => r.definition).join(",")],
+  );
+  const grid = useGridData(rc.gid, hits, views.data, [lang], "");
 
   return (
     <div class="record-search">
@@ -70,15 +138,19 @@ export function RecordSearch(props: { rc: RecordsCtx }) {
         <Field label="Words" hint="+must -mustnot, &quot;a phrase&quot;">
           <input name="q" type="search" value={q} onInput={(e) => setQ(e.currentTarget.value)} />
         </Field>
-        <Field label="Filter" error={filterError ?? undefined} hint={'e.g. ["price", "<", 100]'}>
-          <textarea
-            name="filter"
-            rows={1}
-            value={filterText}
-            onInput={(e) => setFilterText(e.currentTarget.value)}
-            class="mono"
-          />
-        </Field>
+        <FilterBuilder props={props_} rows={rows} onChange={setRows} />
+        <details class="expert-filter" open={!!filterText || !!filterError}>
+          <summary>Filter language (for experts)</summary>
+          <Field label="Filter" error={filterError ?? undefined} hint={'e.g. ["price", "<", 100]; docs/filter.md'}>
+            <textarea
+              name="filter"
+              rows={1}
+              value={filterText}
+              onInput={(e) => setFilterText(e.currentTarget.value)}
+              class="mono"
+            />
+          </Field>
+        </details>
         <Field label="Language">
           <select value={lang} onChange={(e) => setLang(e.currentTarget.value)}>
             {rc.langs.map((l) => (
@@ -117,6 +189,12 @@ export function RecordSearch(props: { rc: RecordsCtx }) {
               >
                 {allMatches ? "Clear the selection" : `Select all ${page.total} matches`}
               </button>
+              <SaveQuery
+                onSave={async (name) => {
+                  await queriesApi.create(rc.gid, { type: "record", name, q: query.q, filter: query.filter });
+                  notify(`Query “${name}” saved`);
+                }}
+              />
             </div>
             <ul class="rows" aria-label="Search results">
               {page.items.map((r) => (
@@ -127,11 +205,17 @@ export function RecordSearch(props: { rc: RecordsCtx }) {
                     checked={allMatches || picked.has(r.gid)}
                     onChange={(e) => toggle(r.gid, e.currentTarget.checked)}
                   />
+                  <RowThumb
+                    project={rc.gid}
+                    asset={grid.assets.get(thumbGidOf(r, views.data?.get(r.definition), query.language) ?? "")}
+                    title={titleOf(r, [query.language, ...rc.langs])}
+                  />
                   <div class="row-main">
                     <a href={`?record=${r.gid}`} onClick={(e) => (e.preventDefault(), rc.open(r.gid, "record"))}>
                       {titleOf(r, [query.language, ...rc.langs]) || "Untitled"}
                     </a>
                   </div>
+                  <CompletenessBadges c={grid.completeness?.get(r.gid)} langs={[query.language]} />
                   {r.isLink ? <span class="badge">link</span> : null}
                   {r.status === "deleted" ? <span class="badge status-failed">deleted</span> : null}
                 </li>

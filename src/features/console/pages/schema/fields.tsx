@@ -4,7 +4,7 @@
 import { useMemo } from "preact/hooks";
 import { BARCODE_FORMATS, FIELD_TYPES, schemaApi, type SchemaField } from "../../api";
 import { navigate, notify } from "../../store";
-import { ErrorNote, Field, issue, useSubmit } from "../../ui";
+import { ErrorNote, Field, focusOnMount, issue, useSubmit } from "../../ui";
 import { committedOf, itemHref, Lifecycle, LocalizedInputs, same, useFollowingForm, type SchemaCtx } from "./common";
 import { labelOf, type Entry } from "./state";
 
@@ -158,6 +158,7 @@ export function FieldEditor(props: { ctx: SchemaCtx; entry: Entry<SchemaField> |
           <input
             name="name"
             required
+            ref={cur ? undefined : focusOnMount}
             value={form.name}
             onInput={(e) => set({ name: e.currentTarget.value })}
             autoComplete="off"

@@ -3,7 +3,7 @@
 import { useMemo } from "preact/hooks";
 import { schemaApi, type SchemaClass, type SchemaDefinition, type SchemaField, type SchemaItem } from "../../api";
 import { navigate, notify } from "../../store";
-import { ErrorNote, Field, issue, useSubmit } from "../../ui";
+import { ErrorNote, Field, focusOnMount, issue, useSubmit } from "../../ui";
 import {
   committedOf,
   itemHref,
@@ -64,6 +64,7 @@ function BasicsForm(props: { ctx: SchemaCtx; kind: "class" | "definition"; item:
           <input
             name="name"
             required
+            ref={item ? undefined : focusOnMount}
             value={form.name}
             onInput={(e) => setForm({ ...form, name: e.currentTarget.value })}
             autoComplete="off"
