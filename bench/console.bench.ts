@@ -221,7 +221,7 @@ export async function run(): Promise<BenchResult> {
   } finally {
     await browser?.close();
     await apis?.stop();
-    bare.stop(true);
+    void bare.stop(true);
     removeDir(data);
   }
 }

@@ -141,4 +141,4 @@ function App() {
 
 window.addEventListener("unhandledrejection", (e) => notifyError(e.reason));
 render(<App />, document.getElementById("app")!);
-boot();
+void boot();

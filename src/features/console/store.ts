@@ -26,7 +26,7 @@ export function useStore<T>(store: Store<T>): T {
   const value = store.get();
   const rendered = useRef(value);
   rendered.current = value;
-  const [, force] = useReducer((n: number, _: void) => n + 1, 0);
+  const [, force] = useReducer((n: number, _action: void) => n + 1, 0);
   useLayoutEffect(() => {
     const off = store.subscribe(() => force());
     // A change between this render and the subscription (an answer that came first) is not lost.
@@ -144,11 +144,12 @@ live.on(["cc.users", "cc.projects", "cc.projects_members"], () => {
 
 // The server ended the whole socket (account deleted or deactivated, password changed) or refused
 // its token: asking for the session again tells which, and a 401 there signs the page out.
-live.onLost(async (project) => {
+live.onLost((project) => {
   if (project !== null || !session$.get().session) return;
-  await reloadSession();
-  // Still signed in (the token was renewed meanwhile): follow the changes again.
-  if (session$.get().session) live.reconnect();
+  void reloadSession().then(() => {
+    // Still signed in (the token was renewed meanwhile): follow the changes again.
+    if (session$.get().session) live.reconnect();
+  });
 });
 
 export const liveStatus$ = createStore<LiveStatus>(live.status);
@@ -158,7 +159,8 @@ live.onStatus((s) => liveStatus$.set(s));
 // Hooks
 
 /** Runs `fn` (coalesced) whenever sync items of these data types arrive. */
-export function useLive(types: string[], fn: (items: SyncItem[]) => void) {
+/** Calls `fn` with the items of these types, gathered for 40 ms; a promise it returns is not awaited (it reports its own errors). */
+export function useLive(types: string[], fn: (items: SyncItem[]) => void | Promise<void>) {
   const ref = useRef(fn);
   ref.current = fn;
   const key = types.join(",");
@@ -171,7 +173,7 @@ export function useLive(types: string[], fn: (items: SyncItem[]) => void) {
       timer = setTimeout(() => {
         const batch = pending;
         pending = [];
-        ref.current(batch);
+        void ref.current(batch);
       }, 40);
     });
     return () => {
@@ -209,7 +211,7 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): Loaded<T> {
   };
   useEffect(() => {
     setState((s) => ({ ...s, loading: true }));
-    reload();
+    void reload();
     return () => {
       seq.current++;
     };
@@ -251,7 +253,7 @@ export function useJob(project: string | null, token: string | null): Job | null
         await new Promise((r) => setTimeout(r, 1000));
       }
     };
-    poll();
+    void poll();
     return () => {
       stopped = true;
       off();

@@ -52,11 +52,11 @@ function Profile(props: { me: User; languages: [string, string][] }) {
         onSubmit={(e) => {
           e.preventDefault();
           setError(null);
-          run(async () => {
+          void run(async () => {
             try {
               await account.update({ name: name.trim(), language, timezone });
               notify("Profile saved");
-              reloadSession();
+              void reloadSession();
             } catch (err) {
               setError(err);
             }
@@ -121,7 +121,7 @@ function AvatarPanel(props: { me: User }) {
             onChange={(e) => {
               const f = e.currentTarget.files?.[0];
               if (f)
-                run(() =>
+                void run(() =>
                   account
                     .uploadAvatar(f)
                     .then(() => (notify("Picture changed"), reloadSession()), notifyError)
@@ -170,12 +170,12 @@ function EmailPanel(props: { me: User }) {
           onSubmit={(e) => {
             e.preventDefault();
             setError(null);
-            run(async () => {
+            void run(async () => {
               try {
                 await account.emailChange(email.trim(), validation, code);
                 notify("Email address changed");
                 reset();
-                reloadSession();
+                void reloadSession();
               } catch (err) {
                 setError(err);
               }
@@ -208,7 +208,7 @@ function EmailPanel(props: { me: User }) {
           onSubmit={(e) => {
             e.preventDefault();
             setError(null);
-            run(async () => {
+            void run(async () => {
               try {
                 setValidation(await account.emailRequest(email.trim()));
               } catch (err) {
@@ -246,7 +246,7 @@ function Memberships(props: { session: Session }) {
     try {
       await fn();
       notify(done);
-      reloadSession();
+      void reloadSession();
     } catch (e) {
       notifyError(e);
     }
@@ -293,7 +293,7 @@ function Memberships(props: { session: Session }) {
                           danger: true,
                         })
                       )
-                        act(() => account.leaveProject(p.gid), `You left ${p.name}`)();
+                        void act(() => account.leaveProject(p.gid), `You left ${p.name}`)();
                     }}
                   >
                     Leave

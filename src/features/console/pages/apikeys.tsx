@@ -28,7 +28,7 @@ function rateText(rate: number | null): string {
 export function ApiKeysPage(props: { ctx: ProjectCtx }) {
   const { gid } = props.ctx;
   const keys = useLoad(() => apiKeysApi.list(gid), [gid]);
-  useLive(["cc.projects_members", "cc.users"], () => keys.reload());
+  useLive(["cc.projects_members", "cc.users"], () => void keys.reload());
   const [created, setCreated] = useState<{ name: string; key: string } | null>(null);
   const [editing, setEditing] = useState<ApiKey | null>(null);
 
@@ -165,7 +165,7 @@ function EditKey(props: { gid: string; k: ApiKey; onClose: () => void }) {
         class="stack"
         onSubmit={(e) => {
           e.preventDefault();
-          run(async () => {
+          void run(async () => {
             try {
               await apiKeysApi.update(props.gid, props.k.user, { name: name.trim(), rateLimit: parseRate(rate) });
               notify("Key updated");
@@ -260,7 +260,7 @@ function KeyRow(props: { k: ApiKey; gid: string; onEdit: () => void; onChange: (
                 danger: true,
               })
             )
-              act(() => apiKeysApi.remove(gid, k.user), `${k.name} deleted`)();
+              void act(() => apiKeysApi.remove(gid, k.user), `${k.name} deleted`)();
           }}
         >
           Delete

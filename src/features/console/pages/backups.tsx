@@ -17,7 +17,7 @@ export function BackupsPage(props: { ctx: ProjectCtx }) {
   // The project form's backup list changes with a `cc.projects` item; a finished job is the other
   // signal to read the details again.
   useLive(["cc.projects"], (items) => {
-    if (items.some((i) => i.key === gid)) list.reload();
+    if (items.some((i) => i.key === gid)) void list.reload();
   });
   useLive(["jobs"], (items) => {
     if (
@@ -27,7 +27,7 @@ export function BackupsPage(props: { ctx: ProjectCtx }) {
           (i.data as { status?: string } | null)?.status === "rejected",
       )
     )
-      list.reload();
+      void list.reload();
   });
 
   return (
@@ -86,7 +86,7 @@ function CreateForm(props: { gid: string; createdBy: string; nextVersion: number
         onSubmit={(e) => {
           e.preventDefault();
           setError(null);
-          run(async () => {
+          void run(async () => {
             try {
               await backupsApi.create(props.gid, { createdBy: props.createdBy, name, notes });
               setName("");
@@ -144,7 +144,7 @@ function BackupRow(props: { b: Backup; gid: string; onChange: () => void; onRest
               action: "Restore",
               danger: true,
             });
-            if (ok) run(() => backupsApi.restore(gid, b.version).then(props.onRestore, notifyError));
+            if (ok) void run(() => backupsApi.restore(gid, b.version).then(props.onRestore, notifyError));
           }}
         >
           Restore
@@ -154,7 +154,7 @@ function BackupRow(props: { b: Backup; gid: string; onChange: () => void; onRest
           disabled={busy || b.status === "creating"}
           onClick={async () => {
             if (await confirm({ title: "Delete backup", text: `Delete “${b.name}”?`, action: "Delete", danger: true }))
-              run(() =>
+              void run(() =>
                 backupsApi.remove(gid, b.version).then(() => (notify("Backup deleted"), props.onChange()), notifyError),
               );
           }}

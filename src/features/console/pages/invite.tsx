@@ -39,7 +39,7 @@ export function InvitePage() {
         if (forMe) await account.declineInvite(project);
         else await invitations.decline(project, invitee);
         setDeclined(true);
-        if (session) reloadSession();
+        if (session) void reloadSession();
       } catch (e) {
         setError(e);
       }

@@ -16,7 +16,7 @@ export function MembersPage(props: { ctx: ProjectCtx }) {
   const { gid, isOwner, me } = props.ctx;
   const { session } = useStore(session$);
   const list = useLoad(() => membersApi.list(gid), [gid]);
-  useLive(["cc.projects_members", "cc.users"], () => list.reload());
+  useLive(["cc.projects_members", "cc.users"], () => void list.reload());
   // API keys are people of the project too, but have their own page.
   const people = (list.data ?? []).filter((m) => !m.membership.roles.includes("api"));
 

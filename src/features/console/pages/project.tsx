@@ -83,7 +83,7 @@ export function ProjectShell(props: { gid: string; section: string }) {
     [gid],
   );
   useLive(["cc.projects"], (items) => {
-    if (items.some((i) => i.key === gid)) state.reload();
+    if (items.some((i) => i.key === gid)) void state.reload();
   });
 
   if (state.error && !state.data)
@@ -166,7 +166,7 @@ function DeletedBanner(props: { project: Project; onChange: () => void }) {
             await projectsApi.undelete(props.project.gid);
             notify(`${props.project.name} restored`);
             props.onChange();
-            reloadSession();
+            void reloadSession();
           } catch (e) {
             notifyError(e);
           }

@@ -19,7 +19,7 @@ export function ProjectsPage() {
   const create = (e: Event) => {
     e.preventDefault();
     setError(null);
-    run(async () => {
+    void run(async () => {
       try {
         const p = await projectsApi.create(name.trim());
         setName("");

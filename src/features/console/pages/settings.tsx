@@ -99,7 +99,7 @@ function Languages(props: SectionProps) {
             e.preventDefault();
             if (!adding) return;
             setError(null);
-            run(async () => {
+            void run(async () => {
               try {
                 onChange(await settingsApi.addLanguage(project.gid, adding));
                 notify(`${nameOf(adding)} added`);
@@ -158,7 +158,7 @@ function RemoveLanguage(props: {
         method="dialog"
         onSubmit={(e) => {
           e.preventDefault();
-          run(async () => {
+          void run(async () => {
             try {
               const r = await settingsApi.removeLanguage(props.project.gid, props.code, withValues);
               notify(
@@ -299,7 +299,7 @@ function SettingList(props: SectionProps & { kind: SettingKind; title: string })
                         action: "Delete",
                         danger: true,
                       });
-                      if (ok) act(() => settingsApi.remove(project.gid, kind, s.key), `${s.name} deleted`);
+                      if (ok) void act(() => settingsApi.remove(project.gid, kind, s.key), `${s.name} deleted`);
                     }}
                   >
                     Delete
@@ -319,7 +319,7 @@ function SettingList(props: SectionProps & { kind: SettingKind; title: string })
             e.preventDefault();
             setError(null);
             if (nameTaken) return;
-            run(async () => {
+            void run(async () => {
               try {
                 const r = await settingsApi.create(project.gid, kind, name.trim());
                 onChange(r.project);
@@ -369,7 +369,7 @@ function RenameForm(props: {
         e.preventDefault();
         setError(null);
         if (taken) return;
-        run(async () => {
+        void run(async () => {
           try {
             await props.onSave(name.trim());
           } catch (err) {

@@ -2,7 +2,7 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import { assetsApi, formatBytes, type Asset, type FolderNode } from "../../api";
 import { notify, notifyError, useLoad } from "../../store";
-import { copyText, Dialog, ErrorNote, Field, focusOnMount, formatTime, issue, Link, useBusy } from "../../ui";
+import { copyText, Dialog, ErrorNote, Field, focusOnMount, formatTime, issue, useBusy } from "../../ui";
 import { Thumb } from "./browse";
 
 export function Details(props: {
@@ -53,7 +53,7 @@ export function Details(props: {
               onSubmit={(e) => {
                 e.preventDefault();
                 setError(null);
-                run(async () => {
+                void run(async () => {
                   try {
                     await assetsApi.rename(props.gid, a.gid, name.trim());
                     notify("Renamed");
@@ -188,7 +188,7 @@ function MetadataEditor(props: { gid: string; asset: Asset; onChanged: () => voi
   const save = (e: Event) => {
     e.preventDefault();
     setError(null);
-    run(async () => {
+    void run(async () => {
       try {
         await assetsApi.setMetadata(props.gid, a.gid, key.trim(), value);
         setKey("");
@@ -357,7 +357,7 @@ export function MoveDialog(props: {
         onSubmit={(e) => {
           e.preventDefault();
           setError(null);
-          run(async () => {
+          void run(async () => {
             try {
               await assetsApi.move(props.gid, props.assets, target || null);
               notify("Moved");
@@ -403,7 +403,7 @@ export function NewFolder(props: { gid: string; parent: string | null; onClose: 
         onSubmit={(e) => {
           e.preventDefault();
           setError(null);
-          run(async () => {
+          void run(async () => {
             try {
               await assetsApi.createFolder(props.gid, name.trim(), props.parent);
               props.onDone();

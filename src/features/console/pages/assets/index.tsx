@@ -71,8 +71,8 @@ export function AssetsPage(props: { ctx: ProjectCtx }) {
   useEffect(() => setSelected(new Set()), [viewKey]);
   // Another member's (or another tab's) change: read the folder and the tree again.
   useLive(["assets"], () => {
-    items.reload();
-    tree.reload();
+    void items.reload();
+    void tree.reload();
   });
 
   const list = items.data?.items ?? [];
@@ -92,8 +92,8 @@ export function AssetsPage(props: { ctx: ProjectCtx }) {
       await assetsApi.move(gid, gids, target);
       notify(`Moved to ${target ? (folders.get(target)?.name ?? "the folder") : "the top level"}`);
       setSelected(new Set());
-      items.reload();
-      tree.reload();
+      void items.reload();
+      void tree.reload();
     } catch (e) {
       notifyError(e);
     }
@@ -103,8 +103,8 @@ export function AssetsPage(props: { ctx: ProjectCtx }) {
       await assetsApi.trash(gid, gids);
       notify(gids.length === 1 ? "Moved to the trash" : `${gids.length} items moved to the trash`);
       setSelected(new Set());
-      items.reload();
-      tree.reload();
+      void items.reload();
+      void tree.reload();
     } catch (e) {
       notifyError(e);
     }
@@ -114,8 +114,8 @@ export function AssetsPage(props: { ctx: ProjectCtx }) {
       await assetsApi.restore(gid, gids);
       notify(gids.length === 1 ? "Restored" : `${gids.length} items restored`);
       setSelected(new Set());
-      items.reload();
-      tree.reload();
+      void items.reload();
+      void tree.reload();
     } catch (e) {
       notifyError(e);
     }
@@ -132,7 +132,7 @@ export function AssetsPage(props: { ctx: ProjectCtx }) {
       await assetsApi.removeForGood(gid, gids);
       notify("Deleted for good");
       setSelected(new Set());
-      items.reload();
+      void items.reload();
     } catch (e) {
       notifyError(e);
     }
@@ -286,7 +286,7 @@ export function AssetsPage(props: { ctx: ProjectCtx }) {
                           : setOpen(a.gid)
                       }
                       onKey={(e) => {
-                        if (e.key === "Delete" && view.kind !== "trash") trash([a.gid]);
+                        if (e.key === "Delete" && view.kind !== "trash") void trash([a.gid]);
                       }}
                     />
                   ))}
@@ -336,8 +336,8 @@ export function AssetsPage(props: { ctx: ProjectCtx }) {
           onDone={() => {
             setMoving(null);
             setSelected(new Set());
-            items.reload();
-            tree.reload();
+            void items.reload();
+            void tree.reload();
           }}
         />
       ) : null}
@@ -348,8 +348,8 @@ export function AssetsPage(props: { ctx: ProjectCtx }) {
           onClose={() => setCreating(false)}
           onDone={() => {
             setCreating(false);
-            items.reload();
-            tree.reload();
+            void items.reload();
+            void tree.reload();
           }}
         />
       ) : null}

@@ -55,7 +55,7 @@ export function RecordEditor(props: {
   );
   // Another member's change appears at once; values being edited here keep their draft.
   useLive(["records"], (items) => {
-    if (items.some((i) => i.key === props.record)) rec.reload();
+    if (items.some((i) => i.key === props.record)) void rec.reload();
   });
   useLive(SCHEMA_TYPES, () => view.reload());
 
@@ -78,7 +78,7 @@ export function RecordEditor(props: {
       const l = lang === "*" ? (shown[0] ?? rc.langs[0]!) : lang;
       (fields[l] ??= {})[name] = fromDraft(f, text);
     }
-    run(async () => {
+    void run(async () => {
       try {
         const answer = await recordsApi.update(rc.gid, r.gid, fields);
         const next = new Map<string, ValueReport[]>();
@@ -97,7 +97,7 @@ export function RecordEditor(props: {
             "error",
           );
         else notify("Saved");
-        rec.reload();
+        void rec.reload();
       } catch (err) {
         notifyError(err);
       }
@@ -202,7 +202,7 @@ export function RecordEditor(props: {
                       danger: true,
                     })
                   )
-                    act(async () => {
+                    void act(async () => {
                       await recordsApi.remove(rc.gid, r.gid);
                       if (r.parent) rc.open(r.parent, "record");
                     }, "Deleted");

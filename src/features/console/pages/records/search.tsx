@@ -108,7 +108,7 @@ export function RecordSearch(props: { rc: RecordsCtx }) {
     }
     const next = { language: lang, q, filter: bothFilters(filterOf(rows, props_), typed) };
     setQuery(next);
-    load(next);
+    void load(next);
   };
 
   const picked = selectedGids(rc.selection);

@@ -40,7 +40,7 @@ export function TargetDialog(props: {
           e.preventDefault();
           if (!pick) return;
           setError(null);
-          run(() => props.onPick(pick).catch(setError));
+          void run(() => props.onPick(pick).catch(setError));
         }}
       >
         <Field label="Find the new parent" hint="Words of its title or values">

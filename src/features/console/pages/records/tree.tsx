@@ -39,7 +39,7 @@ export function RecordTree(props: { rc: RecordsCtx; root: RecordItem; current: s
     }
   };
   const reloadAll = (which: Iterable<string> = expanded) => {
-    for (const g of which) load(g, Math.max(PAGE, nodesRef.current.get(g)?.items.length ?? 0));
+    for (const g of which) void load(g, Math.max(PAGE, nodesRef.current.get(g)?.items.length ?? 0));
   };
 
   // A record opened elsewhere (search, editor) is shown: its ancestors are expanded.
@@ -78,7 +78,7 @@ export function RecordTree(props: { rc: RecordsCtx; root: RecordItem; current: s
     const s = new Set(expanded);
     if (open) {
       s.add(r.gid);
-      load(r.gid);
+      void load(r.gid);
     } else s.delete(r.gid);
     setExpanded(s);
   };
@@ -122,7 +122,7 @@ export function RecordTree(props: { rc: RecordsCtx; root: RecordItem; current: s
     const row = records[i];
     if (!row) return;
     const r = row.r;
-    if (e.altKey && (e.key === "ArrowUp" || e.key === "ArrowDown")) siblingMove(r, e.key === "ArrowUp" ? -1 : 1);
+    if (e.altKey && (e.key === "ArrowUp" || e.key === "ArrowDown")) void siblingMove(r, e.key === "ArrowUp" ? -1 : 1);
     else if (e.key === "ArrowDown" && records[i + 1]) focusRow(records[i + 1]!.r.gid);
     else if (e.key === "ArrowUp" && i > 0) focusRow(records[i - 1]!.r.gid);
     else if (e.key === "Home") focusRow(records[0]!.r.gid);
@@ -203,7 +203,7 @@ export function RecordTree(props: { rc: RecordsCtx; root: RecordItem; current: s
               const before = drop?.gid === r.gid && drop.before;
               setDrop(null);
               dragged.current = null;
-              if (source) move(source, r, before);
+              if (source) void move(source, r, before);
             }}
           >
             <span

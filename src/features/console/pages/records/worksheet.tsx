@@ -65,7 +65,7 @@ export function Worksheet(props: { rc: RecordsCtx; parent: string }) {
 
   useLive(["records"], (items) => {
     const shown = new Set([props.parent, ...(sheet.data?.children.map((c) => c.gid) ?? [])]);
-    if (items.some((i) => shown.has(i.key))) sheet.reload();
+    if (items.some((i) => shown.has(i.key))) void sheet.reload();
   });
   useLive(SCHEMA_TYPES, () => views.reload());
 
@@ -123,7 +123,7 @@ export function Worksheet(props: { rc: RecordsCtx; parent: string }) {
         setEditing(null);
       }
       setErrors(next);
-      sheet.reload();
+      void sheet.reload();
     } catch (e) {
       notifyError(e);
     } finally {
@@ -162,7 +162,7 @@ export function Worksheet(props: { rc: RecordsCtx; parent: string }) {
             recordsApi.create(rc.gid, props.parent, rc.ordering || undefined).then(() => {
               notify("Record created");
               setTop(Math.floor(data.total / PAGE) * PAGE);
-              sheet.reload();
+              void sheet.reload();
             }, notifyError)
           }
         >
@@ -355,7 +355,7 @@ export function Worksheet(props: { rc: RecordsCtx; parent: string }) {
                                 setErrors((m) => (m.delete(k), new Map(m)));
                               } else if (e.key === "Enter" && (e.currentTarget.tagName !== "TEXTAREA" || e.ctrlKey)) {
                                 e.preventDefault();
-                                save(r, f, ed.text);
+                                void save(r, f, ed.text);
                               }
                             }}
                             onBlur={() => (cancelled.current ? (cancelled.current = false) : save(r, f, ed.text))}

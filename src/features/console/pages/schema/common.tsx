@@ -82,7 +82,7 @@ export function Lifecycle(props: { ctx: SchemaCtx; kind: SchemaKind; entry: Entr
                   danger: true,
                 })
               )
-                lifecycle("revert", () => notify(`${name}: changes dropped`));
+                void lifecycle("revert", () => notify(`${name}: changes dropped`));
             }}
           >
             Revert
@@ -126,7 +126,7 @@ export function Lifecycle(props: { ctx: SchemaCtx; kind: SchemaKind; entry: Entr
                 danger: true,
               })
             )
-              lifecycle("delete", () => (notify(`${name} deleted`), navigate(itemHref(ctx.project, kind, null))));
+              void lifecycle("delete", () => (notify(`${name} deleted`), navigate(itemHref(ctx.project, kind, null))));
           }}
         >
           Delete
@@ -143,7 +143,7 @@ function CommitDialog(props: { ctx: SchemaCtx; kind: SchemaKind; item: SchemaIte
   const [preview, setPreview] = useState<CommitPreview | null>(null);
   const { busy, error, run } = useSubmit();
   useEffect(() => {
-    run(async () => setPreview(await schemaApi.commitPreview(ctx.project, kind, item.gid)));
+    void run(async () => setPreview(await schemaApi.commitPreview(ctx.project, kind, item.gid)));
   }, [item.gid, item.updatedOn]);
   const nameOf = (k: "fields" | "classes" | "definitions", g: string) =>
     labelOf(ctx.schema[k].get(g) as SchemaItem | undefined, ctx.language);
@@ -315,7 +315,7 @@ export function MemberList(props: {
         class="inline-form"
         onSubmit={(e) => {
           e.preventDefault();
-          if (adding) change("add", adding);
+          if (adding) void change("add", adding);
         }}
       >
         <Field

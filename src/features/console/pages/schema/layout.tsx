@@ -89,18 +89,21 @@ export function LayoutEditor(props: {
     });
   const move = (gid: string, dir: "up" | "down" | "out" | "in") => {
     const t = target(comps, layout.root, gid, dir);
-    if (t) save(moved(comps, gid, t.parent, t.index), gid);
+    if (t) void save(moved(comps, gid, t.parent, t.index), gid);
   };
   const drop = (onto: string) => {
     const gid = dragging;
     setDragging(null);
     setOver(null);
     if (!gid || inside(comps, gid, onto)) return;
-    if (isContainer(comps[onto])) save(moved(comps, gid, onto, (comps[onto]!.content ?? []).length), gid);
+    if (isContainer(comps[onto])) void save(moved(comps, gid, onto, (comps[onto]!.content ?? []).length), gid);
     else {
       const parent = parentOf(comps, onto);
       if (parent)
-        save(moved(comps, gid, parent, (comps[parent]!.content ?? []).filter((x) => x !== gid).indexOf(onto)), gid);
+        void save(
+          moved(comps, gid, parent, (comps[parent]!.content ?? []).filter((x) => x !== gid).indexOf(onto)),
+          gid,
+        );
     }
   };
   const placed = new Set(

@@ -64,18 +64,17 @@ export function useSchema(project: string): SchemaState {
     } catch (e) {
       if (mine === l.seq) setError(e);
     } finally {
-      if (mine === l.seq) {
-        l.running = false;
-        if (l.again) {
-          l.again = false;
-          return reload();
-        }
-      }
+      if (mine === l.seq) l.running = false;
+    }
+    // A change arrived while this load ran: load once more.
+    if (mine === l.seq && l.again) {
+      l.again = false;
+      return reload();
     }
   };
   useEffect(() => {
     setSchema(null);
-    reload();
+    void reload();
   }, [project]);
 
   useLive(["fields", "classes", "definitions", "layouts"], async (items) => {
@@ -106,7 +105,7 @@ export function useSchema(project: string): SchemaState {
       });
       setSchema((s) => (s ? merged(s, part, gone) : s));
     } catch {
-      reload();
+      void reload();
     }
   });
 
