@@ -1,6 +1,7 @@
 import type { TSchema } from "@sinclair/typebox";
 import type { Config } from "../config";
 import type { Actor } from "../core/actor";
+import type { CallerRule } from "../core/access";
 import type { Answer } from "../core/answer";
 import type { Logger } from "../core/log";
 import type { QueryExpander } from "../core/selection";
@@ -136,6 +137,8 @@ export type ProjectOperation = {
   detail: { summary: string; tags: string[] };
   /** The service call, with the body as checked and cleaned by `body`. */
   run: (ctx: Ctx, actor: Actor, projectGid: string, input: unknown) => Answer;
+  /** Who may call it beyond the project's members, checked before the body (none: every member). */
+  callers?: CallerRule;
 };
 
 /**
