@@ -54,6 +54,12 @@ export type Hooks = {
    */
   settingRemoved: SettingRemovedHook[];
   /**
+   * Run in the transaction of `projects/create`, after the project and its owner's membership: each
+   * gives the new project what it has from the start (records: the root record and its Base
+   * definition) and writes its own sync items.
+   */
+  projectCreated: ProjectCreatedHook[];
+  /**
    * Every synchronous project operation of the features (`operations` of their descriptors), by
    * path below `/api/p/<project>/` (`queries/create`): what a batch may run.
    */
@@ -75,6 +81,7 @@ export type SettingRemovedHook = (
   kind: "channel" | "ordering" | "fieldlist",
   key: string,
 ) => void;
+export type ProjectCreatedHook = (ctx: Ctx, tx: Tx, log: ChangeLog, projectGid: string) => void;
 export type ProjectDictionary = (tx: Tx, projectGid: string) => Record<string, unknown>;
 
 /** The schema items other features hear about (a layout follows its class or definition). */

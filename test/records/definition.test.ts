@@ -32,7 +32,17 @@ describe("records/definition", () => {
     const r = await w.okr("records/definition/fields/add", { record: a, field: extra });
     extended = r.result.definition;
     expect(extended).not.toBe(w.article);
-    expect(r.data.definitions[extended]).toMatchObject({ is_extended: true, is_new: true });
+    // The extended definition names the definition it extends as its `original`, which the answer
+    // carries too: a client reads the base fields through it.
+    expect(r.data.definitions[extended]).toMatchObject({
+      is_extended: true,
+      original: w.article,
+      is_new: false,
+      is_working_copy: false,
+    });
+    const base = r.data.definitions[w.article];
+    expect(base).toMatchObject({ gid: w.article, original: null, is_extended: false });
+    expect(r.data.definitions[extended].fields).toEqual([...base.fields, extra]);
     expect(r.data.records[a].definition).toBe(extended);
     expect(Object.keys(r.data.records[a].fields.en)).toContain("energy");
     await w.okr("records/update", { record: a, fields: { en: { energy: "A++" } } });

@@ -136,6 +136,9 @@ function onExtended(
     storeVals(tx, view, touch, rec, vals, rec.definition);
     const def = mustGet(tx, "definition", projectGid, rec.definition);
     const out = new Out().add("definition", def).add("layout", layoutOf(tx, def));
+    // The base definition the extended one names as `original`, so the client can read through it.
+    const base = specOf(def).extends;
+    if (base) out.add("definition", rowOf(tx, "definition", projectGid, base));
     return {
       result: {
         record: rec.gid,

@@ -80,9 +80,15 @@ export function formOf(kind: Kind, r: SchemaRow): Form {
         metadata: r.metadata,
         ...tail,
       };
-    case "definition":
+    case "definition": {
+      // An extended definition (a record's own, made by records/definition/...) names the base
+      // definition it extends as its `original`, as the reference shows, so a client reads the base
+      // fields through it; it is no draft to commit for a client (stored as a new item, see
+      // docs/records.md), so `is_new` and `is_working_copy` are false.
+      const extended = typeof s.extends === "string";
       return {
         ...common,
+        ...(extended ? { original: s.extends } : {}),
         name: r.name,
         label: r.label,
         classes: s.classes ?? [],
@@ -92,9 +98,11 @@ export function formOf(kind: Kind, r: SchemaRow): Form {
         childdefinitions: s.childdefinitions ?? [],
         fieldlists: s.fieldlists ?? {},
         metadata: r.metadata,
-        is_extended: typeof s.extends === "string",
+        is_extended: extended,
         ...tail,
+        ...(extended ? { is_new: false, is_working_copy: false } : {}),
       };
+    }
     case "layout":
       return { ...common, name: r.name, root: s.root ?? null, components: s.components ?? {}, ...tail };
   }
