@@ -41,10 +41,12 @@ export type Hooks = {
   /** Run in the transaction of `languages/add`, after the language joined the project's list. */
   languageAdded: LanguageHook[];
   /**
-   * Run in the transaction of `languages/remove` with `remove_values: true`, after the language
-   * left the project's list: each drops the stored values in that language (localized labels,
-   * field values, ...), writes its own sync items and returns how many values it removed. Without
-   * the confirmation member the values are kept (hidden) and come back when the language is added again.
+   * Run in the transaction of `languages/remove`, after the language left the project's list: no
+   * answer shows that language's key any more, and each hook writes the sync items of what it owns
+   * whose form changed. With `remove_values: true` (`keep` false) each drops the stored values in
+   * that language (localized labels, field values, ...) and returns how many it removed; without
+   * the confirmation member (`keep` true) the values are kept, hidden, and come back when the
+   * language is added again.
    */
   languageRemoved: LanguageHook[];
   /**
@@ -72,7 +74,15 @@ export type Hooks = {
 };
 export type AssetsRemovedHook = (ctx: Ctx, tx: Tx, projectGid: string, gids: string[]) => string[];
 /** A language hook: returns how many stored values it changed (0 when none). */
-export type LanguageHook = (ctx: Ctx, tx: Tx, log: ChangeLog, projectGid: string, language: string) => number;
+export type LanguageHook = (
+  ctx: Ctx,
+  tx: Tx,
+  log: ChangeLog,
+  projectGid: string,
+  language: string,
+  /** languageRemoved only: true when the values are kept (no `remove_values`), hidden until the language returns. */
+  keep?: boolean,
+) => number;
 export type SettingRemovedHook = (
   ctx: Ctx,
   tx: Tx,
