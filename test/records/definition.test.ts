@@ -63,6 +63,23 @@ describe("records/definition", () => {
     // The record's layout is its own.
     const lay = await w.okr("records/definition/layouts/modify", { record: a, name: "private_layout" });
     expect(lay.data.layouts[lay.data.definitions[extended].layout].name).toBe("private_layout");
+    // The definitions endpoints leave an extended definition alone (the reference: use the
+    // records/definition api): modify, its lists, commit and copy are 422, and nothing changed.
+    const before = (await w.okr("definitions/get", { definition: extended })).data.definitions[extended];
+    for (const [path, body] of [
+      ["definitions/modify", { definition: extended, name: "renamed" }],
+      ["definitions/fields/add", { definition: extended, field: w.f.stock }],
+      ["definitions/fields/remove", { definition: extended, field: extra }],
+      ["definitions/metadata/set", { definition: extended, name: "shop.hint", value: "x" }],
+      ["definitions/commit", { definition: extended }],
+      ["definitions/save_as_new", { definition: extended }],
+      ["definitions/copy", { definition: extended }],
+      ["definitions/layouts/modify", { definition: extended, name: "other" }],
+    ] as const) {
+      const r = await w.api(path, body);
+      expect([path, r.status]).toEqual([path, 422]);
+    }
+    expect((await w.okr("definitions/get", { definition: extended })).data.definitions[extended]).toEqual(before);
   });
 
   test("copy_to_siblings shares the extended definition; revert gives the base back and clears extra values", async () => {
