@@ -280,6 +280,27 @@ describe("records: a new project has its tree from the start", () => {
     expect(Object.hasOwn(definitions, child.data.records[child.result.record].definition)).toBe(true);
   });
 
+  test("a records call that has to make the Base definition again answers it in data", async () => {
+    const project = await w.srv.project(w.owner.token, "Without Base");
+    const call = async (path: string, body: unknown) => {
+      const r = await w.srv.call(`/api/p/${project}/${path}`, { token: w.owner.token, body });
+      if (r.status !== 200) throw new Error(`${path}: ${r.status} ${JSON.stringify(r.body)}`);
+      return r.body;
+    };
+    const root = (await call("records/root", {})).result.root;
+    const base = (await call("records/get", { record: root })).data.records[root].definition;
+    const plain = (await call("definitions/create", { name: "plain" })).result.definition;
+    await call("definitions/commit", { definition: plain });
+    await call("records/definition/set", { record: root, definition: plain });
+    await call("definitions/delete", { definition: base });
+    const made = await call("records/create", { parent: root });
+    const definition = made.data.records[made.result.record].definition;
+    expect(made.data.definitions[definition]).toMatchObject({ name: "base", is_new: false });
+    expect(Object.hasOwn(made.data.layouts, made.data.definitions[definition].layout)).toBe(true);
+    // An ordinary create answers the records only.
+    expect(Object.keys((await call("records/create", { parent: root })).data)).toEqual(["records"]);
+  });
+
   test("the project's creation announces the root and its definition to syncing clients", async () => {
     const before = await w.srv.ccCursor(w.owner.token);
     const project = await w.srv.project(w.owner.token, "Announced");

@@ -10,7 +10,7 @@ import { inProject } from "../members/access.service";
 import { getProject } from "../projects/projects.service";
 import { baseDefinitionIn } from "../schema/definitions.service";
 import { layoutOf, Out } from "../schema/copies.service";
-import { rowOf, type Project } from "../schema/items.service";
+import { rowOf, schemaStamp, type Project } from "../schema/items.service";
 import { ALL_CHANNEL } from "../settings/settings.options";
 import type { RecordChecks } from "./records.table";
 import {
@@ -1078,11 +1078,18 @@ export function createRecord(
 ): Answer {
   return recordsWrite(ctx, actor, projectGid, (tx, log, view, touch) => {
     const langs = view.languagesOf(input);
+    const schema = schemaStamp(tx, projectGid);
     const rec = createRecordIn(tx, log, view, touch, input);
     const rows = rowsByGids(tx, projectGid, [rec.gid, rec.parent!]);
+    // The Base definition made now (a project whose Base definition was deleted) is answered too.
+    const made =
+      schemaStamp(tx, projectGid) !== schema ? rowOf(tx, "definition", projectGid, rec.definition) : undefined;
     return {
       result: { parent: rec.parent, record: rec.gid },
-      data: { records: formsOf(tx, view, rows, { languages: langs }) },
+      data: {
+        ...(made ? new Out().add("definition", made).add("layout", layoutOf(tx, made)).data() : {}),
+        records: formsOf(tx, view, rows, { languages: langs }),
+      },
     };
   });
 }
