@@ -51,8 +51,9 @@ describe("every project endpoint checks rights before parameters", () => {
       owner: w.owner.token,
     };
     const paths = Object.keys(doc.paths)
-      // login and auth take credentials instead of a JWT: they have no caller to refuse.
-      .filter((p) => p.startsWith("/api/p/{project}/") && doc.paths[p].post && !/\/(login|auth)$/.test(p))
+      // Every POST below /api/p/<project>/ and /dam/p/<project>/; login and auth take credentials
+      // instead of a JWT: they have no caller to refuse.
+      .filter((p) => /^\/(api|dam)\/p\/\{project\}\//.test(p) && doc.paths[p].post && !/\/(login|auth)$/.test(p))
       .sort((a, b) => Number(LAST.test(a)) - Number(LAST.test(b)) || a.localeCompare(b));
     expect(paths.length).toBeGreaterThan(100);
     const leaks: string[] = [];
