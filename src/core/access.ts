@@ -48,3 +48,31 @@ export function mayViewUser(viewer: Actor, targetGid: string, sharesProject: () 
 export function requirePerson(actor: Actor, message = "API users have no account to manage"): void {
   if (actor.kind !== "person") throw forbidden(message);
 }
+
+/**
+ * Who may call a project endpoint at all, declared with it (src/http/operations.ts) and checked
+ * right after the JWT and the membership, before its body is looked at, so a caller who may not
+ * call it gets 403 whatever it sends (never a 400 naming a parameter). The service checks its own
+ * rules again afterwards; this is the early gate of the same rule.
+ *
+ * - `allow: "owner"`: the project's owner only; `"owner or api"`: the owner or an API user of the
+ *   project (a module registers itself with its key).
+ * - `self`: a body member naming a user; that user itself may call too (members/remove: leaving).
+ */
+export type CallerRule = { allow: "owner" | "owner or api"; self?: string };
+
+/** Whether the caller passes `rule`; `isOwner` says whether it owns the project, `body` is the raw request body. */
+export function admitsCaller(actor: Actor, isOwner: boolean, rule: CallerRule, body: unknown): boolean {
+  if (isOwner) return true;
+  if (rule.allow === "owner or api" && actor.kind === "api") return true;
+  if (rule.self === undefined || typeof body !== "object" || body === null || !Object.hasOwn(body, rule.self))
+    return false;
+  return (body as Record<string, unknown>)[rule.self] === actor.userGid;
+}
+
+/** The 403 of a caller `rule` refuses. */
+export function callerRefusal(rule: CallerRule) {
+  return rule.allow === "owner"
+    ? forbidden("Not the owner of the project")
+    : forbidden("Only the project owner or an API user of the project may call this");
+}

@@ -10,6 +10,7 @@ import type {
   SchemaCommittedHook,
   SchemaUsageHook,
   SettingRemovedHook,
+  ProjectCreatedHook,
 } from "../platform/context";
 import type { QueryExpander } from "../core/selection";
 import type { JobKind } from "../platform/jobs/runner";
@@ -78,6 +79,8 @@ export type Feature = {
     languageAdded?: LanguageHook;
     languageRemoved?: LanguageHook;
     settingRemoved?: SettingRemovedHook;
+    /** A project created (records: its root record and Base definition, so a new project has its tree). */
+    projectCreated?: ProjectCreatedHook;
   };
   /** Data dictionaries it adds to the project init payload (spec 4.2), by name. */
   projectDictionaries?: Record<string, ProjectDictionary>;

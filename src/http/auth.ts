@@ -1,4 +1,5 @@
 import { Elysia } from "elysia";
+import { admitsCaller, callerRefusal, type CallerRule } from "../core/access";
 import { actorOf, type Actor } from "../core/actor";
 import { forbidden, permissionDenied } from "../core/errors";
 import { getMembership } from "../features/members/members.service";
@@ -85,8 +86,21 @@ export function requestCaller(
       ? early.membership
       : getMembership(ctx.db, project, caller.user.gid);
   if (project && membership?.status !== "active") throw forbidden("Not a member of the project");
+  if (membership) owners.set(request, membership.roles.includes("owner"));
   noteCaller(request, caller.user.gid);
   return caller;
+}
+
+/** Whether the caller of a request (as requestCaller found it) owns the request's project. */
+const owners = new WeakMap<Request, boolean>();
+
+/**
+ * The caller rule of an endpoint (src/core/access.ts), checked after requestCaller and before the
+ * body's schema: 403 when the caller may not call it, whatever the body. `body` is the body as
+ * received (its `self` member is read with an own-property check).
+ */
+export function admitCaller(request: Request, actor: Actor, rule: CallerRule | undefined, body: unknown): void {
+  if (rule && !admitsCaller(actor, owners.get(request) === true, rule, body)) throw callerRefusal(rule);
 }
 
 function buildAuthMacro(ctx: Ctx) {
@@ -115,6 +129,19 @@ function buildAuthMacro(ctx: Ctx) {
         return { actor: actorOf(caller.user) as Actor };
       },
     },
+    /**
+     * `callers: rule` next to `auth: true`: the endpoint's caller rule (admitCaller), checked in
+     * `transform` as the JWT is, so before the body's schema.
+     */
+    callers: (rule: CallerRule | undefined) =>
+      rule
+        ? {
+            transform({ request, body }: { request: Request; body: unknown }) {
+              const caller = callerOf(request, header(request));
+              admitCaller(request, actorOf(caller.user), rule, body);
+            },
+          }
+        : {},
     authNoRenew: {
       detail: authDetail(false),
       transform({ request }) {

@@ -7,11 +7,12 @@ import {
   type Static,
   type TSchema,
 } from "elysia";
+import type { CallerRule } from "../core/access";
 import { actorOf, type Actor } from "../core/actor";
 import { answerJson, hasJsonText, type Answer } from "../core/answer";
 import { ApiError, badRequest, missing } from "../core/errors";
 import type { Ctx, ProjectOperation, ProjectRead } from "../platform/context";
-import { authMacro, requestCaller } from "./auth";
+import { admitCaller, authMacro, requestCaller } from "./auth";
 import { answer, encodedAnswer, JSON_TYPE } from "./envelope";
 import { failureResponse, invalidBody, jsonBody } from "./handlers";
 import { arrivalLimit } from "./membership-limit";
@@ -37,16 +38,29 @@ import { requestId } from "./requests";
  * (`fn(ctx, actor, projectGid, input): Answer`, synchronous, checking access itself) and its
  * OpenAPI detail: at least summary and tags, or what `describe(...)` of src/http/openapi.ts makes
  * (an example answer, the error statuses). The service's input is typed by the schema.
+ * `callers` narrows who may call it (src/core/access.ts, CallerRule: owner only, ...): the
+ * endpoint and a batch step check it right after the membership and before the body, so a caller
+ * who may not call it gets 403 whatever it sends.
  */
 export function operation<S extends TSchema>(
   path: string,
   body: S,
   run: (ctx: Ctx, actor: Actor, projectGid: string, input: Static<S>) => Answer,
   detail: DocumentDecoration & { summary: string; tags: string[] },
+  callers?: CallerRule,
 ): ProjectOperation {
   if (path.startsWith("/") || path.endsWith("/"))
     throw new Error(`operation path ${path}: no leading or trailing slash`);
-  return { path, body, summary: detail.summary, tags: detail.tags, detail, run: run as ProjectOperation["run"] };
+  const op: ProjectOperation = {
+    path,
+    body,
+    summary: detail.summary,
+    tags: detail.tags,
+    detail,
+    run: run as ProjectOperation["run"],
+  };
+  if (callers) op.callers = callers;
+  return op;
 }
 
 const params = t.Object({ project: t.String() });
@@ -88,6 +102,7 @@ export function operationRoutes(ctx: Ctx, ops: readonly ProjectOperation[]): Any
       ({ params, body, actor, set }) => sentAsText(set, op.run(ctx, actor, params.project, body ?? {})),
       {
         auth: true,
+        callers: op.callers,
         params,
         body: op.body,
         detail: op.detail as DocumentDecoration,
@@ -149,6 +164,7 @@ export function operationServeRoutes(
     req: OperationRequest,
     input: ((req: OperationRequest) => Promise<unknown>) | undefined,
     run: (actor: Actor, project: string, input: unknown) => Answer,
+    callers?: CallerRule,
   ): Promise<Response> => {
     let authorization: string | undefined;
     try {
@@ -158,7 +174,9 @@ export function operationServeRoutes(
       const raw = input ? await input(req) : undefined;
       const caller = requestCaller(ctx, req, header ?? undefined);
       authorization = `Bearer ${caller.token}`;
-      const out = run(actorOf(caller.user), req.params.project ?? "", raw);
+      const actor = actorOf(caller.user);
+      admitCaller(req, actor, callers, raw);
+      const out = run(actor, req.params.project ?? "", raw);
       return new Response(answerText(out), {
         headers: { "content-type": JSON_TYPE, authorization, "x-request-id": requestId(req) },
       });
@@ -176,7 +194,7 @@ export function operationServeRoutes(
       serve: (req) => {
         const type = req.headers.get("content-type");
         if (type !== null && /^\s*(multipart\/|application\/x-www-form-urlencoded)/i.test(type)) return fallback(req);
-        return answerOf(req, body, run);
+        return answerOf(req, body, run, op.callers);
       },
     });
   }
@@ -236,8 +254,15 @@ export function stepError(err: ApiError, index: number, path: unknown, extra: Re
  * Resolves and checks every sub-request of a batch before anything runs: at most `max` of them,
  * each an object with a `path` naming a batchable operation and a `body` its schema accepts.
  * The first problem is a 400 naming the sub-request's `index` (and `path`); nothing has run.
+ * `admit` checks a step's caller rule before its body, as the endpoint does (admitCaller with the
+ * batch's request and caller): a step the caller may not call is a 403, whatever its body.
  */
-export function prepareBatch(ctx: Ctx, requests: readonly unknown[], max: number): PreparedStep[] {
+export function prepareBatch(
+  ctx: Ctx,
+  requests: readonly unknown[],
+  max: number,
+  admit: (rule: CallerRule | undefined, body: unknown) => void,
+): PreparedStep[] {
   if (requests.length > max) throw badRequest("Too many sub-requests", { count: requests.length, max });
   return requests.map((req, index) => {
     if (typeof req !== "object" || req === null || Array.isArray(req)) {
@@ -268,6 +293,7 @@ export function prepareBatch(ctx: Ctx, requests: readonly unknown[], max: number
     }
     const body = Object.hasOwn(req, "body") ? (req as { body: unknown }).body : undefined;
     try {
+      admit(op.callers, body);
       return { op, input: checkedBody(op, body) };
     } catch (err) {
       if (err instanceof ApiError) throw stepError(err, index, path);

@@ -1,6 +1,7 @@
 import type { TSchema } from "@sinclair/typebox";
 import type { Config } from "../config";
 import type { Actor } from "../core/actor";
+import type { CallerRule } from "../core/access";
 import type { Answer } from "../core/answer";
 import type { Logger } from "../core/log";
 import type { QueryExpander } from "../core/selection";
@@ -40,10 +41,12 @@ export type Hooks = {
   /** Run in the transaction of `languages/add`, after the language joined the project's list. */
   languageAdded: LanguageHook[];
   /**
-   * Run in the transaction of `languages/remove` with `remove_values: true`, after the language
-   * left the project's list: each drops the stored values in that language (localized labels,
-   * field values, ...), writes its own sync items and returns how many values it removed. Without
-   * the confirmation member the values are kept (hidden) and come back when the language is added again.
+   * Run in the transaction of `languages/remove`, after the language left the project's list: no
+   * answer shows that language's key any more, and each hook writes the sync items of what it owns
+   * whose form changed. With `remove_values: true` (`keep` false) each drops the stored values in
+   * that language (localized labels, field values, ...) and returns how many it removed; without
+   * the confirmation member (`keep` true) the values are kept, hidden, and come back when the
+   * language is added again.
    */
   languageRemoved: LanguageHook[];
   /**
@@ -52,6 +55,12 @@ export type Hooks = {
    * subset) and writes its own sync items.
    */
   settingRemoved: SettingRemovedHook[];
+  /**
+   * Run in the transaction of `projects/create`, after the project and its owner's membership: each
+   * gives the new project what it has from the start (records: the root record and its Base
+   * definition) and writes its own sync items.
+   */
+  projectCreated: ProjectCreatedHook[];
   /**
    * Every synchronous project operation of the features (`operations` of their descriptors), by
    * path below `/api/p/<project>/` (`queries/create`): what a batch may run.
@@ -65,7 +74,15 @@ export type Hooks = {
 };
 export type AssetsRemovedHook = (ctx: Ctx, tx: Tx, projectGid: string, gids: string[]) => string[];
 /** A language hook: returns how many stored values it changed (0 when none). */
-export type LanguageHook = (ctx: Ctx, tx: Tx, log: ChangeLog, projectGid: string, language: string) => number;
+export type LanguageHook = (
+  ctx: Ctx,
+  tx: Tx,
+  log: ChangeLog,
+  projectGid: string,
+  language: string,
+  /** languageRemoved only: true when the values are kept (no `remove_values`), hidden until the language returns. */
+  keep?: boolean,
+) => number;
 export type SettingRemovedHook = (
   ctx: Ctx,
   tx: Tx,
@@ -74,6 +91,7 @@ export type SettingRemovedHook = (
   kind: "channel" | "ordering" | "fieldlist",
   key: string,
 ) => void;
+export type ProjectCreatedHook = (ctx: Ctx, tx: Tx, log: ChangeLog, projectGid: string) => void;
 export type ProjectDictionary = (tx: Tx, projectGid: string) => Record<string, unknown>;
 
 /** The schema items other features hear about (a layout follows its class or definition). */
@@ -136,6 +154,8 @@ export type ProjectOperation = {
   detail: { summary: string; tags: string[] };
   /** The service call, with the body as checked and cleaned by `body`. */
   run: (ctx: Ctx, actor: Actor, projectGid: string, input: unknown) => Answer;
+  /** Who may call it beyond the project's members, checked before the body (none: every member). */
+  callers?: CallerRule;
 };
 
 /**

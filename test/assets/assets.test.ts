@@ -715,6 +715,52 @@ describe("metadata", () => {
   });
 });
 
+describe("languages", () => {
+  test("a removed language leaves title, description and localized metadata of every answer; added again it comes back; both announced", async () => {
+    const settings = (path: string, body: unknown) =>
+      srv.call(`/api/p/${project}/${path}`, { body, token: alice.token });
+    expect((await settings("languages/add", { language: "fr" })).status).toBe(200);
+    const gid = (await upload(png, "lang.png")).body.result.asset;
+    await call("update", { asset: gid, title: { fr: "Chaussure" }, description: { fr: "Rouge" } });
+    await call("metadata/set", { asset: gid, name: "shop.caption", is_localized: true, value: { fr: "Légende" } });
+    const cursor = async () =>
+      (await srv.call("/sync/cursors", { token: alice.token, body: { project } })).body.result.cursor as number;
+    const items = async (since: number) =>
+      (
+        (await srv.call("/sync/get", { token: alice.token, body: { project, cursor: since } })).body.result
+          .sync as any[]
+      )
+        .filter((i) => i.type === project)
+        .map((i) => `${i.action} ${i.data_type} ${i.data_key}`);
+    const form = async () => (await call("get", { asset: gid })).body.data.assets[gid];
+
+    const removing = await cursor();
+    expect((await settings("languages/remove", { language: "fr" })).status).toBe(200);
+    const hidden = await form();
+    expect(Object.hasOwn(hidden.title, "fr")).toBe(false);
+    expect(Object.hasOwn(hidden.description, "fr")).toBe(false);
+    expect(Object.hasOwn(hidden.metadata["shop.caption"].value, "fr")).toBe(false);
+    expect(JSON.stringify(hidden)).not.toContain("Chaussure");
+    expect(await items(removing)).toContain(`UPDATE assets ${gid}`);
+
+    const adding = await cursor();
+    expect((await settings("languages/add", { language: "fr" })).status).toBe(200);
+    const back = await form();
+    expect(back.title.fr).toBe("Chaussure");
+    expect(back.description.fr).toBe("Rouge");
+    expect(back.metadata["shop.caption"].value.fr).toBe("Légende");
+    expect(await items(adding)).toContain(`UPDATE assets ${gid}`);
+
+    // With remove_values the text goes for good.
+    const r = await settings("languages/remove", { language: "fr", remove_values: true });
+    expect(r.body.result.removed_values).toBeGreaterThanOrEqual(3);
+    await settings("languages/add", { language: "fr" });
+    const gone = await form();
+    expect(gone.title.fr).toBe("");
+    expect(JSON.stringify(gone)).not.toContain("Légende");
+  });
+});
+
 describe("delete, undelete, permanent_delete", () => {
   test("delete takes a folder down with its content; undelete brings back exactly that", async () => {
     const top = (await call("create", { name: "Top" })).body.result.asset;

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
+import sharp from "sharp";
 import {
   chmodSync,
   existsSync,
@@ -176,7 +177,8 @@ describe("project backups", () => {
       notes: "safe point",
       status: "ready",
       files: 3,
-      rows: 1 + 2 + 1200 + 1,
+      // the project, its two memberships, the widgets, the asset, and the root record with its Base definition and layout
+      rows: 1 + 2 + 1200 + 1 + 3,
       scheduled: false,
       completed_on: expect.any(Number),
       "job.token": token,
@@ -542,6 +544,53 @@ describe("API users in project backups", () => {
           `INSERT cc.users ${gone.gid}`,
           `DELETE cc.users ${later.gid}`,
         ]),
+      );
+    },
+    SLOW_TEST_MS,
+  );
+});
+
+describe("what a restore announces", () => {
+  test(
+    "a folder whose file count changes back gets its UPDATE: snapshot, delete a file, restore, read /sync/get from before the restore",
+    async () => {
+      const shop = await srv.project(alice.token, "Counted");
+      const call = (path: string, body: unknown = {}) =>
+        srv.call(`/api/p/${shop}/${path}`, { token: alice.token, body });
+      const folder = (await call("assets/create", { name: "Shoes" })).body.result.asset as string;
+      const png = await sharp({ create: { width: 8, height: 8, channels: 3, background: "#204060" } })
+        .png()
+        .toBuffer();
+      const fd = new FormData();
+      fd.append("parent", folder);
+      fd.append("upload_file", new Blob([png]), "shoe.png");
+      const up = await srv.call(`/api/p/${shop}/assets/upload`, { token: alice.token, body: fd });
+      expect(up.status).toBe(200);
+      const file = up.body.result.asset as string;
+      const count = async () => (await call("assets/get", { asset: folder })).body.data.assets[folder].childcount;
+      expect(await count()).toBe(1);
+
+      let since = await cursor(alice.token);
+      const b = await call("backups/create", { name: "with the shoe", created_by: "test" });
+      await finished(srv, alice.token, b.body.result["job.token"], since);
+      expect((await call("assets/delete", { asset: file })).status).toBe(200);
+      expect(await count()).toBe(0);
+
+      const before = (await srv.call("/sync/cursors", { token: alice.token, body: { project: shop } })).body.result
+        .cursor;
+      since = await cursor(alice.token);
+      const r = await call("backups/restore", { version: b.body.result.version });
+      expect((await finished(srv, alice.token, r.body.result["job.token"], since)).at(-1).data.status).toBe("done");
+      expect(await count()).toBe(1);
+      const items = (
+        (await srv.call("/sync/get", { token: alice.token, body: { project: shop, cursor: before } })).body.result
+          .sync as any[]
+      ).map((i) => `${i.action} ${i.data_type} ${i.data_key}`);
+      expect(items).toContain(`UPDATE assets ${file}`);
+      expect(items).toContain(`UPDATE assets ${folder}`);
+      // Nothing else changed form: the root folder, the root record and the schema are not announced.
+      expect(items.filter((i) => i.startsWith("UPDATE ")).sort()).toEqual(
+        [`UPDATE assets ${file}`, `UPDATE assets ${folder}`].sort(),
       );
     },
     SLOW_TEST_MS,

@@ -239,16 +239,34 @@ describe("a batch that fails", () => {
   });
 
   test("a step the actor may not do is its 403, with its index; nothing before it is kept", async () => {
+    // A member may call modules/keys/set, but not on a module the owner registered (the service's own 403).
+    expect((await call("modules/register", { module: "owned.module", version: "1.0.0" })).status).toBe(200);
     const before = await queryCount();
     const r = await batch(
       [
         { path: "queries/create", body: { type: "record", name: "By a member" } },
-        { path: "apikeys/create", body: { name: "Not mine to make" } },
+        { path: "modules/keys/set", body: { module: "owned.module", key: "k", value: "v" } },
       ],
       member,
     );
     expect(r.status).toBe(403);
-    expect(r.body.result.info).toMatchObject({ index: 1, path: "apikeys/create", batch: ["rolled_back", "failed"] });
+    expect(r.body.result.info).toMatchObject({ index: 1, path: "modules/keys/set", batch: ["rolled_back", "failed"] });
+    expect(await queryCount()).toBe(before);
+  });
+
+  test("a step whose endpoint the actor may not call at all is its 403 before anything runs, whatever its body", async () => {
+    const before = await queryCount();
+    for (const body of [{ name: "Not mine to make" }, {}, undefined]) {
+      const r = await batch(
+        [
+          { path: "queries/create", body: { type: "record", name: "By a member" } },
+          { path: "apikeys/create", body },
+        ],
+        member,
+      );
+      expect(r.status).toBe(403);
+      expect(r.body.result.info).toEqual({ index: 1, path: "apikeys/create" });
+    }
     expect(await queryCount()).toBe(before);
   });
 });

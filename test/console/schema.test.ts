@@ -348,9 +348,11 @@ describe.skipIf(!CHROMIUM)("web console: schema", () => {
     await other.locator('.schema-entry[data-name="article_2"]').getByText("Article variant").waitFor();
     await otherEntry.getByText("Article", { exact: true }).waitFor();
     const defs = await items("definitions");
+    // (base: the root record's definition, which every project has from the start.)
     expect(defs.map((d) => [d.name, d.label.en, d.is_working_copy]).sort()).toEqual([
       ["article", "Article", false],
       ["article_2", "Article variant", false],
+      ["base", undefined, false],
     ]);
 
     // A field change shows live in the other browser's open editor.

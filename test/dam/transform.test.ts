@@ -573,10 +573,23 @@ describe("errors", () => {
     });
   });
 
-  test("an SVG source is refused with a 422", async () => {
-    const r = await transform(svg, "fit=10,10/type=png");
-    expect(r.status).toBe(422);
-    expect(r.body.result.message).toBe("Unsupported source type");
+  test("an SVG source is refused with a 422 Unsupported source type, as docs/dam.md says, readable or not", async () => {
+    const broken = (
+      await storeImage(srv, project, Buffer.from('<svg xmlns="http://www.w3.org/2000/svg"><rect'), {
+        extension: "svg",
+      })
+    ).pathname;
+    for (const [source, options] of [
+      [svg, "fit=10,10/type=png"],
+      [svg, "fit=10,10"],
+      [broken, "fit=10,10"],
+      [broken, "fit=10,10/type=jpg"],
+    ] as const) {
+      const r = await transform(source, options);
+      expect(r.status).toBe(422);
+      expect(r.body.result.message).toBe("Unsupported source type");
+      expect(r.body.result.info.supported).toContain("png");
+    }
   });
 
   test("a deleted asset is a 422", async () => {

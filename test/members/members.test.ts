@@ -397,7 +397,10 @@ describe("project login and init", () => {
         "queries",
       ].sort(),
     );
-    for (const k of ["definitions", "classes", "fields", "layouts", "queries"]) expect(r.body.data[k]).toEqual({});
+    for (const k of ["classes", "fields", "queries"]) expect(r.body.data[k]).toEqual({});
+    // A new project already has its root record's Base definition and its layout.
+    expect(Object.values(r.body.data.definitions).map((d: any) => d.name)).toEqual(["base"]);
+    expect(Object.values(r.body.data.layouts).map((d: any) => d.name)).toEqual(["base"]);
     expect(r.body.data["cc.projects"][project]).toMatchObject({
       gid: project,
       options: { languages: ["en"] },

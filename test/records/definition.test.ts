@@ -32,7 +32,17 @@ describe("records/definition", () => {
     const r = await w.okr("records/definition/fields/add", { record: a, field: extra });
     extended = r.result.definition;
     expect(extended).not.toBe(w.article);
-    expect(r.data.definitions[extended]).toMatchObject({ is_extended: true, is_new: true });
+    // The extended definition names the definition it extends as its `original`, which the answer
+    // carries too: a client reads the base fields through it.
+    expect(r.data.definitions[extended]).toMatchObject({
+      is_extended: true,
+      original: w.article,
+      is_new: false,
+      is_working_copy: false,
+    });
+    const base = r.data.definitions[w.article];
+    expect(base).toMatchObject({ gid: w.article, original: null, is_extended: false });
+    expect(r.data.definitions[extended].fields).toEqual([...base.fields, extra]);
     expect(r.data.records[a].definition).toBe(extended);
     expect(Object.keys(r.data.records[a].fields.en)).toContain("energy");
     await w.okr("records/update", { record: a, fields: { en: { energy: "A++" } } });
@@ -53,6 +63,23 @@ describe("records/definition", () => {
     // The record's layout is its own.
     const lay = await w.okr("records/definition/layouts/modify", { record: a, name: "private_layout" });
     expect(lay.data.layouts[lay.data.definitions[extended].layout].name).toBe("private_layout");
+    // The definitions endpoints leave an extended definition alone (the reference: use the
+    // records/definition api): modify, its lists, commit and copy are 422, and nothing changed.
+    const before = (await w.okr("definitions/get", { definition: extended })).data.definitions[extended];
+    for (const [path, body] of [
+      ["definitions/modify", { definition: extended, name: "renamed" }],
+      ["definitions/fields/add", { definition: extended, field: w.f.stock }],
+      ["definitions/fields/remove", { definition: extended, field: extra }],
+      ["definitions/metadata/set", { definition: extended, name: "shop.hint", value: "x" }],
+      ["definitions/commit", { definition: extended }],
+      ["definitions/save_as_new", { definition: extended }],
+      ["definitions/copy", { definition: extended }],
+      ["definitions/layouts/modify", { definition: extended, name: "other" }],
+    ] as const) {
+      const r = await w.api(path, body);
+      expect([path, r.status]).toEqual([path, 422]);
+    }
+    expect((await w.okr("definitions/get", { definition: extended })).data.definitions[extended]).toEqual(before);
   });
 
   test("copy_to_siblings shares the extended definition; revert gives the base back and clears extra values", async () => {

@@ -43,10 +43,17 @@ describe("records follow the project settings", () => {
   });
 
   test("languages/remove without remove_values keeps the values: they come back with the language", async () => {
+    const removing = await w.cursor();
     await w.okr("languages/remove", { language: "nl" });
     expect(Object.keys((await w.get(a)).fields)).toEqual(["en", "de"]);
+    expect(Object.keys((await w.get(a)).title)).toEqual(["en", "de"]);
+    expect(JSON.stringify(await w.get(a))).not.toContain("Alfa koelbox");
+    // The record's form lost a language: syncing clients hear of it.
+    expect(await w.items(removing)).toContain(`UPDATE records ${a}`);
+    const adding = await w.cursor();
     await w.okr("languages/add", { language: "nl" });
     expect((await w.get(a)).fields.nl.name).toBe("Alfa koelbox");
+    expect(await w.items(adding)).toContain(`UPDATE records ${a}`);
   });
 
   test("languages/remove with remove_values deletes the values in that language and counts them; search forgets them", async () => {

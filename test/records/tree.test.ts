@@ -1,4 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { Database } from "bun:sqlite";
+import { join } from "node:path";
+import { TestServer } from "../helpers/server";
 import { recordsWorld } from "./helpers";
 
 let w: Awaited<ReturnType<typeof recordsWorld>>;
@@ -241,4 +244,131 @@ describe("records: tree", () => {
     expect(last.result["page.top"]).toBe(size - 4);
     expect((await w.api("records/tree", {})).status).toBe(400);
   });
+});
+
+describe("records: a new project has its tree from the start", () => {
+  test("a client that connects first finds the root record and every definition it names in /init, /auth and records/root", async () => {
+    const project = await w.srv.project(w.owner.token, "Fresh");
+    const call = (path: string, body?: unknown, token: string | null = w.owner.token) =>
+      w.srv.call(`/api/p/${project}/${path}`, { token, body, method: body === undefined ? "GET" : "POST" });
+    const init = (await call("init")).body;
+    const definitions = init.data.definitions as Record<string, any>;
+    const layouts = init.data.layouts as Record<string, any>;
+    expect(Object.values(definitions).map((d) => d.name)).toEqual(["base"]);
+    const base = Object.values(definitions)[0];
+    expect(base).toMatchObject({ original: null, is_new: false, is_extended: false, fields: [], classes: [] });
+    expect(Object.keys(layouts)).toEqual([base.layout]);
+
+    const key = (await call("apikeys/create", { name: "Early client" })).body.result.apikey;
+    const auth = (await call("auth", { api_key: key }, null)).body;
+    expect(Object.keys(auth.data.definitions)).toEqual([base.gid]);
+
+    // records/root changes nothing: the root was made with the project, its definition already known.
+    const token = (await w.srv.call(`/api/p/${project}/auth`, { body: { api_key: key } })).headers
+      .get("authorization")!
+      .replace(/^Bearer /, "");
+    const cursor = (await w.srv.call("/sync/cursors", { token, body: { project } })).body.result.cursor;
+    const root = (await call("records/root", {})).body;
+    const form = root.data.records[root.result.root];
+    expect(form).toMatchObject({ parent: null, treelevel: 0, definition: base.gid });
+    expect(Object.hasOwn(definitions, form.definition)).toBe(true);
+    const after = (await w.srv.call("/sync/get", { token, body: { project, cursor } })).body.result.sync;
+    expect(after).toEqual([]);
+
+    // A child made under the root takes the Base definition too: still one the client has.
+    const child = (await call("records/create", { parent: root.result.root })).body;
+    expect(Object.hasOwn(definitions, child.data.records[child.result.record].definition)).toBe(true);
+  });
+
+  test("a records call that has to make the Base definition again answers it in data", async () => {
+    const project = await w.srv.project(w.owner.token, "Without Base");
+    const call = async (path: string, body: unknown) => {
+      const r = await w.srv.call(`/api/p/${project}/${path}`, { token: w.owner.token, body });
+      if (r.status !== 200) throw new Error(`${path}: ${r.status} ${JSON.stringify(r.body)}`);
+      return r.body;
+    };
+    const root = (await call("records/root", {})).result.root;
+    const base = (await call("records/get", { record: root })).data.records[root].definition;
+    const plain = (await call("definitions/create", { name: "plain" })).result.definition;
+    await call("definitions/commit", { definition: plain });
+    await call("records/definition/set", { record: root, definition: plain });
+    await call("definitions/delete", { definition: base });
+    const made = await call("records/create", { parent: root });
+    const definition = made.data.records[made.result.record].definition;
+    expect(made.data.definitions[definition]).toMatchObject({ name: "base", is_new: false });
+    expect(Object.hasOwn(made.data.layouts, made.data.definitions[definition].layout)).toBe(true);
+    // An ordinary create answers the records only.
+    expect(Object.keys((await call("records/create", { parent: root })).data)).toEqual(["records"]);
+  });
+
+  test("the project's creation announces the root and its definition to syncing clients", async () => {
+    const before = await w.srv.ccCursor(w.owner.token);
+    const project = await w.srv.project(w.owner.token, "Announced");
+    const items = (
+      await w.srv.call("/sync/get", { token: w.owner.token, body: { cc_cursor: before, project, cursor: 0 } })
+    ).body.result.sync as any[];
+    const kinds = items.filter((i) => i.type === project).map((i) => `${i.action} ${i.data_type}`);
+    expect(kinds).toEqual(expect.arrayContaining(["INSERT definitions", "INSERT layouts", "INSERT records"]));
+  });
+});
+
+describe("records: projects made before roots came with projects", () => {
+  test("the migration gives each project without a root its root, the Base definition (an existing one kept) and their search rows", async () => {
+    const srv = await TestServer.start();
+    const owner = await srv.user("early-owner");
+    const bare = await srv.project(owner.token, "Made long ago");
+    const withBase = await srv.project(owner.token, "Base with a field");
+    const call = (project: string, path: string, body?: unknown) =>
+      srv.call(`/api/p/${project}/${path}`, { token: owner.token, body, method: body === undefined ? "GET" : "POST" });
+    // The second project's Base definition has a field: the migration keeps it and its root's checks name the field.
+    const field = (await call(withBase, "fields/create", { name: "code", type: "textline" })).body.result.field;
+    await call(withBase, "fields/commit", { field });
+    const base2 = (await call(withBase, "records/root", {})).body;
+    const baseGid = base2.data.records[base2.result.root].definition;
+    await call(withBase, "definitions/fields/add", { definition: baseGid, field });
+    await call(withBase, "definitions/commit", { definition: baseGid });
+    await srv.stop(true);
+
+    // As the database was before: no root in either project, no Base definition in the first, and
+    // the migration not yet applied.
+    const db = new Database(join(srv.dataDir, "apis.db"));
+    db.run("DELETE FROM records_fts WHERE rowid IN (SELECT id FROM record_search WHERE project_gid IN (?, ?))", [
+      bare,
+      withBase,
+    ]);
+    db.run("DELETE FROM records WHERE project_gid IN (?, ?)", [bare, withBase]);
+    db.run("DELETE FROM definitions WHERE project_gid = ?", [bare]);
+    db.run("DELETE FROM layouts WHERE project_gid = ?", [bare]);
+    db.run("DELETE FROM __drizzle_migrations WHERE created_at = (SELECT max(created_at) FROM __drizzle_migrations)");
+    db.close();
+
+    const again = await TestServer.start({}, srv.dataDir);
+    try {
+      const token = (
+        await again.call("/api/login", { body: { username: "early-owner", password: "password1" } })
+      ).headers
+        .get("authorization")!
+        .replace(/^Bearer /, "");
+      const on = (project: string, path: string, body?: unknown) =>
+        again.call(`/api/p/${project}/${path}`, { token, body, method: body === undefined ? "GET" : "POST" });
+      for (const project of [bare, withBase]) {
+        const init = (await on(project, "init")).body.data;
+        const cursor = (await again.call("/sync/cursors", { token, body: { project } })).body.result.cursor;
+        const root = (await on(project, "records/root", {})).body;
+        const form = root.data.records[root.result.root];
+        expect(form).toMatchObject({ parent: null, treelevel: 0, path: [root.result.root], channels: ["__all__"] });
+        expect(init.definitions[form.definition]).toMatchObject({ name: "base", is_new: false, original: null });
+        expect(Object.hasOwn(init.layouts, init.definitions[form.definition].layout)).toBe(true);
+        // The root was there before records/root was asked: nothing was made now.
+        expect((await again.call("/sync/get", { token, body: { project, cursor } })).body.result.sync).toEqual([]);
+        // Its search documents exist: a filter on the validation checks finds it.
+        const found = await on(project, "records/search", { q: "", filter: ["validation", "any"] });
+        expect(found.status).toBe(200);
+      }
+      const second = (await on(withBase, "records/root", {})).body;
+      expect(second.data.records[second.result.root].definition).toBe(baseGid);
+    } finally {
+      await again.stop();
+    }
+  }, 60_000);
 });

@@ -101,7 +101,8 @@ describe("schema/search in the shared filter language", () => {
           ],
         ],
       },
-      ["article", "width"],
+      // base: the root record's definition a project has from the start
+      ["article", "base", "width"],
     ],
     [
       "status and is_new",
@@ -140,12 +141,14 @@ describe("schema/search in the shared filter language", () => {
 
   test("page.top and page.size page the answer while schema_items.size counts every hit", async () => {
     const all = await okr("schema/search", { filter: ["name", "exists"] });
-    expect(all.result["schema_items.size"]).toBe(4);
+    // (with the Base definition every project has from the start)
+    expect(all.result["schema_items.size"]).toBe(5);
     const page = await okr("schema/search", { filter: ["name", "exists"], "page.top": 1, "page.size": 2 });
     expect(page.result.schema_items).toEqual(all.result.schema_items.slice(1, 3));
-    expect(page.result["schema_items.size"]).toBe(4);
+    expect(page.result["schema_items.size"]).toBe(5);
     // Definitions first, then classes, then fields.
     expect(all.result.schema_items.map((i: { type: string }) => i.type)).toEqual([
+      "definition",
       "definition",
       "class",
       "field",

@@ -38,7 +38,8 @@ describe("schema/search", () => {
     ["q on names and labels", { q: "colo" }, ["class", "field"]],
     ["a required and an excluded term", { q: "+weight -size" }, ["field"]],
     ["a filter on the name", { filter: ["name", "is", "SIZE"] }, ["field"]],
-    ["a filter on the item type", { filter: ["type", "is", "definition"] }, ["definition"]],
+    // product, and base: the root record's definition a project has from the start
+    ["a filter on the item type", { filter: ["type", "is", "definition"] }, ["definition", "definition"]],
     ["a filter on the field type", { filter: ["type", "is", "decimal"] }, ["field"]],
     [
       "uncommitted items",

@@ -61,11 +61,39 @@ describe("the schema follows the project's languages", () => {
   test("a removed language's keys stay unless remove_values confirms it; the answer carries the schema", async () => {
     await w.okr("fields/modify", { field: size, label: { de: "Größe" } });
     await w.okr("fields/commit", { field: size });
+    const removing = await w.cursor();
     const kept = await w.okr("languages/remove", { language: "de" });
     expect(Object.keys(kept.data).sort()).toEqual(["cc.projects", "classes", "definitions", "fields", "layouts"]);
-    // Added again: the kept translation comes back instead of a copy.
+    // No answer shows the removed language: not this one, not a get, not the project init (whose
+    // payload is kept until the next write), and every changed item is announced.
+    const hidden = (f: any) => {
+      expect(Object.hasOwn(f.label, "de")).toBe(false);
+      expect(Object.hasOwn(f.initial, "de")).toBe(false);
+      expect(Object.hasOwn(f.metadata["shop.hint"].value, "de")).toBe(false);
+      expect(f.options.values.every((v: any) => !Object.hasOwn(v.label, "de"))).toBe(true);
+    };
+    hidden(kept.data.fields[size]);
+    hidden((await w.okr("fields/get", { field: size })).data.fields[size]);
+    const init = (await w.srv.call(`/api/p/${w.project}/init`, { token: w.owner.token })).body.data;
+    hidden(init.fields[size]);
+    expect(Object.hasOwn(init.definitions[def].label, "de")).toBe(false);
+    expect(Object.hasOwn((await w.okr("definitions/get", { definition: def })).data.definitions[def].label, "de")).toBe(
+      false,
+    );
+    expect(JSON.stringify(kept.data)).not.toContain("Größe");
+    const announced = await w.items(removing);
+    expect(announced).toContain(`UPDATE fields ${size}`);
+    expect(announced).toContain(`UPDATE definitions ${def}`);
+    // Added again: the kept translation comes back instead of a copy, everywhere, announced.
+    const adding = await w.cursor();
     const back = await w.okr("languages/add", { language: "de" });
     expect(back.data.fields[size].label.de).toBe("Größe");
+    expect(back.data.fields[size].initial.de).toBe("m");
+    expect(back.data.fields[size].metadata["shop.hint"].value.de).toBe("Pick one");
+    expect(back.data.definitions[def].label.de).toBe("Shirt");
+    const again = (await w.srv.call(`/api/p/${w.project}/init`, { token: w.owner.token })).body.data;
+    expect(again.fields[size].label.de).toBe("Größe");
+    expect(await w.items(adding)).toContain(`UPDATE fields ${size}`);
     const since = await w.cursor();
     const gone = await w.okr("languages/remove", { language: "nl-be", remove_values: true });
     // label, initial, two value labels and the localized metadata of the field; the definition's label.

@@ -15,8 +15,9 @@ const probe: Feature = {
   name: "probe",
   hooks: {
     languageAdded: (_ctx, _tx, _log, p, language) => (calls.push(`added ${p} ${language}`), 0),
-    languageRemoved: (_ctx, _tx, log, p, language) => {
-      calls.push(`removed ${p} ${language}`);
+    languageRemoved: (_ctx, _tx, log, p, language, keep) => {
+      calls.push(`removed ${p} ${language}${keep ? " (kept)" : ""}`);
+      if (keep) return 0;
       log.project(p, "UPDATE", "fields", "probefield");
       return 3;
     },
@@ -72,7 +73,9 @@ describe("languages", () => {
     const kept = await call("languages/remove", { language: "nl" });
     expect(kept.body.result).toEqual({ project });
     expect(options(kept).languages).toEqual(["en", "de"]);
-    expect(calls).toEqual([]);
+    // The hooks hear of every removal (they hide the language and announce what changed), told to keep the values.
+    expect(calls).toEqual([`removed ${project} nl (kept)`]);
+    calls.length = 0;
     const pSince = (await srv.call("/sync/cursors", { token: alice.token, body: { project } })).body.result.cursor;
     const gone = await call("languages/remove", { language: "de", remove_values: true });
     expect(gone.body.result).toEqual({ project, removed_values: 3 });

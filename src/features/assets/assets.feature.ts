@@ -1,7 +1,7 @@
 import type { Feature } from "../feature";
 import { assetBulkJobs } from "./assets.bulk";
 import { assetOperations, assetRoutes } from "./assets.routes";
-import { removeStaleUploads } from "./assets.service";
+import { assetsLanguageChanged, removeStaleUploads } from "./assets.service";
 
 /** The asset tree: folders, uploads, versions, metadata, search, worksheet, bulk operations. */
 export const assetsFeature: Feature = {
@@ -11,6 +11,11 @@ export const assetsFeature: Feature = {
   // upload and upload_update read their multipart body chunk by chunk (src/http/multipart.ts).
   streamedBodies: ["/api/p/:project/assets/upload", "/api/p/:project/assets/upload_update"],
   jobs: assetBulkJobs,
+  hooks: {
+    languageAdded: (_ctx, tx, log, projectGid, language) => assetsLanguageChanged(tx, log, projectGid, language, false),
+    languageRemoved: (_ctx, tx, log, projectGid, language, keep) =>
+      assetsLanguageChanged(tx, log, projectGid, language, !keep),
+  },
   housekeeping: [
     {
       name: "uploads",

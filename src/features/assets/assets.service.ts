@@ -120,7 +120,7 @@ export function assetForm(a: Asset, languages: string[], counts: Counts = { file
     transforms: a.transforms ?? null,
     title: localized(a.title, languages),
     description: localized(a.description, languages),
-    metadata: metadataFields(a.metadata),
+    metadata: shownMetadata(metadataFields(a.metadata), languages),
     created_on: a.createdOn,
     updated_on: a.updatedOn,
   };
@@ -757,6 +757,71 @@ function coerce(type: string, v: unknown): unknown {
       if (typeof v === "number" || typeof v === "boolean") return String(v);
       return JSON.stringify(v);
   }
+}
+
+/**
+ * The metadata as a form shows it: a localized value with the project's languages only (values in
+ * a language the project removed stay stored, hidden, and come back with the language).
+ */
+function shownMetadata(fields: Record<string, MetadataField>, languages: string[]): Record<string, MetadataField> {
+  for (const f of Object.values(fields)) {
+    if (!f.is_localized || typeof f.value !== "object" || f.value === null || Array.isArray(f.value)) continue;
+    const stored = f.value as Record<string, unknown>;
+    if (Object.keys(stored).every((l) => languages.includes(l))) continue;
+    f.value = Object.fromEntries(languages.filter((l) => Object.hasOwn(stored, l)).map((l) => [l, stored[l]]));
+  }
+  return fields;
+}
+
+/**
+ * The language hooks of assets (`languageAdded`, `languageRemoved`): an asset's form shows the
+ * project's languages only (title, description, localized metadata), so every asset holding text in
+ * `language` changes form and gets an UPDATE sync item. A removal with `remove_values` (`keep`
+ * false) also drops that text; returns how many values went.
+ */
+export function assetsLanguageChanged(
+  tx: Tx,
+  log: ChangeLog,
+  projectGid: string,
+  language: string,
+  drop: boolean,
+): number {
+  const db = sqliteOf(tx);
+  const path = `$."${language.replace(/["\\]/g, "")}"`;
+  const rows = db
+    .query(
+      `SELECT id, gid, title, description, metadata FROM assets WHERE project_gid = ?1
+         AND (json_type(title, ?2) IS NOT NULL OR json_type(description, ?2) IS NOT NULL
+              OR EXISTS (SELECT 1 FROM json_each(metadata) m WHERE json_type(m.value, '$.value') = 'object'
+                         AND json_type(m.value, '$.value' || substr(?2, 2)) IS NOT NULL))`,
+    )
+    .all(projectGid, path) as { id: number; gid: string; title: string; description: string; metadata: string }[];
+  let removed = 0;
+  const update = db.query(
+    "UPDATE assets SET title = ?, description = ?, metadata = ?, updated_on = max(?, updated_on + 0.000001) WHERE id = ?",
+  );
+  const t = now();
+  for (const r of rows) {
+    log.project(projectGid, "UPDATE", "assets", r.gid);
+    if (!drop) continue;
+    const title = JSON.parse(r.title) as Record<string, unknown>;
+    const description = JSON.parse(r.description) as Record<string, unknown>;
+    const metadata = JSON.parse(r.metadata) as Record<string, unknown>;
+    for (const m of [title, description])
+      if (Object.hasOwn(m, language)) {
+        delete m[language];
+        removed++;
+      }
+    for (const f of Object.values(metadata)) {
+      const value = isField(f) && f.is_localized ? f.value : undefined;
+      if (typeof value === "object" && value !== null && Object.hasOwn(value, language)) {
+        delete (value as Record<string, unknown>)[language];
+        removed++;
+      }
+    }
+    update.run(JSON.stringify(title), JSON.stringify(description), JSON.stringify(metadata), t, r.id);
+  }
+  return removed;
 }
 
 /** A metadata field from `metadata/set`'s members; localized values hold every project language. */

@@ -1,5 +1,5 @@
 import { Elysia, t } from "elysia";
-import { authMacro } from "../../http/auth";
+import { admitCaller, authMacro } from "../../http/auth";
 import { ok, answer } from "../../http/envelope";
 import { examples } from "../../http/examples";
 import { chargeProjectRequests } from "../../http/membership-limit";
@@ -33,8 +33,10 @@ const body = t.Object(
 export function batchRoutes(ctx: Ctx) {
   return new Elysia({ prefix: "/api/p/:project" }).use(authMacro(ctx)).post(
     "/batch",
-    ({ params, body, actor }) => {
-      const steps = prepareBatch(ctx, body.requests, ctx.config.batchMax);
+    ({ params, body, actor, request }) => {
+      const steps = prepareBatch(ctx, body.requests, ctx.config.batchMax, (rule, input) =>
+        admitCaller(request, actor, rule, input),
+      );
       chargeProjectRequests(ctx, actor.userGid, params.project, steps.length);
       return ok({ results: runBatch(ctx, actor, params.project, steps).map(answer) });
     },

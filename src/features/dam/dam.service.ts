@@ -174,13 +174,27 @@ function sourceFile(ctx: Ctx, projectGid: string, src: Source): { path: string; 
  * Header-only read of an image (no pixels decoded, any size: the pixel limit is judged after it);
  * a 422 when it is not an image sharp reads.
  */
-async function readHeader(path: string, storageName: string): Promise<Metadata> {
+async function readHeader(path: string, storageName: string, extension: string): Promise<Metadata> {
   try {
     return await readImageHeader(path);
   } catch {
+    // A source of a type that is no raster image (an SVG libvips could not parse, a PDF, ...) gets
+    // the same answer as one it could parse: its type is not supported. A damaged raster file is unreadable.
+    if (!RASTER_EXTENSIONS.has(extension.toLowerCase())) throw unsupportedSource(storageName, extension || "unknown");
     throw unprocessable("Source is not a readable image", { storage_pathname: storageName });
   }
 }
+
+/** File extensions of the raster types a transform reads (INPUT_FORMATS). */
+const RASTER_EXTENSIONS = new Set(["jpg", "jpeg", "jpe", "png", "gif", "webp", "tif", "tiff", "avif", "heif", "heic"]);
+
+/** The 422 of a source whose type no transform reads (SVG, PDF, ...). */
+const unsupportedSource = (storageName: string, format: string) =>
+  unprocessable("Unsupported source type", {
+    storage_pathname: storageName,
+    format,
+    supported: [...INPUT_FORMATS],
+  });
 
 /** Width and height as displayed (EXIF orientation applied), per frame. */
 function orientedSize(m: Metadata): { width: number; height: number } {
@@ -218,7 +232,7 @@ export async function transformAsset(
 
   let header: Metadata | undefined;
   const needsAlpha = !o.type && !["jpg", "jpeg", "png", "gif"].includes(src.extension);
-  if (needsAlpha) header = await readHeader(file.path, src.storageName);
+  if (needsAlpha) header = await readHeader(file.path, src.storageName, src.extension);
   const type: OutputType = outputType(o, src.extension, header?.hasAlpha ?? false);
   const bg = effectiveBackground(o, type);
   const name = o.name ?? src.storageName.replace(/\.[^.]+$/, "");
@@ -250,14 +264,9 @@ export async function transformAsset(
 
   const rendered: Rendered = await transformer.run(target, async () => {
     mediaDir(ctx, projectGid);
-    const meta = header ?? (await readHeader(file.path, src.storageName));
-    if (!meta.format || !INPUT_FORMATS.has(meta.format)) {
-      throw unprocessable("Unsupported source type", {
-        storage_pathname: src.storageName,
-        format: meta.format ?? "unknown",
-        supported: [...INPUT_FORMATS],
-      });
-    }
+    const meta = header ?? (await readHeader(file.path, src.storageName, src.extension));
+    if (!meta.format || !INPUT_FORMATS.has(meta.format))
+      throw unsupportedSource(src.storageName, meta.format ?? "unknown");
     const frames = Math.max(1, meta.pages ?? 1);
     const size = orientedSize(meta);
     const pixels = size.width * size.height * frames;

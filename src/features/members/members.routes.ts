@@ -1,4 +1,5 @@
 import { Elysia, t } from "elysia";
+import type { CallerRule } from "../../core/access";
 import { authMacro } from "../../http/auth";
 import { answer } from "../../http/envelope";
 import { operation } from "../../http/operations";
@@ -18,6 +19,8 @@ import {
 } from "./members.service";
 
 const tags = ["members"];
+/** Owner-only endpoints: anyone else gets 403, whatever the body (src/core/access.ts). */
+const owner: CallerRule = { allow: "owner" };
 const params = t.Object({ project: t.String() });
 const userBody = t.Object({ user: t.String() });
 const invitationBody = t.Object(
@@ -40,19 +43,37 @@ export const memberOperations = [
       tags,
     },
   ),
-  operation("members/deactivate", userBody, deactivateMember, {
-    summary: "Deactivate a member: status inactive, access ends at once (owner only)",
-    tags,
-  }),
-  operation("members/reactivate", userBody, reactivateMember, {
-    summary: "Reactivate an inactive member (owner only)",
-    tags,
-  }),
-  operation("members/remove", userBody, removeMember, {
-    summary:
-      "Remove a membership in any state or withdraw an invitation (owner), or leave the project (a member removing itself)",
-    tags,
-  }),
+  operation(
+    "members/deactivate",
+    userBody,
+    deactivateMember,
+    {
+      summary: "Deactivate a member: status inactive, access ends at once (owner only)",
+      tags,
+    },
+    owner,
+  ),
+  operation(
+    "members/reactivate",
+    userBody,
+    reactivateMember,
+    {
+      summary: "Reactivate an inactive member (owner only)",
+      tags,
+    },
+    owner,
+  ),
+  operation(
+    "members/remove",
+    userBody,
+    removeMember,
+    {
+      summary:
+        "Remove a membership in any state or withdraw an invitation (owner), or leave the project (a member removing itself)",
+      tags,
+    },
+    { allow: "owner", self: "user" },
+  ),
 ];
 
 /**
@@ -69,6 +90,7 @@ export function memberRoutes(ctx: Ctx) {
       async ({ params, body, actor }) => answer(await inviteMember(ctx, actor, params.project, body)),
       {
         auth: true,
+        callers: owner,
         params,
         body: t.Object({
           username_or_email: t.Optional(t.String()),
@@ -88,6 +110,7 @@ export function memberRoutes(ctx: Ctx) {
       async ({ params, body, actor }) => answer(await resendInvitation(ctx, actor, params.project, body)),
       {
         auth: true,
+        callers: owner,
         params,
         body: userBody,
         detail: { summary: "Send the invitation mail again (owner only)", tags },

@@ -187,13 +187,10 @@ export const DEFAULT_PROJECT_NAME = "untitled project";
 /**
  * `projects/create`: a project owned by the actor (a person), with the owner's membership. Every
  * member is optional: `name` (default "untitled project"), `timezone` (IANA; default the owner's
- * own time zone). The project starts with the settings of a new project (settings.options.ts).
+ * own time zone). The project starts with the settings of a new project (settings.options.ts) and
+ * what the `projectCreated` hooks give it (its root record with the Base definition and layout).
  */
-export function createProject(
-  ctx: Pick<Ctx, "db" | "hub">,
-  actor: Actor,
-  input: { name?: string; timezone?: string },
-): Answer {
+export function createProject(ctx: Ctx, actor: Actor, input: { name?: string; timezone?: string }): Answer {
   return mutate(ctx.db, ctx.hub, (tx, log) => {
     const owner = getUser(tx, actor.userGid);
     if (!owner || owner.kind !== "person") throw forbidden("API users cannot own projects");
@@ -222,6 +219,9 @@ export function createProject(
       .get();
     log.cc("INSERT", "cc.projects", p.gid, [owner.gid]);
     log.cc("INSERT", "cc.projects_members", `${p.gid}/${owner.gid}`, [owner.gid]);
+    // What a project has from the start (records: the root and its Base definition), so a client
+    // that connects before anything else happened finds its tree and every definition it names.
+    for (const hook of ctx.hooks.projectCreated) hook(ctx, tx, log, p.gid);
     return {
       result: { project: p.gid, project_members: [owner.gid] },
       data: { "cc.projects": { [p.gid]: projectFull(tx, p) }, "cc.projects_members": [membershipFull(m)] },

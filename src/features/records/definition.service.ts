@@ -4,7 +4,7 @@ import { missing, unprocessable } from "../../core/errors";
 import type { Tx } from "../../db/connection";
 import type { ChangeLog } from "../../db/mutate";
 import type { Ctx } from "../../platform/context";
-import { freeName, insertItem, layoutOf, Out, removeItem } from "../schema/copies.service";
+import { asRecordExtension, freeName, insertItem, layoutOf, Out, removeItem } from "../schema/copies.service";
 import * as D from "../schema/definitions.service";
 import { mustBeCommitted, mustGet, rowOf, type SchemaRow } from "../schema/items.service";
 import * as L from "../schema/layouts.service";
@@ -127,7 +127,7 @@ function onExtended(
     const def = extendIn(tx, log, view, touch, rec);
     return { gid: rec.gid, definition: def.gid, base: mustGet(tx, "definition", projectGid, specOf(def).extends!) };
   });
-  const answer = change(definition, base);
+  const answer = asRecordExtension(() => change(definition, base));
   return recordsWrite(ctx, actor, projectGid, (tx, _log, view, touch) => {
     const rec = mustRecord(tx, projectGid, gid);
     // Values of fields the definition no longer has are cleared (the view reads the changed list).
@@ -136,6 +136,9 @@ function onExtended(
     storeVals(tx, view, touch, rec, vals, rec.definition);
     const def = mustGet(tx, "definition", projectGid, rec.definition);
     const out = new Out().add("definition", def).add("layout", layoutOf(tx, def));
+    // The base definition the extended one names as `original`, so the client can read through it.
+    const base = specOf(def).extends;
+    if (base) out.add("definition", rowOf(tx, "definition", projectGid, base));
     return {
       result: {
         record: rec.gid,

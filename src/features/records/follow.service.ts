@@ -697,21 +697,42 @@ function enqueueReindex(ctx: Parameters<LanguageHook>[0], projectGid: string): s
   return ctx.jobs.enqueue({ kind: "records_reindex", projectGid, params: {}, info: {} });
 }
 
-/** `hooks.languageAdded`: the new language gets its checks and search rows (a job); no value changes. */
-export const recordsLanguageAdded: LanguageHook = (ctx, tx, _log, projectGid) => {
-  if (db(tx).query("SELECT 1 FROM records WHERE project_gid = ? LIMIT 1").get(projectGid))
+/** The JSON path of one language's values in `vals` (a language code has no quote or backslash). */
+const languagePath = (language: string) => `$."${language.replace(/["\\]/g, "")}"`;
+
+/** An UPDATE sync item for every record holding values in `language`: their forms gain or lose it. */
+function announceLanguage(tx: Tx, log: Parameters<LanguageHook>[2], projectGid: string, language: string): void {
+  const rows = db(tx)
+    .query("SELECT gid FROM records WHERE project_gid = ? AND json_type(vals, ?) IS NOT NULL")
+    .all(projectGid, languagePath(language)) as { gid: string }[];
+  for (const r of rows) log.project(projectGid, "UPDATE", "records", r.gid);
+}
+
+/**
+ * `hooks.languageAdded`: the new language gets its checks and search rows (a job); no value
+ * changes. Records that kept values in it since it was removed show them again (UPDATE items).
+ */
+export const recordsLanguageAdded: LanguageHook = (ctx, tx, log, projectGid, language) => {
+  if (db(tx).query("SELECT 1 FROM records WHERE project_gid = ? LIMIT 1").get(projectGid)) {
+    announceLanguage(tx, log, projectGid, language);
     enqueueReindex(ctx, projectGid);
+  }
   return 0;
 };
 
 /**
- * `hooks.languageRemoved` (only with `remove_values: true`): every record's values in that language
- * go, with an UPDATE sync item per record that had some; its search rows go at once, the checks
- * are rebuilt by the reindex job. Returns how many values were removed.
+ * `hooks.languageRemoved`: record forms show the project's languages only, so every record with
+ * values in that language changes form and gets an UPDATE sync item. With `remove_values: true`
+ * (`keep` false) the values go too: its search rows go at once, the checks are rebuilt by the
+ * reindex job. Returns how many values were removed.
  */
-export const recordsLanguageRemoved: LanguageHook = (ctx, tx, log, projectGid, language) => {
+export const recordsLanguageRemoved: LanguageHook = (ctx, tx, log, projectGid, language, keep) => {
+  if (keep) {
+    announceLanguage(tx, log, projectGid, language);
+    return 0;
+  }
   const s = db(tx);
-  const path = `$."${language.replace(/["\\]/g, "")}"`;
+  const path = languagePath(language);
   const rows = s
     .query(
       "SELECT id, gid, (SELECT count(*) FROM json_each(r.vals, ?2)) AS n FROM records r WHERE r.project_gid = ?1 AND json_type(r.vals, ?2) IS NOT NULL",

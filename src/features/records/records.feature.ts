@@ -11,6 +11,7 @@ import {
   reindexJob,
 } from "./follow.service";
 import { recordsBulkJobs } from "./records.bulk";
+import { recordsProjectCreated } from "./records.service";
 import { recordsOperations, recordsRoutes } from "./records.routes";
 import { copyRecordJob, permanentDeleteJob } from "./tree.service";
 
@@ -38,6 +39,7 @@ export const recordsFeature: Feature = {
     schemaCommitted: recordsFollowSchema,
     schemaUsage: recordsSchemaUsage,
     languageAdded: recordsLanguageAdded,
+    projectCreated: recordsProjectCreated,
     languageRemoved: recordsLanguageRemoved,
     settingRemoved: recordsSettingRemoved,
   },

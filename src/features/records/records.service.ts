@@ -5,10 +5,12 @@ import { invalidParameter, missing, unprocessable } from "../../core/errors";
 import { newGid, now } from "../../core/ids";
 import { sqliteOf, type Tx } from "../../db/connection";
 import { unitMemo, type ChangeLog } from "../../db/mutate";
-import type { Ctx } from "../../platform/context";
+import type { Ctx, ProjectCreatedHook } from "../../platform/context";
 import { inProject } from "../members/access.service";
+import { getProject } from "../projects/projects.service";
 import { baseDefinitionIn } from "../schema/definitions.service";
-import { rowOf, type Project } from "../schema/items.service";
+import { layoutOf, Out } from "../schema/copies.service";
+import { rowOf, schemaStamp, type Project } from "../schema/items.service";
 import { ALL_CHANNEL } from "../settings/settings.options";
 import type { RecordChecks } from "./records.table";
 import {
@@ -796,6 +798,19 @@ export function ensureRootIn(tx: Tx, log: ChangeLog, view: SchemaView, touch: To
   return rec;
 }
 
+/**
+ * `hooks.projectCreated`: a new project gets its root record (with the Base definition and its
+ * layout) in the transaction that creates it, with their sync items, so that `/init`, `/auth` and
+ * `records/root` agree from the first request on.
+ */
+export const recordsProjectCreated: ProjectCreatedHook = (_ctx, tx, log, projectGid) => {
+  const project = getProject(tx, projectGid);
+  if (!project) return;
+  const touch = new Touch(projectGid);
+  ensureRootIn(tx, log, new SchemaView(tx, project), touch);
+  touch.flush(log);
+};
+
 // ---------------------------------------------------------------------------------------------
 // Reading
 
@@ -813,8 +828,18 @@ export function getRoot(ctx: Ctx, actor: Actor, projectGid: string, input: Langs
     });
   const found = read();
   if (found) return found;
-  recordsWrite(ctx, actor, projectGid, (tx, log, view, touch) => ensureRootIn(tx, log, view, touch));
-  return read()!;
+  // A project made before roots came with projects: the root (and maybe the Base definition and
+  // its layout) is made now, and the schema items it uses are answered with it.
+  const root = recordsWrite(ctx, actor, projectGid, (tx, log, view, touch) => ensureRootIn(tx, log, view, touch));
+  const made = read()!;
+  const schema = recordsRead(ctx, actor, projectGid, (tx) => {
+    const definition = rowOf(tx, "definition", projectGid, root.definition);
+    return new Out()
+      .add("definition", definition)
+      .add("layout", definition && layoutOf(tx, definition))
+      .data();
+  });
+  return { result: made.result, data: { ...schema, ...made.data } };
 }
 
 /** `records/get`: `record` (→ result.record) or `records` (→ result.records, existing ones in the asked order). */
@@ -1053,11 +1078,18 @@ export function createRecord(
 ): Answer {
   return recordsWrite(ctx, actor, projectGid, (tx, log, view, touch) => {
     const langs = view.languagesOf(input);
+    const schema = schemaStamp(tx, projectGid);
     const rec = createRecordIn(tx, log, view, touch, input);
     const rows = rowsByGids(tx, projectGid, [rec.gid, rec.parent!]);
+    // The Base definition made now (a project whose Base definition was deleted) is answered too.
+    const made =
+      schemaStamp(tx, projectGid) !== schema ? rowOf(tx, "definition", projectGid, rec.definition) : undefined;
     return {
       result: { parent: rec.parent, record: rec.gid },
-      data: { records: formsOf(tx, view, rows, { languages: langs }) },
+      data: {
+        ...(made ? new Out().add("definition", made).add("layout", layoutOf(tx, made)).data() : {}),
+        records: formsOf(tx, view, rows, { languages: langs }),
+      },
     };
   });
 }

@@ -80,9 +80,15 @@ export function formOf(kind: Kind, r: SchemaRow): Form {
         metadata: r.metadata,
         ...tail,
       };
-    case "definition":
+    case "definition": {
+      // An extended definition (a record's own, made by records/definition/...) names the base
+      // definition it extends as its `original`, as the reference shows, so a client reads the base
+      // fields through it; it is no draft to commit for a client (stored as a new item, see
+      // docs/records.md), so `is_new` and `is_working_copy` are false.
+      const extended = typeof s.extends === "string";
       return {
         ...common,
+        ...(extended ? { original: s.extends } : {}),
         name: r.name,
         label: r.label,
         classes: s.classes ?? [],
@@ -92,9 +98,11 @@ export function formOf(kind: Kind, r: SchemaRow): Form {
         childdefinitions: s.childdefinitions ?? [],
         fieldlists: s.fieldlists ?? {},
         metadata: r.metadata,
-        is_extended: typeof s.extends === "string",
+        is_extended: extended,
         ...tail,
+        ...(extended ? { is_new: false, is_working_copy: false } : {}),
       };
+    }
     case "layout":
       return { ...common, name: r.name, root: s.root ?? null, components: s.components ?? {}, ...tail };
   }
@@ -250,6 +258,7 @@ export function editable(
   member = kind as string,
 ): { row: SchemaRow; made?: SchemaRow } {
   const row = mustGet(tx, kind, projectGid, gid, member);
+  refuseExtended(kind, row);
   if (!isCommitted(row)) return { row };
   const wc = workingCopyOf(tx, kind, projectGid, row.gid);
   if (wc) return { row: wc };
@@ -279,6 +288,31 @@ export function editable(
   return { row: copy, made: row };
 }
 
+/** Depth of `asRecordExtension` calls running now (the services are synchronous: one at a time). */
+let extending = 0;
+
+/**
+ * Runs `fn` as a change of a record's extended definition (records/definition/..., the only way to
+ * change one): the schema's own endpoints refuse extended definitions (`refuseExtended`), as the
+ * reference says ("use the records/definition api").
+ */
+export function asRecordExtension<T>(fn: () => T): T {
+  extending++;
+  try {
+    return fn();
+  } finally {
+    extending--;
+  }
+}
+
+/** 422 for an extended definition changed through the schema endpoints (modify, lists, commit, ...). */
+function refuseExtended(kind: Kind, row: SchemaRow): void {
+  if (kind !== "definition" || extending > 0 || typeof (row.spec as { extends?: unknown }).extends !== "string") return;
+  throw cannot("An extended definition is changed through records/definition/..., not the definitions endpoints", {
+    definition: row.gid,
+  });
+}
+
 /** The row a working-copy action (commit, revert, save_as_new) works on: given either gid. */
 function pending(
   tx: Tx,
@@ -288,6 +322,7 @@ function pending(
   what: string,
 ): SchemaRow | { unchanged: SchemaRow } {
   const row = mustGet(tx, kind, projectGid, gid);
+  refuseExtended(kind, row);
   if (!isCommitted(row)) return row;
   const wc = workingCopyOf(tx, kind, projectGid, row.gid);
   if (wc) return wc;

@@ -13,7 +13,8 @@ import { KINDS, rowsOf, type Kind, type SchemaRow } from "./items.service";
  * - `languages/add`: every localized member gains a key for the language, with the value of the
  *   closest language of the project (`nl` for `nl-be`, else the project's first language), as the
  *   reference does; a key already there (kept since the language was removed) is left as it is.
- * - `languages/remove` with `remove_values: true`: the language's key leaves every localized member.
+ * - `languages/remove`: the language's key leaves every localized member; without `remove_values`
+ *   its text is kept in the row (not shown) and comes back when the language is added again.
  * - `fieldlists/delete`: definitions drop their field subset of that fieldlist.
  */
 
@@ -21,36 +22,60 @@ type Localized = Record<string, unknown>;
 const isMap = (v: unknown): v is Localized => !!v && typeof v === "object" && !Array.isArray(v);
 
 /**
+ * Where a row keeps the text of languages the project removed without `remove_values`: in its
+ * spec, by language, then by the place of the localized map (`label`, `initial`,
+ * `metadata.<name>`, `values.<key>`). No form shows the spec member, and copies of the row carry
+ * it along; added again, the language gets its text back from here.
+ */
+const KEPT = "kept_languages";
+type Kept = Record<string, Record<string, unknown>>;
+
+/**
  * A row's members with every localized map (label, a field's `initial` and value-list labels,
- * localized metadata values) passed through `edit`, which changes a map in place and returns
- * whether it did; undefined when nothing changed. The row itself is not touched.
+ * localized metadata values) passed through `edit` with the map's place and the row's kept text
+ * (changed in place by `edit`, which returns whether it changed anything); undefined when nothing
+ * changed. The row itself is not touched.
  */
 function editLocalized(
   kind: Kind,
   row: SchemaRow,
-  edit: (m: Localized) => boolean,
+  edit: (m: Localized, place: string, kept: Kept) => boolean,
 ): Pick<SchemaRow, "label" | "metadata" | "spec"> | undefined {
   if (kind === "layout") return undefined;
   const label = structuredClone(row.label) as Localized;
   const metadata = structuredClone(row.metadata) as Record<string, unknown>;
   const spec = structuredClone(row.spec) as Record<string, unknown>;
-  let changed = edit(label);
-  for (const entry of Object.values(metadata))
-    if (isMap(entry) && entry.is_localized === true && isMap(entry.value)) changed = edit(entry.value) || changed;
+  const kept: Kept = isMap(spec[KEPT]) ? (spec[KEPT] as Kept) : {};
+  let changed = edit(label, "label", kept);
+  for (const [name, entry] of Object.entries(metadata))
+    if (isMap(entry) && entry.is_localized === true && isMap(entry.value))
+      changed = edit(entry.value, `metadata.${name}`, kept) || changed;
   if (kind === "field") {
-    if (isMap(spec.initial)) changed = edit(spec.initial) || changed;
+    if (isMap(spec.initial)) changed = edit(spec.initial, "initial", kept) || changed;
     const values = isMap(spec.options) ? spec.options.values : undefined;
     if (Array.isArray(values))
-      for (const v of values) if (isMap(v) && isMap(v.label)) changed = edit(v.label) || changed;
+      values.forEach((v, i) => {
+        if (isMap(v) && isMap(v.label))
+          changed = edit(v.label, `values.${typeof v.key === "string" ? v.key : `#${i}`}`, kept) || changed;
+      });
   }
-  return changed ? { label: label as Record<string, string>, metadata, spec } : undefined;
+  if (!changed) return undefined;
+  for (const [language, text] of Object.entries(kept)) if (Object.keys(text).length === 0) delete kept[language];
+  if (Object.keys(kept).length) spec[KEPT] = kept;
+  else delete spec[KEPT];
+  return { label: label as Record<string, string>, metadata, spec };
 }
 
 /** Rewrites every schema row of a project that `edit` changes; returns how many maps changed. */
-function editProject(tx: Tx, log: ChangeLog, projectGid: string, edit: (m: Localized) => boolean): number {
+function editProject(
+  tx: Tx,
+  log: ChangeLog,
+  projectGid: string,
+  edit: (m: Localized, place: string, kept: Kept) => boolean,
+): number {
   let maps = 0;
-  const counted = (m: Localized) => {
-    const did = edit(m);
+  const counted = (m: Localized, place: string, kept: Kept) => {
+    const did = edit(m, place, kept);
     if (did) maps++;
     return did;
   };
@@ -71,17 +96,35 @@ export function closestLanguage(language: string, languages: readonly string[]):
 
 export const schemaLanguageAdded: LanguageHook = (_ctx, tx, log, projectGid, language) => {
   const from = closestLanguage(language, projectOptions(getProject(tx, projectGid)!).languages);
-  if (from === undefined) return 0;
-  return editProject(tx, log, projectGid, (m) => {
-    if (Object.hasOwn(m, language) || !Object.hasOwn(m, from)) return false;
+  return editProject(tx, log, projectGid, (m, place, kept) => {
+    // Text kept since the language was removed comes back; else the closest language's is copied.
+    const mine = Object.hasOwn(kept, language) ? kept[language]! : undefined;
+    if (mine && Object.hasOwn(mine, place)) {
+      m[language] = mine[place];
+      delete mine[place];
+      return true;
+    }
+    if (from === undefined || Object.hasOwn(m, language) || !Object.hasOwn(m, from)) return false;
     m[language] = structuredClone(m[from]);
     return true;
   });
 };
 
-export const schemaLanguageRemoved: LanguageHook = (_ctx, tx, log, projectGid, language) =>
-  editProject(tx, log, projectGid, (m) => {
-    if (!Object.hasOwn(m, language)) return false;
+/**
+ * A language left the project: its key leaves every localized map, so no answer shows it. With
+ * `remove_values` the text goes (with any text kept from an earlier removal); without, it is kept
+ * in the row (KEPT) for when the language is added again. Either way each changed row gets its
+ * UPDATE sync item (its form changed) and the schema's cached forms are made again.
+ */
+export const schemaLanguageRemoved: LanguageHook = (_ctx, tx, log, projectGid, language, keep) =>
+  editProject(tx, log, projectGid, (m, place, kept) => {
+    let changed = false;
+    if (!keep && Object.hasOwn(kept, language)) {
+      delete kept[language];
+      changed = true;
+    }
+    if (!Object.hasOwn(m, language)) return changed;
+    if (keep) (kept[language] ??= {})[place] = m[language];
     delete m[language];
     return true;
   });

@@ -123,10 +123,11 @@ export function moveLanguage(
 }
 
 /**
- * `languages/remove`: the language leaves the project's list; a project keeps at least one.
+ * `languages/remove`: the language leaves the project's list; a project keeps at least one. No
+ * answer shows its key afterwards (the `languageRemoved` hooks hide it and announce what changed).
  * Stored values in that language are kept (hidden, back when the language is added again) unless
- * the confirmation member `remove_values: true` is sent: then every `languageRemoved` hook drops
- * them in the same transaction and `result.removed_values` says how many went.
+ * the confirmation member `remove_values: true` is sent: then the hooks drop them in the same
+ * transaction and `result.removed_values` says how many went.
  */
 export function removeLanguage(
   ctx: Ctx,
@@ -142,9 +143,10 @@ export function removeLanguage(
         language: input.language,
       });
     const p = saveOptions(tx, log, project, { ...o, languages: o.languages.filter((l) => l !== input.language) });
-    if (input.remove_values !== true) return changed(tx, p, {}, schemaData(ctx, tx, projectGid));
+    const keep = input.remove_values !== true;
     let removed = 0;
-    for (const hook of ctx.hooks.languageRemoved) removed += hook(ctx, tx, log, projectGid, input.language);
+    for (const hook of ctx.hooks.languageRemoved) removed += hook(ctx, tx, log, projectGid, input.language, keep);
+    if (keep) return changed(tx, p, {}, schemaData(ctx, tx, projectGid));
     return changed(tx, p, { removed_values: removed }, schemaData(ctx, tx, projectGid));
   });
 }

@@ -336,11 +336,22 @@ function fingerprints(db: Database, projectGid: string): Fingerprints {
     const t = syncTypeOf(db, table);
     if (!t || by !== "project_gid") continue;
     const m = new Map<string, string>();
+    // What a resource's form shows of other rows of its table: a folder's or record's children
+    // (childcount, a folder's file and folder counts: which are there, and in which state) and a
+    // record's links (backlinks). A restore that changes only those still changes the form.
+    const related: [string, string][] = [];
     for (const row of db
       .query(`SELECT * FROM ${quote(table)} WHERE project_gid = ? ORDER BY rowid`)
       .iterate(projectGid) as Iterable<Record<string, unknown>>) {
       const key = String(row[t.key]);
       m.set(key, (m.get(key) ?? "") + JSON.stringify(Object.values(row).map(encode)));
+      const mark = JSON.stringify([key, row.status ?? null, row.type ?? null]);
+      if (typeof row.parent === "string") related.push([row.parent, `child ${mark}`]);
+      if (typeof row.canonical === "string" && row.canonical !== key) related.push([row.canonical, `link ${mark}`]);
+    }
+    for (const [key, mark] of related) {
+      const own = m.get(key);
+      if (own !== undefined) m.set(key, `${own}\n${mark}`);
     }
     out.set(table, m);
   }
@@ -362,7 +373,8 @@ export type RestoreOutcome = { rows: number; skipped: Record<string, number>; mi
  * (name, icon, options; owner, status, last_backed_up and the next backup version stay as they are now). Rows whose
  * references no longer hold (e.g. a membership of a user deleted since) are left out and counted
  * in `skipped`. Writes the sync items: cc.projects, cc.projects_members per changed membership,
- * and a project item per changed resource of a known data type. The rows of `derived` tables
+ * and a project item per changed resource of a known data type: its row changed, or the rows its
+ * form counts or lists did (its children, its links; see `fingerprints`). The rows of `derived` tables
  * (made from other rows) are deleted and not put back: the caller makes them anew.
  */
 export function restoreRows(
