@@ -84,6 +84,13 @@ export interface DatabasePort<S extends Session = Session> {
    */
   beginRead(): Promise<Transaction<S>>;
   /**
+   * `beginWrite` / `beginRead` without waiting, when the port can (SQLite: the connection is free):
+   * the transaction, or undefined when the caller must wait with `beginWrite` / `beginRead`. Saves
+   * a unit the microtask of an awaited begin (docs/async-data-layer.md, "Cost").
+   */
+  tryBeginWrite?(): Transaction<S> | undefined;
+  tryBeginRead?(): Transaction<S> | undefined;
+  /**
    * A number that moves when another process (or, on PostgreSQL, another node) may have
    * committed: SQLite's `PRAGMA data_version`. Caches check it together with the unit layer's own
    * counts (src/db/unit.ts `changeTotalOf`).

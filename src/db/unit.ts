@@ -196,7 +196,7 @@ async function outermost<S extends Session, T>(
   fn: (session: S, log: UnitLog) => T | Promise<T>,
   opts: UnitOptions,
 ): Promise<T> {
-  const txn = await port.beginWrite();
+  const txn = port.tryBeginWrite?.() ?? (await port.beginWrite());
   const s = stampsOf(port);
   const unit: OpenUnit = {
     port,
@@ -305,7 +305,7 @@ async function outermostRead<S extends Session, T>(
   port: DatabasePort<S>,
   fn: (session: S) => T | Promise<T>,
 ): Promise<T> {
-  const txn = await port.beginRead();
+  const txn = port.tryBeginRead?.() ?? (await port.beginRead());
   const frame: Frame = { kind: "read", port, session: txn.session, closed: false };
   let yielded = false;
   const watch = guard && port.blocking ? setImmediate(() => (yielded = true)) : undefined;

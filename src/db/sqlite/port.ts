@@ -223,19 +223,33 @@ export class SqlitePort implements DatabasePort<SqliteSession> {
     return this.begin(this.reads === "writer" ? this.writer : this.readerConnection());
   }
 
+  tryBeginWrite(): Transaction<SqliteSession> | undefined {
+    return this.writer.lock.tryAcquire() ? this.opened(this.writer) : undefined;
+  }
+
+  tryBeginRead(): Transaction<SqliteSession> | undefined {
+    const conn = this.reads === "writer" ? this.writer : this.readerConnection();
+    return conn.lock.tryAcquire() ? this.opened(conn) : undefined;
+  }
+
   private begin(conn: Connection): Promise<Transaction<SqliteSession>> {
-    if (conn.lock.tryAcquire()) return this.opened(conn);
+    try {
+      if (conn.lock.tryAcquire()) return Promise.resolve(this.opened(conn));
+    } catch (err) {
+      return Promise.reject(err);
+    }
     return conn.lock.acquire().then(() => this.opened(conn));
   }
 
-  private opened(conn: Connection): Promise<Transaction<SqliteSession>> {
+  /** BEGIN on a connection whose lock the caller holds (freed again when BEGIN fails). */
+  private opened(conn: Connection): Open {
     try {
       conn.begin.run();
     } catch (err) {
       conn.lock.release();
-      return Promise.reject(err);
+      throw err;
     }
-    return Promise.resolve(new Open(conn, () => conn.lock.release()));
+    return new Open(conn, () => conn.lock.release());
   }
 
   private readerConnection(): Connection {
