@@ -1,5 +1,4 @@
 import { AsyncLocalStorage } from "node:async_hooks";
-import type { Action, Published, Publisher } from "./mutate";
 import type { DatabasePort, PendingChange, Session, Transaction } from "./port";
 
 /**
@@ -22,6 +21,15 @@ import type { DatabasePort, PendingChange, Session, Transaction } from "./port";
 
 /** A unit's change-log item before commit: its cursor is 0 until the unit commits. */
 export type UnitItem = PendingChange;
+type Action = PendingChange["action"];
+
+/**
+ * Where committed items go (src/platform/sync/hub.ts's `Hub`; the same shape as src/db/mutate.ts's
+ * `Publisher`, declared here so that this file does not import mutate.ts, which imports it).
+ */
+export interface Publisher {
+  publish(items: UnitItem[]): void;
+}
 
 /**
  * Per port, how many items of each kind its units recorded (counted as they are recorded, still
@@ -64,9 +72,45 @@ export function changeTotalOf(port: DatabasePort<any>): number {
  * methods return nothing: a cursor does not exist before the unit commits.
  */
 export class UnitLog {
+  /** Every item recorded, in order, including those `forget` dropped (see `written`). */
   readonly items: UnitItem[] = [];
   private readonly lastAt = new Map<string, number>();
+  /** Positions in `items` that `forget` dropped, in the order it dropped them. */
+  private readonly dropped: number[] = [];
   constructor(private readonly stamps: Stamps) {}
+
+  /** The items the unit writes and publishes: those recorded, less those `forget` dropped. */
+  written(): UnitItem[] {
+    if (!this.dropped.length) return this.items;
+    const gone = new Set(this.dropped);
+    return this.items.filter((_, i) => !gone.has(i));
+  }
+
+  /**
+   * Drops the items of `type` (a project gid) recorded so far in this unit: for a unit that
+   * deletes that project's change-log rows (`eraseProject`), whose earlier items would otherwise be
+   * written after the delete. They count as undone (caches move on).
+   */
+  forget(type: string): void {
+    const gone = new Set(this.dropped);
+    for (let i = 0; i < this.items.length; i++) {
+      if (this.items[i]!.type !== type || gone.has(i)) continue;
+      this.dropped.push(i);
+      count(this.stamps, [this.items[i]!]);
+    }
+  }
+
+  /** Where a nested part starts: how many items and drops there were. */
+  mark(): { items: number; drops: number } {
+    return { items: this.items.length, drops: this.dropped.length };
+  }
+
+  /** Undoes what happened since `mark` (a nested part rolled back): its items, counted as undone, and its drops. */
+  undo(m: { items: number; drops: number }): void {
+    count(this.stamps, this.items.slice(m.items));
+    this.items.length = m.items;
+    this.dropped.length = m.drops;
+  }
 
   /** A global (`cc`) item, seen by the listed users (`*` for everybody). */
   cc(action: Action, dataType: string, dataKey: string, audience: Iterable<string>, data: unknown = null): void {
@@ -210,20 +254,26 @@ async function outermost<S extends Session, T>(
     closed: false,
   };
   const watch = guard && port.blocking && !opts.mayYield ? setImmediate(() => (unit.yielded = true)) : undefined;
+  const frame: Frame = { kind: "write", unit, depth: 0 };
+  hold(txn.session, frame);
   let result: T;
+  let written: UnitItem[];
   try {
-    result = await context.run({ kind: "write", unit, depth: 0 }, () => fn(txn.session, unit.log));
+    result = await context.run(frame, () => fn(txn.session, unit.log));
     // From here on nothing joins: a part still running, or started by a promise the body left
     // behind, would write into a transaction that is being committed.
     unit.closed = true;
     if (unit.depth !== 0) throw new Error("unit of work: the body ended while a nested part still runs (not awaited)");
     if (unit.yielded) throw new UnitYieldedError();
-    await txn.session.appendChanges(unit.log.items);
+    written = unit.log.written();
+    await txn.session.appendChanges(written);
     if (unit.yielded) throw new UnitYieldedError();
+    unhold(txn.session);
     await txn.commit();
   } catch (err) {
     unit.closed = true;
     if (watch) clearImmediate(watch);
+    unhold(txn.session);
     await txn.rollback();
     // Rolled back: whatever was counted of its items is undone.
     count(s, unit.log.items);
@@ -231,7 +281,7 @@ async function outermost<S extends Session, T>(
     throw err;
   }
   if (watch) clearImmediate(watch);
-  unit.hub?.publish(unit.log.items as Published[]);
+  unit.hub?.publish(written!);
   for (const task of unit.after) {
     try {
       await task();
@@ -260,7 +310,7 @@ async function joined<T>(
   const session = unit.txn.session as Session;
   unit.depth++;
   const depth = unit.depth;
-  const items = unit.log.items.length;
+  const mark = unit.log.mark();
   const after = unit.after.length;
   try {
     if (savepoint) await session.savepoint(savepoint);
@@ -272,8 +322,7 @@ async function joined<T>(
     if (!savepoint || unit.closed) throw err; // the whole unit is rolled back: its catch counts every item
     await session.rollbackTo(savepoint);
     await session.release(savepoint);
-    count(unit.stamps, unit.log.items.slice(items));
-    unit.log.items.length = items;
+    unit.log.undo(mark);
     unit.after.length = after;
     throw err;
   } finally {
@@ -307,6 +356,7 @@ async function outermostRead<S extends Session, T>(
 ): Promise<T> {
   const txn = port.tryBeginRead?.() ?? (await port.beginRead());
   const frame: Frame = { kind: "read", port, session: txn.session, closed: false };
+  hold(txn.session, frame);
   let yielded = false;
   const watch = guard && port.blocking ? setImmediate(() => (yielded = true)) : undefined;
   let result: T;
@@ -314,9 +364,11 @@ async function outermostRead<S extends Session, T>(
     result = await context.run(frame, () => fn(txn.session));
     if (yielded) throw new UnitYieldedError();
     frame.closed = true;
+    unhold(txn.session);
     await txn.commit();
   } catch (err) {
     frame.closed = true;
+    unhold(txn.session);
     await txn.rollback();
     throw err;
   } finally {
@@ -379,4 +431,126 @@ export async function unitMemoIn<T>(port: DatabasePort<any>, key: string, comput
   const v = await compute();
   memo.set(key, v);
   return v;
+}
+
+/*
+ * The bridge for the conversion (docs/async-data-layer.md, "Order of conversion"): while some
+ * call sites still use src/db/mutate.ts's synchronous helpers, those find the asynchronous unit or
+ * read their caller runs in, on the same SQLite connection, through these functions, and join it
+ * (a synchronous nested part with its savepoint) instead of bun:sqlite nesting a transaction of
+ * its own unseen. Code of another asynchronous context that reaches the connection while such a
+ * unit holds it is refused (`bridgeForeign`): it would read that unit's uncommitted rows.
+ */
+
+/** Per connection (the session's `client`), the asynchronous unit or read holding it now. */
+const holders = new WeakMap<object, Frame>();
+
+function clientOf(session: Session): object | undefined {
+  return (session as { client?: object }).client;
+}
+
+function hold(session: Session, frame: Frame): void {
+  const c = clientOf(session);
+  if (c) holders.set(c, frame);
+}
+
+function unhold(session: Session): void {
+  const c = clientOf(session);
+  if (c) holders.delete(c);
+}
+
+/** What a synchronous helper of src/db/mutate.ts may do with the caller's asynchronous unit. */
+export type BridgedUnit = {
+  /** The drizzle handle of the unit's session (SQLite). */
+  tx: unknown;
+  write: boolean;
+  after(task: () => void): void;
+  memo(): Map<string, unknown> | undefined;
+  startMemo(): void;
+  wholeOrNothing(): void;
+};
+
+/** The caller's asynchronous unit (or read) on connection `client`, if it runs in one. */
+export function bridgeUnit(client: object): BridgedUnit | undefined {
+  const frame = context.getStore();
+  if (!frame) return undefined;
+  if (frame.kind === "read") {
+    if (frame.closed || clientOf(frame.session) !== client) return undefined;
+    return {
+      tx: (frame.session as { tx?: unknown }).tx,
+      write: false,
+      after: (task) => task(),
+      memo: () => undefined,
+      startMemo: () => {},
+      wholeOrNothing: () => {},
+    };
+  }
+  const unit = frame.unit;
+  if (unit.closed || clientOf(unit.txn.session) !== client) return undefined;
+  return {
+    tx: (unit.txn.session as { tx?: unknown }).tx,
+    write: true,
+    after: (task) => void unit.after.push(task),
+    memo: () => unit.memo,
+    startMemo: () => void (unit.memo ??= new Map()),
+    wholeOrNothing: () => void (unit.wholeOrNothing = true),
+  };
+}
+
+/**
+ * Whether connection `client` is held by an asynchronous unit or read that the caller is not part
+ * of: a synchronous statement now would see its uncommitted rows (or write into it).
+ */
+export function bridgeForeign(client: object): boolean {
+  const holder = holders.get(client);
+  if (!holder) return false;
+  const frame = context.getStore();
+  if (!frame) return true;
+  if (holder.kind === "write") return !(frame.kind === "write" && frame.unit === holder.unit);
+  return frame !== holder;
+}
+
+/**
+ * `mutate` inside the caller's asynchronous write unit on `client`: a synchronous nested part (its
+ * own savepoint, undone alone when it throws), with the unit's log (`UnitLog` has `ChangeLog`'s
+ * `cc` and `project`). Undefined when the caller runs in no such unit.
+ */
+export function bridgeJoin<T>(
+  client: object,
+  hub: Publisher | undefined,
+  fn: (tx: unknown, log: UnitLog) => T,
+): { value: T } | undefined {
+  const frame = context.getStore();
+  if (frame?.kind === "read" && !frame.closed && clientOf(frame.session) === client)
+    throw new Error("mutate: a write inside a read-only unit; run the whole operation as a write");
+  if (frame?.kind !== "write") return undefined;
+  const unit = frame.unit;
+  const c = unit.txn.session as Session & { client?: { prepare(sql: string): { run(): unknown } }; tx?: unknown };
+  if (c.client !== client) return undefined;
+  if (unit.closed) throw new Error("unit of work: joined after it ended (a promise of it was left running)");
+  if (frame.depth !== unit.depth)
+    throw new Error("unit of work: two nested parts of one unit ran at once; run them one after the other");
+  unit.hub ??= hub;
+  const savepoint = unit.wholeOrNothing && unit.depth === 0 ? undefined : `apis_unit_${unit.depth + 1}`;
+  unit.depth++;
+  const depth = unit.depth;
+  const mark = unit.log.mark();
+  const after = unit.after.length;
+  try {
+    if (savepoint) c.client.prepare(`SAVEPOINT ${savepoint}`).run();
+    const value = context.run({ kind: "write", unit, depth }, () => fn(c.tx, unit.log));
+    if (value && typeof (value as { then?: unknown }).then === "function")
+      throw new Error("mutate: the work must be synchronous (use mutateAsync for an async body)");
+    if (savepoint) c.client.prepare(`RELEASE ${savepoint}`).run();
+    return { value };
+  } catch (err) {
+    if (!savepoint) throw err;
+    c.client.prepare(`ROLLBACK TO ${savepoint}`).run();
+    c.client.prepare(`RELEASE ${savepoint}`).run();
+    unit.log.undo(mark);
+    unit.after.length = after;
+    throw err;
+  } finally {
+    unit.depth = depth - 1;
+  }
 }

@@ -160,6 +160,23 @@ describe("unitOfWork: an asynchronous unit of work with nested parts", () => {
     expect(changeCountOf(port, "p2", "records")).toBe(before + 3);
   });
 
+  test("forget drops the project's items recorded so far, and a nested part that rolls back takes its forgetting back", async () => {
+    published.length = 0;
+    await unitOfWork(port, hub, async (_s, log) => {
+      log.project("gone", "INSERT", "records", "g.1");
+      log.project("kept", "INSERT", "records", "k.1");
+      await unitOfWork(port, hub, (_inner, innerLog) => {
+        innerLog.forget("kept");
+        throw new Error("undone");
+      }).catch(() => {});
+      log.forget("gone");
+      log.project("gone", "DELETE", "records", "g.2");
+    });
+    expect(published[0]!.map((i) => i.data_key)).toEqual(["k.1", "g.2"]);
+    expect(logged("g.1")).toBe(false);
+    expect(logged("k.1") && logged("g.2")).toBe(true);
+  });
+
   test("change counts move when an item is recorded and again when a rollback undoes it", async () => {
     const total = changeTotalOf(port);
     let inside = 0;

@@ -1,10 +1,10 @@
 import type { DB, Tx } from "../connection";
-import type { Publisher } from "../mutate";
 import {
   afterCommitIn,
   forgetUnitMemoIn,
   inUnitOf,
   readUnit,
+  type Publisher,
   startUnitMemoIn,
   unitMemoIn,
   unitOfWork,
