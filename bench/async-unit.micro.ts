@@ -171,7 +171,9 @@ function reads(n: number): Variant[] {
  */
 async function mixed(p: SqlitePort, clients: number, ms: number, writeEvery: number, yieldsInWrite: number) {
   let done = 0;
+  let waited = 0;
   const lat: number[] = [];
+  const cpu = process.cpuUsage();
   const end = performance.now() + ms;
   const client = async (c: number) => {
     let i = 0;
@@ -193,6 +195,7 @@ async function mixed(p: SqlitePort, clients: number, ms: number, writeEvery: num
         );
       } else {
         const t = performance.now();
+        if (p.writing && p.reads === "writer") waited++;
         await readUnit(p, async (s) => {
           const st = s.query<{ v: string }>(readSql);
           for (let r = 0; r < 3; r++) await st.get((c * 31 + i + r) % 10_000);
@@ -205,9 +208,12 @@ async function mixed(p: SqlitePort, clients: number, ms: number, writeEvery: num
     }
   };
   await Promise.all(Array.from({ length: clients }, (_, c) => client(c)));
+  const used = process.cpuUsage(cpu);
   lat.sort((a, b) => a - b);
   return {
     perSecond: (done * 1000) / ms,
+    cpuPerRequest: (used.user + used.system) / done,
+    waitedShare: waited / Math.max(1, lat.length),
     p50: lat[Math.floor(lat.length * 0.5)]! * 1000,
     p99: lat[Math.floor(lat.length * 0.99)]! * 1000,
   };
@@ -227,18 +233,25 @@ async function main() {
   if (!PARTS.includes("mixed")) return finish();
 
   console.log("\n### mixed load: 32 concurrent clients, 1 write unit (5 inserts) in 8, 2 s per run\n");
-  console.log("| reads on | write units wait for the event loop | requests/s | read p50 µs | read p99 µs |");
-  console.log("|---|---:|---:|---:|---:|");
+  console.log(
+    "| reads on | write units wait for the event loop | requests/s | CPU µs per request | reads that found the writer busy | read p50 µs | read p99 µs |",
+  );
+  console.log("|---|---:|---:|---:|---:|---:|---:|");
   for (const yields of [0, 2]) {
-    const rows = new Map<Reads, { perSecond: number[]; p50: number[]; p99: number[] }>();
+    const rows = new Map<
+      Reads,
+      { perSecond: number[]; cpu: number[]; waited: number[]; p50: number[]; p99: number[] }
+    >();
     for (let round = 0; round < Math.max(3, Math.floor(ROUNDS / 2)); round++) {
       for (const [reads, p] of [
         ["writer", port],
         ["reader", readerPort],
       ] as [Reads, SqlitePort][]) {
         const r = await mixed(p, 32, 2000, 8, yields);
-        const row = rows.get(reads) ?? { perSecond: [], p50: [], p99: [] };
+        const row = rows.get(reads) ?? { perSecond: [], cpu: [], waited: [], p50: [], p99: [] };
         row.perSecond.push(r.perSecond);
+        row.cpu.push(r.cpuPerRequest);
+        row.waited.push(r.waitedShare);
         row.p50.push(r.p50);
         row.p99.push(r.p99);
         rows.set(reads, row);
@@ -246,7 +259,7 @@ async function main() {
     }
     for (const [reads, r] of rows)
       console.log(
-        `| ${reads} | ${yields} | ${fmt(median(r.perSecond), 0)} | ${fmt(median(r.p50), 1)} | ${fmt(median(r.p99), 1)} |`,
+        `| ${reads} | ${yields} | ${fmt(median(r.perSecond), 0)} | ${fmt(median(r.cpu))} | ${reads === "writer" ? `${fmt(100 * median(r.waited), 1)}%` : "—"} | ${fmt(median(r.p50), 1)} | ${fmt(median(r.p99), 1)} |`,
       );
   }
   await finish();
