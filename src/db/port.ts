@@ -63,6 +63,16 @@ export interface Transaction<S extends Session = Session> {
   rollback(): Promise<void>;
 }
 
+/** How a write transaction commits. */
+export type WriteOptions = {
+  /**
+   * false: a commit that does not wait for the disk (SQLite synchronous=NORMAL for this
+   * transaction only), for work that can be done again (src/db/connection.ts `withoutSync`). The
+   * next durable commit makes it durable too. Default true.
+   */
+  durable?: boolean;
+};
+
 export interface DatabasePort<S extends Session = Session> {
   /** `sqlite` or `postgres`: for the dialect helpers and the guard (below). */
   readonly kind: string;
@@ -76,7 +86,7 @@ export interface DatabasePort<S extends Session = Session> {
    * Begins a write transaction once the writer is free: at most one is open at a time, the
    * others wait in arrival order. The caller ends it (commit or rollback), which frees the writer.
    */
-  beginWrite(): Promise<Transaction<S>>;
+  beginWrite(opts?: WriteOptions): Promise<Transaction<S>>;
   /**
    * Begins a read transaction that sees committed rows only (never another unit's uncommitted
    * ones): on SQLite either the writer connection, waiting while a write is open, or a reader
@@ -88,7 +98,7 @@ export interface DatabasePort<S extends Session = Session> {
    * the transaction, or undefined when the caller must wait with `beginWrite` / `beginRead`. Saves
    * a unit the microtask of an awaited begin (docs/async-data-layer.md, "Cost").
    */
-  tryBeginWrite?(): Transaction<S> | undefined;
+  tryBeginWrite?(opts?: WriteOptions): Transaction<S> | undefined;
   tryBeginRead?(): Transaction<S> | undefined;
   /**
    * A number that moves when another process (or, on PostgreSQL, another node) may have

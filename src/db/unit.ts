@@ -206,6 +206,11 @@ export function yieldGuard(): boolean {
 export type UnitOptions = {
   /** Allows this unit to wait for the event loop on a blocking port (the guard lets it be). */
   mayYield?: boolean;
+  /**
+   * false: the commit does not wait for the disk (src/db/port.ts `WriteOptions`), replacing
+   * `withoutSync` around a unit. Only for the outermost unit; a joined part commits with it.
+   */
+  durable?: boolean;
 };
 
 /**
@@ -240,7 +245,8 @@ async function outermost<S extends Session, T>(
   fn: (session: S, log: UnitLog) => T | Promise<T>,
   opts: UnitOptions,
 ): Promise<T> {
-  const txn = port.tryBeginWrite?.() ?? (await port.beginWrite());
+  const w = opts.durable === false ? { durable: false } : undefined;
+  const txn = port.tryBeginWrite?.(w) ?? (await port.beginWrite(w));
   const s = stampsOf(port);
   const unit: OpenUnit = {
     port,

@@ -342,6 +342,28 @@ describe("unitOfWork: an asynchronous unit of work with nested parts", () => {
     expect(has("g.off")).toBe(true);
   });
 
+  test("a unit that need not be durable commits under synchronous=NORMAL, and the next unit waiting for the writer under FULL again", async () => {
+    const level = (s: SqliteSession) => s.query<{ synchronous: number }>("PRAGMA synchronous").get();
+    const seen: number[] = [];
+    const relaxed = unitOfWork(
+      port,
+      hub,
+      async (s) => {
+        await put(s, "d.relaxed");
+        seen.push((await level(s))!.synchronous);
+      },
+      { durable: false },
+    );
+    const durable = unitOfWork(port, hub, async (s) => {
+      await put(s, "d.durable");
+      seen.push((await level(s))!.synchronous);
+    });
+    await Promise.all([relaxed, durable]);
+    expect(seen).toEqual([1, 2]);
+    expect((db.$client.query("PRAGMA synchronous").get() as { synchronous: number }).synchronous).toBe(2);
+    expect(has("d.relaxed") && has("d.durable")).toBe(true);
+  });
+
   test("a session used after its unit ended refuses work", async () => {
     let kept: SqliteSession | undefined;
     await unitOfWork(port, hub, (s) => {

@@ -3,7 +3,16 @@ import { now } from "../../core/ids";
 import { drizzle } from "drizzle-orm/bun-sqlite";
 import type { DB } from "../connection";
 import { AsyncLock } from "../lock";
-import type { DatabasePort, PendingChange, RunResult, Session, SqlValue, Statement, Transaction } from "../port";
+import type {
+  DatabasePort,
+  PendingChange,
+  RunResult,
+  Session,
+  SqlValue,
+  Statement,
+  Transaction,
+  WriteOptions,
+} from "../port";
 
 /**
  * Where reads outside a write unit run (docs/async-data-layer.md, "Reads"):
@@ -215,16 +224,16 @@ export class SqlitePort implements DatabasePort<SqliteSession> {
     return this.writer.lock.locked;
   }
 
-  beginWrite(): Promise<Transaction<SqliteSession>> {
-    return this.begin(this.writer);
+  beginWrite(opts?: WriteOptions): Promise<Transaction<SqliteSession>> {
+    return this.begin(this.writer, opts?.durable === false);
   }
 
   beginRead(): Promise<Transaction<SqliteSession>> {
     return this.begin(this.reads === "writer" ? this.writer : this.readerConnection());
   }
 
-  tryBeginWrite(): Transaction<SqliteSession> | undefined {
-    return this.writer.lock.tryAcquire() ? this.opened(this.writer) : undefined;
+  tryBeginWrite(opts?: WriteOptions): Transaction<SqliteSession> | undefined {
+    return this.writer.lock.tryAcquire() ? this.opened(this.writer, opts?.durable === false) : undefined;
   }
 
   tryBeginRead(): Transaction<SqliteSession> | undefined {
@@ -232,24 +241,41 @@ export class SqlitePort implements DatabasePort<SqliteSession> {
     return conn.lock.tryAcquire() ? this.opened(conn) : undefined;
   }
 
-  private begin(conn: Connection): Promise<Transaction<SqliteSession>> {
+  private begin(conn: Connection, relaxed = false): Promise<Transaction<SqliteSession>> {
     try {
-      if (conn.lock.tryAcquire()) return Promise.resolve(this.opened(conn));
+      if (conn.lock.tryAcquire()) return Promise.resolve(this.opened(conn, relaxed));
     } catch (err) {
       return Promise.reject(err);
     }
-    return conn.lock.acquire().then(() => this.opened(conn));
+    return conn.lock.acquire().then(() => this.opened(conn, relaxed));
   }
 
-  /** BEGIN on a connection whose lock the caller holds (freed again when BEGIN fails). */
-  private opened(conn: Connection): Open {
+  /**
+   * BEGIN on a connection whose lock the caller holds (freed again when BEGIN fails). `relaxed`:
+   * synchronous=NORMAL until the transaction ends. SQLite refuses to change it inside a
+   * transaction, so it is set before BEGIN and put back after COMMIT or ROLLBACK; the lock is held
+   * all along, so no other unit commits under it (as `withoutSync` around a synchronous body did).
+   */
+  private opened(conn: Connection, relaxed = false): Open {
+    let restore: string | undefined;
     try {
+      if (relaxed) {
+        const level = (conn.client.prepare("PRAGMA synchronous").get() as { synchronous: number }).synchronous;
+        if (level > 1) {
+          restore = `PRAGMA synchronous = ${level}`;
+          conn.client.exec("PRAGMA synchronous = NORMAL");
+        }
+      }
       conn.begin.run();
     } catch (err) {
+      if (restore) conn.client.exec(restore);
       conn.lock.release();
       throw err;
     }
-    return new Open(conn, () => conn.lock.release());
+    return new Open(conn, () => {
+      if (restore) conn.client.exec(restore);
+      conn.lock.release();
+    });
   }
 
   private readerConnection(): Connection {
