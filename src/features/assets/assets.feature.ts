@@ -1,7 +1,7 @@
 import type { Feature } from "../feature";
 import { assetBulkJobs } from "./assets.bulk";
 import { assetOperations, assetRoutes } from "./assets.routes";
-import { removeStaleUploads } from "./assets.service";
+import { removeStaleUploads } from "./assets.listings.service";
 
 /** The asset tree: folders, uploads, versions, metadata, search, worksheet, bulk operations. */
 export const assetsFeature: Feature = {
