@@ -1,13 +1,23 @@
 import { mkdirSync } from "node:fs";
 import { join, resolve, sep } from "node:path";
 import { badRequest } from "../../core/errors";
+import type { BlobStore } from "./blobs";
+import { FileBlobStore } from "./file-store";
 
 /**
  * Where files live under the data folder. Every project-owned file is below `projectDir(gid)`, so a
  * project's backup and permanent deletion take one folder.
  */
 export class Storage {
-  constructor(readonly dataDir: string) {}
+  /** Where the stored files go (the data folder by default; `--storage`). */
+  readonly blobs: BlobStore;
+
+  constructor(
+    readonly dataDir: string,
+    blobs?: BlobStore,
+  ) {
+    this.blobs = blobs ?? new FileBlobStore(dataDir);
+  }
 
   get database() {
     return join(this.dataDir, "apis.db");
