@@ -114,7 +114,8 @@ done
 # The buckets named after DIR (S3 clients such as Bun's make no buckets): a PUT signed the AWS v2 way.
 shift 2
 for bucket in "$@"; do
-  python3 - "$rgwport" "$access" "$secret" "$bucket" <<'PY' || fail "creating bucket $bucket failed"
+  i=0
+  until python3 - "$rgwport" "$access" "$secret" "$bucket" 2>>"$dir/log/bucket.err" <<'PY'; do
 import base64, hmac, hashlib, sys, urllib.request
 from email.utils import formatdate
 port, access, secret, bucket = sys.argv[1:5]
@@ -123,6 +124,9 @@ sig = base64.b64encode(hmac.new(secret.encode(), f"PUT\n\n\n{date}\n/{bucket}/".
 req = urllib.request.Request(f"http://127.0.0.1:{port}/{bucket}/", method="PUT", headers={"Date": date, "Authorization": f"AWS {access}:{sig}"})
 urllib.request.urlopen(req, timeout=10).read()
 PY
+    # radosgw answers before its user is seen everywhere: asked again for a while.
+    i=$((i + 1)); [ $i -lt 60 ] || fail "creating bucket $bucket failed: $(tail -1 "$dir/log/bucket.err")"; sleep 0.5
+  done
 done
 # With CEPH_S3_OWNER=<pid>, a watcher stops the cluster once that process is gone (a test run that
 # was killed before it could stop it).

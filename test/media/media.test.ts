@@ -54,7 +54,7 @@ describe("transformed files", () => {
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toBe("image/png");
     expect(Number(res.headers.get("content-length"))).toBe(varBytes.length);
-    expect(res.headers.get("etag")).toMatch(/^"[0-9a-z]+-[0-9a-z]+"$/);
+    expect(res.headers.get("etag")).toMatch(/^"[0-9a-z-]+"$/); // size-mtime on the data folder, the object's ETag on S3
     expect(new Date(res.headers.get("last-modified")!).getTime()).toBeGreaterThan(0);
     expect(res.headers.get("cache-control")).toBe("public, max-age=86400");
     expect(res.headers.get("accept-ranges")).toBe("bytes");
@@ -259,7 +259,7 @@ describe("answers kept in memory", () => {
     const made = await srv.call(`/dam/p/${project}/transform/${pathname}/fit=30,20/name=byhand/key=k`, { token });
     const url = made.body.result.public_url;
     expect((await fetch(url)).status).toBe(200);
-    rmSync(join(srv.ctx.storage.projectDir(project), "media", url.split("/").pop()), { force: true });
+    await srv.ctx.storage.blobs.delete(`files/projects/${project}/media/${url.split("/").pop()}`);
     const res = await fetch(url);
     expect(res.status).toBe(404);
     expect(((await res.json()) as any).result.code).toBe(404);
@@ -329,8 +329,8 @@ describe("published originals, avatars and icons", () => {
     const png = await sharp({ create: { width: 8, height: 8, channels: 3, background: "#123456" } })
       .png()
       .toBuffer();
-    writeFileSync(join(srv.ctx.storage.avatars, "abcdefgh12-xyz12345.png"), png);
-    writeFileSync(join(srv.ctx.storage.icons, "abcdefgh12-icon1234.png"), png);
+    await srv.ctx.storage.blobs.put("files/avatars/abcdefgh12-xyz12345.png", png);
+    await srv.ctx.storage.blobs.put("files/icons/abcdefgh12-icon1234.png", png);
     for (const path of ["/media/avatars/abcdefgh12-xyz12345.png", "/media/icons/abcdefgh12-icon1234.png"]) {
       const res = await fetch(srv.url + path);
       expect(res.status).toBe(200);

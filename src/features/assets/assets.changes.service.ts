@@ -12,7 +12,7 @@ import { type Tx } from "../../db/connection";
 import { assets, assetVersions } from "./assets.table";
 import { unprocessable } from "../../core/errors";
 import { now } from "../../core/ids";
-import { originalPath, storageName } from "../../platform/storage/originals";
+import { originalKey, originalPath, storageName } from "../../platform/storage/originals";
 import { fileChanged } from "../../platform/storage/file-facts";
 import { type Asset, type MetadataField, isRoot } from "./assets.forms";
 import { ancestorGids, assetDictionary, assetsByGids, descendantIds, findAsset } from "./assets.lookups.service";
@@ -297,6 +297,19 @@ export function removeOriginals(
   names: string[],
   paths: string[] = [],
 ): void {
+  const blobs = ctx.storage.blobs;
+  if (blobs.kind !== "file") {
+    // Not awaited: the rows are gone already; an object left by a failed delete is the sweep's.
+    for (const n of names) void blobs.delete(originalKey(projectGid, n)).catch(() => {});
+    // Transformed files are named by their would-be paths below the files folder: their keys.
+    const files = resolve(ctx.storage.files) + sep;
+    for (const p of paths) {
+      const full = resolve(p);
+      if (full.startsWith(files))
+        void blobs.delete(`files/${full.slice(files.length).split(sep).join("/")}`).catch(() => {});
+    }
+    return;
+  }
   for (const n of names) {
     const path = originalPath(ctx, projectGid, n);
     rmSync(path, { force: true });

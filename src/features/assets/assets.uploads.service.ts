@@ -15,7 +15,13 @@ import { analyseFile, type HeadFindings } from "../../platform/images/file-info"
 import { readImageHeader } from "../../platform/images/images";
 import type { Metadata } from "sharp";
 import { newGid, now } from "../../core/ids";
-import { originalPath, placeOriginal, placeOriginalAhead, storageName } from "../../platform/storage/originals";
+import {
+  originalKey,
+  originalPath,
+  placeOriginal,
+  placeOriginalAhead,
+  storageName,
+} from "../../platform/storage/originals";
 import {
   type FileColumns,
   assetVersionsOf,
@@ -81,7 +87,13 @@ export async function storeUpload(
 ): Promise<Answer> {
   const userGid = actor.userGid;
   const durable = ctx.config.sqliteSynchronous === "full";
+  const blobs = ctx.storage.blobs;
+  // The data folder: the temp file is renamed into place and synced (the protocol below). Any
+  // other store: the temp file is uploaded (in parts when large) before the transaction, and the
+  // row names it only once the store has acknowledged it.
+  const local = blobs.kind === "file";
   let moved: string | undefined;
+  let uploaded: string | undefined;
   try {
     const info = await analyseFile(file.path, file.filename, await early);
     const facts = info.type === "image" && info.header ? factsOf(info.header) : null;
@@ -96,9 +108,25 @@ export async function storeUpload(
       if (!name) throw missing("name");
       const gid = newGid();
       placed = { gid, storage: storageName(gid, 1, info.extension) };
-      moved = originalPath(ctx, projectGid, placed.storage);
-      await placeOriginalAhead(file.path, moved, durable, () => file.finish?.(true) ?? Promise.resolve());
-    } else await file.finish?.(true);
+      if (local) {
+        moved = originalPath(ctx, projectGid, placed.storage);
+        await placeOriginalAhead(file.path, moved, durable, () => file.finish?.(true) ?? Promise.resolve());
+      } else {
+        await file.finish?.(false);
+        uploaded = originalKey(projectGid, placed.storage);
+        await blobs.putFile(uploaded, file.path, { type: info.mime || undefined });
+      }
+    } else if (local) await file.finish?.(true);
+    else {
+      // The next version's name, as the transaction will find it unless another upload comes first
+      // (then the transaction refuses, and the object is removed again).
+      await file.finish?.(false);
+      const current = typeof input.target === "string" ? findAsset(ctx.db, projectGid, input.target) : undefined;
+      if (current && current.type !== "folder") {
+        uploaded = originalKey(projectGid, storageName(current.gid, current.version + 1, info.extension));
+        await blobs.putFile(uploaded, file.path, { type: info.mime || undefined });
+      }
+    }
     return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
       const root = ensureRoot(tx, log, projectGid);
       const t = now();
@@ -140,6 +168,11 @@ export async function storeUpload(
         throw unprocessable("A folder has no file to update", { asset: a.gid, reason: "invalid file upload" });
       const version = a.version + 1;
       const storage = storageName(a.gid, version, info.extension);
+      if (!local && uploaded !== originalKey(projectGid, storage))
+        throw unprocessable("The asset changed while its new version was uploaded; upload it again", {
+          asset: a.gid,
+          reason: "concurrent upload",
+        });
       if (a.storageName) {
         insertVersion(tx).run({
           project: projectGid,
@@ -169,14 +202,17 @@ export async function storeUpload(
         if (nameTaken(tx, projectGid, a.parent!, name, a.id)) throw nameInUse(a.parent!, name);
         r = relocate(tx, log, r, { parent: findAsset(tx, projectGid, a.parent!)!, name }, userGid);
       }
-      moved = originalPath(ctx, projectGid, storage);
-      placeOriginal(file.path, moved, durable);
+      if (local) {
+        moved = originalPath(ctx, projectGid, storage);
+        placeOriginal(file.path, moved, durable);
+      }
       return withParent(tx, projectGid, { asset: a.gid }, r);
     });
   } catch (err) {
     file.finish?.(false).catch(() => {}); // closes the file when it was not synced yet
     rmSync(file.path, { force: true });
     if (moved) rmSync(moved, { force: true });
+    if (uploaded) await blobs.delete(uploaded).catch(() => {}); // else the sweep removes it (assets.housekeeping)
     throw err;
   }
 }

@@ -22,17 +22,21 @@ export class Storage {
   get database() {
     return join(this.dataDir, "apis.db");
   }
+  /** The folder of the stored files when the store is a folder (the data folder's `files/` by default). */
+  get files() {
+    return this.blobs.localPath("files") ?? join(this.dataDir, "files");
+  }
   get avatars() {
-    return this.ensure(join(this.dataDir, "files", "avatars"));
+    return this.ensure(join(this.files, "avatars"));
   }
   get icons() {
-    return this.ensure(join(this.dataDir, "files", "icons"));
+    return this.ensure(join(this.files, "icons"));
   }
   get outbox() {
     return this.ensure(join(this.dataDir, "outbox"));
   }
   get backups() {
-    return this.ensure(join(this.dataDir, "backups"));
+    return this.ensure(this.blobs.localPath("backups") ?? join(this.dataDir, "backups"));
   }
   get tmp() {
     return this.ensure(join(this.dataDir, "tmp"));
@@ -40,7 +44,7 @@ export class Storage {
 
   /** The folder of one project's files (originals, media, ...). */
   projectDir(projectGid: string): string {
-    return this.inside(join(this.dataDir, "files", "projects"), projectGid);
+    return this.inside(join(this.files, "projects"), projectGid);
   }
 
   /** Joins `name` under `dir`, refusing anything that would leave `dir`. */
