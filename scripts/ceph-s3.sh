@@ -82,25 +82,35 @@ rgw data = $dir/rgw
 rgw dns name = 127.0.0.1
 CONF
 trap 'stop' INT TERM
-fail() { echo "ceph-s3: $1 (logs in $dir/log)" >&2; exit 1; }
+# A failed start stops what it started (the folder is kept for its logs).
+fail() {
+  echo "ceph-s3: $1 (logs in $dir/log)" >&2
+  for f in "$dir"/run/*.pid; do [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null; done
+  exit 1
+}
+wait_pid() {
+  i=0
+  while [ ! -s "$dir/run/$1.pid" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+  cat "$dir/run/$1.pid" >> "$dir/pids"
+}
 
 ceph-authtool --create-keyring "$dir/keyring" --gen-key -n mon. --cap mon 'allow *' >/dev/null
 monmaptool --create --addv a "[v1:127.0.0.1:$monport]" --fsid "$fsid" "$dir/monmap" >/dev/null
 ceph-mon -c "$conf" --mkfs -i a --monmap "$dir/monmap" --keyring "$dir/keyring" || fail "monitor mkfs failed"
 ceph-mon -c "$conf" -i a </dev/null >>"$dir/log/daemons.out" 2>&1 || fail "monitor did not start"
-echo "$(cat "$dir/run/mon.a.pid" 2>/dev/null || pgrep -n ceph-mon)" >> "$dir/pids"
+wait_pid mon.a
 timeout 30 ceph -c "$conf" mon stat >/dev/null 2>&1 || fail "monitor does not answer"
-osduuid=$(cat /proc/sys/kernel/random/uuid)
-id=$(ceph -c "$conf" osd new "$osduuid") || fail "osd new failed"
-ceph-osd -c "$conf" -i "$id" --mkfs --osd-uuid "$osduuid" >/dev/null 2>&1 || fail "osd mkfs failed"
-ceph-osd -c "$conf" -i "$id" </dev/null >>"$dir/log/daemons.out" 2>&1 || fail "osd did not start"
-i=0
-while [ ! -s "$dir/run/osd.$id.pid" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-cat "$dir/run/osd.$id.pid" >> "$dir/pids"
+id=$(ceph -c "$conf" osd create) || fail "osd create failed"
+# Now and then a fresh OSD is refused by the monitor at its first start ("wrong fsid"): it is made
+# again from an empty folder, up to three times.
+n=0
+until ceph-osd -c "$conf" -i "$id" --mkfs >/dev/null 2>&1 && ceph-osd -c "$conf" -i "$id" </dev/null >>"$dir/log/daemons.out" 2>&1; do
+  n=$((n + 1)); [ $n -lt 3 ] || fail "osd did not start"
+  rm -rf "$dir/osd" && mkdir -p "$dir/osd"
+done
+wait_pid "osd.$id"
 radosgw -c "$conf" -n client.rgw </dev/null >>"$dir/log/daemons.out" 2>&1 || fail "radosgw did not start"
-i=0
-while [ ! -s "$dir/run/client.rgw.pid" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-cat "$dir/run/client.rgw.pid" >> "$dir/pids"
+wait_pid client.rgw
 access=apis$(head -c 8 /dev/urandom | od -An -tx1 | tr -d ' \n')
 secret=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
 i=0

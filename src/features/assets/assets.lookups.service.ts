@@ -401,3 +401,11 @@ export function gidParam(value: unknown, field = "asset"): string {
   if (typeof value !== "string" || !value) throw invalidParameter(field, { expected: "an asset gid" });
   return value;
 }
+
+/** Every storage name a row names (current files and kept versions, all projects): what the store sweep keeps. */
+export function storedNames(db: DB): Set<string> {
+  const names = new Set<string>();
+  for (const r of db.select({ n: assets.storageName }).from(assets).all()) if (r.n) names.add(r.n);
+  for (const r of db.select({ n: assetVersions.storageName }).from(assetVersions).all()) names.add(r.n);
+  return names;
+}

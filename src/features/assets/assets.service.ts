@@ -57,7 +57,7 @@ import { storeUpload } from "./assets.uploads.service";
  * assets.uploads.service.ts and assets.listings.service.ts.
  */
 export type { Asset, AssetVersion } from "./assets.forms";
-export { assetLookups, assetsByGids, assetVersionsOf } from "./assets.lookups.service";
+export { assetLookups, assetsByGids, assetVersionsOf, storedNames } from "./assets.lookups.service";
 export { setPublication } from "./assets.changes.service";
 export { imageFacts } from "./assets.uploads.service";
 export { removeStaleUploads } from "./assets.listings.service";

@@ -533,6 +533,15 @@ function publishedCache(ctx: Ctx): Map<string, Map<string, Published>> {
   return byProject;
 }
 
+/**
+ * Whether a transformed file is noted by its row (media on a store that is not the local disk asks
+ * first: a permanently deleted asset's files are gone for clients at once, while the store's delete
+ * runs after commit).
+ */
+export function transformNoted(ctx: Ctx, projectGid: string, file: string): boolean {
+  return queries(ctx.db).transform.get({ project: projectGid, file }) !== undefined;
+}
+
 /** The file and type of a published original, or undefined (unknown, unpublished, deleted asset, missing file). */
 export function publishedOriginal(ctx: Ctx, projectGid: string, name: string): Published {
   const cache = publishedCache(ctx);
@@ -662,14 +671,22 @@ export async function assetDetails(ctx: Ctx, actor: Actor, projectGid: string, p
       current: false,
     })),
   ];
-  const dir = mediaDir(ctx, projectGid);
-  const transforms = ctx.db
+  const rows = ctx.db
     .select()
     .from(damTransforms)
     .where(and(eq(damTransforms.projectGid, projectGid), eq(damTransforms.assetGid, a.gid)))
     .orderBy(desc(damTransforms.updatedOn))
-    .all()
-    .filter((t) => existsSync(join(dir, t.file)))
+    .all();
+  // Only the transforms whose files are still there (the data folder, or the store's objects).
+  const there = await Promise.all(
+    rows.map((t) =>
+      isMediaFileName(t.file)
+        ? ctx.storage.blobs.stat(`files/projects/${projectGid}/media/${t.file}`).then((s) => s !== undefined)
+        : false,
+    ),
+  );
+  const transforms = rows
+    .filter((_, i) => there[i])
     .map((t) => ({
       file: t.file,
       public_url: mediaUrl.variant(ctx, projectGid, t.file),

@@ -163,11 +163,15 @@ export async function serveBlob(
   const size = r.range ? r.range[1] - r.range[0] + 1 : st.size;
   r.headers.set("content-length", String(size));
   if (request.method === "HEAD") return new Response(null, { status: r.status, headers: r.headers });
-  const body = await blobs.get(key, r.range ? { start: r.range[0], end: r.range[1] + 1 } : undefined);
+  // The object may go between the stat and the read (a delete after commit): a 404, not a 500.
+  const body = await blobs
+    .get(key, r.range ? { start: r.range[0], end: r.range[1] + 1 } : undefined)
+    .catch(() => undefined);
   if (!body) return mediaNotFound(request);
   // Up to PROXY_BUFFER bytes are read whole and sent with their length; a larger body is streamed
   // as it arrives (chunked: Bun sets no length on a stream; a bare S3 file would be a redirect).
-  const content = size <= PROXY_BUFFER ? await body.bytes() : body.stream();
+  const content = size <= PROXY_BUFFER ? await body.bytes().catch(() => undefined) : body.stream();
+  if (!content) return mediaNotFound(request);
   return new Response(content, { status: r.status, headers: r.headers });
 }
 

@@ -4,7 +4,7 @@ import type { Ctx } from "../../platform/context";
 import { isMediaFileName } from "../dam/dam.options";
 import { contentTypeOf, mediaNotFound, serveBlob, serveFile, type ServeOptions } from "./media.files";
 import { describe } from "../../http/openapi";
-import { publishedOriginal } from "../dam/dam.service";
+import { publishedOriginal, transformNoted } from "../dam/dam.service";
 
 const tags = ["media"];
 const params = t.Object({ project: t.String(), file: t.String() });
@@ -140,22 +140,17 @@ function blobHandlers(ctx: Ctx): { variant: Handler; original: Handler; avatar: 
   const variantOptions = optionsOf(CACHE.variant);
   const imageOptions = optionsOf(CACHE.image);
   const originalOptions = optionsOf(CACHE.original, true);
+  // Avatars and icons are still written to the data folder whatever the store (docs/deploy.md).
   const image =
-    (folder: string): Handler =>
+    (dir: string): Handler =>
     (request, { file = "" }, requestId) => {
       if (!IMAGE_FILE_RE.test(file)) return mediaNotFound(request);
-      return serveBlob(
-        request,
-        blobs,
-        `files/${folder}/${file}`,
-        imageOptions(contentTypeOf(file)),
-        requestId,
-        redirect,
-      );
+      return serveFile(request, `${dir}/${file}`, imageOptions(contentTypeOf(file)), requestId);
     };
   return {
     variant(request, { project = "", file = "" }, requestId) {
       if (!PROJECT_RE.test(project) || !isMediaFileName(file)) return mediaNotFound(request);
+      if (!transformNoted(ctx, project, file)) return mediaNotFound(request);
       const key = `files/projects/${project}/media/${file}`;
       return serveBlob(request, blobs, key, variantOptions(contentTypeOf(file)), requestId, redirect);
     },
@@ -166,8 +161,8 @@ function blobHandlers(ctx: Ctx): { variant: Handler; original: Handler; avatar: 
       const key = `files/projects/${project}/originals/${file}`;
       return serveBlob(request, blobs, key, originalOptions(found.mime || contentTypeOf(file)), requestId, redirect);
     },
-    avatar: image("avatars"),
-    icon: image("icons"),
+    avatar: image(resolve(ctx.storage.avatars)),
+    icon: image(resolve(ctx.storage.icons)),
   };
 }
 

@@ -89,7 +89,7 @@ export class BlobStoreError extends Error {
   }
 }
 
-const SEGMENT = /^[A-Za-z0-9._~@+=-]+$/;
+const SEGMENT = /^[A-Za-z0-9._~@+=%-]+$/;
 
 /** Throws unless `key` is `segment(/segment)*` with plain characters and no `.`/`..` segment. */
 export function checkKey(key: string, prefix = false): string {
