@@ -5,6 +5,7 @@ import { join } from "node:path";
 import sharp from "sharp";
 import { projectOf, storeImage } from "../helpers/dam-assets";
 import { TestServer } from "../helpers/server";
+import { flagsFor, s3Possible } from "../helpers/s3";
 
 let srv: TestServer;
 let project: string;
@@ -337,6 +338,33 @@ describe("published originals, avatars and icons", () => {
       expect(res.headers.get("content-type")).toBe("image/png");
       expect(res.headers.get("cache-control")).toBe("public, max-age=31536000, immutable");
       expect(Buffer.from(await res.arrayBuffer()).equals(png)).toBe(true);
+    }
+  });
+});
+
+describe.skipIf(!s3Possible())("media from an S3 store with --media-redirect", () => {
+  test("a transformed file and a published original answer a redirect to a presigned URL that serves the bytes; unknown names stay 404", async () => {
+    const s3 = await TestServer.start({ ...(await flagsFor("s3", "redirect")), "media-redirect": "true" });
+    try {
+      const { project: p, token: t } = await projectOf(s3, "redirect");
+      const img = await sharp({ create: { width: 64, height: 48, channels: 3, background: "#225588" } })
+        .jpeg()
+        .toBuffer();
+      const { pathname: name } = await storeImage(s3, p, img);
+      const made = await s3.call(`/dam/p/${p}/transform/${name}/fit=32,32/type=png`, { token: t });
+      const res = await fetch(made.body.result.public_url, { redirect: "manual" });
+      expect(res.status).toBe(302);
+      const bytes = Buffer.from(await (await fetch(res.headers.get("location")!)).arrayBuffer());
+      expect((await sharp(bytes).metadata()).width).toBe(32);
+      const pub = await s3.call(`/dam/p/${p}/publish/${name}`, { token: t });
+      const orig = await fetch(pub.body.result.public_url, { redirect: "manual" });
+      expect(orig.status).toBe(302);
+      expect(Buffer.from(await (await fetch(orig.headers.get("location")!)).arrayBuffer()).equals(img)).toBe(true);
+      expect((await fetch(`${s3.url}/media/p/${p}/var/nothing@0000000000.png`, { redirect: "manual" })).status).toBe(
+        404,
+      );
+    } finally {
+      await s3.stop();
     }
   });
 });
