@@ -330,7 +330,7 @@ describe("published originals, avatars and icons", () => {
     const png = await sharp({ create: { width: 8, height: 8, channels: 3, background: "#123456" } })
       .png()
       .toBuffer();
-    writeFileSync(join(srv.ctx.storage.avatars, "abcdefgh12-xyz12345.png"), png);
+    await srv.ctx.storage.blobs.put("files/avatars/abcdefgh12-xyz12345.png", png);
     writeFileSync(join(srv.ctx.storage.icons, "abcdefgh12-icon1234.png"), png);
     for (const path of ["/media/avatars/abcdefgh12-xyz12345.png", "/media/icons/abcdefgh12-icon1234.png"]) {
       const res = await fetch(srv.url + path);

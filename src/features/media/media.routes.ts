@@ -140,13 +140,18 @@ function blobHandlers(ctx: Ctx): { variant: Handler; original: Handler; avatar: 
   const variantOptions = optionsOf(CACHE.variant);
   const imageOptions = optionsOf(CACHE.image);
   const originalOptions = optionsOf(CACHE.original, true);
-  // Avatars and icons are still written to the data folder whatever the store (docs/deploy.md).
+  // Project icons are still written to the data folder whatever the store (docs/deploy.md).
   const image =
     (dir: string): Handler =>
     (request, { file = "" }, requestId) => {
       if (!IMAGE_FILE_RE.test(file)) return mediaNotFound(request);
       return serveFile(request, `${dir}/${file}`, imageOptions(contentTypeOf(file)), requestId);
     };
+  const avatar: Handler = (request, { file = "" }, requestId) => {
+    if (!IMAGE_FILE_RE.test(file)) return mediaNotFound(request);
+    const key = `files/avatars/${file}`;
+    return serveBlob(request, blobs, key, imageOptions(contentTypeOf(file)), requestId, redirect);
+  };
   return {
     variant(request, { project = "", file = "" }, requestId) {
       if (!PROJECT_RE.test(project) || !isMediaFileName(file)) return mediaNotFound(request);
@@ -161,7 +166,7 @@ function blobHandlers(ctx: Ctx): { variant: Handler; original: Handler; avatar: 
       const key = `files/projects/${project}/originals/${file}`;
       return serveBlob(request, blobs, key, originalOptions(found.mime || contentTypeOf(file)), requestId, redirect);
     },
-    avatar: image(resolve(ctx.storage.avatars)),
+    avatar,
     icon: image(resolve(ctx.storage.icons)),
   };
 }
