@@ -25,6 +25,11 @@ export type S3Location = {
   pathStyle: boolean;
 };
 
+/** How long a stat is trusted without asking the store again (as `FRESH_MS` of file-facts.ts). */
+const STAT_FRESH_MS = 1000;
+/** Stats remembered at most. */
+const STATS_KEPT = 10_000;
+
 /** Parts of 8 MiB: a 64 MB upload is 8 parts; S3 wants at least 5 MiB each but the last. */
 export const PART_SIZE = 8 * 1024 * 1024;
 
@@ -51,6 +56,18 @@ export class S3BlobStore implements BlobStore {
     });
   }
 
+  /**
+   * Stats of objects read in the last STAT_FRESH_MS, so a busy media file costs one request to the
+   * store, not two (as `fileFacts` keeps the data folder's). This process forgets an object's
+   * entry whenever it writes or deletes it; a change made by another process is seen within
+   * STAT_FRESH_MS. Missing objects are never remembered.
+   */
+  private readonly stats = new Map<string, { st: BlobStat; at: number }>();
+
+  private forget(key: string): void {
+    this.stats.delete(key);
+  }
+
   private name(key: string): string {
     return this.where.prefix + checkKey(key);
   }
@@ -64,10 +81,12 @@ export class S3BlobStore implements BlobStore {
   }
 
   async put(key: string, data: Uint8Array | string | Blob, options: PutOptions = {}): Promise<void> {
+    this.forget(key);
     await this.s3.write(this.name(key), data, { type: options.type, partSize: PART_SIZE }).catch(explain);
   }
 
   async putFile(key: string, path: string, options: PutOptions = {}): Promise<void> {
+    this.forget(key);
     try {
       await this.s3
         .write(this.name(key), Bun.file(path), { type: options.type, partSize: PART_SIZE, queueSize: 4 })
@@ -78,6 +97,7 @@ export class S3BlobStore implements BlobStore {
   }
 
   writer(key: string, options: PutOptions = {}): BlobWriter {
+    this.forget(key);
     const w = this.file(key).writer({ type: options.type, partSize: PART_SIZE, queueSize: 4, retry: 3 });
     return {
       write: async (chunk) => {
@@ -85,6 +105,7 @@ export class S3BlobStore implements BlobStore {
       },
       end: async () => {
         await Promise.resolve(w.end()).catch(explain);
+        this.forget(key);
       },
       abort: async () => {
         // Bun's writer aborts its multipart upload when the stream errors.
@@ -110,10 +131,16 @@ export class S3BlobStore implements BlobStore {
   }
 
   async stat(key: string): Promise<BlobStat | undefined> {
+    const now = performance.now();
+    const hit = this.stats.get(key);
+    if (hit && now - hit.at < STAT_FRESH_MS) return hit.st;
     try {
       const s = await this.s3.stat(this.name(key));
       const mtimeMs = s.lastModified.getTime();
-      return { size: s.size, mtimeMs, etag: s.etag.startsWith('"') ? s.etag : `"${s.etag}"` };
+      const st = { size: s.size, mtimeMs, etag: s.etag.startsWith('"') ? s.etag : `"${s.etag}"` };
+      if (this.stats.size >= STATS_KEPT) this.stats.clear();
+      this.stats.set(key, { st, at: now });
+      return st;
     } catch (err) {
       if (isMissing(err)) return undefined;
       throw explain(err);
@@ -121,6 +148,7 @@ export class S3BlobStore implements BlobStore {
   }
 
   async delete(key: string): Promise<void> {
+    this.forget(key);
     try {
       await this.s3.delete(this.name(key));
     } catch (err) {
