@@ -256,7 +256,6 @@ describe("answers kept in memory", () => {
   });
 
   test("a file removed by hand right after it was served is a 404 in the envelope, never a 500", async () => {
-    const { rmSync } = await import("node:fs");
     const made = await srv.call(`/dam/p/${project}/transform/${pathname}/fit=30,20/name=byhand/key=k`, { token });
     const url = made.body.result.public_url;
     expect((await fetch(url)).status).toBe(200);

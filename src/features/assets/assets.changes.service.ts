@@ -12,7 +12,7 @@ import { type Tx } from "../../db/connection";
 import { assets, assetVersions } from "./assets.table";
 import { unprocessable } from "../../core/errors";
 import { now } from "../../core/ids";
-import { originalKey, originalPath, storageName } from "../../platform/storage/originals";
+import { originalKey, originalPath } from "../../platform/storage/originals";
 import { fileChanged } from "../../platform/storage/file-facts";
 import { type Asset, type MetadataField, isRoot } from "./assets.forms";
 import { ancestorGids, assetDictionary, assetsByGids, descendantIds, findAsset } from "./assets.lookups.service";

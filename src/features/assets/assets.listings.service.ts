@@ -7,7 +7,6 @@ import { type Tx } from "../../db/connection";
 import { assets } from "./assets.table";
 import { FilterError, pageWindow } from "../../core/filter";
 import { badRequest } from "../../core/errors";
-import { now } from "../../core/ids";
 import { type Asset } from "./assets.forms";
 
 // ---------------------------------------------------------------------------------------------

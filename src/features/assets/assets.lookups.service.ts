@@ -3,11 +3,9 @@
  * by gid, id, name and pathname, the versions, the DAM's lookups, and `data.assets` dictionaries.
  */
 import { and, asc, desc, eq, inArray, isNull, ne, sql } from "drizzle-orm";
-import { join } from "node:path";
 import { preparedOnce, sqliteOf, type DB, type Tx } from "../../db/connection";
 import { assets, assetVersions } from "./assets.table";
 import { invalidParameter, missing, unprocessable } from "../../core/errors";
-import { storageName } from "../../platform/storage/originals";
 import {
   type Asset,
   type AssetForm,

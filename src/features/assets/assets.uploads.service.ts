@@ -1,7 +1,6 @@
 /** Uploads: a received file checked, placed among the originals and written as a new asset or version. */
 import { inArray } from "drizzle-orm";
 import { rmSync } from "node:fs";
-import { resolve } from "node:path";
 import type { Ctx } from "../../platform/context";
 import { afterCommit } from "../../db/mutate";
 import type { Answer } from "../../core/answer";

@@ -2,7 +2,6 @@
  * The rules for values clients send: names, metadata fields, localized titles and descriptions,
  * transform definitions. Checks only; the rows are written by assets.changes.service.ts.
  */
-import { join } from "node:path";
 import { type Tx } from "../../db/connection";
 import type { AssetMetadata, AssetTransforms, Localized } from "./assets.table";
 import { invalidParameter, missing, unprocessable } from "../../core/errors";
