@@ -345,3 +345,39 @@ describe('batchable operations (docs/architecture.md, "How to make an endpoint b
     expect(found).toEqual([]);
   });
 });
+
+describe("stored files go through the blob store (docs/deploy.md, 'Files in an object store')", () => {
+  /**
+   * Features reach stored files through `ctx.storage.blobs` (src/platform/storage/blobs.ts), which
+   * is the data folder or an S3 bucket. The files below still use node:fs, each for the reason
+   * given: temp files, the data folder's own protocol behind a `blobs.kind === "file"` check, or
+   * stored files not moved to the blob store yet. A new file that imports node:fs fails here.
+   */
+  const NODE_FS_ALLOWED = new Map([
+    ["features/assets/assets.uploads.service.ts", "the data folder's upload protocol (rename, sync) and temp files"],
+    ["features/assets/assets.changes.service.ts", "removing originals from the data folder (kind file)"],
+    ["features/assets/assets.listings.service.ts", "stale upload temp files"],
+    ["features/assets/assets.service.ts", "temp files of refused uploads"],
+    [
+      "features/dam/dam.service.ts",
+      "the data folder's media paths (kind file), local source copies and render temp files",
+    ],
+    ["features/dam/dam.transform.ts", "rendering into a temp file"],
+    ["features/projects/projects.service.ts", "project icons and the project folder: not in the blob store yet"],
+    ["features/backups/backups.service.ts", "project backup archives: not in the blob store yet"],
+    ["features/records/excel.service.ts", "Excel downloads: not in the blob store yet"],
+    ["features/records/preview.service.ts", "record previews: not in the blob store yet"],
+    ["features/health/health.service.ts", "free space of the data folder"],
+  ]);
+
+  test("a feature file imports node:fs only when listed here with its reason", () => {
+    const found = files
+      .filter((f) => f.rel.startsWith("features/"))
+      .filter(
+        (f) => f.imports.some((i) => i.spec === "node:fs" || i.spec === "node:fs/promises") || /\bfsp\(\)/.test(f.code),
+      )
+      .map((f) => f.rel)
+      .filter((rel) => !NODE_FS_ALLOWED.has(rel));
+    expect(found).toEqual([]);
+  });
+});

@@ -9,6 +9,7 @@ import type { Ctx } from "../platform/context";
 import { JobRunner } from "../platform/jobs/runner";
 import { Mailer } from "../platform/mail/mailer";
 import { Storage } from "../platform/storage/storage";
+import { openBlobStore } from "../platform/storage/open-store";
 import { Hub } from "../platform/sync/hub";
 import { loadSecret, Tokens } from "../platform/tokens";
 import { VERSION } from "../version";
@@ -27,7 +28,7 @@ export function openInstance(
   opts: { versionNoteLater?: boolean } = {},
 ): Instance {
   mkdirSync(config.dataDir, { recursive: true });
-  const storage = new Storage(config.dataDir);
+  const storage = new Storage(config.dataDir, openBlobStore(config));
   // A new data folder's database is written whole from the image the migrations leave (no log
   // line: the first one loads the logger, and `apis serve` already names the data folder).
   createFromImage(storage.database);

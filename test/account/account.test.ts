@@ -893,7 +893,7 @@ describe("account deletion", () => {
     expect(items).toContain(`DELETE cc.projects_members ${other}/${owner.gid}`);
     expect(items).toContain(`DELETE cc.users ${owner.gid}`);
     expect((await srv.call("/api/users/get", { token: mate.token, body: { user: owner.gid } })).status).toBe(422);
-    expect(existsSync(join(srv.dataDir, "files", "avatars", avatar))).toBe(false);
+    await until(async () => (await srv.ctx.storage.blobs.stat(`files/avatars/${avatar}`)) === undefined);
     const rows = srv.ctx.db.$client.query("SELECT count(*) AS n FROM projects WHERE gid = ?").get(project) as {
       n: number;
     };

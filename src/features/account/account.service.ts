@@ -1,10 +1,8 @@
 import { checkSignupPolicy } from "./signup.service";
 import { and, asc, eq, sql } from "drizzle-orm";
-import { rmSync } from "node:fs";
-import { fileChanged } from "../../platform/storage/file-facts";
+import { blobKey } from "../../platform/storage/blobs";
 import type { Ctx } from "../../platform/context";
 import { afterCommit, mutate, type ChangeLog } from "../../db/mutate";
-import { writeFileSync } from "node:fs";
 import type { Answer } from "../../core/answer";
 import { requirePerson } from "../../core/access";
 import type { Actor } from "../../core/actor";
@@ -496,13 +494,16 @@ function eraseAccount(ctx: Ctx, tx: Tx, log: ChangeLog, userGid: string): { avat
   return { avatar: user.avatar };
 }
 
+/** The blob key of an avatar file (`files/avatars/<name>`, served at /media/avatars/<name>). */
+const avatarKey = (name: string) => blobKey("files", "avatars", name);
+
 /** Removes an avatar file once the unit of work that dropped it has committed. */
 function removeAvatarFile(ctx: Pick<Ctx, "db" | "storage">, name: string | null | undefined) {
   if (name)
     afterCommit(ctx.db, () => {
-      const file = ctx.storage.inside(ctx.storage.avatars, name);
-      rmSync(file, { force: true });
-      fileChanged(file);
+      // The data folder removes it at once; another store after the answer (a failure leaves an
+      // unnamed object behind, harmless: avatar names are never reused).
+      void ctx.storage.blobs.delete(avatarKey(name)).catch(() => {});
     });
 }
 
@@ -559,7 +560,7 @@ export async function uploadAvatar(ctx: Ctx, actor: Actor, input: { file: Blob }
   requirePerson(actor);
   const png = await squareImage(input.file, ctx.config.imageMaxBytes, ctx.config.pixelLimit);
   const name = `${actor.userGid}-${newGid(8)}.png`;
-  writeFileSync(ctx.storage.inside(ctx.storage.avatars, name), png);
+  await ctx.storage.blobs.put(avatarKey(name), png, { type: "image/png" });
   return setAvatar(ctx, actor, name);
 }
 

@@ -6,17 +6,10 @@ import { inProject } from "../members/access.service";
 import { invalidParameter, missing, unprocessable } from "../../core/errors";
 import { decodeCursor, encodeCursor, pageSize } from "../../core/paging";
 import { ASSET_DOMAIN } from "./assets.search";
-import {
-  ancestorGids,
-  assetDictionary,
-  assetsByGids,
-  assetsByIds,
-  ensureRoot,
-  findAsset,
-  listChildren,
-  listingPage,
-  type Asset,
-} from "./assets.service";
+import { type Asset } from "./assets.forms";
+import { listChildren, listingPage } from "./assets.listings.service";
+import { ancestorGids, assetDictionary, assetsByGids, assetsByIds, findAsset } from "./assets.lookups.service";
+import { ensureRoot } from "./assets.tree.service";
 
 /**
  * `assets/sheet` (an Apis extension; `assets/worksheet` is the reference's call below): a flat, paged table of the items of a folder (optionally of its whole

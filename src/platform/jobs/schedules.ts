@@ -16,7 +16,7 @@ export type Housekeeping = {
   /** The cron pattern (5 or 6 fields, server local time), usually read from a setting. */
   schedule: (config: Config) => string;
   /** Does the work; returns a short summary for the log and `apis jobs list`. */
-  run: (ctx: Ctx) => Promise<string | void> | string | void;
+  run: (ctx: Ctx, options?: { dryRun?: boolean }) => Promise<string | void> | string | void;
 };
 
 export type LastRun = { at: number; ok: boolean; summary: string; ms: number };
