@@ -37,16 +37,28 @@ import { requestId } from "./requests";
  * (`fn(ctx, actor, projectGid, input): Answer`, synchronous, checking access itself) and its
  * OpenAPI detail: at least summary and tags, or what `describe(...)` of src/http/openapi.ts makes
  * (an example answer, the error statuses). The service's input is typed by the schema.
+ * `keepsShared: true` declares that the operation changes neither memberships, the project, its
+ * settings nor its schema, so a batch keeps what its steps share after it (`keepsShared` of
+ * ProjectOperation).
  */
 export function operation<S extends TSchema>(
   path: string,
   body: S,
   run: (ctx: Ctx, actor: Actor, projectGid: string, input: Static<S>) => Answer,
   detail: DocumentDecoration & { summary: string; tags: string[] },
+  options: { keepsShared?: boolean } = {},
 ): ProjectOperation {
   if (path.startsWith("/") || path.endsWith("/"))
     throw new Error(`operation path ${path}: no leading or trailing slash`);
-  return { path, body, summary: detail.summary, tags: detail.tags, detail, run: run as ProjectOperation["run"] };
+  return {
+    path,
+    body,
+    summary: detail.summary,
+    tags: detail.tags,
+    detail,
+    keepsShared: options.keepsShared ?? false,
+    run: run as ProjectOperation["run"],
+  };
 }
 
 const params = t.Object({ project: t.String() });

@@ -134,6 +134,12 @@ export type ProjectOperation = {
   tags: string[];
   /** The endpoint's whole OpenAPI detail (summary, tags and, when given, example answer and errors). */
   detail: { summary: string; tags: string[] };
+  /**
+   * Whether a batch keeps what its steps share (the access facts, the records' schema view) after
+   * this step: true for operations that change neither memberships, the project, its settings nor
+   * its schema. After any other step the next one reads them afresh.
+   */
+  keepsShared: boolean;
   /** The service call, with the body as checked and cleaned by `body`. */
   run: (ctx: Ctx, actor: Actor, projectGid: string, input: unknown) => Answer;
 };

@@ -58,14 +58,26 @@ const bulkBody = t.Object({
  * draws an image, asynchronously) are operations.
  */
 export const recordsOperations = [
-  operation("records/root", t.Object({ ...langs }), S.getRoot, {
-    summary: "The project's root record (made on first use)",
-    tags: tag("tree"),
-  }),
-  operation("records/get", t.Object({ ...langs, record: loose, records: loose }), S.getRecords, {
-    summary: "One record (`record` → result.record) or several (`records` → result.records)",
-    tags: tag("tree"),
-  }),
+  operation(
+    "records/root",
+    t.Object({ ...langs }),
+    S.getRoot,
+    {
+      summary: "The project's root record (made on first use)",
+      tags: tag("tree"),
+    },
+    { keepsShared: true },
+  ),
+  operation(
+    "records/get",
+    t.Object({ ...langs, record: loose, records: loose }),
+    S.getRecords,
+    {
+      summary: "One record (`record` → result.record) or several (`records` → result.records)",
+      tags: tag("tree"),
+    },
+    { keepsShared: true },
+  ),
   operation(
     "records/children",
     t.Object({ ...langs, record: loose, channel: loose, ordering: loose, ...page }),
@@ -74,87 +86,180 @@ export const recordsOperations = [
       summary: "One page of a record's children, by channel and ordering (`children`, `children.size`)",
       tags: tag("tree"),
     },
+    { keepsShared: true },
   ),
-  operation("records/tree", t.Object({ ...langs, expanded_records: loose, ordering: loose, ...page }), T.getTree, {
-    summary: "The expanded part of the tree as a flat, paged list (records without fields)",
-    tags: tag("tree"),
-  }),
-  operation("records/create", t.Object({ ...langs, parent: loose, ordering: loose }), S.createRecord, {
-    summary: "A new last child of `parent` (definition as the parent's children have)",
-    tags: tag("tree"),
-  }),
-  operation("records/update", t.Object({ ...langs, record: loose, fields: loose }), S.updateRecord, {
-    summary: "Values per language; invalid fields refused, valid ones stored; answers report.validation",
-    tags: tag("values"),
-  }),
-  operation("records/move", place, T.moveRecord, {
-    summary: "Move a record with its subtree (sparse ordering keys: one place row written)",
-    tags: tag("tree"),
-  }),
-  operation("records/orderings/set", t.Object({ ...langs, record: loose, orderings: loose }), T.setOrderings, {
-    summary: "Raw positions of a record in some orderings",
-    tags: tag("tree"),
-  }),
-  operation("records/copy", place, T.copyRecord, {
-    summary: "Copy a record with its live subtree (a job beyond 2,000 records)",
-    tags: tag("copies and links"),
-  }),
-  operation("records/shallow_copy", place, T.shallowCopy, {
-    summary: "Copy a record without its subtree",
-    tags: tag("copies and links"),
-  }),
-  operation("records/duplicate", t.Object({ ...langs, record: loose, ordering: loose }), T.duplicateRecord, {
-    summary: "Copy a record right after itself",
-    tags: tag("copies and links"),
-  }),
-  operation("records/link", place, T.linkRecord, {
-    summary: "A linked copy kept in step with its canonical record",
-    tags: tag("copies and links"),
-  }),
-  operation("records/unlink", recordOnly, T.unlinkRecord, {
-    summary: "Make a linked copy a record of its own",
-    tags: tag("copies and links"),
-  }),
-  operation("records/delete", recordOnly, T.deleteRecord, {
-    summary: "Delete a record with its subtree and links (undeletable)",
-    tags: tag("tree"),
-  }),
-  operation("records/undelete", recordOnly, T.undeleteRecord, {
-    summary: "Restore a deleted record with its subtree and links",
-    tags: tag("tree"),
-  }),
+  operation(
+    "records/tree",
+    t.Object({ ...langs, expanded_records: loose, ordering: loose, ...page }),
+    T.getTree,
+    {
+      summary: "The expanded part of the tree as a flat, paged list (records without fields)",
+      tags: tag("tree"),
+    },
+    { keepsShared: true },
+  ),
+  operation(
+    "records/create",
+    t.Object({ ...langs, parent: loose, ordering: loose }),
+    S.createRecord,
+    {
+      summary: "A new last child of `parent` (definition as the parent's children have)",
+      tags: tag("tree"),
+    },
+    { keepsShared: true },
+  ),
+  operation(
+    "records/update",
+    t.Object({ ...langs, record: loose, fields: loose }),
+    S.updateRecord,
+    {
+      summary: "Values per language; invalid fields refused, valid ones stored; answers report.validation",
+      tags: tag("values"),
+    },
+    { keepsShared: true },
+  ),
+  operation(
+    "records/move",
+    place,
+    T.moveRecord,
+    {
+      summary: "Move a record with its subtree (sparse ordering keys: one place row written)",
+      tags: tag("tree"),
+    },
+    { keepsShared: true },
+  ),
+  operation(
+    "records/orderings/set",
+    t.Object({ ...langs, record: loose, orderings: loose }),
+    T.setOrderings,
+    {
+      summary: "Raw positions of a record in some orderings",
+      tags: tag("tree"),
+    },
+    { keepsShared: true },
+  ),
+  operation(
+    "records/copy",
+    place,
+    T.copyRecord,
+    {
+      summary: "Copy a record with its live subtree (a job beyond 2,000 records)",
+      tags: tag("copies and links"),
+    },
+    { keepsShared: true },
+  ),
+  operation(
+    "records/shallow_copy",
+    place,
+    T.shallowCopy,
+    {
+      summary: "Copy a record without its subtree",
+      tags: tag("copies and links"),
+    },
+    { keepsShared: true },
+  ),
+  operation(
+    "records/duplicate",
+    t.Object({ ...langs, record: loose, ordering: loose }),
+    T.duplicateRecord,
+    {
+      summary: "Copy a record right after itself",
+      tags: tag("copies and links"),
+    },
+    { keepsShared: true },
+  ),
+  operation(
+    "records/link",
+    place,
+    T.linkRecord,
+    {
+      summary: "A linked copy kept in step with its canonical record",
+      tags: tag("copies and links"),
+    },
+    { keepsShared: true },
+  ),
+  operation(
+    "records/unlink",
+    recordOnly,
+    T.unlinkRecord,
+    {
+      summary: "Make a linked copy a record of its own",
+      tags: tag("copies and links"),
+    },
+    { keepsShared: true },
+  ),
+  operation(
+    "records/delete",
+    recordOnly,
+    T.deleteRecord,
+    {
+      summary: "Delete a record with its subtree and links (undeletable)",
+      tags: tag("tree"),
+    },
+    { keepsShared: true },
+  ),
+  operation(
+    "records/undelete",
+    recordOnly,
+    T.undeleteRecord,
+    {
+      summary: "Restore a deleted record with its subtree and links",
+      tags: tag("tree"),
+    },
+    { keepsShared: true },
+  ),
   operation("records/permanent_delete", recordOnly, T.permanentDeleteRecord, {
     summary: "Remove a deleted record for good, with its subtree and links (a job; asset files untouched)",
     tags: tag("tree"),
   }),
-  operation("records/search", t.Object({ ...langs, q: loose, filter: loose, ...page }), searchRecords, {
-    summary: "Search records: full text `q` (+/- terms) and/or `filter`, best match first",
-    tags: tag("search and bulk"),
-  }),
-  operation("records/worksheet", t.Object({ ...langs, record: loose, ordering: loose, ...page }), getWorksheet, {
-    summary: "A parent's grid: path, one page of children, sibling_definitions",
-    tags: tag("tree"),
-  }),
+  operation(
+    "records/search",
+    t.Object({ ...langs, q: loose, filter: loose, ...page }),
+    searchRecords,
+    {
+      summary: "Search records: full text `q` (+/- terms) and/or `filter`, best match first",
+      tags: tag("search and bulk"),
+    },
+    { keepsShared: true },
+  ),
+  operation(
+    "records/worksheet",
+    t.Object({ ...langs, record: loose, ordering: loose, ...page }),
+    getWorksheet,
+    {
+      summary: "A parent's grid: path, one page of children, sibling_definitions",
+      tags: tag("tree"),
+    },
+    { keepsShared: true },
+  ),
   operation(
     "records/channels/set",
     t.Object({ ...langs, record: loose, channels: loose, enabled: loose }),
     CH.setChannels,
     { summary: "Switch channels on or off for a record", tags: tag("channels") },
+    { keepsShared: true },
   ),
   operation(
     "records/channels/copy_from_parent",
     t.Object({ ...langs, record: loose, channels: loose }),
     CH.copyChannelsFromParent,
     { summary: "Copy the parent's state of the channels to the record", tags: tag("channels") },
+    { keepsShared: true },
   ),
   operation("records/channels/copy_down", t.Object({ ...langs, record: loose, channels: loose }), CH.copyChannelsDown, {
     summary: "Copy the record's state of the channels to its whole subtree (a job)",
     tags: tag("channels"),
   }),
-  operation("records/channels/copy_up", t.Object({ ...langs, record: loose, channels: loose }), CH.copyChannelsUp, {
-    summary: "Switch the record's enabled channels on for its ancestors",
-    tags: tag("channels"),
-  }),
+  operation(
+    "records/channels/copy_up",
+    t.Object({ ...langs, record: loose, channels: loose }),
+    CH.copyChannelsUp,
+    {
+      summary: "Switch the record's enabled channels on for its ancestors",
+      tags: tag("channels"),
+    },
+    { keepsShared: true },
+  ),
   operation(
     "records/definition/set",
     t.Object({ ...langs, record: loose, definition: loose }),
@@ -240,6 +345,7 @@ export const recordsOperations = [
       summary: "One page of a selection (opaque page.cursor, stable under concurrent writes)",
       tags: tag("search and bulk"),
     },
+    { keepsShared: true },
   ),
   operation(
     "records/bulk/delete",

@@ -15,7 +15,7 @@ import { userFull, userShort } from "../users/users.forms";
 import { membershipsOf, membershipsWithUsers, projectMemberRows, SEEN_BY_MEMBERS } from "../members/members.service";
 import { getUser, verifyLogin, type User } from "../users/users.service";
 import { getMembership, hasActiveMembership, type Membership } from "../members/members.service";
-import { currentCursor } from "../sync/sync.service";
+import { currentCursor } from "../../db/cursor";
 
 /**
  * The user a verified token of (`sub`, token version `tv`) still stands for: an active account

@@ -11,7 +11,7 @@ import { Cors } from "../../http/cors";
 import { errorBody, errorResponse } from "../../http/envelope";
 import { ApiError } from "../../core/errors";
 import { getProject } from "../projects/projects.service";
-import { currentCursor } from "./sync.service";
+import { currentCursor } from "../../db/cursor";
 import { REINIT_WARNING, syncItems } from "./sync.service";
 import { syncAccessLoss, type AccessLoss } from "./sync.access";
 import type { Published } from "../../db/mutate";
