@@ -5,6 +5,7 @@ import type {
   Ctx,
   LanguageHook,
   ProjectDictionary,
+  ProjectFormHook,
   ProjectOperation,
   ProjectRead,
   SchemaCommittedHook,
@@ -78,6 +79,8 @@ export type Feature = {
     languageAdded?: LanguageHook;
     languageRemoved?: LanguageHook;
     settingRemoved?: SettingRemovedHook;
+    /** Members of the full project form (backups: the project's `backups`). */
+    projectForm?: ProjectFormHook;
   };
   /** Data dictionaries it adds to the project init payload (spec 4.2), by name. */
   projectDictionaries?: Record<string, ProjectDictionary>;

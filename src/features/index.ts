@@ -97,6 +97,7 @@ export function hooksOf(list: readonly Feature[] = features): Hooks {
     languageAdded: [],
     languageRemoved: [],
     settingRemoved: [],
+    projectForm: [],
     operations: new Map(),
     projectPaths: new Set(),
   };
@@ -115,6 +116,7 @@ export function hooksOf(list: readonly Feature[] = features): Hooks {
     if (f.hooks?.languageAdded) hooks.languageAdded.push(f.hooks.languageAdded);
     if (f.hooks?.languageRemoved) hooks.languageRemoved.push(f.hooks.languageRemoved);
     if (f.hooks?.settingRemoved) hooks.settingRemoved.push(f.hooks.settingRemoved);
+    if (f.hooks?.projectForm) hooks.projectForm.push(f.hooks.projectForm);
     for (const [name, fn] of Object.entries(f.projectDictionaries ?? {})) projectDictionaries.set(name, fn);
   }
   return hooks;

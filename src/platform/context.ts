@@ -53,6 +53,11 @@ export type Hooks = {
    */
   settingRemoved: SettingRemovedHook[];
   /**
+   * Members other features add to the full project form (`cc.projects` entries: the backups
+   * feature's `backups`), in feature-list order, between `options` and `build`.
+   */
+  projectForm: ProjectFormHook[];
+  /**
    * Every synchronous project operation of the features (`operations` of their descriptors), by
    * path below `/api/p/<project>/` (`queries/create`): what a batch may run.
    */
@@ -74,6 +79,8 @@ export type SettingRemovedHook = (
   kind: "channel" | "ordering" | "fieldlist",
   key: string,
 ) => void;
+/** Members of the full project form, from the project's row (read in the caller's transaction). */
+export type ProjectFormHook = (tx: Tx, project: { gid: string; nextBackupVersion: number }) => Record<string, unknown>;
 export type ProjectDictionary = (tx: Tx, projectGid: string) => Record<string, unknown>;
 
 /** The schema items other features hear about (a layout follows its class or definition). */

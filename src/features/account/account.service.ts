@@ -514,8 +514,8 @@ function removeAvatarFile(ctx: Pick<Ctx, "db" | "storage">, name: string | null 
 }
 
 /** The global init payload reduced to the caller's own user entry (spec 4.1 `reset_password`). */
-function initWithOwnUser(tx: Tx, userGid: string): Answer {
-  const init = globalInit(tx, userGid);
+function initWithOwnUser(ctx: Pick<Ctx, "hooks">, tx: Tx, userGid: string): Answer {
+  const init = globalInit(ctx, tx, userGid);
   const users = init.data["cc.users"] as Record<string, unknown>;
   return { result: init.result, data: { ...init.data, "cc.users": { [userGid]: users[userGid] } } };
 }
@@ -525,7 +525,7 @@ function initWithOwnUser(tx: Tx, userGid: string): Answer {
  * gids); data the project (full), the caller (full) and the active members (short), and their
  * memberships (the caller's full).
  */
-function invitationProjectView(tx: Tx, projectGid: string, me: string): Answer {
+function invitationProjectView(ctx: Ctx, tx: Tx, projectGid: string, me: string): Answer {
   const p = getProject(tx, projectGid);
   const rows = projectMemberRows(tx, projectGid, ["active"]);
   const ccUsers: Record<string, unknown> = {};
@@ -538,7 +538,7 @@ function invitationProjectView(tx: Tx, projectGid: string, me: string): Answer {
     result: { project: projectGid, project_members: rows.map((r) => r.u.gid) },
     data: {
       "cc.users": ccUsers,
-      "cc.projects": p ? { [projectGid]: projectFull(tx, p) } : {},
+      "cc.projects": p ? { [projectGid]: projectFull(ctx, tx, p) } : {},
       "cc.projects_members": ccMembers,
     },
   };
@@ -598,7 +598,7 @@ export async function deleteAccount(ctx: Ctx, actor: Actor, input: { confirm?: b
 export function acceptInvite(ctx: Ctx, actor: Actor, input: { project: string }): Answer {
   return mutate(ctx.db, ctx.hub, (tx) => {
     acceptInvitation(ctx, actor, input);
-    return invitationProjectView(tx, input.project, actor.userGid);
+    return invitationProjectView(ctx, tx, input.project, actor.userGid);
   });
 }
 

@@ -17,7 +17,7 @@ import {
 } from "./assets.table";
 import { FilterError, pageWindow } from "../../core/filter";
 import { getProject } from "../projects/projects.service";
-import { projectOptions } from "../settings/settings.options";
+import { projectOptions } from "../projects/projects.options";
 import { ApiError, badRequest, invalidParameter, missing, unprocessable } from "../../core/errors";
 import type { Received, ReceivedFile } from "../../platform/storage/storage";
 import { analyseFile, inspectHead, type HeadFindings } from "../../platform/images/file-info";
@@ -30,7 +30,7 @@ import { fileChanged } from "../../platform/storage/file-facts";
 export type Asset = typeof assets.$inferSelect;
 export type AssetVersion = typeof assetVersions.$inferSelect;
 
-/** The project's languages in order, as its settings hold them (src/features/settings/settings.options.ts). */
+/** The project's languages in order, as its settings hold them (src/features/projects/projects.options.ts). */
 export function projectLanguages(tx: Tx, projectGid: string): string[] {
   return projectOptions(getProject(tx, projectGid)).languages;
 }

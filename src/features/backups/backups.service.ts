@@ -521,8 +521,8 @@ export const backupHousekeeping: Housekeeping[] = [
 // The operations (any member, as in the reference; docs/backups.md)
 
 /** The answer's `data`: the project's form, whose `backups` member lists the versions. */
-const projectData = (tx: Tx, projectGid: string) => ({
-  "cc.projects": { [projectGid]: projectFull(tx, getProject(tx, projectGid)!) },
+const projectData = (ctx: Ctx, tx: Tx, projectGid: string) => ({
+  "cc.projects": { [projectGid]: projectFull(ctx, tx, getProject(tx, projectGid)!) },
 });
 
 /** `backups/get` (our extension): the details of every backup, newest first, or of one version, in `result`. */
@@ -532,11 +532,11 @@ export function getBackups(ctx: Ctx, actor: Actor, projectGid: string, input: { 
       const b = backupByVersion(tx, projectGid, input.version);
       return {
         result: { project: projectGid, version: b.version, backup: backupDetails(b) },
-        data: projectData(tx, projectGid),
+        data: projectData(ctx, tx, projectGid),
       };
     }
     const all = listBackups(tx, projectGid);
-    return { result: { project: projectGid, backups: all.map(backupDetails) }, data: projectData(tx, projectGid) };
+    return { result: { project: projectGid, backups: all.map(backupDetails) }, data: projectData(ctx, tx, projectGid) };
   });
 }
 
@@ -557,7 +557,7 @@ export function createBackup(
     });
     return {
       result: { project: projectGid, version: backup.version, last_backed_up: backup.createdOn, "job.token": token },
-      data: projectData(tx, projectGid),
+      data: projectData(ctx, tx, projectGid),
     };
   });
 }
@@ -572,7 +572,7 @@ export function editBackup(
   if (input.name === undefined && input.notes === undefined) throw missing("name");
   return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
     const b = updateBackup(tx, log, projectGid, input.version, { name: input.name, notes: input.notes });
-    return { result: { project: projectGid, version: b.version }, data: projectData(tx, projectGid) };
+    return { result: { project: projectGid, version: b.version }, data: projectData(ctx, tx, projectGid) };
   });
 }
 
@@ -611,6 +611,6 @@ export function removeBackup(
       announce(tx, log, projectGid);
       afterCommit(ctx.db, () => gone.forEach((b) => removeBackupFiles(ctx, b)));
     }
-    return { result: { project: projectGid }, data: projectData(tx, projectGid) };
+    return { result: { project: projectGid }, data: projectData(ctx, tx, projectGid) };
   });
 }

@@ -1,6 +1,6 @@
 import type { Tx } from "../../db/connection";
-import { backupVersions } from "../backups/versions.service";
-import { projectOptions } from "../settings/settings.options";
+import type { Ctx } from "../../platform/context";
+import { projectOptions } from "./projects.options";
 import type { projects } from "./projects.table";
 
 type Project = typeof projects.$inferSelect;
@@ -10,10 +10,14 @@ export type ProjectHead = Pick<Project, "gid" | "name" | "icon" | "owner" | "sta
 /**
  * The full project form (the reference's complete form), for the current project and every
  * `/api/projects/*` answer: the short members plus the normalized `options` (time zone, languages,
- * channels, orderings, fieldlists, image server, the ordered lists), `backups` and `build`.
+ * channels, orderings, fieldlists, image server, the ordered lists), the members other features
+ * add (`hooks.projectForm`: the backups feature's `backups`) and `build`.
  */
-export function projectFull(tx: Tx, p: Project) {
-  return { ...projectShort(p), options: projectOptions(p), backups: backupVersions(tx, p), build: 1 };
+export function projectFull(ctx: Pick<Ctx, "hooks">, tx: Tx, p: Project) {
+  const form: Record<string, unknown> = { ...projectShort(p), options: projectOptions(p) };
+  for (const members of ctx.hooks.projectForm) Object.assign(form, members(tx, p));
+  form.build = 1;
+  return form;
 }
 
 /**

@@ -17,7 +17,7 @@ import { membershipFull, personMembershipOptions } from "../members/members.form
 import { memberships } from "../members/members.table";
 import { dropMembershipOrphans } from "../members/members.service";
 import { getUser } from "../users/users.service";
-import { newProjectOptions } from "../settings/settings.options";
+import { newProjectOptions } from "./projects.options";
 import { projectFull, type ProjectHead } from "./projects.forms";
 import { projects } from "./projects.table";
 
@@ -171,14 +171,14 @@ function projectOwnedTables(tx: Tx): string[] {
 // The operations (docs/api.md, "Projects")
 
 /** The answer of one project: result `project`, data its full form. */
-const one = (tx: Tx, p: Project): Answer => ({
+const one = (ctx: Pick<Ctx, "hooks">, tx: Tx, p: Project): Answer => ({
   result: { project: p.gid },
-  data: { "cc.projects": { [p.gid]: projectFull(tx, p) } },
+  data: { "cc.projects": { [p.gid]: projectFull(ctx, tx, p) } },
 });
 
 /** `projects/get`: a project the actor owns or belongs to. */
 export function getProjectInfo(ctx: Ctx, actor: Actor, input: { project: string }): Answer {
-  return inProject(ctx, actor, input.project, "member", ({ tx, project }) => one(tx, project));
+  return inProject(ctx, actor, input.project, "member", ({ tx, project }) => one(ctx, tx, project));
 }
 
 /** What a new project is called when `projects/create` names none (the reference's default). */
@@ -187,10 +187,10 @@ export const DEFAULT_PROJECT_NAME = "untitled project";
 /**
  * `projects/create`: a project owned by the actor (a person), with the owner's membership. Every
  * member is optional: `name` (default "untitled project"), `timezone` (IANA; default the owner's
- * own time zone). The project starts with the settings of a new project (settings.options.ts).
+ * own time zone). The project starts with the settings of a new project (projects.options.ts).
  */
 export function createProject(
-  ctx: Pick<Ctx, "db" | "hub">,
+  ctx: Pick<Ctx, "db" | "hub" | "hooks">,
   actor: Actor,
   input: { name?: string; timezone?: string },
 ): Answer {
@@ -224,7 +224,7 @@ export function createProject(
     log.cc("INSERT", "cc.projects_members", `${p.gid}/${owner.gid}`, [owner.gid]);
     return {
       result: { project: p.gid, project_members: [owner.gid] },
-      data: { "cc.projects": { [p.gid]: projectFull(tx, p) }, "cc.projects_members": [membershipFull(m)] },
+      data: { "cc.projects": { [p.gid]: projectFull(ctx, tx, p) }, "cc.projects_members": [membershipFull(m)] },
     };
   });
 }
@@ -251,7 +251,7 @@ export function updateProjectInfo(
     const set: Partial<Project> = {};
     if (input.name !== undefined) set.name = input.name;
     if (input.timezone !== undefined) set.options = { ...project.options, timezone: input.timezone };
-    return one(tx, updateProject(tx, log, input.project, set));
+    return one(ctx, tx, updateProject(tx, log, input.project, set));
   });
 }
 
@@ -266,7 +266,7 @@ function setIcon(ctx: Ctx, actor: Actor, projectGid: string, icon: string): Answ
         rmSync(icon, { force: true });
         fileChanged(icon);
       });
-    return one(tx, p);
+    return one(ctx, tx, p);
   });
 }
 
@@ -292,7 +292,7 @@ export function deleteProjectIcon(ctx: Ctx, actor: Actor, input: { project: stri
 export function deleteProject(ctx: Ctx, actor: Actor, input: { project: string }): Answer {
   return inProject(ctx, actor, input.project, "owner", ({ tx, log, project }) => {
     if (project.status !== "active") throw unprocessable("Deletion failed", { reason: "The project is not active" });
-    return one(tx, updateProject(tx, log, project.gid, { status: "deleted", deletedOn: now() }));
+    return one(ctx, tx, updateProject(tx, log, project.gid, { status: "deleted", deletedOn: now() }));
   });
 }
 
@@ -300,7 +300,7 @@ export function deleteProject(ctx: Ctx, actor: Actor, input: { project: string }
 export function undeleteProject(ctx: Ctx, actor: Actor, input: { project: string }): Answer {
   return inProject(ctx, actor, input.project, "owner", ({ tx, log, project }) => {
     if (project.status !== "deleted") throw unprocessable("Undelete failed", { reason: "The project is not deleted" });
-    return one(tx, updateProject(tx, log, project.gid, { status: "active", deletedOn: null }));
+    return one(ctx, tx, updateProject(tx, log, project.gid, { status: "active", deletedOn: null }));
   });
 }
 

@@ -13,7 +13,7 @@ import type { JobKind } from "../../platform/jobs/runner";
 import { getProject, type Project } from "../projects/projects.service";
 import { schemaStamp, valueContextOf } from "../schema/items.service";
 import { LIST_TYPES, valueSchema, type FieldType } from "../schema/schema.types";
-import { ALL_CHANNEL } from "../settings/settings.options";
+import { ALL_CHANNEL } from "../projects/projects.options";
 import { COLUMNS, db, recOf, Touch, writeSearch, type Vals } from "./records.service";
 import {
   checksOf,

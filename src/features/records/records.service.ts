@@ -9,7 +9,7 @@ import type { Ctx } from "../../platform/context";
 import { inProject } from "../members/access.service";
 import { baseDefinitionIn } from "../schema/definitions.service";
 import { rowOf, type Project } from "../schema/items.service";
-import { ALL_CHANNEL } from "../settings/settings.options";
+import { ALL_CHANNEL } from "../projects/projects.options";
 import type { RecordChecks } from "./records.table";
 import {
   applyFields,

@@ -6,7 +6,7 @@ import { assetsByGids } from "../assets/assets.service";
 import { rowOf, schemaStamp, valueContextOf, type Project } from "../schema/items.service";
 import { LIST_TYPES, valueSchema, type FieldLike, type FieldType } from "../schema/schema.types";
 import { definitionFields } from "../schema/definitions.service";
-import { projectOptions, type ProjectOptions } from "../settings/settings.options";
+import { projectOptions, type ProjectOptions } from "../projects/projects.options";
 import type { RecordChecks, RecordRow } from "./records.table";
 
 /**

@@ -5,7 +5,7 @@ import type { Tx } from "../../db/connection";
 import type { ChangeLog } from "../../db/mutate";
 import { inProject } from "../members/access.service";
 import type { ValidationIssue } from "../../core/errors";
-import { projectOptions } from "../settings/settings.options";
+import { projectOptions } from "../projects/projects.options";
 import {
   changeLayout,
   committedFields,

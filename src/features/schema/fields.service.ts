@@ -4,7 +4,7 @@ import type { Ctx } from "../../platform/context";
 import type { Tx } from "../../db/connection";
 import { inProject } from "../members/access.service";
 import { invalidParameter, type ValidationIssue } from "../../core/errors";
-import { projectOptions } from "../settings/settings.options";
+import { projectOptions } from "../projects/projects.options";
 import { checkOptions, checkValue, FIELD_TYPES, isFieldType, LIST_TYPES, type FieldType } from "./schema.types";
 import {
   metadataDict,

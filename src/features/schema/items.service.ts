@@ -3,7 +3,7 @@ import { sqliteOf, type Tx } from "../../db/connection";
 import type { Action, ChangeLog } from "../../db/mutate";
 import type { Ctx, SchemaKind } from "../../platform/context";
 import type { ProjectAccess } from "../members/access.service";
-import { projectOptions } from "../settings/settings.options";
+import { projectOptions } from "../projects/projects.options";
 import { classes, definitions, fields, layouts, type SchemaRow, type SchemaTable } from "./schema.table";
 import { fromSnapshot, schemaGeneration } from "./schema.generation";
 

@@ -25,7 +25,7 @@ import { sqliteOf, type Tx } from "../../db/connection";
 import type { Ctx } from "../../platform/context";
 import { inProject } from "../members/access.service";
 import { getProject } from "../projects/projects.service";
-import { projectOptions } from "../settings/settings.options";
+import { projectOptions } from "../projects/projects.options";
 import { rowsOf } from "./items.service";
 import type { SchemaRow } from "./schema.table";
 import { Out } from "./copies.service";
