@@ -14,7 +14,7 @@
  */
 import { loadConfig } from "../src/config";
 import { mutate } from "../src/db/mutate";
-import { memberships } from "../src/features/members/members.table";
+import { memberships } from "../src/features/projects/projects.table";
 import { users } from "../src/features/users/users.table";
 import { newGid, now } from "../src/core/ids";
 import { startServer } from "../src/app/server";

@@ -3,7 +3,7 @@ import { publicBaseUrl, type Config } from "../config";
 import { Logger } from "../core/log";
 import { startupStep } from "../core/startup";
 import { createFromImage, migrate, openDatabase, setSynchronous, withoutSync } from "../db/connection";
-import { features as allFeatures, hooksOf, jobKinds, type Feature } from "../features";
+import { callersOf, features as allFeatures, hooksOf, jobKinds, type Feature } from "../features";
 import { announceVersion } from "../features/instance/instance.service";
 import type { Ctx } from "../platform/context";
 import { JobRunner } from "../platform/jobs/runner";
@@ -54,6 +54,7 @@ export function openInstance(
     tokens,
     mailer,
     hooks: hooksOf(features),
+    callers: callersOf(features),
     baseUrl: publicBaseUrl(config, config.port),
   } as Instance;
   ctx.jobs = new JobRunner(ctx, jobKinds(features));

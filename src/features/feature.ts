@@ -2,7 +2,9 @@ import type { HTMLBundle } from "bun";
 import type { AnyElysia } from "elysia";
 import type {
   AssetsRemovedHook,
+  CallerPort,
   Ctx,
+  Hooks,
   LanguageHook,
   ProjectDictionary,
   ProjectFormHook,
@@ -81,7 +83,12 @@ export type Feature = {
     settingRemoved?: SettingRemovedHook;
     /** Members of the full project form (backups: the project's `backups`). */
     projectForm?: ProjectFormHook;
+    /** Who hears about a user's change, and who may see a user (projects: its co-members); at most one feature each. */
+    userAudience?: Hooks["userAudience"];
+    userVisible?: Hooks["userVisible"];
   };
+  /** The caller port of the HTTP guard (`ctx.callers`; the session feature; exactly one feature). */
+  callers?: CallerPort;
   /** Data dictionaries it adds to the project init payload (spec 4.2), by name. */
   projectDictionaries?: Record<string, ProjectDictionary>;
 };

@@ -58,6 +58,16 @@ export type Hooks = {
    */
   projectForm: ProjectFormHook[];
   /**
+   * Who hears about a change of a user entry: the user and everybody sharing a project with it
+   * (the projects feature, which keeps the memberships). Without it, the user alone.
+   */
+  userAudience?: (tx: Tx, userGid: string) => string[];
+  /**
+   * Self-or-co-member (spec 5.6): whether `viewer` may see `targetGid`'s info (the projects
+   * feature). Without it, oneself only.
+   */
+  userVisible?: (tx: Tx, viewer: Actor, targetGid: string) => boolean;
+  /**
    * Every synchronous project operation of the features (`operations` of their descriptors), by
    * path below `/api/p/<project>/` (`queries/create`): what a batch may run.
    */
@@ -164,6 +174,38 @@ export type ProjectRead = {
   detail: { summary: string; tags: string[] };
 };
 
+/** The account a verified token stands for, as the HTTP guard needs it (a `users` row). */
+export type CallerAccount = { gid: string; kind: "person" | "api"; tokenVersion: number };
+/** A caller's membership of a project, as the HTTP guard and the request limit need it (a `memberships` row). */
+export type CallerMembership = { status: string; options: { rate_limit_per_second?: number | null } };
+
+/**
+ * The port through which the HTTP guard (src/http/auth.ts) and the per-membership request limit
+ * (src/http/membership-limit.ts) learn who calls and whether it belongs to the project, without
+ * importing a feature: the session feature provides it (`callers` of its descriptor) from the
+ * users and members features, and `openInstance` puts it on the context.
+ */
+export type CallerPort = {
+  /**
+   * The account a verified token of (`sub`, token version `tv`) still stands for: active, with that
+   * token version, and for API users an active membership; undefined otherwise. Kept until the next write.
+   */
+  holder(db: DB, sub: string, tv: number): CallerAccount | undefined;
+  /** On arrival at a project path: the caller's membership of the project and the token's holder, in one read. */
+  arrival(
+    db: DB,
+    projectGid: string,
+    sub: string,
+    tv: number,
+  ): { membership: CallerMembership | undefined; holder: CallerAccount | undefined };
+  /** One membership (any status), or undefined. */
+  membership(db: DB, projectGid: string, userGid: string): CallerMembership | undefined;
+  /** The membership's `rate_limit_per_second` (null: none set, or no membership). */
+  rateLimit(db: DB, projectGid: string, userGid: string): number | null;
+  /** The `rate_limit_per_second` of a membership read before (null: none set, or none). */
+  rateLimitOf(membership: CallerMembership | undefined): number | null;
+};
+
 /**
  * What a running instance holds, handed to services, jobs and the CLI alike (built by
  * `openInstance` in src/app/instance.ts). Services use it for the database, files and hub; they
@@ -180,6 +222,8 @@ export interface Ctx {
   /** Background jobs: `ctx.jobs.enqueue({kind, projectGid, userGid, params})` → token. */
   jobs: JobQueue;
   hooks: Hooks;
+  /** Who calls and its membership, for the HTTP guard (see CallerPort). */
+  callers: CallerPort;
   /** The public base URL (no trailing slash), known once the server listens. */
   baseUrl: string;
 }

@@ -212,13 +212,11 @@ describe.skipIf(!CHROMIUM)("web console", () => {
   test("a new version of a file is uploaded from its details and listed beside the earlier one, and its metadata is edited there", async () => {
     await owner.getByRole("button", { name: "Open dropped.png" }).click();
     await owner.getByRole("dialog").getByText("Version 1").waitFor();
-    await owner
-      .locator('input[name="new-version"]')
-      .setInputFiles({
-        name: "dropped-v2.png",
-        mimeType: "image/png",
-        buffer: await png({ r: 20, g: 20, b: 20 }, 120, 60),
-      });
+    await owner.locator('input[name="new-version"]').setInputFiles({
+      name: "dropped-v2.png",
+      mimeType: "image/png",
+      buffer: await png({ r: 20, g: 20, b: 20 }, 120, 60),
+    });
     await owner.getByRole("dialog").getByText("Version 2 (current)").waitFor();
     await owner.getByRole("dialog").getByText("Version 1", { exact: true }).waitFor();
     await owner
@@ -375,13 +373,11 @@ describe.skipIf(!CHROMIUM)("web console", () => {
       uploadThroughput: 64 * 1024,
     });
     try {
-      await owner
-        .locator('input[type="file"][name="upload"]')
-        .setInputFiles({
-          name: "big.bin",
-          mimeType: "application/octet-stream",
-          buffer: Buffer.alloc(4 * 1024 * 1024, 7),
-        });
+      await owner.locator('input[type="file"][name="upload"]').setInputFiles({
+        name: "big.bin",
+        mimeType: "application/octet-stream",
+        buffer: Buffer.alloc(4 * 1024 * 1024, 7),
+      });
       const row = owner.locator('li.upload[data-upload="big.bin"]');
       await row.getByText(/^\d+%$/).waitFor();
       await row.getByRole("button", { name: "Cancel the upload of big.bin" }).click();

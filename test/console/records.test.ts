@@ -374,13 +374,11 @@ describe.skipIf(!CHROMIUM)("web console: records", () => {
     ws.getRow(iceRow).getCell(header.get("Stock")!).value = "many";
     const edited = Buffer.from(await wb.xlsx.writeBuffer());
 
-    await owner
-      .locator('input[name="excel-import"]')
-      .setInputFiles({
-        name: "edited.xlsx",
-        mimeType: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-        buffer: edited,
-      });
+    await owner.locator('input[name="excel-import"]').setInputFiles({
+      name: "edited.xlsx",
+      mimeType: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+      buffer: edited,
+    });
     await owner
       .locator(".excel-result")
       .getByText(/1 updated/)
@@ -401,13 +399,11 @@ describe.skipIf(!CHROMIUM)("web console: records", () => {
     // A workbook naming a record that is not one of the children is refused as a whole; its problems
     // are listed and the workbook with the problem cells marked is offered.
     ws.getRow(iceRow).getCell(1).value = root;
-    await owner
-      .locator('input[name="excel-import"]')
-      .setInputFiles({
-        name: "wrong.xlsx",
-        mimeType: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-        buffer: Buffer.from(await wb.xlsx.writeBuffer()),
-      });
+    await owner.locator('input[name="excel-import"]').setInputFiles({
+      name: "wrong.xlsx",
+      mimeType: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+      buffer: Buffer.from(await wb.xlsx.writeBuffer()),
+    });
     await owner
       .locator(".excel")
       .getByRole("alert")

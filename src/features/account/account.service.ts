@@ -1,20 +1,24 @@
 import { checkSignupPolicy } from "./signup.service";
 import { and, asc, eq, sql } from "drizzle-orm";
-import { rmSync } from "node:fs";
+import { rmSync, writeFileSync } from "node:fs";
 import { fileChanged } from "../../platform/storage/file-facts";
 import type { Ctx } from "../../platform/context";
 import { afterCommit, mutate, type ChangeLog } from "../../db/mutate";
-import { writeFileSync } from "node:fs";
 import type { Answer } from "../../core/answer";
 import { requirePerson } from "../../core/access";
 import type { Actor } from "../../core/actor";
 import { newGid } from "../../core/ids";
 import type { Tx } from "../../db/connection";
 import { squareImage } from "../../platform/images/images";
-import { sessionOf, type Session } from "../session/session.service";
-import { acceptInvitation, declineInvitation } from "../members/members.service";
-import { memberships } from "../members/members.table";
-import { projects } from "../projects/projects.table";
+import { sessionOf, type Session, globalInit } from "../session/session.service";
+import {
+  acceptInvitation,
+  declineInvitation,
+  getMembership,
+  logVisibility,
+  projectMemberRows,
+} from "../members/members.service";
+import { memberships, projects } from "../projects/projects.table";
 import { users } from "../users/users.table";
 import {
   forbidden,
@@ -26,9 +30,8 @@ import {
 } from "../../core/errors";
 import { isLanguage, isTimezone } from "../../core/languages";
 import { renderMail, type MailKind, type MailVars } from "../../platform/mail/templates";
-import { projectAudience, userAudience } from "../members/access.service";
-import { membershipFull, membershipShort } from "../members/members.forms";
-import { projectFull } from "../projects/projects.forms";
+import { projectAudience, userAudience } from "../projects/access.service";
+import { membershipFull, membershipShort, projectFull } from "../projects/projects.forms";
 import { userFull, userShort } from "../users/users.forms";
 import {
   checkCode,
@@ -40,9 +43,7 @@ import {
   type CodeRow,
   type Purpose,
 } from "./codes.service";
-import { getMembership, logVisibility, projectMemberRows } from "../members/members.service";
 import { deletedProjectsOwnedBy, eraseProject, getProject } from "../projects/projects.service";
-import { globalInit } from "../session/session.service";
 import {
   createPerson,
   emailIssues,
@@ -171,7 +172,7 @@ async function completeSignup(ctx: Ctx, input: SignupFinish): Promise<User> {
         .orderBy(asc(users.createdOn))
         .get();
       if (invited) {
-        return updateUser(tx, log, invited.gid, {
+        return updateUser(ctx, tx, log, invited.gid, {
           username: input.username,
           passwordHash: row.passwordHash,
           status: "active",
@@ -266,7 +267,7 @@ async function completePasswordReset(ctx: Ctx, input: ResetFinish): Promise<User
       const user = row.userGids.map((g) => getUser(tx, g)).find((u) => u && u.username === input.username);
       if (!user || user.status !== "active") throw unprocessable("User not found", { username: input.username });
       voidPending(tx, "reset_password", row.email);
-      return setPassword(tx, log, user.gid, hash);
+      return setPassword(ctx, tx, log, user.gid, hash);
     },
   );
 }
@@ -326,7 +327,7 @@ export function completeEmailChange(
       (tx, log, row) => {
         const old = getUser(tx, userGid);
         if (!old) throw unprocessable("User not found");
-        const user = updateUser(tx, log, userGid, { email: row.email });
+        const user = updateUser(ctx, tx, log, userGid, { email: row.email });
         for (const m of tx.select().from(memberships).where(eq(memberships.userGid, userGid)).all()) {
           const n = m.options?.notifications;
           if (!n || !sameEmail(n.email, old.email)) continue;
@@ -364,7 +365,7 @@ export type AccountUpdate = {
 };
 
 /** Checks and writes the profile members; the password (already checked and hashed) is set by the caller. */
-function changeAccount(tx: Tx, log: ChangeLog, userGid: string, input: AccountUpdate): User {
+function changeAccount(ctx: Ctx, tx: Tx, log: ChangeLog, userGid: string, input: AccountUpdate): User {
   const issues: ValidationIssue[] = [];
   const set: Partial<User> = {};
   if (input.username !== undefined) {
@@ -397,7 +398,7 @@ function changeAccount(tx: Tx, log: ChangeLog, userGid: string, input: AccountUp
     if (!u) throw unprocessable("User not found");
     return u;
   }
-  return updateUser(tx, log, userGid, set);
+  return updateUser(ctx, tx, log, userGid, set);
 }
 
 /**
@@ -428,8 +429,8 @@ export async function updateAccount(
     hash = await hashPassword(input.password);
   }
   const user = mutate(ctx.db, ctx.hub, (tx, log) => {
-    const u = changeAccount(tx, log, actor.userGid, input);
-    return hash ? setPassword(tx, log, actor.userGid, hash) : u;
+    const u = changeAccount(ctx, tx, log, actor.userGid, input);
+    return hash ? setPassword(ctx, tx, log, actor.userGid, hash) : u;
   });
   const a = userAnswer(user);
   return hash ? { ...a, token: await ctx.tokens.sign(user.gid, user.tokenVersion) } : a;
@@ -440,7 +441,7 @@ function setAvatar(ctx: Ctx, actor: Actor, avatar: string | null): Answer {
   requirePerson(actor);
   return mutate(ctx.db, ctx.hub, (tx, log) => {
     removeAvatarFile(ctx, getUser(tx, actor.userGid)?.avatar);
-    return userAnswer(updateUser(tx, log, actor.userGid, { avatar }));
+    return userAnswer(updateUser(ctx, tx, log, actor.userGid, { avatar }));
   });
 }
 

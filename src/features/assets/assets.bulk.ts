@@ -27,7 +27,7 @@ import {
 import { pageSelection, resolveSelection } from "../../core/selection";
 import type { Answer } from "../../core/answer";
 import type { Actor } from "../../core/actor";
-import { inProject } from "../members/access.service";
+import { inProject } from "../projects/access.service";
 import { assetSelection } from "./assets.search";
 import { getUser } from "../users/users.service";
 

@@ -5,7 +5,7 @@ import type { Ctx } from "../../platform/context";
 import { afterCommit, type ChangeLog } from "../../db/mutate";
 import type { Answer } from "../../core/answer";
 import type { Actor } from "../../core/actor";
-import { inProject, projectAccess } from "../members/access.service";
+import { inProject, projectAccess } from "../projects/access.service";
 import { preparedOnce, sqliteOf, type DB, type Tx } from "../../db/connection";
 import {
   assets,

@@ -23,7 +23,7 @@ import {
   verifySnapshot,
   writeSnapshot,
 } from "../../platform/backups/snapshot.service";
-import { inProject, projectAudience } from "../members/access.service";
+import { inProject, projectAudience } from "../projects/access.service";
 import { activeProjects, getProject, markBackedUp, setNextBackupVersion } from "../projects/projects.service";
 import { projectFull } from "../projects/projects.forms";
 import { rebuildSearchIn } from "../records/records.service";

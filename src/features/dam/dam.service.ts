@@ -5,7 +5,7 @@ import type { Metadata } from "sharp";
 import { readImageHeader } from "../../platform/images/images";
 import type { AssetsRemovedHook, Ctx } from "../../platform/context";
 import type { Actor } from "../../core/actor";
-import { inProject, projectAccess } from "../members/access.service";
+import { inProject, projectAccess } from "../projects/access.service";
 import {
   defaultKey,
   effectiveBackground,

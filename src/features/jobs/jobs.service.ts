@@ -5,7 +5,7 @@ import type { Tx } from "../../db/connection";
 import { readOnly } from "../../db/mutate";
 import type { Ctx } from "../../platform/context";
 import { getJob, jobObject, type Job } from "../../platform/jobs/queue.service";
-import { inProject } from "../members/access.service";
+import { inProject } from "../projects/access.service";
 import { getProject } from "../projects/projects.service";
 
 /**

@@ -7,15 +7,13 @@ import { mutate, readOnly } from "../../db/mutate";
 import type { Ctx } from "../../platform/context";
 import { renderInvitation } from "../../platform/mail/templates";
 import type { ChangeLog } from "../../db/mutate";
-import { memberships } from "./members.table";
-import { projects } from "../projects/projects.table";
+import { memberships, projects } from "../projects/projects.table";
 import { users } from "../users/users.table";
 import { ApiError, missing, unprocessable, validationFailed } from "../../core/errors";
 import { newGid, now } from "../../core/ids";
 import { isLanguage } from "../../core/languages";
-import { canSeeUser, inProject, projectAudience, userAudience } from "./access.service";
-import { membershipFull, membershipShort, personMembershipOptions } from "./members.forms";
-import { projectShort } from "../projects/projects.forms";
+import { canSeeUser, inProject, projectAudience, userAudience } from "../projects/access.service";
+import { membershipFull, membershipShort, personMembershipOptions, projectShort } from "../projects/projects.forms";
 import { userFull, userShort } from "../users/users.forms";
 import { emailIssues, findByUsername, getUser, type User } from "../users/users.service";
 
@@ -564,24 +562,6 @@ const membershipOptions = preparedOnce((tx) =>
     )
     .prepare(),
 );
-
-/**
- * After memberships were deleted (a project deleted for good): deletes the users that only lived
- * through them, API users and invitees without an account left without any membership, and tells
- * `audience` with `cc.users` DELETE items. Returns the deleted gids.
- */
-export function dropMembershipOrphans(tx: Tx, log: ChangeLog, userGids: string[], audience: string[]): string[] {
-  const dropped: string[] = [];
-  for (const gid of new Set(userGids)) {
-    const u = getUser(tx, gid);
-    if (!u || (u.kind !== "api" && u.status !== "invited")) continue;
-    if (tx.select({ gid: memberships.userGid }).from(memberships).where(eq(memberships.userGid, gid)).get()) continue;
-    tx.delete(users).where(eq(users.gid, gid)).run();
-    log.cc("DELETE", "cc.users", gid, [...new Set([...audience, gid])]);
-    dropped.push(gid);
-  }
-  return dropped;
-}
 
 // ---------------------------------------------------------------------------------------------
 // The operations (routes, batch and the CLI call these): access checked, one unit of work each.

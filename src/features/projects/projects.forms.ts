@@ -1,9 +1,10 @@
 import type { Tx } from "../../db/connection";
 import type { Ctx } from "../../platform/context";
 import { projectOptions } from "./projects.options";
-import type { projects } from "./projects.table";
+import type { memberships, projects } from "./projects.table";
 
 type Project = typeof projects.$inferSelect;
+type Membership = typeof memberships.$inferSelect;
 /** The columns of the short form. */
 export type ProjectHead = Pick<Project, "gid" | "name" | "icon" | "owner" | "status">;
 
@@ -26,4 +27,19 @@ export function projectFull(ctx: Pick<Ctx, "hooks">, tx: Tx, p: Project) {
  */
 export function projectShort(p: ProjectHead) {
   return { gid: p.gid, name: p.name, icon: p.icon, owner: p.owner, status: p.status };
+}
+
+/** Full membership form: options included. */
+export function membershipFull(m: Membership) {
+  return { project_gid: m.projectGid, user_gid: m.userGid, status: m.status, roles: m.roles, options: m.options };
+}
+
+/** Short membership form: options omitted. */
+export function membershipShort(m: Membership) {
+  return { project_gid: m.projectGid, user_gid: m.userGid, status: m.status, roles: m.roles };
+}
+
+/** Default options of a person's membership. */
+export function personMembershipOptions(email: string) {
+  return { notifications: { email, events: ["all"], frequency: "immediate" }, rate_limit_per_second: null };
 }

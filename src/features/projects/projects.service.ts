@@ -12,14 +12,12 @@ import { preparedOnce, sqliteOf, type Tx } from "../../db/connection";
 import { afterCommit, mutate, type ChangeLog } from "../../db/mutate";
 import type { Ctx } from "../../platform/context";
 import { squareImage } from "../../platform/images/images";
-import { inProject, projectAccess, projectAudience } from "../members/access.service";
-import { membershipFull, personMembershipOptions } from "../members/members.forms";
-import { memberships } from "../members/members.table";
-import { dropMembershipOrphans } from "../members/members.service";
+import { inProject, projectAccess, projectAudience } from "./access.service";
+import { membershipFull, personMembershipOptions, projectFull, type ProjectHead } from "./projects.forms";
+import { memberships, projects } from "./projects.table";
 import { getUser } from "../users/users.service";
+import { users } from "../users/users.table";
 import { newProjectOptions } from "./projects.options";
-import { projectFull, type ProjectHead } from "./projects.forms";
-import { projects } from "./projects.table";
 
 export type Project = typeof projects.$inferSelect;
 
@@ -324,4 +322,22 @@ export async function permanentlyDeleteProject(ctx: Ctx, actor: Actor, input: { 
       return { result: {}, data: {} };
     }),
   );
+}
+
+/**
+ * After memberships were deleted (a project deleted for good): deletes the users that only lived
+ * through them, API users and invitees without an account left without any membership, and tells
+ * `audience` with `cc.users` DELETE items. Returns the deleted gids.
+ */
+export function dropMembershipOrphans(tx: Tx, log: ChangeLog, userGids: string[], audience: string[]): string[] {
+  const dropped: string[] = [];
+  for (const gid of new Set(userGids)) {
+    const u = getUser(tx, gid);
+    if (!u || (u.kind !== "api" && u.status !== "invited")) continue;
+    if (tx.select({ gid: memberships.userGid }).from(memberships).where(eq(memberships.userGid, gid)).get()) continue;
+    tx.delete(users).where(eq(users.gid, gid)).run();
+    log.cc("DELETE", "cc.users", gid, [...new Set([...audience, gid])]);
+    dropped.push(gid);
+  }
+  return dropped;
 }

@@ -12,7 +12,7 @@ import type { ChangeLog } from "../../db/mutate";
 import type { Ctx } from "../../platform/context";
 import type { JobKind, Progress } from "../../platform/jobs/runner";
 import type { Received } from "../../platform/storage/storage";
-import { projectAccess } from "../members/access.service";
+import { projectAccess } from "../projects/access.service";
 import { rowOf, valueContextOf } from "../schema/items.service";
 import { LIST_TYPES, type FieldType } from "../schema/schema.types";
 import {

@@ -6,7 +6,7 @@ import { newGid, now } from "../../core/ids";
 import { sqliteOf, type Tx } from "../../db/connection";
 import { unitMemo, type ChangeLog } from "../../db/mutate";
 import type { Ctx } from "../../platform/context";
-import { inProject } from "../members/access.service";
+import { inProject } from "../projects/access.service";
 import { baseDefinitionIn } from "../schema/definitions.service";
 import { rowOf, type Project } from "../schema/items.service";
 import { ALL_CHANNEL } from "../projects/projects.options";

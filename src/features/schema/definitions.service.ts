@@ -3,7 +3,7 @@ import type { Actor } from "../../core/actor";
 import type { Ctx } from "../../platform/context";
 import type { Tx } from "../../db/connection";
 import type { ChangeLog } from "../../db/mutate";
-import { inProject } from "../members/access.service";
+import { inProject } from "../projects/access.service";
 import type { ValidationIssue } from "../../core/errors";
 import { projectOptions } from "../projects/projects.options";
 import {

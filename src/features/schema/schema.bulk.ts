@@ -4,7 +4,7 @@ import { ApiError } from "../../core/errors";
 import { pageSelection, resolveSelection } from "../../core/selection";
 import type { Ctx } from "../../platform/context";
 import type { JobKind } from "../../platform/jobs/runner";
-import { inProject } from "../members/access.service";
+import { inProject } from "../projects/access.service";
 import { getUser } from "../users/users.service";
 import * as C from "./classes.service";
 import * as D from "./definitions.service";

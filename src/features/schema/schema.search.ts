@@ -23,7 +23,7 @@ import {
 import type { SelectionItem, SelectionResolver } from "../../core/selection";
 import { sqliteOf, type Tx } from "../../db/connection";
 import type { Ctx } from "../../platform/context";
-import { inProject } from "../members/access.service";
+import { inProject } from "../projects/access.service";
 import { getProject } from "../projects/projects.service";
 import { projectOptions } from "../projects/projects.options";
 import { rowsOf } from "./items.service";

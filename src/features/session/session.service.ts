@@ -3,18 +3,24 @@ import { actorOf, type Actor } from "../../core/actor";
 import type { DB, Tx } from "../../db/connection";
 import { largeUntilChanged, mutate, readOnly, untilChanged } from "../../db/mutate";
 import { userOfKey } from "../apikeys/apikeys.service";
-import { mayAccessProject, readProject } from "../members/access.service";
+import { mayAccessProject, readProject } from "../projects/access.service";
 import type { Ctx } from "../../platform/context";
 import { getProject, projectsOwnedBy } from "../projects/projects.service";
 import { permissionDenied } from "../../core/errors";
 import { LANGUAGES } from "../../core/languages";
 import { VERSION } from "../../version";
-import { membershipFull, membershipShort } from "../members/members.forms";
-import { projectFull, projectShort } from "../projects/projects.forms";
+import { membershipFull, membershipShort, projectFull, projectShort } from "../projects/projects.forms";
 import { userFull, userShort } from "../users/users.forms";
-import { membershipsOf, membershipsWithUsers, projectMemberRows, SEEN_BY_MEMBERS } from "../members/members.service";
+import {
+  membershipsOf,
+  membershipsWithUsers,
+  projectMemberRows,
+  SEEN_BY_MEMBERS,
+  getMembership,
+  hasActiveMembership,
+  type Membership,
+} from "../members/members.service";
 import { getUser, verifyLogin, type User } from "../users/users.service";
-import { getMembership, hasActiveMembership, type Membership } from "../members/members.service";
 import { currentCursor } from "../../db/cursor";
 
 /**

@@ -1,6 +1,6 @@
 import { ApiError, permissionDenied } from "../../core/errors";
 import type { Tx } from "../../db/connection";
-import { projectAccess } from "../members/access.service";
+import { projectAccess } from "../projects/access.service";
 import { tokenHolder } from "../session/session.service";
 
 /** Why a sync socket may no longer receive data: its token (disconnect) or its project (unsubscribe). */

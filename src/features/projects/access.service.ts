@@ -4,8 +4,7 @@ import type { Actor } from "../../core/actor";
 import { preparedOnce, sqliteOf, type Tx } from "../../db/connection";
 import { inUnit, mutate, readOnly, unitMemo, untilChanged, type ChangeLog } from "../../db/mutate";
 import type { Ctx } from "../../platform/context";
-import { projects } from "../projects/projects.table";
-import { memberships } from "./members.table";
+import { memberships, projects } from "./projects.table";
 
 /**
  * The access checks of every project feature and the one helper that runs a project operation:
