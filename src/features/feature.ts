@@ -86,6 +86,8 @@ export type Feature = {
     /** Who hears about a user's change, and who may see a user (projects: its co-members); at most one feature each. */
     userAudience?: Hooks["userAudience"];
     userVisible?: Hooks["userVisible"];
+    /** A project's owner (projects; at most one feature), for the job queue's audiences. */
+    projectOwner?: Hooks["projectOwner"];
   };
   /** The caller port of the HTTP guard (`ctx.callers`; the session feature; exactly one feature). */
   callers?: CallerPort;

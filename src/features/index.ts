@@ -135,7 +135,7 @@ export function hooksOf(list: readonly Feature[] = features): Hooks {
     if (f.hooks?.languageRemoved) hooks.languageRemoved.push(f.hooks.languageRemoved);
     if (f.hooks?.settingRemoved) hooks.settingRemoved.push(f.hooks.settingRemoved);
     if (f.hooks?.projectForm) hooks.projectForm.push(f.hooks.projectForm);
-    for (const name of ["userAudience", "userVisible"] as const) {
+    for (const name of ["userAudience", "userVisible", "projectOwner"] as const) {
       const hook = f.hooks?.[name];
       if (!hook) continue;
       if (hooks[name]) throw new Error(`${name} is declared twice (${f.name})`);

@@ -6,7 +6,7 @@ import type { Logger } from "../core/log";
 import type { QueryExpander } from "../core/selection";
 import type { DB, Tx } from "../db/connection";
 import type { ChangeLog } from "../db/mutate";
-import type { JobQueue } from "./jobs/queue.service";
+import type { JobQueue, ProjectOwner } from "./jobs/queue.service";
 import type { Mailer } from "./mail/mailer";
 import type { Storage } from "./storage/storage";
 import type { Hub } from "./sync/hub";
@@ -67,6 +67,8 @@ export type Hooks = {
    * feature). Without it, oneself only.
    */
   userVisible?: (tx: Tx, viewer: Actor, targetGid: string) => boolean;
+  /** The owner of a project (the projects feature), who sees its jobs' sync items with their starter. */
+  projectOwner?: ProjectOwner;
   /**
    * Every synchronous project operation of the features (`operations` of their descriptors), by
    * path below `/api/p/<project>/` (`queries/create`): what a batch may run.

@@ -1,3 +1,4 @@
+import { queuedJobCount } from "../../platform/jobs/queue.service";
 import { accessSync, constants, existsSync, rmSync, statfsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Ctx } from "../../platform/context";
@@ -77,7 +78,7 @@ function jobsCheck(ctx: Ctx): Check {
   const l = runner.liveness?.();
   let queued = 0;
   try {
-    queued = (ctx.db.$client.query("SELECT count(*) AS n FROM jobs WHERE status = 'queued'").get() as { n: number }).n;
+    queued = queuedJobCount(ctx.db);
   } catch {}
   if (!l) return { ok: false, alive: false, queued, error: "No job runner" };
   return {

@@ -1,6 +1,7 @@
 import type { Feature } from "../feature";
 import { canSeeUser, userAudience } from "./access.service";
 import { projectRoutes } from "./projects.routes";
+import { getProject } from "./projects.service";
 
 /**
  * Projects: create, rename, icon, delete, undelete, permanent delete; their memberships and the
@@ -10,5 +11,5 @@ import { projectRoutes } from "./projects.routes";
 export const projectsFeature: Feature = {
   name: "projects",
   routes: projectRoutes,
-  hooks: { userAudience, userVisible: canSeeUser },
+  hooks: { userAudience, userVisible: canSeeUser, projectOwner: (tx, gid) => getProject(tx, gid)?.owner },
 };
