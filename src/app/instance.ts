@@ -4,7 +4,7 @@ import { Logger } from "../core/log";
 import { startupStep } from "../core/startup";
 import { createFromImage, migrate, openDatabase, setSynchronous, withoutSync } from "../db/connection";
 import { callersOf, features as allFeatures, hooksOf, jobKinds, type Feature } from "../features";
-import { announceVersion } from "../features/instance/instance.service";
+import { announceVersion } from "../features/instance/instance.api";
 import type { Ctx } from "../platform/context";
 import { JobRunner } from "../platform/jobs/runner";
 import { Mailer } from "../platform/mail/mailer";

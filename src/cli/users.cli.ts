@@ -9,7 +9,7 @@ import {
   passwordIssues,
   setPassword,
   updateUser,
-} from "../features/users/users.service";
+} from "../features/users/users.api";
 import { stringFlag, UsageError } from "./args";
 import { readPassword } from "./password";
 

@@ -10,14 +10,14 @@ import type { Actor } from "../../core/actor";
 import { newGid } from "../../core/ids";
 import type { Tx } from "../../db/connection";
 import { squareImage } from "../../platform/images/images";
-import { sessionOf, type Session, globalInit } from "../session/session.service";
+import { sessionOf, type Session, globalInit } from "../session/session.api";
 import {
   acceptInvitation,
   declineInvitation,
   getMembership,
   logVisibility,
   projectMemberRows,
-} from "../members/members.service";
+} from "../members/members.api";
 import { memberships, projects } from "../projects/projects.table";
 import { users } from "../users/users.table";
 import {
@@ -30,21 +30,19 @@ import {
 } from "../../core/errors";
 import { isLanguage, isTimezone } from "../../core/languages";
 import { renderMail, type MailKind, type MailVars } from "../../platform/mail/templates";
-import { projectAudience, userAudience } from "../projects/access.service";
-import { membershipFull, membershipShort, projectFull } from "../projects/projects.forms";
-import { userFull, userShort } from "../users/users.forms";
 import {
-  checkCode,
-  CODE_LENGTH,
-  deleteCodesOf,
-  findCode,
-  issueCode,
-  voidPending,
-  type CodeRow,
-  type Purpose,
-} from "./codes.service";
-import { deletedProjectsOwnedBy, eraseProject, getProject } from "../projects/projects.service";
+  projectAudience,
+  userAudience,
+  membershipFull,
+  membershipShort,
+  projectFull,
+  deletedProjectsOwnedBy,
+  eraseProject,
+  getProject,
+} from "../projects/projects.api";
 import {
+  userFull,
+  userShort,
   createPerson,
   emailIssues,
   findByUsername,
@@ -55,7 +53,17 @@ import {
   updateUser,
   usernameIssues,
   type User,
-} from "../users/users.service";
+} from "../users/users.api";
+import {
+  checkCode,
+  CODE_LENGTH,
+  deleteCodesOf,
+  findCode,
+  issueCode,
+  voidPending,
+  type CodeRow,
+  type Purpose,
+} from "./codes.service";
 
 /** What every request step answers (the same whether or not an account exists). */
 export type StepOne = { validation_code: string; expires_on: number; code_length: number };

@@ -4,7 +4,7 @@ import { forbidden, unprocessable } from "../../core/errors";
 import { mutate } from "../../db/mutate";
 import type { Tx } from "../../db/connection";
 import type { Ctx } from "../../platform/context";
-import { getUser, listUsers, updateUser, type User } from "../users/users.service";
+import { getUser, listUsers, updateUser, type User } from "../users/users.api";
 
 /** What an admin sees of an account (never its password hash or token version). */
 export function adminUserForm(u: User) {

@@ -4,15 +4,14 @@ import type { Answer } from "../../core/answer";
 import type { Actor } from "../../core/actor";
 import type { Tx } from "../../db/connection";
 import type { Ctx } from "../../platform/context";
-import { inProject, projectAudience, userAudience } from "../projects/access.service";
+import { inProject, projectAudience, userAudience, membershipFull } from "../projects/projects.api";
 import type { ChangeLog } from "../../db/mutate";
 import { apikeys } from "./apikeys.table";
 import { memberships, projects } from "../projects/projects.table";
 import { users } from "../users/users.table";
 import { forbidden, unprocessable, validationFailed, type ValidationIssue } from "../../core/errors";
 import { newGid, newSecret, now } from "../../core/ids";
-import { apiUserForm } from "../users/users.forms";
-import { membershipFull } from "../projects/projects.forms";
+import { apiUserForm, getUser, updateUser, type User } from "../users/users.api";
 import {
   memberToInactive,
   getMembership,
@@ -20,8 +19,7 @@ import {
   logVisibility,
   memberToActive,
   type Membership,
-} from "../members/members.service";
-import { getUser, updateUser, type User } from "../users/users.service";
+} from "../members/members.api";
 
 type Project = typeof projects.$inferSelect;
 export type ApiKey = typeof apikeys.$inferSelect;

@@ -27,9 +27,9 @@ import {
 import { pageSelection, resolveSelection } from "../../core/selection";
 import type { Answer } from "../../core/answer";
 import type { Actor } from "../../core/actor";
-import { inProject } from "../projects/access.service";
+import { inProject } from "../projects/projects.api";
 import { assetSelection } from "./assets.search";
-import { getUser } from "../users/users.service";
+import { getUser } from "../users/users.api";
 
 /**
  * Bulk operations over an asset selection (spec 4.3). The selection is resolved and checked when

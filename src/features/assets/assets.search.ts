@@ -24,7 +24,7 @@ import {
 import type { SelectionItem, SelectionResolver } from "../../core/selection";
 import { sqliteOf, type Tx } from "../../db/connection";
 import type { Ctx } from "../../platform/context";
-import { inProject } from "../projects/access.service";
+import { inProject } from "../projects/projects.api";
 import { assetDictionary, assetsByIds, ensureRoot, metadataFields, type Asset } from "./assets.service";
 
 /**

@@ -5,7 +5,7 @@ import type { Ctx } from "../../platform/context";
 import { afterCommit, type ChangeLog } from "../../db/mutate";
 import type { Answer } from "../../core/answer";
 import type { Actor } from "../../core/actor";
-import { inProject, projectAccess } from "../projects/access.service";
+import { inProject, projectAccess, getProject, projectOptions } from "../projects/projects.api";
 import { preparedOnce, sqliteOf, type DB, type Tx } from "../../db/connection";
 import {
   assets,
@@ -16,8 +16,6 @@ import {
   type Localized,
 } from "./assets.table";
 import { FilterError, pageWindow } from "../../core/filter";
-import { getProject } from "../projects/projects.service";
-import { projectOptions } from "../projects/projects.options";
 import { ApiError, badRequest, invalidParameter, missing, unprocessable } from "../../core/errors";
 import type { Received, ReceivedFile } from "../../platform/storage/storage";
 import { analyseFile, inspectHead, type HeadFindings } from "../../platform/images/file-info";

@@ -1,3 +1,4 @@
+import { Database } from "bun:sqlite";
 import { and, desc, eq, max } from "drizzle-orm";
 import { existsSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
 import { fsp } from "../../platform/storage/fsp";
@@ -23,10 +24,16 @@ import {
   verifySnapshot,
   writeSnapshot,
 } from "../../platform/backups/snapshot.service";
-import { inProject, projectAudience } from "../projects/access.service";
-import { activeProjects, getProject, markBackedUp, setNextBackupVersion } from "../projects/projects.service";
-import { projectFull } from "../projects/projects.forms";
-import { rebuildSearchIn } from "../records/records.service";
+import {
+  inProject,
+  projectAudience,
+  activeProjects,
+  getProject,
+  markBackedUp,
+  setNextBackupVersion,
+  projectFull,
+} from "../projects/projects.api";
+import { rebuildSearchIn } from "../records/records.api";
 
 export type Backup = typeof backups.$inferSelect;
 
@@ -613,4 +620,32 @@ export function removeBackup(
     }
     return { result: { project: projectGid }, data: projectData(ctx, tx, projectGid) };
   });
+}
+
+/**
+ * Project backups recorded in a data folder's database (read-only, safe beside a running server):
+ * `apis backup list`, which runs without an open instance.
+ */
+export function listProjectBackups(dataDir: string) {
+  const file = join(dataDir, "apis.db");
+  if (!existsSync(file)) return [];
+  const db = new Database(file, { readonly: true });
+  try {
+    db.exec("PRAGMA busy_timeout = 5000");
+    return db
+      .query("SELECT gid, project_gid, name, status, size, scheduled, created_on FROM backups ORDER BY created_on DESC")
+      .all() as {
+      gid: string;
+      project_gid: string;
+      name: string;
+      status: string;
+      size: number;
+      scheduled: number;
+      created_on: number;
+    }[];
+  } catch {
+    return [];
+  } finally {
+    db.close();
+  }
 }

@@ -3,7 +3,7 @@ import type { Actor } from "../../core/actor";
 import { ApiError } from "../../core/errors";
 import { forgetUnitMemo, startUnitMemo, wholeOrNothing } from "../../db/mutate";
 import type { Ctx, ProjectOperation } from "../../platform/context";
-import { inProject } from "../projects/access.service";
+import { inProject } from "../projects/projects.api";
 
 /** One checked sub-request: the operation and its body (resolved and checked by the HTTP layer). */
 export type BatchStep = { op: ProjectOperation; input: unknown };

@@ -5,7 +5,7 @@ import type { Metadata } from "sharp";
 import { readImageHeader } from "../../platform/images/images";
 import type { AssetsRemovedHook, Ctx } from "../../platform/context";
 import type { Actor } from "../../core/actor";
-import { inProject, projectAccess } from "../projects/access.service";
+import { inProject, projectAccess } from "../projects/projects.api";
 import {
   defaultKey,
   effectiveBackground,
@@ -28,9 +28,8 @@ import {
 } from "./dam.transform";
 import { mutate } from "../../db/mutate";
 import { withoutSync, type DB } from "../../db/connection";
-import { assetLookups, assetVersionsOf, setPublication, type Asset } from "../assets/assets.service";
+import { assetLookups, assetVersionsOf, setPublication, type Asset, imageFacts } from "../assets/assets.api";
 import { damTransforms } from "./dam.table";
-import { imageFacts } from "../assets/assets.service";
 import { badRequest, unprocessable } from "../../core/errors";
 import { now } from "../../core/ids";
 import { originalPath, parseStorageName, STORAGE_NAME } from "../../platform/storage/originals";

@@ -12,10 +12,17 @@ import { users } from "../users/users.table";
 import { ApiError, missing, unprocessable, validationFailed } from "../../core/errors";
 import { newGid, now } from "../../core/ids";
 import { isLanguage } from "../../core/languages";
-import { canSeeUser, inProject, projectAudience, userAudience } from "../projects/access.service";
-import { membershipFull, membershipShort, personMembershipOptions, projectShort } from "../projects/projects.forms";
-import { userFull, userShort } from "../users/users.forms";
-import { emailIssues, findByUsername, getUser, type User } from "../users/users.service";
+import {
+  canSeeUser,
+  inProject,
+  projectAudience,
+  userAudience,
+  membershipFull,
+  membershipShort,
+  personMembershipOptions,
+  projectShort,
+} from "../projects/projects.api";
+import { userFull, userShort, emailIssues, findByUsername, getUser, type User } from "../users/users.api";
 
 export type Membership = typeof memberships.$inferSelect;
 type Project = typeof projects.$inferSelect;

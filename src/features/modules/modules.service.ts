@@ -4,7 +4,7 @@ import type { Tx } from "../../db/connection";
 import { mutate, type ChangeLog } from "../../db/mutate";
 import { forbidden, invalidParameter, missing, unprocessable } from "../../core/errors";
 import { newGid, now } from "../../core/ids";
-import { activeMembership, projectAccess } from "../projects/access.service";
+import { activeMembership, projectAccess } from "../projects/projects.api";
 import { modules, type ModuleAction, type ModuleLog } from "./modules.table";
 
 /** Who is asking: the user and whether it is a person or an API user. */

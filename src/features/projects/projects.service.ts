@@ -15,7 +15,7 @@ import { squareImage } from "../../platform/images/images";
 import { inProject, projectAccess, projectAudience } from "./access.service";
 import { membershipFull, personMembershipOptions, projectFull, type ProjectHead } from "./projects.forms";
 import { memberships, projects } from "./projects.table";
-import { getUser } from "../users/users.service";
+import { getUser } from "../users/users.api";
 import { users } from "../users/users.table";
 import { newProjectOptions } from "./projects.options";
 

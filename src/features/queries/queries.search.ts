@@ -1,8 +1,8 @@
 import { sql } from "drizzle-orm";
 import type { Tx } from "../../db/connection";
 import { jsonKeyPath, makeDomain, validationField, type FieldSpec, type FilterDomain } from "../../core/filter";
-import { recordsDomain } from "../records/records.search";
-import { schemaDomain } from "../schema/schema.search";
+import { recordsDomain } from "../records/records.api";
+import { schemaDomain } from "../schema/schema.api";
 import type { QueryType } from "./queries.table";
 
 /**
@@ -69,11 +69,6 @@ const providers = new Map<QueryType, DomainProvider>([
   // The schema search's own fields (src/features/schema/schema.search.ts).
   ["schema", () => schemaDomain()],
 ]);
-
-/** Replaces the default domain of a query type with the real one of its search. */
-export function provideQueryDomain(type: QueryType, provider: DomainProvider): void {
-  providers.set(type, provider);
-}
 
 /** The domain a saved query of this type is checked against. */
 export function queryDomain(tx: Tx, projectGid: string, type: QueryType): FilterDomain {

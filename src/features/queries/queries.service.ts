@@ -5,7 +5,7 @@ import type { ChangeLog } from "../../db/mutate";
 import { ApiError, invalidParameter, missing, unprocessable } from "../../core/errors";
 import { FilterError, parseFilter } from "../../core/filter";
 import { newGid, now } from "../../core/ids";
-import { inProject, projectAccess } from "../projects/access.service";
+import { inProject, projectAccess } from "../projects/projects.api";
 import { queryDomain } from "./queries.search";
 import { QUERY_TYPES, queries, type QueryType } from "./queries.table";
 

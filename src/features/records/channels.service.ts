@@ -5,7 +5,7 @@ import { now } from "../../core/ids";
 import type { Tx } from "../../db/connection";
 import type { Ctx } from "../../platform/context";
 import type { JobKind } from "../../platform/jobs/runner";
-import { ALL_CHANNEL } from "../projects/projects.options";
+import { ALL_CHANNEL } from "../projects/projects.api";
 import {
   db,
   descendants,

@@ -12,9 +12,8 @@ import type { ChangeLog } from "../../db/mutate";
 import type { Ctx } from "../../platform/context";
 import type { JobKind, Progress } from "../../platform/jobs/runner";
 import type { Received } from "../../platform/storage/storage";
-import { projectAccess } from "../projects/access.service";
-import { rowOf, valueContextOf } from "../schema/items.service";
-import { LIST_TYPES, type FieldType } from "../schema/schema.types";
+import { projectAccess } from "../projects/projects.api";
+import { rowOf, valueContextOf, LIST_TYPES, type FieldType } from "../schema/schema.api";
 import {
   childDefinitionIn,
   childrenIn,

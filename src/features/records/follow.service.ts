@@ -10,10 +10,8 @@ import type {
   SettingRemovedHook,
 } from "../../platform/context";
 import type { JobKind } from "../../platform/jobs/runner";
-import { getProject, type Project } from "../projects/projects.service";
-import { schemaStamp, valueContextOf } from "../schema/items.service";
-import { LIST_TYPES, valueSchema, type FieldType } from "../schema/schema.types";
-import { ALL_CHANNEL } from "../projects/projects.options";
+import { getProject, type Project, ALL_CHANNEL } from "../projects/projects.api";
+import { schemaStamp, valueContextOf, LIST_TYPES, valueSchema, type FieldType } from "../schema/schema.api";
 import { COLUMNS, db, recOf, Touch, writeSearch, type Vals } from "./records.service";
 import {
   checksOf,

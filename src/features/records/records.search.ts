@@ -20,8 +20,7 @@ import {
   type FieldSpec,
   type FilterNode,
 } from "../../core/filter";
-import { LIST_TYPES, type FieldType } from "../schema/schema.types";
-import { rowsOf } from "../schema/items.service";
+import { LIST_TYPES, type FieldType, rowsOf } from "../schema/schema.api";
 import { db, DELETED, formsOf, recordsRead, rowsByIds } from "./records.service";
 import { SEARCH_SLOT_BITS, searchSlot, SHARED, type SchemaView } from "./values.service";
 

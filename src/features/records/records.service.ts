@@ -6,10 +6,8 @@ import { newGid, now } from "../../core/ids";
 import { sqliteOf, type Tx } from "../../db/connection";
 import { unitMemo, type ChangeLog } from "../../db/mutate";
 import type { Ctx } from "../../platform/context";
-import { inProject } from "../projects/access.service";
-import { baseDefinitionIn } from "../schema/definitions.service";
-import { rowOf, type Project } from "../schema/items.service";
-import { ALL_CHANNEL } from "../projects/projects.options";
+import { inProject, ALL_CHANNEL } from "../projects/projects.api";
+import { baseDefinitionIn, rowOf, type Project } from "../schema/schema.api";
 import type { RecordChecks } from "./records.table";
 import {
   applyFields,

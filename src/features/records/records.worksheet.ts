@@ -1,8 +1,7 @@
 import type { Actor } from "../../core/actor";
 import type { Answer } from "../../core/answer";
 import type { Ctx } from "../../platform/context";
-import { layoutOf, Out } from "../schema/copies.service";
-import { rowsOf } from "../schema/items.service";
+import { layoutOf, Out, rowsOf } from "../schema/schema.api";
 import {
   childrenIn,
   db,

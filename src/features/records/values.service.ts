@@ -2,11 +2,19 @@ import type { z } from "zod";
 import { invalidParameter } from "../../core/errors";
 import { LANGUAGE_CODES } from "../../core/languages";
 import type { Tx } from "../../db/connection";
-import { assetsByGids } from "../assets/assets.service";
-import { rowOf, schemaStamp, valueContextOf, type Project } from "../schema/items.service";
-import { LIST_TYPES, valueSchema, type FieldLike, type FieldType } from "../schema/schema.types";
-import { definitionFields } from "../schema/definitions.service";
-import { projectOptions, type ProjectOptions } from "../projects/projects.options";
+import { assetsByGids } from "../assets/assets.api";
+import {
+  rowOf,
+  schemaStamp,
+  valueContextOf,
+  type Project,
+  LIST_TYPES,
+  valueSchema,
+  type FieldLike,
+  type FieldType,
+  definitionFields,
+} from "../schema/schema.api";
+import { projectOptions, type ProjectOptions } from "../projects/projects.api";
 import type { RecordChecks, RecordRow } from "./records.table";
 
 /**

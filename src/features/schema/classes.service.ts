@@ -3,7 +3,7 @@ import type { Actor } from "../../core/actor";
 import type { Ctx } from "../../platform/context";
 import type { ChangeLog } from "../../db/mutate";
 import type { Tx } from "../../db/connection";
-import { inProject } from "../projects/access.service";
+import { inProject } from "../projects/projects.api";
 import type { ValidationIssue } from "../../core/errors";
 import { clearMetadata, setMetadata, type MetadataInput } from "./fields.service";
 import {

@@ -6,7 +6,7 @@ import { newGid, now } from "../../core/ids";
 import type { Tx } from "../../db/connection";
 import type { ChangeLog } from "../../db/mutate";
 import type { Ctx, SchemaChange } from "../../platform/context";
-import { readProject } from "../projects/access.service";
+import { readProject } from "../projects/projects.api";
 import {
   cannot,
   definitionsUsingClass,

@@ -3,9 +3,8 @@ import type { Actor } from "../../core/actor";
 import type { Ctx } from "../../platform/context";
 import type { Tx } from "../../db/connection";
 import type { ChangeLog } from "../../db/mutate";
-import { inProject } from "../projects/access.service";
+import { inProject, projectOptions } from "../projects/projects.api";
 import type { ValidationIssue } from "../../core/errors";
-import { projectOptions } from "../projects/projects.options";
 import {
   changeLayout,
   committedFields,

@@ -2,9 +2,8 @@ import type { Answer } from "../../core/answer";
 import type { Actor } from "../../core/actor";
 import type { Ctx } from "../../platform/context";
 import type { Tx } from "../../db/connection";
-import { inProject } from "../projects/access.service";
+import { inProject, projectOptions } from "../projects/projects.api";
 import { invalidParameter, type ValidationIssue } from "../../core/errors";
-import { projectOptions } from "../projects/projects.options";
 import { checkOptions, checkValue, FIELD_TYPES, isFieldType, LIST_TYPES, type FieldType } from "./schema.types";
 import {
   metadataDict,

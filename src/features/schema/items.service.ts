@@ -2,8 +2,8 @@ import { invalidParameter, unprocessable, validationFailed, type ValidationIssue
 import { sqliteOf, type Tx } from "../../db/connection";
 import type { Action, ChangeLog } from "../../db/mutate";
 import type { Ctx, SchemaKind } from "../../platform/context";
-import type { ProjectAccess } from "../projects/access.service";
-import { projectOptions } from "../projects/projects.options";
+import type { ProjectAccess } from "../projects/projects.api";
+import { projectOptions } from "../projects/projects.api";
 import { classes, definitions, fields, layouts, type SchemaRow, type SchemaTable } from "./schema.table";
 import { fromSnapshot, schemaGeneration } from "./schema.generation";
 

@@ -3,7 +3,7 @@ import type { Actor } from "../../core/actor";
 import type { Ctx } from "../../platform/context";
 import type { ChangeLog } from "../../db/mutate";
 import type { Tx } from "../../db/connection";
-import { inProject, readProject } from "../projects/access.service";
+import { inProject, readProject } from "../projects/projects.api";
 import { missing, unprocessable, type ValidationIssue } from "../../core/errors";
 import { newGid } from "../../core/ids";
 import { cannot, mustGet, nameIssues, orFail, rowsOf, snapshotValue } from "./items.service";

@@ -23,9 +23,7 @@ import {
 import type { SelectionItem, SelectionResolver } from "../../core/selection";
 import { sqliteOf, type Tx } from "../../db/connection";
 import type { Ctx } from "../../platform/context";
-import { inProject } from "../projects/access.service";
-import { getProject } from "../projects/projects.service";
-import { projectOptions } from "../projects/projects.options";
+import { inProject, getProject, projectOptions } from "../projects/projects.api";
 import { rowsOf } from "./items.service";
 import type { SchemaRow } from "./schema.table";
 import { Out } from "./copies.service";

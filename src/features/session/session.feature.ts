@@ -1,5 +1,5 @@
 import type { Feature } from "../feature";
-import { getMembership, membershipRateLimit, rateLimitOf } from "../members/members.service";
+import { getMembership, membershipRateLimit, rateLimitOf } from "../members/members.api";
 import { sessionReads, sessionRoutes } from "./session.routes";
 import { arrivalLook, requestHolder } from "./session.service";
 

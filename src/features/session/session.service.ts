@@ -2,15 +2,22 @@ import { lastingAnswer, type Answer } from "../../core/answer";
 import { actorOf, type Actor } from "../../core/actor";
 import type { DB, Tx } from "../../db/connection";
 import { largeUntilChanged, mutate, readOnly, untilChanged } from "../../db/mutate";
-import { userOfKey } from "../apikeys/apikeys.service";
-import { mayAccessProject, readProject } from "../projects/access.service";
+import { userOfKey } from "../apikeys/apikeys.api";
+import {
+  mayAccessProject,
+  readProject,
+  getProject,
+  projectsOwnedBy,
+  membershipFull,
+  membershipShort,
+  projectFull,
+  projectShort,
+} from "../projects/projects.api";
 import type { Ctx } from "../../platform/context";
-import { getProject, projectsOwnedBy } from "../projects/projects.service";
 import { permissionDenied } from "../../core/errors";
 import { LANGUAGES } from "../../core/languages";
 import { VERSION } from "../../version";
-import { membershipFull, membershipShort, projectFull, projectShort } from "../projects/projects.forms";
-import { userFull, userShort } from "../users/users.forms";
+import { userFull, userShort, getUser, verifyLogin, type User } from "../users/users.api";
 import {
   membershipsOf,
   membershipsWithUsers,
@@ -19,8 +26,7 @@ import {
   getMembership,
   hasActiveMembership,
   type Membership,
-} from "../members/members.service";
-import { getUser, verifyLogin, type User } from "../users/users.service";
+} from "../members/members.api";
 import { currentCursor } from "../../db/cursor";
 
 /**

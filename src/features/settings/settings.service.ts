@@ -7,10 +7,17 @@ import { isLanguage } from "../../core/languages";
 import type { Tx } from "../../db/connection";
 import type { ChangeLog } from "../../db/mutate";
 import type { Ctx } from "../../platform/context";
-import { inProject, projectAudience, type ProjectWork } from "../projects/access.service";
-import { projectFull } from "../projects/projects.forms";
-import { updateProject, type Project } from "../projects/projects.service";
-import { ALL_CHANNEL, projectOptions, type ProjectOptions } from "../projects/projects.options";
+import {
+  inProject,
+  projectAudience,
+  type ProjectWork,
+  projectFull,
+  updateProject,
+  type Project,
+  ALL_CHANNEL,
+  projectOptions,
+  type ProjectOptions,
+} from "../projects/projects.api";
 
 /**
  * Project settings (issue 10, docs/settings.md): the project's languages, channels, orderings and

@@ -9,7 +9,7 @@ import { changeAudience, changes } from "../../db/changelog.table";
 import type { Answer } from "../../core/answer";
 import type { Actor } from "../../core/actor";
 import { missing } from "../../core/errors";
-import { projectAccess } from "../projects/access.service";
+import { projectAccess } from "../projects/projects.api";
 
 export const REINIT_WARNING = "Cursor is older than the retained change log: re-initialise";
 const LIMIT_WARNING =

@@ -353,31 +353,6 @@ export function listInstanceBackups(dataDir: string): ArchiveListing[] {
     .sort((a, b) => b.modified - a.modified);
 }
 
-/** Project backups recorded in a data folder's database (read-only, safe beside a running server). */
-export function listProjectBackups(dataDir: string) {
-  const file = join(dataDir, "apis.db");
-  if (!existsSync(file)) return [];
-  const db = new Database(file, { readonly: true });
-  try {
-    db.exec("PRAGMA busy_timeout = 5000");
-    return db
-      .query("SELECT gid, project_gid, name, status, size, scheduled, created_on FROM backups ORDER BY created_on DESC")
-      .all() as {
-      gid: string;
-      project_gid: string;
-      name: string;
-      status: string;
-      size: number;
-      scheduled: number;
-      created_on: number;
-    }[];
-  } catch {
-    return [];
-  } finally {
-    db.close();
-  }
-}
-
 /**
  * Deletes scheduled archives (named `apis-scheduled-...`) beyond the newest `keep`; archives made
  * by `apis backup create` or copied in by hand are never deleted. Returns the names deleted.

@@ -1,0 +1,7 @@
+/**
+ * The front door of the assets feature: what other features (and app/, cli/, http/) may use of it.
+ * Everything else in src/features/assets/ is its own; test/architecture.test.ts keeps other code
+ * from importing past this file.
+ */
+export { assetLookups, assetVersionsOf, assetsByGids, imageFacts, setPublication } from "./assets.service";
+export type { Asset } from "./assets.service";
