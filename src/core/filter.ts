@@ -1,3 +1,8 @@
+/*
+ * Longer than ~600 lines on purpose: one small language in one place. Its sections (errors, domains,
+ * the parsed form, operands, operators, SQL, paging) share the parsed form's types and are each short;
+ * apart, every caller would import four files to run one search.
+ */
 import { sql, type SQL } from "drizzle-orm";
 import { SQLiteSyncDialect } from "drizzle-orm/sqlite-core";
 

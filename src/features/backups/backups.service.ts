@@ -1,3 +1,7 @@
+/*
+ * A little over ~600 lines: the backup and restore jobs, housekeeping and the endpoints share the
+ * backup row's life cycle (status, files, versions); the snapshot engine itself is platform/backups.
+ */
 import { Database } from "bun:sqlite";
 import { and, desc, eq, max } from "drizzle-orm";
 import { existsSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";

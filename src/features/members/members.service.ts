@@ -1,3 +1,8 @@
+/*
+ * Longer than ~600 lines on purpose: every membership change (invitations, owner's changes, the
+ * operations) writes the same sync items through the shared helpers of its first section, and reads
+ * with the same prepared queries; the sections are marked below.
+ */
 import { and, asc, eq, inArray, sql } from "drizzle-orm";
 import type { Answer } from "../../core/answer";
 import { requirePerson } from "../../core/access";

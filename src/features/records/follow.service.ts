@@ -1,3 +1,8 @@
+/*
+ * Longer than ~600 lines on purpose: one schema change followed by the records (usage, conversions,
+ * localization moves, lost fields, the follow job and the search index's merge setting) works on one
+ * Follow object; the steps are marked below.
+ */
 import { checkpointsAside } from "../../db/checkpointer";
 import { withoutSync, type Tx } from "../../db/connection";
 import { mutate, type ChangeLog } from "../../db/mutate";

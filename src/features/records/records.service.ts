@@ -1,3 +1,9 @@
+/*
+ * Longer than ~600 lines: the record tree's hot path (rows, forms and their cache, writes,
+ * ordering positions) shares the row columns, the forms cache and the schema view, measured together
+ * (bench/records). Its sections are marked below; splitting them into role-named files (rows, forms,
+ * positions) is the next step once records has one query file for its raw SQL.
+ */
 import type { Database } from "bun:sqlite";
 import type { Actor } from "../../core/actor";
 import { JsonText, withJsonText, type Answer } from "../../core/answer";

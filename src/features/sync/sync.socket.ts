@@ -1,3 +1,7 @@
+/*
+ * Longer than ~600 lines on purpose: one class, the Socket.IO server, whose connection state (per
+ * socket, per user, the outbound budget) every handler shares; its parts are its methods.
+ */
 import { Server as Engine } from "@socket.io/bun-engine";
 import type { Server as BunServer, ServerWebSocket, WebSocketHandler } from "bun";
 import { websocket as elysiaWebsocket } from "elysia/ws";
