@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
+import { call as callAs, missingParameter, type Scenario, scenarios } from "../helpers/scenario";
 import { TestServer, tokenOf } from "../helpers/server";
 
 type U = { gid: string; token: string };
@@ -7,7 +8,7 @@ let srv: TestServer;
 let owner: U, bob: U, stranger: U;
 let project: string, other: string;
 
-const call = (path: string, token: string | null, body: unknown = {}) => srv.call(path, { token, body });
+const call = (path: string, token: string | null, body: unknown = {}) => callAs(srv, path, token, body);
 const cursorOf = (u: U) => srv.ccCursor(u.token);
 const syncOf = (u: U, since: number) => srv.ccItems(u.token, since);
 
@@ -136,28 +137,64 @@ describe("API keys", () => {
     expect(list.body.result["apikeys.info"][apiUser].last_used_on).toEqual(expect.any(Number));
   });
 
-  test("auth: 400 names api_key, 403 Unknown user for an unknown key or another project", async () => {
-    const m = await call(`/api/p/${project}/auth`, null, {});
-    expect(m.status).toBe(400);
-    expect(m.body.result.info).toEqual({ "Missing parameter": "api_key" });
-    for (const [p, k] of [
-      [project, "apis_nope"],
-      [project, "garbage"],
-      [other, key],
-    ] as const) {
-      const r = await call(`/api/p/${p}/auth`, null, { api_key: k });
-      expect(r.status).toBe(403);
-      expect(r.body.result.message).toBe("Unknown user");
-    }
+  describe("auth: 400 names api_key, 403 Unknown user for an unknown key or another project", () => {
+    const unknown = (name: string, p: () => string, k: () => string): Scenario => ({
+      name,
+      caller: null,
+      path: () => `/api/p/${p()}/auth`,
+      body: () => ({ api_key: k() }),
+      status: 403,
+      members: { result: { message: "Unknown user" } },
+    });
+    scenarios(
+      () => srv,
+      [
+        {
+          name: "no api_key: 400 naming it",
+          caller: null,
+          path: () => `/api/p/${project}/auth`,
+          body: {},
+          status: 400,
+          members: missingParameter("api_key"),
+        },
+        unknown(
+          "an unknown key: 403",
+          () => project,
+          () => "apis_nope",
+        ),
+        unknown(
+          "a key of no shape: 403",
+          () => project,
+          () => "garbage",
+        ),
+        unknown(
+          "the key in another project: 403",
+          () => other,
+          () => key,
+        ),
+      ],
+    );
   });
 
-  test("an API user works in its project but cannot create projects or use owner endpoints", async () => {
-    expect((await srv.call(`/api/p/${project}/init`, { token: apiToken })).status).toBe(200);
-    expect((await call(`/api/p/${project}/members/get`, apiToken)).status).toBe(200);
-    expect((await call("/api/projects/create", apiToken, { name: "Mine" })).status).toBe(403);
-    expect((await call(`/api/p/${project}/apikeys/create`, apiToken, { name: "x" })).status).toBe(403);
-    expect((await call(`/api/p/${project}/members/invite`, apiToken, { email: "a@example.test" })).status).toBe(403);
-    expect((await srv.call(`/api/p/${other}/init`, { token: apiToken })).status).toBe(403);
+  describe("an API user works in its project but cannot create projects or use owner endpoints", () => {
+    const asApi = (name: string, path: () => string, body: unknown, status: number): Scenario => ({
+      name,
+      caller: () => apiToken,
+      path,
+      body,
+      status,
+    });
+    scenarios(
+      () => srv,
+      [
+        asApi("its project's init: 200", () => `/api/p/${project}/init`, undefined, 200),
+        asApi("members/get: 200", () => `/api/p/${project}/members/get`, {}, 200),
+        asApi("projects/create: 403", () => "/api/projects/create", { name: "Mine" }, 403),
+        asApi("apikeys/create: 403", () => `/api/p/${project}/apikeys/create`, { name: "x" }, 403),
+        asApi("members/invite: 403", () => `/api/p/${project}/members/invite`, { email: "a@example.test" }, 403),
+        asApi("another project's init: 403", () => `/api/p/${other}/init`, undefined, 403),
+      ],
+    );
   });
 
   test("update renames a key and sets its rate limit; bad values are refused", async () => {
@@ -181,13 +218,26 @@ describe("API keys", () => {
     expect(nobody.status).toBe(422);
   });
 
-  test("only the owner manages keys: members and strangers get 403", async () => {
-    for (const u of [bob, stranger]) {
-      for (const op of ["get", "create", "update", "deactivate", "reactivate", "delete"]) {
-        const r = await call(`/api/p/${project}/apikeys/${op}`, u.token, { user: apiUser, name: "x" });
-        expect(r.status).toBe(403);
-      }
-    }
+  describe("only the owner manages keys: members and strangers get 403", () => {
+    scenarios(
+      () => srv,
+      (
+        [
+          ["a member", () => bob],
+          ["a stranger", () => stranger],
+        ] as const
+      ).flatMap(([who, caller]) =>
+        ["get", "create", "update", "deactivate", "reactivate", "delete"].map(
+          (op): Scenario => ({
+            name: `apikeys/${op} by ${who}: 403`,
+            caller,
+            path: () => `/api/p/${project}/apikeys/${op}`,
+            body: () => ({ user: apiUser, name: "x" }),
+            status: 403,
+          }),
+        ),
+      ),
+    );
   });
 
   test("deactivate answers the spec 4.2 shape and shuts the API user out at once", async () => {

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { acceptInvitation } from "../../src/features/members/members.service";
 import { TestSmtp } from "../helpers/smtp";
+import { call as callAs, scenarios } from "../helpers/scenario";
 import { TestServer, tokenOf } from "../helpers/server";
 
 type U = { gid: string; token: string };
@@ -23,7 +24,7 @@ async function invitationOf(to: string) {
   return { invitee: q.get("invitee"), project: q.get("project"), mail, link };
 }
 
-const call = (path: string, token: string | null, body: unknown = {}) => srv.call(path, { token, body });
+const call = (path: string, token: string | null, body: unknown = {}) => callAs(srv, path, token, body);
 const cursorOf = (u: U) => srv.ccCursor(u.token);
 const syncOf = (u: U, since: number) => srv.ccItems(u.token, since);
 
@@ -231,11 +232,20 @@ describe("invitations", () => {
     expect(wrong.status).toBe(422);
   });
 
-  test("only the owner invites; members and strangers get 403", async () => {
-    for (const u of [bob, stranger]) {
-      const r = await call(`/api/p/${project}/members/invite`, u.token, { email: "x@example.test" });
-      expect(r.status).toBe(403);
-    }
+  describe("only the owner invites; members and strangers get 403", () => {
+    scenarios(
+      () => srv,
+      [
+        ["a member", () => bob],
+        ["a stranger", () => stranger],
+      ].map(([who, caller]) => ({
+        name: `${who} invites: 403`,
+        caller: caller as () => U,
+        path: () => `/api/p/${project}/members/invite`,
+        body: { email: "x@example.test" },
+        status: 403,
+      })),
+    );
   });
 
   test("removing a pending invitation deletes an invitee without account, and its link stops working", async () => {
@@ -305,9 +315,26 @@ describe("members", () => {
     }
   });
 
-  test("a stranger cannot list members (403)", async () => {
-    expect((await call(`/api/p/${project}/members/get`, stranger.token)).status).toBe(403);
-    expect((await call(`/api/p/nosuchproject/members/get`, stranger.token)).status).toBe(403);
+  describe("a stranger cannot list members (403)", () => {
+    scenarios(
+      () => srv,
+      [
+        {
+          name: "members/get of a project: 403",
+          caller: () => stranger,
+          path: () => `/api/p/${project}/members/get`,
+          body: {},
+          status: 403,
+        },
+        {
+          name: "members/get of no project: 403",
+          caller: () => stranger,
+          path: "/api/p/nosuchproject/members/get",
+          body: {},
+          status: 403,
+        },
+      ],
+    );
   });
 
   test("deactivation ends a member's access at once; its link answers 1004; reactivation restores it", async () => {
@@ -346,10 +373,17 @@ describe("members", () => {
     expect(await srv.ccItems(owner.token, since)).toContain(`DELETE cc.projects_members ${project}/${leaver.gid}`);
   });
 
-  test("members changes need the owner: members get 403", async () => {
-    for (const op of ["deactivate", "reactivate", "remove", "resend_invite"]) {
-      expect((await call(`/api/p/${project}/members/${op}`, bob.token, { user: owner.gid })).status).toBe(403);
-    }
+  describe("members changes need the owner: members get 403", () => {
+    scenarios(
+      () => srv,
+      ["deactivate", "reactivate", "remove", "resend_invite"].map((op) => ({
+        name: `members/${op} by a member: 403`,
+        caller: () => bob,
+        path: () => `/api/p/${project}/members/${op}`,
+        body: () => ({ user: owner.gid }),
+        status: 403,
+      })),
+    );
   });
 
   test("a removed member loses the project and can be invited again", async () => {
@@ -422,11 +456,20 @@ describe("project login and init", () => {
     expect(r.body.data["cc.users"][owner.gid].email).toBeUndefined();
   });
 
-  test("init is 401 without a JWT and 403 for a stranger", async () => {
-    const none = await srv.call(`/api/p/${project}/init`);
-    expect(none.status).toBe(401);
-    expect(none.headers.get("www-authenticate")).toMatch(/^Bearer realm="/);
-    expect((await srv.call(`/api/p/${project}/init`, { token: stranger.token })).status).toBe(403);
+  describe("init is 401 without a JWT and 403 for a stranger", () => {
+    scenarios(
+      () => srv,
+      [
+        {
+          name: "init without a JWT: 401 with WWW-Authenticate",
+          caller: null,
+          path: () => `/api/p/${project}/init`,
+          status: 401,
+          headers: { "www-authenticate": /^Bearer realm="/ },
+        },
+        { name: "init by a stranger: 403", caller: () => stranger, path: () => `/api/p/${project}/init`, status: 403 },
+      ],
+    );
   });
 
   test("project login signs a member in with the init shape; a stranger's login stays valid with project null", async () => {

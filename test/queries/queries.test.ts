@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { call as callAs, invalidParameter, missingParameter, type Scenario, scenarios } from "../helpers/scenario";
 import { TestServer, tokenOf } from "../helpers/server";
 import { querySelectionElement, resolveSavedQuery } from "../../src/features/queries/queries.service";
 import { projectTables } from "../../src/platform/backups/snapshot.service";
@@ -9,7 +10,22 @@ let owner: U, member: U, stranger: U, api: U;
 let project: string, other: string, apiKey: string;
 
 const call = (op: string, who: U | null, body: unknown = {}, p = project) =>
-  srv.call(`/api/p/${p}/queries/${op}`, { token: who?.token ?? null, body });
+  callAs(srv, `/api/p/${p}/queries/${op}`, who, body);
+/** A row of the queries endpoints' tables: `op` by `who` (the owner unless given). */
+const row = (
+  name: string,
+  op: string,
+  body: Scenario["body"],
+  status: number,
+  members?: Scenario["members"],
+): Scenario => ({
+  name,
+  caller: () => owner,
+  path: () => `/api/p/${project}/queries/${op}`,
+  body,
+  status,
+  members,
+});
 const cursorNow = async () =>
   (await srv.call("/sync/cursors", { token: owner.token, body: { project } })).body.result.cursor as number;
 /** The project's sync items after `since`, as "ACTION data_type data_key". */
@@ -88,29 +104,34 @@ describe("queries/create", () => {
     expect(names).toEqual(["Sale", "Sale 2", "Sale 3", "Sale"]);
   });
 
-  test("missing members are a 400 naming the first", async () => {
-    expect((await call("create", owner, {})).body).toEqual({
-      success: false,
-      result: { code: 400, message: "Missing parameter", info: { "Missing parameter": "type" } },
-      data: {},
-    });
-    expect((await call("create", owner, { type: "record" })).body.result.info).toEqual({ "Missing parameter": "name" });
-    expect((await call("create", owner, { type: "record", name: "   " })).body.result.info).toEqual({
-      "Missing parameter": "name",
-    });
+  describe("missing members are a 400 naming the first", () => {
+    scenarios(
+      () => srv,
+      [
+        row("nothing: type", "create", {}, 400, missingParameter("type")),
+        row("no name: name", "create", { type: "record" }, 400, missingParameter("name")),
+        row("a blank name: name", "create", { type: "record", name: "   " }, 400, missingParameter("name")),
+      ],
+    );
   });
 
-  test("a wrong type, q or filter shape is a 400 naming the member", async () => {
-    const bad = async (body: unknown) => {
-      const r = await call("create", owner, body);
-      expect(r.status).toBe(400);
-      return r.body.result.info["Invalid parameter"];
-    };
-    expect(await bad({ type: "recordz", name: "x" })).toBe("type");
-    expect(await bad({ type: "constructor", name: "x" })).toBe("type");
-    expect(await bad({ type: "record", name: "x", q: 5 })).toBe("q");
-    expect(await bad({ type: "record", name: "x", filter: "classes has article" })).toBe("filter");
-    expect(await bad({ type: "record", name: "x".repeat(201) })).toBe("name");
+  describe("a wrong type, q or filter shape is a 400 naming the member", () => {
+    scenarios(
+      () => srv,
+      [
+        row("an unknown type", "create", { type: "recordz", name: "x" }, 400, invalidParameter("type")),
+        row("an inherited name as type", "create", { type: "constructor", name: "x" }, 400, invalidParameter("type")),
+        row("q not a string", "create", { type: "record", name: "x", q: 5 }, 400, invalidParameter("q")),
+        row(
+          "filter as text",
+          "create",
+          { type: "record", name: "x", filter: "classes has article" },
+          400,
+          invalidParameter("filter"),
+        ),
+        row("a name too long", "create", { type: "record", name: "x".repeat(201) }, 400, invalidParameter("name")),
+      ],
+    );
   });
 
   test("a filter the language refuses is 1002 (HTTP 422) with the place and reason, and nothing is saved", async () => {
@@ -220,15 +241,24 @@ describe("queries/get", () => {
     expect(none.body).toEqual({ success: true, result: { queries: [] }, data: { queries: {} } });
   });
 
-  test("an unknown gid, or another project's query, is 422; nothing asked is 400", async () => {
-    const foreign = (await call("create", stranger, { type: "record", name: "Theirs" }, other)).body.result.query;
-    for (const body of [{ query: "nope" }, { query: foreign }, { queries: [a, "constructor"] }]) {
-      const r = await call("get", owner, body);
-      expect(r.status).toBe(422);
-      expect(r.body.result.code).toBe(422);
-    }
-    expect((await call("get", owner, {})).body.result.info).toEqual({ "Missing parameter": "query" });
-    expect((await call("get", owner, { queries: "x" })).status).toBe(400);
+  describe("an unknown gid, or another project's query, is 422; nothing asked is 400", () => {
+    let foreign = "";
+    const unknown = { result: { code: 422 } };
+    scenarios(
+      () => srv,
+      [
+        row("an unknown gid: 422", "get", { query: "nope" }, 422, unknown),
+        {
+          ...row("another project's query: 422", "get", () => ({ query: foreign }), 422, unknown),
+          before: async () => {
+            foreign = (await call("create", stranger, { type: "record", name: "Theirs" }, other)).body.result.query;
+          },
+        },
+        row("a list with an inherited name: 422", "get", () => ({ queries: [a, "constructor"] }), 422, unknown),
+        row("nothing asked: 400 naming query", "get", {}, 400, missingParameter("query")),
+        row("queries not a list: 400", "get", { queries: "x" }, 400),
+      ],
+    );
   });
 
   test("auth, init and login carry every query of the project", async () => {

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { features } from "../../src/features";
 import type { Feature } from "../../src/features/feature";
+import { call as callAs, scenarios } from "../helpers/scenario";
 import { TestServer } from "../helpers/server";
 
 let srv: TestServer;
@@ -24,7 +25,7 @@ const probe: Feature = {
   },
 };
 
-const call = (op: string, body: unknown, token = alice.token) => srv.call(`/api/p/${project}/${op}`, { token, body });
+const call = (op: string, body: unknown, token = alice.token) => callAs(srv, `/api/p/${project}/${op}`, token, body);
 const options = (r: { body: any }) => r.body.data["cc.projects"][project].options;
 
 beforeAll(async () => {
@@ -147,10 +148,16 @@ describe("channels, orderings and fieldlists", () => {
     expect(p.orderedchannels[0]).toBe("__all__");
   });
 
-  test("people outside the project are refused", async () => {
-    for (const op of ["languages/add", "channels/create", "orderings/create", "fieldlists/create"]) {
-      const r = await call(op, { language: "fr", name: "x" }, carol.token);
-      expect([op, r.status]).toEqual([op, 403]);
-    }
+  describe("people outside the project are refused", () => {
+    scenarios(
+      () => srv,
+      ["languages/add", "channels/create", "orderings/create", "fieldlists/create"].map((op) => ({
+        name: `${op} by a stranger: 403`,
+        caller: () => carol,
+        path: () => `/api/p/${project}/${op}`,
+        body: { language: "fr", name: "x" },
+        status: 403,
+      })),
+    );
   });
 });
