@@ -13,7 +13,7 @@ const PROJECT_PATH = /^[a-z][a-z0-9+.-]*:\/\/[^/]+\/api\/p\/([^/?#]+)\//i;
  * path's project and the token's holder (`tokenHolder`: undefined when the token no longer stands
  * for an active account), read together in one read transaction.
  */
-export type EarlyLook = {
+type EarlyLook = {
   token: string;
   claims: Claims;
   project: string;

@@ -127,10 +127,10 @@ function answerText(out: Answer): string {
 }
 
 /** A request Bun's router matched to an operation: the path's project as `params.project`. */
-export type OperationRequest = Request & { params: Record<string, string | undefined> };
+type OperationRequest = Request & { params: Record<string, string | undefined> };
 
 /** An endpoint served by Bun's router: its route template (metrics, logs) and its handler. */
-export type NativeRoute = { template: string; serve: (req: OperationRequest) => Response | Promise<Response> };
+type NativeRoute = { template: string; serve: (req: OperationRequest) => Response | Promise<Response> };
 
 /**
  * The same endpoints as handlers for Bun.serve's own router, by method and path below the project
@@ -237,10 +237,10 @@ function checkedBody(op: ProjectOperation, raw: unknown): unknown {
 }
 
 /** A step ready to run: the operation and its checked body. */
-export type PreparedStep = { op: ProjectOperation; input: unknown };
+type PreparedStep = { op: ProjectOperation; input: unknown };
 
 /** The error of step `index`: the step's own error, with `index` and `path` added to its info. */
-export function stepError(err: ApiError, index: number, path: unknown, extra: Record<string, unknown> = {}): ApiError {
+function stepError(err: ApiError, index: number, path: unknown, extra: Record<string, unknown> = {}): ApiError {
   return new ApiError(err.code, err.message, { ...err.info, index, path, ...extra }, err.headers);
 }
 

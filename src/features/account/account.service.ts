@@ -66,7 +66,7 @@ import {
 } from "./codes.service";
 
 /** What every request step answers (the same whether or not an account exists). */
-export type StepOne = { validation_code: string; expires_on: number; code_length: number };
+type StepOne = { validation_code: string; expires_on: number; code_length: number };
 
 const minutes = (ctx: Ctx) => Math.max(1, Math.round(ctx.config.codeTtl / 60));
 
@@ -115,7 +115,7 @@ function withCode<T>(
 // ---------------------------------------------------------------------------------------------
 // Signup
 
-export type SignupInput = { username: string; email: string; password: string; language?: string };
+type SignupInput = { username: string; email: string; password: string; language?: string };
 
 /**
  * `signup_request`: checks the username (format, free), email and password rule, then mails a
@@ -145,7 +145,7 @@ export async function requestSignup(ctx: Ctx, input: SignupInput): Promise<StepO
   return { validation_code: issued.validationCode, expires_on: issued.expiresOn, code_length: CODE_LENGTH };
 }
 
-export type SignupFinish = Omit<SignupInput, "language"> & { validation_code: string; verification_code: string };
+type SignupFinish = Omit<SignupInput, "language"> & { validation_code: string; verification_code: string };
 
 /**
  * `signup`: with good codes (and the same username, email and password as step one) creates the
@@ -251,7 +251,7 @@ export function requestPasswordReset(
   return { validation_code: issued.validationCode, usernames, expires_on: issued.expiresOn, code_length: CODE_LENGTH };
 }
 
-export type ResetFinish = {
+type ResetFinish = {
   username: string;
   new_password: string;
   validation_code: string;
@@ -362,7 +362,7 @@ export function completeEmailChange(
  * `language` and `timezone` (at least one), `current_password` with `password`, and our older
  * nested `options.language` / `options.timezone` as aliases.
  */
-export type AccountUpdate = {
+type AccountUpdate = {
   username?: string;
   password?: string;
   current_password?: string;

@@ -7,7 +7,7 @@ import type { Ctx } from "../../platform/context";
 import { getUser, listUsers, updateUser, type User } from "../users/users.api";
 
 /** What an admin sees of an account (never its password hash or token version). */
-export function adminUserForm(u: User) {
+function adminUserForm(u: User) {
   return {
     gid: u.gid,
     kind: u.kind,

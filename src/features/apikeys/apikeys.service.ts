@@ -4,7 +4,7 @@ import type { Answer } from "../../core/answer";
 import type { Actor } from "../../core/actor";
 import type { Tx } from "../../db/connection";
 import type { Ctx } from "../../platform/context";
-import { inProject, projectAudience, userAudience, membershipFull } from "../projects/projects.api";
+import { inProject, projectAudience, userAudience, membershipFull, type Project } from "../projects/projects.api";
 import type { ChangeLog } from "../../db/mutate";
 import { apikeys } from "./apikeys.table";
 import { memberships, projects } from "../projects/projects.table";
@@ -21,7 +21,6 @@ import {
   type Membership,
 } from "../members/members.api";
 
-type Project = typeof projects.$inferSelect;
 export type ApiKey = typeof apikeys.$inferSelect;
 
 /** Keys look like `apis_<43 base64url characters>` (256 random bits). */
@@ -53,7 +52,7 @@ function apiUserOf(tx: Tx, projectGid: string, userGid: string, what: string) {
 }
 
 /** One key's facts in `result["apikeys.info"]` of the listing (never the key itself). */
-export function apikeyInfo(k: ApiKey, u: User, m: Membership) {
+function apikeyInfo(k: ApiKey, u: User, m: Membership) {
   return {
     name: u.name,
     key_prefix: k.keyPrefix,

@@ -42,14 +42,14 @@ import { rebuildSearchIn } from "../records/records.api";
 export type Backup = typeof backups.$inferSelect;
 
 /** The job names of the reference (the job object's `job`). */
-export const CREATE_KIND = "backup_project";
-export const RESTORE_KIND = "restore_project";
+const CREATE_KIND = "backup_project";
+const RESTORE_KIND = "restore_project";
 
 /** What scheduled backups give as `created_by`. */
-export const SCHEDULER = "Apis scheduler";
+const SCHEDULER = "Apis scheduler";
 
 /** A backup's details as `backups/get` (our extension) lists them in its result (docs/backups.md). */
-export function backupDetails(b: Backup) {
+function backupDetails(b: Backup) {
   return {
     version: b.version,
     name: b.name,
@@ -116,7 +116,7 @@ function textIssues(
 }
 
 /** A backup of the project by its gid (jobs, housekeeping), or 422 "No such backup". */
-export function getBackup(tx: Tx, projectGid: string, gid: string): Backup {
+function getBackup(tx: Tx, projectGid: string, gid: string): Backup {
   const b = tx
     .select()
     .from(backups)
@@ -500,7 +500,7 @@ export const backupJobs: Record<string, JobKind> = { [CREATE_KIND]: createJob, [
  * beside the running server) into `<data>/backups/instance/apis-scheduled-<time>.tar`, then the
  * scheduled archives beyond the newest --instance-backups-keep are deleted.
  */
-export async function scheduledInstanceBackup(ctx: Ctx): Promise<string> {
+async function scheduledInstanceBackup(ctx: Ctx): Promise<string> {
   const r = await createInstanceBackup(ctx.config.dataDir, undefined, undefined, { scheduled: true });
   const pruned = pruneScheduledInstanceBackups(ctx.config.dataDir, ctx.config.instanceBackupsKeep);
   return `wrote ${basename(r.file)} (${r.bytes} bytes, ${r.manifest.entries.length} entries); deleted ${pruned.length} older scheduled archive(s)`;

@@ -6,10 +6,10 @@ import type { Ctx, ProjectOperation } from "../../platform/context";
 import { inProject } from "../projects/projects.api";
 
 /** One checked sub-request: the operation and its body (resolved and checked by the HTTP layer). */
-export type BatchStep = { op: ProjectOperation; input: unknown };
+type BatchStep = { op: ProjectOperation; input: unknown };
 
 /** What became of each sub-request of a failed batch (`info.batch` of its error). */
-export type StepState = "rolled_back" | "failed" | "not_run";
+type StepState = "rolled_back" | "failed" | "not_run";
 
 /**
  * `batch`: runs the steps in order in ONE unit of work (one SQLite transaction). Every step is

@@ -5,7 +5,7 @@ import type { Ctx } from "../../platform/context";
 import { VERSION } from "../../version";
 
 /** Below this much free space in the data folder the instance reports itself unhealthy. */
-export const MIN_FREE_BYTES = 100 * 1024 * 1024;
+const MIN_FREE_BYTES = 100 * 1024 * 1024;
 
 export type Check = { ok: boolean; error?: string } & Record<string, unknown>;
 export type Health = {

@@ -26,11 +26,11 @@ import {
   membershipShort,
   personMembershipOptions,
   projectShort,
+  type Project,
 } from "../projects/projects.api";
 import { userFull, userShort, emailIssues, findByUsername, getUser, type User } from "../users/users.api";
 
 export type Membership = typeof memberships.$inferSelect;
-type Project = typeof projects.$inferSelect;
 
 /** One membership, optionally only in the given status. */
 export function getMembership(
@@ -247,7 +247,7 @@ function peopleByEmail(tx: Tx, email: string): User[] {
 }
 
 /** What `members/invite` takes: the reference's `username_or_email`, or Apis' `email` (+ `username`). */
-export type InviteInput = { email?: string; username?: string; username_or_email?: string; language?: string };
+type InviteInput = { email?: string; username?: string; username_or_email?: string; language?: string };
 
 /**
  * The reference's `username_or_email`: text with an `@` is an email address (as `email`), anything

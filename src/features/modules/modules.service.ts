@@ -34,7 +34,7 @@ export const MODULE_LIMITS = {
 } as const;
 
 /** One entry of the `modules` dictionary (reference `data-modules`). */
-export type ModuleForm = {
+type ModuleForm = {
   name: string;
   version: string;
   keys: Record<string, unknown>;
@@ -43,7 +43,7 @@ export type ModuleForm = {
 };
 
 /** A started action as the module receives it, in the `data` of a `modules` sync item. */
-export type ActionRequest = {
+type ActionRequest = {
   request: string;
   module: string;
   action: string;

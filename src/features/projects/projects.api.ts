@@ -13,7 +13,7 @@ export {
   readProject,
   userAudience,
 } from "./access.service";
-export type { ProjectAccess, ProjectWork } from "./access.service";
+export type { ProjectWork } from "./access.service";
 export { membershipFull, membershipShort, personMembershipOptions, projectFull, projectShort } from "./projects.forms";
 export { ALL_CHANNEL, projectOptions } from "./projects.options";
 export type { ProjectOptions } from "./projects.options";

@@ -1,9 +1,9 @@
 import type { Tx } from "../../db/connection";
 import type { Ctx } from "../../platform/context";
 import { projectOptions } from "./projects.options";
-import type { memberships, projects } from "./projects.table";
+import type { memberships, ProjectRow } from "./projects.table";
 
-type Project = typeof projects.$inferSelect;
+type Project = ProjectRow;
 type Membership = typeof memberships.$inferSelect;
 /** The columns of the short form. */
 export type ProjectHead = Pick<Project, "gid" | "name" | "icon" | "owner" | "status">;

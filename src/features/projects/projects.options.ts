@@ -71,7 +71,7 @@ export function projectOptions(
 }
 
 /** The main channel, ordering and fieldlist names a new project starts with (as the reference's). */
-export const DEFAULT_NAMES = {
+const DEFAULT_NAMES = {
   channel: "Main channel",
   ordering: "Main ordering",
   fieldlist: "Main fieldlist",

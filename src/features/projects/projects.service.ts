@@ -14,12 +14,12 @@ import type { Ctx } from "../../platform/context";
 import { squareImage } from "../../platform/images/images";
 import { inProject, projectAccess, projectAudience } from "./access.service";
 import { membershipFull, personMembershipOptions, projectFull, type ProjectHead } from "./projects.forms";
-import { memberships, projects } from "./projects.table";
+import { memberships, projects, type ProjectRow } from "./projects.table";
 import { getUser } from "../users/users.api";
 import { users } from "../users/users.table";
 import { newProjectOptions } from "./projects.options";
 
-export type Project = typeof projects.$inferSelect;
+export type Project = ProjectRow;
 
 export function getProject(tx: Tx, gid: string): Project | undefined {
   return projectByGid(tx).get({ gid });
@@ -180,7 +180,7 @@ export function getProjectInfo(ctx: Ctx, actor: Actor, input: { project: string 
 }
 
 /** What a new project is called when `projects/create` names none (the reference's default). */
-export const DEFAULT_PROJECT_NAME = "untitled project";
+const DEFAULT_PROJECT_NAME = "untitled project";
 
 /**
  * `projects/create`: a project owned by the actor (a person), with the owner's membership. Every
@@ -329,7 +329,7 @@ export async function permanentlyDeleteProject(ctx: Ctx, actor: Actor, input: { 
  * through them, API users and invitees without an account left without any membership, and tells
  * `audience` with `cc.users` DELETE items. Returns the deleted gids.
  */
-export function dropMembershipOrphans(tx: Tx, log: ChangeLog, userGids: string[], audience: string[]): string[] {
+function dropMembershipOrphans(tx: Tx, log: ChangeLog, userGids: string[], audience: string[]): string[] {
   const dropped: string[] = [];
   for (const gid of new Set(userGids)) {
     const u = getUser(tx, gid);

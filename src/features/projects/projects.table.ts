@@ -21,6 +21,9 @@ export const projects = sqliteTable("projects", {
   deletedOn: real("deleted_on"),
 });
 
+/** A project's row (the one `Project` type: projects.api exports it as `Project`). */
+export type ProjectRow = typeof projects.$inferSelect;
+
 /**
  * Memberships: who belongs to which project, in which status and roles. They are the projects
  * feature's (the access checks every project feature calls read them, src/features/projects/access.service.ts);

@@ -17,7 +17,7 @@ import type { QueryType } from "./queries.table";
  * properties below (the ones the reference and docs/filter.md name). `provideQueryDomain(type, fn)`
  * can replace a type's domain.
  */
-export type DomainProvider = (tx: Tx, projectGid: string) => FilterDomain;
+type DomainProvider = (tx: Tx, projectGid: string) => FilterDomain;
 
 const NONE = sql`NULL`;
 const f = (type: FieldSpec["type"]): FieldSpec => ({ type, sql: NONE });

@@ -93,7 +93,7 @@ type Follow = {
 const TEXTUAL = new Set(["text", "textline", "barcode", "date"]);
 
 /** A value converted to another field type, or undefined when there is no sensible conversion. */
-export function convertValue(v: unknown, from: string, to: string): unknown {
+function convertValue(v: unknown, from: string, to: string): unknown {
   if (from === to || v === null || v === undefined) return v;
   const fromList = LIST_TYPES.has(from as FieldType);
   const toList = LIST_TYPES.has(to as FieldType);

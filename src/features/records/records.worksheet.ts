@@ -20,7 +20,7 @@ import {
  * the definitions the children use (all of them, not only this page's), with those definitions and
  * their layouts in `data`.
  */
-export const WORKSHEET_PAGE = { size: 20, max: 1000 };
+const WORKSHEET_PAGE = { size: 20, max: 1000 };
 
 export function getWorksheet(
   ctx: Ctx,

@@ -7,14 +7,13 @@ import {
   rowOf,
   schemaStamp,
   valueContextOf,
-  type Project,
   LIST_TYPES,
   valueSchema,
   type FieldLike,
   type FieldType,
   definitionFields,
 } from "../schema/schema.api";
-import { projectOptions, type ProjectOptions } from "../projects/projects.api";
+import { projectOptions, type Project, type ProjectOptions } from "../projects/projects.api";
 import type { RecordChecks, RecordRow } from "./records.table";
 
 /**
@@ -201,7 +200,7 @@ const isEmpty = (v: unknown) =>
   (Array.isArray(v) && v.length === 0) ||
   (typeof v === "object" && !Array.isArray(v) && Object.keys(v as object).length === 0);
 
-export function emptyOf(f: FieldInfo): unknown {
+function emptyOf(f: FieldInfo): unknown {
   return LIST_TYPES.has(f.type) ? [] : null;
 }
 
@@ -433,7 +432,7 @@ export type ReportItem = {
   message: string;
 };
 
-export type FieldsInput = Record<string, unknown>;
+type FieldsInput = Record<string, unknown>;
 
 /**
  * Applies a `fields` input (language → field name or gid → value) to a copy of `vals`. Invalid

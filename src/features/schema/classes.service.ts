@@ -175,7 +175,7 @@ export function ownerLifecycle<K extends Owner>(
   };
 }
 
-export type ClassInput = { name?: string; label?: unknown; fields?: string[]; layout?: string; metadata?: unknown };
+type ClassInput = { name?: string; label?: unknown; fields?: string[]; layout?: string; metadata?: unknown };
 
 function applyClassInput(tx: Tx, project: Project, cur: SchemaRow | null, input: ClassInput) {
   const issues: ValidationIssue[] = [];

@@ -37,7 +37,7 @@ import {
 } from "./copies.service";
 
 /** The members of a field that `fields/create` and `fields/modify` accept. */
-export type FieldInput = {
+type FieldInput = {
   name?: string;
   type?: string;
   /** The members below are checked here, each wrong one listed in one 1001 report. */
@@ -60,7 +60,7 @@ export type FieldSpec = {
 };
 
 /** The empty value of a type: what `initial` holds when nothing was given. */
-export function emptyValue(type: string): unknown {
+function emptyValue(type: string): unknown {
   if (type === "text" || type === "textline" || type === "barcode") return "";
   if (LIST_TYPES.has(type as FieldType)) return [];
   return null;

@@ -16,7 +16,7 @@ export {
   removeFieldlistField,
 } from "./definitions.service";
 export { isCommitted, mustBeCommitted, mustGet, rowOf, rowsOf, schemaStamp, valueContextOf } from "./items.service";
-export type { Project, SchemaRow } from "./items.service";
+export type { SchemaRow } from "./items.service";
 export { createComponent, deleteComponent, modifyComponent, modifyLayout } from "./layouts.service";
 export type { ComponentInput, LayoutModifyInput, LayoutSpec } from "./layouts.service";
 export { schemaDomain } from "./schema.search";

@@ -56,7 +56,7 @@ const listBounds = { min_items: count.optional(), max_items: count.optional() };
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 
 /** True for a real calendar date written YYYY-MM-DD. */
-export function isDate(v: string): boolean {
+function isDate(v: string): boolean {
   const m = DATE.exec(v);
   if (!m) return false;
   const d = new Date(Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3])));
@@ -90,11 +90,6 @@ const OPTIONS: Record<FieldType, z.ZodType<Record<string, unknown>>> = {
   classlist: z.strictObject({ class: GID, ...listBounds }),
   fieldpicker: z.strictObject({ types: z.array(z.enum(FIELD_TYPES)).optional() }),
 };
-
-/** The options a new field of a type starts with (class/classlist have no valid default: `class` is required). */
-export function defaultOptions(type: FieldType): Record<string, unknown> {
-  return {};
-}
 
 function issuesOf(error: z.ZodError, prefix: string): ValidationIssue[] {
   return error.issues.map((i) => ({
@@ -145,7 +140,7 @@ export function checkOptions(
 export type FieldLike = { gid?: string; name: string; type: string; options: Record<string, unknown> };
 
 /** How nested class values find the fields of their class (committed fields, in class order). */
-export type ValueContext = { classFields?: (classGid: string) => FieldLike[] | undefined };
+type ValueContext = { classFields?: (classGid: string) => FieldLike[] | undefined };
 
 const MAX_DEPTH = 8;
 

@@ -53,7 +53,7 @@ function projectItemsAfter(tx: Tx, projectGid: string, cursor: number, limit: nu
     .map(toItem);
 }
 
-export type SyncRequest = { ccCursor?: number; project?: string; cursor?: number };
+type SyncRequest = { ccCursor?: number; project?: string; cursor?: number };
 
 /**
  * Items after the given cursors that the user may see, in cursor order, at most `limit`. A

@@ -62,7 +62,7 @@ type Session = {
 };
 
 /** What a dropped client is told, as far as it still reads (then it is disconnected). */
-export const DROPPED = "Sync connection dropped";
+const DROPPED = "Sync connection dropped";
 
 /** Bytes of one engine packet's data as it goes on the wire (close enough for budgets). */
 function packetBytes(data: unknown): number {

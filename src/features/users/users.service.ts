@@ -75,7 +75,7 @@ export function hashPassword(password: string): Promise<string> {
   return Bun.password.hash(password, { algorithm: "argon2id" });
 }
 
-export type NewPerson = {
+type NewPerson = {
   username: string;
   email: string;
   passwordHash: string;

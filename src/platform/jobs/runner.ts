@@ -90,7 +90,7 @@ export class JobInterrupted extends Error {
   }
 }
 
-export const PROGRESS_INTERVAL_MS = 250;
+const PROGRESS_INTERVAL_MS = 250;
 /** How long a permanent deletion waits for its project's running jobs to stop. */
 const STOP_FOR_DELETE_MS = 30_000;
 const IDLE_POLL_MS = 1000;
