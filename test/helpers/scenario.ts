@@ -8,7 +8,7 @@ import type { Answer, TestServer } from "./server";
  * gids made in `beforeAll`) are given as functions, read when the row runs. Rows run in order, so
  * a table may be a short story (create, then delete, then delete again).
  *
- * `call` is THE call helper of the tests: `call(srv, path, caller, body?)`, one argument order.
+ * `call` below is THE call helper of the tests: `call(srv, path, caller, body?)`, one argument order.
  */
 
 /** A value, or a function giving it when the row runs. */
@@ -20,11 +20,17 @@ const valueOf = <T>(v: Lazy<T>): T => (typeof v === "function" ? (v as () => T)(
 const tokenOf = (c: Caller): string | null => (c === null ? null : typeof c === "string" ? c : c.token);
 
 /**
- * Sends `body` to `path` as `caller`: a POST with the body as JSON (FormData as a form), or a GET
- * when `body` is undefined.
+ * THE call helper of the tests, one argument order: `call(srv, path, caller, body?)` POSTs `body`
+ * (JSON; FormData as a form; `{}` when not given) to `path` as `caller`. `get(srv, path, caller)`
+ * is its GET.
  */
-export function call(srv: TestServer, path: string, caller: Caller, body?: unknown): Promise<Answer> {
+export function call(srv: TestServer, path: string, caller: Caller, body: unknown = {}): Promise<Answer> {
   return srv.call(path, { token: tokenOf(caller), body });
+}
+
+/** A GET of `path` as `caller`. */
+export function get(srv: TestServer, path: string, caller: Caller): Promise<Answer> {
+  return srv.call(path, { token: tokenOf(caller) });
 }
 
 /** What one observer must see in sync after the call: the `cc` items, or a project's items with `project`. */
@@ -78,7 +84,11 @@ export async function runScenario(srv: TestServer, s: Scenario): Promise<Answer>
       return { observer, project, since: await cursorOf(srv, observer, project), items: w.items };
     }),
   );
-  const r = await call(srv, valueOf(s.path), valueOf(s.caller), valueOf(s.body));
+  const body = valueOf(s.body);
+  const r =
+    body === undefined
+      ? await get(srv, valueOf(s.path), valueOf(s.caller))
+      : await call(srv, valueOf(s.path), valueOf(s.caller), body);
   // The row's name with the status, so a failing row says which it is and what it got.
   expect({ row: s.name, status: r.status, ...(r.status !== s.status ? { body: r.body } : {}) }).toEqual({
     row: s.name,
