@@ -14,8 +14,7 @@ import type { QueryType } from "./queries.table";
  * The searches own the real field lists: record and schema queries are checked against the domain
  * of the records and schema searches themselves (records: the project's own committed fields), so a
  * saved query is accepted exactly when its search would accept it. Asset queries use the asset
- * properties below (the ones the reference and docs/filter.md name). `provideQueryDomain(type, fn)`
- * can replace a type's domain.
+ * properties below (the ones the reference and docs/filter.md name).
  */
 type DomainProvider = (tx: Tx, projectGid: string) => FilterDomain;
 
