@@ -23,7 +23,7 @@ const SIZE_UNITS: ReadonlyMap<string, number> = new Map([
   ["g", 1024 ** 3],
   ["t", 1024 ** 4],
 ]);
-export function parseSize(raw: unknown): number | undefined {
+function parseSize(raw: unknown): number | undefined {
   if (typeof raw === "number") return Number.isSafeInteger(raw) ? raw : undefined;
   if (typeof raw !== "string") return undefined;
   const m = /^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$/i.exec(raw);

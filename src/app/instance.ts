@@ -3,8 +3,8 @@ import { publicBaseUrl, type Config } from "../config";
 import { Logger } from "../core/log";
 import { startupStep } from "../core/startup";
 import { createFromImage, migrate, openDatabase, setSynchronous, withoutSync } from "../db/connection";
-import { features as allFeatures, hooksOf, jobKinds, type Feature } from "../features";
-import { announceVersion } from "../features/instance/instance.service";
+import { callersOf, features as allFeatures, hooksOf, jobKinds, type Feature } from "../features";
+import { announceVersion } from "../features/instance/instance.api";
 import type { Ctx } from "../platform/context";
 import { JobRunner } from "../platform/jobs/runner";
 import { Mailer } from "../platform/mail/mailer";
@@ -55,6 +55,7 @@ export function openInstance(
     tokens,
     mailer,
     hooks: hooksOf(features),
+    callers: callersOf(features),
     baseUrl: publicBaseUrl(config, config.port),
   } as Instance;
   ctx.jobs = new JobRunner(ctx, jobKinds(features));

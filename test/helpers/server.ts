@@ -7,8 +7,8 @@ import { startServer, type Running } from "../../src/app/server";
 import { flagsFor } from "./s3";
 import type { Feature } from "../../src/features";
 import { createPerson, hashPassword } from "../../src/features/users/users.service";
-import { memberships } from "../../src/features/members/members.table";
-import { projectAudience } from "../../src/features/members/access.service";
+import { memberships } from "../../src/features/projects/projects.table";
+import { projectAudience } from "../../src/features/projects/access.service";
 
 export type Answer = { status: number; body: any; headers: Headers };
 

@@ -19,9 +19,9 @@ import { metadataField, metadataName, metadataNames } from "./assets.values";
 import { pageSelection, resolveSelection } from "../../core/selection";
 import type { Answer } from "../../core/answer";
 import type { Actor } from "../../core/actor";
-import { inProject } from "../members/access.service";
+import { inProject } from "../projects/projects.api";
 import { assetSelection } from "./assets.search";
-import { getUser } from "../users/users.service";
+import { getUser } from "../users/users.api";
 
 /**
  * Bulk operations over an asset selection (spec 4.3). The selection is resolved and checked when

@@ -4,13 +4,12 @@
  */
 import { type Tx } from "../../db/connection";
 import type { assets, assetVersions, AssetMetadata, Localized } from "./assets.table";
-import { getProject } from "../projects/projects.service";
-import { projectOptions } from "../settings/settings.options";
+import { getProject, projectOptions } from "../projects/projects.api";
 
 export type Asset = typeof assets.$inferSelect;
 export type AssetVersion = typeof assetVersions.$inferSelect;
 
-/** The project's languages in order, as its settings hold them (src/features/settings/settings.options.ts). */
+/** The project's languages in order, as its settings hold them (src/features/projects/projects.options.ts). */
 export function projectLanguages(tx: Tx, projectGid: string): string[] {
   return projectOptions(getProject(tx, projectGid)).languages;
 }

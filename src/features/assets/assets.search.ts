@@ -24,7 +24,7 @@ import {
 import type { SelectionItem, SelectionResolver } from "../../core/selection";
 import { sqliteOf, type Tx } from "../../db/connection";
 import type { Ctx } from "../../platform/context";
-import { inProject } from "../members/access.service";
+import { inProject } from "../projects/projects.api";
 import { metadataFields, type Asset } from "./assets.forms";
 import { assetDictionary, assetsByIds } from "./assets.lookups.service";
 import { ensureRoot } from "./assets.tree.service";

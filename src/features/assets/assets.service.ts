@@ -3,7 +3,7 @@ import type { Ctx } from "../../platform/context";
 import { afterCommit } from "../../db/mutate";
 import type { Answer } from "../../core/answer";
 import type { Actor } from "../../core/actor";
-import { inProject, projectAccess } from "../members/access.service";
+import { inProject, projectAccess } from "../projects/projects.api";
 import { assets } from "./assets.table";
 import { ApiError, invalidParameter, missing, unprocessable } from "../../core/errors";
 import type { Received } from "../../platform/storage/storage";

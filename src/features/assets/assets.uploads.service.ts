@@ -5,7 +5,7 @@ import type { Ctx } from "../../platform/context";
 import { afterCommit } from "../../db/mutate";
 import type { Answer } from "../../core/answer";
 import type { Actor } from "../../core/actor";
-import { inProject } from "../members/access.service";
+import { inProject } from "../projects/projects.api";
 import { type Tx } from "../../db/connection";
 import { assetVersions, type FileFacts } from "./assets.table";
 import { missing, unprocessable } from "../../core/errors";

@@ -2,7 +2,7 @@ import type { Answer } from "../../core/answer";
 import type { Actor } from "../../core/actor";
 import { sqliteOf, type Tx } from "../../db/connection";
 import type { Ctx } from "../../platform/context";
-import { inProject } from "../members/access.service";
+import { inProject } from "../projects/projects.api";
 import { invalidParameter, missing, unprocessable } from "../../core/errors";
 import { decodeCursor, encodeCursor, pageSize } from "../../core/paging";
 import { ASSET_DOMAIN } from "./assets.search";

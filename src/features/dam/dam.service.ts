@@ -1,3 +1,9 @@
+/*
+ * Longer than ~600 lines: the transform path (the source fetched from the blob store once per copy,
+ * rendered once per name, written back) and publication share this file's prepared statements and
+ * in-flight maps; splitting it follows once the asynchronous data layer (issue 38) has settled the
+ * shape of those statements.
+ */
 import { and, desc, eq, inArray, sql } from "drizzle-orm";
 import { existsSync, mkdirSync, renameSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
@@ -5,7 +11,7 @@ import type { Metadata } from "sharp";
 import { readImageHeader } from "../../platform/images/images";
 import type { AssetsRemovedHook, Ctx } from "../../platform/context";
 import type { Actor } from "../../core/actor";
-import { inProject, projectAccess } from "../members/access.service";
+import { inProject, projectAccess } from "../projects/projects.api";
 import {
   defaultKey,
   effectiveBackground,
@@ -28,9 +34,8 @@ import {
 } from "./dam.transform";
 import { mutate } from "../../db/mutate";
 import { withoutSync, type DB } from "../../db/connection";
-import { assetLookups, assetVersionsOf, setPublication, type Asset } from "../assets/assets.service";
+import { assetLookups, assetVersionsOf, setPublication, type Asset, imageFacts } from "../assets/assets.api";
 import { damTransforms } from "./dam.table";
-import { imageFacts } from "../assets/assets.service";
 import { badRequest, unprocessable } from "../../core/errors";
 import { now } from "../../core/ids";
 import { originalKey, originalPath, parseStorageName, STORAGE_NAME } from "../../platform/storage/originals";

@@ -1,6 +1,6 @@
 import type { Ctx } from "../../platform/context";
 import { parseStorageName } from "../../platform/storage/originals";
-import { storedNames } from "../assets/assets.service";
+import { storedNames } from "../assets/assets.api";
 import { damTransforms } from "./dam.table";
 
 /** Objects younger than this are never swept: an upload or a render may not have committed its row yet. */

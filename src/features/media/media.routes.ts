@@ -1,10 +1,9 @@
 import { Elysia, t } from "elysia";
 import { resolve } from "node:path";
 import type { Ctx } from "../../platform/context";
-import { isMediaFileName } from "../dam/dam.options";
+import { isMediaFileName, publishedOriginal, transformNoted } from "../dam/dam.api";
 import { contentTypeOf, mediaNotFound, serveBlob, serveFile, type ServeOptions } from "./media.files";
 import { describe } from "../../http/openapi";
-import { publishedOriginal, transformNoted } from "../dam/dam.service";
 
 const tags = ["media"];
 const params = t.Object({ project: t.String(), file: t.String() });

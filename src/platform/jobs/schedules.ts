@@ -19,7 +19,7 @@ export type Housekeeping = {
   run: (ctx: Ctx, options?: { dryRun?: boolean }) => Promise<string | void> | string | void;
 };
 
-export type LastRun = { at: number; ok: boolean; summary: string; ms: number };
+type LastRun = { at: number; ok: boolean; summary: string; ms: number };
 
 const metaKey = (name: string) => `housekeeping.${name}`;
 
@@ -53,7 +53,7 @@ export async function runHousekeeping(ctx: Ctx, task: Housekeeping): Promise<Las
   return run;
 }
 
-export type ScheduleListing = {
+type ScheduleListing = {
   name: string;
   describe: string;
   schedule: string;
