@@ -2,6 +2,9 @@ import { mkdirSync } from "node:fs";
 import { join, resolve, sep } from "node:path";
 import { badRequest } from "../../core/errors";
 
+/** The database's file name in the data folder. */
+export const DATABASE_FILE = "apis.db";
+
 /**
  * Where files live under the data folder. Every project-owned file is below `projectDir(gid)`, so a
  * project's backup and permanent deletion take one folder.
@@ -10,7 +13,7 @@ export class Storage {
   constructor(readonly dataDir: string) {}
 
   get database() {
-    return join(this.dataDir, "apis.db");
+    return join(this.dataDir, DATABASE_FILE);
   }
   get avatars() {
     return this.ensure(join(this.dataDir, "files", "avatars"));
