@@ -121,10 +121,72 @@ const userShort = (u: any) => ({
   status: u.status,
 });
 const projectShort = (p: any) => ({ gid: p.gid, name: p.name, icon: p.icon, owner: p.owner, status: p.status });
-/** Schema items and saved queries: the benchmark's project has none, so any row is a surprise. */
-function dictionary(rows: any[]): Record<string, unknown> {
-  if (rows.length) throw new Error("auth-bare: the benchmark project must have an empty schema");
-  return {};
+/**
+ * A schema dictionary as Apis forms it (src/features/schema/copies.service.ts formOf): every item of
+ * the project by id, keyed by gid. A new project has its Base definition; saved queries, none.
+ */
+function dictionary(kind: "definition" | "class" | "field" | "layout" | "query", raw: any[]): Record<string, unknown> {
+  if (kind === "query") {
+    if (raw.length) throw new Error("auth-bare: the benchmark project must have no saved queries");
+    return {};
+  }
+  const out: Record<string, unknown> = {};
+  for (const r of raw.sort((a, b) => a.id - b.id)) {
+    const s = JSON.parse(r.spec);
+    const label = JSON.parse(r.label);
+    const metadata = JSON.parse(r.metadata);
+    const common = { gid: r.gid, original: r.original ?? null };
+    const tail = {
+      is_new: !!r.is_new,
+      is_working_copy: !!r.original,
+      created_on: r.created_on,
+      updated_on: r.updated_on,
+    };
+    if (kind === "field")
+      out[r.gid] = {
+        ...common,
+        name: r.name,
+        label,
+        type: s.type,
+        options: s.options ?? {},
+        is_localized: !!s.is_localized,
+        is_required: !!s.is_required,
+        initial: s.initial ?? {},
+        unit: s.unit ?? null,
+        metadata,
+        ...tail,
+      };
+    else if (kind === "class")
+      out[r.gid] = {
+        ...common,
+        name: r.name,
+        label,
+        fields: s.fields ?? [],
+        layout: s.layout ?? null,
+        metadata,
+        ...tail,
+      };
+    else if (kind === "definition") {
+      const extended = typeof s.extends === "string";
+      out[r.gid] = {
+        ...common,
+        ...(extended ? { original: s.extends } : {}),
+        name: r.name,
+        label,
+        classes: s.classes ?? [],
+        fields: s.fields ?? [],
+        titlefield: s.titlefield ?? null,
+        layout: s.layout ?? null,
+        childdefinitions: s.childdefinitions ?? [],
+        fieldlists: s.fieldlists ?? {},
+        metadata,
+        is_extended: extended,
+        ...tail,
+        ...(extended ? { is_new: false, is_working_copy: false } : {}),
+      };
+    } else out[r.gid] = { ...common, name: r.name, root: s.root ?? null, components: s.components ?? {}, ...tail };
+  }
+  return out;
 }
 
 // ---- auth -----------------------------------------------------------------------------------
@@ -216,11 +278,11 @@ const projectInit = db.transaction((me: any, projectGid: string) => {
     if (r.m_status === "active") projectMembers.push(r.user_gid);
   }
   const dictionaries = {
-    definitions: dictionary(q.definitions.all(projectGid)),
-    classes: dictionary(q.classes.all(projectGid)),
-    fields: dictionary(q.fields.all(projectGid)),
-    layouts: dictionary(q.layouts.all(projectGid)),
-    queries: dictionary(q.queries.all(projectGid)),
+    definitions: dictionary("definition", q.definitions.all(projectGid)),
+    classes: dictionary("class", q.classes.all(projectGid)),
+    fields: dictionary("field", q.fields.all(projectGid)),
+    layouts: dictionary("layout", q.layouts.all(projectGid)),
+    queries: dictionary("query", q.queries.all(projectGid)),
   };
   const cursor = Math.max(q.cursor.get()?.c ?? 0, Number(q.floor.get("changes.floor")?.value ?? 0));
   return {

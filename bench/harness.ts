@@ -50,11 +50,16 @@ export type Child = { pid: number; url: string; startedMs: number; stop: () => P
 export async function spawnServer(
   cmd: string[],
   port: number,
-  opts: { env?: Record<string, string>; readyPath?: string; timeoutMs?: number } = {},
+  opts: { env?: Record<string, string>; readyPath?: string; timeoutMs?: number; cwd?: string } = {},
 ): Promise<Child> {
   const url = `http://127.0.0.1:${port}`;
   const t0 = performance.now();
-  const proc = Bun.spawn(cmd, { cwd: ROOT, env: { ...process.env, ...opts.env }, stdout: "ignore", stderr: "pipe" });
+  const proc = Bun.spawn(cmd, {
+    cwd: opts.cwd ?? ROOT,
+    env: { ...process.env, ...opts.env },
+    stdout: "ignore",
+    stderr: "pipe",
+  });
   const deadline = t0 + (opts.timeoutMs ?? 30_000);
   const stop = async () => {
     proc.kill("SIGTERM");

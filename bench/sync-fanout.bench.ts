@@ -30,6 +30,8 @@ const ROUNDS = Number(process.env.BENCH_SYNC_ROUNDS ?? 30);
 const BURST = Number(process.env.BENCH_SYNC_BURST ?? 1000);
 const BURST_CLIENTS = Math.min(CLIENTS, Number(process.env.BENCH_SYNC_BURST_CLIENTS ?? 100));
 const P99_TARGET_MS = 250;
+/** Issue 41: the fan-out at least this share of bare WebSocket publish's speed (until the last client has the item). */
+const FANOUT_TARGET = 0.95;
 const clock = () => performance.timeOrigin + performance.now();
 
 type Item = { type: string; cursor: number };
@@ -38,6 +40,9 @@ type Item = { type: string; cursor: number };
 class Driven {
   private waiting: ((msg: any) => void)[] = [];
   private proc: Subprocess;
+  get pid(): number {
+    return this.proc.pid;
+  }
   private constructor(script: string, args: string[]) {
     this.proc = Bun.spawn([BUN, join(ROOT, "bench", script), ...args], {
       cwd: ROOT,
@@ -163,12 +168,24 @@ class ClientFleet {
   async stop() {
     await Promise.all(this.children.map((c) => c.stop()));
   }
+
+  get pids(): number[] {
+    return this.children.map((c) => c.pid);
+  }
+}
+
+/** CPU milliseconds (user + system) a process has used so far, from /proc/<pid>/stat. */
+async function cpuMs(pid: number): Promise<number> {
+  const fields = (await Bun.file(`/proc/${pid}/stat`).text()).split(") ")[1]!.split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
 /** `count` rounds of one change each: latencies over every client and round, median time until the last had it. */
-async function fleetRounds(fleet: ClientFleet, touch: () => Promise<number>, count: number) {
+async function fleetRounds(fleet: ClientFleet, touch: () => Promise<number>, count: number, serverPid: number) {
   const latencies: number[] = [];
   const last: number[] = [];
+  // Where the time goes: CPU of the server and of the client processes over the rounds.
+  const cpu0 = await Promise.all([serverPid, ...fleet.pids].map(cpuMs));
   for (let r = 0; r < count; r++) {
     const t0 = clock();
     const cursor = await touch();
@@ -178,7 +195,12 @@ async function fleetRounds(fleet: ClientFleet, touch: () => Promise<number>, cou
     last.push(Math.max(...got));
     await Bun.sleep(50);
   }
+  const cpu1 = await Promise.all([serverPid, ...fleet.pids].map(cpuMs));
+  const serverCpu = (cpu1[0]! - cpu0[0]!) / count;
+  const clientsCpu = cpu1.slice(1).reduce((n, x, k) => n + x - cpu0[k + 1]!, 0) / count;
   return {
+    serverCpu,
+    clientsCpu,
     p50: percentile(latencies, 50),
     p99: percentile(latencies, 99),
     last: median(last),
@@ -215,9 +237,9 @@ async function apis(notes: string[]) {
       serverMs.push(r.serverMs);
       return (lastCursor = r.last as number);
     };
-    await fleetRounds(fleet, touch, 3);
+    await fleetRounds(fleet, touch, 3, child.pid);
     serverMs.length = 0;
-    const single = await fleetRounds(fleet, touch, ROUNDS);
+    const single = await fleetRounds(fleet, touch, ROUNDS, child.pid);
     const singleFaults = await fleet.faults();
     await fleet.stop();
     fleet = undefined;
@@ -305,8 +327,8 @@ async function bare() {
     const after = await child.request({ cmd: "rss" });
     const perSocketKb = ((after.mb - before.mb) * 1024) / CLIENTS;
     const touch = async () => (await child.request({ cmd: "touch", count: 1 })).last as number;
-    await fleetRounds(fleet, touch, 3);
-    const single = await fleetRounds(fleet, touch, ROUNDS);
+    await fleetRounds(fleet, touch, 3, child.pid);
+    const single = await fleetRounds(fleet, touch, ROUNDS, child.pid);
     await fleet.stop();
     fleet = undefined;
     const burst = new Array(BURST_CLIENTS).fill(0);
@@ -367,6 +389,16 @@ export async function run(): Promise<BenchResult> {
       ratio: ratio(a.single.last, c.single.last),
     },
     {
+      // Issue 41 item 4: the fan-out's speed as a share of bare WebSocket publish to as many
+      // clients (the ceiling's time until its last client has the item over Apis' time).
+      metric: `one change to ${CLIENTS} clients: speed against bare WebSocket publish (ceiling's time until the last has it / Apis')`,
+      value: round(c.single.last / a.single.last),
+      unit: "× bare",
+      ceiling: 1,
+      ratio: ratio(c.single.last, a.single.last),
+      target: `ratio >= ${FANOUT_TARGET}`,
+    },
+    {
       metric: `one change to ${CLIENTS} clients: the server's share (commit to every frame handed to the sockets), median / p99`,
       value: round(a.serverMs),
       unit: `ms (p99 ${round(a.serverP99)})`,
@@ -399,6 +431,7 @@ export async function run(): Promise<BenchResult> {
     },
   ];
   notes.push(
+    `Where a round's time goes (CPU per round, including the 50 ms pause between rounds; clock ticks of 10 ms, averaged over ${ROUNDS} rounds): Apis' server process ${round(a.single.serverCpu, 1)} ms, its ${CLIENT_PROCESSES} client processes (socket.io-client) ${round(a.single.clientsCpu, 1)} ms together; the bare server ${round(c.single.serverCpu, 1)} ms, its client processes (plain WebSocket + JSON.parse) ${round(c.single.clientsCpu, 1)} ms. The server's share is the row above; the rest of the difference is the clients' decoding of the same bytes on the same ${navigator.hardwareConcurrency} cores.`,
     "Ceiling: bench/sync-fanout.bare.ts, a bare Bun.serve publishing the same `sync` frame bytes to as many plain WebSocket clients (no Socket.IO on either side, no database, clients in the same number of processes), measured the same way right after; its memory row is a bare Bun WebSocket's.",
   );
   return { name: "sync-fanout", rows, notes };

@@ -2,7 +2,10 @@
 import { ConfigError, loadConfig, settings, settingsHelp, type Config } from "./config";
 import { parseArgs, UsageError } from "./cli/args";
 import { startupStep } from "./core/startup";
-import { closeDatabase } from "./db/connection";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { closeDatabase, createFromImageSoon } from "./db/connection";
+import { DATABASE_FILE } from "./platform/storage/storage";
 import { VERSION } from "./version";
 
 const HELP = `Apis ${VERSION} — Asset and Product Information Service
@@ -96,9 +99,14 @@ async function main(argv: string[]): Promise<number> {
       const { preflightServe } = await import("./cli/preflight");
       await preflightServe(config);
       startupStep("data folder and port checked");
+      // A new data folder's database is written from its image and synced while the server code
+      // loads (the sync waits on the disk, the loading on the CPU).
+      mkdirSync(config.dataDir, { recursive: true });
+      const image = createFromImageSoon(join(config.dataDir, DATABASE_FILE));
       const { startServer } = await import("./app/server");
       const { flushRequestLines } = await import("./http/requests");
       startupStep("server code loaded");
+      if (await image) startupStep("database written from its image");
       const running = await startServer(config);
       // A signal may come twice (Ctrl-C under `npm start` reaches npm, which passes it on, and the
       // server): the first starts the stop, repeats are ignored instead of killing it half-way.

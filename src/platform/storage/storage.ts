@@ -4,6 +4,9 @@ import { badRequest } from "../../core/errors";
 import type { BlobStore } from "./blobs";
 import { FileBlobStore } from "./file-store";
 
+/** The database's file name in the data folder. */
+export const DATABASE_FILE = "apis.db";
+
 /**
  * Where files live under the data folder. Every project-owned file is below `projectDir(gid)`, so a
  * project's backup and permanent deletion take one folder.
@@ -20,7 +23,7 @@ export class Storage {
   }
 
   get database() {
-    return join(this.dataDir, "apis.db");
+    return join(this.dataDir, DATABASE_FILE);
   }
   /** The folder of the stored files when the store is a folder (the data folder's `files/` by default). */
   get files() {
