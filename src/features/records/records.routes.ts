@@ -27,14 +27,23 @@ import * as treeService from "./tree.service";
 const tag = (area: string) => [`records: ${area}`];
 const params = t.Object({ project: t.String() });
 const loose = t.Optional(t.Unknown());
-const langs = { language: loose, languages: loose };
+/**
+ * `language` and `languages` typed, for the services that read them first (`languagesOf`): the
+ * schema's 400 is theirs (null is absent; the project's languages stay the service's check).
+ */
+const langs = {
+  language: t.Optional(t.Union([t.String(), t.Null()], { description: "a language code" })),
+  languages: t.Optional(t.Union([t.Array(t.String()), t.Null()], { description: "an array of language codes" })),
+};
+/** Loose where the service checks the languages after other members (typed, they would be refused first). */
+const looseLangs = { language: loose, languages: loose };
 const page = { "page.top": loose, "page.size": loose };
-const place = t.Object({ ...langs, record: loose, parent: loose, ordering: loose, before_record: loose });
-const recordOnly = t.Object({ ...langs, record: loose });
+const place = t.Object({ ...looseLangs, record: loose, parent: loose, ordering: loose, before_record: loose });
+const recordOnly = t.Object({ ...looseLangs, record: loose });
 const str = t.Optional(t.String());
-const fieldlistBody = t.Object({ ...langs, record: loose, fieldlist: str, field: str, before_field: str });
+const fieldlistBody = t.Object({ ...looseLangs, record: loose, fieldlist: str, field: str, before_field: str });
 const component = t.Object({
-  ...langs,
+  ...looseLangs,
   record: loose,
   component: str,
   parent: str,
@@ -44,7 +53,7 @@ const component = t.Object({
   before_component: str,
 });
 const bulkBody = t.Object({
-  ...langs,
+  ...looseLangs,
   selection: loose,
   parent: loose,
   ordering: loose,
@@ -149,7 +158,7 @@ export const recordsOperations = [
   ),
   operation(
     "records/orderings/set",
-    t.Object({ ...langs, record: loose, orderings: loose }),
+    t.Object({ ...looseLangs, record: loose, orderings: loose }),
     treeService.setOrderings,
     {
       summary: "Raw positions of a record in some orderings",
@@ -179,7 +188,7 @@ export const recordsOperations = [
   ),
   operation(
     "records/duplicate",
-    t.Object({ ...langs, record: loose, ordering: loose }),
+    t.Object({ ...looseLangs, record: loose, ordering: loose }),
     treeService.duplicateRecord,
     {
       summary: "Copy a record right after itself",
@@ -233,7 +242,7 @@ export const recordsOperations = [
   }),
   operation(
     "records/search",
-    t.Object({ ...langs, q: loose, filter: loose, ...page }),
+    t.Object({ ...looseLangs, q: loose, filter: loose, ...page }),
     searchRecords,
     {
       summary: "Search records: full text `q` (+/- terms) and/or `filter`, best match first",
@@ -253,21 +262,21 @@ export const recordsOperations = [
   ),
   operation(
     "records/channels/set",
-    t.Object({ ...langs, record: loose, channels: loose, enabled: loose }),
+    t.Object({ ...looseLangs, record: loose, channels: loose, enabled: loose }),
     channelService.setChannels,
     { summary: "Switch channels on or off for a record", tags: tag("channels") },
     { keepsShared: true },
   ),
   operation(
     "records/channels/copy_from_parent",
-    t.Object({ ...langs, record: loose, channels: loose }),
+    t.Object({ ...looseLangs, record: loose, channels: loose }),
     channelService.copyChannelsFromParent,
     { summary: "Copy the parent's state of the channels to the record", tags: tag("channels") },
     { keepsShared: true },
   ),
   operation(
     "records/channels/copy_down",
-    t.Object({ ...langs, record: loose, channels: loose }),
+    t.Object({ ...looseLangs, record: loose, channels: loose }),
     channelService.copyChannelsDown,
     {
       summary: "Copy the record's state of the channels to its whole subtree (a job)",
@@ -276,7 +285,7 @@ export const recordsOperations = [
   ),
   operation(
     "records/channels/copy_up",
-    t.Object({ ...langs, record: loose, channels: loose }),
+    t.Object({ ...looseLangs, record: loose, channels: loose }),
     channelService.copyChannelsUp,
     {
       summary: "Switch the record's enabled channels on for its ancestors",
@@ -286,7 +295,7 @@ export const recordsOperations = [
   ),
   operation(
     "records/definition/set",
-    t.Object({ ...langs, record: loose, definition: loose }),
+    t.Object({ ...looseLangs, record: loose, definition: loose }),
     definitionService.setRecordDefinition,
     {
       summary: "Give the record another definition (values of shared fields kept, the rest cleared)",
@@ -303,13 +312,13 @@ export const recordsOperations = [
   }),
   operation(
     "records/definition/classes/add",
-    t.Object({ ...langs, record: loose, class: str, before_class: str }),
+    t.Object({ ...looseLangs, record: loose, class: str, before_class: str }),
     definitionService.addClass,
     { summary: "Add a class to the record's extended definition (made on first change)", tags: tag("definition") },
   ),
   operation(
     "records/definition/classes/remove",
-    t.Object({ ...langs, record: loose, class: str }),
+    t.Object({ ...looseLangs, record: loose, class: str }),
     definitionService.removeClass,
     {
       summary: "Remove an added class from the record's extended definition",
@@ -318,13 +327,13 @@ export const recordsOperations = [
   ),
   operation(
     "records/definition/fields/add",
-    t.Object({ ...langs, record: loose, field: str, before_field: str }),
+    t.Object({ ...looseLangs, record: loose, field: str, before_field: str }),
     definitionService.addField,
     { summary: "Add a field to the record's extended definition (made on first change)", tags: tag("definition") },
   ),
   operation(
     "records/definition/fields/remove",
-    t.Object({ ...langs, record: loose, field: str }),
+    t.Object({ ...looseLangs, record: loose, field: str }),
     definitionService.removeField,
     {
       summary: "Remove an added field from the record's extended definition",
@@ -346,7 +355,7 @@ export const recordsOperations = [
   operation(
     "records/definition/layouts/modify",
     t.Object({
-      ...langs,
+      ...looseLangs,
       record: loose,
       name: str,
       root: str,
@@ -467,7 +476,7 @@ export function recordsRoutes(ctx: Ctx) {
       {
         auth: true,
         params,
-        body: t.Object({ ...langs, record: loose, field: loose, value: loose }),
+        body: t.Object({ ...looseLangs, record: loose, field: loose, value: loose }),
         detail: {
           summary: "A preview image of a barcode field's value (EAN-13, UPC-A, EAN-8, GTIN-14)",
           tags: tag("values"),

@@ -23,6 +23,7 @@ import {
   rootRow,
   rowsByGids,
   setPosition,
+  type Langs as TypedLangs,
   type Rec,
   type Touch,
 } from "./records.service";
@@ -581,7 +582,7 @@ export function getTree(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
-  input: Langs & { expanded_records?: unknown; ordering?: unknown; "page.top"?: unknown; "page.size"?: unknown },
+  input: TypedLangs & { expanded_records?: unknown; ordering?: unknown; "page.top"?: unknown; "page.size"?: unknown },
 ): Answer {
   return recordsRead(ctx, actor, projectGid, (tx, view) => {
     const langs = view.languagesOf(input);
