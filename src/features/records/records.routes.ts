@@ -38,8 +38,13 @@ const langs = {
 /** Loose where the service checks the languages after other members (typed, they would be refused first). */
 const looseLangs = { language: loose, languages: loose };
 const page = { "page.top": loose, "page.size": loose };
-const place = t.Object({ ...looseLangs, record: loose, parent: loose, ordering: loose, before_record: loose });
-const recordOnly = t.Object({ ...looseLangs, record: loose });
+/**
+ * The record an operation works on, for the services that check it first (`mustRecord`): required
+ * (absent, null or "" is the missing member) and text, as they answer; that it exists stays theirs.
+ */
+const recordGid = t.String({ description: "a record gid" });
+const place = t.Object({ ...looseLangs, record: recordGid, parent: loose, ordering: loose, before_record: loose });
+const recordOnly = t.Object({ ...looseLangs, record: recordGid });
 const str = t.Optional(t.String());
 const fieldlistBody = t.Object({ ...looseLangs, record: loose, fieldlist: str, field: str, before_field: str });
 const component = t.Object({
@@ -158,7 +163,7 @@ export const recordsOperations = [
   ),
   operation(
     "records/orderings/set",
-    t.Object({ ...looseLangs, record: loose, orderings: loose }),
+    t.Object({ ...looseLangs, record: recordGid, orderings: loose }),
     treeService.setOrderings,
     {
       summary: "Raw positions of a record in some orderings",
@@ -188,7 +193,7 @@ export const recordsOperations = [
   ),
   operation(
     "records/duplicate",
-    t.Object({ ...looseLangs, record: loose, ordering: loose }),
+    t.Object({ ...looseLangs, record: recordGid, ordering: loose }),
     treeService.duplicateRecord,
     {
       summary: "Copy a record right after itself",
@@ -262,21 +267,21 @@ export const recordsOperations = [
   ),
   operation(
     "records/channels/set",
-    t.Object({ ...looseLangs, record: loose, channels: loose, enabled: loose }),
+    t.Object({ ...looseLangs, record: recordGid, channels: loose, enabled: loose }),
     channelService.setChannels,
     { summary: "Switch channels on or off for a record", tags: tag("channels") },
     { keepsShared: true },
   ),
   operation(
     "records/channels/copy_from_parent",
-    t.Object({ ...looseLangs, record: loose, channels: loose }),
+    t.Object({ ...looseLangs, record: recordGid, channels: loose }),
     channelService.copyChannelsFromParent,
     { summary: "Copy the parent's state of the channels to the record", tags: tag("channels") },
     { keepsShared: true },
   ),
   operation(
     "records/channels/copy_down",
-    t.Object({ ...looseLangs, record: loose, channels: loose }),
+    t.Object({ ...looseLangs, record: recordGid, channels: loose }),
     channelService.copyChannelsDown,
     {
       summary: "Copy the record's state of the channels to its whole subtree (a job)",
@@ -285,7 +290,7 @@ export const recordsOperations = [
   ),
   operation(
     "records/channels/copy_up",
-    t.Object({ ...looseLangs, record: loose, channels: loose }),
+    t.Object({ ...looseLangs, record: recordGid, channels: loose }),
     channelService.copyChannelsUp,
     {
       summary: "Switch the record's enabled channels on for its ancestors",
@@ -295,7 +300,7 @@ export const recordsOperations = [
   ),
   operation(
     "records/definition/set",
-    t.Object({ ...looseLangs, record: loose, definition: loose }),
+    t.Object({ ...looseLangs, record: recordGid, definition: loose }),
     definitionService.setRecordDefinition,
     {
       summary: "Give the record another definition (values of shared fields kept, the rest cleared)",

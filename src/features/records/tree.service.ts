@@ -121,7 +121,7 @@ export function moveRecord(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
-  input: Langs & { record?: unknown; parent?: unknown; ordering?: unknown; before_record?: unknown },
+  input: Langs & { record: string; parent?: unknown; ordering?: unknown; before_record?: unknown },
 ): Answer {
   return recordsWrite(ctx, actor, projectGid, (tx, _log, view, touch) => {
     const old = mustRecord(tx, projectGid, input.record);
@@ -140,7 +140,7 @@ export function setOrderings(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
-  input: Langs & { record?: unknown; orderings?: unknown },
+  input: Langs & { record: string; orderings?: unknown },
 ): Answer {
   return recordsWrite(ctx, actor, projectGid, (tx, _log, view, touch) => {
     const rec = mustRecord(tx, projectGid, input.record);
@@ -222,7 +222,7 @@ export function shallowCopy(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
-  input: Langs & { record?: unknown; parent?: unknown; ordering?: unknown; before_record?: unknown },
+  input: Langs & { record: string; parent?: unknown; ordering?: unknown; before_record?: unknown },
 ): Answer {
   return recordsWrite(ctx, actor, projectGid, (tx, _log, view, touch) => {
     const src = mustRecord(tx, projectGid, input.record);
@@ -240,7 +240,7 @@ export function duplicateRecord(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
-  input: Langs & { record?: unknown; ordering?: unknown },
+  input: Langs & { record: string; ordering?: unknown },
 ): Answer {
   return recordsWrite(ctx, actor, projectGid, (tx, _log, view, touch) => {
     const src = mustRecord(tx, projectGid, input.record);
@@ -259,7 +259,7 @@ export function copyRecord(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
-  input: Langs & { record?: unknown; parent?: unknown; ordering?: unknown; before_record?: unknown },
+  input: Langs & { record: string; parent?: unknown; ordering?: unknown; before_record?: unknown },
 ): Answer {
   return recordsWrite(ctx, actor, projectGid, (tx, _log, view, touch) => {
     const src = mustRecord(tx, projectGid, input.record);
@@ -313,7 +313,7 @@ export function linkRecord(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
-  input: Langs & { record?: unknown; parent?: unknown; ordering?: unknown; before_record?: unknown },
+  input: Langs & { record: string; parent?: unknown; ordering?: unknown; before_record?: unknown },
 ): Answer {
   return recordsWrite(ctx, actor, projectGid, (tx, _log, view, touch) => {
     const src = mustRecord(tx, projectGid, input.record);
@@ -339,7 +339,7 @@ export function linkRecord(
   });
 }
 
-export function unlinkRecord(ctx: Ctx, actor: Actor, projectGid: string, input: Langs & { record?: unknown }): Answer {
+export function unlinkRecord(ctx: Ctx, actor: Actor, projectGid: string, input: Langs & { record: string }): Answer {
   return recordsWrite(ctx, actor, projectGid, (tx, _log, view, touch) => {
     const rec = mustRecord(tx, projectGid, input.record);
     if (!rec.isLink) throw cannot("The record is not a link", { record: rec.gid });
@@ -412,7 +412,7 @@ export function deleteRecordIn(tx: Tx, view: SchemaView, touch: Touch, gid: unkn
   return rec;
 }
 
-export function deleteRecord(ctx: Ctx, actor: Actor, projectGid: string, input: Langs & { record?: unknown }): Answer {
+export function deleteRecord(ctx: Ctx, actor: Actor, projectGid: string, input: Langs & { record: string }): Answer {
   return recordsWrite(ctx, actor, projectGid, (tx, _log, view, touch) => {
     const rec = deleteRecordIn(tx, view, touch, input.record);
     return answer(tx, view, input, { record: rec.gid, parent: rec.parent }, [rec.gid, rec.parent]);
@@ -441,12 +441,7 @@ export function undeleteRecordIn(tx: Tx, view: SchemaView, touch: Touch, gid: un
   return rec;
 }
 
-export function undeleteRecord(
-  ctx: Ctx,
-  actor: Actor,
-  projectGid: string,
-  input: Langs & { record?: unknown },
-): Answer {
+export function undeleteRecord(ctx: Ctx, actor: Actor, projectGid: string, input: Langs & { record: string }): Answer {
   return recordsWrite(ctx, actor, projectGid, (tx, _log, view, touch) => {
     const rec = undeleteRecordIn(tx, view, touch, input.record);
     return answer(tx, view, input, { record: rec.gid }, [rec.gid, rec.parent]);
@@ -480,7 +475,7 @@ export function permanentDeleteRecord(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
-  input: Langs & { record?: unknown },
+  input: Langs & { record: string },
 ): Answer {
   return recordsWrite(ctx, actor, projectGid, (tx, _log, view) => {
     const rec = mustRecord(tx, projectGid, input.record);
