@@ -481,7 +481,7 @@ export function recordsRoutes(ctx: Ctx) {
       {
         auth: true,
         params,
-        body: t.Object({ ...looseLangs, record: loose, field: loose, value: loose }),
+        body: t.Object({ ...looseLangs, record: recordGid, field: loose, value: loose }),
         detail: {
           summary: "A preview image of a barcode field's value (EAN-13, UPC-A, EAN-8, GTIN-14)",
           tags: tag("values"),
@@ -494,7 +494,14 @@ export function recordsRoutes(ctx: Ctx) {
       {
         auth: true,
         params,
-        body: t.Object({ record: loose, language: loose, definition: loose, fieldlist: loose, download: loose }),
+        // The language first (missing before anything else, "" a 400 of languagesOf): only its type is the schema's.
+        body: t.Object({
+          record: loose,
+          language: langs.language,
+          definition: loose,
+          fieldlist: loose,
+          download: loose,
+        }),
         detail: describe({
           summary:
             'A workbook (.xlsx) of a record\'s children in one language: result["children.excel"] names it in data.files (base64), or download.url for large ones',
