@@ -20,9 +20,16 @@ import * as treeService from "./tree.service";
 
 // The route template of src/features/apikeys/apikeys.routes.ts: schemas at the top, then one list
 // where every endpoint is an operation (its path, body schema, one service call, summary and tags;
-// served as POST /api/p/<project>/<path> and runnable in a batch). The
-// records services check every member themselves (a wrong type is a 400 naming the member, as the
-// reference answers), so the members are `loose` here.
+// served as POST /api/p/<project>/<path> and runnable in a batch). A body's schema is checked
+// before its service, so a member is typed only where the service checks it first (or right after
+// members typed before it) and answers its wrong type as the schema does ("Invalid parameter" with
+// the same `expected`); the service's input type is then the schema's. A member stays `loose` (the
+// service checks it, with the same answers as before) when typing it would change an answer:
+// - it is checked after a domain check the schema cannot make (the project's languages, that a
+//   record, parent or ordering exists): typed, a body with both faults would be answered by it;
+// - the service names its wrong type as missing ("Missing parameter": `need` of
+//   definition.service.ts, the bulk operations' checks);
+// - its 400 carries other info (search paging: FilterError's `path` and `reason`).
 
 const tag = (area: string) => [`records: ${area}`];
 const params = t.Object({ project: t.String() });
@@ -37,6 +44,7 @@ const langs = {
 };
 /** Loose where the service checks the languages after other members (typed, they would be refused first). */
 const looseLangs = { language: loose, languages: loose };
+// Checked after the record or the languages (search: FilterError's info, not `expected`).
 const page = { "page.top": loose, "page.size": loose };
 /**
  * The record an operation works on, for the services that check it first (`mustRecord`): required
@@ -46,10 +54,11 @@ const recordGid = t.String({ description: "a record gid" });
 const place = t.Object({ ...looseLangs, record: recordGid, parent: loose, ordering: loose, before_record: loose });
 const recordOnly = t.Object({ ...looseLangs, record: recordGid });
 const str = t.Optional(t.String());
+// `record` loose in the extension operations: `need` answers a non-text record as missing, after the typed members.
 const fieldlistBody = t.Object({ ...looseLangs, record: loose, fieldlist: str, field: str, before_field: str });
 const component = t.Object({
   ...looseLangs,
-  record: loose,
+  record: loose, // required and typed, it would be named before the typed members the schema checks today
   component: str,
   parent: str,
   type: str,
@@ -57,6 +66,8 @@ const component = t.Object({
   options: t.Optional(t.Record(t.String(), t.Unknown())),
   before_component: str,
 });
+// Loose: each bulk operation's check names a wrong `channels`, `enabled`, `definition` or `fields`
+// as missing, and the selection is resolved after it (resolveSelection's own answers).
 const bulkBody = t.Object({
   ...looseLangs,
   selection: loose,
@@ -361,7 +372,7 @@ export const recordsOperations = [
     "records/definition/layouts/modify",
     t.Object({
       ...looseLangs,
-      record: loose,
+      record: loose, // as in `component`: typed, it would be named before the typed members below
       name: str,
       root: str,
       components: t.Optional(t.Record(t.String(), t.Unknown())),
