@@ -4,7 +4,7 @@ import { answer } from "../../http/envelope";
 import { receiveMultipart } from "../../http/multipart";
 import { describe } from "../../http/openapi";
 import { operation } from "../../http/operations";
-import type { Ctx } from "../../platform/context";
+import type { Ctx, ProjectOperation } from "../../platform/context";
 import * as channelService from "./channels.service";
 import { getCompleteness } from "./completeness.service";
 import * as definitionService from "./definition.service";
@@ -80,12 +80,45 @@ const bulkBody = t.Object({
   fields: loose,
 });
 
+/** The operations whose typed members their services alone checked before (see recordsOperations). */
+const RUN_CHECKED = new Set(
+  [
+    "root",
+    "get",
+    "children",
+    "tree",
+    "create",
+    "update",
+    "worksheet",
+    "bulk/get",
+    "move",
+    "copy",
+    "shallow_copy",
+    "link",
+    "unlink",
+    "delete",
+    "undelete",
+    "permanent_delete",
+    "orderings/set",
+    "duplicate",
+    "channels/set",
+    "channels/copy_from_parent",
+    "channels/copy_down",
+    "channels/copy_up",
+    "definition/set",
+    "definition/revert",
+    "definition/copy_to_siblings",
+  ].map((p) => `records/${p}`),
+);
+
 /**
  * The records endpoints under `/api/p/<project>/records/` (docs/records.md). Any active member of
  * the project (owner, member, API user) may call every one. All but the barcode preview (which
- * draws an image, asynchronously) are operations.
+ * draws an image, asynchronously) are operations. In a batch their bodies are refused when the
+ * step runs (`bodyErrorsWhenRun`), as when the services alone checked them: those given typed
+ * members here (RUN_CHECKED; the others' schemas refused before the batch started already).
  */
-export const recordsOperations = [
+export const recordsOperations: ProjectOperation[] = [
   operation(
     "records/root",
     t.Object({ ...langs }),
@@ -475,7 +508,7 @@ export const recordsOperations = [
       tags: tag("search and bulk"),
     },
   ),
-];
+].map((op) => (RUN_CHECKED.has(op.path) ? { ...op, bodyErrorsWhenRun: true } : op));
 
 const excelTags = tag("excel");
 
