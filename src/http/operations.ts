@@ -42,14 +42,15 @@ import { requestId } from "./requests";
  * endpoint and a batch step check it right after the membership and before the body, so a caller
  * who may not call it gets 403 whatever it sends. `options.keepsShared: true` declares that the
  * operation changes neither memberships, the project, its settings nor its schema, so a batch keeps
- * what its steps share after it (`keepsShared` of ProjectOperation).
+ * what its steps share after it (`keepsShared` of ProjectOperation). `options.bodyErrorsWhenRun`:
+ * a batch step whose body the schema refuses fails when it runs (see ProjectOperation).
  */
 export function operation<S extends TSchema>(
   path: string,
   body: S,
   run: (ctx: Ctx, actor: Actor, projectGid: string, input: Static<S>) => Answer,
   detail: DocumentDecoration & { summary: string; tags: string[] },
-  options: { keepsShared?: boolean; callers?: CallerRule } = {},
+  options: { keepsShared?: boolean; callers?: CallerRule; bodyErrorsWhenRun?: boolean } = {},
 ): ProjectOperation {
   if (path.startsWith("/") || path.endsWith("/"))
     throw new Error(`operation path ${path}: no leading or trailing slash`);
@@ -63,6 +64,7 @@ export function operation<S extends TSchema>(
     run: run as ProjectOperation["run"],
   };
   if (options.callers) op.callers = options.callers;
+  if (options.bodyErrorsWhenRun) op.bodyErrorsWhenRun = true;
   return op;
 }
 
@@ -256,7 +258,8 @@ function stepError(err: ApiError, index: number, path: unknown, extra: Record<st
 /**
  * Resolves and checks every sub-request of a batch before anything runs: at most `max` of them,
  * each an object with a `path` naming a batchable operation and a `body` its schema accepts.
- * The first problem is a 400 naming the sub-request's `index` (and `path`); nothing has run.
+ * The first problem is a 400 naming the sub-request's `index` (and `path`); nothing has run. A
+ * body refused for an operation with `bodyErrorsWhenRun` makes a step that fails when it runs.
  * `admit` checks a step's caller rule before its body, as the endpoint does (admitCaller with the
  * batch's request and caller): a step the caller may not call is a 403, whatever its body.
  */
@@ -297,6 +300,22 @@ export function prepareBatch(
     const body = Object.hasOwn(req, "body") ? (req as { body: unknown }).body : undefined;
     try {
       admit(op.callers, body);
+      // (A body that is not an object stays a refusal before the batch starts, as the services never saw it.)
+      if (op.bodyErrorsWhenRun && (body == null || (typeof body === "object" && !Array.isArray(body)))) {
+        try {
+          return { op, input: checkedBody(op, body) };
+        } catch (err) {
+          if (!(err instanceof ApiError)) throw err;
+          // Refused when the step runs (bodyErrorsWhenRun of ProjectOperation).
+          const refused: ProjectOperation = {
+            ...op,
+            run: () => {
+              throw err;
+            },
+          };
+          return { op: refused, input: undefined };
+        }
+      }
       return { op, input: checkedBody(op, body) };
     } catch (err) {
       if (err instanceof ApiError) throw stepError(err, index, path);

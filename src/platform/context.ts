@@ -182,6 +182,12 @@ export type ProjectOperation = {
   run: (ctx: Ctx, actor: Actor, projectGid: string, input: unknown) => Answer;
   /** Who may call it beyond the project's members, checked before the body (none: every member). */
   callers?: CallerRule;
+  /**
+   * A batch step whose body the schema refuses fails when it runs, not before the batch starts:
+   * for bodies once checked by the service alone (records), so the batch answers as it did
+   * (earlier steps run first, and the error carries `batch`).
+   */
+  bodyErrorsWhenRun?: boolean;
 };
 
 /**

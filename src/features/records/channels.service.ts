@@ -100,7 +100,7 @@ export function setChannels(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
-  input: Langs & { record?: unknown; channels?: unknown; enabled?: unknown },
+  input: Langs & { record: string; channels?: unknown; enabled?: unknown },
 ): Answer {
   return recordsWrite(ctx, actor, projectGid, (tx, _log, view, touch) => {
     const rec = mustRecord(tx, projectGid, input.record);
@@ -116,7 +116,7 @@ export function copyChannelsFromParent(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
-  input: Langs & { record?: unknown; channels?: unknown },
+  input: Langs & { record: string; channels?: unknown },
 ): Answer {
   return recordsWrite(ctx, actor, projectGid, (tx, _log, view, touch) => {
     const rec = mustRecord(tx, projectGid, input.record);
@@ -132,7 +132,7 @@ export function copyChannelsDown(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
-  input: { record?: unknown; channels?: unknown },
+  input: { record: string; channels?: unknown },
 ): Answer {
   return recordsWrite(ctx, actor, projectGid, (tx, _log, view) => {
     const rec = mustRecord(tx, projectGid, input.record);
@@ -183,7 +183,7 @@ export function copyChannelsUp(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
-  input: { record?: unknown; channels?: unknown },
+  input: { record: string; channels?: unknown },
 ): Answer {
   return recordsWrite(ctx, actor, projectGid, (tx, _log, view, touch) => {
     const rec = mustRecord(tx, projectGid, input.record);

@@ -86,7 +86,7 @@ export function setRecordDefinition(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
-  input: Langs & { record?: unknown; definition?: unknown },
+  input: Langs & { record: string; definition?: unknown },
 ): Answer {
   return recordsWrite(ctx, actor, projectGid, (tx, _log, view, touch) => {
     const rec = mustRecord(tx, projectGid, input.record);
@@ -177,7 +177,7 @@ export function revertRecordDefinition(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
-  input: Langs & { record?: unknown },
+  input: Langs & { record: string },
 ): Answer {
   return recordsWrite(ctx, actor, projectGid, (tx, log, view, touch) => {
     const rec = mustRecord(tx, projectGid, input.record);
@@ -207,7 +207,7 @@ export function copyDefinitionToSiblings(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
-  input: { record?: unknown },
+  input: { record: string },
 ): Answer {
   return recordsWrite(ctx, actor, projectGid, (tx, _log, view, touch) => {
     const rec = mustRecord(tx, projectGid, input.record);

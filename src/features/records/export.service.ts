@@ -216,7 +216,7 @@ export async function exportChildren(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
-  input: { record?: unknown; language?: unknown; definition?: unknown; fieldlist?: unknown; download?: unknown },
+  input: { record?: unknown; language?: string | null; definition?: unknown; fieldlist?: unknown; download?: unknown },
 ): Promise<Answer> {
   const plan = recordsRead(ctx, actor, projectGid, (tx, view): ExportPlan => {
     if (input.language === undefined || input.language === null) throw missing("language");

@@ -102,7 +102,7 @@ export async function previewField(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
-  input: { record?: unknown; field?: unknown; language?: unknown; value?: unknown },
+  input: { record: string; field?: unknown; language?: unknown; value?: unknown },
 ): Promise<Answer> {
   const { value, record, field } = recordsRead(ctx, actor, projectGid, (tx, view) => {
     const rec = mustRecord(tx, projectGid, input.record);

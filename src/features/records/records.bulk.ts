@@ -125,8 +125,8 @@ export function bulkGet(
   projectGid: string,
   input: {
     selection?: unknown;
-    language?: unknown;
-    languages?: unknown;
+    language?: string | null;
+    languages?: string[] | null;
     "page.size"?: unknown;
     "page.cursor"?: unknown;
   },

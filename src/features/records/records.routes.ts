@@ -4,7 +4,7 @@ import { answer } from "../../http/envelope";
 import { receiveMultipart } from "../../http/multipart";
 import { describe } from "../../http/openapi";
 import { operation } from "../../http/operations";
-import type { Ctx } from "../../platform/context";
+import type { Ctx, ProjectOperation } from "../../platform/context";
 import * as channelService from "./channels.service";
 import { getCompleteness } from "./completeness.service";
 import * as definitionService from "./definition.service";
@@ -20,22 +20,45 @@ import * as treeService from "./tree.service";
 
 // The route template of src/features/apikeys/apikeys.routes.ts: schemas at the top, then one list
 // where every endpoint is an operation (its path, body schema, one service call, summary and tags;
-// served as POST /api/p/<project>/<path> and runnable in a batch). The
-// records services check every member themselves (a wrong type is a 400 naming the member, as the
-// reference answers), so the members are `loose` here.
+// served as POST /api/p/<project>/<path> and runnable in a batch). A body's schema is checked
+// before its service, so a member is typed only where the service checks it first (or right after
+// members typed before it) and answers its wrong type as the schema does ("Invalid parameter" with
+// the same `expected`); the service's input type is then the schema's. A member stays `loose` (the
+// service checks it, with the same answers as before) when typing it would change an answer:
+// - it is checked after a domain check the schema cannot make (the project's languages, that a
+//   record, parent or ordering exists): typed, a body with both faults would be answered by it;
+// - the service names its wrong type as missing ("Missing parameter": `need` of
+//   definition.service.ts, the bulk operations' checks);
+// - its 400 carries other info (search paging: FilterError's `path` and `reason`).
 
 const tag = (area: string) => [`records: ${area}`];
 const params = t.Object({ project: t.String() });
 const loose = t.Optional(t.Unknown());
-const langs = { language: loose, languages: loose };
+/**
+ * `language` and `languages` typed, for the services that read them first (`languagesOf`): the
+ * schema's 400 is theirs (null is absent; the project's languages stay the service's check).
+ */
+const langs = {
+  language: t.Optional(t.Union([t.String(), t.Null()], { description: "a language code" })),
+  languages: t.Optional(t.Union([t.Array(t.String()), t.Null()], { description: "an array of language codes" })),
+};
+/** Loose where the service checks the languages after other members (typed, they would be refused first). */
+const looseLangs = { language: loose, languages: loose };
+// Checked after the record or the languages (search: FilterError's info, not `expected`).
 const page = { "page.top": loose, "page.size": loose };
-const place = t.Object({ ...langs, record: loose, parent: loose, ordering: loose, before_record: loose });
-const recordOnly = t.Object({ ...langs, record: loose });
+/**
+ * The record an operation works on, for the services that check it first (`mustRecord`): required
+ * (absent, null or "" is the missing member) and text, as they answer; that it exists stays theirs.
+ */
+const recordGid = t.String({ description: "a record gid" });
+const place = t.Object({ ...looseLangs, record: recordGid, parent: loose, ordering: loose, before_record: loose });
+const recordOnly = t.Object({ ...looseLangs, record: recordGid });
 const str = t.Optional(t.String());
-const fieldlistBody = t.Object({ ...langs, record: loose, fieldlist: str, field: str, before_field: str });
+// `record` loose in the extension operations: `need` answers a non-text record as missing, after the typed members.
+const fieldlistBody = t.Object({ ...looseLangs, record: loose, fieldlist: str, field: str, before_field: str });
 const component = t.Object({
-  ...langs,
-  record: loose,
+  ...looseLangs,
+  record: loose, // required and typed, it would be named before the typed members the schema checks today
   component: str,
   parent: str,
   type: str,
@@ -43,8 +66,10 @@ const component = t.Object({
   options: t.Optional(t.Record(t.String(), t.Unknown())),
   before_component: str,
 });
+// Loose: each bulk operation's check names a wrong `channels`, `enabled`, `definition` or `fields`
+// as missing, and the selection is resolved after it (resolveSelection's own answers).
 const bulkBody = t.Object({
-  ...langs,
+  ...looseLangs,
   selection: loose,
   parent: loose,
   ordering: loose,
@@ -55,12 +80,45 @@ const bulkBody = t.Object({
   fields: loose,
 });
 
+/** The operations whose typed members their services alone checked before (see recordsOperations). */
+const RUN_CHECKED = new Set(
+  [
+    "root",
+    "get",
+    "children",
+    "tree",
+    "create",
+    "update",
+    "worksheet",
+    "bulk/get",
+    "move",
+    "copy",
+    "shallow_copy",
+    "link",
+    "unlink",
+    "delete",
+    "undelete",
+    "permanent_delete",
+    "orderings/set",
+    "duplicate",
+    "channels/set",
+    "channels/copy_from_parent",
+    "channels/copy_down",
+    "channels/copy_up",
+    "definition/set",
+    "definition/revert",
+    "definition/copy_to_siblings",
+  ].map((p) => `records/${p}`),
+);
+
 /**
  * The records endpoints under `/api/p/<project>/records/` (docs/records.md). Any active member of
  * the project (owner, member, API user) may call every one. All but the barcode preview (which
- * draws an image, asynchronously) are operations.
+ * draws an image, asynchronously) are operations. In a batch their bodies are refused when the
+ * step runs (`bodyErrorsWhenRun`), as when the services alone checked them: those given typed
+ * members here (RUN_CHECKED; the others' schemas refused before the batch started already).
  */
-export const recordsOperations = [
+export const recordsOperations: ProjectOperation[] = [
   operation(
     "records/root",
     t.Object({ ...langs }),
@@ -149,7 +207,7 @@ export const recordsOperations = [
   ),
   operation(
     "records/orderings/set",
-    t.Object({ ...langs, record: loose, orderings: loose }),
+    t.Object({ ...looseLangs, record: recordGid, orderings: loose }),
     treeService.setOrderings,
     {
       summary: "Raw positions of a record in some orderings",
@@ -179,7 +237,7 @@ export const recordsOperations = [
   ),
   operation(
     "records/duplicate",
-    t.Object({ ...langs, record: loose, ordering: loose }),
+    t.Object({ ...looseLangs, record: recordGid, ordering: loose }),
     treeService.duplicateRecord,
     {
       summary: "Copy a record right after itself",
@@ -233,7 +291,7 @@ export const recordsOperations = [
   }),
   operation(
     "records/search",
-    t.Object({ ...langs, q: loose, filter: loose, ...page }),
+    t.Object({ ...looseLangs, q: loose, filter: loose, ...page }),
     searchRecords,
     {
       summary: "Search records: full text `q` (+/- terms) and/or `filter`, best match first",
@@ -253,21 +311,21 @@ export const recordsOperations = [
   ),
   operation(
     "records/channels/set",
-    t.Object({ ...langs, record: loose, channels: loose, enabled: loose }),
+    t.Object({ ...looseLangs, record: recordGid, channels: loose, enabled: loose }),
     channelService.setChannels,
     { summary: "Switch channels on or off for a record", tags: tag("channels") },
     { keepsShared: true },
   ),
   operation(
     "records/channels/copy_from_parent",
-    t.Object({ ...langs, record: loose, channels: loose }),
+    t.Object({ ...looseLangs, record: recordGid, channels: loose }),
     channelService.copyChannelsFromParent,
     { summary: "Copy the parent's state of the channels to the record", tags: tag("channels") },
     { keepsShared: true },
   ),
   operation(
     "records/channels/copy_down",
-    t.Object({ ...langs, record: loose, channels: loose }),
+    t.Object({ ...looseLangs, record: recordGid, channels: loose }),
     channelService.copyChannelsDown,
     {
       summary: "Copy the record's state of the channels to its whole subtree (a job)",
@@ -276,7 +334,7 @@ export const recordsOperations = [
   ),
   operation(
     "records/channels/copy_up",
-    t.Object({ ...langs, record: loose, channels: loose }),
+    t.Object({ ...looseLangs, record: recordGid, channels: loose }),
     channelService.copyChannelsUp,
     {
       summary: "Switch the record's enabled channels on for its ancestors",
@@ -286,7 +344,7 @@ export const recordsOperations = [
   ),
   operation(
     "records/definition/set",
-    t.Object({ ...langs, record: loose, definition: loose }),
+    t.Object({ ...looseLangs, record: recordGid, definition: loose }),
     definitionService.setRecordDefinition,
     {
       summary: "Give the record another definition (values of shared fields kept, the rest cleared)",
@@ -303,13 +361,13 @@ export const recordsOperations = [
   }),
   operation(
     "records/definition/classes/add",
-    t.Object({ ...langs, record: loose, class: str, before_class: str }),
+    t.Object({ ...looseLangs, record: loose, class: str, before_class: str }),
     definitionService.addClass,
     { summary: "Add a class to the record's extended definition (made on first change)", tags: tag("definition") },
   ),
   operation(
     "records/definition/classes/remove",
-    t.Object({ ...langs, record: loose, class: str }),
+    t.Object({ ...looseLangs, record: loose, class: str }),
     definitionService.removeClass,
     {
       summary: "Remove an added class from the record's extended definition",
@@ -318,13 +376,13 @@ export const recordsOperations = [
   ),
   operation(
     "records/definition/fields/add",
-    t.Object({ ...langs, record: loose, field: str, before_field: str }),
+    t.Object({ ...looseLangs, record: loose, field: str, before_field: str }),
     definitionService.addField,
     { summary: "Add a field to the record's extended definition (made on first change)", tags: tag("definition") },
   ),
   operation(
     "records/definition/fields/remove",
-    t.Object({ ...langs, record: loose, field: str }),
+    t.Object({ ...looseLangs, record: loose, field: str }),
     definitionService.removeField,
     {
       summary: "Remove an added field from the record's extended definition",
@@ -346,8 +404,8 @@ export const recordsOperations = [
   operation(
     "records/definition/layouts/modify",
     t.Object({
-      ...langs,
-      record: loose,
+      ...looseLangs,
+      record: loose, // as in `component`: typed, it would be named before the typed members below
       name: str,
       root: str,
       components: t.Optional(t.Record(t.String(), t.Unknown())),
@@ -450,7 +508,7 @@ export const recordsOperations = [
       tags: tag("search and bulk"),
     },
   ),
-];
+].map((op) => (RUN_CHECKED.has(op.path) ? { ...op, bodyErrorsWhenRun: true } : op));
 
 const excelTags = tag("excel");
 
@@ -467,7 +525,7 @@ export function recordsRoutes(ctx: Ctx) {
       {
         auth: true,
         params,
-        body: t.Object({ ...langs, record: loose, field: loose, value: loose }),
+        body: t.Object({ ...looseLangs, record: recordGid, field: loose, value: loose }),
         detail: {
           summary: "A preview image of a barcode field's value (EAN-13, UPC-A, EAN-8, GTIN-14)",
           tags: tag("values"),
@@ -480,7 +538,14 @@ export function recordsRoutes(ctx: Ctx) {
       {
         auth: true,
         params,
-        body: t.Object({ record: loose, language: loose, definition: loose, fieldlist: loose, download: loose }),
+        // The language first (missing before anything else, "" a 400 of languagesOf): only its type is the schema's.
+        body: t.Object({
+          record: loose,
+          language: langs.language,
+          definition: loose,
+          fieldlist: loose,
+          download: loose,
+        }),
         detail: describe({
           summary:
             'A workbook (.xlsx) of a record\'s children in one language: result["children.excel"] names it in data.files (base64), or download.url for large ones',

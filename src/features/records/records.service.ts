@@ -818,7 +818,8 @@ export const recordsProjectCreated: ProjectCreatedHook = (_ctx, tx, log, project
 // ---------------------------------------------------------------------------------------------
 // Reading
 
-type Langs = { language?: unknown; languages?: unknown };
+/** The languages of a read, as the routes' schema passed them (`languagesOf` checks them against the project). */
+export type Langs = { language?: string | null; languages?: string[] | null };
 
 /** `records/root`: the root record (made on first use). */
 export function getRoot(ctx: Ctx, actor: Actor, projectGid: string, input: Langs): Answer {

@@ -29,8 +29,8 @@ export function getWorksheet(
   input: {
     record?: unknown;
     ordering?: unknown;
-    language?: unknown;
-    languages?: unknown;
+    language?: string | null;
+    languages?: string[] | null;
     "page.top"?: unknown;
     "page.size"?: unknown;
   },

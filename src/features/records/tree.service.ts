@@ -23,6 +23,7 @@ import {
   rootRow,
   rowsByGids,
   setPosition,
+  type Langs as TypedLangs,
   type Rec,
   type Touch,
 } from "./records.service";
@@ -120,7 +121,7 @@ export function moveRecord(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
-  input: Langs & { record?: unknown; parent?: unknown; ordering?: unknown; before_record?: unknown },
+  input: Langs & { record: string; parent?: unknown; ordering?: unknown; before_record?: unknown },
 ): Answer {
   return recordsWrite(ctx, actor, projectGid, (tx, _log, view, touch) => {
     const old = mustRecord(tx, projectGid, input.record);
@@ -139,7 +140,7 @@ export function setOrderings(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
-  input: Langs & { record?: unknown; orderings?: unknown },
+  input: Langs & { record: string; orderings?: unknown },
 ): Answer {
   return recordsWrite(ctx, actor, projectGid, (tx, _log, view, touch) => {
     const rec = mustRecord(tx, projectGid, input.record);
@@ -221,7 +222,7 @@ export function shallowCopy(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
-  input: Langs & { record?: unknown; parent?: unknown; ordering?: unknown; before_record?: unknown },
+  input: Langs & { record: string; parent?: unknown; ordering?: unknown; before_record?: unknown },
 ): Answer {
   return recordsWrite(ctx, actor, projectGid, (tx, _log, view, touch) => {
     const src = mustRecord(tx, projectGid, input.record);
@@ -239,7 +240,7 @@ export function duplicateRecord(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
-  input: Langs & { record?: unknown; ordering?: unknown },
+  input: Langs & { record: string; ordering?: unknown },
 ): Answer {
   return recordsWrite(ctx, actor, projectGid, (tx, _log, view, touch) => {
     const src = mustRecord(tx, projectGid, input.record);
@@ -258,7 +259,7 @@ export function copyRecord(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
-  input: Langs & { record?: unknown; parent?: unknown; ordering?: unknown; before_record?: unknown },
+  input: Langs & { record: string; parent?: unknown; ordering?: unknown; before_record?: unknown },
 ): Answer {
   return recordsWrite(ctx, actor, projectGid, (tx, _log, view, touch) => {
     const src = mustRecord(tx, projectGid, input.record);
@@ -312,7 +313,7 @@ export function linkRecord(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
-  input: Langs & { record?: unknown; parent?: unknown; ordering?: unknown; before_record?: unknown },
+  input: Langs & { record: string; parent?: unknown; ordering?: unknown; before_record?: unknown },
 ): Answer {
   return recordsWrite(ctx, actor, projectGid, (tx, _log, view, touch) => {
     const src = mustRecord(tx, projectGid, input.record);
@@ -338,7 +339,7 @@ export function linkRecord(
   });
 }
 
-export function unlinkRecord(ctx: Ctx, actor: Actor, projectGid: string, input: Langs & { record?: unknown }): Answer {
+export function unlinkRecord(ctx: Ctx, actor: Actor, projectGid: string, input: Langs & { record: string }): Answer {
   return recordsWrite(ctx, actor, projectGid, (tx, _log, view, touch) => {
     const rec = mustRecord(tx, projectGid, input.record);
     if (!rec.isLink) throw cannot("The record is not a link", { record: rec.gid });
@@ -411,7 +412,7 @@ export function deleteRecordIn(tx: Tx, view: SchemaView, touch: Touch, gid: unkn
   return rec;
 }
 
-export function deleteRecord(ctx: Ctx, actor: Actor, projectGid: string, input: Langs & { record?: unknown }): Answer {
+export function deleteRecord(ctx: Ctx, actor: Actor, projectGid: string, input: Langs & { record: string }): Answer {
   return recordsWrite(ctx, actor, projectGid, (tx, _log, view, touch) => {
     const rec = deleteRecordIn(tx, view, touch, input.record);
     return answer(tx, view, input, { record: rec.gid, parent: rec.parent }, [rec.gid, rec.parent]);
@@ -440,12 +441,7 @@ export function undeleteRecordIn(tx: Tx, view: SchemaView, touch: Touch, gid: un
   return rec;
 }
 
-export function undeleteRecord(
-  ctx: Ctx,
-  actor: Actor,
-  projectGid: string,
-  input: Langs & { record?: unknown },
-): Answer {
+export function undeleteRecord(ctx: Ctx, actor: Actor, projectGid: string, input: Langs & { record: string }): Answer {
   return recordsWrite(ctx, actor, projectGid, (tx, _log, view, touch) => {
     const rec = undeleteRecordIn(tx, view, touch, input.record);
     return answer(tx, view, input, { record: rec.gid }, [rec.gid, rec.parent]);
@@ -479,7 +475,7 @@ export function permanentDeleteRecord(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
-  input: Langs & { record?: unknown },
+  input: Langs & { record: string },
 ): Answer {
   return recordsWrite(ctx, actor, projectGid, (tx, _log, view) => {
     const rec = mustRecord(tx, projectGid, input.record);
@@ -581,7 +577,7 @@ export function getTree(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
-  input: Langs & { expanded_records?: unknown; ordering?: unknown; "page.top"?: unknown; "page.size"?: unknown },
+  input: TypedLangs & { expanded_records?: unknown; ordering?: unknown; "page.top"?: unknown; "page.size"?: unknown },
 ): Answer {
   return recordsRead(ctx, actor, projectGid, (tx, view) => {
     const langs = view.languagesOf(input);
