@@ -7,9 +7,19 @@ CREATE EXTENSION IF NOT EXISTS pg_trgm;--> statement-breakpoint
 -- apis_simple: exact terms, case and accents folded, no stemming (SQLite: unicode61 remove_diacritics 2).
 CREATE TEXT SEARCH CONFIGURATION apis_simple (COPY = simple);--> statement-breakpoint
 ALTER TEXT SEARCH CONFIGURATION apis_simple ALTER MAPPING FOR asciiword, word, numword, asciihword, hword, numhword, hword_asciipart, hword_part, hword_numpart WITH unaccent, simple;--> statement-breakpoint
--- apis_en: English stems, accents folded (SQLite: porter unicode61 remove_diacritics 2).
+-- apis_en: English stems, accents folded (SQLite: porter unicode61 remove_diacritics 2). The
+-- Snowball stemmer without a stop word list: FTS5 indexes "the" and "with" too.
+CREATE TEXT SEARCH DICTIONARY apis_english_stem (TEMPLATE = snowball, Language = english);--> statement-breakpoint
 CREATE TEXT SEARCH CONFIGURATION apis_en (COPY = english);--> statement-breakpoint
-ALTER TEXT SEARCH CONFIGURATION apis_en ALTER MAPPING FOR asciiword, word, numword, asciihword, hword, numhword, hword_asciipart, hword_part, hword_numpart WITH unaccent, english_stem;--> statement-breakpoint
+ALTER TEXT SEARCH CONFIGURATION apis_en ALTER MAPPING FOR asciiword, word, numword, asciihword, hword, numhword, hword_asciipart, hword_part, hword_numpart WITH unaccent, apis_english_stem;--> statement-breakpoint
+-- Text as FTS5's unicode61 tokenizer splits it: every ASCII punctuation character separates
+-- tokens. PostgreSQL's parser would otherwise keep e-mail addresses, host names, file paths,
+-- decimals and versions as single tokens ("example.com", "1.5"), which FTS5 splits; documents
+-- and query terms both go through it. Locale-independent (translate, not a regular expression).
+CREATE FUNCTION apis_fts_text(t text) RETURNS text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+  SELECT translate(t, '!"#$%&''()*+,-./:;<=>?@[\]^_`{|}~', '                                ')
+$$;--> statement-breakpoint
 -- The text of a JSON value that search sees: its strings (and numbers when with_numbers), in
 -- document order, joined by spaces; with skip_type, the values of members named "type" below the
 -- top are left out (metadata fields are {"type", "is_localized", "value"}). The SQLite triggers

@@ -63,8 +63,8 @@ CREATE TABLE "assets" (
 	"updated_on" double precision NOT NULL,
 	"created_by" text,
 	"updated_by" text,
-	"search" "tsvector" GENERATED ALWAYS AS (setweight(to_tsvector('apis_simple'::regconfig, name), 'A') || setweight(to_tsvector('apis_simple'::regconfig, apis_json_text(metadata, true, true) || ' ' || apis_json_text(title, false, false) || ' ' || apis_json_text(description, false, false) || ' ' || apis_json_text(extracted, false, false)), 'B')) STORED,
-	"search_en" "tsvector" GENERATED ALWAYS AS (setweight(to_tsvector('apis_en'::regconfig, name), 'A') || setweight(to_tsvector('apis_en'::regconfig, apis_json_text(metadata, true, true) || ' ' || apis_json_text(title, false, false) || ' ' || apis_json_text(description, false, false) || ' ' || apis_json_text(extracted, false, false)), 'B')) STORED
+	"search" "tsvector" GENERATED ALWAYS AS (setweight(to_tsvector('apis_simple'::regconfig, apis_fts_text(name)), 'A') || setweight(to_tsvector('apis_simple'::regconfig, apis_fts_text(apis_json_text(metadata, true, true) || ' ' || apis_json_text(title, false, false) || ' ' || apis_json_text(description, false, false) || ' ' || apis_json_text(extracted, false, false))), 'B')) STORED,
+	"search_en" "tsvector" GENERATED ALWAYS AS (setweight(to_tsvector('apis_en'::regconfig, apis_fts_text(name)), 'A') || setweight(to_tsvector('apis_en'::regconfig, apis_fts_text(apis_json_text(metadata, true, true) || ' ' || apis_json_text(title, false, false) || ' ' || apis_json_text(description, false, false) || ' ' || apis_json_text(extracted, false, false))), 'B')) STORED
 );
 --> statement-breakpoint
 CREATE TABLE "backups" (
@@ -264,7 +264,7 @@ CREATE TABLE "record_search" (
 	"language" text NOT NULL,
 	"title" text DEFAULT '' NOT NULL,
 	"body" text DEFAULT '' NOT NULL,
-	"doc" "tsvector" GENERATED ALWAYS AS (setweight(to_tsvector('apis_simple'::regconfig, title), 'A') || setweight(to_tsvector('apis_simple'::regconfig, body), 'B')) STORED
+	"doc" "tsvector" GENERATED ALWAYS AS (setweight(to_tsvector('apis_simple'::regconfig, apis_fts_text(title)), 'A') || setweight(to_tsvector('apis_simple'::regconfig, apis_fts_text(body)), 'B')) STORED
 );
 --> statement-breakpoint
 CREATE TABLE "records" (

@@ -9,7 +9,7 @@
 // (./jsonb.ts: stored as JSON values, not strings). Full-text search: SQLite's FTS5 tables
 // (`records_fts`, `assets_fts`, `assets_fts_en`) and their triggers become generated `tsvector`
 // columns with GIN indexes (the text search configurations `apis_simple` and `apis_en` and the
-// function `apis_json_text` come from the hand-written migration drizzle-pg/0000_extensions.sql).
+// functions `apis_json_text` and `apis_fts_text` come from the hand-written migration drizzle-pg/0000_extensions.sql).
 import { sql } from "drizzle-orm";
 import {
   bigint,
@@ -406,7 +406,7 @@ export const recordSearch = pgTable(
     title: text("title").notNull().default(""),
     body: text("body").notNull().default(""),
     doc: tsvector("doc").generatedAlwaysAs(
-      sql`setweight(to_tsvector('apis_simple'::regconfig, title), 'A') || setweight(to_tsvector('apis_simple'::regconfig, body), 'B')`,
+      sql`setweight(to_tsvector('apis_simple'::regconfig, apis_fts_text(title)), 'A') || setweight(to_tsvector('apis_simple'::regconfig, apis_fts_text(body)), 'B')`,
     ),
   },
   (t) => [
@@ -424,7 +424,7 @@ const ASSET_META = sql.raw(
   "apis_json_text(metadata, true, true) || ' ' || apis_json_text(title, false, false) || ' ' || apis_json_text(description, false, false) || ' ' || apis_json_text(extracted, false, false)",
 );
 const assetDoc = (config: string) =>
-  sql`setweight(to_tsvector(${sql.raw(`'${config}'::regconfig`)}, name), 'A') || setweight(to_tsvector(${sql.raw(`'${config}'::regconfig`)}, ${ASSET_META}), 'B')`;
+  sql`setweight(to_tsvector(${sql.raw(`'${config}'::regconfig`)}, apis_fts_text(name)), 'A') || setweight(to_tsvector(${sql.raw(`'${config}'::regconfig`)}, apis_fts_text(${ASSET_META})), 'B')`;
 
 export const assets = pgTable(
   "assets",
