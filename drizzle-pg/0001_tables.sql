@@ -174,7 +174,8 @@ CREATE TABLE "jobs" (
 	"finished_on" double precision,
 	"resume" jsonb,
 	"lease_until" double precision,
-	"leased_by" text
+	"leased_by" text,
+	"lock_key" text
 );
 --> statement-breakpoint
 CREATE TABLE "layouts" (
@@ -376,6 +377,7 @@ CREATE INDEX "fields_original" ON "fields" USING btree ("original");--> statemen
 CREATE INDEX "jobs_status_created" ON "jobs" USING btree ("status","created_on");--> statement-breakpoint
 CREATE INDEX "jobs_project" ON "jobs" USING btree ("project_gid");--> statement-breakpoint
 CREATE INDEX "jobs_lease" ON "jobs" USING btree ("status","lease_until");--> statement-breakpoint
+CREATE INDEX "jobs_lock_key" ON "jobs" USING btree ("lock_key","status");--> statement-breakpoint
 CREATE UNIQUE INDEX "layouts_gid" ON "layouts" USING btree ("gid");--> statement-breakpoint
 CREATE INDEX "layouts_project_name" ON "layouts" USING btree ("project_gid","name");--> statement-breakpoint
 CREATE INDEX "layouts_original" ON "layouts" USING btree ("original");--> statement-breakpoint

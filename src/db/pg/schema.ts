@@ -95,11 +95,18 @@ export const jobs = pgTable(
     leaseUntil: time("lease_until"),
     /** PostgreSQL only: who holds the lease (a process id of the worker's choosing). */
     leasedBy: text("leased_by"),
+    /**
+     * PostgreSQL only: the kind's lock key (`projectLock`: `project:<gid>`), written at enqueue, so
+     * that the claim can keep jobs sharing a key from running at once across processes; null for
+     * kinds without a lock. On SQLite the one runner keeps the held keys in memory.
+     */
+    lockKey: text("lock_key"),
   },
   (t) => [
     index("jobs_status_created").on(t.status, t.createdOn),
     index("jobs_project").on(t.projectGid),
     index("jobs_lease").on(t.status, t.leaseUntil),
+    index("jobs_lock_key").on(t.lockKey, t.status),
   ],
 );
 

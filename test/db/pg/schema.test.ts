@@ -22,12 +22,14 @@ const ALLOWED = {
   pgOnlyColumns: new Set([
     "jobs.lease_until", // the claim's lease (src/db/pg/jobs.ts); SQLite's one process re-queues at start
     "jobs.leased_by",
+    "jobs.lock_key", // the kind's lock key, so claims across processes keep the serial rule
     "record_search.doc", // SQLite: the row of records_fts
     "assets.search", // SQLite: the row of assets_fts
     "assets.search_en", // SQLite: the row of assets_fts_en
   ]),
   pgOnlyIndexes: new Set([
     "jobs_lease", // finds lapsed leases
+    "jobs_lock_key", // is a job of this lock key running?
     "record_search_doc", // GIN on the tsvector (SQLite: records_fts)
     "record_search_project", // project of the search rows (SQLite: an indexed column of records_fts)
     "assets_search", // GIN (SQLite: assets_fts)
