@@ -69,3 +69,49 @@ export function assetNamesLikePg(projectGid: string, text: string, mode: "prefix
   // Ordered as SQLite's COLLATE NOCASE orders them (ASCII case folded, then code points).
   return sql`SELECT name FROM (SELECT DISTINCT name FROM assets WHERE project_gid = ${projectGid}::text AND status = 'active' AND parent IS NOT NULL AND lower(name) LIKE ${pattern}::text) n ORDER BY lower(name) COLLATE "C", name COLLATE "C" LIMIT ${limit}`;
 }
+
+/**
+ * A term of an asset search as a tsquery, as assets.search.ts's ftsQuery writes it for FTS5: its
+ * tokens as a phrase, the last one a prefix when the term ends in `*` or when every term is a
+ * prefix (outside English) and the term is a single word. Undefined for a term without a letter
+ * or digit.
+ */
+function assetTerm(text: string, config: string, prefixAll: boolean): SQL | undefined {
+  const prefix = text.endsWith("*");
+  const bare = text.replace(/\*+$/, "");
+  if (!/[\p{L}\p{N}]/u.test(bare)) return undefined;
+  const phrase = /\s/.test(bare);
+  const q = sql`phraseto_tsquery(${sql.raw(`'${config}'`)}, apis_fts_text(${bare}::text))`;
+  return prefix || (prefixAll && !phrase)
+    ? sql`(CASE WHEN numnode(${q}) = 0 THEN ${q} ELSE (${q}::text || ':*')::tsquery END)`
+    : q;
+}
+
+/**
+ * The full-text condition of an asset search on `assets a` (the project's condition is the
+ * caller's, as the rest of the search's): `+term` all required, else plain terms any of them, and
+ * no `-term`, in `a.search_en` (English: stems, no prefixes unless asked, as SQLite's
+ * assets_fts_en with porter) or `a.search` (every other language: exact terms, each a prefix, as
+ * assets_fts). Also answers the rank (ts_rank, higher is better; SQLite orders by FTS5's bm25 rank).
+ * Undefined when `q` holds no usable term (SQLite's ftsQuery is undefined then too).
+ */
+export function assetMatchesPg(q: string, language: string | undefined): { where: SQL; rank: SQL } | undefined {
+  const lang = (language ?? "").toLowerCase();
+  const english = lang === "en" || lang.startsWith("en-");
+  const config = english ? "apis_en" : "apis_simple";
+  const column = sql.raw(english ? "a.search_en" : "a.search");
+  const t = parseTerms(q.replace(/[\u0000-\u001f\u007f]/g, " ").slice(0, 500));
+  const list = (xs: string[]) => xs.map((x) => assetTerm(x, config, !english)).filter((x): x is SQL => !!x);
+  const required = list(t.required);
+  const optional = list(t.optional);
+  const excluded = list(t.excluded);
+  let query: SQL;
+  if (required.length) query = sql`(${sql.join(required, sql` && `)})`;
+  else if (optional.length) query = sql`(${sql.join(optional, sql` || `)})`;
+  else return undefined;
+  for (const x of excluded) query = sql`(${query} && !!${x})`;
+  return {
+    where: sql`${column} @@ ${query}`,
+    rank: sql`ts_rank(${sql.raw(`'${WEIGHTS}'`)}::float4[], ${column}, ${query})`,
+  };
+}
