@@ -110,9 +110,8 @@ describe.skipIf(!pgAvailable)("the PostgreSQL schema", () => {
   if (!pgAvailable) console.warn(pgSkipReason);
   let client: SQL;
   let close: () => Promise<void>;
-  let url: string;
   beforeAll(async () => {
-    ({ sql: client, close, url } = await freshDatabase("schema"));
+    ({ sql: client, close } = await freshDatabase("schema"));
     await migratePg(client);
   });
   afterAll(async () => {
@@ -204,6 +203,37 @@ describe.skipIf(!pgAvailable)("the PostgreSQL schema", () => {
     expect(u).toEqual({ l: "array", first: "fr" });
   });
 
+  test("any JSON value round-trips through a jsonb column as the same value, a string that looks like JSON included", async () => {
+    const db = drizzle({ client, schema: pg });
+    const values: unknown[] = ["abc", '{"x":1}', 5, 2.5, true, [1, "a", null], { a: null, b: [{}] }, null];
+    const rows = values.map((resume, i) => ({
+      token: `rt${i}`,
+      kind: "k",
+      status: "queued" as const,
+      createdOn: i,
+      updatedOn: i,
+      resume,
+    }));
+    await db.insert(pg.jobs).values(rows);
+    const back = await db
+      .select({ token: pg.jobs.token, resume: pg.jobs.resume })
+      .from(pg.jobs)
+      .where(dsql`token LIKE 'rt%'`)
+      .orderBy(pg.jobs.createdOn);
+    expect(back.map((r) => r.resume)).toEqual(values);
+    const types = await client`SELECT jsonb_typeof(resume) AS t FROM jobs WHERE token LIKE 'rt%' ORDER BY created_on`;
+    expect(types.map((r: { t: string | null }) => r.t)).toEqual([
+      "string",
+      "string",
+      "number",
+      "number",
+      "boolean",
+      "array",
+      "object",
+      null,
+    ]);
+  });
+
   test("generated search columns fold accents and weigh names above metadata", async () => {
     await client`INSERT INTO assets (gid, project_gid, parent, type, name, metadata, title, created_on, updated_on) VALUES ('a1', 'p1', 'root', 'file', 'Crème brûlée.jpg', ${'{"color": {"type": "text", "is_localized": false, "value": "Röd"}, "n": {"type": "number", "value": 42}}'}::text::jsonb, ${'{"en": "Dessert"}'}::text::jsonb, 1, 1)`;
     const [r] = await client`SELECT search::text AS s, search_en::text AS e FROM assets WHERE gid = 'a1'`;
@@ -216,9 +246,9 @@ describe.skipIf(!pgAvailable)("the PostgreSQL schema", () => {
   });
 
   test("two processes migrating at once apply each migration once", async () => {
-    const { sql: a, close: ca } = await freshDatabase("mig");
+    const { sql: a, close: ca, url: other } = await freshDatabase("mig");
     const { SQL: Client } = await import("bun");
-    const b = new Client(a.options.url ?? url.replace(/\/[^/]+$/, `/${(a.options as any).database}`));
+    const b = new Client(other);
     const [x, y] = await Promise.all([migratePg(a), migratePg(b)]);
     const counts = [x, y].map((r) => r.after);
     expect(counts).toEqual([2, 2]);
