@@ -10,7 +10,11 @@ import { embeddedPgMigrations } from "./migrations.generated";
 /** The advisory lock key of migrations (any constant that no other Apis lock uses). */
 export const MIGRATION_LOCK = 0x41706973_01;
 
-/** Applies the migrations the database lacks; returns how many it had before and has now. */
+/**
+ * Applies the migrations the database lacks; returns how many it had before and has now. The lock
+ * is held on a reserved connection while drizzle migrates on another of the pool: `client` needs a
+ * pool of two connections or more (Bun's default is 10).
+ */
 export async function migratePg(client: SQL): Promise<{ before: number; after: number }> {
   const db = drizzle({ client });
   const conn = await client.reserve();
