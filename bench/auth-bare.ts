@@ -14,7 +14,7 @@ import { Database } from "bun:sqlite";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { LANGUAGES } from "../src/core/languages";
-import { projectOptions } from "../src/features/settings/settings.options";
+import { projectOptions } from "../src/features/projects/projects.options";
 import { VERSION } from "../src/version";
 
 const [port, dataDir, rate] = process.argv.slice(2);

@@ -64,7 +64,7 @@ const SET_ROUNDS = Number(process.env.BENCH_DAM_SET_ROUNDS ?? 6);
 const PIXEL_LIMIT = 50_000_000;
 const TIMEOUT_SECONDS = 30;
 
-type Source = { file: string; label: string; options: string; bytes: number; pathname?: string };
+export type Source = { file: string; label: string; options: string; bytes: number; pathname?: string };
 
 /** A deterministic pseudo-random generator (same images on every machine). */
 function rng(seed: number) {
@@ -248,8 +248,8 @@ async function json(res: Response): Promise<any> {
 }
 
 /** The multipart body of an upload of `file`, made once so Apis and the bare server get the very same bytes. */
-type Multipart = { body: Uint8Array; type: string };
-async function multipart(file: string, name: string): Promise<Multipart> {
+export type Multipart = { body: Uint8Array; type: string };
+export async function multipart(file: string, name: string): Promise<Multipart> {
   const form = new FormData();
   form.append("file", Bun.file(file), name);
   const r = new Response(form);
@@ -257,7 +257,7 @@ async function multipart(file: string, name: string): Promise<Multipart> {
 }
 
 /** Uploads one multipart body through the asset endpoint; returns the storage name. */
-async function upload(url: string, project: string, auth: string, m: Multipart): Promise<string> {
+export async function upload(url: string, project: string, auth: string, m: Multipart): Promise<string> {
   const body = await json(
     await fetch(`${url}/api/p/${project}/assets/upload`, {
       method: "POST",
@@ -271,7 +271,10 @@ async function upload(url: string, project: string, auth: string, m: Multipart):
 }
 
 /** Apis serving `data` (a user made by the CLI first), signed in, with a new project. */
-async function startApis(data: string, args: string[]): Promise<{ child: Child; auth: string; project: string }> {
+export async function startApis(
+  data: string,
+  args: string[],
+): Promise<{ child: Child; auth: string; project: string }> {
   const cli = Bun.spawn(
     [
       BUN,
@@ -334,7 +337,7 @@ async function startApis(data: string, args: string[]): Promise<{ child: Child; 
 }
 
 /** Seconds to run `fn`. */
-async function timed(fn: () => Promise<unknown>): Promise<number> {
+export async function timed(fn: () => Promise<unknown>): Promise<number> {
   const t0 = performance.now();
   await fn();
   return (performance.now() - t0) / 1000;

@@ -14,11 +14,11 @@
  */
 import { loadConfig } from "../src/config";
 import { mutate } from "../src/db/mutate";
-import { memberships } from "../src/features/members/members.table";
+import { memberships } from "../src/features/projects/projects.table";
 import { users } from "../src/features/users/users.table";
 import { newGid, now } from "../src/core/ids";
 import { startServer } from "../src/app/server";
-import { currentCursor } from "../src/features/sync/sync.service";
+import { currentCursor } from "../src/db/cursor";
 import { createProject } from "../src/features/projects/projects.service";
 import { createPerson } from "../src/features/users/users.service";
 

@@ -180,7 +180,7 @@ export async function buildExecutable(
   const result = await Bun.build({
     // Worker threads' entry points ride along: Bun places each entry point in the executable's
     // embedded file system by its path under the entry points' common folder (src/), where the
-    // code that starts the worker looks for it (EXCEL_WORKER in excel.service.ts).
+    // code that starts the worker looks for it (EXCEL_WORKER in src/features/records/import.service.ts).
     entrypoints: [join(root, "src/main.ts"), ...WORKER_ENTRYPOINTS.map((p) => join(root, p))],
     compile: {
       outfile,

@@ -23,7 +23,7 @@ const SIZE_UNITS: ReadonlyMap<string, number> = new Map([
   ["g", 1024 ** 3],
   ["t", 1024 ** 4],
 ]);
-export function parseSize(raw: unknown): number | undefined {
+function parseSize(raw: unknown): number | undefined {
   if (typeof raw === "number") return Number.isSafeInteger(raw) ? raw : undefined;
   if (typeof raw !== "string") return undefined;
   const m = /^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$/i.exec(raw);
@@ -110,6 +110,75 @@ export const settings = {
     schema: () => z.string().min(1),
     default: "./data",
     help: "data folder (database, files, backups)",
+  },
+  storage: {
+    env: "APIS_STORAGE_URL",
+    flag: "storage",
+    schema: () =>
+      z
+        .string()
+        .regex(
+          /^(file:(\/\/)?(\/.*)?|s3:\/\/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](\/.*)?)$/,
+          "not file: (the data folder), file:///a/folder or s3://bucket/prefix",
+        ),
+    default: "file:",
+    help: "where stored files go: file: (the data folder), file:///a/folder, or s3://bucket/prefix (docs/deploy.md)",
+  },
+  s3Endpoint: {
+    env: "APIS_S3_ENDPOINT",
+    alsoEnv: "AWS_ENDPOINT_URL",
+    flag: "s3-endpoint",
+    schema: () => z.url().or(z.literal("")),
+    default: "",
+    help: "S3 endpoint URL for --storage s3://... (empty: AWS S3 itself)",
+  },
+  s3Region: {
+    env: "APIS_S3_REGION",
+    alsoEnv: "AWS_REGION",
+    flag: "s3-region",
+    schema: () => z.string(),
+    default: "us-east-1",
+    help: "S3 region",
+  },
+  s3AccessKeyId: {
+    env: "APIS_S3_ACCESS_KEY_ID",
+    alsoEnv: "AWS_ACCESS_KEY_ID",
+    flag: "s3-access-key-id",
+    schema: () => z.string(),
+    default: "",
+    help: "S3 access key id",
+  },
+  s3SecretAccessKey: {
+    env: "APIS_S3_SECRET_ACCESS_KEY",
+    alsoEnv: "AWS_SECRET_ACCESS_KEY",
+    flag: "s3-secret-access-key",
+    schema: () => z.string(),
+    default: "",
+    help: "S3 secret access key",
+    secret: true,
+  },
+  s3SessionToken: {
+    env: "APIS_S3_SESSION_TOKEN",
+    alsoEnv: "AWS_SESSION_TOKEN",
+    flag: "s3-session-token",
+    schema: () => z.string(),
+    default: "",
+    help: "S3 session token (temporary credentials)",
+    secret: true,
+  },
+  s3PathStyle: {
+    env: "APIS_S3_PATH_STYLE",
+    flag: "s3-path-style",
+    schema: bool,
+    default: true,
+    help: "path-style S3 addresses (endpoint/bucket/key), as MinIO, Ceph and Garage want; false: bucket.endpoint/key",
+  },
+  mediaRedirect: {
+    env: "APIS_MEDIA_REDIRECT",
+    flag: "media-redirect",
+    schema: bool,
+    default: false,
+    help: "answer /media from an S3 store with a redirect to a presigned URL instead of proxying the bytes",
   },
   publicUrl: {
     env: "APIS_PUBLIC_URL",
@@ -442,7 +511,7 @@ export function loadConfig(
 ): Config {
   const out: Record<string, unknown> = {};
   for (const [key, s] of Object.entries(settings) as [string, Setting][]) {
-    const raw = flags[s.flag] ?? env[s.env];
+    const raw = flags[s.flag] ?? env[s.env] ?? ("alsoEnv" in s ? env[s.alsoEnv] : undefined);
     if (raw === undefined) {
       out[key] = defaultValue(s);
       continue;

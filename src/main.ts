@@ -25,7 +25,10 @@ commands:
   migrate                       apply database migrations and exit
   doctor [--data DIR]           check Bun, SQLite, sharp/libvips and the data folder (space, database, secret)
   jobs list [--limit N] [--json] housekeeping schedules (next/last run) and recent background jobs
-  jobs run TASK                 run one housekeeping task now (changelog, checkpoint, jobs, ...)
+  jobs run TASK [--dry-run]     run one housekeeping task now (changelog, checkpoint, jobs, store-sweep, ...)
+  storage migrate --to URL [--json]
+                                copy every stored file to another store (file:, file:///dir, s3://bucket/prefix),
+                                verified by SHA-256, resumable; then start the server with --storage URL
   backup create [--out FILE]    archive the database (VACUUM INTO) and data files into one .tar, beside a running server
   backup list [--json]          instance archives in <data>/backups/instance and the project backups
   backup verify FILE            check an archive's checksums and its database's integrity
@@ -41,7 +44,8 @@ ${settingsHelp()}
 /** Flags of each command besides the settings every command takes. */
 const COMMAND_FLAGS: Record<string, string[]> = {
   user: ["username", "email", "password", "name", "json", "admin", "revoke"],
-  jobs: ["limit", "json"],
+  jobs: ["limit", "json", "dry-run"],
+  storage: ["to", "json"],
   backup: ["out", "file", "json", "keep-previous", "yes"],
 };
 
@@ -141,6 +145,10 @@ async function main(argv: string[]): Promise<number> {
     case "backup": {
       const { backupCommand } = await import("./cli/backup.cli");
       return backupCommand(config, words.slice(1), flags);
+    }
+    case "storage": {
+      const { storageCommand } = await import("./cli/storage.cli");
+      return storageCommand(config, words.slice(1), flags);
     }
     case "jobs": {
       await checkData(config);

@@ -1,63 +1,33 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
+import {
+  circles,
+  DOC,
+  featureGraph,
+  featureOf,
+  frontDoorOf,
+  importsOf,
+  isBrowserCode,
+  renderFeatureGraph,
+  SRC,
+  type SourceFile,
+  sourceFiles,
+  stripComments,
+  withFeatureGraph,
+} from "../scripts/feature-graph";
 
 /**
  * The rules of docs/architecture.md ("Rules the architecture test keeps"), checked on the source
  * text of src/: which folder may import which, where SQL may be written, no import circles, the
- * feature list, the route template. Type-only imports count like any other: the graph a reader
- * (or a tool) draws from the import lines must obey the rules too.
+ * feature list, the route template, the features' front doors and their graph. Type-only imports
+ * count like any other: the graph a reader (or a tool) draws from the import lines must obey the
+ * rules too. The source is read by scripts/feature-graph.ts (static imports and re-exports,
+ * `import()` and `require()`), which also writes the feature graph into docs/architecture.md.
  */
 
-const SRC = resolve(import.meta.dir, "../src");
-
-type Import = { spec: string; target?: string; typeOnly: boolean };
-type File = { path: string; rel: string; text: string; code: string; imports: Import[] };
-
-/**
- * The web console's browser app (src/features/console/ apart from its `console.*.ts` server files:
- * the descriptor, the HTML route and the build plugin) runs in browsers, not in the server: it is
- * bundled by Bun from its HTML import, type-checked by its own tsconfig.json with the DOM, and
- * speaks only the public interface. The server's layering rules do not apply to it, so it is not
- * read here; test/console/serve.test.ts keeps its own rule (every API address in its api/ folder).
- */
-const isBrowserCode = (path: string) => {
-  const r = relative(SRC, path).split("\\").join("/");
-  return r.startsWith("features/console/") && !/^features\/console\/console\.[a-z]+\.ts$/.test(r);
-};
-
-function walk(dir: string, out: string[] = []): string[] {
-  for (const name of readdirSync(dir)) {
-    const p = join(dir, name);
-    if (isBrowserCode(p)) continue;
-    if (statSync(p).isDirectory()) walk(p, out);
-    else if (p.endsWith(".ts")) out.push(p);
-  }
-  return out;
-}
-
-/** The source without comments (strings are kept; a `//` inside a string such as a URL is left alone). */
-function stripComments(text: string): string {
-  return text.replace(/\/\*[\s\S]*?\*\//g, "").replace(/(^|[\s;{}(),])\/\/.*$/gm, "$1");
-}
-
-function resolveSpec(from: string, spec: string): string | undefined {
-  if (!spec.startsWith(".")) return undefined;
-  const base = resolve(dirname(from), spec);
-  for (const c of [base, `${base}.ts`, join(base, "index.ts")]) if (existsSync(c) && statSync(c).isFile()) return c;
-  return undefined;
-}
-
-const files: File[] = walk(SRC).map((path) => {
-  const text = readFileSync(path, "utf8");
-  const code = stripComments(text);
-  const imports: Import[] = [];
-  for (const m of code.matchAll(/^\s*(?:import|export)\s+(type\s+)?(?:[^'"`;]*?\s+from\s+)?["']([^"']+)["']/gm))
-    imports.push({ spec: m[2]!, target: resolveSpec(path, m[2]!), typeOnly: !!m[1] });
-  for (const m of code.matchAll(/\bimport\(\s*["']([^"']+)["']\s*\)/g))
-    imports.push({ spec: m[1]!, target: resolveSpec(path, m[1]!), typeOnly: false });
-  return { path, rel: relative(SRC, path), text, code, imports };
-});
+type File = SourceFile;
+const files: File[] = sourceFiles(SRC);
 const byPath = new Map(files.map((f) => [f.path, f]));
 const rel = (p: string) => relative(SRC, p);
 
@@ -109,6 +79,17 @@ describe("layers", () => {
       (t) => layer(t) === "db",
     ],
   ];
+  test("core/ imports db/ for types only (import type)", () => {
+    const found = violations((f) =>
+      layer(f.rel) === "core"
+        ? f.imports
+            .filter((i) => i.target && layer(rel(i.target)) === "db" && !i.typeOnly)
+            .map((i) => `imports ${i.spec}`)
+        : [],
+    );
+    expect(found).toEqual([]);
+  });
+
   for (const [rule, applies, bad] of forbidden) {
     test(rule, () => {
       const found = violations((f) =>
@@ -343,5 +324,354 @@ describe('batchable operations (docs/architecture.md, "How to make an endpoint b
       )
       .map((f) => f.rel);
     expect(found).toEqual([]);
+  });
+});
+
+describe("stored files go through the blob store (docs/deploy.md, 'Files in an object store')", () => {
+  /**
+   * Features reach stored files through `ctx.storage.blobs` (src/platform/storage/blobs.ts), which
+   * is the data folder or an S3 bucket. The files below still use node:fs, each for the reason
+   * given: temp files, the data folder's own protocol behind a `blobs.kind === "file"` check, or
+   * stored files not moved to the blob store yet. A new file that imports node:fs fails here.
+   */
+  const NODE_FS_ALLOWED = new Map([
+    ["features/assets/assets.uploads.service.ts", "the data folder's upload protocol (rename, sync) and temp files"],
+    ["features/assets/assets.changes.service.ts", "removing originals from the data folder (kind file)"],
+    ["features/assets/assets.listings.service.ts", "stale upload temp files"],
+    ["features/assets/assets.service.ts", "temp files of refused uploads"],
+    [
+      "features/dam/dam.service.ts",
+      "the data folder's media paths (kind file), local source copies and render temp files",
+    ],
+    ["features/dam/dam.transform.ts", "rendering into a temp file"],
+    ["features/projects/projects.service.ts", "project icons and the project folder: not in the blob store yet"],
+    ["features/backups/backups.service.ts", "project backup archives: not in the blob store yet"],
+    ["features/records/excel.service.ts", "Excel downloads: not in the blob store yet"],
+    ["features/records/export.service.ts", "Excel downloads (export files): not in the blob store yet"],
+    ["features/records/import.service.ts", "uploaded workbooks read from their temp file"],
+    ["features/records/preview.service.ts", "record previews: not in the blob store yet"],
+    ["features/health/health.service.ts", "free space of the data folder"],
+  ]);
+
+  test("a feature file imports node:fs only when listed here with its reason", () => {
+    const found = files
+      .filter((f) => f.rel.startsWith("features/"))
+      .filter(
+        (f) => f.imports.some((i) => i.spec === "node:fs" || i.spec === "node:fs/promises") || /\bfsp\(\)/.test(f.code),
+      )
+      .map((f) => f.rel)
+      .filter((rel) => !NODE_FS_ALLOWED.has(rel));
+    expect(found).toEqual([]);
+  });
+});
+// ---------------------------------------------------------------------------------------------
+// Front doors, the feature graph, tables named in SQL, module-level state (issue 36).
+
+/** The identity features share the identity tables (users, projects, memberships; apikeys' keys). */
+const IDENTITY = new Set(["users", "projects", "members", "account", "apikeys"]);
+
+/**
+ * A cross-feature import that is not through the front door: from a feature's file (or from app/,
+ * cli/, http/, platform/, core/, db/) to another feature's file other than its `<area>.api.ts`.
+ * Allowed past it: features/index.ts and the app importing descriptors (`<area>.feature.ts`),
+ * a table importing a table (a foreign key), and the identity features importing the identity
+ * tables they share.
+ */
+function backDoors(list: readonly File[]): string[] {
+  const found: string[] = [];
+  for (const f of list) {
+    const mine = featureOf(f.rel);
+    for (const i of f.imports) {
+      if (!i.target) continue;
+      const t = relative(SRC, i.target);
+      const theirs = featureOf(t);
+      if (!theirs || theirs === mine) continue;
+      if (t === frontDoorOf(theirs)) continue;
+      if (t.endsWith(".feature.ts") && !mine) continue;
+      if (
+        t.endsWith(".table.ts") &&
+        (f.rel.endsWith(".table.ts") || (IDENTITY.has(mine ?? "") && IDENTITY.has(theirs)))
+      )
+        continue;
+      found.push(`${f.rel}: imports ${t} (not ${frontDoorOf(theirs)})`);
+    }
+  }
+  return found;
+}
+
+/** The feature graph's circles (strongly connected components of more than one feature). */
+function featureCircles(list: readonly File[]): string[][] {
+  const graph = featureGraph([...list], SRC);
+  return circles(new Map([...graph].map(([k, v]) => [k, [...v.keys()]])));
+}
+
+/** Where a table lives: its feature, or the folder of its `*.table.ts` (db, platform/jobs). */
+const ownerOf = (relPath: string) => featureOf(relPath) ?? dirname(relPath);
+
+/** Every table of the schema by name, with its owner. */
+function tablesOf(list: readonly File[]): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const f of list.filter((x) => x.rel.endsWith(".table.ts")))
+    for (const m of f.code.matchAll(/\b\w*[tT]able\(\s*["'`](\w+)["'`]/g)) out.set(m[1]!, ownerOf(f.rel));
+  return out;
+}
+
+/**
+ * SQL text that names a table another part owns (FROM, JOIN, INTO, UPDATE, TABLE, EXISTS followed
+ * by its name). The change log and `meta` (db/) are every layer's; the migrations carry every
+ * table; the identity features share the identity tables.
+ */
+const SHARED_TABLE_OWNERS = new Set(["db"]);
+const FOREIGN_SQL_ALLOWED = new Map([
+  [
+    "platform/backups/snapshot.service.ts",
+    "the project snapshot engine copies and restores every project-owned row generically, and names " +
+      "the identity tables for a project's API users, its memberships and its own row; moving those " +
+      "steps into hooks of the projects and apikeys features waits for the restore rewrite of issue 34",
+  ],
+  [
+    "db/pg/search.ts",
+    "the PostgreSQL twin of the records and assets search (issue 39), staged in db/pg/ and not wired in; it " +
+      "moves beside records.search.ts and assets.search.ts (or behind the port's dialect helpers) when the data layer switches",
+  ],
+  [
+    "db/pg/jobs.ts",
+    "the PostgreSQL claim of the job queue (issue 39), staged in db/pg/ and not wired in; it moves beside " +
+      "platform/jobs/queue.service.ts when the runner claims from PostgreSQL",
+  ],
+]);
+function foreignSql(list: readonly File[]): string[] {
+  const tables = tablesOf(list);
+  const found: string[] = [];
+  for (const f of list) {
+    if (
+      f.rel.endsWith(".table.ts") ||
+      f.rel === "db/migrations.generated.ts" ||
+      f.rel === "db/pg/migrations.generated.ts" ||
+      FOREIGN_SQL_ALLOWED.has(f.rel)
+    )
+      continue;
+    const mine = ownerOf(f.rel);
+    for (const m of f.code.matchAll(/\b(?:FROM|JOIN|INTO|UPDATE|TABLE|EXISTS)\s+["`]?(\w+)/g)) {
+      const owner = tables.get(m[1]!);
+      if (!owner || owner === mine || SHARED_TABLE_OWNERS.has(owner)) continue;
+      if (IDENTITY.has(owner) && IDENTITY.has(featureOf(f.rel) ?? "")) continue;
+      found.push(`${f.rel}: names ${owner}'s table ${m[1]} ("${m[0]}")`);
+    }
+  }
+  return [...new Set(found)];
+}
+
+/**
+ * Module-level mutable state: a top-level `let`/`var`, or a top-level Map, Set, WeakMap, WeakSet
+ * or array the file changes (set, add, delete, clear, push ...).
+ */
+function moduleState(list: readonly File[]): string[] {
+  const found: string[] = [];
+  for (const f of list) {
+    for (const m of f.code.matchAll(/^(?:export\s+)?(let|var|const)\s+(\w+)\b([^=;\n]*)(?:=\s*([^\n]*))?/gm)) {
+      const [, kind, name, , init = ""] = m;
+      if (kind === "const") {
+        const collection = /^new (Map|Set|WeakMap|WeakSet)\b|^\[/.test(init.trim());
+        const changed = new RegExp(`\\b${name}\\s*\\.\\s*(set|add|delete|clear|push|pop|shift|unshift|splice)\\(`).test(
+          f.code,
+        );
+        if (!collection || !changed) continue;
+      }
+      found.push(`${f.rel}: ${name}`);
+    }
+  }
+  return found;
+}
+
+/**
+ * Every piece of module-level mutable state, with why it is process-wide. A cache that several
+ * processes sharing one database would each keep is marked SHARED-DB: it must be stamped by
+ * something every process sees (the change log) before Apis runs as several processes.
+ */
+const MODULE_STATE = new Map<string, string>([
+  ["core/ids.ts: poolAt", "a pool of random bytes for gids, refilled in one call: no data"],
+  ["core/answer.ts: lasting", "answers marked to keep their encoded text (WeakSet of answer objects): per object"],
+  [
+    "core/answer.ts: splicing",
+    "the JSON texts spliced into the answer being encoded (set and cleared within one call)",
+  ],
+  ["core/startup.ts: steps", "the start-up timings of this process (APIS_STARTUP_TRACE)"],
+  ["config.ts: sizeSchemas", "marks zod schemas of byte sizes (WeakSet of schema objects): no data"],
+  [
+    "db/mutate.ts: counts",
+    "per connection: change counts its units wrote (the caches' stamps); SHARED-DB: another process's writes are not counted",
+  ],
+  ["db/mutate.ts: totals", "per connection: the total of `counts`; SHARED-DB like it"],
+  ["db/mutate.ts: units", "per connection: the open unit of work"],
+  ["db/mutate.ts: reading", "per connection: a read transaction is open"],
+  ["db/mutate.ts: control", "per connection: its prepared BEGIN/COMMIT/ROLLBACK"],
+  [
+    "db/mutate.ts: facts",
+    "per connection: values kept until its next write (untilChanged); SHARED-DB: another process's writes do not end them",
+  ],
+  ["db/checkpointer.ts: db", "the checkpoint worker thread's own connection (worker module state)"],
+  ["db/checkpointer.ts: timer", "the checkpoint worker thread's timer"],
+  ["db/checkpointer.ts: asides", "per connection: its checkpoint worker"],
+  ["db/checkpointer.ts: sourceUrl", "the worker script's URL, found once"],
+  ["db/checkpointer.ts: settleIds", "a counter of settle requests to the worker"],
+  ["platform/images/embedded-libvips.ts: loaded", "the libvips library loaded into this process (once)"],
+  ["platform/images/sharp.ts: loaded", "the sharp module loaded into this process (once)"],
+  [
+    "platform/storage/file-facts.ts: known",
+    "stat results of files, trusted for FRESH_MS; SHARED-DB: a file another process changes is seen after that time only",
+  ],
+  ["platform/metrics.ts: instances", "per instance object: its request metrics"],
+  ["http/membership-limit.ts: looks", "per request object: what its arrival read"],
+  ["http/operations.ts: checkers", "per operation object: its compiled body check"],
+  ["http/upload-sink.ts: worker", "the upload hashing worker thread of this process"],
+  ["http/upload-sink.ts: nextId", "ids of messages to that worker"],
+  ["http/upload-sink.ts: open", "uploads in flight in that worker, by message id"],
+  ["http/ratelimit.ts: trustedLists", "parsed --trusted-proxies lists, by their text"],
+  ["http/ratelimit.ts: limiters", "per instance object: its rate limiter; SHARED-DB: limits count per process"],
+  ["http/auth.ts: authPlugins", "per context: its auth plugin"],
+  ["http/requests.ts: seen", "per request object: its id and caller for the log line"],
+  ["http/requests.ts: idCounter", "request ids of this process"],
+  ["http/envelope.ts: encoded", "per answer object: its encoded text"],
+  ["features/schema/schema.generation.ts: serials", "per connection: a serial so stamps of two databases never meet"],
+  ["features/schema/schema.generation.ts: lastSerial", "the last serial handed out"],
+  [
+    "features/schema/schema.generation.ts: stamps",
+    "per connection and project: the schema stamp and the change count it was made at; SHARED-DB: keyed by project, stamped by this process's counts",
+  ],
+  [
+    "features/schema/schema.generation.ts: snapshots",
+    "per connection and project: answers computed from the schema; SHARED-DB: valid while `stamps` says so",
+  ],
+  ["features/records/records.worker.ts: credit", "the import worker thread's flow control (worker module state)"],
+  ["features/records/records.worker.ts: wake", "the import worker thread's flow control"],
+  ["features/records/follow.service.ts: schemas", "per follow object: its compiled value schema"],
+  ["features/records/follow.service.ts: mergeHolders", "per connection: jobs holding the search index's merge setting"],
+  [
+    "features/records/excel.service.ts: DOWNLOADS",
+    "per context: export files being built or ready for download (files of this process's data folder)",
+  ],
+  [
+    "features/records/records.service.ts: FORMS",
+    "record forms by content hash and DefInfo object, checked against the row read; SHARED-DB safe: checked against the row and the DefInfo of the current stamp",
+  ],
+  ["features/records/records.service.ts: formsSize", "the size of FORMS"],
+  [
+    "features/records/values.service.ts: DEF_CACHE",
+    "definitions per project with their schema stamp; SHARED-DB: keyed by project only, valid while the stamp (this process's counts) holds",
+  ],
+  ["features/assets/assets.lookups.service.ts: preparedLookups", "per connection: prepared statements"],
+  [
+    "features/dam/dam.service.ts: sourceFetches",
+    "local copies of store objects being fetched now, by local path (one fetch per copy at a time)",
+  ],
+  [
+    "features/schema/copies.service.ts: extending",
+    "depth of asRecordExtension calls running now; sound only while services are synchronous (issue 38 must make it per unit)",
+  ],
+  ["http/auth.ts: owners", "per request object: whether its caller owns the request's project"],
+  ["db/sqlite/port.ts: ports", "per connection: its database port"],
+  [
+    "db/unit.ts: stamps",
+    "per connection: change counts of asynchronous units (the caches' stamps); SHARED-DB like db/mutate.ts counts",
+  ],
+  ["db/unit.ts: holders", "per connection: the asynchronous unit or read holding it now"],
+  ["db/unit.ts: guard", "whether the yield guard is on (tests, APIS_YIELD_GUARD)"],
+  ["features/dam/dam.transform.ts: sharpConfigured", "sharp's process-wide settings applied once"],
+  ["features/dam/dam.service.ts: madeDirs", "media folders this process made (checked again when a project goes)"],
+  ["features/dam/dam.service.ts: prepared", "per connection: prepared statements"],
+  [
+    "features/dam/dam.service.ts: publishedAnswers",
+    "per hub and project: published media answers, dropped on the project's sync items; SHARED-DB: keyed by project, another process's changes reach this hub only once the change log is tailed",
+  ],
+  ["features/dam/dam.options.ts: validNames", "media file names found valid (pure function of the name)"],
+]);
+
+describe("features meet through front doors, in a graph without circles", () => {
+  test("another feature's code is imported only through its front door, <area>.api.ts (descriptors, foreign keys and the shared identity tables aside)", () => {
+    expect(backDoors(files)).toEqual([]);
+  });
+
+  test("the feature graph has no circles", () => {
+    expect(featureCircles(files)).toEqual([]);
+  });
+
+  test("docs/architecture.md shows the current feature graph (bun scripts/feature-graph.ts writes it)", () => {
+    const doc = readFileSync(DOC, "utf8");
+    expect(withFeatureGraph(doc, renderFeatureGraph(files))).toBe(doc);
+  });
+
+  test("SQL text names no table another feature or layer owns (the change log and meta aside)", () => {
+    expect(foreignSql(files)).toEqual([]);
+  });
+
+  test("module-level mutable state is listed here with why it is process-wide", () => {
+    expect(moduleState(files).sort()).toEqual([...MODULE_STATE.keys()].sort());
+  });
+});
+
+describe("role-named files that stay small", () => {
+  /** Files over the limit being split elsewhere, with who splits them. */
+  const BEING_SPLIT = new Map<string, string>();
+
+  test("a server source file over ~600 lines says at its top why it is longer (a comment naming ~600 lines)", () => {
+    const found = files
+      .filter(
+        (f) => f.text.split("\n").length > 650 && !BEING_SPLIT.has(f.rel) && f.rel !== "db/migrations.generated.ts",
+      )
+      .filter((f) => !/600 lines/.test(f.text.slice(0, 1500)))
+      .map((f) => `${f.rel}: ${f.text.split("\n").length} lines`);
+    expect(found).toEqual([]);
+  });
+});
+
+describe("the rules above catch what they are for (self-test on made-up files)", () => {
+  /** A made-up source file at `relPath` under src/ (its imports resolved against the real tree). */
+  const fake = (relPath: string, text: string): File => {
+    const path = join(SRC, relPath);
+    const code = stripComments(text);
+    return { path, rel: relPath, text, code, imports: importsOf(path, code) };
+  };
+
+  test("an import past the front door fails, also as require() and import()", () => {
+    const bad = [
+      fake("features/records/fake.service.ts", 'import { rowOf } from "../schema/items.service";'),
+      fake("features/records/fake2.service.ts", 'const m = require("../schema/items.service");'),
+      fake("http/fake.ts", 'const m = await import("../features/members/members.service");'),
+    ];
+    expect(backDoors([...files, ...bad]).filter((v) => v.includes("fake"))).toEqual([
+      "features/records/fake.service.ts: imports features/schema/items.service.ts (not features/schema/schema.api.ts)",
+      "features/records/fake2.service.ts: imports features/schema/items.service.ts (not features/schema/schema.api.ts)",
+      "http/fake.ts: imports features/members/members.service.ts (not features/members/members.api.ts)",
+    ]);
+  });
+
+  test("an import that closes a circle of features fails, through the front door too", () => {
+    const bad = fake("features/users/fake.service.ts", 'import type { Rec } from "../records/records.api";');
+    expect(featureCircles([...files, bad]).flat()).toContain("users");
+  });
+
+  test("a table of another feature named in SQL text fails", () => {
+    const bad = [
+      fake("features/queries/fake.service.ts", 'db.query("SELECT gid FROM records WHERE project_gid = ?");'),
+      fake("platform/jobs/fake.service.ts", "sqlite.query(`SELECT owner FROM projects WHERE gid = ?`);"),
+    ];
+    expect(foreignSql([...files, ...bad]).filter((v) => v.includes("fake"))).toEqual([
+      `features/queries/fake.service.ts: names records's table records ("FROM records")`,
+      `platform/jobs/fake.service.ts: names projects's table projects ("FROM projects")`,
+    ]);
+  });
+
+  test("new module-level mutable state fails until it is listed", () => {
+    const bad = fake("features/queries/fake.service.ts", "let last = 0;\nconst seen = new Map();\nseen.set(1, 2);\n");
+    expect(moduleState([bad])).toEqual([
+      "features/queries/fake.service.ts: last",
+      "features/queries/fake.service.ts: seen",
+    ]);
+  });
+
+  test("core/ may import db/ for types only", () => {
+    const bad = fake("core/fake.ts", 'import { mutate } from "../db/mutate";');
+    expect(bad.imports.filter((i) => i.target && layer(rel(i.target)) === "db" && !i.typeOnly)).toHaveLength(1);
   });
 });

@@ -3,12 +3,13 @@ import { publicBaseUrl, type Config } from "../config";
 import { Logger } from "../core/log";
 import { startupStep } from "../core/startup";
 import { createFromImage, migrate, openDatabase, setSynchronous, withoutSync } from "../db/connection";
-import { features as allFeatures, hooksOf, jobKinds, type Feature } from "../features";
-import { announceVersion } from "../features/instance/instance.service";
+import { callersOf, features as allFeatures, hooksOf, jobKinds, type Feature } from "../features";
+import { announceVersion } from "../features/instance/instance.api";
 import type { Ctx } from "../platform/context";
 import { JobRunner } from "../platform/jobs/runner";
 import { Mailer } from "../platform/mail/mailer";
 import { Storage } from "../platform/storage/storage";
+import { openBlobStore } from "../platform/storage/open-store";
 import { Hub } from "../platform/sync/hub";
 import { loadSecret, Tokens } from "../platform/tokens";
 import { VERSION } from "../version";
@@ -27,7 +28,7 @@ export function openInstance(
   opts: { versionNoteLater?: boolean } = {},
 ): Instance {
   mkdirSync(config.dataDir, { recursive: true });
-  const storage = new Storage(config.dataDir);
+  const storage = new Storage(config.dataDir, openBlobStore(config));
   // A new data folder's database is written whole from the image the migrations leave (no log
   // line: the first one loads the logger, and `apis serve` already names the data folder).
   createFromImage(storage.database);
@@ -54,6 +55,7 @@ export function openInstance(
     tokens,
     mailer,
     hooks: hooksOf(features),
+    callers: callersOf(features),
     baseUrl: publicBaseUrl(config, config.port),
   } as Instance;
   ctx.jobs = new JobRunner(ctx, jobKinds(features));

@@ -2,8 +2,8 @@ import { publicBaseUrl, type Config } from "../config";
 import { startupStep, startupTimings } from "../core/startup";
 import { closeDatabase } from "../db/connection";
 import { features as allFeatures, housekeepingTasks, type Feature } from "../features";
-import type { SyncServer } from "../features/sync/sync.socket";
-import { isSyncRequest, syncWebsocketLimits } from "../features/sync/sync.endpoint";
+import type { SyncServer } from "../features/sync/sync.api";
+import { isSyncRequest, loadSyncServer, syncWebsocketLimits } from "../features/sync/sync.api";
 import type { BunRequest, Server as BunServer, HTMLBundle, ServerWebSocket, WebSocketHandler } from "bun";
 import type { ServeHandler, ServeRoute } from "../features/feature";
 import { checkBody } from "../http/body-limits";
@@ -70,7 +70,7 @@ export async function startServer(config: Config, opts: { features?: readonly Fe
   let sync: SyncServer | undefined;
   const syncServer = (): SyncServer => {
     if (!sync) {
-      const { SyncServer } = require("../features/sync/sync.socket") as typeof import("../features/sync/sync.socket");
+      const SyncServer = loadSyncServer();
       sync = new SyncServer(ctx);
     }
     return sync;

@@ -2,10 +2,10 @@ import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import type { Config } from "../config";
+import { listProjectBackups } from "../features/backups/backups.api";
 import {
   createInstanceBackup,
   listInstanceBackups,
-  listProjectBackups,
   restoreInstanceBackup,
   RestoreRefused,
   verifyInstanceBackup,

@@ -4,6 +4,8 @@ import type { Config } from "../config";
 import { inspectDatabase, migrationsMeta, sqliteInfo } from "../db/connection";
 import { liveServerPid } from "../platform/storage/pidfile";
 import { Storage } from "../platform/storage/storage";
+import { openBlobStore } from "../platform/storage/open-store";
+import { checkBlobStore } from "../platform/storage/store-check";
 import { VERSION } from "../version";
 import { checkDataFolder } from "./preflight";
 
@@ -95,6 +97,9 @@ export async function doctor(config: Config): Promise<number> {
     return "64x48 png -> 16x12 jpeg";
   });
   await checkDataDir(config.dataDir, check);
+  // The data folder's store is checked above; another store gets a probe object written, read
+  // whole and in part, and deleted.
+  if (config.storage !== "file:") await check("storage", () => checkBlobStore(openBlobStore(config)));
   console.log(failed ? `${failed} check(s) failed` : "all checks passed");
   return failed ? 1 : 0;
 }

@@ -61,6 +61,12 @@ export async function jobsCommand(ctx: Ctx, args: string[], flags: Record<string
             .map((t) => t.name)
             .join("|")}`,
         );
+      if (flags["dry-run"]) {
+        // Says what the task would do, changes nothing and notes no run (tasks that know a dry run).
+        const summary = (await task.run(ctx, { dryRun: true })) ?? "done";
+        console.log(json ? JSON.stringify({ ok: true, dryRun: true, summary }) : `${task.name} (dry run): ${summary}`);
+        return 0;
+      }
       const run = await runHousekeeping(ctx, task);
       console.log(json ? JSON.stringify(run) : `${task.name}: ${run.ok ? "ok" : "FAILED"}: ${run.summary}`);
       return run.ok ? 0 : 1;

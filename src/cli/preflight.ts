@@ -74,7 +74,7 @@ export function checkDataFolder(dataDir: string): void {
 }
 
 /** `host:port` can be listened on (port 0: the host only). Binds a moment and lets go. */
-export async function checkListen(host: string, port: number): Promise<void> {
+async function checkListen(host: string, port: number): Promise<void> {
   const where = `${host.includes(":") ? `[${host}]` : host}:${port}`;
   if (!isIP(host)) {
     try {

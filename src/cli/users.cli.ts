@@ -9,7 +9,7 @@ import {
   passwordIssues,
   setPassword,
   updateUser,
-} from "../features/users/users.service";
+} from "../features/users/users.api";
 import { stringFlag, UsageError } from "./args";
 import { readPassword } from "./password";
 
@@ -33,7 +33,7 @@ export async function userCommand(
         const first = !hasAdmin(tx);
         const created = createPerson(tx, log, { username, email, passwordHash: hash, name: stringFlag(flags, "name") });
         return first || flags.admin === true || flags.admin === "true"
-          ? updateUser(tx, log, created.gid, { admin: true })
+          ? updateUser(ctx, tx, log, created.gid, { admin: true })
           : created;
       });
       console.log(
@@ -74,7 +74,7 @@ export async function userCommand(
       const issues = passwordIssues(password);
       if (issues.length) throw new UsageError(`password: ${issues[0]!.message}`);
       const hash = await hashPassword(password);
-      mutate(ctx.db, ctx.hub, (tx, log) => setPassword(tx, log, u.gid, hash));
+      mutate(ctx.db, ctx.hub, (tx, log) => setPassword(ctx, tx, log, u.gid, hash));
       console.log(`password of ${username} changed; its old tokens no longer work`);
       return 0;
     }
@@ -83,7 +83,7 @@ export async function userCommand(
       const u = findByUsername(ctx.db, username);
       if (!u) throw new UsageError(`no user ${username}`);
       mutate(ctx.db, ctx.hub, (tx, log) =>
-        updateUser(tx, log, u.gid, { status: "inactive", tokenVersion: u.tokenVersion + 1 }),
+        updateUser(ctx, tx, log, u.gid, { status: "inactive", tokenVersion: u.tokenVersion + 1 }),
       );
       console.log(`user ${username} deactivated; its tokens no longer work`);
       return 0;
@@ -93,7 +93,7 @@ export async function userCommand(
       const u = findByUsername(ctx.db, username);
       if (!u) throw new UsageError(`no user ${username}`);
       if (u.status !== "inactive") throw new UsageError(`user ${username} is ${u.status}, not inactive`);
-      mutate(ctx.db, ctx.hub, (tx, log) => updateUser(tx, log, u.gid, { status: "active" }));
+      mutate(ctx.db, ctx.hub, (tx, log) => updateUser(ctx, tx, log, u.gid, { status: "active" }));
       console.log(`user ${username} reactivated; it can log in again`);
       return 0;
     }
@@ -102,7 +102,7 @@ export async function userCommand(
       const u = findByUsername(ctx.db, username);
       if (!u || u.kind !== "person") throw new UsageError(`no user ${username}`);
       const admin = flags.revoke !== true;
-      mutate(ctx.db, ctx.hub, (tx, log) => updateUser(tx, log, u.gid, { admin }));
+      mutate(ctx.db, ctx.hub, (tx, log) => updateUser(ctx, tx, log, u.gid, { admin }));
       console.log(admin ? `user ${username} is an instance admin` : `user ${username} is no longer an instance admin`);
       return 0;
     }

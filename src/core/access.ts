@@ -4,7 +4,7 @@ import { forbidden } from "./errors";
 /**
  * The access rules of spec 5.6, in one place. They decide from facts (the project row, the
  * actor's membership); the service that reads those facts and runs the work is `projectAccess` /
- * `inProject` in src/features/members/access.service.ts, which every project feature calls.
+ * `inProject` in src/features/projects/access.service.ts, which every project feature calls.
  *
  * - member: the project's owner (whatever the project's state), or an active member (people and
  *   API users alike) of an active project.

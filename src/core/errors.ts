@@ -26,7 +26,7 @@ export const invalidParameter = (name: unknown, info: Record<string, unknown> = 
   new ApiError(400, "Invalid parameter", { "Invalid parameter": name, ...info });
 export const badRequest = (message: string, info: Record<string, unknown> = {}) => new ApiError(400, message, info);
 /** The realm of the Bearer challenge (spec section 5). */
-export const REALM = "apis";
+const REALM = "apis";
 
 /** 401 with the Bearer challenge of spec section 5 (`reason`: invalid_token or invalid_request). */
 export function permissionDenied(reason = "invalid_token"): ApiError {

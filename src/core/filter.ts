@@ -1,3 +1,8 @@
+/*
+ * Longer than ~600 lines on purpose: one small language in one place. Its sections (errors, domains,
+ * the parsed form, operands, operators, SQL, paging) share the parsed form's types and are each short;
+ * apart, every caller would import four files to run one search.
+ */
 import { sql, type SQL } from "drizzle-orm";
 import { PgDialect } from "drizzle-orm/pg-core";
 import { SQLiteSyncDialect } from "drizzle-orm/sqlite-core";
@@ -65,7 +70,7 @@ type Fail = (reason: string, sub?: string | number) => never;
  * - object: a JSON object of keys (`metadata` as a whole): `has`, `has_not` a key, ...
  * - custom: only the operators in `custom` (e.g. `validation`).
  */
-export type ValueType = "text" | "number" | "boolean" | "time" | "json" | "localized" | "list" | "object" | "custom";
+type ValueType = "text" | "number" | "boolean" | "time" | "json" | "localized" | "list" | "object" | "custom";
 
 /** An operator a field implements itself (or an override of a generic one). */
 export type CustomOperator = {
@@ -104,7 +109,7 @@ export interface FilterDomain {
 }
 
 /** A field family reached with a dotted name, `metadata.<key>`: gets the part after the dot. */
-export type DottedField = (key: string) => FieldSpec | undefined;
+type DottedField = (key: string) => FieldSpec | undefined;
 
 /**
  * A domain from a Map of fields and a Map of dotted prefixes. `metadata.a.b` asks the `metadata`
@@ -166,7 +171,7 @@ export function validationField(opts: {
 // ---------------------------------------------------------------------------------------------
 // Parsed form
 
-export type FilterLeaf = {
+type FilterLeaf = {
   kind: "leaf";
   field: string;
   op: string;
@@ -181,7 +186,7 @@ export type FilterNode =
   | FilterLeaf;
 
 /** Bounds on what one filter may ask, so a request cannot make SQLite's parser or stack suffer. */
-export const FILTER_LIMITS = {
+const FILTER_LIMITS = {
   /** Nesting of and/or/not. */
   depth: 16,
   /** Conditions and groups in one filter. */
@@ -194,7 +199,7 @@ export const FILTER_LIMITS = {
   terms: 32,
 } as const;
 
-export type ParseOptions = {
+type ParseOptions = {
   /** The request member the filter came in, for error paths (default `filter`). */
   root?: string;
 };
@@ -372,7 +377,7 @@ const isAge = (v: unknown): v is Age =>
   typeof v === "object" && v !== null && !Array.isArray(v) && typeof (v as Age).days === "number";
 
 /** The terms of a `q`: `+must`, `-mustnot`, plain (at least one of them when there is no `+`). */
-export type Terms = { required: string[]; excluded: string[]; optional: string[] };
+type Terms = { required: string[]; excluded: string[]; optional: string[] };
 
 /**
  * Splits search text into terms: words or `"quoted phrases"`, each optionally prefixed `+`
@@ -668,8 +673,8 @@ export function sqlText(fragment: SQL): { sql: string; params: unknown[] } {
 // ---------------------------------------------------------------------------------------------
 // Paging of searches (page.top / page.size)
 
-export type PageWindow = { top: number; size: number };
-export type PageDefaults = { size: number; max: number };
+type PageWindow = { top: number; size: number };
+type PageDefaults = { size: number; max: number };
 
 /**
  * The reference's defaults: `page.top` 0; `page.size` 10 for assets and records search, 10,000

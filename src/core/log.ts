@@ -1,14 +1,14 @@
 import type { DestinationStream, Logger as Pino, LoggerOptions as PinoOptions } from "pino";
 import { writeSync } from "node:fs";
 
-export type LogLevel = "debug" | "info" | "warn" | "error" | "silent";
-export type LogFormat = "text" | "json";
+type LogLevel = "debug" | "info" | "warn" | "error" | "silent";
+type LogFormat = "text" | "json";
 
 /**
  * Members that are never written, whatever part of the code passes them: pino replaces their
  * values by "[redacted]" (defence in depth; the code passes none of them on purpose).
  */
-export const REDACTED_KEYS = [
+const REDACTED_KEYS = [
   "password",
   "new_password",
   "old_password",
@@ -25,7 +25,7 @@ export const REDACTED_KEYS = [
   "body",
 ];
 
-export type LoggerOptions = {
+type LoggerOptions = {
   /** `text` (one readable line per event) or `json` (one JSON object per line, for log shippers). */
   format?: LogFormat;
   /** Where lines go (stderr by default); tests pass a stream to read them. */
@@ -36,7 +36,7 @@ export type LoggerOptions = {
  * The `text` format: pino's JSON line as one readable line, `[time] LEVEL: msg {other members}`
  * (what pino-pretty's single-line mode printed, without loading it: it cost start-up time).
  */
-export function textLine(json: string): string {
+function textLine(json: string): string {
   const { time, level, msg, ...rest } = JSON.parse(json) as Record<string, unknown>;
   const head = `[${time}] ${String(level).toUpperCase()}: ${msg ?? ""}`;
   return Object.keys(rest).length ? `${head} ${JSON.stringify(rest)}\n` : `${head}\n`;

@@ -46,7 +46,7 @@ export function isIP(s: string): boolean {
 export type Cidr = { v6: boolean; base: bigint; bits: number };
 
 /** An IPv4-mapped IPv6 address (`::ffff:10.0.0.1`) as the IPv4 address it stands for. */
-export function normalizeAddress(addr: string): string {
+function normalizeAddress(addr: string): string {
   const a = addr.trim().replace(/^\[|\]$/g, "");
   const m = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(a);
   return m ? m[1]! : a;
@@ -72,7 +72,7 @@ function v6ToBig(a: string): bigint {
 }
 
 /** Parses `10.0.0.0/8`, `::1`, `192.168.1.5`; throws on anything else. */
-export function parseCidr(text: string): Cidr {
+function parseCidr(text: string): Cidr {
   const [rawAddr, rawBits, ...rest] = text.trim().split("/");
   const addr = normalizeAddress(rawAddr ?? "");
   const v6 = isIPv6(addr);

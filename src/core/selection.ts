@@ -36,7 +36,7 @@ export interface SelectionResolver {
   search(tx: Tx, projectGid: string, search: Record<string, unknown>): SelectionItem[];
 }
 
-export type SelectionElement =
+type SelectionElement =
   | string
   | { children: unknown; exclude?: string[]; [k: string]: unknown }
   | { search: Record<string, unknown>; exclude?: string[] }

@@ -13,9 +13,6 @@
  */
 import type { Database } from "bun:sqlite";
 
-/** The script and the last migration it stands for (its `when`, drizzle's `created_at`). */
-export type Baseline = { upTo: number; sql: string };
-
 /** The tables SQLite makes itself for an FTS5 table (created with it, so not in the script). */
 const FTS5_SHADOWS = ["_data", "_idx", "_content", "_docsize", "_config"];
 

@@ -2,6 +2,7 @@ import type { Database } from "bun:sqlite";
 import { now } from "../core/ids";
 import { changeAudience } from "./changelog.table";
 import type { DB, Tx } from "./connection";
+import { bridgeForeign, bridgeJoin, bridgeUnit, type UnitLog } from "./unit";
 
 export type Action = "INSERT" | "UPDATE" | "DELETE";
 
@@ -191,6 +192,10 @@ export function mutate<T>(db: DB, hub: Publisher | undefined, fn: (tx: Tx, log: 
   const client = db.$client;
   const open = units.get(client);
   if (open) return joined(client, open, hub, fn);
+  // During the conversion to src/db/unit.ts: inside an asynchronous unit this joins it.
+  const bridged = bridgeJoin(client, hub, fn as unknown as (tx: unknown, log: UnitLog) => T);
+  if (bridged) return bridged.value;
+  if (bridgeForeign(client)) throw foreign("mutate");
   if (reading.has(client))
     throw new Error("mutate: a write inside a read-only unit (readOnly); run the whole operation in mutate");
   const unit: Unit = { tx: db, log: undefined as unknown as ChangeLog, after: [], hub, depth: 0 };
@@ -267,6 +272,9 @@ export function readOnly<T>(db: DB, fn: (tx: Tx) => T): T {
   const client = db.$client;
   const open = units.get(client);
   if (open) return synchronous(fn(open.tx));
+  const bridged = bridgeUnit(client);
+  if (bridged) return synchronous(fn(bridged.tx as Tx));
+  if (bridgeForeign(client)) throw foreign("readOnly");
   if (reading.has(client) || client.inTransaction) return synchronous(fn(db));
   let c = control.get(client);
   if (!c)
@@ -302,7 +310,11 @@ export function readOnly<T>(db: DB, fn: (tx: Tx) => T): T {
 export function afterCommit(db: DB, task: () => void): void {
   const open = units.get(db.$client);
   if (open) open.after.push(task);
-  else task();
+  else {
+    const bridged = bridgeUnit(db.$client);
+    if (bridged) bridged.after(task);
+    else task();
+  }
 }
 
 /**
@@ -313,6 +325,7 @@ export function afterCommit(db: DB, task: () => void): void {
 export function startUnitMemo(db: DB): void {
   const open = units.get(db.$client);
   if (open) open.memo ??= new Map();
+  else bridgeUnit(db.$client)?.startMemo();
 }
 
 /**
@@ -325,15 +338,16 @@ export function startUnitMemo(db: DB): void {
 export function wholeOrNothing(db: DB): void {
   const open = units.get(db.$client);
   if (open) open.wholeOrNothing = true;
+  else bridgeUnit(db.$client)?.wholeOrNothing();
 }
 
 export function forgetUnitMemo(db: DB): void {
-  units.get(db.$client)?.memo?.clear();
+  (units.get(db.$client)?.memo ?? bridgeUnit(db.$client)?.memo())?.clear();
 }
 
 /** `compute()`, or what it gave earlier in this unit under `key` when the unit memo is on. */
 export function unitMemo<T>(db: DB, key: string, compute: () => T): T {
-  const memo = units.get(db.$client)?.memo;
+  const memo = units.has(db.$client) ? units.get(db.$client)!.memo : bridgeUnit(db.$client)?.memo();
   if (!memo) return compute();
   if (memo.has(key)) return memo.get(key) as T;
   const v = compute();
@@ -343,7 +357,14 @@ export function unitMemo<T>(db: DB, key: string, compute: () => T): T {
 
 /** Whether a unit of work is open on `db` (a `mutate` is running). */
 export function inUnit(db: DB): boolean {
-  return units.has(db.$client);
+  return units.has(db.$client) || bridgeUnit(db.$client)?.write === true;
+}
+
+/** The refusal of a synchronous helper reaching a connection an asynchronous unit of another request holds. */
+function foreign(what: string): Error {
+  return new Error(
+    `${what}: the connection is held by an asynchronous unit of work of another request (src/db/unit.ts); convert this call to its asynchronous twin (src/db/sqlite/units.ts)`,
+  );
 }
 
 /**
@@ -405,6 +426,7 @@ export function largeUntilChanged<T>(db: DB, key: string, read: () => T): T {
 /** The kept facts of `db` with every one forgotten if the database may have changed; undefined inside a unit of work. */
 function unchangedFacts(db: DB): Facts | undefined {
   const client = db.$client;
+  if (bridgeForeign(client)) throw foreign("untilChanged");
   if (units.has(client) || (client.inTransaction && !reading.has(client))) return undefined;
   let f = facts.get(client);
   if (!f) {

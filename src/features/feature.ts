@@ -2,9 +2,12 @@ import type { HTMLBundle } from "bun";
 import type { AnyElysia } from "elysia";
 import type {
   AssetsRemovedHook,
+  CallerPort,
   Ctx,
+  Hooks,
   LanguageHook,
   ProjectDictionary,
+  ProjectFormHook,
   ProjectOperation,
   ProjectRead,
   SchemaCommittedHook,
@@ -81,7 +84,16 @@ export type Feature = {
     settingRemoved?: SettingRemovedHook;
     /** A project created (records: its root record and Base definition, so a new project has its tree). */
     projectCreated?: ProjectCreatedHook;
+    /** Members of the full project form (backups: the project's `backups`). */
+    projectForm?: ProjectFormHook;
+    /** Who hears about a user's change, and who may see a user (projects: its co-members); at most one feature each. */
+    userAudience?: Hooks["userAudience"];
+    userVisible?: Hooks["userVisible"];
+    /** A project's owner (projects; at most one feature), for the job queue's audiences. */
+    projectOwner?: Hooks["projectOwner"];
   };
+  /** The caller port of the HTTP guard (`ctx.callers`; the session feature; exactly one feature). */
+  callers?: CallerPort;
   /** Data dictionaries it adds to the project init payload (spec 4.2), by name. */
   projectDictionaries?: Record<string, ProjectDictionary>;
 };

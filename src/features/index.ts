@@ -1,4 +1,4 @@
-import type { Hooks } from "../platform/context";
+import type { CallerPort, Hooks } from "../platform/context";
 import type { JobKind } from "../platform/jobs/runner";
 import type { Housekeeping } from "../platform/jobs/schedules";
 import { accountFeature } from "./account/account.feature";
@@ -82,6 +82,24 @@ export function housekeepingTasks(list: readonly Feature[] = features): Housekee
   return out;
 }
 
+/**
+ * The caller port of the features (`ctx.callers`), which exactly one feature provides. With a
+ * feature list without it (some tests), a port that refuses every caller (401).
+ */
+export function callersOf(list: readonly Feature[] = features): CallerPort {
+  const providers = list.filter((f) => f.callers);
+  if (providers.length > 1) throw new Error(`callers is declared twice (${providers.map((f) => f.name).join(", ")})`);
+  return (
+    providers[0]?.callers ?? {
+      holder: () => undefined,
+      arrival: () => ({ membership: undefined, holder: undefined }),
+      membership: () => undefined,
+      rateLimit: () => null,
+      rateLimitOf: () => null,
+    }
+  );
+}
+
 /** The hooks of the features, gathered for `ctx.hooks`. */
 export function hooksOf(list: readonly Feature[] = features): Hooks {
   // The dictionaries a project init always carries (also with a shorter list, as some tests use);
@@ -98,6 +116,7 @@ export function hooksOf(list: readonly Feature[] = features): Hooks {
     languageRemoved: [],
     settingRemoved: [],
     projectCreated: [],
+    projectForm: [],
     operations: new Map(),
     projectPaths: new Set(),
   };
@@ -117,6 +136,13 @@ export function hooksOf(list: readonly Feature[] = features): Hooks {
     if (f.hooks?.languageRemoved) hooks.languageRemoved.push(f.hooks.languageRemoved);
     if (f.hooks?.settingRemoved) hooks.settingRemoved.push(f.hooks.settingRemoved);
     if (f.hooks?.projectCreated) hooks.projectCreated.push(f.hooks.projectCreated);
+    if (f.hooks?.projectForm) hooks.projectForm.push(f.hooks.projectForm);
+    for (const name of ["userAudience", "userVisible", "projectOwner"] as const) {
+      const hook = f.hooks?.[name];
+      if (!hook) continue;
+      if (hooks[name]) throw new Error(`${name} is declared twice (${f.name})`);
+      (hooks as Record<typeof name, unknown>)[name] = hook;
+    }
     for (const [name, fn] of Object.entries(f.projectDictionaries ?? {})) projectDictionaries.set(name, fn);
   }
   return hooks;

@@ -2,10 +2,7 @@ import { Elysia } from "elysia";
 import { admitsCaller, callerRefusal, type CallerRule } from "../core/access";
 import { actorOf, type Actor } from "../core/actor";
 import { forbidden, permissionDenied } from "../core/errors";
-import { getMembership } from "../features/members/members.service";
-import { requestHolder } from "../features/session/session.service";
-import type { User } from "../features/users/users.service";
-import type { Ctx } from "../platform/context";
+import type { CallerAccount, Ctx } from "../platform/context";
 import { bearerToken, type Claims } from "../platform/tokens";
 import { earlyLook } from "./membership-limit";
 import { authDetail } from "./openapi";
@@ -14,7 +11,7 @@ import { noteCaller } from "./requests";
 /** `/api/p/<project>/...` and `/dam/p/<project>/...`: the project gid of a request URL. */
 const PROJECT_PATH = /^[a-z][a-z0-9+.-]*:\/\/[^/]+\/(?:api|dam)\/p\/([^/?#]+)\//i;
 
-export type Caller = { user: User; token: string };
+export type Caller = { user: CallerAccount; token: string };
 
 /**
  * Resolves the caller of a request from its JWT: signature (HS256 only), expiry, token version,
@@ -34,14 +31,14 @@ export async function authenticate(
 function authenticateNow(
   ctx: Ctx,
   header: string | null | undefined,
-  verified?: { token: string; claims: Claims; holder?: User | undefined },
+  verified?: { token: string; claims: Claims; holder?: CallerAccount | undefined },
 ): Caller & { renewed: string | null } {
   const token = bearerToken(header);
   if (!token) throw permissionDenied(header ? "invalid_token" : "invalid_request");
   const known = verified?.token === token ? verified : undefined;
   const claims = known ? known.claims : ctx.tokens.verify(token);
   if (!claims) throw permissionDenied();
-  const user = known && "holder" in known ? known.holder : requestHolder(ctx.db, claims.sub, claims.tv);
+  const user = known && "holder" in known ? known.holder : ctx.callers.holder(ctx.db, claims.sub, claims.tv);
   if (!user) throw permissionDenied();
   const renewed = ctx.tokens.needsRenewal(claims) ? ctx.tokens.sign(user.gid, user.tokenVersion) : null;
   return { user, token: renewed ?? token, renewed };
@@ -84,7 +81,7 @@ export function requestCaller(
     ? undefined
     : early?.project === project && early.claims.sub === caller.user.gid
       ? early.membership
-      : getMembership(ctx.db, project, caller.user.gid);
+      : ctx.callers.membership(ctx.db, project, caller.user.gid);
   if (project && membership?.status !== "active") throw forbidden("Not a member of the project");
   if (membership) owners.set(request, membership.roles.includes("owner"));
   noteCaller(request, caller.user.gid);

@@ -14,7 +14,7 @@ import { errorResponse } from "./envelope";
  *   server hold an upload-sized string; multipart bodies of routes that do not stream them (avatars,
  *   icons): at most `--image-max-bytes` plus 1 MiB. Streamed uploads have their own limits.
  */
-export function payloadTooLarge(limit: number, what = "body"): ApiError {
+function payloadTooLarge(limit: number, what = "body"): ApiError {
   return new ApiError(413, "Payload too large", {
     limit_bytes: limit,
     reason: `the request ${what} is larger than ${limit} bytes`,

@@ -33,7 +33,7 @@ export function invalidBody(schema: any, value: unknown, first: ValueProblem | u
 }
 
 /** Turns an Elysia validation error (a route's own check) into our 400 (`invalidBody`). */
-export function validationToApiError(err: any): ApiError {
+function validationToApiError(err: any): ApiError {
   return invalidBody(err.validator?.schema ?? err.validator, err.value, err.valueError ?? err.all?.[0]);
 }
 

@@ -1,9 +1,6 @@
 import { Elysia } from "elysia";
-import type { Ctx } from "../platform/context";
+import type { CallerAccount, CallerMembership, Ctx } from "../platform/context";
 import type { Claims } from "../platform/tokens";
-import { membershipRateLimit, rateLimitOf, type Membership } from "../features/members/members.service";
-import { arrivalLook } from "../features/session/session.service";
-import type { User } from "../features/users/users.service";
 import { errorResponse } from "./envelope";
 import { limiterOf, tooManyRequests } from "./ratelimit";
 import { bearerToken } from "../platform/tokens";
@@ -16,12 +13,12 @@ const PROJECT_PATH = /^[a-z][a-z0-9+.-]*:\/\/[^/]+\/api\/p\/([^/?#]+)\//i;
  * path's project and the token's holder (`tokenHolder`: undefined when the token no longer stands
  * for an active account), read together in one read transaction.
  */
-export type EarlyLook = {
+type EarlyLook = {
   token: string;
   claims: Claims;
   project: string;
-  membership: Membership | undefined;
-  holder: User | undefined;
+  membership: CallerMembership | undefined;
+  holder: CallerAccount | undefined;
 };
 const looks = new WeakMap<Request, EarlyLook>();
 
@@ -66,9 +63,9 @@ export function arrivalLimit(
   const claims = ctx.tokens.verify(token);
   if (!claims) return;
   const project = match[1]!;
-  const { membership, holder } = arrivalLook(ctx.db, project, claims.sub, claims.tv);
+  const { membership, holder } = ctx.callers.arrival(ctx.db, project, claims.sub, claims.tv);
   looks.set(request, { token, claims, project, membership, holder });
-  const limit = rateLimitOf(membership) ?? ctx.config.rateLimit;
+  const limit = ctx.callers.rateLimitOf(membership) ?? ctx.config.rateLimit;
   const r = limiter.take(`rps:${claims.sub}:${project}`, limit, 1000);
   if (!r.ok) return errorResponse(tooManyRequests(r.retryAfterSec));
 }
@@ -81,7 +78,7 @@ export function arrivalLimit(
  */
 export function chargeProjectRequests(ctx: Ctx, userGid: string, projectGid: string, count: number): void {
   if (count <= 1) return;
-  const limit = membershipRateLimit(ctx.db, projectGid, userGid) ?? ctx.config.rateLimit;
+  const limit = ctx.callers.rateLimit(ctx.db, projectGid, userGid) ?? ctx.config.rateLimit;
   if (!(limit > 0)) return;
   if (count > limit) {
     throw badRequest("Too many sub-requests", {

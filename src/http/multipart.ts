@@ -26,7 +26,7 @@ import { UploadSink } from "./upload-sink";
 
 export type { Received, ReceivedFile };
 
-export type MultipartOptions = {
+type MultipartOptions = {
   /** Folder for the temp file (same filesystem as the destination so a rename is enough). */
   tmpDir: string;
   /** Largest file accepted; one byte more is a 413. */

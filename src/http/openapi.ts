@@ -143,7 +143,7 @@ const AUTHORIZATION_HEADER = {
 };
 
 /** A JSON schema (a `t.Object(...)` of TypeBox is one). */
-export type JsonSchema = Record<string, unknown>;
+type JsonSchema = Record<string, unknown>;
 
 /** A multipart upload that its route streams itself (no `body` schema for the generator to read). */
 export type Upload = {
@@ -155,7 +155,7 @@ export type Upload = {
   required: string[];
 };
 
-export type Describe = {
+type Describe = {
   summary: string;
   tags: string[];
   description?: string;
@@ -437,7 +437,7 @@ async function generate(plugin: unknown) {
  * carried inside the program and served at VIEWER_PATH, so the page works offline and in the
  * compiled executable. Its default web fonts (loaded from Scalar's servers) are turned off.
  */
-export const VIEWER_PATH = "/api/docs/viewer.js";
+const VIEWER_PATH = "/api/docs/viewer.js";
 const VIEWER_CONFIG = JSON.stringify({ withDefaultFonts: false, telemetry: false }).replace(/"/g, "&quot;");
 const PAGE = `<!doctype html>
 <html lang="en">

@@ -38,16 +38,18 @@ import { requestId } from "./requests";
  * (`fn(ctx, actor, projectGid, input): Answer`, synchronous, checking access itself) and its
  * OpenAPI detail: at least summary and tags, or what `describe(...)` of src/http/openapi.ts makes
  * (an example answer, the error statuses). The service's input is typed by the schema.
- * `callers` narrows who may call it (src/core/access.ts, CallerRule: owner only, ...): the
+ * `options.callers` narrows who may call it (src/core/access.ts, CallerRule: owner only, ...): the
  * endpoint and a batch step check it right after the membership and before the body, so a caller
- * who may not call it gets 403 whatever it sends.
+ * who may not call it gets 403 whatever it sends. `options.keepsShared: true` declares that the
+ * operation changes neither memberships, the project, its settings nor its schema, so a batch keeps
+ * what its steps share after it (`keepsShared` of ProjectOperation).
  */
 export function operation<S extends TSchema>(
   path: string,
   body: S,
   run: (ctx: Ctx, actor: Actor, projectGid: string, input: Static<S>) => Answer,
   detail: DocumentDecoration & { summary: string; tags: string[] },
-  callers?: CallerRule,
+  options: { keepsShared?: boolean; callers?: CallerRule } = {},
 ): ProjectOperation {
   if (path.startsWith("/") || path.endsWith("/"))
     throw new Error(`operation path ${path}: no leading or trailing slash`);
@@ -57,9 +59,10 @@ export function operation<S extends TSchema>(
     summary: detail.summary,
     tags: detail.tags,
     detail,
+    keepsShared: options.keepsShared ?? false,
     run: run as ProjectOperation["run"],
   };
-  if (callers) op.callers = callers;
+  if (options.callers) op.callers = options.callers;
   return op;
 }
 
@@ -130,10 +133,10 @@ function answerText(out: Answer): string {
 }
 
 /** A request Bun's router matched to an operation: the path's project as `params.project`. */
-export type OperationRequest = Request & { params: Record<string, string | undefined> };
+type OperationRequest = Request & { params: Record<string, string | undefined> };
 
 /** An endpoint served by Bun's router: its route template (metrics, logs) and its handler. */
-export type NativeRoute = { template: string; serve: (req: OperationRequest) => Response | Promise<Response> };
+type NativeRoute = { template: string; serve: (req: OperationRequest) => Response | Promise<Response> };
 
 /**
  * The same endpoints as handlers for Bun.serve's own router, by method and path below the project
@@ -243,10 +246,10 @@ function checkedBody(op: ProjectOperation, raw: unknown): unknown {
 }
 
 /** A step ready to run: the operation and its checked body. */
-export type PreparedStep = { op: ProjectOperation; input: unknown };
+type PreparedStep = { op: ProjectOperation; input: unknown };
 
 /** The error of step `index`: the step's own error, with `index` and `path` added to its info. */
-export function stepError(err: ApiError, index: number, path: unknown, extra: Record<string, unknown> = {}): ApiError {
+function stepError(err: ApiError, index: number, path: unknown, extra: Record<string, unknown> = {}): ApiError {
   return new ApiError(err.code, err.message, { ...err.info, index, path, ...extra }, err.headers);
 }
 

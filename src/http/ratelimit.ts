@@ -2,7 +2,7 @@ import { ApiError } from "../core/errors";
 import { forwardedClient, parseAddressList, type Cidr } from "../core/net";
 
 /** What one `take` answers: whether the request may go on, and if not, after how many seconds to retry. */
-export type Take = { ok: boolean; retryAfterSec: number; remaining: number };
+type Take = { ok: boolean; retryAfterSec: number; remaining: number };
 
 type Bucket = { tokens: number; updated: number; limit: number; windowMs: number };
 
@@ -171,7 +171,7 @@ export function limiterOf(ctx: object): RateLimiter {
   return l;
 }
 
-export type Rule = { key: string; limit: number; windowMs: number };
+type Rule = { key: string; limit: number; windowMs: number };
 
 /**
  * Runs `fn` under limits against guessing: one token is taken from every rule's bucket first (429

@@ -200,11 +200,7 @@ export function observed<S, R extends Request = Request>(ctx: Ctx, handler: Hand
 }
 
 /** A handler that is not the app; `requestId` is the request's id, which it may put in its answer's X-Request-Id itself. */
-export type RouteHandler<S, R extends Request = Request> = (
-  req: R,
-  server: S,
-  requestId: string,
-) => ReturnType<Handler<S, R>>;
+type RouteHandler<S, R extends Request = Request> = (req: R, server: S, requestId: string) => ReturnType<Handler<S, R>>;
 
 /**
  * `observed` for a handler that is not the app (Bun.serve's own routes, the Socket.IO engine):

@@ -14,7 +14,7 @@ import { closeSync } from "node:fs";
  */
 
 /** Bytes gathered before they are handed to the worker in one message. */
-export const SINK_BATCH = 256 * 1024;
+const SINK_BATCH = 256 * 1024;
 /** Bytes handed to the worker and not yet written: past this the reader waits (backpressure). */
 const MAX_AHEAD = 8 * 1024 * 1024;
 /**

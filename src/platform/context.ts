@@ -7,7 +7,7 @@ import type { Logger } from "../core/log";
 import type { QueryExpander } from "../core/selection";
 import type { DB, Tx } from "../db/connection";
 import type { ChangeLog } from "../db/mutate";
-import type { JobQueue } from "./jobs/queue.service";
+import type { JobQueue, ProjectOwner } from "./jobs/queue.service";
 import type { Mailer } from "./mail/mailer";
 import type { Storage } from "./storage/storage";
 import type { Hub } from "./sync/hub";
@@ -62,6 +62,23 @@ export type Hooks = {
    */
   projectCreated: ProjectCreatedHook[];
   /**
+   * Members other features add to the full project form (`cc.projects` entries: the backups
+   * feature's `backups`), in feature-list order, between `options` and `build`.
+   */
+  projectForm: ProjectFormHook[];
+  /**
+   * Who hears about a change of a user entry: the user and everybody sharing a project with it
+   * (the projects feature, which keeps the memberships). Without it, the user alone.
+   */
+  userAudience?: (tx: Tx, userGid: string) => string[];
+  /**
+   * Self-or-co-member (spec 5.6): whether `viewer` may see `targetGid`'s info (the projects
+   * feature). Without it, oneself only.
+   */
+  userVisible?: (tx: Tx, viewer: Actor, targetGid: string) => boolean;
+  /** The owner of a project (the projects feature), who sees its jobs' sync items with their starter. */
+  projectOwner?: ProjectOwner;
+  /**
    * Every synchronous project operation of the features (`operations` of their descriptors), by
    * path below `/api/p/<project>/` (`queries/create`): what a batch may run.
    */
@@ -92,6 +109,9 @@ export type SettingRemovedHook = (
   key: string,
 ) => void;
 export type ProjectCreatedHook = (ctx: Ctx, tx: Tx, log: ChangeLog, projectGid: string) => void;
+
+/** Members of the full project form, from the project's row (read in the caller's transaction). */
+export type ProjectFormHook = (tx: Tx, project: { gid: string; nextBackupVersion: number }) => Record<string, unknown>;
 export type ProjectDictionary = (tx: Tx, projectGid: string) => Record<string, unknown>;
 
 /** The schema items other features hear about (a layout follows its class or definition). */
@@ -152,6 +172,12 @@ export type ProjectOperation = {
   tags: string[];
   /** The endpoint's whole OpenAPI detail (summary, tags and, when given, example answer and errors). */
   detail: { summary: string; tags: string[] };
+  /**
+   * Whether a batch keeps what its steps share (the access facts, the records' schema view) after
+   * this step: true for operations that change neither memberships, the project, its settings nor
+   * its schema. After any other step the next one reads them afresh.
+   */
+  keepsShared: boolean;
   /** The service call, with the body as checked and cleaned by `body`. */
   run: (ctx: Ctx, actor: Actor, projectGid: string, input: unknown) => Answer;
   /** Who may call it beyond the project's members, checked before the body (none: every member). */
@@ -171,6 +197,42 @@ export type ProjectRead = {
   detail: { summary: string; tags: string[] };
 };
 
+/** The account a verified token stands for, as the HTTP guard needs it (a `users` row). */
+export type CallerAccount = { gid: string; kind: "person" | "api"; tokenVersion: number };
+/** A caller's membership of a project, as the HTTP guard and the request limit need it (a `memberships` row). */
+export type CallerMembership = {
+  status: string;
+  roles: string[];
+  options: { rate_limit_per_second?: number | null };
+};
+
+/**
+ * The port through which the HTTP guard (src/http/auth.ts) and the per-membership request limit
+ * (src/http/membership-limit.ts) learn who calls and whether it belongs to the project, without
+ * importing a feature: the session feature provides it (`callers` of its descriptor) from the
+ * users and members features, and `openInstance` puts it on the context.
+ */
+export type CallerPort = {
+  /**
+   * The account a verified token of (`sub`, token version `tv`) still stands for: active, with that
+   * token version, and for API users an active membership; undefined otherwise. Kept until the next write.
+   */
+  holder(db: DB, sub: string, tv: number): CallerAccount | undefined;
+  /** On arrival at a project path: the caller's membership of the project and the token's holder, in one read. */
+  arrival(
+    db: DB,
+    projectGid: string,
+    sub: string,
+    tv: number,
+  ): { membership: CallerMembership | undefined; holder: CallerAccount | undefined };
+  /** One membership (any status), or undefined. */
+  membership(db: DB, projectGid: string, userGid: string): CallerMembership | undefined;
+  /** The membership's `rate_limit_per_second` (null: none set, or no membership). */
+  rateLimit(db: DB, projectGid: string, userGid: string): number | null;
+  /** The `rate_limit_per_second` of a membership read before (null: none set, or none). */
+  rateLimitOf(membership: CallerMembership | undefined): number | null;
+};
+
 /**
  * What a running instance holds, handed to services, jobs and the CLI alike (built by
  * `openInstance` in src/app/instance.ts). Services use it for the database, files and hub; they
@@ -187,6 +249,8 @@ export interface Ctx {
   /** Background jobs: `ctx.jobs.enqueue({kind, projectGid, userGid, params})` → token. */
   jobs: JobQueue;
   hooks: Hooks;
+  /** Who calls and its membership, for the HTTP guard (see CallerPort). */
+  callers: CallerPort;
   /** The public base URL (no trailing slash), known once the server listens. */
   baseUrl: string;
 }

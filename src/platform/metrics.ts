@@ -110,7 +110,7 @@ class RequestSeries<L extends string> {
   }
 }
 
-export class Metrics {
+class Metrics {
   /** Requests are counted (see `Uncounted`). */
   readonly counting = true;
   readonly registry: Registry;
@@ -204,7 +204,7 @@ export class Metrics {
 }
 
 /** What the request path and the gauges' owners see: counting, or nothing when metrics are off. */
-export type RequestMetrics = Pick<Metrics, "sources" | "observe"> & { readonly counting: boolean };
+type RequestMetrics = Pick<Metrics, "sources" | "observe"> & { readonly counting: boolean };
 
 /** Without `--metrics` or `--metrics-token`: nothing is served, so nothing is counted. */
 class Uncounted implements RequestMetrics {

@@ -3,11 +3,11 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import sharp from "sharp";
 import { mutate } from "../../src/db/mutate";
-import { memberships } from "../../src/features/members/members.table";
+import { memberships } from "../../src/features/projects/projects.table";
 import { users } from "../../src/features/users/users.table";
 import { newGid, now } from "../../src/core/ids";
-import { personMembershipOptions } from "../../src/features/members/members.forms";
-import { projectAudience } from "../../src/features/members/access.service";
+import { personMembershipOptions } from "../../src/features/projects/projects.forms";
+import { projectAudience } from "../../src/features/projects/access.service";
 import { TestServer, tokenOf, until, type Answer } from "../helpers/server";
 import { codeOf, TestSmtp } from "../helpers/smtp";
 
@@ -893,7 +893,7 @@ describe("account deletion", () => {
     expect(items).toContain(`DELETE cc.projects_members ${other}/${owner.gid}`);
     expect(items).toContain(`DELETE cc.users ${owner.gid}`);
     expect((await srv.call("/api/users/get", { token: mate.token, body: { user: owner.gid } })).status).toBe(422);
-    expect(existsSync(join(srv.dataDir, "files", "avatars", avatar))).toBe(false);
+    await until(async () => (await srv.ctx.storage.blobs.stat(`files/avatars/${avatar}`)) === undefined);
     const rows = srv.ctx.db.$client.query("SELECT count(*) AS n FROM projects WHERE gid = ?").get(project) as {
       n: number;
     };

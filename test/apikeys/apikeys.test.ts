@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
+import { call, missingParameter, type Scenario, scenarios } from "../helpers/scenario";
 import { TestServer, tokenOf } from "../helpers/server";
 
 type U = { gid: string; token: string };
@@ -7,7 +8,6 @@ let srv: TestServer;
 let owner: U, bob: U, stranger: U;
 let project: string, other: string;
 
-const call = (path: string, token: string | null, body: unknown = {}) => srv.call(path, { token, body });
 const cursorOf = (u: U) => srv.ccCursor(u.token);
 const syncOf = (u: U, since: number) => srv.ccItems(u.token, since);
 
@@ -26,7 +26,7 @@ describe("API keys", () => {
   let apiToken = "";
 
   test("create returns the key once and creates an API user with role api", async () => {
-    const r = await call(`/api/p/${project}/apikeys/create`, owner.token, { name: "Shop sync" });
+    const r = await call(srv, `/api/p/${project}/apikeys/create`, owner.token, { name: "Shop sync" });
     expect(r.status).toBe(200);
     apiUser = r.body.result.user;
     key = r.body.result.apikey;
@@ -52,7 +52,7 @@ describe("API keys", () => {
     expect(rows).toHaveLength(1);
     expect(JSON.stringify(rows)).not.toContain(key);
     expect(rows[0]!.key_hash).toBe(createHash("sha256").update(key).digest("hex"));
-    const list = await call(`/api/p/${project}/apikeys/get`, owner.token);
+    const list = await call(srv, `/api/p/${project}/apikeys/get`, owner.token);
     expect(list.status).toBe(200);
     expect(list.body.result.apikeys).toEqual([apiUser]);
     expect(list.body.result["apikeys.info"][apiUser]).toMatchObject({
@@ -64,15 +64,15 @@ describe("API keys", () => {
     expect(Object.keys(list.body.data).sort()).toEqual(["cc.projects_members", "cc.users"]);
     expect(JSON.stringify(list.body)).not.toContain(key);
     // The reference's get by user: the key itself is not stored, so `apikey` is null and the prefix tells it apart.
-    const one = await call(`/api/p/${project}/apikeys/get`, owner.token, { user: apiUser });
+    const one = await call(srv, `/api/p/${project}/apikeys/get`, owner.token, { user: apiUser });
     expect(one.body).toEqual({ success: true, result: { apikey: null, "apikey.prefix": key.slice(0, 11) }, data: {} });
-    const notApi = await call(`/api/p/${project}/apikeys/get`, owner.token, { user: owner.gid });
+    const notApi = await call(srv, `/api/p/${project}/apikeys/get`, owner.token, { user: owner.gid });
     expect(notApi.status).toBe(422);
     expect(notApi.body.result.message).toBe("Not an API user");
   });
 
   test("auth exchanges the key for a JWT and the spec 4.2 payload", async () => {
-    const r = await call(`/api/p/${project}/auth`, null, { api_key: key });
+    const r = await call(srv, `/api/p/${project}/auth`, null, { api_key: key });
     expect(r.status).toBe(200);
     apiToken = tokenOf(r);
     expect(Object.keys(r.body.result).sort()).toEqual(
@@ -133,36 +133,72 @@ describe("API keys", () => {
     });
     // A new project already has its root record's Base definition.
     expect(Object.values(r.body.data.definitions).map((d: any) => d.name)).toEqual(["base"]);
-    const list = await call(`/api/p/${project}/apikeys/get`, owner.token);
+    const list = await call(srv, `/api/p/${project}/apikeys/get`, owner.token);
     expect(list.body.result["apikeys.info"][apiUser].last_used_on).toEqual(expect.any(Number));
   });
 
-  test("auth: 400 names api_key, 403 Unknown user for an unknown key or another project", async () => {
-    const m = await call(`/api/p/${project}/auth`, null, {});
-    expect(m.status).toBe(400);
-    expect(m.body.result.info).toEqual({ "Missing parameter": "api_key" });
-    for (const [p, k] of [
-      [project, "apis_nope"],
-      [project, "garbage"],
-      [other, key],
-    ] as const) {
-      const r = await call(`/api/p/${p}/auth`, null, { api_key: k });
-      expect(r.status).toBe(403);
-      expect(r.body.result.message).toBe("Unknown user");
-    }
+  describe("auth: 400 names api_key, 403 Unknown user for an unknown key or another project", () => {
+    const unknown = (name: string, p: () => string, k: () => string): Scenario => ({
+      name,
+      caller: null,
+      path: () => `/api/p/${p()}/auth`,
+      body: () => ({ api_key: k() }),
+      status: 403,
+      members: { result: { message: "Unknown user" } },
+    });
+    scenarios(
+      () => srv,
+      [
+        {
+          name: "no api_key: 400 naming it",
+          caller: null,
+          path: () => `/api/p/${project}/auth`,
+          body: {},
+          status: 400,
+          members: missingParameter("api_key"),
+        },
+        unknown(
+          "an unknown key: 403",
+          () => project,
+          () => "apis_nope",
+        ),
+        unknown(
+          "a key of no shape: 403",
+          () => project,
+          () => "garbage",
+        ),
+        unknown(
+          "the key in another project: 403",
+          () => other,
+          () => key,
+        ),
+      ],
+    );
   });
 
-  test("an API user works in its project but cannot create projects or use owner endpoints", async () => {
-    expect((await srv.call(`/api/p/${project}/init`, { token: apiToken })).status).toBe(200);
-    expect((await call(`/api/p/${project}/members/get`, apiToken)).status).toBe(200);
-    expect((await call("/api/projects/create", apiToken, { name: "Mine" })).status).toBe(403);
-    expect((await call(`/api/p/${project}/apikeys/create`, apiToken, { name: "x" })).status).toBe(403);
-    expect((await call(`/api/p/${project}/members/invite`, apiToken, { email: "a@example.test" })).status).toBe(403);
-    expect((await srv.call(`/api/p/${other}/init`, { token: apiToken })).status).toBe(403);
+  describe("an API user works in its project but cannot create projects or use owner endpoints", () => {
+    const asApi = (name: string, path: () => string, body: unknown, status: number): Scenario => ({
+      name,
+      caller: () => apiToken,
+      path,
+      body,
+      status,
+    });
+    scenarios(
+      () => srv,
+      [
+        asApi("its project's init: 200", () => `/api/p/${project}/init`, undefined, 200),
+        asApi("members/get: 200", () => `/api/p/${project}/members/get`, {}, 200),
+        asApi("projects/create: 403", () => "/api/projects/create", { name: "Mine" }, 403),
+        asApi("apikeys/create: 403", () => `/api/p/${project}/apikeys/create`, { name: "x" }, 403),
+        asApi("members/invite: 403", () => `/api/p/${project}/members/invite`, { email: "a@example.test" }, 403),
+        asApi("another project's init: 403", () => `/api/p/${other}/init`, undefined, 403),
+      ],
+    );
   });
 
   test("update renames a key and sets its rate limit; bad values are refused", async () => {
-    const r = await call(`/api/p/${project}/apikeys/update`, owner.token, {
+    const r = await call(srv, `/api/p/${project}/apikeys/update`, owner.token, {
       user: apiUser,
       name: "Shop",
       rate_limit_per_second: 20,
@@ -171,28 +207,41 @@ describe("API keys", () => {
     expect(r.body.data["cc.users"][apiUser].name).toBe("Shop");
     expect(r.body.data["cc.projects_members"][0].options).toEqual({ rate_limit_per_second: 20 });
     expect(Object.keys(r.body.data).sort()).toEqual(["cc.projects_members", "cc.users"]);
-    const empty = await call(`/api/p/${project}/apikeys/update`, owner.token, { user: apiUser, name: " " });
+    const empty = await call(srv, `/api/p/${project}/apikeys/update`, owner.token, { user: apiUser, name: " " });
     expect(empty.body.result.code).toBe(1001);
-    const neg = await call(`/api/p/${project}/apikeys/update`, owner.token, {
+    const neg = await call(srv, `/api/p/${project}/apikeys/update`, owner.token, {
       user: apiUser,
       rate_limit_per_second: -1,
     });
     expect(neg.status).toBe(400);
-    const nobody = await call(`/api/p/${project}/apikeys/update`, owner.token, { user: bob.gid, name: "x" });
+    const nobody = await call(srv, `/api/p/${project}/apikeys/update`, owner.token, { user: bob.gid, name: "x" });
     expect(nobody.status).toBe(422);
   });
 
-  test("only the owner manages keys: members and strangers get 403", async () => {
-    for (const u of [bob, stranger]) {
-      for (const op of ["get", "create", "update", "deactivate", "reactivate", "delete"]) {
-        const r = await call(`/api/p/${project}/apikeys/${op}`, u.token, { user: apiUser, name: "x" });
-        expect(r.status).toBe(403);
-      }
-    }
+  describe("only the owner manages keys: members and strangers get 403", () => {
+    scenarios(
+      () => srv,
+      (
+        [
+          ["a member", () => bob],
+          ["a stranger", () => stranger],
+        ] as const
+      ).flatMap(([who, caller]) =>
+        ["get", "create", "update", "deactivate", "reactivate", "delete"].map(
+          (op): Scenario => ({
+            name: `apikeys/${op} by ${who}: 403`,
+            caller,
+            path: () => `/api/p/${project}/apikeys/${op}`,
+            body: () => ({ user: apiUser, name: "x" }),
+            status: 403,
+          }),
+        ),
+      ),
+    );
   });
 
   test("deactivate answers the spec 4.2 shape and shuts the API user out at once", async () => {
-    const r = await call(`/api/p/${project}/apikeys/deactivate`, owner.token, { user: apiUser });
+    const r = await call(srv, `/api/p/${project}/apikeys/deactivate`, owner.token, { user: apiUser });
     expect(r.status).toBe(200);
     expect(r.body).toEqual({
       success: true,
@@ -213,40 +262,44 @@ describe("API keys", () => {
     const old = await srv.call(`/api/p/${project}/init`, { token: apiToken });
     expect(old.status).toBe(401);
     expect((await srv.call("/api/init", { token: apiToken })).status).toBe(401);
-    const again = await call(`/api/p/${project}/auth`, null, { api_key: key });
+    const again = await call(srv, `/api/p/${project}/auth`, null, { api_key: key });
     expect(again.status).toBe(403);
-    expect((await call(`/api/p/${project}/apikeys/deactivate`, owner.token, { user: apiUser })).status).toBe(422);
-    expect((await call(`/api/p/${project}/members/deactivate`, owner.token, { user: bob.gid })).status).toBe(200);
-    expect((await call(`/api/p/${project}/apikeys/deactivate`, owner.token, { user: bob.gid })).status).toBe(422);
-    await call(`/api/p/${project}/members/reactivate`, owner.token, { user: bob.gid });
+    expect((await call(srv, `/api/p/${project}/apikeys/deactivate`, owner.token, { user: apiUser })).status).toBe(422);
+    expect((await call(srv, `/api/p/${project}/members/deactivate`, owner.token, { user: bob.gid })).status).toBe(200);
+    expect((await call(srv, `/api/p/${project}/apikeys/deactivate`, owner.token, { user: bob.gid })).status).toBe(422);
+    await call(srv, `/api/p/${project}/members/reactivate`, owner.token, { user: bob.gid });
   });
 
   test("reactivate lets the same key in again; JWTs from before stay dead", async () => {
-    const r = await call(`/api/p/${project}/apikeys/reactivate`, owner.token, { user: apiUser });
+    const r = await call(srv, `/api/p/${project}/apikeys/reactivate`, owner.token, { user: apiUser });
     expect(r.status).toBe(200);
     expect(r.body.data["cc.projects_members"][0].status).toBe("active");
     expect((await srv.call(`/api/p/${project}/init`, { token: apiToken })).status).toBe(401);
-    const a = await call(`/api/p/${project}/auth`, null, { api_key: key });
+    const a = await call(srv, `/api/p/${project}/auth`, null, { api_key: key });
     expect(a.status).toBe(200);
     apiToken = tokenOf(a);
   });
 
   test("delete removes the key and the API user for good", async () => {
-    const r = await call(`/api/p/${project}/apikeys/delete`, owner.token, { user: apiUser });
+    const r = await call(srv, `/api/p/${project}/apikeys/delete`, owner.token, { user: apiUser });
     expect(r.body).toEqual({ success: true, result: {}, data: {} });
     expect((await srv.call(`/api/p/${project}/init`, { token: apiToken })).status).toBe(401);
-    expect((await call(`/api/p/${project}/auth`, null, { api_key: key })).status).toBe(403);
-    expect((await call(`/api/p/${project}/apikeys/get`, owner.token)).body.result.apikeys).toEqual([]);
-    expect((await call(`/api/p/${project}/apikeys/delete`, owner.token, { user: apiUser })).status).toBe(422);
+    expect((await call(srv, `/api/p/${project}/auth`, null, { api_key: key })).status).toBe(403);
+    expect((await call(srv, `/api/p/${project}/apikeys/get`, owner.token)).body.result.apikeys).toEqual([]);
+    expect((await call(srv, `/api/p/${project}/apikeys/delete`, owner.token, { user: apiUser })).status).toBe(422);
   });
 
   test("key changes reach the project's members through sync, and strangers see none", async () => {
     const c = { owner: await cursorOf(owner), bob: await cursorOf(bob), stranger: await cursorOf(stranger) };
-    const created = await call(`/api/p/${project}/apikeys/create`, owner.token, { name: "Feed" });
+    const created = await call(srv, `/api/p/${project}/apikeys/create`, owner.token, { name: "Feed" });
     const u = created.body.result.user;
-    await call(`/api/p/${project}/apikeys/update`, owner.token, { user: u, name: "Feed 2", rate_limit_per_second: 5 });
-    await call(`/api/p/${project}/apikeys/deactivate`, owner.token, { user: u });
-    await call(`/api/p/${project}/apikeys/delete`, owner.token, { user: u });
+    await call(srv, `/api/p/${project}/apikeys/update`, owner.token, {
+      user: u,
+      name: "Feed 2",
+      rate_limit_per_second: 5,
+    });
+    await call(srv, `/api/p/${project}/apikeys/deactivate`, owner.token, { user: u });
+    await call(srv, `/api/p/${project}/apikeys/delete`, owner.token, { user: u });
     const key = `${project}/${u}`;
     const expected = [
       `INSERT cc.users ${u}`,
@@ -266,11 +319,11 @@ describe("API keys", () => {
 describe("permanent deletion", () => {
   test("a project deleted for good takes its API users and account-less invitees with it", async () => {
     const p = await srv.project(owner.token, "Doomed");
-    const k = await call(`/api/p/${p}/apikeys/create`, owner.token, { name: "k" });
-    const inv = await call(`/api/p/${p}/members/invite`, owner.token, { email: "ghost@example.test" });
+    const k = await call(srv, `/api/p/${p}/apikeys/create`, owner.token, { name: "k" });
+    const inv = await call(srv, `/api/p/${p}/members/invite`, owner.token, { email: "ghost@example.test" });
     const gids = [k.body.result.user, inv.body.result.user];
-    await call("/api/projects/delete", owner.token, { project: p });
-    expect((await call("/api/projects/permanent_delete", owner.token, { project: p })).status).toBe(200);
+    await call(srv, "/api/projects/delete", owner.token, { project: p });
+    expect((await call(srv, "/api/projects/permanent_delete", owner.token, { project: p })).status).toBe(200);
     const left = srv.ctx.db.$client.query("SELECT gid FROM users WHERE gid IN (?, ?)").all(gids[0], gids[1]);
     expect(left).toEqual([]);
     expect(srv.ctx.db.$client.query("SELECT * FROM apikeys WHERE project_gid = ?").all(p)).toEqual([]);

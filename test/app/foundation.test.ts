@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { scenarios } from "../helpers/scenario";
 import { TestServer, tokenOf } from "../helpers/server";
 
 let srv: TestServer;
@@ -120,27 +121,80 @@ describe("login and init", () => {
 });
 
 describe("projects", () => {
-  test("the owner creates, deletes and undeletes a project; others get 403", async () => {
-    const c = await srv.call("/api/projects/create", { token: alice.token, body: { name: "Catalogue" } });
-    expect(c.status).toBe(200);
-    const gid = c.body.result.project;
-    const forbidden = await srv.call("/api/projects/delete", { token: bob.token, body: { project: gid } });
-    expect(forbidden.status).toBe(403);
-    const d = await srv.call("/api/projects/delete", { token: alice.token, body: { project: gid } });
-    expect(d.body).toEqual({
-      success: true,
-      result: { project: gid },
-      data: { "cc.projects": { [gid]: expect.objectContaining({ status: "deleted" }) } },
-    });
-    const again = await srv.call("/api/projects/delete", { token: alice.token, body: { project: gid } });
-    expect(again.status).toBe(422);
-    const u = await srv.call("/api/projects/undelete", { token: alice.token, body: { project: gid } });
-    expect(u.body.data["cc.projects"][gid].status).toBe("active");
+  describe("the owner creates, deletes and undeletes a project; others get 403", () => {
+    let gid = "";
+    const project = () => ({ project: gid });
+    scenarios(
+      () => srv,
+      [
+        {
+          name: "the owner creates it",
+          caller: () => alice,
+          path: "/api/projects/create",
+          body: { name: "Catalogue" },
+          status: 200,
+          after: (r) => void (gid = r.body.result.project),
+        },
+        {
+          name: "another user deletes it: 403",
+          caller: () => bob,
+          path: "/api/projects/delete",
+          body: project,
+          status: 403,
+        },
+        {
+          name: "the owner deletes it",
+          caller: () => alice,
+          path: "/api/projects/delete",
+          body: project,
+          status: 200,
+          members: () => ({
+            success: true,
+            result: { project: gid },
+            data: { "cc.projects": { [gid]: { status: "deleted" } } },
+          }),
+          after: (r) => expect([r.body.result, Object.keys(r.body.data)]).toEqual([{ project: gid }, ["cc.projects"]]),
+        },
+        { name: "a second delete: 422", caller: () => alice, path: "/api/projects/delete", body: project, status: 422 },
+        {
+          name: "the owner undeletes it",
+          caller: () => alice,
+          path: "/api/projects/undelete",
+          body: project,
+          status: 200,
+          members: () => ({ data: { "cc.projects": { [gid]: { status: "active" } } } }),
+        },
+      ],
+    );
   });
 
-  test("sync items of a project's creation reach its owner and nobody else", async () => {
-    const before = (await srv.call("/sync/cursors", { token: bob.token, body: {} })).body.result["cc.cursor"];
-    const c = await srv.call("/api/projects/create", { token: alice.token, body: { name: "Secret" } });
+  describe("sync items of a project's creation reach its owner and nobody else", () => {
+    let gid = "";
+    scenarios(
+      () => srv,
+      [
+        {
+          name: "the owner hears of the project and its membership; another user of nothing",
+          caller: () => alice,
+          path: "/api/projects/create",
+          body: { name: "Secret" },
+          status: 200,
+          after: (r) => void (gid = r.body.result.project),
+          sync: [
+            {
+              observer: () => alice,
+              items: () => [`INSERT cc.projects ${gid}`, `INSERT cc.projects_members ${gid}/${alice.gid}`],
+            },
+            { observer: () => bob, items: [] },
+          ],
+        },
+      ],
+    );
+  });
+
+  test("the sync item of a project's creation carries no data, and the project's own sync is refused to others", async () => {
+    const before = (await srv.call("/sync/cursors", { token: alice.token, body: {} })).body.result["cc.cursor"];
+    const c = await srv.call("/api/projects/create", { token: alice.token, body: { name: "Secret 2" } });
     const gid = c.body.result.project;
     const mine = await srv.call("/sync/get", { token: alice.token, body: { cc_cursor: before } });
     expect(mine.body.result.sync.map((i: any) => i.data_type)).toEqual(["cc.projects", "cc.projects_members"]);
@@ -152,8 +206,6 @@ describe("projects", () => {
       data_key: gid,
       data: null,
     });
-    const theirs = await srv.call("/sync/get", { token: bob.token, body: { cc_cursor: before } });
-    expect(theirs.body.result.sync).toEqual([]);
     const denied = await srv.call("/sync/get", { token: bob.token, body: { project: gid, cursor: 0 } });
     expect(denied.status).toBe(403);
   });

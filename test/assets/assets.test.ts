@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
-import { existsSync, readdirSync, readFileSync, readlinkSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readlinkSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import sharp from "sharp";
 import { removeStaleUploads } from "../../src/features/assets/assets.service";
@@ -33,6 +33,13 @@ async function upload(
 }
 
 const originals = () => join(srv.dataDir, "files", "projects", project, "originals");
+/** The names of the project's originals in the store the server uses (the data folder or S3). */
+async function storedOriginals(): Promise<string[]> {
+  const prefix = `files/projects/${project}/originals/`;
+  const names: string[] = [];
+  for await (const e of srv.ctx.storage.blobs.list(prefix)) names.push(e.key.slice(prefix.length));
+  return names;
+}
 /** The DAM storage pathname of an asset form: `<gid>~<version>.<type>`. */
 const storageOf = (a: { gid: string; version: number; type: string }) => `${a.gid}~${a.version}.${a.type}`;
 /** The stored row of an asset (facts the form does not show: mime, sha256, ...). */
@@ -382,7 +389,11 @@ describe("uploads", () => {
     expect(stored.mime).toBe("image/jpeg");
     expect(stored.storage_name).toBe(storageOf(a));
     expect(stored.sha256).toBe(createHash("sha256").update(jpeg).digest("hex"));
-    expect(readFileSync(join(originals(), storageOf(a))).equals(jpeg)).toBe(true);
+    expect(
+      Buffer.from((await srv.ctx.storage.blobs.bytes(`files/projects/${project}/originals/${storageOf(a)}`))!).equals(
+        jpeg,
+      ),
+    ).toBe(true);
   });
 
   test("a PNG is an image; fields may follow the file; the name defaults to the file name; a name in use gets a serial", async () => {
@@ -487,15 +498,15 @@ describe("uploads", () => {
   });
 
   test("an upload refused after it was received (a folder that does not exist) leaves no file behind", async () => {
-    const before = readdirSync(originals()).length;
+    const before = (await storedOriginals()).length;
     const r = await upload(new Uint8Array(4000).fill(3), "lost.bin", { parent: "nosuchfolder0000000" });
     expect(r.status).toBe(422);
     expect(r.body.success).toBe(false);
-    expect(readdirSync(originals()).length).toBe(before);
+    expect((await storedOriginals()).length).toBe(before);
     expect(readdirSync(join(srv.dataDir, "tmp")).filter((f) => f.startsWith("upload-"))).toEqual([]);
     const ok = await upload(new Uint8Array(4000).fill(4), "kept.bin");
     expect(ok.status).toBe(200);
-    expect(readdirSync(originals()).length).toBe(before + 1);
+    expect((await storedOriginals()).length).toBe(before + 1);
   });
 
   test.skipIf(!existsSync("/proc/self/fd"))(
@@ -526,7 +537,7 @@ describe("uploads", () => {
   );
 
   test("an upload past --upload-max-bytes is 413 and leaves nothing behind; the server keeps serving", async () => {
-    const before = readdirSync(originals()).length;
+    const before = (await storedOriginals()).length;
     const r = await upload(new Uint8Array(LIMIT + 1), "big.bin");
     expect(r.status).toBe(413);
     expect(r.body).toEqual({
@@ -534,7 +545,7 @@ describe("uploads", () => {
       result: { code: 413, message: "Payload too large", info: { limit_bytes: LIMIT } },
       data: {},
     });
-    expect(readdirSync(originals()).length).toBe(before);
+    expect((await storedOriginals()).length).toBe(before);
     expect(readdirSync(join(srv.dataDir, "tmp")).filter((f) => f.startsWith("upload-"))).toEqual([]);
     const exact = await upload(new Uint8Array(LIMIT).fill(7), "exact.bin");
     expect(exact.status).toBe(200);
@@ -636,8 +647,13 @@ describe("versions", () => {
       names.push(storageOf(a));
     }
     // asset-versions-kept is 2: versions 2 and 3 are kept, version 1 is gone.
-    const files = readdirSync(originals()).filter((f) => f.startsWith(gid));
-    expect(files.sort()).toEqual(names.slice(1).sort());
+    // On S3 the pruned version's object is deleted after the answer: waited for.
+    const want = JSON.stringify(names.slice(1).sort());
+    const files = await until(async () => {
+      const now = (await storedOriginals()).filter((f) => f.startsWith(gid)).sort();
+      return JSON.stringify(now) === want && now;
+    });
+    expect(files).toEqual(names.slice(1).sort());
     const renamed = await upload(png, "x.png", { asset: gid, name: "Now a PNG.png" }, { path: "upload_update" });
     expect(renamed.body.data.assets[gid]).toMatchObject({
       name: "Now a PNG.png",
@@ -828,7 +844,7 @@ describe("delete, undelete, permanent_delete", () => {
     const dir = (await call("create", { name: "Doomed" })).body.result.asset;
     const img = (await upload(jpeg, "d.jpg", { parent: dir })).body.result.asset;
     await upload(png, "d2.png", { asset: img }, { path: "upload_update" });
-    expect(readdirSync(originals()).filter((f) => f.startsWith(img))).toHaveLength(2);
+    expect((await storedOriginals()).filter((f) => f.startsWith(img))).toHaveLength(2);
     const notDeleted = await call("permanent_delete", { asset: dir });
     expect(notDeleted.status).toBe(422);
     await call("delete", { asset: dir });
@@ -836,7 +852,7 @@ describe("delete, undelete, permanent_delete", () => {
     expect(r.status).toBe(200);
     expect(r.body.result).toEqual({ parent: root });
     expect(Object.keys(r.body.data.assets)).toEqual([root]);
-    expect(readdirSync(originals()).filter((f) => f.startsWith(img))).toEqual([]);
+    await until(async () => (await storedOriginals()).every((f) => !f.startsWith(img))); // after commit (S3: after the answer)
     const g = await call("get", { assets: [dir, img] });
     expect(g.body.result).toEqual({ assets: [] });
     expect((await call("permanent_delete", { asset: dir })).status).toBe(422);
@@ -928,12 +944,18 @@ describe("project removal", () => {
     const up = await srv.call(`/api/p/${other}/assets/upload`, { body: fd, token: alice.token });
     expect(up.status).toBe(200);
     const dir = join(srv.dataDir, "files", "projects", other);
-    expect(existsSync(join(dir, "originals", storageOf(up.body.data.assets[up.body.result.asset])))).toBe(true);
+    const key = `files/projects/${other}/originals/${storageOf(up.body.data.assets[up.body.result.asset])}`;
+    expect(await srv.ctx.storage.blobs.stat(key)).toBeDefined();
     expect((await srv.call("/api/projects/delete", { body: { project: other }, token: alice.token })).status).toBe(200);
     expect(
       (await srv.call("/api/projects/permanent_delete", { body: { project: other }, token: alice.token })).status,
     ).toBe(200);
     expect(existsSync(dir)).toBe(false);
+    const left = async () => {
+      for await (const _ of srv.ctx.storage.blobs.list(`files/projects/${other}/`)) return true;
+      return false;
+    };
+    await until(async () => !(await left()));
     const db = srv.ctx.db.$client;
     expect(db.query("SELECT count(*) AS n FROM assets WHERE project_gid = ?").get(other)).toEqual({ n: 0 });
     expect(db.query("SELECT count(*) AS n FROM assets_fts WHERE project_gid = ?").get(other)).toEqual({ n: 0 });

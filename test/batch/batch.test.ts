@@ -3,6 +3,7 @@ import { eq } from "drizzle-orm";
 import { io, type Socket } from "socket.io-client";
 import { limiterOf } from "../../src/http/ratelimit";
 import { jobs } from "../../src/platform/jobs/jobs.table";
+import { call } from "../helpers/scenario";
 import { TestServer, tokenOf, until } from "../helpers/server";
 
 type U = { gid: string; token: string };
@@ -13,8 +14,8 @@ let project: string;
 
 const batch = (requests: unknown, who: U | null = owner, p = project) =>
   srv.call(`/api/p/${p}/batch`, { token: who?.token ?? null, body: { requests } });
-const call = (path: string, body: unknown, who: U = owner) =>
-  srv.call(`/api/p/${project}/${path}`, { token: who.token, body });
+/** The path of an endpoint of the test's project. */
+const at = (path: string) => `/api/p/${project}/${path}`;
 const cursorNow = async () =>
   (await srv.call("/sync/cursors", { token: owner.token, body: { project } })).body.result.cursor as number;
 /** The project's sync items after `since`, as "ACTION data_type data_key". */
@@ -23,9 +24,9 @@ const itemsSince = async (since: number) =>
     (await srv.call("/sync/get", { token: owner.token, body: { project, cursor: since } })).body.result.sync as Item[]
   ).map((i) => `${i.action} ${i.data_type} ${i.data_key}`);
 const createQuery = async (name: string) =>
-  (await call("queries/create", { type: "record", name })).body.result.query as string;
+  (await call(srv, at("queries/create"), owner, { type: "record", name })).body.result.query as string;
 const queryName = async (gid: string) =>
-  (await call("queries/get", { query: gid })).body.data.queries[gid].name as string;
+  (await call(srv, at("queries/get"), owner, { query: gid })).body.data.queries[gid].name as string;
 const queryCount = async () =>
   Object.keys((await srv.call(`/api/p/${project}/init`, { token: owner.token })).body.data.queries ?? {}).length;
 
@@ -113,20 +114,22 @@ describe("a batch that succeeds", () => {
   });
 
   test("a job a batch starts is queued with the commit and runs", async () => {
-    const folder = (await call("assets/create", { name: "Box" })).body.result.asset as string;
+    const folder = (await call(srv, at("assets/create"), owner, { name: "Box" })).body.result.asset as string;
     const r = await batch([{ path: "assets/bulk/delete", body: { selection: [folder] } }]);
     expect(r.status).toBe(200);
     const token = r.body.result.results[0].result["job.token"];
     const job = await until(
       async () => {
-        const j = (await call("jobs/get", { token })).body.result?.job;
+        const j = (await call(srv, at("jobs/get"), owner, { token })).body.result?.job;
         return j && (j.status === "done" || j.status === "rejected") ? j : undefined;
       },
       10000,
       "the job to finish",
     );
     expect(job.status).toBe("done");
-    expect((await call("assets/get", { asset: folder })).body.data.assets[folder].status).toBe("deleted");
+    expect((await call(srv, at("assets/get"), owner, { asset: folder })).body.data.assets[folder].status).toBe(
+      "deleted",
+    );
   });
 });
 
@@ -142,7 +145,7 @@ describe("a batch that fails", () => {
       { path: "queries/update", body: { query: "no-such-query", name: "x" } },
       { path: "queries/create", body: { type: "record", name: "Not run" } },
     ]);
-    const alone = await call("queries/update", { query: "no-such-query", name: "x" });
+    const alone = await call(srv, at("queries/update"), owner, { query: "no-such-query", name: "x" });
     expect(r.status).toBe(alone.status);
     expect(r.body).toEqual({
       success: false,
@@ -168,7 +171,7 @@ describe("a batch that fails", () => {
   });
 
   test("a job queued by a step of a rolled-back batch is never queued, so it never runs", async () => {
-    const folder = (await call("assets/create", { name: "Crate" })).body.result.asset as string;
+    const folder = (await call(srv, at("assets/create"), owner, { name: "Crate" })).body.result.asset as string;
     const jobsBefore = srv.ctx.db.select().from(jobs).where(eq(jobs.projectGid, project)).all().length;
     const r = await batch([
       { path: "assets/bulk/delete", body: { selection: [folder] } },
@@ -188,7 +191,9 @@ describe("a batch that fails", () => {
       undefined,
       "idle workers",
     );
-    expect((await call("assets/get", { asset: folder })).body.data.assets[folder].status).toBe("published");
+    expect((await call(srv, at("assets/get"), owner, { asset: folder })).body.data.assets[folder].status).toBe(
+      "published",
+    );
   });
 
   test("schema and settings steps fail together: a failing last step leaves no field, no channel, no language and no sync item", async () => {
@@ -207,7 +212,7 @@ describe("a batch that fails", () => {
       { path: "fieldlists/create", body: { name: "Compact" } },
     ];
     const r = await batch([...steps, { path: "fields/commit", body: { field: "no-such-field" } }]);
-    const alone = await call("fields/commit", { field: "no-such-field" });
+    const alone = await call(srv, at("fields/commit"), owner, { field: "no-such-field" });
     expect(alone.status).toBeGreaterThanOrEqual(400);
     expect(r.status).toBe(alone.status);
     expect(r.body.result).toEqual({
@@ -228,7 +233,7 @@ describe("a batch that fails", () => {
     const ok = await batch(steps);
     expect(ok.status).toBe(200);
     const field = ok.body.result.results[0].result.field as string;
-    expect((await call("fields/get", { field })).body.data.fields[field]).toMatchObject({
+    expect((await call(srv, at("fields/get"), owner, { field })).body.data.fields[field]).toMatchObject({
       name: "width",
       type: "number",
     });
@@ -240,7 +245,9 @@ describe("a batch that fails", () => {
 
   test("a step the actor may not do is its 403, with its index; nothing before it is kept", async () => {
     // A member may call modules/keys/set, but not on a module the owner registered (the service's own 403).
-    expect((await call("modules/register", { module: "owned.module", version: "1.0.0" })).status).toBe(200);
+    expect((await call(srv, at("modules/register"), owner, { module: "owned.module", version: "1.0.0" })).status).toBe(
+      200,
+    );
     const before = await queryCount();
     const r = await batch(
       [
@@ -303,7 +310,7 @@ describe("what a batch refuses before anything runs", () => {
   });
 
   test("a sub-body its route would refuse is the route's own 400, naming the index and the parameter", async () => {
-    const direct = await call("queries/create", { type: "record" });
+    const direct = await call(srv, at("queries/create"), owner, { type: "record" });
     const r = await batch([
       { path: "queries/create", body: { type: "record", name: "Fine" } },
       { path: "queries/create", body: { type: "record" } },
@@ -317,7 +324,7 @@ describe("what a batch refuses before anything runs", () => {
     expect(r.body.result.info["Missing parameter"]).toBe("name");
 
     const wrongType = await batch([{ path: "apikeys/update", body: { user: "u", rate_limit_per_second: "fast" } }]);
-    const wrongDirect = await call("apikeys/update", { user: "u", rate_limit_per_second: "fast" });
+    const wrongDirect = await call(srv, at("apikeys/update"), owner, { user: "u", rate_limit_per_second: "fast" });
     expect(wrongDirect.status).toBe(400);
     expect(wrongType.status).toBe(400);
     expect(wrongType.body.result).toEqual({

@@ -180,7 +180,8 @@ describe("the result", () => {
     expect(sync()).toBe(2);
   });
 
-  test("a source newer than the target is transformed again", async () => {
+  // The data folder only: an object store sets an object's time itself (APIS_TEST_STORE=s3 skips it).
+  test.skipIf(process.env.APIS_TEST_STORE === "s3")("a source newer than the target is transformed again", async () => {
     const first = await transform(jpg, "fit=77,77");
     expect(first.body.result.timing_ms.transform).toBeGreaterThan(0);
     const future = new Date(Date.now() + 60_000);
@@ -851,9 +852,9 @@ describe("safety", () => {
       });
       expect(r.status).toBe(422);
       expect(r.body.result.message).toBe("Transform timed out");
-      const { readdirSync } = await import("node:fs");
-      const { join } = await import("node:path");
-      expect(readdirSync(join(slow.ctx.storage.projectDir(sp2.project), "media"))).toEqual([]);
+      const left: string[] = [];
+      for await (const e of slow.ctx.storage.blobs.list(`files/projects/${sp2.project}/media/`)) left.push(e.key);
+      expect(left).toEqual([]);
       expect((await slow.call("/dam/ping")).status).toBe(200);
     } finally {
       await slow.stop();

@@ -1,10 +1,9 @@
 import { eq } from "drizzle-orm";
-import { writeFileSync } from "node:fs";
 import sharp from "sharp";
 import { mutate } from "../../src/db/mutate";
 import { assets, assetVersions } from "../../src/features/assets/assets.table";
 import { newGid, now } from "../../src/core/ids";
-import { originalPath, storageName } from "../../src/platform/storage/originals";
+import { originalKey, storageName } from "../../src/platform/storage/originals";
 import type { TestServer } from "./server";
 
 /**
@@ -24,7 +23,8 @@ export async function storeImage(
   const gid = opts.gid ?? newGid();
   const version = opts.version ?? 1;
   const pathname = storageName(gid, version, extension);
-  writeFileSync(originalPath(srv.ctx, projectGid, pathname), bytes);
+  // Through the store the server uses (the data folder, or S3 with APIS_TEST_STORE=s3).
+  await srv.ctx.storage.blobs.put(originalKey(projectGid, pathname), bytes);
   const t = now();
   const file = {
     extension,

@@ -4,10 +4,11 @@ import { join } from "node:path";
 import { loadConfig } from "../../src/config";
 import { mutate } from "../../src/db/mutate";
 import { startServer, type Running } from "../../src/app/server";
+import { flagsFor } from "./s3";
 import type { Feature } from "../../src/features";
 import { createPerson, hashPassword } from "../../src/features/users/users.service";
-import { memberships } from "../../src/features/members/members.table";
-import { projectAudience } from "../../src/features/members/access.service";
+import { memberships } from "../../src/features/projects/projects.table";
+import { projectAudience } from "../../src/features/projects/access.service";
 
 export type Answer = { status: number; body: any; headers: Headers };
 
@@ -31,7 +32,12 @@ export class TestServer {
     dataDir = mkdtempSync(join(tmpdir(), "apis-test-")),
     features?: readonly Feature[],
   ): Promise<TestServer> {
-    const config = loadConfig({ port: "0", host: "127.0.0.1", data: dataDir, "log-level": "silent", ...flags }, {});
+    // APIS_TEST_STORE=s3: the same test with the files in the run's S3 bucket (test/helpers/s3.ts).
+    const store = process.env.APIS_TEST_STORE === "s3" ? await flagsFor("s3", "srv") : {};
+    const config = loadConfig(
+      { port: "0", host: "127.0.0.1", data: dataDir, "log-level": "silent", ...store, ...flags },
+      {},
+    );
     return new TestServer(await startServer(config, { features }), dataDir);
   }
 

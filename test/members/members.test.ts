@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { acceptInvitation } from "../../src/features/members/members.service";
 import { TestSmtp } from "../helpers/smtp";
+import { call, scenarios } from "../helpers/scenario";
 import { TestServer, tokenOf } from "../helpers/server";
 
 type U = { gid: string; token: string };
@@ -23,7 +24,6 @@ async function invitationOf(to: string) {
   return { invitee: q.get("invitee"), project: q.get("project"), mail, link };
 }
 
-const call = (path: string, token: string | null, body: unknown = {}) => srv.call(path, { token, body });
 const cursorOf = (u: U) => srv.ccCursor(u.token);
 const syncOf = (u: U, since: number) => srv.ccItems(u.token, since);
 
@@ -48,7 +48,7 @@ describe("invitations", () => {
   let invitee = "";
 
   test("inviting an unknown email creates an invited user and mails a link with both gids", async () => {
-    const r = await call(`/api/p/${project}/members/invite`, owner.token, { email: "new.person@example.test" });
+    const r = await call(srv, `/api/p/${project}/members/invite`, owner.token, { email: "new.person@example.test" });
     expect(r.status).toBe(200);
     invitee = r.body.result.user;
     expect(r.body.result).toEqual({ user: invitee, mail_sent: true });
@@ -81,7 +81,7 @@ describe("invitations", () => {
   });
 
   test("init_invite answers the invitation page data without login", async () => {
-    const r = await call("/api/init_invite", null, { invitee, project });
+    const r = await call(srv, "/api/init_invite", null, { invitee, project });
     expect(r.status).toBe(200);
     expect(r.body.result).toEqual({ invitee, project, project_members: [owner.gid] });
     expect(r.body.data["cc.users"][invitee]).toEqual({
@@ -107,21 +107,21 @@ describe("invitations", () => {
 
   test("init_invite and decline_invite report only the first missing parameter", async () => {
     for (const path of ["/api/init_invite", "/api/decline_invite"]) {
-      expect((await call(path, null, {})).body.result.info).toEqual({ "Missing parameter": "invitee" });
-      const r = await call(path, null, { invitee });
+      expect((await call(srv, path, null, {})).body.result.info).toEqual({ "Missing parameter": "invitee" });
+      const r = await call(srv, path, null, { invitee });
       expect(r.status).toBe(400);
       expect(r.body.result.info).toEqual({ "Missing parameter": "project" });
     }
   });
 
   test("init_invite is 422 for an unknown invitee or project", async () => {
-    expect((await call("/api/init_invite", null, { invitee: "nobody", project })).status).toBe(422);
-    expect((await call("/api/init_invite", null, { invitee, project: "nothing" })).status).toBe(422);
-    expect((await call("/api/init_invite", null, { invitee: stranger.gid, project })).status).toBe(422);
+    expect((await call(srv, "/api/init_invite", null, { invitee: "nobody", project })).status).toBe(422);
+    expect((await call(srv, "/api/init_invite", null, { invitee, project: "nothing" })).status).toBe(422);
+    expect((await call(srv, "/api/init_invite", null, { invitee: stranger.gid, project })).status).toBe(422);
   });
 
   test("declining without login makes the membership declined with the invitee's language and timezone", async () => {
-    const r = await call("/api/decline_invite", null, { invitee, project });
+    const r = await call(srv, "/api/decline_invite", null, { invitee, project });
     expect(r.status).toBe(200);
     expect(r.body).toEqual({
       success: true,
@@ -141,39 +141,39 @@ describe("invitations", () => {
   });
 
   test("a declined invitation answers 1004 on init_invite and 422 on a second decline", async () => {
-    const r = await call("/api/init_invite", null, { invitee, project });
+    const r = await call(srv, "/api/init_invite", null, { invitee, project });
     expect(r.status).toBe(422);
     expect(r.body.result).toMatchObject({ code: 1004, message: "Invite invalid" });
-    const again = await call("/api/decline_invite", null, { invitee, project });
+    const again = await call(srv, "/api/decline_invite", null, { invitee, project });
     expect(again.status).toBe(422);
     expect(again.body.result.code).toBe(422);
   });
 
   test("inviting the same address again renews a declined invitation", async () => {
-    const r = await call(`/api/p/${project}/members/invite`, owner.token, { email: "New.Person@example.test" });
+    const r = await call(srv, `/api/p/${project}/members/invite`, owner.token, { email: "New.Person@example.test" });
     expect(r.status).toBe(200);
     expect(r.body.result.user).toBe(invitee);
     expect(r.body.data["cc.projects_members"][0].status).toBe("invited");
-    expect((await call("/api/init_invite", null, { invitee, project })).status).toBe(200);
+    expect((await call(srv, "/api/init_invite", null, { invitee, project })).status).toBe(200);
   });
 
   test("resend_invite mails the link again, and only for pending invitations", async () => {
     const before = smtp.to("new.person@example.test").length;
-    const r = await call(`/api/p/${project}/members/resend_invite`, owner.token, { user: invitee });
+    const r = await call(srv, `/api/p/${project}/members/resend_invite`, owner.token, { user: invitee });
     expect(r.status).toBe(200);
     expect(r.body.result).toEqual({ user: invitee, mail_sent: true });
     expect(smtp.to("new.person@example.test").length).toBe(before + 1);
-    const active = await call(`/api/p/${project}/members/resend_invite`, owner.token, { user: owner.gid });
+    const active = await call(srv, `/api/p/${project}/members/resend_invite`, owner.token, { user: owner.gid });
     expect(active.status).toBe(422);
   });
 
   test("an existing account is invited by its email and joins on accept", async () => {
-    const r = await call(`/api/p/${project}/members/invite`, owner.token, { email: "bob@example.test" });
+    const r = await call(srv, `/api/p/${project}/members/invite`, owner.token, { email: "bob@example.test" });
     expect(r.status).toBe(200);
     expect(r.body.result.user).toBe(bob.gid);
     expect(r.body.data["cc.users"][bob.gid]).toMatchObject({ username: "bob", status: "active" });
     expect(await invitationOf("bob@example.test")).toMatchObject({ invitee: bob.gid, project });
-    const page = await call("/api/init_invite", null, { invitee: bob.gid, project });
+    const page = await call(srv, "/api/init_invite", null, { invitee: bob.gid, project });
     expect(page.status).toBe(200);
     accept(bob.gid, project);
     const init = await srv.call(`/api/p/${project}/init`, { token: bob.token });
@@ -181,32 +181,32 @@ describe("invitations", () => {
   });
 
   test("inviting an active member is 422; a bad email is 1001 naming the field", async () => {
-    const r = await call(`/api/p/${project}/members/invite`, owner.token, { email: "bob@example.test" });
+    const r = await call(srv, `/api/p/${project}/members/invite`, owner.token, { email: "bob@example.test" });
     expect(r.status).toBe(422);
     expect(r.body.result.code).toBe(422);
-    const bad = await call(`/api/p/${project}/members/invite`, owner.token, { email: "not-an-email" });
+    const bad = await call(srv, `/api/p/${project}/members/invite`, owner.token, { email: "not-an-email" });
     expect(bad.status).toBe(422);
     expect(bad.body.result.code).toBe(1001);
     expect(bad.body.result.validation).toEqual([expect.objectContaining({ field: "email" })]);
-    const missing = await call(`/api/p/${project}/members/invite`, owner.token, {});
+    const missing = await call(srv, `/api/p/${project}/members/invite`, owner.token, {});
     expect(missing.status).toBe(400);
     expect(missing.body.result.info).toEqual({ "Missing parameter": "username_or_email" });
   });
 
   test("the reference's username_or_email invites an account by its exact username, or anyone by an email address", async () => {
-    const byName = await call(`/api/p/${project}/members/invite`, owner.token, { username_or_email: "carol" });
+    const byName = await call(srv, `/api/p/${project}/members/invite`, owner.token, { username_or_email: "carol" });
     expect(byName.status).toBe(200);
     expect(byName.body.result.user).toBe(carol.gid);
     expect(await invitationOf("carol@example.test")).toMatchObject({ invitee: carol.gid, project });
-    const byMail = await call(`/api/p/${project}/members/invite`, owner.token, {
+    const byMail = await call(srv, `/api/p/${project}/members/invite`, owner.token, {
       username_or_email: "dave@example.test",
     });
     expect(byMail.body.result.user).toBe(dave.gid);
     for (const name of ["Carol", "nobody-here"]) {
-      const r = await call(`/api/p/${project}/members/invite`, owner.token, { username_or_email: name });
+      const r = await call(srv, `/api/p/${project}/members/invite`, owner.token, { username_or_email: name });
       expect([name, r.status, r.body.result.info.reason]).toEqual([name, 422, "No account has this username"]);
     }
-    for (const u of [carol, dave]) await call(`/api/p/${project}/members/remove`, owner.token, { user: u.gid });
+    for (const u of [carol, dave]) await call(srv, `/api/p/${project}/members/remove`, owner.token, { user: u.gid });
   });
 
   test("several accounts on one address need a username to choose one", async () => {
@@ -214,55 +214,64 @@ describe("invitations", () => {
       srv.user("twin1", "password1", "twins@example.test"),
       srv.user("twin2", "password1", "twins@example.test"),
     ]);
-    const r = await call(`/api/p/${project}/members/invite`, owner.token, { email: "twins@example.test" });
+    const r = await call(srv, `/api/p/${project}/members/invite`, owner.token, { email: "twins@example.test" });
     expect(r.status).toBe(422);
     expect(r.body.result.info).toMatchObject({ accounts: 2 });
-    const chosen = await call(`/api/p/${project}/members/invite`, owner.token, {
+    const chosen = await call(srv, `/api/p/${project}/members/invite`, owner.token, {
       email: "twins@example.test",
       username: "twin2",
     });
     expect(chosen.status).toBe(200);
     expect(chosen.body.result.user).toBe(b.gid);
     expect(a.gid).not.toBe(b.gid);
-    const wrong = await call(`/api/p/${project}/members/invite`, owner.token, {
+    const wrong = await call(srv, `/api/p/${project}/members/invite`, owner.token, {
       email: "twins@example.test",
       username: "bob",
     });
     expect(wrong.status).toBe(422);
   });
 
-  test("only the owner invites; members and strangers get 403", async () => {
-    for (const u of [bob, stranger]) {
-      const r = await call(`/api/p/${project}/members/invite`, u.token, { email: "x@example.test" });
-      expect(r.status).toBe(403);
-    }
+  describe("only the owner invites; members and strangers get 403", () => {
+    scenarios(
+      () => srv,
+      [
+        ["a member", () => bob],
+        ["a stranger", () => stranger],
+      ].map(([who, caller]) => ({
+        name: `${who} invites: 403`,
+        caller: caller as () => U,
+        path: () => `/api/p/${project}/members/invite`,
+        body: { email: "x@example.test" },
+        status: 403,
+      })),
+    );
   });
 
   test("removing a pending invitation deletes an invitee without account, and its link stops working", async () => {
-    const inv = await call(`/api/p/${project}/members/invite`, owner.token, { email: "gone@example.test" });
+    const inv = await call(srv, `/api/p/${project}/members/invite`, owner.token, { email: "gone@example.test" });
     const gid = inv.body.result.user;
-    const r = await call(`/api/p/${project}/members/remove`, owner.token, { user: gid });
+    const r = await call(srv, `/api/p/${project}/members/remove`, owner.token, { user: gid });
     expect(r.body).toEqual({ success: true, result: {}, data: {} });
-    expect((await call("/api/init_invite", null, { invitee: gid, project })).status).toBe(422);
+    expect((await call(srv, "/api/init_invite", null, { invitee: gid, project })).status).toBe(422);
   });
 
   test("an invitation to a deleted project is 422 on init_invite, invite and accept", async () => {
     const p2 = await srv.project(owner.token, "Short-lived");
-    const inv = await call(`/api/p/${p2}/members/invite`, owner.token, { email: "carol@example.test" });
+    const inv = await call(srv, `/api/p/${p2}/members/invite`, owner.token, { email: "carol@example.test" });
     expect(inv.status).toBe(200);
-    await call("/api/projects/delete", owner.token, { project: p2 });
-    const r = await call("/api/init_invite", null, { invitee: carol.gid, project: p2 });
+    await call(srv, "/api/projects/delete", owner.token, { project: p2 });
+    const r = await call(srv, "/api/init_invite", null, { invitee: carol.gid, project: p2 });
     expect(r.status).toBe(422);
     expect(r.body.result.code).toBe(422);
-    expect((await call(`/api/p/${p2}/members/invite`, owner.token, { email: "someone@example.test" })).status).toBe(
-      422,
-    );
+    expect(
+      (await call(srv, `/api/p/${p2}/members/invite`, owner.token, { email: "someone@example.test" })).status,
+    ).toBe(422);
   });
 });
 
 describe("members", () => {
   test("the owner sees every membership in full forms, declined ones too", async () => {
-    const r = await call(`/api/p/${project}/members/get`, owner.token);
+    const r = await call(srv, `/api/p/${project}/members/get`, owner.token);
     expect(r.status).toBe(200);
     expect(Object.keys(r.body.result)).toEqual(["users"]);
     expect(r.body.result.users[0]).toBe(owner.gid);
@@ -272,17 +281,17 @@ describe("members", () => {
   });
 
   test("members/get takes member (result user) or members (result users, unknown gids skipped)", async () => {
-    const one = await call(`/api/p/${project}/members/get`, bob.token, { member: owner.gid });
+    const one = await call(srv, `/api/p/${project}/members/get`, bob.token, { member: owner.gid });
     expect(one.body.result).toEqual({ user: owner.gid });
     expect(Object.keys(one.body.data["cc.users"])).toEqual([owner.gid]);
     expect(one.body.data["cc.projects_members"]).toEqual([
       { project_gid: project, user_gid: owner.gid, status: "active", roles: ["owner"] },
     ]);
-    const own = await call(`/api/p/${project}/members/get`, bob.token, { member: bob.gid });
+    const own = await call(srv, `/api/p/${project}/members/get`, bob.token, { member: bob.gid });
     expect(own.body.data["cc.projects_members"][0].options).toBeDefined();
-    const none = await call(`/api/p/${project}/members/get`, bob.token, { member: stranger.gid });
+    const none = await call(srv, `/api/p/${project}/members/get`, bob.token, { member: stranger.gid });
     expect(none.status).toBe(422);
-    const some = await call(`/api/p/${project}/members/get`, owner.token, {
+    const some = await call(srv, `/api/p/${project}/members/get`, owner.token, {
       members: [bob.gid, "nosuchuser", owner.gid],
     });
     expect(some.body.result.users.sort()).toEqual([bob.gid, owner.gid].sort());
@@ -290,9 +299,11 @@ describe("members", () => {
   });
 
   test("a member sees short forms, its own entries full, and no declined invitations", async () => {
-    const decliner = await call(`/api/p/${project}/members/invite`, owner.token, { email: "decliner@example.test" });
-    await call("/api/decline_invite", null, { invitee: decliner.body.result.user, project });
-    const r = await call(`/api/p/${project}/members/get`, bob.token);
+    const decliner = await call(srv, `/api/p/${project}/members/invite`, owner.token, {
+      email: "decliner@example.test",
+    });
+    await call(srv, "/api/decline_invite", null, { invitee: decliner.body.result.user, project });
+    const r = await call(srv, `/api/p/${project}/members/get`, bob.token);
     expect(r.status).toBe(200);
     const users = r.body.data["cc.users"];
     expect(users[bob.gid].email).toBe("bob@example.test");
@@ -305,32 +316,49 @@ describe("members", () => {
     }
   });
 
-  test("a stranger cannot list members (403)", async () => {
-    expect((await call(`/api/p/${project}/members/get`, stranger.token)).status).toBe(403);
-    expect((await call(`/api/p/nosuchproject/members/get`, stranger.token)).status).toBe(403);
+  describe("a stranger cannot list members (403)", () => {
+    scenarios(
+      () => srv,
+      [
+        {
+          name: "members/get of a project: 403",
+          caller: () => stranger,
+          path: () => `/api/p/${project}/members/get`,
+          body: {},
+          status: 403,
+        },
+        {
+          name: "members/get of no project: 403",
+          caller: () => stranger,
+          path: "/api/p/nosuchproject/members/get",
+          body: {},
+          status: 403,
+        },
+      ],
+    );
   });
 
   test("deactivation ends a member's access at once; its link answers 1004; reactivation restores it", async () => {
-    const d = await call(`/api/p/${project}/members/deactivate`, owner.token, { user: bob.gid });
+    const d = await call(srv, `/api/p/${project}/members/deactivate`, owner.token, { user: bob.gid });
     expect(d.status).toBe(200);
     expect(d.body.result).toEqual({ user: bob.gid });
     expect(d.body.data["cc.projects_members"]).toEqual([
       expect.objectContaining({ user_gid: bob.gid, status: "inactive", roles: ["member"] }),
     ]);
     expect((await srv.call(`/api/p/${project}/init`, { token: bob.token })).status).toBe(403);
-    expect((await call(`/api/p/${project}/members/get`, bob.token)).status).toBe(403);
-    const link = await call("/api/init_invite", null, { invitee: bob.gid, project });
+    expect((await call(srv, `/api/p/${project}/members/get`, bob.token)).status).toBe(403);
+    const link = await call(srv, "/api/init_invite", null, { invitee: bob.gid, project });
     expect(link.body.result.code).toBe(1004);
-    expect((await call(`/api/p/${project}/members/deactivate`, owner.token, { user: bob.gid })).status).toBe(422);
-    const re = await call(`/api/p/${project}/members/reactivate`, owner.token, { user: bob.gid });
+    expect((await call(srv, `/api/p/${project}/members/deactivate`, owner.token, { user: bob.gid })).status).toBe(422);
+    const re = await call(srv, `/api/p/${project}/members/reactivate`, owner.token, { user: bob.gid });
     expect(re.body.data["cc.projects_members"][0].status).toBe("active");
     expect((await srv.call(`/api/p/${project}/init`, { token: bob.token })).status).toBe(200);
-    expect((await call(`/api/p/${project}/members/reactivate`, owner.token, { user: bob.gid })).status).toBe(422);
+    expect((await call(srv, `/api/p/${project}/members/reactivate`, owner.token, { user: bob.gid })).status).toBe(422);
   });
 
   test("the owner cannot deactivate or remove itself", async () => {
     for (const op of ["deactivate", "remove"]) {
-      const r = await call(`/api/p/${project}/members/${op}`, owner.token, { user: owner.gid });
+      const r = await call(srv, `/api/p/${project}/members/${op}`, owner.token, { user: owner.gid });
       expect(r.status).toBe(422);
       expect(r.body.result.info.reason).toContain("owner");
     }
@@ -340,23 +368,30 @@ describe("members", () => {
     const leaver = await srv.user("leaver");
     srv.addMember(project, leaver.gid);
     const since = await srv.ccCursor(owner.token);
-    const r = await call(`/api/p/${project}/members/remove`, leaver.token, { user: leaver.gid });
+    const r = await call(srv, `/api/p/${project}/members/remove`, leaver.token, { user: leaver.gid });
     expect(r.body).toEqual({ success: true, result: {}, data: {} });
     expect((await srv.call(`/api/p/${project}/init`, { token: leaver.token })).status).toBe(403);
     expect(await srv.ccItems(owner.token, since)).toContain(`DELETE cc.projects_members ${project}/${leaver.gid}`);
   });
 
-  test("members changes need the owner: members get 403", async () => {
-    for (const op of ["deactivate", "reactivate", "remove", "resend_invite"]) {
-      expect((await call(`/api/p/${project}/members/${op}`, bob.token, { user: owner.gid })).status).toBe(403);
-    }
+  describe("members changes need the owner: members get 403", () => {
+    scenarios(
+      () => srv,
+      ["deactivate", "reactivate", "remove", "resend_invite"].map((op) => ({
+        name: `members/${op} by a member: 403`,
+        caller: () => bob,
+        path: () => `/api/p/${project}/members/${op}`,
+        body: () => ({ user: owner.gid }),
+        status: 403,
+      })),
+    );
   });
 
   test("a removed member loses the project and can be invited again", async () => {
-    const r = await call(`/api/p/${project}/members/remove`, owner.token, { user: bob.gid });
+    const r = await call(srv, `/api/p/${project}/members/remove`, owner.token, { user: bob.gid });
     expect(r.status).toBe(200);
     expect((await srv.call(`/api/p/${project}/init`, { token: bob.token })).status).toBe(403);
-    const again = await call(`/api/p/${project}/members/invite`, owner.token, { email: "bob@example.test" });
+    const again = await call(srv, `/api/p/${project}/members/invite`, owner.token, { email: "bob@example.test" });
     expect(again.body.data["cc.projects_members"][0].status).toBe("invited");
     accept(bob.gid, project);
   });
@@ -425,20 +460,29 @@ describe("project login and init", () => {
     expect(r.body.data["cc.users"][owner.gid].email).toBeUndefined();
   });
 
-  test("init is 401 without a JWT and 403 for a stranger", async () => {
-    const none = await srv.call(`/api/p/${project}/init`);
-    expect(none.status).toBe(401);
-    expect(none.headers.get("www-authenticate")).toMatch(/^Bearer realm="/);
-    expect((await srv.call(`/api/p/${project}/init`, { token: stranger.token })).status).toBe(403);
+  describe("init is 401 without a JWT and 403 for a stranger", () => {
+    scenarios(
+      () => srv,
+      [
+        {
+          name: "init without a JWT: 401 with WWW-Authenticate",
+          caller: null,
+          path: () => `/api/p/${project}/init`,
+          status: 401,
+          headers: { "www-authenticate": /^Bearer realm="/ },
+        },
+        { name: "init by a stranger: 403", caller: () => stranger, path: () => `/api/p/${project}/init`, status: 403 },
+      ],
+    );
   });
 
   test("project login signs a member in with the init shape; a stranger's login stays valid with project null", async () => {
-    const r = await call(`/api/p/${project}/login`, null, { username: "bob", password: "password1" });
+    const r = await call(srv, `/api/p/${project}/login`, null, { username: "bob", password: "password1" });
     expect(r.status).toBe(200);
     expect(tokenOf(r)).toBeTruthy();
     expect(r.body.result.project).toBe(project);
     expect(r.body.result.user).toBe(bob.gid);
-    const s = await call(`/api/p/${project}/login`, null, { username: "stranger", password: "password1" });
+    const s = await call(srv, `/api/p/${project}/login`, null, { username: "stranger", password: "password1" });
     expect(s.status).toBe(200);
     expect(s.body.result).toMatchObject({ project: null, project_members: [], cursor: null });
     expect(s.body.data["cc.projects_members"]).toEqual([]);
@@ -446,10 +490,10 @@ describe("project login and init", () => {
   });
 
   test("project login: 400 for the first missing parameter, 403 Unknown user for a wrong password", async () => {
-    expect((await call(`/api/p/${project}/login`, null, { password: "x" })).body.result.info).toEqual({
+    expect((await call(srv, `/api/p/${project}/login`, null, { password: "x" })).body.result.info).toEqual({
       "Missing parameter": "username",
     });
-    const r = await call(`/api/p/${project}/login`, null, { username: "bob", password: "wrong-password" });
+    const r = await call(srv, `/api/p/${project}/login`, null, { username: "bob", password: "wrong-password" });
     expect(r.status).toBe(403);
     expect(r.body.result.message).toBe("Unknown user");
   });
@@ -458,7 +502,7 @@ describe("project login and init", () => {
 describe("sync items of membership changes", () => {
   test("an invitation reaches the project's members and the invitee, and nobody else", async () => {
     const p = await srv.project(owner.token, "Synced");
-    const inv0 = await call(`/api/p/${p}/members/invite`, owner.token, { email: "bob@example.test" });
+    const inv0 = await call(srv, `/api/p/${p}/members/invite`, owner.token, { email: "bob@example.test" });
     accept(bob.gid, p);
     expect(inv0.status).toBe(200);
     const c = {
@@ -468,7 +512,7 @@ describe("sync items of membership changes", () => {
       stranger: await cursorOf(stranger),
     };
 
-    await call(`/api/p/${p}/members/invite`, owner.token, { email: "dave@example.test" });
+    await call(srv, `/api/p/${p}/members/invite`, owner.token, { email: "dave@example.test" });
     const key = `${p}/${dave.gid}`;
     expect(await syncOf(owner, c.owner)).toEqual(
       expect.arrayContaining([`INSERT cc.projects_members ${key}`, `INSERT cc.users ${dave.gid}`]),
@@ -488,7 +532,7 @@ describe("sync items of membership changes", () => {
 
     // Declining: the members and carol hear of it; dave loses the project and the others.
     const d = { owner: await cursorOf(owner), dave: await cursorOf(dave) };
-    await call("/api/decline_invite", null, { invitee: dave.gid, project: p });
+    await call(srv, "/api/decline_invite", null, { invitee: dave.gid, project: p });
     expect(await syncOf(owner, d.owner)).toEqual([`UPDATE cc.projects_members ${key}`, `DELETE cc.users ${dave.gid}`]);
     expect(await syncOf(dave, d.dave)).toEqual(
       expect.arrayContaining([
@@ -503,7 +547,7 @@ describe("sync items of membership changes", () => {
   test("deactivate, reactivate and remove reach the members and the affected user only", async () => {
     const c = { owner: await cursorOf(owner), bob: await cursorOf(bob), stranger: await cursorOf(stranger) };
     const key = `${project}/${bob.gid}`;
-    await call(`/api/p/${project}/members/deactivate`, owner.token, { user: bob.gid });
+    await call(srv, `/api/p/${project}/members/deactivate`, owner.token, { user: bob.gid });
     expect(await syncOf(bob, c.bob)).toEqual(
       expect.arrayContaining([`UPDATE cc.projects_members ${key}`, `DELETE cc.projects ${project}`]),
     );
@@ -511,14 +555,14 @@ describe("sync items of membership changes", () => {
     expect(await syncOf(owner, c.owner)).not.toContain(`DELETE cc.projects ${project}`);
 
     const r = { owner: await cursorOf(owner), bob: await cursorOf(bob) };
-    await call(`/api/p/${project}/members/reactivate`, owner.token, { user: bob.gid });
+    await call(srv, `/api/p/${project}/members/reactivate`, owner.token, { user: bob.gid });
     expect(await syncOf(bob, r.bob)).toEqual(
       expect.arrayContaining([`UPDATE cc.projects_members ${key}`, `INSERT cc.projects ${project}`]),
     );
     expect(await syncOf(owner, r.owner)).toContain(`UPDATE cc.projects_members ${key}`);
 
     const m = { owner: await cursorOf(owner), bob: await cursorOf(bob) };
-    await call(`/api/p/${project}/members/remove`, owner.token, { user: bob.gid });
+    await call(srv, `/api/p/${project}/members/remove`, owner.token, { user: bob.gid });
     expect(await syncOf(bob, m.bob)).toEqual(
       expect.arrayContaining([`DELETE cc.projects_members ${key}`, `DELETE cc.projects ${project}`]),
     );

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import sharp from "sharp";
+import { call, get } from "../helpers/scenario";
 import { TestServer, tokenOf } from "../helpers/server";
 
 /**
@@ -33,12 +34,9 @@ let shared: World;
 let png: Buffer;
 let n = 0;
 
-const call = (path: string, token: string | null, body?: unknown, get = false) =>
-  srv.call(path, { token, body: get ? undefined : (body ?? {}), method: get ? "GET" : "POST" });
-
 async function apiUser(owner: string, project: string, name: string) {
-  const c = await call(`/api/p/${project}/apikeys/create`, owner, { name });
-  const a = await call(`/api/p/${project}/auth`, null, { api_key: c.body.result.apikey });
+  const c = await call(srv, `/api/p/${project}/apikeys/create`, owner, { name });
+  const a = await call(srv, `/api/p/${project}/auth`, null, { api_key: c.body.result.apikey });
   return { gid: c.body.result.user as string, token: tokenOf(a) };
 }
 
@@ -49,7 +47,7 @@ async function world(): Promise<World> {
   srv.addMember(project, users.inactive.gid, ["member"], "inactive");
   const api = await apiUser(users.owner.token, project, "api");
   const api2 = await apiUser(users.owner.token, project, "api2");
-  await call(`/api/p/${project}/apikeys/deactivate`, users.owner.token, { user: api2.gid });
+  await call(srv, `/api/p/${project}/apikeys/deactivate`, users.owner.token, { user: api2.gid });
   return { project, api, api2: api2.gid };
 }
 
@@ -115,7 +113,7 @@ const ROWS: Row[] = [
       body: project,
       allow: ["owner"],
       mutates: true,
-      prepare: (w) => call("/api/projects/delete", users.owner.token, { project: w.project }),
+      prepare: (w) => call(srv, "/api/projects/delete", users.owner.token, { project: w.project }),
     }),
   ),
   {
@@ -249,7 +247,9 @@ describe("role matrix", () => {
         const admitted = row.allow.includes(role);
         const w = admitted && row.mutates ? await world() : shared;
         if (admitted && row.prepare && w !== shared) await row.prepare(w);
-        const r = await call(row.path(w), tokenFor(role, w), row.body?.(w), row.get);
+        const r = row.get
+          ? await get(srv, row.path(w), tokenFor(role, w))
+          : await call(srv, row.path(w), tokenFor(role, w), row.body?.(w));
         const expected = admitted ? 200 : role === "anonymous" ? 401 : (row.deny ?? 403);
         if (r.status !== expected)
           wrong.push(`${role}: ${r.status} (expected ${expected}) ${JSON.stringify(r.body?.result)}`);
@@ -260,7 +260,7 @@ describe("role matrix", () => {
   }
 
   test("refused calls changed nothing in the shared project", async () => {
-    const r = await call(`/api/p/${shared.project}/members/get`, users.owner.token, {});
+    const r = await call(srv, `/api/p/${shared.project}/members/get`, users.owner.token, {});
     const status = Object.fromEntries(r.body.data["cc.projects_members"].map((m: any) => [m.user_gid, m.status]));
     expect(status).toEqual({
       [users.owner.gid]: "active",
@@ -270,26 +270,26 @@ describe("role matrix", () => {
       [shared.api.gid]: "active",
       [shared.api2]: "inactive",
     });
-    const p = await call("/api/projects/get", users.owner.token, { project: shared.project });
+    const p = await call(srv, "/api/projects/get", users.owner.token, { project: shared.project });
     expect(p.body.data["cc.projects"][shared.project]).toMatchObject({ name: "World 1", status: "active", icon: "" });
   });
 
   test("an unknown project answers like a foreign one (403), revealing nothing", async () => {
     for (const op of ["members/get", "apikeys/get", "members/invite"]) {
-      expect((await call(`/api/p/nosuchproject/${op}`, users.owner.token, { email: "x@example.test" })).status).toBe(
-        403,
-      );
+      expect(
+        (await call(srv, `/api/p/nosuchproject/${op}`, users.owner.token, { email: "x@example.test" })).status,
+      ).toBe(403);
     }
-    expect((await call(`/api/p/nosuchproject/init`, users.owner.token, undefined, true)).status).toBe(403);
+    expect((await get(srv, `/api/p/nosuchproject/init`, users.owner.token)).status).toBe(403);
   });
 
   test("members of a deleted project are refused while its owner still reads it", async () => {
     const w = await world();
-    await call("/api/projects/delete", users.owner.token, { project: w.project });
-    expect((await call(`/api/p/${w.project}/init`, users.member.token, undefined, true)).status).toBe(403);
-    expect((await call(`/api/p/${w.project}/init`, w.api.token, undefined, true)).status).toBe(403);
-    expect((await call(`/api/p/${w.project}/init`, users.owner.token, undefined, true)).status).toBe(200);
-    expect((await call(`/api/p/${w.project}/auth`, null, { api_key: "apis_whatever" })).status).toBe(403);
+    await call(srv, "/api/projects/delete", users.owner.token, { project: w.project });
+    expect((await get(srv, `/api/p/${w.project}/init`, users.member.token)).status).toBe(403);
+    expect((await get(srv, `/api/p/${w.project}/init`, w.api.token)).status).toBe(403);
+    expect((await get(srv, `/api/p/${w.project}/init`, users.owner.token)).status).toBe(200);
+    expect((await call(srv, `/api/p/${w.project}/auth`, null, { api_key: "apis_whatever" })).status).toBe(403);
   });
 });
 

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import { call } from "../helpers/scenario";
 import { TestServer, until, SLOW_TEST_MS } from "../helpers/server";
 
 let srv: TestServer;
@@ -12,12 +13,12 @@ beforeAll(async () => {
 });
 afterAll(() => srv.stop());
 
-const call = (path: string, body: unknown) => srv.call(`/api/p/${project}/${path}`, { token: owner.token, body });
+const at = (path: string) => `/api/p/${project}/${path}`;
 
 /** Starts a backup job (create or restore) and waits for its `done` jobs item. */
 async function job(op: "create" | "restore", body: unknown): Promise<any> {
   const since = await srv.ccCursor(owner.token);
-  const r = await call(`backups/${op}`, body);
+  const r = await call(srv, at(`backups/${op}`), owner, body);
   expect(r.status).toBe(200);
   const token = r.body.result["job.token"];
   await until(
@@ -38,19 +39,28 @@ test(
   "a project backup keeps saved queries and modules, and a restore brings them back with sync items",
   async () => {
     const query = (
-      await call("queries/create", { type: "record", name: "Kept", filter: [["classes", "has", "article"]] })
+      await call(srv, at("queries/create"), owner, {
+        type: "record",
+        name: "Kept",
+        filter: [["classes", "has", "article"]],
+      })
     ).body.result.query;
-    await call("modules/register", { module: "Exporter", version: "1.0" });
-    await call("modules/keys/set", { module: "Exporter", key: "shop.url", value: "https://shop.example" });
+    await call(srv, at("modules/register"), owner, { module: "Exporter", version: "1.0" });
+    await call(srv, at("modules/keys/set"), owner, {
+      module: "Exporter",
+      key: "shop.url",
+      value: "https://shop.example",
+    });
     const { version } = await job("create", { created_by: "test", name: "before" });
 
-    await call("queries/update", { query, name: "Changed" });
-    const added = (await call("queries/create", { type: "asset", name: "Added later" })).body.result.query;
-    await call("modules/unregister", { module: "Exporter" });
+    await call(srv, at("queries/update"), owner, { query, name: "Changed" });
+    const added = (await call(srv, at("queries/create"), owner, { type: "asset", name: "Added later" })).body.result
+      .query;
+    await call(srv, at("modules/unregister"), owner, { module: "Exporter" });
     const cursor = (await srv.call("/sync/cursors", { token: owner.token, body: { project } })).body.result.cursor;
 
     await job("restore", { version });
-    const q = await call("queries/get", { queries: [query] });
+    const q = await call(srv, at("queries/get"), owner, { queries: [query] });
     expect(q.body.data.queries[query]).toEqual({
       gid: query,
       type: "record",
@@ -58,8 +68,8 @@ test(
       q: "",
       filter: [["classes", "has", "article"]],
     });
-    expect((await call("queries/get", { query: added })).status).toBe(422);
-    const m = await call("modules/get", { module: "Exporter" });
+    expect((await call(srv, at("queries/get"), owner, { query: added })).status).toBe(422);
+    const m = await call(srv, at("modules/get"), owner, { module: "Exporter" });
     expect(m.body.data.modules.Exporter).toMatchObject({
       version: "1.0",
       keys: { "shop.url": "https://shop.example" },

@@ -48,6 +48,10 @@ describe("fields", () => {
       { name: "colour", type: "textline", options: { values: [{ key: "red", label: { en: "Red" } }] } },
     ]) {
       const r = await w.okr("fields/create", body);
+      // Made (okr: 200) with its format, and without an initial value: `initial` holds the type's
+      // empty value (""), which means "none" and is not checked against the format that refuses it.
+      expect(r.data.fields[r.result.field]).toMatchObject({ name: body.name, type: body.type, options: body.options });
+      expect(r.data.fields[r.result.field].initial).toEqual({ en: "" });
       await w.okr("fields/revert", { field: r.result.field });
     }
   });

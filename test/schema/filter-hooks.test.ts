@@ -4,6 +4,7 @@ import { features } from "../../src/features";
 import type { Feature } from "../../src/features/feature";
 import { projects } from "../../src/features/projects/projects.table";
 import type { SchemaChange } from "../../src/platform/context";
+import { call } from "../helpers/scenario";
 import { TestServer } from "../helpers/server";
 
 // A feature that plugs into the schema the way records does: through its own descriptor's
@@ -36,9 +37,9 @@ const follower: Feature = {
 let srv: TestServer;
 let owner: { gid: string; token: string };
 let project = "";
-const api = (path: string, body: unknown = {}) => srv.call(`/api/p/${project}/${path}`, { token: owner.token, body });
+const at = (path: string) => `/api/p/${project}/${path}`;
 const okr = async (path: string, body: unknown = {}) => {
-  const r = await api(path, body);
+  const r = await call(srv, at(path), owner, body);
   if (r.status !== 200) throw new Error(`${path} answered ${r.status}: ${JSON.stringify(r.body)}`);
   return r.body as { result: any; data: any };
 };
@@ -157,7 +158,7 @@ describe("schema/search in the shared filter language", () => {
   });
 
   test("a filter the language refuses is a 400 naming the place; times do not exist for schema items", async () => {
-    const r = await api("schema/search", {
+    const r = await call(srv, at("schema/search"), owner, {
       filter: [
         "and",
         "",
@@ -169,9 +170,11 @@ describe("schema/search in the shared filter language", () => {
     });
     expect(r.status).toBe(400);
     expect(r.body.result.info).toMatchObject({ "Invalid parameter": "filter", path: "filter[2][1][1]" });
-    expect((await api("schema/search", { filter: ["updated_on", "<", [3, "days"]] })).status).toBe(400);
-    expect((await api("schema/search", { filter: ["validation", "any", "price"] })).status).toBe(400);
-    expect((await api("schema/search", { language: "x'y", q: "a" })).status).toBe(400);
+    expect((await call(srv, at("schema/search"), owner, { filter: ["updated_on", "<", [3, "days"]] })).status).toBe(
+      400,
+    );
+    expect((await call(srv, at("schema/search"), owner, { filter: ["validation", "any", "price"] })).status).toBe(400);
+    expect((await call(srv, at("schema/search"), owner, { language: "x'y", q: "a" })).status).toBe(400);
   });
 
   test("saved schema queries are checked against the same fields and work as selection elements", async () => {
@@ -228,7 +231,7 @@ describe("hooks of other features", () => {
 
   test("hooks.schemaUsage keeps a used item from being deleted and is named in used_by", async () => {
     usedBy.set(width, ["thing-1"]);
-    const r = await api("fields/delete", { field: width });
+    const r = await call(srv, at("fields/delete"), owner, { field: width });
     expect(r.status).toBe(422);
     expect(r.body.result.info.used_by).toMatchObject({ follower: ["thing-1"], classes: [dims] });
   });

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { features } from "../../src/features";
 import type { Feature } from "../../src/features/feature";
+import { call, scenarios } from "../helpers/scenario";
 import { TestServer } from "../helpers/server";
 
 let srv: TestServer;
@@ -25,7 +26,8 @@ const probe: Feature = {
   },
 };
 
-const call = (op: string, body: unknown, token = alice.token) => srv.call(`/api/p/${project}/${op}`, { token, body });
+/** The path of an endpoint of the test's project. */
+const at = (op: string) => `/api/p/${project}/${op}`;
 const options = (r: { body: any }) => r.body.data["cc.projects"][project].options;
 
 beforeAll(async () => {
@@ -41,53 +43,55 @@ afterAll(() => srv.stop());
 describe("languages", () => {
   test("add takes a code of cc.languages, appends it and answers the project with the schema dictionaries", async () => {
     const since = await srv.ccCursor(bob.token);
-    const r = await call("languages/add", { language: "de" }, bob.token);
+    const r = await call(srv, at("languages/add"), bob.token, { language: "de" });
     expect(r.status).toBe(200);
     expect(r.body.result).toEqual({ project });
     expect(Object.keys(r.body.data).sort()).toEqual(["cc.projects", "classes", "definitions", "fields", "layouts"]);
     expect(options(r).languages).toEqual(["en", "de"]);
     expect(calls).toContain(`added ${project} de`);
     expect(await srv.ccItems(alice.token, since)).toContain(`UPDATE cc.projects ${project}`);
-    await call("languages/add", { language: "nl" });
+    await call(srv, at("languages/add"), alice, { language: "nl" });
     for (const bad of ["DE", "xx", "__proto__", "constructor"]) {
-      const b = await call("languages/add", { language: bad });
+      const b = await call(srv, at("languages/add"), alice, { language: bad });
       expect([bad, b.status, b.body.result.info["Invalid parameter"]]).toEqual([bad, 400, "language"]);
     }
-    const twice = await call("languages/add", { language: "de" });
+    const twice = await call(srv, at("languages/add"), alice, { language: "de" });
     expect(twice.status).toBe(422);
   });
 
   test("move puts a language before another or at the end; the first is the main language", async () => {
-    expect(options(await call("languages/move", { language: "nl", before_language: "en" })).languages).toEqual([
-      "nl",
+    expect(
+      options(await call(srv, at("languages/move"), alice, { language: "nl", before_language: "en" })).languages,
+    ).toEqual(["nl", "en", "de"]);
+    expect(options(await call(srv, at("languages/move"), alice, { language: "nl" })).languages).toEqual([
       "en",
       "de",
+      "nl",
     ]);
-    expect(options(await call("languages/move", { language: "nl" })).languages).toEqual(["en", "de", "nl"]);
-    expect((await call("languages/move", { language: "fr" })).status).toBe(400);
-    expect((await call("languages/move", { language: "en", before_language: "fr" })).status).toBe(400);
+    expect((await call(srv, at("languages/move"), alice, { language: "fr" })).status).toBe(400);
+    expect((await call(srv, at("languages/move"), alice, { language: "en", before_language: "fr" })).status).toBe(400);
   });
 
   test("remove keeps the values unless remove_values confirms it; the last language stays", async () => {
     calls.length = 0;
-    const kept = await call("languages/remove", { language: "nl" });
+    const kept = await call(srv, at("languages/remove"), alice, { language: "nl" });
     expect(kept.body.result).toEqual({ project });
     expect(options(kept).languages).toEqual(["en", "de"]);
     // The hooks hear of every removal (they hide the language and announce what changed), told to keep the values.
     expect(calls).toEqual([`removed ${project} nl (kept)`]);
     calls.length = 0;
     const pSince = (await srv.call("/sync/cursors", { token: alice.token, body: { project } })).body.result.cursor;
-    const gone = await call("languages/remove", { language: "de", remove_values: true });
+    const gone = await call(srv, at("languages/remove"), alice, { language: "de", remove_values: true });
     expect(gone.body.result).toEqual({ project, removed_values: 3 });
     expect(calls).toEqual([`removed ${project} de`]);
     // The hook's own sync items are part of the same change.
     const items = (await srv.call("/sync/get", { token: alice.token, body: { project, cursor: pSince } })).body.result
       .sync as any[];
     expect(items.map((i) => `${i.action} ${i.data_type} ${i.data_key}`)).toEqual(["UPDATE fields probefield"]);
-    const last = await call("languages/remove", { language: "en", remove_values: true });
+    const last = await call(srv, at("languages/remove"), alice, { language: "en", remove_values: true });
     expect(last.status).toBe(422);
     expect(last.body.result.info.reason).toMatch(/at least one language/);
-    expect((await call("languages/remove", { language: "de" })).status).toBe(400);
+    expect((await call(srv, at("languages/remove"), alice, { language: "de" })).status).toBe(400);
   });
 });
 
@@ -98,22 +102,24 @@ describe("channels, orderings and fieldlists", () => {
 
     test(`${plural}: create, update, move and delete are reflected in the options and announced`, async () => {
       const since = await srv.ccCursor(alice.token);
-      const a = await call(`${plural}/create`, { name: "Webshop" }, bob.token);
+      const a = await call(srv, at(`${plural}/create`), bob.token, { name: "Webshop" });
       expect(a.status).toBe(200);
       const keyA = a.body.result[kind];
       expect(a.body.result).toEqual({ [kind]: keyA, project });
       expect(options(a)[plural][keyA]).toBe("Webshop");
       expect(options(a)[ordered].at(-1)).toBe(keyA);
-      const keyB = (await call(`${plural}/create`, { name: "Catalog" })).body.result[kind];
-      const renamed = await call(`${plural}/update`, { [kind]: keyA, name: "Shop NL" });
+      const keyB = (await call(srv, at(`${plural}/create`), alice, { name: "Catalog" })).body.result[kind];
+      const renamed = await call(srv, at(`${plural}/update`), alice, { [kind]: keyA, name: "Shop NL" });
       expect(renamed.body.result).toEqual({ project });
       expect(options(renamed)[plural][keyA]).toBe("Shop NL");
-      const before = options(await call(`${plural}/move`, { [kind]: keyB, [`before_${kind}`]: keyA }))[ordered];
+      const before = options(await call(srv, at(`${plural}/move`), alice, { [kind]: keyB, [`before_${kind}`]: keyA }))[
+        ordered
+      ];
       expect(before.indexOf(keyB)).toBe(before.indexOf(keyA) - 1);
-      const end = options(await call(`${plural}/move`, { [kind]: keyB }))[ordered];
+      const end = options(await call(srv, at(`${plural}/move`), alice, { [kind]: keyB }))[ordered];
       expect(end.at(-1)).toBe(keyB);
       calls.length = 0;
-      const d = await call(`${plural}/delete`, { [kind]: keyA });
+      const d = await call(srv, at(`${plural}/delete`), alice, { [kind]: keyA });
       expect(d.body.result).toEqual({ project });
       expect(Object.hasOwn(options(d)[plural], keyA)).toBe(false);
       expect(options(d)[ordered]).not.toContain(keyA);
@@ -122,11 +128,13 @@ describe("channels, orderings and fieldlists", () => {
       expect(items.filter((i) => i === `UPDATE cc.projects ${project}`)).toHaveLength(6);
       // Unknown keys (inherited names too) and empty names are refused; nothing changes.
       for (const key of ["nope", "__proto__", "toString", keyA]) {
-        const r = await call(`${plural}/update`, { [kind]: key, name: "x" });
+        const r = await call(srv, at(`${plural}/update`), alice, { [kind]: key, name: "x" });
         expect([key, r.status]).toEqual([key, 400]);
       }
-      expect((await call(`${plural}/create`, { name: "  " })).body.result.code).toBe(1001);
-      expect((await call(`${plural}/delete`, {})).body.result.info).toEqual({ "Missing parameter": kind });
+      expect((await call(srv, at(`${plural}/create`), alice, { name: "  " })).body.result.code).toBe(1001);
+      expect((await call(srv, at(`${plural}/delete`), alice, {})).body.result.info).toEqual({
+        "Missing parameter": kind,
+      });
     });
   }
 
@@ -140,7 +148,7 @@ describe("channels, orderings and fieldlists", () => {
       ["delete", { channel: "__all__" }],
       ["move", { channel: main, before_channel: "__all__" }],
     ] as const) {
-      const r = await call(`channels/${op}`, body);
+      const r = await call(srv, at(`channels/${op}`), alice, body);
       expect([op, r.status]).toEqual([op, 400]);
     }
     const p = (await srv.call("/api/projects/get", { token: alice.token, body: { project } })).body.data["cc.projects"][
@@ -150,10 +158,16 @@ describe("channels, orderings and fieldlists", () => {
     expect(p.orderedchannels[0]).toBe("__all__");
   });
 
-  test("people outside the project are refused", async () => {
-    for (const op of ["languages/add", "channels/create", "orderings/create", "fieldlists/create"]) {
-      const r = await call(op, { language: "fr", name: "x" }, carol.token);
-      expect([op, r.status]).toEqual([op, 403]);
-    }
+  describe("people outside the project are refused", () => {
+    scenarios(
+      () => srv,
+      ["languages/add", "channels/create", "orderings/create", "fieldlists/create"].map((op) => ({
+        name: `${op} by a stranger: 403`,
+        caller: () => carol,
+        path: () => `/api/p/${project}/${op}`,
+        body: { language: "fr", name: "x" },
+        status: 403,
+      })),
+    );
   });
 });

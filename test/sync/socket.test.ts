@@ -3,11 +3,11 @@ import { and, eq } from "drizzle-orm";
 import { io as ioV4, type Socket } from "socket.io-client";
 import { io as ioV3 } from "socket.io-client-v3";
 import { mutate } from "../../src/db/mutate";
-import { memberships } from "../../src/features/members/members.table";
+import { memberships } from "../../src/features/projects/projects.table";
 import { users } from "../../src/features/users/users.table";
 import { loadSecret, Tokens } from "../../src/platform/tokens";
 import { newGid, now } from "../../src/core/ids";
-import { projectAudience } from "../../src/features/members/access.service";
+import { projectAudience } from "../../src/features/projects/access.service";
 import { updateUser } from "../../src/features/users/users.service";
 import { PATIENCE_MS, TestServer, until } from "../helpers/server";
 
@@ -578,7 +578,13 @@ describe("losing access", () => {
       await initsync(s, { "cc.cursor": top, project, cursor: top });
       const gone = new Promise<string>((resolve) => s.once("disconnect", resolve));
       mutate(srv.ctx.db, srv.ctx.hub, (tx, log) =>
-        updateUser(tx, log, carol.gid, change === "deactivate" ? { status: "inactive" } : { tokenVersion: 99 }),
+        updateUser(
+          srv.ctx,
+          tx,
+          log,
+          carol.gid,
+          change === "deactivate" ? { status: "inactive" } : { tokenVersion: 99 },
+        ),
       );
       const after = touch(srv, project);
       expect(await gone).toBe("io server disconnect");

@@ -8,7 +8,7 @@ import { examples } from "../../http/examples";
 import { describe } from "../../http/openapi";
 import { accountKey, authRules, clientAddress, limiterOf, throttle } from "../../http/ratelimit";
 import type { Ctx } from "../../platform/context";
-import type { Session } from "../session/session.service";
+import type { Session } from "../session/session.api";
 import {
   acceptInvite,
   completeEmailChange,

@@ -1,42 +1,40 @@
 import { checkSignupPolicy } from "./signup.service";
 import { and, asc, eq, sql } from "drizzle-orm";
-import { rmSync } from "node:fs";
-import { fileChanged } from "../../platform/storage/file-facts";
+import { blobKey } from "../../platform/storage/blobs";
 import type { Ctx } from "../../platform/context";
 import { afterCommit, mutate, type ChangeLog } from "../../db/mutate";
-import { writeFileSync } from "node:fs";
 import type { Answer } from "../../core/answer";
 import { requirePerson } from "../../core/access";
 import type { Actor } from "../../core/actor";
 import { newGid } from "../../core/ids";
 import type { Tx } from "../../db/connection";
 import { squareImage } from "../../platform/images/images";
-import { sessionOf, type Session } from "../session/session.service";
-import { acceptInvitation, declineInvitation } from "../members/members.service";
-import { memberships } from "../members/members.table";
-import { projects } from "../projects/projects.table";
+import { sessionOf, type Session, globalInit } from "../session/session.api";
+import {
+  acceptInvitation,
+  declineInvitation,
+  getMembership,
+  logVisibility,
+  projectMemberRows,
+} from "../members/members.api";
+import { memberships, projects } from "../projects/projects.table";
 import { users } from "../users/users.table";
 import { invalidParameter, missing, unprocessable, validationFailed, type ValidationIssue } from "../../core/errors";
 import { isLanguage, isTimezone } from "../../core/languages";
 import { renderMail, type MailKind, type MailVars } from "../../platform/mail/templates";
-import { projectAudience, userAudience } from "../members/access.service";
-import { membershipFull, membershipShort } from "../members/members.forms";
-import { projectFull } from "../projects/projects.forms";
-import { userFull, userShort } from "../users/users.forms";
 import {
-  checkCode,
-  CODE_LENGTH,
-  deleteCodesOf,
-  findCode,
-  issueCode,
-  voidPending,
-  type CodeRow,
-  type Purpose,
-} from "./codes.service";
-import { getMembership, logVisibility, projectMemberRows } from "../members/members.service";
-import { deletedProjectsOwnedBy, eraseProject, getProject } from "../projects/projects.service";
-import { globalInit } from "../session/session.service";
+  projectAudience,
+  userAudience,
+  membershipFull,
+  membershipShort,
+  projectFull,
+  deletedProjectsOwnedBy,
+  eraseProject,
+  getProject,
+} from "../projects/projects.api";
 import {
+  userFull,
+  userShort,
   createPerson,
   emailIssues,
   findByUsername,
@@ -47,10 +45,20 @@ import {
   updateUser,
   usernameIssues,
   type User,
-} from "../users/users.service";
+} from "../users/users.api";
+import {
+  checkCode,
+  CODE_LENGTH,
+  deleteCodesOf,
+  findCode,
+  issueCode,
+  voidPending,
+  type CodeRow,
+  type Purpose,
+} from "./codes.service";
 
 /** What every request step answers (the same whether or not an account exists). */
-export type StepOne = { validation_code: string; expires_on: number; code_length: number };
+type StepOne = { validation_code: string; expires_on: number; code_length: number };
 
 const minutes = (ctx: Ctx) => Math.max(1, Math.round(ctx.config.codeTtl / 60));
 
@@ -99,7 +107,7 @@ function withCode<T>(
 // ---------------------------------------------------------------------------------------------
 // Signup
 
-export type SignupInput = { username: string; email: string; password: string; language?: string };
+type SignupInput = { username: string; email: string; password: string; language?: string };
 
 /**
  * `signup_request`: checks the username (format, free), email and password rule, then mails a
@@ -129,7 +137,7 @@ export async function requestSignup(ctx: Ctx, input: SignupInput): Promise<StepO
   return { validation_code: issued.validationCode, expires_on: issued.expiresOn, code_length: CODE_LENGTH };
 }
 
-export type SignupFinish = Omit<SignupInput, "language"> & { validation_code: string; verification_code: string };
+type SignupFinish = Omit<SignupInput, "language"> & { validation_code: string; verification_code: string };
 
 /**
  * `signup`: with good codes (and the same username, email and password as step one) creates the
@@ -164,7 +172,7 @@ async function completeSignup(ctx: Ctx, input: SignupFinish): Promise<User> {
         .orderBy(asc(users.createdOn))
         .get();
       if (invited) {
-        return updateUser(tx, log, invited.gid, {
+        return updateUser(ctx, tx, log, invited.gid, {
           username: input.username,
           passwordHash: row.passwordHash,
           status: "active",
@@ -235,7 +243,7 @@ export function requestPasswordReset(
   return { validation_code: issued.validationCode, usernames, expires_on: issued.expiresOn, code_length: CODE_LENGTH };
 }
 
-export type ResetFinish = {
+type ResetFinish = {
   username: string;
   new_password: string;
   validation_code: string;
@@ -259,7 +267,7 @@ async function completePasswordReset(ctx: Ctx, input: ResetFinish): Promise<User
       const user = row.userGids.map((g) => getUser(tx, g)).find((u) => u && u.username === input.username);
       if (!user || user.status !== "active") throw unprocessable("User not found", { username: input.username });
       voidPending(tx, "reset_password", row.email);
-      return setPassword(tx, log, user.gid, hash);
+      return setPassword(ctx, tx, log, user.gid, hash);
     },
   );
 }
@@ -319,7 +327,7 @@ export function completeEmailChange(
       (tx, log, row) => {
         const old = getUser(tx, userGid);
         if (!old) throw unprocessable("User not found");
-        const user = updateUser(tx, log, userGid, { email: row.email });
+        const user = updateUser(ctx, tx, log, userGid, { email: row.email });
         for (const m of tx.select().from(memberships).where(eq(memberships.userGid, userGid)).all()) {
           const n = m.options?.notifications;
           if (!n || !sameEmail(n.email, old.email)) continue;
@@ -346,7 +354,7 @@ export function completeEmailChange(
  * `language` and `timezone` (at least one), `current_password` with `password`, and our older
  * nested `options.language` / `options.timezone` as aliases.
  */
-export type AccountUpdate = {
+type AccountUpdate = {
   username?: string;
   password?: string;
   current_password?: string;
@@ -357,7 +365,7 @@ export type AccountUpdate = {
 };
 
 /** Checks and writes the profile members; the password (already checked and hashed) is set by the caller. */
-function changeAccount(tx: Tx, log: ChangeLog, userGid: string, input: AccountUpdate): User {
+function changeAccount(ctx: Ctx, tx: Tx, log: ChangeLog, userGid: string, input: AccountUpdate): User {
   const issues: ValidationIssue[] = [];
   const set: Partial<User> = {};
   if (input.username !== undefined) {
@@ -390,7 +398,7 @@ function changeAccount(tx: Tx, log: ChangeLog, userGid: string, input: AccountUp
     if (!u) throw unprocessable("User not found");
     return u;
   }
-  return updateUser(tx, log, userGid, set);
+  return updateUser(ctx, tx, log, userGid, set);
 }
 
 /**
@@ -421,8 +429,8 @@ export async function updateAccount(
     hash = await hashPassword(input.password);
   }
   const user = mutate(ctx.db, ctx.hub, (tx, log) => {
-    const u = changeAccount(tx, log, actor.userGid, input);
-    return hash ? setPassword(tx, log, actor.userGid, hash) : u;
+    const u = changeAccount(ctx, tx, log, actor.userGid, input);
+    return hash ? setPassword(ctx, tx, log, actor.userGid, hash) : u;
   });
   const a = userAnswer(user);
   return hash ? { ...a, token: await ctx.tokens.sign(user.gid, user.tokenVersion) } : a;
@@ -433,7 +441,7 @@ function setAvatar(ctx: Ctx, actor: Actor, avatar: string | null): Answer {
   requirePerson(actor);
   return mutate(ctx.db, ctx.hub, (tx, log) => {
     removeAvatarFile(ctx, getUser(tx, actor.userGid)?.avatar);
-    return userAnswer(updateUser(tx, log, actor.userGid, { avatar }));
+    return userAnswer(updateUser(ctx, tx, log, actor.userGid, { avatar }));
   });
 }
 
@@ -496,19 +504,22 @@ function eraseAccount(ctx: Ctx, tx: Tx, log: ChangeLog, userGid: string): { avat
   return { avatar: user.avatar };
 }
 
+/** The blob key of an avatar file (`files/avatars/<name>`, served at /media/avatars/<name>). */
+const avatarKey = (name: string) => blobKey("files", "avatars", name);
+
 /** Removes an avatar file once the unit of work that dropped it has committed. */
 function removeAvatarFile(ctx: Pick<Ctx, "db" | "storage">, name: string | null | undefined) {
   if (name)
     afterCommit(ctx.db, () => {
-      const file = ctx.storage.inside(ctx.storage.avatars, name);
-      rmSync(file, { force: true });
-      fileChanged(file);
+      // The data folder removes it at once; another store after the answer (a failure leaves an
+      // unnamed object behind, harmless: avatar names are never reused).
+      void ctx.storage.blobs.delete(avatarKey(name)).catch(() => {});
     });
 }
 
 /** The global init payload reduced to the caller's own user entry (spec 4.1 `reset_password`). */
-function initWithOwnUser(tx: Tx, userGid: string): Answer {
-  const init = globalInit(tx, userGid);
+function initWithOwnUser(ctx: Pick<Ctx, "hooks">, tx: Tx, userGid: string): Answer {
+  const init = globalInit(ctx, tx, userGid);
   const users = init.data["cc.users"] as Record<string, unknown>;
   return { result: init.result, data: { ...init.data, "cc.users": { [userGid]: users[userGid] } } };
 }
@@ -518,7 +529,7 @@ function initWithOwnUser(tx: Tx, userGid: string): Answer {
  * gids); data the project (full), the caller (full) and the active members (short), and their
  * memberships (the caller's full).
  */
-function invitationProjectView(tx: Tx, projectGid: string, me: string): Answer {
+function invitationProjectView(ctx: Ctx, tx: Tx, projectGid: string, me: string): Answer {
   const p = getProject(tx, projectGid);
   const rows = projectMemberRows(tx, projectGid, ["active"]);
   const ccUsers: Record<string, unknown> = {};
@@ -531,7 +542,7 @@ function invitationProjectView(tx: Tx, projectGid: string, me: string): Answer {
     result: { project: projectGid, project_members: rows.map((r) => r.u.gid) },
     data: {
       "cc.users": ccUsers,
-      "cc.projects": p ? { [projectGid]: projectFull(tx, p) } : {},
+      "cc.projects": p ? { [projectGid]: projectFull(ctx, tx, p) } : {},
       "cc.projects_members": ccMembers,
     },
   };
@@ -559,7 +570,7 @@ export async function uploadAvatar(ctx: Ctx, actor: Actor, input: { file: Blob }
   requirePerson(actor);
   const png = await squareImage(input.file, ctx.config.imageMaxBytes, ctx.config.pixelLimit);
   const name = `${actor.userGid}-${newGid(8)}.png`;
-  writeFileSync(ctx.storage.inside(ctx.storage.avatars, name), png);
+  await ctx.storage.blobs.put(avatarKey(name), png, { type: "image/png" });
   return setAvatar(ctx, actor, name);
 }
 
@@ -591,7 +602,7 @@ export async function deleteAccount(ctx: Ctx, actor: Actor, input: { confirm?: b
 export function acceptInvite(ctx: Ctx, actor: Actor, input: { project: string }): Answer {
   return mutate(ctx.db, ctx.hub, (tx) => {
     acceptInvitation(ctx, actor, input);
-    return invitationProjectView(tx, input.project, actor.userGid);
+    return invitationProjectView(ctx, tx, input.project, actor.userGid);
   });
 }
 

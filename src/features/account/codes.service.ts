@@ -34,7 +34,7 @@ function normalizeCode(code: string): string {
 const sha256 = (s: string) => createHash("sha256").update(s).digest("hex");
 const codeHash = (validation: string, verification: string) => sha256(`${validation}:${normalizeCode(verification)}`);
 
-export type NewCode = {
+type NewCode = {
   purpose: Purpose;
   email: string;
   username?: string | null;
@@ -44,7 +44,7 @@ export type NewCode = {
   userGids?: string[];
 };
 
-export type IssuedCode = { validationCode: string; verificationCode: string; expiresOn: number };
+type IssuedCode = { validationCode: string; verificationCode: string; expiresOn: number };
 
 /**
  * Stores a pending request and returns its two codes (only hashes are kept). Old expired
@@ -86,7 +86,7 @@ export function findCode(tx: Tx, purpose: Purpose, validationCode: string): Code
   return row && row.purpose === purpose ? row : undefined;
 }
 
-export type CodeCheck = { ok: true; row: CodeRow } | { ok: false; issues: ValidationIssue[] };
+type CodeCheck = { ok: true; row: CodeRow } | { ok: false; issues: ValidationIssue[] };
 
 const invalid = (field: string, rule: string, message: string): CodeCheck => ({
   ok: false,

@@ -2,10 +2,10 @@ import type { Tx } from "../../db/connection";
 import { sqliteOf } from "../../db/connection";
 import { ApiError } from "../../core/errors";
 
-export type SignupPolicy = "open" | "invite" | "off";
+type SignupPolicy = "open" | "invite" | "off";
 
 /** Whether an address has a pending project invitation: an invited user, or an invited membership. */
-export function hasPendingInvitation(tx: Tx, email: string): boolean {
+function hasPendingInvitation(tx: Tx, email: string): boolean {
   const row = sqliteOf(tx)
     .query(
       `SELECT 1 FROM users u WHERE u.kind = 'person' AND lower(u.email) = lower(?1)

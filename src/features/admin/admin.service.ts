@@ -4,10 +4,10 @@ import { forbidden, unprocessable } from "../../core/errors";
 import { mutate } from "../../db/mutate";
 import type { Tx } from "../../db/connection";
 import type { Ctx } from "../../platform/context";
-import { getUser, listUsers, updateUser, type User } from "../users/users.service";
+import { getUser, listUsers, updateUser, type User } from "../users/users.api";
 
 /** What an admin sees of an account (never its password hash or token version). */
-export function adminUserForm(u: User) {
+function adminUserForm(u: User) {
   return {
     gid: u.gid,
     kind: u.kind,
@@ -60,7 +60,7 @@ export function deactivateAccount(ctx: Ctx, actor: Actor, input: { user: string 
     const u = target(tx, input.user);
     if (u.status !== "active")
       throw unprocessable(`The user is ${u.status}, not active`, { user: u.gid, status: u.status });
-    return oneUser(updateUser(tx, log, u.gid, { status: "inactive", tokenVersion: u.tokenVersion + 1 }));
+    return oneUser(updateUser(ctx, tx, log, u.gid, { status: "inactive", tokenVersion: u.tokenVersion + 1 }));
   });
 }
 
@@ -71,6 +71,6 @@ export function reactivateAccount(ctx: Ctx, actor: Actor, input: { user: string 
     const u = target(tx, input.user);
     if (u.status !== "inactive")
       throw unprocessable(`The user is ${u.status}, not inactive`, { user: u.gid, status: u.status });
-    return oneUser(updateUser(tx, log, u.gid, { status: "active" }));
+    return oneUser(updateUser(ctx, tx, log, u.gid, { status: "active" }));
   });
 }

@@ -35,7 +35,7 @@ export const apikeyOperations = [
         "With `user`: `apikey` null (keys are stored hashed) and `apikey.prefix`; without: the project's API users and their key facts (owner only)",
       tags,
     },
-    owner,
+    { callers: owner },
   ),
   operation(
     "apikeys/create",
@@ -45,7 +45,7 @@ export const apikeyOperations = [
       summary: "Create an API user and its key; `result.apikey` shows the key this once and never again (owner only)",
       tags,
     },
-    owner,
+    { callers: owner },
   ),
   operation(
     "apikeys/update",
@@ -55,7 +55,7 @@ export const apikeyOperations = [
       summary: "Rename an API key and/or set its rate_limit_per_second (owner only)",
       tags,
     },
-    owner,
+    { callers: owner },
   ),
   operation(
     "apikeys/deactivate",
@@ -65,7 +65,7 @@ export const apikeyOperations = [
       summary: "Deactivate an API user: its key and JWTs stop working at once (owner only)",
       tags,
     },
-    owner,
+    { callers: owner },
   ),
   operation(
     "apikeys/reactivate",
@@ -75,7 +75,7 @@ export const apikeyOperations = [
       summary: "Reactivate an API user; the same key works again (owner only)",
       tags,
     },
-    owner,
+    { callers: owner },
   ),
   operation(
     "apikeys/delete",
@@ -85,6 +85,6 @@ export const apikeyOperations = [
       summary: "Delete an API user with its key and membership for good (owner only)",
       tags,
     },
-    owner,
+    { callers: owner },
   ),
 ];

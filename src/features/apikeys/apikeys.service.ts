@@ -4,16 +4,14 @@ import type { Answer } from "../../core/answer";
 import type { Actor } from "../../core/actor";
 import type { Tx } from "../../db/connection";
 import type { Ctx } from "../../platform/context";
-import { inProject, projectAudience, userAudience } from "../members/access.service";
+import { inProject, projectAudience, userAudience, membershipFull, type Project } from "../projects/projects.api";
 import type { ChangeLog } from "../../db/mutate";
 import { apikeys } from "./apikeys.table";
-import { memberships } from "../members/members.table";
-import { projects } from "../projects/projects.table";
+import { memberships, projects } from "../projects/projects.table";
 import { users } from "../users/users.table";
 import { forbidden, unprocessable, validationFailed, type ValidationIssue } from "../../core/errors";
 import { newGid, newSecret, now } from "../../core/ids";
-import { apiUserForm } from "../users/users.forms";
-import { membershipFull } from "../members/members.forms";
+import { apiUserForm, getUser, updateUser, type User } from "../users/users.api";
 import {
   memberToInactive,
   getMembership,
@@ -21,10 +19,8 @@ import {
   logVisibility,
   memberToActive,
   type Membership,
-} from "../members/members.service";
-import { getUser, updateUser, type User } from "../users/users.service";
+} from "../members/members.api";
 
-type Project = typeof projects.$inferSelect;
 export type ApiKey = typeof apikeys.$inferSelect;
 
 /** Keys look like `apis_<43 base64url characters>` (256 random bits). */
@@ -56,7 +52,7 @@ function apiUserOf(tx: Tx, projectGid: string, userGid: string, what: string) {
 }
 
 /** One key's facts in `result["apikeys.info"]` of the listing (never the key itself). */
-export function apikeyInfo(k: ApiKey, u: User, m: Membership) {
+function apikeyInfo(k: ApiKey, u: User, m: Membership) {
   return {
     name: u.name,
     key_prefix: k.keyPrefix,
@@ -207,12 +203,13 @@ export function updateApiKey(
   input: { user: string; name?: string; rate_limit_per_second?: number | null },
 ): Answer {
   return inProject(ctx, actor, projectGid, "owner", ({ tx, log, project }) => {
-    changeApiUser(tx, log, project, input.user, input);
+    changeApiUser(ctx, tx, log, project, input.user, input);
     return { result: { user: input.user }, data: apikeysData(tx, project.gid, input.user).data };
   });
 }
 
 function changeApiUser(
+  ctx: Ctx,
   tx: Tx,
   log: ChangeLog,
   project: Project,
@@ -227,7 +224,7 @@ function changeApiUser(
   if (issues.length) throw validationFailed(issues);
   const t = now();
   if (input.name !== undefined && input.name.trim() !== user.name)
-    updateUser(tx, log, userGid, { name: input.name.trim() });
+    updateUser(ctx, tx, log, userGid, { name: input.name.trim() });
   if (
     input.rate_limit_per_second !== undefined &&
     input.rate_limit_per_second !== (membership.options.rate_limit_per_second ?? null)

@@ -4,32 +4,24 @@ import type { Tx } from "../../db/connection";
 import type { Job, JobHandler, JobKind, Progress } from "../../platform/jobs/runner";
 import { ApiError, badRequest, invalidParameter, unprocessable } from "../../core/errors";
 import {
-  ancestorGids,
-  assetDictionary,
-  assetsByGids,
   changeMetadata,
   deleteAssetRows,
-  ensureRoot,
-  findAsset,
-  metadataField,
-  metadataName,
-  metadataNames,
-  projectLanguages,
   moveAssetRows,
   removeAssetRows,
   removeOriginals,
-  requireParentFolder,
   undeleteAssetRows,
-  type Asset,
-  type MetadataField,
   type BatchOutcome,
-} from "./assets.service";
+} from "./assets.changes.service";
+import { projectLanguages, type Asset, type MetadataField } from "./assets.forms";
+import { ancestorGids, assetDictionary, assetsByGids, findAsset } from "./assets.lookups.service";
+import { ensureRoot, requireParentFolder } from "./assets.tree.service";
+import { metadataField, metadataName, metadataNames } from "./assets.values";
 import { pageSelection, resolveSelection } from "../../core/selection";
 import type { Answer } from "../../core/answer";
 import type { Actor } from "../../core/actor";
-import { inProject } from "../members/access.service";
+import { inProject } from "../projects/projects.api";
 import { assetSelection } from "./assets.search";
-import { getUser } from "../users/users.service";
+import { getUser } from "../users/users.api";
 
 /**
  * Bulk operations over an asset selection (spec 4.3). The selection is resolved and checked when

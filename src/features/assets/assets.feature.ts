@@ -1,7 +1,8 @@
 import type { Feature } from "../feature";
 import { assetBulkJobs } from "./assets.bulk";
 import { assetOperations, assetRoutes } from "./assets.routes";
-import { assetsLanguageChanged, removeStaleUploads } from "./assets.service";
+import { assetsLanguageChanged } from "./assets.changes.service";
+import { removeStaleUploads } from "./assets.listings.service";
 
 /** The asset tree: folders, uploads, versions, metadata, search, worksheet, bulk operations. */
 export const assetsFeature: Feature = {

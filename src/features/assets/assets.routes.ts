@@ -365,7 +365,9 @@ export function assetRoutes(ctx: Ctx) {
     receiveMultipart(request, {
       tmpDir: ctx.storage.tmp,
       maxFileBytes: ctx.config.uploadMaxBytes,
-      durable: ctx.config.sqliteSynchronous === "full",
+      // The temp file is synced only when it becomes the stored file itself (the data folder); on
+      // another store it is uploaded from and removed, and the store's acknowledgement counts.
+      durable: ctx.config.sqliteSynchronous === "full" && ctx.storage.blobs.kind === "file",
       fileField: ["upload_file", "file"],
       headBytes: HEAD_BYTES,
       onHead,

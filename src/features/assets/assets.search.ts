@@ -24,8 +24,10 @@ import {
 import type { SelectionItem, SelectionResolver } from "../../core/selection";
 import { sqliteOf, type Tx } from "../../db/connection";
 import type { Ctx } from "../../platform/context";
-import { inProject } from "../members/access.service";
-import { assetDictionary, assetsByIds, ensureRoot, metadataFields, type Asset } from "./assets.service";
+import { inProject } from "../projects/projects.api";
+import { metadataFields, type Asset } from "./assets.forms";
+import { assetDictionary, assetsByIds } from "./assets.lookups.service";
+import { ensureRoot } from "./assets.tree.service";
 
 /**
  * Asset search: FTS5 over names, titles, descriptions and metadata values (`q`), the shared

@@ -2,21 +2,14 @@ import type { Answer } from "../../core/answer";
 import type { Actor } from "../../core/actor";
 import { sqliteOf, type Tx } from "../../db/connection";
 import type { Ctx } from "../../platform/context";
-import { inProject } from "../members/access.service";
+import { inProject } from "../projects/projects.api";
 import { invalidParameter, missing, unprocessable } from "../../core/errors";
 import { decodeCursor, encodeCursor, pageSize } from "../../core/paging";
 import { ASSET_DOMAIN } from "./assets.search";
-import {
-  ancestorGids,
-  assetDictionary,
-  assetsByGids,
-  assetsByIds,
-  ensureRoot,
-  findAsset,
-  listChildren,
-  listingPage,
-  type Asset,
-} from "./assets.service";
+import { type Asset } from "./assets.forms";
+import { listChildren, listingPage } from "./assets.listings.service";
+import { ancestorGids, assetDictionary, assetsByGids, assetsByIds, findAsset } from "./assets.lookups.service";
+import { ensureRoot } from "./assets.tree.service";
 
 /**
  * `assets/sheet` (an Apis extension; `assets/worksheet` is the reference's call below): a flat, paged table of the items of a folder (optionally of its whole

@@ -1,3 +1,8 @@
+/*
+ * A little over ~600 lines: the backup and restore jobs, housekeeping and the endpoints share the
+ * backup row's life cycle (status, files, versions); the snapshot engine itself is platform/backups.
+ */
+import { Database } from "bun:sqlite";
 import { and, desc, eq, max } from "drizzle-orm";
 import { existsSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
 import { fsp } from "../../platform/storage/fsp";
@@ -23,22 +28,28 @@ import {
   verifySnapshot,
   writeSnapshot,
 } from "../../platform/backups/snapshot.service";
-import { inProject, projectAudience } from "../members/access.service";
-import { activeProjects, getProject, markBackedUp, setNextBackupVersion } from "../projects/projects.service";
-import { projectFull } from "../projects/projects.forms";
-import { rebuildSearchIn } from "../records/records.service";
+import {
+  inProject,
+  projectAudience,
+  activeProjects,
+  getProject,
+  markBackedUp,
+  setNextBackupVersion,
+  projectFull,
+} from "../projects/projects.api";
+import { rebuildSearchIn } from "../records/records.api";
 
 export type Backup = typeof backups.$inferSelect;
 
 /** The job names of the reference (the job object's `job`). */
-export const CREATE_KIND = "backup_project";
-export const RESTORE_KIND = "restore_project";
+const CREATE_KIND = "backup_project";
+const RESTORE_KIND = "restore_project";
 
 /** What scheduled backups give as `created_by`. */
-export const SCHEDULER = "Apis scheduler";
+const SCHEDULER = "Apis scheduler";
 
 /** A backup's details as `backups/get` (our extension) lists them in its result (docs/backups.md). */
-export function backupDetails(b: Backup) {
+function backupDetails(b: Backup) {
   return {
     version: b.version,
     name: b.name,
@@ -105,7 +116,7 @@ function textIssues(
 }
 
 /** A backup of the project by its gid (jobs, housekeeping), or 422 "No such backup". */
-export function getBackup(tx: Tx, projectGid: string, gid: string): Backup {
+function getBackup(tx: Tx, projectGid: string, gid: string): Backup {
   const b = tx
     .select()
     .from(backups)
@@ -489,7 +500,7 @@ export const backupJobs: Record<string, JobKind> = { [CREATE_KIND]: createJob, [
  * beside the running server) into `<data>/backups/instance/apis-scheduled-<time>.tar`, then the
  * scheduled archives beyond the newest --instance-backups-keep are deleted.
  */
-export async function scheduledInstanceBackup(ctx: Ctx): Promise<string> {
+async function scheduledInstanceBackup(ctx: Ctx): Promise<string> {
   const r = await createInstanceBackup(ctx.config.dataDir, undefined, undefined, { scheduled: true });
   const pruned = pruneScheduledInstanceBackups(ctx.config.dataDir, ctx.config.instanceBackupsKeep);
   return `wrote ${basename(r.file)} (${r.bytes} bytes, ${r.manifest.entries.length} entries); deleted ${pruned.length} older scheduled archive(s)`;
@@ -521,8 +532,8 @@ export const backupHousekeeping: Housekeeping[] = [
 // The operations (any member, as in the reference; docs/backups.md)
 
 /** The answer's `data`: the project's form, whose `backups` member lists the versions. */
-const projectData = (tx: Tx, projectGid: string) => ({
-  "cc.projects": { [projectGid]: projectFull(tx, getProject(tx, projectGid)!) },
+const projectData = (ctx: Ctx, tx: Tx, projectGid: string) => ({
+  "cc.projects": { [projectGid]: projectFull(ctx, tx, getProject(tx, projectGid)!) },
 });
 
 /** `backups/get` (our extension): the details of every backup, newest first, or of one version, in `result`. */
@@ -532,11 +543,11 @@ export function getBackups(ctx: Ctx, actor: Actor, projectGid: string, input: { 
       const b = backupByVersion(tx, projectGid, input.version);
       return {
         result: { project: projectGid, version: b.version, backup: backupDetails(b) },
-        data: projectData(tx, projectGid),
+        data: projectData(ctx, tx, projectGid),
       };
     }
     const all = listBackups(tx, projectGid);
-    return { result: { project: projectGid, backups: all.map(backupDetails) }, data: projectData(tx, projectGid) };
+    return { result: { project: projectGid, backups: all.map(backupDetails) }, data: projectData(ctx, tx, projectGid) };
   });
 }
 
@@ -557,7 +568,7 @@ export function createBackup(
     });
     return {
       result: { project: projectGid, version: backup.version, last_backed_up: backup.createdOn, "job.token": token },
-      data: projectData(tx, projectGid),
+      data: projectData(ctx, tx, projectGid),
     };
   });
 }
@@ -572,7 +583,7 @@ export function editBackup(
   if (input.name === undefined && input.notes === undefined) throw missing("name");
   return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
     const b = updateBackup(tx, log, projectGid, input.version, { name: input.name, notes: input.notes });
-    return { result: { project: projectGid, version: b.version }, data: projectData(tx, projectGid) };
+    return { result: { project: projectGid, version: b.version }, data: projectData(ctx, tx, projectGid) };
   });
 }
 
@@ -611,6 +622,34 @@ export function removeBackup(
       announce(tx, log, projectGid);
       afterCommit(ctx.db, () => gone.forEach((b) => removeBackupFiles(ctx, b)));
     }
-    return { result: { project: projectGid }, data: projectData(tx, projectGid) };
+    return { result: { project: projectGid }, data: projectData(ctx, tx, projectGid) };
   });
+}
+
+/**
+ * Project backups recorded in a data folder's database (read-only, safe beside a running server):
+ * `apis backup list`, which runs without an open instance.
+ */
+export function listProjectBackups(dataDir: string) {
+  const file = join(dataDir, "apis.db");
+  if (!existsSync(file)) return [];
+  const db = new Database(file, { readonly: true });
+  try {
+    db.exec("PRAGMA busy_timeout = 5000");
+    return db
+      .query("SELECT gid, project_gid, name, status, size, scheduled, created_on FROM backups ORDER BY created_on DESC")
+      .all() as {
+      gid: string;
+      project_gid: string;
+      name: string;
+      status: string;
+      size: number;
+      scheduled: number;
+      created_on: number;
+    }[];
+  } catch {
+    return [];
+  } finally {
+    db.close();
+  }
 }

@@ -1,6 +1,20 @@
 import type { Feature } from "../feature";
 import { damRoutes } from "./dam.routes";
 import { dropTransforms } from "./dam.service";
+import { storeSweepTask } from "./dam.sweep.service";
 
 /** /dam: image transforms, publish/unpublish of originals, asset info. */
-export const damFeature: Feature = { name: "dam", routes: damRoutes, hooks: { assetsRemoved: dropTransforms } };
+export const damFeature: Feature = {
+  name: "dam",
+  routes: damRoutes,
+  hooks: { assetsRemoved: dropTransforms },
+  housekeeping: [
+    {
+      name: "store-sweep",
+      describe:
+        "remove stored originals and transformed files no row names, older than a day (apis jobs run store-sweep --dry-run lists them)",
+      schedule: (c) => c.scheduleJobs,
+      run: (ctx, options) => storeSweepTask(ctx, options),
+    },
+  ],
+};

@@ -1,11 +1,17 @@
+/*
+ * Longer than ~600 lines: the transform path (the source fetched from the blob store once per copy,
+ * rendered once per name, written back) and publication share this file's prepared statements and
+ * in-flight maps; splitting it follows once the asynchronous data layer (issue 38) has settled the
+ * shape of those statements.
+ */
 import { and, desc, eq, inArray, sql } from "drizzle-orm";
-import { existsSync, mkdirSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, renameSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { Metadata } from "sharp";
 import { readImageHeader } from "../../platform/images/images";
 import type { AssetsRemovedHook, Ctx } from "../../platform/context";
 import type { Actor } from "../../core/actor";
-import { inProject, projectAccess } from "../members/access.service";
+import { inProject, projectAccess } from "../projects/projects.api";
 import {
   defaultKey,
   effectiveBackground,
@@ -28,12 +34,11 @@ import {
 } from "./dam.transform";
 import { mutate } from "../../db/mutate";
 import { withoutSync, type DB } from "../../db/connection";
-import { assetLookups, assetVersionsOf, setPublication, type Asset } from "../assets/assets.service";
+import { assetLookups, assetVersionsOf, setPublication, type Asset, imageFacts } from "../assets/assets.api";
 import { damTransforms } from "./dam.table";
-import { imageFacts } from "../assets/assets.service";
 import { badRequest, unprocessable } from "../../core/errors";
 import { now } from "../../core/ids";
-import { originalPath, parseStorageName, STORAGE_NAME } from "../../platform/storage/originals";
+import { originalKey, originalPath, parseStorageName, STORAGE_NAME } from "../../platform/storage/originals";
 import { fileChanged } from "../../platform/storage/file-facts";
 
 /** One stored original named by a storage pathname: the asset and the version it belongs to. */
@@ -157,18 +162,66 @@ function originalFile(ctx: Ctx, projectGid: string, name: string): string {
 }
 
 /** The file of a source; a 422 when it is gone from disk. */
-function sourceFile(ctx: Ctx, projectGid: string, src: Source): { path: string; mtimeMs: number; size: number } {
+async function sourceFile(
+  ctx: Ctx,
+  projectGid: string,
+  src: Source,
+): Promise<{ path: string; mtimeMs: number; size: number }> {
+  if (ctx.storage.blobs.kind !== "file") return sourceFromStore(ctx, projectGid, src);
+  return localSource(ctx, projectGid, src);
+}
+
+/** The file of a source in the data folder; a 422 when it is gone from disk. */
+function localSource(ctx: Ctx, projectGid: string, src: Source): { path: string; mtimeMs: number; size: number } {
   const path = originalFile(ctx, projectGid, src.storageName);
   try {
     const st = statSync(path);
     return { path, mtimeMs: st.mtimeMs, size: st.size };
   } catch {
-    throw unprocessable("Asset does not exist", {
-      storage_pathname: src.storageName,
-      reason: "the original file is missing",
-    });
+    throw missingOriginal(src);
   }
 }
+
+const missingOriginal = (src: Source) =>
+  unprocessable("Asset does not exist", {
+    storage_pathname: src.storageName,
+    reason: "the original file is missing",
+  });
+
+/**
+ * On a store that is not the local disk (S3), sharp reads a local copy of the original: fetched
+ * once into `<data>/tmp/dam-sources/` and kept (a storage name never changes its content: a new
+ * version has a new name), so repeated transforms of an image read the store once.
+ */
+async function sourceFromStore(
+  ctx: Ctx,
+  projectGid: string,
+  src: Source,
+): Promise<{ path: string; mtimeMs: number; size: number }> {
+  const key = originalKey(projectGid, src.storageName);
+  const st = await ctx.storage.blobs.stat(key);
+  if (!st) throw missingOriginal(src);
+  const dir = join(ctx.storage.tmp, "dam-sources", projectGid);
+  const path = ctx.storage.inside(dir, src.storageName);
+  const have = statSync(path, { throwIfNoEntry: false });
+  if (!have || have.size !== st.size) {
+    let fetching = sourceFetches.get(path);
+    if (!fetching) {
+      fetching = (async () => {
+        const body = await ctx.storage.blobs.get(key);
+        if (!body) throw missingOriginal(src);
+        mkdirSync(dir, { recursive: true });
+        const part = `${path}.${process.pid}.part`;
+        await Bun.write(part, body);
+        renameSync(part, path);
+      })().finally(() => sourceFetches.delete(path));
+      sourceFetches.set(path, fetching);
+    }
+    await fetching;
+  }
+  return { path, mtimeMs: st.mtimeMs, size: st.size };
+}
+const sourceFetches = new Map<string, Promise<void>>();
 
 /**
  * Header-only read of an image (no pixels decoded, any size: the pixel limit is judged after it);
@@ -228,7 +281,7 @@ export async function transformAsset(
   const { projectGid, options: o } = args;
   projectAccess(ctx.db, actor, projectGid, "member");
   const src = findSource(ctx.db, projectGid, args.pathname);
-  const file = sourceFile(ctx, projectGid, src);
+  const file = await sourceFile(ctx, projectGid, src);
 
   let header: Metadata | undefined;
   const needsAlpha = !o.type && !["jpg", "jpeg", "png", "gif"].includes(src.extension);
@@ -245,7 +298,14 @@ export async function transformAsset(
         : "does not make a valid media file name";
     throw badRequest("Invalid option name", { option: "name", value: name, reason });
   }
-  const target = ctx.storage.inside(mediaDir(ctx, projectGid, false), mediaFile);
+  // On a store that is not the local disk, the output is rendered into the temp folder and then
+  // written to the store, inside the single flight of its name.
+  const blobs = ctx.storage.blobs;
+  const local = blobs.kind === "file";
+  const mediaKey = `files/projects/${projectGid}/media/${mediaFile}`;
+  const target = local
+    ? ctx.storage.inside(mediaDir(ctx, projectGid, false), mediaFile)
+    : ctx.storage.inside(ctx.storage.ensure(join(ctx.storage.tmp, "dam-out", projectGid)), mediaFile);
   const options = optionStrings(o, { name, key, type, bg });
   const result = (dimensions: [number, number], timing: { transform: number; optimize: number }): TransformResult => ({
     public_url: mediaUrl.variant(ctx, projectGid, mediaFile),
@@ -258,12 +318,14 @@ export async function transformAsset(
   });
 
   if (!o.force) {
-    const existing = await upToDate(ctx, projectGid, mediaFile, target, src.storageName, file.mtimeMs);
+    const existing = local
+      ? await upToDate(ctx, projectGid, mediaFile, target, src.storageName, file.mtimeMs)
+      : await upToDateInStore(ctx, projectGid, mediaFile, mediaKey, src.storageName, file.mtimeMs);
     if (existing) return result(existing, { transform: 0, optimize: 0 });
   }
 
   const rendered: Rendered = await transformer.run(target, async () => {
-    mediaDir(ctx, projectGid);
+    if (local) mediaDir(ctx, projectGid);
     const meta = header ?? (await readHeader(file.path, src.storageName, src.extension));
     if (!meta.format || !INPUT_FORMATS.has(meta.format))
       throw unsupportedSource(src.storageName, meta.format ?? "unknown");
@@ -314,7 +376,8 @@ export async function transformAsset(
       pixelLimit: ctx.config.pixelLimit,
       timeoutSeconds: ctx.config.transformTimeout,
     });
-    recordTransform(ctx, target, {
+    if (!local) await blobs.putFile(mediaKey, target, { type: `image/${type === "jpg" ? "jpeg" : type}` });
+    recordTransform(ctx, local ? target : mediaKey, {
       projectGid,
       file: mediaFile,
       assetGid: src.asset.gid,
@@ -356,6 +419,22 @@ async function upToDate(
   }
 }
 
+/** `upToDate` on a store that is not the local disk: the object's stat and the row of its last render. */
+async function upToDateInStore(
+  ctx: Ctx,
+  projectGid: string,
+  file: string,
+  key: string,
+  source: string,
+  sourceMtimeMs: number,
+): Promise<[number, number] | undefined> {
+  const row = queries(ctx.db).transform.get({ project: projectGid, file });
+  if (!row || row.source !== source) return undefined;
+  const st = await ctx.storage.blobs.stat(key);
+  if (!st || st.mtimeMs < Math.floor(sourceMtimeMs / 1000) * 1000 || st.size !== row.size) return undefined;
+  return [row.width, row.height];
+}
+
 /**
  * Notes a made media file for `info` and for permanent deletion (no sync item: transforms do not
  * change the asset). When the asset was permanently deleted while it rendered, the file is removed
@@ -388,8 +467,11 @@ function recordTransform(
     }),
   );
   if (!kept) {
-    rmSync(target, { force: true });
-    fileChanged(target);
+    if (ctx.storage.blobs.kind !== "file") void ctx.storage.blobs.delete(target).catch(() => {});
+    else {
+      rmSync(target, { force: true });
+      fileChanged(target);
+    }
   }
 }
 
@@ -418,7 +500,8 @@ export function publishOriginal(ctx: Ctx, actor: Actor, projectGid: string, path
   const userGid = actor.userGid;
   return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
     const src = findSource(ctx.db, projectGid, pathname);
-    sourceFile(ctx, projectGid, src);
+    // The data folder's original is checked here (a store's object was acknowledged before its row).
+    if (ctx.storage.blobs.kind === "file") localSource(ctx, projectGid, src);
     setPublication(tx, log, src.asset, src.storageName, userGid);
     return { public_url: mediaUrl.original(ctx, projectGid, src.storageName) };
   });
@@ -462,6 +545,15 @@ function publishedCache(ctx: Ctx): Map<string, Map<string, Published>> {
     });
   }
   return byProject;
+}
+
+/**
+ * Whether a transformed file is noted by its row (media on a store that is not the local disk asks
+ * first: a permanently deleted asset's files are gone for clients at once, while the store's delete
+ * runs after commit).
+ */
+export function transformNoted(ctx: Ctx, projectGid: string, file: string): boolean {
+  return queries(ctx.db).transform.get({ project: projectGid, file }) !== undefined;
 }
 
 /** The file and type of a published original, or undefined (unknown, unpublished, deleted asset, missing file). */
@@ -508,7 +600,7 @@ function lookUpPublished(ctx: Ctx, projectGid: string, name: string): Published 
 export async function assetInfo(ctx: Ctx, actor: Actor, projectGid: string, pathname: string) {
   projectAccess(ctx.db, actor, projectGid, "member");
   const src = findSource(ctx.db, projectGid, pathname);
-  const file = sourceFile(ctx, projectGid, src);
+  const file = await sourceFile(ctx, projectGid, src);
   const info = {
     format: src.extension || null,
     filesize: file.size,
@@ -542,7 +634,7 @@ const IMAGE_EXTENSIONS = new Set(["jpg", "jpeg", "png", "gif", "webp", "tiff", "
 export async function assetDetails(ctx: Ctx, actor: Actor, projectGid: string, pathname: string) {
   projectAccess(ctx.db, actor, projectGid, "member");
   const src = findSource(ctx.db, projectGid, pathname);
-  const file = sourceFile(ctx, projectGid, src);
+  const file = await sourceFile(ctx, projectGid, src);
   const a = src.asset;
   let image: Record<string, unknown> = {
     dimensions: null,
@@ -593,14 +685,22 @@ export async function assetDetails(ctx: Ctx, actor: Actor, projectGid: string, p
       current: false,
     })),
   ];
-  const dir = mediaDir(ctx, projectGid);
-  const transforms = ctx.db
+  const rows = ctx.db
     .select()
     .from(damTransforms)
     .where(and(eq(damTransforms.projectGid, projectGid), eq(damTransforms.assetGid, a.gid)))
     .orderBy(desc(damTransforms.updatedOn))
-    .all()
-    .filter((t) => existsSync(join(dir, t.file)))
+    .all();
+  // Only the transforms whose files are still there (the data folder, or the store's objects).
+  const there = await Promise.all(
+    rows.map((t) =>
+      isMediaFileName(t.file)
+        ? ctx.storage.blobs.stat(`files/projects/${projectGid}/media/${t.file}`).then((s) => s !== undefined)
+        : false,
+    ),
+  );
+  const transforms = rows
+    .filter((_, i) => there[i])
     .map((t) => ({
       file: t.file,
       public_url: mediaUrl.variant(ctx, projectGid, t.file),

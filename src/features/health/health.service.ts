@@ -1,10 +1,11 @@
+import { queuedJobCount } from "../../platform/jobs/queue.service";
 import { accessSync, constants, existsSync, rmSync, statfsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Ctx } from "../../platform/context";
 import { VERSION } from "../../version";
 
 /** Below this much free space in the data folder the instance reports itself unhealthy. */
-export const MIN_FREE_BYTES = 100 * 1024 * 1024;
+const MIN_FREE_BYTES = 100 * 1024 * 1024;
 
 export type Check = { ok: boolean; error?: string } & Record<string, unknown>;
 export type Health = {
@@ -77,7 +78,7 @@ function jobsCheck(ctx: Ctx): Check {
   const l = runner.liveness?.();
   let queued = 0;
   try {
-    queued = (ctx.db.$client.query("SELECT count(*) AS n FROM jobs WHERE status = 'queued'").get() as { n: number }).n;
+    queued = queuedJobCount(ctx.db);
   } catch {}
   if (!l) return { ok: false, alive: false, queued, error: "No job runner" };
   return {

@@ -10,10 +10,16 @@ const tokenBody = t.Object({ token: t.String() });
 
 /** `POST /api/p/<project gid>/jobs/get`, an operation (served as its endpoint, runnable in a batch). */
 export const jobOperations = [
-  operation("jobs/get", tokenBody, getProjectJob, {
-    summary: "A background job of this project started by the caller, or any of its jobs for the owner",
-    tags,
-  }),
+  operation(
+    "jobs/get",
+    tokenBody,
+    getProjectJob,
+    {
+      summary: "A background job of this project started by the caller, or any of its jobs for the owner",
+      tags,
+    },
+    { keepsShared: true },
+  ),
 ];
 
 /**

@@ -5,8 +5,7 @@ import type { Tx } from "../../db/connection";
 import { readOnly } from "../../db/mutate";
 import type { Ctx } from "../../platform/context";
 import { getJob, jobObject, type Job } from "../../platform/jobs/queue.service";
-import { inProject } from "../members/access.service";
-import { getProject } from "../projects/projects.service";
+import { inProject, getProject } from "../projects/projects.api";
 
 /**
  * A job the user may see: one it started, or one of a project it owns (the audience of the job's

@@ -1,6 +1,7 @@
 import { fileFacts, type FileFacts } from "../../platform/storage/file-facts";
 import { errorResponse } from "../../http/envelope";
 import { ApiError } from "../../core/errors";
+import type { BlobStat, BlobStore } from "../../platform/storage/blobs";
 
 /**
  * Serving one public file of `/media`: Content-Type, ETag and Last-Modified with 304 answers to
@@ -107,6 +108,83 @@ function answerHeaders(facts: FileFacts, opts: ServeOptions): Headers {
 export function serveFile(request: Request, path: string, opts: ServeOptions, requestId?: string): Response {
   const facts = fileFacts(path);
   if (!facts) return mediaNotFound(request);
+  const r = answer(request, facts, opts, requestId);
+  if (r instanceof Response) return r;
+  const file = Bun.file(path);
+  return new Response(r.range ? file.slice(r.range[0], r.range[1] + 1) : file, {
+    status: r.status,
+    headers: r.headers,
+  });
+}
+
+/** Bodies proxied from a store up to this size are read whole first, so the answer has a Content-Length. */
+const PROXY_BUFFER = 16 * 1024 * 1024;
+
+/** The facts `serveFile` uses, from a blob store's stat. */
+function blobFacts(st: BlobStat): FileFacts {
+  const mtimeSeconds = Math.floor(st.mtimeMs / 1000) * 1000;
+  return {
+    size: st.size,
+    mtimeMs: st.mtimeMs,
+    etag: st.etag,
+    lastModified: new Date(mtimeSeconds).toUTCString(),
+    mtimeSeconds,
+  };
+}
+
+/**
+ * `serveFile` for an object of a blob store that is not the local disk (S3): the same headers,
+ * validators, 304 and ranges, from the store's stat; the body proxied from the store (a ranged
+ * read for a 206), or with `redirect` a 302 to a presigned URL of the object (a CDN or a bucket
+ * the clients reach; conditions and ranges are then the store's to answer).
+ */
+export async function serveBlob(
+  request: Request,
+  blobs: BlobStore,
+  key: string,
+  opts: ServeOptions,
+  requestId?: string,
+  redirect = false,
+): Promise<Response> {
+  const local = blobs.localPath(key);
+  if (local !== undefined) return serveFile(request, local, opts, requestId);
+  const st = await blobs.stat(key);
+  if (!st) return mediaNotFound(request);
+  if (redirect) {
+    const url = blobs.presign(key, { expiresIn: 3600 });
+    if (url)
+      return new Response(null, {
+        status: 302,
+        headers: { location: url, "cache-control": "private, max-age=600", "access-control-allow-origin": "*" },
+      });
+  }
+  const r = answer(request, blobFacts(st), opts, requestId);
+  if (r instanceof Response) return r;
+  const size = r.range ? r.range[1] - r.range[0] + 1 : st.size;
+  r.headers.set("content-length", String(size));
+  if (request.method === "HEAD") return new Response(null, { status: r.status, headers: r.headers });
+  // The object may go between the stat and the read (a delete after commit): a 404, not a 500.
+  const body = await blobs
+    .get(key, r.range ? { start: r.range[0], end: r.range[1] + 1 } : undefined)
+    .catch(() => undefined);
+  if (!body) return mediaNotFound(request);
+  // Up to PROXY_BUFFER bytes are read whole and sent with their length; a larger body is streamed
+  // as it arrives (chunked: Bun sets no length on a stream; a bare S3 file would be a redirect).
+  const content = size <= PROXY_BUFFER ? await body.bytes().catch(() => undefined) : body.stream();
+  if (!content) return mediaNotFound(request);
+  return new Response(content, { status: r.status, headers: r.headers });
+}
+
+/**
+ * The answer to a request for a file with these facts: a finished Response (304, 416), or the
+ * status and headers of a 200 / 206 whose body the caller adds (`range`: [start, end] inclusive).
+ */
+function answer(
+  request: Request,
+  facts: FileFacts,
+  opts: ServeOptions,
+  requestId?: string,
+): Response | { status: number; headers: Headers; range?: [number, number] } {
   const { size, etag, lastModified } = facts;
   const h = request.headers;
   const inm = h.get("if-none-match");
@@ -117,14 +195,13 @@ export function serveFile(request: Request, path: string, opts: ServeOptions, re
     const prepared = answerHeaders(facts, opts);
     if (requestId !== undefined) prepared.set("x-request-id", requestId);
     else prepared.delete("x-request-id");
-    return new Response(Bun.file(path), { status: 200, headers: prepared });
+    return { status: 200, headers: prepared };
   }
   const mtimeMs = facts.mtimeSeconds;
-  const headers: Record<string, string> = Object.fromEntries(answerHeaders(facts, opts));
+  const headers = new Headers(answerHeaders(facts, opts));
   // An earlier answer's id may be left on the prepared headers: this answer's id, or none (the caller adds it).
-  if (requestId !== undefined) headers["x-request-id"] = requestId;
-  else delete headers["x-request-id"];
-  const file = Bun.file(path);
+  if (requestId !== undefined) headers.set("x-request-id", requestId);
+  else headers.delete("x-request-id");
 
   let notModified = false;
   if (inm !== null) notModified = etagMatches(inm, etag);
@@ -157,10 +234,10 @@ export function serveFile(request: Request, path: string, opts: ServeOptions, re
     }
     if (range !== "ignore") {
       const [start, end] = range;
-      headers["content-range"] = `bytes ${start}-${end}/${size}`;
-      // Bun sets Content-Length from the (sliced) file, and for HEAD sends the headers without the body.
-      return new Response(file.slice(start, end + 1), { status: 206, headers });
+      headers.set("content-range", `bytes ${start}-${end}/${size}`);
+      // Bun sets Content-Length from the (sliced) body, and for HEAD sends the headers without the body.
+      return { status: 206, headers, range };
     }
   }
-  return new Response(file, { status: 200, headers });
+  return { status: 200, headers };
 }

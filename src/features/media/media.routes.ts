@@ -1,10 +1,9 @@
 import { Elysia, t } from "elysia";
 import { resolve } from "node:path";
 import type { Ctx } from "../../platform/context";
-import { isMediaFileName } from "../dam/dam.options";
-import { contentTypeOf, mediaNotFound, serveFile, type ServeOptions } from "./media.files";
+import { isMediaFileName, publishedOriginal, transformNoted } from "../dam/dam.api";
+import { contentTypeOf, mediaNotFound, serveBlob, serveFile, type ServeOptions } from "./media.files";
 import { describe } from "../../http/openapi";
-import { publishedOriginal } from "../dam/dam.service";
 
 const tags = ["media"];
 const params = t.Object({ project: t.String(), file: t.String() });
@@ -29,7 +28,7 @@ const CACHE = {
 
 type Params = Record<string, string | undefined>;
 /** `requestId`: sent as the answer's X-Request-Id when given (Bun's router); the app's hooks add it otherwise. */
-type Handler = (request: Request, params: Params, requestId?: string) => Response;
+type Handler = (request: Request, params: Params, requestId?: string) => Response | Promise<Response>;
 
 /** Where a valid public name is served from, worked out once per name (see `Targets`). */
 type Target = { path: string; opts: ServeOptions };
@@ -84,10 +83,13 @@ function optionsOf(cacheControl: string, untrusted = false): (contentType: strin
  * reachable (a plain join is safe: the names have no separators and no leading dot).
  */
 function mediaHandlers(ctx: Ctx): { variant: Handler; original: Handler; avatar: Handler; icon: Handler } {
+  const blobs = ctx.storage.blobs;
+  const filesDir = blobs.localPath("files");
+  if (filesDir === undefined) return blobHandlers(ctx);
   // Absolute, as the writers name the files they forget in fileFacts (src/platform/storage/file-facts.ts).
-  const projectsRoot = resolve(ctx.storage.dataDir, "files", "projects");
-  const avatarsDir = resolve(ctx.storage.dataDir, "files", "avatars");
-  const iconsDir = resolve(ctx.storage.dataDir, "files", "icons");
+  const projectsRoot = resolve(filesDir, "projects");
+  const avatarsDir = resolve(filesDir, "avatars");
+  const iconsDir = resolve(filesDir, "icons");
   const variantOptions = optionsOf(CACHE.variant);
   const imageOptions = optionsOf(CACHE.image);
   const originalOptions = optionsOf(CACHE.original, true);
@@ -123,6 +125,48 @@ function mediaHandlers(ctx: Ctx): { variant: Handler; original: Handler; avatar:
     },
     avatar: image(avatarsDir),
     icon: image(iconsDir),
+  };
+}
+
+/**
+ * The same handlers on a store that is not the local disk (S3): the same checks of the names, then
+ * the object proxied from the store (`serveBlob`), or a redirect to a presigned URL with
+ * `--media-redirect`.
+ */
+function blobHandlers(ctx: Ctx): { variant: Handler; original: Handler; avatar: Handler; icon: Handler } {
+  const blobs = ctx.storage.blobs;
+  const redirect = ctx.config.mediaRedirect;
+  const variantOptions = optionsOf(CACHE.variant);
+  const imageOptions = optionsOf(CACHE.image);
+  const originalOptions = optionsOf(CACHE.original, true);
+  // Project icons are still written to the data folder whatever the store (docs/deploy.md).
+  const image =
+    (dir: string): Handler =>
+    (request, { file = "" }, requestId) => {
+      if (!IMAGE_FILE_RE.test(file)) return mediaNotFound(request);
+      return serveFile(request, `${dir}/${file}`, imageOptions(contentTypeOf(file)), requestId);
+    };
+  const avatar: Handler = (request, { file = "" }, requestId) => {
+    if (!IMAGE_FILE_RE.test(file)) return mediaNotFound(request);
+    const key = `files/avatars/${file}`;
+    return serveBlob(request, blobs, key, imageOptions(contentTypeOf(file)), requestId, redirect);
+  };
+  return {
+    variant(request, { project = "", file = "" }, requestId) {
+      if (!PROJECT_RE.test(project) || !isMediaFileName(file)) return mediaNotFound(request);
+      if (!transformNoted(ctx, project, file)) return mediaNotFound(request);
+      const key = `files/projects/${project}/media/${file}`;
+      return serveBlob(request, blobs, key, variantOptions(contentTypeOf(file)), requestId, redirect);
+    },
+    original(request, { project = "", file = "" }, requestId) {
+      if (!PROJECT_RE.test(project)) return mediaNotFound(request);
+      const found = publishedOriginal(ctx, project, file);
+      if (!found) return mediaNotFound(request);
+      const key = `files/projects/${project}/originals/${file}`;
+      return serveBlob(request, blobs, key, originalOptions(found.mime || contentTypeOf(file)), requestId, redirect);
+    },
+    avatar,
+    icon: image(resolve(ctx.storage.icons)),
   };
 }
 

@@ -51,7 +51,7 @@ export const memberOperations = [
       summary: "Deactivate a member: status inactive, access ends at once (owner only)",
       tags,
     },
-    owner,
+    { callers: owner },
   ),
   operation(
     "members/reactivate",
@@ -61,7 +61,7 @@ export const memberOperations = [
       summary: "Reactivate an inactive member (owner only)",
       tags,
     },
-    owner,
+    { callers: owner },
   ),
   operation(
     "members/remove",
@@ -72,7 +72,7 @@ export const memberOperations = [
         "Remove a membership in any state or withdraw an invitation (owner), or leave the project (a member removing itself)",
       tags,
     },
-    { allow: "owner", self: "user" },
+    { callers: { allow: "owner", self: "user" } },
   ),
 ];
 

@@ -1,3 +1,8 @@
+/*
+ * Longer than ~600 lines on purpose: every membership change (invitations, owner's changes, the
+ * operations) writes the same sync items through the shared helpers of its first section, and reads
+ * with the same prepared queries; the sections are marked below.
+ */
 import { and, asc, eq, inArray, sql } from "drizzle-orm";
 import type { Answer } from "../../core/answer";
 import { requirePerson } from "../../core/access";
@@ -7,20 +12,25 @@ import { mutate, readOnly } from "../../db/mutate";
 import type { Ctx } from "../../platform/context";
 import { renderInvitation } from "../../platform/mail/templates";
 import type { ChangeLog } from "../../db/mutate";
-import { memberships } from "./members.table";
-import { projects } from "../projects/projects.table";
+import { memberships, projects } from "../projects/projects.table";
 import { users } from "../users/users.table";
 import { ApiError, missing, unprocessable, validationFailed } from "../../core/errors";
 import { newGid, now } from "../../core/ids";
 import { isLanguage } from "../../core/languages";
-import { canSeeUser, inProject, projectAudience, userAudience } from "./access.service";
-import { membershipFull, membershipShort, personMembershipOptions } from "./members.forms";
-import { projectShort } from "../projects/projects.forms";
-import { userFull, userShort } from "../users/users.forms";
-import { emailIssues, findByUsername, getUser, type User } from "../users/users.service";
+import {
+  canSeeUser,
+  inProject,
+  projectAudience,
+  userAudience,
+  membershipFull,
+  membershipShort,
+  personMembershipOptions,
+  projectShort,
+  type Project,
+} from "../projects/projects.api";
+import { userFull, userShort, emailIssues, findByUsername, getUser, type User } from "../users/users.api";
 
 export type Membership = typeof memberships.$inferSelect;
-type Project = typeof projects.$inferSelect;
 
 /** One membership, optionally only in the given status. */
 export function getMembership(
@@ -237,7 +247,7 @@ function peopleByEmail(tx: Tx, email: string): User[] {
 }
 
 /** What `members/invite` takes: the reference's `username_or_email`, or Apis' `email` (+ `username`). */
-export type InviteInput = { email?: string; username?: string; username_or_email?: string; language?: string };
+type InviteInput = { email?: string; username?: string; username_or_email?: string; language?: string };
 
 /**
  * The reference's `username_or_email`: text with an `@` is an email address (as `email`), anything
@@ -564,24 +574,6 @@ const membershipOptions = preparedOnce((tx) =>
     )
     .prepare(),
 );
-
-/**
- * After memberships were deleted (a project deleted for good): deletes the users that only lived
- * through them, API users and invitees without an account left without any membership, and tells
- * `audience` with `cc.users` DELETE items. Returns the deleted gids.
- */
-export function dropMembershipOrphans(tx: Tx, log: ChangeLog, userGids: string[], audience: string[]): string[] {
-  const dropped: string[] = [];
-  for (const gid of new Set(userGids)) {
-    const u = getUser(tx, gid);
-    if (!u || (u.kind !== "api" && u.status !== "invited")) continue;
-    if (tx.select({ gid: memberships.userGid }).from(memberships).where(eq(memberships.userGid, gid)).get()) continue;
-    tx.delete(users).where(eq(users.gid, gid)).run();
-    log.cc("DELETE", "cc.users", gid, [...new Set([...audience, gid])]);
-    dropped.push(gid);
-  }
-  return dropped;
-}
 
 // ---------------------------------------------------------------------------------------------
 // The operations (routes, batch and the CLI call these): access checked, one unit of work each.

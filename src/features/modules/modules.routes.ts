@@ -38,7 +38,7 @@ export const moduleOperations = [
         "Register a module (owner or an API user); again on restart: keys, actions and logs stay, a higher version is kept",
       tags,
     },
-    { allow: "owner or api" },
+    { callers: { allow: "owner or api" } },
   ),
   operation("modules/unregister", t.Object({ module: name }), unregisterModule, {
     summary: "Remove a module with its keys, actions and logs (owner or the module's API user)",

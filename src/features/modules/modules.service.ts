@@ -4,7 +4,7 @@ import type { Tx } from "../../db/connection";
 import { mutate } from "../../db/mutate";
 import { forbidden, invalidParameter, missing, unprocessable } from "../../core/errors";
 import { newGid, now } from "../../core/ids";
-import { activeMembership, projectAccess } from "../members/access.service";
+import { activeMembership, projectAccess } from "../projects/projects.api";
 import { modules, type ModuleAction, type ModuleLog } from "./modules.table";
 
 /** Who is asking: the user and whether it is a person or an API user. */
@@ -34,7 +34,7 @@ export const MODULE_LIMITS = {
 } as const;
 
 /** One entry of the `modules` dictionary (reference `data-modules`). */
-export type ModuleForm = {
+type ModuleForm = {
   name: string;
   version: string;
   keys: Record<string, unknown>;
@@ -43,7 +43,7 @@ export type ModuleForm = {
 };
 
 /** A started action as the module receives it, in the `data` of a `modules` sync item. */
-export type ActionRequest = {
+type ActionRequest = {
   request: string;
   module: string;
   action: string;

@@ -1,5 +1,15 @@
 import type { Feature } from "../feature";
+import { canSeeUser, userAudience } from "./access.service";
 import { projectRoutes } from "./projects.routes";
+import { getProject } from "./projects.service";
 
-/** Projects: create, rename, icon, delete, undelete, permanent delete. */
-export const projectsFeature: Feature = { name: "projects", routes: projectRoutes };
+/**
+ * Projects: create, rename, icon, delete, undelete, permanent delete; their memberships and the
+ * access checks every project feature calls (access.service.ts). The users feature, below it,
+ * learns through the hooks who shares a project with a user.
+ */
+export const projectsFeature: Feature = {
+  name: "projects",
+  routes: projectRoutes,
+  hooks: { userAudience, userVisible: canSeeUser, projectOwner: (tx, gid) => getProject(tx, gid)?.owner },
+};

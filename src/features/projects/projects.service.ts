@@ -12,16 +12,14 @@ import { preparedOnce, sqliteOf, type Tx } from "../../db/connection";
 import { afterCommit, mutate, type ChangeLog } from "../../db/mutate";
 import type { Ctx } from "../../platform/context";
 import { squareImage } from "../../platform/images/images";
-import { inProject, projectAccess, projectAudience } from "../members/access.service";
-import { membershipFull, personMembershipOptions } from "../members/members.forms";
-import { memberships } from "../members/members.table";
-import { dropMembershipOrphans } from "../members/members.service";
-import { getUser } from "../users/users.service";
-import { newProjectOptions } from "../settings/settings.options";
-import { projectFull, type ProjectHead } from "./projects.forms";
-import { projects } from "./projects.table";
+import { inProject, projectAccess, projectAudience } from "./access.service";
+import { membershipFull, personMembershipOptions, projectFull, type ProjectHead } from "./projects.forms";
+import { memberships, projects, type ProjectRow } from "./projects.table";
+import { getUser } from "../users/users.api";
+import { users } from "../users/users.table";
+import { newProjectOptions } from "./projects.options";
 
-export type Project = typeof projects.$inferSelect;
+export type Project = ProjectRow;
 
 export function getProject(tx: Tx, gid: string): Project | undefined {
   return projectByGid(tx).get({ gid });
@@ -127,6 +125,10 @@ export function eraseProject(ctx: Pick<Ctx, "db" | "storage">, tx: Tx, log: Chan
     audience,
   );
   afterCommit(ctx.db, () => {
+    // On a store that is not the local disk its objects go too (an object left by a failed delete
+    // is found by no row: the store sweep removes it).
+    if (ctx.storage.blobs.kind !== "file")
+      void ctx.storage.blobs.deletePrefix(`files/projects/${gid}/`).catch(() => {});
     rmSync(ctx.storage.projectDir(gid), { recursive: true, force: true });
     filesChangedUnder(ctx.storage.projectDir(gid));
     // Its backups go with it (their rows are among the project's rows above).
@@ -171,23 +173,23 @@ function projectOwnedTables(tx: Tx): string[] {
 // The operations (docs/api.md, "Projects")
 
 /** The answer of one project: result `project`, data its full form. */
-const one = (tx: Tx, p: Project): Answer => ({
+const one = (ctx: Pick<Ctx, "hooks">, tx: Tx, p: Project): Answer => ({
   result: { project: p.gid },
-  data: { "cc.projects": { [p.gid]: projectFull(tx, p) } },
+  data: { "cc.projects": { [p.gid]: projectFull(ctx, tx, p) } },
 });
 
 /** `projects/get`: a project the actor owns or belongs to. */
 export function getProjectInfo(ctx: Ctx, actor: Actor, input: { project: string }): Answer {
-  return inProject(ctx, actor, input.project, "member", ({ tx, project }) => one(tx, project));
+  return inProject(ctx, actor, input.project, "member", ({ tx, project }) => one(ctx, tx, project));
 }
 
 /** What a new project is called when `projects/create` names none (the reference's default). */
-export const DEFAULT_PROJECT_NAME = "untitled project";
+const DEFAULT_PROJECT_NAME = "untitled project";
 
 /**
  * `projects/create`: a project owned by the actor (a person), with the owner's membership. Every
  * member is optional: `name` (default "untitled project"), `timezone` (IANA; default the owner's
- * own time zone). The project starts with the settings of a new project (settings.options.ts) and
+ * own time zone). The project starts with the settings of a new project (projects.options.ts) and
  * what the `projectCreated` hooks give it (its root record with the Base definition and layout).
  */
 export function createProject(ctx: Ctx, actor: Actor, input: { name?: string; timezone?: string }): Answer {
@@ -224,7 +226,7 @@ export function createProject(ctx: Ctx, actor: Actor, input: { name?: string; ti
     for (const hook of ctx.hooks.projectCreated) hook(ctx, tx, log, p.gid);
     return {
       result: { project: p.gid, project_members: [owner.gid] },
-      data: { "cc.projects": { [p.gid]: projectFull(tx, p) }, "cc.projects_members": [membershipFull(m)] },
+      data: { "cc.projects": { [p.gid]: projectFull(ctx, tx, p) }, "cc.projects_members": [membershipFull(m)] },
     };
   });
 }
@@ -251,7 +253,7 @@ export function updateProjectInfo(
     const set: Partial<Project> = {};
     if (input.name !== undefined) set.name = input.name;
     if (input.timezone !== undefined) set.options = { ...project.options, timezone: input.timezone };
-    return one(tx, updateProject(tx, log, input.project, set));
+    return one(ctx, tx, updateProject(tx, log, input.project, set));
   });
 }
 
@@ -266,7 +268,7 @@ function setIcon(ctx: Ctx, actor: Actor, projectGid: string, icon: string): Answ
         rmSync(icon, { force: true });
         fileChanged(icon);
       });
-    return one(tx, p);
+    return one(ctx, tx, p);
   });
 }
 
@@ -292,7 +294,7 @@ export function deleteProjectIcon(ctx: Ctx, actor: Actor, input: { project: stri
 export function deleteProject(ctx: Ctx, actor: Actor, input: { project: string }): Answer {
   return inProject(ctx, actor, input.project, "owner", ({ tx, log, project }) => {
     if (project.status !== "active") throw unprocessable("Deletion failed", { reason: "The project is not active" });
-    return one(tx, updateProject(tx, log, project.gid, { status: "deleted", deletedOn: now() }));
+    return one(ctx, tx, updateProject(tx, log, project.gid, { status: "deleted", deletedOn: now() }));
   });
 }
 
@@ -300,7 +302,7 @@ export function deleteProject(ctx: Ctx, actor: Actor, input: { project: string }
 export function undeleteProject(ctx: Ctx, actor: Actor, input: { project: string }): Answer {
   return inProject(ctx, actor, input.project, "owner", ({ tx, log, project }) => {
     if (project.status !== "deleted") throw unprocessable("Undelete failed", { reason: "The project is not deleted" });
-    return one(tx, updateProject(tx, log, project.gid, { status: "active", deletedOn: null }));
+    return one(ctx, tx, updateProject(tx, log, project.gid, { status: "active", deletedOn: null }));
   });
 }
 
@@ -324,4 +326,22 @@ export async function permanentlyDeleteProject(ctx: Ctx, actor: Actor, input: { 
       return { result: {}, data: {} };
     }),
   );
+}
+
+/**
+ * After memberships were deleted (a project deleted for good): deletes the users that only lived
+ * through them, API users and invitees without an account left without any membership, and tells
+ * `audience` with `cc.users` DELETE items. Returns the deleted gids.
+ */
+function dropMembershipOrphans(tx: Tx, log: ChangeLog, userGids: string[], audience: string[]): string[] {
+  const dropped: string[] = [];
+  for (const gid of new Set(userGids)) {
+    const u = getUser(tx, gid);
+    if (!u || (u.kind !== "api" && u.status !== "invited")) continue;
+    if (tx.select({ gid: memberships.userGid }).from(memberships).where(eq(memberships.userGid, gid)).get()) continue;
+    tx.delete(users).where(eq(users.gid, gid)).run();
+    log.cc("DELETE", "cc.users", gid, [...new Set([...audience, gid])]);
+    dropped.push(gid);
+  }
+  return dropped;
 }

@@ -20,6 +20,7 @@ export const queryOperations = [
       summary: "One saved query (`query`) or several (`queries`)",
       tags,
     },
+    { keepsShared: true },
   ),
   operation(
     "queries/create",
@@ -34,6 +35,7 @@ export const queryOperations = [
       summary: "Save a query; a name already used for the type gets a serial number; a bad filter is 1002",
       tags,
     },
+    { keepsShared: true },
   ),
   operation(
     "queries/update",
@@ -43,13 +45,26 @@ export const queryOperations = [
       summary: "Change a saved query's name, q and/or filter (its type stays)",
       tags,
     },
+    { keepsShared: true },
   ),
-  operation("queries/copy", t.Object({ query: gid }), copyQuery, {
-    summary: "Copy a saved query; the copy's name gets a serial number",
-    tags,
-  }),
-  operation("queries/delete", t.Object({ query: gid }), deleteQuery, {
-    summary: "Delete a saved query for good",
-    tags,
-  }),
+  operation(
+    "queries/copy",
+    t.Object({ query: gid }),
+    copyQuery,
+    {
+      summary: "Copy a saved query; the copy's name gets a serial number",
+      tags,
+    },
+    { keepsShared: true },
+  ),
+  operation(
+    "queries/delete",
+    t.Object({ query: gid }),
+    deleteQuery,
+    {
+      summary: "Delete a saved query for good",
+      tags,
+    },
+    { keepsShared: true },
+  ),
 ];

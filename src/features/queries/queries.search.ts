@@ -1,8 +1,8 @@
 import { sql } from "drizzle-orm";
 import type { Tx } from "../../db/connection";
 import { jsonKeyPath, makeDomain, validationField, type FieldSpec, type FilterDomain } from "../../core/filter";
-import { recordsDomain } from "../records/records.search";
-import { schemaDomain } from "../schema/schema.search";
+import { recordsDomain } from "../records/records.api";
+import { schemaDomain } from "../schema/schema.api";
 import type { QueryType } from "./queries.table";
 
 /**
@@ -14,10 +14,9 @@ import type { QueryType } from "./queries.table";
  * The searches own the real field lists: record and schema queries are checked against the domain
  * of the records and schema searches themselves (records: the project's own committed fields), so a
  * saved query is accepted exactly when its search would accept it. Asset queries use the asset
- * properties below (the ones the reference and docs/filter.md name). `provideQueryDomain(type, fn)`
- * can replace a type's domain.
+ * properties below (the ones the reference and docs/filter.md name).
  */
-export type DomainProvider = (tx: Tx, projectGid: string) => FilterDomain;
+type DomainProvider = (tx: Tx, projectGid: string) => FilterDomain;
 
 const NONE = sql`NULL`;
 const f = (type: FieldSpec["type"]): FieldSpec => ({ type, sql: NONE });
@@ -69,11 +68,6 @@ const providers = new Map<QueryType, DomainProvider>([
   // The schema search's own fields (src/features/schema/schema.search.ts).
   ["schema", () => schemaDomain()],
 ]);
-
-/** Replaces the default domain of a query type with the real one of its search. */
-export function provideQueryDomain(type: QueryType, provider: DomainProvider): void {
-  providers.set(type, provider);
-}
 
 /** The domain a saved query of this type is checked against. */
 export function queryDomain(tx: Tx, projectGid: string, type: QueryType): FilterDomain {

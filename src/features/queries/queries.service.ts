@@ -5,7 +5,7 @@ import type { ChangeLog } from "../../db/mutate";
 import { ApiError, invalidParameter, missing, unprocessable } from "../../core/errors";
 import { FilterError, parseFilter } from "../../core/filter";
 import { newGid, now } from "../../core/ids";
-import { inProject, projectAccess } from "../members/access.service";
+import { inProject, projectAccess } from "../projects/projects.api";
 import { queryDomain } from "./queries.search";
 import { QUERY_TYPES, queries, type QueryType } from "./queries.table";
 
@@ -18,9 +18,9 @@ import type { Answer } from "../../core/answer";
 type Row = typeof queries.$inferSelect;
 
 /** One entry of the `queries` dictionary (reference `data-queries`). */
-export type SavedQuery = { gid: string; type: QueryType; name: string; q: string; filter: unknown[] };
+type SavedQuery = { gid: string; type: QueryType; name: string; q: string; filter: unknown[] };
 
-export const QUERY_LIMITS = { name: 200, q: 10_000, get: 1000 } as const;
+const QUERY_LIMITS = { name: 200, q: 10_000, get: 1000 } as const;
 
 const invalid = (member: string, reason: string, info: Record<string, unknown> = {}) =>
   invalidParameter(member, { reason, ...info });
@@ -64,7 +64,7 @@ function qOf(v: unknown): string {
  * (wrong type); one the filter language refuses is 1002 "Search error", with the same `info` a
  * search gives for it (member, path, reason): issue 12's choice, see docs/compat.md.
  */
-export function checkQueryFilter(tx: Tx, projectGid: string, type: QueryType, v: unknown): unknown[] {
+function checkQueryFilter(tx: Tx, projectGid: string, type: QueryType, v: unknown): unknown[] {
   if (v === undefined || v === null) return [];
   if (!Array.isArray(v)) throw invalid("filter", "a filter is a JSON list (docs/filter.md)");
   try {

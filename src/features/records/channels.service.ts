@@ -5,7 +5,7 @@ import { now } from "../../core/ids";
 import type { Tx } from "../../db/connection";
 import type { Ctx } from "../../platform/context";
 import type { JobKind } from "../../platform/jobs/runner";
-import { ALL_CHANNEL } from "../settings/settings.options";
+import { ALL_CHANNEL } from "../projects/projects.api";
 import {
   db,
   descendants,
@@ -45,7 +45,7 @@ function channelList(view: SchemaView, v: unknown, required = false): string[] {
 }
 
 /** Writes a record's channels when they change (kept in the project's channel order, `__all__` first). */
-export function writeChannels(tx: Tx, view: SchemaView, touch: Touch, rec: Rec, next: Set<string>): boolean {
+function writeChannels(tx: Tx, view: SchemaView, touch: Touch, rec: Rec, next: Set<string>): boolean {
   next.add(ALL_CHANNEL);
   const ordered = [
     ALL_CHANNEL,

@@ -2,7 +2,7 @@ import type { Actor } from "../../core/actor";
 import type { Answer } from "../../core/answer";
 import { invalidParameter, missing } from "../../core/errors";
 import type { Ctx } from "../../platform/context";
-import { ALL_CHANNEL } from "../settings/settings.options";
+import { ALL_CHANNEL } from "../projects/projects.api";
 import {
   channelOf,
   COLUMNS,

@@ -4,10 +4,32 @@ import { missing, unprocessable } from "../../core/errors";
 import type { Tx } from "../../db/connection";
 import type { ChangeLog } from "../../db/mutate";
 import type { Ctx } from "../../platform/context";
-import { asRecordExtension, freeName, insertItem, layoutOf, Out, removeItem } from "../schema/copies.service";
-import * as D from "../schema/definitions.service";
-import { mustBeCommitted, mustGet, rowOf, type SchemaRow } from "../schema/items.service";
-import * as L from "../schema/layouts.service";
+import {
+  asRecordExtension,
+  freeName,
+  insertItem,
+  layoutOf,
+  Out,
+  removeItem,
+  addDefinitionClass,
+  addDefinitionField,
+  addFieldlistField as addDefinitionFieldlistField,
+  moveFieldlistField as moveDefinitionFieldlistField,
+  removeDefinitionClass,
+  removeDefinitionField,
+  removeFieldlistField as removeDefinitionFieldlistField,
+  mustBeCommitted,
+  mustGet,
+  rowOf,
+  type SchemaRow,
+  type ComponentInput,
+  type LayoutModifyInput,
+  type LayoutSpec,
+  createComponent as createLayoutComponent,
+  deleteComponent as deleteLayoutComponent,
+  modifyComponent as modifyLayoutComponent,
+  modifyLayout as modifySchemaLayout,
+} from "../schema/schema.api";
 import {
   db,
   formsOf,
@@ -224,7 +246,7 @@ export const addClass = (
   need(i, "record", "class"),
   committed(ctx, a, p, "class", i.class!),
   onExtended(ctx, a, p, i, (definition) =>
-    D.addDefinitionClass(ctx, a, p, { definition, class: i.class!, before_class: i.before_class }),
+    addDefinitionClass(ctx, a, p, { definition, class: i.class!, before_class: i.before_class }),
   )
 );
 export const removeClass = (ctx: Ctx, a: Actor, p: string, i: Langs & { record?: unknown; class?: string }) =>
@@ -232,7 +254,7 @@ export const removeClass = (ctx: Ctx, a: Actor, p: string, i: Langs & { record?:
   onExtended(ctx, a, p, i, (definition, base) => {
     if (baseHas(base, "classes", i.class!))
       throw cannot("Only classes the extended definition added can be removed", { class: i.class });
-    return D.removeDefinitionClass(ctx, a, p, { definition, class: i.class! });
+    return removeDefinitionClass(ctx, a, p, { definition, class: i.class! });
   });
 export const addField = (
   ctx: Ctx,
@@ -243,20 +265,20 @@ export const addField = (
   need(i, "record", "field") ??
   committed(ctx, a, p, "field", i.field!) ??
   onExtended(ctx, a, p, i, (definition) =>
-    D.addDefinitionField(ctx, a, p, { definition, field: i.field!, before_field: i.before_field }),
+    addDefinitionField(ctx, a, p, { definition, field: i.field!, before_field: i.before_field }),
   );
 export const removeField = (ctx: Ctx, a: Actor, p: string, i: Langs & { record?: unknown; field?: string }) =>
   need(i, "record", "field") ??
   onExtended(ctx, a, p, i, (definition, base) => {
     if (baseHas(base, "fields", i.field!))
       throw cannot("Only fields the extended definition added can be removed", { field: i.field });
-    return D.removeDefinitionField(ctx, a, p, { definition, field: i.field! });
+    return removeDefinitionField(ctx, a, p, { definition, field: i.field! });
   });
 type ListInput = Langs & { record?: unknown; fieldlist?: string; field?: string; before_field?: string };
 export const addFieldlistField = (ctx: Ctx, a: Actor, p: string, i: ListInput) =>
   need(i, "record", "fieldlist", "field") ??
   onExtended(ctx, a, p, i, (definition) =>
-    D.addFieldlistField(ctx, a, p, {
+    addDefinitionFieldlistField(ctx, a, p, {
       definition,
       fieldlist: i.fieldlist!,
       field: i.field!,
@@ -266,7 +288,7 @@ export const addFieldlistField = (ctx: Ctx, a: Actor, p: string, i: ListInput) =
 export const moveFieldlistField = (ctx: Ctx, a: Actor, p: string, i: ListInput) =>
   need(i, "record", "fieldlist", "field") ??
   onExtended(ctx, a, p, i, (definition) =>
-    D.moveFieldlistField(ctx, a, p, {
+    moveDefinitionFieldlistField(ctx, a, p, {
       definition,
       fieldlist: i.fieldlist!,
       field: i.field!,
@@ -276,17 +298,17 @@ export const moveFieldlistField = (ctx: Ctx, a: Actor, p: string, i: ListInput) 
 export const removeFieldlistField = (ctx: Ctx, a: Actor, p: string, i: ListInput) =>
   need(i, "record", "fieldlist", "field") ??
   onExtended(ctx, a, p, i, (definition) =>
-    D.removeFieldlistField(ctx, a, p, { definition, fieldlist: i.fieldlist!, field: i.field! }),
+    removeDefinitionFieldlistField(ctx, a, p, { definition, fieldlist: i.fieldlist!, field: i.field! }),
   );
 
-export const modifyLayout = (ctx: Ctx, a: Actor, p: string, i: Langs & L.LayoutModifyInput & { record?: unknown }) =>
-  onExtended(ctx, a, p, i, (definition) => L.modifyLayout(ctx, a, p, "definition", definition, i), true);
-export const createComponent = (ctx: Ctx, a: Actor, p: string, i: Langs & L.ComponentInput & { record?: unknown }) =>
-  onExtended(ctx, a, p, i, (definition) => L.createComponent(ctx, a, p, "definition", definition, i), true);
-export const modifyComponent = (ctx: Ctx, a: Actor, p: string, i: Langs & L.ComponentInput & { record?: unknown }) =>
-  onExtended(ctx, a, p, i, (definition) => L.modifyComponent(ctx, a, p, "definition", definition, i), true);
-export const deleteComponent = (ctx: Ctx, a: Actor, p: string, i: Langs & L.ComponentInput & { record?: unknown }) =>
-  onExtended(ctx, a, p, i, (definition) => L.deleteComponent(ctx, a, p, "definition", definition, i), true);
+export const modifyLayout = (ctx: Ctx, a: Actor, p: string, i: Langs & LayoutModifyInput & { record?: unknown }) =>
+  onExtended(ctx, a, p, i, (definition) => modifySchemaLayout(ctx, a, p, "definition", definition, i), true);
+export const createComponent = (ctx: Ctx, a: Actor, p: string, i: Langs & ComponentInput & { record?: unknown }) =>
+  onExtended(ctx, a, p, i, (definition) => createLayoutComponent(ctx, a, p, "definition", definition, i), true);
+export const modifyComponent = (ctx: Ctx, a: Actor, p: string, i: Langs & ComponentInput & { record?: unknown }) =>
+  onExtended(ctx, a, p, i, (definition) => modifyLayoutComponent(ctx, a, p, "definition", definition, i), true);
+export const deleteComponent = (ctx: Ctx, a: Actor, p: string, i: Langs & ComponentInput & { record?: unknown }) =>
+  onExtended(ctx, a, p, i, (definition) => deleteLayoutComponent(ctx, a, p, "definition", definition, i), true);
 
 /** components/move: takes the component out of its container and puts it into `parent` (before `before_component`). */
 export const moveComponent = (
@@ -303,7 +325,7 @@ export const moveComponent = (
     (definition) => {
       const layout = recordsWrite(ctx, a, p, (tx) => layoutOf(tx, mustGet(tx, "definition", p, definition)));
       if (!layout) throw cannot("The definition has no layout");
-      const spec = structuredClone(layout.spec) as L.LayoutSpec;
+      const spec = structuredClone(layout.spec) as LayoutSpec;
       const comps = new Map(Object.entries(spec.components));
       if (typeof i.component !== "string" || !comps.has(i.component) || i.component === spec.root)
         throw cannot("No such component to move", { component: i.component ?? null });
@@ -314,7 +336,7 @@ export const moveComponent = (
       const at = typeof i.before_component === "string" ? target.content.indexOf(i.before_component) : -1;
       if (at < 0) target.content.push(i.component);
       else target.content.splice(at, 0, i.component);
-      return L.modifyLayout(ctx, a, p, "definition", definition, { components: Object.fromEntries(comps) });
+      return modifySchemaLayout(ctx, a, p, "definition", definition, { components: Object.fromEntries(comps) });
     },
     true,
   );

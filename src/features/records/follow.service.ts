@@ -1,3 +1,8 @@
+/*
+ * Longer than ~600 lines on purpose: one schema change followed by the records (usage, conversions,
+ * localization moves, lost fields, the follow job and the search index's merge setting) works on one
+ * Follow object; the steps are marked below.
+ */
 import { checkpointsAside } from "../../db/checkpointer";
 import { withoutSync, type Tx } from "../../db/connection";
 import { mutate, type ChangeLog } from "../../db/mutate";
@@ -10,10 +15,8 @@ import type {
   SettingRemovedHook,
 } from "../../platform/context";
 import type { JobKind } from "../../platform/jobs/runner";
-import { getProject, type Project } from "../projects/projects.service";
-import { schemaStamp, valueContextOf } from "../schema/items.service";
-import { LIST_TYPES, valueSchema, type FieldType } from "../schema/schema.types";
-import { ALL_CHANNEL } from "../settings/settings.options";
+import { getProject, type Project, ALL_CHANNEL } from "../projects/projects.api";
+import { schemaStamp, valueContextOf, LIST_TYPES, valueSchema, type FieldType } from "../schema/schema.api";
 import { COLUMNS, db, recOf, Touch, writeSearch, type Vals } from "./records.service";
 import {
   checksOf,
@@ -90,7 +93,7 @@ type Follow = {
 const TEXTUAL = new Set(["text", "textline", "barcode", "date"]);
 
 /** A value converted to another field type, or undefined when there is no sensible conversion. */
-export function convertValue(v: unknown, from: string, to: string): unknown {
+function convertValue(v: unknown, from: string, to: string): unknown {
   if (from === to || v === null || v === undefined) return v;
   const fromList = LIST_TYPES.has(from as FieldType);
   const toList = LIST_TYPES.has(to as FieldType);

@@ -46,7 +46,7 @@ function checkDigitOk(code: string): boolean {
 }
 
 /** Modules (1 = bar) of a code, or undefined when it cannot be drawn. */
-export function barcodeModules(value: string): string | undefined {
+function barcodeModules(value: string): string | undefined {
   if (!/^\d+$/.test(value) || !checkDigitOk(value)) return undefined;
   if (value.length === 12) value = `0${value}`;
   if (value.length === 13) {

@@ -16,9 +16,9 @@ import type { Tx } from "../../db/connection";
 import { mutate, startUnitMemo } from "../../db/mutate";
 import type { Ctx } from "../../platform/context";
 import type { JobKind } from "../../platform/jobs/runner";
-import { getProject } from "../projects/projects.service";
-import { isCommitted, rowOf } from "../schema/items.service";
-import { getUser } from "../users/users.service";
+import { getProject } from "../projects/projects.api";
+import { isCommitted, rowOf } from "../schema/schema.api";
+import { getUser } from "../users/users.api";
 import { setChannelsIn } from "./channels.service";
 import { setDefinitionIn } from "./definition.service";
 import { searchCondition, searchItems } from "./records.search";
@@ -75,7 +75,7 @@ function gidArray(v: unknown, element: number): string[] {
 }
 
 /** The selection as one SQL condition on `records r` (for paging by id). Unknown gids are left out. */
-export function selectionCondition(
+function selectionCondition(
   tx: Tx,
   view: SchemaView,
   selection: unknown,
@@ -174,7 +174,7 @@ export function bulkGet(
 type Bind = string | number | bigint | boolean | null | Uint8Array;
 
 /** The records selection resolver other areas use (saved queries, Excel, batch): hand it to `resolveSelection`. */
-export const recordsSelection: SelectionResolver = {
+const recordsSelection: SelectionResolver = {
   resource: "records",
   noun: "Record",
   byGids(tx, projectGid, gids) {
@@ -215,7 +215,7 @@ type Op = {
   job: string;
 };
 
-export const BULK_OP_NAMES = [
+const BULK_OP_NAMES = [
   "delete",
   "undelete",
   "permanent_delete",

@@ -1,6 +1,6 @@
 import type { Feature } from "../feature";
 import { copyChannelsDownJob } from "./channels.service";
-import { excelImportJob } from "./excel.service";
+import { excelImportJob } from "./import.service";
 import {
   followSchemaJob,
   recordsFollowSchema,

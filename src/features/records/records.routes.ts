@@ -5,16 +5,18 @@ import { receiveMultipart } from "../../http/multipart";
 import { describe } from "../../http/openapi";
 import { operation } from "../../http/operations";
 import type { Ctx } from "../../platform/context";
-import * as CH from "./channels.service";
+import * as channelService from "./channels.service";
 import { getCompleteness } from "./completeness.service";
-import * as DEF from "./definition.service";
-import { excelDownload, exportChildren, importChildren, XLSX_TYPE } from "./excel.service";
+import * as definitionService from "./definition.service";
+import { excelDownload, XLSX_TYPE } from "./excel.service";
+import { exportChildren } from "./export.service";
+import { importChildren } from "./import.service";
 import { previewField } from "./preview.service";
 import { bulkGet, startRecordsBulk } from "./records.bulk";
 import { searchRecords } from "./records.search";
-import * as S from "./records.service";
+import * as recordService from "./records.service";
 import { getWorksheet } from "./records.worksheet";
-import * as T from "./tree.service";
+import * as treeService from "./tree.service";
 
 // The route template of src/features/apikeys/apikeys.routes.ts: schemas at the top, then one list
 // where every endpoint is an operation (its path, body schema, one service call, summary and tags;
@@ -59,14 +61,26 @@ const bulkBody = t.Object({
  * draws an image, asynchronously) are operations.
  */
 export const recordsOperations = [
-  operation("records/root", t.Object({ ...langs }), S.getRoot, {
-    summary: "The project's root record (made on first use)",
-    tags: tag("tree"),
-  }),
-  operation("records/get", t.Object({ ...langs, record: loose, records: loose }), S.getRecords, {
-    summary: "One record (`record` → result.record) or several (`records` → result.records)",
-    tags: tag("tree"),
-  }),
+  operation(
+    "records/root",
+    t.Object({ ...langs }),
+    recordService.getRoot,
+    {
+      summary: "The project's root record (made on first use)",
+      tags: tag("tree"),
+    },
+    { keepsShared: true },
+  ),
+  operation(
+    "records/get",
+    t.Object({ ...langs, record: loose, records: loose }),
+    recordService.getRecords,
+    {
+      summary: "One record (`record` → result.record) or several (`records` → result.records)",
+      tags: tag("tree"),
+    },
+    { keepsShared: true },
+  ),
   operation(
     "records/completeness",
     t.Object({
@@ -86,138 +100,246 @@ export const recordsOperations = [
   operation(
     "records/children",
     t.Object({ ...langs, record: loose, channel: loose, ordering: loose, ...page }),
-    S.getChildren,
+    recordService.getChildren,
     {
       summary: "One page of a record's children, by channel and ordering (`children`, `children.size`)",
       tags: tag("tree"),
     },
+    { keepsShared: true },
   ),
-  operation("records/tree", t.Object({ ...langs, expanded_records: loose, ordering: loose, ...page }), T.getTree, {
-    summary: "The expanded part of the tree as a flat, paged list (records without fields)",
-    tags: tag("tree"),
-  }),
-  operation("records/create", t.Object({ ...langs, parent: loose, ordering: loose }), S.createRecord, {
-    summary: "A new last child of `parent` (definition as the parent's children have)",
-    tags: tag("tree"),
-  }),
-  operation("records/update", t.Object({ ...langs, record: loose, fields: loose }), S.updateRecord, {
-    summary: "Values per language; invalid fields refused, valid ones stored; answers report.validation",
-    tags: tag("values"),
-  }),
-  operation("records/move", place, T.moveRecord, {
-    summary: "Move a record with its subtree (sparse ordering keys: one place row written)",
-    tags: tag("tree"),
-  }),
-  operation("records/orderings/set", t.Object({ ...langs, record: loose, orderings: loose }), T.setOrderings, {
-    summary: "Raw positions of a record in some orderings",
-    tags: tag("tree"),
-  }),
-  operation("records/copy", place, T.copyRecord, {
-    summary: "Copy a record with its live subtree (a job beyond 2,000 records)",
-    tags: tag("copies and links"),
-  }),
-  operation("records/shallow_copy", place, T.shallowCopy, {
-    summary: "Copy a record without its subtree",
-    tags: tag("copies and links"),
-  }),
-  operation("records/duplicate", t.Object({ ...langs, record: loose, ordering: loose }), T.duplicateRecord, {
-    summary: "Copy a record right after itself",
-    tags: tag("copies and links"),
-  }),
-  operation("records/link", place, T.linkRecord, {
-    summary: "A linked copy kept in step with its canonical record",
-    tags: tag("copies and links"),
-  }),
-  operation("records/unlink", recordOnly, T.unlinkRecord, {
-    summary: "Make a linked copy a record of its own",
-    tags: tag("copies and links"),
-  }),
-  operation("records/delete", recordOnly, T.deleteRecord, {
-    summary: "Delete a record with its subtree and links (undeletable)",
-    tags: tag("tree"),
-  }),
-  operation("records/undelete", recordOnly, T.undeleteRecord, {
-    summary: "Restore a deleted record with its subtree and links",
-    tags: tag("tree"),
-  }),
-  operation("records/permanent_delete", recordOnly, T.permanentDeleteRecord, {
+  operation(
+    "records/tree",
+    t.Object({ ...langs, expanded_records: loose, ordering: loose, ...page }),
+    treeService.getTree,
+    {
+      summary: "The expanded part of the tree as a flat, paged list (records without fields)",
+      tags: tag("tree"),
+    },
+    { keepsShared: true },
+  ),
+  operation(
+    "records/create",
+    t.Object({ ...langs, parent: loose, ordering: loose }),
+    recordService.createRecord,
+    {
+      summary: "A new last child of `parent` (definition as the parent's children have)",
+      tags: tag("tree"),
+    },
+    { keepsShared: true },
+  ),
+  operation(
+    "records/update",
+    t.Object({ ...langs, record: loose, fields: loose }),
+    recordService.updateRecord,
+    {
+      summary: "Values per language; invalid fields refused, valid ones stored; answers report.validation",
+      tags: tag("values"),
+    },
+    { keepsShared: true },
+  ),
+  operation(
+    "records/move",
+    place,
+    treeService.moveRecord,
+    {
+      summary: "Move a record with its subtree (sparse ordering keys: one place row written)",
+      tags: tag("tree"),
+    },
+    { keepsShared: true },
+  ),
+  operation(
+    "records/orderings/set",
+    t.Object({ ...langs, record: loose, orderings: loose }),
+    treeService.setOrderings,
+    {
+      summary: "Raw positions of a record in some orderings",
+      tags: tag("tree"),
+    },
+    { keepsShared: true },
+  ),
+  operation(
+    "records/copy",
+    place,
+    treeService.copyRecord,
+    {
+      summary: "Copy a record with its live subtree (a job beyond 2,000 records)",
+      tags: tag("copies and links"),
+    },
+    { keepsShared: true },
+  ),
+  operation(
+    "records/shallow_copy",
+    place,
+    treeService.shallowCopy,
+    {
+      summary: "Copy a record without its subtree",
+      tags: tag("copies and links"),
+    },
+    { keepsShared: true },
+  ),
+  operation(
+    "records/duplicate",
+    t.Object({ ...langs, record: loose, ordering: loose }),
+    treeService.duplicateRecord,
+    {
+      summary: "Copy a record right after itself",
+      tags: tag("copies and links"),
+    },
+    { keepsShared: true },
+  ),
+  operation(
+    "records/link",
+    place,
+    treeService.linkRecord,
+    {
+      summary: "A linked copy kept in step with its canonical record",
+      tags: tag("copies and links"),
+    },
+    { keepsShared: true },
+  ),
+  operation(
+    "records/unlink",
+    recordOnly,
+    treeService.unlinkRecord,
+    {
+      summary: "Make a linked copy a record of its own",
+      tags: tag("copies and links"),
+    },
+    { keepsShared: true },
+  ),
+  operation(
+    "records/delete",
+    recordOnly,
+    treeService.deleteRecord,
+    {
+      summary: "Delete a record with its subtree and links (undeletable)",
+      tags: tag("tree"),
+    },
+    { keepsShared: true },
+  ),
+  operation(
+    "records/undelete",
+    recordOnly,
+    treeService.undeleteRecord,
+    {
+      summary: "Restore a deleted record with its subtree and links",
+      tags: tag("tree"),
+    },
+    { keepsShared: true },
+  ),
+  operation("records/permanent_delete", recordOnly, treeService.permanentDeleteRecord, {
     summary: "Remove a deleted record for good, with its subtree and links (a job; asset files untouched)",
     tags: tag("tree"),
   }),
-  operation("records/search", t.Object({ ...langs, q: loose, filter: loose, ...page }), searchRecords, {
-    summary: "Search records: full text `q` (+/- terms) and/or `filter`, best match first",
-    tags: tag("search and bulk"),
-  }),
-  operation("records/worksheet", t.Object({ ...langs, record: loose, ordering: loose, ...page }), getWorksheet, {
-    summary: "A parent's grid: path, one page of children, sibling_definitions",
-    tags: tag("tree"),
-  }),
+  operation(
+    "records/search",
+    t.Object({ ...langs, q: loose, filter: loose, ...page }),
+    searchRecords,
+    {
+      summary: "Search records: full text `q` (+/- terms) and/or `filter`, best match first",
+      tags: tag("search and bulk"),
+    },
+    { keepsShared: true },
+  ),
+  operation(
+    "records/worksheet",
+    t.Object({ ...langs, record: loose, ordering: loose, ...page }),
+    getWorksheet,
+    {
+      summary: "A parent's grid: path, one page of children, sibling_definitions",
+      tags: tag("tree"),
+    },
+    { keepsShared: true },
+  ),
   operation(
     "records/channels/set",
     t.Object({ ...langs, record: loose, channels: loose, enabled: loose }),
-    CH.setChannels,
+    channelService.setChannels,
     { summary: "Switch channels on or off for a record", tags: tag("channels") },
+    { keepsShared: true },
   ),
   operation(
     "records/channels/copy_from_parent",
     t.Object({ ...langs, record: loose, channels: loose }),
-    CH.copyChannelsFromParent,
+    channelService.copyChannelsFromParent,
     { summary: "Copy the parent's state of the channels to the record", tags: tag("channels") },
+    { keepsShared: true },
   ),
-  operation("records/channels/copy_down", t.Object({ ...langs, record: loose, channels: loose }), CH.copyChannelsDown, {
-    summary: "Copy the record's state of the channels to its whole subtree (a job)",
-    tags: tag("channels"),
-  }),
-  operation("records/channels/copy_up", t.Object({ ...langs, record: loose, channels: loose }), CH.copyChannelsUp, {
-    summary: "Switch the record's enabled channels on for its ancestors",
-    tags: tag("channels"),
-  }),
+  operation(
+    "records/channels/copy_down",
+    t.Object({ ...langs, record: loose, channels: loose }),
+    channelService.copyChannelsDown,
+    {
+      summary: "Copy the record's state of the channels to its whole subtree (a job)",
+      tags: tag("channels"),
+    },
+  ),
+  operation(
+    "records/channels/copy_up",
+    t.Object({ ...langs, record: loose, channels: loose }),
+    channelService.copyChannelsUp,
+    {
+      summary: "Switch the record's enabled channels on for its ancestors",
+      tags: tag("channels"),
+    },
+    { keepsShared: true },
+  ),
   operation(
     "records/definition/set",
     t.Object({ ...langs, record: loose, definition: loose }),
-    DEF.setRecordDefinition,
+    definitionService.setRecordDefinition,
     {
       summary: "Give the record another definition (values of shared fields kept, the rest cleared)",
       tags: tag("definition"),
     },
   ),
-  operation("records/definition/revert", recordOnly, DEF.revertRecordDefinition, {
+  operation("records/definition/revert", recordOnly, definitionService.revertRecordDefinition, {
     summary: "Give the record back the definition its extended definition extends",
     tags: tag("definition"),
   }),
-  operation("records/definition/copy_to_siblings", recordOnly, DEF.copyDefinitionToSiblings, {
+  operation("records/definition/copy_to_siblings", recordOnly, definitionService.copyDefinitionToSiblings, {
     summary: "Give the record's definition to all its siblings",
     tags: tag("definition"),
   }),
   operation(
     "records/definition/classes/add",
     t.Object({ ...langs, record: loose, class: str, before_class: str }),
-    DEF.addClass,
+    definitionService.addClass,
     { summary: "Add a class to the record's extended definition (made on first change)", tags: tag("definition") },
   ),
-  operation("records/definition/classes/remove", t.Object({ ...langs, record: loose, class: str }), DEF.removeClass, {
-    summary: "Remove an added class from the record's extended definition",
-    tags: tag("definition"),
-  }),
+  operation(
+    "records/definition/classes/remove",
+    t.Object({ ...langs, record: loose, class: str }),
+    definitionService.removeClass,
+    {
+      summary: "Remove an added class from the record's extended definition",
+      tags: tag("definition"),
+    },
+  ),
   operation(
     "records/definition/fields/add",
     t.Object({ ...langs, record: loose, field: str, before_field: str }),
-    DEF.addField,
+    definitionService.addField,
     { summary: "Add a field to the record's extended definition (made on first change)", tags: tag("definition") },
   ),
-  operation("records/definition/fields/remove", t.Object({ ...langs, record: loose, field: str }), DEF.removeField, {
-    summary: "Remove an added field from the record's extended definition",
-    tags: tag("definition"),
-  }),
-  operation("records/definition/fieldlists/fields/add", fieldlistBody, DEF.addFieldlistField, {
+  operation(
+    "records/definition/fields/remove",
+    t.Object({ ...langs, record: loose, field: str }),
+    definitionService.removeField,
+    {
+      summary: "Remove an added field from the record's extended definition",
+      tags: tag("definition"),
+    },
+  ),
+  operation("records/definition/fieldlists/fields/add", fieldlistBody, definitionService.addFieldlistField, {
     summary: "Add a field to a fieldlist of the record's extended definition",
     tags: tag("definition"),
   }),
-  operation("records/definition/fieldlists/fields/move", fieldlistBody, DEF.moveFieldlistField, {
+  operation("records/definition/fieldlists/fields/move", fieldlistBody, definitionService.moveFieldlistField, {
     summary: "Move a field in a fieldlist of the record's extended definition",
     tags: tag("definition"),
   }),
-  operation("records/definition/fieldlists/fields/remove", fieldlistBody, DEF.removeFieldlistField, {
+  operation("records/definition/fieldlists/fields/remove", fieldlistBody, definitionService.removeFieldlistField, {
     summary: "Remove a field from a fieldlist of the record's extended definition",
     tags: tag("definition"),
   }),
@@ -230,22 +352,22 @@ export const recordsOperations = [
       root: str,
       components: t.Optional(t.Record(t.String(), t.Unknown())),
     }),
-    DEF.modifyLayout,
+    definitionService.modifyLayout,
     { summary: "Modify the layout of the record's extended definition", tags: tag("definition") },
   ),
-  operation("records/definition/layouts/components/create", component, DEF.createComponent, {
+  operation("records/definition/layouts/components/create", component, definitionService.createComponent, {
     summary: "Add a component to the extended definition's layout",
     tags: tag("definition"),
   }),
-  operation("records/definition/layouts/components/modify", component, DEF.modifyComponent, {
+  operation("records/definition/layouts/components/modify", component, definitionService.modifyComponent, {
     summary: "Modify a component of the extended definition's layout",
     tags: tag("definition"),
   }),
-  operation("records/definition/layouts/components/move", component, DEF.moveComponent, {
+  operation("records/definition/layouts/components/move", component, definitionService.moveComponent, {
     summary: "Move a component of the extended definition's layout into `parent`",
     tags: tag("definition"),
   }),
-  operation("records/definition/layouts/components/delete", component, DEF.deleteComponent, {
+  operation("records/definition/layouts/components/delete", component, definitionService.deleteComponent, {
     summary: "Delete a component (with its content) of the extended definition's layout",
     tags: tag("definition"),
   }),
@@ -257,6 +379,7 @@ export const recordsOperations = [
       summary: "One page of a selection (opaque page.cursor, stable under concurrent writes)",
       tags: tag("search and bulk"),
     },
+    { keepsShared: true },
   ),
   operation(
     "records/bulk/delete",

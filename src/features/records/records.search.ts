@@ -20,8 +20,7 @@ import {
   type FieldSpec,
   type FilterNode,
 } from "../../core/filter";
-import { LIST_TYPES, type FieldType } from "../schema/schema.types";
-import { rowsOf } from "../schema/items.service";
+import { LIST_TYPES, type FieldType, rowsOf } from "../schema/schema.api";
 import { db, DELETED, formsOf, recordsRead, rowsByIds } from "./records.service";
 import { SEARCH_SLOT_BITS, searchSlot, SHARED, type SchemaView } from "./values.service";
 
@@ -51,7 +50,7 @@ const quoteFts = (s: string) => `"${s.replace(/"/g, '""')}"`;
  * required terms, those holding a plain one. With more than one required term, each of `required`
  * must be in one of the record's two documents; none of `excluded` may be in either.
  */
-export type FtsQuery = { scored: string; required: string[]; excluded: string[] };
+type FtsQuery = { scored: string; required: string[]; excluded: string[] };
 
 export function ftsQuery(q: string): FtsQuery | undefined {
   const t = parseTerms(q.replace(/[\u0000-\u001f\u007f]/g, " ").slice(0, 1000));
@@ -226,7 +225,7 @@ export function recordsDomain(tx: Tx, projectGid: string, language: string) {
   );
 }
 
-export type BuiltSearch = { empty: boolean; where: string; params: unknown[]; fts?: FtsQuery; language: string };
+type BuiltSearch = { empty: boolean; where: string; params: unknown[]; fts?: FtsQuery; language: string };
 
 /** The search language: `language` (a project language) or the project's first. */
 function searchLanguage(view: SchemaView, language: unknown): string {
@@ -241,7 +240,7 @@ function searchLanguage(view: SchemaView, language: unknown): string {
  * nor `filter` → empty (the reference's rule). Deleted records are left out unless the filter
  * names `status`. A bad filter is a 400 naming where.
  */
-export function buildSearch(view: SchemaView, input: SearchInput, member = "filter"): BuiltSearch {
+function buildSearch(view: SchemaView, input: SearchInput, member = "filter"): BuiltSearch {
   const language = searchLanguage(view, input.language);
   if (input.q !== undefined && input.q !== null && typeof input.q !== "string")
     throw invalidParameter("q", { expected: "a string" });
@@ -278,7 +277,7 @@ function searchEngine<T>(run: () => T): T {
  * Matching record ids and gids, best first when ranked (all of them without a page: selections);
  * `total` counts every match, from the same pass over the index (a window count).
  */
-export function searchPage(
+function searchPage(
   tx: Tx,
   view: SchemaView,
   input: SearchInput,
@@ -317,7 +316,7 @@ export function searchItems(
 }
 
 /** How many records a search finds. */
-export function searchCount(tx: Tx, view: SchemaView, input: SearchInput): number {
+function searchCount(tx: Tx, view: SchemaView, input: SearchInput): number {
   const b = buildSearch(view, input);
   if (b.empty) return 0;
   const m = b.fts && matchesOf(b.fts, b.language, b.where, b.params);

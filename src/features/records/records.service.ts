@@ -1,3 +1,9 @@
+/*
+ * Longer than ~600 lines: the record tree's hot path (rows, forms and their cache, writes,
+ * ordering positions) shares the row columns, the forms cache and the schema view, measured together
+ * (bench/records). Its sections are marked below; splitting them into role-named files (rows, forms,
+ * positions) is the next step once records has one query file for its raw SQL.
+ */
 import type { Database } from "bun:sqlite";
 import type { Actor } from "../../core/actor";
 import { JsonText, withJsonText, type Answer } from "../../core/answer";
@@ -6,12 +12,9 @@ import { newGid, now } from "../../core/ids";
 import { sqliteOf, type Tx } from "../../db/connection";
 import { unitMemo, type ChangeLog } from "../../db/mutate";
 import type { Ctx, ProjectCreatedHook } from "../../platform/context";
-import { inProject } from "../members/access.service";
-import { getProject } from "../projects/projects.service";
-import { baseDefinitionIn } from "../schema/definitions.service";
-import { layoutOf, Out } from "../schema/copies.service";
-import { rowOf, schemaStamp, type Project } from "../schema/items.service";
-import { ALL_CHANNEL } from "../settings/settings.options";
+import { inProject, ALL_CHANNEL, getProject } from "../projects/projects.api";
+import { baseDefinitionIn, layoutOf, Out, rowOf, schemaStamp } from "../schema/schema.api";
+import type { Project } from "../projects/projects.api";
 import type { RecordChecks } from "./records.table";
 import {
   applyFields,
@@ -61,11 +64,12 @@ export type Rec = {
   updatedOn: number;
 };
 
-type Raw = Record<string, any>;
+/** A `records` row as bun:sqlite reads it with COLUMNS (snake_case, JSON columns as text): recOf makes a Rec of it. */
+type RecordRowText = Record<string, any>;
 export const COLUMNS =
   "id, gid, project_gid, parent, canonical, is_link, definition, treelevel, path, childcount, status, channels, vals, checks, created_on, updated_on";
 
-export function recOf(r: Raw): Rec {
+export function recOf(r: RecordRowText): Rec {
   const rec = {
     id: r.id,
     gid: r.gid,
@@ -136,7 +140,7 @@ function valsTextOf(rec: Rec): string | undefined {
 export const DELETED = "deleted";
 export const PUBLISHED = "published";
 /** The gap between neighbours of a fresh ordering; a move takes the midpoint of its new neighbours. */
-export const GAP = 1 << 24;
+const GAP = 1 << 24;
 
 export const db = (tx: Tx): Database => sqliteOf(tx);
 
@@ -197,7 +201,7 @@ export function recordRow(tx: Tx, projectGid: string, gid: unknown): Rec | undef
   if (typeof gid !== "string" || !gid) return undefined;
   const r = db(tx)
     .query(`SELECT ${COLUMNS} FROM records WHERE gid = ? AND +project_gid = ?`)
-    .get(gid, projectGid) as Raw | null;
+    .get(gid, projectGid) as RecordRowText | null;
   return r ? recOf(r) : undefined;
 }
 
@@ -219,14 +223,14 @@ export function rowsByGids(tx: Tx, projectGid: string, gids: string[]): Rec[] {
   return (
     db(tx)
       .query(`SELECT ${COLUMNS} FROM records WHERE gid IN (SELECT value FROM json_each(?)) AND +project_gid = ?`)
-      .all(JSON.stringify(gids), projectGid) as Raw[]
+      .all(JSON.stringify(gids), projectGid) as RecordRowText[]
   ).map(recOf);
 }
 
 export function rootRow(tx: Tx, projectGid: string): Rec | undefined {
   const r = db(tx)
     .query(`SELECT ${COLUMNS} FROM records WHERE project_gid = ? AND parent IS NULL ORDER BY id LIMIT 1`)
-    .get(projectGid) as Raw | null;
+    .get(projectGid) as RecordRowText | null;
   return r ? recOf(r) : undefined;
 }
 
@@ -236,7 +240,7 @@ export function descendants(tx: Tx, gid: string): Rec[] {
     db(tx)
       .query(`WITH RECURSIVE sub(gid) AS (SELECT gid FROM records WHERE parent = ?1 UNION ALL SELECT r.gid FROM records r JOIN sub ON r.parent = sub.gid)
               SELECT ${COLUMNS} FROM records WHERE gid IN (SELECT gid FROM sub) ORDER BY treelevel, id`)
-      .all(gid) as Raw[]
+      .all(gid) as RecordRowText[]
   ).map(recOf);
 }
 
@@ -244,7 +248,7 @@ export function descendants(tx: Tx, gid: string): Rec[] {
 // Forms
 
 /** Orderings of these records: record id → {ordering key: position}. */
-export function orderingsOf(tx: Tx, ids: number[], view: SchemaView): Map<number, Record<string, number>> {
+function orderingsOf(tx: Tx, ids: number[], view: SchemaView): Map<number, Record<string, number>> {
   const out = new Map<number, Record<string, number>>();
   if (!ids.length) return out;
   const rows = (
@@ -266,7 +270,7 @@ export function orderingsOf(tx: Tx, ids: number[], view: SchemaView): Map<number
 }
 
 /** Live (not deleted) links pointing at these canonical records: canonical gid → link gids. */
-export function backlinksOf(tx: Tx, gids: string[]): Map<string, string[]> {
+function backlinksOf(tx: Tx, gids: string[]): Map<string, string[]> {
   const out = new Map<string, string[]>();
   if (!gids.length) return out;
   // Sorted here, not by ORDER BY id: with it SQLite took 10-20 times as long for the usual answer, none.
@@ -292,7 +296,7 @@ export function backlinksOf(tx: Tx, gids: string[]): Map<string, string[]> {
   return out;
 }
 
-export type FormOptions = { languages: string[]; fields?: boolean; remember?: boolean };
+type FormOptions = { languages: string[]; fields?: boolean; remember?: boolean };
 
 /**
  * The title and `fields` of a record in one language depend only on its definition (the DefInfo
@@ -467,14 +471,14 @@ export function rebuildSearchIn(tx: Tx, project: Project): void {
   const view = new SchemaView(tx, project);
   const page = s.query(`SELECT ${COLUMNS} FROM records WHERE project_gid = ? AND id > ? ORDER BY id LIMIT 1000`);
   for (let after = 0; ; ) {
-    const recs = (page.all(project.gid, after) as Raw[]).map(recOf);
+    const recs = (page.all(project.gid, after) as RecordRowText[]).map(recOf);
     if (!recs.length) break;
     for (const r of recs) writeSearch(tx, view, r, true);
     after = recs.at(-1)!.id;
   }
 }
 
-export type NewRecord = {
+type NewRecord = {
   parent: Rec;
   definition: string;
   vals?: Vals;
@@ -525,7 +529,7 @@ export function insertRecordIn(tx: Tx, view: SchemaView, touch: Touch, n: NewRec
       JSON.stringify(checks),
       t,
       t,
-    ) as Raw;
+    ) as RecordRowText;
   const rec = recOf(raw);
   for (const o of view.options.orderedorderings) {
     const pos =
@@ -653,7 +657,7 @@ export function insertRecordsIn(
   return out;
 }
 
-export function bumpChildcount(tx: Tx, touch: Touch, parent: string | null, by: number): void {
+function bumpChildcount(tx: Tx, touch: Touch, parent: string | null, by: number): void {
   if (!parent || !by) return;
   db(tx)
     .query(
@@ -687,7 +691,7 @@ function renumber(tx: Tx, parent: string, ordering: string): void {
 }
 
 /** The key placing a record before `before` (a sibling gid) in an ordering; last when absent or not a sibling. */
-export function placePos(tx: Tx, parent: string, ordering: string, recordId: number, before: unknown): number {
+function placePos(tx: Tx, parent: string, ordering: string, recordId: number, before: unknown): number {
   if (typeof before !== "string" || !before) return lastPos(tx, parent, ordering, recordId);
   const s = db(tx);
   for (let attempt = 0; attempt < 2; attempt++) {
@@ -768,7 +772,7 @@ export function channelOf(view: SchemaView, v: unknown): string | undefined {
  * The project's root record, created on first use (by `records/root`, or by any caller through
  * here): status published, Base definition, every channel off but `__all__`.
  */
-export function ensureRootIn(tx: Tx, log: ChangeLog, view: SchemaView, touch: Touch): Rec {
+function ensureRootIn(tx: Tx, log: ChangeLog, view: SchemaView, touch: Touch): Rec {
   const found = rootRow(tx, view.projectGid);
   if (found) return found;
   const gid = newGid();
@@ -791,7 +795,7 @@ export function ensureRootIn(tx: Tx, log: ChangeLog, view: SchemaView, touch: To
       JSON.stringify(checks),
       t,
       t,
-    ) as Raw;
+    ) as RecordRowText;
   const rec = recOf(raw);
   writeSearch(tx, view, rec, true);
   touch.insert(gid);
@@ -866,7 +870,7 @@ export function getRecords(
   });
 }
 
-export const CHILDREN_PAGE = { size: 100, max: 1000 };
+const CHILDREN_PAGE = { size: 100, max: 1000 };
 
 /** `page.top`/`page.size` of a children-like call (400 on anything but whole numbers; size clamped). */
 export function pageOf(
@@ -988,11 +992,11 @@ export function rowsByIds(tx: Tx, projectGid: string, ids: number[]): Rec[] {
   if (!ids.length) return [];
   const raw = db(tx)
     .query(`SELECT ${COLUMNS} FROM records WHERE id IN (SELECT value FROM json_each(?)) AND +project_gid = ?`)
-    .all(JSON.stringify(ids), projectGid) as Raw[];
+    .all(JSON.stringify(ids), projectGid) as RecordRowText[];
   const m = new Map(raw.map((r) => [r.id as number, r]));
   return ids
     .map((i) => m.get(i))
-    .filter((r): r is Raw => !!r)
+    .filter((r): r is RecordRowText => !!r)
     .map(recOf);
 }
 
@@ -1054,7 +1058,7 @@ export function childDefinitionIn(tx: Tx, log: ChangeLog, view: SchemaView, pare
 }
 
 /** Creates a record as the last child of `parent` inside the caller's transaction. */
-export function createRecordIn(
+function createRecordIn(
   tx: Tx,
   log: ChangeLog,
   view: SchemaView,
@@ -1095,7 +1099,7 @@ export function createRecord(
 }
 
 /** The records kept in step with `rec`: its canonical and every link of that canonical. */
-export function linkGroup(tx: Tx, projectGid: string, rec: Rec): Rec[] {
+function linkGroup(tx: Tx, projectGid: string, rec: Rec): Rec[] {
   // Most records are alone: nothing else names them as canonical (counted on the index alone).
   if (
     !rec.isLink &&
@@ -1111,7 +1115,7 @@ export function linkGroup(tx: Tx, projectGid: string, rec: Rec): Rec[] {
       .query(
         `SELECT ${COLUMNS} FROM records WHERE canonical = ?2 AND +project_gid = ?1 UNION SELECT ${COLUMNS} FROM records WHERE gid = ?2 AND +project_gid = ?1 ORDER BY id`,
       )
-      .all(projectGid, rec.canonical) as Raw[]
+      .all(projectGid, rec.canonical) as RecordRowText[]
   ).map(recOf);
 }
 

@@ -3,7 +3,7 @@ import { parentPort, workerData } from "node:worker_threads";
 import { readWorkbook } from "./records.xlsx-reader";
 
 /**
- * The worker thread of an Excel import (started by excel.service.ts, `workbookEvents`): reads the
+ * The worker thread of an Excel import (started by import.service.ts, `workerEvents`): reads the
  * uploaded workbook with exceljs' streaming reader and posts its events (records.xlsx-reader.ts) to the
  * import, which applies the rows meanwhile. Flow control: at most `window` batches of rows are
  * posted ahead of the import; each `more` message from it allows one more. A read error is posted

@@ -1,8 +1,7 @@
 import type { Actor } from "../../core/actor";
 import type { Answer } from "../../core/answer";
 import type { Ctx } from "../../platform/context";
-import { layoutOf, Out } from "../schema/copies.service";
-import { rowsOf } from "../schema/items.service";
+import { layoutOf, Out, rowsOf } from "../schema/schema.api";
 import {
   childrenIn,
   db,
@@ -21,7 +20,7 @@ import {
  * the definitions the children use (all of them, not only this page's), with those definitions and
  * their layouts in `data`.
  */
-export const WORKSHEET_PAGE = { size: 20, max: 1000 };
+const WORKSHEET_PAGE = { size: 20, max: 1000 };
 
 export function getWorksheet(
   ctx: Ctx,

@@ -29,7 +29,7 @@ export type MetaInfo = {
   cols: { col: number; gid: string; key: string; path: string[] }[];
 };
 export type ReadEvent = { t: "meta"; meta: MetaInfo } | { t: "rows"; rows: RowIn[] } | { t: "end"; sawSheet: boolean };
-export type SheetReader = AsyncIterable<ExcelJS.Row> & { name: string };
+type SheetReader = AsyncIterable<ExcelJS.Row> & { name: string };
 
 /** Plain content of a cell (rich text joined, formulas by their result, hyperlinks by their text). */
 export function plain(v: ExcelJS.CellValue | undefined): unknown {

@@ -38,7 +38,7 @@ const cannot = (reason: string, info: Record<string, unknown> = {}) =>
   unprocessable("Can't work with this item", { reason, ...info });
 
 /** Recounts the live children of these parents (after status changes or removals) and reports them. */
-export function recount(tx: Tx, touch: Touch, parents: Iterable<string | null>): void {
+function recount(tx: Tx, touch: Touch, parents: Iterable<string | null>): void {
   const list = [...new Set([...parents].filter((p): p is string => !!p))];
   if (!list.length) return;
   const t = now();
@@ -195,14 +195,7 @@ export function copyOneIn(
 }
 
 /** Copies the live subtree below `src` under `copy` (same order in every ordering), in the caller's transaction. */
-export function copyDescendantsIn(
-  tx: Tx,
-  view: SchemaView,
-  touch: Touch,
-  src: Rec,
-  copy: Rec,
-  limit = Infinity,
-): number {
+function copyDescendantsIn(tx: Tx, view: SchemaView, touch: Touch, src: Rec, copy: Rec, limit = Infinity): number {
   const map = new Map<string, Rec>([[src.gid, copy]]);
   let n = 0;
   const s = db(tx);
@@ -222,7 +215,7 @@ export function copyDescendantsIn(
 }
 
 /** Inline deep copies up to this many records; larger subtrees are copied by a `copy_record` job. */
-export const COPY_INLINE_MAX = 2000;
+const COPY_INLINE_MAX = 2000;
 
 export function shallowCopy(
   ctx: Ctx,
@@ -380,7 +373,7 @@ function withSubtreeAndLinks(tx: Tx, rec: Rec): Rec[] {
 }
 
 /** A deleted record's places are filed under "-<parent>" (out of the live children's index). */
-export function fileOrderings(tx: Tx, rec: { id: number; parent: string | null }, deleted: boolean): void {
+function fileOrderings(tx: Tx, rec: { id: number; parent: string | null }, deleted: boolean): void {
   if (rec.parent)
     db(tx)
       .query("UPDATE record_orderings SET parent = ? WHERE record_id = ?")
@@ -463,7 +456,7 @@ export function undeleteRecord(
  * Removes a deleted record, its subtree and every link to them (live or not) for good, inside the
  * caller's transaction. Files of assets named in values are untouched. Returns how many went.
  */
-export function removeRecordIn(tx: Tx, _view: SchemaView, touch: Touch, rec: Rec): number {
+function removeRecordIn(tx: Tx, _view: SchemaView, touch: Touch, rec: Rec): number {
   const set = withSubtreeAndLinks(tx, rec);
   const gone = new Set(set.map((r) => r.gid));
   const del = db(tx).query("DELETE FROM records WHERE id = ?");
@@ -576,7 +569,7 @@ function allChildren(tx: Tx, parent: string, ordering?: string): string[] {
   return (rows as { gid: string }[]).map((r) => r.gid);
 }
 
-export const TREE_PAGE = { size: 100, max: 1000 };
+const TREE_PAGE = { size: 100, max: 1000 };
 const TREE_MAX = 1_000_000;
 
 /**

@@ -2,11 +2,18 @@ import type { z } from "zod";
 import { invalidParameter } from "../../core/errors";
 import { LANGUAGE_CODES } from "../../core/languages";
 import type { Tx } from "../../db/connection";
-import { assetsByGids } from "../assets/assets.service";
-import { rowOf, schemaStamp, valueContextOf, type Project } from "../schema/items.service";
-import { LIST_TYPES, valueSchema, type FieldLike, type FieldType } from "../schema/schema.types";
-import { definitionFields } from "../schema/definitions.service";
-import { projectOptions, type ProjectOptions } from "../settings/settings.options";
+import { assetsByGids } from "../assets/assets.api";
+import {
+  rowOf,
+  schemaStamp,
+  valueContextOf,
+  LIST_TYPES,
+  valueSchema,
+  type FieldLike,
+  type FieldType,
+  definitionFields,
+} from "../schema/schema.api";
+import { projectOptions, type Project, type ProjectOptions } from "../projects/projects.api";
 import type { RecordChecks, RecordRow } from "./records.table";
 
 /**
@@ -193,7 +200,7 @@ export const isEmpty = (v: unknown) =>
   (Array.isArray(v) && v.length === 0) ||
   (typeof v === "object" && !Array.isArray(v) && Object.keys(v as object).length === 0);
 
-export function emptyOf(f: FieldInfo): unknown {
+function emptyOf(f: FieldInfo): unknown {
   return LIST_TYPES.has(f.type) ? [] : null;
 }
 
@@ -442,8 +449,6 @@ export type ReportItem = {
   /** The check that failed, machine-readable (zod's issue members: expected, minimum, maximum, format...). */
   rule?: Record<string, unknown>;
 };
-
-export type FieldsInput = Record<string, unknown>;
 
 /**
  * Applies a `fields` input (language → field name or gid → value) to a copy of `vals`. Invalid

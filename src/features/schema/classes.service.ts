@@ -3,7 +3,7 @@ import type { Actor } from "../../core/actor";
 import type { Ctx } from "../../platform/context";
 import type { ChangeLog } from "../../db/mutate";
 import type { Tx } from "../../db/connection";
-import { inProject } from "../members/access.service";
+import { inProject } from "../projects/projects.api";
 import type { ValidationIssue } from "../../core/errors";
 import { clearMetadata, setMetadata, type MetadataInput } from "./fields.service";
 import {
@@ -175,7 +175,7 @@ export function ownerLifecycle<K extends Owner>(
   };
 }
 
-export type ClassInput = { name?: string; label?: unknown; fields?: string[]; layout?: string; metadata?: unknown };
+type ClassInput = { name?: string; label?: unknown; fields?: string[]; layout?: string; metadata?: unknown };
 
 function applyClassInput(tx: Tx, project: Project, cur: SchemaRow | null, input: ClassInput) {
   const issues: ValidationIssue[] = [];

@@ -6,7 +6,7 @@ import { newGid, now } from "../../core/ids";
 import type { Tx } from "../../db/connection";
 import type { ChangeLog } from "../../db/mutate";
 import type { Ctx, SchemaChange } from "../../platform/context";
-import { readProject } from "../members/access.service";
+import { readProject } from "../projects/projects.api";
 import {
   cannot,
   definitionsUsingClass,
@@ -164,7 +164,7 @@ export function getItems(
   });
 }
 
-export type NewItem = {
+type NewItem = {
   name: string;
   label?: Record<string, string>;
   metadata?: Record<string, unknown>;
@@ -195,7 +195,7 @@ export function insertItem(tx: Tx, log: ChangeLog, kind: Kind, projectGid: strin
   return row;
 }
 
-export type Patch = Partial<Pick<SchemaRow, "name" | "label" | "metadata" | "spec" | "original" | "isNew">>;
+type Patch = Partial<Pick<SchemaRow, "name" | "label" | "metadata" | "spec" | "original" | "isNew">>;
 
 export function updateItem(tx: Tx, log: ChangeLog, kind: Kind, row: SchemaRow, patch: Patch): SchemaRow {
   const t = TABLE[kind];
@@ -231,7 +231,7 @@ export function freeName(tx: Tx, kind: Kind, projectGid: string, base: string, e
 }
 
 /** 1001 when another committed item of the kind has the name (a working copy shares its original's). */
-export function requireUniqueName(tx: Tx, kind: Kind, projectGid: string, name: string, exceptGids: string[]): void {
+function requireUniqueName(tx: Tx, kind: Kind, projectGid: string, name: string, exceptGids: string[]): void {
   const t = TABLE[kind];
   const clash = tx
     .select({ gid: t.gid })
@@ -338,7 +338,7 @@ function pending(
 // Commits: how records (and anything else) follow a committed change, through `ctx.hooks.schemaCommitted`
 
 /** What a commit changes (src/platform/context.ts): the committed gid, its form before and after, who uses it. */
-export type SchemaCommit = SchemaChange;
+type SchemaCommit = SchemaChange;
 
 /** The ordered field gids of a definition spec: its own fields, then each class's (committed) fields; each once. */
 export function fieldListOfSpec(

@@ -3,9 +3,8 @@ import type { Actor } from "../../core/actor";
 import type { Ctx } from "../../platform/context";
 import type { Tx } from "../../db/connection";
 import type { ChangeLog } from "../../db/mutate";
-import { inProject } from "../members/access.service";
+import { inProject, projectOptions } from "../projects/projects.api";
 import type { ValidationIssue } from "../../core/errors";
-import { projectOptions } from "../settings/settings.options";
 import {
   changeLayout,
   committedFields,
@@ -34,7 +33,7 @@ import type { SchemaRow } from "./schema.table";
 import { editable, fieldListOfSpec, getItems, insertItem, updateItem } from "./copies.service";
 
 /** A definition's own members (besides name, label, metadata). */
-export type DefinitionSpec = {
+type DefinitionSpec = {
   classes: string[];
   fields: string[];
   titlefield: string | null;
@@ -86,7 +85,7 @@ export function baseDefinitionIn(tx: Tx, log: ChangeLog, projectGid: string): st
   return insertItem(tx, log, "definition", projectGid, { name: "base", label: {}, spec, isNew: false }).gid;
 }
 
-export type DefinitionInput = {
+type DefinitionInput = {
   name?: string;
   label?: unknown;
   classes?: string[];

@@ -2,9 +2,8 @@ import type { Answer } from "../../core/answer";
 import type { Actor } from "../../core/actor";
 import type { Ctx } from "../../platform/context";
 import type { Tx } from "../../db/connection";
-import { inProject } from "../members/access.service";
+import { inProject, projectOptions } from "../projects/projects.api";
 import { invalidParameter, type ValidationIssue } from "../../core/errors";
-import { projectOptions } from "../settings/settings.options";
 import { checkOptions, checkValue, FIELD_TYPES, isFieldType, LIST_TYPES, type FieldType } from "./schema.types";
 import {
   metadataDict,
@@ -38,7 +37,7 @@ import {
 } from "./copies.service";
 
 /** The members of a field that `fields/create` and `fields/modify` accept. */
-export type FieldInput = {
+type FieldInput = {
   name?: string;
   type?: string;
   /** The members below are checked here, each wrong one listed in one 1001 report. */
@@ -61,7 +60,7 @@ export type FieldSpec = {
 };
 
 /** The empty value of a type: what `initial` holds when nothing was given. */
-export function emptyValue(type: string): unknown {
+function emptyValue(type: string): unknown {
   if (type === "text" || type === "textline" || type === "barcode") return "";
   if (LIST_TYPES.has(type as FieldType)) return [];
   return null;

@@ -2,8 +2,8 @@ import { invalidParameter, unprocessable, validationFailed, type ValidationIssue
 import { sqliteOf, type Tx } from "../../db/connection";
 import type { Action, ChangeLog } from "../../db/mutate";
 import type { Ctx, SchemaKind } from "../../platform/context";
-import type { ProjectAccess } from "../members/access.service";
-import { projectOptions } from "../settings/settings.options";
+import type { Project } from "../projects/projects.api";
+import { projectOptions } from "../projects/projects.api";
 import { classes, definitions, fields, layouts, type SchemaRow, type SchemaTable } from "./schema.table";
 import { fromSnapshot, schemaGeneration } from "./schema.generation";
 
@@ -15,7 +15,8 @@ import { fromSnapshot, schemaGeneration } from "./schema.generation";
  * API keys).
  */
 
-export type Project = ProjectAccess["project"];
+/** The project row (the projects feature's one `Project` type), as the schema's files take it. */
+export type { Project };
 /** A schema item row (other features name the type through here, not the table file). */
 export type { SchemaRow };
 
@@ -42,7 +43,7 @@ export const NOUN: Record<Kind, string> = {
 };
 
 /** A row's place in the working-copy life: committed, a working copy of a committed item, or new. */
-export type ItemState = "committed" | "working_copy" | "new";
+type ItemState = "committed" | "working_copy" | "new";
 export const stateOf = (r: SchemaRow): ItemState => (r.original ? "working_copy" : r.isNew ? "new" : "committed");
 export const isCommitted = (r: SchemaRow) => stateOf(r) === "committed";
 
@@ -450,7 +451,7 @@ export function nestedClassOf(field: SchemaRow | undefined): string | undefined 
  * Every class reachable from `classGid` (itself included) through the class fields of committed
  * classes; `fieldsOverride` replaces one class's field list (a working copy being checked).
  */
-export function classReach(
+function classReach(
   tx: Tx,
   projectGid: string,
   classGid: string,

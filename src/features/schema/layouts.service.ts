@@ -3,7 +3,7 @@ import type { Actor } from "../../core/actor";
 import type { Ctx } from "../../platform/context";
 import type { ChangeLog } from "../../db/mutate";
 import type { Tx } from "../../db/connection";
-import { inProject, readProject } from "../members/access.service";
+import { inProject, readProject } from "../projects/projects.api";
 import { missing, unprocessable, type ValidationIssue } from "../../core/errors";
 import { newGid } from "../../core/ids";
 import { cannot, mustGet, nameIssues, orFail, rowsOf, snapshotValue } from "./items.service";
@@ -27,8 +27,8 @@ import { editable, layoutOf, Out, updateItem } from "./copies.service";
 export type Component = { type: string; name?: string; options?: Record<string, unknown>; content?: string[] };
 export type LayoutSpec = { root: string; components: Record<string, Component> };
 
-export const CONTAINER_TYPES = new Set(["vertical", "horizontal", "tabs", "tab", "section"]);
-export const COMPONENT_TYPES = new Set([...CONTAINER_TYPES, "field", "text"]);
+const CONTAINER_TYPES = new Set(["vertical", "horizontal", "tabs", "tab", "section"]);
+const COMPONENT_TYPES = new Set([...CONTAINER_TYPES, "field", "text"]);
 
 /** A fresh layout: an empty vertical root. */
 export function newLayoutSpec(): LayoutSpec {
@@ -59,7 +59,7 @@ function componentIssues(_gid: string, c: unknown, at: string): ValidationIssue[
 }
 
 /** A whole layout checked: the root exists and is a container, content names components once, no cycles, tabs hold tabs. */
-export function layoutIssues(spec: { root?: unknown; components?: unknown }): ValidationIssue[] {
+function layoutIssues(spec: { root?: unknown; components?: unknown }): ValidationIssue[] {
   const out: ValidationIssue[] = [];
   if (!isObject(spec.components))
     return [{ field: "components", rule: "type", message: "an object of component gids to components" }];

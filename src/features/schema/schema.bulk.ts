@@ -4,11 +4,11 @@ import { ApiError } from "../../core/errors";
 import { pageSelection, resolveSelection } from "../../core/selection";
 import type { Ctx } from "../../platform/context";
 import type { JobKind } from "../../platform/jobs/runner";
-import { inProject } from "../members/access.service";
-import { getUser } from "../users/users.service";
-import * as C from "./classes.service";
-import * as D from "./definitions.service";
-import * as F from "./fields.service";
+import { inProject } from "../projects/projects.api";
+import { getUser } from "../users/users.api";
+import * as classService from "./classes.service";
+import * as definitionService from "./definitions.service";
+import * as fieldService from "./fields.service";
 import { entriesAnswer, entriesOfSelection, schemaSelection, type SchemaItemType } from "./schema.search";
 
 /**
@@ -32,15 +32,31 @@ type One = (
 ) => Answer;
 
 const SERVICES: Record<BulkOp, Record<SchemaItemType, One>> = {
-  commit: { field: F.commitField, class: C.commitClass, definition: D.commitDefinition },
-  revert: { field: F.revertField, class: C.revertClass, definition: D.revertDefinition },
-  save_as_new: { field: F.saveAsNewField, class: C.saveAsNewClass, definition: D.saveAsNewDefinition },
-  copy: { field: F.copyField, class: C.copyClass, definition: D.copyDefinition },
-  delete: { field: F.deleteField, class: C.deleteClass, definition: D.deleteDefinition },
+  commit: {
+    field: fieldService.commitField,
+    class: classService.commitClass,
+    definition: definitionService.commitDefinition,
+  },
+  revert: {
+    field: fieldService.revertField,
+    class: classService.revertClass,
+    definition: definitionService.revertDefinition,
+  },
+  save_as_new: {
+    field: fieldService.saveAsNewField,
+    class: classService.saveAsNewClass,
+    definition: definitionService.saveAsNewDefinition,
+  },
+  copy: { field: fieldService.copyField, class: classService.copyClass, definition: definitionService.copyDefinition },
+  delete: {
+    field: fieldService.deleteField,
+    class: classService.deleteClass,
+    definition: definitionService.deleteDefinition,
+  },
 };
 
 /** The job kind of a bulk operation, named like the records' and assets' (`bulk_<op>_records`). */
-export const bulkKind = (op: BulkOp) => `bulk_${op}_schema`;
+const bulkKind = (op: BulkOp) => `bulk_${op}_schema`;
 /** The kind's name before 2026.11 (`schema.bulk.<op>`): still run, so a job queued before an upgrade finishes after it. */
 const formerKind = (op: BulkOp) => `schema.bulk.${op}`;
 

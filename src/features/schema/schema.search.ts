@@ -23,9 +23,7 @@ import {
 import type { SelectionItem, SelectionResolver } from "../../core/selection";
 import { sqliteOf, type Tx } from "../../db/connection";
 import type { Ctx } from "../../platform/context";
-import { inProject } from "../members/access.service";
-import { getProject } from "../projects/projects.service";
-import { projectOptions } from "../settings/settings.options";
+import { inProject, getProject, projectOptions } from "../projects/projects.api";
 import { rowsOf } from "./items.service";
 import type { SchemaRow } from "./schema.table";
 import { Out } from "./copies.service";
@@ -42,7 +40,7 @@ const SEARCHED: SchemaItemType[] = ["definition", "class", "field"];
 const KIND_INDEX: Record<SchemaItemType, number> = { definition: 0, class: 1, field: 2 };
 
 /** A stable integer key across the three tables (row id × 4 + kind), for selection paging. */
-export const selectionId = (type: SchemaItemType, row: { id: number }) => row.id * 4 + KIND_INDEX[type];
+const selectionId = (type: SchemaItemType, row: { id: number }) => row.id * 4 + KIND_INDEX[type];
 
 export type Entry = { type: SchemaItemType; row: SchemaRow };
 
@@ -290,12 +288,6 @@ export const schemaSelection: SelectionResolver = {
     }));
   },
 };
-
-/** The type and row of a selected item (its id says which table). */
-export function entryOfSelection(tx: Tx, projectGid: string, item: SelectionItem): Entry | undefined {
-  const type = SEARCHED[item.id % 4];
-  return type ? entriesOf(tx, projectGid, [{ type, gid: item.gid }])[0] : undefined;
-}
 
 /** The entries of selected items, in selection order. */
 export function entriesOfSelection(tx: Tx, projectGid: string, items: SelectionItem[]): Entry[] {

@@ -1,8 +1,7 @@
 import type { Tx } from "../../db/connection";
 import type { ChangeLog } from "../../db/mutate";
 import type { LanguageHook, SettingRemovedHook } from "../../platform/context";
-import { getProject } from "../projects/projects.service";
-import { projectOptions } from "../settings/settings.options";
+import { getProject, projectOptions } from "../projects/projects.api";
 import { updateItem } from "./copies.service";
 import { KINDS, rowsOf, type Kind, type SchemaRow } from "./items.service";
 

@@ -56,7 +56,7 @@ const listBounds = { min_items: count.optional(), max_items: count.optional() };
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 
 /** True for a real calendar date written YYYY-MM-DD. */
-export function isDate(v: string): boolean {
+function isDate(v: string): boolean {
   const m = DATE.exec(v);
   if (!m) return false;
   const d = new Date(Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3])));
@@ -140,7 +140,7 @@ export function checkOptions(
 export type FieldLike = { gid?: string; name: string; type: string; options: Record<string, unknown> };
 
 /** How nested class values find the fields of their class (committed fields, in class order). */
-export type ValueContext = { classFields?: (classGid: string) => FieldLike[] | undefined };
+type ValueContext = { classFields?: (classGid: string) => FieldLike[] | undefined };
 
 const MAX_DEPTH = 8;
 

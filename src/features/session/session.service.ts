@@ -2,20 +2,32 @@ import { lastingAnswer, type Answer } from "../../core/answer";
 import { actorOf, type Actor } from "../../core/actor";
 import type { DB, Tx } from "../../db/connection";
 import { largeUntilChanged, mutate, readOnly, untilChanged } from "../../db/mutate";
-import { userOfKey } from "../apikeys/apikeys.service";
-import { mayAccessProject, readProject } from "../members/access.service";
+import { userOfKey } from "../apikeys/apikeys.api";
+import {
+  mayAccessProject,
+  readProject,
+  getProject,
+  projectsOwnedBy,
+  membershipFull,
+  membershipShort,
+  projectFull,
+  projectShort,
+} from "../projects/projects.api";
 import type { Ctx } from "../../platform/context";
-import { getProject, projectsOwnedBy } from "../projects/projects.service";
 import { permissionDenied } from "../../core/errors";
 import { LANGUAGES } from "../../core/languages";
 import { VERSION } from "../../version";
-import { membershipFull, membershipShort } from "../members/members.forms";
-import { projectFull, projectShort } from "../projects/projects.forms";
-import { userFull, userShort } from "../users/users.forms";
-import { membershipsOf, membershipsWithUsers, projectMemberRows, SEEN_BY_MEMBERS } from "../members/members.service";
-import { getUser, verifyLogin, type User } from "../users/users.service";
-import { getMembership, hasActiveMembership, type Membership } from "../members/members.service";
-import { currentCursor } from "../sync/sync.service";
+import { userFull, userShort, getUser, verifyLogin, type User } from "../users/users.api";
+import {
+  membershipsOf,
+  membershipsWithUsers,
+  projectMemberRows,
+  SEEN_BY_MEMBERS,
+  getMembership,
+  hasActiveMembership,
+  type Membership,
+} from "../members/members.api";
+import { currentCursor } from "../../db/cursor";
 
 /**
  * The user a verified token of (`sub`, token version `tv`) still stands for: an active account
@@ -57,7 +69,7 @@ export function arrivalLook(
  * the user, its projects with roles, the users it shares projects with and the memberships.
  * Projects it owns are listed in any state; projects it joined only while active.
  */
-export function globalInit(tx: Tx, userGid: string) {
+export function globalInit(ctx: Pick<Ctx, "hooks">, tx: Tx, userGid: string) {
   const me = getUser(tx, userGid);
   if (!me) throw permissionDenied();
   const mine = membershipsOf(tx, userGid).filter(
@@ -69,7 +81,7 @@ export function globalInit(tx: Tx, userGid: string) {
   const ccMembers: unknown[] = [];
   const activeGids: string[] = [];
   for (const { m, p } of mine) {
-    ccProjects[p.gid] = projectFull(tx, p);
+    ccProjects[p.gid] = projectFull(ctx, tx, p);
     ccMembers.push(membershipFull(m));
     if (m.status === "active") {
       userProjects[p.gid] = m.roles;
@@ -121,7 +133,7 @@ export function projectInit(ctx: Pick<Ctx, "hooks">, tx: Tx, userGid: string, pr
   const project = member ? getProject(tx, projectGid) : undefined;
   let projectMembers: string[] = [];
   if (project) {
-    ccProjects[project.gid] = projectFull(tx, project);
+    ccProjects[project.gid] = projectFull(ctx, tx, project);
     const isOwner = project.owner === userGid;
     for (const { m, u } of projectMemberRows(tx, project.gid, isOwner ? undefined : SEEN_BY_MEMBERS)) {
       const full = isOwner || u.gid === userGid;
@@ -167,23 +179,23 @@ async function session(ctx: Pick<Ctx, "tokens">, user: User, a: Answer): Promise
 /** `GET /api/init`: the actor's global init payload, kept until the next write as the project one (projectInitOf). */
 export function globalInitOf(ctx: Ctx, actor: Actor): Answer {
   return readOnly(ctx.db, (tx) =>
-    largeUntilChanged(ctx.db, `global init ${actor.userGid}`, () => lastingAnswer(globalInit(tx, actor.userGid))),
+    largeUntilChanged(ctx.db, `global init ${actor.userGid}`, () => lastingAnswer(globalInit(ctx, tx, actor.userGid))),
   );
 }
 
 /** `/api/login`: username and password; the global init payload and a JWT. 403 `Unknown user` for any failure. */
 export async function logIn(ctx: Ctx, input: { username: string; password: string }): Promise<Session> {
   const user = await verifyLogin(ctx.db, input.username, input.password);
-  return session(ctx, user, globalInit(ctx.db, user.gid));
+  return session(ctx, user, globalInit(ctx, ctx.db, user.gid));
 }
 
 /** A session of `user` (signup, password reset): the global init payload and a JWT. */
 export function sessionOf(
   ctx: Ctx,
   user: User,
-  init: (tx: Tx, userGid: string) => Answer = globalInit,
+  init: (ctx: Pick<Ctx, "hooks">, tx: Tx, userGid: string) => Answer = globalInit,
 ): Promise<Session> {
-  return session(ctx, user, init(ctx.db, user.gid));
+  return session(ctx, user, init(ctx, ctx.db, user.gid));
 }
 
 /**

@@ -6,10 +6,16 @@ import { isLanguage } from "../../core/languages";
 import type { Tx } from "../../db/connection";
 import type { ChangeLog } from "../../db/mutate";
 import type { Ctx } from "../../platform/context";
-import { inProject, type ProjectWork } from "../members/access.service";
-import { projectFull } from "../projects/projects.forms";
-import { updateProject, type Project } from "../projects/projects.service";
-import { ALL_CHANNEL, projectOptions, type ProjectOptions } from "./settings.options";
+import {
+  inProject,
+  type ProjectWork,
+  projectFull,
+  updateProject,
+  type Project,
+  ALL_CHANNEL,
+  projectOptions,
+  type ProjectOptions,
+} from "../projects/projects.api";
 
 /**
  * Project settings (issue 10, docs/settings.md): the project's languages, channels, orderings and
@@ -37,8 +43,17 @@ function saveOptions(tx: Tx, log: ChangeLog, project: Project, options: ProjectO
 }
 
 /** The answer of a settings change: result `project` (plus `extra`), data the project's full form. */
-function changed(tx: Tx, p: Project, extra: Record<string, unknown> = {}, data: Record<string, unknown> = {}): Answer {
-  return { result: { ...extra, project: p.gid }, data: { "cc.projects": { [p.gid]: projectFull(tx, p) }, ...data } };
+function changed(
+  ctx: Pick<Ctx, "hooks">,
+  tx: Tx,
+  p: Project,
+  extra: Record<string, unknown> = {},
+  data: Record<string, unknown> = {},
+): Answer {
+  return {
+    result: { ...extra, project: p.gid },
+    data: { "cc.projects": { [p.gid]: projectFull(ctx, tx, p) }, ...data },
+  };
 }
 
 /** Runs a settings change of an active project as a member. */
@@ -99,7 +114,7 @@ export function addLanguage(ctx: Ctx, actor: Actor, projectGid: string, input: {
       });
     const p = saveOptions(tx, log, project, { ...o, languages: [...o.languages, input.language] });
     for (const hook of ctx.hooks.languageAdded) hook(ctx, tx, log, projectGid, input.language);
-    return changed(tx, p, {}, schemaData(ctx, tx, projectGid));
+    return changed(ctx, tx, p, {}, schemaData(ctx, tx, projectGid));
   });
 }
 
@@ -114,8 +129,9 @@ export function moveLanguage(
     if (!o.languages.includes(input.language)) throw invalid("language", "Not a language of the project");
     if (input.before_language !== undefined && !o.languages.includes(input.before_language))
       throw invalid("before_language", "Not a language of the project");
-    if (input.before_language === input.language) return changed(tx, project);
+    if (input.before_language === input.language) return changed(ctx, tx, project);
     return changed(
+      ctx,
       tx,
       saveOptions(tx, log, project, { ...o, languages: moved(o.languages, input.language, input.before_language) }),
     );
@@ -146,8 +162,8 @@ export function removeLanguage(
     const keep = input.remove_values !== true;
     let removed = 0;
     for (const hook of ctx.hooks.languageRemoved) removed += hook(ctx, tx, log, projectGid, input.language, keep);
-    if (keep) return changed(tx, p, {}, schemaData(ctx, tx, projectGid));
-    return changed(tx, p, { removed_values: removed }, schemaData(ctx, tx, projectGid));
+    if (keep) return changed(ctx, tx, p, {}, schemaData(ctx, tx, projectGid));
+    return changed(ctx, tx, p, { removed_values: removed }, schemaData(ctx, tx, projectGid));
   });
 }
 
@@ -178,7 +194,7 @@ export function createEntry(
     const { dict, order } = kindOf(kind);
     const key = newGid();
     const p = saveOptions(tx, log, project, { ...o, [dict]: { ...o[dict], [key]: name }, [order]: [...o[order], key] });
-    return changed(tx, p, { [kind]: key });
+    return changed(ctx, tx, p, { [kind]: key });
   });
 }
 
@@ -194,7 +210,7 @@ export function renameEntry(
     const key = entry(o, kind, input[kind]);
     const name = nameOf(input.name);
     const { dict } = kindOf(kind);
-    return changed(tx, saveOptions(tx, log, project, { ...o, [dict]: { ...o[dict], [key]: name } }));
+    return changed(ctx, tx, saveOptions(tx, log, project, { ...o, [dict]: { ...o[dict], [key]: name } }));
   });
 }
 
@@ -210,9 +226,9 @@ export function moveEntry(
     const key = entry(o, kind, input[kind]);
     const beforeMember = `before_${kind}`;
     const before = input[beforeMember] === undefined ? undefined : entry(o, kind, input[beforeMember], beforeMember);
-    if (before === key) return changed(tx, project);
+    if (before === key) return changed(ctx, tx, project);
     const { order } = kindOf(kind);
-    return changed(tx, saveOptions(tx, log, project, { ...o, [order]: moved(o[order], key, before) }));
+    return changed(ctx, tx, saveOptions(tx, log, project, { ...o, [order]: moved(o[order], key, before) }));
   });
 }
 
@@ -244,6 +260,6 @@ export function deleteEntry(
       [order]: o[order].filter((k) => !keys.includes(k)),
     });
     for (const key of keys) for (const hook of ctx.hooks.settingRemoved) hook(ctx, tx, log, projectGid, kind, key);
-    return changed(tx, p);
+    return changed(ctx, tx, p);
   });
 }

@@ -1,7 +1,7 @@
 import { ApiError, permissionDenied } from "../../core/errors";
 import type { Tx } from "../../db/connection";
-import { projectAccess } from "../members/access.service";
-import { tokenHolder } from "../session/session.service";
+import { projectAccess } from "../projects/projects.api";
+import { tokenHolder } from "../session/session.api";
 
 /** Why a sync socket may no longer receive data: its token (disconnect) or its project (unsubscribe). */
 export type AccessLoss = { scope: "token" | "project"; error: ApiError };

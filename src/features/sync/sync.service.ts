@@ -1,14 +1,15 @@
 import { and, asc, eq, gt, inArray, lte, max } from "drizzle-orm";
 import { now } from "../../core/ids";
-import { readMeta, writeMeta } from "../../db/meta";
+import { writeMeta } from "../../db/meta";
+import { currentCursor, retainedFloor } from "../../db/cursor";
 import type { Ctx } from "../../platform/context";
-import { preparedOnce, type Tx } from "../../db/connection";
+import type { Tx } from "../../db/connection";
 import type { SyncItem } from "../../db/mutate";
 import { changeAudience, changes } from "../../db/changelog.table";
 import type { Answer } from "../../core/answer";
 import type { Actor } from "../../core/actor";
 import { missing } from "../../core/errors";
-import { projectAccess } from "../members/access.service";
+import { projectAccess } from "../projects/projects.api";
 
 export const REINIT_WARNING = "Cursor is older than the retained change log: re-initialise";
 const LIMIT_WARNING =
@@ -26,27 +27,6 @@ function toItem(r: Row): SyncItem {
     data: r.data ?? null,
   };
 }
-
-/** The highest cursor whose items have been pruned (0 when nothing was pruned). */
-function retainedFloor(tx: Tx): number {
-  return Number(readMeta(tx, "changes.floor") ?? 0);
-}
-
-/**
- * The newest cursor of the change log (0 when nothing was ever written). Cursors are global and
- * only increase; when retention pruned every item, the pruned floor is still the current cursor
- * (else clients would be handed a cursor older than the retained log and told to re-initialise).
- */
-export function currentCursor(tx: Tx): number {
-  const top = newestCursor(tx).get()?.c ?? 0;
-  return Math.max(top, retainedFloor(tx));
-}
-const newestCursor = preparedOnce((tx) =>
-  tx
-    .select({ c: max(changes.cursor) })
-    .from(changes)
-    .prepare(),
-);
 
 /** `cc` items after `cursor` that the user may see, oldest first. */
 function ccItemsAfter(tx: Tx, userGid: string, cursor: number, limit: number): SyncItem[] {
@@ -73,7 +53,7 @@ function projectItemsAfter(tx: Tx, projectGid: string, cursor: number, limit: nu
     .map(toItem);
 }
 
-export type SyncRequest = { ccCursor?: number; project?: string; cursor?: number };
+type SyncRequest = { ccCursor?: number; project?: string; cursor?: number };
 
 /**
  * Items after the given cursors that the user may see, in cursor order, at most `limit`. A
@@ -152,7 +132,7 @@ export function pruneChangeLog(ctx: Ctx): string {
           "DELETE FROM changes WHERE cursor IN (SELECT cursor FROM changes WHERE cursor <= ? LIMIT 5000) RETURNING cursor",
         )
         .all(top) as unknown[];
-      if (Number(readMeta(tx, "changes.floor") ?? 0) < top) writeMeta(tx, "changes.floor", String(top));
+      if (retainedFloor(tx) < top) writeMeta(tx, "changes.floor", String(top));
       return rows.length;
     });
     pruned += n;

@@ -1,20 +1,23 @@
+/*
+ * Longer than ~600 lines on purpose: one class, the Socket.IO server, whose connection state (per
+ * socket, per user, the outbound budget) every handler shares; its parts are its methods.
+ */
 import { Server as Engine } from "@socket.io/bun-engine";
 import type { Server as BunServer, ServerWebSocket, WebSocketHandler } from "bun";
 import { websocket as elysiaWebsocket } from "elysia/ws";
 import { Server as IoServer, type Socket } from "socket.io";
 import type { Ctx } from "../../platform/context";
-import type { SyncItem } from "../../db/mutate";
+import type { SyncItem, Published } from "../../db/mutate";
 import { authenticate, type Caller } from "../../http/auth";
 import { actorOf, type Actor } from "../../core/actor";
 import { readCappedBytes } from "../../http/body-limits";
 import { Cors } from "../../http/cors";
 import { errorBody, errorResponse } from "../../http/envelope";
 import { ApiError } from "../../core/errors";
-import { getProject } from "../projects/projects.service";
-import { currentCursor } from "./sync.service";
+import { getProject } from "../projects/projects.api";
+import { currentCursor } from "../../db/cursor";
 import { REINIT_WARNING, syncItems } from "./sync.service";
 import { syncAccessLoss, type AccessLoss } from "./sync.access";
-import type { Published } from "../../db/mutate";
 import { parseInitsync, type InitsyncRequest } from "./sync.initsync";
 // Where the Socket.IO service listens (spec 4.4): SYNC_PATH.
 import { isSyncRequest, SYNC_PATH, syncWebsocketLimits } from "./sync.endpoint";
@@ -59,7 +62,7 @@ type Session = {
 };
 
 /** What a dropped client is told, as far as it still reads (then it is disconnected). */
-export const DROPPED = "Sync connection dropped";
+const DROPPED = "Sync connection dropped";
 
 /** Bytes of one engine packet's data as it goes on the wire (close enough for budgets). */
 function packetBytes(data: unknown): number {

@@ -5,7 +5,6 @@ import { users } from "./users.table";
 import { forbidden, unprocessable, validationFailed, type ValidationIssue } from "../../core/errors";
 import { newGid, now } from "../../core/ids";
 import { isLanguage, isTimezone } from "../../core/languages";
-import { canSeeUser, userAudience } from "../members/access.service";
 import type { Answer } from "../../core/answer";
 import type { Actor } from "../../core/actor";
 import { readOnly } from "../../db/mutate";
@@ -76,7 +75,7 @@ export function hashPassword(password: string): Promise<string> {
   return Bun.password.hash(password, { algorithm: "argon2id" });
 }
 
-export type NewPerson = {
+type NewPerson = {
   username: string;
   email: string;
   passwordHash: string;
@@ -111,8 +110,11 @@ export function createPerson(tx: Tx, log: ChangeLog, input: NewPerson): User {
   return row;
 }
 
-/** Updates columns of a user and writes `cc.users` UPDATE for everybody who sees it. */
-export function updateUser(tx: Tx, log: ChangeLog, gid: string, set: Partial<User>): User {
+/**
+ * Updates columns of a user and writes `cc.users` UPDATE for everybody who sees it (the user and
+ * its co-members: `hooks.userAudience`, which the projects feature, owner of the memberships, gives).
+ */
+export function updateUser(ctx: Pick<Ctx, "hooks">, tx: Tx, log: ChangeLog, gid: string, set: Partial<User>): User {
   const row = tx
     .update(users)
     .set({ ...set, updatedOn: now() })
@@ -120,15 +122,15 @@ export function updateUser(tx: Tx, log: ChangeLog, gid: string, set: Partial<Use
     .returning()
     .get();
   if (!row) throw unprocessable("User not found");
-  log.cc("UPDATE", "cc.users", gid, userAudience(tx, gid));
+  log.cc("UPDATE", "cc.users", gid, ctx.hooks.userAudience?.(tx, gid) ?? [gid]);
   return row;
 }
 
 /** Sets a new password: bumps the token version so every older JWT stops working. */
-export function setPassword(tx: Tx, log: ChangeLog, gid: string, passwordHash: string): User {
+export function setPassword(ctx: Pick<Ctx, "hooks">, tx: Tx, log: ChangeLog, gid: string, passwordHash: string): User {
   const u = getUser(tx, gid);
   if (!u) throw unprocessable("User not found");
-  return updateUser(tx, log, gid, { passwordHash, tokenVersion: u.tokenVersion + 1 });
+  return updateUser(ctx, tx, log, gid, { passwordHash, tokenVersion: u.tokenVersion + 1 });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -139,7 +141,8 @@ export function userInfo(ctx: Ctx, actor: Actor, input: { user: string }): Answe
   // A read: one read transaction, without a write's change log and wrappers.
   return readOnly(ctx.db, (tx) => {
     const target = getUser(tx, input.user);
-    if (!target || !canSeeUser(tx, actor, target.gid)) throw unprocessable("No info for this user");
+    if (!target || !(ctx.hooks.userVisible?.(tx, actor, target.gid) ?? target.gid === actor.userGid))
+      throw unprocessable("No info for this user");
     const form = target.gid === actor.userGid ? userFull(target) : userShort(target);
     return { result: { user: target.gid }, data: { "cc.users": { [target.gid]: form } } };
   });

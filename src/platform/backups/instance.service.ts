@@ -28,22 +28,22 @@ const FORMAT = "apis-instance-backup";
 /** Top-level names of the data folder never put in an archive nor replaced by a restore. */
 const KEEP_OUT = new Set(["backups", "tmp", "apis.pid", "apis.db", "apis.db-wal", "apis.db-shm", "apis.db-journal"]);
 
-export type InstanceEntry = { path: string; size: number; sha256: string };
-export type InstanceManifest = {
+type InstanceEntry = { path: string; size: number; sha256: string };
+type InstanceManifest = {
   format: string;
   apis_version: string;
   schema: string;
   created_on: number;
   entries: InstanceEntry[];
 };
-export type OnProgress = (done: number, total: number) => void;
+type OnProgress = (done: number, total: number) => void;
 
 function instanceBackupsDir(dataDir: string): string {
   return join(dataDir, "backups", "instance");
 }
 
 /** Archives made by the schedule start with this; only they are pruned. */
-export const SCHEDULED_PREFIX = "apis-scheduled-";
+const SCHEDULED_PREFIX = "apis-scheduled-";
 
 function defaultName(prefix = "apis-"): string {
   const d = new Date();
@@ -183,7 +183,7 @@ export async function createInstanceBackup(
   }
 }
 
-export type VerifyResult = { manifest: InstanceManifest; problems: string[] };
+type VerifyResult = { manifest: InstanceManifest; problems: string[] };
 
 /**
  * Reads the whole archive: every entry's sha256 against the manifest, nothing missing or extra,
@@ -338,7 +338,7 @@ export async function restoreInstanceBackup(
   }
 }
 
-export type ArchiveListing = { file: string; name: string; size: number; modified: number };
+type ArchiveListing = { file: string; name: string; size: number; modified: number };
 
 /** Archives in `<data>/backups/instance/`, newest first. */
 export function listInstanceBackups(dataDir: string): ArchiveListing[] {
@@ -351,31 +351,6 @@ export function listInstanceBackups(dataDir: string): ArchiveListing[] {
       return { file: join(dir, n), name: basename(n), size: st.size, modified: st.mtimeMs / 1000 };
     })
     .sort((a, b) => b.modified - a.modified);
-}
-
-/** Project backups recorded in a data folder's database (read-only, safe beside a running server). */
-export function listProjectBackups(dataDir: string) {
-  const file = join(dataDir, "apis.db");
-  if (!existsSync(file)) return [];
-  const db = new Database(file, { readonly: true });
-  try {
-    db.exec("PRAGMA busy_timeout = 5000");
-    return db
-      .query("SELECT gid, project_gid, name, status, size, scheduled, created_on FROM backups ORDER BY created_on DESC")
-      .all() as {
-      gid: string;
-      project_gid: string;
-      name: string;
-      status: string;
-      size: number;
-      scheduled: number;
-      created_on: number;
-    }[];
-  } catch {
-    return [];
-  } finally {
-    db.close();
-  }
 }
 
 /**

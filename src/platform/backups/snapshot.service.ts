@@ -58,9 +58,9 @@ const SYNC_TYPES: Record<string, string> = {
   modules: "name",
 };
 
-export type TableEntry = { columns: string[]; rows: number; file: string; sha256: string; size: number };
-export type FileEntry = { path: string; size: number; sha256: string };
-export type Manifest = {
+type TableEntry = { columns: string[]; rows: number; file: string; sha256: string; size: number };
+type FileEntry = { path: string; size: number; sha256: string };
+type Manifest = {
   format: typeof FORMAT;
   format_version: number;
   apis_version: string;
@@ -94,7 +94,7 @@ function tableNames(db: Database): string[] {
  * `memberships` rows do (an API user exists for one project only), so a backup holds them and a
  * restore puts them back, name and token version included. Kept in the manifest as table `users`.
  */
-export const API_USERS_TABLE = "users";
+const API_USERS_TABLE = "users";
 const API_USERS_WHERE = "kind = 'api' AND gid IN (SELECT user_gid FROM apikeys WHERE project_gid = ?)";
 
 /** The tables a project backup holds, with the WHERE column selecting the project's rows. */
@@ -364,7 +364,7 @@ function syncTypeOf(db: Database, table: string): { dataType: string; key: strin
   return undefined;
 }
 
-export type RestoreOutcome = { rows: number; skipped: Record<string, number>; missing_tables: string[] };
+type RestoreOutcome = { rows: number; skipped: Record<string, number>; missing_tables: string[] };
 
 /**
  * Puts the project's rows back to the snapshot, inside the caller's transaction: deletes the

@@ -136,7 +136,7 @@ export class TarWriter {
   }
 }
 
-export type TarEntry = { name: string; size: number; mtime: number; mode: number };
+type TarEntry = { name: string; size: number; mtime: number; mode: number };
 type Sink = (chunk: Buffer) => Promise<void> | void;
 
 /**

@@ -19,7 +19,7 @@ import {
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 
-export interface EmbeddedLibrary {
+interface EmbeddedLibrary {
   /** path of the embedded file inside the executable (`import x from "..." with { type: "file" }`) */
   embedded: string;
   /** file name to write, which is the library's soname (e.g. libvips-cpp.so.8.18.7) */

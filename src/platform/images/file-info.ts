@@ -9,7 +9,7 @@ const fileTypeFromFile = (path: string) => import("file-type").then((m) => m.fil
 const fileTypeFromBuffer = (head: Uint8Array) => import("file-type").then((m) => m.fileTypeFromBuffer(head));
 
 /** What an uploaded file is, decided from its content (the client's name only picks among text types). */
-export type FileInfo = {
+type FileInfo = {
   type: "file" | "image";
   /** Lowercase, no dot, [a-z0-9]{1,10}. */
   extension: string;

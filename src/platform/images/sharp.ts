@@ -32,8 +32,3 @@ export function whenSharpLoads(configure: (s: Sharp) => void): void {
   if (loaded) configure(loaded);
   else waiting.push(configure);
 }
-
-/** Whether sharp (and libvips) has been loaded by this process yet. */
-export function sharpLoaded(): boolean {
-  return loaded !== undefined;
-}

@@ -59,27 +59,31 @@ export interface JobQueue {
   withProjectsStopped<T>(projectGids: readonly string[], fn: () => T): Promise<T>;
 }
 
-/** The owner of a project, read by name: the queue sits below the features and their tables. */
-function projectOwner(tx: Tx, projectGid: string): string | undefined {
-  const row = sqliteOf(tx).query("SELECT owner FROM projects WHERE gid = ?").get(projectGid) as {
-    owner: string;
-  } | null;
-  return row?.owner;
-}
+/** A project's owner (`hooks.projectOwner` of the context, from the projects feature). */
+export type ProjectOwner = (tx: Tx, projectGid: string) => string | undefined;
 
-/** Who sees a job's sync items: its starter and the owner of its project. */
-function audienceOf(tx: Tx, j: Job): string[] {
+/**
+ * Who sees a job's sync items: its starter and the owner of its project (`ownerOf`: `hooks.projectOwner`,
+ * from the projects feature: the queue sits below the features and reads none of their tables).
+ */
+function audienceOf(ownerOf: ProjectOwner | undefined, tx: Tx, j: Job): string[] {
   const out = new Set<string>();
   if (j.userGid) out.add(j.userGid);
   if (j.projectGid) {
-    const owner = projectOwner(tx, j.projectGid);
+    const owner = ownerOf?.(tx, j.projectGid);
     if (owner) out.add(owner);
   }
   return [...out];
 }
 
 /** Writes a job change and its `jobs` sync item (action UPDATE) in the caller's transaction. */
-export function writeJob(tx: Tx, log: ChangeLog, token: string, set: Partial<Job>): Job {
+export function writeJob(
+  ownerOf: ProjectOwner | undefined,
+  tx: Tx,
+  log: ChangeLog,
+  token: string,
+  set: Partial<Job>,
+): Job {
   const j = tx
     .update(jobs)
     .set({ ...set, updatedOn: now() })
@@ -87,12 +91,12 @@ export function writeJob(tx: Tx, log: ChangeLog, token: string, set: Partial<Job
     .returning()
     .get();
   if (!j) throw new Error(`job ${token} vanished`);
-  log.cc("UPDATE", "jobs", j.token, audienceOf(tx, j), jobObject(j));
+  log.cc("UPDATE", "jobs", j.token, audienceOf(ownerOf, tx, j), jobObject(j));
   return j;
 }
 
 /** Inserts a queued job and its first sync item in the caller's transaction; returns the token. */
-export function insertJob(tx: Tx, log: ChangeLog, spec: EnqueueSpec): string {
+export function insertJob(ownerOf: ProjectOwner | undefined, tx: Tx, log: ChangeLog, spec: EnqueueSpec): string {
   const t = now();
   const j = tx
     .insert(jobs)
@@ -109,7 +113,7 @@ export function insertJob(tx: Tx, log: ChangeLog, spec: EnqueueSpec): string {
     })
     .returning()
     .get();
-  log.cc("UPDATE", "jobs", j.token, audienceOf(tx, j), jobObject(j));
+  log.cc("UPDATE", "jobs", j.token, audienceOf(ownerOf, tx, j), jobObject(j));
   return j.token;
 }
 
@@ -168,4 +172,9 @@ export function pruneJobs(tx: Tx, before: number): number {
     .where(and(inArray(jobs.status, ["done", "rejected"]), lt(jobs.updatedOn, before)))
     .returning({ t: jobs.token })
     .all().length;
+}
+
+/** How many jobs wait for a worker (the health check shows it). */
+export function queuedJobCount(tx: Tx): number {
+  return (sqliteOf(tx).query("SELECT count(*) AS n FROM jobs WHERE status = 'queued'").get() as { n: number }).n;
 }

@@ -90,7 +90,7 @@ export class JobInterrupted extends Error {
   }
 }
 
-export const PROGRESS_INTERVAL_MS = 250;
+const PROGRESS_INTERVAL_MS = 250;
 /** How long a permanent deletion waits for its project's running jobs to stop. */
 const STOP_FOR_DELETE_MS = 30_000;
 const IDLE_POLL_MS = 1000;
@@ -145,7 +145,7 @@ export class JobRunner implements JobQueue {
   enqueue(spec: EnqueueSpec): string {
     if (!this.kinds.has(spec.kind)) throw new Error(`unknown job kind ${spec.kind}`);
     return mutate(this.ctx.db, this.ctx.hub, (tx, log) => {
-      const token = insertJob(tx, log, spec);
+      const token = insertJob(this.ctx.hooks.projectOwner, tx, log, spec);
       afterCommit(this.ctx.db, () => this.wake());
       return token;
     });
@@ -255,10 +255,17 @@ export class JobRunner implements JobQueue {
       mutate(this.ctx.db, this.ctx.hub, (tx, log) => {
         if (j.attempts >= max) {
           const error = "Interrupted too many times";
-          const r = writeJob(tx, log, j.token, { status: "rejected", info: { ...j.info, error }, finishedOn: now() });
+          const r = writeJob(this.ctx.hooks.projectOwner, tx, log, j.token, {
+            status: "rejected",
+            info: { ...j.info, error },
+            finishedOn: now(),
+          });
           kind?.onRejected?.(tx, log, r, error);
         } else {
-          writeJob(tx, log, j.token, { status: "queued", info: { ...j.info, requeued: true } });
+          writeJob(this.ctx.hooks.projectOwner, tx, log, j.token, {
+            status: "queued",
+            info: { ...j.info, requeued: true },
+          });
         }
       });
       this.ctx.log.warn(`job ${j.token} (${j.kind}) was interrupted; ${j.attempts >= max ? "rejected" : "re-queued"}`);
@@ -317,7 +324,7 @@ export class JobRunner implements JobQueue {
       if (!kind) {
         // Kinds come from code; a job of a kind this build no longer has can never run.
         mutate(this.ctx.db, this.ctx.hub, (tx, log) =>
-          writeJob(tx, log, q.token, {
+          writeJob(this.ctx.hooks.projectOwner, tx, log, q.token, {
             status: "rejected",
             info: { ...q.info, error: `Unknown job kind ${q.kind}` },
             finishedOn: now(),
@@ -331,7 +338,12 @@ export class JobRunner implements JobQueue {
         const cur = getJob(tx, q.token);
         if (!cur || cur.status !== "queued") return undefined;
         const { requeued: _r, ...info } = cur.info ?? {};
-        return writeJob(tx, log, q.token, { status: "processing", info, attempts: cur.attempts + 1, startedOn: now() });
+        return writeJob(this.ctx.hooks.projectOwner, tx, log, q.token, {
+          status: "processing",
+          info,
+          attempts: cur.attempts + 1,
+          startedOn: now(),
+        });
       });
       if (!claimed) continue;
       if (lock) this.locks.add(lock);
@@ -354,7 +366,7 @@ export class JobRunner implements JobQueue {
       const info = { ...reporter.info, ...(extra ?? {}) };
       if (typeof info.total === "number") info.remaining = 0;
       mutate(this.ctx.db, this.ctx.hub, (tx, log) =>
-        writeJob(tx, log, job.token, { status: "done", info, finishedOn: now() }),
+        writeJob(this.ctx.hooks.projectOwner, tx, log, job.token, { status: "done", info, finishedOn: now() }),
       );
     } catch (err) {
       reporter.finish();
@@ -363,7 +375,7 @@ export class JobRunner implements JobQueue {
           // Its project is being deleted (the row goes with it); the starter is told why it ended.
           mutate(this.ctx.db, this.ctx.hub, (tx, log) => {
             if (getJob(tx, job.token))
-              writeJob(tx, log, job.token, {
+              writeJob(this.ctx.hooks.projectOwner, tx, log, job.token, {
                 status: "rejected",
                 info: { ...reporter.info, error: "The project is being deleted" },
                 finishedOn: now(),
@@ -372,7 +384,10 @@ export class JobRunner implements JobQueue {
           this.ctx.log.info(`job ${job.token} (${job.kind}) stopped: its project is being deleted`);
         } else if (err instanceof JobInterrupted || (abort.signal.aborted && this.stopping)) {
           mutate(this.ctx.db, this.ctx.hub, (tx, log) =>
-            writeJob(tx, log, job.token, { status: "queued", info: { ...reporter.info, requeued: true } }),
+            writeJob(this.ctx.hooks.projectOwner, tx, log, job.token, {
+              status: "queued",
+              info: { ...reporter.info, requeued: true },
+            }),
           );
           this.ctx.log.info(`job ${job.token} (${job.kind}) interrupted by shutdown; re-queued`);
         } else {
@@ -382,7 +397,7 @@ export class JobRunner implements JobQueue {
               error: String((err as Error)?.stack ?? err),
             });
           mutate(this.ctx.db, this.ctx.hub, (tx, log) => {
-            const r = writeJob(tx, log, job.token, {
+            const r = writeJob(this.ctx.hooks.projectOwner, tx, log, job.token, {
               status: "rejected",
               info: { ...reporter.info, ...e },
               finishedOn: now(),
@@ -482,7 +497,9 @@ class Reporter implements Progress {
       // The final state is written with the configured durability (the runner's own write).
       // (Inside a caller's open transaction the write joins it, with that transaction's durability.)
       withoutSync(this.ctx.db, this.ctx.config.sqliteSynchronous, () =>
-        mutate(this.ctx.db, this.ctx.hub, (tx, log) => writeJob(tx, log, this.job.token, { info: { ...this.info } })),
+        mutate(this.ctx.db, this.ctx.hub, (tx, log) =>
+          writeJob(this.ctx.hooks.projectOwner, tx, log, this.job.token, { info: { ...this.info } }),
+        ),
       );
     } catch (err) {
       this.ctx.log.warn(`job ${this.job.token}: progress not written`, { error: String(err) });

@@ -16,10 +16,10 @@ export type Housekeeping = {
   /** The cron pattern (5 or 6 fields, server local time), usually read from a setting. */
   schedule: (config: Config) => string;
   /** Does the work; returns a short summary for the log and `apis jobs list`. */
-  run: (ctx: Ctx) => Promise<string | void> | string | void;
+  run: (ctx: Ctx, options?: { dryRun?: boolean }) => Promise<string | void> | string | void;
 };
 
-export type LastRun = { at: number; ok: boolean; summary: string; ms: number };
+type LastRun = { at: number; ok: boolean; summary: string; ms: number };
 
 const metaKey = (name: string) => `housekeeping.${name}`;
 
@@ -53,7 +53,7 @@ export async function runHousekeeping(ctx: Ctx, task: Housekeeping): Promise<Las
   return run;
 }
 
-export type ScheduleListing = {
+type ScheduleListing = {
   name: string;
   describe: string;
   schedule: string;

@@ -2,6 +2,7 @@ import { close, closeSync, fsync, fsyncSync, mkdirSync, open, openSync, renameSy
 import { dirname, join } from "node:path";
 import type { Ctx } from "../context";
 import { badRequest } from "../../core/errors";
+import { blobKey } from "./blobs";
 
 /**
  * Where asset originals live: `<project dir>/originals/<storage name>`, the storage name being
@@ -25,6 +26,13 @@ export function storageName(gid: string, version: number, extension: string): st
 export function parseStorageName(name: string): StorageNameParts | undefined {
   const m = STORAGE_NAME.exec(name);
   return m ? { gid: m[1]!, version: Number(m[2]), extension: m[3]! } : undefined;
+}
+
+/** The blob key of an original (`files/projects/<project>/originals/<storage name>`); a name that is not a strict storage name is a 400. */
+export function originalKey(projectGid: string, name: string): string {
+  if (!STORAGE_NAME.test(name))
+    throw badRequest("Invalid storage pathname", { "Invalid parameter": "storage pathname", value: name });
+  return blobKey("files", "projects", projectGid, "originals", name);
 }
 
 /** The folder of a project's originals (created on demand). */

@@ -1,28 +1,42 @@
 import { mkdirSync } from "node:fs";
 import { join, resolve, sep } from "node:path";
 import { badRequest } from "../../core/errors";
+import type { BlobStore } from "./blobs";
+import { FileBlobStore } from "./file-store";
 
 /**
  * Where files live under the data folder. Every project-owned file is below `projectDir(gid)`, so a
  * project's backup and permanent deletion take one folder.
  */
 export class Storage {
-  constructor(readonly dataDir: string) {}
+  /** Where the stored files go (the data folder by default; `--storage`). */
+  readonly blobs: BlobStore;
+
+  constructor(
+    readonly dataDir: string,
+    blobs?: BlobStore,
+  ) {
+    this.blobs = blobs ?? new FileBlobStore(dataDir);
+  }
 
   get database() {
     return join(this.dataDir, "apis.db");
   }
+  /** The folder of the stored files when the store is a folder (the data folder's `files/` by default). */
+  get files() {
+    return this.blobs.localPath("files") ?? join(this.dataDir, "files");
+  }
   get avatars() {
-    return this.ensure(join(this.dataDir, "files", "avatars"));
+    return this.ensure(join(this.files, "avatars"));
   }
   get icons() {
-    return this.ensure(join(this.dataDir, "files", "icons"));
+    return this.ensure(join(this.files, "icons"));
   }
   get outbox() {
     return this.ensure(join(this.dataDir, "outbox"));
   }
   get backups() {
-    return this.ensure(join(this.dataDir, "backups"));
+    return this.ensure(this.blobs.localPath("backups") ?? join(this.dataDir, "backups"));
   }
   get tmp() {
     return this.ensure(join(this.dataDir, "tmp"));
@@ -30,7 +44,7 @@ export class Storage {
 
   /** The folder of one project's files (originals, media, ...). */
   projectDir(projectGid: string): string {
-    return this.inside(join(this.dataDir, "files", "projects"), projectGid);
+    return this.inside(join(this.files, "projects"), projectGid);
   }
 
   /** Joins `name` under `dir`, refusing anything that would leave `dir`. */

@@ -10,7 +10,7 @@ import { filterToSql, makeDomain, parseFilter, pgSqlText } from "../../../src/co
 import { closeDatabase, migrate, openDatabase, type DB } from "../../../src/db/connection";
 import { migratePg } from "../../../src/db/pg/migrate";
 import { assetNamesLikePg, recordMatchesPg, recordSearchPagePg } from "../../../src/db/pg/search";
-import { searchPage } from "../../../src/features/records/records.search";
+import { searchItems } from "../../../src/features/records/records.search";
 import { searchSlot, type SchemaView } from "../../../src/features/records/values.service";
 import { freshDatabase, pgAvailable } from "../../helpers/pg-cluster";
 
@@ -161,7 +161,7 @@ describe.skipIf(!pgAvailable)("records search on PostgreSQL", () => {
     const differences: string[] = [];
     let found = 0;
     for (const x of QUERIES) {
-      const want = searchPage(lite, view(), { q: x.q, language: x.language, filter: x.filter }).items.map((i) => i.gid);
+      const want = searchItems(lite, view(), { q: x.q, language: x.language, filter: x.filter }).map((i) => i.gid);
       const got = await pgHits(x);
       if (want.length) found++;
       if (JSON.stringify([...got].sort()) !== JSON.stringify([...want].sort()))
@@ -174,7 +174,7 @@ describe.skipIf(!pgAvailable)("records search on PostgreSQL", () => {
   test("a title hit ranks above a body hit on PostgreSQL too", async () => {
     // r7's title holds "rack"; nothing else does: and "leather" only in r1's body. "shoe rack": r7 first.
     expect((await pgHits({ q: "rack shoe" }))[0]).toBe("r7");
-    const sqliteFirst = searchPage(lite, view(), { q: "rack shoe" }).items[0]!.gid;
+    const sqliteFirst = searchItems(lite, view(), { q: "rack shoe" })[0]!.gid;
     expect(sqliteFirst).toBe("r7");
   });
 

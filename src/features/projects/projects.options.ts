@@ -2,6 +2,8 @@
  * The project's settings as stored in `projects.options` (JSON), normalized: what a project made
  * before any setting was touched has the defaults below. The languages/channels/orderings/
  * fieldlists endpoints write these members; the schema and records read them through here.
+ * They are a column of the project's row, so they live with the projects feature (the settings
+ * feature, above it, edits them; a new project starts with `newProjectOptions`).
  */
 
 export type ProjectOptions = {
@@ -69,7 +71,7 @@ export function projectOptions(
 }
 
 /** The main channel, ordering and fieldlist names a new project starts with (as the reference's). */
-export const DEFAULT_NAMES = {
+const DEFAULT_NAMES = {
   channel: "Main channel",
   ordering: "Main ordering",
   fieldlist: "Main fieldlist",

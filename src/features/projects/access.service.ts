@@ -4,8 +4,7 @@ import type { Actor } from "../../core/actor";
 import { preparedOnce, sqliteOf, type Tx } from "../../db/connection";
 import { inUnit, mutate, readOnly, unitMemo, untilChanged, type ChangeLog } from "../../db/mutate";
 import type { Ctx } from "../../platform/context";
-import { projects } from "../projects/projects.table";
-import { memberships } from "./members.table";
+import { memberships, projects, type ProjectRow } from "./projects.table";
 
 /**
  * The access checks of every project feature and the one helper that runs a project operation:
@@ -13,7 +12,7 @@ import { memberships } from "./members.table";
  * row and the actor's membership) and who sees which sync items (the audiences).
  */
 
-type Project = typeof projects.$inferSelect;
+type Project = ProjectRow;
 type Membership = typeof memberships.$inferSelect;
 
 /** Membership statuses that make a user part of a project's audience. */
@@ -87,7 +86,8 @@ export function inProject<T>(
 }
 
 /** What a read-only project operation runs with: its read transaction (the check has passed). */
-export type ProjectRead = { tx: Tx; isOwner: boolean };
+/** What a read-only project operation gets (readProject): its read transaction and whether the actor owns the project. */
+export type ProjectReading = { tx: Tx; isOwner: boolean };
 
 /**
  * The facts of the project rules alone (the project's owner and status, the actor's membership
@@ -120,7 +120,7 @@ export function readProject<T>(
   actor: Actor,
   projectGid: string,
   need: ProjectNeed,
-  fn: (work: ProjectRead) => T,
+  fn: (work: ProjectReading) => T,
 ): T {
   if (inUnit(ctx.db)) return inProject(ctx, actor, projectGid, need, fn);
   return readOnly(ctx.db, (tx) => {

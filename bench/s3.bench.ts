@@ -1,0 +1,172 @@
+/**
+ * Files in S3 (issue 37.8): Apis with `--storage s3://...` on a throw-away radosgw
+ * (scripts/ceph-s3.sh) against the same operations done directly with Bun's S3Client in the same
+ * run, one at a time, in alternating rounds:
+ *
+ * - uploads (the DAM bench's image set, and one 64 MB file): `POST .../assets/upload` (received
+ *   into tmp/, hashed, sniffed, uploaded, row committed) against `S3Client.write` of the same file;
+ * - uncached transforms (a new key each time): `/dam/.../transform` against reading the original
+ *   from the bucket, the same sharp resize, and writing the output to the bucket;
+ * - media GETs of a transformed file: `/media/...` proxied from the bucket against `S3Client` reading
+ *   the same object.
+ *
+ * The data-folder rows of the same operations are the `dam` section's (bench/dam.bench.ts).
+ */
+import { S3Client } from "bun";
+import { writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import sharp from "sharp";
+import { images, multipart, startApis, timed, upload } from "./dam.bench";
+import { removeDir, tempDir, type BenchResult, type Row } from "./harness";
+
+const SCRIPT = resolve(import.meta.dir, "../scripts/ceph-s3.sh");
+const BUCKET = "apis-bench";
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
+const TRANSFORMS = 8;
+const GETS = 100;
+const round = (n: number, d = 2) => Math.round(n * 10 ** d) / 10 ** d;
+
+export async function run(): Promise<BenchResult> {
+  const dir = join(tempDir("apis-bench-ceph-"), "cluster");
+  const start = Bun.spawn(["sh", SCRIPT, "start", dir, BUCKET], { stdout: "pipe", stderr: "pipe", stdin: "ignore" });
+  const out = await new Response(start.stdout).text();
+  if ((await start.exited) !== 0) throw new Error(`ceph-s3.sh: ${await new Response(start.stderr).text()}`);
+  const vars = new Map(
+    out
+      .trim()
+      .split("\n")
+      .map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)] as const),
+  );
+  const endpoint = vars.get("S3_ENDPOINT")!;
+  const accessKeyId = vars.get("S3_ACCESS_KEY")!;
+  const secretAccessKey = vars.get("S3_SECRET_KEY")!;
+  const s3 = new S3Client({ endpoint, accessKeyId, secretAccessKey, bucket: BUCKET, region: "us-east-1" });
+  const data = tempDir();
+  const work = tempDir("apis-bench-files-");
+  let apis: Awaited<ReturnType<typeof startApis>> | undefined;
+  try {
+    apis = await startApis(data, [
+      "--storage",
+      `s3://${BUCKET}/apis`,
+      "--s3-endpoint",
+      endpoint,
+      "--s3-access-key-id",
+      accessKeyId,
+      "--s3-secret-access-key",
+      secretAccessKey,
+    ]);
+    const { child, auth, project } = apis;
+    const sources = await images();
+    const big = join(work, "big.bin");
+    writeFileSync(
+      big,
+      Buffer.alloc(64 * 2 ** 20, 7).map((_, i) => (i * 2654435761) >>> 24),
+    );
+    const set = await Promise.all(sources.map((s, i) => multipart(s.file, `s3-${i}.jpg`)));
+    const bigBody = await multipart(big, "big.bin");
+    const setBytes = sources.reduce((n, s) => n + s.bytes, 0);
+    let n = 0;
+    // Warm-up: one of each side.
+    const pathnames = [];
+    for (const m of set) pathnames.push(await upload(child.url, project, auth, m));
+    for (const s of sources) await s3.write(`direct/warm-${n++}`, Bun.file(s.file));
+
+    let apiSet = 0;
+    let directSet = 0;
+    let apiBig = 0;
+    let directBig = 0;
+    for (let r = 0; r < ROUNDS; r++) {
+      for (const m of set) apiSet += await timed(() => upload(child.url, project, auth, m));
+      for (const s of sources) directSet += await timed(() => s3.write(`direct/set-${n++}`, Bun.file(s.file)));
+      apiBig += await timed(() => upload(child.url, project, auth, bigBody));
+      directBig += await timed(() =>
+        s3.write(`direct/big-${n++}`, Bun.file(big), { partSize: 8 * 2 ** 20, queueSize: 4 }),
+      );
+    }
+
+    // Uncached transforms of the first image: a new key each time on both sides.
+    const src = pathnames[0]!;
+    const srcKey = `apis/files/projects/${project}/originals/${src}`;
+    let apiTransform = 0;
+    let directTransform = 0;
+    for (let i = 0; i < TRANSFORMS; i++) {
+      apiTransform += await timed(async () => {
+        const r = await fetch(`${child.url}/dam/p/${project}/transform/${src}/fit=400,300/type=jpg/key=b${i}`, {
+          headers: { authorization: auth },
+        });
+        if (!r.ok) throw new Error(`transform: ${r.status} ${await r.text()}`);
+        await r.arrayBuffer();
+      });
+      directTransform += await timed(async () => {
+        const input = await s3.file(srcKey).bytes();
+        const output = await sharp(input).rotate().resize(400, 300, { fit: "inside" }).jpeg().toBuffer();
+        await s3.write(`direct/t-${i}.jpg`, output);
+      });
+    }
+
+    // Media GETs of one transformed file, through Apis (proxied) and straight from the bucket.
+    const made = await fetch(`${child.url}/dam/p/${project}/transform/${src}/fit=400,300/type=jpg/key=media`, {
+      headers: { authorization: auth },
+    }).then((r) => r.json() as Promise<any>);
+    const url: string = made.result.public_url;
+    const mediaKey = `apis/files/projects/${project}/media/${url.split("/").pop()}`;
+    let apiGet = 0;
+    let directGet = 0;
+    for (let r = 0; r < ROUNDS; r++) {
+      apiGet += await timed(async () => {
+        for (let i = 0; i < GETS; i++) await (await fetch(url)).arrayBuffer();
+      });
+      directGet += await timed(async () => {
+        for (let i = 0; i < GETS; i++) await s3.file(mediaKey).bytes();
+      });
+    }
+    const mb = (b: number) => b / 2 ** 20;
+    const rows: Row[] = [
+      {
+        metric: `S3: upload, image set (${sources.length} files, ${round(mb(setBytes), 1)} MB)`,
+        value: round((ROUNDS * mb(setBytes)) / apiSet, 1),
+        unit: "MB/s",
+        ceiling: round((ROUNDS * mb(setBytes)) / directSet, 1),
+        ratio: round(directSet / apiSet),
+        target: "ratio ≥ 0.8",
+      },
+      {
+        metric: "S3: upload, one 64 MB file",
+        value: round((ROUNDS * 64) / apiBig, 1),
+        unit: "MB/s",
+        ceiling: round((ROUNDS * 64) / directBig, 1),
+        ratio: round(directBig / apiBig),
+        target: "ratio ≥ 0.8",
+      },
+      {
+        metric: "S3: uncached transform (fit 400x300 jpg)",
+        value: round((apiTransform / TRANSFORMS) * 1000, 1),
+        unit: "ms each",
+        ceiling: round((directTransform / TRANSFORMS) * 1000, 1),
+        ratio: round(directTransform / apiTransform),
+        target: "ratio ≥ 0.8",
+      },
+      {
+        metric: "S3: media GET of a transformed file (one at a time)",
+        value: round((ROUNDS * GETS) / apiGet, 0),
+        unit: "req/s",
+        ceiling: round((ROUNDS * GETS) / directGet, 0),
+        ratio: round(directGet / apiGet),
+        target: "ratio ≥ 0.8",
+      },
+    ];
+    return {
+      name: "s3",
+      rows,
+      notes: [
+        `radosgw of a one-node Ceph (memstore OSD) on this machine (scripts/ceph-s3.sh); ${ROUNDS} alternating rounds; ceiling: the same operation done directly with Bun's S3Client in the same run (upload: S3Client.write of the same file; transform: read the original from the bucket, the same sharp resize, write the output; media: S3Client reading the same object). Data-folder rows of the same operations: the dam section.`,
+        "Apis's upload on S3 receives the file into tmp/ (hashed, sniffed, EXIF read) and uploads it after the body has arrived, so its time is about the receiving plus the direct upload. The transform's source is read from the bucket once and kept in tmp/dam-sources/ (the direct side reads it every time). A media GET is a stat and a read of the store (two round trips) against one read directly.",
+      ],
+    };
+  } finally {
+    await apis?.child.stop();
+    await Bun.spawn(["sh", SCRIPT, "stop", dir]).exited;
+    removeDir(data);
+    removeDir(work);
+  }
+}

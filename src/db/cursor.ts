@@ -1,0 +1,30 @@
+import { max } from "drizzle-orm";
+import { changes } from "./changelog.table";
+import { preparedOnce, type Tx } from "./connection";
+import { readMeta } from "./meta";
+
+/**
+ * The change log's cursors, read by the session's inits (`cc.cursor`) and by sync alike: they are
+ * the change log's (db/), not one feature's, so neither feature imports the other for them.
+ */
+
+/** The highest cursor whose items have been pruned (0 when nothing was pruned). */
+export function retainedFloor(tx: Tx): number {
+  return Number(readMeta(tx, "changes.floor") ?? 0);
+}
+
+/**
+ * The newest cursor of the change log (0 when nothing was ever written). Cursors are global and
+ * only increase; when retention pruned every item, the pruned floor is still the current cursor
+ * (else clients would be handed a cursor older than the retained log and told to re-initialise).
+ */
+export function currentCursor(tx: Tx): number {
+  const top = newestCursor(tx).get()?.c ?? 0;
+  return Math.max(top, retainedFloor(tx));
+}
+const newestCursor = preparedOnce((tx) =>
+  tx
+    .select({ c: max(changes.cursor) })
+    .from(changes)
+    .prepare(),
+);

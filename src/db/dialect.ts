@@ -1,0 +1,63 @@
+import type { SQL } from "drizzle-orm";
+
+/**
+ * The named helpers for SQL that differs between databases (issue 38 item 4; the list of inline
+ * uses they replace is in docs/async-data-layer.md, "Dialect"). A feature builds its queries with
+ * drizzle's `sql` and these helpers, never with inline `json_each`, `MATCH`, `bm25`, `INSERT OR`,
+ * `COLLATE NOCASE` or `rowid`; src/db/sqlite/dialect.ts is SQLite's, a PostgreSQL one is issue 39.
+ *
+ * Every helper takes and gives drizzle `SQL` fragments (values stay bound parameters); a raw
+ * statement turns a fragment into text and parameters with `toQuery` (src/db/sqlite/dialect.ts).
+ * JSON paths are written in one portable form: a list of keys and array indexes (`["a", 0, "b"]`),
+ * which each dialect spells its own way (`'$.a[0].b'`, `'{a,0,b}'`).
+ */
+export type JsonPath = readonly (string | number)[];
+
+export interface Dialect {
+  readonly name: "sqlite" | "postgres";
+  /** The JSON value at `path` in `doc`, as SQL's scalar (text, number, NULL) for scalars. */
+  jsonValue(doc: SQL, path: JsonPath): SQL;
+  /** The JSON at `path` in `doc`, kept as JSON (objects and arrays, for nesting). */
+  jsonAt(doc: SQL, path: JsonPath): SQL;
+  /** The JSON type name at `path`: `object`, `array`, `text`, `integer`, `real`, `true`, `false`, `null`; NULL when absent. */
+  jsonType(doc: SQL, path?: JsonPath): SQL;
+  /**
+   * A table source of the members of the JSON array or object `doc`, aliased `alias`, with columns
+   * `alias.key` (index or name) and `alias.value` (scalar as SQL scalar, else JSON).
+   */
+  jsonEach(doc: SQL, alias: string): SQL;
+  /** Whether the JSON array `doc` holds the scalar `value`. */
+  jsonArrayHas(doc: SQL, value: SQL): SQL;
+  /** Aggregate: a JSON array of `value` over the group. */
+  jsonGroupArray(value: SQL): SQL;
+  /** Aggregate: a JSON object of `key` → `value` over the group. */
+  jsonGroupObject(key: SQL, value: SQL): SQL;
+  /** `doc` without the member at `path`. */
+  jsonRemove(doc: SQL, path: JsonPath): SQL;
+  /** Aggregate: the texts of the group joined by `separator`. */
+  groupConcat(value: SQL, separator: string): SQL;
+  /** `value LIKE pattern` without regard to (ASCII) case, `\` escaping `%` and `_` in the pattern. */
+  likeInsensitive(value: SQL, pattern: SQL): SQL;
+  /** An ORDER BY / comparison key that ignores ASCII case. */
+  caseless(value: SQL): SQL;
+  /**
+   * The tail of an INSERT that updates the row already holding the key: `ON CONFLICT (keys) DO
+   * UPDATE SET c = excluded.c, ...` (`set` empty: DO NOTHING). The same words on both databases
+   * today; a helper so that no feature spells `INSERT OR REPLACE` / `INSERT OR IGNORE`.
+   */
+  onConflict(keys: readonly string[], set: readonly string[]): SQL;
+  /**
+   * The tail that makes an INSERT/UPDATE/DELETE give back `columns`. On SQLite a statement with
+   * RETURNING opens a statement transaction, which makes FTS5 write out its pending terms: hot
+   * inserts of indexed rows read `lastInsertRowid` instead (src/db/port.ts `RunResult`).
+   */
+  returning(columns: readonly string[]): SQL;
+  /** Full-text: whether the search index `index` holds the query `query` (a bound text in the dialect's query syntax). */
+  textMatch(index: string, query: SQL): SQL;
+  /**
+   * Full-text: a score of the match (lower is better on both: SQLite bm25, PostgreSQL -ts_rank),
+   * titles weighing `titleWeight`. The index has the search tables' layout: two unindexed key
+   * columns, then `title`, then `body` (records_fts, assets_fts).
+   */
+  textRank(index: string, titleWeight: number): SQL;
+}

@@ -1,0 +1,110 @@
+/**
+ * The database port: the one small interface the asynchronous data layer (src/db/unit.ts) talks
+ * to, so that a second database is one folder beside src/db/sqlite/. Not wired into the services
+ * yet: docs/async-data-layer.md is the plan of that conversion.
+ *
+ * Every call that may reach the database returns a promise, as every PostgreSQL client for Bun
+ * does. On SQLite the promise is already settled when it is returned: awaiting it runs the next
+ * line in the same turn of the event loop (a microtask), so no other request gets in between.
+ */
+
+/** A value bound to a statement's `?` parameter. */
+export type SqlValue = string | number | bigint | boolean | null | Uint8Array;
+
+/** What a statement that writes tells: rows changed and the last inserted rowid (SQLite) or 0. */
+export type RunResult = { changes: number; lastInsertRowid: number };
+
+/** A prepared statement of one session: built once per SQL text and connection, reused. */
+export interface Statement<R = Record<string, unknown>> {
+  get(...params: SqlValue[]): Promise<R | undefined>;
+  all(...params: SqlValue[]): Promise<R[]>;
+  run(...params: SqlValue[]): Promise<RunResult>;
+}
+
+/**
+ * A change-log item of a unit of work, kept in memory until the unit commits. `cursor` is 0 until
+ * the port has written it (`Session.appendChanges`, just before COMMIT).
+ */
+export type PendingChange = {
+  type: string;
+  cursor: number;
+  action: "INSERT" | "UPDATE" | "DELETE";
+  data_type: string;
+  data_key: string;
+  data: unknown;
+  /** `cc` items only: who may see it (`*` = everybody). */
+  audience?: string[];
+};
+
+/**
+ * What a unit of work (or a read) runs its statements on: one connection, inside its transaction.
+ * Held by one unit at a time (the port's lock); never used after the unit has ended.
+ */
+export interface Session {
+  /** The statement for `sql` on this session's connection (prepared once per connection). */
+  query<R = Record<string, unknown>>(sql: string): Statement<R>;
+  /** Runs SQL without results (DDL, several statements). */
+  exec(sql: string): Promise<void>;
+  savepoint(name: string): Promise<void>;
+  release(name: string): Promise<void>;
+  rollbackTo(name: string): Promise<void>;
+  /**
+   * Writes the unit's change-log items, in order, as the last statements before COMMIT, and
+   * gives each its cursor. The port makes cursor order commit order: SQLite by its single
+   * writer, PostgreSQL by `pg_advisory_xact_lock(<constant>)` taken right before the inserts.
+   */
+  appendChanges(items: PendingChange[]): Promise<void>;
+}
+
+/** The transaction of a unit: a session plus its end. */
+export interface Transaction<S extends Session = Session> {
+  readonly session: S;
+  commit(): Promise<void>;
+  rollback(): Promise<void>;
+}
+
+/** How a write transaction commits. */
+export type WriteOptions = {
+  /**
+   * false: a commit that does not wait for the disk (SQLite synchronous=NORMAL for this
+   * transaction only), for work that can be done again (src/db/connection.ts `withoutSync`). The
+   * next durable commit makes it durable too. Default true.
+   */
+  durable?: boolean;
+};
+
+export interface DatabasePort<S extends Session = Session> {
+  /** `sqlite` or `postgres`: for the dialect helpers and the guard (below). */
+  readonly kind: string;
+  /**
+   * Whether a unit that waits for anything but its own statements holds every other request up
+   * (SQLite: one writer connection, statements that answer at once). The development-time yield
+   * guard (src/db/unit.ts) is for such ports.
+   */
+  readonly blocking: boolean;
+  /**
+   * Begins a write transaction once the writer is free: at most one is open at a time, the
+   * others wait in arrival order. The caller ends it (commit or rollback), which frees the writer.
+   */
+  beginWrite(opts?: WriteOptions): Promise<Transaction<S>>;
+  /**
+   * Begins a read transaction that sees committed rows only (never another unit's uncommitted
+   * ones): on SQLite either the writer connection, waiting while a write is open, or a reader
+   * connection (see the port's `reads` option and docs/async-data-layer.md).
+   */
+  beginRead(): Promise<Transaction<S>>;
+  /**
+   * `beginWrite` / `beginRead` without waiting, when the port can (SQLite: the connection is free):
+   * the transaction, or undefined when the caller must wait with `beginWrite` / `beginRead`. Saves
+   * a unit the microtask of an awaited begin (docs/async-data-layer.md, "Cost").
+   */
+  tryBeginWrite?(opts?: WriteOptions): Transaction<S> | undefined;
+  tryBeginRead?(): Transaction<S> | undefined;
+  /**
+   * A number that moves when another process (or, on PostgreSQL, another node) may have
+   * committed: SQLite's `PRAGMA data_version`. Caches check it together with the unit layer's own
+   * counts (src/db/unit.ts `changeTotalOf`).
+   */
+  externalVersion(): Promise<number>;
+  close(): Promise<void>;
+}

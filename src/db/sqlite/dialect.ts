@@ -1,0 +1,52 @@
+import { sql, type SQL } from "drizzle-orm";
+import { SQLiteSyncDialect } from "drizzle-orm/sqlite-core";
+import type { Dialect, JsonPath } from "../dialect";
+
+/** A JSON path as SQLite writes it: `$.a[0]."b c"`. */
+export function sqlitePath(path: JsonPath): string {
+  let p = "$";
+  for (const k of path) {
+    if (typeof k === "number") p += `[${k}]`;
+    else p += /^[A-Za-z_][A-Za-z0-9_]*$/.test(k) ? `.${k}` : `."${k.replaceAll('"', '""')}"`;
+  }
+  return p;
+}
+
+/** A table or column name, checked (helpers splice names, never values). */
+const name = (n: string) => {
+  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(n)) throw new Error(`not an SQL name: ${n}`);
+  return n;
+};
+const ident = (n: string) => sql.raw(name(n));
+const names = (ns: readonly string[]) => ns.map(name).join(", ");
+
+/** SQLite's dialect helpers (src/db/dialect.ts). */
+export const sqliteDialect: Dialect = {
+  name: "sqlite",
+  jsonValue: (doc, path) => sql`json_extract(${doc}, ${sqlitePath(path)})`,
+  jsonAt: (doc, path) => sql`(${doc} -> ${sqlitePath(path)})`,
+  jsonType: (doc, path = []) => sql`json_type(${doc}, ${sqlitePath(path)})`,
+  jsonEach: (doc, alias) => sql`json_each(${doc}) AS ${ident(alias)}`,
+  jsonArrayHas: (doc, value) => sql`EXISTS (SELECT 1 FROM json_each(${doc}) AS je WHERE je.value = ${value})`,
+  jsonGroupArray: (value) => sql`json_group_array(${value})`,
+  jsonGroupObject: (key, value) => sql`json_group_object(${key}, ${value})`,
+  jsonRemove: (doc, path) => sql`json_remove(${doc}, ${sqlitePath(path)})`,
+  groupConcat: (value, separator) => sql`group_concat(${value}, ${separator})`,
+  likeInsensitive: (value, pattern) => sql`(${value} LIKE ${pattern} ESCAPE '\\')`,
+  caseless: (value) => sql`(${value} COLLATE NOCASE)`,
+  onConflict: (keys, set) =>
+    sql.raw(
+      ` ON CONFLICT (${names(keys)}) ${set.length ? `DO UPDATE SET ${set.map((c) => `${name(c)} = excluded.${c}`).join(", ")}` : "DO NOTHING"}`,
+    ),
+  returning: (columns) => sql.raw(` RETURNING ${names(columns)}`),
+  textMatch: (index, query) => sql`${ident(index)} MATCH ${query}`,
+  textRank: (index, titleWeight) => sql`bm25(${ident(index)}, 0, 0, ${sql.raw(String(Number(titleWeight)))}, 1)`,
+};
+
+const text = new SQLiteSyncDialect();
+
+/** A fragment as text with `?` parameters and their values, for a raw prepared statement. */
+export function toQuery(fragment: SQL): { sql: string; params: unknown[] } {
+  const q = text.sqlToQuery(fragment);
+  return { sql: q.sql, params: q.params };
+}

@@ -1,0 +1,316 @@
+import { Database } from "bun:sqlite";
+import { now } from "../../core/ids";
+import { drizzle } from "drizzle-orm/bun-sqlite";
+import type { DB } from "../connection";
+import { AsyncLock } from "../lock";
+import type {
+  DatabasePort,
+  PendingChange,
+  RunResult,
+  Session,
+  SqlValue,
+  Statement,
+  Transaction,
+  WriteOptions,
+} from "../port";
+
+/**
+ * Where reads outside a write unit run (docs/async-data-layer.md, "Reads"):
+ * - `writer`: on the writer connection, waiting while a write unit holds it (one connection,
+ *   every cache stamp as today);
+ * - `reader`: on a second connection to the same file (WAL), never waiting for a writer.
+ */
+export type Reads = "writer" | "reader";
+
+/** A session of the SQLite port: the port's statements plus the drizzle handle services use today. */
+export interface SqliteSession extends Session {
+  /** The connection this session runs on. */
+  readonly client: Database;
+  /** drizzle over the same connection: its queries run in the session's open transaction. */
+  readonly tx: DB;
+}
+
+const STATEMENTS_MAX = 512;
+
+/** One connection, its lock and its statements (each wrapped once). */
+class Connection {
+  readonly lock = new AsyncLock();
+  private readonly statements = new Map<string, Statement<any>>();
+  readonly begin;
+  readonly commit;
+  readonly rollback;
+  constructor(
+    readonly db: DB,
+    readonly client: Database = db.$client,
+  ) {
+    this.begin = client.prepare("BEGIN");
+    this.commit = client.prepare("COMMIT");
+    this.rollback = client.prepare("ROLLBACK");
+  }
+
+  statement<R>(sql: string): Statement<R> {
+    let s = this.statements.get(sql);
+    if (s) return s as Statement<R>;
+    s = wrap(this.client.prepare(sql));
+    if (this.statements.size >= STATEMENTS_MAX) this.statements.delete(this.statements.keys().next().value!);
+    this.statements.set(sql, s);
+    return s as Statement<R>;
+  }
+}
+
+/**
+ * A bun:sqlite statement behind the port's promises. The work is done at once; the promise is
+ * settled when returned, so `await` continues in the same turn of the event loop. A failure is a
+ * rejected promise, as on any asynchronous client.
+ */
+function wrap<R>(st: ReturnType<Database["prepare"]>): Statement<R> {
+  return {
+    get(...params: SqlValue[]) {
+      try {
+        return Promise.resolve((st.get(...(params as any[])) as R | null) ?? undefined);
+      } catch (err) {
+        return Promise.reject(err);
+      }
+    },
+    all(...params: SqlValue[]) {
+      try {
+        return Promise.resolve(st.all(...(params as any[])) as R[]);
+      } catch (err) {
+        return Promise.reject(err);
+      }
+    },
+    run(...params: SqlValue[]) {
+      try {
+        const r = st.run(...(params as any[]));
+        return Promise.resolve<RunResult>({ changes: r.changes, lastInsertRowid: Number(r.lastInsertRowid) });
+      } catch (err) {
+        return Promise.reject(err);
+      }
+    },
+  };
+}
+
+const resolved = Promise.resolve();
+
+/** The session of one transaction: refuses work once its transaction has ended. */
+class Open implements SqliteSession, Transaction<SqliteSession> {
+  private ended = false;
+  constructor(
+    private readonly conn: Connection,
+    private readonly onEnd: () => void,
+  ) {}
+  get session(): SqliteSession {
+    return this;
+  }
+  get client(): Database {
+    return this.conn.client;
+  }
+  get tx(): DB {
+    this.check();
+    return this.conn.db;
+  }
+  private check(): void {
+    if (this.ended) throw new Error("database session used after its unit of work ended");
+  }
+  query<R = Record<string, unknown>>(sql: string): Statement<R> {
+    this.check();
+    return this.conn.statement<R>(sql);
+  }
+  exec(sql: string): Promise<void> {
+    this.check();
+    try {
+      this.conn.client.exec(sql);
+      return resolved;
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+  savepoint(name: string): Promise<void> {
+    return this.control(`SAVEPOINT ${name}`);
+  }
+  release(name: string): Promise<void> {
+    return this.control(`RELEASE ${name}`);
+  }
+  rollbackTo(name: string): Promise<void> {
+    return this.control(`ROLLBACK TO ${name}`);
+  }
+  private control(sql: string): Promise<void> {
+    this.check();
+    return this.conn
+      .statement(sql)
+      .run()
+      .then(() => undefined);
+  }
+  appendChanges(items: PendingChange[]): Promise<void> {
+    this.check();
+    if (!items.length) return resolved;
+    try {
+      // The cursor is the new row's rowid (`lastInsertRowid`), not asked for with RETURNING: a
+      // statement with RETURNING opens a statement transaction, which makes FTS5 write out its
+      // pending terms (src/db/mutate.ts, ChangeLog).
+      const insert = this.conn.client.prepare(
+        "INSERT INTO changes (type, action, data_type, data_key, data, created_on) VALUES (?, ?, ?, ?, ?, ?)",
+      );
+      const audience = this.conn.client.prepare("INSERT INTO change_audience (user_gid, cursor) VALUES (?, ?)");
+      const t = now();
+      for (const i of items) {
+        i.cursor = Number(
+          insert.run(i.type, i.action, i.data_type, i.data_key, i.data == null ? null : JSON.stringify(i.data), t)
+            .lastInsertRowid,
+        );
+        if (i.audience) for (const u of i.audience) audience.run(u, i.cursor);
+      }
+      return resolved;
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+  commit(): Promise<void> {
+    this.check();
+    const c = this.conn;
+    try {
+      c.commit.run();
+    } catch (err) {
+      // A failed COMMIT (the database busy beyond the timeout, a deferred constraint) leaves the
+      // transaction open: end it, and the unit fails.
+      if (c.client.inTransaction) c.rollback.run();
+      this.end();
+      return Promise.reject(err);
+    }
+    this.end();
+    return resolved;
+  }
+  rollback(): Promise<void> {
+    if (this.ended) return resolved;
+    const c = this.conn;
+    try {
+      if (c.client.inTransaction) c.rollback.run();
+    } finally {
+      this.end();
+    }
+    return resolved;
+  }
+  private end(): void {
+    this.ended = true;
+    this.onEnd();
+  }
+}
+
+/**
+ * The database port on bun:sqlite (src/db/port.ts): one writer connection, the database the
+ * server opened, behind an asynchronous lock; reads on it or on a reader connection (`reads`).
+ */
+export class SqlitePort implements DatabasePort<SqliteSession> {
+  readonly kind = "sqlite";
+  readonly blocking = true;
+  readonly reads: Reads;
+  private readonly writer: Connection;
+  private reader: Connection | undefined;
+  private readonly version;
+
+  constructor(db: DB, opts: { reads?: Reads } = {}) {
+    this.writer = new Connection(db);
+    this.reads = db.$client.filename === ":memory:" || db.$client.filename === "" ? "writer" : (opts.reads ?? READS);
+    this.version = db.$client.prepare("PRAGMA data_version");
+  }
+
+  /** The drizzle handle of the writer connection (what the services hold as `ctx.db` today). */
+  get db(): DB {
+    return this.writer.db;
+  }
+
+  /** Whether a write (or, with `reads: "writer"`, a read) transaction holds the writer now. */
+  get writing(): boolean {
+    return this.writer.lock.locked;
+  }
+
+  beginWrite(opts?: WriteOptions): Promise<Transaction<SqliteSession>> {
+    return this.begin(this.writer, opts?.durable === false);
+  }
+
+  beginRead(): Promise<Transaction<SqliteSession>> {
+    return this.begin(this.reads === "writer" ? this.writer : this.readerConnection());
+  }
+
+  tryBeginWrite(opts?: WriteOptions): Transaction<SqliteSession> | undefined {
+    return this.writer.lock.tryAcquire() ? this.opened(this.writer, opts?.durable === false) : undefined;
+  }
+
+  tryBeginRead(): Transaction<SqliteSession> | undefined {
+    const conn = this.reads === "writer" ? this.writer : this.readerConnection();
+    return conn.lock.tryAcquire() ? this.opened(conn) : undefined;
+  }
+
+  private begin(conn: Connection, relaxed = false): Promise<Transaction<SqliteSession>> {
+    try {
+      if (conn.lock.tryAcquire()) return Promise.resolve(this.opened(conn, relaxed));
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return conn.lock.acquire().then(() => this.opened(conn, relaxed));
+  }
+
+  /**
+   * BEGIN on a connection whose lock the caller holds (freed again when BEGIN fails). `relaxed`:
+   * synchronous=NORMAL until the transaction ends. SQLite refuses to change it inside a
+   * transaction, so it is set before BEGIN and put back after COMMIT or ROLLBACK; the lock is held
+   * all along, so no other unit commits under it (as `withoutSync` around a synchronous body did).
+   */
+  private opened(conn: Connection, relaxed = false): Open {
+    let restore: string | undefined;
+    try {
+      if (relaxed) {
+        const level = (conn.client.prepare("PRAGMA synchronous").get() as { synchronous: number }).synchronous;
+        if (level > 1) {
+          restore = `PRAGMA synchronous = ${level}`;
+          conn.client.exec("PRAGMA synchronous = NORMAL");
+        }
+      }
+      conn.begin.run();
+    } catch (err) {
+      if (restore) conn.client.exec(restore);
+      conn.lock.release();
+      throw err;
+    }
+    return new Open(conn, () => {
+      if (restore) conn.client.exec(restore);
+      conn.lock.release();
+    });
+  }
+
+  private readerConnection(): Connection {
+    if (!this.reader) {
+      // Not through `openDatabase`: its `journal_mode = WAL` needs a lock, and asked while a write
+      // unit holds the writer it would wait (the busy timeout) with the event loop stopped. The
+      // file is in WAL mode already, which is all a reader needs.
+      const client = new Database(this.writer.client.filename, { strict: true });
+      client.exec("PRAGMA busy_timeout = 5000");
+      client.exec("PRAGMA query_only = ON");
+      this.reader = new Connection(drizzle({ client }) as DB);
+    }
+    return this.reader;
+  }
+
+  externalVersion(): Promise<number> {
+    return Promise.resolve((this.version.get() as { data_version: number }).data_version);
+  }
+
+  /** Closes the reader connection; the writer belongs to whoever opened it (`closeDatabase`). */
+  close(): Promise<void> {
+    this.reader?.client.close();
+    this.reader = undefined;
+    return resolved;
+  }
+}
+
+/** The default for `reads` (chosen by measurement: docs/async-data-layer.md, "Reads"). */
+const READS: Reads = "writer";
+
+const ports = new WeakMap<Database, SqlitePort>();
+
+/** The port of a database opened with `openDatabase` (one per connection, made on first use). */
+export function sqlitePort(db: DB): SqlitePort {
+  let p = ports.get(db.$client);
+  if (!p) ports.set(db.$client, (p = new SqlitePort(db)));
+  return p;
+}

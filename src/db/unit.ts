@@ -1,0 +1,562 @@
+import { AsyncLocalStorage } from "node:async_hooks";
+import type { DatabasePort, PendingChange, Session, Transaction } from "./port";
+
+/**
+ * The asynchronous unit of work (issue 38; docs/async-data-layer.md is the plan): what
+ * src/db/mutate.ts's `mutate` and `readOnly` do, for bodies that may `await`, over any database
+ * port (src/db/port.ts). Not wired into the services yet.
+ *
+ * - A unit holds the port's writer from BEGIN to COMMIT; other units wait for it in order.
+ * - Which unit a call belongs to is found by its asynchronous context (AsyncLocalStorage), not by
+ *   its connection: another request's code, resumed between two statements of this unit, is not
+ *   part of it and waits for the writer like any other unit.
+ * - A unit called inside another one joins it (a savepoint per nested part); the parts of one
+ *   unit run one after the other (two parts at once would interleave their savepoints: refused).
+ * - The change log is kept in memory (`UnitLog`) and written as the last statements before
+ *   COMMIT, so its cursors follow commit order; nothing reads a cursor before then.
+ * - Items are published, and after-commit tasks run, once the outermost unit has committed.
+ * - The yield guard (development and tests): a unit on a blocking port (SQLite) that really waits
+ *   for the event loop while it holds the writer fails and is rolled back.
+ */
+
+/** A unit's change-log item before commit: its cursor is 0 until the unit commits. */
+export type UnitItem = PendingChange;
+type Action = PendingChange["action"];
+
+/**
+ * Where committed items go (src/platform/sync/hub.ts's `Hub`; the same shape as src/db/mutate.ts's
+ * `Publisher`, declared here so that this file does not import mutate.ts, which imports it).
+ */
+export interface Publisher {
+  publish(items: UnitItem[]): void;
+}
+
+/**
+ * Per port, how many items of each kind its units recorded (counted as they are recorded, still
+ * uncommitted) or undid (a failed unit or nested part counts its items again): the stamps of the
+ * in-process caches, as src/db/mutate.ts `changeCount` / `changeTotal` are per connection.
+ */
+type Stamps = { counts: Map<string, number>; total: number };
+const stamps = new WeakMap<object, Stamps>();
+
+const countKey = (type: string, dataType: string, dataKey: string) =>
+  type !== "cc" ? `${type} ${dataType}` : dataType === "cc.projects" ? `cc ${dataType} ${dataKey}` : `cc ${dataType}`;
+
+function stampsOf(port: object): Stamps {
+  let s = stamps.get(port);
+  if (!s) stamps.set(port, (s = { counts: new Map(), total: 0 }));
+  return s;
+}
+
+function count(s: Stamps, items: readonly Pick<UnitItem, "type" | "data_type" | "data_key">[]): void {
+  for (const i of items) {
+    const k = countKey(i.type, i.data_type, i.data_key);
+    s.counts.set(k, (s.counts.get(k) ?? 0) + 1);
+  }
+  s.total += items.length;
+}
+
+/** `changeCount` of src/db/mutate.ts, per port. */
+export function changeCountOf(port: DatabasePort<any>, type: string, dataType: string, dataKey = ""): number {
+  return stamps.get(port)?.counts.get(countKey(type, dataType, dataKey)) ?? 0;
+}
+
+/** `changeTotal` of src/db/mutate.ts, per port. */
+export function changeTotalOf(port: DatabasePort<any>): number {
+  return stamps.get(port)?.total ?? 0;
+}
+
+/**
+ * The change log of one unit of work: the same items as src/db/mutate.ts `ChangeLog` (one item per
+ * change of a row, coalesced the same way), kept in memory and written just before COMMIT. The
+ * methods return nothing: a cursor does not exist before the unit commits.
+ */
+export class UnitLog {
+  /** Every item recorded, in order, including those `forget` dropped (see `written`). */
+  readonly items: UnitItem[] = [];
+  private readonly lastAt = new Map<string, number>();
+  /** Positions in `items` that `forget` dropped, in the order it dropped them. */
+  private readonly dropped: number[] = [];
+  constructor(private readonly stamps: Stamps) {}
+
+  /** The items the unit writes and publishes: those recorded, less those `forget` dropped. */
+  written(): UnitItem[] {
+    if (!this.dropped.length) return this.items;
+    const gone = new Set(this.dropped);
+    return this.items.filter((_, i) => !gone.has(i));
+  }
+
+  /**
+   * Drops the items of `type` (a project gid) recorded so far in this unit: for a unit that
+   * deletes that project's change-log rows (`eraseProject`), whose earlier items would otherwise be
+   * written after the delete. They count as undone (caches move on).
+   */
+  forget(type: string): void {
+    const gone = new Set(this.dropped);
+    for (let i = 0; i < this.items.length; i++) {
+      if (this.items[i]!.type !== type || gone.has(i)) continue;
+      this.dropped.push(i);
+      count(this.stamps, [this.items[i]!]);
+    }
+  }
+
+  /** Where a nested part starts: how many items and drops there were. */
+  mark(): { items: number; drops: number } {
+    return { items: this.items.length, drops: this.dropped.length };
+  }
+
+  /** Undoes what happened since `mark` (a nested part rolled back): its items, counted as undone, and its drops. */
+  undo(m: { items: number; drops: number }): void {
+    count(this.stamps, this.items.slice(m.items));
+    this.items.length = m.items;
+    this.dropped.length = m.drops;
+  }
+
+  /** A global (`cc`) item, seen by the listed users (`*` for everybody). */
+  cc(action: Action, dataType: string, dataKey: string, audience: Iterable<string>, data: unknown = null): void {
+    const item: UnitItem = {
+      type: "cc",
+      cursor: 0,
+      action,
+      data_type: dataType,
+      data_key: dataKey,
+      data: data ?? null,
+      audience: [...new Set(audience)],
+    };
+    count(this.stamps, [item]);
+    this.items.push(item);
+  }
+
+  /** A project item, seen by the project's active members (coalesced as `ChangeLog.project`). */
+  project(projectGid: string, action: Action, dataType: string, dataKey: string, data: unknown = null): void {
+    const key = `${projectGid}\u0000${dataType}\u0000${dataKey}`;
+    if (action === "UPDATE" && data == null) {
+      const at = this.lastAt.get(key);
+      const last = at === undefined ? undefined : this.items[at];
+      if (
+        last &&
+        last.type === projectGid &&
+        last.data_type === dataType &&
+        last.data_key === dataKey &&
+        last.action !== "DELETE" &&
+        last.data == null
+      ) {
+        count(this.stamps, [last]);
+        return;
+      }
+    }
+    const item: UnitItem = {
+      type: projectGid,
+      cursor: 0,
+      action,
+      data_type: dataType,
+      data_key: dataKey,
+      data: data ?? null,
+    };
+    count(this.stamps, [item]);
+    this.lastAt.set(key, this.items.push(item) - 1);
+  }
+}
+
+/** The open write unit of a port, shared by every part that joined it. */
+type OpenUnit = {
+  port: DatabasePort<any>;
+  txn: Transaction<any>;
+  log: UnitLog;
+  stamps: Stamps;
+  after: (() => void | Promise<void>)[];
+  hub: Publisher | undefined;
+  /** How many nested parts are open (the innermost one's frame has this depth). */
+  depth: number;
+  memo?: Map<string, unknown>;
+  wholeOrNothing?: boolean;
+  /** Set by the yield guard when the event loop turned while the unit was open. */
+  yielded: boolean;
+  closed: boolean;
+};
+
+/** What the asynchronous context knows: the unit (or read) it runs in, and at which part. */
+type Frame =
+  | { kind: "write"; unit: OpenUnit; depth: number }
+  | { kind: "read"; port: DatabasePort<any>; session: Session; closed: boolean };
+
+const context = new AsyncLocalStorage<Frame>();
+
+/** A unit that waited for the event loop while holding the writer of a blocking port (the yield guard). */
+export class UnitYieldedError extends Error {
+  constructor() {
+    super(
+      "unit of work: the body waited for the event loop while it held the SQLite writer (an await of I/O, a timer or another unit): every other request waited meanwhile. Do that work before or after the unit (afterCommit).",
+    );
+  }
+}
+
+let guard =
+  process.env.APIS_YIELD_GUARD === "1" || (process.env.NODE_ENV === "test" && process.env.APIS_YIELD_GUARD !== "0");
+
+/** Turns the yield guard on or off (on by default under `bun test` and with APIS_YIELD_GUARD=1). */
+export function setYieldGuard(on: boolean): void {
+  guard = on;
+}
+
+export function yieldGuard(): boolean {
+  return guard;
+}
+
+export type UnitOptions = {
+  /** Allows this unit to wait for the event loop on a blocking port (the guard lets it be). */
+  mayYield?: boolean;
+  /**
+   * false: the commit does not wait for the disk (src/db/port.ts `WriteOptions`), replacing
+   * `withoutSync` around a unit. Only for the outermost unit; a joined part commits with it.
+   */
+  durable?: boolean;
+};
+
+/**
+ * The one writer helper, asynchronous: runs `fn` in a write transaction with a change log; once
+ * the transaction has committed, publishes the items and runs what `afterCommitIn` queued. Returns
+ * what `fn` returns; a throw rolls everything back and publishes nothing.
+ *
+ * Called inside another unit of the same port (in its asynchronous context), it joins that unit:
+ * same transaction, same log, published when the outermost unit commits. The nested part is a
+ * savepoint: when it throws, its writes and items are undone and the outer unit may carry on.
+ */
+export function unitOfWork<S extends Session, T>(
+  port: DatabasePort<S>,
+  hub: Publisher | undefined,
+  fn: (session: S, log: UnitLog) => T | Promise<T>,
+  opts: UnitOptions = {},
+): Promise<T> {
+  const frame = context.getStore();
+  if (frame) {
+    if (frame.kind === "write" && frame.unit.port === port) return joined(frame, hub, fn);
+    if (frame.kind === "read" && frame.port === port)
+      return Promise.reject(
+        new Error("unit of work: a write inside a read-only unit; run the whole operation as a write"),
+      );
+  }
+  return outermost(port, hub, fn, opts);
+}
+
+async function outermost<S extends Session, T>(
+  port: DatabasePort<S>,
+  hub: Publisher | undefined,
+  fn: (session: S, log: UnitLog) => T | Promise<T>,
+  opts: UnitOptions,
+): Promise<T> {
+  const w = opts.durable === false ? { durable: false } : undefined;
+  const txn = port.tryBeginWrite?.(w) ?? (await port.beginWrite(w));
+  const s = stampsOf(port);
+  const unit: OpenUnit = {
+    port,
+    txn,
+    log: new UnitLog(s),
+    stamps: s,
+    after: [],
+    hub,
+    depth: 0,
+    yielded: false,
+    closed: false,
+  };
+  const watch = guard && port.blocking && !opts.mayYield ? setImmediate(() => (unit.yielded = true)) : undefined;
+  const frame: Frame = { kind: "write", unit, depth: 0 };
+  hold(txn.session, frame);
+  let result: T;
+  let written: UnitItem[];
+  try {
+    result = await context.run(frame, () => fn(txn.session, unit.log));
+    // From here on nothing joins: a part still running, or started by a promise the body left
+    // behind, would write into a transaction that is being committed.
+    unit.closed = true;
+    if (unit.depth !== 0) throw new Error("unit of work: the body ended while a nested part still runs (not awaited)");
+    if (unit.yielded) throw new UnitYieldedError();
+    written = unit.log.written();
+    await txn.session.appendChanges(written);
+    if (unit.yielded) throw new UnitYieldedError();
+    unhold(txn.session);
+    await txn.commit();
+  } catch (err) {
+    unit.closed = true;
+    if (watch) clearImmediate(watch);
+    unhold(txn.session);
+    await txn.rollback();
+    // Rolled back: whatever was counted of its items is undone.
+    count(s, unit.log.items);
+    for (const i of unit.log.items) i.cursor = 0;
+    throw err;
+  }
+  if (watch) clearImmediate(watch);
+  unit.hub?.publish(written!);
+  for (const task of unit.after) {
+    try {
+      await task();
+    } catch (err) {
+      // The change is committed: a failing follow-up (a file removal) must not turn it into an error.
+      console.error("apis: after-commit task failed:", err);
+    }
+  }
+  return result;
+}
+
+async function joined<T>(
+  frame: Extract<Frame, { kind: "write" }>,
+  hub: Publisher | undefined,
+  fn: (session: any, log: UnitLog) => T | Promise<T>,
+): Promise<T> {
+  const unit = frame.unit;
+  if (unit.closed) throw new Error("unit of work: joined after it ended (a promise of it was left running)");
+  if (frame.depth !== unit.depth)
+    throw new Error(
+      "unit of work: two nested parts of one unit ran at once (Promise.all over units?); run them one after the other",
+    );
+  unit.hub ??= hub;
+  // Parts joined directly by a unit that ends with any failure (`wholeOrNothing`) need no savepoint.
+  const savepoint = unit.wholeOrNothing && unit.depth === 0 ? undefined : `apis_unit_${unit.depth + 1}`;
+  const session = unit.txn.session as Session;
+  unit.depth++;
+  const depth = unit.depth;
+  const mark = unit.log.mark();
+  const after = unit.after.length;
+  try {
+    if (savepoint) await session.savepoint(savepoint);
+    const result = await context.run({ kind: "write", unit, depth }, () => fn(session, unit.log));
+    if (unit.depth !== depth) throw new Error("unit of work: a nested part ended while its own part still runs");
+    if (savepoint) await session.release(savepoint);
+    return result;
+  } catch (err) {
+    if (!savepoint || unit.closed) throw err; // the whole unit is rolled back: its catch counts every item
+    await session.rollbackTo(savepoint);
+    await session.release(savepoint);
+    unit.log.undo(mark);
+    unit.after.length = after;
+    throw err;
+  } finally {
+    unit.depth = depth - 1;
+  }
+}
+
+/**
+ * A read-only unit: `fn` runs in one read transaction that sees committed rows only, without a
+ * change log. Inside an open unit of the same port it runs in that unit (and sees its writes);
+ * inside another read it runs in that read. A write unit inside `fn` is refused.
+ */
+export function readUnit<S extends Session, T>(port: DatabasePort<S>, fn: (session: S) => T | Promise<T>): Promise<T> {
+  const frame = context.getStore();
+  if (frame) {
+    if (frame.kind === "write" && frame.unit.port === port) {
+      if (frame.unit.closed) return Promise.reject(new Error("unit of work: read after it ended"));
+      return Promise.resolve().then(() => fn(frame.unit.txn.session as S));
+    }
+    if (frame.kind === "read" && frame.port === port) {
+      if (frame.closed) return Promise.reject(new Error("read unit: read after it ended"));
+      return Promise.resolve().then(() => fn(frame.session as S));
+    }
+  }
+  return outermostRead(port, fn);
+}
+
+async function outermostRead<S extends Session, T>(
+  port: DatabasePort<S>,
+  fn: (session: S) => T | Promise<T>,
+): Promise<T> {
+  const txn = port.tryBeginRead?.() ?? (await port.beginRead());
+  const frame: Frame = { kind: "read", port, session: txn.session, closed: false };
+  hold(txn.session, frame);
+  let yielded = false;
+  const watch = guard && port.blocking ? setImmediate(() => (yielded = true)) : undefined;
+  let result: T;
+  try {
+    result = await context.run(frame, () => fn(txn.session));
+    if (yielded) throw new UnitYieldedError();
+    frame.closed = true;
+    unhold(txn.session);
+    await txn.commit();
+  } catch (err) {
+    frame.closed = true;
+    unhold(txn.session);
+    await txn.rollback();
+    throw err;
+  } finally {
+    if (watch) clearImmediate(watch);
+  }
+  return result;
+}
+
+/** The write unit of `port` the caller runs in, if any. */
+function openUnit(port: DatabasePort<any>): OpenUnit | undefined {
+  const frame = context.getStore();
+  return frame?.kind === "write" && frame.unit.port === port && !frame.unit.closed ? frame.unit : undefined;
+}
+
+/** Whether the caller runs inside a write unit of `port`. */
+export function inUnitOf(port: DatabasePort<any>): boolean {
+  return openUnit(port) !== undefined;
+}
+
+/**
+ * Runs `task` once the caller's unit of `port` has committed (not at all when it, or the nested
+ * part that queued it, rolls back), or at once when none is open.
+ */
+export function afterCommitIn(port: DatabasePort<any>, task: () => void | Promise<void>): void {
+  const open = openUnit(port);
+  if (open) {
+    open.after.push(task);
+    return;
+  }
+  try {
+    const r = task();
+    if (r) r.catch((err: unknown) => console.error("apis: after-commit task failed:", err));
+  } catch (err) {
+    console.error("apis: after-commit task failed:", err);
+  }
+}
+
+/** `wholeOrNothing` of src/db/mutate.ts: parts joined directly to the caller's unit run without savepoints. */
+export function wholeOrNothingIn(port: DatabasePort<any>): void {
+  const open = openUnit(port);
+  if (open) open.wholeOrNothing = true;
+}
+
+/** `startUnitMemo` of src/db/mutate.ts. */
+export function startUnitMemoIn(port: DatabasePort<any>): void {
+  const open = openUnit(port);
+  if (open) open.memo ??= new Map();
+}
+
+/** `forgetUnitMemo` of src/db/mutate.ts. */
+export function forgetUnitMemoIn(port: DatabasePort<any>): void {
+  openUnit(port)?.memo?.clear();
+}
+
+/** `unitMemo` of src/db/mutate.ts: `compute()`, or what it gave earlier in this unit under `key`. */
+export async function unitMemoIn<T>(port: DatabasePort<any>, key: string, compute: () => T | Promise<T>): Promise<T> {
+  const memo = openUnit(port)?.memo;
+  if (!memo) return compute();
+  if (memo.has(key)) return memo.get(key) as T;
+  const v = await compute();
+  memo.set(key, v);
+  return v;
+}
+
+/*
+ * The bridge for the conversion (docs/async-data-layer.md, "Order of conversion"): while some
+ * call sites still use src/db/mutate.ts's synchronous helpers, those find the asynchronous unit or
+ * read their caller runs in, on the same SQLite connection, through these functions, and join it
+ * (a synchronous nested part with its savepoint) instead of bun:sqlite nesting a transaction of
+ * its own unseen. Code of another asynchronous context that reaches the connection while such a
+ * unit holds it is refused (`bridgeForeign`): it would read that unit's uncommitted rows.
+ */
+
+/** Per connection (the session's `client`), the asynchronous unit or read holding it now. */
+const holders = new WeakMap<object, Frame>();
+
+function clientOf(session: Session): object | undefined {
+  return (session as { client?: object }).client;
+}
+
+function hold(session: Session, frame: Frame): void {
+  const c = clientOf(session);
+  if (c) holders.set(c, frame);
+}
+
+function unhold(session: Session): void {
+  const c = clientOf(session);
+  if (c) holders.delete(c);
+}
+
+/** What a synchronous helper of src/db/mutate.ts may do with the caller's asynchronous unit. */
+export type BridgedUnit = {
+  /** The drizzle handle of the unit's session (SQLite). */
+  tx: unknown;
+  write: boolean;
+  after(task: () => void): void;
+  memo(): Map<string, unknown> | undefined;
+  startMemo(): void;
+  wholeOrNothing(): void;
+};
+
+/** The caller's asynchronous unit (or read) on connection `client`, if it runs in one. */
+export function bridgeUnit(client: object): BridgedUnit | undefined {
+  const frame = context.getStore();
+  if (!frame) return undefined;
+  if (frame.kind === "read") {
+    if (frame.closed || clientOf(frame.session) !== client) return undefined;
+    return {
+      tx: (frame.session as { tx?: unknown }).tx,
+      write: false,
+      after: (task) => task(),
+      memo: () => undefined,
+      startMemo: () => {},
+      wholeOrNothing: () => {},
+    };
+  }
+  const unit = frame.unit;
+  if (unit.closed || clientOf(unit.txn.session) !== client) return undefined;
+  return {
+    tx: (unit.txn.session as { tx?: unknown }).tx,
+    write: true,
+    after: (task) => void unit.after.push(task),
+    memo: () => unit.memo,
+    startMemo: () => void (unit.memo ??= new Map()),
+    wholeOrNothing: () => void (unit.wholeOrNothing = true),
+  };
+}
+
+/**
+ * Whether connection `client` is held by an asynchronous unit or read that the caller is not part
+ * of: a synchronous statement now would see its uncommitted rows (or write into it).
+ */
+export function bridgeForeign(client: object): boolean {
+  const holder = holders.get(client);
+  if (!holder) return false;
+  const frame = context.getStore();
+  if (!frame) return true;
+  if (holder.kind === "write") return !(frame.kind === "write" && frame.unit === holder.unit);
+  return frame !== holder;
+}
+
+/**
+ * `mutate` inside the caller's asynchronous write unit on `client`: a synchronous nested part (its
+ * own savepoint, undone alone when it throws), with the unit's log (`UnitLog` has `ChangeLog`'s
+ * `cc` and `project`). Undefined when the caller runs in no such unit.
+ */
+export function bridgeJoin<T>(
+  client: object,
+  hub: Publisher | undefined,
+  fn: (tx: unknown, log: UnitLog) => T,
+): { value: T } | undefined {
+  const frame = context.getStore();
+  if (frame?.kind === "read" && !frame.closed && clientOf(frame.session) === client)
+    throw new Error("mutate: a write inside a read-only unit; run the whole operation as a write");
+  if (frame?.kind !== "write") return undefined;
+  const unit = frame.unit;
+  const c = unit.txn.session as Session & { client?: { prepare(sql: string): { run(): unknown } }; tx?: unknown };
+  if (c.client !== client) return undefined;
+  if (unit.closed) throw new Error("unit of work: joined after it ended (a promise of it was left running)");
+  if (frame.depth !== unit.depth)
+    throw new Error("unit of work: two nested parts of one unit ran at once; run them one after the other");
+  unit.hub ??= hub;
+  const savepoint = unit.wholeOrNothing && unit.depth === 0 ? undefined : `apis_unit_${unit.depth + 1}`;
+  unit.depth++;
+  const depth = unit.depth;
+  const mark = unit.log.mark();
+  const after = unit.after.length;
+  try {
+    if (savepoint) c.client.prepare(`SAVEPOINT ${savepoint}`).run();
+    const value = context.run({ kind: "write", unit, depth }, () => fn(c.tx, unit.log));
+    if (value && typeof (value as { then?: unknown }).then === "function")
+      throw new Error("mutate: the work must be synchronous (use mutateAsync for an async body)");
+    if (savepoint) c.client.prepare(`RELEASE ${savepoint}`).run();
+    return { value };
+  } catch (err) {
+    if (!savepoint) throw err;
+    c.client.prepare(`ROLLBACK TO ${savepoint}`).run();
+    c.client.prepare(`RELEASE ${savepoint}`).run();
+    unit.log.undo(mark);
+    unit.after.length = after;
+    throw err;
+  } finally {
+    unit.depth = depth - 1;
+  }
+}

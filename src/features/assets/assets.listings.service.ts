@@ -1,0 +1,86 @@
+/** Listings of folders (order, paging, the visible tree) and the sweep of stale uploads. */
+import { and, asc, eq, sql } from "drizzle-orm";
+import { readdirSync, rmSync, statSync } from "node:fs";
+import { join } from "node:path";
+import type { Ctx } from "../../platform/context";
+import { type Tx } from "../../db/connection";
+import { assets } from "./assets.table";
+import { FilterError, pageWindow } from "../../core/filter";
+import { badRequest } from "../../core/errors";
+import { type Asset } from "./assets.forms";
+
+// ---------------------------------------------------------------------------------------------
+// Listings
+
+/** Order of listings: folders first, then by name (case-insensitive), then creation. */
+export const listingOrder = [
+  sql`CASE ${assets.type} WHEN 'folder' THEN 0 ELSE 1 END`,
+  sql`${assets.name} COLLATE NOCASE`,
+  asc(assets.id),
+];
+
+const activeIn = (projectGid: string, parent: string) =>
+  and(eq(assets.projectGid, projectGid), eq(assets.parent, parent), eq(assets.status, "active"));
+
+/** One page of the active items directly in a folder, and how many there are. */
+export function listChildren(
+  tx: Tx,
+  projectGid: string,
+  parent: string,
+  page: { top: number; size: number } = { top: 0, size: 1_000_000 },
+): { rows: Asset[]; total: number } {
+  const rows = tx
+    .select()
+    .from(assets)
+    .where(activeIn(projectGid, parent))
+    .orderBy(...listingOrder)
+    .limit(page.size)
+    .offset(page.top)
+    .all();
+  const total = tx.select({ n: sql<number>`count(*)` }).from(assets).where(activeIn(projectGid, parent)).get()!.n;
+  return { rows, total };
+}
+
+/** `page.top` / `page.size` of a listing as 400s (not search errors). */
+export function listingPage(body: unknown, size: number, max = 1000): { top: number; size: number } {
+  try {
+    return pageWindow(body, { size, max });
+  } catch (e) {
+    if (e instanceof FilterError) throw badRequest("Invalid parameter", e.info());
+    throw e;
+  }
+}
+
+/** The visible tree: the root, and the items of every expanded folder below a visible one, depth first. */
+export function visibleTree(tx: Tx, projectGid: string, root: Asset, expanded: Set<string>): string[] {
+  const out: string[] = [];
+  const visit = (folder: Asset, depth: number) => {
+    out.push(folder.gid);
+    if (!expanded.has(folder.gid) || depth > 1000) return;
+    for (const k of listChildren(tx, projectGid, folder.gid).rows) {
+      if (k.type === "folder") visit(k, depth + 1);
+      else out.push(k.gid);
+    }
+  };
+  visit(root, 0);
+  return out;
+}
+
+/** Removes temp files of uploads that were cut off (a crash mid-upload) once they are a day old. */
+export function removeStaleUploads(ctx: Pick<Ctx, "storage">, maxAgeSeconds = 86400): string {
+  const dir = ctx.storage.tmp;
+  const cutoff = Date.now() - maxAgeSeconds * 1000;
+  let n = 0;
+  for (const f of readdirSync(dir)) {
+    if (!/^upload-[0-9a-z]+\.part$/.test(f)) continue;
+    try {
+      if (statSync(join(dir, f)).mtimeMs < cutoff) {
+        rmSync(join(dir, f), { force: true });
+        n++;
+      }
+    } catch {
+      // Gone meanwhile (the upload finished): nothing to do.
+    }
+  }
+  return `removed ${n} stale upload file(s)`;
+}

@@ -1,0 +1,15 @@
+/**
+ * The front door of the sync feature: what other features (and app/, cli/, http/) may use of it.
+ * Everything else in src/features/sync/ is its own; test/architecture.test.ts keeps other code
+ * from importing past this file.
+ */
+export { isSyncRequest, syncWebsocketLimits } from "./sync.endpoint";
+export type { SyncServer } from "./sync.socket";
+
+/**
+ * The Socket.IO server class, loaded when first asked for (the first `/sync/io` request): its
+ * module and Socket.IO's cost start-up time a server without sockets need not pay.
+ */
+export function loadSyncServer(): typeof import("./sync.socket").SyncServer {
+  return (require("./sync.socket") as typeof import("./sync.socket")).SyncServer;
+}

@@ -1,0 +1,76 @@
+import { Database } from "bun:sqlite";
+import { describe, expect, test } from "bun:test";
+import { sql, type SQL } from "drizzle-orm";
+import { sqliteDialect as d, sqlitePath, toQuery } from "../../src/db/sqlite/dialect";
+
+const db = new Database(":memory:", { strict: true });
+db.exec(`CREATE TABLE docs (id INTEGER PRIMARY KEY, name TEXT, body TEXT);
+INSERT INTO docs VALUES (1, 'Alpha', '{"a":{"b":[10,20]},"tags":["x","y"],"odd key":1}'), (2, 'beta', '{"a":{"b":[]},"tags":["z"]}');
+CREATE VIRTUAL TABLE docs_fts USING fts5(gid UNINDEXED, lang UNINDEXED, title, body);
+INSERT INTO docs_fts VALUES ('1', 'en', 'red apple', 'a fruit'), ('2', 'en', 'green', 'apple pie and apple juice');`);
+
+/** Runs a fragment on bun:sqlite and gives its rows. */
+const rows = (q: SQL) => {
+  const { sql: text, params } = toQuery(q);
+  return db.query(text).all(...(params as never[]));
+};
+const body = sql`body`;
+
+describe("the SQLite dialect helpers", () => {
+  test("a portable JSON path is spelled as SQLite's path, names with odd characters quoted", () => {
+    expect(sqlitePath(["a", "b", 1])).toBe("$.a.b[1]");
+    expect(sqlitePath(["odd key"])).toBe('$."odd key"');
+  });
+
+  test("jsonValue, jsonAt and jsonType read into a document, values bound as parameters", () => {
+    expect(rows(sql`SELECT ${d.jsonValue(body, ["a", "b", 1])} AS v FROM docs WHERE id = ${1}`)).toEqual([{ v: 20 }]);
+    expect(rows(sql`SELECT ${d.jsonAt(body, ["a", "b"])} AS v FROM docs WHERE id = 1`)).toEqual([{ v: "[10,20]" }]);
+    expect(
+      rows(
+        sql`SELECT ${d.jsonType(body, ["odd key"])} AS t, ${d.jsonType(body, ["none"])} AS n FROM docs WHERE id = 1`,
+      ),
+    ).toEqual([{ t: "integer", n: null }]);
+  });
+
+  test("jsonEach iterates an array and jsonArrayHas tests membership", () => {
+    expect(
+      rows(sql`SELECT t.value AS v FROM docs, ${d.jsonEach(sql`docs.body -> '$.tags'`, "t")} WHERE docs.id = 1`),
+    ).toEqual([{ v: "x" }, { v: "y" }]);
+    expect(rows(sql`SELECT id FROM docs WHERE ${d.jsonArrayHas(sql`body -> '$.tags'`, sql`${"z"}`)}`)).toEqual([
+      { id: 2 },
+    ]);
+  });
+
+  test("the JSON aggregates and jsonRemove build documents", () => {
+    expect(
+      rows(sql`SELECT ${d.jsonGroupArray(sql`id`)} AS a, ${d.jsonGroupObject(sql`name`, sql`id`)} AS o FROM docs`),
+    ).toEqual([{ a: "[1,2]", o: '{"Alpha":1,"beta":2}' }]);
+    expect(rows(sql`SELECT ${d.jsonRemove(body, ["tags"])} AS v FROM docs WHERE id = 2`)).toEqual([
+      { v: '{"a":{"b":[]}}' },
+    ]);
+  });
+
+  test("groupConcat, likeInsensitive and caseless ignore case as SQLite does", () => {
+    expect(rows(sql`SELECT ${d.groupConcat(sql`name`, "|")} AS g FROM (SELECT name FROM docs ORDER BY id)`)).toEqual([
+      { g: "Alpha|beta" },
+    ]);
+    expect(rows(sql`SELECT id FROM docs WHERE ${d.likeInsensitive(sql`name`, sql`${"AL%"}`)}`)).toEqual([{ id: 1 }]);
+    expect(rows(sql`SELECT name FROM docs ORDER BY ${d.caseless(sql`name`)} DESC`)).toEqual([
+      { name: "beta" },
+      { name: "Alpha" },
+    ]);
+  });
+
+  test("onConflict updates or ignores, and returning gives the written row back", () => {
+    const up = sql`INSERT INTO docs (id, name) VALUES (${1}, ${"Alpha 2"})${d.onConflict(["id"], ["name"])}${d.returning(["id", "name"])}`;
+    expect(rows(up)).toEqual([{ id: 1, name: "Alpha 2" }]);
+    rows(sql`INSERT INTO docs (id, name) VALUES (${1}, ${"ignored"})${d.onConflict(["id"], [])}`);
+    expect(rows(sql`SELECT name FROM docs WHERE id = 1`)).toEqual([{ name: "Alpha 2" }]);
+    expect(() => d.onConflict(["id; DROP TABLE docs"], [])).toThrow("not an SQL name");
+  });
+
+  test("textMatch and textRank find and order full-text matches (lower scores first)", () => {
+    const q = sql`SELECT gid FROM docs_fts WHERE ${d.textMatch("docs_fts", sql`${"apple"}`)} ORDER BY ${d.textRank("docs_fts", 10)}`;
+    expect(rows(q)).toEqual([{ gid: "1" }, { gid: "2" }]);
+  });
+});
