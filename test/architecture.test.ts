@@ -429,12 +429,27 @@ const FOREIGN_SQL_ALLOWED = new Map([
       "the identity tables for a project's API users, its memberships and its own row; moving those " +
       "steps into hooks of the projects and apikeys features waits for the restore rewrite of issue 34",
   ],
+  [
+    "db/pg/search.ts",
+    "the PostgreSQL twin of the records and assets search (issue 39), staged in db/pg/ and not wired in; it " +
+      "moves beside records.search.ts and assets.search.ts (or behind the port's dialect helpers) when the data layer switches",
+  ],
+  [
+    "db/pg/jobs.ts",
+    "the PostgreSQL claim of the job queue (issue 39), staged in db/pg/ and not wired in; it moves beside " +
+      "platform/jobs/queue.service.ts when the runner claims from PostgreSQL",
+  ],
 ]);
 function foreignSql(list: readonly File[]): string[] {
   const tables = tablesOf(list);
   const found: string[] = [];
   for (const f of list) {
-    if (f.rel.endsWith(".table.ts") || f.rel === "db/migrations.generated.ts" || FOREIGN_SQL_ALLOWED.has(f.rel))
+    if (
+      f.rel.endsWith(".table.ts") ||
+      f.rel === "db/migrations.generated.ts" ||
+      f.rel === "db/pg/migrations.generated.ts" ||
+      FOREIGN_SQL_ALLOWED.has(f.rel)
+    )
       continue;
     const mine = ownerOf(f.rel);
     for (const m of f.code.matchAll(/\b(?:FROM|JOIN|INTO|UPDATE|TABLE|EXISTS)\s+["`]?(\w+)/g)) {

@@ -4,6 +4,7 @@
  * apart, every caller would import four files to run one search.
  */
 import { sql, type SQL } from "drizzle-orm";
+import { PgDialect } from "drizzle-orm/pg-core";
 import { SQLiteSyncDialect } from "drizzle-orm/sqlite-core";
 
 /**
@@ -16,6 +17,11 @@ import { SQLiteSyncDialect } from "drizzle-orm/sqlite-core";
  *
  * Pure: knows nothing of the app's tables. Each caller hands in a FilterDomain that says which
  * fields exist, what SQL they read and which type they have. See docs/filter.md.
+ *
+ * Two SQL targets from the one parser: SQLite (the default, what the server runs) and PostgreSQL
+ * (`FilterSqlOptions.dialect`, the section "PostgreSQL" at the end; docs/postgres.md). A field's
+ * `sql` is its SQLite expression, `pg` its PostgreSQL one where that differs (JSON values are
+ * jsonb there); a custom operator's `buildPg` its PostgreSQL condition.
  */
 
 // ---------------------------------------------------------------------------------------------
@@ -74,6 +80,8 @@ export type CustomOperator = {
    */
   operand?: (value: unknown, fail: (reason: string) => never) => unknown;
   build: (operand: any, options: FilterSqlOptions) => SQL;
+  /** The PostgreSQL condition (without it, the operator cannot compile for PostgreSQL). */
+  buildPg?: (operand: any, options: FilterSqlOptions) => SQL;
 };
 
 export type FieldSpec = {
@@ -86,6 +94,11 @@ export type FieldSpec = {
   custom?: ReadonlyMap<string, CustomOperator>;
   /** For time fields: how the column counts (default seconds). */
   unit?: "s" | "ms";
+  /**
+   * The PostgreSQL expression, when it differs from `sql`: for json, localized, list and object
+   * fields a jsonb value (`r.vals -> 'en' -> '<gid>'`), for boolean fields a boolean.
+   */
+  pg?: SQL;
 };
 
 /** Resolves a client's field name. Implementations look names up in Maps, never `obj[name]`. */
@@ -400,7 +413,12 @@ export type FilterSqlOptions = {
   language?: string;
   /** Now, in seconds since 1970 (default the clock). */
   now?: number;
+  /** The SQL to make: SQLite's (default) or PostgreSQL's. */
+  dialect?: FilterDialect;
 };
+
+/** Which database a filter compiles for. */
+export type FilterDialect = "sqlite" | "postgres";
 
 type Op = {
   operand: (v: unknown, spec: FieldSpec, fail: (r: string) => never, op: string) => unknown;
@@ -611,6 +629,7 @@ const FALSE = sql`0`;
  * so `not` is the exact complement. An empty `and` is true, an empty `or` false.
  */
 export function filterToSql(node: FilterNode, options: FilterSqlOptions = {}): SQL {
+  if (options.dialect === "postgres") return pgFilterToSql(node, options);
   switch (node.kind) {
     case "and":
     case "or":
@@ -683,4 +702,227 @@ export function pageWindow(body: unknown, defaults: PageDefaults): PageWindow {
     return v;
   };
   return { top: read("page.top", 0), size: Math.min(read("page.size", defaults.size), defaults.max) };
+}
+
+// ---------------------------------------------------------------------------------------------
+// PostgreSQL
+//
+// The same parsed filter, the same answers as on SQLite (test/db/pg/filter.test.ts runs both over
+// one table). What SQLite does implicitly is spelled out:
+// - JSON values are jsonb, not SQL scalars: a value is read as a number (numbers, and booleans as
+//   1/0, as json_extract gives them), as a string (strings only), or as text (what SQLite's lower()
+//   and instr() make of any value), depending on the operand; JSON null is SQL NULL.
+// - Conditions are booleans (SQLite's are integers): `not` coalesces to false.
+// - Text is ordered by code point (COLLATE "C", SQLite's BINARY), whatever the database's locale.
+// - lower() folds the case of every letter (SQLite's only of A-Z): a known difference for
+//   non-ASCII text (docs/postgres.md).
+
+/** A value the PostgreSQL operators compare: its SQL read as each kind. */
+type PgValue = {
+  /** NULL when there is no value (SQL NULL, or JSON null). */
+  any: SQL;
+  /** As a number (NULL when it is none). */
+  num: SQL;
+  /** As a string (NULL when it is none). */
+  str: SQL;
+  /** As text, for case-insensitive and substring comparisons. */
+  text: SQL;
+};
+
+/** A plain column or expression (text, number, time). */
+const pgPlain = (e: SQL): PgValue => ({ any: e, num: e, str: e, text: e });
+
+/** A boolean column: compared as 1/0, as on SQLite. */
+const pgBoolean = (e: SQL): PgValue => ({
+  any: e,
+  num: sql`(${e})::int`,
+  str: sql`NULL::text`,
+  text: sql`((${e})::int)::text`,
+});
+
+/** A jsonb value. */
+function pgJson(x: SQL): PgValue {
+  return {
+    any: sql`(CASE WHEN jsonb_typeof(${x}) <> 'null' THEN ${x} END)`,
+    num: sql`(CASE jsonb_typeof(${x}) WHEN 'number' THEN (${x} #>> '{}')::numeric WHEN 'boolean' THEN (CASE WHEN ${x} = 'true'::jsonb THEN 1 ELSE 0 END) END)`,
+    str: sql`(CASE WHEN jsonb_typeof(${x}) = 'string' THEN ${x} #>> '{}' END)`,
+    text: sql`(CASE jsonb_typeof(${x}) WHEN 'string' THEN ${x} #>> '{}' WHEN 'number' THEN ${x} #>> '{}' WHEN 'boolean' THEN (CASE WHEN ${x} = 'true'::jsonb THEN '1' ELSE '0' END) WHEN 'null' THEN NULL ELSE ${x}::text END)`,
+  };
+}
+
+/** A bound value with its type spelled out (PostgreSQL cannot always infer it). */
+function pgParam(v: Scalar): SQL {
+  if (typeof v === "string") return sql`${v}::text`;
+  return Number.isSafeInteger(v) ? sql`${v}::bigint` : sql`${v}::float8`;
+}
+const pgParamOf = (v: Scalar, spec: FieldSpec) => pgParam(param(v, spec));
+/** The reading of a value that compares with `v`: its number for a number, else its string. */
+const pgSide = (x: PgValue, v: Scalar) => (typeof v === "number" ? x.num : x.str);
+const pgC = (v: Scalar) => (typeof v === "string" ? sql` COLLATE "C"` : sql``);
+
+function pgContains(x: PgValue, needle: string): SQL {
+  return sql`strpos(lower(${x.text}), ${lowered(needle)}::text) > 0`;
+}
+function pgNotContains(x: PgValue, needle: string): SQL {
+  return sql`coalesce(strpos(lower(${x.text}), ${lowered(needle)}::text), 0) = 0`;
+}
+function pgTerms(x: PgValue, t: Terms): SQL {
+  const parts: SQL[] = [];
+  for (const r of t.required) parts.push(pgContains(x, r));
+  for (const e of t.excluded) parts.push(pgNotContains(x, e));
+  if (!t.required.length && t.optional.length)
+    parts.push(
+      sql`(${sql.join(
+        t.optional.map((o) => pgContains(x, o)),
+        sql` OR `,
+      )})`,
+    );
+  return sql.join(parts, sql` AND `);
+}
+
+function pgIs(x: PgValue, v: Scalar, spec: FieldSpec): SQL {
+  if (typeof v === "string" && spec.type !== "number" && spec.type !== "time" && spec.type !== "boolean")
+    return sql`lower(${x.text}) = ${lowered(v)}::text`;
+  return sql`${pgSide(x, v)} = ${pgParamOf(v, spec)}`;
+}
+
+/** `x` is one of `vs` (NULL when undecided, as SQLite's IN). */
+function pgIn(x: PgValue, vs: Scalar[], spec: FieldSpec): SQL {
+  const strings = vs.filter((v) => typeof v === "string");
+  const numbers = vs.filter((v) => typeof v === "number");
+  const parts: SQL[] = [];
+  const of = (side: SQL, values: Scalar[]) =>
+    sql`${side} IN (${sql.join(
+      values.map((v) => pgParamOf(v, spec)),
+      sql`, `,
+    )})`;
+  if (strings.length) parts.push(of(x.str, strings));
+  if (numbers.length) parts.push(of(x.num, numbers));
+  return parts.length === 1 ? parts[0]! : sql`(${sql.join(parts, sql` OR `)})`;
+}
+
+function pgScalarOp(x: PgValue, op: string, v: any, spec: FieldSpec, options: FilterSqlOptions): SQL {
+  switch (op) {
+    case "=":
+      return v === null ? sql`${x.any} IS NULL` : sql`${pgSide(x, v)} = ${pgParamOf(v, spec)}`;
+    case "!=":
+      return v === null ? sql`${x.any} IS NOT NULL` : sql`${pgSide(x, v)} IS DISTINCT FROM ${pgParamOf(v, spec)}`;
+    case "<":
+    case "<=":
+    case ">":
+    case ">=":
+      if (isAge(v)) {
+        const edge = inUnit((options.now ?? Date.now() / 1000) - v.days * 86400, spec);
+        return op === "<" ? sql`${x.num} > ${pgParam(edge)}` : sql`${x.num} < ${pgParam(edge)}`;
+      }
+      return sql`${pgSide(x, v)}${pgC(v)} ${sql.raw(op)} ${pgParamOf(v, spec)}`;
+    case "between": {
+      const [lo, hi] = v as [Scalar, Scalar];
+      return sql`${pgSide(x, lo)}${pgC(lo)} BETWEEN ${pgParamOf(lo, spec)} AND ${pgParamOf(hi, spec)}`;
+    }
+    case "in":
+      return pgIn(x, v, spec);
+    case "not_in":
+      return sql`(${x.any} IS NULL OR NOT coalesce(${pgIn(x, v, spec)}, false))`;
+    case "contains":
+      return pgContains(x, v);
+    case "not_contains":
+      return pgNotContains(x, v);
+    case "starts_with":
+      return v ? sql`left(lower(${x.text}), ${cpLength(lowered(v))}) = ${lowered(v)}::text` : sql`${x.any} IS NOT NULL`;
+    case "ends_with":
+      return v
+        ? sql`right(lower(${x.text}), ${cpLength(lowered(v))}) = ${lowered(v)}::text`
+        : sql`${x.any} IS NOT NULL`;
+    case "exists":
+      return v ? sql`${x.any} IS NOT NULL` : sql`${x.any} IS NULL`;
+    case "is":
+      return pgIs(x, v, spec);
+    case "q":
+      return pgTerms(x, v);
+    case "is_true":
+      return sql`${x.num} = 1`;
+    case "is_false":
+      return sql`${x.num} = 0`;
+  }
+  throw new Error(`filter operator ${op} has no PostgreSQL form`);
+}
+
+/** The members of a jsonb list (a scalar is a list of itself, as json_each has it). */
+const pgMembers = (e: SQL) =>
+  sql`jsonb_array_elements(CASE WHEN jsonb_typeof(${e}) = 'array' THEN ${e} ELSE jsonb_build_array(${e}) END) AS je(value)`;
+/** The key of a JSON path `$."key"` (keys hold no `"` or `\`: jsonKeyPath). */
+const pgKey = (path: string) => sql`${path.slice(3, -1)}::text`;
+
+function pgLeafSql(leaf: FilterLeaf, options: FilterSqlOptions): SQL {
+  const { spec, op } = leaf;
+  const operand = leaf.operand as any;
+  const custom = spec.custom?.get(op);
+  if (custom) {
+    if (!custom.buildPg) throw new Error(`filter field ${leaf.field}: ${op} has no PostgreSQL form`);
+    return custom.buildPg(operand, options);
+  }
+  const e = spec.pg ?? spec.sql;
+  if (!e) throw new Error(`filter field ${leaf.field} has no SQL`);
+  switch (spec.type) {
+    case "json":
+      return pgScalarOp(pgJson(e), op, operand, spec, options);
+    case "boolean":
+      return pgScalarOp(pgBoolean(e), op, operand, spec, options);
+    case "localized":
+      if (options.language !== undefined) {
+        if (!jsonKeyPath(options.language) || !/^[A-Za-z0-9_-]{1,35}$/.test(options.language))
+          throw new FilterError("language", "not a language code");
+        return pgScalarOp(pgJson(sql`(${e} -> ${options.language}::text)`), op, operand, spec, options);
+      }
+      return sql`EXISTS (SELECT 1 FROM jsonb_each(CASE WHEN jsonb_typeof(${e}) = 'object' THEN ${e} END) AS lang WHERE ${pgScalarOp(pgJson(sql`lang.value`), op, operand, spec, options)})`;
+    case "list": {
+      const member = sql`${pgSide(pgJson(sql`je.value`), operand)} = ${pgParam(operand)}`;
+      return op === "has"
+        ? sql`EXISTS (SELECT 1 FROM ${pgMembers(e)} WHERE ${member})`
+        : sql`NOT EXISTS (SELECT 1 FROM ${pgMembers(e)} WHERE ${member})`;
+    }
+    case "object":
+      switch (op) {
+        case "has":
+          return sql`(${e} -> ${pgKey(operand)}) IS NOT NULL`;
+        case "has_not":
+          return sql`(${e} -> ${pgKey(operand)}) IS NULL`;
+        case "is":
+          return pgIs(pgJson(sql`(${e} -> ${pgKey(operand.path)})`), operand.value, { type: "json" });
+        case "q":
+          return pgTerms(pgJson(sql`(${e} -> ${pgKey(operand.path)})`), operand.value);
+        case "is_true":
+          return sql`(${e} -> ${pgKey(operand)}) = 'true'::jsonb`;
+        case "is_false":
+          return sql`(${e} -> ${pgKey(operand)}) = 'false'::jsonb`;
+      }
+      throw new Error(`filter operator ${op} has no PostgreSQL form`);
+    default:
+      return pgScalarOp(pgPlain(e), op, operand, spec, options);
+  }
+}
+
+function pgFilterToSql(node: FilterNode, options: FilterSqlOptions): SQL {
+  switch (node.kind) {
+    case "and":
+    case "or":
+      if (!node.children.length) return node.kind === "and" ? sql`true` : sql`false`;
+      return sql`(${sql.join(
+        node.children.map((c) => pgFilterToSql(c, options)),
+        node.kind === "and" ? sql` AND ` : sql` OR `,
+      )})`;
+    case "not":
+      return sql`(NOT coalesce(${pgFilterToSql(node.child, options)}, false))`;
+    case "leaf":
+      return sql`(${pgLeafSql(node, options)})`;
+  }
+}
+
+const pgDialect = new PgDialect();
+
+/** SQL text (`$1`, `$2`, ...) and parameters of a PostgreSQL fragment, for Bun's `SQL.unsafe`. */
+export function pgSqlText(fragment: SQL): { sql: string; params: unknown[] } {
+  const q = pgDialect.sqlToQuery(fragment);
+  return { sql: q.sql, params: q.params };
 }

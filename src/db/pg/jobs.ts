@@ -1,0 +1,156 @@
+// The job queue's claim on PostgreSQL (issue 39 item 6), for several processes sharing one queue.
+// The rules of the SQLite runner (src/platform/jobs/runner.ts) hold across processes:
+// - oldest first (created_on, then token);
+// - jobs sharing a lock key (the kind's `lock`, by default `project:<gid>`: one job per project at
+//   a time) never run at once; the key is stored on the row (`lock_key`) at enqueue;
+// - a job whose worker died is run again, attempts counted; past its kind's maxAttempts it is
+//   rejected instead ("Interrupted too many times").
+// A claimed job has a lease (`lease_until`, `leased_by`) that its worker renews while it runs
+// (`keepLease`); on SQLite the one process re-queues its own `processing` jobs at start instead.
+// Times are the database's clock (epoch seconds), the same for every process.
+// Not wired in yet: see docs/postgres.md.
+import type { SQL } from "bun";
+
+/** The first key of the two-key advisory locks of job lock keys (the second is hashtext(lock_key)). */
+export const JOB_LOCK_SPACE = 0x41706a01;
+
+/** A job row as the claim answers it (snake_case, as PostgreSQL returns it). */
+export type ClaimedJob = {
+  token: string;
+  project_gid: string | null;
+  kind: string;
+  status: string;
+  attempts: number;
+  lock_key: string | null;
+  lease_until: number;
+  leased_by: string;
+  info: Record<string, unknown>;
+  params: Record<string, unknown>;
+};
+
+export type ClaimOptions = {
+  /** Who claims (a worker id unique across processes: host, pid, worker number). */
+  worker: string;
+  /** How long the lease lasts without renewal, in seconds. */
+  leaseSeconds: number;
+  /** A kind's maxAttempts (default 3): a lapsed job that used them up is rejected, not claimed. */
+  maxAttempts?: (kind: string) => number;
+  /** Projects whose jobs are not to be claimed (being deleted). */
+  closedProjects?: readonly string[];
+};
+
+const NOW = "extract(epoch from clock_timestamp())";
+/** A job anyone may claim: queued, or processing with a lease that lapsed. */
+const CLAIMABLE = `(j.status = 'queued' OR (j.status = 'processing' AND j.lease_until < ${NOW}))`;
+/** Another job of the same lock key is running (with a live lease). */
+const KEY_BUSY = `EXISTS (SELECT 1 FROM jobs p WHERE p.lock_key = j.lock_key AND p.status = 'processing' AND p.lease_until >= ${NOW} AND p.token <> j.token)`;
+
+/**
+ * Claims the oldest claimable job, or answers undefined. Each try is one transaction:
+ * 1. the oldest claimable job whose lock key is free (as far as this statement sees), row-locked
+ *    `FOR UPDATE SKIP LOCKED` so that other claimers pass over it;
+ * 2. for a job with a lock key, `pg_try_advisory_xact_lock` on the key (another claimer of the same
+ *    key holds it until it commits: skip the job), then the key is checked again by a new
+ *    statement, whose snapshot sees every claim committed before the lock was taken;
+ * 3. the job is marked processing with a lease (attempts + 1), or rejected when a lapsed job has
+ *    used up its attempts.
+ */
+export async function claimJob(client: SQL, opts: ClaimOptions): Promise<ClaimedJob | undefined> {
+  const skip: string[] = [];
+  for (let tries = 0; tries < 20; tries++) {
+    const outcome = await client.begin(async (tx) => {
+      const [c] = await tx.unsafe(
+        `SELECT j.token, j.kind, j.status, j.attempts, j.lock_key FROM jobs j
+         WHERE ${CLAIMABLE} AND NOT (j.token = ANY($1::text[]))
+           AND (j.project_gid IS NULL OR NOT (j.project_gid = ANY($2::text[])))
+           AND (j.lock_key IS NULL OR NOT ${KEY_BUSY})
+         ORDER BY j.created_on, j.token LIMIT 1 FOR UPDATE OF j SKIP LOCKED`,
+        [skip, opts.closedProjects ?? []],
+      );
+      if (!c) return { done: true as const };
+      if (c.lock_key !== null) {
+        const [l] = await tx.unsafe("SELECT pg_try_advisory_xact_lock($1::int, hashtext($2::text)) AS ok", [
+          JOB_LOCK_SPACE,
+          c.lock_key,
+        ]);
+        if (!l.ok) return { skip: c.token as string };
+        const [b] = await tx.unsafe(`SELECT ${KEY_BUSY} AS busy FROM jobs j WHERE j.token = $1`, [c.token]);
+        if (b.busy) return { skip: c.token as string };
+      }
+      const max = opts.maxAttempts?.(c.kind) ?? 3;
+      if (c.status === "processing" && c.attempts >= max) {
+        await tx.unsafe(
+          `UPDATE jobs SET status = 'rejected', info = info || '{"error": "Interrupted too many times"}'::jsonb, finished_on = ${NOW}, updated_on = ${NOW}, lease_until = NULL, leased_by = NULL WHERE token = $1`,
+          [c.token],
+        );
+        return { skip: c.token as string };
+      }
+      const [j] = await tx.unsafe(
+        `UPDATE jobs SET status = 'processing', attempts = attempts + 1, started_on = ${NOW}, updated_on = ${NOW},
+           lease_until = ${NOW} + $2::float8, leased_by = $3::text, info = info - 'requeued'
+         WHERE token = $1 RETURNING *`,
+        [c.token, opts.leaseSeconds, opts.worker],
+      );
+      return { job: j as ClaimedJob };
+    });
+    if ("done" in outcome) return undefined;
+    if ("job" in outcome) return outcome.job;
+    skip.push(outcome.skip);
+  }
+  return undefined;
+}
+
+/** Renews a lease; false when the worker no longer holds the job (it lapsed and was taken over, or ended). */
+export async function renewLease(client: SQL, token: string, worker: string, leaseSeconds: number): Promise<boolean> {
+  const rows = await client.unsafe(
+    `UPDATE jobs SET lease_until = ${NOW} + $3::float8 WHERE token = $1 AND leased_by = $2 AND status = 'processing' RETURNING token`,
+    [token, worker, leaseSeconds],
+  );
+  return rows.length === 1;
+}
+
+/**
+ * Renews the lease every third of its length while a job runs. `lost` is aborted when a renewal
+ * finds the job taken over (the handler should stop at its next step); `stop()` ends the renewals.
+ */
+export function keepLease(
+  client: SQL,
+  token: string,
+  worker: string,
+  leaseSeconds: number,
+): { lost: AbortSignal; stop: () => void } {
+  const lost = new AbortController();
+  const timer = setInterval(
+    () => {
+      renewLease(client, token, worker, leaseSeconds).then(
+        (held) => {
+          if (!held) {
+            clearInterval(timer);
+            lost.abort(new Error(`lease of job ${token} lost`));
+          }
+        },
+        () => {
+          // A failed renewal (connection trouble) is retried at the next tick; the lease may lapse.
+        },
+      );
+    },
+    Math.max(10, (leaseSeconds * 1000) / 3),
+  );
+  return { lost: lost.signal, stop: () => clearInterval(timer) };
+}
+
+/** Ends a job the worker holds (done or rejected); false when it no longer holds it. */
+export async function finishJob(
+  client: SQL,
+  token: string,
+  worker: string,
+  status: "done" | "rejected",
+  info: Record<string, unknown>,
+): Promise<boolean> {
+  const rows = await client.unsafe(
+    `UPDATE jobs SET status = $3, info = $4::text::jsonb, finished_on = ${NOW}, updated_on = ${NOW}, lease_until = NULL, leased_by = NULL
+     WHERE token = $1 AND leased_by = $2 AND status = 'processing' RETURNING token`,
+    [token, worker, status, JSON.stringify(info)],
+  );
+  return rows.length === 1;
+}
