@@ -344,7 +344,10 @@ describe("stored files go through the blob store (docs/deploy.md, 'Files in an o
       "the data folder's media paths (kind file), local source copies and render temp files",
     ],
     ["features/dam/dam.transform.ts", "rendering into a temp file"],
-    ["features/projects/projects.service.ts", "project icons and the project folder: not in the blob store yet"],
+    [
+      "features/projects/projects.service.ts",
+      "the project folder of the data folder and its backup archives: backups not in the blob store yet",
+    ],
     ["features/backups/backups.service.ts", "project backup archives: not in the blob store yet"],
     ["features/records/excel.service.ts", "Excel downloads: not in the blob store yet"],
     ["features/records/export.service.ts", "Excel downloads (export files): not in the blob store yet"],
