@@ -349,8 +349,11 @@ describe("stored files go through the blob store (docs/deploy.md, 'Files in an o
       "the project folder of the data folder and its backup archives: backups not in the blob store yet",
     ],
     ["features/backups/backups.service.ts", "project backup archives: not in the blob store yet"],
-    ["features/records/excel.service.ts", "Excel downloads: not in the blob store yet"],
-    ["features/records/export.service.ts", "Excel downloads (export files): not in the blob store yet"],
+    [
+      "features/records/excel.service.ts",
+      "the temp file an Excel download is written to before it goes to the store; an import's upload",
+    ],
+    ["features/records/export.service.ts", "the temp file of an export answered inline (base64)"],
     ["features/records/import.service.ts", "uploaded workbooks read from their temp file"],
     ["features/records/preview.service.ts", "record previews: not in the blob store yet"],
     ["features/health/health.service.ts", "free space of the data folder"],

@@ -1,9 +1,10 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setSystemTime, test } from "bun:test";
 import ExcelJS from "exceljs";
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { until } from "../helpers/server";
 import { recordsWorld } from "./helpers";
 
 let w: Awaited<ReturnType<typeof recordsWorld>>;
@@ -133,6 +134,13 @@ describe("records/excel/children", () => {
   });
 
   test("download: true answers a short-lived link instead; the link serves the same workbook without a JWT", async () => {
+    const blobs = w.srv.ctx.storage.blobs;
+    const stored = async () => {
+      const keys: string[] = [];
+      for await (const e of blobs.list("downloads/excel/")) keys.push(e.key);
+      return keys;
+    };
+    const before = await stored();
     const r = await exportOf({ record: group, language: "en", download: true });
     expect(r.status).toBe(200);
     expect(r.body.data.files).toEqual({});
@@ -141,9 +149,32 @@ describe("records/excel/children", () => {
     const res = await fetch(w.srv.url + url);
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toBe(XLSX);
+    const bytes = Buffer.from(await res.arrayBuffer());
     const wb = new ExcelJS.Workbook();
-    await wb.xlsx.load((await res.arrayBuffer()) as any);
+    await wb.xlsx.load(bytes as any);
     expect([...rowsByGid(wb.getWorksheet("Records")!).keys()]).toEqual([a1, a2, a3]);
+    // Once written, the file is in the store (the data folder, or S3 with APIS_TEST_STORE=s3) and
+    // later downloads come from there: the same bytes, with ranges and validators.
+    const key = await until(async () => (await stored()).find((k) => !before.includes(k)));
+    expect((await blobs.bytes(key))!.length).toBe(bytes.length);
+    const again = await fetch(w.srv.url + url);
+    expect([again.status, again.headers.get("content-type"), again.headers.get("content-disposition")]).toEqual([
+      200,
+      XLSX,
+      expect.stringMatching(/^attachment; filename=".+\.xlsx"$/),
+    ]);
+    expect(Buffer.from(await again.arrayBuffer()).equals(bytes)).toBe(true);
+    const part = await fetch(w.srv.url + url, { headers: { range: "bytes=0-3" } });
+    expect([part.status, part.headers.get("content-range")]).toEqual([206, `bytes 0-3/${bytes.length}`]);
+    expect(Buffer.from(await part.arrayBuffer()).equals(bytes.subarray(0, 4))).toBe(true);
+    // Expired (ten minutes on): the link is a 404 and the object is gone from the store.
+    setSystemTime(new Date(Date.now() + 11 * 60 * 1000));
+    try {
+      expect((await fetch(w.srv.url + url)).status).toBe(404);
+    } finally {
+      setSystemTime();
+    }
+    await until(async () => !(await stored()).includes(key));
     // One character of the token changed (to another one: a token may end in "x" already).
     const tampered = url.slice(0, -1) + (url.endsWith("x") ? "y" : "x");
     expect((await fetch(w.srv.url + tampered)).status).toBe(404);
