@@ -483,7 +483,14 @@ export function recordsRoutes(ctx: Ctx) {
       {
         auth: true,
         params,
-        body: t.Object({ record: loose, language: loose, definition: loose, fieldlist: loose, download: loose }),
+        body: t.Object({
+          record: loose,
+          language: loose,
+          definition: loose,
+          fieldlist: loose,
+          download: loose,
+          selection: loose,
+        }),
         detail: describe({
           summary:
             'A workbook (.xlsx) of a record\'s children in one language: result["children.excel"] names it in data.files (base64), or download.url for large ones',
