@@ -1,6 +1,6 @@
 // Excel round trip of a parent's children: export a workbook in one language (all children, or the
-// rows selected in the grid), import it edited,
-// and download the marked-up result (or, when the workbook is refused, the marked problems).
+// rows selected in the grid), import it edited, and download the marked-up result (or, when the
+// workbook is refused, the marked problems).
 import { useEffect, useRef, useState } from "preact/hooks";
 import { excelErrorFile, recordsApi, type ExcelResult, type RecordItem, type Selection } from "../../api";
 import { notify } from "../../store";
