@@ -109,7 +109,7 @@ beforeAll(async () => {
   writeProjectFile(srv, project, "originals/a~1.jpg", Buffer.alloc(50_000, 7));
   writeProjectFile(srv, project, "originals/b~1.png", "bee");
   writeProjectFile(srv, project, "var/deep/er/c@k.jpg", "see");
-  writeFileSync(srv.ctx.storage.inside(srv.ctx.storage.icons, `${project}-icon.png`), "icon bytes");
+  await srv.ctx.storage.blobs.put(`files/icons/${project}-icon.png`, "icon bytes");
   srv.ctx.db
     .update(projects)
     .set({ icon: `${project}-icon.png` })
@@ -230,7 +230,7 @@ describe("project backups", () => {
     writeProjectFile(srv, project, "originals/b~1.png", "changed bytes");
     rmSync(join(srv.ctx.storage.projectDir(project), "var"), { recursive: true });
     writeProjectFile(srv, project, "originals/new~1.jpg", "new file");
-    rmSync(srv.ctx.storage.inside(srv.ctx.storage.icons, `${project}-icon.png`));
+    await srv.ctx.storage.blobs.delete(`files/icons/${project}-icon.png`);
     expect(projectRows(srv, project)).not.toEqual(rowsAtBackup);
 
     const since = await cursor(alice.token);
@@ -251,9 +251,7 @@ describe("project backups", () => {
 
     expect(projectRows(srv, project)).toEqual(rowsAtBackup);
     expect(projectFiles(srv, project)).toEqual(filesAtBackup);
-    expect(readFileSync(srv.ctx.storage.inside(srv.ctx.storage.icons, `${project}-icon.png`), "utf8")).toBe(
-      "icon bytes",
-    );
+    expect(await (await srv.ctx.storage.blobs.get(`files/icons/${project}-icon.png`))?.text()).toBe("icon bytes");
     // Rows of other projects are untouched.
     expect(db.query("SELECT name FROM widgets WHERE gid = 'other'").get()).toEqual({ name: "not ours" });
 

@@ -1,7 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { writeFileSync } from "node:fs";
 import { connect } from "node:net";
-import { join } from "node:path";
 import sharp from "sharp";
 import { projectOf, storeImage } from "../helpers/dam-assets";
 import { TestServer } from "../helpers/server";
@@ -330,7 +328,7 @@ describe("published originals, avatars and icons", () => {
       .png()
       .toBuffer();
     await srv.ctx.storage.blobs.put("files/avatars/abcdefgh12-xyz12345.png", png);
-    writeFileSync(join(srv.ctx.storage.icons, "abcdefgh12-icon1234.png"), png);
+    await srv.ctx.storage.blobs.put("files/icons/abcdefgh12-icon1234.png", png);
     for (const path of ["/media/avatars/abcdefgh12-xyz12345.png", "/media/icons/abcdefgh12-icon1234.png"]) {
       const res = await fetch(srv.url + path);
       expect(res.status).toBe(200);

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import sharp from "sharp";
-import { existsSync, readdirSync, statSync } from "node:fs";
+import { statSync } from "node:fs";
 import { join } from "node:path";
 import { eq } from "drizzle-orm";
 import { meta } from "../../src/db/meta.table";
-import { TestServer, tokenOf } from "../helpers/server";
+import { TestServer, tokenOf, until } from "../helpers/server";
 
 type Who = { gid: string; token: string };
 let srv: TestServer;
@@ -293,12 +293,23 @@ describe("projects", () => {
     const r = await srv.call("/api/projects/upload_icon", { token: alice.token, body: form });
     expect(r.status).toBe(200);
     const icon = r.body.data["cc.projects"][project].icon;
-    const file = join(srv.dataDir, "files", "icons", icon);
-    const meta = await sharp(file).metadata();
+    // In the store the server uses (the data folder, or S3 with APIS_TEST_STORE=s3), served at /media/icons.
+    const key = `files/icons/${icon}`;
+    const meta = await sharp((await srv.ctx.storage.blobs.bytes(key))!).metadata();
     expect([meta.width, meta.height, meta.format]).toEqual([256, 256, "png"]);
+    const served = await fetch(`${srv.url}/media/icons/${icon}`);
+    expect([served.status, served.headers.get("content-type")]).toEqual([200, "image/png"]);
+    const ranged = await fetch(`${srv.url}/media/icons/${icon}`, { headers: { range: "bytes=0-7" } });
+    expect(ranged.status).toBe(206);
+    expect(
+      Buffer.from(await ranged.arrayBuffer())
+        .subarray(1, 4)
+        .toString(),
+    ).toBe("PNG");
     const d = await srv.call("/api/projects/delete_icon", { token: alice.token, body: { project } });
     expect(d.body.data["cc.projects"][project].icon).toBe("");
-    expect(existsSync(file)).toBe(false);
+    await until(async () => (await srv.ctx.storage.blobs.stat(key)) === undefined);
+    expect((await fetch(`${srv.url}/media/icons/${icon}`)).status).toBe(404);
     // The reference's part name upload_file works too.
     const asReference = new FormData();
     asReference.append("project", project);
@@ -343,7 +354,10 @@ describe("projects", () => {
     const r = await srv.call("/api/projects/permanent_delete", { token: alice.token, body: { project: gid } });
     expect([r.status, r.body.result, r.body.data]).toEqual([200, {}, {}]);
     expect((await srv.call("/api/projects/get", { token: alice.token, body: { project: gid } })).status).toBe(403);
-    expect(readdirSync(join(srv.dataDir, "files", "icons")).some((f) => f.startsWith(gid))).toBe(false);
+    await until(async () => {
+      for await (const e of srv.ctx.storage.blobs.list("files/icons/")) if (e.key.includes(gid)) return false;
+      return true;
+    });
     const items = (await srv.call("/sync/get", { token: bob.token, body: { cc_cursor: cursor } })).body.result.sync;
     expect(items.map((i: any) => `${i.action} ${i.data_type} ${i.data_key}`)).toEqual(
       expect.arrayContaining([`DELETE cc.projects ${gid}`, `DELETE cc.projects_members ${gid}/${bob.gid}`]),

@@ -5,7 +5,7 @@
 import { Database } from "bun:sqlite";
 import { and, desc, eq, max } from "drizzle-orm";
 import { existsSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
-import { fsp } from "../../platform/storage/fsp";
+import { iconKey } from "../../platform/storage/blobs";
 import { basename, join } from "node:path";
 import type { Ctx } from "../../platform/context";
 import { afterCommit, mutate, type ChangeLog } from "../../db/mutate";
@@ -360,9 +360,13 @@ const restoreJob: JobKind = {
     const staging = join(ctx.storage.tmp, `restore-${job.token}`);
     await stageFiles(dir, m, staging, progress);
     if (m.icon) {
-      const icon = m.icon.path.slice("icon/".length);
-      const target = ctx.storage.inside(ctx.storage.icons, icon);
-      if (!existsSync(target)) await fsp().copyFile(join(dir, "icon", icon), target);
+      // Back in the store when it is gone (icon names are never reused: one there is the same file).
+      const key = iconKey(m.icon.path.slice("icon/".length));
+      if (!(await ctx.storage.blobs.stat(key)))
+        await ctx.storage.blobs.put(key, Bun.file(join(dir, ...m.icon.path.split("/"))), {
+          durable: true,
+          type: "image/png",
+        });
     }
     const outcome = mutate(ctx.db, ctx.hub, (tx, log) => {
       requireActive(tx, projectGid);

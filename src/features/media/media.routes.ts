@@ -139,18 +139,14 @@ function blobHandlers(ctx: Ctx): { variant: Handler; original: Handler; avatar: 
   const variantOptions = optionsOf(CACHE.variant);
   const imageOptions = optionsOf(CACHE.image);
   const originalOptions = optionsOf(CACHE.original, true);
-  // Project icons are still written to the data folder whatever the store (docs/deploy.md).
+  // Avatars (`files/avatars/`) and project icons (`files/icons/`).
   const image =
-    (dir: string): Handler =>
+    (folder: string): Handler =>
     (request, { file = "" }, requestId) => {
       if (!IMAGE_FILE_RE.test(file)) return mediaNotFound(request);
-      return serveFile(request, `${dir}/${file}`, imageOptions(contentTypeOf(file)), requestId);
+      const key = `files/${folder}/${file}`;
+      return serveBlob(request, blobs, key, imageOptions(contentTypeOf(file)), requestId, redirect);
     };
-  const avatar: Handler = (request, { file = "" }, requestId) => {
-    if (!IMAGE_FILE_RE.test(file)) return mediaNotFound(request);
-    const key = `files/avatars/${file}`;
-    return serveBlob(request, blobs, key, imageOptions(contentTypeOf(file)), requestId, redirect);
-  };
   return {
     variant(request, { project = "", file = "" }, requestId) {
       if (!PROJECT_RE.test(project) || !isMediaFileName(file)) return mediaNotFound(request);
@@ -165,8 +161,8 @@ function blobHandlers(ctx: Ctx): { variant: Handler; original: Handler; avatar: 
       const key = `files/projects/${project}/originals/${file}`;
       return serveBlob(request, blobs, key, originalOptions(found.mime || contentTypeOf(file)), requestId, redirect);
     },
-    avatar,
-    icon: image(resolve(ctx.storage.icons)),
+    avatar: image("avatars"),
+    icon: image("icons"),
   };
 }
 

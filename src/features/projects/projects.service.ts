@@ -1,6 +1,7 @@
 import { and, asc, eq, sql } from "drizzle-orm";
-import { rmSync, writeFileSync } from "node:fs";
-import { fileChanged, filesChangedUnder } from "../../platform/storage/file-facts";
+import { rmSync } from "node:fs";
+import { filesChangedUnder } from "../../platform/storage/file-facts";
+import { iconKey } from "../../platform/storage/blobs";
 import { join } from "node:path";
 import type { Answer } from "../../core/answer";
 import type { Actor } from "../../core/actor";
@@ -136,11 +137,7 @@ export function eraseProject(ctx: Pick<Ctx, "db" | "storage">, tx: Tx, log: Chan
       recursive: true,
       force: true,
     });
-    if (p.icon) {
-      const icon = ctx.storage.inside(ctx.storage.icons, p.icon);
-      rmSync(icon, { force: true });
-      fileChanged(icon);
-    }
+    if (p.icon) removeIconFile(ctx, p.icon);
   });
 }
 
@@ -257,17 +254,21 @@ export function updateProjectInfo(
   });
 }
 
+/**
+ * Removes an icon's object (called once the change that dropped it has committed): the data folder
+ * removes it at once, another store after the answer (a failure leaves an object no row names,
+ * harmless: icon names are never reused, and the store sweep finds it).
+ */
+function removeIconFile(ctx: Pick<Ctx, "storage">, name: string) {
+  void ctx.storage.blobs.delete(iconKey(name)).catch(() => {});
+}
+
 /** Sets (or clears) the icon file name; the file it replaces goes once committed. */
 function setIcon(ctx: Ctx, actor: Actor, projectGid: string, icon: string): Answer {
   return inProject(ctx, actor, projectGid, "owner", ({ tx, log, project }) => {
     const old = project.icon;
     const p = updateProject(tx, log, projectGid, { icon });
-    if (old)
-      afterCommit(ctx.db, () => {
-        const icon = ctx.storage.inside(ctx.storage.icons, old);
-        rmSync(icon, { force: true });
-        fileChanged(icon);
-      });
+    if (old) afterCommit(ctx.db, () => removeIconFile(ctx, old));
     return one(ctx, tx, p);
   });
 }
@@ -281,7 +282,7 @@ export async function uploadProjectIcon(
   projectAccess(ctx.db, actor, input.project, "owner");
   const png = await squareImage(input.file, ctx.config.imageMaxBytes, ctx.config.pixelLimit);
   const name = `${input.project}-${newGid(8)}.png`;
-  writeFileSync(ctx.storage.inside(ctx.storage.icons, name), png);
+  await ctx.storage.blobs.put(iconKey(name), png, { type: "image/png" });
   return setIcon(ctx, actor, input.project, name);
 }
 

@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { notFound } from "../../core/errors";
 import type { Tx } from "../../db/connection";
 import type { Ctx } from "../../platform/context";
+import { blobKey } from "../../platform/storage/blobs";
 import { rowOf, LIST_TYPES, type FieldType } from "../schema/schema.api";
 import { FIRST, plain, SHEET } from "./records.xlsx-reader";
 import type { FieldInfo } from "./values.service";
@@ -384,14 +385,17 @@ export const VIEWS = [
 ];
 
 /**
- * Download links: token → file (one map per instance; files removed when they expire). A report
- * is written on first download, streamed to that request as it is written and kept in a file for
- * later ones.
+ * Download links: token → file (one map per instance; files removed when they expire). A file is
+ * an object of the blob store (`downloads/excel/<random>.xlsx`: the data folder or the bucket). A
+ * report or an export is written on first download, streamed to that request as it is written
+ * into a temp file, which then goes into the store for later ones (answered with ranges, as media).
  */
 type Download = {
-  path?: string;
+  /** The finished file in the store. */
+  key?: string;
   build?: (out: Writable) => Promise<void>;
   building?: Promise<void>;
+  /** Local temp files that go when the link expires (an import's uploaded workbook). */
   also: string[];
   name: string;
   project: string;
@@ -399,21 +403,43 @@ type Download = {
 };
 const DOWNLOADS = new WeakMap<Ctx, Map<string, Download>>();
 
+/** Where download files go in the store. */
+const DOWNLOADS_PREFIX = "downloads/excel/";
+
 function downloadsOf(ctx: Ctx) {
   let m = DOWNLOADS.get(ctx);
-  if (!m) DOWNLOADS.set(ctx, (m = new Map()));
+  if (!m) {
+    DOWNLOADS.set(ctx, (m = new Map()));
+    void sweepDownloads(ctx).catch(() => {});
+  }
   const t = Date.now();
   for (const [k, v] of m)
     if (v.expires <= t) {
       m.delete(k);
-      for (const p of [v.path, ...v.also]) if (p) rmSync(p, { force: true });
+      dropDownload(ctx, v);
     }
   return m;
 }
 
+function dropDownload(ctx: Ctx, d: Download) {
+  if (d.key) void ctx.storage.blobs.delete(d.key).catch(() => {});
+  for (const p of d.also) rmSync(p, { force: true });
+}
+
+/**
+ * Download files no link names any more (a process that stopped took its links with it): the ones
+ * older than the longest link, removed when a process offers its first download. Other processes on
+ * the same store keep theirs (younger than that).
+ */
+async function sweepDownloads(ctx: Ctx) {
+  const before = Date.now() - Math.max(DOWNLOAD_TTL_MS, REPORT_TTL_MS) - 60_000;
+  for await (const e of ctx.storage.blobs.list(DOWNLOADS_PREFIX))
+    if (e.mtimeMs < before) await ctx.storage.blobs.delete(e.key);
+}
+
 export function offerDownload(
   ctx: Ctx,
-  d: Omit<Download, "expires" | "also"> & { also?: string[] },
+  d: Omit<Download, "expires" | "also" | "key"> & { also?: string[] },
   ttl: number,
 ): { url: string; expires: number } {
   const token = randomBytes(24).toString("base64url");
@@ -425,21 +451,21 @@ export function offerDownload(
 
 /**
  * The file behind a download link (404 once expired or unknown; the link is the permission, for a
- * while): a file, or for a report not written yet a stream of it while it is written.
+ * while): its key in the store, or for a file not written yet a stream of it while it is written.
  */
 export async function excelDownload(
   ctx: Ctx,
   projectGid: string,
   token: string,
-): Promise<{ name: string; path?: string; body?: ReadableStream }> {
+): Promise<{ name: string; key?: string; body?: ReadableStream }> {
   // node:stream is loaded by the first download, not at start-up (which needs none of it); first,
   // so that nothing below waits between looking at the download and starting its build.
   const { PassThrough, Readable } = await import("node:stream");
   const d = downloadsOf(ctx).get(token);
   if (!d || d.project !== projectGid) throw notFound("Not found", { reason: "unknown or expired download link" });
-  if (!d.path && d.build && !d.building) {
+  if (!d.key && d.build && !d.building) {
     const build = d.build;
-    const file = join(ctx.storage.tmp, `excel-report-${randomBytes(12).toString("hex")}.xlsx`);
+    const file = join(ctx.storage.tmp, `excel-download-${randomBytes(12).toString("hex")}.xlsx`);
     d.also.push(file);
     const tee = new PassThrough();
     const toFile = createWriteStream(file);
@@ -452,18 +478,22 @@ export async function excelDownload(
             toFile.writableFinished ? ok() : toFile.once("finish", ok).once("error", fail),
           ),
       )
-      .then(() => {
-        d.path = file;
+      .then(async () => {
+        // Into the store (the temp file goes with it); gone again at once when the link expired meanwhile.
+        const key = blobKey("downloads", "excel", `${randomBytes(12).toString("hex")}.xlsx`);
+        await ctx.storage.blobs.putFile(key, file, { type: XLSX_TYPE });
+        d.key = key;
         d.build = undefined;
+        if (downloadsOf(ctx).get(token) !== d) dropDownload(ctx, d);
       })
       .catch((e) => {
         tee.destroy(e as Error);
-        ctx.log.error("excel report could not be written", { error: String((e as Error)?.stack ?? e) });
+        ctx.log.error("excel download could not be written", { error: String((e as Error)?.stack ?? e) });
       })
       .finally(() => (d.building = undefined));
     return { name: d.name, body };
   }
   if (d.building) await d.building;
-  if (!d.path) throw notFound("Not found", { reason: "the report could not be written" });
-  return { path: d.path, name: d.name };
+  if (!d.key) throw notFound("Not found", { reason: "the report could not be written" });
+  return { key: d.key, name: d.name };
 }

@@ -17,6 +17,8 @@ import type { Ctx } from "../../platform/context";
 import { rowOf, valueContextOf } from "../schema/schema.api";
 import { childrenIn, db, DELETED, mustRecord, recordsRead, rowsInOrder, type Rec } from "./records.service";
 import { excel, FIRST, META } from "./records.xlsx-reader";
+import { recordsSelection } from "./records.bulk";
+import { resolveSelection } from "../../core/selection";
 import { storedValue, type FieldInfo, type SchemaView } from "./values.service";
 import {
   type ClassFields,
@@ -216,13 +218,30 @@ export async function exportChildren(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
-  input: { record?: unknown; language?: string | null; definition?: unknown; fieldlist?: unknown; download?: unknown },
+  input: {
+    record?: unknown;
+    language?: string | null;
+    definition?: unknown;
+    fieldlist?: unknown;
+    download?: unknown;
+    selection?: unknown;
+  },
 ): Promise<Answer> {
   const plan = recordsRead(ctx, actor, projectGid, (tx, view): ExportPlan => {
     if (input.language === undefined || input.language === null) throw missing("language");
     const [lang] = view.languagesOf({ language: input.language });
     const parent = mustRecord(tx, projectGid, input.record);
-    const { gids } = childrenIn(tx, parent.gid, { top: 0, size: Number.MAX_SAFE_INTEGER });
+    let { gids } = childrenIn(tx, parent.gid, { top: 0, size: Number.MAX_SAFE_INTEGER });
+    // An extension: only the children in a selection (the bulk operations' shape: gids,
+    // {children, exclude, channel}, {search}, {query}), still in the children's order.
+    if (input.selection !== undefined && input.selection !== null) {
+      const chosen = new Set(
+        resolveSelection(tx, recordsSelection, projectGid, input.selection, {
+          expandQuery: ctx.hooks.expandQuery,
+        }).map((i) => i.gid),
+      );
+      gids = gids.filter((g) => chosen.has(g));
+    }
     const { columns, definition } = exportColumns(tx, view, parent, lang!, input);
     return {
       name: fileName(view, parent, lang!),

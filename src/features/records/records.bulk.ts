@@ -174,7 +174,7 @@ export function bulkGet(
 type Bind = string | number | bigint | boolean | null | Uint8Array;
 
 /** The records selection resolver other areas use (saved queries, Excel, batch): hand it to `resolveSelection`. */
-const recordsSelection: SelectionResolver = {
+export const recordsSelection: SelectionResolver = {
   resource: "records",
   noun: "Record",
   byGids(tx, projectGid, gids) {

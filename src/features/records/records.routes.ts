@@ -9,6 +9,7 @@ import * as channelService from "./channels.service";
 import { getCompleteness } from "./completeness.service";
 import * as definitionService from "./definition.service";
 import { excelDownload, XLSX_TYPE } from "./excel.service";
+import { serveBlob, type ServeOptions } from "../media/media.api";
 import { exportChildren } from "./export.service";
 import { importChildren } from "./import.service";
 import { previewField } from "./preview.service";
@@ -34,6 +35,8 @@ import * as treeService from "./tree.service";
 const tag = (area: string) => [`records: ${area}`];
 const params = t.Object({ project: t.String() });
 const loose = t.Optional(t.Unknown());
+/** How a written Excel download is answered (never cached: the link is the permission). */
+const DOWNLOAD_SERVE: ServeOptions = { contentType: XLSX_TYPE, cacheControl: "no-store" };
 /**
  * `language` and `languages` typed, for the services that read them first (`languagesOf`): the
  * schema's 400 is theirs (null is absent; the project's languages stay the service's check).
@@ -545,6 +548,7 @@ export function recordsRoutes(ctx: Ctx) {
           definition: loose,
           fieldlist: loose,
           download: loose,
+          selection: loose,
         }),
         detail: describe({
           summary:
@@ -598,15 +602,17 @@ export function recordsRoutes(ctx: Ctx) {
     )
     .get(
       "/excel/download/:token",
-      async ({ params }) => {
+      async ({ params, request }) => {
         const f = await excelDownload(ctx, params.project, params.token);
-        return new Response(f.body ?? Bun.file(f.path!), {
-          headers: {
-            "content-type": XLSX_TYPE,
-            "content-disposition": `attachment; filename="${f.name}"`,
-            "cache-control": "no-store",
-          },
-        });
+        const disposition = `attachment; filename="${f.name}"`;
+        if (f.body)
+          return new Response(f.body, {
+            headers: { "content-type": XLSX_TYPE, "content-disposition": disposition, "cache-control": "no-store" },
+          });
+        // A written file, from the store: ETag, Range and HEAD as /media answers them.
+        const res = await serveBlob(request, ctx.storage.blobs, f.key!, DOWNLOAD_SERVE);
+        res.headers.set("content-disposition", disposition);
+        return res;
       },
       {
         params: t.Object({ project: t.String(), token: t.String() }),

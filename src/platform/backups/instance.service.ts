@@ -13,7 +13,7 @@ import { readTar, TarWriter } from "./tar";
 /**
  * Instance backups: one tar archive holding a consistent copy of the database (SQLite
  * `VACUUM INTO`, taken while the server runs) and every file of the data folder except
- * `backups/`, `tmp/`, the live database files and the pid file. The last entry,
+ * `backups/`, `tmp/`, `downloads/` (Excel downloads, short-lived), the live database files and the pid file. The last entry,
  * `apis-backup.json`, lists every other entry with its size and sha256.
  *
  * The files are pinned (hard-linked under `tmp/`) just before and again just after the database
@@ -26,7 +26,16 @@ const DB_ENTRY = "apis.db";
 const FORMAT = "apis-instance-backup";
 
 /** Top-level names of the data folder never put in an archive nor replaced by a restore. */
-const KEEP_OUT = new Set(["backups", "tmp", "apis.pid", "apis.db", "apis.db-wal", "apis.db-shm", "apis.db-journal"]);
+const KEEP_OUT = new Set([
+  "backups",
+  "tmp",
+  "downloads",
+  "apis.pid",
+  "apis.db",
+  "apis.db-wal",
+  "apis.db-shm",
+  "apis.db-journal",
+]);
 
 type InstanceEntry = { path: string; size: number; sha256: string };
 type InstanceManifest = {

@@ -15,6 +15,7 @@ import {
   writeFileSync,
 } from "node:fs";
 import { fsp } from "../storage/fsp";
+import { iconKey } from "../storage/blobs";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import type { Ctx } from "../context";
 import { sqliteOf, type Tx } from "../../db/connection";
@@ -270,19 +271,19 @@ export async function writeSnapshot(
   } finally {
     reader.close();
   }
-  if (icon) {
-    let src: string | null = null;
-    try {
-      src = ctx.storage.inside(ctx.storage.icons, icon);
-    } catch {
-      src = null;
-    }
-    if (src && existsSync(src)) {
-      const path = `icon/${icon}`;
-      mkdirSync(join(dir, "icon"), { recursive: true });
-      await fsp().copyFile(src, join(dir, path));
-      manifest.icon = { path, size: statSync(join(dir, path)).size, sha256: await sha256File(join(dir, path)) };
-    }
+  // The icon from the store (`files/icons/<name>`); a name that is no valid key, or no object, means none.
+  let key: string | null = null;
+  try {
+    key = icon ? iconKey(icon) : null;
+  } catch {
+    key = null;
+  }
+  const iconBytes = key ? await ctx.storage.blobs.bytes(key) : undefined;
+  if (iconBytes) {
+    const path = `icon/${icon}`;
+    mkdirSync(join(dir, "icon"), { recursive: true });
+    writeFileSync(join(dir, path), iconBytes);
+    manifest.icon = { path, size: iconBytes.length, sha256: createHash("sha256").update(iconBytes).digest("hex") };
   }
   writeFileSync(join(dir, "manifest.json"), JSON.stringify(manifest, null, 1));
   return manifest;

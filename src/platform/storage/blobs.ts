@@ -104,6 +104,9 @@ export function checkKey(key: string, prefix = false): string {
 /** Joins key segments. */
 export const blobKey = (...parts: string[]) => checkKey(parts.join("/"));
 
+/** The key of a project icon (`files/icons/<name>`, served at /media/icons/<name>; the `icon` of cc.projects). */
+export const iconKey = (name: string) => blobKey("files", "icons", name);
+
 /** Reads a stream of bytes into a store writer (backups, exports made as streams). */
 export async function pipeToWriter(stream: ReadableStream<Uint8Array>, w: BlobWriter): Promise<void> {
   try {

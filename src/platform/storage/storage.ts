@@ -32,9 +32,6 @@ export class Storage {
   get avatars() {
     return this.ensure(join(this.files, "avatars"));
   }
-  get icons() {
-    return this.ensure(join(this.files, "icons"));
-  }
   get outbox() {
     return this.ensure(join(this.dataDir, "outbox"));
   }

@@ -321,13 +321,21 @@ export const recordsApi = {
       refused: info.validation_errors ?? 0,
     };
   },
-  /** A workbook of a parent's children in one language: the file, or a download link for large ones. */
+  /**
+   * A workbook of a parent's children in one language (only those in `selection` when given: the
+   * grid's selection): the file, or a download link for large ones.
+   */
   async excelExport(
     project: string,
     record: string,
     language: string,
+    selection?: Selection,
   ): Promise<{ name: string; file: Blob | null; url: string | null; rows: number }> {
-    const env = await call(p(project, "records/excel/children"), { record, language });
+    const env = await call(p(project, "records/excel/children"), {
+      record,
+      language,
+      ...(selection?.length ? { selection } : {}),
+    });
     const name = String(env.result["children.excel"] ?? "children.xlsx");
     return {
       name,

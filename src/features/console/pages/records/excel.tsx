@@ -1,7 +1,8 @@
-// Excel round trip of a parent's children: export a workbook in one language, import it edited,
-// and download the marked-up result (or, when the workbook is refused, the marked problems).
+// Excel round trip of a parent's children: export a workbook in one language (all children, or the
+// rows selected in the grid), import it edited, and download the marked-up result (or, when the
+// workbook is refused, the marked problems).
 import { useEffect, useRef, useState } from "preact/hooks";
-import { excelErrorFile, recordsApi, type ExcelResult, type RecordItem } from "../../api";
+import { excelErrorFile, recordsApi, type ExcelResult, type RecordItem, type Selection } from "../../api";
 import { notify } from "../../store";
 import { ErrorNote, useBusy } from "../../ui";
 import type { RecordsCtx } from "./context";
@@ -65,28 +66,30 @@ export function ExcelPanel(props: { rc: RecordsCtx; parent: RecordItem; lang: st
       }
     });
 
+  /** Exports every child, or those of the grid's selection. */
+  const exportRows = (selection?: Selection) =>
+    run(async () => {
+      setError(null);
+      try {
+        const x = await recordsApi.excelExport(rc.gid, props.parent.gid, props.lang, selection);
+        save(setExported(x.name, x.file ?? x.url!));
+      } catch (e) {
+        setError(e);
+      }
+    });
+
   return (
     <section class="panel excel" aria-labelledby="excel-h">
       <h3 id="excel-h">Excel</h3>
       <div class="row">
-        <button
-          type="button"
-          class="btn"
-          disabled={busy}
-          onClick={() =>
-            run(async () => {
-              setError(null);
-              try {
-                const x = await recordsApi.excelExport(rc.gid, props.parent.gid, props.lang);
-                save(setExported(x.name, x.file ?? x.url!));
-              } catch (e) {
-                setError(e);
-              }
-            })
-          }
-        >
+        <button type="button" class="btn" disabled={busy} onClick={() => exportRows()}>
           Export the children ({props.lang})
         </button>
+        {rc.selection.length ? (
+          <button type="button" class="btn" disabled={busy} onClick={() => exportRows(rc.selection)}>
+            Export the selection ({props.lang})
+          </button>
+        ) : null}
         <label class="btn">
           Import a workbook…
           <input
