@@ -77,9 +77,9 @@ function writes(n: number): Variant[] {
   return [
     {
       name: `today: mutate, ${n} sync statements`,
-      run(units) {
+      async run(units) {
         for (let u = 0; u < units; u++)
-          mutate(db, undefined, (_tx, log) => {
+          await mutate(db, undefined, (_tx, log) => {
             const st = db.$client.prepare(insertSql);
             for (let i = 0; i < n; i++) {
               st.run(++key, "x");
@@ -150,9 +150,9 @@ function reads(n: number): Variant[] {
   return [
     {
       name: `today: readOnly, ${n} sync reads`,
-      run(units) {
+      async run(units) {
         for (let u = 0; u < units; u++)
-          readOnly(db, () => {
+          await readOnly(db, () => {
             const st = db.$client.prepare(readSql);
             for (let i = 0; i < n; i++) st.get((u * 7 + i) % 10_000);
           });

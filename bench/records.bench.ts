@@ -141,13 +141,16 @@ export type Catalogue = {
  */
 export async function generate(data: string, notes: string[], records = N): Promise<Catalogue> {
   const t0 = performance.now();
-  const ctx = openInstance(loadConfig({ data, "log-level": "warn", port: "0" }, {}));
+  const ctx = await openInstance(loadConfig({ data, "log-level": "warn", port: "0" }, {}));
   try {
     const hash = await hashPassword(USER.password);
-    const user = mutate(ctx.db, ctx.hub, (tx, log) =>
-      createPerson(tx, log, { username: USER.username, email: USER.email, passwordHash: hash }),
+    const user = await mutate(
+      ctx.db,
+      ctx.hub,
+      async (tx, log) =>
+        await createPerson(tx, log, { username: USER.username, email: USER.email, passwordHash: hash }),
     );
-    const project = createProject(ctx, { userGid: user.gid, kind: "person" }, { name: "Records bench" }).result
+    const project = (await createProject(ctx, { userGid: user.gid, kind: "person" }, { name: "Records bench" })).result
       .project as string;
     ctx.db
       .update(projects)
@@ -156,36 +159,38 @@ export async function generate(data: string, notes: string[], records = N): Prom
       .run();
     const actor = { userGid: user.gid, kind: "person" as const };
     for (const f of FIELDS) {
-      f.gid = createField(ctx, actor, project, { name: f.name, type: f.type, is_localized: f.localized }).result
+      f.gid = (await createField(ctx, actor, project, { name: f.name, type: f.type, is_localized: f.localized })).result
         .field as string;
-      commitField(ctx, actor, project, { field: f.gid });
+      await commitField(ctx, actor, project, { field: f.gid });
     }
-    const def = (name: string, fields: string[], child?: string) => {
-      const g = createDefinition(ctx, actor, project, {
-        name,
-        fields,
-        titlefield: FIELDS[0]!.gid!,
-        childdefinitions: child ? [child] : [],
-      }).result.definition as string;
-      commitDefinition(ctx, actor, project, { definition: g });
+    const def = async (name: string, fields: string[], child?: string) => {
+      const g = (
+        await createDefinition(ctx, actor, project, {
+          name,
+          fields,
+          titlefield: FIELDS[0]!.gid!,
+          childdefinitions: child ? [child] : [],
+        })
+      ).result.definition as string;
+      await commitDefinition(ctx, actor, project, { definition: g });
       return g;
     };
-    const article = def(
+    const article = await def(
       "article",
       FIELDS.map((f) => f.gid!),
     );
-    const group = def("group", [FIELDS[0]!.gid!, FIELDS[1]!.gid!]);
-    const root = getRoot(ctx, actor, project, {}).result.root as string;
+    const group = await def("group", [FIELDS[0]!.gid!, FIELDS[1]!.gid!]);
+    const root = (await getRoot(ctx, actor, project, {})).result.root as string;
     const levels = [10, 100, Math.max(10, Math.min(1000, Math.floor(records / 100)))];
     const big = Math.min(10_000, Math.floor(records / 10));
     let made = 1;
-    let parents: Rec[] = [recordsWrite(ctx, actor, project, (tx) => mustRecord(tx, project, root))];
+    let parents: Rec[] = [await recordsWrite(ctx, actor, project, async (tx) => await mustRecord(tx, project, root))];
     for (const n of levels) {
       const next: Rec[] = [];
-      recordsWrite(ctx, actor, project, (tx, _log, view, touch) => {
+      await recordsWrite(ctx, actor, project, async (tx, _log, view, touch) => {
         for (let i = 0; i < n; i++)
           next.push(
-            insertRecordIn(tx, view, touch, {
+            await insertRecordIn(tx, view, touch, {
               parent: parents[i % parents.length]!,
               definition: group,
               vals: { en: { [FIELDS[0]!.gid!]: words(2) } },
@@ -203,10 +208,10 @@ export async function generate(data: string, notes: string[], records = N): Prom
     const total = records - made;
     const BATCH = 5000;
     for (let start = 0; start < total; start += BATCH) {
-      recordsWrite(ctx, actor, project, (tx, _log, view, touch) => {
+      await recordsWrite(ctx, actor, project, async (tx, _log, view, touch) => {
         for (let i = start; i < Math.min(total, start + BATCH); i++) {
           const parent = i < big ? bigParent : others[i % others.length]!;
-          const r = insertRecordIn(tx, view, touch, {
+          const r = await insertRecordIn(tx, view, touch, {
             parent,
             definition: article,
             vals: valuesOf(i),
@@ -221,7 +226,7 @@ export async function generate(data: string, notes: string[], records = N): Prom
     const sqlite = ctx.db.$client;
     const changes = () => (sqlite.query("SELECT total_changes() AS n").get() as { n: number }).n;
     const before = changes();
-    moveRecord(ctx, actor, project, {
+    await moveRecord(ctx, actor, project, {
       record: bigChildren[bigChildren.length - 1],
       parent: bigParent.gid,
       ordering: "ord",

@@ -13,7 +13,7 @@
  * in its own turn of the event loop, as that many separate record changes would.
  */
 import { loadConfig } from "../src/config";
-import { mutate } from "../src/db/mutate";
+import { mutate, type ChangeLog } from "../src/db/mutate";
 import { memberships } from "../src/features/projects/projects.table";
 import { users } from "../src/features/users/users.table";
 import { newGid, now } from "../src/core/ids";
@@ -32,12 +32,17 @@ let project = "";
 async function onMessage(msg: any) {
   if (msg.cmd === "setup") {
     const hash = await Bun.password.hash("bench-password-1", { algorithm: "argon2id" });
-    const owner = mutate(ctx.db, ctx.hub, (tx, log) =>
-      createPerson(tx, log, { username: "owner", email: "owner@example.test", passwordHash: hash }),
+    const owner = await mutate(
+      ctx.db,
+      ctx.hub,
+      async (tx, log) =>
+        await createPerson(tx, log, { username: "owner", email: "owner@example.test", passwordHash: hash }),
     );
-    project = String(createProject(ctx, { userGid: owner.gid, kind: "person" }, { name: "Fan-out" }).result.project);
+    project = String(
+      (await createProject(ctx, { userGid: owner.gid, kind: "person" }, { name: "Fan-out" })).result.project,
+    );
     const gids: string[] = [];
-    mutate(ctx.db, ctx.hub, (tx) => {
+    await mutate(ctx.db, ctx.hub, (tx) => {
       const t = now();
       for (let i = 0; i < msg.members; i++) {
         const gid = newGid();
@@ -80,7 +85,12 @@ async function onMessage(msg: any) {
     const t0 = performance.now();
     for (let i = 0; i < msg.count; i++) {
       if (i) await new Promise((r) => setImmediate(r));
-      last = mutate(ctx.db, ctx.hub, (_tx, log) => log.project(project, "UPDATE", "records", newGid()).cursor);
+      let written: ChangeLog | undefined;
+      await mutate(ctx.db, ctx.hub, (_tx, log) => {
+        log.project(project, "UPDATE", "records", newGid());
+        written = log;
+      });
+      last = written!.items.at(-1)!.cursor;
       first ||= last;
     }
     // The fan-out runs on the next turn (setImmediate after the commit): this one comes after it.

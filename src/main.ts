@@ -130,7 +130,7 @@ async function main(argv: string[]): Promise<number> {
     case "migrate": {
       await checkData(config);
       const { openInstance } = await import("./app/instance");
-      const ctx = openInstance(config);
+      const ctx = await openInstance(config);
       console.log(`database ${ctx.storage.database} is up to date`);
       closeDatabase(ctx.db);
       return 0;
@@ -143,7 +143,7 @@ async function main(argv: string[]): Promise<number> {
       await checkData(config);
       const { openInstance } = await import("./app/instance");
       const { userCommand } = await import("./cli/users.cli");
-      const ctx = openInstance(config);
+      const ctx = await openInstance(config);
       try {
         return await userCommand(ctx, words[1], flags);
       } finally {
@@ -152,7 +152,7 @@ async function main(argv: string[]): Promise<number> {
     }
     case "backup": {
       const { backupCommand } = await import("./cli/backup.cli");
-      return backupCommand(config, words.slice(1), flags);
+      return await backupCommand(config, words.slice(1), flags);
     }
     case "storage": {
       const { storageCommand } = await import("./cli/storage.cli");
@@ -162,7 +162,7 @@ async function main(argv: string[]): Promise<number> {
       await checkData(config);
       const { openInstance } = await import("./app/instance");
       const { jobsCommand } = await import("./cli/jobs.cli");
-      const ctx = openInstance(config);
+      const ctx = await openInstance(config);
       try {
         return await jobsCommand(ctx, words.slice(1), flags);
       } finally {

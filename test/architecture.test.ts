@@ -142,6 +142,19 @@ describe("SQL lives in data files", () => {
     expect(found).toEqual([]);
   });
 
+  test("transactions are opened only in db/ (units of work), apart from the backup snapshot's own read connection", () => {
+    // The one backup snapshot reads its own connection in one read transaction of its own.
+    const allowed = new Set(["platform/backups/snapshot.service.ts"]);
+    const found = violations((f) =>
+      layer(f.rel) === "db" || allowed.has(f.rel)
+        ? []
+        : [/\.transaction\s*\(/, /["'`]\s*BEGIN\b/i, /\bCOMMIT\b["'`]/]
+            .filter((re) => re.test(f.code))
+            .map((re) => `matches ${re}`),
+    );
+    expect(found).toEqual([]);
+  });
+
   test("no other file builds or runs a query", () => {
     const found = violations((f) =>
       isDataFile(f.rel) ? [] : SQL_TEXT.filter((re) => re.test(f.code)).map((re) => `matches ${re}`),
@@ -505,14 +518,6 @@ const MODULE_STATE = new Map<string, string>([
   ["core/startup.ts: steps", "the start-up timings of this process (APIS_STARTUP_TRACE)"],
   ["config.ts: sizeSchemas", "marks zod schemas of byte sizes (WeakSet of schema objects): no data"],
   [
-    "db/mutate.ts: counts",
-    "per connection: change counts its units wrote (the caches' stamps); SHARED-DB: another process's writes are not counted",
-  ],
-  ["db/mutate.ts: totals", "per connection: the total of `counts`; SHARED-DB like it"],
-  ["db/mutate.ts: units", "per connection: the open unit of work"],
-  ["db/mutate.ts: reading", "per connection: a read transaction is open"],
-  ["db/mutate.ts: control", "per connection: its prepared BEGIN/COMMIT/ROLLBACK"],
-  [
     "db/mutate.ts: facts",
     "per connection: values kept until its next write (untilChanged); SHARED-DB: another process's writes do not end them",
   ],
@@ -571,17 +576,15 @@ const MODULE_STATE = new Map<string, string>([
     "features/dam/dam.service.ts: sourceFetches",
     "local copies of store objects being fetched now, by local path (one fetch per copy at a time)",
   ],
-  [
-    "features/schema/copies.service.ts: extending",
-    "depth of asRecordExtension calls running now; sound only while services are synchronous (issue 38 must make it per unit)",
-  ],
   ["http/auth.ts: owners", "per request object: whether its caller owns the request's project"],
   ["db/sqlite/port.ts: ports", "per connection: its database port"],
   [
     "db/unit.ts: stamps",
-    "per connection: change counts of asynchronous units (the caches' stamps); SHARED-DB like db/mutate.ts counts",
+    "per port: change counts its units recorded (the caches' stamps); SHARED-DB: another process's writes are not counted",
   ],
-  ["db/unit.ts: holders", "per connection: the asynchronous unit or read holding it now"],
+  ["db/unit.ts: holders", "per connection: the unit or read holding it now"],
+  ["db/connection.ts: audited", "APIS_UNIT_AUDIT diagnostic: the places already reported"],
+  ["db/connection.ts: readers", "per connection: its read-only twin for statements outside the unit holding it"],
   ["db/unit.ts: guard", "whether the yield guard is on (tests, APIS_YIELD_GUARD)"],
   ["features/dam/dam.transform.ts: sharpConfigured", "sharp's process-wide settings applied once"],
   ["features/dam/dam.service.ts: madeDirs", "media folders this process made (checked again when a project goes)"],

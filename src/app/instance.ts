@@ -2,7 +2,7 @@ import { mkdirSync } from "node:fs";
 import { publicBaseUrl, type Config } from "../config";
 import { Logger } from "../core/log";
 import { startupStep } from "../core/startup";
-import { createFromImage, migrate, openDatabase, setSynchronous, withoutSync } from "../db/connection";
+import { createFromImage, migrate, openDatabase, setSynchronous } from "../db/connection";
 import { callersOf, features as allFeatures, hooksOf, jobKinds, type Feature } from "../features";
 import { announceVersion } from "../features/instance/instance.api";
 import type { Ctx } from "../platform/context";
@@ -21,12 +21,12 @@ export type Instance = Ctx & { jobs: JobRunner };
  * Opens the data folder and database (migrated) and builds the context every part shares, from
  * the feature list (job kinds, hooks). Used by `apis serve` and by the CLI commands alike.
  */
-export function openInstance(
+export async function openInstance(
   config: Config,
   log = new Logger(config.logLevel, { format: config.logFormat }),
   features: readonly Feature[] = allFeatures,
   opts: { versionNoteLater?: boolean } = {},
-): Instance {
+): Promise<Instance> {
   mkdirSync(config.dataDir, { recursive: true });
   const storage = new Storage(config.dataDir, openBlobStore(config));
   // A new data folder's database is written whole from the image the migrations leave (no log
@@ -59,7 +59,7 @@ export function openInstance(
     baseUrl: publicBaseUrl(config, config.port),
   } as Instance;
   ctx.jobs = new JobRunner(ctx, jobKinds(features));
-  if (!opts.versionNoteLater) noteVersion(ctx);
+  if (!opts.versionNoteLater) await noteVersion(ctx);
   startupStep("instance opened");
   return ctx;
 }
@@ -73,10 +73,9 @@ export function openInstance(
  * A database that refuses the write (a full disk, a read-only file) gets a warning, not an error:
  * the server goes on (its health check says what is wrong), and the next start notes it.
  */
-export function noteVersion(ctx: Ctx): void {
+export async function noteVersion(ctx: Ctx): Promise<void> {
   try {
-    if (withoutSync(ctx.db, ctx.config.sqliteSynchronous, () => announceVersion(ctx.db, ctx.hub, VERSION)))
-      ctx.log.info(`updated to ${VERSION}`);
+    if (await announceVersion(ctx.db, ctx.hub, VERSION, { durable: false })) ctx.log.info(`updated to ${VERSION}`);
   } catch (err) {
     ctx.log.warn("the version could not be noted in the database; it is noted at the next start", {
       error: String((err as Error)?.message ?? err),

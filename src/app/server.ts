@@ -47,7 +47,7 @@ export type Running = {
 export async function startServer(config: Config, opts: { features?: readonly Feature[] } = {}): Promise<Running> {
   const features = opts.features ?? allFeatures;
   claimDataDir(config.dataDir);
-  const ctx = openInstance(config, undefined, features, { versionNoteLater: true });
+  const ctx = await openInstance(config, undefined, features, { versionNoteLater: true });
   // The framework's app (Elysia: the routes of accounts, projects, uploads, form bodies, the
   // OpenAPI document...) is built by the first request that reaches it, not at start-up: building
   // its few hundred routes took a fifth of the start-up time and held about 7 MB, and the requests
@@ -196,7 +196,7 @@ export async function startServer(config: Config, opts: { features?: readonly Fe
   // So does the version note (src/app/instance.ts).
   let versionNote: ReturnType<typeof setTimeout> | undefined = setTimeout(() => {
     versionNote = undefined;
-    noteVersion(ctx);
+    void noteVersion(ctx);
   }, 50);
   // Housekeeping schedules (cron, minutes apart at the least) start a second after the server
   // listens, so the first requests of a cold start are not kept behind setting them up.
@@ -220,7 +220,7 @@ export async function startServer(config: Config, opts: { features?: readonly Fe
       if (versionNote) {
         // Stopped within the first moments: the note is written now, as it would have been.
         clearTimeout(versionNote);
-        noteVersion(ctx);
+        await noteVersion(ctx);
       }
       await sync?.close();
       await server.stop(false);

@@ -63,7 +63,7 @@ export async function backupCommand(
     }
     case "list": {
       const archives = listInstanceBackups(config.dataDir);
-      const projects = listProjectBackups(config.dataDir);
+      const projects = await listProjectBackups(config.dataDir);
       if (json) {
         console.log(JSON.stringify({ instance: archives, projects }));
         return 0;

@@ -29,11 +29,16 @@ export async function userCommand(
       if (issues.length) throw new UsageError(`password: ${issues[0]!.message}`);
       const hash = await hashPassword(password);
       // The first account made here on an instance without an admin becomes its admin, as does one with --admin.
-      const u = mutate(ctx.db, ctx.hub, (tx, log) => {
-        const first = !hasAdmin(tx);
-        const created = createPerson(tx, log, { username, email, passwordHash: hash, name: stringFlag(flags, "name") });
+      const u = await mutate(ctx.db, ctx.hub, async (tx, log) => {
+        const first = !(await hasAdmin(tx));
+        const created = await createPerson(tx, log, {
+          username,
+          email,
+          passwordHash: hash,
+          name: stringFlag(flags, "name"),
+        });
         return first || flags.admin === true || flags.admin === "true"
-          ? updateUser(ctx, tx, log, created.gid, { admin: true })
+          ? await updateUser(ctx, tx, log, created.gid, { admin: true })
           : created;
       });
       console.log(
@@ -44,7 +49,7 @@ export async function userCommand(
       return 0;
     }
     case "list": {
-      const rows = listUsers(ctx.db);
+      const rows = await listUsers(ctx.db);
       if (json)
         console.log(
           JSON.stringify(
@@ -68,41 +73,44 @@ export async function userCommand(
     }
     case "set-password": {
       const username = stringFlag(flags, "username", true)!;
-      const u = findByUsername(ctx.db, username);
+      const u = await findByUsername(ctx.db, username);
       if (!u) throw new UsageError(`no user ${username}`);
       const password = await readPassword(flags);
       const issues = passwordIssues(password);
       if (issues.length) throw new UsageError(`password: ${issues[0]!.message}`);
       const hash = await hashPassword(password);
-      mutate(ctx.db, ctx.hub, (tx, log) => setPassword(ctx, tx, log, u.gid, hash));
+      await mutate(ctx.db, ctx.hub, async (tx, log) => await setPassword(ctx, tx, log, u.gid, hash));
       console.log(`password of ${username} changed; its old tokens no longer work`);
       return 0;
     }
     case "deactivate": {
       const username = stringFlag(flags, "username", true)!;
-      const u = findByUsername(ctx.db, username);
+      const u = await findByUsername(ctx.db, username);
       if (!u) throw new UsageError(`no user ${username}`);
-      mutate(ctx.db, ctx.hub, (tx, log) =>
-        updateUser(ctx, tx, log, u.gid, { status: "inactive", tokenVersion: u.tokenVersion + 1 }),
+      await mutate(
+        ctx.db,
+        ctx.hub,
+        async (tx, log) =>
+          await updateUser(ctx, tx, log, u.gid, { status: "inactive", tokenVersion: u.tokenVersion + 1 }),
       );
       console.log(`user ${username} deactivated; its tokens no longer work`);
       return 0;
     }
     case "reactivate": {
       const username = stringFlag(flags, "username", true)!;
-      const u = findByUsername(ctx.db, username);
+      const u = await findByUsername(ctx.db, username);
       if (!u) throw new UsageError(`no user ${username}`);
       if (u.status !== "inactive") throw new UsageError(`user ${username} is ${u.status}, not inactive`);
-      mutate(ctx.db, ctx.hub, (tx, log) => updateUser(ctx, tx, log, u.gid, { status: "active" }));
+      await mutate(ctx.db, ctx.hub, async (tx, log) => await updateUser(ctx, tx, log, u.gid, { status: "active" }));
       console.log(`user ${username} reactivated; it can log in again`);
       return 0;
     }
     case "admin": {
       const username = stringFlag(flags, "username", true)!;
-      const u = findByUsername(ctx.db, username);
+      const u = await findByUsername(ctx.db, username);
       if (!u || u.kind !== "person") throw new UsageError(`no user ${username}`);
       const admin = flags.revoke !== true;
-      mutate(ctx.db, ctx.hub, (tx, log) => updateUser(ctx, tx, log, u.gid, { admin }));
+      await mutate(ctx.db, ctx.hub, async (tx, log) => await updateUser(ctx, tx, log, u.gid, { admin }));
       console.log(admin ? `user ${username} is an instance admin` : `user ${username} is no longer an instance admin`);
       return 0;
     }

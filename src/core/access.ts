@@ -40,8 +40,12 @@ export function projectRefusal(need: ProjectNeed) {
 }
 
 /** Self-or-co-member: `sharesProject` says whether the target is in a project where the viewer is active. */
-export function mayViewUser(viewer: Actor, targetGid: string, sharesProject: () => boolean): boolean {
-  return viewer.userGid === targetGid || sharesProject();
+export async function mayViewUser(
+  viewer: Actor,
+  targetGid: string,
+  sharesProject: () => Promise<boolean>,
+): Promise<boolean> {
+  return viewer.userGid === targetGid || (await sharesProject());
 }
 
 /** Account endpoints are for people; API users are managed by their project's owner. */

@@ -29,11 +29,11 @@ export interface SelectionResolver {
   /** Singular noun for errors, e.g. "Asset" → "Asset does not exist". */
   noun: string;
   /** The items of these gids; unknown ones are listed in `missing`. */
-  byGids(tx: Tx, projectGid: string, gids: string[]): { items: SelectionItem[]; missing: string[] };
+  byGids(tx: Tx, projectGid: string, gids: string[]): Promise<{ items: SelectionItem[]; missing: string[] }>;
   /** Items of a `children` element; undefined when the parent does not exist. Absent: form unsupported. */
-  children?(tx: Tx, projectGid: string, element: Record<string, unknown>): SelectionItem[] | undefined;
+  children?(tx: Tx, projectGid: string, element: Record<string, unknown>): Promise<SelectionItem[] | undefined>;
   /** Items a search finds (same parameters as the resource's own search). */
-  search(tx: Tx, projectGid: string, search: Record<string, unknown>): SelectionItem[];
+  search(tx: Tx, projectGid: string, search: Record<string, unknown>): Promise<SelectionItem[]>;
 }
 
 type SelectionElement =
@@ -52,7 +52,7 @@ export type QueryExpander = (
   projectGid: string,
   resource: string,
   element: Record<string, unknown>,
-) => { search: Record<string, unknown>; exclude?: unknown };
+) => Promise<{ search: Record<string, unknown>; exclude?: unknown }>;
 
 const MAX_ELEMENTS = 10_000;
 const bad = (reason: string, info: Record<string, unknown> = {}) => invalidParameter("selection", { reason, ...info });
@@ -93,16 +93,16 @@ export function parseSelection(selection: unknown): SelectionElement[] {
  * A `{query, language?, exclude?}` element as the `{search, exclude?}` element of `resource` it
  * stands for (for resources that turn a selection into SQL themselves, e.g. records bulk/get).
  */
-export function expandQueryElement(
+export async function expandQueryElement(
   expandQuery: QueryExpander | undefined,
   tx: Tx,
   projectGid: string,
   resource: string,
   element: Exclude<SelectionElement, string>,
   index: number,
-): Exclude<SelectionElement, string> {
+): Promise<Exclude<SelectionElement, string>> {
   if (!expandQuery) throw bad("saved queries are not available here", { element: index });
-  return expandQuery(tx, projectGid, resource, element) as Exclude<SelectionElement, string>;
+  return (await expandQuery(tx, projectGid, resource, element)) as Exclude<SelectionElement, string>;
 }
 
 /**
@@ -112,40 +112,40 @@ export function expandQueryElement(
  * given, so a job can count them. `opts.expandQuery` runs `{query}` elements (pass
  * `ctx.hooks.expandQuery`; without it such an element is a 400).
  */
-export function resolveSelection(
+export async function resolveSelection(
   tx: Tx,
   r: SelectionResolver,
   projectGid: string,
   selection: unknown,
   opts: { expandQuery: QueryExpander | undefined; missing?: string[] },
-): SelectionItem[] {
+): Promise<SelectionItem[]> {
   const resource = r.resource;
   const elements = parseSelection(selection);
   const out = new Map<number, SelectionItem>();
   const gids = elements.filter((e): e is string => typeof e === "string");
   if (gids.length) {
-    const { items, missing } = r.byGids(tx, projectGid, [...new Set(gids)]);
+    const { items, missing } = await r.byGids(tx, projectGid, [...new Set(gids)]);
     opts.missing?.push(...missing);
     for (const it of items) out.set(it.id, it);
   }
-  elements.forEach((original, i) => {
-    if (typeof original === "string") return;
+  for (const [i, original] of elements.entries()) {
+    if (typeof original === "string") continue;
     let el: Exclude<SelectionElement, string> = original;
-    if (Object.hasOwn(el, "query")) el = expandQueryElement(opts.expandQuery, tx, projectGid, resource, el, i);
+    if (Object.hasOwn(el, "query")) el = await expandQueryElement(opts.expandQuery, tx, projectGid, resource, el, i);
     const exclude = excludeOf(el, i);
     let items: SelectionItem[] | undefined;
     if ("children" in el) {
       if (!r.children) throw bad(`${resource} selections do not support children`, { element: i });
-      items = r.children(tx, projectGid, el);
+      items = await r.children(tx, projectGid, el);
       if (!items) {
         if (typeof el.children === "string") opts.missing?.push(el.children);
         items = [];
       }
     } else {
-      items = r.search(tx, projectGid, (el as { search: Record<string, unknown> }).search);
+      items = await r.search(tx, projectGid, (el as { search: Record<string, unknown> }).search);
     }
     for (const it of items) if (!exclude.has(it.gid)) out.set(it.id, it);
-  });
+  }
   return [...out.values()].sort((a, b) => a.id - b.id);
 }
 

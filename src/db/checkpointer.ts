@@ -12,7 +12,7 @@ import type { DB } from "./connection";
  * checkpoints (`wal_autocheckpoint = 0`) to a worker thread with its own connection, which runs a
  * PASSIVE checkpoint every CHECKPOINT_EVERY_MS: it copies what no reader still needs and never
  * makes a writer or reader wait, and it syncs the log before copying, so the commits of the job
- * (which do not sync the log themselves: see withoutSync) are on disk within about that time.
+ * (which do not sync the log themselves: `durable: false`, src/db/unit.ts) are on disk within about that time.
  * Between its units the holder calls `settle`, which waits for the thread to copy the whole log
  * once it has grown past SETTLE_FRAMES (the server answers requests meanwhile), so the log starts
  * over and stays small. The last release puts automatic checkpoints back and stops the thread.

@@ -1,10 +1,21 @@
 import { Database } from "bun:sqlite";
-import { closeSync, existsSync, fsync, fsyncSync, linkSync, openSync, rmSync, writeFileSync } from "node:fs";
+import {
+  appendFileSync,
+  closeSync,
+  existsSync,
+  fsync,
+  fsyncSync,
+  linkSync,
+  openSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { Column, is } from "drizzle-orm";
 import { drizzle, type BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
 import type { MigrationMeta } from "drizzle-orm/migrator";
 import { toMigrationMeta } from "./migration-meta";
 import { planIndependent } from "./plan-params";
+import { heldByAnother, inAnyUnit } from "./unit";
 import { embeddedBaseline, embeddedImage, embeddedMigrations } from "./migrations.generated";
 
 /** The database handle; tables are imported from their feature's `*.table.ts` (no schema object: no relational queries). */
@@ -42,28 +53,6 @@ export function setSynchronous(db: DB, synchronous: Synchronous): void {
 }
 
 /**
- * Runs `fn`, one unit of work that commits, with a commit that does not wait for the disk
- * (synchronous=NORMAL), then puts back `configured`. A sync per commit costs a disk flush each
- * time, during which the server answers nothing. The next synced commit (or checkpoint) makes these
- * commits durable too (the write-ahead log is one file), so only work that can be done again may
- * use it: a unit of a background job that is safe to run again after a crash (from the start, or
- * from the position the unit saved with its writes), and its progress (the job's final state is
- * written with the configured durability), or bookkeeping of files that are themselves not synced
- * and can be made again (the row noting a transformed image). A power cut may take back such
- * commits, never a client's data. Inside an open transaction `fn` simply runs: what it writes is
- * committed with that transaction, as durably.
- */
-export function withoutSync<T>(db: DB, configured: Synchronous, fn: () => T): T {
-  if (configured === "normal" || db.$client.inTransaction) return fn();
-  setSynchronous(db, "normal");
-  try {
-    return fn();
-  } finally {
-    setSynchronous(db, configured);
-  }
-}
-
-/**
  * drizzle prepares every query anew (~90 µs each); SQLite statements are reusable. Keep the most
  * recent few hundred by SQL text. Evicted statements are only dropped, never finalized, so a
  * statement somebody still holds keeps working.
@@ -74,10 +63,32 @@ export function withoutSync<T>(db: DB, configured: Synchronous, fn: () => T): T 
  * Each statement is prepared from `planIndependent(sql)`, so SQLite does not plan it again on every
  * run (src/db/plan-params.ts).
  */
+/**
+ * APIS_UNIT_AUDIT=<file> (a diagnostic for development): every place that prepares a statement on
+ * a connection outside any unit of work is appended to the file, once per place. Such a read sees
+ * another request's uncommitted rows whenever that request's unit holds the connection.
+ */
+const AUDIT = process.env.APIS_UNIT_AUDIT;
+const audited = new Set<string>();
+function auditStatement(sqlite: Database): void {
+  if (!sqlite.filename || inAnyUnit()) return;
+  const stack = new Error().stack?.split("\n") ?? [];
+  const at = stack.filter((l) => /\/(src|test|bench|scripts)\//.test(l) && !/src\/db\//.test(l)).slice(0, 3);
+  const key = at.join(" <- ").replace(/^\s+at /, "");
+  if (!key || audited.has(key)) return;
+  audited.add(key);
+  appendFileSync(AUDIT!, `${key}\n`);
+}
+
 function cacheStatements(sqlite: Database, size = 512) {
   const cache = new Map<string, ReturnType<Database["prepare"]>>();
   const prepare = sqlite.prepare.bind(sqlite);
   (sqlite as any).prepare = (sql: string, ...rest: unknown[]) => {
+    if (AUDIT) auditStatement(sqlite);
+    // Code outside any unit (a read not wrapped in readOnly) reached the connection while another
+    // request's unit holds it: the statement runs on a read-only connection to the same file,
+    // which sees committed rows only (never that unit's uncommitted ones), and cannot write.
+    if (heldByAnother(sqlite)) return readerOf(sqlite).prepare(sql);
     if (rest.length) return (prepare as any)(sql, ...rest);
     let stmt = cache.get(sql);
     if (stmt) {
@@ -92,6 +103,24 @@ function cacheStatements(sqlite: Database, size = 512) {
   (sqlite as any).query = (sql: string) => (sqlite as any).prepare(sql);
 }
 
+/**
+ * Per connection, a read-only connection to the same file for statements that arrive while a
+ * unit of another request holds it (see `cacheStatements`). Opened on first need, closed with it.
+ */
+const readers = new WeakMap<Database, Database>();
+function readerOf(sqlite: Database): Database {
+  let r = readers.get(sqlite);
+  if (r) return r;
+  if (!sqlite.filename || sqlite.filename === ":memory:")
+    throw new Error("a statement outside the unit of work that holds an in-memory database: run it in a unit");
+  // Not through `openDatabase`: its `journal_mode = WAL` needs a lock the holding unit may have.
+  r = new Database(sqlite.filename, { readonly: true, strict: true });
+  r.exec("PRAGMA busy_timeout = 5000");
+  cacheStatements(r);
+  readers.set(sqlite, r);
+  return r;
+}
+
 /** The migrations compiled into this program, in drizzle's own format. */
 export function migrationsMeta(): MigrationMeta[] {
   return toMigrationMeta(embeddedMigrations);
@@ -99,6 +128,8 @@ export function migrationsMeta(): MigrationMeta[] {
 
 /** Closes the database (stopping a server, ending a CLI command). */
 export function closeDatabase(db: DB): void {
+  readers.get(db.$client)?.close();
+  readers.delete(db.$client);
   db.$client.close();
 }
 

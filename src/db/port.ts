@@ -67,7 +67,7 @@ export interface Transaction<S extends Session = Session> {
 export type WriteOptions = {
   /**
    * false: a commit that does not wait for the disk (SQLite synchronous=NORMAL for this
-   * transaction only), for work that can be done again (src/db/connection.ts `withoutSync`). The
+   * transaction only), for work that can be done again (a job's progress, a chunk of a resumable job, the note of a derived file). The
    * next durable commit makes it durable too. Default true.
    */
   durable?: boolean;

@@ -61,6 +61,11 @@ export function changeCountOf(port: DatabasePort<any>, type: string, dataType: s
   return stamps.get(port)?.counts.get(countKey(type, dataType, dataKey)) ?? 0;
 }
 
+/** How many counts a port keeps (one per count key); for tests and diagnostics. */
+export function changeCountKeysOf(port: DatabasePort<any>): number {
+  return stamps.get(port)?.counts.size ?? 0;
+}
+
 /** `changeTotal` of src/db/mutate.ts, per port. */
 export function changeTotalOf(port: DatabasePort<any>): number {
   return stamps.get(port)?.total ?? 0;
@@ -182,6 +187,17 @@ type Frame =
 
 const context = new AsyncLocalStorage<Frame>();
 
+/**
+ * The unit or read the caller runs in, if it is still open. Code that runs after its unit ended
+ * but in its asynchronous context (a timer set inside the unit, a promise the body left running)
+ * is outside any unit: it opens units of its own, which wait for the writer like any other.
+ */
+function current(): Frame | undefined {
+  const f = context.getStore();
+  if (!f || (f.kind === "write" ? f.unit.closed : f.closed)) return undefined;
+  return f;
+}
+
 /** A unit that waited for the event loop while holding the writer of a blocking port (the yield guard). */
 export class UnitYieldedError extends Error {
   constructor() {
@@ -207,8 +223,12 @@ export type UnitOptions = {
   /** Allows this unit to wait for the event loop on a blocking port (the guard lets it be). */
   mayYield?: boolean;
   /**
-   * false: the commit does not wait for the disk (src/db/port.ts `WriteOptions`), replacing
-   * `withoutSync` around a unit. Only for the outermost unit; a joined part commits with it.
+   * false: the commit does not wait for the disk (src/db/port.ts `WriteOptions`). The next durable
+   * commit (or checkpoint) makes it durable too, so only work that can be done again may use it: a
+   * unit of a background job safe to run again after a crash (from the position it saved with its
+   * writes), a job's progress, the note of a derived file that is itself not synced. A power cut
+   * may take back such commits, never a client's data. Only for the outermost unit; a joined part
+   * commits with its unit, as durably.
    */
   durable?: boolean;
 };
@@ -228,7 +248,7 @@ export function unitOfWork<S extends Session, T>(
   fn: (session: S, log: UnitLog) => T | Promise<T>,
   opts: UnitOptions = {},
 ): Promise<T> {
-  const frame = context.getStore();
+  const frame = current();
   if (frame) {
     if (frame.kind === "write" && frame.unit.port === port) return joined(frame, hub, fn);
     if (frame.kind === "read" && frame.port === port)
@@ -272,7 +292,7 @@ async function outermost<S extends Session, T>(
     if (unit.depth !== 0) throw new Error("unit of work: the body ended while a nested part still runs (not awaited)");
     if (unit.yielded) throw new UnitYieldedError();
     written = unit.log.written();
-    await txn.session.appendChanges(written);
+    await context.run(frame, () => txn.session.appendChanges(written));
     if (unit.yielded) throw new UnitYieldedError();
     unhold(txn.session);
     await txn.commit();
@@ -342,7 +362,7 @@ async function joined<T>(
  * inside another read it runs in that read. A write unit inside `fn` is refused.
  */
 export function readUnit<S extends Session, T>(port: DatabasePort<S>, fn: (session: S) => T | Promise<T>): Promise<T> {
-  const frame = context.getStore();
+  const frame = current();
   if (frame) {
     if (frame.kind === "write" && frame.unit.port === port) {
       if (frame.unit.closed) return Promise.reject(new Error("unit of work: read after it ended"));
@@ -440,15 +460,13 @@ export async function unitMemoIn<T>(port: DatabasePort<any>, key: string, comput
 }
 
 /*
- * The bridge for the conversion (docs/async-data-layer.md, "Order of conversion"): while some
- * call sites still use src/db/mutate.ts's synchronous helpers, those find the asynchronous unit or
- * read their caller runs in, on the same SQLite connection, through these functions, and join it
- * (a synchronous nested part with its savepoint) instead of bun:sqlite nesting a transaction of
- * its own unseen. Code of another asynchronous context that reaches the connection while such a
- * unit holds it is refused (`bridgeForeign`): it would read that unit's uncommitted rows.
+ * Which unit holds a SQLite connection now. A statement that reaches the connection from another
+ * asynchronous context while a unit holds it would read that unit's uncommitted rows (or write into
+ * it): every read belongs in a unit (a read unit waits for the writer). `heldByAnother` lets the
+ * connection's statement cache (src/db/connection.ts) refuse such a statement.
  */
 
-/** Per connection (the session's `client`), the asynchronous unit or read holding it now. */
+/** Per connection (the session's `client`), the unit or read holding it now. */
 const holders = new WeakMap<object, Frame>();
 
 function clientOf(session: Session): object | undefined {
@@ -465,98 +483,21 @@ function unhold(session: Session): void {
   if (c) holders.delete(c);
 }
 
-/** What a synchronous helper of src/db/mutate.ts may do with the caller's asynchronous unit. */
-export type BridgedUnit = {
-  /** The drizzle handle of the unit's session (SQLite). */
-  tx: unknown;
-  write: boolean;
-  after(task: () => void): void;
-  memo(): Map<string, unknown> | undefined;
-  startMemo(): void;
-  wholeOrNothing(): void;
-};
-
-/** The caller's asynchronous unit (or read) on connection `client`, if it runs in one. */
-export function bridgeUnit(client: object): BridgedUnit | undefined {
-  const frame = context.getStore();
-  if (!frame) return undefined;
-  if (frame.kind === "read") {
-    if (frame.closed || clientOf(frame.session) !== client) return undefined;
-    return {
-      tx: (frame.session as { tx?: unknown }).tx,
-      write: false,
-      after: (task) => task(),
-      memo: () => undefined,
-      startMemo: () => {},
-      wholeOrNothing: () => {},
-    };
-  }
-  const unit = frame.unit;
-  if (unit.closed || clientOf(unit.txn.session) !== client) return undefined;
-  return {
-    tx: (unit.txn.session as { tx?: unknown }).tx,
-    write: true,
-    after: (task) => void unit.after.push(task),
-    memo: () => unit.memo,
-    startMemo: () => void (unit.memo ??= new Map()),
-    wholeOrNothing: () => void (unit.wholeOrNothing = true),
-  };
-}
-
 /**
- * Whether connection `client` is held by an asynchronous unit or read that the caller is not part
- * of: a synchronous statement now would see its uncommitted rows (or write into it).
+ * Whether connection `client` is held by a unit or read that the caller is not part of: a
+ * statement now would see its uncommitted rows (or write into it).
  */
-export function bridgeForeign(client: object): boolean {
+export function heldByAnother(client: object): boolean {
   const holder = holders.get(client);
   if (!holder) return false;
+  // The unit's own context, also while it commits (its frame is closed by then).
   const frame = context.getStore();
   if (!frame) return true;
   if (holder.kind === "write") return !(frame.kind === "write" && frame.unit === holder.unit);
   return frame !== holder;
 }
 
-/**
- * `mutate` inside the caller's asynchronous write unit on `client`: a synchronous nested part (its
- * own savepoint, undone alone when it throws), with the unit's log (`UnitLog` has `ChangeLog`'s
- * `cc` and `project`). Undefined when the caller runs in no such unit.
- */
-export function bridgeJoin<T>(
-  client: object,
-  hub: Publisher | undefined,
-  fn: (tx: unknown, log: UnitLog) => T,
-): { value: T } | undefined {
-  const frame = context.getStore();
-  if (frame?.kind === "read" && !frame.closed && clientOf(frame.session) === client)
-    throw new Error("mutate: a write inside a read-only unit; run the whole operation as a write");
-  if (frame?.kind !== "write") return undefined;
-  const unit = frame.unit;
-  const c = unit.txn.session as Session & { client?: { prepare(sql: string): { run(): unknown } }; tx?: unknown };
-  if (c.client !== client) return undefined;
-  if (unit.closed) throw new Error("unit of work: joined after it ended (a promise of it was left running)");
-  if (frame.depth !== unit.depth)
-    throw new Error("unit of work: two nested parts of one unit ran at once; run them one after the other");
-  unit.hub ??= hub;
-  const savepoint = unit.wholeOrNothing && unit.depth === 0 ? undefined : `apis_unit_${unit.depth + 1}`;
-  unit.depth++;
-  const depth = unit.depth;
-  const mark = unit.log.mark();
-  const after = unit.after.length;
-  try {
-    if (savepoint) c.client.prepare(`SAVEPOINT ${savepoint}`).run();
-    const value = context.run({ kind: "write", unit, depth }, () => fn(c.tx, unit.log));
-    if (value && typeof (value as { then?: unknown }).then === "function")
-      throw new Error("mutate: the work must be synchronous (use mutateAsync for an async body)");
-    if (savepoint) c.client.prepare(`RELEASE ${savepoint}`).run();
-    return { value };
-  } catch (err) {
-    if (!savepoint) throw err;
-    c.client.prepare(`ROLLBACK TO ${savepoint}`).run();
-    c.client.prepare(`RELEASE ${savepoint}`).run();
-    unit.log.undo(mark);
-    unit.after.length = after;
-    throw err;
-  } finally {
-    unit.depth = depth - 1;
-  }
+/** Whether the caller runs in the context of any unit or read (of any port, also one committing). */
+export function inAnyUnit(): boolean {
+  return context.getStore() !== undefined;
 }

@@ -91,10 +91,10 @@ export function callersOf(list: readonly Feature[] = features): CallerPort {
   if (providers.length > 1) throw new Error(`callers is declared twice (${providers.map((f) => f.name).join(", ")})`);
   return (
     providers[0]?.callers ?? {
-      holder: () => undefined,
-      arrival: () => ({ membership: undefined, holder: undefined }),
-      membership: () => undefined,
-      rateLimit: () => null,
+      holder: () => Promise.resolve(undefined),
+      arrival: () => Promise.resolve({ membership: undefined, holder: undefined }),
+      membership: () => Promise.resolve(undefined),
+      rateLimit: () => Promise.resolve(null),
       rateLimitOf: () => null,
     }
   );
@@ -105,7 +105,7 @@ export function hooksOf(list: readonly Feature[] = features): Hooks {
   // The dictionaries a project init always carries (also with a shorter list, as some tests use);
   // the schema and queries features fill them.
   const projectDictionaries = new Map<string, Hooks["projectDictionaries"] extends Map<string, infer D> ? D : never>(
-    ["definitions", "classes", "fields", "layouts", "queries"].map((name) => [name, () => ({})]),
+    ["definitions", "classes", "fields", "layouts", "queries"].map((name) => [name, () => Promise.resolve({})]),
   );
   const hooks: Hooks = {
     assetsRemoved: [],

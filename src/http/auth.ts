@@ -21,24 +21,24 @@ export async function authenticate(
   ctx: Ctx,
   header: string | null | undefined,
 ): Promise<Caller & { renewed: string | null }> {
-  return authenticateNow(ctx, header);
+  return await authenticateNow(ctx, header);
 }
 
 /**
  * `authenticate` without the promise; `verified` are the claims of this very header's token when
  * already checked, with its holder when that was read too (the request limit reads it on arrival).
  */
-function authenticateNow(
+async function authenticateNow(
   ctx: Ctx,
   header: string | null | undefined,
   verified?: { token: string; claims: Claims; holder?: CallerAccount | undefined },
-): Caller & { renewed: string | null } {
+): Promise<Caller & { renewed: string | null }> {
   const token = bearerToken(header);
   if (!token) throw permissionDenied(header ? "invalid_token" : "invalid_request");
   const known = verified?.token === token ? verified : undefined;
   const claims = known ? known.claims : ctx.tokens.verify(token);
   if (!claims) throw permissionDenied();
-  const user = known && "holder" in known ? known.holder : ctx.callers.holder(ctx.db, claims.sub, claims.tv);
+  const user = known && "holder" in known ? known.holder : await ctx.callers.holder(ctx.db, claims.sub, claims.tv);
   if (!user) throw permissionDenied();
   const renewed = ctx.tokens.needsRenewal(claims) ? ctx.tokens.sign(user.gid, user.tokenVersion) : null;
   return { user, token: renewed ?? token, renewed };
@@ -69,19 +69,19 @@ const authPlugins = new WeakMap<Ctx, ReturnType<typeof buildAuthMacro>>();
  * request's log line. Used by the auth macros and by the operations Bun's router serves
  * (src/http/operations.ts).
  */
-export function requestCaller(
+export async function requestCaller(
   ctx: Ctx,
   request: Request,
   header = request.headers.get("authorization") ?? undefined,
-): Caller & { renewed: string | null } {
+): Promise<Caller & { renewed: string | null }> {
   const early = earlyLook(request);
-  const caller = authenticateNow(ctx, header, early);
+  const caller = await authenticateNow(ctx, header, early);
   const project = PROJECT_PATH.exec(request.url)?.[1];
   const membership = !project
     ? undefined
     : early?.project === project && early.claims.sub === caller.user.gid
       ? early.membership
-      : ctx.callers.membership(ctx.db, project, caller.user.gid);
+      : await ctx.callers.membership(ctx.db, project, caller.user.gid);
   if (project && membership?.status !== "active") throw forbidden("Not a member of the project");
   if (membership) owners.set(request, membership.roles.includes("owner"));
   noteCaller(request, caller.user.gid);
@@ -105,24 +105,25 @@ function buildAuthMacro(ctx: Ctx) {
   // without a valid JWT is a 401 whatever its body (not a 400 that tells strangers the schema);
   // `resolve` then hands the caller to the handler.
   const callers = new WeakMap<Request, Caller>();
-  const check = (request: Request, header: string | undefined) => {
-    const caller = requestCaller(ctx, request, header);
+  const check = async (request: Request, header: string | undefined) => {
+    const caller = await requestCaller(ctx, request, header);
     callers.set(request, { user: caller.user, token: caller.token });
     return caller;
   };
-  const callerOf = (request: Request, header: string | undefined) => callers.get(request) ?? check(request, header);
+  const callerOf = async (request: Request, header: string | undefined) =>
+    callers.get(request) ?? (await check(request, header));
   // The header is read from `request` rather than Elysia's parsed `headers`: Elysia decides from
   // each hook's source text whether to parse headers, and in the compiled executable it did not.
   const header = (request: Request) => request.headers.get("authorization") ?? undefined;
   return new Elysia({ name: "apis-auth" }).macro({
     auth: {
       detail: authDetail(true),
-      transform({ request, set }) {
-        const caller = check(request, header(request));
+      async transform({ request, set }) {
+        const caller = await check(request, header(request));
         set.headers.authorization = `Bearer ${caller.token}`;
       },
-      resolve({ request }) {
-        const caller = callerOf(request, header(request));
+      async resolve({ request }) {
+        const caller = await callerOf(request, header(request));
         return { actor: actorOf(caller.user) as Actor };
       },
     },
@@ -133,19 +134,19 @@ function buildAuthMacro(ctx: Ctx) {
     callers: (rule: CallerRule | undefined) =>
       rule
         ? {
-            transform({ request, body }: { request: Request; body: unknown }) {
-              const caller = callerOf(request, header(request));
+            async transform({ request, body }: { request: Request; body: unknown }) {
+              const caller = await callerOf(request, header(request));
               admitCaller(request, actorOf(caller.user), rule, body);
             },
           }
         : {},
     authNoRenew: {
       detail: authDetail(false),
-      transform({ request }) {
-        check(request, header(request));
+      async transform({ request }) {
+        await check(request, header(request));
       },
-      resolve({ request }) {
-        const caller = callerOf(request, header(request));
+      async resolve({ request }) {
+        const caller = await callerOf(request, header(request));
         return { actor: actorOf(caller.user) as Actor };
       },
     },

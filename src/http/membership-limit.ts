@@ -41,8 +41,8 @@ export function earlyLook(request: Request): EarlyLook | undefined {
  */
 export function membershipRateLimits(ctx: Ctx) {
   const limiter = limiterOf(ctx);
-  return new Elysia({ name: "apis-membership-rate-limits" }).onRequest(({ request }) =>
-    arrivalLimit(ctx, limiter, request),
+  return new Elysia({ name: "apis-membership-rate-limits" }).onRequest(
+    async ({ request }) => await arrivalLimit(ctx, limiter, request),
   );
 }
 
@@ -50,12 +50,12 @@ export function membershipRateLimits(ctx: Ctx) {
  * The request limit of one arriving request (membershipRateLimits; the operations Bun's router
  * serves call it first too): the enveloped 429 when its bucket is empty, else undefined.
  */
-export function arrivalLimit(
+export async function arrivalLimit(
   ctx: Ctx,
   limiter: ReturnType<typeof limiterOf>,
   request: Request,
   header = request.headers.get("authorization"),
-): Response | undefined {
+): Promise<Response | undefined> {
   const match = PROJECT_PATH.exec(request.url);
   if (!match) return;
   const token = bearerToken(header);
@@ -63,7 +63,7 @@ export function arrivalLimit(
   const claims = ctx.tokens.verify(token);
   if (!claims) return;
   const project = match[1]!;
-  const { membership, holder } = ctx.callers.arrival(ctx.db, project, claims.sub, claims.tv);
+  const { membership, holder } = await ctx.callers.arrival(ctx.db, project, claims.sub, claims.tv);
   looks.set(request, { token, claims, project, membership, holder });
   const limit = ctx.callers.rateLimitOf(membership) ?? ctx.config.rateLimit;
   const r = limiter.take(`rps:${claims.sub}:${project}`, limit, 1000);
@@ -76,9 +76,14 @@ export function arrivalLimit(
  * arrival. More than the membership's limit could never pass, so that is a 400 rather than a 429
  * to retry forever; an empty bucket is the 429 with `Retry-After`.
  */
-export function chargeProjectRequests(ctx: Ctx, userGid: string, projectGid: string, count: number): void {
+export async function chargeProjectRequests(
+  ctx: Ctx,
+  userGid: string,
+  projectGid: string,
+  count: number,
+): Promise<void> {
   if (count <= 1) return;
-  const limit = ctx.callers.rateLimit(ctx.db, projectGid, userGid) ?? ctx.config.rateLimit;
+  const limit = (await ctx.callers.rateLimit(ctx.db, projectGid, userGid)) ?? ctx.config.rateLimit;
   if (!(limit > 0)) return;
   if (count > limit) {
     throw badRequest("Too many sub-requests", {

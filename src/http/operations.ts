@@ -48,7 +48,7 @@ import { requestId } from "./requests";
 export function operation<S extends TSchema>(
   path: string,
   body: S,
-  run: (ctx: Ctx, actor: Actor, projectGid: string, input: Static<S>) => Answer,
+  run: (ctx: Ctx, actor: Actor, projectGid: string, input: Static<S>) => Promise<Answer>,
   detail: DocumentDecoration & { summary: string; tags: string[] },
   options: { keepsShared?: boolean; callers?: CallerRule; bodyErrorsWhenRun?: boolean } = {},
 ): ProjectOperation {
@@ -88,7 +88,7 @@ export function read(
 export function readRoutes(ctx: Ctx, reads: readonly ProjectRead[]): AnyElysia {
   const app = new Elysia({ prefix: "/api/p/:project" }).use(authMacro(ctx));
   for (const r of reads) {
-    app.get(`/${r.path}`, ({ params, actor, set }) => sentAsText(set, r.run(ctx, actor, params.project)), {
+    app.get(`/${r.path}`, async ({ params, actor, set }) => sentAsText(set, await r.run(ctx, actor, params.project)), {
       auth: true,
       params,
       detail: r.detail as DocumentDecoration,
@@ -104,7 +104,7 @@ export function operationRoutes(ctx: Ctx, ops: readonly ProjectOperation[]): Any
   for (const op of ops) {
     app.post(
       `/${op.path}`,
-      ({ params, body, actor, set }) => sentAsText(set, op.run(ctx, actor, params.project, body ?? {})),
+      async ({ params, body, actor, set }) => sentAsText(set, await op.run(ctx, actor, params.project, body ?? {})),
       {
         auth: true,
         callers: op.callers,
@@ -168,20 +168,20 @@ export function operationServeRoutes(
   const answerOf = async (
     req: OperationRequest,
     input: ((req: OperationRequest) => Promise<unknown>) | undefined,
-    run: (actor: Actor, project: string, input: unknown) => Answer,
+    run: (actor: Actor, project: string, input: unknown) => Promise<Answer>,
     callers?: CallerRule,
   ): Promise<Response> => {
     let authorization: string | undefined;
     try {
       const header = req.headers.get("authorization");
-      const limited = arrivalLimit(ctx, limiter, req, header);
+      const limited = await arrivalLimit(ctx, limiter, req, header);
       if (limited) return limited;
       const raw = input ? await input(req) : undefined;
-      const caller = requestCaller(ctx, req, header ?? undefined);
+      const caller = await requestCaller(ctx, req, header ?? undefined);
       authorization = `Bearer ${caller.token}`;
       const actor = actorOf(caller.user);
       admitCaller(req, actor, callers, raw);
-      const out = run(actor, req.params.project ?? "", raw);
+      const out = await run(actor, req.params.project ?? "", raw);
       return new Response(answerText(out), {
         headers: { "content-type": JSON_TYPE, authorization, "x-request-id": requestId(req) },
       });
@@ -193,21 +193,22 @@ export function operationServeRoutes(
   };
   for (const op of ops) {
     const body = (req: OperationRequest) => jsonBody(req, req.headers.get("content-type") ?? undefined, jsonMax);
-    const run = (actor: Actor, project: string, raw: unknown) => op.run(ctx, actor, project, checkedBody(op, raw));
+    const run = async (actor: Actor, project: string, raw: unknown) =>
+      await op.run(ctx, actor, project, checkedBody(op, raw));
     routes.set(`POST ${op.path}`, {
       template: `/api/p/:project/${op.path}`,
-      serve: (req) => {
+      serve: async (req) => {
         const type = req.headers.get("content-type");
         if (type !== null && /^\s*(multipart\/|application\/x-www-form-urlencoded)/i.test(type)) return fallback(req);
-        return answerOf(req, body, run, op.callers);
+        return await answerOf(req, body, run, op.callers);
       },
     });
   }
   for (const r of reads) {
-    const run = (actor: Actor, project: string) => r.run(ctx, actor, project);
+    const run = async (actor: Actor, project: string) => await r.run(ctx, actor, project);
     routes.set(`GET ${r.path}`, {
       template: `/api/p/:project/${r.path}`,
-      serve: (req) => answerOf(req, undefined, run),
+      serve: async (req) => await answerOf(req, undefined, run),
     });
   }
   return routes;

@@ -70,12 +70,12 @@ export type Hooks = {
    * Who hears about a change of a user entry: the user and everybody sharing a project with it
    * (the projects feature, which keeps the memberships). Without it, the user alone.
    */
-  userAudience?: (tx: Tx, userGid: string) => string[];
+  userAudience?: (tx: Tx, userGid: string) => Promise<string[]>;
   /**
    * Self-or-co-member (spec 5.6): whether `viewer` may see `targetGid`'s info (the projects
    * feature). Without it, oneself only.
    */
-  userVisible?: (tx: Tx, viewer: Actor, targetGid: string) => boolean;
+  userVisible?: (tx: Tx, viewer: Actor, targetGid: string) => Promise<boolean>;
   /** The owner of a project (the projects feature), who sees its jobs' sync items with their starter. */
   projectOwner?: ProjectOwner;
   /**
@@ -89,7 +89,7 @@ export type Hooks = {
    */
   projectPaths: Set<string>;
 };
-export type AssetsRemovedHook = (ctx: Ctx, tx: Tx, projectGid: string, gids: string[]) => string[];
+export type AssetsRemovedHook = (ctx: Ctx, tx: Tx, projectGid: string, gids: string[]) => Promise<string[]>;
 /** A language hook: returns how many stored values it changed (0 when none). */
 export type LanguageHook = (
   ctx: Ctx,
@@ -99,7 +99,7 @@ export type LanguageHook = (
   language: string,
   /** languageRemoved only: true when the values are kept (no `remove_values`), hidden until the language returns. */
   keep?: boolean,
-) => number;
+) => Promise<number>;
 export type SettingRemovedHook = (
   ctx: Ctx,
   tx: Tx,
@@ -107,12 +107,15 @@ export type SettingRemovedHook = (
   projectGid: string,
   kind: "channel" | "ordering" | "fieldlist",
   key: string,
-) => void;
-export type ProjectCreatedHook = (ctx: Ctx, tx: Tx, log: ChangeLog, projectGid: string) => void;
+) => Promise<void>;
+export type ProjectCreatedHook = (ctx: Ctx, tx: Tx, log: ChangeLog, projectGid: string) => Promise<void>;
 
 /** Members of the full project form, from the project's row (read in the caller's transaction). */
-export type ProjectFormHook = (tx: Tx, project: { gid: string; nextBackupVersion: number }) => Record<string, unknown>;
-export type ProjectDictionary = (tx: Tx, projectGid: string) => Record<string, unknown>;
+export type ProjectFormHook = (
+  tx: Tx,
+  project: { gid: string; nextBackupVersion: number },
+) => Promise<Record<string, unknown>>;
+export type ProjectDictionary = (tx: Tx, projectGid: string) => Promise<Record<string, unknown>>;
 
 /** The schema items other features hear about (a layout follows its class or definition). */
 export type SchemaKind = "field" | "class" | "definition";
@@ -143,8 +146,8 @@ export type SchemaChange = {
  * into the answer's `would_drop`.
  */
 export type SchemaCommittedHook = {
-  preview?: (ctx: Ctx, tx: Tx, change: SchemaChange) => Record<string, unknown>;
-  apply: (ctx: Ctx, tx: Tx, log: ChangeLog, change: SchemaChange) => { job?: string } | void;
+  preview?: (ctx: Ctx, tx: Tx, change: SchemaChange) => Promise<Record<string, unknown>>;
+  apply: (ctx: Ctx, tx: Tx, log: ChangeLog, change: SchemaChange) => Promise<{ job?: string } | void>;
 };
 
 /** Where a schema item is used outside the schema, by dictionary name (e.g. `{records: [gids]}`); `{}` when nowhere. */
@@ -154,7 +157,7 @@ export type SchemaUsageHook = (
   projectGid: string,
   kind: SchemaKind,
   gid: string,
-) => Record<string, string[]>;
+) => Promise<Record<string, string[]>>;
 
 /**
  * A synchronous project operation, declared once by its feature (src/http/operations.ts builds
@@ -179,7 +182,7 @@ export type ProjectOperation = {
    */
   keepsShared: boolean;
   /** The service call, with the body as checked and cleaned by `body`. */
-  run: (ctx: Ctx, actor: Actor, projectGid: string, input: unknown) => Answer;
+  run: (ctx: Ctx, actor: Actor, projectGid: string, input: unknown) => Promise<Answer>;
   /** Who may call it beyond the project's members, checked before the body (none: every member). */
   callers?: CallerRule;
   /**
@@ -198,7 +201,7 @@ export type ProjectOperation = {
 export type ProjectRead = {
   /** Below `/api/p/<project>/`, without a leading slash: `init`. */
   path: string;
-  run: (ctx: Ctx, actor: Actor, projectGid: string) => Answer;
+  run: (ctx: Ctx, actor: Actor, projectGid: string) => Promise<Answer>;
   /** The endpoint's OpenAPI detail (summary and tags at least). */
   detail: { summary: string; tags: string[] };
 };
@@ -223,18 +226,18 @@ export type CallerPort = {
    * The account a verified token of (`sub`, token version `tv`) still stands for: active, with that
    * token version, and for API users an active membership; undefined otherwise. Kept until the next write.
    */
-  holder(db: DB, sub: string, tv: number): CallerAccount | undefined;
+  holder(db: DB, sub: string, tv: number): Promise<CallerAccount | undefined>;
   /** On arrival at a project path: the caller's membership of the project and the token's holder, in one read. */
   arrival(
     db: DB,
     projectGid: string,
     sub: string,
     tv: number,
-  ): { membership: CallerMembership | undefined; holder: CallerAccount | undefined };
+  ): Promise<{ membership: CallerMembership | undefined; holder: CallerAccount | undefined }>;
   /** One membership (any status), or undefined. */
-  membership(db: DB, projectGid: string, userGid: string): CallerMembership | undefined;
+  membership(db: DB, projectGid: string, userGid: string): Promise<CallerMembership | undefined>;
   /** The membership's `rate_limit_per_second` (null: none set, or no membership). */
-  rateLimit(db: DB, projectGid: string, userGid: string): number | null;
+  rateLimit(db: DB, projectGid: string, userGid: string): Promise<number | null>;
   /** The `rate_limit_per_second` of a membership read before (null: none set, or none). */
   rateLimitOf(membership: CallerMembership | undefined): number | null;
 };

@@ -168,8 +168,8 @@ class Metrics {
       help: "Background jobs in the database, by state",
       labelNames: ["state"],
       registers,
-      collect() {
-        for (const [state, n] of jobCounts(ctx.db)) this.set({ state }, n);
+      async collect() {
+        for (const [state, n] of await jobCounts(ctx.db)) this.set({ state }, n);
       },
     });
     new Gauge({

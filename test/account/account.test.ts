@@ -78,8 +78,8 @@ async function createProject(token: string, name = "Project") {
 }
 
 /** An invitation written straight into the database (independent of the members endpoints). */
-function invite(projectGid: string, userGid: string, email: string) {
-  mutate(srv.ctx.db, srv.ctx.hub, (tx, log) => {
+async function invite(projectGid: string, userGid: string, email: string) {
+  await mutate(srv.ctx.db, srv.ctx.hub, async (tx, log) => {
     const t = now();
     tx.insert(memberships)
       .values({
@@ -92,14 +92,17 @@ function invite(projectGid: string, userGid: string, email: string) {
         updatedOn: t,
       })
       .run();
-    log.cc("INSERT", "cc.projects_members", `${projectGid}/${userGid}`, [...projectAudience(tx, projectGid), userGid]);
+    log.cc("INSERT", "cc.projects_members", `${projectGid}/${userGid}`, [
+      ...(await projectAudience(tx, projectGid)),
+      userGid,
+    ]);
   });
 }
 
 /** An invited user without an account (empty username and name), as an invitation by email makes. */
-function invitedUser(email: string): string {
+async function invitedUser(email: string): Promise<string> {
   const gid = newGid();
-  mutate(srv.ctx.db, srv.ctx.hub, (tx, log) => {
+  await mutate(srv.ctx.db, srv.ctx.hub, (tx, log) => {
     const t = now();
     tx.insert(users)
       .values({ gid, kind: "person", username: null, email, status: "invited", createdOn: t, updatedOn: t })
@@ -291,8 +294,8 @@ describe("signup", () => {
     const owner = await signup(srv);
     const project = await createProject(owner.token, "Invited into");
     const who = fresh("inv");
-    const invitee = invitedUser(who.email);
-    invite(project, invitee, who.email);
+    const invitee = await invitedUser(who.email);
+    await invite(project, invitee, who.email);
     const before = await cursorOf(owner.token);
 
     const r = (await signup(srv, who)).answer;
@@ -609,7 +612,7 @@ describe("profile", () => {
     const mate = await signup(srv);
     const stranger = await signup(srv);
     const project = await createProject(u.token);
-    invite(project, mate.gid, mate.email);
+    await invite(project, mate.gid, mate.email);
     expect((await srv.call("/api/account/accept_invite", { token: mate.token, body: { project } })).status).toBe(200);
     const c1 = await cursorOf(u.token);
 
@@ -780,7 +783,7 @@ describe("invitations and leaving", () => {
     const guest = await signup(srv);
     const stranger = await signup(srv);
     const project = await createProject(owner.token, "Shared");
-    invite(project, guest.gid, guest.email);
+    await invite(project, guest.gid, guest.email);
     const c = await cursorOf(owner.token);
 
     const r = await srv.call("/api/account/accept_invite", { token: guest.token, body: { project } });
@@ -807,7 +810,7 @@ describe("invitations and leaving", () => {
     const owner = await signup(srv);
     const guest = await signup(srv);
     const project = await createProject(owner.token);
-    invite(project, guest.gid, guest.email);
+    await invite(project, guest.gid, guest.email);
     const c = await cursorOf(owner.token);
     const r = await srv.call("/api/account/decline_invite", { token: guest.token, body: { project } });
     expect(r.status).toBe(200);
@@ -831,7 +834,7 @@ describe("invitations and leaving", () => {
     const owner = await signup(srv);
     const guest = await signup(srv);
     const project = await createProject(owner.token);
-    invite(project, guest.gid, guest.email);
+    await invite(project, guest.gid, guest.email);
     const notYet = await srv.call("/api/account/leave_project", { token: guest.token, body: { project } });
     expect(notYet.status).toBe(422);
     await srv.call("/api/account/accept_invite", { token: guest.token, body: { project } });
@@ -858,7 +861,7 @@ describe("account deletion", () => {
     const mate = await signup(srv);
     const project = await createProject(owner.token, "Doomed");
     const other = await createProject(mate.token, "Stays");
-    invite(other, owner.gid, owner.email);
+    await invite(other, owner.gid, owner.email);
     await srv.call("/api/account/accept_invite", { token: owner.token, body: { project: other } });
     const png = await sharp({ create: { width: 8, height: 8, channels: 3, background: "#000" } })
       .png()

@@ -76,7 +76,11 @@ describe("instance admins from the API", () => {
   beforeAll(async () => {
     srv = await TestServer.start();
     admin = await srv.user("boss");
-    mutate(srv.ctx.db, srv.ctx.hub, (tx, log) => updateUser(srv.ctx, tx, log, admin.gid, { admin: true }));
+    await mutate(
+      srv.ctx.db,
+      srv.ctx.hub,
+      async (tx, log) => await updateUser(srv.ctx, tx, log, admin.gid, { admin: true }),
+    );
     bob = await srv.user("bob");
   });
   afterAll(() => srv.stop());

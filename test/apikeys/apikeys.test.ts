@@ -16,7 +16,7 @@ beforeAll(async () => {
   [owner, bob, stranger] = await Promise.all([srv.user("olivia"), srv.user("bob"), srv.user("stranger")]);
   project = await srv.project(owner.token, "Catalogue");
   other = await srv.project(stranger.token, "Elsewhere");
-  srv.addMember(project, bob.gid);
+  await srv.addMember(project, bob.gid);
 });
 afterAll(() => srv.stop());
 

@@ -138,7 +138,7 @@ describe("access", () => {
 
   test("a member and an API user of the project may use assets", async () => {
     const p2 = await srv.project(bob.token, "Bob's");
-    srv.addMember(p2, alice.gid);
+    await srv.addMember(p2, alice.gid);
     expect((await srv.call(`/api/p/${p2}/assets/root`, { body: {}, token: alice.token })).status).toBe(200);
     const key = await srv.call(`/api/p/${p2}/apikeys/create`, { body: { name: "robot" }, token: bob.token });
     expect(key.status).toBe(200);

@@ -48,10 +48,10 @@ async function cursor(token: string) {
 }
 
 /** Every row of the project in every backed-up table, as JSON, table by table. */
-function projectRows(s: TestServer, gid: string): Record<string, string[]> {
+async function projectRows(s: TestServer, gid: string): Promise<Record<string, string[]>> {
   const db = s.ctx.db.$client;
   const out: Record<string, string[]> = {};
-  for (const { table, by } of projectTables(db)) {
+  for (const { table, by } of await projectTables(db)) {
     const rows = db.query(`SELECT * FROM "${table}" WHERE "${by}" = ?`).all(gid) as Record<string, unknown>[];
     out[table] = rows
       .map((r) => {
@@ -90,7 +90,7 @@ beforeAll(async () => {
   alice = await srv.user("alice");
   bob = await srv.user("bob");
   project = await srv.project(alice.token, "Catalogue");
-  srv.addMember(project, bob.gid);
+  await srv.addMember(project, bob.gid);
   // A table of a future area, known to nobody: backups must find it by its project_gid column.
   srv.ctx.db.$client.exec(
     "CREATE TABLE widgets (gid TEXT PRIMARY KEY, project_gid TEXT NOT NULL REFERENCES projects(gid), name TEXT, n REAL, raw BLOB, owner TEXT REFERENCES users(gid))",
@@ -141,7 +141,7 @@ describe("project backups", () => {
   });
 
   test("a backup is a job from queued to done that records the backup and sets last_backed_up", async () => {
-    rowsAtBackup = projectRows(srv, project);
+    rowsAtBackup = await projectRows(srv, project);
     filesAtBackup = projectFiles(srv, project);
     expect(rowsAtBackup.widgets).toHaveLength(1200);
     expect(rowsAtBackup.memberships).toHaveLength(2);
@@ -231,7 +231,7 @@ describe("project backups", () => {
     rmSync(join(srv.ctx.storage.projectDir(project), "var"), { recursive: true });
     writeProjectFile(srv, project, "originals/new~1.jpg", "new file");
     await srv.ctx.storage.blobs.delete(`files/icons/${project}-icon.png`);
-    expect(projectRows(srv, project)).not.toEqual(rowsAtBackup);
+    expect(await projectRows(srv, project)).not.toEqual(rowsAtBackup);
 
     const since = await cursor(alice.token);
     const pSince = (await srv.call("/sync/cursors", { token: alice.token, body: { project } })).body.result.cursor;
@@ -249,7 +249,7 @@ describe("project backups", () => {
       info: { version, files: 3, remaining: 0 },
     });
 
-    expect(projectRows(srv, project)).toEqual(rowsAtBackup);
+    expect(await projectRows(srv, project)).toEqual(rowsAtBackup);
     expect(projectFiles(srv, project)).toEqual(filesAtBackup);
     expect(await (await srv.ctx.storage.blobs.get(`files/icons/${project}-icon.png`))?.text()).toBe("icon bytes");
     // Rows of other projects are untouched.
@@ -399,12 +399,12 @@ describe("project backups", () => {
     const victim = join(srv.dataDir, "backups", "projects", project, backup, manifest.files[0].path);
     const original = readFileSync(victim);
     writeFileSync(victim, "tampered");
-    const before = projectRows(srv, project);
+    const before = await projectRows(srv, project);
     const r = await srv.call(`/api/p/${project}/backups/restore`, { token: alice.token, body: { version } });
     const items = await finished(srv, alice.token, r.body.result["job.token"], since);
     expect(items.at(-1).data.status).toBe("rejected");
     expect(items.at(-1).data.info).toMatchObject({ error: "Backup is damaged", code: 422 });
-    expect(projectRows(srv, project)).toEqual(before);
+    expect(await projectRows(srv, project)).toEqual(before);
     writeFileSync(victim, original);
   });
 
@@ -415,7 +415,7 @@ describe("project backups", () => {
     const c = await srv.call(`/api/p/${project}/backups/create`, { token: alice.token, body: { created_by: "test" } });
     const tokens = [a, b, c].map((x) => x.body.result["job.token"]);
     await Promise.all(tokens.map((t) => finished(srv, alice.token, t, since)));
-    const jobs = tokens.map((t) => srv.ctx.jobs.get(t)!);
+    const jobs = (await Promise.all(tokens.map((t) => srv.ctx.jobs.get(t)))).map((j) => j!);
     expect(jobs.map((j) => j.status)).toEqual(["done", "done", "done"]);
     const spans = jobs.map((j) => [j.startedOn!, j.finishedOn!]).sort((x, y) => x[0]! - y[0]!);
     for (let i = 1; i < spans.length; i++) expect(spans[i]![0]!).toBeGreaterThanOrEqual(spans[i - 1]![1]!);
@@ -460,7 +460,7 @@ describe("project backups", () => {
   test("scheduled backups skip unchanged projects and keep only the newest --backups-keep", async () => {
     const run = async () => {
       const since = await cursor(alice.token);
-      const summary = scheduleBackups(srv.ctx);
+      const summary = await scheduleBackups(srv.ctx);
       const r = await srv.call("/sync/get", { token: alice.token, body: { cc_cursor: since } });
       const queued = (r.body.result.sync as any[]).filter((i) => i.data_type === "jobs" && i.data.status === "queued");
       for (const q of queued) await finished(srv, alice.token, q.data_key, since);
@@ -605,11 +605,11 @@ describe("permanent deletion during a backup", () => {
         const handler: JobKind["handler"] = (ctx, job, progress) =>
           real.handler(ctx, job, {
             signal: progress.signal,
-            set: (i) => progress.set(i),
-            total: (n, done) => progress.total(n, done),
+            set: async (i) => await progress.set(i),
+            total: async (n, done) => await progress.total(n, done),
             yield: () => progress.yield(),
             resume: progress.resume,
-            save: (tx, state) => progress.save(tx, state),
+            save: async (tx, state) => await progress.save(tx, state),
             step: async (n) => {
               await Bun.sleep(25);
               return progress.step(n);
@@ -666,10 +666,13 @@ describe("crash during a backup", () => {
       const dir = mkdtempSync(join(tmpdir(), "apis-kill-"));
       try {
         // Bootstrap an account in the folder, as `apis user create` would.
-        const boot = openInstance(loadConfig({ data: dir, "log-level": "silent" }, {}));
+        const boot = await openInstance(loadConfig({ data: dir, "log-level": "silent" }, {}));
         const hash = await hashPassword("password1");
-        mutate(boot.db, boot.hub, (tx, log) =>
-          createPerson(tx, log, { username: "kim", email: "kim@example.test", passwordHash: hash }),
+        await mutate(
+          boot.db,
+          boot.hub,
+          async (tx, log) =>
+            await createPerson(tx, log, { username: "kim", email: "kim@example.test", passwordHash: hash }),
         );
         boot.db.$client.close();
 
@@ -776,7 +779,7 @@ describe("instance backup CLI", () => {
     async () => {
       const work = mkdtempSync(join(tmpdir(), "apis-cli-"));
       const archive = join(work, "instance.tar");
-      const rowsBefore = projectRows(srv, project);
+      const rowsBefore = await projectRows(srv, project);
       const filesBefore = projectFiles(srv, project);
       try {
         const created = apis("backup", "create", "--data", srv.dataDir, "--out", archive, "--json");
@@ -813,7 +816,7 @@ describe("instance backup CLI", () => {
         expect(restored.code).toBe(0);
         const other = await TestServer.start({}, target);
         try {
-          expect(projectRows(other, project)).toEqual(rowsBefore);
+          expect(await projectRows(other, project)).toEqual(rowsBefore);
           expect(projectFiles(other, project)).toEqual(filesBefore);
           // Same secret: a token issued by the original server works on the restored one.
           const init = await other.call("/api/init", { token: alice.token });
@@ -1019,7 +1022,7 @@ describe("backup folders", () => {
     srv.ctx.db.$client.query("DELETE FROM backups WHERE gid = ?").run(gid);
     mkdirSync(join(srv.dataDir, "backups", "projects", project, "leftover.partial"), { recursive: true });
     const { tidyBackupFolders } = await import("../../src/features/backups/backups.service");
-    expect(tidyBackupFolders(srv.ctx)).toBe("removed 1 orphaned folder(s), recovered 1 backup(s)");
+    expect(await tidyBackupFolders(srv.ctx)).toBe("removed 1 orphaned folder(s), recovered 1 backup(s)");
     const got = await srv.call(`/api/p/${project}/backups/get`, { token: alice.token, body: {} });
     const recovered = got.body.result.backups[0];
     expect(recovered.version).toBeGreaterThan(made);

@@ -57,7 +57,7 @@ beforeAll(async () => {
   srv = await TestServer.start();
   [owner, member, stranger] = await Promise.all([srv.user("olivia"), srv.user("mike"), srv.user("stranger")]);
   project = await srv.project(owner.token, "Catalogue");
-  srv.addMember(project, member.gid);
+  await srv.addMember(project, member.gid);
 });
 afterAll(() => srv.stop());
 

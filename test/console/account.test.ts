@@ -130,7 +130,7 @@ describe.skipIf(!CHROMIUM)("web console: account and project management", () => 
     const olga = await server.user("olga");
     const project = await server.project(olga.token, "Olga's shop");
     const ann = (await server.call("/api/init", { token: await token(page) })).body.result.user;
-    server.addMember(project, ann);
+    await server.addMember(project, ann);
     await page.locator(".row-item", { hasText: "Olga's shop" }).waitFor(); // arrives live
     await page.locator(".row-item", { hasText: "Olga's shop" }).getByRole("button", { name: "Leave" }).click();
     await page.getByRole("dialog").getByRole("button", { name: "Leave" }).click();
@@ -181,7 +181,7 @@ describe.skipIf(!CHROMIUM)("web console: account and project management", () => 
     await page.getByRole("heading", { name: "Assets", exact: true }).waitFor();
     const gid = /\/console\/p\/([0-9a-z]+)\//.exec(page.url())![1]!;
     const carl = await server.user("carl");
-    server.addMember(gid, carl.gid);
+    await server.addMember(gid, carl.gid);
     await page.getByRole("link", { name: "Members" }).click();
     const row = page.locator(".row-item", { hasText: "carl" });
     await row.getByRole("button", { name: "Deactivate" }).click();

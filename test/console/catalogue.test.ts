@@ -330,7 +330,7 @@ describe.skipIf(!CHROMIUM)("web console: the catalogue of a product manager", ()
 
   test("a member watching the grid sees a record's completeness change as its values are filled elsewhere", async () => {
     const mia = await server.user("mia", "mias-secret-1");
-    server.addMember(project, mia.gid);
+    await server.addMember(project, mia.gid);
     const other = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     const m = await other.newPage();
     const miaErrors = watchErrors(m);

@@ -90,7 +90,7 @@ describe.skipIf(!CHROMIUM)("web console: records", () => {
     const max = await server.user("max", "maxs-secret-2");
     token = rita.token;
     project = await server.project(token, "Cold storage");
-    server.addMember(project, max.gid);
+    await server.addMember(project, max.gid);
     await api("languages/add", { language: "nl" });
     await api("channels/create", { name: "Webshop" });
     const form = (await server.call("/api/projects/get", { token, body: { project } })).body.data["cc.projects"][

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { checkpointsAside, SETTLE_FRAMES } from "../../src/db/checkpointer";
-import { openDatabase, withoutSync, type DB } from "../../src/db/connection";
+import { openDatabase, type DB } from "../../src/db/connection";
 
 let dir: string;
 let db: DB;
@@ -90,18 +90,5 @@ describe("checkpoints aside while a long job writes", () => {
       gone.$client.close();
       rmSync(other, { recursive: true, force: true });
     }
-  });
-
-  test("withoutSync commits with synchronous=NORMAL and puts the configured durability back, also after a failure", () => {
-    expect(pragma("synchronous")).toBe(2);
-    const seen = withoutSync(db, "full", () => pragma("synchronous"));
-    expect(seen).toBe(1);
-    expect(pragma("synchronous")).toBe(2);
-    expect(() =>
-      withoutSync(db, "full", () => {
-        throw new Error("failed unit");
-      }),
-    ).toThrow("failed unit");
-    expect(pragma("synchronous")).toBe(2);
   });
 });

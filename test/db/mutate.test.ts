@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { changes } from "../../src/db/changelog.table";
-import { migrate, openDatabase, withoutSync, type DB } from "../../src/db/connection";
+import { migrate, openDatabase, type DB } from "../../src/db/connection";
 import { readMeta, writeMeta } from "../../src/db/meta";
 import {
   afterCommit,
@@ -43,13 +43,13 @@ const logged = (key: string) =>
     .some((c) => c.dataKey === key);
 
 describe("mutate: one unit of work per database", () => {
-  test("a nested mutate joins the open unit: same transaction, items published once after the outer commit", () => {
+  test("a nested mutate joins the open unit: same transaction, items published once after the outer commit", async () => {
     published.length = 0;
     const seenInside: number[] = [];
-    mutate(db, hub, (tx, log) => {
+    await mutate(db, hub, async (tx, log) => {
       writeMeta(tx, "t.outer", "1");
       log.cc("UPDATE", "test", "outer", ["*"]);
-      mutate(db, hub, (inner, innerLog) => {
+      await mutate(db, hub, (inner, innerLog) => {
         expect(inner).toBe(tx);
         expect(innerLog).toBe(log);
         writeMeta(inner, "t.inner", "1");
@@ -65,12 +65,12 @@ describe("mutate: one unit of work per database", () => {
     expect(inUnit(db)).toBe(false);
   });
 
-  test("throwing in the outer unit rolls back what the nested one wrote, and publishes nothing", () => {
+  test("throwing in the outer unit rolls back what the nested one wrote, and publishes nothing", async () => {
     published.length = 0;
     const after: string[] = [];
-    expect(() =>
-      mutate(db, hub, (_tx, log) => {
-        mutate(db, hub, (inner, innerLog) => {
+    await expect(
+      mutate(db, hub, async (_tx, log) => {
+        await mutate(db, hub, (inner, innerLog) => {
           writeMeta(inner, "t.lost", "1");
           innerLog.cc("UPDATE", "test", "lost-inner", ["*"]);
           afterCommit(db, () => after.push("inner"));
@@ -78,7 +78,7 @@ describe("mutate: one unit of work per database", () => {
         log.cc("UPDATE", "test", "lost-outer", ["*"]);
         throw new Error("changed my mind");
       }),
-    ).toThrow("changed my mind");
+    ).rejects.toThrow("changed my mind");
     expect(readMeta(db, "t.lost")).toBeUndefined();
     expect(logged("lost-inner") || logged("lost-outer")).toBe(false);
     expect(published).toEqual([]);
@@ -86,13 +86,13 @@ describe("mutate: one unit of work per database", () => {
     expect(inUnit(db)).toBe(false);
   });
 
-  test("a nested mutate that throws undoes only its own writes and items when the outer carries on", () => {
+  test("a nested mutate that throws undoes only its own writes and items when the outer carries on", async () => {
     published.length = 0;
-    mutate(db, hub, (tx, log) => {
+    await mutate(db, hub, async (tx, log) => {
       writeMeta(tx, "t.kept", "1");
       log.cc("UPDATE", "test", "kept", ["*"]);
       try {
-        mutate(db, hub, (inner, innerLog) => {
+        await mutate(db, hub, (inner, innerLog) => {
           writeMeta(inner, "t.undone", "1");
           innerLog.cc("UPDATE", "test", "undone", ["*"]);
           afterCommit(db, () => {
@@ -110,12 +110,12 @@ describe("mutate: one unit of work per database", () => {
     expect(published.map(keys)).toEqual([["kept"]]);
   });
 
-  test("a row written by several statements of one unit is one sync item: later UPDATEs without data join the first", () => {
+  test("a row written by several statements of one unit is one sync item: later UPDATEs without data join the first", async () => {
     published.length = 0;
     const p = "pdedupe";
     const line = (i: Published) => `${i.action} ${i.data_key}`;
     const stamps: string[] = [];
-    mutate(db, hub, (_tx, log) => {
+    await mutate(db, hub, async (_tx, log) => {
       const first = log.project(p, "INSERT", "fields", "wc");
       stamps.push(schemaGeneration(db.$client, p));
       // The same item is answered, and the schema's stamp still moves (nothing computed in between is reused).
@@ -129,7 +129,7 @@ describe("mutate: one unit of work per database", () => {
       log.project(p, "UPDATE", "fields", "gone");
       // An INSERT undone with its savepoint leaves nothing to join: the UPDATE after it is an item of its own.
       try {
-        mutate(db, hub, (_inner, innerLog) => {
+        await mutate(db, hub, (_inner, innerLog) => {
           innerLog.project(p, "INSERT", "fields", "undone");
           throw new Error("step failed");
         });
@@ -158,27 +158,33 @@ describe("mutate: one unit of work per database", () => {
     ).toEqual(published[0]!.map(line));
   });
 
-  test("after-commit tasks run once the outermost unit commits, and at once outside a unit", () => {
+  test("after-commit tasks run once the outermost unit commits, and at once outside a unit", async () => {
     const order: string[] = [];
-    mutate(db, hub, () => {
+    await mutate(db, hub, async () => {
       afterCommit(db, () => order.push("queued in outer"));
-      mutate(db, hub, () => afterCommit(db, () => order.push("queued in inner")));
+      await mutate(db, hub, () => afterCommit(db, () => order.push("queued in inner")));
       order.push("still in the transaction");
     });
     afterCommit(db, () => order.push("no unit"));
     expect(order).toEqual(["still in the transaction", "queued in outer", "queued in inner", "no unit"]);
   });
 
-  test("work that returns a promise is refused: a transaction cannot span an await", () => {
-    expect(() => mutate(db, hub, async () => {})).toThrow(/synchronous/);
+  test("a body that waits for the event loop while it holds the writer fails and is rolled back (the yield guard)", async () => {
+    await expect(
+      mutate(db, hub, async (tx) => {
+        writeMeta(tx, "t.yielded", "1");
+        await new Promise((r) => setTimeout(r, 1));
+      }),
+    ).rejects.toThrow(/waited for the event loop/);
+    expect(readMeta(db, "t.yielded")).toBeUndefined();
     expect(inUnit(db)).toBe(false);
   });
 });
 
 describe("readOnly: a read in one transaction without a change log", () => {
-  test("its reads run in one transaction, which is closed afterwards, and it returns what the work returns", () => {
-    mutate(db, hub, (tx) => writeMeta(tx, "t.read", "before"));
-    const seen = readOnly(db, (tx) => {
+  test("its reads run in one transaction, which is closed afterwards, and it returns what the work returns", async () => {
+    await mutate(db, hub, (tx) => writeMeta(tx, "t.read", "before"));
+    const seen = await readOnly(db, (tx) => {
       expect(db.$client.inTransaction).toBe(true);
       expect(inUnit(db)).toBe(false);
       return readMeta(tx, "t.read");
@@ -187,64 +193,67 @@ describe("readOnly: a read in one transaction without a change log", () => {
     expect(db.$client.inTransaction).toBe(false);
   });
 
-  test("a write inside it is refused and leaves no transaction open; a throw passes through", () => {
+  test("a write inside it is refused and leaves no transaction open; a throw passes through", async () => {
     published.length = 0;
-    expect(() => readOnly(db, () => mutate(db, hub, (tx) => writeMeta(tx, "t.sneaked", "1")))).toThrow(/read-only/);
+    await expect(
+      readOnly(db, async () => await mutate(db, hub, (tx) => writeMeta(tx, "t.sneaked", "1"))),
+    ).rejects.toThrow(/read-only/);
     expect(readMeta(db, "t.sneaked")).toBeUndefined();
     expect(db.$client.inTransaction).toBe(false);
-    expect(() =>
+    await expect(
       readOnly(db, () => {
         throw new Error("no such thing");
       }),
-    ).toThrow("no such thing");
+    ).rejects.toThrow("no such thing");
     expect(db.$client.inTransaction).toBe(false);
     expect(published).toEqual([]);
     // Afterwards writes work as before.
-    mutate(db, hub, (tx) => writeMeta(tx, "t.after-read", "1"));
+    await mutate(db, hub, (tx) => writeMeta(tx, "t.after-read", "1"));
     expect(readMeta(db, "t.after-read")).toBe("1");
   });
 
-  test("inside an open unit it runs in that unit and sees its uncommitted writes", () => {
-    mutate(db, hub, (tx) => {
+  test("inside an open unit it runs in that unit and sees its uncommitted writes", async () => {
+    await mutate(db, hub, async (tx) => {
       writeMeta(tx, "t.read", "inside");
-      expect(readOnly(db, (rtx) => (expect(rtx).toBe(tx), readMeta(rtx, "t.read")))).toBe("inside");
+      expect(await readOnly(db, (rtx) => (expect(rtx).toBe(tx), readMeta(rtx, "t.read")))).toBe("inside");
     });
     expect(inUnit(db)).toBe(false);
   });
 
-  test("work that returns a promise is refused, and no transaction is left open", () => {
-    expect(() => readOnly(db, async () => {})).toThrow(/synchronous/);
+  test("an asynchronous body is awaited, and no transaction is left open", async () => {
+    expect(await readOnly(db, async (tx) => readMeta(tx, "t.read"))).toBe("inside");
     expect(db.$client.inTransaction).toBe(false);
   });
 });
 
 describe("untilChanged: small facts kept until the database changes", () => {
   let reads = 0;
-  const fact = (key: string) => untilChanged(db, key, () => (reads++, { value: readMeta(db, key) ?? null, list: [1] }));
+  const fact = async (key: string) =>
+    await untilChanged(db, key, () => (reads++, { value: readMeta(db, key) ?? null, list: [1] }));
 
-  test("a fact is read once and handed out again, frozen, while nothing is written", () => {
-    mutate(db, hub, (tx) => writeMeta(tx, "t.fact", "a"));
+  test("a fact is read once and handed out again, frozen, while nothing is written", async () => {
+    await mutate(db, hub, (tx) => writeMeta(tx, "t.fact", "a"));
     reads = 0;
-    const first = fact("t.fact");
-    const again = fact("t.fact");
+    const first = await fact("t.fact");
+    const again = await fact("t.fact");
     expect(again).toBe(first);
     expect(first.value).toBe("a");
     expect(reads).toBe(1);
     expect(Object.isFrozen(first) && Object.isFrozen(first.list)).toBe(true);
   });
 
-  test("a write of this connection, even of another row, forgets every fact", () => {
-    expect(fact("t.fact").value).toBe("a");
+  test("a write of this connection, even of another row, forgets every fact", async () => {
+    expect((await fact("t.fact")).value).toBe("a");
     reads = 0;
-    mutate(db, hub, (tx) => writeMeta(tx, "t.other", String(Math.random())));
-    expect(fact("t.fact").value).toBe("a");
+    await mutate(db, hub, (tx) => writeMeta(tx, "t.other", String(Math.random())));
+    expect((await fact("t.fact")).value).toBe("a");
     expect(reads).toBe(1);
-    mutate(db, hub, (tx) => writeMeta(tx, "t.fact", "b"));
-    expect(fact("t.fact").value).toBe("b");
+    await mutate(db, hub, (tx) => writeMeta(tx, "t.fact", "b"));
+    expect((await fact("t.fact")).value).toBe("b");
   });
 
   test("a commit of another connection (another process, the CLI) forgets them too, within a millisecond", async () => {
-    expect(fact("t.fact").value).toBe("b");
+    expect((await fact("t.fact")).value).toBe("b");
     const other = openDatabase(join(dir, "apis.db"));
     try {
       writeMeta(other, "t.fact", "from elsewhere");
@@ -252,43 +261,43 @@ describe("untilChanged: small facts kept until the database changes", () => {
       other.$client.close();
     }
     const committed = performance.now();
-    while (fact("t.fact").value !== "from elsewhere") await Bun.sleep(0);
+    while ((await fact("t.fact")).value !== "from elsewhere") await Bun.sleep(0);
     expect(performance.now() - committed).toBeLessThan(1000);
   });
 
-  test("inside a unit of work nothing is kept: a value read after an uncommitted write is gone with its rollback", () => {
-    expect(fact("t.fact").value).toBe("from elsewhere");
-    expect(() =>
-      mutate(db, hub, (tx) => {
+  test("inside a unit of work nothing is kept: a value read after an uncommitted write is gone with its rollback", async () => {
+    expect((await fact("t.fact")).value).toBe("from elsewhere");
+    await expect(
+      mutate(db, hub, async (tx) => {
         writeMeta(tx, "t.fact", "never committed");
-        expect(fact("t.fact").value).toBe("never committed");
+        expect((await fact("t.fact")).value).toBe("never committed");
         throw new Error("roll back");
       }),
-    ).toThrow("roll back");
-    expect(fact("t.fact").value).toBe("from elsewhere");
+    ).rejects.toThrow("roll back");
+    expect((await fact("t.fact")).value).toBe("from elsewhere");
     // Inside a read it is kept: a read transaction changes nothing.
     reads = 0;
-    readOnly(db, () => fact("t.fact"));
-    readOnly(db, () => fact("t.fact"));
+    await readOnly(db, async () => await fact("t.fact"));
+    await readOnly(db, async () => await fact("t.fact"));
     expect(reads).toBe(0);
   });
 });
 
 describe("wholeOrNothing: a unit whose failing part fails it all (a batch)", () => {
-  test("its direct parts run without savepoints, a deeper part that throws is still undone alone, and a failing direct part rolls everything back", () => {
+  test("its direct parts run without savepoints, a deeper part that throws is still undone alone, and a failing direct part rolls everything back", async () => {
     published.length = 0;
-    mutate(db, hub, (tx, log) => {
+    await mutate(db, hub, async (tx, log) => {
       wholeOrNothing(db);
-      mutate(db, hub, (t2, l2) => {
+      await mutate(db, hub, async (t2, l2) => {
         writeMeta(t2, "t.step1", "1");
         l2.cc("UPDATE", "test", "step1", ["*"]);
-        expect(() =>
+        await expect(
           mutate(db, hub, (t3, l3) => {
             writeMeta(t3, "t.deeper", "1");
             l3.cc("UPDATE", "test", "deeper", ["*"]);
             throw new Error("deeper part fails");
           }),
-        ).toThrow("deeper part fails");
+        ).rejects.toThrow("deeper part fails");
       });
       expect(readMeta(tx, "t.step1")).toBe("1");
       expect(readMeta(tx, "t.deeper")).toBeUndefined();
@@ -297,19 +306,19 @@ describe("wholeOrNothing: a unit whose failing part fails it all (a batch)", () 
     expect(keys(published.flat())).toEqual(["step1"]);
 
     published.length = 0;
-    expect(() =>
-      mutate(db, hub, () => {
+    await expect(
+      mutate(db, hub, async () => {
         wholeOrNothing(db);
-        mutate(db, hub, (t2, l2) => {
+        await mutate(db, hub, (t2, l2) => {
           writeMeta(t2, "t.step2", "1");
           l2.cc("UPDATE", "test", "step2", ["*"]);
         });
-        mutate(db, hub, (t2) => {
+        await mutate(db, hub, (t2) => {
           writeMeta(t2, "t.step3", "1");
           throw new Error("step 3 fails");
         });
       }),
-    ).toThrow("step 3 fails");
+    ).rejects.toThrow("step 3 fails");
     expect(readMeta(db, "t.step2")).toBeUndefined();
     expect(readMeta(db, "t.step3")).toBeUndefined();
     expect(published).toEqual([]);
@@ -321,32 +330,32 @@ describe("schemaGeneration: a project's schema stamp", () => {
   const P = "stampproject";
   const stamp = () => schemaGeneration(db.$client, P);
 
-  test("stays while only other data changes, and moves with a schema item of the project", () => {
+  test("stays while only other data changes, and moves with a schema item of the project", async () => {
     const first = stamp();
     expect(stamp()).toBe(first);
-    mutate(db, hub, (_tx, log) => {
+    await mutate(db, hub, (_tx, log) => {
       log.project(P, "UPDATE", "records", "r1");
       log.project("otherproject", "UPDATE", "fields", "f1");
     });
     expect(stamp()).toBe(first);
-    mutate(db, hub, (_tx, log) => void log.project(P, "UPDATE", "fields", "f1"));
+    await mutate(db, hub, (_tx, log) => log.project(P, "UPDATE", "fields", "f1"));
     const second = stamp();
     expect(second).not.toBe(first);
     expect(stamp()).toBe(second);
-    mutate(db, hub, (_tx, log) => void log.cc("UPDATE", "cc.projects", P, ["*"]));
+    await mutate(db, hub, (_tx, log) => log.cc("UPDATE", "cc.projects", P, ["*"]));
     expect(stamp()).not.toBe(second);
   });
 
-  test("a stamp seen inside a unit after its schema change is never seen again once the unit rolls back", () => {
+  test("a stamp seen inside a unit after its schema change is never seen again once the unit rolls back", async () => {
     const before = stamp();
     let inside = "";
-    expect(() =>
+    await expect(
       mutate(db, hub, (_tx, log) => {
         log.project(P, "INSERT", "definitions", "d1");
         inside = stamp();
         throw new Error("undone");
       }),
-    ).toThrow("undone");
+    ).rejects.toThrow("undone");
     expect(inside).not.toBe(before);
     const after = stamp();
     expect(after).not.toBe(before);
@@ -354,20 +363,20 @@ describe("schemaGeneration: a project's schema stamp", () => {
   });
 });
 
-describe("withoutSync: a unit committed without a disk flush", () => {
+describe("durable: false, a unit committed without a disk flush", () => {
   const level = () => (db.$client.query("PRAGMA synchronous").get() as { synchronous: number }).synchronous;
 
-  test("outside a transaction its commit runs at NORMAL and FULL comes back after it", () => {
+  test("its commit runs at NORMAL and FULL comes back after it", async () => {
     expect(level()).toBe(2);
-    const seen = withoutSync(db, "full", () => mutate(db, hub, (tx) => (writeMeta(tx, "t.nosync", "1"), level())));
+    const seen = await mutate(db, hub, (tx) => (writeMeta(tx, "t.nosync", "1"), level()), { durable: false });
     expect(seen).toBe(1);
     expect(level()).toBe(2);
     expect(readMeta(db, "t.nosync")).toBe("1");
   });
 
-  test("inside an open unit its work joins that unit, whose commit keeps the configured durability", () => {
-    mutate(db, hub, (tx) => {
-      withoutSync(db, "full", () => mutate(db, hub, (inner) => writeMeta(inner, "t.joined", "1")));
+  test("a part joining an open unit commits with that unit, at the configured durability", async () => {
+    await mutate(db, hub, async (tx) => {
+      await mutate(db, hub, (inner) => writeMeta(inner, "t.joined", "1"), { durable: false });
       expect(level()).toBe(2);
       expect(readMeta(tx, "t.joined")).toBe("1");
     });
@@ -376,23 +385,23 @@ describe("withoutSync: a unit committed without a disk flush", () => {
 });
 
 describe("change counts", () => {
-  test("items of many jobs and users keep no count per key in memory, while a project's settings still move its schema stamp", () => {
+  test("items of many jobs and users keep no count per key in memory, while a project's settings still move its schema stamp", async () => {
     const project = "p-counts";
     const stamp = schemaGeneration(db.$client, project);
-    const write = (n: number, from: number) =>
-      mutate(db, undefined, (_tx, log) => {
+    const write = async (n: number, from: number) =>
+      await mutate(db, undefined, (_tx, log) => {
         for (let i = from; i < from + n; i++) {
           log.cc("UPDATE", "cc.jobs", `job-${i}`, ["*"]);
           log.cc("UPDATE", "cc.users", `user-${i}`, ["*"]);
         }
       });
-    write(10, 0);
+    await write(10, 0);
     const kept = changeCountKeys(db.$client);
-    write(5000, 10);
+    await write(5000, 10);
     // One count per data key kept about 130 bytes per distinct job or user, for the process's life.
     expect(changeCountKeys(db.$client)).toBe(kept);
     expect(schemaGeneration(db.$client, project)).toBe(stamp);
-    mutate(db, undefined, (_tx, log) => log.cc("UPDATE", "cc.projects", project, ["*"]));
+    await mutate(db, undefined, (_tx, log) => log.cc("UPDATE", "cc.projects", project, ["*"]));
     expect(schemaGeneration(db.$client, project)).not.toBe(stamp);
   });
 });

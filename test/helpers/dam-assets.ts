@@ -36,7 +36,7 @@ export async function storeImage(
     format: meta?.format ?? null,
     pages: meta?.pages ?? 1,
   };
-  mutate(srv.ctx.db, srv.ctx.hub, (tx) => {
+  await mutate(srv.ctx.db, srv.ctx.hub, (tx) => {
     const existing = tx.select().from(assets).where(eq(assets.gid, gid)).get();
     if (!existing) {
       tx.insert(assets)

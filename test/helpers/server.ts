@@ -81,8 +81,10 @@ export class TestServer {
     email = `${username}@example.test`,
   ): Promise<{ gid: string; token: string }> {
     const hash = await hashPassword(password);
-    const u = mutate(this.ctx.db, this.ctx.hub, (tx, log) =>
-      createPerson(tx, log, { username, email, passwordHash: hash }),
+    const u = await mutate(
+      this.ctx.db,
+      this.ctx.hub,
+      async (tx, log) => await createPerson(tx, log, { username, email, passwordHash: hash }),
     );
     const res = await this.call("/api/login", { body: { username, password } });
     return { gid: u.gid, token: tokenOf(res) };
@@ -95,20 +97,20 @@ export class TestServer {
   }
 
   /** Adds a membership directly (as the members endpoints would), writing its sync item. */
-  addMember(
+  async addMember(
     projectGid: string,
     userGid: string,
     roles: string[] = ["member"],
     status: "active" | "invited" | "inactive" = "active",
   ) {
     const t = Date.now() / 1000;
-    mutate(this.ctx.db, this.ctx.hub, (tx, log) => {
+    await mutate(this.ctx.db, this.ctx.hub, async (tx, log) => {
       tx.insert(memberships)
         .values({ projectGid, userGid, roles, status, options: {}, createdOn: t, updatedOn: t })
         .run();
       log.cc("INSERT", "cc.projects_members", `${projectGid}/${userGid}`, [
         userGid,
-        ...projectAudience(tx, projectGid),
+        ...(await projectAudience(tx, projectGid)),
       ]);
     });
   }

@@ -43,7 +43,7 @@ describe("every project endpoint checks rights before parameters", () => {
   test("a caller refused with a well-formed body is refused with an empty body and with none, and the owner is never refused", async () => {
     const doc = (await w.srv.call("/api/openapi.json", { method: "GET" })).body;
     const member = await w.srv.user("probe-member");
-    w.srv.addMember(w.project, member.gid);
+    await w.srv.addMember(w.project, member.gid);
     const callers: Record<string, string> = {
       member: member.token,
       api: w.apiUser.token,
@@ -112,7 +112,7 @@ const LAST = /delete|logout|leave|transfer|remove|restore|purge|revoke|password|
 describe("a caller rule holds on every way in", () => {
   test("a member is refused an owner-only operation as a batch step and with a form body, before its body is read", async () => {
     const member = await w.srv.user("rule-member");
-    w.srv.addMember(w.project, member.gid);
+    await w.srv.addMember(w.project, member.gid);
     for (const path of ["apikeys/delete", "members/deactivate", "apikeys/create"]) {
       const batch = await w.srv.call(`/api/p/${w.project}/batch`, {
         token: member.token,

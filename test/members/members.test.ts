@@ -11,8 +11,8 @@ let owner: U, bob: U, carol: U, dave: U, stranger: U;
 let project: string;
 
 /** Accepts an invitation as the account area's `accept_invite` does (that endpoint is tested there). */
-function accept(userGid: string, projectGid: string) {
-  acceptInvitation(srv.ctx, { userGid, kind: "person" }, { project: projectGid });
+async function accept(userGid: string, projectGid: string) {
+  await acceptInvitation(srv.ctx, { userGid, kind: "person" }, { project: projectGid });
 }
 
 /** The invitee and project gids of the invitation link in the last mail to `to`, read from the SMTP server. */
@@ -175,7 +175,7 @@ describe("invitations", () => {
     expect(await invitationOf("bob@example.test")).toMatchObject({ invitee: bob.gid, project });
     const page = await call(srv, "/api/init_invite", null, { invitee: bob.gid, project });
     expect(page.status).toBe(200);
-    accept(bob.gid, project);
+    await accept(bob.gid, project);
     const init = await srv.call(`/api/p/${project}/init`, { token: bob.token });
     expect(init.status).toBe(200);
   });
@@ -366,7 +366,7 @@ describe("members", () => {
 
   test("a member may remove itself (leave); the answer is empty and the project is gone for it", async () => {
     const leaver = await srv.user("leaver");
-    srv.addMember(project, leaver.gid);
+    await srv.addMember(project, leaver.gid);
     const since = await srv.ccCursor(owner.token);
     const r = await call(srv, `/api/p/${project}/members/remove`, leaver.token, { user: leaver.gid });
     expect(r.body).toEqual({ success: true, result: {}, data: {} });
@@ -393,7 +393,7 @@ describe("members", () => {
     expect((await srv.call(`/api/p/${project}/init`, { token: bob.token })).status).toBe(403);
     const again = await call(srv, `/api/p/${project}/members/invite`, owner.token, { email: "bob@example.test" });
     expect(again.body.data["cc.projects_members"][0].status).toBe("invited");
-    accept(bob.gid, project);
+    await accept(bob.gid, project);
   });
 });
 
@@ -503,7 +503,7 @@ describe("sync items of membership changes", () => {
   test("an invitation reaches the project's members and the invitee, and nobody else", async () => {
     const p = await srv.project(owner.token, "Synced");
     const inv0 = await call(srv, `/api/p/${p}/members/invite`, owner.token, { email: "bob@example.test" });
-    accept(bob.gid, p);
+    await accept(bob.gid, p);
     expect(inv0.status).toBe(200);
     const c = {
       owner: await cursorOf(owner),

@@ -42,9 +42,9 @@ async function apiUser(owner: string, project: string, name: string) {
 
 async function world(): Promise<World> {
   const project = await srv.project(users.owner.token, `World ${++n}`);
-  srv.addMember(project, users.member.gid);
-  srv.addMember(project, users.invited.gid, ["member"], "invited");
-  srv.addMember(project, users.inactive.gid, ["member"], "inactive");
+  await srv.addMember(project, users.member.gid);
+  await srv.addMember(project, users.invited.gid, ["member"], "invited");
+  await srv.addMember(project, users.inactive.gid, ["member"], "inactive");
   const api = await apiUser(users.owner.token, project, "api");
   const api2 = await apiUser(users.owner.token, project, "api2");
   await call(srv, `/api/p/${project}/apikeys/deactivate`, users.owner.token, { user: api2.gid });
@@ -226,7 +226,7 @@ beforeAll(async () => {
   // Request limits are tested in apikeys.test.ts; here they would only get in the way.
   srv = await TestServer.start({ "rate-limit": "0" });
   const [owner, member, invited, inactive, stranger] = await Promise.all(
-    ["owner", "member", "invited", "inactive", "stranger"].map((u) => srv.user(u)),
+    ["owner", "member", "invited", "inactive", "stranger"].map(async (u) => await srv.user(u)),
   );
   users = { owner: owner!, member: member!, invited: invited!, inactive: inactive!, stranger: stranger! };
   const theirs = await srv.project(users.stranger.token, "Theirs");

@@ -29,7 +29,7 @@ beforeAll(async () => {
   srv = await TestServer.start();
   [owner, member, stranger] = await Promise.all([srv.user("olivia"), srv.user("mike"), srv.user("stranger")]);
   project = await srv.project(owner.token, "Catalogue");
-  srv.addMember(project, member.gid);
+  await srv.addMember(project, member.gid);
   shop = await apiUser("Shop module");
   print = await apiUser("Print module");
 });
@@ -445,7 +445,7 @@ describe("modules/unregister", () => {
   });
 
   test("backups and permanent deletion cover the modules table", async () => {
-    expect(projectTables(srv.ctx.db.$client).map((t) => t.table)).toContain("modules");
+    expect((await projectTables(srv.ctx.db.$client)).map((t) => t.table)).toContain("modules");
     const p = await srv.project(owner.token, "Short-lived");
     await srv.call(`/api/p/${p}/modules/register`, { token: owner.token, body: { module: "Temp", version: "1" } });
     const count = () =>

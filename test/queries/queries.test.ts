@@ -41,7 +41,7 @@ beforeAll(async () => {
   [owner, member, stranger] = await Promise.all([srv.user("olivia"), srv.user("mike"), srv.user("stranger")]);
   project = await srv.project(owner.token, "Catalogue");
   other = await srv.project(stranger.token, "Elsewhere");
-  srv.addMember(project, member.gid);
+  await srv.addMember(project, member.gid);
   const key = await srv.call(`/api/p/${project}/apikeys/create`, { token: owner.token, body: { name: "Shop" } });
   apiKey = key.body.result.apikey;
   const auth = await srv.call(`/api/p/${project}/auth`, { body: { api_key: apiKey } });
@@ -380,20 +380,20 @@ describe("saved queries as searches and selections", () => {
     const gid = (await call(srv, q("create"), owner, { type: "asset", name: "Images", q: "shoe", filter })).body.result
       .query;
     const tx = srv.ctx.db;
-    expect(resolveSavedQuery(tx, project, gid, "asset")).toEqual({
+    expect(await resolveSavedQuery(tx, project, gid, "asset")).toEqual({
       gid,
       type: "asset",
       name: "Images",
       q: "shoe",
       filter,
     });
-    expect(() => resolveSavedQuery(tx, other, gid)).toThrow("Query does not exist");
-    expect(() => resolveSavedQuery(tx, project, gid, "record")).toThrow("Invalid parameter");
-    expect(querySelectionElement(tx, project, "assets", { query: gid, language: "en", exclude: ["x"] })).toEqual({
+    await expect(resolveSavedQuery(tx, other, gid)).rejects.toThrow("Query does not exist");
+    await expect(resolveSavedQuery(tx, project, gid, "record")).rejects.toThrow("Invalid parameter");
+    expect(await querySelectionElement(tx, project, "assets", { query: gid, language: "en", exclude: ["x"] })).toEqual({
       search: { q: "shoe", filter, language: "en" },
       exclude: ["x"],
     });
-    expect(() => querySelectionElement(tx, project, "records", { query: gid })).toThrow("Invalid parameter");
+    await expect(querySelectionElement(tx, project, "records", { query: gid })).rejects.toThrow("Invalid parameter");
   });
 });
 
@@ -439,7 +439,7 @@ describe("saved queries in bulk selections", () => {
 
 describe("project data", () => {
   test("backups and permanent deletion cover the queries table", async () => {
-    const tables = projectTables(srv.ctx.db.$client).map((t) => t.table);
+    const tables = (await projectTables(srv.ctx.db.$client)).map((t) => t.table);
     expect(tables).toContain("queries");
     const p = await srv.project(owner.token, "Short-lived");
     await call(srv, q("create", p), owner, { type: "record", name: "Gone soon" });

@@ -48,11 +48,16 @@ beforeAll(async () => {
     [many, true],
   ] as const) {
     const list = children(0).concat(children(1));
-    const gids = recordsWrite(w.srv.ctx, actor, w.project, (tx, log, view, touch) => {
-      const parent = mustRecord(tx, w.project, g);
+    const gids = await recordsWrite(w.srv.ctx, actor, w.project, async (tx, log, view, touch) => {
+      const parent = await mustRecord(tx, w.project, g);
       const out = bulk
-        ? insertRecordsIn(tx, view, touch, parent, w.article, list).map((r) => r.gid)
-        : list.map((c) => insertRecordIn(tx, view, touch, { parent, definition: w.article, ...c }).gid);
+        ? (await insertRecordsIn(tx, view, touch, parent, w.article, list)).map((r) => r.gid)
+        : await (async () => {
+            const made: string[] = [];
+            for (const c of list)
+              made.push((await insertRecordIn(tx, view, touch, { parent, definition: w.article, ...c })).gid);
+            return made;
+          })();
       touch.flush(log);
       items[g] = log.items.map((i) => ({ action: i.action, data_type: i.data_type, data_key: i.data_key }));
       return out;

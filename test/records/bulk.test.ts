@@ -173,16 +173,18 @@ describe("a bulk job interrupted by a stop", () => {
       const actor = { userGid: v.owner.gid, kind: "person" as const };
       const holder = await v.create(v.root, { en: { name: "Originals" } });
       const sel: string[] = [];
-      recordsWrite(v.srv.ctx, actor, v.project, (tx, _log, view, touch) => {
-        const parent = mustRecord(tx, v.project, holder);
+      await recordsWrite(v.srv.ctx, actor, v.project, async (tx, _log, view, touch) => {
+        const parent = await mustRecord(tx, v.project, holder);
         for (let i = 0; i < 400; i++)
           sel.push(
-            insertRecordIn(tx, view, touch, {
-              parent,
-              definition: v.article,
-              vals: { "*": { [v.f.artnr]: `D${i}` } },
-              ordering: "ord",
-            }).gid,
+            (
+              await insertRecordIn(tx, view, touch, {
+                parent,
+                definition: v.article,
+                vals: { "*": { [v.f.artnr]: `D${i}` } },
+                ordering: "ord",
+              })
+            ).gid,
           );
       });
       const { job, srv: s } = await interruptedJob(

@@ -15,16 +15,18 @@ beforeAll(async () => {
   g = await w.create(w.root, { en: { name: "Many" } });
   // More records than a commit follows inline, written by the records code itself.
   const actor = { userGid: w.owner.gid, kind: "person" as const };
-  recordsWrite(w.srv.ctx, actor, w.project, (tx, _log, view, touch) => {
-    const parent = mustRecord(tx, w.project, g);
+  await recordsWrite(w.srv.ctx, actor, w.project, async (tx, _log, view, touch) => {
+    const parent = await mustRecord(tx, w.project, g);
     for (let i = 0; i < FOLLOW_INLINE + 20; i++)
       made.push(
-        insertRecordIn(tx, view, touch, {
-          parent,
-          definition: w.article,
-          vals: { "*": { [w.f.artnr]: i % 10 === 0 ? "X" : String(i) } },
-          ordering: "ord",
-        }).gid,
+        (
+          await insertRecordIn(tx, view, touch, {
+            parent,
+            definition: w.article,
+            vals: { "*": { [w.f.artnr]: i % 10 === 0 ? "X" : String(i) } },
+            ordering: "ord",
+          })
+        ).gid,
       );
   });
 }, 60_000);
@@ -112,16 +114,18 @@ describe("a follow job interrupted by a stop", () => {
       const actor = { userGid: v.owner.gid, kind: "person" as const };
       const holder = await v.create(v.root, { en: { name: "Holder" } });
       // Enough records that the job is still running when the test sees its first progress.
-      recordsWrite(v.srv.ctx, actor, v.project, (tx, _log, view, touch) => {
-        const parent = mustRecord(tx, v.project, holder);
+      await recordsWrite(v.srv.ctx, actor, v.project, async (tx, _log, view, touch) => {
+        const parent = await mustRecord(tx, v.project, holder);
         for (let i = 0; i < 3000; i++)
           ids.push(
-            insertRecordIn(tx, view, touch, {
-              parent,
-              definition: v.article,
-              vals: { "*": { [v.f.artnr]: `A${i}` } },
-              ordering: "ord",
-            }).id,
+            (
+              await insertRecordIn(tx, view, touch, {
+                parent,
+                definition: v.article,
+                vals: { "*": { [v.f.artnr]: `A${i}` } },
+                ordering: "ord",
+              })
+            ).id,
           );
       });
       // Shared → localized: a value converted a second time would be lost (it is no longer in the shared slot).

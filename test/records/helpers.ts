@@ -94,8 +94,8 @@ export async function interruptedJob(srv: TestServer, dataDir: string, start: ()
   unsubscribe();
   const restarted = await TestServer.start({ "job-stop-grace": "0" }, dataDir);
   try {
-    const job = await until(() => {
-      const j = restarted.ctx.jobs.get(token);
+    const job = await until(async () => {
+      const j = await restarted.ctx.jobs.get(token);
       return j?.status === "done" ? j : undefined;
     });
     return { job, srv: restarted };

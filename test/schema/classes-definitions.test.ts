@@ -265,7 +265,7 @@ describe("definitions", () => {
   });
 
   test("the ordered field list is the definition's own fields, then its classes' fields", async () => {
-    const list = definitionFields(w.srv.ctx.db, w.project, article);
+    const list = await definitionFields(w.srv.ctx.db, w.project, article);
     expect(list.map((x) => x.field.gid)).toEqual([title, width, height]);
     expect(list.map((x) => x.class)).toEqual([null, dims, dims]);
   });
@@ -313,7 +313,7 @@ describe("definitions", () => {
     const since = await w.cursor();
     await w.okr("classes/commit", { class: wc });
     expect(await w.items(since)).toContain(`UPDATE definitions ${article}`);
-    expect(definitionFields(w.srv.ctx.db, w.project, article).map((x) => x.field.gid)).toEqual([title, width]);
+    expect((await definitionFields(w.srv.ctx.db, w.project, article)).map((x) => x.field.gid)).toEqual([title, width]);
   });
 
   test("deleting a used field, class or definition is a 422 naming where it is used", async () => {

@@ -16,11 +16,11 @@ const follower: Feature = {
   jobs: { follower_follow: { handler: () => ({ followed: true }) } },
   hooks: {
     schemaCommitted: {
-      preview: (_ctx, _tx, change) => ({ follower: { would_touch: change.gid } }),
-      apply: (ctx, _tx, log, change) => {
+      preview: (_ctx, _tx, change) => Promise.resolve({ follower: { would_touch: change.gid } }),
+      apply: async (ctx, _tx, log, change) => {
         log.project(change.projectGid, "UPDATE", "follower", change.gid);
         if (change.after.name !== "big_change") return void seen.push({ change });
-        const job = ctx.jobs.enqueue({
+        const job = await ctx.jobs.enqueue({
           kind: "follower_follow",
           projectGid: change.projectGid,
           params: { gid: change.gid },
@@ -29,8 +29,8 @@ const follower: Feature = {
         return { job };
       },
     },
-    schemaUsage: (_ctx, _tx, _projectGid, _kind, gid): Record<string, string[]> =>
-      usedBy.has(gid) ? { follower: usedBy.get(gid)! } : {},
+    schemaUsage: (_ctx, _tx, _projectGid, _kind, gid) =>
+      Promise.resolve<Record<string, string[]>>(usedBy.has(gid) ? { follower: usedBy.get(gid)! } : {}),
   },
 };
 

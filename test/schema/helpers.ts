@@ -7,7 +7,7 @@ export async function schemaWorld(flags: Record<string, string> = {}, dataDir?: 
   const srv = await TestServer.start(flags, dataDir);
   const [owner, bob, stranger] = await Promise.all([srv.user("olivia"), srv.user("bob"), srv.user("stranger")]);
   const project = await srv.project(owner.token, "Catalogue");
-  srv.addMember(project, bob.gid);
+  await srv.addMember(project, bob.gid);
   /** POST /api/p/<project>/<path> as `who`. */
   const api = (path: string, body: unknown = {}, who: U = owner) =>
     srv.call(`/api/p/${project}/${path}`, { token: who.token, body });

@@ -17,7 +17,7 @@ beforeAll(async () => {
   bob = await srv.user("bob");
   carol = await srv.user("carol");
   project = await srv.project(alice.token, "Shared");
-  srv.addMember(project, bob.gid);
+  await srv.addMember(project, bob.gid);
 });
 afterAll(() => srv.stop());
 
@@ -338,7 +338,7 @@ describe("projects", () => {
 
   test("permanent_delete removes the project, its memberships and its files, and tells the members", async () => {
     const gid = await srv.project(alice.token, "Doomed");
-    srv.addMember(gid, bob.gid);
+    await srv.addMember(gid, bob.gid);
     const form = new FormData();
     form.append("project", gid);
     form.append("file", new File([await png()], "i.png"));
@@ -364,6 +364,9 @@ describe("projects", () => {
     );
     const m = await srv.call("/api/members/get", { token: alice.token, body: { project: gid, member: alice.gid } });
     expect(m.status).toBe(422);
+    // Its change log goes with it: also the items the deleting unit itself recorded for the project.
+    const left = srv.ctx.db.$client.query("SELECT count(*) AS n FROM changes WHERE type = ?").get(gid) as { n: number };
+    expect(left.n).toBe(0);
   });
 
   test("a deleted project stays visible to its owner with status deleted", async () => {

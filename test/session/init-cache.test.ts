@@ -17,7 +17,7 @@ beforeAll(async () => {
   bob = await srv.user("bob");
   carol = await srv.user("carol");
   project = await srv.project(alice.token, "Kept");
-  srv.addMember(project, bob.gid);
+  await srv.addMember(project, bob.gid);
 });
 afterAll(() => srv.stop());
 
@@ -65,7 +65,7 @@ describe("kept init payloads", () => {
 
     // Carol's global init is kept before she joins, and must not be handed out after.
     expect((await globalInit(carol)).data["cc.projects"][project]).toBeUndefined();
-    srv.addMember(project, carol.gid);
+    await srv.addMember(project, carol.gid);
     expect((await init(bob)).result.project_members).toContain(carol.gid);
     expect((await globalInit(carol)).data["cc.projects"][project]).toBeDefined();
 

@@ -15,14 +15,14 @@ const calls: string[] = [];
 const probe: Feature = {
   name: "probe",
   hooks: {
-    languageAdded: (_ctx, _tx, _log, p, language) => (calls.push(`added ${p} ${language}`), 0),
-    languageRemoved: (_ctx, _tx, log, p, language, keep) => {
+    languageAdded: (_ctx, _tx, _log, p, language) => Promise.resolve((calls.push(`added ${p} ${language}`), 0)),
+    languageRemoved: async (_ctx, _tx, log, p, language, keep) => {
       calls.push(`removed ${p} ${language}${keep ? " (kept)" : ""}`);
       if (keep) return 0;
       log.project(p, "UPDATE", "fields", "probefield");
       return 3;
     },
-    settingRemoved: (_ctx, _tx, _log, p, kind, key) => void calls.push(`gone ${p} ${kind} ${key}`),
+    settingRemoved: (_ctx, _tx, _log, p, kind, key) => Promise.resolve(void calls.push(`gone ${p} ${kind} ${key}`)),
   },
 };
 
@@ -36,7 +36,7 @@ beforeAll(async () => {
   bob = await srv.user("bob");
   carol = await srv.user("carol");
   project = await srv.project(alice.token, "Catalogue");
-  srv.addMember(project, bob.gid);
+  await srv.addMember(project, bob.gid);
 });
 afterAll(() => srv.stop());
 

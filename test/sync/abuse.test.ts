@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { io, type Socket } from "socket.io-client";
-import { mutate } from "../../src/db/mutate";
+import { writeItems } from "../helpers/changes";
 import { newGid } from "../../src/core/ids";
 import { TestServer, until, SLOW_TEST_MS } from "../helpers/server";
 
@@ -44,11 +44,9 @@ function initsync(socket: Socket, payload: unknown): Promise<any> {
 }
 
 /** `n` project items in one transaction (one batch), as a bulk change writes them. */
-function burst(srv: TestServer, project: string, n: number): number {
-  return mutate(srv.ctx.db, srv.ctx.hub, (_tx, log) => {
-    let last = 0;
-    for (let i = 0; i < n; i++) last = log.project(project, "UPDATE", "records", newGid()).cursor;
-    return last;
+async function burst(srv: TestServer, project: string, n: number): Promise<number> {
+  return await writeItems(srv.ctx.db, srv.ctx.hub, (log) => {
+    for (let i = 0; i < n; i++) log.project(project, "UPDATE", "records", newGid());
   });
 }
 
@@ -90,7 +88,7 @@ describe("realtime under abuse", () => {
 
       // Small batches (a websocket takes each at once), 100 KB in all for the client that does not fetch.
       let last = 0;
-      for (let i = 0; i < 20; i++) last = burst(srv, project, 50);
+      for (let i = 0; i < 20; i++) last = await burst(srv, project, 50);
       await until(() => got.some((i) => i.cursor === last), undefined, "the healthy client's items");
       expect(got).toHaveLength(1000);
       // The next fetch gets the reason and the disconnect, not the 100 KB it did not take.
@@ -111,7 +109,7 @@ describe("realtime under abuse", () => {
       const srv = await server({ "sync-outbound-budget": "1M" });
       const { who, project } = await userWithProject(srv, "bea");
       const early = await pollingSession(srv, who, project);
-      burst(srv, project, 5000); // about 550 KB waiting for `early`
+      await burst(srv, project, 5000); // about 550 KB waiting for `early`
       await until(() => srv.running.sync.pendingBatches === 0, undefined, "the fan-out");
       const late = await pollingSession(srv, who, project);
       const healthy = await connect(srv, who.token);
@@ -119,7 +117,7 @@ describe("realtime under abuse", () => {
       healthy.on("sync", (items: Item[]) => got.push(...items));
       const now = (await srv.call("/sync/cursors", { token: who.token, body: { project } })).body.result;
       expect(await initsync(healthy, { "cc.cursor": now["cc.cursor"], project, cursor: now.cursor })).toEqual([]);
-      const last = burst(srv, project, 4000); // `early` ~1 MB, `late` ~450 KB: over the budget together
+      const last = await burst(srv, project, 4000); // `early` ~1 MB, `late` ~450 KB: over the budget together
       await until(() => got.some((i) => i.cursor === last), undefined, "the healthy client's items");
       expect(got).toHaveLength(4000);
       const dropped = await early.get();
@@ -175,7 +173,7 @@ describe("realtime under abuse", () => {
       expect(await initsync(s, { "cc.cursor": await srv.ccCursor(who.token), project, cursor: 0 })).toBeArray();
       got.length = 0;
       const cursors: number[] = [];
-      for (let i = 0; i < 30; i++) cursors.push(burst(srv, project, 1));
+      for (let i = 0; i < 30; i++) cursors.push(await burst(srv, project, 1));
       // Committed, answered (the writer has returned), not yet fanned out.
       expect(srv.running.sync.pendingBatches).toBe(30);
       await until(() => got.length >= 30, undefined, "every item");
@@ -201,16 +199,16 @@ describe("realtime under abuse", () => {
       expect(session).toBeDefined();
       // Committed, not fanned out yet; the initsync (handled at once, as a socket message would be) reads it.
       const before = (await srv.call("/sync/cursors", { token: who.token, body: { project } })).body.result;
-      const c = burst(srv, project, 3);
+      const c = await burst(srv, project, 3);
       expect(sync.pendingBatches).toBe(1);
       let acked: Item[] = [];
-      sync.initsync(
+      await sync.initsync(
         session,
         { "cc.cursor": before["cc.cursor"], project, cursor: before.cursor },
         (answer: Item[]) => (acked = answer),
       );
       expect(acked.map((i) => i.cursor)).toEqual([c - 2, c - 1, c]);
-      const next = burst(srv, project, 1);
+      const next = await burst(srv, project, 1);
       await until(() => got.some((i) => i.cursor === next), undefined, "the next item");
       expect(got.map((i) => i.cursor)).toEqual([next]);
     },

@@ -3,6 +3,7 @@ import { and, eq } from "drizzle-orm";
 import { io as ioV4, type Socket } from "socket.io-client";
 import { io as ioV3 } from "socket.io-client-v3";
 import { mutate } from "../../src/db/mutate";
+import { writeItems } from "../helpers/changes";
 import { memberships } from "../../src/features/projects/projects.table";
 import { users } from "../../src/features/users/users.table";
 import { loadSecret, Tokens } from "../../src/platform/tokens";
@@ -61,8 +62,8 @@ function collect(socket: Socket): Item[] {
 }
 
 /** Writes one project item directly through the change-log writer, as any project mutation does. */
-function touch(srv: TestServer, project: string, dataType = "records"): number {
-  return mutate(srv.ctx.db, srv.ctx.hub, (_tx, log) => log.project(project, "UPDATE", dataType, newGid()).cursor);
+async function touch(srv: TestServer, project: string, dataType = "records"): Promise<number> {
+  return await writeItems(srv.ctx.db, srv.ctx.hub, (log) => log.project(project, "UPDATE", dataType, newGid()));
 }
 
 /**
@@ -70,8 +71,8 @@ function touch(srv: TestServer, project: string, dataType = "records"): number {
  * commit order, so once a socket has this item, anything written before it that was going to
  * reach the socket has reached it: what a test checks is absent is absent for good.
  */
-function sentinel(srv: TestServer, userGid: string): number {
-  return mutate(srv.ctx.db, srv.ctx.hub, (_tx, log) => log.cc("UPDATE", "cc.users", userGid, [userGid]).cursor);
+async function sentinel(srv: TestServer, userGid: string): Promise<number> {
+  return await writeItems(srv.ctx.db, srv.ctx.hub, (log) => log.cc("UPDATE", "cc.users", userGid, [userGid]));
 }
 
 async function createProject(srv: TestServer, owner: Who, name: string): Promise<string> {
@@ -81,14 +82,14 @@ async function createProject(srv: TestServer, owner: Who, name: string): Promise
 }
 
 /** Sets a membership (as the members endpoints do) and writes its cc.projects_members item. */
-function setMembership(srv: TestServer, project: string, user: string, status: "active" | "inactive") {
-  mutate(srv.ctx.db, srv.ctx.hub, (tx, log) => {
+async function setMembership(srv: TestServer, project: string, user: string, status: "active" | "inactive") {
+  await mutate(srv.ctx.db, srv.ctx.hub, async (tx, log) => {
     const t = now();
     tx.insert(memberships)
       .values({ projectGid: project, userGid: user, status, roles: ["member"], createdOn: t, updatedOn: t })
       .onConflictDoUpdate({ target: [memberships.projectGid, memberships.userGid], set: { status, updatedOn: t } })
       .run();
-    log.cc("UPDATE", "cc.projects_members", `${project}/${user}`, [...projectAudience(tx, project), user]);
+    log.cc("UPDATE", "cc.projects_members", `${project}/${user}`, [...(await projectAudience(tx, project)), user]);
   });
 }
 
@@ -121,7 +122,7 @@ describe("connecting to /sync/io", () => {
     const project = await createProject(srv, alice, "Upgrade");
     const got = collect(s);
     expect(await initsync(s, { "cc.cursor": await cursors(srv, alice), project, cursor: 0 })).toBeArray();
-    const c = touch(srv, project);
+    const c = await touch(srv, project);
     await until(() => got.some((i) => i.cursor === c));
     s.close();
   });
@@ -258,9 +259,9 @@ describe("initsync", () => {
 
   test("stale cursors get the missed items in cursor order, cc items only those the user may see", async () => {
     const cc0 = await cursors(srv, alice);
-    const p1 = touch(srv, project);
+    const p1 = await touch(srv, project);
     await srv.call("/api/projects/update", { token: alice.token, body: { project, name: "Renamed" } });
-    const p2 = touch(srv, project, "assets");
+    const p2 = await touch(srv, project, "assets");
     const other = await createProject(srv, bob, "Bob's"); // cc items bob sees, alice does not
     const s = await connect(srv, alice.token);
     const ack: Item[] = await initsync(s, { "cc.cursor": cc0, project, cursor: p1 - 1 });
@@ -295,19 +296,19 @@ describe("initsync", () => {
     // The upgrading client subscribes while still polling; its WebSocket comes later.
     for (const c of clients) expect(await initsync(c, { "cc.cursor": top, project, cursor: top })).toEqual([]);
     const written: number[] = [];
-    written.push(touch(srv, project));
+    written.push(await touch(srv, project));
     await until(() => upgrading.io.engine.transport.name === "websocket", 3000, "upgrade");
-    for (let i = 0; i < 5; i++) written.push(touch(srv, project));
+    for (let i = 0; i < 5; i++) written.push(await touch(srv, project));
     // Two changes committed in one turn (one fan-out), and one more after it.
-    written.push(touch(srv, project), touch(srv, project));
+    written.push(await touch(srv, project), await touch(srv, project));
     await Bun.sleep(0);
-    written.push(touch(srv, project));
+    written.push(await touch(srv, project));
     await until(() => got.every((g) => g.filter((i) => i.type === project).length >= written.length));
     await Bun.sleep(50);
     for (const g of got) expect(g.filter((i) => i.type === project).map((i) => i.cursor)).toEqual(written);
     // A second initsync without the project stops its items on every transport.
     for (const c of clients) expect(await initsync(c, { "cc.cursor": await cursors(srv, alice) })).toBeArray();
-    const after = touch(srv, project);
+    const after = await touch(srv, project);
     const marker = await createProject(srv, alice, "Marker");
     await until(() => got.every((g) => g.some((i) => i.data_key === marker)));
     for (const g of got) expect(g.some((i) => i.cursor === after)).toBe(false);
@@ -322,10 +323,10 @@ describe("initsync", () => {
     const gotB = collect(b);
     expect(await initsync(a, { "cc.cursor": top, project, cursor: top })).toEqual([]);
     expect(await initsync(b, { "cc.cursor": top })).toEqual([]);
-    const c1 = touch(srv, project);
+    const c1 = await touch(srv, project);
     await srv.call("/api/projects/update", { token: alice.token, body: { project, name: "Again" } });
     const bobs = await createProject(srv, bob, "Bob 2");
-    const c2 = touch(srv, project);
+    const c2 = await touch(srv, project);
     await until(() => gotA.some((i) => i.cursor === c2));
     await until(() => gotB.some((i) => i.data_key === bobs));
     expect(gotA.filter((i) => i.type === project).map((i) => i.cursor)).toEqual([c1, c2]);
@@ -342,17 +343,17 @@ describe("initsync", () => {
     const got = collect(s);
     const top = await cursors(srv, alice);
     await initsync(s, { "cc.cursor": top, project, cursor: top });
-    const first = touch(srv, project);
+    const first = await touch(srv, project);
     await until(() => got.some((i) => i.cursor === first));
     expect(await initsync(s, { "cc.cursor": top, project: second, cursor: top })).toEqual([]);
-    const old = touch(srv, project);
-    const now2 = touch(srv, second);
+    const old = await touch(srv, project);
+    const now2 = await touch(srv, second);
     // Written after `old` and pushed in commit order: once it is here, `old` would be too.
     await until(() => got.some((i) => i.cursor === now2));
     expect(got.some((i) => i.cursor === old)).toBe(false);
     // Without a project only cc items come.
     await initsync(s, { "cc.cursor": await cursors(srv, alice) });
-    const none = touch(srv, second);
+    const none = await touch(srv, second);
     await srv.call("/api/projects/update", { token: alice.token, body: { project: second, name: "Second!" } });
     await until(() => got.some((i) => i.type === "cc" && i.data_key === second));
     expect(got.some((i) => i.cursor === none)).toBe(false);
@@ -373,10 +374,10 @@ describe("initsync", () => {
     };
     let s = await run();
     for (let round = 0; round < 3; round++) {
-      for (let i = 0; i < 5; i++) written.push(touch(srv, project));
+      for (let i = 0; i < 5; i++) written.push(await touch(srv, project));
       await until(() => last === written.at(-1));
       s.close();
-      for (let i = 0; i < 4; i++) written.push(touch(srv, project)); // while disconnected
+      for (let i = 0; i < 4; i++) written.push(await touch(srv, project)); // while disconnected
       s = await run();
     }
     await until(() => last === written.at(-1));
@@ -386,7 +387,7 @@ describe("initsync", () => {
 
   test("no item without an acknowledgement callback is lost: missed items come as a sync event", async () => {
     const top = await cursors(srv, alice);
-    const c = touch(srv, project);
+    const c = await touch(srv, project);
     const s = await connect(srv, alice.token);
     const got = collect(s);
     s.emit("initsync", { "cc.cursor": top, project, cursor: top });
@@ -410,11 +411,11 @@ describe("initsync while changes are being written", () => {
     test(`acknowledgement and pushes join without gap or duplicate (backlog ${backlog}, page limit 10)`, async () => {
       const start = await cursors(srv, alice);
       const written: number[] = [];
-      for (let i = 0; i < backlog; i++) written.push(touch(srv, project));
+      for (let i = 0; i < backlog; i++) written.push(await touch(srv, project));
       let writing = true;
       const writer = (async () => {
         while (writing) {
-          written.push(touch(srv, project));
+          written.push(await touch(srv, project));
           await Bun.sleep(0);
         }
       })();
@@ -484,17 +485,17 @@ describe("losing access", () => {
     s.on("unsubscribed", (e: any) => events.push(e));
     const top = await cursors(srv, bob);
     expect(await initsync(s, { "cc.cursor": top, project, cursor: top })).toEqual([]);
-    const c = touch(srv, project);
+    const c = await touch(srv, project);
     await until(() => got.some((i) => i.cursor === c), undefined, "a first item");
     return { s, got, events };
   }
 
   test("a deactivated membership stops the project's items at once, while cc items keep coming", async () => {
     const project = await createProject(srv, alice, "Shared");
-    setMembership(srv, project, bob.gid, "active");
+    await setMembership(srv, project, bob.gid, "active");
     const { s, got, events } = await bobWatching(project);
-    setMembership(srv, project, bob.gid, "inactive");
-    const after = touch(srv, project);
+    await setMembership(srv, project, bob.gid, "inactive");
+    const after = await touch(srv, project);
     await until(() => events.length > 0);
     expect(events[0]).toEqual({
       success: false,
@@ -503,7 +504,7 @@ describe("losing access", () => {
       project,
     });
     await until(() => got.some((i) => i.data_type === "cc.projects_members" && i.data_key === `${project}/${bob.gid}`));
-    const mark = sentinel(srv, bob.gid);
+    const mark = await sentinel(srv, bob.gid);
     await until(() => got.some((i) => i.cursor === mark), undefined, "the sentinel");
     expect(got.some((i) => i.cursor === after)).toBe(false);
     expect(s.connected).toBe(true);
@@ -515,14 +516,14 @@ describe("losing access", () => {
   test("deactivating or removing a member through /api stops the project's items at once", async () => {
     for (const op of ["deactivate", "remove"]) {
       const project = await createProject(srv, alice, `Via ${op}`);
-      setMembership(srv, project, bob.gid, "active");
+      await setMembership(srv, project, bob.gid, "active");
       const { s, got, events } = await bobWatching(project);
       const r = await srv.call(`/api/p/${project}/members/${op}`, { token: alice.token, body: { user: bob.gid } });
       expect(r.status).toBe(200);
-      const after = touch(srv, project);
+      const after = await touch(srv, project);
       await until(() => events.length > 0, undefined, "unsubscribed");
       expect(events[0].result.code).toBe(403);
-      const mark = sentinel(srv, bob.gid);
+      const mark = await sentinel(srv, bob.gid);
       await until(() => got.some((i) => i.cursor === mark), undefined, "the sentinel");
       expect(got.some((i) => i.cursor === after)).toBe(false);
       s.close();
@@ -549,17 +550,17 @@ describe("losing access", () => {
 
   test("a deleted project stops its members' items; the owner keeps them", async () => {
     const project = await createProject(srv, alice, "Doomed");
-    setMembership(srv, project, bob.gid, "active");
+    await setMembership(srv, project, bob.gid, "active");
     const { s, got, events } = await bobWatching(project);
     const owner = await connect(srv, alice.token);
     const ownerGot = collect(owner);
     const top = await cursors(srv, alice);
     await initsync(owner, { "cc.cursor": top, project, cursor: top });
     expect((await srv.call("/api/projects/delete", { token: alice.token, body: { project } })).status).toBe(200);
-    const after = touch(srv, project);
+    const after = await touch(srv, project);
     await until(() => events.length > 0);
     await until(() => ownerGot.some((i) => i.cursor === after));
-    const mark = sentinel(srv, bob.gid);
+    const mark = await sentinel(srv, bob.gid);
     await until(() => got.some((i) => i.cursor === mark), undefined, "the sentinel");
     expect(got.some((i) => i.cursor === after)).toBe(false);
     s.close();
@@ -577,16 +578,19 @@ describe("losing access", () => {
       const top = await cursors(srv, carol);
       await initsync(s, { "cc.cursor": top, project, cursor: top });
       const gone = new Promise<string>((resolve) => s.once("disconnect", resolve));
-      mutate(srv.ctx.db, srv.ctx.hub, (tx, log) =>
-        updateUser(
-          srv.ctx,
-          tx,
-          log,
-          carol.gid,
-          change === "deactivate" ? { status: "inactive" } : { tokenVersion: 99 },
-        ),
+      await mutate(
+        srv.ctx.db,
+        srv.ctx.hub,
+        async (tx, log) =>
+          await updateUser(
+            srv.ctx,
+            tx,
+            log,
+            carol.gid,
+            change === "deactivate" ? { status: "inactive" } : { tokenVersion: 99 },
+          ),
       );
-      const after = touch(srv, project);
+      const after = await touch(srv, project);
       expect(await gone).toBe("io server disconnect");
       expect(events[0]?.result.code).toBe(401);
       expect(got.some((i) => i.cursor === after)).toBe(false);
@@ -598,18 +602,18 @@ describe("losing access", () => {
   test("an API user whose only membership is deactivated is disconnected", async () => {
     const project = await createProject(srv, alice, "With API");
     const apiGid = newGid();
-    mutate(srv.ctx.db, srv.ctx.hub, (tx, log) => {
+    await mutate(srv.ctx.db, srv.ctx.hub, (tx, log) => {
       const t = now();
       tx.insert(users).values({ gid: apiGid, kind: "api", status: "active", createdOn: t, updatedOn: t }).run();
       log.cc("INSERT", "cc.users", apiGid, [apiGid]);
     });
-    setMembership(srv, project, apiGid, "active");
+    await setMembership(srv, project, apiGid, "active");
     const token = await srv.ctx.tokens.sign(apiGid, 0);
     const s = await connect(srv, token);
     const top = await cursors(srv, alice);
     expect(await initsync(s, { "cc.cursor": top, project, cursor: top })).toEqual([]);
     const gone = new Promise<string>((resolve) => s.once("disconnect", resolve));
-    setMembership(srv, project, apiGid, "inactive");
+    await setMembership(srv, project, apiGid, "inactive");
     expect(await gone).toBe("io server disconnect");
     expect(
       srv.ctx.db

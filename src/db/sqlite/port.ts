@@ -254,7 +254,7 @@ export class SqlitePort implements DatabasePort<SqliteSession> {
    * BEGIN on a connection whose lock the caller holds (freed again when BEGIN fails). `relaxed`:
    * synchronous=NORMAL until the transaction ends. SQLite refuses to change it inside a
    * transaction, so it is set before BEGIN and put back after COMMIT or ROLLBACK; the lock is held
-   * all along, so no other unit commits under it (as `withoutSync` around a synchronous body did).
+   * all along, so no other unit commits under it (the unit option `durable: false`).
    */
   private opened(conn: Connection, relaxed = false): Open {
     let restore: string | undefined;
@@ -313,4 +313,9 @@ export function sqlitePort(db: DB): SqlitePort {
   let p = ports.get(db.$client);
   if (!p) ports.set(db.$client, (p = new SqlitePort(db)));
   return p;
+}
+
+/** The port already made for a connection, if any (its change counts are all 0 until one is). */
+export function portOfClient(client: Database): SqlitePort | undefined {
+  return ports.get(client);
 }

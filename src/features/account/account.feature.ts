@@ -13,7 +13,7 @@ export const accountFeature: Feature = {
       describe:
         "delete verification codes expired over a day ago (kept that long to answer 'expired' rather than 'unknown')",
       schedule: (c) => c.scheduleCodes,
-      run: (ctx) => `deleted ${deleteExpiredCodes(ctx.db, now() - 86400)} expired code(s)`,
+      run: async (ctx) => `deleted ${await deleteExpiredCodes(ctx.db, now() - 86400)} expired code(s)`,
     },
   ],
 };

@@ -95,7 +95,7 @@ export function accountRoutes(ctx: Ctx) {
         return throttle(
           limiter,
           rules("req", account, ipOf(request, server)),
-          () => ok(requestPasswordReset(ctx, body)),
+          async () => ok(await requestPasswordReset(ctx, body)),
           { countSuccess: true },
         );
       },
@@ -140,7 +140,7 @@ export function accountRoutes(ctx: Ctx) {
         return throttle(
           limiter,
           rules("req", actor.userGid, ipOf(request, server)),
-          () => ok(requestEmailChange(ctx, actor, body)),
+          async () => ok(await requestEmailChange(ctx, actor, body)),
           { countSuccess: true },
         );
       },
@@ -158,8 +158,8 @@ export function accountRoutes(ctx: Ctx) {
       "/api/account/update_email",
       ({ body, actor, request, server }) => {
         requirePerson(actor);
-        return throttle(limiter, rules("auth", actor.userGid, ipOf(request, server)), () =>
-          answer(completeEmailChange(ctx, actor, body)),
+        return throttle(limiter, rules("auth", actor.userGid, ipOf(request, server)), async () =>
+          answer(await completeEmailChange(ctx, actor, body)),
         );
       },
       {
@@ -182,7 +182,7 @@ export function accountRoutes(ctx: Ctx) {
           return answer(a);
         };
         // Checking the current password counts like a login attempt.
-        if (body.password === undefined) return run();
+        if (body.password === undefined) return await run();
         requirePerson(actor);
         return throttle(limiter, rules("auth", actor.userGid, ipOf(request, server)), run);
       },
@@ -231,7 +231,7 @@ export function accountRoutes(ctx: Ctx) {
         }),
       },
     )
-    .post("/api/account/delete_avatar", ({ actor }) => answer(deleteAvatar(ctx, actor)), {
+    .post("/api/account/delete_avatar", async ({ actor }) => answer(await deleteAvatar(ctx, actor)), {
       auth: true,
       detail: describe({ summary: "Remove the caller's avatar", tags, errors: [400, 403] }),
     })
@@ -255,7 +255,7 @@ export function accountRoutes(ctx: Ctx) {
         }),
       },
     )
-    .post("/api/account/accept_invite", ({ body, actor }) => answer(acceptInvite(ctx, actor, body)), {
+    .post("/api/account/accept_invite", async ({ body, actor }) => answer(await acceptInvite(ctx, actor, body)), {
       auth: true,
       body: t.Object({ project: t.String() }),
       detail: describe({
@@ -264,7 +264,7 @@ export function accountRoutes(ctx: Ctx) {
         errors: [400, 403, 422],
       }),
     })
-    .post("/api/account/decline_invite", ({ body, actor }) => answer(declineInvite(ctx, actor, body)), {
+    .post("/api/account/decline_invite", async ({ body, actor }) => answer(await declineInvite(ctx, actor, body)), {
       auth: true,
       body: t.Object({ project: t.String() }),
       detail: describe({
@@ -273,7 +273,7 @@ export function accountRoutes(ctx: Ctx) {
         errors: [400, 403, 422],
       }),
     })
-    .post("/api/account/leave_project", ({ body, actor }) => answer(leaveProject(ctx, actor, body)), {
+    .post("/api/account/leave_project", async ({ body, actor }) => answer(await leaveProject(ctx, actor, body)), {
       auth: true,
       body: t.Object({ project: t.String() }),
       detail: describe({

@@ -88,17 +88,17 @@ const sameEmail = (a: string, b: string) => a.trim().toLowerCase() === b.trim().
  * transaction (so a failure leaves the code unused). Wrong codes are committed as tries before
  * the 1001 is thrown.
  */
-function withCode<T>(
+async function withCode<T>(
   ctx: Ctx,
   purpose: Purpose,
   codes: { validation_code: string; verification_code: string },
   bind: (row: CodeRow) => ValidationIssue[],
-  then: (tx: Tx, log: ChangeLog, row: CodeRow) => T,
-): T {
-  const out = mutate(ctx.db, ctx.hub, (tx, log) => {
-    const c = checkCode(tx, purpose, codes.validation_code, codes.verification_code, bind);
+  then: (tx: Tx, log: ChangeLog, row: CodeRow) => T | Promise<T>,
+): Promise<T> {
+  const out = await mutate(ctx.db, ctx.hub, async (tx, log) => {
+    const c = await checkCode(tx, purpose, codes.validation_code, codes.verification_code, bind);
     if (!c.ok) return { ok: false as const, issues: c.issues };
-    return { ok: true as const, value: then(tx, log, c.row) };
+    return { ok: true as const, value: await then(tx, log, c.row) };
   });
   if (!out.ok) throw validationFailed(out.issues);
   return out.value;
@@ -114,19 +114,26 @@ type SignupInput = { username: string; email: string; password: string; language
  * code to the address. The password hash is kept with the request and becomes the account's.
  */
 export async function requestSignup(ctx: Ctx, input: SignupInput): Promise<StepOne> {
-  checkSignupPolicy(ctx.db, ctx.config.signup, input.email);
+  await checkSignupPolicy(ctx.db, ctx.config.signup, input.email);
   const email = input.email.trim();
-  const issues = [...usernameIssues(ctx.db, input.username), ...emailIssues(email), ...passwordIssues(input.password)];
+  const issues = [
+    ...(await usernameIssues(ctx.db, input.username)),
+    ...emailIssues(email),
+    ...passwordIssues(input.password),
+  ];
   if (input.language !== undefined && !isLanguage(input.language))
     issues.push({ field: "language", rule: "language", message: "Not a language code of /api/languages/get" });
   check(issues);
   const passwordHash = await hashPassword(input.password);
-  const issued = mutate(ctx.db, ctx.hub, (tx) =>
-    issueCode(
-      tx,
-      { purpose: "signup", email, username: input.username, passwordHash, language: input.language },
-      ctx.config.codeTtl,
-    ),
+  const issued = await mutate(
+    ctx.db,
+    ctx.hub,
+    async (tx) =>
+      await issueCode(
+        tx,
+        { purpose: "signup", email, username: input.username, passwordHash, language: input.language },
+        ctx.config.codeTtl,
+      ),
   );
   sendLater(ctx, email, "signup_code", input.language, {
     baseUrl: ctx.baseUrl,
@@ -145,10 +152,10 @@ type SignupFinish = Omit<SignupInput, "language"> & { validation_code: string; v
  * gid); its invitations stay `invited` until accepted through `account/accept_invite`.
  */
 async function completeSignup(ctx: Ctx, input: SignupFinish): Promise<User> {
-  const pending = findCode(ctx.db, "signup", input.validation_code);
+  const pending = await findCode(ctx.db, "signup", input.validation_code);
   const passwordSame =
     !!pending?.passwordHash && (await Bun.password.verify(input.password, pending.passwordHash).catch(() => false));
-  return withCode(
+  return await withCode(
     ctx,
     "signup",
     input,
@@ -161,9 +168,9 @@ async function completeSignup(ctx: Ctx, input: SignupFinish): Promise<User> {
       if (!passwordSame) issues.push({ field: "password", rule: "mismatch", message: "Not the password of step one" });
       return issues;
     },
-    (tx, log, row) => {
-      check(usernameIssues(tx, input.username));
-      const invited = tx
+    async (tx, log, row) => {
+      check(await usernameIssues(tx, input.username));
+      const invited = await tx
         .select()
         .from(users)
         .where(
@@ -172,7 +179,7 @@ async function completeSignup(ctx: Ctx, input: SignupFinish): Promise<User> {
         .orderBy(asc(users.createdOn))
         .get();
       if (invited) {
-        return updateUser(ctx, tx, log, invited.gid, {
+        return await updateUser(ctx, tx, log, invited.gid, {
           username: input.username,
           passwordHash: row.passwordHash,
           status: "active",
@@ -180,7 +187,7 @@ async function completeSignup(ctx: Ctx, input: SignupFinish): Promise<User> {
           ...(row.language ? { language: row.language } : {}),
         });
       }
-      return createPerson(tx, log, {
+      return await createPerson(tx, log, {
         username: input.username,
         email: row.email,
         passwordHash: row.passwordHash!,
@@ -194,8 +201,8 @@ async function completeSignup(ctx: Ctx, input: SignupFinish): Promise<User> {
 // Password reset
 
 /** Active person accounts that use an email address (compared without case), oldest first. */
-function accountsByEmail(tx: Tx, email: string): User[] {
-  return tx
+async function accountsByEmail(tx: Tx, email: string): Promise<User[]> {
+  return await tx
     .select()
     .from(users)
     .where(and(eq(users.kind, "person"), eq(users.status, "active"), sql`lower(${users.email}) = lower(${email})`))
@@ -208,27 +215,30 @@ function accountsByEmail(tx: Tx, email: string): User[] {
  * every active account that uses it. The answer is the same whether or not an account exists
  * (a request row is stored either way, so step two fails alike), and no mail waits on SMTP.
  */
-export function requestPasswordReset(
+export async function requestPasswordReset(
   ctx: Ctx,
   input: { username_or_email?: string; email?: string; username?: string },
-): StepOne & { usernames: string[] } {
+): Promise<StepOne & { usernames: string[] }> {
   // The reference's one member: an address when it holds an @, else a username; `email` and `username` stay as aliases.
   const either = input.username_or_email?.trim();
   if (either) input = either.includes("@") ? { email: either } : { username: input.username_or_email };
   let email = (input.email ?? "").trim();
   if (!email && input.username) {
-    const u = findByUsername(ctx.db, input.username, false);
+    const u = await findByUsername(ctx.db, input.username, false);
     email = u && u.status === "active" && u.kind === "person" ? u.email : "";
   } else {
     check(emailIssues(email));
   }
-  const accounts = email ? accountsByEmail(ctx.db, email) : [];
-  const issued = mutate(ctx.db, ctx.hub, (tx) =>
-    issueCode(
-      tx,
-      { purpose: "reset_password", email: email.toLowerCase(), userGids: accounts.map((a) => a.gid) },
-      ctx.config.codeTtl,
-    ),
+  const accounts = email ? await accountsByEmail(ctx.db, email) : [];
+  const issued = await mutate(
+    ctx.db,
+    ctx.hub,
+    async (tx) =>
+      await issueCode(
+        tx,
+        { purpose: "reset_password", email: email.toLowerCase(), userGids: accounts.map((a) => a.gid) },
+        ctx.config.codeTtl,
+      ),
   );
   if (accounts.length) {
     sendLater(ctx, accounts[0]!.email, "reset_code", accounts[0]!.language, {
@@ -258,16 +268,23 @@ type ResetFinish = {
 async function completePasswordReset(ctx: Ctx, input: ResetFinish): Promise<User> {
   check(passwordIssues(input.new_password, "new_password"));
   const hash = await hashPassword(input.new_password);
-  return withCode(
+  return await withCode(
     ctx,
     "reset_password",
     input,
     () => [],
-    (tx, log, row) => {
-      const user = row.userGids.map((g) => getUser(tx, g)).find((u) => u && u.username === input.username);
+    async (tx, log, row) => {
+      let user: Awaited<ReturnType<typeof getUser>>;
+      for (const g of row.userGids) {
+        const u = await getUser(tx, g);
+        if (u && u.username === input.username) {
+          user = u;
+          break;
+        }
+      }
       if (!user || user.status !== "active") throw unprocessable("User not found", { username: input.username });
-      voidPending(tx, "reset_password", row.email);
-      return setPassword(ctx, tx, log, user.gid, hash);
+      await voidPending(tx, "reset_password", row.email);
+      return await setPassword(ctx, tx, log, user.gid, hash);
     },
   );
 }
@@ -276,9 +293,9 @@ async function completePasswordReset(ctx: Ctx, input: ResetFinish): Promise<User
 // Email change
 
 /** `update_email_request`: mails a code to the new address. */
-export function requestEmailChange(ctx: Ctx, actor: Actor, input: { email: string }): StepOne {
+export async function requestEmailChange(ctx: Ctx, actor: Actor, input: { email: string }): Promise<StepOne> {
   requirePerson(actor);
-  const user = getUser(ctx.db, actor.userGid);
+  const user = await getUser(ctx.db, actor.userGid);
   if (!user) throw unprocessable("User not found");
   const emailIn = input.email;
   const email = emailIn.trim();
@@ -286,8 +303,10 @@ export function requestEmailChange(ctx: Ctx, actor: Actor, input: { email: strin
   if (!issues.length && sameEmail(email, user.email))
     issues.push({ field: "email", rule: "unchanged", message: "This is the current address" });
   check(issues);
-  const issued = mutate(ctx.db, ctx.hub, (tx) =>
-    issueCode(tx, { purpose: "update_email", email, userGid: user.gid }, ctx.config.codeTtl),
+  const issued = await mutate(
+    ctx.db,
+    ctx.hub,
+    async (tx) => await issueCode(tx, { purpose: "update_email", email, userGid: user.gid }, ctx.config.codeTtl),
   );
   sendLater(ctx, email, "email_change_code", user.language, {
     baseUrl: ctx.baseUrl,
@@ -303,15 +322,15 @@ export function requestEmailChange(ctx: Ctx, actor: Actor, input: { email: strin
  * `update_email`: with good codes (same user, same address as step one) the account uses the new
  * address, and so do its membership notifications that went to the old one.
  */
-export function completeEmailChange(
+export async function completeEmailChange(
   ctx: Ctx,
   actor: Actor,
   input: { email: string; validation_code: string; verification_code: string },
-): Answer {
+): Promise<Answer> {
   requirePerson(actor);
   const userGid = actor.userGid;
   return userAnswer(
-    withCode(
+    await withCode(
       ctx,
       "update_email",
       input,
@@ -324,19 +343,20 @@ export function completeEmailChange(
           return [{ field: "email", rule: "mismatch", message: "Not the email address of step one" }];
         return [];
       },
-      (tx, log, row) => {
-        const old = getUser(tx, userGid);
+      async (tx, log, row) => {
+        const old = await getUser(tx, userGid);
         if (!old) throw unprocessable("User not found");
-        const user = updateUser(ctx, tx, log, userGid, { email: row.email });
-        for (const m of tx.select().from(memberships).where(eq(memberships.userGid, userGid)).all()) {
+        const user = await updateUser(ctx, tx, log, userGid, { email: row.email });
+        for (const m of await tx.select().from(memberships).where(eq(memberships.userGid, userGid)).all()) {
           const n = m.options?.notifications;
           if (!n || !sameEmail(n.email, old.email)) continue;
-          tx.update(memberships)
+          await tx
+            .update(memberships)
             .set({ options: { ...m.options, notifications: { ...n, email: row.email } }, updatedOn: user.updatedOn })
             .where(and(eq(memberships.projectGid, m.projectGid), eq(memberships.userGid, userGid)))
             .run();
           log.cc("UPDATE", "cc.projects_members", `${m.projectGid}/${userGid}`, [
-            ...projectAudience(tx, m.projectGid),
+            ...(await projectAudience(tx, m.projectGid)),
             userGid,
           ]);
         }
@@ -365,12 +385,12 @@ type AccountUpdate = {
 };
 
 /** Checks and writes the profile members; the password (already checked and hashed) is set by the caller. */
-function changeAccount(ctx: Ctx, tx: Tx, log: ChangeLog, userGid: string, input: AccountUpdate): User {
+async function changeAccount(ctx: Ctx, tx: Tx, log: ChangeLog, userGid: string, input: AccountUpdate): Promise<User> {
   const issues: ValidationIssue[] = [];
   const set: Partial<User> = {};
   if (input.username !== undefined) {
-    const holder = findByUsername(tx, input.username, false);
-    if (!holder || holder.gid !== userGid) issues.push(...usernameIssues(tx, input.username));
+    const holder = await findByUsername(tx, input.username, false);
+    if (!holder || holder.gid !== userGid) issues.push(...(await usernameIssues(tx, input.username)));
     set.username = input.username;
   }
   if (input.name !== undefined) {
@@ -394,11 +414,11 @@ function changeAccount(ctx: Ctx, tx: Tx, log: ChangeLog, userGid: string, input:
   }
   check(issues);
   if (!Object.keys(set).length) {
-    const u = getUser(tx, userGid);
+    const u = await getUser(tx, userGid);
     if (!u) throw unprocessable("User not found");
     return u;
   }
-  return updateUser(ctx, tx, log, userGid, set);
+  return await updateUser(ctx, tx, log, userGid, set);
 }
 
 /**
@@ -421,27 +441,27 @@ export async function updateAccount(
   let hash: string | undefined;
   if (input.password !== undefined) {
     if (input.current_password === undefined) throw missing("current_password");
-    const me = getUser(ctx.db, actor.userGid);
+    const me = await getUser(ctx.db, actor.userGid);
     const good = !!me?.passwordHash && (await Bun.password.verify(input.current_password, me.passwordHash));
     if (!good)
       check([{ field: "current_password", rule: "mismatch", message: "This is not the account's present password" }]);
     check(passwordIssues(input.password));
     hash = await hashPassword(input.password);
   }
-  const user = mutate(ctx.db, ctx.hub, (tx, log) => {
-    const u = changeAccount(ctx, tx, log, actor.userGid, input);
-    return hash ? setPassword(ctx, tx, log, actor.userGid, hash) : u;
+  const user = await mutate(ctx.db, ctx.hub, async (tx, log) => {
+    const u = await changeAccount(ctx, tx, log, actor.userGid, input);
+    return hash ? await setPassword(ctx, tx, log, actor.userGid, hash) : u;
   });
   const a = userAnswer(user);
   return hash ? { ...a, token: await ctx.tokens.sign(user.gid, user.tokenVersion) } : a;
 }
 
 /** Sets (or clears, with null) the avatar file name; the file it replaces goes once committed. */
-function setAvatar(ctx: Ctx, actor: Actor, avatar: string | null): Answer {
+async function setAvatar(ctx: Ctx, actor: Actor, avatar: string | null): Promise<Answer> {
   requirePerson(actor);
-  return mutate(ctx.db, ctx.hub, (tx, log) => {
-    removeAvatarFile(ctx, getUser(tx, actor.userGid)?.avatar);
-    return userAnswer(updateUser(ctx, tx, log, actor.userGid, { avatar }));
+  return await mutate(ctx.db, ctx.hub, async (tx, log) => {
+    removeAvatarFile(ctx, (await getUser(tx, actor.userGid))?.avatar);
+    return userAnswer(await updateUser(ctx, tx, log, actor.userGid, { avatar }));
   });
 }
 
@@ -452,9 +472,9 @@ function setAvatar(ctx: Ctx, actor: Actor, avatar: string | null): Answer {
  * `account/leave_project`: an active or deactivated membership is removed. An owner cannot leave
  * its own project (422); an invitation is declined, not left (422).
  */
-function leaveMembership(tx: Tx, log: ChangeLog, userGid: string, projectGid: string): void {
-  const p = tx.select().from(projects).where(eq(projects.gid, projectGid)).get();
-  const m = p && getMembership(tx, projectGid, userGid);
+async function leaveMembership(tx: Tx, log: ChangeLog, userGid: string, projectGid: string): Promise<void> {
+  const p = await tx.select().from(projects).where(eq(projects.gid, projectGid)).get();
+  const m = p && (await getMembership(tx, projectGid, userGid));
   if (!p || !m || m.status === "declined")
     throw unprocessable("Leaving failed", { reason: "Not a member of the project" });
   if (p.owner === userGid || m.roles.includes("owner"))
@@ -463,14 +483,15 @@ function leaveMembership(tx: Tx, log: ChangeLog, userGid: string, projectGid: st
     throw unprocessable("Leaving failed", {
       reason: "Not a member yet: decline the invitation with account/decline_invite",
     });
-  const before = userAudience(tx, userGid);
-  const audience = projectAudience(tx, projectGid);
-  tx.delete(memberships)
+  const before = await userAudience(tx, userGid);
+  const audience = await projectAudience(tx, projectGid);
+  await tx
+    .delete(memberships)
     .where(and(eq(memberships.projectGid, projectGid), eq(memberships.userGid, userGid)))
     .run();
   log.cc("DELETE", "cc.projects_members", `${projectGid}/${userGid}`, [...audience, userGid]);
   if (m.status === "active") log.cc("DELETE", "cc.projects", projectGid, [userGid]);
-  logVisibility(tx, log, userGid, before);
+  await logVisibility(tx, log, userGid, before);
 }
 
 /**
@@ -479,27 +500,28 @@ function leaveMembership(tx: Tx, log: ChangeLog, userGid: string, projectGid: st
  * codes are dropped and the user row is deleted; co-members get the sync items. Returns the avatar
  * file to remove once committed.
  */
-function eraseAccount(ctx: Ctx, tx: Tx, log: ChangeLog, userGid: string): { avatar: string | null } {
-  const user = getUser(tx, userGid);
+async function eraseAccount(ctx: Ctx, tx: Tx, log: ChangeLog, userGid: string): Promise<{ avatar: string | null }> {
+  const user = await getUser(tx, userGid);
   if (!user) throw unprocessable("User not found");
-  const owned = tx.select().from(projects).where(eq(projects.owner, userGid)).all();
+  const owned = await tx.select().from(projects).where(eq(projects.owner, userGid)).all();
   const active = owned.filter((p) => p.status === "active");
   if (active.length)
     throw unprocessable("Deletion failed", {
       reason: "The account owns active projects: delete them (projects/delete) first",
       projects: active.map((p) => p.gid),
     });
-  for (const p of owned) eraseProject(ctx, tx, log, p.gid);
-  const before = userAudience(tx, userGid);
-  for (const m of tx.select().from(memberships).where(eq(memberships.userGid, userGid)).all()) {
-    const audience = projectAudience(tx, m.projectGid);
-    tx.delete(memberships)
+  for (const p of owned) await eraseProject(ctx, tx, log, p.gid);
+  const before = await userAudience(tx, userGid);
+  for (const m of await tx.select().from(memberships).where(eq(memberships.userGid, userGid)).all()) {
+    const audience = await projectAudience(tx, m.projectGid);
+    await tx
+      .delete(memberships)
       .where(and(eq(memberships.projectGid, m.projectGid), eq(memberships.userGid, userGid)))
       .run();
     log.cc("DELETE", "cc.projects_members", `${m.projectGid}/${userGid}`, [...audience, userGid]);
   }
-  deleteCodesOf(tx, userGid);
-  tx.delete(users).where(eq(users.gid, userGid)).run();
+  await deleteCodesOf(tx, userGid);
+  await tx.delete(users).where(eq(users.gid, userGid)).run();
   log.cc("DELETE", "cc.users", userGid, before);
   return { avatar: user.avatar };
 }
@@ -518,8 +540,8 @@ function removeAvatarFile(ctx: Pick<Ctx, "db" | "storage">, name: string | null 
 }
 
 /** The global init payload reduced to the caller's own user entry (spec 4.1 `reset_password`). */
-function initWithOwnUser(ctx: Pick<Ctx, "hooks">, tx: Tx, userGid: string): Answer {
-  const init = globalInit(ctx, tx, userGid);
+async function initWithOwnUser(ctx: Pick<Ctx, "hooks">, tx: Tx, userGid: string): Promise<Answer> {
+  const init = await globalInit(ctx, tx, userGid);
   const users = init.data["cc.users"] as Record<string, unknown>;
   return { result: init.result, data: { ...init.data, "cc.users": { [userGid]: users[userGid] } } };
 }
@@ -529,9 +551,9 @@ function initWithOwnUser(ctx: Pick<Ctx, "hooks">, tx: Tx, userGid: string): Answ
  * gids); data the project (full), the caller (full) and the active members (short), and their
  * memberships (the caller's full).
  */
-function invitationProjectView(ctx: Ctx, tx: Tx, projectGid: string, me: string): Answer {
-  const p = getProject(tx, projectGid);
-  const rows = projectMemberRows(tx, projectGid, ["active"]);
+async function invitationProjectView(ctx: Ctx, tx: Tx, projectGid: string, me: string): Promise<Answer> {
+  const p = await getProject(tx, projectGid);
+  const rows = await projectMemberRows(tx, projectGid, ["active"]);
   const ccUsers: Record<string, unknown> = {};
   const ccMembers: unknown[] = [];
   for (const { m, u } of rows) {
@@ -542,7 +564,7 @@ function invitationProjectView(ctx: Ctx, tx: Tx, projectGid: string, me: string)
     result: { project: projectGid, project_members: rows.map((r) => r.u.gid) },
     data: {
       "cc.users": ccUsers,
-      "cc.projects": p ? { [projectGid]: projectFull(ctx, tx, p) } : {},
+      "cc.projects": p ? { [projectGid]: await projectFull(ctx, tx, p) } : {},
       "cc.projects_members": ccMembers,
     },
   };
@@ -556,13 +578,13 @@ const userAnswer = (u: User): Answer => ({ result: { user: u.gid }, data: { "cc.
 
 /** `signup`: step two; the new account's session. */
 export async function signUp(ctx: Ctx, input: SignupFinish): Promise<Session> {
-  checkSignupPolicy(ctx.db, ctx.config.signup, input.email);
-  return sessionOf(ctx, await completeSignup(ctx, input));
+  await checkSignupPolicy(ctx.db, ctx.config.signup, input.email);
+  return await sessionOf(ctx, await completeSignup(ctx, input));
 }
 
 /** `reset_password`: step two; a session of the account with the global init reduced to its own user. */
 export async function resetPassword(ctx: Ctx, input: ResetFinish): Promise<Session> {
-  return sessionOf(ctx, await completePasswordReset(ctx, input), initWithOwnUser);
+  return await sessionOf(ctx, await completePasswordReset(ctx, input), initWithOwnUser);
 }
 
 /** `account/upload_avatar`: resized to a 256 px square PNG, served at /media/avatars/<avatar>. */
@@ -571,12 +593,12 @@ export async function uploadAvatar(ctx: Ctx, actor: Actor, input: { file: Blob }
   const png = await squareImage(input.file, ctx.config.imageMaxBytes, ctx.config.pixelLimit);
   const name = `${actor.userGid}-${newGid(8)}.png`;
   await ctx.storage.blobs.put(avatarKey(name), png, { type: "image/png" });
-  return setAvatar(ctx, actor, name);
+  return await setAvatar(ctx, actor, name);
 }
 
 /** `account/delete_avatar`. */
-export function deleteAvatar(ctx: Ctx, actor: Actor): Answer {
-  return setAvatar(ctx, actor, null);
+export async function deleteAvatar(ctx: Ctx, actor: Actor): Promise<Answer> {
+  return await setAvatar(ctx, actor, null);
 }
 
 /**
@@ -590,31 +612,33 @@ export async function deleteAccount(ctx: Ctx, actor: Actor, input: { confirm?: b
   if (input.confirm !== true)
     throw invalidParameter("confirm", { reason: "Send confirm: true to delete the account for good" });
   // The deleted projects it owns are removed for good: their jobs stop first.
-  return ctx.jobs.withProjectsStopped(deletedProjectsOwnedBy(ctx.db, actor.userGid), () =>
-    mutate(ctx.db, ctx.hub, (tx, log) => {
-      removeAvatarFile(ctx, eraseAccount(ctx, tx, log, actor.userGid).avatar);
-      return { result: {}, data: {} };
-    }),
+  return ctx.jobs.withProjectsStopped(
+    await deletedProjectsOwnedBy(ctx.db, actor.userGid),
+    async () =>
+      await mutate(ctx.db, ctx.hub, async (tx, log) => {
+        removeAvatarFile(ctx, (await eraseAccount(ctx, tx, log, actor.userGid)).avatar);
+        return { result: {}, data: {} };
+      }),
   );
 }
 
 /** `account/accept_invite`: the invited membership becomes active; the project as the member now sees it. */
-export function acceptInvite(ctx: Ctx, actor: Actor, input: { project: string }): Answer {
-  return mutate(ctx.db, ctx.hub, (tx) => {
-    acceptInvitation(ctx, actor, input);
-    return invitationProjectView(ctx, tx, input.project, actor.userGid);
+export async function acceptInvite(ctx: Ctx, actor: Actor, input: { project: string }): Promise<Answer> {
+  return await mutate(ctx.db, ctx.hub, async (tx) => {
+    await acceptInvitation(ctx, actor, input);
+    return await invitationProjectView(ctx, tx, input.project, actor.userGid);
   });
 }
 
 /** `account/decline_invite`: the caller's invitation becomes declined. */
-export function declineInvite(ctx: Ctx, actor: Actor, input: { project: string }): Answer {
+export async function declineInvite(ctx: Ctx, actor: Actor, input: { project: string }): Promise<Answer> {
   requirePerson(actor);
-  return declineInvitation(ctx, { invitee: actor.userGid, project: input.project });
+  return await declineInvitation(ctx, { invitee: actor.userGid, project: input.project });
 }
 
 /** `account/leave_project`: an active or deactivated membership is removed (not one's own project). */
-export function leaveProject(ctx: Ctx, actor: Actor, input: { project: string }): Answer {
+export async function leaveProject(ctx: Ctx, actor: Actor, input: { project: string }): Promise<Answer> {
   requirePerson(actor);
-  mutate(ctx.db, ctx.hub, (tx, log) => leaveMembership(tx, log, actor.userGid, input.project));
+  await mutate(ctx.db, ctx.hub, async (tx, log) => await leaveMembership(tx, log, actor.userGid, input.project));
   return { result: { project: input.project, user: actor.userGid }, data: { "cc.projects_members": [] } };
 }

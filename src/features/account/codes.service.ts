@@ -50,15 +50,17 @@ type IssuedCode = { validationCode: string; verificationCode: string; expiresOn:
  * Stores a pending request and returns its two codes (only hashes are kept). Old expired
  * requests are swept at the same time.
  */
-export function issueCode(tx: Tx, input: NewCode, ttlSec: number): IssuedCode {
+export async function issueCode(tx: Tx, input: NewCode, ttlSec: number): Promise<IssuedCode> {
   const t = now();
-  tx.delete(verificationCodes)
+  await tx
+    .delete(verificationCodes)
     .where(lt(verificationCodes.expiresOn, t - 86400))
     .run();
   const validationCode = newSecret(32);
   const verificationCode = newVerificationCode();
   const expiresOn = t + ttlSec;
-  tx.insert(verificationCodes)
+  await tx
+    .insert(verificationCodes)
     .values({
       validationHash: sha256(validationCode),
       codeHash: codeHash(validationCode, verificationCode),
@@ -77,8 +79,8 @@ export function issueCode(tx: Tx, input: NewCode, ttlSec: number): IssuedCode {
 }
 
 /** The pending request of a validation code and purpose, whatever its state (or undefined). */
-export function findCode(tx: Tx, purpose: Purpose, validationCode: string): CodeRow | undefined {
-  const row = tx
+export async function findCode(tx: Tx, purpose: Purpose, validationCode: string): Promise<CodeRow | undefined> {
+  const row = await tx
     .select()
     .from(verificationCodes)
     .where(eq(verificationCodes.validationHash, sha256(validationCode)))
@@ -99,14 +101,14 @@ const invalid = (field: string, rule: string, message: string): CodeCheck => ({
  * On success the request is marked used: one use only. `bind` may refuse the request before
  * the verification code is tried (for example a different email than in step one).
  */
-export function checkCode(
+export async function checkCode(
   tx: Tx,
   purpose: Purpose,
   validationCode: string,
   verificationCode: string,
   bind: (row: CodeRow) => ValidationIssue[] = () => [],
-): CodeCheck {
-  const row = findCode(tx, purpose, validationCode);
+): Promise<CodeCheck> {
+  const row = await findCode(tx, purpose, validationCode);
   if (!row) return invalid("validation_code", "invalid", "Unknown validation code; request a new code");
   if (row.status === "used")
     return invalid("validation_code", "used", "This code was used already; request a new code");
@@ -120,7 +122,8 @@ export function checkCode(
   if (!good) {
     const attempts = row.attempts + 1;
     const voided = attempts >= MAX_ATTEMPTS;
-    tx.update(verificationCodes)
+    await tx
+      .update(verificationCodes)
       .set({ attempts, status: voided ? "voided" : "pending" })
       .where(eq(verificationCodes.validationHash, row.validationHash))
       .run();
@@ -128,7 +131,8 @@ export function checkCode(
       ? invalid("verification_code", "voided", "Wrong code; too many wrong codes, request a new code")
       : invalid("verification_code", "mismatch", `Wrong code; ${MAX_ATTEMPTS - attempts} tries left`);
   }
-  tx.update(verificationCodes)
+  await tx
+    .update(verificationCodes)
     .set({ status: "used" })
     .where(eq(verificationCodes.validationHash, row.validationHash))
     .run();
@@ -136,8 +140,9 @@ export function checkCode(
 }
 
 /** Voids the other pending requests of a purpose for an address (after one of them succeeded). */
-export function voidPending(tx: Tx, purpose: Purpose, email: string): void {
-  tx.update(verificationCodes)
+export async function voidPending(tx: Tx, purpose: Purpose, email: string): Promise<void> {
+  await tx
+    .update(verificationCodes)
     .set({ status: "voided" })
     .where(
       and(
@@ -150,15 +155,17 @@ export function voidPending(tx: Tx, purpose: Purpose, email: string): void {
 }
 
 /** Forgets every request of a user (account deletion). */
-export function deleteCodesOf(tx: Tx, userGid: string): void {
-  tx.delete(verificationCodes).where(eq(verificationCodes.userGid, userGid)).run();
+export async function deleteCodesOf(tx: Tx, userGid: string): Promise<void> {
+  await tx.delete(verificationCodes).where(eq(verificationCodes.userGid, userGid)).run();
 }
 
 /** Deletes requests that expired before `before`; returns how many. */
-export function deleteExpiredCodes(tx: Tx, before: number): number {
-  return tx
-    .delete(verificationCodes)
-    .where(lt(verificationCodes.expiresOn, before))
-    .returning({ h: verificationCodes.validationHash })
-    .all().length;
+export async function deleteExpiredCodes(tx: Tx, before: number): Promise<number> {
+  return (
+    await tx
+      .delete(verificationCodes)
+      .where(lt(verificationCodes.expiresOn, before))
+      .returning({ h: verificationCodes.validationHash })
+      .all()
+  ).length;
 }

@@ -37,13 +37,13 @@ export function adminRoutes(ctx: Ctx) {
   });
   return new Elysia({ prefix: "/api/admin" })
     .use(authMacro(ctx))
-    .post("/users/get", ({ body, actor }) => answer(listAccounts(ctx, actor, body ?? {})), {
+    .post("/users/get", async ({ body, actor }) => answer(await listAccounts(ctx, actor, body ?? {})), {
       auth: true,
       body: t.Optional(listBody),
       detail: listDetail,
     })
-    .get("/users/get", ({ actor }) => answer(listAccounts(ctx, actor)), { auth: true, detail: listDetail })
-    .post("/users/deactivate", ({ body, actor }) => answer(deactivateAccount(ctx, actor, body)), {
+    .get("/users/get", async ({ actor }) => answer(await listAccounts(ctx, actor)), { auth: true, detail: listDetail })
+    .post("/users/deactivate", async ({ body, actor }) => answer(await deactivateAccount(ctx, actor, body)), {
       auth: true,
       body: userBody,
       detail: describe({
@@ -57,7 +57,7 @@ export function adminRoutes(ctx: Ctx) {
         errors: [400, 403, 422],
       }),
     })
-    .post("/users/reactivate", ({ body, actor }) => answer(reactivateAccount(ctx, actor, body)), {
+    .post("/users/reactivate", async ({ body, actor }) => answer(await reactivateAccount(ctx, actor, body)), {
       auth: true,
       body: userBody,
       detail: describe({

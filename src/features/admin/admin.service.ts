@@ -22,8 +22,8 @@ function adminUserForm(u: User) {
 }
 
 /** Throws 403 unless the actor is an instance admin (API users never are). */
-function requireAdmin(tx: Tx, actor: Actor): User {
-  const me = actor.kind === "person" ? getUser(tx, actor.userGid) : undefined;
+async function requireAdmin(tx: Tx, actor: Actor): Promise<User> {
+  const me = actor.kind === "person" ? await getUser(tx, actor.userGid) : undefined;
   if (!me?.admin) throw forbidden("Not an instance admin");
   return me;
 }
@@ -31,9 +31,13 @@ function requireAdmin(tx: Tx, actor: Actor): User {
 const oneUser = (u: User): Answer => ({ result: { user: u.gid }, data: { users: { [u.gid]: adminUserForm(u) } } });
 
 /** `admin/users/get`: every account, oldest first, optionally of one status and/or kind (admin only). */
-export function listAccounts(ctx: Ctx, actor: Actor, filter: { status?: string; kind?: string } = {}): Answer {
-  requireAdmin(ctx.db, actor);
-  const rows = listUsers(ctx.db)
+export async function listAccounts(
+  ctx: Ctx,
+  actor: Actor,
+  filter: { status?: string; kind?: string } = {},
+): Promise<Answer> {
+  await requireAdmin(ctx.db, actor);
+  const rows = (await listUsers(ctx.db))
     .filter((u) => (!filter.status || u.status === filter.status) && (!filter.kind || u.kind === filter.kind))
     .sort((a, b) => a.createdOn - b.createdOn || a.gid.localeCompare(b.gid));
   return {
@@ -43,8 +47,8 @@ export function listAccounts(ctx: Ctx, actor: Actor, filter: { status?: string; 
 }
 
 /** The person account an admin acts on: it must exist and be a person (API users belong to their project). */
-function target(tx: Tx, gid: string): User {
-  const u = getUser(tx, gid);
+async function target(tx: Tx, gid: string): Promise<User> {
+  const u = await getUser(tx, gid);
   if (!u) throw unprocessable("User not found", { user: gid });
   if (u.kind !== "person")
     throw unprocessable("API users are managed with their project's apikeys endpoints", { user: gid });
@@ -52,25 +56,25 @@ function target(tx: Tx, gid: string): User {
 }
 
 /** `admin/users/deactivate`: locks an active person out; every JWT it holds stops working at once. */
-export function deactivateAccount(ctx: Ctx, actor: Actor, input: { user: string }): Answer {
-  return mutate(ctx.db, ctx.hub, (tx, log) => {
-    const me = requireAdmin(tx, actor);
+export async function deactivateAccount(ctx: Ctx, actor: Actor, input: { user: string }): Promise<Answer> {
+  return await mutate(ctx.db, ctx.hub, async (tx, log) => {
+    const me = await requireAdmin(tx, actor);
     if (input.user === me.gid)
       throw unprocessable("An admin cannot deactivate their own account", { user: input.user });
-    const u = target(tx, input.user);
+    const u = await target(tx, input.user);
     if (u.status !== "active")
       throw unprocessable(`The user is ${u.status}, not active`, { user: u.gid, status: u.status });
-    return oneUser(updateUser(ctx, tx, log, u.gid, { status: "inactive", tokenVersion: u.tokenVersion + 1 }));
+    return oneUser(await updateUser(ctx, tx, log, u.gid, { status: "inactive", tokenVersion: u.tokenVersion + 1 }));
   });
 }
 
 /** `admin/users/reactivate`: lets a deactivated person log in again (with the same password). */
-export function reactivateAccount(ctx: Ctx, actor: Actor, input: { user: string }): Answer {
-  return mutate(ctx.db, ctx.hub, (tx, log) => {
-    requireAdmin(tx, actor);
-    const u = target(tx, input.user);
+export async function reactivateAccount(ctx: Ctx, actor: Actor, input: { user: string }): Promise<Answer> {
+  return await mutate(ctx.db, ctx.hub, async (tx, log) => {
+    await requireAdmin(tx, actor);
+    const u = await target(tx, input.user);
     if (u.status !== "inactive")
       throw unprocessable(`The user is ${u.status}, not inactive`, { user: u.gid, status: u.status });
-    return oneUser(updateUser(ctx, tx, log, u.gid, { status: "active" }));
+    return oneUser(await updateUser(ctx, tx, log, u.gid, { status: "active" }));
   });
 }

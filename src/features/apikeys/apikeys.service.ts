@@ -38,14 +38,14 @@ function nameIssues(name: unknown): ValidationIssue[] {
 }
 
 /** The API user of this project named by `userGid`, with its key and membership; 422 otherwise. */
-function apiUserOf(tx: Tx, projectGid: string, userGid: string, what: string) {
-  const key = tx
+async function apiUserOf(tx: Tx, projectGid: string, userGid: string, what: string) {
+  const key = await tx
     .select()
     .from(apikeys)
     .where(and(eq(apikeys.userGid, userGid), eq(apikeys.projectGid, projectGid)))
     .get();
-  const user = key && getUser(tx, userGid);
-  const membership = user && getMembership(tx, projectGid, userGid);
+  const user = key && (await getUser(tx, userGid));
+  const membership = user && (await getMembership(tx, projectGid, userGid));
   if (!key || !user || !membership)
     throw unprocessable(`${what} failed`, { reason: "No such API user in this project" });
   return { key, user, membership };
@@ -71,10 +71,15 @@ function apikeyInfo(k: ApiKey, u: User, m: Membership) {
  * Without `user` (our extension): the project's API users in `result.apikeys` with their facts in
  * `result["apikeys.info"]`, their entries in `cc.users` and `cc.projects_members`.
  */
-export function getApiKeys(ctx: Ctx, actor: Actor, projectGid: string, input: { user?: string }): Answer {
-  return inProject(ctx, actor, projectGid, "owner", ({ tx }) => {
+export async function getApiKeys(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { user?: string },
+): Promise<Answer> {
+  return await inProject(ctx, actor, projectGid, "owner", async ({ tx }) => {
     if (input.user !== undefined) {
-      const key = tx
+      const key = await tx
         .select()
         .from(apikeys)
         .where(and(eq(apikeys.userGid, input.user), eq(apikeys.projectGid, projectGid)))
@@ -82,14 +87,14 @@ export function getApiKeys(ctx: Ctx, actor: Actor, projectGid: string, input: { 
       if (!key) throw unprocessable("Not an API user", { user: input.user });
       return { result: { apikey: null, "apikey.prefix": key.keyPrefix }, data: {} };
     }
-    const r = apikeysData(tx, projectGid);
+    const r = await apikeysData(tx, projectGid);
     return { result: { apikeys: r.gids, "apikeys.info": r.info }, data: r.data };
   });
 }
 
 /** The data of an answer about some API users: `cc.users`, `cc.projects_members`; and their key facts. */
-function apikeysData(tx: Tx, projectGid: string, only?: string) {
-  const rows = tx
+async function apikeysData(tx: Tx, projectGid: string, only?: string) {
+  const rows = await tx
     .select({ k: apikeys, u: users, m: memberships })
     .from(apikeys)
     .innerJoin(users, eq(users.gid, apikeys.userGid))
@@ -131,19 +136,19 @@ function rateIssues(rate: unknown): ValidationIssue[] {
  * its key. The answer is the reference's (result `user`, data the API user and its membership)
  * plus `result.apikey`: the key, shown this once (it is stored only as a hash).
  */
-export function createApiKey(
+export async function createApiKey(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: { name: string; rate_limit_per_second?: number | null },
-): Answer {
-  return inProject(ctx, actor, projectGid, "owner", ({ tx, log, project }) => {
-    const { user, key } = insertApiUser(tx, log, project, input);
-    return { result: { user: user.gid, apikey: key }, data: apikeysData(tx, project.gid, user.gid).data };
+): Promise<Answer> {
+  return await inProject(ctx, actor, projectGid, "owner", async ({ tx, log, project }) => {
+    const { user, key } = await insertApiUser(tx, log, project, input);
+    return { result: { user: user.gid, apikey: key }, data: (await apikeysData(tx, project.gid, user.gid)).data };
   });
 }
 
-function insertApiUser(
+async function insertApiUser(
   tx: Tx,
   log: ChangeLog,
   project: Project,
@@ -154,7 +159,7 @@ function insertApiUser(
   if (project.status !== "active") throw unprocessable("Creation failed", { reason: "The project is not active" });
   const key = KEY_PREFIX + newSecret(32);
   const t = now();
-  const user = tx
+  const user = await tx
     .insert(users)
     .values({
       gid: newGid(),
@@ -168,7 +173,8 @@ function insertApiUser(
     })
     .returning()
     .get();
-  tx.insert(memberships)
+  await tx
+    .insert(memberships)
     .values({
       projectGid: project.gid,
       userGid: user.gid,
@@ -179,7 +185,8 @@ function insertApiUser(
       updatedOn: t,
     })
     .run();
-  tx.insert(apikeys)
+  await tx
+    .insert(apikeys)
     .values({
       userGid: user.gid,
       projectGid: project.gid,
@@ -190,25 +197,25 @@ function insertApiUser(
     })
     .run();
   log.cc("INSERT", "cc.users", user.gid, [user.gid]);
-  logVisibility(tx, log, user.gid, [user.gid]);
-  logMembership(tx, log, "INSERT", project.gid, user.gid);
+  await logVisibility(tx, log, user.gid, [user.gid]);
+  await logMembership(tx, log, "INSERT", project.gid, user.gid);
   return { user, key };
 }
 
 /** Renames an API user and/or sets its membership's `rate_limit_per_second` (null = instance default). */
-export function updateApiKey(
+export async function updateApiKey(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: { user: string; name?: string; rate_limit_per_second?: number | null },
-): Answer {
-  return inProject(ctx, actor, projectGid, "owner", ({ tx, log, project }) => {
-    changeApiUser(ctx, tx, log, project, input.user, input);
-    return { result: { user: input.user }, data: apikeysData(tx, project.gid, input.user).data };
+): Promise<Answer> {
+  return await inProject(ctx, actor, projectGid, "owner", async ({ tx, log, project }) => {
+    await changeApiUser(ctx, tx, log, project, input.user, input);
+    return { result: { user: input.user }, data: (await apikeysData(tx, project.gid, input.user)).data };
   });
 }
 
-function changeApiUser(
+async function changeApiUser(
   ctx: Ctx,
   tx: Tx,
   log: ChangeLog,
@@ -216,7 +223,7 @@ function changeApiUser(
   userGid: string,
   input: { name?: string; rate_limit_per_second?: number | null },
 ) {
-  const { user, membership } = apiUserOf(tx, project.gid, userGid, "Update");
+  const { user, membership } = await apiUserOf(tx, project.gid, userGid, "Update");
   const issues = [
     ...(input.name !== undefined ? nameIssues(input.name) : []),
     ...rateIssues(input.rate_limit_per_second),
@@ -224,24 +231,25 @@ function changeApiUser(
   if (issues.length) throw validationFailed(issues);
   const t = now();
   if (input.name !== undefined && input.name.trim() !== user.name)
-    updateUser(ctx, tx, log, userGid, { name: input.name.trim() });
+    await updateUser(ctx, tx, log, userGid, { name: input.name.trim() });
   if (
     input.rate_limit_per_second !== undefined &&
     input.rate_limit_per_second !== (membership.options.rate_limit_per_second ?? null)
   ) {
-    tx.update(memberships)
+    await tx
+      .update(memberships)
       .set({ options: { ...membership.options, rate_limit_per_second: input.rate_limit_per_second }, updatedOn: t })
       .where(and(eq(memberships.projectGid, project.gid), eq(memberships.userGid, userGid)))
       .run();
-    logMembership(tx, log, "UPDATE", project.gid, userGid);
+    await logMembership(tx, log, "UPDATE", project.gid, userGid);
   }
-  tx.update(apikeys).set({ updatedOn: t }).where(eq(apikeys.userGid, userGid)).run();
+  await tx.update(apikeys).set({ updatedOn: t }).where(eq(apikeys.userGid, userGid)).run();
 }
 
 /** The spec 4.2 `apikeys/deactivate` shape: result `user`, data the API user and its membership. */
-function statusAnswer(tx: Tx, projectGid: string, userGid: string): Answer {
-  const u = getUser(tx, userGid)!;
-  const m = getMembership(tx, projectGid, userGid)!;
+async function statusAnswer(tx: Tx, projectGid: string, userGid: string): Promise<Answer> {
+  const u = (await getUser(tx, userGid))!;
+  const m = (await getMembership(tx, projectGid, userGid))!;
   return {
     result: { user: userGid },
     data: { "cc.users": { [userGid]: apiUserForm(u) }, "cc.projects_members": [membershipFull(m)] },
@@ -249,25 +257,36 @@ function statusAnswer(tx: Tx, projectGid: string, userGid: string): Answer {
 }
 
 /** `apikeys/deactivate`: the API user's membership becomes inactive; its key and JWTs stop working at once, its JWTs for good. */
-export function deactivateApiKey(ctx: Ctx, actor: Actor, projectGid: string, input: { user: string }): Answer {
-  return inProject(ctx, actor, projectGid, "owner", ({ tx, log, project }) => {
-    const { user } = apiUserOf(tx, project.gid, input.user, "Deactivation");
-    memberToInactive(tx, log, project, input.user, "api");
+export async function deactivateApiKey(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { user: string },
+): Promise<Answer> {
+  return await inProject(ctx, actor, projectGid, "owner", async ({ tx, log, project }) => {
+    const { user } = await apiUserOf(tx, project.gid, input.user, "Deactivation");
+    await memberToInactive(tx, log, project, input.user, "api");
     // JWTs issued before stay dead after a reactivation too: the key must authenticate again.
-    tx.update(users)
+    await tx
+      .update(users)
       .set({ tokenVersion: user.tokenVersion + 1, updatedOn: now() })
       .where(eq(users.gid, input.user))
       .run();
-    return statusAnswer(tx, project.gid, input.user);
+    return await statusAnswer(tx, project.gid, input.user);
   });
 }
 
 /** `apikeys/reactivate`: the membership is active again; the same key works again. */
-export function reactivateApiKey(ctx: Ctx, actor: Actor, projectGid: string, input: { user: string }): Answer {
-  return inProject(ctx, actor, projectGid, "owner", ({ tx, log, project }) => {
-    apiUserOf(tx, project.gid, input.user, "Reactivation");
-    memberToActive(tx, log, project, input.user, "api");
-    return statusAnswer(tx, project.gid, input.user);
+export async function reactivateApiKey(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { user: string },
+): Promise<Answer> {
+  return await inProject(ctx, actor, projectGid, "owner", async ({ tx, log, project }) => {
+    await apiUserOf(tx, project.gid, input.user, "Reactivation");
+    await memberToActive(tx, log, project, input.user, "api");
+    return await statusAnswer(tx, project.gid, input.user);
   });
 }
 
@@ -275,22 +294,28 @@ export function reactivateApiKey(ctx: Ctx, actor: Actor, projectGid: string, inp
  * `apikeys/delete`: removes the key, the membership and the API user for good. Result and data are
  * empty, as the reference's ("the API user no longer exists"); the DELETE sync items say the rest.
  */
-export function deleteApiKey(ctx: Ctx, actor: Actor, projectGid: string, input: { user: string }): Answer {
-  return inProject(ctx, actor, projectGid, "owner", ({ tx, log, project }) => {
-    removeApiUser(tx, log, project, input.user);
+export async function deleteApiKey(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { user: string },
+): Promise<Answer> {
+  return await inProject(ctx, actor, projectGid, "owner", async ({ tx, log, project }) => {
+    await removeApiUser(tx, log, project, input.user);
     return { result: {}, data: {} };
   });
 }
 
-function removeApiUser(tx: Tx, log: ChangeLog, project: Project, userGid: string): void {
-  apiUserOf(tx, project.gid, userGid, "Deletion");
-  const seen = new Set([...userAudience(tx, userGid), ...projectAudience(tx, project.gid)]);
-  tx.delete(apikeys).where(eq(apikeys.userGid, userGid)).run();
-  tx.delete(memberships)
+async function removeApiUser(tx: Tx, log: ChangeLog, project: Project, userGid: string): Promise<void> {
+  await apiUserOf(tx, project.gid, userGid, "Deletion");
+  const seen = new Set([...(await userAudience(tx, userGid)), ...(await projectAudience(tx, project.gid))]);
+  await tx.delete(apikeys).where(eq(apikeys.userGid, userGid)).run();
+  await tx
+    .delete(memberships)
     .where(and(eq(memberships.projectGid, project.gid), eq(memberships.userGid, userGid)))
     .run();
-  tx.delete(users).where(eq(users.gid, userGid)).run();
-  logMembership(tx, log, "DELETE", project.gid, userGid, [...seen]);
+  await tx.delete(users).where(eq(users.gid, userGid)).run();
+  await logMembership(tx, log, "DELETE", project.gid, userGid, [...seen]);
   log.cc("DELETE", "cc.users", userGid, [...seen]);
 }
 
@@ -298,19 +323,19 @@ function removeApiUser(tx: Tx, log: ChangeLog, project: Project, userGid: string
  * `auth`: the API user of a key, if the key is known and its user is an active member of this
  * (active) project; 403 `Unknown user` otherwise, whatever the reason, so nothing is revealed.
  */
-export function userOfKey(tx: Tx, projectGid: string, key: string): User {
+export async function userOfKey(tx: Tx, projectGid: string, key: string): Promise<User> {
   const k = key.startsWith(KEY_PREFIX)
-    ? tx
+    ? await tx
         .select()
         .from(apikeys)
         .where(eq(apikeys.keyHash, hashKey(key)))
         .get()
     : undefined;
-  const user = k && getUser(tx, k.userGid);
-  const project = k && tx.select().from(projects).where(eq(projects.gid, projectGid)).get();
-  const m = k && getMembership(tx, projectGid, k.userGid, "active");
+  const user = k && (await getUser(tx, k.userGid));
+  const project = k && (await tx.select().from(projects).where(eq(projects.gid, projectGid)).get());
+  const m = k && (await getMembership(tx, projectGid, k.userGid, "active"));
   if (!k || !user || k.projectGid !== projectGid || !m || user.status !== "active" || project?.status !== "active")
     throw forbidden("Unknown user");
-  tx.update(apikeys).set({ lastUsedOn: now() }).where(eq(apikeys.userGid, k.userGid)).run();
+  await tx.update(apikeys).set({ lastUsedOn: now() }).where(eq(apikeys.userGid, k.userGid)).run();
   return user;
 }

@@ -56,7 +56,7 @@ type Params = {
  * Resolves the selection and enqueues the job in the same transaction (so the snapshot and the
  * job agree). Returns the job token.
  */
-function startBulk(
+async function startBulk(
   ctx: Ctx,
   tx: Tx,
   log: ChangeLog,
@@ -64,11 +64,11 @@ function startBulk(
   userGid: string,
   op: BulkOperation,
   body: Record<string, unknown>,
-): string {
-  ensureRoot(tx, log, projectGid);
+): Promise<string> {
+  await ensureRoot(tx, log, projectGid);
   const missing: string[] = [];
   // Gids that name no asset are skipped (the reference's rule), and counted in the job's info.
-  const items = resolveSelection(tx, assetSelection, projectGid, body.selection, {
+  const items = await resolveSelection(tx, assetSelection, projectGid, body.selection, {
     expandQuery: ctx.hooks.expandQuery,
     missing,
   });
@@ -79,8 +79,8 @@ function startBulk(
   if (op === "move") {
     if (body.parent === undefined || body.parent === null)
       throw badRequest("Missing parameter", { "Missing parameter": "parent" });
-    params.parent = requireParentFolder(tx, log, projectGid, body.parent);
-    const chain = new Set([params.parent, ...ancestorGids(tx, projectGid, params.parent)]);
+    params.parent = await requireParentFolder(tx, log, projectGid, body.parent);
+    const chain = new Set([params.parent, ...(await ancestorGids(tx, projectGid, params.parent))]);
     const bad = params.gids.filter((g) => chain.has(g));
     if (bad.length)
       throw unprocessable("Cannot move a folder into itself or one of its subfolders", {
@@ -95,7 +95,7 @@ function startBulk(
       const md = body.metadata;
       if (!md || typeof md !== "object" || Array.isArray(md))
         throw invalidParameter("metadata", { expected: "an object of field name: value (null removes the field)" });
-      const languages = projectLanguages(tx, projectGid);
+      const languages = await projectLanguages(tx, projectGid);
       params.set = {};
       params.unset = [];
       for (const [k, v] of Object.entries(md)) {
@@ -113,7 +113,7 @@ function startBulk(
     if (body.clear !== undefined && body.clear !== false)
       params.clear = body.clear === true ? true : metadataNames(body.clear, "clear");
   }
-  return ctx.jobs.enqueue({
+  return await ctx.jobs.enqueue({
     kind: BULK_KINDS[op],
     projectGid,
     userGid,
@@ -134,20 +134,20 @@ async function inChunks(
   ctx: Ctx,
   job: Job,
   progress: Progress,
-  fn: (tx: Tx, log: ChangeLog, gids: string[], userGid: string | null) => ChunkResult,
+  fn: (tx: Tx, log: ChangeLog, gids: string[], userGid: string | null) => Promise<ChunkResult>,
 ) {
   const p = job.params as unknown as Params;
   const projectGid = job.projectGid!;
   // The starter is recorded as updated_by, unless the account is gone by now.
-  const userGid = job.userGid && getUser(ctx.db, job.userGid) ? job.userGid : null;
+  const userGid = job.userGid && (await getUser(ctx.db, job.userGid)) ? job.userGid : null;
   const selected = new Set(p.gids);
   const handled = new Set<string>();
   const skipped = new Map<string, string>();
-  progress.total(p.gids.length);
+  await progress.total(p.gids.length);
   for (let i = 0; i < p.gids.length; i += CHUNK) {
     const chunk = p.gids.slice(i, i + CHUNK).filter((g) => !handled.has(g));
     if (chunk.length) {
-      const r = mutate(ctx.db, ctx.hub, (tx, log) => fn(tx, log, chunk, userGid));
+      const r = await mutate(ctx.db, ctx.hub, async (tx, log) => await fn(tx, log, chunk, userGid));
       if (r.files?.length || r.paths?.length) removeOriginals(ctx, projectGid, r.files ?? [], r.paths);
       for (const g of r.touched) if (selected.has(g)) handled.add(g);
       for (const s of r.skipped) if (!handled.has(s.gid)) skipped.set(s.gid, s.reason);
@@ -161,46 +161,48 @@ async function inChunks(
 
 const gidsOf = (o: BatchOutcome) => o.changed.map((a: Asset) => a.gid);
 
-const del: JobHandler = (ctx, job, progress) =>
-  inChunks(ctx, job, progress, (tx, log, gids, user) => {
-    const o = deleteAssetRows(tx, log, job.projectGid!, user, gids, false);
+const del: JobHandler = async (ctx, job, progress) =>
+  await inChunks(ctx, job, progress, async (tx, log, gids, user) => {
+    const o = await deleteAssetRows(tx, log, job.projectGid!, user, gids, false);
     // Selected assets already deleted count as done: the selection ends up deleted.
-    const already = assetsByGids(tx, job.projectGid!, gids)
+    const already = (await assetsByGids(tx, job.projectGid!, gids))
       .filter((a) => a.status === "deleted")
       .map((a) => a.gid);
     return { touched: [...gidsOf(o), ...already], skipped: o.skipped };
   });
 
-const undelete: JobHandler = (ctx, job, progress) =>
-  inChunks(ctx, job, progress, (tx, log, gids, user) => {
-    const o = undeleteAssetRows(tx, log, job.projectGid!, user, gids, false);
-    const already = assetsByGids(tx, job.projectGid!, gids)
+const undelete: JobHandler = async (ctx, job, progress) =>
+  await inChunks(ctx, job, progress, async (tx, log, gids, user) => {
+    const o = await undeleteAssetRows(tx, log, job.projectGid!, user, gids, false);
+    const already = (await assetsByGids(tx, job.projectGid!, gids))
       .filter((a) => a.status === "active")
       .map((a) => a.gid);
     return { touched: [...gidsOf(o), ...already], skipped: o.skipped };
   });
 
-const permanent_delete: JobHandler = (ctx, job, progress) =>
-  inChunks(ctx, job, progress, (tx, log, gids) => {
-    const o = removeAssetRows(ctx, tx, log, job.projectGid!, gids, false);
+const permanent_delete: JobHandler = async (ctx, job, progress) =>
+  await inChunks(ctx, job, progress, async (tx, log, gids) => {
+    const o = await removeAssetRows(ctx, tx, log, job.projectGid!, gids, false);
     return { touched: o.removed, skipped: o.skipped, files: o.files, paths: o.paths };
   });
 
-const move: JobHandler = (ctx, job, progress) =>
-  inChunks(ctx, job, progress, (tx, log, gids, user) => {
+const move: JobHandler = async (ctx, job, progress) =>
+  await inChunks(ctx, job, progress, async (tx, log, gids, user) => {
     const parentGid = (job.params as unknown as Params).parent;
-    const parent = parentGid ? findAsset(tx, job.projectGid!, parentGid) : ensureRoot(tx, log, job.projectGid!);
+    const parent = parentGid
+      ? await findAsset(tx, job.projectGid!, parentGid)
+      : await ensureRoot(tx, log, job.projectGid!);
     if (!parent || parent.status !== "active")
       return { touched: [], skipped: gids.map((gid) => ({ gid, reason: "The folder does not exist any more" })) };
-    const o = moveAssetRows(tx, log, job.projectGid!, user, gids, parent, false);
+    const o = await moveAssetRows(tx, log, job.projectGid!, user, gids, parent, false);
     const bad = new Set(o.skipped.map((s) => s.gid));
     return { touched: gids.filter((g) => !bad.has(g)), skipped: o.skipped };
   });
 
-const metadata: JobHandler = (ctx, job, progress) =>
-  inChunks(ctx, job, progress, (tx, log, gids, user) => {
+const metadata: JobHandler = async (ctx, job, progress) =>
+  await inChunks(ctx, job, progress, async (tx, log, gids, user) => {
     const p = job.params as unknown as Params;
-    const rows = new Map(assetsByGids(tx, job.projectGid!, gids).map((a) => [a.gid, a]));
+    const rows = new Map((await assetsByGids(tx, job.projectGid!, gids)).map((a) => [a.gid, a]));
     const skipped: BatchOutcome["skipped"] = [];
     const touched: string[] = [];
     for (const gid of gids) {
@@ -211,7 +213,7 @@ const metadata: JobHandler = (ctx, job, progress) =>
       }
       try {
         const clear = p.clear === true ? true : [...(p.clear ?? []), ...(p.unset ?? [])];
-        changeMetadata(tx, log, a, user, { set: p.set, clear });
+        await changeMetadata(tx, log, a, user, { set: p.set, clear });
         touched.push(gid);
       } catch (err) {
         if (!(err instanceof ApiError)) throw err;
@@ -237,39 +239,39 @@ export const assetBulkJobs: Record<string, JobKind> = {
 };
 
 /** `assets/bulk/get`: a page of the selected assets (repeat with the returned page.cursor). */
-export function bulkGetAssets(
+export async function bulkGetAssets(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: { selection: unknown; "page.size"?: number; "page.cursor"?: string | null },
-): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
-    ensureRoot(tx, log, projectGid);
-    const items = resolveSelection(tx, assetSelection, projectGid, input.selection, {
+): Promise<Answer> {
+  return await inProject(ctx, actor, projectGid, "member", async ({ tx, log }) => {
+    await ensureRoot(tx, log, projectGid);
+    const items = await resolveSelection(tx, assetSelection, projectGid, input.selection, {
       expandQuery: ctx.hooks.expandQuery,
     });
     const p = pageSelection(items, input["page.size"], input["page.cursor"]);
-    const rows = assetsByGids(
+    const rows = await assetsByGids(
       tx,
       projectGid,
       p.page.map((i) => i.gid),
     );
     return {
       result: { assets: p.page.map((i) => i.gid), "assets.size": p.size, "page.cursor": p.cursor },
-      data: { assets: assetDictionary(tx, projectGid, rows) },
+      data: { assets: await assetDictionary(tx, projectGid, rows) },
     };
   });
 }
 
 /** `assets/bulk/<op>`: resolves the selection now and queues the job; answers its token. */
-export function startBulkOperation(
+export async function startBulkOperation(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   op: BulkOperation,
   input: Record<string, unknown>,
-): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => ({
-    result: { "job.token": startBulk(ctx, tx, log, projectGid, actor.userGid, op, input) },
+): Promise<Answer> {
+  return await inProject(ctx, actor, projectGid, "member", async ({ tx, log }) => ({
+    result: { "job.token": await startBulk(ctx, tx, log, projectGid, actor.userGid, op, input) },
   }));
 }

@@ -22,13 +22,19 @@ import { repathBelow } from "./assets.tree.service";
 // ---------------------------------------------------------------------------------------------
 // Changes (each writes its `assets` sync items; call inside `mutate`)
 
-export function touch(tx: Tx, log: ChangeLog, a: Asset, set: Partial<Asset>, userGid: string | null): Asset {
-  const row = tx
+export async function touch(
+  tx: Tx,
+  log: ChangeLog,
+  a: Asset,
+  set: Partial<Asset>,
+  userGid: string | null,
+): Promise<Asset> {
+  const row = (await tx
     .update(assets)
     .set({ ...set, updatedOn: now(), updatedBy: userGid })
     .where(eq(assets.id, a.id))
     .returning()
-    .get()!;
+    .get())!;
   log.project(a.projectGid, "UPDATE", "assets", a.gid);
   return row;
 }
@@ -39,16 +45,17 @@ export const parentChanged = (log: ChangeLog, projectGid: string, ...gids: (stri
 };
 
 /** Moves and/or renames one asset, with the pathnames of everything below it. */
-export function relocate(
+export async function relocate(
   tx: Tx,
   log: ChangeLog,
   a: Asset,
   to: { parent: Asset; name: string },
   userGid: string | null,
-): Asset {
+): Promise<Asset> {
   const pathname = childPath(to.parent.pathname ?? "/", to.name);
-  const row = touch(tx, log, a, { parent: to.parent.gid, name: to.name, pathname }, userGid);
-  if (a.type === "folder" && a.pathname !== pathname) repathBelow(tx, log, a.projectGid, { gid: a.gid, pathname });
+  const row = await touch(tx, log, a, { parent: to.parent.gid, name: to.name, pathname }, userGid);
+  if (a.type === "folder" && a.pathname !== pathname)
+    await repathBelow(tx, log, a.projectGid, { gid: a.gid, pathname });
   if (a.parent !== to.parent.gid) parentChanged(log, a.projectGid, a.parent, to.parent.gid);
   return row;
 }
@@ -61,7 +68,7 @@ const outcome = (): BatchOutcome => ({ changed: [], skipped: [], parents: new Se
  * all, and the folder must not hold an item of the same name. Strict mode (single calls) throws
  * 422 on the first problem; lenient mode (bulk jobs) skips it.
  */
-export function moveAssetRows(
+export async function moveAssetRows(
   tx: Tx,
   log: ChangeLog,
   projectGid: string,
@@ -69,18 +76,18 @@ export function moveAssetRows(
   gids: string[],
   parent: Asset,
   strict = true,
-): BatchOutcome {
-  const chain = new Set([parent.gid, ...ancestorGids(tx, projectGid, parent.gid)]);
+): Promise<BatchOutcome> {
+  const chain = new Set([parent.gid, ...(await ancestorGids(tx, projectGid, parent.gid))]);
   const out = outcome();
   out.parents.add(parent.gid);
-  const rows = new Map(assetsByGids(tx, projectGid, gids).map((a) => [a.gid, a]));
+  const rows = new Map((await assetsByGids(tx, projectGid, gids)).map((a) => [a.gid, a]));
   for (const gid of gids) {
     const a = rows.get(gid);
     let reason: string | undefined;
     if (!a || a.status !== "active") reason = "Asset does not exist";
     else if (isRoot(a)) reason = "The root folder cannot be moved";
     else if (chain.has(gid)) reason = "Cannot move a folder into itself or one of its subfolders";
-    else if (a.parent !== parent.gid && nameTaken(tx, projectGid, parent.gid, a.name, a.id))
+    else if (a.parent !== parent.gid && (await nameTaken(tx, projectGid, parent.gid, a.name, a.id)))
       reason = "An item of the folder has this name";
     if (reason) {
       if (strict) throw unprocessable(reason, { asset: gid, parent: parent.gid, reason });
@@ -89,7 +96,7 @@ export function moveAssetRows(
     }
     if (a!.parent === parent.gid) continue;
     out.parents.add(a!.parent!);
-    out.changed.push(relocate(tx, log, a!, { parent, name: a!.name }, userGid));
+    out.changed.push(await relocate(tx, log, a!, { parent, name: a!.name }, userGid));
   }
   return out;
 }
@@ -98,18 +105,18 @@ export function moveAssetRows(
  * Sets `set` on the assets with these row ids (500 per statement, under SQLite's variable limit),
  * optionally only where `extra` holds, and writes an `assets` UPDATE item for each changed row.
  */
-function setAssets(
+async function setAssets(
   tx: Tx,
   log: ChangeLog,
   projectGid: string,
   ids: number[],
   set: Partial<typeof assets.$inferInsert>,
   extra?: SQL,
-): Asset[] {
+): Promise<Asset[]> {
   const changed: Asset[] = [];
   for (let i = 0; i < ids.length; i += 500) {
     const chunk = inArray(assets.id, ids.slice(i, i + 500));
-    for (const r of tx
+    for (const r of await tx
       .update(assets)
       .set(set)
       .where(extra ? and(chunk, extra) : chunk)
@@ -126,19 +133,19 @@ function setAssets(
  * Soft-deletes assets with everything active below them: status `deleted`, `deleted_with` = the
  * gid named in the call, so `undelete` brings back exactly what went with it.
  */
-export function deleteAssetRows(
+export async function deleteAssetRows(
   tx: Tx,
   log: ChangeLog,
   projectGid: string,
   userGid: string | null,
   gids: string[],
   strict = true,
-): BatchOutcome {
+): Promise<BatchOutcome> {
   const out = outcome();
   /** Assets this call has deleted so far. */
   const touched = new Set<string>();
   for (const gid of gids) {
-    const a = findAsset(tx, projectGid, gid);
+    const a = await findAsset(tx, projectGid, gid);
     // Deleted with a folder earlier in this same call: nothing to do. Deleted before: it fails, as
     // the reference's bulk/delete says of deleted assets in a selection.
     if (a && a.status !== "active" && touched.has(gid)) continue;
@@ -155,8 +162,8 @@ export function deleteAssetRows(
       continue;
     }
     const t = now();
-    const ids = [a!.id, ...descendantIds(tx, projectGid, [gid], "active").map((d) => d.id)];
-    for (const c of setAssets(tx, log, projectGid, ids, {
+    const ids = [a!.id, ...(await descendantIds(tx, projectGid, [gid], "active")).map((d) => d.id)];
+    for (const c of await setAssets(tx, log, projectGid, ids, {
       status: "deleted",
       deletedWith: gid,
       deletedOn: t,
@@ -177,20 +184,20 @@ export function deleteAssetRows(
  * active (undelete it first); when it has an item of the same name meanwhile, the restored one
  * gets a serial number.
  */
-export function undeleteAssetRows(
+export async function undeleteAssetRows(
   tx: Tx,
   log: ChangeLog,
   projectGid: string,
   userGid: string | null,
   gids: string[],
   strict = true,
-): BatchOutcome {
+): Promise<BatchOutcome> {
   const out = outcome();
   /** Assets this call has brought back so far. */
   const touched = new Set<string>();
   for (const gid of gids) {
-    const a = findAsset(tx, projectGid, gid);
-    const parent = a?.parent ? findAsset(tx, projectGid, a.parent) : undefined;
+    const a = await findAsset(tx, projectGid, gid);
+    const parent = a?.parent ? await findAsset(tx, projectGid, a.parent) : undefined;
     // Back with a folder undeleted earlier in this same call: nothing to do. Not deleted at all: it
     // fails, as the reference's undelete says.
     if (a && a.status !== "deleted" && touched.has(gid)) continue;
@@ -207,14 +214,14 @@ export function undeleteAssetRows(
       continue;
     }
     const t = now();
-    const name = freeName(tx, projectGid, parent!.gid, a!.name, a!.id);
+    const name = await freeName(tx, projectGid, parent!.gid, a!.name, a!.id);
     const set = { status: "active" as const, deletedWith: null, deletedOn: null, updatedOn: t, updatedBy: userGid };
-    let top = tx.update(assets).set(set).where(eq(assets.id, a!.id)).returning().get()!;
+    let top = (await tx.update(assets).set(set).where(eq(assets.id, a!.id)).returning().get())!;
     log.project(projectGid, "UPDATE", "assets", gid);
-    if (name !== a!.name) top = relocate(tx, log, top, { parent: parent!, name }, userGid);
-    const below = descendantIds(tx, projectGid, [gid], "deleted").map((d) => d.id);
+    if (name !== a!.name) top = await relocate(tx, log, top, { parent: parent!, name }, userGid);
+    const below = (await descendantIds(tx, projectGid, [gid], "deleted")).map((d) => d.id);
     const sameDeletion = a!.deletedWith ? eq(assets.deletedWith, a!.deletedWith) : isNull(assets.gid);
-    for (const c of [top, ...setAssets(tx, log, projectGid, below, set, sameDeletion)]) {
+    for (const c of [top, ...(await setAssets(tx, log, projectGid, below, set, sameDeletion))]) {
       out.changed.push(c);
       touched.add(c.gid);
     }
@@ -229,21 +236,27 @@ export function undeleteAssetRows(
  * the storage names whose files the caller removes after commit (`removeOriginals`) and the
  * folders that held them.
  */
-export function removeAssetRows(
+export async function removeAssetRows(
   ctx: Ctx,
   tx: Tx,
   log: ChangeLog,
   projectGid: string,
   gids: string[],
   strict = true,
-): { removed: string[]; files: string[]; paths: string[]; skipped: BatchOutcome["skipped"]; parents: Set<string> } {
+): Promise<{
+  removed: string[];
+  files: string[];
+  paths: string[];
+  skipped: BatchOutcome["skipped"];
+  parents: Set<string>;
+}> {
   const removed: string[] = [];
   const files: string[] = [];
   const paths: string[] = [];
   const skipped: BatchOutcome["skipped"] = [];
   const parents = new Set<string>();
   for (const gid of gids) {
-    const a = findAsset(tx, projectGid, gid);
+    const a = await findAsset(tx, projectGid, gid);
     const reason = !a
       ? "Asset does not exist"
       : isRoot(a)
@@ -257,17 +270,17 @@ export function removeAssetRows(
       continue;
     }
     if (a!.parent) parents.add(a!.parent);
-    const all = [{ id: a!.id, gid: a!.gid }, ...descendantIds(tx, projectGid, [gid])];
+    const all = [{ id: a!.id, gid: a!.gid }, ...(await descendantIds(tx, projectGid, [gid]))];
     for (let i = 0; i < all.length; i += 500) {
       const chunk = all.slice(i, i + 500);
       const chunkGids = chunk.map((c) => c.gid);
-      for (const v of tx
+      for (const v of await tx
         .delete(assetVersions)
         .where(and(eq(assetVersions.projectGid, projectGid), inArray(assetVersions.assetGid, chunkGids)))
         .returning({ s: assetVersions.storageName })
         .all())
         files.push(v.s);
-      for (const r of tx
+      for (const r of await tx
         .delete(assets)
         .where(
           inArray(
@@ -282,7 +295,7 @@ export function removeAssetRows(
         log.project(projectGid, "DELETE", "assets", r.gid);
       }
       // Other features drop what they keep per asset (the DAM's transformed media): `assetsRemoved` hooks.
-      for (const hook of ctx.hooks.assetsRemoved) paths.push(...hook(ctx, tx, projectGid, chunkGids));
+      for (const hook of ctx.hooks.assetsRemoved) paths.push(...(await hook(ctx, tx, projectGid, chunkGids)));
     }
   }
   const gone = new Set(removed);
@@ -326,32 +339,51 @@ export function removeOriginals(
 }
 
 /** Publishes the original `publicName` of an asset (null: unpublishes), with its `assets` sync item when it changes. */
-export function setPublication(tx: Tx, log: ChangeLog, a: Asset, publicName: string | null, userGid: string): void {
+export async function setPublication(
+  tx: Tx,
+  log: ChangeLog,
+  a: Asset,
+  publicName: string | null,
+  userGid: string,
+): Promise<void> {
   if (a.published === (publicName !== null) && a.publicName === publicName) return;
-  touch(tx, log, a, { published: publicName !== null, publicName }, userGid);
+  await touch(tx, log, a, { published: publicName !== null, publicName }, userGid);
 }
 
 /** Sets / clears metadata fields of one asset (one UPDATE and its sync item). */
-export function changeMetadata(
+export async function changeMetadata(
   tx: Tx,
   log: ChangeLog,
   a: Asset,
   userGid: string | null,
   change: { set?: Record<string, MetadataField>; clear?: true | string[] },
-): Asset {
-  return touch(tx, log, a, { metadata: changedMetadata(a.metadata ?? {}, change) }, userGid);
+): Promise<Asset> {
+  return await touch(tx, log, a, { metadata: changedMetadata(a.metadata ?? {}, change) }, userGid);
 }
 
 /** An answer whose data holds these assets and (fresh) their folders. */
-export function withParent(tx: Tx, projectGid: string, result: Record<string, unknown>, ...rows: Asset[]): Answer {
+export async function withParent(
+  tx: Tx,
+  projectGid: string,
+  result: Record<string, unknown>,
+  ...rows: Asset[]
+): Promise<Answer> {
   const parents = [...new Set(rows.map((r) => r.parent).filter((p): p is string => !!p))];
-  const all = [...rows, ...assetsByGids(tx, projectGid, parents).filter((p) => !rows.some((r) => r.gid === p.gid))];
-  return { result, data: { assets: assetDictionary(tx, projectGid, all) } };
+  const all = [
+    ...rows,
+    ...(await assetsByGids(tx, projectGid, parents)).filter((p) => !rows.some((r) => r.gid === p.gid)),
+  ];
+  return { result, data: { assets: await assetDictionary(tx, projectGid, all) } };
 }
 
-export const answerOf = (tx: Tx, projectGid: string, result: Record<string, unknown>, rows: Asset[]): Answer => ({
+export const answerOf = async (
+  tx: Tx,
+  projectGid: string,
+  result: Record<string, unknown>,
+  rows: Asset[],
+): Promise<Answer> => ({
   result,
-  data: { assets: assetDictionary(tx, projectGid, rows) },
+  data: { assets: await assetDictionary(tx, projectGid, rows) },
 });
 
 /**
@@ -360,23 +392,23 @@ export const answerOf = (tx: Tx, projectGid: string, result: Record<string, unkn
  * `language` changes form and gets an UPDATE sync item. A removal with `remove_values` (`keep`
  * false) also drops that text; returns how many values went.
  */
-export function assetsLanguageChanged(
+export async function assetsLanguageChanged(
   tx: Tx,
   log: ChangeLog,
   projectGid: string,
   language: string,
   drop: boolean,
-): number {
+): Promise<number> {
   const db = sqliteOf(tx);
   const path = `$."${language.replace(/["\\]/g, "")}"`;
-  const rows = db
+  const rows = (await db
     .query(
       `SELECT id, gid, title, description, metadata FROM assets WHERE project_gid = ?1
          AND (json_type(title, ?2) IS NOT NULL OR json_type(description, ?2) IS NOT NULL
               OR EXISTS (SELECT 1 FROM json_each(metadata) m WHERE json_type(m.value, '$.value') = 'object'
                          AND json_type(m.value, '$.value' || substr(?2, 2)) IS NOT NULL))`,
     )
-    .all(projectGid, path) as { id: number; gid: string; title: string; description: string; metadata: string }[];
+    .all(projectGid, path)) as { id: number; gid: string; title: string; description: string; metadata: string }[];
   let removed = 0;
   const update = db.query(
     "UPDATE assets SET title = ?, description = ?, metadata = ?, updated_on = max(?, updated_on + 0.000001) WHERE id = ?",
@@ -400,7 +432,7 @@ export function assetsLanguageChanged(
         removed++;
       }
     }
-    update.run(JSON.stringify(title), JSON.stringify(description), JSON.stringify(metadata), t, r.id);
+    await update.run(JSON.stringify(title), JSON.stringify(description), JSON.stringify(metadata), t, r.id);
   }
   return removed;
 }

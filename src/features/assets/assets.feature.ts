@@ -13,9 +13,10 @@ export const assetsFeature: Feature = {
   streamedBodies: ["/api/p/:project/assets/upload", "/api/p/:project/assets/upload_update"],
   jobs: assetBulkJobs,
   hooks: {
-    languageAdded: (_ctx, tx, log, projectGid, language) => assetsLanguageChanged(tx, log, projectGid, language, false),
-    languageRemoved: (_ctx, tx, log, projectGid, language, keep) =>
-      assetsLanguageChanged(tx, log, projectGid, language, !keep),
+    languageAdded: async (_ctx, tx, log, projectGid, language) =>
+      await assetsLanguageChanged(tx, log, projectGid, language, false),
+    languageRemoved: async (_ctx, tx, log, projectGid, language, keep) =>
+      await assetsLanguageChanged(tx, log, projectGid, language, !keep),
   },
   housekeeping: [
     {

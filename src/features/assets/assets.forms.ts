@@ -10,8 +10,8 @@ export type Asset = typeof assets.$inferSelect;
 export type AssetVersion = typeof assetVersions.$inferSelect;
 
 /** The project's languages in order, as its settings hold them (src/features/projects/projects.options.ts). */
-export function projectLanguages(tx: Tx, projectGid: string): string[] {
-  return projectOptions(getProject(tx, projectGid)).languages;
+export async function projectLanguages(tx: Tx, projectGid: string): Promise<string[]> {
+  return projectOptions(await getProject(tx, projectGid)).languages;
 }
 
 /** One metadata field as the form shows it (`metadata/set`). */

@@ -23,13 +23,13 @@ const activeIn = (projectGid: string, parent: string) =>
   and(eq(assets.projectGid, projectGid), eq(assets.parent, parent), eq(assets.status, "active"));
 
 /** One page of the active items directly in a folder, and how many there are. */
-export function listChildren(
+export async function listChildren(
   tx: Tx,
   projectGid: string,
   parent: string,
   page: { top: number; size: number } = { top: 0, size: 1_000_000 },
-): { rows: Asset[]; total: number } {
-  const rows = tx
+): Promise<{ rows: Asset[]; total: number }> {
+  const rows = await tx
     .select()
     .from(assets)
     .where(activeIn(projectGid, parent))
@@ -37,7 +37,8 @@ export function listChildren(
     .limit(page.size)
     .offset(page.top)
     .all();
-  const total = tx.select({ n: sql<number>`count(*)` }).from(assets).where(activeIn(projectGid, parent)).get()!.n;
+  const total = (await tx.select({ n: sql<number>`count(*)` }).from(assets).where(activeIn(projectGid, parent)).get())!
+    .n;
   return { rows, total };
 }
 
@@ -52,17 +53,17 @@ export function listingPage(body: unknown, size: number, max = 1000): { top: num
 }
 
 /** The visible tree: the root, and the items of every expanded folder below a visible one, depth first. */
-export function visibleTree(tx: Tx, projectGid: string, root: Asset, expanded: Set<string>): string[] {
+export async function visibleTree(tx: Tx, projectGid: string, root: Asset, expanded: Set<string>): Promise<string[]> {
   const out: string[] = [];
-  const visit = (folder: Asset, depth: number) => {
+  const visit = async (folder: Asset, depth: number) => {
     out.push(folder.gid);
     if (!expanded.has(folder.gid) || depth > 1000) return;
-    for (const k of listChildren(tx, projectGid, folder.gid).rows) {
-      if (k.type === "folder") visit(k, depth + 1);
+    for (const k of (await listChildren(tx, projectGid, folder.gid)).rows) {
+      if (k.type === "folder") await visit(k, depth + 1);
       else out.push(k.gid);
     }
   };
-  visit(root, 0);
+  await visit(root, 0);
   return out;
 }
 

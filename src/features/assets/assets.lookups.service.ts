@@ -201,34 +201,39 @@ export const insertVersion = preparedOnce((tx) =>
     .prepare(),
 );
 
-export function findAsset(tx: Tx, projectGid: string, gid: string): Asset | undefined {
-  return assetOfProject(tx).get({ gid, project: projectGid });
+export async function findAsset(tx: Tx, projectGid: string, gid: string): Promise<Asset | undefined> {
+  return await assetOfProject(tx).get({ gid, project: projectGid });
 }
 
 export const noAsset = (gid: string) => unprocessable("Asset does not exist", { asset: gid });
 
 /** The asset, or 422 "Asset does not exist" (also for a deleted one unless `deleted` allows it). */
-export function requireAsset(tx: Tx, projectGid: string, gid: unknown, opts: { deleted?: boolean } = {}): Asset {
+export async function requireAsset(
+  tx: Tx,
+  projectGid: string,
+  gid: unknown,
+  opts: { deleted?: boolean } = {},
+): Promise<Asset> {
   if (typeof gid !== "string" || !gid) throw invalidParameter("asset", { expected: "an asset gid" });
-  const a = findAsset(tx, projectGid, gid);
+  const a = await findAsset(tx, projectGid, gid);
   if (!a || (a.status === "deleted" && !opts.deleted)) throw noAsset(gid);
   return a;
 }
 
 /** Assets of a project by gid, in the order asked (unknown gids left out). */
-export function assetsByGids(tx: Tx, projectGid: string, gids: string[]): Asset[] {
+export async function assetsByGids(tx: Tx, projectGid: string, gids: string[]): Promise<Asset[]> {
   if (gids.length === 1) {
-    const a = findAsset(tx, projectGid, gids[0]!);
+    const a = await findAsset(tx, projectGid, gids[0]!);
     return a ? [a] : [];
   }
   const rows: Asset[] = [];
   for (let i = 0; i < gids.length; i += 500) {
     rows.push(
-      ...tx
+      ...(await tx
         .select()
         .from(assets)
         .where(and(eq(assets.projectGid, projectGid), inArray(assets.gid, gids.slice(i, i + 500))))
-        .all(),
+        .all()),
     );
   }
   const byGid = new Map(rows.map((r) => [r.gid, r]));
@@ -266,15 +271,15 @@ export function assetLookups(db: DB) {
 }
 
 /** Assets by internal id, in the order asked. */
-export function assetsByIds(tx: Tx, ids: number[]): Asset[] {
+export async function assetsByIds(tx: Tx, ids: number[]): Promise<Asset[]> {
   const rows: Asset[] = [];
   for (let i = 0; i < ids.length; i += 500)
     rows.push(
-      ...tx
+      ...(await tx
         .select()
         .from(assets)
         .where(inArray(assets.id, ids.slice(i, i + 500)))
-        .all(),
+        .all()),
     );
   const byId = new Map(rows.map((r) => [r.id, r]));
   return ids.map((id) => byId.get(id)).filter((r): r is Asset => !!r);
@@ -298,24 +303,24 @@ export function assetsNamed(input: { asset?: unknown; assets?: unknown }): { sin
 }
 
 /** Earlier versions of an asset, newest first. */
-export function assetVersionsOf(tx: Tx, projectGid: string, gid: string): AssetVersion[] {
-  return versionsOf(tx).all({ project: projectGid, gid });
+export async function assetVersionsOf(tx: Tx, projectGid: string, gid: string): Promise<AssetVersion[]> {
+  return await versionsOf(tx).all({ project: projectGid, gid });
 }
 
 /** Internal ids of all descendants of the given assets (any status), parents before children. */
-export function descendantIds(
+export async function descendantIds(
   tx: Tx,
   projectGid: string,
   gids: string[],
   status?: "active" | "deleted",
-): { id: number; gid: string }[] {
+): Promise<{ id: number; gid: string }[]> {
   if (!gids.length) return [];
   const out: { id: number; gid: string }[] = [];
   const db = sqliteOf(tx);
   for (let i = 0; i < gids.length; i += 500) {
     const chunk = gids.slice(i, i + 500);
     const marks = chunk.map(() => "?").join(",");
-    const rows = db
+    const rows = (await db
       .query(
         `WITH RECURSIVE d(id, gid, status) AS (
            SELECT id, gid, status FROM assets WHERE project_gid = ? AND parent IN (${marks})
@@ -323,15 +328,15 @@ export function descendantIds(
            SELECT a.id, a.gid, a.status FROM assets a JOIN d ON a.parent = d.gid WHERE a.project_gid = ?
          ) SELECT id, gid, status FROM d`,
       )
-      .all(projectGid, ...chunk, projectGid) as { id: number; gid: string; status: string }[];
+      .all(projectGid, ...chunk, projectGid)) as { id: number; gid: string; status: string }[];
     for (const r of rows) if (!status || r.status === status) out.push({ id: r.id, gid: r.gid });
   }
   return out;
 }
 
 /** Gids of the folder chain above `gid` (nearest first), stopping at the root or a loop. */
-export function ancestorGids(tx: Tx, projectGid: string, gid: string): string[] {
-  const rows = sqliteOf(tx)
+export async function ancestorGids(tx: Tx, projectGid: string, gid: string): Promise<string[]> {
+  const rows = (await sqliteOf(tx)
     .query(
       `WITH RECURSIVE up(gid, parent, depth) AS (
          SELECT gid, parent, 0 FROM assets WHERE project_gid = ? AND gid = ?
@@ -339,17 +344,17 @@ export function ancestorGids(tx: Tx, projectGid: string, gid: string): string[] 
          SELECT a.gid, a.parent, up.depth + 1 FROM assets a JOIN up ON a.gid = up.parent WHERE a.project_gid = ? AND up.depth < 1000
        ) SELECT gid FROM up WHERE depth > 0 ORDER BY depth`,
     )
-    .all(projectGid, gid, projectGid) as { gid: string }[];
+    .all(projectGid, gid, projectGid)) as { gid: string }[];
   return rows.map((r) => r.gid);
 }
 
 /** Active files and folders directly in each of these folders. */
-function childCounts(tx: Tx, projectGid: string, folders: string[]): Map<string, Counts> {
+async function childCounts(tx: Tx, projectGid: string, folders: string[]): Promise<Map<string, Counts>> {
   const out = new Map<string, Counts>();
   if (folders.length === 1) {
     // One folder (the answer of most single operations, every upload): a prepared count.
     const c = { files: 0, folders: 0 };
-    for (const r of folderCounts(tx).all({ project: projectGid, parent: folders[0]! })) {
+    for (const r of await folderCounts(tx).all({ project: projectGid, parent: folders[0]! })) {
       if (r.type === "folder") c.folders += r.n;
       else c.files += r.n;
     }
@@ -357,7 +362,7 @@ function childCounts(tx: Tx, projectGid: string, folders: string[]): Map<string,
     return out;
   }
   for (let i = 0; i < folders.length; i += 500) {
-    const rows = tx
+    const rows = await tx
       .select({ parent: assets.parent, folder: sql<number>`${assets.type} = 'folder'`, n: sql<number>`count(*)` })
       .from(assets)
       .where(
@@ -380,10 +385,14 @@ function childCounts(tx: Tx, projectGid: string, folders: string[]): Map<string,
 }
 
 /** `data.assets`: the dictionary gid → asset form (one project's assets). */
-export function assetDictionary(tx: Tx, projectGid: string, rows: Iterable<Asset>): Record<string, AssetForm> {
+export async function assetDictionary(
+  tx: Tx,
+  projectGid: string,
+  rows: Iterable<Asset>,
+): Promise<Record<string, AssetForm>> {
   const list = [...rows];
-  const languages = projectLanguages(tx, projectGid);
-  const counts = childCounts(
+  const languages = await projectLanguages(tx, projectGid);
+  const counts = await childCounts(
     tx,
     projectGid,
     list.filter((a) => a.type === "folder").map((a) => a.gid),
@@ -401,9 +410,9 @@ export function gidParam(value: unknown, field = "asset"): string {
 }
 
 /** Every storage name a row names (current files and kept versions, all projects): what the store sweep keeps. */
-export function storedNames(db: DB): Set<string> {
+export async function storedNames(db: DB): Promise<Set<string>> {
   const names = new Set<string>();
-  for (const r of db.select({ n: assets.storageName }).from(assets).all()) if (r.n) names.add(r.n);
-  for (const r of db.select({ n: assetVersions.storageName }).from(assetVersions).all()) names.add(r.n);
+  for (const r of await db.select({ n: assets.storageName }).from(assets).all()) if (r.n) names.add(r.n);
+  for (const r of await db.select({ n: assetVersions.storageName }).from(assetVersions).all()) names.add(r.n);
   return names;
 }

@@ -137,7 +137,7 @@ const bulk = <E extends Record<string, ReturnType<typeof t.Optional>>>(op: BulkO
   operation(
     `assets/bulk/${op}`,
     t.Object({ selection: t.Unknown(), ...extra }),
-    (ctx, actor, projectGid, input) => startBulkOperation(ctx, actor, projectGid, op, input),
+    async (ctx, actor, projectGid, input) => await startBulkOperation(ctx, actor, projectGid, op, input),
     {
       summary: `${summary} Runs as a job (\`${BULK_KINDS[op]}\`): answers {"job.token"}; progress as jobs sync items.`,
       tags,
@@ -153,7 +153,7 @@ export const assetOperations = [
   operation(
     "assets/root",
     anyValue,
-    (ctx, actor, projectGid) => getRoot(ctx, actor, projectGid),
+    async (ctx, actor, projectGid) => await getRoot(ctx, actor, projectGid),
     doc("The root folder `/` of the project: result.root", { root: ROOT }, [ROOT], [403]),
   ),
   operation(

@@ -284,9 +284,9 @@ function orderBy(s: AssetSearch, ranked: boolean): string {
 }
 
 /** Runs a statement of the search; a failure of SQLite itself (FTS5, too complex) is 1002 "Search error". */
-function run<T>(fn: () => T): T {
+async function run<T>(fn: () => Promise<T>): Promise<T> {
   try {
-    return fn();
+    return await fn();
   } catch (e) {
     if (e instanceof ApiError || e instanceof FilterError) throw e;
     // SQLITE_ERROR is a statement SQLite could not run (an FTS5 query it refused, an expression too
@@ -302,25 +302,27 @@ function run<T>(fn: () => T): T {
 }
 
 /** One page of a search and the total count. */
-export function searchAssets(
+export async function searchAssets(
   tx: Tx,
   projectGid: string,
   s: AssetSearch,
   page: { top: number; size: number },
   extra: { folders?: boolean } = {},
-): { rows: Asset[]; total: number } {
+): Promise<{ rows: Asset[]; total: number }> {
   const b = build(projectGid, s, extra);
   if (b.empty) return { rows: [], total: 0 };
   const db = sqliteOf(tx);
   const where = sqlText(sql`SELECT count(*) AS n FROM ${b.from} WHERE ${b.where}`);
-  const total = run(() => (db.query(where.sql).get(...(where.params as never[])) as { n: number }).n);
+  const total = await run(
+    async () => ((await db.query(where.sql).get(...(where.params as never[]))) as { n: number }).n,
+  );
   if (!page.size) return { rows: [], total };
   const list = sqlText(
     sql`SELECT a.id AS id FROM ${b.from} WHERE ${b.where} ORDER BY ${sql.raw(orderBy(s, b.ranked))} LIMIT ${page.size} OFFSET ${page.top}`,
   );
-  const ids = run(() => db.query(list.sql).all(...(list.params as never[])) as { id: number }[]);
+  const ids = await run(async () => (await db.query(list.sql).all(...(list.params as never[]))) as { id: number }[]);
   return {
-    rows: assetsByIds(
+    rows: await assetsByIds(
       tx,
       ids.map((r) => r.id),
     ),
@@ -329,15 +331,15 @@ export function searchAssets(
 }
 
 /** Every asset a search finds (id order), for bulk selections. */
-function searchAssetItems(tx: Tx, projectGid: string, s: AssetSearch): SelectionItem[] {
+async function searchAssetItems(tx: Tx, projectGid: string, s: AssetSearch): Promise<SelectionItem[]> {
   const b = build(projectGid, s);
   if (b.empty) return [];
   const q = sqlText(sql`SELECT a.id AS id, a.gid AS gid FROM ${b.from} WHERE ${b.where} ORDER BY a.id`);
-  return run(
-    () =>
-      sqliteOf(tx)
+  return await run(
+    async () =>
+      (await sqliteOf(tx)
         .query(q.sql)
-        .all(...(q.params as never[])) as SelectionItem[],
+        .all(...(q.params as never[]))) as SelectionItem[],
   );
 }
 
@@ -354,38 +356,46 @@ const likePrefix = (s: string) => `${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
  * file extensions, folder pathnames; for `metadata` group names holding `fieldq`, or after
  * `group.` that group's field names starting with the rest (all of them, whatever `size`).
  */
-export function autocomplete(tx: Tx, projectGid: string, field: string, fieldq: string, size: number): string[] {
+export async function autocomplete(
+  tx: Tx,
+  projectGid: string,
+  field: string,
+  fieldq: string,
+  size: number,
+): Promise<string[]> {
   const db = sqliteOf(tx);
   const pattern = likePrefix(fieldq);
   const live = "project_gid = ? AND status = 'active' AND parent IS NOT NULL";
   switch (field) {
     case "name":
       return (
-        db
+        (await db
           .query(
             `SELECT DISTINCT name AS v FROM assets WHERE ${live} AND name LIKE ? ESCAPE '\\' ORDER BY name COLLATE NOCASE LIMIT ?`,
           )
-          .all(projectGid, pattern, size) as { v: string }[]
+          .all(projectGid, pattern, size)) as { v: string }[]
       ).map((r) => r.v);
     case "ext":
       return (
-        db
+        (await db
           .query(
             `SELECT DISTINCT extension AS v FROM assets WHERE ${live} AND type <> 'folder' AND extension <> '' AND extension LIKE ? ESCAPE '\\' ORDER BY extension LIMIT ?`,
           )
-          .all(projectGid, pattern, size) as { v: string }[]
+          .all(projectGid, pattern, size)) as { v: string }[]
       ).map((r) => r.v);
     case "path":
       return (
-        db
+        (await db
           .query(
             `SELECT DISTINCT pathname AS v FROM assets WHERE project_gid = ? AND status = 'active' AND type = 'folder' AND pathname LIKE ? ESCAPE '\\' ORDER BY pathname COLLATE NOCASE LIMIT ?`,
           )
-          .all(projectGid, pattern, size) as { v: string }[]
+          .all(projectGid, pattern, size)) as { v: string }[]
       ).map((r) => r.v);
     default: {
       const names = new Set<string>();
-      const rows = db.query(`SELECT metadata FROM assets WHERE ${live} AND metadata <> '{}'`).all(projectGid) as {
+      const rows = (await db
+        .query(`SELECT metadata FROM assets WHERE ${live} AND metadata <> '{}'`)
+        .all(projectGid)) as {
         metadata: string;
       }[];
       for (const r of rows) {
@@ -433,46 +443,46 @@ function statusOf(el: Record<string, unknown>): string[] {
 export const assetSelection: SelectionResolver = {
   resource: "assets",
   noun: "Asset",
-  byGids(tx, projectGid, gids) {
+  async byGids(tx, projectGid, gids) {
     const found: SelectionItem[] = [];
     const db = sqliteOf(tx);
     for (let i = 0; i < gids.length; i += 500) {
       const chunk = gids.slice(i, i + 500);
       found.push(
-        ...(db
+        ...((await db
           .query(
             `SELECT id, gid FROM assets WHERE project_gid = ? AND parent IS NOT NULL AND gid IN (${chunk.map(() => "?").join(",")})`,
           )
-          .all(projectGid, ...chunk) as SelectionItem[]),
+          .all(projectGid, ...chunk)) as SelectionItem[]),
       );
     }
     const have = new Set(found.map((f) => f.gid));
     return { items: found, missing: gids.filter((g) => !have.has(g)) };
   },
-  children(tx, projectGid, el) {
+  async children(tx, projectGid, el) {
     const status = statusOf(el);
     const db = sqliteOf(tx);
     const marks = status.map(() => "?").join(",");
     let parent = el.children;
     if (parent === null || parent === "" || parent === "/") {
       parent = (
-        db
+        (await db
           .query("SELECT gid FROM assets WHERE project_gid = ? AND parent IS NULL AND type = 'folder' AND name = ''")
-          .get(projectGid) as { gid: string } | null
+          .get(projectGid)) as { gid: string } | null
       )?.gid;
       if (!parent) return [];
     }
     if (typeof parent !== "string") throw invalid("selection", { reason: "children takes a folder gid" });
-    const p = db.query("SELECT type FROM assets WHERE project_gid = ? AND gid = ?").get(projectGid, parent) as {
+    const p = (await db.query("SELECT type FROM assets WHERE project_gid = ? AND gid = ?").get(projectGid, parent)) as {
       type: string;
     } | null;
     if (!p) return undefined;
-    return db
+    return (await db
       .query(`SELECT id, gid FROM assets WHERE project_gid = ? AND parent = ? AND status IN (${marks}) ORDER BY id`)
-      .all(projectGid, parent, ...status) as SelectionItem[];
+      .all(projectGid, parent, ...status)) as SelectionItem[];
   },
-  search(tx, projectGid, search) {
-    return searchAssetItems(tx, projectGid, search as AssetSearch);
+  async search(tx, projectGid, search) {
+    return await searchAssetItems(tx, projectGid, search as AssetSearch);
   },
 };
 
@@ -491,44 +501,56 @@ function windowOf(input: Paged) {
 }
 
 /** `assets/search`: full text and filters, `page.top` / `page.size` (10): `assets`, `assets.size`. */
-export function findAssets(ctx: Ctx, actor: Actor, projectGid: string, input: AssetSearch & Paged): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
-    ensureRoot(tx, log, projectGid);
-    const r = searchAssets(tx, projectGid, input, windowOf(input));
+export async function findAssets(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: AssetSearch & Paged,
+): Promise<Answer> {
+  return await inProject(ctx, actor, projectGid, "member", async ({ tx, log }) => {
+    await ensureRoot(tx, log, projectGid);
+    const r = await searchAssets(tx, projectGid, input, windowOf(input));
     return {
       result: { assets: r.rows.map((a) => a.gid), "assets.size": r.total },
-      data: { assets: assetDictionary(tx, projectGid, r.rows) },
+      data: { assets: await assetDictionary(tx, projectGid, r.rows) },
     };
   });
 }
 
 /** `assets/search/folders`: the same, folders only. */
-export function findFolders(ctx: Ctx, actor: Actor, projectGid: string, input: AssetSearch & Paged): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
-    ensureRoot(tx, log, projectGid);
-    const r = searchAssets(tx, projectGid, input, windowOf(input), { folders: true });
+export async function findFolders(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: AssetSearch & Paged,
+): Promise<Answer> {
+  return await inProject(ctx, actor, projectGid, "member", async ({ tx, log }) => {
+    await ensureRoot(tx, log, projectGid);
+    const r = await searchAssets(tx, projectGid, input, windowOf(input), { folders: true });
     return {
       result: { assets: r.rows.map((a) => a.gid), "assets.size": r.total },
-      data: { assets: assetDictionary(tx, projectGid, r.rows) },
+      data: { assets: await assetDictionary(tx, projectGid, r.rows) },
     };
   });
 }
 
 /** `assets/search/autocomplete`: `field`, `fieldq`, `completions.size` (10, 1..50) → `completions`. */
-export function autocompleteAssets(
+export async function autocompleteAssets(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: { field: string; fieldq?: string; language?: string; "completions.size"?: number },
-): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
-    ensureRoot(tx, log, projectGid);
+): Promise<Answer> {
+  return await inProject(ctx, actor, projectGid, "member", async ({ tx, log }) => {
+    await ensureRoot(tx, log, projectGid);
     if (!(AUTOCOMPLETE_FIELDS as readonly string[]).includes(input.field))
       throw invalid("field", { expected: AUTOCOMPLETE_FIELDS.join(", ") });
     const fieldq = (input.fieldq ?? "").slice(0, 500);
     return {
       result: {
-        completions: run(() => autocomplete(tx, projectGid, input.field, fieldq, input["completions.size"] ?? 10)),
+        completions: await run(
+          async () => await autocomplete(tx, projectGid, input.field, fieldq, input["completions.size"] ?? 10),
+        ),
       },
       data: {},
     };

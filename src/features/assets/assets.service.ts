@@ -67,10 +67,10 @@ export { removeStaleUploads } from "./assets.listings.service";
 // membership of the project (API users included) and runs in one unit of work.
 
 /** `assets/root`: the root folder `/`. */
-export function getRoot(ctx: Ctx, actor: Actor, projectGid: string): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
-    const root = ensureRoot(tx, log, projectGid);
-    return answerOf(tx, projectGid, { root: root.gid }, [root]);
+export async function getRoot(ctx: Ctx, actor: Actor, projectGid: string): Promise<Answer> {
+  return await inProject(ctx, actor, projectGid, "member", async ({ tx, log }) => {
+    const root = await ensureRoot(tx, log, projectGid);
+    return await answerOf(tx, projectGid, { root: root.gid }, [root]);
   });
 }
 
@@ -80,33 +80,33 @@ export type GetInput = { asset?: unknown; assets?: unknown; pathname?: unknown; 
  * `assets/get`: by `asset`, `assets`, `pathname` or `pathnames` (the first given wins). A single
  * unknown asset is a 422; unknown items of a list are left out. Deleted assets are found too.
  */
-export function getAssets(ctx: Ctx, actor: Actor, projectGid: string, input: GetInput): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
-    ensureRoot(tx, log, projectGid);
+export async function getAssets(ctx: Ctx, actor: Actor, projectGid: string, input: GetInput): Promise<Answer> {
+  return await inProject(ctx, actor, projectGid, "member", async ({ tx, log }) => {
+    await ensureRoot(tx, log, projectGid);
     if (input.asset !== undefined) {
-      const a = findAsset(tx, projectGid, gidParam(input.asset));
+      const a = await findAsset(tx, projectGid, gidParam(input.asset));
       if (!a) throw noAsset(input.asset as string);
-      return answerOf(tx, projectGid, { asset: a.gid }, [a]);
+      return await answerOf(tx, projectGid, { asset: a.gid }, [a]);
     }
     if (input.assets !== undefined) {
-      const rows = assetsByGids(tx, projectGid, gidList({ assets: input.assets }));
-      return answerOf(tx, projectGid, { assets: treeOrder(rows).map((r) => r.gid) }, rows);
+      const rows = await assetsByGids(tx, projectGid, gidList({ assets: input.assets }));
+      return await answerOf(tx, projectGid, { assets: treeOrder(rows).map((r) => r.gid) }, rows);
     }
     if (input.pathname !== undefined) {
-      const a = findByPathname(tx, projectGid, pathnameParam(input.pathname, "pathname"));
+      const a = await findByPathname(tx, projectGid, pathnameParam(input.pathname, "pathname"));
       if (!a) throw unprocessable("Asset does not exist", { pathname: input.pathname });
-      return answerOf(tx, projectGid, { asset: a.gid }, [a]);
+      return await answerOf(tx, projectGid, { asset: a.gid }, [a]);
     }
     if (input.pathnames !== undefined) {
       if (!Array.isArray(input.pathnames) || input.pathnames.length > 10_000)
         throw invalidParameter("pathnames", { expected: "an array of at most 10000 pathnames" });
       const rows = new Map<string, Asset>();
-      input.pathnames.forEach((p, i) => {
-        const a = findByPathname(tx, projectGid, pathnameParam(p, `pathnames[${i}]`));
+      for (const [i, p] of (input.pathnames as unknown[]).entries()) {
+        const a = await findByPathname(tx, projectGid, pathnameParam(p, `pathnames[${i}]`));
         if (a) rows.set(a.gid, a);
-      });
+      }
       const list = [...rows.values()];
-      return answerOf(tx, projectGid, { assets: treeOrder(list).map((r) => r.gid) }, list);
+      return await answerOf(tx, projectGid, { assets: treeOrder(list).map((r) => r.gid) }, list);
     }
     throw missing("asset");
   });
@@ -124,44 +124,44 @@ function treeOrder(rows: Asset[]): Asset[] {
 }
 
 /** `assets/children`: a page of the active items of a folder (`asset` or `pathname`). */
-export function listFolder(
+export async function listFolder(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: { asset?: unknown; pathname?: unknown; "page.top"?: unknown; "page.size"?: unknown },
-): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
-    ensureRoot(tx, log, projectGid);
+): Promise<Answer> {
+  return await inProject(ctx, actor, projectGid, "member", async ({ tx, log }) => {
+    await ensureRoot(tx, log, projectGid);
     if (input.asset === undefined && input.pathname === undefined) throw missing("asset");
     const page = listingPage(input, 100);
     const by = input.asset !== undefined ? { gid: gidParam(input.asset) } : { pathname: input.pathname };
     let folder: Asset;
     try {
-      folder = requireFolder(tx, log, projectGid, { ...by, field: "asset" });
+      folder = await requireFolder(tx, log, projectGid, { ...by, field: "asset" });
     } catch (e) {
       if (!(e instanceof ApiError) || e.code !== 422) throw e;
       // A file has no children: an empty list, as the reference says (and as assets/worksheet answers).
       const file =
         typeof by.gid === "string"
-          ? findAsset(tx, projectGid, by.gid)
-          : findByPathname(tx, projectGid, pathnameParam(by.pathname, "pathname"));
-      if (file?.status === "active") return answerOf(tx, projectGid, { children: [], "children.size": 0 }, []);
+          ? await findAsset(tx, projectGid, by.gid)
+          : await findByPathname(tx, projectGid, pathnameParam(by.pathname, "pathname"));
+      if (file?.status === "active") return await answerOf(tx, projectGid, { children: [], "children.size": 0 }, []);
       throw unprocessable("Asset doesn't exist", e.info);
     }
-    const { rows, total } = listChildren(tx, projectGid, folder.gid, page);
-    return answerOf(tx, projectGid, { children: rows.map((r) => r.gid), "children.size": total }, rows);
+    const { rows, total } = await listChildren(tx, projectGid, folder.gid, page);
+    return await answerOf(tx, projectGid, { children: rows.map((r) => r.gid), "children.size": total }, rows);
   });
 }
 
 /** `assets/tree`: the visible tree (root first) for `expanded_assets` or `expanded_paths`, paged. */
-export function assetTree(
+export async function assetTree(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: { expanded_assets?: unknown; expanded_paths?: unknown; "page.top"?: unknown; "page.size"?: unknown },
-): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
-    const root = ensureRoot(tx, log, projectGid);
+): Promise<Answer> {
+  return await inProject(ctx, actor, projectGid, "member", async ({ tx, log }) => {
+    const root = await ensureRoot(tx, log, projectGid);
     const page = listingPage(input, 100);
     const list = (v: unknown, field: string): string[] => {
       if (!Array.isArray(v) || v.length > 10_000 || v.some((g) => typeof g !== "string"))
@@ -173,35 +173,40 @@ export function assetTree(
       for (const g of list(input.expanded_assets, "expanded_assets")) expanded.add(g);
     else if (input.expanded_paths !== undefined)
       for (const p of list(input.expanded_paths, "expanded_paths")) {
-        const f = findByPathname(tx, projectGid, pathnameParam(p, "expanded_paths"));
+        const f = await findByPathname(tx, projectGid, pathnameParam(p, "expanded_paths"));
         if (f) expanded.add(f.gid);
       }
-    const all = visibleTree(tx, projectGid, root, expanded);
+    const all = await visibleTree(tx, projectGid, root, expanded);
     // A page that would run past the end is moved back so it is full (the reference's clamp).
     const top = Math.max(0, Math.min(page.top, all.length - page.size));
     const gids = all.slice(top, top + page.size);
-    return answerOf(tx, projectGid, { tree: gids, "tree.size": all.length }, assetsByGids(tx, projectGid, gids));
+    return await answerOf(
+      tx,
+      projectGid,
+      { tree: gids, "tree.size": all.length },
+      await assetsByGids(tx, projectGid, gids),
+    );
   });
 }
 
 /** `assets/create`: a folder in `parent` (absent: the root); a taken or absent name gets a serial. */
-export function createFolder(
+export async function createFolder(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: { parent?: unknown; name?: unknown },
-): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
-    ensureRoot(tx, log, projectGid);
-    const parent = requireFolder(tx, log, projectGid, { gid: input.parent });
-    const name = freeName(
+): Promise<Answer> {
+  return await inProject(ctx, actor, projectGid, "member", async ({ tx, log }) => {
+    await ensureRoot(tx, log, projectGid);
+    const parent = await requireFolder(tx, log, projectGid, { gid: input.parent });
+    const name = await freeName(
       tx,
       projectGid,
       parent.gid,
       input.name === undefined || input.name === null ? DEFAULT_FOLDER_NAME : validName(input.name),
     );
     const t = now();
-    const row = tx
+    const row = await tx
       .insert(assets)
       .values({
         gid: newGid(),
@@ -220,19 +225,19 @@ export function createFolder(
       .get();
     log.project(projectGid, "INSERT", "assets", row.gid);
     parentChanged(log, projectGid, parent.gid);
-    return withParent(tx, projectGid, { parent: parent.gid, asset: row.gid }, row);
+    return await withParent(tx, projectGid, { parent: parent.gid, asset: row.gid }, row);
   });
 }
 
 /** `assets/update`: `name`, `title`, `description` (given languages), `transforms`; not the root. */
-export function updateAsset(
+export async function updateAsset(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: { asset?: unknown; name?: unknown; title?: unknown; description?: unknown; transforms?: unknown },
-): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
-    ensureRoot(tx, log, projectGid);
+): Promise<Answer> {
+  return await inProject(ctx, actor, projectGid, "member", async ({ tx, log }) => {
+    await ensureRoot(tx, log, projectGid);
     const gid = gidParam(input.asset);
     if (
       input.name === undefined &&
@@ -241,23 +246,29 @@ export function updateAsset(
       input.transforms === undefined
     )
       throw missing("name, title, description or transforms");
-    const a = findAsset(tx, projectGid, gid);
+    const a = await findAsset(tx, projectGid, gid);
     if (!a || a.status !== "active" || isRoot(a)) throw unprocessable("Asset doesn't exist or is root", { asset: gid });
-    const languages = projectLanguages(tx, projectGid);
+    const languages = await projectLanguages(tx, projectGid);
     const set: Partial<Asset> = {};
     if (input.title !== undefined) set.title = localizedParam(input.title, "title", languages, a.title ?? {});
     if (input.description !== undefined)
       set.description = localizedParam(input.description, "description", languages, a.description ?? {});
     if (input.transforms !== undefined) set.transforms = transformsParam(input.transforms);
-    let row = Object.keys(set).length ? touch(tx, log, a, set, actor.userGid) : a;
+    let row = Object.keys(set).length ? await touch(tx, log, a, set, actor.userGid) : a;
     if (input.name !== undefined) {
       const name = validName(input.name);
       if (name !== a.name) {
-        if (nameTaken(tx, projectGid, a.parent!, name, a.id)) throw nameInUse(a.parent!, name);
-        row = relocate(tx, log, row, { parent: findAsset(tx, projectGid, a.parent!)!, name }, actor.userGid);
+        if (await nameTaken(tx, projectGid, a.parent!, name, a.id)) throw nameInUse(a.parent!, name);
+        row = await relocate(
+          tx,
+          log,
+          row,
+          { parent: (await findAsset(tx, projectGid, a.parent!))!, name },
+          actor.userGid,
+        );
       }
     }
-    return answerOf(tx, projectGid, { asset: row.gid }, [row]);
+    return await answerOf(tx, projectGid, { asset: row.gid }, [row]);
   });
 }
 
@@ -274,7 +285,7 @@ export async function uploadAsset(
   kind: "new" | "version",
   receive: (onHead: (head: Buffer, complete: boolean) => void) => Promise<Received>,
 ): Promise<Answer> {
-  projectAccess(ctx.db, actor, projectGid, "member");
+  await projectAccess(ctx.db, actor, projectGid, "member");
   // The type, header and metadata are read from the file's first bytes while the rest arrives.
   let early: Promise<HeadFindings> | undefined;
   const { fields, file } = await receive((head, complete) => {
@@ -292,29 +303,29 @@ export async function uploadAsset(
     kind === "new"
       ? { parent: fields.parent, pathname: fields.pathname, name: fields.name }
       : { name: fields.name, target: fields.asset };
-  return storeUpload(ctx, actor, projectGid, file!, input, early);
+  return await storeUpload(ctx, actor, projectGid, file!, input, early);
 }
 
 /** `assets/move`: into folder `parent`; a folder cannot go below itself; the names must stay unique. */
-export function moveAssets(
+export async function moveAssets(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: { asset?: unknown; assets?: unknown; parent?: unknown },
-): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
-    ensureRoot(tx, log, projectGid);
+): Promise<Answer> {
+  return await inProject(ctx, actor, projectGid, "member", async ({ tx, log }) => {
+    await ensureRoot(tx, log, projectGid);
     if (input.parent === undefined || input.parent === null) throw missing("parent");
     const { single, gids } = assetsNamed(input);
     let parent: Asset;
     try {
-      parent = requireFolder(tx, log, projectGid, { gid: input.parent });
+      parent = await requireFolder(tx, log, projectGid, { gid: input.parent });
     } catch (e) {
       throw e instanceof ApiError && e.code === 422 ? unprocessable("Asset or parent asset doesn't exist", e.info) : e;
     }
-    const o = moveAssetRows(tx, log, projectGid, actor.userGid, gids, parent, true);
-    const rows = assetsByGids(tx, projectGid, [...gids, ...o.parents]);
-    return answerOf(
+    const o = await moveAssetRows(tx, log, projectGid, actor.userGid, gids, parent, true);
+    const rows = await assetsByGids(tx, projectGid, [...gids, ...o.parents]);
+    return await answerOf(
       tx,
       projectGid,
       single ? { parent: parent.gid, asset: gids[0] } : { parent: parent.gid, assets: gids },
@@ -324,85 +335,85 @@ export function moveAssets(
 }
 
 /** `assets/delete`: soft delete with everything below. */
-export function deleteAssets(
+export async function deleteAssets(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: { asset?: unknown; assets?: unknown },
-): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
-    ensureRoot(tx, log, projectGid);
+): Promise<Answer> {
+  return await inProject(ctx, actor, projectGid, "member", async ({ tx, log }) => {
+    await ensureRoot(tx, log, projectGid);
     const { single, gids } = assetsNamed(input);
-    const o = deleteAssetRows(tx, log, projectGid, actor.userGid, gids);
-    const rows = assetsByGids(tx, projectGid, [...gids, ...o.parents]);
-    return answerOf(tx, projectGid, single ? { asset: gids[0] } : { assets: gids }, rows);
+    const o = await deleteAssetRows(tx, log, projectGid, actor.userGid, gids);
+    const rows = await assetsByGids(tx, projectGid, [...gids, ...o.parents]);
+    return await answerOf(tx, projectGid, single ? { asset: gids[0] } : { assets: gids }, rows);
   });
 }
 
 /** `assets/undelete`: back with what was deleted with them (the folder must be active). */
-export function undeleteAssets(
+export async function undeleteAssets(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: { asset?: unknown; assets?: unknown },
-): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
-    ensureRoot(tx, log, projectGid);
+): Promise<Answer> {
+  return await inProject(ctx, actor, projectGid, "member", async ({ tx, log }) => {
+    await ensureRoot(tx, log, projectGid);
     const { single, gids } = assetsNamed(input);
-    const o = undeleteAssetRows(tx, log, projectGid, actor.userGid, gids);
-    const rows = assetsByGids(tx, projectGid, [...gids, ...o.parents]);
-    return answerOf(tx, projectGid, single ? { asset: gids[0] } : { assets: gids }, rows);
+    const o = await undeleteAssetRows(tx, log, projectGid, actor.userGid, gids);
+    const rows = await assetsByGids(tx, projectGid, [...gids, ...o.parents]);
+    return await answerOf(tx, projectGid, single ? { asset: gids[0] } : { assets: gids }, rows);
   });
 }
 
 /** `assets/permanent_delete`: a deleted asset, what is below it, versions and files for good; answers the folder. */
-export function permanentlyDeleteAssets(
+export async function permanentlyDeleteAssets(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: { asset?: unknown; assets?: unknown },
-): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
-    ensureRoot(tx, log, projectGid);
+): Promise<Answer> {
+  return await inProject(ctx, actor, projectGid, "member", async ({ tx, log }) => {
+    await ensureRoot(tx, log, projectGid);
     const { single, gids } = assetsNamed(input);
-    const o = removeAssetRows(ctx, tx, log, projectGid, gids);
+    const o = await removeAssetRows(ctx, tx, log, projectGid, gids);
     afterCommit(ctx.db, () => removeOriginals(ctx, projectGid, o.files, o.paths));
-    const parents = assetsByGids(tx, projectGid, [...o.parents]);
+    const parents = await assetsByGids(tx, projectGid, [...o.parents]);
     const result: Record<string, unknown> = single
       ? { parent: parents[0]?.gid ?? null }
       : { parents: parents.map((p) => p.gid), assets: o.removed };
-    return answerOf(tx, projectGid, result, parents);
+    return await answerOf(tx, projectGid, result, parents);
   });
 }
 
 /** `assets/metadata/set`: sets or replaces one metadata field (`name`, `type`, `is_localized`, `value`). */
-export function setAssetMetadata(
+export async function setAssetMetadata(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: { asset?: unknown; name?: unknown; type?: unknown; is_localized?: unknown; value?: unknown },
-): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
-    ensureRoot(tx, log, projectGid);
-    const a = requireAsset(tx, projectGid, gidParam(input.asset));
+): Promise<Answer> {
+  return await inProject(ctx, actor, projectGid, "member", async ({ tx, log }) => {
+    await ensureRoot(tx, log, projectGid);
+    const a = await requireAsset(tx, projectGid, gidParam(input.asset));
     const name = metadataName(input.name);
-    const field = metadataField(input, projectLanguages(tx, projectGid));
-    return answerOf(tx, projectGid, { asset: a.gid }, [
-      changeMetadata(tx, log, a, actor.userGid, { set: { [name]: field } }),
+    const field = metadataField(input, await projectLanguages(tx, projectGid));
+    return await answerOf(tx, projectGid, { asset: a.gid }, [
+      await changeMetadata(tx, log, a, actor.userGid, { set: { [name]: field } }),
     ]);
   });
 }
 
 /** `assets/metadata/clear`: removes field `name` (or the fields listed in `keys`); an absent field is no error. */
-export function clearAssetMetadata(
+export async function clearAssetMetadata(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: { asset?: unknown; name?: unknown; keys?: unknown },
-): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
-    ensureRoot(tx, log, projectGid);
-    const a = requireAsset(tx, projectGid, gidParam(input.asset));
+): Promise<Answer> {
+  return await inProject(ctx, actor, projectGid, "member", async ({ tx, log }) => {
+    await ensureRoot(tx, log, projectGid);
+    const a = await requireAsset(tx, projectGid, gidParam(input.asset));
     let names: string[];
     if (input.name !== undefined) {
       if (typeof input.name !== "string") throw invalidParameter("name", { expected: "a metadata field name" });
@@ -410,7 +421,9 @@ export function clearAssetMetadata(
     } else if (input.keys !== undefined) names = metadataNames(input.keys);
     else throw missing("name");
     const current = metadataFields(a.metadata);
-    if (!names.some((n) => Object.hasOwn(current, n))) return answerOf(tx, projectGid, { asset: a.gid }, [a]);
-    return answerOf(tx, projectGid, { asset: a.gid }, [changeMetadata(tx, log, a, actor.userGid, { clear: names })]);
+    if (!names.some((n) => Object.hasOwn(current, n))) return await answerOf(tx, projectGid, { asset: a.gid }, [a]);
+    return await answerOf(tx, projectGid, { asset: a.gid }, [
+      await changeMetadata(tx, log, a, actor.userGid, { clear: names }),
+    ]);
   });
 }

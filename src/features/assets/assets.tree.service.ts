@@ -17,11 +17,11 @@ import { childPath } from "./assets.values";
  * existed, or restored from such a backup) move into it and every pathname is set again, so
  * existing projects get their root on first use. Call inside `mutate`.
  */
-export function ensureRoot(tx: Tx, log: ChangeLog, projectGid: string): Asset {
-  let root = rootFolder(tx).get({ project: projectGid });
+export async function ensureRoot(tx: Tx, log: ChangeLog, projectGid: string): Promise<Asset> {
+  let root = await rootFolder(tx).get({ project: projectGid });
   if (!root) {
     const t = now();
-    root = tx
+    root = await tx
       .insert(assets)
       .values({
         gid: newGid(),
@@ -38,15 +38,15 @@ export function ensureRoot(tx: Tx, log: ChangeLog, projectGid: string): Asset {
       .get();
     log.project(projectGid, "INSERT", "assets", root.gid);
   }
-  const loose = looseItem(tx).get({ project: projectGid, root: root.id });
-  const unnamed = unnamedItem(tx).get({ project: projectGid });
-  if (loose || unnamed || root.pathname !== "/") repairTree(tx, log, projectGid, root);
+  const loose = await looseItem(tx).get({ project: projectGid, root: root.id });
+  const unnamed = await unnamedItem(tx).get({ project: projectGid });
+  if (loose || unnamed || root.pathname !== "/") await repairTree(tx, log, projectGid, root);
   return root;
 }
 
 /** Hangs every item that is not below the root into it and sets all pathnames from the root down. */
-function repairTree(tx: Tx, log: ChangeLog, projectGid: string, root: Asset): void {
-  const rows = tx
+async function repairTree(tx: Tx, log: ChangeLog, projectGid: string, root: Asset): Promise<void> {
+  const rows = await tx
     .select({
       id: assets.id,
       gid: assets.gid,
@@ -84,30 +84,30 @@ function repairTree(tx: Tx, log: ChangeLog, projectGid: string, root: Asset): vo
     if (paths.has(r.id)) continue;
     const p = childPath("/", r.name);
     paths.set(r.id, p);
-    tx.update(assets).set({ parent: root.gid }).where(eq(assets.id, r.id)).run();
+    await tx.update(assets).set({ parent: root.gid }).where(eq(assets.id, r.id)).run();
     r.parent = root.gid;
     if (r.type === "folder") walk(r.gid, p);
   }
   for (const r of rows) {
     const p = paths.get(r.id)!;
     if (r.pathname === p) continue;
-    tx.update(assets).set({ pathname: p }).where(eq(assets.id, r.id)).run();
+    await tx.update(assets).set({ pathname: p }).where(eq(assets.id, r.id)).run();
     log.project(projectGid, "UPDATE", "assets", r.gid);
   }
 }
 
 /** Sets the pathnames of everything below a folder from its pathname (after a rename or move). */
-export function repathBelow(
+export async function repathBelow(
   tx: Tx,
   log: ChangeLog,
   projectGid: string,
   folder: { gid: string; pathname: string },
-): void {
+): Promise<void> {
   const seen = new Set<string>([folder.gid]);
   const queue = [folder];
   while (queue.length) {
     const f = queue.shift()!;
-    const kids = tx
+    const kids = await tx
       .select({ id: assets.id, gid: assets.gid, name: assets.name, type: assets.type, pathname: assets.pathname })
       .from(assets)
       .where(and(eq(assets.projectGid, projectGid), eq(assets.parent, f.gid)))
@@ -117,7 +117,7 @@ export function repathBelow(
       seen.add(k.gid);
       const p = childPath(f.pathname, k.name);
       if (k.pathname !== p) {
-        tx.update(assets).set({ pathname: p }).where(eq(assets.id, k.id)).run();
+        await tx.update(assets).set({ pathname: p }).where(eq(assets.id, k.id)).run();
         log.project(projectGid, "UPDATE", "assets", k.gid);
       }
       if (k.type === "folder") queue.push({ gid: k.gid, pathname: p });
@@ -126,8 +126,8 @@ export function repathBelow(
 }
 
 /** An asset by pathname (the active one when a deleted item had the same pathname). */
-export function findByPathname(tx: Tx, projectGid: string, pathname: string): Asset | undefined {
-  return assetByPathname(tx).get({ project: projectGid, pathname });
+export async function findByPathname(tx: Tx, projectGid: string, pathname: string): Promise<Asset | undefined> {
+  return await assetByPathname(tx).get({ project: projectGid, pathname });
 }
 
 /** Checks a pathname member: a string starting with `/` (a trailing `/` is ignored). */
@@ -144,21 +144,21 @@ const noFolder = (info: Record<string, unknown>) => unprocessable("Parent asset 
  * The active folder named by a gid (`parent`/`asset`) or a pathname; absent both: the root.
  * 422 when it does not exist or is a file.
  */
-export function requireFolder(
+export async function requireFolder(
   tx: Tx,
   log: ChangeLog,
   projectGid: string,
   by: { gid?: unknown; pathname?: unknown; field?: string },
   root?: Asset,
-): Asset {
+): Promise<Asset> {
   const field = by.field ?? "parent";
   let f: Asset | undefined;
   if (by.gid !== undefined && by.gid !== null && by.gid !== "") {
     if (typeof by.gid !== "string") throw invalidParameter(field, { expected: "a folder gid" });
-    f = findAsset(tx, projectGid, by.gid);
+    f = await findAsset(tx, projectGid, by.gid);
   } else if (by.pathname !== undefined && by.pathname !== null && by.pathname !== "") {
-    f = findByPathname(tx, projectGid, pathnameParam(by.pathname, "pathname"));
-  } else return root ?? ensureRoot(tx, log, projectGid);
+    f = await findByPathname(tx, projectGid, pathnameParam(by.pathname, "pathname"));
+  } else return root ?? (await ensureRoot(tx, log, projectGid));
   if (!f || f.status !== "active" || f.type !== "folder")
     throw noFolder(
       by.gid !== undefined && by.gid !== null && by.gid !== "" ? { [field]: by.gid } : { pathname: by.pathname },
@@ -167,6 +167,11 @@ export function requireFolder(
 }
 
 /** For bulk jobs: the gid of the folder named by `parent` (absent: the root). */
-export function requireParentFolder(tx: Tx, log: ChangeLog, projectGid: string, parent: unknown): string {
-  return requireFolder(tx, log, projectGid, { gid: parent }).gid;
+export async function requireParentFolder(
+  tx: Tx,
+  log: ChangeLog,
+  projectGid: string,
+  parent: unknown,
+): Promise<string> {
+  return (await requireFolder(tx, log, projectGid, { gid: parent })).gid;
 }

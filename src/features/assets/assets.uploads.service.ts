@@ -120,14 +120,14 @@ export async function storeUpload(
       // The next version's name, as the transaction will find it unless another upload comes first
       // (then the transaction refuses, and the object is removed again).
       await file.finish?.(false);
-      const current = typeof input.target === "string" ? findAsset(ctx.db, projectGid, input.target) : undefined;
+      const current = typeof input.target === "string" ? await findAsset(ctx.db, projectGid, input.target) : undefined;
       if (current && current.type !== "folder") {
         uploaded = originalKey(projectGid, storageName(current.gid, current.version + 1, info.extension));
         await blobs.putFile(uploaded, file.path, { type: info.mime || undefined });
       }
     }
-    return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
-      const root = ensureRoot(tx, log, projectGid);
+    return await inProject(ctx, actor, projectGid, "member", async ({ tx, log }) => {
+      const root = await ensureRoot(tx, log, projectGid);
       const t = now();
       const fileCols: FileColumns = {
         extension: info.extension,
@@ -142,10 +142,10 @@ export async function storeUpload(
         facts,
       };
       if (placed) {
-        const parent = requireFolder(tx, log, projectGid, { gid: input.parent, pathname: input.pathname }, root);
+        const parent = await requireFolder(tx, log, projectGid, { gid: input.parent, pathname: input.pathname }, root);
         const { gid, storage } = placed;
-        const free = freeName(tx, projectGid, parent.gid, name!);
-        const r = insertFile(tx).get({
+        const free = await freeName(tx, projectGid, parent.gid, name!);
+        const r = (await insertFile(tx).get({
           gid,
           project: projectGid,
           parent: parent.gid,
@@ -156,13 +156,13 @@ export async function storeUpload(
           ...fileColumnParams(fileCols),
           t,
           user: userGid,
-        })!;
+        }))!;
         log.project(projectGid, "INSERT", "assets", gid);
         parentChanged(log, projectGid, parent.gid);
         // The folder's row is as read above (only its child count moved, which the answer counts).
-        return answerOf(tx, projectGid, { parent: parent.gid, asset: gid }, [r, parent]);
+        return await answerOf(tx, projectGid, { parent: parent.gid, asset: gid }, [r, parent]);
       }
-      const a = requireAsset(tx, projectGid, input.target);
+      const a = await requireAsset(tx, projectGid, input.target);
       if (a.type === "folder")
         throw unprocessable("A folder has no file to update", { asset: a.gid, reason: "invalid file upload" });
       const version = a.version + 1;
@@ -173,7 +173,7 @@ export async function storeUpload(
           reason: "concurrent upload",
         });
       if (a.storageName) {
-        insertVersion(tx).run({
+        await insertVersion(tx).run({
           project: projectGid,
           gid: a.gid,
           version: a.version,
@@ -185,9 +185,9 @@ export async function storeUpload(
           replaced: t,
         });
       }
-      const removed = pruneVersions(tx, projectGid, a.gid, ctx.config.assetVersionsKept);
+      const removed = await pruneVersions(tx, projectGid, a.gid, ctx.config.assetVersionsKept);
       afterCommit(ctx.db, () => removeOriginals(ctx, projectGid, removed));
-      let r = newFileVersion(tx).get({
+      let r = (await newFileVersion(tx).get({
         id: a.id,
         type: info.type,
         version,
@@ -195,17 +195,17 @@ export async function storeUpload(
         ...fileColumnParams(fileCols),
         t,
         user: userGid,
-      })!;
+      }))!;
       log.project(projectGid, "UPDATE", "assets", a.gid);
       if (name && input.name && name !== a.name) {
-        if (nameTaken(tx, projectGid, a.parent!, name, a.id)) throw nameInUse(a.parent!, name);
-        r = relocate(tx, log, r, { parent: findAsset(tx, projectGid, a.parent!)!, name }, userGid);
+        if (await nameTaken(tx, projectGid, a.parent!, name, a.id)) throw nameInUse(a.parent!, name);
+        r = await relocate(tx, log, r, { parent: (await findAsset(tx, projectGid, a.parent!))!, name }, userGid);
       }
       if (local) {
         moved = originalPath(ctx, projectGid, storage);
         placeOriginal(file.path, moved, durable);
       }
-      return withParent(tx, projectGid, { asset: a.gid }, r);
+      return await withParent(tx, projectGid, { asset: a.gid }, r);
     });
   } catch (err) {
     file.finish?.(false).catch(() => {}); // closes the file when it was not synced yet
@@ -217,10 +217,11 @@ export async function storeUpload(
 }
 
 /** Deletes the rows of earlier versions beyond the newest `keep`; returns their storage names. */
-function pruneVersions(tx: Tx, projectGid: string, gid: string, keep: number): string[] {
-  const old = assetVersionsOf(tx, projectGid, gid).slice(keep);
+async function pruneVersions(tx: Tx, projectGid: string, gid: string, keep: number): Promise<string[]> {
+  const old = (await assetVersionsOf(tx, projectGid, gid)).slice(keep);
   if (!old.length) return [];
-  tx.delete(assetVersions)
+  await tx
+    .delete(assetVersions)
     .where(
       inArray(
         assetVersions.id,

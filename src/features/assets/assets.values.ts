@@ -31,13 +31,25 @@ export function validName(value: unknown, field = "name"): string {
 export const childPath = (folder: string, name: string) => (folder === "/" ? `/${name}` : `${folder}/${name}`);
 
 /** Whether an active item of `parent` other than row `except` has this name (case ignored). */
-export function nameTaken(tx: Tx, projectGid: string, parent: string, name: string, except?: number): boolean {
-  return !!sameName(tx).get({ project: projectGid, parent, name, except: except ?? -1 });
+export async function nameTaken(
+  tx: Tx,
+  projectGid: string,
+  parent: string,
+  name: string,
+  except?: number,
+): Promise<boolean> {
+  return !!(await sameName(tx).get({ project: projectGid, parent, name, except: except ?? -1 }));
 }
 
 /** `name`, or with a serial before the extension (`shoe-2.jpg`) when an item of the folder has it. */
-export function freeName(tx: Tx, projectGid: string, parent: string, name: string, except?: number): string {
-  if (!nameTaken(tx, projectGid, parent, name, except)) return name;
+export async function freeName(
+  tx: Tx,
+  projectGid: string,
+  parent: string,
+  name: string,
+  except?: number,
+): Promise<string> {
+  if (!(await nameTaken(tx, projectGid, parent, name, except))) return name;
   const dot = name.lastIndexOf(".");
   const stem = dot > 0 ? name.slice(0, dot) : name;
   const ext = dot > 0 ? name.slice(dot) : "";
@@ -45,7 +57,7 @@ export function freeName(tx: Tx, projectGid: string, parent: string, name: strin
   // asked once per serial before), compared as SQLite's lower() compares: ASCII letters only.
   const pattern = `${stem}-`.replace(/[\\%_]/g, (c) => `\\${c}`) + "%";
   const taken = new Set<string>();
-  for (const r of namesLike(tx).all({ project: projectGid, parent, pattern }))
+  for (const r of await namesLike(tx).all({ project: projectGid, parent, pattern }))
     if (r.id !== except) taken.add(asciiLower(r.name));
   for (let n = 2; n < 100_000; n++) {
     const candidate = `${stem}-${n}${ext}`;

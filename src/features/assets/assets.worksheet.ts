@@ -92,12 +92,12 @@ function cell(a: Asset, column: string): unknown {
   return null;
 }
 
-function worksheet(tx: Tx, projectGid: string, root: Asset, input: WorksheetInput) {
+async function worksheet(tx: Tx, projectGid: string, root: Asset, input: WorksheetInput) {
   const db = sqliteOf(tx);
   let parent: string = root.gid;
   if (input.parent !== undefined && input.parent !== null && input.parent !== "") {
     if (typeof input.parent !== "string") throw invalidParameter("parent", { expected: "a folder gid or null" });
-    const p = findAsset(tx, projectGid, input.parent);
+    const p = await findAsset(tx, projectGid, input.parent);
     if (!p || p.status !== "active") throw unprocessable("Parent asset does not exist", { parent: input.parent });
     if (p.type !== "folder") throw unprocessable("Parent asset is not a folder", { parent: input.parent });
     parent = p.gid;
@@ -108,20 +108,20 @@ function worksheet(tx: Tx, projectGid: string, root: Asset, input: WorksheetInpu
   if (recursive) {
     const start = "parent = ?";
     ids = (
-      db
+      (await db
         .query(
           `WITH RECURSIVE d(id, gid) AS (
              SELECT id, gid FROM assets WHERE project_gid = ? AND ${start} AND status = 'active'
              UNION ALL SELECT a.id, a.gid FROM assets a JOIN d ON a.parent = d.gid WHERE a.project_gid = ? AND a.status = 'active'
            ) SELECT a.id FROM assets a JOIN d ON d.id = a.id ORDER BY ${order.replace(/\b(type|name|id)\b/g, "a.$1")}`,
         )
-        .all(projectGid, parent, projectGid) as { id: number }[]
+        .all(projectGid, parent, projectGid)) as { id: number }[]
     ).map((r) => r.id);
   } else {
     ids = (
-      db
+      (await db
         .query(`SELECT id FROM assets WHERE project_gid = ? AND parent = ? AND status = 'active' ORDER BY ${order}`)
-        .all(projectGid, parent) as { id: number }[]
+        .all(projectGid, parent)) as { id: number }[]
     ).map((r) => r.id);
   }
 
@@ -147,11 +147,11 @@ function worksheet(tx: Tx, projectGid: string, root: Asset, input: WorksheetInpu
     const keys = new Set<string>();
     for (let i = 0; i < ids.length && keys.size < MAX_METADATA_COLUMNS; i += 500) {
       const chunk = ids.slice(i, i + 500);
-      for (const r of db
+      for (const r of (await db
         .query(
           `SELECT DISTINCT j.key AS k FROM assets a, json_each(a.metadata) j WHERE a.id IN (${chunk.map(() => "?").join(",")})`,
         )
-        .all(...chunk) as { k: string }[])
+        .all(...chunk)) as { k: string }[])
         keys.add(r.k);
     }
     columns = [
@@ -168,7 +168,7 @@ function worksheet(tx: Tx, projectGid: string, root: Asset, input: WorksheetInpu
   if (state && !(Number.isSafeInteger(state.o) && state.o >= 0))
     throw invalidParameter("page.cursor", { expected: "a page.cursor returned by the previous call" });
   const offset = state?.o ?? 0;
-  const rows = assetsByIds(tx, ids.slice(offset, offset + size));
+  const rows = await assetsByIds(tx, ids.slice(offset, offset + size));
   const next = offset + size < ids.length ? encodeCursor({ k: "ws", o: offset + size }) : null;
   return {
     columns,
@@ -209,9 +209,9 @@ const assetFormKeys: Record<string, true> = Object.fromEntries(
 );
 
 /** `assets/sheet`: a folder's items as a paged table (columns + rows), for members. */
-export function assetSheet(ctx: Ctx, actor: Actor, projectGid: string, input: WorksheetInput): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
-    const w = worksheet(tx, projectGid, ensureRoot(tx, log, projectGid), input);
+export async function assetSheet(ctx: Ctx, actor: Actor, projectGid: string, input: WorksheetInput): Promise<Answer> {
+  return await inProject(ctx, actor, projectGid, "member", async ({ tx, log }) => {
+    const w = await worksheet(tx, projectGid, await ensureRoot(tx, log, projectGid), input);
     return {
       result: { columns: w.columns, rows: w.rows, assets: w.assets, "assets.size": w.total, "page.cursor": w.cursor },
     };
@@ -222,24 +222,25 @@ export function assetSheet(ctx: Ctx, actor: Actor, projectGid: string, input: Wo
  * `assets/worksheet` (the reference's): a folder, the gids from the root down to it (`path`), and
  * a page (`page.top`, `page.size` 20) of its children (`children`, `children.size`).
  */
-export function assetWorksheet(
+export async function assetWorksheet(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: { asset?: unknown; "page.top"?: unknown; "page.size"?: unknown },
-): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
-    ensureRoot(tx, log, projectGid);
+): Promise<Answer> {
+  return await inProject(ctx, actor, projectGid, "member", async ({ tx, log }) => {
+    await ensureRoot(tx, log, projectGid);
     if (typeof input.asset !== "string" || !input.asset) throw missing("asset");
-    const a = findAsset(tx, projectGid, input.asset);
+    const a = await findAsset(tx, projectGid, input.asset);
     if (!a || a.status !== "active") throw unprocessable("Asset doesn't exist", { asset: input.asset });
     const page = listingPage(input, 20);
-    const path = [...ancestorGids(tx, projectGid, a.gid).reverse(), a.gid];
-    const { rows, total } = a.type === "folder" ? listChildren(tx, projectGid, a.gid, page) : { rows: [], total: 0 };
-    const above = assetsByGids(tx, projectGid, path);
+    const path = [...(await ancestorGids(tx, projectGid, a.gid)).reverse(), a.gid];
+    const { rows, total } =
+      a.type === "folder" ? await listChildren(tx, projectGid, a.gid, page) : { rows: [], total: 0 };
+    const above = await assetsByGids(tx, projectGid, path);
     return {
       result: { asset: a.gid, path, children: rows.map((r) => r.gid), "children.size": total },
-      data: { assets: assetDictionary(tx, projectGid, [...above, ...rows]) },
+      data: { assets: await assetDictionary(tx, projectGid, [...above, ...rows]) },
     };
   });
 }

@@ -11,6 +11,6 @@ export const backupsFeature: Feature = {
   housekeeping: backupHousekeeping,
   hooks: {
     // The project form's `backups`: its complete backups and the version the next one gets.
-    projectForm: (tx, project) => ({ backups: backupVersions(tx, project) }),
+    projectForm: async (tx, project) => ({ backups: await backupVersions(tx, project) }),
   },
 };

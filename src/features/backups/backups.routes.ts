@@ -12,7 +12,7 @@ const version = t.Integer({ minimum: 0, description: "a backup version (1, 2, ..
 export function backupsRoutes(ctx: Ctx) {
   return new Elysia({ prefix: "/api/p/:project/backups" })
     .use(authMacro(ctx))
-    .post("/get", ({ params, body, actor }) => answer(getBackups(ctx, actor, params.project, body ?? {})), {
+    .post("/get", async ({ params, body, actor }) => answer(await getBackups(ctx, actor, params.project, body ?? {})), {
       auth: true,
       params,
       body: t.Optional(t.Object({ version: t.Optional(version) })),
@@ -22,7 +22,7 @@ export function backupsRoutes(ctx: Ctx) {
         tags,
       },
     })
-    .post("/create", ({ params, body, actor }) => answer(createBackup(ctx, actor, params.project, body)), {
+    .post("/create", async ({ params, body, actor }) => answer(await createBackup(ctx, actor, params.project, body)), {
       auth: true,
       params,
       body: t.Object({
@@ -35,23 +35,27 @@ export function backupsRoutes(ctx: Ctx) {
         tags,
       },
     })
-    .post("/update", ({ params, body, actor }) => answer(editBackup(ctx, actor, params.project, body)), {
+    .post("/update", async ({ params, body, actor }) => answer(await editBackup(ctx, actor, params.project, body)), {
       auth: true,
       params,
       body: t.Object({ version, name: t.Optional(t.String()), notes: t.Optional(t.String()) }),
       detail: { summary: "Rename a backup (and change our `notes`; any member)", tags },
     })
-    .post("/restore", ({ params, body, actor }) => answer(restoreBackup(ctx, actor, params.project, body)), {
-      auth: true,
-      params,
-      body: t.Object({ version }),
-      detail: {
-        summary:
-          "Return the project to a backup's rows and files (a `restore_project` job; 1003 when it cannot start; any member)",
-        tags,
+    .post(
+      "/restore",
+      async ({ params, body, actor }) => answer(await restoreBackup(ctx, actor, params.project, body)),
+      {
+        auth: true,
+        params,
+        body: t.Object({ version }),
+        detail: {
+          summary:
+            "Return the project to a backup's rows and files (a `restore_project` job; 1003 when it cannot start; any member)",
+          tags,
+        },
       },
-    })
-    .post("/delete", ({ params, body, actor }) => answer(removeBackup(ctx, actor, params.project, body)), {
+    )
+    .post("/delete", async ({ params, body, actor }) => answer(await removeBackup(ctx, actor, params.project, body)), {
       auth: true,
       params,
       body: t.Object({ version: t.Optional(version), versions: t.Optional(t.Array(version)) }),

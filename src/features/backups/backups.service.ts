@@ -38,6 +38,7 @@ import {
   projectFull,
 } from "../projects/projects.api";
 import { rebuildSearchIn } from "../records/records.api";
+import { filterEach } from "../../core/sequential";
 
 export type Backup = typeof backups.$inferSelect;
 
@@ -81,10 +82,14 @@ function backupDir(ctx: Ctx, b: Pick<Backup, "projectGid" | "gid">): string {
  * A change of a project's backups is a change of its `cc.projects` entry (the form's `backups`
  * member): an UPDATE item for the project's members and invitees, the owner and the starter.
  */
-function announce(tx: Tx, log: ChangeLog, projectGid: string, extra?: string | null): void {
-  const p = getProject(tx, projectGid);
+async function announce(tx: Tx, log: ChangeLog, projectGid: string, extra?: string | null): Promise<void> {
+  const p = await getProject(tx, projectGid);
   if (!p) return;
-  log.cc("UPDATE", "cc.projects", projectGid, [...projectAudience(tx, projectGid), p.owner, ...(extra ? [extra] : [])]);
+  log.cc("UPDATE", "cc.projects", projectGid, [
+    ...(await projectAudience(tx, projectGid)),
+    p.owner,
+    ...(extra ? [extra] : []),
+  ]);
 }
 
 /** The default name of a backup; a name of this pattern is only accepted for its own version. */
@@ -116,8 +121,8 @@ function textIssues(
 }
 
 /** A backup of the project by its gid (jobs, housekeeping), or 422 "No such backup". */
-function getBackup(tx: Tx, projectGid: string, gid: string): Backup {
-  const b = tx
+async function getBackup(tx: Tx, projectGid: string, gid: string): Promise<Backup> {
+  const b = await tx
     .select()
     .from(backups)
     .where(and(eq(backups.gid, gid), eq(backups.projectGid, projectGid)))
@@ -127,8 +132,8 @@ function getBackup(tx: Tx, projectGid: string, gid: string): Backup {
 }
 
 /** A backup of the project by its version, or undefined. */
-function backupOfVersion(tx: Tx, projectGid: string, version: number): Backup | undefined {
-  return tx
+async function backupOfVersion(tx: Tx, projectGid: string, version: number): Promise<Backup | undefined> {
+  return await tx
     .select()
     .from(backups)
     .where(and(eq(backups.projectGid, projectGid), eq(backups.version, version)))
@@ -136,29 +141,29 @@ function backupOfVersion(tx: Tx, projectGid: string, version: number): Backup | 
 }
 
 /** A backup of the project by its version (never 0), or the reference's 422 "Backup version invalid". */
-function backupByVersion(tx: Tx, projectGid: string, version: number): Backup {
-  const b = version > 0 ? backupOfVersion(tx, projectGid, version) : undefined;
+async function backupByVersion(tx: Tx, projectGid: string, version: number): Promise<Backup> {
+  const b = version > 0 ? await backupOfVersion(tx, projectGid, version) : undefined;
   if (!b) throw unprocessable("Backup version invalid", { version });
   return b;
 }
 
 /** Takes the project's next backup version (versions are never reused, also after a delete). */
-function takeVersion(tx: Tx, projectGid: string): number {
-  const p = getProject(tx, projectGid)!;
+async function takeVersion(tx: Tx, projectGid: string): Promise<number> {
+  const p = (await getProject(tx, projectGid))!;
   let version = p.nextBackupVersion;
   // A backup recovered from disk may already hold a number: skip it.
-  while (backupOfVersion(tx, projectGid, version)) version++;
-  setNextBackupVersion(tx, projectGid, version + 1);
+  while (await backupOfVersion(tx, projectGid, version)) version++;
+  await setNextBackupVersion(tx, projectGid, version + 1);
   return version;
 }
 
 /** The project's backups, newest first. */
-function listBackups(tx: Tx, projectGid: string): Backup[] {
-  return tx.select().from(backups).where(eq(backups.projectGid, projectGid)).orderBy(desc(backups.version)).all();
+async function listBackups(tx: Tx, projectGid: string): Promise<Backup[]> {
+  return await tx.select().from(backups).where(eq(backups.projectGid, projectGid)).orderBy(desc(backups.version)).all();
 }
 
-function requireActive(tx: Tx, projectGid: string) {
-  const p = getProject(tx, projectGid);
+async function requireActive(tx: Tx, projectGid: string) {
+  const p = await getProject(tx, projectGid);
   if (!p || p.status !== "active") throw unprocessable("The project is not active");
   return p;
 }
@@ -167,7 +172,7 @@ function requireActive(tx: Tx, projectGid: string) {
  * Records a new backup (status `creating`) with the project's next version and queues the job
  * that writes it. It appears in the project form's `backups.versions` once the job is done.
  */
-function startBackup(
+async function startBackup(
   ctx: Ctx,
   tx: Tx,
   opts: {
@@ -178,21 +183,21 @@ function startBackup(
     notes?: string;
     scheduled?: boolean;
   },
-): { backup: Backup; token: string } {
-  requireActive(tx, opts.projectGid);
+): Promise<{ backup: Backup; token: string }> {
+  await requireActive(tx, opts.projectGid);
   const issues = textIssues({ name: opts.name, notes: opts.notes, createdBy: opts.createdBy });
   if (issues.length) throw validationFailed(issues);
   const t = now();
   const gid = newGid();
-  const version = takeVersion(tx, opts.projectGid);
-  const token = ctx.jobs.enqueue({
+  const version = await takeVersion(tx, opts.projectGid);
+  const token = await ctx.jobs.enqueue({
     kind: CREATE_KIND,
     projectGid: opts.projectGid,
     userGid: opts.userGid,
     params: { backup: gid },
     info: { version },
   });
-  const backup = tx
+  const backup = await tx
     .insert(backups)
     .values({
       gid,
@@ -214,17 +219,17 @@ function startBackup(
 }
 
 /** Changes a backup's name or notes. */
-function updateBackup(
+async function updateBackup(
   tx: Tx,
   log: ChangeLog,
   projectGid: string,
   version: number,
   set: { name?: string; notes?: string },
-): Backup {
-  const old = backupByVersion(tx, projectGid, version);
+): Promise<Backup> {
+  const old = await backupByVersion(tx, projectGid, version);
   const issues = textIssues(set, version);
   if (issues.length) throw validationFailed(issues);
-  const b = tx
+  const b = (await tx
     .update(backups)
     .set({
       ...(set.name !== undefined ? { name: set.name.trim() } : {}),
@@ -233,14 +238,14 @@ function updateBackup(
     })
     .where(eq(backups.gid, old.gid))
     .returning()
-    .get()!;
-  announce(tx, log, projectGid);
+    .get())!;
+  await announce(tx, log, projectGid);
   return b;
 }
 
 /** Jobs (queued or running) that use the backup. */
-function jobsUsing(tx: Tx, b: Backup): Job[] {
-  return activeJobs(tx, b.projectGid, [CREATE_KIND, RESTORE_KIND]).filter((j) => j.params.backup === b.gid);
+async function jobsUsing(tx: Tx, b: Backup): Promise<Job[]> {
+  return (await activeJobs(tx, b.projectGid, [CREATE_KIND, RESTORE_KIND])).filter((j) => j.params.backup === b.gid);
 }
 
 /** The reference's 1003: a background process could not be started (or failed), `info.process` naming it. */
@@ -251,19 +256,19 @@ const processError = (process: "backup" | "restore", reason: string) =>
  * Queues the restore of a complete backup; returns the backup and the job token. A backup still
  * being written, one that failed, or whose folder is gone cannot be restored: 1003.
  */
-function startRestore(
+async function startRestore(
   ctx: Ctx,
   tx: Tx,
   projectGid: string,
   version: number,
   userGid: string,
-): { backup: Backup; token: string } {
-  requireActive(tx, projectGid);
-  const b = backupByVersion(tx, projectGid, version);
+): Promise<{ backup: Backup; token: string }> {
+  await requireActive(tx, projectGid);
+  const b = await backupByVersion(tx, projectGid, version);
   if (b.status !== "ready")
     throw processError("restore", b.status === "creating" ? "The backup is not complete yet" : "The backup failed");
   if (!existsSync(backupDir(ctx, b))) throw processError("restore", "The backup's files are missing");
-  const token = ctx.jobs.enqueue({
+  const token = await ctx.jobs.enqueue({
     kind: RESTORE_KIND,
     projectGid,
     userGid,
@@ -274,9 +279,10 @@ function startRestore(
 }
 
 /** Deletes a backup's record (in the transaction); the caller removes its folder after commit. */
-function deleteBackup(tx: Tx, b: Backup): void {
-  if (jobsUsing(tx, b).length) throw unprocessable("The backup is in use by a running job", { version: b.version });
-  tx.delete(backups).where(eq(backups.gid, b.gid)).run();
+async function deleteBackup(tx: Tx, b: Backup): Promise<void> {
+  if ((await jobsUsing(tx, b)).length)
+    throw unprocessable("The backup is in use by a running job", { version: b.version });
+  await tx.delete(backups).where(eq(backups.gid, b.gid)).run();
 }
 
 function removeBackupFiles(ctx: Ctx, b: Pick<Backup, "projectGid" | "gid">): void {
@@ -310,7 +316,7 @@ const DERIVED_TABLES: ReadonlySet<string> = new Set(["record_search"]);
 const createJob: JobKind = {
   handler: async (ctx, job, progress) => {
     const gid = String(job.params.backup);
-    const b = getBackup(ctx.db, job.projectGid!, gid);
+    const b = await getBackup(ctx.db, job.projectGid!, gid);
     const dir = backupDir(ctx, b);
     const partial = `${dir}.partial`;
     rmSync(partial, { recursive: true, force: true });
@@ -320,23 +326,24 @@ const createJob: JobKind = {
     const rows = Object.values(m.tables).reduce((a, t) => a + t.rows, 0);
     const size = dirSize(dir);
     const pruned: Backup[] = [];
-    mutate(ctx.db, ctx.hub, (tx, log) => {
+    await mutate(ctx.db, ctx.hub, async (tx, log) => {
       const t = now();
-      tx.update(backups)
+      await tx
+        .update(backups)
         .set({ status: "ready", rows, files: m.files.length, size, cursor: m.cursor, completedOn: t, updatedOn: t })
         .where(eq(backups.gid, gid))
         .run();
       // The version is listed now, and last_backed_up is news (a cc.projects item); not a change of the project's data: updated_on stays.
-      markBackedUp(tx, log, b.projectGid, b.createdOn, job.userGid ? [job.userGid] : []);
-      if (b.scheduled) pruned.push(...pruneScheduled(tx, b.projectGid, ctx.config.backupsKeep));
+      await markBackedUp(tx, log, b.projectGid, b.createdOn, job.userGid ? [job.userGid] : []);
+      if (b.scheduled) pruned.push(...(await pruneScheduled(tx, b.projectGid, ctx.config.backupsKeep)));
     });
     for (const old of pruned) removeBackupFiles(ctx, old);
     return { version: b.version, rows, files: m.files.length, size };
   },
   lock,
-  onRejected: (tx, _log, job, error) => {
+  onRejected: async (tx, _log, job, error) => {
     const gid = String(job.params.backup);
-    tx.update(backups).set({ status: "failed", error, updatedOn: now() }).where(eq(backups.gid, gid)).run();
+    await tx.update(backups).set({ status: "failed", error, updatedOn: now() }).where(eq(backups.gid, gid)).run();
   },
 };
 
@@ -348,14 +355,14 @@ const createJob: JobKind = {
 const restoreJob: JobKind = {
   handler: async (ctx, job, progress) => {
     const projectGid = job.projectGid!;
-    const b = getBackup(ctx.db, projectGid, String(job.params.backup));
+    const b = await getBackup(ctx.db, projectGid, String(job.params.backup));
     if (b.status !== "ready") throw processError("restore", "The backup is not complete");
     const dir = backupDir(ctx, b);
     if (!existsSync(dir)) throw processError("restore", "The backup's files are missing");
     const m = readManifest(dir);
     if (m.project !== projectGid) throw processError("restore", "The backup belongs to another project");
     const checks = Object.keys(m.tables).length + m.files.length + (m.icon ? 1 : 0);
-    progress.total(checks + m.files.length + 1);
+    await progress.total(checks + m.files.length + 1);
     await verifySnapshot(dir, m, progress);
     const staging = join(ctx.storage.tmp, `restore-${job.token}`);
     await stageFiles(dir, m, staging, progress);
@@ -368,10 +375,10 @@ const restoreJob: JobKind = {
           type: "image/png",
         });
     }
-    const outcome = mutate(ctx.db, ctx.hub, (tx, log) => {
-      requireActive(tx, projectGid);
-      const out = restoreRows(tx, log, projectGid, dir, m, projectAudience, DERIVED_TABLES);
-      rebuildSearchIn(tx, getProject(tx, projectGid)!);
+    const outcome = await mutate(ctx.db, ctx.hub, async (tx, log) => {
+      await requireActive(tx, projectGid);
+      const out = await restoreRows(tx, log, projectGid, dir, m, projectAudience, DERIVED_TABLES);
+      await rebuildSearchIn(tx, (await getProject(tx, projectGid))!);
       return out;
     });
     swapFiles(ctx.storage.projectDir(projectGid), staging, join(ctx.storage.tmp, `restore-old-${job.token}`));
@@ -388,39 +395,44 @@ const restoreJob: JobKind = {
 };
 
 /** Deletes the oldest scheduled ready backups beyond `keep`; returns them (files go after commit). */
-function pruneScheduled(tx: Tx, projectGid: string, keep: number): Backup[] {
-  const scheduled = tx
+async function pruneScheduled(tx: Tx, projectGid: string, keep: number): Promise<Backup[]> {
+  const scheduled = await tx
     .select()
     .from(backups)
     .where(and(eq(backups.projectGid, projectGid), eq(backups.scheduled, true), eq(backups.status, "ready")))
     .orderBy(desc(backups.createdOn))
     .all();
-  const gone = scheduled.slice(keep).filter((b) => !jobsUsing(tx, b).length);
-  for (const b of gone) tx.delete(backups).where(eq(backups.gid, b.gid)).run();
+  const gone = await filterEach(scheduled.slice(keep), async (b) => !(await jobsUsing(tx, b)).length);
+  for (const b of gone) await tx.delete(backups).where(eq(backups.gid, b.gid)).run();
   return gone;
 }
 
 /** Queues a scheduled backup of every active project whose data changed since its last backup. */
-export function scheduleBackups(ctx: Ctx): string {
+export async function scheduleBackups(ctx: Ctx): Promise<string> {
   let queued = 0;
-  const active = activeProjects(ctx.db);
+  const active = await activeProjects(ctx.db);
   for (const { gid, updatedOn: updated } of active) {
     const cursor =
-      ctx.db
-        .select({ c: max(changes.cursor) })
-        .from(changes)
-        .where(eq(changes.type, gid))
-        .get()?.c ?? 0;
-    const last = ctx.db
+      (
+        await ctx.db
+          .select({ c: max(changes.cursor) })
+          .from(changes)
+          .where(eq(changes.type, gid))
+          .get()
+      )?.c ?? 0;
+    const last = await ctx.db
       .select()
       .from(backups)
       .where(and(eq(backups.projectGid, gid), eq(backups.status, "ready")))
       .orderBy(desc(backups.createdOn))
       .get();
     if (last && (last.cursor ?? 0) >= cursor && (last.completedOn ?? 0) >= updated) continue;
-    if (activeJobs(ctx.db, gid, [CREATE_KIND]).length) continue;
-    mutate(ctx.db, ctx.hub, (tx) =>
-      startBackup(ctx, tx, { projectGid: gid, userGid: null, createdBy: SCHEDULER, scheduled: true }),
+    if ((await activeJobs(ctx.db, gid, [CREATE_KIND])).length) continue;
+    await mutate(
+      ctx.db,
+      ctx.hub,
+      async (tx) =>
+        await startBackup(ctx, tx, { projectGid: gid, userGid: null, createdBy: SCHEDULER, scheduled: true }),
     );
     queued++;
   }
@@ -432,27 +444,24 @@ export function scheduleBackups(ctx: Ctx): string {
  * projects that no longer exist, and takes back complete backup folders the database does not
  * know (e.g. made after the instance backup the database was restored from) as ready backups.
  */
-export function tidyBackupFolders(ctx: Ctx): string {
+export async function tidyBackupFolders(ctx: Ctx): Promise<string> {
   const root = join(ctx.storage.backups, "projects");
   if (!existsSync(root)) return "nothing to do";
   let removed = 0;
   let adopted = 0;
   for (const p of readdirSync(root)) {
     const projectDir = join(root, p);
-    if (!getProject(ctx.db, p)) {
+    if (!(await getProject(ctx.db, p))) {
       rmSync(projectDir, { recursive: true, force: true });
       removed++;
       continue;
     }
     const known = new Set(
-      ctx.db
-        .select({ gid: backups.gid })
-        .from(backups)
-        .where(eq(backups.projectGid, p))
-        .all()
-        .map((b) => b.gid),
+      (await ctx.db.select({ gid: backups.gid }).from(backups).where(eq(backups.projectGid, p)).all()).map(
+        (b) => b.gid,
+      ),
     );
-    const busy = new Set(activeJobs(ctx.db, p, [CREATE_KIND]).map((j) => String(j.params.backup)));
+    const busy = new Set((await activeJobs(ctx.db, p, [CREATE_KIND])).map((j) => String(j.params.backup)));
     for (const d of readdirSync(projectDir)) {
       const gid = d.replace(/\.partial$/, "");
       if (busy.has(gid) || (known.has(gid) && d === gid)) continue;
@@ -460,10 +469,11 @@ export function tidyBackupFolders(ctx: Ctx): string {
         try {
           const m = readManifest(join(projectDir, d));
           if (m.project === p && m.backup === gid) {
-            mutate(ctx.db, ctx.hub, (tx, log) => {
+            await mutate(ctx.db, ctx.hub, async (tx, log) => {
               const t = now();
-              const version = takeVersion(tx, p);
-              tx.insert(backups)
+              const version = await takeVersion(tx, p);
+              await tx
+                .insert(backups)
                 .values({
                   gid,
                   projectGid: p,
@@ -480,7 +490,7 @@ export function tidyBackupFolders(ctx: Ctx): string {
                   completedOn: m.created_on,
                 })
                 .run();
-              announce(tx, log, p);
+              await announce(tx, log, p);
             });
             adopted++;
             continue;
@@ -536,34 +546,42 @@ export const backupHousekeeping: Housekeeping[] = [
 // The operations (any member, as in the reference; docs/backups.md)
 
 /** The answer's `data`: the project's form, whose `backups` member lists the versions. */
-const projectData = (ctx: Ctx, tx: Tx, projectGid: string) => ({
-  "cc.projects": { [projectGid]: projectFull(ctx, tx, getProject(tx, projectGid)!) },
+const projectData = async (ctx: Ctx, tx: Tx, projectGid: string) => ({
+  "cc.projects": { [projectGid]: await projectFull(ctx, tx, (await getProject(tx, projectGid))!) },
 });
 
 /** `backups/get` (our extension): the details of every backup, newest first, or of one version, in `result`. */
-export function getBackups(ctx: Ctx, actor: Actor, projectGid: string, input: { version?: number }): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx }) => {
+export async function getBackups(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { version?: number },
+): Promise<Answer> {
+  return await inProject(ctx, actor, projectGid, "member", async ({ tx }) => {
     if (input.version !== undefined) {
-      const b = backupByVersion(tx, projectGid, input.version);
+      const b = await backupByVersion(tx, projectGid, input.version);
       return {
         result: { project: projectGid, version: b.version, backup: backupDetails(b) },
-        data: projectData(ctx, tx, projectGid),
+        data: await projectData(ctx, tx, projectGid),
       };
     }
-    const all = listBackups(tx, projectGid);
-    return { result: { project: projectGid, backups: all.map(backupDetails) }, data: projectData(ctx, tx, projectGid) };
+    const all = await listBackups(tx, projectGid);
+    return {
+      result: { project: projectGid, backups: all.map(backupDetails) },
+      data: await projectData(ctx, tx, projectGid),
+    };
   });
 }
 
 /** `backups/create`: takes the next version, records the backup and queues the `backup_project` job. */
-export function createBackup(
+export async function createBackup(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: { created_by: string; name?: string; notes?: string },
-): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx }) => {
-    const { backup, token } = startBackup(ctx, tx, {
+): Promise<Answer> {
+  return await inProject(ctx, actor, projectGid, "member", async ({ tx }) => {
+    const { backup, token } = await startBackup(ctx, tx, {
       projectGid,
       userGid: actor.userGid,
       createdBy: input.created_by,
@@ -572,29 +590,34 @@ export function createBackup(
     });
     return {
       result: { project: projectGid, version: backup.version, last_backed_up: backup.createdOn, "job.token": token },
-      data: projectData(ctx, tx, projectGid),
+      data: await projectData(ctx, tx, projectGid),
     };
   });
 }
 
 /** `backups/update`: a backup's name (and our `notes`); one of them is required (the reference's `name`). */
-export function editBackup(
+export async function editBackup(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: { version: number; name?: string; notes?: string },
-): Answer {
+): Promise<Answer> {
   if (input.name === undefined && input.notes === undefined) throw missing("name");
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
-    const b = updateBackup(tx, log, projectGid, input.version, { name: input.name, notes: input.notes });
-    return { result: { project: projectGid, version: b.version }, data: projectData(ctx, tx, projectGid) };
+  return await inProject(ctx, actor, projectGid, "member", async ({ tx, log }) => {
+    const b = await updateBackup(tx, log, projectGid, input.version, { name: input.name, notes: input.notes });
+    return { result: { project: projectGid, version: b.version }, data: await projectData(ctx, tx, projectGid) };
   });
 }
 
 /** `backups/restore`: queues the `restore_project` job of a complete backup. */
-export function restoreBackup(ctx: Ctx, actor: Actor, projectGid: string, input: { version: number }): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx }) => {
-    const { backup, token } = startRestore(ctx, tx, projectGid, input.version, actor.userGid);
+export async function restoreBackup(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { version: number },
+): Promise<Answer> {
+  return await inProject(ctx, actor, projectGid, "member", async ({ tx }) => {
+    const { backup, token } = await startRestore(ctx, tx, projectGid, input.version, actor.userGid);
     return {
       result: { project: projectGid, version: backup.version, last_restored: backup.createdOn, "job.token": token },
       data: {},
@@ -606,27 +629,27 @@ export function restoreBackup(ctx: Ctx, actor: Actor, projectGid: string, input:
  * `backups/delete`: `version`, or `versions` (when both are given, only `version`); versions that
  * do not exist are skipped. The records go in the unit of work, their files once it has committed.
  */
-export function removeBackup(
+export async function removeBackup(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: { version?: number; versions?: number[] },
-): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
+): Promise<Answer> {
+  return await inProject(ctx, actor, projectGid, "member", async ({ tx, log }) => {
     const wanted = input.version !== undefined ? [input.version] : input.versions;
     if (!wanted) throw missing("version");
     const gone: Backup[] = [];
     for (const v of new Set(wanted)) {
-      const b = v > 0 ? backupOfVersion(tx, projectGid, v) : undefined;
+      const b = v > 0 ? await backupOfVersion(tx, projectGid, v) : undefined;
       if (!b) continue;
-      deleteBackup(tx, b);
+      await deleteBackup(tx, b);
       gone.push(b);
     }
     if (gone.length) {
-      announce(tx, log, projectGid);
+      await announce(tx, log, projectGid);
       afterCommit(ctx.db, () => gone.forEach((b) => removeBackupFiles(ctx, b)));
     }
-    return { result: { project: projectGid }, data: projectData(ctx, tx, projectGid) };
+    return { result: { project: projectGid }, data: await projectData(ctx, tx, projectGid) };
   });
 }
 
@@ -634,15 +657,15 @@ export function removeBackup(
  * Project backups recorded in a data folder's database (read-only, safe beside a running server):
  * `apis backup list`, which runs without an open instance.
  */
-export function listProjectBackups(dataDir: string) {
+export async function listProjectBackups(dataDir: string) {
   const file = join(dataDir, "apis.db");
   if (!existsSync(file)) return [];
   const db = new Database(file, { readonly: true });
   try {
-    db.exec("PRAGMA busy_timeout = 5000");
-    return db
+    await db.exec("PRAGMA busy_timeout = 5000");
+    return (await db
       .query("SELECT gid, project_gid, name, status, size, scheduled, created_on FROM backups ORDER BY created_on DESC")
-      .all() as {
+      .all()) as {
       gid: string;
       project_gid: string;
       name: string;

@@ -10,15 +10,13 @@ export type BackupVersion = { version: number; name: string; created_by: string;
  * version the next one gets. Backups still being written or that failed are not listed (their
  * version becomes valid once the job is done); `backups/get` shows them.
  */
-export function backupVersions(
+export async function backupVersions(
   tx: Tx,
   project: { gid: string; nextBackupVersion: number },
-): { versions: BackupVersion[]; next_version: number } {
+): Promise<{ versions: BackupVersion[]; next_version: number }> {
   // Newest first, sorted here: SQLite's backwards walk of the index for ORDER BY cost more than
   // the whole read (even of no rows).
-  const rows = readyBackups(tx)
-    .all({ project: project.gid })
-    .sort((a, b) => b.version - a.version);
+  const rows = (await readyBackups(tx).all({ project: project.gid })).sort((a, b) => b.version - a.version);
   return {
     versions: rows.map((b) => ({
       version: b.version,

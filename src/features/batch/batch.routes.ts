@@ -33,12 +33,12 @@ const body = t.Object(
 export function batchRoutes(ctx: Ctx) {
   return new Elysia({ prefix: "/api/p/:project" }).use(authMacro(ctx)).post(
     "/batch",
-    ({ params, body, actor, request }) => {
+    async ({ params, body, actor, request }) => {
       const steps = prepareBatch(ctx, body.requests, ctx.config.batchMax, (rule, input) =>
         admitCaller(request, actor, rule, input),
       );
-      chargeProjectRequests(ctx, actor.userGid, params.project, steps.length);
-      return ok({ results: runBatch(ctx, actor, params.project, steps).map(answer) });
+      await chargeProjectRequests(ctx, actor.userGid, params.project, steps.length);
+      return ok({ results: (await runBatch(ctx, actor, params.project, steps)).map(answer) });
     },
     {
       auth: true,

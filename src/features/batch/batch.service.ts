@@ -24,16 +24,23 @@ type StepState = "rolled_back" | "failed" | "not_run";
  * are read once and shared by consecutive steps (the unit memo of db/mutate.ts), until a step that
  * may change them (an operation not declared `keepsShared`) has run.
  */
-export function runBatch(ctx: Ctx, actor: Actor, projectGid: string, steps: readonly BatchStep[]): Answer[] {
-  return inProject(ctx, actor, projectGid, "member", () => {
+export async function runBatch(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  steps: readonly BatchStep[],
+): Promise<Answer[]> {
+  return await inProject(ctx, actor, projectGid, "member", async () => {
     startUnitMemo(ctx.db);
     // The first failing step undoes the batch: its steps need no savepoint each.
     wholeOrNothing(ctx.db);
-    return steps.map((step, index) => {
+    // One step after the other: each is a part of the one unit of work.
+    const answers: Answer[] = [];
+    for (const [index, step] of steps.entries()) {
       try {
-        const out = step.op.run(ctx, actor, projectGid, step.input);
+        const out = await step.op.run(ctx, actor, projectGid, step.input);
         if (!step.op.keepsShared) forgetUnitMemo(ctx.db);
-        return out;
+        answers.push(out);
       } catch (err) {
         if (!(err instanceof ApiError)) throw err; // a fault of ours: rolled back, and a 500 with a request id
         const batch: StepState[] = steps.map((_, i) =>
@@ -41,6 +48,7 @@ export function runBatch(ctx: Ctx, actor: Actor, projectGid: string, steps: read
         );
         throw new ApiError(err.code, err.message, { ...err.info, index, path: step.op.path, batch }, err.headers);
       }
-    });
+    }
+    return answers;
   });
 }

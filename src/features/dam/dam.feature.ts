@@ -14,7 +14,7 @@ export const damFeature: Feature = {
       describe:
         "remove stored originals and transformed files no row names, older than a day (apis jobs run store-sweep --dry-run lists them)",
       schedule: (c) => c.scheduleJobs,
-      run: (ctx, options) => storeSweepTask(ctx, options),
+      run: async (ctx, options) => await storeSweepTask(ctx, options),
     },
   ],
 };

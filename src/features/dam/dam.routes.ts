@@ -116,9 +116,9 @@ export function damRoutes(ctx: Ctx) {
     )
     .get(
       "/p/:project/publish/*",
-      ({ params, request, actor }) => {
+      async ({ params, request, actor }) => {
         const pathname = pathnameOf(segmentsAfter(request, "publish"), true);
-        return ok(publishOriginal(ctx, actor, params.project, pathname));
+        return ok(await publishOriginal(ctx, actor, params.project, pathname));
       },
       {
         authNoRenew: true,
@@ -139,9 +139,9 @@ export function damRoutes(ctx: Ctx) {
     )
     .get(
       "/p/:project/unpublish/*",
-      ({ params, request, actor }) => {
+      async ({ params, request, actor }) => {
         const pathname = pathnameOf(segmentsAfter(request, "unpublish"), true);
-        return ok(unpublishOriginal(ctx, actor, params.project, pathname));
+        return ok(await unpublishOriginal(ctx, actor, params.project, pathname));
       },
       {
         authNoRenew: true,

@@ -33,7 +33,7 @@ import {
   type Transformer,
 } from "./dam.transform";
 import { mutate } from "../../db/mutate";
-import { withoutSync, type DB } from "../../db/connection";
+import type { DB } from "../../db/connection";
 import { assetLookups, assetVersionsOf, setPublication, type Asset, imageFacts } from "../assets/assets.api";
 import { damTransforms } from "./dam.table";
 import { badRequest, unprocessable } from "../../core/errors";
@@ -115,7 +115,7 @@ function queries(db: DB) {
  * The original named by `pathname` in the project: the current version of an active asset, or one
  * of its kept earlier versions. A path trick is a 400; anything else that names no original is a 422.
  */
-function findSource(db: DB, projectGid: string, pathname: string): Source {
+async function findSource(db: DB, projectGid: string, pathname: string): Promise<Source> {
   if (!pathname || /[/\\\0]/.test(pathname) || pathname === "." || pathname === "..") {
     throw badRequest("Invalid storage pathname", { "Invalid parameter": "storage pathname", value: pathname });
   }
@@ -123,7 +123,7 @@ function findSource(db: DB, projectGid: string, pathname: string): Source {
   const unknown = () => unprocessable("Asset does not exist", { storage_pathname: pathname });
   if (!parts) throw unknown();
   const q = queries(db);
-  const asset = q.asset.get({ gid: parts.gid });
+  const asset = await q.asset.get({ gid: parts.gid });
   if (!asset || asset.projectGid !== projectGid || asset.status !== "active" || asset.type === "folder")
     throw unknown();
   if (asset.storageName === pathname) {
@@ -138,7 +138,7 @@ function findSource(db: DB, projectGid: string, pathname: string): Source {
       extracted: asset.extracted,
     };
   }
-  const v = q.version.get({ name: pathname });
+  const v = await q.version.get({ name: pathname });
   if (!v || v.assetGid !== asset.gid || v.projectGid !== projectGid) throw unknown();
   return {
     asset,
@@ -279,8 +279,8 @@ export async function transformAsset(
   args: { projectGid: string; pathname: string; options: TransformOptions; request: string },
 ): Promise<TransformResult> {
   const { projectGid, options: o } = args;
-  projectAccess(ctx.db, actor, projectGid, "member");
-  const src = findSource(ctx.db, projectGid, args.pathname);
+  await projectAccess(ctx.db, actor, projectGid, "member");
+  const src = await findSource(ctx.db, projectGid, args.pathname);
   const file = await sourceFile(ctx, projectGid, src);
 
   let header: Metadata | undefined;
@@ -377,7 +377,7 @@ export async function transformAsset(
       timeoutSeconds: ctx.config.transformTimeout,
     });
     if (!local) await blobs.putFile(mediaKey, target, { type: `image/${type === "jpg" ? "jpeg" : type}` });
-    recordTransform(ctx, local ? target : mediaKey, {
+    await recordTransform(ctx, local ? target : mediaKey, {
       projectGid,
       file: mediaFile,
       assetGid: src.asset.gid,
@@ -408,7 +408,7 @@ async function upToDate(
 ): Promise<[number, number] | undefined> {
   const st = statSync(target, { throwIfNoEntry: false });
   if (!st || st.mtimeMs < sourceMtimeMs) return undefined;
-  const row = queries(ctx.db).transform.get({ project: projectGid, file });
+  const row = await queries(ctx.db).transform.get({ project: projectGid, file });
   if (row && row.source !== source) return undefined;
   if (row && row.size === st.size) return [row.width, row.height];
   try {
@@ -428,7 +428,7 @@ async function upToDateInStore(
   source: string,
   sourceMtimeMs: number,
 ): Promise<[number, number] | undefined> {
-  const row = queries(ctx.db).transform.get({ project: projectGid, file });
+  const row = await queries(ctx.db).transform.get({ project: projectGid, file });
   if (!row || row.source !== source) return undefined;
   const st = await ctx.storage.blobs.stat(key);
   if (!st || st.mtimeMs < Math.floor(sourceMtimeMs / 1000) * 1000 || st.size !== row.size) return undefined;
@@ -440,19 +440,21 @@ async function upToDateInStore(
  * change the asset). When the asset was permanently deleted while it rendered, the file is removed
  * instead (the removal hook below ran before there was a row to find).
  */
-function recordTransform(
+async function recordTransform(
   ctx: Ctx,
   target: string,
   row: Omit<typeof damTransforms.$inferInsert, "updatedOn" | "id">,
-): void {
+): Promise<void> {
   const q = queries(ctx.db);
   // The row notes a derived file that is not synced to disk either and is made again when missing:
   // its commit does not wait for a sync of its own (4-6 ms on a busy disk, ~10 % of a transform);
   // the next synced commit covers it.
-  const kept = withoutSync(ctx.db, ctx.config.sqliteSynchronous, () =>
-    mutate(ctx.db, undefined, () => {
-      if (!q.asset.get({ gid: row.assetGid })) return false;
-      q.record.run(
+  const kept = await mutate(
+    ctx.db,
+    undefined,
+    async () => {
+      if (!(await q.asset.get({ gid: row.assetGid }))) return false;
+      await q.record.run(
         row.projectGid,
         row.file,
         row.assetGid,
@@ -464,7 +466,8 @@ function recordTransform(
         now(),
       );
       return true;
-    }),
+    },
+    { durable: false },
   );
   if (!kept) {
     if (ctx.storage.blobs.kind !== "file") void ctx.storage.blobs.delete(target).catch(() => {});
@@ -480,9 +483,9 @@ function recordTransform(
  * Their `dam_transforms` rows go in the deleting transaction and the files after commit (a file
  * last made for another asset, through a reused custom name/key, belongs to that asset and stays).
  */
-export const dropTransforms: AssetsRemovedHook = (ctx, tx, projectGid, gids) => {
+export const dropTransforms: AssetsRemovedHook = async (ctx, tx, projectGid, gids) => {
   if (gids.length === 0) return [];
-  const rows = tx
+  const rows = await tx
     .delete(damTransforms)
     .where(and(eq(damTransforms.projectGid, projectGid), inArray(damTransforms.assetGid, gids)))
     .returning({ file: damTransforms.file })
@@ -496,23 +499,33 @@ export const dropTransforms: AssetsRemovedHook = (ctx, tx, projectGid, gids) => 
  * `publish`: the asset's original named by `pathname` becomes downloadable at
  * `/media/p/<project>/orig/<storage pathname>`. Writes an `assets` UPDATE sync item when it changes.
  */
-export function publishOriginal(ctx: Ctx, actor: Actor, projectGid: string, pathname: string): { public_url: string } {
+export async function publishOriginal(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  pathname: string,
+): Promise<{ public_url: string }> {
   const userGid = actor.userGid;
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
-    const src = findSource(ctx.db, projectGid, pathname);
+  return await inProject(ctx, actor, projectGid, "member", async ({ tx, log }) => {
+    const src = await findSource(ctx.db, projectGid, pathname);
     // The data folder's original is checked here (a store's object was acknowledged before its row).
     if (ctx.storage.blobs.kind === "file") localSource(ctx, projectGid, src);
-    setPublication(tx, log, src.asset, src.storageName, userGid);
+    await setPublication(tx, log, src.asset, src.storageName, userGid);
     return { public_url: mediaUrl.original(ctx, projectGid, src.storageName) };
   });
 }
 
 /** `unpublish`: the asset's original is private again (whichever of its versions was published). */
-export function unpublishOriginal(ctx: Ctx, actor: Actor, projectGid: string, pathname: string): { public_url: null } {
+export async function unpublishOriginal(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  pathname: string,
+): Promise<{ public_url: null }> {
   const userGid = actor.userGid;
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
-    const src = findSource(ctx.db, projectGid, pathname);
-    setPublication(tx, log, src.asset, null, userGid);
+  return await inProject(ctx, actor, projectGid, "member", async ({ tx, log }) => {
+    const src = await findSource(ctx.db, projectGid, pathname);
+    await setPublication(tx, log, src.asset, null, userGid);
     return { public_url: null };
   });
 }
@@ -552,16 +565,16 @@ function publishedCache(ctx: Ctx): Map<string, Map<string, Published>> {
  * first: a permanently deleted asset's files are gone for clients at once, while the store's delete
  * runs after commit).
  */
-export function transformNoted(ctx: Ctx, projectGid: string, file: string): boolean {
-  return queries(ctx.db).transform.get({ project: projectGid, file }) !== undefined;
+export async function transformNoted(ctx: Ctx, projectGid: string, file: string): Promise<boolean> {
+  return (await queries(ctx.db).transform.get({ project: projectGid, file })) !== undefined;
 }
 
 /** The file and type of a published original, or undefined (unknown, unpublished, deleted asset, missing file). */
-export function publishedOriginal(ctx: Ctx, projectGid: string, name: string): Published {
+export async function publishedOriginal(ctx: Ctx, projectGid: string, name: string): Promise<Published> {
   const cache = publishedCache(ctx);
   let answers = cache.get(projectGid);
   if (answers?.has(name)) return answers.get(name);
-  const found = lookUpPublished(ctx, projectGid, name);
+  const found = await lookUpPublished(ctx, projectGid, name);
   if (!answers) {
     // Any project gid can be asked for: the map of projects is bounded as well.
     if (cache.size >= PUBLISHED_PROJECTS_KEPT) cache.clear();
@@ -571,11 +584,11 @@ export function publishedOriginal(ctx: Ctx, projectGid: string, name: string): P
   return found;
 }
 
-function lookUpPublished(ctx: Ctx, projectGid: string, name: string): Published {
+async function lookUpPublished(ctx: Ctx, projectGid: string, name: string): Promise<Published> {
   const parts = parseStorageName(name);
   if (!parts) return undefined;
   const q = queries(ctx.db);
-  const asset = q.asset.get({ gid: parts.gid });
+  const asset = await q.asset.get({ gid: parts.gid });
   if (
     !asset ||
     asset.projectGid !== projectGid ||
@@ -586,7 +599,7 @@ function lookUpPublished(ctx: Ctx, projectGid: string, name: string): Published 
     return undefined;
   let mime = asset.mime;
   if (asset.storageName !== name) {
-    const v = q.version.get({ name });
+    const v = await q.version.get({ name });
     if (!v || v.assetGid !== asset.gid) return undefined;
     mime = v.mime;
   }
@@ -598,8 +611,8 @@ function lookUpPublished(ctx: Ctx, projectGid: string, name: string): Published 
  * height, resolution, transparent, animated, colors, colorspace, metadata), read from the file.
  */
 export async function assetInfo(ctx: Ctx, actor: Actor, projectGid: string, pathname: string) {
-  projectAccess(ctx.db, actor, projectGid, "member");
-  const src = findSource(ctx.db, projectGid, pathname);
+  await projectAccess(ctx.db, actor, projectGid, "member");
+  const src = await findSource(ctx.db, projectGid, pathname);
   const file = await sourceFile(ctx, projectGid, src);
   const info = {
     format: src.extension || null,
@@ -632,8 +645,8 @@ const IMAGE_EXTENSIONS = new Set(["jpg", "jpeg", "png", "gif", "webp", "tiff", "
 
 /** `details` (an Apis extension): everything about an original, its versions, publication and transforms (docs/dam.md). */
 export async function assetDetails(ctx: Ctx, actor: Actor, projectGid: string, pathname: string) {
-  projectAccess(ctx.db, actor, projectGid, "member");
-  const src = findSource(ctx.db, projectGid, pathname);
+  await projectAccess(ctx.db, actor, projectGid, "member");
+  const src = await findSource(ctx.db, projectGid, pathname);
   const file = await sourceFile(ctx, projectGid, src);
   const a = src.asset;
   let image: Record<string, unknown> = {
@@ -675,7 +688,7 @@ export async function assetDetails(ctx: Ctx, actor: Actor, projectGid: string, p
       created_on: a.updatedOn,
       current: true,
     },
-    ...assetVersionsOf(ctx.db, projectGid, a.gid).map((v) => ({
+    ...(await assetVersionsOf(ctx.db, projectGid, a.gid)).map((v) => ({
       version: v.version,
       storage_pathname: v.storageName,
       size: v.size,
@@ -685,7 +698,7 @@ export async function assetDetails(ctx: Ctx, actor: Actor, projectGid: string, p
       current: false,
     })),
   ];
-  const rows = ctx.db
+  const rows = await ctx.db
     .select()
     .from(damTransforms)
     .where(and(eq(damTransforms.projectGid, projectGid), eq(damTransforms.assetGid, a.gid)))

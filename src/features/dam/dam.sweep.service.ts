@@ -19,13 +19,11 @@ export async function sweepStore(
 ): Promise<{ checked: number; orphans: string[]; removed: number }> {
   const blobs = ctx.storage.blobs;
   const before = Date.now() - (options.graceMs ?? SWEEP_GRACE_MS);
-  const names = storedNames(ctx.db);
+  const names = await storedNames(ctx.db);
   const media = new Set(
-    ctx.db
-      .select({ project: damTransforms.projectGid, file: damTransforms.file })
-      .from(damTransforms)
-      .all()
-      .map((r) => `${r.project}/${r.file}`),
+    (
+      await ctx.db.select({ project: damTransforms.projectGid, file: damTransforms.file }).from(damTransforms).all()
+    ).map((r) => `${r.project}/${r.file}`),
   );
   const orphans: string[] = [];
   let checked = 0;

@@ -37,8 +37,8 @@ const sameToken = (a: string, b: string) => a.length === b.length && timingSafeE
 export function healthRoutes(ctx: Ctx) {
   const app = new Elysia().get(
     "/api/health",
-    () => {
-      const h = health(ctx);
+    async () => {
+      const h = await health(ctx);
       if (h.status === "ok") return ok(h);
       return errorResponse(new ApiError(503, "Unhealthy", h as unknown as Record<string, unknown>), {
         "cache-control": "no-store",

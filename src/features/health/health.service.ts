@@ -26,18 +26,18 @@ const reason = (err: unknown) =>
  * would fail), and a write statement runs in a transaction that is rolled back (a read-only
  * mount, a full disk or a read-only connection fail here).
  */
-function databaseCheck(ctx: Ctx): Check {
+async function databaseCheck(ctx: Ctx): Promise<Check> {
   const file = ctx.storage.database;
   try {
     for (const f of [file, `${file}-wal`]) if (existsSync(f)) accessSync(f, constants.R_OK | constants.W_OK);
     const sqlite = ctx.db.$client;
     // A savepoint works inside or outside an open transaction; nothing is kept.
-    sqlite.run("SAVEPOINT health_probe");
+    await sqlite.run("SAVEPOINT health_probe");
     try {
-      sqlite.run("INSERT OR REPLACE INTO meta (key, value) VALUES ('health_probe', ?)", [String(Date.now())]);
+      await sqlite.run("INSERT OR REPLACE INTO meta (key, value) VALUES ('health_probe', ?)", [String(Date.now())]);
     } finally {
-      sqlite.run("ROLLBACK TO health_probe");
-      sqlite.run("RELEASE health_probe");
+      await sqlite.run("ROLLBACK TO health_probe");
+      await sqlite.run("RELEASE health_probe");
     }
     return { ok: true, writable: true };
   } catch (err) {
@@ -71,14 +71,14 @@ function dataFolderCheck(ctx: Ctx): Check {
 }
 
 /** The job runner runs every worker loop (`alive`), with the queue's length beside it. */
-function jobsCheck(ctx: Ctx): Check {
+async function jobsCheck(ctx: Ctx): Promise<Check> {
   const runner = ctx.jobs as {
-    liveness?: () => { alive: boolean; workers: number; expected: number; running: number };
+    liveness?: () => Promise<{ alive: boolean; workers: number; expected: number; running: number }>;
   };
-  const l = runner.liveness?.();
+  const l = await runner.liveness?.();
   let queued = 0;
   try {
-    queued = queuedJobCount(ctx.db);
+    queued = await queuedJobCount(ctx.db);
   } catch {}
   if (!l) return { ok: false, alive: false, queued, error: "No job runner" };
   return {
@@ -92,8 +92,8 @@ function jobsCheck(ctx: Ctx): Check {
 }
 
 /** `GET /api/health`: every check, and `ok` only when all pass. */
-export function health(ctx: Ctx): Health {
-  const checks = { database: databaseCheck(ctx), data_folder: dataFolderCheck(ctx), jobs: jobsCheck(ctx) };
+export async function health(ctx: Ctx): Promise<Health> {
+  const checks = { database: await databaseCheck(ctx), data_folder: dataFolderCheck(ctx), jobs: await jobsCheck(ctx) };
   const ok = Object.values(checks).every((c) => c.ok);
   return { status: ok ? "ok" : "unhealthy", version: VERSION, checks };
 }

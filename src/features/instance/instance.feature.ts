@@ -12,7 +12,7 @@ export const instanceFeature: Feature = {
       name: "checkpoint",
       describe: "checkpoint the SQLite write-ahead log into the database file and truncate it",
       schedule: (c) => c.scheduleCheckpoint,
-      run: (ctx) => checkpoint(ctx.db),
+      run: async (ctx) => await checkpoint(ctx.db),
     },
   ],
 };

@@ -1,24 +1,29 @@
 import type { DB } from "../../db/connection";
 import { readMeta, writeMeta } from "../../db/meta";
-import { mutate, type Publisher } from "../../db/mutate";
+import { mutate, type Publisher, type UnitOptions } from "../../db/mutate";
 
 /**
  * Records the running version; when it differs from the one recorded before (a server-side
  * update), announces it to everybody with a `cc.version` sync item (spec section 9).
  */
-export function announceVersion(db: DB, hub: Publisher, version: string): boolean {
-  return mutate(db, hub, (tx, log) => {
-    const recorded = readMeta(tx, "version");
-    if (recorded === version) return false;
-    writeMeta(tx, "version", version);
-    if (recorded !== undefined) log.cc("UPDATE", "cc.version", version, ["*"]);
-    return recorded !== undefined;
-  });
+export async function announceVersion(db: DB, hub: Publisher, version: string, opts?: UnitOptions): Promise<boolean> {
+  return await mutate(
+    db,
+    hub,
+    (tx, log) => {
+      const recorded = readMeta(tx, "version");
+      if (recorded === version) return false;
+      writeMeta(tx, "version", version);
+      if (recorded !== undefined) log.cc("UPDATE", "cc.version", version, ["*"]);
+      return recorded !== undefined;
+    },
+    opts,
+  );
 }
 
 /** Checkpoints the SQLite write-ahead log into the database file and truncates it. */
-export function checkpoint(db: DB): string {
-  const r = db.$client.query("PRAGMA wal_checkpoint(TRUNCATE)").get() as {
+export async function checkpoint(db: DB): Promise<string> {
+  const r = (await db.$client.query("PRAGMA wal_checkpoint(TRUNCATE)").get()) as {
     busy: number;
     log: number;
     checkpointed: number;

@@ -13,7 +13,7 @@ export const jobsFeature: Feature = {
       name: "jobs",
       describe: "delete finished jobs older than --jobs-keep-days",
       schedule: (c) => c.scheduleJobs,
-      run: (ctx) => `deleted ${pruneJobs(ctx.db, now() - ctx.config.jobsKeepDays * 86400)} finished job(s)`,
+      run: async (ctx) => `deleted ${await pruneJobs(ctx.db, now() - ctx.config.jobsKeepDays * 86400)} finished job(s)`,
     },
   ],
 };

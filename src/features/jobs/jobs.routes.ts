@@ -29,7 +29,7 @@ export const jobOperations = [
 export function jobsRoutes(ctx: Ctx) {
   return new Elysia({ prefix: "/api" })
     .use(authMacro(ctx))
-    .post("/jobs/get", ({ body, actor }) => answer(getVisibleJob(ctx, actor, body)), {
+    .post("/jobs/get", async ({ body, actor }) => answer(await getVisibleJob(ctx, actor, body)), {
       auth: true,
       body: tokenBody,
       detail: { summary: "A background job started by the caller or in a project the caller owns", tags },

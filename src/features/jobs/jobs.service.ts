@@ -12,13 +12,13 @@ import { inProject, getProject } from "../projects/projects.api";
  * sync items). Anything else, including unknown tokens and jobs of another project than
  * `projectGid`, is a 422 "No such job", revealing nothing.
  */
-function visibleJob(tx: Tx, token: string, userGid: string, projectGid?: string): Job {
-  const j = getJob(tx, token);
+async function visibleJob(tx: Tx, token: string, userGid: string, projectGid?: string): Promise<Job> {
+  const j = await getJob(tx, token);
   const none = unprocessable("No such job", { token });
   if (!j) throw none;
   if (projectGid !== undefined && j.projectGid !== projectGid) throw none;
   if (j.userGid === userGid) return j;
-  if (j.projectGid && getProject(tx, j.projectGid)?.owner === userGid) return j;
+  if (j.projectGid && (await getProject(tx, j.projectGid))?.owner === userGid) return j;
   throw none;
 }
 
@@ -29,13 +29,18 @@ function visibleJob(tx: Tx, token: string, userGid: string, projectGid?: string)
 const jobAnswer = (j: Job): Answer => ({ result: { "job.token": j.token, job: jobObject(j) }, data: {} });
 
 /** `jobs/get`: a job the actor started, or one of a project it owns. */
-export function getVisibleJob(ctx: Ctx, actor: Actor, input: { token: string }): Answer {
-  return readOnly(ctx.db, (tx) => jobAnswer(visibleJob(tx, input.token, actor.userGid)));
+export async function getVisibleJob(ctx: Ctx, actor: Actor, input: { token: string }): Promise<Answer> {
+  return await readOnly(ctx.db, async (tx) => jobAnswer(await visibleJob(tx, input.token, actor.userGid)));
 }
 
 /** `p/<project>/jobs/get`: the same, for a job of this project (403 outside the project). */
-export function getProjectJob(ctx: Ctx, actor: Actor, projectGid: string, input: { token: string }): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx }) =>
-    jobAnswer(visibleJob(tx, input.token, actor.userGid, projectGid)),
+export async function getProjectJob(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { token: string },
+): Promise<Answer> {
+  return await inProject(ctx, actor, projectGid, "member", async ({ tx }) =>
+    jobAnswer(await visibleJob(tx, input.token, actor.userGid, projectGid)),
   );
 }

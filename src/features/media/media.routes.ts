@@ -117,9 +117,9 @@ function mediaHandlers(ctx: Ctx): { variant: Handler; original: Handler; avatar:
       }
       return serveFile(request, target.path, target.opts, requestId);
     },
-    original(request, { project = "", file = "" }, requestId) {
+    async original(request, { project = "", file = "" }, requestId) {
       if (!PROJECT_RE.test(project)) return mediaNotFound(request);
-      const found = publishedOriginal(ctx, project, file);
+      const found = await publishedOriginal(ctx, project, file);
       if (!found) return mediaNotFound(request);
       return serveFile(request, found.path, originalOptions(found.mime || contentTypeOf(file)), requestId);
     },
@@ -148,15 +148,15 @@ function blobHandlers(ctx: Ctx): { variant: Handler; original: Handler; avatar: 
       return serveBlob(request, blobs, key, imageOptions(contentTypeOf(file)), requestId, redirect);
     };
   return {
-    variant(request, { project = "", file = "" }, requestId) {
+    async variant(request, { project = "", file = "" }, requestId) {
       if (!PROJECT_RE.test(project) || !isMediaFileName(file)) return mediaNotFound(request);
-      if (!transformNoted(ctx, project, file)) return mediaNotFound(request);
+      if (!(await transformNoted(ctx, project, file))) return mediaNotFound(request);
       const key = `files/projects/${project}/media/${file}`;
       return serveBlob(request, blobs, key, variantOptions(contentTypeOf(file)), requestId, redirect);
     },
-    original(request, { project = "", file = "" }, requestId) {
+    async original(request, { project = "", file = "" }, requestId) {
       if (!PROJECT_RE.test(project)) return mediaNotFound(request);
-      const found = publishedOriginal(ctx, project, file);
+      const found = await publishedOriginal(ctx, project, file);
       if (!found) return mediaNotFound(request);
       const key = `files/projects/${project}/originals/${file}`;
       return serveBlob(request, blobs, key, originalOptions(found.mime || contentTypeOf(file)), requestId, redirect);

@@ -116,7 +116,7 @@ export function memberRoutes(ctx: Ctx) {
         detail: { summary: "Send the invitation mail again (owner only)", tags },
       },
     )
-    .post("/members/get", ({ body, actor }) => answer(memberInfo(ctx, actor, body)), {
+    .post("/members/get", async ({ body, actor }) => answer(await memberInfo(ctx, actor, body)), {
       auth: true,
       body: t.Object({ project: t.String(), member: t.String() }, { examples: [examples.membersGet.request] }),
       detail: describe({
@@ -126,7 +126,7 @@ export function memberRoutes(ctx: Ctx) {
         errors: [400, 422],
       }),
     })
-    .post("/init_invite", ({ body }) => answer(invitationInfo(ctx, body)), {
+    .post("/init_invite", async ({ body }) => answer(await invitationInfo(ctx, body)), {
       body: invitationBody,
       detail: describe({
         summary: "Check an invitation link and get what the invitation page shows (no login)",
@@ -140,7 +140,7 @@ export function memberRoutes(ctx: Ctx) {
         errors: [400, 422],
       }),
     })
-    .post("/decline_invite", ({ body }) => answer(declineInvitation(ctx, body)), {
+    .post("/decline_invite", async ({ body }) => answer(await declineInvitation(ctx, body)), {
       body: invitationBody,
       detail: describe({
         summary: "Decline an invitation without login: membership status declined",

@@ -33,13 +33,13 @@ import { userFull, userShort, emailIssues, findByUsername, getUser, type User } 
 export type Membership = typeof memberships.$inferSelect;
 
 /** One membership, optionally only in the given status. */
-export function getMembership(
+export async function getMembership(
   tx: Tx,
   projectGid: string,
   userGid: string,
   status?: Membership["status"],
-): Membership | undefined {
-  const m = membershipByKey(tx).get({ project: projectGid, user: userGid });
+): Promise<Membership | undefined> {
+  const m = await membershipByKey(tx).get({ project: projectGid, user: userGid });
   return m && (!status || m.status === status) ? m : undefined;
 }
 const membershipByKey = preparedOnce((tx) =>
@@ -53,8 +53,8 @@ const membershipByKey = preparedOnce((tx) =>
 );
 
 /** Whether the user has an active membership in any project (an API user's token is only good then). */
-export function hasActiveMembership(tx: Tx, userGid: string): boolean {
-  return !!anyActiveMembership(tx).get({ user: userGid });
+export async function hasActiveMembership(tx: Tx, userGid: string): Promise<boolean> {
+  return !!(await anyActiveMembership(tx).get({ user: userGid }));
 }
 const anyActiveMembership = preparedOnce((tx) =>
   tx
@@ -72,7 +72,7 @@ const inviteInvalid = (reason: string) => new ApiError(1004, "Invite invalid", {
 // Sync items shared by every membership change.
 
 /** `cc.projects_members` for the project's audience, the member itself and anyone listed. */
-export function logMembership(
+export async function logMembership(
   tx: Tx,
   log: ChangeLog,
   action: "INSERT" | "UPDATE" | "DELETE",
@@ -81,7 +81,7 @@ export function logMembership(
   extra: string[] = [],
 ) {
   log.cc(action, "cc.projects_members", `${projectGid}/${userGid}`, [
-    ...projectAudience(tx, projectGid),
+    ...(await projectAudience(tx, projectGid)),
     userGid,
     ...extra,
   ]);
@@ -92,8 +92,8 @@ export function logMembership(
  * the change: those who lost sight of the user get a DELETE (and the user one for each of them),
  * those who gained it an INSERT (and the user one for each of them).
  */
-export function logVisibility(tx: Tx, log: ChangeLog, userGid: string, before: string[]) {
-  const after = new Set(userAudience(tx, userGid));
+export async function logVisibility(tx: Tx, log: ChangeLog, userGid: string, before: string[]) {
+  const after = new Set(await userAudience(tx, userGid));
   const was = new Set(before);
   const lost = before.filter((g) => g !== userGid && !after.has(g));
   const gained = [...after].filter((g) => g !== userGid && !was.has(g));
@@ -111,13 +111,18 @@ function logProjectSeen(log: ChangeLog, action: "INSERT" | "DELETE", projectGid:
 /** Whether a membership status makes the project visible to the member (global init lists it). */
 const SEES_PROJECT = (status: string) => status === "active" || status === "invited";
 
-function setStatus(tx: Tx, m: Membership, status: Membership["status"], options?: Membership["options"]): Membership {
-  return tx
+async function setStatus(
+  tx: Tx,
+  m: Membership,
+  status: Membership["status"],
+  options?: Membership["options"],
+): Promise<Membership> {
+  return (await tx
     .update(memberships)
     .set({ status, updatedOn: now(), ...(options ? { options } : {}) })
     .where(and(eq(memberships.projectGid, m.projectGid), eq(memberships.userGid, m.userGid)))
     .returning()
-    .get()!;
+    .get())!;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -126,7 +131,11 @@ function setStatus(tx: Tx, m: Membership, status: Membership["status"], options?
 export type MemberRow = { m: Membership; u: User };
 
 /** The memberships of some projects with their users, oldest first, optionally only in some statuses. */
-export function membershipsWithUsers(tx: Tx, projectGids: string[], statuses?: Membership["status"][]): MemberRow[] {
+export async function membershipsWithUsers(
+  tx: Tx,
+  projectGids: string[],
+  statuses?: Membership["status"][],
+): Promise<MemberRow[]> {
   if (!projectGids.length) return [];
   if (projectGids.length === 1) {
     // One project (members/get, the project init payload): the prepared query, statuses picked and
@@ -135,14 +144,14 @@ export function membershipsWithUsers(tx: Tx, projectGids: string[], statuses?: M
     // 10-30 times the cost of the two lookups, a fifth of the project init payload's time.
     const byGid = userByGid(tx);
     const rows: MemberRow[] = [];
-    for (const m of membersOfProject(tx).all({ project: projectGids[0] })) {
-      const u = byGid.get({ gid: m.userGid });
+    for (const m of await membersOfProject(tx).all({ project: projectGids[0] })) {
+      const u = await byGid.get({ gid: m.userGid });
       if (u) rows.push({ m, u });
     }
     rows.sort((a, b) => a.m.createdOn - b.m.createdOn);
     return statuses ? rows.filter((r) => statuses.includes(r.m.status)) : rows;
   }
-  return tx
+  return await tx
     .select({ m: memberships, u: users })
     .from(memberships)
     .innerJoin(users, eq(users.gid, memberships.userGid))
@@ -170,8 +179,8 @@ const userByGid = preparedOnce((tx) =>
 );
 
 /** Every membership of a user with its project (any statuses). */
-export function membershipsOf(tx: Tx, userGid: string): { m: Membership; p: Project }[] {
-  return tx
+export async function membershipsOf(tx: Tx, userGid: string): Promise<{ m: Membership; p: Project }[]> {
+  return await tx
     .select({ m: memberships, p: projects })
     .from(memberships)
     .innerJoin(projects, eq(projects.gid, memberships.projectGid))
@@ -183,8 +192,12 @@ export function membershipsOf(tx: Tx, userGid: string): { m: Membership; p: Proj
 export const SEEN_BY_MEMBERS: Membership["status"][] = ["active", "inactive", "invited"];
 
 /** The memberships of a project with their users, the owner first, then oldest first. */
-export function projectMemberRows(tx: Tx, projectGid: string, statuses?: Membership["status"][]): MemberRow[] {
-  return membershipsWithUsers(tx, [projectGid], statuses).sort(
+export async function projectMemberRows(
+  tx: Tx,
+  projectGid: string,
+  statuses?: Membership["status"][],
+): Promise<MemberRow[]> {
+  return (await membershipsWithUsers(tx, [projectGid], statuses)).sort(
     (a, b) => Number(b.m.roles.includes("owner")) - Number(a.m.roles.includes("owner")),
   );
 }
@@ -193,15 +206,15 @@ export function projectMemberRows(tx: Tx, projectGid: string, statuses?: Members
  * `members/get`: every membership of the project with its user. The owner gets full forms of
  * all; others get short forms, except their own entries which are full.
  */
-function listMembers(
+async function listMembers(
   tx: Tx,
   projectGid: string,
   viewerGid: string,
   viewerIsOwner: boolean,
   only?: { member?: string; members?: string[] },
-): Answer {
+): Promise<Answer> {
   // The owner sees every membership (declined ones too); members do not see declined invitations.
-  let rows = projectMemberRows(tx, projectGid, viewerIsOwner ? undefined : SEEN_BY_MEMBERS);
+  let rows = await projectMemberRows(tx, projectGid, viewerIsOwner ? undefined : SEEN_BY_MEMBERS);
   if (only?.member !== undefined) {
     rows = rows.filter((r) => r.u.gid === only.member);
     if (!rows.length) throw unprocessable("No info for this member", { member: only.member });
@@ -223,9 +236,9 @@ function listMembers(
 }
 
 /** A membership answer: result `user`, data the user and the membership (full forms, for the owner). */
-function memberAnswer(tx: Tx, projectGid: string, userGid: string): Answer {
-  const u = getUser(tx, userGid)!;
-  const m = getMembership(tx, projectGid, userGid);
+async function memberAnswer(tx: Tx, projectGid: string, userGid: string): Promise<Answer> {
+  const u = (await getUser(tx, userGid))!;
+  const m = await getMembership(tx, projectGid, userGid);
   return {
     result: { user: userGid },
     data: { "cc.users": { [userGid]: userFull(u) }, "cc.projects_members": m ? [membershipFull(m)] : [] },
@@ -238,8 +251,8 @@ function memberAnswer(tx: Tx, projectGid: string, userGid: string): Answer {
 export type Invitation = { user: User; membership: Membership; project: Project; hasAccount: boolean; resent: boolean };
 
 /** Person accounts (active or invited) using an email address, compared without case. */
-function peopleByEmail(tx: Tx, email: string): User[] {
-  return tx
+async function peopleByEmail(tx: Tx, email: string): Promise<User[]> {
+  return await tx
     .select()
     .from(users)
     .where(and(sql`lower(${users.email}) = lower(${email})`, eq(users.kind, "person")))
@@ -254,12 +267,12 @@ type InviteInput = { email?: string; username?: string; username_or_email?: stri
  * else the exact username of an account (as `email` of that account plus its `username`; whether
  * the account may be invited is `addInvitation`'s check).
  */
-function inviteeOf(tx: Tx, input: InviteInput): { email: string; username?: string } {
+async function inviteeOf(tx: Tx, input: InviteInput): Promise<{ email: string; username?: string }> {
   if (input.email !== undefined) return { email: input.email, username: input.username };
   const given = input.username_or_email;
   if (given === undefined) throw missing("username_or_email");
   if (given.includes("@")) return { email: given };
-  const user = findByUsername(tx, given);
+  const user = await findByUsername(tx, given);
   if (!user || user.kind !== "person" || !user.email)
     throw unprocessable("Invitation failed", { reason: "No account has this username" });
   return { email: user.email, username: user.username ?? undefined };
@@ -271,8 +284,8 @@ function inviteeOf(tx: Tx, input: InviteInput): { email: string; username?: stri
  * `invited` membership. Inviting someone already invited changes nothing (the mail goes again);
  * a declined invitation is renewed. Several accounts on one address need `username` to choose.
  */
-function addInvitation(tx: Tx, log: ChangeLog, project: Project, raw: InviteInput): Invitation {
-  const input = { ...raw, ...inviteeOf(tx, raw) };
+async function addInvitation(tx: Tx, log: ChangeLog, project: Project, raw: InviteInput): Promise<Invitation> {
+  const input = { ...raw, ...(await inviteeOf(tx, raw)) };
   const email = input.email.trim();
   const issues = emailIssues(email);
   if (input.language !== undefined && !isLanguage(input.language))
@@ -280,7 +293,7 @@ function addInvitation(tx: Tx, log: ChangeLog, project: Project, raw: InviteInpu
   if (issues.length) throw validationFailed(issues);
   if (project.status !== "active") throw unprocessable("Invitation failed", { reason: "The project is not active" });
 
-  const people = peopleByEmail(tx, email);
+  const people = await peopleByEmail(tx, email);
   let user: User | undefined;
   if (input.username !== undefined && input.username !== "") {
     user = people.find((u) => u.username === input.username);
@@ -302,8 +315,8 @@ function addInvitation(tx: Tx, log: ChangeLog, project: Project, raw: InviteInpu
 
   const t = now();
   if (!user) {
-    const owner = getUser(tx, project.owner);
-    user = tx
+    const owner = await getUser(tx, project.owner);
+    user = await tx
       .insert(users)
       .values({
         gid: newGid(),
@@ -319,7 +332,8 @@ function addInvitation(tx: Tx, log: ChangeLog, project: Project, raw: InviteInpu
       })
       .returning()
       .get();
-    tx.insert(memberships)
+    await tx
+      .insert(memberships)
       .values({
         projectGid: project.gid,
         userGid: user.gid,
@@ -330,34 +344,41 @@ function addInvitation(tx: Tx, log: ChangeLog, project: Project, raw: InviteInpu
         updatedOn: t,
       })
       .run();
-    log.cc("INSERT", "cc.users", user.gid, [user.gid, ...projectAudience(tx, project.gid)]);
-    for (const g of projectAudience(tx, project.gid)) if (g !== user.gid) log.cc("INSERT", "cc.users", g, [user.gid]);
-    logMembership(tx, log, "INSERT", project.gid, user.gid);
+    log.cc("INSERT", "cc.users", user.gid, [user.gid, ...(await projectAudience(tx, project.gid))]);
+    for (const g of await projectAudience(tx, project.gid))
+      if (g !== user.gid) log.cc("INSERT", "cc.users", g, [user.gid]);
+    await logMembership(tx, log, "INSERT", project.gid, user.gid);
     logProjectSeen(log, "INSERT", project.gid, user.gid);
-    return { user, membership: getMembership(tx, project.gid, user.gid)!, project, hasAccount: false, resent: false };
+    return {
+      user,
+      membership: (await getMembership(tx, project.gid, user.gid))!,
+      project,
+      hasAccount: false,
+      resent: false,
+    };
   }
 
   const hasAccount = user.status === "active";
-  const existing = getMembership(tx, project.gid, user.gid);
+  const existing = await getMembership(tx, project.gid, user.gid);
   if (existing?.status === "invited") return { user, membership: existing, project, hasAccount, resent: true };
   if (existing?.status === "active")
     throw unprocessable("Invitation failed", { reason: "Already a member of the project" });
   if (existing?.status === "inactive")
     throw unprocessable("Invitation failed", { reason: "The membership is deactivated: use members/reactivate" });
 
-  const before = userAudience(tx, user.gid);
+  const before = await userAudience(tx, user.gid);
   let membership: Membership;
   if (existing) {
     // A declined invitation is renewed.
-    membership = tx
+    membership = (await tx
       .update(memberships)
       .set({ status: "invited", roles: ["member"], options: personMembershipOptions(user.email), updatedOn: t })
       .where(and(eq(memberships.projectGid, project.gid), eq(memberships.userGid, user.gid)))
       .returning()
-      .get()!;
-    logMembership(tx, log, "UPDATE", project.gid, user.gid);
+      .get())!;
+    await logMembership(tx, log, "UPDATE", project.gid, user.gid);
   } else {
-    membership = tx
+    membership = await tx
       .insert(memberships)
       .values({
         projectGid: project.gid,
@@ -370,17 +391,17 @@ function addInvitation(tx: Tx, log: ChangeLog, project: Project, raw: InviteInpu
       })
       .returning()
       .get();
-    logMembership(tx, log, "INSERT", project.gid, user.gid);
+    await logMembership(tx, log, "INSERT", project.gid, user.gid);
   }
   logProjectSeen(log, "INSERT", project.gid, user.gid);
-  logVisibility(tx, log, user.gid, before);
+  await logVisibility(tx, log, user.gid, before);
   return { user, membership, project, hasAccount, resent: false };
 }
 
 /** The pending invitation of a user, for `resend_invite`; 422 unless the membership is `invited`. */
-function pendingInvitation(tx: Tx, project: Project, userGid: string): Invitation {
-  const m = getMembership(tx, project.gid, userGid);
-  const user = m && getUser(tx, userGid);
+async function pendingInvitation(tx: Tx, project: Project, userGid: string): Promise<Invitation> {
+  const m = await getMembership(tx, project.gid, userGid);
+  const user = m && (await getUser(tx, userGid));
   if (!m || !user || user.kind !== "person") throw unprocessable("Resending failed", { reason: "No such member" });
   if (m.status !== "invited")
     throw unprocessable("Resending failed", { reason: `The membership is ${m.status}, not invited` });
@@ -393,20 +414,20 @@ function pendingInvitation(tx: Tx, project: Project, userGid: string): Invitatio
  * 422 when the invitee is neither active nor invited, the project not active or no invitation
  * exists; 1004 when it was declined, or accepted and the member deactivated since.
  */
-function invitationView(tx: Tx, inviteeGid: string, projectGid: string): Answer {
-  const invitee = getUser(tx, inviteeGid);
+async function invitationView(tx: Tx, inviteeGid: string, projectGid: string): Promise<Answer> {
+  const invitee = await getUser(tx, inviteeGid);
   if (!invitee || invitee.kind !== "person" || (invitee.status !== "active" && invitee.status !== "invited"))
     throw unprocessable("The invitee is neither active nor invited");
-  const project = tx.select().from(projects).where(eq(projects.gid, projectGid)).get();
+  const project = await tx.select().from(projects).where(eq(projects.gid, projectGid)).get();
   if (!project || project.status !== "active") throw unprocessable("The project is not active");
-  const mine = getMembership(tx, projectGid, inviteeGid);
+  const mine = await getMembership(tx, projectGid, inviteeGid);
   if (!mine) throw unprocessable("No invitation for this invitee in this project");
   if (mine.status === "declined") throw inviteInvalid("The invitation was declined");
   if (mine.status === "inactive")
     throw inviteInvalid("The invitation was accepted and the member has been deactivated since");
 
   // The owner first, then the other active members.
-  const rows = projectMemberRows(tx, projectGid, ["active"]);
+  const rows = await projectMemberRows(tx, projectGid, ["active"]);
   const ccUsers: Record<string, unknown> = { [invitee.gid]: userShort(invitee) };
   const ccMembers: unknown[] = [membershipShort(mine)];
   for (const { m, u } of rows) {
@@ -428,19 +449,19 @@ function invitationView(tx: Tx, inviteeGid: string, projectGid: string): Answer 
  * `decline_invite`: the invited membership becomes `declined`; its options then hold the
  * invitee's language and timezone instead of notification settings. 422 otherwise.
  */
-function markDeclined(tx: Tx, log: ChangeLog, inviteeGid: string, projectGid: string): Membership {
-  const invitee = getUser(tx, inviteeGid);
-  const m = invitee && getMembership(tx, projectGid, inviteeGid);
+async function markDeclined(tx: Tx, log: ChangeLog, inviteeGid: string, projectGid: string): Promise<Membership> {
+  const invitee = await getUser(tx, inviteeGid);
+  const m = invitee && (await getMembership(tx, projectGid, inviteeGid));
   if (!invitee || !m)
     throw unprocessable("Decline failed", { reason: "No invitation for this invitee in this project" });
   if (m.status !== "invited")
     throw unprocessable("Decline failed", { reason: `The membership is ${m.status}, not invited` });
-  const before = userAudience(tx, inviteeGid);
-  const audience = projectAudience(tx, projectGid);
-  const row = setStatus(tx, m, "declined", { language: invitee.language, timezone: invitee.timezone });
-  logMembership(tx, log, "UPDATE", projectGid, inviteeGid, audience);
+  const before = await userAudience(tx, inviteeGid);
+  const audience = await projectAudience(tx, projectGid);
+  const row = await setStatus(tx, m, "declined", { language: invitee.language, timezone: invitee.timezone });
+  await logMembership(tx, log, "UPDATE", projectGid, inviteeGid, audience);
   logProjectSeen(log, "DELETE", projectGid, inviteeGid);
-  logVisibility(tx, log, inviteeGid, before);
+  await logVisibility(tx, log, inviteeGid, before);
   return row;
 }
 
@@ -448,9 +469,9 @@ function markDeclined(tx: Tx, log: ChangeLog, inviteeGid: string, projectGid: st
  * `accept_invite` (for the account area): the invited membership becomes active. 422 unless it
  * is invited and the project active; 1004 when it was declined or deactivated.
  */
-function markAccepted(tx: Tx, log: ChangeLog, userGid: string, projectGid: string): Membership {
-  const project = tx.select().from(projects).where(eq(projects.gid, projectGid)).get();
-  const m = getMembership(tx, projectGid, userGid);
+async function markAccepted(tx: Tx, log: ChangeLog, userGid: string, projectGid: string): Promise<Membership> {
+  const project = await tx.select().from(projects).where(eq(projects.gid, projectGid)).get();
+  const m = await getMembership(tx, projectGid, userGid);
   if (!project || !m)
     throw unprocessable("Accepting failed", { reason: "No invitation for this user in this project" });
   if (m.status === "declined") throw inviteInvalid("The invitation was declined");
@@ -459,10 +480,10 @@ function markAccepted(tx: Tx, log: ChangeLog, userGid: string, projectGid: strin
   if (m.status !== "invited")
     throw unprocessable("Accepting failed", { reason: `The membership is ${m.status}, not invited` });
   if (project.status !== "active") throw unprocessable("Accepting failed", { reason: "The project is not active" });
-  const before = userAudience(tx, userGid);
-  const row = setStatus(tx, m, "active");
-  logMembership(tx, log, "UPDATE", projectGid, userGid);
-  logVisibility(tx, log, userGid, before);
+  const before = await userAudience(tx, userGid);
+  const row = await setStatus(tx, m, "active");
+  await logMembership(tx, log, "UPDATE", projectGid, userGid);
+  await logVisibility(tx, log, userGid, before);
   return row;
 }
 
@@ -472,9 +493,15 @@ function markAccepted(tx: Tx, log: ChangeLog, userGid: string, projectGid: strin
 type Kind = "person" | "api";
 
 /** The membership of `userGid` for an owner's change, or 422 with `what` failed and a reason. */
-function changeable(tx: Tx, projectGid: string, userGid: string, kind: Kind, what: string): { m: Membership; u: User } {
-  const m = getMembership(tx, projectGid, userGid);
-  const u = m && getUser(tx, userGid);
+async function changeable(
+  tx: Tx,
+  projectGid: string,
+  userGid: string,
+  kind: Kind,
+  what: string,
+): Promise<{ m: Membership; u: User }> {
+  const m = await getMembership(tx, projectGid, userGid);
+  const u = m && (await getUser(tx, userGid));
   if (!m || !u)
     throw unprocessable(`${what} failed`, {
       reason: kind === "api" ? "No such API user in this project" : "No such member",
@@ -489,42 +516,42 @@ function changeable(tx: Tx, projectGid: string, userGid: string, kind: Kind, wha
 }
 
 /** `deactivate`: an active membership becomes inactive; the member loses access at once. */
-export function memberToInactive(
+export async function memberToInactive(
   tx: Tx,
   log: ChangeLog,
   project: Project,
   userGid: string,
   kind: Kind = "person",
-): Membership {
-  const { m } = changeable(tx, project.gid, userGid, kind, "Deactivation");
+): Promise<Membership> {
+  const { m } = await changeable(tx, project.gid, userGid, kind, "Deactivation");
   if (m.status !== "active")
     throw unprocessable("Deactivation failed", { reason: `The membership is ${m.status}, not active` });
-  const before = userAudience(tx, userGid);
-  const audience = projectAudience(tx, project.gid);
-  const row = setStatus(tx, m, "inactive");
-  logMembership(tx, log, "UPDATE", project.gid, userGid, audience);
+  const before = await userAudience(tx, userGid);
+  const audience = await projectAudience(tx, project.gid);
+  const row = await setStatus(tx, m, "inactive");
+  await logMembership(tx, log, "UPDATE", project.gid, userGid, audience);
   logProjectSeen(log, "DELETE", project.gid, userGid);
-  logVisibility(tx, log, userGid, before);
+  await logVisibility(tx, log, userGid, before);
   return row;
 }
 
 /** `reactivate`: an inactive membership becomes active again. */
-export function memberToActive(
+export async function memberToActive(
   tx: Tx,
   log: ChangeLog,
   project: Project,
   userGid: string,
   kind: Kind = "person",
-): Membership {
-  const { m } = changeable(tx, project.gid, userGid, kind, "Reactivation");
+): Promise<Membership> {
+  const { m } = await changeable(tx, project.gid, userGid, kind, "Reactivation");
   if (m.status !== "inactive")
     throw unprocessable("Reactivation failed", { reason: `The membership is ${m.status}, not inactive` });
   if (project.status !== "active") throw unprocessable("Reactivation failed", { reason: "The project is not active" });
-  const before = userAudience(tx, userGid);
-  const row = setStatus(tx, m, "active");
-  logMembership(tx, log, "UPDATE", project.gid, userGid);
+  const before = await userAudience(tx, userGid);
+  const row = await setStatus(tx, m, "active");
+  await logMembership(tx, log, "UPDATE", project.gid, userGid);
   logProjectSeen(log, "INSERT", project.gid, userGid);
-  logVisibility(tx, log, userGid, before);
+  await logVisibility(tx, log, userGid, before);
   return row;
 }
 
@@ -532,31 +559,33 @@ export function memberToActive(
  * `remove`: the membership is deleted whatever its state (an invitation is withdrawn). An invitee
  * without an account and without any other membership is deleted with it, so nothing dangles.
  */
-function dropMember(tx: Tx, log: ChangeLog, project: Project, userGid: string): void {
-  const { m, u } = changeable(tx, project.gid, userGid, "person", "Removal");
-  const before = userAudience(tx, userGid);
-  const audience = projectAudience(tx, project.gid);
-  tx.delete(memberships)
+async function dropMember(tx: Tx, log: ChangeLog, project: Project, userGid: string): Promise<void> {
+  const { m, u } = await changeable(tx, project.gid, userGid, "person", "Removal");
+  const before = await userAudience(tx, userGid);
+  const audience = await projectAudience(tx, project.gid);
+  await tx
+    .delete(memberships)
     .where(and(eq(memberships.projectGid, project.gid), eq(memberships.userGid, userGid)))
     .run();
-  logMembership(tx, log, "DELETE", project.gid, userGid, audience);
+  await logMembership(tx, log, "DELETE", project.gid, userGid, audience);
   if (SEES_PROJECT(m.status)) logProjectSeen(log, "DELETE", project.gid, userGid);
   const left =
-    tx.select({ n: sql<number>`count(*)` }).from(memberships).where(eq(memberships.userGid, userGid)).get()?.n ?? 0;
+    (await tx.select({ n: sql<number>`count(*)` }).from(memberships).where(eq(memberships.userGid, userGid)).get())
+      ?.n ?? 0;
   if (u.status === "invited" && left === 0) {
-    tx.delete(users).where(eq(users.gid, userGid)).run();
+    await tx.delete(users).where(eq(users.gid, userGid)).run();
     log.cc("DELETE", "cc.users", userGid, [...new Set([...before, ...audience])]);
     return;
   }
-  logVisibility(tx, log, userGid, before);
+  await logVisibility(tx, log, userGid, before);
 }
 
 /**
  * The `rate_limit_per_second` of a user's membership in a project: a number (0 = no limit), or
  * null when the membership sets none or does not exist (the instance default applies).
  */
-export function membershipRateLimit(tx: Tx, projectGid: string, userGid: string): number | null {
-  return rateLimitOf(membershipOptions(tx).get({ project: projectGid, user: userGid }));
+export async function membershipRateLimit(tx: Tx, projectGid: string, userGid: string): Promise<number | null> {
+  return rateLimitOf(await membershipOptions(tx).get({ project: projectGid, user: userGid }));
 }
 
 /** The `rate_limit_per_second` of a membership row (null: none set, or no membership). */
@@ -583,20 +612,24 @@ const membershipOptions = preparedOnce((tx) =>
  * see) or `members` (a list → result `users`, unknown gids skipped); with neither (our
  * extension) every membership → `users`. Full forms for the owner and for the caller's own entry.
  */
-export function listProjectMembers(
+export async function listProjectMembers(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: { member?: string; members?: string[] } = {},
-): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, isOwner }) =>
-    listMembers(tx, projectGid, actor.userGid, isOwner, input),
+): Promise<Answer> {
+  return await inProject(
+    ctx,
+    actor,
+    projectGid,
+    "member",
+    async ({ tx, isOwner }) => await listMembers(tx, projectGid, actor.userGid, isOwner, input),
   );
 }
 
 /** Sends the invitation mail; a mail failure is logged and reported, the invitation stands. */
 async function mailInvitation(ctx: Ctx, inv: Invitation): Promise<boolean> {
-  const owner = getUser(ctx.db, inv.project.owner);
+  const owner = await getUser(ctx.db, inv.project.owner);
   const mail = renderInvitation(inv.user.language, {
     baseUrl: ctx.baseUrl,
     projectName: inv.project.name,
@@ -617,7 +650,7 @@ async function mailInvitation(ctx: Ctx, inv: Invitation): Promise<boolean> {
 /** The answer of an invitation: the member answer and whether the mail went out. */
 async function invitationAnswer(ctx: Ctx, inv: Invitation): Promise<Answer> {
   const mailSent = await mailInvitation(ctx, inv);
-  const a = memberAnswer(ctx.db, inv.project.gid, inv.user.gid);
+  const a = await memberAnswer(ctx.db, inv.project.gid, inv.user.gid);
   return { result: { ...a.result, mail_sent: mailSent }, data: a.data };
 }
 
@@ -626,10 +659,14 @@ async function invitationAnswer(ctx: Ctx, inv: Invitation): Promise<Answer> {
  * cannot run inside a batch's transaction: it answers after its own commit).
  */
 export async function inviteMember(ctx: Ctx, actor: Actor, projectGid: string, input: InviteInput): Promise<Answer> {
-  const inv = inProject(ctx, actor, projectGid, "owner", ({ tx, log, project }) =>
-    addInvitation(tx, log, project, input),
+  const inv = await inProject(
+    ctx,
+    actor,
+    projectGid,
+    "owner",
+    async ({ tx, log, project }) => await addInvitation(tx, log, project, input),
   );
-  return invitationAnswer(ctx, inv);
+  return await invitationAnswer(ctx, inv);
 }
 
 /** `members/resend_invite` (owner): the invitation mail again. */
@@ -639,25 +676,39 @@ export async function resendInvitation(
   projectGid: string,
   input: { user: string },
 ): Promise<Answer> {
-  const inv = inProject(ctx, actor, projectGid, "owner", ({ tx, project }) =>
-    pendingInvitation(tx, project, input.user),
+  const inv = await inProject(
+    ctx,
+    actor,
+    projectGid,
+    "owner",
+    async ({ tx, project }) => await pendingInvitation(tx, project, input.user),
   );
-  return invitationAnswer(ctx, inv);
+  return await invitationAnswer(ctx, inv);
 }
 
 /** `members/deactivate` (owner): status inactive, access ends at once. */
-export function deactivateMember(ctx: Ctx, actor: Actor, projectGid: string, input: { user: string }): Answer {
-  return inProject(ctx, actor, projectGid, "owner", ({ tx, log, project }) => {
-    memberToInactive(tx, log, project, input.user);
-    return memberAnswer(tx, projectGid, input.user);
+export async function deactivateMember(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { user: string },
+): Promise<Answer> {
+  return await inProject(ctx, actor, projectGid, "owner", async ({ tx, log, project }) => {
+    await memberToInactive(tx, log, project, input.user);
+    return await memberAnswer(tx, projectGid, input.user);
   });
 }
 
 /** `members/reactivate` (owner): an inactive membership becomes active again. */
-export function reactivateMember(ctx: Ctx, actor: Actor, projectGid: string, input: { user: string }): Answer {
-  return inProject(ctx, actor, projectGid, "owner", ({ tx, log, project }) => {
-    memberToActive(tx, log, project, input.user);
-    return memberAnswer(tx, projectGid, input.user);
+export async function reactivateMember(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { user: string },
+): Promise<Answer> {
+  return await inProject(ctx, actor, projectGid, "owner", async ({ tx, log, project }) => {
+    await memberToActive(tx, log, project, input.user);
+    return await memberAnswer(tx, projectGid, input.user);
   });
 }
 
@@ -667,10 +718,15 @@ export function reactivateMember(ctx: Ctx, actor: Actor, projectGid: string, inp
  * API user is removed with apikeys/delete (422). Result and data are empty, as the reference's:
  * the caller learns the rest from the sync items.
  */
-export function removeMember(ctx: Ctx, actor: Actor, projectGid: string, input: { user: string }): Answer {
+export async function removeMember(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { user: string },
+): Promise<Answer> {
   const need = input.user === actor.userGid ? "member" : "owner";
-  return inProject(ctx, actor, projectGid, need, ({ tx, log, project }) => {
-    dropMember(tx, log, project, input.user);
+  return await inProject(ctx, actor, projectGid, need, async ({ tx, log, project }) => {
+    await dropMember(tx, log, project, input.user);
     return { result: {}, data: {} };
   });
 }
@@ -679,13 +735,13 @@ export function removeMember(ctx: Ctx, actor: Actor, projectGid: string, input: 
  * `GET /api/members/get`: one membership, one's own (full forms) or a co-member's (short forms,
  * spec 5.6 self-or-co-member); 422 "No info for this member" otherwise, revealing nothing.
  */
-export function memberInfo(ctx: Ctx, actor: Actor, input: { project: string; member: string }): Answer {
-  return readOnly(ctx.db, (tx) => {
+export async function memberInfo(ctx: Ctx, actor: Actor, input: { project: string; member: string }): Promise<Answer> {
+  return await readOnly(ctx.db, async (tx) => {
     const me = actor.userGid;
-    const m = getMembership(tx, input.project, input.member);
-    const target = m && getUser(tx, input.member);
-    if (!m || !target || !canSeeUser(tx, actor, target.gid)) throw unprocessable("No info for this member");
-    if (target.gid !== me && !getMembership(tx, input.project, me, "active"))
+    const m = await getMembership(tx, input.project, input.member);
+    const target = m && (await getUser(tx, input.member));
+    if (!m || !target || !(await canSeeUser(tx, actor, target.gid))) throw unprocessable("No info for this member");
+    if (target.gid !== me && !(await getMembership(tx, input.project, me, "active")))
       throw unprocessable("No info for this member");
     const self = target.gid === me;
     return {
@@ -699,23 +755,23 @@ export function memberInfo(ctx: Ctx, actor: Actor, input: { project: string; mem
 }
 
 /** `init_invite` (no login): what an invitation page shows, if the link still stands. */
-export function invitationInfo(ctx: Ctx, input: { invitee: string; project: string }): Answer {
-  return readOnly(ctx.db, (tx) => invitationView(tx, input.invitee, input.project));
+export async function invitationInfo(ctx: Ctx, input: { invitee: string; project: string }): Promise<Answer> {
+  return await readOnly(ctx.db, async (tx) => await invitationView(tx, input.invitee, input.project));
 }
 
 /**
  * `decline_invite` (no login, by the link's invitee gid) and `account/decline_invite` (the
  * invitee itself): the invited membership becomes declined.
  */
-export function declineInvitation(ctx: Ctx, input: { invitee: string; project: string }): Answer {
-  return mutate(ctx.db, ctx.hub, (tx, log) => {
-    const m = markDeclined(tx, log, input.invitee, input.project);
+export async function declineInvitation(ctx: Ctx, input: { invitee: string; project: string }): Promise<Answer> {
+  return await mutate(ctx.db, ctx.hub, async (tx, log) => {
+    const m = await markDeclined(tx, log, input.invitee, input.project);
     return { result: { project: input.project }, data: { "cc.projects_members": [membershipFull(m)] } };
   });
 }
 
 /** `account/accept_invite`: the caller's invited membership becomes active. */
-export function acceptInvitation(ctx: Ctx, actor: Actor, input: { project: string }): Membership {
+export async function acceptInvitation(ctx: Ctx, actor: Actor, input: { project: string }): Promise<Membership> {
   requirePerson(actor);
-  return mutate(ctx.db, ctx.hub, (tx, log) => markAccepted(tx, log, actor.userGid, input.project));
+  return await mutate(ctx.db, ctx.hub, async (tx, log) => await markAccepted(tx, log, actor.userGid, input.project));
 }

@@ -119,7 +119,7 @@ export const moduleOperations = [
 export function moduleRoutes(ctx: Ctx) {
   return new Elysia({ prefix: "/api/p/:project/modules" })
     .use(authMacro(ctx))
-    .get("/all", ({ params, actor }) => answer(allModules(ctx, actor, params.project)), {
+    .get("/all", async ({ params, actor }) => answer(await allModules(ctx, actor, params.project)), {
       auth: true,
       params,
       detail: { summary: "The names of the project's modules (GET form)", tags },

@@ -1,7 +1,7 @@
 import { and, asc, eq, inArray } from "drizzle-orm";
 import type { Ctx } from "../../platform/context";
 import type { Tx } from "../../db/connection";
-import { mutate } from "../../db/mutate";
+import { mutate, readOnly } from "../../db/mutate";
 import { forbidden, invalidParameter, missing, unprocessable } from "../../core/errors";
 import { newGid, now } from "../../core/ids";
 import { activeMembership, projectAccess } from "../projects/projects.api";
@@ -152,8 +152,8 @@ function timeOf(v: unknown, member: string): number | null {
  * The access of a module call: every active member (and the owner) may read modules and start
  * published actions; changing a module is for the project owner and the module's own API user.
  */
-function access(tx: Tx, projectGid: string, actor: Actor) {
-  return projectAccess(tx, actor, projectGid, "member");
+async function access(tx: Tx, projectGid: string, actor: Actor) {
+  return await projectAccess(tx, actor, projectGid, "member");
 }
 
 function mayChange(r: Row, actor: Actor, isOwner: boolean): boolean {
@@ -165,8 +165,8 @@ function requireChange(r: Row, actor: Actor, isOwner: boolean): void {
     throw forbidden("Only the project owner or the module's own API user may change this module", { module: r.name });
 }
 
-function rowOf(tx: Tx, projectGid: string, name: string): Row | undefined {
-  return tx
+async function rowOf(tx: Tx, projectGid: string, name: string): Promise<Row | undefined> {
+  return await tx
     .select()
     .from(modules)
     .where(and(eq(modules.projectGid, projectGid), eq(modules.name, name)))
@@ -174,8 +174,8 @@ function rowOf(tx: Tx, projectGid: string, name: string): Row | undefined {
 }
 
 /** The registered module, or 422. */
-function mustGet(tx: Tx, projectGid: string, name: string): Row {
-  const r = rowOf(tx, projectGid, name);
+async function mustGet(tx: Tx, projectGid: string, name: string): Promise<Row> {
+  const r = await rowOf(tx, projectGid, name);
   if (!r) throw notRegistered(name);
   return r;
 }
@@ -184,20 +184,20 @@ function mustGet(tx: Tx, projectGid: string, name: string): Row {
  * Runs a change of one module: access, the module (422 if not registered), the change rights,
  * then `fn` giving the new columns; writes them with one UPDATE sync item. Returns the answer.
  */
-function change(
+async function change(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   name: string,
   fn: (r: Row) => Partial<Row> | undefined,
-): Answer {
-  return mutate(ctx.db, ctx.hub, (tx, log) => {
-    const { isOwner } = access(tx, projectGid, actor);
-    const cur = mustGet(tx, projectGid, name);
+): Promise<Answer> {
+  return await mutate(ctx.db, ctx.hub, async (tx, log) => {
+    const { isOwner } = await access(tx, projectGid, actor);
+    const cur = await mustGet(tx, projectGid, name);
     requireChange(cur, actor, isOwner);
     const set = fn(cur);
     if (!set) return answer(cur);
-    const row = tx
+    const row = await tx
       .update(modules)
       .set({ ...set, updatedOn: now() })
       .where(and(eq(modules.projectGid, projectGid), eq(modules.name, name)))
@@ -221,21 +221,21 @@ const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b)
  * registers it becomes the module's own API user. The owner may name that user with `user` (an
  * API user of the project), also for a registered module.
  */
-export function registerModule(
+export async function registerModule(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: { module?: unknown; version?: unknown; user?: unknown },
-): Answer {
-  return mutate(ctx.db, ctx.hub, (tx, log) => {
+): Promise<Answer> {
+  return await mutate(ctx.db, ctx.hub, async (tx, log) => {
     const name = nameOf(input.module, "module");
     const version = versionOf(input.version);
-    const { isOwner } = access(tx, projectGid, actor);
+    const { isOwner } = await access(tx, projectGid, actor);
     let apiUser: string | undefined;
     if (input.user !== undefined && input.user !== null) {
       if (!isOwner) throw forbidden("Only the project owner may name a module's API user");
       if (typeof input.user !== "string") throw invalid("user", "the gid of an API user of the project");
-      const m = activeMembership(tx, projectGid, input.user);
+      const m = await activeMembership(tx, projectGid, input.user);
       if (!m || !m.roles.includes("api"))
         throw unprocessable("Registration failed", {
           reason: "user is not an active API user of the project",
@@ -243,12 +243,12 @@ export function registerModule(
         });
       apiUser = input.user;
     }
-    const cur = rowOf(tx, projectGid, name);
+    const cur = await rowOf(tx, projectGid, name);
     const t = now();
     if (!cur) {
       if (!isOwner && actor.kind !== "api")
         throw forbidden("Only the project owner or an API user may register a module");
-      const row = tx
+      const row = await tx
         .insert(modules)
         .values({
           projectGid,
@@ -269,7 +269,7 @@ export function registerModule(
     if (compareVersions(version, cur.version) > 0) set.version = version;
     if (apiUser !== undefined && apiUser !== cur.apiUser) set.apiUser = apiUser;
     if (!Object.keys(set).length) return answer(cur);
-    const row = tx
+    const row = await tx
       .update(modules)
       .set({ ...set, updatedOn: t })
       .where(and(eq(modules.projectGid, projectGid), eq(modules.name, name)))
@@ -281,12 +281,18 @@ export function registerModule(
 }
 
 /** `modules/unregister`: removes the module with its keys, actions and logs. */
-export function unregisterModule(ctx: Ctx, actor: Actor, projectGid: string, input: { module?: unknown }): Answer {
-  return mutate(ctx.db, ctx.hub, (tx, log) => {
+export async function unregisterModule(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { module?: unknown },
+): Promise<Answer> {
+  return await mutate(ctx.db, ctx.hub, async (tx, log) => {
     const name = nameOf(input.module, "module");
-    const { isOwner } = access(tx, projectGid, actor);
-    requireChange(mustGet(tx, projectGid, name), actor, isOwner);
-    tx.delete(modules)
+    const { isOwner } = await access(tx, projectGid, actor);
+    requireChange(await mustGet(tx, projectGid, name), actor, isOwner);
+    await tx
+      .delete(modules)
       .where(and(eq(modules.projectGid, projectGid), eq(modules.name, name)))
       .run();
     log.project(projectGid, "DELETE", "modules", name);
@@ -295,10 +301,10 @@ export function unregisterModule(ctx: Ctx, actor: Actor, projectGid: string, inp
 }
 
 /** `modules/all`: the names of the project's modules, sorted. */
-export function allModules(ctx: Ctx, actor: Actor, projectGid: string, _input: unknown = {}): Answer {
-  return ctx.db.transaction((tx) => {
-    access(tx, projectGid, actor);
-    const names = tx
+export async function allModules(ctx: Ctx, actor: Actor, projectGid: string, _input: unknown = {}): Promise<Answer> {
+  return await readOnly(ctx.db, async (tx) => {
+    await access(tx, projectGid, actor);
+    const names = await tx
       .select({ name: modules.name })
       .from(modules)
       .where(eq(modules.projectGid, projectGid))
@@ -309,14 +315,14 @@ export function allModules(ctx: Ctx, actor: Actor, projectGid: string, _input: u
 }
 
 /** `modules/get`: one module (`module`) or several (`modules`), matched in that order. */
-export function getModules(
+export async function getModules(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: { module?: unknown; modules?: unknown },
-): Answer {
-  return ctx.db.transaction((tx) => {
-    access(tx, projectGid, actor);
+): Promise<Answer> {
+  return await readOnly(ctx.db, async (tx) => {
+    await access(tx, projectGid, actor);
     const single = input.module !== undefined && input.module !== null;
     if (!single && (input.modules === undefined || input.modules === null)) throw missing("module");
     const names = single ? [nameOf(input.module, "module")] : input.modules;
@@ -325,7 +331,7 @@ export function getModules(
     if (names.length > MODULE_LIMITS.get) throw invalid("modules", `at most ${MODULE_LIMITS.get} names`);
     const wanted = [...new Set(names as string[])];
     const rows = wanted.length
-      ? tx
+      ? await tx
           .select()
           .from(modules)
           .where(and(eq(modules.projectGid, projectGid), inArray(modules.name, wanted)))
@@ -345,12 +351,12 @@ export function getModules(
 }
 
 /** `modules/keys/set`: one key (`key` + `value`) or several (`keys`: object), matched in that order. */
-export function setModuleKeys(
+export async function setModuleKeys(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: { module?: unknown; key?: unknown; value?: unknown; keys?: unknown },
-): Answer {
+): Promise<Answer> {
   const name = nameOf(input.module, "module");
   const entries: [string, unknown][] = [];
   if (input.key !== undefined && input.key !== null) {
@@ -360,7 +366,7 @@ export function setModuleKeys(
     if (!isObject(input.keys)) throw invalid("keys", "a JSON object of key → value");
     for (const [k, v] of Object.entries(input.keys)) entries.push([nameOf(k, "keys"), valueOf(v, "keys")]);
   }
-  return change(ctx, actor, projectGid, name, (r) => {
+  return await change(ctx, actor, projectGid, name, (r) => {
     const keys = new Map(Object.entries(r.keys));
     for (const [k, v] of entries) keys.set(k, v);
     if (keys.size > MODULE_LIMITS.keys) throw invalid("keys", `a module holds at most ${MODULE_LIMITS.keys} keys`);
@@ -370,12 +376,12 @@ export function setModuleKeys(
 }
 
 /** `modules/keys/clear`: one key (`key`) or several (`keys`: names); keys not set are fine. */
-export function clearModuleKeys(
+export async function clearModuleKeys(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: { module?: unknown; key?: unknown; keys?: unknown },
-): Answer {
+): Promise<Answer> {
   const name = nameOf(input.module, "module");
   let names: string[];
   if (input.key !== undefined && input.key !== null) names = [nameOf(input.key, "key")];
@@ -385,7 +391,7 @@ export function clearModuleKeys(
       throw invalid("keys", "a list of key names");
     names = input.keys as string[];
   }
-  return change(ctx, actor, projectGid, name, (r) => {
+  return await change(ctx, actor, projectGid, name, (r) => {
     const keys = new Map(Object.entries(r.keys));
     let removed = false;
     for (const k of names) removed = keys.delete(k) || removed;
@@ -394,16 +400,16 @@ export function clearModuleKeys(
 }
 
 /** `modules/actions/publish`: adds or replaces the configuration of an action. */
-export function publishModuleAction(
+export async function publishModuleAction(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: { module?: unknown; action?: unknown; configuration?: unknown },
-): Answer {
+): Promise<Answer> {
   const name = nameOf(input.module, "module");
   const action = nameOf(input.action, "action");
   const configuration = objectOf(input.configuration, "configuration");
-  return change(ctx, actor, projectGid, name, (r) => {
+  return await change(ctx, actor, projectGid, name, (r) => {
     const actions = new Map(Object.entries(r.actions));
     const next: ModuleAction = { name: action, configuration };
     if (same(actions.get(action), next)) return undefined;
@@ -415,15 +421,15 @@ export function publishModuleAction(
 }
 
 /** `modules/actions/unpublish`: removes an action; one that is not published is fine. */
-export function unpublishModuleAction(
+export async function unpublishModuleAction(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: { module?: unknown; action?: unknown },
-): Answer {
+): Promise<Answer> {
   const name = nameOf(input.module, "module");
   const action = nameOf(input.action, "action");
-  return change(ctx, actor, projectGid, name, (r) => {
+  return await change(ctx, actor, projectGid, name, (r) => {
     const actions = new Map(Object.entries(r.actions));
     return actions.delete(action) ? { actions: Object.fromEntries(actions) } : undefined;
   });
@@ -434,7 +440,7 @@ export function unpublishModuleAction(
  * MODULE_LIMITS.logs, and raises the module's version when the entry's is higher. `request` names
  * the started action the entry answers (see `invokeModuleAction`).
  */
-export function addModuleLog(
+export async function addModuleLog(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
@@ -450,7 +456,7 @@ export function addModuleLog(
     output?: unknown;
     request?: unknown;
   },
-): Answer {
+): Promise<Answer> {
   const name = nameOf(input.module, "module");
   const version = versionOf(input.version);
   const started = timeOf(input.started_at, "started_at");
@@ -474,7 +480,7 @@ export function addModuleLog(
     output: textOf(input.output, "output"),
     request,
   };
-  return change(ctx, actor, projectGid, name, (r) => {
+  return await change(ctx, actor, projectGid, name, (r) => {
     const logs = [...r.logs, entry].slice(-MODULE_LIMITS.logs);
     return compareVersions(version, r.version) > 0 ? { logs, version } : { logs };
   });
@@ -486,18 +492,18 @@ export function addModuleLog(
  * sync item keyed by the module's name, which the module receives live on /sync/io or later from
  * /sync/get; the module answers with `logs/add` carrying the `request` gid.
  */
-export function invokeModuleAction(
+export async function invokeModuleAction(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: { module?: unknown; action?: unknown; input?: unknown },
-): Answer {
-  return mutate(ctx.db, ctx.hub, (tx, log) => {
+): Promise<Answer> {
+  return await mutate(ctx.db, ctx.hub, async (tx, log) => {
     const name = nameOf(input.module, "module");
     const action = nameOf(input.action, "action");
     const params = input.input === undefined || input.input === null ? {} : objectOf(input.input, "input");
-    access(tx, projectGid, actor);
-    const r = mustGet(tx, projectGid, name);
+    await access(tx, projectGid, actor);
+    const r = await mustGet(tx, projectGid, name);
     const published = new Map(Object.entries(r.actions)).get(action);
     if (!published) throw unprocessable("Action not published", { module: name, action });
     const request: ActionRequest = {

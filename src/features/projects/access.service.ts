@@ -43,22 +43,27 @@ const membershipRow = preparedOnce((tx) =>
     )
     .prepare(),
 );
-function facts(tx: Tx, actor: Actor, projectGid: string) {
-  const project = projectRow(tx).get({ project: projectGid });
-  const membership = project ? membershipRow(tx).get({ project: projectGid, user: actor.userGid }) : undefined;
+async function facts(tx: Tx, actor: Actor, projectGid: string) {
+  const project = await projectRow(tx).get({ project: projectGid });
+  const membership = project ? await membershipRow(tx).get({ project: projectGid, user: actor.userGid }) : undefined;
   return { project, membership };
 }
 
 /** Checks the actor against a project (spec 5.6: `member` or `owner`); 403 otherwise, unknown projects alike. */
-export function projectAccess(tx: Tx, actor: Actor, projectGid: string, need: ProjectNeed): ProjectAccess {
-  const f = facts(tx, actor, projectGid);
+export async function projectAccess(
+  tx: Tx,
+  actor: Actor,
+  projectGid: string,
+  need: ProjectNeed,
+): Promise<ProjectAccess> {
+  const f = await facts(tx, actor, projectGid);
   if (!allowsProject(actor, f, need)) throw projectRefusal(need);
   return { project: f.project!, membership: f.membership, isOwner: f.project!.owner === actor.userGid };
 }
 
 /** Whether the actor passes the project check (no throw). */
-export function mayAccessProject(tx: Tx, actor: Actor, projectGid: string, need: ProjectNeed): boolean {
-  return allowsProject(actor, facts(tx, actor, projectGid), need);
+export async function mayAccessProject(tx: Tx, actor: Actor, projectGid: string, need: ProjectNeed): Promise<boolean> {
+  return allowsProject(actor, await facts(tx, actor, projectGid), need);
 }
 
 /** What a project operation runs with: the unit of work and what the check found. */
@@ -70,16 +75,20 @@ export type ProjectWork = ProjectAccess & { tx: Tx; log: ChangeLog };
  * (or not at all). Called while another unit is open (a batch, a service calling a service), it
  * joins that unit. For reads too: they then see the writes of the unit they run in.
  */
-export function inProject<T>(
+export async function inProject<T>(
   ctx: Pick<Ctx, "db" | "hub">,
   actor: Actor,
   projectGid: string,
   need: ProjectNeed,
   fn: (work: ProjectWork) => T,
-): T {
-  return mutate(ctx.db, ctx.hub, (tx, log) => {
+): Promise<T> {
+  return await mutate(ctx.db, ctx.hub, async (tx, log) => {
     // Inside a batch the facts are read once for all its steps (unitMemo; forgotten after steps that may change them).
-    const f = unitMemo(ctx.db, `facts:${actor.userGid}:${projectGid}`, () => facts(tx, actor, projectGid));
+    const f = await unitMemo(
+      ctx.db,
+      `facts:${actor.userGid}:${projectGid}`,
+      async () => await facts(tx, actor, projectGid),
+    );
     if (!allowsProject(actor, f, need)) throw projectRefusal(need);
     return fn({ tx, log, project: f.project!, membership: f.membership, isOwner: f.project!.owner === actor.userGid });
   });
@@ -95,8 +104,8 @@ export type ProjectReading = { tx: Tx; isOwner: boolean };
  * reading them whole (with their JSON members) cost more than the operation. The membership is a
  * scalar subquery: SQLite ran the same lookup written as a LEFT JOIN about six times slower.
  */
-function ruleFacts(tx: Tx, actor: Actor, projectGid: string): ProjectFacts {
-  const r = sqliteOf(tx)
+async function ruleFacts(tx: Tx, actor: Actor, projectGid: string): Promise<ProjectFacts> {
+  const r = await sqliteOf(tx)
     .query<{ owner: string; status: string; membership: string | null }, [string, string]>(
       "SELECT owner, status, (SELECT m.status FROM memberships m WHERE m.project_gid = ?2 AND m.user_gid = ?1) AS membership FROM projects WHERE gid = ?2",
     )
@@ -115,58 +124,65 @@ function ruleFacts(tx: Tx, actor: Actor, projectGid: string): ProjectFacts {
  * service) it is `inProject` itself, so it joins that unit and sees its writes, as before.
  * `fn` must not write: a `mutate` inside it throws.
  */
-export function readProject<T>(
+export async function readProject<T>(
   ctx: Pick<Ctx, "db" | "hub">,
   actor: Actor,
   projectGid: string,
   need: ProjectNeed,
   fn: (work: ProjectReading) => T,
-): T {
-  if (inUnit(ctx.db)) return inProject(ctx, actor, projectGid, need, fn);
-  return readOnly(ctx.db, (tx) => {
-    const f = untilChanged(ctx.db, `rules ${actor.userGid} ${projectGid}`, () => ruleFacts(tx, actor, projectGid));
+): Promise<T> {
+  if (inUnit(ctx.db)) return await inProject(ctx, actor, projectGid, need, fn);
+  return await readOnly(ctx.db, async (tx) => {
+    const f = await untilChanged(
+      ctx.db,
+      `rules ${actor.userGid} ${projectGid}`,
+      async () => await ruleFacts(tx, actor, projectGid),
+    );
     if (!allowsProject(actor, f, need)) throw projectRefusal(need);
     return fn({ tx, isOwner: f.project!.owner === actor.userGid });
   });
 }
 
 /** The active membership of a user in a project, or undefined (the JWT guard's first check on project paths). */
-export function activeMembership(tx: Tx, projectGid: string, userGid: string): Membership | undefined {
-  const m = membershipRow(tx).get({ project: projectGid, user: userGid });
+export async function activeMembership(tx: Tx, projectGid: string, userGid: string): Promise<Membership | undefined> {
+  const m = await membershipRow(tx).get({ project: projectGid, user: userGid });
   return m?.status === "active" ? m : undefined;
 }
 
 /** Projects in which the user is an active member. */
-function activeProjectGids(tx: Tx, userGid: string): string[] {
-  return tx
-    .select({ gid: memberships.projectGid })
-    .from(memberships)
-    .where(and(eq(memberships.userGid, userGid), eq(memberships.status, "active")))
-    .all()
-    .map((r) => r.gid);
+async function activeProjectGids(tx: Tx, userGid: string): Promise<string[]> {
+  return (
+    await tx
+      .select({ gid: memberships.projectGid })
+      .from(memberships)
+      .where(and(eq(memberships.userGid, userGid), eq(memberships.status, "active")))
+      .all()
+  ).map((r) => r.gid);
 }
 
 /** Users who see changes of a project's global entries: its active and invited members. */
-export function projectAudience(tx: Tx, projectGid: string): string[] {
-  return tx
-    .select({ gid: memberships.userGid })
-    .from(memberships)
-    .where(and(eq(memberships.projectGid, projectGid), inArray(memberships.status, [...AUDIENCE])))
-    .all()
-    .map((r) => r.gid);
+export async function projectAudience(tx: Tx, projectGid: string): Promise<string[]> {
+  return (
+    await tx
+      .select({ gid: memberships.userGid })
+      .from(memberships)
+      .where(and(eq(memberships.projectGid, projectGid), inArray(memberships.status, [...AUDIENCE])))
+      .all()
+  ).map((r) => r.gid);
 }
 
 /** Users who see changes of a user entry: the user and everybody sharing an active project with it. */
-export function userAudience(tx: Tx, userGid: string): string[] {
-  const mine = tx
-    .select({ gid: memberships.projectGid })
-    .from(memberships)
-    .where(and(eq(memberships.userGid, userGid), inArray(memberships.status, [...AUDIENCE])))
-    .all()
-    .map((r) => r.gid);
+export async function userAudience(tx: Tx, userGid: string): Promise<string[]> {
+  const mine = (
+    await tx
+      .select({ gid: memberships.projectGid })
+      .from(memberships)
+      .where(and(eq(memberships.userGid, userGid), inArray(memberships.status, [...AUDIENCE])))
+      .all()
+  ).map((r) => r.gid);
   const out = new Set([userGid]);
   if (mine.length) {
-    for (const r of tx
+    for (const r of await tx
       .select({ gid: memberships.userGid })
       .from(memberships)
       .where(and(inArray(memberships.projectGid, mine), inArray(memberships.status, [...AUDIENCE])))
@@ -181,11 +197,11 @@ export function userAudience(tx: Tx, userGid: string): string[] {
  * co-member of a project where the viewer is active (the target's membership in any state but
  * declined).
  */
-export function canSeeUser(tx: Tx, viewer: Actor, targetGid: string): boolean {
-  return mayViewUser(viewer, targetGid, () => {
-    const mine = activeProjectGids(tx, viewer.userGid);
+export async function canSeeUser(tx: Tx, viewer: Actor, targetGid: string): Promise<boolean> {
+  return await mayViewUser(viewer, targetGid, async () => {
+    const mine = await activeProjectGids(tx, viewer.userGid);
     if (!mine.length) return false;
-    return !!tx
+    return !!(await tx
       .select({ gid: memberships.userGid })
       .from(memberships)
       .where(
@@ -195,6 +211,6 @@ export function canSeeUser(tx: Tx, viewer: Actor, targetGid: string): boolean {
           ne(memberships.status, "declined"),
         ),
       )
-      .get();
+      .get());
   });
 }

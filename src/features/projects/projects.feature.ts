@@ -11,5 +11,5 @@ import { getProject } from "./projects.service";
 export const projectsFeature: Feature = {
   name: "projects",
   routes: projectRoutes,
-  hooks: { userAudience, userVisible: canSeeUser, projectOwner: (tx, gid) => getProject(tx, gid)?.owner },
+  hooks: { userAudience, userVisible: canSeeUser, projectOwner: async (tx, gid) => (await getProject(tx, gid))?.owner },
 };

@@ -14,9 +14,9 @@ export type ProjectHead = Pick<Project, "gid" | "name" | "icon" | "owner" | "sta
  * channels, orderings, fieldlists, image server, the ordered lists), the members other features
  * add (`hooks.projectForm`: the backups feature's `backups`) and `build`.
  */
-export function projectFull(ctx: Pick<Ctx, "hooks">, tx: Tx, p: Project) {
+export async function projectFull(ctx: Pick<Ctx, "hooks">, tx: Tx, p: Project) {
   const form: Record<string, unknown> = { ...projectShort(p), options: projectOptions(p) };
-  for (const members of ctx.hooks.projectForm) Object.assign(form, members(tx, p));
+  for (const members of ctx.hooks.projectForm) Object.assign(form, await members(tx, p));
   form.build = 1;
   return form;
 }

@@ -23,7 +23,7 @@ const projectBody = t.Object({ project: t.String() }, { examples: [examples.proj
 export function projectRoutes(ctx: Ctx) {
   return new Elysia({ prefix: "/api/projects" })
     .use(authMacro(ctx))
-    .post("/get", ({ body, actor }) => answer(getProjectInfo(ctx, actor, body)), {
+    .post("/get", async ({ body, actor }) => answer(await getProjectInfo(ctx, actor, body)), {
       auth: true,
       body: projectBody,
       detail: describe({
@@ -33,7 +33,7 @@ export function projectRoutes(ctx: Ctx) {
         errors: [400, 403],
       }),
     })
-    .post("/create", ({ body, actor }) => answer(createProject(ctx, actor, body ?? {})), {
+    .post("/create", async ({ body, actor }) => answer(await createProject(ctx, actor, body ?? {})), {
       auth: true,
       body: t.Optional(
         t.Object(
@@ -52,7 +52,7 @@ export function projectRoutes(ctx: Ctx) {
         errors: [400, 403, 422],
       }),
     })
-    .post("/update", ({ body, actor }) => answer(updateProjectInfo(ctx, actor, body)), {
+    .post("/update", async ({ body, actor }) => answer(await updateProjectInfo(ctx, actor, body)), {
       auth: true,
       body: t.Object(
         { project: t.String(), name: t.Optional(t.String()), timezone: t.Optional(t.String()) },
@@ -86,7 +86,7 @@ export function projectRoutes(ctx: Ctx) {
         }),
       },
     )
-    .post("/delete_icon", ({ body, actor }) => answer(deleteProjectIcon(ctx, actor, body)), {
+    .post("/delete_icon", async ({ body, actor }) => answer(await deleteProjectIcon(ctx, actor, body)), {
       auth: true,
       body: projectBody,
       detail: describe({
@@ -96,7 +96,7 @@ export function projectRoutes(ctx: Ctx) {
         errors: [400, 403],
       }),
     })
-    .post("/delete", ({ body, actor }) => answer(deleteProject(ctx, actor, body)), {
+    .post("/delete", async ({ body, actor }) => answer(await deleteProject(ctx, actor, body)), {
       auth: true,
       body: projectBody,
       detail: describe({
@@ -106,7 +106,7 @@ export function projectRoutes(ctx: Ctx) {
         errors: [400, 403, 422],
       }),
     })
-    .post("/undelete", ({ body, actor }) => answer(undeleteProject(ctx, actor, body)), {
+    .post("/undelete", async ({ body, actor }) => answer(await undeleteProject(ctx, actor, body)), {
       auth: true,
       body: projectBody,
       detail: describe({

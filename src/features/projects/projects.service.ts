@@ -19,11 +19,12 @@ import { memberships, projects, type ProjectRow } from "./projects.table";
 import { getUser } from "../users/users.api";
 import { users } from "../users/users.table";
 import { newProjectOptions } from "./projects.options";
+import { filterEach } from "../../core/sequential";
 
 export type Project = ProjectRow;
 
-export function getProject(tx: Tx, gid: string): Project | undefined {
-  return projectByGid(tx).get({ gid });
+export async function getProject(tx: Tx, gid: string): Promise<Project | undefined> {
+  return await projectByGid(tx).get({ gid });
 }
 const projectByGid = preparedOnce((tx) =>
   tx
@@ -38,8 +39,8 @@ const projectByGid = preparedOnce((tx) =>
  * the init payloads list them all, and decoding every row's options (JSON) cost a user owning 200
  * projects a quarter of the payload's time.
  */
-export function projectsOwnedBy(tx: Tx, userGid: string): ProjectHead[] {
-  return projectsOfOwner(tx).all({ owner: userGid });
+export async function projectsOwnedBy(tx: Tx, userGid: string): Promise<ProjectHead[]> {
+  return await projectsOfOwner(tx).all({ owner: userGid });
 }
 const projectsOfOwner = preparedOnce((tx) =>
   tx
@@ -56,23 +57,29 @@ const projectsOfOwner = preparedOnce((tx) =>
 );
 
 /** Active projects, oldest first (scheduled backups walk them). */
-export function activeProjects(tx: Tx): Project[] {
-  return tx.select().from(projects).where(eq(projects.status, "active")).orderBy(asc(projects.createdOn)).all();
+export async function activeProjects(tx: Tx): Promise<Project[]> {
+  return await tx.select().from(projects).where(eq(projects.status, "active")).orderBy(asc(projects.createdOn)).all();
 }
 
 /**
  * Records a finished backup of the project (`last_backed_up`) and tells who sees the project.
  * News for clients, but not a change of the project's data: `updated_on` stays.
  */
-export function markBackedUp(tx: Tx, log: ChangeLog, gid: string, at: number, alsoTell: string[] = []): void {
-  if (tx.update(projects).set({ lastBackedUp: at }).where(eq(projects.gid, gid)).returning().get()) {
-    log.cc("UPDATE", "cc.projects", gid, [...projectAudience(tx, gid), ...alsoTell]);
+export async function markBackedUp(
+  tx: Tx,
+  log: ChangeLog,
+  gid: string,
+  at: number,
+  alsoTell: string[] = [],
+): Promise<void> {
+  if (await tx.update(projects).set({ lastBackedUp: at }).where(eq(projects.gid, gid)).returning().get()) {
+    log.cc("UPDATE", "cc.projects", gid, [...(await projectAudience(tx, gid)), ...alsoTell]);
   }
 }
 
 /** The version the project's next backup gets (versions are never reused). */
-export function setNextBackupVersion(tx: Tx, gid: string, next: number): void {
-  tx.update(projects).set({ nextBackupVersion: next }).where(eq(projects.gid, gid)).run();
+export async function setNextBackupVersion(tx: Tx, gid: string, next: number): Promise<void> {
+  await tx.update(projects).set({ nextBackupVersion: next }).where(eq(projects.gid, gid)).run();
 }
 
 function nameIssues(name: unknown) {
@@ -82,20 +89,20 @@ function nameIssues(name: unknown) {
 }
 
 /** Updates a project's own columns (checked name) and announces it with a `cc.projects` item. */
-export function updateProject(tx: Tx, log: ChangeLog, gid: string, set: Partial<Project>): Project {
+export async function updateProject(tx: Tx, log: ChangeLog, gid: string, set: Partial<Project>): Promise<Project> {
   if (set.name !== undefined) {
     const issues = nameIssues(set.name);
     if (issues.length) throw validationFailed(issues);
     set.name = set.name.trim();
   }
-  const p = tx
+  const p = await tx
     .update(projects)
     .set({ ...set, updatedOn: now() })
     .where(eq(projects.gid, gid))
     .returning()
     .get();
   if (!p) throw unprocessable("Project not found");
-  log.cc("UPDATE", "cc.projects", gid, projectAudience(tx, gid));
+  log.cc("UPDATE", "cc.projects", gid, await projectAudience(tx, gid));
   return p;
 }
 
@@ -106,20 +113,27 @@ export function updateProject(tx: Tx, log: ChangeLog, gid: string, set: Partial<
  * (`ctx.jobs.withProjectsStopped`), so none writes to it meanwhile. Also used when an account is
  * deleted with its soft-deleted projects.
  */
-export function eraseProject(ctx: Pick<Ctx, "db" | "storage">, tx: Tx, log: ChangeLog, gid: string): void {
-  const p = getProject(tx, gid);
+export async function eraseProject(
+  ctx: Pick<Ctx, "db" | "storage">,
+  tx: Tx,
+  log: ChangeLog,
+  gid: string,
+): Promise<void> {
+  const p = await getProject(tx, gid);
   if (!p) throw unprocessable("Deletion failed", { reason: "No such project" });
-  const audience = projectAudience(tx, gid);
-  const members = tx.select().from(memberships).where(eq(memberships.projectGid, gid)).all();
-  for (const table of projectOwnedTables(tx)) {
-    sqliteOf(tx).query(`DELETE FROM "${table}" WHERE project_gid = ?`).run(gid);
+  const audience = await projectAudience(tx, gid);
+  const members = await tx.select().from(memberships).where(eq(memberships.projectGid, gid)).all();
+  for (const table of await projectOwnedTables(tx)) {
+    await sqliteOf(tx).query(`DELETE FROM "${table}" WHERE project_gid = ?`).run(gid);
   }
-  tx.delete(changes).where(eq(changes.type, gid)).run();
-  tx.delete(projects).where(eq(projects.gid, gid)).run();
+  await tx.delete(changes).where(eq(changes.type, gid)).run();
+  // The project's items this unit recorded before (they would be written after that delete).
+  log.forget(gid);
+  await tx.delete(projects).where(eq(projects.gid, gid)).run();
   for (const m of members) log.cc("DELETE", "cc.projects_members", `${gid}/${m.userGid}`, [...audience, m.userGid]);
   log.cc("DELETE", "cc.projects", gid, [...audience, p.owner]);
   // Its API users and account-less invitees have nothing left to belong to.
-  dropMembershipOrphans(
+  await dropMembershipOrphans(
     tx,
     log,
     members.map((m) => m.userGid),
@@ -142,42 +156,43 @@ export function eraseProject(ctx: Pick<Ctx, "db" | "storage">, tx: Tx, log: Chan
 }
 
 /** The soft-deleted projects a user owns (what deleting the account removes for good). */
-export function deletedProjectsOwnedBy(tx: Tx, userGid: string): string[] {
-  return tx
-    .select({ gid: projects.gid })
-    .from(projects)
-    .where(and(eq(projects.owner, userGid), eq(projects.status, "deleted")))
-    .all()
-    .map((r) => r.gid);
+export async function deletedProjectsOwnedBy(tx: Tx, userGid: string): Promise<string[]> {
+  return (
+    await tx
+      .select({ gid: projects.gid })
+      .from(projects)
+      .where(and(eq(projects.owner, userGid), eq(projects.status, "deleted")))
+      .all()
+  ).map((r) => r.gid);
 }
 
 /** Every table with a `project_gid` column, found from the schema so new areas need no registration. */
-function projectOwnedTables(tx: Tx): string[] {
+async function projectOwnedTables(tx: Tx): Promise<string[]> {
   const client = sqliteOf(tx);
-  const tables = client
+  const tables = (await client
     .query("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
-    .all() as { name: string }[];
-  return tables
-    .filter((t) =>
-      (client.query(`PRAGMA table_info("${t.name}")`).all() as { name: string }[]).some(
+    .all()) as { name: string }[];
+  return (
+    await filterEach(tables, async (t) =>
+      ((await client.query(`PRAGMA table_info("${t.name}")`).all()) as { name: string }[]).some(
         (c) => c.name === "project_gid",
       ),
     )
-    .map((t) => t.name);
+  ).map((t) => t.name);
 }
 
 // ---------------------------------------------------------------------------------------------
 // The operations (docs/api.md, "Projects")
 
 /** The answer of one project: result `project`, data its full form. */
-const one = (ctx: Pick<Ctx, "hooks">, tx: Tx, p: Project): Answer => ({
+const one = async (ctx: Pick<Ctx, "hooks">, tx: Tx, p: Project): Promise<Answer> => ({
   result: { project: p.gid },
-  data: { "cc.projects": { [p.gid]: projectFull(ctx, tx, p) } },
+  data: { "cc.projects": { [p.gid]: await projectFull(ctx, tx, p) } },
 });
 
 /** `projects/get`: a project the actor owns or belongs to. */
-export function getProjectInfo(ctx: Ctx, actor: Actor, input: { project: string }): Answer {
-  return inProject(ctx, actor, input.project, "member", ({ tx, project }) => one(ctx, tx, project));
+export async function getProjectInfo(ctx: Ctx, actor: Actor, input: { project: string }): Promise<Answer> {
+  return await inProject(ctx, actor, input.project, "member", async ({ tx, project }) => await one(ctx, tx, project));
 }
 
 /** What a new project is called when `projects/create` names none (the reference's default). */
@@ -189,21 +204,25 @@ const DEFAULT_PROJECT_NAME = "untitled project";
  * own time zone). The project starts with the settings of a new project (projects.options.ts) and
  * what the `projectCreated` hooks give it (its root record with the Base definition and layout).
  */
-export function createProject(ctx: Ctx, actor: Actor, input: { name?: string; timezone?: string }): Answer {
-  return mutate(ctx.db, ctx.hub, (tx, log) => {
-    const owner = getUser(tx, actor.userGid);
+export async function createProject(
+  ctx: Ctx,
+  actor: Actor,
+  input: { name?: string; timezone?: string },
+): Promise<Answer> {
+  return await mutate(ctx.db, ctx.hub, async (tx, log) => {
+    const owner = await getUser(tx, actor.userGid);
     if (!owner || owner.kind !== "person") throw forbidden("API users cannot own projects");
     const name = input.name ?? DEFAULT_PROJECT_NAME;
     const issues = [...nameIssues(name), ...timezoneIssues(input.timezone)];
     if (issues.length) throw validationFailed(issues);
     const t = now();
     const options = newProjectOptions(input.timezone ?? owner.timezone, () => newGid());
-    const p = tx
+    const p = await tx
       .insert(projects)
       .values({ gid: newGid(), name: name.trim(), owner: owner.gid, options, createdOn: t, updatedOn: t })
       .returning()
       .get();
-    const m = tx
+    const m = await tx
       .insert(memberships)
       .values({
         projectGid: p.gid,
@@ -220,10 +239,10 @@ export function createProject(ctx: Ctx, actor: Actor, input: { name?: string; ti
     log.cc("INSERT", "cc.projects_members", `${p.gid}/${owner.gid}`, [owner.gid]);
     // What a project has from the start (records: the root and its Base definition), so a client
     // that connects before anything else happened finds its tree and every definition it names.
-    for (const hook of ctx.hooks.projectCreated) hook(ctx, tx, log, p.gid);
+    for (const hook of ctx.hooks.projectCreated) await hook(ctx, tx, log, p.gid);
     return {
       result: { project: p.gid, project_members: [owner.gid] },
-      data: { "cc.projects": { [p.gid]: projectFull(ctx, tx, p) }, "cc.projects_members": [membershipFull(m)] },
+      data: { "cc.projects": { [p.gid]: await projectFull(ctx, tx, p) }, "cc.projects_members": [membershipFull(m)] },
     };
   });
 }
@@ -239,18 +258,18 @@ function timezoneIssues(zone: unknown): ValidationIssue[] {
  * (403 "not a member"): members already change all of the project's data; deleting the project
  * and its icon stay the owner's.
  */
-export function updateProjectInfo(
+export async function updateProjectInfo(
   ctx: Ctx,
   actor: Actor,
   input: { project: string; name?: string; timezone?: string },
-): Answer {
-  return inProject(ctx, actor, input.project, "member", ({ tx, log, project }) => {
+): Promise<Answer> {
+  return await inProject(ctx, actor, input.project, "member", async ({ tx, log, project }) => {
     const issues = timezoneIssues(input.timezone);
     if (issues.length) throw validationFailed(issues);
     const set: Partial<Project> = {};
     if (input.name !== undefined) set.name = input.name;
     if (input.timezone !== undefined) set.options = { ...project.options, timezone: input.timezone };
-    return one(ctx, tx, updateProject(tx, log, input.project, set));
+    return await one(ctx, tx, await updateProject(tx, log, input.project, set));
   });
 }
 
@@ -264,12 +283,12 @@ function removeIconFile(ctx: Pick<Ctx, "storage">, name: string) {
 }
 
 /** Sets (or clears) the icon file name; the file it replaces goes once committed. */
-function setIcon(ctx: Ctx, actor: Actor, projectGid: string, icon: string): Answer {
-  return inProject(ctx, actor, projectGid, "owner", ({ tx, log, project }) => {
+async function setIcon(ctx: Ctx, actor: Actor, projectGid: string, icon: string): Promise<Answer> {
+  return await inProject(ctx, actor, projectGid, "owner", async ({ tx, log, project }) => {
     const old = project.icon;
-    const p = updateProject(tx, log, projectGid, { icon });
+    const p = await updateProject(tx, log, projectGid, { icon });
     if (old) afterCommit(ctx.db, () => removeIconFile(ctx, old));
-    return one(ctx, tx, p);
+    return await one(ctx, tx, p);
   });
 }
 
@@ -279,31 +298,31 @@ export async function uploadProjectIcon(
   actor: Actor,
   input: { project: string; file: Blob },
 ): Promise<Answer> {
-  projectAccess(ctx.db, actor, input.project, "owner");
+  await projectAccess(ctx.db, actor, input.project, "owner");
   const png = await squareImage(input.file, ctx.config.imageMaxBytes, ctx.config.pixelLimit);
   const name = `${input.project}-${newGid(8)}.png`;
   await ctx.storage.blobs.put(iconKey(name), png, { type: "image/png" });
-  return setIcon(ctx, actor, input.project, name);
+  return await setIcon(ctx, actor, input.project, name);
 }
 
 /** `projects/delete_icon` (owner). */
-export function deleteProjectIcon(ctx: Ctx, actor: Actor, input: { project: string }): Answer {
-  return setIcon(ctx, actor, input.project, "");
+export async function deleteProjectIcon(ctx: Ctx, actor: Actor, input: { project: string }): Promise<Answer> {
+  return await setIcon(ctx, actor, input.project, "");
 }
 
 /** `projects/delete` (owner): soft delete, status `deleted`, kept until permanent_delete. */
-export function deleteProject(ctx: Ctx, actor: Actor, input: { project: string }): Answer {
-  return inProject(ctx, actor, input.project, "owner", ({ tx, log, project }) => {
+export async function deleteProject(ctx: Ctx, actor: Actor, input: { project: string }): Promise<Answer> {
+  return await inProject(ctx, actor, input.project, "owner", async ({ tx, log, project }) => {
     if (project.status !== "active") throw unprocessable("Deletion failed", { reason: "The project is not active" });
-    return one(ctx, tx, updateProject(tx, log, project.gid, { status: "deleted", deletedOn: now() }));
+    return await one(ctx, tx, await updateProject(tx, log, project.gid, { status: "deleted", deletedOn: now() }));
   });
 }
 
 /** `projects/undelete` (owner). */
-export function undeleteProject(ctx: Ctx, actor: Actor, input: { project: string }): Answer {
-  return inProject(ctx, actor, input.project, "owner", ({ tx, log, project }) => {
+export async function undeleteProject(ctx: Ctx, actor: Actor, input: { project: string }): Promise<Answer> {
+  return await inProject(ctx, actor, input.project, "owner", async ({ tx, log, project }) => {
     if (project.status !== "deleted") throw unprocessable("Undelete failed", { reason: "The project is not deleted" });
-    return one(ctx, tx, updateProject(tx, log, project.gid, { status: "active", deletedOn: null }));
+    return await one(ctx, tx, await updateProject(tx, log, project.gid, { status: "active", deletedOn: null }));
   });
 }
 
@@ -318,14 +337,16 @@ export async function permanentlyDeleteProject(ctx: Ctx, actor: Actor, input: { 
       reason: "Only a deleted project can be deleted permanently: projects/delete first",
     });
   // Checked before its jobs are stopped, and again in the unit that erases it.
-  if (projectAccess(ctx.db, actor, input.project, "owner").project.status !== "deleted") throw notDeleted();
+  if ((await projectAccess(ctx.db, actor, input.project, "owner")).project.status !== "deleted") throw notDeleted();
   // Its running jobs (a backup, a bulk change) stop first: none writes to a vanished project.
-  return ctx.jobs.withProjectsStopped([input.project], () =>
-    inProject(ctx, actor, input.project, "owner", ({ tx, log, project }) => {
-      if (project.status !== "deleted") throw notDeleted();
-      eraseProject(ctx, tx, log, input.project);
-      return { result: {}, data: {} };
-    }),
+  return ctx.jobs.withProjectsStopped(
+    [input.project],
+    async () =>
+      await inProject(ctx, actor, input.project, "owner", async ({ tx, log, project }) => {
+        if (project.status !== "deleted") throw notDeleted();
+        await eraseProject(ctx, tx, log, input.project);
+        return { result: {}, data: {} };
+      }),
   );
 }
 
@@ -334,13 +355,19 @@ export async function permanentlyDeleteProject(ctx: Ctx, actor: Actor, input: { 
  * through them, API users and invitees without an account left without any membership, and tells
  * `audience` with `cc.users` DELETE items. Returns the deleted gids.
  */
-function dropMembershipOrphans(tx: Tx, log: ChangeLog, userGids: string[], audience: string[]): string[] {
+async function dropMembershipOrphans(
+  tx: Tx,
+  log: ChangeLog,
+  userGids: string[],
+  audience: string[],
+): Promise<string[]> {
   const dropped: string[] = [];
   for (const gid of new Set(userGids)) {
-    const u = getUser(tx, gid);
+    const u = await getUser(tx, gid);
     if (!u || (u.kind !== "api" && u.status !== "invited")) continue;
-    if (tx.select({ gid: memberships.userGid }).from(memberships).where(eq(memberships.userGid, gid)).get()) continue;
-    tx.delete(users).where(eq(users.gid, gid)).run();
+    if (await tx.select({ gid: memberships.userGid }).from(memberships).where(eq(memberships.userGid, gid)).get())
+      continue;
+    await tx.delete(users).where(eq(users.gid, gid)).run();
     log.cc("DELETE", "cc.users", gid, [...new Set([...audience, gid])]);
     dropped.push(gid);
   }

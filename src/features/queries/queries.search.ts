@@ -16,7 +16,7 @@ import type { QueryType } from "./queries.table";
  * saved query is accepted exactly when its search would accept it. Asset queries use the asset
  * properties below (the ones the reference and docs/filter.md name).
  */
-type DomainProvider = (tx: Tx, projectGid: string) => FilterDomain;
+type DomainProvider = (tx: Tx, projectGid: string) => Promise<FilterDomain>;
 
 const NONE = sql`NULL`;
 const f = (type: FieldSpec["type"]): FieldSpec => ({ type, sql: NONE });
@@ -60,16 +60,16 @@ const ASSET_DOMAIN = makeDomain(
 );
 
 const providers = new Map<QueryType, DomainProvider>([
-  ["asset", () => ASSET_DOMAIN],
+  ["asset", () => Promise.resolve(ASSET_DOMAIN)],
   // The records search's own domain: the project's committed fields by name with their types'
   // operators, and the record properties (src/features/records/records.search.ts). The language
   // only shapes the SQL (never run here), not which filters parse.
-  ["record", (tx, projectGid) => recordsDomain(tx, projectGid, "en")],
+  ["record", async (tx, projectGid) => await recordsDomain(tx, projectGid, "en")],
   // The schema search's own fields (src/features/schema/schema.search.ts).
-  ["schema", () => schemaDomain()],
+  ["schema", () => Promise.resolve(schemaDomain())],
 ]);
 
 /** The domain a saved query of this type is checked against. */
-export function queryDomain(tx: Tx, projectGid: string, type: QueryType): FilterDomain {
-  return providers.get(type)!(tx, projectGid);
+export async function queryDomain(tx: Tx, projectGid: string, type: QueryType): Promise<FilterDomain> {
+  return await providers.get(type)!(tx, projectGid);
 }

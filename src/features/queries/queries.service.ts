@@ -1,7 +1,7 @@
 import { and, eq, inArray, sql } from "drizzle-orm";
 import type { Ctx } from "../../platform/context";
 import { preparedOnce, type Tx } from "../../db/connection";
-import type { ChangeLog } from "../../db/mutate";
+import { readOnly, type ChangeLog } from "../../db/mutate";
 import { ApiError, invalidParameter, missing, unprocessable } from "../../core/errors";
 import { FilterError, parseFilter } from "../../core/filter";
 import { newGid, now } from "../../core/ids";
@@ -64,11 +64,11 @@ function qOf(v: unknown): string {
  * (wrong type); one the filter language refuses is 1002 "Search error", with the same `info` a
  * search gives for it (member, path, reason): issue 12's choice, see docs/compat.md.
  */
-function checkQueryFilter(tx: Tx, projectGid: string, type: QueryType, v: unknown): unknown[] {
+async function checkQueryFilter(tx: Tx, projectGid: string, type: QueryType, v: unknown): Promise<unknown[]> {
   if (v === undefined || v === null) return [];
   if (!Array.isArray(v)) throw invalid("filter", "a filter is a JSON list (docs/filter.md)");
   try {
-    parseFilter(v, queryDomain(tx, projectGid, type));
+    parseFilter(v, await queryDomain(tx, projectGid, type));
   } catch (e) {
     if (e instanceof FilterError) throw new ApiError(1002, "Search error", e.info());
     throw e;
@@ -82,8 +82,8 @@ function gidOf(v: unknown, member = "query"): string {
   return v;
 }
 
-function rowOf(tx: Tx, projectGid: string, gid: string, failure: string): Row {
-  const r = tx
+async function rowOf(tx: Tx, projectGid: string, gid: string, failure: string): Promise<Row> {
+  const r = await tx
     .select()
     .from(queries)
     .where(and(eq(queries.projectGid, projectGid), eq(queries.gid, gid)))
@@ -96,20 +96,22 @@ function rowOf(tx: Tx, projectGid: string, gid: string, failure: string): Row {
  * A name that is free within the project and type: the name itself, or, when taken, its stem
  * with the next free serial number (`Sale` → `Sale 2`; a copy of `Sale 2` → `Sale 3`).
  */
-function freeName(tx: Tx, projectGid: string, type: QueryType, name: string, except?: string): string {
+async function freeName(tx: Tx, projectGid: string, type: QueryType, name: string, except?: string): Promise<string> {
   // The usual case first, through the unique index: the name is free (or the query's own).
-  const holder = tx
+  const holder = await tx
     .select({ gid: queries.gid })
     .from(queries)
     .where(and(eq(queries.projectGid, projectGid), eq(queries.type, type), eq(queries.name, name)))
     .get();
   if (!holder || holder.gid === except) return name;
   const taken = new Set(
-    tx
-      .select({ name: queries.name, gid: queries.gid })
-      .from(queries)
-      .where(and(eq(queries.projectGid, projectGid), eq(queries.type, type)))
-      .all()
+    (
+      await tx
+        .select({ name: queries.name, gid: queries.gid })
+        .from(queries)
+        .where(and(eq(queries.projectGid, projectGid), eq(queries.type, type)))
+        .all()
+    )
       .filter((r) => r.gid !== except)
       .map((r) => r.name),
   );
@@ -127,17 +129,15 @@ function answer(r: Row): Answer {
 }
 
 /** Runs a change after the member check, with its sync items, in one transaction. */
-function write<T>(ctx: Ctx, actor: Actor, projectGid: string, fn: (tx: Tx, log: ChangeLog) => T): T {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => fn(tx, log));
+async function write<T>(ctx: Ctx, actor: Actor, projectGid: string, fn: (tx: Tx, log: ChangeLog) => T): Promise<T> {
+  return await inProject(ctx, actor, projectGid, "member", ({ tx, log }) => fn(tx, log));
 }
 
 /** The `queries` dictionary of a project (init, auth, login), oldest first. */
-export function queriesDictionary(tx: Tx, projectGid: string): Record<string, SavedQuery> {
+export async function queriesDictionary(tx: Tx, projectGid: string): Promise<Record<string, SavedQuery>> {
   const out: Record<string, SavedQuery> = {};
   // Sorted by id here: SQLite's ORDER BY would build a temporary b-tree (the project index is by type and name).
-  for (const r of projectQueries(tx)
-    .all({ project: projectGid })
-    .sort((a, b) => a.id - b.id))
+  for (const r of (await projectQueries(tx).all({ project: projectGid })).sort((a, b) => a.id - b.id))
     out[r.gid] = form(r);
   return out;
 }
@@ -150,14 +150,14 @@ const projectQueries = preparedOnce((tx) =>
 );
 
 /** `queries/get`: one query (`query`) or several (`queries`), matched in that order. */
-export function getQueries(
+export async function getQueries(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: { query?: unknown; queries?: unknown },
-): Answer {
-  return ctx.db.transaction((tx) => {
-    projectAccess(tx, actor, projectGid, "member");
+): Promise<Answer> {
+  return await readOnly(ctx.db, async (tx) => {
+    await projectAccess(tx, actor, projectGid, "member");
     const single = input.query !== undefined && input.query !== null;
     if (!single && (input.queries === undefined || input.queries === null)) throw missing("query");
     const gids = single ? [gidOf(input.query)] : input.queries;
@@ -166,7 +166,7 @@ export function getQueries(
     if (gids.length > QUERY_LIMITS.get) throw invalid("queries", `at most ${QUERY_LIMITS.get} gids`);
     const wanted = [...new Set(gids as string[])];
     const rows = wanted.length
-      ? tx
+      ? await tx
           .select()
           .from(queries)
           .where(and(eq(queries.projectGid, projectGid), inArray(queries.gid, wanted)))
@@ -182,25 +182,25 @@ export function getQueries(
 }
 
 /** `queries/create`: a new saved query; a name taken within its type gets a serial number. */
-export function createQuery(
+export async function createQuery(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: { type?: unknown; name?: unknown; q?: unknown; filter?: unknown },
-): Answer {
-  return write(ctx, actor, projectGid, (tx, log) => {
+): Promise<Answer> {
+  return await write(ctx, actor, projectGid, async (tx, log) => {
     const type = typeOf(input.type);
     const name = nameOf(input.name);
     const q = qOf(input.q);
-    const filter = checkQueryFilter(tx, projectGid, type, input.filter);
+    const filter = await checkQueryFilter(tx, projectGid, type, input.filter);
     const t = now();
-    const row = tx
+    const row = await tx
       .insert(queries)
       .values({
         gid: newGid(),
         projectGid,
         type,
-        name: freeName(tx, projectGid, type, name),
+        name: await freeName(tx, projectGid, type, name),
         q,
         filter,
         createdBy: actor.userGid,
@@ -215,26 +215,26 @@ export function createQuery(
 }
 
 /** `queries/update`: name, q and/or filter; the type stays. */
-export function updateQuery(
+export async function updateQuery(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: { query?: unknown; name?: unknown; q?: unknown; filter?: unknown },
-): Answer {
-  return write(ctx, actor, projectGid, (tx, log) => {
+): Promise<Answer> {
+  return await write(ctx, actor, projectGid, async (tx, log) => {
     const gid = gidOf(input.query);
     if (input.name === undefined && input.q === undefined && input.filter === undefined) throw missing("name");
-    const cur = rowOf(tx, projectGid, gid, "Cannot perform update");
+    const cur = await rowOf(tx, projectGid, gid, "Cannot perform update");
     const set: Partial<Row> = {};
-    if (input.name !== undefined) set.name = freeName(tx, projectGid, cur.type, nameOf(input.name), cur.gid);
+    if (input.name !== undefined) set.name = await freeName(tx, projectGid, cur.type, nameOf(input.name), cur.gid);
     if (input.q !== undefined) set.q = qOf(input.q);
-    if (input.filter !== undefined) set.filter = checkQueryFilter(tx, projectGid, cur.type, input.filter);
+    if (input.filter !== undefined) set.filter = await checkQueryFilter(tx, projectGid, cur.type, input.filter);
     const changed =
       (set.name !== undefined && set.name !== cur.name) ||
       (set.q !== undefined && set.q !== cur.q) ||
       (set.filter !== undefined && JSON.stringify(set.filter) !== JSON.stringify(cur.filter));
     if (!changed) return answer(cur);
-    const row = tx
+    const row = await tx
       .update(queries)
       .set({ ...set, updatedOn: now() })
       .where(eq(queries.id, cur.id))
@@ -246,17 +246,22 @@ export function updateQuery(
 }
 
 /** `queries/copy`: a new query with the same type, q and filter; the name gets a serial number. */
-export function copyQuery(ctx: Ctx, actor: Actor, projectGid: string, input: { query?: unknown }): Answer {
-  return write(ctx, actor, projectGid, (tx, log) => {
-    const cur = rowOf(tx, projectGid, gidOf(input.query), "Can't work with this item");
+export async function copyQuery(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { query?: unknown },
+): Promise<Answer> {
+  return await write(ctx, actor, projectGid, async (tx, log) => {
+    const cur = await rowOf(tx, projectGid, gidOf(input.query), "Can't work with this item");
     const t = now();
-    const row = tx
+    const row = await tx
       .insert(queries)
       .values({
         gid: newGid(),
         projectGid,
         type: cur.type,
-        name: freeName(tx, projectGid, cur.type, cur.name),
+        name: await freeName(tx, projectGid, cur.type, cur.name),
         q: cur.q,
         filter: cur.filter,
         createdBy: actor.userGid,
@@ -271,10 +276,15 @@ export function copyQuery(ctx: Ctx, actor: Actor, projectGid: string, input: { q
 }
 
 /** `queries/delete`: removes the query for good (queries have no trash). */
-export function deleteQuery(ctx: Ctx, actor: Actor, projectGid: string, input: { query?: unknown }): Answer {
-  return write(ctx, actor, projectGid, (tx, log) => {
-    const cur = rowOf(tx, projectGid, gidOf(input.query), "Deletion failed");
-    tx.delete(queries).where(eq(queries.id, cur.id)).run();
+export async function deleteQuery(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { query?: unknown },
+): Promise<Answer> {
+  return await write(ctx, actor, projectGid, async (tx, log) => {
+    const cur = await rowOf(tx, projectGid, gidOf(input.query), "Deletion failed");
+    await tx.delete(queries).where(eq(queries.id, cur.id)).run();
     log.project(projectGid, "DELETE", "queries", cur.gid);
     return { result: {}, data: {} };
   });
@@ -294,15 +304,15 @@ const TYPE_OF_RESOURCE = new Map<string, QueryType>([
  * A saved query of the project, for a search that runs it: its type, `q` and `filter`. Unknown
  * gid → 422; a query of another type than `expected` → 400 (an asset query cannot select records).
  */
-export function resolveSavedQuery(
+export async function resolveSavedQuery(
   tx: Tx,
   projectGid: string,
   gid: unknown,
   expected?: QueryType,
   member = "query",
-): SavedQuery {
+): Promise<SavedQuery> {
   const g = gidOf(gid, member);
-  const r = tx
+  const r = await tx
     .select()
     .from(queries)
     .where(and(eq(queries.projectGid, projectGid), eq(queries.gid, g)))
@@ -319,15 +329,15 @@ export function resolveSavedQuery(
  * resolves like any other. The query is read when the selection is resolved, so later edits of
  * the saved query change what it selects. See docs/queries.md.
  */
-export function querySelectionElement(
+export async function querySelectionElement(
   tx: Tx,
   projectGid: string,
   resource: string,
   element: Record<string, unknown>,
-): { search: Record<string, unknown>; exclude?: unknown } {
+): Promise<{ search: Record<string, unknown>; exclude?: unknown }> {
   const type = TYPE_OF_RESOURCE.get(resource);
   if (!type) throw invalid("selection", `${resource} selections do not take saved queries`);
-  const saved = resolveSavedQuery(tx, projectGid, element.query, type, "selection");
+  const saved = await resolveSavedQuery(tx, projectGid, element.query, type, "selection");
   const search: Record<string, unknown> = { q: saved.q, filter: saved.filter };
   if (element.language !== undefined) search.language = element.language;
   return element.exclude === undefined ? { search } : { search, exclude: element.exclude };

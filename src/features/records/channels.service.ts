@@ -45,7 +45,7 @@ function channelList(view: SchemaView, v: unknown, required = false): string[] {
 }
 
 /** Writes a record's channels when they change (kept in the project's channel order, `__all__` first). */
-function writeChannels(tx: Tx, view: SchemaView, touch: Touch, rec: Rec, next: Set<string>): boolean {
+async function writeChannels(tx: Tx, view: SchemaView, touch: Touch, rec: Rec, next: Set<string>): Promise<boolean> {
   next.add(ALL_CHANNEL);
   const ordered = [
     ALL_CHANNEL,
@@ -53,7 +53,7 @@ function writeChannels(tx: Tx, view: SchemaView, touch: Touch, rec: Rec, next: S
     ...[...next].filter((c) => c !== ALL_CHANNEL && !view.hasChannel(c)),
   ];
   if (JSON.stringify(ordered) === JSON.stringify(rec.channels)) return false;
-  db(tx)
+  await db(tx)
     .query("UPDATE records SET channels = ?, updated_on = ? WHERE id = ?")
     .run(JSON.stringify(ordered), Math.max(now(), rec.updatedOn + 1e-6), rec.id);
   rec.channels = ordered;
@@ -62,89 +62,98 @@ function writeChannels(tx: Tx, view: SchemaView, touch: Touch, rec: Rec, next: S
 }
 
 /** Switches channels on or off for one record (inside the caller's transaction). */
-export function setChannelsIn(
+export async function setChannelsIn(
   tx: Tx,
   view: SchemaView,
   touch: Touch,
   rec: Rec,
   channels: string[],
   enabled: boolean,
-): boolean {
+): Promise<boolean> {
   const next = new Set(rec.channels);
   for (const c of channels) {
     if (c === ALL_CHANNEL) continue;
     if (enabled) next.add(c);
     else next.delete(c);
   }
-  return writeChannels(tx, view, touch, rec, next);
+  return await writeChannels(tx, view, touch, rec, next);
 }
 
 /** Makes `rec`'s state of the listed channels equal to `from`'s. */
-function copyState(tx: Tx, view: SchemaView, touch: Touch, rec: Rec, from: string[], channels: string[]): boolean {
+async function copyState(
+  tx: Tx,
+  view: SchemaView,
+  touch: Touch,
+  rec: Rec,
+  from: string[],
+  channels: string[],
+): Promise<boolean> {
   const next = new Set(rec.channels);
   for (const c of channels) {
     if (from.includes(c)) next.add(c);
     else next.delete(c);
   }
-  return writeChannels(tx, view, touch, rec, next);
+  return await writeChannels(tx, view, touch, rec, next);
 }
 
-const answer = (tx: Tx, view: SchemaView, input: Langs, rec: Rec): Answer => ({
+const answer = async (tx: Tx, view: SchemaView, input: Langs, rec: Rec): Promise<Answer> => ({
   result: { record: rec.gid },
   data: {
-    records: formsOf(tx, view, rowsByGids(tx, view.projectGid, [rec.gid]), { languages: view.languagesOf(input) }),
+    records: await formsOf(tx, view, await rowsByGids(tx, view.projectGid, [rec.gid]), {
+      languages: view.languagesOf(input),
+    }),
   },
 });
 
-export function setChannels(
+export async function setChannels(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: Langs & { record: string; channels?: unknown; enabled?: unknown },
-): Answer {
-  return recordsWrite(ctx, actor, projectGid, (tx, _log, view, touch) => {
-    const rec = mustRecord(tx, projectGid, input.record);
+): Promise<Answer> {
+  return await recordsWrite(ctx, actor, projectGid, async (tx, _log, view, touch) => {
+    const rec = await mustRecord(tx, projectGid, input.record);
     const channels = channelList(view, input.channels, true);
     if (input.enabled === undefined || input.enabled === null) throw missing("enabled");
     if (typeof input.enabled !== "boolean") throw invalidParameter("enabled", { expected: "true or false" });
-    setChannelsIn(tx, view, touch, rec, channels, input.enabled);
-    return answer(tx, view, input, rec);
+    await setChannelsIn(tx, view, touch, rec, channels, input.enabled);
+    return await answer(tx, view, input, rec);
   });
 }
 
-export function copyChannelsFromParent(
+export async function copyChannelsFromParent(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: Langs & { record: string; channels?: unknown },
-): Answer {
-  return recordsWrite(ctx, actor, projectGid, (tx, _log, view, touch) => {
-    const rec = mustRecord(tx, projectGid, input.record);
+): Promise<Answer> {
+  return await recordsWrite(ctx, actor, projectGid, async (tx, _log, view, touch) => {
+    const rec = await mustRecord(tx, projectGid, input.record);
     const channels = channelList(view, input.channels);
-    const parent = rec.parent ? recordRow(tx, projectGid, rec.parent) : undefined;
-    if (parent) copyState(tx, view, touch, rec, parent.channels, channels);
-    return answer(tx, view, input, rec);
+    const parent = rec.parent ? await recordRow(tx, projectGid, rec.parent) : undefined;
+    if (parent) await copyState(tx, view, touch, rec, parent.channels, channels);
+    return await answer(tx, view, input, rec);
   });
 }
 
 /** `records/channels/copy_down`: a job giving the whole subtree the record's state of the channels. */
-export function copyChannelsDown(
+export async function copyChannelsDown(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: { record: string; channels?: unknown },
-): Answer {
-  return recordsWrite(ctx, actor, projectGid, (tx, _log, view) => {
-    const rec = mustRecord(tx, projectGid, input.record);
+): Promise<Answer> {
+  return await recordsWrite(ctx, actor, projectGid, async (tx, _log, view) => {
+    const rec = await mustRecord(tx, projectGid, input.record);
     const channels = channelList(view, input.channels);
     const n = (
-      db(tx)
+      (await db(tx)
         .query(
           `WITH RECURSIVE sub(gid) AS (SELECT gid FROM records WHERE parent = ?1 UNION ALL SELECT r.gid FROM records r JOIN sub ON r.parent = sub.gid) SELECT count(*) AS n FROM sub`,
         )
-        .get(rec.gid) as { n: number }
+        .get(rec.gid)) as { n: number }
     ).n;
-    const token = ctx.jobs.enqueue({
+    const token = await ctx.jobs.enqueue({
       kind: "copy_record_channels_down",
       projectGid,
       userGid: actor.userGid,
@@ -161,16 +170,18 @@ const CHUNK = 500;
 export const copyChannelsDownJob: JobKind = {
   async handler(ctx, job, progress) {
     const { actor, record, channels } = job.params as { actor: Actor; record: string; channels: string[] };
-    const gids = recordsWrite(ctx, actor, job.projectGid!, (tx) => descendants(tx, record).map((d) => d.gid));
-    progress.total(gids.length);
+    const gids = await recordsWrite(ctx, actor, job.projectGid!, async (tx) =>
+      (await descendants(tx, record)).map((d) => d.gid),
+    );
+    await progress.total(gids.length);
     let changed = 0;
     for (let i = 0; i < gids.length; i += CHUNK) {
       const chunk = gids.slice(i, i + CHUNK);
-      recordsWrite(ctx, actor, job.projectGid!, (tx, _log, view, touch) => {
-        const src = recordRow(tx, view.projectGid, record);
+      await recordsWrite(ctx, actor, job.projectGid!, async (tx, _log, view, touch) => {
+        const src = await recordRow(tx, view.projectGid, record);
         if (!src) return;
-        for (const r of rowsByGids(tx, view.projectGid, chunk))
-          if (copyState(tx, view, touch, r, src.channels, channels)) changed++;
+        for (const r of await rowsByGids(tx, view.projectGid, chunk))
+          if (await copyState(tx, view, touch, r, src.channels, channels)) changed++;
       });
       await progress.step(chunk.length);
     }
@@ -179,16 +190,17 @@ export const copyChannelsDownJob: JobKind = {
 };
 
 /** `records/channels/copy_up`: switches the record's enabled channels (of the listed ones) on for every ancestor. */
-export function copyChannelsUp(
+export async function copyChannelsUp(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: { record: string; channels?: unknown },
-): Answer {
-  return recordsWrite(ctx, actor, projectGid, (tx, _log, view, touch) => {
-    const rec = mustRecord(tx, projectGid, input.record);
+): Promise<Answer> {
+  return await recordsWrite(ctx, actor, projectGid, async (tx, _log, view, touch) => {
+    const rec = await mustRecord(tx, projectGid, input.record);
     const on = channelList(view, input.channels).filter((c) => rec.channels.includes(c));
-    for (const a of rowsByGids(tx, projectGid, rec.path.slice(1))) setChannelsIn(tx, view, touch, a, on, true);
+    for (const a of await rowsByGids(tx, projectGid, rec.path.slice(1)))
+      await setChannelsIn(tx, view, touch, a, on, true);
     return { result: {}, data: {} };
   });
 }

@@ -36,8 +36,12 @@ export type LanguageCompleteness = { percent: number; required: number; filled: 
 
 const MAX_RECORDS = 1000;
 
-function completenessOf(view: SchemaView, r: Rec, languages: string[]): Record<string, LanguageCompleteness> {
-  const d = view.def(r.definition);
+async function completenessOf(
+  view: SchemaView,
+  r: Rec,
+  languages: string[],
+): Promise<Record<string, LanguageCompleteness>> {
+  const d = await view.def(r.definition);
   const required = d.fields.filter((f) => f.required);
   const out = dict<LanguageCompleteness>();
   for (const lang of languages) {
@@ -54,15 +58,15 @@ function completenessOf(view: SchemaView, r: Rec, languages: string[]): Record<s
 }
 
 /** The records asked for: `record`, `records` (at most 1,000 gids) or `parent` (its first 1,000 live children). */
-function recordsOf(view: SchemaView, projectGid: string, input: CompletenessInput): Rec[] {
+async function recordsOf(view: SchemaView, projectGid: string, input: CompletenessInput): Promise<Rec[]> {
   const tx = view.tx;
-  if (input.record !== undefined && input.record !== null) return [mustRecord(tx, projectGid, input.record)];
+  if (input.record !== undefined && input.record !== null) return [await mustRecord(tx, projectGid, input.record)];
   if (input.parent !== undefined && input.parent !== null) {
-    const parent = mustRecord(tx, projectGid, input.parent, "parent");
+    const parent = await mustRecord(tx, projectGid, input.parent, "parent");
     return (
-      db(tx)
+      (await db(tx)
         .query(`SELECT ${COLUMNS} FROM records WHERE parent = ? AND status != ? ORDER BY id LIMIT ?`)
-        .all(parent.gid, DELETED, MAX_RECORDS) as Record<string, unknown>[]
+        .all(parent.gid, DELETED, MAX_RECORDS)) as Record<string, unknown>[]
     ).map(recOf);
   }
   if (input.records === undefined || input.records === null) throw missing("records");
@@ -70,23 +74,28 @@ function recordsOf(view: SchemaView, projectGid: string, input: CompletenessInpu
     throw invalidParameter("records", { expected: "an array of record gids" });
   if (input.records.length > MAX_RECORDS) throw invalidParameter("records", { expected: "at most 1000 gids" });
   const gids = [...new Set(input.records as string[])];
-  const byGid = new Map(rowsByGids(tx, projectGid, gids).map((r) => [r.gid, r]));
+  const byGid = new Map((await rowsByGids(tx, projectGid, gids)).map((r) => [r.gid, r]));
   return gids.map((g) => byGid.get(g)).filter((r): r is Rec => !!r);
 }
 
 /** POST records/completeness: any member of the project may ask (the same access as records/get). */
-export function getCompleteness(ctx: Ctx, actor: Actor, projectGid: string, input: CompletenessInput): Answer {
-  return recordsRead(ctx, actor, projectGid, (_tx, view) => {
+export async function getCompleteness(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: CompletenessInput,
+): Promise<Answer> {
+  return await recordsRead(ctx, actor, projectGid, async (_tx, view) => {
     const languages = view.languagesOf(input);
     const channel = input.channel === undefined || input.channel === null ? undefined : channelOf(view, input.channel);
-    const rows = recordsOf(view, projectGid, input);
+    const rows = await recordsOf(view, projectGid, input);
     const completeness = dict<unknown>();
     const sum = dict<{ required: number; filled: number; complete: number }>();
     for (const l of languages) sum[l] = { required: 0, filled: 0, complete: 0 };
     let counted = 0;
     for (const r of rows) {
       const inChannel = !channel || channel === ALL_CHANNEL || r.channels.includes(channel);
-      const langs = completenessOf(view, r, languages);
+      const langs = await completenessOf(view, r, languages);
       completeness[r.gid] = { in_channel: inChannel, languages: langs };
       if (!inChannel) continue;
       counted++;

@@ -60,59 +60,67 @@ const cannot = (reason: string, info: Record<string, unknown> = {}) =>
   unprocessable("Can't work with this item", { reason, ...info });
 
 /** Gives one record (and its link group) another definition, keeping the values both definitions share. */
-export function setDefinitionIn(tx: Tx, view: SchemaView, touch: Touch, rec: Rec, definition: string): Rec[] {
-  const row = rowOf(tx, "definition", view.projectGid, definition);
+export async function setDefinitionIn(
+  tx: Tx,
+  view: SchemaView,
+  touch: Touch,
+  rec: Rec,
+  definition: string,
+): Promise<Rec[]> {
+  const row = await rowOf(tx, "definition", view.projectGid, definition);
   if (!row) throw unprocessable("Definition doesn't exist", { definition });
-  const vals = keepShared(view.def(rec.definition), view.def(definition), rec.vals);
-  return storeVals(tx, view, touch, rec, vals, definition);
+  const vals = keepShared(await view.def(rec.definition), await view.def(definition), rec.vals);
+  return await storeVals(tx, view, touch, rec, vals, definition);
 }
 
-const recordAnswer = (
+const recordAnswer = async (
   tx: Tx,
   view: SchemaView,
   input: Langs,
   result: Record<string, unknown>,
   gids: string[],
   out?: Out,
-): Answer => ({
+): Promise<Answer> => ({
   result,
   data: {
     ...(out?.data() ?? {}),
-    records: formsOf(tx, view, rowsByGids(tx, view.projectGid, gids), { languages: view.languagesOf(input) }),
+    records: await formsOf(tx, view, await rowsByGids(tx, view.projectGid, gids), {
+      languages: view.languagesOf(input),
+    }),
   },
 });
 
-export function setRecordDefinition(
+export async function setRecordDefinition(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: Langs & { record: string; definition?: unknown },
-): Answer {
-  return recordsWrite(ctx, actor, projectGid, (tx, _log, view, touch) => {
-    const rec = mustRecord(tx, projectGid, input.record);
+): Promise<Answer> {
+  return await recordsWrite(ctx, actor, projectGid, async (tx, _log, view, touch) => {
+    const rec = await mustRecord(tx, projectGid, input.record);
     if (typeof input.definition !== "string" || !input.definition) throw missing("definition");
-    const def = mustGet(tx, "definition", projectGid, input.definition);
+    const def = await mustGet(tx, "definition", projectGid, input.definition);
     if (def.original)
       throw cannot("A working copy cannot be given to records; commit it first", { definition: def.gid });
     if (specOf(def).extends && specOf(def).record !== rec.gid)
       throw cannot("Another record's extended definition cannot be given to this record (use copy_to_siblings)", {
         definition: def.gid,
       });
-    setDefinitionIn(tx, view, touch, rec, def.gid);
-    return recordAnswer(tx, view, input, { record: rec.gid }, [rec.gid]);
+    await setDefinitionIn(tx, view, touch, rec, def.gid);
+    return await recordAnswer(tx, view, input, { record: rec.gid }, [rec.gid]);
   });
 }
 
 /** The record's extended definition, made now (a private copy of its definition and layout) when it has none. */
-function extendIn(tx: Tx, log: ChangeLog, view: SchemaView, touch: Touch, rec: Rec): SchemaRow {
-  const current = mustGet(tx, "definition", view.projectGid, rec.definition);
+async function extendIn(tx: Tx, log: ChangeLog, view: SchemaView, touch: Touch, rec: Rec): Promise<SchemaRow> {
+  const current = await mustGet(tx, "definition", view.projectGid, rec.definition);
   if (specOf(current).extends) return current;
-  const layout = layoutOf(tx, current);
+  const layout = await layoutOf(tx, current);
   const lcopy = layout
-    ? insertItem(tx, log, "layout", view.projectGid, { name: layout.name, spec: layout.spec, isNew: true })
+    ? await insertItem(tx, log, "layout", view.projectGid, { name: layout.name, spec: layout.spec, isNew: true })
     : undefined;
-  const copy = insertItem(tx, log, "definition", view.projectGid, {
-    name: freeName(tx, "definition", view.projectGid, `${current.name}_extended`),
+  const copy = await insertItem(tx, log, "definition", view.projectGid, {
+    name: await freeName(tx, "definition", view.projectGid, `${current.name}_extended`),
     label: current.label,
     metadata: current.metadata,
     spec: {
@@ -123,7 +131,7 @@ function extendIn(tx: Tx, log: ChangeLog, view: SchemaView, touch: Touch, rec: R
     },
     isNew: true,
   });
-  storeVals(tx, view, touch, rec, rec.vals, copy.gid);
+  await storeVals(tx, view, touch, rec, rec.vals, copy.gid);
   return copy;
 }
 
@@ -134,33 +142,37 @@ type SchemaAnswer = Answer;
  * the record follow: values of fields the definition no longer has are cleared, checks and the
  * search index are rewritten. Three transactions: extend, change, follow.
  */
-function onExtended(
+async function onExtended(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: Langs & { record?: unknown },
-  change: (definition: string, base: SchemaRow) => SchemaAnswer,
+  change: (definition: string, base: SchemaRow) => Promise<SchemaAnswer>,
   needExtended = false,
-): Answer {
-  const { gid, definition, base } = recordsWrite(ctx, actor, projectGid, (tx, log, view, touch) => {
-    const rec = mustRecord(tx, projectGid, input.record);
-    if (needExtended && !specOf(mustGet(tx, "definition", projectGid, rec.definition)).extends)
+): Promise<Answer> {
+  const { gid, definition, base } = await recordsWrite(ctx, actor, projectGid, async (tx, log, view, touch) => {
+    const rec = await mustRecord(tx, projectGid, input.record);
+    if (needExtended && !specOf(await mustGet(tx, "definition", projectGid, rec.definition)).extends)
       throw cannot("The record's definition is not extended", { record: rec.gid });
-    const def = extendIn(tx, log, view, touch, rec);
-    return { gid: rec.gid, definition: def.gid, base: mustGet(tx, "definition", projectGid, specOf(def).extends!) };
+    const def = await extendIn(tx, log, view, touch, rec);
+    return {
+      gid: rec.gid,
+      definition: def.gid,
+      base: await mustGet(tx, "definition", projectGid, specOf(def).extends!),
+    };
   });
-  const answer = asRecordExtension(() => change(definition, base));
-  return recordsWrite(ctx, actor, projectGid, (tx, _log, view, touch) => {
-    const rec = mustRecord(tx, projectGid, gid);
+  const answer = await asRecordExtension(async () => await change(definition, base));
+  return await recordsWrite(ctx, actor, projectGid, async (tx, _log, view, touch) => {
+    const rec = await mustRecord(tx, projectGid, gid);
     // Values of fields the definition no longer has are cleared (the view reads the changed list).
-    const d = view.def(rec.definition);
+    const d = await view.def(rec.definition);
     const vals = keepShared(d, d, rec.vals);
-    storeVals(tx, view, touch, rec, vals, rec.definition);
-    const def = mustGet(tx, "definition", projectGid, rec.definition);
-    const out = new Out().add("definition", def).add("layout", layoutOf(tx, def));
+    await storeVals(tx, view, touch, rec, vals, rec.definition);
+    const def = await mustGet(tx, "definition", projectGid, rec.definition);
+    const out = new Out().add("definition", def).add("layout", await layoutOf(tx, def));
     // The base definition the extended one names as `original`, so the client can read through it.
     const base = specOf(def).extends;
-    if (base) out.add("definition", rowOf(tx, "definition", projectGid, base));
+    if (base) out.add("definition", await rowOf(tx, "definition", projectGid, base));
     return {
       result: {
         record: rec.gid,
@@ -168,57 +180,57 @@ function onExtended(
         ...(answer.result.layout ? { layout: answer.result.layout } : {}),
         ...(answer.result.component ? { component: answer.result.component } : {}),
       },
-      data: { ...out.data(), records: formsOf(tx, view, [rec], { languages: view.languagesOf(input) }) },
+      data: { ...out.data(), records: await formsOf(tx, view, [rec], { languages: view.languagesOf(input) }) },
     };
   });
 }
 
-export function revertRecordDefinition(
+export async function revertRecordDefinition(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: Langs & { record: string },
-): Answer {
-  return recordsWrite(ctx, actor, projectGid, (tx, log, view, touch) => {
-    const rec = mustRecord(tx, projectGid, input.record);
-    const def = mustGet(tx, "definition", projectGid, rec.definition);
+): Promise<Answer> {
+  return await recordsWrite(ctx, actor, projectGid, async (tx, log, view, touch) => {
+    const rec = await mustRecord(tx, projectGid, input.record);
+    const def = await mustGet(tx, "definition", projectGid, rec.definition);
     const base = specOf(def).extends;
     if (!base) throw cannot("The record's definition is not extended", { record: rec.gid });
-    setDefinitionIn(tx, view, touch, rec, base);
+    await setDefinitionIn(tx, view, touch, rec, base);
     // The private copy goes when no other record has it (copy_to_siblings shares it).
-    if (!db(tx).query("SELECT 1 FROM records WHERE definition = ? LIMIT 1").get(def.gid)) {
-      const layout = layoutOf(tx, def);
-      if (layout) removeItem(tx, log, "layout", layout);
-      removeItem(tx, log, "definition", def);
+    if (!(await db(tx).query("SELECT 1 FROM records WHERE definition = ? LIMIT 1").get(def.gid))) {
+      const layout = await layoutOf(tx, def);
+      if (layout) await removeItem(tx, log, "layout", layout);
+      await removeItem(tx, log, "definition", def);
     }
-    const b = mustGet(tx, "definition", projectGid, base);
-    return recordAnswer(
+    const b = await mustGet(tx, "definition", projectGid, base);
+    return await recordAnswer(
       tx,
       view,
       input,
       { record: rec.gid, definition: base },
       [rec.gid],
-      new Out().add("definition", b).add("layout", layoutOf(tx, b)),
+      new Out().add("definition", b).add("layout", await layoutOf(tx, b)),
     );
   });
 }
 
-export function copyDefinitionToSiblings(
+export async function copyDefinitionToSiblings(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: { record: string },
-): Answer {
-  return recordsWrite(ctx, actor, projectGid, (tx, _log, view, touch) => {
-    const rec = mustRecord(tx, projectGid, input.record);
+): Promise<Answer> {
+  return await recordsWrite(ctx, actor, projectGid, async (tx, _log, view, touch) => {
+    const rec = await mustRecord(tx, projectGid, input.record);
     if (!rec.parent) return { result: {}, data: {} };
     for (const s of (
-      db(tx).query("SELECT gid FROM records WHERE parent = ? AND gid != ?").all(rec.parent, rec.gid) as {
+      (await db(tx).query("SELECT gid FROM records WHERE parent = ? AND gid != ?").all(rec.parent, rec.gid)) as {
         gid: string;
       }[]
     ).map((r) => r.gid)) {
-      const row = mustRecord(tx, projectGid, s);
-      if (row.definition !== rec.definition) setDefinitionIn(tx, view, touch, row, rec.definition);
+      const row = await mustRecord(tx, projectGid, s);
+      if (row.definition !== rec.definition) await setDefinitionIn(tx, view, touch, row, rec.definition);
     }
     return { result: {}, data: {} };
   });
@@ -230,100 +242,178 @@ function need(input: Record<string, unknown>, ...members: string[]): void {
 }
 
 /** Checks before the record is extended, so a refused change leaves it as it was. */
-function committed(ctx: Ctx, a: Actor, p: string, kind: "class" | "field", gid: string): void {
-  recordsRead(ctx, a, p, (tx) => void mustBeCommitted(tx, kind, p, gid, kind));
+async function committed(ctx: Ctx, a: Actor, p: string, kind: "class" | "field", gid: string): Promise<void> {
+  await recordsRead(ctx, a, p, async (tx) => void (await mustBeCommitted(tx, kind, p, gid, kind)));
 }
 
 const baseHas = (base: SchemaRow, member: "classes" | "fields", gid: string) =>
   (specOf(base)[member] ?? []).includes(gid);
 
-export const addClass = (
+export const addClass = async (
   ctx: Ctx,
   a: Actor,
   p: string,
   i: Langs & { record?: unknown; class?: string; before_class?: string },
 ) => (
   need(i, "record", "class"),
-  committed(ctx, a, p, "class", i.class!),
-  onExtended(ctx, a, p, i, (definition) =>
-    addDefinitionClass(ctx, a, p, { definition, class: i.class!, before_class: i.before_class }),
+  await committed(ctx, a, p, "class", i.class!),
+  await onExtended(
+    ctx,
+    a,
+    p,
+    i,
+    async (definition) =>
+      await addDefinitionClass(ctx, a, p, { definition, class: i.class!, before_class: i.before_class }),
   )
 );
-export const removeClass = (ctx: Ctx, a: Actor, p: string, i: Langs & { record?: unknown; class?: string }) =>
+export const removeClass = async (ctx: Ctx, a: Actor, p: string, i: Langs & { record?: unknown; class?: string }) =>
   need(i, "record", "class") ??
-  onExtended(ctx, a, p, i, (definition, base) => {
+  (await onExtended(ctx, a, p, i, async (definition, base) => {
     if (baseHas(base, "classes", i.class!))
       throw cannot("Only classes the extended definition added can be removed", { class: i.class });
-    return removeDefinitionClass(ctx, a, p, { definition, class: i.class! });
-  });
-export const addField = (
+    return await removeDefinitionClass(ctx, a, p, { definition, class: i.class! });
+  }));
+export const addField = async (
   ctx: Ctx,
   a: Actor,
   p: string,
   i: Langs & { record?: unknown; field?: string; before_field?: string },
 ) =>
   need(i, "record", "field") ??
-  committed(ctx, a, p, "field", i.field!) ??
-  onExtended(ctx, a, p, i, (definition) =>
-    addDefinitionField(ctx, a, p, { definition, field: i.field!, before_field: i.before_field }),
-  );
-export const removeField = (ctx: Ctx, a: Actor, p: string, i: Langs & { record?: unknown; field?: string }) =>
+  (await committed(ctx, a, p, "field", i.field!)) ??
+  (await onExtended(
+    ctx,
+    a,
+    p,
+    i,
+    async (definition) =>
+      await addDefinitionField(ctx, a, p, { definition, field: i.field!, before_field: i.before_field }),
+  ));
+export const removeField = async (ctx: Ctx, a: Actor, p: string, i: Langs & { record?: unknown; field?: string }) =>
   need(i, "record", "field") ??
-  onExtended(ctx, a, p, i, (definition, base) => {
+  (await onExtended(ctx, a, p, i, async (definition, base) => {
     if (baseHas(base, "fields", i.field!))
       throw cannot("Only fields the extended definition added can be removed", { field: i.field });
-    return removeDefinitionField(ctx, a, p, { definition, field: i.field! });
-  });
+    return await removeDefinitionField(ctx, a, p, { definition, field: i.field! });
+  }));
 type ListInput = Langs & { record?: unknown; fieldlist?: string; field?: string; before_field?: string };
-export const addFieldlistField = (ctx: Ctx, a: Actor, p: string, i: ListInput) =>
+export const addFieldlistField = async (ctx: Ctx, a: Actor, p: string, i: ListInput) =>
   need(i, "record", "fieldlist", "field") ??
-  onExtended(ctx, a, p, i, (definition) =>
-    addDefinitionFieldlistField(ctx, a, p, {
-      definition,
-      fieldlist: i.fieldlist!,
-      field: i.field!,
-      before_field: i.before_field,
-    }),
-  );
-export const moveFieldlistField = (ctx: Ctx, a: Actor, p: string, i: ListInput) =>
+  (await onExtended(
+    ctx,
+    a,
+    p,
+    i,
+    async (definition) =>
+      await addDefinitionFieldlistField(ctx, a, p, {
+        definition,
+        fieldlist: i.fieldlist!,
+        field: i.field!,
+        before_field: i.before_field,
+      }),
+  ));
+export const moveFieldlistField = async (ctx: Ctx, a: Actor, p: string, i: ListInput) =>
   need(i, "record", "fieldlist", "field") ??
-  onExtended(ctx, a, p, i, (definition) =>
-    moveDefinitionFieldlistField(ctx, a, p, {
-      definition,
-      fieldlist: i.fieldlist!,
-      field: i.field!,
-      before_field: i.before_field,
-    }),
-  );
-export const removeFieldlistField = (ctx: Ctx, a: Actor, p: string, i: ListInput) =>
+  (await onExtended(
+    ctx,
+    a,
+    p,
+    i,
+    async (definition) =>
+      await moveDefinitionFieldlistField(ctx, a, p, {
+        definition,
+        fieldlist: i.fieldlist!,
+        field: i.field!,
+        before_field: i.before_field,
+      }),
+  ));
+export const removeFieldlistField = async (ctx: Ctx, a: Actor, p: string, i: ListInput) =>
   need(i, "record", "fieldlist", "field") ??
-  onExtended(ctx, a, p, i, (definition) =>
-    removeDefinitionFieldlistField(ctx, a, p, { definition, fieldlist: i.fieldlist!, field: i.field! }),
-  );
+  (await onExtended(
+    ctx,
+    a,
+    p,
+    i,
+    async (definition) =>
+      await removeDefinitionFieldlistField(ctx, a, p, { definition, fieldlist: i.fieldlist!, field: i.field! }),
+  ));
 
-export const modifyLayout = (ctx: Ctx, a: Actor, p: string, i: Langs & LayoutModifyInput & { record?: unknown }) =>
-  onExtended(ctx, a, p, i, (definition) => modifySchemaLayout(ctx, a, p, "definition", definition, i), true);
-export const createComponent = (ctx: Ctx, a: Actor, p: string, i: Langs & ComponentInput & { record?: unknown }) =>
-  onExtended(ctx, a, p, i, (definition) => createLayoutComponent(ctx, a, p, "definition", definition, i), true);
-export const modifyComponent = (ctx: Ctx, a: Actor, p: string, i: Langs & ComponentInput & { record?: unknown }) =>
-  onExtended(ctx, a, p, i, (definition) => modifyLayoutComponent(ctx, a, p, "definition", definition, i), true);
-export const deleteComponent = (ctx: Ctx, a: Actor, p: string, i: Langs & ComponentInput & { record?: unknown }) =>
-  onExtended(ctx, a, p, i, (definition) => deleteLayoutComponent(ctx, a, p, "definition", definition, i), true);
+export const modifyLayout = async (
+  ctx: Ctx,
+  a: Actor,
+  p: string,
+  i: Langs & LayoutModifyInput & { record?: unknown },
+) =>
+  await onExtended(
+    ctx,
+    a,
+    p,
+    i,
+    async (definition) => await modifySchemaLayout(ctx, a, p, "definition", definition, i),
+    true,
+  );
+export const createComponent = async (
+  ctx: Ctx,
+  a: Actor,
+  p: string,
+  i: Langs & ComponentInput & { record?: unknown },
+) =>
+  await onExtended(
+    ctx,
+    a,
+    p,
+    i,
+    async (definition) => await createLayoutComponent(ctx, a, p, "definition", definition, i),
+    true,
+  );
+export const modifyComponent = async (
+  ctx: Ctx,
+  a: Actor,
+  p: string,
+  i: Langs & ComponentInput & { record?: unknown },
+) =>
+  await onExtended(
+    ctx,
+    a,
+    p,
+    i,
+    async (definition) => await modifyLayoutComponent(ctx, a, p, "definition", definition, i),
+    true,
+  );
+export const deleteComponent = async (
+  ctx: Ctx,
+  a: Actor,
+  p: string,
+  i: Langs & ComponentInput & { record?: unknown },
+) =>
+  await onExtended(
+    ctx,
+    a,
+    p,
+    i,
+    async (definition) => await deleteLayoutComponent(ctx, a, p, "definition", definition, i),
+    true,
+  );
 
 /** components/move: takes the component out of its container and puts it into `parent` (before `before_component`). */
-export const moveComponent = (
+export const moveComponent = async (
   ctx: Ctx,
   a: Actor,
   p: string,
   i: Langs & { record?: unknown; component?: string; parent?: string; before_component?: string },
 ) =>
-  onExtended(
+  await onExtended(
     ctx,
     a,
     p,
     i,
-    (definition) => {
-      const layout = recordsWrite(ctx, a, p, (tx) => layoutOf(tx, mustGet(tx, "definition", p, definition)));
+    async (definition) => {
+      const layout = await recordsWrite(
+        ctx,
+        a,
+        p,
+        async (tx) => await layoutOf(tx, await mustGet(tx, "definition", p, definition)),
+      );
       if (!layout) throw cannot("The definition has no layout");
       const spec = structuredClone(layout.spec) as LayoutSpec;
       const comps = new Map(Object.entries(spec.components));
@@ -336,7 +426,7 @@ export const moveComponent = (
       const at = typeof i.before_component === "string" ? target.content.indexOf(i.before_component) : -1;
       if (at < 0) target.content.push(i.component);
       else target.content.splice(at, 0, i.component);
-      return modifySchemaLayout(ctx, a, p, "definition", definition, { components: Object.fromEntries(comps) });
+      return await modifySchemaLayout(ctx, a, p, "definition", definition, { components: Object.fromEntries(comps) });
     },
     true,
   );

@@ -224,8 +224,14 @@ function subInfo(s: FieldRowLike): FieldInfo {
 }
 
 /** A field's label in a language (its name when it has none), with ` [unit]`. */
-function titleOf(tx: Tx, projectGid: string, f: { gid: string; name: string }, lang: string, withUnit = true): string {
-  const row = rowOf(tx, "field", projectGid, f.gid);
+async function titleOf(
+  tx: Tx,
+  projectGid: string,
+  f: { gid: string; name: string },
+  lang: string,
+  withUnit = true,
+): Promise<string> {
+  const row = await rowOf(tx, "field", projectGid, f.gid);
   const label = (row?.label ?? {}) as Record<string, string>;
   const u = (row?.spec as { unit?: unknown } | undefined)?.unit;
   const unit = withUnit && typeof u === "string" && u ? ` [${u}]` : "";
@@ -235,15 +241,15 @@ function titleOf(tx: Tx, projectGid: string, f: { gid: string; name: string }, l
 export type ClassFields = (classGid: string) => FieldRowLike[] | undefined;
 
 /** The columns of a field: one, or one per subfield of its class (nested classes too, CLASS_DEPTH deep). */
-export function columnsOfField(
+export async function columnsOfField(
   tx: Tx,
   projectGid: string,
   classFields: ClassFields,
   field: FieldInfo,
   lang: string,
-): Column[] {
+): Promise<Column[]> {
   const out: Column[] = [];
-  const walk = (leaf: FieldInfo, path: string[], header: string, key: string) => {
+  const walk = async (leaf: FieldInfo, path: string[], header: string, key: string) => {
     const subs =
       leaf.type === "class" && typeof leaf.options.class === "string" && path.length < CLASS_DEPTH
         ? classFields(leaf.options.class)
@@ -253,22 +259,27 @@ export function columnsOfField(
       return;
     }
     for (const s of subs)
-      walk(subInfo(s), [...path, s.name], `${header}\n${titleOf(tx, projectGid, s, lang)}`, `${key}.${s.name}`);
+      await walk(
+        subInfo(s),
+        [...path, s.name],
+        `${header}\n${await titleOf(tx, projectGid, s, lang)}`,
+        `${key}.${s.name}`,
+      );
   };
-  walk(field, [], titleOf(tx, projectGid, field, lang, field.type !== "class"), field.name);
+  await walk(field, [], await titleOf(tx, projectGid, field, lang, field.type !== "class"), field.name);
   return out;
 }
 
 /** The column of a `_apis` column row: the field by gid, the subfield by its path of names. */
-export function columnOf(
+export async function columnOf(
   tx: Tx,
   projectGid: string,
   classFields: ClassFields,
   gid: string,
   path: string[],
   key: string,
-): Column | string {
-  const row = rowOf(tx, "field", projectGid, gid);
+): Promise<Column | string> {
+  const row = await rowOf(tx, "field", projectGid, gid);
   if (!row) return `the field of this column (${gid}) no longer exists`;
   const spec = row.spec as { type: FieldType; options?: Record<string, unknown>; is_localized?: boolean };
   const field = {

@@ -51,17 +51,17 @@ type ExportPlan = {
 };
 
 /** The columns of an export: the fields of the chosen definition, or of the children's definitions; a fieldlist narrows them. */
-function exportColumns(
+async function exportColumns(
   tx: Tx,
   view: SchemaView,
   parent: Rec,
   lang: string,
   input: { definition?: unknown; fieldlist?: unknown },
-): { columns: Column[]; definition: string | null } {
+): Promise<{ columns: Column[]; definition: string | null }> {
   let defs: string[];
   let definition: string | null = null;
   if (input.definition !== undefined && input.definition !== null) {
-    if (typeof input.definition !== "string" || !rowOf(tx, "definition", view.projectGid, input.definition))
+    if (typeof input.definition !== "string" || !(await rowOf(tx, "definition", view.projectGid, input.definition)))
       throw unprocessable("Can't work with this item", {
         definition: input.definition,
         reason: "no such definition in the project",
@@ -69,11 +69,11 @@ function exportColumns(
     defs = [(definition = input.definition)];
   } else {
     defs = (
-      db(tx)
+      (await db(tx)
         .query(`SELECT DISTINCT definition AS d FROM records WHERE parent = ? AND status != '${DELETED}' ORDER BY id`)
-        .all(parent.gid) as { d: string }[]
+        .all(parent.gid)) as { d: string }[]
     ).map((r) => r.d);
-    if (!defs.length) defs = view.def(parent.definition).childdefinitions.slice(0, 1);
+    if (!defs.length) defs = (await view.def(parent.definition)).childdefinitions.slice(0, 1);
   }
   let keep: Set<string> | undefined;
   if (input.fieldlist !== undefined && input.fieldlist !== null) {
@@ -82,25 +82,24 @@ function exportColumns(
     keep = new Set();
     for (const g of defs) {
       const lists =
-        ((rowOf(tx, "definition", view.projectGid, g)?.spec ?? {}) as { fieldlists?: Record<string, string[]> })
+        (((await rowOf(tx, "definition", view.projectGid, g))?.spec ?? {}) as { fieldlists?: Record<string, string[]> })
           .fieldlists ?? {};
       for (const f of Object.hasOwn(lists, input.fieldlist) ? lists[input.fieldlist]! : []) keep.add(f);
     }
   }
   const seen = new Map<string, FieldInfo>();
   for (const g of defs)
-    for (const f of view.def(g).fields) if (!seen.has(f.gid) && (!keep || keep.has(f.gid))) seen.set(f.gid, f);
-  const ctxOf = valueContextOf(tx, view.projectGid);
+    for (const f of (await view.def(g)).fields) if (!seen.has(f.gid) && (!keep || keep.has(f.gid))) seen.set(f.gid, f);
+  const ctxOf = await valueContextOf(tx, view.projectGid);
   const classFields: ClassFields = (g) => ctxOf.classFields(g);
-  return {
-    columns: [...seen.values()].flatMap((f) => columnsOfField(tx, view.projectGid, classFields, f, lang)),
-    definition,
-  };
+  const columns: Column[] = [];
+  for (const f of seen.values()) columns.push(...(await columnsOfField(tx, view.projectGid, classFields, f, lang)));
+  return { columns, definition };
 }
 
 /** A file name from the parent's title: `<title>-children.xlsx`. */
-function fileName(view: SchemaView, parent: Rec, lang: string, suffix = ""): string {
-  const d = view.def(parent.definition);
+async function fileName(view: SchemaView, parent: Rec, lang: string, suffix = ""): Promise<string> {
+  const d = await view.def(parent.definition);
   const f = d.titlefield ? d.byGid.get(d.titlefield) : undefined;
   const title = f ? String(cellOf(f, storedValue(parent.vals, f, lang), lang) ?? "") : "";
   const slug =
@@ -181,19 +180,21 @@ async function writeExport(
   );
   let written = 0;
   for (let top = 0; top < plan.gids.length; top += EXPORT_PAGE) {
-    const page = recordsRead(ctx, actor, projectGid, (tx, view) =>
-      rowsInOrder(tx, projectGid, plan.gids.slice(top, top + EXPORT_PAGE)).map((r) => {
-        const d = view.def(r.definition);
-        return [
+    const page = await recordsRead(ctx, actor, projectGid, async (tx, view) => {
+      const rows: (ExcelJS.CellValue | undefined)[][] = [];
+      for (const r of await rowsInOrder(tx, projectGid, plan.gids.slice(top, top + EXPORT_PAGE))) {
+        const d = await view.def(r.definition);
+        rows.push([
           r.gid,
           ...plan.columns.map((c) =>
             d.byGid.has(c.field.gid)
               ? cellOf(c.leaf, atPath(storedValue(r.vals, c.field, plan.lang), c.path), plan.lang)
               : undefined,
           ),
-        ];
-      }),
-    );
+        ]);
+      }
+      return rows;
+    });
     for (const values of page) {
       const row = ws.addRow(values.map((v) => (v === undefined ? null : v)));
       for (let i = 1; i < values.length; i++) if (values[i] === undefined) row.getCell(i + 1).style = disabled[i - 1]!;
@@ -227,24 +228,26 @@ export async function exportChildren(
     selection?: unknown;
   },
 ): Promise<Answer> {
-  const plan = recordsRead(ctx, actor, projectGid, (tx, view): ExportPlan => {
+  const plan = await recordsRead(ctx, actor, projectGid, async (tx, view): Promise<ExportPlan> => {
     if (input.language === undefined || input.language === null) throw missing("language");
     const [lang] = view.languagesOf({ language: input.language });
-    const parent = mustRecord(tx, projectGid, input.record);
-    let { gids } = childrenIn(tx, parent.gid, { top: 0, size: Number.MAX_SAFE_INTEGER });
+    const parent = await mustRecord(tx, projectGid, input.record);
+    let { gids } = await childrenIn(tx, parent.gid, { top: 0, size: Number.MAX_SAFE_INTEGER });
     // An extension: only the children in a selection (the bulk operations' shape: gids,
     // {children, exclude, channel}, {search}, {query}), still in the children's order.
     if (input.selection !== undefined && input.selection !== null) {
       const chosen = new Set(
-        resolveSelection(tx, recordsSelection, projectGid, input.selection, {
-          expandQuery: ctx.hooks.expandQuery,
-        }).map((i) => i.gid),
+        (
+          await resolveSelection(tx, recordsSelection, projectGid, input.selection, {
+            expandQuery: ctx.hooks.expandQuery,
+          })
+        ).map((i) => i.gid),
       );
       gids = gids.filter((g) => chosen.has(g));
     }
-    const { columns, definition } = exportColumns(tx, view, parent, lang!, input);
+    const { columns, definition } = await exportColumns(tx, view, parent, lang!, input);
     return {
-      name: fileName(view, parent, lang!),
+      name: await fileName(view, parent, lang!),
       parent: parent.gid,
       lang: lang!,
       columns,

@@ -4,7 +4,7 @@
  * Follow object; the steps are marked below.
  */
 import { checkpointsAside } from "../../db/checkpointer";
-import { withoutSync, type Tx } from "../../db/connection";
+import type { Tx } from "../../db/connection";
 import { mutate, type ChangeLog } from "../../db/mutate";
 import type {
   Ctx,
@@ -55,14 +55,14 @@ export const FOLLOW_INLINE = 500;
 const LIMIT = 100;
 
 /** `hooks.schemaUsage`: the records (up to 100) having a definition, or holding a value of a field. */
-export const recordsSchemaUsage: SchemaUsageHook = (_ctx, tx, projectGid, kind, gid) => {
+export const recordsSchemaUsage: SchemaUsageHook = async (_ctx, tx, projectGid, kind, gid) => {
   if (kind === "definition") {
-    const rows = db(tx)
+    const rows = (await db(tx)
       .query("SELECT gid FROM records WHERE project_gid = ? AND definition = ? ORDER BY id LIMIT ?")
-      .all(projectGid, gid, LIMIT) as { gid: string }[];
+      .all(projectGid, gid, LIMIT)) as { gid: string }[];
     return { records: rows.map((r) => r.gid) };
   }
-  if (kind === "field") return { records: recordsWithValue(tx, projectGid, gid, LIMIT) };
+  if (kind === "field") return { records: await recordsWithValue(tx, projectGid, gid, LIMIT) };
   const none: Record<string, string[]> = {};
   return none;
 };
@@ -76,10 +76,10 @@ const HOLDS = `(instr(r.vals, @fieldKey) > 0 AND EXISTS (SELECT 1 FROM json_each
 const holdsParams = (field: string) => ({ fieldKey: `"${field}":`, fieldPath: `$."${field}"` });
 
 /** Records holding a value (in any slot) of a field, in id order (up to `limit`). */
-function recordsWithValue(tx: Tx, projectGid: string, field: string, limit = -1): string[] {
-  const rows = db(tx)
+async function recordsWithValue(tx: Tx, projectGid: string, field: string, limit = -1): Promise<string[]> {
+  const rows = (await db(tx)
     .query(`SELECT r.gid AS gid FROM records r WHERE r.project_gid = @project AND ${HOLDS} ORDER BY r.id LIMIT @limit`)
-    .all({ project: projectGid, limit, ...holdsParams(field) } as never) as { gid: string }[];
+    .all({ project: projectGid, limit, ...holdsParams(field) } as never)) as { gid: string }[];
   return rows.map((r) => r.gid);
 }
 
@@ -135,11 +135,11 @@ function convertValue(v: unknown, from: string, to: string): unknown {
 const schemas = new WeakMap<Follow, ReturnType<typeof valueSchema>>();
 
 /** One record's values after a schema change; `lost` lists what could not be kept. */
-function followVals(
+async function followVals(
   view: SchemaView,
   rec: Pick<FollowRec, "definition" | "vals">,
   f: Follow,
-): { vals: Vals; lost: boolean } {
+): Promise<{ vals: Vals; lost: boolean }> {
   const vals: Vals = dict();
   for (const [k, v] of Object.entries(rec.vals)) vals[k] = Object.assign(dict(), v);
   let lost = false;
@@ -159,7 +159,7 @@ function followVals(
         f,
         (schema = valueSchema(
           { gid: fc.gid, name: fc.to.name, type: fc.to.type, options: fc.to.options ?? {} },
-          valueContextOf(view.tx, view.projectGid),
+          await valueContextOf(view.tx, view.projectGid),
         )),
       );
     const old: Record<string, unknown> = dict();
@@ -209,8 +209,8 @@ const NESTING = new Set(["class", "classlist"]);
  * fields did not change). The same answer as validating every field, for less work. Other commits
  * (classes, definitions) validate every field.
  */
-function checksAfter(view: SchemaView, r: FollowRec, vals: Vals, f: Follow): RecordChecks {
-  const d = view.def(r.definition);
+async function checksAfter(view: SchemaView, r: FollowRec, vals: Vals, f: Follow): Promise<RecordChecks> {
+  const d = await view.def(r.definition);
   if (!f.field || r.checks === undefined) return checksOf(d, vals, view.languages, true);
   const stored = JSON.parse(r.checks) as RecordChecks;
   const c = checksOf(d, vals, view.languages, false, stored);
@@ -253,29 +253,31 @@ class Affected {
   ) {}
 
   /** Which of the project's other definitions' records to read for holders of the field, when its values change. */
-  private static otherDefinitions(tx: Tx, projectGid: string, f: Follow): string[] {
+  private static async otherDefinitions(tx: Tx, projectGid: string, f: Follow): Promise<string[]> {
     if (!changesValues(f)) return [];
     const mine = new Set(f.definitions);
-    const all = db(tx).query("SELECT DISTINCT definition FROM records WHERE project_gid = ?").all(projectGid) as {
+    const all = (await db(tx)
+      .query("SELECT DISTINCT definition FROM records WHERE project_gid = ?")
+      .all(projectGid)) as {
       definition: string;
     }[];
     return all.map((r) => r.definition).filter((d) => !mine.has(d));
   }
 
   /** Ids of `definition`'s records holding a value of the field, reading up to `rows` records after `after`; `last` is the last id read. */
-  private static holdersIn(
+  private static async holdersIn(
     tx: Tx,
     projectGid: string,
     definition: string,
     field: string,
     after: number,
     rows: number,
-  ): { ids: number[]; last: number } {
-    const got = db(tx)
+  ): Promise<{ ids: number[]; last: number }> {
+    const got = (await db(tx)
       .query(
         `SELECT r.id AS id, ${HOLDS} AS holds FROM records r WHERE r.project_gid = @project AND r.definition = @definition AND r.id > @after ORDER BY r.id LIMIT @rows`,
       )
-      .all({ project: projectGid, definition, after, rows, ...holdsParams(field) } as never) as {
+      .all({ project: projectGid, definition, after, rows, ...holdsParams(field) } as never)) as {
       id: number;
       holds: number;
     }[];
@@ -283,10 +285,10 @@ class Affected {
   }
 
   /** At once (a commit's own transaction, a dry run): every holder outside the definitions is read now. */
-  static now(tx: Tx, projectGid: string, f: Follow): Affected {
+  static async now(tx: Tx, projectGid: string, f: Follow): Promise<Affected> {
     const others: number[] = [];
-    for (const d of Affected.otherDefinitions(tx, projectGid, f))
-      others.push(...Affected.holdersIn(tx, projectGid, d, f.field!.gid, 0, -1).ids);
+    for (const d of await Affected.otherDefinitions(tx, projectGid, f))
+      others.push(...(await Affected.holdersIn(tx, projectGid, d, f.field!.gid, 0, -1)).ids);
     return new Affected(
       projectGid,
       f.definitions,
@@ -299,16 +301,16 @@ class Affected {
    * its own unit of work (`unit`), with `pause` awaited between them so the server keeps answering.
    */
   static async inSlices(
-    unit: <T>(fn: (tx: Tx) => T) => T,
+    unit: <T>(fn: (tx: Tx) => Promise<T>) => Promise<T>,
     projectGid: string,
     f: Follow,
     slice: number,
     pause: () => Promise<void>,
   ): Promise<Affected> {
     const others: number[] = [];
-    for (const d of unit((tx) => Affected.otherDefinitions(tx, projectGid, f))) {
+    for (const d of await unit(async (tx) => await Affected.otherDefinitions(tx, projectGid, f))) {
       for (let after = 0; after >= 0; ) {
-        const r = unit((tx) => Affected.holdersIn(tx, projectGid, d, f.field!.gid, after, slice));
+        const r = await unit(async (tx) => await Affected.holdersIn(tx, projectGid, d, f.field!.gid, after, slice));
         others.push(...r.ids);
         after = r.last;
         await pause();
@@ -322,46 +324,47 @@ class Affected {
   }
 
   /** How many records of the definitions there are (up to `limit`; -1 for all), by the index. */
-  static countOfDefinitions(tx: Tx, projectGid: string, f: Follow, limit = -1): number {
+  static async countOfDefinitions(tx: Tx, projectGid: string, f: Follow, limit = -1): Promise<number> {
     if (!f.definitions.length) return 0;
     return (
-      db(tx)
+      (await db(tx)
         .query(
           "SELECT count(*) AS n FROM (SELECT 1 FROM records WHERE project_gid = ? AND definition IN (SELECT value FROM json_each(?)) LIMIT ?)",
         )
-        .get(projectGid, JSON.stringify(f.definitions), limit) as { n: number }
+        .get(projectGid, JSON.stringify(f.definitions), limit)) as { n: number }
     ).n;
   }
 
   /** How many records of other definitions a commit would have to read for holders (up to `limit`), by the index. */
-  static countOfOthers(tx: Tx, projectGid: string, f: Follow, limit: number): number {
+  static async countOfOthers(tx: Tx, projectGid: string, f: Follow, limit: number): Promise<number> {
     if (!changesValues(f)) return 0;
     return (
-      db(tx)
+      (await db(tx)
         .query(
           "SELECT count(*) AS n FROM (SELECT 1 FROM records WHERE project_gid = ? AND definition NOT IN (SELECT value FROM json_each(?)) LIMIT ?)",
         )
-        .get(projectGid, JSON.stringify(f.definitions), limit) as { n: number }
+        .get(projectGid, JSON.stringify(f.definitions), limit)) as { n: number }
     ).n;
   }
 
   /** The total (the records of the definitions and the holders outside them). */
-  total(tx: Tx): number {
+  async total(tx: Tx): Promise<number> {
     return (
-      Affected.countOfDefinitions(tx, this.projectGid, { definitions: this.defs, dropped: {} }) + this.others.length
+      (await Affected.countOfDefinitions(tx, this.projectGid, { definitions: this.defs, dropped: {} })) +
+      this.others.length
     );
   }
 
   /** Up to `limit` rows after the cursor (fewer only at the end). */
-  next(tx: Tx, limit: number): (FollowRec & { at: number })[] {
+  async next(tx: Tx, limit: number): Promise<(FollowRec & { at: number })[]> {
     const out: (FollowRec & { at: number })[] = [];
     const s = db(tx);
     for (let di = this.di, after = this.after; out.length < limit && di < this.defs.length; di++, after = 0) {
-      const rows = s
+      const rows = (await s
         .query(
           `SELECT ${FOLLOW_COLUMNS} FROM records r WHERE r.project_gid = ? AND r.definition = ? AND r.id > ? ORDER BY r.id LIMIT ?`,
         )
-        .all(this.projectGid, this.defs[di]!, after, limit - out.length) as {
+        .all(this.projectGid, this.defs[di]!, after, limit - out.length)) as {
         id: number;
         gid: string;
         definition: string;
@@ -372,11 +375,11 @@ class Affected {
     }
     if (out.length < limit && this.oi < this.others.length) {
       const ids = this.others.slice(this.oi, this.oi + limit - out.length);
-      const rows = s
+      const rows = (await s
         .query(
           `SELECT ${FOLLOW_COLUMNS} FROM records r WHERE r.id IN (SELECT value FROM json_each(?)) AND r.project_gid = ? ORDER BY r.id`,
         )
-        .all(JSON.stringify(ids), this.projectGid) as {
+        .all(JSON.stringify(ids), this.projectGid)) as {
         id: number;
         gid: string;
         definition: string;
@@ -456,13 +459,13 @@ function searchUnchanged(f: Follow): boolean {
 }
 
 /** The schema view of a project the caller has already checked (hooks and jobs). */
-const viewOf = (tx: Tx, projectGid: string) => new SchemaView(tx, getProject(tx, projectGid)!);
+const viewOf = async (tx: Tx, projectGid: string) => new SchemaView(tx, (await getProject(tx, projectGid))!);
 
 /**
  * Applies a change to rows (stopping at `deadline`, after at least one); returns how many were
  * handled and how many lost values. A row of a record deleted since (no gid) is passed over.
  */
-function applyFollow(
+async function applyFollow(
   tx: Tx,
   view: SchemaView,
   touch: Touch,
@@ -470,7 +473,7 @@ function applyFollow(
   f: Follow,
   deadline = Infinity,
   handled?: (r: FollowRec) => void,
-): { done: number; followed: number; lost: number } {
+): Promise<{ done: number; followed: number; lost: number }> {
   let lost = 0;
   let done = 0;
   let followed = 0;
@@ -486,10 +489,11 @@ function applyFollow(
     handled?.(r);
     if (!r.gid) continue;
     followed++;
-    const n = followVals(view, r, f);
+    const n = await followVals(view, r, f);
     if (n.lost) lost++;
-    upd.run(JSON.stringify(n.vals), JSON.stringify(checksAfter(view, r, n.vals, f)), t, r.id);
-    if (!sameText || view.def(r.definition).titlefield === f.field?.gid) writeSearch(tx, view, { ...r, vals: n.vals });
+    await upd.run(JSON.stringify(n.vals), JSON.stringify(await checksAfter(view, r, n.vals, f)), t, r.id);
+    if (!sameText || (await view.def(r.definition)).titlefield === f.field?.gid)
+      await writeSearch(tx, view, { ...r, vals: n.vals });
     touch.update(r.gid);
   }
   return { done, followed, lost };
@@ -497,32 +501,32 @@ function applyFollow(
 
 /** `hooks.schemaCommitted`: records follow a committed field, class or definition. */
 export const recordsFollowSchema: SchemaCommittedHook = {
-  preview(_ctx, tx, change) {
+  async preview(_ctx, tx, change) {
     const f = followOf(change);
-    const view = viewOf(tx, change.projectGid);
+    const view = await viewOf(tx, change.projectGid);
     const losing: string[] = [];
     let count = 0;
-    const all = Affected.now(tx, change.projectGid, f);
-    for (let rows = all.next(tx, 1000); rows.length; rows = all.next(tx, 1000)) {
+    const all = await Affected.now(tx, change.projectGid, f);
+    for (let rows = await all.next(tx, 1000); rows.length; rows = await all.next(tx, 1000)) {
       for (const r of rows) {
         all.advance(r);
         if (!r.gid) continue;
         count++;
-        if (followVals(view, r, f).lost) losing.push(r.gid);
+        if ((await followVals(view, r, f)).lost) losing.push(r.gid);
       }
     }
     return { records: { affected: count, losing_values: losing.length, losing_records: losing.slice(0, LIMIT) } };
   },
-  apply(ctx, tx, log, change) {
+  async apply(ctx, tx, log, change) {
     const f = followOf(change);
     // Only counted here, by the indexes: a job does the work for more than FOLLOW_INLINE records,
     // or when holders of the field would have to be looked for among more than FOLLOW_SCAN others.
-    const inDefinitions = Affected.countOfDefinitions(tx, change.projectGid, f, FOLLOW_INLINE + 1);
-    const others = Affected.countOfOthers(tx, change.projectGid, f, FOLLOW_SCAN + 1);
+    const inDefinitions = await Affected.countOfDefinitions(tx, change.projectGid, f, FOLLOW_INLINE + 1);
+    const others = await Affected.countOfOthers(tx, change.projectGid, f, FOLLOW_SCAN + 1);
     if (!inDefinitions && !others) return;
     if (inDefinitions > FOLLOW_INLINE || others > FOLLOW_SCAN) {
       return {
-        job: ctx.jobs.enqueue({
+        job: await ctx.jobs.enqueue({
           kind: "records_follow_schema",
           projectGid: change.projectGid,
           params: { follow: f },
@@ -530,10 +534,10 @@ export const recordsFollowSchema: SchemaCommittedHook = {
         }),
       };
     }
-    const all = Affected.now(tx, change.projectGid, f);
-    if (all.total(tx) > FOLLOW_INLINE) {
+    const all = await Affected.now(tx, change.projectGid, f);
+    if ((await all.total(tx)) > FOLLOW_INLINE) {
       return {
-        job: ctx.jobs.enqueue({
+        job: await ctx.jobs.enqueue({
           kind: "records_follow_schema",
           projectGid: change.projectGid,
           params: { follow: f },
@@ -542,10 +546,10 @@ export const recordsFollowSchema: SchemaCommittedHook = {
       };
     }
     // After the commit's own writes: the view reads the committed schema.
-    const view = viewOf(tx, change.projectGid);
+    const view = await viewOf(tx, change.projectGid);
     const touch = new Touch(change.projectGid);
-    for (let rows = all.next(tx, 1000); rows.length; rows = all.next(tx, 1000))
-      applyFollow(tx, view, touch, rows, f, Infinity, (r) => all.advance(r as FollowRec & { at: number }));
+    for (let rows = await all.next(tx, 1000); rows.length; rows = await all.next(tx, 1000))
+      await applyFollow(tx, view, touch, rows, f, Infinity, (r) => all.advance(r as FollowRec & { at: number }));
     touch.flush(log);
   },
 };
@@ -583,31 +587,35 @@ const mergeHolders = new WeakMap<object, number>();
  * The settings are stored in the index; the last holder puts `automerge` back, and a job cut off
  * by a crash runs again at the next start-up and puts it back when it ends.
  */
-function ftsMergesAside(ctx: Ctx): { step(): void; release(): void } {
+async function ftsMergesAside(ctx: Ctx): Promise<{ step(): Promise<void>; release(): Promise<void> }> {
   const client = ctx.db.$client;
   const held = mergeHolders.get(client) ?? 0;
-  const set = (name: string, value: number) =>
-    client.run(`INSERT INTO records_fts(records_fts, rank) VALUES('${name}', ${value})`);
-  if (held === 0) {
-    set("automerge", 0);
-    set("usermerge", FTS_MERGE_FANIN);
-  }
+  // Each command in a unit of its own: outside one it could land in another request's open unit.
+  const set = async (name: string, value: number, durable = true) =>
+    await mutate(
+      ctx.db,
+      undefined,
+      async () => void (await client.run(`INSERT INTO records_fts(records_fts, rank) VALUES('${name}', ${value})`)),
+      { durable },
+    );
   mergeHolders.set(client, held + 1);
+  if (held === 0) {
+    await set("automerge", 0);
+    await set("usermerge", FTS_MERGE_FANIN);
+  }
   let released = false;
   return {
-    step: () => {
+    step: async () => {
       if (released) return;
-      withoutSync(ctx.db, ctx.config.sqliteSynchronous, () =>
-        mutate(ctx.db, undefined, () => set("merge", FTS_MERGE_PAGES)),
-      );
+      await set("merge", FTS_MERGE_PAGES, false);
     },
-    release: () => {
+    release: async () => {
       if (released) return;
       released = true;
       const left = (mergeHolders.get(client) ?? 1) - 1;
       if (left > 0) return void mergeHolders.set(client, left);
       mergeHolders.delete(client);
-      set("automerge", FTS_AUTOMERGE);
+      await set("automerge", FTS_AUTOMERGE);
     },
   };
 }
@@ -623,7 +631,7 @@ export const followSchemaJob: JobKind = {
   async handler(ctx, job, progress) {
     const { follow } = job.params as { follow: Follow };
     const projectGid = job.projectGid!;
-    const read = <T>(fn: (tx: Tx) => T): T => mutate(ctx.db, undefined, fn);
+    const read = async <T>(fn: (tx: Tx) => Promise<T>): Promise<T> => await mutate(ctx.db, undefined, fn);
     const all = await Affected.inSlices(read, projectGid, follow, SCAN_SLICE, () => progress.yield());
     // Run again after an interruption: on from where the last committed unit left the cursor. The
     // records before it were converted already, and converting a value twice is not safe (a value
@@ -631,13 +639,13 @@ export const followSchemaJob: JobKind = {
     const saved = progress.resume as FollowSaved | undefined;
     if (saved) all.resume(saved.at);
     let done = saved?.done ?? 0;
-    const total = read((tx) => all.total(tx));
-    progress.total(total, done);
+    const total = await read(async (tx) => await all.total(tx));
+    await progress.total(total, done);
     // The project row (its languages) is read again only when the project's schema or settings changed.
     let known: { stamp: string; project: Project | undefined } | undefined;
-    const projectOf = (tx: Tx) => {
+    const projectOf = async (tx: Tx) => {
       const stamp = schemaStamp(tx, projectGid);
-      if (known?.stamp !== stamp) known = { stamp, project: getProject(tx, projectGid) };
+      if (known?.stamp !== stamp) known = { stamp, project: await getProject(tx, projectGid) };
       return known.project;
     };
     let followed = saved?.followed ?? 0;
@@ -647,10 +655,10 @@ export const followSchemaJob: JobKind = {
     // The job writes several pages of log per record: the checkpoints they call for run in a thread
     // of their own, not inside a unit's commit (src/db/checkpointer.ts).
     const checkpoints = checkpointsAside(ctx.db);
-    let merges: ReturnType<typeof ftsMergesAside> | undefined;
+    let merges: Awaited<ReturnType<typeof ftsMergesAside>> | undefined;
     try {
       // Index merges in steps of their own between units, not inside the units' commits.
-      merges = ftsMergesAside(ctx);
+      merges = await ftsMergesAside(ctx);
       for (;;) {
         const t0 = performance.now();
         const deadline = t0 + CHUNK_MS;
@@ -658,15 +666,17 @@ export const followSchemaJob: JobKind = {
         // job's final state is written with the configured durability (a sync of the log covers every
         // unit before it). After a crash the job goes on from the last unit that reached the disk
         // (the position each unit saves with its writes, below).
-        const n = withoutSync(ctx.db, ctx.config.sqliteSynchronous, () =>
-          mutate(ctx.db, ctx.hub, (tx, log: ChangeLog) => {
-            const project = projectOf(tx);
+        const n = await mutate(
+          ctx.db,
+          ctx.hub,
+          async (tx, log: ChangeLog) => {
+            const project = await projectOf(tx);
             if (!project) return 0;
-            const recs = all.next(tx, Math.max(1, Math.min(500, Math.round(CHUNK_MS / perRecord))));
+            const recs = await all.next(tx, Math.max(1, Math.min(500, Math.round(CHUNK_MS / perRecord))));
             if (!recs.length) return 0;
             const view = new SchemaView(tx, project);
             const touch = new Touch(projectGid);
-            const r = applyFollow(tx, view, touch, recs, follow, deadline, (x) =>
+            const r = await applyFollow(tx, view, touch, recs, follow, deadline, (x) =>
               all.advance(x as FollowRec & { at: number }),
             );
             touch.flush(log);
@@ -674,21 +684,22 @@ export const followSchemaJob: JobKind = {
             followed += r.followed;
             done += r.done;
             // Committed with the unit's own writes, or not at all.
-            progress.save(tx, { at: all.position(), done, followed, lost } satisfies FollowSaved);
+            await progress.save(tx, { at: all.position(), done, followed, lost } satisfies FollowSaved);
             return r.done;
-          }),
+          },
+          { durable: false },
         );
         if (!n) break;
         perRecord = Math.max(0.01, (perRecord + (performance.now() - t0) / n) / 2);
         // Counts the records and yields to the event loop (a macrotask) before the next unit of work.
         await progress.step(n);
-        merges.step();
+        await merges.step();
         await progress.yield();
         // The log copied once it has grown, so that it starts over (waiting frees the server too).
         await checkpoints.settle();
       }
     } finally {
-      merges?.release();
+      await merges?.release();
       await checkpoints.release();
     }
     return { records: followed, losing_values: lost };
@@ -696,18 +707,23 @@ export const followSchemaJob: JobKind = {
 };
 
 /** Queues the rebuild of every record's checks and search rows after the project's languages changed. */
-function enqueueReindex(ctx: Parameters<LanguageHook>[0], projectGid: string): string {
-  return ctx.jobs.enqueue({ kind: "records_reindex", projectGid, params: {}, info: {} });
+async function enqueueReindex(ctx: Parameters<LanguageHook>[0], projectGid: string): Promise<string> {
+  return await ctx.jobs.enqueue({ kind: "records_reindex", projectGid, params: {}, info: {} });
 }
 
 /** The JSON path of one language's values in `vals` (a language code has no quote or backslash). */
 const languagePath = (language: string) => `$."${language.replace(/["\\]/g, "")}"`;
 
 /** An UPDATE sync item for every record holding values in `language`: their forms gain or lose it. */
-function announceLanguage(tx: Tx, log: Parameters<LanguageHook>[2], projectGid: string, language: string): void {
-  const rows = db(tx)
+async function announceLanguage(
+  tx: Tx,
+  log: Parameters<LanguageHook>[2],
+  projectGid: string,
+  language: string,
+): Promise<void> {
+  const rows = (await db(tx)
     .query("SELECT gid FROM records WHERE project_gid = ? AND json_type(vals, ?) IS NOT NULL")
-    .all(projectGid, languagePath(language)) as { gid: string }[];
+    .all(projectGid, languagePath(language))) as { gid: string }[];
   for (const r of rows) log.project(projectGid, "UPDATE", "records", r.gid);
 }
 
@@ -715,10 +731,10 @@ function announceLanguage(tx: Tx, log: Parameters<LanguageHook>[2], projectGid: 
  * `hooks.languageAdded`: the new language gets its checks and search rows (a job); no value
  * changes. Records that kept values in it since it was removed show them again (UPDATE items).
  */
-export const recordsLanguageAdded: LanguageHook = (ctx, tx, log, projectGid, language) => {
-  if (db(tx).query("SELECT 1 FROM records WHERE project_gid = ? LIMIT 1").get(projectGid)) {
-    announceLanguage(tx, log, projectGid, language);
-    enqueueReindex(ctx, projectGid);
+export const recordsLanguageAdded: LanguageHook = async (ctx, tx, log, projectGid, language) => {
+  if (await db(tx).query("SELECT 1 FROM records WHERE project_gid = ? LIMIT 1").get(projectGid)) {
+    await announceLanguage(tx, log, projectGid, language);
+    await enqueueReindex(ctx, projectGid);
   }
   return 0;
 };
@@ -729,31 +745,31 @@ export const recordsLanguageAdded: LanguageHook = (ctx, tx, log, projectGid, lan
  * (`keep` false) the values go too: its search rows go at once, the checks are rebuilt by the
  * reindex job. Returns how many values were removed.
  */
-export const recordsLanguageRemoved: LanguageHook = (ctx, tx, log, projectGid, language, keep) => {
+export const recordsLanguageRemoved: LanguageHook = async (ctx, tx, log, projectGid, language, keep) => {
   if (keep) {
-    announceLanguage(tx, log, projectGid, language);
+    await announceLanguage(tx, log, projectGid, language);
     return 0;
   }
   const s = db(tx);
   const path = languagePath(language);
-  const rows = s
+  const rows = (await s
     .query(
       "SELECT id, gid, (SELECT count(*) FROM json_each(r.vals, ?2)) AS n FROM records r WHERE r.project_gid = ?1 AND json_type(r.vals, ?2) IS NOT NULL",
     )
-    .all(projectGid, path) as { id: number; gid: string; n: number }[];
+    .all(projectGid, path)) as { id: number; gid: string; n: number }[];
   const upd = s.query(
     "UPDATE records SET vals = json_remove(vals, ?), updated_on = max(?, updated_on + 0.000001) WHERE id = ?",
   );
   const t = Date.now() / 1000;
   let removed = 0;
   for (const r of rows) {
-    upd.run(path, t, r.id);
+    await upd.run(path, t, r.id);
     log.project(projectGid, "UPDATE", "records", r.gid);
     removed += r.n;
   }
-  s.query("DELETE FROM record_search WHERE project_gid = ? AND language = ?").run(projectGid, language);
-  if (rows.length || s.query("SELECT 1 FROM records WHERE project_gid = ? LIMIT 1").get(projectGid))
-    enqueueReindex(ctx, projectGid);
+  await s.query("DELETE FROM record_search WHERE project_gid = ? AND language = ?").run(projectGid, language);
+  if (rows.length || (await s.query("SELECT 1 FROM records WHERE project_gid = ? LIMIT 1").get(projectGid)))
+    await enqueueReindex(ctx, projectGid);
   return removed;
 };
 
@@ -761,33 +777,33 @@ export const recordsLanguageRemoved: LanguageHook = (ctx, tx, log, projectGid, l
  * `hooks.settingRemoved`: a deleted channel is switched off in every record that had it; a deleted
  * ordering's positions go. Each record whose form changed gets an UPDATE sync item.
  */
-export const recordsSettingRemoved: SettingRemovedHook = (_ctx, tx, log, projectGid, kind, key) => {
+export const recordsSettingRemoved: SettingRemovedHook = async (_ctx, tx, log, projectGid, kind, key) => {
   const s = db(tx);
   const t = Date.now() / 1000;
   if (kind === "channel") {
     if (key === ALL_CHANNEL) return;
-    const rows = s
+    const rows = (await s
       .query(
         "SELECT r.id AS id, r.gid AS gid FROM records r WHERE r.project_gid = ? AND EXISTS (SELECT 1 FROM json_each(r.channels) c WHERE c.value = ?)",
       )
-      .all(projectGid, key) as { id: number; gid: string }[];
+      .all(projectGid, key)) as { id: number; gid: string }[];
     const upd = s.query(
       "UPDATE records SET channels = (SELECT json_group_array(c.value) FROM json_each(records.channels) c WHERE c.value != ?), updated_on = max(?, updated_on + 0.000001) WHERE id = ?",
     );
     for (const r of rows) {
-      upd.run(key, t, r.id);
+      await upd.run(key, t, r.id);
       log.project(projectGid, "UPDATE", "records", r.gid);
     }
   } else if (kind === "ordering") {
-    const rows = s
+    const rows = (await s
       .query(
         "SELECT r.id AS id, r.gid AS gid FROM record_orderings o JOIN records r ON r.id = o.record_id WHERE o.project_gid = ? AND o.ordering = ?",
       )
-      .all(projectGid, key) as { id: number; gid: string }[];
-    s.query("DELETE FROM record_orderings WHERE project_gid = ? AND ordering = ?").run(projectGid, key);
+      .all(projectGid, key)) as { id: number; gid: string }[];
+    await s.query("DELETE FROM record_orderings WHERE project_gid = ? AND ordering = ?").run(projectGid, key);
     const upd = s.query("UPDATE records SET updated_on = max(?, updated_on + 0.000001) WHERE id = ?");
     for (const r of rows) {
-      upd.run(t, r.id);
+      await upd.run(t, r.id);
       log.project(projectGid, "UPDATE", "records", r.gid);
     }
   }
@@ -804,36 +820,40 @@ export const reindexJob: JobKind = {
     const saved = progress.resume as { after: number; done: number } | undefined;
     let after = saved?.after ?? 0;
     let done = saved?.done ?? 0;
-    const total = mutate(
+    const total = await mutate(
       ctx.db,
       undefined,
-      (tx) =>
-        (db(tx).query("SELECT count(*) AS n FROM records WHERE project_gid = ?").get(projectGid) as { n: number }).n,
+      async (tx) =>
+        (
+          (await db(tx).query("SELECT count(*) AS n FROM records WHERE project_gid = ?").get(projectGid)) as {
+            n: number;
+          }
+        ).n,
     );
-    progress.total(total, done);
+    await progress.total(total, done);
     for (;;) {
-      const n = mutate(ctx.db, ctx.hub, (tx) => {
-        if (!getProject(tx, projectGid)) return 0;
+      const n = await mutate(ctx.db, ctx.hub, async (tx) => {
+        if (!(await getProject(tx, projectGid))) return 0;
         const recs = (
-          db(tx)
+          (await db(tx)
             .query(`SELECT ${COLUMNS} FROM records r WHERE r.project_gid = ? AND r.id > ? ORDER BY r.id LIMIT 500`)
-            .all(projectGid, after) as Record<string, unknown>[]
+            .all(projectGid, after)) as Record<string, unknown>[]
         ).map(recOf);
         if (!recs.length) return 0;
-        const view = viewOf(tx, projectGid);
-        db(tx)
+        const view = await viewOf(tx, projectGid);
+        await db(tx)
           .query(
             "DELETE FROM record_search WHERE record_id IN (SELECT value FROM json_each(?)) AND language NOT IN (SELECT value FROM json_each(?))",
           )
           .run(JSON.stringify(recs.map((r) => r.id)), JSON.stringify(searchDocuments(view.languages)));
         const upd = db(tx).query("UPDATE records SET checks = ? WHERE id = ?");
         for (const r of recs) {
-          upd.run(JSON.stringify(checksOf(view.def(r.definition), r.vals, view.languages, true)), r.id);
-          writeSearch(tx, view, r);
+          await upd.run(JSON.stringify(checksOf(await view.def(r.definition), r.vals, view.languages, true)), r.id);
+          await writeSearch(tx, view, r);
         }
         after = recs.at(-1)!.id;
         done += recs.length;
-        progress.save(tx, { after, done });
+        await progress.save(tx, { after, done });
         return recs.length;
       });
       if (!n) break;

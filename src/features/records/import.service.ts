@@ -246,7 +246,7 @@ type ImportState = {
 };
 
 /** The analysis of the `_apis` sheet: the workbook's project, parent, language and columns must fit. */
-function analyse(
+async function analyse(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
@@ -254,7 +254,7 @@ function analyse(
   fields: Record<string, string>,
   marks: Marks,
   validationCap: number,
-): { st: ImportState; problems: Problem[] } {
+): Promise<{ st: ImportState; problems: Problem[] }> {
   if (!FORMATS.has(String(meta.info.get("format")))) throw notOurs(`the "${META}" sheet is not of format ${FORMAT}`);
   const lang = String(meta.info.get("language") ?? "");
   const parentGid = String(meta.info.get("parent") ?? "");
@@ -286,17 +286,17 @@ function analyse(
     present: new Set(),
     written: new Set(),
   };
-  recordsRead(ctx, actor, projectGid, (tx, view) => {
+  await recordsRead(ctx, actor, projectGid, async (tx, view) => {
     if (meta.info.get("project") !== projectGid) metaProblem("project", "the workbook was made in another project");
     if (!view.languages.includes(lang)) metaProblem("language", `not a project language: ${lang}`);
     if (fields.language !== undefined && fields.language !== "" && fields.language !== lang)
       metaProblem("language", `the workbook is in language ${lang}, not ${fields.language}`);
     if (fields.record !== undefined && fields.record !== "" && fields.record !== parentGid)
       metaProblem("parent", `the workbook holds the children of ${parentGid}, not of ${fields.record}`);
-    if (!recordRow(tx, projectGid, parentGid)) metaProblem("parent", "the parent record does not exist");
-    const ctxOf = valueContextOf(tx, projectGid);
+    if (!(await recordRow(tx, projectGid, parentGid))) metaProblem("parent", "the parent record does not exist");
+    const ctxOf = await valueContextOf(tx, projectGid);
     for (const c of meta.cols) {
-      const col = columnOf(tx, projectGid, (g) => ctxOf.classFields(g), c.gid, c.path, c.key || c.gid);
+      const col = await columnOf(tx, projectGid, (g) => ctxOf.classFields(g), c.gid, c.path, c.key || c.gid);
       if (typeof col === "string") {
         const address = `${colLetter(c.col)}1`;
         problems.push({ sheet: SHEET, cell: address, message: col });
@@ -337,14 +337,16 @@ const cellMark = (st: ImportState, n: number, col: number, kind: Mark, note?: st
 };
 
 /** The row-level analysis of a small import (before anything changes): gids known, children of the parent, once each. */
-function checkRows(tx: Tx, st: ImportState, rows: RowIn[]): Problem[] {
+async function checkRows(tx: Tx, st: ImportState, rows: RowIn[]): Promise<Problem[]> {
   const problems: Problem[] = [];
   const seen = new Set<string>();
   const known = new Map(
-    rowsByGids(
-      tx,
-      st.projectGid,
-      rows.flatMap((r) => (r.gid ? [r.gid] : [])),
+    (
+      await rowsByGids(
+        tx,
+        st.projectGid,
+        rows.flatMap((r) => (r.gid ? [r.gid] : [])),
+      )
     ).map((r) => [r.gid, r]),
   );
   for (const r of rows) {
@@ -449,13 +451,22 @@ function noteReport(st: ImportState, row: RowIn, report: ReportItem[], sent: Map
  * rows without one create a record, struck-through rows delete theirs. Every cell is validated by
  * the field's schema (records/update's rules); refused cells are marked, nothing is lost silently.
  */
-function applyRows(tx: Tx, log: ChangeLog, view: SchemaView, touch: Touch, st: ImportState, rows: RowIn[]): void {
-  const parent = recordRow(tx, st.projectGid, st.parentGid);
+async function applyRows(
+  tx: Tx,
+  log: ChangeLog,
+  view: SchemaView,
+  touch: Touch,
+  st: ImportState,
+  rows: RowIn[],
+): Promise<void> {
+  const parent = await recordRow(tx, st.projectGid, st.parentGid);
   const known = new Map(
-    rowsByGids(
-      tx,
-      st.projectGid,
-      rows.flatMap((r) => (r.gid ? [r.gid] : [])),
+    (
+      await rowsByGids(
+        tx,
+        st.projectGid,
+        rows.flatMap((r) => (r.gid ? [r.gid] : [])),
+      )
     ).map((r) => [r.gid, r]),
   );
   st.written.clear();
@@ -464,9 +475,9 @@ function applyRows(tx: Tx, log: ChangeLog, view: SchemaView, touch: Touch, st: I
   // New rows are validated as they come and created together (insertRecordsIn) before the next
   // row that is not new, so records, places and sync items come in the sheet's order.
   let pending: { row: RowIn; vals: Vals; report: ReportItem[]; sent: Map<string, number[]> }[] = [];
-  const create = () => {
+  const create = async () => {
     if (!pending.length) return;
-    const made = insertRecordsIn(
+    const made = await insertRecordsIn(
       tx,
       view,
       touch,
@@ -488,7 +499,7 @@ function applyRows(tx: Tx, log: ChangeLog, view: SchemaView, touch: Touch, st: I
   for (const row of rows) {
     let rec: Rec | undefined;
     if (row.gid) {
-      create();
+      await create();
       st.counts.rows++;
       if (st.present.has(row.gid)) {
         st.counts.errors++;
@@ -496,7 +507,7 @@ function applyRows(tx: Tx, log: ChangeLog, view: SchemaView, touch: Touch, st: I
         continue;
       }
       st.present.add(row.gid);
-      rec = st.written.has(row.gid) ? recordRow(tx, st.projectGid, row.gid) : known.get(row.gid);
+      rec = st.written.has(row.gid) ? await recordRow(tx, st.projectGid, row.gid) : known.get(row.gid);
       if (!rec || rec.parent !== st.parentGid) {
         st.counts.errors++;
         cellMark(
@@ -523,7 +534,7 @@ function applyRows(tx: Tx, log: ChangeLog, view: SchemaView, touch: Touch, st: I
         st.counts.unchanged++;
       } else if (rec.status === DELETED) st.counts.unchanged++;
       else {
-        deleteRecordIn(tx, view, touch, rec.gid);
+        await deleteRecordIn(tx, view, touch, rec.gid);
         st.written.add(rec.gid);
         st.counts.deleted++;
       }
@@ -537,26 +548,26 @@ function applyRows(tx: Tx, log: ChangeLog, view: SchemaView, touch: Touch, st: I
       }
       // Created with its values in one insert: validated like records/update (refused cells stay empty).
       newDef ??=
-        st.definition && rowOf(tx, "definition", st.projectGid, st.definition)
+        st.definition && (await rowOf(tx, "definition", st.projectGid, st.definition))
           ? st.definition
-          : childDefinitionIn(tx, log, view, parent);
-      const d = view.def(newDef);
+          : await childDefinitionIn(tx, log, view, parent);
+      const d = await view.def(newDef);
       const init = (initial ??= initialVals(view, d)); // read only: applyFields copies it
       const { input, sent } = diffRow(st, d, init, row);
-      const r = applyFields(view, d, "", init, { [st.lang]: input });
+      const r = await applyFields(view, d, "", init, { [st.lang]: input });
       pending.push({ row, vals: r.vals, report: r.report, sent });
       continue;
     }
     let undeleted = false;
     if (rec.status === DELETED) {
-      undeleteRecordIn(tx, view, touch, rec.gid);
-      rec = recordRow(tx, st.projectGid, rec.gid)!;
+      await undeleteRecordIn(tx, view, touch, rec.gid);
+      rec = (await recordRow(tx, st.projectGid, rec.gid))!;
       undeleted = true;
     }
-    const { input, sent } = diffRow(st, view.def(rec.definition), rec.vals, row);
+    const { input, sent } = diffRow(st, await view.def(rec.definition), rec.vals, row);
     let report: ReportItem[] = [];
     if (sent.size) {
-      const out = updateRecordIn(tx, view, touch, rec, { [st.lang]: input });
+      const out = await updateRecordIn(tx, view, touch, rec, { [st.lang]: input });
       report = out.report;
       for (const g of out.group) st.written.add(g.gid);
     }
@@ -569,17 +580,17 @@ function applyRows(tx: Tx, log: ChangeLog, view: SchemaView, touch: Touch, st: I
     else if (applied) st.counts.updated++;
     else st.counts.unchanged++;
   }
-  create();
+  await create();
 }
 
 /** Children that were exported but whose rows are gone are deleted (not those made after the export). */
-function deleteRemoved(tx: Tx, view: SchemaView, touch: Touch, st: ImportState): void {
-  const rows = db(tx)
+async function deleteRemoved(tx: Tx, view: SchemaView, touch: Touch, st: ImportState): Promise<void> {
+  const rows = (await db(tx)
     .query(`SELECT gid, created_on AS c FROM records WHERE parent = ? AND status != '${DELETED}' ORDER BY id`)
-    .all(st.parentGid) as { gid: string; c: number }[];
+    .all(st.parentGid)) as { gid: string; c: number }[];
   for (const r of rows) {
     if (st.present.has(r.gid) || r.c > st.exportedOn) continue;
-    deleteRecordIn(tx, view, touch, r.gid);
+    await deleteRecordIn(tx, view, touch, r.gid);
     st.counts.deleted++;
     st.counts.rows++;
     st.marks.removed.push(r.gid);
@@ -729,10 +740,15 @@ async function runImport(
   const flush = async () => {
     const rows = unit;
     unit = [];
-    recordsWrite(ctx, actor, projectGid, (tx, log, view, touch) => applyRows(tx, log, view, touch, st!, rows));
+    await recordsWrite(
+      ctx,
+      actor,
+      projectGid,
+      async (tx, log, view, touch) => await applyRows(tx, log, view, touch, st!, rows),
+    );
     done += rows.length;
     total = Math.max(total, done);
-    progress!.set({ total, remaining: total - done, rows_done: done });
+    await progress!.set({ total, remaining: total - done, rows_done: done });
     await progress!.yield();
   };
   let sawSheet = false;
@@ -740,7 +756,7 @@ async function runImport(
     for await (const ev of workbookEvents(up.path, !!progress)) {
       if (ev.t === "meta") {
         const meta = ev.meta;
-        const a = analyse(
+        const a = await analyse(
           ctx,
           actor,
           projectGid,
@@ -753,7 +769,7 @@ async function runImport(
         layoutColumns = meta.cols.map((c) => st!.columns.get(c.col));
         if (a.problems.length) return await onProblems(a.problems, report);
         total = Number(meta.info.get("rows") ?? 0) || 0;
-        progress?.total(total);
+        await progress?.total(total);
       } else if (ev.t === "rows") {
         if (!progress) for (const r of ev.rows) kept.push(r);
         else
@@ -773,16 +789,16 @@ async function runImport(
   }
   const state = st;
   if (!progress) {
-    const problems = recordsRead(ctx, actor, projectGid, (tx) => checkRows(tx, state, kept));
+    const problems = await recordsRead(ctx, actor, projectGid, async (tx) => await checkRows(tx, state, kept));
     if (problems.length) return await onProblems(problems, report);
-    recordsWrite(ctx, actor, projectGid, (tx, log, view, touch) => {
-      applyRows(tx, log, view, touch, state, kept);
-      if (recordRow(tx, projectGid, state.parentGid)) deleteRemoved(tx, view, touch, state);
+    await recordsWrite(ctx, actor, projectGid, async (tx, log, view, touch) => {
+      await applyRows(tx, log, view, touch, state, kept);
+      if (await recordRow(tx, projectGid, state.parentGid)) await deleteRemoved(tx, view, touch, state);
     });
   } else {
     if (unit.length) await flush();
-    recordsWrite(ctx, actor, projectGid, (tx, _log, view, touch) => {
-      if (recordRow(tx, projectGid, state.parentGid)) deleteRemoved(tx, view, touch, state);
+    await recordsWrite(ctx, actor, projectGid, async (tx, _log, view, touch) => {
+      if (await recordRow(tx, projectGid, state.parentGid)) await deleteRemoved(tx, view, touch, state);
     });
   }
   return { counts: state.counts, validation: state.validation, validationSize: state.validationSize, report };
@@ -804,7 +820,7 @@ export async function importChildren(
   projectGid: string,
   receive: () => Promise<Received>,
 ): Promise<Answer> {
-  projectAccess(ctx.db, actor, projectGid, "member");
+  await projectAccess(ctx.db, actor, projectGid, "member");
   const { fields, file } = await receive();
   if (!file) throw missing("upload_file");
   const reportName = reportNameOf(file.filename);
@@ -817,7 +833,7 @@ export async function importChildren(
   try {
     if (!looksLikeZip(file.path)) throw notOurs("the file is not an .xlsx workbook");
     if (fields.job === "true" || file.size > EXCEL_IMPORT_INLINE_BYTES) {
-      const token = ctx.jobs.enqueue({
+      const token = await ctx.jobs.enqueue({
         kind: "records_excel_update",
         projectGid,
         userGid: actor.userGid,

@@ -104,10 +104,12 @@ export async function previewField(
   projectGid: string,
   input: { record: string; field?: unknown; language?: unknown; value?: unknown },
 ): Promise<Answer> {
-  const { value, record, field } = recordsRead(ctx, actor, projectGid, (tx, view) => {
-    const rec = mustRecord(tx, projectGid, input.record);
+  const { value, record, field } = await recordsRead(ctx, actor, projectGid, async (tx, view) => {
+    const rec = await mustRecord(tx, projectGid, input.record);
     if (typeof input.field !== "string" || !input.field) throw missing("field");
-    const f = view.def(rec.definition).byGid.get(input.field) ?? view.def(rec.definition).byName.get(input.field);
+    const f =
+      (await view.def(rec.definition)).byGid.get(input.field) ??
+      (await view.def(rec.definition)).byName.get(input.field);
     if (!f) throw unprocessable("Field doesn't exist", { field: input.field });
     if (f.type !== "barcode")
       throw unprocessable("No preview possible", {

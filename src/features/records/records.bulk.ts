@@ -48,6 +48,7 @@ import {
   type Skipped,
 } from "./tree.service";
 import { SchemaView } from "./values.service";
+import { filterEach } from "../../core/sequential";
 
 /**
  * Bulk work over a selection of records (spec 4.3): gids, `{children, exclude, channel, ordering}`
@@ -75,12 +76,12 @@ function gidArray(v: unknown, element: number): string[] {
 }
 
 /** The selection as one SQL condition on `records r` (for paging by id). Unknown gids are left out. */
-function selectionCondition(
+async function selectionCondition(
   tx: Tx,
   view: SchemaView,
   selection: unknown,
   expandQuery: QueryExpander | undefined,
-): { sql: string; params: unknown[] } {
+): Promise<{ sql: string; params: unknown[] }> {
   const elements = parseSelection(selection);
   const parts: string[] = [];
   const params: unknown[] = [];
@@ -89,15 +90,15 @@ function selectionCondition(
     parts.push("r.gid IN (SELECT value FROM json_each(?))");
     params.push(JSON.stringify(gids));
   }
-  elements.forEach((element, i) => {
-    if (typeof element === "string") return;
+  for (const [i, element] of elements.entries()) {
+    if (typeof element === "string") continue;
     // A saved query element runs as the search it holds (expanded by the queries feature).
     const el = Object.hasOwn(element, "query")
-      ? expandQueryElement(expandQuery, tx, view.projectGid, "records", element, i)
+      ? await expandQueryElement(expandQuery, tx, view.projectGid, "records", element, i)
       : element;
     const exclude = JSON.stringify(gidArray((el as { exclude?: unknown }).exclude, i));
     if ("children" in el) {
-      const parent = mustRecord(tx, view.projectGid, el.children, "parent");
+      const parent = await mustRecord(tx, view.projectGid, el.children, "parent");
       orderingOf(view, el.ordering);
       const channel = channelOf(view, el.channel);
       let c = `(r.parent = ? AND r.status != '${DELETED}' AND r.gid NOT IN (SELECT value FROM json_each(?))`;
@@ -108,18 +109,18 @@ function selectionCondition(
       }
       parts.push(c + ")");
     } else {
-      const s = searchCondition(view, (el as { search: Record<string, unknown> }).search);
+      const s = await searchCondition(view, (el as { search: Record<string, unknown> }).search);
       parts.push(`(${s.sql} AND r.gid NOT IN (SELECT value FROM json_each(?)))`);
       params.push(...s.params, exclude);
     }
-  });
+  }
   return { sql: parts.length ? `(${parts.join(" OR ")})` : "0", params };
 }
 
 type BulkCursor = { after: number; until: number; size: number };
 
 /** `records/bulk/get`: one page of the selection in id order with an opaque cursor (see above). */
-export function bulkGet(
+export async function bulkGet(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
@@ -130,30 +131,30 @@ export function bulkGet(
     "page.size"?: unknown;
     "page.cursor"?: unknown;
   },
-): Answer {
-  return recordsRead(ctx, actor, projectGid, (tx, view) => {
+): Promise<Answer> {
+  return await recordsRead(ctx, actor, projectGid, async (tx, view) => {
     const langs = view.languagesOf(input);
     const size = pageSize(input["page.size"], BULK_PAGE_DEFAULT, BULK_PAGE_MAX);
-    const cond = selectionCondition(tx, view, input.selection, ctx.hooks.expandQuery);
+    const cond = await selectionCondition(tx, view, input.selection, ctx.hooks.expandQuery);
     const s = db(tx);
     let state = decodeCursor<BulkCursor>(input["page.cursor"], "records");
     if (state && (typeof state.after !== "number" || typeof state.until !== "number" || typeof state.size !== "number"))
       throw invalidParameter("page.cursor");
     if (!state) {
-      const until = (s.query("SELECT coalesce(max(id), 0) AS m FROM records").get() as { m: number }).m;
+      const until = ((await s.query("SELECT coalesce(max(id), 0) AS m FROM records").get()) as { m: number }).m;
       const n = (
-        s
+        (await s
           .query(`SELECT count(*) AS n FROM records r WHERE r.project_gid = ? AND r.id <= ? AND ${cond.sql}`)
-          .get(projectGid, until, ...(cond.params as Bind[])) as { n: number }
+          .get(projectGid, until, ...(cond.params as Bind[]))) as { n: number }
       ).n;
       state = { k: "records", after: 0, until, size: n };
     }
     const rows = (
-      s
+      (await s
         .query(
           `SELECT ${COLUMNS} FROM records r WHERE r.project_gid = ? AND r.id > ? AND r.id <= ? AND ${cond.sql} ORDER BY r.id LIMIT ?`,
         )
-        .all(projectGid, state.after, state.until, ...(cond.params as Bind[]), size + 1) as Record<string, unknown>[]
+        .all(projectGid, state.after, state.until, ...(cond.params as Bind[]), size + 1)) as Record<string, unknown>[]
     ).map(recOf);
     const more = rows.length > size;
     const page = more ? rows.slice(0, size) : rows;
@@ -162,7 +163,7 @@ export function bulkGet(
       : null;
     return {
       result: { records: page.map((r) => r.gid), "records.size": state.size, "page.cursor": cursor },
-      data: { records: formsOf(tx, view, page, { languages: langs }) },
+      data: { records: await formsOf(tx, view, page, { languages: langs }) },
     };
   });
 }
@@ -177,29 +178,29 @@ type Bind = string | number | bigint | boolean | null | Uint8Array;
 export const recordsSelection: SelectionResolver = {
   resource: "records",
   noun: "Record",
-  byGids(tx, projectGid, gids) {
-    const rows = db(tx)
+  async byGids(tx, projectGid, gids) {
+    const rows = (await db(tx)
       .query("SELECT id, gid FROM records WHERE project_gid = ? AND gid IN (SELECT value FROM json_each(?))")
-      .all(projectGid, JSON.stringify(gids)) as SelectionItem[];
+      .all(projectGid, JSON.stringify(gids))) as SelectionItem[];
     const found = new Set(rows.map((r) => r.gid));
     return { items: rows, missing: gids.filter((g) => !found.has(g)) };
   },
-  children(tx, projectGid, el) {
+  async children(tx, projectGid, el) {
     const parent =
       typeof el.children === "string"
-        ? db(tx).query("SELECT gid FROM records WHERE gid = ? AND project_gid = ?").get(el.children, projectGid)
+        ? await db(tx).query("SELECT gid FROM records WHERE gid = ? AND project_gid = ?").get(el.children, projectGid)
         : null;
     if (!parent) return undefined;
     const channel = typeof el.channel === "string" && el.channel !== "__all__" ? el.channel : undefined;
-    return db(tx)
+    return (await db(tx)
       .query(
         `SELECT id, gid FROM records r WHERE r.parent = ? AND r.status != '${DELETED}'${channel ? " AND instr(r.channels, ?) > 0" : ""} ORDER BY id`,
       )
-      .all(...([el.children, ...(channel ? [JSON.stringify(channel)] : [])] as string[])) as SelectionItem[];
+      .all(...([el.children, ...(channel ? [JSON.stringify(channel)] : [])] as string[]))) as SelectionItem[];
   },
-  search(tx, projectGid, search) {
-    const project = getProject(tx, projectGid);
-    return project ? searchItems(tx, new SchemaView(tx, project), search) : [];
+  async search(tx, projectGid, search) {
+    const project = await getProject(tx, projectGid);
+    return project ? await searchItems(tx, new SchemaView(tx, project), search) : [];
   },
 };
 
@@ -209,9 +210,9 @@ export const recordsSelection: SelectionResolver = {
 type Params = Record<string, unknown>;
 type Op = {
   /** Checks the extra members before the job starts (400/422), returning what the job keeps. */
-  check: (tx: Tx, view: SchemaView, input: Params) => Params;
+  check: (tx: Tx, view: SchemaView, input: Params) => Params | Promise<Params>;
   /** One record, in its own transaction. */
-  one: (tx: Tx, view: SchemaView, touch: Touch, gid: string, p: Params, state: Params) => void;
+  one: (tx: Tx, view: SchemaView, touch: Touch, gid: string, p: Params, state: Params) => void | Promise<void>;
   job: string;
 };
 
@@ -233,22 +234,22 @@ export const BULK_OPS: Record<BulkOp, Op> = {
   delete: {
     job: "bulk_delete_records",
     check: () => ({}),
-    one: (tx, view, touch, gid) => void deleteRecordIn(tx, view, touch, gid),
+    one: async (tx, view, touch, gid) => void (await deleteRecordIn(tx, view, touch, gid)),
   },
   undelete: {
     job: "bulk_undelete_records",
     check: () => ({}),
-    one: (tx, view, touch, gid) => void undeleteRecordIn(tx, view, touch, gid),
+    one: async (tx, view, touch, gid) => void (await undeleteRecordIn(tx, view, touch, gid)),
   },
   permanent_delete: { job: "bulk_permanent_delete_records", check: () => ({}), one: () => undefined },
   duplicate: {
     job: "bulk_duplicate_records",
     check: (_tx, view, i) => ({ ordering: orderingOf(view, i.ordering) ?? null }),
-    one: (tx, view, touch, gid, p) => {
-      const src = mustRecord(tx, view.projectGid, gid);
+    one: async (tx, view, touch, gid, p) => {
+      const src = await mustRecord(tx, view.projectGid, gid);
       if (!src.parent)
         throw unprocessable("Can't work with this item", { reason: "The root record cannot be duplicated" });
-      copyOneIn(tx, view, touch, src, mustRecord(tx, view.projectGid, src.parent), {
+      await copyOneIn(tx, view, touch, src, await mustRecord(tx, view.projectGid, src.parent), {
         ordering: (p.ordering as string) ?? undefined,
         after: src,
       });
@@ -256,10 +257,10 @@ export const BULK_OPS: Record<BulkOp, Op> = {
   },
   shallow_copy: {
     job: "bulk_shallow_copy_records",
-    check: (tx, view, i) => placeCheck(tx, view, i),
-    one: (tx, view, touch, gid, p) => {
-      const src = mustRecord(tx, view.projectGid, gid);
-      copyOneIn(tx, view, touch, src, mustRecord(tx, view.projectGid, p.parent), {
+    check: async (tx, view, i) => await placeCheck(tx, view, i),
+    one: async (tx, view, touch, gid, p) => {
+      const src = await mustRecord(tx, view.projectGid, gid);
+      await copyOneIn(tx, view, touch, src, await mustRecord(tx, view.projectGid, p.parent), {
         ordering: (p.ordering as string) ?? undefined,
         before: p.before_record,
       });
@@ -267,31 +268,31 @@ export const BULK_OPS: Record<BulkOp, Op> = {
   },
   link: {
     job: "bulk_link_records",
-    check: (tx, view, i) => placeCheck(tx, view, i),
-    one: (tx, view, touch, gid, p) => {
-      let src = mustRecord(tx, view.projectGid, gid);
+    check: async (tx, view, i) => await placeCheck(tx, view, i),
+    one: async (tx, view, touch, gid, p) => {
+      let src = await mustRecord(tx, view.projectGid, gid);
       if (!src.parent) throw unprocessable("Can't work with this item", { reason: "The root record cannot be linked" });
-      if (src.isLink) src = mustRecord(tx, view.projectGid, src.canonical);
-      copyOneIn(
+      if (src.isLink) src = await mustRecord(tx, view.projectGid, src.canonical);
+      await copyOneIn(
         tx,
         view,
         touch,
         { ...src, isLink: true, canonical: src.gid },
-        mustRecord(tx, view.projectGid, p.parent),
+        await mustRecord(tx, view.projectGid, p.parent),
         { ordering: (p.ordering as string) ?? undefined, before: p.before_record },
       );
     },
   },
   move: {
     job: "bulk_move_records",
-    check: (tx, view, i) => placeCheck(tx, view, i),
-    one: (tx, view, touch, gid, p) =>
-      void moveRecordIn(tx, view, touch, {
+    check: async (tx, view, i) => await placeCheck(tx, view, i),
+    one: async (tx, view, touch, gid, p) =>
+      void (await moveRecordIn(tx, view, touch, {
         record: gid,
         parent: p.parent,
         ordering: p.ordering ?? undefined,
         before_record: p.before_record,
-      }),
+      })),
   },
   "channels/set": {
     job: "bulk_set_record_channels",
@@ -301,26 +302,26 @@ export const BULK_OPS: Record<BulkOp, Op> = {
       for (const c of i.channels) channelOf(view, c);
       return { channels: i.channels, enabled: i.enabled };
     },
-    one: (tx, view, touch, gid, p) =>
-      void setChannelsIn(
+    one: async (tx, view, touch, gid, p) =>
+      void (await setChannelsIn(
         tx,
         view,
         touch,
-        mustRecord(tx, view.projectGid, gid),
+        await mustRecord(tx, view.projectGid, gid),
         p.channels as string[],
         p.enabled as boolean,
-      ),
+      )),
   },
   "definition/set": {
     job: "bulk_set_record_definition",
-    check: (tx, view, i) => {
+    check: async (tx, view, i) => {
       if (typeof i.definition !== "string") throw missing("definition");
-      const def = rowOf(tx, "definition", view.projectGid, i.definition);
+      const def = await rowOf(tx, "definition", view.projectGid, i.definition);
       if (!def || !isCommitted(def)) throw unprocessable("Definition doesn't exist", { definition: i.definition });
       return { definition: i.definition };
     },
-    one: (tx, view, touch, gid, p) =>
-      void setDefinitionIn(tx, view, touch, mustRecord(tx, view.projectGid, gid), p.definition as string),
+    one: async (tx, view, touch, gid, p) =>
+      void (await setDefinitionIn(tx, view, touch, await mustRecord(tx, view.projectGid, gid), p.definition as string)),
   },
   update: {
     job: "bulk_update_records",
@@ -328,15 +329,15 @@ export const BULK_OPS: Record<BulkOp, Op> = {
       if (!i.fields || typeof i.fields !== "object" || Array.isArray(i.fields)) throw missing("fields");
       return { fields: i.fields };
     },
-    one: (tx, view, touch, gid, p, state) => {
-      const r = updateRecordIn(tx, view, touch, mustRecord(tx, view.projectGid, gid), p.fields);
+    one: async (tx, view, touch, gid, p, state) => {
+      const r = await updateRecordIn(tx, view, touch, await mustRecord(tx, view.projectGid, gid), p.fields);
       state.errors = (state.errors as number) + r.report.filter((x) => x.level === "error").length;
     },
   },
 };
 
-function placeCheck(tx: Tx, view: SchemaView, i: Params): Params {
-  const parent = mustRecord(tx, view.projectGid, i.parent, "parent");
+async function placeCheck(tx: Tx, view: SchemaView, i: Params): Promise<Params> {
+  const parent = await mustRecord(tx, view.projectGid, i.parent, "parent");
   if (parent.isLink)
     throw unprocessable("Can't work with this item", {
       reason: "A linked record cannot have children",
@@ -350,23 +351,30 @@ function placeCheck(tx: Tx, view: SchemaView, i: Params): Params {
 }
 
 /** Starts a bulk operation: checks its members, resolves the selection now and enqueues the job. */
-export function startRecordsBulk(ctx: Ctx, actor: Actor, projectGid: string, op: BulkOp, input: Params): Answer {
+export async function startRecordsBulk(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  op: BulkOp,
+  input: Params,
+): Promise<Answer> {
   const spec = BULK_OPS[op];
-  return recordsWrite(ctx, actor, projectGid, (tx, _log, view) => {
-    const params = spec.check(tx, view, input);
-    const items = resolveSelection(tx, recordsSelection, projectGid, input.selection, {
+  return await recordsWrite(ctx, actor, projectGid, async (tx, _log, view) => {
+    const params = await spec.check(tx, view, input);
+    const items = await resolveSelection(tx, recordsSelection, projectGid, input.selection, {
       expandQuery: ctx.hooks.expandQuery,
     });
     let gids = items.map((i) => i.gid);
     // A move or copy keeps the selection's order among the new siblings only in id order; records
     // inside a selected record's subtree need no move of their own.
     if (op === "permanent_delete")
-      gids = gids.filter(
-        (g) =>
-          (db(tx).query("SELECT status FROM records WHERE gid = ?").get(g) as { status: string } | null)?.status ===
-          DELETED,
+      gids = await filterEach(
+        gids,
+        async (g) =>
+          ((await db(tx).query("SELECT status FROM records WHERE gid = ?").get(g)) as { status: string } | null)
+            ?.status === DELETED,
       );
-    const token = ctx.jobs.enqueue({
+    const token = await ctx.jobs.enqueue({
       kind: spec.job,
       projectGid,
       userGid: actor.userGid,
@@ -396,22 +404,22 @@ function bulkJob(op: BulkOp, spec: Op): JobKind {
   return {
     async handler(ctx, job, progress) {
       const { actor, gids, params } = job.params as { actor: Actor; gids: string[]; params: Params };
-      if (op === "permanent_delete") return permanentlyRemove(ctx, actor, job.projectGid!, gids, progress);
+      if (op === "permanent_delete") return await permanentlyRemove(ctx, actor, job.projectGid!, gids, progress);
       const saved = progress.resume as BulkSaved | undefined;
       let next = saved?.next ?? 0;
       let done = saved?.done ?? 0;
       const skipped: Skipped = saved?.skipped ?? { count: 0, items: [] };
       const state: Params = saved?.state ?? { errors: 0 };
-      progress.total(gids.length, next);
+      await progress.total(gids.length, next);
       while (next < gids.length) {
         const from = next;
         const deadline = performance.now() + BULK_UNIT_MS;
-        mutate(ctx.db, ctx.hub, (tx) => {
+        await mutate(ctx.db, ctx.hub, async (tx) => {
           // The unit's records share the access facts and the schema view, as a batch's steps do
           // (a definition set may give a record its own definition: then each reads them afresh).
           if (op !== "definition/set") startUnitMemo(ctx.db);
           // Read once per unit: nothing else writes inside its transaction, and no record operation removes users.
-          const gone = !getUser(ctx.db, actor.userGid);
+          const gone = !(await getUser(ctx.db, actor.userGid));
           do {
             const gid = gids[next++]!;
             if (gone) {
@@ -419,8 +427,11 @@ function bulkJob(op: BulkOp, spec: Op): JobKind {
               continue;
             }
             try {
-              recordsWrite(ctx, actor, job.projectGid!, (tx, _log, view, touch) =>
-                spec.one(tx, view, touch, gid, params, state),
+              await recordsWrite(
+                ctx,
+                actor,
+                job.projectGid!,
+                async (tx, _log, view, touch) => await spec.one(tx, view, touch, gid, params, state),
               );
               done++;
             } catch (err) {
@@ -429,7 +440,7 @@ function bulkJob(op: BulkOp, spec: Op): JobKind {
             }
           } while (next < gids.length && performance.now() < deadline);
           // Committed with the unit's own writes, or not at all.
-          progress.save(tx, { next, done, skipped, state } satisfies BulkSaved);
+          await progress.save(tx, { next, done, skipped, state } satisfies BulkSaved);
         });
         await progress.step(next - from);
       }

@@ -445,19 +445,19 @@ export const recordsOperations: ProjectOperation[] = [
   operation(
     "records/bulk/delete",
     bulkBody,
-    (ctx, actor, projectGid, body) => startRecordsBulk(ctx, actor, projectGid, "delete", body),
+    async (ctx, actor, projectGid, body) => await startRecordsBulk(ctx, actor, projectGid, "delete", body),
     { summary: "Delete every selected record (a job): answers job.token", tags: tag("search and bulk") },
   ),
   operation(
     "records/bulk/undelete",
     bulkBody,
-    (ctx, actor, projectGid, body) => startRecordsBulk(ctx, actor, projectGid, "undelete", body),
+    async (ctx, actor, projectGid, body) => await startRecordsBulk(ctx, actor, projectGid, "undelete", body),
     { summary: "Undelete every selected record (a job): answers job.token", tags: tag("search and bulk") },
   ),
   operation(
     "records/bulk/permanent_delete",
     bulkBody,
-    (ctx, actor, projectGid, body) => startRecordsBulk(ctx, actor, projectGid, "permanent_delete", body),
+    async (ctx, actor, projectGid, body) => await startRecordsBulk(ctx, actor, projectGid, "permanent_delete", body),
     {
       summary: "Remove every selected deleted record for good (a job): answers job.token",
       tags: tag("search and bulk"),
@@ -466,31 +466,31 @@ export const recordsOperations: ProjectOperation[] = [
   operation(
     "records/bulk/duplicate",
     bulkBody,
-    (ctx, actor, projectGid, body) => startRecordsBulk(ctx, actor, projectGid, "duplicate", body),
+    async (ctx, actor, projectGid, body) => await startRecordsBulk(ctx, actor, projectGid, "duplicate", body),
     { summary: "Duplicate every selected record (a job): answers job.token", tags: tag("search and bulk") },
   ),
   operation(
     "records/bulk/shallow_copy",
     bulkBody,
-    (ctx, actor, projectGid, body) => startRecordsBulk(ctx, actor, projectGid, "shallow_copy", body),
+    async (ctx, actor, projectGid, body) => await startRecordsBulk(ctx, actor, projectGid, "shallow_copy", body),
     { summary: "Copy every selected record under `parent` (a job): answers job.token", tags: tag("search and bulk") },
   ),
   operation(
     "records/bulk/link",
     bulkBody,
-    (ctx, actor, projectGid, body) => startRecordsBulk(ctx, actor, projectGid, "link", body),
+    async (ctx, actor, projectGid, body) => await startRecordsBulk(ctx, actor, projectGid, "link", body),
     { summary: "Link every selected record under `parent` (a job): answers job.token", tags: tag("search and bulk") },
   ),
   operation(
     "records/bulk/move",
     bulkBody,
-    (ctx, actor, projectGid, body) => startRecordsBulk(ctx, actor, projectGid, "move", body),
+    async (ctx, actor, projectGid, body) => await startRecordsBulk(ctx, actor, projectGid, "move", body),
     { summary: "Move every selected record under `parent` (a job): answers job.token", tags: tag("search and bulk") },
   ),
   operation(
     "records/bulk/channels/set",
     bulkBody,
-    (ctx, actor, projectGid, body) => startRecordsBulk(ctx, actor, projectGid, "channels/set", body),
+    async (ctx, actor, projectGid, body) => await startRecordsBulk(ctx, actor, projectGid, "channels/set", body),
     {
       summary: "Switch channels on or off for every selected record (a job): answers job.token",
       tags: tag("search and bulk"),
@@ -499,13 +499,13 @@ export const recordsOperations: ProjectOperation[] = [
   operation(
     "records/bulk/definition/set",
     bulkBody,
-    (ctx, actor, projectGid, body) => startRecordsBulk(ctx, actor, projectGid, "definition/set", body),
+    async (ctx, actor, projectGid, body) => await startRecordsBulk(ctx, actor, projectGid, "definition/set", body),
     { summary: "Give every selected record a definition (a job): answers job.token", tags: tag("search and bulk") },
   ),
   operation(
     "records/bulk/update",
     bulkBody,
-    (ctx, actor, projectGid, body) => startRecordsBulk(ctx, actor, projectGid, "update", body),
+    async (ctx, actor, projectGid, body) => await startRecordsBulk(ctx, actor, projectGid, "update", body),
     {
       summary: "Write the same values to every selected record (a job): answers job.token",
       tags: tag("search and bulk"),

@@ -20,7 +20,7 @@ import {
   type FieldSpec,
   type FilterNode,
 } from "../../core/filter";
-import { LIST_TYPES, type FieldType, rowsOf } from "../schema/schema.api";
+import { LIST_TYPES, type FieldType, rowsOf, snapshotValue } from "../schema/schema.api";
 import { db, DELETED, formsOf, recordsRead, rowsByIds } from "./records.service";
 import { SEARCH_SLOT_BITS, searchSlot, SHARED, type SchemaView } from "./values.service";
 
@@ -127,9 +127,9 @@ function matchesOf(
  * The filter fields of records (built per request: field names depend on the schema, paths on the
  * language). Saved record queries are checked against it too (src/features/queries/queries.search.ts).
  */
-export function recordsDomain(tx: Tx, projectGid: string, language: string) {
+export async function recordsDomain(tx: Tx, projectGid: string, language: string) {
   const view = { tx, projectGid };
-  const fields = rowsOf(view.tx, "field", view.projectGid).filter((r) => !r.original && !r.isNew);
+  const fields = (await rowsOf(view.tx, "field", view.projectGid)).filter((r) => !r.original && !r.isNew);
   const byName = new Map(fields.map((r) => [r.name, r]));
   const byGid = new Map(fields.map((r) => [r.gid, r]));
   const valueSql = (f: { gid: string; spec: unknown }) => {
@@ -143,13 +143,21 @@ export function recordsDomain(tx: Tx, projectGid: string, language: string) {
     return { type: "json", sql: valueSql(f) };
   };
   // classes has <class name or gid>: records whose definition includes the class.
-  const defsWithClass = (cls: string): string[] => {
-    const c = rowsOf(view.tx, "class", view.projectGid).find((r) => !r.original && (r.gid === cls || r.name === cls));
-    if (!c) return [];
-    return rowsOf(view.tx, "definition", view.projectGid)
-      .filter((d) => ((d.spec as { classes?: string[] }).classes ?? []).includes(c.gid))
-      .map((d) => d.gid);
-  };
+  // Read before the filter is compiled (its operators build synchronously), kept with the schema's snapshot.
+  const classDefs = await snapshotValue(view.tx, view.projectGid, "records class definitions", async () => {
+    const definitions = await rowsOf(view.tx, "definition", view.projectGid);
+    return (await rowsOf(view.tx, "class", view.projectGid))
+      .filter((r) => !r.original)
+      .map((c) => ({
+        gid: c.gid,
+        name: c.name,
+        definitions: definitions
+          .filter((d) => ((d.spec as { classes?: string[] }).classes ?? []).includes(c.gid))
+          .map((d) => d.gid),
+      }));
+  });
+  const defsWithClass = (cls: string): string[] =>
+    classDefs.find((c) => c.gid === cls || c.name === cls)?.definitions ?? [];
   const classOperand = (v: unknown, fail: (r: string) => never) =>
     typeof v === "string" && v ? v : fail("the operand is a class name or gid");
   const inList = (gids: string[]) =>
@@ -240,7 +248,7 @@ function searchLanguage(view: SchemaView, language: unknown): string {
  * nor `filter` → empty (the reference's rule). Deleted records are left out unless the filter
  * names `status`. A bad filter is a 400 naming where.
  */
-function buildSearch(view: SchemaView, input: SearchInput, member = "filter"): BuiltSearch {
+async function buildSearch(view: SchemaView, input: SearchInput, member = "filter"): Promise<BuiltSearch> {
   const language = searchLanguage(view, input.language);
   if (input.q !== undefined && input.q !== null && typeof input.q !== "string")
     throw invalidParameter("q", { expected: "a string" });
@@ -250,7 +258,7 @@ function buildSearch(view: SchemaView, input: SearchInput, member = "filter"): B
   if (!q && !hasFilter) return { empty: true, where: "0", params: [], language };
   let node: FilterNode = MATCH_ALL;
   try {
-    node = parseFilter(input.filter, recordsDomain(view.tx, view.projectGid, language), { root: member });
+    node = parseFilter(input.filter, await recordsDomain(view.tx, view.projectGid, language), { root: member });
   } catch (e) {
     if (e instanceof FilterError) throw badRequest("Invalid parameter", e.info());
     throw e;
@@ -264,9 +272,9 @@ function buildSearch(view: SchemaView, input: SearchInput, member = "filter"): B
 }
 
 /** A failure of SQLite's search (FTS5) is the reference's 1002 "Search error", not a 500. */
-function searchEngine<T>(run: () => T): T {
+async function searchEngine<T>(run: () => Promise<T>): Promise<T> {
   try {
-    return run();
+    return await run();
   } catch (e) {
     if (e instanceof Error && e.name === "SQLiteError") throw new ApiError(1002, "Search error", { reason: e.message });
     throw e;
@@ -277,55 +285,55 @@ function searchEngine<T>(run: () => T): T {
  * Matching record ids and gids, best first when ranked (all of them without a page: selections);
  * `total` counts every match, from the same pass over the index (a window count).
  */
-function searchPage(
+async function searchPage(
   tx: Tx,
   view: SchemaView,
   input: SearchInput,
   opts: { top?: number; size?: number } = {},
-): { items: { id: number; gid: string }[]; total: number } {
-  const b = buildSearch(view, input);
+): Promise<{ items: { id: number; gid: string }[]; total: number }> {
+  const b = await buildSearch(view, input);
   if (b.empty) return { items: [], total: 0 };
   const paged = opts.size !== undefined;
   const limit = paged ? ` LIMIT ${opts.size! | 0} OFFSET ${(opts.top ?? 0) | 0}` : "";
   const m = b.fts && matchesOf(b.fts, b.language, b.where, b.params);
-  const rows = searchEngine(() =>
+  const rows = (await searchEngine(async () =>
     m
-      ? db(tx)
+      ? await db(tx)
           // bm25 may not stand in a window query: ranked in a subquery, counted and paged outside it.
           .query(`SELECT rid AS id, gid, count(*) OVER () AS total FROM (${m.sql}) ORDER BY score, rid${limit}`)
           .all(...m.params)
-      : db(tx)
+      : await db(tx)
           .query(
             `SELECT r.id AS id, r.gid AS gid, count(*) OVER () AS total FROM records r WHERE ${b.where} ORDER BY r.id${limit}`,
           )
           .all(...(b.params as Bind[])),
-  ) as { id: number; gid: string; total: number }[];
+  )) as { id: number; gid: string; total: number }[];
   // A page past the end has no row to carry the count: count once more.
-  const total = rows.length ? rows[0]!.total : paged && (opts.top ?? 0) > 0 ? searchCount(tx, view, input) : 0;
+  const total = rows.length ? rows[0]!.total : paged && (opts.top ?? 0) > 0 ? await searchCount(tx, view, input) : 0;
   return { items: rows.map((r) => ({ id: r.id, gid: r.gid })), total };
 }
 
 /** Matching record ids and gids, best first when ranked. */
-export function searchItems(
+export async function searchItems(
   tx: Tx,
   view: SchemaView,
   input: SearchInput,
   opts: { top?: number; size?: number } = {},
-): { id: number; gid: string }[] {
-  return searchPage(tx, view, input, opts).items;
+): Promise<{ id: number; gid: string }[]> {
+  return (await searchPage(tx, view, input, opts)).items;
 }
 
 /** How many records a search finds. */
-function searchCount(tx: Tx, view: SchemaView, input: SearchInput): number {
-  const b = buildSearch(view, input);
+async function searchCount(tx: Tx, view: SchemaView, input: SearchInput): Promise<number> {
+  const b = await buildSearch(view, input);
   if (b.empty) return 0;
   const m = b.fts && matchesOf(b.fts, b.language, b.where, b.params);
-  const row = searchEngine(() =>
+  const row = await searchEngine(async () =>
     m
-      ? db(tx)
+      ? await db(tx)
           .query(`SELECT count(*) AS n FROM (${m.sql})`)
           .get(...m.params)
-      : db(tx)
+      : await db(tx)
           .query(`SELECT count(*) AS n FROM records r WHERE ${b.where}`)
           .get(...(b.params as Bind[])),
   );
@@ -333,8 +341,11 @@ function searchCount(tx: Tx, view: SchemaView, input: SearchInput): number {
 }
 
 /** The search as one condition on `records r` (for bulk/get paging by id). */
-export function searchCondition(view: SchemaView, input: SearchInput): { sql: string; params: unknown[] } {
-  const b = buildSearch(view, input, "selection");
+export async function searchCondition(
+  view: SchemaView,
+  input: SearchInput,
+): Promise<{ sql: string; params: unknown[] }> {
+  const b = await buildSearch(view, input, "selection");
   if (b.empty) return { sql: "0", params: [] };
   if (!b.fts) return { sql: `(${b.where})`, params: b.params };
   // The matches passed the condition already (matchesOf applies it to their records).
@@ -343,13 +354,13 @@ export function searchCondition(view: SchemaView, input: SearchInput): { sql: st
 }
 
 /** `records/search`: result `records` (gids of this page, best first) and `records.size`; data `records`. */
-export function searchRecords(
+export async function searchRecords(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: SearchInput & { languages?: unknown; "page.top"?: unknown; "page.size"?: unknown },
-): Answer {
-  return recordsRead(ctx, actor, projectGid, (tx, view) => {
+): Promise<Answer> {
+  return await recordsRead(ctx, actor, projectGid, async (tx, view) => {
     let page;
     try {
       page = pageWindow(input, SEARCH_PAGE.records);
@@ -358,14 +369,14 @@ export function searchRecords(
       throw e;
     }
     const langs = view.languagesOf(input);
-    const { items, total: size } = searchPage(tx, view, input, page);
+    const { items, total: size } = await searchPage(tx, view, input, page);
     return {
       result: { records: items.map((i) => i.gid), "records.size": size },
       data: {
-        records: formsOf(
+        records: await formsOf(
           tx,
           view,
-          rowsByIds(
+          await rowsByIds(
             tx,
             projectGid,
             items.map((i) => i.id),

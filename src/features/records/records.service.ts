@@ -30,6 +30,7 @@ import {
   type DefInfo,
   type ReportItem,
 } from "./values.service";
+import { findEach } from "../../core/sequential";
 
 /**
  * The record tree: reading (root, get, children, forms), creating and updating values. Every
@@ -151,25 +152,32 @@ export const db = (tx: Tx): Database => sqliteOf(tx);
  * A read after the membership check (any active member: owner, member or API user), with the
  * project's schema view. Runs in `inProject`, so inside a batch it joins the open unit of work.
  */
-export function recordsRead<T>(ctx: Ctx, actor: Actor, projectGid: string, fn: (tx: Tx, view: SchemaView) => T): T {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, project }) => fn(tx, viewOf(ctx, tx, project)));
-}
-
-/** The project's schema view; inside a batch one for all its steps (unitMemo, forgotten after steps that may change the schema). */
-function viewOf(ctx: Ctx, tx: Tx, project: Project): SchemaView {
-  return unitMemo(ctx.db, `view:${project.gid}`, () => new SchemaView(tx, project));
-}
-
-/** A change after the membership check: one unit of work (`inProject`), its sync items collected in `touch`. */
-export function recordsWrite<T>(
+export async function recordsRead<T>(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
-  fn: (tx: Tx, log: ChangeLog, view: SchemaView, touch: Touch) => T,
-): T {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log, project }) => {
+  fn: (tx: Tx, view: SchemaView) => T,
+): Promise<T> {
+  return await inProject(ctx, actor, projectGid, "member", async ({ tx, project }) =>
+    fn(tx, await viewOf(ctx, tx, project)),
+  );
+}
+
+/** The project's schema view; inside a batch one for all its steps (unitMemo, forgotten after steps that may change the schema). */
+async function viewOf(ctx: Ctx, tx: Tx, project: Project): Promise<SchemaView> {
+  return await unitMemo(ctx.db, `view:${project.gid}`, () => new SchemaView(tx, project));
+}
+
+/** A change after the membership check: one unit of work (`inProject`), its sync items collected in `touch`. */
+export async function recordsWrite<T>(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  fn: (tx: Tx, log: ChangeLog, view: SchemaView, touch: Touch) => T | Promise<T>,
+): Promise<T> {
+  return await inProject(ctx, actor, projectGid, "member", async ({ tx, log, project }) => {
     const touch = new Touch(projectGid);
-    const out = fn(tx, log, viewOf(ctx, tx, project), touch);
+    const out = await fn(tx, log, await viewOf(ctx, tx, project), touch);
     touch.flush(log);
     return out;
   });
@@ -197,19 +205,19 @@ export class Touch {
 // ---------------------------------------------------------------------------------------------
 // Rows
 
-export function recordRow(tx: Tx, projectGid: string, gid: unknown): Rec | undefined {
+export async function recordRow(tx: Tx, projectGid: string, gid: unknown): Promise<Rec | undefined> {
   if (typeof gid !== "string" || !gid) return undefined;
-  const r = db(tx)
+  const r = (await db(tx)
     .query(`SELECT ${COLUMNS} FROM records WHERE gid = ? AND +project_gid = ?`)
-    .get(gid, projectGid) as RecordRowText | null;
+    .get(gid, projectGid)) as RecordRowText | null;
   return r ? recOf(r) : undefined;
 }
 
 /** The row of a gid, or 422 naming the member (the reference's "record doesn't exist"). */
-export function mustRecord(tx: Tx, projectGid: string, gid: unknown, member = "record"): Rec {
+export async function mustRecord(tx: Tx, projectGid: string, gid: unknown, member = "record"): Promise<Rec> {
   if (gid === undefined || gid === null || gid === "") throw missing(member);
   if (typeof gid !== "string") throw invalidParameter(member, { expected: "a record gid" });
-  const r = recordRow(tx, projectGid, gid);
+  const r = await recordRow(tx, projectGid, gid);
   if (!r)
     throw unprocessable(member === "parent" ? "Parent record doesn't exist" : "Record doesn't exist", {
       [member]: gid,
@@ -217,30 +225,30 @@ export function mustRecord(tx: Tx, projectGid: string, gid: unknown, member = "r
   return r;
 }
 
-export function rowsByGids(tx: Tx, projectGid: string, gids: string[]): Rec[] {
+export async function rowsByGids(tx: Tx, projectGid: string, gids: string[]): Promise<Rec[]> {
   if (!gids.length) return [];
   // `+project_gid`: look rows up by the gid index, never by scanning the project.
   return (
-    db(tx)
+    (await db(tx)
       .query(`SELECT ${COLUMNS} FROM records WHERE gid IN (SELECT value FROM json_each(?)) AND +project_gid = ?`)
-      .all(JSON.stringify(gids), projectGid) as RecordRowText[]
+      .all(JSON.stringify(gids), projectGid)) as RecordRowText[]
   ).map(recOf);
 }
 
-export function rootRow(tx: Tx, projectGid: string): Rec | undefined {
-  const r = db(tx)
+export async function rootRow(tx: Tx, projectGid: string): Promise<Rec | undefined> {
+  const r = (await db(tx)
     .query(`SELECT ${COLUMNS} FROM records WHERE project_gid = ? AND parent IS NULL ORDER BY id LIMIT 1`)
-    .get(projectGid) as RecordRowText | null;
+    .get(projectGid)) as RecordRowText | null;
   return r ? recOf(r) : undefined;
 }
 
 /** Gids of the whole subtree below a record (not the record itself), depth first by the parent index. */
-export function descendants(tx: Tx, gid: string): Rec[] {
+export async function descendants(tx: Tx, gid: string): Promise<Rec[]> {
   return (
-    db(tx)
+    (await db(tx)
       .query(`WITH RECURSIVE sub(gid) AS (SELECT gid FROM records WHERE parent = ?1 UNION ALL SELECT r.gid FROM records r JOIN sub ON r.parent = sub.gid)
               SELECT ${COLUMNS} FROM records WHERE gid IN (SELECT gid FROM sub) ORDER BY treelevel, id`)
-      .all(gid) as RecordRowText[]
+      .all(gid)) as RecordRowText[]
   ).map(recOf);
 }
 
@@ -248,13 +256,15 @@ export function descendants(tx: Tx, gid: string): Rec[] {
 // Forms
 
 /** Orderings of these records: record id → {ordering key: position}. */
-function orderingsOf(tx: Tx, ids: number[], view: SchemaView): Map<number, Record<string, number>> {
+async function orderingsOf(tx: Tx, ids: number[], view: SchemaView): Promise<Map<number, Record<string, number>>> {
   const out = new Map<number, Record<string, number>>();
   if (!ids.length) return out;
   const rows = (
     ids.length === 1
-      ? db(tx).query("SELECT record_id AS id, ordering, pos FROM record_orderings WHERE record_id = ?").all(ids[0]!)
-      : db(tx)
+      ? await db(tx)
+          .query("SELECT record_id AS id, ordering, pos FROM record_orderings WHERE record_id = ?")
+          .all(ids[0]!)
+      : await db(tx)
           .query(
             "SELECT record_id AS id, ordering, pos FROM record_orderings WHERE record_id IN (SELECT value FROM json_each(?))",
           )
@@ -270,18 +280,18 @@ function orderingsOf(tx: Tx, ids: number[], view: SchemaView): Map<number, Recor
 }
 
 /** Live (not deleted) links pointing at these canonical records: canonical gid → link gids. */
-function backlinksOf(tx: Tx, gids: string[]): Map<string, string[]> {
+async function backlinksOf(tx: Tx, gids: string[]): Promise<Map<string, string[]>> {
   const out = new Map<string, string[]>();
   if (!gids.length) return out;
   // Sorted here, not by ORDER BY id: with it SQLite took 10-20 times as long for the usual answer, none.
   const rows = (
     gids.length === 1
-      ? db(tx)
+      ? await db(tx)
           .query(
             `SELECT id, canonical, gid FROM records WHERE canonical = ? AND is_link = 1 AND status != '${DELETED}'`,
           )
           .all(gids[0]!)
-      : db(tx)
+      : await db(tx)
           .query(
             `SELECT id, canonical, gid FROM records WHERE is_link = 1 AND status != '${DELETED}' AND canonical IN (SELECT value FROM json_each(?))`,
           )
@@ -364,25 +374,25 @@ function langForm(e: FormEntry | undefined, d: DefInfo, r: Rec, l: string, withF
  * The reference's record form of each row (`data.records`): hierarchy, definition, title and
  * fields in the asked languages, status, channels, orderings, link state, timestamps.
  */
-export function formsOf(
+export async function formsOf(
   tx: Tx,
   view: SchemaView,
   rows: Rec[],
   opts: FormOptions,
-): Record<string, Record<string, unknown>> {
+): Promise<Record<string, Record<string, unknown>>> {
   const out: Record<string, Record<string, unknown>> = {};
-  const orderings = orderingsOf(
+  const orderings = await orderingsOf(
     tx,
     rows.map((r) => r.id),
     view,
   );
-  const backlinks = backlinksOf(
+  const backlinks = await backlinksOf(
     tx,
     rows.filter((r) => !r.isLink).map((r) => r.gid),
   );
   const withFields = opts.fields !== false;
   for (const r of rows) {
-    const d = view.def(r.definition);
+    const d = await view.def(r.definition);
     const e = opts.remember ? rememberedEntry(r.id, valsTextOf(r), d) : undefined;
     const per = opts.languages.map((l) => langForm(e, d, r, l, withFields));
     const title: Record<string, string> = {};
@@ -426,19 +436,19 @@ const SEARCH_INSERT =
 const FTS_INSERT = "INSERT INTO records_fts (rowid, project_gid, language, title, body) VALUES (?, ?, ?, ?, ?)";
 
 /** Rewrites the search rows of a record (only the languages whose text changed), with their full-text rows. */
-export function writeSearch(
+export async function writeSearch(
   tx: Tx,
   view: SchemaView,
   r: { id: number; definition: string; vals: Vals },
   fresh = false,
-): void {
-  const d = view.def(r.definition);
+): Promise<void> {
+  const d = await view.def(r.definition);
   const s = db(tx);
   const existing = fresh
     ? new Map()
     : new Map(
         (
-          s.query("SELECT id, language, title, body FROM record_search WHERE record_id = ?").all(r.id) as {
+          (await s.query("SELECT id, language, title, body FROM record_search WHERE record_id = ?").all(r.id)) as {
             id: number;
             language: string;
             title: string;
@@ -451,11 +461,11 @@ export function writeSearch(
     const cur = existing.get(l);
     if (!cur) {
       const id = searchRowId(r.id, l);
-      s.query(SEARCH_INSERT).run(id, r.id, view.projectGid, l, t.title, t.body);
-      s.query(FTS_INSERT).run(id, view.projectGid, l, t.title, t.body);
+      await s.query(SEARCH_INSERT).run(id, r.id, view.projectGid, l, t.title, t.body);
+      await s.query(FTS_INSERT).run(id, view.projectGid, l, t.title, t.body);
     } else if (cur.title !== t.title || cur.body !== t.body) {
-      s.query("UPDATE record_search SET title = ?, body = ? WHERE id = ?").run(t.title, t.body, cur.id);
-      s.query("UPDATE records_fts SET title = ?, body = ? WHERE rowid = ?").run(t.title, t.body, cur.id);
+      await s.query("UPDATE record_search SET title = ?, body = ? WHERE id = ?").run(t.title, t.body, cur.id);
+      await s.query("UPDATE records_fts SET title = ?, body = ? WHERE rowid = ?").run(t.title, t.body, cur.id);
     }
   }
 }
@@ -465,15 +475,15 @@ export function writeSearch(
  * after a backup restore put the records back. The search rows are not restored from a backup:
  * they follow from the records, and a backup made before migration 0017 numbers them otherwise.
  */
-export function rebuildSearchIn(tx: Tx, project: Project): void {
+export async function rebuildSearchIn(tx: Tx, project: Project): Promise<void> {
   const s = db(tx);
-  s.query("DELETE FROM record_search WHERE project_gid = ?").run(project.gid);
+  await s.query("DELETE FROM record_search WHERE project_gid = ?").run(project.gid);
   const view = new SchemaView(tx, project);
   const page = s.query(`SELECT ${COLUMNS} FROM records WHERE project_gid = ? AND id > ? ORDER BY id LIMIT 1000`);
   for (let after = 0; ; ) {
-    const recs = (page.all(project.gid, after) as RecordRowText[]).map(recOf);
+    const recs = ((await page.all(project.gid, after)) as RecordRowText[]).map(recOf);
     if (!recs.length) break;
-    for (const r of recs) writeSearch(tx, view, r, true);
+    for (const r of recs) await writeSearch(tx, view, r, true);
     after = recs.at(-1)!.id;
   }
 }
@@ -496,20 +506,20 @@ type NewRecord = {
 };
 
 /** Inserts a record as a child of `parent` (last in every ordering unless placed) and counts it in the parent. */
-export function insertRecordIn(tx: Tx, view: SchemaView, touch: Touch, n: NewRecord): Rec {
+export async function insertRecordIn(tx: Tx, view: SchemaView, touch: Touch, n: NewRecord): Promise<Rec> {
   if (n.parent.isLink)
     throw unprocessable("Can't work with this item", {
       reason: "A linked record cannot have children",
       parent: n.parent.gid,
     });
-  const d = view.def(n.definition);
+  const d = await view.def(n.definition);
   const gid = newGid();
   const vals = n.vals ?? initialVals(view, d);
   const checks = checksOf(d, vals, view.languages, !!n.vals && !n.validated);
   const t = now();
   const status = n.status ?? PUBLISHED;
   const channels = n.channels ?? [ALL_CHANNEL];
-  const raw = db(tx)
+  const raw = (await db(tx)
     .query(
       `INSERT INTO records (gid, project_gid, parent, canonical, is_link, definition, treelevel, path, childcount, status, channels, vals, checks, created_on, updated_on)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?) RETURNING ${COLUMNS}`,
@@ -529,21 +539,21 @@ export function insertRecordIn(tx: Tx, view: SchemaView, touch: Touch, n: NewRec
       JSON.stringify(checks),
       t,
       t,
-    ) as RecordRowText;
+    )) as RecordRowText;
   const rec = recOf(raw);
   for (const o of view.options.orderedorderings) {
     const pos =
       o === n.ordering && n.afterRecord
-        ? afterPos(tx, n.parent.gid, o, rec.id, n.afterRecord.id)
+        ? await afterPos(tx, n.parent.gid, o, rec.id, n.afterRecord.id)
         : o === n.ordering
-          ? placePos(tx, n.parent.gid, o, rec.id, n.beforeRecord)
-          : lastPos(tx, n.parent.gid, o, rec.id);
-    db(tx)
+          ? await placePos(tx, n.parent.gid, o, rec.id, n.beforeRecord)
+          : await lastPos(tx, n.parent.gid, o, rec.id);
+    await db(tx)
       .query("INSERT INTO record_orderings (record_id, project_gid, parent, ordering, pos) VALUES (?, ?, ?, ?, ?)")
       .run(rec.id, view.projectGid, n.parent.gid, o, pos);
   }
-  writeSearch(tx, view, rec, true);
-  if (status !== DELETED) bumpChildcount(tx, touch, n.parent.gid, 1);
+  await writeSearch(tx, view, rec, true);
+  if (status !== DELETED) await bumpChildcount(tx, touch, n.parent.gid, 1);
   touch.insert(gid);
   return rec;
 }
@@ -563,14 +573,14 @@ export type NewChild = {
  * place is read once (the new places follow it GAP apart), the parent's count moves once, and
  * nothing just written is read back. Answers the new rows in order.
  */
-export function insertRecordsIn(
+export async function insertRecordsIn(
   tx: Tx,
   view: SchemaView,
   touch: Touch,
   parent: Rec,
   definition: string,
   children: readonly NewChild[],
-): Rec[] {
+): Promise<Rec[]> {
   if (!children.length) return [];
   if (parent.isLink)
     throw unprocessable("Can't work with this item", {
@@ -578,7 +588,7 @@ export function insertRecordsIn(
       parent: parent.gid,
     });
   const s = db(tx);
-  const d = view.def(definition);
+  const d = await view.def(definition);
   const projectGid = view.projectGid;
   const languages = view.languages;
   const insert = s.query(
@@ -592,7 +602,8 @@ export function insertRecordsIn(
   const fts = s.query(FTS_INSERT);
   const orderings = view.options.orderedorderings;
   // Each ordering's last place, read once: every new record goes GAP after the one before it.
-  const next = orderings.map((o) => lastPos(tx, parent.gid, o, 0));
+  const next: number[] = [];
+  for (const o of orderings) next.push(await lastPos(tx, parent.gid, o, 0));
   const treelevel = parent.treelevel + 1;
   // The path's tail (the parent's path) is the same for every child: `["<gid>",` + tail.
   const tail = parent.path.length ? `,${JSON.stringify(parent.path).slice(1)}` : "]";
@@ -606,30 +617,32 @@ export function insertRecordsIn(
     const t = now();
     const path = `[${JSON.stringify(gid)}${tail}`;
     const id = Number(
-      insert.run(
-        gid,
-        projectGid,
-        parent.gid,
-        gid,
-        definition,
-        treelevel,
-        path,
-        channelsJson,
-        JSON.stringify(vals),
-        JSON.stringify(checks),
-        t,
-        t,
+      (
+        await insert.run(
+          gid,
+          projectGid,
+          parent.gid,
+          gid,
+          definition,
+          treelevel,
+          path,
+          channelsJson,
+          JSON.stringify(vals),
+          JSON.stringify(checks),
+          t,
+          t,
+        )
       ).lastInsertRowid,
     );
     for (let k = 0; k < orderings.length; k++) {
-      place.run(id, projectGid, parent.gid, orderings[k]!, next[k]!);
+      await place.run(id, projectGid, parent.gid, orderings[k]!, next[k]!);
       next[k] = next[k]! + GAP;
     }
     for (const l of searchDocuments(languages)) {
       const text = searchTextOf(d, vals, l);
       const row = searchRowId(id, l);
-      search.run(row, id, projectGid, l, text.title, text.body);
-      fts.run(row, projectGid, l, text.title, text.body);
+      await search.run(row, id, projectGid, l, text.title, text.body);
+      await fts.run(row, projectGid, l, text.title, text.body);
     }
     out[i] = {
       id,
@@ -653,13 +666,13 @@ export function insertRecordsIn(
     if (i === 0) touch.update(parent.gid);
     touch.insert(gid);
   }
-  bumpChildcount(tx, touch, parent.gid, children.length);
+  await bumpChildcount(tx, touch, parent.gid, children.length);
   return out;
 }
 
-function bumpChildcount(tx: Tx, touch: Touch, parent: string | null, by: number): void {
+async function bumpChildcount(tx: Tx, touch: Touch, parent: string | null, by: number): Promise<void> {
   if (!parent || !by) return;
-  db(tx)
+  await db(tx)
     .query(
       "UPDATE records SET childcount = max(0, childcount + ?), updated_on = max(?, updated_on + 0.000001) WHERE gid = ?",
     )
@@ -670,71 +683,73 @@ function bumpChildcount(tx: Tx, touch: Touch, parent: string | null, by: number)
 // ---------------------------------------------------------------------------------------------
 // Positions in orderings: sparse integer keys
 
-function lastPos(tx: Tx, parent: string, ordering: string, exceptId: number): number {
+async function lastPos(tx: Tx, parent: string, ordering: string, exceptId: number): Promise<number> {
   // The two last places by the index: the record's own place (when it has one) is skipped.
-  const r = db(tx)
+  const r = (await db(tx)
     .query(
       "SELECT record_id AS id, pos FROM record_orderings WHERE parent = ? AND ordering = ? ORDER BY pos DESC LIMIT 2",
     )
-    .all(parent, ordering) as { id: number; pos: number }[];
+    .all(parent, ordering)) as { id: number; pos: number }[];
   const last = r.find((x) => x.id !== exceptId);
   return (last?.pos ?? 0) + GAP;
 }
 
 /** Gives the siblings of an ordering fresh keys GAP apart, in their current order (when a gap ran out). */
-function renumber(tx: Tx, parent: string, ordering: string): void {
-  const ids = db(tx)
+async function renumber(tx: Tx, parent: string, ordering: string): Promise<void> {
+  const ids = (await db(tx)
     .query("SELECT record_id AS id FROM record_orderings WHERE parent = ? AND ordering = ? ORDER BY pos, record_id")
-    .all(parent, ordering) as { id: number }[];
+    .all(parent, ordering)) as { id: number }[];
   const upd = db(tx).query("UPDATE record_orderings SET pos = ? WHERE record_id = ? AND ordering = ?");
-  ids.forEach((r, i) => upd.run((i + 1) * GAP, r.id, ordering));
+  for (const [i, r] of ids.entries()) await upd.run((i + 1) * GAP, r.id, ordering);
 }
 
 /** The key placing a record before `before` (a sibling gid) in an ordering; last when absent or not a sibling. */
-function placePos(tx: Tx, parent: string, ordering: string, recordId: number, before: unknown): number {
-  if (typeof before !== "string" || !before) return lastPos(tx, parent, ordering, recordId);
+async function placePos(tx: Tx, parent: string, ordering: string, recordId: number, before: unknown): Promise<number> {
+  if (typeof before !== "string" || !before) return await lastPos(tx, parent, ordering, recordId);
   const s = db(tx);
   for (let attempt = 0; attempt < 2; attempt++) {
-    const b = s
+    const b = (await s
       .query(
         "SELECT o.pos AS pos FROM record_orderings o JOIN records r ON r.id = o.record_id WHERE r.gid = ? AND o.parent = ? AND o.ordering = ? AND o.record_id != ?",
       )
-      .get(before, parent, ordering, recordId) as { pos: number } | null;
-    if (!b) return lastPos(tx, parent, ordering, recordId);
-    const prev = s
+      .get(before, parent, ordering, recordId)) as { pos: number } | null;
+    if (!b) return await lastPos(tx, parent, ordering, recordId);
+    const prev = (await s
       .query(
         "SELECT record_id AS id, pos FROM record_orderings WHERE parent = ? AND ordering = ? AND pos < ? ORDER BY pos DESC LIMIT 2",
       )
-      .all(parent, ordering, b.pos) as { id: number; pos: number }[];
+      .all(parent, ordering, b.pos)) as { id: number; pos: number }[];
     const lo = prev.find((x) => x.id !== recordId)?.pos ?? b.pos - 2 * GAP;
     const mid = Math.floor((lo + b.pos) / 2);
     if (mid > lo && mid < b.pos) return mid;
-    renumber(tx, parent, ordering);
+    await renumber(tx, parent, ordering);
   }
-  return lastPos(tx, parent, ordering, recordId);
+  return await lastPos(tx, parent, ordering, recordId);
 }
 
 /** The key right after sibling `afterId` (duplicate). */
-function afterPos(tx: Tx, parent: string, ordering: string, recordId: number, afterId: number): number {
-  const next = db(tx)
+async function afterPos(tx: Tx, parent: string, ordering: string, recordId: number, afterId: number): Promise<number> {
+  const next = (await db(tx)
     .query(
       "SELECT r.gid AS gid FROM record_orderings o JOIN records r ON r.id = o.record_id WHERE o.parent = ? AND o.ordering = ? AND o.record_id != ? AND o.pos > (SELECT pos FROM record_orderings WHERE record_id = ? AND ordering = ?) ORDER BY o.pos LIMIT 1",
     )
-    .get(parent, ordering, recordId, afterId, ordering) as { gid: string } | null;
-  return next ? placePos(tx, parent, ordering, recordId, next.gid) : lastPos(tx, parent, ordering, recordId);
+    .get(parent, ordering, recordId, afterId, ordering)) as { gid: string } | null;
+  return next
+    ? await placePos(tx, parent, ordering, recordId, next.gid)
+    : await lastPos(tx, parent, ordering, recordId);
 }
 
 /** Places an existing record in an ordering (the row is written; the siblings only when a gap ran out). */
-export function setPosition(
+export async function setPosition(
   tx: Tx,
   view: SchemaView,
   rec: Rec,
   parent: string,
   ordering: string,
   before: unknown,
-): void {
-  const pos = placePos(tx, parent, ordering, rec.id, before);
-  db(tx)
+): Promise<void> {
+  const pos = await placePos(tx, parent, ordering, rec.id, before);
+  await db(tx)
     .query(
       "INSERT INTO record_orderings (record_id, project_gid, parent, ordering, pos) VALUES (?, ?, ?, ?, ?) ON CONFLICT (record_id, ordering) DO UPDATE SET parent = excluded.parent, pos = excluded.pos",
     )
@@ -772,14 +787,14 @@ export function channelOf(view: SchemaView, v: unknown): string | undefined {
  * The project's root record, created on first use (by `records/root`, or by any caller through
  * here): status published, Base definition, every channel off but `__all__`.
  */
-function ensureRootIn(tx: Tx, log: ChangeLog, view: SchemaView, touch: Touch): Rec {
-  const found = rootRow(tx, view.projectGid);
+async function ensureRootIn(tx: Tx, log: ChangeLog, view: SchemaView, touch: Touch): Promise<Rec> {
+  const found = await rootRow(tx, view.projectGid);
   if (found) return found;
   const gid = newGid();
-  const definition = baseDefinitionIn(tx, log, view.projectGid);
+  const definition = await baseDefinitionIn(tx, log, view.projectGid);
   const t = now();
-  const checks = checksOf(view.def(definition), {}, view.languages);
-  const raw = db(tx)
+  const checks = checksOf(await view.def(definition), {}, view.languages);
+  const raw = (await db(tx)
     .query(
       `INSERT INTO records (gid, project_gid, parent, canonical, is_link, definition, treelevel, path, childcount, status, channels, vals, checks, created_on, updated_on)
        VALUES (?, ?, NULL, ?, 0, ?, 0, ?, 0, ?, ?, '{}', ?, ?, ?) RETURNING ${COLUMNS}`,
@@ -795,9 +810,9 @@ function ensureRootIn(tx: Tx, log: ChangeLog, view: SchemaView, touch: Touch): R
       JSON.stringify(checks),
       t,
       t,
-    ) as RecordRowText;
+    )) as RecordRowText;
   const rec = recOf(raw);
-  writeSearch(tx, view, rec, true);
+  await writeSearch(tx, view, rec, true);
   touch.insert(gid);
   return rec;
 }
@@ -807,11 +822,11 @@ function ensureRootIn(tx: Tx, log: ChangeLog, view: SchemaView, touch: Touch): R
  * layout) in the transaction that creates it, with their sync items, so that `/init`, `/auth` and
  * `records/root` agree from the first request on.
  */
-export const recordsProjectCreated: ProjectCreatedHook = (_ctx, tx, log, projectGid) => {
-  const project = getProject(tx, projectGid);
+export const recordsProjectCreated: ProjectCreatedHook = async (_ctx, tx, log, projectGid) => {
+  const project = await getProject(tx, projectGid);
   if (!project) return;
   const touch = new Touch(projectGid);
-  ensureRootIn(tx, log, new SchemaView(tx, project), touch);
+  await ensureRootIn(tx, log, new SchemaView(tx, project), touch);
   touch.flush(log);
 };
 
@@ -822,52 +837,57 @@ export const recordsProjectCreated: ProjectCreatedHook = (_ctx, tx, log, project
 export type Langs = { language?: string | null; languages?: string[] | null };
 
 /** `records/root`: the root record (made on first use). */
-export function getRoot(ctx: Ctx, actor: Actor, projectGid: string, input: Langs): Answer {
-  const read = () =>
-    recordsRead(ctx, actor, projectGid, (tx, view) => {
+export async function getRoot(ctx: Ctx, actor: Actor, projectGid: string, input: Langs): Promise<Answer> {
+  const read = async () =>
+    await recordsRead(ctx, actor, projectGid, async (tx, view) => {
       const langs = view.languagesOf(input);
-      const root = rootRow(tx, projectGid);
+      const root = await rootRow(tx, projectGid);
       return root
-        ? { result: { root: root.gid }, data: { records: formsOf(tx, view, [root], { languages: langs }) } }
+        ? { result: { root: root.gid }, data: { records: await formsOf(tx, view, [root], { languages: langs }) } }
         : undefined;
     });
-  const found = read();
+  const found = await read();
   if (found) return found;
   // A project made before roots came with projects: the root (and maybe the Base definition and
   // its layout) is made now, and the schema items it uses are answered with it.
-  const root = recordsWrite(ctx, actor, projectGid, (tx, log, view, touch) => ensureRootIn(tx, log, view, touch));
-  const made = read()!;
-  const schema = recordsRead(ctx, actor, projectGid, (tx) => {
-    const definition = rowOf(tx, "definition", projectGid, root.definition);
+  const root = await recordsWrite(
+    ctx,
+    actor,
+    projectGid,
+    async (tx, log, view, touch) => await ensureRootIn(tx, log, view, touch),
+  );
+  const made = (await read())!;
+  const schema = await recordsRead(ctx, actor, projectGid, async (tx) => {
+    const definition = await rowOf(tx, "definition", projectGid, root.definition);
     return new Out()
       .add("definition", definition)
-      .add("layout", definition && layoutOf(tx, definition))
+      .add("layout", definition && (await layoutOf(tx, definition)))
       .data();
   });
   return { result: made.result, data: { ...schema, ...made.data } };
 }
 
 /** `records/get`: `record` (→ result.record) or `records` (→ result.records, existing ones in the asked order). */
-export function getRecords(
+export async function getRecords(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: Langs & { record?: unknown; records?: unknown },
-): Answer {
-  return recordsRead(ctx, actor, projectGid, (tx, view) => {
+): Promise<Answer> {
+  return await recordsRead(ctx, actor, projectGid, async (tx, view) => {
     const langs = view.languagesOf(input);
     if (input.record !== undefined && input.record !== null) {
-      const r = mustRecord(tx, projectGid, input.record);
-      return { result: { record: r.gid }, data: { records: formsOf(tx, view, [r], { languages: langs }) } };
+      const r = await mustRecord(tx, projectGid, input.record);
+      return { result: { record: r.gid }, data: { records: await formsOf(tx, view, [r], { languages: langs }) } };
     }
     if (input.records === undefined || input.records === null) throw missing("record");
     if (!Array.isArray(input.records) || input.records.some((g) => typeof g !== "string"))
       throw invalidParameter("records", { expected: "an array of record gids" });
     if (input.records.length > 1000) throw invalidParameter("records", { expected: "at most 1000 gids" });
-    const rows = rowsByGids(tx, projectGid, [...new Set(input.records as string[])]);
+    const rows = await rowsByGids(tx, projectGid, [...new Set(input.records as string[])]);
     const byGid = new Map(rows.map((r) => [r.gid, r]));
     const found = [...new Set(input.records as string[])].filter((g) => byGid.has(g));
-    return { result: { records: found }, data: { records: formsOf(tx, view, rows, { languages: langs }) } };
+    return { result: { records: found }, data: { records: await formsOf(tx, view, rows, { languages: langs }) } };
   });
 }
 
@@ -897,7 +917,7 @@ export function pageOf(
  * record rows are read for the page only. Without a channel the total is the parent's `childcount`.
  * With `idsOnly` (the caller reads the rows of `ids` next) `gids` may hold nulls: take them from the rows.
  */
-export function childrenIn(
+export async function childrenIn(
   tx: Tx,
   parent: string,
   opts: {
@@ -909,7 +929,7 @@ export function childrenIn(
     childcount?: number;
     idsOnly?: boolean;
   },
-): { gids: string[]; ids: number[]; total: number } {
+): Promise<{ gids: string[]; ids: number[]; total: number }> {
   const s = db(tx);
   const status = opts.deleted ? "" : `AND status != '${DELETED}'`;
   const chan = opts.channel && opts.channel !== "__all__" ? "AND instr(channels, ?) > 0" : "";
@@ -923,27 +943,27 @@ export function childrenIn(
     // only. Children without a place (an ordering added after them) come after every placed one,
     // so a full page of placed children is the answer; a short page is, once every child is placed.
     // With `idsOnly` (the caller reads the rows next) the page is the place index alone: no record row is read for its gid.
-    rows = s
+    rows = (await s
       .query(
         opts.idsOnly
           ? `SELECT o.record_id AS id, NULL AS gid FROM record_orderings o WHERE o.parent = ?1 AND o.ordering = ?2 ${inChannel(5)} ORDER BY o.pos LIMIT ?3 OFFSET ?4`
           : `SELECT r.id AS id, r.gid AS gid FROM (SELECT o.record_id, o.pos FROM record_orderings o WHERE o.parent = ?1 AND o.ordering = ?2 ${inChannel(5)} ORDER BY o.pos LIMIT ?3 OFFSET ?4) o CROSS JOIN records r ON r.id = o.record_id ORDER BY o.pos`,
       )
-      .all(parent, opts.ordering, opts.size, opts.top, ...chanParam) as { id: number; gid: string }[];
+      .all(parent, opts.ordering, opts.size, opts.top, ...chanParam)) as { id: number; gid: string }[];
     if (rows.length < opts.size) {
       const placed = (
-        s
+        (await s
           .query("SELECT count(*) AS n FROM record_orderings WHERE parent = ? AND ordering = ?")
-          .get(parent, opts.ordering) as { n: number }
+          .get(parent, opts.ordering)) as { n: number }
       ).n;
-      if (placed < liveChildren(tx, parent, opts.childcount)) rows = undefined;
+      if (placed < (await liveChildren(tx, parent, opts.childcount))) rows = undefined;
     }
   }
   if (!rows && opts.ordering) {
     // Some children have no place: they follow the placed ones in creation order.
     const st = status.replace("status", "r.status");
     const ch = chan.replace("channels", "r.channels").replace("?", "?5");
-    rows = s
+    rows = (await s
       .query(
         `SELECT id, gid FROM (
            SELECT r.gid AS gid, 0 AS k, o.pos AS p, r.id AS id FROM record_orderings o JOIN records r ON r.id = o.record_id WHERE o.parent = ?1 AND o.ordering = ?2 ${st} ${ch}
@@ -951,31 +971,33 @@ export function childrenIn(
            SELECT r.gid, 1, 0, r.id FROM records r WHERE r.parent = ?1 ${st} ${ch} AND NOT EXISTS (SELECT 1 FROM record_orderings o WHERE o.record_id = r.id AND o.ordering = ?2)
          ) ORDER BY k, p, id LIMIT ?3 OFFSET ?4`,
       )
-      .all(parent, opts.ordering, opts.size, opts.top, ...chanParam) as { id: number; gid: string }[];
+      .all(parent, opts.ordering, opts.size, opts.top, ...chanParam)) as { id: number; gid: string }[];
   } else if (!rows) {
-    rows = s
+    rows = (await s
       .query(
         `SELECT r.id AS id, r.gid AS gid FROM (SELECT id FROM records WHERE parent = ?1 ${status} ${chan.replace("?", "?4")} ORDER BY id LIMIT ?2 OFFSET ?3) c CROSS JOIN records r ON r.id = c.id ORDER BY r.id`,
       )
-      .all(parent, opts.size, opts.top, ...chanParam) as { id: number; gid: string }[];
+      .all(parent, opts.size, opts.top, ...chanParam)) as { id: number; gid: string }[];
   }
   const total =
     !chan && !opts.deleted
-      ? liveChildren(tx, parent, opts.childcount)
+      ? await liveChildren(tx, parent, opts.childcount)
       : (
-          s
+          (await s
             .query(`SELECT count(*) AS n FROM records WHERE parent = ?1 ${status} ${chan.replace("?", "?2")}`)
-            .get(parent, ...chanParam) as { n: number }
+            .get(parent, ...chanParam)) as { n: number }
         ).n;
   return { gids: rows.map((r) => r.gid), ids: rows.map((r) => r.id), total };
 }
 
 /** How many children of a parent are not deleted: its `childcount` when the caller has the row, else counted on the children index. */
-function liveChildren(tx: Tx, parent: string, childcount: number | undefined): number {
+async function liveChildren(tx: Tx, parent: string, childcount: number | undefined): Promise<number> {
   return (
     childcount ??
     (
-      db(tx).query(`SELECT count(*) AS n FROM records WHERE parent = ? AND status != '${DELETED}'`).get(parent) as {
+      (await db(tx)
+        .query(`SELECT count(*) AS n FROM records WHERE parent = ? AND status != '${DELETED}'`)
+        .get(parent)) as {
         n: number;
       }
     ).n
@@ -983,17 +1005,17 @@ function liveChildren(tx: Tx, parent: string, childcount: number | undefined): n
 }
 
 /** Rows of gids in the given order. */
-export function rowsInOrder(tx: Tx, projectGid: string, gids: string[]): Rec[] {
-  const m = new Map(rowsByGids(tx, projectGid, gids).map((r) => [r.gid, r]));
+export async function rowsInOrder(tx: Tx, projectGid: string, gids: string[]): Promise<Rec[]> {
+  const m = new Map((await rowsByGids(tx, projectGid, gids)).map((r) => [r.gid, r]));
   return gids.map((g) => m.get(g)).filter((r): r is Rec => !!r);
 }
 
 /** Rows of ids (of this project) in the given order. */
-export function rowsByIds(tx: Tx, projectGid: string, ids: number[]): Rec[] {
+export async function rowsByIds(tx: Tx, projectGid: string, ids: number[]): Promise<Rec[]> {
   if (!ids.length) return [];
-  const raw = db(tx)
+  const raw = (await db(tx)
     .query(`SELECT ${COLUMNS} FROM records WHERE id IN (SELECT value FROM json_each(?)) AND +project_gid = ?`)
-    .all(JSON.stringify(ids), projectGid) as RecordRowText[];
+    .all(JSON.stringify(ids), projectGid)) as RecordRowText[];
   const m = new Map(raw.map((r) => [r.id as number, r]));
   return ids
     .map((i) => m.get(i))
@@ -1002,7 +1024,7 @@ export function rowsByIds(tx: Tx, projectGid: string, ids: number[]): Rec[] {
 }
 
 /** `records/children`: one page of a record's children (channel, ordering, page.top, page.size). */
-export function getChildren(
+export async function getChildren(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
@@ -1013,22 +1035,22 @@ export function getChildren(
     "page.top"?: unknown;
     "page.size"?: unknown;
   },
-): Answer {
-  return recordsRead(ctx, actor, projectGid, (tx, view) => {
+): Promise<Answer> {
+  return await recordsRead(ctx, actor, projectGid, async (tx, view) => {
     const langs = view.languagesOf(input);
-    const parent = mustRecord(tx, projectGid, input.record);
+    const parent = await mustRecord(tx, projectGid, input.record);
     const page = pageOf(input, CHILDREN_PAGE);
-    const c = childrenIn(tx, parent.gid, {
+    const c = await childrenIn(tx, parent.gid, {
       ordering: orderingOf(view, input.ordering),
       channel: channelOf(view, input.channel),
       childcount: parent.childcount,
       idsOnly: true,
       ...page,
     });
-    const rows = rowsByIds(tx, projectGid, c.ids);
+    const rows = await rowsByIds(tx, projectGid, c.ids);
     return withJsonText({
       result: { children: rows.map((r) => r.gid), "children.size": c.total },
-      data: { records: formsOf(tx, view, rows, { languages: langs, remember: true }) },
+      data: { records: await formsOf(tx, view, rows, { languages: langs, remember: true }) },
     });
   });
 }
@@ -1037,91 +1059,108 @@ export function getChildren(
 // Create and update
 
 /** The definition a new child of `parent` gets: like its last child, else the first child definition, else Base. */
-export function childDefinitionIn(tx: Tx, log: ChangeLog, view: SchemaView, parent: Rec, ordering?: string): string {
+export async function childDefinitionIn(
+  tx: Tx,
+  log: ChangeLog,
+  view: SchemaView,
+  parent: Rec,
+  ordering?: string,
+): Promise<string> {
   const last = ordering
-    ? (db(tx)
+    ? ((await db(tx)
         .query(
           `SELECT r.definition AS d FROM record_orderings o JOIN records r ON r.id = o.record_id WHERE o.parent = ? AND o.ordering = ? AND r.status != '${DELETED}' ORDER BY o.pos DESC LIMIT 1`,
         )
-        .get(parent.gid, ordering) as { d: string } | null)
-    : (db(tx)
+        .get(parent.gid, ordering)) as { d: string } | null)
+    : ((await db(tx)
         .query(
           `SELECT definition AS d FROM records WHERE parent = ? AND status != '${DELETED}' ORDER BY id DESC LIMIT 1`,
         )
-        .get(parent.gid) as { d: string } | null);
+        .get(parent.gid)) as { d: string } | null);
   if (last) {
     // A sibling's extended definition is its own: the new record gets the definition it extends.
-    const base = (rowOf(tx, "definition", view.projectGid, last.d)?.spec as { extends?: string } | undefined)?.extends;
+    const base = ((await rowOf(tx, "definition", view.projectGid, last.d))?.spec as { extends?: string } | undefined)
+      ?.extends;
     return base ?? last.d;
   }
-  const first = view.def(parent.definition).childdefinitions.find((g) => !!rowOf(tx, "definition", view.projectGid, g));
-  return first ?? baseDefinitionIn(tx, log, view.projectGid);
+  const first = await findEach(
+    (await view.def(parent.definition)).childdefinitions,
+    async (g) => !!(await rowOf(tx, "definition", view.projectGid, g)),
+  );
+  return first ?? (await baseDefinitionIn(tx, log, view.projectGid));
 }
 
 /** Creates a record as the last child of `parent` inside the caller's transaction. */
-function createRecordIn(
+async function createRecordIn(
   tx: Tx,
   log: ChangeLog,
   view: SchemaView,
   touch: Touch,
   input: { parent?: unknown; ordering?: unknown; definition?: string },
-): Rec {
-  const parent = mustRecord(tx, view.projectGid, input.parent, "parent");
+): Promise<Rec> {
+  const parent = await mustRecord(tx, view.projectGid, input.parent, "parent");
   const ordering = orderingOf(view, input.ordering);
   if (parent.status === DELETED)
     throw unprocessable("Can't work with this item", { reason: "The parent record is deleted", parent: parent.gid });
-  const definition = input.definition ?? childDefinitionIn(tx, log, view, parent, ordering);
-  return insertRecordIn(tx, view, touch, { parent, definition, ordering });
+  const definition = input.definition ?? (await childDefinitionIn(tx, log, view, parent, ordering));
+  return await insertRecordIn(tx, view, touch, { parent, definition, ordering });
 }
 
 /** `records/create`: a new last child of `parent`. */
-export function createRecord(
+export async function createRecord(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: Langs & { parent?: unknown; ordering?: unknown },
-): Answer {
-  return recordsWrite(ctx, actor, projectGid, (tx, log, view, touch) => {
+): Promise<Answer> {
+  return await recordsWrite(ctx, actor, projectGid, async (tx, log, view, touch) => {
     const langs = view.languagesOf(input);
     const schema = schemaStamp(tx, projectGid);
-    const rec = createRecordIn(tx, log, view, touch, input);
-    const rows = rowsByGids(tx, projectGid, [rec.gid, rec.parent!]);
+    const rec = await createRecordIn(tx, log, view, touch, input);
+    const rows = await rowsByGids(tx, projectGid, [rec.gid, rec.parent!]);
     // The Base definition made now (a project whose Base definition was deleted) is answered too.
     const made =
-      schemaStamp(tx, projectGid) !== schema ? rowOf(tx, "definition", projectGid, rec.definition) : undefined;
+      schemaStamp(tx, projectGid) !== schema ? await rowOf(tx, "definition", projectGid, rec.definition) : undefined;
     return {
       result: { parent: rec.parent, record: rec.gid },
       data: {
-        ...(made ? new Out().add("definition", made).add("layout", layoutOf(tx, made)).data() : {}),
-        records: formsOf(tx, view, rows, { languages: langs }),
+        ...(made
+          ? new Out()
+              .add("definition", made)
+              .add("layout", await layoutOf(tx, made))
+              .data()
+          : {}),
+        records: await formsOf(tx, view, rows, { languages: langs }),
       },
     };
   });
 }
 
 /** The records kept in step with `rec`: its canonical and every link of that canonical. */
-function linkGroup(tx: Tx, projectGid: string, rec: Rec): Rec[] {
+async function linkGroup(tx: Tx, projectGid: string, rec: Rec): Promise<Rec[]> {
   // Most records are alone: nothing else names them as canonical (counted on the index alone).
   if (
     !rec.isLink &&
     (
-      db(tx).query("SELECT count(*) AS n FROM (SELECT 1 FROM records WHERE canonical = ? LIMIT 2)").get(rec.gid) as {
+      (await db(tx)
+        .query("SELECT count(*) AS n FROM (SELECT 1 FROM records WHERE canonical = ? LIMIT 2)")
+        .get(rec.gid)) as {
         n: number;
       }
     ).n <= 1
   )
     return [rec];
   return (
-    db(tx)
+    (await db(tx)
       .query(
         `SELECT ${COLUMNS} FROM records WHERE canonical = ?2 AND +project_gid = ?1 UNION SELECT ${COLUMNS} FROM records WHERE gid = ?2 AND +project_gid = ?1 ORDER BY id`,
       )
-      .all(projectGid, rec.canonical) as RecordRowText[]
+      .all(projectGid, rec.canonical)) as RecordRowText[]
   ).map(recOf);
 }
 
 /** Writes new values to a record and every record of its link group; search index and checks follow. */
-export function storeVals(
+export async function storeVals(
   tx: Tx,
   view: SchemaView,
   touch: Touch,
@@ -1130,23 +1169,23 @@ export function storeVals(
   definition = rec.definition,
   cleared: string[] = [],
   textChanged = true,
-): Rec[] {
-  const group = linkGroup(tx, view.projectGid, rec);
+): Promise<Rec[]> {
+  const group = await linkGroup(tx, view.projectGid, rec);
   const defChanged = definition !== rec.definition;
-  const d = view.def(definition);
+  const d = await view.def(definition);
   const t = now();
   for (const r of group) {
     const checks = checksOf(d, vals, view.languages, false, {
       ...r.checks,
       invalid: r.checks.invalid.filter((g) => !cleared.includes(g)),
     });
-    db(tx)
+    await db(tx)
       .query("UPDATE records SET vals = ?, checks = ?, definition = ?, updated_on = ? WHERE id = ?")
       .run(JSON.stringify(vals), JSON.stringify(checks), definition, Math.max(t, r.updatedOn + 1e-6), r.id);
     r.vals = vals;
     r.definition = definition;
     r.updatedOn = Math.max(t, r.updatedOn + 1e-6);
-    if (textChanged || defChanged) writeSearch(tx, view, r);
+    if (textChanged || defChanged) await writeSearch(tx, view, r);
     touch.update(r.gid);
   }
   return group;
@@ -1156,39 +1195,39 @@ export function storeVals(
  * Validates and applies one record's `fields` inside the caller's transaction (Excel rows, batch):
  * invalid fields are refused and reported, valid ones written to the record and its links.
  */
-export function updateRecordIn(
+export async function updateRecordIn(
   tx: Tx,
   view: SchemaView,
   touch: Touch,
   rec: Rec,
   fields: unknown,
-): { report: ReportItem[]; group: Rec[] } {
-  const d = view.def(rec.definition);
-  const r = applyFields(view, d, rec.gid, rec.vals, fields);
+): Promise<{ report: ReportItem[]; group: Rec[] }> {
+  const d = await view.def(rec.definition);
+  const r = await applyFields(view, d, rec.gid, rec.vals, fields);
   if (!r.changed.length) return { report: r.report, group: [rec] };
   // Fields written now are valid: they leave the invalid list. The search text changes only with text fields.
   const textChanged = r.changed.some(
     (g) => SEARCHED.has(d.byGid.get(g)?.type ?? "") || !!d.byGid.get(g)?.labels || g === d.titlefield,
   );
-  const group = storeVals(tx, view, touch, rec, r.vals, rec.definition, r.changed, textChanged);
+  const group = await storeVals(tx, view, touch, rec, r.vals, rec.definition, r.changed, textChanged);
   return { report: r.report, group };
 }
 
 /** `records/update`: values per language; answers `report.validation` (errors refused, warnings applied). */
-export function updateRecord(
+export async function updateRecord(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: Langs & { record?: unknown; fields?: unknown },
-): Answer {
-  return recordsWrite(ctx, actor, projectGid, (tx, _log, view, touch) => {
+): Promise<Answer> {
+  return await recordsWrite(ctx, actor, projectGid, async (tx, _log, view, touch) => {
     const langs = view.languagesOf(input);
-    const rec = mustRecord(tx, projectGid, input.record);
+    const rec = await mustRecord(tx, projectGid, input.record);
     if (input.fields === undefined || input.fields === null) throw missing("fields");
-    const { report, group } = updateRecordIn(tx, view, touch, rec, input.fields);
+    const { report, group } = await updateRecordIn(tx, view, touch, rec, input.fields);
     return {
       result: { record: rec.gid, "report.validation": report },
-      data: { records: formsOf(tx, view, group, { languages: langs }) },
+      data: { records: await formsOf(tx, view, group, { languages: langs }) },
     };
   });
 }

@@ -22,7 +22,7 @@ import {
  */
 const WORKSHEET_PAGE = { size: 20, max: 1000 };
 
-export function getWorksheet(
+export async function getWorksheet(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
@@ -34,26 +34,27 @@ export function getWorksheet(
     "page.top"?: unknown;
     "page.size"?: unknown;
   },
-): Answer {
-  return recordsRead(ctx, actor, projectGid, (tx, view) => {
+): Promise<Answer> {
+  return await recordsRead(ctx, actor, projectGid, async (tx, view) => {
     const langs = view.languagesOf(input);
-    const rec = mustRecord(tx, projectGid, input.record);
+    const rec = await mustRecord(tx, projectGid, input.record);
     const page = pageOf(input, WORKSHEET_PAGE);
-    const c = childrenIn(tx, rec.gid, { ordering: orderingOf(view, input.ordering), ...page });
+    const c = await childrenIn(tx, rec.gid, { ordering: orderingOf(view, input.ordering), ...page });
     const path = [...rec.path].reverse();
     const defs = (
-      db(tx)
+      (await db(tx)
         .query(
           `SELECT definition AS d, min(id) AS first FROM records WHERE parent = ? AND status != '${DELETED}' GROUP BY definition ORDER BY first`,
         )
-        .all(rec.gid) as { d: string }[]
+        .all(rec.gid)) as { d: string }[]
     ).map((r) => r.d);
     const out = new Out().has("definition").has("layout");
-    for (const d of rowsOf(tx, "definition", projectGid, defs)) out.add("definition", d).add("layout", layoutOf(tx, d));
-    const rows = rowsInOrder(tx, projectGid, [...path, ...c.gids]);
+    for (const d of await rowsOf(tx, "definition", projectGid, defs))
+      out.add("definition", d).add("layout", await layoutOf(tx, d));
+    const rows = await rowsInOrder(tx, projectGid, [...path, ...c.gids]);
     return {
       result: { record: rec.gid, path, children: c.gids, "children.size": c.total, sibling_definitions: defs },
-      data: { ...out.data(), records: formsOf(tx, view, rows, { languages: langs }) },
+      data: { ...out.data(), records: await formsOf(tx, view, rows, { languages: langs }) },
     };
   });
 }

@@ -28,6 +28,7 @@ import {
   type Touch,
 } from "./records.service";
 import type { SchemaView } from "./values.service";
+import { filterEach } from "../../core/sequential";
 
 /**
  * Position and life cycle of records: move, orderings/set, copy, shallow_copy, duplicate, link,
@@ -39,11 +40,11 @@ const cannot = (reason: string, info: Record<string, unknown> = {}) =>
   unprocessable("Can't work with this item", { reason, ...info });
 
 /** Recounts the live children of these parents (after status changes or removals) and reports them. */
-function recount(tx: Tx, touch: Touch, parents: Iterable<string | null>): void {
+async function recount(tx: Tx, touch: Touch, parents: Iterable<string | null>): Promise<void> {
   const list = [...new Set([...parents].filter((p): p is string => !!p))];
   if (!list.length) return;
   const t = now();
-  db(tx)
+  await db(tx)
     .query(
       `UPDATE records SET childcount = (SELECT count(*) FROM records c WHERE c.parent = records.gid AND c.status != '${DELETED}'), updated_on = max(?, updated_on + 0.000001) WHERE gid IN (SELECT value FROM json_each(?))`,
     )
@@ -51,20 +52,20 @@ function recount(tx: Tx, touch: Touch, parents: Iterable<string | null>): void {
   for (const p of list) touch.update(p);
 }
 
-function answer(
+async function answer(
   tx: Tx,
   view: SchemaView,
   input: Langs,
   result: Record<string, unknown>,
   gids: (string | null | undefined)[],
-): Answer {
-  const rows = rowsByGids(tx, view.projectGid, [...new Set(gids.filter((g): g is string => !!g))]);
-  return { result, data: { records: formsOf(tx, view, rows, { languages: view.languagesOf(input) }) } };
+): Promise<Answer> {
+  const rows = await rowsByGids(tx, view.projectGid, [...new Set(gids.filter((g): g is string => !!g))]);
+  return { result, data: { records: await formsOf(tx, view, rows, { languages: view.languagesOf(input) }) } };
 }
 
 /** A parent that can take children: exists, is not a link and is not deleted. */
-function parentFor(tx: Tx, view: SchemaView, gid: unknown): Rec {
-  const parent = mustRecord(tx, view.projectGid, gid, "parent");
+async function parentFor(tx: Tx, view: SchemaView, gid: unknown): Promise<Rec> {
+  const parent = await mustRecord(tx, view.projectGid, gid, "parent");
   if (parent.isLink) throw cannot("A linked record cannot have children", { parent: parent.gid });
   if (parent.status === DELETED) throw cannot("The parent record is deleted", { parent: parent.gid });
   return parent;
@@ -74,15 +75,15 @@ function parentFor(tx: Tx, view: SchemaView, gid: unknown): Rec {
 // move, orderings/set
 
 /** Moves a record (with its subtree) inside the caller's transaction. */
-export function moveRecordIn(
+export async function moveRecordIn(
   tx: Tx,
   view: SchemaView,
   touch: Touch,
   input: { record: unknown; parent: unknown; ordering?: unknown; before_record?: unknown },
-): Rec {
-  const rec = mustRecord(tx, view.projectGid, input.record);
+): Promise<Rec> {
+  const rec = await mustRecord(tx, view.projectGid, input.record);
   if (!rec.parent) throw cannot("The root record cannot be moved", { record: rec.gid });
-  const parent = parentFor(tx, view, input.parent);
+  const parent = await parentFor(tx, view, input.parent);
   if (parent.path.includes(rec.gid))
     throw cannot("A record cannot move into its own subtree", { record: rec.gid, parent: parent.gid });
   const ordering = orderingOf(view, input.ordering);
@@ -90,60 +91,56 @@ export function moveRecordIn(
   const t = now();
   if (parent.gid !== rec.parent) {
     const path = [rec.gid, ...parent.path];
-    s.query("UPDATE records SET parent = ?, treelevel = ?, path = ?, updated_on = ? WHERE id = ?").run(
-      parent.gid,
-      path.length - 1,
-      JSON.stringify(path),
-      Math.max(t, rec.updatedOn + 1e-6),
-      rec.id,
-    );
+    await s
+      .query("UPDATE records SET parent = ?, treelevel = ?, path = ?, updated_on = ? WHERE id = ?")
+      .run(parent.gid, path.length - 1, JSON.stringify(path), Math.max(t, rec.updatedOn + 1e-6), rec.id);
     const upd = s.query("UPDATE records SET treelevel = ?, path = ? WHERE id = ?");
-    for (const d of descendants(tx, rec.gid)) {
+    for (const d of await descendants(tx, rec.gid)) {
       const p = [...d.path.slice(0, d.path.indexOf(rec.gid)), ...path];
-      upd.run(p.length - 1, JSON.stringify(p), d.id);
+      await upd.run(p.length - 1, JSON.stringify(p), d.id);
       touch.update(d.gid);
     }
-    s.query("UPDATE record_orderings SET parent = ? WHERE record_id = ?").run(parent.gid, rec.id);
+    await s.query("UPDATE record_orderings SET parent = ? WHERE record_id = ?").run(parent.gid, rec.id);
     for (const o of view.options.orderedorderings)
-      setPosition(tx, view, rec, parent.gid, o, o === ordering ? input.before_record : undefined);
-    if (rec.status !== DELETED) recount(tx, touch, [rec.parent, parent.gid]);
-    else fileOrderings(tx, { id: rec.id, parent: parent.gid }, true);
+      await setPosition(tx, view, rec, parent.gid, o, o === ordering ? input.before_record : undefined);
+    if (rec.status !== DELETED) await recount(tx, touch, [rec.parent, parent.gid]);
+    else await fileOrderings(tx, { id: rec.id, parent: parent.gid }, true);
   } else {
-    if (ordering) setPosition(tx, view, rec, parent.gid, ordering, input.before_record);
-    if (ordering && rec.status === DELETED) fileOrderings(tx, rec, true);
-    s.query("UPDATE records SET updated_on = ? WHERE id = ?").run(Math.max(t, rec.updatedOn + 1e-6), rec.id);
+    if (ordering) await setPosition(tx, view, rec, parent.gid, ordering, input.before_record);
+    if (ordering && rec.status === DELETED) await fileOrderings(tx, rec, true);
+    await s.query("UPDATE records SET updated_on = ? WHERE id = ?").run(Math.max(t, rec.updatedOn + 1e-6), rec.id);
   }
   touch.update(rec.gid);
   return { ...rec, parent: parent.gid };
 }
 
-export function moveRecord(
+export async function moveRecord(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: Langs & { record: string; parent?: unknown; ordering?: unknown; before_record?: unknown },
-): Answer {
-  return recordsWrite(ctx, actor, projectGid, (tx, _log, view, touch) => {
-    const old = mustRecord(tx, projectGid, input.record);
-    const rec = moveRecordIn(tx, view, touch, {
+): Promise<Answer> {
+  return await recordsWrite(ctx, actor, projectGid, async (tx, _log, view, touch) => {
+    const old = await mustRecord(tx, projectGid, input.record);
+    const rec = await moveRecordIn(tx, view, touch, {
       record: input.record,
       parent: input.parent,
       ordering: input.ordering,
       before_record: input.before_record,
     });
-    return answer(tx, view, input, { record: rec.gid, parent: rec.parent }, [rec.gid, rec.parent, old.parent]);
+    return await answer(tx, view, input, { record: rec.gid, parent: rec.parent }, [rec.gid, rec.parent, old.parent]);
   });
 }
 
 /** `records/orderings/set`: raw positions for some orderings (the reference's restore shortcut). */
-export function setOrderings(
+export async function setOrderings(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: Langs & { record: string; orderings?: unknown },
-): Answer {
-  return recordsWrite(ctx, actor, projectGid, (tx, _log, view, touch) => {
-    const rec = mustRecord(tx, projectGid, input.record);
+): Promise<Answer> {
+  return await recordsWrite(ctx, actor, projectGid, async (tx, _log, view, touch) => {
+    const rec = await mustRecord(tx, projectGid, input.record);
     const o = input.orderings;
     if (o === undefined || o === null) throw missing("orderings");
     if (typeof o !== "object" || Array.isArray(o))
@@ -159,12 +156,12 @@ export function setOrderings(
       "INSERT INTO record_orderings (record_id, project_gid, parent, ordering, pos) VALUES (?, ?, ?, ?, ?) ON CONFLICT (record_id, ordering) DO UPDATE SET pos = excluded.pos, parent = excluded.parent",
     );
     for (const [k, v] of entries)
-      up.run(rec.id, projectGid, rec.status === DELETED ? `-${rec.parent}` : rec.parent, k, v as number);
-    db(tx)
+      await up.run(rec.id, projectGid, rec.status === DELETED ? `-${rec.parent}` : rec.parent, k, v as number);
+    await db(tx)
       .query("UPDATE records SET updated_on = ? WHERE id = ?")
       .run(Math.max(now(), rec.updatedOn + 1e-6), rec.id);
     touch.update(rec.gid);
-    return answer(tx, view, input, { record: rec.gid }, [rec.gid]);
+    return await answer(tx, view, input, { record: rec.gid }, [rec.gid]);
   });
 }
 
@@ -172,15 +169,15 @@ export function setOrderings(
 // Copies and links
 
 /** Copies one record (no subtree) under `parent`; a link stays a link of the same canonical. */
-export function copyOneIn(
+export async function copyOneIn(
   tx: Tx,
   view: SchemaView,
   touch: Touch,
   src: Rec,
   parent: Rec,
   place: { ordering?: string; before?: unknown; after?: Rec },
-): Rec {
-  const copy = insertRecordIn(tx, view, touch, {
+): Promise<Rec> {
+  const copy = await insertRecordIn(tx, view, touch, {
     parent,
     definition: src.definition,
     vals: src.vals,
@@ -196,19 +193,26 @@ export function copyOneIn(
 }
 
 /** Copies the live subtree below `src` under `copy` (same order in every ordering), in the caller's transaction. */
-function copyDescendantsIn(tx: Tx, view: SchemaView, touch: Touch, src: Rec, copy: Rec, limit = Infinity): number {
+async function copyDescendantsIn(
+  tx: Tx,
+  view: SchemaView,
+  touch: Touch,
+  src: Rec,
+  copy: Rec,
+  limit = Infinity,
+): Promise<number> {
   const map = new Map<string, Rec>([[src.gid, copy]]);
   let n = 0;
   const s = db(tx);
   const samePos = s.query(
     "UPDATE record_orderings SET pos = (SELECT o.pos FROM record_orderings o WHERE o.record_id = ?1 AND o.ordering = record_orderings.ordering) WHERE record_id = ?2 AND EXISTS (SELECT 1 FROM record_orderings o WHERE o.record_id = ?1 AND o.ordering = record_orderings.ordering)",
   );
-  for (const d of descendants(tx, src.gid)) {
+  for (const d of await descendants(tx, src.gid)) {
     if (d.status === DELETED) continue;
     const parent = map.get(d.parent!);
     if (!parent) continue;
-    const c = copyOneIn(tx, view, touch, d, parent, {});
-    samePos.run(d.id, c.id);
+    const c = await copyOneIn(tx, view, touch, d, parent, {});
+    await samePos.run(d.id, c.id);
     map.set(d.gid, c);
     if (++n >= limit) break;
   }
@@ -218,36 +222,39 @@ function copyDescendantsIn(tx: Tx, view: SchemaView, touch: Touch, src: Rec, cop
 /** Inline deep copies up to this many records; larger subtrees are copied by a `copy_record` job. */
 const COPY_INLINE_MAX = 2000;
 
-export function shallowCopy(
+export async function shallowCopy(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: Langs & { record: string; parent?: unknown; ordering?: unknown; before_record?: unknown },
-): Answer {
-  return recordsWrite(ctx, actor, projectGid, (tx, _log, view, touch) => {
-    const src = mustRecord(tx, projectGid, input.record);
+): Promise<Answer> {
+  return await recordsWrite(ctx, actor, projectGid, async (tx, _log, view, touch) => {
+    const src = await mustRecord(tx, projectGid, input.record);
     if (!src.parent) throw cannot("The root record cannot be copied", { record: src.gid });
-    const parent = parentFor(tx, view, input.parent);
-    const copy = copyOneIn(tx, view, touch, src, parent, {
+    const parent = await parentFor(tx, view, input.parent);
+    const copy = await copyOneIn(tx, view, touch, src, parent, {
       ordering: orderingOf(view, input.ordering),
       before: input.before_record,
     });
-    return answer(tx, view, input, { record: copy.gid, parent: parent.gid }, [copy.gid, parent.gid]);
+    return await answer(tx, view, input, { record: copy.gid, parent: parent.gid }, [copy.gid, parent.gid]);
   });
 }
 
-export function duplicateRecord(
+export async function duplicateRecord(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: Langs & { record: string; ordering?: unknown },
-): Answer {
-  return recordsWrite(ctx, actor, projectGid, (tx, _log, view, touch) => {
-    const src = mustRecord(tx, projectGid, input.record);
+): Promise<Answer> {
+  return await recordsWrite(ctx, actor, projectGid, async (tx, _log, view, touch) => {
+    const src = await mustRecord(tx, projectGid, input.record);
     if (!src.parent) throw cannot("The root record cannot be duplicated", { record: src.gid });
-    const parent = parentFor(tx, view, src.parent);
-    const copy = copyOneIn(tx, view, touch, src, parent, { ordering: orderingOf(view, input.ordering), after: src });
-    return answer(tx, view, input, { record: copy.gid, parent: parent.gid }, [copy.gid, parent.gid]);
+    const parent = await parentFor(tx, view, src.parent);
+    const copy = await copyOneIn(tx, view, touch, src, parent, {
+      ordering: orderingOf(view, input.ordering),
+      after: src,
+    });
+    return await answer(tx, view, input, { record: copy.gid, parent: parent.gid }, [copy.gid, parent.gid]);
   });
 }
 
@@ -255,39 +262,39 @@ export function duplicateRecord(
  * `records/copy`: the record with its live subtree under `parent`. Up to COPY_INLINE_MAX records
  * are copied at once; beyond that the top copy is made now and its subtree by a job (`job.token`).
  */
-export function copyRecord(
+export async function copyRecord(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: Langs & { record: string; parent?: unknown; ordering?: unknown; before_record?: unknown },
-): Answer {
-  return recordsWrite(ctx, actor, projectGid, (tx, _log, view, touch) => {
-    const src = mustRecord(tx, projectGid, input.record);
-    const parent = parentFor(tx, view, input.parent);
+): Promise<Answer> {
+  return await recordsWrite(ctx, actor, projectGid, async (tx, _log, view, touch) => {
+    const src = await mustRecord(tx, projectGid, input.record);
+    const parent = await parentFor(tx, view, input.parent);
     if (parent.path.includes(src.gid))
       throw cannot("A record cannot be copied into its own subtree", { record: src.gid, parent: parent.gid });
-    const copy = copyOneIn(tx, view, touch, src, parent, {
+    const copy = await copyOneIn(tx, view, touch, src, parent, {
       ordering: orderingOf(view, input.ordering),
       before: input.before_record,
     });
     const size = (
-      db(tx)
+      (await db(tx)
         .query(
           `WITH RECURSIVE sub(gid) AS (SELECT gid FROM records WHERE parent = ?1 UNION ALL SELECT r.gid FROM records r JOIN sub ON r.parent = sub.gid) SELECT count(*) AS n FROM sub`,
         )
-        .get(src.gid) as { n: number }
+        .get(src.gid)) as { n: number }
     ).n;
     const result: Record<string, unknown> = { record: copy.gid, parent: parent.gid };
-    if (size <= COPY_INLINE_MAX) copyDescendantsIn(tx, view, touch, src, copy);
+    if (size <= COPY_INLINE_MAX) await copyDescendantsIn(tx, view, touch, src, copy);
     else
-      result["job.token"] = ctx.jobs.enqueue({
+      result["job.token"] = await ctx.jobs.enqueue({
         kind: "copy_record",
         projectGid,
         userGid: actor.userGid,
         params: { actor, source: src.gid, copy: copy.gid },
         info: { total: size, remaining: size },
       });
-    return answer(tx, view, input, result, [copy.gid, parent.gid]);
+    return await answer(tx, view, input, result, [copy.gid, parent.gid]);
   });
 }
 
@@ -296,31 +303,32 @@ export const copyRecordJob: JobKind = {
   async handler(ctx, job, progress) {
     const { actor, source, copy } = job.params as { actor: Actor; source: string; copy: string };
     let copied = 0;
-    recordsWrite(ctx, actor, job.projectGid!, (tx, _log, view, touch) => {
-      const src = recordRow(tx, view.projectGid, source);
-      const top = recordRow(tx, view.projectGid, copy);
+    await recordsWrite(ctx, actor, job.projectGid!, async (tx, _log, view, touch) => {
+      const src = await recordRow(tx, view.projectGid, source);
+      const top = await recordRow(tx, view.projectGid, copy);
       if (!src || !top) return;
       // Started over after a crash: the copy's subtree is made anew.
-      for (const d of descendants(tx, top.gid).reverse()) db(tx).query("DELETE FROM records WHERE id = ?").run(d.id);
-      copied = copyDescendantsIn(tx, view, touch, src, top);
+      for (const d of (await descendants(tx, top.gid)).reverse())
+        await db(tx).query("DELETE FROM records WHERE id = ?").run(d.id);
+      copied = await copyDescendantsIn(tx, view, touch, src, top);
     });
     await progress.step(copied);
     return { copied };
   },
 };
 
-export function linkRecord(
+export async function linkRecord(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: Langs & { record: string; parent?: unknown; ordering?: unknown; before_record?: unknown },
-): Answer {
-  return recordsWrite(ctx, actor, projectGid, (tx, _log, view, touch) => {
-    const src = mustRecord(tx, projectGid, input.record);
+): Promise<Answer> {
+  return await recordsWrite(ctx, actor, projectGid, async (tx, _log, view, touch) => {
+    const src = await mustRecord(tx, projectGid, input.record);
     if (!src.parent) throw cannot("The root record cannot be linked", { record: src.gid });
-    const canonical = src.isLink ? mustRecord(tx, projectGid, src.canonical) : src;
-    const parent = parentFor(tx, view, input.parent);
-    const link = insertRecordIn(tx, view, touch, {
+    const canonical = src.isLink ? await mustRecord(tx, projectGid, src.canonical) : src;
+    const parent = await parentFor(tx, view, input.parent);
+    const link = await insertRecordIn(tx, view, touch, {
       parent,
       definition: canonical.definition,
       vals: canonical.vals,
@@ -331,7 +339,7 @@ export function linkRecord(
       beforeRecord: input.before_record,
     });
     touch.update(canonical.gid);
-    return answer(tx, view, input, { record: link.gid, parent: parent.gid, canonical: canonical.gid }, [
+    return await answer(tx, view, input, { record: link.gid, parent: parent.gid, canonical: canonical.gid }, [
       link.gid,
       parent.gid,
       canonical.gid,
@@ -339,16 +347,21 @@ export function linkRecord(
   });
 }
 
-export function unlinkRecord(ctx: Ctx, actor: Actor, projectGid: string, input: Langs & { record: string }): Answer {
-  return recordsWrite(ctx, actor, projectGid, (tx, _log, view, touch) => {
-    const rec = mustRecord(tx, projectGid, input.record);
+export async function unlinkRecord(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: Langs & { record: string },
+): Promise<Answer> {
+  return await recordsWrite(ctx, actor, projectGid, async (tx, _log, view, touch) => {
+    const rec = await mustRecord(tx, projectGid, input.record);
     if (!rec.isLink) throw cannot("The record is not a link", { record: rec.gid });
-    db(tx)
+    await db(tx)
       .query("UPDATE records SET canonical = gid, is_link = 0, updated_on = ? WHERE id = ?")
       .run(Math.max(now(), rec.updatedOn + 1e-6), rec.id);
     touch.update(rec.gid);
     touch.update(rec.canonical);
-    return answer(tx, view, input, { record: rec.gid }, [rec.gid]);
+    return await answer(tx, view, input, { record: rec.gid }, [rec.gid]);
   });
 }
 
@@ -356,13 +369,13 @@ export function unlinkRecord(ctx: Ctx, actor: Actor, projectGid: string, input: 
 // Deletion life cycle
 
 /** The record, its subtree and the links pointing at any of them. */
-function withSubtreeAndLinks(tx: Tx, rec: Rec): Rec[] {
-  const set = [rec, ...descendants(tx, rec.gid)];
+async function withSubtreeAndLinks(tx: Tx, rec: Rec): Promise<Rec[]> {
+  const set = [rec, ...(await descendants(tx, rec.gid))];
   const gids = set.map((r) => r.gid);
   const links = (
-    db(tx)
+    (await db(tx)
       .query(`SELECT ${COLUMNS} FROM records WHERE is_link = 1 AND canonical IN (SELECT value FROM json_each(?))`)
-      .all(JSON.stringify(gids)) as Record<string, unknown>[]
+      .all(JSON.stringify(gids))) as Record<string, unknown>[]
   ).map(recOf);
   const seen = new Set(gids);
   for (const l of links) {
@@ -374,22 +387,22 @@ function withSubtreeAndLinks(tx: Tx, rec: Rec): Rec[] {
 }
 
 /** A deleted record's places are filed under "-<parent>" (out of the live children's index). */
-function fileOrderings(tx: Tx, rec: { id: number; parent: string | null }, deleted: boolean): void {
+async function fileOrderings(tx: Tx, rec: { id: number; parent: string | null }, deleted: boolean): Promise<void> {
   if (rec.parent)
-    db(tx)
+    await db(tx)
       .query("UPDATE record_orderings SET parent = ? WHERE record_id = ?")
       .run(deleted ? `-${rec.parent}` : rec.parent, rec.id);
 }
 
-function setStatus(tx: Tx, touch: Touch, rows: Rec[], status: string): void {
+async function setStatus(tx: Tx, touch: Touch, rows: Rec[], status: string): Promise<void> {
   const t = now();
   const upd = db(tx).query("UPDATE records SET status = ?, updated_on = max(?, updated_on + 0.000001) WHERE id = ?");
   for (const r of rows) {
-    upd.run(status, t, r.id);
-    fileOrderings(tx, r, status === DELETED);
+    await upd.run(status, t, r.id);
+    await fileOrderings(tx, r, status === DELETED);
     touch.update(r.gid);
   }
-  recount(
+  await recount(
     tx,
     touch,
     rows.map((r) => r.parent),
@@ -397,54 +410,66 @@ function setStatus(tx: Tx, touch: Touch, rows: Rec[], status: string): void {
 }
 
 /** Soft-deletes a record, its subtree and the links to them, inside the caller's transaction. */
-export function deleteRecordIn(tx: Tx, view: SchemaView, touch: Touch, gid: unknown): Rec {
-  const rec = mustRecord(tx, view.projectGid, gid);
+export async function deleteRecordIn(tx: Tx, view: SchemaView, touch: Touch, gid: unknown): Promise<Rec> {
+  const rec = await mustRecord(tx, view.projectGid, gid);
   if (!rec.parent)
     throw unprocessable("Deletion failed", { reason: "The root record cannot be deleted", record: rec.gid });
   if (rec.status === DELETED)
     throw unprocessable("Deletion failed", { reason: "The record is already deleted", record: rec.gid });
-  setStatus(
+  await setStatus(
     tx,
     touch,
-    withSubtreeAndLinks(tx, rec).filter((r) => r.status !== DELETED),
+    (await withSubtreeAndLinks(tx, rec)).filter((r) => r.status !== DELETED),
     DELETED,
   );
   return rec;
 }
 
-export function deleteRecord(ctx: Ctx, actor: Actor, projectGid: string, input: Langs & { record: string }): Answer {
-  return recordsWrite(ctx, actor, projectGid, (tx, _log, view, touch) => {
-    const rec = deleteRecordIn(tx, view, touch, input.record);
-    return answer(tx, view, input, { record: rec.gid, parent: rec.parent }, [rec.gid, rec.parent]);
+export async function deleteRecord(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: Langs & { record: string },
+): Promise<Answer> {
+  return await recordsWrite(ctx, actor, projectGid, async (tx, _log, view, touch) => {
+    const rec = await deleteRecordIn(tx, view, touch, input.record);
+    return await answer(tx, view, input, { record: rec.gid, parent: rec.parent }, [rec.gid, rec.parent]);
   });
 }
 
 /** Restores a deleted record, its deleted subtree and the deleted links to them. */
-export function undeleteRecordIn(tx: Tx, view: SchemaView, touch: Touch, gid: unknown): Rec {
-  const rec = mustRecord(tx, view.projectGid, gid);
+export async function undeleteRecordIn(tx: Tx, view: SchemaView, touch: Touch, gid: unknown): Promise<Rec> {
+  const rec = await mustRecord(tx, view.projectGid, gid);
   if (rec.status !== DELETED)
     throw unprocessable("Undeletion failed", { reason: "The record is not deleted", record: rec.gid });
-  const parent = rec.parent ? recordRow(tx, view.projectGid, rec.parent) : undefined;
+  const parent = rec.parent ? await recordRow(tx, view.projectGid, rec.parent) : undefined;
   if (parent && parent.status === DELETED)
     throw unprocessable("Undeletion failed", {
       reason: "The parent record is deleted; undelete it instead",
       record: rec.gid,
       parent: parent.gid,
     });
-  const rows = withSubtreeAndLinks(tx, rec).filter((r) => r.status === DELETED);
+  const rows = (await withSubtreeAndLinks(tx, rec)).filter((r) => r.status === DELETED);
   // A link whose own parent is deleted stays deleted.
   const restoring = new Set(rows.map((r) => r.gid));
-  const ok = rows.filter(
-    (r) => !r.isLink || restoring.has(r.parent!) || recordRow(tx, view.projectGid, r.parent)?.status !== DELETED,
+  const ok = await filterEach(
+    rows,
+    async (r) =>
+      !r.isLink || restoring.has(r.parent!) || (await recordRow(tx, view.projectGid, r.parent))?.status !== DELETED,
   );
-  setStatus(tx, touch, ok, PUBLISHED);
+  await setStatus(tx, touch, ok, PUBLISHED);
   return rec;
 }
 
-export function undeleteRecord(ctx: Ctx, actor: Actor, projectGid: string, input: Langs & { record: string }): Answer {
-  return recordsWrite(ctx, actor, projectGid, (tx, _log, view, touch) => {
-    const rec = undeleteRecordIn(tx, view, touch, input.record);
-    return answer(tx, view, input, { record: rec.gid }, [rec.gid, rec.parent]);
+export async function undeleteRecord(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: Langs & { record: string },
+): Promise<Answer> {
+  return await recordsWrite(ctx, actor, projectGid, async (tx, _log, view, touch) => {
+    const rec = await undeleteRecordIn(tx, view, touch, input.record);
+    return await answer(tx, view, input, { record: rec.gid }, [rec.gid, rec.parent]);
   });
 }
 
@@ -452,16 +477,16 @@ export function undeleteRecord(ctx: Ctx, actor: Actor, projectGid: string, input
  * Removes a deleted record, its subtree and every link to them (live or not) for good, inside the
  * caller's transaction. Files of assets named in values are untouched. Returns how many went.
  */
-function removeRecordIn(tx: Tx, _view: SchemaView, touch: Touch, rec: Rec): number {
-  const set = withSubtreeAndLinks(tx, rec);
+async function removeRecordIn(tx: Tx, _view: SchemaView, touch: Touch, rec: Rec): Promise<number> {
+  const set = await withSubtreeAndLinks(tx, rec);
   const gone = new Set(set.map((r) => r.gid));
   const del = db(tx).query("DELETE FROM records WHERE id = ?");
   // Deepest first, so no row is left pointing at a parent that is gone.
   for (const r of [...set].sort((a, b) => b.treelevel - a.treelevel)) {
-    del.run(r.id);
+    await del.run(r.id);
     touch.delete(r.gid);
   }
-  recount(
+  await recount(
     tx,
     touch,
     set.map((r) => r.parent).filter((p) => p && !gone.has(p)),
@@ -471,27 +496,27 @@ function removeRecordIn(tx: Tx, _view: SchemaView, touch: Touch, rec: Rec): numb
 }
 
 /** `records/permanent_delete`: a job (`permanent_delete_record`) removing a deleted record for good. */
-export function permanentDeleteRecord(
+export async function permanentDeleteRecord(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: Langs & { record: string },
-): Answer {
-  return recordsWrite(ctx, actor, projectGid, (tx, _log, view) => {
-    const rec = mustRecord(tx, projectGid, input.record);
+): Promise<Answer> {
+  return await recordsWrite(ctx, actor, projectGid, async (tx, _log, view) => {
+    const rec = await mustRecord(tx, projectGid, input.record);
     if (rec.status !== DELETED)
       throw unprocessable("Deletion failed", {
         reason: "Only deleted records can be deleted permanently",
         record: rec.gid,
       });
-    const token = ctx.jobs.enqueue({
+    const token = await ctx.jobs.enqueue({
       kind: "permanent_delete_record",
       projectGid,
       userGid: actor.userGid,
       params: { actor, records: [rec.gid] },
       info: {},
     });
-    return answer(tx, view, input, { parent: rec.parent, "job.token": token }, [rec.parent]);
+    return await answer(tx, view, input, { parent: rec.parent, "job.token": token }, [rec.parent]);
   });
 }
 
@@ -527,15 +552,15 @@ export async function permanentlyRemove(
   const saved = progress.resume as Saved | undefined;
   let removed = saved?.removed ?? 0;
   const skipped: Skipped = saved?.skipped ?? { count: 0, items: [] };
-  progress.total(gids.length, saved?.next);
+  await progress.total(gids.length, saved?.next);
   for (let i = saved?.next ?? 0; i < gids.length; i++) {
     const gid = gids[i]!;
-    recordsWrite(ctx, actor, projectGid, (tx, _log, view, touch) => {
-      const rec = recordRow(tx, projectGid, gid);
+    await recordsWrite(ctx, actor, projectGid, async (tx, _log, view, touch) => {
+      const rec = await recordRow(tx, projectGid, gid);
       if (!rec) skipRecord(skipped, gid, "Record doesn't exist");
       else if (rec.status !== DELETED) skipRecord(skipped, gid, "The record is not deleted");
-      else removed += removeRecordIn(tx, view, touch, rec);
-      progress.save(tx, { next: i + 1, removed, skipped } satisfies Saved);
+      else removed += await removeRecordIn(tx, view, touch, rec);
+      await progress.save(tx, { next: i + 1, removed, skipped } satisfies Saved);
     });
     await progress.step(1);
   }
@@ -544,9 +569,9 @@ export async function permanentlyRemove(
 
 /** The `permanent_delete_record` job of `records/permanent_delete`. */
 export const permanentDeleteJob: JobKind = {
-  handler(ctx, job, progress) {
+  async handler(ctx, job, progress) {
     const { actor, records } = job.params as { actor: Actor; records: string[] };
-    return permanentlyRemove(ctx, actor, job.projectGid!, records, progress);
+    return await permanentlyRemove(ctx, actor, job.projectGid!, records, progress);
   },
 };
 
@@ -554,14 +579,14 @@ export const permanentDeleteJob: JobKind = {
 // tree
 
 /** Live children of a parent in an ordering (else creation order), all of them. */
-function allChildren(tx: Tx, parent: string, ordering?: string): string[] {
+async function allChildren(tx: Tx, parent: string, ordering?: string): Promise<string[]> {
   const rows = ordering
-    ? db(tx)
+    ? await db(tx)
         .query(
           `SELECT r.gid AS gid FROM records r LEFT JOIN record_orderings o ON o.record_id = r.id AND o.ordering = ?2 WHERE r.parent = ?1 AND r.status != '${DELETED}' ORDER BY o.pos IS NULL, o.pos, r.id`,
         )
         .all(parent, ordering)
-    : db(tx).query(`SELECT gid FROM records WHERE parent = ? AND status != '${DELETED}' ORDER BY id`).all(parent);
+    : await db(tx).query(`SELECT gid FROM records WHERE parent = ? AND status != '${DELETED}' ORDER BY id`).all(parent);
   return (rows as { gid: string }[]).map((r) => r.gid);
 }
 
@@ -573,13 +598,13 @@ const TREE_MAX = 1_000_000;
  * first through the expanded records' children in the ordering); one page of it, moved back so a
  * page is full when it would run past the end. Records come without `fields`.
  */
-export function getTree(
+export async function getTree(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: TypedLangs & { expanded_records?: unknown; ordering?: unknown; "page.top"?: unknown; "page.size"?: unknown },
-): Answer {
-  return recordsRead(ctx, actor, projectGid, (tx, view) => {
+): Promise<Answer> {
+  return await recordsRead(ctx, actor, projectGid, async (tx, view) => {
     const langs = view.languagesOf(input);
     if (input.expanded_records === undefined || input.expanded_records === null) throw missing("expanded_records");
     if (!Array.isArray(input.expanded_records) || input.expanded_records.some((g) => typeof g !== "string"))
@@ -587,21 +612,24 @@ export function getTree(
     const ordering = orderingOf(view, input.ordering);
     const page = pageOf(input, TREE_PAGE);
     const expanded = new Set(input.expanded_records as string[]);
-    const root = rootRow(tx, projectGid);
+    const root = await rootRow(tx, projectGid);
     const flat: string[] = [];
-    const walk = (gid: string) => {
+    const walk = async (gid: string) => {
       if (flat.length >= TREE_MAX) return;
       flat.push(gid);
-      if (expanded.has(gid)) for (const c of allChildren(tx, gid, ordering)) walk(c);
+      if (expanded.has(gid)) for (const c of await allChildren(tx, gid, ordering)) await walk(c);
     };
-    if (root) walk(root.gid);
+    if (root) await walk(root.gid);
     const top = Math.max(0, Math.min(page.top, flat.length - page.size));
     const gids = flat.slice(top, top + page.size);
-    const rows = new Map(rowsByGids(tx, projectGid, gids).map((r) => [r.gid, r]));
+    const rows = new Map((await rowsByGids(tx, projectGid, gids)).map((r) => [r.gid, r]));
     return {
       result: { tree: gids, "tree.size": flat.length, "page.top": top },
       data: {
-        records: formsOf(tx, view, gids.map((g) => rows.get(g)!).filter(Boolean), { languages: langs, fields: false }),
+        records: await formsOf(tx, view, gids.map((g) => rows.get(g)!).filter(Boolean), {
+          languages: langs,
+          fields: false,
+        }),
       },
     };
   });

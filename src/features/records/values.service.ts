@@ -67,7 +67,8 @@ export class SchemaView {
   readonly options: ProjectOptions;
   readonly languages: string[];
   private readonly defs = new Map<string, DefInfo>();
-  private readonly valueCtx;
+  /** Read on the first definition built through this view (most come from the process-wide cache). */
+  private valueCtx?: Awaited<ReturnType<typeof valueContextOf>>;
 
   constructor(
     readonly tx: Tx,
@@ -75,7 +76,6 @@ export class SchemaView {
   ) {
     this.options = projectOptions(project);
     this.languages = this.options.languages;
-    this.valueCtx = valueContextOf(tx, project.gid);
   }
 
   get projectGid() {
@@ -100,7 +100,7 @@ export class SchemaView {
   }
 
   /** The definition's fields in order (empty for a definition that no longer exists). */
-  def(gid: string): DefInfo {
+  async def(gid: string): Promise<DefInfo> {
     let d = this.defs.get(gid);
     if (d) return d;
     const stamp = this.stamp();
@@ -115,19 +115,19 @@ export class SchemaView {
       this.defs.set(gid, d);
       return d;
     }
-    d = this.build(gid);
+    d = await this.build(gid);
     if (shared.defs.size < 1000) shared.defs.set(gid, d);
     this.defs.set(gid, d);
     return d;
   }
 
-  private build(gid: string): DefInfo {
+  private async build(gid: string): Promise<DefInfo> {
     let d: DefInfo;
-    const row = rowOf(this.tx, "definition", this.projectGid, gid);
+    const row = await rowOf(this.tx, "definition", this.projectGid, gid);
     const spec = (row?.spec ?? {}) as { titlefield?: string | null; childdefinitions?: string[] };
     const fields: FieldInfo[] = [];
     if (row) {
-      for (const { field } of definitionFields(this.tx, this.projectGid, gid)) {
+      for (const { field } of await definitionFields(this.tx, this.projectGid, gid)) {
         const s = field.spec as {
           type: FieldType;
           options?: Record<string, unknown>;
@@ -138,7 +138,7 @@ export class SchemaView {
         const options = s.options ?? {};
         const like: FieldLike = { gid: field.gid, name: field.name, type: s.type, options };
         // Built now, while this transaction can read nested classes (the info is cached beyond it).
-        const schema = valueSchema(like, this.valueCtx);
+        const schema = valueSchema(like, (this.valueCtx ??= await valueContextOf(this.tx, this.projectGid)));
         const values = options.values as { key: string; label?: Record<string, string> }[] | undefined;
         fields.push({
           gid: field.gid,
@@ -407,12 +407,12 @@ const ASSET_TYPES: ReadonlyMap<string, "image" | "file"> = new Map([
  * Why an asset-valued field's value cannot be stored, or undefined when it can: every gid must name
  * an asset of the project that is not deleted, not a folder, and for image fields an image.
  */
-function assetIssue(view: SchemaView, f: FieldInfo, value: unknown): string | undefined {
+async function assetIssue(view: SchemaView, f: FieldInfo, value: unknown): Promise<string | undefined> {
   const want = ASSET_TYPES.get(f.type);
   if (!want || value === null || value === undefined) return undefined;
   const gids = (Array.isArray(value) ? value : [value]).filter((g): g is string => typeof g === "string");
   if (!gids.length) return undefined;
-  const found = new Map(assetsByGids(view.tx, view.projectGid, gids).map((a) => [a.gid, a]));
+  const found = new Map((await assetsByGids(view.tx, view.projectGid, gids)).map((a) => [a.gid, a]));
   for (const g of gids) {
     const a = found.get(g);
     if (!a || a.status === "deleted") return `${f.name}: no asset ${JSON.stringify(g.slice(0, 40))} in the project`;
@@ -456,13 +456,13 @@ export type ReportItem = {
  * fields left empty in a written language are reported as warnings. Returns the new values, the
  * report and whether anything changed.
  */
-export function applyFields(
+export async function applyFields(
   view: SchemaView,
   d: DefInfo,
   recordGid: string,
   current: Record<string, Record<string, unknown>>,
   input: unknown,
-): { vals: Record<string, Record<string, unknown>>; report: ReportItem[]; changed: string[] } {
+): Promise<{ vals: Record<string, Record<string, unknown>>; report: ReportItem[]; changed: string[] }> {
   if (!input || typeof input !== "object" || Array.isArray(input))
     throw invalidParameter("fields", { expected: "an object of language codes to objects of field names to values" });
   const report: ReportItem[] = [];
@@ -517,7 +517,7 @@ export function applyFields(
         continue;
       }
       const clean = isEmpty(parsed.data) ? null : parsed.data;
-      const assetProblem = assetIssue(view, f, clean);
+      const assetProblem = await assetIssue(view, f, clean);
       if (assetProblem) {
         err(lang, f.name, "asset", assetProblem);
         if (!f.localized) shared.set(f.gid, { value: undefined, language: lang, bad: true });

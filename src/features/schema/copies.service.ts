@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from "node:async_hooks";
 import { and, eq, isNull } from "drizzle-orm";
 import type { Actor } from "../../core/actor";
 import { lastingAnswer, type Answer } from "../../core/answer";
@@ -134,27 +135,29 @@ export class Out {
  * `fields/get`, `classes/get` and `definitions/get`: one gid (`one`: the item's full answer, kept
  * in the schema snapshot) or a list of gids (`many`: the items found, in the order asked).
  */
-export function getItems(
+export async function getItems(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   kind: "field" | "class" | "definition",
   one: unknown,
   many: unknown,
-  answerOf: (tx: Tx, row: SchemaRow) => Answer,
-): Answer {
-  return readProject(ctx, actor, projectGid, "member", ({ tx }) => {
+  answerOf: (tx: Tx, row: SchemaRow) => Promise<Answer>,
+): Promise<Answer> {
+  return await readProject(ctx, actor, projectGid, "member", async ({ tx }) => {
     if (typeof one === "string")
-      return snapshotValue(tx, projectGid, `${PLURAL[kind]}/get ${one}`, () =>
-        lastingAnswer(answerOf(tx, mustGet(tx, kind, projectGid, one))),
+      return await snapshotValue(tx, projectGid, `${PLURAL[kind]}/get ${one}`, async () =>
+        lastingAnswer(await answerOf(tx, await mustGet(tx, kind, projectGid, one))),
       );
     if (!Array.isArray(many)) throw missing(kind);
     const rows = new Map(
-      rowsOf(
-        tx,
-        kind,
-        projectGid,
-        many.filter((g): g is string => typeof g === "string"),
+      (
+        await rowsOf(
+          tx,
+          kind,
+          projectGid,
+          many.filter((g): g is string => typeof g === "string"),
+        )
       ).map((r) => [r.gid, r]),
     );
     const found = many.filter((g): g is string => typeof g === "string" && rows.has(g));
@@ -173,9 +176,15 @@ type NewItem = {
   original?: string | null;
 };
 
-export function insertItem(tx: Tx, log: ChangeLog, kind: Kind, projectGid: string, v: NewItem): SchemaRow {
+export async function insertItem(
+  tx: Tx,
+  log: ChangeLog,
+  kind: Kind,
+  projectGid: string,
+  v: NewItem,
+): Promise<SchemaRow> {
   const t = now();
-  const row = tx
+  const row = await tx
     .insert(TABLE[kind])
     .values({
       gid: newGid(),
@@ -197,32 +206,38 @@ export function insertItem(tx: Tx, log: ChangeLog, kind: Kind, projectGid: strin
 
 type Patch = Partial<Pick<SchemaRow, "name" | "label" | "metadata" | "spec" | "original" | "isNew">>;
 
-export function updateItem(tx: Tx, log: ChangeLog, kind: Kind, row: SchemaRow, patch: Patch): SchemaRow {
+export async function updateItem(tx: Tx, log: ChangeLog, kind: Kind, row: SchemaRow, patch: Patch): Promise<SchemaRow> {
   const t = TABLE[kind];
-  const out = tx
+  const out = (await tx
     .update(t)
     .set({ ...patch, updatedOn: Math.max(now(), row.updatedOn + 1e-6) })
     .where(eq(t.id, row.id))
     .returning()
-    .get()!;
+    .get())!;
   logItem(log, row.projectGid, "UPDATE", kind, row.gid);
   return out;
 }
 
-export function removeItem(tx: Tx, log: ChangeLog, kind: Kind, row: SchemaRow): void {
+export async function removeItem(tx: Tx, log: ChangeLog, kind: Kind, row: SchemaRow): Promise<void> {
   const t = TABLE[kind];
-  tx.delete(t).where(eq(t.id, row.id)).run();
+  await tx.delete(t).where(eq(t.id, row.id)).run();
   logItem(log, row.projectGid, "DELETE", kind, row.gid);
 }
 
 const hasLayout = (kind: Kind) => kind === "class" || kind === "definition";
-export const layoutOf = (tx: Tx, row: SchemaRow) =>
-  rowOf(tx, "layout", row.projectGid, (row.spec as { layout?: string }).layout);
+export const layoutOf = async (tx: Tx, row: SchemaRow) =>
+  await rowOf(tx, "layout", row.projectGid, (row.spec as { layout?: string }).layout);
 
 /** A name not used by another item of the kind: `base`, else `base_2`, `base_3`, ... */
-export function freeName(tx: Tx, kind: Kind, projectGid: string, base: string, exceptGids: string[] = []): string {
+export async function freeName(
+  tx: Tx,
+  kind: Kind,
+  projectGid: string,
+  base: string,
+  exceptGids: string[] = [],
+): Promise<string> {
   const taken = new Set(
-    rowsOf(tx, kind, projectGid)
+    (await rowsOf(tx, kind, projectGid))
       .filter((r) => !exceptGids.includes(r.gid) && !exceptGids.includes(r.original ?? ""))
       .map((r) => r.name),
   );
@@ -231,14 +246,21 @@ export function freeName(tx: Tx, kind: Kind, projectGid: string, base: string, e
 }
 
 /** 1001 when another committed item of the kind has the name (a working copy shares its original's). */
-function requireUniqueName(tx: Tx, kind: Kind, projectGid: string, name: string, exceptGids: string[]): void {
+async function requireUniqueName(
+  tx: Tx,
+  kind: Kind,
+  projectGid: string,
+  name: string,
+  exceptGids: string[],
+): Promise<void> {
   const t = TABLE[kind];
-  const clash = tx
-    .select({ gid: t.gid })
-    .from(t)
-    .where(and(eq(t.projectGid, projectGid), eq(t.name, name), isNull(t.original), eq(t.isNew, false)))
-    .all()
-    .filter((r) => !exceptGids.includes(r.gid));
+  const clash = (
+    await tx
+      .select({ gid: t.gid })
+      .from(t)
+      .where(and(eq(t.projectGid, projectGid), eq(t.name, name), isNull(t.original), eq(t.isNew, false)))
+      .all()
+  ).filter((r) => !exceptGids.includes(r.gid));
   if (clash.length)
     throw validationFailed([
       { field: "name", rule: "unique", message: `another committed ${NOUN[kind].toLowerCase()} is named ${name}` },
@@ -249,35 +271,35 @@ function requireUniqueName(tx: Tx, kind: Kind, projectGid: string, name: string,
  * The row a change goes to: the item itself when new or a working copy; for a committed item its
  * working copy, made now when there is none (`made` then holds the original, for the answer).
  */
-export function editable(
+export async function editable(
   tx: Tx,
   log: ChangeLog,
   kind: Kind,
   projectGid: string,
   gid: unknown,
   member = kind as string,
-): { row: SchemaRow; made?: SchemaRow } {
-  const row = mustGet(tx, kind, projectGid, gid, member);
+): Promise<{ row: SchemaRow; made?: SchemaRow }> {
+  const row = await mustGet(tx, kind, projectGid, gid, member);
   refuseExtended(kind, row);
   if (!isCommitted(row)) return { row };
-  const wc = workingCopyOf(tx, kind, projectGid, row.gid);
+  const wc = await workingCopyOf(tx, kind, projectGid, row.gid);
   if (wc) return { row: wc };
   const spec = { ...(row.spec as Record<string, unknown>) };
   if (hasLayout(kind)) {
-    const layout = layoutOf(tx, row);
+    const layout = await layoutOf(tx, row);
     if (layout) {
       const lwc =
-        workingCopyOf(tx, "layout", projectGid, layout.gid) ??
-        insertItem(tx, log, "layout", projectGid, {
+        (await workingCopyOf(tx, "layout", projectGid, layout.gid)) ??
+        (await insertItem(tx, log, "layout", projectGid, {
           name: layout.name,
           spec: layout.spec,
           isNew: false,
           original: layout.gid,
-        });
+        }));
       spec.layout = lwc.gid;
     }
   }
-  const copy = insertItem(tx, log, kind, projectGid, {
+  const copy = await insertItem(tx, log, kind, projectGid, {
     name: row.name,
     label: row.label,
     metadata: row.metadata,
@@ -288,43 +310,43 @@ export function editable(
   return { row: copy, made: row };
 }
 
-/** Depth of `asRecordExtension` calls running now (the services are synchronous: one at a time). */
-let extending = 0;
+/** Set in the asynchronous context of an `asRecordExtension` call (requests interleave: not a counter). */
+const extending = new AsyncLocalStorage<true>();
 
 /**
  * Runs `fn` as a change of a record's extended definition (records/definition/..., the only way to
  * change one): the schema's own endpoints refuse extended definitions (`refuseExtended`), as the
  * reference says ("use the records/definition api").
  */
-export function asRecordExtension<T>(fn: () => T): T {
-  extending++;
-  try {
-    return fn();
-  } finally {
-    extending--;
-  }
+export function asRecordExtension<T>(fn: () => Promise<T>): Promise<T> {
+  return extending.run(true, fn);
 }
 
 /** 422 for an extended definition changed through the schema endpoints (modify, lists, commit, ...). */
 function refuseExtended(kind: Kind, row: SchemaRow): void {
-  if (kind !== "definition" || extending > 0 || typeof (row.spec as { extends?: unknown }).extends !== "string") return;
+  if (
+    kind !== "definition" ||
+    extending.getStore() === true ||
+    typeof (row.spec as { extends?: unknown }).extends !== "string"
+  )
+    return;
   throw cannot("An extended definition is changed through records/definition/..., not the definitions endpoints", {
     definition: row.gid,
   });
 }
 
 /** The row a working-copy action (commit, revert, save_as_new) works on: given either gid. */
-function pending(
+async function pending(
   tx: Tx,
   kind: Kind,
   projectGid: string,
   gid: unknown,
   what: string,
-): SchemaRow | { unchanged: SchemaRow } {
-  const row = mustGet(tx, kind, projectGid, gid);
+): Promise<SchemaRow | { unchanged: SchemaRow }> {
+  const row = await mustGet(tx, kind, projectGid, gid);
   refuseExtended(kind, row);
   if (!isCommitted(row)) return row;
-  const wc = workingCopyOf(tx, kind, projectGid, row.gid);
+  const wc = await workingCopyOf(tx, kind, projectGid, row.gid);
   if (wc) return wc;
   // The reference: an unchanged field is "not saved either" (answered as it is); an unmodified
   // class or definition "cannot" be saved as new.
@@ -341,12 +363,12 @@ function pending(
 type SchemaCommit = SchemaChange;
 
 /** The ordered field gids of a definition spec: its own fields, then each class's (committed) fields; each once. */
-export function fieldListOfSpec(
+export async function fieldListOfSpec(
   tx: Tx,
   projectGid: string,
   spec: Record<string, unknown>,
   classOverride?: Map<string, string[]>,
-): string[] {
+): Promise<string[]> {
   const out: string[] = [];
   const seen = new Set<string>();
   const push = (g: unknown) => {
@@ -357,7 +379,7 @@ export function fieldListOfSpec(
   };
   for (const f of (spec.fields as string[] | undefined) ?? []) push(f);
   const classGids = (spec.classes as string[] | undefined) ?? [];
-  const rows = new Map(rowsOf(tx, "class", projectGid, classGids).map((r) => [r.gid, r]));
+  const rows = new Map((await rowsOf(tx, "class", projectGid, classGids)).map((r) => [r.gid, r]));
   for (const c of classGids) {
     const list = classOverride?.get(c) ?? (rows.get(c)?.spec as { fields?: string[] } | undefined)?.fields ?? [];
     for (const f of list) push(f);
@@ -366,28 +388,33 @@ export function fieldListOfSpec(
 }
 
 /** The change record of committing `next` (members to be written) over `committed` (null when new). */
-function describe(tx: Tx, kind: Exclude<Kind, "layout">, committed: SchemaRow | null, next: SchemaRow): SchemaCommit {
+async function describe(
+  tx: Tx,
+  kind: Exclude<Kind, "layout">,
+  committed: SchemaRow | null,
+  next: SchemaRow,
+): Promise<SchemaCommit> {
   const projectGid = next.projectGid;
   const gid = committed?.gid ?? next.gid;
   const after = { ...formOf(kind, next), gid, original: null, is_new: false, is_working_copy: false };
   let cls: string[] = [];
   let defs: string[] = [];
   const dropped: Record<string, string[]> = {};
-  if (kind === "field") ({ classes: cls, definitions: defs } = definitionsUsingField(tx, projectGid, gid));
+  if (kind === "field") ({ classes: cls, definitions: defs } = await definitionsUsingField(tx, projectGid, gid));
   if (kind === "class" && committed) {
-    defs = definitionsUsingClass(tx, projectGid, gid);
+    defs = await definitionsUsingClass(tx, projectGid, gid);
     const override = new Map([[gid, (next.spec as { fields?: string[] }).fields ?? []]]);
-    for (const d of rowsOf(tx, "definition", projectGid, defs)) {
-      const before = fieldListOfSpec(tx, projectGid, d.spec);
-      const nowList = new Set(fieldListOfSpec(tx, projectGid, d.spec, override));
+    for (const d of await rowsOf(tx, "definition", projectGid, defs)) {
+      const before = await fieldListOfSpec(tx, projectGid, d.spec);
+      const nowList = new Set(await fieldListOfSpec(tx, projectGid, d.spec, override));
       const lost = before.filter((f) => !nowList.has(f));
       if (lost.length) dropped[d.gid] = lost;
     }
   }
   if (kind === "definition" && committed) {
     defs = [gid];
-    const before = fieldListOfSpec(tx, projectGid, committed.spec);
-    const nowList = new Set(fieldListOfSpec(tx, projectGid, next.spec));
+    const before = await fieldListOfSpec(tx, projectGid, committed.spec);
+    const nowList = new Set(await fieldListOfSpec(tx, projectGid, next.spec));
     const lost = before.filter((f) => !nowList.has(f));
     if (lost.length) dropped[gid] = lost;
   }
@@ -404,20 +431,20 @@ function describe(tx: Tx, kind: Exclude<Kind, "layout">, committed: SchemaRow | 
 }
 
 /** The dry-run answer of a commit: what would change and what would be dropped. */
-export function commitPreview(
+export async function commitPreview(
   ctx: Ctx,
   tx: Tx,
   kind: Exclude<Kind, "layout">,
   projectGid: string,
   gid: unknown,
-  check?: (row: SchemaRow) => void,
+  check?: (row: SchemaRow) => Promise<void>,
 ) {
-  const row = pending(tx, kind, projectGid, gid, "commit") as SchemaRow;
-  check?.(row);
-  const committed = row.original ? mustGet(tx, kind, projectGid, row.original) : null;
-  const change = describe(tx, kind, committed, row);
+  const row = (await pending(tx, kind, projectGid, gid, "commit")) as SchemaRow;
+  await check?.(row);
+  const committed = row.original ? await mustGet(tx, kind, projectGid, row.original) : null;
+  const change = await describe(tx, kind, committed, row);
   const hooks: Record<string, unknown> = {};
-  for (const h of ctx.hooks.schemaCommitted) if (h.preview) Object.assign(hooks, h.preview(ctx, tx, change));
+  for (const h of ctx.hooks.schemaCommitted) if (h.preview) Object.assign(hooks, await h.preview(ctx, tx, change));
   const changed = committed
     ? Object.keys(change.after).filter(
         (k) =>
@@ -440,39 +467,44 @@ export function commitPreview(
  * Commits the working copy (or new item) named by `gid` (either gid); `check` runs the kind's
  * rules first. Returns the committed row, its layout and the jobs hooks started.
  */
-export function commitItem(
+export async function commitItem(
   ctx: Ctx,
   tx: Tx,
   log: ChangeLog,
   kind: Exclude<Kind, "layout">,
   projectGid: string,
   gid: unknown,
-  check?: (row: SchemaRow) => void,
+  check?: (row: SchemaRow) => Promise<void>,
 ) {
-  const row = pending(tx, kind, projectGid, gid, "commit") as SchemaRow;
-  check?.(row);
-  const committed = row.original ? mustGet(tx, kind, projectGid, row.original) : null;
-  requireUniqueName(tx, kind, projectGid, row.name, [row.gid, committed?.gid ?? ""]);
-  const change = describe(tx, kind, committed, row);
+  const row = (await pending(tx, kind, projectGid, gid, "commit")) as SchemaRow;
+  await check?.(row);
+  const committed = row.original ? await mustGet(tx, kind, projectGid, row.original) : null;
+  await requireUniqueName(tx, kind, projectGid, row.name, [row.gid, committed?.gid ?? ""]);
+  const change = await describe(tx, kind, committed, row);
   let result: SchemaRow;
   let layout: SchemaRow | undefined;
   if (!committed) {
-    result = updateItem(tx, log, kind, row, { isNew: false });
-    const l = hasLayout(kind) ? layoutOf(tx, result) : undefined;
-    layout = l && l.isNew ? updateItem(tx, log, "layout", l, { isNew: false }) : l;
+    result = await updateItem(tx, log, kind, row, { isNew: false });
+    const l = hasLayout(kind) ? await layoutOf(tx, result) : undefined;
+    layout = l && l.isNew ? await updateItem(tx, log, "layout", l, { isNew: false }) : l;
   } else {
     const spec = { ...(row.spec as Record<string, unknown>) };
     if (hasLayout(kind)) {
-      const wcLayout = layoutOf(tx, row);
-      const origLayout = layoutOf(tx, committed);
+      const wcLayout = await layoutOf(tx, row);
+      const origLayout = await layoutOf(tx, committed);
       if (wcLayout && origLayout && wcLayout.original === origLayout.gid) {
-        layout = updateItem(tx, log, "layout", origLayout, { name: wcLayout.name, spec: wcLayout.spec });
-        removeItem(tx, log, "layout", wcLayout);
+        layout = await updateItem(tx, log, "layout", origLayout, { name: wcLayout.name, spec: wcLayout.spec });
+        await removeItem(tx, log, "layout", wcLayout);
         spec.layout = origLayout.gid;
       } else layout = wcLayout;
     }
-    removeItem(tx, log, kind, row);
-    result = updateItem(tx, log, kind, committed, { name: row.name, label: row.label, metadata: row.metadata, spec });
+    await removeItem(tx, log, kind, row);
+    result = await updateItem(tx, log, kind, committed, {
+      name: row.name,
+      label: row.label,
+      metadata: row.metadata,
+      spec,
+    });
   }
   // The items using it changed too: say so, so clients reload them.
   const seen = new Set<string>();
@@ -488,27 +520,27 @@ export function commitItem(
   }
   const jobs: string[] = [];
   for (const h of ctx.hooks.schemaCommitted) {
-    const r = h.apply(ctx, tx, log, change);
+    const r = await h.apply(ctx, tx, log, change);
     if (r && r.job) jobs.push(r.job);
   }
   return { row: result, layout, jobs };
 }
 
 /** Reverts: drops the working copy (or the new item). Returns the original row, or null for a new item. */
-export function revertItem(
+export async function revertItem(
   tx: Tx,
   log: ChangeLog,
   kind: Exclude<Kind, "layout">,
   projectGid: string,
   gid: unknown,
-): SchemaRow | null {
-  const row = pending(tx, kind, projectGid, gid, "revert") as SchemaRow;
+): Promise<SchemaRow | null> {
+  const row = (await pending(tx, kind, projectGid, gid, "revert")) as SchemaRow;
   if (hasLayout(kind)) {
-    const l = layoutOf(tx, row);
-    if (l && !isCommitted(l)) removeItem(tx, log, "layout", l);
+    const l = await layoutOf(tx, row);
+    if (l && !isCommitted(l)) await removeItem(tx, log, "layout", l);
   }
-  removeItem(tx, log, kind, row);
-  return row.original ? mustGet(tx, kind, projectGid, row.original) : null;
+  await removeItem(tx, log, kind, row);
+  return row.original ? await mustGet(tx, kind, projectGid, row.original) : null;
 }
 
 /**
@@ -517,27 +549,35 @@ export function revertItem(
  * committed; an unchanged committed field is returned as it is, an unchanged class or definition
  * is a 422 (see `pending`).
  */
-export function saveAsNewItem(
+export async function saveAsNewItem(
   tx: Tx,
   log: ChangeLog,
   kind: Exclude<Kind, "layout">,
   projectGid: string,
   gid: unknown,
-  check?: (row: SchemaRow) => void,
+  check?: (row: SchemaRow) => Promise<void>,
 ) {
-  const p = pending(tx, kind, projectGid, gid, "save_as_new");
-  if ("unchanged" in p) return { row: p.unchanged, layout: hasLayout(kind) ? layoutOf(tx, p.unchanged) : undefined };
-  check?.({ ...p, original: null });
-  const name = freeName(tx, kind, projectGid, p.name, [p.gid]);
-  const row = updateItem(tx, log, kind, p, { original: null, isNew: false, name });
-  let layout = hasLayout(kind) ? layoutOf(tx, row) : undefined;
-  if (layout && !isCommitted(layout)) layout = updateItem(tx, log, "layout", layout, { original: null, isNew: false });
+  const p = await pending(tx, kind, projectGid, gid, "save_as_new");
+  if ("unchanged" in p)
+    return { row: p.unchanged, layout: hasLayout(kind) ? await layoutOf(tx, p.unchanged) : undefined };
+  await check?.({ ...p, original: null });
+  const name = await freeName(tx, kind, projectGid, p.name, [p.gid]);
+  const row = await updateItem(tx, log, kind, p, { original: null, isNew: false, name });
+  let layout = hasLayout(kind) ? await layoutOf(tx, row) : undefined;
+  if (layout && !isCommitted(layout))
+    layout = await updateItem(tx, log, "layout", layout, { original: null, isNew: false });
   return { row, layout };
 }
 
 /** Copies a committed item (and its layout) as a new item named `<name>_copy`. */
-export function copyItem(tx: Tx, log: ChangeLog, kind: Exclude<Kind, "layout">, projectGid: string, gid: unknown) {
-  const src = mustGet(tx, kind, projectGid, gid);
+export async function copyItem(
+  tx: Tx,
+  log: ChangeLog,
+  kind: Exclude<Kind, "layout">,
+  projectGid: string,
+  gid: unknown,
+) {
+  const src = await mustGet(tx, kind, projectGid, gid);
   if (!isCommitted(src))
     throw cannot(
       `A ${stateOf(src) === "new" ? "new" : "working copy of a"} ${NOUN[kind].toLowerCase()} cannot be copied; commit it first`,
@@ -546,14 +586,14 @@ export function copyItem(tx: Tx, log: ChangeLog, kind: Exclude<Kind, "layout">, 
   const spec = { ...(src.spec as Record<string, unknown>) };
   let layout: SchemaRow | undefined;
   if (hasLayout(kind)) {
-    const l = layoutOf(tx, src);
+    const l = await layoutOf(tx, src);
     if (l) {
-      layout = insertItem(tx, log, "layout", projectGid, { name: l.name, spec: l.spec, isNew: true });
+      layout = await insertItem(tx, log, "layout", projectGid, { name: l.name, spec: l.spec, isNew: true });
       spec.layout = layout.gid;
     }
   }
-  const row = insertItem(tx, log, kind, projectGid, {
-    name: freeName(tx, kind, projectGid, `${src.name}_copy`),
+  const row = await insertItem(tx, log, kind, projectGid, {
+    name: await freeName(tx, kind, projectGid, `${src.name}_copy`),
     label: src.label,
     metadata: src.metadata,
     spec,
@@ -566,19 +606,19 @@ export function copyItem(tx: Tx, log: ChangeLog, kind: Exclude<Kind, "layout">, 
  * Deletes an item nobody uses (given either gid): the committed or new row, its working copy and
  * their layouts. A used item is a 422 whose info names every place it is used (`used_by`).
  */
-export function deleteItem(
+export async function deleteItem(
   ctx: Ctx,
   tx: Tx,
   log: ChangeLog,
   kind: Exclude<Kind, "layout">,
   projectGid: string,
   gid: unknown,
-): string {
-  let row = mustGet(tx, kind, projectGid, gid);
-  if (row.original) row = mustGet(tx, kind, projectGid, row.original);
-  const wc = workingCopyOf(tx, kind, projectGid, row.gid);
+): Promise<string> {
+  let row = await mustGet(tx, kind, projectGid, gid);
+  if (row.original) row = await mustGet(tx, kind, projectGid, row.original);
+  const wc = await workingCopyOf(tx, kind, projectGid, row.gid);
   const own = new Set([row.gid, wc?.gid]);
-  const usage = usageOf(ctx, tx, kind, projectGid, row.gid);
+  const usage = await usageOf(ctx, tx, kind, projectGid, row.gid);
   const used: Record<string, string[]> = {};
   for (const [k, v] of Object.entries(usage)) {
     const list = v.filter((g) => !own.has(g));
@@ -589,10 +629,10 @@ export function deleteItem(
   for (const r of [wc, row]) {
     if (!r) continue;
     if (hasLayout(kind)) {
-      const l = layoutOf(tx, r);
-      if (l) removeItem(tx, log, "layout", l);
+      const l = await layoutOf(tx, r);
+      if (l) await removeItem(tx, log, "layout", l);
     }
-    removeItem(tx, log, kind, r);
+    await removeItem(tx, log, kind, r);
   }
   return row.gid;
 }

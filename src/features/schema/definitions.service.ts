@@ -48,18 +48,18 @@ const specOf = (r: SchemaRow) => r.spec as DefinitionSpec;
  * the fields of each class in class order, each field once (the first place wins). `class` is the
  * class that brought the field (null for the definition's own fields).
  */
-export function definitionFields(
+export async function definitionFields(
   tx: Tx,
   projectGid: string,
   definitionGid: string,
-): { field: SchemaRow; class: string | null }[] {
-  const d = mustGet(tx, "definition", projectGid, definitionGid);
+): Promise<{ field: SchemaRow; class: string | null }[]> {
+  const d = await mustGet(tx, "definition", projectGid, definitionGid);
   const spec = specOf(d);
-  const order = fieldListOfSpec(tx, projectGid, spec);
-  const rows = new Map(rowsOf(tx, "field", projectGid, order).map((r) => [r.gid, r]));
+  const order = await fieldListOfSpec(tx, projectGid, spec);
+  const rows = new Map((await rowsOf(tx, "field", projectGid, order)).map((r) => [r.gid, r]));
   const own = new Set(spec.fields ?? []);
   const classOf = new Map<string, string>();
-  for (const c of rowsOf(tx, "class", projectGid, spec.classes ?? []))
+  for (const c of await rowsOf(tx, "class", projectGid, spec.classes ?? []))
     for (const f of (c.spec as { fields?: string[] }).fields ?? [])
       if (!own.has(f) && !classOf.has(f)) classOf.set(f, c.gid);
   return order.filter((g) => rows.has(g)).map((g) => ({ field: rows.get(g)!, class: classOf.get(g) ?? null }));
@@ -70,10 +70,10 @@ export function definitionFields(
  * empty layout), made when missing: the definition of the root record and of children of a
  * parent that offers no child definitions (the reference's fallback). Checks nothing.
  */
-export function baseDefinitionIn(tx: Tx, log: ChangeLog, projectGid: string): string {
-  const found = rowsOf(tx, "definition", projectGid).find((r) => r.name === "base" && isCommitted(r));
+export async function baseDefinitionIn(tx: Tx, log: ChangeLog, projectGid: string): Promise<string> {
+  const found = (await rowsOf(tx, "definition", projectGid)).find((r) => r.name === "base" && isCommitted(r));
   if (found) return found.gid;
-  const layout = insertItem(tx, log, "layout", projectGid, { name: "base", spec: newLayoutSpec(), isNew: false });
+  const layout = await insertItem(tx, log, "layout", projectGid, { name: "base", spec: newLayoutSpec(), isNew: false });
   const spec: DefinitionSpec = {
     classes: [],
     fields: [],
@@ -82,7 +82,7 @@ export function baseDefinitionIn(tx: Tx, log: ChangeLog, projectGid: string): st
     childdefinitions: [],
     fieldlists: {},
   };
-  return insertItem(tx, log, "definition", projectGid, { name: "base", label: {}, spec, isNew: false }).gid;
+  return (await insertItem(tx, log, "definition", projectGid, { name: "base", label: {}, spec, isNew: false })).gid;
 }
 
 type DefinitionInput = {
@@ -96,32 +96,32 @@ type DefinitionInput = {
   metadata?: unknown;
 };
 
-function committedList(
+async function committedList(
   tx: Tx,
   projectGid: string,
   kind: "class" | "definition",
   gids: string[],
   member: string,
   self?: string,
-): string[] {
-  const rows = new Map(rowsOf(tx, kind, projectGid, gids).map((r) => [r.gid, r]));
+): Promise<string[]> {
+  const rows = new Map((await rowsOf(tx, kind, projectGid, gids)).map((r) => [r.gid, r]));
   const bad = gids.filter((g) => g !== self && (!rows.get(g) || !isCommitted(rows.get(g)!)));
   if (bad.length)
     throw cannot(`Only committed ${kind === "class" ? "classes" : "definitions"} can be added`, { [member]: bad });
   return gids;
 }
 
-function applyDefinitionInput(
+async function applyDefinitionInput(
   tx: Tx,
   project: Project,
   cur: SchemaRow | null,
   input: DefinitionInput,
-): {
+): Promise<{
   name: string;
   label: Record<string, string>;
   metadata: Record<string, unknown>;
   spec: Omit<DefinitionSpec, "layout">;
-} {
+}> {
   const issues: ValidationIssue[] = [];
   if (input.name !== undefined) issues.push(...nameIssues(input.name));
   const label = mergeLocalized(project, (cur?.label ?? {}) as Record<string, unknown>, input.label, "label", issues);
@@ -134,15 +134,15 @@ function applyDefinitionInput(
   const self = cur ? (cur.original ?? cur.gid) : undefined;
   const classes =
     input.classes !== undefined
-      ? committedList(tx, project.gid, "class", gidList(input.classes, "classes"), "classes")
+      ? await committedList(tx, project.gid, "class", gidList(input.classes, "classes"), "classes")
       : (prev.classes ?? []);
   const fields =
     input.fields !== undefined
-      ? committedFields(tx, project.gid, gidList(input.fields, "fields"))
+      ? await committedFields(tx, project.gid, gidList(input.fields, "fields"))
       : (prev.fields ?? []);
   const childdefinitions =
     input.childdefinitions !== undefined
-      ? committedList(
+      ? await committedList(
           tx,
           project.gid,
           "definition",
@@ -153,7 +153,7 @@ function applyDefinitionInput(
       : (prev.childdefinitions ?? []);
   let titlefield = input.titlefield !== undefined ? input.titlefield : (prev.titlefield ?? null);
   if (input.titlefield !== undefined && input.titlefield !== null)
-    mustBeCommitted(tx, "field", project.gid, input.titlefield, "titlefield");
+    await mustBeCommitted(tx, "field", project.gid, input.titlefield, "titlefield");
   return {
     name: input.name ?? cur?.name ?? "unnamed_definition",
     label,
@@ -164,61 +164,79 @@ function applyDefinitionInput(
 
 /** The rules of a commit: committed parts only; the titlefield and fieldlist fields among the definition's fields. */
 function definitionCheck(tx: Tx, projectGid: string) {
-  return (row: SchemaRow) => {
+  return async (row: SchemaRow) => {
     const s = specOf(row);
-    committedList(tx, projectGid, "class", s.classes ?? [], "classes");
-    committedFields(tx, projectGid, s.fields ?? []);
-    committedList(tx, projectGid, "definition", s.childdefinitions ?? [], "childdefinitions", row.original ?? row.gid);
-    const all = new Set(fieldListOfSpec(tx, projectGid, s));
+    await committedList(tx, projectGid, "class", s.classes ?? [], "classes");
+    await committedFields(tx, projectGid, s.fields ?? []);
+    await committedList(
+      tx,
+      projectGid,
+      "definition",
+      s.childdefinitions ?? [],
+      "childdefinitions",
+      row.original ?? row.gid,
+    );
+    const all = new Set(await fieldListOfSpec(tx, projectGid, s));
     if (s.titlefield && !all.has(s.titlefield))
       throw cannot("The titlefield is not one of the definition's fields", { titlefield: s.titlefield });
   };
 }
 
-export function getDefinitions(
+export async function getDefinitions(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: { definition?: string; definitions?: string[] },
-): Answer {
-  return getItems(ctx, actor, projectGid, "definition", input.definition, input.definitions, (tx, row) =>
-    ownerAnswer(tx, "definition", row),
+): Promise<Answer> {
+  return await getItems(
+    ctx,
+    actor,
+    projectGid,
+    "definition",
+    input.definition,
+    input.definitions,
+    async (tx, row) => await ownerAnswer(tx, "definition", row),
   );
 }
 
-export function createDefinition(ctx: Ctx, actor: Actor, projectGid: string, input: DefinitionInput): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log, project }) => {
-    const v = applyDefinitionInput(tx, project, null, input);
-    const layout = newOwnerLayout(tx, log, projectGid, v.name, input.layout, v.spec.fields);
-    const row = insertItem(tx, log, "definition", projectGid, {
+export async function createDefinition(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: DefinitionInput,
+): Promise<Answer> {
+  return await inProject(ctx, actor, projectGid, "member", async ({ tx, log, project }) => {
+    const v = await applyDefinitionInput(tx, project, null, input);
+    const layout = await newOwnerLayout(tx, log, projectGid, v.name, input.layout, v.spec.fields);
+    const row = await insertItem(tx, log, "definition", projectGid, {
       name: v.name,
       label: v.label,
       metadata: v.metadata,
       spec: { ...v.spec, layout: layout.gid },
       isNew: true,
     });
-    return ownerAnswer(tx, "definition", row, undefined, { layout: layout.gid });
+    return await ownerAnswer(tx, "definition", row, undefined, { layout: layout.gid });
   });
 }
 
-export function modifyDefinition(
+export async function modifyDefinition(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: DefinitionInput & { definition: string },
-): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log, project }) => {
-    const { row, made } = editable(tx, log, "definition", projectGid, input.definition);
+): Promise<Answer> {
+  return await inProject(ctx, actor, projectGid, "member", async ({ tx, log, project }) => {
+    const { row, made } = await editable(tx, log, "definition", projectGid, input.definition);
     const before = specOf(row).fields ?? [];
-    const v = applyDefinitionInput(tx, project, row, input);
-    const out = updateItem(tx, log, "definition", row, {
+    const v = await applyDefinitionInput(tx, project, row, input);
+    const out = await updateItem(tx, log, "definition", row, {
       name: v.name,
       label: v.label,
       metadata: v.metadata,
       spec: { ...specOf(row), ...v.spec },
     });
-    followFieldsInLayout(tx, log, projectGid, out, input, before, v.spec.fields);
-    return ownerAnswer(tx, "definition", out, made);
+    await followFieldsInLayout(tx, log, projectGid, out, input, before, v.spec.fields);
+    return await ownerAnswer(tx, "definition", out, made);
   });
 }
 
@@ -232,7 +250,7 @@ export const deleteDefinition = definitionLifecycle.remove;
 type ListMember = "classes" | "fields" | "childdefinitions";
 
 /** add/move/remove of one gid in one of a definition's ordered lists. */
-function changeList(
+async function changeList(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
@@ -242,15 +260,15 @@ function changeList(
   op: "add" | "move" | "remove",
   before?: unknown,
 ) {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
+  return await inProject(ctx, actor, projectGid, "member", async ({ tx, log }) => {
     const kind = member === "classes" ? "class" : member === "fields" ? "field" : "definition";
     if (op === "add") {
-      const target = mustGet(tx, kind, projectGid, gid, kind === "definition" ? "childdefinition" : kind);
-      const self = mustGet(tx, "definition", projectGid, definition);
+      const target = await mustGet(tx, kind, projectGid, gid, kind === "definition" ? "childdefinition" : kind);
+      const self = await mustGet(tx, "definition", projectGid, definition);
       const isSelf = kind === "definition" && target.gid === (self.original ?? self.gid);
       if (!isSelf && !isCommitted(target)) throw cannot(`Only committed ${member} can be added`, { [kind]: gid });
     }
-    const { row, made } = editable(tx, log, "definition", projectGid, definition);
+    const { row, made } = await editable(tx, log, "definition", projectGid, definition);
     const list = specOf(row)[member] ?? [];
     const has = list.includes(gid);
     if (op !== "add" && !has)
@@ -261,131 +279,132 @@ function changeList(
     const spec: DefinitionSpec = { ...specOf(row), [member]: next };
     if (op === "remove" && member !== "childdefinitions") {
       // Fieldlists and the titlefield keep only fields the definition still has.
-      const all = new Set(fieldListOfSpec(tx, projectGid, spec));
+      const all = new Set(await fieldListOfSpec(tx, projectGid, spec));
       spec.fieldlists = Object.fromEntries(
         Object.entries(spec.fieldlists ?? {}).map(([k, v]) => [k, v.filter((f) => all.has(f))]),
       );
       if (spec.titlefield && !all.has(spec.titlefield)) spec.titlefield = null;
     }
-    const out = updateItem(tx, log, "definition", row, { spec });
-    if (member === "fields" && op === "add" && !has) changeLayout(tx, log, out, (s) => withFieldComponent(s, gid));
-    if (member === "fields" && op === "remove") changeLayout(tx, log, out, (s) => withoutFieldComponent(s, gid));
-    return ownerAnswer(tx, "definition", out, made);
+    const out = await updateItem(tx, log, "definition", row, { spec });
+    if (member === "fields" && op === "add" && !has)
+      await changeLayout(tx, log, out, (s) => withFieldComponent(s, gid));
+    if (member === "fields" && op === "remove") await changeLayout(tx, log, out, (s) => withoutFieldComponent(s, gid));
+    return await ownerAnswer(tx, "definition", out, made);
   });
 }
 
-export const addDefinitionClass = (
+export const addDefinitionClass = async (
   ctx: Ctx,
   a: Actor,
   p: string,
   i: { definition: string; class: string; before_class?: string },
-) => changeList(ctx, a, p, i.definition, "classes", i.class, "add", i.before_class);
-export const moveDefinitionClass = (
+) => await changeList(ctx, a, p, i.definition, "classes", i.class, "add", i.before_class);
+export const moveDefinitionClass = async (
   ctx: Ctx,
   a: Actor,
   p: string,
   i: { definition: string; class: string; before_class?: string },
-) => changeList(ctx, a, p, i.definition, "classes", i.class, "move", i.before_class);
-export const removeDefinitionClass = (ctx: Ctx, a: Actor, p: string, i: { definition: string; class: string }) =>
-  changeList(ctx, a, p, i.definition, "classes", i.class, "remove");
-export const addDefinitionField = (
+) => await changeList(ctx, a, p, i.definition, "classes", i.class, "move", i.before_class);
+export const removeDefinitionClass = async (ctx: Ctx, a: Actor, p: string, i: { definition: string; class: string }) =>
+  await changeList(ctx, a, p, i.definition, "classes", i.class, "remove");
+export const addDefinitionField = async (
   ctx: Ctx,
   a: Actor,
   p: string,
   i: { definition: string; field: string; before_field?: string },
-) => changeList(ctx, a, p, i.definition, "fields", i.field, "add", i.before_field);
-export const moveDefinitionField = (
+) => await changeList(ctx, a, p, i.definition, "fields", i.field, "add", i.before_field);
+export const moveDefinitionField = async (
   ctx: Ctx,
   a: Actor,
   p: string,
   i: { definition: string; field: string; before_field?: string },
-) => changeList(ctx, a, p, i.definition, "fields", i.field, "move", i.before_field);
-export const removeDefinitionField = (ctx: Ctx, a: Actor, p: string, i: { definition: string; field: string }) =>
-  changeList(ctx, a, p, i.definition, "fields", i.field, "remove");
-export const addChildDefinition = (
+) => await changeList(ctx, a, p, i.definition, "fields", i.field, "move", i.before_field);
+export const removeDefinitionField = async (ctx: Ctx, a: Actor, p: string, i: { definition: string; field: string }) =>
+  await changeList(ctx, a, p, i.definition, "fields", i.field, "remove");
+export const addChildDefinition = async (
   ctx: Ctx,
   a: Actor,
   p: string,
   i: { definition: string; childdefinition: string; before_childdefinition?: string },
-) => changeList(ctx, a, p, i.definition, "childdefinitions", i.childdefinition, "add", i.before_childdefinition);
-export const moveChildDefinition = (
+) => await changeList(ctx, a, p, i.definition, "childdefinitions", i.childdefinition, "add", i.before_childdefinition);
+export const moveChildDefinition = async (
   ctx: Ctx,
   a: Actor,
   p: string,
   i: { definition: string; childdefinition: string; before_childdefinition?: string },
-) => changeList(ctx, a, p, i.definition, "childdefinitions", i.childdefinition, "move", i.before_childdefinition);
-export const removeChildDefinition = (
+) => await changeList(ctx, a, p, i.definition, "childdefinitions", i.childdefinition, "move", i.before_childdefinition);
+export const removeChildDefinition = async (
   ctx: Ctx,
   a: Actor,
   p: string,
   i: { definition: string; childdefinition: string },
-) => changeList(ctx, a, p, i.definition, "childdefinitions", i.childdefinition, "remove");
+) => await changeList(ctx, a, p, i.definition, "childdefinitions", i.childdefinition, "remove");
 
 /** fieldlists/fields add/move/remove: a project fieldlist's subset of the definition's fields. */
-function changeFieldlist(
+async function changeFieldlist(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: { definition: string; fieldlist: string; field: string; before_field?: string },
   op: "add" | "move" | "remove",
 ) {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log, project }) => {
+  return await inProject(ctx, actor, projectGid, "member", async ({ tx, log, project }) => {
     if (!Object.hasOwn(projectOptions(project).fieldlists, input.fieldlist))
       throw cannot("No such fieldlist in the project", { fieldlist: input.fieldlist });
-    const { row, made } = editable(tx, log, "definition", projectGid, input.definition);
+    const { row, made } = await editable(tx, log, "definition", projectGid, input.definition);
     const spec = specOf(row);
     const fieldlists = { ...(spec.fieldlists ?? {}) };
     const list = Object.hasOwn(fieldlists, input.fieldlist) ? fieldlists[input.fieldlist]! : [];
-    if (op === "add" && !fieldListOfSpec(tx, projectGid, spec).includes(input.field))
+    if (op === "add" && !(await fieldListOfSpec(tx, projectGid, spec)).includes(input.field))
       throw cannot("The field is not one of the definition's fields", { field: input.field });
     if (op !== "add" && !list.includes(input.field))
       throw cannot("The field is not in the fieldlist", { field: input.field, fieldlist: input.fieldlist });
     fieldlists[input.fieldlist] =
       op === "remove" ? list.filter((g) => g !== input.field) : placeBefore(list, input.field, input.before_field);
-    const out = updateItem(tx, log, "definition", row, { spec: { ...spec, fieldlists } });
-    return ownerAnswer(tx, "definition", out, made);
+    const out = await updateItem(tx, log, "definition", row, { spec: { ...spec, fieldlists } });
+    return await ownerAnswer(tx, "definition", out, made);
   });
 }
 
-export const addFieldlistField = (
+export const addFieldlistField = async (
   ctx: Ctx,
   a: Actor,
   p: string,
   i: { definition: string; fieldlist: string; field: string; before_field?: string },
-) => changeFieldlist(ctx, a, p, i, "add");
-export const moveFieldlistField = (
+) => await changeFieldlist(ctx, a, p, i, "add");
+export const moveFieldlistField = async (
   ctx: Ctx,
   a: Actor,
   p: string,
   i: { definition: string; fieldlist: string; field: string; before_field?: string },
-) => changeFieldlist(ctx, a, p, i, "move");
-export const removeFieldlistField = (
+) => await changeFieldlist(ctx, a, p, i, "move");
+export const removeFieldlistField = async (
   ctx: Ctx,
   a: Actor,
   p: string,
   i: { definition: string; fieldlist: string; field: string },
-) => changeFieldlist(ctx, a, p, i, "remove");
+) => await changeFieldlist(ctx, a, p, i, "remove");
 
-export function setDefinitionMetadata(
+export async function setDefinitionMetadata(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: MetadataInput & { definition: string },
-): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log, project }) => {
-    const { row, made } = setMetadata(tx, log, project, "definition", input.definition, input);
-    return ownerAnswer(tx, "definition", row, made);
+): Promise<Answer> {
+  return await inProject(ctx, actor, projectGid, "member", async ({ tx, log, project }) => {
+    const { row, made } = await setMetadata(tx, log, project, "definition", input.definition, input);
+    return await ownerAnswer(tx, "definition", row, made);
   });
 }
 
-export function clearDefinitionMetadata(
+export async function clearDefinitionMetadata(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: { definition: string; name: string },
-): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log, project }) => {
-    const { row, made } = clearMetadata(tx, log, project, "definition", input.definition, input.name);
-    return ownerAnswer(tx, "definition", row, made);
+): Promise<Answer> {
+  return await inProject(ctx, actor, projectGid, "member", async ({ tx, log, project }) => {
+    const { row, made } = await clearMetadata(tx, log, project, "definition", input.definition, input.name);
+    return await ownerAnswer(tx, "definition", row, made);
   });
 }

@@ -71,7 +71,7 @@ function emptyValue(type: string): unknown {
  * options by the type's own schema, `initial` by the type's value schema. Unknown type: 400.
  * Anything else wrong: one 1001 listing every issue.
  */
-function applyInput(tx: Tx, project: Project, cur: SchemaRow | null, input: FieldInput) {
+async function applyInput(tx: Tx, project: Project, cur: SchemaRow | null, input: FieldInput) {
   const issues: ValidationIssue[] = [];
   const prev = (cur?.spec ?? {}) as Partial<FieldSpec>;
   if (input.type !== undefined && !isFieldType(input.type))
@@ -90,13 +90,13 @@ function applyInput(tx: Tx, project: Project, cur: SchemaRow | null, input: Fiel
   const options = checked.options;
   if (!checked.issues.length) {
     if (typeof options.class === "string") {
-      const c = rowOf(tx, "class", project.gid, options.class);
+      const c = await rowOf(tx, "class", project.gid, options.class);
       if (!c || !isCommitted(c))
         issues.push({ field: "options.class", rule: "exists", message: "the gid of a committed class" });
     }
     if (Array.isArray(options.definitions)) {
       const found = new Set(
-        rowsOf(tx, "definition", project.gid, options.definitions as string[])
+        (await rowsOf(tx, "definition", project.gid, options.definitions as string[]))
           .filter(isCommitted)
           .map((r) => r.gid),
       );
@@ -146,7 +146,7 @@ function applyInput(tx: Tx, project: Project, cur: SchemaRow | null, input: Fiel
     }
   }
   if (!checked.issues.length) {
-    const ctx = valueContextOf(tx, project.gid);
+    const ctx = await valueContextOf(tx, project.gid);
     const probe = { name: input.name ?? cur?.name ?? "field", type, options };
     // The empty value means "no initial value": only a real one is checked (a barcode's "" is no code).
     const isEmpty = (v: unknown) => v === null || v === "" || (Array.isArray(v) && v.length === 0);
@@ -172,45 +172,52 @@ const fieldAnswer = (row: SchemaRow | null, ...more: (SchemaRow | undefined)[]) 
 };
 
 /** `fields/get`: `field` (one gid) or `fields` (several); unknown gids are a 422 for one, left out for several. */
-export function getFields(
+export async function getFields(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: { field?: string; fields?: string[] },
-): Answer {
-  return getItems(ctx, actor, projectGid, "field", input.field, input.fields, (_tx, row) => fieldAnswer(row));
+): Promise<Answer> {
+  return await getItems(ctx, actor, projectGid, "field", input.field, input.fields, (_tx, row) =>
+    Promise.resolve(fieldAnswer(row)),
+  );
 }
 
 /** `fields/create`: a new field (`is_new`), usable elsewhere once committed. */
-export function createField(ctx: Ctx, actor: Actor, projectGid: string, input: FieldInput): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log, project }) => {
-    const v = applyInput(tx, project, null, input);
-    return fieldAnswer(insertItem(tx, log, "field", projectGid, { ...v, isNew: true }));
+export async function createField(ctx: Ctx, actor: Actor, projectGid: string, input: FieldInput): Promise<Answer> {
+  return await inProject(ctx, actor, projectGid, "member", async ({ tx, log, project }) => {
+    const v = await applyInput(tx, project, null, input);
+    return fieldAnswer(await insertItem(tx, log, "field", projectGid, { ...v, isNew: true }));
   });
 }
 
 /** `fields/modify`: changes go to the field's working copy (made on the first change). */
-export function modifyField(ctx: Ctx, actor: Actor, projectGid: string, input: FieldInput & { field: string }): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log, project }) => {
-    const { row, made } = editable(tx, log, "field", projectGid, input.field);
-    const v = applyInput(tx, project, row, input);
-    return fieldAnswer(updateItem(tx, log, "field", row, v), made);
+export async function modifyField(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: FieldInput & { field: string },
+): Promise<Answer> {
+  return await inProject(ctx, actor, projectGid, "member", async ({ tx, log, project }) => {
+    const { row, made } = await editable(tx, log, "field", projectGid, input.field);
+    const v = await applyInput(tx, project, row, input);
+    return fieldAnswer(await updateItem(tx, log, "field", row, v), made);
   });
 }
 
 /** The rules a field must meet to be committed: its nested class exists, is committed, and nests no class that uses the field. */
 function commitCheck(tx: Tx, projectGid: string) {
-  return (row: SchemaRow) => {
+  return async (row: SchemaRow) => {
     const target = nestedClassOf(row);
     if (!target) return;
-    const c = rowOf(tx, "class", projectGid, target);
+    const c = await rowOf(tx, "class", projectGid, target);
     if (!c || !isCommitted(c))
       orFail([{ field: "options.class", rule: "exists", message: "the gid of a committed class" }]);
     const gid = row.original ?? row.gid;
-    for (const user of rowsOf(tx, "class", projectGid).filter((r) =>
+    for (const user of (await rowsOf(tx, "class", projectGid)).filter((r) =>
       ((r.spec as { fields?: string[] }).fields ?? []).includes(gid),
     ))
-      refuseCircular(tx, projectGid, user.original ?? user.gid, target);
+      await refuseCircular(tx, projectGid, user.original ?? user.gid, target);
   };
 }
 
@@ -219,21 +226,21 @@ function commitCheck(tx: Tx, projectGid: string) {
  * it follows, through the commit hooks). With `dry_run: true` nothing changes: the answer tells
  * what would change and what would be dropped.
  */
-export function commitField(
+export async function commitField(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: { field: string; dry_run?: boolean },
-): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
+): Promise<Answer> {
+  return await inProject(ctx, actor, projectGid, "member", async ({ tx, log }) => {
     if (input.dry_run === true) {
-      const p = commitPreview(ctx, tx, "field", projectGid, input.field, commitCheck(tx, projectGid));
+      const p = await commitPreview(ctx, tx, "field", projectGid, input.field, commitCheck(tx, projectGid));
       return {
         result: { field: p.gid, dry_run: true, ...p.report },
-        data: new Out().add("field", mustGet(tx, "field", projectGid, p.gid)).data(),
+        data: new Out().add("field", await mustGet(tx, "field", projectGid, p.gid)).data(),
       };
     }
-    const r = commitItem(ctx, tx, log, "field", projectGid, input.field, commitCheck(tx, projectGid));
+    const r = await commitItem(ctx, tx, log, "field", projectGid, input.field, commitCheck(tx, projectGid));
     return {
       result: { field: r.row.gid, ...(r.jobs.length ? { "job.tokens": r.jobs } : {}) },
       data: new Out().add("field", r.row).data(),
@@ -242,31 +249,46 @@ export function commitField(
 }
 
 /** `fields/revert`: drops the working copy; a new field is removed (result null). */
-export function revertField(ctx: Ctx, actor: Actor, projectGid: string, input: { field: string }): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
-    const row = revertItem(tx, log, "field", projectGid, input.field);
+export async function revertField(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { field: string },
+): Promise<Answer> {
+  return await inProject(ctx, actor, projectGid, "member", async ({ tx, log }) => {
+    const row = await revertItem(tx, log, "field", projectGid, input.field);
     return row ? fieldAnswer(row) : { result: { field: null }, data: {} };
   });
 }
 
 /** `fields/save_as_new`: the working copy becomes a committed field of its own. */
-export function saveAsNewField(ctx: Ctx, actor: Actor, projectGid: string, input: { field: string }): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) =>
-    fieldAnswer(saveAsNewItem(tx, log, "field", projectGid, input.field, commitCheck(tx, projectGid)).row),
+export async function saveAsNewField(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { field: string },
+): Promise<Answer> {
+  return await inProject(ctx, actor, projectGid, "member", async ({ tx, log }) =>
+    fieldAnswer((await saveAsNewItem(tx, log, "field", projectGid, input.field, commitCheck(tx, projectGid))).row),
   );
 }
 
 /** `fields/copy`: a new field with the members of a committed one. */
-export function copyField(ctx: Ctx, actor: Actor, projectGid: string, input: { field: string }): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) =>
-    fieldAnswer(copyItem(tx, log, "field", projectGid, input.field).row),
+export async function copyField(ctx: Ctx, actor: Actor, projectGid: string, input: { field: string }): Promise<Answer> {
+  return await inProject(ctx, actor, projectGid, "member", async ({ tx, log }) =>
+    fieldAnswer((await copyItem(tx, log, "field", projectGid, input.field)).row),
   );
 }
 
 /** `fields/delete`: only a field no class, definition or record uses (422 naming them otherwise). */
-export function deleteField(ctx: Ctx, actor: Actor, projectGid: string, input: { field: string }): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
-    deleteItem(ctx, tx, log, "field", projectGid, input.field);
+export async function deleteField(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { field: string },
+): Promise<Answer> {
+  return await inProject(ctx, actor, projectGid, "member", async ({ tx, log }) => {
+    await deleteItem(ctx, tx, log, "field", projectGid, input.field);
     return { result: {}, data: {} };
   });
 }
@@ -274,7 +296,7 @@ export function deleteField(ctx: Ctx, actor: Actor, projectGid: string, input: {
 export type MetadataInput = { name: string; type?: string; is_localized?: unknown; value?: unknown };
 
 /** `<kind>/metadata/set` for any kind with metadata: one entry added or replaced, on the working copy. */
-export function setMetadata(
+export async function setMetadata(
   tx: Tx,
   log: Parameters<typeof editable>[1],
   project: Project,
@@ -286,9 +308,9 @@ export function setMetadata(
   orFail(issues);
   const entry = metadataEntry(project, input, "", issues);
   orFail(issues);
-  const { row, made } = editable(tx, log, kind, project.gid, gid);
+  const { row, made } = await editable(tx, log, kind, project.gid, gid);
   return {
-    row: updateItem(tx, log, kind, row, {
+    row: await updateItem(tx, log, kind, row, {
       metadata: { ...(row.metadata as Record<string, unknown>), [input.name]: entry },
     }),
     made,
@@ -296,7 +318,7 @@ export function setMetadata(
 }
 
 /** `<kind>/metadata/clear`: one entry removed; an absent name leaves the item unchanged (no working copy). */
-export function clearMetadata(
+export async function clearMetadata(
   tx: Tx,
   log: Parameters<typeof editable>[1],
   project: Project,
@@ -304,35 +326,37 @@ export function clearMetadata(
   gid: unknown,
   name: string,
 ) {
-  const cur = mustGet(tx, kind, project.gid, gid);
-  const probe = isCommitted(cur) ? (rowsOf(tx, kind, project.gid).find((r) => r.original === cur.gid) ?? cur) : cur;
+  const cur = await mustGet(tx, kind, project.gid, gid);
+  const probe = isCommitted(cur)
+    ? ((await rowsOf(tx, kind, project.gid)).find((r) => r.original === cur.gid) ?? cur)
+    : cur;
   if (!Object.hasOwn(probe.metadata as object, name)) return { row: probe, made: undefined };
-  const { row, made } = editable(tx, log, kind, project.gid, gid);
+  const { row, made } = await editable(tx, log, kind, project.gid, gid);
   const metadata = { ...(row.metadata as Record<string, unknown>) };
   delete metadata[name];
-  return { row: updateItem(tx, log, kind, row, { metadata }), made };
+  return { row: await updateItem(tx, log, kind, row, { metadata }), made };
 }
 
-export function setFieldMetadata(
+export async function setFieldMetadata(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: MetadataInput & { field: string },
-): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log, project }) => {
-    const { row, made } = setMetadata(tx, log, project, "field", input.field, input);
+): Promise<Answer> {
+  return await inProject(ctx, actor, projectGid, "member", async ({ tx, log, project }) => {
+    const { row, made } = await setMetadata(tx, log, project, "field", input.field, input);
     return fieldAnswer(row, made);
   });
 }
 
-export function clearFieldMetadata(
+export async function clearFieldMetadata(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: { field: string; name: string },
-): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log, project }) => {
-    const { row, made } = clearMetadata(tx, log, project, "field", input.field, input.name);
+): Promise<Answer> {
+  return await inProject(ctx, actor, projectGid, "member", async ({ tx, log, project }) => {
+    const { row, made } = await clearMetadata(tx, log, project, "field", input.field, input.name);
     return fieldAnswer(row, made);
   });
 }

@@ -80,38 +80,45 @@ const rowFrom = (r: RawRow): SchemaRow => ({
   updatedOn: r.updated_on,
 });
 
-export function rowOf(tx: Tx, kind: Kind, projectGid: string, gid: unknown): SchemaRow | undefined {
+export async function rowOf(tx: Tx, kind: Kind, projectGid: string, gid: unknown): Promise<SchemaRow | undefined> {
   if (typeof gid !== "string" || !gid) return undefined;
-  const r = sqliteOf(tx)
+  const r = (await sqliteOf(tx)
     .query(`SELECT ${ROW_COLUMNS} FROM "${PLURAL[kind]}" WHERE gid = ? AND project_gid = ?`)
-    .get(gid, projectGid) as RawRow | null;
+    .get(gid, projectGid)) as RawRow | null;
   return r ? rowFrom(r) : undefined;
 }
 
 /** Rows of these gids (any order), or every row of the project when `gids` is undefined. */
-export function rowsOf(tx: Tx, kind: Kind, projectGid: string, gids?: string[]): SchemaRow[] {
+export async function rowsOf(tx: Tx, kind: Kind, projectGid: string, gids?: string[]): Promise<SchemaRow[]> {
   if (gids && !gids.length) return [];
   const s = sqliteOf(tx);
   // Every row of the project (the init payloads read all four kinds) is sorted by id here: with
   // ORDER BY, SQLite would build a temporary b-tree (the project index is by name), several times
   // the cost of the read itself.
   const rows = gids
-    ? (s
+    ? ((await s
         .query(
           `SELECT ${ROW_COLUMNS} FROM "${PLURAL[kind]}" WHERE gid IN (SELECT value FROM json_each(?)) AND project_gid = ? ORDER BY id`,
         )
-        .all(JSON.stringify(gids), projectGid) as RawRow[])
-    : (s.query(`SELECT ${ROW_COLUMNS} FROM "${PLURAL[kind]}" WHERE project_gid = ?`).all(projectGid) as RawRow[]).sort(
-        (a, b) => a.id - b.id,
-      );
+        .all(JSON.stringify(gids), projectGid)) as RawRow[])
+    : (
+        (await s
+          .query(`SELECT ${ROW_COLUMNS} FROM "${PLURAL[kind]}" WHERE project_gid = ?`)
+          .all(projectGid)) as RawRow[]
+      ).sort((a, b) => a.id - b.id);
   return rows.map(rowFrom);
 }
 
 /** The working copy editing a committed item, if one exists. */
-export function workingCopyOf(tx: Tx, kind: Kind, projectGid: string, originalGid: string): SchemaRow | undefined {
-  const r = sqliteOf(tx)
+export async function workingCopyOf(
+  tx: Tx,
+  kind: Kind,
+  projectGid: string,
+  originalGid: string,
+): Promise<SchemaRow | undefined> {
+  const r = (await sqliteOf(tx)
     .query(`SELECT ${ROW_COLUMNS} FROM "${PLURAL[kind]}" WHERE original = ? AND project_gid = ?`)
-    .get(originalGid, projectGid) as RawRow | null;
+    .get(originalGid, projectGid)) as RawRow | null;
   return r ? rowFrom(r) : undefined;
 }
 
@@ -120,15 +127,27 @@ export const cannot = (reason: string, info: Record<string, unknown> = {}) =>
   unprocessable("Can't work with this item", { reason, ...info });
 
 /** The row of a gid, or 422 `<Kind> not found`. */
-export function mustGet(tx: Tx, kind: Kind, projectGid: string, gid: unknown, member = kind as string): SchemaRow {
-  const r = rowOf(tx, kind, projectGid, gid);
+export async function mustGet(
+  tx: Tx,
+  kind: Kind,
+  projectGid: string,
+  gid: unknown,
+  member = kind as string,
+): Promise<SchemaRow> {
+  const r = await rowOf(tx, kind, projectGid, gid);
   if (!r) throw unprocessable(`${NOUN[kind]} not found`, { [member]: gid ?? null });
   return r;
 }
 
 /** A committed item usable elsewhere (added to a class or definition, named in options), or 422. */
-export function mustBeCommitted(tx: Tx, kind: Kind, projectGid: string, gid: unknown, member: string): SchemaRow {
-  const r = mustGet(tx, kind, projectGid, gid, member);
+export async function mustBeCommitted(
+  tx: Tx,
+  kind: Kind,
+  projectGid: string,
+  gid: unknown,
+  member: string,
+): Promise<SchemaRow> {
+  const r = await mustGet(tx, kind, projectGid, gid, member);
   if (!isCommitted(r))
     throw cannot(
       `Only committed ${PLURAL[kind]} can be used; ${gid} is ${stateOf(r) === "new" ? "new" : "a working copy"}`,
@@ -372,24 +391,24 @@ export function placeBefore(list: string[], item: string, before: unknown): stri
 export type Usage = { fields: string[]; classes: string[]; definitions: string[]; [other: string]: string[] };
 
 /** Gids of rows of `kind` whose spec holds `gid` at one of the JSON paths (arrays or scalars). */
-function rowsReferring(tx: Tx, kind: Kind, projectGid: string, gid: string, paths: string[]): string[] {
+async function rowsReferring(tx: Tx, kind: Kind, projectGid: string, gid: string, paths: string[]): Promise<string[]> {
   const table = PLURAL[kind];
   const clauses = paths.map(
     (p) => `EXISTS (SELECT 1 FROM json_each(t.spec, '${p}') j WHERE j.value = ?1) OR json_extract(t.spec, '${p}') = ?1`,
   );
-  const rows = sqliteOf(tx)
+  const rows = (await sqliteOf(tx)
     .query(`SELECT t.gid AS gid FROM "${table}" t WHERE t.project_gid = ?2 AND (${clauses.join(" OR ")}) ORDER BY t.id`)
-    .all(gid, projectGid) as { gid: string }[];
+    .all(gid, projectGid)) as { gid: string }[];
   return rows.map((r) => r.gid);
 }
 
 /** Definitions naming a field in one of their fieldlists. */
-function definitionsWithFieldlistField(tx: Tx, projectGid: string, gid: string): string[] {
-  const rows = sqliteOf(tx)
+async function definitionsWithFieldlistField(tx: Tx, projectGid: string, gid: string): Promise<string[]> {
+  const rows = (await sqliteOf(tx)
     .query(
       `SELECT DISTINCT t.gid AS gid FROM definitions t, json_each(t.spec, '$.fieldlists') l, json_each(l.value) f WHERE t.project_gid = ?2 AND f.value = ?1`,
     )
-    .all(gid, projectGid) as { gid: string }[];
+    .all(gid, projectGid)) as { gid: string }[];
   return rows.map((r) => r.gid);
 }
 
@@ -397,43 +416,43 @@ function definitionsWithFieldlistField(tx: Tx, projectGid: string, gid: string):
  * Every place that refers to the item (working copies included), by dictionary name; other
  * features add theirs through `hooks.schemaUsage` (records: `{records: [gids]}`).
  */
-export function usageOf(ctx: Ctx, tx: Tx, kind: SchemaKind, projectGid: string, gid: string): Usage {
+export async function usageOf(ctx: Ctx, tx: Tx, kind: SchemaKind, projectGid: string, gid: string): Promise<Usage> {
   const u: Usage = { fields: [], classes: [], definitions: [] };
   if (kind === "field") {
-    u.classes = rowsReferring(tx, "class", projectGid, gid, ["$.fields"]);
+    u.classes = await rowsReferring(tx, "class", projectGid, gid, ["$.fields"]);
     u.definitions = [
       ...new Set([
-        ...rowsReferring(tx, "definition", projectGid, gid, ["$.fields", "$.titlefield"]),
-        ...definitionsWithFieldlistField(tx, projectGid, gid),
+        ...(await rowsReferring(tx, "definition", projectGid, gid, ["$.fields", "$.titlefield"])),
+        ...(await definitionsWithFieldlistField(tx, projectGid, gid)),
       ]),
     ];
   } else if (kind === "class") {
-    u.definitions = rowsReferring(tx, "definition", projectGid, gid, ["$.classes"]);
-    u.fields = rowsReferring(tx, "field", projectGid, gid, ["$.options.class"]);
+    u.definitions = await rowsReferring(tx, "definition", projectGid, gid, ["$.classes"]);
+    u.fields = await rowsReferring(tx, "field", projectGid, gid, ["$.options.class"]);
   } else if (kind === "definition") {
-    u.definitions = rowsReferring(tx, "definition", projectGid, gid, ["$.childdefinitions"]);
-    u.fields = rowsReferring(tx, "field", projectGid, gid, ["$.options.definitions"]);
+    u.definitions = await rowsReferring(tx, "definition", projectGid, gid, ["$.childdefinitions"]);
+    u.fields = await rowsReferring(tx, "field", projectGid, gid, ["$.options.definitions"]);
   }
   for (const check of ctx.hooks.schemaUsage)
-    for (const [k, v] of Object.entries(check(ctx, tx, projectGid, kind, gid)))
+    for (const [k, v] of Object.entries(await check(ctx, tx, projectGid, kind, gid)))
       if (v.length) u[k] = [...(Object.hasOwn(u, k) ? u[k]! : []), ...v];
   return u;
 }
 
 /** Committed definitions that include a field directly or through one of their committed classes. */
-export function definitionsUsingField(
+export async function definitionsUsingField(
   tx: Tx,
   projectGid: string,
   fieldGid: string,
-): { classes: string[]; definitions: string[] } {
-  const cls = rowsReferring(tx, "class", projectGid, fieldGid, ["$.fields"]);
-  const defs = new Set(rowsReferring(tx, "definition", projectGid, fieldGid, ["$.fields"]));
-  for (const c of cls) for (const d of rowsReferring(tx, "definition", projectGid, c, ["$.classes"])) defs.add(d);
+): Promise<{ classes: string[]; definitions: string[] }> {
+  const cls = await rowsReferring(tx, "class", projectGid, fieldGid, ["$.fields"]);
+  const defs = new Set(await rowsReferring(tx, "definition", projectGid, fieldGid, ["$.fields"]));
+  for (const c of cls) for (const d of await rowsReferring(tx, "definition", projectGid, c, ["$.classes"])) defs.add(d);
   return { classes: cls, definitions: [...defs] };
 }
 
-export function definitionsUsingClass(tx: Tx, projectGid: string, classGid: string): string[] {
-  return rowsReferring(tx, "definition", projectGid, classGid, ["$.classes"]);
+export async function definitionsUsingClass(tx: Tx, projectGid: string, classGid: string): Promise<string[]> {
+  return await rowsReferring(tx, "definition", projectGid, classGid, ["$.classes"]);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -451,12 +470,12 @@ export function nestedClassOf(field: SchemaRow | undefined): string | undefined 
  * Every class reachable from `classGid` (itself included) through the class fields of committed
  * classes; `fieldsOverride` replaces one class's field list (a working copy being checked).
  */
-function classReach(
+async function classReach(
   tx: Tx,
   projectGid: string,
   classGid: string,
   fieldsOverride?: { class: string; fields: string[] },
-): Set<string> {
+): Promise<Set<string>> {
   const seen = new Set<string>();
   const queue = [classGid];
   while (queue.length) {
@@ -466,8 +485,8 @@ function classReach(
     const list =
       fieldsOverride?.class === c
         ? fieldsOverride.fields
-        : ((rowOf(tx, "class", projectGid, c)?.spec as { fields?: string[] } | undefined)?.fields ?? []);
-    for (const f of rowsOf(tx, "field", projectGid, list)) {
+        : (((await rowOf(tx, "class", projectGid, c))?.spec as { fields?: string[] } | undefined)?.fields ?? []);
+    for (const f of await rowsOf(tx, "field", projectGid, list)) {
       const n = nestedClassOf(f);
       if (n && !seen.has(n)) queue.push(n);
     }
@@ -476,14 +495,14 @@ function classReach(
 }
 
 /** 422 when a class would contain itself: `target` (nested by a field) reaches `container`. */
-export function refuseCircular(
+export async function refuseCircular(
   tx: Tx,
   projectGid: string,
   container: string,
   target: string,
   fieldsOverride?: { class: string; fields: string[] },
-): void {
-  if (classReach(tx, projectGid, target, fieldsOverride).has(container))
+): Promise<void> {
+  if ((await classReach(tx, projectGid, target, fieldsOverride)).has(container))
     throw cannot("Circular class use: the class would contain itself", { class: container, nested_class: target });
 }
 
@@ -497,36 +516,40 @@ export function schemaStamp(tx: Tx, projectGid: string): string {
 }
 
 /** A value computed from the project's schema, reused while the schema's stamp holds (read-only answers: never mutated). */
-export function snapshotValue<T>(tx: Tx, projectGid: string, key: string, make: () => T): T {
-  return fromSnapshot(sqliteOf(tx), projectGid, key, make);
+export async function snapshotValue<T>(
+  tx: Tx,
+  projectGid: string,
+  key: string,
+  make: () => T | Promise<T>,
+): Promise<T> {
+  return await fromSnapshot(sqliteOf(tx), projectGid, key, make);
 }
 
-/** How nested values find their class's fields: the committed class's fields, in order. */
-export function valueContextOf(tx: Tx, projectGid: string) {
-  const cache = new Map<
-    string,
-    { gid: string; name: string; type: string; options: Record<string, unknown> }[] | undefined
-  >();
-  return {
-    classFields(classGid: string) {
-      if (!cache.has(classGid)) {
-        const c = rowOf(tx, "class", projectGid, classGid);
-        const list = (c?.spec as { fields?: string[] } | undefined)?.fields ?? [];
-        const rows = new Map(rowsOf(tx, "field", projectGid, list).map((r) => [r.gid, r]));
-        cache.set(
-          classGid,
-          c
-            ? list
-                .filter((g) => rows.has(g))
-                .map((g) => {
-                  const r = rows.get(g)!;
-                  const s = r.spec as { type: string; options?: Record<string, unknown> };
-                  return { gid: r.gid, name: r.name, type: s.type, options: s.options ?? {} };
-                })
-            : undefined,
-        );
-      }
-      return cache.get(classGid);
-    },
-  };
+type ClassField = { gid: string; name: string; type: string; options: Record<string, unknown> };
+
+/**
+ * How nested values find their class's fields: the committed class's fields, in order. Read once
+ * for the whole project (every class and field row), so that the value schemas, built synchronously,
+ * look them up without a statement each.
+ */
+export async function valueContextOf(
+  tx: Tx,
+  projectGid: string,
+): Promise<{ classFields(classGid: string): ClassField[] | undefined }> {
+  const fields = new Map((await rowsOf(tx, "field", projectGid)).map((r) => [r.gid, r]));
+  const byClass = new Map<string, ClassField[]>();
+  for (const c of await rowsOf(tx, "class", projectGid)) {
+    const list = (c.spec as { fields?: string[] } | undefined)?.fields ?? [];
+    byClass.set(
+      c.gid,
+      list
+        .filter((g) => fields.has(g))
+        .map((g) => {
+          const r = fields.get(g)!;
+          const s = r.spec as { type: string; options?: Record<string, unknown> };
+          return { gid: r.gid, name: r.name, type: s.type, options: s.options ?? {} };
+        }),
+    );
+  }
+  return { classFields: (classGid) => byClass.get(classGid) };
 }

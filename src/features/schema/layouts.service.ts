@@ -134,15 +134,15 @@ export function withoutFieldComponent(spec: LayoutSpec, fieldGid: string): Layou
 }
 
 /** The owner's layout, editable: the owner's working copy (made if needed) and its layout working copy. */
-export function editableLayout(tx: Tx, log: ChangeLog, kind: Owner, projectGid: string, ownerGid: unknown) {
-  const { row, made } = editable(tx, log, kind, projectGid, ownerGid);
-  const layout = layoutOf(tx, row);
+export async function editableLayout(tx: Tx, log: ChangeLog, kind: Owner, projectGid: string, ownerGid: unknown) {
+  const { row, made } = await editable(tx, log, kind, projectGid, ownerGid);
+  const layout = await layoutOf(tx, row);
   if (!layout) throw cannot(`The ${kind} has no layout`, { [kind]: row.gid });
   return { owner: row, made, layout };
 }
 
 /** Answer of a layout change: result {<kind>, layout}, data the owner (and original) and layouts. */
-function answer(
+async function answer(
   tx: Tx,
   kind: Owner,
   owner: SchemaRow,
@@ -151,7 +151,7 @@ function answer(
   extra: Record<string, unknown> = {},
 ) {
   const out = new Out().add(kind, owner).add(kind, made).add("layout", layout);
-  if (made) out.add("layout", layoutOf(tx, made));
+  if (made) out.add("layout", await layoutOf(tx, made));
   return { result: { [kind]: owner.gid, layout: layout.gid, ...extra }, data: out.data() };
 }
 
@@ -161,17 +161,17 @@ export type LayoutModifyInput = { name?: string; root?: string; components?: Rec
  * `<kind>/layouts/modify`: name, and/or a whole new root + components; at least one of them (the
  * reference's rule for the same call on a record's definition), so an empty call makes no working copy.
  */
-export function modifyLayout(
+export async function modifyLayout(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   kind: Owner,
   ownerGid: string,
   input: LayoutModifyInput,
-): Answer {
+): Promise<Answer> {
   if (input.name === undefined && input.root === undefined && input.components === undefined) throw missing("name");
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
-    const { owner, made, layout } = editableLayout(tx, log, kind, projectGid, ownerGid);
+  return await inProject(ctx, actor, projectGid, "member", async ({ tx, log }) => {
+    const { owner, made, layout } = await editableLayout(tx, log, kind, projectGid, ownerGid);
     const issues: ValidationIssue[] = [];
     if (input.name !== undefined) issues.push(...nameIssues(input.name));
     const cur = layout.spec as LayoutSpec;
@@ -181,11 +181,11 @@ export function modifyLayout(
     };
     if (input.root !== undefined || input.components !== undefined) issues.push(...layoutIssues(next));
     orFail(issues);
-    const l = updateItem(tx, log, "layout", layout, {
+    const l = await updateItem(tx, log, "layout", layout, {
       name: input.name ?? layout.name,
       spec: compact(next as LayoutSpec),
     });
-    return answer(tx, kind, owner, made, l);
+    return await answer(tx, kind, owner, made, l);
   });
 }
 
@@ -199,16 +199,16 @@ export type ComponentInput = {
 };
 
 /** `<kind>/layouts/components/create`: a new component under `parent` (before `before_component`, else at the end). */
-export function createComponent(
+export async function createComponent(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   kind: Owner,
   ownerGid: string,
   input: ComponentInput,
-): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
-    const { owner, made, layout } = editableLayout(tx, log, kind, projectGid, ownerGid);
+): Promise<Answer> {
+  return await inProject(ctx, actor, projectGid, "member", async ({ tx, log }) => {
+    const { owner, made, layout } = await editableLayout(tx, log, kind, projectGid, ownerGid);
     const spec = layout.spec as LayoutSpec;
     const parent =
       typeof input.parent === "string" && Object.hasOwn(spec.components, input.parent)
@@ -231,23 +231,23 @@ export function createComponent(
       components: { ...spec.components, [input.parent!]: { ...parent, content }, [gid]: c },
     };
     orFail(layoutIssues(next));
-    const l = updateItem(tx, log, "layout", layout, { spec: next });
-    return answer(tx, kind, owner, made, l, { component: gid });
+    const l = await updateItem(tx, log, "layout", layout, { spec: next });
+    return await answer(tx, kind, owner, made, l, { component: gid });
   });
 }
 
 /** `<kind>/layouts/components/modify`: name, type and/or options of one component. */
-export function modifyComponent(
+export async function modifyComponent(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   kind: Owner,
   ownerGid: string,
   input: ComponentInput,
-): Answer {
+): Promise<Answer> {
   if (input.name === undefined && input.type === undefined && input.options === undefined) throw missing("name");
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
-    const { owner, made, layout } = editableLayout(tx, log, kind, projectGid, ownerGid);
+  return await inProject(ctx, actor, projectGid, "member", async ({ tx, log }) => {
+    const { owner, made, layout } = await editableLayout(tx, log, kind, projectGid, ownerGid);
     const spec = layout.spec as LayoutSpec;
     const cur =
       typeof input.component === "string" && Object.hasOwn(spec.components, input.component)
@@ -267,22 +267,22 @@ export function modifyComponent(
     else delete c.content;
     const next: LayoutSpec = { root: spec.root, components: { ...spec.components, [input.component!]: c } };
     orFail(layoutIssues(next));
-    const l = updateItem(tx, log, "layout", layout, { spec: next });
-    return answer(tx, kind, owner, made, l);
+    const l = await updateItem(tx, log, "layout", layout, { spec: next });
+    return await answer(tx, kind, owner, made, l);
   });
 }
 
 /** `<kind>/layouts/components/delete`: a component and everything inside it; the root stays. */
-export function deleteComponent(
+export async function deleteComponent(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   kind: Owner,
   ownerGid: string,
   input: ComponentInput,
-): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
-    const { owner, made, layout } = editableLayout(tx, log, kind, projectGid, ownerGid);
+): Promise<Answer> {
+  return await inProject(ctx, actor, projectGid, "member", async ({ tx, log }) => {
+    const { owner, made, layout } = await editableLayout(tx, log, kind, projectGid, ownerGid);
     const spec = layout.spec as LayoutSpec;
     const gid = input.component;
     if (typeof gid !== "string" || !Object.hasOwn(spec.components, gid))
@@ -291,28 +291,28 @@ export function deleteComponent(
     const components: Record<string, Component> = {};
     for (const [g, c] of Object.entries(spec.components))
       components[g] = c.content ? { ...c, content: c.content.filter((x) => x !== gid) } : c;
-    const l = updateItem(tx, log, "layout", layout, { spec: compact({ root: spec.root, components }) });
-    return answer(tx, kind, owner, made, l);
+    const l = await updateItem(tx, log, "layout", layout, { spec: compact({ root: spec.root, components }) });
+    return await answer(tx, kind, owner, made, l);
   });
 }
 
 /** `layouts/get`: one layout (`layout`) or several (`layouts`). */
-export function getLayouts(
+export async function getLayouts(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: { layout?: string; layouts?: string[] },
-): Answer {
-  return readProject(ctx, actor, projectGid, "member", ({ tx }) => {
+): Promise<Answer> {
+  return await readProject(ctx, actor, projectGid, "member", async ({ tx }) => {
     const one = input.layout;
     if (typeof one === "string") {
-      return snapshotValue(tx, projectGid, `layouts/get ${one}`, () => {
-        const r = mustGet(tx, "layout", projectGid, one);
+      return await snapshotValue(tx, projectGid, `layouts/get ${one}`, async () => {
+        const r = await mustGet(tx, "layout", projectGid, one);
         return lastingAnswer({ result: { layout: r.gid }, data: new Out().add("layout", r).data() });
       });
     }
     if (!Array.isArray(input.layouts)) throw missing("layout");
-    const rows = rowsOf(
+    const rows = await rowsOf(
       tx,
       "layout",
       projectGid,

@@ -15,7 +15,16 @@ export {
   removeDefinitionField,
   removeFieldlistField,
 } from "./definitions.service";
-export { isCommitted, mustBeCommitted, mustGet, rowOf, rowsOf, schemaStamp, valueContextOf } from "./items.service";
+export {
+  isCommitted,
+  mustBeCommitted,
+  mustGet,
+  rowOf,
+  rowsOf,
+  schemaStamp,
+  snapshotValue,
+  valueContextOf,
+} from "./items.service";
 export type { SchemaRow } from "./items.service";
 export { createComponent, deleteComponent, modifyComponent, modifyLayout } from "./layouts.service";
 export type { ComponentInput, LayoutModifyInput, LayoutSpec } from "./layouts.service";

@@ -29,7 +29,7 @@ type One = (
   actor: Actor,
   projectGid: string,
   input: { field: string } & { class: string } & { definition: string },
-) => Answer;
+) => Promise<Answer>;
 
 const SERVICES: Record<BulkOp, Record<SchemaItemType, One>> = {
   commit: {
@@ -61,18 +61,18 @@ const bulkKind = (op: BulkOp) => `bulk_${op}_schema`;
 const formerKind = (op: BulkOp) => `schema.bulk.${op}`;
 
 /** `schema/bulk/get`: one page of the selection with the items' data. */
-export function bulkGet(
+export async function bulkGet(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: { selection: unknown; "page.size"?: unknown; "page.cursor"?: unknown },
-): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx }) => {
-    const all = resolveSelection(tx, schemaSelection, projectGid, input.selection, {
+): Promise<Answer> {
+  return await inProject(ctx, actor, projectGid, "member", async ({ tx }) => {
+    const all = await resolveSelection(tx, schemaSelection, projectGid, input.selection, {
       expandQuery: ctx.hooks.expandQuery,
     });
     const page = pageSelection(all, input["page.size"], input["page.cursor"]);
-    const a = entriesAnswer(entriesOfSelection(tx, projectGid, page.page));
+    const a = entriesAnswer(await entriesOfSelection(tx, projectGid, page.page));
     return {
       result: { schema_items: a.items, "schema_items.size": page.size, "page.cursor": page.cursor },
       data: a.data,
@@ -81,20 +81,24 @@ export function bulkGet(
 }
 
 /** Starts a bulk operation: resolves the selection now and queues the job (in the same unit); answers `job.token`. */
-export function startSchemaBulk(
+export async function startSchemaBulk(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   op: BulkOp,
   input: { selection: unknown },
-): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx }) => {
-    const items: Item[] = entriesOfSelection(
-      tx,
-      projectGid,
-      resolveSelection(tx, schemaSelection, projectGid, input.selection, { expandQuery: ctx.hooks.expandQuery }),
+): Promise<Answer> {
+  return await inProject(ctx, actor, projectGid, "member", async ({ tx }) => {
+    const items: Item[] = (
+      await entriesOfSelection(
+        tx,
+        projectGid,
+        await resolveSelection(tx, schemaSelection, projectGid, input.selection, {
+          expandQuery: ctx.hooks.expandQuery,
+        }),
+      )
     ).map((e) => ({ type: e.type, gid: e.row.gid }));
-    const token = ctx.jobs.enqueue({
+    const token = await ctx.jobs.enqueue({
       kind: bulkKind(op),
       projectGid,
       userGid: actor.userGid,
@@ -110,16 +114,16 @@ function bulkJob(op: BulkOp): JobKind {
   return {
     async handler(ctx, job, progress) {
       const { items, actor } = job.params as { items: Item[]; actor: Actor };
-      progress.total(items.length);
+      await progress.total(items.length);
       const skipped: { gid: string; reason: string }[] = [];
       let done = 0;
       for (const it of items) {
-        if (!getUser(ctx.db, actor.userGid)) {
+        if (!(await getUser(ctx.db, actor.userGid))) {
           skipped.push({ gid: it.gid, reason: "The user who started the job is gone" });
         } else {
           try {
             const input = { field: it.gid, class: it.gid, definition: it.gid };
-            SERVICES[op][it.type](ctx, actor, job.projectGid!, input);
+            await SERVICES[op][it.type](ctx, actor, job.projectGid!, input);
             done++;
           } catch (err) {
             if (!(err instanceof ApiError)) throw err;

@@ -8,11 +8,11 @@ import { formOf, type Form } from "./copies.service";
  * (so a client sees work in progress), keyed by gid.
  */
 function dictionary(kind: Kind) {
-  return (tx: Tx, projectGid: string): Record<string, Form> =>
+  return async (tx: Tx, projectGid: string): Promise<Record<string, Form>> =>
     // Kept in the schema's snapshot until the project's schema changes (schema.generation.ts).
-    snapshotValue(tx, projectGid, `dictionary ${kind}`, () => {
+    await snapshotValue(tx, projectGid, `dictionary ${kind}`, async () => {
       const out: Record<string, Form> = {};
-      for (const r of rowsOf(tx, kind, projectGid)) out[r.gid] = formOf(kind, r);
+      for (const r of await rowsOf(tx, kind, projectGid)) out[r.gid] = formOf(kind, r);
       return out;
     });
 }

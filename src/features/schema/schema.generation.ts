@@ -17,7 +17,7 @@ import { changeCount, changeTotal } from "../../db/mutate";
  *   commits, it is what everyone sees; if it rolls back (or a nested part of it does, as a failed
  *   batch step), the stamp moves on again and it is never used.
  *
- * bun:sqlite is synchronous and a connection has at most one unit of work open, so no other
+ * A value is made and read only inside a unit of work (a read unit waits for the writer): no other
  * request reads between a write and its commit or rollback.
  */
 
@@ -60,8 +60,16 @@ const snapshots = new WeakMap<Database, Map<string, { stamp: string; values: Map
 /** At most this many values per project (then the snapshot starts afresh). */
 const MAX_VALUES = 5000;
 
-/** The value `key` of the project's snapshot, made by `make` (reading through the same connection) when missing. */
-export function fromSnapshot<T>(client: Database, projectGid: string, key: string, make: () => T): T {
+/**
+ * The value `key` of the project's snapshot, made by `make` (reading through the same connection,
+ * in the caller's unit of work) when missing. Kept only if the stamp still holds once it is made.
+ */
+export async function fromSnapshot<T>(
+  client: Database,
+  projectGid: string,
+  key: string,
+  make: () => T | Promise<T>,
+): Promise<T> {
   const stamp = schemaGeneration(client, projectGid);
   let byProject = snapshots.get(client);
   if (!byProject) snapshots.set(client, (byProject = new Map()));
@@ -69,7 +77,7 @@ export function fromSnapshot<T>(client: Database, projectGid: string, key: strin
   if (!snap || snap.stamp !== stamp || snap.values.size >= MAX_VALUES)
     byProject.set(projectGid, (snap = { stamp, values: new Map() }));
   if (snap.values.has(key)) return snap.values.get(key) as T;
-  const v = make();
-  snap.values.set(key, v);
+  const v = await make();
+  if (schemaGeneration(client, projectGid) === stamp) snap.values.set(key, v);
   return v;
 }

@@ -193,25 +193,29 @@ export const schemaOperations = [
   operation(
     "classes/layouts/modify",
     t.Object({ class: gid, ...layoutMembers }),
-    (ctx, actor, projectGid, body) => layoutService.modifyLayout(ctx, actor, projectGid, "class", body.class, body),
+    async (ctx, actor, projectGid, body) =>
+      await layoutService.modifyLayout(ctx, actor, projectGid, "class", body.class, body),
     { summary: "Modify a class's layout (name, root, components)", tags: classTags },
   ),
   operation(
     "classes/layouts/components/create",
     t.Object({ class: gid, ...componentCreate }),
-    (ctx, actor, projectGid, body) => layoutService.createComponent(ctx, actor, projectGid, "class", body.class, body),
+    async (ctx, actor, projectGid, body) =>
+      await layoutService.createComponent(ctx, actor, projectGid, "class", body.class, body),
     { summary: "Add a component to a class's layout", tags: classTags },
   ),
   operation(
     "classes/layouts/components/modify",
     t.Object({ class: gid, ...componentModify }),
-    (ctx, actor, projectGid, body) => layoutService.modifyComponent(ctx, actor, projectGid, "class", body.class, body),
+    async (ctx, actor, projectGid, body) =>
+      await layoutService.modifyComponent(ctx, actor, projectGid, "class", body.class, body),
     { summary: "Modify a component of a class's layout", tags: classTags },
   ),
   operation(
     "classes/layouts/components/delete",
     t.Object({ class: gid, component: t.String() }),
-    (ctx, actor, projectGid, body) => layoutService.deleteComponent(ctx, actor, projectGid, "class", body.class, body),
+    async (ctx, actor, projectGid, body) =>
+      await layoutService.deleteComponent(ctx, actor, projectGid, "class", body.class, body),
     { summary: "Delete a component (and its content) from a class's layout", tags: classTags },
   ),
   operation(
@@ -341,29 +345,29 @@ export const schemaOperations = [
   operation(
     "definitions/layouts/modify",
     t.Object({ definition: gid, ...layoutMembers }),
-    (ctx, actor, projectGid, body) =>
-      layoutService.modifyLayout(ctx, actor, projectGid, "definition", body.definition, body),
+    async (ctx, actor, projectGid, body) =>
+      await layoutService.modifyLayout(ctx, actor, projectGid, "definition", body.definition, body),
     { summary: "Modify a definition's layout (name, root, components)", tags: definitionTags },
   ),
   operation(
     "definitions/layouts/components/create",
     t.Object({ definition: gid, ...componentCreate }),
-    (ctx, actor, projectGid, body) =>
-      layoutService.createComponent(ctx, actor, projectGid, "definition", body.definition, body),
+    async (ctx, actor, projectGid, body) =>
+      await layoutService.createComponent(ctx, actor, projectGid, "definition", body.definition, body),
     { summary: "Add a component to a definition's layout", tags: definitionTags },
   ),
   operation(
     "definitions/layouts/components/modify",
     t.Object({ definition: gid, ...componentModify }),
-    (ctx, actor, projectGid, body) =>
-      layoutService.modifyComponent(ctx, actor, projectGid, "definition", body.definition, body),
+    async (ctx, actor, projectGid, body) =>
+      await layoutService.modifyComponent(ctx, actor, projectGid, "definition", body.definition, body),
     { summary: "Modify a component of a definition's layout", tags: definitionTags },
   ),
   operation(
     "definitions/layouts/components/delete",
     t.Object({ definition: gid, component: t.String() }),
-    (ctx, actor, projectGid, body) =>
-      layoutService.deleteComponent(ctx, actor, projectGid, "definition", body.definition, body),
+    async (ctx, actor, projectGid, body) =>
+      await layoutService.deleteComponent(ctx, actor, projectGid, "definition", body.definition, body),
     { summary: "Delete a component (and its content) from a definition's layout", tags: definitionTags },
   ),
   operation(
@@ -400,31 +404,31 @@ export const schemaOperations = [
   operation(
     "schema/bulk/commit",
     bulkBody,
-    (ctx, actor, projectGid, body) => startSchemaBulk(ctx, actor, projectGid, "commit", body),
+    async (ctx, actor, projectGid, body) => await startSchemaBulk(ctx, actor, projectGid, "commit", body),
     { summary: "Commit every selected schema item, as a job (answers job.token)", tags: searchTags },
   ),
   operation(
     "schema/bulk/revert",
     bulkBody,
-    (ctx, actor, projectGid, body) => startSchemaBulk(ctx, actor, projectGid, "revert", body),
+    async (ctx, actor, projectGid, body) => await startSchemaBulk(ctx, actor, projectGid, "revert", body),
     { summary: "Revert every selected schema item, as a job (answers job.token)", tags: searchTags },
   ),
   operation(
     "schema/bulk/save_as_new",
     bulkBody,
-    (ctx, actor, projectGid, body) => startSchemaBulk(ctx, actor, projectGid, "save_as_new", body),
+    async (ctx, actor, projectGid, body) => await startSchemaBulk(ctx, actor, projectGid, "save_as_new", body),
     { summary: "Save as new every selected schema item, as a job (answers job.token)", tags: searchTags },
   ),
   operation(
     "schema/bulk/copy",
     bulkBody,
-    (ctx, actor, projectGid, body) => startSchemaBulk(ctx, actor, projectGid, "copy", body),
+    async (ctx, actor, projectGid, body) => await startSchemaBulk(ctx, actor, projectGid, "copy", body),
     { summary: "Copy every selected schema item, as a job (answers job.token)", tags: searchTags },
   ),
   operation(
     "schema/bulk/delete",
     bulkBody,
-    (ctx, actor, projectGid, body) => startSchemaBulk(ctx, actor, projectGid, "delete", body),
+    async (ctx, actor, projectGid, body) => await startSchemaBulk(ctx, actor, projectGid, "delete", body),
     { summary: "Delete every selected schema item, as a job (answers job.token)", tags: searchTags },
   ),
 ];

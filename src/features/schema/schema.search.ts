@@ -220,23 +220,23 @@ function itemsSql(projectGid: string): SQL {
 type Hit = { k: number; id: number; gid: string };
 
 /** Every schema item matching `q` and `filter` (ids only): definitions, then classes, then fields. */
-function searchHits(tx: Tx, projectGid: string, input: SearchInput, fallbackLanguage: string): Hit[] {
+async function searchHits(tx: Tx, projectGid: string, input: SearchInput, fallbackLanguage: string): Promise<Hit[]> {
   const parsed = parseSearch(input, fallbackLanguage);
   if (parsed.none) return [];
   const q = sqlText(
     sql`SELECT i.k AS k, i.id AS id, i.gid AS gid FROM ${itemsSql(projectGid)} AS i WHERE ${parsed.where} ORDER BY i.k, i.id`,
   );
-  return sqliteOf(tx)
+  return (await sqliteOf(tx)
     .query(q.sql)
-    .all(...(q.params as never[])) as Hit[];
+    .all(...(q.params as never[]))) as Hit[];
 }
 
 /** The rows of hits, in the hits' order. */
-function entriesOf(tx: Tx, projectGid: string, hits: { type: SchemaItemType; gid: string }[]): Entry[] {
+async function entriesOf(tx: Tx, projectGid: string, hits: { type: SchemaItemType; gid: string }[]): Promise<Entry[]> {
   const rows = new Map<string, Entry>();
   for (const type of SEARCHED) {
     const gids = hits.filter((h) => h.type === type).map((h) => h.gid);
-    for (const row of rowsOf(tx, type, projectGid, gids)) rows.set(row.gid, { type, row });
+    for (const row of await rowsOf(tx, type, projectGid, gids)) rows.set(row.gid, { type, row });
   }
   return hits.map((h) => rows.get(h.gid)).filter((e): e is Entry => !!e);
 }
@@ -249,40 +249,41 @@ export function entriesAnswer(entries: Entry[]) {
 }
 
 /** `schema/search`: `language`, `q` and/or `filter`, paged by `page.top` and `page.size` (default 10,000). */
-export function searchSchema(
+export async function searchSchema(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: SearchInput & { "page.top"?: unknown; "page.size"?: unknown },
-): Answer {
-  return inProject(ctx, actor, projectGid, "member", ({ tx, project }) => {
+): Promise<Answer> {
+  return await inProject(ctx, actor, projectGid, "member", async ({ tx, project }) => {
     const page = searchError(() => pageWindow(input, SEARCH_PAGE.schema));
-    const hits = searchHits(tx, projectGid, input, projectOptions(project).languages[0]!);
+    const hits = await searchHits(tx, projectGid, input, projectOptions(project).languages[0]!);
     const shown = hits.slice(page.top, page.top + page.size).map((h) => ({ type: SEARCHED[h.k]!, gid: h.gid }));
-    const a = entriesAnswer(entriesOf(tx, projectGid, shown));
+    const a = entriesAnswer(await entriesOf(tx, projectGid, shown));
     return { result: { schema_items: a.items, "schema_items.size": hits.length }, data: a.data };
   });
 }
 
 /** The project's first language, the search language when a search element names none. */
-const defaultLanguage = (tx: Tx, projectGid: string) => projectOptions(getProject(tx, projectGid)).languages[0]!;
+const defaultLanguage = async (tx: Tx, projectGid: string) =>
+  projectOptions(await getProject(tx, projectGid)).languages[0]!;
 
 /** The schema selection (spec 4.3): gids of definitions, classes or fields, and search elements; no children form. */
 export const schemaSelection: SelectionResolver = {
   resource: "schema",
   noun: "Schema item",
-  byGids(tx, projectGid, gids) {
+  async byGids(tx, projectGid, gids) {
     const items: SelectionItem[] = [];
     const found = new Set<string>();
     for (const type of SEARCHED)
-      for (const r of rowsOf(tx, type, projectGid, gids)) {
+      for (const r of await rowsOf(tx, type, projectGid, gids)) {
         items.push({ id: selectionId(type, r), gid: r.gid });
         found.add(r.gid);
       }
     return { items, missing: gids.filter((g) => !found.has(g)) };
   },
-  search(tx, projectGid, search) {
-    return searchHits(tx, projectGid, search, defaultLanguage(tx, projectGid)).map((h) => ({
+  async search(tx, projectGid, search) {
+    return (await searchHits(tx, projectGid, search, await defaultLanguage(tx, projectGid))).map((h) => ({
       id: h.id * 4 + h.k,
       gid: h.gid,
     }));
@@ -290,8 +291,8 @@ export const schemaSelection: SelectionResolver = {
 };
 
 /** The entries of selected items, in selection order. */
-export function entriesOfSelection(tx: Tx, projectGid: string, items: SelectionItem[]): Entry[] {
-  return entriesOf(
+export async function entriesOfSelection(tx: Tx, projectGid: string, items: SelectionItem[]): Promise<Entry[]> {
+  return await entriesOf(
     tx,
     projectGid,
     items.flatMap((i) => {

@@ -66,12 +66,12 @@ function editLocalized(
 }
 
 /** Rewrites every schema row of a project that `edit` changes; returns how many maps changed. */
-function editProject(
+async function editProject(
   tx: Tx,
   log: ChangeLog,
   projectGid: string,
   edit: (m: Localized, place: string, kept: Kept) => boolean,
-): number {
+): Promise<number> {
   let maps = 0;
   const counted = (m: Localized, place: string, kept: Kept) => {
     const did = edit(m, place, kept);
@@ -79,9 +79,9 @@ function editProject(
     return did;
   };
   for (const kind of KINDS)
-    for (const row of rowsOf(tx, kind, projectGid)) {
+    for (const row of await rowsOf(tx, kind, projectGid)) {
       const next = editLocalized(kind, row, counted);
-      if (next) updateItem(tx, log, kind, row, next);
+      if (next) await updateItem(tx, log, kind, row, next);
     }
   return maps;
 }
@@ -93,9 +93,9 @@ export function closestLanguage(language: string, languages: readonly string[]):
   return others.find((l) => l === base) ?? others.find((l) => l.split("-")[0] === base) ?? others[0];
 }
 
-export const schemaLanguageAdded: LanguageHook = (_ctx, tx, log, projectGid, language) => {
-  const from = closestLanguage(language, projectOptions(getProject(tx, projectGid)!).languages);
-  return editProject(tx, log, projectGid, (m, place, kept) => {
+export const schemaLanguageAdded: LanguageHook = async (_ctx, tx, log, projectGid, language) => {
+  const from = closestLanguage(language, projectOptions((await getProject(tx, projectGid))!).languages);
+  return await editProject(tx, log, projectGid, (m, place, kept) => {
     // Text kept since the language was removed comes back; else the closest language's is copied.
     const mine = Object.hasOwn(kept, language) ? kept[language]! : undefined;
     if (mine && Object.hasOwn(mine, place)) {
@@ -115,8 +115,8 @@ export const schemaLanguageAdded: LanguageHook = (_ctx, tx, log, projectGid, lan
  * in the row (KEPT) for when the language is added again. Either way each changed row gets its
  * UPDATE sync item (its form changed) and the schema's cached forms are made again.
  */
-export const schemaLanguageRemoved: LanguageHook = (_ctx, tx, log, projectGid, language, keep) =>
-  editProject(tx, log, projectGid, (m, place, kept) => {
+export const schemaLanguageRemoved: LanguageHook = async (_ctx, tx, log, projectGid, language, keep) =>
+  await editProject(tx, log, projectGid, (m, place, kept) => {
     let changed = false;
     if (!keep && Object.hasOwn(kept, language)) {
       delete kept[language];
@@ -128,13 +128,13 @@ export const schemaLanguageRemoved: LanguageHook = (_ctx, tx, log, projectGid, l
     return true;
   });
 
-export const schemaSettingRemoved: SettingRemovedHook = (_ctx, tx, log, projectGid, kind, key) => {
+export const schemaSettingRemoved: SettingRemovedHook = async (_ctx, tx, log, projectGid, kind, key) => {
   if (kind !== "fieldlist") return;
-  for (const row of rowsOf(tx, "definition", projectGid)) {
+  for (const row of await rowsOf(tx, "definition", projectGid)) {
     const lists = (row.spec as { fieldlists?: Record<string, string[]> }).fieldlists;
     if (!lists || !Object.hasOwn(lists, key)) continue;
     const rest = new Map(Object.entries(lists));
     rest.delete(key);
-    updateItem(tx, log, "definition", row, { spec: { ...row.spec, fieldlists: Object.fromEntries(rest) } });
+    await updateItem(tx, log, "definition", row, { spec: { ...row.spec, fieldlists: Object.fromEntries(rest) } });
   }
 };

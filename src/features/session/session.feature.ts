@@ -14,7 +14,7 @@ export const sessionFeature: Feature = {
   callers: {
     holder: requestHolder,
     arrival: arrivalLook,
-    membership: (db, projectGid, userGid) => getMembership(db, projectGid, userGid),
+    membership: async (db, projectGid, userGid) => await getMembership(db, projectGid, userGid),
     rateLimit: membershipRateLimit,
     rateLimitOf,
   },

@@ -42,8 +42,8 @@ export function sessionRoutes(ctx: Ctx) {
   const addressOf = (request: Request, server: Parameters<typeof clientAddress>[1]) =>
     clientAddress(request, server, ctx.config);
   /** `GET` and `POST /api/init`: kept until the next write with its JSON (globalInitOf), the text is sent as it is. */
-  const globalInit = ({ actor, set }: { actor: Actor; set: Parameters<typeof sentAsText>[0] }) =>
-    sentAsText(set, globalInitOf(ctx, actor));
+  const globalInit = async ({ actor, set }: { actor: Actor; set: Parameters<typeof sentAsText>[0] }) =>
+    sentAsText(set, await globalInitOf(ctx, actor));
   /** The session's init payload, its JWT in the Authorization header. */
   const signedIn = (s: Session, set: { headers: Record<string, unknown> }) => {
     set.headers.authorization = `Bearer ${s.token}`;
@@ -143,7 +143,7 @@ export function sessionRoutes(ctx: Ctx) {
 export const sessionReads = [
   read(
     "init",
-    (ctx, actor, project) => projectInitOf(ctx, actor, project),
+    async (ctx, actor, project) => await projectInitOf(ctx, actor, project),
     describe({
       summary: "The project init payload: the project, its members and data dictionaries",
       tags,

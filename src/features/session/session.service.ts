@@ -34,16 +34,16 @@ import { currentCursor } from "../../db/cursor";
  * with that token version, and for API users an active membership. Undefined otherwise. Used by
  * the JWT guard (src/http/auth.ts) and by the sync sockets to re-check a connected user.
  */
-export function tokenHolder(tx: Tx, sub: string, tv: number): User | undefined {
-  const user = getUser(tx, sub);
+export async function tokenHolder(tx: Tx, sub: string, tv: number): Promise<User | undefined> {
+  const user = await getUser(tx, sub);
   if (!user || user.status !== "active" || user.tokenVersion !== tv) return undefined;
-  if (user.kind === "api" && !hasActiveMembership(tx, user.gid)) return undefined;
+  if (user.kind === "api" && !(await hasActiveMembership(tx, user.gid))) return undefined;
   return user;
 }
 
 /** `tokenHolder` for the auth check of a request, kept until the next write anywhere (untilChanged). */
-export function requestHolder(db: DB, sub: string, tv: number): User | undefined {
-  return untilChanged(db, `holder ${sub} ${tv}`, () => tokenHolder(db, sub, tv));
+export async function requestHolder(db: DB, sub: string, tv: number): Promise<User | undefined> {
+  return await untilChanged(db, `holder ${sub} ${tv}`, async () => await tokenHolder(db, sub, tv));
 }
 
 /**
@@ -52,15 +52,21 @@ export function requestHolder(db: DB, sub: string, tv: number): User | undefined
  * transaction. Two reads on their own were two transactions, and beginning and ending one costs
  * more than a read by key (the request limit and the JWT guard, src/http/).
  */
-export function arrivalLook(
+export async function arrivalLook(
   db: DB,
   projectGid: string,
   sub: string,
   tv: number,
-): { membership: Membership | undefined; holder: User | undefined } {
+): Promise<{ membership: Membership | undefined; holder: User | undefined }> {
   // Kept until the next write anywhere (untilChanged): a client sends request after request.
-  return untilChanged(db, `arrival ${projectGid} ${sub} ${tv}`, () =>
-    readOnly(db, (rtx) => ({ membership: getMembership(rtx, projectGid, sub), holder: tokenHolder(rtx, sub, tv) })),
+  return await untilChanged(
+    db,
+    `arrival ${projectGid} ${sub} ${tv}`,
+    async () =>
+      await readOnly(db, async (rtx) => ({
+        membership: await getMembership(rtx, projectGid, sub),
+        holder: await tokenHolder(rtx, sub, tv),
+      })),
   );
 }
 
@@ -69,10 +75,10 @@ export function arrivalLook(
  * the user, its projects with roles, the users it shares projects with and the memberships.
  * Projects it owns are listed in any state; projects it joined only while active.
  */
-export function globalInit(ctx: Pick<Ctx, "hooks">, tx: Tx, userGid: string) {
-  const me = getUser(tx, userGid);
+export async function globalInit(ctx: Pick<Ctx, "hooks">, tx: Tx, userGid: string) {
+  const me = await getUser(tx, userGid);
   if (!me) throw permissionDenied();
-  const mine = membershipsOf(tx, userGid).filter(
+  const mine = (await membershipsOf(tx, userGid)).filter(
     ({ m, p }) => p.owner === userGid || (p.status === "active" && (m.status === "active" || m.status === "invited")),
   );
 
@@ -81,7 +87,7 @@ export function globalInit(ctx: Pick<Ctx, "hooks">, tx: Tx, userGid: string) {
   const ccMembers: unknown[] = [];
   const activeGids: string[] = [];
   for (const { m, p } of mine) {
-    ccProjects[p.gid] = projectFull(ctx, tx, p);
+    ccProjects[p.gid] = await projectFull(ctx, tx, p);
     ccMembers.push(membershipFull(m));
     if (m.status === "active") {
       userProjects[p.gid] = m.roles;
@@ -90,7 +96,7 @@ export function globalInit(ctx: Pick<Ctx, "hooks">, tx: Tx, userGid: string) {
   }
   const ccUsers: Record<string, unknown> = { [me.gid]: userFull(me) };
   if (activeGids.length) {
-    const others = membershipsWithUsers(tx, activeGids, ["active", "invited"]);
+    const others = await membershipsWithUsers(tx, activeGids, ["active", "invited"]);
     for (const { m, u } of others) {
       if (u.gid !== me.gid) ccUsers[u.gid] ??= userShort(u);
       // Owner memberships of the user's projects, so a client knows who owns what.
@@ -117,10 +123,16 @@ export function globalInit(ctx: Pick<Ctx, "hooks">, tx: Tx, userGid: string) {
  * other owned projects. `cc.users` is full for the caller and short for everyone else (spec 4.2);
  * memberships are full for the owner (it manages them) and for the caller's own, else short.
  */
-export function projectInit(ctx: Pick<Ctx, "hooks">, tx: Tx, userGid: string, projectGid: string, member: boolean) {
-  const me = getUser(tx, userGid);
+export async function projectInit(
+  ctx: Pick<Ctx, "hooks">,
+  tx: Tx,
+  userGid: string,
+  projectGid: string,
+  member: boolean,
+) {
+  const me = await getUser(tx, userGid);
   if (!me) throw permissionDenied();
-  const owned = me.kind === "api" ? [] : projectsOwnedBy(tx, userGid);
+  const owned = me.kind === "api" ? [] : await projectsOwnedBy(tx, userGid);
   const userProjects: Record<string, string[]> = {};
   const ccProjects: Record<string, unknown> = {};
   for (const p of owned) {
@@ -130,19 +142,19 @@ export function projectInit(ctx: Pick<Ctx, "hooks">, tx: Tx, userGid: string, pr
   const ccUsers: Record<string, unknown> = { [me.gid]: userFull(me) };
   const ccMembers: unknown[] = [];
   const dictionaries: Record<string, Record<string, unknown>> = {};
-  const project = member ? getProject(tx, projectGid) : undefined;
+  const project = member ? await getProject(tx, projectGid) : undefined;
   let projectMembers: string[] = [];
   if (project) {
-    ccProjects[project.gid] = projectFull(ctx, tx, project);
+    ccProjects[project.gid] = await projectFull(ctx, tx, project);
     const isOwner = project.owner === userGid;
-    for (const { m, u } of projectMemberRows(tx, project.gid, isOwner ? undefined : SEEN_BY_MEMBERS)) {
+    for (const { m, u } of await projectMemberRows(tx, project.gid, isOwner ? undefined : SEEN_BY_MEMBERS)) {
       const full = isOwner || u.gid === userGid;
       if (u.gid !== userGid) ccUsers[u.gid] = userShort(u);
       ccMembers.push(full ? membershipFull(m) : membershipShort(m));
       if (m.status === "active") projectMembers.push(u.gid);
     }
   }
-  for (const [name, fn] of ctx.hooks.projectDictionaries) dictionaries[name] = project ? fn(tx, project.gid) : {};
+  for (const [name, fn] of ctx.hooks.projectDictionaries) dictionaries[name] = project ? await fn(tx, project.gid) : {};
   const cursor = currentCursor(tx);
   return {
     result: {
@@ -177,25 +189,29 @@ async function session(ctx: Pick<Ctx, "tokens">, user: User, a: Answer): Promise
 }
 
 /** `GET /api/init`: the actor's global init payload, kept until the next write as the project one (projectInitOf). */
-export function globalInitOf(ctx: Ctx, actor: Actor): Answer {
-  return readOnly(ctx.db, (tx) =>
-    largeUntilChanged(ctx.db, `global init ${actor.userGid}`, () => lastingAnswer(globalInit(ctx, tx, actor.userGid))),
+export async function globalInitOf(ctx: Ctx, actor: Actor): Promise<Answer> {
+  return await readOnly(
+    ctx.db,
+    async (tx) =>
+      await largeUntilChanged(ctx.db, `global init ${actor.userGid}`, async () =>
+        lastingAnswer(await globalInit(ctx, tx, actor.userGid)),
+      ),
   );
 }
 
 /** `/api/login`: username and password; the global init payload and a JWT. 403 `Unknown user` for any failure. */
 export async function logIn(ctx: Ctx, input: { username: string; password: string }): Promise<Session> {
   const user = await verifyLogin(ctx.db, input.username, input.password);
-  return session(ctx, user, globalInit(ctx, ctx.db, user.gid));
+  return session(ctx, user, await globalInit(ctx, ctx.db, user.gid));
 }
 
 /** A session of `user` (signup, password reset): the global init payload and a JWT. */
-export function sessionOf(
+export async function sessionOf(
   ctx: Ctx,
   user: User,
-  init: (ctx: Pick<Ctx, "hooks">, tx: Tx, userGid: string) => Answer = globalInit,
+  init: (ctx: Pick<Ctx, "hooks">, tx: Tx, userGid: string) => Promise<Answer> = globalInit,
 ): Promise<Session> {
-  return session(ctx, user, init(ctx, ctx.db, user.gid));
+  return session(ctx, user, await init(ctx, ctx.db, user.gid));
 }
 
 /**
@@ -208,15 +224,15 @@ export async function projectLogIn(
   input: { username: string; password: string },
 ): Promise<Session> {
   const user = await verifyLogin(ctx.db, input.username, input.password);
-  const member = mayAccessProject(ctx.db, actorOf(user), projectGid, "member");
-  return session(ctx, user, projectInit(ctx, ctx.db, user.gid, projectGid, member));
+  const member = await mayAccessProject(ctx.db, actorOf(user), projectGid, "member");
+  return session(ctx, user, await projectInit(ctx, ctx.db, user.gid, projectGid, member));
 }
 
 /** `p/<project>/auth`: an API key for a JWT of its API user and the project init payload. */
 export async function apiKeyLogIn(ctx: Ctx, projectGid: string, input: { api_key: string }): Promise<Session> {
   // Its own unit: the key's last use is recorded (no sync item, nothing to publish).
-  const user = mutate(ctx.db, undefined, (tx) => userOfKey(tx, projectGid, input.api_key));
-  return session(ctx, user, projectInit(ctx, ctx.db, user.gid, projectGid, true));
+  const user = await mutate(ctx.db, undefined, async (tx) => await userOfKey(tx, projectGid, input.api_key));
+  return session(ctx, user, await projectInit(ctx, ctx.db, user.gid, projectGid, true));
 }
 
 /**
@@ -226,10 +242,15 @@ export async function apiKeyLogIn(ctx: Ctx, projectGid: string, input: { api_key
  * (largeUntilChanged: this server's changed rows, another process's commits), and as a lasting answer
  * its JSON is encoded once. The access check still runs on every request, before the payload.
  */
-export function projectInitOf(ctx: Ctx, actor: Actor, projectGid: string): Answer {
-  return readProject(ctx, actor, projectGid, "member", ({ tx }) =>
-    largeUntilChanged(ctx.db, `init ${actor.userGid} ${projectGid}`, () =>
-      lastingAnswer(projectInit(ctx, tx, actor.userGid, projectGid, true)),
-    ),
+export async function projectInitOf(ctx: Ctx, actor: Actor, projectGid: string): Promise<Answer> {
+  return await readProject(
+    ctx,
+    actor,
+    projectGid,
+    "member",
+    async ({ tx }) =>
+      await largeUntilChanged(ctx.db, `init ${actor.userGid} ${projectGid}`, async () =>
+        lastingAnswer(await projectInit(ctx, tx, actor.userGid, projectGid, true)),
+      ),
   );
 }

@@ -28,7 +28,7 @@ function listOperations(kind: ListKind) {
     operation(
       `${plural}/create`,
       t.Object({ name }),
-      (ctx, actor, projectGid, body) => createEntry(ctx, actor, projectGid, kind, body),
+      async (ctx, actor, projectGid, body) => await createEntry(ctx, actor, projectGid, kind, body),
       {
         summary: `Create a ${kind} at the end of the project's ${plural}; result.${kind} is its key`,
         tags,
@@ -37,7 +37,7 @@ function listOperations(kind: ListKind) {
     operation(
       `${plural}/update`,
       t.Object({ [kind]: key, name }),
-      (ctx, actor, projectGid, body) => renameEntry(ctx, actor, projectGid, kind, body),
+      async (ctx, actor, projectGid, body) => await renameEntry(ctx, actor, projectGid, kind, body),
       {
         summary: `Rename a ${kind}${kind === "channel" ? " (not __all__)" : ""}`,
         tags,
@@ -46,7 +46,7 @@ function listOperations(kind: ListKind) {
     operation(
       `${plural}/move`,
       t.Object({ [kind]: key, [`before_${kind}`]: t.Optional(key) }),
-      (ctx, actor, projectGid, body) => moveEntry(ctx, actor, projectGid, kind, body),
+      async (ctx, actor, projectGid, body) => await moveEntry(ctx, actor, projectGid, kind, body),
       {
         summary: `Move a ${kind} before before_${kind}, or to the end without it`,
         tags,
@@ -55,7 +55,7 @@ function listOperations(kind: ListKind) {
     operation(
       `${plural}/delete`,
       t.Object({ [kind]: t.Optional(key), [plural]: t.Optional(t.Array(key, { minItems: 1, maxItems: 1000 })) }),
-      (ctx, actor, projectGid, body) => deleteEntry(ctx, actor, projectGid, kind, body),
+      async (ctx, actor, projectGid, body) => await deleteEntry(ctx, actor, projectGid, kind, body),
       {
         summary: `Delete a ${kind}, or several (${plural}: a list; ${kind} wins when both are given)${kind === "channel" ? " (not __all__)" : ""}`,
         tags,

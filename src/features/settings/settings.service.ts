@@ -38,32 +38,32 @@ const LISTS = new Map<
 const invalid = (name: string, reason: string) => invalidParameter(name, { reason });
 
 /** Writes the options back and tells the project's audience (members, invitees, the owner). */
-function saveOptions(tx: Tx, log: ChangeLog, project: Project, options: ProjectOptions): Project {
-  return updateProject(tx, log, project.gid, { options: { ...project.options, ...options } });
+async function saveOptions(tx: Tx, log: ChangeLog, project: Project, options: ProjectOptions): Promise<Project> {
+  return await updateProject(tx, log, project.gid, { options: { ...project.options, ...options } });
 }
 
 /** The answer of a settings change: result `project` (plus `extra`), data the project's full form. */
-function changed(
+async function changed(
   ctx: Pick<Ctx, "hooks">,
   tx: Tx,
   p: Project,
   extra: Record<string, unknown> = {},
   data: Record<string, unknown> = {},
-): Answer {
+): Promise<Answer> {
   return {
     result: { ...extra, project: p.gid },
-    data: { "cc.projects": { [p.gid]: projectFull(ctx, tx, p) }, ...data },
+    data: { "cc.projects": { [p.gid]: await projectFull(ctx, tx, p) }, ...data },
   };
 }
 
 /** Runs a settings change of an active project as a member. */
-function change<T>(
+async function change<T>(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   fn: (work: ProjectWork, options: ProjectOptions) => T,
-): T {
-  return inProject(ctx, actor, projectGid, "member", (work) => {
+): Promise<T> {
+  return await inProject(ctx, actor, projectGid, "member", (work) => {
     if (work.project.status !== "active")
       throw unprocessable("Cannot perform update", { reason: "The project is not active" });
     return fn(work, projectOptions(work.project));
@@ -86,11 +86,11 @@ function moved(order: string[], key: string, before: string | undefined): string
 }
 
 /** The data dictionaries of the schema (definitions, classes, fields, layouts), as `languages/add` answers them. */
-function schemaData(ctx: Ctx, tx: Tx, projectGid: string): Record<string, unknown> {
+async function schemaData(ctx: Ctx, tx: Tx, projectGid: string): Promise<Record<string, unknown>> {
   const out: Record<string, unknown> = {};
   for (const name of ["definitions", "classes", "fields", "layouts"]) {
     const fn = ctx.hooks.projectDictionaries.get(name);
-    out[name] = fn ? fn(tx, projectGid) : {};
+    out[name] = fn ? await fn(tx, projectGid) : {};
   }
   return out;
 }
@@ -103,8 +103,13 @@ function schemaData(ctx: Ctx, tx: Tx, projectGid: string): Record<string, unknow
  * The schema's localized members get a key for it (the `languageAdded` hooks); the answer carries
  * the project and the schema dictionaries, as the reference's.
  */
-export function addLanguage(ctx: Ctx, actor: Actor, projectGid: string, input: { language: string }): Answer {
-  return change(ctx, actor, projectGid, ({ tx, log, project }, o) => {
+export async function addLanguage(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  input: { language: string },
+): Promise<Answer> {
+  return await change(ctx, actor, projectGid, async ({ tx, log, project }, o) => {
     if (!isLanguage(input.language))
       throw invalid("language", "Not a code of cc.languages (lower case), see /api/languages/get");
     if (o.languages.includes(input.language))
@@ -112,28 +117,31 @@ export function addLanguage(ctx: Ctx, actor: Actor, projectGid: string, input: {
         reason: "The project has this language already",
         language: input.language,
       });
-    const p = saveOptions(tx, log, project, { ...o, languages: [...o.languages, input.language] });
-    for (const hook of ctx.hooks.languageAdded) hook(ctx, tx, log, projectGid, input.language);
-    return changed(ctx, tx, p, {}, schemaData(ctx, tx, projectGid));
+    const p = await saveOptions(tx, log, project, { ...o, languages: [...o.languages, input.language] });
+    for (const hook of ctx.hooks.languageAdded) await hook(ctx, tx, log, projectGid, input.language);
+    return await changed(ctx, tx, p, {}, await schemaData(ctx, tx, projectGid));
   });
 }
 
 /** `languages/move`: `language` goes before `before_language` (to the end without it); the first language is the main one. */
-export function moveLanguage(
+export async function moveLanguage(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: { language: string; before_language?: string },
-): Answer {
-  return change(ctx, actor, projectGid, ({ tx, log, project }, o) => {
+): Promise<Answer> {
+  return await change(ctx, actor, projectGid, async ({ tx, log, project }, o) => {
     if (!o.languages.includes(input.language)) throw invalid("language", "Not a language of the project");
     if (input.before_language !== undefined && !o.languages.includes(input.before_language))
       throw invalid("before_language", "Not a language of the project");
-    if (input.before_language === input.language) return changed(ctx, tx, project);
-    return changed(
+    if (input.before_language === input.language) return await changed(ctx, tx, project);
+    return await changed(
       ctx,
       tx,
-      saveOptions(tx, log, project, { ...o, languages: moved(o.languages, input.language, input.before_language) }),
+      await saveOptions(tx, log, project, {
+        ...o,
+        languages: moved(o.languages, input.language, input.before_language),
+      }),
     );
   });
 }
@@ -145,25 +153,25 @@ export function moveLanguage(
  * the confirmation member `remove_values: true` is sent: then the hooks drop them in the same
  * transaction and `result.removed_values` says how many went.
  */
-export function removeLanguage(
+export async function removeLanguage(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: { language: string; remove_values?: boolean },
-): Answer {
-  return change(ctx, actor, projectGid, ({ tx, log, project }, o) => {
+): Promise<Answer> {
+  return await change(ctx, actor, projectGid, async ({ tx, log, project }, o) => {
     if (!o.languages.includes(input.language)) throw invalid("language", "Not a language of the project");
     if (o.languages.length === 1)
       throw unprocessable("Cannot perform update", {
         reason: "A project keeps at least one language",
         language: input.language,
       });
-    const p = saveOptions(tx, log, project, { ...o, languages: o.languages.filter((l) => l !== input.language) });
+    const p = await saveOptions(tx, log, project, { ...o, languages: o.languages.filter((l) => l !== input.language) });
     const keep = input.remove_values !== true;
     let removed = 0;
-    for (const hook of ctx.hooks.languageRemoved) removed += hook(ctx, tx, log, projectGid, input.language, keep);
-    if (keep) return changed(ctx, tx, p, {}, schemaData(ctx, tx, projectGid));
-    return changed(ctx, tx, p, { removed_values: removed }, schemaData(ctx, tx, projectGid));
+    for (const hook of ctx.hooks.languageRemoved) removed += await hook(ctx, tx, log, projectGid, input.language, keep);
+    if (keep) return await changed(ctx, tx, p, {}, await schemaData(ctx, tx, projectGid));
+    return await changed(ctx, tx, p, { removed_values: removed }, await schemaData(ctx, tx, projectGid));
   });
 }
 
@@ -182,53 +190,57 @@ function entry(o: ProjectOptions, kind: ListKind, key: unknown, member: string =
 }
 
 /** `<kind>s/create`: a new entry (key: a new gid) at the end of the list; result names its key. */
-export function createEntry(
+export async function createEntry(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   kind: ListKind,
   input: { name: string },
-): Answer {
-  return change(ctx, actor, projectGid, ({ tx, log, project }, o) => {
+): Promise<Answer> {
+  return await change(ctx, actor, projectGid, async ({ tx, log, project }, o) => {
     const name = nameOf(input.name);
     const { dict, order } = kindOf(kind);
     const key = newGid();
-    const p = saveOptions(tx, log, project, { ...o, [dict]: { ...o[dict], [key]: name }, [order]: [...o[order], key] });
-    return changed(ctx, tx, p, { [kind]: key });
+    const p = await saveOptions(tx, log, project, {
+      ...o,
+      [dict]: { ...o[dict], [key]: name },
+      [order]: [...o[order], key],
+    });
+    return await changed(ctx, tx, p, { [kind]: key });
   });
 }
 
 /** `<kind>s/update`: renames an entry. */
-export function renameEntry(
+export async function renameEntry(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   kind: ListKind,
   input: Record<string, unknown>,
-): Answer {
-  return change(ctx, actor, projectGid, ({ tx, log, project }, o) => {
+): Promise<Answer> {
+  return await change(ctx, actor, projectGid, async ({ tx, log, project }, o) => {
     const key = entry(o, kind, input[kind]);
     const name = nameOf(input.name);
     const { dict } = kindOf(kind);
-    return changed(ctx, tx, saveOptions(tx, log, project, { ...o, [dict]: { ...o[dict], [key]: name } }));
+    return await changed(ctx, tx, await saveOptions(tx, log, project, { ...o, [dict]: { ...o[dict], [key]: name } }));
   });
 }
 
 /** `<kind>s/move`: an entry goes before `before_<kind>` (to the end without it); nothing goes before `__all__`. */
-export function moveEntry(
+export async function moveEntry(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   kind: ListKind,
   input: Record<string, unknown>,
-): Answer {
-  return change(ctx, actor, projectGid, ({ tx, log, project }, o) => {
+): Promise<Answer> {
+  return await change(ctx, actor, projectGid, async ({ tx, log, project }, o) => {
     const key = entry(o, kind, input[kind]);
     const beforeMember = `before_${kind}`;
     const before = input[beforeMember] === undefined ? undefined : entry(o, kind, input[beforeMember], beforeMember);
-    if (before === key) return changed(ctx, tx, project);
+    if (before === key) return await changed(ctx, tx, project);
     const { order } = kindOf(kind);
-    return changed(ctx, tx, saveOptions(tx, log, project, { ...o, [order]: moved(o[order], key, before) }));
+    return await changed(ctx, tx, await saveOptions(tx, log, project, { ...o, [order]: moved(o[order], key, before) }));
   });
 }
 
@@ -237,16 +249,16 @@ export function moveEntry(
  * sent, as the reference says) go; the `settingRemoved` hooks drop what refers to them in the same
  * transaction. Every key is checked before anything is deleted.
  */
-export function deleteEntry(
+export async function deleteEntry(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   kind: ListKind,
   input: Record<string, unknown>,
-): Answer {
+): Promise<Answer> {
   const many = `${kind}s`;
   if (input[kind] === undefined && input[many] === undefined) throw missing(kind);
-  return change(ctx, actor, projectGid, ({ tx, log, project }, o) => {
+  return await change(ctx, actor, projectGid, async ({ tx, log, project }, o) => {
     const keys =
       input[kind] !== undefined
         ? [entry(o, kind, input[kind])]
@@ -254,12 +266,13 @@ export function deleteEntry(
     const { dict, order } = kindOf(kind);
     const rest = new Map(Object.entries(o[dict]));
     for (const key of keys) rest.delete(key);
-    const p = saveOptions(tx, log, project, {
+    const p = await saveOptions(tx, log, project, {
       ...o,
       [dict]: Object.fromEntries(rest),
       [order]: o[order].filter((k) => !keys.includes(k)),
     });
-    for (const key of keys) for (const hook of ctx.hooks.settingRemoved) hook(ctx, tx, log, projectGid, kind, key);
-    return changed(ctx, tx, p);
+    for (const key of keys)
+      for (const hook of ctx.hooks.settingRemoved) await hook(ctx, tx, log, projectGid, kind, key);
+    return await changed(ctx, tx, p);
   });
 }

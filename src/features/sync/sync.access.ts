@@ -13,12 +13,17 @@ export type AccessLoss = { scope: "token" | "project"; error: ApiError };
  * version, for API users an active membership), and the subscribed project must still pass the
  * `member` rule (src/core/access.ts), as `/sync/get` requires.
  */
-export function syncAccessLoss(tx: Tx, userGid: string, tokenVersion: number, projectGid?: string): AccessLoss | null {
-  const user = tokenHolder(tx, userGid, tokenVersion);
+export async function syncAccessLoss(
+  tx: Tx,
+  userGid: string,
+  tokenVersion: number,
+  projectGid?: string,
+): Promise<AccessLoss | null> {
+  const user = await tokenHolder(tx, userGid, tokenVersion);
   if (!user) return { scope: "token", error: permissionDenied() };
   if (projectGid === undefined) return null;
   try {
-    projectAccess(tx, { userGid, kind: user.kind }, projectGid, "member");
+    await projectAccess(tx, { userGid, kind: user.kind }, projectGid, "member");
     return null;
   } catch (err) {
     if (err instanceof ApiError) return { scope: "project", error: err };

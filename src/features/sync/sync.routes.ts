@@ -12,7 +12,7 @@ const tags = ["sync"];
 export function syncRoutes(ctx: Ctx) {
   return new Elysia({ prefix: "/sync" })
     .use(authMacro(ctx))
-    .post("/get", ({ body, actor }) => answer(pollSync(ctx, actor, body)), {
+    .post("/get", async ({ body, actor }) => answer(await pollSync(ctx, actor, body)), {
       authNoRenew: true,
       body: t.Object(
         {
@@ -31,7 +31,7 @@ export function syncRoutes(ctx: Ctx) {
         errors: [400, 403],
       }),
     })
-    .post("/cursors", ({ body, actor }) => answer(syncCursors(ctx, actor, body ?? {})), {
+    .post("/cursors", async ({ body, actor }) => answer(await syncCursors(ctx, actor, body ?? {})), {
       authNoRenew: true,
       body: t.Optional(t.Object({ project: t.Optional(t.String()) }, { examples: [examples.syncCursors.request] })),
       detail: describe({

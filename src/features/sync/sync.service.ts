@@ -4,7 +4,7 @@ import { writeMeta } from "../../db/meta";
 import { currentCursor, retainedFloor } from "../../db/cursor";
 import type { Ctx } from "../../platform/context";
 import type { Tx } from "../../db/connection";
-import type { SyncItem } from "../../db/mutate";
+import { mutate, type SyncItem } from "../../db/mutate";
 import { changeAudience, changes } from "../../db/changelog.table";
 import type { Answer } from "../../core/answer";
 import type { Actor } from "../../core/actor";
@@ -29,28 +29,30 @@ function toItem(r: Row): SyncItem {
 }
 
 /** `cc` items after `cursor` that the user may see, oldest first. */
-function ccItemsAfter(tx: Tx, userGid: string, cursor: number, limit: number): SyncItem[] {
-  return tx
-    .select({ c: changes })
-    .from(changeAudience)
-    .innerJoin(changes, eq(changes.cursor, changeAudience.cursor))
-    .where(and(inArray(changeAudience.userGid, [userGid, "*"]), gt(changeAudience.cursor, cursor)))
-    .orderBy(asc(changeAudience.cursor))
-    .limit(limit)
-    .all()
-    .map((r) => toItem(r.c));
+async function ccItemsAfter(tx: Tx, userGid: string, cursor: number, limit: number): Promise<SyncItem[]> {
+  return (
+    await tx
+      .select({ c: changes })
+      .from(changeAudience)
+      .innerJoin(changes, eq(changes.cursor, changeAudience.cursor))
+      .where(and(inArray(changeAudience.userGid, [userGid, "*"]), gt(changeAudience.cursor, cursor)))
+      .orderBy(asc(changeAudience.cursor))
+      .limit(limit)
+      .all()
+  ).map((r) => toItem(r.c));
 }
 
 /** Items of one project after `cursor`, oldest first. */
-function projectItemsAfter(tx: Tx, projectGid: string, cursor: number, limit: number): SyncItem[] {
-  return tx
-    .select()
-    .from(changes)
-    .where(and(eq(changes.type, projectGid), gt(changes.cursor, cursor)))
-    .orderBy(asc(changes.cursor))
-    .limit(limit)
-    .all()
-    .map(toItem);
+async function projectItemsAfter(tx: Tx, projectGid: string, cursor: number, limit: number): Promise<SyncItem[]> {
+  return (
+    await tx
+      .select()
+      .from(changes)
+      .where(and(eq(changes.type, projectGid), gt(changes.cursor, cursor)))
+      .orderBy(asc(changes.cursor))
+      .limit(limit)
+      .all()
+  ).map(toItem);
 }
 
 type SyncRequest = { ccCursor?: number; project?: string; cursor?: number };
@@ -59,22 +61,24 @@ type SyncRequest = { ccCursor?: number; project?: string; cursor?: number };
  * Items after the given cursors that the user may see, in cursor order, at most `limit`. A
  * `warning` says more are waiting, or that a cursor is older than the retained log.
  */
-export function syncItems(
+export async function syncItems(
   tx: Tx,
   actor: Actor,
   req: SyncRequest,
   limit: number,
-): { sync: SyncItem[]; warning?: string; reinit?: boolean } {
-  if (req.project !== undefined) projectAccess(tx, actor, req.project, "member");
+): Promise<{ sync: SyncItem[]; warning?: string; reinit?: boolean }> {
+  if (req.project !== undefined) await projectAccess(tx, actor, req.project, "member");
   const userGid = actor.userGid;
   const floor = retainedFloor(tx);
   const stale =
     (req.ccCursor !== undefined && req.ccCursor < floor) || (req.cursor !== undefined && req.cursor < floor);
   if (stale) return { sync: [], warning: REINIT_WARNING, reinit: true };
   let items: SyncItem[] = [];
-  if (req.ccCursor !== undefined) items = ccItemsAfter(tx, userGid, req.ccCursor, limit + 1);
+  if (req.ccCursor !== undefined) items = await ccItemsAfter(tx, userGid, req.ccCursor, limit + 1);
   if (req.project !== undefined && req.cursor !== undefined) {
-    items = items.concat(projectItemsAfter(tx, req.project, req.cursor, limit + 1)).sort((a, b) => a.cursor - b.cursor);
+    items = items
+      .concat(await projectItemsAfter(tx, req.project, req.cursor, limit + 1))
+      .sort((a, b) => a.cursor - b.cursor);
   }
   if (items.length > limit) return { sync: items.slice(0, limit), warning: LIMIT_WARNING };
   return { sync: items };
@@ -84,11 +88,11 @@ export function syncItems(
  * `/sync/get`: `cc_cursor`, or `project` with `cursor`, or all three (the first missing one is a
  * 400); items after them, at most `config.syncPageLimit`.
  */
-export function pollSync(
+export async function pollSync(
   ctx: Ctx,
   actor: Actor,
   input: { cc_cursor?: number | null; project?: string; cursor?: number | null },
-): Answer {
+): Promise<Answer> {
   const hasCc = input.cc_cursor !== undefined && input.cc_cursor !== null;
   if (input.project !== undefined && (input.cursor === undefined || input.cursor === null)) throw missing("cursor");
   if (input.cursor !== undefined && input.cursor !== null && !input.project) throw missing("project");
@@ -98,12 +102,12 @@ export function pollSync(
     project: input.project,
     cursor: input.cursor ?? undefined,
   };
-  return { result: syncItems(ctx.db, actor, req, ctx.config.syncPageLimit) };
+  return { result: await syncItems(ctx.db, actor, req, ctx.config.syncPageLimit) };
 }
 
 /** `/sync/cursors`: the current cursor; with a project, after checking the actor may sync it (403). */
-export function syncCursors(ctx: Ctx, actor: Actor, input: { project?: string }): Answer {
-  if (input.project) projectAccess(ctx.db, actor, input.project, "member");
+export async function syncCursors(ctx: Ctx, actor: Actor, input: { project?: string }): Promise<Answer> {
+  if (input.project) await projectAccess(ctx.db, actor, input.project, "member");
   const c = currentCursor(ctx.db);
   return { result: input.project ? { "cc.cursor": c, cursor: c } : { "cc.cursor": c } };
 }
@@ -114,24 +118,26 @@ const DAY = 86400;
  * Deletes change-log items older than `config.changeLogDays` and records the highest pruned
  * cursor under `meta['changes.floor']`, so a client with an older cursor is told to re-initialise.
  */
-export function pruneChangeLog(ctx: Ctx): string {
+export async function pruneChangeLog(ctx: Ctx): Promise<string> {
   const cutoff = now() - ctx.config.changeLogDays * DAY;
   const top =
-    ctx.db
-      .select({ c: max(changes.cursor) })
-      .from(changes)
-      .where(lte(changes.createdOn, cutoff))
-      .get()?.c ?? null;
+    (
+      await ctx.db
+        .select({ c: max(changes.cursor) })
+        .from(changes)
+        .where(lte(changes.createdOn, cutoff))
+        .get()
+    )?.c ?? null;
   if (top === null) return "nothing to prune";
   let pruned = 0;
   // Batches keep each write transaction short; change_audience rows go by cascade.
   for (;;) {
-    const n = ctx.db.transaction((tx) => {
-      const rows = ctx.db.$client
+    const n = await mutate(ctx.db, undefined, async (tx) => {
+      const rows = (await ctx.db.$client
         .query(
           "DELETE FROM changes WHERE cursor IN (SELECT cursor FROM changes WHERE cursor <= ? LIMIT 5000) RETURNING cursor",
         )
-        .all(top) as unknown[];
+        .all(top)) as unknown[];
       if (retainedFloor(tx) < top) writeMeta(tx, "changes.floor", String(top));
       return rows.length;
     });

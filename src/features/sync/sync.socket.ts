@@ -131,6 +131,8 @@ export class SyncServer {
   private readonly queuedSessions = new Set<Session>();
   /** Committed batches waiting for the fan-out. */
   private pending: Published[][] = [];
+  /** The fan-out running now (deliveries are chained, in commit order). */
+  private delivering: Promise<void> = Promise.resolve();
   /**
    * Sockets that went live while batches were waiting: their initsync already read those items
    * from the database, so the fan-out leaves them out of batches at or below their floors.
@@ -156,14 +158,21 @@ export class SyncServer {
     });
     this.io = new IoServer({ serveClient: false, maxHttpBufferSize: ctx.config.syncMaxBytes });
     this.io.bind(this.engine);
-    this.io.use((socket, next) => this.authenticateSocket(socket, next));
+    this.io.use(
+      (socket, next) => void this.authenticateSocket(socket, next).catch((err: unknown) => next(err as Error)),
+    );
     this.io.on("connection", (socket) => this.onConnection(socket));
     // The hub publishes right after the writer's commit, before its HTTP answer: the batches are
     // queued here and fanned out on the next turn of the event loop, in commit order, so a writer's
     // answer never waits for thousands of subscribers.
     this.stopListening = ctx.hub.subscribe((items) => {
       this.pending.push(items);
-      if (this.pending.length === 1) setImmediate(() => this.deliverPending());
+      // One delivery after the other: a batch's fan-out may wait (its audience is read), and the
+      // next batch must not overtake it.
+      if (this.pending.length === 1)
+        setImmediate(() => {
+          this.delivering = this.delivering.then(() => this.deliverPending());
+        });
     });
   }
 
@@ -172,12 +181,12 @@ export class SyncServer {
     return this.pending.length;
   }
 
-  private deliverPending() {
+  private async deliverPending() {
     const batches = this.pending;
     this.pending = [];
     for (const items of batches) {
       try {
-        this.onPublish(items);
+        await this.onPublish(items);
       } catch (err) {
         this.ctx.log.error("sync fan-out failed", { error: String((err as Error)?.stack ?? err) });
       }
@@ -362,7 +371,7 @@ export class SyncServer {
 
   // ---- connection and authentication ----
 
-  private authenticateSocket(socket: Socket, next: (err?: Error) => void) {
+  private async authenticateSocket(socket: Socket, next: (err?: Error) => void) {
     const auth = (socket.handshake.auth ?? {}) as Record<string, unknown>;
     const raw = auth.JWT ?? auth.jwt;
     const header = typeof raw === "string" ? `Bearer ${raw}` : socket.handshake.headers.authorization;
@@ -434,10 +443,10 @@ export class SyncServer {
       socket.disconnect(true);
       return;
     }
-    socket.on("initsync", (...args: unknown[]) => {
+    socket.on("initsync", async (...args: unknown[]) => {
       const ack = typeof args[args.length - 1] === "function" ? (args.pop() as (answer: unknown) => void) : undefined;
       try {
-        this.initsync(s, args[0], ack);
+        await this.initsync(s, args[0], ack);
       } catch (err) {
         this.ctx.log.error("initsync failed", { error: String((err as Error)?.stack ?? err) });
         this.unsubscribe(s);
@@ -469,7 +478,7 @@ export class SyncServer {
   private async renew(s: Session) {
     if (!s.socket.connected) return;
     try {
-      const loss = syncAccessLoss(this.ctx.db, s.user, s.tv, s.project);
+      const loss = await syncAccessLoss(this.ctx.db, s.user, s.tv, s.project);
       if (loss) this.lose(s, loss);
       if (loss?.scope === "token") return;
       const token = await this.ctx.tokens.sign(s.user, s.tv);
@@ -490,7 +499,7 @@ export class SyncServer {
    * meanwhile can fall between the acknowledgement and the first push; when the acknowledgement is
    * only the first page, the rest follows as `sync` events while new items are buffered.
    */
-  private initsync(s: Session, payload: unknown, ack?: (answer: unknown) => void) {
+  private async initsync(s: Session, payload: unknown, ack?: (answer: unknown) => void) {
     this.unsubscribe(s);
     const reply =
       ack ??
@@ -504,14 +513,14 @@ export class SyncServer {
       if (err instanceof ApiError) return reply(errorBody(err));
       throw err;
     }
-    const loss = syncAccessLoss(this.ctx.db, s.user, s.tv, req.project);
+    const loss = await syncAccessLoss(this.ctx.db, s.user, s.tv, req.project);
     if (loss) {
       reply(errorBody(loss.error));
       if (loss.scope === "token") this.lose(s, loss);
       return;
     }
     const limit = this.ctx.config.syncPageLimit;
-    const page = syncItems(
+    const page = await syncItems(
       this.ctx.db,
       s.actor,
       { ccCursor: req.ccCursor, project: req.project, cursor: req.cursor },
@@ -540,24 +549,26 @@ export class SyncServer {
   /** Sends the next page of a long backlog as a `sync` event, one page per turn of the event loop. */
   private scheduleCatchUp(s: Session) {
     const generation = s.generation;
-    setImmediate(() => {
-      if (s.generation !== generation || !s.socket.connected) return;
-      try {
-        this.catchUp(s);
-      } catch (err) {
-        this.ctx.log.error("sync catch-up failed", { error: String((err as Error)?.stack ?? err) });
-        this.unsubscribe(s);
-        s.socket.emit("unsubscribed", { ...errorBody(new ApiError(500, "Internal server error")), project: null });
-      }
-    });
+    setImmediate(() => void this.catchUpNow(s, generation));
   }
 
-  private catchUp(s: Session) {
-    const loss = syncAccessLoss(this.ctx.db, s.user, s.tv, s.project);
+  private async catchUpNow(s: Session, generation: number) {
+    if (s.generation !== generation || !s.socket.connected) return;
+    try {
+      await this.catchUp(s);
+    } catch (err) {
+      this.ctx.log.error("sync catch-up failed", { error: String((err as Error)?.stack ?? err) });
+      this.unsubscribe(s);
+      s.socket.emit("unsubscribed", { ...errorBody(new ApiError(500, "Internal server error")), project: null });
+    }
+  }
+
+  private async catchUp(s: Session) {
+    const loss = await syncAccessLoss(this.ctx.db, s.user, s.tv, s.project);
     if (loss) this.lose(s, loss);
     if (loss?.scope === "token") return;
     const limit = this.ctx.config.syncPageLimit;
-    const page = syncItems(
+    const page = await syncItems(
       this.ctx.db,
       s.actor,
       { ccCursor: s.ccFloor, project: s.project, cursor: s.project ? s.projectFloor : undefined },
@@ -681,7 +692,7 @@ export class SyncServer {
    * by `cc.users` and `cc.projects_members` items, and the subscribers of a project that a
    * `cc.projects` item left deleted or gone.
    */
-  private recheck(items: Published[]) {
+  private async recheck(items: Published[]) {
     let users: Set<string> | undefined;
     let projects: Set<string> | undefined;
     for (const it of items) {
@@ -694,19 +705,19 @@ export class SyncServer {
     }
     if (!users && !projects) return;
     const answers = new Map<string, AccessLoss | null>();
-    const check = (s: Session) => {
+    const check = async (s: Session) => {
       const key = `${s.user}\n${s.tv}\n${s.project ?? ""}`;
       let loss = answers.get(key);
-      if (loss === undefined) answers.set(key, (loss = syncAccessLoss(this.ctx.db, s.user, s.tv, s.project)));
+      if (loss === undefined) answers.set(key, (loss = await syncAccessLoss(this.ctx.db, s.user, s.tv, s.project)));
       if (loss) this.lose(s, loss);
     };
-    for (const u of users ?? []) for (const s of [...(this.byUser.get(u) ?? [])]) check(s);
+    for (const u of users ?? []) for (const s of [...(this.byUser.get(u) ?? [])]) await check(s);
     for (const p of projects ?? []) {
       const subscribers = this.byProject.get(p);
       if (!subscribers) continue;
       // A rename or icon change cuts nobody off; only a deleted or vanished project does.
-      if (getProject(this.ctx.db, p)?.status === "active") continue;
-      for (const s of [...subscribers]) check(s);
+      if ((await getProject(this.ctx.db, p))?.status === "active") continue;
+      for (const s of [...subscribers]) await check(s);
     }
   }
 
@@ -717,9 +728,9 @@ export class SyncServer {
    * then writes each project's items once to its room and each user's cc items once to the user's
    * room (Socket.IO encodes a room broadcast once for all its sockets).
    */
-  private onPublish(items: Published[]) {
+  private async onPublish(items: Published[]) {
     if (this.sessions.size === 0) return;
-    this.recheck(items);
+    await this.recheck(items);
     for (const s of this.catchingUp) for (const it of items) if (this.wants(s, it)) s.buffer.push(it);
 
     const sends: { first: number; send: () => void }[] = [];

@@ -12,7 +12,7 @@ const tags = ["global"];
 export function usersRoutes(ctx: Ctx) {
   return new Elysia({ prefix: "/api" })
     .use(authMacro(ctx))
-    .post("/users/get", ({ body, actor }) => answer(userInfo(ctx, actor, body)), {
+    .post("/users/get", async ({ body, actor }) => answer(await userInfo(ctx, actor, body)), {
       auth: true,
       body: t.Object({ user: t.String() }, { examples: [examples.usersGet.request] }),
       detail: describe({
@@ -22,7 +22,7 @@ export function usersRoutes(ctx: Ctx) {
         errors: [400, 422],
       }),
     })
-    .post("/username", ({ body }) => answer(usernameAvailability(ctx, body)), {
+    .post("/username", async ({ body }) => answer(await usernameAvailability(ctx, body)), {
       body: t.Object({ username: t.String() }, { examples: [examples.username.request] }),
       detail: describe({
         summary: "Whether a username is free and valid (no JWT needed, for sign-up forms)",

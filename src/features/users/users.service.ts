@@ -18,12 +18,13 @@ const USERNAME_RULE = /^[A-Za-z0-9][A-Za-z0-9._@+-]{2,63}$/;
 /** Passwords: 8 to 256 characters with at least one letter and one digit or symbol. */
 const PASSWORD_MIN = 8;
 
-export function usernameIssues(tx: Tx, username: unknown, field = "username"): ValidationIssue[] {
+export async function usernameIssues(tx: Tx, username: unknown, field = "username"): Promise<ValidationIssue[]> {
   if (typeof username !== "string" || !USERNAME_RULE.test(username))
     return [
       { field, rule: "format", message: "3 to 64 letters, digits or . _ - @ +, starting with a letter or digit" },
     ];
-  if (findByUsername(tx, username, false)) return [{ field, rule: "unavailable", message: "This username is taken" }];
+  if (await findByUsername(tx, username, false))
+    return [{ field, rule: "unavailable", message: "This username is taken" }];
   return [];
 }
 
@@ -41,8 +42,8 @@ export function emailIssues(email: unknown, field = "email"): ValidationIssue[] 
   return [];
 }
 
-export function getUser(tx: Tx, gid: string): User | undefined {
-  return userByGid(tx).get({ gid });
+export async function getUser(tx: Tx, gid: string): Promise<User | undefined> {
+  return await userByGid(tx).get({ gid });
 }
 const userByGid = preparedOnce((tx) =>
   tx
@@ -53,15 +54,15 @@ const userByGid = preparedOnce((tx) =>
 );
 
 /** Finds a user by username; case-sensitive unless `exact` is false. */
-export function findByUsername(tx: Tx, username: string, exact = true): User | undefined {
-  const row = tx.select().from(users).where(sql`lower(${users.username}) = lower(${username})`).get();
+export async function findByUsername(tx: Tx, username: string, exact = true): Promise<User | undefined> {
+  const row = await tx.select().from(users).where(sql`lower(${users.username}) = lower(${username})`).get();
   if (!row) return undefined;
   return !exact || row.username === username ? row : undefined;
 }
 
 /** Checks a username and password; 403 `Unknown user` for any failure, so nothing is revealed. */
 export async function verifyLogin(tx: Tx, username: string, password: string): Promise<User> {
-  const u = findByUsername(tx, username);
+  const u = await findByUsername(tx, username);
   const hash = u?.passwordHash ?? DUMMY_HASH;
   const good = await Bun.password.verify(password, await hash);
   if (!u || !good || u.status !== "active" || u.kind !== "person") throw forbidden("Unknown user");
@@ -85,11 +86,11 @@ type NewPerson = {
 };
 
 /** Creates an active person account and writes its `cc.users` item. */
-export function createPerson(tx: Tx, log: ChangeLog, input: NewPerson): User {
-  const issues = [...usernameIssues(tx, input.username), ...emailIssues(input.email)];
+export async function createPerson(tx: Tx, log: ChangeLog, input: NewPerson): Promise<User> {
+  const issues = [...(await usernameIssues(tx, input.username)), ...emailIssues(input.email)];
   if (issues.length) throw validationFailed(issues);
   const t = now();
-  const row = tx
+  const row = await tx
     .insert(users)
     .values({
       gid: newGid(),
@@ -114,34 +115,46 @@ export function createPerson(tx: Tx, log: ChangeLog, input: NewPerson): User {
  * Updates columns of a user and writes `cc.users` UPDATE for everybody who sees it (the user and
  * its co-members: `hooks.userAudience`, which the projects feature, owner of the memberships, gives).
  */
-export function updateUser(ctx: Pick<Ctx, "hooks">, tx: Tx, log: ChangeLog, gid: string, set: Partial<User>): User {
-  const row = tx
+export async function updateUser(
+  ctx: Pick<Ctx, "hooks">,
+  tx: Tx,
+  log: ChangeLog,
+  gid: string,
+  set: Partial<User>,
+): Promise<User> {
+  const row = await tx
     .update(users)
     .set({ ...set, updatedOn: now() })
     .where(eq(users.gid, gid))
     .returning()
     .get();
   if (!row) throw unprocessable("User not found");
-  log.cc("UPDATE", "cc.users", gid, ctx.hooks.userAudience?.(tx, gid) ?? [gid]);
+  log.cc("UPDATE", "cc.users", gid, (await ctx.hooks.userAudience?.(tx, gid)) ?? [gid]);
   return row;
 }
 
 /** Sets a new password: bumps the token version so every older JWT stops working. */
-export function setPassword(ctx: Pick<Ctx, "hooks">, tx: Tx, log: ChangeLog, gid: string, passwordHash: string): User {
-  const u = getUser(tx, gid);
+export async function setPassword(
+  ctx: Pick<Ctx, "hooks">,
+  tx: Tx,
+  log: ChangeLog,
+  gid: string,
+  passwordHash: string,
+): Promise<User> {
+  const u = await getUser(tx, gid);
   if (!u) throw unprocessable("User not found");
-  return updateUser(ctx, tx, log, gid, { passwordHash, tokenVersion: u.tokenVersion + 1 });
+  return await updateUser(ctx, tx, log, gid, { passwordHash, tokenVersion: u.tokenVersion + 1 });
 }
 
 // ---------------------------------------------------------------------------------------------
 // The operations
 
 /** `users/get`: oneself (full form) or a co-member (short form, spec 5.6); 422 otherwise, revealing nothing. */
-export function userInfo(ctx: Ctx, actor: Actor, input: { user: string }): Answer {
+export async function userInfo(ctx: Ctx, actor: Actor, input: { user: string }): Promise<Answer> {
   // A read: one read transaction, without a write's change log and wrappers.
-  return readOnly(ctx.db, (tx) => {
-    const target = getUser(tx, input.user);
-    if (!target || !(ctx.hooks.userVisible?.(tx, actor, target.gid) ?? target.gid === actor.userGid))
+  return await readOnly(ctx.db, async (tx) => {
+    const target = await getUser(tx, input.user);
+    if (!target || !((await ctx.hooks.userVisible?.(tx, actor, target.gid)) ?? target.gid === actor.userGid))
       throw unprocessable("No info for this user");
     const form = target.gid === actor.userGid ? userFull(target) : userShort(target);
     return { result: { user: target.gid }, data: { "cc.users": { [target.gid]: form } } };
@@ -149,8 +162,8 @@ export function userInfo(ctx: Ctx, actor: Actor, input: { user: string }): Answe
 }
 
 /** `username` (no login): whether a username is free and valid, with the validation report when not. */
-export function usernameAvailability(ctx: Ctx, input: { username: string }): Answer {
-  const issues = usernameIssues(ctx.db, input.username);
+export async function usernameAvailability(ctx: Ctx, input: { username: string }): Promise<Answer> {
+  const issues = await usernameIssues(ctx.db, input.username);
   return {
     result: {
       username: input.username,
@@ -162,10 +175,10 @@ export function usernameAvailability(ctx: Ctx, input: { username: string }): Ans
 
 /** Every account (for `apis user list`). */
 /** Whether the instance has an admin yet (the first account `apis user create` makes becomes one). */
-export function hasAdmin(tx: Tx): boolean {
-  return !!tx.select({ gid: users.gid }).from(users).where(eq(users.admin, true)).get();
+export async function hasAdmin(tx: Tx): Promise<boolean> {
+  return !!(await tx.select({ gid: users.gid }).from(users).where(eq(users.admin, true)).get());
 }
 
-export function listUsers(tx: Tx): User[] {
-  return tx.select().from(users).all();
+export async function listUsers(tx: Tx): Promise<User[]> {
+  return await tx.select().from(users).all();
 }

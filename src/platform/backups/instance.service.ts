@@ -128,8 +128,8 @@ export async function createInstanceBackup(
     // A consistent copy while the server writes: VACUUM INTO reads one snapshot of the database.
     const src = new Database(dbFile, { readonly: true });
     try {
-      src.exec("PRAGMA busy_timeout = 10000");
-      src.query("VACUUM INTO ?").run(snapshot);
+      await src.exec("PRAGMA busy_timeout = 10000");
+      await src.query("VACUUM INTO ?").run(snapshot);
     } finally {
       src.close();
     }
@@ -282,7 +282,7 @@ export async function verifyInstanceBackup(
     else if (!problems.length) {
       const sqlite = new Database(db, { readonly: true });
       try {
-        const rows = sqlite.query("PRAGMA integrity_check").all() as { integrity_check: string }[];
+        const rows = (await sqlite.query("PRAGMA integrity_check").all()) as { integrity_check: string }[];
         if (rows.length !== 1 || rows[0]!.integrity_check !== "ok")
           problems.push(`database integrity: ${rows.map((r) => r.integrity_check).join("; ")}`);
       } catch (err) {

@@ -75,18 +75,18 @@ type Manifest = {
   icon: FileEntry | null;
 };
 
-function columnsOf(db: Database, table: string): string[] {
-  return (db.query(`PRAGMA table_info("${table}")`).all() as { name: string }[]).map((c) => c.name);
+async function columnsOf(db: Database, table: string): Promise<string[]> {
+  return ((await db.query(`PRAGMA table_info("${table}")`).all()) as { name: string }[]).map((c) => c.name);
 }
 
-function tableNames(db: Database): string[] {
+async function tableNames(db: Database): Promise<string[]> {
   // Virtual tables (full-text indexes) are derived from their base tables by triggers: a restore
   // of the base rows rebuilds them, so they are not copied themselves.
-  const rows = db
+  const rows = (await db
     .query(
       "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name NOT LIKE '\\_\\_%' ESCAPE '\\' AND coalesce(sql, '') NOT LIKE 'CREATE VIRTUAL TABLE%' ORDER BY name",
     )
-    .all() as { name: string }[];
+    .all()) as { name: string }[];
   return rows.map((t) => t.name);
 }
 
@@ -99,11 +99,11 @@ const API_USERS_TABLE = "users";
 const API_USERS_WHERE = "kind = 'api' AND gid IN (SELECT user_gid FROM apikeys WHERE project_gid = ?)";
 
 /** The tables a project backup holds, with the WHERE column selecting the project's rows. */
-export function projectTables(db: Database): { table: string; by: string }[] {
+export async function projectTables(db: Database): Promise<{ table: string; by: string }[]> {
   const out = [{ table: "projects", by: "gid" }];
-  for (const t of tableNames(db)) {
+  for (const t of await tableNames(db)) {
     if (NOT_PROJECT_DATA.has(t)) continue;
-    if (columnsOf(db, t).includes("project_gid")) out.push({ table: t, by: "project_gid" });
+    if ((await columnsOf(db, t)).includes("project_gid")) out.push({ table: t, by: "project_gid" });
   }
   return out;
 }
@@ -191,7 +191,7 @@ export async function writeSnapshot(
 ): Promise<Manifest> {
   mkdirSync(join(dir, "tables"), { recursive: true });
   const reader = new Database(ctx.storage.database, { readonly: true, strict: true });
-  reader.exec("PRAGMA busy_timeout = 5000");
+  await reader.exec("PRAGMA busy_timeout = 5000");
   const manifest: Manifest = {
     format: FORMAT,
     format_version: FORMAT_VERSION,
@@ -208,27 +208,36 @@ export async function writeSnapshot(
   const filesDir = ctx.storage.projectDir(projectGid);
   let icon = "";
   try {
-    reader.exec("BEGIN");
+    await reader.exec("BEGIN");
     const tables: { table: string; where: string }[] = [
-      ...projectTables(reader)
+      ...(await projectTables(reader))
         .filter(({ table }) => !derived.has(table))
         .map(({ table, by }) => ({ table, where: `${quote(by)} = ?` })),
       { table: API_USERS_TABLE, where: API_USERS_WHERE },
     ];
-    const counts = tables.map(
-      ({ table, where }) =>
-        (reader.query(`SELECT count(*) AS n FROM ${quote(table)} WHERE ${where}`).get(projectGid) as { n: number }).n,
-    );
+    const counts: number[] = [];
+    for (const { table, where } of tables)
+      counts.push(
+        (
+          (await reader.query(`SELECT count(*) AS n FROM ${quote(table)} WHERE ${where}`).get(projectGid)) as {
+            n: number;
+          }
+        ).n,
+      );
+
     const fileList = walkFiles(filesDir);
     const pinned = pinFiles(filesDir, fileList, join(dir, "files"));
-    progress.total(counts.reduce((a, b) => a + b, 0) + fileList.length);
+    await progress.total(counts.reduce((a, b) => a + b, 0) + fileList.length);
     manifest.cursor = (
-      reader.query("SELECT coalesce(max(cursor), 0) AS c FROM changes WHERE type = ?").get(projectGid) as { c: number }
+      (await reader.query("SELECT coalesce(max(cursor), 0) AS c FROM changes WHERE type = ?").get(projectGid)) as {
+        c: number;
+      }
     ).c;
     icon =
-      (reader.query("SELECT icon FROM projects WHERE gid = ?").get(projectGid) as { icon: string } | null)?.icon ?? "";
+      ((await reader.query("SELECT icon FROM projects WHERE gid = ?").get(projectGid)) as { icon: string } | null)
+        ?.icon ?? "";
     for (const { table, where } of tables) {
-      const columns = columnsOf(reader, table);
+      const columns = await columnsOf(reader, table);
       const file = `tables/${table}.ndjson`;
       const hash = createHash("sha256");
       const writer = Bun.file(join(dir, file)).writer();
@@ -253,7 +262,7 @@ export async function writeSnapshot(
       if (pending) await progress.step(pending);
       manifest.tables[table] = { columns, rows, file, sha256: hash.digest("hex"), size };
     }
-    reader.exec("COMMIT");
+    await reader.exec("COMMIT");
     for (const { rel, linked } of pinned) {
       const path = `files/${rel}`;
       const dst = join(dir, path);
@@ -331,10 +340,10 @@ function* backupRows(dir: string, entry: TableEntry): Generator<unknown[]> {
 type Fingerprints = Map<string, Map<string, string>>;
 
 /** Key → serialized rows of every table that maps to a sync data type, for diffing around a restore. */
-function fingerprints(db: Database, projectGid: string): Fingerprints {
+async function fingerprints(db: Database, projectGid: string): Promise<Fingerprints> {
   const out: Fingerprints = new Map();
-  for (const { table, by } of projectTables(db)) {
-    const t = syncTypeOf(db, table);
+  for (const { table, by } of await projectTables(db)) {
+    const t = await syncTypeOf(db, table);
     if (!t || by !== "project_gid") continue;
     const m = new Map<string, string>();
     // What a resource's form shows of other rows of its table: a folder's or record's children
@@ -359,9 +368,9 @@ function fingerprints(db: Database, projectGid: string): Fingerprints {
   return out;
 }
 
-function syncTypeOf(db: Database, table: string): { dataType: string; key: string } | undefined {
+async function syncTypeOf(db: Database, table: string): Promise<{ dataType: string; key: string } | undefined> {
   const key = Object.hasOwn(SYNC_TYPES, table) ? SYNC_TYPES[table] : undefined;
-  if (key && columnsOf(db, table).includes(key)) return { dataType: table, key };
+  if (key && (await columnsOf(db, table)).includes(key)) return { dataType: table, key };
   return undefined;
 }
 
@@ -378,40 +387,39 @@ type RestoreOutcome = { rows: number; skipped: Record<string, number>; missing_t
  * form counts or lists did (its children, its links; see `fingerprints`). The rows of `derived` tables
  * (made from other rows) are deleted and not put back: the caller makes them anew.
  */
-export function restoreRows(
+export async function restoreRows(
   tx: Tx,
   log: ChangeLog,
   projectGid: string,
   dir: string,
   m: Manifest,
   /** Who sees the project's global items (its members), asked before and after the rows change. */
-  projectAudience: (tx: Tx, projectGid: string) => string[],
+  projectAudience: (tx: Tx, projectGid: string) => Promise<string[]>,
   derived: ReadonlySet<string> = new Set(),
-): RestoreOutcome {
+): Promise<RestoreOutcome> {
   const db = sqliteOf(tx);
-  const audienceBefore = projectAudience(tx, projectGid);
+  const audienceBefore = await projectAudience(tx, projectGid);
   const membersBefore = new Map(
-    (db.query("SELECT * FROM memberships WHERE project_gid = ?").all(projectGid) as Record<string, unknown>[]).map(
-      (r) => [String(r.user_gid), JSON.stringify(r)],
+    (
+      (await db.query("SELECT * FROM memberships WHERE project_gid = ?").all(projectGid)) as Record<string, unknown>[]
+    ).map((r) => [String(r.user_gid), JSON.stringify(r)]),
+  );
+  const before = await fingerprints(db, projectGid);
+  const apiUsersBefore = new Map(
+    ((await db.query(`SELECT * FROM users WHERE ${API_USERS_WHERE}`).all(projectGid)) as Record<string, unknown>[]).map(
+      (r) => [String(r.gid), JSON.stringify(r)],
     ),
   );
-  const before = fingerprints(db, projectGid);
-  const apiUsersBefore = new Map(
-    (db.query(`SELECT * FROM users WHERE ${API_USERS_WHERE}`).all(projectGid) as Record<string, unknown>[]).map((r) => [
-      String(r.gid),
-      JSON.stringify(r),
-    ]),
-  );
-  db.exec("PRAGMA defer_foreign_keys = ON");
-  const current = projectTables(db).filter((t) => t.by === "project_gid");
-  for (const { table } of current) db.query(`DELETE FROM ${quote(table)} WHERE project_gid = ?`).run(projectGid);
+  await db.exec("PRAGMA defer_foreign_keys = ON");
+  const current = (await projectTables(db)).filter((t) => t.by === "project_gid");
+  for (const { table } of current) await db.query(`DELETE FROM ${quote(table)} WHERE project_gid = ?`).run(projectGid);
   const outcome: RestoreOutcome = { rows: 0, skipped: {}, missing_tables: [] };
   // API users: the backed-up ones come back as they were (updated in place: deleting a users row
   // would cascade), and those made since the backup go with their keys.
   const usersEntry = m.tables[API_USERS_TABLE];
   const restoredApiUsers = new Set<string>();
   if (usersEntry) {
-    const have = new Set(columnsOf(db, "users"));
+    const have = new Set(await columnsOf(db, "users"));
     const keep = usersEntry.columns.map((c, i) => [c, i] as const).filter(([c]) => have.has(c));
     const gidAt = keep.find(([c]) => c === "gid")?.[1];
     const updates = keep.filter(([c]) => c !== "gid");
@@ -420,7 +428,7 @@ export function restoreRows(
     );
     for (const row of backupRows(dir, usersEntry)) {
       if (gidAt === undefined || row[usersEntry.columns.indexOf("kind")] !== "api") continue;
-      upsert.run(...(keep.map(([, i]) => row[i]) as any[]));
+      await upsert.run(...(keep.map(([, i]) => row[i]) as any[]));
       restoredApiUsers.add(String(row[gidAt]));
       outcome.rows++;
     }
@@ -432,13 +440,13 @@ export function restoreRows(
       outcome.missing_tables.push(table);
       continue;
     }
-    const have = new Set(columnsOf(db, table));
+    const have = new Set(await columnsOf(db, table));
     const keep = entry.columns.map((c, i) => [c, i] as const).filter(([c]) => have.has(c));
     const insert = db.query(
       `INSERT INTO ${quote(table)} (${keep.map(([c]) => quote(c)).join(", ")}) VALUES (${keep.map(() => "?").join(", ")})`,
     );
     for (const row of backupRows(dir, entry)) {
-      insert.run(...(keep.map(([, i]) => row[i]) as any[]));
+      await insert.run(...(keep.map(([, i]) => row[i]) as any[]));
       outcome.rows++;
     }
   }
@@ -446,7 +454,7 @@ export function restoreRows(
   const pEntry = m.tables.projects;
   const stored = pEntry ? [...backupRows(dir, pEntry)][0] : undefined;
   if (stored) {
-    const have = new Set(columnsOf(db, "projects"));
+    const have = new Set(await columnsOf(db, "projects"));
     const fixed = new Set([
       "gid",
       "owner",
@@ -458,24 +466,27 @@ export function restoreRows(
     ]);
     const set = pEntry!.columns.map((c, i) => [c, stored[i]] as const).filter(([c]) => have.has(c) && !fixed.has(c));
     if (set.length)
-      db.query(
-        `UPDATE projects SET ${set.map(([c]) => `${quote(c)} = ?`).join(", ")}, updated_on = ? WHERE gid = ?`,
-      ).run(...(set.map(([, v]) => v) as any[]), Date.now() / 1000, projectGid);
+      await db
+        .query(`UPDATE projects SET ${set.map(([c]) => `${quote(c)} = ?`).join(", ")}, updated_on = ? WHERE gid = ?`)
+        .run(...(set.map(([, v]) => v) as any[]), Date.now() / 1000, projectGid);
     outcome.rows++;
   }
   // API users made since the backup: their keys are gone with the restore, so are they.
   const orphan = db.query(
     "DELETE FROM users WHERE gid = ? AND kind = 'api' AND NOT EXISTS (SELECT 1 FROM apikeys WHERE user_gid = users.gid)",
   );
-  for (const gid of apiUsersBefore.keys()) if (!restoredApiUsers.has(gid)) orphan.run(gid);
+  for (const gid of apiUsersBefore.keys()) if (!restoredApiUsers.has(gid)) await orphan.run(gid);
   // References that no longer hold (a user deleted since the backup, ...): leave those rows out.
   for (let round = 0; round < 10; round++) {
     let removed = 0;
     for (const table of Object.keys(m.tables)) {
       if (!currentNames.has(table)) continue;
-      const bad = db.query(`PRAGMA foreign_key_check(${quote(table)})`).all() as { table: string; rowid: number }[];
+      const bad = (await db.query(`PRAGMA foreign_key_check(${quote(table)})`).all()) as {
+        table: string;
+        rowid: number;
+      }[];
       for (const b of bad) {
-        db.query(`DELETE FROM ${quote(b.table)} WHERE rowid = ?`).run(b.rowid);
+        await db.query(`DELETE FROM ${quote(b.table)} WHERE rowid = ?`).run(b.rowid);
         outcome.skipped[b.table] = (outcome.skipped[b.table] ?? 0) + 1;
         outcome.rows--;
         removed++;
@@ -484,14 +495,15 @@ export function restoreRows(
     if (!removed) break;
   }
   // Sync items: the project, its memberships, and every changed resource.
-  const audienceAfter = projectAudience(tx, projectGid);
-  const owner = (db.query("SELECT owner FROM projects WHERE gid = ?").get(projectGid) as { owner: string }).owner;
+  const audienceAfter = await projectAudience(tx, projectGid);
+  const owner = ((await db.query("SELECT owner FROM projects WHERE gid = ?").get(projectGid)) as { owner: string })
+    .owner;
   const everyone = [...new Set([...audienceBefore, ...audienceAfter, owner])];
   log.cc("UPDATE", "cc.projects", projectGid, everyone);
   const membersAfter = new Map(
-    (db.query("SELECT * FROM memberships WHERE project_gid = ?").all(projectGid) as Record<string, unknown>[]).map(
-      (r) => [String(r.user_gid), JSON.stringify(r)],
-    ),
+    (
+      (await db.query("SELECT * FROM memberships WHERE project_gid = ?").all(projectGid)) as Record<string, unknown>[]
+    ).map((r) => [String(r.user_gid), JSON.stringify(r)]),
   );
   for (const user of new Set([...membersBefore.keys(), ...membersAfter.keys()])) {
     const a = membersBefore.get(user);
@@ -503,10 +515,9 @@ export function restoreRows(
     ]);
   }
   const apiUsersAfter = new Map(
-    (db.query(`SELECT * FROM users WHERE ${API_USERS_WHERE}`).all(projectGid) as Record<string, unknown>[]).map((r) => [
-      String(r.gid),
-      JSON.stringify(r),
-    ]),
+    ((await db.query(`SELECT * FROM users WHERE ${API_USERS_WHERE}`).all(projectGid)) as Record<string, unknown>[]).map(
+      (r) => [String(r.gid), JSON.stringify(r)],
+    ),
   );
   for (const user of new Set([...apiUsersBefore.keys(), ...apiUsersAfter.keys()])) {
     const a = apiUsersBefore.get(user);
@@ -514,9 +525,9 @@ export function restoreRows(
     if (a === b) continue;
     log.cc(!a ? "INSERT" : !b ? "DELETE" : "UPDATE", "cc.users", user, [...everyone, user]);
   }
-  const after = fingerprints(db, projectGid);
+  const after = await fingerprints(db, projectGid);
   for (const [table, afterRows] of after) {
-    const dataType = syncTypeOf(db, table)!.dataType;
+    const dataType = (await syncTypeOf(db, table))!.dataType;
     const beforeRows = before.get(table) ?? new Map<string, string>();
     for (const key of new Set([...beforeRows.keys(), ...afterRows.keys()])) {
       const a = beforeRows.get(key);

@@ -50,8 +50,8 @@ export type EnqueueSpec = {
  */
 export interface JobQueue {
   /** Queues a job of a known kind; returns its token (for `ok({"job.token": token})`). */
-  enqueue(spec: EnqueueSpec): string;
-  get(token: string): Job | undefined;
+  enqueue(spec: EnqueueSpec): Promise<string>;
+  get(token: string): Promise<Job | undefined>;
   /**
    * For a permanent deletion: the projects' running jobs are stopped (rejected "the project is being
    * deleted") and waited for, none of their queued jobs starts, then `fn` runs (and deletes them).
@@ -60,45 +60,50 @@ export interface JobQueue {
 }
 
 /** A project's owner (`hooks.projectOwner` of the context, from the projects feature). */
-export type ProjectOwner = (tx: Tx, projectGid: string) => string | undefined;
+export type ProjectOwner = (tx: Tx, projectGid: string) => Promise<string | undefined>;
 
 /**
  * Who sees a job's sync items: its starter and the owner of its project (`ownerOf`: `hooks.projectOwner`,
  * from the projects feature: the queue sits below the features and reads none of their tables).
  */
-function audienceOf(ownerOf: ProjectOwner | undefined, tx: Tx, j: Job): string[] {
+async function audienceOf(ownerOf: ProjectOwner | undefined, tx: Tx, j: Job): Promise<string[]> {
   const out = new Set<string>();
   if (j.userGid) out.add(j.userGid);
   if (j.projectGid) {
-    const owner = ownerOf?.(tx, j.projectGid);
+    const owner = await ownerOf?.(tx, j.projectGid);
     if (owner) out.add(owner);
   }
   return [...out];
 }
 
 /** Writes a job change and its `jobs` sync item (action UPDATE) in the caller's transaction. */
-export function writeJob(
+export async function writeJob(
   ownerOf: ProjectOwner | undefined,
   tx: Tx,
   log: ChangeLog,
   token: string,
   set: Partial<Job>,
-): Job {
-  const j = tx
+): Promise<Job> {
+  const j = await tx
     .update(jobs)
     .set({ ...set, updatedOn: now() })
     .where(eq(jobs.token, token))
     .returning()
     .get();
   if (!j) throw new Error(`job ${token} vanished`);
-  log.cc("UPDATE", "jobs", j.token, audienceOf(ownerOf, tx, j), jobObject(j));
+  log.cc("UPDATE", "jobs", j.token, await audienceOf(ownerOf, tx, j), jobObject(j));
   return j;
 }
 
 /** Inserts a queued job and its first sync item in the caller's transaction; returns the token. */
-export function insertJob(ownerOf: ProjectOwner | undefined, tx: Tx, log: ChangeLog, spec: EnqueueSpec): string {
+export async function insertJob(
+  ownerOf: ProjectOwner | undefined,
+  tx: Tx,
+  log: ChangeLog,
+  spec: EnqueueSpec,
+): Promise<string> {
   const t = now();
-  const j = tx
+  const j = await tx
     .insert(jobs)
     .values({
       token: newGid(),
@@ -113,12 +118,12 @@ export function insertJob(ownerOf: ProjectOwner | undefined, tx: Tx, log: Change
     })
     .returning()
     .get();
-  log.cc("UPDATE", "jobs", j.token, audienceOf(ownerOf, tx, j), jobObject(j));
+  log.cc("UPDATE", "jobs", j.token, await audienceOf(ownerOf, tx, j), jobObject(j));
   return j.token;
 }
 
-export function getJob(tx: Tx, token: string): Job | undefined {
-  return tx.select().from(jobs).where(eq(jobs.token, token)).get();
+export async function getJob(tx: Tx, token: string): Promise<Job | undefined> {
+  return await tx.select().from(jobs).where(eq(jobs.token, token)).get();
 }
 
 /**
@@ -126,15 +131,15 @@ export function getJob(tx: Tx, token: string): Job | undefined {
  * (the one of the unit of work it describes, so both are committed or neither). Bookkeeping of the
  * runner: no sync item, and never part of the job object clients see.
  */
-export function saveResume(tx: Tx, token: string, state: unknown): void {
-  tx.update(jobs).set({ resume: state }).where(eq(jobs.token, token)).run();
+export async function saveResume(tx: Tx, token: string, state: unknown): Promise<void> {
+  await tx.update(jobs).set({ resume: state }).where(eq(jobs.token, token)).run();
 }
 
 /** Jobs of a project that are queued or running, optionally of some kinds. */
-export function activeJobs(tx: Tx, projectGid: string, kinds?: string[]): Job[] {
+export async function activeJobs(tx: Tx, projectGid: string, kinds?: string[]): Promise<Job[]> {
   const where = [eq(jobs.projectGid, projectGid), inArray(jobs.status, ["queued", "processing"])];
   if (kinds) where.push(inArray(jobs.kind, kinds));
-  return tx
+  return await tx
     .select()
     .from(jobs)
     .where(and(...where))
@@ -142,39 +147,46 @@ export function activeJobs(tx: Tx, projectGid: string, kinds?: string[]): Job[] 
 }
 
 /** Jobs in a status, oldest first (at most `limit`). */
-export function jobsIn(tx: Tx, status: JobStatus, limit?: number): Job[] {
+export async function jobsIn(tx: Tx, status: JobStatus, limit?: number): Promise<Job[]> {
   const q = tx.select().from(jobs).where(eq(jobs.status, status)).orderBy(asc(jobs.createdOn));
-  return limit === undefined ? q.all() : q.limit(limit).all();
+  return limit === undefined ? await q.all() : await q.limit(limit).all();
 }
 
 /** The most recently created jobs, newest first (for `apis jobs list`). */
-export function recentJobs(tx: Tx, limit: number): Job[] {
-  return tx.select().from(jobs).orderBy(desc(jobs.createdOn)).limit(limit).all();
+export async function recentJobs(tx: Tx, limit: number): Promise<Job[]> {
+  return await tx.select().from(jobs).orderBy(desc(jobs.createdOn)).limit(limit).all();
 }
 
 /** Deletes finished (done or rejected) jobs last changed before `before`; returns how many. */
 /** How many jobs are in each state (for /metrics). */
-export function jobCounts(tx: Tx): Map<string, number> {
+export async function jobCounts(tx: Tx): Promise<Map<string, number>> {
   const counts = new Map<string, number>([
     ["queued", 0],
     ["processing", 0],
     ["done", 0],
     ["rejected", 0],
   ]);
-  for (const r of tx.select({ status: jobs.status, n: sql<number>`count(*)` }).from(jobs).groupBy(jobs.status).all())
+  for (const r of await tx
+    .select({ status: jobs.status, n: sql<number>`count(*)` })
+    .from(jobs)
+    .groupBy(jobs.status)
+    .all())
     counts.set(r.status, r.n);
   return counts;
 }
 
-export function pruneJobs(tx: Tx, before: number): number {
-  return tx
-    .delete(jobs)
-    .where(and(inArray(jobs.status, ["done", "rejected"]), lt(jobs.updatedOn, before)))
-    .returning({ t: jobs.token })
-    .all().length;
+export async function pruneJobs(tx: Tx, before: number): Promise<number> {
+  return (
+    await tx
+      .delete(jobs)
+      .where(and(inArray(jobs.status, ["done", "rejected"]), lt(jobs.updatedOn, before)))
+      .returning({ t: jobs.token })
+      .all()
+  ).length;
 }
 
 /** How many jobs wait for a worker (the health check shows it). */
-export function queuedJobCount(tx: Tx): number {
-  return (sqliteOf(tx).query("SELECT count(*) AS n FROM jobs WHERE status = 'queued'").get() as { n: number }).n;
+export async function queuedJobCount(tx: Tx): Promise<number> {
+  return ((await sqliteOf(tx).query("SELECT count(*) AS n FROM jobs WHERE status = 'queued'").get()) as { n: number })
+    .n;
 }

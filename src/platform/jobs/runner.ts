@@ -1,7 +1,7 @@
 import { ApiError } from "../../core/errors";
 import { now } from "../../core/ids";
 import { afterCommit, mutate, type ChangeLog } from "../../db/mutate";
-import { withoutSync, type Tx } from "../../db/connection";
+import type { Tx } from "../../db/connection";
 import type { Ctx } from "../context";
 import {
   getJob,
@@ -25,12 +25,12 @@ export interface Progress {
   /** Aborted when the server stops and the grace period is over; `step` then throws. */
   readonly signal: AbortSignal;
   /** Merges members into the job's `info` (sent throttled). */
-  set(info: Record<string, unknown>): void;
+  set(info: Record<string, unknown>): Promise<void>;
   /**
    * Starts counting: `info.total = total`, `info.remaining = total - done` (`done`: units a run
    * before an interruption finished, as its saved position says; none on a first run).
    */
-  total(total: number, done?: number): void;
+  total(total: number, done?: number): Promise<void>;
   /**
    * Marks `n` units done (`info.remaining -= n`), yields to the event loop so requests keep being
    * served, and throws `JobInterrupted` when the server is stopping. Call it between units of work.
@@ -47,7 +47,7 @@ export interface Progress {
    * Saves where the job stands, in the transaction `tx` of the unit of work that got it there: if
    * that unit commits, a run after an interruption finds it in `resume`; if not, nothing is saved.
    */
-  save(tx: Tx, state: unknown): void;
+  save(tx: Tx, state: unknown): Promise<void>;
 }
 
 /**
@@ -77,7 +77,7 @@ export type JobKind = {
   /** How often a job may be started before an interruption rejects it instead (default 3). */
   maxAttempts?: number;
   /** Called in the transaction that rejects the job (also for rejections without running it). */
-  onRejected?: (tx: Tx, log: ChangeLog, job: Job, error: string) => void;
+  onRejected?: (tx: Tx, log: ChangeLog, job: Job, error: string) => Promise<void>;
 };
 
 /** The default lock: one job at a time per project; jobs without a project are not locked. */
@@ -123,7 +123,7 @@ export class JobRunner implements JobQueue {
   private started = false;
   /** The delayed start of `start({ delayMs })` (its timer and itself), until it runs. */
   private pending: ReturnType<typeof setTimeout> | undefined;
-  private begin: (() => void) | undefined;
+  private begin: (() => Promise<void>) | undefined;
   private stopping = false;
   private workersAlive = 0;
 
@@ -142,10 +142,10 @@ export class JobRunner implements JobQueue {
    * back with the change that asked for it), else in its own. Workers wake once it is committed.
    * Returns the token (for `ok({"job.token": token})`).
    */
-  enqueue(spec: EnqueueSpec): string {
+  async enqueue(spec: EnqueueSpec): Promise<string> {
     if (!this.kinds.has(spec.kind)) throw new Error(`unknown job kind ${spec.kind}`);
-    return mutate(this.ctx.db, this.ctx.hub, (tx, log) => {
-      const token = insertJob(this.ctx.hooks.projectOwner, tx, log, spec);
+    return await mutate(this.ctx.db, this.ctx.hub, async (tx, log) => {
+      const token = await insertJob(this.ctx.hooks.projectOwner, tx, log, spec);
       afterCommit(this.ctx.db, () => this.wake());
       return token;
     });
@@ -179,8 +179,8 @@ export class JobRunner implements JobQueue {
     return [...this.kinds.keys()].sort();
   }
 
-  get(token: string): Job | undefined {
-    return getJob(this.ctx.db, token);
+  async get(token: string): Promise<Job | undefined> {
+    return await getJob(this.ctx.db, token);
   }
 
   /**
@@ -191,23 +191,29 @@ export class JobRunner implements JobQueue {
   start(opts: { delayMs?: number; onStarted?: () => void } = {}): void {
     if (this.started) return;
     this.started = true;
-    this.begin = () => {
-      clearTimeout(this.pending);
-      this.pending = this.begin = undefined;
-      if (this.stopping) return;
-      try {
-        this.recover();
-      } catch (err) {
-        // A database refusing writes (a full disk): the jobs stay `processing` until a start that can re-queue them.
-        this.ctx.log.error("job runner could not re-queue interrupted jobs", {
-          error: String((err as Error)?.stack ?? err),
-        });
-      }
-      for (let i = 0; i < this.ctx.config.workers; i++) this.workers.push(this.work());
-      opts.onStarted?.();
-    };
-    if (opts.delayMs) this.pending = setTimeout(this.begin, opts.delayMs);
-    else this.begin();
+    let starting: Promise<void> | undefined;
+    // Once: later calls (liveness) wait for the same start.
+    this.begin = () => (starting ??= this.startWorkers(opts));
+    const begin = this.begin;
+    if (opts.delayMs) this.pending = setTimeout(() => void begin(), opts.delayMs);
+    else void begin();
+  }
+
+  private async startWorkers(opts: { onStarted?: () => void }): Promise<void> {
+    clearTimeout(this.pending);
+    this.pending = undefined;
+    if (this.stopping) return;
+    try {
+      await this.recover();
+    } catch (err) {
+      // A database refusing writes (a full disk): the jobs stay `processing` until a start that can re-queue them.
+      this.ctx.log.error("job runner could not re-queue interrupted jobs", {
+        error: String((err as Error)?.stack ?? err),
+      });
+    }
+    if (this.stopping) return;
+    for (let i = 0; i < this.ctx.config.workers; i++) this.workers.push(this.work());
+    opts.onStarted?.();
   }
 
   /** Waits for running jobs up to the grace period, interrupts the rest, and stops the workers. */
@@ -236,9 +242,9 @@ export class JobRunner implements JobQueue {
   }
 
   /** For /api/health: alive when started, not stopping, and every worker loop still runs. */
-  liveness(): { alive: boolean; workers: number; expected: number; running: number } {
+  async liveness(): Promise<{ alive: boolean; workers: number; expected: number; running: number }> {
     const expected = this.ctx.config.workers;
-    this.begin?.();
+    await this.begin?.();
     return {
       alive: this.started && !this.stopping && this.workersAlive === expected,
       workers: this.workersAlive,
@@ -247,22 +253,22 @@ export class JobRunner implements JobQueue {
     };
   }
 
-  private recover(): void {
-    const stale = jobsIn(this.ctx.db, "processing");
+  private async recover(): Promise<void> {
+    const stale = await jobsIn(this.ctx.db, "processing");
     for (const j of stale) {
       const kind = this.kinds.get(j.kind);
       const max = kind?.maxAttempts ?? 3;
-      mutate(this.ctx.db, this.ctx.hub, (tx, log) => {
+      await mutate(this.ctx.db, this.ctx.hub, async (tx, log) => {
         if (j.attempts >= max) {
           const error = "Interrupted too many times";
-          const r = writeJob(this.ctx.hooks.projectOwner, tx, log, j.token, {
+          const r = await writeJob(this.ctx.hooks.projectOwner, tx, log, j.token, {
             status: "rejected",
             info: { ...j.info, error },
             finishedOn: now(),
           });
-          kind?.onRejected?.(tx, log, r, error);
+          await kind?.onRejected?.(tx, log, r, error);
         } else {
-          writeJob(this.ctx.hooks.projectOwner, tx, log, j.token, {
+          await writeJob(this.ctx.hooks.projectOwner, tx, log, j.token, {
             status: "queued",
             info: { ...j.info, requeued: true },
           });
@@ -302,7 +308,7 @@ export class JobRunner implements JobQueue {
     while (!this.stopping) {
       let job: Job | undefined;
       try {
-        job = this.claim();
+        job = await this.claim();
       } catch (err) {
         this.ctx.log.error("job runner could not claim a job", { error: String((err as Error)?.stack ?? err) });
       }
@@ -315,30 +321,33 @@ export class JobRunner implements JobQueue {
   }
 
   /** Takes the oldest queued job whose lock is free and marks it processing. */
-  private claim(): Job | undefined {
-    const queued = jobsIn(this.ctx.db, "queued", 100);
+  private async claim(): Promise<Job | undefined> {
+    const queued = await jobsIn(this.ctx.db, "queued", 100);
     for (const q of queued) {
       if (this.running.has(q.token)) continue;
       if (q.projectGid && this.closed.has(q.projectGid)) continue;
       const kind = this.kinds.get(q.kind);
       if (!kind) {
         // Kinds come from code; a job of a kind this build no longer has can never run.
-        mutate(this.ctx.db, this.ctx.hub, (tx, log) =>
-          writeJob(this.ctx.hooks.projectOwner, tx, log, q.token, {
-            status: "rejected",
-            info: { ...q.info, error: `Unknown job kind ${q.kind}` },
-            finishedOn: now(),
-          }),
+        await mutate(
+          this.ctx.db,
+          this.ctx.hub,
+          async (tx, log) =>
+            await writeJob(this.ctx.hooks.projectOwner, tx, log, q.token, {
+              status: "rejected",
+              info: { ...q.info, error: `Unknown job kind ${q.kind}` },
+              finishedOn: now(),
+            }),
         );
         continue;
       }
       const lock = kind.lock?.(q) ?? null;
       if (lock && this.locks.has(lock)) continue;
-      const claimed = mutate(this.ctx.db, this.ctx.hub, (tx, log) => {
-        const cur = getJob(tx, q.token);
+      const claimed = await mutate(this.ctx.db, this.ctx.hub, async (tx, log) => {
+        const cur = await getJob(tx, q.token);
         if (!cur || cur.status !== "queued") return undefined;
         const { requeued: _r, ...info } = cur.info ?? {};
-        return writeJob(this.ctx.hooks.projectOwner, tx, log, q.token, {
+        return await writeJob(this.ctx.hooks.projectOwner, tx, log, q.token, {
           status: "processing",
           info,
           attempts: cur.attempts + 1,
@@ -365,17 +374,20 @@ export class JobRunner implements JobQueue {
       reporter.finish();
       const info = { ...reporter.info, ...(extra ?? {}) };
       if (typeof info.total === "number") info.remaining = 0;
-      mutate(this.ctx.db, this.ctx.hub, (tx, log) =>
-        writeJob(this.ctx.hooks.projectOwner, tx, log, job.token, { status: "done", info, finishedOn: now() }),
+      await mutate(
+        this.ctx.db,
+        this.ctx.hub,
+        async (tx, log) =>
+          await writeJob(this.ctx.hooks.projectOwner, tx, log, job.token, { status: "done", info, finishedOn: now() }),
       );
     } catch (err) {
       reporter.finish();
       try {
         if (this.cancelled.has(job.token)) {
           // Its project is being deleted (the row goes with it); the starter is told why it ended.
-          mutate(this.ctx.db, this.ctx.hub, (tx, log) => {
-            if (getJob(tx, job.token))
-              writeJob(this.ctx.hooks.projectOwner, tx, log, job.token, {
+          await mutate(this.ctx.db, this.ctx.hub, async (tx, log) => {
+            if (await getJob(tx, job.token))
+              await writeJob(this.ctx.hooks.projectOwner, tx, log, job.token, {
                 status: "rejected",
                 info: { ...reporter.info, error: "The project is being deleted" },
                 finishedOn: now(),
@@ -383,11 +395,14 @@ export class JobRunner implements JobQueue {
           });
           this.ctx.log.info(`job ${job.token} (${job.kind}) stopped: its project is being deleted`);
         } else if (err instanceof JobInterrupted || (abort.signal.aborted && this.stopping)) {
-          mutate(this.ctx.db, this.ctx.hub, (tx, log) =>
-            writeJob(this.ctx.hooks.projectOwner, tx, log, job.token, {
-              status: "queued",
-              info: { ...reporter.info, requeued: true },
-            }),
+          await mutate(
+            this.ctx.db,
+            this.ctx.hub,
+            async (tx, log) =>
+              await writeJob(this.ctx.hooks.projectOwner, tx, log, job.token, {
+                status: "queued",
+                info: { ...reporter.info, requeued: true },
+              }),
           );
           this.ctx.log.info(`job ${job.token} (${job.kind}) interrupted by shutdown; re-queued`);
         } else {
@@ -396,13 +411,13 @@ export class JobRunner implements JobQueue {
             this.ctx.log.error(`job ${job.token} (${job.kind}) failed`, {
               error: String((err as Error)?.stack ?? err),
             });
-          mutate(this.ctx.db, this.ctx.hub, (tx, log) => {
-            const r = writeJob(this.ctx.hooks.projectOwner, tx, log, job.token, {
+          await mutate(this.ctx.db, this.ctx.hub, async (tx, log) => {
+            const r = await writeJob(this.ctx.hooks.projectOwner, tx, log, job.token, {
               status: "rejected",
               info: { ...reporter.info, ...e },
               finishedOn: now(),
             });
-            kind.onRejected?.(tx, log, r, e.error);
+            await kind.onRejected?.(tx, log, r, e.error);
           });
         }
       } catch (writeErr) {
@@ -440,23 +455,23 @@ class Reporter implements Progress {
     this.resume = job.resume ?? undefined;
   }
 
-  save(tx: Tx, state: unknown): void {
-    saveResume(tx, this.job.token, state);
+  async save(tx: Tx, state: unknown): Promise<void> {
+    await saveResume(tx, this.job.token, state);
   }
 
-  set(info: Record<string, unknown>): void {
+  async set(info: Record<string, unknown>): Promise<void> {
     Object.assign(this.info, info);
-    this.changed();
+    await this.changed();
   }
 
-  total(total: number, done = 0): void {
-    this.set({ total, remaining: Math.max(0, total - done) });
+  async total(total: number, done = 0): Promise<void> {
+    await this.set({ total, remaining: Math.max(0, total - done) });
   }
 
   async step(n = 1): Promise<void> {
     if (typeof this.info.remaining === "number") {
       this.info.remaining = Math.max(0, this.info.remaining - n);
-      this.changed();
+      await this.changed();
     }
     await this.yield();
   }
@@ -475,15 +490,15 @@ class Reporter implements Progress {
     this.timer = null;
   }
 
-  private changed(): void {
+  private async changed(): Promise<void> {
     if (this.finished) return;
     this.dirty = true;
     const wait = this.lastSent + PROGRESS_INTERVAL_MS - Date.now();
-    if (wait <= 0) this.flush();
-    else this.timer ??= setTimeout(() => this.flush(), wait);
+    if (wait <= 0) await this.flush();
+    else this.timer ??= setTimeout(() => void this.flush(), wait);
   }
 
-  private flush(): void {
+  private async flush(): Promise<void> {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     if (!this.dirty || this.finished) return;
@@ -496,10 +511,12 @@ class Reporter implements Progress {
       // (during a long job, up to 0.9 s behind a checkpoint's flush of the database file).
       // The final state is written with the configured durability (the runner's own write).
       // (Inside a caller's open transaction the write joins it, with that transaction's durability.)
-      withoutSync(this.ctx.db, this.ctx.config.sqliteSynchronous, () =>
-        mutate(this.ctx.db, this.ctx.hub, (tx, log) =>
-          writeJob(this.ctx.hooks.projectOwner, tx, log, this.job.token, { info: { ...this.info } }),
-        ),
+      await mutate(
+        this.ctx.db,
+        this.ctx.hub,
+        async (tx, log) =>
+          await writeJob(this.ctx.hooks.projectOwner, tx, log, this.job.token, { info: { ...this.info } }),
+        { durable: false },
       );
     } catch (err) {
       this.ctx.log.warn(`job ${this.job.token}: progress not written`, { error: String(err) });

@@ -133,7 +133,7 @@ describe.skipIf(!pgAvailable)("asset search on PostgreSQL", () => {
     const differences: string[] = [];
     let found = 0;
     for (const x of QUERIES) {
-      const want = searchAssets(lite, P, { q: x.q, language: x.language }, { top: 0, size: 1000 }).rows.map(
+      const want = (await searchAssets(lite, P, { q: x.q, language: x.language }, { top: 0, size: 1000 })).rows.map(
         (r) => r.gid,
       );
       const got = await pgHits(x);

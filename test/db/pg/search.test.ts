@@ -161,7 +161,9 @@ describe.skipIf(!pgAvailable)("records search on PostgreSQL", () => {
     const differences: string[] = [];
     let found = 0;
     for (const x of QUERIES) {
-      const want = searchItems(lite, view(), { q: x.q, language: x.language, filter: x.filter }).map((i) => i.gid);
+      const want = (await searchItems(lite, view(), { q: x.q, language: x.language, filter: x.filter })).map(
+        (i) => i.gid,
+      );
       const got = await pgHits(x);
       if (want.length) found++;
       if (JSON.stringify([...got].sort()) !== JSON.stringify([...want].sort()))
@@ -174,7 +176,7 @@ describe.skipIf(!pgAvailable)("records search on PostgreSQL", () => {
   test("a title hit ranks above a body hit on PostgreSQL too", async () => {
     // r7's title holds "rack"; nothing else does: and "leather" only in r1's body. "shoe rack": r7 first.
     expect((await pgHits({ q: "rack shoe" }))[0]).toBe("r7");
-    const sqliteFirst = searchItems(lite, view(), { q: "rack shoe" })[0]!.gid;
+    const sqliteFirst = (await searchItems(lite, view(), { q: "rack shoe" }))[0]!.gid;
     expect(sqliteFirst).toBe("r7");
   });
 
