@@ -25,8 +25,9 @@ commands:
   user set-password --username U [--password P]
   user deactivate --username U  lock an account out (its tokens stop working)
   user reactivate --username U  let a deactivated account log in again
-  migrate                       apply database migrations and exit
-  doctor [--data DIR]           check Bun, SQLite, sharp/libvips and the data folder (space, database, secret)
+  migrate                       apply database migrations and exit (also to a --database postgres://...)
+  doctor [--data DIR]           check Bun, SQLite, sharp/libvips and the data folder (space, database, secret);
+                                with --database postgres://...: connection, server version, extensions, migrations
   jobs list [--limit N] [--json] housekeeping schedules (next/last run) and recent background jobs
   jobs run TASK [--dry-run]     run one housekeeping task now (changelog, checkpoint, jobs, store-sweep, ...)
   storage migrate --to URL [--json]
@@ -93,6 +94,11 @@ async function main(argv: string[]): Promise<number> {
   const command = words[0] ?? "serve";
   checkFlags(command, flags);
   const config = loadConfig(flags);
+  if (config.database !== "sqlite:") {
+    const { refusedOnPostgres } = await import("./cli/database.cli");
+    const why = refusedOnPostgres(config, command);
+    if (why) throw new ConfigError(why);
+  }
   switch (command) {
     case "serve": {
       startupStep("configuration read");
@@ -128,6 +134,10 @@ async function main(argv: string[]): Promise<number> {
       return -1; // keep running
     }
     case "migrate": {
+      if (config.database !== "sqlite:") {
+        const { migratePostgres } = await import("./cli/database.cli");
+        return migratePostgres(config);
+      }
       await checkData(config);
       const { openInstance } = await import("./app/instance");
       const ctx = openInstance(config);
