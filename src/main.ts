@@ -26,6 +26,10 @@ commands:
   user deactivate --username U  lock an account out (its tokens stop working)
   user reactivate --username U  let a deactivated account log in again
   migrate                       apply database migrations and exit (also to a --database postgres://...)
+  migrate-database --to postgres://... [--force] [--json]
+                                copy every row of the data folder's SQLite database into a new
+                                PostgreSQL database (server stopped), verified by counts and a
+                                checksum per table; --force empties a target that has rows
   doctor [--data DIR]           check Bun, SQLite, sharp/libvips and the data folder (space, database, secret);
                                 with --database postgres://...: connection, server version, extensions, migrations
   jobs list [--limit N] [--json] housekeeping schedules (next/last run) and recent background jobs
@@ -51,6 +55,7 @@ const COMMAND_FLAGS: Record<string, string[]> = {
   jobs: ["limit", "json", "dry-run"],
   storage: ["to", "json"],
   backup: ["out", "file", "json", "keep-previous", "yes"],
+  "migrate-database": ["to", "force", "json", "batch"],
 };
 
 /** A mistyped flag is a usage error (exit 2), not silently ignored. */
@@ -163,6 +168,10 @@ async function main(argv: string[]): Promise<number> {
     case "backup": {
       const { backupCommand } = await import("./cli/backup.cli");
       return backupCommand(config, words.slice(1), flags);
+    }
+    case "migrate-database": {
+      const { migrateDatabaseCommand } = await import("./cli/migrate-database.cli");
+      return migrateDatabaseCommand(config, flags);
     }
     case "storage": {
       const { storageCommand } = await import("./cli/storage.cli");
