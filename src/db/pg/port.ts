@@ -302,10 +302,10 @@ export class PgPort implements DatabasePort<PgSession> {
     return new BunSQLDatabase(dialect, new BunSQLSession(this.client, dialect, undefined, {}), undefined) as PgDB;
   }
 
-  beginWrite(_opts?: WriteOptions): Promise<Transaction<PgSession>> {
-    // `durable: false` (SQLite's synchronous=NORMAL for one transaction) could be
-    // `SET LOCAL synchronous_commit = off`; not needed before the services run here.
-    return this.begin("BEGIN");
+  beginWrite(opts?: WriteOptions): Promise<Transaction<PgSession>> {
+    // `durable: false` (SQLite's synchronous=NORMAL for one unit): this transaction's COMMIT does
+    // not wait for its WAL record to reach the disk; a crash may lose it, never corrupt anything.
+    return this.begin(opts?.durable === false ? "BEGIN; SET LOCAL synchronous_commit = off" : "BEGIN");
   }
 
   beginRead(): Promise<Transaction<PgSession>> {

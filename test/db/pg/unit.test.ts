@@ -16,6 +16,7 @@ if (!pgAvailable) test.skip(pgSkipReason, () => {});
 describe.skipIf(!pgAvailable)("unitOfWork on PostgreSQL", () => {
   let port: PgPort;
   let other: SQL;
+  let url: string;
   let close: () => Promise<void>;
   const hub = new Hub();
   const published: Published[][] = [];
@@ -26,6 +27,7 @@ describe.skipIf(!pgAvailable)("unitOfWork on PostgreSQL", () => {
     await migratePg(db.sql);
     await db.sql`CREATE TABLE t (k text PRIMARY KEY, v text)`;
     close = db.close;
+    url = db.url;
     port = new PgPort(new SQL({ url: db.url, max: 8 }));
     other = db.sql;
   });
@@ -142,6 +144,26 @@ describe.skipIf(!pgAvailable)("unitOfWork on PostgreSQL", () => {
         ),
       );
       expect(most).toBe(4);
+    });
+
+    test("a unit that need not be durable commits without waiting for the disk, and the next unit waits again", async () => {
+      // The test cluster runs with synchronous_commit off: this database turns it on for new connections.
+      const [{ db }] = await other`SELECT current_database() AS db`;
+      await other.unsafe(`ALTER DATABASE ${db} SET synchronous_commit = on`);
+      const fresh = new PgPort(new SQL({ url, max: 2 }));
+      try {
+        const seen: string[] = [];
+        const level = async (s: PgSession) =>
+          seen.push(
+            (await s.query<{ synchronous_commit: string }>("SHOW synchronous_commit").get())!.synchronous_commit,
+          );
+        await unitOfWork(fresh, hub, level, { durable: false });
+        await unitOfWork(fresh, hub, level);
+        expect(seen).toEqual(["off", "on"]);
+      } finally {
+        await fresh.close();
+        await other.unsafe(`ALTER DATABASE ${db} RESET synchronous_commit`);
+      }
     });
 
     test("the external version moves once another client draws a cursor", async () => {
