@@ -147,6 +147,11 @@ class Open implements PgSession, Transaction<PgSession> {
   }
   private watch<T>(p: Promise<T>): Promise<T> {
     return p.catch((err: unknown) => {
+      // Aborted earlier by a statement that did not come through here (drizzle on `tx`): say why.
+      if ((err as { errno?: string }).errno === "25P02") {
+        this.aborted = true;
+        this.checkNotAborted();
+      }
       this.aborted = true;
       throw err;
     });
@@ -187,17 +192,19 @@ class Open implements PgSession, Transaction<PgSession> {
     this.checkNotAborted();
     if (!items.length) return;
     const t = Date.now() / 1000;
-    const cursors = await writeChangesLast(
-      this.conn,
-      items.map((i) => ({
-        type: i.type,
-        action: i.action,
-        dataType: i.data_type,
-        dataKey: i.data_key,
-        data: i.data,
-        createdOn: t,
-        audience: i.audience,
-      })),
+    const cursors = await this.watch(
+      writeChangesLast(
+        this.conn,
+        items.map((i) => ({
+          type: i.type,
+          action: i.action,
+          dataType: i.data_type,
+          dataKey: i.data_key,
+          data: i.data,
+          createdOn: t,
+          audience: i.audience,
+        })),
+      ),
     );
     items.forEach((item, n) => (item.cursor = cursors[n]!));
     this.turn = this.port.inOrder();

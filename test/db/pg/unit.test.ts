@@ -111,6 +111,18 @@ describe.skipIf(!pgAvailable)("unitOfWork on PostgreSQL", () => {
       expect(published.length).toBe(0);
     });
 
+    test("the same when the failed statement was drizzle's, on the unit's connection", async () => {
+      const err = await failure(
+        unitOfWork(port, hub, async (s, log) => {
+          await put(s, "ab.drizzle");
+          log.cc("UPDATE", "test", "ab.drizzle", ["*"]);
+          await s.tx.execute(dsql`SELECT nope FROM t`).catch(() => {});
+        }),
+      );
+      expect(err.message).toContain("a statement of the unit had failed");
+      expect(await has("ab.drizzle")).toBe(false);
+    });
+
     test("a read unit sees one snapshot: a commit made meanwhile shows in the next read unit only", async () => {
       await other`INSERT INTO t (k, v) VALUES ('snap.0', '1')`;
       const seen = await readUnit(port, async (s) => {
