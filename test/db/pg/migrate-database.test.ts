@@ -6,7 +6,10 @@ import { Database } from "bun:sqlite";
 import { rmSync } from "node:fs";
 import { join, resolve } from "node:path";
 import sharp from "sharp";
+import { sql as dsql } from "drizzle-orm";
+import { pgSqlText } from "../../../src/core/filter";
 import { CopyMismatch, copyDatabaseFileToPg } from "../../../src/db/pg/copy";
+import { recordMatchesPg, recordSearchPagePg } from "../../../src/db/pg/search";
 import { migratePg } from "../../../src/db/pg/migrate";
 import { SLOW_TEST_MS } from "../../helpers/server";
 import { freshDatabase, pgAvailable, pgSkipReason } from "../../helpers/pg-cluster";
@@ -33,6 +36,19 @@ describe.skipIf(!pgAvailable)("apis migrate-database", () => {
   let target: Awaited<ReturnType<typeof freshDatabase>>;
   let records: string[] = [];
   let running: ReturnType<typeof cli> | undefined;
+  let project = "";
+  /** What records/search answered on SQLite before the move, per query. */
+  const searched = new Map<string, string[]>();
+  const QUERIES: [string, string][] = [
+    ["koelbox", "nl"],
+    ["cooler", "en"],
+    ["drinks cold", "en"],
+    ["+cooler -ünïcödé", "en"],
+    ['"keeps drinks"', "en"],
+    ["bracket", "en"],
+    ["日本語", "en"],
+    ["cooler", "nl"],
+  ];
   beforeAll(async () => {
     const w = await recordsWorld();
     dataDir = w.srv.dataDir;
@@ -68,6 +84,12 @@ describe.skipIf(!pgAvailable)("apis migrate-database", () => {
       "cooler front.png",
     );
     await upload("a data sheet", "sheet.txt");
+    project = w.project;
+    for (const [q, language] of QUERIES)
+      searched.set(
+        `${language} ${q}`,
+        ((await w.okr("records/search", { language, q, "page.size": 100 })).result.records as string[]).sort(),
+      );
     target = await freshDatabase("migrated");
     // While the server runs, the copy is refused: it must see every write.
     running = cli(["migrate-database", "--data", dataDir, "--to", target.url]);
@@ -118,11 +140,16 @@ describe.skipIf(!pgAvailable)("apis migrate-database", () => {
       } finally {
         sqlite.close();
       }
-      // The search documents were computed by PostgreSQL: a word of a title finds its record.
-      const hits = await target.sql`
-        SELECT DISTINCT r.gid FROM record_search s JOIN records r ON r.id = s.record_id
-        WHERE s.doc @@ phraseto_tsquery('apis_simple', 'koelbox') AND r.status <> 'deleted'`;
-      expect(hits.length).toBe(11);
+      // The search documents were computed by PostgreSQL: the records search of src/db/pg/search.ts
+      // finds what records/search found on SQLite before the move.
+      expect(searched.get("nl koelbox")!.length).toBe(11);
+      expect(searched.get("en cooler")!.length).toBe(11);
+      for (const [q, language] of QUERIES) {
+        const m = recordMatchesPg(q, language, dsql`r.project_gid = ${project}::text AND r.status <> 'deleted'`)!;
+        const page = pgSqlText(recordSearchPagePg(m));
+        const hits = ((await target.sql.unsafe(page.sql, page.params as any[])) as { gid: string }[]).map((r) => r.gid);
+        expect({ q, language, hits: hits.sort() }).toEqual({ q, language, hits: searched.get(`${language} ${q}`)! });
+      }
       const docs = new Map<string, number>(report.search.map((s: any) => [`${s.table}.${s.column}`, s.documents]));
       expect(docs.get("record_search.doc")).toBeGreaterThan(11);
       expect(docs.get("assets.search")).toBe(2);
