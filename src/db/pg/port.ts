@@ -44,7 +44,8 @@ export interface PgSession extends Session {
 }
 
 /**
- * SQL written for SQLite's `?` parameters, numbered for PostgreSQL (`$1`, `$2`, …). `?` inside
+ * SQL written for SQLite's `?` and `?NNN` parameters, numbered for PostgreSQL (`$1`, `$2`, …;
+ * `?3` is `$3`, and a plain `?` the number after the largest so far, as SQLite counts). `?` inside
  * quotes ('…', "…", $tag$…$tag$) and comments is left alone; SQL that already numbers its
  * parameters (`$1`) is taken as it is — which is how a statement uses jsonb's `?`, `?|`, `?&`
  * operators (or their functions `jsonb_exists`, `jsonb_exists_any`, `jsonb_exists_all`).
@@ -83,8 +84,16 @@ export function pgPlaceholders(text: string): string {
       out += text.slice(i, end);
       i = end;
     } else if (ch === "?") {
-      out += `$${++n}`;
-      i++;
+      // SQLite's `?NNN` keeps its number; a plain `?` takes the one after the largest so far.
+      const num = /^\?(\d+)/.exec(text.slice(i, i + 8));
+      if (num) {
+        n = Math.max(n, Number(num[1]));
+        out += `$${num[1]}`;
+        i += num[0].length;
+      } else {
+        out += `$${++n}`;
+        i++;
+      }
     } else {
       out += ch;
       i++;

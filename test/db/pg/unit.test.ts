@@ -68,6 +68,10 @@ describe.skipIf(!pgAvailable)("unitOfWork on PostgreSQL", () => {
       );
       expect(pgPlaceholders("SELECT data ? 'k' FROM t WHERE id = $1")).toBe("SELECT data ? 'k' FROM t WHERE id = $1");
       expect(pgPlaceholders("SELECT 'it''s ?', ?")).toBe("SELECT 'it''s ?', $1");
+      expect(pgPlaceholders("WHERE o.parent = ?1 AND o.ordering = ?2 LIMIT ?3 OFFSET ?4 AND x = ?1")).toBe(
+        "WHERE o.parent = $1 AND o.ordering = $2 LIMIT $3 OFFSET $4 AND x = $1",
+      );
+      expect(pgPlaceholders("SELECT ?2, ?, ?10, ?")).toBe("SELECT $2, $3, $10, $11");
     });
 
     test("drizzle on the unit's connection runs in the unit's transaction: rolled back with it, committed with it", async () => {
