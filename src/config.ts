@@ -111,6 +111,20 @@ export const settings = {
     default: "./data",
     help: "data folder (database, files, backups)",
   },
+  database: {
+    env: "APIS_DATABASE_URL",
+    flag: "database",
+    schema: () =>
+      z
+        .string()
+        .regex(
+          /^(sqlite:|postgres(ql)?:\/\/[^\s]+)$/,
+          "not sqlite: (the data folder's database) or postgres://user:password@host:port/database",
+        ),
+    default: "sqlite:",
+    help: "the database: sqlite: (the data folder's file) or postgres://user:password@host:port/database (PostgreSQL 15+; for apis doctor and apis migrate-database in this release, docs/postgres.md)",
+    secret: true,
+  },
   storage: {
     env: "APIS_STORAGE_URL",
     flag: "storage",
@@ -527,6 +541,16 @@ export function loadConfig(
   const config = out as Config;
   config.dataDir = resolve(String(config.data));
   return config;
+}
+
+/** Which database `--database` names: the data folder's SQLite file or a PostgreSQL URL. */
+export function databaseKind(config: Pick<Config, "database">): "sqlite" | "postgres" {
+  return config.database === "sqlite:" ? "sqlite" : "postgres";
+}
+
+/** A database URL fit to print: the password, if any, replaced by `***`. */
+export function redactDatabaseUrl(url: string): string {
+  return url.replace(/^(postgres(?:ql)?:\/\/[^:/@]*:)[^@]*@/, "$1***@");
 }
 
 /** The base URL clients reach this server at. */

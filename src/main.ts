@@ -25,8 +25,13 @@ commands:
   user set-password --username U [--password P]
   user deactivate --username U  lock an account out (its tokens stop working)
   user reactivate --username U  let a deactivated account log in again
-  migrate                       apply database migrations and exit
-  doctor [--data DIR]           check Bun, SQLite, sharp/libvips and the data folder (space, database, secret)
+  migrate                       apply database migrations and exit (also to a --database postgres://...)
+  migrate-database --to postgres://... [--force] [--json]
+                                copy every row of the data folder's SQLite database into a new
+                                PostgreSQL database (server stopped), verified by counts and a
+                                checksum per table; --force empties a target that has rows
+  doctor [--data DIR]           check Bun, SQLite, sharp/libvips and the data folder (space, database, secret);
+                                with --database postgres://...: connection, server version, extensions, migrations
   jobs list [--limit N] [--json] housekeeping schedules (next/last run) and recent background jobs
   jobs run TASK [--dry-run]     run one housekeeping task now (changelog, checkpoint, jobs, store-sweep, ...)
   storage migrate --to URL [--json]
@@ -50,6 +55,7 @@ const COMMAND_FLAGS: Record<string, string[]> = {
   jobs: ["limit", "json", "dry-run"],
   storage: ["to", "json"],
   backup: ["out", "file", "json", "keep-previous", "yes"],
+  "migrate-database": ["to", "force", "json", "batch"],
 };
 
 /** A mistyped flag is a usage error (exit 2), not silently ignored. */
@@ -93,6 +99,11 @@ async function main(argv: string[]): Promise<number> {
   const command = words[0] ?? "serve";
   checkFlags(command, flags);
   const config = loadConfig(flags);
+  if (config.database !== "sqlite:") {
+    const { refusedOnPostgres } = await import("./cli/database.cli");
+    const why = refusedOnPostgres(config, command);
+    if (why) throw new ConfigError(why);
+  }
   switch (command) {
     case "serve": {
       startupStep("configuration read");
@@ -128,6 +139,10 @@ async function main(argv: string[]): Promise<number> {
       return -1; // keep running
     }
     case "migrate": {
+      if (config.database !== "sqlite:") {
+        const { migratePostgres } = await import("./cli/database.cli");
+        return migratePostgres(config);
+      }
       await checkData(config);
       const { openInstance } = await import("./app/instance");
       const ctx = await openInstance(config);
@@ -153,6 +168,10 @@ async function main(argv: string[]): Promise<number> {
     case "backup": {
       const { backupCommand } = await import("./cli/backup.cli");
       return await backupCommand(config, words.slice(1), flags);
+    }
+    case "migrate-database": {
+      const { migrateDatabaseCommand } = await import("./cli/migrate-database.cli");
+      return migrateDatabaseCommand(config, flags);
     }
     case "storage": {
       const { storageCommand } = await import("./cli/storage.cli");

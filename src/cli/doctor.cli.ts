@@ -1,6 +1,6 @@
 import { existsSync, statfsSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
-import type { Config } from "../config";
+import { databaseKind, type Config } from "../config";
 import { inspectDatabase, migrationsMeta, sqliteInfo } from "../db/connection";
 import { liveServerPid } from "../platform/storage/pidfile";
 import { Storage } from "../platform/storage/storage";
@@ -19,7 +19,7 @@ const MIN_FREE = 256 * 1024 ** 2;
  * The data folder named by --data (or APIS_DATA): usable as `serve` needs it, free space, the
  * database's integrity and migrations, the JWT secret's mode. Reads only; creates nothing.
  */
-async function checkDataDir(dataDir: string, check: Check) {
+async function checkDataDir(dataDir: string, check: Check, sqlite: boolean) {
   const exists = existsSync(dataDir);
   await check("data folder", () => {
     checkDataFolder(dataDir); // the same test `serve` makes before it starts
@@ -38,7 +38,7 @@ async function checkDataDir(dataDir: string, check: Check) {
   });
   if (!exists) return;
   const file = new Storage(dataDir).database;
-  if (existsSync(file)) {
+  if (sqlite && existsSync(file)) {
     await check("database", () => {
       const { check: result, applied } = inspectDatabase(file);
       if (result.join() !== "ok")
@@ -64,7 +64,10 @@ async function checkDataDir(dataDir: string, check: Check) {
   }
 }
 
-/** `apis doctor [--data DIR]`: versions, one small in-memory resize, the data folder. Exit code 1 if anything fails. */
+/**
+ * `apis doctor [--data DIR] [--database URL]`: versions, one small in-memory resize, the data
+ * folder, and a PostgreSQL database when --database names one. Exit code 1 if anything fails.
+ */
 export async function doctor(config: Config): Promise<number> {
   let failed = 0;
   const check: Check = async (name, fn) => {
@@ -96,7 +99,13 @@ export async function doctor(config: Config): Promise<number> {
       throw new Error(`unexpected size ${out.info.width}x${out.info.height}`);
     return "64x48 png -> 16x12 jpeg";
   });
-  await checkDataDir(config.dataDir, check);
+  await checkDataDir(config.dataDir, check, databaseKind(config) === "sqlite");
+  // A PostgreSQL database (--database postgres://…): the connection, the server's version, the
+  // extensions and the migrations (src/db/pg/doctor.ts).
+  if (databaseKind(config) === "postgres") {
+    const { checkPostgres } = await import("./database.cli");
+    await checkPostgres(config.database, check);
+  }
   // The data folder's store is checked above; another store gets a probe object written, read
   // whole and in part, and deleted.
   if (config.storage !== "file:") await check("storage", () => checkBlobStore(openBlobStore(config)));

@@ -1,6 +1,6 @@
-// What `apis doctor` will check of a PostgreSQL database (issue 39 item 1): the connection, the
-// server version, the extensions Apis needs and the migrations. Not wired into the CLI yet
-// (docs/postgres.md).
+// What `apis doctor --database postgres://…` checks of a PostgreSQL database (issue 39 item 1):
+// the connection, the server version, the extensions Apis needs and the migrations
+// (src/cli/database.cli.ts calls it; docs/postgres.md).
 import type { SQL } from "bun";
 import { embeddedPgMigrations } from "./migrations.generated";
 
@@ -56,4 +56,10 @@ export async function checkPg(client: SQL): Promise<PgCheck[]> {
       : `${applied.n} of ${embeddedPgMigrations.length} applied: the server migrates at start`,
   });
   return checks;
+}
+
+/** Who the client is connected as, to which database: `apis doctor`'s connection check. */
+export async function connectionInfo(client: SQL): Promise<{ database: string; user: string }> {
+  const [r] = (await client`SELECT current_database() AS db, current_user AS usr`) as { db: string; usr: string }[];
+  return { database: r!.db, user: r!.usr };
 }

@@ -1,0 +1,136 @@
+// `--database` / `APIS_DATABASE_URL` (src/config.ts, src/cli/database.cli.ts): parsing, what the
+// commands do with a PostgreSQL URL in this release (doctor, migrate; serve refuses), on a real cluster.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { ConfigError, databaseKind, loadConfig, redactDatabaseUrl } from "../../../src/config";
+import { embeddedPgMigrations } from "../../../src/db/pg/migrations.generated";
+import { SLOW_TEST_MS } from "../../helpers/server";
+import { freshDatabase, pgAvailable, pgSkipReason } from "../../helpers/pg-cluster";
+
+const ROOT = resolve(import.meta.dir, "../../..");
+const env = () => ({
+  ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== "APIS_DATABASE_URL")),
+  NO_COLOR: "1",
+});
+function cli(args: string[]) {
+  const p = Bun.spawnSync([process.execPath, "src/main.ts", ...args], { cwd: ROOT, env: env() });
+  return { code: p.exitCode, out: p.stdout.toString(), err: p.stderr.toString() };
+}
+
+describe("the --database setting", () => {
+  test("is the data folder's SQLite file by default, and takes a postgres:// or postgresql:// URL from the flag or the environment", () => {
+    expect(loadConfig({}, {}).database).toBe("sqlite:");
+    expect(databaseKind(loadConfig({}, {}))).toBe("sqlite");
+    const flag = loadConfig({ database: "postgres://apis:pw@db.example:5432/apis" }, {});
+    expect(databaseKind(flag)).toBe("postgres");
+    expect(loadConfig({}, { APIS_DATABASE_URL: "postgresql://db/apis" }).database).toBe("postgresql://db/apis");
+  });
+
+  test("refuses anything else in one line that does not echo the value (it may hold a password)", () => {
+    for (const bad of ["mysql://u:secret@h/db", "sqlite:/tmp/x.db", "postgres://", "postgres://a b"]) {
+      let err: unknown;
+      try {
+        loadConfig({ database: bad }, {});
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeInstanceOf(ConfigError);
+      expect((err as Error).message).toBe(
+        "invalid --database=(hidden): not sqlite: (the data folder's database) or postgres://user:password@host:port/database",
+      );
+    }
+  });
+
+  test("a URL is printed without its password", () => {
+    expect(redactDatabaseUrl("postgres://apis:s3cr:et@db:5432/apis")).toBe("postgres://apis:***@db:5432/apis");
+    expect(redactDatabaseUrl("postgres://apis@db/apis")).toBe("postgres://apis@db/apis");
+  });
+
+  test(
+    "serve with a PostgreSQL URL stops at start with one sentence naming the release that brings it, and no stack",
+    () => {
+      const data = mkdtempSync(join(tmpdir(), "apis-dbset-"));
+      try {
+        const r = cli([
+          "serve",
+          "--data",
+          data,
+          "--port",
+          "0",
+          "--database",
+          "postgres://apis:secret@127.0.0.1:1/apis",
+        ]);
+        expect(r.code).toBe(2);
+        expect(r.out).toBe("");
+        expect(r.err.trim().split("\n")).toEqual([
+          expect.stringMatching(
+            /^apis: apis serve does not run on PostgreSQL in Apis [\d.]+: the server and its commands move to PostgreSQL with the release that completes issue 39/,
+          ),
+        ]);
+        expect(r.err).not.toContain("secret");
+        const user = cli(["user", "list", "--data", data, "--database", "postgres://127.0.0.1:1/apis"]);
+        expect(user.code).toBe(2);
+        expect(user.err).toContain("apis user does not run on PostgreSQL");
+      } finally {
+        rmSync(data, { recursive: true, force: true });
+      }
+    },
+    SLOW_TEST_MS,
+  );
+});
+
+if (!pgAvailable) test.skip(pgSkipReason, () => {});
+
+describe.skipIf(!pgAvailable)("apis doctor and apis migrate with a PostgreSQL URL", () => {
+  let db: Awaited<ReturnType<typeof freshDatabase>>;
+  let data: string;
+  beforeAll(async () => {
+    db = await freshDatabase("doctorcli");
+    data = mkdtempSync(join(tmpdir(), "apis-dbset-"));
+  });
+  afterAll(async () => {
+    await db?.close();
+    rmSync(data, { recursive: true, force: true });
+  });
+
+  test(
+    "doctor checks the connection, the server version, the extensions and the migrations; migrate applies them",
+    () => {
+      const before = cli(["doctor", "--data", data, "--database", db.url]);
+      expect(before.code).toBe(1);
+      expect(before.out).toMatch(
+        /^ok {4}database: postgres:\/\/postgres@127\.0\.0\.1:\d+\/\w+ \(connected as postgres/m,
+      );
+      expect(before.out).toMatch(/^ok {4}server version: PostgreSQL 1\d/m);
+      expect(before.out).toContain("ok    extension unaccent: ");
+      expect(before.out).toContain("ok    extension pg_trgm: ");
+      expect(before.out).toContain(
+        `FAIL  database migrations: 0 of ${embeddedPgMigrations.length} applied: the server migrates at start`,
+      );
+      const migrated = cli(["migrate", "--data", data, "--database", db.url]);
+      expect(migrated.code).toBe(0);
+      expect(migrated.out).toContain(`(${embeddedPgMigrations.length} migration(s) applied`);
+      const after = cli(["doctor", "--data", data, "--database", db.url]);
+      expect(after.out).toContain(`ok    database migrations: ${embeddedPgMigrations.length} applied, up to date`);
+      expect(after.out).toContain("all checks passed");
+      expect(after.code).toBe(0);
+    },
+    SLOW_TEST_MS,
+  );
+
+  test(
+    "doctor with a database it cannot reach fails that check in one line, without the password or a stack",
+    () => {
+      const r = cli(["doctor", "--data", data, "--database", "postgres://apis:secret@127.0.0.1:1/apis"]);
+      expect(r.code).toBe(1);
+      const line = r.out.split("\n").find((l) => l.includes(" database:"));
+      expect(line).toMatch(/^FAIL {2}database: /);
+      expect(r.out).not.toContain("secret");
+      expect(r.out + r.err).not.toContain("    at ");
+      expect(r.out).not.toContain("server version");
+    },
+    SLOW_TEST_MS,
+  );
+});

@@ -1,0 +1,215 @@
+// `apis migrate-database --to postgres://…` end to end (src/db/pg/copy.ts, src/cli/migrate-database.cli.ts):
+// a real Apis server on SQLite filled through its HTTP API, stopped, its data folder copied into a
+// throw-away PostgreSQL database by the CLI, and the copy checked against the SQLite file.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { Database } from "bun:sqlite";
+import { rmSync } from "node:fs";
+import { join, resolve } from "node:path";
+import sharp from "sharp";
+import { sql as dsql } from "drizzle-orm";
+import { pgSqlText } from "../../../src/core/filter";
+import { CopyMismatch, copyDatabaseFileToPg } from "../../../src/db/pg/copy";
+import { recordMatchesPg, recordSearchPagePg } from "../../../src/db/pg/search";
+import { migratePg } from "../../../src/db/pg/migrate";
+import { SLOW_TEST_MS } from "../../helpers/server";
+import { freshDatabase, pgAvailable, pgSkipReason } from "../../helpers/pg-cluster";
+import { recordsWorld } from "../../records/helpers";
+
+const ROOT = resolve(import.meta.dir, "../../..");
+
+if (!pgAvailable) test.skip(pgSkipReason, () => {});
+
+/** Runs the CLI on the data folder; answers its exit code and output. */
+function cli(args: string[]) {
+  const p = Bun.spawnSync([process.execPath, "src/main.ts", ...args], {
+    cwd: ROOT,
+    env: {
+      ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== "APIS_DATABASE_URL")),
+      NO_COLOR: "1",
+    },
+  });
+  return { code: p.exitCode, out: p.stdout.toString(), err: p.stderr.toString() };
+}
+
+describe.skipIf(!pgAvailable)("apis migrate-database", () => {
+  let dataDir: string;
+  let target: Awaited<ReturnType<typeof freshDatabase>>;
+  let records: string[] = [];
+  let running: ReturnType<typeof cli> | undefined;
+  let project = "";
+  /** What records/search answered on SQLite before the move, per query. */
+  const searched = new Map<string, string[]>();
+  const QUERIES: [string, string][] = [
+    ["koelbox", "nl"],
+    ["cooler", "en"],
+    ["drinks cold", "en"],
+    ["+cooler -ünïcödé", "en"],
+    ['"keeps drinks"', "en"],
+    ["bracket", "en"],
+    ["日本語", "en"],
+    ["cooler", "nl"],
+  ];
+  beforeAll(async () => {
+    const w = await recordsWorld();
+    dataDir = w.srv.dataDir;
+    // Records with text that quoting, arrays and JSON could get wrong, in three languages.
+    const tricky = ["quote \" and 'single'", "comma, {brace} [bracket] \\backslash", "ünïcödé — 日本語 🐝", "NULL", ""];
+    const group = await w.create(w.root, { en: { name: "Group" } });
+    await w.okr("records/definition/set", { record: group, definition: w.group });
+    for (let i = 0; i < 12; i++) {
+      const r = await w.create(group, {
+        en: { name: `Cooler ${i} ${tricky[i % tricky.length]}`, description: "A box that keeps drinks cold" },
+        nl: { name: `Koelbox ${i}` },
+      });
+      await w.okr("records/definition/set", { record: r, definition: w.article });
+      await w.okr("records/update", {
+        record: r,
+        fields: { "*": { artnr: `A-${i}`, price: i + 0.25, stock: i * 7, active: i % 2 === 0, tags: ["x", `t${i}`] } },
+      });
+      records.push(r);
+    }
+    await w.okr("records/delete", { record: records[11] });
+    records = records.slice(0, 11);
+    const upload = async (content: Uint8Array | string, name: string) => {
+      const fd = new FormData();
+      fd.append("upload_file", new Blob([content]), name);
+      const r = await w.srv.call(`/api/p/${w.project}/assets/upload`, { body: fd, token: w.owner.token });
+      if (r.status !== 200) throw new Error(`upload answered ${r.status}: ${JSON.stringify(r.body)}`);
+      return r.body.result.asset as string;
+    };
+    await upload(
+      await sharp({ create: { width: 8, height: 8, channels: 3, background: "#20a040" } })
+        .png()
+        .toBuffer(),
+      "cooler front.png",
+    );
+    await upload("a data sheet", "sheet.txt");
+    project = w.project;
+    for (const [q, language] of QUERIES)
+      searched.set(
+        `${language} ${q}`,
+        ((await w.okr("records/search", { language, q, "page.size": 100 })).result.records as string[]).sort(),
+      );
+    target = await freshDatabase("migrated");
+    // While the server runs, the copy is refused: it must see every write.
+    running = cli(["migrate-database", "--data", dataDir, "--to", target.url]);
+    await w.srv.stop(true);
+  }, SLOW_TEST_MS);
+  afterAll(async () => {
+    await target?.close();
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  test(
+    "copies every row of a stopped SQLite instance into an empty PostgreSQL database, with equal counts and checksums per table",
+    async () => {
+      const r = cli(["migrate-database", "--data", dataDir, "--to", target.url, "--json", "--batch", "7"]);
+      expect(r.err).toBe("");
+      expect(r.code).toBe(0);
+      const report = JSON.parse(r.out);
+      expect(report.ok).toBe(true);
+      const byTable = new Map<string, any>(report.tables.map((t: any) => [t.table, t]));
+      for (const t of report.tables) {
+        expect({ table: t.table, equal: t.sqliteChecksum === t.pgChecksum, rows: t.copied }).toEqual({
+          table: t.table,
+          equal: true,
+          rows: t.rows,
+        });
+      }
+      for (const name of ["users", "projects", "memberships", "fields", "definitions", "records", "assets", "changes"])
+        expect(byTable.get(name)?.rows, name).toBeGreaterThan(0);
+
+      // Checked apart from the tool's own report: the row counts of both databases.
+      const sqlite = new Database(join(dataDir, "apis.db"), { readonly: true });
+      try {
+        for (const t of report.tables) {
+          const mine = (sqlite.query(`SELECT count(*) AS n FROM "${t.table}"`).get() as { n: number }).n;
+          const [theirs] = await target.sql.unsafe(`SELECT count(*)::int AS n FROM "${t.table}"`);
+          expect({ table: t.table, n: theirs.n }).toEqual({ table: t.table, n: mine });
+        }
+        // The records' values as PostgreSQL holds them: JSON objects, equal to SQLite's.
+        const [rec] =
+          await target.sql`SELECT vals, jsonb_typeof(vals) AS t, channels FROM records WHERE gid = ${records[1]!}`;
+        const orig = sqlite.query("SELECT vals FROM records WHERE gid = ?").get(records[1]!) as { vals: string };
+        expect(rec.t).toBe("object");
+        expect(rec.vals).toEqual(JSON.parse(orig.vals));
+        // Sequences are past the copied ids: the next cursor follows the last one.
+        const maxCursor = (sqlite.query("SELECT max(cursor) AS m FROM changes").get() as { m: number }).m;
+        const [next] = await target.sql`SELECT nextval('changes_cursor_seq')::bigint AS n`;
+        expect(Number(next.n)).toBeGreaterThan(maxCursor);
+      } finally {
+        sqlite.close();
+      }
+      // The search documents were computed by PostgreSQL: the records search of src/db/pg/search.ts
+      // finds what records/search found on SQLite before the move.
+      expect(searched.get("nl koelbox")!.length).toBe(11);
+      expect(searched.get("en cooler")!.length).toBe(11);
+      for (const [q, language] of QUERIES) {
+        const m = recordMatchesPg(q, language, dsql`r.project_gid = ${project}::text AND r.status <> 'deleted'`)!;
+        const page = pgSqlText(recordSearchPagePg(m));
+        const hits = ((await target.sql.unsafe(page.sql, page.params as any[])) as { gid: string }[]).map((r) => r.gid);
+        expect({ q, language, hits: hits.sort() }).toEqual({ q, language, hits: searched.get(`${language} ${q}`)! });
+      }
+      const docs = new Map<string, number>(report.search.map((s: any) => [`${s.table}.${s.column}`, s.documents]));
+      expect(docs.get("record_search.doc")).toBeGreaterThan(11);
+      expect(docs.get("assets.search")).toBe(2);
+      expect(docs.get("assets.search_en")).toBe(2);
+    },
+    SLOW_TEST_MS,
+  );
+
+  test("refuses to copy while a server uses the data folder", () => {
+    expect(running!.code).toBe(1);
+    expect(running!.err).toMatch(
+      /^apis: a server \(pid \d+\) uses .*: stop it first, the copy must see every write\n$/,
+    );
+  });
+
+  test(
+    "refuses a target that is not empty, and empties it first with --force",
+    async () => {
+      const refused = cli(["migrate-database", "--data", dataDir, "--to", target.url]);
+      expect(refused.code).toBe(1);
+      expect(refused.err).toContain("the target database is not empty");
+      expect(refused.err).not.toContain("    at ");
+      const forced = cli(["migrate-database", "--data", dataDir, "--to", target.url, "--force"]);
+      expect(forced.code).toBe(0);
+      expect(forced.out).toContain("  records: ");
+      expect(forced.out).toContain("every count and checksum equal");
+      const [r] = await target.sql`SELECT count(*)::int AS n FROM records WHERE status <> 'deleted'`;
+      expect(r.n).toBeGreaterThan(11);
+    },
+    SLOW_TEST_MS,
+  );
+
+  test(
+    "a row that arrives changed fails its table's checksum, and nothing is committed",
+    async () => {
+      const altered = await freshDatabase("altered");
+      try {
+        await migratePg(altered.sql);
+        // A target that changes what it is given (a trigger, as a misbehaving extension might).
+        await altered.sql.unsafe(`
+          CREATE FUNCTION shout() RETURNS trigger LANGUAGE plpgsql AS $$
+          BEGIN NEW.name := NEW.name || '!'; RETURN NEW; END $$;
+          CREATE TRIGGER shout BEFORE INSERT ON users FOR EACH ROW EXECUTE FUNCTION shout();`);
+        let err: unknown;
+        try {
+          await copyDatabaseFileToPg(join(dataDir, "apis.db"), altered.sql);
+        } catch (e) {
+          err = e;
+        }
+        expect(err).toBeInstanceOf(CopyMismatch);
+        const report = (err as CopyMismatch).report;
+        expect(report.tables.filter((t) => !t.ok).map((t) => t.table)).toEqual(["users"]);
+        expect((err as Error).message).toBe("verification failed for users: nothing was committed");
+        const [r] =
+          await altered.sql`SELECT (SELECT count(*) FROM users)::int AS users, (SELECT count(*) FROM records)::int AS records`;
+        expect(r).toEqual({ users: 0, records: 0 });
+      } finally {
+        await altered.close();
+      }
+    },
+    SLOW_TEST_MS,
+  );
+});
