@@ -346,9 +346,12 @@ describe("stored files go through the blob store (docs/deploy.md, 'Files in an o
     ["features/dam/dam.transform.ts", "rendering into a temp file"],
     [
       "features/projects/projects.service.ts",
-      "the project folder of the data folder and its backup archives: backups not in the blob store yet",
+      "the project folder and project backup folders of the data folder (kind file)",
     ],
-    ["features/backups/backups.service.ts", "project backup archives: not in the blob store yet"],
+    [
+      "features/backups/backups.service.ts",
+      "project backup folders of the data folder (kind file); restore temp files",
+    ],
     [
       "features/records/excel.service.ts",
       "the temp file an Excel download is written to before it goes to the store; an import's upload",

@@ -18,7 +18,8 @@ import { loadConfig } from "../../src/config";
 import { mutate } from "../../src/db/mutate";
 import { memberships, projects } from "../../src/features/projects/projects.table";
 import { openInstance } from "../../src/app/instance";
-import { projectTables, walkFiles, writeSnapshot } from "../../src/platform/backups/snapshot.service";
+import { projectTables, writeSnapshot } from "../../src/platform/backups/snapshot.service";
+import { writeStoreSnapshot } from "../../src/platform/backups/store-snapshot.service";
 import { scheduleBackups } from "../../src/features/backups/backups.service";
 import { features, housekeepingTasks, type Feature } from "../../src/features";
 import type { JobKind } from "../../src/platform/jobs/runner";
@@ -67,22 +68,32 @@ function projectRows(s: TestServer, gid: string): Record<string, string[]> {
   return out;
 }
 
-function projectFiles(s: TestServer, gid: string): Record<string, string> {
-  const dir = s.ctx.storage.projectDir(gid);
-  return Object.fromEntries(
-    walkFiles(dir).map((f) => [
-      f,
+/** The project's stored files (relative path → sha256), read through the server's store. */
+async function projectFiles(s: TestServer, gid: string): Promise<Record<string, string>> {
+  const blobs = s.ctx.storage.blobs;
+  const under = `files/projects/${gid}/`;
+  const out: [string, string][] = [];
+  for await (const e of blobs.list(under))
+    out.push([
+      e.key.slice(under.length),
       createHash("sha256")
-        .update(readFileSync(join(dir, f)))
+        .update((await blobs.bytes(e.key))!)
         .digest("hex"),
-    ]),
-  );
+    ]);
+  return Object.fromEntries(out.sort((a, b) => (a[0] < b[0] ? -1 : 1)));
 }
 
-function writeProjectFile(s: TestServer, gid: string, rel: string, content: string | Buffer) {
-  const full = join(s.ctx.storage.projectDir(gid), rel);
-  mkdirSync(dirname(full), { recursive: true });
-  writeFileSync(full, content);
+/** Puts a file among the project's stored files (the data folder, or the bucket on the S3 pass). */
+async function writeProjectFile(s: TestServer, gid: string, rel: string, content: string | Buffer) {
+  await s.ctx.storage.blobs.put(`files/projects/${gid}/${rel}`, content);
+}
+
+/** The keys of a project's stored backups below `backups/projects/<project>/` (both stores). */
+async function storedBackupKeys(s: TestServer, gid: string, under = ""): Promise<string[]> {
+  const prefix = `backups/projects/${gid}/${under}`;
+  const out: string[] = [];
+  for await (const e of s.ctx.storage.blobs.list(prefix)) out.push(e.key.slice(prefix.length));
+  return out.sort();
 }
 
 beforeAll(async () => {
@@ -106,9 +117,9 @@ beforeAll(async () => {
       "INSERT INTO assets (gid, project_gid, type, name, created_on, updated_on) VALUES ('asset1', ?, 'file', 'Spring leaflet', ?, ?)",
     )
     .run(project, t, t);
-  writeProjectFile(srv, project, "originals/a~1.jpg", Buffer.alloc(50_000, 7));
-  writeProjectFile(srv, project, "originals/b~1.png", "bee");
-  writeProjectFile(srv, project, "var/deep/er/c@k.jpg", "see");
+  await writeProjectFile(srv, project, "originals/a~1.jpg", Buffer.alloc(50_000, 7));
+  await writeProjectFile(srv, project, "originals/b~1.png", "bee");
+  await writeProjectFile(srv, project, "var/deep/er/c@k.jpg", "see");
   await srv.ctx.storage.blobs.put(`files/icons/${project}-icon.png`, "icon bytes");
   srv.ctx.db
     .update(projects)
@@ -142,7 +153,7 @@ describe("project backups", () => {
 
   test("a backup is a job from queued to done that records the backup and sets last_backed_up", async () => {
     rowsAtBackup = projectRows(srv, project);
-    filesAtBackup = projectFiles(srv, project);
+    filesAtBackup = await projectFiles(srv, project);
     expect(rowsAtBackup.widgets).toHaveLength(1200);
     expect(rowsAtBackup.memberships).toHaveLength(2);
     const since = await cursor(alice.token);
@@ -208,8 +219,8 @@ describe("project backups", () => {
       expect.objectContaining({ action: "UPDATE", data_type: "cc.projects", data_key: project }),
     );
     expect(seen.every((i) => ["cc.projects", "jobs"].includes(i.data_type))).toBe(true);
-    const dir = join(srv.dataDir, "backups", "projects", project, backup);
-    expect(readdirSync(dir).sort()).toEqual(["files", "icon", "manifest.json", "tables"]);
+    const tops = new Set((await storedBackupKeys(srv, project, `${backup}/`)).map((k) => k.split("/")[0]));
+    expect([...tops].sort()).toEqual(["files", "icon", "manifest.json", "tables"]);
     // Bob is a member but did not start it: he does not see the job.
     const bobs = await srv.call("/sync/get", { token: bob.token, body: { cc_cursor: since } });
     expect(bobs.body.result.sync.filter((i: any) => i.data_type === "jobs")).toEqual([]);
@@ -227,9 +238,9 @@ describe("project backups", () => {
       .delete(memberships)
       .where(and(eq(memberships.projectGid, project), eq(memberships.userGid, bob.gid)))
       .run();
-    writeProjectFile(srv, project, "originals/b~1.png", "changed bytes");
-    rmSync(join(srv.ctx.storage.projectDir(project), "var"), { recursive: true });
-    writeProjectFile(srv, project, "originals/new~1.jpg", "new file");
+    await writeProjectFile(srv, project, "originals/b~1.png", "changed bytes");
+    await srv.ctx.storage.blobs.deletePrefix(`files/projects/${project}/var/`);
+    await writeProjectFile(srv, project, "originals/new~1.jpg", "new file");
     await srv.ctx.storage.blobs.delete(`files/icons/${project}-icon.png`);
     expect(projectRows(srv, project)).not.toEqual(rowsAtBackup);
 
@@ -250,7 +261,7 @@ describe("project backups", () => {
     });
 
     expect(projectRows(srv, project)).toEqual(rowsAtBackup);
-    expect(projectFiles(srv, project)).toEqual(filesAtBackup);
+    expect(await projectFiles(srv, project)).toEqual(filesAtBackup);
     expect(await (await srv.ctx.storage.blobs.get(`files/icons/${project}-icon.png`))?.text()).toBe("icon bytes");
     // Rows of other projects are untouched.
     expect(db.query("SELECT name FROM widgets WHERE gid = 'other'").get()).toEqual({ name: "not ours" });
@@ -350,7 +361,7 @@ describe("project backups", () => {
       versions: [expect.objectContaining({ version: 1 })],
       next_version: 4,
     });
-    expect(existsSync(join(srv.dataDir, "backups", "projects", project, gid2))).toBe(false);
+    await until(async () => (await storedBackupKeys(srv, project, `${gid2}`)).length === 0);
     const gone = await srv.call(`/api/p/${project}/backups/get`, { token: alice.token, body: { version: 2 } });
     expect(gone.status).toBe(422);
     expect(gone.body.result.message).toBe("Backup version invalid");
@@ -393,19 +404,19 @@ describe("project backups", () => {
 
   test("a damaged backup is rejected on restore with info.error and the project is left alone", async () => {
     const since = await cursor(alice.token);
-    const manifest = JSON.parse(
-      readFileSync(join(srv.dataDir, "backups", "projects", project, backup, "manifest.json"), "utf8"),
-    );
-    const victim = join(srv.dataDir, "backups", "projects", project, backup, manifest.files[0].path);
-    const original = readFileSync(victim);
-    writeFileSync(victim, "tampered");
+    const blobs = srv.ctx.storage.blobs;
+    const at = `backups/projects/${project}/${backup}/`;
+    const manifest = JSON.parse(new TextDecoder().decode(await blobs.bytes(`${at}manifest.json`)));
+    const victim = `${at}${manifest.files[0].path}`;
+    const original = (await blobs.bytes(victim))!;
+    await blobs.put(victim, "tampered");
     const before = projectRows(srv, project);
     const r = await srv.call(`/api/p/${project}/backups/restore`, { token: alice.token, body: { version } });
     const items = await finished(srv, alice.token, r.body.result["job.token"], since);
     expect(items.at(-1).data.status).toBe("rejected");
     expect(items.at(-1).data.info).toMatchObject({ error: "Backup is damaged", code: 422 });
     expect(projectRows(srv, project)).toEqual(before);
-    writeFileSync(victim, original);
+    await blobs.put(victim, original);
   });
 
   test("backups and restores of one project never run at once", async () => {
@@ -429,9 +440,9 @@ describe("project backups", () => {
         "INSERT INTO assets (gid, project_gid, type, name, storage_name, status, created_on, updated_on) VALUES ('racefile01', ?, 'file', 'doomed', 'racefile01~1.bin', 'deleted', ?, ?)",
       )
       .run(gid, t, t);
-    writeProjectFile(srv, gid, "originals/racefile01~1.bin", "doomed bytes");
-    const dir = join(srv.dataDir, "tmp", "race-backup");
-    rmSync(dir, { recursive: true, force: true });
+    await writeProjectFile(srv, gid, "originals/racefile01~1.bin", "doomed bytes");
+    const blobs = srv.ctx.storage.blobs;
+    const at = `backups/projects/${gid}/racebackup01/`;
     let deleted = false;
     // The snapshot's rows are read, then (at its first progress step) the asset is deleted for good.
     const progress = {
@@ -446,15 +457,19 @@ describe("project backups", () => {
           body: { asset: "racefile01" },
         });
         expect(r.status).toBe(200);
-        expect(existsSync(join(srv.ctx.storage.projectDir(gid), "originals", "racefile01~1.bin"))).toBe(false);
+        await until(async () => !(await blobs.stat(`files/projects/${gid}/originals/racefile01~1.bin`)));
       },
     };
-    const m = await writeSnapshot(srv.ctx, gid, "racebackup01", dir, progress as never);
+    // The snapshot as the backup job writes it on this store (a folder of the data folder, or objects).
+    const dir = blobs.localPath(at.slice(0, -1));
+    const m = dir
+      ? await writeSnapshot(srv.ctx, gid, "racebackup01", dir, progress as never)
+      : (await writeStoreSnapshot(srv.ctx, gid, "racebackup01", at, progress as never)).manifest;
     expect(deleted).toBe(true);
     expect(m.tables.assets!.rows).toBe(1);
     expect(m.files.map((f) => f.path)).toEqual(["files/originals/racefile01~1.bin"]);
-    expect(readFileSync(join(dir, "files", "originals", "racefile01~1.bin"), "utf8")).toBe("doomed bytes");
-    rmSync(dir, { recursive: true, force: true });
+    expect(await (await blobs.get(`${at}files/originals/racefile01~1.bin`))!.text()).toBe("doomed bytes");
+    await blobs.deletePrefix(at);
   });
 
   test("scheduled backups skip unchanged projects and keep only the newest --backups-keep", async () => {
@@ -627,21 +642,22 @@ describe("permanent deletion during a backup", () => {
       try {
         const ann = await s.user("ann");
         const gid = await s.project(ann.token, "Doomed");
-        for (let i = 0; i < 60; i++) writeProjectFile(s, gid, `originals/f${i}~1.bin`, `file ${i}`);
+        for (let i = 0; i < 60; i++) await writeProjectFile(s, gid, `originals/f${i}~1.bin`, `file ${i}`);
         const since = await s.ccCursor(ann.token);
         const started = await s.call(`/api/p/${gid}/backups/create`, {
           token: ann.token,
           body: { name: "running", created_by: "test" },
         });
         const job = started.body.result["job.token"];
-        const folder = join(s.dataDir, "backups", "projects", gid);
-        await until(() => s.ctx.jobs.busy === 1 && existsSync(folder) && readdirSync(folder).length > 0);
+        await until(async () => s.ctx.jobs.busy === 1 && (await storedBackupKeys(s, gid)).length > 0);
         expect((await s.call("/api/projects/delete", { token: ann.token, body: { project: gid } })).status).toBe(200);
         const gone = await s.call("/api/projects/permanent_delete", { token: ann.token, body: { project: gid } });
         expect(gone.status).toBe(200);
         expect(s.ctx.jobs.busy).toBe(0);
-        expect(existsSync(folder)).toBe(false);
-        expect(existsSync(s.ctx.storage.projectDir(gid))).toBe(false);
+        // Its backups and files go (on S3 once the deletes after the commit are through).
+        await until(async () => (await storedBackupKeys(s, gid)).length === 0);
+        await until(async () => Object.keys(await projectFiles(s, gid)).length === 0);
+        if (s.ctx.storage.blobs.kind === "file") expect(existsSync(s.ctx.storage.projectDir(gid))).toBe(false);
         const items = (await s.call("/sync/get", { token: ann.token, body: { cc_cursor: since } })).body.result
           .sync as any[];
         const last = items.filter((i) => i.data_type === "jobs" && i.data_key === job).at(-1);
@@ -777,7 +793,7 @@ describe("instance backup CLI", () => {
       const work = mkdtempSync(join(tmpdir(), "apis-cli-"));
       const archive = join(work, "instance.tar");
       const rowsBefore = projectRows(srv, project);
-      const filesBefore = projectFiles(srv, project);
+      const filesBefore = await projectFiles(srv, project);
       try {
         const created = apis("backup", "create", "--data", srv.dataDir, "--out", archive, "--json");
         expect(created.err).toBe("");
@@ -814,7 +830,7 @@ describe("instance backup CLI", () => {
         const other = await TestServer.start({}, target);
         try {
           expect(projectRows(other, project)).toEqual(rowsBefore);
-          expect(projectFiles(other, project)).toEqual(filesBefore);
+          expect(await projectFiles(other, project)).toEqual(filesBefore);
           // Same secret: a token issued by the original server works on the restored one.
           const init = await other.call("/api/init", { token: alice.token });
           expect(init.status).toBe(200);
@@ -832,7 +848,7 @@ describe("instance backup CLI", () => {
   test("a file deleted while the archive is written is still in it (its row is in the database copy)", async () => {
     const { createInstanceBackup } = await import("../../src/platform/backups/instance.service");
     const rel = `files/projects/${project}/originals/doomed~1.bin`;
-    writeProjectFile(srv, project, "originals/doomed~1.bin", "doomed bytes");
+    await writeProjectFile(srv, project, "originals/doomed~1.bin", "doomed bytes");
     const work = mkdtempSync(join(tmpdir(), "apis-pin-"));
     try {
       let deleted = false;
@@ -1017,14 +1033,16 @@ describe("backup folders", () => {
       }
     ).gid;
     srv.ctx.db.$client.query("DELETE FROM backups WHERE gid = ?").run(gid);
-    mkdirSync(join(srv.dataDir, "backups", "projects", project, "leftover.partial"), { recursive: true });
+    // An unfinished backup: a folder `.partial` in the data folder, objects without a manifest in a bucket.
+    const leftover = srv.ctx.storage.blobs.kind === "file" ? "leftover.partial" : "leftover";
+    await srv.ctx.storage.blobs.put(`backups/projects/${project}/${leftover}/tables/x.ndjson`, "[]\n");
     const { tidyBackupFolders } = await import("../../src/features/backups/backups.service");
-    expect(tidyBackupFolders(srv.ctx)).toBe("removed 1 orphaned folder(s), recovered 1 backup(s)");
+    expect(await tidyBackupFolders(srv.ctx)).toBe("removed 1 orphaned folder(s), recovered 1 backup(s)");
     const got = await srv.call(`/api/p/${project}/backups/get`, { token: alice.token, body: {} });
     const recovered = got.body.result.backups[0];
     expect(recovered.version).toBeGreaterThan(made);
     expect(recovered.name).toMatch(/^Recovered backup /);
     expect(recovered.status).toBe("ready");
-    expect(existsSync(join(srv.dataDir, "backups", "projects", project, "leftover.partial"))).toBe(false);
+    expect(await storedBackupKeys(srv, project, `${leftover}/`)).toEqual([]);
   });
 });

@@ -41,16 +41,20 @@ export function backupsRoutes(ctx: Ctx) {
       body: t.Object({ version, name: t.Optional(t.String()), notes: t.Optional(t.String()) }),
       detail: { summary: "Rename a backup (and change our `notes`; any member)", tags },
     })
-    .post("/restore", ({ params, body, actor }) => answer(restoreBackup(ctx, actor, params.project, body)), {
-      auth: true,
-      params,
-      body: t.Object({ version }),
-      detail: {
-        summary:
-          "Return the project to a backup's rows and files (a `restore_project` job; 1003 when it cannot start; any member)",
-        tags,
+    .post(
+      "/restore",
+      async ({ params, body, actor }) => answer(await restoreBackup(ctx, actor, params.project, body)),
+      {
+        auth: true,
+        params,
+        body: t.Object({ version }),
+        detail: {
+          summary:
+            "Return the project to a backup's rows and files (a `restore_project` job; 1003 when it cannot start; any member)",
+          tags,
+        },
       },
-    })
+    )
     .post("/delete", ({ params, body, actor }) => answer(removeBackup(ctx, actor, params.project, body)), {
       auth: true,
       params,

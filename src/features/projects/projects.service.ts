@@ -128,8 +128,10 @@ export function eraseProject(ctx: Pick<Ctx, "db" | "storage">, tx: Tx, log: Chan
   afterCommit(ctx.db, () => {
     // On a store that is not the local disk its objects go too (an object left by a failed delete
     // is found by no row: the store sweep removes it).
-    if (ctx.storage.blobs.kind !== "file")
+    if (ctx.storage.blobs.kind !== "file") {
       void ctx.storage.blobs.deletePrefix(`files/projects/${gid}/`).catch(() => {});
+      void ctx.storage.blobs.deletePrefix(`backups/projects/${gid}/`).catch(() => {});
+    }
     rmSync(ctx.storage.projectDir(gid), { recursive: true, force: true });
     filesChangedUnder(ctx.storage.projectDir(gid));
     // Its backups go with it (their rows are among the project's rows above).
