@@ -28,6 +28,7 @@ import { runHousekeeping } from "../../src/platform/jobs/schedules";
 import { createPerson, hashPassword } from "../../src/features/users/users.service";
 import { eq, and } from "drizzle-orm";
 import { servedUrl, TestServer, tokenOf, until, SLOW_TEST_MS } from "../helpers/server";
+import { flagsFor } from "../helpers/s3";
 
 let srv: TestServer;
 let alice: { gid: string; token: string };
@@ -87,6 +88,32 @@ async function projectFiles(s: TestServer, gid: string): Promise<Record<string, 
 async function writeProjectFile(s: TestServer, gid: string, rel: string, content: string | Buffer) {
   await s.ctx.storage.blobs.put(`files/projects/${gid}/${rel}`, content);
 }
+
+/** The command-line flags naming a server's store (none for the data folder): what `apis backup` is given beside it. */
+function storeArgs(s: TestServer): string[] {
+  const c = s.ctx.config;
+  if (s.ctx.storage.blobs.kind === "file") return [];
+  return [
+    "--storage",
+    c.storage,
+    "--s3-endpoint",
+    c.s3Endpoint,
+    "--s3-region",
+    c.s3Region,
+    "--s3-access-key-id",
+    c.s3AccessKeyId,
+    "--s3-secret-access-key",
+    c.s3SecretAccessKey,
+    "--s3-path-style",
+    String(c.s3PathStyle),
+  ];
+}
+
+/** Flags of another, empty store of the same kind as the server's (a restore's target). */
+async function otherStore(s: TestServer, name: string): Promise<Record<string, string>> {
+  return s.ctx.storage.blobs.kind === "file" ? {} : flagsFor("s3", name);
+}
+const asArgs = (flags: Record<string, string>) => Object.entries(flags).flatMap(([k, v]) => [`--${k}`, v]);
 
 /** The keys of a project's stored backups below `backups/projects/<project>/` (both stores). */
 async function storedBackupKeys(s: TestServer, gid: string, under = ""): Promise<string[]> {
@@ -795,7 +822,7 @@ describe("instance backup CLI", () => {
       const rowsBefore = projectRows(srv, project);
       const filesBefore = await projectFiles(srv, project);
       try {
-        const created = apis("backup", "create", "--data", srv.dataDir, "--out", archive, "--json");
+        const created = apis("backup", "create", "--data", srv.dataDir, "--out", archive, "--json", ...storeArgs(srv));
         expect(created.err).toBe("");
         expect(created.code).toBe(0);
         const c = JSON.parse(created.out);
@@ -823,11 +850,13 @@ describe("instance backup CLI", () => {
         expect(refused.code).toBe(1);
         expect(refused.err).toMatch(/server \(pid \d+\) is using/);
 
+        // Into another folder (and, on S3, another empty prefix of the bucket: the objects go there).
         const target = join(work, "restored");
-        const restored = apis("backup", "restore", archive, "--data", target, "--yes");
+        const targetStore = await otherStore(srv, "restored");
+        const restored = apis("backup", "restore", archive, "--data", target, "--yes", ...asArgs(targetStore));
         expect(restored.err).toBe("");
         expect(restored.code).toBe(0);
-        const other = await TestServer.start({}, target);
+        const other = await TestServer.start(targetStore, target);
         try {
           expect(projectRows(other, project)).toEqual(rowsBefore);
           expect(await projectFiles(other, project)).toEqual(filesBefore);
@@ -853,12 +882,19 @@ describe("instance backup CLI", () => {
     try {
       let deleted = false;
       // The first progress report comes after the database copy: the server deletes the file then.
-      const r = await createInstanceBackup(srv.dataDir, join(work, "a.tar"), () => {
-        if (deleted) return;
-        deleted = true;
-        rmSync(join(srv.dataDir, rel));
-      });
+      const blobs = srv.ctx.storage.blobs;
+      const r = await createInstanceBackup(
+        srv.dataDir,
+        join(work, "a.tar"),
+        () => {
+          if (deleted) return;
+          deleted = true;
+          void blobs.delete(rel);
+        },
+        { store: blobs },
+      );
       expect(deleted).toBe(true);
+      expect(await blobs.stat(rel)).toBeUndefined();
       expect(r.manifest.entries.map((e) => e.path)).toContain(rel);
       Bun.spawnSync(["tar", "-xf", join(work, "a.tar"), "-C", work]);
       expect(readFileSync(join(work, rel), "utf8")).toBe("doomed bytes");
@@ -872,13 +908,16 @@ describe("instance backup CLI", () => {
     "verify finds a damaged archive; list shows archives and project backups",
     async () => {
       const out = join(srv.dataDir, "backups", "instance", "one.tar");
-      expect(apis("backup", "create", "--data", srv.dataDir, "--out", out).code).toBe(0);
+      expect(apis("backup", "create", "--data", srv.dataDir, "--out", out, ...storeArgs(srv)).code).toBe(0);
       const listed = JSON.parse(apis("backup", "list", "--data", srv.dataDir, "--json").out);
       expect(listed.instance.map((a: any) => a.name)).toContain("one.tar");
       expect(listed.projects.some((b: any) => b.project_gid === project && b.status === "ready")).toBe(true);
       const bytes = readFileSync(out);
-      // Flip one byte inside the first file entry's content (after the 512-byte header).
-      bytes[600] = bytes[600]! ^ 0xff;
+      // Flip one byte inside the database entry's content (after its 512-byte header; the first
+      // entry on the data folder, after the stored files on an object store).
+      let header = 0;
+      while (header < bytes.length && bytes.subarray(header, header + 8).toString() !== "apis.db\0") header += 512;
+      bytes[header + 600] = bytes[header + 600]! ^ 0xff;
       const bad = join(srv.dataDir, "backups", "instance", "bad.tar");
       writeFileSync(bad, bytes);
       const v = apis("backup", "verify", bad);
@@ -909,6 +948,7 @@ describe("instance archives: modes, confirmation, schedule", () => {
       const secret = join(srv.dataDir, "jwt.secret");
       const shared = join(srv.ctx.storage.projectDir(project), "originals", "shared~1.bin");
       const script = join(srv.ctx.storage.projectDir(project), "originals", "tool~1.sh");
+      mkdirSync(dirname(shared), { recursive: true });
       writeFileSync(shared, "shared bytes");
       writeFileSync(script, "#!/bin/sh\n");
       chmodSync(shared, 0o640);
@@ -917,7 +957,7 @@ describe("instance archives: modes, confirmation, schedule", () => {
       chmodSync(secret, 0o644);
       try {
         const archive = join(work, "modes.tar");
-        expect(apis("backup", "create", "--data", srv.dataDir, "--out", archive).code).toBe(0);
+        expect(apis("backup", "create", "--data", srv.dataDir, "--out", archive, ...storeArgs(srv)).code).toBe(0);
         expect(modeOf(archive)).toBe(0o600);
         const modes = new Map<string, number>();
         await readTar(archive, (e) => {
@@ -925,18 +965,24 @@ describe("instance archives: modes, confirmation, schedule", () => {
           return null;
         });
         const rel = (f: string) => f.slice(srv.dataDir.length + 1);
-        expect(modes.get(rel(shared))).toBe(0o640);
-        expect(modes.get(rel(script))).toBe(0o750);
+        // Files of the data folder keep their modes (objects of a bucket have none: they are archived 0644).
+        const local = srv.ctx.storage.blobs.kind === "file";
+        if (local) {
+          expect(modes.get(rel(shared))).toBe(0o640);
+          expect(modes.get(rel(script))).toBe(0o750);
+          // Any tar reads it, modes included.
+          expect(Bun.spawnSync(["tar", "-tvf", archive]).stdout.toString()).toMatch(/-rwxr-x--- .*tool~1\.sh/);
+        }
         expect(modes.get("jwt.secret")).toBe(0o644);
-        // Any tar reads it, modes included.
-        expect(Bun.spawnSync(["tar", "-tvf", archive]).stdout.toString()).toMatch(/-rwxr-x--- .*tool~1\.sh/);
 
         const target = join(work, "restored");
         const r = apis("backup", "restore", archive, "--data", target, "--yes");
         expect(r.err).toBe("");
         expect(r.code).toBe(0);
-        expect(modeOf(join(target, rel(shared)))).toBe(0o640);
-        expect(modeOf(join(target, rel(script)))).toBe(0o750);
+        if (local) {
+          expect(modeOf(join(target, rel(shared)))).toBe(0o640);
+          expect(modeOf(join(target, rel(script)))).toBe(0o750);
+        }
         expect(modeOf(join(target, "jwt.secret"))).toBe(0o600);
         expect(readFileSync(join(target, "jwt.secret"), "utf8")).toBe(readFileSync(secret, "utf8"));
       } finally {

@@ -628,7 +628,10 @@ export const backupJobs: Record<string, JobKind> = { [CREATE_KIND]: createJob, [
  * scheduled archives beyond the newest --instance-backups-keep are deleted.
  */
 async function scheduledInstanceBackup(ctx: Ctx): Promise<string> {
-  const r = await createInstanceBackup(ctx.config.dataDir, undefined, undefined, { scheduled: true });
+  const r = await createInstanceBackup(ctx.config.dataDir, undefined, undefined, {
+    scheduled: true,
+    store: ctx.storage.blobs,
+  });
   const pruned = pruneScheduledInstanceBackups(ctx.config.dataDir, ctx.config.instanceBackupsKeep);
   return `wrote ${basename(r.file)} (${r.bytes} bytes, ${r.manifest.entries.length} entries); deleted ${pruned.length} older scheduled archive(s)`;
 }
