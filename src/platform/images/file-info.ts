@@ -232,6 +232,38 @@ async function extractMetadata(path: string | Buffer): Promise<Record<string, un
  * applied), format, page count and extracted metadata. Never decodes pixels. What `early`
  * (inspectHead on the upload's first bytes) already settled is not read again.
  */
+/** The type and extension of a file from what was detected in it, its first bytes and the client's name. */
+function sniffedType(
+  detected: FileTypeResult | undefined,
+  head: Buffer | undefined,
+  clientName: string,
+): { mime: string; extension: string } {
+  const hint = clientExtension(clientName);
+  if (detected && detected.ext !== "xml")
+    return { mime: detected.mime, extension: SAFE_EXT.test(detected.ext) ? detected.ext : "bin" };
+  if (head && looksLikeText(head)) {
+    if (looksLikeSvg(head.toString("utf8"))) return { mime: "image/svg+xml", extension: "svg" };
+    if (detected) return { mime: "application/xml", extension: "xml" };
+    if (hint && TEXT_TYPES[hint] && hint !== "svg") return { mime: TEXT_TYPES[hint]!, extension: hint };
+    return { mime: "text/plain", extension: "txt" };
+  }
+  return { mime: "application/octet-stream", extension: hint || "bin" };
+}
+
+/**
+ * The extension `analyseFile` will most likely give a file, known from its first bytes alone
+ * (`inspectHead`): an upload to an object store starts under the storage name this makes while
+ * the rest arrives. Undefined when the head does not tell (a container type file-type must read
+ * further). A guess: `analyseFile` decides, and the caller checks the two agree.
+ */
+export function likelyExtension(early: HeadFindings, clientName: string): string | undefined {
+  if (early.detected) {
+    const d = early.detected.type;
+    return sniffedType(d, d && d.ext !== "xml" ? undefined : early.text, clientName).extension;
+  }
+  return early.text ? sniffedType(undefined, early.text, clientName).extension : undefined;
+}
+
 export async function analyseFile(path: string, clientName: string, early: HeadFindings = {}): Promise<FileInfo> {
   const base: FileInfo = {
     type: "file",
@@ -245,30 +277,8 @@ export async function analyseFile(path: string, clientName: string, early: HeadF
     header: null,
   };
   const detected = early.detected ? early.detected.type : await fileTypeFromFile(path).catch(() => undefined);
-  const hint = clientExtension(clientName);
-  if (detected && detected.ext !== "xml") {
-    base.mime = detected.mime;
-    base.extension = SAFE_EXT.test(detected.ext) ? detected.ext : "bin";
-  } else {
-    const head = early.text ?? (await readHead(path));
-    if (looksLikeText(head)) {
-      if (looksLikeSvg(head.toString("utf8"))) {
-        base.mime = "image/svg+xml";
-        base.extension = "svg";
-      } else if (detected) {
-        base.mime = "application/xml";
-        base.extension = "xml";
-      } else if (hint && TEXT_TYPES[hint] && hint !== "svg") {
-        base.mime = TEXT_TYPES[hint]!;
-        base.extension = hint;
-      } else {
-        base.mime = "text/plain";
-        base.extension = "txt";
-      }
-    } else if (hint) {
-      base.extension = hint;
-    }
-  }
+  const head = detected && detected.ext !== "xml" ? undefined : (early.text ?? (await readHead(path)));
+  Object.assign(base, sniffedType(detected, head, clientName));
   if (base.mime.startsWith("image/")) {
     try {
       const m = early.header ?? (await readImageHeader(path, { animated: true }));

@@ -36,6 +36,13 @@ export type PutOptions = {
   durable?: boolean;
   /** Content type stored with the object (S3). */
   type?: string;
+  /**
+   * For `writer`: the object's size when known ahead. S3 then streams it in one PUT as it is
+   * written (up to SINGLE_PUT_MAX), so the upload runs while the bytes arrive even when they are
+   * fewer than a part; bytes that turn out more or fewer fail the write (`end` rejects) and no
+   * object is made.
+   */
+  size?: number;
 };
 
 export interface BlobStore {

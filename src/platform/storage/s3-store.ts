@@ -32,6 +32,8 @@ const STATS_KEPT = 10_000;
 
 /** Parts of 8 MiB: a 64 MB upload is 8 parts; S3 wants at least 5 MiB each but the last. */
 export const PART_SIZE = 8 * 1024 * 1024;
+/** Objects of known size up to this go up in one streamed PUT (`writer` with `size`); larger ones in parts. */
+export const SINGLE_PUT_MAX = 16 * 1024 * 1024;
 
 /**
  * The blob store of an S3-compatible bucket, through Bun's built-in S3Client (no SDK): objects
@@ -98,6 +100,8 @@ export class S3BlobStore implements BlobStore {
 
   writer(key: string, options: PutOptions = {}): BlobWriter {
     this.forget(key);
+    if (options.size !== undefined && options.size <= SINGLE_PUT_MAX)
+      return this.streamedPut(key, options.size, options);
     const w = this.file(key).writer({ type: options.type, partSize: PART_SIZE, queueSize: 4, retry: 3 });
     return {
       write: async (chunk) => {
@@ -110,6 +114,51 @@ export class S3BlobStore implements BlobStore {
       abort: async () => {
         // Bun's writer aborts its multipart upload when the stream errors.
         await Promise.resolve(w.end(new Error("aborted"))).catch(() => {});
+        await this.delete(key).catch(() => {});
+      },
+    };
+  }
+
+  /**
+   * A writer of an object of known size: one PUT (through a presigned URL, as Bun's S3Client
+   * streams no request body of its own) whose body is fed by `write` while it is sent.
+   */
+  private streamedPut(key: string, size: number, options: PutOptions): BlobWriter {
+    let feed!: ReadableStreamDefaultController<Uint8Array>;
+    const body = new ReadableStream<Uint8Array>({
+      start: (c) => {
+        feed = c;
+      },
+    });
+    const url = this.s3.presign(this.name(key), { method: "PUT", expiresIn: 3600, type: options.type });
+    const sent = fetch(url, {
+      method: "PUT",
+      body,
+      headers: { "content-length": String(size), ...(options.type ? { "content-type": options.type } : {}) },
+      duplex: "half",
+    } as RequestInit).then(async (r) => {
+      if (!r.ok) {
+        const text = await r.text();
+        const code = /<Code>([^<]+)<\/Code>/.exec(text)?.[1];
+        explain(Object.assign(new Error(`PUT ${r.status}: ${code ?? text.slice(0, 200)}`), { code }));
+      }
+    });
+    sent.catch(() => {}); // seen by end() or abort()
+    let open = true;
+    return {
+      write: (chunk) => {
+        if (open) feed.enqueue(chunk);
+      },
+      end: async () => {
+        if (open) feed.close();
+        open = false;
+        await sent.catch(explain);
+        this.forget(key);
+      },
+      abort: async () => {
+        if (open) feed.error(new Error("aborted"));
+        open = false;
+        await sent.catch(() => {});
         await this.delete(key).catch(() => {});
       },
     };
