@@ -9,7 +9,7 @@ import { forbidden, unprocessable, validationFailed, type ValidationIssue } from
 import { isTimezone } from "../../core/languages";
 import { newGid, now } from "../../core/ids";
 import { changes } from "../../db/changelog.table";
-import { preparedOnce, sqliteOf, type Tx } from "../../db/connection";
+import { preparedOnce, sqliteOf, type DB, type Tx } from "../../db/connection";
 import { afterCommit, mutate, type ChangeLog } from "../../db/mutate";
 import type { Ctx } from "../../platform/context";
 import { squareImage } from "../../platform/images/images";
@@ -263,6 +263,13 @@ export function updateProjectInfo(
  */
 function removeIconFile(ctx: Pick<Ctx, "storage">, name: string) {
   void ctx.storage.blobs.delete(iconKey(name)).catch(() => {});
+}
+
+/** The icon file names project rows name (deleted projects' too, until they are erased): what the store sweep keeps. */
+export function projectIconNames(db: DB): Set<string> {
+  const names = new Set<string>();
+  for (const r of db.select({ icon: projects.icon }).from(projects).all()) if (r.icon) names.add(r.icon);
+  return names;
 }
 
 /** Sets (or clears) the icon file name; the file it replaces goes once committed. */
