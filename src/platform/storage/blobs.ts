@@ -64,8 +64,8 @@ export interface BlobStore {
   writer(key: string, options?: PutOptions): BlobWriter;
   /** The content (or a byte range of it) as a Blob read lazily; undefined when there is no such object. */
   get(key: string, range?: ByteRange): Promise<Blob | undefined>;
-  /** The content whole, or undefined. */
-  bytes(key: string): Promise<Uint8Array | undefined>;
+  /** The content (or a byte range of it) read at once, or undefined; one request on S3. */
+  bytes(key: string, range?: ByteRange): Promise<Uint8Array | undefined>;
   stat(key: string): Promise<BlobStat | undefined>;
   /** Removes an object; no error when it is not there. */
   delete(key: string): Promise<void>;

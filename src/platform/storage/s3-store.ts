@@ -30,6 +30,11 @@ const STAT_FRESH_MS = 1000;
 /** Stats remembered at most. */
 const STATS_KEPT = 10_000;
 
+/** Objects up to this size are kept in memory once read whole (see `kept`). */
+const KEEP_OBJECT = 1024 * 1024;
+/** Bytes kept in memory at most, over all objects. */
+const KEEP_BYTES = 64 * 1024 * 1024;
+
 /** Parts of 8 MiB: a 64 MB upload is 8 parts; S3 wants at least 5 MiB each but the last. */
 export const PART_SIZE = 8 * 1024 * 1024;
 /** Objects of known size up to this go up in one streamed PUT (`writer` with `size`); larger ones in parts. */
@@ -66,8 +71,44 @@ export class S3BlobStore implements BlobStore {
    */
   private readonly stats = new Map<string, { st: BlobStat; at: number }>();
 
+  /**
+   * Small objects read whole lately, with the ETag they had (least recently used first), so a busy
+   * media file is answered without a request to the store: `bytes` serves one while this process
+   * holds a fresh stat (STAT_FRESH_MS) with the same ETag. What another process changes is seen
+   * when the stat is asked again (as for `stats`); this process forgets what it writes or deletes.
+   */
+  private readonly kept = new Map<string, { etag: string; bytes: Uint8Array }>();
+  private keptBytes = 0;
+
   private forget(key: string): void {
     this.stats.delete(key);
+    const k = this.kept.get(key);
+    if (k) {
+      this.kept.delete(key);
+      this.keptBytes -= k.bytes.length;
+    }
+  }
+
+  /** The fresh stat this process holds of `key`, if any. */
+  private freshStat(key: string): BlobStat | undefined {
+    const hit = this.stats.get(key);
+    return hit && performance.now() - hit.at < STAT_FRESH_MS ? hit.st : undefined;
+  }
+
+  private keep(key: string, etag: string, bytes: Uint8Array): void {
+    if (bytes.length > KEEP_OBJECT) return;
+    const old = this.kept.get(key);
+    if (old) {
+      this.kept.delete(key);
+      this.keptBytes -= old.bytes.length;
+    }
+    this.kept.set(key, { etag, bytes });
+    this.keptBytes += bytes.length;
+    for (const [k, v] of this.kept) {
+      if (this.keptBytes <= KEEP_BYTES) break;
+      this.kept.delete(k);
+      this.keptBytes -= v.bytes.length;
+    }
   }
 
   private name(key: string): string {
@@ -170,9 +211,22 @@ export class S3BlobStore implements BlobStore {
     return range ? f.slice(range.start, range.end) : f;
   }
 
-  async bytes(key: string): Promise<Uint8Array | undefined> {
+  async bytes(key: string, range?: ByteRange): Promise<Uint8Array | undefined> {
+    const st = this.freshStat(key);
+    const held = st ? this.kept.get(key) : undefined;
+    if (st && held && held.etag === st.etag) {
+      // Most recently used last.
+      this.kept.delete(key);
+      this.kept.set(key, held);
+      return range ? held.bytes.subarray(range.start, range.end) : held.bytes;
+    }
     try {
-      return await this.file(key).bytes();
+      const f = this.file(key);
+      if (range) return await f.slice(range.start, range.end).bytes();
+      const bytes = await f.bytes();
+      // Kept under the ETag of the stat taken before the read (this request's, usually).
+      if (st && st.size === bytes.length) this.keep(key, st.etag, bytes);
+      return bytes;
     } catch (err) {
       if (isMissing(err)) return undefined;
       throw explain(err);
