@@ -37,8 +37,14 @@ const KEEP_BYTES = 64 * 1024 * 1024;
 
 /** Parts of 8 MiB: a 64 MB upload is 8 parts; S3 wants at least 5 MiB each but the last. */
 export const PART_SIZE = 8 * 1024 * 1024;
-/** Objects of known size up to this go up in one streamed PUT (`writer` with `size`); larger ones in parts. */
-export const SINGLE_PUT_MAX = 16 * 1024 * 1024;
+/**
+ * Objects of known size up to this go up in one streamed PUT (`writer` with `size`); larger ones in
+ * parts (one part retried, not the whole, and no 5 GiB limit). Measured on radosgw (bench s3):
+ * one streamed PUT of 64 MiB took about half the time of 8 MiB parts four at a time.
+ */
+export const SINGLE_PUT_MAX = 256 * 1024 * 1024;
+/** Bytes a streamed PUT holds before `write` waits for the connection to take them. */
+const PUT_AHEAD = 8 * 1024 * 1024;
 
 /**
  * The blob store of an S3-compatible bucket, through Bun's built-in S3Client (no SDK): objects
@@ -166,11 +172,19 @@ export class S3BlobStore implements BlobStore {
    */
   private streamedPut(key: string, size: number, options: PutOptions): BlobWriter {
     let feed!: ReadableStreamDefaultController<Uint8Array>;
-    const body = new ReadableStream<Uint8Array>({
-      start: (c) => {
-        feed = c;
+    let wake: (() => void) | undefined;
+    const body = new ReadableStream<Uint8Array>(
+      {
+        start: (c) => {
+          feed = c;
+        },
+        pull: () => {
+          wake?.();
+          wake = undefined;
+        },
       },
-    });
+      new ByteLengthQueuingStrategy({ highWaterMark: PUT_AHEAD }),
+    );
     const url = this.s3.presign(this.name(key), { method: "PUT", expiresIn: 3600, type: options.type });
     const sent = fetch(url, {
       method: "PUT",
@@ -186,9 +200,19 @@ export class S3BlobStore implements BlobStore {
     });
     sent.catch(() => {}); // seen by end() or abort()
     let open = true;
+    const settled = sent.then(
+      () => {},
+      () => {},
+    );
     return {
-      write: (chunk) => {
-        if (open) feed.enqueue(chunk);
+      // Waits while PUT_AHEAD bytes are not sent yet (or until the request has ended, failed).
+      write: async (chunk) => {
+        if (!open) return;
+        feed.enqueue(chunk);
+        while (open && (feed.desiredSize ?? 1) <= 0) {
+          const more = new Promise<void>((r) => (wake = r));
+          if ((await Promise.race([more.then(() => true), settled.then(() => false)])) === false) open = false;
+        }
       },
       end: async () => {
         if (open) feed.close();
