@@ -8,7 +8,7 @@ import { assets } from "./assets.table";
 import { ApiError, invalidParameter, missing, unprocessable } from "../../core/errors";
 import type { Received } from "../../platform/storage/storage";
 import { EarlyUpload } from "../../platform/storage/early-upload";
-import { inspectHead, type HeadFindings } from "../../platform/images/file-info";
+import { inspectHead, sniffHead, type HeadFindings } from "../../platform/images/file-info";
 import { newGid, now } from "../../core/ids";
 import { type Asset, isRoot, metadataFields, projectLanguages } from "./assets.forms";
 import {
@@ -285,9 +285,11 @@ export async function uploadAsset(
   let received: Received;
   try {
     received = await receive((head, complete, filename, size) => {
-      early = inspectHead(head, complete);
+      const sniffed = sniffHead(head, complete);
+      early = inspectHead(head, complete, sniffed);
       if (kind !== "new" || ctx.storage.blobs.kind === "file") return;
-      streamed = new EarlyUpload(ctx.storage.blobs, projectGid, early, filename, size);
+      // Named from the sniffed type alone, so the upload starts before the image header is read.
+      streamed = new EarlyUpload(ctx.storage.blobs, projectGid, sniffed, filename, size);
       return streamed.tee;
     });
   } catch (err) {

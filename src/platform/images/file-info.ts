@@ -61,17 +61,33 @@ function jpegSegmentsWithin(b: Buffer): boolean {
 }
 
 /**
- * Sniffs an upload from its first bytes (`complete`: they are the whole file) while the rest
- * streams in: the type, and for a whole file or a JPEG whose metadata segments are all in the head,
- * the image header and the EXIF/IPTC/XMP. Never rejects; whatever it could not settle is left out.
+ * The quick part of `inspectHead`: the type sniffed from the first bytes and the text head, without
+ * decoding anything (an upload to an object store names its object from it). Never rejects.
  */
-export async function inspectHead(head: Buffer, complete: boolean): Promise<HeadFindings> {
+export async function sniffHead(head: Buffer, complete: boolean): Promise<HeadFindings> {
   const out: HeadFindings = {};
+  const type = await fileTypeFromBuffer(head).catch(() => undefined);
+  // file-type may need bytes past the head for containers (zip, ...): only images and whole files are trusted.
+  if (complete || type?.mime.startsWith("image/")) out.detected = { type };
+  if (complete || !type) out.text = head.subarray(0, 4096);
+  return out;
+}
+
+/**
+ * Sniffs an upload from its first bytes (`complete`: they are the whole file) while the rest
+ * streams in: the type (`sniffHead`, or its promise when already asked), and for a whole file or a
+ * JPEG whose metadata segments are all in the head, the image header and the EXIF/IPTC/XMP. Never
+ * rejects; whatever it could not settle is left out.
+ */
+export async function inspectHead(
+  head: Buffer,
+  complete: boolean,
+  sniffed: Promise<HeadFindings> = sniffHead(head, complete),
+): Promise<HeadFindings> {
+  const out: HeadFindings = { ...(await sniffed) };
   try {
-    const type = await fileTypeFromBuffer(head).catch(() => undefined);
-    // file-type may need bytes past the head for containers (zip, ...): only images and whole files are trusted.
-    if (complete || type?.mime.startsWith("image/")) out.detected = { type };
-    if (complete || !type) out.text = head.subarray(0, 4096);
+    // Images are always in `detected` (see sniffHead).
+    const type = out.detected?.type;
     const jpeg = type?.mime === "image/jpeg" && jpegSegmentsWithin(head);
     if (type?.mime.startsWith("image/") && (complete || jpeg)) {
       const header = await readImageHeader(head, { animated: true }).catch(() => undefined);
