@@ -142,9 +142,9 @@ describe("SQL lives in data files", () => {
     expect(found).toEqual([]);
   });
 
-  test("transactions are opened only in db/ (units of work), apart from the backup snapshot's own read connection", () => {
+  test("transactions are opened only in db/ (units of work), apart from the backup snapshots on their own read connections", () => {
     // The one backup snapshot reads its own connection in one read transaction of its own.
-    const allowed = new Set(["platform/backups/snapshot.service.ts"]);
+    const allowed = new Set(["platform/backups/snapshot.service.ts", "platform/backups/store-snapshot.service.ts"]);
     const found = violations((f) =>
       layer(f.rel) === "db" || allowed.has(f.rel)
         ? []
@@ -359,9 +359,12 @@ describe("stored files go through the blob store (docs/deploy.md, 'Files in an o
     ["features/dam/dam.transform.ts", "rendering into a temp file"],
     [
       "features/projects/projects.service.ts",
-      "the project folder of the data folder and its backup archives: backups not in the blob store yet",
+      "the project folder and project backup folders of the data folder (kind file)",
     ],
-    ["features/backups/backups.service.ts", "project backup archives: not in the blob store yet"],
+    [
+      "features/backups/backups.service.ts",
+      "project backup folders of the data folder (kind file); restore temp files",
+    ],
     [
       "features/records/excel.service.ts",
       "the temp file an Excel download is written to before it goes to the store; an import's upload",

@@ -10,6 +10,7 @@ import {
   RestoreRefused,
   verifyInstanceBackup,
 } from "../platform/backups/instance.service";
+import { openBlobStore } from "../platform/storage/open-store";
 import { liveServerPid } from "../platform/storage/pidfile";
 import { UsageError, stringFlag } from "./args";
 import { formatBytes, ProgressBar } from "./progress";
@@ -45,9 +46,9 @@ export async function backupCommand(
     case "create": {
       const bar = new ProgressBar("backup");
       const started = performance.now();
-      const r = await createInstanceBackup(config.dataDir, stringFlag(flags, "out"), bar.update).finally(() =>
-        bar.end(),
-      );
+      const r = await createInstanceBackup(config.dataDir, stringFlag(flags, "out"), bar.update, {
+        store: openBlobStore(config),
+      }).finally(() => bar.end());
       const seconds = ((performance.now() - started) / 1000).toFixed(1);
       if (json)
         console.log(
@@ -111,9 +112,11 @@ export async function backupCommand(
       if (flags.yes !== true) {
         if (!process.stdin.isTTY)
           throw new UsageError("restore replaces the data folder: confirm it on a terminal, or pass --yes");
+        const store = openBlobStore(config);
+        const objects = store.kind === "file" ? "" : ` and the stored files of ${store.description}`;
         const what = existsSync(join(config.dataDir, "apis.db"))
-          ? `the database and files of ${config.dataDir}`
-          : `${config.dataDir} (no database there yet)`;
+          ? `the database and files of ${config.dataDir}${objects}`
+          : `${config.dataDir} (no database there yet)${objects}`;
         const answer = await askLine(
           `This replaces ${what} with the contents of ${file}${flags["keep-previous"] === true ? " (the current ones are kept in backups/instance/pre-restore-<time>/)" : "; the current ones are deleted"}.\nType yes to restore: `,
         );
@@ -127,7 +130,7 @@ export async function backupCommand(
         const r = await restoreInstanceBackup(
           config.dataDir,
           file,
-          { keepPrevious: flags["keep-previous"] === true },
+          { keepPrevious: flags["keep-previous"] === true, store: openBlobStore(config) },
           bar.update,
         ).finally(() => bar.end());
         if (json) console.log(JSON.stringify({ file, data: config.dataDir, entries: r.entries, previous: r.previous }));

@@ -52,10 +52,20 @@ type MultipartOptions = {
   headBytes?: number;
   /**
    * Called once with the file's first `headBytes` (fewer when the file is smaller: `complete` is
-   * then true) as soon as they have arrived, before the rest is read.
+   * then true) as soon as they have arrived, before the rest is read, with the client's file name
+   * and the file's size: exact when complete, else what the Content-Length leaves for it if it is
+   * the body's last part (a guess: undefined without a Content-Length).
+   * It may return a tee: a
+   * function then given every byte of the file from the first on (the head, then each chunk as it
+   * arrives, before the temp file gets it), awaited before the reader goes on (an upload to an
+   * object store started while the body arrives). Whoever made the tee ends or aborts what it
+   * feeds; the reader only stops calling it.
    */
-  onHead?: (head: Buffer, complete: boolean) => void;
+  onHead?: (head: Buffer, complete: boolean, filename: string, size: number | undefined) => unknown;
 };
+
+/** Bytes of the file as they arrive (see `onHead`); a chunk is the caller's only until it resolves. */
+export type Tee = (chunk: Buffer) => Promise<void> | void;
 
 const CRLF = Buffer.from("\r\n");
 const HEADER_END = Buffer.from("\r\n\r\n");
@@ -82,7 +92,7 @@ export async function receiveMultipart(request: Request, opts: MultipartOptions)
   // A declared length far past the limit is refused before reading anything.
   if (Number.isFinite(declared) && declared > opts.maxFileBytes + 1024 * 1024) throw tooLarge(opts.maxFileBytes);
   if (!request.body) throw missingFile(opts);
-  const parser = new Parser(boundary, opts);
+  const parser = new Parser(boundary, opts, Number.isFinite(declared) ? declared : undefined);
   const reader = request.body.getReader();
   try {
     for (;;) {
@@ -164,13 +174,19 @@ class Parser {
     head: Buffer[];
     headSize: number;
     headSent: boolean;
+    /** The file's size if its part is the body's last (from the Content-Length). */
+    lastPartSize?: number;
+    tee?: Tee;
     sha256?: string;
   };
   private fileDone = false;
+  /** Bytes of the body pushed so far. */
+  private seen = 0;
 
   constructor(
     boundary: string,
     private readonly opts: MultipartOptions,
+    private readonly declared?: number,
   ) {
     this.delimiter = Buffer.from(`\r\n--${boundary}`);
     this.buf = START;
@@ -182,6 +198,7 @@ class Parser {
 
   async push(input: Uint8Array): Promise<void> {
     if (this.state === "done") return;
+    this.seen += input.byteLength;
     const chunk = Buffer.from(input.buffer, input.byteOffset, input.byteLength);
     // A chunk that is its buffer whole may be moved to the writer (nothing else shares its memory).
     const owned =
@@ -314,7 +331,23 @@ class Parser {
         await fsp().rm(path, { force: true });
         throw err;
       }
-      this.file = { field: h.name, filename, path, size: 0, sink, head: [], headSize: 0, headSent: false };
+      // What the Content-Length leaves for the file when the closing delimiter (and CRLF) follows it.
+      const left =
+        this.declared === undefined
+          ? undefined
+          : this.declared - (this.seen - this.buf.length) - this.delimiter.length - 4;
+      const lastPartSize = left !== undefined && left >= 0 ? left : undefined;
+      this.file = {
+        field: h.name,
+        filename,
+        path,
+        size: 0,
+        sink,
+        head: [],
+        headSize: 0,
+        headSent: false,
+        lastPartSize,
+      };
       this.part = { ...h, kind: "file" };
       return;
     }
@@ -337,10 +370,17 @@ class Parser {
         const part = owned ? Buffer.from(chunk.subarray(0, want)) : chunk.subarray(0, want);
         f.head.push(part);
         f.headSize += part.length;
-        if (f.headSize === this.opts.headBytes) this.sendHead(false);
-      }
-      // Hashed and written by the worker, 256 KiB per message.
-      await f.sink.add(chunk, owned);
+        if (f.headSize === this.opts.headBytes) {
+          this.sendHead(false);
+          // The tee gets the head, then what this chunk holds past it.
+          if (f.tee) {
+            await f.tee(this.headOf(f));
+            if (chunk.length > want) await f.tee(chunk.subarray(want));
+          }
+        }
+      } else if (f.tee) await f.tee(chunk);
+      // Hashed and written by the worker, 256 KiB per message (a chunk a tee saw is copied, not moved).
+      await f.sink.add(chunk, owned && !f.tee);
       return;
     }
     this.fieldBytes += chunk.length;
@@ -358,7 +398,9 @@ class Parser {
     const f = this.file!;
     if (f.headSent || !this.opts.onHead) return;
     f.headSent = true;
-    this.opts.onHead(this.headOf(f), complete);
+    const head = this.headOf(f);
+    const tee = this.opts.onHead(head, complete, f.filename, complete ? head.length : f.lastPartSize);
+    if (typeof tee === "function") f.tee = tee as Tee;
   }
 
   private async endPart(): Promise<void> {
@@ -366,7 +408,10 @@ class Parser {
     if (this.part.kind === "file") {
       const f = this.file!;
       this.fileDone = true;
+      const teeing = f.headSent;
       this.sendHead(true);
+      // A file smaller than the head: the tee made now gets it whole.
+      if (!teeing && f.tee) await f.tee(this.headOf(f));
       f.sha256 = await f.sink.end();
     } else if (this.part.kind === "field") {
       this.fields[this.part.name] = Buffer.concat(this.fieldChunks).toString("utf8");

@@ -18,7 +18,8 @@ import { loadConfig } from "../../src/config";
 import { mutate } from "../../src/db/mutate";
 import { memberships, projects } from "../../src/features/projects/projects.table";
 import { openInstance } from "../../src/app/instance";
-import { projectTables, walkFiles, writeSnapshot } from "../../src/platform/backups/snapshot.service";
+import { projectTables, writeSnapshot } from "../../src/platform/backups/snapshot.service";
+import { writeStoreSnapshot } from "../../src/platform/backups/store-snapshot.service";
 import { scheduleBackups } from "../../src/features/backups/backups.service";
 import { features, housekeepingTasks, type Feature } from "../../src/features";
 import type { JobKind } from "../../src/platform/jobs/runner";
@@ -27,6 +28,7 @@ import { runHousekeeping } from "../../src/platform/jobs/schedules";
 import { createPerson, hashPassword } from "../../src/features/users/users.service";
 import { eq, and } from "drizzle-orm";
 import { servedUrl, TestServer, tokenOf, until, SLOW_TEST_MS } from "../helpers/server";
+import { flagsFor } from "../helpers/s3";
 
 let srv: TestServer;
 let alice: { gid: string; token: string };
@@ -67,22 +69,58 @@ async function projectRows(s: TestServer, gid: string): Promise<Record<string, s
   return out;
 }
 
-function projectFiles(s: TestServer, gid: string): Record<string, string> {
-  const dir = s.ctx.storage.projectDir(gid);
-  return Object.fromEntries(
-    walkFiles(dir).map((f) => [
-      f,
+/** The project's stored files (relative path → sha256), read through the server's store. */
+async function projectFiles(s: TestServer, gid: string): Promise<Record<string, string>> {
+  const blobs = s.ctx.storage.blobs;
+  const under = `files/projects/${gid}/`;
+  const out: [string, string][] = [];
+  for await (const e of blobs.list(under))
+    out.push([
+      e.key.slice(under.length),
       createHash("sha256")
-        .update(readFileSync(join(dir, f)))
+        .update((await blobs.bytes(e.key))!)
         .digest("hex"),
-    ]),
-  );
+    ]);
+  return Object.fromEntries(out.sort((a, b) => (a[0] < b[0] ? -1 : 1)));
 }
 
-function writeProjectFile(s: TestServer, gid: string, rel: string, content: string | Buffer) {
-  const full = join(s.ctx.storage.projectDir(gid), rel);
-  mkdirSync(dirname(full), { recursive: true });
-  writeFileSync(full, content);
+/** Puts a file among the project's stored files (the data folder, or the bucket on the S3 pass). */
+async function writeProjectFile(s: TestServer, gid: string, rel: string, content: string | Buffer) {
+  await s.ctx.storage.blobs.put(`files/projects/${gid}/${rel}`, content);
+}
+
+/** The command-line flags naming a server's store (none for the data folder): what `apis backup` is given beside it. */
+function storeArgs(s: TestServer): string[] {
+  const c = s.ctx.config;
+  if (s.ctx.storage.blobs.kind === "file") return [];
+  return [
+    "--storage",
+    c.storage,
+    "--s3-endpoint",
+    c.s3Endpoint,
+    "--s3-region",
+    c.s3Region,
+    "--s3-access-key-id",
+    c.s3AccessKeyId,
+    "--s3-secret-access-key",
+    c.s3SecretAccessKey,
+    "--s3-path-style",
+    String(c.s3PathStyle),
+  ];
+}
+
+/** Flags of another, empty store of the same kind as the server's (a restore's target). */
+async function otherStore(s: TestServer, name: string): Promise<Record<string, string>> {
+  return s.ctx.storage.blobs.kind === "file" ? {} : flagsFor("s3", name);
+}
+const asArgs = (flags: Record<string, string>) => Object.entries(flags).flatMap(([k, v]) => [`--${k}`, v]);
+
+/** The keys of a project's stored backups below `backups/projects/<project>/` (both stores). */
+async function storedBackupKeys(s: TestServer, gid: string, under = ""): Promise<string[]> {
+  const prefix = `backups/projects/${gid}/${under}`;
+  const out: string[] = [];
+  for await (const e of s.ctx.storage.blobs.list(prefix)) out.push(e.key.slice(prefix.length));
+  return out.sort();
 }
 
 beforeAll(async () => {
@@ -106,9 +144,9 @@ beforeAll(async () => {
       "INSERT INTO assets (gid, project_gid, type, name, created_on, updated_on) VALUES ('asset1', ?, 'file', 'Spring leaflet', ?, ?)",
     )
     .run(project, t, t);
-  writeProjectFile(srv, project, "originals/a~1.jpg", Buffer.alloc(50_000, 7));
-  writeProjectFile(srv, project, "originals/b~1.png", "bee");
-  writeProjectFile(srv, project, "var/deep/er/c@k.jpg", "see");
+  await writeProjectFile(srv, project, "originals/a~1.jpg", Buffer.alloc(50_000, 7));
+  await writeProjectFile(srv, project, "originals/b~1.png", "bee");
+  await writeProjectFile(srv, project, "var/deep/er/c@k.jpg", "see");
   await srv.ctx.storage.blobs.put(`files/icons/${project}-icon.png`, "icon bytes");
   srv.ctx.db
     .update(projects)
@@ -142,7 +180,7 @@ describe("project backups", () => {
 
   test("a backup is a job from queued to done that records the backup and sets last_backed_up", async () => {
     rowsAtBackup = await projectRows(srv, project);
-    filesAtBackup = projectFiles(srv, project);
+    filesAtBackup = await projectFiles(srv, project);
     expect(rowsAtBackup.widgets).toHaveLength(1200);
     expect(rowsAtBackup.memberships).toHaveLength(2);
     const since = await cursor(alice.token);
@@ -208,8 +246,8 @@ describe("project backups", () => {
       expect.objectContaining({ action: "UPDATE", data_type: "cc.projects", data_key: project }),
     );
     expect(seen.every((i) => ["cc.projects", "jobs"].includes(i.data_type))).toBe(true);
-    const dir = join(srv.dataDir, "backups", "projects", project, backup);
-    expect(readdirSync(dir).sort()).toEqual(["files", "icon", "manifest.json", "tables"]);
+    const tops = new Set((await storedBackupKeys(srv, project, `${backup}/`)).map((k) => k.split("/")[0]));
+    expect([...tops].sort()).toEqual(["files", "icon", "manifest.json", "tables"]);
     // Bob is a member but did not start it: he does not see the job.
     const bobs = await srv.call("/sync/get", { token: bob.token, body: { cc_cursor: since } });
     expect(bobs.body.result.sync.filter((i: any) => i.data_type === "jobs")).toEqual([]);
@@ -227,9 +265,9 @@ describe("project backups", () => {
       .delete(memberships)
       .where(and(eq(memberships.projectGid, project), eq(memberships.userGid, bob.gid)))
       .run();
-    writeProjectFile(srv, project, "originals/b~1.png", "changed bytes");
-    rmSync(join(srv.ctx.storage.projectDir(project), "var"), { recursive: true });
-    writeProjectFile(srv, project, "originals/new~1.jpg", "new file");
+    await writeProjectFile(srv, project, "originals/b~1.png", "changed bytes");
+    await srv.ctx.storage.blobs.deletePrefix(`files/projects/${project}/var/`);
+    await writeProjectFile(srv, project, "originals/new~1.jpg", "new file");
     await srv.ctx.storage.blobs.delete(`files/icons/${project}-icon.png`);
     expect(await projectRows(srv, project)).not.toEqual(rowsAtBackup);
 
@@ -250,7 +288,7 @@ describe("project backups", () => {
     });
 
     expect(await projectRows(srv, project)).toEqual(rowsAtBackup);
-    expect(projectFiles(srv, project)).toEqual(filesAtBackup);
+    expect(await projectFiles(srv, project)).toEqual(filesAtBackup);
     expect(await (await srv.ctx.storage.blobs.get(`files/icons/${project}-icon.png`))?.text()).toBe("icon bytes");
     // Rows of other projects are untouched.
     expect(db.query("SELECT name FROM widgets WHERE gid = 'other'").get()).toEqual({ name: "not ours" });
@@ -350,7 +388,7 @@ describe("project backups", () => {
       versions: [expect.objectContaining({ version: 1 })],
       next_version: 4,
     });
-    expect(existsSync(join(srv.dataDir, "backups", "projects", project, gid2))).toBe(false);
+    await until(async () => (await storedBackupKeys(srv, project, `${gid2}`)).length === 0);
     const gone = await srv.call(`/api/p/${project}/backups/get`, { token: alice.token, body: { version: 2 } });
     expect(gone.status).toBe(422);
     expect(gone.body.result.message).toBe("Backup version invalid");
@@ -393,19 +431,19 @@ describe("project backups", () => {
 
   test("a damaged backup is rejected on restore with info.error and the project is left alone", async () => {
     const since = await cursor(alice.token);
-    const manifest = JSON.parse(
-      readFileSync(join(srv.dataDir, "backups", "projects", project, backup, "manifest.json"), "utf8"),
-    );
-    const victim = join(srv.dataDir, "backups", "projects", project, backup, manifest.files[0].path);
-    const original = readFileSync(victim);
-    writeFileSync(victim, "tampered");
+    const blobs = srv.ctx.storage.blobs;
+    const at = `backups/projects/${project}/${backup}/`;
+    const manifest = JSON.parse(new TextDecoder().decode(await blobs.bytes(`${at}manifest.json`)));
+    const victim = `${at}${manifest.files[0].path}`;
+    const original = (await blobs.bytes(victim))!;
+    await blobs.put(victim, "tampered");
     const before = await projectRows(srv, project);
     const r = await srv.call(`/api/p/${project}/backups/restore`, { token: alice.token, body: { version } });
     const items = await finished(srv, alice.token, r.body.result["job.token"], since);
     expect(items.at(-1).data.status).toBe("rejected");
     expect(items.at(-1).data.info).toMatchObject({ error: "Backup is damaged", code: 422 });
     expect(await projectRows(srv, project)).toEqual(before);
-    writeFileSync(victim, original);
+    await blobs.put(victim, original);
   });
 
   test("backups and restores of one project never run at once", async () => {
@@ -429,9 +467,9 @@ describe("project backups", () => {
         "INSERT INTO assets (gid, project_gid, type, name, storage_name, status, created_on, updated_on) VALUES ('racefile01', ?, 'file', 'doomed', 'racefile01~1.bin', 'deleted', ?, ?)",
       )
       .run(gid, t, t);
-    writeProjectFile(srv, gid, "originals/racefile01~1.bin", "doomed bytes");
-    const dir = join(srv.dataDir, "tmp", "race-backup");
-    rmSync(dir, { recursive: true, force: true });
+    await writeProjectFile(srv, gid, "originals/racefile01~1.bin", "doomed bytes");
+    const blobs = srv.ctx.storage.blobs;
+    const at = `backups/projects/${gid}/racebackup01/`;
     let deleted = false;
     // The snapshot's rows are read, then (at its first progress step) the asset is deleted for good.
     const progress = {
@@ -446,15 +484,19 @@ describe("project backups", () => {
           body: { asset: "racefile01" },
         });
         expect(r.status).toBe(200);
-        expect(existsSync(join(srv.ctx.storage.projectDir(gid), "originals", "racefile01~1.bin"))).toBe(false);
+        await until(async () => !(await blobs.stat(`files/projects/${gid}/originals/racefile01~1.bin`)));
       },
     };
-    const m = await writeSnapshot(srv.ctx, gid, "racebackup01", dir, progress as never);
+    // The snapshot as the backup job writes it on this store (a folder of the data folder, or objects).
+    const dir = blobs.localPath(at.slice(0, -1));
+    const m = dir
+      ? await writeSnapshot(srv.ctx, gid, "racebackup01", dir, progress as never)
+      : (await writeStoreSnapshot(srv.ctx, gid, "racebackup01", at, progress as never)).manifest;
     expect(deleted).toBe(true);
     expect(m.tables.assets!.rows).toBe(1);
     expect(m.files.map((f) => f.path)).toEqual(["files/originals/racefile01~1.bin"]);
-    expect(readFileSync(join(dir, "files", "originals", "racefile01~1.bin"), "utf8")).toBe("doomed bytes");
-    rmSync(dir, { recursive: true, force: true });
+    expect(await (await blobs.get(`${at}files/originals/racefile01~1.bin`))!.text()).toBe("doomed bytes");
+    await blobs.deletePrefix(at);
   });
 
   test("scheduled backups skip unchanged projects and keep only the newest --backups-keep", async () => {
@@ -605,11 +647,11 @@ describe("permanent deletion during a backup", () => {
         const handler: JobKind["handler"] = (ctx, job, progress) =>
           real.handler(ctx, job, {
             signal: progress.signal,
-            set: async (i) => await progress.set(i),
-            total: async (n, done) => await progress.total(n, done),
+            set: (i) => progress.set(i),
+            total: (n, done) => progress.total(n, done),
             yield: () => progress.yield(),
             resume: progress.resume,
-            save: async (tx, state) => await progress.save(tx, state),
+            save: (tx, state) => progress.save(tx, state),
             step: async (n) => {
               await Bun.sleep(25);
               return progress.step(n);
@@ -627,21 +669,22 @@ describe("permanent deletion during a backup", () => {
       try {
         const ann = await s.user("ann");
         const gid = await s.project(ann.token, "Doomed");
-        for (let i = 0; i < 60; i++) writeProjectFile(s, gid, `originals/f${i}~1.bin`, `file ${i}`);
+        for (let i = 0; i < 60; i++) await writeProjectFile(s, gid, `originals/f${i}~1.bin`, `file ${i}`);
         const since = await s.ccCursor(ann.token);
         const started = await s.call(`/api/p/${gid}/backups/create`, {
           token: ann.token,
           body: { name: "running", created_by: "test" },
         });
         const job = started.body.result["job.token"];
-        const folder = join(s.dataDir, "backups", "projects", gid);
-        await until(() => s.ctx.jobs.busy === 1 && existsSync(folder) && readdirSync(folder).length > 0);
+        await until(async () => s.ctx.jobs.busy === 1 && (await storedBackupKeys(s, gid)).length > 0);
         expect((await s.call("/api/projects/delete", { token: ann.token, body: { project: gid } })).status).toBe(200);
         const gone = await s.call("/api/projects/permanent_delete", { token: ann.token, body: { project: gid } });
         expect(gone.status).toBe(200);
         expect(s.ctx.jobs.busy).toBe(0);
-        expect(existsSync(folder)).toBe(false);
-        expect(existsSync(s.ctx.storage.projectDir(gid))).toBe(false);
+        // Its backups and files go (on S3 once the deletes after the commit are through).
+        await until(async () => (await storedBackupKeys(s, gid)).length === 0);
+        await until(async () => Object.keys(await projectFiles(s, gid)).length === 0);
+        if (s.ctx.storage.blobs.kind === "file") expect(existsSync(s.ctx.storage.projectDir(gid))).toBe(false);
         const items = (await s.call("/sync/get", { token: ann.token, body: { cc_cursor: since } })).body.result
           .sync as any[];
         const last = items.filter((i) => i.data_type === "jobs" && i.data_key === job).at(-1);
@@ -780,9 +823,9 @@ describe("instance backup CLI", () => {
       const work = mkdtempSync(join(tmpdir(), "apis-cli-"));
       const archive = join(work, "instance.tar");
       const rowsBefore = await projectRows(srv, project);
-      const filesBefore = projectFiles(srv, project);
+      const filesBefore = await projectFiles(srv, project);
       try {
-        const created = apis("backup", "create", "--data", srv.dataDir, "--out", archive, "--json");
+        const created = apis("backup", "create", "--data", srv.dataDir, "--out", archive, "--json", ...storeArgs(srv));
         expect(created.err).toBe("");
         expect(created.code).toBe(0);
         const c = JSON.parse(created.out);
@@ -810,14 +853,16 @@ describe("instance backup CLI", () => {
         expect(refused.code).toBe(1);
         expect(refused.err).toMatch(/server \(pid \d+\) is using/);
 
+        // Into another folder (and, on S3, another empty prefix of the bucket: the objects go there).
         const target = join(work, "restored");
-        const restored = apis("backup", "restore", archive, "--data", target, "--yes");
+        const targetStore = await otherStore(srv, "restored");
+        const restored = apis("backup", "restore", archive, "--data", target, "--yes", ...asArgs(targetStore));
         expect(restored.err).toBe("");
         expect(restored.code).toBe(0);
-        const other = await TestServer.start({}, target);
+        const other = await TestServer.start(targetStore, target);
         try {
           expect(await projectRows(other, project)).toEqual(rowsBefore);
-          expect(projectFiles(other, project)).toEqual(filesBefore);
+          expect(await projectFiles(other, project)).toEqual(filesBefore);
           // Same secret: a token issued by the original server works on the restored one.
           const init = await other.call("/api/init", { token: alice.token });
           expect(init.status).toBe(200);
@@ -835,17 +880,24 @@ describe("instance backup CLI", () => {
   test("a file deleted while the archive is written is still in it (its row is in the database copy)", async () => {
     const { createInstanceBackup } = await import("../../src/platform/backups/instance.service");
     const rel = `files/projects/${project}/originals/doomed~1.bin`;
-    writeProjectFile(srv, project, "originals/doomed~1.bin", "doomed bytes");
+    await writeProjectFile(srv, project, "originals/doomed~1.bin", "doomed bytes");
     const work = mkdtempSync(join(tmpdir(), "apis-pin-"));
     try {
       let deleted = false;
       // The first progress report comes after the database copy: the server deletes the file then.
-      const r = await createInstanceBackup(srv.dataDir, join(work, "a.tar"), () => {
-        if (deleted) return;
-        deleted = true;
-        rmSync(join(srv.dataDir, rel));
-      });
+      const blobs = srv.ctx.storage.blobs;
+      const r = await createInstanceBackup(
+        srv.dataDir,
+        join(work, "a.tar"),
+        () => {
+          if (deleted) return;
+          deleted = true;
+          void blobs.delete(rel);
+        },
+        { store: blobs },
+      );
       expect(deleted).toBe(true);
+      expect(await blobs.stat(rel)).toBeUndefined();
       expect(r.manifest.entries.map((e) => e.path)).toContain(rel);
       Bun.spawnSync(["tar", "-xf", join(work, "a.tar"), "-C", work]);
       expect(readFileSync(join(work, rel), "utf8")).toBe("doomed bytes");
@@ -859,13 +911,16 @@ describe("instance backup CLI", () => {
     "verify finds a damaged archive; list shows archives and project backups",
     async () => {
       const out = join(srv.dataDir, "backups", "instance", "one.tar");
-      expect(apis("backup", "create", "--data", srv.dataDir, "--out", out).code).toBe(0);
+      expect(apis("backup", "create", "--data", srv.dataDir, "--out", out, ...storeArgs(srv)).code).toBe(0);
       const listed = JSON.parse(apis("backup", "list", "--data", srv.dataDir, "--json").out);
       expect(listed.instance.map((a: any) => a.name)).toContain("one.tar");
       expect(listed.projects.some((b: any) => b.project_gid === project && b.status === "ready")).toBe(true);
       const bytes = readFileSync(out);
-      // Flip one byte inside the first file entry's content (after the 512-byte header).
-      bytes[600] = bytes[600]! ^ 0xff;
+      // Flip one byte inside the database entry's content (after its 512-byte header; the first
+      // entry on the data folder, after the stored files on an object store).
+      let header = 0;
+      while (header < bytes.length && bytes.subarray(header, header + 8).toString() !== "apis.db\0") header += 512;
+      bytes[header + 600] = bytes[header + 600]! ^ 0xff;
       const bad = join(srv.dataDir, "backups", "instance", "bad.tar");
       writeFileSync(bad, bytes);
       const v = apis("backup", "verify", bad);
@@ -896,6 +951,7 @@ describe("instance archives: modes, confirmation, schedule", () => {
       const secret = join(srv.dataDir, "jwt.secret");
       const shared = join(srv.ctx.storage.projectDir(project), "originals", "shared~1.bin");
       const script = join(srv.ctx.storage.projectDir(project), "originals", "tool~1.sh");
+      mkdirSync(dirname(shared), { recursive: true });
       writeFileSync(shared, "shared bytes");
       writeFileSync(script, "#!/bin/sh\n");
       chmodSync(shared, 0o640);
@@ -904,7 +960,7 @@ describe("instance archives: modes, confirmation, schedule", () => {
       chmodSync(secret, 0o644);
       try {
         const archive = join(work, "modes.tar");
-        expect(apis("backup", "create", "--data", srv.dataDir, "--out", archive).code).toBe(0);
+        expect(apis("backup", "create", "--data", srv.dataDir, "--out", archive, ...storeArgs(srv)).code).toBe(0);
         expect(modeOf(archive)).toBe(0o600);
         const modes = new Map<string, number>();
         await readTar(archive, (e) => {
@@ -912,18 +968,24 @@ describe("instance archives: modes, confirmation, schedule", () => {
           return null;
         });
         const rel = (f: string) => f.slice(srv.dataDir.length + 1);
-        expect(modes.get(rel(shared))).toBe(0o640);
-        expect(modes.get(rel(script))).toBe(0o750);
+        // Files of the data folder keep their modes (objects of a bucket have none: they are archived 0644).
+        const local = srv.ctx.storage.blobs.kind === "file";
+        if (local) {
+          expect(modes.get(rel(shared))).toBe(0o640);
+          expect(modes.get(rel(script))).toBe(0o750);
+          // Any tar reads it, modes included.
+          expect(Bun.spawnSync(["tar", "-tvf", archive]).stdout.toString()).toMatch(/-rwxr-x--- .*tool~1\.sh/);
+        }
         expect(modes.get("jwt.secret")).toBe(0o644);
-        // Any tar reads it, modes included.
-        expect(Bun.spawnSync(["tar", "-tvf", archive]).stdout.toString()).toMatch(/-rwxr-x--- .*tool~1\.sh/);
 
         const target = join(work, "restored");
         const r = apis("backup", "restore", archive, "--data", target, "--yes");
         expect(r.err).toBe("");
         expect(r.code).toBe(0);
-        expect(modeOf(join(target, rel(shared)))).toBe(0o640);
-        expect(modeOf(join(target, rel(script)))).toBe(0o750);
+        if (local) {
+          expect(modeOf(join(target, rel(shared)))).toBe(0o640);
+          expect(modeOf(join(target, rel(script)))).toBe(0o750);
+        }
         expect(modeOf(join(target, "jwt.secret"))).toBe(0o600);
         expect(readFileSync(join(target, "jwt.secret"), "utf8")).toBe(readFileSync(secret, "utf8"));
       } finally {
@@ -1020,7 +1082,9 @@ describe("backup folders", () => {
       }
     ).gid;
     srv.ctx.db.$client.query("DELETE FROM backups WHERE gid = ?").run(gid);
-    mkdirSync(join(srv.dataDir, "backups", "projects", project, "leftover.partial"), { recursive: true });
+    // An unfinished backup: a folder `.partial` in the data folder, objects without a manifest in a bucket.
+    const leftover = srv.ctx.storage.blobs.kind === "file" ? "leftover.partial" : "leftover";
+    await srv.ctx.storage.blobs.put(`backups/projects/${project}/${leftover}/tables/x.ndjson`, "[]\n");
     const { tidyBackupFolders } = await import("../../src/features/backups/backups.service");
     expect(await tidyBackupFolders(srv.ctx)).toBe("removed 1 orphaned folder(s), recovered 1 backup(s)");
     const got = await srv.call(`/api/p/${project}/backups/get`, { token: alice.token, body: {} });
@@ -1028,6 +1092,6 @@ describe("backup folders", () => {
     expect(recovered.version).toBeGreaterThan(made);
     expect(recovered.name).toMatch(/^Recovered backup /);
     expect(recovered.status).toBe("ready");
-    expect(existsSync(join(srv.dataDir, "backups", "projects", project, "leftover.partial"))).toBe(false);
+    expect(await storedBackupKeys(srv, project, `${leftover}/`)).toEqual([]);
   });
 });

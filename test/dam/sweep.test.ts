@@ -4,6 +4,8 @@ import { sweepStore } from "../../src/features/dam/dam.sweep.service";
 import { projectOf, storeImage } from "../helpers/dam-assets";
 import { flagsFor, STORES } from "../helpers/s3";
 import { TestServer } from "../helpers/server";
+import { eq } from "drizzle-orm";
+import { projects } from "../../src/features/projects/projects.table";
 
 describe.each(STORES)("the store sweep on %s", (store) => {
   let srv: TestServer;
@@ -15,7 +17,7 @@ describe.each(STORES)("the store sweep on %s", (store) => {
   });
   afterAll(() => srv.stop());
 
-  test("objects no row names are listed by the dry run and removed by the sweep; named ones stay", async () => {
+  test("objects no row names (originals, transforms, project icons) are listed by the dry run and removed by the sweep; named ones stay", async () => {
     const png = await sharp({ create: { width: 40, height: 30, channels: 3, background: "#884422" } })
       .png()
       .toBuffer();
@@ -27,16 +29,24 @@ describe.each(STORES)("the store sweep on %s", (store) => {
     const orphanMedia = `files/projects/${project}/media/gone@0000000000.png`;
     await blobs.put(orphanOriginal, png);
     await blobs.put(orphanMedia, png);
+    // A project's icon stays; one no project names (its delete did not reach the store) goes.
+    const icon = `${project}-kept.png`;
+    await blobs.put(`files/icons/${icon}`, png);
+    srv.ctx.db.update(projects).set({ icon }).where(eq(projects.gid, project)).run();
+    const orphanIcon = `files/icons/${project}-replaced.png`;
+    await blobs.put(orphanIcon, png);
 
     const young = await sweepStore(srv.ctx, { dryRun: true });
     expect(young.orphans).toEqual([]); // within the grace period nothing is touched
 
     const dry = await sweepStore(srv.ctx, { dryRun: true, graceMs: -60_000 });
-    expect(dry.orphans.sort()).toEqual([orphanMedia, orphanOriginal].sort());
+    expect(dry.orphans.sort()).toEqual([orphanIcon, orphanMedia, orphanOriginal].sort());
     expect(await blobs.stat(orphanOriginal)).toBeDefined();
 
     const swept = await sweepStore(srv.ctx, { graceMs: -60_000 });
-    expect(swept.removed).toBe(2);
+    expect(swept.removed).toBe(3);
+    expect(await blobs.stat(orphanIcon)).toBeUndefined();
+    expect(await blobs.stat(`files/icons/${icon}`)).toBeDefined();
     expect(await blobs.stat(orphanOriginal)).toBeUndefined();
     expect(await blobs.stat(orphanMedia)).toBeUndefined();
     expect(await blobs.stat(`files/projects/${project}/originals/${kept.pathname}`)).toBeDefined();

@@ -6,15 +6,18 @@ import { loadConfig } from "../../src/config";
 import type { BlobStore } from "../../src/platform/storage/blobs";
 import { openBlobStore } from "../../src/platform/storage/open-store";
 import { flagsFor, STORES } from "../helpers/s3";
+import { until } from "../helpers/server";
 
 /** The blob interface does the same on the data folder and on S3 (a real radosgw). */
 describe.each(STORES)("the blob store on %s", (store) => {
   let blobs: BlobStore;
   let dataDir: string;
+  let storeFlags: Record<string, string>;
 
   beforeAll(async () => {
     dataDir = mkdtempSync(join(tmpdir(), "apis-blobs-"));
-    const config = loadConfig({ data: dataDir, ...(await flagsFor(store, "blobs")) }, {});
+    storeFlags = await flagsFor(store, "blobs");
+    const config = loadConfig({ data: dataDir, ...storeFlags }, {});
     blobs = openBlobStore(config);
   });
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
@@ -27,6 +30,28 @@ describe.each(STORES)("the blob store on %s", (store) => {
     expect(st?.size).toBe(11);
     expect(st?.etag).toMatch(/^".+"$/);
     expect(st!.mtimeMs).toBeGreaterThan(Date.now() - 3_600_000);
+  });
+
+  test("a byte range is read with bytes too, and a read whole after a stat follows every change of the object", async () => {
+    const key = "files/a/changing.txt";
+    await blobs.put(key, "first version");
+    expect(new TextDecoder().decode(await blobs.bytes(key, { start: 6, end: 13 }))).toBe("version");
+    // Read after a stat (as /media does): S3 keeps it in memory under the stat's ETag.
+    await blobs.stat(key);
+    expect(new TextDecoder().decode(await blobs.bytes(key))).toBe("first version");
+    expect(new TextDecoder().decode(await blobs.bytes(key))).toBe("first version");
+    // Changed by this process: read anew at once.
+    await blobs.put(key, "second version!");
+    await blobs.stat(key);
+    expect(new TextDecoder().decode(await blobs.bytes(key))).toBe("second version!");
+    // Changed by another process (another store over the same place): seen once the stat is asked again.
+    const other = openBlobStore(loadConfig({ data: dataDir, ...storeFlags }, {}));
+    await other.put(key, "third");
+    await until(async () => {
+      await blobs.stat(key);
+      return new TextDecoder().decode(await blobs.bytes(key)) === "third" ? true : undefined;
+    });
+    expect(new TextDecoder().decode(await blobs.bytes(key, { start: 0, end: 3 }))).toBe("thi");
   });
 
   test("a missing object is undefined for get, bytes and stat, and deleting it is no error", async () => {

@@ -361,17 +361,19 @@ export const assetOperations = [
  */
 export function assetRoutes(ctx: Ctx) {
   /** Streams a multipart upload to the temp folder (src/http/multipart.ts), 413 past --upload-max-bytes. */
-  const receive = (request: Request) => (onHead: (head: Buffer, complete: boolean) => void) =>
-    receiveMultipart(request, {
-      tmpDir: ctx.storage.tmp,
-      maxFileBytes: ctx.config.uploadMaxBytes,
-      // The temp file is synced only when it becomes the stored file itself (the data folder); on
-      // another store it is uploaded from and removed, and the store's acknowledgement counts.
-      durable: ctx.config.sqliteSynchronous === "full" && ctx.storage.blobs.kind === "file",
-      fileField: ["upload_file", "file"],
-      headBytes: HEAD_BYTES,
-      onHead,
-    });
+  const receive =
+    (request: Request) =>
+    (onHead: (head: Buffer, complete: boolean, filename: string, size: number | undefined) => unknown) =>
+      receiveMultipart(request, {
+        tmpDir: ctx.storage.tmp,
+        maxFileBytes: ctx.config.uploadMaxBytes,
+        // The temp file is synced only when it becomes the stored file itself (the data folder); on
+        // another store it is uploaded from and removed, and the store's acknowledgement counts.
+        durable: ctx.config.sqliteSynchronous === "full" && ctx.storage.blobs.kind === "file",
+        fileField: ["upload_file", "file"],
+        headBytes: HEAD_BYTES,
+        onHead,
+      });
   return new Elysia({ prefix: "/api/p/:project/assets" })
     .use(authMacro(ctx))
     .post(

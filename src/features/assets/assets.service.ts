@@ -7,7 +7,8 @@ import { inProject, projectAccess } from "../projects/projects.api";
 import { assets } from "./assets.table";
 import { ApiError, invalidParameter, missing, unprocessable } from "../../core/errors";
 import type { Received } from "../../platform/storage/storage";
-import { inspectHead, type HeadFindings } from "../../platform/images/file-info";
+import { EarlyUpload } from "../../platform/storage/early-upload";
+import { inspectHead, sniffHead, type HeadFindings } from "../../platform/images/file-info";
 import { newGid, now } from "../../core/ids";
 import { type Asset, isRoot, metadataFields, projectLanguages } from "./assets.forms";
 import {
@@ -283,16 +284,34 @@ export async function uploadAsset(
   actor: Actor,
   projectGid: string,
   kind: "new" | "version",
-  receive: (onHead: (head: Buffer, complete: boolean) => void) => Promise<Received>,
+  receive: (
+    onHead: (head: Buffer, complete: boolean, filename: string, size: number | undefined) => unknown,
+  ) => Promise<Received>,
 ): Promise<Answer> {
   await projectAccess(ctx.db, actor, projectGid, "member");
   // The type, header and metadata are read from the file's first bytes while the rest arrives.
   let early: Promise<HeadFindings> | undefined;
-  const { fields, file } = await receive((head, complete) => {
-    early = inspectHead(head, complete);
-  });
+  // On an object store a new asset's original goes up while it arrives (platform/storage/early-upload.ts).
+  let streamed: EarlyUpload | undefined;
+  let received: Received;
+  try {
+    received = await receive((head, complete, filename, size) => {
+      const sniffed = sniffHead(head, complete);
+      early = inspectHead(head, complete, sniffed);
+      if (kind !== "new" || ctx.storage.blobs.kind === "file") return;
+      // Named from the sniffed type alone, so the upload starts before the image header is read.
+      streamed = new EarlyUpload(ctx.storage.blobs, projectGid, sniffed, filename, size);
+      return streamed.tee;
+    });
+  } catch (err) {
+    await streamed?.discard();
+    throw err;
+  }
+  const { fields, file } = received;
+  streamed?.finish();
   const absent = kind === "version" && !fields.asset ? "asset" : !file ? "upload_file" : null;
   if (absent) {
+    void streamed?.discard();
     if (file) {
       file.finish?.(false).catch(() => {});
       rmSync(file.path, { force: true });
@@ -303,7 +322,7 @@ export async function uploadAsset(
     kind === "new"
       ? { parent: fields.parent, pathname: fields.pathname, name: fields.name }
       : { name: fields.name, target: fields.asset };
-  return await storeUpload(ctx, actor, projectGid, file!, input, early);
+  return storeUpload(ctx, actor, projectGid, file!, input, early, streamed);
 }
 
 /** `assets/move`: into folder `parent`; a folder cannot go below itself; the names must stay unique. */

@@ -14,6 +14,7 @@ import { analyseFile, type HeadFindings } from "../../platform/images/file-info"
 import { readImageHeader } from "../../platform/images/images";
 import type { Metadata } from "sharp";
 import { newGid, now } from "../../core/ids";
+import type { EarlyUpload } from "../../platform/storage/early-upload";
 import {
   originalKey,
   originalPath,
@@ -83,6 +84,8 @@ export async function storeUpload(
   file: ReceivedFile,
   input: { parent?: unknown; pathname?: unknown; name?: unknown; target?: unknown },
   early?: Promise<HeadFindings>,
+  /** The original already going up to an object store under a likely name (a new asset). */
+  streamed?: EarlyUpload,
 ): Promise<Answer> {
   const userGid = actor.userGid;
   const durable = ctx.config.sqliteSynchronous === "full";
@@ -105,15 +108,20 @@ export async function storeUpload(
     let placed: { gid: string; storage: string } | undefined;
     if (input.target === undefined) {
       if (!name) throw missing("name");
-      const gid = newGid();
+      const gid = streamed?.gid ?? newGid();
       placed = { gid, storage: storageName(gid, 1, info.extension) };
       if (local) {
         moved = originalPath(ctx, projectGid, placed.storage);
         await placeOriginalAhead(file.path, moved, durable, () => file.finish?.(true) ?? Promise.resolve());
       } else {
         await file.finish?.(false);
-        uploaded = originalKey(projectGid, placed.storage);
-        await blobs.putFile(uploaded, file.path, { type: info.mime || undefined });
+        // Streamed while it arrived: kept when its name is the one the whole file gets.
+        uploaded = streamed ? await streamed.claim(placed.storage) : undefined;
+        if (uploaded) rmSync(file.path, { force: true });
+        else {
+          uploaded = originalKey(projectGid, placed.storage);
+          await blobs.putFile(uploaded, file.path, { type: info.mime || undefined });
+        }
       }
     } else if (local) await file.finish?.(true);
     else {
@@ -212,6 +220,7 @@ export async function storeUpload(
     rmSync(file.path, { force: true });
     if (moved) rmSync(moved, { force: true });
     if (uploaded) await blobs.delete(uploaded).catch(() => {}); // else the sweep removes it (assets.housekeeping)
+    await streamed?.discard();
     throw err;
   }
 }

@@ -16,11 +16,12 @@ import { backups } from "./backups.table";
 import { changes } from "../../db/changelog.table";
 import { ApiError, missing, unprocessable, validationFailed, type ValidationIssue } from "../../core/errors";
 import { newGid, now } from "../../core/ids";
-import { projectLock, type JobKind } from "../../platform/jobs/runner";
+import { projectLock, type JobKind, type Progress } from "../../platform/jobs/runner";
 import { activeJobs, type Job } from "../../platform/jobs/queue.service";
 import type { Housekeeping } from "../../platform/jobs/schedules";
 import { createInstanceBackup, pruneScheduledInstanceBackups } from "../../platform/backups/instance.service";
 import {
+  type Manifest,
   readManifest,
   restoreRows,
   stageFiles,
@@ -28,6 +29,16 @@ import {
   verifySnapshot,
   writeSnapshot,
 } from "../../platform/backups/snapshot.service";
+import {
+  dropStoreFilesNotIn,
+  listStoredBackups,
+  putBackStoreFiles,
+  readStoreManifest,
+  storedBackupPrefix,
+  storedBackupPresent,
+  verifyStoreSnapshot,
+  writeStoreSnapshot,
+} from "../../platform/backups/store-snapshot.service";
 import {
   inProject,
   projectAudience,
@@ -262,12 +273,15 @@ async function startRestore(
   projectGid: string,
   version: number,
   userGid: string,
+  /** The backups of the project whose objects are in the store (an S3 store; asked before the unit). */
+  stored: ReadonlySet<string>,
 ): Promise<{ backup: Backup; token: string }> {
   await requireActive(tx, projectGid);
   const b = await backupByVersion(tx, projectGid, version);
   if (b.status !== "ready")
     throw processError("restore", b.status === "creating" ? "The backup is not complete yet" : "The backup failed");
-  if (!existsSync(backupDir(ctx, b))) throw processError("restore", "The backup's files are missing");
+  const present = ctx.storage.blobs.kind === "file" ? existsSync(backupDir(ctx, b)) : stored.has(b.gid);
+  if (!present) throw processError("restore", "The backup's files are missing");
   const token = await ctx.jobs.enqueue({
     kind: RESTORE_KIND,
     projectGid,
@@ -286,6 +300,10 @@ async function deleteBackup(tx: Tx, b: Backup): Promise<void> {
 }
 
 function removeBackupFiles(ctx: Ctx, b: Pick<Backup, "projectGid" | "gid">): void {
+  if (ctx.storage.blobs.kind !== "file") {
+    void ctx.storage.blobs.deletePrefix(storedBackupPrefix(b.projectGid, b.gid)).catch(() => {});
+    return;
+  }
   const dir = backupDir(ctx, b);
   rmSync(dir, { recursive: true, force: true });
   rmSync(`${dir}.partial`, { recursive: true, force: true });
@@ -300,6 +318,17 @@ function dirSize(dir: string): number {
 }
 
 // ---- the jobs ----
+
+/** Writes a backup into the data folder: `<backup>.partial`, renamed when complete. */
+async function writeFolderBackup(ctx: Ctx, b: Backup, progress: Progress) {
+  const dir = backupDir(ctx, b);
+  const partial = `${dir}.partial`;
+  rmSync(partial, { recursive: true, force: true });
+  rmSync(dir, { recursive: true, force: true });
+  const manifest = await writeSnapshot(ctx, b.projectGid, b.gid, partial, progress, DERIVED_TABLES);
+  renameSync(partial, dir);
+  return { manifest, size: dirSize(dir) };
+}
 
 const lock = projectLock;
 
@@ -317,14 +346,18 @@ const createJob: JobKind = {
   handler: async (ctx, job, progress) => {
     const gid = String(job.params.backup);
     const b = await getBackup(ctx.db, job.projectGid!, gid);
-    const dir = backupDir(ctx, b);
-    const partial = `${dir}.partial`;
-    rmSync(partial, { recursive: true, force: true });
-    rmSync(dir, { recursive: true, force: true });
-    const m = await writeSnapshot(ctx, b.projectGid, b.gid, partial, progress, DERIVED_TABLES);
-    renameSync(partial, dir);
+    const { manifest: m, size } =
+      ctx.storage.blobs.kind === "file"
+        ? await writeFolderBackup(ctx, b, progress)
+        : await writeStoreSnapshot(
+            ctx,
+            b.projectGid,
+            b.gid,
+            storedBackupPrefix(b.projectGid, b.gid),
+            progress,
+            DERIVED_TABLES,
+          );
     const rows = Object.values(m.tables).reduce((a, t) => a + t.rows, 0);
-    const size = dirSize(dir);
     const pruned: Backup[] = [];
     await mutate(ctx.db, ctx.hub, async (tx, log) => {
       const t = now();
@@ -357,6 +390,7 @@ const restoreJob: JobKind = {
     const projectGid = job.projectGid!;
     const b = await getBackup(ctx.db, projectGid, String(job.params.backup));
     if (b.status !== "ready") throw processError("restore", "The backup is not complete");
+    if (ctx.storage.blobs.kind !== "file") return restoreFromStore(ctx, job, progress, b);
     const dir = backupDir(ctx, b);
     if (!existsSync(dir)) throw processError("restore", "The backup's files are missing");
     const m = readManifest(dir);
@@ -393,6 +427,44 @@ const restoreJob: JobKind = {
   },
   lock,
 };
+
+/**
+ * The restore job on an object store (store-snapshot.service.ts): the backup's objects are checked and its
+ * tables downloaded to a temp folder, its files put back among the project's objects, the rows
+ * replaced in one transaction, and the objects the backup does not hold removed after it.
+ */
+async function restoreFromStore(ctx: Ctx, job: Job, progress: Progress, b: Backup) {
+  const projectGid = b.projectGid;
+  const blobs = ctx.storage.blobs;
+  const prefix = storedBackupPrefix(projectGid, b.gid);
+  if (!(await storedBackupPresent(blobs, prefix))) throw processError("restore", "The backup's files are missing");
+  const m = await readStoreManifest(blobs, prefix);
+  if (m.project !== projectGid) throw processError("restore", "The backup belongs to another project");
+  const checks = Object.keys(m.tables).length + m.files.length + (m.icon ? 1 : 0);
+  await progress.total(checks + m.files.length + 1);
+  const dir = join(ctx.storage.tmp, `restore-${job.token}`);
+  try {
+    await verifyStoreSnapshot(blobs, prefix, m, dir, progress);
+    await putBackStoreFiles(blobs, prefix, projectGid, m, progress);
+    const outcome = await mutate(ctx.db, ctx.hub, async (tx, log) => {
+      await requireActive(tx, projectGid);
+      const out = await restoreRows(tx, log, projectGid, dir, m, projectAudience, DERIVED_TABLES);
+      await rebuildSearchIn(tx, (await getProject(tx, projectGid))!);
+      return out;
+    });
+    await dropStoreFilesNotIn(blobs, projectGid, m);
+    await progress.step();
+    return {
+      version: b.version,
+      rows: outcome.rows,
+      files: m.files.length,
+      ...(Object.keys(outcome.skipped).length ? { skipped: outcome.skipped } : {}),
+      ...(outcome.missing_tables.length ? { missing_tables: outcome.missing_tables } : {}),
+    };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
 
 /** Deletes the oldest scheduled ready backups beyond `keep`; returns them (files go after commit). */
 async function pruneScheduled(tx: Tx, projectGid: string, keep: number): Promise<Backup[]> {
@@ -445,6 +517,7 @@ export async function scheduleBackups(ctx: Ctx): Promise<string> {
  * know (e.g. made after the instance backup the database was restored from) as ready backups.
  */
 export async function tidyBackupFolders(ctx: Ctx): Promise<string> {
+  if (ctx.storage.blobs.kind !== "file") return tidyStoredBackups(ctx);
   const root = join(ctx.storage.backups, "projects");
   if (!existsSync(root)) return "nothing to do";
   let removed = 0;
@@ -469,29 +542,7 @@ export async function tidyBackupFolders(ctx: Ctx): Promise<string> {
         try {
           const m = readManifest(join(projectDir, d));
           if (m.project === p && m.backup === gid) {
-            await mutate(ctx.db, ctx.hub, async (tx, log) => {
-              const t = now();
-              const version = await takeVersion(tx, p);
-              await tx
-                .insert(backups)
-                .values({
-                  gid,
-                  projectGid: p,
-                  version,
-                  name: `Recovered backup ${new Date(m.created_on * 1000).toISOString().slice(0, 16).replace("T", " ")} UTC`,
-                  createdBy: "Apis (recovered from disk)",
-                  status: "ready",
-                  cursor: m.cursor,
-                  rows: Object.values(m.tables).reduce((a, x) => a + x.rows, 0),
-                  files: m.files.length,
-                  size: dirSize(join(projectDir, d)),
-                  createdOn: m.created_on,
-                  updatedOn: t,
-                  completedOn: m.created_on,
-                })
-                .run();
-              await announce(tx, log, p);
-            });
+            await adoptBackup(ctx, p, gid, m, dirSize(join(projectDir, d)));
             adopted++;
             continue;
           }
@@ -500,6 +551,75 @@ export async function tidyBackupFolders(ctx: Ctx): Promise<string> {
         }
       }
       rmSync(join(projectDir, d), { recursive: true, force: true });
+      removed++;
+    }
+  }
+  return `removed ${removed} orphaned folder(s), recovered ${adopted} backup(s)`;
+}
+
+/** Lists a complete backup the database does not know as a ready backup with the next free version. */
+async function adoptBackup(ctx: Ctx, p: string, gid: string, m: Manifest, size: number): Promise<void> {
+  await mutate(ctx.db, ctx.hub, async (tx, log) => {
+    const t = now();
+    const version = await takeVersion(tx, p);
+    await tx
+      .insert(backups)
+      .values({
+        gid,
+        projectGid: p,
+        version,
+        name: `Recovered backup ${new Date(m.created_on * 1000).toISOString().slice(0, 16).replace("T", " ")} UTC`,
+        createdBy: "Apis (recovered from disk)",
+        status: "ready",
+        cursor: m.cursor,
+        rows: Object.values(m.tables).reduce((a, x) => a + x.rows, 0),
+        files: m.files.length,
+        size,
+        createdOn: m.created_on,
+        updatedOn: t,
+        completedOn: m.created_on,
+      })
+      .run();
+    await announce(tx, log, p);
+  });
+}
+
+/**
+ * `tidyBackupFolders` on an object store: the backups under `backups/projects/` of the store, a
+ * backup without its manifest being unfinished (the `.partial` folder of the data folder).
+ */
+async function tidyStoredBackups(ctx: Ctx): Promise<string> {
+  const blobs = ctx.storage.blobs;
+  let removed = 0;
+  let adopted = 0;
+  for (const [p, found] of await listStoredBackups(blobs)) {
+    if (!(await getProject(ctx.db, p))) {
+      await blobs.deletePrefix(`backups/projects/${p}/`);
+      removed += found.size;
+      continue;
+    }
+    const known = new Set(
+      (await ctx.db.select({ gid: backups.gid }).from(backups).where(eq(backups.projectGid, p)).all()).map(
+        (b) => b.gid,
+      ),
+    );
+    const busy = new Set((await activeJobs(ctx.db, p, [CREATE_KIND])).map((j) => String(j.params.backup)));
+    for (const [gid, b] of found) {
+      if (busy.has(gid) || known.has(gid)) continue;
+      const prefix = storedBackupPrefix(p, gid);
+      if (b.complete) {
+        try {
+          const m = await readStoreManifest(blobs, prefix);
+          if (m.project === p && m.backup === gid) {
+            await adoptBackup(ctx, p, gid, m, b.size);
+            adopted++;
+            continue;
+          }
+        } catch {
+          // Not a readable backup: removed below.
+        }
+      }
+      await blobs.deletePrefix(prefix);
       removed++;
     }
   }
@@ -515,7 +635,10 @@ export const backupJobs: Record<string, JobKind> = { [CREATE_KIND]: createJob, [
  * scheduled archives beyond the newest --instance-backups-keep are deleted.
  */
 async function scheduledInstanceBackup(ctx: Ctx): Promise<string> {
-  const r = await createInstanceBackup(ctx.config.dataDir, undefined, undefined, { scheduled: true });
+  const r = await createInstanceBackup(ctx.config.dataDir, undefined, undefined, {
+    scheduled: true,
+    store: ctx.storage.blobs,
+  });
   const pruned = pruneScheduledInstanceBackups(ctx.config.dataDir, ctx.config.instanceBackupsKeep);
   return `wrote ${basename(r.file)} (${r.bytes} bytes, ${r.manifest.entries.length} entries); deleted ${pruned.length} older scheduled archive(s)`;
 }
@@ -609,15 +732,22 @@ export async function editBackup(
   });
 }
 
-/** `backups/restore`: queues the `restore_project` job of a complete backup. */
+/**
+ * `backups/restore`: queues the `restore_project` job of a complete backup. On an object store the
+ * project's complete stored backups are listed first (no store request inside the unit).
+ */
 export async function restoreBackup(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: { version: number },
 ): Promise<Answer> {
+  const stored = new Set<string>();
+  if (ctx.storage.blobs.kind !== "file" && /^[0-9a-z]{1,40}$/.test(projectGid))
+    for (const [gid, b] of (await listStoredBackups(ctx.storage.blobs, projectGid)).get(projectGid) ?? [])
+      if (b.complete) stored.add(gid);
   return await inProject(ctx, actor, projectGid, "member", async ({ tx }) => {
-    const { backup, token } = await startRestore(ctx, tx, projectGid, input.version, actor.userGid);
+    const { backup, token } = await startRestore(ctx, tx, projectGid, input.version, actor.userGid, stored);
     return {
       result: { project: projectGid, version: backup.version, last_restored: backup.createdOn, "job.token": token },
       data: {},

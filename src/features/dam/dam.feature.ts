@@ -12,7 +12,7 @@ export const damFeature: Feature = {
     {
       name: "store-sweep",
       describe:
-        "remove stored originals and transformed files no row names, older than a day (apis jobs run store-sweep --dry-run lists them)",
+        "remove stored originals, transformed files and project icons no row names, older than a day (apis jobs run store-sweep --dry-run lists them)",
       schedule: (c) => c.scheduleJobs,
       run: async (ctx, options) => await storeSweepTask(ctx, options),
     },

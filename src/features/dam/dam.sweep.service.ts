@@ -1,6 +1,7 @@
 import type { Ctx } from "../../platform/context";
 import { parseStorageName } from "../../platform/storage/originals";
 import { storedNames } from "../assets/assets.api";
+import { projectIconNames } from "../projects/projects.api";
 import { damTransforms } from "./dam.table";
 
 /** Objects younger than this are never swept: an upload or a render may not have committed its row yet. */
@@ -10,7 +11,9 @@ export const SWEEP_GRACE_MS = 24 * 3600 * 1000;
  * The store sweep (housekeeping task `store-sweep`): objects of project files that no row names,
  * older than the grace period, are removed: originals no asset or kept version names (an upload
  * that failed after its object was written, a delete that did not reach the store, a project
- * removed while the store was away) and transformed files no `dam_transforms` row notes. With
+ * removed while the store was away), transformed files no `dam_transforms` row notes, and
+ * project icons (`files/icons/<name>`) no project row names (a replaced or erased project's icon
+ * whose delete did not reach the store; a project backup keeps its own copy of its icon). With
  * `dryRun` it only counts them. Runs on the data folder too (where only such leftovers are found).
  */
 export async function sweepStore(
@@ -40,6 +43,13 @@ export async function sweepStore(
           ? media.has(`${project}/${name}`)
           : true; // anything else is not the sweep's
     if (!known) orphans.push(e.key);
+  }
+  const icons = await projectIconNames(ctx.db);
+  for await (const e of blobs.list("files/icons/")) {
+    checked++;
+    if (e.mtimeMs > before) continue;
+    const name = e.key.slice("files/icons/".length);
+    if (!name.includes("/") && !icons.has(name)) orphans.push(e.key);
   }
   let removed = 0;
   if (!options.dryRun)

@@ -164,13 +164,14 @@ export async function serveBlob(
   r.headers.set("content-length", String(size));
   if (request.method === "HEAD") return new Response(null, { status: r.status, headers: r.headers });
   // The object may go between the stat and the read (a delete after commit): a 404, not a 500.
-  const body = await blobs
-    .get(key, r.range ? { start: r.range[0], end: r.range[1] + 1 } : undefined)
-    .catch(() => undefined);
-  if (!body) return mediaNotFound(request);
-  // Up to PROXY_BUFFER bytes are read whole and sent with their length; a larger body is streamed
-  // as it arrives (chunked: Bun sets no length on a stream; a bare S3 file would be a redirect).
-  const content = size <= PROXY_BUFFER ? await body.bytes().catch(() => undefined) : body.stream();
+  // Up to PROXY_BUFFER bytes are read whole in one request and sent with their length; a larger
+  // body is streamed as it arrives (chunked: Bun sets no length on a stream; a bare S3 file would
+  // be a redirect).
+  const range = r.range ? { start: r.range[0], end: r.range[1] + 1 } : undefined;
+  const content =
+    size <= PROXY_BUFFER
+      ? await blobs.bytes(key, range).catch(() => undefined)
+      : (await blobs.get(key, range).catch(() => undefined))?.stream();
   if (!content) return mediaNotFound(request);
   return new Response(content, { status: r.status, headers: r.headers });
 }

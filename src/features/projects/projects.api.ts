@@ -23,6 +23,7 @@ export {
   eraseProject,
   getProject,
   markBackedUp,
+  projectIconNames,
   projectsOwnedBy,
   setNextBackupVersion,
   updateProject,

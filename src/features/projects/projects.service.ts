@@ -9,7 +9,7 @@ import { forbidden, unprocessable, validationFailed, type ValidationIssue } from
 import { isTimezone } from "../../core/languages";
 import { newGid, now } from "../../core/ids";
 import { changes } from "../../db/changelog.table";
-import { preparedOnce, sqliteOf, type Tx } from "../../db/connection";
+import { preparedOnce, sqliteOf, type DB, type Tx } from "../../db/connection";
 import { afterCommit, mutate, type ChangeLog } from "../../db/mutate";
 import type { Ctx } from "../../platform/context";
 import { squareImage } from "../../platform/images/images";
@@ -142,8 +142,10 @@ export async function eraseProject(
   afterCommit(ctx.db, () => {
     // On a store that is not the local disk its objects go too (an object left by a failed delete
     // is found by no row: the store sweep removes it).
-    if (ctx.storage.blobs.kind !== "file")
+    if (ctx.storage.blobs.kind !== "file") {
       void ctx.storage.blobs.deletePrefix(`files/projects/${gid}/`).catch(() => {});
+      void ctx.storage.blobs.deletePrefix(`backups/projects/${gid}/`).catch(() => {});
+    }
     rmSync(ctx.storage.projectDir(gid), { recursive: true, force: true });
     filesChangedUnder(ctx.storage.projectDir(gid));
     // Its backups go with it (their rows are among the project's rows above).
@@ -280,6 +282,13 @@ export async function updateProjectInfo(
  */
 function removeIconFile(ctx: Pick<Ctx, "storage">, name: string) {
   void ctx.storage.blobs.delete(iconKey(name)).catch(() => {});
+}
+
+/** The icon file names project rows name (deleted projects' too, until they are erased): what the store sweep keeps. */
+export async function projectIconNames(db: DB): Promise<Set<string>> {
+  const names = new Set<string>();
+  for (const r of await db.select({ icon: projects.icon }).from(projects).all()) if (r.icon) names.add(r.icon);
+  return names;
 }
 
 /** Sets (or clears) the icon file name; the file it replaces goes once committed. */

@@ -9,6 +9,7 @@ import { embeddedMigrations } from "../../db/migrations.generated";
 import { claimDataDir, liveServerPid, releaseDataDir } from "../storage/pidfile";
 import { VERSION } from "../../version";
 import { readTar, TarWriter } from "./tar";
+import { pipeToWriter, type BlobEntry, type BlobStore } from "../storage/blobs";
 
 /**
  * Instance backups: one tar archive holding a consistent copy of the database (SQLite
@@ -62,12 +63,12 @@ function defaultName(prefix = "apis-"): string {
 
 /** The data folder's files that go into an archive, as `/`-separated relative paths. */
 type DataFile = { path: string; full: string; size: number; mtime: number; mode: number };
-function dataFiles(dataDir: string): DataFile[] {
+function dataFiles(dataDir: string, keepOut: ReadonlySet<string> = KEEP_OUT): DataFile[] {
   const out: DataFile[] = [];
   const visit = (dir: string) => {
     for (const e of readdirSync(dir, { withFileTypes: true })) {
       const full = join(dir, e.name);
-      if (dir === dataDir && KEEP_OUT.has(e.name)) continue;
+      if (dir === dataDir && keepOut.has(e.name)) continue;
       if (e.isDirectory()) visit(full);
       else if (e.isFile()) {
         const st = statSync(full);
@@ -89,8 +90,8 @@ function dataFiles(dataDir: string): DataFile[] {
  * Hard-links every data file not pinned yet under `pinDir` (same relative path). A file that
  * cannot be linked (gone meanwhile, or on another file system) is skipped: it is then read live.
  */
-function pinDataFiles(dataDir: string, pinDir: string): void {
-  for (const f of dataFiles(dataDir)) {
+function pinDataFiles(dataDir: string, pinDir: string, keepOut: ReadonlySet<string> = KEEP_OUT): void {
+  for (const f of dataFiles(dataDir, keepOut)) {
     const dst = join(pinDir, ...f.path.split("/"));
     if (existsSync(dst)) continue;
     try {
@@ -102,13 +103,39 @@ function pinDataFiles(dataDir: string, pinDir: string): void {
   }
 }
 
-/** Writes an archive of the data folder to `out` (default `<data>/backups/instance/apis-<time>.tar`); returns its path and manifest. */
+/**
+ * The store whose objects an archive takes from the store itself: one that is not the data
+ * folder's own `files/` (an S3 bucket, another folder); undefined for the data folder.
+ */
+function objectStore(dataDir: string, store: BlobStore | undefined): BlobStore | undefined {
+  if (!store) return undefined;
+  const local = store.localPath("files");
+  return local && resolve(local) === resolve(dataDir, "files") ? undefined : store;
+}
+
+/** The stored files of an object store, as `files/...` entries (the data folder's layout). */
+async function listObjects(store: BlobStore): Promise<BlobEntry[]> {
+  const out: BlobEntry[] = [];
+  for await (const e of store.list("files/")) out.push(e);
+  return out.sort((a, b) => a.key.localeCompare(b.key));
+}
+
+/**
+ * Writes an archive of the data folder to `out` (default `<data>/backups/instance/apis-<time>.tar`);
+ * returns its path and manifest. With `store` an object store (docs/backups.md, "An instance
+ * whose files are in an object store"), its stored files (`files/...`) are read from the store
+ * into the archive under the same names, and the data folder's own `files/` is left out: objects
+ * are archived before the database copy, and those added meanwhile after it (a bucket has no hard
+ * links to pin them with; the server deletes an object only after the commit that dropped its row).
+ */
 export async function createInstanceBackup(
   dataDir: string,
   out?: string,
   onProgress?: OnProgress,
-  opts: { scheduled?: boolean } = {},
+  opts: { scheduled?: boolean; store?: BlobStore } = {},
 ): Promise<{ file: string; manifest: InstanceManifest; bytes: number }> {
+  const objects = objectStore(dataDir, opts.store);
+  if (objects) return createStoreInstanceBackup(dataDir, objects, out, onProgress, opts);
   const dbFile = join(dataDir, "apis.db");
   if (!existsSync(dbFile)) throw new Error(`no database in ${dataDir}`);
   const first = resolve(
@@ -185,6 +212,113 @@ export async function createInstanceBackup(
     renameSync(partial, file);
     onProgress?.(total, total);
     return { file, manifest, bytes: statSync(file).size };
+  } finally {
+    rmSync(snapshot, { force: true });
+    rmSync(pinDir, { recursive: true, force: true });
+    rmSync(partial, { force: true });
+  }
+}
+
+/** The archive's file name, made once: two archives within one second get `-2`, `-3`, ... */
+function archiveFile(dataDir: string, out: string | undefined, scheduled: boolean | undefined): string {
+  const first = resolve(out ?? join(instanceBackupsDir(dataDir), defaultName(scheduled ? SCHEDULED_PREFIX : "apis-")));
+  let file = first;
+  for (let n = 2; !out && existsSync(file); n++) file = first.replace(/\.tar$/, `-${n}.tar`);
+  mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+  return file;
+}
+
+/** `createInstanceBackup` of an instance whose files are in an object store. */
+async function createStoreInstanceBackup(
+  dataDir: string,
+  store: BlobStore,
+  out: string | undefined,
+  onProgress: OnProgress | undefined,
+  opts: { scheduled?: boolean },
+): Promise<{ file: string; manifest: InstanceManifest; bytes: number }> {
+  const dbFile = join(dataDir, "apis.db");
+  if (!existsSync(dbFile)) throw new Error(`no database in ${dataDir}`);
+  const keepOut = new Set([...KEEP_OUT, "files"]);
+  const file = archiveFile(dataDir, out, opts.scheduled);
+  const tmpDir = join(dataDir, "tmp");
+  mkdirSync(tmpDir, { recursive: true });
+  const snapshot = join(tmpDir, `snapshot-${process.pid}-${Date.now()}.db`);
+  const pinDir = join(tmpDir, `pinned-${process.pid}-${Date.now()}`);
+  const partial = `${file}.partial`;
+  const manifest: InstanceManifest = {
+    format: FORMAT,
+    apis_version: VERSION,
+    schema: embeddedMigrations.at(-1)?.tag ?? "",
+    created_on: Date.now() / 1000,
+    entries: [],
+  };
+  const tar = new TarWriter(partial);
+  try {
+    const first = await listObjects(store);
+    let total = statSync(dbFile).size + first.reduce((a, e) => a + e.size, 0);
+    let done = 0;
+    // Progress is reported from the database copy on (as on the data folder): a caller may act on
+    // its first report as "the rows are copied".
+    let copied = false;
+    const tick = (n: number) => {
+      done += n;
+      if (copied) onProgress?.(done, Math.max(total, done));
+    };
+    const archived = new Set<string>();
+    const addObject = async (e: BlobEntry) => {
+      const blob = await store.get(e.key);
+      if (!blob) return; // deleted since the listing (its row went before)
+      const sha256 = await tar.addStream(e.key, blob.stream(), e.size, e.mtimeMs / 1000, 0o644, tick);
+      manifest.entries.push({ path: e.key, size: e.size, sha256 });
+      archived.add(e.key);
+    };
+    for (const e of first) await addObject(e);
+    pinDataFiles(dataDir, pinDir, keepOut);
+    const src = new Database(dbFile, { readonly: true });
+    try {
+      await src.exec("PRAGMA busy_timeout = 10000");
+      await src.query("VACUUM INTO ?").run(snapshot);
+    } finally {
+      src.close();
+    }
+    pinDataFiles(dataDir, pinDir, keepOut);
+    copied = true;
+    const added = (await listObjects(store)).filter((e) => !archived.has(e.key));
+    const pinnedFiles = dataFiles(pinDir, keepOut);
+    const pinnedPaths = new Set(pinnedFiles.map((f) => f.path));
+    const files = [...pinnedFiles, ...dataFiles(dataDir, keepOut).filter((f) => !pinnedPaths.has(f.path))].sort(
+      (a, b) => a.path.localeCompare(b.path),
+    );
+    const dbSize = statSync(snapshot).size;
+    total = done + dbSize + added.reduce((a, e) => a + e.size, 0) + files.reduce((a, f) => a + f.size, 0);
+    const dbMode = statSync(dbFile).mode & 0o777;
+    manifest.entries.push({
+      path: DB_ENTRY,
+      size: dbSize,
+      sha256: await tar.addFile(DB_ENTRY, snapshot, dbSize, Date.now() / 1000, dbMode, tick),
+    });
+    for (const e of added) await addObject(e);
+    for (const f of files) {
+      let size = f.size;
+      try {
+        size = statSync(f.full).size;
+      } catch {
+        continue; // deleted since the listing
+      }
+      manifest.entries.push({
+        path: f.path,
+        size,
+        sha256: await tar.addFile(f.path, f.full, size, f.mtime, f.mode, tick),
+      });
+    }
+    await tar.addBuffer(MANIFEST, new TextEncoder().encode(JSON.stringify(manifest, null, 1)));
+    await tar.finish();
+    renameSync(partial, file);
+    onProgress?.(total, total);
+    return { file, manifest, bytes: statSync(file).size };
+  } catch (err) {
+    tar.destroy();
+    throw err;
   } finally {
     rmSync(snapshot, { force: true });
     rmSync(pinDir, { recursive: true, force: true });
@@ -315,9 +449,10 @@ export class RestoreRefused extends Error {}
 export async function restoreInstanceBackup(
   dataDir: string,
   file: string,
-  opts: { keepPrevious?: boolean } = {},
+  opts: { keepPrevious?: boolean; store?: BlobStore } = {},
   onProgress?: OnProgress,
 ): Promise<{ previous: string | null; entries: number }> {
+  const objects = objectStore(dataDir, opts.store);
   const pid = liveServerPid(dataDir);
   if (pid) throw new RestoreRefused(`an Apis server (pid ${pid}) is using ${dataDir}; stop it first`);
   mkdirSync(dataDir, { recursive: true });
@@ -328,6 +463,8 @@ export async function restoreInstanceBackup(
     rmSync(staging, { recursive: true, force: true });
     const { manifest, problems } = await verifyInstanceBackup(file, onProgress, staging);
     if (problems.length) throw new RestoreRefused(`the archive is damaged: ${problems.slice(0, 5).join("; ")}`);
+    // An object store gets the archive's stored files (`files/...`) before the database is swapped in.
+    const put = objects ? await putObjects(objects, staging, manifest) : undefined;
     const aside = opts.keepPrevious
       ? join(instanceBackupsDir(dataDir), `pre-restore-${stamp}`)
       : join(dataDir, "tmp", `pre-restore-${stamp}`);
@@ -340,11 +477,32 @@ export async function restoreInstanceBackup(
     // Whatever mode an older archive recorded, the secret is readable by the owner only.
     if (existsSync(join(dataDir, "jwt.secret"))) chmodSync(join(dataDir, "jwt.secret"), 0o600);
     if (!opts.keepPrevious) rmSync(aside, { recursive: true, force: true });
+    // Objects the archive does not hold go too, unless the previous state is kept (its database names them).
+    if (objects && put && !opts.keepPrevious) {
+      const gone: string[] = [];
+      for await (const e of objects.list("files/")) if (!put.has(e.key)) gone.push(e.key);
+      for (const key of gone) await objects.delete(key);
+    }
     return { previous: opts.keepPrevious ? aside : null, entries: manifest.entries.length };
   } finally {
     rmSync(staging, { recursive: true, force: true });
     releaseDataDir(dataDir);
   }
+}
+
+/** Moves the extracted `files/...` entries into the store; returns their keys. */
+async function putObjects(store: BlobStore, staging: string, manifest: InstanceManifest): Promise<Set<string>> {
+  const keys = new Set<string>();
+  for (const e of manifest.entries) {
+    if (!e.path.startsWith("files/")) continue;
+    const from = join(staging, ...e.path.split("/"));
+    // S3 uploads the file (and removes it); another folder may be on another file system: copied.
+    if (store.kind === "s3") await store.putFile(e.path, from, { durable: true });
+    else await pipeToWriter(Bun.file(from).stream(), store.writer(e.path, { durable: true }));
+    keys.add(e.path);
+  }
+  rmSync(join(staging, "files"), { recursive: true, force: true });
+  return keys;
 }
 
 type ArchiveListing = { file: string; name: string; size: number; modified: number };

@@ -38,7 +38,7 @@ import { VERSION } from "../../version";
  * later are included without registration.
  */
 export const FORMAT = "apis-project-backup";
-const FORMAT_VERSION = 1;
+export const FORMAT_VERSION = 1;
 
 /** Tables with a project_gid that describe work about a project rather than its data. */
 const NOT_PROJECT_DATA = new Set(["jobs", "backups"]);
@@ -59,9 +59,9 @@ const SYNC_TYPES: Record<string, string> = {
   modules: "name",
 };
 
-type TableEntry = { columns: string[]; rows: number; file: string; sha256: string; size: number };
-type FileEntry = { path: string; size: number; sha256: string };
-type Manifest = {
+export type TableEntry = { columns: string[]; rows: number; file: string; sha256: string; size: number };
+export type FileEntry = { path: string; size: number; sha256: string };
+export type Manifest = {
   format: typeof FORMAT;
   format_version: number;
   apis_version: string;
@@ -176,6 +176,104 @@ export function walkFiles(dir: string): string[] {
 
 const ROW_STEP = 500;
 
+/** A manifest with nothing in it yet. */
+export function newManifest(projectGid: string, backupGid: string): Manifest {
+  return {
+    format: FORMAT,
+    format_version: FORMAT_VERSION,
+    apis_version: VERSION,
+    schema: embeddedMigrations.at(-1)?.tag ?? "",
+    project: projectGid,
+    backup: backupGid,
+    created_on: Date.now() / 1000,
+    cursor: 0,
+    tables: {},
+    files: [],
+    icon: null,
+  };
+}
+
+/** The project's cursor and icon name, read in the snapshot's read transaction. */
+export async function snapshotFacts(reader: Database, projectGid: string): Promise<{ cursor: number; icon: string }> {
+  const cursor = (
+    (await reader.query("SELECT coalesce(max(cursor), 0) AS c FROM changes WHERE type = ?").get(projectGid)) as {
+      c: number;
+    }
+  ).c;
+  const icon =
+    ((await reader.query("SELECT icon FROM projects WHERE gid = ?").get(projectGid)) as { icon: string } | null)
+      ?.icon ?? "";
+  return { cursor, icon };
+}
+
+/** The icon from the store (`files/icons/<name>`); a name that is no valid key, or no object, means none. */
+export async function iconBytesOf(ctx: Ctx, icon: string): Promise<Uint8Array | undefined> {
+  let key: string | null = null;
+  try {
+    key = icon ? iconKey(icon) : null;
+  } catch {
+    key = null;
+  }
+  return key ? await ctx.storage.blobs.bytes(key) : undefined;
+}
+
+/** Where a table's lines go: a local file's writer, or a store writer (store-snapshot.service.ts); flush and end may return a promise. */
+export type TableSink = { write(text: string): unknown; flush(): unknown; end(): unknown };
+
+/** The project's tables a snapshot holds, with the WHERE clause selecting the project's rows. */
+export async function snapshotTables(
+  reader: Database,
+  derived: ReadonlySet<string>,
+): Promise<{ table: string; where: string }[]> {
+  return [
+    ...(await projectTables(reader))
+      .filter(({ table }) => !derived.has(table))
+      .map(({ table, by }) => ({ table, where: `${quote(by)} = ?` })),
+    { table: API_USERS_TABLE, where: API_USERS_WHERE },
+  ];
+}
+
+/**
+ * Writes every table's rows (one JSON array per line) through `open`, inside the caller's read
+ * transaction on `reader`; returns the manifest's table entries.
+ */
+export async function writeTables(
+  reader: Database,
+  projectGid: string,
+  tables: { table: string; where: string }[],
+  open: (file: string) => TableSink,
+  progress: Pick<Progress, "step">,
+): Promise<Record<string, TableEntry>> {
+  const out: Record<string, TableEntry> = {};
+  for (const { table, where } of tables) {
+    const columns = await columnsOf(reader, table);
+    const file = `tables/${table}.ndjson`;
+    const hash = createHash("sha256");
+    const writer = open(file);
+    let rows = 0;
+    let size = 0;
+    let pending = 0;
+    for (const row of reader
+      .query(`SELECT * FROM ${quote(table)} WHERE ${where} ORDER BY rowid`)
+      .iterate(projectGid) as Iterable<Record<string, unknown>>) {
+      const line = JSON.stringify(columns.map((c) => encode(row[c]))) + "\n";
+      hash.update(line);
+      size += Buffer.byteLength(line);
+      void writer.write(line);
+      rows++;
+      if (++pending === ROW_STEP) {
+        await writer.flush();
+        await progress.step(pending);
+        pending = 0;
+      }
+    }
+    await writer.end();
+    if (pending) await progress.step(pending);
+    out[table] = { columns, rows, file, sha256: hash.digest("hex"), size };
+  }
+  return out;
+}
+
 /**
  * Writes a consistent snapshot of the project into `dir` (created; must not exist). Rows are read
  * inside one read transaction on a separate read-only connection, so the snapshot is one point in
@@ -192,29 +290,12 @@ export async function writeSnapshot(
   mkdirSync(join(dir, "tables"), { recursive: true });
   const reader = new Database(ctx.storage.database, { readonly: true, strict: true });
   await reader.exec("PRAGMA busy_timeout = 5000");
-  const manifest: Manifest = {
-    format: FORMAT,
-    format_version: FORMAT_VERSION,
-    apis_version: VERSION,
-    schema: embeddedMigrations.at(-1)?.tag ?? "",
-    project: projectGid,
-    backup: backupGid,
-    created_on: Date.now() / 1000,
-    cursor: 0,
-    tables: {},
-    files: [],
-    icon: null,
-  };
+  const manifest = newManifest(projectGid, backupGid);
   const filesDir = ctx.storage.projectDir(projectGid);
   let icon = "";
   try {
     await reader.exec("BEGIN");
-    const tables: { table: string; where: string }[] = [
-      ...(await projectTables(reader))
-        .filter(({ table }) => !derived.has(table))
-        .map(({ table, by }) => ({ table, where: `${quote(by)} = ?` })),
-      { table: API_USERS_TABLE, where: API_USERS_WHERE },
-    ];
+    const tables = await snapshotTables(reader, derived);
     const counts: number[] = [];
     for (const { table, where } of tables)
       counts.push(
@@ -224,44 +305,17 @@ export async function writeSnapshot(
           }
         ).n,
       );
-
     const fileList = walkFiles(filesDir);
     const pinned = pinFiles(filesDir, fileList, join(dir, "files"));
     await progress.total(counts.reduce((a, b) => a + b, 0) + fileList.length);
-    manifest.cursor = (
-      (await reader.query("SELECT coalesce(max(cursor), 0) AS c FROM changes WHERE type = ?").get(projectGid)) as {
-        c: number;
-      }
-    ).c;
-    icon =
-      ((await reader.query("SELECT icon FROM projects WHERE gid = ?").get(projectGid)) as { icon: string } | null)
-        ?.icon ?? "";
-    for (const { table, where } of tables) {
-      const columns = await columnsOf(reader, table);
-      const file = `tables/${table}.ndjson`;
-      const hash = createHash("sha256");
-      const writer = Bun.file(join(dir, file)).writer();
-      let rows = 0;
-      let size = 0;
-      let pending = 0;
-      for (const row of reader
-        .query(`SELECT * FROM ${quote(table)} WHERE ${where} ORDER BY rowid`)
-        .iterate(projectGid) as Iterable<Record<string, unknown>>) {
-        const line = JSON.stringify(columns.map((c) => encode(row[c]))) + "\n";
-        hash.update(line);
-        size += Buffer.byteLength(line);
-        void writer.write(line);
-        rows++;
-        if (++pending === ROW_STEP) {
-          await writer.flush();
-          await progress.step(pending);
-          pending = 0;
-        }
-      }
-      await writer.end();
-      if (pending) await progress.step(pending);
-      manifest.tables[table] = { columns, rows, file, sha256: hash.digest("hex"), size };
-    }
+    ({ cursor: manifest.cursor, icon } = await snapshotFacts(reader, projectGid));
+    manifest.tables = await writeTables(
+      reader,
+      projectGid,
+      tables,
+      (file) => Bun.file(join(dir, file)).writer(),
+      progress,
+    );
     await reader.exec("COMMIT");
     for (const { rel, linked } of pinned) {
       const path = `files/${rel}`;
@@ -280,14 +334,7 @@ export async function writeSnapshot(
   } finally {
     reader.close();
   }
-  // The icon from the store (`files/icons/<name>`); a name that is no valid key, or no object, means none.
-  let key: string | null = null;
-  try {
-    key = icon ? iconKey(icon) : null;
-  } catch {
-    key = null;
-  }
-  const iconBytes = key ? await ctx.storage.blobs.bytes(key) : undefined;
+  const iconBytes = await iconBytesOf(ctx, icon);
   if (iconBytes) {
     const path = `icon/${icon}`;
     mkdirSync(join(dir, "icon"), { recursive: true });
@@ -299,9 +346,20 @@ export async function writeSnapshot(
 }
 
 export function readManifest(dir: string): Manifest {
+  let text: string | undefined;
+  try {
+    text = readFileSync(join(dir, "manifest.json"), "utf8");
+  } catch {
+    text = undefined;
+  }
+  return parseManifest(text);
+}
+
+/** A manifest's text checked (422 "Backup is damaged" when missing, unreadable or of an unknown format). */
+export function parseManifest(text: string | undefined): Manifest {
   let m: Manifest;
   try {
-    m = JSON.parse(readFileSync(join(dir, "manifest.json"), "utf8"));
+    m = JSON.parse(text ?? "");
   } catch {
     throw unprocessable("Backup is damaged", { reason: "manifest.json is missing or unreadable" });
   }

@@ -73,9 +73,24 @@ export class TarWriter {
   }
 
   /** Streams a file into the archive with its permission bits; `onBytes` reports progress. Returns its sha256. */
-  async addFile(
+  addFile(
     name: string,
     path: string,
+    size: number,
+    mtime: number,
+    mode: number,
+    onBytes?: (n: number) => void,
+  ): Promise<string> {
+    return this.addStream(name, createReadStream(path, { highWaterMark: CHUNK }), size, mtime, mode, onBytes);
+  }
+
+  /**
+   * Streams bytes of announced `size` into the archive (a stored object read from the store);
+   * cut or padded to that size as a file that changed meanwhile. Returns its sha256.
+   */
+  async addStream(
+    name: string,
+    source: AsyncIterable<Uint8Array>,
     size: number,
     mtime: number,
     mode: number,
@@ -96,8 +111,8 @@ export class TarWriter {
       if (!entry.write(b)) await Promise.race([drained(entry as never), finished]);
     };
     let seen = 0;
-    for await (const chunk of createReadStream(path, { highWaterMark: CHUNK })) {
-      const buf = chunk as Buffer;
+    for await (const chunk of source) {
+      const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
       // A file that grows while it is copied is cut at the size announced in its header.
       const part = seen + buf.length > size ? buf.subarray(0, size - seen) : buf;
       await put(part);

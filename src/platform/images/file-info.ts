@@ -61,17 +61,33 @@ function jpegSegmentsWithin(b: Buffer): boolean {
 }
 
 /**
- * Sniffs an upload from its first bytes (`complete`: they are the whole file) while the rest
- * streams in: the type, and for a whole file or a JPEG whose metadata segments are all in the head,
- * the image header and the EXIF/IPTC/XMP. Never rejects; whatever it could not settle is left out.
+ * The quick part of `inspectHead`: the type sniffed from the first bytes and the text head, without
+ * decoding anything (an upload to an object store names its object from it). Never rejects.
  */
-export async function inspectHead(head: Buffer, complete: boolean): Promise<HeadFindings> {
+export async function sniffHead(head: Buffer, complete: boolean): Promise<HeadFindings> {
   const out: HeadFindings = {};
+  const type = await fileTypeFromBuffer(head).catch(() => undefined);
+  // file-type may need bytes past the head for containers (zip, ...): only images and whole files are trusted.
+  if (complete || type?.mime.startsWith("image/")) out.detected = { type };
+  if (complete || !type) out.text = head.subarray(0, 4096);
+  return out;
+}
+
+/**
+ * Sniffs an upload from its first bytes (`complete`: they are the whole file) while the rest
+ * streams in: the type (`sniffHead`, or its promise when already asked), and for a whole file or a
+ * JPEG whose metadata segments are all in the head, the image header and the EXIF/IPTC/XMP. Never
+ * rejects; whatever it could not settle is left out.
+ */
+export async function inspectHead(
+  head: Buffer,
+  complete: boolean,
+  sniffed: Promise<HeadFindings> = sniffHead(head, complete),
+): Promise<HeadFindings> {
+  const out: HeadFindings = { ...(await sniffed) };
   try {
-    const type = await fileTypeFromBuffer(head).catch(() => undefined);
-    // file-type may need bytes past the head for containers (zip, ...): only images and whole files are trusted.
-    if (complete || type?.mime.startsWith("image/")) out.detected = { type };
-    if (complete || !type) out.text = head.subarray(0, 4096);
+    // Images are always in `detected` (see sniffHead).
+    const type = out.detected?.type;
     const jpeg = type?.mime === "image/jpeg" && jpegSegmentsWithin(head);
     if (type?.mime.startsWith("image/") && (complete || jpeg)) {
       const header = await readImageHeader(head, { animated: true }).catch(() => undefined);
@@ -232,6 +248,38 @@ async function extractMetadata(path: string | Buffer): Promise<Record<string, un
  * applied), format, page count and extracted metadata. Never decodes pixels. What `early`
  * (inspectHead on the upload's first bytes) already settled is not read again.
  */
+/** The type and extension of a file from what was detected in it, its first bytes and the client's name. */
+function sniffedType(
+  detected: FileTypeResult | undefined,
+  head: Buffer | undefined,
+  clientName: string,
+): { mime: string; extension: string } {
+  const hint = clientExtension(clientName);
+  if (detected && detected.ext !== "xml")
+    return { mime: detected.mime, extension: SAFE_EXT.test(detected.ext) ? detected.ext : "bin" };
+  if (head && looksLikeText(head)) {
+    if (looksLikeSvg(head.toString("utf8"))) return { mime: "image/svg+xml", extension: "svg" };
+    if (detected) return { mime: "application/xml", extension: "xml" };
+    if (hint && TEXT_TYPES[hint] && hint !== "svg") return { mime: TEXT_TYPES[hint]!, extension: hint };
+    return { mime: "text/plain", extension: "txt" };
+  }
+  return { mime: "application/octet-stream", extension: hint || "bin" };
+}
+
+/**
+ * The extension `analyseFile` will most likely give a file, known from its first bytes alone
+ * (`inspectHead`): an upload to an object store starts under the storage name this makes while
+ * the rest arrives. Undefined when the head does not tell (a container type file-type must read
+ * further). A guess: `analyseFile` decides, and the caller checks the two agree.
+ */
+export function likelyExtension(early: HeadFindings, clientName: string): string | undefined {
+  if (early.detected) {
+    const d = early.detected.type;
+    return sniffedType(d, d && d.ext !== "xml" ? undefined : early.text, clientName).extension;
+  }
+  return early.text ? sniffedType(undefined, early.text, clientName).extension : undefined;
+}
+
 export async function analyseFile(path: string, clientName: string, early: HeadFindings = {}): Promise<FileInfo> {
   const base: FileInfo = {
     type: "file",
@@ -245,30 +293,8 @@ export async function analyseFile(path: string, clientName: string, early: HeadF
     header: null,
   };
   const detected = early.detected ? early.detected.type : await fileTypeFromFile(path).catch(() => undefined);
-  const hint = clientExtension(clientName);
-  if (detected && detected.ext !== "xml") {
-    base.mime = detected.mime;
-    base.extension = SAFE_EXT.test(detected.ext) ? detected.ext : "bin";
-  } else {
-    const head = early.text ?? (await readHead(path));
-    if (looksLikeText(head)) {
-      if (looksLikeSvg(head.toString("utf8"))) {
-        base.mime = "image/svg+xml";
-        base.extension = "svg";
-      } else if (detected) {
-        base.mime = "application/xml";
-        base.extension = "xml";
-      } else if (hint && TEXT_TYPES[hint] && hint !== "svg") {
-        base.mime = TEXT_TYPES[hint]!;
-        base.extension = hint;
-      } else {
-        base.mime = "text/plain";
-        base.extension = "txt";
-      }
-    } else if (hint) {
-      base.extension = hint;
-    }
-  }
+  const head = detected && detected.ext !== "xml" ? undefined : (early.text ?? (await readHead(path)));
+  Object.assign(base, sniffedType(detected, head, clientName));
   if (base.mime.startsWith("image/")) {
     try {
       const m = early.header ?? (await readImageHeader(path, { animated: true }));

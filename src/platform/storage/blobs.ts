@@ -36,6 +36,13 @@ export type PutOptions = {
   durable?: boolean;
   /** Content type stored with the object (S3). */
   type?: string;
+  /**
+   * For `writer`: the object's size when known ahead. S3 then streams it in one PUT as it is
+   * written (up to SINGLE_PUT_MAX), so the upload runs while the bytes arrive even when they are
+   * fewer than a part; bytes that turn out more or fewer fail the write (`end` rejects) and no
+   * object is made.
+   */
+  size?: number;
 };
 
 export interface BlobStore {
@@ -57,8 +64,8 @@ export interface BlobStore {
   writer(key: string, options?: PutOptions): BlobWriter;
   /** The content (or a byte range of it) as a Blob read lazily; undefined when there is no such object. */
   get(key: string, range?: ByteRange): Promise<Blob | undefined>;
-  /** The content whole, or undefined. */
-  bytes(key: string): Promise<Uint8Array | undefined>;
+  /** The content (or a byte range of it) read at once, or undefined; one request on S3. */
+  bytes(key: string, range?: ByteRange): Promise<Uint8Array | undefined>;
   stat(key: string): Promise<BlobStat | undefined>;
   /** Removes an object; no error when it is not there. */
   delete(key: string): Promise<void>;

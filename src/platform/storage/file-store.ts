@@ -130,8 +130,8 @@ export class FileBlobStore implements BlobStore {
     return range ? f.slice(range.start, range.end) : f;
   }
 
-  async bytes(key: string): Promise<Uint8Array | undefined> {
-    const b = await this.get(key);
+  async bytes(key: string, range?: ByteRange): Promise<Uint8Array | undefined> {
+    const b = await this.get(key, range);
     return b ? new Uint8Array(await b.arrayBuffer()) : undefined;
   }
 

@@ -30,8 +30,21 @@ const STAT_FRESH_MS = 1000;
 /** Stats remembered at most. */
 const STATS_KEPT = 10_000;
 
+/** Objects up to this size are kept in memory once read whole (see `kept`). */
+const KEEP_OBJECT = 1024 * 1024;
+/** Bytes kept in memory at most, over all objects. */
+const KEEP_BYTES = 64 * 1024 * 1024;
+
 /** Parts of 8 MiB: a 64 MB upload is 8 parts; S3 wants at least 5 MiB each but the last. */
 export const PART_SIZE = 8 * 1024 * 1024;
+/**
+ * Objects of known size up to this go up in one streamed PUT (`writer` with `size`); larger ones in
+ * parts (one part retried, not the whole, and no 5 GiB limit). Measured on radosgw (bench s3):
+ * one streamed PUT of 64 MiB took about half the time of 8 MiB parts four at a time.
+ */
+export const SINGLE_PUT_MAX = 256 * 1024 * 1024;
+/** Bytes a streamed PUT holds before `write` waits for the connection to take them. */
+const PUT_AHEAD = 8 * 1024 * 1024;
 
 /**
  * The blob store of an S3-compatible bucket, through Bun's built-in S3Client (no SDK): objects
@@ -64,8 +77,44 @@ export class S3BlobStore implements BlobStore {
    */
   private readonly stats = new Map<string, { st: BlobStat; at: number }>();
 
+  /**
+   * Small objects read whole lately, with the ETag they had (least recently used first), so a busy
+   * media file is answered without a request to the store: `bytes` serves one while this process
+   * holds a fresh stat (STAT_FRESH_MS) with the same ETag. What another process changes is seen
+   * when the stat is asked again (as for `stats`); this process forgets what it writes or deletes.
+   */
+  private readonly kept = new Map<string, { etag: string; bytes: Uint8Array }>();
+  private keptBytes = 0;
+
   private forget(key: string): void {
     this.stats.delete(key);
+    const k = this.kept.get(key);
+    if (k) {
+      this.kept.delete(key);
+      this.keptBytes -= k.bytes.length;
+    }
+  }
+
+  /** The fresh stat this process holds of `key`, if any. */
+  private freshStat(key: string): BlobStat | undefined {
+    const hit = this.stats.get(key);
+    return hit && performance.now() - hit.at < STAT_FRESH_MS ? hit.st : undefined;
+  }
+
+  private keep(key: string, etag: string, bytes: Uint8Array): void {
+    if (bytes.length > KEEP_OBJECT) return;
+    const old = this.kept.get(key);
+    if (old) {
+      this.kept.delete(key);
+      this.keptBytes -= old.bytes.length;
+    }
+    this.kept.set(key, { etag, bytes });
+    this.keptBytes += bytes.length;
+    for (const [k, v] of this.kept) {
+      if (this.keptBytes <= KEEP_BYTES) break;
+      this.kept.delete(k);
+      this.keptBytes -= v.bytes.length;
+    }
   }
 
   private name(key: string): string {
@@ -98,6 +147,8 @@ export class S3BlobStore implements BlobStore {
 
   writer(key: string, options: PutOptions = {}): BlobWriter {
     this.forget(key);
+    if (options.size !== undefined && options.size <= SINGLE_PUT_MAX)
+      return this.streamedPut(key, options.size, options);
     const w = this.file(key).writer({ type: options.type, partSize: PART_SIZE, queueSize: 4, retry: 3 });
     return {
       write: async (chunk) => {
@@ -115,15 +166,91 @@ export class S3BlobStore implements BlobStore {
     };
   }
 
+  /**
+   * A writer of an object of known size: one PUT (through a presigned URL, as Bun's S3Client
+   * streams no request body of its own) whose body is fed by `write` while it is sent.
+   */
+  private streamedPut(key: string, size: number, options: PutOptions): BlobWriter {
+    let feed!: ReadableStreamDefaultController<Uint8Array>;
+    let wake: (() => void) | undefined;
+    const body = new ReadableStream<Uint8Array>(
+      {
+        start: (c) => {
+          feed = c;
+        },
+        pull: () => {
+          wake?.();
+          wake = undefined;
+        },
+      },
+      new ByteLengthQueuingStrategy({ highWaterMark: PUT_AHEAD }),
+    );
+    const url = this.s3.presign(this.name(key), { method: "PUT", expiresIn: 3600, type: options.type });
+    const sent = fetch(url, {
+      method: "PUT",
+      body,
+      headers: { "content-length": String(size), ...(options.type ? { "content-type": options.type } : {}) },
+      duplex: "half",
+    } as RequestInit).then(async (r) => {
+      if (!r.ok) {
+        const text = await r.text();
+        const code = /<Code>([^<]+)<\/Code>/.exec(text)?.[1];
+        explain(Object.assign(new Error(`PUT ${r.status}: ${code ?? text.slice(0, 200)}`), { code }));
+      }
+    });
+    sent.catch(() => {}); // seen by end() or abort()
+    let open = true;
+    const settled = sent.then(
+      () => {},
+      () => {},
+    );
+    return {
+      // Waits while PUT_AHEAD bytes are not sent yet (or until the request has ended, failed).
+      write: async (chunk) => {
+        if (!open) return;
+        feed.enqueue(chunk);
+        while (open && (feed.desiredSize ?? 1) <= 0) {
+          const more = new Promise<void>((r) => (wake = r));
+          if ((await Promise.race([more.then(() => true), settled.then(() => false)])) === false) open = false;
+        }
+      },
+      end: async () => {
+        if (open) feed.close();
+        open = false;
+        await sent.catch(explain);
+        this.forget(key);
+      },
+      abort: async () => {
+        if (open) feed.error(new Error("aborted"));
+        open = false;
+        await sent.catch(() => {});
+        await this.delete(key).catch(() => {});
+      },
+    };
+  }
+
   async get(key: string, range?: ByteRange): Promise<Blob | undefined> {
     const f = this.file(key);
     if (!(await f.exists().catch(explain))) return undefined;
     return range ? f.slice(range.start, range.end) : f;
   }
 
-  async bytes(key: string): Promise<Uint8Array | undefined> {
+  async bytes(key: string, range?: ByteRange): Promise<Uint8Array | undefined> {
+    const st = this.freshStat(key);
+    const held = st ? this.kept.get(key) : undefined;
+    if (st && held && held.etag === st.etag) {
+      // Most recently used last.
+      this.kept.delete(key);
+      this.kept.set(key, held);
+      return range ? held.bytes.subarray(range.start, range.end) : held.bytes;
+    }
     try {
-      return await this.file(key).bytes();
+      const f = this.file(key);
+      if (range) return await f.slice(range.start, range.end).bytes();
+      const bytes = await f.bytes();
+      // Kept under the ETag of the stat taken before the read (this request's, usually).
+      if (st && st.size === bytes.length) this.keep(key, st.etag, bytes);
+      return bytes;
     } catch (err) {
       if (isMissing(err)) return undefined;
       throw explain(err);
