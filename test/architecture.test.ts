@@ -581,6 +581,10 @@ const MODULE_STATE = new Map<string, string>([
     "db/unit.ts: stamps",
     "per connection: change counts of asynchronous units (the caches' stamps); SHARED-DB like db/mutate.ts counts",
   ],
+  [
+    "db/wal-sync.ts: syncs",
+    "per connection: the sync of its write-ahead log under way and the next one (group commit)",
+  ],
   ["db/unit.ts: holders", "per connection: the asynchronous unit or read holding it now"],
   ["db/unit.ts: guard", "whether the yield guard is on (tests, APIS_YIELD_GUARD)"],
   ["features/dam/dam.transform.ts: sharpConfigured", "sharp's process-wide settings applied once"],

@@ -6,7 +6,8 @@ import { afterCommit } from "../../db/mutate";
 import type { Answer } from "../../core/answer";
 import type { Actor } from "../../core/actor";
 import { inProject } from "../projects/projects.api";
-import { type Tx } from "../../db/connection";
+import { type Tx, withoutSync } from "../../db/connection";
+import { walSynced } from "../../db/wal-sync";
 import { assetVersions, type FileFacts } from "./assets.table";
 import { missing, unprocessable } from "../../core/errors";
 import type { ReceivedFile } from "../../platform/storage/storage";
@@ -93,6 +94,7 @@ export async function storeUpload(
   const local = blobs.kind === "file";
   let moved: string | undefined;
   let uploaded: string | undefined;
+  let answer: Answer;
   try {
     const info = await analyseFile(file.path, file.filename, await early);
     const facts = info.type === "image" && info.header ? factsOf(info.header) : null;
@@ -126,87 +128,92 @@ export async function storeUpload(
         await blobs.putFile(uploaded, file.path, { type: info.mime || undefined });
       }
     }
-    return inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
-      const root = ensureRoot(tx, log, projectGid);
-      const t = now();
-      const fileCols: FileColumns = {
-        extension: info.extension,
-        mime: info.mime,
-        size: file.size,
-        sha256: file.sha256,
-        width: info.width,
-        height: info.height,
-        format: info.format,
-        pages: info.pages,
-        extracted: info.extracted,
-        facts,
-      };
-      if (placed) {
-        const parent = requireFolder(tx, log, projectGid, { gid: input.parent, pathname: input.pathname }, root);
-        const { gid, storage } = placed;
-        const free = freeName(tx, projectGid, parent.gid, name!);
-        const r = insertFile(tx).get({
-          gid,
-          project: projectGid,
-          parent: parent.gid,
-          pathname: childPath(parent.pathname ?? "/", free),
+    // Durable (--sqlite-synchronous full): the row is committed without waiting for the disk, and
+    // the log is synced below, on the thread pool, before the answer (`walSynced`): meanwhile the
+    // event loop goes on with other uploads' bytes, and uploads committed together share one sync.
+    answer = withoutSync(ctx.db, ctx.config.sqliteSynchronous, () =>
+      inProject(ctx, actor, projectGid, "member", ({ tx, log }) => {
+        const root = ensureRoot(tx, log, projectGid);
+        const t = now();
+        const fileCols: FileColumns = {
+          extension: info.extension,
+          mime: info.mime,
+          size: file.size,
+          sha256: file.sha256,
+          width: info.width,
+          height: info.height,
+          format: info.format,
+          pages: info.pages,
+          extracted: info.extracted,
+          facts,
+        };
+        if (placed) {
+          const parent = requireFolder(tx, log, projectGid, { gid: input.parent, pathname: input.pathname }, root);
+          const { gid, storage } = placed;
+          const free = freeName(tx, projectGid, parent.gid, name!);
+          const r = insertFile(tx).get({
+            gid,
+            project: projectGid,
+            parent: parent.gid,
+            pathname: childPath(parent.pathname ?? "/", free),
+            type: info.type,
+            name: free,
+            storage,
+            ...fileColumnParams(fileCols),
+            t,
+            user: userGid,
+          })!;
+          log.project(projectGid, "INSERT", "assets", gid);
+          parentChanged(log, projectGid, parent.gid);
+          // The folder's row is as read above (only its child count moved, which the answer counts).
+          return answerOf(tx, projectGid, { parent: parent.gid, asset: gid }, [r, parent]);
+        }
+        const a = requireAsset(tx, projectGid, input.target);
+        if (a.type === "folder")
+          throw unprocessable("A folder has no file to update", { asset: a.gid, reason: "invalid file upload" });
+        const version = a.version + 1;
+        const storage = storageName(a.gid, version, info.extension);
+        if (!local && uploaded !== originalKey(projectGid, storage))
+          throw unprocessable("The asset changed while its new version was uploaded; upload it again", {
+            asset: a.gid,
+            reason: "concurrent upload",
+          });
+        if (a.storageName) {
+          insertVersion(tx).run({
+            project: projectGid,
+            gid: a.gid,
+            version: a.version,
+            storage: a.storageName,
+            name: a.name,
+            ...fileColumnParams(a),
+            created: a.updatedOn,
+            createdBy: a.updatedBy,
+            replaced: t,
+          });
+        }
+        const removed = pruneVersions(tx, projectGid, a.gid, ctx.config.assetVersionsKept);
+        afterCommit(ctx.db, () => removeOriginals(ctx, projectGid, removed));
+        let r = newFileVersion(tx).get({
+          id: a.id,
           type: info.type,
-          name: free,
+          version,
           storage,
           ...fileColumnParams(fileCols),
           t,
           user: userGid,
         })!;
-        log.project(projectGid, "INSERT", "assets", gid);
-        parentChanged(log, projectGid, parent.gid);
-        // The folder's row is as read above (only its child count moved, which the answer counts).
-        return answerOf(tx, projectGid, { parent: parent.gid, asset: gid }, [r, parent]);
-      }
-      const a = requireAsset(tx, projectGid, input.target);
-      if (a.type === "folder")
-        throw unprocessable("A folder has no file to update", { asset: a.gid, reason: "invalid file upload" });
-      const version = a.version + 1;
-      const storage = storageName(a.gid, version, info.extension);
-      if (!local && uploaded !== originalKey(projectGid, storage))
-        throw unprocessable("The asset changed while its new version was uploaded; upload it again", {
-          asset: a.gid,
-          reason: "concurrent upload",
-        });
-      if (a.storageName) {
-        insertVersion(tx).run({
-          project: projectGid,
-          gid: a.gid,
-          version: a.version,
-          storage: a.storageName,
-          name: a.name,
-          ...fileColumnParams(a),
-          created: a.updatedOn,
-          createdBy: a.updatedBy,
-          replaced: t,
-        });
-      }
-      const removed = pruneVersions(tx, projectGid, a.gid, ctx.config.assetVersionsKept);
-      afterCommit(ctx.db, () => removeOriginals(ctx, projectGid, removed));
-      let r = newFileVersion(tx).get({
-        id: a.id,
-        type: info.type,
-        version,
-        storage,
-        ...fileColumnParams(fileCols),
-        t,
-        user: userGid,
-      })!;
-      log.project(projectGid, "UPDATE", "assets", a.gid);
-      if (name && input.name && name !== a.name) {
-        if (nameTaken(tx, projectGid, a.parent!, name, a.id)) throw nameInUse(a.parent!, name);
-        r = relocate(tx, log, r, { parent: findAsset(tx, projectGid, a.parent!)!, name }, userGid);
-      }
-      if (local) {
-        moved = originalPath(ctx, projectGid, storage);
-        placeOriginal(file.path, moved, durable);
-      }
-      return withParent(tx, projectGid, { asset: a.gid }, r);
-    });
+        log.project(projectGid, "UPDATE", "assets", a.gid);
+        if (name && input.name && name !== a.name) {
+          if (nameTaken(tx, projectGid, a.parent!, name, a.id)) throw nameInUse(a.parent!, name);
+          r = relocate(tx, log, r, { parent: findAsset(tx, projectGid, a.parent!)!, name }, userGid);
+        }
+        if (local) {
+          moved = originalPath(ctx, projectGid, storage);
+          placeOriginal(file.path, moved, durable);
+        }
+        return withParent(tx, projectGid, { asset: a.gid }, r);
+      }),
+    );
   } catch (err) {
     file.finish?.(false).catch(() => {}); // closes the file when it was not synced yet
     rmSync(file.path, { force: true });
@@ -214,6 +221,9 @@ export async function storeUpload(
     if (uploaded) await blobs.delete(uploaded).catch(() => {}); // else the sweep removes it (assets.housekeeping)
     throw err;
   }
+  // Committed: a failing sync is an error answer, but the files stay (the row names them).
+  if (durable) await walSynced(ctx.db);
+  return answer;
 }
 
 /** Deletes the rows of earlier versions beyond the newest `keep`; returns their storage names. */
