@@ -41,14 +41,17 @@ export async function run(): Promise<BenchResult> {
   const beside: string[] = [];
   for (const row of r.rows) {
     const twin = [...before].find(([m]) => shape(m) === shape(row.metric));
-    if (twin)
-      beside.push(`${row.metric.split(" (")[0]}: ${row.value} ${row.unit} at ${N} records, ${twin[1]} at 100,000`);
+    if (!twin) continue;
+    const old = Number.parseFloat(twin[1]);
+    const times = old > 0 && Number.isFinite(row.value) ? ` (×${Math.round((row.value / old) * 100) / 100})` : "";
+    beside.push(`${row.metric.split(" (")[0]}: ${twin[1]} at 100,000, ${row.value} ${row.unit} at ${N}${times}`);
   }
   return {
     ...r,
     notes: [
       ...(r.notes ?? []),
-      `Beside the 100,000-record run (the records section, its own date): ${beside.join("; ")}.`,
+      `Beside the 100,000-record run (the records section, its own date and machine load): ${beside.join("; ")}.`,
+      "Why figures grow, or do not: bulk/get pages by id (keyset), so a page costs the same at any size (the row reads its first 100 pages). A children page is a seek in the orderings index (parent, ordering, position) and 100 rows: one level deeper in the B-tree, and the big parent has 10,000 children at both sizes. A search for `+word word` reads the full-text index's lists of the two words, which hold about ten times as many records at ten times the catalogue, and the field filter is checked on each hit: its cost grows with the hits (the row gives their average). An update of one value touches one record, its search text and the change log: one more B-tree level at most. A move writes the same 3 rows. The database grows in proportion (bytes per record), and rebuilding an index reads and sorts every row (n log n).",
     ],
   };
 }
