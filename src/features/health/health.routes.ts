@@ -5,7 +5,6 @@ import { errorResponse, ok } from "../../http/envelope";
 import { describe } from "../../http/openapi";
 import type { Ctx } from "../../platform/context";
 import { metricsOn } from "../../platform/metrics";
-import { registryOf } from "../../platform/prometheus";
 import { health } from "./health.service";
 
 const healthy = {
@@ -63,7 +62,8 @@ export function healthRoutes(ctx: Ctx) {
         if (!given || !sameToken(given, ctx.config.metricsToken))
           throw new ApiError(401, "Permission denied", {}, { "www-authenticate": 'Bearer realm="apis-metrics"' });
       }
-      const registry = registryOf(ctx);
+      // prom-client is loaded by the first scrape (src/platform/prometheus.ts).
+      const registry = (await import("../../platform/prometheus")).registryOf(ctx);
       return new Response(await registry.metrics(), { headers: { "content-type": registry.contentType } });
     },
     { detail: { hide: true } },
