@@ -14,13 +14,17 @@
  * - cold start of the executable to its first `/api/ping` answer on an empty data folder
  *   (< 50 ms, issue 41), copied alone into an empty folder and started alternately with the
  *   ceiling, with the start-up steps Apis reports at `--log-level debug`;
- * - resident memory one second after start (< 48 MB, issue 41), anonymous and file-backed.
+ * - resident memory one second after start (< 48 MB, issue 41), anonymous and file-backed, and
+ *   (for information) one second after a first API request, once the features are loaded.
+ *
+ * `BENCH_API_ONLY=start` measures only the start-up rows (cold start, memory): about 30 s.
  *
  * Apis and the bare servers each run in their own process; autocannon runs in this one.
  */
 import { Database } from "bun:sqlite";
 import { chmodSync, copyFileSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { pingAnswer } from "../src/http/ping";
 import {
   BUN,
   executable,
@@ -43,6 +47,8 @@ import {
 
 const USER = { username: "bench", email: "bench@example.test", password: "bench-password-1" };
 const COLD_RUNS = Number(process.env.BENCH_COLD_RUNS ?? 5);
+/** `start`: only the start-up rows (the executable's cold start and memory). */
+const ONLY_START = process.env.BENCH_API_ONLY === "start";
 const LOAD_SECONDS = Number(process.env.BENCH_LOAD_SECONDS ?? 20);
 const LOAD_CONNECTIONS = 200;
 /** Projects of the user when init is asked for each in turn: more than Apis keeps init payloads of (128). */
@@ -145,6 +151,27 @@ async function coldStarts(
   };
 }
 
+/**
+ * One start, one ping, then one API request (`GET /api/languages/get`, a 401 without a token: it
+ * loads the features and builds the framework's app); resident memory a second after that.
+ */
+async function afterFirstRequest(exe: string[], cwd: string): Promise<Cold> {
+  const data = tempDir();
+  const port = await freePort();
+  let child: Child | undefined;
+  try {
+    child = await spawnServer(apisCommand(exe, port, data), port, { cwd });
+    const res = await fetch(`${child.url}/api/languages/get`);
+    await res.arrayBuffer();
+    if (res.status !== 401) throw new Error(`/api/languages/get without a token: ${res.status}, not 401`);
+    await Bun.sleep(1000);
+    return { ms: child.startedMs, mb: rssMb(child.pid), ...rssParts(child.pid) };
+  } finally {
+    await child?.stop();
+    removeDir(data);
+  }
+}
+
 /** One start at `--log-level debug`: the start-up steps Apis printed (`start-up timings`), as text. */
 async function startupSteps(exe: string[], cwd: string): Promise<string> {
   const data = tempDir();
@@ -171,14 +198,97 @@ async function startupSteps(exe: string[], cwd: string): Promise<string> {
   return line ? line.slice(line.indexOf("start-up timings")) : "(no start-up timings line)";
 }
 
+/**
+ * The start-up rows: the executable (built fresh, copied alone into an empty folder) started
+ * alternately with the bare server replaying `answersFile`; its cold start and memory.
+ */
+async function startRows(bareDir: string, answersFile: string): Promise<{ rows: Row[]; notes: string[] }> {
+  let aloneDir: string | undefined;
+  try {
+    const exeBuilt = await executable(bareDir);
+    // As it is shipped: the executable copied alone into an empty folder, started there.
+    let exe = sourceExe;
+    let cwd = join(import.meta.dir, "..");
+    if (exeBuilt.path) {
+      cwd = tempDir();
+      aloneDir = cwd;
+      copyFileSync(exeBuilt.path, join(cwd, "apis"));
+      chmodSync(join(cwd, "apis"), 0o755);
+      exe = [join(cwd, "apis")];
+    }
+    const binary = exeBuilt.path;
+    const bareServer = join(import.meta.dir, "bare-server.ts");
+    const colds = await coldStarts(
+      (port, dir) => apisCommand(exe, port, dir),
+      (port) => [BUN, bareServer, String(port), answersFile],
+      cwd,
+    );
+    const cold = colds.subject;
+    const bareCold = colds.ceiling;
+    const steps = await startupSteps(exe, cwd);
+
+    const loaded = await afterFirstRequest(exe, cwd);
+    const notes = [
+      `Cold start: spawn of ${exeBuilt.note}, copied alone into an empty folder and started there, to the first 200 from /api/ping on a fresh data folder (the database written from its image, the JWT secret), median of ${COLD_RUNS} (${colds.runs.subject.join(", ")} ms); ceiling: the bare server (\`bun bench/bare-server.ts\`) started the same way, alternately with Apis (${colds.runs.ceiling.join(", ")} ms). RSS: VmRSS one second after that answer, median: Apis ${round(cold.anon, 1)} MB anonymous (JavaScript heap, malloc) + ${round(cold.file, 1)} MB file-backed (pages of the executable: Bun's own code and the embedded bytecode), the ceiling ${round(bareCold.anon, 1)} + ${round(bareCold.file, 1)} MB; A second after a first API request (which loads the features and builds the framework's app): ${round(loaded.mb, 1)} MB (${round(loaded.anon, 1)} + ${round(loaded.file, 1)}).`,
+      `Start-up steps of one start (\`apis serve --log-level debug\`, ms since the process began): ${steps}`,
+    ];
+    const rows: Row[] = [
+      {
+        metric: `cold start to first ping (${binary ? "executable" : "bun src/main.ts"})`,
+        value: round(cold.ms, 0),
+        unit: "ms",
+        ceiling: round(bareCold.ms, 0),
+        ratio: round(cold.ms / bareCold.ms),
+        target: "< 50 ms",
+      },
+      {
+        metric: `idle RSS 1 s after start (${binary ? "executable" : "bun src/main.ts"})`,
+        value: round(cold.mb, 1),
+        unit: "MB",
+        ceiling: round(bareCold.mb, 1),
+        ratio: round(cold.mb / bareCold.mb),
+        target: "< 48 MB",
+      },
+      {
+        metric: `RSS 1 s after a first API request (features loaded, ${binary ? "executable" : "bun src/main.ts"})`,
+        value: round(loaded.mb, 1),
+        unit: "MB",
+        ceiling: round(bareCold.mb, 1),
+        ratio: round(loaded.mb / bareCold.mb),
+      },
+    ];
+    return { rows, notes };
+  } finally {
+    if (aloneDir) removeDir(aloneDir);
+  }
+}
+
 export async function run(): Promise<BenchResult> {
+  if (ONLY_START) {
+    const dir = tempDir();
+    try {
+      // The bare server replays Apis' ping answer, the same bytes.
+      const answersFile = join(dir, "answers.json");
+      writeFileSync(answersFile, JSON.stringify({ "/api/ping": await capture(pingAnswer()) }));
+      const start = await startRows(dir, answersFile);
+      return {
+        name: "api",
+        rows: start.rows,
+        notes: [
+          ...start.notes,
+          "Only the start-up rows were measured in this run (`BENCH_API_ONLY=start`); `npm run bench -- api` measures the others.",
+        ],
+      };
+    } finally {
+      removeDir(dir);
+    }
+  }
   const notes: string[] = [];
   const data = tempDir();
   const bareDir = tempDir();
   let apis: Child | undefined;
   let bare: Child | undefined;
   let authBare: Child | undefined;
-  let aloneDir: string | undefined;
   try {
     await cli([
       "user",
@@ -327,35 +437,15 @@ export async function run(): Promise<BenchResult> {
     for (const c of [apis, bare, authBare]) await c.stop();
     apis = bare = authBare = undefined;
 
-    const exeBuilt = await executable(bareDir);
-    // As it is shipped: the executable copied alone into an empty folder, started there.
-    let exe = sourceExe;
-    let cwd = join(import.meta.dir, "..");
-    if (exeBuilt.path) {
-      cwd = tempDir();
-      aloneDir = cwd;
-      copyFileSync(exeBuilt.path, join(cwd, "apis"));
-      chmodSync(join(cwd, "apis"), 0o755);
-      exe = [join(cwd, "apis")];
-    }
-    const binary = exeBuilt.path;
-    const bareServer = join(import.meta.dir, "bare-server.ts");
-    const colds = await coldStarts(
-      (port, dir) => apisCommand(exe, port, dir),
-      (port) => [BUN, bareServer, String(port), answersFile],
-      cwd,
-    );
-    const cold = colds.subject;
-    const bareCold = colds.ceiling;
-    const steps = await startupSteps(exe, cwd);
+    const start = await startRows(bareDir, answersFile);
 
     notes.push(
       `Throughput: autocannon, ${CONNECTIONS} connections, ${SECONDS} s per round, ${ROUNDS} alternating rounds per pair after a warm-up; each server in its own process, autocannon in the benchmark's. Apis runs as \`bun src/main.ts serve --rate-limit ${RATE_LIMIT}\` (the default 200 requests/s per user and project would refuse the load; both servers still take from the token bucket).`,
       `Ceilings: /api/ping against bench/bare-server.ts (a Bun.serve replaying Apis' bytes); project init (${initBytes} bytes, a user owning 2 projects) and users/get (${usersBytes} bytes, the caller itself) against bench/auth-bare.ts on a copy of the same database: HS256 verified with Bun.CryptoHasher (as Apis) and the same claims checks, token holder (active, token version), membership (active) and its request limit, then the same SQL as prepared statements in one read transaction and the same JSON; no framework, request log, request ids, metrics or CORS.`,
       `Init payloads: Apis keeps a caller's init payload until the next write to its database, and sends its JSON encoded once (src/features/session/session.service.ts projectInitOf); the ceiling builds it on every request. The rows above ask for the same init again and again, so Apis answers them from what it kept (the access checks run on every request). The row "built on every request" measures the payload built anew: the user owns ${MANY_PROJECTS} projects (more than the 128 payloads Apis keeps) and the requests of all connections ask for the init of each project in turn (${manyBytes} bytes for the first), against the ceiling on a new copy of the database.`,
       `Under load: ${LOAD_CONNECTIONS} connections on project init for ${LOAD_SECONDS} s: ${round(heavy.rps, 0)} req/s, p50 ${heavy.p50} ms, p99 ${heavy.p99} ms; the load tool (autocannon, this process) used ${round(toolShare * 100, 0)}% of a core and Apis ${round(apisShare * 100, 0)}% of a core on this ${navigator.hardwareConcurrency}-core machine. The ceiling under the same load for ${Math.min(LOAD_SECONDS, 10)} s: ${round(heavyCeiling.rps, 0)} req/s, p99 ${heavyCeiling.p99} ms.`,
-      `Cold start: spawn of ${exeBuilt.note}, copied alone into an empty folder and started there, to the first 200 from /api/ping on a fresh data folder (the database written from its image, the JWT secret), median of ${COLD_RUNS} (${colds.runs.subject.join(", ")} ms); ceiling: the bare server (\`bun bench/bare-server.ts\`) started the same way, alternately with Apis (${colds.runs.ceiling.join(", ")} ms). RSS: VmRSS one second after that answer, median: Apis ${round(cold.anon, 1)} MB anonymous (JavaScript heap, malloc) + ${round(cold.file, 1)} MB file-backed (pages of the executable: Bun's own code and the embedded bytecode), the ceiling ${round(bareCold.anon, 1)} + ${round(bareCold.file, 1)} MB; Apis' RSS after the load runs was ${round(afterLoad, 1)} MB.`,
-      `Start-up steps of one start (\`apis serve --log-level debug\`, ms since the process began): ${steps}`,
+      ...start.notes,
+      `Apis' RSS after the load runs (\`bun src/main.ts\`) was ${round(afterLoad, 1)} MB.`,
     );
     const rows: Row[] = [
       {
@@ -398,22 +488,7 @@ export async function run(): Promise<BenchResult> {
         target: "< 50 ms",
       },
       { metric: "load tool's own CPU during that run", value: round(toolShare * 100, 0), unit: "% of a core" },
-      {
-        metric: `cold start to first ping (${binary ? "executable" : "bun src/main.ts"})`,
-        value: round(cold.ms, 0),
-        unit: "ms",
-        ceiling: round(bareCold.ms, 0),
-        ratio: round(cold.ms / bareCold.ms),
-        target: "< 50 ms",
-      },
-      {
-        metric: `idle RSS 1 s after start (${binary ? "executable" : "bun src/main.ts"})`,
-        value: round(cold.mb, 1),
-        unit: "MB",
-        ceiling: round(bareCold.mb, 1),
-        ratio: round(cold.mb / bareCold.mb),
-        target: "< 48 MB",
-      },
+      ...start.rows,
     ];
     return { name: "api", rows, notes };
   } finally {
@@ -422,6 +497,5 @@ export async function run(): Promise<BenchResult> {
     await authBare?.stop();
     removeDir(data);
     removeDir(bareDir);
-    if (aloneDir) removeDir(aloneDir);
   }
 }

@@ -196,8 +196,19 @@ async function writeFromMemory(
 }
 
 export async function run(): Promise<BenchResult> {
-  const data = tempDir();
+  return runExcel("excel");
+}
+
+/**
+ * The Excel benchmark; with `catalogue`, in a data folder that already holds the records
+ * benchmark's catalogue of that many records (a copy of the kept one, bench/catalogue.ts): the
+ * import's project is a new one beside it, its rows going into the same tables and indexes.
+ */
+export async function runExcel(name: string, catalogue?: number): Promise<BenchResult> {
   const work = tempDir("apis-excel-bench-");
+  const catalogueNotes: string[] = [];
+  const made = catalogue ? await (await import("./catalogue")).catalogueFor(catalogue, catalogueNotes) : undefined;
+  const data = made?.data ?? tempDir();
   let apis: Child | undefined;
   try {
     await cli([
@@ -411,9 +422,10 @@ export async function run(): Promise<BenchResult> {
       },
     ];
     return {
-      name: "excel",
+      name,
       rows: out,
       notes: [
+        ...catalogueNotes,
         `Import: ${ROWS} new rows (no gid) of a 40-column \`article\` (14 textlines, 4 texts, 6 numbers, 6 decimals with 2 decimals, 4 booleans, 3 value lists, 3 textlists; 6 localized), uploaded as multipart to \`records/excel/update\`; uploads over 2 MiB run as the \`records_excel_update\` job, which reads with exceljs' streaming WorkbookReader and applies 500 rows per transaction (each created with its values in one insert, validated by the field schemas, with search rows, orderings and a \`records\` sync item). Timed from the start of the upload to the job's \`done\` (polled every 100 ms with jobs/get). Ceiling: the same file read by exceljs' WorkbookReader (same options) plus one prepared INSERT per row (gid + JSON of the 40 values) in 500-row transactions on a WAL database, in the benchmark process; import/ceiling in rows per second.`,
         `Export: \`records/excel/children\` with download: true (the server pages through the children 500 at a time into exceljs' streaming WorkbookWriter) plus the download of the file; ceiling: exceljs' streaming WorkbookWriter writing the same 100,000 × 41 cells from an array in memory with the same column styles, in the benchmark process; ratio = ceiling time / export time.`,
         "CPU rows: the server's user + system CPU seconds during the import (/proc/<pid>/stat) against the benchmark process's CPU seconds for the ceiling (process.cpuUsage): steadier than wall time on a loaded machine. The import reads the workbook in a worker thread while the main thread applies the rows; the per-thread row (/proc/<pid>/task/*/stat, sampled every 100 ms) shows both halves: with two cores free the import takes about as long as the larger of the two.",
@@ -422,7 +434,8 @@ export async function run(): Promise<BenchResult> {
     };
   } finally {
     await apis?.stop();
-    removeDir(data);
+    if (made) made.done();
+    else removeDir(data);
     removeDir(work);
   }
 }

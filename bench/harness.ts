@@ -58,7 +58,8 @@ export async function spawnServer(
     cwd: opts.cwd ?? ROOT,
     env: { ...process.env, ...opts.env },
     stdout: "ignore",
-    stderr: "pipe",
+    // BENCH_STDERR=1: the servers' own error output on this one's (to see why a run failed).
+    stderr: process.env.BENCH_STDERR ? "inherit" : "pipe",
   });
   const deadline = t0 + (opts.timeoutMs ?? 30_000);
   const stop = async () => {

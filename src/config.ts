@@ -1,17 +1,67 @@
 import { Cron } from "croner";
 import { resolve } from "node:path";
-import { z } from "zod";
 import { parseAddressList } from "./core/net";
 
 /**
  * Every setting of Apis in one table: flag (`--port`) over environment variable (`APIS_PORT`)
  * over default. `apis --help` and the README list the same table.
  *
- * A setting's zod schema is built only when a flag or the environment gives it a value to check
- * (`loadConfig`): building and running the fifty of them took a tenth of a cold start.
+ * Each setting has a small checker of its own (`schema().safeParse(raw)`, the shape zod's schemas
+ * have): zod, which these were written with, cost a cold start about 8 MB of memory and a few
+ * milliseconds to load, for fifty plain values.
  */
-type Lazy<T extends z.ZodType = z.ZodType> = () => T;
-const int = (min: number, max: number) => () => z.coerce.number().int().min(min).max(max);
+type Parsed<T> =
+  | { success: true; data: T }
+  | { success: false; data?: undefined; error: { issues: { message: string }[] } };
+type Schema<T> = { safeParse: (raw: unknown) => Parsed<T> };
+type Lazy<T = unknown> = () => Schema<T>;
+/** What a setting's schema gives. */
+type Output<S> = S extends Schema<infer T> ? T : never;
+const valid = <T>(data: T): Parsed<T> => ({ success: true, data });
+const invalid = (message: string): Parsed<never> => ({ success: false, error: { issues: [{ message }] } });
+/** A schema from a check that gives the value, or the reason it is refused as a string in `{ refused }`. */
+const checked =
+  <T>(check: (raw: unknown) => T | { refused: string }): Lazy<T> =>
+  () => ({
+    safeParse: (raw) => {
+      const out = check(raw);
+      return typeof out === "object" && out !== null && "refused" in out ? invalid(out.refused) : valid(out as T);
+    },
+  });
+const NOT_TEXT = { refused: "expected text" };
+/** A whole number from min to max (text of digits, as flags and the environment give it, or a number). */
+const int = (min: number, max: number) =>
+  checked<number>((raw) => {
+    const n = typeof raw === "number" ? raw : typeof raw === "string" && raw.trim() !== "" ? Number(raw) : NaN;
+    if (!Number.isFinite(n)) return { refused: "expected a number" };
+    if (!Number.isInteger(n)) return { refused: "expected a whole number" };
+    if (n < min) return { refused: `too small: must be at least ${min}` };
+    if (n > max) return { refused: `too big: must be at most ${max}` };
+    return n;
+  });
+/** Any text (`min`: at least that many characters, `message` saying so; `orEmpty`: or none at all). */
+const text = (min = 0, message?: string, orEmpty = false) =>
+  checked<string>((raw) => {
+    if (typeof raw !== "string") return NOT_TEXT;
+    if (raw.length >= min || (orEmpty && raw === "")) return raw;
+    return { refused: message ?? `too short: at least ${min} character${min === 1 ? "" : "s"}` };
+  });
+/** One of these words. */
+const oneOf = <const T extends readonly [string, ...string[]]>(values: T) =>
+  checked<T[number]>((raw) =>
+    typeof raw === "string" && values.includes(raw)
+      ? (raw as T[number])
+      : { refused: `expected one of ${values.map((v) => JSON.stringify(v)).join(", ")}` },
+  );
+/** A URL (as `new URL` reads it), or "" for none. */
+const urlOrEmpty = () =>
+  checked<string>((raw) => {
+    if (typeof raw !== "string") return NOT_TEXT;
+    return raw === "" || URL.canParse(raw) ? raw : { refused: "not a URL" };
+  });
+/** Text matching `pattern`, else refused with `message`. */
+const matching = (pattern: RegExp, message: string) =>
+  checked<string>((raw) => (typeof raw !== "string" ? NOT_TEXT : pattern.test(raw) ? raw : { refused: message }));
 /**
  * A size in bytes: a whole number, or a number with a binary suffix K, M, G or T (optionally
  * followed by B or iB: `512K`, `10M`, `1.5G`, `2GiB`), as README writes them.
@@ -46,81 +96,73 @@ const formatSize = (n: number) => {
 /** The schemas of sizes, whose defaults are written as text (`1G`) and used as bytes. */
 const sizeSchemas = new WeakSet<Lazy>();
 const size = (min: number, max: number) => {
-  const schema = () =>
-    z.union([z.number(), z.string()]).transform((raw, c) => {
-      const n = parseSize(raw);
-      if (n === undefined) {
-        c.addIssue({ code: "custom", message: "not a size (bytes, or a number with K, M, G or T: 512K, 10M, 2G)" });
-        return z.NEVER;
-      }
-      if (n < min || n > max) {
-        c.addIssue({ code: "custom", message: `must be between ${formatSize(min)} and ${formatSize(max)}` });
-        return z.NEVER;
-      }
-      return n;
-    });
+  const schema = checked<number>((raw) => {
+    const n = parseSize(raw);
+    if (n === undefined) return { refused: "not a size (bytes, or a number with K, M, G or T: 512K, 10M, 2G)" };
+    if (n < min || n > max) return { refused: `must be between ${formatSize(min)} and ${formatSize(max)}` };
+    return n;
+  });
   sizeSchemas.add(schema);
   return schema;
 };
-const bool = () =>
-  z.union([
-    z.boolean(),
-    z.enum(["true", "false", "1", "0", "yes", "no"]).transform((v) => ["true", "1", "yes"].includes(v)),
-  ]);
+const bool = checked<boolean>((raw) =>
+  typeof raw === "boolean"
+    ? raw
+    : typeof raw === "string" && ["true", "false", "1", "0", "yes", "no"].includes(raw)
+      ? ["true", "1", "yes"].includes(raw)
+      : { refused: "expected true or false (also 1/0, yes/no)" },
+);
 /** Whether a schedule setting means "never" ("" or "off"). */
 export function isOff(pattern: string): boolean {
   return pattern.trim() === "" || pattern.trim().toLowerCase() === "off";
 }
 
 /** A croner pattern (5 or 6 fields, local time), or "" / "off" to disable. */
-const cron = () =>
-  z.string().refine((p) => {
-    if (isOff(p)) return true;
-    try {
-      new Cron(p, { paused: true }).stop();
-      return true;
-    } catch {
-      return false;
-    }
-  }, 'not a valid cron pattern (e.g. "30 3 * * *", or off)');
+const cron = checked<string>((raw) => {
+  if (typeof raw !== "string") return NOT_TEXT;
+  if (isOff(raw)) return raw;
+  try {
+    new Cron(raw, { paused: true }).stop();
+    return raw;
+  } catch {
+    return { refused: 'not a valid cron pattern (e.g. "30 3 * * *", or off)' };
+  }
+});
 
 /** A comma list of IP addresses and CIDR blocks (IPv4 or IPv6), kept as the string. */
-const addressList = () =>
-  z.string().refine((v) => {
-    try {
-      parseAddressList(v);
-      return true;
-    } catch {
-      return false;
-    }
-  }, "not a comma list of addresses or CIDRs (e.g. 127.0.0.1/8,::1,10.0.0.5)");
+const addressList = checked<string>((raw) => {
+  if (typeof raw !== "string") return NOT_TEXT;
+  try {
+    parseAddressList(raw);
+    return raw;
+  } catch {
+    return { refused: "not a comma list of addresses or CIDRs (e.g. 127.0.0.1/8,::1,10.0.0.5)" };
+  }
+});
 
 export const settings = {
   port: { env: "APIS_PORT", flag: "port", schema: int(0, 65535), default: 8080, help: "TCP port; 0 picks a free port" },
   host: {
     env: "APIS_HOST",
     flag: "host",
-    schema: () => z.string().min(1),
+    schema: text(1),
     default: "127.0.0.1",
     help: "address to listen on; 0.0.0.0 (or ::) for every interface, e.g. in a container or without a reverse proxy",
   },
   data: {
     env: "APIS_DATA",
     flag: "data",
-    schema: () => z.string().min(1),
+    schema: text(1),
     default: "./data",
     help: "data folder (database, files, backups)",
   },
   database: {
     env: "APIS_DATABASE_URL",
     flag: "database",
-    schema: () =>
-      z
-        .string()
-        .regex(
-          /^(sqlite:|postgres(ql)?:\/\/[^\s]+)$/,
-          "not sqlite: (the data folder's database) or postgres://user:password@host:port/database",
-        ),
+    schema: matching(
+      /^(sqlite:|postgres(ql)?:\/\/[^\s]+)$/,
+      "not sqlite: (the data folder's database) or postgres://user:password@host:port/database",
+    ),
     default: "sqlite:",
     help: "the database: sqlite: (the data folder's file) or postgres://user:password@host:port/database (PostgreSQL 15+; for apis doctor and apis migrate-database in this release, docs/postgres.md)",
     secret: true,
@@ -128,13 +170,10 @@ export const settings = {
   storage: {
     env: "APIS_STORAGE_URL",
     flag: "storage",
-    schema: () =>
-      z
-        .string()
-        .regex(
-          /^(file:(\/\/)?(\/.*)?|s3:\/\/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](\/.*)?)$/,
-          "not file: (the data folder), file:///a/folder or s3://bucket/prefix",
-        ),
+    schema: matching(
+      /^(file:(\/\/)?(\/.*)?|s3:\/\/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](\/.*)?)$/,
+      "not file: (the data folder), file:///a/folder or s3://bucket/prefix",
+    ),
     default: "file:",
     help: "where stored files go: file: (the data folder), file:///a/folder, or s3://bucket/prefix (docs/deploy.md)",
   },
@@ -142,7 +181,7 @@ export const settings = {
     env: "APIS_S3_ENDPOINT",
     alsoEnv: "AWS_ENDPOINT_URL",
     flag: "s3-endpoint",
-    schema: () => z.url().or(z.literal("")),
+    schema: urlOrEmpty(),
     default: "",
     help: "S3 endpoint URL for --storage s3://... (empty: AWS S3 itself)",
   },
@@ -150,7 +189,7 @@ export const settings = {
     env: "APIS_S3_REGION",
     alsoEnv: "AWS_REGION",
     flag: "s3-region",
-    schema: () => z.string(),
+    schema: text(),
     default: "us-east-1",
     help: "S3 region",
   },
@@ -158,7 +197,7 @@ export const settings = {
     env: "APIS_S3_ACCESS_KEY_ID",
     alsoEnv: "AWS_ACCESS_KEY_ID",
     flag: "s3-access-key-id",
-    schema: () => z.string(),
+    schema: text(),
     default: "",
     help: "S3 access key id",
   },
@@ -166,7 +205,7 @@ export const settings = {
     env: "APIS_S3_SECRET_ACCESS_KEY",
     alsoEnv: "AWS_SECRET_ACCESS_KEY",
     flag: "s3-secret-access-key",
-    schema: () => z.string(),
+    schema: text(),
     default: "",
     help: "S3 secret access key",
     secret: true,
@@ -175,7 +214,7 @@ export const settings = {
     env: "APIS_S3_SESSION_TOKEN",
     alsoEnv: "AWS_SESSION_TOKEN",
     flag: "s3-session-token",
-    schema: () => z.string(),
+    schema: text(),
     default: "",
     help: "S3 session token (temporary credentials)",
     secret: true,
@@ -197,14 +236,14 @@ export const settings = {
   publicUrl: {
     env: "APIS_PUBLIC_URL",
     flag: "public-url",
-    schema: () => z.url().or(z.literal("")),
+    schema: urlOrEmpty(),
     default: "",
     help: "public base URL used in links and media URLs (default http://localhost:<port>)",
   },
   jwtSecret: {
     env: "APIS_JWT_SECRET",
     flag: "jwt-secret",
-    schema: () => z.string().min(32, "must be at least 32 characters").or(z.literal("")),
+    schema: text(32, "must be at least 32 characters", true),
     default: "",
     help: "HS256 secret; generated into <data>/jwt.secret when empty",
     secret: true,
@@ -219,7 +258,7 @@ export const settings = {
   smtpUrl: {
     env: "APIS_SMTP_URL",
     flag: "smtp-url",
-    schema: () => z.string(),
+    schema: text(),
     default: "",
     help: "SMTP URL (smtp://user:pass@host:587); empty writes mails to <data>/outbox/",
     secret: true,
@@ -227,21 +266,21 @@ export const settings = {
   smtpFrom: {
     env: "APIS_SMTP_FROM",
     flag: "smtp-from",
-    schema: () => z.string().min(3),
+    schema: text(3),
     default: "Apis <apis@localhost>",
     help: "sender of mails",
   },
   logLevel: {
     env: "APIS_LOG_LEVEL",
     flag: "log-level",
-    schema: () => z.enum(["debug", "info", "warn", "error", "silent"]),
+    schema: oneOf(["debug", "info", "warn", "error", "silent"]),
     default: "info",
     help: "log level (info: one line per request)",
   },
   logFormat: {
     env: "APIS_LOG_FORMAT",
     flag: "log-format",
-    schema: () => z.enum(["text", "json"]),
+    schema: oneOf(["text", "json"]),
     default: "text",
     help: "log lines on stderr: text (readable) or json (one object per line, for log collectors)",
   },
@@ -255,7 +294,7 @@ export const settings = {
   metricsToken: {
     env: "APIS_METRICS_TOKEN",
     flag: "metrics-token",
-    schema: () => z.string().min(16, "must be at least 16 characters").or(z.literal("")),
+    schema: text(16, "must be at least 16 characters", true),
     default: "",
     help: "serve /metrics only with Authorization: Bearer <this token> (instead of --metrics)",
     secret: true,
@@ -263,7 +302,7 @@ export const settings = {
   signup: {
     env: "APIS_SIGNUP",
     flag: "signup",
-    schema: () => z.enum(["open", "invite", "off"]),
+    schema: oneOf(["open", "invite", "off"]),
     default: "open",
     help: "who may sign up: open (anyone), invite (addresses with a pending project invitation), off (nobody; accounts come from apis user create)",
   },
@@ -277,7 +316,7 @@ export const settings = {
   sqliteSynchronous: {
     env: "APIS_SQLITE_SYNCHRONOUS",
     flag: "sqlite-synchronous",
-    schema: () => z.enum(["full", "normal"]),
+    schema: oneOf(["full", "normal"]),
     default: "full",
     help: "full: an answered write survives a power cut or OS crash (SQLite synchronous=FULL); normal: faster writes, the last ones may be lost on a power cut (never on a process crash)",
   },
@@ -453,7 +492,7 @@ export const settings = {
   corsOrigins: {
     env: "APIS_CORS_ORIGINS",
     flag: "cors-origins",
-    schema: () => z.string(),
+    schema: text(),
     default: "*",
     help: "comma-separated origins allowed for browsers and /sync/io; * allows all",
   },
@@ -505,7 +544,7 @@ type Settings = typeof settings;
 type Setting = Settings[keyof Settings];
 /** Settings whose values are secrets: never echoed in an error message or a log line. */
 const isSecret = (s: Setting) => "secret" in s && s.secret === true;
-export type Config = { [K in keyof Settings]: z.output<ReturnType<Settings[K]["schema"]>> } & { dataDir: string };
+export type Config = { [K in keyof Settings]: Output<ReturnType<Settings[K]["schema"]>> } & { dataDir: string };
 
 /**
  * A setting's value when no flag or variable gives one: its default as its schema reads it (a
@@ -530,7 +569,7 @@ export function loadConfig(
       out[key] = defaultValue(s);
       continue;
     }
-    const parsed = (s.schema() as z.ZodType).safeParse(raw);
+    const parsed = s.schema().safeParse(raw);
     if (!parsed.success) {
       const where = flags[s.flag] !== undefined ? `--${s.flag}` : s.env;
       const shown = isSecret(s) ? "(hidden)" : JSON.stringify(raw);

@@ -118,7 +118,7 @@ async function main(argv: string[]): Promise<number> {
       const { flushRequestLines } = await import("./http/requests");
       startupStep("server code loaded");
       if (await image) startupStep("database written from its image");
-      const running = await startServer(config);
+      const running = await startServer(config, { deferFeatures: true });
       // A signal may come twice (Ctrl-C under `npm start` reaches npm, which passes it on, and the
       // server): the first starts the stop, repeats are ignored instead of killing it half-way.
       let stopping = false;

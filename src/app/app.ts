@@ -4,8 +4,15 @@ import { errorHandling, jsonBodies } from "../http/handlers";
 import { membershipRateLimits } from "../http/membership-limit";
 import { apiDocs } from "../http/openapi";
 import { operationRoutes, readRoutes } from "../http/operations";
-import { routeTemplates } from "../http/requests";
+import { noteRoute } from "../http/requests";
 import type { Ctx } from "../platform/context";
+
+/** Records the route template Elysia matched (`/api/p/:project/assets/get`), for metrics. */
+function routeTemplates(app: Elysia<any>) {
+  return app.onTransform({ as: "global" }, ({ request, route }) => {
+    if (route) noteRoute(request, route);
+  });
+}
 
 const PROJECT_PREFIX = "/api/p/:project/";
 

@@ -1,139 +1,132 @@
-import { publicBaseUrl, type Config } from "../config";
+import type { Config } from "../config";
+import { publicBaseUrl } from "../config";
 import { startupStep, startupTimings } from "../core/startup";
 import { closeDatabase } from "../db/connection";
-import { features as allFeatures, housekeepingTasks, type Feature } from "../features";
+import type { Feature } from "../features";
+import { consoleFeature } from "../features/console/console.feature";
+import { MEDIA_PATHS } from "../features/media/media.api";
 import type { SyncServer } from "../features/sync/sync.api";
-import { isSyncRequest, loadSyncServer, syncWebsocketLimits } from "../features/sync/sync.api";
-import type { BunRequest, Server as BunServer, HTMLBundle, ServerWebSocket, WebSocketHandler } from "bun";
-import type { ServeHandler, ServeRoute } from "../features/feature";
-import { checkBody } from "../http/body-limits";
+import { syncWebsocketLimits } from "../features/sync/sync.api";
+import type { BunRequest, Server as BunServer, ServerWebSocket } from "bun";
 import { Cors } from "../http/cors";
-import { flushRequestLines, noteRoute, observed, observedRoute, type Handler } from "../http/requests";
-import { operationServeRoutes } from "../http/operations";
-import { metricsOf } from "../platform/metrics";
-import { startSchedules } from "../platform/jobs/schedules";
+import { pingServeRoutes } from "../http/ping";
+import { flushRequestLines, observedRoute } from "../http/requests";
+import { jobsWaiting } from "../platform/jobs/waiting.service";
 import { claimDataDir, releaseDataDir } from "../platform/storage/pidfile";
-import { createApp } from "./app";
-import { noteVersion, openInstance, type Instance } from "./instance";
+import { openCoreInstance, type Instance } from "./core-instance";
+import type { Served, ServeRoutes } from "./server-full";
 
-type ServeRouteHandler = Handler<BunServer<undefined>, BunRequest<string>>;
-
-function isHtmlBundle(route: ServeRoute): route is HTMLBundle {
-  return typeof (route as HTMLBundle).index === "string";
-}
-
-/** Bun's route of every path below a project (the operations and reads, else the app). */
+/** Bun's route of every path below a project (the same as src/app/server-full.ts's). */
 const PROJECT_ROUTE = "/api/p/:project/*";
 
-/** The path of an `/api/p/<project>/<rest>` URL below the project (`<rest>`, without the query). */
-function belowProject(url: string): string {
-  const path = url.indexOf("/api/p/", url.indexOf("//") + 2);
-  const rest = url.indexOf("/", path + 7) + 1;
-  const query = url.indexOf("?", rest);
-  return query < 0 ? url.slice(rest) : url.slice(rest, query);
-}
+/**
+ * How long an idle server waits before it loads the features anyway: the housekeeping schedules
+ * (minutes apart at the least) and job workers start with them, so scheduled work and jobs queued
+ * by another process wait at most this long after a start nobody asked anything of.
+ */
+export const FEATURES_IDLE_LOAD_MS = 10_000;
 
-/** A running server; `sync` is its sync server (loaded by the first /sync/io request, or by reading it). */
+/** A running server; `sync` is its sync server (loaded by the first /sync/io request; reading it before throws). */
 export type Running = {
+  /** The instance; its hooks, caller port and job runner are there once the features are loaded (`loaded`). */
   ctx: Instance;
   url: string;
   port: number;
   readonly sync: SyncServer /** Whether a request has needed the framework's app yet. */;
   readonly appBuilt: boolean;
+  /** Whether the features are loaded (a request needed them, or `startServer` waited for them). */
+  readonly loaded: boolean;
+  /** Loads the features now (once); resolves when they answer. */
+  load: () => Promise<void>;
   stop: () => Promise<void>;
 };
 
-/** Starts serving; resolves once listening. `stop` finishes requests in flight, then closes the database. */
-export async function startServer(config: Config, opts: { features?: readonly Feature[] } = {}): Promise<Running> {
-  const features = opts.features ?? allFeatures;
+/**
+ * Starts serving; resolves once listening. `stop` finishes requests in flight, then closes the database.
+ *
+ * The server listens with a small core first: the instance (database, tokens, storage), `GET
+ * /api/ping` and the console's pages (HTML bundles Bun serves itself). Every feature's code (its
+ * routes, services, the framework's app, the sync server, job kinds, housekeeping) is loaded by
+ * the first request that needs it, by jobs found waiting at start, or `FEATURES_IDLE_LOAD_MS`
+ * after listening, whichever comes first; Bun's router is then given the features' routes.
+ * Loading them before listening took most of a cold start (about 45 of 65 ms) and a third of an
+ * idle server's memory. With `deferFeatures: false` (the default; tests) they are loaded before
+ * this resolves; `apis serve` defers them.
+ */
+export async function startServer(
+  config: Config,
+  opts: { features?: readonly Feature[]; deferFeatures?: boolean } = {},
+): Promise<Running> {
   claimDataDir(config.dataDir);
-  const ctx = await openInstance(config, undefined, features, { versionNoteLater: true });
-  // The framework's app (Elysia: the routes of accounts, projects, uploads, form bodies, the
-  // OpenAPI document...) is built by the first request that reaches it, not at start-up: building
-  // its few hundred routes took a fifth of the start-up time and held about 7 MB, and the requests
-  // served by Bun's own router below (ping, project operations and reads, media, console) never
-  // need it.
-  let app: ReturnType<typeof createApp> | undefined;
-  const theApp = () => {
-    if (!app) {
-      app = createApp(ctx, features);
-      // Handlers read the client address through Elysia's `server` (login and code throttling).
-      app.server = server;
-      startupStep("app built");
-    }
-    return app;
-  };
-  const appFetch = (req: Request) => theApp().fetch(req);
-  // Socket.IO at /sync/io beside Elysia: one fetch and one websocket handler dispatch to both.
-  // The sync server (and socket.io with it) is loaded on the first /sync/io request: until a
-  // client connects there is nobody to fan changes out to, and loading it costs start-up time and memory.
-  let sync: SyncServer | undefined;
-  const syncServer = (): SyncServer => {
-    if (!sync) {
-      const SyncServer = loadSyncServer();
-      sync = new SyncServer(ctx);
-    }
-    return sync;
-  };
-  let syncSockets: WebSocketHandler<any> | undefined;
-  const sockets = () => (syncSockets ??= syncServer().websocket);
+  const core = openCoreInstance(config);
+  startupStep("instance opened");
+  const ctx = core as Instance;
   // Browsers on other origins (APIS_CORS_ORIGINS): preflights answered, the JWT header exposed.
   const cors = new Cors(config);
-  const withCors = async (req: Request) => cors.decorate(req, await appFetch(req));
-  // The largest body any route takes: an upload plus room for its form fields.
-  const hardMax = Math.max(config.uploadMaxBytes, config.imageMaxBytes) + 1024 * 1024;
-  // Every request is one log line and counted in the metrics (src/http/requests.ts).
-  const metrics = metricsOf(ctx);
-  metrics.sources.syncSockets = () => sync?.io.of("/").sockets.size ?? 0;
-  const syncFetch = observedRoute<BunServer<any>>(ctx, (req, srv) => syncServer().handleRequest(req, srv), {
-    route: "/sync/io",
-    quiet: true,
-  });
-  const appAnswer = (req: Request) => {
-    const checked = checkBody(req, hardMax);
-    if (!req.headers.has("origin")) return checked instanceof Response ? checked : appFetch(checked);
-    return cors.preflight(req) ?? (checked instanceof Response ? cors.decorate(req, checked) : withCors(checked));
-  };
-  const mainFetch = observed<BunServer<any>>(ctx, appAnswer);
-  // Bun.serve's own router: the features' handlers (logged and counted like the app's requests) and
-  // HTML bundles (the console), which Bun serves itself.
-  const serveRoutes: Record<string, HTMLBundle | Partial<Record<"GET" | "HEAD" | "POST", ServeRouteHandler>>> = {};
-  // A feature's handler, observed; Bun's router gives the path's params on the request.
-  const routed = (path: string, h: ServeHandler): ServeRouteHandler =>
-    observedRoute(ctx, (req: BunRequest<string>, _server, id) => h(req, id), { route: path });
-  for (const f of features)
-    for (const [path, route] of Object.entries(f.serveRoutes?.(ctx) ?? {})) {
-      if (Object.hasOwn(serveRoutes, path)) throw new Error(`serve route ${path} is declared twice (${f.name})`);
-      serveRoutes[path] = isHtmlBundle(route)
-        ? route
-        : { GET: routed(path, route.GET), HEAD: routed(path, route.HEAD) };
-    }
-  // The project operations (POST /api/p/:project/<path>) and reads (GET, the project init),
-  // answered by Bun's router without the framework's per-request work (src/http/operations.ts);
-  // the size check, CORS, log line and metrics are the same as the app's, and form bodies go to
-  // the app itself.
-  const operations = operationServeRoutes(
-    ctx,
-    features.flatMap((f) => f.operations ?? []),
-    appAnswer,
-    features.flatMap((f) => f.reads ?? []),
-  );
-  // One route of Bun's for every project path (a route per operation made Bun.serve take 10 to 25
-  // ms longer to start): the method and the path below the project pick the operation, and any
-  // other path there goes to the app.
-  const projectPaths = observed<BunServer<undefined>, BunRequest<string>>(ctx, (req) => {
-    const native = operations.get(`${req.method} ${belowProject(req.url)}`);
-    if (!native) return appAnswer(req);
-    noteRoute(req, native.template);
-    const checked = checkBody(req, hardMax);
-    if (checked !== req) return appAnswer(req);
-    if (!req.headers.has("origin")) return native.serve(req);
-    return Promise.resolve(native.serve(req)).then((res) => cors.decorate(req, res));
-  });
-  if (Object.hasOwn(serveRoutes, PROJECT_ROUTE)) throw new Error(`serve route ${PROJECT_ROUTE} is declared twice`);
-  serveRoutes[PROJECT_ROUTE] = { GET: projectPaths, POST: projectPaths };
+  // The version note, written once (see below).
+  let noting: Promise<void> | undefined;
+  const noteOnce = () => (noting ??= import("./version-note").then((m) => m.noteVersion(ctx)));
+  let served: Served | undefined;
+  let loading: Promise<Served> | undefined;
+  let stopping: Promise<void> | undefined;
+  let server: BunServer<any>;
+  const load = (): Promise<Served> =>
+    (loading ??= (async () => {
+      const features = opts.features ?? (await import("../features")).features;
+      const { serveFeatures } = await import("./server-full");
+      const s = serveFeatures(core, config, features, () => server, cors, {
+        jobsDelayMs: 50,
+        schedulesDelayMs: 1000,
+      });
+      const expected = Object.keys(coreRoutes).sort().join(" ");
+      const actual = Object.keys(s.routes).sort().join(" ");
+      if (expected !== actual)
+        throw new Error(
+          `the server's core routes (${expected}) are not the features' (${actual}): update src/app/server.ts`,
+        );
+      served = s;
+      if (!stopping) server.reload({ routes: s.routes, fetch: s.fetch, websocket });
+      startupStep("features loaded");
+      if (opts.deferFeatures) void noteOnce();
+      return s;
+    })());
+  // Until the features are loaded, a request for them waits for the load, then goes where it would have.
+  type Answerer = (
+    req: BunRequest<string>,
+    srv: BunServer<any>,
+  ) => Response | undefined | Promise<Response | undefined>;
+  const later =
+    (pick: (s: Served) => Answerer): Answerer =>
+    (req, srv) =>
+      served ? pick(served)(req, srv) : load().then((s) => pick(s)(req, srv));
+  const method = (path: string, m: "GET" | "HEAD" | "POST") =>
+    later((s) => {
+      const route = s.routes[path] as Partial<Record<typeof m, Answerer>>;
+      return route[m]!;
+    });
+  // The core's routes: the same paths as the features' (checked when they load), ping and the console answered now.
+  const coreRoutes: ServeRoutes = {};
+  for (const [path, route] of Object.entries(pingServeRoutes(config)))
+    coreRoutes[path] = {
+      GET: observedRoute(ctx, (req: BunRequest<string>) => route.GET(req), { route: path }),
+      HEAD: observedRoute(ctx, (req: BunRequest<string>) => route.HEAD(req), { route: path }),
+    };
+  Object.assign(coreRoutes, consoleFeature.serveRoutes?.(ctx));
+  for (const path of Object.values(MEDIA_PATHS))
+    coreRoutes[path] = { GET: method(path, "GET"), HEAD: method(path, "HEAD") };
+  coreRoutes[PROJECT_ROUTE] = { GET: method(PROJECT_ROUTE, "GET"), POST: method(PROJECT_ROUTE, "POST") };
+  const fetchLater = later((s) => s.fetch);
   let firstRequest = true;
-  const server = Bun.serve({
+  // The sync server's handler once loaded (a websocket exists only after a request upgraded it).
+  const sockets = () => served!.sockets();
+  const websocket = {
+    open: (ws: ServerWebSocket<any>) => sockets().open?.(ws),
+    message: (ws: ServerWebSocket<any>, message: string | Buffer<ArrayBuffer>) => sockets().message?.(ws, message),
+    close: (ws: ServerWebSocket<any>, code: number, reason: string) => sockets().close?.(ws, code, reason),
+    drain: (ws: ServerWebSocket<any>) => sockets().drain?.(ws),
+    ...syncWebsocketLimits(config),
+  };
+  server = Bun.serve({
     port: config.port,
     hostname: config.host,
     // Bun's own limit answers a bare 413 with no body before our code runs: set out of reach, and
@@ -141,30 +134,23 @@ export async function startServer(config: Config, opts: { features?: readonly Fe
     maxRequestBodySize: Number.MAX_SAFE_INTEGER,
     // Public media files (src/features/media/media.routes.ts) and the web console
     // (src/features/console/console.routes.ts) are answered by Bun itself before the app.
-    routes: serveRoutes,
+    routes: coreRoutes,
     // Production behaviour whatever NODE_ENV says: the console is bundled once (minified, no reload
     // client), and an error never shows Bun's development page.
     development: false,
     fetch: (req, srv) => {
-      if (!firstRequest) return (isSyncRequest(req) ? syncFetch(req, srv) : mainFetch(req, srv)) as Promise<Response>;
+      if (!firstRequest) return fetchLater(req as BunRequest<string>, srv) as Promise<Response>;
       // The start-up timings end with the first request: when it arrived, when it was answered.
       firstRequest = false;
       startupStep("first request received");
-      const answer = (isSyncRequest(req) ? syncFetch(req, srv) : mainFetch(req, srv)) as Promise<Response>;
+      const answer = fetchLater(req as BunRequest<string>, srv) as Promise<Response>;
       void Promise.resolve(answer).then(
         () => startupStep("first request answered"),
         () => {},
       );
       return answer;
     },
-    // The sync server's handler once loaded (a websocket exists only after a request upgraded it).
-    websocket: {
-      open: (ws: ServerWebSocket<any>) => sockets().open?.(ws),
-      message: (ws: ServerWebSocket<any>, message: string | Buffer<ArrayBuffer>) => sockets().message?.(ws, message),
-      close: (ws: ServerWebSocket<any>, code: number, reason: string) => sockets().close?.(ws, code, reason),
-      drain: (ws: ServerWebSocket<any>) => sockets().drain?.(ws),
-      ...syncWebsocketLimits(config),
-    },
+    websocket,
     error(err) {
       // A file answer whose file was removed behind Apis's back after its facts were read
       // (src/platform/storage/file-facts.ts keeps them up to a second): Bun fails to open it.
@@ -190,42 +176,51 @@ export async function startServer(config: Config, opts: { features?: readonly Fe
     },
   });
   startupStep("listening");
-  // The job workers start just after: their first claims (recovering interrupted jobs, the
-  // oldest queued one) take ~10 ms of cold code that would otherwise come before the first answer.
-  ctx.jobs.start({ delayMs: 50, onStarted: () => startupStep("job workers started") });
-  // So does the version note (src/app/instance.ts).
-  let versionNote: ReturnType<typeof setTimeout> | undefined = setTimeout(() => {
-    versionNote = undefined;
-    void noteVersion(ctx);
+  // The version note comes just after listening (as the first write and queries of the process it
+  // runs cold code that would otherwise come before the first answer); a server that defers its
+  // features writes it when they load (or when it stops before that), and looks for waiting jobs
+  // just after listening instead.
+  const afterListening = setTimeout(() => {
+    if (!opts.deferFeatures) return void noteOnce();
+    if (served || loading || stopping) return;
+    let waiting = false;
+    try {
+      waiting = jobsWaiting(ctx.db);
+    } catch {
+      // A database that cannot be read now: the idle load below tries again.
+    }
+    if (waiting) void load().catch((err) => ctx.log.error("loading the features failed", { error: String(err) }));
   }, 50);
-  // Housekeeping schedules (cron, minutes apart at the least) start a second after the server
-  // listens, so the first requests of a cold start are not kept behind setting them up.
-  let stopSchedules = () => {};
-  let background: ReturnType<typeof setTimeout> | undefined = setTimeout(() => {
-    background = undefined;
-    stopSchedules = startSchedules(ctx, housekeepingTasks(features));
-    startupStep("schedules started");
-    ctx.log.debug("start-up timings", { ms_since_process_start: startupTimings() });
-  }, 1000);
-  background.unref?.();
+  // An idle server loads its features after a while all the same (its schedules and job workers).
+  let idleLoad: ReturnType<typeof setTimeout> | undefined = setTimeout(() => {
+    idleLoad = undefined;
+    if (!stopping) void load().catch((err) => ctx.log.error("loading the features failed", { error: String(err) }));
+  }, FEATURES_IDLE_LOAD_MS);
+  idleLoad.unref?.();
+  // The start-up timings, once the first second has passed.
+  const timings = setTimeout(
+    () => ctx.log.debug("start-up timings", { ms_since_process_start: startupTimings() }),
+    1000,
+  );
+  timings.unref?.();
+  if (!opts.deferFeatures) await load();
   const port = server.port ?? config.port;
   ctx.baseUrl = publicBaseUrl(config, port);
   const host = config.host === "0.0.0.0" || config.host === "::" ? "localhost" : config.host;
   const url = `http://${host}:${port}`;
-  let stopping: Promise<void> | undefined;
   const stop = () =>
     (stopping ??= (async () => {
       flushRequestLines();
-      clearTimeout(background);
-      if (versionNote) {
-        // Stopped within the first moments: the note is written now, as it would have been.
-        clearTimeout(versionNote);
-        await noteVersion(ctx);
-      }
-      await sync?.close();
+      clearTimeout(idleLoad);
+      clearTimeout(timings);
+      clearTimeout(afterListening);
+      // Stopped within the first moments: the note is written now, as it would have been.
+      await noteOnce();
+      // A load under way finishes first (its job workers and schedules are then stopped with it).
+      const s = loading ? await loading.catch(() => undefined) : undefined;
+      await s?.closeSync();
       await server.stop(false);
-      stopSchedules();
-      await ctx.jobs.stop();
+      await s?.stopWork();
       ctx.mailer.close();
       closeDatabase(ctx.db);
       releaseDataDir(config.dataDir);
@@ -235,10 +230,17 @@ export async function startServer(config: Config, opts: { features?: readonly Fe
     url,
     port,
     get sync() {
-      return syncServer();
+      if (!served) throw new Error("the features are not loaded yet (await running.load())");
+      return served.syncServer();
     },
     get appBuilt() {
-      return app !== undefined;
+      return served?.appBuilt() ?? false;
+    },
+    get loaded() {
+      return served !== undefined;
+    },
+    load: async () => {
+      await load();
     },
     stop,
   };

@@ -1,4 +1,3 @@
-import { lookup } from "node:dns/promises";
 import { accessSync, closeSync, constants, openSync, rmSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { ConfigError, type Config } from "../config";
@@ -78,6 +77,8 @@ async function checkListen(host: string, port: number): Promise<void> {
   const where = `${host.includes(":") ? `[${host}]` : host}:${port}`;
   if (!isIP(host)) {
     try {
+      // Loaded here: most hosts are addresses, and the module costs start-up time.
+      const { lookup } = await import("node:dns/promises");
       await lookup(host);
     } catch {
       throw new ConfigError(

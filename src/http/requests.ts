@@ -1,4 +1,3 @@
-import { Elysia } from "elysia";
 import { newGid } from "../core/ids";
 import type { Ctx } from "../platform/context";
 import { metricsOf } from "../platform/metrics";
@@ -47,13 +46,6 @@ export function noteCaller(req: Request, userGid: string): void {
 /** Records the route template a request was matched to, for metrics (Bun's router: the operations). */
 export function noteRoute(req: Request, route: string): void {
   track(req).route = route;
-}
-
-/** Records the route template Elysia matched (`/api/p/:project/assets/get`), for metrics. */
-export function routeTemplates(app: Elysia<any>) {
-  return app.onTransform({ as: "global" }, ({ request, route }) => {
-    if (route) noteRoute(request, route);
-  });
 }
 
 /** Only the path is written: query strings may carry anything (a token in a link, a search). */

@@ -1,24 +1,13 @@
-import { jobCounts } from "./jobs/queue.service";
-import { statSync } from "node:fs";
 import type { Registry } from "prom-client";
-import { VERSION } from "../version";
 import type { Ctx } from "./context";
-
-/** Sizes of a file in bytes, 0 when it does not exist. */
-function sizeOf(path: string): number {
-  try {
-    return statSync(path).size;
-  } catch {
-    return 0;
-  }
-}
 
 /**
  * The Prometheus metrics of one running instance (prom-client, one registry per instance so that
  * tests with several servers in one process do not mix). Requests are counted by route template
  * (`/api/p/:project/assets/get`), never by raw path, so the number of series stays bounded.
  * Gauges read their values when scraped: sync sockets, jobs by state, transforms running, the
- * SQLite database and WAL file sizes. docs/operations.md lists every metric.
+ * SQLite database and WAL file sizes (src/platform/prometheus.ts, loaded by the first scrape).
+ * docs/operations.md lists every metric.
  */
 /** One exposition line of a metric, as prom-client's registry writes it. */
 type Sample = {
@@ -35,7 +24,7 @@ type Sample = {
  * request costs one map lookup per metric. The registry reads `getForPromString` (text format) or
  * `get` (JSON).
  */
-class RequestSeries<L extends string> {
+export class RequestSeries<L extends string> {
   readonly aggregator = "sum";
   private readonly series = new Map<
     string,
@@ -110,21 +99,19 @@ class RequestSeries<L extends string> {
   }
 }
 
-class Metrics {
+export class Metrics {
   /** Requests are counted (see `Uncounted`). */
   readonly counting = true;
-  readonly registry: Registry;
-  private readonly requests: RequestSeries<"method" | "route" | "status">;
-  private readonly durations: RequestSeries<"method" | "route">;
+  /** The Prometheus registry, made by the first scrape (src/platform/prometheus.ts `registryOf`). */
+  registry: Registry | undefined;
+  readonly requests: RequestSeries<"method" | "route" | "status">;
+  readonly durations: RequestSeries<"method" | "route">;
   /** Filled in by the parts that know them (the server sets `syncSockets`, dam sets `transforms`). */
   sources: { syncSockets?: () => number; transforms?: () => number } = {};
 
-  constructor(ctx: Ctx) {
-    // Loaded here, when metrics are on: without --metrics nobody reads them, and prom-client costs
-    // start-up time and memory.
-    const { collectDefaultMetrics, Gauge, Registry } = require("prom-client") as typeof import("prom-client");
-    this.registry = new Registry();
-    const registers = [this.registry];
+  constructor() {
+    // Requests are counted here from the start; prom-client (the registry, the gauges and Node's
+    // process metrics) is loaded by the first scrape: it costs start-up time and memory.
     this.requests = new RequestSeries(
       "apis_http_requests_total",
       "HTTP requests answered, by method, route template and status",
@@ -136,63 +123,6 @@ class Metrics {
       "histogram",
       [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     );
-    for (const m of [this.requests, this.durations]) this.registry.registerMetric(m as never);
-    const sources = () => this.sources;
-    new Gauge({
-      name: "apis_info",
-      help: "The running version (value is always 1)",
-      labelNames: ["version"],
-      registers,
-    }).set({ version: VERSION }, 1);
-    new Gauge({
-      name: "apis_sync_sockets",
-      help: "Connected /sync/io clients",
-      registers,
-      collect() {
-        this.set(sources().syncSockets?.() ?? 0);
-      },
-    });
-    new Gauge({
-      name: "apis_dam_transforms_running",
-      help: "Image transforms rendering now (at most --transform-concurrency; more are refused with 503)",
-      registers,
-      collect() {
-        this.set(sources().transforms?.() ?? 0);
-      },
-    });
-    new Gauge({ name: "apis_dam_transforms_limit", help: "--transform-concurrency", registers }).set(
-      ctx.config.transformConcurrency,
-    );
-    new Gauge({
-      name: "apis_jobs",
-      help: "Background jobs in the database, by state",
-      labelNames: ["state"],
-      registers,
-      async collect() {
-        for (const [state, n] of await jobCounts(ctx.db)) this.set({ state }, n);
-      },
-    });
-    new Gauge({
-      name: "apis_sqlite_file_bytes",
-      help: "Size of the SQLite database file",
-      registers,
-      collect() {
-        this.set(sizeOf(ctx.storage.database));
-      },
-    });
-    new Gauge({
-      name: "apis_sqlite_wal_bytes",
-      help: "Size of the SQLite write-ahead log (shrinks at each checkpoint)",
-      registers,
-      collect() {
-        this.set(sizeOf(`${ctx.storage.database}-wal`));
-      },
-    });
-    try {
-      collectDefaultMetrics({ register: this.registry, prefix: "apis_" });
-    } catch {
-      // A runtime without some of Node's process probes: the metrics above still work.
-    }
   }
 
   /** Records one answered request. */
@@ -223,13 +153,6 @@ export function metricsOn(ctx: Pick<Ctx, "config">): boolean {
 /** The metrics of one running instance (pass `ctx`): created on first use; counting only when they are served. */
 export function metricsOf(ctx: Ctx): RequestMetrics {
   let m = instances.get(ctx);
-  if (!m) instances.set(ctx, (m = metricsOn(ctx) ? new Metrics(ctx) : new Uncounted()));
+  if (!m) instances.set(ctx, (m = metricsOn(ctx) ? new Metrics() : new Uncounted()));
   return m;
-}
-
-/** The Prometheus registry of an instance that serves `/metrics`. */
-export function registryOf(ctx: Ctx): Registry {
-  const m = metricsOf(ctx);
-  if (!(m instanceof Metrics)) throw new Error("metrics are off (--metrics or --metrics-token turns them on)");
-  return m.registry;
 }

@@ -1,6 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { startServer } from "../../src/app/server";
+import { loadConfig } from "../../src/config";
 import { TestServer } from "../helpers/server";
 import { VERSION } from "../../src/version";
 
@@ -67,5 +71,73 @@ describe("the version note, written just after listening", () => {
       db.close();
       await again.stop();
     }
+  });
+});
+
+describe("the features loaded after listening (`apis serve`)", () => {
+  const deferred = async () => {
+    const dir = mkdtempSync(join(tmpdir(), "apis-test-"));
+    const config = loadConfig({ port: "0", host: "127.0.0.1", data: dir, "log-level": "silent" }, {});
+    const running = await startServer(config, { deferFeatures: true });
+    return {
+      running,
+      stop: async () => {
+        await running.stop();
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  };
+
+  test("ping and the console's page are answered before the features are loaded; the first API request loads them and gets the usual answer", async () => {
+    const { running, stop } = await deferred();
+    try {
+      const ping = await fetch(`${running.url}/api/ping`);
+      expect(ping.status).toBe(200);
+      expect(((await ping.json()) as any).result.pong).toBe(true);
+      const page = await fetch(`${running.url}/`);
+      expect(page.status).toBe(200);
+      expect(page.headers.get("content-type")).toContain("text/html");
+      await page.text();
+      expect(running.loaded).toBe(false);
+      const languages = await fetch(`${running.url}/api/languages/get`);
+      expect(languages.status).toBe(401);
+      expect(((await languages.json()) as any).success).toBe(false);
+      expect(running.loaded).toBe(true);
+      // Bun's router now has the features' routes: a project path is the features' answer.
+      const init = await fetch(`${running.url}/api/p/nope/init`);
+      expect(init.status).toBe(401);
+    } finally {
+      await stop();
+    }
+  });
+
+  test("requests on the features' own routes (project paths, media files) that arrive together before the load all wait for it and get their answers", async () => {
+    const { running, stop } = await deferred();
+    try {
+      const [init, avatar, icon, login] = await Promise.all([
+        fetch(`${running.url}/api/p/nope/init`),
+        fetch(`${running.url}/media/avatars/nope.png`),
+        fetch(`${running.url}/media/icons/nope.png`, { method: "HEAD" }),
+        fetch(`${running.url}/api/login`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ username: "nobody", password: "wrong-password-1" }),
+        }),
+      ]);
+      expect(init.status).toBe(401);
+      expect(avatar.status).toBe(404);
+      expect(icon.status).toBe(404);
+      expect(login.status).toBe(403);
+      expect(running.loaded).toBe(true);
+    } finally {
+      await stop();
+    }
+  });
+
+  test("a server stopped before anything loaded its features stops cleanly", async () => {
+    const { running, stop } = await deferred();
+    expect((await fetch(`${running.url}/api/ping`)).status).toBe(200);
+    await stop();
+    expect(running.loaded).toBe(false);
   });
 });

@@ -4,7 +4,7 @@ import { ApiError } from "../../core/errors";
 import { errorResponse, ok } from "../../http/envelope";
 import { describe } from "../../http/openapi";
 import type { Ctx } from "../../platform/context";
-import { metricsOn, registryOf } from "../../platform/metrics";
+import { metricsOn } from "../../platform/metrics";
 import { health } from "./health.service";
 
 const healthy = {
@@ -54,7 +54,6 @@ export function healthRoutes(ctx: Ctx) {
     },
   );
   if (!metricsOn(ctx)) return app;
-  const registry = registryOf(ctx);
   return app.get(
     "/metrics",
     async ({ request }) => {
@@ -63,6 +62,8 @@ export function healthRoutes(ctx: Ctx) {
         if (!given || !sameToken(given, ctx.config.metricsToken))
           throw new ApiError(401, "Permission denied", {}, { "www-authenticate": 'Bearer realm="apis-metrics"' });
       }
+      // prom-client is loaded by the first scrape (src/platform/prometheus.ts).
+      const registry = (await import("../../platform/prometheus")).registryOf(ctx);
       return new Response(await registry.metrics(), { headers: { "content-type": registry.contentType } });
     },
     { detail: { hide: true } },

@@ -4,3 +4,4 @@
  * its own; test/architecture.test.ts keeps other code from importing past this file.
  */
 export { serveBlob, type ServeOptions } from "./media.files";
+export { MEDIA_PATHS } from "./media.paths";

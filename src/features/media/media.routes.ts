@@ -4,6 +4,7 @@ import type { Ctx } from "../../platform/context";
 import { isMediaFileName, publishedOriginal, transformNoted } from "../dam/dam.api";
 import { contentTypeOf, mediaNotFound, serveBlob, serveFile, type ServeOptions } from "./media.files";
 import { describe } from "../../http/openapi";
+import { MEDIA_PATHS } from "./media.paths";
 
 const tags = ["media"];
 const params = t.Object({ project: t.String(), file: t.String() });
@@ -166,12 +167,7 @@ function blobHandlers(ctx: Ctx): { variant: Handler; original: Handler; avatar: 
   };
 }
 
-const PATHS = {
-  variant: "/media/p/:project/var/:file",
-  original: "/media/p/:project/orig/:file",
-  avatar: "/media/avatars/:file",
-  icon: "/media/icons/:file",
-} as const;
+const PATHS = MEDIA_PATHS;
 
 /**
  * Public files, no JWT (spec 4.5): transforms, published originals, avatars and project icons,

@@ -8,8 +8,9 @@ export type { SyncServer } from "./sync.socket";
 
 /**
  * The Socket.IO server class, loaded when first asked for (the first `/sync/io` request): its
- * module and Socket.IO's cost start-up time a server without sockets need not pay.
+ * module and Socket.IO's cost start-up time and memory a server without sockets need not pay
+ * (loaded with `import()`, so that the executable keeps them out of the code read at start-up).
  */
-export function loadSyncServer(): typeof import("./sync.socket").SyncServer {
-  return (require("./sync.socket") as typeof import("./sync.socket")).SyncServer;
+export async function loadSyncServer(): Promise<typeof import("./sync.socket").SyncServer> {
+  return (await import("./sync.socket")).SyncServer;
 }
