@@ -7,6 +7,7 @@ import {
   changeCountOf,
   changeTotalOf,
   forgetUnitMemoIn,
+  inReadOf,
   inUnitOf,
   readUnit,
   startUnitMemoIn,
@@ -207,24 +208,32 @@ export function largeUntilChanged<T>(db: DB, key: string, read: () => T | Promis
 function kept<T>(db: DB, key: string, read: () => T | Promise<T>, large: boolean): Promise<T> {
   const port = sqlitePort(db);
   if (inUnitOf(port)) return Promise.resolve().then(read);
-  if (!port.writing) {
-    // No unit holds the connection: the stamps are true now, and a kept value can be handed out.
+  // In the caller's own read unit, or while no unit holds the connection, the stamps are true now
+  // and a kept value can be handed out at once; in its own read unit a missing one is made there.
+  // (A read unit on the writer connection holds it: no other unit is under way.)
+  const reading = port.reads === "writer" && inReadOf(port);
+  if (reading || !port.writing) {
     const f = unchangedFacts(db);
     if (large ? f.large.has(key) : f.values.has(key)) return Promise.resolve(lookup<T>(f, key, large));
+    if (reading) return made(f, key, read, large);
   }
-  return readUnit(port, async () => {
+  return readUnit(port, () => {
     const f = unchangedFacts(db);
-    if (large ? f.large.has(key) : f.values.has(key)) return lookup<T>(f, key, large);
-    const v = await read();
-    if (large) {
-      if (f.large.size >= LARGE_MAX) f.large.delete(f.large.keys().next().value!);
-      f.large.set(key, v);
-    } else {
-      if (f.values.size >= FACTS_MAX) f.values.clear();
-      f.values.set(key, deepFreeze(v));
-    }
-    return v;
+    return (large ? f.large.has(key) : f.values.has(key)) ? lookup<T>(f, key, large) : made(f, key, read, large);
   });
+}
+
+/** `read()` made and kept under `key` (in a read unit: no other unit's rows are seen). */
+async function made<T>(f: Facts, key: string, read: () => T | Promise<T>, large: boolean): Promise<T> {
+  const v = await read();
+  if (large) {
+    if (f.large.size >= LARGE_MAX) f.large.delete(f.large.keys().next().value!);
+    f.large.set(key, v);
+  } else {
+    if (f.values.size >= FACTS_MAX) f.values.clear();
+    f.values.set(key, deepFreeze(v));
+  }
+  return v;
 }
 
 function lookup<T>(f: Facts, key: string, large: boolean): T {

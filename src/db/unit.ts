@@ -409,6 +409,12 @@ function openUnit(port: DatabasePort<any>): OpenUnit | undefined {
   return frame?.kind === "write" && frame.unit.port === port && !frame.unit.closed ? frame.unit : undefined;
 }
 
+/** Whether the caller runs inside a read unit of `port` (not a write unit). */
+export function inReadOf(port: DatabasePort<any>): boolean {
+  const frame = current();
+  return frame?.kind === "read" && frame.port === port;
+}
+
 /** Whether the caller runs inside a write unit of `port`. */
 export function inUnitOf(port: DatabasePort<any>): boolean {
   return openUnit(port) !== undefined;
