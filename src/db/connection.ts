@@ -104,6 +104,18 @@ function cacheStatements(sqlite: Database, size = 512) {
 }
 
 /**
+ * A read-only connection to a database file another connection has open in WAL mode. Not through
+ * `openDatabase`: its `journal_mode = WAL` needs a lock, and asked while a unit holds the writer it
+ * would wait (the busy timeout) with the event loop stopped. The file is in WAL mode already,
+ * which is all a reader needs.
+ */
+export function openReader(file: string): Database {
+  const r = new Database(file, { readonly: true, strict: true });
+  r.exec("PRAGMA busy_timeout = 5000");
+  return r;
+}
+
+/**
  * Per connection, a read-only connection to the same file for statements that arrive while a
  * unit of another request holds it (see `cacheStatements`). Opened on first need, closed with it.
  */
@@ -113,9 +125,7 @@ function readerOf(sqlite: Database): Database {
   if (r) return r;
   if (!sqlite.filename || sqlite.filename === ":memory:")
     throw new Error("a statement outside the unit of work that holds an in-memory database: run it in a unit");
-  // Not through `openDatabase`: its `journal_mode = WAL` needs a lock the holding unit may have.
-  r = new Database(sqlite.filename, { readonly: true, strict: true });
-  r.exec("PRAGMA busy_timeout = 5000");
+  r = openReader(sqlite.filename);
   cacheStatements(r);
   readers.set(sqlite, r);
   return r;

@@ -1,7 +1,7 @@
 import { Database } from "bun:sqlite";
 import { now } from "../../core/ids";
 import { drizzle } from "drizzle-orm/bun-sqlite";
-import type { DB } from "../connection";
+import { openReader, type DB } from "../connection";
 import { AsyncLock } from "../lock";
 import type {
   DatabasePort,
@@ -280,12 +280,7 @@ export class SqlitePort implements DatabasePort<SqliteSession> {
 
   private readerConnection(): Connection {
     if (!this.reader) {
-      // Not through `openDatabase`: its `journal_mode = WAL` needs a lock, and asked while a write
-      // unit holds the writer it would wait (the busy timeout) with the event loop stopped. The
-      // file is in WAL mode already, which is all a reader needs.
-      const client = new Database(this.writer.client.filename, { strict: true });
-      client.exec("PRAGMA busy_timeout = 5000");
-      client.exec("PRAGMA query_only = ON");
+      const client = openReader(this.writer.client.filename);
       this.reader = new Connection(drizzle({ client }) as DB);
     }
     return this.reader;
