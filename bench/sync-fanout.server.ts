@@ -13,7 +13,8 @@
  * in its own turn of the event loop, as that many separate record changes would.
  */
 import { loadConfig } from "../src/config";
-import { mutate, type ChangeLog } from "../src/db/mutate";
+import { mutate } from "../src/db/mutate";
+import { writeItems } from "../test/helpers/changes";
 import { memberships } from "../src/features/projects/projects.table";
 import { users } from "../src/features/users/users.table";
 import { newGid, now } from "../src/core/ids";
@@ -85,12 +86,7 @@ async function onMessage(msg: any) {
     const t0 = performance.now();
     for (let i = 0; i < msg.count; i++) {
       if (i) await new Promise((r) => setImmediate(r));
-      let written: ChangeLog | undefined;
-      await mutate(ctx.db, ctx.hub, (_tx, log) => {
-        log.project(project, "UPDATE", "records", newGid());
-        written = log;
-      });
-      last = written!.items.at(-1)!.cursor;
+      last = await writeItems(ctx.db, ctx.hub, (log) => log.project(project, "UPDATE", "records", newGid()));
       first ||= last;
     }
     // The fan-out runs on the next turn (setImmediate after the commit): this one comes after it.

@@ -212,18 +212,24 @@ function kept<T>(db: DB, key: string, read: () => T | Promise<T>, large: boolean
   // and a kept value can be handed out at once; in its own read unit a missing one is made there.
   // (A read unit on the writer connection holds it: no other unit is under way.)
   const reading = port.reads === "writer" && inReadOf(port);
-  if (reading || !port.writing) {
+  if (reading) return keptOrMade(unchangedFacts(db), key, read, large);
+  if (!port.writing) {
     const f = unchangedFacts(db);
-    if (large ? f.large.has(key) : f.values.has(key)) return Promise.resolve(lookup<T>(f, key, large));
-    if (reading) return made(f, key, read, large);
+    if (has(f, key, large)) return Promise.resolve(lookup<T>(f, key, large));
   }
-  return readUnit(port, () => {
-    const f = unchangedFacts(db);
-    return (large ? f.large.has(key) : f.values.has(key)) ? lookup<T>(f, key, large) : made(f, key, read, large);
-  });
+  return readUnit(port, () => keptOrMade(unchangedFacts(db), key, read, large));
 }
 
-/** `read()` made and kept under `key` (in a read unit: no other unit's rows are seen). */
+function has(f: Facts, key: string, large: boolean): boolean {
+  return large ? f.large.has(key) : f.values.has(key);
+}
+
+/** The value kept under `key`, or `read()` made and kept (in a read unit: no other unit's rows are seen). */
+function keptOrMade<T>(f: Facts, key: string, read: () => T | Promise<T>, large: boolean): Promise<T> {
+  return has(f, key, large) ? Promise.resolve(lookup<T>(f, key, large)) : made(f, key, read, large);
+}
+
+/** `read()` made and kept under `key`. */
 async function made<T>(f: Facts, key: string, read: () => T | Promise<T>, large: boolean): Promise<T> {
   const v = await read();
   if (large) {
