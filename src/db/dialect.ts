@@ -60,4 +60,9 @@ export interface Dialect {
    * columns, then `title`, then `body` (records_fts, assets_fts).
    */
   textRank(index: string, titleWeight: number): SQL;
+  /**
+   * A fragment as statement text and its parameters, in this database's parameter style (SQLite
+   * `?`, PostgreSQL `$1`), for `Session.query` (src/db/query.ts `rows`/`row`/`run` do it for you).
+   */
+  toQuery(fragment: SQL): { sql: string; params: unknown[] };
 }

@@ -503,6 +503,15 @@ export function heldByAnother(client: object): boolean {
   return frame !== holder;
 }
 
+/**
+ * The session of the unit or read the caller runs in, while it is open (src/db/query.ts: raw
+ * statements run on it), or undefined outside any.
+ */
+export function currentSession(): Session | undefined {
+  const f = current();
+  return f ? (f.kind === "write" ? (f.unit.txn.session as Session) : f.session) : undefined;
+}
+
 /** Whether the caller runs in the context of any unit or read (of any port, also one committing). */
 export function inAnyUnit(): boolean {
   return context.getStore() !== undefined;

@@ -41,6 +41,7 @@ export const sqliteDialect: Dialect = {
   returning: (columns) => sql.raw(` RETURNING ${names(columns)}`),
   textMatch: (index, query) => sql`${ident(index)} MATCH ${query}`,
   textRank: (index, titleWeight) => sql`bm25(${ident(index)}, 0, 0, ${sql.raw(String(Number(titleWeight)))}, 1)`,
+  toQuery: (fragment) => toQuery(fragment),
 };
 
 const text = new SQLiteSyncDialect();
