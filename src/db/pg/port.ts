@@ -9,7 +9,7 @@
 //   ONLY: what a SQLite read transaction sees; a read-only transaction never fails to serialize).
 // - The change log is written by `appendChanges`, the unit's last statement, after
 //   `pg_advisory_xact_lock(CHANGELOG_LOCK)` (src/db/pg/changelog.ts): cursors follow commit order.
-import type { ReservedSQL, SQL } from "bun";
+import { SQL, type ReservedSQL } from "bun";
 import { PgDialect } from "drizzle-orm/pg-core";
 import { BunSQLDatabase } from "drizzle-orm/bun-sql";
 import { BunSQLSession } from "drizzle-orm/bun-sql/session";
@@ -105,15 +105,37 @@ export function pgPlaceholders(text: string): string {
 const TEXTS_MAX = 1024;
 const dialect = new PgDialect();
 
+/**
+ * A row as SQLite's port gives it: 64-bit integers (ids, cursors, sizes, counts) as numbers. The
+ * port's client is made with `bigint: true` (`pgClient`), so that they come as BigInt, never as
+ * strings that could not be told from text; a value beyond 2^53 stays a BigInt.
+ */
+function plain<R>(row: Record<string, unknown> | undefined): R {
+  if (row)
+    for (const k in row) {
+      const v = row[k];
+      if (typeof v === "bigint" && v <= MAX_SAFE && v >= -MAX_SAFE) row[k] = Number(v);
+    }
+  return row as R;
+}
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+
+/** A client for the port: Bun's SQL with 64-bit integers as BigInt (see `plain`). */
+export function pgClient(url: string, max = 10): SQL {
+  return new SQL({ url, max, bigint: true });
+}
+
 /** A statement on the session's connection (Bun prepares and caches it per connection by its text). */
 function statement<R>(open: Open, text: string): Statement<R> {
   return {
     async get(...params: SqlValue[]) {
       const rows = await open.run(text, params);
-      return rows[0] as R | undefined;
+      return rows.length ? plain<R>(rows[0]) : undefined;
     },
     async all(...params: SqlValue[]) {
-      return (await open.run(text, params)) as unknown as R[];
+      const rows = await open.run(text, params);
+      for (const r of rows) plain(r);
+      return rows as unknown as R[];
     },
     async run(...params: SqlValue[]): Promise<RunResult> {
       const r = await open.run(text, params);

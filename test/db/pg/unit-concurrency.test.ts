@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { SQL } from "bun";
 import { migratePg } from "../../../src/db/pg/migrate";
-import { PgPort } from "../../../src/db/pg/port";
+import { PgPort, pgClient } from "../../../src/db/pg/port";
 import { freshDatabase, pgAvailable, pgSkipReason } from "../../helpers/pg-cluster";
 import { expectStormHeld, storm } from "../unit-storm";
 
@@ -22,7 +22,7 @@ describe.skipIf(!pgAvailable)("concurrent units on the PostgreSQL port", () => {
     close = db.close;
     other = db.sql;
     // 12 writers, 6 readers and the tailing reader on 10 connections: some wait for one.
-    port = new PgPort(new SQL({ url: db.url, max: 10 }));
+    port = new PgPort(pgClient(db.url, 10));
   });
   afterAll(async () => {
     await port?.close();

@@ -5,7 +5,7 @@ import { SQL } from "bun";
 import { sql as dsql } from "drizzle-orm";
 import type { Published } from "../../../src/db/mutate";
 import { migratePg } from "../../../src/db/pg/migrate";
-import { PgPort, pgPlaceholders, type PgSession } from "../../../src/db/pg/port";
+import { PgPort, pgClient, pgPlaceholders, type PgSession } from "../../../src/db/pg/port";
 import { readUnit, unitOfWork } from "../../../src/db/unit";
 import { Hub } from "../../../src/platform/sync/hub";
 import { freshDatabase, pgAvailable, pgSkipReason } from "../../helpers/pg-cluster";
@@ -28,7 +28,7 @@ describe.skipIf(!pgAvailable)("unitOfWork on PostgreSQL", () => {
     await db.sql`CREATE TABLE t (k text PRIMARY KEY, v text)`;
     close = db.close;
     url = db.url;
-    port = new PgPort(new SQL({ url: db.url, max: 8 }));
+    port = new PgPort(pgClient(db.url, 8));
     other = db.sql;
   });
   afterAll(async () => {
@@ -72,6 +72,17 @@ describe.skipIf(!pgAvailable)("unitOfWork on PostgreSQL", () => {
         "WHERE o.parent = $1 AND o.ordering = $2 LIMIT $3 OFFSET $4 AND x = $1",
       );
       expect(pgPlaceholders("SELECT ?2, ?, ?10, ?")).toBe("SELECT $2, $3, $10, $11");
+    });
+
+    test("64-bit integers come back as numbers, as on SQLite, and larger ones as BigInt", async () => {
+      const r = await readUnit(port, (s) =>
+        s
+          .query<{ n: unknown; big: unknown; id: unknown }>(
+            "SELECT count(*) AS n, 9007199254740993::bigint AS big, 7::bigint AS id",
+          )
+          .get(),
+      );
+      expect(r).toEqual({ n: 1, big: 9007199254740993n, id: 7 });
     });
 
     test("drizzle on the unit's connection runs in the unit's transaction: rolled back with it, committed with it", async () => {
@@ -166,7 +177,7 @@ describe.skipIf(!pgAvailable)("unitOfWork on PostgreSQL", () => {
       // The test cluster runs with synchronous_commit off: this database turns it on for new connections.
       const [{ db }] = await other`SELECT current_database() AS db`;
       await other.unsafe(`ALTER DATABASE ${db} SET synchronous_commit = on`);
-      const fresh = new PgPort(new SQL({ url, max: 2 }));
+      const fresh = new PgPort(pgClient(url, 2));
       try {
         const seen: string[] = [];
         const level = async (s: PgSession) =>

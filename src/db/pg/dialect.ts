@@ -1,0 +1,72 @@
+import { sql, type SQL } from "drizzle-orm";
+import { PgDialect } from "drizzle-orm/pg-core";
+import type { Dialect, JsonPath } from "../dialect";
+
+/**
+ * PostgreSQL's dialect helpers (src/db/dialect.ts), for the same statements as SQLite's
+ * (src/db/sqlite/dialect.ts). Where SQLite's JSON functions give an SQL scalar of the JSON value's
+ * own type, PostgreSQL's operators give text or jsonb: each helper says which. Aggregates that build
+ * JSON give its text, as SQLite's do, so a raw row carries the same value on both.
+ */
+
+/** A JSON path as a PostgreSQL text array literal: `'{a,0,"b c"}'`. */
+export function pgPath(path: JsonPath): string {
+  const parts = path.map((k) =>
+    typeof k === "number" ? String(k) : /^[A-Za-z0-9_]+$/.test(k) ? k : `"${k.replace(/["\\]/g, "\\$&")}"`,
+  );
+  return `'{${parts.join(",").replaceAll("'", "''")}}'`;
+}
+
+const name = (n: string) => {
+  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(n)) throw new Error(`not an SQL name: ${n}`);
+  return n;
+};
+const ident = (n: string) => sql.raw(name(n));
+const names = (ns: readonly string[]) => ns.map(name).join(", ");
+const path = (p: JsonPath) => sql.raw(pgPath(p));
+
+/** The text of a jsonb value as SQLite's json_each/json_extract give it: a scalar's text, else the JSON. */
+const scalarText = (v: SQL) =>
+  sql`(CASE WHEN jsonb_typeof(${v}) IN ('object', 'array') THEN (${v})::text ELSE (${v}) #>> '{}' END)`;
+
+export const pgDialect: Dialect = {
+  name: "postgres",
+  // Text: a string's text, a number's or boolean's text ('12', 'true'), JSON text for containers.
+  jsonValue: (doc, p) => sql`((${doc}) #>> ${path(p)})`,
+  jsonAt: (doc, p) => sql`((${doc}) #> ${path(p)})`,
+  // SQLite's type names, from jsonb_typeof's.
+  jsonType: (doc, p = []) => {
+    const v = p.length ? sql`((${doc}) #> ${path(p)})` : sql`(${doc})`;
+    return sql`(CASE jsonb_typeof(${v}) WHEN 'string' THEN 'text' WHEN 'boolean' THEN (${v})::text WHEN 'number' THEN (CASE WHEN (${v})::text ~ '^-?[0-9]+$' THEN 'integer' ELSE 'real' END) ELSE jsonb_typeof(${v}) END)`;
+  },
+  // The members of an array (key: the index) or an object (key: the name), as text: `value` is a
+  // scalar's text or a container's JSON, as json_each's is on SQLite.
+  jsonEach: (doc, alias) =>
+    sql`LATERAL (SELECT (e.n - 1)::text AS key, ${scalarText(sql`e.v`)} AS value FROM jsonb_array_elements(CASE WHEN jsonb_typeof(${doc}) = 'array' THEN ${doc} END) WITH ORDINALITY AS e(v, n) UNION ALL SELECT o.k AS key, ${scalarText(sql`o.v`)} AS value FROM jsonb_each(CASE WHEN jsonb_typeof(${doc}) = 'object' THEN ${doc} END) AS o(k, v)) AS ${ident(alias)}`,
+  // Compared as text: 1 and '1' are the same member here (SQLite tells them apart).
+  jsonArrayHas: (doc, value) =>
+    sql`EXISTS (SELECT 1 FROM jsonb_array_elements_text(CASE WHEN jsonb_typeof(${doc}) = 'array' THEN ${doc} END) AS je(v) WHERE je.v = (${value})::text)`,
+  jsonGroupArray: (value) => sql`coalesce(json_agg(${value}), '[]')::text`,
+  jsonGroupObject: (key, value) => sql`coalesce(json_object_agg(${key}, ${value}), '{}')::text`,
+  jsonRemove: (doc, p) => sql`((${doc}) #- ${path(p)})`,
+  groupConcat: (value, separator) => sql`string_agg((${value})::text, ${separator}::text)`,
+  likeInsensitive: (value, pattern) => sql`((${value}) ILIKE ${pattern} ESCAPE '\\')`,
+  caseless: (value) => sql`(lower(${value}) COLLATE "C")`,
+  onConflict: (keys, set) =>
+    sql.raw(
+      ` ON CONFLICT (${names(keys)}) ${set.length ? `DO UPDATE SET ${set.map((c) => `${name(c)} = excluded.${c}`).join(", ")}` : "DO NOTHING"}`,
+    ),
+  returning: (columns) => sql.raw(` RETURNING ${names(columns)}`),
+  // The index is a tsvector column; the query a text in to_tsquery's syntax, through apis_simple
+  // (records and assets search compile their `q` themselves: src/db/pg/search.ts).
+  textMatch: (index, query) => sql`(${ident(index)} @@ to_tsquery('apis_simple', ${query}))`,
+  // ts_rank needs the query: the search modules rank themselves (src/db/pg/search.ts). Here a
+  // constant, so that a statement written for both still runs (its order then is the tie-break's).
+  textRank: () => sql`0`,
+  toQuery: (fragment) => {
+    const q = text.sqlToQuery(fragment);
+    return { sql: q.sql, params: q.params };
+  },
+};
+
+const text = new PgDialect();

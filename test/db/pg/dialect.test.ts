@@ -1,0 +1,100 @@
+// The PostgreSQL dialect helpers (src/db/pg/dialect.ts) on a real cluster, with the same documents
+// and expectations as SQLite's (test/db/dialect.test.ts), where the two databases agree.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import type { SQL as BunSQL } from "bun";
+import { sql, type SQL } from "drizzle-orm";
+import { pgDialect as d, pgPath } from "../../../src/db/pg/dialect";
+import { freshDatabase, pgAvailable, pgSkipReason } from "../../helpers/pg-cluster";
+
+if (!pgAvailable) test.skip(pgSkipReason, () => {});
+
+describe.skipIf(!pgAvailable)("the PostgreSQL dialect helpers", () => {
+  let db: BunSQL;
+  let close: () => Promise<void>;
+  beforeAll(async () => {
+    const f = await freshDatabase("dialect");
+    db = f.sql;
+    close = f.close;
+    await db.unsafe(`CREATE TABLE docs (id bigint PRIMARY KEY, name text, body jsonb);
+      INSERT INTO docs VALUES (1, 'Alpha', '{"a":{"b":[10,20]},"tags":["x","y"],"odd key":1}'), (2, 'beta', '{"a":{"b":[]},"tags":["z"]}')`);
+  });
+  afterAll(async () => {
+    await close?.();
+  });
+
+  const rows = async (q: SQL) => {
+    const { sql: text, params } = d.toQuery(q);
+    return [...(await db.unsafe(text, params as unknown[]))];
+  };
+  const body = sql`body`;
+
+  test("a portable JSON path is spelled as a PostgreSQL text array, odd names quoted", () => {
+    expect(pgPath(["a", "b", 1])).toBe("'{a,b,1}'");
+    expect(pgPath(["odd key", "it's"])).toBe(`'{"odd key","it''s"}'`);
+  });
+
+  test("jsonValue gives text, jsonAt JSON and jsonType SQLite's type names", async () => {
+    expect(await rows(sql`SELECT ${d.jsonValue(body, ["a", "b", 1])} AS v FROM docs WHERE id = ${1}`)).toEqual([
+      { v: "20" },
+    ]);
+    expect(await rows(sql`SELECT ${d.jsonAt(body, ["a", "b"])} AS v FROM docs WHERE id = 1`)).toEqual([
+      { v: [10, 20] },
+    ]);
+    expect(
+      await rows(
+        sql`SELECT ${d.jsonType(body, ["odd key"])} AS t, ${d.jsonType(body, ["none"])} AS n, ${d.jsonType(body, ["tags", 0])} AS s FROM docs WHERE id = 1`,
+      ),
+    ).toEqual([{ t: "integer", n: null, s: "text" }]);
+  });
+
+  test("jsonEach iterates arrays and objects, and jsonArrayHas tests membership", async () => {
+    expect(
+      await rows(
+        sql`SELECT t.key AS k, t.value AS v FROM docs, ${d.jsonEach(sql`docs.body -> 'tags'`, "t")} WHERE docs.id = 1`,
+      ),
+    ).toEqual([
+      { k: "0", v: "x" },
+      { k: "1", v: "y" },
+    ]);
+    expect(
+      await rows(
+        sql`SELECT t.key AS k, t.value AS v FROM docs, ${d.jsonEach(sql`docs.body -> 'a'`, "t")} WHERE docs.id = 1`,
+      ),
+    ).toEqual([{ k: "b", v: "[10, 20]" }]);
+    expect(await rows(sql`SELECT id FROM docs WHERE ${d.jsonArrayHas(sql`body -> 'tags'`, sql`${"z"}`)}`)).toEqual([
+      { id: "2" },
+    ]);
+  });
+
+  test("the JSON aggregates give JSON text, and jsonRemove drops a member", async () => {
+    const [r] = await rows(
+      sql`SELECT ${d.jsonGroupArray(sql`id`)} AS a, ${d.jsonGroupObject(sql`name`, sql`id`)} AS o FROM (SELECT * FROM docs ORDER BY id) x`,
+    );
+    expect(JSON.parse(r.a)).toEqual([1, 2]);
+    expect(JSON.parse(r.o)).toEqual({ Alpha: 1, beta: 2 });
+    expect(await rows(sql`SELECT ${d.jsonGroupArray(sql`id`)} AS a FROM docs WHERE false`)).toEqual([{ a: "[]" }]);
+    expect(await rows(sql`SELECT ${d.jsonRemove(body, ["tags"])} AS v FROM docs WHERE id = 2`)).toEqual([
+      { v: { a: { b: [] } } },
+    ]);
+  });
+
+  test("groupConcat, likeInsensitive and caseless ignore case", async () => {
+    expect(
+      await rows(sql`SELECT ${d.groupConcat(sql`name`, "|")} AS g FROM (SELECT name FROM docs ORDER BY id) x`),
+    ).toEqual([{ g: "Alpha|beta" }]);
+    expect(await rows(sql`SELECT id FROM docs WHERE ${d.likeInsensitive(sql`name`, sql`${"AL%"}`)}`)).toEqual([
+      { id: "1" },
+    ]);
+    expect(await rows(sql`SELECT name FROM docs ORDER BY ${d.caseless(sql`name`)} DESC`)).toEqual([
+      { name: "beta" },
+      { name: "Alpha" },
+    ]);
+  });
+
+  test("onConflict updates or ignores, and returning gives the written row back", async () => {
+    const up = sql`INSERT INTO docs (id, name) VALUES (${1}, ${"Alpha 2"})${d.onConflict(["id"], ["name"])}${d.returning(["id", "name"])}`;
+    expect(await rows(up)).toEqual([{ id: "1", name: "Alpha 2" }]);
+    await rows(sql`INSERT INTO docs (id, name) VALUES (${1}, ${"ignored"})${d.onConflict(["id"], [])}`);
+    expect(await rows(sql`SELECT name FROM docs WHERE id = 1`)).toEqual([{ name: "Alpha 2" }]);
+  });
+});
