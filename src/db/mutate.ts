@@ -1,5 +1,6 @@
 import type { Database } from "bun:sqlite";
 import type { DB, Tx } from "./connection";
+import { portOf } from "./ports";
 import { portOfClient, sqlitePort } from "./sqlite/port";
 import {
   afterCommitIn,
@@ -95,7 +96,7 @@ export function mutate<T>(
   fn: (tx: Tx, log: ChangeLog) => T | Promise<T>,
   opts?: UnitOptions,
 ): Promise<T> {
-  return unitOfWork(sqlitePort(db), hub, (s, log) => fn(s.tx, log), opts);
+  return unitOfWork(portOf(db), hub, (s, log) => fn(s.tx, log), opts);
 }
 
 /**
@@ -106,7 +107,7 @@ export function mutate<T>(
  * runs in `mutate` as a whole.
  */
 export function readOnly<T>(db: DB, fn: (tx: Tx) => T | Promise<T>): Promise<T> {
-  return readUnit(sqlitePort(db), (s) => fn(s.tx));
+  return readUnit(portOf(db), (s) => fn(s.tx));
 }
 
 /**
@@ -115,7 +116,7 @@ export function readOnly<T>(db: DB, fn: (tx: Tx) => T | Promise<T>): Promise<T> 
  * removing files, waking job workers.
  */
 export function afterCommit(db: DB, task: () => unknown): void {
-  afterCommitIn(sqlitePort(db), async () => void (await task()));
+  afterCommitIn(portOf(db), async () => void (await task()));
 }
 
 /**
@@ -124,7 +125,7 @@ export function afterCommit(db: DB, task: () => unknown): void {
  * it on must `forgetUnitMemo` after anything that may change what was memoized; it ends with the unit.
  */
 export function startUnitMemo(db: DB): void {
-  startUnitMemoIn(sqlitePort(db));
+  startUnitMemoIn(portOf(db));
 }
 
 /**
@@ -135,21 +136,21 @@ export function startUnitMemo(db: DB): void {
  * segment per batch step instead of one per batch. Deeper parts keep theirs.
  */
 export function wholeOrNothing(db: DB): void {
-  wholeOrNothingIn(sqlitePort(db));
+  wholeOrNothingIn(portOf(db));
 }
 
 export function forgetUnitMemo(db: DB): void {
-  forgetUnitMemoIn(sqlitePort(db));
+  forgetUnitMemoIn(portOf(db));
 }
 
 /** `compute()`, or what it gave earlier in this unit under `key` when the unit memo is on. */
 export function unitMemo<T>(db: DB, key: string, compute: () => T | Promise<T>): Promise<T> {
-  return unitMemoIn(sqlitePort(db), key, compute);
+  return unitMemoIn(portOf(db), key, compute);
 }
 
 /** Whether the caller runs in a write unit of work on `db` (a `mutate`). */
 export function inUnit(db: DB): boolean {
-  return inUnitOf(sqlitePort(db));
+  return inUnitOf(portOf(db));
 }
 
 type Statement = ReturnType<Database["prepare"]>;
@@ -206,6 +207,9 @@ export function largeUntilChanged<T>(db: DB, key: string, read: () => T | Promis
 }
 
 function kept<T>(db: DB, key: string, read: () => T | Promise<T>, large: boolean): Promise<T> {
+  const any = portOf(db);
+  // Not kept on PostgreSQL yet (its stamps are the port's externalVersion: issue 39): read each time.
+  if (any.kind !== "sqlite") return inUnitOf(any) ? Promise.resolve().then(read) : readUnit(any, read);
   const port = sqlitePort(db);
   if (inUnitOf(port)) return Promise.resolve().then(read);
   // In the caller's own read unit, or while no unit holds the connection, the stamps are true now

@@ -1,9 +1,9 @@
 import type { Database } from "bun:sqlite";
 import { sql, type SQL } from "drizzle-orm";
-import { sqliteOf, type Tx } from "./connection";
+import { sqliteOf, type DB, type Tx } from "./connection";
 import type { Dialect } from "./dialect";
 import type { RunResult, Session, SqlValue, Statement } from "./port";
-import { sqliteDialect } from "./sqlite/dialect";
+import { dialectFor, portOf } from "./ports";
 import { currentSession } from "./unit";
 
 /**
@@ -26,6 +26,11 @@ import { currentSession } from "./unit";
 
 /** The session the caller's statements on `tx` run on. */
 export function sessionOf(tx: Tx): Session {
+  const port = portOf(tx as DB);
+  if (port.kind !== "sqlite") {
+    const open = currentSession() as (Session & { port?: unknown }) | undefined;
+    return open && open.port === port ? open : (port as unknown as { loose(): Session }).loose();
+  }
   const client = sqliteOf(tx);
   const open = currentSession() as (Session & { client?: Database }) | undefined;
   if (open && open.client === client) return open;
@@ -33,8 +38,8 @@ export function sessionOf(tx: Tx): Session {
 }
 
 /** The dialect helpers of the database `tx` runs on. */
-export function dialectOf(_tx: Tx): Dialect {
-  return sqliteDialect;
+export function dialectOf(tx: Tx): Dialect {
+  return dialectFor(tx as DB);
 }
 
 /** A parameter of a statement built by `textOf` (`?`, numbered by the PostgreSQL port). */

@@ -23,6 +23,9 @@ import type {
   Transaction,
   WriteOptions,
 } from "../port";
+import { registerDialect, registerPort } from "../ports";
+import { pgDialect } from "./dialect";
+import { currentSession } from "../unit";
 import { writeChangesLast } from "./changelog";
 
 /**
@@ -102,6 +105,8 @@ export function pgPlaceholders(text: string): string {
   return out;
 }
 
+registerDialect(pgDialect);
+
 const TEXTS_MAX = 1024;
 const dialect = new PgDialect();
 
@@ -127,18 +132,24 @@ export function pgClient(url: string, max = 10): SQL {
 
 /** A statement on the session's connection (Bun prepares and caches it per connection by its text). */
 function statement<R>(open: Open, text: string): Statement<R> {
+  return statementOn<R>((t, p) => open.run(t, p), text);
+}
+
+type Runner = (text: string, params: SqlValue[]) => Promise<any[] & { count?: number }>;
+
+function statementOn<R>(run: Runner, text: string): Statement<R> {
   return {
     async get(...params: SqlValue[]) {
-      const rows = await open.run(text, params);
+      const rows = await run(text, params);
       return rows.length ? plain<R>(rows[0]) : undefined;
     },
     async all(...params: SqlValue[]) {
-      const rows = await open.run(text, params);
+      const rows = await run(text, params);
       for (const r of rows) plain(r);
       return rows as unknown as R[];
     },
     async run(...params: SqlValue[]): Promise<RunResult> {
-      const r = await open.run(text, params);
+      const r = await run(text, params);
       return { changes: r.count ?? 0, lastInsertRowid: 0 };
     },
   };
@@ -153,7 +164,7 @@ class Open implements PgSession, Transaction<PgSession> {
   private turn: { previous: Promise<void>; done: () => void } | undefined;
   private drizzle: PgDB | undefined;
   constructor(
-    private readonly port: PgPort,
+    readonly port: PgPort,
     readonly conn: ReservedSQL,
   ) {}
   get session(): PgSession {
@@ -161,11 +172,15 @@ class Open implements PgSession, Transaction<PgSession> {
   }
   get tx(): PgDB {
     this.check();
-    return (this.drizzle ??= new BunSQLDatabase(
-      dialect,
-      new BunSQLSession(this.conn as SQL, dialect, undefined, {}),
-      undefined,
-    ) as PgDB);
+    if (!this.drizzle) {
+      this.drizzle = new BunSQLDatabase(
+        dialect,
+        new BunSQLSession(this.conn as SQL, dialect, undefined, {}),
+        undefined,
+      ) as PgDB;
+      registerPort(this.drizzle as never, this.port);
+    }
+    return this.drizzle;
   }
   private check(): void {
     if (this.ended) throw new Error("database session used after its unit of work ended");
@@ -338,6 +353,46 @@ export class PgPort implements DatabasePort<PgSession> {
   /** drizzle over the pool (outside units: each query on any free connection, committed at once). */
   drizzle(): PgDB {
     return new BunSQLDatabase(dialect, new BunSQLSession(this.client, dialect, undefined, {}), undefined) as PgDB;
+  }
+
+  private routed: PgDB | undefined;
+  /**
+   * The database handle a server on PostgreSQL gives its features (`ctx.db`): drizzle whose every
+   * statement runs on the connection of the unit the caller runs in (so a service that uses the
+   * handle instead of its unit's `tx` still sees, and writes into, its unit, as on SQLite's one
+   * connection), or on any free connection of the pool outside units.
+   */
+  handle(): PgDB {
+    if (this.routed) return this.routed;
+    const pool = this.client;
+    const connection = () => {
+      const s = currentSession();
+      return s instanceof Open && s.port === this ? s.conn : pool;
+    };
+    const router = {
+      unsafe: (text: string, params?: unknown[]) => connection().unsafe(text, params),
+    } as unknown as SQL;
+    this.routed = new BunSQLDatabase(dialect, new BunSQLSession(router, dialect, undefined, {}), undefined) as PgDB;
+    registerPort(this.routed as never, this);
+    return this.routed;
+  }
+
+  private looseSession: Session | undefined;
+  /** Statements outside any unit of work: each on any free connection of the pool, committed at once. */
+  loose(): Session {
+    if (this.looseSession) return this.looseSession;
+    const run = (text: string, params: SqlValue[]) =>
+      this.client.unsafe(this.text(text), params as unknown[]) as Promise<any[] & { count?: number }>;
+    const no = (what: string) => () => Promise.reject(new Error(`${what} outside a unit of work`));
+    this.looseSession = {
+      query: <R>(text: string) => statementOn<R>(run, text),
+      exec: async (text) => void (await this.client.unsafe(text)),
+      savepoint: no("savepoint"),
+      release: no("release"),
+      rollbackTo: no("rollback"),
+      appendChanges: no("change-log items"),
+    };
+    return this.looseSession;
   }
 
   beginWrite(opts?: WriteOptions): Promise<Transaction<PgSession>> {

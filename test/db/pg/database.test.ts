@@ -1,0 +1,70 @@
+// The features' database handle on PostgreSQL (src/db/pg/database.ts): the same helpers the
+// services use on SQLite (mutate, readOnly, sessionOf, rows) run on it, on a throw-away cluster.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { eq, sql } from "drizzle-orm";
+import type { DB } from "../../../src/db/connection";
+import { mutate, readOnly, type Published } from "../../../src/db/mutate";
+import { usePgCodecs } from "../../../src/db/pg/codecs";
+import { openPgDatabase } from "../../../src/db/pg/database";
+import type { PgPort } from "../../../src/db/pg/port";
+import { dialectOf, row, rows, sessionOf } from "../../../src/db/query";
+import { users } from "../../../src/features/users/users.table";
+import { Hub } from "../../../src/platform/sync/hub";
+import { freshDatabase, pgAvailable, pgSkipReason } from "../../helpers/pg-cluster";
+
+if (!pgAvailable) test.skip(pgSkipReason, () => {});
+
+describe.skipIf(!pgAvailable)("the features' database handle on PostgreSQL", () => {
+  let db: DB;
+  let port: PgPort;
+  let close: () => Promise<void>;
+  let was = false;
+  const hub = new Hub();
+  const published: Published[][] = [];
+  hub.subscribe((items) => published.push(items));
+  const t = 1_700_000_000;
+
+  beforeAll(async () => {
+    const f = await freshDatabase("handle");
+    close = f.close;
+    was = usePgCodecs(false);
+    ({ db, port } = await openPgDatabase(f.url, { max: 4 }));
+  });
+  afterAll(async () => {
+    await port?.close();
+    usePgCodecs(was);
+    await close?.();
+  });
+
+  test("a unit writes with the query builder and raw SQL, logs its items and publishes them with cursors", async () => {
+    await mutate(db, hub, async (tx, log) => {
+      await tx.insert(users).values({ gid: "u1", username: "ann", admin: true, createdOn: t, updatedOn: t });
+      await sessionOf(tx).query("UPDATE users SET name = ? WHERE gid = ?").run("Ann", "u1");
+      log.cc("INSERT", "cc.users", "u1", ["u1"]);
+    });
+    expect(published.at(-1)?.map((i) => [i.data_key, i.cursor > 0])).toEqual([["u1", true]]);
+    expect(await readOnly(db, (tx) => tx.select({ name: users.name, admin: users.admin }).from(users))).toEqual([
+      { name: "Ann", admin: true },
+    ]);
+  });
+
+  test("inside a unit the handle itself runs on the unit's connection, as SQLite's one connection does", async () => {
+    await expect(
+      mutate(db, hub, async () => {
+        await db.update(users).set({ name: "Changed" }).where(eq(users.gid, "u1"));
+        expect(await row(db, sql`SELECT name FROM users WHERE gid = ${"u1"}`)).toEqual({ name: "Changed" });
+        throw new Error("roll back");
+      }),
+    ).rejects.toThrow("roll back");
+    expect(await rows(db, sql`SELECT name FROM users`)).toEqual([{ name: "Ann" }]);
+  });
+
+  test("the dialect of the handle is PostgreSQL's", async () => {
+    const d = dialectOf(db);
+    expect(d.name).toBe("postgres");
+    expect(await row(db, sql`SELECT ${d.groupConcat(sql`username`, ",")} AS g, count(*) AS n FROM users`)).toEqual({
+      g: "ann",
+      n: 1,
+    });
+  });
+});
