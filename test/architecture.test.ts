@@ -581,6 +581,12 @@ const MODULE_STATE = new Map<string, string>([
   ],
   ["http/auth.ts: owners", "per request object: whether its caller owns the request's project"],
   ["db/sqlite/port.ts: ports", "per connection: its database port"],
+  ["db/registry.ts: registered", "per database handle (PostgreSQL): its port"],
+  [
+    "db/pg/codecs.ts: pg",
+    "whether the features' tables bind and read the PostgreSQL way (a server runs on one database)",
+  ],
+  ["db/query.ts: loose", "per connection: its session for statements outside any unit"],
   [
     "db/unit.ts: stamps",
     "per port: change counts its units recorded (the caches' stamps); SHARED-DB: another process's writes are not counted",

@@ -1,8 +1,8 @@
 import { mkdirSync } from "node:fs";
-import { publicBaseUrl, type Config } from "../config";
+import { databaseKind, publicBaseUrl, type Config } from "../config";
 import { Logger } from "../core/log";
 import { startupStep } from "../core/startup";
-import { createFromImage, migrate, openDatabase, setSynchronous } from "../db/connection";
+import { createFromImage, migrate, openDatabase, setSynchronous, type DB } from "../db/connection";
 import type { CallerPort, Ctx, Hooks } from "../platform/context";
 import type { JobRunner } from "../platform/jobs/runner";
 import { Mailer } from "../platform/mail/mailer";
@@ -24,12 +24,21 @@ export type FeatureParts = { hooks: Hooks; callers: CallerPort; jobs: JobRunner 
  * server loads after it listens (src/app/server.ts): until then only its core routes answer. The
  * version note is written apart (src/app/version-note.ts).
  */
-export function openCoreInstance(
+export async function openCoreInstance(
   config: Config,
   log = new Logger(config.logLevel, { format: config.logFormat }),
-): Omit<Instance, keyof FeatureParts> & Partial<FeatureParts> {
+): Promise<Omit<Instance, keyof FeatureParts> & Partial<FeatureParts>> {
   mkdirSync(config.dataDir, { recursive: true });
   const storage = new Storage(config.dataDir, openBlobStore(config));
+  const db = databaseKind(config) === "postgres" ? await openPostgres(config, log) : openSqlite(config, storage, log);
+  const tokens = new Tokens(loadSecret(config.jwtSecret, config.dataDir), config.jwtLifetime);
+  const mailer = new Mailer(config, () => storage.outbox, log);
+  const hub = new Hub();
+  return { config, db, hub, log, storage, tokens, mailer, baseUrl: publicBaseUrl(config, config.port) };
+}
+
+/** The data folder's SQLite database, made from the image when new, migrated. */
+function openSqlite(config: Config, storage: Storage, log: Logger): DB {
   // A new data folder's database is written whole from the image the migrations leave (no log
   // line: the first one loads the logger, and `apis serve` already names the data folder).
   createFromImage(storage.database);
@@ -43,9 +52,19 @@ export function openCoreInstance(
   const applied = migrate(db);
   if (applied) log.info(`applied ${applied} migration(s)`);
   startupStep(`migrations applied (${applied})`);
-  const tokens = new Tokens(loadSecret(config.jwtSecret, config.dataDir), config.jwtLifetime);
-  const mailer = new Mailer(config, () => storage.outbox, log);
-  const hub = new Hub();
   setSynchronous(db, config.sqliteSynchronous);
-  return { config, db, hub, log, storage, tokens, mailer, baseUrl: publicBaseUrl(config, config.port) };
+  return db;
+}
+
+/**
+ * The PostgreSQL database of `--database` (issue 39), migrated under the advisory lock. Its
+ * modules load only here, so a server on SQLite never loads them.
+ */
+async function openPostgres(config: Config, log: Logger): Promise<DB> {
+  const { openPgDatabase } = await import("../db/pg/database");
+  const { db, migrations } = await openPgDatabase(config.database);
+  const applied = migrations.after - migrations.before;
+  if (applied) log.info(`applied ${applied} PostgreSQL migration(s)`);
+  startupStep(`PostgreSQL opened, migrations applied (${applied})`);
+  return db;
 }

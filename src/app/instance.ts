@@ -20,7 +20,7 @@ export async function openInstance(
   features: readonly Feature[] = allFeatures,
   opts: { versionNoteLater?: boolean } = {},
 ): Promise<Instance> {
-  const ctx = withFeatures(openCoreInstance(config, log), features);
+  const ctx = withFeatures(await openCoreInstance(config, log), features);
   if (!opts.versionNoteLater) await noteVersion(ctx);
   startupStep("instance opened");
   return ctx;

@@ -58,7 +58,7 @@ export async function startServer(
   opts: { features?: readonly Feature[]; deferFeatures?: boolean } = {},
 ): Promise<Running> {
   claimDataDir(config.dataDir);
-  const core = openCoreInstance(config);
+  const core = await openCoreInstance(config);
   startupStep("instance opened");
   const ctx = core as Instance;
   // Browsers on other origins (APIS_CORS_ORIGINS): preflights answered, the JWT header exposed.

@@ -14,6 +14,7 @@ import { Column, is } from "drizzle-orm";
 import { drizzle, type BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
 import type { MigrationMeta } from "drizzle-orm/migrator";
 import { toMigrationMeta } from "./migration-meta";
+import { registeredPort } from "./registry";
 import { planIndependent } from "./plan-params";
 import { heldByAnother, inAnyUnit } from "./unit";
 import { embeddedBaseline, embeddedImage, embeddedMigrations } from "./migrations.generated";
@@ -136,8 +137,16 @@ export function migrationsMeta(): MigrationMeta[] {
   return toMigrationMeta(embeddedMigrations);
 }
 
-/** Closes the database (stopping a server, ending a CLI command). */
+/**
+ * Closes the database (stopping a server, ending a CLI command). A PostgreSQL handle's pool
+ * closes in the background: its connections end once their statements have.
+ */
 export function closeDatabase(db: DB): void {
+  const port = registeredPort(db);
+  if (port) {
+    void port.close().catch(() => {});
+    return;
+  }
   readers.get(db.$client)?.close();
   readers.delete(db.$client);
   db.$client.close();
@@ -304,8 +313,16 @@ export function sqliteOf(tx: Tx): Database {
  * (token holder, membership, project) and of the init payloads use this.
  */
 export function preparedOnce<Q>(build: (tx: Tx) => Q): (tx: Tx) => Q {
-  const byConnection = new WeakMap<Database, Q>();
+  const byConnection = new WeakMap<object, Q>();
   return (tx) => {
+    // PostgreSQL: one prepared query per port, on its handle, which runs it on the caller's unit's
+    // connection or the pool (src/db/pg/port.ts `handle`).
+    const port = registeredPort(tx as DB) as { handle?: () => unknown } | undefined;
+    if (port?.handle) {
+      let q = byConnection.get(port);
+      if (q === undefined) byConnection.set(port, (q = build(port.handle() as DB)));
+      return q;
+    }
     const client = sqliteOf(tx);
     let q = byConnection.get(client);
     if (q === undefined) byConnection.set(client, (q = plainRows(build(tx))));

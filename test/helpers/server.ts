@@ -16,6 +16,21 @@ export type Answer = { status: number; body: any; headers: Headers };
 export const handled = (r: Pick<Answer, "status" | "body">): boolean =>
   r.status < 500 && typeof r.body === "object" && typeof r.body?.success === "boolean";
 
+/** Per data folder, the PostgreSQL database its servers use (APIS_TEST_DATABASE=postgres). */
+const pgDatabases = new Map<string, Promise<string>>();
+function pgDatabaseFor(dataDir: string): Promise<string> {
+  let url = pgDatabases.get(dataDir);
+  if (!url) {
+    url = import("./pg-cluster").then(async ({ freshDatabase }) => {
+      const d = await freshDatabase("srv");
+      await d.close();
+      return d.url;
+    });
+    pgDatabases.set(dataDir, url);
+  }
+  return url;
+}
+
 /** A real server on port 0 over a temp data folder, with a small fetch client. */
 export class TestServer {
   private constructor(
@@ -34,8 +49,19 @@ export class TestServer {
   ): Promise<TestServer> {
     // APIS_TEST_STORE=s3: the same test with the files in the run's S3 bucket (test/helpers/s3.ts).
     const store = process.env.APIS_TEST_STORE === "s3" ? await flagsFor("s3", "srv") : {};
+    // APIS_TEST_DATABASE=postgres: the same test on a database of its own in the run's PostgreSQL
+    // cluster (test/helpers/pg-cluster.ts); a restart over the same data folder keeps its database.
+    const database = process.env.APIS_TEST_DATABASE === "postgres" ? { database: await pgDatabaseFor(dataDir) } : {};
     const config = loadConfig(
-      { port: "0", host: "127.0.0.1", data: dataDir, "log-level": "silent", ...store, ...flags },
+      {
+        port: "0",
+        host: "127.0.0.1",
+        data: dataDir,
+        "log-level": process.env.APIS_TEST_LOG_LEVEL ?? "silent",
+        ...store,
+        ...database,
+        ...flags,
+      },
       {},
     );
     return new TestServer(await startServer(config, { features }), dataDir);

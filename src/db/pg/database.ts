@@ -1,5 +1,6 @@
 import type { DB } from "../connection";
 import { usePgCodecs } from "./codecs";
+import "./sqlite-api";
 import { migratePg } from "./migrate";
 import { PgPort, pgClient } from "./port";
 

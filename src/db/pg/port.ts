@@ -23,7 +23,7 @@ import type {
   Transaction,
   WriteOptions,
 } from "../port";
-import { registerDialect, registerPort } from "../ports";
+import { rememberPort } from "../registry";
 import { pgDialect } from "./dialect";
 import { currentSession } from "../unit";
 import { writeChangesLast } from "./changelog";
@@ -105,8 +105,6 @@ export function pgPlaceholders(text: string): string {
   return out;
 }
 
-registerDialect(pgDialect);
-
 const TEXTS_MAX = 1024;
 const dialect = new PgDialect();
 
@@ -178,7 +176,7 @@ class Open implements PgSession, Transaction<PgSession> {
         new BunSQLSession(this.conn as SQL, dialect, undefined, {}),
         undefined,
       ) as PgDB;
-      registerPort(this.drizzle as never, this.port);
+      rememberPort(this.drizzle as never, this.port);
     }
     return this.drizzle;
   }
@@ -312,6 +310,8 @@ export class PgPort implements DatabasePort<PgSession> {
   readonly kind = "postgres";
   readonly blocking = false;
   private readonly texts = new Map<string, string>();
+  /** PostgreSQL's dialect helpers (src/db/ports.ts `dialectFor`). */
+  readonly dialect = pgDialect;
   private readonly externalEveryMs: number;
   private external: { value: number; at: number; pending?: Promise<number> } = { value: 0, at: -Infinity };
 
@@ -373,7 +373,7 @@ export class PgPort implements DatabasePort<PgSession> {
       unsafe: (text: string, params?: unknown[]) => connection().unsafe(text, params),
     } as unknown as SQL;
     this.routed = new BunSQLDatabase(dialect, new BunSQLSession(router, dialect, undefined, {}), undefined) as PgDB;
-    registerPort(this.routed as never, this);
+    rememberPort(this.routed as never, this);
     return this.routed;
   }
 
