@@ -180,12 +180,12 @@ export async function startServer(
   // runs cold code that would otherwise come before the first answer); a server that defers its
   // features writes it when they load (or when it stops before that), and looks for waiting jobs
   // just after listening instead.
-  const afterListening = setTimeout(() => {
+  const afterListening = setTimeout(async () => {
     if (!opts.deferFeatures) return void noteOnce();
     if (served || loading || stopping) return;
     let waiting = false;
     try {
-      waiting = jobsWaiting(ctx.db);
+      waiting = await jobsWaiting(ctx.db);
     } catch {
       // A database that cannot be read now: the idle load below tries again.
     }
