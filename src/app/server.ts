@@ -180,16 +180,17 @@ export async function startServer(
   // runs cold code that would otherwise come before the first answer); a server that defers its
   // features writes it when they load (or when it stops before that), and looks for waiting jobs
   // just after listening instead.
-  const afterListening = setTimeout(async () => {
+  const afterListening = setTimeout(() => {
     if (!opts.deferFeatures) return void noteOnce();
     if (served || loading || stopping) return;
-    let waiting = false;
-    try {
-      waiting = await jobsWaiting(ctx.db);
-    } catch {
-      // A database that cannot be read now: the idle load below tries again.
-    }
-    if (waiting) void load().catch((err) => ctx.log.error("loading the features failed", { error: String(err) }));
+    void jobsWaiting(ctx.db).then(
+      (waiting) => {
+        if (waiting) void load().catch((err) => ctx.log.error("loading the features failed", { error: String(err) }));
+      },
+      () => {
+        // A database that cannot be read now: the idle load below tries again.
+      },
+    );
   }, 50);
   // An idle server loads its features after a while all the same (its schedules and job workers).
   let idleLoad: ReturnType<typeof setTimeout> | undefined = setTimeout(() => {

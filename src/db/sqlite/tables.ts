@@ -31,7 +31,8 @@ export async function tablesWithColumn(tx: Tx, column: string): Promise<string[]
 /**
  * The tables that hold data, by name: not SQLite's own, not the migrations' bookkeeping (`__`),
  * not the virtual full-text indexes (triggers make them from their base tables, so writing the
- * base rows makes them again). PostgreSQL: `information_schema.tables`, base tables of the current
+ * base rows makes them again; FTS5's shadow tables are listed, and have no project columns).
+ * PostgreSQL: `information_schema.tables`, base tables of the current
  * schema not named `__…`.
  */
 export async function dataTables(tx: Tx): Promise<string[]> {
@@ -45,7 +46,11 @@ export async function dataTables(tx: Tx): Promise<string[]> {
 
 /** The columns of `table`, in their order. PostgreSQL: `information_schema.columns` by `ordinal_position`. */
 export async function columnsOf(tx: Tx, table: string): Promise<string[]> {
-  return (await sessionOf(tx).query<{ name: string }>(`PRAGMA table_info(${quote(table)})`).all()).map((c) => c.name);
+  return (
+    await sessionOf(tx)
+      .query<{ name: string }>(`PRAGMA table_info(${quote(table)})`)
+      .all()
+  ).map((c) => c.name);
 }
 
 /**

@@ -21,13 +21,7 @@ import type { Tx } from "../../db/connection";
 import type { SqlValue } from "../../db/port";
 import { sessionOf } from "../../db/query";
 import { beginSnapshot } from "../../db/sqlite/file";
-import {
-  columnsOf,
-  dataTables,
-  deferForeignKeys,
-  deleteDanglingRows,
-  rowsOf,
-} from "../../db/sqlite/tables";
+import { columnsOf, dataTables, deferForeignKeys, deleteDanglingRows, rowsOf } from "../../db/sqlite/tables";
 import type { ChangeLog } from "../../db/mutate";
 import { embeddedMigrations } from "../../db/migrations.generated";
 import { unprocessable } from "../../core/errors";
@@ -191,9 +185,9 @@ export function newManifest(projectGid: string, backupGid: string): Manifest {
 /** The project's cursor and icon name, read in the snapshot's read transaction. */
 export async function snapshotFacts(reader: Tx, projectGid: string): Promise<{ cursor: number; icon: string }> {
   const s = sessionOf(reader);
-  const cursor = (
-    await s.query<{ c: number }>("SELECT coalesce(max(cursor), 0) AS c FROM changes WHERE type = ?").get(projectGid)
-  )!.c;
+  const cursor = (await s
+    .query<{ c: number }>("SELECT coalesce(max(cursor), 0) AS c FROM changes WHERE type = ?")
+    .get(projectGid))!.c;
   const icon = (await s.query<{ icon: string }>("SELECT icon FROM projects WHERE gid = ?").get(projectGid))?.icon ?? "";
   return { cursor, icon };
 }
@@ -234,8 +228,9 @@ export async function snapshotCounts(
   const counts: number[] = [];
   for (const { table, where } of tables)
     counts.push(
-      (await sessionOf(reader).query<{ n: number }>(`SELECT count(*) AS n FROM ${quote(table)} WHERE ${where}`).get(projectGid))!
-        .n,
+      (await sessionOf(reader)
+        .query<{ n: number }>(`SELECT count(*) AS n FROM ${quote(table)} WHERE ${where}`)
+        .get(projectGid))!.n,
     );
   return counts;
 }
