@@ -17,7 +17,7 @@ import {
   dataTables,
   deferForeignKeys,
   deleteDanglingRows,
-  rowsOf,
+  rowBatches,
   tablesWithColumn,
 } from "../../src/db/sqlite/tables";
 
@@ -58,9 +58,10 @@ describe("the SQLite catalog as data (src/db/sqlite/tables.ts)", () => {
     expect(await columnsOf(db, "pets")).toEqual(["name", "owner", "project_gid"]);
   });
 
-  test("rowsOf gives the matching rows in the order they were inserted", async () => {
+  test("rowBatches gives the matching rows in the order they were inserted", async () => {
     const names: unknown[] = [];
-    for await (const r of rowsOf(db, "pets", "project_gid = ?", ["p1"])) names.push(r.name);
+    for await (const batch of rowBatches(db, "pets", "project_gid = ?", ["p1"]))
+      for (const r of batch) names.push(r.name);
     expect(names).toEqual(["rex", "felix"]);
   });
 

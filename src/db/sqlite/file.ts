@@ -15,7 +15,7 @@ export type Snapshot = { readonly tx: DB; end(): Promise<void> };
  * A read transaction of its own on `db`'s data, held while the caller does I/O between its reads
  * (a project backup writes its tables and pins its files meanwhile): all its reads see one point
  * in time while the server keeps committing. Its statements run through `sessionOf(snapshot.tx)`
- * or `rowsOf` (src/db/sqlite/tables.ts). SQLite: a read-only connection to the file, in a
+ * or `rowBatches` (src/db/sqlite/tables.ts). SQLite: a read-only connection to the file, in a
  * transaction whose first read fixes the point in time (WAL keeps it while the server writes).
  * PostgreSQL: a connection of the pool held for it, `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`.
  */

@@ -53,22 +53,33 @@ export async function columnsOf(tx: Tx, table: string): Promise<string[]> {
   ).map((c) => c.name);
 }
 
+/** Rows per batch of `rowBatches`: one await per batch, not per row (about half the time of a backup's rows). */
+const BATCH = 500;
+
 /**
  * The rows of `table` matching `where` (SQL with `?` parameters, bound to `params`), in the order
- * they were inserted (`rowid`), read one at a time: a project's table may be larger than is
- * sensible to hold at once. The statement stays open while the caller awaits between rows, so
- * `tx` must be a connection no one else uses meanwhile (the caller's unit, or a `beginSnapshot`).
- * PostgreSQL: the primary key's order (a table there has no insertion order), read through a
- * cursor of the transaction.
+ * they were inserted (`rowid`), in batches of a few hundred: a project's table may be larger than
+ * is sensible to hold at once. The statement stays open while the caller awaits between batches,
+ * so `tx` must be a connection no one else uses meanwhile (the caller's unit, or a
+ * `beginSnapshot`). PostgreSQL: the primary key's order (a table there has no insertion order),
+ * read through a cursor of the transaction (`FETCH 500`).
  */
-export async function* rowsOf(
+export async function* rowBatches(
   tx: Tx,
   table: string,
   where: string,
   params: SqlValue[],
-): AsyncGenerator<Record<string, unknown>> {
+): AsyncGenerator<Record<string, unknown>[]> {
   const st = sqliteOf(tx).query(`SELECT * FROM ${quote(table)} WHERE ${where} ORDER BY rowid`);
-  yield* st.iterate(...(params as any[])) as Iterable<Record<string, unknown>>;
+  let batch: Record<string, unknown>[] = [];
+  for (const row of st.iterate(...(params as any[])) as Iterable<Record<string, unknown>>) {
+    batch.push(row);
+    if (batch.length === BATCH) {
+      yield batch;
+      batch = [];
+    }
+  }
+  if (batch.length) yield batch;
 }
 
 /**

@@ -21,7 +21,7 @@ import type { Tx } from "../../db/connection";
 import type { SqlValue } from "../../db/port";
 import { sessionOf } from "../../db/query";
 import { beginSnapshot } from "../../db/sqlite/file";
-import { columnsOf, dataTables, deferForeignKeys, deleteDanglingRows, rowsOf } from "../../db/sqlite/tables";
+import { columnsOf, dataTables, deferForeignKeys, deleteDanglingRows, rowBatches } from "../../db/sqlite/tables";
 import type { ChangeLog } from "../../db/mutate";
 import { embeddedMigrations } from "../../db/migrations.generated";
 import { unprocessable } from "../../core/errors";
@@ -255,18 +255,19 @@ export async function writeTables(
     let rows = 0;
     let size = 0;
     let pending = 0;
-    for await (const row of rowsOf(reader, table, where, [projectGid])) {
-      const line = JSON.stringify(columns.map((c) => encode(row[c]))) + "\n";
-      hash.update(line);
-      size += Buffer.byteLength(line);
-      void writer.write(line);
-      rows++;
-      if (++pending === ROW_STEP) {
-        await writer.flush();
-        await progress.step(pending);
-        pending = 0;
+    for await (const batch of rowBatches(reader, table, where, [projectGid]))
+      for (const row of batch) {
+        const line = JSON.stringify(columns.map((c) => encode(row[c]))) + "\n";
+        hash.update(line);
+        size += Buffer.byteLength(line);
+        void writer.write(line);
+        rows++;
+        if (++pending === ROW_STEP) {
+          await writer.flush();
+          await progress.step(pending);
+          pending = 0;
+        }
       }
-    }
     await writer.end();
     if (pending) await progress.step(pending);
     out[table] = { columns, rows, file, sha256: hash.digest("hex"), size };
@@ -399,13 +400,14 @@ async function fingerprints(tx: Tx, projectGid: string): Promise<Fingerprints> {
     // (childcount, a folder's file and folder counts: which are there, and in which state) and a
     // record's links (backlinks). A restore that changes only those still changes the form.
     const related: [string, string][] = [];
-    for await (const row of rowsOf(tx, table, "project_gid = ?", [projectGid])) {
-      const key = String(row[t.key]);
-      m.set(key, (m.get(key) ?? "") + JSON.stringify(Object.values(row).map(encode)));
-      const mark = JSON.stringify([key, row.status ?? null, row.type ?? null]);
-      if (typeof row.parent === "string") related.push([row.parent, `child ${mark}`]);
-      if (typeof row.canonical === "string" && row.canonical !== key) related.push([row.canonical, `link ${mark}`]);
-    }
+    for await (const batch of rowBatches(tx, table, "project_gid = ?", [projectGid]))
+      for (const row of batch) {
+        const key = String(row[t.key]);
+        m.set(key, (m.get(key) ?? "") + JSON.stringify(Object.values(row).map(encode)));
+        const mark = JSON.stringify([key, row.status ?? null, row.type ?? null]);
+        if (typeof row.parent === "string") related.push([row.parent, `child ${mark}`]);
+        if (typeof row.canonical === "string" && row.canonical !== key) related.push([row.canonical, `link ${mark}`]);
+      }
     for (const [key, mark] of related) {
       const own = m.get(key);
       if (own !== undefined) m.set(key, `${own}\n${mark}`);
