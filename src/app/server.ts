@@ -183,13 +183,14 @@ export async function startServer(
   const afterListening = setTimeout(() => {
     if (!opts.deferFeatures) return void noteOnce();
     if (served || loading || stopping) return;
-    let waiting = false;
-    try {
-      waiting = jobsWaiting(ctx.db);
-    } catch {
-      // A database that cannot be read now: the idle load below tries again.
-    }
-    if (waiting) void load().catch((err) => ctx.log.error("loading the features failed", { error: String(err) }));
+    void jobsWaiting(ctx.db).then(
+      (waiting) => {
+        if (waiting) void load().catch((err) => ctx.log.error("loading the features failed", { error: String(err) }));
+      },
+      () => {
+        // A database that cannot be read now: the idle load below tries again.
+      },
+    );
   }, 50);
   // An idle server loads its features after a while all the same (its schedules and job workers).
   let idleLoad: ReturnType<typeof setTimeout> | undefined = setTimeout(() => {

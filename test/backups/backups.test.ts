@@ -53,7 +53,7 @@ async function cursor(token: string) {
 async function projectRows(s: TestServer, gid: string): Promise<Record<string, string[]>> {
   const db = s.ctx.db.$client;
   const out: Record<string, string[]> = {};
-  for (const { table, by } of await projectTables(db)) {
+  for (const { table, by } of await projectTables(s.ctx.db)) {
     const rows = db.query(`SELECT * FROM "${table}" WHERE "${by}" = ?`).all(gid) as Record<string, unknown>[];
     out[table] = rows
       .map((r) => {

@@ -445,7 +445,7 @@ describe("modules/unregister", () => {
   });
 
   test("backups and permanent deletion cover the modules table", async () => {
-    expect((await projectTables(srv.ctx.db.$client)).map((t) => t.table)).toContain("modules");
+    expect((await projectTables(srv.ctx.db)).map((t) => t.table)).toContain("modules");
     const p = await srv.project(owner.token, "Short-lived");
     await srv.call(`/api/p/${p}/modules/register`, { token: owner.token, body: { module: "Temp", version: "1" } });
     const count = () =>

@@ -439,7 +439,7 @@ describe("saved queries in bulk selections", () => {
 
 describe("project data", () => {
   test("backups and permanent deletion cover the queries table", async () => {
-    const tables = (await projectTables(srv.ctx.db.$client)).map((t) => t.table);
+    const tables = (await projectTables(srv.ctx.db)).map((t) => t.table);
     expect(tables).toContain("queries");
     const p = await srv.project(owner.token, "Short-lived");
     await call(srv, q("create", p), owner, { type: "record", name: "Gone soon" });

@@ -1,19 +1,19 @@
 import type { Tx } from "../../db/connection";
-import { sqliteOf } from "../../db/connection";
+import { sessionOf } from "../../db/query";
 import { ApiError } from "../../core/errors";
 
 type SignupPolicy = "open" | "invite" | "off";
 
 /** Whether an address has a pending project invitation: an invited user, or an invited membership. */
 async function hasPendingInvitation(tx: Tx, email: string): Promise<boolean> {
-  const row = await sqliteOf(tx)
+  const row = await sessionOf(tx)
     .query(
-      `SELECT 1 FROM users u WHERE u.kind = 'person' AND lower(u.email) = lower(?1)
+      `SELECT 1 FROM users u WHERE u.kind = 'person' AND lower(u.email) = lower(?)
          AND (u.status = 'invited' OR EXISTS (SELECT 1 FROM memberships m WHERE m.user_gid = u.gid AND m.status = 'invited'))
        LIMIT 1`,
     )
     .get(email.trim());
-  return row !== null && row !== undefined;
+  return row !== undefined;
 }
 
 /**

@@ -2,7 +2,6 @@
  * A little over ~600 lines: the backup and restore jobs, housekeeping and the endpoints share the
  * backup row's life cycle (status, files, versions); the snapshot engine itself is platform/backups.
  */
-import { Database } from "bun:sqlite";
 import { and, desc, eq, max } from "drizzle-orm";
 import { existsSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
 import { iconKey } from "../../platform/storage/blobs";
@@ -12,6 +11,8 @@ import { afterCommit, mutate, type ChangeLog } from "../../db/mutate";
 import type { Answer } from "../../core/answer";
 import type { Actor } from "../../core/actor";
 import type { Tx } from "../../db/connection";
+import { sessionOf } from "../../db/query";
+import { withDatabaseFile } from "../../db/sqlite/file";
 import { backups } from "./backups.table";
 import { changes } from "../../db/changelog.table";
 import { ApiError, missing, unprocessable, validationFailed, type ValidationIssue } from "../../core/errors";
@@ -790,23 +791,21 @@ export async function removeBackup(
 export async function listProjectBackups(dataDir: string) {
   const file = join(dataDir, "apis.db");
   if (!existsSync(file)) return [];
-  const db = new Database(file, { readonly: true });
-  try {
-    await db.exec("PRAGMA busy_timeout = 5000");
-    return (await db
-      .query("SELECT gid, project_gid, name, status, size, scheduled, created_on FROM backups ORDER BY created_on DESC")
-      .all()) as {
-      gid: string;
-      project_gid: string;
-      name: string;
-      status: string;
-      size: number;
-      scheduled: number;
-      created_on: number;
-    }[];
-  } catch {
-    return [];
-  } finally {
-    db.close();
-  }
+  return await withDatabaseFile(file, async (db) => {
+    try {
+      return await sessionOf(db)
+        .query<{
+          gid: string;
+          project_gid: string;
+          name: string;
+          status: string;
+          size: number;
+          scheduled: number;
+          created_on: number;
+        }>("SELECT gid, project_gid, name, status, size, scheduled, created_on FROM backups ORDER BY created_on DESC")
+        .all();
+    } catch {
+      return [];
+    }
+  });
 }

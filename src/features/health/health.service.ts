@@ -3,6 +3,8 @@ import { accessSync, constants, existsSync, rmSync, statfsSync, writeFileSync } 
 import { join } from "node:path";
 import type { Ctx } from "../../platform/context";
 import { VERSION } from "../../version";
+import { writeMeta } from "../../db/meta";
+import { mutate } from "../../db/mutate";
 
 /** Below this much free space in the data folder the instance reports itself unhealthy. */
 const MIN_FREE_BYTES = 100 * 1024 * 1024;
@@ -13,6 +15,9 @@ export type Health = {
   version: string;
   checks: { database: Check; data_folder: Check; jobs: Check };
 };
+
+/** Thrown by the write probe once its row is written, so that its unit rolls back. */
+const PROBE_WRITTEN = new Error("health probe written");
 
 /** The reason of a failure without the file path (the endpoint is public): "EACCES: permission denied". */
 const reason = (err: unknown) =>
@@ -30,14 +35,14 @@ async function databaseCheck(ctx: Ctx): Promise<Check> {
   const file = ctx.storage.database;
   try {
     for (const f of [file, `${file}-wal`]) if (existsSync(f)) accessSync(f, constants.R_OK | constants.W_OK);
-    const sqlite = ctx.db.$client;
-    // A savepoint works inside or outside an open transaction; nothing is kept.
-    await sqlite.run("SAVEPOINT health_probe");
+    // A unit of work that writes a row and is then undone: nothing is kept, and no sync item.
     try {
-      await sqlite.run("INSERT OR REPLACE INTO meta (key, value) VALUES ('health_probe', ?)", [String(Date.now())]);
-    } finally {
-      await sqlite.run("ROLLBACK TO health_probe");
-      await sqlite.run("RELEASE health_probe");
+      await mutate(ctx.db, undefined, (tx) => {
+        writeMeta(tx, "health_probe", String(Date.now()));
+        throw PROBE_WRITTEN;
+      });
+    } catch (err) {
+      if (err !== PROBE_WRITTEN) throw err;
     }
     return { ok: true, writable: true };
   } catch (err) {

@@ -1,4 +1,5 @@
 import type { DB } from "../../db/connection";
+import { checkpointLog } from "../../db/sqlite/file";
 import { readMeta, writeMeta } from "../../db/meta";
 import { mutate, type Publisher, type UnitOptions } from "../../db/mutate";
 
@@ -23,10 +24,6 @@ export async function announceVersion(db: DB, hub: Publisher, version: string, o
 
 /** Checkpoints the SQLite write-ahead log into the database file and truncates it. */
 export async function checkpoint(db: DB): Promise<string> {
-  const r = (await db.$client.query("PRAGMA wal_checkpoint(TRUNCATE)").get()) as {
-    busy: number;
-    log: number;
-    checkpointed: number;
-  };
+  const r = await checkpointLog(db);
   return r.busy ? "busy; will retry next time" : `checkpointed ${r.checkpointed} page(s)`;
 }

@@ -1,7 +1,8 @@
 import { and, eq, inArray, ne, sql } from "drizzle-orm";
 import { allowsProject, mayViewUser, projectRefusal, type ProjectFacts, type ProjectNeed } from "../../core/access";
 import type { Actor } from "../../core/actor";
-import { preparedOnce, sqliteOf, type Tx } from "../../db/connection";
+import { preparedOnce, type Tx } from "../../db/connection";
+import { sessionOf } from "../../db/query";
 import { inUnit, mutate, readOnly, unitMemo, untilChanged, type ChangeLog } from "../../db/mutate";
 import type { Ctx } from "../../platform/context";
 import { memberships, projects, type ProjectRow } from "./projects.table";
@@ -105,11 +106,11 @@ export type ProjectReading = { tx: Tx; isOwner: boolean };
  * scalar subquery: SQLite ran the same lookup written as a LEFT JOIN about six times slower.
  */
 async function ruleFacts(tx: Tx, actor: Actor, projectGid: string): Promise<ProjectFacts> {
-  const r = await sqliteOf(tx)
-    .query<{ owner: string; status: string; membership: string | null }, [string, string]>(
-      "SELECT owner, status, (SELECT m.status FROM memberships m WHERE m.project_gid = ?2 AND m.user_gid = ?1) AS membership FROM projects WHERE gid = ?2",
+  const r = await sessionOf(tx)
+    .query<{ owner: string; status: string; membership: string | null }>(
+      "SELECT owner, status, (SELECT m.status FROM memberships m WHERE m.project_gid = ? AND m.user_gid = ?) AS membership FROM projects WHERE gid = ?",
     )
-    .get(actor.userGid, projectGid);
+    .get(projectGid, actor.userGid, projectGid);
   if (!r) return { project: undefined, membership: undefined };
   return {
     project: { owner: r.owner, status: r.status },

@@ -9,7 +9,9 @@ import { forbidden, unprocessable, validationFailed, type ValidationIssue } from
 import { isTimezone } from "../../core/languages";
 import { newGid, now } from "../../core/ids";
 import { changes } from "../../db/changelog.table";
-import { preparedOnce, sqliteOf, type DB, type Tx } from "../../db/connection";
+import { preparedOnce, type DB, type Tx } from "../../db/connection";
+import { sessionOf } from "../../db/query";
+import { tablesWithColumn } from "../../db/sqlite/tables";
 import { afterCommit, mutate, type ChangeLog } from "../../db/mutate";
 import type { Ctx } from "../../platform/context";
 import { squareImage } from "../../platform/images/images";
@@ -19,7 +21,6 @@ import { memberships, projects, type ProjectRow } from "./projects.table";
 import { getUser } from "../users/users.api";
 import { users } from "../users/users.table";
 import { newProjectOptions } from "./projects.options";
-import { filterEach } from "../../core/sequential";
 
 export type Project = ProjectRow;
 
@@ -123,8 +124,10 @@ export async function eraseProject(
   if (!p) throw unprocessable("Deletion failed", { reason: "No such project" });
   const audience = await projectAudience(tx, gid);
   const members = await tx.select().from(memberships).where(eq(memberships.projectGid, gid)).all();
-  for (const table of await projectOwnedTables(tx)) {
-    await sqliteOf(tx).query(`DELETE FROM "${table}" WHERE project_gid = ?`).run(gid);
+  // Every table with a `project_gid` column, found from the schema so new areas need no
+  // registration (the full-text indexes among them).
+  for (const table of await tablesWithColumn(tx, "project_gid")) {
+    await sessionOf(tx).query(`DELETE FROM "${table}" WHERE project_gid = ?`).run(gid);
   }
   await tx.delete(changes).where(eq(changes.type, gid)).run();
   // The project's items this unit recorded before (they would be written after that delete).
@@ -166,21 +169,6 @@ export async function deletedProjectsOwnedBy(tx: Tx, userGid: string): Promise<s
       .where(and(eq(projects.owner, userGid), eq(projects.status, "deleted")))
       .all()
   ).map((r) => r.gid);
-}
-
-/** Every table with a `project_gid` column, found from the schema so new areas need no registration. */
-async function projectOwnedTables(tx: Tx): Promise<string[]> {
-  const client = sqliteOf(tx);
-  const tables = (await client
-    .query("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
-    .all()) as { name: string }[];
-  return (
-    await filterEach(tables, async (t) =>
-      ((await client.query(`PRAGMA table_info("${t.name}")`).all()) as { name: string }[]).some(
-        (c) => c.name === "project_gid",
-      ),
-    )
-  ).map((t) => t.name);
 }
 
 // ---------------------------------------------------------------------------------------------

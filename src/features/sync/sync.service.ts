@@ -5,6 +5,7 @@ import { currentCursor, retainedFloor } from "../../db/cursor";
 import type { Ctx } from "../../platform/context";
 import type { Tx } from "../../db/connection";
 import { mutate, type SyncItem } from "../../db/mutate";
+import { sessionOf } from "../../db/query";
 import { changeAudience, changes } from "../../db/changelog.table";
 import type { Answer } from "../../core/answer";
 import type { Actor } from "../../core/actor";
@@ -133,11 +134,11 @@ export async function pruneChangeLog(ctx: Ctx): Promise<string> {
   // Batches keep each write transaction short; change_audience rows go by cascade.
   for (;;) {
     const n = await mutate(ctx.db, undefined, async (tx) => {
-      const rows = (await ctx.db.$client
+      const rows = await sessionOf(tx)
         .query(
           "DELETE FROM changes WHERE cursor IN (SELECT cursor FROM changes WHERE cursor <= ? LIMIT 5000) RETURNING cursor",
         )
-        .all(top)) as unknown[];
+        .all(top);
       if (retainedFloor(tx) < top) writeMeta(tx, "changes.floor", String(top));
       return rows.length;
     });

@@ -1,4 +1,3 @@
-import { Database } from "bun:sqlite";
 import { createHash } from "../../core/crypto";
 import { chmodSync, existsSync, linkSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
 import type { FileHandle } from "node:fs/promises";
@@ -6,14 +5,15 @@ import { fsp } from "../storage/fsp";
 import { tmpdir } from "node:os";
 import { basename, dirname, join, relative, resolve, sep } from "node:path";
 import { embeddedMigrations } from "../../db/migrations.generated";
+import { checkDatabaseFile, copyDatabaseFile } from "../../db/sqlite/file";
 import { claimDataDir, liveServerPid, releaseDataDir } from "../storage/pidfile";
 import { VERSION } from "../../version";
 import { readTar, TarWriter } from "./tar";
 import { pipeToWriter, type BlobEntry, type BlobStore } from "../storage/blobs";
 
 /**
- * Instance backups: one tar archive holding a consistent copy of the database (SQLite
- * `VACUUM INTO`, taken while the server runs) and every file of the data folder except
+ * Instance backups: one tar archive holding a consistent copy of the SQLite database file (SQLite
+ * `VACUUM INTO` in src/db/sqlite/file.ts, taken while the server runs) and every file of the data folder except
  * `backups/`, `tmp/`, `downloads/` (Excel downloads, short-lived), the live database files and the pid file. The last entry,
  * `apis-backup.json`, lists every other entry with its size and sha256.
  *
@@ -152,14 +152,8 @@ export async function createInstanceBackup(
   const partial = `${file}.partial`;
   try {
     pinDataFiles(dataDir, pinDir);
-    // A consistent copy while the server writes: VACUUM INTO reads one snapshot of the database.
-    const src = new Database(dbFile, { readonly: true });
-    try {
-      await src.exec("PRAGMA busy_timeout = 10000");
-      await src.query("VACUUM INTO ?").run(snapshot);
-    } finally {
-      src.close();
-    }
+    // A consistent copy while the server writes: one point in time of the database.
+    await copyDatabaseFile(dbFile, snapshot);
     pinDataFiles(dataDir, pinDir);
     // Pinned files (whatever the server deletes meanwhile), plus any that could not be linked.
     const pinnedFiles = dataFiles(pinDir);
@@ -274,13 +268,7 @@ async function createStoreInstanceBackup(
     };
     for (const e of first) await addObject(e);
     pinDataFiles(dataDir, pinDir, keepOut);
-    const src = new Database(dbFile, { readonly: true });
-    try {
-      await src.exec("PRAGMA busy_timeout = 10000");
-      await src.query("VACUUM INTO ?").run(snapshot);
-    } finally {
-      src.close();
-    }
+    await copyDatabaseFile(dbFile, snapshot);
     pinDataFiles(dataDir, pinDir, keepOut);
     copied = true;
     const added = (await listObjects(store)).filter((e) => !archived.has(e.key));
@@ -414,15 +402,11 @@ export async function verifyInstanceBackup(
     const db = join(scratch, DB_ENTRY);
     if (!existsSync(db)) problems.push("no database in the archive");
     else if (!problems.length) {
-      const sqlite = new Database(db, { readonly: true });
       try {
-        const rows = (await sqlite.query("PRAGMA integrity_check").all()) as { integrity_check: string }[];
-        if (rows.length !== 1 || rows[0]!.integrity_check !== "ok")
-          problems.push(`database integrity: ${rows.map((r) => r.integrity_check).join("; ")}`);
+        const wrong = await checkDatabaseFile(db);
+        if (wrong.length) problems.push(`database integrity: ${wrong.join("; ")}`);
       } catch (err) {
         problems.push(`database integrity: ${(err as Error).message}`);
-      } finally {
-        sqlite.close();
       }
     }
     onProgress?.(total, total);

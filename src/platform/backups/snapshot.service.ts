@@ -1,4 +1,3 @@
-import { Database } from "bun:sqlite";
 import { createHash } from "../../core/crypto";
 import { filesChangedUnder } from "../storage/file-facts";
 import {
@@ -18,7 +17,11 @@ import { fsp } from "../storage/fsp";
 import { iconKey } from "../storage/blobs";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import type { Ctx } from "../context";
-import { sqliteOf, type Tx } from "../../db/connection";
+import type { Tx } from "../../db/connection";
+import type { SqlValue } from "../../db/port";
+import { sessionOf } from "../../db/query";
+import { beginSnapshot } from "../../db/sqlite/file";
+import { columnsOf, dataTables, deferForeignKeys, deleteDanglingRows, rowBatches } from "../../db/sqlite/tables";
 import type { ChangeLog } from "../../db/mutate";
 import { embeddedMigrations } from "../../db/migrations.generated";
 import { unprocessable } from "../../core/errors";
@@ -75,21 +78,6 @@ export type Manifest = {
   icon: FileEntry | null;
 };
 
-async function columnsOf(db: Database, table: string): Promise<string[]> {
-  return ((await db.query(`PRAGMA table_info("${table}")`).all()) as { name: string }[]).map((c) => c.name);
-}
-
-async function tableNames(db: Database): Promise<string[]> {
-  // Virtual tables (full-text indexes) are derived from their base tables by triggers: a restore
-  // of the base rows rebuilds them, so they are not copied themselves.
-  const rows = (await db
-    .query(
-      "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name NOT LIKE '\\_\\_%' ESCAPE '\\' AND coalesce(sql, '') NOT LIKE 'CREATE VIRTUAL TABLE%' ORDER BY name",
-    )
-    .all()) as { name: string }[];
-  return rows.map((t) => t.name);
-}
-
 /**
  * The project's API users: their `users` rows belong to the project as much as their `apikeys` and
  * `memberships` rows do (an API user exists for one project only), so a backup holds them and a
@@ -99,11 +87,12 @@ const API_USERS_TABLE = "users";
 const API_USERS_WHERE = "kind = 'api' AND gid IN (SELECT user_gid FROM apikeys WHERE project_gid = ?)";
 
 /** The tables a project backup holds, with the WHERE column selecting the project's rows. */
-export async function projectTables(db: Database): Promise<{ table: string; by: string }[]> {
+export async function projectTables(tx: Tx): Promise<{ table: string; by: string }[]> {
   const out = [{ table: "projects", by: "gid" }];
-  for (const t of await tableNames(db)) {
+  // Full-text indexes are not among them: triggers make them from their base tables' rows.
+  for (const t of await dataTables(tx)) {
     if (NOT_PROJECT_DATA.has(t)) continue;
-    if ((await columnsOf(db, t)).includes("project_gid")) out.push({ table: t, by: "project_gid" });
+    if ((await columnsOf(tx, t)).includes("project_gid")) out.push({ table: t, by: "project_gid" });
   }
   return out;
 }
@@ -194,15 +183,12 @@ export function newManifest(projectGid: string, backupGid: string): Manifest {
 }
 
 /** The project's cursor and icon name, read in the snapshot's read transaction. */
-export async function snapshotFacts(reader: Database, projectGid: string): Promise<{ cursor: number; icon: string }> {
-  const cursor = (
-    (await reader.query("SELECT coalesce(max(cursor), 0) AS c FROM changes WHERE type = ?").get(projectGid)) as {
-      c: number;
-    }
-  ).c;
-  const icon =
-    ((await reader.query("SELECT icon FROM projects WHERE gid = ?").get(projectGid)) as { icon: string } | null)
-      ?.icon ?? "";
+export async function snapshotFacts(reader: Tx, projectGid: string): Promise<{ cursor: number; icon: string }> {
+  const s = sessionOf(reader);
+  const cursor = (await s
+    .query<{ c: number }>("SELECT coalesce(max(cursor), 0) AS c FROM changes WHERE type = ?")
+    .get(projectGid))!.c;
+  const icon = (await s.query<{ icon: string }>("SELECT icon FROM projects WHERE gid = ?").get(projectGid))?.icon ?? "";
   return { cursor, icon };
 }
 
@@ -222,7 +208,7 @@ export type TableSink = { write(text: string): unknown; flush(): unknown; end():
 
 /** The project's tables a snapshot holds, with the WHERE clause selecting the project's rows. */
 export async function snapshotTables(
-  reader: Database,
+  reader: Tx,
   derived: ReadonlySet<string>,
 ): Promise<{ table: string; where: string }[]> {
   return [
@@ -233,12 +219,28 @@ export async function snapshotTables(
   ];
 }
 
+/** How many rows of each table a snapshot holds, in the order of `tables` (for the progress's total). */
+export async function snapshotCounts(
+  reader: Tx,
+  projectGid: string,
+  tables: { table: string; where: string }[],
+): Promise<number[]> {
+  const counts: number[] = [];
+  for (const { table, where } of tables)
+    counts.push(
+      (await sessionOf(reader)
+        .query<{ n: number }>(`SELECT count(*) AS n FROM ${quote(table)} WHERE ${where}`)
+        .get(projectGid))!.n,
+    );
+  return counts;
+}
+
 /**
  * Writes every table's rows (one JSON array per line) through `open`, inside the caller's read
- * transaction on `reader`; returns the manifest's table entries.
+ * transaction on `reader` (a `beginSnapshot`); returns the manifest's table entries.
  */
 export async function writeTables(
-  reader: Database,
+  reader: Tx,
   projectGid: string,
   tables: { table: string; where: string }[],
   open: (file: string) => TableSink,
@@ -253,20 +255,19 @@ export async function writeTables(
     let rows = 0;
     let size = 0;
     let pending = 0;
-    for (const row of reader
-      .query(`SELECT * FROM ${quote(table)} WHERE ${where} ORDER BY rowid`)
-      .iterate(projectGid) as Iterable<Record<string, unknown>>) {
-      const line = JSON.stringify(columns.map((c) => encode(row[c]))) + "\n";
-      hash.update(line);
-      size += Buffer.byteLength(line);
-      void writer.write(line);
-      rows++;
-      if (++pending === ROW_STEP) {
-        await writer.flush();
-        await progress.step(pending);
-        pending = 0;
+    for await (const batch of rowBatches(reader, table, where, [projectGid]))
+      for (const row of batch) {
+        const line = JSON.stringify(columns.map((c) => encode(row[c]))) + "\n";
+        hash.update(line);
+        size += Buffer.byteLength(line);
+        void writer.write(line);
+        rows++;
+        if (++pending === ROW_STEP) {
+          await writer.flush();
+          await progress.step(pending);
+          pending = 0;
+        }
       }
-    }
     await writer.end();
     if (pending) await progress.step(pending);
     out[table] = { columns, rows, file, sha256: hash.digest("hex"), size };
@@ -288,23 +289,14 @@ export async function writeSnapshot(
   derived: ReadonlySet<string> = new Set(),
 ): Promise<Manifest> {
   mkdirSync(join(dir, "tables"), { recursive: true });
-  const reader = new Database(ctx.storage.database, { readonly: true, strict: true });
-  await reader.exec("PRAGMA busy_timeout = 5000");
+  const snapshot = await beginSnapshot(ctx.db);
+  const reader = snapshot.tx;
   const manifest = newManifest(projectGid, backupGid);
   const filesDir = ctx.storage.projectDir(projectGid);
   let icon = "";
   try {
-    await reader.exec("BEGIN");
     const tables = await snapshotTables(reader, derived);
-    const counts: number[] = [];
-    for (const { table, where } of tables)
-      counts.push(
-        (
-          (await reader.query(`SELECT count(*) AS n FROM ${quote(table)} WHERE ${where}`).get(projectGid)) as {
-            n: number;
-          }
-        ).n,
-      );
+    const counts = await snapshotCounts(reader, projectGid, tables);
     const fileList = walkFiles(filesDir);
     const pinned = pinFiles(filesDir, fileList, join(dir, "files"));
     await progress.total(counts.reduce((a, b) => a + b, 0) + fileList.length);
@@ -316,7 +308,7 @@ export async function writeSnapshot(
       (file) => Bun.file(join(dir, file)).writer(),
       progress,
     );
-    await reader.exec("COMMIT");
+    await snapshot.end();
     for (const { rel, linked } of pinned) {
       const path = `files/${rel}`;
       const dst = join(dir, path);
@@ -332,7 +324,7 @@ export async function writeSnapshot(
     }
     if (fileList.length > pinned.length) await progress.step(fileList.length - pinned.length);
   } finally {
-    reader.close();
+    await snapshot.end();
   }
   const iconBytes = await iconBytesOf(ctx, icon);
   if (iconBytes) {
@@ -398,25 +390,24 @@ function* backupRows(dir: string, entry: TableEntry): Generator<unknown[]> {
 type Fingerprints = Map<string, Map<string, string>>;
 
 /** Key → serialized rows of every table that maps to a sync data type, for diffing around a restore. */
-async function fingerprints(db: Database, projectGid: string): Promise<Fingerprints> {
+async function fingerprints(tx: Tx, projectGid: string): Promise<Fingerprints> {
   const out: Fingerprints = new Map();
-  for (const { table, by } of await projectTables(db)) {
-    const t = await syncTypeOf(db, table);
+  for (const { table, by } of await projectTables(tx)) {
+    const t = await syncTypeOf(tx, table);
     if (!t || by !== "project_gid") continue;
     const m = new Map<string, string>();
     // What a resource's form shows of other rows of its table: a folder's or record's children
     // (childcount, a folder's file and folder counts: which are there, and in which state) and a
     // record's links (backlinks). A restore that changes only those still changes the form.
     const related: [string, string][] = [];
-    for (const row of db
-      .query(`SELECT * FROM ${quote(table)} WHERE project_gid = ? ORDER BY rowid`)
-      .iterate(projectGid) as Iterable<Record<string, unknown>>) {
-      const key = String(row[t.key]);
-      m.set(key, (m.get(key) ?? "") + JSON.stringify(Object.values(row).map(encode)));
-      const mark = JSON.stringify([key, row.status ?? null, row.type ?? null]);
-      if (typeof row.parent === "string") related.push([row.parent, `child ${mark}`]);
-      if (typeof row.canonical === "string" && row.canonical !== key) related.push([row.canonical, `link ${mark}`]);
-    }
+    for await (const batch of rowBatches(tx, table, "project_gid = ?", [projectGid]))
+      for (const row of batch) {
+        const key = String(row[t.key]);
+        m.set(key, (m.get(key) ?? "") + JSON.stringify(Object.values(row).map(encode)));
+        const mark = JSON.stringify([key, row.status ?? null, row.type ?? null]);
+        if (typeof row.parent === "string") related.push([row.parent, `child ${mark}`]);
+        if (typeof row.canonical === "string" && row.canonical !== key) related.push([row.canonical, `link ${mark}`]);
+      }
     for (const [key, mark] of related) {
       const own = m.get(key);
       if (own !== undefined) m.set(key, `${own}\n${mark}`);
@@ -426,9 +417,9 @@ async function fingerprints(db: Database, projectGid: string): Promise<Fingerpri
   return out;
 }
 
-async function syncTypeOf(db: Database, table: string): Promise<{ dataType: string; key: string } | undefined> {
+async function syncTypeOf(tx: Tx, table: string): Promise<{ dataType: string; key: string } | undefined> {
   const key = Object.hasOwn(SYNC_TYPES, table) ? SYNC_TYPES[table] : undefined;
-  if (key && (await columnsOf(db, table)).includes(key)) return { dataType: table, key };
+  if (key && (await columnsOf(tx, table)).includes(key)) return { dataType: table, key };
   return undefined;
 }
 
@@ -455,21 +446,23 @@ export async function restoreRows(
   projectAudience: (tx: Tx, projectGid: string) => Promise<string[]>,
   derived: ReadonlySet<string> = new Set(),
 ): Promise<RestoreOutcome> {
-  const db = sqliteOf(tx);
+  const db = sessionOf(tx);
   const audienceBefore = await projectAudience(tx, projectGid);
   const membersBefore = new Map(
-    (
-      (await db.query("SELECT * FROM memberships WHERE project_gid = ?").all(projectGid)) as Record<string, unknown>[]
-    ).map((r) => [String(r.user_gid), JSON.stringify(r)]),
+    (await db.query("SELECT * FROM memberships WHERE project_gid = ?").all(projectGid)).map((r) => [
+      String(r.user_gid),
+      JSON.stringify(r),
+    ]),
   );
-  const before = await fingerprints(db, projectGid);
+  const before = await fingerprints(tx, projectGid);
   const apiUsersBefore = new Map(
-    ((await db.query(`SELECT * FROM users WHERE ${API_USERS_WHERE}`).all(projectGid)) as Record<string, unknown>[]).map(
-      (r) => [String(r.gid), JSON.stringify(r)],
-    ),
+    (await db.query(`SELECT * FROM users WHERE ${API_USERS_WHERE}`).all(projectGid)).map((r) => [
+      String(r.gid),
+      JSON.stringify(r),
+    ]),
   );
-  await db.exec("PRAGMA defer_foreign_keys = ON");
-  const current = (await projectTables(db)).filter((t) => t.by === "project_gid");
+  await deferForeignKeys(tx);
+  const current = (await projectTables(tx)).filter((t) => t.by === "project_gid");
   for (const { table } of current) await db.query(`DELETE FROM ${quote(table)} WHERE project_gid = ?`).run(projectGid);
   const outcome: RestoreOutcome = { rows: 0, skipped: {}, missing_tables: [] };
   // API users: the backed-up ones come back as they were (updated in place: deleting a users row
@@ -477,7 +470,7 @@ export async function restoreRows(
   const usersEntry = m.tables[API_USERS_TABLE];
   const restoredApiUsers = new Set<string>();
   if (usersEntry) {
-    const have = new Set(await columnsOf(db, "users"));
+    const have = new Set(await columnsOf(tx, "users"));
     const keep = usersEntry.columns.map((c, i) => [c, i] as const).filter(([c]) => have.has(c));
     const gidAt = keep.find(([c]) => c === "gid")?.[1];
     const updates = keep.filter(([c]) => c !== "gid");
@@ -486,7 +479,7 @@ export async function restoreRows(
     );
     for (const row of backupRows(dir, usersEntry)) {
       if (gidAt === undefined || row[usersEntry.columns.indexOf("kind")] !== "api") continue;
-      await upsert.run(...(keep.map(([, i]) => row[i]) as any[]));
+      await upsert.run(...(keep.map(([, i]) => row[i]) as SqlValue[]));
       restoredApiUsers.add(String(row[gidAt]));
       outcome.rows++;
     }
@@ -498,13 +491,13 @@ export async function restoreRows(
       outcome.missing_tables.push(table);
       continue;
     }
-    const have = new Set(await columnsOf(db, table));
+    const have = new Set(await columnsOf(tx, table));
     const keep = entry.columns.map((c, i) => [c, i] as const).filter(([c]) => have.has(c));
     const insert = db.query(
       `INSERT INTO ${quote(table)} (${keep.map(([c]) => quote(c)).join(", ")}) VALUES (${keep.map(() => "?").join(", ")})`,
     );
     for (const row of backupRows(dir, entry)) {
-      await insert.run(...(keep.map(([, i]) => row[i]) as any[]));
+      await insert.run(...(keep.map(([, i]) => row[i]) as SqlValue[]));
       outcome.rows++;
     }
   }
@@ -512,7 +505,7 @@ export async function restoreRows(
   const pEntry = m.tables.projects;
   const stored = pEntry ? [...backupRows(dir, pEntry)][0] : undefined;
   if (stored) {
-    const have = new Set(await columnsOf(db, "projects"));
+    const have = new Set(await columnsOf(tx, "projects"));
     const fixed = new Set([
       "gid",
       "owner",
@@ -526,7 +519,7 @@ export async function restoreRows(
     if (set.length)
       await db
         .query(`UPDATE projects SET ${set.map(([c]) => `${quote(c)} = ?`).join(", ")}, updated_on = ? WHERE gid = ?`)
-        .run(...(set.map(([, v]) => v) as any[]), Date.now() / 1000, projectGid);
+        .run(...(set.map(([, v]) => v) as SqlValue[]), Date.now() / 1000, projectGid);
     outcome.rows++;
   }
   // API users made since the backup: their keys are gone with the restore, so are they.
@@ -539,29 +532,24 @@ export async function restoreRows(
     let removed = 0;
     for (const table of Object.keys(m.tables)) {
       if (!currentNames.has(table)) continue;
-      const bad = (await db.query(`PRAGMA foreign_key_check(${quote(table)})`).all()) as {
-        table: string;
-        rowid: number;
-      }[];
-      for (const b of bad) {
-        await db.query(`DELETE FROM ${quote(b.table)} WHERE rowid = ?`).run(b.rowid);
-        outcome.skipped[b.table] = (outcome.skipped[b.table] ?? 0) + 1;
-        outcome.rows--;
-        removed++;
-      }
+      const bad = await deleteDanglingRows(tx, table);
+      if (!bad) continue;
+      outcome.skipped[table] = (outcome.skipped[table] ?? 0) + bad;
+      outcome.rows -= bad;
+      removed += bad;
     }
     if (!removed) break;
   }
   // Sync items: the project, its memberships, and every changed resource.
   const audienceAfter = await projectAudience(tx, projectGid);
-  const owner = ((await db.query("SELECT owner FROM projects WHERE gid = ?").get(projectGid)) as { owner: string })
-    .owner;
+  const owner = (await db.query<{ owner: string }>("SELECT owner FROM projects WHERE gid = ?").get(projectGid))!.owner;
   const everyone = [...new Set([...audienceBefore, ...audienceAfter, owner])];
   log.cc("UPDATE", "cc.projects", projectGid, everyone);
   const membersAfter = new Map(
-    (
-      (await db.query("SELECT * FROM memberships WHERE project_gid = ?").all(projectGid)) as Record<string, unknown>[]
-    ).map((r) => [String(r.user_gid), JSON.stringify(r)]),
+    (await db.query("SELECT * FROM memberships WHERE project_gid = ?").all(projectGid)).map((r) => [
+      String(r.user_gid),
+      JSON.stringify(r),
+    ]),
   );
   for (const user of new Set([...membersBefore.keys(), ...membersAfter.keys()])) {
     const a = membersBefore.get(user);
@@ -573,9 +561,10 @@ export async function restoreRows(
     ]);
   }
   const apiUsersAfter = new Map(
-    ((await db.query(`SELECT * FROM users WHERE ${API_USERS_WHERE}`).all(projectGid)) as Record<string, unknown>[]).map(
-      (r) => [String(r.gid), JSON.stringify(r)],
-    ),
+    (await db.query(`SELECT * FROM users WHERE ${API_USERS_WHERE}`).all(projectGid)).map((r) => [
+      String(r.gid),
+      JSON.stringify(r),
+    ]),
   );
   for (const user of new Set([...apiUsersBefore.keys(), ...apiUsersAfter.keys()])) {
     const a = apiUsersBefore.get(user);
@@ -583,9 +572,9 @@ export async function restoreRows(
     if (a === b) continue;
     log.cc(!a ? "INSERT" : !b ? "DELETE" : "UPDATE", "cc.users", user, [...everyone, user]);
   }
-  const after = await fingerprints(db, projectGid);
+  const after = await fingerprints(tx, projectGid);
   for (const [table, afterRows] of after) {
-    const dataType = (await syncTypeOf(db, table))!.dataType;
+    const dataType = (await syncTypeOf(tx, table))!.dataType;
     const beforeRows = before.get(table) ?? new Map<string, string>();
     for (const key of new Set([...beforeRows.keys(), ...afterRows.keys()])) {
       const a = beforeRows.get(key);

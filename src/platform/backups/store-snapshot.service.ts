@@ -1,8 +1,8 @@
-import { Database } from "bun:sqlite";
 import { mkdirSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { createHash } from "../../core/crypto";
 import { unprocessable } from "../../core/errors";
+import { beginSnapshot } from "../../db/sqlite/file";
 import type { Ctx } from "../context";
 import type { Progress } from "../jobs/runner";
 import { blobKey, iconKey, type BlobStore } from "../storage/blobs";
@@ -10,6 +10,7 @@ import {
   iconBytesOf,
   newManifest,
   parseManifest,
+  snapshotCounts,
   snapshotFacts,
   snapshotTables,
   writeTables,
@@ -152,22 +153,13 @@ export async function writeStoreSnapshot(
   // First round: every object there now (before the rows: no progress steps yet).
   for await (const e of blobs.list(source)) await copy(e.key, e.size);
   const manifest = newManifest(projectGid, backupGid);
-  const reader = new Database(ctx.storage.database, { readonly: true, strict: true });
-  await reader.exec("PRAGMA busy_timeout = 5000");
+  const snapshot = await beginSnapshot(ctx.db);
+  const reader = snapshot.tx;
   let icon = "";
   const added: { key: string; size: number }[] = [];
   try {
-    await reader.exec("BEGIN");
     const tables = await snapshotTables(reader, derived);
-    const counts: number[] = [];
-    for (const { table, where } of tables)
-      counts.push(
-        (
-          (await reader
-            .query(`SELECT count(*) AS n FROM "${table.replaceAll('"', '""')}" WHERE ${where}`)
-            .get(projectGid)) as { n: number }
-        ).n,
-      );
+    const counts = await snapshotCounts(reader, projectGid, tables);
     // Second listing, once the read transaction has its snapshot: objects added since the first round.
     for await (const e of blobs.list(source)) if (!files.has(e.key.slice(source.length))) added.push(e);
     await progress.total(counts.reduce((a, b) => a + b, 0) + files.size + added.length);
@@ -179,9 +171,8 @@ export async function writeStoreSnapshot(
       (file) => storeSink(blobs, prefix + file),
       progress,
     );
-    await reader.exec("COMMIT");
   } finally {
-    reader.close();
+    await snapshot.end();
   }
   if (files.size) await progress.step(files.size);
   for (const { key, size } of added) {

@@ -1,6 +1,7 @@
 import { and, asc, desc, eq, inArray, lt, sql } from "drizzle-orm";
 import { newGid, now } from "../../core/ids";
-import { sqliteOf, type Tx } from "../../db/connection";
+import type { Tx } from "../../db/connection";
+import { sessionOf } from "../../db/query";
 import type { ChangeLog } from "../../db/mutate";
 import { jobs } from "./jobs.table";
 
@@ -187,6 +188,5 @@ export async function pruneJobs(tx: Tx, before: number): Promise<number> {
 
 /** How many jobs wait for a worker (the health check shows it). */
 export async function queuedJobCount(tx: Tx): Promise<number> {
-  return ((await sqliteOf(tx).query("SELECT count(*) AS n FROM jobs WHERE status = 'queued'").get()) as { n: number })
-    .n;
+  return (await sessionOf(tx).query<{ n: number }>("SELECT count(*) AS n FROM jobs WHERE status = 'queued'").get())!.n;
 }

@@ -1,0 +1,98 @@
+import { Database } from "bun:sqlite";
+import { drizzle } from "drizzle-orm/bun-sqlite";
+import { openReader, sqliteOf, type DB } from "../connection";
+
+/**
+ * What is about the SQLite database file itself: a copy of it, its integrity, its write-ahead log,
+ * a second connection to it. Features call these instead of opening the file; each says what
+ * stands for it on PostgreSQL (issue 39 item 7).
+ */
+
+/** A read transaction of its own (`beginSnapshot`): `tx` for the reads, `end` when done (closes it). */
+export type Snapshot = { readonly tx: DB; end(): Promise<void> };
+
+/**
+ * A read transaction of its own on `db`'s data, held while the caller does I/O between its reads
+ * (a project backup writes its tables and pins its files meanwhile): all its reads see one point
+ * in time while the server keeps committing. Its statements run through `sessionOf(snapshot.tx)`
+ * or `rowBatches` (src/db/sqlite/tables.ts). SQLite: a read-only connection to the file, in a
+ * transaction whose first read fixes the point in time (WAL keeps it while the server writes).
+ * PostgreSQL: a connection of the pool held for it, `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`.
+ */
+export async function beginSnapshot(db: DB): Promise<Snapshot> {
+  const reader = openReader(sqliteOf(db).filename);
+  try {
+    reader.exec("BEGIN");
+  } catch (err) {
+    reader.close();
+    throw err;
+  }
+  let ended = false;
+  return {
+    tx: drizzle({ client: reader }) as DB,
+    async end() {
+      if (ended) return;
+      ended = true;
+      try {
+        if (reader.inTransaction) reader.exec("COMMIT");
+      } finally {
+        reader.close();
+      }
+    },
+  };
+}
+
+/**
+ * Copies the database file `from` to a new file `to`: one consistent point in time, taken while
+ * the server writes (`VACUUM INTO`, which also leaves the copy compact). Blocks this thread for
+ * the copy, as it always has. PostgreSQL: `pg_dump` of the database (issue 39 item 7).
+ */
+export async function copyDatabaseFile(from: string, to: string): Promise<void> {
+  const src = new Database(from, { readonly: true });
+  try {
+    src.exec("PRAGMA busy_timeout = 10000");
+    src.query("VACUUM INTO ?").run(to);
+  } finally {
+    src.close();
+  }
+}
+
+/**
+ * SQLite's full integrity check of a database file (a copy in an archive being verified): empty
+ * when it is sound, else what is wrong. PostgreSQL: `pg_restore --list` of the dump (its archive
+ * checks itself; there is no file to check).
+ */
+export async function checkDatabaseFile(file: string): Promise<string[]> {
+  const sqlite = new Database(file, { readonly: true });
+  try {
+    const rows = sqlite.query("PRAGMA integrity_check").all() as { integrity_check: string }[];
+    return rows.length === 1 && rows[0]!.integrity_check === "ok" ? [] : rows.map((r) => r.integrity_check);
+  } finally {
+    sqlite.close();
+  }
+}
+
+/**
+ * `fn` on a database file opened read-only for one look, then closed: for commands that run
+ * without an open instance, beside a running server (`apis backup list`). PostgreSQL: a
+ * connection to the instance's database URL.
+ */
+export async function withDatabaseFile<T>(file: string, fn: (db: DB) => Promise<T>): Promise<T> {
+  const sqlite = new Database(file, { readonly: true });
+  try {
+    sqlite.exec("PRAGMA busy_timeout = 5000");
+    return await fn(drizzle({ client: sqlite }) as DB);
+  } finally {
+    sqlite.close();
+  }
+}
+
+/**
+ * Copies the write-ahead log into the database file and empties it (the nightly housekeeping):
+ * whether another connection kept it from finishing, and the pages copied. PostgreSQL: nothing
+ * to do (the server checkpoints by itself).
+ */
+export async function checkpointLog(db: DB): Promise<{ busy: boolean; checkpointed: number }> {
+  const r = sqliteOf(db).query("PRAGMA wal_checkpoint(TRUNCATE)").get() as { busy: number; checkpointed: number };
+  return { busy: !!r.busy, checkpointed: r.checkpointed };
+}
