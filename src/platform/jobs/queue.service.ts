@@ -128,6 +128,22 @@ export async function getJob(tx: Tx, token: string): Promise<Job | undefined> {
 }
 
 /**
+ * The queued job `token`, taken for the caller's unit (which then marks it processing), or
+ * undefined when it is not queued (any more). The status is checked by an UPDATE, which holds the
+ * row until the unit ends: on PostgreSQL, where two workers' units run at once, the second waits
+ * for the first and then finds the job no longer queued (SQLite runs one unit at a time anyway).
+ */
+export async function takeQueued(tx: Tx, token: string): Promise<Job | undefined> {
+  const taken = await tx
+    .update(jobs)
+    .set({ status: "processing" })
+    .where(and(eq(jobs.token, token), eq(jobs.status, "queued")))
+    .returning({ token: jobs.token })
+    .all();
+  return taken.length ? await getJob(tx, token) : undefined;
+}
+
+/**
  * Saves where a running job would go on from after an interruption, in the caller's transaction
  * (the one of the unit of work it describes, so both are committed or neither). Bookkeeping of the
  * runner: no sync item, and never part of the job object clients see.

@@ -5,6 +5,7 @@ import type { Tx } from "../../db/connection";
 import type { Ctx } from "../context";
 import {
   getJob,
+  takeQueued,
   insertJob,
   jobsIn,
   saveResume,
@@ -344,8 +345,8 @@ export class JobRunner implements JobQueue {
       const lock = kind.lock?.(q) ?? null;
       if (lock && this.locks.has(lock)) continue;
       const claimed = await mutate(this.ctx.db, this.ctx.hub, async (tx, log) => {
-        const cur = await getJob(tx, q.token);
-        if (!cur || cur.status !== "queued") return undefined;
+        const cur = await takeQueued(tx, q.token);
+        if (!cur) return undefined;
         const { requeued: _r, ...info } = cur.info ?? {};
         return await writeJob(this.ctx.hooks.projectOwner, tx, log, q.token, {
           status: "processing",
