@@ -51,7 +51,7 @@ const langPath = (language: string) => jsonKeyPath(language)!;
 
 /** The value of a metadata entry `{type, is_localized, value}` (`e`): the search language's when localized. */
 const entryValue = (e: SQL, language: string) =>
-  sql`json_extract(${e}, CASE WHEN json_extract(${e}, '$.is_localized') THEN ${`$.value.${langPath(language)}`} ELSE '$.value' END)`;
+  sql`json_extract(${e}, CASE WHEN json_extract(${e}, '$.is_localized') THEN ${`$.value${langPath(language).slice(1)}`} ELSE '$.value' END)`;
 /** True when a value is empty: null, "" or []. */
 const empty = (v: SQL) => sql`coalesce(${v}, '') IN ('', '[]')`;
 
@@ -70,21 +70,21 @@ function validationSql(check: ValidationCheck, field: string | undefined, langua
       "metadata",
       {
         isEmpty: sql`EXISTS (SELECT 1 FROM json_each(i.metadata) AS m WHERE ${empty(entryValue(sql`m.value`, language))})`,
-        notTranslated: sql`EXISTS (SELECT 1 FROM json_each(i.metadata) AS m WHERE json_extract(m.value, '$.is_localized') AND ${empty(sql`json_extract(m.value, ${`$.value.${L}`})`)} AND EXISTS (SELECT 1 FROM json_each(m.value, '$.value') AS v WHERE coalesce(v.value, '') NOT IN ('', '[]')))`,
+        notTranslated: sql`EXISTS (SELECT 1 FROM json_each(i.metadata) AS m WHERE json_extract(m.value, '$.is_localized') AND ${empty(sql`json_extract(m.value, ${`$.value${L.slice(1)}`})`)} AND EXISTS (SELECT 1 FROM json_each(m.value, '$.value') AS v WHERE coalesce(v.value, '') NOT IN ('', '[]')))`,
       },
     ],
     [
       "initial",
       {
-        isEmpty: sql`(i.kind = 'field' AND ${empty(sql`json_extract(i.spec, ${`$.initial.${L}`})`)})`,
-        notTranslated: sql`(i.kind = 'field' AND json_extract(i.spec, '$.is_localized') AND ${empty(sql`json_extract(i.spec, ${`$.initial.${L}`})`)} AND EXISTS (SELECT 1 FROM json_each(i.spec, '$.initial') AS v WHERE coalesce(v.value, '') NOT IN ('', '[]')))`,
+        isEmpty: sql`(i.kind = 'field' AND ${empty(sql`json_extract(i.spec, ${`$.initial${L.slice(1)}`})`)})`,
+        notTranslated: sql`(i.kind = 'field' AND json_extract(i.spec, '$.is_localized') AND ${empty(sql`json_extract(i.spec, ${`$.initial${L.slice(1)}`})`)} AND EXISTS (SELECT 1 FROM json_each(i.spec, '$.initial') AS v WHERE coalesce(v.value, '') NOT IN ('', '[]')))`,
       },
     ],
     [
       "values",
       {
-        isEmpty: sql`EXISTS (SELECT 1 FROM json_each(i.spec, '$.options.values') AS v WHERE ${empty(sql`json_extract(v.value, ${`$.label.${L}`})`)})`,
-        notTranslated: sql`EXISTS (SELECT 1 FROM json_each(i.spec, '$.options.values') AS v WHERE ${empty(sql`json_extract(v.value, ${`$.label.${L}`})`)} AND EXISTS (SELECT 1 FROM json_each(v.value, '$.label') AS l WHERE coalesce(l.value, '') <> ''))`,
+        isEmpty: sql`EXISTS (SELECT 1 FROM json_each(i.spec, '$.options.values') AS v WHERE ${empty(sql`json_extract(v.value, ${`$.label${L.slice(1)}`})`)})`,
+        notTranslated: sql`EXISTS (SELECT 1 FROM json_each(i.spec, '$.options.values') AS v WHERE ${empty(sql`json_extract(v.value, ${`$.label${L.slice(1)}`})`)} AND EXISTS (SELECT 1 FROM json_each(v.value, '$.label') AS l WHERE coalesce(l.value, '') <> ''))`,
       },
     ],
   ]);
@@ -134,7 +134,7 @@ export function schemaDomain(language = "en"): FilterDomain {
         "metadata",
         {
           type: "object",
-          sql: sql`(SELECT json_group_object(m.key, m.value -> (CASE WHEN json_extract(m.value, '$.is_localized') THEN ${`$.value.${langPath(language)}`} ELSE '$.value' END)) FROM json_each(i.metadata) AS m)`,
+          sql: sql`(SELECT json_group_object(m.key, m.value -> (CASE WHEN json_extract(m.value, '$.is_localized') THEN ${`$.value${langPath(language).slice(1)}`} ELSE '$.value' END)) FROM json_each(i.metadata) AS m)`,
         },
       ],
       [
