@@ -1,5 +1,5 @@
 import type { Database } from "bun:sqlite";
-import type { DB, Tx } from "./connection";
+import { sqliteOf, type DB, type Tx } from "./connection";
 import { portOfClient, sqlitePort } from "./sqlite/port";
 import {
   afterCommitIn,
@@ -45,6 +45,14 @@ export interface Publisher {
  * written as the unit's last statements before COMMIT, so nothing reads a cursor before then.
  */
 export type ChangeLog = UnitLog;
+
+/**
+ * The database the change counts below are kept for (on SQLite, the connection): what memory kept
+ * per database is keyed by. `countedOf(tx)` is the one a statement handle runs on, so features
+ * need not name the driver's connection.
+ */
+export type CountedDatabase = Database;
+export const countedOf = (tx: Tx): CountedDatabase => sqliteOf(tx);
 
 /** How many counts a connection's port keeps (one per count key); for tests and diagnostics. */
 export function changeCountKeys(client: Database): number {
