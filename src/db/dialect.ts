@@ -67,6 +67,12 @@ export interface Dialect {
   toQuery(fragment: SQL): { sql: string; params: unknown[] };
   // graph conversion (records follow/tree, schema items)
   /**
+   * The greatest of `values` (SQLite's scalar `max(a, b)`; PostgreSQL `greatest(a, b)`). NULL when
+   * one is NULL on SQLite (PostgreSQL passes over NULLs): for values that are never NULL. (The
+   * records conversion adds the same helper: keep one.)
+   */
+  greatest(...values: SQL[]): SQL;
+  /**
    * Whether the JSON object `doc` has the member `key` (a bound text; its value may be JSON null),
    * the key chosen at run time, unlike `jsonType`'s path: PostgreSQL `jsonb_exists(doc, key)` (not
    * the `?` operator, which the port would take for a parameter). The key holds no `"` (gids,

@@ -77,6 +77,13 @@ describe("the SQLite dialect helpers", () => {
 
 // graph conversion (records follow/tree, schema items)
 describe("the SQLite dialect helpers of the records graph and the schema", () => {
+  test("greatest takes the larger of the values, not the aggregate", () => {
+    expect(rows(sql`SELECT ${d.greatest(sql`id`, sql`${1.5}`)} AS g FROM docs ORDER BY id`)).toEqual([
+      { g: 1.5 },
+      { g: 2 },
+    ]);
+  });
+
   test("jsonHasKey finds a member named at run time, even one holding JSON null, and nothing in arrays", () => {
     const has = (doc: string, key: string) =>
       rows(sql`SELECT ${d.jsonHasKey(sql`${doc}`, sql`${key}`)} AS h`)[0] as { h: number };

@@ -68,6 +68,7 @@ export const pgDialect: Dialect = {
     return { sql: q.sql, params: q.params };
   },
   // graph conversion (records follow/tree, schema items)
+  greatest: (...values) => sql`greatest(${sql.join(values, sql`, `)})`,
   // Objects only: jsonb_exists also finds a string member of an array, which SQLite's path does not.
   jsonHasKey: (doc, key) =>
     sql`(CASE WHEN jsonb_typeof(${doc}) = 'object' THEN jsonb_exists(${doc}, (${key})::text) ELSE false END)`,

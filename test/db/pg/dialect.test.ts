@@ -99,6 +99,12 @@ describe.skipIf(!pgAvailable)("the PostgreSQL dialect helpers", () => {
   });
 
   // graph conversion (records follow/tree, schema items)
+  test("greatest takes the larger of the values, not the aggregate", async () => {
+    expect(
+      await rows(sql`SELECT ${d.greatest(sql`id::float8`, sql`${1.5}::float8`)} AS g FROM docs ORDER BY id`),
+    ).toEqual([{ g: 1.5 }, { g: 2 }]);
+  });
+
   test("jsonHasKey finds a member named at run time, and nothing in arrays", async () => {
     expect(await rows(sql`SELECT id FROM docs WHERE ${d.jsonHasKey(body, sql`${"odd key"}`)}`)).toEqual([{ id: "1" }]);
     expect(await rows(sql`SELECT id FROM docs WHERE ${d.jsonHasKey(d.jsonAt(body, ["tags"]), sql`${"x"}`)}`)).toEqual(
