@@ -65,4 +65,23 @@ export interface Dialect {
    * `?`, PostgreSQL `$1`), for `Session.query` (src/db/query.ts `rows`/`row`/`run` do it for you).
    */
   toQuery(fragment: SQL): { sql: string; params: unknown[] };
+  // graph conversion (records follow/tree, schema items)
+  /**
+   * The greatest of `values` (SQLite's scalar `max(a, b)`; PostgreSQL `greatest(a, b)`). NULL when
+   * one is NULL on SQLite (PostgreSQL passes over NULLs): for values that are never NULL. (The
+   * records conversion adds the same helper: keep one.)
+   */
+  greatest(...values: SQL[]): SQL;
+  /**
+   * Whether the JSON object `doc` has the member `key` (a bound text; its value may be JSON null),
+   * the key chosen at run time, unlike `jsonType`'s path: PostgreSQL `jsonb_exists(doc, key)` (not
+   * the `?` operator, which the port would take for a parameter). The key holds no `"` (gids,
+   * language codes: SQLite writes it into a quoted path).
+   */
+  jsonHasKey(doc: SQL, key: SQL): SQL;
+  /**
+   * Whether the text `part` occurs in `value`, case and all, no pattern characters: SQLite
+   * `instr(value, part) > 0`, PostgreSQL `strpos(value, part) > 0` (a JSON column cast to text).
+   */
+  containsText(value: SQL, part: SQL): SQL;
 }

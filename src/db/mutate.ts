@@ -1,6 +1,8 @@
 import type { Database } from "bun:sqlite";
-import type { DB, Tx } from "./connection";
+import { sqliteOf, type DB, type Tx } from "./connection";
+import type { DatabasePort } from "./port";
 import { portOf } from "./ports";
+import { registeredPort } from "./registry";
 import { portOfClient, sqlitePort } from "./sqlite/port";
 import {
   afterCommitIn,
@@ -47,9 +49,22 @@ export interface Publisher {
  */
 export type ChangeLog = UnitLog;
 
+/**
+ * The database the change counts below are kept for (on SQLite, the connection; on PostgreSQL,
+ * its port): what memory kept per database is keyed by. `countedOf(tx)` is the one a statement
+ * handle runs on, so features need not name the driver's connection.
+ */
+export type CountedDatabase = Database | DatabasePort<any>;
+export const countedOf = (tx: Tx): CountedDatabase => registeredPort(tx) ?? sqliteOf(tx);
+
+/** The port whose counts `db` reads. */
+function countedPort(db: CountedDatabase): DatabasePort<any> | undefined {
+  return "beginWrite" in db ? db : portOfClient(db);
+}
+
 /** How many counts a connection's port keeps (one per count key); for tests and diagnostics. */
-export function changeCountKeys(client: Database): number {
-  const port = portOfClient(client);
+export function changeCountKeys(client: CountedDatabase): number {
+  const port = countedPort(client);
   return port ? changeCountKeysOf(port) : 0;
 }
 
@@ -57,8 +72,8 @@ export function changeCountKeys(client: Database): number {
  * How many items of any kind were recorded on a database (`changeCount`'s counts added up): while
  * it holds, no count has moved, so what was derived from counts still stands.
  */
-export function changeTotal(client: Database): number {
-  const port = portOfClient(client);
+export function changeTotal(client: CountedDatabase): number {
+  const port = countedPort(client);
   return port ? changeTotalOf(port) : 0;
 }
 
@@ -69,10 +84,12 @@ export function changeTotal(client: Database): number {
  * recorded, at that moment, and again when a rollback undoes it. Every mutation writes its items,
  * so an in-process cache of that data stays true while the count it was made at holds: nothing read
  * before a change is used after it, and what a unit read after its own change is never used again
- * once that change is rolled back (src/features/schema/schema.generation.ts).
+ * once that change is rolled back (src/features/schema/schema.generation.ts). On PostgreSQL these
+ * are this process's own changes only: several processes (issue 40) need the port's external
+ * version beside them.
  */
-export function changeCount(client: Database, type: string, dataType: string, dataKey = ""): number {
-  const port = portOfClient(client);
+export function changeCount(client: CountedDatabase, type: string, dataType: string, dataKey = ""): number {
+  const port = countedPort(client);
   return port ? changeCountOf(port, type, dataType, dataKey) : 0;
 }
 

@@ -74,3 +74,32 @@ describe("the SQLite dialect helpers", () => {
     expect(rows(q)).toEqual([{ gid: "1" }, { gid: "2" }]);
   });
 });
+
+// graph conversion (records follow/tree, schema items)
+describe("the SQLite dialect helpers of the records graph and the schema", () => {
+  test("greatest takes the larger of the values, not the aggregate", () => {
+    expect(rows(sql`SELECT ${d.greatest(sql`id`, sql`${1.5}`)} AS g FROM docs ORDER BY id`)).toEqual([
+      { g: 1.5 },
+      { g: 2 },
+    ]);
+  });
+
+  test("jsonHasKey finds a member named at run time, even one holding JSON null, and nothing in arrays", () => {
+    const has = (doc: string, key: string) =>
+      rows(sql`SELECT ${d.jsonHasKey(sql`${doc}`, sql`${key}`)} AS h`)[0] as { h: number };
+    expect(has('{"a":1,"odd key":null}', "odd key")).toEqual({ h: 1 });
+    expect(has('{"a":1}', "b")).toEqual({ h: 0 });
+    expect(has('["a"]', "a")).toEqual({ h: 0 });
+    expect(
+      rows(
+        sql`SELECT id FROM docs WHERE ${d.jsonHasKey(body, sql`${"tags"}`)} AND ${d.jsonHasKey(body, sql`${"odd key"}`)}`,
+      ),
+    ).toEqual([{ id: 1 }]);
+  });
+
+  test("containsText is a plain substring test that minds case and takes % and _ as they are", () => {
+    expect(rows(sql`SELECT id FROM docs WHERE ${d.containsText(body, sql`${'"tags":["z"'}`)}`)).toEqual([{ id: 2 }]);
+    expect(rows(sql`SELECT id FROM docs WHERE ${d.containsText(sql`name`, sql`${"alpha"}`)}`)).toEqual([]);
+    expect(rows(sql`SELECT id FROM docs WHERE ${d.containsText(sql`name`, sql`${"%"}`)}`)).toEqual([]);
+  });
+});

@@ -132,6 +132,16 @@ describe("schema/search in the shared filter language", () => {
       { language: "nl", filter: ["validation", "not_translated", "metadata"] },
       ["article"],
     ],
+    [
+      "localized metadata translated into the search language is not listed as untranslated",
+      { language: "en", filter: ["validation", "not_translated", "metadata"] },
+      [],
+    ],
+    [
+      "a localized metadata value is read in the search language",
+      { language: "en", filter: ["metadata.print.note", "is", "only online"] },
+      ["article"],
+    ],
     ["q with a field type and an excluded term", { q: "+decimal -colour" }, ["width"]],
     ["q and filter together", { q: "i", filter: ["kind", "in", ["class", "definition"]] }, ["article", "dimensions"]],
   ])("%s", async (_what, body, expected) => {

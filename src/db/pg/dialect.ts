@@ -67,6 +67,12 @@ export const pgDialect: Dialect = {
     const q = text.sqlToQuery(fragment);
     return { sql: q.sql, params: q.params };
   },
+  // graph conversion (records follow/tree, schema items)
+  greatest: (...values) => sql`greatest(${sql.join(values, sql`, `)})`,
+  // Objects only: jsonb_exists also finds a string member of an array, which SQLite's path does not.
+  jsonHasKey: (doc, key) =>
+    sql`(CASE WHEN jsonb_typeof(${doc}) = 'object' THEN jsonb_exists(${doc}, (${key})::text) ELSE false END)`,
+  containsText: (value, part) => sql`(strpos((${value})::text, (${part})::text) > 0)`,
 };
 
 const text = new PgDialect();

@@ -42,6 +42,10 @@ export const sqliteDialect: Dialect = {
   textMatch: (index, query) => sql`${ident(index)} MATCH ${query}`,
   textRank: (index, titleWeight) => sql`bm25(${ident(index)}, 0, 0, ${sql.raw(String(Number(titleWeight)))}, 1)`,
   toQuery: (fragment) => toQuery(fragment),
+  // graph conversion (records follow/tree, schema items)
+  greatest: (...values) => sql`max(${sql.join(values, sql`, `)})`,
+  jsonHasKey: (doc, key) => sql`(json_type(${doc}, '$."' || ${key} || '"') IS NOT NULL)`,
+  containsText: (value, part) => sql`(instr(${value}, ${part}) > 0)`,
 };
 
 const text = new SQLiteSyncDialect();

@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
 import type { Tx } from "../../db/connection";
+import { dialectOf } from "../../db/query";
 import { jsonKeyPath, makeDomain, validationField, type FieldSpec, type FilterDomain } from "../../core/filter";
 import { recordsDomain } from "../records/records.api";
 import { schemaDomain } from "../schema/schema.api";
@@ -66,7 +67,7 @@ const providers = new Map<QueryType, DomainProvider>([
   // only shapes the SQL (never run here), not which filters parse.
   ["record", async (tx, projectGid) => await recordsDomain(tx, projectGid, "en")],
   // The schema search's own fields (src/features/schema/schema.search.ts).
-  ["schema", () => Promise.resolve(schemaDomain())],
+  ["schema", (tx) => Promise.resolve(schemaDomain(dialectOf(tx)))],
 ]);
 
 /** The domain a saved query of this type is checked against. */

@@ -3,9 +3,13 @@
  * localization moves, lost fields, the follow job and the search index's merge setting) works on one
  * Follow object; the steps are marked below.
  */
+import { sql } from "drizzle-orm";
 import { checkpointsAside } from "../../db/checkpointer";
 import type { Tx } from "../../db/connection";
+import type { Dialect } from "../../db/dialect";
 import { mutate, type ChangeLog } from "../../db/mutate";
+import { dialectOf, param, rows, sessionOf, textOf } from "../../db/query";
+import { textIndexMerging, type TextIndexMerging } from "../../db/text-index";
 import type {
   Ctx,
   LanguageHook,
@@ -17,7 +21,7 @@ import type {
 import type { JobKind } from "../../platform/jobs/runner";
 import { getProject, type Project, ALL_CHANNEL } from "../projects/projects.api";
 import { schemaStamp, valueContextOf, LIST_TYPES, valueSchema, type FieldType } from "../schema/schema.api";
-import { COLUMNS, db, recOf, Touch, writeSearch, type Vals } from "./records.service";
+import { COLUMNS, recOf, Touch, writeSearch, type Vals } from "./records.service";
 import {
   checksOf,
   dict,
@@ -53,14 +57,16 @@ import type { RecordChecks } from "./records.table";
 
 export const FOLLOW_INLINE = 500;
 const LIMIT = 100;
+/** A LIMIT that keeps every row (SQLite's `LIMIT -1` is its own; PostgreSQL refuses a negative one). */
+const ALL = Number.MAX_SAFE_INTEGER;
 
 /** `hooks.schemaUsage`: the records (up to 100) having a definition, or holding a value of a field. */
 export const recordsSchemaUsage: SchemaUsageHook = async (_ctx, tx, projectGid, kind, gid) => {
   if (kind === "definition") {
-    const rows = (await db(tx)
-      .query("SELECT gid FROM records WHERE project_gid = ? AND definition = ? ORDER BY id LIMIT ?")
-      .all(projectGid, gid, LIMIT)) as { gid: string }[];
-    return { records: rows.map((r) => r.gid) };
+    const found = await sessionOf(tx)
+      .query<{ gid: string }>("SELECT gid FROM records WHERE project_gid = ? AND definition = ? ORDER BY id LIMIT ?")
+      .all(projectGid, gid, LIMIT);
+    return { records: found.map((r) => r.gid) };
   }
   if (kind === "field") return { records: await recordsWithValue(tx, projectGid, gid, LIMIT) };
   const none: Record<string, string[]> = {};
@@ -68,19 +74,26 @@ export const recordsSchemaUsage: SchemaUsageHook = async (_ctx, tx, projectGid, 
 };
 
 /**
- * Whether a record row holds a value (in any slot) of the field `?fieldKey` (`"<gid>":`) at path
- * `?fieldPath` (`$."<gid>"`): a substring test first, so the JSON of records without the gid in
- * their text is never parsed; the JSON test decides.
+ * Whether a record row holds a value (in any slot) of a field, its two parameters `holdsParams`:
+ * the field's key as its JSON text spells it (`"<gid>":`) for a substring test first, so the JSON
+ * of records without the gid in their text is never parsed; then the gid, for the JSON test that
+ * decides.
  */
-const HOLDS = `(instr(r.vals, @fieldKey) > 0 AND EXISTS (SELECT 1 FROM json_each(r.vals) s WHERE json_type(s.value, @fieldPath) IS NOT NULL))`;
-const holdsParams = (field: string) => ({ fieldKey: `"${field}":`, fieldPath: `$."${field}"` });
+const holds = (d: Dialect) =>
+  sql`(${d.containsText(sql`r.vals`, param)} AND EXISTS (SELECT 1 FROM ${d.jsonEach(sql`r.vals`, "s")} WHERE ${d.jsonHasKey(sql`s.value`, param)}))`;
+const holdsParams = (field: string) => [`"${field}":`, field];
+
+const WITH_VALUE = textOf(
+  (d) =>
+    sql`SELECT r.gid AS gid FROM records r WHERE r.project_gid = ${param} AND ${holds(d)} ORDER BY r.id LIMIT ${param}`,
+);
 
 /** Records holding a value (in any slot) of a field, in id order (up to `limit`). */
-async function recordsWithValue(tx: Tx, projectGid: string, field: string, limit = -1): Promise<string[]> {
-  const rows = (await db(tx)
-    .query(`SELECT r.gid AS gid FROM records r WHERE r.project_gid = @project AND ${HOLDS} ORDER BY r.id LIMIT @limit`)
-    .all({ project: projectGid, limit, ...holdsParams(field) } as never)) as { gid: string }[];
-  return rows.map((r) => r.gid);
+async function recordsWithValue(tx: Tx, projectGid: string, field: string, limit = ALL): Promise<string[]> {
+  const found = await sessionOf(tx)
+    .query<{ gid: string }>(WITH_VALUE(tx))
+    .all(projectGid, ...holdsParams(field), limit);
+  return found.map((r) => r.gid);
 }
 
 type FieldForm = { type: FieldType; is_localized: boolean; name: string; options?: Record<string, unknown> };
@@ -192,7 +205,8 @@ async function followVals(
 /** What following needs of a record row. */
 type FollowRec = { id: number; gid: string; definition: string; vals: Vals; checks?: string };
 const FOLLOW_COLUMNS = "r.id AS id, r.gid AS gid, r.definition AS definition, r.vals AS vals, r.checks AS checks";
-const followRec = (r: { id: number; gid: string; definition: string; vals: string; checks: string }): FollowRec => ({
+type FollowRow = { id: number; gid: string; definition: string; vals: string; checks: string };
+const followRec = (r: FollowRow): FollowRec => ({
   id: r.id,
   gid: r.gid,
   definition: r.definition,
@@ -235,6 +249,25 @@ async function checksAfter(view: SchemaView, r: FollowRec, vals: Vals, f: Follow
 const changesValues = (f: Follow) =>
   !!f.field && (f.field.from.type !== f.field.to.type || f.field.from.is_localized !== f.field.to.is_localized);
 
+/** The statements of `Affected` (made once per database: a job runs `next` once per unit of work). */
+const HOLDERS_IN = textOf(
+  (d) =>
+    sql`SELECT r.id AS id, ${holds(d)} AS holds FROM records r WHERE r.project_gid = ${param} AND r.definition = ${param} AND r.id > ${param} ORDER BY r.id LIMIT ${param}`,
+);
+const COUNT_OF_DEFINITIONS = textOf(
+  (d) =>
+    sql`SELECT count(*) AS n FROM (SELECT 1 FROM records WHERE project_gid = ${param} AND definition IN (SELECT l.value FROM ${d.jsonEach(param, "l")}) LIMIT ${param}) AS c`,
+);
+const COUNT_OF_OTHERS = textOf(
+  (d) =>
+    sql`SELECT count(*) AS n FROM (SELECT 1 FROM records WHERE project_gid = ${param} AND definition NOT IN (SELECT l.value FROM ${d.jsonEach(param, "l")}) LIMIT ${param}) AS c`,
+);
+const NEXT_IN_DEFINITION = `SELECT ${FOLLOW_COLUMNS} FROM records r WHERE r.project_gid = ? AND r.definition = ? AND r.id > ? ORDER BY r.id LIMIT ?`;
+const NEXT_OTHERS = textOf(
+  (d) =>
+    sql`SELECT ${sql.raw(FOLLOW_COLUMNS)} FROM records r WHERE r.id IN (SELECT l.value FROM ${d.jsonEach(param, "l")}) AND r.project_gid = ${param} ORDER BY r.id`,
+);
+
 /**
  * The records a commit touches, in two parts: every record of the changed definitions (by the
  * (project, definition) index, in id order per definition), and, when the field's values change,
@@ -256,11 +289,9 @@ class Affected {
   private static async otherDefinitions(tx: Tx, projectGid: string, f: Follow): Promise<string[]> {
     if (!changesValues(f)) return [];
     const mine = new Set(f.definitions);
-    const all = (await db(tx)
-      .query("SELECT DISTINCT definition FROM records WHERE project_gid = ?")
-      .all(projectGid)) as {
-      definition: string;
-    }[];
+    const all = await sessionOf(tx)
+      .query<{ definition: string }>("SELECT DISTINCT definition FROM records WHERE project_gid = ?")
+      .all(projectGid);
     return all.map((r) => r.definition).filter((d) => !mine.has(d));
   }
 
@@ -273,14 +304,9 @@ class Affected {
     after: number,
     rows: number,
   ): Promise<{ ids: number[]; last: number }> {
-    const got = (await db(tx)
-      .query(
-        `SELECT r.id AS id, ${HOLDS} AS holds FROM records r WHERE r.project_gid = @project AND r.definition = @definition AND r.id > @after ORDER BY r.id LIMIT @rows`,
-      )
-      .all({ project: projectGid, definition, after, rows, ...holdsParams(field) } as never)) as {
-      id: number;
-      holds: number;
-    }[];
+    const got = await sessionOf(tx)
+      .query<{ id: number; holds: number | boolean }>(HOLDERS_IN(tx))
+      .all(...holdsParams(field), projectGid, definition, after, rows);
     return { ids: got.filter((r) => r.holds).map((r) => r.id), last: got.length ? got[got.length - 1]!.id : -1 };
   }
 
@@ -288,7 +314,7 @@ class Affected {
   static async now(tx: Tx, projectGid: string, f: Follow): Promise<Affected> {
     const others: number[] = [];
     for (const d of await Affected.otherDefinitions(tx, projectGid, f))
-      others.push(...(await Affected.holdersIn(tx, projectGid, d, f.field!.gid, 0, -1)).ids);
+      others.push(...(await Affected.holdersIn(tx, projectGid, d, f.field!.gid, 0, ALL)).ids);
     return new Affected(
       projectGid,
       f.definitions,
@@ -324,27 +350,19 @@ class Affected {
   }
 
   /** How many records of the definitions there are (up to `limit`; -1 for all), by the index. */
-  static async countOfDefinitions(tx: Tx, projectGid: string, f: Follow, limit = -1): Promise<number> {
+  static async countOfDefinitions(tx: Tx, projectGid: string, f: Follow, limit = ALL): Promise<number> {
     if (!f.definitions.length) return 0;
-    return (
-      (await db(tx)
-        .query(
-          "SELECT count(*) AS n FROM (SELECT 1 FROM records WHERE project_gid = ? AND definition IN (SELECT value FROM json_each(?)) LIMIT ?)",
-        )
-        .get(projectGid, JSON.stringify(f.definitions), limit)) as { n: number }
-    ).n;
+    return (await sessionOf(tx)
+      .query<{ n: number }>(COUNT_OF_DEFINITIONS(tx))
+      .get(projectGid, JSON.stringify(f.definitions), limit))!.n;
   }
 
   /** How many records of other definitions a commit would have to read for holders (up to `limit`), by the index. */
   static async countOfOthers(tx: Tx, projectGid: string, f: Follow, limit: number): Promise<number> {
     if (!changesValues(f)) return 0;
-    return (
-      (await db(tx)
-        .query(
-          "SELECT count(*) AS n FROM (SELECT 1 FROM records WHERE project_gid = ? AND definition NOT IN (SELECT value FROM json_each(?)) LIMIT ?)",
-        )
-        .get(projectGid, JSON.stringify(f.definitions), limit)) as { n: number }
-    ).n;
+    return (await sessionOf(tx)
+      .query<{ n: number }>(COUNT_OF_OTHERS(tx))
+      .get(projectGid, JSON.stringify(f.definitions), limit))!.n;
   }
 
   /** The total (the records of the definitions and the holders outside them). */
@@ -358,35 +376,17 @@ class Affected {
   /** Up to `limit` rows after the cursor (fewer only at the end). */
   async next(tx: Tx, limit: number): Promise<(FollowRec & { at: number })[]> {
     const out: (FollowRec & { at: number })[] = [];
-    const s = db(tx);
+    const s = sessionOf(tx);
     for (let di = this.di, after = this.after; out.length < limit && di < this.defs.length; di++, after = 0) {
-      const rows = (await s
-        .query(
-          `SELECT ${FOLLOW_COLUMNS} FROM records r WHERE r.project_gid = ? AND r.definition = ? AND r.id > ? ORDER BY r.id LIMIT ?`,
-        )
-        .all(this.projectGid, this.defs[di]!, after, limit - out.length)) as {
-        id: number;
-        gid: string;
-        definition: string;
-        vals: string;
-        checks: string;
-      }[];
-      for (const r of rows) out.push({ ...followRec(r), at: di });
+      const found = await s
+        .query<FollowRow>(NEXT_IN_DEFINITION)
+        .all(this.projectGid, this.defs[di]!, after, limit - out.length);
+      for (const r of found) out.push({ ...followRec(r), at: di });
     }
     if (out.length < limit && this.oi < this.others.length) {
       const ids = this.others.slice(this.oi, this.oi + limit - out.length);
-      const rows = (await s
-        .query(
-          `SELECT ${FOLLOW_COLUMNS} FROM records r WHERE r.id IN (SELECT value FROM json_each(?)) AND r.project_gid = ? ORDER BY r.id`,
-        )
-        .all(JSON.stringify(ids), this.projectGid)) as {
-        id: number;
-        gid: string;
-        definition: string;
-        vals: string;
-        checks: string;
-      }[];
-      const byId = new Map(rows.map((r) => [r.id, r]));
+      const found = await s.query<FollowRow>(NEXT_OTHERS(tx)).all(JSON.stringify(ids), this.projectGid);
+      const byId = new Map(found.map((r) => [r.id, r]));
       // A record deleted since is skipped; its place still counts, so the cursor moves past it.
       ids.forEach((id, i) => {
         const r = byId.get(id);
@@ -461,6 +461,12 @@ function searchUnchanged(f: Follow): boolean {
 /** The schema view of a project the caller has already checked (hooks and jobs). */
 const viewOf = async (tx: Tx, projectGid: string) => new SchemaView(tx, (await getProject(tx, projectGid))!);
 
+/** A record's values and checks after following; `updated_on` moves on even within the same second. */
+const FOLLOWED = textOf(
+  (d) =>
+    sql`UPDATE records SET vals = ${param}, checks = ${param}, updated_on = ${d.greatest(param, sql`updated_on + 0.000001`)} WHERE id = ${param}`,
+);
+
 /**
  * Applies a change to rows (stopping at `deadline`, after at least one); returns how many were
  * handled and how many lost values. A row of a record deleted since (no gid) is passed over.
@@ -477,9 +483,7 @@ async function applyFollow(
   let lost = 0;
   let done = 0;
   let followed = 0;
-  const upd = db(tx).query(
-    "UPDATE records SET vals = ?, checks = ?, updated_on = max(?, updated_on + 0.000001) WHERE id = ?",
-  );
+  const upd = sessionOf(tx).query(FOLLOWED(tx));
   const t = Date.now() / 1000;
   const sameText = searchUnchanged(f);
   for (const r of recs) {
@@ -588,16 +592,13 @@ const mergeHolders = new WeakMap<object, number>();
  * by a crash runs again at the next start-up and puts it back when it ends.
  */
 async function ftsMergesAside(ctx: Ctx): Promise<{ step(): Promise<void>; release(): Promise<void> }> {
-  const client = ctx.db.$client;
+  const client = ctx.db;
   const held = mergeHolders.get(client) ?? 0;
   // Each command in a unit of its own: outside one it could land in another request's open unit.
-  const set = async (name: string, value: number, durable = true) =>
-    await mutate(
-      ctx.db,
-      undefined,
-      async () => void (await client.run(`INSERT INTO records_fts(records_fts, rank) VALUES('${name}', ${value})`)),
-      { durable },
-    );
+  const set = async (name: TextIndexMerging, value: number, durable = true) =>
+    await mutate(ctx.db, undefined, async (tx) => await textIndexMerging(tx, "records_fts", name, value), {
+      durable,
+    });
   mergeHolders.set(client, held + 1);
   if (held === 0) {
     await set("automerge", 0);
@@ -711,8 +712,12 @@ async function enqueueReindex(ctx: Parameters<LanguageHook>[0], projectGid: stri
   return await ctx.jobs.enqueue({ kind: "records_reindex", projectGid, params: {}, info: {} });
 }
 
-/** The JSON path of one language's values in `vals` (a language code has no quote or backslash). */
-const languagePath = (language: string) => `$."${language.replace(/["\\]/g, "")}"`;
+/** The key of one language's values in `vals` (a language code has no quote or backslash). */
+const languageKey = (language: string) => language.replace(/["\\]/g, "");
+
+const WITH_LANGUAGE = textOf(
+  (d) => sql`SELECT gid FROM records WHERE project_gid = ${param} AND ${d.jsonHasKey(sql`vals`, param)}`,
+);
 
 /** An UPDATE sync item for every record holding values in `language`: their forms gain or lose it. */
 async function announceLanguage(
@@ -721,10 +726,8 @@ async function announceLanguage(
   projectGid: string,
   language: string,
 ): Promise<void> {
-  const rows = (await db(tx)
-    .query("SELECT gid FROM records WHERE project_gid = ? AND json_type(vals, ?) IS NOT NULL")
-    .all(projectGid, languagePath(language))) as { gid: string }[];
-  for (const r of rows) log.project(projectGid, "UPDATE", "records", r.gid);
+  const found = await sessionOf(tx).query<{ gid: string }>(WITH_LANGUAGE(tx)).all(projectGid, languageKey(language));
+  for (const r of found) log.project(projectGid, "UPDATE", "records", r.gid);
 }
 
 /**
@@ -732,7 +735,7 @@ async function announceLanguage(
  * changes. Records that kept values in it since it was removed show them again (UPDATE items).
  */
 export const recordsLanguageAdded: LanguageHook = async (ctx, tx, log, projectGid, language) => {
-  if (await db(tx).query("SELECT 1 FROM records WHERE project_gid = ? LIMIT 1").get(projectGid)) {
+  if (await sessionOf(tx).query("SELECT 1 FROM records WHERE project_gid = ? LIMIT 1").get(projectGid)) {
     await announceLanguage(tx, log, projectGid, language);
     await enqueueReindex(ctx, projectGid);
   }
@@ -750,64 +753,79 @@ export const recordsLanguageRemoved: LanguageHook = async (ctx, tx, log, project
     await announceLanguage(tx, log, projectGid, language);
     return 0;
   }
-  const s = db(tx);
-  const path = languagePath(language);
-  const rows = (await s
-    .query(
-      "SELECT id, gid, (SELECT count(*) FROM json_each(r.vals, ?2)) AS n FROM records r WHERE r.project_gid = ?1 AND json_type(r.vals, ?2) IS NOT NULL",
-    )
-    .all(projectGid, path)) as { id: number; gid: string; n: number }[];
+  const s = sessionOf(tx);
+  const d = dialectOf(tx);
+  const key = languageKey(language);
+  const found = await rows<{ id: number; gid: string; n: number }>(
+    tx,
+    sql`SELECT r.id AS id, r.gid AS gid, (SELECT count(*) FROM ${d.jsonEach(d.jsonAt(sql`r.vals`, [key]), "m")}) AS n FROM records r WHERE r.project_gid = ${projectGid} AND ${d.jsonHasKey(sql`r.vals`, sql`${key}`)}`,
+  );
+  // The language's path is written into the text: one text for all the records of this call.
   const upd = s.query(
-    "UPDATE records SET vals = json_remove(vals, ?), updated_on = max(?, updated_on + 0.000001) WHERE id = ?",
+    d.toQuery(
+      sql`UPDATE records SET vals = ${d.jsonRemove(sql`vals`, [key])}, updated_on = ${d.greatest(param, sql`updated_on + 0.000001`)} WHERE id = ${param}`.inlineParams(),
+    ).sql,
   );
   const t = Date.now() / 1000;
   let removed = 0;
-  for (const r of rows) {
-    await upd.run(path, t, r.id);
+  for (const r of found) {
+    await upd.run(t, r.id);
     log.project(projectGid, "UPDATE", "records", r.gid);
     removed += r.n;
   }
   await s.query("DELETE FROM record_search WHERE project_gid = ? AND language = ?").run(projectGid, language);
-  if (rows.length || (await s.query("SELECT 1 FROM records WHERE project_gid = ? LIMIT 1").get(projectGid)))
+  if (found.length || (await s.query("SELECT 1 FROM records WHERE project_gid = ? LIMIT 1").get(projectGid)))
     await enqueueReindex(ctx, projectGid);
   return removed;
 };
+
+const WITH_CHANNEL = textOf(
+  (d) =>
+    sql`SELECT r.id AS id, r.gid AS gid FROM records r WHERE r.project_gid = ${param} AND ${d.jsonArrayHas(sql`r.channels`, param)}`,
+);
+const WITHOUT_CHANNEL = textOf(
+  (d) =>
+    sql`UPDATE records SET channels = (SELECT ${d.jsonGroupArray(sql`c.value`)} FROM ${d.jsonEach(sql`records.channels`, "c")} WHERE c.value != ${param}), updated_on = ${d.greatest(param, sql`updated_on + 0.000001`)} WHERE id = ${param}`,
+);
+const TOUCHED = textOf(
+  (d) => sql`UPDATE records SET updated_on = ${d.greatest(param, sql`updated_on + 0.000001`)} WHERE id = ${param}`,
+);
 
 /**
  * `hooks.settingRemoved`: a deleted channel is switched off in every record that had it; a deleted
  * ordering's positions go. Each record whose form changed gets an UPDATE sync item.
  */
 export const recordsSettingRemoved: SettingRemovedHook = async (_ctx, tx, log, projectGid, kind, key) => {
-  const s = db(tx);
+  const s = sessionOf(tx);
   const t = Date.now() / 1000;
   if (kind === "channel") {
     if (key === ALL_CHANNEL) return;
-    const rows = (await s
-      .query(
-        "SELECT r.id AS id, r.gid AS gid FROM records r WHERE r.project_gid = ? AND EXISTS (SELECT 1 FROM json_each(r.channels) c WHERE c.value = ?)",
-      )
-      .all(projectGid, key)) as { id: number; gid: string }[];
-    const upd = s.query(
-      "UPDATE records SET channels = (SELECT json_group_array(c.value) FROM json_each(records.channels) c WHERE c.value != ?), updated_on = max(?, updated_on + 0.000001) WHERE id = ?",
-    );
-    for (const r of rows) {
+    const found = await s.query<{ id: number; gid: string }>(WITH_CHANNEL(tx)).all(projectGid, key);
+    const upd = s.query(WITHOUT_CHANNEL(tx));
+    for (const r of found) {
       await upd.run(key, t, r.id);
       log.project(projectGid, "UPDATE", "records", r.gid);
     }
   } else if (kind === "ordering") {
-    const rows = (await s
-      .query(
+    const found = await s
+      .query<{ id: number; gid: string }>(
         "SELECT r.id AS id, r.gid AS gid FROM record_orderings o JOIN records r ON r.id = o.record_id WHERE o.project_gid = ? AND o.ordering = ?",
       )
-      .all(projectGid, key)) as { id: number; gid: string }[];
+      .all(projectGid, key);
     await s.query("DELETE FROM record_orderings WHERE project_gid = ? AND ordering = ?").run(projectGid, key);
-    const upd = s.query("UPDATE records SET updated_on = max(?, updated_on + 0.000001) WHERE id = ?");
-    for (const r of rows) {
+    const upd = s.query(TOUCHED(tx));
+    for (const r of found) {
       await upd.run(t, r.id);
       log.project(projectGid, "UPDATE", "records", r.gid);
     }
   }
 };
+
+/** The search rows of some records (a JSON list of ids) in documents other than the listed ones. */
+const SEARCH_ROWS_GONE = textOf(
+  (d) =>
+    sql`DELETE FROM record_search WHERE record_id IN (SELECT l.value FROM ${d.jsonEach(param, "l")}) AND language NOT IN (SELECT k.value FROM ${d.jsonEach(param, "k")})`,
+);
 
 /**
  * The `records_reindex` job: after a project's languages changed, every record's checks and search
@@ -824,29 +842,26 @@ export const reindexJob: JobKind = {
       ctx.db,
       undefined,
       async (tx) =>
-        (
-          (await db(tx).query("SELECT count(*) AS n FROM records WHERE project_gid = ?").get(projectGid)) as {
-            n: number;
-          }
-        ).n,
+        (await sessionOf(tx)
+          .query<{ n: number }>("SELECT count(*) AS n FROM records WHERE project_gid = ?")
+          .get(projectGid))!.n,
     );
     await progress.total(total, done);
     for (;;) {
       const n = await mutate(ctx.db, ctx.hub, async (tx) => {
         if (!(await getProject(tx, projectGid))) return 0;
+        const s = sessionOf(tx);
         const recs = (
-          (await db(tx)
+          await s
             .query(`SELECT ${COLUMNS} FROM records r WHERE r.project_gid = ? AND r.id > ? ORDER BY r.id LIMIT 500`)
-            .all(projectGid, after)) as Record<string, unknown>[]
+            .all(projectGid, after)
         ).map(recOf);
         if (!recs.length) return 0;
         const view = await viewOf(tx, projectGid);
-        await db(tx)
-          .query(
-            "DELETE FROM record_search WHERE record_id IN (SELECT value FROM json_each(?)) AND language NOT IN (SELECT value FROM json_each(?))",
-          )
+        await s
+          .query(SEARCH_ROWS_GONE(tx))
           .run(JSON.stringify(recs.map((r) => r.id)), JSON.stringify(searchDocuments(view.languages)));
-        const upd = db(tx).query("UPDATE records SET checks = ? WHERE id = ?");
+        const upd = s.query("UPDATE records SET checks = ? WHERE id = ?");
         for (const r of recs) {
           await upd.run(JSON.stringify(checksOf(await view.def(r.definition), r.vals, view.languages, true)), r.id);
           await writeSearch(tx, view, r);

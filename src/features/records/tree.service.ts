@@ -2,12 +2,13 @@ import type { Actor } from "../../core/actor";
 import type { Answer } from "../../core/answer";
 import { invalidParameter, missing, unprocessable } from "../../core/errors";
 import { now } from "../../core/ids";
+import { sql } from "drizzle-orm";
 import type { Tx } from "../../db/connection";
+import { param, sessionOf, textOf } from "../../db/query";
 import type { Ctx } from "../../platform/context";
 import type { JobKind, Progress } from "../../platform/jobs/runner";
 import {
   COLUMNS,
-  db,
   DELETED,
   descendants,
   formsOf,
@@ -39,16 +40,17 @@ type Langs = { language?: unknown; languages?: unknown };
 const cannot = (reason: string, info: Record<string, unknown> = {}) =>
   unprocessable("Can't work with this item", { reason, ...info });
 
+const RECOUNT = textOf(
+  (d) =>
+    sql`UPDATE records SET childcount = (SELECT count(*) FROM records c WHERE c.parent = records.gid AND c.status != ${DELETED}), updated_on = ${d.greatest(param, sql`updated_on + 0.000001`)} WHERE gid IN (SELECT l.value FROM ${d.jsonEach(param, "l")})`,
+);
+
 /** Recounts the live children of these parents (after status changes or removals) and reports them. */
 async function recount(tx: Tx, touch: Touch, parents: Iterable<string | null>): Promise<void> {
   const list = [...new Set([...parents].filter((p): p is string => !!p))];
   if (!list.length) return;
   const t = now();
-  await db(tx)
-    .query(
-      `UPDATE records SET childcount = (SELECT count(*) FROM records c WHERE c.parent = records.gid AND c.status != '${DELETED}'), updated_on = max(?, updated_on + 0.000001) WHERE gid IN (SELECT value FROM json_each(?))`,
-    )
-    .run(t, JSON.stringify(list));
+  await sessionOf(tx).query(RECOUNT(tx)).run(t, JSON.stringify(list));
   for (const p of list) touch.update(p);
 }
 
@@ -87,7 +89,7 @@ export async function moveRecordIn(
   if (parent.path.includes(rec.gid))
     throw cannot("A record cannot move into its own subtree", { record: rec.gid, parent: parent.gid });
   const ordering = orderingOf(view, input.ordering);
-  const s = db(tx);
+  const s = sessionOf(tx);
   const t = now();
   if (parent.gid !== rec.parent) {
     const path = [rec.gid, ...parent.path];
@@ -132,6 +134,11 @@ export async function moveRecord(
   });
 }
 
+const SET_POSITION = textOf(
+  (d) =>
+    sql`INSERT INTO record_orderings (record_id, project_gid, parent, ordering, pos) VALUES (${param}, ${param}, ${param}, ${param}, ${param})${d.onConflict(["record_id", "ordering"], ["pos", "parent"])}`,
+);
+
 /** `records/orderings/set`: raw positions for some orderings (the reference's restore shortcut). */
 export async function setOrderings(
   ctx: Ctx,
@@ -152,14 +159,11 @@ export async function setOrderings(
       if (typeof v !== "number" || !Number.isSafeInteger(v))
         throw invalidParameter("orderings", { reason: `${k}: a whole number` });
     }
-    const up = db(tx).query(
-      "INSERT INTO record_orderings (record_id, project_gid, parent, ordering, pos) VALUES (?, ?, ?, ?, ?) ON CONFLICT (record_id, ordering) DO UPDATE SET pos = excluded.pos, parent = excluded.parent",
-    );
+    const s = sessionOf(tx);
+    const up = s.query(SET_POSITION(tx));
     for (const [k, v] of entries)
       await up.run(rec.id, projectGid, rec.status === DELETED ? `-${rec.parent}` : rec.parent, k, v as number);
-    await db(tx)
-      .query("UPDATE records SET updated_on = ? WHERE id = ?")
-      .run(Math.max(now(), rec.updatedOn + 1e-6), rec.id);
+    await s.query("UPDATE records SET updated_on = ? WHERE id = ?").run(Math.max(now(), rec.updatedOn + 1e-6), rec.id);
     touch.update(rec.gid);
     return await answer(tx, view, input, { record: rec.gid }, [rec.gid]);
   });
@@ -203,16 +207,15 @@ async function copyDescendantsIn(
 ): Promise<number> {
   const map = new Map<string, Rec>([[src.gid, copy]]);
   let n = 0;
-  const s = db(tx);
-  const samePos = s.query(
-    "UPDATE record_orderings SET pos = (SELECT o.pos FROM record_orderings o WHERE o.record_id = ?1 AND o.ordering = record_orderings.ordering) WHERE record_id = ?2 AND EXISTS (SELECT 1 FROM record_orderings o WHERE o.record_id = ?1 AND o.ordering = record_orderings.ordering)",
+  const samePos = sessionOf(tx).query(
+    "UPDATE record_orderings SET pos = (SELECT o.pos FROM record_orderings o WHERE o.record_id = ? AND o.ordering = record_orderings.ordering) WHERE record_id = ? AND EXISTS (SELECT 1 FROM record_orderings o WHERE o.record_id = ? AND o.ordering = record_orderings.ordering)",
   );
   for (const d of await descendants(tx, src.gid)) {
     if (d.status === DELETED) continue;
     const parent = map.get(d.parent!);
     if (!parent) continue;
     const c = await copyOneIn(tx, view, touch, d, parent, {});
-    await samePos.run(d.id, c.id);
+    await samePos.run(d.id, c.id, d.id);
     map.set(d.gid, c);
     if (++n >= limit) break;
   }
@@ -277,13 +280,11 @@ export async function copyRecord(
       ordering: orderingOf(view, input.ordering),
       before: input.before_record,
     });
-    const size = (
-      (await db(tx)
-        .query(
-          `WITH RECURSIVE sub(gid) AS (SELECT gid FROM records WHERE parent = ?1 UNION ALL SELECT r.gid FROM records r JOIN sub ON r.parent = sub.gid) SELECT count(*) AS n FROM sub`,
-        )
-        .get(src.gid)) as { n: number }
-    ).n;
+    const size = (await sessionOf(tx)
+      .query<{ n: number }>(
+        "WITH RECURSIVE sub(gid) AS (SELECT gid FROM records WHERE parent = ? UNION ALL SELECT r.gid FROM records r JOIN sub ON r.parent = sub.gid) SELECT count(*) AS n FROM sub",
+      )
+      .get(src.gid))!.n;
     const result: Record<string, unknown> = { record: copy.gid, parent: parent.gid };
     if (size <= COPY_INLINE_MAX) await copyDescendantsIn(tx, view, touch, src, copy);
     else
@@ -309,7 +310,7 @@ export const copyRecordJob: JobKind = {
       if (!src || !top) return;
       // Started over after a crash: the copy's subtree is made anew.
       for (const d of (await descendants(tx, top.gid)).reverse())
-        await db(tx).query("DELETE FROM records WHERE id = ?").run(d.id);
+        await sessionOf(tx).query("DELETE FROM records WHERE id = ?").run(d.id);
       copied = await copyDescendantsIn(tx, view, touch, src, top);
     });
     await progress.step(copied);
@@ -356,8 +357,8 @@ export async function unlinkRecord(
   return await recordsWrite(ctx, actor, projectGid, async (tx, _log, view, touch) => {
     const rec = await mustRecord(tx, projectGid, input.record);
     if (!rec.isLink) throw cannot("The record is not a link", { record: rec.gid });
-    await db(tx)
-      .query("UPDATE records SET canonical = gid, is_link = 0, updated_on = ? WHERE id = ?")
+    await sessionOf(tx)
+      .query("UPDATE records SET canonical = gid, is_link = FALSE, updated_on = ? WHERE id = ?")
       .run(Math.max(now(), rec.updatedOn + 1e-6), rec.id);
     touch.update(rec.gid);
     touch.update(rec.canonical);
@@ -368,15 +369,16 @@ export async function unlinkRecord(
 // ---------------------------------------------------------------------------------------------
 // Deletion life cycle
 
+const LINKS_TO = textOf(
+  (d) =>
+    sql`SELECT ${sql.raw(COLUMNS)} FROM records WHERE is_link = TRUE AND canonical IN (SELECT l.value FROM ${d.jsonEach(param, "l")})`,
+);
+
 /** The record, its subtree and the links pointing at any of them. */
 async function withSubtreeAndLinks(tx: Tx, rec: Rec): Promise<Rec[]> {
   const set = [rec, ...(await descendants(tx, rec.gid))];
   const gids = set.map((r) => r.gid);
-  const links = (
-    (await db(tx)
-      .query(`SELECT ${COLUMNS} FROM records WHERE is_link = 1 AND canonical IN (SELECT value FROM json_each(?))`)
-      .all(JSON.stringify(gids))) as Record<string, unknown>[]
-  ).map(recOf);
+  const links = (await sessionOf(tx).query(LINKS_TO(tx)).all(JSON.stringify(gids))).map(recOf);
   const seen = new Set(gids);
   for (const l of links) {
     if (seen.has(l.gid)) continue;
@@ -389,14 +391,19 @@ async function withSubtreeAndLinks(tx: Tx, rec: Rec): Promise<Rec[]> {
 /** A deleted record's places are filed under "-<parent>" (out of the live children's index). */
 async function fileOrderings(tx: Tx, rec: { id: number; parent: string | null }, deleted: boolean): Promise<void> {
   if (rec.parent)
-    await db(tx)
+    await sessionOf(tx)
       .query("UPDATE record_orderings SET parent = ? WHERE record_id = ?")
       .run(deleted ? `-${rec.parent}` : rec.parent, rec.id);
 }
 
+const SET_STATUS = textOf(
+  (d) =>
+    sql`UPDATE records SET status = ${param}, updated_on = ${d.greatest(param, sql`updated_on + 0.000001`)} WHERE id = ${param}`,
+);
+
 async function setStatus(tx: Tx, touch: Touch, rows: Rec[], status: string): Promise<void> {
   const t = now();
-  const upd = db(tx).query("UPDATE records SET status = ?, updated_on = max(?, updated_on + 0.000001) WHERE id = ?");
+  const upd = sessionOf(tx).query(SET_STATUS(tx));
   for (const r of rows) {
     await upd.run(status, t, r.id);
     await fileOrderings(tx, r, status === DELETED);
@@ -480,7 +487,7 @@ export async function undeleteRecord(
 async function removeRecordIn(tx: Tx, _view: SchemaView, touch: Touch, rec: Rec): Promise<number> {
   const set = await withSubtreeAndLinks(tx, rec);
   const gone = new Set(set.map((r) => r.gid));
-  const del = db(tx).query("DELETE FROM records WHERE id = ?");
+  const del = sessionOf(tx).query("DELETE FROM records WHERE id = ?");
   // Deepest first, so no row is left pointing at a parent that is gone.
   for (const r of [...set].sort((a, b) => b.treelevel - a.treelevel)) {
     await del.run(r.id);
@@ -580,14 +587,17 @@ export const permanentDeleteJob: JobKind = {
 
 /** Live children of a parent in an ordering (else creation order), all of them. */
 async function allChildren(tx: Tx, parent: string, ordering?: string): Promise<string[]> {
+  const s = sessionOf(tx);
   const rows = ordering
-    ? await db(tx)
-        .query(
-          `SELECT r.gid AS gid FROM records r LEFT JOIN record_orderings o ON o.record_id = r.id AND o.ordering = ?2 WHERE r.parent = ?1 AND r.status != '${DELETED}' ORDER BY o.pos IS NULL, o.pos, r.id`,
+    ? await s
+        .query<{ gid: string }>(
+          `SELECT r.gid AS gid FROM records r LEFT JOIN record_orderings o ON o.record_id = r.id AND o.ordering = ? WHERE r.parent = ? AND r.status != '${DELETED}' ORDER BY o.pos IS NULL, o.pos, r.id`,
         )
-        .all(parent, ordering)
-    : await db(tx).query(`SELECT gid FROM records WHERE parent = ? AND status != '${DELETED}' ORDER BY id`).all(parent);
-  return (rows as { gid: string }[]).map((r) => r.gid);
+        .all(ordering, parent)
+    : await s
+        .query<{ gid: string }>(`SELECT gid FROM records WHERE parent = ? AND status != '${DELETED}' ORDER BY id`)
+        .all(parent);
+  return rows.map((r) => r.gid);
 }
 
 const TREE_PAGE = { size: 100, max: 1000 };

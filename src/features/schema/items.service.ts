@@ -1,6 +1,9 @@
 import { invalidParameter, unprocessable, validationFailed, type ValidationIssue } from "../../core/errors";
-import { sqliteOf, type Tx } from "../../db/connection";
-import type { Action, ChangeLog } from "../../db/mutate";
+import { sql } from "drizzle-orm";
+import type { Tx } from "../../db/connection";
+import type { JsonPath } from "../../db/dialect";
+import { countedOf, type Action, type ChangeLog } from "../../db/mutate";
+import { param, sessionOf, textOf } from "../../db/query";
 import type { Ctx, SchemaKind } from "../../platform/context";
 import type { Project } from "../projects/projects.api";
 import { projectOptions } from "../projects/projects.api";
@@ -48,8 +51,8 @@ export const stateOf = (r: SchemaRow): ItemState => (r.original ? "working_copy"
 export const isCommitted = (r: SchemaRow) => stateOf(r) === "committed";
 
 /**
- * Rows are read with bun:sqlite statements (cached by SQL text on the connection) rather than
- * drizzle's builder, which builds the SQL anew on every call: these reads run several times in
+ * Rows are read with statements of constant text (prepared once per connection by the port) rather
+ * than drizzle's builder, which builds the SQL anew on every call: these reads run several times in
  * every schema operation and in every records request that resolves a definition.
  */
 const ROW_COLUMNS = "id, gid, project_gid, original, is_new, name, label, metadata, spec, created_on, updated_on";
@@ -80,32 +83,39 @@ const rowFrom = (r: RawRow): SchemaRow => ({
   updatedOn: r.updated_on,
 });
 
+/** The statement texts of a kind's reads (the table name differs; the text is built once per database). */
+const byKind = <T>(build: (table: string) => T): Record<Kind, T> => ({
+  field: build(PLURAL.field),
+  class: build(PLURAL.class),
+  definition: build(PLURAL.definition),
+  layout: build(PLURAL.layout),
+});
+const ROW_BY_GID = byKind((t) => `SELECT ${ROW_COLUMNS} FROM "${t}" WHERE gid = ? AND project_gid = ?`);
+const ROWS_OF_PROJECT = byKind((t) => `SELECT ${ROW_COLUMNS} FROM "${t}" WHERE project_gid = ?`);
+const WORKING_COPY = byKind((t) => `SELECT ${ROW_COLUMNS} FROM "${t}" WHERE original = ? AND project_gid = ?`);
+const ROWS_BY_GIDS = byKind((t) =>
+  textOf(
+    (d) =>
+      sql`SELECT ${sql.raw(ROW_COLUMNS)} FROM ${sql.raw(`"${t}"`)} WHERE gid IN (SELECT g.value FROM ${d.jsonEach(param, "g")}) AND project_gid = ${param} ORDER BY id`,
+  ),
+);
+
 export async function rowOf(tx: Tx, kind: Kind, projectGid: string, gid: unknown): Promise<SchemaRow | undefined> {
   if (typeof gid !== "string" || !gid) return undefined;
-  const r = (await sqliteOf(tx)
-    .query(`SELECT ${ROW_COLUMNS} FROM "${PLURAL[kind]}" WHERE gid = ? AND project_gid = ?`)
-    .get(gid, projectGid)) as RawRow | null;
+  const r = await sessionOf(tx).query<RawRow>(ROW_BY_GID[kind]).get(gid, projectGid);
   return r ? rowFrom(r) : undefined;
 }
 
 /** Rows of these gids (any order), or every row of the project when `gids` is undefined. */
 export async function rowsOf(tx: Tx, kind: Kind, projectGid: string, gids?: string[]): Promise<SchemaRow[]> {
   if (gids && !gids.length) return [];
-  const s = sqliteOf(tx);
+  const s = sessionOf(tx);
   // Every row of the project (the init payloads read all four kinds) is sorted by id here: with
   // ORDER BY, SQLite would build a temporary b-tree (the project index is by name), several times
   // the cost of the read itself.
   const rows = gids
-    ? ((await s
-        .query(
-          `SELECT ${ROW_COLUMNS} FROM "${PLURAL[kind]}" WHERE gid IN (SELECT value FROM json_each(?)) AND project_gid = ? ORDER BY id`,
-        )
-        .all(JSON.stringify(gids), projectGid)) as RawRow[])
-    : (
-        (await s
-          .query(`SELECT ${ROW_COLUMNS} FROM "${PLURAL[kind]}" WHERE project_gid = ?`)
-          .all(projectGid)) as RawRow[]
-      ).sort((a, b) => a.id - b.id);
+    ? await s.query<RawRow>(ROWS_BY_GIDS[kind](tx)).all(JSON.stringify(gids), projectGid)
+    : (await s.query<RawRow>(ROWS_OF_PROJECT[kind]).all(projectGid)).sort((a, b) => a.id - b.id);
   return rows.map(rowFrom);
 }
 
@@ -116,9 +126,7 @@ export async function workingCopyOf(
   projectGid: string,
   originalGid: string,
 ): Promise<SchemaRow | undefined> {
-  const r = (await sqliteOf(tx)
-    .query(`SELECT ${ROW_COLUMNS} FROM "${PLURAL[kind]}" WHERE original = ? AND project_gid = ?`)
-    .get(originalGid, projectGid)) as RawRow | null;
+  const r = await sessionOf(tx).query<RawRow>(WORKING_COPY[kind]).get(originalGid, projectGid);
   return r ? rowFrom(r) : undefined;
 }
 
@@ -390,25 +398,59 @@ export function placeBefore(list: string[], item: string, before: unknown): stri
 
 export type Usage = { fields: string[]; classes: string[]; definitions: string[]; [other: string]: string[] };
 
-/** Gids of rows of `kind` whose spec holds `gid` at one of the JSON paths (arrays or scalars). */
-async function rowsReferring(tx: Tx, kind: Kind, projectGid: string, gid: string, paths: string[]): Promise<string[]> {
-  const table = PLURAL[kind];
-  const clauses = paths.map(
-    (p) => `EXISTS (SELECT 1 FROM json_each(t.spec, '${p}') j WHERE j.value = ?1) OR json_extract(t.spec, '${p}') = ?1`,
-  );
-  const rows = (await sqliteOf(tx)
-    .query(`SELECT t.gid AS gid FROM "${table}" t WHERE t.project_gid = ?2 AND (${clauses.join(" OR ")}) ORDER BY t.id`)
-    .all(gid, projectGid)) as { gid: string }[];
-  return rows.map((r) => r.gid);
+/**
+ * The places one schema item names another: the table and the spec paths (an array of gids or
+ * one gid) of each, with its statement text (built once per database).
+ */
+const referrers = (kind: Kind, paths: JsonPath[]) => {
+  const spec = sql`t.spec`;
+  return {
+    paths,
+    text: textOf(
+      (d) =>
+        sql`SELECT t.gid AS gid FROM ${sql.raw(`"${PLURAL[kind]}"`)} t WHERE t.project_gid = ${param} AND (${sql.join(
+          paths.map(
+            (p) =>
+              sql`EXISTS (SELECT 1 FROM ${d.jsonEach(d.jsonAt(spec, p), "j")} WHERE j.value = ${param}) OR ${d.jsonValue(spec, p)} = ${param}`,
+          ),
+          sql` OR `,
+        )}) ORDER BY t.id`,
+    ),
+  };
+};
+const REFERRERS = {
+  classFields: referrers("class", [["fields"]]),
+  definitionFields: referrers("definition", [["fields"]]),
+  definitionFieldsOrTitle: referrers("definition", [["fields"], ["titlefield"]]),
+  definitionClasses: referrers("definition", [["classes"]]),
+  definitionChildren: referrers("definition", [["childdefinitions"]]),
+  fieldClass: referrers("field", [["options", "class"]]),
+  fieldDefinitions: referrers("field", [["options", "definitions"]]),
+};
+
+/** Gids of the rows that name `gid` at one of the places `where` lists. */
+async function rowsReferring(
+  tx: Tx,
+  where: keyof typeof REFERRERS,
+  projectGid: string,
+  gid: string,
+): Promise<string[]> {
+  const r = REFERRERS[where];
+  // Each path takes the gid twice (an array's members, a scalar).
+  const rows = await sessionOf(tx)
+    .query<{ gid: string }>(r.text(tx))
+    .all(projectGid, ...r.paths.flatMap(() => [gid, gid]));
+  return rows.map((x) => x.gid);
 }
+
+const WITH_FIELDLIST_FIELD = textOf(
+  (d) =>
+    sql`SELECT DISTINCT t.gid AS gid FROM definitions t, ${d.jsonEach(d.jsonAt(sql`t.spec`, ["fieldlists"]), "l")}, ${d.jsonEach(sql`l.value`, "f")} WHERE t.project_gid = ${param} AND f.value = ${param}`,
+);
 
 /** Definitions naming a field in one of their fieldlists. */
 async function definitionsWithFieldlistField(tx: Tx, projectGid: string, gid: string): Promise<string[]> {
-  const rows = (await sqliteOf(tx)
-    .query(
-      `SELECT DISTINCT t.gid AS gid FROM definitions t, json_each(t.spec, '$.fieldlists') l, json_each(l.value) f WHERE t.project_gid = ?2 AND f.value = ?1`,
-    )
-    .all(gid, projectGid)) as { gid: string }[];
+  const rows = await sessionOf(tx).query<{ gid: string }>(WITH_FIELDLIST_FIELD(tx)).all(projectGid, gid);
   return rows.map((r) => r.gid);
 }
 
@@ -419,19 +461,19 @@ async function definitionsWithFieldlistField(tx: Tx, projectGid: string, gid: st
 export async function usageOf(ctx: Ctx, tx: Tx, kind: SchemaKind, projectGid: string, gid: string): Promise<Usage> {
   const u: Usage = { fields: [], classes: [], definitions: [] };
   if (kind === "field") {
-    u.classes = await rowsReferring(tx, "class", projectGid, gid, ["$.fields"]);
+    u.classes = await rowsReferring(tx, "classFields", projectGid, gid);
     u.definitions = [
       ...new Set([
-        ...(await rowsReferring(tx, "definition", projectGid, gid, ["$.fields", "$.titlefield"])),
+        ...(await rowsReferring(tx, "definitionFieldsOrTitle", projectGid, gid)),
         ...(await definitionsWithFieldlistField(tx, projectGid, gid)),
       ]),
     ];
   } else if (kind === "class") {
-    u.definitions = await rowsReferring(tx, "definition", projectGid, gid, ["$.classes"]);
-    u.fields = await rowsReferring(tx, "field", projectGid, gid, ["$.options.class"]);
+    u.definitions = await rowsReferring(tx, "definitionClasses", projectGid, gid);
+    u.fields = await rowsReferring(tx, "fieldClass", projectGid, gid);
   } else if (kind === "definition") {
-    u.definitions = await rowsReferring(tx, "definition", projectGid, gid, ["$.childdefinitions"]);
-    u.fields = await rowsReferring(tx, "field", projectGid, gid, ["$.options.definitions"]);
+    u.definitions = await rowsReferring(tx, "definitionChildren", projectGid, gid);
+    u.fields = await rowsReferring(tx, "fieldDefinitions", projectGid, gid);
   }
   for (const check of ctx.hooks.schemaUsage)
     for (const [k, v] of Object.entries(await check(ctx, tx, projectGid, kind, gid)))
@@ -445,14 +487,14 @@ export async function definitionsUsingField(
   projectGid: string,
   fieldGid: string,
 ): Promise<{ classes: string[]; definitions: string[] }> {
-  const cls = await rowsReferring(tx, "class", projectGid, fieldGid, ["$.fields"]);
-  const defs = new Set(await rowsReferring(tx, "definition", projectGid, fieldGid, ["$.fields"]));
-  for (const c of cls) for (const d of await rowsReferring(tx, "definition", projectGid, c, ["$.classes"])) defs.add(d);
+  const cls = await rowsReferring(tx, "classFields", projectGid, fieldGid);
+  const defs = new Set(await rowsReferring(tx, "definitionFields", projectGid, fieldGid));
+  for (const c of cls) for (const d of await rowsReferring(tx, "definitionClasses", projectGid, c)) defs.add(d);
   return { classes: cls, definitions: [...defs] };
 }
 
 export async function definitionsUsingClass(tx: Tx, projectGid: string, classGid: string): Promise<string[]> {
-  return await rowsReferring(tx, "definition", projectGid, classGid, ["$.classes"]);
+  return await rowsReferring(tx, "definitionClasses", projectGid, classGid);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -512,7 +554,7 @@ export async function refuseCircular(
  * the project's schema or settings, and again when a change is rolled back.
  */
 export function schemaStamp(tx: Tx, projectGid: string): string {
-  return schemaGeneration(sqliteOf(tx), projectGid);
+  return schemaGeneration(countedOf(tx), projectGid);
 }
 
 /** A value computed from the project's schema, reused while the schema's stamp holds (read-only answers: never mutated). */
@@ -522,7 +564,7 @@ export async function snapshotValue<T>(
   key: string,
   make: () => T | Promise<T>,
 ): Promise<T> {
-  return await fromSnapshot(sqliteOf(tx), projectGid, key, make);
+  return await fromSnapshot(countedOf(tx), projectGid, key, make);
 }
 
 type ClassField = { gid: string; name: string; type: string; options: Record<string, unknown> };

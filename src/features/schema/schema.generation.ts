@@ -1,5 +1,4 @@
-import type { Database } from "bun:sqlite";
-import { changeCount, changeTotal } from "../../db/mutate";
+import { changeCount, changeTotal, type CountedDatabase } from "../../db/mutate";
 
 /**
  * The generation of a project's schema on a connection: a stamp that changes whenever the schema
@@ -24,11 +23,11 @@ import { changeCount, changeTotal } from "../../db/mutate";
 const SCHEMA_TYPES = ["fields", "classes", "definitions", "layouts"];
 
 /** A serial per connection, so stamps of two databases in one process never meet. */
-const serials = new WeakMap<Database, number>();
+const serials = new WeakMap<CountedDatabase, number>();
 let lastSerial = 0;
 
 /** The current stamp of a project's schema on a connection: equal stamps, same schema. */
-export function schemaGeneration(client: Database, projectGid: string): string {
+export function schemaGeneration(client: CountedDatabase, projectGid: string): string {
   // Most requests change nothing: while the connection's total count holds, the stamp made at
   // that total stands (five counts and a string less per call; init asks for it several times).
   const total = changeTotal(client);
@@ -48,7 +47,7 @@ export function schemaGeneration(client: Database, projectGid: string): string {
 }
 
 /** Per connection and project: the last stamp made and the connection's total count it was made at. */
-const stamps = new WeakMap<Database, Map<string, { total: number; stamp: string }>>();
+const stamps = new WeakMap<CountedDatabase, Map<string, { total: number; stamp: string }>>();
 const MAX_STAMPS = 10_000;
 
 /**
@@ -56,7 +55,7 @@ const MAX_STAMPS = 10_000;
  * the data dictionaries), kept with the stamp they were made at; a value is handed out only while
  * the project's stamp is still that one.
  */
-const snapshots = new WeakMap<Database, Map<string, { stamp: string; values: Map<string, unknown> }>>();
+const snapshots = new WeakMap<CountedDatabase, Map<string, { stamp: string; values: Map<string, unknown> }>>();
 /** At most this many values per project (then the snapshot starts afresh). */
 const MAX_VALUES = 5000;
 
@@ -65,7 +64,7 @@ const MAX_VALUES = 5000;
  * in the caller's unit of work) when missing. Kept only if the stamp still holds once it is made.
  */
 export async function fromSnapshot<T>(
-  client: Database,
+  client: CountedDatabase,
   projectGid: string,
   key: string,
   make: () => T | Promise<T>,

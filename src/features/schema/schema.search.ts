@@ -12,7 +12,6 @@ import {
   parseFilter,
   parseTerms,
   SEARCH_PAGE,
-  sqlText,
   validationField,
   type CustomOperator,
   type FieldSpec,
@@ -21,7 +20,9 @@ import {
   type ValidationCheck,
 } from "../../core/filter";
 import type { SelectionItem, SelectionResolver } from "../../core/selection";
-import { sqliteOf, type Tx } from "../../db/connection";
+import type { Tx } from "../../db/connection";
+import type { Dialect } from "../../db/dialect";
+import { dialectOf, rows } from "../../db/query";
 import type { Ctx } from "../../platform/context";
 import { inProject, getProject, projectOptions } from "../projects/projects.api";
 import { rowsOf } from "./items.service";
@@ -46,45 +47,48 @@ export type Entry = { type: SchemaItemType; row: SchemaRow };
 
 /** A language code as the filter's JSON paths take it. */
 const LANGUAGE = /^[A-Za-z0-9_-]{1,35}$/;
-/** `$."<language>"`, the JSON path of one language's text in a localized object. */
-const langPath = (language: string) => jsonKeyPath(language)!;
 
 /** The value of a metadata entry `{type, is_localized, value}` (`e`): the search language's when localized. */
-const entryValue = (e: SQL, language: string) =>
-  sql`json_extract(${e}, CASE WHEN json_extract(${e}, '$.is_localized') THEN ${`$.value.${langPath(language)}`} ELSE '$.value' END)`;
+const entryValue = (d: Dialect, e: SQL, language: string) =>
+  sql`(CASE WHEN ${d.jsonValue(e, ["is_localized"])} THEN ${d.jsonValue(e, ["value", language])} ELSE ${d.jsonValue(e, ["value"])} END)`;
 /** True when a value is empty: null, "" or []. */
 const empty = (v: SQL) => sql`coalesce(${v}, '') IN ('', '[]')`;
+/** True when a value is not empty. */
+const filled = (v: SQL) => sql`coalesce(${v}, '') NOT IN ('', '[]')`;
 
 /** The `validation` checks of schema items (docs/schema.md, "Search"). */
-function validationSql(check: ValidationCheck, field: string | undefined, language: string): SQL {
-  const L = langPath(language);
+function validationSql(d: Dialect, check: ValidationCheck, field: string | undefined, language: string): SQL {
+  const label = sql`i.label`;
+  const spec = sql`i.spec`;
+  const m = sql`m.value`;
+  const v = sql`v.value`;
   const parts = new Map<string, { isEmpty: SQL; notTranslated: SQL }>([
     [
       "label",
       {
-        isEmpty: empty(sql`json_extract(i.label, ${L})`),
-        notTranslated: sql`(${empty(sql`json_extract(i.label, ${L})`)} AND EXISTS (SELECT 1 FROM json_each(i.label) AS l WHERE coalesce(l.value, '') <> ''))`,
+        isEmpty: empty(d.jsonValue(label, [language])),
+        notTranslated: sql`(${empty(d.jsonValue(label, [language]))} AND EXISTS (SELECT 1 FROM ${d.jsonEach(label, "l")} WHERE coalesce(l.value, '') <> ''))`,
       },
     ],
     [
       "metadata",
       {
-        isEmpty: sql`EXISTS (SELECT 1 FROM json_each(i.metadata) AS m WHERE ${empty(entryValue(sql`m.value`, language))})`,
-        notTranslated: sql`EXISTS (SELECT 1 FROM json_each(i.metadata) AS m WHERE json_extract(m.value, '$.is_localized') AND ${empty(sql`json_extract(m.value, ${`$.value.${L}`})`)} AND EXISTS (SELECT 1 FROM json_each(m.value, '$.value') AS v WHERE coalesce(v.value, '') NOT IN ('', '[]')))`,
+        isEmpty: sql`EXISTS (SELECT 1 FROM ${d.jsonEach(sql`i.metadata`, "m")} WHERE ${empty(entryValue(d, m, language))})`,
+        notTranslated: sql`EXISTS (SELECT 1 FROM ${d.jsonEach(sql`i.metadata`, "m")} WHERE ${d.jsonValue(m, ["is_localized"])} AND ${empty(d.jsonValue(m, ["value", language]))} AND EXISTS (SELECT 1 FROM ${d.jsonEach(d.jsonAt(m, ["value"]), "v")} WHERE ${filled(v)}))`,
       },
     ],
     [
       "initial",
       {
-        isEmpty: sql`(i.kind = 'field' AND ${empty(sql`json_extract(i.spec, ${`$.initial.${L}`})`)})`,
-        notTranslated: sql`(i.kind = 'field' AND json_extract(i.spec, '$.is_localized') AND ${empty(sql`json_extract(i.spec, ${`$.initial.${L}`})`)} AND EXISTS (SELECT 1 FROM json_each(i.spec, '$.initial') AS v WHERE coalesce(v.value, '') NOT IN ('', '[]')))`,
+        isEmpty: sql`(i.kind = 'field' AND ${empty(d.jsonValue(spec, ["initial", language]))})`,
+        notTranslated: sql`(i.kind = 'field' AND ${d.jsonValue(spec, ["is_localized"])} AND ${empty(d.jsonValue(spec, ["initial", language]))} AND EXISTS (SELECT 1 FROM ${d.jsonEach(d.jsonAt(spec, ["initial"]), "v")} WHERE ${filled(v)}))`,
       },
     ],
     [
       "values",
       {
-        isEmpty: sql`EXISTS (SELECT 1 FROM json_each(i.spec, '$.options.values') AS v WHERE ${empty(sql`json_extract(v.value, ${`$.label.${L}`})`)})`,
-        notTranslated: sql`EXISTS (SELECT 1 FROM json_each(i.spec, '$.options.values') AS v WHERE ${empty(sql`json_extract(v.value, ${`$.label.${L}`})`)} AND EXISTS (SELECT 1 FROM json_each(v.value, '$.label') AS l WHERE coalesce(l.value, '') <> ''))`,
+        isEmpty: sql`EXISTS (SELECT 1 FROM ${d.jsonEach(d.jsonAt(spec, ["options", "values"]), "v")} WHERE ${empty(d.jsonValue(v, ["label", language]))})`,
+        notTranslated: sql`EXISTS (SELECT 1 FROM ${d.jsonEach(d.jsonAt(spec, ["options", "values"]), "v")} WHERE ${empty(d.jsonValue(v, ["label", language]))} AND EXISTS (SELECT 1 FROM ${d.jsonEach(d.jsonAt(v, ["label"]), "l")} WHERE coalesce(l.value, '') <> ''))`,
       },
     ],
   ]);
@@ -96,21 +100,28 @@ function validationSql(check: ValidationCheck, field: string | undefined, langua
 
 const VALIDATED = new Set(["label", "metadata", "initial", "values"]);
 
+/** `type is`: the item type or a field's type (the same SQL on every database). */
+const typeIsSql = (v: string) => sql`(i.kind = ${v} OR coalesce(i.ftype, '') = ${v})`;
+
 /** `type`: `is` matches the item type (`definition`, `class`, `field`) or a field's type (`decimal`). */
 const typeIs: CustomOperator = {
   operand: (v, fail) =>
     typeof v === "string" && v.length <= 100 ? v.toLowerCase() : fail("the operand is an item type or a field type"),
-  build: (v: string) => sql`(i.kind = ${v} OR coalesce(i.ftype, '') = ${v})`,
+  build: typeIsSql,
+  buildPg: typeIsSql,
 };
 
 /**
- * The fields a schema filter may name (docs/schema.md, "Search"). `language` is the search
- * language: localized labels and metadata are compared in it. Saved queries of type `schema` are
- * checked against the same domain (src/features/queries/queries.search.ts).
+ * The fields a schema filter may name (docs/schema.md, "Search"), their SQL made with the dialect
+ * `d` of the database searched. `language` is the search language: localized labels and metadata
+ * are compared in it. Saved queries of type `schema` are checked against the same domain
+ * (src/features/queries/queries.search.ts).
  */
-export function schemaDomain(language = "en"): FilterDomain {
+export function schemaDomain(d: Dialect, language = "en"): FilterDomain {
   const text = (s: SQL): FieldSpec => ({ type: "text", sql: s });
   const bool = (s: SQL): FieldSpec => ({ type: "boolean", sql: s });
+  const spec = sql`i.spec`;
+  const m = sql`m.value`;
   return makeDomain(
     [
       ["gid", text(sql`i.gid`)],
@@ -122,49 +133,50 @@ export function schemaDomain(language = "en"): FilterDomain {
         text(sql`(CASE WHEN i.original IS NOT NULL THEN 'working_copy' WHEN i.is_new THEN 'new' ELSE 'committed' END)`),
       ],
       ["original", text(sql`i.original`)],
-      ["unit", text(sql`json_extract(i.spec, '$.unit')`)],
+      ["unit", text(d.jsonValue(spec, ["unit"]))],
       ["label", { type: "localized", sql: sql`i.label` }],
-      ["is_committed", bool(sql`(i.original IS NULL AND i.is_new = 0)`)],
-      ["is_new", bool(sql`(i.original IS NULL AND i.is_new = 1)`)],
+      ["is_committed", bool(sql`(i.original IS NULL AND i.is_new = FALSE)`)],
+      ["is_new", bool(sql`(i.original IS NULL AND i.is_new = TRUE)`)],
       ["is_working_copy", bool(sql`(i.original IS NOT NULL)`)],
-      ["is_localized", bool(sql`coalesce(json_extract(i.spec, '$.is_localized'), 0)`)],
-      ["is_required", bool(sql`coalesce(json_extract(i.spec, '$.is_required'), 0)`)],
+      ["is_localized", bool(sql`coalesce(${d.jsonValue(spec, ["is_localized"])}, FALSE)`)],
+      ["is_required", bool(sql`coalesce(${d.jsonValue(spec, ["is_required"])}, FALSE)`)],
       // The metadata entries' values (in the search language when localized), as one object.
       [
         "metadata",
         {
           type: "object",
-          sql: sql`(SELECT json_group_object(m.key, m.value -> (CASE WHEN json_extract(m.value, '$.is_localized') THEN ${`$.value.${langPath(language)}`} ELSE '$.value' END)) FROM json_each(i.metadata) AS m)`,
+          sql: sql`(SELECT ${d.jsonGroupObject(sql`m.key`, sql`(CASE WHEN ${d.jsonValue(m, ["is_localized"])} THEN ${d.jsonAt(m, ["value", language])} ELSE ${d.jsonAt(m, ["value"])} END)`)} FROM ${d.jsonEach(sql`i.metadata`, "m")})`,
         },
       ],
       [
         "validation",
         validationField({
           fields: (n) => VALIDATED.has(n),
-          build: (check, field) => validationSql(check, field, language),
+          build: (check, field) => validationSql(d, check, field, language),
         }),
       ],
     ],
     [
       [
         "metadata",
-        (key) => {
-          const path = jsonKeyPath(key);
-          return path ? { type: "json", sql: entryValue(sql`json_extract(i.metadata, ${path})`, language) } : undefined;
-        },
+        // Keys the filter's JSON paths can name (no quotes, backslashes or control characters).
+        (key) =>
+          jsonKeyPath(key)
+            ? { type: "json", sql: entryValue(d, d.jsonValue(sql`i.metadata`, [key]), language) }
+            : undefined,
       ],
     ],
   );
 }
 
 /** What `q` searches: name, label (in the search language) and a field's type, as one text. */
-const qDomain = (language: string) =>
+const qDomain = (d: Dialect, language: string) =>
   makeDomain([
     [
       "q",
       {
         type: "text",
-        sql: sql`(i.name || ' ' || coalesce(json_extract(i.label, ${langPath(language)}), '') || ' ' || coalesce(i.ftype, ''))`,
+        sql: sql`(i.name || ' ' || coalesce(${d.jsonValue(sql`i.label`, [language])}, '') || ' ' || coalesce(i.ftype, ''))`,
       },
     ],
   ]);
@@ -183,6 +195,7 @@ export type SearchInput = { language?: unknown; q?: unknown; filter?: unknown };
 
 /** The parsed `language`, `q` and `filter` of a search; `none` when neither q nor filter asks anything. */
 function parseSearch(
+  d: Dialect,
   input: SearchInput,
   fallbackLanguage: string,
 ): { none: true } | { none: false; language: string; where: SQL } {
@@ -196,39 +209,43 @@ function parseSearch(
     throw invalidParameter("q", { expected: "a string" });
   const terms = typeof input.q === "string" ? parseTerms(input.q) : undefined;
   const hasQ = !!terms && terms.required.length + terms.excluded.length + terms.optional.length > 0;
-  const filter: FilterNode = searchError(() => parseFilter(input.filter, schemaDomain(language)));
+  const filter: FilterNode = searchError(() => parseFilter(input.filter, schemaDomain(d, language)));
   const hasFilter = filter !== MATCH_ALL;
   // The reference: neither q nor filter → an empty answer, not everything.
   if (!hasQ && !hasFilter) return { none: true };
   const parts: SQL[] = [];
   if (hasQ)
     parts.push(
-      searchError(() => filterToSql(parseFilter(["q", "q", input.q], qDomain(language), { root: "q" }), { language })),
+      searchError(() =>
+        filterToSql(parseFilter(["q", "q", input.q], qDomain(d, language), { root: "q" }), {
+          language,
+          dialect: d.name,
+        }),
+      ),
     );
-  if (hasFilter) parts.push(searchError(() => filterToSql(filter, { language })));
+  if (hasFilter) parts.push(searchError(() => filterToSql(filter, { language, dialect: d.name })));
   return { none: false, language, where: sql.join(parts, sql` AND `) };
 }
 
 /** One select over the three tables as `i` (kind, the field type as `ftype`, the item columns). */
-function itemsSql(projectGid: string): SQL {
+function itemsSql(d: Dialect, projectGid: string): SQL {
   const cols = sql.raw("id, gid, name, label, metadata, spec, original, is_new");
   return sql`(SELECT 0 AS k, 'definition' AS kind, NULL AS ftype, ${cols} FROM definitions WHERE project_gid = ${projectGid}
     UNION ALL SELECT 1, 'class', NULL, ${cols} FROM classes WHERE project_gid = ${projectGid}
-    UNION ALL SELECT 2, 'field', json_extract(spec, '$.type'), ${cols} FROM fields WHERE project_gid = ${projectGid})`;
+    UNION ALL SELECT 2, 'field', ${d.jsonValue(sql`spec`, ["type"])}, ${cols} FROM fields WHERE project_gid = ${projectGid})`;
 }
 
 type Hit = { k: number; id: number; gid: string };
 
 /** Every schema item matching `q` and `filter` (ids only): definitions, then classes, then fields. */
 async function searchHits(tx: Tx, projectGid: string, input: SearchInput, fallbackLanguage: string): Promise<Hit[]> {
-  const parsed = parseSearch(input, fallbackLanguage);
+  const d = dialectOf(tx);
+  const parsed = parseSearch(d, input, fallbackLanguage);
   if (parsed.none) return [];
-  const q = sqlText(
-    sql`SELECT i.k AS k, i.id AS id, i.gid AS gid FROM ${itemsSql(projectGid)} AS i WHERE ${parsed.where} ORDER BY i.k, i.id`,
+  return await rows<Hit>(
+    tx,
+    sql`SELECT i.k AS k, i.id AS id, i.gid AS gid FROM ${itemsSql(d, projectGid)} AS i WHERE ${parsed.where} ORDER BY i.k, i.id`,
   );
-  return (await sqliteOf(tx)
-    .query(q.sql)
-    .all(...(q.params as never[]))) as Hit[];
 }
 
 /** The rows of hits, in the hits' order. */

@@ -14,7 +14,7 @@ import { projects } from "../projects/projects.table";
  * Every row carries `project_gid`, so backups and permanent project deletion find them by
  * themselves; the table names equal the sync data types, so a restore announces changed rows.
  * No foreign keys between the schema tables: lists of gids live in `spec`, usage is looked up with
- * json_each, and rows may be deleted in any order.
+ * the JSON helpers of the dialect (items.service.ts), and rows may be deleted in any order.
  */
 function schemaTable(name: string) {
   return sqliteTable(

@@ -97,4 +97,31 @@ describe.skipIf(!pgAvailable)("the PostgreSQL dialect helpers", () => {
     await rows(sql`INSERT INTO docs (id, name) VALUES (${1}, ${"ignored"})${d.onConflict(["id"], [])}`);
     expect(await rows(sql`SELECT name FROM docs WHERE id = 1`)).toEqual([{ name: "Alpha 2" }]);
   });
+
+  // graph conversion (records follow/tree, schema items)
+  test("greatest takes the larger of the values, not the aggregate", async () => {
+    expect(
+      await rows(sql`SELECT ${d.greatest(sql`id::float8`, sql`${1.5}::float8`)} AS g FROM docs ORDER BY id`),
+    ).toEqual([{ g: 1.5 }, { g: 2 }]);
+  });
+
+  test("jsonHasKey finds a member named at run time, and nothing in arrays", async () => {
+    expect(await rows(sql`SELECT id FROM docs WHERE ${d.jsonHasKey(body, sql`${"odd key"}`)}`)).toEqual([{ id: "1" }]);
+    expect(await rows(sql`SELECT id FROM docs WHERE ${d.jsonHasKey(d.jsonAt(body, ["tags"]), sql`${"x"}`)}`)).toEqual(
+      [],
+    );
+    expect(
+      await rows(
+        sql`SELECT ${d.jsonHasKey(sql`'{"a":null}'::jsonb`, sql`${"a"}`)} AS h, ${d.jsonHasKey(body, sql`${"b"}`)} AS n FROM docs WHERE id = 1`,
+      ),
+    ).toEqual([{ h: true, n: false }]);
+  });
+
+  test("containsText is a plain substring test that minds case and takes % and _ as they are", async () => {
+    expect(await rows(sql`SELECT id FROM docs WHERE ${d.containsText(body, sql`${'"tags": ["z"'}`)}`)).toEqual([
+      { id: "2" },
+    ]);
+    expect(await rows(sql`SELECT id FROM docs WHERE ${d.containsText(sql`name`, sql`${"alpha"}`)}`)).toEqual([]);
+    expect(await rows(sql`SELECT id FROM docs WHERE ${d.containsText(sql`name`, sql`${"%"}`)}`)).toEqual([]);
+  });
 });
