@@ -84,4 +84,33 @@ export interface Dialect {
    * `instr(value, part) > 0`, PostgreSQL `strpos(value, part) > 0` (a JSON column cast to text).
    */
   containsText(value: SQL, part: SQL): SQL;
+  // records (src/features/records)
+  /**
+   * `value` as an expression no index serves, so that the planner takes the index of another
+   * condition (a lookup by gid, checked against its project): SQLite's unary `+`; PostgreSQL the
+   * value as it is (its planner needs no such hint, and it has no unary `+` for text).
+   */
+  unindexed(value: SQL): SQL;
+  /**
+   * The join that keeps the written order of its tables (the left one read first), for a page
+   * taken from an index and then joined to its rows: SQLite's `CROSS JOIN ... ON`; PostgreSQL a
+   * plain `JOIN` (its planner orders the tables itself).
+   */
+  joinInOrder(): SQL;
+  /**
+   * Whether the JSON array of texts `doc` holds the text whose JSON spelling (with its quotes,
+   * `"web"`) is `quoted`: SQLite looks for that spelling in the stored text (`instr`), which an
+   * index holding `doc` answers without reading the row; PostgreSQL
+   * `doc @> ('[' || quoted || ']')::jsonb`.
+   */
+  jsonTextsHave(doc: SQL, quoted: SQL): SQL;
+  /**
+   * A full-text index kept by hand beside its search table (the index row has the search row's
+   * id): the INSERT of the index row `id` with `values` (column → value), or undefined where the
+   * database keeps the index itself (PostgreSQL: a generated tsvector column of the search table,
+   * nothing to write). SQLite: `INSERT INTO index (rowid, ...) VALUES (...)` into the FTS5 table.
+   */
+  textIndexInsert(index: string, id: SQL, values: readonly (readonly [string, SQL])[]): SQL | undefined;
+  /** The UPDATE of the index row `id`'s `values` (see textIndexInsert), or undefined (PostgreSQL). */
+  textIndexUpdate(index: string, id: SQL, values: readonly (readonly [string, SQL])[]): SQL | undefined;
 }

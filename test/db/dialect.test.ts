@@ -73,6 +73,42 @@ describe("the SQLite dialect helpers", () => {
     const q = sql`SELECT gid FROM docs_fts WHERE ${d.textMatch("docs_fts", sql`${"apple"}`)} ORDER BY ${d.textRank("docs_fts", 10)}`;
     expect(rows(q)).toEqual([{ gid: "1" }, { gid: "2" }]);
   });
+
+  // records (src/features/records)
+  test("greatest takes the largest value, unindexed keeps the value, joinInOrder joins", () => {
+    expect(rows(sql`SELECT ${d.greatest(sql`${0}`, sql`id - 2`)} AS g FROM docs ORDER BY id`)).toEqual([
+      { g: 0 },
+      { g: 0 },
+    ]);
+    expect(rows(sql`SELECT id FROM docs WHERE ${d.unindexed(sql`name`)} = ${"beta"}`)).toEqual([{ id: 2 }]);
+    expect(
+      rows(sql`SELECT a.id AS id FROM docs a ${d.joinInOrder()} docs b ON b.id = a.id WHERE b.name = ${"beta"}`),
+    ).toEqual([{ id: 2 }]);
+  });
+
+  test("jsonTextsHave finds a text in a JSON array of texts by its JSON spelling", () => {
+    const has = (t: string) =>
+      rows(sql`SELECT id FROM docs WHERE ${d.jsonTextsHave(sql`body -> '$.tags'`, sql`${JSON.stringify(t)}`)}`);
+    expect(has("y")).toEqual([{ id: 1 }]);
+    expect(has("")).toEqual([]);
+  });
+
+  test("textIndexInsert and textIndexUpdate write a full-text row under the search row's id", () => {
+    const v = (title: string, body: string) =>
+      [
+        ["gid", sql`${"9"}`],
+        ["lang", sql`${"en"}`],
+        ["title", sql`${title}`],
+        ["body", sql`${body}`],
+      ] as const;
+    rows(d.textIndexInsert("docs_fts", sql`${9}`, v("plum", "stone fruit"))!);
+    const found = (q: string) =>
+      rows(sql`SELECT rowid AS id FROM docs_fts WHERE ${d.textMatch("docs_fts", sql`${q}`)}`);
+    expect(found("plum")).toEqual([{ id: 9 }]);
+    rows(d.textIndexUpdate("docs_fts", sql`${9}`, v("cherry", "stone fruit"))!);
+    expect(found("plum")).toEqual([]);
+    expect(found("cherry")).toEqual([{ id: 9 }]);
+  });
 });
 
 // graph conversion (records follow/tree, schema items)

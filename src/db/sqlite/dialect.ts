@@ -46,6 +46,20 @@ export const sqliteDialect: Dialect = {
   greatest: (...values) => sql`max(${sql.join(values, sql`, `)})`,
   jsonHasKey: (doc, key) => sql`(json_type(${doc}, '$."' || ${key} || '"') IS NOT NULL)`,
   containsText: (value, part) => sql`(instr(${value}, ${part}) > 0)`,
+  // records (src/features/records)
+  unindexed: (value) => sql`+${value}`,
+  joinInOrder: () => sql`CROSS JOIN`,
+  jsonTextsHave: (doc, quoted) => sql`instr(${doc}, ${quoted}) > 0`,
+  textIndexInsert: (index, id, values) =>
+    sql`INSERT INTO ${ident(index)} (rowid, ${sql.raw(names(values.map(([c]) => c)))}) VALUES (${sql.join(
+      [id, ...values.map(([, v]) => v)],
+      sql`, `,
+    )})`,
+  textIndexUpdate: (index, id, values) =>
+    sql`UPDATE ${ident(index)} SET ${sql.join(
+      values.map(([c, v]) => sql`${ident(c)} = ${v}`),
+      sql`, `,
+    )} WHERE rowid = ${id}`,
 };
 
 const text = new SQLiteSyncDialect();
