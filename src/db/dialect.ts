@@ -113,4 +113,12 @@ export interface Dialect {
   textIndexInsert(index: string, id: SQL, values: readonly (readonly [string, SQL])[]): SQL | undefined;
   /** The UPDATE of the index row `id`'s `values` (see textIndexInsert), or undefined (PostgreSQL). */
   textIndexUpdate(index: string, id: SQL, values: readonly (readonly [string, SQL])[]): SQL | undefined;
+  /**
+   * The tail that gives back `column` of the row a hot INSERT makes when full-text rows are
+   * written right after it, or undefined where the caller reads `RunResult.lastInsertRowid`
+   * instead: SQLite, where RETURNING opens a statement transaction that makes FTS5 write out its
+   * pending terms (a bulk insert of records and their full-text rows takes three times as long);
+   * PostgreSQL `RETURNING column` (its lastInsertRowid is 0).
+   */
+  returningInserted(column: string): SQL | undefined;
 }

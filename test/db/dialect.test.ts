@@ -109,6 +109,10 @@ describe("the SQLite dialect helpers", () => {
     expect(found("plum")).toEqual([]);
     expect(found("cherry")).toEqual([{ id: 9 }]);
   });
+
+  test("returningInserted leaves a hot insert's new id to lastInsertRowid on SQLite", () => {
+    expect(d.returningInserted("id")).toBeUndefined();
+  });
 });
 
 // graph conversion (records follow/tree, schema items)

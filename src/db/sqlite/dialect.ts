@@ -60,6 +60,7 @@ export const sqliteDialect: Dialect = {
       values.map(([c, v]) => sql`${ident(c)} = ${v}`),
       sql`, `,
     )} WHERE rowid = ${id}`,
+  returningInserted: () => undefined,
 };
 
 const text = new SQLiteSyncDialect();
