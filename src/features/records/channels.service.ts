@@ -3,11 +3,11 @@ import type { Answer } from "../../core/answer";
 import { invalidParameter, missing } from "../../core/errors";
 import { now } from "../../core/ids";
 import type { Tx } from "../../db/connection";
+import { sessionOf } from "../../db/query";
 import type { Ctx } from "../../platform/context";
 import type { JobKind } from "../../platform/jobs/runner";
 import { ALL_CHANNEL } from "../projects/projects.api";
 import {
-  db,
   descendants,
   formsOf,
   mustRecord,
@@ -53,7 +53,7 @@ async function writeChannels(tx: Tx, view: SchemaView, touch: Touch, rec: Rec, n
     ...[...next].filter((c) => c !== ALL_CHANNEL && !view.hasChannel(c)),
   ];
   if (JSON.stringify(ordered) === JSON.stringify(rec.channels)) return false;
-  await db(tx)
+  await sessionOf(tx)
     .query("UPDATE records SET channels = ?, updated_on = ? WHERE id = ?")
     .run(JSON.stringify(ordered), Math.max(now(), rec.updatedOn + 1e-6), rec.id);
   rec.channels = ordered;
@@ -147,7 +147,7 @@ export async function copyChannelsDown(
     const rec = await mustRecord(tx, projectGid, input.record);
     const channels = channelList(view, input.channels);
     const n = (
-      (await db(tx)
+      (await sessionOf(tx)
         .query(
           `WITH RECURSIVE sub(gid) AS (SELECT gid FROM records WHERE parent = ?1 UNION ALL SELECT r.gid FROM records r JOIN sub ON r.parent = sub.gid) SELECT count(*) AS n FROM sub`,
         )

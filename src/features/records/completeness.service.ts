@@ -1,19 +1,10 @@
 import type { Actor } from "../../core/actor";
 import type { Answer } from "../../core/answer";
 import { invalidParameter, missing } from "../../core/errors";
+import { sessionOf } from "../../db/query";
 import type { Ctx } from "../../platform/context";
 import { ALL_CHANNEL } from "../projects/projects.api";
-import {
-  channelOf,
-  COLUMNS,
-  db,
-  DELETED,
-  mustRecord,
-  recOf,
-  recordsRead,
-  rowsByGids,
-  type Rec,
-} from "./records.service";
+import { channelOf, COLUMNS, DELETED, mustRecord, recOf, recordsRead, rowsByGids, type Rec } from "./records.service";
 import { dict, isEmpty, storedValue, type SchemaView } from "./values.service";
 
 /**
@@ -64,9 +55,9 @@ async function recordsOf(view: SchemaView, projectGid: string, input: Completene
   if (input.parent !== undefined && input.parent !== null) {
     const parent = await mustRecord(tx, projectGid, input.parent, "parent");
     return (
-      (await db(tx)
+      await sessionOf(tx)
         .query(`SELECT ${COLUMNS} FROM records WHERE parent = ? AND status != ? ORDER BY id LIMIT ?`)
-        .all(parent.gid, DELETED, MAX_RECORDS)) as Record<string, unknown>[]
+        .all(parent.gid, DELETED, MAX_RECORDS)
     ).map(recOf);
   }
   if (input.records === undefined || input.records === null) throw missing("records");

@@ -13,9 +13,10 @@ import type { Answer } from "../../core/answer";
 import { invalidParameter, missing, unprocessable } from "../../core/errors";
 import { now } from "../../core/ids";
 import type { Tx } from "../../db/connection";
+import { sessionOf } from "../../db/query";
 import type { Ctx } from "../../platform/context";
 import { rowOf, valueContextOf } from "../schema/schema.api";
-import { childrenIn, db, DELETED, mustRecord, recordsRead, rowsInOrder, type Rec } from "./records.service";
+import { childrenIn, DELETED, mustRecord, recordsRead, rowsInOrder, type Rec } from "./records.service";
 import { excel, FIRST, META } from "./records.xlsx-reader";
 import { recordsSelection } from "./records.bulk";
 import { resolveSelection } from "../../core/selection";
@@ -68,10 +69,14 @@ async function exportColumns(
       });
     defs = [(definition = input.definition)];
   } else {
+    // In the order of each definition's first child (DISTINCT ... ORDER BY a column not selected
+    // is SQLite's alone, and took the order of whichever row its index scan met first).
     defs = (
-      (await db(tx)
-        .query(`SELECT DISTINCT definition AS d FROM records WHERE parent = ? AND status != '${DELETED}' ORDER BY id`)
-        .all(parent.gid)) as { d: string }[]
+      await sessionOf(tx)
+        .query<{ d: string }>(
+          `SELECT definition AS d FROM records WHERE parent = ? AND status != '${DELETED}' GROUP BY definition ORDER BY min(id)`,
+        )
+        .all(parent.gid)
     ).map((r) => r.d);
     if (!defs.length) defs = (await view.def(parent.definition)).childdefinitions.slice(0, 1);
   }

@@ -17,6 +17,7 @@ import type { Actor } from "../../core/actor";
 import type { Answer } from "../../core/answer";
 import { ApiError, badRequest, missing } from "../../core/errors";
 import type { Tx } from "../../db/connection";
+import { sessionOf } from "../../db/query";
 import type { ChangeLog } from "../../db/mutate";
 import type { Ctx } from "../../platform/context";
 import type { JobKind, Progress } from "../../platform/jobs/runner";
@@ -25,7 +26,6 @@ import { projectAccess } from "../projects/projects.api";
 import { rowOf, valueContextOf } from "../schema/schema.api";
 import {
   childDefinitionIn,
-  db,
   DELETED,
   insertRecordsIn,
   recordRow,
@@ -585,9 +585,11 @@ async function applyRows(
 
 /** Children that were exported but whose rows are gone are deleted (not those made after the export). */
 async function deleteRemoved(tx: Tx, view: SchemaView, touch: Touch, st: ImportState): Promise<void> {
-  const rows = (await db(tx)
-    .query(`SELECT gid, created_on AS c FROM records WHERE parent = ? AND status != '${DELETED}' ORDER BY id`)
-    .all(st.parentGid)) as { gid: string; c: number }[];
+  const rows = await sessionOf(tx)
+    .query<{ gid: string; c: number }>(
+      `SELECT gid, created_on AS c FROM records WHERE parent = ? AND status != '${DELETED}' ORDER BY id`,
+    )
+    .all(st.parentGid);
   for (const r of rows) {
     if (st.present.has(r.gid) || r.c > st.exportedOn) continue;
     await deleteRecordIn(tx, view, touch, r.gid);

@@ -12,8 +12,10 @@ import {
   type SelectionItem,
   type SelectionResolver,
 } from "../../core/selection";
+import { sql } from "drizzle-orm";
 import type { Tx } from "../../db/connection";
 import { mutate, startUnitMemo } from "../../db/mutate";
+import { param, sessionOf, textOf } from "../../db/query";
 import type { Ctx } from "../../platform/context";
 import type { JobKind } from "../../platform/jobs/runner";
 import { getProject } from "../projects/projects.api";
@@ -24,8 +26,8 @@ import { setDefinitionIn } from "./definition.service";
 import { searchCondition, searchItems } from "./records.search";
 import {
   channelOf,
+  channelTest,
   COLUMNS,
-  db,
   DELETED,
   formsOf,
   mustRecord,
@@ -75,6 +77,9 @@ function gidArray(v: unknown, element: number): string[] {
   return v as string[];
 }
 
+/** The members of a JSON array bound as one parameter, as a subquery's rows (`x IN (...)`). */
+const MEMBERS = textOf((d) => sql`SELECT j.value FROM ${d.jsonEach(param, "j")}`);
+
 /** The selection as one SQL condition on `records r` (for paging by id). Unknown gids are left out. */
 async function selectionCondition(
   tx: Tx,
@@ -83,11 +88,12 @@ async function selectionCondition(
   expandQuery: QueryExpander | undefined,
 ): Promise<{ sql: string; params: unknown[] }> {
   const elements = parseSelection(selection);
+  const members = MEMBERS(tx);
   const parts: string[] = [];
   const params: unknown[] = [];
   const gids = elements.filter((e): e is string => typeof e === "string");
   if (gids.length) {
-    parts.push("r.gid IN (SELECT value FROM json_each(?))");
+    parts.push(`r.gid IN (${members})`);
     params.push(JSON.stringify(gids));
   }
   for (const [i, element] of elements.entries()) {
@@ -101,20 +107,20 @@ async function selectionCondition(
       const parent = await mustRecord(tx, view.projectGid, el.children, "parent");
       orderingOf(view, el.ordering);
       const channel = channelOf(view, el.channel);
-      let c = `(r.parent = ? AND r.status != '${DELETED}' AND r.gid NOT IN (SELECT value FROM json_each(?))`;
+      let c = `(r.parent = ? AND r.status != '${DELETED}' AND r.gid NOT IN (${members})`;
       params.push(parent.gid, exclude);
       if (channel && channel !== "__all__") {
-        c += " AND instr(r.channels, ?) > 0";
+        c += ` AND ${channelTest(tx, "r.channels")}`;
         params.push(JSON.stringify(channel));
       }
       parts.push(c + ")");
     } else {
       const s = await searchCondition(view, (el as { search: Record<string, unknown> }).search);
-      parts.push(`(${s.sql} AND r.gid NOT IN (SELECT value FROM json_each(?)))`);
+      parts.push(`(${s.sql} AND r.gid NOT IN (${members}))`);
       params.push(...s.params, exclude);
     }
   }
-  return { sql: parts.length ? `(${parts.join(" OR ")})` : "0", params };
+  return { sql: parts.length ? `(${parts.join(" OR ")})` : "FALSE", params };
 }
 
 type BulkCursor = { after: number; until: number; size: number };
@@ -136,12 +142,12 @@ export async function bulkGet(
     const langs = view.languagesOf(input);
     const size = pageSize(input["page.size"], BULK_PAGE_DEFAULT, BULK_PAGE_MAX);
     const cond = await selectionCondition(tx, view, input.selection, ctx.hooks.expandQuery);
-    const s = db(tx);
+    const s = sessionOf(tx);
     let state = decodeCursor<BulkCursor>(input["page.cursor"], "records");
     if (state && (typeof state.after !== "number" || typeof state.until !== "number" || typeof state.size !== "number"))
       throw invalidParameter("page.cursor");
     if (!state) {
-      const until = ((await s.query("SELECT coalesce(max(id), 0) AS m FROM records").get()) as { m: number }).m;
+      const until = (await s.query<{ m: number }>("SELECT coalesce(max(id), 0) AS m FROM records").get())!.m;
       const n = (
         (await s
           .query(`SELECT count(*) AS n FROM records r WHERE r.project_gid = ? AND r.id <= ? AND ${cond.sql}`)
@@ -179,24 +185,26 @@ export const recordsSelection: SelectionResolver = {
   resource: "records",
   noun: "Record",
   async byGids(tx, projectGid, gids) {
-    const rows = (await db(tx)
-      .query("SELECT id, gid FROM records WHERE project_gid = ? AND gid IN (SELECT value FROM json_each(?))")
-      .all(projectGid, JSON.stringify(gids))) as SelectionItem[];
+    const rows = await sessionOf(tx)
+      .query<SelectionItem>(`SELECT id, gid FROM records WHERE project_gid = ? AND gid IN (${MEMBERS(tx)})`)
+      .all(projectGid, JSON.stringify(gids));
     const found = new Set(rows.map((r) => r.gid));
     return { items: rows, missing: gids.filter((g) => !found.has(g)) };
   },
   async children(tx, projectGid, el) {
     const parent =
       typeof el.children === "string"
-        ? await db(tx).query("SELECT gid FROM records WHERE gid = ? AND project_gid = ?").get(el.children, projectGid)
-        : null;
+        ? await sessionOf(tx)
+            .query("SELECT gid FROM records WHERE gid = ? AND project_gid = ?")
+            .get(el.children, projectGid)
+        : undefined;
     if (!parent) return undefined;
     const channel = typeof el.channel === "string" && el.channel !== "__all__" ? el.channel : undefined;
-    return (await db(tx)
-      .query(
-        `SELECT id, gid FROM records r WHERE r.parent = ? AND r.status != '${DELETED}'${channel ? " AND instr(r.channels, ?) > 0" : ""} ORDER BY id`,
+    return await sessionOf(tx)
+      .query<SelectionItem>(
+        `SELECT id, gid FROM records r WHERE r.parent = ? AND r.status != '${DELETED}'${channel ? ` AND ${channelTest(tx, "r.channels")}` : ""} ORDER BY id`,
       )
-      .all(...([el.children, ...(channel ? [JSON.stringify(channel)] : [])] as string[]))) as SelectionItem[];
+      .all(...([el.children, ...(channel ? [JSON.stringify(channel)] : [])] as string[]));
   },
   async search(tx, projectGid, search) {
     const project = await getProject(tx, projectGid);
@@ -371,8 +379,8 @@ export async function startRecordsBulk(
       gids = await filterEach(
         gids,
         async (g) =>
-          ((await db(tx).query("SELECT status FROM records WHERE gid = ?").get(g)) as { status: string } | null)
-            ?.status === DELETED,
+          (await sessionOf(tx).query<{ status: string }>("SELECT status FROM records WHERE gid = ?").get(g))?.status ===
+          DELETED,
       );
     const token = await ctx.jobs.enqueue({
       kind: spec.job,

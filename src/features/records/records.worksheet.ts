@@ -1,10 +1,10 @@
 import type { Actor } from "../../core/actor";
 import type { Answer } from "../../core/answer";
+import { sessionOf } from "../../db/query";
 import type { Ctx } from "../../platform/context";
 import { layoutOf, Out, rowsOf } from "../schema/schema.api";
 import {
   childrenIn,
-  db,
   DELETED,
   formsOf,
   mustRecord,
@@ -42,11 +42,11 @@ export async function getWorksheet(
     const c = await childrenIn(tx, rec.gid, { ordering: orderingOf(view, input.ordering), ...page });
     const path = [...rec.path].reverse();
     const defs = (
-      (await db(tx)
-        .query(
+      await sessionOf(tx)
+        .query<{ d: string }>(
           `SELECT definition AS d, min(id) AS first FROM records WHERE parent = ? AND status != '${DELETED}' GROUP BY definition ORDER BY first`,
         )
-        .all(rec.gid)) as { d: string }[]
+        .all(rec.gid)
     ).map((r) => r.d);
     const out = new Out().has("definition").has("layout");
     for (const d of await rowsOf(tx, "definition", projectGid, defs))

@@ -291,7 +291,7 @@ export function searchTextOf(
 export const searchDocuments = (languages: readonly string[]): string[] => [...languages, SHARED];
 
 /**
- * The languages in the order of their search slots. Append only: a stored search document's rowid
+ * The languages in the order of their search slots. Append only: a stored search document's id
  * holds its slot (searchRowId), and migration 0017 numbered the documents by this list.
  */
 const SLOTTED = [
@@ -328,7 +328,7 @@ const SLOTTED = [
   "sv",
 ] as const;
 const SLOTS = new Map<string, number>([[SHARED, 0], ...SLOTTED.map((l, i) => [l, i + 1] as const)]);
-/** Bits of a search document's rowid that hold its slot: the record id is the rowid shifted right by these. */
+/** Bits of a search document's id that hold its slot: the record id is the document id shifted right by these. */
 export const SEARCH_SLOT_BITS = 6;
 for (const l of LANGUAGE_CODES)
   if (!SLOTS.has(l)) throw new Error(`language ${l} has no search slot: append it to SLOTTED`);
@@ -342,9 +342,9 @@ export function searchSlot(language: string): number {
 }
 
 /**
- * The id of a record's search document (record_search.id, and the rowid of its records_fts row):
- * the record id and the document's slot, so that a search reads both from the index's rowids
- * without looking anything up.
+ * The id of a record's search document (record_search.id, and on SQLite the row id of its
+ * records_fts row): the record id and the document's slot, so that a search reads both from the
+ * index's row ids without looking anything up.
  */
 export const searchRowId = (recordId: number, language: string): number =>
   recordId * 2 ** SEARCH_SLOT_BITS + searchSlot(language);
