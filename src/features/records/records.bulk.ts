@@ -79,6 +79,8 @@ function gidArray(v: unknown, element: number): string[] {
 
 /** The members of a JSON array bound as one parameter, as a subquery's rows (`x IN (...)`). */
 const MEMBERS = textOf((d) => sql`SELECT j.value FROM ${d.jsonEach(param, "j")}`);
+/** Whether the record `r` is on in the channel bound at the next `?`. */
+const ROW_CHANNEL = channelTest("r.channels");
 
 /** The selection as one SQL condition on `records r` (for paging by id). Unknown gids are left out. */
 async function selectionCondition(
@@ -110,7 +112,7 @@ async function selectionCondition(
       let c = `(r.parent = ? AND r.status != '${DELETED}' AND r.gid NOT IN (${members})`;
       params.push(parent.gid, exclude);
       if (channel && channel !== "__all__") {
-        c += ` AND ${channelTest(tx, "r.channels")}`;
+        c += ` AND ${ROW_CHANNEL(tx)}`;
         params.push(JSON.stringify(channel));
       }
       parts.push(c + ")");
@@ -202,7 +204,7 @@ export const recordsSelection: SelectionResolver = {
     const channel = typeof el.channel === "string" && el.channel !== "__all__" ? el.channel : undefined;
     return await sessionOf(tx)
       .query<SelectionItem>(
-        `SELECT id, gid FROM records r WHERE r.parent = ? AND r.status != '${DELETED}'${channel ? ` AND ${channelTest(tx, "r.channels")}` : ""} ORDER BY id`,
+        `SELECT id, gid FROM records r WHERE r.parent = ? AND r.status != '${DELETED}'${channel ? ` AND ${ROW_CHANNEL(tx)}` : ""} ORDER BY id`,
       )
       .all(...([el.children, ...(channel ? [JSON.stringify(channel)] : [])] as string[]));
   },

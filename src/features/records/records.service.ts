@@ -545,12 +545,13 @@ type NewRecord = {
   validated?: boolean;
 };
 
+/** The columns every new record row is written with (the values follow in this order). */
+const INSERT_INTO_RECORDS =
+  "INSERT INTO records (gid, project_gid, parent, canonical, is_link, definition, treelevel, path, childcount, status, channels, vals, checks, created_on, updated_on)";
 /** A new record row, given back whole. */
 const RECORD_INSERT = textOf(
-  (
-    d,
-  ) => sql`INSERT INTO records (gid, project_gid, parent, canonical, is_link, definition, treelevel, path, childcount, status, channels, vals, checks, created_on, updated_on)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?)${d.returning(COLUMNS.split(", "))}`,
+  (d) =>
+    sql`${sql.raw(INSERT_INTO_RECORDS)} VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?)${d.returning(COLUMNS.split(", "))}`,
 );
 const PLACE_INSERT =
   "INSERT INTO record_orderings (record_id, project_gid, parent, ordering, pos) VALUES (?, ?, ?, ?, ?)";
@@ -612,10 +613,8 @@ export type NewChild = {
 
 /** A new published child in every channel (insertRecordsIn), its id given back where that is cheap. */
 const CHILD_INSERT = textOf(
-  (
-    d,
-  ) => sql`INSERT INTO records (gid, project_gid, parent, canonical, is_link, definition, treelevel, path, childcount, status, channels, vals, checks, created_on, updated_on)
-     VALUES (?, ?, ?, ?, FALSE, ?, ?, ?, 0, ${sql.raw(`'${PUBLISHED}'`)}, ?, ?, ?, ?, ?)${d.returningInserted("id") ?? sql``}`,
+  (d) =>
+    sql`${sql.raw(INSERT_INTO_RECORDS)} VALUES (?, ?, ?, ?, FALSE, ?, ?, ?, 0, ${sql.raw(`'${PUBLISHED}'`)}, ?, ?, ?, ?, ?)${d.returningInserted("id") ?? sql``}`,
 );
 
 /**
@@ -833,10 +832,8 @@ export function channelOf(view: SchemaView, v: unknown): string | undefined {
 // The root and its base definition
 
 const ROOT_INSERT = textOf(
-  (
-    d,
-  ) => sql`INSERT INTO records (gid, project_gid, parent, canonical, is_link, definition, treelevel, path, childcount, status, channels, vals, checks, created_on, updated_on)
-       VALUES (?, ?, NULL, ?, FALSE, ?, 0, ?, 0, ?, ?, '{}', ?, ?, ?)${d.returning(COLUMNS.split(", "))}`,
+  (d) =>
+    sql`${sql.raw(INSERT_INTO_RECORDS)} VALUES (?, ?, NULL, ?, FALSE, ?, 0, ?, 0, ?, ?, '{}', ?, ?, ?)${d.returning(COLUMNS.split(", "))}`,
 );
 
 /**
@@ -986,13 +983,13 @@ export async function childrenIn(
   const s = sessionOf(tx);
   const status = opts.deleted ? "" : `AND status != '${DELETED}'`;
   const inOne = !!opts.channel && opts.channel !== "__all__";
-  // The channel's test on `column`, bound at `?n`.
-  const chan = (column: string, n: number) => (inOne ? `AND ${channelTest(tx, column, n)}` : "");
+  // The channel's test (one of channelTest's), when a channel is asked for.
+  const chan = (test: (tx: Tx) => string) => (inOne ? `AND ${test(tx)}` : "");
   const chanParam = inOne ? [JSON.stringify(opts.channel)] : [];
   const join = JOIN_IN_ORDER(tx);
   // The children in the channel, read from the children index (a covering index: no row is read).
-  const inChannel = (n: number) =>
-    inOne ? `AND o.record_id IN (SELECT id FROM records WHERE parent = ?1 ${status} ${chan("channels", n)})` : "";
+  const inChannel = () =>
+    inOne ? `AND o.record_id IN (SELECT id FROM records WHERE parent = ?1 ${status} ${chan(CHANNEL_AT_5)})` : "";
   let rows: { id: number; gid: string }[] | undefined;
   if (opts.ordering && !opts.deleted) {
     // Deleted records' places are filed under "-<parent>", so the place index holds live children
@@ -1002,8 +999,8 @@ export async function childrenIn(
     rows = (await s
       .query(
         opts.idsOnly
-          ? `SELECT o.record_id AS id, NULL AS gid FROM record_orderings o WHERE o.parent = ?1 AND o.ordering = ?2 ${inChannel(5)} ORDER BY o.pos LIMIT ?3 OFFSET ?4`
-          : `SELECT r.id AS id, r.gid AS gid FROM (SELECT o.record_id, o.pos FROM record_orderings o WHERE o.parent = ?1 AND o.ordering = ?2 ${inChannel(5)} ORDER BY o.pos LIMIT ?3 OFFSET ?4) o ${join} records r ON r.id = o.record_id ORDER BY o.pos`,
+          ? `SELECT o.record_id AS id, NULL AS gid FROM record_orderings o WHERE o.parent = ?1 AND o.ordering = ?2 ${inChannel()} ORDER BY o.pos LIMIT ?3 OFFSET ?4`
+          : `SELECT r.id AS id, r.gid AS gid FROM (SELECT o.record_id, o.pos FROM record_orderings o WHERE o.parent = ?1 AND o.ordering = ?2 ${inChannel()} ORDER BY o.pos LIMIT ?3 OFFSET ?4) o ${join} records r ON r.id = o.record_id ORDER BY o.pos`,
       )
       .all(parent, opts.ordering, opts.size, opts.top, ...chanParam)) as { id: number; gid: string }[];
     if (rows.length < opts.size) {
@@ -1018,7 +1015,7 @@ export async function childrenIn(
   if (!rows && opts.ordering) {
     // Some children have no place: they follow the placed ones in creation order.
     const st = status.replace("status", "r.status");
-    const ch = chan("r.channels", 5);
+    const ch = chan(ROW_CHANNEL_AT_5);
     rows = (await s
       .query(
         `SELECT id, gid FROM (
@@ -1031,7 +1028,7 @@ export async function childrenIn(
   } else if (!rows) {
     rows = (await s
       .query(
-        `SELECT r.id AS id, r.gid AS gid FROM (SELECT id FROM records WHERE parent = ?1 ${status} ${chan("channels", 4)} ORDER BY id LIMIT ?2 OFFSET ?3) c ${join} records r ON r.id = c.id ORDER BY r.id`,
+        `SELECT r.id AS id, r.gid AS gid FROM (SELECT id FROM records WHERE parent = ?1 ${status} ${chan(CHANNEL_AT_4)} ORDER BY id LIMIT ?2 OFFSET ?3) c ${join} records r ON r.id = c.id ORDER BY r.id`,
       )
       .all(parent, opts.size, opts.top, ...chanParam)) as { id: number; gid: string }[];
   }
@@ -1040,7 +1037,7 @@ export async function childrenIn(
       ? await liveChildren(tx, parent, opts.childcount)
       : (
           (await s
-            .query(`SELECT count(*) AS n FROM records WHERE parent = ?1 ${status} ${chan("channels", 2)}`)
+            .query(`SELECT count(*) AS n FROM records WHERE parent = ?1 ${status} ${chan(CHANNEL_AT_2)}`)
             .get(parent, ...chanParam)) as { n: number }
         ).n;
   return { gids: rows.map((r) => r.gid), ids: rows.map((r) => r.id), total };
@@ -1050,18 +1047,15 @@ export async function childrenIn(
 const JOIN_IN_ORDER = textOf((d) => d.joinInOrder());
 
 /**
- * Whether `column` (a record's channels) holds the channel bound at `?n` (`?` when n is 0) as its
- * JSON text: made once per database, column and number (the statements around it vary).
+ * The text of the test whether `column` (a record's channels) holds the channel bound at `?n` (`?`
+ * when n is 0) as its JSON text, made once per database: the statements around it vary.
  */
-export function channelTest(tx: Tx, column: string, n = 0): string {
-  const d = dialectOf(tx);
-  const key = `${d.name} ${column} ${n}`;
-  let text = CHANNEL_TESTS.get(key);
-  if (text === undefined)
-    CHANNEL_TESTS.set(key, (text = d.toQuery(d.jsonTextsHave(sql.raw(column), sql.raw(n ? `?${n}` : "?"))).sql));
-  return text;
-}
-const CHANNEL_TESTS = new Map<string, string>();
+export const channelTest = (column: string, n = 0) =>
+  textOf((d) => d.jsonTextsHave(sql.raw(column), sql.raw(n ? `?${n}` : "?")));
+const CHANNEL_AT_2 = channelTest("channels", 2);
+const CHANNEL_AT_4 = channelTest("channels", 4);
+const CHANNEL_AT_5 = channelTest("channels", 5);
+const ROW_CHANNEL_AT_5 = channelTest("r.channels", 5);
 
 /** How many children of a parent are not deleted: its `childcount` when the caller has the row, else counted on the children index. */
 async function liveChildren(tx: Tx, parent: string, childcount: number | undefined): Promise<number> {
