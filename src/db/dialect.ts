@@ -121,4 +121,10 @@ export interface Dialect {
    * PostgreSQL `RETURNING column` (its lastInsertRowid is 0).
    */
   returningInserted(column: string): SQL | undefined;
+  /**
+   * A JSON document given as its text (a bound `JSON.stringify`), to store in a JSON column or to
+   * hand to the JSON helpers: SQLite the text itself (its JSON columns hold text); PostgreSQL
+   * `(text)::text::jsonb` (bound where jsonb is expected, Bun would send the text as a JSON string).
+   */
+  jsonFromText(text: SQL): SQL;
 }

@@ -113,6 +113,11 @@ describe("the SQLite dialect helpers", () => {
   test("returningInserted leaves a hot insert's new id to lastInsertRowid on SQLite", () => {
     expect(d.returningInserted("id")).toBeUndefined();
   });
+
+  test("jsonFromText hands JSON text to the JSON helpers as it is", () => {
+    const doc = d.jsonFromText(sql`${JSON.stringify(["p", "q"])}`);
+    expect(rows(sql`SELECT j.value AS v FROM ${d.jsonEach(doc, "j")}`)).toEqual([{ v: "p" }, { v: "q" }]);
+  });
 });
 
 // graph conversion (records follow/tree, schema items)

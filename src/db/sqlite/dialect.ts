@@ -61,6 +61,7 @@ export const sqliteDialect: Dialect = {
       sql`, `,
     )} WHERE rowid = ${id}`,
   returningInserted: () => undefined,
+  jsonFromText: (text) => text,
 };
 
 const text = new SQLiteSyncDialect();

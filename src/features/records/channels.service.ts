@@ -1,9 +1,10 @@
+import { sql } from "drizzle-orm";
 import type { Actor } from "../../core/actor";
 import type { Answer } from "../../core/answer";
 import { invalidParameter, missing } from "../../core/errors";
 import { now } from "../../core/ids";
 import type { Tx } from "../../db/connection";
-import { sessionOf } from "../../db/query";
+import { param, sessionOf, textOf } from "../../db/query";
 import type { Ctx } from "../../platform/context";
 import type { JobKind } from "../../platform/jobs/runner";
 import { ALL_CHANNEL } from "../projects/projects.api";
@@ -44,6 +45,10 @@ function channelList(view: SchemaView, v: unknown, required = false): string[] {
   return [...new Set(v as string[])];
 }
 
+const CHANNELS_UPDATE = textOf(
+  (d) => sql`UPDATE records SET channels = ${d.jsonFromText(param)}, updated_on = ? WHERE id = ?`,
+);
+
 /** Writes a record's channels when they change (kept in the project's channel order, `__all__` first). */
 async function writeChannels(tx: Tx, view: SchemaView, touch: Touch, rec: Rec, next: Set<string>): Promise<boolean> {
   next.add(ALL_CHANNEL);
@@ -54,7 +59,7 @@ async function writeChannels(tx: Tx, view: SchemaView, touch: Touch, rec: Rec, n
   ];
   if (JSON.stringify(ordered) === JSON.stringify(rec.channels)) return false;
   await sessionOf(tx)
-    .query("UPDATE records SET channels = ?, updated_on = ? WHERE id = ?")
+    .query(CHANNELS_UPDATE(tx))
     .run(JSON.stringify(ordered), Math.max(now(), rec.updatedOn + 1e-6), rec.id);
   rec.channels = ordered;
   touch.update(rec.gid);

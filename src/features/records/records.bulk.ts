@@ -78,7 +78,7 @@ function gidArray(v: unknown, element: number): string[] {
 }
 
 /** The members of a JSON array bound as one parameter, as a subquery's rows (`x IN (...)`). */
-const MEMBERS = textOf((d) => sql`SELECT j.value FROM ${d.jsonEach(param, "j")}`);
+const MEMBERS = textOf((d) => sql`SELECT j.value FROM ${d.jsonEach(d.jsonFromText(param), "j")}`);
 /** Whether the record `r` is on in the channel bound at the next `?`. */
 const ROW_CHANNEL = channelTest("r.channels");
 

@@ -225,11 +225,11 @@ const BY_GID = textOf(
 );
 const BY_GIDS = textOf(
   (d) =>
-    sql`SELECT ${sql.raw(COLUMNS)} FROM records WHERE gid IN (SELECT j.value FROM ${d.jsonEach(param, "j")}) AND ${d.unindexed(sql`project_gid`)} = ${param}`,
+    sql`SELECT ${sql.raw(COLUMNS)} FROM records WHERE gid IN (SELECT j.value FROM ${d.jsonEach(d.jsonFromText(param), "j")}) AND ${d.unindexed(sql`project_gid`)} = ${param}`,
 );
 const BY_IDS = textOf(
   (d) =>
-    sql`SELECT ${sql.raw(COLUMNS)} FROM records WHERE id IN (SELECT j.value FROM ${d.jsonEach(param, "j")}) AND ${d.unindexed(sql`project_gid`)} = ${param}`,
+    sql`SELECT ${sql.raw(COLUMNS)} FROM records WHERE id IN (SELECT j.value FROM ${d.jsonEach(d.jsonFromText(param), "j")}) AND ${d.unindexed(sql`project_gid`)} = ${param}`,
 );
 
 /** The row of a gid, or 422 naming the member (the reference's "record doesn't exist"). */
@@ -292,7 +292,7 @@ async function orderingsOf(tx: Tx, ids: number[], view: SchemaView): Promise<Map
 type Place = { id: number; ordering: string; pos: number };
 const PLACES_OF = textOf(
   (d) =>
-    sql`SELECT record_id AS id, ordering, pos FROM record_orderings WHERE record_id IN (SELECT j.value FROM ${d.jsonEach(param, "j")})`,
+    sql`SELECT record_id AS id, ordering, pos FROM record_orderings WHERE record_id IN (SELECT j.value FROM ${d.jsonEach(d.jsonFromText(param), "j")})`,
 );
 
 /** Live (not deleted) links pointing at these canonical records: canonical gid → link gids. */
@@ -321,7 +321,7 @@ async function backlinksOf(tx: Tx, gids: string[]): Promise<Map<string, string[]
 type Link = { id: number; canonical: string; gid: string };
 const LINKS_OF = textOf(
   (d) =>
-    sql`SELECT id, canonical, gid FROM records WHERE is_link = TRUE AND status != ${sql.raw(`'${DELETED}'`)} AND canonical IN (SELECT j.value FROM ${d.jsonEach(param, "j")})`,
+    sql`SELECT id, canonical, gid FROM records WHERE is_link = TRUE AND status != ${sql.raw(`'${DELETED}'`)} AND canonical IN (SELECT j.value FROM ${d.jsonEach(d.jsonFromText(param), "j")})`,
 );
 
 type FormOptions = { languages: string[]; fields?: boolean; remember?: boolean };
@@ -549,10 +549,10 @@ type NewRecord = {
 const INSERT_INTO_RECORDS =
   "INSERT INTO records (gid, project_gid, parent, canonical, is_link, definition, treelevel, path, childcount, status, channels, vals, checks, created_on, updated_on)";
 /** A new record row, given back whole. */
-const RECORD_INSERT = textOf(
-  (d) =>
-    sql`${sql.raw(INSERT_INTO_RECORDS)} VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?)${d.returning(COLUMNS.split(", "))}`,
-);
+const RECORD_INSERT = textOf((d) => {
+  const j = d.jsonFromText(param);
+  return sql`${sql.raw(INSERT_INTO_RECORDS)} VALUES (?, ?, ?, ?, ?, ?, ?, ${j}, 0, ?, ${j}, ${j}, ${j}, ?, ?)${d.returning(COLUMNS.split(", "))}`;
+});
 const PLACE_INSERT =
   "INSERT INTO record_orderings (record_id, project_gid, parent, ordering, pos) VALUES (?, ?, ?, ?, ?)";
 
@@ -612,10 +612,10 @@ export type NewChild = {
 };
 
 /** A new published child in every channel (insertRecordsIn), its id given back where that is cheap. */
-const CHILD_INSERT = textOf(
-  (d) =>
-    sql`${sql.raw(INSERT_INTO_RECORDS)} VALUES (?, ?, ?, ?, FALSE, ?, ?, ?, 0, ${sql.raw(`'${PUBLISHED}'`)}, ?, ?, ?, ?, ?)${d.returningInserted("id") ?? sql``}`,
-);
+const CHILD_INSERT = textOf((d) => {
+  const j = d.jsonFromText(param);
+  return sql`${sql.raw(INSERT_INTO_RECORDS)} VALUES (?, ?, ?, ?, FALSE, ?, ?, ${j}, 0, ${sql.raw(`'${PUBLISHED}'`)}, ${j}, ${j}, ${j}, ?, ?)${d.returningInserted("id") ?? sql``}`;
+});
 
 /**
  * Inserts many records as the last children of one parent, in the given order: the same rows,
@@ -831,10 +831,10 @@ export function channelOf(view: SchemaView, v: unknown): string | undefined {
 // ---------------------------------------------------------------------------------------------
 // The root and its base definition
 
-const ROOT_INSERT = textOf(
-  (d) =>
-    sql`${sql.raw(INSERT_INTO_RECORDS)} VALUES (?, ?, NULL, ?, FALSE, ?, 0, ?, 0, ?, ?, '{}', ?, ?, ?)${d.returning(COLUMNS.split(", "))}`,
-);
+const ROOT_INSERT = textOf((d) => {
+  const j = d.jsonFromText(param);
+  return sql`${sql.raw(INSERT_INTO_RECORDS)} VALUES (?, ?, NULL, ?, FALSE, ?, 0, ${j}, 0, ?, ${j}, '{}', ${j}, ?, ?)${d.returning(COLUMNS.split(", "))}`;
+});
 
 /**
  * The project's root record, created on first use (by `records/root`, or by any caller through
@@ -1223,6 +1223,11 @@ const LINK_GROUP = textOf((d) => {
   return sql`SELECT ${sql.raw(COLUMNS)} FROM records WHERE canonical = ?2 AND ${inProject} UNION SELECT ${sql.raw(COLUMNS)} FROM records WHERE gid = ?2 AND ${inProject} ORDER BY id`;
 });
 
+const VALS_UPDATE = textOf((d) => {
+  const j = d.jsonFromText(param);
+  return sql`UPDATE records SET vals = ${j}, checks = ${j}, definition = ?, updated_on = ? WHERE id = ?`;
+});
+
 /** Writes new values to a record and every record of its link group; search index and checks follow. */
 export async function storeVals(
   tx: Tx,
@@ -1244,7 +1249,7 @@ export async function storeVals(
       invalid: r.checks.invalid.filter((g) => !cleared.includes(g)),
     });
     await sessionOf(tx)
-      .query("UPDATE records SET vals = ?, checks = ?, definition = ?, updated_on = ? WHERE id = ?")
+      .query(VALS_UPDATE(tx))
       .run(JSON.stringify(vals), JSON.stringify(checks), definition, Math.max(t, r.updatedOn + 1e-6), r.id);
     r.vals = vals;
     r.definition = definition;
