@@ -127,4 +127,11 @@ export interface Dialect {
    * `(text)::text::jsonb` (bound where jsonb is expected, Bun would send the text as a JSON string).
    */
   jsonFromText(text: SQL): SQL;
+  /**
+   * A subquery of the members of the JSON array `doc` (scalars), one column `value`, each as
+   * `kind`: for `x IN (...)` with a list of ids or gids bound as one JSON parameter, `doc` used
+   * once. SQLite `SELECT value FROM json_each(doc)`; PostgreSQL
+   * `SELECT m.value::bigint AS value FROM jsonb_array_elements_text(doc) AS m(value)`.
+   */
+  jsonArrayMembers(doc: SQL, kind: "text" | "integer"): SQL;
 }

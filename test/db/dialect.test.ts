@@ -118,6 +118,11 @@ describe("the SQLite dialect helpers", () => {
     const doc = d.jsonFromText(sql`${JSON.stringify(["p", "q"])}`);
     expect(rows(sql`SELECT j.value AS v FROM ${d.jsonEach(doc, "j")}`)).toEqual([{ v: "p" }, { v: "q" }]);
   });
+
+  test("jsonArrayMembers lists the members of a bound JSON array for IN", () => {
+    const list = d.jsonFromText(sql`${JSON.stringify([2, 3])}`);
+    expect(rows(sql`SELECT id FROM docs WHERE id IN (${d.jsonArrayMembers(list, "integer")})`)).toEqual([{ id: 2 }]);
+  });
 });
 
 // graph conversion (records follow/tree, schema items)

@@ -73,6 +73,18 @@ export const pgDialect: Dialect = {
   jsonHasKey: (doc, key) =>
     sql`(CASE WHEN jsonb_typeof(${doc}) = 'object' THEN jsonb_exists(${doc}, (${key})::text) ELSE false END)`,
   containsText: (value, part) => sql`(strpos((${value})::text, (${part})::text) > 0)`,
+  // records (src/features/records)
+  // No index hint: the planner picks the index itself, and text has no unary `+`.
+  unindexed: (value) => value,
+  joinInOrder: () => sql`JOIN`,
+  jsonTextsHave: (doc, quoted) => sql`((${doc}) @> jsonb_build_array((${quoted})::text::jsonb))`,
+  // The search table's generated tsvector column is the index: nothing to write.
+  textIndexInsert: () => undefined,
+  textIndexUpdate: () => undefined,
+  returningInserted: (column) => sql.raw(` RETURNING ${name(column)}`),
+  jsonFromText: (value) => sql`((${value})::text::jsonb)`,
+  jsonArrayMembers: (doc, kind) =>
+    sql`SELECT m.value${sql.raw(kind === "integer" ? "::bigint" : "")} AS value FROM jsonb_array_elements_text(${doc}) AS m(value)`,
 };
 
 const text = new PgDialect();

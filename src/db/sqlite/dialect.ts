@@ -62,6 +62,7 @@ export const sqliteDialect: Dialect = {
     )} WHERE rowid = ${id}`,
   returningInserted: () => undefined,
   jsonFromText: (text) => text,
+  jsonArrayMembers: (doc) => sql`SELECT value FROM json_each(${doc})`,
 };
 
 const text = new SQLiteSyncDialect();

@@ -12,7 +12,6 @@ import {
   type SelectionItem,
   type SelectionResolver,
 } from "../../core/selection";
-import { sql } from "drizzle-orm";
 import type { Tx } from "../../db/connection";
 import { mutate, startUnitMemo } from "../../db/mutate";
 import { param, sessionOf, textOf } from "../../db/query";
@@ -78,7 +77,7 @@ function gidArray(v: unknown, element: number): string[] {
 }
 
 /** The members of a JSON array bound as one parameter, as a subquery's rows (`x IN (...)`). */
-const MEMBERS = textOf((d) => sql`SELECT j.value FROM ${d.jsonEach(d.jsonFromText(param), "j")}`);
+const MEMBERS = textOf((d) => d.jsonArrayMembers(d.jsonFromText(param), "text"));
 /** Whether the record `r` is on in the channel bound at the next `?`. */
 const ROW_CHANNEL = channelTest("r.channels");
 

@@ -225,11 +225,11 @@ const BY_GID = textOf(
 );
 const BY_GIDS = textOf(
   (d) =>
-    sql`SELECT ${sql.raw(COLUMNS)} FROM records WHERE gid IN (SELECT j.value FROM ${d.jsonEach(d.jsonFromText(param), "j")}) AND ${d.unindexed(sql`project_gid`)} = ${param}`,
+    sql`SELECT ${sql.raw(COLUMNS)} FROM records WHERE gid IN (${d.jsonArrayMembers(d.jsonFromText(param), "text")}) AND ${d.unindexed(sql`project_gid`)} = ${param}`,
 );
 const BY_IDS = textOf(
   (d) =>
-    sql`SELECT ${sql.raw(COLUMNS)} FROM records WHERE id IN (SELECT j.value FROM ${d.jsonEach(d.jsonFromText(param), "j")}) AND ${d.unindexed(sql`project_gid`)} = ${param}`,
+    sql`SELECT ${sql.raw(COLUMNS)} FROM records WHERE id IN (${d.jsonArrayMembers(d.jsonFromText(param), "integer")}) AND ${d.unindexed(sql`project_gid`)} = ${param}`,
 );
 
 /** The row of a gid, or 422 naming the member (the reference's "record doesn't exist"). */
@@ -292,7 +292,7 @@ async function orderingsOf(tx: Tx, ids: number[], view: SchemaView): Promise<Map
 type Place = { id: number; ordering: string; pos: number };
 const PLACES_OF = textOf(
   (d) =>
-    sql`SELECT record_id AS id, ordering, pos FROM record_orderings WHERE record_id IN (SELECT j.value FROM ${d.jsonEach(d.jsonFromText(param), "j")})`,
+    sql`SELECT record_id AS id, ordering, pos FROM record_orderings WHERE record_id IN (${d.jsonArrayMembers(d.jsonFromText(param), "integer")})`,
 );
 
 /** Live (not deleted) links pointing at these canonical records: canonical gid → link gids. */
@@ -321,7 +321,7 @@ async function backlinksOf(tx: Tx, gids: string[]): Promise<Map<string, string[]
 type Link = { id: number; canonical: string; gid: string };
 const LINKS_OF = textOf(
   (d) =>
-    sql`SELECT id, canonical, gid FROM records WHERE is_link = TRUE AND status != ${sql.raw(`'${DELETED}'`)} AND canonical IN (SELECT j.value FROM ${d.jsonEach(d.jsonFromText(param), "j")})`,
+    sql`SELECT id, canonical, gid FROM records WHERE is_link = TRUE AND status != ${sql.raw(`'${DELETED}'`)} AND canonical IN (${d.jsonArrayMembers(d.jsonFromText(param), "text")})`,
 );
 
 type FormOptions = { languages: string[]; fields?: boolean; remember?: boolean };

@@ -124,4 +124,41 @@ describe.skipIf(!pgAvailable)("the PostgreSQL dialect helpers", () => {
     expect(await rows(sql`SELECT id FROM docs WHERE ${d.containsText(sql`name`, sql`${"alpha"}`)}`)).toEqual([]);
     expect(await rows(sql`SELECT id FROM docs WHERE ${d.containsText(sql`name`, sql`${"%"}`)}`)).toEqual([]);
   });
+
+  // records (src/features/records)
+  test("greatest takes the largest value, unindexed keeps the value, joinInOrder joins", async () => {
+    expect(await rows(sql`SELECT ${d.greatest(sql`${0}::int`, sql`id - 2`)} AS g FROM docs ORDER BY id`)).toEqual([
+      { g: "0" },
+      { g: "0" },
+    ]);
+    expect(await rows(sql`SELECT id FROM docs WHERE ${d.unindexed(sql`name`)} = ${"beta"}`)).toEqual([{ id: "2" }]);
+    expect(
+      await rows(sql`SELECT a.id AS id FROM docs a ${d.joinInOrder()} docs b ON b.id = a.id WHERE b.name = ${"beta"}`),
+    ).toEqual([{ id: "2" }]);
+  });
+
+  test("jsonTextsHave finds a text in a JSON array of texts by its JSON spelling", async () => {
+    const has = (t: string) =>
+      rows(sql`SELECT id FROM docs WHERE ${d.jsonTextsHave(sql`body -> 'tags'`, sql`${JSON.stringify(t)}`)}`);
+    expect(await has("y")).toEqual([{ id: "1" }]);
+    expect(await has("")).toEqual([]);
+  });
+
+  test("the database keeps the full-text index itself, and a hot insert gives its id back", () => {
+    expect(d.textIndexInsert("records_fts", sql`${1}`, [["title", sql`${"t"}`]])).toBeUndefined();
+    expect(d.textIndexUpdate("records_fts", sql`${1}`, [["title", sql`${"t"}`]])).toBeUndefined();
+    expect(d.toQuery(d.returningInserted("id")!).sql).toBe(" RETURNING id");
+  });
+
+  test("jsonFromText makes bound JSON text a document, and jsonArrayMembers lists its members once", async () => {
+    const list = d.jsonFromText(sql`${JSON.stringify([2, 3])}`);
+    expect(await rows(sql`SELECT id FROM docs WHERE id IN (${d.jsonArrayMembers(list, "integer")})`)).toEqual([
+      { id: "2" },
+    ]);
+    const names = d.jsonFromText(sql`${JSON.stringify(["beta", "gamma"])}`);
+    expect(await rows(sql`SELECT id FROM docs WHERE name IN (${d.jsonArrayMembers(names, "text")})`)).toEqual([
+      { id: "2" },
+    ]);
+    expect(await rows(sql`SELECT jsonb_typeof(${d.jsonFromText(sql`${'{"a":1}'}`)}) AS t`)).toEqual([{ t: "object" }]);
+  });
 });
