@@ -82,24 +82,35 @@ export function recOf(r: RecordRowText): Rec {
     isLink: !!r.is_link,
     definition: r.definition,
     treelevel: r.treelevel,
-    path: JSON.parse(r.path),
+    path: fromJson(r.path),
     childcount: r.childcount,
     status: r.status,
-    channels: JSON.parse(r.channels),
+    channels: fromJson(r.channels),
     createdOn: r.created_on,
     updatedOn: r.updated_on,
   } as Rec;
   // Values and checks are parsed when first read: a form whose fields are remembered (formsOf)
   // needs only the stored text of the values (valsTextOf), which is forgotten once they are
   // replaced. The accessors are shared functions (no closures per row); a copy made by spreading
-  // the row gets plain values and no text.
+  // the row gets plain values and no text. PostgreSQL's driver gives jsonb columns parsed: no text
+  // then (and no remembered forms).
+  const valsText = typeof r.vals === "string";
+  const checksText = typeof r.checks === "string";
   Object.defineProperty(rec, HELD, {
-    value: { vals: undefined, valsText: r.vals, checks: undefined, checksText: r.checks } satisfies Held,
+    value: {
+      vals: valsText ? undefined : r.vals,
+      valsText: valsText ? r.vals : undefined,
+      checks: checksText ? undefined : r.checks,
+      checksText: checksText ? r.checks : undefined,
+    } satisfies Held,
   });
   Object.defineProperty(rec, "vals", VALS_ACCESSOR);
   Object.defineProperty(rec, "checks", CHECKS_ACCESSOR);
   return rec;
 }
+
+/** A JSON column as read: its text on SQLite, already parsed on PostgreSQL. */
+const fromJson = (v: unknown) => (typeof v === "string" ? JSON.parse(v) : v);
 
 /** Where recOf keeps a row's stored texts (not enumerable: copies made by spreading do not carry it). */
 const HELD = Symbol("stored texts");
@@ -107,7 +118,7 @@ type Held = {
   vals: Vals | undefined;
   valsText: string | undefined;
   checks: RecordChecks | undefined;
-  checksText: string;
+  checksText: string | undefined;
 };
 const held = (o: object): Held => (o as Record<symbol, Held>)[HELD]!;
 const VALS_ACCESSOR: PropertyDescriptor = {
@@ -128,7 +139,7 @@ const CHECKS_ACCESSOR: PropertyDescriptor = {
   configurable: true,
   get(this: object) {
     const h = held(this);
-    return (h.checks ??= JSON.parse(h.checksText));
+    return (h.checks ??= JSON.parse(h.checksText!));
   },
   set(this: object, v: RecordChecks) {
     held(this).checks = v;
