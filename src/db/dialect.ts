@@ -68,8 +68,8 @@ export interface Dialect {
   // graph conversion (records follow/tree, schema items)
   /**
    * The greatest of `values` (SQLite's scalar `max(a, b)`; PostgreSQL `greatest(a, b)`). NULL when
-   * one is NULL on SQLite (PostgreSQL passes over NULLs): for values that are never NULL. (The
-   * records conversion adds the same helper: keep one.)
+   * one is NULL on SQLite (PostgreSQL passes over NULLs): for values that are never NULL (records
+   * use it too: child counts, updated_on).
    */
   greatest(...values: SQL[]): SQL;
   /**

@@ -157,9 +157,9 @@ export const PUBLISHED = "published";
 const GAP = 1 << 24;
 
 /**
- * bun:sqlite itself, for the raw statements of records.search.ts, follow.service.ts and
- * tree.service.ts until they go through the port too (src/db/query.ts `sessionOf`, issue 38
- * item 4); the rest of the feature no longer uses it. Remove with their conversion.
+ * bun:sqlite itself, for the raw statements of records.search.ts until they go through the port
+ * too (src/db/query.ts `sessionOf`, issue 38 item 4); the rest of the feature no longer uses it.
+ * Remove with that conversion.
  */
 export const db = (tx: Tx): Database => sqliteOf(tx);
 
