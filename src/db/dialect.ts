@@ -134,4 +134,9 @@ export interface Dialect {
    * `SELECT m.value::bigint AS value FROM jsonb_array_elements_text(doc) AS m(value)`.
    */
   jsonArrayMembers(doc: SQL, kind: "text" | "integer"): SQL;
+  /**
+   * A JSON column's value as a raw statement's row gives it, decoded: SQLite gives the JSON text
+   * (parsed here), PostgreSQL the value Bun's SQL parsed from jsonb (kept). SQL NULL is null.
+   */
+  readJson(value: unknown): unknown;
 }

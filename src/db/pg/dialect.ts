@@ -41,11 +41,12 @@ export const pgDialect: Dialect = {
   },
   // The members of an array (key: the index) or an object (key: the name), as text: `value` is a
   // scalar's text or a container's JSON, as json_each's is on SQLite.
+  // The document is named once (a bound one is one parameter): `s.d` in the two branches.
   jsonEach: (doc, alias) =>
-    sql`LATERAL (SELECT (e.n - 1)::text AS key, ${scalarText(sql`e.v`)} AS value FROM jsonb_array_elements(CASE WHEN jsonb_typeof(${doc}) = 'array' THEN ${doc} END) WITH ORDINALITY AS e(v, n) UNION ALL SELECT o.k AS key, ${scalarText(sql`o.v`)} AS value FROM jsonb_each(CASE WHEN jsonb_typeof(${doc}) = 'object' THEN ${doc} END) AS o(k, v)) AS ${ident(alias)}`,
+    sql`LATERAL (SELECT x.key, x.value FROM (SELECT (${doc})::jsonb AS d) AS s, LATERAL (SELECT (e.n - 1)::text AS key, ${scalarText(sql`e.v`)} AS value FROM jsonb_array_elements(CASE WHEN jsonb_typeof(s.d) = 'array' THEN s.d END) WITH ORDINALITY AS e(v, n) UNION ALL SELECT o.k AS key, ${scalarText(sql`o.v`)} AS value FROM jsonb_each(CASE WHEN jsonb_typeof(s.d) = 'object' THEN s.d END) AS o(k, v)) AS x) AS ${ident(alias)}`,
   // Compared as text: 1 and '1' are the same member here (SQLite tells them apart).
   jsonArrayHas: (doc, value) =>
-    sql`EXISTS (SELECT 1 FROM jsonb_array_elements_text(CASE WHEN jsonb_typeof(${doc}) = 'array' THEN ${doc} END) AS je(v) WHERE je.v = (${value})::text)`,
+    sql`EXISTS (SELECT 1 FROM (SELECT (${doc})::jsonb AS d) AS s, jsonb_array_elements_text(CASE WHEN jsonb_typeof(s.d) = 'array' THEN s.d END) AS je(v) WHERE je.v = (${value})::text)`,
   jsonGroupArray: (value) => sql`coalesce(json_agg(${value}), '[]')::text`,
   jsonGroupObject: (key, value) => sql`coalesce(json_object_agg(${key}, ${value}), '{}')::text`,
   jsonRemove: (doc, p) => sql`((${doc}) #- ${path(p)})`,
@@ -85,6 +86,8 @@ export const pgDialect: Dialect = {
   jsonFromText: (value) => sql`((${value})::text::jsonb)`,
   jsonArrayMembers: (doc, kind) =>
     sql`SELECT m.value${sql.raw(kind === "integer" ? "::bigint" : "")} AS value FROM jsonb_array_elements_text(${doc}) AS m(value)`,
+  // Bun's SQL has parsed jsonb already (a JSON string is a JavaScript string).
+  readJson: (value) => value ?? null,
 };
 
 const text = new PgDialect();

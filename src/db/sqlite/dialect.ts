@@ -63,6 +63,7 @@ export const sqliteDialect: Dialect = {
   returningInserted: () => undefined,
   jsonFromText: (text) => text,
   jsonArrayMembers: (doc) => sql`SELECT value FROM json_each(${doc})`,
+  readJson: (value) => (value == null ? null : JSON.parse(value as string)),
 };
 
 const text = new SQLiteSyncDialect();

@@ -11,7 +11,7 @@ import { newGid, now } from "../../core/ids";
 import { changes } from "../../db/changelog.table";
 import { preparedOnce, type DB, type Tx } from "../../db/connection";
 import { sessionOf } from "../../db/query";
-import { tablesWithColumn } from "../../db/sqlite/tables";
+import { tablesWithColumn } from "../../db/catalog";
 import { afterCommit, mutate, type ChangeLog } from "../../db/mutate";
 import type { Ctx } from "../../platform/context";
 import { squareImage } from "../../platform/images/images";

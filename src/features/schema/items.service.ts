@@ -1,9 +1,9 @@
 import { invalidParameter, unprocessable, validationFailed, type ValidationIssue } from "../../core/errors";
 import { sql } from "drizzle-orm";
 import type { Tx } from "../../db/connection";
-import type { JsonPath } from "../../db/dialect";
+import type { Dialect, JsonPath } from "../../db/dialect";
 import { countedOf, type Action, type ChangeLog } from "../../db/mutate";
-import { param, sessionOf, textOf } from "../../db/query";
+import { dialectOf, param, sessionOf, textOf } from "../../db/query";
 import type { Ctx, SchemaKind } from "../../platform/context";
 import type { Project } from "../projects/projects.api";
 import { projectOptions } from "../projects/projects.api";
@@ -69,16 +69,16 @@ type RawRow = {
   created_on: number;
   updated_on: number;
 };
-const rowFrom = (r: RawRow): SchemaRow => ({
+const rowFrom = (d: Dialect, r: RawRow): SchemaRow => ({
   id: r.id,
   gid: r.gid,
   projectGid: r.project_gid,
   original: r.original,
   isNew: !!r.is_new,
   name: r.name,
-  label: JSON.parse(r.label),
-  metadata: JSON.parse(r.metadata),
-  spec: JSON.parse(r.spec),
+  label: d.readJson(r.label) as SchemaRow["label"],
+  metadata: d.readJson(r.metadata) as SchemaRow["metadata"],
+  spec: d.readJson(r.spec) as SchemaRow["spec"],
   createdOn: r.created_on,
   updatedOn: r.updated_on,
 });
@@ -96,14 +96,14 @@ const WORKING_COPY = byKind((t) => `SELECT ${ROW_COLUMNS} FROM "${t}" WHERE orig
 const ROWS_BY_GIDS = byKind((t) =>
   textOf(
     (d) =>
-      sql`SELECT ${sql.raw(ROW_COLUMNS)} FROM ${sql.raw(`"${t}"`)} WHERE gid IN (SELECT g.value FROM ${d.jsonEach(param, "g")}) AND project_gid = ${param} ORDER BY id`,
+      sql`SELECT ${sql.raw(ROW_COLUMNS)} FROM ${sql.raw(`"${t}"`)} WHERE gid IN (${d.jsonArrayMembers(d.jsonFromText(param), "text")}) AND project_gid = ${param} ORDER BY id`,
   ),
 );
 
 export async function rowOf(tx: Tx, kind: Kind, projectGid: string, gid: unknown): Promise<SchemaRow | undefined> {
   if (typeof gid !== "string" || !gid) return undefined;
   const r = await sessionOf(tx).query<RawRow>(ROW_BY_GID[kind]).get(gid, projectGid);
-  return r ? rowFrom(r) : undefined;
+  return r ? rowFrom(dialectOf(tx), r) : undefined;
 }
 
 /** Rows of these gids (any order), or every row of the project when `gids` is undefined. */
@@ -116,7 +116,8 @@ export async function rowsOf(tx: Tx, kind: Kind, projectGid: string, gids?: stri
   const rows = gids
     ? await s.query<RawRow>(ROWS_BY_GIDS[kind](tx)).all(JSON.stringify(gids), projectGid)
     : (await s.query<RawRow>(ROWS_OF_PROJECT[kind]).all(projectGid)).sort((a, b) => a.id - b.id);
-  return rows.map(rowFrom);
+  const d = dialectOf(tx);
+  return rows.map((r) => rowFrom(d, r));
 }
 
 /** The working copy editing a committed item, if one exists. */
@@ -127,7 +128,7 @@ export async function workingCopyOf(
   originalGid: string,
 ): Promise<SchemaRow | undefined> {
   const r = await sessionOf(tx).query<RawRow>(WORKING_COPY[kind]).get(originalGid, projectGid);
-  return r ? rowFrom(r) : undefined;
+  return r ? rowFrom(dialectOf(tx), r) : undefined;
 }
 
 /** 422 `Can't work with this item` (the reference's wording), with the reason in info. */
