@@ -25,6 +25,14 @@ const ident = (n: string) => sql.raw(name(n));
 const names = (ns: readonly string[]) => ns.map(name).join(", ");
 const path = (p: JsonPath) => sql.raw(pgPath(p));
 
+/**
+ * A JSON document given to a helper, as jsonb whatever it is: a jsonb column, the JSON text of a
+ * member (`jsonEach`'s `value`), or a bound text. Through text, because a bound parameter cast
+ * straight to jsonb would be sent by Bun as a JSON string (src/db/pg/jsonb.ts); for a jsonb column
+ * it costs a round trip through text, a price taken for one spelling that is right everywhere.
+ */
+const jdoc = (doc: SQL) => sql`((${doc})::text::jsonb)`;
+
 /** The text of a jsonb value as SQLite's json_each/json_extract give it: a scalar's text, else the JSON. */
 const scalarText = (v: SQL) =>
   sql`(CASE WHEN jsonb_typeof(${v}) IN ('object', 'array') THEN (${v})::text ELSE (${v}) #>> '{}' END)`;
@@ -32,24 +40,24 @@ const scalarText = (v: SQL) =>
 export const pgDialect: Dialect = {
   name: "postgres",
   // Text: a string's text, a number's or boolean's text ('12', 'true'), JSON text for containers.
-  jsonValue: (doc, p) => sql`((${doc}) #>> ${path(p)})`,
-  jsonAt: (doc, p) => sql`((${doc}) #> ${path(p)})`,
+  jsonValue: (doc, p) => sql`(${jdoc(doc)} #>> ${path(p)})`,
+  jsonAt: (doc, p) => sql`(${jdoc(doc)} #> ${path(p)})`,
   // SQLite's type names, from jsonb_typeof's.
   jsonType: (doc, p = []) => {
-    const v = p.length ? sql`((${doc}) #> ${path(p)})` : sql`(${doc})`;
+    const v = p.length ? sql`(${jdoc(doc)} #> ${path(p)})` : jdoc(doc);
     return sql`(CASE jsonb_typeof(${v}) WHEN 'string' THEN 'text' WHEN 'boolean' THEN (${v})::text WHEN 'number' THEN (CASE WHEN (${v})::text ~ '^-?[0-9]+$' THEN 'integer' ELSE 'real' END) ELSE jsonb_typeof(${v}) END)`;
   },
   // The members of an array (key: the index) or an object (key: the name), as text: `value` is a
   // scalar's text or a container's JSON, as json_each's is on SQLite.
   // The document is named once (a bound one is one parameter): `s.d` in the two branches.
   jsonEach: (doc, alias) =>
-    sql`LATERAL (SELECT x.key, x.value FROM (SELECT (${doc})::jsonb AS d) AS s, LATERAL (SELECT (e.n - 1)::text AS key, ${scalarText(sql`e.v`)} AS value FROM jsonb_array_elements(CASE WHEN jsonb_typeof(s.d) = 'array' THEN s.d END) WITH ORDINALITY AS e(v, n) UNION ALL SELECT o.k AS key, ${scalarText(sql`o.v`)} AS value FROM jsonb_each(CASE WHEN jsonb_typeof(s.d) = 'object' THEN s.d END) AS o(k, v)) AS x) AS ${ident(alias)}`,
+    sql`LATERAL (SELECT x.key, x.value FROM (SELECT ${jdoc(doc)} AS d) AS s, LATERAL (SELECT (e.n - 1)::text AS key, ${scalarText(sql`e.v`)} AS value FROM jsonb_array_elements(CASE WHEN jsonb_typeof(s.d) = 'array' THEN s.d END) WITH ORDINALITY AS e(v, n) UNION ALL SELECT o.k AS key, ${scalarText(sql`o.v`)} AS value FROM jsonb_each(CASE WHEN jsonb_typeof(s.d) = 'object' THEN s.d END) AS o(k, v)) AS x) AS ${ident(alias)}`,
   // Compared as text: 1 and '1' are the same member here (SQLite tells them apart).
   jsonArrayHas: (doc, value) =>
-    sql`EXISTS (SELECT 1 FROM (SELECT (${doc})::jsonb AS d) AS s, jsonb_array_elements_text(CASE WHEN jsonb_typeof(s.d) = 'array' THEN s.d END) AS je(v) WHERE je.v = (${value})::text)`,
+    sql`EXISTS (SELECT 1 FROM (SELECT ${jdoc(doc)} AS d) AS s, jsonb_array_elements_text(CASE WHEN jsonb_typeof(s.d) = 'array' THEN s.d END) AS je(v) WHERE je.v = (${value})::text)`,
   jsonGroupArray: (value) => sql`coalesce(json_agg(${value}), '[]')::text`,
   jsonGroupObject: (key, value) => sql`coalesce(json_object_agg(${key}, ${value}), '{}')::text`,
-  jsonRemove: (doc, p) => sql`((${doc}) #- ${path(p)})`,
+  jsonRemove: (doc, p) => sql`(${jdoc(doc)} #- ${path(p)})`,
   groupConcat: (value, separator) => sql`string_agg((${value})::text, ${separator}::text)`,
   likeInsensitive: (value, pattern) => sql`((${value}) ILIKE ${pattern} ESCAPE '\\')`,
   caseless: (value) => sql`(lower(${value}) COLLATE "C")`,
@@ -72,20 +80,20 @@ export const pgDialect: Dialect = {
   greatest: (...values) => sql`greatest(${sql.join(values, sql`, `)})`,
   // Objects only: jsonb_exists also finds a string member of an array, which SQLite's path does not.
   jsonHasKey: (doc, key) =>
-    sql`(CASE WHEN jsonb_typeof(${doc}) = 'object' THEN jsonb_exists(${doc}, (${key})::text) ELSE false END)`,
+    sql`(SELECT CASE WHEN jsonb_typeof(s.d) = 'object' THEN jsonb_exists(s.d, (${key})::text) ELSE false END FROM (SELECT ${jdoc(doc)} AS d) AS s)`,
   containsText: (value, part) => sql`(strpos((${value})::text, (${part})::text) > 0)`,
   // records (src/features/records)
   // No index hint: the planner picks the index itself, and text has no unary `+`.
   unindexed: (value) => value,
   joinInOrder: () => sql`JOIN`,
-  jsonTextsHave: (doc, quoted) => sql`((${doc}) @> jsonb_build_array((${quoted})::text::jsonb))`,
+  jsonTextsHave: (doc, quoted) => sql`(${jdoc(doc)} @> jsonb_build_array((${quoted})::text::jsonb))`,
   // The search table's generated tsvector column is the index: nothing to write.
   textIndexInsert: () => undefined,
   textIndexUpdate: () => undefined,
   returningInserted: (column) => sql.raw(` RETURNING ${name(column)}`),
   jsonFromText: (value) => sql`((${value})::text::jsonb)`,
   jsonArrayMembers: (doc, kind) =>
-    sql`SELECT m.value${sql.raw(kind === "integer" ? "::bigint" : "")} AS value FROM jsonb_array_elements_text(${doc}) AS m(value)`,
+    sql`SELECT m.value${sql.raw(kind === "integer" ? "::bigint" : "")} AS value FROM jsonb_array_elements_text(${jdoc(doc)}) AS m(value)`,
   // Bun's SQL has parsed jsonb already (a JSON string is a JavaScript string).
   readJson: (value) => value ?? null,
 };
