@@ -139,4 +139,13 @@ export interface Dialect {
    * (parsed here), PostgreSQL the value Bun's SQL parsed from jsonb (kept). SQL NULL is null.
    */
   readJson(value: unknown): unknown;
+  // Search and assets (records.search, assets.*, dam):
+  /** The number of members of the JSON array `doc` (0 for another JSON value, NULL for NULL). PostgreSQL: `jsonb_array_length` on arrays only (`CASE jsonb_typeof(doc) WHEN 'array' THEN jsonb_array_length(doc) ELSE 0 END`). */
+  jsonArrayLength(doc: SQL): SQL;
+  /**
+   * The JSON type name (as `jsonType`) of the current member of a `jsonEach` source `alias`: SQLite
+   * its `type` column (its `value` column holds strings as SQL text, not JSON), PostgreSQL the
+   * `type` column its jsonEach adds (jsonb_typeof mapped to SQLite's names).
+   */
+  jsonMemberType(alias: string): SQL;
 }

@@ -149,3 +149,26 @@ describe("the SQLite dialect helpers of the records graph and the schema", () =>
     expect(rows(sql`SELECT id FROM docs WHERE ${d.containsText(sql`name`, sql`${"%"}`)}`)).toEqual([]);
   });
 });
+
+// Search and assets (records.search, assets.*, dam)
+describe("the SQLite dialect helpers of search and assets", () => {
+  test("jsonArrayLength counts an array's members, 0 for another value and NULL for none", () => {
+    expect(
+      rows(
+        sql`SELECT ${d.jsonArrayLength(d.jsonAt(body, ["tags"]))} AS n, ${d.jsonArrayLength(d.jsonAt(body, ["a"]))} AS o, ${d.jsonArrayLength(d.jsonAt(body, ["none"]))} AS x FROM docs WHERE id = 1`,
+      ),
+    ).toEqual([{ n: 2, o: 0, x: null }]);
+  });
+
+  test("jsonMemberType names the JSON type of each member of a jsonEach source", () => {
+    expect(
+      rows(
+        sql`SELECT m.key AS k, ${d.jsonMemberType("m")} AS t FROM docs, ${d.jsonEach(sql`docs.body`, "m")} WHERE docs.id = 1 ORDER BY m.key`,
+      ),
+    ).toEqual([
+      { k: "a", t: "object" },
+      { k: "odd key", t: "integer" },
+      { k: "tags", t: "array" },
+    ]);
+  });
+});

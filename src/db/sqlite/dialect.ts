@@ -64,6 +64,9 @@ export const sqliteDialect: Dialect = {
   jsonFromText: (text) => text,
   jsonArrayMembers: (doc) => sql`SELECT value FROM json_each(${doc})`,
   readJson: (value) => (value == null ? null : JSON.parse(value as string)),
+  // Search and assets (records.search, assets.*, dam):
+  jsonArrayLength: (doc) => sql`json_array_length(${doc})`,
+  jsonMemberType: (alias) => sql`${ident(alias)}.type`,
 };
 
 const text = new SQLiteSyncDialect();
