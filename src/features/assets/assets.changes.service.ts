@@ -2,13 +2,14 @@
  * The building blocks that change asset rows (each writes its `assets` sync items; call inside
  * `mutate`): move, delete, undelete, remove for good, metadata, publication, and their answers.
  */
-import { and, eq, inArray, isNull, type SQL } from "drizzle-orm";
+import { and, eq, inArray, isNull, sql, type SQL } from "drizzle-orm";
 import { rmSync } from "node:fs";
 import { resolve, sep } from "node:path";
 import type { Ctx } from "../../platform/context";
 import { type ChangeLog } from "../../db/mutate";
 import type { Answer } from "../../core/answer";
-import { sqliteOf, type Tx } from "../../db/connection";
+import type { Tx } from "../../db/connection";
+import { dialectOf, param, rows as rowsOf, sessionOf, textOf } from "../../db/query";
 import { assets, assetVersions } from "./assets.table";
 import { unprocessable } from "../../core/errors";
 import { now } from "../../core/ids";
@@ -386,6 +387,12 @@ export const answerOf = async (
   data: { assets: await assetDictionary(tx, projectGid, rows) },
 });
 
+/** An asset's texts rewritten (title, description, metadata, the time, the id bound), its updated_on moved forward. */
+const UPDATE_TEXTS = textOf(
+  (d) =>
+    sql`UPDATE assets SET title = ${param}, description = ${param}, metadata = ${param}, updated_on = ${d.greatest(param, sql`updated_on + 0.000001`)} WHERE id = ${param}`,
+);
+
 /**
  * The language hooks of assets (`languageAdded`, `languageRemoved`): an asset's form shows the
  * project's languages only (title, description, localized metadata), so every asset holding text in
@@ -399,20 +406,17 @@ export async function assetsLanguageChanged(
   language: string,
   drop: boolean,
 ): Promise<number> {
-  const db = sqliteOf(tx);
-  const path = `$."${language.replace(/["\\]/g, "")}"`;
-  const rows = (await db
-    .query(
-      `SELECT id, gid, title, description, metadata FROM assets WHERE project_gid = ?1
-         AND (json_type(title, ?2) IS NOT NULL OR json_type(description, ?2) IS NOT NULL
-              OR EXISTS (SELECT 1 FROM json_each(metadata) m WHERE json_type(m.value, '$.value') = 'object'
-                         AND json_type(m.value, '$.value' || substr(?2, 2)) IS NOT NULL))`,
-    )
-    .all(projectGid, path)) as { id: number; gid: string; title: string; description: string; metadata: string }[];
-  let removed = 0;
-  const update = db.query(
-    "UPDATE assets SET title = ?, description = ?, metadata = ?, updated_on = max(?, updated_on + 0.000001) WHERE id = ?",
+  const d = dialectOf(tx);
+  const lang = language.replace(/["\\]/g, "");
+  const rows = await rowsOf<{ id: number; gid: string; title: string; description: string; metadata: string }>(
+    tx,
+    sql`SELECT id, gid, title, description, metadata FROM assets WHERE project_gid = ${projectGid}
+         AND (${d.jsonType(sql`title`, [lang])} IS NOT NULL OR ${d.jsonType(sql`description`, [lang])} IS NOT NULL
+              OR EXISTS (SELECT 1 FROM ${d.jsonEach(sql`metadata`, "m")} WHERE ${d.jsonType(sql`m.value`, ["value"])} = 'object'
+                         AND ${d.jsonType(sql`m.value`, ["value", lang])} IS NOT NULL))`,
   );
+  let removed = 0;
+  const update = sessionOf(tx).query(UPDATE_TEXTS(tx));
   const t = now();
   for (const r of rows) {
     log.project(projectGid, "UPDATE", "assets", r.gid);

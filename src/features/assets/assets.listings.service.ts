@@ -4,6 +4,8 @@ import { readdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { Ctx } from "../../platform/context";
 import { type Tx } from "../../db/connection";
+import type { Dialect } from "../../db/dialect";
+import { dialectOf } from "../../db/query";
 import { assets } from "./assets.table";
 import { FilterError, pageWindow } from "../../core/filter";
 import { badRequest } from "../../core/errors";
@@ -13,9 +15,9 @@ import { type Asset } from "./assets.forms";
 // Listings
 
 /** Order of listings: folders first, then by name (case-insensitive), then creation. */
-export const listingOrder = [
+const listingOrder = (d: Dialect) => [
   sql`CASE ${assets.type} WHEN 'folder' THEN 0 ELSE 1 END`,
-  sql`${assets.name} COLLATE NOCASE`,
+  d.caseless(sql`${assets.name}`),
   asc(assets.id),
 ];
 
@@ -33,7 +35,7 @@ export async function listChildren(
     .select()
     .from(assets)
     .where(activeIn(projectGid, parent))
-    .orderBy(...listingOrder)
+    .orderBy(...listingOrder(dialectOf(tx)))
     .limit(page.size)
     .offset(page.top)
     .all();

@@ -3,7 +3,9 @@
  * by gid, id, name and pathname, the versions, the DAM's lookups, and `data.assets` dictionaries.
  */
 import { and, asc, desc, eq, inArray, isNull, ne, sql } from "drizzle-orm";
-import { preparedOnce, sqliteOf, type DB, type Tx } from "../../db/connection";
+import { preparedOnce, type DB, type Tx } from "../../db/connection";
+import type { Dialect } from "../../db/dialect";
+import { dialectOf, sessionOf } from "../../db/query";
 import { assets, assetVersions } from "./assets.table";
 import { invalidParameter, missing, unprocessable } from "../../core/errors";
 import {
@@ -41,28 +43,40 @@ export const assetByPathname = preparedOnce((tx) =>
     .prepare(),
 );
 /**
- * `except`: the row left out (-1: none; ids start at 1). The unary `+` keeps SQLite from choosing
- * the (project, status) index, which reads every active item of the project, over the
- * (project, parent, name) one, which reads the folder's items only.
+ * `except`: the row left out (-1: none; ids start at 1). The status is kept out of the planner's
+ * index choice (`unindexed`), so that SQLite does not choose the (project, status) index, which
+ * reads every active item of the project, over the (project, parent, name) one, which reads the
+ * folder's items only.
  */
-const activeInFolder = () =>
-  and(eq(assets.projectGid, ph("project")), eq(assets.parent, ph("parent")), sql`+${assets.status} = 'active'`);
+const activeInFolder = (d: Dialect) =>
+  and(
+    eq(assets.projectGid, ph("project")),
+    eq(assets.parent, ph("parent")),
+    sql`${d.unindexed(sql`${assets.status}`)} = 'active'`,
+  );
 export const sameName = preparedOnce((tx) =>
   tx
     .select({ id: assets.id })
     .from(assets)
-    .where(and(activeInFolder(), sql`lower(${assets.name}) = lower(${ph("name")})`, ne(assets.id, ph("except"))))
+    .where(
+      and(
+        activeInFolder(dialectOf(tx)),
+        sql`lower(${assets.name}) = lower(${ph("name")})`,
+        ne(assets.id, ph("except")),
+      ),
+    )
     .limit(1)
     .prepare(),
 );
-/** Names of a folder's active items starting with `prefix` (LIKE: ASCII letters in any case, as `lower()`). */
-export const namesLike = preparedOnce((tx) =>
-  tx
+/** Names of a folder's active items starting with `prefix` (ASCII letters in any case, as `lower()`). */
+export const namesLike = preparedOnce((tx) => {
+  const d = dialectOf(tx);
+  return tx
     .select({ id: assets.id, name: assets.name })
     .from(assets)
-    .where(and(activeInFolder(), sql`${assets.name} LIKE ${ph("pattern")} ESCAPE '\\'`))
-    .prepare(),
-);
+    .where(and(activeInFolder(d), d.likeInsensitive(sql`${assets.name}`, sql`${ph("pattern")}`)))
+    .prepare();
+});
 export const rootFolder = preparedOnce((tx) =>
   tx
     .select()
@@ -316,19 +330,19 @@ export async function descendantIds(
 ): Promise<{ id: number; gid: string }[]> {
   if (!gids.length) return [];
   const out: { id: number; gid: string }[] = [];
-  const db = sqliteOf(tx);
+  const session = sessionOf(tx);
   for (let i = 0; i < gids.length; i += 500) {
     const chunk = gids.slice(i, i + 500);
     const marks = chunk.map(() => "?").join(",");
-    const rows = (await db
-      .query(
+    const rows = await session
+      .query<{ id: number; gid: string; status: string }>(
         `WITH RECURSIVE d(id, gid, status) AS (
            SELECT id, gid, status FROM assets WHERE project_gid = ? AND parent IN (${marks})
            UNION ALL
            SELECT a.id, a.gid, a.status FROM assets a JOIN d ON a.parent = d.gid WHERE a.project_gid = ?
          ) SELECT id, gid, status FROM d`,
       )
-      .all(projectGid, ...chunk, projectGid)) as { id: number; gid: string; status: string }[];
+      .all(projectGid, ...chunk, projectGid);
     for (const r of rows) if (!status || r.status === status) out.push({ id: r.id, gid: r.gid });
   }
   return out;
@@ -336,15 +350,15 @@ export async function descendantIds(
 
 /** Gids of the folder chain above `gid` (nearest first), stopping at the root or a loop. */
 export async function ancestorGids(tx: Tx, projectGid: string, gid: string): Promise<string[]> {
-  const rows = (await sqliteOf(tx)
-    .query(
+  const rows = await sessionOf(tx)
+    .query<{ gid: string }>(
       `WITH RECURSIVE up(gid, parent, depth) AS (
          SELECT gid, parent, 0 FROM assets WHERE project_gid = ? AND gid = ?
          UNION ALL
          SELECT a.gid, a.parent, up.depth + 1 FROM assets a JOIN up ON a.gid = up.parent WHERE a.project_gid = ? AND up.depth < 1000
        ) SELECT gid FROM up WHERE depth > 0 ORDER BY depth`,
     )
-    .all(projectGid, gid, projectGid)) as { gid: string }[];
+    .all(projectGid, gid, projectGid);
   return rows.map((r) => r.gid);
 }
 

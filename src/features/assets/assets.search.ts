@@ -11,18 +11,20 @@ import {
   MATCH_ALL,
   pageWindow,
   parseFilter,
-  parseTerms,
   SEARCH_PAGE,
-  sqlText,
   validationField,
   type CustomOperator,
   type FieldSpec,
+  type FilterDomain,
   type FilterNode,
   type FilterSqlOptions,
   type ValidationCheck,
 } from "../../core/filter";
 import type { SelectionItem, SelectionResolver } from "../../core/selection";
-import { sqliteOf, type Tx } from "../../db/connection";
+import type { Tx } from "../../db/connection";
+import type { Dialect } from "../../db/dialect";
+import { dialectOf, param, row, rows, sessionOf, textOf } from "../../db/query";
+import { assetMatches } from "../../db/search";
 import type { Ctx } from "../../platform/context";
 import { inProject } from "../projects/projects.api";
 import { metadataFields, type Asset } from "./assets.forms";
@@ -30,10 +32,10 @@ import { assetDictionary, assetsByIds } from "./assets.lookups.service";
 import { ensureRoot } from "./assets.tree.service";
 
 /**
- * Asset search: FTS5 over names, titles, descriptions and metadata values (`q`), the shared
+ * Asset search: full text over names, titles, descriptions and metadata values (`q`, src/db/search.ts), the shared
  * filter language (src/core/filter.ts, docs/filter.md) over the asset's properties, sorting and
- * `page.top` / `page.size` paging. English (`en`, `en-*`) uses the Porter-stemmed index; every
- * other language (or none) the diacritic-folding index with each word matched as a prefix.
+ * `page.top` / `page.size` paging. English (`en`, `en-*`) stems words; every other language (or
+ * none) folds diacritics and matches each word as a prefix.
  */
 
 export type AssetSearch = { q?: unknown; language?: unknown; filter?: unknown; sort?: unknown };
@@ -84,149 +86,124 @@ const typeOps = new Map<string, CustomOperator>([
   ],
 ]);
 
-/** The text of a localized column in the search language, or of every language joined. */
-const textIn = (column: SQL, language: string | undefined) => {
-  const path = language ? jsonKeyPath(language) : undefined;
-  return path
-    ? sql`coalesce(json_extract(${column}, ${path}), '')`
-    : sql`coalesce((SELECT group_concat(value, '') FROM json_each(${column})), '')`;
-};
-const filledElsewhere = (column: SQL, language: string | undefined) =>
-  language && jsonKeyPath(language)
-    ? sql`EXISTS (SELECT 1 FROM json_each(${column}) AS o WHERE o.key <> ${language} AND o.value <> '')`
-    : sql`EXISTS (SELECT 1 FROM json_each(${column}) AS o WHERE o.value <> '')`;
+/**
+ * The properties an asset filter may name (docs/assets.md, docs/filter.md), their SQL spelled by
+ * the dialect `d`. Looked up in Maps only.
+ */
+function makeAssetDomain(d: Dialect): FilterDomain {
+  /** The text of a localized column in the search language, or of every language joined. */
+  const textIn = (column: SQL, language: string | undefined) =>
+    language && jsonKeyPath(language)
+      ? sql`coalesce(${d.jsonValue(column, [language])}, '')`
+      : sql`coalesce((SELECT ${d.groupConcat(sql`o.value`, "")} FROM ${d.jsonEach(column, "o")}), '')`;
+  const filledElsewhere = (column: SQL, language: string | undefined) =>
+    language && jsonKeyPath(language)
+      ? sql`EXISTS (SELECT 1 FROM ${d.jsonEach(column, "o")} WHERE o.key <> ${language} AND o.value <> '')`
+      : sql`EXISTS (SELECT 1 FROM ${d.jsonEach(column, "o")} WHERE o.value <> '')`;
 
-/** Validation of assets: an empty title/description, or one that is filled in another language only. */
-function validationSql(check: ValidationCheck, field: string | undefined, options: FilterSqlOptions): SQL {
-  const columns =
-    field === "title"
-      ? [sql`a.title`]
-      : field === "description"
-        ? [sql`a.description`]
-        : [sql`a.title`, sql`a.description`];
-  const one = (c: SQL) => {
-    const empty = sql`${textIn(c, options.language)} = ''`;
-    if (check === "is_empty") return empty;
-    return sql`(${empty} AND ${filledElsewhere(c, options.language)})`;
+  /** Validation of assets: an empty title/description, or one that is filled in another language only. */
+  const validationSql = (check: ValidationCheck, field: string | undefined, options: FilterSqlOptions): SQL => {
+    const columns =
+      field === "title"
+        ? [sql`a.title`]
+        : field === "description"
+          ? [sql`a.description`]
+          : [sql`a.title`, sql`a.description`];
+    const one = (c: SQL) => {
+      const empty = sql`${textIn(c, options.language)} = ''`;
+      if (check === "is_empty") return empty;
+      return sql`(${empty} AND ${filledElsewhere(c, options.language)})`;
+    };
+    return sql`(${sql.join(columns.map(one), sql` OR `)})`;
   };
-  return sql`(${sql.join(columns.map(one), sql` OR `)})`;
+
+  /** Metadata as an object of field name → value (fields are stored as {type, is_localized, value}). */
+  const metadataValues = sql`(SELECT ${d.jsonGroupObject(
+    sql`m.key`,
+    sql`CASE WHEN ${d.jsonMemberType("m")} = 'object' AND ${d.jsonType(sql`m.value`, ["value"])} IS NOT NULL THEN ${d.jsonAt(sql`m.value`, ["value"])} ELSE m.value END`,
+  )} FROM ${d.jsonEach(sql`a.metadata`, "m")})`;
+
+  return makeDomain(
+    [
+      ["gid", col("text", sql`a.gid`)],
+      ["name", col("text", sql`a.name`)],
+      ["pathname", col("text", sql`a.pathname`)],
+      ["path", col("text", sql`(SELECT p.pathname FROM assets p WHERE p.gid = a.parent)`)],
+      ["type", col("text", KIND, { custom: typeOps })],
+      ["ext", col("text", sql`nullif(a.extension, '')`)],
+      ["extension", col("text", sql`nullif(a.extension, '')`)],
+      ["mime", col("text", sql`nullif(a.mime, '')`)],
+      ["format", col("text", sql`a.format`)],
+      ["status", col("text", sql`(CASE a.status WHEN 'active' THEN 'published' ELSE 'deleted' END)`)],
+      ["parent", col("text", sql`a.parent`)],
+      ["storage_name", col("text", sql`a.storage_name`)],
+      ["created_by", col("text", sql`a.created_by`)],
+      ["updated_by", col("text", sql`a.updated_by`)],
+      ["size", col("number", sql`a.size`)],
+      ["filesize", col("number", sql`a.size`)],
+      ["width", col("number", sql`a.width`)],
+      ["height", col("number", sql`a.height`)],
+      ["pages", col("number", sql`a.pages`)],
+      ["version", col("number", sql`a.version`)],
+      [
+        "childcount",
+        col("number", sql`(SELECT count(*) FROM assets c WHERE c.parent = a.gid AND c.status = 'active')`),
+      ],
+      ["created_on", col("time", sql`a.created_on`)],
+      ["updated_on", col("time", sql`a.updated_on`)],
+      ["deleted_on", col("time", sql`a.deleted_on`)],
+      ["published", col("boolean", sql`a.published`)],
+      ["is_file", col("boolean", sql`(a.type <> 'folder')`)],
+      ["transparent", col("boolean", d.jsonValue(sql`a.facts`, ["transparent"]))],
+      ["animated", col("boolean", d.jsonValue(sql`a.facts`, ["animated"]))],
+      ["title", col("localized", sql`a.title`)],
+      ["description", col("localized", sql`a.description`)],
+      ["metadata", col("object", metadataValues)],
+      ["ancestor", { type: "custom", custom: ancestorOps }],
+      ["validation", validationField({ fields: (f) => f === "title" || f === "description", build: validationSql })],
+    ],
+    [
+      [
+        "metadata",
+        (key) => {
+          // jsonKeyPath: a key the filter language accepts (1 to 100 characters, no `"`, `\` or control characters).
+          if (!jsonKeyPath(key)) return undefined;
+          // A field's value; a value from before fields (a bare value), then what the file said.
+          return col(
+            "json",
+            sql`(CASE WHEN ${d.jsonType(sql`a.metadata`, [key])} = 'object' THEN ${d.jsonValue(sql`a.metadata`, [key, "value"])} ELSE coalesce(${d.jsonValue(sql`a.metadata`, [key])}, ${d.jsonValue(sql`a.extracted`, [key])}) END)`,
+          );
+        },
+      ],
+      ["extracted", (key) => (jsonKeyPath(key) ? col("json", d.jsonValue(sql`a.extracted`, [key])) : undefined)],
+    ],
+  );
 }
 
-/** Metadata as an object of field name → value (fields are stored as {type, is_localized, value}). */
-const METADATA_VALUES = sql`(SELECT json_group_object(key, CASE WHEN type = 'object' AND json_type(value, '$.value') IS NOT NULL THEN value -> '$.value' ELSE value END) FROM json_each(a.metadata))`;
-
-/** The properties an asset filter may name (docs/assets.md, docs/filter.md). Looked up in Maps only. */
-export const ASSET_DOMAIN = makeDomain(
-  [
-    ["gid", col("text", sql`a.gid`)],
-    ["name", col("text", sql`a.name`)],
-    ["pathname", col("text", sql`a.pathname`)],
-    ["path", col("text", sql`(SELECT p.pathname FROM assets p WHERE p.gid = a.parent)`)],
-    ["type", col("text", KIND, { custom: typeOps })],
-    ["ext", col("text", sql`nullif(a.extension, '')`)],
-    ["extension", col("text", sql`nullif(a.extension, '')`)],
-    ["mime", col("text", sql`nullif(a.mime, '')`)],
-    ["format", col("text", sql`a.format`)],
-    ["status", col("text", sql`(CASE a.status WHEN 'active' THEN 'published' ELSE 'deleted' END)`)],
-    ["parent", col("text", sql`a.parent`)],
-    ["storage_name", col("text", sql`a.storage_name`)],
-    ["created_by", col("text", sql`a.created_by`)],
-    ["updated_by", col("text", sql`a.updated_by`)],
-    ["size", col("number", sql`a.size`)],
-    ["filesize", col("number", sql`a.size`)],
-    ["width", col("number", sql`a.width`)],
-    ["height", col("number", sql`a.height`)],
-    ["pages", col("number", sql`a.pages`)],
-    ["version", col("number", sql`a.version`)],
-    ["childcount", col("number", sql`(SELECT count(*) FROM assets c WHERE c.parent = a.gid AND c.status = 'active')`)],
-    ["created_on", col("time", sql`a.created_on`)],
-    ["updated_on", col("time", sql`a.updated_on`)],
-    ["deleted_on", col("time", sql`a.deleted_on`)],
-    ["published", col("boolean", sql`a.published`)],
-    ["is_file", col("boolean", sql`(a.type <> 'folder')`)],
-    ["transparent", col("boolean", sql`json_extract(a.facts, '$.transparent')`)],
-    ["animated", col("boolean", sql`json_extract(a.facts, '$.animated')`)],
-    ["title", col("localized", sql`a.title`)],
-    ["description", col("localized", sql`a.description`)],
-    ["metadata", col("object", METADATA_VALUES)],
-    ["ancestor", { type: "custom", custom: ancestorOps }],
-    ["validation", validationField({ fields: (f) => f === "title" || f === "description", build: validationSql })],
-  ],
-  [
-    [
-      "metadata",
-      (key) => {
-        const p = jsonKeyPath(key);
-        if (!p) return undefined;
-        const v = `${p}.value`;
-        // A field's value; a value from before fields (a bare value), then what the file said.
-        return col(
-          "json",
-          sql`(CASE WHEN json_type(a.metadata, ${p}) = 'object' THEN json_extract(a.metadata, ${v}) ELSE coalesce(json_extract(a.metadata, ${p}), json_extract(a.extracted, ${p})) END)`,
-        );
-      },
-    ],
-    [
-      "extracted",
-      (key) => (jsonKeyPath(key) ? col("json", sql`json_extract(a.extracted, ${jsonKeyPath(key)!})`) : undefined),
-    ],
-  ],
-);
+/** The properties an asset filter may name, for the database `tx` runs on (a few fragments, made per search). */
+export function assetDomain(tx: Tx): FilterDomain {
+  return makeAssetDomain(dialectOf(tx));
+}
 
 const invalid = (what: string, info: Record<string, unknown> = {}) => invalidParameter(what, { ...info });
 
 /** A filter as parsed, or a 400 naming where it is wrong. */
-export function parseAssetFilter(filter: unknown, root = "filter"): FilterNode {
+function parseAssetFilter(domain: FilterDomain, filter: unknown, root = "filter"): FilterNode {
   try {
-    return parseFilter(filter, ASSET_DOMAIN, { root });
+    return parseFilter(filter, domain, { root });
   } catch (e) {
     if (e instanceof FilterError) throw badRequest("Invalid parameter", e.info());
     throw e;
   }
 }
 
-/**
- * An FTS5 query from search text: `+term` must be there, `-term` must not, plain terms count for
- * relevance (alone, one of them must be there); `"phrases"` and `word*` prefixes work too. Every
- * term is quoted for FTS5 so no syntax leaks from the client.
- */
-export function ftsQuery(q: string, prefixAll: boolean, columns = "{name meta}"): string | undefined {
-  const t = parseTerms(q.replace(/[\u0000-\u001f\u007f]/g, " "));
-  const term = (text: string) => {
-    const prefix = text.endsWith("*");
-    const bare = text.replace(/\*+$/, "");
-    if (!/[\p{L}\p{N}]/u.test(bare)) return undefined;
-    const phrase = /\s/.test(bare);
-    return `"${bare.replace(/"/g, '""')}"` + (prefix || (prefixAll && !phrase) ? "*" : "");
-  };
-  const list = (xs: string[]) => xs.map(term).filter((x): x is string => !!x);
-  const required = list(t.required);
-  const optional = list(t.optional);
-  const excluded = list(t.excluded);
-  let expr: string;
-  if (required.length) expr = `${columns} : (${required.join(" AND ")})`;
-  else if (optional.length) expr = `${columns} : (${optional.join(" OR ")})`;
-  else return undefined;
-  for (const x of excluded) expr += ` NOT ${columns} : (${x})`;
-  return expr;
-}
-
-function ftsTable(language: unknown): { table: string; prefix: boolean } {
-  if (language !== undefined && language !== null && typeof language !== "string")
-    throw invalid("language", { expected: "a language code" });
-  const lang = typeof language === "string" ? language.toLowerCase() : "";
-  return lang === "en" || lang.startsWith("en-")
-    ? { table: "assets_fts_en", prefix: false }
-    : { table: "assets_fts", prefix: true };
-}
-
-type Built = { from: SQL; where: SQL; ranked: boolean; empty: boolean };
+type Built = { from: SQL; where: SQL; rank?: SQL; empty: boolean };
 
 /**
  * The FROM/WHERE of a search. Without a `status` condition only published (active) assets are
  * found. With neither `q` nor `filter` nothing is found (the reference's rule).
  */
-function build(projectGid: string, s: AssetSearch, extra: { folders?: boolean } = {}): Built {
+function build(tx: Tx, projectGid: string, s: AssetSearch, extra: { folders?: boolean } = {}): Built {
   if (s.q !== undefined && s.q !== null && typeof s.q !== "string") throw invalid("q", { expected: "a string" });
   if (
     s.language !== undefined &&
@@ -234,53 +211,53 @@ function build(projectGid: string, s: AssetSearch, extra: { folders?: boolean } 
     (typeof s.language !== "string" || !/^[A-Za-z0-9_-]{1,35}$/.test(s.language))
   )
     throw invalid("language", { expected: "a language code" });
-  const node = s.filter === undefined || s.filter === null ? MATCH_ALL : parseAssetFilter(s.filter);
+  const d = dialectOf(tx);
+  const node = s.filter === undefined || s.filter === null ? MATCH_ALL : parseAssetFilter(assetDomain(tx), s.filter);
   const q = typeof s.q === "string" ? s.q.trim() : "";
   const noFilter = s.filter === undefined || s.filter === null || (Array.isArray(s.filter) && s.filter.length === 0);
   const conditions: SQL[] = [sql`a.project_gid = ${projectGid}`, sql`a.parent IS NOT NULL`];
+  const language = typeof s.language === "string" ? s.language : undefined;
   let from = sql`assets a`;
-  let ranked = false;
-  const { table, prefix } = ftsTable(s.language);
+  let rank: SQL | undefined;
   let empty = !q && noFilter;
   if (q) {
-    const expr = ftsQuery(q.slice(0, 500), prefix);
-    if (expr) {
-      from = sql`${sql.raw(table)} f JOIN assets a ON a.id = f.rowid`;
-      conditions.push(
-        sql`${sql.raw(table)} MATCH ${`project_gid : "${projectGid.replace(/"/g, '""')}" AND (${expr})`}`,
-      );
-      ranked = true;
+    const m = assetMatches(d, q, language, projectGid);
+    if (m) {
+      from = m.from;
+      conditions.push(m.where);
+      rank = m.order;
     } else if (noFilter) empty = true;
   }
-  conditions.push(filterToSql(node, { language: typeof s.language === "string" ? s.language : undefined }));
+  conditions.push(filterToSql(node, { language, dialect: d.name }));
   if (!fieldsOf(node).has("status")) conditions.push(sql`a.status = 'active'`);
   if (extra.folders) conditions.push(sql`a.type = 'folder'`);
-  return { from, where: sql.join(conditions, sql` AND `), ranked, empty };
+  return { from, where: sql.join(conditions, sql` AND `), rank, empty };
 }
 
-const SORTS = new Map([
-  ["name", "a.name COLLATE NOCASE"],
-  ["pathname", "a.pathname COLLATE NOCASE"],
-  ["size", "a.size"],
-  ["created_on", "a.created_on"],
-  ["updated_on", "a.updated_on"],
-  ["type", "a.type"],
-  ["extension", "a.extension"],
-  ["width", "a.width"],
-  ["height", "a.height"],
+/** The sort keys of a search (names and pathnames ignore case). */
+const SORTS = new Map<string, (d: Dialect) => SQL>([
+  ["name", (d) => d.caseless(sql`a.name`)],
+  ["pathname", (d) => d.caseless(sql`a.pathname`)],
+  ["size", () => sql`a.size`],
+  ["created_on", () => sql`a.created_on`],
+  ["updated_on", () => sql`a.updated_on`],
+  ["type", () => sql`a.type`],
+  ["extension", () => sql`a.extension`],
+  ["width", () => sql`a.width`],
+  ["height", () => sql`a.height`],
 ]);
 
-function orderBy(s: AssetSearch, ranked: boolean): string {
-  const tail = "a.name COLLATE NOCASE, a.id";
+function orderBy(d: Dialect, s: AssetSearch, rank: SQL | undefined): SQL {
+  const tail = sql`${d.caseless(sql`a.name`)}, a.id`;
   if (s.sort === undefined || s.sort === null || s.sort === "" || s.sort === "relevance") {
-    return ranked ? `f.rank, ${tail}` : `CASE a.type WHEN 'folder' THEN 0 ELSE 1 END, ${tail}`;
+    return rank ? sql`${rank}, ${tail}` : sql`CASE a.type WHEN 'folder' THEN 0 ELSE 1 END, ${tail}`;
   }
   if (typeof s.sort !== "string") throw invalid("sort", { expected: "relevance or a field, - for descending" });
   const desc = s.sort.startsWith("-");
   const column = SORTS.get(desc ? s.sort.slice(1) : s.sort);
   if (!column)
     throw invalid("sort", { expected: `relevance or one of ${[...SORTS.keys()].join(", ")}, - for descending` });
-  return `${column} ${desc ? "DESC" : "ASC"}, a.id`;
+  return sql`${column(d)} ${sql.raw(desc ? "DESC" : "ASC")}, a.id`;
 }
 
 /** Runs a statement of the search; a failure of SQLite itself (FTS5, too complex) is 1002 "Search error". */
@@ -309,18 +286,17 @@ export async function searchAssets(
   page: { top: number; size: number },
   extra: { folders?: boolean } = {},
 ): Promise<{ rows: Asset[]; total: number }> {
-  const b = build(projectGid, s, extra);
+  const b = build(tx, projectGid, s, extra);
   if (b.empty) return { rows: [], total: 0 };
-  const db = sqliteOf(tx);
-  const where = sqlText(sql`SELECT count(*) AS n FROM ${b.from} WHERE ${b.where}`);
-  const total = await run(
-    async () => ((await db.query(where.sql).get(...(where.params as never[]))) as { n: number }).n,
-  );
+  const total = (await run(() => row<{ n: number }>(tx, sql`SELECT count(*) AS n FROM ${b.from} WHERE ${b.where}`)))!.n;
   if (!page.size) return { rows: [], total };
-  const list = sqlText(
-    sql`SELECT a.id AS id FROM ${b.from} WHERE ${b.where} ORDER BY ${sql.raw(orderBy(s, b.ranked))} LIMIT ${page.size} OFFSET ${page.top}`,
+  const order = orderBy(dialectOf(tx), s, b.rank);
+  const ids = await run(() =>
+    rows<{ id: number }>(
+      tx,
+      sql`SELECT a.id AS id FROM ${b.from} WHERE ${b.where} ORDER BY ${order} LIMIT ${page.size} OFFSET ${page.top}`,
+    ),
   );
-  const ids = await run(async () => (await db.query(list.sql).all(...(list.params as never[]))) as { id: number }[]);
   return {
     rows: await assetsByIds(
       tx,
@@ -332,14 +308,10 @@ export async function searchAssets(
 
 /** Every asset a search finds (id order), for bulk selections. */
 async function searchAssetItems(tx: Tx, projectGid: string, s: AssetSearch): Promise<SelectionItem[]> {
-  const b = build(projectGid, s);
+  const b = build(tx, projectGid, s);
   if (b.empty) return [];
-  const q = sqlText(sql`SELECT a.id AS id, a.gid AS gid FROM ${b.from} WHERE ${b.where} ORDER BY a.id`);
-  return await run(
-    async () =>
-      (await sqliteOf(tx)
-        .query(q.sql)
-        .all(...(q.params as never[]))) as SelectionItem[],
+  return await run(() =>
+    rows<SelectionItem>(tx, sql`SELECT a.id AS id, a.gid AS gid FROM ${b.from} WHERE ${b.where} ORDER BY a.id`),
   );
 }
 
@@ -350,6 +322,25 @@ export const AUTOCOMPLETE_FIELDS = ["name", "ext", "path", "metadata"] as const;
 
 /** `fieldq` as a LIKE prefix pattern (`%`, `_` and `\` taken literally). */
 const likePrefix = (s: string) => `${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+
+/** Active items of a project (the root folder aside), its gid bound first. */
+const LIVE = sql`project_gid = ${param} AND status = 'active' AND parent IS NOT NULL`;
+/** Completions of a field starting with a pattern (case ignored): the project, the pattern and the limit bound. */
+const COMPLETIONS = {
+  name: textOf(
+    (d) =>
+      sql`SELECT DISTINCT name AS v FROM assets WHERE ${LIVE} AND ${d.likeInsensitive(sql`name`, param)} ORDER BY ${d.caseless(sql`name`)} LIMIT ${param}`,
+  ),
+  ext: textOf(
+    (d) =>
+      sql`SELECT DISTINCT extension AS v FROM assets WHERE ${LIVE} AND type <> 'folder' AND extension <> '' AND ${d.likeInsensitive(sql`extension`, param)} ORDER BY extension LIMIT ${param}`,
+  ),
+  path: textOf(
+    (d) =>
+      sql`SELECT DISTINCT pathname AS v FROM assets WHERE project_gid = ${param} AND status = 'active' AND type = 'folder' AND ${d.likeInsensitive(sql`pathname`, param)} ORDER BY ${d.caseless(sql`pathname`)} LIMIT ${param}`,
+  ),
+};
+const METADATA_OF_LIVE = `SELECT metadata FROM assets WHERE project_gid = ? AND status = 'active' AND parent IS NOT NULL AND metadata <> '{}'`;
 
 /**
  * Values a filter on `field` could use, starting with `fieldq` (case ignored): asset names,
@@ -363,42 +354,18 @@ export async function autocomplete(
   fieldq: string,
   size: number,
 ): Promise<string[]> {
-  const db = sqliteOf(tx);
+  const session = sessionOf(tx);
   const pattern = likePrefix(fieldq);
-  const live = "project_gid = ? AND status = 'active' AND parent IS NOT NULL";
   switch (field) {
     case "name":
-      return (
-        (await db
-          .query(
-            `SELECT DISTINCT name AS v FROM assets WHERE ${live} AND name LIKE ? ESCAPE '\\' ORDER BY name COLLATE NOCASE LIMIT ?`,
-          )
-          .all(projectGid, pattern, size)) as { v: string }[]
-      ).map((r) => r.v);
     case "ext":
-      return (
-        (await db
-          .query(
-            `SELECT DISTINCT extension AS v FROM assets WHERE ${live} AND type <> 'folder' AND extension <> '' AND extension LIKE ? ESCAPE '\\' ORDER BY extension LIMIT ?`,
-          )
-          .all(projectGid, pattern, size)) as { v: string }[]
-      ).map((r) => r.v);
     case "path":
-      return (
-        (await db
-          .query(
-            `SELECT DISTINCT pathname AS v FROM assets WHERE project_gid = ? AND status = 'active' AND type = 'folder' AND pathname LIKE ? ESCAPE '\\' ORDER BY pathname COLLATE NOCASE LIMIT ?`,
-          )
-          .all(projectGid, pattern, size)) as { v: string }[]
-      ).map((r) => r.v);
+      return (await session.query<{ v: string }>(COMPLETIONS[field](tx)).all(projectGid, pattern, size)).map(
+        (r) => r.v,
+      );
     default: {
       const names = new Set<string>();
-      const rows = (await db
-        .query(`SELECT metadata FROM assets WHERE ${live} AND metadata <> '{}'`)
-        .all(projectGid)) as {
-        metadata: string;
-      }[];
-      for (const r of rows) {
+      for (const r of await session.query<{ metadata: string }>(METADATA_OF_LIVE).all(projectGid)) {
         try {
           for (const k of Object.keys(metadataFields(JSON.parse(r.metadata)))) names.add(k);
         } catch {
@@ -445,15 +412,15 @@ export const assetSelection: SelectionResolver = {
   noun: "Asset",
   async byGids(tx, projectGid, gids) {
     const found: SelectionItem[] = [];
-    const db = sqliteOf(tx);
+    const session = sessionOf(tx);
     for (let i = 0; i < gids.length; i += 500) {
       const chunk = gids.slice(i, i + 500);
       found.push(
-        ...((await db
-          .query(
+        ...(await session
+          .query<SelectionItem>(
             `SELECT id, gid FROM assets WHERE project_gid = ? AND parent IS NOT NULL AND gid IN (${chunk.map(() => "?").join(",")})`,
           )
-          .all(projectGid, ...chunk)) as SelectionItem[]),
+          .all(projectGid, ...chunk)),
       );
     }
     const have = new Set(found.map((f) => f.gid));
@@ -461,25 +428,29 @@ export const assetSelection: SelectionResolver = {
   },
   async children(tx, projectGid, el) {
     const status = statusOf(el);
-    const db = sqliteOf(tx);
+    const session = sessionOf(tx);
     const marks = status.map(() => "?").join(",");
     let parent = el.children;
     if (parent === null || parent === "" || parent === "/") {
       parent = (
-        (await db
-          .query("SELECT gid FROM assets WHERE project_gid = ? AND parent IS NULL AND type = 'folder' AND name = ''")
-          .get(projectGid)) as { gid: string } | null
+        await session
+          .query<{ gid: string }>(
+            "SELECT gid FROM assets WHERE project_gid = ? AND parent IS NULL AND type = 'folder' AND name = ''",
+          )
+          .get(projectGid)
       )?.gid;
       if (!parent) return [];
     }
     if (typeof parent !== "string") throw invalid("selection", { reason: "children takes a folder gid" });
-    const p = (await db.query("SELECT type FROM assets WHERE project_gid = ? AND gid = ?").get(projectGid, parent)) as {
-      type: string;
-    } | null;
+    const p = await session
+      .query<{ type: string }>("SELECT type FROM assets WHERE project_gid = ? AND gid = ?")
+      .get(projectGid, parent);
     if (!p) return undefined;
-    return (await db
-      .query(`SELECT id, gid FROM assets WHERE project_gid = ? AND parent = ? AND status IN (${marks}) ORDER BY id`)
-      .all(projectGid, parent, ...status)) as SelectionItem[];
+    return await session
+      .query<SelectionItem>(
+        `SELECT id, gid FROM assets WHERE project_gid = ? AND parent = ? AND status IN (${marks}) ORDER BY id`,
+      )
+      .all(projectGid, parent, ...status);
   },
   async search(tx, projectGid, search) {
     return await searchAssetItems(tx, projectGid, search as AssetSearch);

@@ -22,8 +22,8 @@ export type FileFacts = {
 };
 
 /**
- * The asset tree of a project: folders, files and images. `id` is an internal integer key (the
- * rowid of the full-text index and the order of bulk paging); clients only see `gid`.
+ * The asset tree of a project: folders, files and images. `id` is an internal integer key (the key
+ * of the asset's rows in SQLite's full-text index, and the order of bulk paging); clients only see `gid`.
  *
  * The original of a file/image lives at `<project dir>/originals/<storage_name>`, where
  * `storage_name` is `<gid>~<version>.<extension>` (the DAM "storage pathname"). Folders have no

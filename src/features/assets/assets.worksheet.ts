@@ -1,11 +1,13 @@
 import type { Answer } from "../../core/answer";
 import type { Actor } from "../../core/actor";
-import { sqliteOf, type Tx } from "../../db/connection";
+import { sql } from "drizzle-orm";
+import type { Tx } from "../../db/connection";
+import { dialectOf, rows as rowsOf } from "../../db/query";
 import type { Ctx } from "../../platform/context";
 import { inProject } from "../projects/projects.api";
 import { invalidParameter, missing, unprocessable } from "../../core/errors";
 import { decodeCursor, encodeCursor, pageSize } from "../../core/paging";
-import { ASSET_DOMAIN } from "./assets.search";
+import { assetDomain } from "./assets.search";
 import { type Asset } from "./assets.forms";
 import { listChildren, listingPage } from "./assets.listings.service";
 import { ancestorGids, assetDictionary, assetsByGids, assetsByIds, findAsset } from "./assets.lookups.service";
@@ -93,7 +95,7 @@ function cell(a: Asset, column: string): unknown {
 }
 
 async function worksheet(tx: Tx, projectGid: string, root: Asset, input: WorksheetInput) {
-  const db = sqliteOf(tx);
+  const d = dialectOf(tx);
   let parent: string = root.gid;
   if (input.parent !== undefined && input.parent !== null && input.parent !== "") {
     if (typeof input.parent !== "string") throw invalidParameter("parent", { expected: "a folder gid or null" });
@@ -103,30 +105,32 @@ async function worksheet(tx: Tx, projectGid: string, root: Asset, input: Workshe
     parent = p.gid;
   }
   const recursive = input.recursive === true;
-  const order = "CASE type WHEN 'folder' THEN 0 ELSE 1 END, name COLLATE NOCASE, id";
+  // Folders first, then by name ignoring case, then creation (as listings).
+  const order = (a: string) =>
+    sql`CASE ${sql.raw(a)}type WHEN 'folder' THEN 0 ELSE 1 END, ${d.caseless(sql.raw(`${a}name`))}, ${sql.raw(a)}id`;
   let ids: number[];
   if (recursive) {
-    const start = "parent = ?";
     ids = (
-      (await db
-        .query(
-          `WITH RECURSIVE d(id, gid) AS (
-             SELECT id, gid FROM assets WHERE project_gid = ? AND ${start} AND status = 'active'
-             UNION ALL SELECT a.id, a.gid FROM assets a JOIN d ON a.parent = d.gid WHERE a.project_gid = ? AND a.status = 'active'
-           ) SELECT a.id FROM assets a JOIN d ON d.id = a.id ORDER BY ${order.replace(/\b(type|name|id)\b/g, "a.$1")}`,
-        )
-        .all(projectGid, parent, projectGid)) as { id: number }[]
+      await rowsOf<{ id: number }>(
+        tx,
+        sql`WITH RECURSIVE d(id, gid) AS (
+             SELECT id, gid FROM assets WHERE project_gid = ${projectGid} AND parent = ${parent} AND status = 'active'
+             UNION ALL SELECT a.id, a.gid FROM assets a JOIN d ON a.parent = d.gid WHERE a.project_gid = ${projectGid} AND a.status = 'active'
+           ) SELECT a.id FROM assets a JOIN d ON d.id = a.id ORDER BY ${order("a.")}`,
+      )
     ).map((r) => r.id);
   } else {
     ids = (
-      (await db
-        .query(`SELECT id FROM assets WHERE project_gid = ? AND parent = ? AND status = 'active' ORDER BY ${order}`)
-        .all(projectGid, parent)) as { id: number }[]
+      await rowsOf<{ id: number }>(
+        tx,
+        sql`SELECT id FROM assets WHERE project_gid = ${projectGid} AND parent = ${parent} AND status = 'active' ORDER BY ${order("")}`,
+      )
     ).map((r) => r.id);
   }
 
   let columns: string[];
   if (input.columns !== undefined && input.columns !== null) {
+    const domain = assetDomain(tx);
     if (
       !Array.isArray(input.columns) ||
       !input.columns.length ||
@@ -135,23 +139,20 @@ async function worksheet(tx: Tx, projectGid: string, root: Asset, input: Workshe
     )
       throw invalidParameter("columns", { expected: "an array of column names" });
     for (const c of input.columns as string[])
-      if (
-        c !== "gid" &&
-        !WORKSHEET_BASE_COLUMNS.includes(c) &&
-        !Object.hasOwn(assetFormKeys, c) &&
-        !ASSET_DOMAIN.field(c)
-      )
+      if (c !== "gid" && !WORKSHEET_BASE_COLUMNS.includes(c) && !Object.hasOwn(assetFormKeys, c) && !domain.field(c))
         throw invalidParameter("columns", { reason: `unknown column ${c}` });
     columns = ["gid", ...(input.columns as string[]).filter((c) => c !== "gid")];
   } else {
     const keys = new Set<string>();
     for (let i = 0; i < ids.length && keys.size < MAX_METADATA_COLUMNS; i += 500) {
       const chunk = ids.slice(i, i + 500);
-      for (const r of (await db
-        .query(
-          `SELECT DISTINCT j.key AS k FROM assets a, json_each(a.metadata) j WHERE a.id IN (${chunk.map(() => "?").join(",")})`,
-        )
-        .all(...chunk)) as { k: string }[])
+      for (const r of await rowsOf<{ k: string }>(
+        tx,
+        sql`SELECT DISTINCT j.key AS k FROM assets a, ${d.jsonEach(sql`a.metadata`, "j")} WHERE a.id IN (${sql.join(
+          chunk.map((id) => sql`${id}`),
+          sql`, `,
+        )})`,
+      ))
         keys.add(r.k);
     }
     columns = [

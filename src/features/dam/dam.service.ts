@@ -34,6 +34,7 @@ import {
 } from "./dam.transform";
 import { mutate } from "../../db/mutate";
 import type { DB } from "../../db/connection";
+import { param, sessionOf, textOf } from "../../db/query";
 import { assetLookups, assetVersionsOf, setPublication, type Asset, imageFacts } from "../assets/assets.api";
 import { damTransforms } from "./dam.table";
 import { badRequest, unprocessable } from "../../core/errors";
@@ -96,15 +97,17 @@ function prepareQueries(db: DB) {
       .from(damTransforms)
       .where(and(eq(damTransforms.projectGid, p("project")), eq(damTransforms.file, p("file"))))
       .prepare(),
-    /** The row of a made media file, inserted or taken over (one statement, prepared once). */
-    record: db.$client.prepare(
-      `INSERT INTO dam_transforms (project_gid, file, asset_gid, source, width, height, size, options, updated_on)
-       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
-       ON CONFLICT (project_gid, file) DO UPDATE SET asset_gid = excluded.asset_gid, source = excluded.source, width = excluded.width,
-         height = excluded.height, size = excluded.size, options = excluded.options, updated_on = excluded.updated_on`,
-    ),
   };
 }
+
+/** The row of a made media file, inserted or taken over (one statement, its text made once per database). */
+const RECORD_TRANSFORM = textOf(
+  (d) =>
+    sql`INSERT INTO dam_transforms (project_gid, file, asset_gid, source, width, height, size, options, updated_on) VALUES (${sql.join(
+      Array.from({ length: 9 }, () => param),
+      sql`, `,
+    )})${d.onConflict(["project_gid", "file"], ["asset_gid", "source", "width", "height", "size", "options", "updated_on"])}`,
+);
 function queries(db: DB) {
   let q = prepared.get(db);
   if (!q) prepared.set(db, (q = prepareQueries(db)));
@@ -452,19 +455,21 @@ async function recordTransform(
   const kept = await mutate(
     ctx.db,
     undefined,
-    async () => {
+    async (tx) => {
       if (!(await q.asset.get({ gid: row.assetGid }))) return false;
-      await q.record.run(
-        row.projectGid,
-        row.file,
-        row.assetGid,
-        row.source,
-        row.width,
-        row.height,
-        row.size,
-        JSON.stringify(row.options),
-        now(),
-      );
+      await sessionOf(tx)
+        .query(RECORD_TRANSFORM(tx))
+        .run(
+          row.projectGid,
+          row.file,
+          row.assetGid,
+          row.source,
+          row.width,
+          row.height,
+          row.size,
+          JSON.stringify(row.options),
+          now(),
+        );
       return true;
     },
     { durable: false },
