@@ -6,6 +6,7 @@
 import { sql, type SQL } from "drizzle-orm";
 import { PgDialect } from "drizzle-orm/pg-core";
 import { SQLiteSyncDialect } from "drizzle-orm/sqlite-core";
+import type { Dialect } from "../db/dialect";
 
 /**
  * The search filter language shared by assets, records and schema search, bulk selections and
@@ -413,12 +414,21 @@ export type FilterSqlOptions = {
   language?: string;
   /** Now, in seconds since 1970 (default the clock). */
   now?: number;
-  /** The SQL to make: SQLite's (default) or PostgreSQL's. */
+  /**
+   * The SQL to make: SQLite's (default) or PostgreSQL's. Searches pass the name of the dialect of
+   * the database they run on (`dialectOf(tx).name`, src/db/query.ts).
+   */
   dialect?: FilterDialect;
 };
 
-/** Which database a filter compiles for. */
-export type FilterDialect = "sqlite" | "postgres";
+/**
+ * Which database a filter compiles for: a dialect's name (src/db/dialect.ts). The filter language
+ * spells each target itself (the sections "SQL" and "PostgreSQL" of this file) rather than through
+ * the dialect's helpers: its SQLite text is pinned byte for byte by a fixture
+ * (test/db/pg/filter.test.ts), and its PostgreSQL text reads jsonb by the operand's type, which no
+ * general helper does.
+ */
+export type FilterDialect = Dialect["name"];
 
 type Op = {
   operand: (v: unknown, spec: FieldSpec, fail: (r: string) => never, op: string) => unknown;
