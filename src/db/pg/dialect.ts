@@ -33,6 +33,10 @@ const path = (p: JsonPath) => sql.raw(pgPath(p));
  */
 const jdoc = (doc: SQL) => sql`((${doc})::text::jsonb)`;
 
+/** SQLite's JSON type name of a jsonb value (`text`, `integer`, `real`, `true`, `false`, `null`, `object`, `array`). */
+const typeName = (v: SQL) =>
+  sql`(CASE jsonb_typeof(${v}) WHEN 'string' THEN 'text' WHEN 'boolean' THEN (${v})::text WHEN 'number' THEN (CASE WHEN (${v})::text ~ '^-?[0-9]+$' THEN 'integer' ELSE 'real' END) ELSE jsonb_typeof(${v}) END)`;
+
 /** The text of a jsonb value as SQLite's json_each/json_extract give it: a scalar's text, else the JSON. */
 const scalarText = (v: SQL) =>
   sql`(CASE WHEN jsonb_typeof(${v}) IN ('object', 'array') THEN (${v})::text ELSE (${v}) #>> '{}' END)`;
@@ -44,14 +48,13 @@ export const pgDialect: Dialect = {
   jsonAt: (doc, p) => sql`(${jdoc(doc)} #> ${path(p)})`,
   // SQLite's type names, from jsonb_typeof's.
   jsonType: (doc, p = []) => {
-    const v = p.length ? sql`(${jdoc(doc)} #> ${path(p)})` : jdoc(doc);
-    return sql`(CASE jsonb_typeof(${v}) WHEN 'string' THEN 'text' WHEN 'boolean' THEN (${v})::text WHEN 'number' THEN (CASE WHEN (${v})::text ~ '^-?[0-9]+$' THEN 'integer' ELSE 'real' END) ELSE jsonb_typeof(${v}) END)`;
+    return typeName(p.length ? sql`(${jdoc(doc)} #> ${path(p)})` : jdoc(doc));
   },
   // The members of an array (key: the index) or an object (key: the name), as text: `value` is a
-  // scalar's text or a container's JSON, as json_each's is on SQLite.
-  // The document is named once (a bound one is one parameter): `s.d` in the two branches.
+  // scalar's text or a container's JSON, as json_each's is on SQLite; `type` its JSON type name
+  // (json_each's `type`, read by jsonMemberType). The document is named once (a bound one is one parameter): `s.d` in the two branches.
   jsonEach: (doc, alias) =>
-    sql`LATERAL (SELECT x.key, x.value FROM (SELECT ${jdoc(doc)} AS d) AS s, LATERAL (SELECT (e.n - 1)::text AS key, ${scalarText(sql`e.v`)} AS value FROM jsonb_array_elements(CASE WHEN jsonb_typeof(s.d) = 'array' THEN s.d END) WITH ORDINALITY AS e(v, n) UNION ALL SELECT o.k AS key, ${scalarText(sql`o.v`)} AS value FROM jsonb_each(CASE WHEN jsonb_typeof(s.d) = 'object' THEN s.d END) AS o(k, v)) AS x) AS ${ident(alias)}`,
+    sql`LATERAL (SELECT x.key, x.value, x.type FROM (SELECT ${jdoc(doc)} AS d) AS s, LATERAL (SELECT (e.n - 1)::text AS key, ${scalarText(sql`e.v`)} AS value, ${typeName(sql`e.v`)} AS type FROM jsonb_array_elements(CASE WHEN jsonb_typeof(s.d) = 'array' THEN s.d END) WITH ORDINALITY AS e(v, n) UNION ALL SELECT o.k AS key, ${scalarText(sql`o.v`)} AS value, ${typeName(sql`o.v`)} AS type FROM jsonb_each(CASE WHEN jsonb_typeof(s.d) = 'object' THEN s.d END) AS o(k, v)) AS x) AS ${ident(alias)}`,
   // Compared as text: 1 and '1' are the same member here (SQLite tells them apart).
   jsonArrayHas: (doc, value) =>
     sql`EXISTS (SELECT 1 FROM (SELECT ${jdoc(doc)} AS d) AS s, jsonb_array_elements_text(CASE WHEN jsonb_typeof(s.d) = 'array' THEN s.d END) AS je(v) WHERE je.v = (${value})::text)`,
@@ -96,6 +99,10 @@ export const pgDialect: Dialect = {
     sql`SELECT m.value${sql.raw(kind === "integer" ? "::bigint" : "")} AS value FROM jsonb_array_elements_text(${jdoc(doc)}) AS m(value)`,
   // Bun's SQL has parsed jsonb already (a JSON string is a JavaScript string).
   readJson: (value) => value ?? null,
+  // Search and assets (records.search, assets.*, dam):
+  jsonArrayLength: (doc) =>
+    sql`(CASE WHEN (${doc}) IS NULL THEN NULL WHEN jsonb_typeof(${jdoc(doc)}) = 'array' THEN jsonb_array_length(${jdoc(doc)}) ELSE 0 END)`,
+  jsonMemberType: (alias) => sql`${ident(alias)}.type`,
 };
 
 const text = new PgDialect();

@@ -157,4 +157,22 @@ describe.skipIf(!pgAvailable)("the PostgreSQL dialect helpers", () => {
     ]);
     expect(await rows(sql`SELECT jsonb_typeof(${d.jsonFromText(sql`${'{"a":1}'}`)}) AS t`)).toEqual([{ t: "object" }]);
   });
+
+  // Search and assets (records.search, assets.*, dam):
+  test("jsonArrayLength and jsonMemberType answer as on SQLite", async () => {
+    expect(
+      await rows(
+        sql`SELECT ${d.jsonArrayLength(d.jsonAt(body, ["tags"]))} AS n, ${d.jsonArrayLength(d.jsonAt(body, ["a"]))} AS o, ${d.jsonArrayLength(d.jsonAt(body, ["none"]))} AS x FROM docs WHERE id = 1`,
+      ),
+    ).toEqual([{ n: 2, o: 0, x: null }]);
+    expect(
+      await rows(
+        sql`SELECT m.key AS k, ${d.jsonMemberType("m")} AS t FROM docs, ${d.jsonEach(sql`docs.body`, "m")} WHERE docs.id = 1 ORDER BY m.key`,
+      ),
+    ).toEqual([
+      { k: "a", t: "object" },
+      { k: "odd key", t: "integer" },
+      { k: "tags", t: "array" },
+    ]);
+  });
 });
