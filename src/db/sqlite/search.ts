@@ -6,7 +6,6 @@
 // assets.search.ts) choose by the dialect and hold no FTS5 syntax, MATCH, bm25 or rowid themselves.
 import { sql, type SQL } from "drizzle-orm";
 import { parseTerms } from "../../core/filter";
-import { sqliteDialect as d } from "./dialect";
 
 // ---------------------------------------------------------------------------------------------
 // Records
@@ -82,25 +81,30 @@ export function recordMatchesSqlite(
   const fts = recordFtsQuery(q);
   if (!fts) return undefined;
   const slot = layout.slotOf(language);
-  const bits = sql.raw(String(Math.trunc(layout.slotBits)));
-  const mask = sql.raw(String(2 ** Math.trunc(layout.slotBits) - 1));
-  // The rowid read as its record (no lookup) and tested for the language's slot or the shared one.
-  const recordOf = (rowid: SQL) => sql`(${rowid} >> ${bits})`;
-  const inLanguage = (rowid: SQL) => sql`(${rowid} & ${mask}) IN (${slot}, 0)`;
+  const bits = Math.trunc(layout.slotBits);
+  // The rowid read as its record (no lookup) and tested for the language's slot (bound) or the
+  // shared one. The statement's fixed text is written as plain strings, its values bound: it is
+  // built per request, and each fragment costs drizzle a step when it turns it into text.
+  const recordOf = (rowid: string) => `(${rowid} >> ${bits})`;
+  const inLanguage = (rowid: string) => `(${rowid} & ${2 ** bits - 1}) IN (`;
+  const holdingHead = sql.raw(`SELECT ${recordOf("rowid")} FROM records_fts WHERE records_fts MATCH `);
+  const holdingTail = sql.raw(` AND ${inLanguage("rowid")}`);
   /** The records (any project) holding a term in their document of the language or the shared one. */
-  const holding = (term: string) =>
-    sql`SELECT ${recordOf(sql`rowid`)} FROM records_fts WHERE ${d.textMatch("records_fts", sql`${term}`)} AND ${inLanguage(sql`rowid`)}`;
+  const holding = (term: string) => sql`${holdingHead}${term}${holdingTail}${slot}, 0)`;
   let ctes = sql``;
   let candidates = sql``;
   if (fts.required.length) {
-    ctes = sql`c(rid) AS MATERIALIZED (${sql.join(fts.required.map(holding), sql` INTERSECT `)}), `;
-    candidates = sql` AND ${recordOf(sql`f.rowid`)} IN c`;
+    ctes = sql`c(rid) AS MATERIALIZED (${sql.join(fts.required.map(holding), sql.raw(" INTERSECT "))}), `;
+    candidates = sql.raw(` AND ${recordOf("f.rowid")} IN c`);
   }
-  const scored = sql`SELECT ${recordOf(sql`f.rowid`)} AS rid, r.gid AS gid, ${d.textRank("records_fts", 10)} AS score FROM records_fts f CROSS JOIN records r ON r.id = ${recordOf(sql`f.rowid`)} WHERE ${d.textMatch("records_fts", sql`${fts.scored}`)} AND ${inLanguage(sql`f.rowid`)}${candidates} AND ${where}`;
+  const scoredHead = sql.raw(
+    `SELECT ${recordOf("f.rowid")} AS rid, r.gid AS gid, bm25(records_fts, 0, 0, 10, 1) AS score FROM records_fts f CROSS JOIN records r ON r.id = ${recordOf("f.rowid")} WHERE records_fts MATCH `,
+  );
+  const scored = sql`${scoredHead}${fts.scored}${sql.raw(` AND ${inLanguage("f.rowid")}`)}${slot}, 0)${candidates} AND ${where}`;
   const having = fts.excluded.length
     ? sql` HAVING ${sql.join(
         fts.excluded.map((x) => sql`rid NOT IN (${holding(x)})`),
-        sql` AND `,
+        sql.raw(" AND "),
       )}`
     : sql``;
   return {

@@ -18,6 +18,7 @@ import {
   validationField,
   type CustomOperator,
   type FieldSpec,
+  type FilterDomain,
   type FilterNode,
 } from "../../core/filter";
 import { LIST_TYPES, type FieldType, rowsOf, snapshotValue } from "../schema/schema.api";
@@ -43,7 +44,7 @@ const INDEX_LAYOUT: RecordIndexLayout = { slotOf: searchSlot, slotBits: SEARCH_S
  * The filter fields of records (built per request: field names depend on the schema, paths on the
  * language). Saved record queries are checked against it too (src/features/queries/queries.search.ts).
  */
-export async function recordsDomain(tx: Tx, projectGid: string, language: string) {
+export async function recordsDomain(tx: Tx, projectGid: string, language: string): Promise<FilterDomain> {
   const view = { tx, projectGid };
   const d = dialectOf(tx);
   const fields = (await rowsOf(view.tx, "field", view.projectGid)).filter((r) => !r.original && !r.isNew);
@@ -132,20 +133,24 @@ export async function recordsDomain(tx: Tx, projectGid: string, language: string
     ["updated_on", { type: "time", sql: sql`r.updated_on` }],
   ];
   const builtNames = new Set(builtIn.map(([n]) => n));
-  const own: [string, FieldSpec][] = fields.filter((f) => !builtNames.has(f.name)).map((f) => [f.name, fieldSpec(f)]);
   // Every field also as `fields.<name>` (for a field named like a built-in property).
-  return makeDomain(
-    [...builtIn, ...own],
+  const builtInDomain = makeDomain(builtIn, [
     [
-      [
-        "fields",
-        (name) => {
-          const f = byName.get(name);
-          return f ? fieldSpec(f) : undefined;
-        },
-      ],
+      "fields",
+      (name) => {
+        const f = byName.get(name);
+        return f ? fieldSpec(f) : undefined;
+      },
     ],
-  );
+  ]);
+  // A field's own spec is made when a filter names it: a project has many fields, a filter few.
+  return {
+    field(name) {
+      const f = builtNames.has(name) ? undefined : byName.get(name);
+      return f ? fieldSpec(f) : builtInDomain.field(name);
+    },
+    names: () => [...new Set([...builtNames, ...fields.map((f) => f.name)])].concat("fields.<key>"),
+  };
 }
 
 type BuiltSearch = { empty: true } | { empty: false; where: SQL; matches?: RecordMatches };
