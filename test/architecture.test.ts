@@ -579,6 +579,7 @@ const MODULE_STATE = new Map<string, string>([
     "features/records/values.service.ts: DEF_CACHE",
     "definitions per project with their schema stamp; SHARED-DB: keyed by project only, valid while the stamp (this process's counts) holds",
   ],
+  ["features/assets/assets.search.ts: domains", "per dialect: the asset filter domain, made once"],
   ["features/assets/assets.lookups.service.ts: preparedLookups", "per connection: prepared statements"],
   [
     "features/dam/dam.service.ts: sourceFetches",

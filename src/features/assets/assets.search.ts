@@ -180,9 +180,15 @@ function makeAssetDomain(d: Dialect): FilterDomain {
   );
 }
 
-/** The properties an asset filter may name, for the database `tx` runs on (a few fragments, made per search). */
+/** The asset filter domain of each dialect, made once (about 10 µs a search otherwise). */
+const domains = new WeakMap<Dialect, FilterDomain>();
+
+/** The properties an asset filter may name, for the database `tx` runs on. */
 export function assetDomain(tx: Tx): FilterDomain {
-  return makeAssetDomain(dialectOf(tx));
+  const d = dialectOf(tx);
+  let domain = domains.get(d);
+  if (!domain) domains.set(d, (domain = makeAssetDomain(d)));
+  return domain;
 }
 
 const invalid = (what: string, info: Record<string, unknown> = {}) => invalidParameter(what, { ...info });
