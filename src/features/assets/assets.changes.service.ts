@@ -408,7 +408,7 @@ export async function assetsLanguageChanged(
 ): Promise<number> {
   const d = dialectOf(tx);
   const lang = language.replace(/["\\]/g, "");
-  const rows = await rowsOf<{ id: number; gid: string; title: string; description: string; metadata: string }>(
+  const rows = await rowsOf<{ id: number; gid: string; title: unknown; description: unknown; metadata: unknown }>(
     tx,
     sql`SELECT id, gid, title, description, metadata FROM assets WHERE project_gid = ${projectGid}
          AND (${d.jsonType(sql`title`, [lang])} IS NOT NULL OR ${d.jsonType(sql`description`, [lang])} IS NOT NULL
@@ -421,9 +421,9 @@ export async function assetsLanguageChanged(
   for (const r of rows) {
     log.project(projectGid, "UPDATE", "assets", r.gid);
     if (!drop) continue;
-    const title = JSON.parse(r.title) as Record<string, unknown>;
-    const description = JSON.parse(r.description) as Record<string, unknown>;
-    const metadata = JSON.parse(r.metadata) as Record<string, unknown>;
+    const title = d.readJson(r.title) as Record<string, unknown>;
+    const description = d.readJson(r.description) as Record<string, unknown>;
+    const metadata = d.readJson(r.metadata) as Record<string, unknown>;
     for (const m of [title, description])
       if (Object.hasOwn(m, language)) {
         delete m[language];

@@ -28,6 +28,7 @@ import { assetMatches } from "../../db/search";
 import type { Ctx } from "../../platform/context";
 import { inProject } from "../projects/projects.api";
 import { metadataFields, type Asset } from "./assets.forms";
+import type { AssetMetadata } from "./assets.table";
 import { assetDictionary, assetsByIds } from "./assets.lookups.service";
 import { ensureRoot } from "./assets.tree.service";
 
@@ -361,6 +362,7 @@ export async function autocomplete(
   size: number,
 ): Promise<string[]> {
   const session = sessionOf(tx);
+  const d = dialectOf(tx);
   const pattern = likePrefix(fieldq);
   switch (field) {
     case "name":
@@ -371,9 +373,9 @@ export async function autocomplete(
       );
     default: {
       const names = new Set<string>();
-      for (const r of await session.query<{ metadata: string }>(METADATA_OF_LIVE).all(projectGid)) {
+      for (const r of await session.query<{ metadata: unknown }>(METADATA_OF_LIVE).all(projectGid)) {
         try {
-          for (const k of Object.keys(metadataFields(JSON.parse(r.metadata)))) names.add(k);
+          for (const k of Object.keys(metadataFields(d.readJson(r.metadata) as AssetMetadata))) names.add(k);
         } catch {
           // A row whose metadata is not JSON has nothing to offer.
         }
