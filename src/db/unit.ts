@@ -386,7 +386,12 @@ type ReadFrame = Extract<Frame, { kind: "read" }>;
  * cost. The body's promise is chained once; the commit is awaited only when it has not settled.
  */
 function outermostRead<S extends Session, T>(port: DatabasePort<S>, fn: (session: S) => T | Promise<T>): Promise<T> {
-  const txn = port.tryBeginRead?.();
+  let txn: Transaction<S> | undefined;
+  try {
+    txn = port.tryBeginRead?.();
+  } catch (err) {
+    return Promise.reject(err);
+  }
   if (txn) return readIn(port, txn, fn);
   return port.beginRead().then((t) => readIn(port, t, fn));
 }
@@ -405,6 +410,8 @@ function readIn<S extends Session, T>(
   } catch (err) {
     return readFailed(txn, frame, watch, err);
   }
+  // A body whose answer was ready at once (kept facts) commits now, without a hop.
+  if (body instanceof Promise && Bun.peek.status(body) === "fulfilled") body = Bun.peek(body) as T;
   if (!isThenable(body)) {
     try {
       return Promise.resolve(readDone(txn, frame, watch, body));

@@ -193,8 +193,7 @@ export function operationServeRoutes(
   };
   for (const op of ops) {
     const body = (req: OperationRequest) => jsonBody(req, req.headers.get("content-type") ?? undefined, jsonMax);
-    const run = async (actor: Actor, project: string, raw: unknown) =>
-      await op.run(ctx, actor, project, checkedBody(op, raw));
+    const run = (actor: Actor, project: string, raw: unknown) => op.run(ctx, actor, project, checkedBody(op, raw));
     routes.set(`POST ${op.path}`, {
       template: `/api/p/:project/${op.path}`,
       serve: async (req) => {
@@ -205,10 +204,11 @@ export function operationServeRoutes(
     });
   }
   for (const r of reads) {
-    const run = async (actor: Actor, project: string) => await r.run(ctx, actor, project);
+    // Promises handed on without `async` frames (answerOf awaits inside its try).
+    const run = (actor: Actor, project: string) => r.run(ctx, actor, project);
     routes.set(`GET ${r.path}`, {
       template: `/api/p/:project/${r.path}`,
-      serve: async (req) => await answerOf(req, undefined, run),
+      serve: (req) => answerOf(req, undefined, run),
     });
   }
   return routes;
