@@ -201,8 +201,8 @@ export async function userAudience(tx: Tx, userGid: string): Promise<string[]> {
  * co-member of a project where the viewer is active (the target's membership in any state but
  * declined).
  */
-export async function canSeeUser(tx: Tx, viewer: Actor, targetGid: string): Promise<boolean> {
-  return await mayViewUser(viewer, targetGid, async () => {
+export function canSeeUser(tx: Tx, viewer: Actor, targetGid: string): Promise<boolean> {
+  return mayViewUser(viewer, targetGid, async () => {
     const mine = await activeProjectGids(tx, viewer.userGid);
     if (!mine.length) return false;
     return !!(await tx
