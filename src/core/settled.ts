@@ -16,3 +16,12 @@ export function thenNow<T, U>(v: T | Promise<T>, f: (value: T) => U): U | Promis
   if (Bun.peek.status(v) === "fulfilled") return f(Bun.peek(v) as T);
   return v.then(f) as Promise<Awaited<U>>;
 }
+
+/**
+ * `v`'s value when it is a value or a promise already fulfilled, else `v` itself (a promise still
+ * to await): `const r = ready(x); const value = r instanceof Promise ? await r : r;` skips the hop
+ * of an `await` when there is nothing to wait for.
+ */
+export function ready<T>(v: T | Promise<T>): T | Promise<T> {
+  return v instanceof Promise && Bun.peek.status(v) === "fulfilled" ? (Bun.peek(v) as T) : v;
+}

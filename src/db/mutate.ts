@@ -259,6 +259,23 @@ function factsOfRead(db: DB, session: object): Facts {
   return g;
 }
 
+/**
+ * The values `untilChanged` (`large`: `largeUntilChanged`) keeps under `keys`, when every one is
+ * kept and they can be handed out now without a unit (the caller runs in none, and none holds the
+ * connection: the same rule as `kept`'s, with the stamps checked once for all of them); else
+ * undefined. For answers made only of kept facts: they need no read unit (its BEGIN and COMMIT
+ * cost more than the rest of such a request).
+ */
+export function keptNow(db: DB, keys: readonly (readonly [key: string, large: boolean])[]): unknown[] | undefined {
+  // Nothing is kept on PostgreSQL yet (see `kept`).
+  if (portOf(db).kind !== "sqlite") return undefined;
+  const port = sqlitePort(db);
+  if (port.writing || openPartOf(port)) return undefined;
+  const f = unchangedFacts(db);
+  for (const [key, large] of keys) if (!has(f, key, large)) return undefined;
+  return keys.map(([key, large]) => lookup(f, key, large));
+}
+
 function has(f: Facts, key: string, large: boolean): boolean {
   return large ? f.large.has(key) : f.values.has(key);
 }

@@ -11,6 +11,7 @@ import type { CallerRule } from "../core/access";
 import { actorOf, type Actor } from "../core/actor";
 import { answerJson, hasJsonText, type Answer } from "../core/answer";
 import { ApiError, badRequest, missing } from "../core/errors";
+import { ready } from "../core/settled";
 import type { Ctx, ProjectOperation, ProjectRead } from "../platform/context";
 import { admitCaller, authMacro, requestCaller } from "./auth";
 import { answer, encodedAnswer, JSON_TYPE } from "./envelope";
@@ -174,14 +175,19 @@ export function operationServeRoutes(
     let authorization: string | undefined;
     try {
       const header = req.headers.get("authorization");
-      const limited = await arrivalLimit(ctx, limiter, req, header);
+      // Each step awaited only when it has to wait (src/core/settled.ts): with the caller's facts
+      // and a read's answer kept, a request never does.
+      const limit = ready(arrivalLimit(ctx, limiter, req, header));
+      const limited = limit instanceof Promise ? await limit : limit;
       if (limited) return limited;
       const raw = input ? await input(req) : undefined;
-      const caller = await requestCaller(ctx, req, header ?? undefined);
+      const looked = ready(requestCaller(ctx, req, header ?? undefined));
+      const caller = looked instanceof Promise ? await looked : looked;
       authorization = `Bearer ${caller.token}`;
       const actor = actorOf(caller.user);
       admitCaller(req, actor, callers, raw);
-      const out = await run(actor, req.params.project ?? "", raw);
+      const answered = ready(run(actor, req.params.project ?? "", raw));
+      const out = answered instanceof Promise ? await answered : answered;
       return new Response(answerText(out), {
         headers: { "content-type": JSON_TYPE, authorization, "x-request-id": requestId(req) },
       });

@@ -5,7 +5,7 @@ import { largeUntilChanged, mutate, readOnly, untilChanged } from "../../db/muta
 import { userOfKey } from "../apikeys/apikeys.api";
 import {
   mayAccessProject,
-  readProject,
+  readProjectKept,
   getProject,
   projectsOwnedBy,
   membershipFull,
@@ -246,10 +246,11 @@ export async function apiKeyLogIn(ctx: Ctx, projectGid: string, input: { api_key
  * its JSON is encoded once. The access check still runs on every request, before the payload.
  */
 export function projectInitOf(ctx: Ctx, actor: Actor, projectGid: string): Promise<Answer> {
-  // Promises handed on without `async`/`await` frames: with the payload kept, this is the whole
-  // request, and each frame showed in its cost.
-  return readProject(ctx, actor, projectGid, "member", ({ tx }) =>
-    largeUntilChanged(ctx.db, `init ${actor.userGid} ${projectGid}`, async () =>
+  // With the payload and the caller's facts kept, no read unit at all (readProjectKept); and no
+  // `async`/`await` frames: this is then the whole request, and each showed in its cost.
+  const key = `init ${actor.userGid} ${projectGid}`;
+  return readProjectKept(ctx, actor, projectGid, "member", key, ({ tx }) =>
+    largeUntilChanged(ctx.db, key, async () =>
       lastingAnswer(await projectInit(ctx, tx, actor.userGid, projectGid, true)),
     ),
   );
