@@ -40,12 +40,9 @@ export function projectRefusal(need: ProjectNeed) {
 }
 
 /** Self-or-co-member: `sharesProject` says whether the target is in a project where the viewer is active. */
-export async function mayViewUser(
-  viewer: Actor,
-  targetGid: string,
-  sharesProject: () => Promise<boolean>,
-): Promise<boolean> {
-  return viewer.userGid === targetGid || (await sharesProject());
+export function mayViewUser(viewer: Actor, targetGid: string, sharesProject: () => Promise<boolean>): Promise<boolean> {
+  // Not `async`: oneself needs no read, and `users/get` of oneself is the cheapest request.
+  return viewer.userGid === targetGid ? Promise.resolve(true) : sharesProject();
 }
 
 /** Account endpoints are for people; API users are managed by their project's owner. */

@@ -183,7 +183,7 @@ type OpenUnit = {
 /** What the asynchronous context knows: the unit (or read) it runs in, and at which part. */
 type Frame =
   | { kind: "write"; unit: OpenUnit; depth: number }
-  | { kind: "read"; port: DatabasePort<any>; session: Session; closed: boolean };
+  | { kind: "read"; port: DatabasePort<any>; session: Session; closed: boolean; yielded: boolean };
 
 const context = new AsyncLocalStorage<Frame>();
 
@@ -376,37 +376,113 @@ export function readUnit<S extends Session, T>(port: DatabasePort<S>, fn: (sessi
   return outermostRead(port, fn);
 }
 
-async function outermostRead<S extends Session, T>(
+/** A read unit's frame: `yielded` is set by the yield guard's timer. */
+type ReadFrame = Extract<Frame, { kind: "read" }>;
+
+/**
+ * An outermost read unit. Written without `async`/`await`: most reads find the connection free
+ * (`tryBeginRead`) and end with a commit that settles at once, and the cheapest requests run
+ * little more than such a read, so every promise hop and function frame here showed in their
+ * cost. The body's promise is chained once; the commit is awaited only when it has not settled.
+ */
+function outermostRead<S extends Session, T>(port: DatabasePort<S>, fn: (session: S) => T | Promise<T>): Promise<T> {
+  let txn: Transaction<S> | undefined;
+  try {
+    txn = port.tryBeginRead?.();
+  } catch (err) {
+    return Promise.reject(err);
+  }
+  if (txn) return readIn(port, txn, fn);
+  return port.beginRead().then((t) => readIn(port, t, fn));
+}
+
+function readIn<S extends Session, T>(
   port: DatabasePort<S>,
+  txn: Transaction<S>,
   fn: (session: S) => T | Promise<T>,
 ): Promise<T> {
-  const txn = port.tryBeginRead?.() ?? (await port.beginRead());
-  const frame: Frame = { kind: "read", port, session: txn.session, closed: false };
+  const frame: ReadFrame = { kind: "read", port, session: txn.session, closed: false, yielded: false };
   hold(txn.session, frame);
-  let yielded = false;
-  const watch = guard && port.blocking ? setImmediate(() => (yielded = true)) : undefined;
-  let result: T;
+  const watch = guard && port.blocking ? setImmediate(() => (frame.yielded = true)) : undefined;
+  let body: T | Promise<T>;
   try {
-    result = await context.run(frame, () => fn(txn.session));
-    if (yielded) throw new UnitYieldedError();
-    frame.closed = true;
-    unhold(txn.session);
-    await txn.commit();
+    body = context.run(frame, fn, txn.session);
   } catch (err) {
-    frame.closed = true;
-    unhold(txn.session);
-    await txn.rollback();
-    throw err;
-  } finally {
-    if (watch) clearImmediate(watch);
+    return readFailed(txn, frame, watch, err);
   }
-  return result;
+  // A body whose answer was ready at once (kept facts) commits now, without a hop.
+  if (body instanceof Promise && Bun.peek.status(body) === "fulfilled") body = Bun.peek(body) as T;
+  if (!isThenable(body)) {
+    try {
+      return Promise.resolve(readDone(txn, frame, watch, body));
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+  return (body instanceof Promise ? body : Promise.resolve(body)).then(
+    (v) => readDone(txn, frame, watch, v),
+    (err: unknown) => readFailed(txn, frame, watch, err),
+  );
+}
+
+/** The body of a read ended with `v`: the read commits (or fails when the guard saw it wait). */
+function readDone<T>(
+  txn: Transaction<any>,
+  frame: ReadFrame,
+  watch: ReturnType<typeof setImmediate> | undefined,
+  v: T,
+): T | Promise<T> {
+  if (frame.yielded) return readFailed(txn, frame, watch, new UnitYieldedError());
+  if (watch) clearImmediate(watch);
+  frame.closed = true;
+  unhold(txn.session);
+  const committed = txn.commit();
+  // SQLite's commit has settled when it returns: hand `v` on without another hop.
+  if (Bun.peek.status(committed) === "fulfilled") return v;
+  return committed.then(
+    () => v,
+    (err: unknown) => txn.rollback().then(() => Promise.reject(err)),
+  );
+}
+
+/** The read failed with `err`: rolled back, and the read's promise rejects with `err`. */
+function readFailed(
+  txn: Transaction<any>,
+  frame: ReadFrame,
+  watch: ReturnType<typeof setImmediate> | undefined,
+  err: unknown,
+): Promise<never> {
+  if (watch) clearImmediate(watch);
+  frame.closed = true;
+  unhold(txn.session);
+  return txn.rollback().then(() => Promise.reject(err));
+}
+
+function isThenable<T>(v: T | PromiseLike<T>): v is PromiseLike<T> {
+  return (
+    v instanceof Promise ||
+    (typeof v === "object" && v !== null && typeof (v as { then?: unknown }).then === "function")
+  );
 }
 
 /** The write unit of `port` the caller runs in, if any. */
 function openUnit(port: DatabasePort<any>): OpenUnit | undefined {
   const frame = context.getStore();
   return frame?.kind === "write" && frame.unit.port === port && !frame.unit.closed ? frame.unit : undefined;
+}
+
+/** The caller's open part on a port (`openPartOf`): a write unit, or a read unit and its session. */
+export type OpenPart = { readonly kind: "write" } | { readonly kind: "read"; readonly session: Session };
+
+/**
+ * What the caller runs in on `port`, in one look at the asynchronous context: its open write unit,
+ * its open read unit (with the read's session, which is one object per read), or neither.
+ */
+export function openPartOf(port: DatabasePort<any>): OpenPart | undefined {
+  const f = context.getStore();
+  if (!f) return undefined;
+  if (f.kind === "write") return f.unit.port === port && !f.unit.closed ? f : undefined;
+  return f.port === port && !f.closed ? f : undefined;
 }
 
 /** Whether the caller runs inside a read unit of `port` (not a write unit). */

@@ -2,7 +2,8 @@ import { Elysia } from "elysia";
 import { admitsCaller, callerRefusal, type CallerRule } from "../core/access";
 import { actorOf, type Actor } from "../core/actor";
 import { forbidden, permissionDenied } from "../core/errors";
-import type { CallerAccount, Ctx } from "../platform/context";
+import type { CallerAccount, CallerMembership, Ctx } from "../platform/context";
+import { thenNow } from "../core/settled";
 import { bearerToken, type Claims } from "../platform/tokens";
 import { earlyLook } from "./membership-limit";
 import { authDetail } from "./openapi";
@@ -12,36 +13,38 @@ import { noteCaller } from "./requests";
 const PROJECT_PATH = /^[a-z][a-z0-9+.-]*:\/\/[^/]+\/(?:api|dam)\/p\/([^/?#]+)\//i;
 
 export type Caller = { user: CallerAccount; token: string };
+type Authenticated = Caller & { renewed: string | null };
 
 /**
  * Resolves the caller of a request from its JWT: signature (HS256 only), expiry, token version,
  * an active account, and for API users an active membership. Throws 401 otherwise.
  */
-export async function authenticate(
-  ctx: Ctx,
-  header: string | null | undefined,
-): Promise<Caller & { renewed: string | null }> {
+export async function authenticate(ctx: Ctx, header: string | null | undefined): Promise<Authenticated> {
   return await authenticateNow(ctx, header);
 }
 
 /**
- * `authenticate` without the promise; `verified` are the claims of this very header's token when
- * already checked, with its holder when that was read too (the request limit reads it on arrival).
+ * `authenticate` without the promise when the token holder is known or kept (most requests: the
+ * answer is then ready at once, src/core/settled.ts), and throwing rather than rejecting; `verified`
+ * are the claims of this very header's token when already checked, with its holder when that was
+ * read too (the request limit reads it on arrival).
  */
-async function authenticateNow(
+function authenticateNow(
   ctx: Ctx,
   header: string | null | undefined,
   verified?: { token: string; claims: Claims; holder?: CallerAccount | undefined },
-): Promise<Caller & { renewed: string | null }> {
+): Authenticated | Promise<Authenticated> {
   const token = bearerToken(header);
   if (!token) throw permissionDenied(header ? "invalid_token" : "invalid_request");
   const known = verified?.token === token ? verified : undefined;
   const claims = known ? known.claims : ctx.tokens.verify(token);
   if (!claims) throw permissionDenied();
-  const user = known && "holder" in known ? known.holder : await ctx.callers.holder(ctx.db, claims.sub, claims.tv);
-  if (!user) throw permissionDenied();
-  const renewed = ctx.tokens.needsRenewal(claims) ? ctx.tokens.sign(user.gid, user.tokenVersion) : null;
-  return { user, token: renewed ?? token, renewed };
+  const holder = known && "holder" in known ? known.holder : ctx.callers.holder(ctx.db, claims.sub, claims.tv);
+  return thenNow(holder, (user) => {
+    if (!user) throw permissionDenied();
+    const renewed = ctx.tokens.needsRenewal(claims) ? ctx.tokens.sign(user.gid, user.tokenVersion) : null;
+    return { user, token: renewed ?? token, renewed };
+  });
 }
 
 /**
@@ -67,21 +70,34 @@ const authPlugins = new WeakMap<Ctx, ReturnType<typeof buildAuthMacro>>();
  * (src/http/membership-limit.ts) may have verified the token and read the membership and the
  * token holder on arrival already: they are used rather than read twice. Names the caller for the
  * request's log line. Used by the auth macros and by the operations Bun's router serves
- * (src/http/operations.ts).
+ * (src/http/operations.ts). The answer is ready at once when the facts are kept or known (not a
+ * promise), and a refusal is then thrown: callers await it inside a try or a hook of the framework,
+ * where both are handled alike.
  */
-export async function requestCaller(
+export function requestCaller(
   ctx: Ctx,
   request: Request,
   header = request.headers.get("authorization") ?? undefined,
-): Promise<Caller & { renewed: string | null }> {
+): Authenticated | Promise<Authenticated> {
   const early = earlyLook(request);
-  const caller = await authenticateNow(ctx, header, early);
-  const project = PROJECT_PATH.exec(request.url)?.[1];
-  const membership = !project
-    ? undefined
-    : early?.project === project && early.claims.sub === caller.user.gid
-      ? early.membership
-      : await ctx.callers.membership(ctx.db, project, caller.user.gid);
+  return thenNow(authenticateNow(ctx, header, early), (caller) => {
+    const project = PROJECT_PATH.exec(request.url)?.[1];
+    if (!project) return admitted(request, caller, undefined, undefined);
+    if (early?.project === project && early.claims.sub === caller.user.gid)
+      return admitted(request, caller, project, early.membership);
+    return thenNow(ctx.callers.membership(ctx.db, project, caller.user.gid), (m) =>
+      admitted(request, caller, project, m),
+    );
+  });
+}
+
+/** `requestCaller`'s last step: the membership a project path needs, the owner mark, the log's caller. */
+function admitted(
+  request: Request,
+  caller: Authenticated,
+  project: string | undefined,
+  membership: CallerMembership | undefined,
+): Authenticated {
   if (project && membership?.status !== "active") throw forbidden("Not a member of the project");
   if (membership) owners.set(request, membership.roles.includes("owner"));
   noteCaller(request, caller.user.gid);
@@ -105,26 +121,27 @@ function buildAuthMacro(ctx: Ctx) {
   // without a valid JWT is a 401 whatever its body (not a 400 that tells strangers the schema);
   // `resolve` then hands the caller to the handler.
   const callers = new WeakMap<Request, Caller>();
-  const check = async (request: Request, header: string | undefined) => {
-    const caller = await requestCaller(ctx, request, header);
-    callers.set(request, { user: caller.user, token: caller.token });
-    return caller;
-  };
-  const callerOf = async (request: Request, header: string | undefined) =>
-    callers.get(request) ?? (await check(request, header));
+  // Not `async`: with the caller's facts kept (most requests) these answer at once. Elysia awaits
+  // the hooks below all the same (it reads `return f(` in their source as asynchronous).
+  const check = (request: Request, header: string | undefined) =>
+    thenNow(requestCaller(ctx, request, header), (caller) => {
+      callers.set(request, { user: caller.user, token: caller.token });
+      return caller;
+    });
+  const callerOf = (request: Request, header: string | undefined) => callers.get(request) ?? check(request, header);
   // The header is read from `request` rather than Elysia's parsed `headers`: Elysia decides from
   // each hook's source text whether to parse headers, and in the compiled executable it did not.
   const header = (request: Request) => request.headers.get("authorization") ?? undefined;
   return new Elysia({ name: "apis-auth" }).macro({
     auth: {
       detail: authDetail(true),
-      async transform({ request, set }) {
-        const caller = await check(request, header(request));
-        set.headers.authorization = `Bearer ${caller.token}`;
+      transform({ request, set }) {
+        return thenNow(check(request, header(request)), (caller) => {
+          set.headers.authorization = `Bearer ${caller.token}`;
+        });
       },
-      async resolve({ request }) {
-        const caller = await callerOf(request, header(request));
-        return { actor: actorOf(caller.user) as Actor };
+      resolve({ request }) {
+        return thenNow(callerOf(request, header(request)), (caller) => ({ actor: actorOf(caller.user) as Actor }));
       },
     },
     /**
@@ -134,20 +151,20 @@ function buildAuthMacro(ctx: Ctx) {
     callers: (rule: CallerRule | undefined) =>
       rule
         ? {
-            async transform({ request, body }: { request: Request; body: unknown }) {
-              const caller = await callerOf(request, header(request));
-              admitCaller(request, actorOf(caller.user), rule, body);
+            transform({ request, body }: { request: Request; body: unknown }) {
+              return thenNow(callerOf(request, header(request)), (caller) => {
+                admitCaller(request, actorOf(caller.user), rule, body);
+              });
             },
           }
         : {},
     authNoRenew: {
       detail: authDetail(false),
-      async transform({ request }) {
-        await check(request, header(request));
+      transform({ request }) {
+        return thenNow(check(request, header(request)), () => undefined);
       },
-      async resolve({ request }) {
-        const caller = await callerOf(request, header(request));
-        return { actor: actorOf(caller.user) as Actor };
+      resolve({ request }) {
+        return thenNow(callerOf(request, header(request)), (caller) => ({ actor: actorOf(caller.user) as Actor }));
       },
     },
   });

@@ -5,6 +5,7 @@ import { errorResponse } from "./envelope";
 import { limiterOf, tooManyRequests } from "./ratelimit";
 import { bearerToken } from "../platform/tokens";
 import { badRequest } from "../core/errors";
+import { thenNow } from "../core/settled";
 
 const PROJECT_PATH = /^[a-z][a-z0-9+.-]*:\/\/[^/]+\/api\/p\/([^/?#]+)\//i;
 
@@ -48,14 +49,16 @@ export function membershipRateLimits(ctx: Ctx) {
 
 /**
  * The request limit of one arriving request (membershipRateLimits; the operations Bun's router
- * serves call it first too): the enveloped 429 when its bucket is empty, else undefined.
+ * serves call it first too): the enveloped 429 when its bucket is empty, else undefined. Its
+ * answer is ready at once when the caller's facts are kept (most requests), and only then a
+ * promise: callers await it either way.
  */
-export async function arrivalLimit(
+export function arrivalLimit(
   ctx: Ctx,
   limiter: ReturnType<typeof limiterOf>,
   request: Request,
   header = request.headers.get("authorization"),
-): Promise<Response | undefined> {
+): Response | undefined | Promise<Response | undefined> {
   const match = PROJECT_PATH.exec(request.url);
   if (!match) return;
   const token = bearerToken(header);
@@ -63,11 +66,12 @@ export async function arrivalLimit(
   const claims = ctx.tokens.verify(token);
   if (!claims) return;
   const project = match[1]!;
-  const { membership, holder } = await ctx.callers.arrival(ctx.db, project, claims.sub, claims.tv);
-  looks.set(request, { token, claims, project, membership, holder });
-  const limit = ctx.callers.rateLimitOf(membership) ?? ctx.config.rateLimit;
-  const r = limiter.take(`rps:${claims.sub}:${project}`, limit, 1000);
-  if (!r.ok) return errorResponse(tooManyRequests(r.retryAfterSec));
+  return thenNow(ctx.callers.arrival(ctx.db, project, claims.sub, claims.tv), ({ membership, holder }) => {
+    looks.set(request, { token, claims, project, membership, holder });
+    const limit = ctx.callers.rateLimitOf(membership) ?? ctx.config.rateLimit;
+    const r = limiter.take(`rps:${claims.sub}:${project}`, limit, 1000);
+    return r.ok ? undefined : errorResponse(tooManyRequests(r.retryAfterSec));
+  });
 }
 
 /**

@@ -11,6 +11,7 @@ import type { CallerRule } from "../core/access";
 import { actorOf, type Actor } from "../core/actor";
 import { answerJson, hasJsonText, type Answer } from "../core/answer";
 import { ApiError, badRequest, missing } from "../core/errors";
+import { ready } from "../core/settled";
 import type { Ctx, ProjectOperation, ProjectRead } from "../platform/context";
 import { admitCaller, authMacro, requestCaller } from "./auth";
 import { answer, encodedAnswer, JSON_TYPE } from "./envelope";
@@ -174,14 +175,19 @@ export function operationServeRoutes(
     let authorization: string | undefined;
     try {
       const header = req.headers.get("authorization");
-      const limited = await arrivalLimit(ctx, limiter, req, header);
+      // Each step awaited only when it has to wait (src/core/settled.ts): with the caller's facts
+      // and a read's answer kept, a request never does.
+      const limit = ready(arrivalLimit(ctx, limiter, req, header));
+      const limited = limit instanceof Promise ? await limit : limit;
       if (limited) return limited;
       const raw = input ? await input(req) : undefined;
-      const caller = await requestCaller(ctx, req, header ?? undefined);
+      const looked = ready(requestCaller(ctx, req, header ?? undefined));
+      const caller = looked instanceof Promise ? await looked : looked;
       authorization = `Bearer ${caller.token}`;
       const actor = actorOf(caller.user);
       admitCaller(req, actor, callers, raw);
-      const out = await run(actor, req.params.project ?? "", raw);
+      const answered = ready(run(actor, req.params.project ?? "", raw));
+      const out = answered instanceof Promise ? await answered : answered;
       return new Response(answerText(out), {
         headers: { "content-type": JSON_TYPE, authorization, "x-request-id": requestId(req) },
       });
@@ -193,8 +199,7 @@ export function operationServeRoutes(
   };
   for (const op of ops) {
     const body = (req: OperationRequest) => jsonBody(req, req.headers.get("content-type") ?? undefined, jsonMax);
-    const run = async (actor: Actor, project: string, raw: unknown) =>
-      await op.run(ctx, actor, project, checkedBody(op, raw));
+    const run = (actor: Actor, project: string, raw: unknown) => op.run(ctx, actor, project, checkedBody(op, raw));
     routes.set(`POST ${op.path}`, {
       template: `/api/p/:project/${op.path}`,
       serve: async (req) => {
@@ -205,10 +210,11 @@ export function operationServeRoutes(
     });
   }
   for (const r of reads) {
-    const run = async (actor: Actor, project: string) => await r.run(ctx, actor, project);
+    // Promises handed on without `async` frames (answerOf awaits inside its try).
+    const run = (actor: Actor, project: string) => r.run(ctx, actor, project);
     routes.set(`GET ${r.path}`, {
       template: `/api/p/:project/${r.path}`,
-      serve: async (req) => await answerOf(req, undefined, run),
+      serve: (req) => answerOf(req, undefined, run),
     });
   }
   return routes;

@@ -3,7 +3,8 @@ import { allowsProject, mayViewUser, projectRefusal, type ProjectFacts, type Pro
 import type { Actor } from "../../core/actor";
 import { preparedOnce, type Tx } from "../../db/connection";
 import { sessionOf } from "../../db/query";
-import { inUnit, mutate, readOnly, unitMemo, untilChanged, type ChangeLog } from "../../db/mutate";
+import { inUnit, keptNow, mutate, readOnly, unitMemo, untilChanged, type ChangeLog } from "../../db/mutate";
+import { thenNow } from "../../core/settled";
 import type { Ctx } from "../../platform/context";
 import { memberships, projects, type ProjectRow } from "./projects.table";
 
@@ -125,24 +126,52 @@ async function ruleFacts(tx: Tx, actor: Actor, projectGid: string): Promise<Proj
  * service) it is `inProject` itself, so it joins that unit and sees its writes, as before.
  * `fn` must not write: a `mutate` inside it throws.
  */
-export async function readProject<T>(
+export function readProject<T>(
   ctx: Pick<Ctx, "db" | "hub">,
   actor: Actor,
   projectGid: string,
   need: ProjectNeed,
-  fn: (work: ProjectReading) => T,
+  fn: (work: ProjectReading) => T | Promise<T>,
 ): Promise<T> {
-  if (inUnit(ctx.db)) return await inProject(ctx, actor, projectGid, need, fn);
-  return await readOnly(ctx.db, async (tx) => {
-    const f = await untilChanged(
-      ctx.db,
-      `rules ${actor.userGid} ${projectGid}`,
-      async () => await ruleFacts(tx, actor, projectGid),
-    );
-    if (!allowsProject(actor, f, need)) throw projectRefusal(need);
-    return fn({ tx, isOwner: f.project!.owner === actor.userGid });
-  });
+  // Not `async`: the unit's promise is handed on as it is (the kept project init is little more
+  // than this read, and an extra frame and hop showed in its cost).
+  if (inUnit(ctx.db)) return inProject(ctx, actor, projectGid, need, fn) as Promise<T>;
+  return readOnly(ctx.db, (tx) =>
+    thenNow(
+      untilChanged(ctx.db, rulesKey(actor, projectGid), async () => await ruleFacts(tx, actor, projectGid)),
+      (f) => {
+        if (!allowsProject(actor, f, need)) throw projectRefusal(need);
+        return fn({ tx, isOwner: f.project!.owner === actor.userGid });
+      },
+    ),
+  ) as Promise<T>;
 }
+
+/**
+ * `readProject` for an answer kept by `largeUntilChanged(ctx.db, key, …)` (the project init):
+ * when the caller's rule facts and that answer are both kept and can be handed out without a unit
+ * (`keptNow`), the same rule is checked on the same facts and the kept answer handed out without
+ * a read unit; otherwise `readProject` with `fn`, which makes and keeps it.
+ */
+export function readProjectKept<T>(
+  ctx: Pick<Ctx, "db" | "hub">,
+  actor: Actor,
+  projectGid: string,
+  need: ProjectNeed,
+  key: string,
+  fn: (work: ProjectReading) => Promise<T>,
+): Promise<T> {
+  const now = keptNow(ctx.db, [
+    [rulesKey(actor, projectGid), false],
+    [key, true],
+  ]);
+  if (!now) return readProject(ctx, actor, projectGid, need, fn);
+  if (!allowsProject(actor, now[0] as ProjectFacts, need)) return Promise.reject(projectRefusal(need));
+  return Promise.resolve(now[1] as T);
+}
+
+/** The key of a caller's rule facts of a project among the kept facts (`untilChanged`). */
+const rulesKey = (actor: Actor, projectGid: string) => `rules ${actor.userGid} ${projectGid}`;
 
 /** The active membership of a user in a project, or undefined (the JWT guard's first check on project paths). */
 export async function activeMembership(tx: Tx, projectGid: string, userGid: string): Promise<Membership | undefined> {
@@ -198,8 +227,8 @@ export async function userAudience(tx: Tx, userGid: string): Promise<string[]> {
  * co-member of a project where the viewer is active (the target's membership in any state but
  * declined).
  */
-export async function canSeeUser(tx: Tx, viewer: Actor, targetGid: string): Promise<boolean> {
-  return await mayViewUser(viewer, targetGid, async () => {
+export function canSeeUser(tx: Tx, viewer: Actor, targetGid: string): Promise<boolean> {
+  return mayViewUser(viewer, targetGid, async () => {
     const mine = await activeProjectGids(tx, viewer.userGid);
     if (!mine.length) return false;
     return !!(await tx

@@ -11,6 +11,7 @@ export {
   projectAccess,
   projectAudience,
   readProject,
+  readProjectKept,
   userAudience,
 } from "./access.service";
 export type { ProjectWork } from "./access.service";

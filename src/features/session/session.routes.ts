@@ -143,7 +143,7 @@ export function sessionRoutes(ctx: Ctx) {
 export const sessionReads = [
   read(
     "init",
-    async (ctx, actor, project) => await projectInitOf(ctx, actor, project),
+    (ctx, actor, project) => projectInitOf(ctx, actor, project),
     describe({
       summary: "The project init payload: the project, its members and data dictionaries",
       tags,

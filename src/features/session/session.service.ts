@@ -5,7 +5,7 @@ import { largeUntilChanged, mutate, readOnly, untilChanged } from "../../db/muta
 import { userOfKey } from "../apikeys/apikeys.api";
 import {
   mayAccessProject,
-  readProject,
+  readProjectKept,
   getProject,
   projectsOwnedBy,
   membershipFull,
@@ -41,9 +41,12 @@ export async function tokenHolder(tx: Tx, sub: string, tv: number): Promise<User
   return user;
 }
 
-/** `tokenHolder` for the auth check of a request, kept until the next write anywhere (untilChanged). */
-export async function requestHolder(db: DB, sub: string, tv: number): Promise<User | undefined> {
-  return await untilChanged(db, `holder ${sub} ${tv}`, async () => await tokenHolder(db, sub, tv));
+/**
+ * `tokenHolder` for the auth check of a request, kept until the next write anywhere (untilChanged).
+ * Not `async`: the kept fact's promise is handed on as it is (no frame, no hop; src/core/settled.ts).
+ */
+export function requestHolder(db: DB, sub: string, tv: number): Promise<User | undefined> {
+  return untilChanged(db, `holder ${sub} ${tv}`, async () => await tokenHolder(db, sub, tv));
 }
 
 /**
@@ -52,14 +55,14 @@ export async function requestHolder(db: DB, sub: string, tv: number): Promise<Us
  * transaction. Two reads on their own were two transactions, and beginning and ending one costs
  * more than a read by key (the request limit and the JWT guard, src/http/).
  */
-export async function arrivalLook(
+export function arrivalLook(
   db: DB,
   projectGid: string,
   sub: string,
   tv: number,
 ): Promise<{ membership: Membership | undefined; holder: User | undefined }> {
   // Kept until the next write anywhere (untilChanged): a client sends request after request.
-  return await untilChanged(
+  return untilChanged(
     db,
     `arrival ${projectGid} ${sub} ${tv}`,
     async () =>
@@ -242,15 +245,13 @@ export async function apiKeyLogIn(ctx: Ctx, projectGid: string, input: { api_key
  * (largeUntilChanged: this server's changed rows, another process's commits), and as a lasting answer
  * its JSON is encoded once. The access check still runs on every request, before the payload.
  */
-export async function projectInitOf(ctx: Ctx, actor: Actor, projectGid: string): Promise<Answer> {
-  return await readProject(
-    ctx,
-    actor,
-    projectGid,
-    "member",
-    async ({ tx }) =>
-      await largeUntilChanged(ctx.db, `init ${actor.userGid} ${projectGid}`, async () =>
-        lastingAnswer(await projectInit(ctx, tx, actor.userGid, projectGid, true)),
-      ),
+export function projectInitOf(ctx: Ctx, actor: Actor, projectGid: string): Promise<Answer> {
+  // With the payload and the caller's facts kept, no read unit at all (readProjectKept); and no
+  // `async`/`await` frames: this is then the whole request, and each showed in its cost.
+  const key = `init ${actor.userGid} ${projectGid}`;
+  return readProjectKept(ctx, actor, projectGid, "member", key, ({ tx }) =>
+    largeUntilChanged(ctx.db, key, async () =>
+      lastingAnswer(await projectInit(ctx, tx, actor.userGid, projectGid, true)),
+    ),
   );
 }

@@ -12,7 +12,7 @@ const tags = ["global"];
 export function usersRoutes(ctx: Ctx) {
   return new Elysia({ prefix: "/api" })
     .use(authMacro(ctx))
-    .post("/users/get", async ({ body, actor }) => answer(await userInfo(ctx, actor, body)), {
+    .post("/users/get", ({ body, actor }) => userInfo(ctx, actor, body).then(answer), {
       auth: true,
       body: t.Object({ user: t.String() }, { examples: [examples.usersGet.request] }),
       detail: describe({
