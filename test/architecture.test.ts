@@ -155,6 +155,40 @@ describe("SQL lives in data files", () => {
     expect(found).toEqual([]);
   });
 
+  test("only db/ reaches a database driver: no bun:sqlite, no connection handle, outside it (issue 38: the port)", () => {
+    const found = violations((f) =>
+      layer(f.rel) === "db"
+        ? []
+        : [/from\s+["']bun:sqlite["']/, /\bsqliteOf\s*\(/, /\.\$client\b/]
+            .filter((re) => re.test(f.code))
+            .map((re) => `matches ${re}`),
+    );
+    expect(found).toEqual([]);
+  });
+
+  test("SQL only SQLite speaks is written in db/ (the dialect helpers), or by the filter language's SQLite form", () => {
+    // core/filter.ts compiles the filter language to each database itself (its SQLite and its
+    // PostgreSQL section, fixed by test/core fixtures and test/db/pg/filter.test.ts).
+    const allowed = new Set(["core/filter.ts"]);
+    const sqliteOnly = [
+      /\bjson_(?:each|extract|type|group_array|group_object|remove|set|insert)\s*\(/,
+      /\bbm25\s*\(/,
+      /\bMATCH\s+\?/,
+      /\bINSERT\s+OR\s+(?:REPLACE|IGNORE)\b/i,
+      /\bCOLLATE\s+NOCASE\b/i,
+      /\bgroup_concat\s*\(/,
+      /\browid\b/,
+      /\bsqlite_master\b/,
+      /\bPRAGMA\b/,
+    ];
+    const found = violations((f) =>
+      layer(f.rel) === "db" || allowed.has(f.rel)
+        ? []
+        : sqliteOnly.filter((re) => re.test(f.code)).map((re) => `matches ${re}`),
+    );
+    expect(found).toEqual([]);
+  });
+
   test("no other file builds or runs a query", () => {
     const found = violations((f) =>
       isDataFile(f.rel) ? [] : SQL_TEXT.filter((re) => re.test(f.code)).map((re) => `matches ${re}`),

@@ -4,13 +4,12 @@
  * (bench/records). Its sections are marked below; splitting them into role-named files (rows, forms,
  * positions) is the next step once records has one query file for its raw SQL.
  */
-import type { Database } from "bun:sqlite";
 import { sql } from "drizzle-orm";
 import type { Actor } from "../../core/actor";
 import { JsonText, withJsonText, type Answer } from "../../core/answer";
 import { invalidParameter, missing, unprocessable } from "../../core/errors";
 import { newGid, now } from "../../core/ids";
-import { sqliteOf, type Tx } from "../../db/connection";
+import type { Tx } from "../../db/connection";
 import { unitMemo, type ChangeLog } from "../../db/mutate";
 import { dialectOf, param, sessionOf, textOf } from "../../db/query";
 import type { Ctx, ProjectCreatedHook } from "../../platform/context";
@@ -155,13 +154,6 @@ export const DELETED = "deleted";
 export const PUBLISHED = "published";
 /** The gap between neighbours of a fresh ordering; a move takes the midpoint of its new neighbours. */
 const GAP = 1 << 24;
-
-/**
- * bun:sqlite itself, for the raw statements of records.search.ts until they go through the port
- * too (src/db/query.ts `sessionOf`, issue 38 item 4); the rest of the feature no longer uses it.
- * Remove with that conversion.
- */
-export const db = (tx: Tx): Database => sqliteOf(tx);
 
 // ---------------------------------------------------------------------------------------------
 // Access and the per-request schema view
