@@ -15,6 +15,7 @@
  */
 import { S3Client } from "bun";
 import { writeFileSync } from "node:fs";
+import { loadavg } from "node:os";
 import { join, resolve } from "node:path";
 import sharp from "sharp";
 import { images, multipart, startApis, timed, upload, type Multipart } from "./dam.bench";
@@ -33,6 +34,7 @@ const GETS = 100;
 const round = (n: number, d = 2) => Math.round(n * 10 ** d) / 10 ** d;
 
 export async function run(): Promise<BenchResult> {
+  const loadBefore = loadavg()[0]!;
   const dir = join(tempDir("apis-bench-ceph-"), "cluster");
   const start = Bun.spawn(["sh", SCRIPT, "start", dir, BUCKET], { stdout: "pipe", stderr: "pipe", stdin: "ignore" });
   const out = await new Response(start.stdout).text();
@@ -225,10 +227,10 @@ export async function run(): Promise<BenchResult> {
       name: "s3",
       rows,
       notes: [
-        `radosgw of a one-node Ceph (memstore OSD) on this machine (scripts/ceph-s3.sh), sharing the 2 cores with the servers measured. Data-folder rows of the same operations: the dam section.`,
+        `radosgw of a one-node Ceph (memstore OSD) on this machine (scripts/ceph-s3.sh), sharing the 2 cores with the servers measured; load average (1 min) ${round(loadBefore, 1)} at the start of this run, ${round(loadavg()[0]!, 1)} at its end. Data-folder rows of the same operations: the dam section.`,
         `Uploads: multipart POST /api/p/<project>/assets/upload, one at a time; ${SET_WARMUP} image sets and one 64 MB file to every side first, then ${SET_ROUNDS} alternating rounds of the image set (every set with file names of its own) and ${BIG_ROUNDS} of the 64 MB file (pseudo-random bytes). Ceiling: bench/s3-bare.ts, a bare Bun.serve (no framework, database, hashing, sniffing or temp file) receiving the very same multipart body over HTTP and streaming its file part to the bucket while it arrives, in one PUT of the exact size made as Apis's store makes it (a presigned URL of an S3Client with Apis's settings, fetch fed by the request body), answering once the store has answered. For information: the same bare server reading the whole body first and then sending the file with S3Client.write, and S3Client.write of the files straight from this process (no HTTP exchange at all; the 64 MB file in 8 MiB parts, 4 at a time, as S3Client does for a file that large).`,
         `Transforms and media GETs: ${TRANSFORMS} transforms and ${ROUNDS} alternating rounds of ${GETS} GETs; ceiling: the same operation done directly with Bun's S3Client in the same run (transform: read the original from the bucket, the same sharp resize, write the output; media: S3Client reading the same object).`,
-        "Apis's upload on S3 streams the file to the bucket while it arrives (one streamed PUT, as the Content-Length tells the file's size; files over 256 MiB or of unknown size go in 8 MiB parts), besides receiving it into tmp/ (hashed, sniffed, EXIF read); the PUT starts once the first 512 KiB are in and sniffed, and the row is committed after the store's answer, the analysis and the HTTP exchange with Apis, which the direct side does not have. The transform's source is read from the bucket once and kept in tmp/dam-sources/ (the direct side reads it every time). A media GET through Apis is answered from memory while the store's stat (asked at most once a second) shows the same ETag (objects up to 1 MiB), against a read of the store each time directly.",
+        "Apis's upload on S3 streams the file to the bucket while it arrives (one streamed PUT, as the Content-Length tells the file's size; files over 256 MiB or of unknown size go in 8 MiB parts), besides receiving it into tmp/ (hashed, sniffed, EXIF read from the first 512 KiB); the PUT starts with the body (the object is named from the type sniffed in the file's first 64 KiB, usually the first chunk), and the row is committed after the store's answer. Where the rest of the time goes (timestamps and CPU time per upload, image set, on a quiet moment): the PUT starts about 1 ms after the request (the bare server's at once), the row's unit and the answer take 2-3 ms after the store's answer, and Apis spends about 10 ms of CPU per image (bare server: 2.5 ms; radosgw: 9.5 ms) on the 2 cores radosgw shares (hashing, the temp file, the copy the sink keeps beside the PUT's, the header and EXIF read, the framework and the database), so the PUT itself takes longer beside it; on a loaded machine the ratio drops further for that reason. The transform's source is read from the bucket once and kept in tmp/dam-sources/ (the direct side reads it every time). A media GET through Apis is answered from memory while the store's stat (asked at most once a second) shows the same ETag (objects up to 1 MiB), against a read of the store each time directly.",
       ],
     };
   } finally {
