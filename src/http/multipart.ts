@@ -21,7 +21,8 @@ import { UploadSink } from "./upload-sink";
  * few bytes that may begin a boundary wait for the next chunk, and the chunks a part begins or
  * ends in are copied). Its first `headBytes` are also kept in memory and handed to `onHead` as
  * soon as they are in, so a caller can sniff the type and read the metadata while the rest still
- * arrives.
+ * arrives; its first `startBytes` (usually in the first chunk) go to `onStart` sooner still, so a
+ * copy to an object store can begin with the body.
  */
 
 export type { Received, ReceivedFile };
@@ -55,16 +56,27 @@ type MultipartOptions = {
    * then true) as soon as they have arrived, before the rest is read, with the client's file name
    * and the file's size: exact when complete, else what the Content-Length leaves for it if it is
    * the body's last part (a guess: undefined without a Content-Length).
-   * It may return a tee: a
-   * function then given every byte of the file from the first on (the head, then each chunk as it
-   * arrives, before the temp file gets it), awaited before the reader goes on (an upload to an
-   * object store started while the body arrives). Whoever made the tee ends or aborts what it
-   * feeds; the reader only stops calling it.
    */
-  onHead?: (head: Buffer, complete: boolean, filename: string, size: number | undefined) => unknown;
+  onHead?: (head: Buffer, complete: boolean, filename: string, size: number | undefined) => void;
+  /**
+   * Bytes of the file `onStart` waits for (at most `headBytes`; default 0: the first chunk).
+   * A network chunk often holds more: `onStart` gets all the file's bytes that are in, up to
+   * `headBytes`.
+   */
+  startBytes?: number;
+  /**
+   * Called once as soon as the file's first `startBytes` are in (or the whole file, when smaller:
+   * `complete` is then true), before `onHead` unless the head came in the same chunk, with the
+   * same arguments as `onHead`. It may return a tee: a function then given every byte of the file
+   * from the first on (those `onStart` saw, then each chunk as it arrives, before the temp file
+   * gets it), awaited before the reader goes on (an upload to an object store started while the
+   * body arrives). Whoever made the tee ends or aborts what it feeds; the reader only stops
+   * calling it.
+   */
+  onStart?: (first: Buffer, complete: boolean, filename: string, size: number | undefined) => Tee | undefined;
 };
 
-/** Bytes of the file as they arrive (see `onHead`); a chunk is the caller's only until it resolves. */
+/** Bytes of the file as they arrive (see `onStart`); a chunk is the caller's only until it resolves. */
 export type Tee = (chunk: Buffer) => Promise<void> | void;
 
 const CRLF = Buffer.from("\r\n");
@@ -174,6 +186,8 @@ class Parser {
     head: Buffer[];
     headSize: number;
     headSent: boolean;
+    /** `onStart` was called. */
+    started: boolean;
     /** The file's size if its part is the body's last (from the Content-Length). */
     lastPartSize?: number;
     tee?: Tee;
@@ -346,6 +360,7 @@ class Parser {
         head: [],
         headSize: 0,
         headSent: false,
+        started: false,
         lastPartSize,
       };
       this.part = { ...h, kind: "file" };
@@ -362,6 +377,7 @@ class Parser {
     if (!chunk.length || !this.part) return;
     if (this.part.kind === "file") {
       const f = this.file!;
+      const before = f.size;
       f.size += chunk.length;
       if (f.size > this.opts.maxFileBytes) throw tooLarge(this.opts.maxFileBytes);
       const want = (this.opts.headBytes ?? 0) - f.headSize;
@@ -370,15 +386,17 @@ class Parser {
         const part = owned ? Buffer.from(chunk.subarray(0, want)) : chunk.subarray(0, want);
         f.head.push(part);
         f.headSize += part.length;
-        if (f.headSize === this.opts.headBytes) {
-          this.sendHead(false);
-          // The tee gets the head, then what this chunk holds past it.
-          if (f.tee) {
-            await f.tee(this.headOf(f));
-            if (chunk.length > want) await f.tee(chunk.subarray(want));
-          }
+      }
+      if (f.tee) await f.tee(chunk);
+      else if (!f.started && f.size >= this.startBytes) {
+        // Every byte before this chunk is in the head (fewer than startBytes <= headBytes came).
+        const tee = this.start(false);
+        if (tee) {
+          if (before) await tee(this.headOf(f).subarray(0, before));
+          await tee(chunk);
         }
-      } else if (f.tee) await f.tee(chunk);
+      }
+      if (want > 0 && f.headSize === this.opts.headBytes) this.sendHead(false);
       // Hashed and written by the worker, 256 KiB per message (a chunk a tee saw is copied, not moved).
       await f.sink.add(chunk, owned && !f.tee);
       return;
@@ -394,13 +412,27 @@ class Parser {
     return f.head[0] ?? EMPTY;
   }
 
+  /** Bytes of the file `onStart` waits for: never more than the head holds. */
+  private get startBytes(): number {
+    return Math.min(this.opts.startBytes ?? 0, this.opts.headBytes ?? 0);
+  }
+
+  /** Calls `onStart` (once) with the bytes in so far; returns the tee it gave, if any. */
+  private start(complete: boolean): Tee | undefined {
+    const f = this.file!;
+    f.started = true;
+    if (!this.opts.onStart) return undefined;
+    const first = this.headOf(f);
+    f.tee = this.opts.onStart(first, complete, f.filename, complete ? f.size : f.lastPartSize);
+    return f.tee;
+  }
+
   private sendHead(complete: boolean): void {
     const f = this.file!;
     if (f.headSent || !this.opts.onHead) return;
     f.headSent = true;
     const head = this.headOf(f);
-    const tee = this.opts.onHead(head, complete, f.filename, complete ? head.length : f.lastPartSize);
-    if (typeof tee === "function") f.tee = tee as Tee;
+    this.opts.onHead(head, complete, f.filename, complete ? head.length : f.lastPartSize);
   }
 
   private async endPart(): Promise<void> {
@@ -408,10 +440,12 @@ class Parser {
     if (this.part.kind === "file") {
       const f = this.file!;
       this.fileDone = true;
-      const teeing = f.headSent;
+      if (!f.started) {
+        // A file smaller than startBytes (so than the head): the tee made now gets it whole.
+        const tee = this.start(true);
+        if (tee) await tee(this.headOf(f));
+      }
       this.sendHead(true);
-      // A file smaller than the head: the tee made now gets it whole.
-      if (!teeing && f.tee) await f.tee(this.headOf(f));
       f.sha256 = await f.sink.end();
     } else if (this.part.kind === "field") {
       this.fields[this.part.name] = Buffer.concat(this.fieldChunks).toString("utf8");

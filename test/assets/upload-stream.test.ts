@@ -45,10 +45,11 @@ describe.each(STORES)("uploads streamed to the store on %s", (store) => {
 
   const random = (n: number) => new Uint8Array(n).map((_, i) => (i * 2654435761) >>> 24);
 
-  test("files smaller and larger than the sniffed head are stored whole under their storage names, nothing else", async () => {
+  test("files smaller than the first bytes sniffed, smaller and larger than the head, are stored whole under their storage names, nothing else", async () => {
     const before = await originals();
     const made: string[] = [];
     for (const [size, name] of [
+      [10 * 1024, "tiny.bin"],
       [300 * 1024, "small.bin"],
       [3 * 1024 * 1024, "medium.bin"],
     ] as const) {

@@ -8,7 +8,7 @@ import { receiveMultipart } from "../../src/http/multipart";
 /**
  * The multipart reader takes arriving chunks by reference where it can (the first delimiter at
  * the start of a chunk, a part ending inside a chunk): wherever the chunks of a body are cut, it
- * must read the same fields, file bytes, hash and head.
+ * must read the same fields, file bytes, hash and head, and hand a tee every byte of the file once.
  */
 const dir = mkdtempSync(join(tmpdir(), "apis-multipart-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -48,12 +48,28 @@ function request(bytes: Buffer, type: string, cuts: number[]): Request {
 
 async function check(bytes: Buffer, type: string, cuts: number[]) {
   let head: Buffer | undefined;
+  let first: Buffer | undefined;
+  const teed: Buffer[] = [];
   const r = await receiveMultipart(request(bytes, type, cuts), {
     tmpDir: dir,
     maxFileBytes: 1e6,
     headBytes: 1000,
-    onHead: (h) => (head = Buffer.from(h)),
+    onHead: (h) => {
+      // The start comes first (the same chunk may have brought both).
+      expect(first).toBeDefined();
+      head = Buffer.from(h);
+    },
+    startBytes: 100,
+    onStart: (f) => {
+      first = Buffer.from(f);
+      return async (chunk) => void teed.push(Buffer.from(chunk));
+    },
   });
+  // The start saw at least its 100 bytes, no more than the head; the tee got every byte once, in order.
+  expect(first!.length).toBeGreaterThanOrEqual(100);
+  expect(first!.length).toBeLessThanOrEqual(1000);
+  expect(first!.equals(file.subarray(0, first!.length))).toBe(true);
+  expect(Buffer.concat(teed).equals(file)).toBe(true);
   expect(r.fields).toEqual({ name: "shoe.jpg", parent: "folder-gid" });
   expect(readFileSync(r.file!.path).equals(file)).toBe(true);
   expect(r.file!.sha256).toBe(createHash("sha256").update(file).digest("hex"));

@@ -5,7 +5,7 @@ import { answer } from "../../http/envelope";
 import { operation } from "../../http/operations";
 import { describe, type ErrorStatus, type Upload } from "../../http/openapi";
 import { receiveMultipart } from "../../http/multipart";
-import { HEAD_BYTES } from "../../platform/images/file-info";
+import { HEAD_BYTES, START_BYTES } from "../../platform/images/file-info";
 import type { Ctx } from "../../platform/context";
 import { BULK_KINDS, bulkGetAssets, startBulkOperation, type BulkOperation } from "./assets.bulk";
 import { autocompleteAssets, findAssets, findFolders } from "./assets.search";
@@ -23,6 +23,7 @@ import {
   undeleteAssets,
   updateAsset,
   uploadAsset,
+  type UploadHooks,
 } from "./assets.service";
 import { assetSheet, assetWorksheet } from "./assets.worksheet";
 
@@ -361,19 +362,18 @@ export const assetOperations = [
  */
 export function assetRoutes(ctx: Ctx) {
   /** Streams a multipart upload to the temp folder (src/http/multipart.ts), 413 past --upload-max-bytes. */
-  const receive =
-    (request: Request) =>
-    (onHead: (head: Buffer, complete: boolean, filename: string, size: number | undefined) => unknown) =>
-      receiveMultipart(request, {
-        tmpDir: ctx.storage.tmp,
-        maxFileBytes: ctx.config.uploadMaxBytes,
-        // The temp file is synced only when it becomes the stored file itself (the data folder); on
-        // another store it is uploaded from and removed, and the store's acknowledgement counts.
-        durable: ctx.config.sqliteSynchronous === "full" && ctx.storage.blobs.kind === "file",
-        fileField: ["upload_file", "file"],
-        headBytes: HEAD_BYTES,
-        onHead,
-      });
+  const receive = (request: Request) => (hooks: UploadHooks) =>
+    receiveMultipart(request, {
+      tmpDir: ctx.storage.tmp,
+      maxFileBytes: ctx.config.uploadMaxBytes,
+      // The temp file is synced only when it becomes the stored file itself (the data folder); on
+      // another store it is uploaded from and removed, and the store's acknowledgement counts.
+      durable: ctx.config.sqliteSynchronous === "full" && ctx.storage.blobs.kind === "file",
+      fileField: ["upload_file", "file"],
+      headBytes: HEAD_BYTES,
+      startBytes: START_BYTES,
+      ...hooks,
+    });
   return new Elysia({ prefix: "/api/p/:project/assets" })
     .use(authMacro(ctx))
     .post(

@@ -274,6 +274,21 @@ export async function updateAsset(
 }
 
 /**
+ * What `uploadAsset` asks of the receiver (src/http/multipart.ts): `onStart` with the file's first
+ * bytes (it may answer with a tee, given every byte of the file from the first on), `onHead`
+ * with its first HEAD_BYTES.
+ */
+export type UploadHooks = {
+  onStart: (
+    first: Buffer,
+    complete: boolean,
+    filename: string,
+    size: number | undefined,
+  ) => ((chunk: Buffer) => Promise<void>) | undefined;
+  onHead: (head: Buffer, complete: boolean) => void;
+};
+
+/**
  * `assets/upload` (a new asset: fields `parent` or `pathname`, `name?`, file `upload_file`) and
  * `assets/upload_update` (the next version of field `asset`). The membership is checked before
  * the body is read (`receive` streams it to the temp folder); the temp file is removed on any
@@ -284,24 +299,30 @@ export async function uploadAsset(
   actor: Actor,
   projectGid: string,
   kind: "new" | "version",
-  receive: (
-    onHead: (head: Buffer, complete: boolean, filename: string, size: number | undefined) => unknown,
-  ) => Promise<Received>,
+  receive: (hooks: UploadHooks) => Promise<Received>,
 ): Promise<Answer> {
   await projectAccess(ctx.db, actor, projectGid, "member");
   // The type, header and metadata are read from the file's first bytes while the rest arrives.
   let early: Promise<HeadFindings> | undefined;
-  // On an object store a new asset's original goes up while it arrives (platform/storage/early-upload.ts).
+  // On an object store a new asset's original goes up while it arrives (platform/storage/early-upload.ts),
+  // named from the type sniffed in its first bytes (START_BYTES), before the whole head is in.
   let streamed: EarlyUpload | undefined;
+  // The first bytes' sniff, and how many bytes it saw: the head's own when it saw the same.
+  let started: { bytes: number; complete: boolean; sniffed: Promise<HeadFindings> } | undefined;
   let received: Received;
   try {
-    received = await receive((head, complete, filename, size) => {
-      const sniffed = sniffHead(head, complete);
-      early = inspectHead(head, complete, sniffed);
-      if (kind !== "new" || ctx.storage.blobs.kind === "file") return;
-      // Named from the sniffed type alone, so the upload starts before the image header is read.
-      streamed = new EarlyUpload(ctx.storage.blobs, projectGid, sniffed, filename, size);
-      return streamed.tee;
+    received = await receive({
+      onStart: (first, complete, filename, size) => {
+        if (kind !== "new" || ctx.storage.blobs.kind === "file") return undefined;
+        const sniffed = sniffHead(first, complete);
+        started = { bytes: first.length, complete, sniffed };
+        streamed = new EarlyUpload(ctx.storage.blobs, projectGid, sniffed, filename, size);
+        return streamed.tee;
+      },
+      onHead: (head, complete) => {
+        const same = started && started.bytes === head.length && started.complete === complete;
+        early = inspectHead(head, complete, same ? started!.sniffed : undefined);
+      },
     });
   } catch (err) {
     await streamed?.discard();

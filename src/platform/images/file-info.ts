@@ -26,6 +26,12 @@ type FileInfo = {
 
 /** Bytes of an upload's beginning that `inspectHead` looks at (the reader keeps them in memory). */
 export const HEAD_BYTES = 512 * 1024;
+/**
+ * Bytes of an upload's beginning sniffed to name its object in a store before the head is in
+ * (src/platform/storage/early-upload.ts): enough for file-type to tell every image format from
+ * its signature (it asks for 4100), and within the first chunk the network usually brings.
+ */
+export const START_BYTES = 64 * 1024;
 
 /**
  * What `inspectHead` found in the first bytes of an upload while the rest was still arriving.

@@ -5,12 +5,13 @@ import { originalKey, storageName } from "./originals";
 
 /**
  * A new asset's original streamed to an object store while its upload still arrives (issue 37):
- * the receiver hands every byte to `tee` (src/http/multipart.ts, `onHead`) besides writing the
+ * the receiver hands every byte to `tee` (src/http/multipart.ts, `onStart`) besides writing the
  * temp file, so the store has the object about when the body is in, instead of receiving first
  * and uploading after. Large files go up in parts (the store's writer, 8 MiB each).
  *
  * The object's key is the storage name `<gid>~1.<extension>`, so the extension must be known
- * before the file is: it is taken from the file's first bytes (`likelyExtension`). `analyseFile`
+ * before the file is: it is taken from the file's first bytes (START_BYTES, usually the first
+ * chunk of the body, so the PUT starts with the body; `likelyExtension`). `analyseFile`
  * decides once the whole file is in; `claim` keeps the object only when the two agree (nearly
  * always), else it is removed and the caller uploads the temp file under the right name.
  *
@@ -36,7 +37,7 @@ export class EarlyUpload {
     projectGid: string,
     findings: Promise<HeadFindings>,
     clientName: string,
-    /** The file's size when known or guessed (multipart.ts `onHead`): one streamed PUT then. */
+    /** The file's size when known or guessed (multipart.ts `onStart`): one streamed PUT then. */
     size?: number,
   ) {
     this.ready = findings

@@ -200,6 +200,7 @@ export class S3BlobStore implements BlobStore {
     });
     sent.catch(() => {}); // seen by end() or abort()
     let open = true;
+    let written = 0;
     const settled = sent.then(
       () => {},
       () => {},
@@ -208,6 +209,7 @@ export class S3BlobStore implements BlobStore {
       // Waits while PUT_AHEAD bytes are not sent yet (or until the request has ended, failed).
       write: async (chunk) => {
         if (!open) return;
+        written += chunk.length;
         feed.enqueue(chunk);
         while (open && (feed.desiredSize ?? 1) <= 0) {
           const more = new Promise<void>((r) => (wake = r));
@@ -215,13 +217,19 @@ export class S3BlobStore implements BlobStore {
         }
       },
       end: async () => {
-        if (open) feed.close();
+        // fetch closes the body itself once it has sent `size` bytes, and the store may have
+        // answered before this is called (the upload's last bytes went up while the caller
+        // finished its own work): the body is then closed already, which is no failure.
+        if (open) closeQuietly(() => feed.close());
         open = false;
         await sent.catch(explain);
+        // A wrong size guess (more or fewer bytes than the PUT declared) leaves a wrong object.
+        if (written !== size)
+          throw new BlobStoreError(`${written} bytes were written to an object of ${size} bytes`, "other");
         this.forget(key);
       },
       abort: async () => {
-        if (open) feed.error(new Error("aborted"));
+        if (open) closeQuietly(() => feed.error(new Error("aborted")));
         open = false;
         await sent.catch(() => {});
         await this.delete(key).catch(() => {});
@@ -321,6 +329,13 @@ export class S3BlobStore implements BlobStore {
       contentDisposition: options.contentDisposition,
     });
   }
+}
+
+/** Closes or errors a request body fetch may have closed already (it then throws, harmlessly). */
+function closeQuietly(close: () => void): void {
+  try {
+    close();
+  } catch {}
 }
 
 function codeOf(err: unknown): string {
