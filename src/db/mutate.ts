@@ -10,6 +10,7 @@ import {
   changeCountOf,
   changeTotalOf,
   forgetUnitMemoIn,
+  inReadOf,
   inUnitOf,
   openPartOf,
   readUnit,
@@ -227,8 +228,7 @@ export function largeUntilChanged<T>(db: DB, key: string, read: () => T | Promis
 
 function kept<T>(db: DB, key: string, read: () => T | Promise<T>, large: boolean): Promise<T> {
   const any = portOf(db);
-  // Not kept on PostgreSQL yet (its stamps are the port's externalVersion: issue 39): read each time.
-  if (any.kind !== "sqlite") return inUnitOf(any) ? Promise.resolve().then(read) : readUnit(any, read);
+  if (any.kind !== "sqlite") return keptOnServer(any as unknown as ServerPort, key, read, large);
   const port = sqlitePort(db);
   const part = openPartOf(port);
   if (part?.kind === "write") return Promise.resolve().then(read);
@@ -241,6 +241,44 @@ function kept<T>(db: DB, key: string, read: () => T | Promise<T>, large: boolean
     if (has(f, key, large)) return Promise.resolve(lookup<T>(f, key, large));
   }
   return readUnit(port, (session) => keptOrMade(factsOfRead(db, session), key, read, large));
+}
+
+/** What `keptOnServer` needs of a port whose units run at once (PostgreSQL's, src/db/pg/port.ts). */
+type ServerPort = DatabasePort<any> & { writes: { open: number; committed: number } };
+type ServerFacts = { committed: number; external: number; values: Map<string, unknown>; large: Map<string, unknown> };
+const serverFacts = new WeakMap<object, ServerFacts>();
+
+/**
+ * `kept` on a database server (PostgreSQL), where units of different requests run at once and
+ * other processes commit too. A value is kept while this process has committed no write since it
+ * was read and the port's external version (another process's cursors) has not moved; it is kept
+ * only if no write of this process was open while it was read (such a write could commit rows
+ * the read did not see, after the read's stamp was taken). Inside a write unit nothing is kept.
+ */
+async function keptOnServer<T>(port: ServerPort, key: string, read: () => T | Promise<T>, large: boolean): Promise<T> {
+  if (inUnitOf(port)) return await read();
+  const external = await port.externalVersion();
+  let f = serverFacts.get(port);
+  if (!f) serverFacts.set(port, (f = { committed: -1, external: -1, values: new Map(), large: new Map() }));
+  if (f.committed !== port.writes.committed || f.external !== external) {
+    f.values.clear();
+    f.large.clear();
+    f.committed = port.writes.committed;
+    f.external = external;
+  }
+  const kept = large ? f.large : f.values;
+  if (kept.has(key)) return (large ? deepFreeze(kept.get(key)) : kept.get(key)) as T;
+  const quiet = port.writes.open === 0;
+  const committed = port.writes.committed;
+  const v = inReadOf(port) ? await read() : await readUnit(port, read);
+  if (quiet && port.writes.open === 0 && port.writes.committed === committed && f.external === external) {
+    if (kept.size >= (large ? LARGE_MAX : FACTS_MAX)) {
+      if (large) kept.delete(kept.keys().next().value!);
+      else kept.clear();
+    }
+    kept.set(key, large ? v : deepFreeze(v));
+  }
+  return v;
 }
 
 /**

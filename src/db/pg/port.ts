@@ -164,6 +164,8 @@ class Open implements PgSession, Transaction<PgSession> {
   constructor(
     readonly port: PgPort,
     readonly conn: ReservedSQL,
+    /** A write transaction (counted by the port while open: `PgPort.writes`). */
+    readonly write = false,
   ) {}
   get session(): PgSession {
     return this;
@@ -267,6 +269,7 @@ class Open implements PgSession, Transaction<PgSession> {
       await this.end(true);
       throw err;
     }
+    if (this.write) this.port.writes.committed++;
     await this.end(false);
     // Answer only once every unit that drew earlier cursors has answered: their items are
     // published first (see `PgPort.inOrder`).
@@ -278,6 +281,7 @@ class Open implements PgSession, Transaction<PgSession> {
   }
   private async end(rollback: boolean): Promise<void> {
     this.ended = true;
+    if (this.write) this.port.writes.open--;
     try {
       if (rollback) await this.conn.unsafe("ROLLBACK");
     } catch {
@@ -398,14 +402,22 @@ export class PgPort implements DatabasePort<PgSession> {
   beginWrite(opts?: WriteOptions): Promise<Transaction<PgSession>> {
     // `durable: false` (SQLite's synchronous=NORMAL for one unit): this transaction's COMMIT does
     // not wait for its WAL record to reach the disk; a crash may lose it, never corrupt anything.
-    return this.begin(opts?.durable === false ? "BEGIN; SET LOCAL synchronous_commit = off" : "BEGIN");
+    return this.begin(opts?.durable === false ? "BEGIN; SET LOCAL synchronous_commit = off" : "BEGIN", true);
   }
+
+  /**
+   * This process's write transactions: how many are open now, how many have committed. Units of
+   * different requests run at once here, so a cache of committed rows (src/db/mutate.ts
+   * `untilChanged`) is stamped by commits (a unit's items are counted when recorded, before its
+   * COMMIT), and keeps a value only if it was read while no write was open or committing.
+   */
+  readonly writes = { open: 0, committed: 0 };
 
   beginRead(): Promise<Transaction<PgSession>> {
     return this.begin("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
   }
 
-  private async begin(sql: string): Promise<Open> {
+  private async begin(sql: string, write = false): Promise<Open> {
     const conn = await this.client.reserve();
     try {
       await conn.unsafe(sql);
@@ -413,7 +425,8 @@ export class PgPort implements DatabasePort<PgSession> {
       await conn.release();
       throw err;
     }
-    return new Open(this, conn);
+    if (write) this.writes.open++;
+    return new Open(this, conn, write);
   }
 
   /**

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { eq, sql } from "drizzle-orm";
 import type { DB } from "../../../src/db/connection";
-import { mutate, readOnly, type Published } from "../../../src/db/mutate";
+import { mutate, readOnly, untilChanged, type Published } from "../../../src/db/mutate";
 import { usePgCodecs } from "../../../src/db/pg/codecs";
 import { openPgDatabase } from "../../../src/db/pg/database";
 import type { PgPort } from "../../../src/db/pg/port";
@@ -66,5 +66,41 @@ describe.skipIf(!pgAvailable)("the features' database handle on PostgreSQL", () 
       g: "ann",
       n: 1,
     });
+  });
+
+  test("kept facts stay until this process commits a write, and are not kept when read beside an open write", async () => {
+    let reads = 0;
+    const name = (key: string) =>
+      untilChanged(db, key, async () => {
+        reads++;
+        return (await row<{ name: string }>(db, sql`SELECT name FROM users WHERE gid = ${"u1"}`))?.name;
+      });
+    expect(await name("a")).toBe("Ann");
+    expect(await name("a")).toBe("Ann");
+    expect(reads).toBe(1);
+    // Another request's write unit is open: what was kept still holds (it is the committed state),
+    // but what is read now is not kept (the write may commit rows this read did not see).
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let started!: () => void;
+    const begun = new Promise<void>((r) => (started = r));
+    const writer = mutate(db, hub, async (tx, log) => {
+      await tx.update(users).set({ name: "Anna" }).where(eq(users.gid, "u1"));
+      log.cc("UPDATE", "cc.users", "u1", ["u1"]);
+      started();
+      await gate;
+    });
+    await begun;
+    expect(await name("a")).toBe("Ann");
+    expect(reads).toBe(1);
+    expect(await name("b")).toBe("Ann");
+    expect(await name("b")).toBe("Ann");
+    expect(reads).toBe(3);
+    release();
+    await writer;
+    // The commit forgets everything kept.
+    expect(await name("a")).toBe("Anna");
+    expect(await name("a")).toBe("Anna");
+    expect(reads).toBe(4);
   });
 });
