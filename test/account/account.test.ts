@@ -897,10 +897,8 @@ describe("account deletion", () => {
     expect(items).toContain(`DELETE cc.users ${owner.gid}`);
     expect((await srv.call("/api/users/get", { token: mate.token, body: { user: owner.gid } })).status).toBe(422);
     await until(async () => (await srv.ctx.storage.blobs.stat(`files/avatars/${avatar}`)) === undefined);
-    const rows = srv.ctx.db.$client.query("SELECT count(*) AS n FROM projects WHERE gid = ?").get(project) as {
-      n: number;
-    };
-    expect(rows.n).toBe(0);
+    const rows = await srv.query<{ n: number }>("SELECT count(*) AS n FROM projects WHERE gid = ?").get(project);
+    expect(rows!.n).toBe(0);
     // The username is free again.
     expect((await srv.call("/api/username", { body: { username: owner.username } })).body.result.available).toBe(true);
   });

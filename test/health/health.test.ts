@@ -5,6 +5,9 @@ import { join } from "node:path";
 import { io } from "socket.io-client";
 import { servedUrl, TestServer, until, SLOW_TEST_MS } from "../helpers/server";
 
+/** The read-only tests switch SQLite's `PRAGMA query_only` on the server's own connection. */
+const onSqlite = process.env.APIS_TEST_DATABASE !== "postgres";
+
 describe("GET /api/health", () => {
   let srv: TestServer;
   beforeAll(async () => {
@@ -26,7 +29,8 @@ describe("GET /api/health", () => {
     expect(jobs).toMatchObject({ ok: true, alive: true, workers: 2, running: 0 });
   });
 
-  test("a database that refuses writes turns it into a 503 in the envelope, and back when it accepts them", async () => {
+  // SQLite only: made read-only by SQLite's PRAGMA query_only on the server's connection.
+  test.if(onSqlite)("a database that refuses writes turns it into a 503 in the envelope, and back when it accepts them", async () => {
     srv.ctx.db.$client.run("PRAGMA query_only = 1");
     try {
       const r = await srv.call("/api/health");
@@ -45,7 +49,8 @@ describe("GET /api/health", () => {
     expect((await srv.call("/api/health")).status).toBe(200);
   });
 
-  test("a server whose database refuses writes as it starts stays up: its deferred version note warns, and health answers 503", async () => {
+  // SQLite only: made read-only by SQLite's PRAGMA query_only on the server's connection.
+  test.if(onSqlite)("a server whose database refuses writes as it starts stays up: its deferred version note warns, and health answers 503", async () => {
     const s = await TestServer.start();
     const warnings: string[] = [];
     const warn = s.ctx.log.warn.bind(s.ctx.log);
@@ -73,7 +78,7 @@ describe("GET /api/health", () => {
 
   test("the probe leaves nothing behind in the database or the data folder", async () => {
     await srv.call("/api/health");
-    expect(srv.ctx.db.$client.query("SELECT * FROM meta WHERE key = 'health_probe'").all()).toEqual([]);
+    expect(await srv.query("SELECT * FROM meta WHERE key = 'health_probe'").all()).toEqual([]);
     const { readdirSync } = await import("node:fs");
     expect(readdirSync(srv.dataDir).filter((f) => f.startsWith(".health"))).toEqual([]);
   });

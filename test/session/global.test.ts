@@ -365,8 +365,8 @@ describe("projects", () => {
     const m = await srv.call("/api/members/get", { token: alice.token, body: { project: gid, member: alice.gid } });
     expect(m.status).toBe(422);
     // Its change log goes with it: also the items the deleting unit itself recorded for the project.
-    const left = srv.ctx.db.$client.query("SELECT count(*) AS n FROM changes WHERE type = ?").get(gid) as { n: number };
-    expect(left.n).toBe(0);
+    const left = await srv.query<{ n: number }>("SELECT count(*) AS n FROM changes WHERE type = ?").get(gid);
+    expect(left!.n).toBe(0);
   });
 
   test("a deleted project stays visible to its owner with status deleted", async () => {
