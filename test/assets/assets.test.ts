@@ -920,9 +920,11 @@ describe("projects from before the root folder", () => {
         "INSERT INTO assets (gid, project_gid, parent, type, name, created_on, updated_on) VALUES (?, ?, NULL, 'folder', 'Legacy', ?, ?)",
       )
       .run("legacyfolder00000000", other, t, t);
-    await srv.query(
-      "INSERT INTO assets (gid, project_gid, parent, type, name, extension, created_on, updated_on) VALUES (?, ?, 'legacyfolder00000000', 'file', 'old.txt', 'txt', ?, ?)",
-    ).run("legacyfile0000000000", other, t, t);
+    await srv
+      .query(
+        "INSERT INTO assets (gid, project_gid, parent, type, name, extension, created_on, updated_on) VALUES (?, ?, 'legacyfolder00000000', 'file', 'old.txt', 'txt', ?, ?)",
+      )
+      .run("legacyfile0000000000", other, t, t);
     const r = await srv.call(`/api/p/${other}/assets/get`, {
       body: { pathname: "/Legacy/old.txt" },
       token: alice.token,
@@ -931,7 +933,9 @@ describe("projects from before the root folder", () => {
     expect(r.body.result).toEqual({ asset: "legacyfile0000000000" });
     const rootOf = await srv.call(`/api/p/${other}/assets/root`, { body: {}, token: alice.token });
     expect(rootOf.body.data.assets[rootOf.body.result.root]).toMatchObject({ pathname: "/", childcount: 1 });
-    expect(await srv.query("SELECT count(*) AS n FROM assets WHERE project_gid = ? AND parent IS NULL").get(other)).toEqual({
+    expect(
+      await srv.query("SELECT count(*) AS n FROM assets WHERE project_gid = ? AND parent IS NULL").get(other),
+    ).toEqual({
       n: 1,
     });
   });

@@ -177,7 +177,9 @@ describe("the result", () => {
     const r = await transform(jpg, "fit=64,64/force=true");
     expect(r.status).toBe(200);
     const row = await srv
-      .query<{ width: number; height: number }>("SELECT width, height FROM dam_transforms WHERE project_gid = ? AND file = ?")
+      .query<{ width: number; height: number }>(
+        "SELECT width, height FROM dam_transforms WHERE project_gid = ? AND file = ?",
+      )
       .get(project, r.body.result.public_url.split("/").pop());
     expect(row).toEqual({ width: 64, height: 64 });
     if (onSqlite) expect(sync()).toBe(2);
@@ -600,7 +602,7 @@ describe("errors", () => {
     const { pathname, gid } = await storeImage(srv, project, await halves(20, 10));
     const { assets } = await import("../../src/features/assets/assets.table");
     const { eq } = await import("drizzle-orm");
-    srv.ctx.db.update(assets).set({ status: "deleted" }).where(eq(assets.gid, gid)).run();
+    await srv.ctx.db.update(assets).set({ status: "deleted" }).where(eq(assets.gid, gid)).run();
     expect((await transform(pathname, "fit=10,10")).status).toBe(422);
   });
 });
@@ -635,7 +637,7 @@ describe("permanent deletion", () => {
     }
     const media = join(srv.ctx.storage.projectDir(project), "media");
     for (const u of urls) expect(existsSync(join(media, u.split("/").pop()))).toBe(false);
-    expect(srv.ctx.db.select().from(damTransforms).where(eq(damTransforms.assetGid, a.gid)).all()).toEqual([]);
+    expect(await srv.ctx.db.select().from(damTransforms).where(eq(damTransforms.assetGid, a.gid)).all()).toEqual([]);
     expect((await fetch(kept.body.result.public_url)).status).toBe(200);
   });
 

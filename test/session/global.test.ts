@@ -407,7 +407,7 @@ describe("polled sync", () => {
   });
 
   test("a cursor older than the retained log answers the re-initialise warning", async () => {
-    srv.ctx.db
+    await srv.ctx.db
       .insert(meta)
       .values({ key: "changes.floor", value: "5" })
       .onConflictDoUpdate({ target: meta.key, set: { value: "5" } })
@@ -421,7 +421,7 @@ describe("polled sync", () => {
         warning: expect.stringContaining("re-initialise"),
       });
     } finally {
-      srv.ctx.db.delete(meta).where(eq(meta.key, "changes.floor")).run();
+      await srv.ctx.db.delete(meta).where(eq(meta.key, "changes.floor")).run();
     }
   });
 
