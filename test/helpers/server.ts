@@ -156,7 +156,9 @@ export class TestServer {
   ) {
     const t = Date.now() / 1000;
     await mutate(this.ctx.db, this.ctx.hub, async (tx, log) => {
-      tx.insert(memberships)
+      // Awaited: on PostgreSQL a query's ending is a promise.
+      await tx
+        .insert(memberships)
         .values({ projectGid, userGid, roles, status, options: {}, createdOn: t, updatedOn: t })
         .run();
       log.cc("INSERT", "cc.projects_members", `${projectGid}/${userGid}`, [
