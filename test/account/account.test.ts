@@ -81,7 +81,8 @@ async function createProject(token: string, name = "Project") {
 async function invite(projectGid: string, userGid: string, email: string) {
   await mutate(srv.ctx.db, srv.ctx.hub, async (tx, log) => {
     const t = now();
-    tx.insert(memberships)
+    await tx
+      .insert(memberships)
       .values({
         projectGid,
         userGid,
@@ -102,9 +103,10 @@ async function invite(projectGid: string, userGid: string, email: string) {
 /** An invited user without an account (empty username and name), as an invitation by email makes. */
 async function invitedUser(email: string): Promise<string> {
   const gid = newGid();
-  await mutate(srv.ctx.db, srv.ctx.hub, (tx, log) => {
+  await mutate(srv.ctx.db, srv.ctx.hub, async (tx, log) => {
     const t = now();
-    tx.insert(users)
+    await tx
+      .insert(users)
       .values({ gid, kind: "person", username: null, email, status: "invited", createdOn: t, updatedOn: t })
       .run();
     log.cc("INSERT", "cc.users", gid, [gid]);
@@ -897,10 +899,8 @@ describe("account deletion", () => {
     expect(items).toContain(`DELETE cc.users ${owner.gid}`);
     expect((await srv.call("/api/users/get", { token: mate.token, body: { user: owner.gid } })).status).toBe(422);
     await until(async () => (await srv.ctx.storage.blobs.stat(`files/avatars/${avatar}`)) === undefined);
-    const rows = srv.ctx.db.$client.query("SELECT count(*) AS n FROM projects WHERE gid = ?").get(project) as {
-      n: number;
-    };
-    expect(rows.n).toBe(0);
+    const rows = await srv.query<{ n: number }>("SELECT count(*) AS n FROM projects WHERE gid = ?").get(project);
+    expect(rows!.n).toBe(0);
     // The username is free again.
     expect((await srv.call("/api/username", { body: { username: owner.username } })).body.result.available).toBe(true);
   });

@@ -48,7 +48,7 @@ describe("API keys", () => {
   });
 
   test("the key is stored only as its SHA-256 and never shown again", async () => {
-    const rows = srv.ctx.db.$client.query("SELECT * FROM apikeys").all() as Record<string, unknown>[];
+    const rows = await srv.query("SELECT * FROM apikeys").all();
     expect(rows).toHaveLength(1);
     expect(JSON.stringify(rows)).not.toContain(key);
     expect(rows[0]!.key_hash).toBe(createHash("sha256").update(key).digest("hex"));
@@ -324,9 +324,9 @@ describe("permanent deletion", () => {
     const gids = [k.body.result.user, inv.body.result.user];
     await call(srv, "/api/projects/delete", owner.token, { project: p });
     expect((await call(srv, "/api/projects/permanent_delete", owner.token, { project: p })).status).toBe(200);
-    const left = srv.ctx.db.$client.query("SELECT gid FROM users WHERE gid IN (?, ?)").all(gids[0], gids[1]);
+    const left = await srv.query("SELECT gid FROM users WHERE gid IN (?, ?)").all(gids[0], gids[1]);
     expect(left).toEqual([]);
-    expect(srv.ctx.db.$client.query("SELECT * FROM apikeys WHERE project_gid = ?").all(p)).toEqual([]);
+    expect(await srv.query("SELECT * FROM apikeys WHERE project_gid = ?").all(p)).toEqual([]);
   });
 });
 

@@ -27,11 +27,9 @@ async function upload(bytes: Buffer, filename: string) {
   expect(r.status).toBe(200);
   const a = r.body.data.assets[r.body.result.asset];
   const storage = `${a.gid}~${a.version}.${a.type}`;
-  const stored = srv.ctx.db.$client.query("SELECT sha256, mime, type FROM assets WHERE gid = ?").get(a.gid) as {
-    sha256: string;
-    mime: string;
-    type: string;
-  };
+  const stored = (await srv
+    .query<{ sha256: string; mime: string; type: string }>("SELECT sha256, mime, type FROM assets WHERE gid = ?")
+    .get(a.gid))!;
   expect(stored.sha256).toBe(createHash("sha256").update(bytes).digest("hex"));
   // Read back from the store the server uses (the data folder, or S3 with APIS_TEST_STORE=s3).
   expect(Buffer.from((await srv.ctx.storage.blobs.bytes(originalKey(project, storage)))!).equals(bytes)).toBe(true);

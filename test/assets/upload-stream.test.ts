@@ -30,11 +30,11 @@ describe.each(STORES)("uploads streamed to the store on %s", (store) => {
 
   /** Checks the asset's stored original is `bytes`, under its storage name; returns that key. */
   async function storedAs(gid: string, bytes: Uint8Array): Promise<string> {
-    const row = srv.ctx.db.$client.query("SELECT storage_name, sha256, size FROM assets WHERE gid = ?").get(gid) as {
-      storage_name: string;
-      sha256: string;
-      size: number;
-    };
+    const row = (await srv
+      .query<{ storage_name: string; sha256: string; size: number }>(
+        "SELECT storage_name, sha256, size FROM assets WHERE gid = ?",
+      )
+      .get(gid))!;
     expect(row.size).toBe(bytes.length);
     expect(row.sha256).toBe(createHash("sha256").update(bytes).digest("hex"));
     const key = `files/projects/${project}/originals/${row.storage_name}`;

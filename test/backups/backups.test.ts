@@ -16,7 +16,6 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { loadConfig } from "../../src/config";
 import { mutate } from "../../src/db/mutate";
-import { memberships, projects } from "../../src/features/projects/projects.table";
 import { openInstance } from "../../src/app/instance";
 import { projectTables, writeSnapshot } from "../../src/platform/backups/snapshot.service";
 import { writeStoreSnapshot } from "../../src/platform/backups/store-snapshot.service";
@@ -26,7 +25,6 @@ import type { JobKind } from "../../src/platform/jobs/runner";
 import { readTar } from "../../src/platform/backups/tar";
 import { runHousekeeping } from "../../src/platform/jobs/schedules";
 import { createPerson, hashPassword } from "../../src/features/users/users.service";
-import { eq, and } from "drizzle-orm";
 import { servedUrl, TestServer, tokenOf, until, SLOW_TEST_MS } from "../helpers/server";
 import { flagsFor } from "../helpers/s3";
 
@@ -51,10 +49,9 @@ async function cursor(token: string) {
 
 /** Every row of the project in every backed-up table, as JSON, table by table. */
 async function projectRows(s: TestServer, gid: string): Promise<Record<string, string[]>> {
-  const db = s.ctx.db.$client;
   const out: Record<string, string[]> = {};
   for (const { table, by } of await projectTables(s.ctx.db)) {
-    const rows = db.query(`SELECT * FROM "${table}" WHERE "${by}" = ?`).all(gid) as Record<string, unknown>[];
+    const rows = await s.query(`SELECT * FROM "${table}" WHERE "${by}" = ?`).all(gid);
     out[table] = rows
       .map((r) => {
         // The project row's updated_on moves with every change; last_backed_up and the next backup version are not restored.
@@ -130,16 +127,27 @@ beforeAll(async () => {
   project = await srv.project(alice.token, "Catalogue");
   await srv.addMember(project, bob.gid);
   // A table of a future area, known to nobody: backups must find it by its project_gid column.
-  srv.ctx.db.$client.exec(
-    "CREATE TABLE widgets (gid TEXT PRIMARY KEY, project_gid TEXT NOT NULL REFERENCES projects(gid), name TEXT, n REAL, raw BLOB, owner TEXT REFERENCES users(gid))",
-  );
-  const ins = srv.ctx.db.$client.query("INSERT INTO widgets VALUES (?, ?, ?, ?, ?, ?)");
+  // Each database's own names for a float and a byte string.
+  const [real, blob] = srv.kind === "sqlite" ? ["REAL", "BLOB"] : ["DOUBLE PRECISION", "BYTEA"];
+  await srv
+    .query(
+      `CREATE TABLE widgets (gid TEXT PRIMARY KEY, project_gid TEXT NOT NULL REFERENCES projects(gid), name TEXT, n ${real}, raw ${blob}, owner TEXT REFERENCES users(gid))`,
+    )
+    .run();
+  const ins = srv.query("INSERT INTO widgets VALUES (?, ?, ?, ?, ?, ?)");
   for (let i = 0; i < 1200; i++)
-    ins.run(`w${i}`, project, `widget ${i} ✓`, i / 3, new Uint8Array([i % 256, 0, 255]), i % 2 ? alice.gid : null);
-  ins.run("other", await srv.project(bob.token, "Bob's"), "not ours", 1, null, null);
+    await ins.run(
+      `w${i}`,
+      project,
+      `widget ${i} ✓`,
+      i / 3,
+      new Uint8Array([i % 256, 0, 255]),
+      i % 2 ? alice.gid : null,
+    );
+  await ins.run("other", await srv.project(bob.token, "Bob's"), "not ours", 1, null, null);
   // An asset row: a table of a known sync data type, with a full-text index kept by triggers.
   const t = Date.now() / 1000;
-  srv.ctx.db.$client
+  await srv
     .query(
       "INSERT INTO assets (gid, project_gid, type, name, created_on, updated_on) VALUES ('asset1', ?, 'file', 'Spring leaflet', ?, ?)",
     )
@@ -148,11 +156,7 @@ beforeAll(async () => {
   await writeProjectFile(srv, project, "originals/b~1.png", "bee");
   await writeProjectFile(srv, project, "var/deep/er/c@k.jpg", "see");
   await srv.ctx.storage.blobs.put(`files/icons/${project}-icon.png`, "icon bytes");
-  srv.ctx.db
-    .update(projects)
-    .set({ icon: `${project}-icon.png` })
-    .where(eq(projects.gid, project))
-    .run();
+  await srv.query("UPDATE projects SET icon = ? WHERE gid = ?").run(`${project}-icon.png`, project);
 });
 afterAll(() => srv.stop());
 
@@ -220,11 +224,9 @@ describe("project backups", () => {
       completed_on: expect.any(Number),
       "job.token": token,
     });
-    backup = (
-      srv.ctx.db.$client.query("SELECT gid FROM backups WHERE project_gid = ? AND version = 1").get(project) as {
-        gid: string;
-      }
-    ).gid;
+    backup = (await srv
+      .query<{ gid: string }>("SELECT gid FROM backups WHERE project_gid = ? AND version = 1")
+      .get(project))!.gid;
     const p = await srv.call("/api/projects/get", { token: alice.token, body: { project } });
     expect(p.body.data["cc.projects"][project].backups).toEqual({
       versions: [
@@ -256,15 +258,11 @@ describe("project backups", () => {
   test("a restore returns every row and every file to the backed-up state and tells clients", async () => {
     // Change everything after the backup.
     await srv.call("/api/projects/update", { token: alice.token, body: { project, name: "Renamed" } });
-    const db = srv.ctx.db.$client;
-    db.query("UPDATE widgets SET name = 'changed', n = 0 WHERE project_gid = ? AND rowid % 7 = 0").run(project);
-    db.query("DELETE FROM widgets WHERE gid IN ('w1', 'w2')").run();
-    db.query("INSERT INTO widgets VALUES ('new', ?, 'added later', 1, NULL, NULL)").run(project);
-    db.query("UPDATE assets SET name = 'Autumn leaflet' WHERE gid = 'asset1'").run();
-    srv.ctx.db
-      .delete(memberships)
-      .where(and(eq(memberships.projectGid, project), eq(memberships.userGid, bob.gid)))
-      .run();
+    await srv.query("UPDATE widgets SET name = 'changed', n = 0 WHERE project_gid = ? AND gid LIKE '%7'").run(project);
+    await srv.query("DELETE FROM widgets WHERE gid IN ('w1', 'w2')").run();
+    await srv.query("INSERT INTO widgets VALUES ('new', ?, 'added later', 1, NULL, NULL)").run(project);
+    await srv.query("UPDATE assets SET name = 'Autumn leaflet' WHERE gid = 'asset1'").run();
+    await srv.query("DELETE FROM memberships WHERE project_gid = ? AND user_gid = ?").run(project, bob.gid);
     await writeProjectFile(srv, project, "originals/b~1.png", "changed bytes");
     await srv.ctx.storage.blobs.deletePrefix(`files/projects/${project}/var/`);
     await writeProjectFile(srv, project, "originals/new~1.jpg", "new file");
@@ -291,7 +289,7 @@ describe("project backups", () => {
     expect(await projectFiles(srv, project)).toEqual(filesAtBackup);
     expect(await (await srv.ctx.storage.blobs.get(`files/icons/${project}-icon.png`))?.text()).toBe("icon bytes");
     // Rows of other projects are untouched.
-    expect(db.query("SELECT name FROM widgets WHERE gid = 'other'").get()).toEqual({ name: "not ours" });
+    expect(await srv.query("SELECT name FROM widgets WHERE gid = 'other'").get()).toEqual({ name: "not ours" });
 
     const cc = (await srv.call("/sync/get", { token: alice.token, body: { cc_cursor: since } })).body.result
       .sync as any[];
@@ -319,7 +317,14 @@ describe("project backups", () => {
     // Widgets are no known data type: no items for them.
     expect(items2.every((i) => i.data_type === "assets")).toBe(true);
     // The full-text index follows the restored rows.
-    const fts = db.query("SELECT name FROM assets_fts WHERE project_gid = ?").all(project);
+    // (SQLite: the FTS5 table kept by triggers; PostgreSQL: the generated tsvector column of assets.)
+    const fts = await srv
+      .query(
+        srv.kind === "sqlite"
+          ? "SELECT name FROM assets_fts WHERE project_gid = ?"
+          : "SELECT name FROM assets WHERE project_gid = ? AND search @@ to_tsquery('apis_simple', 'spring')",
+      )
+      .all(project);
     expect(fts).toEqual([{ name: "Spring leaflet" }]);
   });
 
@@ -374,11 +379,9 @@ describe("project backups", () => {
     const list = await srv.call(`/api/p/${project}/backups/get`, { token: alice.token, body: {} });
     expect(list.body.result.backups.map((b: any) => b.version)).toEqual([3, 2, 1]);
     expect(list.body.result.backups[0].name).toBe("Backup 3");
-    const gid2 = (
-      srv.ctx.db.$client.query("SELECT gid FROM backups WHERE project_gid = ? AND version = 2").get(project) as {
-        gid: string;
-      }
-    ).gid;
+    const gid2 = (await srv
+      .query<{ gid: string }>("SELECT gid FROM backups WHERE project_gid = ? AND version = 2")
+      .get(project))!.gid;
     const d = await srv.call(`/api/p/${project}/backups/delete`, {
       token: alice.token,
       body: { versions: [2, 3, 99] },
@@ -415,7 +418,7 @@ describe("project backups", () => {
   });
 
   test("a restore that cannot start answers 1003 with info.process", async () => {
-    srv.ctx.db.$client.query("UPDATE backups SET status = 'failed' WHERE gid = ?").run(backup);
+    await srv.query("UPDATE backups SET status = 'failed' WHERE gid = ?").run(backup);
     try {
       const r = await srv.call(`/api/p/${project}/backups/restore`, { token: alice.token, body: { version } });
       expect(r.status).toBe(422);
@@ -425,7 +428,7 @@ describe("project backups", () => {
         data: {},
       });
     } finally {
-      srv.ctx.db.$client.query("UPDATE backups SET status = 'ready' WHERE gid = ?").run(backup);
+      await srv.query("UPDATE backups SET status = 'ready' WHERE gid = ?").run(backup);
     }
   });
 
@@ -462,7 +465,7 @@ describe("project backups", () => {
   test("a file deleted while a backup runs is still in the backup when its row is", async () => {
     const gid = await srv.project(alice.token, "Deleting meanwhile");
     const t = Date.now() / 1000;
-    srv.ctx.db.$client
+    await srv
       .query(
         "INSERT INTO assets (gid, project_gid, type, name, storage_name, status, created_on, updated_on) VALUES ('racefile01', ?, 'file', 'doomed', 'racefile01~1.bin', 'deleted', ?, ?)",
       )
@@ -508,24 +511,24 @@ describe("project backups", () => {
       for (const q of queued) await finished(srv, alice.token, q.data_key, since);
       return summary;
     };
-    const scheduled = () =>
-      srv.ctx.db.$client.query("SELECT gid FROM backups WHERE project_gid = ? AND scheduled = 1").all(project).length;
+    const scheduled = async () =>
+      (await srv.query("SELECT gid FROM backups WHERE project_gid = ? AND scheduled = TRUE").all(project)).length;
     // Backed up by the test before and unchanged since: nothing to do.
     await run();
-    expect(scheduled()).toBe(0);
+    expect(await scheduled()).toBe(0);
     await Bun.sleep(10);
     await srv.call("/api/projects/update", { token: alice.token, body: { project, name: "Changed" } });
     await run();
-    expect(scheduled()).toBe(1);
+    expect(await scheduled()).toBe(1);
     // Nothing changed since: no new backup.
     await run();
-    expect(scheduled()).toBe(1);
+    expect(await scheduled()).toBe(1);
     for (let i = 0; i < 2; i++) {
       await Bun.sleep(10);
       await srv.call("/api/projects/update", { token: alice.token, body: { project, name: `Catalogue ${i}` } });
       await run();
     }
-    expect(scheduled()).toBe(2);
+    expect(await scheduled()).toBe(2);
   });
 });
 
@@ -570,7 +573,7 @@ describe("API users in project backups", () => {
         ]),
       );
       expect(rates[feed.gid]).toBe(5);
-      expect(srv.ctx.db.$client.query("SELECT count(*) AS n FROM users WHERE gid = ?").get(later.gid)).toEqual({
+      expect(await srv.query("SELECT count(*) AS n FROM users WHERE gid = ?").get(later.gid)).toEqual({
         n: 0,
       });
       // The keys of the backup work again; the later one does not.
@@ -690,7 +693,7 @@ describe("permanent deletion during a backup", () => {
         const last = items.filter((i) => i.data_type === "jobs" && i.data_key === job).at(-1);
         expect(last.data).toMatchObject({ status: "rejected", info: { error: "The project is being deleted" } });
         // Nothing of it is left running or queued, and nothing complained.
-        expect(s.ctx.db.$client.query("SELECT count(*) AS n FROM jobs WHERE project_gid = ?").get(gid)).toEqual({
+        expect(await s.query("SELECT count(*) AS n FROM jobs WHERE project_gid = ?").get(gid)).toEqual({
           n: 0,
         });
         expect(errors).toEqual([]);
@@ -807,265 +810,282 @@ describe("crash during a backup", () => {
   );
 });
 
-describe("instance backup CLI", () => {
-  const root = join(import.meta.dir, "../..");
-  const apis = (...args: string[]) => {
-    const r = Bun.spawnSync([process.execPath, "src/main.ts", ...args], {
-      cwd: root,
-      env: { ...process.env, APIS_LOG_LEVEL: "silent" },
-    });
-    return { code: r.exitCode, out: r.stdout.toString(), err: r.stderr.toString() };
-  };
+// The instance archive holds the data folder's SQLite file (apis.db): on PostgreSQL there is none.
+describe.skipIf(process.env.APIS_TEST_DATABASE === "postgres")(
+  "instance backup CLI (SQLite: the archive holds apis.db)",
+  () => {
+    const root = join(import.meta.dir, "../..");
+    const apis = (...args: string[]) => {
+      const r = Bun.spawnSync([process.execPath, "src/main.ts", ...args], {
+        cwd: root,
+        env: { ...process.env, APIS_LOG_LEVEL: "silent" },
+      });
+      return { code: r.exitCode, out: r.stdout.toString(), err: r.stderr.toString() };
+    };
 
-  test(
-    "create beside a running server, verify, and restore into another folder give back every row and file",
-    async () => {
-      const work = mkdtempSync(join(tmpdir(), "apis-cli-"));
-      const archive = join(work, "instance.tar");
-      const rowsBefore = await projectRows(srv, project);
-      const filesBefore = await projectFiles(srv, project);
-      try {
-        const created = apis("backup", "create", "--data", srv.dataDir, "--out", archive, "--json", ...storeArgs(srv));
-        expect(created.err).toBe("");
-        expect(created.code).toBe(0);
-        const c = JSON.parse(created.out);
-        expect(c.file).toBe(archive);
-        expect(c.entries).toBeGreaterThan(4);
-
-        const verified = apis("backup", "verify", archive, "--json");
-        expect(verified.code).toBe(0);
-        const v = JSON.parse(verified.out);
-        expect(v).toMatchObject({ ok: true, problems: [], entries: c.entries });
-        // The archive is a plain tar.
-        const listing = Bun.spawnSync(["tar", "-tf", archive]).stdout.toString().split("\n");
-        expect(listing).toEqual(
-          expect.arrayContaining([
-            "apis.db",
-            "apis-backup.json",
-            "jwt.secret",
-            `files/projects/${project}/var/deep/er/c@k.jpg`,
-          ]),
-        );
-        expect(listing.some((n) => n.startsWith("backups/") || n.startsWith("tmp/"))).toBe(false);
-
-        // A running server holds its folder: restore refuses.
-        const refused = apis("backup", "restore", archive, "--data", srv.dataDir, "--yes");
-        expect(refused.code).toBe(1);
-        expect(refused.err).toMatch(/server \(pid \d+\) is using/);
-
-        // Into another folder (and, on S3, another empty prefix of the bucket: the objects go there).
-        const target = join(work, "restored");
-        const targetStore = await otherStore(srv, "restored");
-        const restored = apis("backup", "restore", archive, "--data", target, "--yes", ...asArgs(targetStore));
-        expect(restored.err).toBe("");
-        expect(restored.code).toBe(0);
-        const other = await TestServer.start(targetStore, target);
+    test(
+      "create beside a running server, verify, and restore into another folder give back every row and file",
+      async () => {
+        const work = mkdtempSync(join(tmpdir(), "apis-cli-"));
+        const archive = join(work, "instance.tar");
+        const rowsBefore = await projectRows(srv, project);
+        const filesBefore = await projectFiles(srv, project);
         try {
-          expect(await projectRows(other, project)).toEqual(rowsBefore);
-          expect(await projectFiles(other, project)).toEqual(filesBefore);
-          // Same secret: a token issued by the original server works on the restored one.
-          const init = await other.call("/api/init", { token: alice.token });
-          expect(init.status).toBe(200);
-          expect(init.body.result.user).toBe(alice.gid);
+          const created = apis(
+            "backup",
+            "create",
+            "--data",
+            srv.dataDir,
+            "--out",
+            archive,
+            "--json",
+            ...storeArgs(srv),
+          );
+          expect(created.err).toBe("");
+          expect(created.code).toBe(0);
+          const c = JSON.parse(created.out);
+          expect(c.file).toBe(archive);
+          expect(c.entries).toBeGreaterThan(4);
+
+          const verified = apis("backup", "verify", archive, "--json");
+          expect(verified.code).toBe(0);
+          const v = JSON.parse(verified.out);
+          expect(v).toMatchObject({ ok: true, problems: [], entries: c.entries });
+          // The archive is a plain tar.
+          const listing = Bun.spawnSync(["tar", "-tf", archive]).stdout.toString().split("\n");
+          expect(listing).toEqual(
+            expect.arrayContaining([
+              "apis.db",
+              "apis-backup.json",
+              "jwt.secret",
+              `files/projects/${project}/var/deep/er/c@k.jpg`,
+            ]),
+          );
+          expect(listing.some((n) => n.startsWith("backups/") || n.startsWith("tmp/"))).toBe(false);
+
+          // A running server holds its folder: restore refuses.
+          const refused = apis("backup", "restore", archive, "--data", srv.dataDir, "--yes");
+          expect(refused.code).toBe(1);
+          expect(refused.err).toMatch(/server \(pid \d+\) is using/);
+
+          // Into another folder (and, on S3, another empty prefix of the bucket: the objects go there).
+          const target = join(work, "restored");
+          const targetStore = await otherStore(srv, "restored");
+          const restored = apis("backup", "restore", archive, "--data", target, "--yes", ...asArgs(targetStore));
+          expect(restored.err).toBe("");
+          expect(restored.code).toBe(0);
+          const other = await TestServer.start(targetStore, target);
+          try {
+            expect(await projectRows(other, project)).toEqual(rowsBefore);
+            expect(await projectFiles(other, project)).toEqual(filesBefore);
+            // Same secret: a token issued by the original server works on the restored one.
+            const init = await other.call("/api/init", { token: alice.token });
+            expect(init.status).toBe(200);
+            expect(init.body.result.user).toBe(alice.gid);
+          } finally {
+            await other.stop();
+          }
         } finally {
-          await other.stop();
+          rmSync(work, { recursive: true, force: true });
         }
+      },
+      SLOW_TEST_MS,
+    );
+
+    test("a file deleted while the archive is written is still in it (its row is in the database copy)", async () => {
+      const { createInstanceBackup } = await import("../../src/platform/backups/instance.service");
+      const rel = `files/projects/${project}/originals/doomed~1.bin`;
+      await writeProjectFile(srv, project, "originals/doomed~1.bin", "doomed bytes");
+      const work = mkdtempSync(join(tmpdir(), "apis-pin-"));
+      try {
+        let deleted = false;
+        // The first progress report comes after the database copy: the server deletes the file then.
+        const blobs = srv.ctx.storage.blobs;
+        const r = await createInstanceBackup(
+          srv.dataDir,
+          join(work, "a.tar"),
+          () => {
+            if (deleted) return;
+            deleted = true;
+            void blobs.delete(rel);
+          },
+          { store: blobs },
+        );
+        expect(deleted).toBe(true);
+        expect(await blobs.stat(rel)).toBeUndefined();
+        expect(r.manifest.entries.map((e) => e.path)).toContain(rel);
+        Bun.spawnSync(["tar", "-xf", join(work, "a.tar"), "-C", work]);
+        expect(readFileSync(join(work, rel), "utf8")).toBe("doomed bytes");
+        expect(readdirSync(join(srv.dataDir, "tmp")).filter((n) => n.startsWith("pinned-"))).toEqual([]);
       } finally {
         rmSync(work, { recursive: true, force: true });
       }
-    },
-    SLOW_TEST_MS,
-  );
-
-  test("a file deleted while the archive is written is still in it (its row is in the database copy)", async () => {
-    const { createInstanceBackup } = await import("../../src/platform/backups/instance.service");
-    const rel = `files/projects/${project}/originals/doomed~1.bin`;
-    await writeProjectFile(srv, project, "originals/doomed~1.bin", "doomed bytes");
-    const work = mkdtempSync(join(tmpdir(), "apis-pin-"));
-    try {
-      let deleted = false;
-      // The first progress report comes after the database copy: the server deletes the file then.
-      const blobs = srv.ctx.storage.blobs;
-      const r = await createInstanceBackup(
-        srv.dataDir,
-        join(work, "a.tar"),
-        () => {
-          if (deleted) return;
-          deleted = true;
-          void blobs.delete(rel);
-        },
-        { store: blobs },
-      );
-      expect(deleted).toBe(true);
-      expect(await blobs.stat(rel)).toBeUndefined();
-      expect(r.manifest.entries.map((e) => e.path)).toContain(rel);
-      Bun.spawnSync(["tar", "-xf", join(work, "a.tar"), "-C", work]);
-      expect(readFileSync(join(work, rel), "utf8")).toBe("doomed bytes");
-      expect(readdirSync(join(srv.dataDir, "tmp")).filter((n) => n.startsWith("pinned-"))).toEqual([]);
-    } finally {
-      rmSync(work, { recursive: true, force: true });
-    }
-  });
-
-  test(
-    "verify finds a damaged archive; list shows archives and project backups",
-    async () => {
-      const out = join(srv.dataDir, "backups", "instance", "one.tar");
-      expect(apis("backup", "create", "--data", srv.dataDir, "--out", out, ...storeArgs(srv)).code).toBe(0);
-      const listed = JSON.parse(apis("backup", "list", "--data", srv.dataDir, "--json").out);
-      expect(listed.instance.map((a: any) => a.name)).toContain("one.tar");
-      expect(listed.projects.some((b: any) => b.project_gid === project && b.status === "ready")).toBe(true);
-      const bytes = readFileSync(out);
-      // Flip one byte inside the database entry's content (after its 512-byte header; the first
-      // entry on the data folder, after the stored files on an object store).
-      let header = 0;
-      while (header < bytes.length && bytes.subarray(header, header + 8).toString() !== "apis.db\0") header += 512;
-      bytes[header + 600] = bytes[header + 600]! ^ 0xff;
-      const bad = join(srv.dataDir, "backups", "instance", "bad.tar");
-      writeFileSync(bad, bytes);
-      const v = apis("backup", "verify", bad);
-      expect(v.code).toBe(1);
-      expect(v.out).toMatch(/checksum mismatch: apis\.db|database integrity/);
-      expect(apis("backup", "verify", join(srv.dataDir, "nope.tar")).code).toBe(2);
-      expect(apis("backup", "frobnicate").code).toBe(2);
-    },
-    SLOW_TEST_MS,
-  );
-});
-
-describe("instance archives: modes, confirmation, schedule", () => {
-  const root = join(import.meta.dir, "../..");
-  const apis = (...args: string[]) => {
-    const r = Bun.spawnSync([process.execPath, "src/main.ts", ...args], {
-      cwd: root,
-      env: { ...process.env, APIS_LOG_LEVEL: "silent" },
     });
-    return { code: r.exitCode, out: r.stdout.toString(), err: r.stderr.toString() };
-  };
-  const modeOf = (f: string) => statSync(f).mode & 0o777;
 
-  test(
-    "an archive is written 0600, keeps every file's mode, and a restore gives them back with jwt.secret at 0600",
-    async () => {
-      const work = mkdtempSync(join(tmpdir(), "apis-modes-"));
-      const secret = join(srv.dataDir, "jwt.secret");
-      const shared = join(srv.ctx.storage.projectDir(project), "originals", "shared~1.bin");
-      const script = join(srv.ctx.storage.projectDir(project), "originals", "tool~1.sh");
-      mkdirSync(dirname(shared), { recursive: true });
-      writeFileSync(shared, "shared bytes");
-      writeFileSync(script, "#!/bin/sh\n");
-      chmodSync(shared, 0o640);
-      chmodSync(script, 0o750);
-      // As an older archive or a careless admin could have it: the restore still leaves it 0600.
-      chmodSync(secret, 0o644);
-      try {
-        const archive = join(work, "modes.tar");
-        expect(apis("backup", "create", "--data", srv.dataDir, "--out", archive, ...storeArgs(srv)).code).toBe(0);
-        expect(modeOf(archive)).toBe(0o600);
-        const modes = new Map<string, number>();
-        await readTar(archive, (e) => {
-          modes.set(e.name, e.mode);
-          return null;
-        });
-        const rel = (f: string) => f.slice(srv.dataDir.length + 1);
-        // Files of the data folder keep their modes (objects of a bucket have none: they are archived 0644).
-        const local = srv.ctx.storage.blobs.kind === "file";
-        if (local) {
-          expect(modes.get(rel(shared))).toBe(0o640);
-          expect(modes.get(rel(script))).toBe(0o750);
-          // Any tar reads it, modes included.
-          expect(Bun.spawnSync(["tar", "-tvf", archive]).stdout.toString()).toMatch(/-rwxr-x--- .*tool~1\.sh/);
-        }
-        expect(modes.get("jwt.secret")).toBe(0o644);
+    test(
+      "verify finds a damaged archive; list shows archives and project backups",
+      async () => {
+        const out = join(srv.dataDir, "backups", "instance", "one.tar");
+        expect(apis("backup", "create", "--data", srv.dataDir, "--out", out, ...storeArgs(srv)).code).toBe(0);
+        const listed = JSON.parse(apis("backup", "list", "--data", srv.dataDir, "--json").out);
+        expect(listed.instance.map((a: any) => a.name)).toContain("one.tar");
+        expect(listed.projects.some((b: any) => b.project_gid === project && b.status === "ready")).toBe(true);
+        const bytes = readFileSync(out);
+        // Flip one byte inside the database entry's content (after its 512-byte header; the first
+        // entry on the data folder, after the stored files on an object store).
+        let header = 0;
+        while (header < bytes.length && bytes.subarray(header, header + 8).toString() !== "apis.db\0") header += 512;
+        bytes[header + 600] = bytes[header + 600]! ^ 0xff;
+        const bad = join(srv.dataDir, "backups", "instance", "bad.tar");
+        writeFileSync(bad, bytes);
+        const v = apis("backup", "verify", bad);
+        expect(v.code).toBe(1);
+        expect(v.out).toMatch(/checksum mismatch: apis\.db|database integrity/);
+        expect(apis("backup", "verify", join(srv.dataDir, "nope.tar")).code).toBe(2);
+        expect(apis("backup", "frobnicate").code).toBe(2);
+      },
+      SLOW_TEST_MS,
+    );
+  },
+);
 
-        const target = join(work, "restored");
-        const r = apis("backup", "restore", archive, "--data", target, "--yes");
-        expect(r.err).toBe("");
-        expect(r.code).toBe(0);
-        if (local) {
-          expect(modeOf(join(target, rel(shared)))).toBe(0o640);
-          expect(modeOf(join(target, rel(script)))).toBe(0o750);
-        }
-        expect(modeOf(join(target, "jwt.secret"))).toBe(0o600);
-        expect(readFileSync(join(target, "jwt.secret"), "utf8")).toBe(readFileSync(secret, "utf8"));
-      } finally {
-        chmodSync(secret, 0o600);
-        rmSync(shared, { force: true });
-        rmSync(script, { force: true });
-        rmSync(work, { recursive: true, force: true });
-      }
-    },
-    SLOW_TEST_MS,
-  );
+// The instance archive holds the data folder's SQLite file (apis.db): on PostgreSQL there is none.
+describe.skipIf(process.env.APIS_TEST_DATABASE === "postgres")(
+  "instance archives: modes, confirmation, schedule (SQLite: the archive holds apis.db)",
+  () => {
+    const root = join(import.meta.dir, "../..");
+    const apis = (...args: string[]) => {
+      const r = Bun.spawnSync([process.execPath, "src/main.ts", ...args], {
+        cwd: root,
+        env: { ...process.env, APIS_LOG_LEVEL: "silent" },
+      });
+      return { code: r.exitCode, out: r.stdout.toString(), err: r.stderr.toString() };
+    };
+    const modeOf = (f: string) => statSync(f).mode & 0o777;
 
-  test(
-    "restore asks on a terminal and changes nothing unless the answer is yes; without a terminal it needs --yes",
-    async () => {
-      const work = mkdtempSync(join(tmpdir(), "apis-confirm-"));
-      try {
-        const archive = join(work, "a.tar");
-        expect(apis("backup", "create", "--data", srv.dataDir, "--out", archive).code).toBe(0);
-        const target = join(work, "target");
-        const answer = async (typed: string) => {
-          let screen = "";
-          const proc = Bun.spawn([process.execPath, "src/main.ts", "backup", "restore", archive, "--data", target], {
-            cwd: root,
-            env: { ...process.env, APIS_LOG_LEVEL: "silent" },
-            terminal: { cols: 200, rows: 24, data: (_t, bytes) => (screen += new TextDecoder().decode(bytes)) },
+    test(
+      "an archive is written 0600, keeps every file's mode, and a restore gives them back with jwt.secret at 0600",
+      async () => {
+        const work = mkdtempSync(join(tmpdir(), "apis-modes-"));
+        const secret = join(srv.dataDir, "jwt.secret");
+        const shared = join(srv.ctx.storage.projectDir(project), "originals", "shared~1.bin");
+        const script = join(srv.ctx.storage.projectDir(project), "originals", "tool~1.sh");
+        mkdirSync(dirname(shared), { recursive: true });
+        writeFileSync(shared, "shared bytes");
+        writeFileSync(script, "#!/bin/sh\n");
+        chmodSync(shared, 0o640);
+        chmodSync(script, 0o750);
+        // As an older archive or a careless admin could have it: the restore still leaves it 0600.
+        chmodSync(secret, 0o644);
+        try {
+          const archive = join(work, "modes.tar");
+          expect(apis("backup", "create", "--data", srv.dataDir, "--out", archive, ...storeArgs(srv)).code).toBe(0);
+          expect(modeOf(archive)).toBe(0o600);
+          const modes = new Map<string, number>();
+          await readTar(archive, (e) => {
+            modes.set(e.name, e.mode);
+            return null;
           });
-          await until(() => screen.includes("Type yes to restore: "));
-          expect(screen).toContain(archive);
-          proc.terminal!.write(`${typed}\r`);
-          return { code: await proc.exited, screen };
-        };
-        const no = await answer("no");
-        expect(no.code).toBe(1);
-        expect(no.screen).toContain("nothing was changed");
-        expect(existsSync(join(target, "apis.db"))).toBe(false);
+          const rel = (f: string) => f.slice(srv.dataDir.length + 1);
+          // Files of the data folder keep their modes (objects of a bucket have none: they are archived 0644).
+          const local = srv.ctx.storage.blobs.kind === "file";
+          if (local) {
+            expect(modes.get(rel(shared))).toBe(0o640);
+            expect(modes.get(rel(script))).toBe(0o750);
+            // Any tar reads it, modes included.
+            expect(Bun.spawnSync(["tar", "-tvf", archive]).stdout.toString()).toMatch(/-rwxr-x--- .*tool~1\.sh/);
+          }
+          expect(modes.get("jwt.secret")).toBe(0o644);
 
-        const piped = apis("backup", "restore", archive, "--data", target);
-        expect(piped.code).toBe(2);
-        expect(piped.err).toContain("--yes");
-        expect(existsSync(join(target, "apis.db"))).toBe(false);
+          const target = join(work, "restored");
+          const r = apis("backup", "restore", archive, "--data", target, "--yes");
+          expect(r.err).toBe("");
+          expect(r.code).toBe(0);
+          if (local) {
+            expect(modeOf(join(target, rel(shared)))).toBe(0o640);
+            expect(modeOf(join(target, rel(script)))).toBe(0o750);
+          }
+          expect(modeOf(join(target, "jwt.secret"))).toBe(0o600);
+          expect(readFileSync(join(target, "jwt.secret"), "utf8")).toBe(readFileSync(secret, "utf8"));
+        } finally {
+          chmodSync(secret, 0o600);
+          rmSync(shared, { force: true });
+          rmSync(script, { force: true });
+          rmSync(work, { recursive: true, force: true });
+        }
+      },
+      SLOW_TEST_MS,
+    );
 
-        const yes = await answer("yes");
-        expect(yes.code).toBe(0);
-        expect(yes.screen).toContain("restored");
-        expect(existsSync(join(target, "apis.db"))).toBe(true);
-      } finally {
-        rmSync(work, { recursive: true, force: true });
-      }
-    },
-    SLOW_TEST_MS,
-  );
+    test(
+      "restore asks on a terminal and changes nothing unless the answer is yes; without a terminal it needs --yes",
+      async () => {
+        const work = mkdtempSync(join(tmpdir(), "apis-confirm-"));
+        try {
+          const archive = join(work, "a.tar");
+          expect(apis("backup", "create", "--data", srv.dataDir, "--out", archive).code).toBe(0);
+          const target = join(work, "target");
+          const answer = async (typed: string) => {
+            let screen = "";
+            const proc = Bun.spawn([process.execPath, "src/main.ts", "backup", "restore", archive, "--data", target], {
+              cwd: root,
+              env: { ...process.env, APIS_LOG_LEVEL: "silent" },
+              terminal: { cols: 200, rows: 24, data: (_t, bytes) => (screen += new TextDecoder().decode(bytes)) },
+            });
+            await until(() => screen.includes("Type yes to restore: "));
+            expect(screen).toContain(archive);
+            proc.terminal!.write(`${typed}\r`);
+            return { code: await proc.exited, screen };
+          };
+          const no = await answer("no");
+          expect(no.code).toBe(1);
+          expect(no.screen).toContain("nothing was changed");
+          expect(existsSync(join(target, "apis.db"))).toBe(false);
 
-  test(
-    "scheduled instance backups are off by default and keep only the newest --instance-backups-keep, never manual archives",
-    async () => {
-      const task = housekeepingTasks().find((t) => t.name === "instance-backups")!;
-      expect(task).toBeDefined();
-      expect(task.schedule(loadConfig({}, {}))).toBe("off");
-      expect(task.schedule(loadConfig({ "schedule-instance-backups": "0 2 * * *" }, {}))).toBe("0 2 * * *");
-      const dir = join(srv.dataDir, "backups", "instance");
-      rmSync(dir, { recursive: true, force: true });
-      expect(apis("backup", "create", "--data", srv.dataDir).code).toBe(0);
-      const manual = readdirSync(dir);
-      expect(manual).toHaveLength(1);
-      const ctx = { ...srv.ctx, config: { ...srv.ctx.config, instanceBackupsKeep: 2 } };
-      const made: string[] = [];
-      for (let i = 0; i < 4; i++) {
-        const run = await runHousekeeping(ctx, task);
-        expect(run.ok).toBe(true);
-        made.push(/^wrote (apis-scheduled-\S+\.tar) /.exec(run.summary)![1]!);
-      }
-      const left = readdirSync(dir).sort();
-      expect(left).toEqual([...manual, ...made.slice(2)].sort());
-      for (const n of left) expect(modeOf(join(dir, n))).toBe(0o600);
-      expect(JSON.parse(apis("backup", "verify", join(dir, made[3]!), "--json").out).ok).toBe(true);
-    },
-    SLOW_TEST_MS,
-  );
-});
+          const piped = apis("backup", "restore", archive, "--data", target);
+          expect(piped.code).toBe(2);
+          expect(piped.err).toContain("--yes");
+          expect(existsSync(join(target, "apis.db"))).toBe(false);
+
+          const yes = await answer("yes");
+          expect(yes.code).toBe(0);
+          expect(yes.screen).toContain("restored");
+          expect(existsSync(join(target, "apis.db"))).toBe(true);
+        } finally {
+          rmSync(work, { recursive: true, force: true });
+        }
+      },
+      SLOW_TEST_MS,
+    );
+
+    test(
+      "scheduled instance backups are off by default and keep only the newest --instance-backups-keep, never manual archives",
+      async () => {
+        const task = housekeepingTasks().find((t) => t.name === "instance-backups")!;
+        expect(task).toBeDefined();
+        expect(task.schedule(loadConfig({}, {}))).toBe("off");
+        expect(task.schedule(loadConfig({ "schedule-instance-backups": "0 2 * * *" }, {}))).toBe("0 2 * * *");
+        const dir = join(srv.dataDir, "backups", "instance");
+        rmSync(dir, { recursive: true, force: true });
+        expect(apis("backup", "create", "--data", srv.dataDir).code).toBe(0);
+        const manual = readdirSync(dir);
+        expect(manual).toHaveLength(1);
+        const ctx = { ...srv.ctx, config: { ...srv.ctx.config, instanceBackupsKeep: 2 } };
+        const made: string[] = [];
+        for (let i = 0; i < 4; i++) {
+          const run = await runHousekeeping(ctx, task);
+          expect(run.ok).toBe(true);
+          made.push(/^wrote (apis-scheduled-\S+\.tar) /.exec(run.summary)![1]!);
+        }
+        const left = readdirSync(dir).sort();
+        expect(left).toEqual([...manual, ...made.slice(2)].sort());
+        for (const n of left) expect(modeOf(join(dir, n))).toBe(0o600);
+        expect(JSON.parse(apis("backup", "verify", join(dir, made[3]!), "--json").out).ok).toBe(true);
+      },
+      SLOW_TEST_MS,
+    );
+  },
+);
 
 describe("backup folders", () => {
   test("a complete backup folder the database does not list is recovered; unfinished ones are removed", async () => {
@@ -1076,12 +1096,10 @@ describe("backup folders", () => {
     });
     const made: number = r.body.result.version;
     await finished(srv, alice.token, r.body.result["job.token"], since);
-    const gid = (
-      srv.ctx.db.$client.query("SELECT gid FROM backups WHERE project_gid = ? AND version = ?").get(project, made) as {
-        gid: string;
-      }
-    ).gid;
-    srv.ctx.db.$client.query("DELETE FROM backups WHERE gid = ?").run(gid);
+    const gid = (await srv
+      .query<{ gid: string }>("SELECT gid FROM backups WHERE project_gid = ? AND version = ?")
+      .get(project, made))!.gid;
+    await srv.query("DELETE FROM backups WHERE gid = ?").run(gid);
     // An unfinished backup: a folder `.partial` in the data folder, objects without a manifest in a bucket.
     const leftover = srv.ctx.storage.blobs.kind === "file" ? "leftover.partial" : "leftover";
     await srv.ctx.storage.blobs.put(`backups/projects/${project}/${leftover}/tables/x.ndjson`, "[]\n");

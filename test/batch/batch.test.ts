@@ -172,22 +172,18 @@ describe("a batch that fails", () => {
 
   test("a job queued by a step of a rolled-back batch is never queued, so it never runs", async () => {
     const folder = (await call(srv, at("assets/create"), owner, { name: "Crate" })).body.result.asset as string;
-    const jobsBefore = srv.ctx.db.select().from(jobs).where(eq(jobs.projectGid, project)).all().length;
+    const jobsBefore = (await srv.ctx.db.select().from(jobs).where(eq(jobs.projectGid, project)).all()).length;
     const r = await batch([
       { path: "assets/bulk/delete", body: { selection: [folder] } },
       { path: "queries/delete", body: { query: "no-such-query" } },
     ]);
     expect(r.status).toBe(422);
     expect(r.body.result.info).toMatchObject({ index: 1, path: "queries/delete", batch: ["rolled_back", "failed"] });
-    expect(srv.ctx.db.select().from(jobs).where(eq(jobs.projectGid, project)).all().length).toBe(jobsBefore);
+    expect((await srv.ctx.db.select().from(jobs).where(eq(jobs.projectGid, project)).all()).length).toBe(jobsBefore);
     // The workers are idle and the folder is still there.
     await until(
-      () =>
-        srv.ctx.db
-          .select()
-          .from(jobs)
-          .all()
-          .every((j) => j.status === "done" || j.status === "rejected"),
+      async () =>
+        (await srv.ctx.db.select().from(jobs).all()).every((j) => j.status === "done" || j.status === "rejected"),
       undefined,
       "idle workers",
     );

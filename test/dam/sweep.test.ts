@@ -32,7 +32,7 @@ describe.each(STORES)("the store sweep on %s", (store) => {
     // A project's icon stays; one no project names (its delete did not reach the store) goes.
     const icon = `${project}-kept.png`;
     await blobs.put(`files/icons/${icon}`, png);
-    srv.ctx.db.update(projects).set({ icon }).where(eq(projects.gid, project)).run();
+    await srv.ctx.db.update(projects).set({ icon }).where(eq(projects.gid, project)).run();
     const orphanIcon = `files/icons/${project}-replaced.png`;
     await blobs.put(orphanIcon, png);
 

@@ -5,6 +5,9 @@ import { join } from "node:path";
 import { io } from "socket.io-client";
 import { servedUrl, TestServer, until, SLOW_TEST_MS } from "../helpers/server";
 
+/** The read-only tests switch SQLite's `PRAGMA query_only` on the server's own connection. */
+const onSqlite = process.env.APIS_TEST_DATABASE !== "postgres";
+
 describe("GET /api/health", () => {
   let srv: TestServer;
   beforeAll(async () => {
@@ -26,54 +29,62 @@ describe("GET /api/health", () => {
     expect(jobs).toMatchObject({ ok: true, alive: true, workers: 2, running: 0 });
   });
 
-  test("a database that refuses writes turns it into a 503 in the envelope, and back when it accepts them", async () => {
-    srv.ctx.db.$client.run("PRAGMA query_only = 1");
-    try {
-      const r = await srv.call("/api/health");
-      expect(r.status).toBe(503);
-      expect(r.body.success).toBe(false);
-      expect(r.body.result.code).toBe(503);
-      expect(r.body.result.message).toBe("Unhealthy");
-      expect(r.body.result.info.status).toBe("unhealthy");
-      expect(r.body.result.info.checks.database.ok).toBe(false);
-      expect(r.body.result.info.checks.database.error).toContain("readonly");
-      expect(r.body.result.info.checks.data_folder.ok).toBe(true);
-      expect(r.body.data).toEqual({});
-    } finally {
-      srv.ctx.db.$client.run("PRAGMA query_only = 0");
-    }
-    expect((await srv.call("/api/health")).status).toBe(200);
-  });
+  // SQLite only: made read-only by SQLite's PRAGMA query_only on the server's connection.
+  test.if(onSqlite)(
+    "a database that refuses writes turns it into a 503 in the envelope, and back when it accepts them",
+    async () => {
+      srv.ctx.db.$client.run("PRAGMA query_only = 1");
+      try {
+        const r = await srv.call("/api/health");
+        expect(r.status).toBe(503);
+        expect(r.body.success).toBe(false);
+        expect(r.body.result.code).toBe(503);
+        expect(r.body.result.message).toBe("Unhealthy");
+        expect(r.body.result.info.status).toBe("unhealthy");
+        expect(r.body.result.info.checks.database.ok).toBe(false);
+        expect(r.body.result.info.checks.database.error).toContain("readonly");
+        expect(r.body.result.info.checks.data_folder.ok).toBe(true);
+        expect(r.body.data).toEqual({});
+      } finally {
+        srv.ctx.db.$client.run("PRAGMA query_only = 0");
+      }
+      expect((await srv.call("/api/health")).status).toBe(200);
+    },
+  );
 
-  test("a server whose database refuses writes as it starts stays up: its deferred version note warns, and health answers 503", async () => {
-    const s = await TestServer.start();
-    const warnings: string[] = [];
-    const warn = s.ctx.log.warn.bind(s.ctx.log);
-    s.ctx.log.warn = (message, ...rest) => {
-      warnings.push(message);
-      return warn(message, ...rest);
-    };
-    // Before the version note, which the server writes just after it starts listening.
-    s.ctx.db.$client.run("PRAGMA query_only = 1");
-    try {
-      await until(
-        () => warnings.some((w) => w.includes("version could not be noted")),
-        undefined,
-        "the version note's warning",
-      );
-      const r = await s.call("/api/health");
-      expect(r.status).toBe(503);
-      expect(r.body.result.info.checks.database.ok).toBe(false);
-    } finally {
-      s.ctx.db.$client.run("PRAGMA query_only = 0");
-    }
-    expect((await s.call("/api/health")).status).toBe(200);
-    await s.stop();
-  });
+  // SQLite only: made read-only by SQLite's PRAGMA query_only on the server's connection.
+  test.if(onSqlite)(
+    "a server whose database refuses writes as it starts stays up: its deferred version note warns, and health answers 503",
+    async () => {
+      const s = await TestServer.start();
+      const warnings: string[] = [];
+      const warn = s.ctx.log.warn.bind(s.ctx.log);
+      s.ctx.log.warn = (message, ...rest) => {
+        warnings.push(message);
+        return warn(message, ...rest);
+      };
+      // Before the version note, which the server writes just after it starts listening.
+      s.ctx.db.$client.run("PRAGMA query_only = 1");
+      try {
+        await until(
+          () => warnings.some((w) => w.includes("version could not be noted")),
+          undefined,
+          "the version note's warning",
+        );
+        const r = await s.call("/api/health");
+        expect(r.status).toBe(503);
+        expect(r.body.result.info.checks.database.ok).toBe(false);
+      } finally {
+        s.ctx.db.$client.run("PRAGMA query_only = 0");
+      }
+      expect((await s.call("/api/health")).status).toBe(200);
+      await s.stop();
+    },
+  );
 
   test("the probe leaves nothing behind in the database or the data folder", async () => {
     await srv.call("/api/health");
-    expect(srv.ctx.db.$client.query("SELECT * FROM meta WHERE key = 'health_probe'").all()).toEqual([]);
+    expect(await srv.query("SELECT * FROM meta WHERE key = 'health_probe'").all()).toEqual([]);
     const { readdirSync } = await import("node:fs");
     expect(readdirSync(srv.dataDir).filter((f) => f.startsWith(".health"))).toEqual([]);
   });
@@ -213,8 +224,11 @@ describe("GET /metrics", () => {
         expect(text).toContain("apis_sync_sockets 1");
         expect(text).toMatch(/apis_jobs\{state="queued"\} \d+/);
         expect(text).toMatch(/apis_dam_transforms_running 0/);
-        expect(text).toMatch(/apis_sqlite_file_bytes [1-9]\d*/);
-        expect(text).toMatch(/apis_sqlite_wal_bytes \d+/);
+        // The data folder's SQLite file and its write-ahead log: on SQLite only.
+        if (srv.kind === "sqlite") {
+          expect(text).toMatch(/apis_sqlite_file_bytes [1-9]\d*/);
+          expect(text).toMatch(/apis_sqlite_wal_bytes \d+/);
+        }
         expect(text).toMatch(/apis_info\{version="[^"]+"\} 1/);
       } finally {
         socket.close();

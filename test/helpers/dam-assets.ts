@@ -36,10 +36,12 @@ export async function storeImage(
     format: meta?.format ?? null,
     pages: meta?.pages ?? 1,
   };
-  await mutate(srv.ctx.db, srv.ctx.hub, (tx) => {
-    const existing = tx.select().from(assets).where(eq(assets.gid, gid)).get();
+  // Every statement awaited: on PostgreSQL a query's ending is a promise (src/db/pg/sqlite-api.ts).
+  await mutate(srv.ctx.db, srv.ctx.hub, async (tx) => {
+    const existing = await tx.select().from(assets).where(eq(assets.gid, gid)).get();
     if (!existing) {
-      tx.insert(assets)
+      await tx
+        .insert(assets)
         .values({
           gid,
           projectGid,
@@ -54,7 +56,8 @@ export async function storeImage(
         .run();
     } else {
       // A new version: the current one becomes a kept earlier version.
-      tx.insert(assetVersions)
+      await tx
+        .insert(assetVersions)
         .values({
           projectGid,
           assetGid: gid,
@@ -72,7 +75,8 @@ export async function storeImage(
           replacedOn: t,
         })
         .run();
-      tx.update(assets)
+      await tx
+        .update(assets)
         .set({ version, ...file, updatedOn: t })
         .where(eq(assets.gid, gid))
         .run();

@@ -3,6 +3,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadConfig } from "../../src/config";
 import { mutate } from "../../src/db/mutate";
+import type { Statement } from "../../src/db/port";
+import { kindOf } from "../../src/db/ports";
+import { dialectOf, sessionOf } from "../../src/db/query";
+import type { Dialect } from "../../src/db/dialect";
 import { startServer, type Running } from "../../src/app/server";
 import { flagsFor } from "./s3";
 import type { Feature } from "../../src/features";
@@ -74,6 +78,27 @@ export class TestServer {
     return this.running.ctx;
   }
 
+  /** `sqlite` or `postgres`: the database this server runs on (APIS_TEST_DATABASE). */
+  get kind(): "sqlite" | "postgres" {
+    return kindOf(this.ctx.db);
+  }
+
+  /** The SQL helpers of this server's database, for test SQL that differs between the two. */
+  get dialect(): Dialect {
+    return dialectOf(this.ctx.db);
+  }
+
+  /**
+   * A statement on the server's database, through its port, so that a test that looks into the
+   * tables runs on SQLite and on PostgreSQL alike: `get` / `all` / `run` return promises, `get`
+   * gives undefined for no row. The text must be SQL both databases read (`?` parameters, no
+   * SQLite-only functions, booleans as TRUE/FALSE); rows come as the database gives them (JSON
+   * columns as text on SQLite, parsed on PostgreSQL: `this.dialect.readJson`).
+   */
+  query<R = Record<string, any>>(text: string): Statement<R> {
+    return sessionOf(this.ctx.db).query<R>(text);
+  }
+
   /** Sends a request; a body object is sent as JSON (POST unless `method` says otherwise). */
   async call(
     path: string,
@@ -131,7 +156,9 @@ export class TestServer {
   ) {
     const t = Date.now() / 1000;
     await mutate(this.ctx.db, this.ctx.hub, async (tx, log) => {
-      tx.insert(memberships)
+      // Awaited: on PostgreSQL a query's ending is a promise.
+      await tx
+        .insert(memberships)
         .values({ projectGid, userGid, roles, status, options: {}, createdOn: t, updatedOn: t })
         .run();
       log.cc("INSERT", "cc.projects_members", `${projectGid}/${userGid}`, [

@@ -312,13 +312,9 @@ describe("restart and housekeeping", () => {
     const written = await writeItems(srv.ctx.db, srv.ctx.hub, (log) =>
       log.cc("UPDATE", "cc.users", alice.gid, [alice.gid]),
     );
-    srv.ctx.db.update(changes).set({ createdOn: old }).run();
+    await srv.ctx.db.update(changes).set({ createdOn: old }).run();
     expect(await pruneChangeLog(srv.ctx)).toMatch(/^pruned \d+ change/);
-    const floor = srv.ctx.db
-      .select()
-      .from(meta)
-      .all()
-      .find((m) => m.key === "changes.floor");
+    const floor = (await srv.ctx.db.select().from(meta).all()).find((m) => m.key === "changes.floor");
     expect(Number(floor!.value)).toBeGreaterThanOrEqual(written);
     const r = await srv.call("/sync/get", { token: alice.token, body: { cc_cursor: 0 } });
     expect(r.body.result.warning).toMatch(/re-initialise/);
@@ -345,20 +341,16 @@ describe("restart and housekeeping", () => {
       expiresOn,
       createdOn: t,
     });
-    srv.ctx.db
+    await srv.ctx.db
       .insert(verificationCodes)
       .values([row("old", t - 2 * 86400), row("recent", t - 60), row("live", t + 900)])
       .run();
     const run = await runHousekeeping(srv.ctx, housekeepingTasks().find((h) => h.name === "codes")!);
     expect(run).toMatchObject({ ok: true, summary: "deleted 1 expired code(s)" });
-    expect(
-      srv.ctx.db
-        .select()
-        .from(verificationCodes)
-        .all()
-        .map((c) => c.validationHash)
-        .sort(),
-    ).toEqual(["live", "recent"]);
+    expect((await srv.ctx.db.select().from(verificationCodes).all()).map((c) => c.validationHash).sort()).toEqual([
+      "live",
+      "recent",
+    ]);
     const listed = listSchedules(srv.ctx, housekeepingTasks()).find((s) => s.name === "codes")!;
     expect(listed).toMatchObject({
       schedule: "5 * * * *",

@@ -448,14 +448,14 @@ describe("modules/unregister", () => {
     expect((await projectTables(srv.ctx.db)).map((t) => t.table)).toContain("modules");
     const p = await srv.project(owner.token, "Short-lived");
     await srv.call(`/api/p/${p}/modules/register`, { token: owner.token, body: { module: "Temp", version: "1" } });
-    const count = () =>
-      (srv.ctx.db.$client.query("SELECT count(*) AS n FROM modules WHERE project_gid = ?").get(p) as { n: number }).n;
-    expect(count()).toBe(1);
+    const count = async () =>
+      (await srv.query<{ n: number }>("SELECT count(*) AS n FROM modules WHERE project_gid = ?").get(p))!.n;
+    expect(await count()).toBe(1);
     await srv.call("/api/projects/delete", { token: owner.token, body: { project: p } });
     expect(
       (await srv.call("/api/projects/permanent_delete", { token: owner.token, body: { project: p } })).status,
     ).toBe(200);
-    expect(count()).toBe(0);
+    expect(await count()).toBe(0);
   });
 });
 

@@ -443,13 +443,13 @@ describe("project data", () => {
     expect(tables).toContain("queries");
     const p = await srv.project(owner.token, "Short-lived");
     await call(srv, q("create", p), owner, { type: "record", name: "Gone soon" });
-    const count = () =>
-      (srv.ctx.db.$client.query("SELECT count(*) AS n FROM queries WHERE project_gid = ?").get(p) as { n: number }).n;
-    expect(count()).toBe(1);
+    const count = async () =>
+      (await srv.query<{ n: number }>("SELECT count(*) AS n FROM queries WHERE project_gid = ?").get(p))!.n;
+    expect(await count()).toBe(1);
     expect((await srv.call("/api/projects/delete", { token: owner.token, body: { project: p } })).status).toBe(200);
     expect(
       (await srv.call("/api/projects/permanent_delete", { token: owner.token, body: { project: p } })).status,
     ).toBe(200);
-    expect(count()).toBe(0);
+    expect(await count()).toBe(0);
   });
 });

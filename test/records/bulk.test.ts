@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { sql } from "drizzle-orm";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -196,11 +197,11 @@ describe("a bulk job interrupted by a stop", () => {
         expect(job.attempts).toBe(2);
         expect(job.info).toMatchObject({ done: sel.length, skipped: 0, remaining: 0 });
         // Each value twice under the holder: the original and one duplicate.
-        const counts = s.ctx.db.$client
-          .query(
-            `SELECT json_extract(vals, '$."*"."${v.f.artnr}"') AS v, count(*) AS n FROM records WHERE parent = ? AND status != 'deleted' GROUP BY v`,
-          )
-          .all(holder) as { v: string; n: number }[];
+        const d = s.dialect;
+        const q = d.toQuery(
+          sql`SELECT ${d.jsonValue(sql`vals`, ["*", v.f.artnr])} AS v, count(*) AS n FROM records WHERE parent = ${holder} AND status != 'deleted' GROUP BY 1`,
+        );
+        const counts = await s.query<{ v: string; n: number }>(q.sql).all(...(q.params as string[]));
         expect(counts.length).toBe(sel.length);
         expect(counts.filter((c) => c.n !== 2)).toEqual([]);
       } finally {

@@ -57,9 +57,8 @@ describe("records follow a commit touching many records as a job", () => {
   }, 60_000);
 
   test("a commit of a field no search text is made of (number → decimal) converts the values and leaves every search row as it was", async () => {
-    const rows = () =>
-      w.srv.ctx.db.$client.query("SELECT id, record_id, language, title, body FROM record_search ORDER BY id").all();
-    const before = rows();
+    const rows = () => w.srv.query("SELECT id, record_id, language, title, body FROM record_search ORDER BY id").all();
+    const before = await rows();
     const since = await w.srv.ccCursor(w.owner.token);
     await w.okr("fields/modify", { field: w.f.artnr, type: "decimal", options: {} });
     const c = await w.okr("fields/commit", { field: w.f.artnr });
@@ -70,38 +69,44 @@ describe("records follow a commit touching many records as a job", () => {
     });
     expect(done.data.info).toMatchObject({ records: made.length, losing_values: 0 });
     expect((await w.get(made[7]!)).fields.en.artnr).toBe(7);
-    expect(rows()).toEqual(before);
+    expect(await rows()).toEqual(before);
   }, 60_000);
 
-  test("the job leaves the full-text index sound, merged by commits again as before it, and search finds the converted text", async () => {
-    const config = () =>
-      new Map(
-        (w.srv.ctx.db.$client.query("SELECT k, v FROM records_fts_config").all() as { k: string; v: number }[]).map(
-          (r) => [r.k, r.v],
-        ),
-      );
-    const seen = new Set<number>();
-    const since = await w.srv.ccCursor(w.owner.token);
-    await w.okr("fields/modify", { field: w.f.artnr, type: "textline", options: {} });
-    const c = await w.okr("fields/commit", { field: w.f.artnr });
-    const [token] = c.result["job.tokens"];
-    const done = await until(async () => {
-      const a = config().get("automerge");
-      if (a !== undefined) seen.add(a);
-      const s = await w.srv.call("/sync/get", { token: w.owner.token, body: { cc_cursor: since } });
-      return (s.body.result.sync as any[]).find((i) => i.data_key === token && i.data.status === "done");
-    });
-    expect(done.data.info).toMatchObject({ records: made.length });
-    // Back to FTS5's own automatic merging once the job let go (whether or not a poll saw it off).
-    expect(config().get("automerge")).toBe(4);
-    for (const a of seen) expect([0, 4]).toContain(a);
-    // FTS5's own check of the index against its content throws when they differ.
-    expect(() =>
-      w.srv.ctx.db.$client.run("INSERT INTO records_fts(records_fts) VALUES('integrity-check')"),
-    ).not.toThrow();
-    const found = await w.okr("records/search", { q: "+123", language: "en" });
-    expect(found.result.records).toEqual([made[123]!]);
-  }, 60_000);
+  // SQLite only: about FTS5's merging (records_fts_config) and its integrity check; PostgreSQL's
+  // index is a generated column of record_search, which no job merges.
+  test.skipIf(process.env.APIS_TEST_DATABASE === "postgres")(
+    "the job leaves the full-text index sound, merged by commits again as before it, and search finds the converted text",
+    async () => {
+      const config = () =>
+        new Map(
+          (w.srv.ctx.db.$client.query("SELECT k, v FROM records_fts_config").all() as { k: string; v: number }[]).map(
+            (r) => [r.k, r.v],
+          ),
+        );
+      const seen = new Set<number>();
+      const since = await w.srv.ccCursor(w.owner.token);
+      await w.okr("fields/modify", { field: w.f.artnr, type: "textline", options: {} });
+      const c = await w.okr("fields/commit", { field: w.f.artnr });
+      const [token] = c.result["job.tokens"];
+      const done = await until(async () => {
+        const a = config().get("automerge");
+        if (a !== undefined) seen.add(a);
+        const s = await w.srv.call("/sync/get", { token: w.owner.token, body: { cc_cursor: since } });
+        return (s.body.result.sync as any[]).find((i) => i.data_key === token && i.data.status === "done");
+      });
+      expect(done.data.info).toMatchObject({ records: made.length });
+      // Back to FTS5's own automatic merging once the job let go (whether or not a poll saw it off).
+      expect(config().get("automerge")).toBe(4);
+      for (const a of seen) expect([0, 4]).toContain(a);
+      // FTS5's own check of the index against its content throws when they differ.
+      expect(() =>
+        w.srv.ctx.db.$client.run("INSERT INTO records_fts(records_fts) VALUES('integrity-check')"),
+      ).not.toThrow();
+      const found = await w.okr("records/search", { q: "+123", language: "en" });
+      expect(found.result.records).toEqual([made[123]!]);
+    },
+    60_000,
+  );
 });
 
 describe("a follow job interrupted by a stop", () => {
@@ -138,11 +143,13 @@ describe("a follow job interrupted by a stop", () => {
       try {
         expect(job.attempts).toBe(2);
         expect(job.info).toMatchObject({ records: ids.length, losing_values: 0, remaining: 0 });
-        const rows = s.ctx.db.$client
-          .query(`SELECT id, vals FROM records WHERE id IN (${ids.join(",")}) ORDER BY id`)
-          .all() as { id: number; vals: string }[];
+        const rows = await s
+          .query<{ id: number; vals: unknown }>(
+            `SELECT id, vals FROM records WHERE id IN (${ids.join(",")}) ORDER BY id`,
+          )
+          .all();
         const wrong = rows.filter((r, i) => {
-          const vals = JSON.parse(r.vals);
+          const vals = s.dialect.readJson(r.vals) as Record<string, Record<string, unknown> | undefined>;
           return (
             ["en", "nl", "de"].some((l) => vals[l]?.[v.f.artnr] !== `A${i}`) || vals["*"]?.[v.f.artnr] !== undefined
           );

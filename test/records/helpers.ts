@@ -9,7 +9,8 @@ import { TestServer, until } from "../helpers/server";
  */
 export async function recordsWorld(flags: Record<string, string> = {}, dataDir?: string) {
   const w = await schemaWorld(flags, dataDir);
-  w.srv.ctx.db
+  // Awaited: on PostgreSQL a query's ending is a promise (src/db/pg/sqlite-api.ts).
+  await w.srv.ctx.db
     .update(projects)
     .set({
       options: {

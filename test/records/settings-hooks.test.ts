@@ -75,10 +75,8 @@ describe("records follow the project settings", () => {
     expect(await search("A-1", "de")).toHaveLength(1);
     expect(await search("A-1", "en")).toHaveLength(1);
     const reindexing = () =>
-      w.srv.ctx.db.$client
-        .query("SELECT 1 FROM jobs WHERE kind = 'records_reindex' AND status NOT IN ('done', 'rejected')")
-        .get();
-    await until(async () => !reindexing());
+      w.srv.query("SELECT 1 FROM jobs WHERE kind = 'records_reindex' AND status NOT IN ('done', 'rejected')").get();
+    await until(async () => !(await reindexing()));
     expect(await search("A-1", "de")).toHaveLength(1);
   });
 });

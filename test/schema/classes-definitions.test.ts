@@ -12,7 +12,7 @@ let title = "",
 beforeAll(async () => {
   w = await schemaWorld();
   // Project settings endpoints belong to another area: give the project a second language and a fieldlist directly.
-  w.srv.ctx.db
+  await w.srv.ctx.db
     .update(projects)
     .set({ options: { languages: ["en", "nl"], fieldlists: { shop: "Webshop" } } })
     .where(eq(projects.gid, w.project))

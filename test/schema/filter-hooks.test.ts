@@ -56,7 +56,7 @@ beforeAll(async () => {
   srv = await TestServer.start({}, undefined, [...features, follower]);
   owner = await srv.user("olivia");
   project = await srv.project(owner.token, "Catalogue");
-  srv.ctx.db
+  await srv.ctx.db
     .update(projects)
     .set({ options: { languages: ["en", "nl"] } })
     .where(eq(projects.gid, project))

@@ -365,8 +365,8 @@ describe("projects", () => {
     const m = await srv.call("/api/members/get", { token: alice.token, body: { project: gid, member: alice.gid } });
     expect(m.status).toBe(422);
     // Its change log goes with it: also the items the deleting unit itself recorded for the project.
-    const left = srv.ctx.db.$client.query("SELECT count(*) AS n FROM changes WHERE type = ?").get(gid) as { n: number };
-    expect(left.n).toBe(0);
+    const left = await srv.query<{ n: number }>("SELECT count(*) AS n FROM changes WHERE type = ?").get(gid);
+    expect(left!.n).toBe(0);
   });
 
   test("a deleted project stays visible to its owner with status deleted", async () => {
@@ -407,7 +407,7 @@ describe("polled sync", () => {
   });
 
   test("a cursor older than the retained log answers the re-initialise warning", async () => {
-    srv.ctx.db
+    await srv.ctx.db
       .insert(meta)
       .values({ key: "changes.floor", value: "5" })
       .onConflictDoUpdate({ target: meta.key, set: { value: "5" } })
@@ -421,7 +421,7 @@ describe("polled sync", () => {
         warning: expect.stringContaining("re-initialise"),
       });
     } finally {
-      srv.ctx.db.delete(meta).where(eq(meta.key, "changes.floor")).run();
+      await srv.ctx.db.delete(meta).where(eq(meta.key, "changes.floor")).run();
     }
   });
 

@@ -85,7 +85,8 @@ async function createProject(srv: TestServer, owner: Who, name: string): Promise
 async function setMembership(srv: TestServer, project: string, user: string, status: "active" | "inactive") {
   await mutate(srv.ctx.db, srv.ctx.hub, async (tx, log) => {
     const t = now();
-    tx.insert(memberships)
+    await tx
+      .insert(memberships)
       .values({ projectGid: project, userGid: user, status, roles: ["member"], createdOn: t, updatedOn: t })
       .onConflictDoUpdate({ target: [memberships.projectGid, memberships.userGid], set: { status, updatedOn: t } })
       .run();
@@ -602,9 +603,9 @@ describe("losing access", () => {
   test("an API user whose only membership is deactivated is disconnected", async () => {
     const project = await createProject(srv, alice, "With API");
     const apiGid = newGid();
-    await mutate(srv.ctx.db, srv.ctx.hub, (tx, log) => {
+    await mutate(srv.ctx.db, srv.ctx.hub, async (tx, log) => {
       const t = now();
-      tx.insert(users).values({ gid: apiGid, kind: "api", status: "active", createdOn: t, updatedOn: t }).run();
+      await tx.insert(users).values({ gid: apiGid, kind: "api", status: "active", createdOn: t, updatedOn: t }).run();
       log.cc("INSERT", "cc.users", apiGid, [apiGid]);
     });
     await setMembership(srv, project, apiGid, "active");
@@ -616,7 +617,7 @@ describe("losing access", () => {
     await setMembership(srv, project, apiGid, "inactive");
     expect(await gone).toBe("io server disconnect");
     expect(
-      srv.ctx.db
+      await srv.ctx.db
         .select()
         .from(memberships)
         .where(and(eq(memberships.userGid, apiGid), eq(memberships.status, "active")))
