@@ -18,7 +18,7 @@ export async function jobsCommand(ctx: Ctx, args: string[], flags: Record<string
     case "list": {
       const limit = Number(stringFlag(flags, "limit") ?? 20);
       if (!Number.isInteger(limit) || limit < 0) throw new UsageError("--limit needs a whole number");
-      const schedules = listSchedules(ctx, housekeepingTasks());
+      const schedules = await listSchedules(ctx, housekeepingTasks());
       const recent = await recentJobs(ctx.db, limit);
       if (json) {
         console.log(

@@ -9,8 +9,8 @@ import { readMeta } from "./meta";
  */
 
 /** The highest cursor whose items have been pruned (0 when nothing was pruned). */
-export function retainedFloor(tx: Tx): number {
-  return Number(readMeta(tx, "changes.floor") ?? 0);
+export async function retainedFloor(tx: Tx): Promise<number> {
+  return Number((await readMeta(tx, "changes.floor")) ?? 0);
 }
 
 /**
@@ -18,9 +18,9 @@ export function retainedFloor(tx: Tx): number {
  * only increase; when retention pruned every item, the pruned floor is still the current cursor
  * (else clients would be handed a cursor older than the retained log and told to re-initialise).
  */
-export function currentCursor(tx: Tx): number {
-  const top = newestCursor(tx).get()?.c ?? 0;
-  return Math.max(top, retainedFloor(tx));
+export async function currentCursor(tx: Tx): Promise<number> {
+  const top = (await newestCursor(tx).get())?.c ?? 0;
+  return Math.max(top, await retainedFloor(tx));
 }
 const newestCursor = preparedOnce((tx) =>
   tx

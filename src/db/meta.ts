@@ -3,8 +3,8 @@ import { preparedOnce, type Tx } from "./connection";
 import { meta } from "./meta.table";
 
 /** An instance-wide fact of the `meta` table (installed version, cursor floor, last runs), or undefined. */
-export function readMeta(tx: Tx, key: string): string | undefined {
-  return metaByKey(tx).get({ key })?.value;
+export async function readMeta(tx: Tx, key: string): Promise<string | undefined> {
+  return (await metaByKey(tx).get({ key }))?.value;
 }
 const metaByKey = preparedOnce((tx) =>
   tx
@@ -15,6 +15,6 @@ const metaByKey = preparedOnce((tx) =>
 );
 
 /** Sets an instance-wide fact of the `meta` table. */
-export function writeMeta(tx: Tx, key: string, value: string): void {
-  tx.insert(meta).values({ key, value }).onConflictDoUpdate({ target: meta.key, set: { value } }).run();
+export async function writeMeta(tx: Tx, key: string, value: string): Promise<void> {
+  await tx.insert(meta).values({ key, value }).onConflictDoUpdate({ target: meta.key, set: { value } }).run();
 }

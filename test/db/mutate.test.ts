@@ -47,12 +47,12 @@ describe("mutate: one unit of work per database", () => {
     published.length = 0;
     const seenInside: number[] = [];
     await mutate(db, hub, async (tx, log) => {
-      writeMeta(tx, "t.outer", "1");
+      await writeMeta(tx, "t.outer", "1");
       log.cc("UPDATE", "test", "outer", ["*"]);
-      await mutate(db, hub, (inner, innerLog) => {
+      await mutate(db, hub, async (inner, innerLog) => {
         expect(inner).toBe(tx);
         expect(innerLog).toBe(log);
-        writeMeta(inner, "t.inner", "1");
+        await writeMeta(inner, "t.inner", "1");
         innerLog.cc("UPDATE", "test", "inner", ["*"]);
       });
       // Nothing is published while the unit is open.
@@ -60,8 +60,8 @@ describe("mutate: one unit of work per database", () => {
     });
     expect(seenInside).toEqual([0]);
     expect(published.map(keys)).toEqual([["outer", "inner"]]);
-    expect(readMeta(db, "t.outer")).toBe("1");
-    expect(readMeta(db, "t.inner")).toBe("1");
+    expect(await readMeta(db, "t.outer")).toBe("1");
+    expect(await readMeta(db, "t.inner")).toBe("1");
     expect(inUnit(db)).toBe(false);
   });
 
@@ -70,8 +70,8 @@ describe("mutate: one unit of work per database", () => {
     const after: string[] = [];
     await expect(
       mutate(db, hub, async (_tx, log) => {
-        await mutate(db, hub, (inner, innerLog) => {
-          writeMeta(inner, "t.lost", "1");
+        await mutate(db, hub, async (inner, innerLog) => {
+          await writeMeta(inner, "t.lost", "1");
           innerLog.cc("UPDATE", "test", "lost-inner", ["*"]);
           afterCommit(db, () => after.push("inner"));
         });
@@ -79,7 +79,7 @@ describe("mutate: one unit of work per database", () => {
         throw new Error("changed my mind");
       }),
     ).rejects.toThrow("changed my mind");
-    expect(readMeta(db, "t.lost")).toBeUndefined();
+    expect(await readMeta(db, "t.lost")).toBeUndefined();
     expect(logged("lost-inner") || logged("lost-outer")).toBe(false);
     expect(published).toEqual([]);
     expect(after).toEqual([]);
@@ -89,11 +89,11 @@ describe("mutate: one unit of work per database", () => {
   test("a nested mutate that throws undoes only its own writes and items when the outer carries on", async () => {
     published.length = 0;
     await mutate(db, hub, async (tx, log) => {
-      writeMeta(tx, "t.kept", "1");
+      await writeMeta(tx, "t.kept", "1");
       log.cc("UPDATE", "test", "kept", ["*"]);
       try {
-        await mutate(db, hub, (inner, innerLog) => {
-          writeMeta(inner, "t.undone", "1");
+        await mutate(db, hub, async (inner, innerLog) => {
+          await writeMeta(inner, "t.undone", "1");
           innerLog.cc("UPDATE", "test", "undone", ["*"]);
           afterCommit(db, () => {
             throw new Error("must not run");
@@ -104,8 +104,8 @@ describe("mutate: one unit of work per database", () => {
         expect((err as Error).message).toBe("inner failure");
       }
     });
-    expect(readMeta(db, "t.kept")).toBe("1");
-    expect(readMeta(db, "t.undone")).toBeUndefined();
+    expect(await readMeta(db, "t.kept")).toBe("1");
+    expect(await readMeta(db, "t.undone")).toBeUndefined();
     expect(logged("undone")).toBe(false);
     expect(published.map(keys)).toEqual([["kept"]]);
   });
@@ -172,22 +172,22 @@ describe("mutate: one unit of work per database", () => {
   test("a body that waits for the event loop while it holds the writer fails and is rolled back (the yield guard)", async () => {
     await expect(
       mutate(db, hub, async (tx) => {
-        writeMeta(tx, "t.yielded", "1");
+        await writeMeta(tx, "t.yielded", "1");
         await new Promise((r) => setTimeout(r, 1));
       }),
     ).rejects.toThrow(/waited for the event loop/);
-    expect(readMeta(db, "t.yielded")).toBeUndefined();
+    expect(await readMeta(db, "t.yielded")).toBeUndefined();
     expect(inUnit(db)).toBe(false);
   });
 });
 
 describe("readOnly: a read in one transaction without a change log", () => {
   test("its reads run in one transaction, which is closed afterwards, and it returns what the work returns", async () => {
-    await mutate(db, hub, (tx) => writeMeta(tx, "t.read", "before"));
-    const seen = await readOnly(db, (tx) => {
+    await mutate(db, hub, async (tx) => await writeMeta(tx, "t.read", "before"));
+    const seen = await readOnly(db, async (tx) => {
       expect(db.$client.inTransaction).toBe(true);
       expect(inUnit(db)).toBe(false);
-      return readMeta(tx, "t.read");
+      return await readMeta(tx, "t.read");
     });
     expect(seen).toBe("before");
     expect(db.$client.inTransaction).toBe(false);
@@ -196,32 +196,32 @@ describe("readOnly: a read in one transaction without a change log", () => {
   test("a write inside it is refused and leaves no transaction open; a throw passes through", async () => {
     published.length = 0;
     await expect(
-      readOnly(db, async () => await mutate(db, hub, (tx) => writeMeta(tx, "t.sneaked", "1"))),
+      readOnly(db, async () => await mutate(db, hub, async (tx) => await writeMeta(tx, "t.sneaked", "1"))),
     ).rejects.toThrow(/read-only/);
-    expect(readMeta(db, "t.sneaked")).toBeUndefined();
+    expect(await readMeta(db, "t.sneaked")).toBeUndefined();
     expect(db.$client.inTransaction).toBe(false);
     await expect(
-      readOnly(db, () => {
+      readOnly(db, async () => {
         throw new Error("no such thing");
       }),
     ).rejects.toThrow("no such thing");
     expect(db.$client.inTransaction).toBe(false);
     expect(published).toEqual([]);
     // Afterwards writes work as before.
-    await mutate(db, hub, (tx) => writeMeta(tx, "t.after-read", "1"));
-    expect(readMeta(db, "t.after-read")).toBe("1");
+    await mutate(db, hub, async (tx) => await writeMeta(tx, "t.after-read", "1"));
+    expect(await readMeta(db, "t.after-read")).toBe("1");
   });
 
   test("inside an open unit it runs in that unit and sees its uncommitted writes", async () => {
     await mutate(db, hub, async (tx) => {
-      writeMeta(tx, "t.read", "inside");
-      expect(await readOnly(db, (rtx) => (expect(rtx).toBe(tx), readMeta(rtx, "t.read")))).toBe("inside");
+      await writeMeta(tx, "t.read", "inside");
+      expect(await readOnly(db, async (rtx) => (expect(rtx).toBe(tx), await readMeta(rtx, "t.read")))).toBe("inside");
     });
     expect(inUnit(db)).toBe(false);
   });
 
   test("an asynchronous body is awaited, and no transaction is left open", async () => {
-    expect(await readOnly(db, async (tx) => readMeta(tx, "t.read"))).toBe("inside");
+    expect(await readOnly(db, async (tx) => await readMeta(tx, "t.read"))).toBe("inside");
     expect(db.$client.inTransaction).toBe(false);
   });
 });
@@ -229,10 +229,10 @@ describe("readOnly: a read in one transaction without a change log", () => {
 describe("untilChanged: small facts kept until the database changes", () => {
   let reads = 0;
   const fact = async (key: string) =>
-    await untilChanged(db, key, () => (reads++, { value: readMeta(db, key) ?? null, list: [1] }));
+    await untilChanged(db, key, async () => (reads++, { value: (await readMeta(db, key)) ?? null, list: [1] }));
 
   test("a fact is read once and handed out again, frozen, while nothing is written", async () => {
-    await mutate(db, hub, (tx) => writeMeta(tx, "t.fact", "a"));
+    await mutate(db, hub, async (tx) => await writeMeta(tx, "t.fact", "a"));
     reads = 0;
     const first = await fact("t.fact");
     const again = await fact("t.fact");
@@ -245,10 +245,10 @@ describe("untilChanged: small facts kept until the database changes", () => {
   test("a write of this connection, even of another row, forgets every fact", async () => {
     expect((await fact("t.fact")).value).toBe("a");
     reads = 0;
-    await mutate(db, hub, (tx) => writeMeta(tx, "t.other", String(Math.random())));
+    await mutate(db, hub, async (tx) => await writeMeta(tx, "t.other", String(Math.random())));
     expect((await fact("t.fact")).value).toBe("a");
     expect(reads).toBe(1);
-    await mutate(db, hub, (tx) => writeMeta(tx, "t.fact", "b"));
+    await mutate(db, hub, async (tx) => await writeMeta(tx, "t.fact", "b"));
     expect((await fact("t.fact")).value).toBe("b");
   });
 
@@ -256,7 +256,7 @@ describe("untilChanged: small facts kept until the database changes", () => {
     expect((await fact("t.fact")).value).toBe("b");
     const other = openDatabase(join(dir, "apis.db"));
     try {
-      writeMeta(other, "t.fact", "from elsewhere");
+      await writeMeta(other, "t.fact", "from elsewhere");
     } finally {
       other.$client.close();
     }
@@ -269,7 +269,7 @@ describe("untilChanged: small facts kept until the database changes", () => {
     expect((await fact("t.fact")).value).toBe("from elsewhere");
     await expect(
       mutate(db, hub, async (tx) => {
-        writeMeta(tx, "t.fact", "never committed");
+        await writeMeta(tx, "t.fact", "never committed");
         expect((await fact("t.fact")).value).toBe("never committed");
         throw new Error("roll back");
       }),
@@ -289,18 +289,18 @@ describe("wholeOrNothing: a unit whose failing part fails it all (a batch)", () 
     await mutate(db, hub, async (tx, log) => {
       wholeOrNothing(db);
       await mutate(db, hub, async (t2, l2) => {
-        writeMeta(t2, "t.step1", "1");
+        await writeMeta(t2, "t.step1", "1");
         l2.cc("UPDATE", "test", "step1", ["*"]);
         await expect(
-          mutate(db, hub, (t3, l3) => {
-            writeMeta(t3, "t.deeper", "1");
+          mutate(db, hub, async (t3, l3) => {
+            await writeMeta(t3, "t.deeper", "1");
             l3.cc("UPDATE", "test", "deeper", ["*"]);
             throw new Error("deeper part fails");
           }),
         ).rejects.toThrow("deeper part fails");
       });
-      expect(readMeta(tx, "t.step1")).toBe("1");
-      expect(readMeta(tx, "t.deeper")).toBeUndefined();
+      expect(await readMeta(tx, "t.step1")).toBe("1");
+      expect(await readMeta(tx, "t.deeper")).toBeUndefined();
       expect(keys(log.items)).toEqual(["step1"]);
     });
     expect(keys(published.flat())).toEqual(["step1"]);
@@ -309,18 +309,18 @@ describe("wholeOrNothing: a unit whose failing part fails it all (a batch)", () 
     await expect(
       mutate(db, hub, async () => {
         wholeOrNothing(db);
-        await mutate(db, hub, (t2, l2) => {
-          writeMeta(t2, "t.step2", "1");
+        await mutate(db, hub, async (t2, l2) => {
+          await writeMeta(t2, "t.step2", "1");
           l2.cc("UPDATE", "test", "step2", ["*"]);
         });
-        await mutate(db, hub, (t2) => {
-          writeMeta(t2, "t.step3", "1");
+        await mutate(db, hub, async (t2) => {
+          await writeMeta(t2, "t.step3", "1");
           throw new Error("step 3 fails");
         });
       }),
     ).rejects.toThrow("step 3 fails");
-    expect(readMeta(db, "t.step2")).toBeUndefined();
-    expect(readMeta(db, "t.step3")).toBeUndefined();
+    expect(await readMeta(db, "t.step2")).toBeUndefined();
+    expect(await readMeta(db, "t.step3")).toBeUndefined();
     expect(published).toEqual([]);
     expect(db.$client.inTransaction).toBe(false);
   });
@@ -368,19 +368,21 @@ describe("durable: false, a unit committed without a disk flush", () => {
 
   test("its commit runs at NORMAL and FULL comes back after it", async () => {
     expect(level()).toBe(2);
-    const seen = await mutate(db, hub, (tx) => (writeMeta(tx, "t.nosync", "1"), level()), { durable: false });
+    const seen = await mutate(db, hub, async (tx) => (await writeMeta(tx, "t.nosync", "1"), level()), {
+      durable: false,
+    });
     expect(seen).toBe(1);
     expect(level()).toBe(2);
-    expect(readMeta(db, "t.nosync")).toBe("1");
+    expect(await readMeta(db, "t.nosync")).toBe("1");
   });
 
   test("a part joining an open unit commits with that unit, at the configured durability", async () => {
     await mutate(db, hub, async (tx) => {
-      await mutate(db, hub, (inner) => writeMeta(inner, "t.joined", "1"), { durable: false });
+      await mutate(db, hub, async (inner) => await writeMeta(inner, "t.joined", "1"), { durable: false });
       expect(level()).toBe(2);
-      expect(readMeta(tx, "t.joined")).toBe("1");
+      expect(await readMeta(tx, "t.joined")).toBe("1");
     });
-    expect(readMeta(db, "t.joined")).toBe("1");
+    expect(await readMeta(db, "t.joined")).toBe("1");
   });
 });
 

@@ -351,7 +351,7 @@ describe("restart and housekeeping", () => {
       "live",
       "recent",
     ]);
-    const listed = listSchedules(srv.ctx, housekeepingTasks()).find((s) => s.name === "codes")!;
+    const listed = (await listSchedules(srv.ctx, housekeepingTasks())).find((s) => s.name === "codes")!;
     expect(listed).toMatchObject({
       schedule: "5 * * * *",
       next_run: expect.any(Number),

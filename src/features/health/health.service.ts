@@ -37,8 +37,8 @@ async function databaseCheck(ctx: Ctx): Promise<Check> {
     for (const f of [file, `${file}-wal`]) if (existsSync(f)) accessSync(f, constants.R_OK | constants.W_OK);
     // A unit of work that writes a row and is then undone: nothing is kept, and no sync item.
     try {
-      await mutate(ctx.db, undefined, (tx) => {
-        writeMeta(tx, "health_probe", String(Date.now()));
+      await mutate(ctx.db, undefined, async (tx) => {
+        await writeMeta(tx, "health_probe", String(Date.now()));
         throw PROBE_WRITTEN;
       });
     } catch (err) {

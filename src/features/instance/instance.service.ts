@@ -11,10 +11,10 @@ export async function announceVersion(db: DB, hub: Publisher, version: string, o
   return await mutate(
     db,
     hub,
-    (tx, log) => {
-      const recorded = readMeta(tx, "version");
+    async (tx, log) => {
+      const recorded = await readMeta(tx, "version");
       if (recorded === version) return false;
-      writeMeta(tx, "version", version);
+      await writeMeta(tx, "version", version);
       if (recorded !== undefined) log.cc("UPDATE", "cc.version", version, ["*"]);
       return recorded !== undefined;
     },

@@ -107,7 +107,7 @@ export async function globalInit(ctx: Pick<Ctx, "hooks">, tx: Tx, userGid: strin
     }
   }
   return {
-    result: { user: me.gid, user_projects: userProjects, "cc.version": VERSION, "cc.cursor": currentCursor(tx) },
+    result: { user: me.gid, user_projects: userProjects, "cc.version": VERSION, "cc.cursor": await currentCursor(tx) },
     data: {
       "cc.users": ccUsers,
       "cc.projects": ccProjects,
@@ -158,7 +158,7 @@ export async function projectInit(
     }
   }
   for (const [name, fn] of ctx.hooks.projectDictionaries) dictionaries[name] = project ? await fn(tx, project.gid) : {};
-  const cursor = currentCursor(tx);
+  const cursor = await currentCursor(tx);
   return {
     result: {
       user: me.gid,

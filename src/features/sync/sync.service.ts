@@ -70,7 +70,7 @@ export async function syncItems(
 ): Promise<{ sync: SyncItem[]; warning?: string; reinit?: boolean }> {
   if (req.project !== undefined) await projectAccess(tx, actor, req.project, "member");
   const userGid = actor.userGid;
-  const floor = retainedFloor(tx);
+  const floor = await retainedFloor(tx);
   const stale =
     (req.ccCursor !== undefined && req.ccCursor < floor) || (req.cursor !== undefined && req.cursor < floor);
   if (stale) return { sync: [], warning: REINIT_WARNING, reinit: true };
@@ -109,7 +109,7 @@ export async function pollSync(
 /** `/sync/cursors`: the current cursor; with a project, after checking the actor may sync it (403). */
 export async function syncCursors(ctx: Ctx, actor: Actor, input: { project?: string }): Promise<Answer> {
   if (input.project) await projectAccess(ctx.db, actor, input.project, "member");
-  const c = currentCursor(ctx.db);
+  const c = await currentCursor(ctx.db);
   return { result: input.project ? { "cc.cursor": c, cursor: c } : { "cc.cursor": c } };
 }
 
@@ -139,7 +139,7 @@ export async function pruneChangeLog(ctx: Ctx): Promise<string> {
           "DELETE FROM changes WHERE cursor IN (SELECT cursor FROM changes WHERE cursor <= ? LIMIT 5000) RETURNING cursor",
         )
         .all(top);
-      if (retainedFloor(tx) < top) writeMeta(tx, "changes.floor", String(top));
+      if ((await retainedFloor(tx)) < top) await writeMeta(tx, "changes.floor", String(top));
       return rows.length;
     });
     pruned += n;

@@ -538,7 +538,7 @@ export class SyncServer {
       reply(page.sync);
       this.scheduleCatchUp(s);
     } else {
-      const top = currentCursor(this.ctx.db);
+      const top = await currentCursor(this.ctx.db);
       s.ccFloor = Math.max(req.ccCursor, top);
       s.projectFloor = Math.max(req.cursor ?? 0, top);
       reply(page.sync);
@@ -589,7 +589,7 @@ export class SyncServer {
       s.projectFloor = Math.max(s.projectFloor, last);
       this.scheduleCatchUp(s);
     } else {
-      const top = currentCursor(this.ctx.db);
+      const top = await currentCursor(this.ctx.db);
       s.ccFloor = Math.max(s.ccFloor, top);
       s.projectFloor = Math.max(s.projectFloor, top);
       this.goLive(s);

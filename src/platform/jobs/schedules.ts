@@ -23,8 +23,8 @@ type LastRun = { at: number; ok: boolean; summary: string; ms: number };
 
 const metaKey = (name: string) => `housekeeping.${name}`;
 
-function lastRun(ctx: Ctx, name: string): LastRun | null {
-  const value = readMeta(ctx.db, metaKey(name));
+async function lastRun(ctx: Ctx, name: string): Promise<LastRun | null> {
+  const value = await readMeta(ctx.db, metaKey(name));
   return value ? (JSON.parse(value) as LastRun) : null;
 }
 
@@ -46,7 +46,7 @@ export async function runHousekeeping(ctx: Ctx, task: Housekeeping): Promise<Las
     ctx.log.error(`housekeeping ${task.name} failed`, { error: String((err as Error)?.stack ?? err) });
   }
   try {
-    writeMeta(ctx.db, metaKey(task.name), JSON.stringify(run));
+    await writeMeta(ctx.db, metaKey(task.name), JSON.stringify(run));
   } catch {
     // The database may be closing; the outcome is in the log.
   }
@@ -62,8 +62,9 @@ type ScheduleListing = {
 };
 
 /** The tasks with their schedules, next and last runs (for `apis jobs list`). */
-export function listSchedules(ctx: Ctx, tasks: readonly Housekeeping[]): ScheduleListing[] {
-  return tasks.map((t) => {
+export async function listSchedules(ctx: Ctx, tasks: readonly Housekeeping[]): Promise<ScheduleListing[]> {
+  const out: ScheduleListing[] = [];
+  for (const t of tasks) {
     const pattern = t.schedule(ctx.config);
     let next: number | null = null;
     if (!isOff(pattern)) {
@@ -72,14 +73,15 @@ export function listSchedules(ctx: Ctx, tasks: readonly Housekeeping[]): Schedul
       c.stop();
       next = d ? d.getTime() / 1000 : null;
     }
-    return {
+    out.push({
       name: t.name,
       describe: t.describe,
       schedule: isOff(pattern) ? "off" : pattern,
       next_run: next,
-      last_run: lastRun(ctx, t.name),
-    };
-  });
+      last_run: await lastRun(ctx, t.name),
+    });
+  }
+  return out;
 }
 
 /** Starts every enabled task on its schedule; returns a function stopping them all. */
