@@ -18,3 +18,28 @@ export async function tablesWithColumn(tx: Tx, column: string): Promise<string[]
     .all(column);
   return rows.map((r) => r.name);
 }
+
+/**
+ * The tables that hold data, by name (not the migrations' bookkeeping, `__…`; on SQLite not its
+ * own tables nor the full-text indexes, which triggers make from their base tables).
+ */
+export async function dataTables(tx: Tx): Promise<string[]> {
+  if (kindOf(tx as DB) !== "postgres") return sqlite.dataTables(tx);
+  const rows = await sessionOf(tx)
+    .query<{ name: string }>(
+      "SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' AND table_name NOT LIKE '\\_\\_%' ESCAPE '\\' ORDER BY table_name",
+    )
+    .all();
+  return rows.map((r) => r.name);
+}
+
+/** The columns of `table`, in their order. */
+export async function columnsOf(tx: Tx, table: string): Promise<string[]> {
+  if (kindOf(tx as DB) !== "postgres") return sqlite.columnsOf(tx, table);
+  const rows = await sessionOf(tx)
+    .query<{ name: string }>(
+      "SELECT column_name AS name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ? ORDER BY ordinal_position",
+    )
+    .all(table);
+  return rows.map((r) => r.name);
+}

@@ -123,6 +123,41 @@ function plain<R>(row: Record<string, unknown> | undefined): R {
 }
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 
+/** `plain` for the rows of drizzle's array mode (`.values()`). */
+function plainValues(rows: unknown[][]): unknown[][] {
+  for (const r of rows)
+    for (let i = 0; i < r.length; i++) {
+      const v = r[i];
+      if (typeof v === "bigint" && v <= MAX_SAFE && v >= -MAX_SAFE) r[i] = Number(v);
+    }
+  return rows;
+}
+
+/**
+ * A client for drizzle whose answers carry 64-bit integers as numbers, as `plain` rows do: also
+ * what drizzle does not decode itself (`sql<number>\`count(*)\`` without `mapWith`). drizzle's
+ * `bun-sql` session only calls `unsafe(text, params)` and then awaits it or asks `.values()`.
+ */
+function numbersClient(connection: () => { unsafe(text: string, params?: unknown[]): any }): SQL {
+  return {
+    unsafe(text: string, params?: unknown[]) {
+      const q = connection().unsafe(text, params);
+      return {
+        // oxlint-disable-next-line unicorn/no-thenable -- drizzle awaits the query as it awaits Bun's own (lazy: nothing runs until then or values is asked)
+        then(ok?: (v: any) => unknown, fail?: (e: unknown) => unknown) {
+          return (q as Promise<any[]>)
+            .then((rows) => {
+              if (Array.isArray(rows)) for (const r of rows) plain(r);
+              return rows;
+            })
+            .then(ok, fail);
+        },
+        values: () => (q.values() as Promise<unknown[][]>).then(plainValues),
+      };
+    },
+  } as unknown as SQL;
+}
+
 /** A client for the port: Bun's SQL with 64-bit integers as BigInt (see `plain`). */
 export function pgClient(url: string, max = 10): SQL {
   return new SQL({ url, max, bigint: true });
@@ -173,9 +208,15 @@ class Open implements PgSession, Transaction<PgSession> {
   get tx(): PgDB {
     this.check();
     if (!this.drizzle) {
+      const conn = this.conn;
       this.drizzle = new BunSQLDatabase(
         dialect,
-        new BunSQLSession(this.conn as SQL, dialect, undefined, {}),
+        new BunSQLSession(
+          numbersClient(() => conn),
+          dialect,
+          undefined,
+          {},
+        ),
         undefined,
       ) as PgDB;
       rememberPort(this.drizzle as never, this.port);
@@ -373,10 +414,11 @@ export class PgPort implements DatabasePort<PgSession> {
       const s = currentSession();
       return s instanceof Open && s.port === this ? s.conn : pool;
     };
-    const router = {
-      unsafe: (text: string, params?: unknown[]) => connection().unsafe(text, params),
-    } as unknown as SQL;
-    this.routed = new BunSQLDatabase(dialect, new BunSQLSession(router, dialect, undefined, {}), undefined) as PgDB;
+    this.routed = new BunSQLDatabase(
+      dialect,
+      new BunSQLSession(numbersClient(connection), dialect, undefined, {}),
+      undefined,
+    ) as PgDB;
     rememberPort(this.routed as never, this);
     return this.routed;
   }

@@ -203,14 +203,16 @@ async function followVals(
 }
 
 /** What following needs of a record row. */
-type FollowRec = { id: number; gid: string; definition: string; vals: Vals; checks?: string };
+type FollowRec = { id: number; gid: string; definition: string; vals: Vals; checks?: string | RecordChecks };
 const FOLLOW_COLUMNS = "r.id AS id, r.gid AS gid, r.definition AS definition, r.vals AS vals, r.checks AS checks";
-type FollowRow = { id: number; gid: string; definition: string; vals: string; checks: string };
+type FollowRow = { id: number; gid: string; definition: string; vals: string | Vals; checks: string | RecordChecks };
+/** An object column of a raw row: SQLite gives its JSON text, PostgreSQL the parsed object. */
+const objectOf = <T>(v: string | T): T => (typeof v === "string" ? (JSON.parse(v) as T) : v);
 const followRec = (r: FollowRow): FollowRec => ({
   id: r.id,
   gid: r.gid,
   definition: r.definition,
-  vals: JSON.parse(r.vals),
+  vals: objectOf(r.vals),
   checks: r.checks,
 });
 
@@ -226,7 +228,7 @@ const NESTING = new Set(["class", "classlist"]);
 async function checksAfter(view: SchemaView, r: FollowRec, vals: Vals, f: Follow): Promise<RecordChecks> {
   const d = await view.def(r.definition);
   if (!f.field || r.checks === undefined) return checksOf(d, vals, view.languages, true);
-  const stored = JSON.parse(r.checks) as RecordChecks;
+  const stored = objectOf<RecordChecks>(r.checks);
   const c = checksOf(d, vals, view.languages, false, stored);
   const carried = new Set(c.invalid);
   const invalidNow = (fi: FieldInfo) =>
