@@ -150,10 +150,12 @@ export type ValidationCheck = "any" | "is_empty" | "not_translated";
 /**
  * The `validation` property: operators `any`, `is_empty`, `not_translated`, each with an optional
  * field name as operand. `build` gives the SQL (it depends on how the caller keeps validation
- * results); `fields`, when given, lists the field names allowed as operand.
+ * results), `buildPg` PostgreSQL's when the caller has one (a domain made for one database may
+ * give the same function for both); `fields`, when given, lists the field names allowed as operand.
  */
 export function validationField(opts: {
   build: (check: ValidationCheck, field: string | undefined, options: FilterSqlOptions) => SQL;
+  buildPg?: (check: ValidationCheck, field: string | undefined, options: FilterSqlOptions) => SQL;
   fields?: (name: string) => boolean;
 }): FieldSpec {
   const operand = (value: unknown, fail: (reason: string) => never) => {
@@ -164,7 +166,12 @@ export function validationField(opts: {
   };
   const custom = new Map<string, CustomOperator>();
   for (const check of ["any", "is_empty", "not_translated"] as const) {
-    custom.set(check, { operand, build: (field, options) => opts.build(check, field, options) });
+    const buildPg = opts.buildPg;
+    custom.set(check, {
+      operand,
+      build: (field, options) => opts.build(check, field, options),
+      ...(buildPg ? { buildPg: (field: any, options: FilterSqlOptions) => buildPg(check, field, options) } : {}),
+    });
   }
   return { type: "custom", custom };
 }

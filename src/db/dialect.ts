@@ -148,4 +148,10 @@ export interface Dialect {
    * `type` column its jsonEach adds (jsonb_typeof mapped to SQLite's names).
    */
   jsonMemberType(alias: string): SQL;
+  /**
+   * Whether the JSON value at `path` in `doc` is `true` (false when absent, null or anything
+   * else), as a condition: SQLite `coalesce(json_extract(doc, path), 0) = 1` (its JSON true is
+   * 1); PostgreSQL `coalesce((doc #> path) = 'true'::jsonb, false)`.
+   */
+  jsonIsTrue(doc: SQL, path: JsonPath): SQL;
 }

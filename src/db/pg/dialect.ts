@@ -99,6 +99,7 @@ export const pgDialect: Dialect = {
     sql`SELECT m.value${sql.raw(kind === "integer" ? "::bigint" : "")} AS value FROM jsonb_array_elements_text(${jdoc(doc)}) AS m(value)`,
   // Bun's SQL has parsed jsonb already (a JSON string is a JavaScript string).
   readJson: (value) => value ?? null,
+  jsonIsTrue: (doc, p) => sql`coalesce((${jdoc(doc)} #> ${path(p)}) = 'true'::jsonb, false)`,
   // Search and assets (records.search, assets.*, dam):
   jsonArrayLength: (doc) =>
     sql`(CASE WHEN (${doc}) IS NULL THEN NULL WHEN jsonb_typeof(${jdoc(doc)}) = 'array' THEN jsonb_array_length(${jdoc(doc)}) ELSE 0 END)`,

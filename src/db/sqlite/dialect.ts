@@ -64,6 +64,7 @@ export const sqliteDialect: Dialect = {
   jsonFromText: (text) => text,
   jsonArrayMembers: (doc) => sql`SELECT value FROM json_each(${doc})`,
   readJson: (value) => (value == null ? null : JSON.parse(value as string)),
+  jsonIsTrue: (doc, path) => sql`(coalesce(json_extract(${doc}, ${sqlitePath(path)}), 0) = 1)`,
   // Search and assets (records.search, assets.*, dam):
   jsonArrayLength: (doc) => sql`json_array_length(${doc})`,
   jsonMemberType: (alias) => sql`${ident(alias)}.type`,

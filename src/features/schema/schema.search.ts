@@ -50,7 +50,7 @@ const LANGUAGE = /^[A-Za-z0-9_-]{1,35}$/;
 
 /** The value of a metadata entry `{type, is_localized, value}` (`e`): the search language's when localized. */
 const entryValue = (d: Dialect, e: SQL, language: string) =>
-  sql`(CASE WHEN ${d.jsonValue(e, ["is_localized"])} THEN ${d.jsonValue(e, ["value", language])} ELSE ${d.jsonValue(e, ["value"])} END)`;
+  sql`(CASE WHEN ${d.jsonIsTrue(e, ["is_localized"])} THEN ${d.jsonValue(e, ["value", language])} ELSE ${d.jsonValue(e, ["value"])} END)`;
 /** True when a value is empty: null, "" or []. */
 const empty = (v: SQL) => sql`coalesce(${v}, '') IN ('', '[]')`;
 /** True when a value is not empty. */
@@ -74,14 +74,14 @@ function validationSql(d: Dialect, check: ValidationCheck, field: string | undef
       "metadata",
       {
         isEmpty: sql`EXISTS (SELECT 1 FROM ${d.jsonEach(sql`i.metadata`, "m")} WHERE ${empty(entryValue(d, m, language))})`,
-        notTranslated: sql`EXISTS (SELECT 1 FROM ${d.jsonEach(sql`i.metadata`, "m")} WHERE ${d.jsonValue(m, ["is_localized"])} AND ${empty(d.jsonValue(m, ["value", language]))} AND EXISTS (SELECT 1 FROM ${d.jsonEach(d.jsonAt(m, ["value"]), "v")} WHERE ${filled(v)}))`,
+        notTranslated: sql`EXISTS (SELECT 1 FROM ${d.jsonEach(sql`i.metadata`, "m")} WHERE ${d.jsonIsTrue(m, ["is_localized"])} AND ${empty(d.jsonValue(m, ["value", language]))} AND EXISTS (SELECT 1 FROM ${d.jsonEach(d.jsonAt(m, ["value"]), "v")} WHERE ${filled(v)}))`,
       },
     ],
     [
       "initial",
       {
         isEmpty: sql`(i.kind = 'field' AND ${empty(d.jsonValue(spec, ["initial", language]))})`,
-        notTranslated: sql`(i.kind = 'field' AND ${d.jsonValue(spec, ["is_localized"])} AND ${empty(d.jsonValue(spec, ["initial", language]))} AND EXISTS (SELECT 1 FROM ${d.jsonEach(d.jsonAt(spec, ["initial"]), "v")} WHERE ${filled(v)}))`,
+        notTranslated: sql`(i.kind = 'field' AND ${d.jsonIsTrue(spec, ["is_localized"])} AND ${empty(d.jsonValue(spec, ["initial", language]))} AND EXISTS (SELECT 1 FROM ${d.jsonEach(d.jsonAt(spec, ["initial"]), "v")} WHERE ${filled(v)}))`,
       },
     ],
     [
@@ -138,14 +138,14 @@ export function schemaDomain(d: Dialect, language = "en"): FilterDomain {
       ["is_committed", bool(sql`(i.original IS NULL AND i.is_new = FALSE)`)],
       ["is_new", bool(sql`(i.original IS NULL AND i.is_new = TRUE)`)],
       ["is_working_copy", bool(sql`(i.original IS NOT NULL)`)],
-      ["is_localized", bool(sql`coalesce(${d.jsonValue(spec, ["is_localized"])}, FALSE)`)],
-      ["is_required", bool(sql`coalesce(${d.jsonValue(spec, ["is_required"])}, FALSE)`)],
+      ["is_localized", bool(sql`${d.jsonIsTrue(spec, ["is_localized"])}`)],
+      ["is_required", bool(sql`${d.jsonIsTrue(spec, ["is_required"])}`)],
       // The metadata entries' values (in the search language when localized), as one object.
       [
         "metadata",
         {
           type: "object",
-          sql: sql`(SELECT ${d.jsonGroupObject(sql`m.key`, sql`(CASE WHEN ${d.jsonValue(m, ["is_localized"])} THEN ${d.jsonAt(m, ["value", language])} ELSE ${d.jsonAt(m, ["value"])} END)`)} FROM ${d.jsonEach(sql`i.metadata`, "m")})`,
+          sql: sql`(SELECT ${d.jsonGroupObject(sql`m.key`, sql`(CASE WHEN ${d.jsonIsTrue(m, ["is_localized"])} THEN ${d.jsonAt(m, ["value", language])} ELSE ${d.jsonAt(m, ["value"])} END)`)} FROM ${d.jsonEach(sql`i.metadata`, "m")})`,
         },
       ],
       [
@@ -153,6 +153,7 @@ export function schemaDomain(d: Dialect, language = "en"): FilterDomain {
         validationField({
           fields: (n) => VALIDATED.has(n),
           build: (check, field) => validationSql(d, check, field, language),
+          buildPg: (check, field) => validationSql(d, check, field, language),
         }),
       ],
     ],
