@@ -258,16 +258,16 @@ const HOLDERS_IN = textOf(
 );
 const COUNT_OF_DEFINITIONS = textOf(
   (d) =>
-    sql`SELECT count(*) AS n FROM (SELECT 1 FROM records WHERE project_gid = ${param} AND definition IN (SELECT l.value FROM ${d.jsonEach(param, "l")}) LIMIT ${param}) AS c`,
+    sql`SELECT count(*) AS n FROM (SELECT 1 FROM records WHERE project_gid = ${param} AND definition IN (${d.jsonArrayMembers(d.jsonFromText(param), "text")}) LIMIT ${param}) AS c`,
 );
 const COUNT_OF_OTHERS = textOf(
   (d) =>
-    sql`SELECT count(*) AS n FROM (SELECT 1 FROM records WHERE project_gid = ${param} AND definition NOT IN (SELECT l.value FROM ${d.jsonEach(param, "l")}) LIMIT ${param}) AS c`,
+    sql`SELECT count(*) AS n FROM (SELECT 1 FROM records WHERE project_gid = ${param} AND definition NOT IN (${d.jsonArrayMembers(d.jsonFromText(param), "text")}) LIMIT ${param}) AS c`,
 );
 const NEXT_IN_DEFINITION = `SELECT ${FOLLOW_COLUMNS} FROM records r WHERE r.project_gid = ? AND r.definition = ? AND r.id > ? ORDER BY r.id LIMIT ?`;
 const NEXT_OTHERS = textOf(
   (d) =>
-    sql`SELECT ${sql.raw(FOLLOW_COLUMNS)} FROM records r WHERE r.id IN (SELECT l.value FROM ${d.jsonEach(param, "l")}) AND r.project_gid = ${param} ORDER BY r.id`,
+    sql`SELECT ${sql.raw(FOLLOW_COLUMNS)} FROM records r WHERE r.id IN (${d.jsonArrayMembers(d.jsonFromText(param), "integer")}) AND r.project_gid = ${param} ORDER BY r.id`,
 );
 
 /**
@@ -787,7 +787,7 @@ const WITH_CHANNEL = textOf(
 );
 const WITHOUT_CHANNEL = textOf(
   (d) =>
-    sql`UPDATE records SET channels = (SELECT ${d.jsonGroupArray(sql`c.value`)} FROM ${d.jsonEach(sql`records.channels`, "c")} WHERE c.value != ${param}), updated_on = ${d.greatest(param, sql`updated_on + 0.000001`)} WHERE id = ${param}`,
+    sql`UPDATE records SET channels = ${d.jsonFromText(sql`(SELECT ${d.jsonGroupArray(sql`c.value`)} FROM ${d.jsonEach(sql`records.channels`, "c")} WHERE c.value != ${param})`)}, updated_on = ${d.greatest(param, sql`updated_on + 0.000001`)} WHERE id = ${param}`,
 );
 const TOUCHED = textOf(
   (d) => sql`UPDATE records SET updated_on = ${d.greatest(param, sql`updated_on + 0.000001`)} WHERE id = ${param}`,
@@ -826,7 +826,7 @@ export const recordsSettingRemoved: SettingRemovedHook = async (_ctx, tx, log, p
 /** The search rows of some records (a JSON list of ids) in documents other than the listed ones. */
 const SEARCH_ROWS_GONE = textOf(
   (d) =>
-    sql`DELETE FROM record_search WHERE record_id IN (SELECT l.value FROM ${d.jsonEach(param, "l")}) AND language NOT IN (SELECT k.value FROM ${d.jsonEach(param, "k")})`,
+    sql`DELETE FROM record_search WHERE record_id IN (${d.jsonArrayMembers(d.jsonFromText(param), "integer")}) AND language NOT IN (${d.jsonArrayMembers(d.jsonFromText(param), "text")})`,
 );
 
 /**

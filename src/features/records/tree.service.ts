@@ -42,7 +42,7 @@ const cannot = (reason: string, info: Record<string, unknown> = {}) =>
 
 const RECOUNT = textOf(
   (d) =>
-    sql`UPDATE records SET childcount = (SELECT count(*) FROM records c WHERE c.parent = records.gid AND c.status != ${DELETED}), updated_on = ${d.greatest(param, sql`updated_on + 0.000001`)} WHERE gid IN (SELECT l.value FROM ${d.jsonEach(param, "l")})`,
+    sql`UPDATE records SET childcount = (SELECT count(*) FROM records c WHERE c.parent = records.gid AND c.status != ${DELETED}), updated_on = ${d.greatest(param, sql`updated_on + 0.000001`)} WHERE gid IN (${d.jsonArrayMembers(d.jsonFromText(param), "text")})`,
 );
 
 /** Recounts the live children of these parents (after status changes or removals) and reports them. */
@@ -371,7 +371,7 @@ export async function unlinkRecord(
 
 const LINKS_TO = textOf(
   (d) =>
-    sql`SELECT ${sql.raw(COLUMNS)} FROM records WHERE is_link = TRUE AND canonical IN (SELECT l.value FROM ${d.jsonEach(param, "l")})`,
+    sql`SELECT ${sql.raw(COLUMNS)} FROM records WHERE is_link = TRUE AND canonical IN (${d.jsonArrayMembers(d.jsonFromText(param), "text")})`,
 );
 
 /** The record, its subtree and the links pointing at any of them. */
