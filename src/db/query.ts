@@ -4,6 +4,7 @@ import { sqliteOf, type DB, type Tx } from "./connection";
 import type { Dialect } from "./dialect";
 import type { RunResult, Session, SqlValue, Statement } from "./port";
 import { dialectFor, portOf } from "./ports";
+import { toQuery as questionMarks } from "./sqlite/dialect";
 import { currentSession } from "./unit";
 
 /**
@@ -58,6 +59,15 @@ export function textOf(build: (d: Dialect) => SQL): (tx: Tx) => string {
     if (text === undefined) made.set(d.name, (text = d.toQuery(build(d).inlineParams()).sql));
     return text;
   };
+}
+
+/**
+ * A fragment as text with `?` parameters and their values, on any database: for SQL composed into
+ * a larger statement's text (the PostgreSQL port numbers `?` itself, and leaves text alone that
+ * already numbers its parameters, so a `$1` part inside `?` text would break it).
+ */
+export function portableQuery(fragment: SQL): { sql: string; params: unknown[] } {
+  return questionMarks(fragment);
 }
 
 /** Every row of `fragment`. */

@@ -3,7 +3,7 @@ import type { Actor } from "../../core/actor";
 import type { Answer } from "../../core/answer";
 import { ApiError, badRequest, invalidParameter } from "../../core/errors";
 import type { Tx } from "../../db/connection";
-import { dialectOf, row, rows } from "../../db/query";
+import { dialectOf, portableQuery, row, rows } from "../../db/query";
 import { recordMatches, type RecordIndexLayout, type RecordMatches } from "../../db/search";
 import type { Ctx } from "../../platform/context";
 import {
@@ -264,10 +264,10 @@ export async function searchCondition(
   input: SearchInput,
 ): Promise<{ sql: string; params: unknown[] }> {
   const b = await buildSearch(view, input, "selection");
-  const d = dialectOf(view.tx);
   if (b.empty) return { sql: "FALSE", params: [] };
-  // The matches passed the condition already (recordMatches applies it to their records).
-  return d.toQuery(b.matches ? sql`(r.id IN (SELECT rid FROM (${b.matches.matches}) AS m))` : sql`(${b.where})`);
+  // The matches passed the condition already (recordMatches applies it to their records). Text
+  // with `?` parameters: the caller composes it into its statement.
+  return portableQuery(b.matches ? sql`(r.id IN (SELECT rid FROM (${b.matches.matches}) AS m))` : sql`(${b.where})`);
 }
 
 /** `records/search`: result `records` (gids of this page, best first) and `records.size`; data `records`. */
