@@ -12,9 +12,14 @@
  *   the same object.
  *
  * The data-folder rows of the same operations are the `dam` section's (bench/dam.bench.ts).
+ *
+ * The store is pinned to half of the CPUs this process may use (one core of two) and everything
+ * measured (this process, the client; Apis; the bare server) to the other half (BENCH_S3_PIN=0: no
+ * pinning): a deployment's object store runs on machines of its own, so its CPU time must not be
+ * taken from the servers compared, nor theirs from it.
  */
 import { S3Client } from "bun";
-import { writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { join, resolve } from "node:path";
 import sharp from "sharp";
@@ -42,19 +47,99 @@ const BIG_ROUNDS = Number(process.env.BENCH_S3_BIG_ROUNDS ?? 3);
 const TRANSFORMS = 8;
 const GETS = 100;
 const round = (n: number, d = 2) => Math.round(n * 10 ** d) / 10 ** d;
+const PIN = process.env.BENCH_S3_PIN !== "0";
+
+/** CPUs in a Cpus_allowed_list such as "0-1,3". */
+function parseCpus(list: string): number[] {
+  const out: number[] = [];
+  for (const part of list.trim().split(",")) {
+    const [a, b = a] = part.split("-").map(Number);
+    for (let c = a!; c <= b!; c++) out.push(c);
+  }
+  return out;
+}
+
+const statusField = (path: string, field: string) =>
+  new RegExp(`^${field}:\\s*(.*)$`, "m").exec(readFileSync(path, "utf8"))?.[1]?.trim() ?? "";
+
+/** The CPU list of every thread of `pid` (threads that ended meanwhile are skipped). */
+function threadCpus(pid: number): string[] {
+  const out: string[] = [];
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      out.push(statusField(`/proc/${pid}/task/${tid}/status`, "Cpus_allowed_list"));
+    } catch {}
+  }
+  return out;
+}
+
+function taskset(args: string[]) {
+  const r = Bun.spawnSync(["taskset", ...args], { stdout: "ignore", stderr: "pipe" });
+  if (r.exitCode !== 0) throw new Error(`taskset ${args.join(" ")}: ${r.stderr.toString().trim()}`);
+}
+
+/** Checks that every thread of `pids` may run on `cpus` only; returns how many threads were seen. */
+function checkPinned(what: string, pids: number[], cpus: string): number {
+  let n = 0;
+  for (const pid of pids) {
+    for (const list of threadCpus(pid)) {
+      if (list !== cpus) throw new Error(`${what} (pid ${pid}): a thread on CPUs ${list}, not ${cpus}`);
+      n++;
+    }
+  }
+  return n;
+}
+
+const TICK_MS = 1000 / Number(Bun.spawnSync(["getconf", "CLK_TCK"]).stdout.toString().trim() || 100);
+/** User and system CPU time of processes so far, in ms (all their threads, children not counted). */
+function cpuMs(pids: number[]): number {
+  let ticks = 0;
+  for (const pid of pids) {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    ticks += Number(f[11]) + Number(f[12]);
+  }
+  return ticks * TICK_MS;
+}
 
 export async function run(): Promise<BenchResult> {
   const loadBefore = loadavg()[0]!;
+  // Pinning: the store on the first half of this process's CPUs, this process (and so Apis and
+  // the bare server, which inherit its CPUs when spawned) on the rest; undone at the end.
+  const ownCpus = statusField("/proc/self/status", "Cpus_allowed_list");
+  const cpus = parseCpus(ownCpus);
+  const hasTaskset = Bun.spawnSync(["sh", "-c", "command -v taskset"]).exitCode === 0;
+  const pinned = PIN && cpus.length >= 2 && hasTaskset;
+  const half = cpus.length >> 1;
+  const storeCpus = cpus.slice(0, half).join(",");
+  const serverCpus = cpus.slice(half).join(",");
+  const whyNotPinned = !PIN
+    ? "BENCH_S3_PIN=0"
+    : !hasTaskset
+      ? "no taskset (util-linux) here"
+      : `this process may run on ${cpus.length} CPU only`;
+  const unpin = () => pinned && taskset(["-a", "-p", "-c", ownCpus, String(process.pid)]);
+  if (pinned) taskset(["-a", "-p", "-c", serverCpus, String(process.pid)]);
   const dir = join(tempDir("apis-bench-ceph-"), "cluster");
-  const start = Bun.spawn(["sh", SCRIPT, "start", dir, BUCKET], { stdout: "pipe", stderr: "pipe", stdin: "ignore" });
+  const start = Bun.spawn([...(pinned ? ["taskset", "-c", storeCpus] : []), "sh", SCRIPT, "start", dir, BUCKET], {
+    stdout: "pipe",
+    stderr: "pipe",
+    stdin: "ignore",
+  });
   const out = await new Response(start.stdout).text();
-  if ((await start.exited) !== 0) throw new Error(`ceph-s3.sh: ${await new Response(start.stderr).text()}`);
+  if ((await start.exited) !== 0) {
+    unpin();
+    throw new Error(`ceph-s3.sh: ${await new Response(start.stderr).text()}`);
+  }
   const vars = new Map(
     out
       .trim()
       .split("\n")
       .map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)] as const),
   );
+  const storePids = (vars.get("S3_PIDS") ?? "").trim().split(/\s+/).filter(Boolean).map(Number);
+  // The daemons inherited the store's CPUs from the script; set again for every thread all the same.
+  if (pinned) for (const pid of storePids) taskset(["-a", "-p", "-c", storeCpus, String(pid)]);
   const endpoint = vars.get("S3_ENDPOINT")!;
   const accessKeyId = vars.get("S3_ACCESS_KEY")!;
   const secretAccessKey = vars.get("S3_SECRET_KEY")!;
@@ -90,6 +175,9 @@ export async function run(): Promise<BenchResult> {
       readyPath: "/ping",
       env: { S3_ENDPOINT: endpoint, S3_ACCESS_KEY: accessKeyId, S3_SECRET_KEY: secretAccessKey, S3_BUCKET: BUCKET },
     });
+    const pinNote = pinned
+      ? `Pinned with taskset, checked for every thread: the store (ceph-mon, ceph-osd, radosgw: ${checkPinned("store", storePids, storeCpus)} threads) on CPU ${storeCpus}; this process (the client, and S3Client for the direct figures), Apis and the bare server (${checkPinned("servers", [process.pid, child.pid, bare.pid], serverCpus)} threads) on CPU ${serverCpus}.`
+      : `Not pinned (${whyNotPinned}): the store shares every CPU with the servers measured.`;
     const bareUpload = async (m: Multipart, path = "/upload") => {
       const r = await fetch(`${bare!.url}${path}`, {
         method: "POST",
@@ -122,18 +210,34 @@ export async function run(): Promise<BenchResult> {
       for (const f of fns) t += await timed(f);
       return t;
     };
+    // CPU time spent during the measured upload rounds: the server's, the client's (this process)
+    // and the store's (every daemon), to see which core bounds each side.
+    type Cpu = { server: number; client: number; store: number };
+    const cpu = () => ({ server: 0, client: 0, store: 0 }) as Cpu;
+    const setCpu = { api: cpu(), bare: cpu() };
+    const bigCpu = { api: cpu(), bare: cpu() };
+    const withCpu = async (acc: Cpu, server: number, fn: () => Promise<number>) => {
+      const [s0, c0, st0] = [cpuMs([server]), cpuMs([process.pid]), cpuMs(storePids)];
+      const t = await fn();
+      acc.server += cpuMs([server]) - s0;
+      acc.client += cpuMs([process.pid]) - c0;
+      acc.store += cpuMs(storePids) - st0;
+      return t;
+    };
     for (let r = 0; r < SET_ROUNDS; r++) {
       const set = await setOf(`r${r}`);
-      sets.api.push(await sumOf(set.map((m) => () => upload(child.url, project, auth, m))));
-      sets.bare.push(await sumOf(set.map((m) => () => bareUpload(m))));
+      sets.api.push(
+        await withCpu(setCpu.api, child.pid, () => sumOf(set.map((m) => () => upload(child.url, project, auth, m)))),
+      );
+      sets.bare.push(await withCpu(setCpu.bare, bare!.pid, () => sumOf(set.map((m) => () => bareUpload(m)))));
       sets.write.push(await sumOf(set.map((m) => () => bareUpload(m, "/upload-write"))));
       sets.direct.push(await sumOf(sources.map((s) => () => s3.write(`direct/set-${n++}`, Bun.file(s.file)))));
     }
     const bigs = { api: [] as number[], bare: [] as number[], direct: [] as number[] };
     await s3.write(`direct/big-${n++}`, Bun.file(big), { partSize: 8 * 2 ** 20, queueSize: 4 });
     for (let r = 0; r < BIG_ROUNDS; r++) {
-      bigs.api.push(await timed(() => upload(child.url, project, auth, bigBody)));
-      bigs.bare.push(await timed(() => bareUpload(bigBody)));
+      bigs.api.push(await withCpu(bigCpu.api, child.pid, () => timed(() => upload(child.url, project, auth, bigBody))));
+      bigs.bare.push(await withCpu(bigCpu.bare, bare!.pid, () => timed(() => bareUpload(bigBody))));
       bigs.direct.push(
         await timed(() => s3.write(`direct/big-${n++}`, Bun.file(big), { partSize: 8 * 2 ** 20, queueSize: 4 })),
       );
@@ -177,6 +281,10 @@ export async function run(): Promise<BenchResult> {
         for (let i = 0; i < GETS; i++) await s3.file(mediaKey).bytes();
       });
     }
+    const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+    const cpuText = (c: Cpu, rounds: number, wall: number[]) =>
+      `${Math.round(c.server / rounds)} ms server, ${Math.round(c.client / rounds)} ms client, ${Math.round(c.store / rounds)} ms store in ${Math.round(mean(wall) * 1000)} ms`;
+    const cpuNote = `CPU time per upload during the measured rounds (mean of the rounds; ${TICK_MS} ms ticks), image set: Apis ${cpuText(setCpu.api, SET_ROUNDS, sets.api)}, bare server ${cpuText(setCpu.bare, SET_ROUNDS, sets.bare)}; 64 MB: Apis ${cpuText(bigCpu.api, BIG_ROUNDS, bigs.api)}, bare server ${cpuText(bigCpu.bare, BIG_ROUNDS, bigs.bare)}.`;
     const mb = (b: number) => b / 2 ** 20;
     const setMb = mb(setBytes);
     const bigMb = 64;
@@ -241,16 +349,19 @@ export async function run(): Promise<BenchResult> {
       name: "s3",
       rows,
       notes: [
-        `radosgw of a one-node Ceph (memstore OSD) on this machine (scripts/ceph-s3.sh), sharing the 2 cores with the servers measured; load average (1 min) ${round(loadBefore, 1)} at the start of this run, ${round(loadavg()[0]!, 1)} at its end. Data-folder rows of the same operations: the dam section.`,
+        `radosgw of a one-node Ceph (memstore OSD) on this machine (scripts/ceph-s3.sh); load average (1 min) ${round(loadBefore, 1)} at the start of this run, ${round(loadavg()[0]!, 1)} at its end. Data-folder rows of the same operations: the dam section.`,
+        `${pinNote} Why: a deployment's object store runs on machines of its own, so its CPU time is not taken from the servers compared, nor theirs from it; unpinned, radosgw (about 9.5 ms of CPU per image) runs on the same cores as Apis (about 10 ms) and the bare server (2.5 ms). Both sides run under the same pinning, in the same alternating rounds, the client on the servers' core for both.`,
+        cpuNote,
         `Uploads: multipart POST /api/p/<project>/assets/upload, one at a time; ${SET_WARMUP} image sets and one 64 MB file to every side first, then ${SET_ROUNDS} alternating rounds of the image set (every set with file names of its own) and ${BIG_ROUNDS} of the 64 MB file (pseudo-random bytes); each side's figure is its median round. Ceiling: bench/s3-bare.ts, a bare Bun.serve (no framework, database, hashing, sniffing or temp file) receiving the very same multipart body over HTTP and streaming its file part to the bucket while it arrives, in one PUT of the exact size made as Apis's store makes it (a presigned URL of an S3Client with Apis's settings, fetch fed by the request body), answering once the store has answered. For information: the same bare server reading the whole body first and then sending the file with S3Client.write, and S3Client.write of the files straight from this process (no HTTP exchange at all; the 64 MB file in 8 MiB parts, 4 at a time, as S3Client does for a file that large).`,
         `Transforms and media GETs: ${TRANSFORMS} transforms and ${ROUNDS} alternating rounds of ${GETS} GETs; ceiling: the same operation done directly with Bun's S3Client in the same run (transform: read the original from the bucket, the same sharp resize, write the output; media: S3Client reading the same object).`,
-        "Apis's upload on S3 streams the file to the bucket while it arrives (one streamed PUT, as the Content-Length tells the file's size; files over 256 MiB or of unknown size go in 8 MiB parts), besides receiving it into tmp/ (hashed, sniffed, EXIF read from the first 512 KiB); the PUT starts with the body (the object is named from the type sniffed in the file's first 64 KiB, usually the first chunk), and the row is committed after the store's answer. Where the rest of the time goes (timestamps and CPU time per upload, image set, on a quiet moment): the PUT starts about 1 ms after the request (the bare server's at once), the row's unit and the answer take 2-3 ms after the store's answer, and Apis spends about 10 ms of CPU per image (bare server: 2.5 ms; radosgw: 9.5 ms) on the 2 cores radosgw shares (hashing, the temp file, the copy the sink keeps beside the PUT's, the header and EXIF read, the framework and the database), so the PUT itself takes longer beside it; on a loaded machine the ratio drops further for that reason. The transform's source is read from the bucket once and kept in tmp/dam-sources/ (the direct side reads it every time). A media GET through Apis is answered from memory while the store's stat (asked at most once a second) shows the same ETag (objects up to 1 MiB), against a read of the store each time directly.",
+        "Apis's upload on S3 streams the file to the bucket while it arrives (one streamed PUT, as the Content-Length tells the file's size; files over 256 MiB or of unknown size go in 8 MiB parts), besides receiving it into tmp/ (hashed, sniffed, EXIF read from the first 512 KiB); the PUT starts with the body (the object is named from the type sniffed in the file's first 64 KiB, usually the first chunk), and the row is committed after the store's answer. Where the rest of the time goes (timestamps and CPU time per upload, image set, on a quiet moment): the PUT starts about 1 ms after the request (the bare server's at once), the row's unit and the answer take 2-3 ms after the store's answer, and Apis spends about 10 ms of CPU per image (bare server: 2.5 ms; radosgw: 9.5 ms) (measured with radosgw on the same cores, before the pinning; hashing, the temp file, the copy the sink keeps beside the PUT's, the header and EXIF read, the framework and the database). The transform's source is read from the bucket once and kept in tmp/dam-sources/ (the direct side reads it every time). A media GET through Apis is answered from memory while the store's stat (asked at most once a second) shows the same ETag (objects up to 1 MiB), against a read of the store each time directly.",
       ],
     };
   } finally {
     await apis?.child.stop();
     await bare?.stop();
     await Bun.spawn(["sh", SCRIPT, "stop", dir]).exited;
+    unpin();
     removeDir(data);
     removeDir(work);
   }
