@@ -93,9 +93,10 @@ type CheckpointsAside = {
  * it). An in-memory database keeps its own (a no-op).
  */
 export function checkpointsAside(db: DB): CheckpointsAside {
-  const client = db.$client;
-  const file = (client as Database & { filename?: string }).filename;
-  if (!file || file === ":memory:") return { settle: async () => {}, release: async () => {} };
+  const client = db.$client as (Database & { filename?: string }) | undefined;
+  // PostgreSQL checkpoints by itself (and an in-memory database keeps its own): nothing to move.
+  const file = client?.filename;
+  if (!client || !file || file === ":memory:") return { settle: async () => {}, release: async () => {} };
   let aside = asides.get(client);
   if (aside && !aside.stopped) aside.users++;
   else {

@@ -57,8 +57,8 @@ const below = (gids: string[]) =>
 const oneGid = (v: unknown, fail: (r: string) => never) =>
   typeof v === "string" && v ? [v] : fail("the operand is a folder gid");
 const ancestorOps = new Map<string, CustomOperator>([
-  ["=", { operand: oneGid, build: below }],
-  ["is", { operand: oneGid, build: below }],
+  ["=", { operand: oneGid, build: below, buildPg: below }],
+  ["is", { operand: oneGid, build: below, buildPg: below }],
   [
     "in",
     {
@@ -67,22 +67,26 @@ const ancestorOps = new Map<string, CustomOperator>([
           ? v
           : fail("the operand is a list of 1 to 100 folder gids"),
       build: below,
+      buildPg: below,
     },
   ],
 ]);
 
 /** `type`: the kind (`folder`, `file`, `image`) as the reference filters it, or the extension with `is`. */
 const KIND = sql`a.type`;
+const typeIs = (v: string) =>
+  v === "file"
+    ? sql`a.type IN ('file', 'image')`
+    : sql`(a.type = ${v} OR (a.type <> 'folder' AND lower(a.extension) = ${v}))`;
 const typeOps = new Map<string, CustomOperator>([
   [
     "is",
     {
       operand: (v, fail) =>
         typeof v === "string" ? v.toLowerCase() : fail("the operand is folder, file, image or an extension"),
-      build: (v: string) =>
-        v === "file"
-          ? sql`a.type IN ('file', 'image')`
-          : sql`(a.type = ${v} OR (a.type <> 'folder' AND lower(a.extension) = ${v}))`,
+      // Standard SQL, the same on both databases.
+      build: typeIs,
+      buildPg: typeIs,
     },
   ],
 ]);
@@ -161,7 +165,14 @@ function makeAssetDomain(d: Dialect): FilterDomain {
       ["description", col("localized", sql`a.description`)],
       ["metadata", col("object", metadataValues)],
       ["ancestor", { type: "custom", custom: ancestorOps }],
-      ["validation", validationField({ fields: (f) => f === "title" || f === "description", build: validationSql })],
+      [
+        "validation",
+        validationField({
+          fields: (f) => f === "title" || f === "description",
+          build: validationSql,
+          buildPg: validationSql,
+        }),
+      ],
     ],
     [
       [
