@@ -563,7 +563,10 @@ const MODULE_STATE = new Map<string, string>([
     "db/mutate.ts: facts",
     "per connection: values kept until its next write (untilChanged); SHARED-DB: another process's writes do not end them",
   ],
-  ["db/mutate.ts: serverFacts", "per PostgreSQL port: values kept until this process commits or another draws a cursor (untilChanged)"],
+  [
+    "db/mutate.ts: serverFacts",
+    "per PostgreSQL port: values kept until this process commits or another draws a cursor (untilChanged)",
+  ],
   ["db/checkpointer.ts: db", "the checkpoint worker thread's own connection (worker module state)"],
   ["db/checkpointer.ts: timer", "the checkpoint worker thread's timer"],
   ["db/checkpointer.ts: asides", "per connection: its checkpoint worker"],
