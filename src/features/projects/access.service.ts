@@ -170,6 +170,30 @@ export function readProjectKept<T>(
   return Promise.resolve(now[1] as T);
 }
 
+/**
+ * `readProject` for an answer the caller keeps itself, in memory (`peek`: the kept answer or
+ * undefined, looked up without a statement, e.g. in the schema snapshot): when the caller's rule
+ * facts are kept and can be handed out without a unit (`keptNow`) and `peek` has the answer, the
+ * rule is checked on those facts and the answer handed out without a read unit; otherwise
+ * `readProject` with `fn`. The rights are checked first either way.
+ */
+export function readProjectPeek<T>(
+  ctx: Pick<Ctx, "db" | "hub">,
+  actor: Actor,
+  projectGid: string,
+  need: ProjectNeed,
+  peek: () => T | undefined,
+  fn: (work: ProjectReading) => Promise<T>,
+): Promise<T> {
+  const now = keptNow(ctx.db, [[rulesKey(actor, projectGid), false]]);
+  if (now) {
+    if (!allowsProject(actor, now[0] as ProjectFacts, need)) return Promise.reject(projectRefusal(need));
+    const v = peek();
+    if (v !== undefined) return Promise.resolve(v);
+  }
+  return readProject(ctx, actor, projectGid, need, fn);
+}
+
 /** The key of a caller's rule facts of a project among the kept facts (`untilChanged`). */
 const rulesKey = (actor: Actor, projectGid: string) => `rules ${actor.userGid} ${projectGid}`;
 

@@ -12,6 +12,7 @@ export {
   projectAudience,
   readProject,
   readProjectKept,
+  readProjectPeek,
   userAudience,
 } from "./access.service";
 export type { ProjectWork } from "./access.service";

@@ -7,7 +7,7 @@ import { newGid, now } from "../../core/ids";
 import type { Tx } from "../../db/connection";
 import type { ChangeLog } from "../../db/mutate";
 import type { Ctx, SchemaChange } from "../../platform/context";
-import { readProject } from "../projects/projects.api";
+import { readProject, readProjectPeek } from "../projects/projects.api";
 import {
   cannot,
   definitionsUsingClass,
@@ -19,6 +19,7 @@ import {
   PLURAL,
   rowOf,
   rowsOf,
+  peekSnapshotValue,
   snapshotValue,
   stateOf,
   TABLE,
@@ -131,10 +132,7 @@ export class Out {
   }
 }
 
-/**
- * `fields/get`, `classes/get` and `definitions/get`: one gid (`one`: the item's full answer, kept
- * in the schema snapshot) or a list of gids (`many`: the items found, in the order asked).
- */
+/** `fields/get`, `classes/get`, `definitions/get`: one gid (`one`: the answer kept in the schema snapshot) or several (`many`, in the order asked). */
 export async function getItems(
   ctx: Ctx,
   actor: Actor,
@@ -144,11 +142,22 @@ export async function getItems(
   many: unknown,
   answerOf: (tx: Tx, row: SchemaRow) => Promise<Answer>,
 ): Promise<Answer> {
+  if (typeof one === "string") {
+    // Kept in the schema snapshot: with the caller's rule facts kept too, no read unit is needed.
+    const key = `${PLURAL[kind]}/get ${one}`;
+    return await readProjectPeek(
+      ctx,
+      actor,
+      projectGid,
+      "member",
+      () => peekSnapshotValue<Answer>(ctx.db, projectGid, key),
+      async ({ tx }) =>
+        await snapshotValue(tx, projectGid, key, async () =>
+          lastingAnswer(await answerOf(tx, await mustGet(tx, kind, projectGid, one))),
+        ),
+    );
+  }
   return await readProject(ctx, actor, projectGid, "member", async ({ tx }) => {
-    if (typeof one === "string")
-      return await snapshotValue(tx, projectGid, `${PLURAL[kind]}/get ${one}`, async () =>
-        lastingAnswer(await answerOf(tx, await mustGet(tx, kind, projectGid, one))),
-      );
     if (!Array.isArray(many)) throw missing(kind);
     const rows = new Map(
       (

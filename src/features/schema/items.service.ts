@@ -8,7 +8,7 @@ import type { Ctx, SchemaKind } from "../../platform/context";
 import type { Project } from "../projects/projects.api";
 import { projectOptions } from "../projects/projects.api";
 import { classes, definitions, fields, layouts, type SchemaRow, type SchemaTable } from "./schema.table";
-import { fromSnapshot, schemaGeneration } from "./schema.generation";
+import { fromSnapshot, peekSnapshot, schemaGeneration } from "./schema.generation";
 
 /**
  * The building blocks of every schema item (fields, classes, definitions, layouts): rows by gid,
@@ -566,6 +566,11 @@ export async function snapshotValue<T>(
   make: () => T | Promise<T>,
 ): Promise<T> {
   return await fromSnapshot(countedOf(tx), projectGid, key, make);
+}
+
+/** What `snapshotValue` keeps under `key`, if it is current (`peekSnapshot`): no statement, no unit. */
+export function peekSnapshotValue<T>(tx: Tx, projectGid: string, key: string): T | undefined {
+  return peekSnapshot<T>(countedOf(tx), projectGid, key);
 }
 
 type ClassField = { gid: string; name: string; type: string; options: Record<string, unknown> };

@@ -63,6 +63,16 @@ const MAX_VALUES = 5000;
  * The value `key` of the project's snapshot, made by `make` (reading through the same connection,
  * in the caller's unit of work) when missing. Kept only if the stamp still holds once it is made.
  */
+/**
+ * The value kept under `key` in the project's snapshot if it is still current, else undefined:
+ * without a statement (the stamp is the change counts), so also outside any unit.
+ */
+export function peekSnapshot<T>(client: CountedDatabase, projectGid: string, key: string): T | undefined {
+  const snap = snapshots.get(client)?.get(projectGid);
+  if (!snap || snap.stamp !== schemaGeneration(client, projectGid)) return undefined;
+  return snap.values.get(key) as T | undefined;
+}
+
 export async function fromSnapshot<T>(
   client: CountedDatabase,
   projectGid: string,
