@@ -435,6 +435,15 @@ describe.skipIf(!CHROMIUM)("web console: the catalogue of a product manager", ()
     expect(await page.evaluate("document.activeElement.matches(':focus-visible')")).toBe(true);
     await page.keyboard.press("Escape");
     await ask.waitFor({ state: "detached" });
+    // The focus goes back once the dialog has closed (a task of its own): waited for, not assumed.
+    await opener.evaluate(
+      (b) =>
+        new Promise<void>((resolve) => {
+          const check = () =>
+            b === b.ownerDocument.activeElement ? resolve() : b.ownerDocument.defaultView?.requestAnimationFrame(check);
+          check();
+        }),
+    );
     expect(await opener.evaluate((b) => b === b.ownerDocument.activeElement)).toBe(true);
 
     // The image picker from the keyboard: open, search, choose, use.
