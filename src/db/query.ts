@@ -3,7 +3,8 @@ import { sql, type SQL } from "drizzle-orm";
 import { sqliteOf, type DB, type Tx } from "./connection";
 import type { Dialect } from "./dialect";
 import type { RunResult, Session, SqlValue, Statement } from "./port";
-import { dialectFor, portOf } from "./ports";
+import { dialectFor } from "./ports";
+import { registeredPort } from "./registry";
 import { toQuery as questionMarks } from "./sqlite/dialect";
 import { currentSession } from "./unit";
 
@@ -21,14 +22,17 @@ import { currentSession } from "./unit";
  *   be turned into text on every call. Values inside the fragment are written into the text.
  * - `dialectOf(tx)`: the helpers for the database `tx` runs on.
  *
- * Rows are what the database gives: JSON columns as their text, no column decoding (that is
- * drizzle's query builder's job), `undefined` for no row.
+ * Rows are what the database gives, shaped alike: integers as numbers, `undefined` for no row, no
+ * column decoding (that is drizzle's query builder's job): a JSON column is SQLite's text or the
+ * value PostgreSQL parsed, decoded by `dialectOf(tx).readJson`.
  */
 
 /** The session the caller's statements on `tx` run on. */
 export function sessionOf(tx: Tx): Session {
-  const port = portOf(tx as DB);
-  if (port.kind !== "sqlite") {
+  // A registered handle is a database server's (PostgreSQL); anything else is SQLite's, found by
+  // its connection (one lookup: this runs for every raw statement).
+  const port = registeredPort(tx);
+  if (port) {
     const open = currentSession() as (Session & { port?: unknown }) | undefined;
     return open && open.port === port ? open : (port as unknown as { loose(): Session }).loose();
   }
