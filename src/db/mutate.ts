@@ -227,8 +227,8 @@ export function largeUntilChanged<T>(db: DB, key: string, read: () => T | Promis
 }
 
 function kept<T>(db: DB, key: string, read: () => T | Promise<T>, large: boolean): Promise<T> {
-  const any = portOf(db);
-  if (any.kind !== "sqlite") return keptOnServer(any as unknown as ServerPort, key, read, large);
+  const server = registeredPort(db);
+  if (server) return keptOnServer(server as unknown as ServerPort, key, read, large);
   const port = sqlitePort(db);
   const part = openPartOf(port);
   if (part?.kind === "write") return Promise.resolve().then(read);
@@ -305,8 +305,9 @@ function factsOfRead(db: DB, session: object): Facts {
  * cost more than the rest of such a request).
  */
 export function keptNow(db: DB, keys: readonly (readonly [key: string, large: boolean])[]): unknown[] | undefined {
-  // Nothing is kept on PostgreSQL yet (see `kept`).
-  if (portOf(db).kind !== "sqlite") return undefined;
+  // On PostgreSQL a kept value is always checked against the port's external version, which is
+  // read asynchronously (`keptOnServer`): never handed out this way.
+  if (registeredPort(db)) return undefined;
   const port = sqlitePort(db);
   if (port.writing || openPartOf(port)) return undefined;
   const f = unchangedFacts(db);
