@@ -398,6 +398,13 @@ export const settings = {
     default: 10,
     help: "seconds a stopping server lets running jobs finish before re-queueing them",
   },
+  jobLease: {
+    env: "APIS_JOB_LEASE",
+    flag: "job-lease",
+    schema: int(1, 3600),
+    default: 30,
+    help: "PostgreSQL: seconds a running job's lease lasts unless renewed (a dead server's job is run again after it)",
+  },
   jobsKeepDays: {
     env: "APIS_JOBS_KEEP_DAYS",
     flag: "jobs-keep-days",

@@ -96,13 +96,13 @@ export async function writeJob(
   return j;
 }
 
-/** Inserts a queued job and its first sync item in the caller's transaction; returns the token. */
+/** Inserts a queued job and its first sync item in the caller's transaction; returns its row. */
 export async function insertJob(
   ownerOf: ProjectOwner | undefined,
   tx: Tx,
   log: ChangeLog,
   spec: EnqueueSpec,
-): Promise<string> {
+): Promise<Job> {
   const t = now();
   const j = await tx
     .insert(jobs)
@@ -120,7 +120,7 @@ export async function insertJob(
     .returning()
     .get();
   log.cc("UPDATE", "jobs", j.token, await audienceOf(ownerOf, tx, j), jobObject(j));
-  return j.token;
+  return j;
 }
 
 export async function getJob(tx: Tx, token: string): Promise<Job | undefined> {

@@ -2,18 +2,11 @@ import { ApiError } from "../../core/errors";
 import { now } from "../../core/ids";
 import { afterCommit, mutate, type ChangeLog } from "../../db/mutate";
 import type { Tx } from "../../db/connection";
+import { kindOf } from "../../db/ports";
 import type { Ctx } from "../context";
-import {
-  getJob,
-  takeQueued,
-  insertJob,
-  jobsIn,
-  saveResume,
-  writeJob,
-  type EnqueueSpec,
-  type Job,
-  type JobQueue,
-} from "./queue.service";
+import { SqliteClaimer, type Claimer, type Held } from "./claimer";
+import { PgClaimer } from "./claimer.pg";
+import { getJob, insertJob, saveResume, writeJob, type EnqueueSpec, type Job, type JobQueue } from "./queue.service";
 
 export type { EnqueueSpec, Job, JobObject, JobStatus } from "./queue.service";
 export { jobObject } from "./queue.service";
@@ -105,12 +98,14 @@ function errorInfo(err: unknown): { error: string; code?: number } {
 /**
  * The in-process job runner: `config.workers` workers take queued jobs oldest first (skipping
  * jobs whose lock is held), run their kind's handler and report every status change and
- * throttled progress as `jobs` sync items.
+ * throttled progress as `jobs` sync items. How jobs are claimed and kept is its claimer's
+ * (claimer.ts): SQLite's for one process, PostgreSQL's for several sharing the queue.
  *
- * Crash recovery: on start, jobs left `processing` by a crash are re-queued (attempts counted)
- * and run again from the beginning; past their kind's `maxAttempts` they are rejected instead.
+ * Crash recovery: a job interrupted by a crash is run again from the beginning (attempts counted;
+ * past its kind's `maxAttempts` it is rejected instead): on SQLite the start re-queues jobs left
+ * `processing`; on PostgreSQL any process takes it up once its lease lapsed.
  * Stopping lets running jobs finish for `config.jobStopGrace` seconds, then interrupts them at
- * their next `progress.step()` and re-queues them for the next start.
+ * their next `progress.step()` and re-queues them (for the next start, or another process).
  */
 export class JobRunner implements JobQueue {
   private running = new Map<string, { promise: Promise<void>; abort: AbortController; projectGid: string | null }>();
@@ -118,7 +113,7 @@ export class JobRunner implements JobQueue {
   private closed = new Map<string, number>();
   /** Running jobs stopped because their project is being deleted. */
   private cancelled = new Set<string>();
-  private locks = new Set<string>();
+  private readonly claimer: Claimer;
   private waiters: (() => void)[] = [];
   private workers: Promise<void>[] = [];
   private started = false;
@@ -136,6 +131,8 @@ export class JobRunner implements JobQueue {
     kinds: Map<string, JobKind>,
   ) {
     this.kinds = new Map([...kinds].map(([name, k]) => [name, { lock: projectLock, ...k }]));
+    const parts = { ctx, kinds: this.kinds, closed: this.closed, running: this.running };
+    this.claimer = kindOf(ctx.db) === "postgres" ? new PgClaimer(parts) : new SqliteClaimer(parts);
   }
 
   /**
@@ -146,9 +143,10 @@ export class JobRunner implements JobQueue {
   async enqueue(spec: EnqueueSpec): Promise<string> {
     if (!this.kinds.has(spec.kind)) throw new Error(`unknown job kind ${spec.kind}`);
     return await mutate(this.ctx.db, this.ctx.hub, async (tx, log) => {
-      const token = await insertJob(this.ctx.hooks.projectOwner, tx, log, spec);
+      const job = await insertJob(this.ctx.hooks.projectOwner, tx, log, spec);
+      await this.claimer.enqueued(tx, job);
       afterCommit(this.ctx.db, () => this.wake());
-      return token;
+      return job.token;
     });
   }
 
@@ -205,9 +203,10 @@ export class JobRunner implements JobQueue {
     this.pending = undefined;
     if (this.stopping) return;
     try {
-      await this.recover();
+      await this.claimer.start(() => this.wake());
     } catch (err) {
-      // A database refusing writes (a full disk): the jobs stay `processing` until a start that can re-queue them.
+      // A database refusing writes (a full disk): the jobs stay `processing` until a start that can
+      // re-queue them. (On PostgreSQL: without notifications, the workers' polling finds new jobs.)
       this.ctx.log.error("job runner could not re-queue interrupted jobs", {
         error: String((err as Error)?.stack ?? err),
       });
@@ -233,8 +232,10 @@ export class JobRunner implements JobQueue {
     }
     for (const r of this.running.values()) r.abort.abort();
     await Promise.race([all(), Bun.sleep(2000)]);
-    // Anything still running now is left `processing`; the next start re-queues it.
+    // Anything still running now is left `processing`; the next start re-queues it (on
+    // PostgreSQL its lease is no longer renewed: any process takes it up once it lapsed).
     await Promise.race([Promise.allSettled(this.workers), Bun.sleep(100)]);
+    await this.claimer.stop();
   }
 
   /** Number of jobs running right now. */
@@ -252,31 +253,6 @@ export class JobRunner implements JobQueue {
       expected,
       running: this.running.size,
     };
-  }
-
-  private async recover(): Promise<void> {
-    const stale = await jobsIn(this.ctx.db, "processing");
-    for (const j of stale) {
-      const kind = this.kinds.get(j.kind);
-      const max = kind?.maxAttempts ?? 3;
-      await mutate(this.ctx.db, this.ctx.hub, async (tx, log) => {
-        if (j.attempts >= max) {
-          const error = "Interrupted too many times";
-          const r = await writeJob(this.ctx.hooks.projectOwner, tx, log, j.token, {
-            status: "rejected",
-            info: { ...j.info, error },
-            finishedOn: now(),
-          });
-          await kind?.onRejected?.(tx, log, r, error);
-        } else {
-          await writeJob(this.ctx.hooks.projectOwner, tx, log, j.token, {
-            status: "queued",
-            info: { ...j.info, requeued: true },
-          });
-        }
-      });
-      this.ctx.log.warn(`job ${j.token} (${j.kind}) was interrupted; ${j.attempts >= max ? "rejected" : "re-queued"}`);
-    }
   }
 
   private wake(): void {
@@ -307,86 +283,52 @@ export class JobRunner implements JobQueue {
 
   private async loop(): Promise<void> {
     while (!this.stopping) {
-      let job: Job | undefined;
+      let held: Held | undefined;
       try {
-        job = await this.claim();
+        held = await this.claimer.claim();
       } catch (err) {
         this.ctx.log.error("job runner could not claim a job", { error: String((err as Error)?.stack ?? err) });
       }
-      if (!job) {
+      if (!held) {
         await this.idle();
         continue;
       }
-      await this.run(job);
+      await this.run(held);
     }
   }
 
-  /** Takes the oldest queued job whose lock is free and marks it processing. */
-  private async claim(): Promise<Job | undefined> {
-    const queued = await jobsIn(this.ctx.db, "queued", 100);
-    for (const q of queued) {
-      if (this.running.has(q.token)) continue;
-      if (q.projectGid && this.closed.has(q.projectGid)) continue;
-      const kind = this.kinds.get(q.kind);
-      if (!kind) {
-        // Kinds come from code; a job of a kind this build no longer has can never run.
-        await mutate(
-          this.ctx.db,
-          this.ctx.hub,
-          async (tx, log) =>
-            await writeJob(this.ctx.hooks.projectOwner, tx, log, q.token, {
-              status: "rejected",
-              info: { ...q.info, error: `Unknown job kind ${q.kind}` },
-              finishedOn: now(),
-            }),
-        );
-        continue;
-      }
-      const lock = kind.lock?.(q) ?? null;
-      if (lock && this.locks.has(lock)) continue;
-      const claimed = await mutate(this.ctx.db, this.ctx.hub, async (tx, log) => {
-        const cur = await takeQueued(tx, q.token);
-        if (!cur) return undefined;
-        const { requeued: _r, ...info } = cur.info ?? {};
-        return await writeJob(this.ctx.hooks.projectOwner, tx, log, q.token, {
-          status: "processing",
-          info,
-          attempts: cur.attempts + 1,
-          startedOn: now(),
-        });
-      });
-      if (!claimed) continue;
-      if (lock) this.locks.add(lock);
-      return claimed;
-    }
-    return undefined;
-  }
-
-  private async run(job: Job): Promise<void> {
+  private async run(held: Held): Promise<void> {
+    const job = held.job;
     const kind = this.kinds.get(job.kind)!;
-    const lock = kind.lock?.(job) ?? null;
     const abort = new AbortController();
     let settle!: () => void;
     const promise = new Promise<void>((r) => (settle = r));
     this.running.set(job.token, { promise, abort, projectGid: job.projectGid ?? null });
-    const reporter = new Reporter(this.ctx, job, abort.signal);
+    // A job taken from this process (its lease lapsed, PostgreSQL) stops at its next step too.
+    const signal = held.lost ? AbortSignal.any([abort.signal, held.lost]) : abort.signal;
+    const reporter = new Reporter(this.ctx, job, signal, (tx) => this.claimer.holds(tx, held, false));
+    /** Writes the job's last state of this claim, unless the claim no longer holds it. */
+    const end = async (write: (tx: Tx, log: ChangeLog) => Promise<void>) =>
+      await mutate(this.ctx.db, this.ctx.hub, async (tx, log) => {
+        if (await this.claimer.holds(tx, held, true)) await write(tx, log);
+        else this.ctx.log.warn(`job ${job.token} (${job.kind}) was taken over elsewhere; its outcome here is dropped`);
+      });
     try {
       const extra = await kind.handler(this.ctx, job, reporter);
       reporter.finish();
       const info = { ...reporter.info, ...(extra ?? {}) };
       if (typeof info.total === "number") info.remaining = 0;
-      await mutate(
-        this.ctx.db,
-        this.ctx.hub,
-        async (tx, log) =>
-          await writeJob(this.ctx.hooks.projectOwner, tx, log, job.token, { status: "done", info, finishedOn: now() }),
-      );
+      await end(async (tx, log) => {
+        await writeJob(this.ctx.hooks.projectOwner, tx, log, job.token, { status: "done", info, finishedOn: now() });
+      });
     } catch (err) {
       reporter.finish();
       try {
-        if (this.cancelled.has(job.token)) {
+        if (held.lost?.aborted) {
+          this.ctx.log.warn(`job ${job.token} (${job.kind}) stopped: its lease lapsed and another process took it`);
+        } else if (this.cancelled.has(job.token)) {
           // Its project is being deleted (the row goes with it); the starter is told why it ended.
-          await mutate(this.ctx.db, this.ctx.hub, async (tx, log) => {
+          await end(async (tx, log) => {
             if (await getJob(tx, job.token))
               await writeJob(this.ctx.hooks.projectOwner, tx, log, job.token, {
                 status: "rejected",
@@ -396,15 +338,12 @@ export class JobRunner implements JobQueue {
           });
           this.ctx.log.info(`job ${job.token} (${job.kind}) stopped: its project is being deleted`);
         } else if (err instanceof JobInterrupted || (abort.signal.aborted && this.stopping)) {
-          await mutate(
-            this.ctx.db,
-            this.ctx.hub,
-            async (tx, log) =>
-              await writeJob(this.ctx.hooks.projectOwner, tx, log, job.token, {
-                status: "queued",
-                info: { ...reporter.info, requeued: true },
-              }),
-          );
+          await end(async (tx, log) => {
+            await writeJob(this.ctx.hooks.projectOwner, tx, log, job.token, {
+              status: "queued",
+              info: { ...reporter.info, requeued: true },
+            });
+          });
           this.ctx.log.info(`job ${job.token} (${job.kind}) interrupted by shutdown; re-queued`);
         } else {
           const e = errorInfo(err);
@@ -412,7 +351,7 @@ export class JobRunner implements JobQueue {
             this.ctx.log.error(`job ${job.token} (${job.kind}) failed`, {
               error: String((err as Error)?.stack ?? err),
             });
-          await mutate(this.ctx.db, this.ctx.hub, async (tx, log) => {
+          await end(async (tx, log) => {
             const r = await writeJob(this.ctx.hooks.projectOwner, tx, log, job.token, {
               status: "rejected",
               info: { ...reporter.info, ...e },
@@ -425,7 +364,7 @@ export class JobRunner implements JobQueue {
         this.ctx.log.error(`job ${job.token} could not be finished`, { error: String(writeErr) });
       }
     } finally {
-      if (lock) this.locks.delete(lock);
+      this.claimer.release(held);
       this.running.delete(job.token);
       this.cancelled.delete(job.token);
       settle();
@@ -450,6 +389,8 @@ class Reporter implements Progress {
     private readonly ctx: Ctx,
     private readonly job: Job,
     readonly signal: AbortSignal,
+    /** In the unit writing progress: whether the job is still this process's (claimer.holds). */
+    private readonly holds: (tx: Tx) => Promise<boolean> | boolean,
   ) {
     this.info = { ...(job.info ?? {}) };
     this.lastSent = Date.now();
@@ -515,8 +456,10 @@ class Reporter implements Progress {
       await mutate(
         this.ctx.db,
         this.ctx.hub,
-        async (tx, log) =>
-          await writeJob(this.ctx.hooks.projectOwner, tx, log, this.job.token, { info: { ...this.info } }),
+        async (tx, log) => {
+          if (await this.holds(tx))
+            await writeJob(this.ctx.hooks.projectOwner, tx, log, this.job.token, { info: { ...this.info } });
+        },
         { durable: false },
       );
     } catch (err) {

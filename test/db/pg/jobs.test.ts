@@ -1,7 +1,7 @@
-// The job queue's claim on PostgreSQL (src/db/pg/jobs.ts): concurrent claimers on a real cluster.
+// The job queue's claim on PostgreSQL (src/platform/jobs/claim.pg.ts): concurrent claimers on a real cluster.
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
 import { SQL } from "bun";
-import { claimJob, finishJob, keepLease, renewLease } from "../../../src/db/pg/jobs";
+import { claimJob, finishJob, keepLease, renewLease } from "../../../src/platform/jobs/claim.pg";
 import { migratePg } from "../../../src/db/pg/migrate";
 import { freshDatabase, pgAvailable } from "../../helpers/pg-cluster";
 

@@ -8,8 +8,11 @@
 // A claimed job has a lease (`lease_until`, `leased_by`) that its worker renews while it runs
 // (`keepLease`); on SQLite the one process re-queues its own `processing` jobs at start instead.
 // Times are the database's clock (epoch seconds), the same for every process.
-// Not wired in yet: see docs/postgres.md.
+// The runner reaches these through its PostgreSQL claimer (claimer.pg.ts); see docs/postgres.md.
 import type { SQL } from "bun";
+
+/** The channel on which job changes are announced to every process's workers (LISTEN/NOTIFY). */
+export const JOBS_CHANNEL = "apis_jobs";
 
 /** The first key of the two-key advisory locks of job lock keys (the second is hashtext(lock_key)). */
 export const JOB_LOCK_SPACE = 0x41706a01;
@@ -45,56 +48,124 @@ const CLAIMABLE = `(j.status = 'queued' OR (j.status = 'processing' AND j.lease_
 /** Another job of the same lock key is running (with a live lease). */
 const KEY_BUSY = `EXISTS (SELECT 1 FROM jobs p WHERE p.lock_key = j.lock_key AND p.status = 'processing' AND p.lease_until >= ${NOW} AND p.token <> j.token)`;
 
+/** Runs one statement with `$n` parameters in the caller's transaction and answers its rows. */
+export type Exec = (text: string, params: unknown[]) => Promise<Record<string, any>[]>;
+
+/** A job picked for a claim, its row and lock key held by the caller's transaction. */
+export type Candidate = { token: string; kind: string; status: string; attempts: number; lock_key: string | null };
+
 /**
- * Claims the oldest claimable job, or answers undefined. Each try is one transaction:
+ * One try of a claim, in the caller's transaction (`exec`): the oldest claimable job not in `skip`
+ * whose lock key is free, answered with its row locked and, for a job with a lock key, the key's
+ * transaction lock taken; `{ skip }` when the job is being claimed under its key by another
+ * transaction (try again without it); `{ none }` when nothing is claimable.
  * 1. the oldest claimable job whose lock key is free (as far as this statement sees), row-locked
  *    `FOR UPDATE SKIP LOCKED` so that other claimers pass over it;
  * 2. for a job with a lock key, `pg_try_advisory_xact_lock` on the key (another claimer of the same
  *    key holds it until it commits: skip the job), then the key is checked again by a new
- *    statement, whose snapshot sees every claim committed before the lock was taken;
- * 3. the job is marked processing with a lease (attempts + 1), or rejected when a lapsed job has
- *    used up its attempts.
+ *    statement, whose snapshot sees every claim committed before the lock was taken.
+ */
+export async function pickJob(
+  exec: Exec,
+  skip: readonly string[],
+  closedProjects: readonly string[],
+): Promise<{ job: Candidate } | { skip: string } | { none: true }> {
+  const [c] = await exec(
+    `SELECT j.token, j.kind, j.status, j.attempts, j.lock_key FROM jobs j
+     WHERE ${CLAIMABLE} AND NOT (j.token = ANY($1::text[]))
+       AND (j.project_gid IS NULL OR NOT (j.project_gid = ANY($2::text[])))
+       AND (j.lock_key IS NULL OR NOT ${KEY_BUSY})
+     ORDER BY j.created_on, j.token LIMIT 1 FOR UPDATE OF j SKIP LOCKED`,
+    [skip, closedProjects],
+  );
+  if (!c) return { none: true };
+  if (c.lock_key !== null) {
+    const [l] = await exec("SELECT pg_try_advisory_xact_lock($1::int, hashtext($2::text)) AS ok", [
+      JOB_LOCK_SPACE,
+      c.lock_key,
+    ]);
+    if (!l!.ok) return { skip: c.token as string };
+    const [b] = await exec(`SELECT ${KEY_BUSY} AS busy FROM jobs j WHERE j.token = $1`, [c.token]);
+    if (b!.busy) return { skip: c.token as string };
+  }
+  return { job: c as Candidate };
+}
+
+/**
+ * Marks a picked job processing under a new lease held by `worker` (attempts + 1, the started
+ * time and the lease on the database's clock), in the transaction that picked it.
+ */
+export async function leaseJob(exec: Exec, token: string, worker: string, leaseSeconds: number): Promise<void> {
+  await exec(
+    `UPDATE jobs SET status = 'processing', attempts = attempts + 1, started_on = ${NOW}, updated_on = ${NOW},
+       lease_until = ${NOW} + $2::float8, leased_by = $3::text, info = info - 'requeued'
+     WHERE token = $1`,
+    [token, leaseSeconds, worker],
+  );
+}
+
+/**
+ * Whether `worker` still holds the job, locking its row for the caller's transaction (a claimer
+ * taking it over waits, then finds it no longer claimable). With `ending`, the lease is also given
+ * up (the caller writes the job's final state in the same transaction) and the other processes'
+ * workers are woken: a job sharing its lock key may now run.
+ */
+export async function holdsJob(exec: Exec, token: string, worker: string, ending: boolean): Promise<boolean> {
+  const rows = ending
+    ? await exec(
+        `WITH h AS (UPDATE jobs SET lease_until = NULL, leased_by = NULL
+           WHERE token = $1 AND leased_by = $2 AND status = 'processing' RETURNING token)
+         SELECT h.token, pg_notify('${JOBS_CHANNEL}', '') FROM h`,
+        [token, worker],
+      )
+    : await exec("SELECT token FROM jobs WHERE token = $1 AND leased_by = $2 AND status = 'processing' FOR UPDATE", [
+        token,
+        worker,
+      ]);
+  return rows.length === 1;
+}
+
+/**
+ * Stores a new job's lock key and wakes the workers of every process once the enqueuing
+ * transaction commits (a notification is delivered at COMMIT, dropped at ROLLBACK).
+ */
+export async function enqueuedJob(exec: Exec, token: string, lockKey: string | null): Promise<void> {
+  if (lockKey === null) await exec(`SELECT pg_notify('${JOBS_CHANNEL}', '')`, []);
+  else
+    await exec(
+      `WITH k AS (UPDATE jobs SET lock_key = $2 WHERE token = $1) SELECT pg_notify('${JOBS_CHANNEL}', '')`,
+      [token, lockKey],
+    );
+}
+
+/**
+ * Claims the oldest claimable job, or answers undefined. Each try is one transaction: `pickJob`,
+ * then the job is marked processing with a lease (`leaseJob`), or rejected when a lapsed job has
+ * used up its attempts. (The runner does the same through its units of work, which also write the
+ * jobs' sync items: src/platform/jobs/claimer.pg.ts.)
  */
 export async function claimJob(client: SQL, opts: ClaimOptions): Promise<ClaimedJob | undefined> {
   const skip: string[] = [];
   for (let tries = 0; tries < 20; tries++) {
     const outcome = await client.begin(async (tx) => {
-      const [c] = await tx.unsafe(
-        `SELECT j.token, j.kind, j.status, j.attempts, j.lock_key FROM jobs j
-         WHERE ${CLAIMABLE} AND NOT (j.token = ANY($1::text[]))
-           AND (j.project_gid IS NULL OR NOT (j.project_gid = ANY($2::text[])))
-           AND (j.lock_key IS NULL OR NOT ${KEY_BUSY})
-         ORDER BY j.created_on, j.token LIMIT 1 FOR UPDATE OF j SKIP LOCKED`,
-        [skip, opts.closedProjects ?? []],
-      );
-      if (!c) return { done: true as const };
-      if (c.lock_key !== null) {
-        const [l] = await tx.unsafe("SELECT pg_try_advisory_xact_lock($1::int, hashtext($2::text)) AS ok", [
-          JOB_LOCK_SPACE,
-          c.lock_key,
-        ]);
-        if (!l.ok) return { skip: c.token as string };
-        const [b] = await tx.unsafe(`SELECT ${KEY_BUSY} AS busy FROM jobs j WHERE j.token = $1`, [c.token]);
-        if (b.busy) return { skip: c.token as string };
-      }
+      const exec: Exec = (text, params) => tx.unsafe(text, params);
+      const picked = await pickJob(exec, skip, opts.closedProjects ?? []);
+      if (!("job" in picked)) return picked;
+      const c = picked.job;
       const max = opts.maxAttempts?.(c.kind) ?? 3;
       if (c.status === "processing" && c.attempts >= max) {
         await tx.unsafe(
           `UPDATE jobs SET status = 'rejected', info = info || '{"error": "Interrupted too many times"}'::jsonb, finished_on = ${NOW}, updated_on = ${NOW}, lease_until = NULL, leased_by = NULL WHERE token = $1`,
           [c.token],
         );
-        return { skip: c.token as string };
+        return { skip: c.token };
       }
-      const [j] = await tx.unsafe(
-        `UPDATE jobs SET status = 'processing', attempts = attempts + 1, started_on = ${NOW}, updated_on = ${NOW},
-           lease_until = ${NOW} + $2::float8, leased_by = $3::text, info = info - 'requeued'
-         WHERE token = $1 RETURNING *`,
-        [c.token, opts.leaseSeconds, opts.worker],
-      );
-      return { job: j as ClaimedJob };
+      await leaseJob(exec, c.token, opts.worker, opts.leaseSeconds);
+      const [j] = await tx.unsafe("SELECT * FROM jobs WHERE token = $1", [c.token]);
+      return { claimed: j as ClaimedJob };
     });
-    if ("done" in outcome) return undefined;
-    if ("job" in outcome) return outcome.job;
+    if ("none" in outcome) return undefined;
+    if ("claimed" in outcome) return outcome.claimed;
     skip.push(outcome.skip);
   }
   return undefined;

@@ -1,0 +1,136 @@
+import type { SQL } from "bun";
+import { hostname } from "node:os";
+import type { Tx } from "../../db/connection";
+import { mutate } from "../../db/mutate";
+import type { SqlValue } from "../../db/port";
+import { sessionOf } from "../../db/query";
+import { registeredPort } from "../../db/registry";
+import { enqueuedJob, holdsJob, JOBS_CHANNEL, keepLease, leaseJob, pickJob, type Exec } from "./claim.pg";
+import { rejectUnrun, type Claimer, type ClaimerParts, type Held } from "./claimer";
+import { getJob, writeJob, type Job } from "./queue.service";
+
+/** The statements of the claim in the caller's unit of work, through its session. */
+const execIn =
+  (tx: Tx): Exec =>
+  (text, params) =>
+    sessionOf(tx)
+      .query<Record<string, any>>(text)
+      .all(...(params as SqlValue[]));
+
+/** Bun's SQL client of the PostgreSQL port serving `db` (its pool). */
+export function pgClientOf(db: object): SQL {
+  const port = registeredPort(db) as unknown as { client?: SQL } | undefined;
+  if (!port?.client) throw new Error("not a PostgreSQL database");
+  return port.client;
+}
+
+/**
+ * PostgreSQL: the processes sharing the database share the queue (claim.pg.ts). A claim is a unit
+ * of work (so its `jobs` sync item is written with it) that picks the oldest claimable job
+ * `FOR UPDATE SKIP LOCKED` whose lock key (stored at enqueue) has no running job, and leases it
+ * to this claim; the lease is renewed while the job runs, and a job whose lease lapsed (its
+ * process died) is claimed again by any process. Nothing is re-queued at start: a job `processing`
+ * may be another process's. Enqueues and endings are announced by NOTIFY, which wakes the workers
+ * of every process; they also poll (the runner's idle wait), which finds lapsed leases.
+ */
+export class PgClaimer implements Claimer {
+  private readonly client: SQL;
+  /** Names the claims of this runner: host, process, and a random part (two runners of one process differ). */
+  private readonly id = `${hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 8)}`;
+  private claims = 0;
+  private readonly leases = new Map<string, { stop: () => void }>();
+  private listening: { unlisten(): Promise<void> } | undefined;
+
+  constructor(private readonly parts: ClaimerParts) {
+    this.client = pgClientOf(parts.ctx.db);
+  }
+
+  private get leaseSeconds(): number {
+    return this.parts.ctx.config.jobLease;
+  }
+
+  async start(wake: () => void): Promise<void> {
+    await this.fillLockKeys();
+    // After a reconnect of the listening connection, notifications sent meanwhile are lost: look.
+    this.listening = await this.client.listen(JOBS_CHANNEL, wake, wake);
+  }
+
+  /**
+   * Queued jobs without a lock key (copied from SQLite by `apis migrate-database`, which has no
+   * such column) get their kind's key before the first claim; keys of unknown kinds stay empty.
+   */
+  private async fillLockKeys(): Promise<void> {
+    const { ctx, kinds } = this.parts;
+    const rows = await this.client.unsafe(
+      "SELECT token, kind, project_gid FROM jobs WHERE status = 'queued' AND lock_key IS NULL",
+    );
+    for (const r of rows as { token: string; kind: string; project_gid: string | null }[]) {
+      const key = kinds.get(r.kind)?.lock?.({ token: r.token, kind: r.kind, projectGid: r.project_gid } as Job) ?? null;
+      if (key !== null)
+        await this.client.unsafe("UPDATE jobs SET lock_key = $2 WHERE token = $1 AND lock_key IS NULL", [r.token, key]);
+    }
+    if (rows.length) ctx.log.debug(`job lock keys checked for ${rows.length} queued job(s)`);
+  }
+
+  async stop(): Promise<void> {
+    for (const l of this.leases.values()) l.stop();
+    this.leases.clear();
+    const l = this.listening;
+    this.listening = undefined;
+    await l?.unlisten().catch(() => {});
+  }
+
+  async enqueued(tx: Tx, job: Job): Promise<void> {
+    await enqueuedJob(execIn(tx), job.token, this.parts.kinds.get(job.kind)?.lock?.(job) ?? null);
+  }
+
+  async claim(): Promise<Held | undefined> {
+    const { ctx, kinds, closed, running } = this.parts;
+    // A job still running here whose lease lapsed is not taken again by this process's own workers.
+    const skip = [...running.keys()];
+    const closedProjects = [...closed.keys()];
+    for (let tries = 0; tries < 20; tries++) {
+      const worker = `${this.id}:${++this.claims}`;
+      type Outcome = { none: true } | { skip: string; rejected?: string } | { job: Job; lapsed: boolean };
+      const outcome = await mutate(ctx.db, ctx.hub, async (tx, log): Promise<Outcome> => {
+        const exec = execIn(tx);
+        const picked = await pickJob(exec, skip, closedProjects);
+        if (!("job" in picked)) return picked;
+        const c = picked.job;
+        const kind = kinds.get(c.kind);
+        const max = kind?.maxAttempts ?? 3;
+        if (!kind || (c.status === "processing" && c.attempts >= max)) {
+          const cur = (await getJob(tx, c.token))!;
+          const error = kind ? "Interrupted too many times" : `Unknown job kind ${c.kind}`;
+          await rejectUnrun(this.parts, tx, log, cur, error);
+          return { skip: c.token, rejected: error };
+        }
+        await leaseJob(exec, c.token, worker, this.leaseSeconds);
+        const job = await writeJob(ctx.hooks.projectOwner, tx, log, c.token, {});
+        return { job, lapsed: c.status === "processing" };
+      });
+      if ("none" in outcome) return undefined;
+      if ("skip" in outcome) {
+        if (outcome.rejected) ctx.log.warn(`job ${outcome.skip} rejected: ${outcome.rejected}`);
+        skip.push(outcome.skip);
+        continue;
+      }
+      const { job } = outcome;
+      if (outcome.lapsed)
+        ctx.log.warn(`job ${job.token} (${job.kind}) was interrupted (its lease lapsed); run again here`);
+      const lease = keepLease(this.client, job.token, worker, this.leaseSeconds);
+      this.leases.set(worker, lease);
+      return { job, key: worker, lost: lease.lost };
+    }
+    return undefined;
+  }
+
+  async holds(tx: Tx, held: Held, ending: boolean): Promise<boolean> {
+    return await holdsJob(execIn(tx), held.job.token, held.key!, ending);
+  }
+
+  release(held: Held): void {
+    this.leases.get(held.key!)?.stop();
+    this.leases.delete(held.key!);
+  }
+}
