@@ -495,11 +495,6 @@ const FOREIGN_SQL_ALLOWED = new Map([
     "the SQLite full-text search of records and assets (FTS5 tables read by MATCH and bm25, joined to their " +
       "rows by rowid), the twin of db/pg/search.ts behind db/search.ts, so that the search features hold no FTS5 SQL",
   ],
-  [
-    "db/pg/jobs.ts",
-    "the PostgreSQL claim of the job queue (issue 39), staged in db/pg/ and not wired in; it moves beside " +
-      "platform/jobs/queue.service.ts when the runner claims from PostgreSQL",
-  ],
 ]);
 function foreignSql(list: readonly File[]): string[] {
   const tables = tablesOf(list);

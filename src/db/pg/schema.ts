@@ -90,7 +90,7 @@ export const jobs = pgTable(
     /**
      * PostgreSQL only: until when the worker that claimed the job holds it (epoch seconds). The
      * worker renews it while the job runs; a processing job whose lease lapsed is claimed again
-     * (src/platform/jobs/claim.pg.ts). On SQLite one process owns the queue and re-queues at start instead.
+     * (src/platform/jobs/queue-pg.service.ts). On SQLite one process owns the queue and re-queues at start instead.
      */
     leaseUntil: time("lease_until"),
     /** PostgreSQL only: who holds the lease (a process id of the worker's choosing). */

@@ -5,7 +5,17 @@ import { mutate } from "../../db/mutate";
 import type { SqlValue } from "../../db/port";
 import { sessionOf } from "../../db/query";
 import { registeredPort } from "../../db/registry";
-import { enqueuedJob, holdsJob, JOBS_CHANNEL, keepLease, leaseJob, pickJob, type Exec } from "./claim.pg";
+import {
+  enqueuedJob,
+  holdsJob,
+  JOBS_CHANNEL,
+  keepLease,
+  leaseJob,
+  pickJob,
+  queuedWithoutLockKey,
+  setLockKey,
+  type Exec,
+} from "./queue-pg.service";
 import { rejectUnrun, type Claimer, type ClaimerParts, type Held } from "./claimer";
 import { getJob, writeJob, type Job } from "./queue.service";
 
@@ -25,8 +35,8 @@ export function pgClientOf(db: object): SQL {
 }
 
 /**
- * PostgreSQL: the processes sharing the database share the queue (claim.pg.ts). A claim is a unit
- * of work (so its `jobs` sync item is written with it) that picks the oldest claimable job
+ * PostgreSQL: the processes sharing the database share the queue (queue-pg.service.ts). A claim is
+ * a unit of work (so its `jobs` sync item is written with it) that picks the oldest claimable job
  * `FOR UPDATE SKIP LOCKED` whose lock key (stored at enqueue) has no running job, and leases it
  * to this claim; the lease is renewed while the job runs, and a job whose lease lapsed (its
  * process died) is claimed again by any process. Nothing is re-queued at start: a job `processing`
@@ -61,15 +71,12 @@ export class PgClaimer implements Claimer {
    */
   private async fillLockKeys(): Promise<void> {
     const { ctx, kinds } = this.parts;
-    const rows = await this.client.unsafe(
-      "SELECT token, kind, project_gid FROM jobs WHERE status = 'queued' AND lock_key IS NULL",
-    );
-    for (const r of rows as { token: string; kind: string; project_gid: string | null }[]) {
-      const key = kinds.get(r.kind)?.lock?.({ token: r.token, kind: r.kind, projectGid: r.project_gid } as Job) ?? null;
-      if (key !== null)
-        await this.client.unsafe("UPDATE jobs SET lock_key = $2 WHERE token = $1 AND lock_key IS NULL", [r.token, key]);
+    const keyless = await queuedWithoutLockKey(this.client);
+    for (const j of keyless) {
+      const key = kinds.get(j.kind)?.lock?.(j) ?? null;
+      if (key !== null) await setLockKey(this.client, j.token, key);
     }
-    if (rows.length) ctx.log.debug(`job lock keys checked for ${rows.length} queued job(s)`);
+    if (keyless.length) ctx.log.debug(`job lock keys checked for ${keyless.length} queued job(s)`);
   }
 
   async stop(): Promise<void> {

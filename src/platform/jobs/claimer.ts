@@ -3,7 +3,6 @@ import type { Tx } from "../../db/connection";
 import { mutate, type ChangeLog } from "../../db/mutate";
 import type { Ctx } from "../context";
 import { jobsIn, takeQueued, writeJob, type Job } from "./queue.service";
-import type { JobKind } from "./runner";
 
 /**
  * How the runner (runner.ts) takes jobs from the queue and keeps them: the part that differs
@@ -39,11 +38,18 @@ export type Held = {
   lost?: AbortSignal;
 };
 
+/** What a claimer reads of a job kind (runner.ts `JobKind`). */
+export type ClaimedKind = {
+  lock?: (job: Job) => string | null;
+  maxAttempts?: number;
+  onRejected?: (tx: Tx, log: ChangeLog, job: Job, error: string) => Promise<void>;
+};
+
 /** What a claimer shares with its runner. */
 export type ClaimerParts = {
   ctx: Ctx;
   /** Every known kind, its `lock` filled in. */
-  kinds: ReadonlyMap<string, JobKind>;
+  kinds: ReadonlyMap<string, ClaimedKind>;
   /** Projects being deleted (their jobs are not claimed). */
   closed: ReadonlyMap<string, number>;
   /** Jobs running in this process, by token. */

@@ -1,7 +1,7 @@
-// The job queue's claim on PostgreSQL (src/platform/jobs/claim.pg.ts): concurrent claimers on a real cluster.
+// The job queue's claim on PostgreSQL (src/platform/jobs/queue-pg.service.ts): concurrent claimers on a real cluster.
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
 import { SQL } from "bun";
-import { claimJob, finishJob, keepLease, renewLease } from "../../../src/platform/jobs/claim.pg";
+import { claimJob, finishJob, keepLease, renewLease } from "../../../src/platform/jobs/queue-pg.service";
 import { migratePg } from "../../../src/db/pg/migrate";
 import { freshDatabase, pgAvailable } from "../../helpers/pg-cluster";
 

@@ -20,7 +20,7 @@ import { openDatabase, migrate, closeDatabase } from "../../../src/db/connection
  */
 const ALLOWED = {
   pgOnlyColumns: new Set([
-    "jobs.lease_until", // the claim's lease (src/platform/jobs/claim.pg.ts); SQLite's one process re-queues at start
+    "jobs.lease_until", // the claim's lease (src/platform/jobs/queue-pg.service.ts); SQLite's one process re-queues at start
     "jobs.leased_by",
     "jobs.lock_key", // the kind's lock key, so claims across processes keep the serial rule
     "record_search.doc", // SQLite: the row of records_fts

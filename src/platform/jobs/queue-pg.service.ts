@@ -10,6 +10,7 @@
 // Times are the database's clock (epoch seconds), the same for every process.
 // The runner reaches these through its PostgreSQL claimer (claimer.pg.ts); see docs/postgres.md.
 import type { SQL } from "bun";
+import type { Job } from "./queue.service";
 
 /** The channel on which job changes are announced to every process's workers (LISTEN/NOTIFY). */
 export const JOBS_CHANNEL = "apis_jobs";
@@ -169,6 +170,19 @@ export async function claimJob(client: SQL, opts: ClaimOptions): Promise<Claimed
     skip.push(outcome.skip);
   }
   return undefined;
+}
+
+/** Queued jobs without a lock key (copied from SQLite, which has no such column), with what a kind's `lock` reads. */
+export async function queuedWithoutLockKey(client: SQL): Promise<Job[]> {
+  const rows = (await client.unsafe(
+    "SELECT token, kind, project_gid FROM jobs WHERE status = 'queued' AND lock_key IS NULL",
+  )) as { token: string; kind: string; project_gid: string | null }[];
+  return rows.map((r) => ({ token: r.token, kind: r.kind, projectGid: r.project_gid }) as Job);
+}
+
+/** Stores a queued job's lock key, unless it has one. */
+export async function setLockKey(client: SQL, token: string, key: string): Promise<void> {
+  await client.unsafe("UPDATE jobs SET lock_key = $2 WHERE token = $1 AND lock_key IS NULL", [token, key]);
 }
 
 /** Renews a lease; false when the worker no longer holds the job (it lapsed and was taken over, or ended). */
