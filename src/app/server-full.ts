@@ -16,6 +16,7 @@ import type { Cors } from "../http/cors";
 import { noteRoute, observed, observedRoute, type Handler } from "../http/requests";
 import { operationServeRoutes } from "../http/operations";
 import { metricsOf } from "../platform/metrics";
+import { scheduleLeader } from "../platform/jobs/leader";
 import { startSchedules } from "../platform/jobs/schedules";
 import { createApp } from "./app";
 import type { FeatureParts, Instance } from "./core-instance";
@@ -157,7 +158,7 @@ export function serveFeatures(
   let stopSchedules = () => {};
   let background: ReturnType<typeof setTimeout> | undefined = setTimeout(() => {
     background = undefined;
-    stopSchedules = startSchedules(ctx, housekeepingTasks(features));
+    stopSchedules = startSchedules(ctx, housekeepingTasks(features), scheduleLeader(ctx.db));
     startupStep("schedules started");
   }, opts.schedulesDelayMs);
   background.unref?.();

@@ -96,19 +96,19 @@ export class PgClaimer implements Claimer {
     // A job still running here whose lease lapsed is not taken again by this process's own workers.
     const skip = [...running.keys()];
     const closedProjects = [...closed.keys()];
+    // Only kinds this build knows: in a cluster being upgraded, a newer server runs the newer kinds.
+    const known = [...kinds.keys()];
     for (let tries = 0; tries < 20; tries++) {
       const worker = `${this.id}:${++this.claims}`;
       type Outcome = { none: true } | { skip: string; rejected?: string } | { job: Job; lapsed: boolean };
       const outcome = await mutate(ctx.db, ctx.hub, async (tx, log): Promise<Outcome> => {
         const exec = execIn(tx);
-        const picked = await pickJob(exec, skip, closedProjects);
+        const picked = await pickJob(exec, skip, closedProjects, known);
         if (!("job" in picked)) return picked;
         const c = picked.job;
-        const kind = kinds.get(c.kind);
-        const max = kind?.maxAttempts ?? 3;
-        if (!kind || (c.status === "processing" && c.attempts >= max)) {
+        if (c.status === "processing" && c.attempts >= (kinds.get(c.kind)?.maxAttempts ?? 3)) {
           const cur = (await getJob(tx, c.token))!;
-          const error = kind ? "Interrupted too many times" : `Unknown job kind ${c.kind}`;
+          const error = "Interrupted too many times";
           await rejectUnrun(this.parts, tx, log, cur, error);
           return { skip: c.token, rejected: error };
         }

@@ -139,4 +139,3 @@ export class SqliteClaimer implements Claimer {
     if (held.key) this.locks.delete(held.key);
   }
 }
-

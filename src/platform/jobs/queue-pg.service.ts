@@ -56,8 +56,8 @@ export type Exec = (text: string, params: unknown[]) => Promise<Record<string, a
 export type Candidate = { token: string; kind: string; status: string; attempts: number; lock_key: string | null };
 
 /**
- * One try of a claim, in the caller's transaction (`exec`): the oldest claimable job not in `skip`
- * whose lock key is free, answered with its row locked and, for a job with a lock key, the key's
+ * One try of a claim, in the caller's transaction (`exec`): the oldest claimable job not in `skip`,
+ * of one of `kinds` (null: any) and not of a project in `closedProjects`, whose lock key is free, answered with its row locked and, for a job with a lock key, the key's
  * transaction lock taken; `{ skip }` when the job is being claimed under its key by another
  * transaction (try again without it); `{ none }` when nothing is claimable.
  * 1. the oldest claimable job whose lock key is free (as far as this statement sees), row-locked
@@ -70,14 +70,16 @@ export async function pickJob(
   exec: Exec,
   skip: readonly string[],
   closedProjects: readonly string[],
+  kinds: readonly string[] | null = null,
 ): Promise<{ job: Candidate } | { skip: string } | { none: true }> {
   const [c] = await exec(
     `SELECT j.token, j.kind, j.status, j.attempts, j.lock_key FROM jobs j
      WHERE ${CLAIMABLE} AND NOT (j.token = ANY($1::text[]))
        AND (j.project_gid IS NULL OR NOT (j.project_gid = ANY($2::text[])))
+       AND ($3::text[] IS NULL OR j.kind = ANY($3::text[]))
        AND (j.lock_key IS NULL OR NOT ${KEY_BUSY})
      ORDER BY j.created_on, j.token LIMIT 1 FOR UPDATE OF j SKIP LOCKED`,
-    [skip, closedProjects],
+    [skip, closedProjects, kinds],
   );
   if (!c) return { none: true };
   if (c.lock_key !== null) {
@@ -133,10 +135,10 @@ export async function holdsJob(exec: Exec, token: string, worker: string, ending
 export async function enqueuedJob(exec: Exec, token: string, lockKey: string | null): Promise<void> {
   if (lockKey === null) await exec(`SELECT pg_notify('${JOBS_CHANNEL}', '')`, []);
   else
-    await exec(
-      `WITH k AS (UPDATE jobs SET lock_key = $2 WHERE token = $1) SELECT pg_notify('${JOBS_CHANNEL}', '')`,
-      [token, lockKey],
-    );
+    await exec(`WITH k AS (UPDATE jobs SET lock_key = $2 WHERE token = $1) SELECT pg_notify('${JOBS_CHANNEL}', '')`, [
+      token,
+      lockKey,
+    ]);
 }
 
 /**

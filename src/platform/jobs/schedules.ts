@@ -84,8 +84,23 @@ export async function listSchedules(ctx: Ctx, tasks: readonly Housekeeping[]): P
   return out;
 }
 
-/** Starts every enabled task on its schedule; returns a function stopping them all. */
-export function startSchedules(ctx: Ctx, tasks: readonly Housekeeping[]): () => void {
+/**
+ * Which server runs a task's scheduled runs. On SQLite the one server does; on PostgreSQL, where
+ * several servers may share the database, a task's tick runs once across them, on its leader
+ * (`PgLeader`, schedules-pg.service.ts).
+ */
+export interface Leader {
+  /** At a task's tick: whether this server runs it. */
+  leads(task: string): Promise<boolean>;
+  /** Gives up leadership (the server stops). */
+  close(): Promise<void>;
+}
+
+/**
+ * Starts every enabled task on its schedule; returns a function stopping them all. `leader`
+ * decides which server of several runs each tick (none: this one always does).
+ */
+export function startSchedules(ctx: Ctx, tasks: readonly Housekeeping[], leader?: Leader): () => void {
   const crons: Cron[] = [];
   for (const task of tasks) {
     const pattern = task.schedule(ctx.config);
@@ -93,11 +108,13 @@ export function startSchedules(ctx: Ctx, tasks: readonly Housekeeping[]): () => 
     // protect: a run still going when the next is due is skipped rather than doubled.
     crons.push(
       new Cron(pattern, { protect: true, catch: true }, async () => {
+        if (leader && !(await leader.leads(task.name))) return;
         await runHousekeeping(ctx, task);
       }),
     );
   }
   return () => {
     for (const c of crons) c.stop();
+    void leader?.close();
   };
 }

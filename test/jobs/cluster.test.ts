@@ -1,0 +1,155 @@
+// Jobs across servers sharing one PostgreSQL database (issue 40 item 3): two servers in this
+// process, and one in a process of its own that is killed in the middle of a job.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import type { SQL } from "bun";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { freshDatabase, pgAvailable } from "../helpers/pg-cluster";
+import { servedUrl, SLOW_TEST_MS, TestServer, until } from "../helpers/server";
+import { clusterFeatures, seen } from "./fixtures/cluster-kinds";
+
+/** Leases of 2 s, so that a dead server's job is taken up soon. */
+const flags = (database: string) => ({ database, workers: "2", "job-lease": "2" });
+
+async function statusOf(sql: SQL, token: string) {
+  const [row] =
+    await sql`SELECT status, attempts, started_on, lease_until, leased_by, info FROM jobs WHERE token = ${token}`;
+  return row as {
+    status: string;
+    attempts: number;
+    started_on: number;
+    lease_until: number | null;
+    leased_by: string | null;
+    info: Record<string, unknown>;
+  };
+}
+
+async function allDone(sql: SQL, tokens: string[]): Promise<boolean> {
+  const [r] = await sql`SELECT count(*)::int AS n FROM jobs WHERE token IN ${sql(tokens)} AND status = 'done'`;
+  return r.n === tokens.length;
+}
+
+describe.skipIf(!pgAvailable)("jobs on two servers sharing a PostgreSQL database", () => {
+  let url: string;
+  let sql: SQL;
+  let close: () => Promise<void>;
+  let a: TestServer;
+  let b: TestServer;
+
+  beforeAll(async () => {
+    ({ url, sql, close } = await freshDatabase("nodes"));
+    a = await TestServer.start(flags(url), undefined, clusterFeatures);
+    b = await TestServer.start(flags(url), undefined, clusterFeatures);
+  });
+  afterAll(async () => {
+    await a?.stop();
+    await b?.stop();
+    await close?.();
+  });
+
+  test(
+    "jobs enqueued on either server are each run exactly once, by both servers between them",
+    async () => {
+      const tokens: string[] = [];
+      for (let i = 0; i < 40; i++)
+        tokens.push(await (i % 2 ? b : a).ctx.jobs.enqueue({ kind: "test.once", params: { ms: 100 } }));
+      await until(() => allDone(sql, tokens), SLOW_TEST_MS, "every job done");
+      const runs = seen.runs.filter((r) => tokens.includes(r.token));
+      expect(runs.map((r) => r.token).sort()).toEqual([...tokens].sort());
+      const nodes = new Set(runs.map((r) => r.node));
+      expect(nodes).toEqual(new Set([a.dataDir, b.dataDir]));
+      const [row] = await sql`SELECT max(attempts)::int AS n FROM jobs WHERE token IN ${sql(tokens)}`;
+      expect(row.n).toBe(1);
+    },
+    SLOW_TEST_MS,
+  );
+
+  test(
+    "jobs of one project run one after another across both servers, while another project's run beside them",
+    async () => {
+      const tokens: string[] = [];
+      for (let i = 0; i < 24; i++)
+        tokens.push(
+          await (i % 2 ? b : a).ctx.jobs.enqueue({ kind: "test.serial", projectGid: i % 3 ? "proj-one" : "proj-two" }),
+        );
+      await until(() => allDone(sql, tokens), SLOW_TEST_MS, "every job done");
+      expect(seen.overlaps).toBe(0);
+      const runs = seen.runs.filter((r) => tokens.includes(r.token));
+      expect(runs.length).toBe(tokens.length);
+      const [keys] = await sql`SELECT count(DISTINCT lock_key)::int AS n FROM jobs WHERE token IN ${sql(tokens)}`;
+      expect(keys.n).toBe(2);
+    },
+    SLOW_TEST_MS,
+  );
+
+  test(
+    "a housekeeping schedule runs on one server only, and on the other once that one stops",
+    async () => {
+      const from = seen.ticks.length;
+      await until(() => seen.ticks.length >= from + 3, SLOW_TEST_MS, "three ticks");
+      const leader = seen.ticks[from]!;
+      expect(new Set(seen.ticks.slice(from))).toEqual(new Set([leader]));
+      // The leader stops: its connection and its lock go; the other server leads from its next tick.
+      const [stopping, staying] = leader === a.dataDir ? [a, b] : [b, a];
+      await stopping.stop();
+      const after = seen.ticks.length;
+      await until(() => seen.ticks.length >= after + 3, SLOW_TEST_MS, "three ticks after the stop");
+      expect(seen.ticks.slice(after + 1).every((t) => t === staying.dataDir)).toBe(true);
+    },
+    SLOW_TEST_MS,
+  );
+});
+
+describe.skipIf(!pgAvailable)("a server killed in the middle of a job", () => {
+  test(
+    "another server takes the job up once its lease lapsed, and runs it to the end",
+    async () => {
+      const { url, sql, close } = await freshDatabase("killed");
+      const data = mkdtempSync(join(tmpdir(), "apis-node-"));
+      const proc = Bun.spawn([process.execPath, "test/jobs/fixtures/node.ts", url, data, "2"], {
+        stdout: "pipe",
+        stderr: "inherit",
+      });
+      let other: TestServer | undefined;
+      try {
+        await servedUrl(proc);
+        // Queued by hand: the only server now is the one that will die (it is woken by the notification).
+        const token = "job-of-a-dead-server";
+        await sql.begin(async (tx) => {
+          await tx`INSERT INTO jobs (token, kind, status, created_on, updated_on) VALUES (${token}, 'test.dies', 'queued', 1, 1)`;
+          await tx.notify("apis_jobs", "");
+        });
+        const first = await until(async () => {
+          const s = await statusOf(sql, token);
+          return s.status === "processing" && s;
+        });
+        expect(first.leased_by).toContain(`:${proc.pid}:`);
+        // The lease is renewed while the job runs (every third of its 2 s).
+        await until(
+          async () => (await statusOf(sql, token)).lease_until! > first.lease_until!,
+          SLOW_TEST_MS,
+          "a renewal",
+        );
+        proc.kill(9);
+        await proc.exited;
+        const lastLease = (await statusOf(sql, token)).lease_until!;
+        other = await TestServer.start(flags(url), undefined, clusterFeatures);
+        const done = await until(async () => {
+          const s = await statusOf(sql, token);
+          return s.status === "done" && s;
+        }, SLOW_TEST_MS);
+        expect(done.attempts).toBe(2);
+        expect(done.info.finished_by).toBe(other.dataDir);
+        // Not before the dead server's lease lapsed (both times are the database's clock).
+        expect(done.started_on).toBeGreaterThanOrEqual(lastLease);
+      } finally {
+        proc.kill(9);
+        await other?.stop();
+        await close();
+        rmSync(data, { recursive: true, force: true });
+      }
+    },
+    SLOW_TEST_MS,
+  );
+});
