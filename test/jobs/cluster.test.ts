@@ -84,6 +84,22 @@ describe.skipIf(!pgAvailable)("jobs on two servers sharing a PostgreSQL database
   );
 
   test(
+    "a server whose job was taken from it (its lease given to another) stops the job and writes nothing more of it",
+    async () => {
+      const token = await a.ctx.jobs.enqueue({ kind: "test.dies" });
+      await until(async () => (await statusOf(sql, token)).status === "processing");
+    await until(() => a.ctx.jobs.busy + b.ctx.jobs.busy === 1, SLOW_TEST_MS, "the job running");
+      // Another claim holds it now (as after its lease lapsed): the next renewal finds it lost.
+      await sql`UPDATE jobs SET leased_by = 'elsewhere', lease_until = extract(epoch from clock_timestamp()) + 600, info = '{"mark": 1}'::jsonb WHERE token = ${token}`;
+      await until(() => a.ctx.jobs.busy === 0 && b.ctx.jobs.busy === 0, SLOW_TEST_MS, "the job stopped");
+      const after = await statusOf(sql, token);
+      expect(after).toMatchObject({ status: "processing", leased_by: "elsewhere", info: { mark: 1 }, attempts: 1 });
+      await sql`UPDATE jobs SET status = 'done' WHERE token = ${token}`;
+    },
+    SLOW_TEST_MS,
+  );
+
+  test(
     "a housekeeping schedule runs on one server only, and on the other once that one stops",
     async () => {
       const from = seen.ticks.length;
