@@ -205,11 +205,14 @@ export class JobRunner implements JobQueue {
     try {
       await this.claimer.start(() => this.wake());
     } catch (err) {
-      // A database refusing writes (a full disk): the jobs stay `processing` until a start that can
-      // re-queue them. (On PostgreSQL: without notifications, the workers' polling finds new jobs.)
-      this.ctx.log.error("job runner could not re-queue interrupted jobs", {
-        error: String((err as Error)?.stack ?? err),
-      });
+      // A database refusing writes (a full disk): on SQLite the jobs stay `processing` until a start
+      // that can re-queue them. On PostgreSQL, without notifications the workers' polling finds jobs.
+      this.ctx.log.error(
+        "job runner could not prepare its claims (re-queue interrupted jobs, or listen for new ones)",
+        {
+          error: String((err as Error)?.stack ?? err),
+        },
+      );
     }
     if (this.stopping) return;
     for (let i = 0; i < this.ctx.config.workers; i++) this.workers.push(this.work());
