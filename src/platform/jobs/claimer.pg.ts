@@ -50,6 +50,7 @@ export class PgClaimer implements Claimer {
   private claims = 0;
   private readonly leases = new Map<string, { stop: () => void }>();
   private listening: { unlisten(): Promise<void> } | undefined;
+  private stopped = false;
 
   constructor(private readonly parts: ClaimerParts) {
     this.client = pgClientOf(parts.ctx.db);
@@ -62,7 +63,10 @@ export class PgClaimer implements Claimer {
   async start(wake: () => void): Promise<void> {
     await this.fillLockKeys();
     // After a reconnect of the listening connection, notifications sent meanwhile are lost: look.
-    this.listening = await this.client.listen(JOBS_CHANNEL, wake, wake);
+    const listening = await this.client.listen(JOBS_CHANNEL, wake, wake);
+    // A stop that came while the subscription was being made has nothing to unlisten: do it here.
+    if (this.stopped) await listening.unlisten().catch(() => {});
+    else this.listening = listening;
   }
 
   /**
@@ -80,6 +84,7 @@ export class PgClaimer implements Claimer {
   }
 
   async stop(): Promise<void> {
+    this.stopped = true;
     for (const l of this.leases.values()) l.stop();
     this.leases.clear();
     const l = this.listening;
