@@ -62,7 +62,7 @@ export class PgLeader implements Leader {
     try {
       const c = await conn;
       await c.unsafe("SELECT pg_advisory_unlock_all()");
-      c.release();
+      await c.release();
     } catch {
       // The pool is closing or the connection is gone: the locks go with it.
     }
