@@ -7,6 +7,7 @@ import type { SQL } from "bun";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { migratePg } from "../../src/db/pg/migrate";
 import { freshDatabase, pgAvailable } from "../helpers/pg-cluster";
 import { servedUrl, SLOW_TEST_MS, TestServer, until } from "../helpers/server";
 import { clusterFeatures, seen } from "./fixtures/cluster-kinds";
@@ -121,7 +122,7 @@ describe.skipIf(!onPostgres)("jobs on two servers sharing a PostgreSQL database"
   );
 });
 
-describe.skipIf(!onPostgres)("a server killed in the middle of a job", () => {
+describe.skipIf(!onPostgres)("servers dying and starting on a shared database", () => {
   test(
     "another server takes the job up once its lease lapsed, and runs it to the end",
     async () => {
@@ -168,6 +169,31 @@ describe.skipIf(!onPostgres)("a server killed in the middle of a job", () => {
         await other?.stop();
         await close();
         rmSync(data, { recursive: true, force: true });
+      }
+    },
+    SLOW_TEST_MS,
+  );
+
+  test(
+    "queued jobs copied over without their lock key get it when a server starts, and keep to the one-per-project rule",
+    async () => {
+      const { url, sql, close } = await freshDatabase("copied");
+      let srv: TestServer | undefined;
+      try {
+        await migratePg(sql);
+        // As `apis migrate-database` leaves them: SQLite has no lock_key column.
+        const tokens = ["copied-1", "copied-2", "copied-3", "copied-4"];
+        for (const [i, token] of tokens.entries())
+          await sql`INSERT INTO jobs (token, project_gid, kind, status, created_on, updated_on) VALUES (${token}, 'copied', 'test.serial', 'queued', ${i + 1}, ${i + 1})`;
+        const overlaps = seen.overlaps;
+        srv = await TestServer.start(flags(url), undefined, clusterFeatures);
+        await until(() => allDone(sql, tokens), SLOW_TEST_MS, "every job done");
+        const keys = await sql`SELECT DISTINCT lock_key FROM jobs WHERE token IN ${sql(tokens)}`;
+        expect(keys).toEqual([{ lock_key: "project:copied" }]);
+        expect(seen.overlaps).toBe(overlaps);
+      } finally {
+        await srv?.stop();
+        await close();
       }
     },
     SLOW_TEST_MS,

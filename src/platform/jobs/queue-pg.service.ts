@@ -174,12 +174,14 @@ export async function claimJob(client: SQL, opts: ClaimOptions): Promise<Claimed
   return undefined;
 }
 
-/** Queued jobs without a lock key (copied from SQLite, which has no such column), with what a kind's `lock` reads. */
+/** Queued jobs without a lock key (copied from SQLite, which has no such column), with what a kind's `lock` may read. */
 export async function queuedWithoutLockKey(client: SQL): Promise<Job[]> {
   const rows = (await client.unsafe(
-    "SELECT token, kind, project_gid FROM jobs WHERE status = 'queued' AND lock_key IS NULL",
-  )) as { token: string; kind: string; project_gid: string | null }[];
-  return rows.map((r) => ({ token: r.token, kind: r.kind, projectGid: r.project_gid }) as Job);
+    "SELECT token, kind, project_gid, user_gid, params FROM jobs WHERE status = 'queued' AND lock_key IS NULL",
+  )) as { token: string; kind: string; project_gid: string | null; user_gid: string | null; params: Job["params"] }[];
+  return rows.map(
+    (r) => ({ token: r.token, kind: r.kind, projectGid: r.project_gid, userGid: r.user_gid, params: r.params }) as Job,
+  );
 }
 
 /** Stores a queued job's lock key, unless it has one. */
