@@ -105,6 +105,37 @@ describe.skipIf(!onPostgres)("jobs on two servers sharing a PostgreSQL database"
   );
 
   test(
+    "a project's deletion on one server stops its job on the other and keeps its queued jobs from starting anywhere until it ends",
+    async () => {
+      const running = await a.ctx.jobs.enqueue({ kind: "test.dies", projectGid: "doomed" });
+      await until(() => a.ctx.jobs.busy + b.ctx.jobs.busy === 1, SLOW_TEST_MS, "the job running");
+      const [holder, deleter] = a.ctx.jobs.busy === 1 ? [a, b] : [b, a];
+      let queued: string[] = [];
+      await deleter.ctx.jobs.withProjectsStopped(["doomed"], async () => {
+        // The other server's job was stopped before this runs (rejected, as the deleting server
+        // rejects its own), and its server wrote nothing more of it.
+        await until(() => holder.ctx.jobs.busy === 0, SLOW_TEST_MS, "the other server's job stopped");
+        expect(await statusOf(sql, running)).toMatchObject({
+          status: "rejected",
+          info: { error: "The project is being deleted" },
+        });
+        // Jobs of the project queued now on the server that ran it wait (its workers are woken at
+        // once): one under the project's key, one without a key.
+        queued = [
+          await holder.ctx.jobs.enqueue({ kind: "test.serial", projectGid: "doomed" }),
+          await holder.ctx.jobs.enqueue({ kind: "test.once", projectGid: "doomed" }),
+        ];
+        await Bun.sleep(1500);
+        for (const t of queued) expect((await statusOf(sql, t)).status).toBe("queued");
+        // (A real deletion erases the project's jobs here.)
+        await sql`DELETE FROM jobs WHERE token = ${running}`;
+      });
+      await until(() => allDone(sql, queued), SLOW_TEST_MS, "the queued jobs done after the deletion");
+    },
+    SLOW_TEST_MS,
+  );
+
+  test(
     "a housekeeping schedule runs on one server only, and on the other once that one stops",
     async () => {
       const from = seen.ticks.length;

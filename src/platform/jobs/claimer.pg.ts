@@ -12,11 +12,13 @@ import {
   keepLease,
   leaseJob,
   pickJob,
+  holdLockKeys,
   queuedWithoutLockKey,
+  takeProjectsJobs,
   setLockKey,
   type Exec,
 } from "./queue-pg.service";
-import { rejectUnrun, type Claimer, type ClaimerParts, type Held } from "./claimer";
+import { projectLock, rejectUnrun, type Claimer, type ClaimerParts, type Held } from "./claimer";
 import { getJob, writeJob, type Job } from "./queue.service";
 
 /** The statements of the claim in the caller's unit of work, through its session. */
@@ -139,6 +141,25 @@ export class PgClaimer implements Claimer {
 
   async holds(tx: Tx, held: Held, ending: boolean): Promise<boolean> {
     return await holdsJob(execIn(tx), held.job.token, held.key!, ending);
+  }
+
+  async stopProjects(projectGids: readonly string[], waitMs: number): Promise<() => Promise<void>> {
+    // First the projects' lock keys (no claim of their jobs anywhere from now), then the running ones.
+    const keys = projectGids.map((g) => projectLock({ projectGid: g })!);
+    const release = await holdLockKeys(this.client, keys);
+    try {
+      const left = await takeProjectsJobs(this.client, projectGids, this.id);
+      if (left > 0) {
+        this.parts.ctx.log.info(
+          `waiting up to ${Math.ceil(left)}s for other servers to stop jobs of a project being deleted`,
+        );
+        await Bun.sleep(Math.min(left * 1000, waitMs));
+      }
+    } catch (err) {
+      await release();
+      throw err;
+    }
+    return release;
   }
 
   release(held: Held): void {

@@ -27,7 +27,17 @@ export interface Claimer {
   holds(tx: Tx, held: Held, ending: boolean): Promise<boolean> | boolean;
   /** The worker is done with the job (its lock or lease is let go). */
   release(held: Held): void;
+  /**
+   * For a project's permanent deletion, after this process stopped its own jobs of `projectGids`:
+   * stops other processes' running jobs of them (waiting at most `waitMs`) and keeps their jobs
+   * from starting anywhere until the returned function is called. Nothing to do on SQLite.
+   */
+  stopProjects(projectGids: readonly string[], waitMs: number): Promise<(() => Promise<void>) | undefined>;
 }
+
+/** The default lock of a job kind: one job at a time per project; jobs without a project are not locked. */
+export const projectLock = (job: Pick<Job, "projectGid">): string | null =>
+  job.projectGid ? `project:${job.projectGid}` : null;
 
 /** A job a worker holds, as its claimer gave it. */
 export type Held = {
@@ -133,6 +143,10 @@ export class SqliteClaimer implements Claimer {
 
   holds(): boolean {
     return true;
+  }
+
+  async stopProjects(): Promise<undefined> {
+    return undefined;
   }
 
   release(held: Held): void {

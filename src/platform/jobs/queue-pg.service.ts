@@ -10,6 +10,7 @@
 // Times are the database's clock (epoch seconds), the same for every process.
 // The runner reaches these through its PostgreSQL claimer (claimer.pg.ts); see docs/postgres.md.
 import type { SQL } from "bun";
+import { projectLock } from "./claimer";
 import type { Job } from "./queue.service";
 
 /** The channel on which job changes are announced to every process's workers (LISTEN/NOTIFY). */
@@ -53,7 +54,14 @@ const KEY_BUSY = `EXISTS (SELECT 1 FROM jobs p WHERE p.lock_key = j.lock_key AND
 export type Exec = (text: string, params: unknown[]) => Promise<Record<string, any>[]>;
 
 /** A job picked for a claim, its row and lock key held by the caller's transaction. */
-export type Candidate = { token: string; kind: string; status: string; attempts: number; lock_key: string | null };
+export type Candidate = {
+  token: string;
+  kind: string;
+  status: string;
+  attempts: number;
+  lock_key: string | null;
+  project_gid: string | null;
+};
 
 /**
  * One try of a claim, in the caller's transaction (`exec`): the oldest claimable job not in `skip`,
@@ -64,7 +72,9 @@ export type Candidate = { token: string; kind: string; status: string; attempts:
  *    `FOR UPDATE SKIP LOCKED` so that other claimers pass over it;
  * 2. for a job with a lock key, `pg_try_advisory_xact_lock` on the key (another claimer of the same
  *    key holds it until it commits: skip the job), then the key is checked again by a new
- *    statement, whose snapshot sees every claim committed before the lock was taken.
+ *    statement, whose snapshot sees every claim committed before the lock was taken;
+ * 3. for a job of a project whose key is not the project's (`projectLock`), the project's key
+ *    taken shared: skipped while a project's deletion holds it (`holdLockKeys`).
  */
 export async function pickJob(
   exec: Exec,
@@ -73,7 +83,7 @@ export async function pickJob(
   kinds: readonly string[] | null = null,
 ): Promise<{ job: Candidate } | { skip: string } | { none: true }> {
   const [c] = await exec(
-    `SELECT j.token, j.kind, j.status, j.attempts, j.lock_key FROM jobs j
+    `SELECT j.token, j.kind, j.status, j.attempts, j.lock_key, j.project_gid FROM jobs j
      WHERE ${CLAIMABLE} AND NOT (j.token = ANY($1::text[]))
        AND (j.project_gid IS NULL OR NOT (j.project_gid = ANY($2::text[])))
        AND ($3::text[] IS NULL OR j.kind = ANY($3::text[]))
@@ -90,6 +100,16 @@ export async function pickJob(
     if (!l!.ok) return { skip: c.token as string };
     const [b] = await exec(`SELECT ${KEY_BUSY} AS busy FROM jobs j WHERE j.token = $1`, [c.token]);
     if (b!.busy) return { skip: c.token as string };
+  }
+  const projectKey = c.project_gid === null ? null : projectLock({ projectGid: c.project_gid });
+  if (projectKey !== null && projectKey !== c.lock_key) {
+    // A job of a project under another key (or none): not while the project's key is held
+    // exclusively (`holdLockKeys`: its deletion). Shared, so such claims never wait for each other.
+    const [p] = await exec("SELECT pg_try_advisory_xact_lock_shared($1::int, hashtext($2::text)) AS ok", [
+      JOB_LOCK_SPACE,
+      projectKey,
+    ]);
+    if (!p!.ok) return { skip: c.token as string };
   }
   return { job: c as Candidate };
 }
@@ -187,6 +207,50 @@ export async function queuedWithoutLockKey(client: SQL): Promise<Job[]> {
 /** Stores a queued job's lock key, unless it has one. */
 export async function setLockKey(client: SQL, token: string, key: string): Promise<void> {
   await client.unsafe("UPDATE jobs SET lock_key = $2 WHERE token = $1 AND lock_key IS NULL", [token, key]);
+}
+
+/**
+ * Keeps jobs of the lock keys `keys` from being claimed by anyone until the answered function is
+ * called: the keys' advisory locks, held by a connection of their own (a claim's
+ * `pg_try_advisory_xact_lock` of a held key fails, and the claimer passes over the job). Waits for
+ * claims of those keys under way to commit.
+ */
+export async function holdLockKeys(client: SQL, keys: readonly string[]): Promise<() => Promise<void>> {
+  const conn = await client.reserve();
+  try {
+    // In one order, so that two servers holding overlapping keys never wait for each other.
+    for (const key of [...keys].sort())
+      await conn.unsafe("SELECT pg_advisory_lock($1::int, hashtext($2::text))", [JOB_LOCK_SPACE, key]);
+  } catch (err) {
+    await conn.release();
+    throw err;
+  }
+  return async () => {
+    try {
+      await conn.unsafe("SELECT pg_advisory_unlock_all()");
+    } finally {
+      await conn.release();
+    }
+  };
+}
+
+/**
+ * Takes the running jobs of `projectGids` from the claims holding them, but those of this runner
+ * (`leased_by` starting with `runner`), and rejects them ("The project is being deleted", as the
+ * runner does with its own; no sync item: the rows go with the project): the holders' next
+ * renewals fail and their handlers stop at their next step, writing nothing more of them. Answers
+ * how many seconds are left of the longest of their leases: by then every holder has tried a renewal.
+ */
+export async function takeProjectsJobs(client: SQL, projectGids: readonly string[], runner: string): Promise<number> {
+  const rows = await client.unsafe(
+    `UPDATE jobs SET leased_by = 'stopped by ' || $2::text, status = 'rejected', finished_on = ${NOW}, updated_on = ${NOW},
+       info = info || '{"error": "The project is being deleted"}'::jsonb
+     WHERE project_gid = ANY($1::text[]) AND status = 'processing' AND lease_until >= ${NOW}
+       AND NOT starts_with(leased_by, $2::text || ':')
+     RETURNING lease_until - ${NOW} AS left`,
+    [projectGids, runner],
+  );
+  return Math.max(0, ...(rows as { left: number }[]).map((r) => r.left));
 }
 
 /** Renews a lease; false when the worker no longer holds the job (it lapsed and was taken over, or ended). */

@@ -4,7 +4,7 @@ import { afterCommit, mutate, type ChangeLog } from "../../db/mutate";
 import type { Tx } from "../../db/connection";
 import { kindOf } from "../../db/ports";
 import type { Ctx } from "../context";
-import { SqliteClaimer, type Claimer, type Held } from "./claimer";
+import { projectLock, SqliteClaimer, type Claimer, type Held } from "./claimer";
 import { PgClaimer } from "./claimer.pg";
 import { getJob, insertJob, saveResume, writeJob, type EnqueueSpec, type Job, type JobQueue } from "./queue.service";
 
@@ -75,7 +75,7 @@ export type JobKind = {
 };
 
 /** The default lock: one job at a time per project; jobs without a project are not locked. */
-export const projectLock = (job: Job): string | null => (job.projectGid ? `project:${job.projectGid}` : null);
+export { projectLock } from "./claimer";
 
 /** Thrown by `progress.step()` when the server is stopping; the runner re-queues the job. */
 export class JobInterrupted extends Error {
@@ -163,7 +163,14 @@ export class JobRunner implements JobQueue {
       }
       // Handlers stop at their next progress step; one stuck longer than this is left to fail on its own.
       if (stopping.length) await Promise.race([Promise.allSettled(stopping), Bun.sleep(STOP_FOR_DELETE_MS)]);
-      return fn();
+      // Other servers' jobs of these projects (PostgreSQL): stopped and kept from starting meanwhile.
+      const elsewhere = await this.claimer.stopProjects([...gids], STOP_FOR_DELETE_MS);
+      try {
+        // Awaited: the projects stay closed until `fn`'s work (a unit erasing them) has ended.
+        return await fn();
+      } finally {
+        await elsewhere?.();
+      }
     } finally {
       for (const g of gids) {
         const n = (this.closed.get(g) ?? 1) - 1;
