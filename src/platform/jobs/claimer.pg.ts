@@ -143,7 +143,8 @@ export class PgClaimer implements Claimer {
     return await holdsJob(execIn(tx), held.job.token, held.key!, ending);
   }
 
-  async stopProjects(projectGids: readonly string[], waitMs: number): Promise<() => Promise<void>> {
+  async stopProjects(projectGids: readonly string[], waitMs: number): Promise<(() => Promise<void>) | undefined> {
+    if (projectGids.length === 0) return undefined;
     // First the projects' lock keys (no claim of their jobs anywhere from now), then the running ones.
     const keys = projectGids.map((g) => projectLock({ projectGid: g })!);
     const release = await holdLockKeys(this.client, keys);
