@@ -226,7 +226,7 @@ const NESTING = new Set(["class", "classlist"]);
  * (classes, definitions) validate every field.
  */
 async function checksAfter(view: SchemaView, r: FollowRec, vals: Vals, f: Follow): Promise<RecordChecks> {
-  const d = await view.def(r.definition);
+  const d = view.known(r.definition) ?? (await view.def(r.definition));
   if (!f.field || r.checks === undefined) return checksOf(d, vals, view.languages, true);
   const stored = objectOf<RecordChecks>(r.checks);
   const c = checksOf(d, vals, view.languages, false, stored);
@@ -865,7 +865,12 @@ export const reindexJob: JobKind = {
           .run(JSON.stringify(recs.map((r) => r.id)), JSON.stringify(searchDocuments(view.languages)));
         const upd = s.query("UPDATE records SET checks = ? WHERE id = ?");
         for (const r of recs) {
-          await upd.run(JSON.stringify(checksOf(await view.def(r.definition), r.vals, view.languages, true)), r.id);
+          await upd.run(
+            JSON.stringify(
+              checksOf(view.known(r.definition) ?? (await view.def(r.definition)), r.vals, view.languages, true),
+            ),
+            r.id,
+          );
           await writeSearch(tx, view, r);
         }
         after = recs.at(-1)!.id;

@@ -413,7 +413,7 @@ export async function formsOf(
   );
   const withFields = opts.fields !== false;
   for (const r of rows) {
-    const d = await view.def(r.definition);
+    const d = view.known(r.definition) ?? (await view.def(r.definition));
     const e = opts.remember ? rememberedEntry(r.id, valsTextOf(r), d) : undefined;
     const per = opts.languages.map((l) => langForm(e, d, r, l, withFields));
     const title: Record<string, string> = {};
