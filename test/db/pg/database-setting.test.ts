@@ -169,7 +169,7 @@ describe.skipIf(!pgAvailable)("apis doctor and apis migrate with a PostgreSQL UR
         const me = await fetch(`${urls[1]}/api/users/get`, {
           method: "POST",
           headers: { "content-type": "application/json", authorization: token },
-          body: JSON.stringify({ user: (await login.json()).result.user }),
+          body: JSON.stringify({ user: ((await login.json()) as { result: { user: string } }).result.user }),
         });
         expect(me.status).toBe(200);
         expect(JSON.stringify(await me.json())).toContain('"nodeuser"');
