@@ -76,7 +76,9 @@ async function openPostgres(config: Config, log: Logger): Promise<DB> {
     opened = await openPgDatabase(config.database);
   } catch (err) {
     // One line naming the database (without its password) and PostgreSQL's own words.
-    throw new Error(`cannot open the database ${redactDatabaseUrl(config.database)}: ${(err as Error)?.message ?? err}`);
+    throw new Error(
+      `cannot open the database ${redactDatabaseUrl(config.database)}: ${(err as Error)?.message ?? err}`,
+    );
   }
   const { db, migrations } = opened;
   const applied = migrations.after - migrations.before;
