@@ -76,6 +76,13 @@ async function parentFor(tx: Tx, view: SchemaView, gid: unknown): Promise<Rec> {
 // ---------------------------------------------------------------------------------------------
 // move, orderings/set
 
+/** A moved record's new place (its path as JSON text, a jsonb document on PostgreSQL). */
+const MOVED = textOf(
+  (d) =>
+    sql`UPDATE records SET parent = ?, treelevel = ?, path = ${d.jsonFromText(param)}, updated_on = ? WHERE id = ?`,
+);
+/** The new level and path of a record below a moved one. */
+const MOVED_BELOW = textOf((d) => sql`UPDATE records SET treelevel = ?, path = ${d.jsonFromText(param)} WHERE id = ?`);
 /** Moves a record (with its subtree) inside the caller's transaction. */
 export async function moveRecordIn(
   tx: Tx,
@@ -94,9 +101,9 @@ export async function moveRecordIn(
   if (parent.gid !== rec.parent) {
     const path = [rec.gid, ...parent.path];
     await s
-      .query("UPDATE records SET parent = ?, treelevel = ?, path = ?, updated_on = ? WHERE id = ?")
+      .query(MOVED(tx))
       .run(parent.gid, path.length - 1, JSON.stringify(path), Math.max(t, rec.updatedOn + 1e-6), rec.id);
-    const upd = s.query("UPDATE records SET treelevel = ?, path = ? WHERE id = ?");
+    const upd = s.query(MOVED_BELOW(tx));
     for (const d of await descendants(tx, rec.gid)) {
       const p = [...d.path.slice(0, d.path.indexOf(rec.gid)), ...path];
       await upd.run(p.length - 1, JSON.stringify(p), d.id);
