@@ -27,6 +27,8 @@ import {
   type Langs as TypedLangs,
   type Rec,
   type Touch,
+  MOVED,
+  MOVED_BELOW,
 } from "./records.service";
 import type { SchemaView } from "./values.service";
 import { filterEach } from "../../core/sequential";
@@ -76,13 +78,6 @@ async function parentFor(tx: Tx, view: SchemaView, gid: unknown): Promise<Rec> {
 // ---------------------------------------------------------------------------------------------
 // move, orderings/set
 
-/** A moved record's new place (its path as JSON text, a jsonb document on PostgreSQL). */
-const MOVED = textOf(
-  (d) =>
-    sql`UPDATE records SET parent = ?, treelevel = ?, path = ${d.jsonFromText(param)}, updated_on = ? WHERE id = ?`,
-);
-/** The new level and path of a record below a moved one. */
-const MOVED_BELOW = textOf((d) => sql`UPDATE records SET treelevel = ?, path = ${d.jsonFromText(param)} WHERE id = ?`);
 /** Moves a record (with its subtree) inside the caller's transaction. */
 export async function moveRecordIn(
   tx: Tx,
