@@ -191,8 +191,11 @@ function makeAssetDomain(d: Dialect): FilterDomain {
           // jsonKeyPath: a key the filter language accepts (1 to 100 characters, no `"`, `\` or control characters).
           if (!jsonKeyPath(key)) return undefined;
           // A field's value; a value from before fields (a bare value), then what the file said.
+          // By the stored value's JSON type rather than coalesce: JSON null is no value on both
+          // databases (SQLite's json_extract gives NULL, PostgreSQL's jsonb keeps a `null`).
+          const type = d.jsonType(sql`a.metadata`, [key]);
           const value = (read: (doc: SQL, path: string[]) => SQL) =>
-            sql`(CASE WHEN ${d.jsonType(sql`a.metadata`, [key])} = 'object' THEN ${read(sql`a.metadata`, [key, "value"])} ELSE coalesce(${read(sql`a.metadata`, [key])}, ${read(sql`a.extracted`, [key])}) END)`;
+            sql`(CASE WHEN ${type} = 'object' THEN ${read(sql`a.metadata`, [key, "value"])} WHEN coalesce(${type}, 'null') = 'null' THEN ${read(sql`a.extracted`, [key])} ELSE ${read(sql`a.metadata`, [key])} END)`;
           return col("json", value(d.jsonValue), { pg: value(d.jsonAt) });
         },
       ],
