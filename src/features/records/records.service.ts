@@ -1226,6 +1226,15 @@ const LINK_GROUP = textOf((d) => {
   return sql`SELECT ${sql.raw(COLUMNS)} FROM records WHERE canonical = ?2 AND ${inProject} UNION SELECT ${sql.raw(COLUMNS)} FROM records WHERE gid = ?2 AND ${inProject} ORDER BY id`;
 });
 
+/** A moved record's new place, and that of a record below it (paths as JSON text: jsonb on PostgreSQL); tree.service.ts. */
+export const MOVED = textOf(
+  (d) =>
+    sql`UPDATE records SET parent = ?, treelevel = ?, path = ${d.jsonFromText(param)}, updated_on = ? WHERE id = ?`,
+);
+export const MOVED_BELOW = textOf(
+  (d) => sql`UPDATE records SET treelevel = ?, path = ${d.jsonFromText(param)} WHERE id = ?`,
+);
+
 const VALS_UPDATE = textOf((d) => {
   const j = d.jsonFromText(param);
   return sql`UPDATE records SET vals = ${j}, checks = ${j}, definition = ?, updated_on = ? WHERE id = ?`;
