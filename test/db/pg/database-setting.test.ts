@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { ConfigError, databaseKind, loadConfig, redactDatabaseUrl } from "../../../src/config";
 import { embeddedPgMigrations } from "../../../src/db/pg/migrations.generated";
-import { SLOW_TEST_MS } from "../../helpers/server";
+import { servedUrl, SLOW_TEST_MS } from "../../helpers/server";
 import { freshDatabase, pgAvailable, pgSkipReason } from "../../helpers/pg-cluster";
 
 const ROOT = resolve(import.meta.dir, "../../..");
@@ -148,17 +148,7 @@ describe.skipIf(!pgAvailable)("apis doctor and apis migrate with a PostgreSQL UR
       });
       try {
         const urls: string[] = [];
-        for (const n of nodes) {
-          const reader = n.proc.stdout.getReader();
-          let text = "";
-          while (!/listening on (http:\/\/\S+)/.test(text)) {
-            const { value, done } = await reader.read();
-            if (done) throw new Error(`a node stopped: ${await new Response(n.proc.stderr).text()}`);
-            text += new TextDecoder().decode(value);
-          }
-          reader.releaseLock();
-          urls.push(/listening on (http:\/\/\S+)/.exec(text)![1]!);
-        }
+        for (const n of nodes) urls.push(await servedUrl(n.proc));
         const login = await fetch(`${urls[0]}/api/login`, {
           method: "POST",
           headers: { "content-type": "application/json" },
