@@ -113,7 +113,11 @@ async function main(argv: string[]): Promise<number> {
       // A new data folder's database is written from its image and synced while the server code
       // loads (the sync waits on the disk, the loading on the CPU).
       mkdirSync(config.dataDir, { recursive: true });
-      const image = createFromImageSoon(join(config.dataDir, DATABASE_FILE));
+      // On PostgreSQL the data folder keeps files and temp files only: no SQLite file is written.
+      const image =
+        config.database === "sqlite:"
+          ? createFromImageSoon(join(config.dataDir, DATABASE_FILE))
+          : Promise.resolve(false);
       const { startServer } = await import("./app/server");
       const { flushRequestLines } = await import("./http/requests");
       startupStep("server code loaded");

@@ -1,5 +1,5 @@
 import { mkdirSync } from "node:fs";
-import { databaseKind, publicBaseUrl, type Config } from "../config";
+import { databaseKind, publicBaseUrl, redactDatabaseUrl, type Config } from "../config";
 import { Logger } from "../core/log";
 import { startupStep } from "../core/startup";
 import { createFromImage, migrate, openDatabase, setSynchronous, type DB } from "../db/connection";
@@ -10,6 +10,8 @@ import { Storage } from "../platform/storage/storage";
 import { openBlobStore } from "../platform/storage/open-store";
 import { Hub } from "../platform/sync/hub";
 import { loadSecret, Tokens } from "../platform/tokens";
+import { metaOnce } from "../db/meta";
+import { newSecret } from "../core/ids";
 
 /** An open instance: the context every part shares, with the job runner it can start and stop. */
 export type Instance = Ctx & { jobs: JobRunner };
@@ -31,7 +33,14 @@ export async function openCoreInstance(
   mkdirSync(config.dataDir, { recursive: true });
   const storage = new Storage(config.dataDir, openBlobStore(config));
   const db = databaseKind(config) === "postgres" ? await openPostgres(config, log) : openSqlite(config, storage, log);
-  const tokens = new Tokens(loadSecret(config.jwtSecret, config.dataDir), config.jwtLifetime);
+  // One secret per instance: a file of the data folder on SQLite; on PostgreSQL a row of the
+  // database, so that every process serving it (each with a data folder of its own) signs and
+  // accepts the same tokens. Whoever can read the database can read it, as the sessions it guards.
+  const secret =
+    config.jwtSecret || databaseKind(config) === "sqlite"
+      ? loadSecret(config.jwtSecret, config.dataDir)
+      : await metaOnce(db, "jwt_secret", () => newSecret(48));
+  const tokens = new Tokens(secret, config.jwtLifetime);
   const mailer = new Mailer(config, () => storage.outbox, log);
   const hub = new Hub();
   return { config, db, hub, log, storage, tokens, mailer, baseUrl: publicBaseUrl(config, config.port) };
@@ -62,7 +71,16 @@ function openSqlite(config: Config, storage: Storage, log: Logger): DB {
  */
 async function openPostgres(config: Config, log: Logger): Promise<DB> {
   const { openPgDatabase } = await import("../db/pg/database");
-  const { db, migrations } = await openPgDatabase(config.database);
+  let opened: Awaited<ReturnType<typeof openPgDatabase>>;
+  try {
+    opened = await openPgDatabase(config.database);
+  } catch (err) {
+    // One line naming the database (without its password) and PostgreSQL's own words.
+    throw new Error(
+      `cannot open the database ${redactDatabaseUrl(config.database)}: ${(err as Error)?.message ?? err}`,
+    );
+  }
+  const { db, migrations } = opened;
   const applied = migrations.after - migrations.before;
   if (applied) log.info(`applied ${applied} PostgreSQL migration(s)`);
   startupStep(`PostgreSQL opened, migrations applied (${applied})`);

@@ -14,10 +14,21 @@ export function notYetOnPostgres(command: string): string {
   return `apis ${command} does not run on PostgreSQL in Apis ${VERSION}: the server and its commands move to PostgreSQL with the release that completes issue 39 (after the asynchronous data layer of issue 38); until then a postgres:// --database serves apis doctor, apis migrate and apis migrate-database only (docs/postgres.md)`;
 }
 
+/** The commands that run on a PostgreSQL database. */
+const ON_POSTGRES: ReadonlySet<string> = new Set([
+  "serve",
+  "doctor",
+  "migrate",
+  "migrate-database",
+  "user",
+  "jobs",
+  "storage",
+]);
+
 /** Whether `command` may run with the configured database; the sentence saying why not otherwise. */
 export function refusedOnPostgres(config: Config, command: string): string | undefined {
   if (databaseKind(config) === "sqlite") return undefined;
-  return ["doctor", "migrate", "migrate-database"].includes(command) ? undefined : notYetOnPostgres(command);
+  return ON_POSTGRES.has(command) ? undefined : notYetOnPostgres(command);
 }
 
 /**

@@ -149,6 +149,19 @@ export interface Dialect {
    */
   jsonMemberType(alias: string): SQL;
   /**
+   * The current member of a `jsonEach` source `alias` as JSON, to nest in a JSON aggregate or to
+   * read further with `jsonAt`/`jsonValue`/`jsonType`: SQLite its `value` column (a string member is
+   * SQL text there, which the JSON functions take as a JSON string), PostgreSQL the jsonb `json`
+   * column its jsonEach adds (its `value` column holds a string's text, not JSON).
+   */
+  jsonMember(alias: string): SQL;
+  /**
+   * The JSON boolean at `path` in `doc` as the database's truth value, for a boolean filter field:
+   * SQLite json_extract's 1/0 (another scalar as it is), PostgreSQL a boolean; NULL when absent or
+   * JSON null (PostgreSQL: also when not a boolean).
+   */
+  jsonBoolean(doc: SQL, path: JsonPath): SQL;
+  /**
    * Whether the JSON value at `path` in `doc` is `true` (false when absent, null or anything
    * else), as a condition: SQLite `coalesce(json_extract(doc, path), 0) = 1` (its JSON true is
    * 1); PostgreSQL `coalesce((doc #> path) = 'true'::jsonb, false)`.

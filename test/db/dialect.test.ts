@@ -171,4 +171,25 @@ describe("the SQLite dialect helpers of search and assets", () => {
       { k: "tags", t: "array" },
     ]);
   });
+
+  test("jsonMember gives each member of a jsonEach source as JSON, to nest in an aggregate or read into", () => {
+    const [agg] = rows(
+      sql`SELECT ${d.jsonGroupObject(sql`m.key`, d.jsonMember("m"))} AS o FROM docs, ${d.jsonEach(sql`docs.body`, "m")} WHERE docs.id = 1`,
+    ) as { o: string }[];
+    expect(JSON.parse(agg!.o)).toEqual({ a: { b: [10, 20] }, tags: ["x", "y"], "odd key": 1 });
+    expect(
+      rows(
+        sql`SELECT ${d.jsonValue(d.jsonMember("m"), ["b", 0])} AS v FROM docs, ${d.jsonEach(sql`docs.body`, "m")} WHERE docs.id = 1 AND m.key = 'a'`,
+      ),
+    ).toEqual([{ v: 10 }]);
+  });
+
+  test("jsonBoolean reads a JSON boolean as SQLite's 1/0, and NULL for JSON null or an absent member", () => {
+    const doc = d.jsonFromText(sql`${'{"t":true,"f":false,"n":null}'}`);
+    expect(
+      rows(
+        sql`SELECT ${d.jsonBoolean(doc, ["t"])} AS t, ${d.jsonBoolean(doc, ["f"])} AS f, ${d.jsonBoolean(doc, ["n"])} AS n, ${d.jsonBoolean(doc, ["x"])} AS x`,
+      ),
+    ).toEqual([{ t: 1, f: 0, n: null, x: null }]);
+  });
 });

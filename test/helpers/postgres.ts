@@ -1,6 +1,6 @@
 import { SQL } from "bun";
 import { spawnSync } from "node:child_process";
-import { chmodSync, chownSync, existsSync, mkdtempSync, rmSync } from "node:fs";
+import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
@@ -15,8 +15,20 @@ import { join } from "node:path";
  * (Debian's package makes it), whose folder this is.
  */
 
-/** Where Debian's postgresql-15 puts its programs (APIS_PG_BIN overrides). */
-export const PG_BIN = process.env.APIS_PG_BIN ?? "/usr/lib/postgresql/15/bin";
+/**
+ * Where PostgreSQL's programs are: APIS_PG_BIN, else the newest of Debian's versioned folders
+ * (`/usr/lib/postgresql/<major>/bin`; bookworm's package is 15, later releases bring later ones).
+ */
+export const PG_BIN = process.env.APIS_PG_BIN ?? newestDebianBin() ?? "/usr/lib/postgresql/15/bin";
+
+function newestDebianBin(): string | undefined {
+  const root = "/usr/lib/postgresql";
+  if (!existsSync(root)) return undefined;
+  const majors = readdirSync(root)
+    .filter((v) => /^\d+$/.test(v) && existsSync(join(root, v, "bin", "initdb")))
+    .sort((a, b) => Number(b) - Number(a));
+  return majors.length ? join(root, majors[0]!, "bin") : undefined;
+}
 
 /** Whether PostgreSQL's programs are installed here (tests skip otherwise). */
 export function postgresAvailable(): boolean {

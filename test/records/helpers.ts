@@ -1,7 +1,7 @@
 import { eq } from "drizzle-orm";
 import { projects } from "../../src/features/projects/projects.table";
 import { schemaWorld, type U } from "../schema/helpers";
-import { TestServer, until } from "../helpers/server";
+import { SLOW_TEST_MS, TestServer, until } from "../helpers/server";
 
 /**
  * A project with three languages (en, nl, de), two orderings, two channels, a small schema
@@ -95,10 +95,16 @@ export async function interruptedJob(srv: TestServer, dataDir: string, start: ()
   unsubscribe();
   const restarted = await TestServer.start({ "job-stop-grace": "0" }, dataDir);
   try {
-    const job = await until(async () => {
-      const j = await restarted.ctx.jobs.get(token);
-      return j?.status === "done" ? j : undefined;
-    });
+    // The whole job's work, which on PostgreSQL (a round trip per statement) and a loaded machine
+    // takes longer than the usual patience: a guard against a hang, not a measure.
+    const job = await until(
+      async () => {
+        const j = await restarted.ctx.jobs.get(token);
+        return j?.status === "done" ? j : undefined;
+      },
+      SLOW_TEST_MS / 2,
+      "the job done after the restart",
+    );
     return { job, srv: restarted };
   } catch (err) {
     await restarted.stop();

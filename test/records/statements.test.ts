@@ -43,6 +43,7 @@ test("rows, places, counts, channels and links read back as written, on the run'
       languages: ["en"],
       options: { orderedorderings: ["x"], orderedchannels: ["__all__", "web"] },
       def: async () => def,
+      known: () => def,
       hasOrdering: () => true,
       hasChannel: () => true,
     } as unknown as SchemaView;

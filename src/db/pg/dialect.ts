@@ -52,9 +52,9 @@ export const pgDialect: Dialect = {
   },
   // The members of an array (key: the index) or an object (key: the name), as text: `value` is a
   // scalar's text or a container's JSON, as json_each's is on SQLite; `type` its JSON type name
-  // (json_each's `type`, read by jsonMemberType). The document is named once (a bound one is one parameter): `s.d` in the two branches.
+  // (json_each's `type`, read by jsonMemberType); `json` the member as jsonb (jsonMember). The document is named once (a bound one is one parameter): `s.d` in the two branches.
   jsonEach: (doc, alias) =>
-    sql`LATERAL (SELECT x.key, x.value, x.type FROM (SELECT ${jdoc(doc)} AS d) AS s, LATERAL (SELECT (e.n - 1)::text AS key, ${scalarText(sql`e.v`)} AS value, ${typeName(sql`e.v`)} AS type FROM jsonb_array_elements(CASE WHEN jsonb_typeof(s.d) = 'array' THEN s.d END) WITH ORDINALITY AS e(v, n) UNION ALL SELECT o.k AS key, ${scalarText(sql`o.v`)} AS value, ${typeName(sql`o.v`)} AS type FROM jsonb_each(CASE WHEN jsonb_typeof(s.d) = 'object' THEN s.d END) AS o(k, v)) AS x) AS ${ident(alias)}`,
+    sql`LATERAL (SELECT x.key, x.value, x.type, x.json FROM (SELECT ${jdoc(doc)} AS d) AS s, LATERAL (SELECT (e.n - 1)::text AS key, ${scalarText(sql`e.v`)} AS value, ${typeName(sql`e.v`)} AS type, e.v AS json FROM jsonb_array_elements(CASE WHEN jsonb_typeof(s.d) = 'array' THEN s.d END) WITH ORDINALITY AS e(v, n) UNION ALL SELECT o.k AS key, ${scalarText(sql`o.v`)} AS value, ${typeName(sql`o.v`)} AS type, o.v AS json FROM jsonb_each(CASE WHEN jsonb_typeof(s.d) = 'object' THEN s.d END) AS o(k, v)) AS x) AS ${ident(alias)}`,
   // Compared as text: 1 and '1' are the same member here (SQLite tells them apart).
   jsonArrayHas: (doc, value) =>
     sql`EXISTS (SELECT 1 FROM (SELECT ${jdoc(doc)} AS d) AS s, jsonb_array_elements_text(CASE WHEN jsonb_typeof(s.d) = 'array' THEN s.d END) AS je(v) WHERE je.v = (${value})::text)`,
@@ -104,6 +104,9 @@ export const pgDialect: Dialect = {
   jsonArrayLength: (doc) =>
     sql`(CASE WHEN (${doc}) IS NULL THEN NULL WHEN jsonb_typeof(${jdoc(doc)}) = 'array' THEN jsonb_array_length(${jdoc(doc)}) ELSE 0 END)`,
   jsonMemberType: (alias) => sql`${ident(alias)}.type`,
+  jsonMember: (alias) => sql`${ident(alias)}.json`,
+  jsonBoolean: (doc, p) =>
+    sql`(SELECT CASE jsonb_typeof(s.v) WHEN 'boolean' THEN s.v = 'true'::jsonb END FROM (SELECT ${jdoc(doc)} #> ${path(p)} AS v) AS s)`,
 };
 
 const text = new PgDialect();

@@ -68,6 +68,8 @@ export const sqliteDialect: Dialect = {
   // Search and assets (records.search, assets.*, dam):
   jsonArrayLength: (doc) => sql`json_array_length(${doc})`,
   jsonMemberType: (alias) => sql`${ident(alias)}.type`,
+  jsonMember: (alias) => sql`${ident(alias)}.value`,
+  jsonBoolean: (doc, path) => sql`json_extract(${doc}, ${sqlitePath(path)})`,
 };
 
 const text = new SQLiteSyncDialect();

@@ -390,7 +390,7 @@ export const answerOf = async (
 /** An asset's texts rewritten (title, description, metadata, the time, the id bound), its updated_on moved forward. */
 const UPDATE_TEXTS = textOf(
   (d) =>
-    sql`UPDATE assets SET title = ${param}, description = ${param}, metadata = ${param}, updated_on = ${d.greatest(param, sql`updated_on + 0.000001`)} WHERE id = ${param}`,
+    sql`UPDATE assets SET title = ${d.jsonFromText(param)}, description = ${d.jsonFromText(param)}, metadata = ${d.jsonFromText(param)}, updated_on = ${d.greatest(param, sql`updated_on + 0.000001`)} WHERE id = ${param}`,
 );
 
 /**

@@ -137,8 +137,9 @@ const FILE_COLUMNS = [
   "facts",
 ] as const;
 export type FileColumns = Pick<Asset, (typeof FILE_COLUMNS)[number]>;
-const json = (name: string) => sql`${ph(name)}`;
-const fileColumnValues = () => ({
+/** A JSON column's placeholder, bound as JSON text (PostgreSQL: cast to jsonb, else it stores a JSON string). */
+const json = (d: Dialect, name: string) => d.jsonFromText(sql`${ph(name)}`);
+const fileColumnValues = (d: Dialect) => ({
   extension: ph("extension"),
   mime: ph("mime"),
   size: ph("size"),
@@ -147,8 +148,8 @@ const fileColumnValues = () => ({
   height: ph("height"),
   format: ph("format"),
   pages: ph("pages"),
-  extracted: json("extracted"),
-  facts: json("facts"),
+  extracted: json(d, "extracted"),
+  facts: json(d, "facts"),
 });
 export const fileColumnParams = (c: FileColumns) => ({
   extension: c.extension,
@@ -174,7 +175,7 @@ export const insertFile = preparedOnce((tx) =>
       name: ph("name"),
       version: 1,
       storageName: ph("storage"),
-      ...fileColumnValues(),
+      ...fileColumnValues(dialectOf(tx)),
       createdOn: ph("t"),
       updatedOn: ph("t"),
       createdBy: ph("user"),
@@ -190,7 +191,7 @@ export const newFileVersion = preparedOnce((tx) =>
       type: ph("type") as never,
       version: ph("version") as never,
       storageName: ph("storage") as never,
-      ...(fileColumnValues() as object),
+      ...(fileColumnValues(dialectOf(tx)) as object),
       updatedOn: ph("t") as never,
       updatedBy: ph("user") as never,
     })
@@ -207,7 +208,7 @@ export const insertVersion = preparedOnce((tx) =>
       version: ph("version"),
       storageName: ph("storage"),
       name: ph("name"),
-      ...fileColumnValues(),
+      ...fileColumnValues(dialectOf(tx)),
       createdOn: ph("created"),
       createdBy: ph("createdBy"),
       replacedOn: ph("replaced"),

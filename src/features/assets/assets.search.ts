@@ -123,10 +123,20 @@ function makeAssetDomain(d: Dialect): FilterDomain {
   };
 
   /** Metadata as an object of field name → value (fields are stored as {type, is_localized, value}). */
+  const member = d.jsonMember("m");
   const metadataValues = sql`(SELECT ${d.jsonGroupObject(
     sql`m.key`,
-    sql`CASE WHEN ${d.jsonMemberType("m")} = 'object' AND ${d.jsonType(sql`m.value`, ["value"])} IS NOT NULL THEN ${d.jsonAt(sql`m.value`, ["value"])} ELSE m.value END`,
+    sql`CASE WHEN ${d.jsonMemberType("m")} = 'object' AND ${d.jsonType(member, ["value"])} IS NOT NULL THEN ${d.jsonAt(member, ["value"])} ELSE ${member} END`,
   )} FROM ${d.jsonEach(sql`a.metadata`, "m")})`;
+  /**
+   * A JSON field of the filter: `sql` the value as SQLite's scalar, `pg` the JSON itself (the
+   * PostgreSQL target of the filter language reads jsonb by the operand's type).
+   */
+  const json = (doc: SQL, path: (string | number)[]): FieldSpec => ({
+    type: "json",
+    sql: d.jsonValue(doc, path),
+    pg: d.jsonAt(doc, path),
+  });
 
   return makeDomain(
     [
@@ -159,11 +169,11 @@ function makeAssetDomain(d: Dialect): FilterDomain {
       ["deleted_on", col("time", sql`a.deleted_on`)],
       ["published", col("boolean", sql`a.published`)],
       ["is_file", col("boolean", sql`(a.type <> 'folder')`)],
-      ["transparent", col("boolean", d.jsonValue(sql`a.facts`, ["transparent"]))],
-      ["animated", col("boolean", d.jsonValue(sql`a.facts`, ["animated"]))],
+      ["transparent", col("boolean", d.jsonBoolean(sql`a.facts`, ["transparent"]))],
+      ["animated", col("boolean", d.jsonBoolean(sql`a.facts`, ["animated"]))],
       ["title", col("localized", sql`a.title`)],
       ["description", col("localized", sql`a.description`)],
-      ["metadata", col("object", metadataValues)],
+      ["metadata", col("object", metadataValues, { pg: d.jsonFromText(metadataValues) })],
       ["ancestor", { type: "custom", custom: ancestorOps }],
       [
         "validation",
@@ -181,13 +191,15 @@ function makeAssetDomain(d: Dialect): FilterDomain {
           // jsonKeyPath: a key the filter language accepts (1 to 100 characters, no `"`, `\` or control characters).
           if (!jsonKeyPath(key)) return undefined;
           // A field's value; a value from before fields (a bare value), then what the file said.
-          return col(
-            "json",
-            sql`(CASE WHEN ${d.jsonType(sql`a.metadata`, [key])} = 'object' THEN ${d.jsonValue(sql`a.metadata`, [key, "value"])} ELSE coalesce(${d.jsonValue(sql`a.metadata`, [key])}, ${d.jsonValue(sql`a.extracted`, [key])}) END)`,
-          );
+          // By the stored value's JSON type rather than coalesce: JSON null is no value on both
+          // databases (SQLite's json_extract gives NULL, PostgreSQL's jsonb keeps a `null`).
+          const type = d.jsonType(sql`a.metadata`, [key]);
+          const value = (read: (doc: SQL, path: string[]) => SQL) =>
+            sql`(CASE WHEN ${type} = 'object' THEN ${read(sql`a.metadata`, [key, "value"])} WHEN coalesce(${type}, 'null') = 'null' THEN ${read(sql`a.extracted`, [key])} ELSE ${read(sql`a.metadata`, [key])} END)`;
+          return col("json", value(d.jsonValue), { pg: value(d.jsonAt) });
         },
       ],
-      ["extracted", (key) => (jsonKeyPath(key) ? col("json", d.jsonValue(sql`a.extracted`, [key])) : undefined)],
+      ["extracted", (key) => (jsonKeyPath(key) ? json(sql`a.extracted`, [key]) : undefined)],
     ],
   );
 }
@@ -343,11 +355,16 @@ const likePrefix = (s: string) => `${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
 /** Active items of a project (the root folder aside), its gid bound first. */
 const LIVE = sql`project_gid = ${param} AND status = 'active' AND parent IS NOT NULL`;
-/** Completions of a field starting with a pattern (case ignored): the project, the pattern and the limit bound. */
+/**
+ * Completions of a field starting with a pattern (case ignored): the project, the pattern and the
+ * limit bound. Each value once by GROUP BY rather than DISTINCT: PostgreSQL orders a DISTINCT only
+ * by expressions of its select list, and a grouped column may be ordered by any expression of it
+ * (`caseless(name)`); on SQLite both group the same values (binary).
+ */
 const COMPLETIONS = {
   name: textOf(
     (d) =>
-      sql`SELECT DISTINCT name AS v FROM assets WHERE ${LIVE} AND ${d.likeInsensitive(sql`name`, param)} ORDER BY ${d.caseless(sql`name`)} LIMIT ${param}`,
+      sql`SELECT name AS v FROM assets WHERE ${LIVE} AND ${d.likeInsensitive(sql`name`, param)} GROUP BY name ORDER BY ${d.caseless(sql`name`)} LIMIT ${param}`,
   ),
   ext: textOf(
     (d) =>
@@ -355,7 +372,7 @@ const COMPLETIONS = {
   ),
   path: textOf(
     (d) =>
-      sql`SELECT DISTINCT pathname AS v FROM assets WHERE project_gid = ${param} AND status = 'active' AND type = 'folder' AND ${d.likeInsensitive(sql`pathname`, param)} ORDER BY ${d.caseless(sql`pathname`)} LIMIT ${param}`,
+      sql`SELECT pathname AS v FROM assets WHERE project_gid = ${param} AND status = 'active' AND type = 'folder' AND ${d.likeInsensitive(sql`pathname`, param)} GROUP BY pathname ORDER BY ${d.caseless(sql`pathname`)} LIMIT ${param}`,
   ),
 };
 const METADATA_OF_LIVE = `SELECT metadata FROM assets WHERE project_gid = ? AND status = 'active' AND parent IS NOT NULL AND metadata <> '{}'`;

@@ -104,7 +104,7 @@ function prepareQueries(db: DB) {
 const RECORD_TRANSFORM = textOf(
   (d) =>
     sql`INSERT INTO dam_transforms (project_gid, file, asset_gid, source, width, height, size, options, updated_on) VALUES (${sql.join(
-      Array.from({ length: 9 }, () => param),
+      [...Array.from({ length: 7 }, () => param), d.jsonFromText(param), param],
       sql`, `,
     )})${d.onConflict(["project_gid", "file"], ["asset_gid", "source", "width", "height", "size", "options", "updated_on"])}`,
 );

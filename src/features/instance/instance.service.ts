@@ -1,4 +1,5 @@
 import type { DB } from "../../db/connection";
+import { kindOf } from "../../db/ports";
 import { checkpointLog } from "../../db/sqlite/file";
 import { readMeta, writeMeta } from "../../db/meta";
 import { mutate, type Publisher, type UnitOptions } from "../../db/mutate";
@@ -24,6 +25,8 @@ export async function announceVersion(db: DB, hub: Publisher, version: string, o
 
 /** Checkpoints the SQLite write-ahead log into the database file and truncates it. */
 export async function checkpoint(db: DB): Promise<string> {
+  // PostgreSQL checkpoints its own write-ahead log.
+  if (kindOf(db) !== "sqlite") return "nothing to do: PostgreSQL checkpoints its write-ahead log itself";
   const r = await checkpointLog(db);
   return r.busy ? "busy; will retry next time" : `checkpointed ${r.checkpointed} page(s)`;
 }

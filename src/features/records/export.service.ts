@@ -188,7 +188,7 @@ async function writeExport(
     const page = await recordsRead(ctx, actor, projectGid, async (tx, view) => {
       const rows: (ExcelJS.CellValue | undefined)[][] = [];
       for (const r of await rowsInOrder(tx, projectGid, plan.gids.slice(top, top + EXPORT_PAGE))) {
-        const d = await view.def(r.definition);
+        const d = view.known(r.definition) ?? (await view.def(r.definition));
         rows.push([
           r.gid,
           ...plan.columns.map((c) =>

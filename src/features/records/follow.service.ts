@@ -226,7 +226,7 @@ const NESTING = new Set(["class", "classlist"]);
  * (classes, definitions) validate every field.
  */
 async function checksAfter(view: SchemaView, r: FollowRec, vals: Vals, f: Follow): Promise<RecordChecks> {
-  const d = await view.def(r.definition);
+  const d = view.known(r.definition) ?? (await view.def(r.definition));
   if (!f.field || r.checks === undefined) return checksOf(d, vals, view.languages, true);
   const stored = objectOf<RecordChecks>(r.checks);
   const c = checksOf(d, vals, view.languages, false, stored);
@@ -460,13 +460,16 @@ function searchUnchanged(f: Follow): boolean {
   return !feeds(f.field.from) && !feeds(f.field.to);
 }
 
+/** A record's checks (JSON text, a jsonb document on PostgreSQL). */
+const CHECKS_UPDATE = textOf((d) => sql`UPDATE records SET checks = ${d.jsonFromText(param)} WHERE id = ${param}`);
+
 /** The schema view of a project the caller has already checked (hooks and jobs). */
 const viewOf = async (tx: Tx, projectGid: string) => new SchemaView(tx, (await getProject(tx, projectGid))!);
 
 /** A record's values and checks after following; `updated_on` moves on even within the same second. */
 const FOLLOWED = textOf(
   (d) =>
-    sql`UPDATE records SET vals = ${param}, checks = ${param}, updated_on = ${d.greatest(param, sql`updated_on + 0.000001`)} WHERE id = ${param}`,
+    sql`UPDATE records SET vals = ${d.jsonFromText(param)}, checks = ${d.jsonFromText(param)}, updated_on = ${d.greatest(param, sql`updated_on + 0.000001`)} WHERE id = ${param}`,
 );
 
 /**
@@ -863,9 +866,14 @@ export const reindexJob: JobKind = {
         await s
           .query(SEARCH_ROWS_GONE(tx))
           .run(JSON.stringify(recs.map((r) => r.id)), JSON.stringify(searchDocuments(view.languages)));
-        const upd = s.query("UPDATE records SET checks = ? WHERE id = ?");
+        const upd = s.query(CHECKS_UPDATE(tx));
         for (const r of recs) {
-          await upd.run(JSON.stringify(checksOf(await view.def(r.definition), r.vals, view.languages, true)), r.id);
+          await upd.run(
+            JSON.stringify(
+              checksOf(view.known(r.definition) ?? (await view.def(r.definition)), r.vals, view.languages, true),
+            ),
+            r.id,
+          );
           await writeSearch(tx, view, r);
         }
         after = recs.at(-1)!.id;

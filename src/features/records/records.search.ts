@@ -20,6 +20,8 @@ import {
   type FieldSpec,
   type FilterDomain,
   type FilterNode,
+  type FilterSqlOptions,
+  type ValidationCheck,
 } from "../../core/filter";
 import { LIST_TYPES, type FieldType, rowsOf, snapshotValue } from "../schema/schema.api";
 import { DELETED, formsOf, recordsRead, rowsByIds } from "./records.service";
@@ -50,15 +52,20 @@ export async function recordsDomain(tx: Tx, projectGid: string, language: string
   const fields = (await rowsOf(view.tx, "field", view.projectGid)).filter((r) => !r.original && !r.isNew);
   const byName = new Map(fields.map((r) => [r.name, r]));
   const byGid = new Map(fields.map((r) => [r.gid, r]));
-  const valueSql = (f: { gid: string; spec: unknown }) => {
+  const valuePath = (f: { gid: string; spec: unknown }) => {
     const s = f.spec as { is_localized?: boolean };
-    return d.jsonValue(sql`r.vals`, [s.is_localized ? language : SHARED, f.gid]);
+    return [s.is_localized ? language : SHARED, f.gid];
   };
+  // A field's value: `sql` as SQLite's scalar, `pg` the JSON itself (the filter's PostgreSQL target reads jsonb).
+  const valueOf = (f: { gid: string; spec: unknown }) => ({
+    sql: d.jsonValue(sql`r.vals`, valuePath(f)),
+    pg: d.jsonAt(sql`r.vals`, valuePath(f)),
+  });
   const fieldSpec = (f: { gid: string; spec: unknown }): FieldSpec => {
     const type = (f.spec as { type: FieldType }).type;
-    if (LIST_TYPES.has(type)) return { type: "list", sql: valueSql(f) };
-    if (type === "class") return { type: "json", sql: valueSql(f), operators: ["exists"] };
-    return { type: "json", sql: valueSql(f) };
+    if (LIST_TYPES.has(type)) return { type: "list", ...valueOf(f) };
+    if (type === "class") return { type: "json", ...valueOf(f), operators: ["exists"] };
+    return { type: "json", ...valueOf(f) };
   };
   // classes has <class name or gid>: records whose definition includes the class.
   // Read before the filter is compiled (its operators build synchronously), kept with the schema's snapshot.
@@ -85,10 +92,19 @@ export async function recordsDomain(tx: Tx, projectGid: string, language: string
           sql`, `,
         )})`
       : sql`FALSE`;
+  // Standard SQL: the same condition on both databases.
+  const hasClass = (c: string) => inList(defsWithClass(c));
+  const hasNotClass = (c: string) => sql`NOT (${inList(defsWithClass(c))})`;
   const classes = new Map<string, CustomOperator>([
-    ["has", { operand: classOperand, build: (c: string) => inList(defsWithClass(c)) }],
-    ["has_not", { operand: classOperand, build: (c: string) => sql`NOT (${inList(defsWithClass(c))})` }],
+    ["has", { operand: classOperand, build: hasClass, buildPg: hasClass }],
+    ["has_not", { operand: classOperand, build: hasNotClass, buildPg: hasNotClass }],
   ]);
+  // `value is` is the field's own `=` (JSON null: no value), compiled for the database searched.
+  const valueIs = (o: { f: { gid: string; spec: unknown }; v: string | number | null }, options: FilterSqlOptions) =>
+    filterToSql(
+      { kind: "leaf", field: "value", op: "=", operand: o.v, spec: { type: "json", ...valueOf(o.f) } },
+      options,
+    );
   // ["value", "is", [field name or gid, value]]: the SDK's form of a field comparison.
   const value = new Map<string, CustomOperator>([
     [
@@ -102,20 +118,19 @@ export async function recordsDomain(tx: Tx, projectGid: string, language: string
           if (v[1] !== null && typeof v[1] === "object") return fail("the value is a string, number or boolean");
           return { f, v: typeof v[1] === "boolean" ? (v[1] ? 1 : 0) : v[1] };
         },
-        build: (o: { f: { gid: string; spec: unknown }; v: unknown }) =>
-          o.v === null ? sql`${valueSql(o.f)} IS NULL` : sql`${valueSql(o.f)} = ${o.v}`,
+        build: valueIs,
+        buildPg: valueIs,
       },
     ],
   ]);
   const gidOf = (name: string) => (byName.get(name) ?? byGid.get(name))?.gid;
-  const validation = validationField({
-    fields: (name) => !!gidOf(name),
-    build: (check, field) => {
-      const path = check === "any" ? ["invalid"] : [check === "is_empty" ? "empty" : "untranslated", language];
-      const list = d.jsonAt(sql`r.checks`, path);
-      return field ? d.jsonArrayHas(list, sql`${gidOf(field)!}`) : sql`coalesce(${d.jsonArrayLength(list)}, 0) > 0`;
-    },
-  });
+  // The dialect's helpers: one build for both databases.
+  const validationSql = (check: ValidationCheck, field: string | undefined) => {
+    const path = check === "any" ? ["invalid"] : [check === "is_empty" ? "empty" : "untranslated", language];
+    const list = d.jsonAt(sql`r.checks`, path);
+    return field ? d.jsonArrayHas(list, sql`${gidOf(field)!}`) : sql`coalesce(${d.jsonArrayLength(list)}, 0) > 0`;
+  };
+  const validation = validationField({ fields: (name) => !!gidOf(name), build: validationSql, buildPg: validationSql });
   const builtIn: [string, FieldSpec][] = [
     ["gid", { type: "text", sql: sql`r.gid`, operators: ["is", "=", "!=", "in", "not_in"] }],
     ["definition", { type: "text", sql: sql`r.definition`, operators: ["is", "=", "!=", "in", "not_in"] }],

@@ -413,7 +413,7 @@ export async function formsOf(
   );
   const withFields = opts.fields !== false;
   for (const r of rows) {
-    const d = await view.def(r.definition);
+    const d = view.known(r.definition) ?? (await view.def(r.definition));
     const e = opts.remember ? rememberedEntry(r.id, valsTextOf(r), d) : undefined;
     const per = opts.languages.map((l) => langForm(e, d, r, l, withFields));
     const title: Record<string, string> = {};
@@ -1225,6 +1225,15 @@ const LINK_GROUP = textOf((d) => {
   const inProject = sql`${d.unindexed(sql`project_gid`)} = ?1`;
   return sql`SELECT ${sql.raw(COLUMNS)} FROM records WHERE canonical = ?2 AND ${inProject} UNION SELECT ${sql.raw(COLUMNS)} FROM records WHERE gid = ?2 AND ${inProject} ORDER BY id`;
 });
+
+/** A moved record's new place, and that of a record below it (paths as JSON text: jsonb on PostgreSQL); tree.service.ts. */
+export const MOVED = textOf(
+  (d) =>
+    sql`UPDATE records SET parent = ?, treelevel = ?, path = ${d.jsonFromText(param)}, updated_on = ? WHERE id = ?`,
+);
+export const MOVED_BELOW = textOf(
+  (d) => sql`UPDATE records SET treelevel = ?, path = ${d.jsonFromText(param)} WHERE id = ?`,
+);
 
 const VALS_UPDATE = textOf((d) => {
   const j = d.jsonFromText(param);

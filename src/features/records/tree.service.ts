@@ -27,6 +27,8 @@ import {
   type Langs as TypedLangs,
   type Rec,
   type Touch,
+  MOVED,
+  MOVED_BELOW,
 } from "./records.service";
 import type { SchemaView } from "./values.service";
 import { filterEach } from "../../core/sequential";
@@ -94,9 +96,9 @@ export async function moveRecordIn(
   if (parent.gid !== rec.parent) {
     const path = [rec.gid, ...parent.path];
     await s
-      .query("UPDATE records SET parent = ?, treelevel = ?, path = ?, updated_on = ? WHERE id = ?")
+      .query(MOVED(tx))
       .run(parent.gid, path.length - 1, JSON.stringify(path), Math.max(t, rec.updatedOn + 1e-6), rec.id);
-    const upd = s.query("UPDATE records SET treelevel = ?, path = ? WHERE id = ?");
+    const upd = s.query(MOVED_BELOW(tx));
     for (const d of await descendants(tx, rec.gid)) {
       const p = [...d.path.slice(0, d.path.indexOf(rec.gid)), ...path];
       await upd.run(p.length - 1, JSON.stringify(p), d.id);

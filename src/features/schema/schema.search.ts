@@ -51,6 +51,9 @@ const LANGUAGE = /^[A-Za-z0-9_-]{1,35}$/;
 /** The value of a metadata entry `{type, is_localized, value}` (`e`): the search language's when localized. */
 const entryValue = (d: Dialect, e: SQL, language: string) =>
   sql`(CASE WHEN ${d.jsonIsTrue(e, ["is_localized"])} THEN ${d.jsonValue(e, ["value", language])} ELSE ${d.jsonValue(e, ["value"])} END)`;
+/** The same entry's value kept as JSON (the filter's PostgreSQL target reads jsonb). */
+const entryJson = (d: Dialect, e: SQL, language: string) =>
+  sql`(CASE WHEN ${d.jsonIsTrue(e, ["is_localized"])} THEN ${d.jsonAt(e, ["value", language])} ELSE ${d.jsonAt(e, ["value"])} END)`;
 /** True when a value is empty: null, "" or []. */
 const empty = (v: SQL) => sql`coalesce(${v}, '') IN ('', '[]')`;
 /** True when a value is not empty. */
@@ -121,7 +124,8 @@ export function schemaDomain(d: Dialect, language = "en"): FilterDomain {
   const text = (s: SQL): FieldSpec => ({ type: "text", sql: s });
   const bool = (s: SQL): FieldSpec => ({ type: "boolean", sql: s });
   const spec = sql`i.spec`;
-  const m = sql`m.value`;
+  // The metadata entries' values (in the search language when localized), as one object (JSON text).
+  const metadata = sql`(SELECT ${d.jsonGroupObject(sql`m.key`, entryJson(d, d.jsonMember("m"), language))} FROM ${d.jsonEach(sql`i.metadata`, "m")})`;
   return makeDomain(
     [
       ["gid", text(sql`i.gid`)],
@@ -140,14 +144,7 @@ export function schemaDomain(d: Dialect, language = "en"): FilterDomain {
       ["is_working_copy", bool(sql`(i.original IS NOT NULL)`)],
       ["is_localized", bool(sql`${d.jsonIsTrue(spec, ["is_localized"])}`)],
       ["is_required", bool(sql`${d.jsonIsTrue(spec, ["is_required"])}`)],
-      // The metadata entries' values (in the search language when localized), as one object.
-      [
-        "metadata",
-        {
-          type: "object",
-          sql: sql`(SELECT ${d.jsonGroupObject(sql`m.key`, sql`(CASE WHEN ${d.jsonIsTrue(m, ["is_localized"])} THEN ${d.jsonAt(m, ["value", language])} ELSE ${d.jsonAt(m, ["value"])} END)`)} FROM ${d.jsonEach(sql`i.metadata`, "m")})`,
-        },
-      ],
+      ["metadata", { type: "object", sql: metadata, pg: d.jsonFromText(metadata) }],
       [
         "validation",
         validationField({
@@ -163,7 +160,11 @@ export function schemaDomain(d: Dialect, language = "en"): FilterDomain {
         // Keys the filter's JSON paths can name (no quotes, backslashes or control characters).
         (key) =>
           jsonKeyPath(key)
-            ? { type: "json", sql: entryValue(d, d.jsonValue(sql`i.metadata`, [key]), language) }
+            ? {
+                type: "json",
+                sql: entryValue(d, d.jsonValue(sql`i.metadata`, [key]), language),
+                pg: entryJson(d, d.jsonAt(sql`i.metadata`, [key]), language),
+              }
             : undefined,
       ],
     ],

@@ -1,12 +1,12 @@
 // `--database` / `APIS_DATABASE_URL` (src/config.ts, src/cli/database.cli.ts): parsing, what the
-// commands do with a PostgreSQL URL in this release (doctor, migrate; serve refuses), on a real cluster.
+// commands do with a PostgreSQL URL (serve, user, jobs, doctor, migrate), on a real cluster.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { ConfigError, databaseKind, loadConfig, redactDatabaseUrl } from "../../../src/config";
 import { embeddedPgMigrations } from "../../../src/db/pg/migrations.generated";
-import { SLOW_TEST_MS } from "../../helpers/server";
+import { servedUrl, SLOW_TEST_MS } from "../../helpers/server";
 import { freshDatabase, pgAvailable, pgSkipReason } from "../../helpers/pg-cluster";
 
 const ROOT = resolve(import.meta.dir, "../../..");
@@ -49,7 +49,7 @@ describe("the --database setting", () => {
   });
 
   test(
-    "serve with a PostgreSQL URL stops at start with one sentence naming the release that brings it, and no stack",
+    "serve with a PostgreSQL database it cannot reach stops at start with one line naming it, without its password or a stack",
     () => {
       const data = mkdtempSync(join(tmpdir(), "apis-dbset-"));
       try {
@@ -62,17 +62,12 @@ describe("the --database setting", () => {
           "--database",
           "postgres://apis:secret@127.0.0.1:1/apis",
         ]);
-        expect(r.code).toBe(2);
+        expect(r.code).toBe(1);
         expect(r.out).toBe("");
         expect(r.err.trim().split("\n")).toEqual([
-          expect.stringMatching(
-            /^apis: apis serve does not run on PostgreSQL in Apis [\d.]+: the server and its commands move to PostgreSQL with the release that completes issue 39/,
-          ),
+          expect.stringMatching(/^apis: cannot open the database postgres:\/\/apis:\*\*\*@127\.0\.0\.1:1\/apis: /),
         ]);
         expect(r.err).not.toContain("secret");
-        const user = cli(["user", "list", "--data", data, "--database", "postgres://127.0.0.1:1/apis"]);
-        expect(user.code).toBe(2);
-        expect(user.err).toContain("apis user does not run on PostgreSQL");
       } finally {
         rmSync(data, { recursive: true, force: true });
       }
@@ -116,6 +111,65 @@ describe.skipIf(!pgAvailable)("apis doctor and apis migrate with a PostgreSQL UR
       expect(after.out).toContain(`ok    database migrations: ${embeddedPgMigrations.length} applied, up to date`);
       expect(after.out).toContain("all checks passed");
       expect(after.code).toBe(0);
+    },
+    SLOW_TEST_MS,
+  );
+
+  test(
+    "two servers on one PostgreSQL database accept each other's tokens, and the user and jobs commands run on it",
+    async () => {
+      const made = cli([
+        "user",
+        "create",
+        "--username",
+        "nodeuser",
+        "--email",
+        "nodeuser@example.test",
+        "--password",
+        "node-pass-12345",
+        "--data",
+        data,
+        "--database",
+        db.url,
+      ]);
+      expect(made.err).toBe("");
+      expect(made.code).toBe(0);
+      expect(cli(["user", "list", "--data", data, "--database", db.url]).out).toContain("nodeuser");
+      const checkpoint = cli(["jobs", "run", "checkpoint", "--data", data, "--database", db.url]);
+      expect(checkpoint.code).toBe(0);
+      expect(checkpoint.out).toContain("nothing to do: PostgreSQL checkpoints its write-ahead log itself");
+      const nodes = [0, 1].map(() => {
+        const folder = mkdtempSync(join(tmpdir(), "apis-node-"));
+        const proc = Bun.spawn(
+          [process.execPath, "src/main.ts", "serve", "--data", folder, "--port", "0", "--database", db.url],
+          { cwd: ROOT, env: env(), stdout: "pipe", stderr: "pipe" },
+        );
+        return { folder, proc };
+      });
+      try {
+        const urls: string[] = [];
+        for (const n of nodes) urls.push(await servedUrl(n.proc));
+        const login = await fetch(`${urls[0]}/api/login`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ username: "nodeuser", password: "node-pass-12345" }),
+        });
+        expect(login.status).toBe(200);
+        const token = login.headers.get("authorization")!;
+        const me = await fetch(`${urls[1]}/api/users/get`, {
+          method: "POST",
+          headers: { "content-type": "application/json", authorization: token },
+          body: JSON.stringify({ user: ((await login.json()) as { result: { user: string } }).result.user }),
+        });
+        expect(me.status).toBe(200);
+        expect(JSON.stringify(await me.json())).toContain('"nodeuser"');
+      } finally {
+        for (const n of nodes) {
+          n.proc.kill("SIGTERM");
+          await n.proc.exited;
+          rmSync(n.folder, { recursive: true, force: true });
+        }
+      }
     },
     SLOW_TEST_MS,
   );

@@ -175,4 +175,25 @@ describe.skipIf(!pgAvailable)("the PostgreSQL dialect helpers", () => {
       { k: "tags", t: "array" },
     ]);
   });
+
+  test("jsonMember gives each member of a jsonEach source as JSON, to nest in an aggregate or read into", async () => {
+    const [agg] = (await rows(
+      sql`SELECT ${d.jsonGroupObject(sql`m.key`, d.jsonMember("m"))} AS o FROM docs, ${d.jsonEach(sql`docs.body`, "m")} WHERE docs.id = 1`,
+    )) as { o: string }[];
+    expect(JSON.parse(agg!.o)).toEqual({ a: { b: [10, 20] }, tags: ["x", "y"], "odd key": 1 });
+    expect(
+      await rows(
+        sql`SELECT ${d.jsonValue(d.jsonMember("m"), ["b", 0])} AS v FROM docs, ${d.jsonEach(sql`docs.body`, "m")} WHERE docs.id = 1 AND m.key = 'a'`,
+      ),
+    ).toEqual([{ v: "10" }]);
+  });
+
+  test("jsonBoolean reads a JSON boolean as a boolean, and NULL for JSON null, another value or an absent member", async () => {
+    const doc = d.jsonFromText(sql`${'{"t":true,"f":false,"n":null,"s":"true"}'}`);
+    expect(
+      await rows(
+        sql`SELECT ${d.jsonBoolean(doc, ["t"])} AS t, ${d.jsonBoolean(doc, ["f"])} AS f, ${d.jsonBoolean(doc, ["n"])} AS n, ${d.jsonBoolean(doc, ["s"])} AS s, ${d.jsonBoolean(doc, ["x"])} AS x`,
+      ),
+    ).toEqual([{ t: true, f: false, n: null, s: null, x: null }]);
+  });
 });
