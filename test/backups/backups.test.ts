@@ -27,6 +27,7 @@ import { runHousekeeping } from "../../src/platform/jobs/schedules";
 import { createPerson, hashPassword } from "../../src/features/users/users.service";
 import { servedUrl, TestServer, tokenOf, until, SLOW_TEST_MS } from "../helpers/server";
 import { flagsFor } from "../helpers/s3";
+import { freshDatabase } from "../helpers/pg-cluster";
 
 let srv: TestServer;
 let alice: { gid: string; token: string };
@@ -89,8 +90,9 @@ async function writeProjectFile(s: TestServer, gid: string, rel: string, content
 /** The command-line flags naming a server's store (none for the data folder): what `apis backup` is given beside it. */
 function storeArgs(s: TestServer): string[] {
   const c = s.ctx.config;
-  if (s.ctx.storage.blobs.kind === "file") return [];
+  if (s.ctx.storage.blobs.kind === "file") return dbArgs(s);
   return [
+    ...dbArgs(s),
     "--storage",
     c.storage,
     "--s3-endpoint",
@@ -108,7 +110,14 @@ function storeArgs(s: TestServer): string[] {
 
 /** Flags of another, empty store of the same kind as the server's (a restore's target). */
 async function otherStore(s: TestServer, name: string): Promise<Record<string, string>> {
-  return s.ctx.storage.blobs.kind === "file" ? {} : flagsFor("s3", name);
+  // On PostgreSQL, another database too: a restore puts the archive's rows into it.
+  const database: Record<string, string> = s.kind === "postgres" ? { database: (await freshDatabase(name)).url } : {};
+  return { ...database, ...(s.ctx.storage.blobs.kind === "file" ? {} : await flagsFor("s3", name)) };
+}
+
+/** `--database` of the server's PostgreSQL database (none on SQLite: the data folder's file). */
+function dbArgs(s: TestServer): string[] {
+  return s.kind === "postgres" ? ["--database", s.ctx.config.database] : [];
 }
 const asArgs = (flags: Record<string, string>) => Object.entries(flags).flatMap(([k, v]) => [`--${k}`, v]);
 
@@ -810,146 +819,138 @@ describe("crash during a backup", () => {
   );
 });
 
-// The instance archive holds the data folder's SQLite file (apis.db): on PostgreSQL there is none.
-describe.skipIf(process.env.APIS_TEST_DATABASE === "postgres")(
-  "instance backup CLI (SQLite: the archive holds apis.db)",
-  () => {
-    const root = join(import.meta.dir, "../..");
-    const apis = (...args: string[]) => {
-      const r = Bun.spawnSync([process.execPath, "src/main.ts", ...args], {
-        cwd: root,
-        env: { ...process.env, APIS_LOG_LEVEL: "silent" },
-      });
-      return { code: r.exitCode, out: r.stdout.toString(), err: r.stderr.toString() };
-    };
+// On PostgreSQL the archive's apis.db is the database's rows copied into a SQLite file, and a
+// restore copies them into the database named by --database (src/db/archive.ts).
+describe("instance backup CLI", () => {
+  const root = join(import.meta.dir, "../..");
+  const apis = (...args: string[]) => {
+    const r = Bun.spawnSync([process.execPath, "src/main.ts", ...args], {
+      cwd: root,
+      env: { ...process.env, APIS_LOG_LEVEL: "silent" },
+    });
+    return { code: r.exitCode, out: r.stdout.toString(), err: r.stderr.toString() };
+  };
 
-    test(
-      "create beside a running server, verify, and restore into another folder give back every row and file",
-      async () => {
-        const work = mkdtempSync(join(tmpdir(), "apis-cli-"));
-        const archive = join(work, "instance.tar");
-        const rowsBefore = await projectRows(srv, project);
-        const filesBefore = await projectFiles(srv, project);
-        try {
-          const created = apis(
-            "backup",
-            "create",
-            "--data",
-            srv.dataDir,
-            "--out",
-            archive,
-            "--json",
-            ...storeArgs(srv),
-          );
-          expect(created.err).toBe("");
-          expect(created.code).toBe(0);
-          const c = JSON.parse(created.out);
-          expect(c.file).toBe(archive);
-          expect(c.entries).toBeGreaterThan(4);
-
-          const verified = apis("backup", "verify", archive, "--json");
-          expect(verified.code).toBe(0);
-          const v = JSON.parse(verified.out);
-          expect(v).toMatchObject({ ok: true, problems: [], entries: c.entries });
-          // The archive is a plain tar.
-          const listing = Bun.spawnSync(["tar", "-tf", archive]).stdout.toString().split("\n");
-          expect(listing).toEqual(
-            expect.arrayContaining([
-              "apis.db",
-              "apis-backup.json",
-              "jwt.secret",
-              `files/projects/${project}/var/deep/er/c@k.jpg`,
-            ]),
-          );
-          expect(listing.some((n) => n.startsWith("backups/") || n.startsWith("tmp/"))).toBe(false);
-
-          // A running server holds its folder: restore refuses.
-          const refused = apis("backup", "restore", archive, "--data", srv.dataDir, "--yes");
-          expect(refused.code).toBe(1);
-          expect(refused.err).toMatch(/server \(pid \d+\) is using/);
-
-          // Into another folder (and, on S3, another empty prefix of the bucket: the objects go there).
-          const target = join(work, "restored");
-          const targetStore = await otherStore(srv, "restored");
-          const restored = apis("backup", "restore", archive, "--data", target, "--yes", ...asArgs(targetStore));
-          expect(restored.err).toBe("");
-          expect(restored.code).toBe(0);
-          const other = await TestServer.start(targetStore, target);
-          try {
-            expect(await projectRows(other, project)).toEqual(rowsBefore);
-            expect(await projectFiles(other, project)).toEqual(filesBefore);
-            // Same secret: a token issued by the original server works on the restored one.
-            const init = await other.call("/api/init", { token: alice.token });
-            expect(init.status).toBe(200);
-            expect(init.body.result.user).toBe(alice.gid);
-          } finally {
-            await other.stop();
-          }
-        } finally {
-          rmSync(work, { recursive: true, force: true });
-        }
-      },
-      SLOW_TEST_MS,
-    );
-
-    test("a file deleted while the archive is written is still in it (its row is in the database copy)", async () => {
-      const { createInstanceBackup } = await import("../../src/platform/backups/instance.service");
-      const rel = `files/projects/${project}/originals/doomed~1.bin`;
-      await writeProjectFile(srv, project, "originals/doomed~1.bin", "doomed bytes");
-      const work = mkdtempSync(join(tmpdir(), "apis-pin-"));
+  test(
+    "create beside a running server, verify, and restore into another folder give back every row and file",
+    async () => {
+      const work = mkdtempSync(join(tmpdir(), "apis-cli-"));
+      const archive = join(work, "instance.tar");
+      const rowsBefore = await projectRows(srv, project);
+      const filesBefore = await projectFiles(srv, project);
       try {
-        let deleted = false;
-        // The first progress report comes after the database copy: the server deletes the file then.
-        const blobs = srv.ctx.storage.blobs;
-        const r = await createInstanceBackup(
-          srv.dataDir,
-          join(work, "a.tar"),
-          () => {
-            if (deleted) return;
-            deleted = true;
-            void blobs.delete(rel);
-          },
-          { store: blobs },
+        const created = apis("backup", "create", "--data", srv.dataDir, "--out", archive, "--json", ...storeArgs(srv));
+        expect(created.err).toBe("");
+        expect(created.code).toBe(0);
+        const c = JSON.parse(created.out);
+        expect(c.file).toBe(archive);
+        expect(c.entries).toBeGreaterThan(4);
+
+        const verified = apis("backup", "verify", archive, "--json");
+        expect(verified.code).toBe(0);
+        const v = JSON.parse(verified.out);
+        expect(v).toMatchObject({ ok: true, problems: [], entries: c.entries });
+        // The archive is a plain tar.
+        const listing = Bun.spawnSync(["tar", "-tf", archive]).stdout.toString().split("\n");
+        expect(listing).toEqual(
+          expect.arrayContaining([
+            "apis.db",
+            "apis-backup.json",
+            "jwt.secret",
+            `files/projects/${project}/var/deep/er/c@k.jpg`,
+          ]),
         );
-        expect(deleted).toBe(true);
-        expect(await blobs.stat(rel)).toBeUndefined();
-        expect(r.manifest.entries.map((e) => e.path)).toContain(rel);
-        Bun.spawnSync(["tar", "-xf", join(work, "a.tar"), "-C", work]);
-        expect(readFileSync(join(work, rel), "utf8")).toBe("doomed bytes");
-        expect(readdirSync(join(srv.dataDir, "tmp")).filter((n) => n.startsWith("pinned-"))).toEqual([]);
+        expect(listing.some((n) => n.startsWith("backups/") || n.startsWith("tmp/"))).toBe(false);
+
+        // A running server holds its folder: restore refuses.
+        const refused = apis("backup", "restore", archive, "--data", srv.dataDir, "--yes");
+        expect(refused.code).toBe(1);
+        expect(refused.err).toMatch(/server \(pid \d+\) is using/);
+
+        // Into another folder (and, on S3, another empty prefix of the bucket: the objects go there).
+        const target = join(work, "restored");
+        const targetStore = await otherStore(srv, "restored");
+        const restored = apis("backup", "restore", archive, "--data", target, "--yes", ...asArgs(targetStore));
+        expect(restored.err).toBe("");
+        expect(restored.code).toBe(0);
+        const other = await TestServer.start(targetStore, target);
+        try {
+          // The test's own table (widgets) is not in Apis' schema: an archive of a PostgreSQL
+          // instance holds the tables Apis' SQLite schema has (docs/postgres.md).
+          if (srv.kind === "postgres") delete rowsBefore.widgets;
+          expect(await projectRows(other, project)).toEqual(rowsBefore);
+          expect(await projectFiles(other, project)).toEqual(filesBefore);
+          // Same secret: a token issued by the original server works on the restored one.
+          const init = await other.call("/api/init", { token: alice.token });
+          expect(init.status).toBe(200);
+          expect(init.body.result.user).toBe(alice.gid);
+        } finally {
+          await other.stop();
+        }
       } finally {
         rmSync(work, { recursive: true, force: true });
       }
-    });
+    },
+    SLOW_TEST_MS,
+  );
 
-    test(
-      "verify finds a damaged archive; list shows archives and project backups",
-      async () => {
-        const out = join(srv.dataDir, "backups", "instance", "one.tar");
-        expect(apis("backup", "create", "--data", srv.dataDir, "--out", out, ...storeArgs(srv)).code).toBe(0);
-        const listed = JSON.parse(apis("backup", "list", "--data", srv.dataDir, "--json").out);
-        expect(listed.instance.map((a: any) => a.name)).toContain("one.tar");
-        expect(listed.projects.some((b: any) => b.project_gid === project && b.status === "ready")).toBe(true);
-        const bytes = readFileSync(out);
-        // Flip one byte inside the database entry's content (after its 512-byte header; the first
-        // entry on the data folder, after the stored files on an object store).
-        let header = 0;
-        while (header < bytes.length && bytes.subarray(header, header + 8).toString() !== "apis.db\0") header += 512;
-        bytes[header + 600] = bytes[header + 600]! ^ 0xff;
-        const bad = join(srv.dataDir, "backups", "instance", "bad.tar");
-        writeFileSync(bad, bytes);
-        const v = apis("backup", "verify", bad);
-        expect(v.code).toBe(1);
-        expect(v.out).toMatch(/checksum mismatch: apis\.db|database integrity/);
-        expect(apis("backup", "verify", join(srv.dataDir, "nope.tar")).code).toBe(2);
-        expect(apis("backup", "frobnicate").code).toBe(2);
-      },
-      SLOW_TEST_MS,
-    );
-  },
-);
+  test("a file deleted while the archive is written is still in it (its row is in the database copy)", async () => {
+    const { createInstanceBackup } = await import("../../src/platform/backups/instance.service");
+    const rel = `files/projects/${project}/originals/doomed~1.bin`;
+    await writeProjectFile(srv, project, "originals/doomed~1.bin", "doomed bytes");
+    const work = mkdtempSync(join(tmpdir(), "apis-pin-"));
+    try {
+      let deleted = false;
+      // The first progress report comes after the database copy: the server deletes the file then.
+      const blobs = srv.ctx.storage.blobs;
+      const r = await createInstanceBackup(
+        srv.dataDir,
+        join(work, "a.tar"),
+        () => {
+          if (deleted) return;
+          deleted = true;
+          void blobs.delete(rel);
+        },
+        { store: blobs, database: srv.ctx.config.database },
+      );
+      expect(deleted).toBe(true);
+      expect(await blobs.stat(rel)).toBeUndefined();
+      expect(r.manifest.entries.map((e) => e.path)).toContain(rel);
+      Bun.spawnSync(["tar", "-xf", join(work, "a.tar"), "-C", work]);
+      expect(readFileSync(join(work, rel), "utf8")).toBe("doomed bytes");
+      expect(readdirSync(join(srv.dataDir, "tmp")).filter((n) => n.startsWith("pinned-"))).toEqual([]);
+    } finally {
+      rmSync(work, { recursive: true, force: true });
+    }
+  });
 
-// The instance archive holds the data folder's SQLite file (apis.db): on PostgreSQL there is none.
+  test(
+    "verify finds a damaged archive; list shows archives and project backups",
+    async () => {
+      const out = join(srv.dataDir, "backups", "instance", "one.tar");
+      expect(apis("backup", "create", "--data", srv.dataDir, "--out", out, ...storeArgs(srv)).code).toBe(0);
+      const listed = JSON.parse(apis("backup", "list", "--data", srv.dataDir, "--json", ...dbArgs(srv)).out);
+      expect(listed.instance.map((a: any) => a.name)).toContain("one.tar");
+      expect(listed.projects.some((b: any) => b.project_gid === project && b.status === "ready")).toBe(true);
+      const bytes = readFileSync(out);
+      // Flip one byte inside the database entry's content (after its 512-byte header; the first
+      // entry on the data folder, after the stored files on an object store).
+      let header = 0;
+      while (header < bytes.length && bytes.subarray(header, header + 8).toString() !== "apis.db\0") header += 512;
+      bytes[header + 600] = bytes[header + 600]! ^ 0xff;
+      const bad = join(srv.dataDir, "backups", "instance", "bad.tar");
+      writeFileSync(bad, bytes);
+      const v = apis("backup", "verify", bad);
+      expect(v.code).toBe(1);
+      expect(v.out).toMatch(/checksum mismatch: apis\.db|database integrity/);
+      expect(apis("backup", "verify", join(srv.dataDir, "nope.tar")).code).toBe(2);
+      expect(apis("backup", "frobnicate").code).toBe(2);
+    },
+    SLOW_TEST_MS,
+  );
+});
+
+// About the data folder's SQLite file (apis.db) itself: where it is, its mode, a new folder's prompt.
 describe.skipIf(process.env.APIS_TEST_DATABASE === "postgres")(
   "instance archives: modes, confirmation, schedule (SQLite: the archive holds apis.db)",
   () => {

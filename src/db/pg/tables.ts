@@ -94,7 +94,6 @@ export async function beginSnapshotPg(port: PgPort): Promise<{ tx: Tx; end(): Pr
 }
 
 const BATCH = 500;
-let cursors = 0;
 
 /**
  * The rows of `table` matching `where` (SQL with `?` parameters), in primary-key order, in
@@ -116,7 +115,8 @@ export async function* rowBatchesPg(
     // Text compared byte by byte, as SQLite's BINARY does.
     .map((k) => (types.get(k) === "text" ? `${quote(k)} COLLATE "C"` : quote(k)))
     .join(", ");
-  const name = `apis_rows_${++cursors}`;
+  // Unique within the transaction (a caller may read two tables at once).
+  const name = `apis_rows_${crypto.randomUUID().replaceAll("-", "")}`;
   await s
     .query(
       `DECLARE ${name} NO SCROLL CURSOR FOR SELECT ${columns.map((c) => quote(c.name)).join(", ")} FROM ${quote(table)} WHERE ${where} ORDER BY ${order}`,

@@ -5,15 +5,24 @@ import { fsp } from "../storage/fsp";
 import { tmpdir } from "node:os";
 import { basename, dirname, join, relative, resolve, sep } from "node:path";
 import { embeddedMigrations } from "../../db/migrations.generated";
-import { checkDatabaseFile, copyDatabaseFile } from "../../db/sqlite/file";
+import { checkDatabaseFile } from "../../db/sqlite/file";
+import {
+  copyDatabaseInto,
+  databaseExists,
+  databaseMode,
+  databaseSizeHint,
+  loadArchivedDatabase,
+  type InstanceDatabase,
+} from "../../db/archive";
 import { claimDataDir, liveServerPid, releaseDataDir } from "../storage/pidfile";
 import { VERSION } from "../../version";
 import { readTar, TarWriter } from "./tar";
 import { pipeToWriter, type BlobEntry, type BlobStore } from "../storage/blobs";
 
 /**
- * Instance backups: one tar archive holding a consistent copy of the SQLite database file (SQLite
- * `VACUUM INTO` in src/db/sqlite/file.ts, taken while the server runs) and every file of the data folder except
+ * Instance backups: one tar archive holding a consistent copy of the database as a SQLite file
+ * (SQLite `VACUUM INTO`; on PostgreSQL its rows copied into a new SQLite file: src/db/archive.ts;
+ * taken while the server runs) and every file of the data folder except
  * `backups/`, `tmp/`, `downloads/` (Excel downloads, short-lived), the live database files and the pid file. The last entry,
  * `apis-backup.json`, lists every other entry with its size and sha256.
  *
@@ -132,12 +141,12 @@ export async function createInstanceBackup(
   dataDir: string,
   out?: string,
   onProgress?: OnProgress,
-  opts: { scheduled?: boolean; store?: BlobStore } = {},
+  opts: { scheduled?: boolean; store?: BlobStore; database?: string } = {},
 ): Promise<{ file: string; manifest: InstanceManifest; bytes: number }> {
   const objects = objectStore(dataDir, opts.store);
   if (objects) return createStoreInstanceBackup(dataDir, objects, out, onProgress, opts);
-  const dbFile = join(dataDir, "apis.db");
-  if (!existsSync(dbFile)) throw new Error(`no database in ${dataDir}`);
+  const db = instanceDatabase(dataDir, opts.database);
+  if (!databaseExists(db)) throw new Error(`no database in ${dataDir}`);
   const first = resolve(
     out ?? join(instanceBackupsDir(dataDir), defaultName(opts.scheduled ? SCHEDULED_PREFIX : "apis-")),
   );
@@ -153,7 +162,7 @@ export async function createInstanceBackup(
   try {
     pinDataFiles(dataDir, pinDir);
     // A consistent copy while the server writes: one point in time of the database.
-    await copyDatabaseFile(dbFile, snapshot);
+    await copyDatabaseInto(db, snapshot);
     pinDataFiles(dataDir, pinDir);
     // Pinned files (whatever the server deletes meanwhile), plus any that could not be linked.
     const pinnedFiles = dataFiles(pinDir);
@@ -176,7 +185,7 @@ export async function createInstanceBackup(
       entries: [],
     };
     // The database entry takes the live file's permission bits (0600 unless an admin chose otherwise).
-    const dbMode = statSync(dbFile).mode & 0o777;
+    const dbMode = databaseMode(db);
     const tar = new TarWriter(partial);
     try {
       manifest.entries.push({
@@ -213,6 +222,11 @@ export async function createInstanceBackup(
   }
 }
 
+/** The instance's database: `database` as configured (default the data folder's SQLite file). */
+function instanceDatabase(dataDir: string, database = "sqlite:"): InstanceDatabase {
+  return { database, file: join(dataDir, DB_ENTRY) };
+}
+
 /** The archive's file name, made once: two archives within one second get `-2`, `-3`, ... */
 function archiveFile(dataDir: string, out: string | undefined, scheduled: boolean | undefined): string {
   const first = resolve(out ?? join(instanceBackupsDir(dataDir), defaultName(scheduled ? SCHEDULED_PREFIX : "apis-")));
@@ -228,10 +242,10 @@ async function createStoreInstanceBackup(
   store: BlobStore,
   out: string | undefined,
   onProgress: OnProgress | undefined,
-  opts: { scheduled?: boolean },
+  opts: { scheduled?: boolean; database?: string },
 ): Promise<{ file: string; manifest: InstanceManifest; bytes: number }> {
-  const dbFile = join(dataDir, "apis.db");
-  if (!existsSync(dbFile)) throw new Error(`no database in ${dataDir}`);
+  const db = instanceDatabase(dataDir, opts.database);
+  if (!databaseExists(db)) throw new Error(`no database in ${dataDir}`);
   const keepOut = new Set([...KEEP_OUT, "files"]);
   const file = archiveFile(dataDir, out, opts.scheduled);
   const tmpDir = join(dataDir, "tmp");
@@ -249,7 +263,7 @@ async function createStoreInstanceBackup(
   const tar = new TarWriter(partial);
   try {
     const first = await listObjects(store);
-    let total = statSync(dbFile).size + first.reduce((a, e) => a + e.size, 0);
+    let total = databaseSizeHint(db) + first.reduce((a, e) => a + e.size, 0);
     let done = 0;
     // Progress is reported from the database copy on (as on the data folder): a caller may act on
     // its first report as "the rows are copied".
@@ -268,7 +282,7 @@ async function createStoreInstanceBackup(
     };
     for (const e of first) await addObject(e);
     pinDataFiles(dataDir, pinDir, keepOut);
-    await copyDatabaseFile(dbFile, snapshot);
+    await copyDatabaseInto(db, snapshot);
     pinDataFiles(dataDir, pinDir, keepOut);
     copied = true;
     const added = (await listObjects(store)).filter((e) => !archived.has(e.key));
@@ -279,7 +293,7 @@ async function createStoreInstanceBackup(
     );
     const dbSize = statSync(snapshot).size;
     total = done + dbSize + added.reduce((a, e) => a + e.size, 0) + files.reduce((a, f) => a + f.size, 0);
-    const dbMode = statSync(dbFile).mode & 0o777;
+    const dbMode = databaseMode(db);
     manifest.entries.push({
       path: DB_ENTRY,
       size: dbSize,
@@ -428,12 +442,14 @@ export class RestoreRefused extends Error {}
  * uses the folder (its `apis.pid`), and holds the pid file itself meanwhile so no server starts.
  * The archive is verified and extracted to `<data>/tmp/` first; only then are the current files
  * moved aside (kept in `<data>/backups/instance/pre-restore-<time>/` with `keepPrevious`,
- * otherwise deleted) and the extracted ones moved in. `backups/` is left as it is.
+ * otherwise deleted) and the extracted ones moved in. `backups/` is left as it is. With `database`
+ * a PostgreSQL URL, the archive's rows replace that database's (one transaction, verified; before
+ * any file moves) and no `apis.db` is put in the data folder.
  */
 export async function restoreInstanceBackup(
   dataDir: string,
   file: string,
-  opts: { keepPrevious?: boolean; store?: BlobStore } = {},
+  opts: { keepPrevious?: boolean; store?: BlobStore; database?: string } = {},
   onProgress?: OnProgress,
 ): Promise<{ previous: string | null; entries: number }> {
   const objects = objectStore(dataDir, opts.store);
@@ -447,6 +463,15 @@ export async function restoreInstanceBackup(
     rmSync(staging, { recursive: true, force: true });
     const { manifest, problems } = await verifyInstanceBackup(file, onProgress, staging);
     if (problems.length) throw new RestoreRefused(`the archive is damaged: ${problems.slice(0, 5).join("; ")}`);
+    // A database server gets the archive's rows now: should that fail, nothing has changed yet.
+    const extracted = join(staging, DB_ENTRY);
+    let loaded = false;
+    try {
+      loaded = await loadArchivedDatabase(instanceDatabase(dataDir, opts.database), extracted);
+    } catch (err) {
+      throw new RestoreRefused(`the database was not restored, nothing was changed: ${(err as Error).message}`);
+    }
+    if (loaded) rmSync(extracted);
     // An object store gets the archive's stored files (`files/...`) before the database is swapped in.
     const put = objects ? await putObjects(objects, staging, manifest) : undefined;
     const aside = opts.keepPrevious
