@@ -5,6 +5,7 @@
 import { Database } from "bun:sqlite";
 import type { ReservedSQL, SQL } from "bun";
 import { migratePg } from "./migrate";
+import { refillRecordsIndex } from "../sqlite/search";
 
 /** The PostgreSQL column types the schema uses (src/db/pg/schema.ts); anything else is refused. */
 type PgType = "text" | "integer" | "bigint" | "double precision" | "boolean" | "jsonb";
@@ -463,6 +464,8 @@ export async function copyPgToSqlite(client: SQL, sqlite: Database, opts: CopyOp
         const results: TableResult[] = [];
         for (const t of tables) results.push(await copyTableBack(pg, sqlite, t, batch, opts.progress));
         const sequences = await setSqliteCounters(pg, sqlite, tables);
+        // The records' FTS5 rows are written by the application beside each search row, not by triggers.
+        if (tables.some((t) => t.name === "record_search")) refillRecordsIndex(sqlite);
         const copied = new Set(tables.map((t) => t.name));
         const leftOut = (
           (await pg.unsafe(
