@@ -17,8 +17,13 @@ import * as sqlite from "./sqlite/tables";
 const quote = (name: string) => `"${name.replaceAll('"', '""')}"`;
 const onPg = (tx: Tx) => kindOf(tx as DB) === "postgres";
 
-/** A read transaction of its own, held while the caller does I/O between its reads. */
-export type Snapshot = sqliteFile.Snapshot;
+/**
+ * A read transaction of its own, held while the caller does I/O between its reads. `concurrent`:
+ * other connections may commit between its first read and the caller's next synchronous step
+ * (PostgreSQL). On SQLite nothing commits there, so what the caller does right after its first
+ * read (pinning a project's files) happens at the snapshot's point in time.
+ */
+export type Snapshot = sqliteFile.Snapshot & { readonly concurrent?: boolean };
 
 /**
  * A read transaction of its own on `db`'s data (see src/db/sqlite/file.ts `beginSnapshot`):

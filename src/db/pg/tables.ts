@@ -78,13 +78,14 @@ function placeholderOf(type: string): string {
  * `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY` (one snapshot for all its reads while the
  * server keeps committing). `sessionOf(tx)` answers its session wherever it is called from.
  */
-export async function beginSnapshotPg(port: PgPort): Promise<{ tx: Tx; end(): Promise<void> }> {
+export async function beginSnapshotPg(port: PgPort): Promise<{ tx: Tx; concurrent: true; end(): Promise<void> }> {
   const t = await port.beginRead();
   const tx = t.session.tx as unknown as Tx;
   bindSession(tx, t.session);
   let ended = false;
   return {
     tx,
+    concurrent: true,
     async end() {
       if (ended) return;
       ended = true;

@@ -132,9 +132,15 @@ async function sha256File(path: string): Promise<string> {
  * backup, however long the rest takes. Returns the files pinned (one deleted by another process
  * meanwhile is left out).
  */
-function pinFiles(from: string, files: string[], to: string): { rel: string; linked: boolean }[] {
+function pinFiles(
+  from: string,
+  files: string[],
+  to: string,
+  already: ReadonlySet<string> = new Set(),
+): { rel: string; linked: boolean }[] {
   const pinned: { rel: string; linked: boolean }[] = [];
   for (const rel of files) {
+    if (already.has(rel)) continue;
     const src = join(from, ...rel.split("/"));
     const dst = join(to, ...rel.split("/"));
     mkdirSync(dirname(dst), { recursive: true });
@@ -302,10 +308,17 @@ export async function writeSnapshot(
   const filesDir = ctx.storage.projectDir(projectGid);
   let icon = "";
   try {
+    // Where others commit between the snapshot's reads (PostgreSQL), the files are pinned before
+    // its point in time too, and those added since after it (as on an object store): a file whose
+    // row the snapshot holds was either there before, or came before the point in time and is
+    // still there after it, since the server removes a file only after the commit that dropped its row.
+    const early = snapshot.concurrent ? pinFiles(filesDir, walkFiles(filesDir), join(dir, "files")) : [];
     const tables = await snapshotTables(reader, derived);
     const counts = await snapshotCounts(reader, projectGid, tables);
-    const fileList = walkFiles(filesDir);
-    const pinned = pinFiles(filesDir, fileList, join(dir, "files"));
+    const seen = new Set(early.map((p) => p.rel));
+    const fileList = seen.size ? [...new Set([...seen, ...walkFiles(filesDir)])].sort() : walkFiles(filesDir);
+    const later = pinFiles(filesDir, fileList, join(dir, "files"), seen);
+    const pinned = seen.size ? [...early, ...later].sort((a, b) => (a.rel < b.rel ? -1 : 1)) : later;
     await progress.total(counts.reduce((a, b) => a + b, 0) + fileList.length);
     ({ cursor: manifest.cursor, icon } = await snapshotFacts(reader, projectGid));
     manifest.tables = await writeTables(
