@@ -456,6 +456,13 @@ export async function copyPgToSqlite(client: SQL, sqlite: Database, opts: CopyOp
     await pg.unsafe("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
     try {
       const tables = await plan(sqlite, pg);
+      const full = tables
+        .filter((t) => (sqlite.query(`SELECT EXISTS (SELECT 1 FROM ${q(t.name)}) AS any`).get() as { any: number }).any)
+        .map((t) => t.name);
+      if (full.length && !opts.force)
+        throw new CopyRefused(
+          `the SQLite database is not empty (${full.slice(0, 5).join(", ")}${full.length > 5 ? ", …" : ""} hold rows): give a data folder without one, or --force to replace its rows`,
+        );
       sqlite.exec("PRAGMA foreign_keys = OFF");
       sqlite.exec("BEGIN IMMEDIATE");
       try {
@@ -577,8 +584,9 @@ async function setSqliteCounters(
 }
 
 /**
- * `copyPgToSqlite` into a new SQLite database file `file` (must not exist): created with the SQLite
- * migrations of this Apis, filled, verified, closed.
+ * `copyPgToSqlite` into the SQLite database file `file`: created (or brought up to date) by the
+ * SQLite migrations of this Apis, filled, verified, closed. A file with rows is refused unless
+ * `force` (then its rows are replaced).
  */
 export async function copyPgToDatabaseFile(client: SQL, file: string, opts: CopyOptions = {}): Promise<CopyReport> {
   const { migrate } = await import("../connection");

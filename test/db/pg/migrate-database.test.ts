@@ -228,6 +228,41 @@ describe.skipIf(!pgAvailable)("apis migrate-database", () => {
   );
 
   test(
+    "apis migrate-database --to sqlite: copies the PostgreSQL database into a new data folder's SQLite file, refuses one with rows, and replaces them with --force",
+    async () => {
+      const back = mkdtempSync(join(tmpdir(), "apis-back-cli-"));
+      try {
+        const args = ["migrate-database", "--data", back, "--database", target.url, "--to", "sqlite:"];
+        const r = cli([...args, "--json"]);
+        expect(r.err).toBe("");
+        expect(r.code).toBe(0);
+        const report = JSON.parse(r.out);
+        expect(report.ok).toBe(true);
+        const source = new Database(join(dataDir, "apis.db"), { readonly: true });
+        const copy = new Database(join(back, "apis.db"), { readonly: true });
+        try {
+          for (const t of report.tables) {
+            const n = (d: Database) => (d.query(`SELECT count(*) AS n FROM "${t.table}"`).get() as { n: number }).n;
+            expect([t.table, t.rows, n(copy)]).toEqual([t.table, n(source), n(source)]);
+          }
+        } finally {
+          source.close();
+          copy.close();
+        }
+        const refused = cli(args);
+        expect(refused.code).toBe(1);
+        expect(refused.err).toContain("the SQLite database is not empty");
+        const forced = cli([...args, "--force"]);
+        expect(forced.code).toBe(0);
+        expect(forced.out).toContain("every count and checksum equal");
+      } finally {
+        rmSync(back, { recursive: true, force: true });
+      }
+    },
+    SLOW_TEST_MS,
+  );
+
+  test(
     "a row that arrives changed fails its table's checksum, and nothing is committed",
     async () => {
       const altered = await freshDatabase("altered");
