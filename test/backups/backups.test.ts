@@ -950,143 +950,141 @@ describe("instance backup CLI", () => {
   );
 });
 
-// About the data folder's SQLite file (apis.db) itself: where it is, its mode, a new folder's prompt.
-describe.skipIf(process.env.APIS_TEST_DATABASE === "postgres")(
-  "instance archives: modes, confirmation, schedule (SQLite: the archive holds apis.db)",
-  () => {
-    const root = join(import.meta.dir, "../..");
-    const apis = (...args: string[]) => {
-      const r = Bun.spawnSync([process.execPath, "src/main.ts", ...args], {
-        cwd: root,
-        env: { ...process.env, APIS_LOG_LEVEL: "silent" },
-      });
-      return { code: r.exitCode, out: r.stdout.toString(), err: r.stderr.toString() };
-    };
-    const modeOf = (f: string) => statSync(f).mode & 0o777;
+// The restores here go into a new data folder's SQLite file (no --database), also from an archive
+// of a PostgreSQL instance: the archive is one format.
+describe("instance archives: modes, confirmation, schedule", () => {
+  const root = join(import.meta.dir, "../..");
+  const apis = (...args: string[]) => {
+    const r = Bun.spawnSync([process.execPath, "src/main.ts", ...args], {
+      cwd: root,
+      env: { ...process.env, APIS_LOG_LEVEL: "silent" },
+    });
+    return { code: r.exitCode, out: r.stdout.toString(), err: r.stderr.toString() };
+  };
+  const modeOf = (f: string) => statSync(f).mode & 0o777;
 
-    test(
-      "an archive is written 0600, keeps every file's mode, and a restore gives them back with jwt.secret at 0600",
-      async () => {
-        const work = mkdtempSync(join(tmpdir(), "apis-modes-"));
-        const secret = join(srv.dataDir, "jwt.secret");
-        const shared = join(srv.ctx.storage.projectDir(project), "originals", "shared~1.bin");
-        const script = join(srv.ctx.storage.projectDir(project), "originals", "tool~1.sh");
-        mkdirSync(dirname(shared), { recursive: true });
-        writeFileSync(shared, "shared bytes");
-        writeFileSync(script, "#!/bin/sh\n");
-        chmodSync(shared, 0o640);
-        chmodSync(script, 0o750);
-        // As an older archive or a careless admin could have it: the restore still leaves it 0600.
-        chmodSync(secret, 0o644);
-        try {
-          const archive = join(work, "modes.tar");
-          expect(apis("backup", "create", "--data", srv.dataDir, "--out", archive, ...storeArgs(srv)).code).toBe(0);
-          expect(modeOf(archive)).toBe(0o600);
-          const modes = new Map<string, number>();
-          await readTar(archive, (e) => {
-            modes.set(e.name, e.mode);
-            return null;
+  test(
+    "an archive is written 0600, keeps every file's mode, and a restore gives them back with jwt.secret at 0600",
+    async () => {
+      const work = mkdtempSync(join(tmpdir(), "apis-modes-"));
+      const secret = join(srv.dataDir, "jwt.secret");
+      const shared = join(srv.ctx.storage.projectDir(project), "originals", "shared~1.bin");
+      const script = join(srv.ctx.storage.projectDir(project), "originals", "tool~1.sh");
+      mkdirSync(dirname(shared), { recursive: true });
+      writeFileSync(shared, "shared bytes");
+      writeFileSync(script, "#!/bin/sh\n");
+      chmodSync(shared, 0o640);
+      chmodSync(script, 0o750);
+      // As an older archive or a careless admin could have it: the restore still leaves it 0600.
+      chmodSync(secret, 0o644);
+      try {
+        const archive = join(work, "modes.tar");
+        expect(apis("backup", "create", "--data", srv.dataDir, "--out", archive, ...storeArgs(srv)).code).toBe(0);
+        expect(modeOf(archive)).toBe(0o600);
+        const modes = new Map<string, number>();
+        await readTar(archive, (e) => {
+          modes.set(e.name, e.mode);
+          return null;
+        });
+        const rel = (f: string) => f.slice(srv.dataDir.length + 1);
+        // Files of the data folder keep their modes (objects of a bucket have none: they are archived 0644).
+        const local = srv.ctx.storage.blobs.kind === "file";
+        if (local) {
+          expect(modes.get(rel(shared))).toBe(0o640);
+          expect(modes.get(rel(script))).toBe(0o750);
+          // Any tar reads it, modes included.
+          expect(Bun.spawnSync(["tar", "-tvf", archive]).stdout.toString()).toMatch(/-rwxr-x--- .*tool~1\.sh/);
+        }
+        expect(modes.get("jwt.secret")).toBe(0o644);
+
+        const target = join(work, "restored");
+        const r = apis("backup", "restore", archive, "--data", target, "--yes");
+        expect(r.err).toBe("");
+        expect(r.code).toBe(0);
+        if (local) {
+          expect(modeOf(join(target, rel(shared)))).toBe(0o640);
+          expect(modeOf(join(target, rel(script)))).toBe(0o750);
+        }
+        expect(modeOf(join(target, "jwt.secret"))).toBe(0o600);
+        expect(readFileSync(join(target, "jwt.secret"), "utf8")).toBe(readFileSync(secret, "utf8"));
+      } finally {
+        chmodSync(secret, 0o600);
+        rmSync(shared, { force: true });
+        rmSync(script, { force: true });
+        rmSync(work, { recursive: true, force: true });
+      }
+    },
+    SLOW_TEST_MS,
+  );
+
+  test(
+    "restore asks on a terminal and changes nothing unless the answer is yes; without a terminal it needs --yes",
+    async () => {
+      const work = mkdtempSync(join(tmpdir(), "apis-confirm-"));
+      try {
+        const archive = join(work, "a.tar");
+        expect(apis("backup", "create", "--data", srv.dataDir, "--out", archive, ...dbArgs(srv)).code).toBe(0);
+        const target = join(work, "target");
+        const answer = async (typed: string) => {
+          let screen = "";
+          const proc = Bun.spawn([process.execPath, "src/main.ts", "backup", "restore", archive, "--data", target], {
+            cwd: root,
+            env: { ...process.env, APIS_LOG_LEVEL: "silent" },
+            terminal: { cols: 200, rows: 24, data: (_t, bytes) => (screen += new TextDecoder().decode(bytes)) },
           });
-          const rel = (f: string) => f.slice(srv.dataDir.length + 1);
-          // Files of the data folder keep their modes (objects of a bucket have none: they are archived 0644).
-          const local = srv.ctx.storage.blobs.kind === "file";
-          if (local) {
-            expect(modes.get(rel(shared))).toBe(0o640);
-            expect(modes.get(rel(script))).toBe(0o750);
-            // Any tar reads it, modes included.
-            expect(Bun.spawnSync(["tar", "-tvf", archive]).stdout.toString()).toMatch(/-rwxr-x--- .*tool~1\.sh/);
-          }
-          expect(modes.get("jwt.secret")).toBe(0o644);
+          await until(() => screen.includes("Type yes to restore: "));
+          expect(screen).toContain(archive);
+          proc.terminal!.write(`${typed}\r`);
+          return { code: await proc.exited, screen };
+        };
+        const no = await answer("no");
+        expect(no.code).toBe(1);
+        expect(no.screen).toContain("nothing was changed");
+        expect(existsSync(join(target, "apis.db"))).toBe(false);
 
-          const target = join(work, "restored");
-          const r = apis("backup", "restore", archive, "--data", target, "--yes");
-          expect(r.err).toBe("");
-          expect(r.code).toBe(0);
-          if (local) {
-            expect(modeOf(join(target, rel(shared)))).toBe(0o640);
-            expect(modeOf(join(target, rel(script)))).toBe(0o750);
-          }
-          expect(modeOf(join(target, "jwt.secret"))).toBe(0o600);
-          expect(readFileSync(join(target, "jwt.secret"), "utf8")).toBe(readFileSync(secret, "utf8"));
-        } finally {
-          chmodSync(secret, 0o600);
-          rmSync(shared, { force: true });
-          rmSync(script, { force: true });
-          rmSync(work, { recursive: true, force: true });
-        }
-      },
-      SLOW_TEST_MS,
-    );
+        const piped = apis("backup", "restore", archive, "--data", target);
+        expect(piped.code).toBe(2);
+        expect(piped.err).toContain("--yes");
+        expect(existsSync(join(target, "apis.db"))).toBe(false);
 
-    test(
-      "restore asks on a terminal and changes nothing unless the answer is yes; without a terminal it needs --yes",
-      async () => {
-        const work = mkdtempSync(join(tmpdir(), "apis-confirm-"));
-        try {
-          const archive = join(work, "a.tar");
-          expect(apis("backup", "create", "--data", srv.dataDir, "--out", archive).code).toBe(0);
-          const target = join(work, "target");
-          const answer = async (typed: string) => {
-            let screen = "";
-            const proc = Bun.spawn([process.execPath, "src/main.ts", "backup", "restore", archive, "--data", target], {
-              cwd: root,
-              env: { ...process.env, APIS_LOG_LEVEL: "silent" },
-              terminal: { cols: 200, rows: 24, data: (_t, bytes) => (screen += new TextDecoder().decode(bytes)) },
-            });
-            await until(() => screen.includes("Type yes to restore: "));
-            expect(screen).toContain(archive);
-            proc.terminal!.write(`${typed}\r`);
-            return { code: await proc.exited, screen };
-          };
-          const no = await answer("no");
-          expect(no.code).toBe(1);
-          expect(no.screen).toContain("nothing was changed");
-          expect(existsSync(join(target, "apis.db"))).toBe(false);
+        const yes = await answer("yes");
+        expect(yes.code).toBe(0);
+        expect(yes.screen).toContain("restored");
+        expect(existsSync(join(target, "apis.db"))).toBe(true);
+      } finally {
+        rmSync(work, { recursive: true, force: true });
+      }
+    },
+    SLOW_TEST_MS,
+  );
 
-          const piped = apis("backup", "restore", archive, "--data", target);
-          expect(piped.code).toBe(2);
-          expect(piped.err).toContain("--yes");
-          expect(existsSync(join(target, "apis.db"))).toBe(false);
-
-          const yes = await answer("yes");
-          expect(yes.code).toBe(0);
-          expect(yes.screen).toContain("restored");
-          expect(existsSync(join(target, "apis.db"))).toBe(true);
-        } finally {
-          rmSync(work, { recursive: true, force: true });
-        }
-      },
-      SLOW_TEST_MS,
-    );
-
-    test(
-      "scheduled instance backups are off by default and keep only the newest --instance-backups-keep, never manual archives",
-      async () => {
-        const task = housekeepingTasks().find((t) => t.name === "instance-backups")!;
-        expect(task).toBeDefined();
-        expect(task.schedule(loadConfig({}, {}))).toBe("off");
-        expect(task.schedule(loadConfig({ "schedule-instance-backups": "0 2 * * *" }, {}))).toBe("0 2 * * *");
-        const dir = join(srv.dataDir, "backups", "instance");
-        rmSync(dir, { recursive: true, force: true });
-        expect(apis("backup", "create", "--data", srv.dataDir).code).toBe(0);
-        const manual = readdirSync(dir);
-        expect(manual).toHaveLength(1);
-        const ctx = { ...srv.ctx, config: { ...srv.ctx.config, instanceBackupsKeep: 2 } };
-        const made: string[] = [];
-        for (let i = 0; i < 4; i++) {
-          const run = await runHousekeeping(ctx, task);
-          expect(run.ok).toBe(true);
-          made.push(/^wrote (apis-scheduled-\S+\.tar) /.exec(run.summary)![1]!);
-        }
-        const left = readdirSync(dir).sort();
-        expect(left).toEqual([...manual, ...made.slice(2)].sort());
-        for (const n of left) expect(modeOf(join(dir, n))).toBe(0o600);
-        expect(JSON.parse(apis("backup", "verify", join(dir, made[3]!), "--json").out).ok).toBe(true);
-      },
-      SLOW_TEST_MS,
-    );
-  },
-);
+  test(
+    "scheduled instance backups are off by default and keep only the newest --instance-backups-keep, never manual archives",
+    async () => {
+      const task = housekeepingTasks().find((t) => t.name === "instance-backups")!;
+      expect(task).toBeDefined();
+      expect(task.schedule(loadConfig({}, {}))).toBe("off");
+      expect(task.schedule(loadConfig({ "schedule-instance-backups": "0 2 * * *" }, {}))).toBe("0 2 * * *");
+      const dir = join(srv.dataDir, "backups", "instance");
+      rmSync(dir, { recursive: true, force: true });
+      expect(apis("backup", "create", "--data", srv.dataDir, ...dbArgs(srv)).code).toBe(0);
+      const manual = readdirSync(dir);
+      expect(manual).toHaveLength(1);
+      const ctx = { ...srv.ctx, config: { ...srv.ctx.config, instanceBackupsKeep: 2 } };
+      const made: string[] = [];
+      for (let i = 0; i < 4; i++) {
+        const run = await runHousekeeping(ctx, task);
+        expect(run.ok).toBe(true);
+        made.push(/^wrote (apis-scheduled-\S+\.tar) /.exec(run.summary)![1]!);
+      }
+      const left = readdirSync(dir).sort();
+      expect(left).toEqual([...manual, ...made.slice(2)].sort());
+      for (const n of left) expect(modeOf(join(dir, n))).toBe(0o600);
+      expect(JSON.parse(apis("backup", "verify", join(dir, made[3]!), "--json").out).ok).toBe(true);
+    },
+    SLOW_TEST_MS,
+  );
+});
 
 describe("backup folders", () => {
   test("a complete backup folder the database does not list is recovered; unfinished ones are removed", async () => {
