@@ -1,3 +1,4 @@
+import { Database } from "bun:sqlite";
 import { existsSync, statSync } from "node:fs";
 import type { DB } from "./connection";
 import { copyDatabaseFile, withDatabaseFile } from "./sqlite/file";
@@ -48,13 +49,44 @@ export async function copyDatabaseInto(d: InstanceDatabase, to: string): Promise
 }
 
 /**
+ * The token secret the instance keeps as a row (PostgreSQL without `--jwt-secret`: `meta`'s
+ * `jwt_secret`; src/app/core-instance.ts), read from the archive's copy of the rows `copied`: the
+ * archive holds it as `jwt.secret` too, as a SQLite instance's archive does, so tokens issued before
+ * the backup still work after a restore onto either database. SQLite: undefined (the file is in
+ * the data folder, archived with it).
+ */
+export function secretRowOf(d: InstanceDatabase, copied: string): string | undefined {
+  if (!onPg(d)) return undefined;
+  const sqlite = new Database(copied, { readonly: true });
+  try {
+    return (sqlite.query("SELECT value FROM meta WHERE key = 'jwt_secret'").get() as { value: string } | null)?.value;
+  } finally {
+    sqlite.close();
+  }
+}
+
+/**
  * Puts the rows of an archive's database file `from` back into the instance's database: SQLite,
  * nothing to do here (the file itself is moved into the data folder: answers false); PostgreSQL,
  * every row copied into it in one transaction (its rows replaced, counts and checksums verified
- * before COMMIT: a failure changes nothing) and the file is not needed any more (answers true).
+ * before COMMIT: a failure changes nothing) and the file is not needed any more (answers true);
+ * `secret`, the archive's `jwt.secret`, becomes the database's token secret row.
  */
-export async function loadArchivedDatabase(d: InstanceDatabase, from: string): Promise<boolean> {
+export async function loadArchivedDatabase(d: InstanceDatabase, from: string, secret?: string): Promise<boolean> {
   if (!onPg(d)) return false;
+  if (secret) {
+    // The archive's token secret (its `jwt.secret`) is the database's row here: copied with the rest.
+    const sqlite = new Database(from);
+    try {
+      sqlite
+        .query(
+          "INSERT INTO meta (key, value) VALUES ('jwt_secret', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        )
+        .run(secret);
+    } finally {
+      sqlite.close();
+    }
+  }
   const { pgClient } = await import("./pg/port");
   const { copyDatabaseFileToPg } = await import("./pg/copy");
   const client = pgClient(d.database, 2);

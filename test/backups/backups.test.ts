@@ -975,8 +975,10 @@ describe("instance archives: modes, confirmation, schedule", () => {
       writeFileSync(script, "#!/bin/sh\n");
       chmodSync(shared, 0o640);
       chmodSync(script, 0o750);
+      // On PostgreSQL the secret is a row of the database, archived as jwt.secret (0600) too.
+      const onPg = srv.kind === "postgres";
       // As an older archive or a careless admin could have it: the restore still leaves it 0600.
-      chmodSync(secret, 0o644);
+      if (!onPg) chmodSync(secret, 0o644);
       try {
         const archive = join(work, "modes.tar");
         expect(apis("backup", "create", "--data", srv.dataDir, "--out", archive, ...storeArgs(srv)).code).toBe(0);
@@ -995,7 +997,7 @@ describe("instance archives: modes, confirmation, schedule", () => {
           // Any tar reads it, modes included.
           expect(Bun.spawnSync(["tar", "-tvf", archive]).stdout.toString()).toMatch(/-rwxr-x--- .*tool~1\.sh/);
         }
-        expect(modes.get("jwt.secret")).toBe(0o644);
+        expect(modes.get("jwt.secret")).toBe(onPg ? 0o600 : 0o644);
 
         const target = join(work, "restored");
         const r = apis("backup", "restore", archive, "--data", target, "--yes");
@@ -1006,9 +1008,12 @@ describe("instance archives: modes, confirmation, schedule", () => {
           expect(modeOf(join(target, rel(script)))).toBe(0o750);
         }
         expect(modeOf(join(target, "jwt.secret"))).toBe(0o600);
-        expect(readFileSync(join(target, "jwt.secret"), "utf8")).toBe(readFileSync(secret, "utf8"));
+        const expected = onPg
+          ? (await srv.query<{ value: string }>("SELECT value FROM meta WHERE key = 'jwt_secret'").get())!.value
+          : readFileSync(secret, "utf8").trim();
+        expect(readFileSync(join(target, "jwt.secret"), "utf8").trim()).toBe(expected);
       } finally {
-        chmodSync(secret, 0o600);
+        if (!onPg) chmodSync(secret, 0o600);
         rmSync(shared, { force: true });
         rmSync(script, { force: true });
         rmSync(work, { recursive: true, force: true });

@@ -10,7 +10,7 @@ import { usePgCodecs } from "../../src/db/pg/codecs";
 import { rowBatches } from "../../src/db/tables";
 import { projectTables } from "../../src/platform/backups/snapshot.service";
 import { freshDatabase, pgAvailable, pgSkipReason } from "../helpers/pg-cluster";
-import { SLOW_TEST_MS, TestServer, until } from "../helpers/server";
+import { SLOW_TEST_MS, TestServer, tokenOf, until } from "../helpers/server";
 import { recordsWorld } from "../records/helpers";
 
 const ROOT = resolve(import.meta.dir, "../..");
@@ -138,7 +138,9 @@ describe.skipIf(!pgAvailable)("a project backup moves between SQLite and Postgre
     // server before this one is stopped, so the next one sets them for its own.
     usePgCodecs(database !== "sqlite:");
     srv = await TestServer.start({ database }, dataDir);
-    w = { ...w, srv, okr: rebind(w.okr) } as typeof w;
+    // `apis migrate-database` does not carry the token secret over (docs/postgres.md): log in again.
+    const login = await srv.call("/api/login", { body: { username: "olivia", password: "password1" } });
+    w = { ...w, srv, owner: { ...w.owner, token: tokenOf(login) }, okr: rebind(w.okr) } as typeof w;
   }
   /** `okr` on the current server (the world's helper holds the first one). */
   function rebind(_old: unknown) {

@@ -1,5 +1,15 @@
 import { createHash } from "../../core/crypto";
-import { chmodSync, existsSync, linkSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
+import {
+  chmodSync,
+  existsSync,
+  linkSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+} from "node:fs";
 import type { FileHandle } from "node:fs/promises";
 import { fsp } from "../storage/fsp";
 import { tmpdir } from "node:os";
@@ -12,6 +22,7 @@ import {
   databaseMode,
   databaseSizeHint,
   loadArchivedDatabase,
+  secretRowOf,
   type InstanceDatabase,
 } from "../../db/archive";
 import { claimDataDir, liveServerPid, releaseDataDir } from "../storage/pidfile";
@@ -33,6 +44,7 @@ import { pipeToWriter, type BlobEntry, type BlobStore } from "../storage/blobs";
  */
 const MANIFEST = "apis-backup.json";
 const DB_ENTRY = "apis.db";
+const SECRET_ENTRY = "jwt.secret";
 const FORMAT = "apis-instance-backup";
 
 /** Top-level names of the data folder never put in an archive nor replaced by a restore. */
@@ -193,6 +205,7 @@ export async function createInstanceBackup(
         size: dbSize,
         sha256: await tar.addFile(DB_ENTRY, snapshot, dbSize, Date.now() / 1000, dbMode, tick),
       });
+      await addSecretRow(tar, manifest, db, snapshot, files);
       for (const f of files) {
         let size = f.size;
         try {
@@ -220,6 +233,23 @@ export async function createInstanceBackup(
     rmSync(pinDir, { recursive: true, force: true });
     rmSync(partial, { force: true });
   }
+}
+
+/**
+ * An instance that keeps its token secret as a row (PostgreSQL) gets it archived as `jwt.secret`
+ * (0600) too, as a SQLite instance's file is: the archive is the same whichever database made it.
+ */
+async function addSecretRow(
+  tar: TarWriter,
+  manifest: InstanceManifest,
+  db: InstanceDatabase,
+  copied: string,
+  files: { path: string }[],
+): Promise<void> {
+  const secret = secretRowOf(db, copied);
+  if (!secret || files.some((f) => f.path === SECRET_ENTRY)) return;
+  const bytes = new TextEncoder().encode(`${secret}\n`);
+  manifest.entries.push({ path: SECRET_ENTRY, size: bytes.length, sha256: await tar.addBuffer(SECRET_ENTRY, bytes) });
 }
 
 /** The instance's database: `database` as configured (default the data folder's SQLite file). */
@@ -299,6 +329,7 @@ async function createStoreInstanceBackup(
       size: dbSize,
       sha256: await tar.addFile(DB_ENTRY, snapshot, dbSize, Date.now() / 1000, dbMode, tick),
     });
+    await addSecretRow(tar, manifest, db, snapshot, files);
     for (const e of added) await addObject(e);
     for (const f of files) {
       let size = f.size;
@@ -467,7 +498,11 @@ export async function restoreInstanceBackup(
     const extracted = join(staging, DB_ENTRY);
     let loaded = false;
     try {
-      loaded = await loadArchivedDatabase(instanceDatabase(dataDir, opts.database), extracted);
+      const secretFile = join(staging, SECRET_ENTRY);
+      const secret = existsSync(secretFile) ? readFileSync(secretFile, "utf8").trim() : undefined;
+      loaded = await loadArchivedDatabase(instanceDatabase(dataDir, opts.database), extracted, secret);
+      // The secret is the database's row now, not a file of the data folder.
+      if (loaded) rmSync(secretFile, { force: true });
     } catch (err) {
       throw new RestoreRefused(`the database was not restored, nothing was changed: ${(err as Error).message}`);
     }
