@@ -30,6 +30,9 @@ commands:
                                 copy every row of the data folder's SQLite database into a new
                                 PostgreSQL database (server stopped), verified by counts and a
                                 checksum per table; --force empties a target that has rows
+  migrate-database --database postgres://... --to sqlite: [--force] [--json]
+                                the way back: every row of the PostgreSQL database into the data
+                                folder's SQLite file, verified the same way; --force replaces its rows
   doctor [--data DIR]           check Bun, SQLite, sharp/libvips and the data folder (space, database, secret);
                                 with --database postgres://...: connection, server version, extensions, migrations
   jobs list [--limit N] [--json] housekeeping schedules (next/last run) and recent background jobs

@@ -621,6 +621,7 @@ const MODULE_STATE = new Map<string, string>([
   ["http/auth.ts: owners", "per request object: whether its caller owns the request's project"],
   ["db/sqlite/port.ts: ports", "per connection: its database port"],
   ["db/registry.ts: registered", "per database handle (PostgreSQL): its port"],
+  ["db/registry.ts: bound", "per snapshot handle (PostgreSQL): the read transaction its statements run in"],
   [
     "db/pg/codecs.ts: pg",
     "whether the features' tables bind and read the PostgreSQL way (a server runs on one database)",

@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
-import type { Config } from "../config";
+import { databaseKind, redactDatabaseUrl, type Config } from "../config";
 import { listProjectBackups } from "../features/backups/backups.api";
 import {
   createInstanceBackup,
@@ -48,6 +48,7 @@ export async function backupCommand(
       const started = performance.now();
       const r = await createInstanceBackup(config.dataDir, stringFlag(flags, "out"), bar.update, {
         store: openBlobStore(config),
+        database: config.database,
       }).finally(() => bar.end());
       const seconds = ((performance.now() - started) / 1000).toFixed(1);
       if (json)
@@ -64,7 +65,7 @@ export async function backupCommand(
     }
     case "list": {
       const archives = listInstanceBackups(config.dataDir);
-      const projects = await listProjectBackups(config.dataDir);
+      const projects = await listProjectBackups(config.dataDir, config.database);
       if (json) {
         console.log(JSON.stringify({ instance: archives, projects }));
         return 0;
@@ -114,9 +115,12 @@ export async function backupCommand(
           throw new UsageError("restore replaces the data folder: confirm it on a terminal, or pass --yes");
         const store = openBlobStore(config);
         const objects = store.kind === "file" ? "" : ` and the stored files of ${store.description}`;
-        const what = existsSync(join(config.dataDir, "apis.db"))
-          ? `the database and files of ${config.dataDir}${objects}`
-          : `${config.dataDir} (no database there yet)${objects}`;
+        const what =
+          databaseKind(config) === "postgres"
+            ? `every row of ${redactDatabaseUrl(config.database)} and the files of ${config.dataDir}${objects}`
+            : existsSync(join(config.dataDir, "apis.db"))
+              ? `the database and files of ${config.dataDir}${objects}`
+              : `${config.dataDir} (no database there yet)${objects}`;
         const answer = await askLine(
           `This replaces ${what} with the contents of ${file}${flags["keep-previous"] === true ? " (the current ones are kept in backups/instance/pre-restore-<time>/)" : "; the current ones are deleted"}.\nType yes to restore: `,
         );
@@ -130,7 +134,7 @@ export async function backupCommand(
         const r = await restoreInstanceBackup(
           config.dataDir,
           file,
-          { keepPrevious: flags["keep-previous"] === true, store: openBlobStore(config) },
+          { keepPrevious: flags["keep-previous"] === true, store: openBlobStore(config), database: config.database },
           bar.update,
         ).finally(() => bar.end());
         if (json) console.log(JSON.stringify({ file, data: config.dataDir, entries: r.entries, previous: r.previous }));

@@ -23,6 +23,7 @@ const ON_POSTGRES: ReadonlySet<string> = new Set([
   "user",
   "jobs",
   "storage",
+  "backup",
 ]);
 
 /** Whether `command` may run with the configured database; the sentence saying why not otherwise. */

@@ -1,4 +1,4 @@
-import { existsSync } from "node:fs";
+import { existsSync, mkdirSync } from "node:fs";
 import { redactDatabaseUrl, settings, type Config } from "../config";
 import { inspectDatabase, migrationsMeta } from "../db/connection";
 import { liveServerPid } from "../platform/storage/pidfile";
@@ -6,16 +6,19 @@ import { Storage } from "../platform/storage/storage";
 import { stringFlag, UsageError } from "./args";
 import { openPg, pgFailure } from "./database.cli";
 
-const USAGE = "usage: apis migrate-database --to postgres://user:password@host:port/database [--force] [--json]";
+const USAGE =
+  "usage: apis migrate-database --to postgres://user:password@host:port/database [--force] [--json] | apis migrate-database --database postgres://… --to sqlite: [--force] [--json]";
 
 /**
  * `apis migrate-database --to postgres://…`: copies the data folder's SQLite database, every row,
  * into a PostgreSQL database (src/db/pg/copy.ts), with the server stopped. Prints each table's
  * progress, then its row counts and checksums on both sides. Exit 0 when every table matches, 1
  * when the copy was refused or did not verify (then nothing is committed), 2 on bad usage.
+ * `--to sqlite:` with `--database postgres://…` is the way back (`migrateToSqlite`).
  */
 export async function migrateDatabaseCommand(config: Config, flags: Record<string, string | boolean>): Promise<number> {
   const to = stringFlag(flags, "to", true)!;
+  if (to === "sqlite:") return migrateToSqlite(config, flags);
   if (!settings.database.schema().safeParse(to).success || !to.startsWith("postgres"))
     throw new UsageError(
       `--to ${redactDatabaseUrl(to)}: not a postgres://user:password@host:port/database URL; ${USAGE}`,
@@ -91,6 +94,61 @@ export async function migrateDatabaseCommand(config: Config, flags: Record<strin
           `done: ${rows} rows in ${report.tables.length} tables copied in ${seconds} s, every count and checksum equal; the SQLite database is unchanged`,
         );
       } else console.log("the copy did not verify: nothing was committed to PostgreSQL");
+    }
+    return report.ok ? 0 : 1;
+  } finally {
+    await client.close();
+  }
+}
+
+/**
+ * `apis migrate-database --database postgres://… --to sqlite:`: the way back, every row of the
+ * PostgreSQL database copied into the data folder's SQLite file (src/db/pg/copy.ts
+ * `copyPgToSqlite`: one snapshot of PostgreSQL, one SQLite transaction, counts and checksums per
+ * table compared before it commits). A SQLite file with rows is refused unless `--force`; the
+ * PostgreSQL database is only read.
+ */
+async function migrateToSqlite(config: Config, flags: Record<string, string | boolean>): Promise<number> {
+  if (config.database === "sqlite:")
+    throw new UsageError(`--to sqlite: copies a PostgreSQL database: name it with --database; ${USAGE}`);
+  const json = flags.json === true;
+  const fail = (message: string) => {
+    if (json) console.log(JSON.stringify({ ok: false, error: message }));
+    else console.error(`apis: ${message}`);
+    return 1;
+  };
+  const pid = liveServerPid(config.dataDir);
+  if (pid) return fail(`a server (pid ${pid}) uses ${config.dataDir}: stop it first`);
+  const file = new Storage(config.dataDir).database;
+  const from = redactDatabaseUrl(config.database);
+  if (!json) console.log(`copying ${from} into ${file}`);
+  mkdirSync(config.dataDir, { recursive: true });
+  const client = await openPg(config.database, 2);
+  const started = performance.now();
+  try {
+    const { copyPgToDatabaseFile, CopyMismatch, CopyRefused } = await import("../db/pg/copy");
+    let report;
+    try {
+      report = await copyPgToDatabaseFile(client, file, { force: flags.force === true });
+    } catch (err) {
+      if (err instanceof CopyMismatch) report = err.report;
+      else if (err instanceof CopyRefused) return fail(err.message);
+      else return fail(pgFailure(config.database, err));
+    }
+    const seconds = Number(((performance.now() - started) / 1000).toFixed(1));
+    if (json) console.log(JSON.stringify({ ...report, seconds }));
+    else {
+      console.log("table                  rows in PostgreSQL  rows in SQLite  checksum (SHA-256 of each side)");
+      for (const t of report.tables)
+        console.log(
+          `${t.ok ? "ok  " : "FAIL"} ${t.table.padEnd(22)} ${String(t.rows).padStart(18)}  ${String(t.copied).padStart(14)}  ${t.pgChecksum.slice(0, 16)} ${t.sqliteChecksum === t.pgChecksum ? "=" : "≠"} ${t.sqliteChecksum.slice(0, 16)}`,
+        );
+      if (report.leftOut?.length) console.log(`left out (not tables of Apis' schema): ${report.leftOut.join(", ")}`);
+      if (report.ok)
+        console.log(
+          `done: ${report.tables.reduce((n, t) => n + t.rows, 0)} rows in ${report.tables.length} tables copied in ${seconds} s, every count and checksum equal; the PostgreSQL database is unchanged`,
+        );
+      else console.log("the copy did not verify: nothing was committed to the SQLite file");
     }
     return report.ok ? 0 : 1;
   } finally {

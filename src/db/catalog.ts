@@ -33,12 +33,15 @@ export async function dataTables(tx: Tx): Promise<string[]> {
   return rows.map((r) => r.name);
 }
 
-/** The columns of `table`, in their order. */
+/**
+ * The columns of `table` that hold data, in their order: on PostgreSQL not the generated ones (the
+ * search documents, made from the other columns as SQLite's full-text tables are by triggers).
+ */
 export async function columnsOf(tx: Tx, table: string): Promise<string[]> {
   if (kindOf(tx as DB) !== "postgres") return sqlite.columnsOf(tx, table);
   const rows = await sessionOf(tx)
     .query<{ name: string }>(
-      "SELECT column_name AS name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ? ORDER BY ordinal_position",
+      "SELECT column_name AS name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ? AND is_generated <> 'ALWAYS' ORDER BY ordinal_position",
     )
     .all(table);
   return rows.map((r) => r.name);

@@ -4,7 +4,7 @@ import { sqliteOf, type DB, type Tx } from "./connection";
 import type { Dialect } from "./dialect";
 import type { RunResult, Session, SqlValue, Statement } from "./port";
 import { dialectFor } from "./ports";
-import { registeredPort } from "./registry";
+import { boundSession, registeredPort } from "./registry";
 import { toQuery as questionMarks } from "./sqlite/dialect";
 import { currentSession } from "./unit";
 
@@ -33,6 +33,8 @@ export function sessionOf(tx: Tx): Session {
   // its connection (one lookup: this runs for every raw statement).
   const port = registeredPort(tx);
   if (port) {
+    const own = boundSession(tx);
+    if (own) return own;
     const open = currentSession() as (Session & { port?: unknown }) | undefined;
     return open && open.port === port ? open : (port as unknown as { loose(): Session }).loose();
   }

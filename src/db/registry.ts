@@ -18,3 +18,19 @@ export function registeredPort(
 ): (DatabasePort<Session & { tx: unknown }> & { dialect?: Dialect }) | undefined {
   return registered.get(db);
 }
+
+/**
+ * Handles bound to one session for their whole life (a snapshot's read transaction on a
+ * connection of its own, src/db/pg/tables.ts): their statements run there wherever they are
+ * called from, not in the caller's unit.
+ */
+const bound = new WeakMap<object, Session>();
+
+export function bindSession(db: object, session: Session): void {
+  bound.set(db, session);
+}
+
+/** The session `db` is bound to, if any (see `bindSession`). */
+export function boundSession(db: object): Session | undefined {
+  return bound.get(db);
+}

@@ -27,6 +27,7 @@ import { runHousekeeping } from "../../src/platform/jobs/schedules";
 import { createPerson, hashPassword } from "../../src/features/users/users.service";
 import { servedUrl, TestServer, tokenOf, until, SLOW_TEST_MS } from "../helpers/server";
 import { flagsFor } from "../helpers/s3";
+import { freshDatabase } from "../helpers/pg-cluster";
 
 let srv: TestServer;
 let alice: { gid: string; token: string };
@@ -89,8 +90,9 @@ async function writeProjectFile(s: TestServer, gid: string, rel: string, content
 /** The command-line flags naming a server's store (none for the data folder): what `apis backup` is given beside it. */
 function storeArgs(s: TestServer): string[] {
   const c = s.ctx.config;
-  if (s.ctx.storage.blobs.kind === "file") return [];
+  if (s.ctx.storage.blobs.kind === "file") return dbArgs(s);
   return [
+    ...dbArgs(s),
     "--storage",
     c.storage,
     "--s3-endpoint",
@@ -108,7 +110,14 @@ function storeArgs(s: TestServer): string[] {
 
 /** Flags of another, empty store of the same kind as the server's (a restore's target). */
 async function otherStore(s: TestServer, name: string): Promise<Record<string, string>> {
-  return s.ctx.storage.blobs.kind === "file" ? {} : flagsFor("s3", name);
+  // On PostgreSQL, another database too: a restore puts the archive's rows into it.
+  const database: Record<string, string> = s.kind === "postgres" ? { database: (await freshDatabase(name)).url } : {};
+  return { ...database, ...(s.ctx.storage.blobs.kind === "file" ? {} : await flagsFor("s3", name)) };
+}
+
+/** `--database` of the server's PostgreSQL database (none on SQLite: the data folder's file). */
+function dbArgs(s: TestServer): string[] {
+  return s.kind === "postgres" ? ["--database", s.ctx.config.database] : [];
 }
 const asArgs = (flags: Record<string, string>) => Object.entries(flags).flatMap(([k, v]) => [`--${k}`, v]);
 
@@ -810,282 +819,277 @@ describe("crash during a backup", () => {
   );
 });
 
-// The instance archive holds the data folder's SQLite file (apis.db): on PostgreSQL there is none.
-describe.skipIf(process.env.APIS_TEST_DATABASE === "postgres")(
-  "instance backup CLI (SQLite: the archive holds apis.db)",
-  () => {
-    const root = join(import.meta.dir, "../..");
-    const apis = (...args: string[]) => {
-      const r = Bun.spawnSync([process.execPath, "src/main.ts", ...args], {
-        cwd: root,
-        env: { ...process.env, APIS_LOG_LEVEL: "silent" },
-      });
-      return { code: r.exitCode, out: r.stdout.toString(), err: r.stderr.toString() };
-    };
+// On PostgreSQL the archive's apis.db is the database's rows copied into a SQLite file, and a
+// restore copies them into the database named by --database (src/db/archive.ts).
+describe("instance backup CLI", () => {
+  const root = join(import.meta.dir, "../..");
+  const apis = (...args: string[]) => {
+    const r = Bun.spawnSync([process.execPath, "src/main.ts", ...args], {
+      cwd: root,
+      env: { ...process.env, APIS_LOG_LEVEL: "silent" },
+    });
+    return { code: r.exitCode, out: r.stdout.toString(), err: r.stderr.toString() };
+  };
 
-    test(
-      "create beside a running server, verify, and restore into another folder give back every row and file",
-      async () => {
-        const work = mkdtempSync(join(tmpdir(), "apis-cli-"));
-        const archive = join(work, "instance.tar");
-        const rowsBefore = await projectRows(srv, project);
-        const filesBefore = await projectFiles(srv, project);
-        try {
-          const created = apis(
-            "backup",
-            "create",
-            "--data",
-            srv.dataDir,
-            "--out",
-            archive,
-            "--json",
-            ...storeArgs(srv),
-          );
-          expect(created.err).toBe("");
-          expect(created.code).toBe(0);
-          const c = JSON.parse(created.out);
-          expect(c.file).toBe(archive);
-          expect(c.entries).toBeGreaterThan(4);
-
-          const verified = apis("backup", "verify", archive, "--json");
-          expect(verified.code).toBe(0);
-          const v = JSON.parse(verified.out);
-          expect(v).toMatchObject({ ok: true, problems: [], entries: c.entries });
-          // The archive is a plain tar.
-          const listing = Bun.spawnSync(["tar", "-tf", archive]).stdout.toString().split("\n");
-          expect(listing).toEqual(
-            expect.arrayContaining([
-              "apis.db",
-              "apis-backup.json",
-              "jwt.secret",
-              `files/projects/${project}/var/deep/er/c@k.jpg`,
-            ]),
-          );
-          expect(listing.some((n) => n.startsWith("backups/") || n.startsWith("tmp/"))).toBe(false);
-
-          // A running server holds its folder: restore refuses.
-          const refused = apis("backup", "restore", archive, "--data", srv.dataDir, "--yes");
-          expect(refused.code).toBe(1);
-          expect(refused.err).toMatch(/server \(pid \d+\) is using/);
-
-          // Into another folder (and, on S3, another empty prefix of the bucket: the objects go there).
-          const target = join(work, "restored");
-          const targetStore = await otherStore(srv, "restored");
-          const restored = apis("backup", "restore", archive, "--data", target, "--yes", ...asArgs(targetStore));
-          expect(restored.err).toBe("");
-          expect(restored.code).toBe(0);
-          const other = await TestServer.start(targetStore, target);
-          try {
-            expect(await projectRows(other, project)).toEqual(rowsBefore);
-            expect(await projectFiles(other, project)).toEqual(filesBefore);
-            // Same secret: a token issued by the original server works on the restored one.
-            const init = await other.call("/api/init", { token: alice.token });
-            expect(init.status).toBe(200);
-            expect(init.body.result.user).toBe(alice.gid);
-          } finally {
-            await other.stop();
-          }
-        } finally {
-          rmSync(work, { recursive: true, force: true });
-        }
-      },
-      SLOW_TEST_MS,
-    );
-
-    test("a file deleted while the archive is written is still in it (its row is in the database copy)", async () => {
-      const { createInstanceBackup } = await import("../../src/platform/backups/instance.service");
-      const rel = `files/projects/${project}/originals/doomed~1.bin`;
-      await writeProjectFile(srv, project, "originals/doomed~1.bin", "doomed bytes");
-      const work = mkdtempSync(join(tmpdir(), "apis-pin-"));
+  test(
+    "create beside a running server, verify, and restore into another folder give back every row and file",
+    async () => {
+      const work = mkdtempSync(join(tmpdir(), "apis-cli-"));
+      const archive = join(work, "instance.tar");
+      const rowsBefore = await projectRows(srv, project);
+      const filesBefore = await projectFiles(srv, project);
       try {
-        let deleted = false;
-        // The first progress report comes after the database copy: the server deletes the file then.
-        const blobs = srv.ctx.storage.blobs;
-        const r = await createInstanceBackup(
-          srv.dataDir,
-          join(work, "a.tar"),
-          () => {
-            if (deleted) return;
-            deleted = true;
-            void blobs.delete(rel);
-          },
-          { store: blobs },
+        const created = apis("backup", "create", "--data", srv.dataDir, "--out", archive, "--json", ...storeArgs(srv));
+        expect(created.err).toBe("");
+        expect(created.code).toBe(0);
+        const c = JSON.parse(created.out);
+        expect(c.file).toBe(archive);
+        expect(c.entries).toBeGreaterThan(4);
+
+        const verified = apis("backup", "verify", archive, "--json");
+        expect(verified.code).toBe(0);
+        const v = JSON.parse(verified.out);
+        expect(v).toMatchObject({ ok: true, problems: [], entries: c.entries });
+        // The archive is a plain tar.
+        const listing = Bun.spawnSync(["tar", "-tf", archive]).stdout.toString().split("\n");
+        expect(listing).toEqual(
+          expect.arrayContaining([
+            "apis.db",
+            "apis-backup.json",
+            "jwt.secret",
+            `files/projects/${project}/var/deep/er/c@k.jpg`,
+          ]),
         );
-        expect(deleted).toBe(true);
-        expect(await blobs.stat(rel)).toBeUndefined();
-        expect(r.manifest.entries.map((e) => e.path)).toContain(rel);
-        Bun.spawnSync(["tar", "-xf", join(work, "a.tar"), "-C", work]);
-        expect(readFileSync(join(work, rel), "utf8")).toBe("doomed bytes");
-        expect(readdirSync(join(srv.dataDir, "tmp")).filter((n) => n.startsWith("pinned-"))).toEqual([]);
+        expect(listing.some((n) => n.startsWith("backups/") || n.startsWith("tmp/"))).toBe(false);
+
+        // A running server holds its folder: restore refuses.
+        const refused = apis("backup", "restore", archive, "--data", srv.dataDir, "--yes");
+        expect(refused.code).toBe(1);
+        expect(refused.err).toMatch(/server \(pid \d+\) is using/);
+
+        // Into another folder (and, on S3, another empty prefix of the bucket: the objects go there).
+        const target = join(work, "restored");
+        const targetStore = await otherStore(srv, "restored");
+        const restored = apis("backup", "restore", archive, "--data", target, "--yes", ...asArgs(targetStore));
+        expect(restored.err).toBe("");
+        expect(restored.code).toBe(0);
+        const other = await TestServer.start(targetStore, target);
+        try {
+          // The test's own table (widgets) is not in Apis' schema: an archive of a PostgreSQL
+          // instance holds the tables Apis' SQLite schema has (docs/postgres.md).
+          if (srv.kind === "postgres") delete rowsBefore.widgets;
+          expect(await projectRows(other, project)).toEqual(rowsBefore);
+          expect(await projectFiles(other, project)).toEqual(filesBefore);
+          // Same secret: a token issued by the original server works on the restored one.
+          const init = await other.call("/api/init", { token: alice.token });
+          expect(init.status).toBe(200);
+          expect(init.body.result.user).toBe(alice.gid);
+        } finally {
+          await other.stop();
+        }
       } finally {
         rmSync(work, { recursive: true, force: true });
       }
+    },
+    SLOW_TEST_MS,
+  );
+
+  test("a file deleted while the archive is written is still in it (its row is in the database copy)", async () => {
+    const { createInstanceBackup } = await import("../../src/platform/backups/instance.service");
+    const rel = `files/projects/${project}/originals/doomed~1.bin`;
+    await writeProjectFile(srv, project, "originals/doomed~1.bin", "doomed bytes");
+    const work = mkdtempSync(join(tmpdir(), "apis-pin-"));
+    try {
+      let deleted = false;
+      // The first progress report comes after the database copy: the server deletes the file then.
+      const blobs = srv.ctx.storage.blobs;
+      const r = await createInstanceBackup(
+        srv.dataDir,
+        join(work, "a.tar"),
+        () => {
+          if (deleted) return;
+          deleted = true;
+          void blobs.delete(rel);
+        },
+        { store: blobs, database: srv.ctx.config.database },
+      );
+      expect(deleted).toBe(true);
+      expect(await blobs.stat(rel)).toBeUndefined();
+      expect(r.manifest.entries.map((e) => e.path)).toContain(rel);
+      Bun.spawnSync(["tar", "-xf", join(work, "a.tar"), "-C", work]);
+      expect(readFileSync(join(work, rel), "utf8")).toBe("doomed bytes");
+      expect(readdirSync(join(srv.dataDir, "tmp")).filter((n) => n.startsWith("pinned-"))).toEqual([]);
+    } finally {
+      rmSync(work, { recursive: true, force: true });
+    }
+  });
+
+  test(
+    "verify finds a damaged archive; list shows archives and project backups",
+    async () => {
+      const out = join(srv.dataDir, "backups", "instance", "one.tar");
+      expect(apis("backup", "create", "--data", srv.dataDir, "--out", out, ...storeArgs(srv)).code).toBe(0);
+      const listed = JSON.parse(apis("backup", "list", "--data", srv.dataDir, "--json", ...dbArgs(srv)).out);
+      expect(listed.instance.map((a: any) => a.name)).toContain("one.tar");
+      expect(listed.projects.some((b: any) => b.project_gid === project && b.status === "ready")).toBe(true);
+      const bytes = readFileSync(out);
+      // Flip one byte inside the database entry's content (after its 512-byte header; the first
+      // entry on the data folder, after the stored files on an object store).
+      let header = 0;
+      while (header < bytes.length && bytes.subarray(header, header + 8).toString() !== "apis.db\0") header += 512;
+      bytes[header + 600] = bytes[header + 600]! ^ 0xff;
+      const bad = join(srv.dataDir, "backups", "instance", "bad.tar");
+      writeFileSync(bad, bytes);
+      const v = apis("backup", "verify", bad);
+      expect(v.code).toBe(1);
+      expect(v.out).toMatch(/checksum mismatch: apis\.db|database integrity/);
+      expect(apis("backup", "verify", join(srv.dataDir, "nope.tar")).code).toBe(2);
+      expect(apis("backup", "frobnicate").code).toBe(2);
+    },
+    SLOW_TEST_MS,
+  );
+});
+
+// The restores here go into a new data folder's SQLite file (no --database), also from an archive
+// of a PostgreSQL instance: the archive is one format.
+describe("instance archives: modes, confirmation, schedule", () => {
+  const root = join(import.meta.dir, "../..");
+  const apis = (...args: string[]) => {
+    const r = Bun.spawnSync([process.execPath, "src/main.ts", ...args], {
+      cwd: root,
+      env: { ...process.env, APIS_LOG_LEVEL: "silent" },
     });
+    return { code: r.exitCode, out: r.stdout.toString(), err: r.stderr.toString() };
+  };
+  const modeOf = (f: string) => statSync(f).mode & 0o777;
 
-    test(
-      "verify finds a damaged archive; list shows archives and project backups",
-      async () => {
-        const out = join(srv.dataDir, "backups", "instance", "one.tar");
-        expect(apis("backup", "create", "--data", srv.dataDir, "--out", out, ...storeArgs(srv)).code).toBe(0);
-        const listed = JSON.parse(apis("backup", "list", "--data", srv.dataDir, "--json").out);
-        expect(listed.instance.map((a: any) => a.name)).toContain("one.tar");
-        expect(listed.projects.some((b: any) => b.project_gid === project && b.status === "ready")).toBe(true);
-        const bytes = readFileSync(out);
-        // Flip one byte inside the database entry's content (after its 512-byte header; the first
-        // entry on the data folder, after the stored files on an object store).
-        let header = 0;
-        while (header < bytes.length && bytes.subarray(header, header + 8).toString() !== "apis.db\0") header += 512;
-        bytes[header + 600] = bytes[header + 600]! ^ 0xff;
-        const bad = join(srv.dataDir, "backups", "instance", "bad.tar");
-        writeFileSync(bad, bytes);
-        const v = apis("backup", "verify", bad);
-        expect(v.code).toBe(1);
-        expect(v.out).toMatch(/checksum mismatch: apis\.db|database integrity/);
-        expect(apis("backup", "verify", join(srv.dataDir, "nope.tar")).code).toBe(2);
-        expect(apis("backup", "frobnicate").code).toBe(2);
-      },
-      SLOW_TEST_MS,
-    );
-  },
-);
+  test(
+    "an archive is written 0600, keeps every file's mode, and a restore gives them back with jwt.secret at 0600",
+    async () => {
+      const work = mkdtempSync(join(tmpdir(), "apis-modes-"));
+      const secret = join(srv.dataDir, "jwt.secret");
+      const shared = join(srv.ctx.storage.projectDir(project), "originals", "shared~1.bin");
+      const script = join(srv.ctx.storage.projectDir(project), "originals", "tool~1.sh");
+      mkdirSync(dirname(shared), { recursive: true });
+      writeFileSync(shared, "shared bytes");
+      writeFileSync(script, "#!/bin/sh\n");
+      chmodSync(shared, 0o640);
+      chmodSync(script, 0o750);
+      // On PostgreSQL the secret is a row of the database, archived as jwt.secret (0600) too.
+      const onPg = srv.kind === "postgres";
+      // As an older archive or a careless admin could have it: the restore still leaves it 0600.
+      if (!onPg) chmodSync(secret, 0o644);
+      try {
+        const archive = join(work, "modes.tar");
+        expect(apis("backup", "create", "--data", srv.dataDir, "--out", archive, ...storeArgs(srv)).code).toBe(0);
+        expect(modeOf(archive)).toBe(0o600);
+        const modes = new Map<string, number>();
+        await readTar(archive, (e) => {
+          modes.set(e.name, e.mode);
+          return null;
+        });
+        const rel = (f: string) => f.slice(srv.dataDir.length + 1);
+        // Files of the data folder keep their modes (objects of a bucket have none: they are archived 0644).
+        const local = srv.ctx.storage.blobs.kind === "file";
+        if (local) {
+          expect(modes.get(rel(shared))).toBe(0o640);
+          expect(modes.get(rel(script))).toBe(0o750);
+          // Any tar reads it, modes included.
+          expect(Bun.spawnSync(["tar", "-tvf", archive]).stdout.toString()).toMatch(/-rwxr-x--- .*tool~1\.sh/);
+        }
+        expect(modes.get("jwt.secret")).toBe(onPg ? 0o600 : 0o644);
 
-// The instance archive holds the data folder's SQLite file (apis.db): on PostgreSQL there is none.
-describe.skipIf(process.env.APIS_TEST_DATABASE === "postgres")(
-  "instance archives: modes, confirmation, schedule (SQLite: the archive holds apis.db)",
-  () => {
-    const root = join(import.meta.dir, "../..");
-    const apis = (...args: string[]) => {
-      const r = Bun.spawnSync([process.execPath, "src/main.ts", ...args], {
-        cwd: root,
-        env: { ...process.env, APIS_LOG_LEVEL: "silent" },
-      });
-      return { code: r.exitCode, out: r.stdout.toString(), err: r.stderr.toString() };
-    };
-    const modeOf = (f: string) => statSync(f).mode & 0o777;
+        const target = join(work, "restored");
+        const r = apis("backup", "restore", archive, "--data", target, "--yes");
+        expect(r.err).toBe("");
+        expect(r.code).toBe(0);
+        if (local) {
+          expect(modeOf(join(target, rel(shared)))).toBe(0o640);
+          expect(modeOf(join(target, rel(script)))).toBe(0o750);
+        }
+        expect(modeOf(join(target, "jwt.secret"))).toBe(0o600);
+        const expected = onPg
+          ? (await srv.query<{ value: string }>("SELECT value FROM meta WHERE key = 'jwt_secret'").get())!.value
+          : readFileSync(secret, "utf8").trim();
+        expect(readFileSync(join(target, "jwt.secret"), "utf8").trim()).toBe(expected);
+      } finally {
+        if (!onPg) chmodSync(secret, 0o600);
+        rmSync(shared, { force: true });
+        rmSync(script, { force: true });
+        rmSync(work, { recursive: true, force: true });
+      }
+    },
+    SLOW_TEST_MS,
+  );
 
-    test(
-      "an archive is written 0600, keeps every file's mode, and a restore gives them back with jwt.secret at 0600",
-      async () => {
-        const work = mkdtempSync(join(tmpdir(), "apis-modes-"));
-        const secret = join(srv.dataDir, "jwt.secret");
-        const shared = join(srv.ctx.storage.projectDir(project), "originals", "shared~1.bin");
-        const script = join(srv.ctx.storage.projectDir(project), "originals", "tool~1.sh");
-        mkdirSync(dirname(shared), { recursive: true });
-        writeFileSync(shared, "shared bytes");
-        writeFileSync(script, "#!/bin/sh\n");
-        chmodSync(shared, 0o640);
-        chmodSync(script, 0o750);
-        // As an older archive or a careless admin could have it: the restore still leaves it 0600.
-        chmodSync(secret, 0o644);
-        try {
-          const archive = join(work, "modes.tar");
-          expect(apis("backup", "create", "--data", srv.dataDir, "--out", archive, ...storeArgs(srv)).code).toBe(0);
-          expect(modeOf(archive)).toBe(0o600);
-          const modes = new Map<string, number>();
-          await readTar(archive, (e) => {
-            modes.set(e.name, e.mode);
-            return null;
+  test(
+    "restore asks on a terminal and changes nothing unless the answer is yes; without a terminal it needs --yes",
+    async () => {
+      const work = mkdtempSync(join(tmpdir(), "apis-confirm-"));
+      try {
+        const archive = join(work, "a.tar");
+        expect(apis("backup", "create", "--data", srv.dataDir, "--out", archive, ...dbArgs(srv)).code).toBe(0);
+        const target = join(work, "target");
+        const answer = async (typed: string) => {
+          let screen = "";
+          const proc = Bun.spawn([process.execPath, "src/main.ts", "backup", "restore", archive, "--data", target], {
+            cwd: root,
+            env: { ...process.env, APIS_LOG_LEVEL: "silent" },
+            terminal: { cols: 200, rows: 24, data: (_t, bytes) => (screen += new TextDecoder().decode(bytes)) },
           });
-          const rel = (f: string) => f.slice(srv.dataDir.length + 1);
-          // Files of the data folder keep their modes (objects of a bucket have none: they are archived 0644).
-          const local = srv.ctx.storage.blobs.kind === "file";
-          if (local) {
-            expect(modes.get(rel(shared))).toBe(0o640);
-            expect(modes.get(rel(script))).toBe(0o750);
-            // Any tar reads it, modes included.
-            expect(Bun.spawnSync(["tar", "-tvf", archive]).stdout.toString()).toMatch(/-rwxr-x--- .*tool~1\.sh/);
-          }
-          expect(modes.get("jwt.secret")).toBe(0o644);
+          await until(() => screen.includes("Type yes to restore: "));
+          expect(screen).toContain(archive);
+          proc.terminal!.write(`${typed}\r`);
+          return { code: await proc.exited, screen };
+        };
+        const no = await answer("no");
+        expect(no.code).toBe(1);
+        expect(no.screen).toContain("nothing was changed");
+        expect(existsSync(join(target, "apis.db"))).toBe(false);
 
-          const target = join(work, "restored");
-          const r = apis("backup", "restore", archive, "--data", target, "--yes");
-          expect(r.err).toBe("");
-          expect(r.code).toBe(0);
-          if (local) {
-            expect(modeOf(join(target, rel(shared)))).toBe(0o640);
-            expect(modeOf(join(target, rel(script)))).toBe(0o750);
-          }
-          expect(modeOf(join(target, "jwt.secret"))).toBe(0o600);
-          expect(readFileSync(join(target, "jwt.secret"), "utf8")).toBe(readFileSync(secret, "utf8"));
-        } finally {
-          chmodSync(secret, 0o600);
-          rmSync(shared, { force: true });
-          rmSync(script, { force: true });
-          rmSync(work, { recursive: true, force: true });
-        }
-      },
-      SLOW_TEST_MS,
-    );
+        const piped = apis("backup", "restore", archive, "--data", target);
+        expect(piped.code).toBe(2);
+        expect(piped.err).toContain("--yes");
+        expect(existsSync(join(target, "apis.db"))).toBe(false);
 
-    test(
-      "restore asks on a terminal and changes nothing unless the answer is yes; without a terminal it needs --yes",
-      async () => {
-        const work = mkdtempSync(join(tmpdir(), "apis-confirm-"));
-        try {
-          const archive = join(work, "a.tar");
-          expect(apis("backup", "create", "--data", srv.dataDir, "--out", archive).code).toBe(0);
-          const target = join(work, "target");
-          const answer = async (typed: string) => {
-            let screen = "";
-            const proc = Bun.spawn([process.execPath, "src/main.ts", "backup", "restore", archive, "--data", target], {
-              cwd: root,
-              env: { ...process.env, APIS_LOG_LEVEL: "silent" },
-              terminal: { cols: 200, rows: 24, data: (_t, bytes) => (screen += new TextDecoder().decode(bytes)) },
-            });
-            await until(() => screen.includes("Type yes to restore: "));
-            expect(screen).toContain(archive);
-            proc.terminal!.write(`${typed}\r`);
-            return { code: await proc.exited, screen };
-          };
-          const no = await answer("no");
-          expect(no.code).toBe(1);
-          expect(no.screen).toContain("nothing was changed");
-          expect(existsSync(join(target, "apis.db"))).toBe(false);
+        const yes = await answer("yes");
+        expect(yes.code).toBe(0);
+        expect(yes.screen).toContain("restored");
+        expect(existsSync(join(target, "apis.db"))).toBe(true);
+      } finally {
+        rmSync(work, { recursive: true, force: true });
+      }
+    },
+    SLOW_TEST_MS,
+  );
 
-          const piped = apis("backup", "restore", archive, "--data", target);
-          expect(piped.code).toBe(2);
-          expect(piped.err).toContain("--yes");
-          expect(existsSync(join(target, "apis.db"))).toBe(false);
-
-          const yes = await answer("yes");
-          expect(yes.code).toBe(0);
-          expect(yes.screen).toContain("restored");
-          expect(existsSync(join(target, "apis.db"))).toBe(true);
-        } finally {
-          rmSync(work, { recursive: true, force: true });
-        }
-      },
-      SLOW_TEST_MS,
-    );
-
-    test(
-      "scheduled instance backups are off by default and keep only the newest --instance-backups-keep, never manual archives",
-      async () => {
-        const task = housekeepingTasks().find((t) => t.name === "instance-backups")!;
-        expect(task).toBeDefined();
-        expect(task.schedule(loadConfig({}, {}))).toBe("off");
-        expect(task.schedule(loadConfig({ "schedule-instance-backups": "0 2 * * *" }, {}))).toBe("0 2 * * *");
-        const dir = join(srv.dataDir, "backups", "instance");
-        rmSync(dir, { recursive: true, force: true });
-        expect(apis("backup", "create", "--data", srv.dataDir).code).toBe(0);
-        const manual = readdirSync(dir);
-        expect(manual).toHaveLength(1);
-        const ctx = { ...srv.ctx, config: { ...srv.ctx.config, instanceBackupsKeep: 2 } };
-        const made: string[] = [];
-        for (let i = 0; i < 4; i++) {
-          const run = await runHousekeeping(ctx, task);
-          expect(run.ok).toBe(true);
-          made.push(/^wrote (apis-scheduled-\S+\.tar) /.exec(run.summary)![1]!);
-        }
-        const left = readdirSync(dir).sort();
-        expect(left).toEqual([...manual, ...made.slice(2)].sort());
-        for (const n of left) expect(modeOf(join(dir, n))).toBe(0o600);
-        expect(JSON.parse(apis("backup", "verify", join(dir, made[3]!), "--json").out).ok).toBe(true);
-      },
-      SLOW_TEST_MS,
-    );
-  },
-);
+  test(
+    "scheduled instance backups are off by default and keep only the newest --instance-backups-keep, never manual archives",
+    async () => {
+      const task = housekeepingTasks().find((t) => t.name === "instance-backups")!;
+      expect(task).toBeDefined();
+      expect(task.schedule(loadConfig({}, {}))).toBe("off");
+      expect(task.schedule(loadConfig({ "schedule-instance-backups": "0 2 * * *" }, {}))).toBe("0 2 * * *");
+      const dir = join(srv.dataDir, "backups", "instance");
+      rmSync(dir, { recursive: true, force: true });
+      expect(apis("backup", "create", "--data", srv.dataDir, ...dbArgs(srv)).code).toBe(0);
+      const manual = readdirSync(dir);
+      expect(manual).toHaveLength(1);
+      const ctx = { ...srv.ctx, config: { ...srv.ctx.config, instanceBackupsKeep: 2 } };
+      const made: string[] = [];
+      for (let i = 0; i < 4; i++) {
+        const run = await runHousekeeping(ctx, task);
+        expect(run.ok).toBe(true);
+        made.push(/^wrote (apis-scheduled-\S+\.tar) /.exec(run.summary)![1]!);
+      }
+      const left = readdirSync(dir).sort();
+      expect(left).toEqual([...manual, ...made.slice(2)].sort());
+      for (const n of left) expect(modeOf(join(dir, n))).toBe(0o600);
+      expect(JSON.parse(apis("backup", "verify", join(dir, made[3]!), "--json").out).ok).toBe(true);
+    },
+    SLOW_TEST_MS,
+  );
+});
 
 describe("backup folders", () => {
   test("a complete backup folder the database does not list is recovered; unfinished ones are removed", async () => {

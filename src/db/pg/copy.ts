@@ -5,6 +5,7 @@
 import { Database } from "bun:sqlite";
 import type { ReservedSQL, SQL } from "bun";
 import { migratePg } from "./migrate";
+import { refillRecordsIndex } from "../sqlite/search";
 
 /** The PostgreSQL column types the schema uses (src/db/pg/schema.ts); anything else is refused. */
 type PgType = "text" | "integer" | "bigint" | "double precision" | "boolean" | "jsonb";
@@ -47,6 +48,11 @@ export type CopyReport = {
    * whose document is not empty.
    */
   search: { table: string; column: string; documents: number }[];
+  /**
+   * The way back (`copyPgToSqlite`): tables of the PostgreSQL database that Apis' SQLite schema
+   * does not have (made by hand or by a test, not by Apis' migrations), not copied.
+   */
+  leftOut?: string[];
   ok: boolean;
 };
 
@@ -106,10 +112,6 @@ async function plan(sqlite: Database, pg: ReservedSQL): Promise<Table[]> {
   for (const c of cols) {
     let t = pgTables.get(c.table_name);
     if (!t) pgTables.set(c.table_name, (t = { columns: [], key: [] }));
-    if (!TYPES.has(c.data_type))
-      throw new CopyRefused(
-        `column ${c.table_name}.${c.column_name} has a type this copy does not know (${c.data_type})`,
-      );
     t.columns.push({ name: c.column_name, type: c.data_type as PgType, identity: c.identity });
   }
   for (const k of keys) pgTables.get(k.table_name)?.key.push(k.column_name);
@@ -128,7 +130,11 @@ async function plan(sqlite: Database, pg: ReservedSQL): Promise<Table[]> {
     if (missing.length)
       throw new CopyRefused(`column ${name}.${missing[0]} of the SQLite database has no counterpart in PostgreSQL`);
     const key = target.key.length ? target.key : target.columns.map((c) => c.name);
-    tables.push({ name, columns: target.columns.filter((c) => have.has(c.name)), key });
+    const columns = target.columns.filter((c) => have.has(c.name));
+    // Only the tables copied need types this copy knows (a table of PostgreSQL only is not read).
+    const odd = columns.find((c) => !TYPES.has(c.type));
+    if (odd) throw new CopyRefused(`column ${name}.${odd.name} has a type this copy does not know (${odd.type})`);
+    tables.push({ name, columns, key });
   }
 
   // Parents first, so that every foreign key finds its row.
@@ -413,4 +419,184 @@ async function setSequences(
       out.push({ table: t.name, column: c.name, next: last + 1 });
     }
   return out;
+}
+
+/** A PostgreSQL value as SQLite stores it: JSON as text, booleans as 0/1. */
+function sqliteValue(v: unknown, type: PgType): unknown {
+  if (v === null || v === undefined) return null;
+  switch (type) {
+    case "jsonb":
+      return JSON.stringify(v);
+    case "boolean":
+      return v ? 1 : 0;
+    case "integer":
+    case "bigint":
+    case "double precision":
+      return Number(v);
+    default:
+      return typeof v === "string" ? v : String(v);
+  }
+}
+
+/**
+ * The way back: copies every row of the PostgreSQL database of `client` into the SQLite database
+ * `sqlite` (migrated to the same schema; its rows are replaced), for an instance archive of a
+ * PostgreSQL instance (`apis backup`) and `apis migrate-database --to sqlite:`. The rows are read
+ * in one `REPEATABLE READ READ ONLY` transaction (one point in time while a server writes),
+ * written in one SQLite transaction, and each table's count and checksum (the same canonical form
+ * as `copySqliteToPg`) compared before the SQLite transaction commits. SQLite's AUTOINCREMENT
+ * counters are set past PostgreSQL's sequences, so an id (a change-log cursor) is never handed out
+ * twice. Throws `CopyRefused` on a schema that does not match, `CopyMismatch` (rolled back) when a
+ * table differs.
+ */
+export async function copyPgToSqlite(client: SQL, sqlite: Database, opts: CopyOptions = {}): Promise<CopyReport> {
+  const batch = Math.max(1, Math.min(opts.batch ?? 500, 2000));
+  const pg = await client.reserve();
+  try {
+    await pg.unsafe("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+    try {
+      const tables = await plan(sqlite, pg);
+      const full = tables
+        .filter((t) => (sqlite.query(`SELECT EXISTS (SELECT 1 FROM ${q(t.name)}) AS any`).get() as { any: number }).any)
+        .map((t) => t.name);
+      if (full.length && !opts.force)
+        throw new CopyRefused(
+          `the SQLite database is not empty (${full.slice(0, 5).join(", ")}${full.length > 5 ? ", …" : ""} hold rows): give a data folder without one, or --force to replace its rows`,
+        );
+      sqlite.exec("PRAGMA foreign_keys = OFF");
+      sqlite.exec("BEGIN IMMEDIATE");
+      try {
+        // Children first: whatever the migrations wrote (or an earlier copy) goes.
+        for (const t of [...tables].reverse()) sqlite.exec(`DELETE FROM ${q(t.name)}`);
+        const results: TableResult[] = [];
+        for (const t of tables) results.push(await copyTableBack(pg, sqlite, t, batch, opts.progress));
+        const sequences = await setSqliteCounters(pg, sqlite, tables);
+        // The records' FTS5 rows are written by the application beside each search row, not by triggers.
+        if (tables.some((t) => t.name === "record_search")) refillRecordsIndex(sqlite);
+        const copied = new Set(tables.map((t) => t.name));
+        const leftOut = (
+          (await pg.unsafe(
+            "SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY table_name",
+          )) as { name: string }[]
+        )
+          .map((r) => r.name)
+          .filter((n) => !copied.has(n) && !n.startsWith("__"));
+        const report: CopyReport = {
+          tables: results,
+          sequences,
+          search: [],
+          leftOut,
+          ok: results.every((r) => r.ok),
+        };
+        if (!report.ok) throw new CopyMismatch(report);
+        sqlite.exec("COMMIT");
+        return report;
+      } catch (err) {
+        if (sqlite.inTransaction) sqlite.exec("ROLLBACK");
+        throw err;
+      }
+    } finally {
+      await pg.unsafe("COMMIT").catch(() => {});
+    }
+  } finally {
+    await pg.release();
+  }
+}
+
+async function copyTableBack(
+  pg: ReservedSQL,
+  sqlite: Database,
+  t: Table,
+  batch: number,
+  progress?: CopyProgress,
+): Promise<TableResult> {
+  const names = t.columns.map((c) => q(c.name)).join(", ");
+  const [{ n: total }] = (await pg.unsafe(`SELECT count(*)::int AS n FROM ${q(t.name)}`)) as { n: number }[];
+  progress?.({ table: t.name, done: 0, total });
+  const theirs = new Checksum();
+  const insert = sqlite.query(`INSERT INTO ${q(t.name)} (${names}) VALUES (${t.columns.map(() => "?").join(", ")})`);
+  let copied = 0;
+  await pg.unsafe(
+    `DECLARE apis_copy NO SCROLL CURSOR FOR SELECT ${names} FROM ${q(t.name)} ORDER BY ${orderBy(t, true)}`,
+  );
+  for (;;) {
+    const rows = (await pg.unsafe(`FETCH ${batch * 4} FROM apis_copy`)) as Record<string, unknown>[];
+    for (const row of rows) {
+      theirs.add(t.columns.map((c) => canonical(row[c.name], c.type, "pg", () => `${t.name} in PostgreSQL`)));
+      insert.run(...(t.columns.map((c) => sqliteValue(row[c.name], c.type)) as any[]));
+      copied++;
+    }
+    progress?.({ table: t.name, done: copied, total });
+    if (rows.length < batch * 4) break;
+  }
+  await pg.unsafe("CLOSE apis_copy");
+  // Read back what SQLite holds now, in the same order.
+  const mine = new Checksum();
+  for (const row of sqlite
+    .query(`SELECT ${names} FROM ${q(t.name)} ORDER BY ${orderBy(t, false)}`)
+    .iterate() as IterableIterator<Record<string, unknown>>) {
+    const where = () => `${t.name} row ${t.key.map((k) => `${k}=${String(row[k])}`).join(", ")}`;
+    mine.add(t.columns.map((c) => canonical(row[c.name], c.type, "sqlite", where)));
+  }
+  const a = mine.hex();
+  const b = theirs.hex();
+  return {
+    table: t.name,
+    rows: theirs.rows,
+    copied: mine.rows,
+    sqliteChecksum: a,
+    pgChecksum: b,
+    ok: a === b && mine.rows === theirs.rows && copied === theirs.rows,
+  };
+}
+
+/** SQLite's AUTOINCREMENT counters set to PostgreSQL's sequences (past every id it handed out). */
+async function setSqliteCounters(
+  pg: ReservedSQL,
+  sqlite: Database,
+  tables: Table[],
+): Promise<{ table: string; column: string; next: number }[]> {
+  const hasCounters = sqlite.query("SELECT 1 FROM sqlite_master WHERE name = 'sqlite_sequence'").get();
+  const out: { table: string; column: string; next: number }[] = [];
+  for (const t of tables)
+    for (const c of t.columns.filter((x) => x.identity)) {
+      const [r] = (await pg.unsafe(
+        `SELECT coalesce(max(${q(c.name)}), 0)::bigint AS m, pg_sequence_last_value(pg_get_serial_sequence($1, $2)::regclass) AS s FROM ${q(t.name)}`,
+        [q(t.name), c.name],
+      )) as { m: bigint | number; s: bigint | number | null }[];
+      const last = Math.max(Number(r!.m), Number(r!.s ?? 0));
+      const auto = /AUTOINCREMENT/i.test(
+        String(
+          (
+            sqlite.query("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?").get(t.name) as {
+              sql: string;
+            }
+          )?.sql ?? "",
+        ),
+      );
+      if (hasCounters && auto && last > 0) {
+        sqlite.query("DELETE FROM sqlite_sequence WHERE name = ?").run(t.name);
+        sqlite.query("INSERT INTO sqlite_sequence (name, seq) VALUES (?, ?)").run(t.name, last);
+      }
+      out.push({ table: t.name, column: c.name, next: last + 1 });
+    }
+  return out;
+}
+
+/**
+ * `copyPgToSqlite` into the SQLite database file `file`: created (or brought up to date) by the
+ * SQLite migrations of this Apis, filled, verified, closed. A file with rows is refused unless
+ * `force` (then its rows are replaced).
+ */
+export async function copyPgToDatabaseFile(client: SQL, file: string, opts: CopyOptions = {}): Promise<CopyReport> {
+  const { migrate } = await import("../connection");
+  const { drizzle } = await import("drizzle-orm/bun-sqlite");
+  // A rollback journal, not WAL: the file alone holds every row once closed (it goes into an archive).
+  const sqlite = new Database(file, { create: true, strict: true });
+  try {
+    migrate(drizzle({ client: sqlite }) as never);
+    return await copyPgToSqlite(client, sqlite, opts);
+  } finally {
+    sqlite.close();
+  }
 }

@@ -4,8 +4,9 @@ import { openReader, sqliteOf, type DB } from "../connection";
 
 /**
  * What is about the SQLite database file itself: a copy of it, its integrity, its write-ahead log,
- * a second connection to it. Features call these instead of opening the file; each says what
- * stands for it on PostgreSQL (issue 39 item 7).
+ * a second connection to it. Features reach them through src/db/tables.ts and src/db/archive.ts,
+ * which choose PostgreSQL's forms (src/db/pg/tables.ts, src/db/pg/copy.ts) where the instance runs
+ * there; each says what stands for it on PostgreSQL.
  */
 
 /** A read transaction of its own (`beginSnapshot`): `tx` for the reads, `end` when done (closes it). */
@@ -45,7 +46,8 @@ export async function beginSnapshot(db: DB): Promise<Snapshot> {
 /**
  * Copies the database file `from` to a new file `to`: one consistent point in time, taken while
  * the server writes (`VACUUM INTO`, which also leaves the copy compact). Blocks this thread for
- * the copy, as it always has. PostgreSQL: `pg_dump` of the database (issue 39 item 7).
+ * the copy, as it always has. PostgreSQL: its rows copied into a new SQLite file
+ * (src/db/archive.ts `copyDatabaseInto`), so an instance archive is one format on both.
  */
 export async function copyDatabaseFile(from: string, to: string): Promise<void> {
   const src = new Database(from, { readonly: true });
@@ -59,8 +61,7 @@ export async function copyDatabaseFile(from: string, to: string): Promise<void> 
 
 /**
  * SQLite's full integrity check of a database file (a copy in an archive being verified): empty
- * when it is sound, else what is wrong. PostgreSQL: `pg_restore --list` of the dump (its archive
- * checks itself; there is no file to check).
+ * when it is sound, else what is wrong. The same on PostgreSQL: its archives hold a SQLite file too.
  */
 export async function checkDatabaseFile(file: string): Promise<string[]> {
   const sqlite = new Database(file, { readonly: true });

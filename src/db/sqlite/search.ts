@@ -6,6 +6,7 @@
 // assets.search.ts) choose by the dialect and hold no FTS5 syntax, MATCH, bm25 or rowid themselves.
 import { sql, type SQL } from "drizzle-orm";
 import { parseTerms } from "../../core/filter";
+import type { Database } from "bun:sqlite";
 
 // ---------------------------------------------------------------------------------------------
 // Records
@@ -176,4 +177,16 @@ export function assetMatchesSqlite(
     where: sql`${table} MATCH ${`project_gid : "${projectGid.replace(/"/g, '""')}" AND (${expr})`}`,
     rank: sql`f.rank`,
   };
+}
+
+/**
+ * Fills the records' FTS5 index of a database whose `record_search` rows were written without it
+ * (the way back from PostgreSQL, src/db/pg/copy.ts `copyPgToSqlite`): the rows records.service.ts
+ * writes beside each search row, under the same row id. The assets' indexes need nothing: their
+ * triggers fill them as the asset rows go in.
+ */
+export function refillRecordsIndex(sqlite: Database): void {
+  sqlite.exec(
+    "DELETE FROM records_fts; INSERT INTO records_fts (rowid, project_gid, language, title, body) SELECT id, project_gid, language, title, body FROM record_search ORDER BY id",
+  );
 }

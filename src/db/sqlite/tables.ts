@@ -8,7 +8,8 @@ import { sessionOf } from "../query";
  * columns, their rows in a stable order, and the foreign-key checks a restore needs. These read
  * SQLite's own catalog (`sqlite_master`, `PRAGMA table_info`, `PRAGMA foreign_key_check`) and its
  * `rowid`, which no other database has; each function says what stands for it on PostgreSQL
- * (issue 39 item 7), where a twin of this file will read `information_schema`.
+ * (src/db/catalog.ts reads `information_schema` there, src/db/pg/tables.ts the rows; src/db/tables.ts
+ * chooses).
  */
 
 const quote = (name: string) => `"${name.replaceAll('"', '""')}"`;
@@ -85,7 +86,8 @@ export async function* rowBatches(
 /**
  * Foreign keys are checked at COMMIT instead of at each statement, for the rest of the caller's
  * transaction: a restore deletes and inserts rows in whatever order its tables come. PostgreSQL:
- * `SET CONSTRAINTS ALL DEFERRED` (its foreign keys declared DEFERRABLE).
+ * nothing (its foreign keys are not DEFERRABLE): the restore inserts parents first and leaves out
+ * rows whose references do not hold (src/db/pg/tables.ts `rowInserterPg`).
  */
 export async function deferForeignKeys(tx: Tx): Promise<void> {
   await sessionOf(tx).exec("PRAGMA defer_foreign_keys = ON");
@@ -93,8 +95,8 @@ export async function deferForeignKeys(tx: Tx): Promise<void> {
 
 /**
  * Deletes the rows of `table` whose foreign keys point at no row (a restored membership of a user
- * deleted since the backup): how many went. PostgreSQL: per foreign key of the table
- * (`information_schema.referential_constraints`), a `DELETE … WHERE NOT EXISTS` on the parent.
+ * deleted since the backup): how many went. PostgreSQL: none (every statement is checked there:
+ * such rows are left out as they are inserted).
  */
 export async function deleteDanglingRows(tx: Tx, table: string): Promise<number> {
   const s = sessionOf(tx);

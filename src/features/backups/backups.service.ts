@@ -12,7 +12,7 @@ import type { Answer } from "../../core/answer";
 import type { Actor } from "../../core/actor";
 import type { Tx } from "../../db/connection";
 import { sessionOf } from "../../db/query";
-import { withDatabaseFile } from "../../db/sqlite/file";
+import { databaseExists, withInstanceDatabase } from "../../db/archive";
 import { backups } from "./backups.table";
 import { changes } from "../../db/changelog.table";
 import { ApiError, missing, unprocessable, validationFailed, type ValidationIssue } from "../../core/errors";
@@ -639,6 +639,7 @@ async function scheduledInstanceBackup(ctx: Ctx): Promise<string> {
   const r = await createInstanceBackup(ctx.config.dataDir, undefined, undefined, {
     scheduled: true,
     store: ctx.storage.blobs,
+    database: ctx.config.database,
   });
   const pruned = pruneScheduledInstanceBackups(ctx.config.dataDir, ctx.config.instanceBackupsKeep);
   return `wrote ${basename(r.file)} (${r.bytes} bytes, ${r.manifest.entries.length} entries); deleted ${pruned.length} older scheduled archive(s)`;
@@ -788,10 +789,10 @@ export async function removeBackup(
  * Project backups recorded in a data folder's database (read-only, safe beside a running server):
  * `apis backup list`, which runs without an open instance.
  */
-export async function listProjectBackups(dataDir: string) {
-  const file = join(dataDir, "apis.db");
-  if (!existsSync(file)) return [];
-  return await withDatabaseFile(file, async (db) => {
+export async function listProjectBackups(dataDir: string, database = "sqlite:") {
+  const where = { database, file: join(dataDir, "apis.db") };
+  if (!databaseExists(where)) return [];
+  return await withInstanceDatabase(where, async (db) => {
     try {
       return await sessionOf(db)
         .query<{

@@ -1,19 +1,39 @@
 import { createHash } from "../../core/crypto";
-import { chmodSync, existsSync, linkSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
+import {
+  chmodSync,
+  existsSync,
+  linkSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+} from "node:fs";
 import type { FileHandle } from "node:fs/promises";
 import { fsp } from "../storage/fsp";
 import { tmpdir } from "node:os";
 import { basename, dirname, join, relative, resolve, sep } from "node:path";
 import { embeddedMigrations } from "../../db/migrations.generated";
-import { checkDatabaseFile, copyDatabaseFile } from "../../db/sqlite/file";
+import { checkDatabaseFile } from "../../db/sqlite/file";
+import {
+  copyDatabaseInto,
+  databaseExists,
+  databaseMode,
+  databaseSizeHint,
+  loadArchivedDatabase,
+  secretRowOf,
+  type InstanceDatabase,
+} from "../../db/archive";
 import { claimDataDir, liveServerPid, releaseDataDir } from "../storage/pidfile";
 import { VERSION } from "../../version";
 import { readTar, TarWriter } from "./tar";
 import { pipeToWriter, type BlobEntry, type BlobStore } from "../storage/blobs";
 
 /**
- * Instance backups: one tar archive holding a consistent copy of the SQLite database file (SQLite
- * `VACUUM INTO` in src/db/sqlite/file.ts, taken while the server runs) and every file of the data folder except
+ * Instance backups: one tar archive holding a consistent copy of the database as a SQLite file
+ * (SQLite `VACUUM INTO`; on PostgreSQL its rows copied into a new SQLite file: src/db/archive.ts;
+ * taken while the server runs) and every file of the data folder except
  * `backups/`, `tmp/`, `downloads/` (Excel downloads, short-lived), the live database files and the pid file. The last entry,
  * `apis-backup.json`, lists every other entry with its size and sha256.
  *
@@ -24,6 +44,7 @@ import { pipeToWriter, type BlobEntry, type BlobStore } from "../storage/blobs";
  */
 const MANIFEST = "apis-backup.json";
 const DB_ENTRY = "apis.db";
+const SECRET_ENTRY = "jwt.secret";
 const FORMAT = "apis-instance-backup";
 
 /** Top-level names of the data folder never put in an archive nor replaced by a restore. */
@@ -132,12 +153,12 @@ export async function createInstanceBackup(
   dataDir: string,
   out?: string,
   onProgress?: OnProgress,
-  opts: { scheduled?: boolean; store?: BlobStore } = {},
+  opts: { scheduled?: boolean; store?: BlobStore; database?: string } = {},
 ): Promise<{ file: string; manifest: InstanceManifest; bytes: number }> {
   const objects = objectStore(dataDir, opts.store);
   if (objects) return createStoreInstanceBackup(dataDir, objects, out, onProgress, opts);
-  const dbFile = join(dataDir, "apis.db");
-  if (!existsSync(dbFile)) throw new Error(`no database in ${dataDir}`);
+  const db = instanceDatabase(dataDir, opts.database);
+  if (!databaseExists(db)) throw new Error(`no database in ${dataDir}`);
   const first = resolve(
     out ?? join(instanceBackupsDir(dataDir), defaultName(opts.scheduled ? SCHEDULED_PREFIX : "apis-")),
   );
@@ -153,7 +174,7 @@ export async function createInstanceBackup(
   try {
     pinDataFiles(dataDir, pinDir);
     // A consistent copy while the server writes: one point in time of the database.
-    await copyDatabaseFile(dbFile, snapshot);
+    await copyDatabaseInto(db, snapshot);
     pinDataFiles(dataDir, pinDir);
     // Pinned files (whatever the server deletes meanwhile), plus any that could not be linked.
     const pinnedFiles = dataFiles(pinDir);
@@ -176,7 +197,7 @@ export async function createInstanceBackup(
       entries: [],
     };
     // The database entry takes the live file's permission bits (0600 unless an admin chose otherwise).
-    const dbMode = statSync(dbFile).mode & 0o777;
+    const dbMode = databaseMode(db);
     const tar = new TarWriter(partial);
     try {
       manifest.entries.push({
@@ -184,6 +205,7 @@ export async function createInstanceBackup(
         size: dbSize,
         sha256: await tar.addFile(DB_ENTRY, snapshot, dbSize, Date.now() / 1000, dbMode, tick),
       });
+      await addSecretRow(tar, manifest, db, snapshot, files);
       for (const f of files) {
         let size = f.size;
         try {
@@ -213,6 +235,28 @@ export async function createInstanceBackup(
   }
 }
 
+/**
+ * An instance that keeps its token secret as a row (PostgreSQL) gets it archived as `jwt.secret`
+ * (0600) too, as a SQLite instance's file is: the archive is the same whichever database made it.
+ */
+async function addSecretRow(
+  tar: TarWriter,
+  manifest: InstanceManifest,
+  db: InstanceDatabase,
+  copied: string,
+  files: { path: string }[],
+): Promise<void> {
+  const secret = secretRowOf(db, copied);
+  if (!secret || files.some((f) => f.path === SECRET_ENTRY)) return;
+  const bytes = new TextEncoder().encode(`${secret}\n`);
+  manifest.entries.push({ path: SECRET_ENTRY, size: bytes.length, sha256: await tar.addBuffer(SECRET_ENTRY, bytes) });
+}
+
+/** The instance's database: `database` as configured (default the data folder's SQLite file). */
+function instanceDatabase(dataDir: string, database = "sqlite:"): InstanceDatabase {
+  return { database, file: join(dataDir, DB_ENTRY) };
+}
+
 /** The archive's file name, made once: two archives within one second get `-2`, `-3`, ... */
 function archiveFile(dataDir: string, out: string | undefined, scheduled: boolean | undefined): string {
   const first = resolve(out ?? join(instanceBackupsDir(dataDir), defaultName(scheduled ? SCHEDULED_PREFIX : "apis-")));
@@ -228,10 +272,10 @@ async function createStoreInstanceBackup(
   store: BlobStore,
   out: string | undefined,
   onProgress: OnProgress | undefined,
-  opts: { scheduled?: boolean },
+  opts: { scheduled?: boolean; database?: string },
 ): Promise<{ file: string; manifest: InstanceManifest; bytes: number }> {
-  const dbFile = join(dataDir, "apis.db");
-  if (!existsSync(dbFile)) throw new Error(`no database in ${dataDir}`);
+  const db = instanceDatabase(dataDir, opts.database);
+  if (!databaseExists(db)) throw new Error(`no database in ${dataDir}`);
   const keepOut = new Set([...KEEP_OUT, "files"]);
   const file = archiveFile(dataDir, out, opts.scheduled);
   const tmpDir = join(dataDir, "tmp");
@@ -249,7 +293,7 @@ async function createStoreInstanceBackup(
   const tar = new TarWriter(partial);
   try {
     const first = await listObjects(store);
-    let total = statSync(dbFile).size + first.reduce((a, e) => a + e.size, 0);
+    let total = databaseSizeHint(db) + first.reduce((a, e) => a + e.size, 0);
     let done = 0;
     // Progress is reported from the database copy on (as on the data folder): a caller may act on
     // its first report as "the rows are copied".
@@ -268,7 +312,7 @@ async function createStoreInstanceBackup(
     };
     for (const e of first) await addObject(e);
     pinDataFiles(dataDir, pinDir, keepOut);
-    await copyDatabaseFile(dbFile, snapshot);
+    await copyDatabaseInto(db, snapshot);
     pinDataFiles(dataDir, pinDir, keepOut);
     copied = true;
     const added = (await listObjects(store)).filter((e) => !archived.has(e.key));
@@ -279,12 +323,13 @@ async function createStoreInstanceBackup(
     );
     const dbSize = statSync(snapshot).size;
     total = done + dbSize + added.reduce((a, e) => a + e.size, 0) + files.reduce((a, f) => a + f.size, 0);
-    const dbMode = statSync(dbFile).mode & 0o777;
+    const dbMode = databaseMode(db);
     manifest.entries.push({
       path: DB_ENTRY,
       size: dbSize,
       sha256: await tar.addFile(DB_ENTRY, snapshot, dbSize, Date.now() / 1000, dbMode, tick),
     });
+    await addSecretRow(tar, manifest, db, snapshot, files);
     for (const e of added) await addObject(e);
     for (const f of files) {
       let size = f.size;
@@ -428,12 +473,14 @@ export class RestoreRefused extends Error {}
  * uses the folder (its `apis.pid`), and holds the pid file itself meanwhile so no server starts.
  * The archive is verified and extracted to `<data>/tmp/` first; only then are the current files
  * moved aside (kept in `<data>/backups/instance/pre-restore-<time>/` with `keepPrevious`,
- * otherwise deleted) and the extracted ones moved in. `backups/` is left as it is.
+ * otherwise deleted) and the extracted ones moved in. `backups/` is left as it is. With `database`
+ * a PostgreSQL URL, the archive's rows replace that database's (one transaction, verified; before
+ * any file moves) and no `apis.db` is put in the data folder.
  */
 export async function restoreInstanceBackup(
   dataDir: string,
   file: string,
-  opts: { keepPrevious?: boolean; store?: BlobStore } = {},
+  opts: { keepPrevious?: boolean; store?: BlobStore; database?: string } = {},
   onProgress?: OnProgress,
 ): Promise<{ previous: string | null; entries: number }> {
   const objects = objectStore(dataDir, opts.store);
@@ -447,6 +494,19 @@ export async function restoreInstanceBackup(
     rmSync(staging, { recursive: true, force: true });
     const { manifest, problems } = await verifyInstanceBackup(file, onProgress, staging);
     if (problems.length) throw new RestoreRefused(`the archive is damaged: ${problems.slice(0, 5).join("; ")}`);
+    // A database server gets the archive's rows now: should that fail, nothing has changed yet.
+    const extracted = join(staging, DB_ENTRY);
+    let loaded = false;
+    try {
+      const secretFile = join(staging, SECRET_ENTRY);
+      const secret = existsSync(secretFile) ? readFileSync(secretFile, "utf8").trim() : undefined;
+      loaded = await loadArchivedDatabase(instanceDatabase(dataDir, opts.database), extracted, secret);
+      // The secret is the database's row now, not a file of the data folder.
+      if (loaded) rmSync(secretFile, { force: true });
+    } catch (err) {
+      throw new RestoreRefused(`the database was not restored, nothing was changed: ${(err as Error).message}`);
+    }
+    if (loaded) rmSync(extracted);
     // An object store gets the archive's stored files (`files/...`) before the database is swapped in.
     const put = objects ? await putObjects(objects, staging, manifest) : undefined;
     const aside = opts.keepPrevious

@@ -18,11 +18,17 @@ import { iconKey } from "../storage/blobs";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import type { Ctx } from "../context";
 import type { Tx } from "../../db/connection";
-import type { SqlValue } from "../../db/port";
 import { sessionOf } from "../../db/query";
-import { beginSnapshot } from "../../db/sqlite/file";
 import { columnsOf, dataTables } from "../../db/catalog";
-import { deferForeignKeys, deleteDanglingRows, rowBatches } from "../../db/sqlite/tables";
+import {
+  beginSnapshot,
+  deferForeignKeys,
+  deleteDanglingRows,
+  parentsFirst,
+  rowBatches,
+  rowInserter,
+  rowWriter,
+} from "../../db/tables";
 import type { ChangeLog } from "../../db/mutate";
 import { embeddedMigrations } from "../../db/migrations.generated";
 import { unprocessable } from "../../core/errors";
@@ -126,9 +132,15 @@ async function sha256File(path: string): Promise<string> {
  * backup, however long the rest takes. Returns the files pinned (one deleted by another process
  * meanwhile is left out).
  */
-function pinFiles(from: string, files: string[], to: string): { rel: string; linked: boolean }[] {
+function pinFiles(
+  from: string,
+  files: string[],
+  to: string,
+  already: ReadonlySet<string> = new Set(),
+): { rel: string; linked: boolean }[] {
   const pinned: { rel: string; linked: boolean }[] = [];
   for (const rel of files) {
+    if (already.has(rel)) continue;
     const src = join(from, ...rel.split("/"));
     const dst = join(to, ...rel.split("/"));
     mkdirSync(dirname(dst), { recursive: true });
@@ -296,10 +308,17 @@ export async function writeSnapshot(
   const filesDir = ctx.storage.projectDir(projectGid);
   let icon = "";
   try {
+    // Where others commit between the snapshot's reads (PostgreSQL), the files are pinned before
+    // its point in time too, and those added since after it (as on an object store): a file whose
+    // row the snapshot holds was either there before, or came before the point in time and is
+    // still there after it, since the server removes a file only after the commit that dropped its row.
+    const early = snapshot.concurrent ? pinFiles(filesDir, walkFiles(filesDir), join(dir, "files")) : [];
     const tables = await snapshotTables(reader, derived);
     const counts = await snapshotCounts(reader, projectGid, tables);
-    const fileList = walkFiles(filesDir);
-    const pinned = pinFiles(filesDir, fileList, join(dir, "files"));
+    const seen = new Set(early.map((p) => p.rel));
+    const fileList = seen.size ? [...new Set([...seen, ...walkFiles(filesDir)])].sort() : walkFiles(filesDir);
+    const later = pinFiles(filesDir, fileList, join(dir, "files"), seen);
+    const pinned = seen.size ? [...early, ...later].sort((a, b) => (a.rel < b.rel ? -1 : 1)) : later;
     await progress.total(counts.reduce((a, b) => a + b, 0) + fileList.length);
     ({ cursor: manifest.cursor, icon } = await snapshotFacts(reader, projectGid));
     manifest.tables = await writeTables(
@@ -475,32 +494,42 @@ export async function restoreRows(
     const keep = usersEntry.columns.map((c, i) => [c, i] as const).filter(([c]) => have.has(c));
     const gidAt = keep.find(([c]) => c === "gid")?.[1];
     const updates = keep.filter(([c]) => c !== "gid");
+    const w = await rowWriter(
+      tx,
+      "users",
+      keep.map(([c]) => c),
+    );
     const upsert = db.query(
-      `INSERT INTO users (${keep.map(([c]) => quote(c)).join(", ")}) VALUES (${keep.map(() => "?").join(", ")}) ON CONFLICT(gid) DO UPDATE SET ${updates.map(([c]) => `${quote(c)} = excluded.${quote(c)}`).join(", ")} WHERE users.kind = 'api'`,
+      `INSERT INTO users (${keep.map(([c]) => quote(c)).join(", ")}) VALUES (${w.placeholders.join(", ")}) ON CONFLICT(gid) DO UPDATE SET ${updates.map(([c]) => `${quote(c)} = excluded.${quote(c)}`).join(", ")} WHERE users.kind = 'api'`,
     );
     for (const row of backupRows(dir, usersEntry)) {
       if (gidAt === undefined || row[usersEntry.columns.indexOf("kind")] !== "api") continue;
-      await upsert.run(...(keep.map(([, i]) => row[i]) as SqlValue[]));
+      await upsert.run(...w.bind(keep.map(([, i]) => row[i])));
       restoredApiUsers.add(String(row[gidAt]));
       outcome.rows++;
     }
   }
   const currentNames = new Set(current.map((t) => t.table));
-  for (const [table, entry] of Object.entries(m.tables)) {
+  const restored: string[] = [];
+  for (const table of Object.keys(m.tables)) {
     if (table === "projects" || table === API_USERS_TABLE || derived.has(table)) continue;
-    if (!currentNames.has(table)) {
-      outcome.missing_tables.push(table);
-      continue;
-    }
+    if (currentNames.has(table)) restored.push(table);
+    else outcome.missing_tables.push(table);
+  }
+  // Parents before children where the database checks each statement's references (PostgreSQL).
+  for (const table of await parentsFirst(tx, restored)) {
+    const entry = m.tables[table]!;
     const have = new Set(await columnsOf(tx, table));
     const keep = entry.columns.map((c, i) => [c, i] as const).filter(([c]) => have.has(c));
-    const insert = db.query(
-      `INSERT INTO ${quote(table)} (${keep.map(([c]) => quote(c)).join(", ")}) VALUES (${keep.map(() => "?").join(", ")})`,
+    const insert = await rowInserter(
+      tx,
+      table,
+      keep.map(([c]) => c),
     );
-    for (const row of backupRows(dir, entry)) {
-      await insert.run(...(keep.map(([, i]) => row[i]) as SqlValue[]));
-      outcome.rows++;
-    }
+    for (const row of backupRows(dir, entry)) await insert.add(keep.map(([, i]) => row[i]));
+    const { inserted, skipped } = await insert.done();
+    outcome.rows += inserted;
+    if (skipped) outcome.skipped[table] = (outcome.skipped[table] ?? 0) + skipped;
   }
   // The project's own row: its data comes back; who owns it and its lifecycle stay as they are.
   const pEntry = m.tables.projects;
@@ -517,10 +546,17 @@ export async function restoreRows(
       "updated_on",
     ]);
     const set = pEntry!.columns.map((c, i) => [c, stored[i]] as const).filter(([c]) => have.has(c) && !fixed.has(c));
+    const w = await rowWriter(
+      tx,
+      "projects",
+      set.map(([c]) => c),
+    );
     if (set.length)
       await db
-        .query(`UPDATE projects SET ${set.map(([c]) => `${quote(c)} = ?`).join(", ")}, updated_on = ? WHERE gid = ?`)
-        .run(...(set.map(([, v]) => v) as SqlValue[]), Date.now() / 1000, projectGid);
+        .query(
+          `UPDATE projects SET ${set.map(([c], i) => `${quote(c)} = ${w.placeholders[i]}`).join(", ")}, updated_on = ? WHERE gid = ?`,
+        )
+        .run(...w.bind(set.map(([, v]) => v)), Date.now() / 1000, projectGid);
     outcome.rows++;
   }
   // API users made since the backup: their keys are gone with the restore, so are they.

@@ -2,7 +2,7 @@ import { mkdirSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { createHash } from "../../core/crypto";
 import { unprocessable } from "../../core/errors";
-import { beginSnapshot } from "../../db/sqlite/file";
+import { beginSnapshot } from "../../db/tables";
 import type { Ctx } from "../context";
 import type { Progress } from "../jobs/runner";
 import { blobKey, iconKey, type BlobStore } from "../storage/blobs";

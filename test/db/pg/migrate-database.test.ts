@@ -3,12 +3,14 @@
 // throw-away PostgreSQL database by the CLI, and the copy checked against the SQLite file.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
-import { rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import sharp from "sharp";
 import { sql as dsql } from "drizzle-orm";
 import { pgSqlText } from "../../../src/core/filter";
-import { CopyMismatch, copyDatabaseFileToPg } from "../../../src/db/pg/copy";
+import { CopyMismatch, copyDatabaseFileToPg, copyPgToDatabaseFile } from "../../../src/db/pg/copy";
+import { pgClient } from "../../../src/db/pg/port";
 import { recordMatchesPg, recordSearchPagePg } from "../../../src/db/pg/search";
 import { migratePg } from "../../../src/db/pg/migrate";
 import { SLOW_TEST_MS } from "../../helpers/server";
@@ -179,6 +181,83 @@ describe.skipIf(!pgAvailable)("apis migrate-database", () => {
       expect(forced.out).toContain("every count and checksum equal");
       const [r] = await target.sql`SELECT count(*)::int AS n FROM records WHERE status <> 'deleted'`;
       expect(r.n).toBeGreaterThan(11);
+    },
+    SLOW_TEST_MS,
+  );
+
+  test(
+    "the way back: PostgreSQL's rows copied into a new SQLite file give every table the checksum of the original SQLite file, and the search index is made again",
+    async () => {
+      const work = mkdtempSync(join(tmpdir(), "apis-back-"));
+      try {
+        const file = join(work, "back.db");
+        const client = pgClient(target.url, 2);
+        let back;
+        try {
+          back = await copyPgToDatabaseFile(client, file);
+        } finally {
+          await client.close();
+        }
+        expect(back.ok).toBe(true);
+        expect(back.leftOut).toEqual([]);
+        // The same canonical checksums as the forward copy computed from the original file.
+        const forward = await copyDatabaseFileToPg(file, (await freshDatabase("again")).sql);
+        const original = new Map(forward.tables.map((t) => [t.table, t.sqliteChecksum]));
+        const source = new Database(join(dataDir, "apis.db"), { readonly: true });
+        const copy = new Database(file, { readonly: true });
+        try {
+          for (const t of back.tables) {
+            expect(t.sqliteChecksum).toBe(t.pgChecksum);
+            expect(original.get(t.table)).toBe(t.sqliteChecksum);
+            const n = (d: Database) => (d.query(`SELECT count(*) AS n FROM "${t.table}"`).get() as { n: number }).n;
+            expect([t.table, n(copy)]).toEqual([t.table, n(source)]);
+          }
+          // The FTS5 index is filled by SQLite's triggers as the rows go in.
+          const fts = (d: Database) => (d.query("SELECT count(*) AS n FROM records_fts").get() as { n: number }).n;
+          expect(fts(copy)).toBe(fts(source));
+          expect(copy.query("PRAGMA integrity_check").get()).toEqual({ integrity_check: "ok" });
+        } finally {
+          source.close();
+          copy.close();
+        }
+      } finally {
+        rmSync(work, { recursive: true, force: true });
+      }
+    },
+    SLOW_TEST_MS,
+  );
+
+  test(
+    "apis migrate-database --to sqlite: copies the PostgreSQL database into a new data folder's SQLite file, refuses one with rows, and replaces them with --force",
+    async () => {
+      const back = mkdtempSync(join(tmpdir(), "apis-back-cli-"));
+      try {
+        const args = ["migrate-database", "--data", back, "--database", target.url, "--to", "sqlite:"];
+        const r = cli([...args, "--json"]);
+        expect(r.err).toBe("");
+        expect(r.code).toBe(0);
+        const report = JSON.parse(r.out);
+        expect(report.ok).toBe(true);
+        const source = new Database(join(dataDir, "apis.db"), { readonly: true });
+        const copy = new Database(join(back, "apis.db"), { readonly: true });
+        try {
+          for (const t of report.tables) {
+            const n = (d: Database) => (d.query(`SELECT count(*) AS n FROM "${t.table}"`).get() as { n: number }).n;
+            expect([t.table, t.rows, n(copy)]).toEqual([t.table, n(source), n(source)]);
+          }
+        } finally {
+          source.close();
+          copy.close();
+        }
+        const refused = cli(args);
+        expect(refused.code).toBe(1);
+        expect(refused.err).toContain("the SQLite database is not empty");
+        const forced = cli([...args, "--force"]);
+        expect(forced.code).toBe(0);
+        expect(forced.out).toContain("every count and checksum equal");
+      } finally {
+        rmSync(back, { recursive: true, force: true });
+      }
     },
     SLOW_TEST_MS,
   );
