@@ -11,6 +11,7 @@ import { openBlobStore } from "../platform/storage/open-store";
 import { Hub } from "../platform/sync/hub";
 import { loadSecret, Tokens } from "../platform/tokens";
 import { metaOnce } from "../db/meta";
+import { usePgCodecs } from "../db/codec-mode";
 import { newSecret } from "../core/ids";
 
 /** An open instance: the context every part shares, with the job runner it can start and stop. */
@@ -51,6 +52,8 @@ function openSqlite(config: Config, storage: Storage, log: Logger): DB {
   // A new data folder's database is written whole from the image the migrations leave (no log
   // line: the first one loads the logger, and `apis serve` already names the data folder).
   createFromImage(storage.database);
+  // A process that served from PostgreSQL before (tests start both kinds) binds the SQLite way again.
+  usePgCodecs(false);
   // The start-up writes (migrations, the version note) answer nobody, so they are not synced one
   // by one (a fresh data folder had four syncs of the log before its first request, each taking
   // milliseconds, on a busy disk up to a hundred): SQLite's write-ahead log stays consistent

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import sharp from "sharp";
-import { statSync } from "node:fs";
+import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { eq } from "drizzle-orm";
 import { meta } from "../../src/db/meta.table";
@@ -110,9 +110,13 @@ describe("JWT lifetime and renewal", () => {
     expect(r.status).toBe(401);
   });
 
-  test("the generated secret is kept in the data folder with mode 0600 and survives a restart", async () => {
-    const file = join(srv.dataDir, "jwt.secret");
-    expect(statSync(file).mode & 0o777).toBe(0o600);
+  test("the generated secret is kept (SQLite: in the data folder with mode 0600; PostgreSQL: in the database, for every process serving it) and survives a restart", async () => {
+    if (srv.kind === "sqlite") expect(statSync(join(srv.dataDir, "jwt.secret")).mode & 0o777).toBe(0o600);
+    else {
+      expect(existsSync(join(srv.dataDir, "jwt.secret"))).toBe(false);
+      const row = await srv.query<{ value: string }>("SELECT value FROM meta WHERE key = 'jwt_secret'").get();
+      expect(row?.value.length).toBeGreaterThanOrEqual(48);
+    }
     const other = await TestServer.start();
     const u = await other.user("dora");
     const dir = other.dataDir;

@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
 import { SQLiteBoolean, SQLiteInteger, SQLiteTextJson } from "drizzle-orm/sqlite-core";
+import { pgCodecsOn } from "../codec-mode";
 
 /**
  * The features' tables are declared once, for SQLite (src/**\/*.table.ts), and drizzle's
@@ -13,29 +14,22 @@ import { SQLiteBoolean, SQLiteInteger, SQLiteTextJson } from "drizzle-orm/sqlite
  * - booleans: bound as booleans (PostgreSQL refuses 1 for a boolean column), read as SQLite's are.
  * Integers read as BigInt (the port's client gives 64-bit integers so) become numbers, always.
  */
-let pg = false;
-
-/** Turns the PostgreSQL codecs on or off for the whole process (see above); gives the previous state. */
-export function usePgCodecs(on: boolean): boolean {
-  const was = pg;
-  pg = on;
-  return was;
-}
+export { usePgCodecs } from "../codec-mode";
 
 const json = SQLiteTextJson.prototype;
 const jsonTo = json.mapToDriverValue;
 const jsonFrom = json.mapFromDriverValue;
 json.mapToDriverValue = function (this: SQLiteTextJson<any>, value: unknown) {
-  return pg ? (sql`${JSON.stringify(value)}::text::jsonb` as never) : jsonTo.call(this, value);
+  return pgCodecsOn() ? (sql`${JSON.stringify(value)}::text::jsonb` as never) : jsonTo.call(this, value);
 };
 json.mapFromDriverValue = function (this: SQLiteTextJson<any>, value: unknown) {
-  return pg ? value : jsonFrom.call(this, value as string);
+  return pgCodecsOn() ? value : jsonFrom.call(this, value as string);
 };
 
 const bool = SQLiteBoolean.prototype;
 const boolTo = bool.mapToDriverValue;
 bool.mapToDriverValue = function (this: SQLiteBoolean<any>, value: boolean) {
-  return pg ? (Boolean(value) as never) : boolTo.call(this, value);
+  return pgCodecsOn() ? (Boolean(value) as never) : boolTo.call(this, value);
 };
 
 const MAX = BigInt(Number.MAX_SAFE_INTEGER);
