@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { io, type Socket } from "socket.io-client";
 import { newGid } from "../../../src/core/ids";
+import { usePgCodecs } from "../../../src/db/pg/codecs";
 import { writeItems } from "../../helpers/changes";
 import { freshDatabase, pgAvailable, pgSkipReason } from "../../helpers/pg-cluster";
 import { PATIENCE_MS, TestServer, until } from "../../helpers/server";
@@ -69,7 +70,12 @@ describe.skipIf(!pgAvailable)("two nodes on one PostgreSQL database", () => {
   let b: TestServer;
   let alice: Who;
   let project: string;
+  // A server on PostgreSQL turns the PostgreSQL codecs on for the whole process: the test files run
+  // after this one may start servers on SQLite.
+  let codecs = false;
   beforeAll(async () => {
+    codecs = usePgCodecs(false);
+    usePgCodecs(codecs);
     const db = await freshDatabase("nodes");
     await db.close();
     const flags = { database: db.url, "jwt-secret": SECRET, "sync-page-limit": "10" };
@@ -81,6 +87,7 @@ describe.skipIf(!pgAvailable)("two nodes on one PostgreSQL database", () => {
   afterAll(async () => {
     await a?.stop();
     await b?.stop();
+    usePgCodecs(codecs);
   });
 
   test("a socket on node B receives the items written through node A in cursor order, none twice, none missing; A's own sockets too", async () => {
