@@ -151,13 +151,14 @@ export class ChangeFollower {
 
   /**
    * The items after `cursor`, in cursor order, as units publish them: `cc` items with their
-   * audience (the user gids of change_audience, `*` for everybody), project items without.
+   * audience (the user gids of change_audience, `*` for everybody; sorted, where a unit gives
+   * them in the order it named them: only membership counts), project items without.
    */
   private async readAfter(cursor: number): Promise<PendingChange[]> {
     const rows = (await this.client.unsafe(
       `SELECT c.cursor, c.type, c.action, c.data_type, c.data_key, c.data,
          CASE WHEN c.type = 'cc' THEN
-           coalesce((SELECT array_agg(a.user_gid) FROM change_audience a WHERE a.cursor = c.cursor), '{}')
+           coalesce((SELECT array_agg(a.user_gid ORDER BY a.user_gid) FROM change_audience a WHERE a.cursor = c.cursor), '{}')
          END AS audience
        FROM changes c WHERE c.cursor > $1 ORDER BY c.cursor LIMIT ${BATCH}`,
       [cursor],
