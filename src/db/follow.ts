@@ -1,5 +1,6 @@
 import type { DB } from "./connection";
 import { registeredPort } from "./registry";
+import { currentSession } from "./unit";
 
 /**
  * A node following the change log (issue 40, src/db/pg/follower.ts): on a database that several
@@ -49,4 +50,20 @@ export function publishedCursor(db: DB): number | undefined {
 export function caughtUp(db: DB, cursor: number, timeoutMs = 5000): Promise<void> {
   const f = (registeredPort(db) as Watermarked | undefined)?.follower;
   return !f || f.watermark >= cursor ? Promise.resolve() : f.reached(cursor, timeoutMs);
+}
+
+/**
+ * The latest cursor a read by the caller may hand out with what it read, where a follower
+ * publishes (else undefined): the follower's watermark when the caller's unit began (or now,
+ * outside a unit). Caches are stamped by what the follower has read: a unit that found a cache
+ * still valid knows it holds every change up to that mark, not the changes committed after it
+ * (a change of another node this node has not read yet). Handing out a later cursor would let a
+ * client skip such a change for good; with this one it gets those items again, which is harmless.
+ */
+export function readMark(db: object): number | undefined {
+  const port = registeredPort(db as DB) as Watermarked | undefined;
+  const f = port?.follower;
+  if (!f) return undefined;
+  const s = currentSession() as { port?: unknown; mark?: number } | undefined;
+  return s?.port === port && s?.mark !== undefined ? s.mark : f.watermark;
 }

@@ -198,13 +198,21 @@ class Open implements PgSession, Transaction<PgSession> {
   private turn: { previous: Promise<void>; done: () => void } | undefined;
   /** Set by `appendChanges` when the port follows the change log: the unit's last cursor. */
   private lastCursor = 0;
+  /**
+   * On a port that follows the change log, its watermark when this unit began: every change up
+   * to it had been counted in the caches' stamps before the unit read anything, so a cursor handed
+   * out with what the unit read is no later than this (src/db/cursor.ts `currentCursor`).
+   */
+  readonly mark: number | undefined;
   private drizzle: PgDB | undefined;
   constructor(
     readonly port: PgPort,
     readonly conn: ReservedSQL,
     /** A write transaction (counted by the port while open: `PgPort.writes`). */
     readonly write = false,
-  ) {}
+  ) {
+    this.mark = port.follower?.watermark;
+  }
   get session(): PgSession {
     return this;
   }
@@ -516,6 +524,8 @@ export class PgPort implements DatabasePort<PgSession> {
       throw err;
     }
     if (write) this.writes.open++;
+    // Made after BEGIN's answer, so its mark (the follower's watermark) is taken before the
+    // transaction's snapshot, which PostgreSQL takes at its first statement.
     return new Open(this, conn, write);
   }
 

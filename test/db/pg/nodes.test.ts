@@ -7,6 +7,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { io, type Socket } from "socket.io-client";
 import { newGid } from "../../../src/core/ids";
 import { usePgCodecs } from "../../../src/db/pg/codecs";
+import type { PgPort } from "../../../src/db/pg/port";
+import { registeredPort } from "../../../src/db/registry";
 import { writeItems } from "../../helpers/changes";
 import { freshDatabase, pgAvailable, pgSkipReason } from "../../helpers/pg-cluster";
 import { PATIENCE_MS, TestServer, until } from "../../helpers/server";
@@ -183,6 +185,44 @@ describe.skipIf(!pgAvailable)("two nodes on one PostgreSQL database", () => {
     const added = await cursorOf(a, alice);
     await until(async () => (await watermark(b)) >= added, undefined, "B published the membership");
     expect((await asBob()).status).toBe(200);
+  });
+
+  test("an init on node B built from its caches before B has read A's change hands out a cursor before that change, so the client gets it", async () => {
+    const carol = await a.user("carol");
+    await a.addMember(project, carol.gid);
+    const member = await cursorOf(a, alice);
+    await until(async () => (await watermark(b)) >= member, undefined, "B published the membership");
+    const init = async (who: Who) => {
+      const r = await b.call(`/api/p/${project}/init`, { token: who.token, method: "GET" });
+      expect(r.status).toBe(200);
+      return r.body;
+    };
+    // B's schema snapshot holds the project's fields dictionary.
+    await init(alice);
+    // B's follower stops reading (as if the notification and the poll were late).
+    const f = (registeredPort(b.ctx.db) as PgPort).follower!;
+    const wake = f.wake.bind(f);
+    f.wake = () => {};
+    let late: string;
+    let changed: number;
+    try {
+      late = (await a.call(`/api/p/${project}/fields/create`, { token: alice.token, body: { name: "late" } })).body
+        .result.field;
+      changed = await cursorOf(a, alice);
+      // Carol's init is not kept on B: it is made now, its fields from B's snapshot, which does not
+      // know the new field yet; its cursor must not pass the change, or carol would never get it.
+      const body = await init(carol);
+      expect(Object.keys(body.data.fields ?? {})).not.toContain(late);
+      expect(body.result["cc.cursor"]).toBeLessThan(changed);
+      expect(body.result.cursor).toBeLessThan(changed);
+    } finally {
+      f.wake = wake;
+      f.wake();
+    }
+    await until(async () => (await watermark(b)) >= changed, undefined, "B published the field");
+    const body = await init(carol);
+    expect(Object.keys(body.data.fields)).toContain(late);
+    expect(body.result.cursor).toBeGreaterThanOrEqual(changed);
   });
 
   test("health reports the node's watermark and lag; a write on A is published by B within moments (latency measured)", async () => {
