@@ -31,7 +31,7 @@ export async function changeLogFollowing(db: DB): Promise<Record<string, unknown
   return await port?.following?.();
 }
 
-type Watermarked = { follower?: { watermark: number; reached(cursor: number, timeoutMs?: number): Promise<void> } };
+type Watermarked = { follower?: { watermark: number; caughtUp(cursor: number, timeoutMs?: number): Promise<void> } };
 
 /**
  * The newest cursor this node has published (its follower's watermark), or undefined where units
@@ -44,12 +44,12 @@ export function publishedCursor(db: DB): number | undefined {
 
 /**
  * Resolves once this node has published up to `cursor` (a client that synced through another
- * node may be ahead of this one by the moment its follower needs), or after `timeoutMs`; at once
- * where nothing follows the change log.
+ * node may be ahead of this one by the moment its follower needs; a cursor past every committed
+ * one is taken as the newest), or after `timeoutMs`; at once where nothing follows the change log.
  */
 export function caughtUp(db: DB, cursor: number, timeoutMs = 5000): Promise<void> {
   const f = (registeredPort(db) as Watermarked | undefined)?.follower;
-  return !f || f.watermark >= cursor ? Promise.resolve() : f.reached(cursor, timeoutMs);
+  return !f || f.watermark >= cursor ? Promise.resolve() : f.caughtUp(cursor, timeoutMs);
 }
 
 /**

@@ -116,6 +116,20 @@ export class ChangeFollower {
     });
   }
 
+  /**
+   * Resolves once the watermark has reached `cursor` or the newest cursor of the change log,
+   * whichever is lower (a cursor past every committed one, a client's mistake, is not waited for),
+   * or after `timeoutMs`.
+   */
+  async caughtUp(cursor: number, timeoutMs = 5000): Promise<void> {
+    if (this.watermark >= cursor || this.stopped) return;
+    const [row] = (await this.client.unsafe("SELECT coalesce(max(cursor), 0) AS c FROM changes")) as { c: unknown }[];
+    const target = Math.min(cursor, Number(row?.c ?? 0));
+    if (this.watermark >= target) return;
+    this.wake();
+    await this.reached(target, timeoutMs);
+  }
+
   private async readAll(): Promise<void> {
     try {
       for (;;) {

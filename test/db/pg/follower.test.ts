@@ -85,6 +85,12 @@ describe.skipIf(!pgAvailable)("the change-log follower", () => {
     expect(await a.externalVersion()).toBe(last);
   });
 
+  test("catching up to a cursor past every committed one does not wait for it", async () => {
+    const t0 = performance.now();
+    await a.follower!.caughtUp(a.follower!.watermark + 1_000_000, 10_000);
+    expect(performance.now() - t0).toBeLessThan(5_000);
+  });
+
   test("rows written without a NOTIFY are found by the poll, and a node's health reports its lag", async () => {
     const c = new PgPort(pgClient(url, 2));
     const hubC = new Hub();
