@@ -532,8 +532,8 @@ export class PgPort implements DatabasePort<PgSession> {
   /**
    * The last value of the change log's sequence: it moves when any process draws a cursor (also
    * for a unit that then rolls back: a cache only refreshes once more than needed). Read at most
-   * every `externalEveryMs`. Issue 40 (several processes) may replace it by the watermark a node's
-   * tailing reader has seen.
+   * every `externalEveryMs`. On a port that follows the change log (`follow`: a server), the
+   * follower's watermark instead (docs/cluster.md).
    */
   externalVersion(): Promise<number> {
     // A following node: what it has read of the change log (a change of another node is never
