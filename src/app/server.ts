@@ -2,6 +2,7 @@ import type { Config } from "../config";
 import { publicBaseUrl } from "../config";
 import { startupStep, startupTimings } from "../core/startup";
 import { closeDatabase } from "../db/connection";
+import { followChangeLog } from "../db/follow";
 import type { Feature } from "../features";
 import { consoleFeature } from "../features/console/console.feature";
 import { MEDIA_PATHS } from "../features/media/media.api";
@@ -59,6 +60,11 @@ export async function startServer(
 ): Promise<Running> {
   claimDataDir(config.dataDir);
   const core = await openCoreInstance(config);
+  // On PostgreSQL, several nodes may share the database: each publishes to its sockets what it
+  // reads from the change log, its own units' items included (issue 40; docs/cluster.md).
+  await followChangeLog(core.db, core.hub, (err) =>
+    core.log.error("reading the change log failed", { error: String((err as Error)?.message ?? err) }),
+  );
   startupStep("instance opened");
   const ctx = core as Instance;
   // Browsers on other origins (APIS_CORS_ORIGINS): preflights answered, the JWT header exposed.

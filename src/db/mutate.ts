@@ -85,9 +85,9 @@ export function changeTotal(client: CountedDatabase): number {
  * recorded, at that moment, and again when a rollback undoes it. Every mutation writes its items,
  * so an in-process cache of that data stays true while the count it was made at holds: nothing read
  * before a change is used after it, and what a unit read after its own change is never used again
- * once that change is rolled back (src/features/schema/schema.generation.ts). On PostgreSQL these
- * are this process's own changes only: several processes (issue 40) need the port's external
- * version beside them.
+ * once that change is rolled back (src/features/schema/schema.generation.ts). On PostgreSQL a
+ * server also counts every item its follower reads back from the change log, other processes'
+ * included, before publishing it (docs/cluster.md).
  */
 export function changeCount(client: CountedDatabase, type: string, dataType: string, dataKey = ""): number {
   const port = countedPort(client);
@@ -251,7 +251,8 @@ const serverFacts = new WeakMap<object, ServerFacts>();
 /**
  * `kept` on a database server (PostgreSQL), where units of different requests run at once and
  * other processes commit too. A value is kept while this process has committed no write since it
- * was read and the port's external version (another process's cursors) has not moved; it is kept
+ * was read and the port's external version (on a server, the watermark of its follower of the
+ * change log: what it has published of every process's commits) has not moved; it is kept
  * only if no write of this process was open while it was read (such a write could commit rows
  * the read did not see, after the read's stamp was taken). Inside a write unit nothing is kept.
  */

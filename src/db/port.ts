@@ -106,5 +106,10 @@ export interface DatabasePort<S extends Session = Session> {
    * counts (src/db/unit.ts `changeTotalOf`).
    */
   externalVersion(): Promise<number>;
+  /**
+   * Whether the port itself publishes committed items to `hub` by reading them back from the
+   * change log (PostgreSQL's follower, issue 40): then units do not publish theirs in memory.
+   */
+  publishesTo?(hub: object): boolean;
   close(): Promise<void>;
 }

@@ -56,6 +56,18 @@ function count(s: Stamps, items: readonly Pick<UnitItem, "type" | "data_type" | 
   s.total += items.length;
 }
 
+/**
+ * Counts committed items read back from the change log (a node following it: src/db/pg/port.ts
+ * `follow`), so that caches stamped by the counts move on for other nodes' changes too. A node's
+ * own items were counted when recorded: counted again, a cache is only made afresh once more.
+ */
+export function countCommitted(
+  port: object,
+  items: readonly Pick<UnitItem, "type" | "data_type" | "data_key">[],
+): void {
+  count(stampsOf(port), items);
+}
+
 /** `changeCount` of src/db/mutate.ts, per port. */
 export function changeCountOf(port: DatabasePort<any>, type: string, dataType: string, dataKey = ""): number {
   return stamps.get(port)?.counts.get(countKey(type, dataType, dataKey)) ?? 0;
@@ -307,7 +319,8 @@ async function outermost<S extends Session, T>(
     throw err;
   }
   if (watch) clearImmediate(watch);
-  unit.hub?.publish(written!);
+  // A port that follows its change log (PostgreSQL with several nodes) publishes from there.
+  if (unit.hub && !port.publishesTo?.(unit.hub)) unit.hub.publish(written!);
   for (const task of unit.after) {
     try {
       await task();

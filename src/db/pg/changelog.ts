@@ -10,8 +10,9 @@
 // everything else the unit does runs in parallel with other units.
 //
 // The items are collected in memory during the unit (issue 38 item 2: `UnitLog` does that on
-// SQLite too) and written here. Not wired in yet: see docs/postgres.md.
+// SQLite too) and written here; every node's follower reads them back (src/db/pg/follower.ts).
 import type { SQL } from "bun";
+import { CHANGES_CHANNEL } from "./follower";
 
 /** The advisory lock key of change-log writes (a constant no other Apis lock uses). */
 export const CHANGELOG_LOCK = 0x41706973_02;
@@ -46,7 +47,9 @@ export async function writeChangesLast(tx: SQL, items: readonly PendingChange[])
   // One statement, so that the lock is held for one round trip and the COMMIT's: the lock (a CTE
   // the insert's rows are joined to, so it is taken before the first cursor is drawn), the rows
   // unnested in order (WITH ORDINALITY; the identity column numbers them in that order) and the
-  // audiences of the items, matched to their cursors by position.
+  // audiences of the items, matched to their cursors by position; then the NOTIFY of the nodes'
+  // followers (src/db/pg/follower.ts), delivered at COMMIT, with the unit's last cursor (a CTE
+  // runs only when the statement reads it, hence the join).
   const rows = await tx.unsafe(
     `WITH l AS MATERIALIZED (SELECT pg_advisory_xact_lock(${CHANGELOG_LOCK}) AS locked),
      ins AS (
@@ -61,8 +64,9 @@ export async function writeChangesLast(tx: SQL, items: readonly PendingChange[])
      aud AS (
        INSERT INTO change_audience (user_gid, cursor)
        SELECT a.user_gid, c.cursor FROM unnest($7::text[], $8::int[]) AS a(user_gid, n) JOIN numbered c ON c.n = a.n
-     )
-     SELECT cursor FROM numbered ORDER BY n`,
+     ),
+     note AS MATERIALIZED (SELECT pg_notify('${CHANGES_CHANNEL}', (SELECT max(cursor) FROM numbered)::text) AS sent)
+     SELECT cursor FROM numbered CROSS JOIN note ORDER BY numbered.n`,
     [
       items.map((i) => i.type),
       items.map((i) => i.action),

@@ -25,8 +25,9 @@ import type {
 } from "../port";
 import { rememberPort } from "../registry";
 import { pgDialect } from "./dialect";
-import { currentSession } from "../unit";
+import { countCommitted, currentSession } from "../unit";
 import { writeChangesLast } from "./changelog";
+import { ChangeFollower, type FollowerOptions, type FollowerState } from "./follower";
 
 /**
  * drizzle on PostgreSQL. Queries name the tables of src/db/pg/schema.ts (no relational query
@@ -195,13 +196,23 @@ class Open implements PgSession, Transaction<PgSession> {
   private aborted = false;
   /** Set by `appendChanges`: this unit's place in the order of publication (see `PgPort.inOrder`). */
   private turn: { previous: Promise<void>; done: () => void } | undefined;
+  /** Set by `appendChanges` when the port follows the change log: the unit's last cursor. */
+  private lastCursor = 0;
+  /**
+   * On a port that follows the change log, its watermark when this unit began: every change up
+   * to it had been counted in the caches' stamps before the unit read anything, so a cursor handed
+   * out with what the unit read is no later than this (src/db/cursor.ts `currentCursor`).
+   */
+  readonly mark: number | undefined;
   private drizzle: PgDB | undefined;
   constructor(
     readonly port: PgPort,
     readonly conn: ReservedSQL,
     /** A write transaction (counted by the port while open: `PgPort.writes`). */
     readonly write = false,
-  ) {}
+  ) {
+    this.mark = port.follower?.watermark;
+  }
   get session(): PgSession {
     return this;
   }
@@ -294,7 +305,9 @@ class Open implements PgSession, Transaction<PgSession> {
       ),
     );
     items.forEach((item, n) => (item.cursor = cursors[n]!));
-    this.turn = this.port.inOrder();
+    // A following port publishes from the change log, in cursor order by construction.
+    if (this.port.follower) this.lastCursor = cursors[cursors.length - 1]!;
+    else this.turn = this.port.inOrder();
   }
   async commit(): Promise<void> {
     this.check();
@@ -315,6 +328,14 @@ class Open implements PgSession, Transaction<PgSession> {
     // Answer only once every unit that drew earlier cursors has answered: their items are
     // published first (see `PgPort.inOrder`).
     if (this.turn) await this.turn.previous;
+    // Following the change log: the follower reads this unit's items at once (the NOTIFY would
+    // cost a round trip through the server), and the unit answers once they are published, as a
+    // unit that publishes in memory does.
+    const follower = this.port.follower;
+    if (this.lastCursor && follower) {
+      follower.wake();
+      await follower.reached(this.lastCursor);
+    }
   }
   async rollback(): Promise<void> {
     if (this.ended) return;
@@ -358,6 +379,9 @@ export class PgPort implements DatabasePort<PgSession> {
   /** PostgreSQL's dialect helpers (src/db/ports.ts `dialectFor`). */
   readonly dialect = pgDialect;
   private readonly externalEveryMs: number;
+  /** The change-log follower of this node (`follow`), once started. */
+  follower: ChangeFollower | undefined;
+  private followed: object | undefined;
   private external: { value: number; at: number; pending?: Promise<number> } = { value: 0, at: -Infinity };
 
   constructor(
@@ -382,6 +406,38 @@ export class PgPort implements DatabasePort<PgSession> {
     let done!: () => void;
     this.order = new Promise<void>((r) => (done = r));
     return { previous, done };
+  }
+
+  /**
+   * Publishes to `hub` what this node reads from the change log after its watermark (issue 40,
+   * src/db/pg/follower.ts): every node's items, this node's own included, in cursor order. From
+   * then on units publish nothing in memory to that hub (`publishesTo`): they would come twice.
+   * Each item is counted in the unit layer's change counts before it is published, so caches
+   * stamped by them (src/features/schema/schema.generation.ts) move on for other nodes' changes.
+   */
+  async follow(hub: { publish(items: PendingChange[]): void }, opts: FollowerOptions = {}): Promise<void> {
+    if (this.follower) throw new Error("the change log is followed already");
+    const follower = new ChangeFollower(
+      this.client,
+      (items) => {
+        countCommitted(this, items);
+        hub.publish(items);
+      },
+      opts,
+    );
+    await follower.start();
+    this.follower = follower;
+    this.followed = hub;
+  }
+
+  /** Whether committed items reach `hub` from the change log (`follow`), not from the units. */
+  publishesTo(hub: object): boolean {
+    return this.followed === hub;
+  }
+
+  /** The follower's watermark and lag, or undefined when the port does not follow the change log. */
+  following(): Promise<FollowerState> | undefined {
+    return this.follower?.state();
   }
 
   /** `sql` with numbered parameters (converted once per text, kept for the next use). */
@@ -468,16 +524,21 @@ export class PgPort implements DatabasePort<PgSession> {
       throw err;
     }
     if (write) this.writes.open++;
+    // Made after BEGIN's answer, so its mark (the follower's watermark) is taken before the
+    // transaction's snapshot, which PostgreSQL takes at its first statement.
     return new Open(this, conn, write);
   }
 
   /**
    * The last value of the change log's sequence: it moves when any process draws a cursor (also
    * for a unit that then rolls back: a cache only refreshes once more than needed). Read at most
-   * every `externalEveryMs`. Issue 40 (several processes) may replace it by the watermark a node's
-   * tailing reader has seen.
+   * every `externalEveryMs`. On a port that follows the change log (`follow`: a server), the
+   * follower's watermark instead (docs/cluster.md).
    */
   externalVersion(): Promise<number> {
+    // A following node: what it has read of the change log (a change of another node is never
+    // answered stale once this node has published its item).
+    if (this.follower) return Promise.resolve(this.follower.watermark);
     const e = this.external;
     if (e.pending) return e.pending;
     if (performance.now() - e.at < this.externalEveryMs) return Promise.resolve(e.value);
@@ -497,7 +558,8 @@ export class PgPort implements DatabasePort<PgSession> {
     return e.pending;
   }
 
-  close(): Promise<void> {
-    return this.client.close();
+  async close(): Promise<void> {
+    await this.follower?.stop();
+    await this.client.close();
   }
 }

@@ -47,7 +47,7 @@ export function healthRoutes(ctx: Ctx) {
     {
       detail: describe({
         summary:
-          "Health of the instance (no JWT): database writable, data folder writable with free space, job runner alive, version; 503 in the envelope when a check fails, with the same report in result.info",
+          "Health of the instance (no JWT): database writable, data folder writable with free space, job runner alive, version, and on PostgreSQL the node's change-log watermark and lag (`change_log`); 503 in the envelope when a check fails, with the same report in result.info",
         tags: ["global"],
         example: healthy,
       }),

@@ -5,6 +5,7 @@ import type { Ctx } from "../../platform/context";
 import { VERSION } from "../../version";
 import { writeMeta } from "../../db/meta";
 import { mutate } from "../../db/mutate";
+import { changeLogFollowing } from "../../db/follow";
 
 /** Below this much free space in the data folder the instance reports itself unhealthy. */
 const MIN_FREE_BYTES = 100 * 1024 * 1024;
@@ -13,7 +14,7 @@ export type Check = { ok: boolean; error?: string } & Record<string, unknown>;
 export type Health = {
   status: "ok" | "unhealthy";
   version: string;
-  checks: { database: Check; data_folder: Check; jobs: Check };
+  checks: { database: Check; data_folder: Check; jobs: Check; change_log?: Check };
 };
 
 /** Thrown by the write probe once its row is written, so that its unit rolls back. */
@@ -96,9 +97,36 @@ async function jobsCheck(ctx: Ctx): Promise<Check> {
   };
 }
 
+/**
+ * Where several nodes share the database (PostgreSQL): how far this node's follower of the change
+ * log stands behind it (`lag`: cursors committed but not published by this node; `lag_seconds`:
+ * age of the oldest of them). Failing when a read of the change log failed, or when something has
+ * waited longer than LAG_MAX_SECONDS: the node's sockets would miss changes. Absent on SQLite.
+ */
+async function changeLogCheck(ctx: Ctx): Promise<Check | undefined> {
+  let f: Record<string, unknown> | undefined;
+  try {
+    f = await changeLogFollowing(ctx.db);
+  } catch (err) {
+    return { ok: false, error: reason(err) };
+  }
+  if (!f) return undefined;
+  if (typeof f.error === "string") return { ...f, ok: false };
+  if (Number(f.lag_seconds) > LAG_MAX_SECONDS)
+    return { ...f, ok: false, error: `Change log items waiting for more than ${LAG_MAX_SECONDS} s` };
+  return { ok: true, ...f };
+}
+const LAG_MAX_SECONDS = 30;
+
 /** `GET /api/health`: every check, and `ok` only when all pass. */
 export async function health(ctx: Ctx): Promise<Health> {
-  const checks = { database: await databaseCheck(ctx), data_folder: dataFolderCheck(ctx), jobs: await jobsCheck(ctx) };
+  const checks: Health["checks"] = {
+    database: await databaseCheck(ctx),
+    data_folder: dataFolderCheck(ctx),
+    jobs: await jobsCheck(ctx),
+  };
+  const changeLog = await changeLogCheck(ctx);
+  if (changeLog) checks.change_log = changeLog;
   const ok = Object.values(checks).every((c) => c.ok);
   return { status: ok ? "ok" : "unhealthy", version: VERSION, checks };
 }

@@ -2,9 +2,10 @@ import { and, asc, eq, gt, inArray, lte, max } from "drizzle-orm";
 import { now } from "../../core/ids";
 import { writeMeta } from "../../db/meta";
 import { currentCursor, retainedFloor } from "../../db/cursor";
+import { caughtUp, publishedCursor } from "../../db/follow";
 import type { Ctx } from "../../platform/context";
-import type { Tx } from "../../db/connection";
-import { mutate, type SyncItem } from "../../db/mutate";
+import type { DB, Tx } from "../../db/connection";
+import { mutate, readOnly, type SyncItem } from "../../db/mutate";
 import { sessionOf } from "../../db/query";
 import { changeAudience, changes } from "../../db/changelog.table";
 import type { Answer } from "../../core/answer";
@@ -29,34 +30,53 @@ function toItem(r: Row): SyncItem {
   };
 }
 
-/** `cc` items after `cursor` that the user may see, oldest first. */
-async function ccItemsAfter(tx: Tx, userGid: string, cursor: number, limit: number): Promise<SyncItem[]> {
+/** `cc` items after `cursor` (up to `upTo`) that the user may see, oldest first. */
+async function ccItemsAfter(
+  tx: Tx,
+  userGid: string,
+  cursor: number,
+  limit: number,
+  upTo = Number.MAX_SAFE_INTEGER,
+): Promise<SyncItem[]> {
   return (
     await tx
       .select({ c: changes })
       .from(changeAudience)
       .innerJoin(changes, eq(changes.cursor, changeAudience.cursor))
-      .where(and(inArray(changeAudience.userGid, [userGid, "*"]), gt(changeAudience.cursor, cursor)))
+      .where(
+        and(
+          inArray(changeAudience.userGid, [userGid, "*"]),
+          gt(changeAudience.cursor, cursor),
+          lte(changeAudience.cursor, upTo),
+        ),
+      )
       .orderBy(asc(changeAudience.cursor))
       .limit(limit)
       .all()
   ).map((r) => toItem(r.c));
 }
 
-/** Items of one project after `cursor`, oldest first. */
-async function projectItemsAfter(tx: Tx, projectGid: string, cursor: number, limit: number): Promise<SyncItem[]> {
+/** Items of one project after `cursor` (up to `upTo`), oldest first. */
+async function projectItemsAfter(
+  tx: Tx,
+  projectGid: string,
+  cursor: number,
+  limit: number,
+  upTo = Number.MAX_SAFE_INTEGER,
+): Promise<SyncItem[]> {
   return (
     await tx
       .select()
       .from(changes)
-      .where(and(eq(changes.type, projectGid), gt(changes.cursor, cursor)))
+      .where(and(eq(changes.type, projectGid), gt(changes.cursor, cursor), lte(changes.cursor, upTo)))
       .orderBy(asc(changes.cursor))
       .limit(limit)
       .all()
   ).map(toItem);
 }
 
-type SyncRequest = { ccCursor?: number; project?: string; cursor?: number };
+/** `upTo`: the last cursor to read (the node's published cursor where a follower publishes). */
+type SyncRequest = { ccCursor?: number; project?: string; cursor?: number; upTo?: number };
 
 /**
  * Items after the given cursors that the user may see, in cursor order, at most `limit`. A
@@ -75,14 +95,42 @@ export async function syncItems(
     (req.ccCursor !== undefined && req.ccCursor < floor) || (req.cursor !== undefined && req.cursor < floor);
   if (stale) return { sync: [], warning: REINIT_WARNING, reinit: true };
   let items: SyncItem[] = [];
-  if (req.ccCursor !== undefined) items = await ccItemsAfter(tx, userGid, req.ccCursor, limit + 1);
+  if (req.ccCursor !== undefined) items = await ccItemsAfter(tx, userGid, req.ccCursor, limit + 1, req.upTo);
   if (req.project !== undefined && req.cursor !== undefined) {
     items = items
-      .concat(await projectItemsAfter(tx, req.project, req.cursor, limit + 1))
+      .concat(await projectItemsAfter(tx, req.project, req.cursor, limit + 1, req.upTo))
       .sort((a, b) => a.cursor - b.cursor);
   }
   if (items.length > limit) return { sync: items.slice(0, limit), warning: LIMIT_WARNING };
   return { sync: items };
+}
+
+/**
+ * `syncItems` up to the node's published cursor, and that cursor (`top`): every item the user may
+ * see up to `top` is in the page, unless it says more are waiting (`warning`). A socket going
+ * live takes `top` as its floor (src/features/sync/sync.socket.ts): what the node publishes later
+ * lies past it and is pushed, nothing at or below it is pushed again. Where units publish in
+ * memory (SQLite), `top` is the newest cursor, read in the page's snapshot (a read unit).
+ */
+export function syncPage(
+  db: DB,
+  actor: Actor,
+  req: SyncRequest,
+  limit: number,
+): Promise<{ sync: SyncItem[]; warning?: string; reinit?: boolean; top: number }> {
+  const upTo = publishedCursor(db);
+  return readOnly(db, async (tx) => {
+    const page = await syncItems(tx, actor, { ...req, upTo }, limit);
+    return { ...page, top: page.warning ? 0 : (upTo ?? (await currentCursor(tx))) };
+  });
+}
+
+/**
+ * Waits until this node has published up to the client's cursors (a client coming from another
+ * node may be ahead of this one's follower), so that what it is handed next lies past them.
+ */
+export function syncCaughtUp(db: DB, req: { ccCursor?: number; cursor?: number }): Promise<void> {
+  return caughtUp(db, Math.max(req.ccCursor ?? 0, req.cursor ?? 0));
 }
 
 /**
@@ -103,7 +151,13 @@ export async function pollSync(
     project: input.project,
     cursor: input.cursor ?? undefined,
   };
-  return { result: await syncItems(ctx.db, actor, req, ctx.config.syncPageLimit) };
+  // Up to what this node has published (once it has caught up with the client's cursors), in one
+  // snapshot: the two reads (cc items, project items) see the same commits.
+  await syncCaughtUp(ctx.db, req);
+  const upTo = publishedCursor(ctx.db);
+  return {
+    result: await readOnly(ctx.db, (tx) => syncItems(tx, actor, { ...req, upTo }, ctx.config.syncPageLimit)),
+  };
 }
 
 /** `/sync/cursors`: the current cursor; with a project, after checking the actor may sync it (403). */

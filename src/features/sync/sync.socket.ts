@@ -15,8 +15,7 @@ import { Cors } from "../../http/cors";
 import { errorBody, errorResponse } from "../../http/envelope";
 import { ApiError } from "../../core/errors";
 import { getProject } from "../projects/projects.api";
-import { currentCursor } from "../../db/cursor";
-import { REINIT_WARNING, syncItems } from "./sync.service";
+import { REINIT_WARNING, syncCaughtUp, syncPage } from "./sync.service";
 import { syncAccessLoss, type AccessLoss } from "./sync.access";
 import { parseInitsync, type InitsyncRequest } from "./sync.initsync";
 // Where the Socket.IO service listens (spec 4.4): SYNC_PATH.
@@ -495,12 +494,14 @@ export class SyncServer {
 
   /**
    * Answers `initsync`: drops the old subscription, checks the payload and access, acknowledges
-   * with the missed items and subscribes. All of it runs without yielding, so nothing committed
-   * meanwhile can fall between the acknowledgement and the first push; when the acknowledgement is
-   * only the first page, the rest follows as `sync` events while new items are buffered.
+   * with the missed items and subscribes. Items delivered from the start of the read on are
+   * buffered and sent past the page's snapshot when the socket goes live, so nothing committed
+   * meanwhile falls between the acknowledgement and the first push, nor comes twice; when the
+   * acknowledgement is only the first page, the rest follows as `sync` events meanwhile.
    */
   private async initsync(s: Session, payload: unknown, ack?: (answer: unknown) => void) {
     this.unsubscribe(s);
+    const generation = s.generation;
     const reply =
       ack ??
       ((answer: unknown) => {
@@ -519,28 +520,38 @@ export class SyncServer {
       if (loss.scope === "token") this.lose(s, loss);
       return;
     }
+    // A client coming from another node may hold cursors this node has not published yet.
+    await syncCaughtUp(this.ctx.db, req);
+    if (s.generation !== generation) return;
     const limit = this.ctx.config.syncPageLimit;
-    const page = await syncItems(
+    // Items delivered from here on are buffered. Where the node publishes what it reads from the
+    // change log (several nodes on one database), the page is read up to what it has published
+    // (`top`) and items published meanwhile are not in it: the buffer keeps what lies past `top`.
+    s.project = req.project;
+    if (s.project) addTo(this.byProject, s.project, s);
+    s.state = "catching-up";
+    this.catchingUp.add(s);
+    const page = await syncPage(
       this.ctx.db,
       s.actor,
       { ccCursor: req.ccCursor, project: req.project, cursor: req.cursor },
       limit,
     );
-    if (page.reinit) return reply(errorBody(new ApiError(422, REINIT_WARNING, { reinit: true })));
-    s.project = req.project;
-    if (s.project) addTo(this.byProject, s.project, s);
+    // Another initsync of the socket came meanwhile: it answers.
+    if (s.generation !== generation) return;
+    if (page.reinit) {
+      this.unsubscribe(s);
+      return reply(errorBody(new ApiError(422, REINIT_WARNING, { reinit: true })));
+    }
     if (page.warning) {
       const last = page.sync[page.sync.length - 1]!.cursor;
       s.ccFloor = Math.max(req.ccCursor, last);
       s.projectFloor = Math.max(req.cursor ?? 0, last);
-      s.state = "catching-up";
-      this.catchingUp.add(s);
       reply(page.sync);
       this.scheduleCatchUp(s);
     } else {
-      const top = await currentCursor(this.ctx.db);
-      s.ccFloor = Math.max(req.ccCursor, top);
-      s.projectFloor = Math.max(req.cursor ?? 0, top);
+      s.ccFloor = Math.max(req.ccCursor, page.top);
+      s.projectFloor = Math.max(req.cursor ?? 0, page.top);
       reply(page.sync);
       this.goLive(s);
     }
@@ -568,12 +579,14 @@ export class SyncServer {
     if (loss) this.lose(s, loss);
     if (loss?.scope === "token") return;
     const limit = this.ctx.config.syncPageLimit;
-    const page = await syncItems(
+    const generation = s.generation;
+    const page = await syncPage(
       this.ctx.db,
       s.actor,
       { ccCursor: s.ccFloor, project: s.project, cursor: s.project ? s.projectFloor : undefined },
       limit,
     );
+    if (s.generation !== generation) return;
     if (page.reinit) {
       this.unsubscribe(s);
       s.socket.emit("unsubscribed", {
@@ -589,9 +602,8 @@ export class SyncServer {
       s.projectFloor = Math.max(s.projectFloor, last);
       this.scheduleCatchUp(s);
     } else {
-      const top = await currentCursor(this.ctx.db);
-      s.ccFloor = Math.max(s.ccFloor, top);
-      s.projectFloor = Math.max(s.projectFloor, top);
+      s.ccFloor = Math.max(s.ccFloor, page.top);
+      s.projectFloor = Math.max(s.projectFloor, page.top);
       this.goLive(s);
     }
   }
@@ -744,10 +756,24 @@ export class SyncServer {
         else perProject.set(it.type, [plain(it)]);
       }
     }
-    // Sockets whose initsync already read a batch (it was waiting when they went live) skip it.
-    const skip = (floor: (s: Session) => number, last: number) => {
+    // Sockets whose initsync already read (part of) a batch (it was waiting when they went live)
+    // skip what lies at or below their floor: left out of the room, they get the rest on their
+    // own. (A batch read from the change log may hold items of several units, some of them
+    // committed after the socket's page was read.)
+    const skip = (floor: (s: Session) => number, list: SyncItem[], member: (s: Session) => boolean) => {
       const ids: string[] = [];
-      for (const s of this.recentlyLive) if (floor(s) >= last) ids.push(s.socket.id);
+      const first = list[0]!.cursor;
+      const last = list.at(-1)!.cursor;
+      for (const s of this.recentlyLive) {
+        const f = floor(s);
+        if (f < first || s.state !== "live" || !member(s)) continue;
+        ids.push(s.socket.id);
+        if (f < last)
+          s.socket.emit(
+            "sync",
+            list.filter((it) => it.cursor > f),
+          );
+      }
       return ids;
     };
     const room = (name: string, except: string[]) =>
@@ -762,7 +788,11 @@ export class SyncServer {
           if (rooms.get(projectRoom(gid))?.size)
             room(
               projectRoom(gid),
-              skip((s) => s.projectFloor, list.at(-1)!.cursor),
+              skip(
+                (s) => s.projectFloor,
+                list,
+                (s) => s.project === gid && !s.native,
+              ),
             ).emit("sync", list);
         },
       });
@@ -784,7 +814,11 @@ export class SyncServer {
           send: () =>
             room(
               userRoom(u),
-              skip((s) => s.ccFloor, list.at(-1)!.cursor),
+              skip(
+                (s) => s.ccFloor,
+                list,
+                (s) => s.user === u,
+              ),
             ).emit("sync", list),
         });
     }
