@@ -1,8 +1,8 @@
 /*
  * Longer than ~600 lines: the record tree's hot path (rows, forms and their cache, writes,
  * ordering positions) shares the row columns, the forms cache and the schema view, measured together
- * (bench/records). Its sections are marked below; splitting them into role-named files (rows, forms,
- * positions) is the next step once records has one query file for its raw SQL.
+ * (bench/records). Its sections are marked below; its statements are in records.queries.ts, so
+ * splitting the sections into role-named files (rows, forms, positions) is the next step.
  */
 import type { Actor } from "../../core/actor";
 import { JsonText, withJsonText, type Answer } from "../../core/answer";
