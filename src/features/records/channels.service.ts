@@ -1,10 +1,9 @@
-import { sql } from "drizzle-orm";
 import type { Actor } from "../../core/actor";
 import type { Answer } from "../../core/answer";
 import { invalidParameter, missing } from "../../core/errors";
 import { now } from "../../core/ids";
 import type { Tx } from "../../db/connection";
-import { param, sessionOf, textOf } from "../../db/query";
+import { sessionOf } from "../../db/query";
 import type { Ctx } from "../../platform/context";
 import type { JobKind } from "../../platform/jobs/runner";
 import { ALL_CHANNEL } from "../projects/projects.api";
@@ -18,6 +17,7 @@ import {
   type Rec,
   type Touch,
 } from "./records.service";
+import { CHANNELS_UPDATE, SUBTREE_SIZE } from "./records.queries";
 import type { SchemaView } from "./values.service";
 
 /**
@@ -44,10 +44,6 @@ function channelList(view: SchemaView, v: unknown, required = false): string[] {
     });
   return [...new Set(v as string[])];
 }
-
-const CHANNELS_UPDATE = textOf(
-  (d) => sql`UPDATE records SET channels = ${d.jsonFromText(param)}, updated_on = ? WHERE id = ?`,
-);
 
 /** Writes a record's channels when they change (kept in the project's channel order, `__all__` first). */
 async function writeChannels(tx: Tx, view: SchemaView, touch: Touch, rec: Rec, next: Set<string>): Promise<boolean> {
@@ -151,13 +147,7 @@ export async function copyChannelsDown(
   return await recordsWrite(ctx, actor, projectGid, async (tx, _log, view) => {
     const rec = await mustRecord(tx, projectGid, input.record);
     const channels = channelList(view, input.channels);
-    const n = (
-      (await sessionOf(tx)
-        .query(
-          `WITH RECURSIVE sub(gid) AS (SELECT gid FROM records WHERE parent = ?1 UNION ALL SELECT r.gid FROM records r JOIN sub ON r.parent = sub.gid) SELECT count(*) AS n FROM sub`,
-        )
-        .get(rec.gid)) as { n: number }
-    ).n;
+    const n = ((await sessionOf(tx).query(SUBTREE_SIZE).get(rec.gid)) as { n: number }).n;
     const token = await ctx.jobs.enqueue({
       kind: "copy_record_channels_down",
       projectGid,

@@ -4,7 +4,8 @@ import { invalidParameter, missing } from "../../core/errors";
 import { sessionOf } from "../../db/query";
 import type { Ctx } from "../../platform/context";
 import { ALL_CHANNEL } from "../projects/projects.api";
-import { channelOf, COLUMNS, DELETED, mustRecord, recOf, recordsRead, rowsByGids, type Rec } from "./records.service";
+import { LIVE_CHILDREN_ROWS } from "./records.queries";
+import { channelOf, DELETED, mustRecord, recOf, recordsRead, rowsByGids, type Rec } from "./records.service";
 import { dict, isEmpty, storedValue, type SchemaView } from "./values.service";
 
 /**
@@ -54,11 +55,7 @@ async function recordsOf(view: SchemaView, projectGid: string, input: Completene
   if (input.record !== undefined && input.record !== null) return [await mustRecord(tx, projectGid, input.record)];
   if (input.parent !== undefined && input.parent !== null) {
     const parent = await mustRecord(tx, projectGid, input.parent, "parent");
-    return (
-      await sessionOf(tx)
-        .query(`SELECT ${COLUMNS} FROM records WHERE parent = ? AND status != ? ORDER BY id LIMIT ?`)
-        .all(parent.gid, DELETED, MAX_RECORDS)
-    ).map(recOf);
+    return (await sessionOf(tx).query(LIVE_CHILDREN_ROWS).all(parent.gid, DELETED, MAX_RECORDS)).map(recOf);
   }
   if (input.records === undefined || input.records === null) throw missing("records");
   if (!Array.isArray(input.records) || input.records.some((g) => typeof g !== "string"))

@@ -3,6 +3,7 @@ import type { Answer } from "../../core/answer";
 import { missing, unprocessable } from "../../core/errors";
 import type { Tx } from "../../db/connection";
 import { sessionOf } from "../../db/query";
+import { DEFINITION_USED, SIBLINGS } from "./records.queries";
 import type { ChangeLog } from "../../db/mutate";
 import type { Ctx } from "../../platform/context";
 import {
@@ -198,7 +199,7 @@ export async function revertRecordDefinition(
     if (!base) throw cannot("The record's definition is not extended", { record: rec.gid });
     await setDefinitionIn(tx, view, touch, rec, base);
     // The private copy goes when no other record has it (copy_to_siblings shares it).
-    if (!(await sessionOf(tx).query("SELECT 1 FROM records WHERE definition = ? LIMIT 1").get(def.gid))) {
+    if (!(await sessionOf(tx).query(DEFINITION_USED).get(def.gid))) {
       const layout = await layoutOf(tx, def);
       if (layout) await removeItem(tx, log, "layout", layout);
       await removeItem(tx, log, "definition", def);
@@ -224,11 +225,7 @@ export async function copyDefinitionToSiblings(
   return await recordsWrite(ctx, actor, projectGid, async (tx, _log, view, touch) => {
     const rec = await mustRecord(tx, projectGid, input.record);
     if (!rec.parent) return { result: {}, data: {} };
-    for (const s of (
-      await sessionOf(tx)
-        .query<{ gid: string }>("SELECT gid FROM records WHERE parent = ? AND gid != ?")
-        .all(rec.parent, rec.gid)
-    ).map((r) => r.gid)) {
+    for (const s of (await sessionOf(tx).query<{ gid: string }>(SIBLINGS).all(rec.parent, rec.gid)).map((r) => r.gid)) {
       const row = await mustRecord(tx, projectGid, s);
       if (row.definition !== rec.definition) await setDefinitionIn(tx, view, touch, row, rec.definition);
     }

@@ -14,9 +14,10 @@ import { invalidParameter, missing, unprocessable } from "../../core/errors";
 import { now } from "../../core/ids";
 import type { Tx } from "../../db/connection";
 import { sessionOf } from "../../db/query";
+import { CHILD_DEFINITIONS } from "./records.queries";
 import type { Ctx } from "../../platform/context";
 import { rowOf, valueContextOf } from "../schema/schema.api";
-import { childrenIn, DELETED, mustRecord, recordsRead, rowsInOrder, type Rec } from "./records.service";
+import { childrenIn, mustRecord, recordsRead, rowsInOrder, type Rec } from "./records.service";
 import { excel, FIRST, META } from "./records.xlsx-reader";
 import { recordsSelection } from "./records.bulk";
 import { resolveSelection } from "../../core/selection";
@@ -69,15 +70,8 @@ async function exportColumns(
       });
     defs = [(definition = input.definition)];
   } else {
-    // In the order of each definition's first child (DISTINCT ... ORDER BY a column not selected
-    // is SQLite's alone, and took the order of whichever row its index scan met first).
-    defs = (
-      await sessionOf(tx)
-        .query<{ d: string }>(
-          `SELECT definition AS d FROM records WHERE parent = ? AND status != '${DELETED}' GROUP BY definition ORDER BY min(id)`,
-        )
-        .all(parent.gid)
-    ).map((r) => r.d);
+    // In the order of each definition's first child (CHILD_DEFINITIONS).
+    defs = (await sessionOf(tx).query<{ d: string }>(CHILD_DEFINITIONS).all(parent.gid)).map((r) => r.d);
     if (!defs.length) defs = (await view.def(parent.definition)).childdefinitions.slice(0, 1);
   }
   let keep: Set<string> | undefined;

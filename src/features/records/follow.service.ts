@@ -3,12 +3,10 @@
  * localization moves, lost fields, the follow job and the search index's merge setting) works on one
  * Follow object; the steps are marked below.
  */
-import { sql } from "drizzle-orm";
 import { checkpointsAside } from "../../db/checkpointer";
 import type { Tx } from "../../db/connection";
-import type { Dialect } from "../../db/dialect";
 import { mutate, type ChangeLog } from "../../db/mutate";
-import { dialectOf, param, rows, sessionOf, textOf } from "../../db/query";
+import { sessionOf } from "../../db/query";
 import { textIndexMerging, type TextIndexMerging } from "../../db/text-index";
 import type {
   Ctx,
@@ -21,7 +19,33 @@ import type {
 import type { JobKind } from "../../platform/jobs/runner";
 import { getProject, type Project, ALL_CHANNEL } from "../projects/projects.api";
 import { schemaStamp, valueContextOf, LIST_TYPES, valueSchema, type FieldType } from "../schema/schema.api";
-import { COLUMNS, recOf, Touch, writeSearch, type Vals } from "./records.service";
+import { recOf, Touch, writeSearch, type Vals } from "./records.service";
+import {
+  ANY_RECORD,
+  CHECKS_UPDATE,
+  COUNT_OF_DEFINITIONS,
+  COUNT_OF_OTHERS,
+  DEFINITIONS_IN_USE,
+  FOLLOWED,
+  HOLDERS_IN,
+  holdsParams,
+  IN_ORDERING,
+  LANGUAGE_SEARCH_ROWS_DELETE,
+  languageHolders,
+  NEXT_IN_DEFINITION,
+  NEXT_OTHERS,
+  ORDERING_DELETE,
+  RECORD_COUNT,
+  REINDEX_PAGE,
+  SEARCH_ROWS_GONE,
+  TOUCHED,
+  WITH_CHANNEL,
+  WITH_DEFINITION,
+  WITH_LANGUAGE,
+  WITH_VALUE,
+  WITHOUT_CHANNEL,
+  withoutLanguage,
+} from "./records.follow.queries";
 import {
   checksOf,
   dict,
@@ -63,30 +87,13 @@ const ALL = Number.MAX_SAFE_INTEGER;
 /** `hooks.schemaUsage`: the records (up to 100) having a definition, or holding a value of a field. */
 export const recordsSchemaUsage: SchemaUsageHook = async (_ctx, tx, projectGid, kind, gid) => {
   if (kind === "definition") {
-    const found = await sessionOf(tx)
-      .query<{ gid: string }>("SELECT gid FROM records WHERE project_gid = ? AND definition = ? ORDER BY id LIMIT ?")
-      .all(projectGid, gid, LIMIT);
+    const found = await sessionOf(tx).query<{ gid: string }>(WITH_DEFINITION).all(projectGid, gid, LIMIT);
     return { records: found.map((r) => r.gid) };
   }
   if (kind === "field") return { records: await recordsWithValue(tx, projectGid, gid, LIMIT) };
   const none: Record<string, string[]> = {};
   return none;
 };
-
-/**
- * Whether a record row holds a value (in any slot) of a field, its two parameters `holdsParams`:
- * the field's key as its JSON text spells it (`"<gid>":`) for a substring test first, so the JSON
- * of records without the gid in their text is never parsed; then the gid, for the JSON test that
- * decides.
- */
-const holds = (d: Dialect) =>
-  sql`(${d.containsText(sql`r.vals`, param)} AND EXISTS (SELECT 1 FROM ${d.jsonEach(sql`r.vals`, "s")} WHERE ${d.jsonHasKey(sql`s.value`, param)}))`;
-const holdsParams = (field: string) => [`"${field}":`, field];
-
-const WITH_VALUE = textOf(
-  (d) =>
-    sql`SELECT r.gid AS gid FROM records r WHERE r.project_gid = ${param} AND ${holds(d)} ORDER BY r.id LIMIT ${param}`,
-);
 
 /** Records holding a value (in any slot) of a field, in id order (up to `limit`). */
 async function recordsWithValue(tx: Tx, projectGid: string, field: string, limit = ALL): Promise<string[]> {
@@ -204,7 +211,6 @@ async function followVals(
 
 /** What following needs of a record row. */
 type FollowRec = { id: number; gid: string; definition: string; vals: Vals; checks?: string | RecordChecks };
-const FOLLOW_COLUMNS = "r.id AS id, r.gid AS gid, r.definition AS definition, r.vals AS vals, r.checks AS checks";
 type FollowRow = { id: number; gid: string; definition: string; vals: string | Vals; checks: string | RecordChecks };
 /** An object column of a raw row: SQLite gives its JSON text, PostgreSQL the parsed object. */
 const objectOf = <T>(v: string | T): T => (typeof v === "string" ? (JSON.parse(v) as T) : v);
@@ -251,25 +257,6 @@ async function checksAfter(view: SchemaView, r: FollowRec, vals: Vals, f: Follow
 const changesValues = (f: Follow) =>
   !!f.field && (f.field.from.type !== f.field.to.type || f.field.from.is_localized !== f.field.to.is_localized);
 
-/** The statements of `Affected` (made once per database: a job runs `next` once per unit of work). */
-const HOLDERS_IN = textOf(
-  (d) =>
-    sql`SELECT r.id AS id, ${holds(d)} AS holds FROM records r WHERE r.project_gid = ${param} AND r.definition = ${param} AND r.id > ${param} ORDER BY r.id LIMIT ${param}`,
-);
-const COUNT_OF_DEFINITIONS = textOf(
-  (d) =>
-    sql`SELECT count(*) AS n FROM (SELECT 1 FROM records WHERE project_gid = ${param} AND definition IN (${d.jsonArrayMembers(d.jsonFromText(param), "text")}) LIMIT ${param}) AS c`,
-);
-const COUNT_OF_OTHERS = textOf(
-  (d) =>
-    sql`SELECT count(*) AS n FROM (SELECT 1 FROM records WHERE project_gid = ${param} AND definition NOT IN (${d.jsonArrayMembers(d.jsonFromText(param), "text")}) LIMIT ${param}) AS c`,
-);
-const NEXT_IN_DEFINITION = `SELECT ${FOLLOW_COLUMNS} FROM records r WHERE r.project_gid = ? AND r.definition = ? AND r.id > ? ORDER BY r.id LIMIT ?`;
-const NEXT_OTHERS = textOf(
-  (d) =>
-    sql`SELECT ${sql.raw(FOLLOW_COLUMNS)} FROM records r WHERE r.id IN (${d.jsonArrayMembers(d.jsonFromText(param), "integer")}) AND r.project_gid = ${param} ORDER BY r.id`,
-);
-
 /**
  * The records a commit touches, in two parts: every record of the changed definitions (by the
  * (project, definition) index, in id order per definition), and, when the field's values change,
@@ -291,9 +278,7 @@ class Affected {
   private static async otherDefinitions(tx: Tx, projectGid: string, f: Follow): Promise<string[]> {
     if (!changesValues(f)) return [];
     const mine = new Set(f.definitions);
-    const all = await sessionOf(tx)
-      .query<{ definition: string }>("SELECT DISTINCT definition FROM records WHERE project_gid = ?")
-      .all(projectGid);
+    const all = await sessionOf(tx).query<{ definition: string }>(DEFINITIONS_IN_USE).all(projectGid);
     return all.map((r) => r.definition).filter((d) => !mine.has(d));
   }
 
@@ -460,17 +445,8 @@ function searchUnchanged(f: Follow): boolean {
   return !feeds(f.field.from) && !feeds(f.field.to);
 }
 
-/** A record's checks (JSON text, a jsonb document on PostgreSQL). */
-const CHECKS_UPDATE = textOf((d) => sql`UPDATE records SET checks = ${d.jsonFromText(param)} WHERE id = ${param}`);
-
 /** The schema view of a project the caller has already checked (hooks and jobs). */
 const viewOf = async (tx: Tx, projectGid: string) => new SchemaView(tx, (await getProject(tx, projectGid))!);
-
-/** A record's values and checks after following; `updated_on` moves on even within the same second. */
-const FOLLOWED = textOf(
-  (d) =>
-    sql`UPDATE records SET vals = ${d.jsonFromText(param)}, checks = ${d.jsonFromText(param)}, updated_on = ${d.greatest(param, sql`updated_on + 0.000001`)} WHERE id = ${param}`,
-);
 
 /**
  * Applies a change to rows (stopping at `deadline`, after at least one); returns how many were
@@ -720,10 +696,6 @@ async function enqueueReindex(ctx: Parameters<LanguageHook>[0], projectGid: stri
 /** The key of one language's values in `vals` (a language code has no quote or backslash). */
 const languageKey = (language: string) => language.replace(/["\\]/g, "");
 
-const WITH_LANGUAGE = textOf(
-  (d) => sql`SELECT gid FROM records WHERE project_gid = ${param} AND ${d.jsonHasKey(sql`vals`, param)}`,
-);
-
 /** An UPDATE sync item for every record holding values in `language`: their forms gain or lose it. */
 async function announceLanguage(
   tx: Tx,
@@ -740,7 +712,7 @@ async function announceLanguage(
  * changes. Records that kept values in it since it was removed show them again (UPDATE items).
  */
 export const recordsLanguageAdded: LanguageHook = async (ctx, tx, log, projectGid, language) => {
-  if (await sessionOf(tx).query("SELECT 1 FROM records WHERE project_gid = ? LIMIT 1").get(projectGid)) {
+  if (await sessionOf(tx).query(ANY_RECORD).get(projectGid)) {
     await announceLanguage(tx, log, projectGid, language);
     await enqueueReindex(ctx, projectGid);
   }
@@ -759,18 +731,10 @@ export const recordsLanguageRemoved: LanguageHook = async (ctx, tx, log, project
     return 0;
   }
   const s = sessionOf(tx);
-  const d = dialectOf(tx);
   const key = languageKey(language);
-  const found = await rows<{ id: number; gid: string; n: number }>(
-    tx,
-    sql`SELECT r.id AS id, r.gid AS gid, (SELECT count(*) FROM ${d.jsonEach(d.jsonAt(sql`r.vals`, [key]), "m")}) AS n FROM records r WHERE r.project_gid = ${projectGid} AND ${d.jsonHasKey(sql`r.vals`, sql`${key}`)}`,
-  );
+  const found = await languageHolders(tx, projectGid, key);
   // The language's path is written into the text: one text for all the records of this call.
-  const upd = s.query(
-    d.toQuery(
-      sql`UPDATE records SET vals = ${d.jsonRemove(sql`vals`, [key])}, updated_on = ${d.greatest(param, sql`updated_on + 0.000001`)} WHERE id = ${param}`.inlineParams(),
-    ).sql,
-  );
+  const upd = s.query(withoutLanguage(tx, key));
   const t = Date.now() / 1000;
   let removed = 0;
   for (const r of found) {
@@ -778,23 +742,10 @@ export const recordsLanguageRemoved: LanguageHook = async (ctx, tx, log, project
     log.project(projectGid, "UPDATE", "records", r.gid);
     removed += r.n;
   }
-  await s.query("DELETE FROM record_search WHERE project_gid = ? AND language = ?").run(projectGid, language);
-  if (found.length || (await s.query("SELECT 1 FROM records WHERE project_gid = ? LIMIT 1").get(projectGid)))
-    await enqueueReindex(ctx, projectGid);
+  await s.query(LANGUAGE_SEARCH_ROWS_DELETE).run(projectGid, language);
+  if (found.length || (await s.query(ANY_RECORD).get(projectGid))) await enqueueReindex(ctx, projectGid);
   return removed;
 };
-
-const WITH_CHANNEL = textOf(
-  (d) =>
-    sql`SELECT r.id AS id, r.gid AS gid FROM records r WHERE r.project_gid = ${param} AND ${d.jsonArrayHas(sql`r.channels`, param)}`,
-);
-const WITHOUT_CHANNEL = textOf(
-  (d) =>
-    sql`UPDATE records SET channels = ${d.jsonFromText(sql`(SELECT ${d.jsonGroupArray(sql`c.value`)} FROM ${d.jsonEach(sql`records.channels`, "c")} WHERE c.value != ${param})`)}, updated_on = ${d.greatest(param, sql`updated_on + 0.000001`)} WHERE id = ${param}`,
-);
-const TOUCHED = textOf(
-  (d) => sql`UPDATE records SET updated_on = ${d.greatest(param, sql`updated_on + 0.000001`)} WHERE id = ${param}`,
-);
 
 /**
  * `hooks.settingRemoved`: a deleted channel is switched off in every record that had it; a deleted
@@ -812,12 +763,8 @@ export const recordsSettingRemoved: SettingRemovedHook = async (_ctx, tx, log, p
       log.project(projectGid, "UPDATE", "records", r.gid);
     }
   } else if (kind === "ordering") {
-    const found = await s
-      .query<{ id: number; gid: string }>(
-        "SELECT r.id AS id, r.gid AS gid FROM record_orderings o JOIN records r ON r.id = o.record_id WHERE o.project_gid = ? AND o.ordering = ?",
-      )
-      .all(projectGid, key);
-    await s.query("DELETE FROM record_orderings WHERE project_gid = ? AND ordering = ?").run(projectGid, key);
+    const found = await s.query<{ id: number; gid: string }>(IN_ORDERING).all(projectGid, key);
+    await s.query(ORDERING_DELETE).run(projectGid, key);
     const upd = s.query(TOUCHED(tx));
     for (const r of found) {
       await upd.run(t, r.id);
@@ -825,12 +772,6 @@ export const recordsSettingRemoved: SettingRemovedHook = async (_ctx, tx, log, p
     }
   }
 };
-
-/** The search rows of some records (a JSON list of ids) in documents other than the listed ones. */
-const SEARCH_ROWS_GONE = textOf(
-  (d) =>
-    sql`DELETE FROM record_search WHERE record_id IN (${d.jsonArrayMembers(d.jsonFromText(param), "integer")}) AND language NOT IN (${d.jsonArrayMembers(d.jsonFromText(param), "text")})`,
-);
 
 /**
  * The `records_reindex` job: after a project's languages changed, every record's checks and search
@@ -846,21 +787,14 @@ export const reindexJob: JobKind = {
     const total = await mutate(
       ctx.db,
       undefined,
-      async (tx) =>
-        (await sessionOf(tx)
-          .query<{ n: number }>("SELECT count(*) AS n FROM records WHERE project_gid = ?")
-          .get(projectGid))!.n,
+      async (tx) => (await sessionOf(tx).query<{ n: number }>(RECORD_COUNT).get(projectGid))!.n,
     );
     await progress.total(total, done);
     for (;;) {
       const n = await mutate(ctx.db, ctx.hub, async (tx) => {
         if (!(await getProject(tx, projectGid))) return 0;
         const s = sessionOf(tx);
-        const recs = (
-          await s
-            .query(`SELECT ${COLUMNS} FROM records r WHERE r.project_gid = ? AND r.id > ? ORDER BY r.id LIMIT 500`)
-            .all(projectGid, after)
-        ).map(recOf);
+        const recs = (await s.query(REINDEX_PAGE).all(projectGid, after)).map(recOf);
         if (!recs.length) return 0;
         const view = await viewOf(tx, projectGid);
         await s

@@ -18,6 +18,7 @@ import type { Answer } from "../../core/answer";
 import { ApiError, badRequest, missing } from "../../core/errors";
 import type { Tx } from "../../db/connection";
 import { sessionOf } from "../../db/query";
+import { LIVE_CHILDREN_CREATED } from "./records.queries";
 import type { ChangeLog } from "../../db/mutate";
 import type { Ctx } from "../../platform/context";
 import type { JobKind, Progress } from "../../platform/jobs/runner";
@@ -585,11 +586,7 @@ async function applyRows(
 
 /** Children that were exported but whose rows are gone are deleted (not those made after the export). */
 async function deleteRemoved(tx: Tx, view: SchemaView, touch: Touch, st: ImportState): Promise<void> {
-  const rows = await sessionOf(tx)
-    .query<{ gid: string; c: number }>(
-      `SELECT gid, created_on AS c FROM records WHERE parent = ? AND status != '${DELETED}' ORDER BY id`,
-    )
-    .all(st.parentGid);
+  const rows = await sessionOf(tx).query<{ gid: string; c: number }>(LIVE_CHILDREN_CREATED).all(st.parentGid);
   for (const r of rows) {
     if (st.present.has(r.gid) || r.c > st.exportedOn) continue;
     await deleteRecordIn(tx, view, touch, r.gid);

@@ -14,7 +14,7 @@ import {
 } from "../../core/selection";
 import type { Tx } from "../../db/connection";
 import { mutate, startUnitMemo } from "../../db/mutate";
-import { param, sessionOf, textOf } from "../../db/query";
+import { sessionOf } from "../../db/query";
 import type { Ctx } from "../../platform/context";
 import type { JobKind } from "../../platform/jobs/runner";
 import { getProject } from "../projects/projects.api";
@@ -25,8 +25,6 @@ import { setDefinitionIn } from "./definition.service";
 import { searchCondition, searchItems } from "./records.search";
 import {
   channelOf,
-  channelTest,
-  COLUMNS,
   DELETED,
   formsOf,
   mustRecord,
@@ -38,6 +36,18 @@ import {
   type Rec,
   type Touch,
 } from "./records.service";
+import {
+  GID_IN_PROJECT,
+  MAX_RECORD_ID,
+  selectedBySearch,
+  selectedChildren,
+  selectedGids,
+  selectionByGids,
+  selectionChildren,
+  selectionCount,
+  selectionPage,
+  STATUS_OF,
+} from "./records.queries";
 import {
   copyOneIn,
   deleteRecordIn,
@@ -76,11 +86,6 @@ function gidArray(v: unknown, element: number): string[] {
   return v as string[];
 }
 
-/** The members of a JSON array bound as one parameter, as a subquery's rows (`x IN (...)`). */
-const MEMBERS = textOf((d) => d.jsonArrayMembers(d.jsonFromText(param), "text"));
-/** Whether the record `r` is on in the channel bound at the next `?`. */
-const ROW_CHANNEL = channelTest("r.channels");
-
 /** The selection as one SQL condition on `records r` (for paging by id). Unknown gids are left out. */
 async function selectionCondition(
   tx: Tx,
@@ -89,12 +94,11 @@ async function selectionCondition(
   expandQuery: QueryExpander | undefined,
 ): Promise<{ sql: string; params: unknown[] }> {
   const elements = parseSelection(selection);
-  const members = MEMBERS(tx);
   const parts: string[] = [];
   const params: unknown[] = [];
   const gids = elements.filter((e): e is string => typeof e === "string");
   if (gids.length) {
-    parts.push(`r.gid IN (${members})`);
+    parts.push(selectedGids(tx));
     params.push(JSON.stringify(gids));
   }
   for (const [i, element] of elements.entries()) {
@@ -108,16 +112,13 @@ async function selectionCondition(
       const parent = await mustRecord(tx, view.projectGid, el.children, "parent");
       orderingOf(view, el.ordering);
       const channel = channelOf(view, el.channel);
-      let c = `(r.parent = ? AND r.status != '${DELETED}' AND r.gid NOT IN (${members})`;
+      const inChannel = !!channel && channel !== "__all__";
+      parts.push(selectedChildren(tx, inChannel));
       params.push(parent.gid, exclude);
-      if (channel && channel !== "__all__") {
-        c += ` AND ${ROW_CHANNEL(tx)}`;
-        params.push(JSON.stringify(channel));
-      }
-      parts.push(c + ")");
+      if (inChannel) params.push(JSON.stringify(channel));
     } else {
       const s = await searchCondition(view, (el as { search: Record<string, unknown> }).search);
-      parts.push(`(${s.sql} AND r.gid NOT IN (${members}))`);
+      parts.push(selectedBySearch(tx, s.sql));
       params.push(...s.params, exclude);
     }
   }
@@ -148,19 +149,15 @@ export async function bulkGet(
     if (state && (typeof state.after !== "number" || typeof state.until !== "number" || typeof state.size !== "number"))
       throw invalidParameter("page.cursor");
     if (!state) {
-      const until = (await s.query<{ m: number }>("SELECT coalesce(max(id), 0) AS m FROM records").get())!.m;
+      const until = (await s.query<{ m: number }>(MAX_RECORD_ID).get())!.m;
       const n = (
-        (await s
-          .query(`SELECT count(*) AS n FROM records r WHERE r.project_gid = ? AND r.id <= ? AND ${cond.sql}`)
-          .get(projectGid, until, ...(cond.params as Bind[]))) as { n: number }
+        (await s.query(selectionCount(cond.sql)).get(projectGid, until, ...(cond.params as Bind[]))) as { n: number }
       ).n;
       state = { k: "records", after: 0, until, size: n };
     }
     const rows = (
       (await s
-        .query(
-          `SELECT ${COLUMNS} FROM records r WHERE r.project_gid = ? AND r.id > ? AND r.id <= ? AND ${cond.sql} ORDER BY r.id LIMIT ?`,
-        )
+        .query(selectionPage(cond.sql))
         .all(projectGid, state.after, state.until, ...(cond.params as Bind[]), size + 1)) as Record<string, unknown>[]
     ).map(recOf);
     const more = rows.length > size;
@@ -186,25 +183,19 @@ export const recordsSelection: SelectionResolver = {
   resource: "records",
   noun: "Record",
   async byGids(tx, projectGid, gids) {
-    const rows = await sessionOf(tx)
-      .query<SelectionItem>(`SELECT id, gid FROM records WHERE project_gid = ? AND gid IN (${MEMBERS(tx)})`)
-      .all(projectGid, JSON.stringify(gids));
+    const rows = await sessionOf(tx).query<SelectionItem>(selectionByGids(tx)).all(projectGid, JSON.stringify(gids));
     const found = new Set(rows.map((r) => r.gid));
     return { items: rows, missing: gids.filter((g) => !found.has(g)) };
   },
   async children(tx, projectGid, el) {
     const parent =
       typeof el.children === "string"
-        ? await sessionOf(tx)
-            .query("SELECT gid FROM records WHERE gid = ? AND project_gid = ?")
-            .get(el.children, projectGid)
+        ? await sessionOf(tx).query(GID_IN_PROJECT).get(el.children, projectGid)
         : undefined;
     if (!parent) return undefined;
     const channel = typeof el.channel === "string" && el.channel !== "__all__" ? el.channel : undefined;
     return await sessionOf(tx)
-      .query<SelectionItem>(
-        `SELECT id, gid FROM records r WHERE r.parent = ? AND r.status != '${DELETED}'${channel ? ` AND ${ROW_CHANNEL(tx)}` : ""} ORDER BY id`,
-      )
+      .query<SelectionItem>(selectionChildren(tx, !!channel))
       .all(...([el.children, ...(channel ? [JSON.stringify(channel)] : [])] as string[]));
   },
   async search(tx, projectGid, search) {
@@ -379,9 +370,7 @@ export async function startRecordsBulk(
     if (op === "permanent_delete")
       gids = await filterEach(
         gids,
-        async (g) =>
-          (await sessionOf(tx).query<{ status: string }>("SELECT status FROM records WHERE gid = ?").get(g))?.status ===
-          DELETED,
+        async (g) => (await sessionOf(tx).query<{ status: string }>(STATUS_OF).get(g))?.status === DELETED,
       );
     const token = await ctx.jobs.enqueue({
       kind: spec.job,

@@ -1,17 +1,16 @@
 /*
  * Longer than ~600 lines: the record tree's hot path (rows, forms and their cache, writes,
  * ordering positions) shares the row columns, the forms cache and the schema view, measured together
- * (bench/records). Its sections are marked below; splitting them into role-named files (rows, forms,
- * positions) is the next step once records has one query file for its raw SQL.
+ * (bench/records). Its sections are marked below; its statements are in records.queries.ts, so
+ * splitting the sections into role-named files (rows, forms, positions) is the next step.
  */
-import { sql } from "drizzle-orm";
 import type { Actor } from "../../core/actor";
 import { JsonText, withJsonText, type Answer } from "../../core/answer";
 import { invalidParameter, missing, unprocessable } from "../../core/errors";
 import { newGid, now } from "../../core/ids";
 import type { Tx } from "../../db/connection";
 import { unitMemo, type ChangeLog } from "../../db/mutate";
-import { dialectOf, param, sessionOf, textOf } from "../../db/query";
+import { dialectOf, sessionOf } from "../../db/query";
 import type { Ctx, ProjectCreatedHook } from "../../platform/context";
 import { inProject, ALL_CHANNEL, getProject } from "../projects/projects.api";
 import { baseDefinitionIn, layoutOf, Out, rowOf, schemaStamp } from "../schema/schema.api";
@@ -32,6 +31,51 @@ import {
   type ReportItem,
 } from "./values.service";
 import { findEach } from "../../core/sequential";
+import {
+  BUMP_CHILDCOUNT,
+  CANONICAL_USES,
+  CHILD_INSERT,
+  childrenByIdPage,
+  childrenCount,
+  childrenPlacedFirstPage,
+  DELETED,
+  DESCENDANTS,
+  FTS_INSERT,
+  FTS_UPDATE,
+  LAST_CHILD_DEFINITION,
+  LAST_CHILD_DEFINITION_IN_ORDERING,
+  LAST_PLACES,
+  LINK_GROUP,
+  LINKS_OF,
+  LINKS_OF_ONE,
+  LIVE_CHILDREN_COUNT,
+  NEXT_SIBLING,
+  PLACE_INSERT,
+  PLACE_RENUMBER,
+  PLACE_UPSERT,
+  PLACED_COUNT,
+  placedChildrenPage,
+  PLACES_BEFORE,
+  PLACES_OF,
+  PLACES_OF_ONE,
+  PROJECT_RECORDS_AFTER,
+  PUBLISHED,
+  RECORD_BY_GID,
+  RECORD_INSERT,
+  RECORDS_BY_GIDS,
+  RECORDS_BY_IDS,
+  ROOT_INSERT,
+  ROOT_ROW,
+  SEARCH_INSERT,
+  SEARCH_ROWS_OF,
+  SEARCH_ROWS_OF_PROJECT_DELETE,
+  SEARCH_UPDATE,
+  SIBLING_PLACE,
+  SIBLINGS_IN_ORDER,
+  VALS_UPDATE,
+} from "./records.queries";
+
+export { channelTest, COLUMNS, DELETED, MOVED, MOVED_BELOW, PUBLISHED } from "./records.queries";
 
 /**
  * The record tree: reading (root, get, children, forms), creating and updating values. Every
@@ -68,8 +112,6 @@ export type Rec = {
 
 /** A `records` row as the database gives it with COLUMNS (snake_case, JSON columns as text): recOf makes a Rec of it. */
 type RecordRowText = Record<string, any>;
-export const COLUMNS =
-  "id, gid, project_gid, parent, canonical, is_link, definition, treelevel, path, childcount, status, channels, vals, checks, created_on, updated_on";
 
 export function recOf(r: RecordRowText): Rec {
   const rec = {
@@ -150,8 +192,6 @@ function valsTextOf(rec: Rec): string | undefined {
   return Object.hasOwn(rec, HELD) ? held(rec).valsText : undefined;
 }
 
-export const DELETED = "deleted";
-export const PUBLISHED = "published";
 /** The gap between neighbours of a fresh ordering; a move takes the midpoint of its new neighbours. */
 const GAP = 1 << 24;
 
@@ -217,23 +257,9 @@ export class Touch {
 
 export async function recordRow(tx: Tx, projectGid: string, gid: unknown): Promise<Rec | undefined> {
   if (typeof gid !== "string" || !gid) return undefined;
-  const r = await sessionOf(tx).query<RecordRowText>(BY_GID(tx)).get(gid, projectGid);
+  const r = await sessionOf(tx).query<RecordRowText>(RECORD_BY_GID(tx)).get(gid, projectGid);
   return r ? recOf(r) : undefined;
 }
-
-// `+project_gid` (unindexed): look rows up by the gid (id) index, never by scanning the project.
-const BY_GID = textOf(
-  (d) =>
-    sql`SELECT ${sql.raw(COLUMNS)} FROM records WHERE gid = ${param} AND ${d.unindexed(sql`project_gid`)} = ${param}`,
-);
-const BY_GIDS = textOf(
-  (d) =>
-    sql`SELECT ${sql.raw(COLUMNS)} FROM records WHERE gid IN (${d.jsonArrayMembers(d.jsonFromText(param), "text")}) AND ${d.unindexed(sql`project_gid`)} = ${param}`,
-);
-const BY_IDS = textOf(
-  (d) =>
-    sql`SELECT ${sql.raw(COLUMNS)} FROM records WHERE id IN (${d.jsonArrayMembers(d.jsonFromText(param), "integer")}) AND ${d.unindexed(sql`project_gid`)} = ${param}`,
-);
 
 /** The row of a gid, or 422 naming the member (the reference's "record doesn't exist"). */
 export async function mustRecord(tx: Tx, projectGid: string, gid: unknown, member = "record"): Promise<Rec> {
@@ -249,24 +275,19 @@ export async function mustRecord(tx: Tx, projectGid: string, gid: unknown, membe
 
 export async function rowsByGids(tx: Tx, projectGid: string, gids: string[]): Promise<Rec[]> {
   if (!gids.length) return [];
-  return (await sessionOf(tx).query<RecordRowText>(BY_GIDS(tx)).all(JSON.stringify(gids), projectGid)).map(recOf);
+  return (await sessionOf(tx).query<RecordRowText>(RECORDS_BY_GIDS(tx)).all(JSON.stringify(gids), projectGid)).map(
+    recOf,
+  );
 }
 
 export async function rootRow(tx: Tx, projectGid: string): Promise<Rec | undefined> {
-  const r = await sessionOf(tx)
-    .query<RecordRowText>(`SELECT ${COLUMNS} FROM records WHERE project_gid = ? AND parent IS NULL ORDER BY id LIMIT 1`)
-    .get(projectGid);
+  const r = await sessionOf(tx).query<RecordRowText>(ROOT_ROW).get(projectGid);
   return r ? recOf(r) : undefined;
 }
 
 /** Gids of the whole subtree below a record (not the record itself), depth first by the parent index. */
 export async function descendants(tx: Tx, gid: string): Promise<Rec[]> {
-  return (
-    await sessionOf(tx)
-      .query<RecordRowText>(`WITH RECURSIVE sub(gid) AS (SELECT gid FROM records WHERE parent = ?1 UNION ALL SELECT r.gid FROM records r JOIN sub ON r.parent = sub.gid)
-              SELECT ${COLUMNS} FROM records WHERE gid IN (SELECT gid FROM sub) ORDER BY treelevel, id`)
-      .all(gid)
-  ).map(recOf);
+  return (await sessionOf(tx).query<RecordRowText>(DESCENDANTS).all(gid)).map(recOf);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -279,9 +300,7 @@ async function orderingsOf(tx: Tx, ids: number[], view: SchemaView): Promise<Map
   const s = sessionOf(tx);
   const rows =
     ids.length === 1
-      ? await s
-          .query<Place>("SELECT record_id AS id, ordering, pos FROM record_orderings WHERE record_id = ?")
-          .all(ids[0]!)
+      ? await s.query<Place>(PLACES_OF_ONE).all(ids[0]!)
       : await s.query<Place>(PLACES_OF(tx)).all(JSON.stringify(ids));
   for (const r of rows) {
     if (!view.hasOrdering(r.ordering)) continue;
@@ -293,10 +312,6 @@ async function orderingsOf(tx: Tx, ids: number[], view: SchemaView): Promise<Map
 }
 
 type Place = { id: number; ordering: string; pos: number };
-const PLACES_OF = textOf(
-  (d) =>
-    sql`SELECT record_id AS id, ordering, pos FROM record_orderings WHERE record_id IN (${d.jsonArrayMembers(d.jsonFromText(param), "integer")})`,
-);
 
 /** Live (not deleted) links pointing at these canonical records: canonical gid → link gids. */
 async function backlinksOf(tx: Tx, gids: string[]): Promise<Map<string, string[]>> {
@@ -306,11 +321,7 @@ async function backlinksOf(tx: Tx, gids: string[]): Promise<Map<string, string[]
   const s = sessionOf(tx);
   const rows =
     gids.length === 1
-      ? await s
-          .query<Link>(
-            `SELECT id, canonical, gid FROM records WHERE canonical = ? AND is_link = TRUE AND status != '${DELETED}'`,
-          )
-          .all(gids[0]!)
+      ? await s.query<Link>(LINKS_OF_ONE).all(gids[0]!)
       : await s.query<Link>(LINKS_OF(tx)).all(JSON.stringify(gids));
   if (rows.length > 1) rows.sort((a, b) => a.id - b.id);
   for (const r of rows) {
@@ -322,10 +333,6 @@ async function backlinksOf(tx: Tx, gids: string[]): Promise<Map<string, string[]
 }
 
 type Link = { id: number; canonical: string; gid: string };
-const LINKS_OF = textOf(
-  (d) =>
-    sql`SELECT id, canonical, gid FROM records WHERE is_link = TRUE AND status != ${sql.raw(`'${DELETED}'`)} AND canonical IN (${d.jsonArrayMembers(d.jsonFromText(param), "text")})`,
-);
 
 type FormOptions = { languages: string[]; fields?: boolean; remember?: boolean };
 
@@ -448,33 +455,6 @@ export async function formsOf(
 // ---------------------------------------------------------------------------------------------
 // Writing rows
 
-/**
- * A record's search row per language, and its full-text row written next to it (no trigger does,
- * migration 0014), both with the id searchRowId gives. Where the database keeps the full-text
- * index itself (PostgreSQL) the full-text statements are empty: nothing to run.
- */
-const SEARCH_INSERT =
-  "INSERT INTO record_search (id, record_id, project_gid, language, title, body) VALUES (?, ?, ?, ?, ?, ?)";
-const SEARCH_UPDATE = "UPDATE record_search SET title = ?, body = ? WHERE id = ?";
-/** Binds (id, project_gid, language, title, body). */
-const FTS_INSERT = textOf(
-  (d) =>
-    d.textIndexInsert("records_fts", param, [
-      ["project_gid", param],
-      ["language", param],
-      ["title", param],
-      ["body", param],
-    ]) ?? sql``,
-);
-/** Binds (title, body, id). */
-const FTS_UPDATE = textOf(
-  (d) =>
-    d.textIndexUpdate("records_fts", param, [
-      ["title", param],
-      ["body", param],
-    ]) ?? sql``,
-);
-
 /** Rewrites the search rows of a record (only the languages whose text changed), with their full-text rows. */
 export async function writeSearch(
   tx: Tx,
@@ -487,13 +467,9 @@ export async function writeSearch(
   const existing = fresh
     ? new Map()
     : new Map(
-        (
-          await s
-            .query<{ id: number; language: string; title: string; body: string }>(
-              "SELECT id, language, title, body FROM record_search WHERE record_id = ?",
-            )
-            .all(r.id)
-        ).map((x) => [x.language, x]),
+        (await s.query<{ id: number; language: string; title: string; body: string }>(SEARCH_ROWS_OF).all(r.id)).map(
+          (x) => [x.language, x],
+        ),
       );
   for (const l of searchDocuments(view.languages)) {
     const t = searchTextOf(d, r.vals, l);
@@ -518,11 +494,9 @@ export async function writeSearch(
  */
 export async function rebuildSearchIn(tx: Tx, project: Project): Promise<void> {
   const s = sessionOf(tx);
-  await s.query("DELETE FROM record_search WHERE project_gid = ?").run(project.gid);
+  await s.query(SEARCH_ROWS_OF_PROJECT_DELETE).run(project.gid);
   const view = new SchemaView(tx, project);
-  const page = s.query<RecordRowText>(
-    `SELECT ${COLUMNS} FROM records WHERE project_gid = ? AND id > ? ORDER BY id LIMIT 1000`,
-  );
+  const page = s.query<RecordRowText>(PROJECT_RECORDS_AFTER);
   for (let after = 0; ; ) {
     const recs = (await page.all(project.gid, after)).map(recOf);
     if (!recs.length) break;
@@ -547,17 +521,6 @@ type NewRecord = {
   /** `vals` were just validated field by field (applyFields): the checks need not parse them again. */
   validated?: boolean;
 };
-
-/** The columns every new record row is written with (the values follow in this order). */
-const INSERT_INTO_RECORDS =
-  "INSERT INTO records (gid, project_gid, parent, canonical, is_link, definition, treelevel, path, childcount, status, channels, vals, checks, created_on, updated_on)";
-/** A new record row, given back whole. */
-const RECORD_INSERT = textOf((d) => {
-  const j = d.jsonFromText(param);
-  return sql`${sql.raw(INSERT_INTO_RECORDS)} VALUES (?, ?, ?, ?, ?, ?, ?, ${j}, 0, ?, ${j}, ${j}, ${j}, ?, ?)${d.returning(COLUMNS.split(", "))}`;
-});
-const PLACE_INSERT =
-  "INSERT INTO record_orderings (record_id, project_gid, parent, ordering, pos) VALUES (?, ?, ?, ?, ?)";
 
 /** Inserts a record as a child of `parent` (last in every ordering unless placed) and counts it in the parent. */
 export async function insertRecordIn(tx: Tx, view: SchemaView, touch: Touch, n: NewRecord): Promise<Rec> {
@@ -613,12 +576,6 @@ export type NewChild = {
   /** `vals` were just validated field by field (applyFields): the checks need not parse them again. */
   validated?: boolean;
 };
-
-/** A new published child in every channel (insertRecordsIn), its id given back where that is cheap. */
-const CHILD_INSERT = textOf((d) => {
-  const j = d.jsonFromText(param);
-  return sql`${sql.raw(INSERT_INTO_RECORDS)} VALUES (?, ?, ?, ?, FALSE, ?, ?, ${j}, 0, ${sql.raw(`'${PUBLISHED}'`)}, ${j}, ${j}, ${j}, ?, ?)${d.returningInserted("id") ?? sql``}`;
-});
 
 /**
  * Inserts many records as the last children of one parent, in the given order: the same rows,
@@ -726,31 +683,20 @@ async function bumpChildcount(tx: Tx, touch: Touch, parent: string | null, by: n
   touch.update(parent);
 }
 
-const BUMP_CHILDCOUNT = textOf(
-  (d) =>
-    sql`UPDATE records SET childcount = ${d.greatest(sql`0`, sql`childcount + ${param}`)}, updated_on = ${d.greatest(param, sql`updated_on + 0.000001`)} WHERE gid = ${param}`,
-);
-
 // ---------------------------------------------------------------------------------------------
 // Positions in orderings: sparse integer keys
 
 async function lastPos(tx: Tx, parent: string, ordering: string, exceptId: number): Promise<number> {
   // The two last places by the index: the record's own place (when it has one) is skipped.
-  const r = (await sessionOf(tx)
-    .query(
-      "SELECT record_id AS id, pos FROM record_orderings WHERE parent = ? AND ordering = ? ORDER BY pos DESC LIMIT 2",
-    )
-    .all(parent, ordering)) as { id: number; pos: number }[];
+  const r = (await sessionOf(tx).query(LAST_PLACES).all(parent, ordering)) as { id: number; pos: number }[];
   const last = r.find((x) => x.id !== exceptId);
   return (last?.pos ?? 0) + GAP;
 }
 
 /** Gives the siblings of an ordering fresh keys GAP apart, in their current order (when a gap ran out). */
 async function renumber(tx: Tx, parent: string, ordering: string): Promise<void> {
-  const ids = (await sessionOf(tx)
-    .query("SELECT record_id AS id FROM record_orderings WHERE parent = ? AND ordering = ? ORDER BY pos, record_id")
-    .all(parent, ordering)) as { id: number }[];
-  const upd = sessionOf(tx).query("UPDATE record_orderings SET pos = ? WHERE record_id = ? AND ordering = ?");
+  const ids = (await sessionOf(tx).query(SIBLINGS_IN_ORDER).all(parent, ordering)) as { id: number }[];
+  const upd = sessionOf(tx).query(PLACE_RENUMBER);
   for (const [i, r] of ids.entries()) await upd.run((i + 1) * GAP, r.id, ordering);
 }
 
@@ -759,17 +705,9 @@ async function placePos(tx: Tx, parent: string, ordering: string, recordId: numb
   if (typeof before !== "string" || !before) return await lastPos(tx, parent, ordering, recordId);
   const s = sessionOf(tx);
   for (let attempt = 0; attempt < 2; attempt++) {
-    const b = (await s
-      .query(
-        "SELECT o.pos AS pos FROM record_orderings o JOIN records r ON r.id = o.record_id WHERE r.gid = ? AND o.parent = ? AND o.ordering = ? AND o.record_id != ?",
-      )
-      .get(before, parent, ordering, recordId)) as { pos: number } | null;
+    const b = (await s.query(SIBLING_PLACE).get(before, parent, ordering, recordId)) as { pos: number } | null;
     if (!b) return await lastPos(tx, parent, ordering, recordId);
-    const prev = (await s
-      .query(
-        "SELECT record_id AS id, pos FROM record_orderings WHERE parent = ? AND ordering = ? AND pos < ? ORDER BY pos DESC LIMIT 2",
-      )
-      .all(parent, ordering, b.pos)) as { id: number; pos: number }[];
+    const prev = (await s.query(PLACES_BEFORE).all(parent, ordering, b.pos)) as { id: number; pos: number }[];
     const lo = prev.find((x) => x.id !== recordId)?.pos ?? b.pos - 2 * GAP;
     const mid = Math.floor((lo + b.pos) / 2);
     if (mid > lo && mid < b.pos) return mid;
@@ -780,11 +718,9 @@ async function placePos(tx: Tx, parent: string, ordering: string, recordId: numb
 
 /** The key right after sibling `afterId` (duplicate). */
 async function afterPos(tx: Tx, parent: string, ordering: string, recordId: number, afterId: number): Promise<number> {
-  const next = (await sessionOf(tx)
-    .query(
-      "SELECT r.gid AS gid FROM record_orderings o JOIN records r ON r.id = o.record_id WHERE o.parent = ? AND o.ordering = ? AND o.record_id != ? AND o.pos > (SELECT pos FROM record_orderings WHERE record_id = ? AND ordering = ?) ORDER BY o.pos LIMIT 1",
-    )
-    .get(parent, ordering, recordId, afterId, ordering)) as { gid: string } | null;
+  const next = (await sessionOf(tx).query(NEXT_SIBLING).get(parent, ordering, recordId, afterId, ordering)) as {
+    gid: string;
+  } | null;
   return next
     ? await placePos(tx, parent, ordering, recordId, next.gid)
     : await lastPos(tx, parent, ordering, recordId);
@@ -802,10 +738,6 @@ export async function setPosition(
   const pos = await placePos(tx, parent, ordering, rec.id, before);
   await sessionOf(tx).query(PLACE_UPSERT(tx)).run(rec.id, view.projectGid, parent, ordering, pos);
 }
-
-const PLACE_UPSERT = textOf(
-  (d) => sql`${sql.raw(PLACE_INSERT)}${d.onConflict(["record_id", "ordering"], ["parent", "pos"])}`,
-);
 
 /** A key member of the wrong JSON type: 400, as the reference's "wrong type or value". */
 const notAKey = (member: string) => invalidParameter(member, { expected: `a ${member} key (text)` });
@@ -833,11 +765,6 @@ export function channelOf(view: SchemaView, v: unknown): string | undefined {
 
 // ---------------------------------------------------------------------------------------------
 // The root and its base definition
-
-const ROOT_INSERT = textOf((d) => {
-  const j = d.jsonFromText(param);
-  return sql`${sql.raw(INSERT_INTO_RECORDS)} VALUES (?, ?, NULL, ?, FALSE, ?, 0, ${j}, 0, ?, ${j}, '{}', ${j}, ?, ?)${d.returning(COLUMNS.split(", "))}`;
-});
 
 /**
  * The project's root record, created on first use (by `records/root`, or by any caller through
@@ -984,15 +911,9 @@ export async function childrenIn(
   },
 ): Promise<{ gids: string[]; ids: number[]; total: number }> {
   const s = sessionOf(tx);
-  const status = opts.deleted ? "" : `AND status != '${DELETED}'`;
   const inOne = !!opts.channel && opts.channel !== "__all__";
-  // The channel's test (one of channelTest's), when a channel is asked for.
-  const chan = (test: (tx: Tx) => string) => (inOne ? `AND ${test(tx)}` : "");
   const chanParam = inOne ? [JSON.stringify(opts.channel)] : [];
-  const join = JOIN_IN_ORDER(tx);
-  // The children in the channel, read from the children index (a covering index: no row is read).
-  const inChannel = () =>
-    inOne ? `AND o.record_id IN (SELECT id FROM records WHERE parent = ?1 ${status} ${chan(CHANNEL_AT_5)})` : "";
+  const text = { deleted: opts.deleted, inOne, idsOnly: opts.idsOnly };
   let rows: { id: number; gid: string }[] | undefined;
   if (opts.ordering && !opts.deleted) {
     // Deleted records' places are filed under "-<parent>", so the place index holds live children
@@ -1000,74 +921,37 @@ export async function childrenIn(
     // so a full page of placed children is the answer; a short page is, once every child is placed.
     // With `idsOnly` (the caller reads the rows next) the page is the place index alone: no record row is read for its gid.
     rows = (await s
-      .query(
-        opts.idsOnly
-          ? `SELECT o.record_id AS id, NULL AS gid FROM record_orderings o WHERE o.parent = ?1 AND o.ordering = ?2 ${inChannel()} ORDER BY o.pos LIMIT ?3 OFFSET ?4`
-          : `SELECT r.id AS id, r.gid AS gid FROM (SELECT o.record_id, o.pos FROM record_orderings o WHERE o.parent = ?1 AND o.ordering = ?2 ${inChannel()} ORDER BY o.pos LIMIT ?3 OFFSET ?4) o ${join} records r ON r.id = o.record_id ORDER BY o.pos`,
-      )
+      .query(placedChildrenPage(tx, text))
       .all(parent, opts.ordering, opts.size, opts.top, ...chanParam)) as { id: number; gid: string }[];
     if (rows.length < opts.size) {
-      const placed = (
-        (await s
-          .query("SELECT count(*) AS n FROM record_orderings WHERE parent = ? AND ordering = ?")
-          .get(parent, opts.ordering)) as { n: number }
-      ).n;
+      const placed = ((await s.query(PLACED_COUNT).get(parent, opts.ordering)) as { n: number }).n;
       if (placed < (await liveChildren(tx, parent, opts.childcount))) rows = undefined;
     }
   }
   if (!rows && opts.ordering) {
     // Some children have no place: they follow the placed ones in creation order.
-    const st = status.replace("status", "r.status");
-    const ch = chan(ROW_CHANNEL_AT_5);
     rows = (await s
-      .query(
-        `SELECT id, gid FROM (
-           SELECT r.gid AS gid, 0 AS k, o.pos AS p, r.id AS id FROM record_orderings o JOIN records r ON r.id = o.record_id WHERE o.parent = ?1 AND o.ordering = ?2 ${st} ${ch}
-           UNION ALL
-           SELECT r.gid, 1, 0, r.id FROM records r WHERE r.parent = ?1 ${st} ${ch} AND NOT EXISTS (SELECT 1 FROM record_orderings o WHERE o.record_id = r.id AND o.ordering = ?2)
-         ) AS u ORDER BY k, p, id LIMIT ?3 OFFSET ?4`,
-      )
+      .query(childrenPlacedFirstPage(tx, text))
       .all(parent, opts.ordering, opts.size, opts.top, ...chanParam)) as { id: number; gid: string }[];
   } else if (!rows) {
-    rows = (await s
-      .query(
-        `SELECT r.id AS id, r.gid AS gid FROM (SELECT id FROM records WHERE parent = ?1 ${status} ${chan(CHANNEL_AT_4)} ORDER BY id LIMIT ?2 OFFSET ?3) c ${join} records r ON r.id = c.id ORDER BY r.id`,
-      )
-      .all(parent, opts.size, opts.top, ...chanParam)) as { id: number; gid: string }[];
+    rows = (await s.query(childrenByIdPage(tx, text)).all(parent, opts.size, opts.top, ...chanParam)) as {
+      id: number;
+      gid: string;
+    }[];
   }
   const total =
     !inOne && !opts.deleted
       ? await liveChildren(tx, parent, opts.childcount)
-      : (
-          (await s
-            .query(`SELECT count(*) AS n FROM records WHERE parent = ?1 ${status} ${chan(CHANNEL_AT_2)}`)
-            .get(parent, ...chanParam)) as { n: number }
-        ).n;
+      : ((await s.query(childrenCount(tx, text)).get(parent, ...chanParam)) as { n: number }).n;
   return { gids: rows.map((r) => r.gid), ids: rows.map((r) => r.id), total };
 }
-
-/** The join that keeps its tables' order: the page is read from an index first, its rows after. */
-const JOIN_IN_ORDER = textOf((d) => d.joinInOrder());
-
-/**
- * The text of the test whether `column` (a record's channels) holds the channel bound at `?n` (`?`
- * when n is 0) as its JSON text, made once per database: the statements around it vary.
- */
-export const channelTest = (column: string, n = 0) =>
-  textOf((d) => d.jsonTextsHave(sql.raw(column), sql.raw(n ? `?${n}` : "?")));
-const CHANNEL_AT_2 = channelTest("channels", 2);
-const CHANNEL_AT_4 = channelTest("channels", 4);
-const CHANNEL_AT_5 = channelTest("channels", 5);
-const ROW_CHANNEL_AT_5 = channelTest("r.channels", 5);
 
 /** How many children of a parent are not deleted: its `childcount` when the caller has the row, else counted on the children index. */
 async function liveChildren(tx: Tx, parent: string, childcount: number | undefined): Promise<number> {
   return (
     childcount ??
     (
-      (await sessionOf(tx)
-        .query(`SELECT count(*) AS n FROM records WHERE parent = ? AND status != '${DELETED}'`)
-        .get(parent)) as {
+      (await sessionOf(tx).query(LIVE_CHILDREN_COUNT).get(parent)) as {
         n: number;
       }
     ).n
@@ -1083,7 +967,7 @@ export async function rowsInOrder(tx: Tx, projectGid: string, gids: string[]): P
 /** Rows of ids (of this project) in the given order. */
 export async function rowsByIds(tx: Tx, projectGid: string, ids: number[]): Promise<Rec[]> {
   if (!ids.length) return [];
-  const raw = await sessionOf(tx).query<RecordRowText>(BY_IDS(tx)).all(JSON.stringify(ids), projectGid);
+  const raw = await sessionOf(tx).query<RecordRowText>(RECORDS_BY_IDS(tx)).all(JSON.stringify(ids), projectGid);
   const m = new Map(raw.map((r) => [r.id as number, r]));
   return ids
     .map((i) => m.get(i))
@@ -1135,16 +1019,10 @@ export async function childDefinitionIn(
   ordering?: string,
 ): Promise<string> {
   const last = ordering
-    ? ((await sessionOf(tx)
-        .query(
-          `SELECT r.definition AS d FROM record_orderings o JOIN records r ON r.id = o.record_id WHERE o.parent = ? AND o.ordering = ? AND r.status != '${DELETED}' ORDER BY o.pos DESC LIMIT 1`,
-        )
-        .get(parent.gid, ordering)) as { d: string } | undefined)
-    : ((await sessionOf(tx)
-        .query(
-          `SELECT definition AS d FROM records WHERE parent = ? AND status != '${DELETED}' ORDER BY id DESC LIMIT 1`,
-        )
-        .get(parent.gid)) as { d: string } | undefined);
+    ? ((await sessionOf(tx).query(LAST_CHILD_DEFINITION_IN_ORDERING).get(parent.gid, ordering)) as
+        | { d: string }
+        | undefined)
+    : ((await sessionOf(tx).query(LAST_CHILD_DEFINITION).get(parent.gid)) as { d: string } | undefined);
   if (last) {
     // A sibling's extended definition is its own: the new record gets the definition it extends.
     const base = ((await rowOf(tx, "definition", view.projectGid, last.d))?.spec as { extends?: string } | undefined)
@@ -1210,9 +1088,7 @@ async function linkGroup(tx: Tx, projectGid: string, rec: Rec): Promise<Rec[]> {
   if (
     !rec.isLink &&
     (
-      (await sessionOf(tx)
-        .query("SELECT count(*) AS n FROM (SELECT 1 FROM records WHERE canonical = ? LIMIT 2) AS c")
-        .get(rec.gid)) as {
+      (await sessionOf(tx).query(CANONICAL_USES).get(rec.gid)) as {
         n: number;
       }
     ).n <= 1
@@ -1220,25 +1096,6 @@ async function linkGroup(tx: Tx, projectGid: string, rec: Rec): Promise<Rec[]> {
     return [rec];
   return ((await sessionOf(tx).query(LINK_GROUP(tx)).all(projectGid, rec.canonical)) as RecordRowText[]).map(recOf);
 }
-
-const LINK_GROUP = textOf((d) => {
-  const inProject = sql`${d.unindexed(sql`project_gid`)} = ?1`;
-  return sql`SELECT ${sql.raw(COLUMNS)} FROM records WHERE canonical = ?2 AND ${inProject} UNION SELECT ${sql.raw(COLUMNS)} FROM records WHERE gid = ?2 AND ${inProject} ORDER BY id`;
-});
-
-/** A moved record's new place, and that of a record below it (paths as JSON text: jsonb on PostgreSQL); tree.service.ts. */
-export const MOVED = textOf(
-  (d) =>
-    sql`UPDATE records SET parent = ?, treelevel = ?, path = ${d.jsonFromText(param)}, updated_on = ? WHERE id = ?`,
-);
-export const MOVED_BELOW = textOf(
-  (d) => sql`UPDATE records SET treelevel = ?, path = ${d.jsonFromText(param)} WHERE id = ?`,
-);
-
-const VALS_UPDATE = textOf((d) => {
-  const j = d.jsonFromText(param);
-  return sql`UPDATE records SET vals = ${j}, checks = ${j}, definition = ?, updated_on = ? WHERE id = ?`;
-});
 
 /** Writes new values to a record and every record of its link group; search index and checks follow. */
 export async function storeVals(

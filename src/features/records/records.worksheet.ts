@@ -1,18 +1,10 @@
 import type { Actor } from "../../core/actor";
 import type { Answer } from "../../core/answer";
 import { sessionOf } from "../../db/query";
+import { CHILD_DEFINITIONS_FIRST } from "./records.queries";
 import type { Ctx } from "../../platform/context";
 import { layoutOf, Out, rowsOf } from "../schema/schema.api";
-import {
-  childrenIn,
-  DELETED,
-  formsOf,
-  mustRecord,
-  orderingOf,
-  pageOf,
-  recordsRead,
-  rowsInOrder,
-} from "./records.service";
+import { childrenIn, formsOf, mustRecord, orderingOf, pageOf, recordsRead, rowsInOrder } from "./records.service";
 
 /**
  * `records/worksheet`: what a grid needs for one parent — the record, its path from the root down
@@ -41,13 +33,7 @@ export async function getWorksheet(
     const page = pageOf(input, WORKSHEET_PAGE);
     const c = await childrenIn(tx, rec.gid, { ordering: orderingOf(view, input.ordering), ...page });
     const path = [...rec.path].reverse();
-    const defs = (
-      await sessionOf(tx)
-        .query<{ d: string }>(
-          `SELECT definition AS d, min(id) AS first FROM records WHERE parent = ? AND status != '${DELETED}' GROUP BY definition ORDER BY first`,
-        )
-        .all(rec.gid)
-    ).map((r) => r.d);
+    const defs = (await sessionOf(tx).query<{ d: string }>(CHILD_DEFINITIONS_FIRST).all(rec.gid)).map((r) => r.d);
     const out = new Out().has("definition").has("layout");
     for (const d of await rowsOf(tx, "definition", projectGid, defs))
       out.add("definition", d).add("layout", await layoutOf(tx, d));

@@ -2,13 +2,11 @@ import type { Actor } from "../../core/actor";
 import type { Answer } from "../../core/answer";
 import { invalidParameter, missing, unprocessable } from "../../core/errors";
 import { now } from "../../core/ids";
-import { sql } from "drizzle-orm";
 import type { Tx } from "../../db/connection";
-import { param, sessionOf, textOf } from "../../db/query";
+import { sessionOf } from "../../db/query";
 import type { Ctx } from "../../platform/context";
 import type { JobKind, Progress } from "../../platform/jobs/runner";
 import {
-  COLUMNS,
   DELETED,
   descendants,
   formsOf,
@@ -27,9 +25,23 @@ import {
   type Langs as TypedLangs,
   type Rec,
   type Touch,
+} from "./records.service";
+import {
+  ALL_CHILDREN,
+  ALL_CHILDREN_IN_ORDERING,
+  LINKS_TO,
   MOVED,
   MOVED_BELOW,
-} from "./records.service";
+  PLACES_REFILE,
+  RECORD_DELETE,
+  RECOUNT,
+  SAME_PLACES,
+  SET_POSITION,
+  SET_STATUS,
+  SUBTREE_SIZE,
+  TOUCH,
+  UNLINK,
+} from "./records.queries";
 import type { SchemaView } from "./values.service";
 import { filterEach } from "../../core/sequential";
 
@@ -41,11 +53,6 @@ import { filterEach } from "../../core/sequential";
 type Langs = { language?: unknown; languages?: unknown };
 const cannot = (reason: string, info: Record<string, unknown> = {}) =>
   unprocessable("Can't work with this item", { reason, ...info });
-
-const RECOUNT = textOf(
-  (d) =>
-    sql`UPDATE records SET childcount = (SELECT count(*) FROM records c WHERE c.parent = records.gid AND c.status != ${DELETED}), updated_on = ${d.greatest(param, sql`updated_on + 0.000001`)} WHERE gid IN (${d.jsonArrayMembers(d.jsonFromText(param), "text")})`,
-);
 
 /** Recounts the live children of these parents (after status changes or removals) and reports them. */
 async function recount(tx: Tx, touch: Touch, parents: Iterable<string | null>): Promise<void> {
@@ -104,7 +111,7 @@ export async function moveRecordIn(
       await upd.run(p.length - 1, JSON.stringify(p), d.id);
       touch.update(d.gid);
     }
-    await s.query("UPDATE record_orderings SET parent = ? WHERE record_id = ?").run(parent.gid, rec.id);
+    await s.query(PLACES_REFILE).run(parent.gid, rec.id);
     for (const o of view.options.orderedorderings)
       await setPosition(tx, view, rec, parent.gid, o, o === ordering ? input.before_record : undefined);
     if (rec.status !== DELETED) await recount(tx, touch, [rec.parent, parent.gid]);
@@ -112,7 +119,7 @@ export async function moveRecordIn(
   } else {
     if (ordering) await setPosition(tx, view, rec, parent.gid, ordering, input.before_record);
     if (ordering && rec.status === DELETED) await fileOrderings(tx, rec, true);
-    await s.query("UPDATE records SET updated_on = ? WHERE id = ?").run(Math.max(t, rec.updatedOn + 1e-6), rec.id);
+    await s.query(TOUCH).run(Math.max(t, rec.updatedOn + 1e-6), rec.id);
   }
   touch.update(rec.gid);
   return { ...rec, parent: parent.gid };
@@ -135,11 +142,6 @@ export async function moveRecord(
     return await answer(tx, view, input, { record: rec.gid, parent: rec.parent }, [rec.gid, rec.parent, old.parent]);
   });
 }
-
-const SET_POSITION = textOf(
-  (d) =>
-    sql`INSERT INTO record_orderings (record_id, project_gid, parent, ordering, pos) VALUES (${param}, ${param}, ${param}, ${param}, ${param})${d.onConflict(["record_id", "ordering"], ["pos", "parent"])}`,
-);
 
 /** `records/orderings/set`: raw positions for some orderings (the reference's restore shortcut). */
 export async function setOrderings(
@@ -165,7 +167,7 @@ export async function setOrderings(
     const up = s.query(SET_POSITION(tx));
     for (const [k, v] of entries)
       await up.run(rec.id, projectGid, rec.status === DELETED ? `-${rec.parent}` : rec.parent, k, v as number);
-    await s.query("UPDATE records SET updated_on = ? WHERE id = ?").run(Math.max(now(), rec.updatedOn + 1e-6), rec.id);
+    await s.query(TOUCH).run(Math.max(now(), rec.updatedOn + 1e-6), rec.id);
     touch.update(rec.gid);
     return await answer(tx, view, input, { record: rec.gid }, [rec.gid]);
   });
@@ -209,9 +211,7 @@ async function copyDescendantsIn(
 ): Promise<number> {
   const map = new Map<string, Rec>([[src.gid, copy]]);
   let n = 0;
-  const samePos = sessionOf(tx).query(
-    "UPDATE record_orderings SET pos = (SELECT o.pos FROM record_orderings o WHERE o.record_id = ? AND o.ordering = record_orderings.ordering) WHERE record_id = ? AND EXISTS (SELECT 1 FROM record_orderings o WHERE o.record_id = ? AND o.ordering = record_orderings.ordering)",
-  );
+  const samePos = sessionOf(tx).query(SAME_PLACES);
   for (const d of await descendants(tx, src.gid)) {
     if (d.status === DELETED) continue;
     const parent = map.get(d.parent!);
@@ -282,11 +282,7 @@ export async function copyRecord(
       ordering: orderingOf(view, input.ordering),
       before: input.before_record,
     });
-    const size = (await sessionOf(tx)
-      .query<{ n: number }>(
-        "WITH RECURSIVE sub(gid) AS (SELECT gid FROM records WHERE parent = ? UNION ALL SELECT r.gid FROM records r JOIN sub ON r.parent = sub.gid) SELECT count(*) AS n FROM sub",
-      )
-      .get(src.gid))!.n;
+    const size = (await sessionOf(tx).query<{ n: number }>(SUBTREE_SIZE).get(src.gid))!.n;
     const result: Record<string, unknown> = { record: copy.gid, parent: parent.gid };
     if (size <= COPY_INLINE_MAX) await copyDescendantsIn(tx, view, touch, src, copy);
     else
@@ -311,8 +307,7 @@ export const copyRecordJob: JobKind = {
       const top = await recordRow(tx, view.projectGid, copy);
       if (!src || !top) return;
       // Started over after a crash: the copy's subtree is made anew.
-      for (const d of (await descendants(tx, top.gid)).reverse())
-        await sessionOf(tx).query("DELETE FROM records WHERE id = ?").run(d.id);
+      for (const d of (await descendants(tx, top.gid)).reverse()) await sessionOf(tx).query(RECORD_DELETE).run(d.id);
       copied = await copyDescendantsIn(tx, view, touch, src, top);
     });
     await progress.step(copied);
@@ -360,7 +355,7 @@ export async function unlinkRecord(
     const rec = await mustRecord(tx, projectGid, input.record);
     if (!rec.isLink) throw cannot("The record is not a link", { record: rec.gid });
     await sessionOf(tx)
-      .query("UPDATE records SET canonical = gid, is_link = FALSE, updated_on = ? WHERE id = ?")
+      .query(UNLINK)
       .run(Math.max(now(), rec.updatedOn + 1e-6), rec.id);
     touch.update(rec.gid);
     touch.update(rec.canonical);
@@ -370,11 +365,6 @@ export async function unlinkRecord(
 
 // ---------------------------------------------------------------------------------------------
 // Deletion life cycle
-
-const LINKS_TO = textOf(
-  (d) =>
-    sql`SELECT ${sql.raw(COLUMNS)} FROM records WHERE is_link = TRUE AND canonical IN (${d.jsonArrayMembers(d.jsonFromText(param), "text")})`,
-);
 
 /** The record, its subtree and the links pointing at any of them. */
 async function withSubtreeAndLinks(tx: Tx, rec: Rec): Promise<Rec[]> {
@@ -394,14 +384,9 @@ async function withSubtreeAndLinks(tx: Tx, rec: Rec): Promise<Rec[]> {
 async function fileOrderings(tx: Tx, rec: { id: number; parent: string | null }, deleted: boolean): Promise<void> {
   if (rec.parent)
     await sessionOf(tx)
-      .query("UPDATE record_orderings SET parent = ? WHERE record_id = ?")
+      .query(PLACES_REFILE)
       .run(deleted ? `-${rec.parent}` : rec.parent, rec.id);
 }
-
-const SET_STATUS = textOf(
-  (d) =>
-    sql`UPDATE records SET status = ${param}, updated_on = ${d.greatest(param, sql`updated_on + 0.000001`)} WHERE id = ${param}`,
-);
 
 async function setStatus(tx: Tx, touch: Touch, rows: Rec[], status: string): Promise<void> {
   const t = now();
@@ -489,7 +474,7 @@ export async function undeleteRecord(
 async function removeRecordIn(tx: Tx, _view: SchemaView, touch: Touch, rec: Rec): Promise<number> {
   const set = await withSubtreeAndLinks(tx, rec);
   const gone = new Set(set.map((r) => r.gid));
-  const del = sessionOf(tx).query("DELETE FROM records WHERE id = ?");
+  const del = sessionOf(tx).query(RECORD_DELETE);
   // Deepest first, so no row is left pointing at a parent that is gone.
   for (const r of [...set].sort((a, b) => b.treelevel - a.treelevel)) {
     await del.run(r.id);
@@ -591,14 +576,8 @@ export const permanentDeleteJob: JobKind = {
 async function allChildren(tx: Tx, parent: string, ordering?: string): Promise<string[]> {
   const s = sessionOf(tx);
   const rows = ordering
-    ? await s
-        .query<{ gid: string }>(
-          `SELECT r.gid AS gid FROM records r LEFT JOIN record_orderings o ON o.record_id = r.id AND o.ordering = ? WHERE r.parent = ? AND r.status != '${DELETED}' ORDER BY o.pos IS NULL, o.pos, r.id`,
-        )
-        .all(ordering, parent)
-    : await s
-        .query<{ gid: string }>(`SELECT gid FROM records WHERE parent = ? AND status != '${DELETED}' ORDER BY id`)
-        .all(parent);
+    ? await s.query<{ gid: string }>(ALL_CHILDREN_IN_ORDERING).all(ordering, parent)
+    : await s.query<{ gid: string }>(ALL_CHILDREN).all(parent);
   return rows.map((r) => r.gid);
 }
 
