@@ -626,8 +626,8 @@ const MODULE_STATE = new Map<string, string>([
   ["db/registry.ts: registered", "per database handle (PostgreSQL): its port"],
   ["db/registry.ts: bound", "per snapshot handle (PostgreSQL): the read transaction its statements run in"],
   [
-    "db/pg/codecs.ts: pg",
-    "whether the features' tables bind and read the PostgreSQL way (a server runs on one database)",
+    "db/codec-mode.ts: pg",
+    "whether the features' tables bind and read the PostgreSQL way (a server runs on one database; opening a SQLite one turns it off)",
   ],
   ["db/query.ts: loose", "per connection: its session for statements outside any unit"],
   [
