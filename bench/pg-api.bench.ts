@@ -172,11 +172,29 @@ export async function run(): Promise<BenchResult> {
     const p = `/api/p/${cat.project}`;
 
     const send = async (base: string, r: Request, body = r.body?.()) => {
-      const res = await fetch(base + r.path, {
-        method: r.method,
-        headers: { authorization: auth, "content-type": "application/json" },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
+      const go = (fresh = false) =>
+        fetch(base + r.path, {
+          ...(fresh ? { keepalive: false } : {}),
+          method: r.method,
+          headers: { authorization: auth, "content-type": "application/json" },
+          body: body === undefined ? undefined : JSON.stringify(body),
+        });
+      // A pooled keep-alive connection the server closed while idle (Apis after 10 s): send again
+      // on a connection of its own.
+      let res: Response | undefined;
+      for (let tries = 0; !res; tries++)
+        res = await go(tries > 0).catch((e) => {
+          if (String(e?.code) !== "ECONNRESET" || tries >= 3) {
+            const who = base === apis!.url ? `Apis (pid ${apis!.pid})` : `the ceiling (pid ${bare!.pid})`;
+            const pid = base === apis!.url ? apis!.pid : bare!.pid;
+            let alive = false;
+            try {
+              alive = !readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.startsWith("Z");
+            } catch {}
+            throw new Error(`${r.path} on ${who}, ${alive ? "still running" : "gone"}: ${e?.code ?? e}`);
+          }
+          return undefined;
+        });
       const text = await res.text();
       if (!res.ok) throw new Error(`${base}${r.path}: ${res.status} ${text.slice(0, 300)}`);
       return text;

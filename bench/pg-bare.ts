@@ -8,9 +8,10 @@
  * benchmark compares one answer of each endpoint with Apis' before it measures). No framework,
  * no validation, no request log, no metrics, no sync hub.
  *
- * What a hand-made server would do differently is kept out on purpose where Apis sends a statement
- * (the schema rows a children page reads are read here too); where Apis keeps something in memory
- * (the token holder, the project's kept init, the schema for updates), so does this server.
+ * Where Apis sends a statement a hand-made server might not (the access check's own read
+ * transaction before a records call, the change-log sequence read that checks kept facts), this
+ * server sends it too; where Apis keeps something in memory (the token holder, the project's kept
+ * init, the schema), so does this server.
  *
  * usage: bun bench/pg-bare.ts <port> <database url> <jwt secret>
  */
@@ -110,13 +111,14 @@ async function sequence(): Promise<string> {
 
 /**
  * The project-scoped access check: the membership and the holder's row read in their own read
- * transaction (as Apis does), kept until the change-log sequence moves.
+ * transaction, as Apis does for records calls; for the kept init (`keep`), kept until the
+ * change-log sequence moves, as Apis keeps it.
  */
 const access = new Map<string, { seq: string; ok: boolean }>();
-async function member(project: string, me: any, seq: string): Promise<boolean> {
+async function member(project: string, me: any, seq: string, keep: boolean): Promise<boolean> {
   const key = `${me.gid} ${project}`;
   const k = access.get(key);
-  if (k && k.seq === seq) return k.ok;
+  if (keep && k && k.seq === seq) return k.ok;
   const ok = await inTx(READ, async (tx) => {
     const m = await one(tx, Q.membership, [project, me.gid]);
     await one(tx, Q.user, [me.gid]);
@@ -353,18 +355,8 @@ async function children(project: string, me: any, body: any): Promise<string> {
     const rows = ids.map((i) => byId.get(i)).filter(Boolean);
     const places = placesMap(await tx.unsafe(Q.placesOf, [ids]));
     const links = linksMap(await tx.unsafe(Q.linksOf, [rows.filter((r) => !r.is_link).map((r) => r.gid)]));
-    // The schema rows Apis reads for the page's forms (its definition, twice; those fields; all fields; all classes).
-    const defs = new Map<string, Def>();
-    for (const g of new Set(rows.map((r) => r.definition))) {
-      const d = await one(tx, Q.definition, [g, project]);
-      await one(tx, Q.definition, [g, project]);
-      const spec = parsed(d.spec);
-      const fs = (await tx.unsafe(Q.fieldsOf, [spec.fields, project])) as any[];
-      const byGid = new Map(fs.map((f) => [f.gid, { gid: f.gid, name: f.name, localized: !!parsed(f.spec).is_localized }]));
-      defs.set(g, { fields: (spec.fields as string[]).map((x) => byGid.get(x)!).filter(Boolean), titlefield: spec.titlefield ?? null });
-    }
-    await tx.unsafe(Q.items("fields"), [project]);
-    await tx.unsafe(Q.items("classes"), [project]);
+    // The schema as Apis holds it between requests (its schema view: no schema row read per page).
+    const { defs } = await schemaOf(project);
     const data: Record<string, unknown> = {};
     for (const r of rows) data[r.gid] = form(r, defs.get(r.definition)!, langs, places, links);
     return JSON.stringify({
@@ -460,7 +452,7 @@ Bun.serve({
     if (!m) return refusal(404, "Not found");
     const project = m[1]!;
     const seq = await sequence();
-    if (!(await member(project, who.user, seq))) return refusal(403, "Not a member of the project");
+    if (!(await member(project, who.user, seq, m[2] === "init"))) return refusal(403, "Not a member of the project");
     if (m[2] === "init") return answer(await init(who.user, project, seq), who.token);
     const body = (await req.json()) as any;
     if (m[2] === "records/children") return answer(await children(project, who.user, body), who.token);
