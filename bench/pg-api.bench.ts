@@ -95,9 +95,11 @@ const p99 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.min(xs.length -
 function canonical(v: unknown): string {
   return JSON.stringify(v, (_k, x) =>
     x && typeof x === "object" && !Array.isArray(x)
-      ? Object.fromEntries(Object.keys(x)
-          .sort()
-          .map((k) => [k, x[k]]))
+      ? Object.fromEntries(
+          Object.keys(x)
+            .sort()
+            .map((k) => [k, x[k]]),
+        )
       : x,
   );
 }
@@ -232,10 +234,10 @@ export async function run(): Promise<BenchResult> {
         for (const r of Object.values((x.data?.records ?? {}) as Record<string, any>)) r.updated_on = 0;
       return canonical(o);
     };
-    for (const [label, r] of [...Object.entries(requests), [`batch of ${BATCH}`, batchReq] as const]) {
+    const compare = async (label: string, r: Request) => {
       const body = r.body?.();
-      const a = stripTimes(await send(apis.url, r, body));
-      const b = stripTimes(await send(bare.url, r, body));
+      const a = stripTimes(await send(apis!.url, r, body));
+      const b = stripTimes(await send(bare!.url, r, body));
       if (a !== b) {
         differing.push(label);
         console.log(`answers differ: ${label}`);
@@ -244,19 +246,20 @@ export async function run(): Promise<BenchResult> {
           await Bun.write(join(process.env.BENCH_PG_LOG_DIR, `answer-bare-${r.path.split("/").pop()}.json`), b);
         }
       }
-    }
-    notes.push(
-      differing.length
-        ? `The answers of Apis and the ceiling differ for: ${differing.join(", ")} (compared as canonical JSON, updated_on aside).`
-        : "One answer of each endpoint (and of the batch) from Apis and the ceiling, to the same request, compared as canonical JSON (updated_on aside): the same.",
-    );
+    };
+    for (const [label, r] of Object.entries(requests)) await compare(label, r);
 
     // ---- search: Apis alone, when it works on PostgreSQL ----
     const words = ["kaka", "lolo", "mimi", "nene", "sasa", "titi", "vovo", "kalo", "mine", "ruti"];
     const searchReq: Request = {
       method: "POST",
       path: `${p}/records/search`,
-      body: () => ({ language: "en", q: `+${pick(words)} ${pick(words)}`, filter: ["price", "<", 500], "page.size": 10 }),
+      body: () => ({
+        language: "en",
+        q: `+${pick(words)} ${pick(words)}`,
+        filter: ["price", "<", 500],
+        "page.size": 10,
+      }),
     };
     let searchError: string | null = null;
     try {
@@ -264,31 +267,6 @@ export async function run(): Promise<BenchResult> {
     } catch (err) {
       searchError = String((err as Error).message).slice(0, 200);
     }
-
-    // ---- statements per request, from PostgreSQL's log ----
-    await admin.unsafe("ALTER SYSTEM SET log_statement = 'all'");
-    await admin.unsafe("SELECT pg_reload_conf()");
-    const logFile = join(cluster.dir, "log");
-    const statements = async (base: string, r: Request, times = 5) => {
-      for (let i = 0; i < 2; i++) await send(base, r); // steady state first (kept facts, prepared statements)
-      await Bun.sleep(50);
-      const start = statSync(logFile).size;
-      for (let i = 0; i < times; i++) await send(base, r);
-      await Bun.sleep(100);
-      const text = readFileSync(logFile, "utf8").slice(start);
-      // BENCH_PG_LOG_DIR=<dir>: each server's statements of these requests, one file per endpoint.
-      if (process.env.BENCH_PG_LOG_DIR)
-        await Bun.write(
-          join(process.env.BENCH_PG_LOG_DIR, `${base === apis!.url ? "apis" : "bare"}-${r.path.split("/").pop()}.log`),
-          text,
-        );
-      return (text.match(/LOG: {2}(statement|execute [^:]*):/g) ?? []).length / times;
-    };
-    const counts = new Map<string, { apis: number; bare: number }>();
-    for (const [label, r] of [...Object.entries(requests), [`batch of ${BATCH}`, batchReq] as const])
-      counts.set(label, { apis: await statements(apis.url, r), bare: await statements(bare.url, r) });
-    await admin.unsafe("ALTER SYSTEM RESET log_statement");
-    await admin.unsafe("SELECT pg_reload_conf()");
 
     // ---- load: CLIENTS loops, alternating rounds ----
     const phase = async (server: Child, r: Request, seconds = SECONDS): Promise<Phase> => {
@@ -319,51 +297,54 @@ export async function run(): Promise<BenchResult> {
     };
     const avg = (xs: Phase[], k: keyof Phase) => xs.reduce((s, x) => s + x[k], 0) / xs.length;
     const changes = async () => Number((await admin!.unsafe("SELECT count(*) AS n FROM changes"))[0].n);
-    for (const [label, r] of Object.entries(requests)) {
-      // Warm-up of both (code compiled, statements prepared, pages cached).
-      await phase(apis, r, 1);
-      await phase(bare, r, 1);
-      const a: Phase[] = [];
-      const b: Phase[] = [];
-      const storm = label.includes("write storm");
-      const c0 = storm ? await changes() : 0;
-      for (let i = 0; i < ROUNDS; i++) {
-        a.push(await phase(apis, r));
-        b.push(await phase(bare, r));
+    /** A section that may fail (Apis stopping to answer: see the notes) without losing the rows before it. */
+    const failed: string[] = [];
+    const section = async (label: string, fn: () => Promise<void>) => {
+      try {
+        await fn();
+      } catch (err) {
+        failed.push(`${label}: ${String((err as Error)?.message ?? err).split("\n")[0]}`);
+        console.error(`pg-api: ${label} did not complete:`, err);
       }
-      const rate = { a: avg(a, "rps"), b: avg(b, "rps") };
-      push({
-        metric: `${label}, ${CLIENTS} clients (p50/p99 ms: Apis ${round(median(a.map((x) => x.p50)), 1)}/${round(median(a.map((x) => x.p99)), 1)}, ceiling ${round(median(b.map((x) => x.p50)), 1)}/${round(median(b.map((x) => x.p99)), 1)})`,
-        value: round(rate.a, 0),
-        unit: storm ? "commits/s" : "req/s",
-        ceiling: round(rate.b, 0),
-        ratio: round(rate.a / rate.b),
-        target: "ratio >= 0.5",
+    };
+    for (const [label, r] of Object.entries(requests))
+      await section(label, async () => {
+        // Warm-up of both (code compiled, statements prepared, pages cached).
+        await phase(apis!, r, 1);
+        await phase(bare!, r, 1);
+        const a: Phase[] = [];
+        const b: Phase[] = [];
+        const storm = label.includes("write storm");
+        const c0 = storm ? await changes() : 0;
+        for (let i = 0; i < ROUNDS; i++) {
+          a.push(await phase(apis!, r));
+          b.push(await phase(bare!, r));
+        }
+        const rate = { a: avg(a, "rps"), b: avg(b, "rps") };
+        push({
+          metric: `${label}, ${CLIENTS} clients (p50/p99 ms: Apis ${round(median(a.map((x) => x.p50)), 1)}/${round(median(a.map((x) => x.p99)), 1)}, ceiling ${round(median(b.map((x) => x.p50)), 1)}/${round(median(b.map((x) => x.p99)), 1)})`,
+          value: round(rate.a, 0),
+          unit: storm ? "commits/s" : "req/s",
+          ceiling: round(rate.b, 0),
+          ratio: round(rate.a / rate.b),
+          target: "ratio >= 0.5",
+        });
+        const cpuA = avg(a, "cpu");
+        const cpuB = avg(b, "cpu");
+        push({
+          metric: `${label}: server CPU per request (PostgreSQL's per request: Apis ${round(avg(a, "pgCpu"), 2)} ms, ceiling ${round(avg(b, "pgCpu"), 2)} ms; ratio = ceiling / Apis)`,
+          value: round(cpuA, 2),
+          unit: "ms",
+          ceiling: round(cpuB, 2),
+          ratio: round(cpuB / cpuA),
+        });
+        if (storm) {
+          const committed = (await changes()) - c0;
+          const sent = a.reduce((s, x) => s + x.n, 0) + b.reduce((s, x) => s + x.n, 0);
+          if (committed < sent)
+            notes.push(`The write storm wrote ${committed} change rows for ${sent} updates: some updates wrote none.`);
+        }
       });
-      const cpuA = avg(a, "cpu");
-      const cpuB = avg(b, "cpu");
-      push({
-        metric: `${label}: server CPU per request (PostgreSQL's per request: Apis ${round(avg(a, "pgCpu"), 2)} ms, ceiling ${round(avg(b, "pgCpu"), 2)} ms; ratio = ceiling / Apis)`,
-        value: round(cpuA, 2),
-        unit: "ms",
-        ceiling: round(cpuB, 2),
-        ratio: round(cpuB / cpuA),
-      });
-      const c = counts.get(label)!;
-      push({
-        metric: `${label}: statements sent to PostgreSQL per request (BEGIN and COMMIT included; ratio = ceiling / Apis)`,
-        value: round(c.apis, 1),
-        unit: "statements",
-        ceiling: round(c.bare, 1),
-        ratio: round(c.bare / c.apis),
-      });
-      if (storm) {
-        const committed = (await changes()) - c0;
-        const sent = a.reduce((s, x) => s + x.n, 0) + b.reduce((s, x) => s + x.n, 0);
-        if (committed < sent)
-          notes.push(`The write storm wrote ${committed} change rows for ${sent} updates: some updates wrote none.`);
-      }
-    }
 
     // ---- search (Apis alone) ----
     if (searchError)
@@ -381,45 +362,79 @@ export async function run(): Promise<BenchResult> {
     }
 
     // ---- batch: one after another, alternating ----
-    const timeOf = async (server: Child) => {
-      const t = performance.now();
-      await send(server.url, batchReq);
-      return performance.now() - t;
+    await section(`batch of ${BATCH}`, async () => {
+      await compare(`batch of ${BATCH}`, batchReq);
+      const timeOf = async (server: Child) => {
+        const t = performance.now();
+        await send(server.url, batchReq);
+        return performance.now() - t;
+      };
+      for (let i = 0; i < 2; i++) {
+        await timeOf(apis!);
+        await timeOf(bare!);
+      }
+      const ba: number[] = [];
+      const bb: number[] = [];
+      let cpuA = 0;
+      let cpuB = 0;
+      for (let i = 0; i < BATCH_ROUNDS; i++) {
+        let c = cpuMs(apis!.pid);
+        ba.push(await timeOf(apis!));
+        cpuA += cpuMs(apis!.pid) - c;
+        c = cpuMs(bare!.pid);
+        bb.push(await timeOf(bare!));
+        cpuB += cpuMs(bare!.pid) - c;
+      }
+      push({
+        metric: `batch of ${BATCH} records/update, one batch after another (medians of ${BATCH_ROUNDS}; server CPU per batch: Apis ${round(cpuA / BATCH_ROUNDS, 0)} ms, ceiling ${round(cpuB / BATCH_ROUNDS, 0)} ms; ratio = ceiling / Apis)`,
+        value: round(median(ba), 1),
+        unit: "ms",
+        ceiling: round(median(bb), 1),
+        ratio: round(median(bb) / median(ba)),
+        target: "ratio >= 0.5",
+      });
+    });
+
+    // ---- statements per request, from PostgreSQL's log ----
+    await admin.unsafe("ALTER SYSTEM SET log_statement = 'all'");
+    await admin.unsafe("SELECT pg_reload_conf()");
+    const logFile = join(cluster.dir, "log");
+    const statements = async (base: string, r: Request, times = 5) => {
+      for (let i = 0; i < 2; i++) await send(base, r); // steady state first (kept facts, prepared statements)
+      await Bun.sleep(50);
+      const start = statSync(logFile).size;
+      for (let i = 0; i < times; i++) await send(base, r);
+      await Bun.sleep(100);
+      const text = readFileSync(logFile, "utf8").slice(start);
+      // BENCH_PG_LOG_DIR=<dir>: each server's statements of these requests, one file per endpoint.
+      if (process.env.BENCH_PG_LOG_DIR)
+        await Bun.write(
+          join(process.env.BENCH_PG_LOG_DIR, `${base === apis!.url ? "apis" : "bare"}-${r.path.split("/").pop()}.log`),
+          text,
+        );
+      return (text.match(/LOG: {2}(statement|execute [^:]*):/g) ?? []).length / times;
     };
-    for (let i = 0; i < 2; i++) {
-      await timeOf(apis);
-      await timeOf(bare);
-    }
-    const ba: number[] = [];
-    const bb: number[] = [];
-    const cpu0 = { a: cpuMs(apis.pid), b: cpuMs(bare.pid) };
-    let cpuA = 0;
-    let cpuB = 0;
-    for (let i = 0; i < BATCH_ROUNDS; i++) {
-      let c = cpuMs(apis.pid);
-      ba.push(await timeOf(apis));
-      cpuA += cpuMs(apis.pid) - c;
-      c = cpuMs(bare.pid);
-      bb.push(await timeOf(bare));
-      cpuB += cpuMs(bare.pid) - c;
-    }
-    void cpu0;
-    push({
-      metric: `batch of ${BATCH} records/update, one batch after another (medians of ${BATCH_ROUNDS}; server CPU per batch: Apis ${round(cpuA / BATCH_ROUNDS, 0)} ms, ceiling ${round(cpuB / BATCH_ROUNDS, 0)} ms; ratio = ceiling / Apis)`,
-      value: round(median(ba), 1),
-      unit: "ms",
-      ceiling: round(median(bb), 1),
-      ratio: round(median(bb) / median(ba)),
-      target: "ratio >= 0.5",
-    });
-    const c = counts.get(`batch of ${BATCH}`)!;
-    push({
-      metric: `batch of ${BATCH}: statements sent to PostgreSQL per batch (ratio = ceiling / Apis)`,
-      value: round(c.apis, 1),
-      unit: "statements",
-      ceiling: round(c.bare, 1),
-      ratio: round(c.bare / c.apis),
-    });
+    for (const [label, r] of [...Object.entries(requests), [`batch of ${BATCH}`, batchReq] as const])
+      await section(`statements of ${label}`, async () => {
+        const a = await statements(apis!.url, r);
+        const b = await statements(bare!.url, r);
+        push({
+          metric: `${label}: statements sent to PostgreSQL per ${label.startsWith("batch") ? "batch" : "request"} (BEGIN and COMMIT included; ratio = ceiling / Apis)`,
+          value: round(a, 1),
+          unit: "statements",
+          ceiling: round(b, 1),
+          ratio: round(b / a),
+        });
+      });
+    await admin.unsafe("ALTER SYSTEM RESET log_statement");
+    await admin.unsafe("SELECT pg_reload_conf()");
+
+    notes.push(
+      differing.length
+        ? `The answers of Apis and the ceiling differ for: ${differing.join(", ")} (compared as canonical JSON, updated_on aside).`
+        : "One answer of each endpoint (and of the batch) from Apis and the ceiling, to the same request, compared as canonical JSON (updated_on aside): the same.",
+    );
+    if (failed.length) notes.push(`Did not complete: ${failed.join("; ")}.`);
 
     const version = (await admin.unsafe("SELECT current_setting('server_version') AS v"))[0].v;
     notes.push(

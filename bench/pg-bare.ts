@@ -139,7 +139,13 @@ const userFull = (u: any) => ({
   status: u.status,
   options: { language: u.language, timezone: u.timezone },
 });
-const userShort = (u: any) => ({ gid: u.gid, username: shownUsername(u), name: u.name, avatar: u.avatar, status: u.status });
+const userShort = (u: any) => ({
+  gid: u.gid,
+  username: shownUsername(u),
+  name: u.name,
+  avatar: u.avatar,
+  status: u.status,
+});
 const projectShort = (p: any) => ({ gid: p.gid, name: p.name, icon: p.icon, owner: p.owner, status: p.status });
 const parsed = (v: unknown) => (typeof v === "string" ? JSON.parse(v) : v);
 
@@ -150,7 +156,12 @@ function dictionary(kind: "definition" | "class" | "field" | "layout", raw: any[
     const label = parsed(r.label);
     const metadata = parsed(r.metadata);
     const common = { gid: r.gid, original: r.original ?? null };
-    const tail = { is_new: !!r.is_new, is_working_copy: !!r.original, created_on: r.created_on, updated_on: r.updated_on };
+    const tail = {
+      is_new: !!r.is_new,
+      is_working_copy: !!r.original,
+      created_on: r.created_on,
+      updated_on: r.updated_on,
+    };
     if (kind === "field")
       out[r.gid] = {
         ...common,
@@ -166,7 +177,15 @@ function dictionary(kind: "definition" | "class" | "field" | "layout", raw: any[
         ...tail,
       };
     else if (kind === "class")
-      out[r.gid] = { ...common, name: r.name, label, fields: s.fields ?? [], layout: s.layout ?? null, metadata, ...tail };
+      out[r.gid] = {
+        ...common,
+        name: r.name,
+        label,
+        fields: s.fields ?? [],
+        layout: s.layout ?? null,
+        metadata,
+        ...tail,
+      };
     else if (kind === "definition") {
       const extended = typeof s.extends === "string";
       out[r.gid] = {
@@ -218,7 +237,15 @@ async function buildInit(me: any, projectGid: string): Promise<string> {
     const rows: any[] = [];
     for (const m of (await tx.unsafe(Q.members, [projectGid])) as any[]) {
       const u = await one(tx, Q.user, [m.user_gid]);
-      if (u) rows.push({ ...u, m_status: m.status, created_on: m.created_on, roles: parsed(m.roles), options: parsed(m.options), user_gid: m.user_gid });
+      if (u)
+        rows.push({
+          ...u,
+          m_status: m.status,
+          created_on: m.created_on,
+          roles: parsed(m.roles),
+          options: parsed(m.options),
+          user_gid: m.user_gid,
+        });
     }
     rows.sort((a, b) => a.created_on - b.created_on);
     const shown = rows.filter((r) => isOwner || r.m_status !== "declined");
@@ -289,7 +316,10 @@ async function schemaOf(project: string) {
   const defs = new Map<string, Def>();
   for (const d of (await db.unsafe(Q.items("definitions"), [project])) as any[]) {
     const s = parsed(d.spec);
-    defs.set(d.gid, { fields: (s.fields ?? []).map((g: string) => fields.get(g)!).filter(Boolean), titlefield: s.titlefield ?? null });
+    defs.set(d.gid, {
+      fields: (s.fields ?? []).map((g: string) => fields.get(g)!).filter(Boolean),
+      titlefield: s.titlefield ?? null,
+    });
   }
   const p = await one(db, Q.project, [project]);
   const languages = parsed(p.options).languages as string[];
@@ -298,7 +328,13 @@ async function schemaOf(project: string) {
 }
 
 const valueOf = (vals: any, f: Field, l: string) => (f.localized ? vals?.[l] : vals?.["*"])?.[f.gid] ?? null;
-function form(r: any, def: Def, langs: string[], places: Map<number, Record<string, number>>, links: Map<string, string[]>) {
+function form(
+  r: any,
+  def: Def,
+  langs: string[],
+  places: Map<number, Record<string, number>>,
+  links: Map<string, string[]>,
+) {
   const vals = r.vals;
   const title: Record<string, string> = {};
   const fields: Record<string, Record<string, unknown>> = {};
@@ -339,7 +375,8 @@ function placesMap(rows: any[]) {
 }
 function linksMap(rows: any[]) {
   const m = new Map<string, string[]>();
-  for (const l of rows.sort((a, b) => Number(a.id) - Number(b.id))) (m.get(l.canonical) ?? m.set(l.canonical, []).get(l.canonical)!).push(l.gid);
+  for (const l of rows.sort((a, b) => Number(a.id) - Number(b.id)))
+    (m.get(l.canonical) ?? m.set(l.canonical, []).get(l.canonical)!).push(l.gid);
   return m;
 }
 
@@ -350,7 +387,9 @@ async function children(project: string, me: any, body: any): Promise<string> {
     await one(tx, Q.membership, [project, me.gid]);
     const langs = typeof body.language === "string" ? [body.language] : parsed(p.options).languages;
     const parent = await one(tx, Q.record, [body.record, project]);
-    const ids = ((await tx.unsafe(Q.pageIds, [parent.gid, body.ordering, body["page.size"], body["page.top"]])) as any[]).map((r) => Number(r.id));
+    const ids = (
+      (await tx.unsafe(Q.pageIds, [parent.gid, body.ordering, body["page.size"], body["page.top"]])) as any[]
+    ).map((r) => Number(r.id));
     const byId = new Map(((await tx.unsafe(Q.rowsByIds, [ids, project])) as any[]).map((r) => [Number(r.id), r]));
     const rows = ids.map((i) => byId.get(i)).filter(Boolean);
     const places = placesMap(await tx.unsafe(Q.placesOf, [ids]));
@@ -431,7 +470,10 @@ Bun.serve({
   async fetch(req) {
     const u = req.url;
     const path = u.slice(u.indexOf("/", 8));
-    if (path === "/api/ping") return new Response(JSON.stringify({ success: true, result: {}, data: {} }), { headers: { "content-type": JSON_TYPE } });
+    if (path === "/api/ping")
+      return new Response(JSON.stringify({ success: true, result: {}, data: {} }), {
+        headers: { "content-type": JSON_TYPE },
+      });
     const who = await holder(req);
     if (!who) return refusal(401, "Permission denied");
     if (req.method === "POST" && path === "/api/users/get") {
