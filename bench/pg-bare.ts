@@ -81,7 +81,7 @@ async function inTx<T>(begin: string, fn: (tx: Tx) => Promise<T>): Promise<T> {
       throw err;
     }
   } finally {
-    conn.release();
+    await conn.release();
   }
 }
 const READ = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
