@@ -258,7 +258,8 @@ const serverFacts = new WeakMap<object, ServerFacts>();
  */
 async function keptOnServer<T>(port: ServerPort, key: string, read: () => T | Promise<T>, large: boolean): Promise<T> {
   if (inUnitOf(port)) return await read();
-  const external = await port.externalVersion();
+  // In a read unit its own connection asks (readUnit joins it), never another of the pool.
+  const external = inReadOf(port) ? await readUnit(port, (s) => port.externalVersion(s)) : await port.externalVersion();
   let f = serverFacts.get(port);
   if (!f) serverFacts.set(port, (f = { committed: -1, external: -1, values: new Map(), large: new Map() }));
   if (f.committed !== port.writes.committed || f.external !== external) {

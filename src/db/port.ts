@@ -103,9 +103,11 @@ export interface DatabasePort<S extends Session = Session> {
   /**
    * A number that moves when another process (or, on PostgreSQL, another node) may have
    * committed: SQLite's `PRAGMA data_version`. Caches check it together with the unit layer's own
-   * counts (src/db/unit.ts `changeTotalOf`).
+   * counts (src/db/unit.ts `changeTotalOf`). `session`: the caller's open read unit, whose
+   * connection asks when the port needs to (a port with a pool must not wait for another of its
+   * connections there: every one may be held by a read waiting the same way).
    */
-  externalVersion(): Promise<number>;
+  externalVersion(session?: S): Promise<number>;
   /**
    * Whether the port itself publishes committed items to `hub` by reading them back from the
    * change log (PostgreSQL's follower, issue 40): then units do not publish theirs in memory.

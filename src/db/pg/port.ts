@@ -372,6 +372,9 @@ export type PgPortOptions = {
  * The database port on PostgreSQL: units and reads on connections of `client`'s pool (Bun's
  * `SQL`; its `max` bounds how many run at once, the others wait for a connection).
  */
+const SEQUENCE = "SELECT last_value, is_called FROM changes_cursor_seq";
+type Sequence = { last_value: string | bigint; is_called: boolean };
+
 export class PgPort implements DatabasePort<PgSession> {
   readonly kind = "postgres";
   readonly blocking = false;
@@ -535,27 +538,29 @@ export class PgPort implements DatabasePort<PgSession> {
    * every `externalEveryMs`. On a port that follows the change log (`follow`: a server), the
    * follower's watermark instead (docs/cluster.md).
    */
-  externalVersion(): Promise<number> {
+  externalVersion(session?: PgSession): Promise<number> {
     // A following node: what it has read of the change log (a change of another node is never
     // answered stale once this node has published its item).
     if (this.follower) return Promise.resolve(this.follower.watermark);
     const e = this.external;
-    if (e.pending) return e.pending;
     if (performance.now() - e.at < this.externalEveryMs) return Promise.resolve(e.value);
-    e.pending = (async () => {
-      try {
-        const [r] = (await this.client.unsafe("SELECT last_value, is_called FROM changes_cursor_seq")) as {
-          last_value: string;
-          is_called: boolean;
-        }[];
-        e.value = r!.is_called ? Number(r!.last_value) : 0;
-        e.at = performance.now();
-        return e.value;
-      } finally {
-        e.pending = undefined;
-      }
-    })();
+    // Inside a read unit, on its own connection (a sequence is read outside the transaction's
+    // snapshot): read units holding every connection of the pool while each waited for another one
+    // here stopped the server for good (10 concurrent project reads, bench/pg-api.bench.ts).
+    if (session) return this.readExternal(() => session.query<Sequence>(SEQUENCE).get() as Promise<Sequence>);
+    if (e.pending) return e.pending;
+    e.pending = this.readExternal(async () => ((await this.client.unsafe(SEQUENCE)) as Sequence[])[0]!).finally(
+      () => (e.pending = undefined),
+    );
     return e.pending;
+  }
+
+  private async readExternal(read: () => Promise<Sequence>): Promise<number> {
+    const r = await read();
+    const e = this.external;
+    e.value = r.is_called ? Number(r.last_value) : 0;
+    e.at = performance.now();
+    return e.value;
   }
 
   async close(): Promise<void> {

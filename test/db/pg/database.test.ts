@@ -103,4 +103,27 @@ describe.skipIf(!pgAvailable)("the features' database handle on PostgreSQL", () 
     expect(await name("a")).toBe("Anna");
     expect(reads).toBe(4);
   });
+
+  test("read units holding every connection of the pool each ask for a kept fact and all answer (the external version is read on their own connections)", async () => {
+    // More reads than the pool's 4 connections, each holding its connection when it asks; the
+    // external version's reading is due (older than the port's 50 ms) for every one of them.
+    await Bun.sleep(60);
+    let reads = 0;
+    const fact = () =>
+      untilChanged(db, "pool-wide", async () => {
+        reads++;
+        return (await row<{ name: string }>(db, sql`SELECT name FROM users WHERE gid = ${"u1"}`))?.name;
+      });
+    const all = Promise.all(
+      Array.from({ length: 8 }, () =>
+        readOnly(db, async (tx) => {
+          await sessionOf(tx).query("SELECT 1 AS one").get();
+          return await fact();
+        }),
+      ),
+    );
+    const late = new Promise((_, fail) => setTimeout(() => fail(new Error("the reads never answered")), 10_000));
+    expect(await Promise.race([all, late])).toEqual(Array(8).fill("Anna"));
+    expect(reads).toBeGreaterThanOrEqual(1);
+  });
 });
