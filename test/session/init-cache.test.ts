@@ -77,28 +77,34 @@ describe("kept init payloads", () => {
     expect(Object.keys((await init(bob)).data.fields)).toContain(field.body.result.field);
   });
 
-  test("a project init and the global init see a change another process committed to the database", async () => {
-    const first = await init(bob);
-    const firstGlobal = await globalInit(alice);
-    expect(first.data["cc.projects"][project].name).not.toBe("Changed elsewhere");
-    // Another connection, as `apis` run from a shell would be: this server did not write it.
-    const db = new Database(join(srv.dataDir, "apis.db"));
-    try {
-      db.query("UPDATE projects SET name = 'Changed elsewhere' WHERE gid = ?").run(project);
-    } finally {
-      db.close();
-    }
-    const seen = await until(async () => {
-      const body = await init(bob);
-      return body.data["cc.projects"][project].name === "Changed elsewhere" && body;
-    });
-    expect(seen.result.user).toBe(bob.gid);
-    const global = await until(async () => {
-      const body = await globalInit(alice);
-      return body.data["cc.projects"][project]?.name === "Changed elsewhere" && body;
-    });
-    expect(global.result.user).toBe(firstGlobal.result.user);
-  });
+  // SQLite: another connection to the file (SQLite's data_version moves). On PostgreSQL the kept
+  // payloads follow the change log, which every Apis process writes (test/db/pg/nodes.test.ts: a
+  // change made through another node); a statement typed into the database by hand is not seen.
+  test.skipIf(process.env.APIS_TEST_DATABASE === "postgres")(
+    "a project init and the global init see a change another process committed to the database",
+    async () => {
+      const first = await init(bob);
+      const firstGlobal = await globalInit(alice);
+      expect(first.data["cc.projects"][project].name).not.toBe("Changed elsewhere");
+      // Another connection, as `apis` run from a shell would be: this server did not write it.
+      const db = new Database(join(srv.dataDir, "apis.db"));
+      try {
+        db.query("UPDATE projects SET name = 'Changed elsewhere' WHERE gid = ?").run(project);
+      } finally {
+        db.close();
+      }
+      const seen = await until(async () => {
+        const body = await init(bob);
+        return body.data["cc.projects"][project].name === "Changed elsewhere" && body;
+      });
+      expect(seen.result.user).toBe(bob.gid);
+      const global = await until(async () => {
+        const body = await globalInit(alice);
+        return body.data["cc.projects"][project]?.name === "Changed elsewhere" && body;
+      });
+      expect(global.result.user).toBe(firstGlobal.result.user);
+    },
+  );
 
   test("a member removed from the project gets 403 from init at once, not the payload kept for it", async () => {
     await init(carol);
