@@ -50,28 +50,32 @@ describe("the app built on first need", () => {
 });
 
 describe("the version note, written just after listening", () => {
-  test("a server started over data of another version notes its own and tells every client with a cc.version item", async () => {
-    const first = await TestServer.start();
-    const dir = first.dataDir;
-    await first.stop(true);
-    const file = join(dir, "apis.db");
-    const db = new Database(file);
-    const noted = () =>
-      (db.query("SELECT value FROM meta WHERE key = 'version'").get() as { value: string } | null)?.value;
-    const announced = () =>
-      db.query("SELECT data_key FROM changes WHERE data_type = 'cc.version'").all() as { data_key: string }[];
-    expect(noted()).toBe(VERSION);
-    db.query("UPDATE meta SET value = '2000.1.1' WHERE key = 'version'").run();
-    const again = await TestServer.start({}, dir);
-    try {
-      // A condition, not a time: the note is written by a timer after listening.
-      while (noted() !== VERSION) await Bun.sleep(5);
-      expect(announced()).toEqual([{ data_key: VERSION }]);
-    } finally {
-      db.close();
-      await again.stop();
-    }
-  });
+  // It edits the data folder's SQLite file between two starts (on PostgreSQL the note is the same code).
+  test.skipIf(process.env.APIS_TEST_DATABASE === "postgres")(
+    "a server started over data of another version notes its own and tells every client with a cc.version item",
+    async () => {
+      const first = await TestServer.start();
+      const dir = first.dataDir;
+      await first.stop(true);
+      const file = join(dir, "apis.db");
+      const db = new Database(file);
+      const noted = () =>
+        (db.query("SELECT value FROM meta WHERE key = 'version'").get() as { value: string } | null)?.value;
+      const announced = () =>
+        db.query("SELECT data_key FROM changes WHERE data_type = 'cc.version'").all() as { data_key: string }[];
+      expect(noted()).toBe(VERSION);
+      db.query("UPDATE meta SET value = '2000.1.1' WHERE key = 'version'").run();
+      const again = await TestServer.start({}, dir);
+      try {
+        // A condition, not a time: the note is written by a timer after listening.
+        while (noted() !== VERSION) await Bun.sleep(5);
+        expect(announced()).toEqual([{ data_key: VERSION }]);
+      } finally {
+        db.close();
+        await again.stop();
+      }
+    },
+  );
 });
 
 describe("the features loaded after listening (`apis serve`)", () => {

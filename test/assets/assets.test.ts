@@ -912,33 +912,39 @@ describe("sync items", () => {
 });
 
 describe("projects from before the root folder", () => {
-  test("items without a folder move into a root made on first use, with their pathnames", async () => {
-    const other = await srv.project(alice.token, "Old style");
-    const t = Date.now() / 1000;
-    await srv
-      .query(
-        "INSERT INTO assets (gid, project_gid, parent, type, name, created_on, updated_on) VALUES (?, ?, NULL, 'folder', 'Legacy', ?, ?)",
-      )
-      .run("legacyfolder00000000", other, t, t);
-    await srv
-      .query(
-        "INSERT INTO assets (gid, project_gid, parent, type, name, extension, created_on, updated_on) VALUES (?, ?, 'legacyfolder00000000', 'file', 'old.txt', 'txt', ?, ?)",
-      )
-      .run("legacyfile0000000000", other, t, t);
-    const r = await srv.call(`/api/p/${other}/assets/get`, {
-      body: { pathname: "/Legacy/old.txt" },
-      token: alice.token,
-    });
-    expect(r.status).toBe(200);
-    expect(r.body.result).toEqual({ asset: "legacyfile0000000000" });
-    const rootOf = await srv.call(`/api/p/${other}/assets/root`, { body: {}, token: alice.token });
-    expect(rootOf.body.data.assets[rootOf.body.result.root]).toMatchObject({ pathname: "/", childcount: 1 });
-    expect(
-      await srv.query("SELECT count(*) AS n FROM assets WHERE project_gid = ? AND parent IS NULL").get(other),
-    ).toEqual({
-      n: 1,
-    });
-  });
+  // Rows of an old SQLite data folder, typed in beside the running server (SQLite's data_version
+  // tells its caches). On PostgreSQL such rows arrive only through apis migrate-database, before
+  // any server runs, and the server's caches follow the change log, which hand-typed rows bypass.
+  test.skipIf(process.env.APIS_TEST_DATABASE === "postgres")(
+    "items without a folder move into a root made on first use, with their pathnames",
+    async () => {
+      const other = await srv.project(alice.token, "Old style");
+      const t = Date.now() / 1000;
+      await srv
+        .query(
+          "INSERT INTO assets (gid, project_gid, parent, type, name, created_on, updated_on) VALUES (?, ?, NULL, 'folder', 'Legacy', ?, ?)",
+        )
+        .run("legacyfolder00000000", other, t, t);
+      await srv
+        .query(
+          "INSERT INTO assets (gid, project_gid, parent, type, name, extension, created_on, updated_on) VALUES (?, ?, 'legacyfolder00000000', 'file', 'old.txt', 'txt', ?, ?)",
+        )
+        .run("legacyfile0000000000", other, t, t);
+      const r = await srv.call(`/api/p/${other}/assets/get`, {
+        body: { pathname: "/Legacy/old.txt" },
+        token: alice.token,
+      });
+      expect(r.status).toBe(200);
+      expect(r.body.result).toEqual({ asset: "legacyfile0000000000" });
+      const rootOf = await srv.call(`/api/p/${other}/assets/root`, { body: {}, token: alice.token });
+      expect(rootOf.body.data.assets[rootOf.body.result.root]).toMatchObject({ pathname: "/", childcount: 1 });
+      expect(
+        await srv.query("SELECT count(*) AS n FROM assets WHERE project_gid = ? AND parent IS NULL").get(other),
+      ).toEqual({
+        n: 1,
+      });
+    },
+  );
 });
 
 describe("project removal", () => {
