@@ -171,4 +171,8 @@ describe("the SQLite dialect helpers of search and assets", () => {
       { k: "tags", t: "array" },
     ]);
   });
+
+  test("unitLock is nothing to run: one writer at a time never lets a check and its insert apart", () => {
+    expect(d.unitLock(sql`${"assets root p1"}`)).toBeUndefined();
+  });
 });
