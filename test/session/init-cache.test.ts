@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
+import { SQL } from "bun";
 import { join } from "node:path";
 import { TestServer, until } from "../helpers/server";
 
@@ -81,12 +82,27 @@ describe("kept init payloads", () => {
     const first = await init(bob);
     const firstGlobal = await globalInit(alice);
     expect(first.data["cc.projects"][project].name).not.toBe("Changed elsewhere");
-    // Another connection, as `apis` run from a shell would be: this server did not write it.
-    const db = new Database(join(srv.dataDir, "apis.db"));
-    try {
-      db.query("UPDATE projects SET name = 'Changed elsewhere' WHERE gid = ?").run(project);
-    } finally {
-      db.close();
+    // Another connection, as another `apis` process would be: this server did not write it.
+    if (srv.kind === "postgres") {
+      // There the server learns of other processes' commits from the change log's sequence
+      // (PgPort.externalVersion): every write of Apis draws a cursor for its sync items, so the
+      // other process's unit does too.
+      const other = new SQL(srv.ctx.config.database);
+      try {
+        await other.begin(async (tx) => {
+          await tx`UPDATE projects SET name = 'Changed elsewhere' WHERE gid = ${project}`;
+          await tx`SELECT nextval('changes_cursor_seq')`;
+        });
+      } finally {
+        await other.close();
+      }
+    } else {
+      const db = new Database(join(srv.dataDir, "apis.db"));
+      try {
+        db.query("UPDATE projects SET name = 'Changed elsewhere' WHERE gid = ?").run(project);
+      } finally {
+        db.close();
+      }
     }
     const seen = await until(async () => {
       const body = await init(bob);
