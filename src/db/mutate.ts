@@ -257,7 +257,9 @@ const serverFacts = new WeakMap<object, ServerFacts>();
  */
 async function keptOnServer<T>(port: ServerPort, key: string, read: () => T | Promise<T>, large: boolean): Promise<T> {
   if (inUnitOf(port)) return await read();
-  const external = await port.externalVersion();
+  // In a read unit, the version is read on its connection (DatabasePort.externalVersion).
+  const part = openPartOf(port);
+  const external = await port.externalVersion(part?.kind === "read" ? part.session : undefined);
   let f = serverFacts.get(port);
   if (!f) serverFacts.set(port, (f = { committed: -1, external: -1, values: new Map(), large: new Map() }));
   if (f.committed !== port.writes.committed || f.external !== external) {

@@ -103,8 +103,11 @@ export interface DatabasePort<S extends Session = Session> {
   /**
    * A number that moves when another process (or, on PostgreSQL, another node) may have
    * committed: SQLite's `PRAGMA data_version`. Caches check it together with the unit layer's own
-   * counts (src/db/unit.ts `changeTotalOf`).
+   * counts (src/db/unit.ts `changeTotalOf`). `session`: the caller's own open read, which a
+   * port with a pool of connections reads it on (a caller holding one connection must never wait
+   * for a second: enough such callers at once would hold every connection of the pool and wait
+   * for each other for ever).
    */
-  externalVersion(): Promise<number>;
+  externalVersion(session?: S): Promise<number>;
   close(): Promise<void>;
 }
