@@ -50,7 +50,8 @@ describe.skipIf(!pgAvailable)("apis migrate-database", () => {
     ["cooler", "nl"],
   ];
   beforeAll(async () => {
-    const w = await recordsWorld();
+    // The instance to move is on SQLite whatever APIS_TEST_DATABASE says: that is what the copy reads.
+    const w = await recordsWorld({ database: "sqlite:" });
     dataDir = w.srv.dataDir;
     // Records with text that quoting, arrays and JSON could get wrong, in three languages.
     const tricky = ["quote \" and 'single'", "comma, {brace} [bracket] \\backslash", "ünïcödé — 日本語 🐝", "NULL", ""];
