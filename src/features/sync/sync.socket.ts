@@ -15,7 +15,6 @@ import { Cors } from "../../http/cors";
 import { errorBody, errorResponse } from "../../http/envelope";
 import { ApiError } from "../../core/errors";
 import { getProject } from "../projects/projects.api";
-import { currentCursor } from "../../db/cursor";
 import { REINIT_WARNING, syncItems } from "./sync.service";
 import { syncAccessLoss, type AccessLoss } from "./sync.access";
 import { parseInitsync, type InitsyncRequest } from "./sync.initsync";
@@ -520,30 +519,32 @@ export class SyncServer {
       return;
     }
     const limit = this.ctx.config.syncPageLimit;
+    // Batches fanned out from here on are kept for this socket: the page is read after this, so
+    // a batch is in the page (committed before its snapshot) or kept (published after it), or
+    // both (the floors drop the copy). On PostgreSQL the read yields, and batches are fanned out
+    // meanwhile; without this one could fall between the page and the first push.
+    s.project = req.project;
+    s.state = "catching-up";
+    this.catchingUp.add(s);
     const page = await syncItems(
       this.ctx.db,
       s.actor,
       { ccCursor: req.ccCursor, project: req.project, cursor: req.cursor },
       limit,
     );
-    if (page.reinit) return reply(errorBody(new ApiError(422, REINIT_WARNING, { reinit: true })));
-    s.project = req.project;
-    if (s.project) addTo(this.byProject, s.project, s);
-    if (page.warning) {
-      const last = page.sync[page.sync.length - 1]!.cursor;
-      s.ccFloor = Math.max(req.ccCursor, last);
-      s.projectFloor = Math.max(req.cursor ?? 0, last);
-      s.state = "catching-up";
-      this.catchingUp.add(s);
-      reply(page.sync);
-      this.scheduleCatchUp(s);
-    } else {
-      const top = await currentCursor(this.ctx.db);
-      s.ccFloor = Math.max(req.ccCursor, top);
-      s.projectFloor = Math.max(req.cursor ?? 0, top);
-      reply(page.sync);
-      this.goLive(s);
+    if (page.reinit) {
+      this.unsubscribe(s);
+      return reply(errorBody(new ApiError(422, REINIT_WARNING, { reinit: true })));
     }
+    if (s.project) addTo(this.byProject, s.project, s);
+    // The floors are what the page holds: the newest cursor on a later read (the change log's top)
+    // could pass items committed after the page's snapshot, which the kept batches hold.
+    const last = page.sync.length ? page.sync[page.sync.length - 1]!.cursor : 0;
+    s.ccFloor = Math.max(req.ccCursor, last);
+    s.projectFloor = Math.max(req.cursor ?? 0, last);
+    reply(page.sync);
+    if (page.warning) this.scheduleCatchUp(s);
+    else this.goLive(s);
   }
 
   /** Sends the next page of a long backlog as a `sync` event, one page per turn of the event loop. */
@@ -583,17 +584,12 @@ export class SyncServer {
       return;
     }
     if (page.sync.length) s.socket.emit("sync", page.sync);
-    if (page.warning) {
-      const last = page.sync[page.sync.length - 1]!.cursor;
-      s.ccFloor = Math.max(s.ccFloor, last);
-      s.projectFloor = Math.max(s.projectFloor, last);
-      this.scheduleCatchUp(s);
-    } else {
-      const top = await currentCursor(this.ctx.db);
-      s.ccFloor = Math.max(s.ccFloor, top);
-      s.projectFloor = Math.max(s.projectFloor, top);
-      this.goLive(s);
-    }
+    // As in initsync: the floors are what the page holds; later batches are kept meanwhile.
+    const last = page.sync.length ? page.sync[page.sync.length - 1]!.cursor : 0;
+    s.ccFloor = Math.max(s.ccFloor, last);
+    s.projectFloor = Math.max(s.projectFloor, last);
+    if (page.warning) this.scheduleCatchUp(s);
+    else this.goLive(s);
   }
 
   /** Sends what was buffered past the floors, then joins the rooms the fan-out writes to. */
