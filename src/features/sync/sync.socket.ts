@@ -494,9 +494,10 @@ export class SyncServer {
 
   /**
    * Answers `initsync`: drops the old subscription, checks the payload and access, acknowledges
-   * with the missed items and subscribes. All of it runs without yielding, so nothing committed
-   * meanwhile can fall between the acknowledgement and the first push; when the acknowledgement is
-   * only the first page, the rest follows as `sync` events while new items are buffered.
+   * with the missed items and subscribes. Batches fanned out while the page is read are kept for the
+   * socket, so nothing committed meanwhile can fall between the acknowledgement and the first push
+   * (the read yields on PostgreSQL); when the acknowledgement is only the first page, the rest
+   * follows as `sync` events while new items are kept the same way.
    */
   private async initsync(s: Session, payload: unknown, ack?: (answer: unknown) => void) {
     this.unsubscribe(s);
