@@ -12,6 +12,7 @@ import { isSyncRequest, loadSyncServer } from "../features/sync/sync.api";
 import type { BunRequest, Server as BunServer, HTMLBundle, WebSocketHandler } from "bun";
 import type { ServeHandler, ServeRoute } from "../features/feature";
 import { checkBody } from "../http/body-limits";
+import { nulInUrl } from "../http/handlers";
 import type { Cors } from "../http/cors";
 import { noteRoute, observed, observedRoute, type Handler } from "../http/requests";
 import { operationServeRoutes } from "../http/operations";
@@ -111,7 +112,8 @@ export function serveFeatures(
     },
   );
   const appAnswer = (req: Request) => {
-    const checked = checkBody(req, hardMax);
+    // A URL holding U+0000 is refused before anything reads it (src/core/nul.ts), then the body's size.
+    const checked = nulInUrl(req.url) ?? checkBody(req, hardMax);
     if (!req.headers.has("origin")) return checked instanceof Response ? checked : appFetch(checked);
     return cors.preflight(req) ?? (checked instanceof Response ? cors.decorate(req, checked) : withCors(checked));
   };
@@ -145,7 +147,8 @@ export function serveFeatures(
     if (!native) return appAnswer(req);
     noteRoute(req, native.template);
     const checked = checkBody(req, hardMax);
-    if (checked !== req) return appAnswer(req);
+    // A refused size or a `%00` in the URL: the app's entry answers it.
+    if (checked !== req || req.url.includes("%00")) return appAnswer(req);
     if (!req.headers.has("origin")) return native.serve(req);
     return Promise.resolve(native.serve(req)).then((res) => cors.decorate(req, res));
   });

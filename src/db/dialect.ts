@@ -167,4 +167,13 @@ export interface Dialect {
    * 1); PostgreSQL `coalesce((doc #> path) = 'true'::jsonb, false)`.
    */
   jsonIsTrue(doc: SQL, path: JsonPath): SQL;
+  /**
+   * A statement that holds the rest of the unit until every other unit that ran it with the same
+   * `key` (text) has ended, for a check-then-insert no unique index can guard (a row made on first
+   * use): run it when the check finds nothing, then check again. Undefined where units never run
+   * side by side (SQLite: one writer at a time, so the check and the insert are never apart).
+   * PostgreSQL `SELECT pg_advisory_xact_lock(<space>, hashtext(key))`, released at COMMIT or
+   * ROLLBACK; the next statement of a waiting unit sees what the first one committed.
+   */
+  unitLock(key: SQL): SQL | undefined;
 }

@@ -3,7 +3,9 @@ import type { Ctx } from "../platform/context";
 import { requestId } from "./requests";
 import { errorResponse } from "./envelope";
 import { declaredLength, readCappedBytes } from "./body-limits";
+import { refuseNulInPartHeads } from "./multipart";
 import { ApiError, badRequest, invalidParameter, missing } from "../core/errors";
+import { nulRefused, refuseNul } from "../core/nul";
 
 /** The first required member of a TypeBox object schema that `value` lacks. */
 function firstMissing(schema: any, value: any): string | undefined {
@@ -130,9 +132,34 @@ export function failureResponse(ctx: Ctx, request: Request, error: unknown): Res
   return errorResponse(new ApiError(500, "Internal server error", { request_id: id }));
 }
 
+/**
+ * The refusal of a URL whose path or query holds U+0000 (`%00`; src/core/nul.ts), naming the query
+ * parameter or `path`; undefined for any other URL (the check is one substring search). Every
+ * request the app or the project operations answer passes it before its body is read.
+ */
+export function nulInUrl(url: string): Response | undefined {
+  if (!url.includes("%00")) return undefined;
+  const parsed = new URL(url);
+  for (const [name, value] of parsed.searchParams)
+    if (name.includes("\u0000") || value.includes("\u0000"))
+      return errorResponse(nulRefused(name.includes("\u0000") ? "query" : name));
+  for (const segment of parsed.pathname.split("/")) {
+    let text = segment;
+    try {
+      text = decodeURIComponent(segment);
+    } catch {
+      // A malformed escape elsewhere in the segment: the route that reads it answers that.
+      text = segment.replaceAll("%00", "\u0000");
+    }
+    if (text.includes("\u0000")) return errorResponse(nulRefused("path"));
+  }
+  return undefined;
+}
+
 /** A multipart body as Elysia's own parser gives it: each field's value, or a list when repeated; files as File. */
 async function formFields(bytes: Uint8Array, contentType: string): Promise<Record<string, unknown>> {
   let form: Awaited<ReturnType<Response["formData"]>>;
+  refuseNulInPartHeads(bytes, contentType);
   try {
     form = await new Response(bytes, { headers: { "content-type": contentType } }).formData();
   } catch {
@@ -144,7 +171,10 @@ async function formFields(bytes: Uint8Array, contentType: string): Promise<Recor
     if (had === undefined) out.set(name, value);
     else out.set(name, Array.isArray(had) ? [...had, value] : [had, value]);
   }
-  return Object.fromEntries(out);
+  const fields = Object.fromEntries(out);
+  // Field names, values and files' names are text to be stored (src/core/nul.ts); files' bytes are not looked at.
+  refuseNul(fields);
+  return fields;
 }
 
 /**
@@ -184,7 +214,9 @@ export async function jsonBody(request: Request, contentType: string | undefined
   const trimmed = text.trim();
   if (trimmed === "") return {};
   if (contentType?.startsWith("application/x-www-form-urlencoded") && !/^[[{]/.test(trimmed)) {
-    return Object.fromEntries(new URLSearchParams(text));
+    const fields = Object.fromEntries(new URLSearchParams(text));
+    refuseNul(fields);
+    return fields;
   }
   let value: unknown;
   try {
@@ -198,6 +230,9 @@ export async function jsonBody(request: Request, contentType: string | undefined
     throw badRequest("Malformed request body", { reason: "The body must be a JSON object" });
   }
   settleBody(value, text);
+  // U+0000 arrives in JSON text only as the escape `\u0000` (a raw control character is not JSON):
+  // the values are walked only when the text holds one (src/core/nul.ts).
+  if (text.includes("\\u0000")) refuseNul(value);
   return value;
 }
 

@@ -3,6 +3,7 @@ import { fsp } from "../platform/storage/fsp";
 import { basename } from "node:path";
 import { newGid } from "../core/ids";
 import { ApiError, badRequest, missing } from "../core/errors";
+import { nulRefused } from "../core/nul";
 import type { Received, ReceivedFile } from "../platform/storage/storage";
 import { UploadSink } from "./upload-sink";
 
@@ -96,6 +97,28 @@ function multipartBoundary(contentType: string | null | undefined): string | und
   return m ? (m[1] ?? m[2]) : undefined;
 }
 
+/**
+ * Throws the 400 of src/core/nul.ts when a part's headers (its name, its file name) in a whole
+ * multipart body hold U+0000. For bodies read by Bun's form parser (`formFields` of
+ * src/http/handlers.ts), which cuts such a name at the character instead of refusing it; a file's
+ * bytes are skipped (only the bytes up to each part's blank line are looked at).
+ */
+export function refuseNulInPartHeads(bytes: Uint8Array, contentType: string): void {
+  const boundary = multipartBoundary(contentType);
+  if (!boundary) return;
+  const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const delimiter = Buffer.from(`--${boundary}`);
+  for (let at = buf.indexOf(delimiter); at >= 0; ) {
+    const start = at + delimiter.length;
+    const end = buf.indexOf(HEAD_END, start);
+    if (end < 0) return;
+    const head = buf.subarray(start, end);
+    if (head.includes(0)) parsePartHeaders(head.toString("utf8"));
+    at = buf.indexOf(delimiter, end);
+  }
+}
+const HEAD_END = Buffer.from("\r\n\r\n");
+
 /** Reads a multipart request body: text fields in memory, the file part streamed to a temp file. */
 export async function receiveMultipart(request: Request, opts: MultipartOptions): Promise<Received> {
   const boundary = multipartBoundary(request.headers.get("content-type"));
@@ -161,6 +184,9 @@ function parsePartHeaders(raw: string): PartHeaders {
       } catch {}
     }
   }
+  // Names are text to be stored or looked up (src/core/nul.ts); the file's bytes are not looked at.
+  if (name.includes("\u0000")) throw nulRefused(name.replaceAll("\u0000", "\\u0000"));
+  if (filename?.includes("\u0000")) throw nulRefused(`${name}.filename`);
   return { name, filename };
 }
 
@@ -448,7 +474,9 @@ class Parser {
       this.sendHead(true);
       f.sha256 = await f.sink.end();
     } else if (this.part.kind === "field") {
-      this.fields[this.part.name] = Buffer.concat(this.fieldChunks).toString("utf8");
+      const text = Buffer.concat(this.fieldChunks).toString("utf8");
+      if (text.includes("\u0000")) throw nulRefused(this.part.name);
+      this.fields[this.part.name] = text;
       this.fieldChunks = [];
     }
     this.part = undefined;

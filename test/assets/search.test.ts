@@ -107,11 +107,18 @@ describe("full-text search", () => {
       const r = await call("search", { q });
       expect(r.status).toBe(200);
     }
-    // A NUL or other control character inside a word or phrase is a word break, not a 500.
-    expect(await names({ q: "trail\u0000mountains" })).toEqual(["runner.jpg"]);
-    for (const q of ['"in\u0000the"', "x\u0000*", "\u0000", "run\u0007"]) {
+    // A control character inside a word or phrase is a word break, not a 500.
+    expect(await names({ q: "trail\u0007mountains" })).toEqual(["runner.jpg"]);
+    for (const q of ['"in\u0007the"', "x\u001f*", "\u0007", "run\u0007"]) {
       expect((await call("search", { q })).status).toBe(200);
       expect((await call("search/autocomplete", { field: "name", fieldq: q })).status).toBe(200);
+    }
+    // NUL is refused in any text a client sends (test/http/nul-text.test.ts), search terms too.
+    for (const q of ['"in\u0000the"', "\u0000"]) {
+      expect((await call("search", { q })).body.result.info["Invalid parameter"]).toBe("q");
+      expect(
+        (await call("search/autocomplete", { field: "name", fieldq: q })).body.result.info["Invalid parameter"],
+      ).toBe("fieldq");
     }
   });
 

@@ -203,7 +203,8 @@ describe.skipIf(!CHROMIUM)("web console", () => {
     await owner.locator('li.tile[data-name="green.png"]').getByText("Public").waitFor();
     await screenshot(owner, "06-asset-details");
     await owner.getByRole("button", { name: "Unpublish" }).click();
-    await owner.getByRole("button", { name: "Publish" }).waitFor();
+    // Exactly "Publish": the name alone also matches "Unpublish", still there until the answer comes.
+    await owner.getByRole("button", { name: "Publish", exact: true }).waitFor();
     expect((await fetch(server.url + new URL(url).pathname)).status).toBe(404);
     await owner.keyboard.press("Escape");
     await owner.getByRole("dialog").waitFor({ state: "detached" });
@@ -313,7 +314,12 @@ describe.skipIf(!CHROMIUM)("web console", () => {
     expect(auth.status).toBe(200);
 
     await owner.locator("tr", { hasText: "Shop feed" }).getByRole("button", { name: "Deactivate" }).click();
-    await owner.locator("tr", { hasText: "Shop feed" }).getByText("Deactivated").waitFor();
+    // The row turns once the server has answered: its Reactivate button comes with the new status.
+    await owner
+      .locator("tr", { hasText: "Shop feed" })
+      .getByRole("button", { name: "Reactivate", exact: true })
+      .waitFor();
+    await owner.locator("tr", { hasText: "Shop feed" }).getByText("Deactivated", { exact: true }).waitFor();
     const again = await server.call(`/api/p/${projectGid}/auth`, { body: { api_key: key } });
     if (again.status !== 403) {
       const keys = await server.call(`/api/p/${projectGid}/apikeys/get`, { token: await ownerToken(), body: {} });

@@ -192,4 +192,8 @@ describe("the SQLite dialect helpers of search and assets", () => {
       ),
     ).toEqual([{ t: 1, f: 0, n: null, x: null }]);
   });
+
+  test("unitLock is nothing to run: one writer at a time never lets a check and its insert apart", () => {
+    expect(d.unitLock(sql`${"assets root p1"}`)).toBeUndefined();
+  });
 });

@@ -17,6 +17,9 @@ export function pgPath(path: JsonPath): string {
   return `'{${parts.join(",").replaceAll("'", "''")}}'`;
 }
 
+/** The first number of `unitLock`'s advisory locks (the second is the key's hash). */
+export const UNIT_LOCK_SPACE = 0x41707502;
+
 const name = (n: string) => {
   if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(n)) throw new Error(`not an SQL name: ${n}`);
   return n;
@@ -100,6 +103,9 @@ export const pgDialect: Dialect = {
   // Bun's SQL has parsed jsonb already (a JSON string is a JavaScript string).
   readJson: (value) => value ?? null,
   jsonIsTrue: (doc, p) => sql`coalesce((${jdoc(doc)} #> ${path(p)}) = 'true'::jsonb, false)`,
+  // The two-number form, in a space of its own: the change log's and the migrations' one-number
+  // locks and the job claims' space never meet these keys.
+  unitLock: (key) => sql`SELECT pg_advisory_xact_lock(${sql.raw(String(UNIT_LOCK_SPACE))}, hashtext(${key}))`,
   // Search and assets (records.search, assets.*, dam):
   jsonArrayLength: (doc) =>
     sql`(CASE WHEN (${doc}) IS NULL THEN NULL WHEN jsonb_typeof(${jdoc(doc)}) = 'array' THEN jsonb_array_length(${jdoc(doc)}) ELSE 0 END)`,

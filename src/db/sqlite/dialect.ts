@@ -65,6 +65,8 @@ export const sqliteDialect: Dialect = {
   jsonArrayMembers: (doc) => sql`SELECT value FROM json_each(${doc})`,
   readJson: (value) => (value == null ? null : JSON.parse(value as string)),
   jsonIsTrue: (doc, path) => sql`(coalesce(json_extract(${doc}, ${sqlitePath(path)}), 0) = 1)`,
+  // One writer at a time: a unit's check and insert are never apart.
+  unitLock: () => undefined,
   // Search and assets (records.search, assets.*, dam):
   jsonArrayLength: (doc) => sql`json_array_length(${doc})`,
   jsonMemberType: (alias) => sql`${ident(alias)}.type`,

@@ -1,7 +1,8 @@
 /** The tree: the root folder `/`, its repair, pathnames and folder parameters. */
-import { and, eq } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import { type ChangeLog } from "../../db/mutate";
 import { type Tx } from "../../db/connection";
+import { dialectOf, run } from "../../db/query";
 import { assets } from "./assets.table";
 import { invalidParameter, unprocessable } from "../../core/errors";
 import { newGid, now } from "../../core/ids";
@@ -19,6 +20,14 @@ import { childPath } from "./assets.values";
  */
 export async function ensureRoot(tx: Tx, log: ChangeLog, projectGid: string): Promise<Asset> {
   let root = await rootFolder(tx).get({ project: projectGid });
+  const lock = root ? undefined : dialectOf(tx).unitLock(sql`${`assets root ${projectGid}`}`);
+  if (lock) {
+    // PostgreSQL runs units side by side: two first requests of a new project (a page asks for the
+    // folder and the tree at once) would each make a root. The second waits here for the first
+    // to end, then finds its root.
+    await run(tx, lock);
+    root = await rootFolder(tx).get({ project: projectGid });
+  }
   if (!root) {
     const t = now();
     root = await tx

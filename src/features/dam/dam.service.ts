@@ -545,24 +545,34 @@ type Published = { path: string; mime: string } | undefined;
  * answers are dropped then. At most PUBLISHED_KEPT answers are kept per project, for at most
  * PUBLISHED_PROJECTS_KEPT projects.
  */
-const publishedAnswers = new WeakMap<Ctx["hub"], Map<string, Map<string, Published>>>();
+const publishedAnswers = new WeakMap<Ctx["hub"], PublishedCache>();
 const PUBLISHED_KEPT = 10_000;
 const PUBLISHED_PROJECTS_KEPT = 1_000;
 
-function publishedCache(ctx: Ctx): Map<string, Map<string, Published>> {
-  let byProject = publishedAnswers.get(ctx.hub);
-  if (!byProject) {
-    const cache = (byProject = new Map());
+/**
+ * The kept answers, and how many times answers were dropped: a look-up that began before a drop
+ * may have read the rows from before the change (on PostgreSQL it runs beside the writer's unit
+ * and can end after its commit was published), so its answer is kept only if no drop came between.
+ */
+type PublishedCache = { byProject: Map<string, Map<string, Published>>; drops: number };
+
+function publishedCache(ctx: Ctx): PublishedCache {
+  let kept = publishedAnswers.get(ctx.hub);
+  if (!kept) {
+    const cache: PublishedCache = (kept = { byProject: new Map(), drops: 0 });
     publishedAnswers.set(ctx.hub, cache);
     ctx.hub.subscribe((items) => {
       for (const it of items) {
         if (it.type === "cc") {
-          if (it.data_type === "cc.projects") cache.delete(it.data_key);
-        } else if (it.data_type === "assets") cache.delete(it.type);
+          if (it.data_type !== "cc.projects") continue;
+          cache.byProject.delete(it.data_key);
+        } else if (it.data_type === "assets") cache.byProject.delete(it.type);
+        else continue;
+        cache.drops++;
       }
     });
   }
-  return byProject;
+  return kept;
 }
 
 /**
@@ -576,10 +586,15 @@ export async function transformNoted(ctx: Ctx, projectGid: string, file: string)
 
 /** The file and type of a published original, or undefined (unknown, unpublished, deleted asset, missing file). */
 export async function publishedOriginal(ctx: Ctx, projectGid: string, name: string): Promise<Published> {
-  const cache = publishedCache(ctx);
+  const kept = publishedCache(ctx);
+  const cache = kept.byProject;
   let answers = cache.get(projectGid);
   if (answers?.has(name)) return answers.get(name);
+  const drops = kept.drops;
   const found = await lookUpPublished(ctx, projectGid, name);
+  // An asset or project changed while this was read: answer it, keep nothing.
+  if (kept.drops !== drops) return found;
+  answers = cache.get(projectGid);
   if (!answers) {
     // Any project gid can be asked for: the map of projects is bounded as well.
     if (cache.size >= PUBLISHED_PROJECTS_KEPT) cache.clear();

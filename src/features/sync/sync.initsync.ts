@@ -1,4 +1,5 @@
 import { badRequest, invalidParameter, missing } from "../../core/errors";
+import { refuseNul } from "../../core/nul";
 
 /** A checked `initsync` payload (spec 4.4). */
 export type InitsyncRequest = { ccCursor: number; project?: string; cursor?: number };
@@ -29,6 +30,8 @@ export function parseInitsync(payload: unknown): InitsyncRequest {
   if (typeof p !== "object" || Array.isArray(p))
     throw badRequest("Malformed payload", { reason: "The initsync payload must be an object" });
   const o = p as Record<string, unknown>;
+  // As on every way in, text holding U+0000 is refused (src/core/nul.ts).
+  refuseNul(o);
   const cc = absent(o["cc.cursor"]) ? o.cc_cursor : o["cc.cursor"];
   if (absent(cc)) throw missing("cc.cursor");
   const ccCursor = cursorValue(cc, "cc.cursor");

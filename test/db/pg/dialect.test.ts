@@ -196,4 +196,41 @@ describe.skipIf(!pgAvailable)("the PostgreSQL dialect helpers", () => {
       ),
     ).toEqual([{ t: true, f: false, n: null, s: null, x: null }]);
   });
+
+  test("unitLock holds a second transaction with the same key until the first ends, and not one with another key", async () => {
+    const lock = (key: string) => d.toQuery(d.unitLock(sql`${key}`)!);
+    const first = await db.reserve();
+    const second = await db.reserve();
+    const other = await db.reserve();
+    try {
+      await first.unsafe("BEGIN");
+      await first.unsafe(lock("root p1").sql, lock("root p1").params as unknown[]);
+      await second.unsafe("BEGIN");
+      const order: string[] = [];
+      const waiting = second
+        .unsafe(lock("root p1").sql, lock("root p1").params as unknown[])
+        .then(() => order.push("second locked"));
+      await other.unsafe("BEGIN");
+      await other.unsafe(lock("root p2").sql, lock("root p2").params as unknown[]);
+      order.push("other locked");
+      await other.unsafe("COMMIT");
+      // The second waits on the lock (PostgreSQL lists it as not granted) before the first ends.
+      for (;;) {
+        const [w] = await db.unsafe(
+          "SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted",
+        );
+        if (w.n > 0) break;
+        await Bun.sleep(5);
+      }
+      order.push("first commits");
+      await first.unsafe("COMMIT");
+      await waiting;
+      await second.unsafe("COMMIT");
+      expect(order).toEqual(["other locked", "first commits", "second locked"]);
+    } finally {
+      await first.release();
+      await second.release();
+      await other.release();
+    }
+  });
 });

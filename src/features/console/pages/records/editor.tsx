@@ -78,6 +78,8 @@ export function RecordEditor(props: {
       const l = lang === "*" ? (shown[0] ?? rc.langs[0]!) : lang;
       (fields[l] ??= {})[name] = fromDraft(f, text);
     }
+    // What this save sends: a draft typed again while it is under way is newer, and stays.
+    const sent = new Map(drafts);
     void run(async () => {
       try {
         const answer = await recordsApi.update(rc.gid, r.gid, fields);
@@ -90,7 +92,7 @@ export function RecordEditor(props: {
           if (item.level === "error") refused.add(k);
         }
         setMessages(next);
-        setDrafts((m) => new Map([...m].filter(([k]) => refused.has(k))));
+        setDrafts((m) => new Map([...m].filter(([k, text]) => refused.has(k) || sent.get(k) !== text)));
         if (refused.size)
           notify(
             `${refused.size} value${refused.size === 1 ? " was" : "s were"} refused: see the messages next to the fields`,
