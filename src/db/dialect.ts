@@ -176,4 +176,12 @@ export interface Dialect {
    * ROLLBACK; the next statement of a waiting unit sees what the first one committed.
    */
   unitLock(key: SQL): SQL | undefined;
+  /**
+   * Appended to a SELECT whose rows the unit will write back from what it read (a background job
+   * rewriting records page by page): the rows stay locked until the unit ends, so a concurrent
+   * write of one of them waits for it, or is what the SELECT reads when it committed first, and
+   * never gets overwritten by a value read before it. Nothing on SQLite (one writer at a time);
+   * PostgreSQL ` FOR UPDATE`.
+   */
+  lockedForWrite(): SQL;
 }

@@ -105,6 +105,7 @@ export const pgDialect: Dialect = {
   jsonIsTrue: (doc, p) => sql`coalesce((${jdoc(doc)} #> ${path(p)}) = 'true'::jsonb, false)`,
   // The two-number form, in a space of its own: the change log's and the migrations' one-number
   // locks and the job claims' space never meet these keys.
+  lockedForWrite: () => sql` FOR UPDATE`,
   unitLock: (key) => sql`SELECT pg_advisory_xact_lock(${sql.raw(String(UNIT_LOCK_SPACE))}, hashtext(${key}))`,
   // Search and assets (records.search, assets.*, dam):
   jsonArrayLength: (doc) =>

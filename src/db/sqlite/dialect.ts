@@ -67,6 +67,7 @@ export const sqliteDialect: Dialect = {
   jsonIsTrue: (doc, path) => sql`(coalesce(json_extract(${doc}, ${sqlitePath(path)}), 0) = 1)`,
   // One writer at a time: a unit's check and insert are never apart.
   unitLock: () => undefined,
+  lockedForWrite: () => sql``,
   // Search and assets (records.search, assets.*, dam):
   jsonArrayLength: (doc) => sql`json_array_length(${doc})`,
   jsonMemberType: (alias) => sql`${ident(alias)}.type`,

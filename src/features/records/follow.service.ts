@@ -366,7 +366,7 @@ class Affected {
     const s = sessionOf(tx);
     for (let di = this.di, after = this.after; out.length < limit && di < this.defs.length; di++, after = 0) {
       const found = await s
-        .query<FollowRow>(NEXT_IN_DEFINITION)
+        .query<FollowRow>(NEXT_IN_DEFINITION(tx))
         .all(this.projectGid, this.defs[di]!, after, limit - out.length);
       for (const r of found) out.push({ ...followRec(r), at: di });
     }
@@ -794,7 +794,7 @@ export const reindexJob: JobKind = {
       const n = await mutate(ctx.db, ctx.hub, async (tx) => {
         if (!(await getProject(tx, projectGid))) return 0;
         const s = sessionOf(tx);
-        const recs = (await s.query(REINDEX_PAGE).all(projectGid, after)).map(recOf);
+        const recs = (await s.query(REINDEX_PAGE(tx)).all(projectGid, after)).map(recOf);
         if (!recs.length) return 0;
         const view = await viewOf(tx, projectGid);
         await s

@@ -56,11 +56,14 @@ export const COUNT_OF_OTHERS = textOf(
     sql`SELECT count(*) AS n FROM (SELECT 1 FROM records WHERE project_gid = ${param} AND definition NOT IN (${d.jsonArrayMembers(d.jsonFromText(param), "text")}) LIMIT ${param}) AS c`,
 );
 /** A definition's records after an id. Binds (project_gid, definition, after id, limit). */
-export const NEXT_IN_DEFINITION = `SELECT ${FOLLOW_COLUMNS} FROM records r WHERE r.project_gid = ? AND r.definition = ? AND r.id > ? ORDER BY r.id LIMIT ?`;
+export const NEXT_IN_DEFINITION = textOf(
+  (d) =>
+    sql`SELECT ${sql.raw(FOLLOW_COLUMNS)} FROM records r WHERE r.project_gid = ${param} AND r.definition = ${param} AND r.id > ${param} ORDER BY r.id LIMIT ${param}${d.lockedForWrite()}`,
+);
 /** Records by id. Binds (JSON list of ids, project_gid). */
 export const NEXT_OTHERS = textOf(
   (d) =>
-    sql`SELECT ${sql.raw(FOLLOW_COLUMNS)} FROM records r WHERE r.id IN (${d.jsonArrayMembers(d.jsonFromText(param), "integer")}) AND r.project_gid = ${param} ORDER BY r.id`,
+    sql`SELECT ${sql.raw(FOLLOW_COLUMNS)} FROM records r WHERE r.id IN (${d.jsonArrayMembers(d.jsonFromText(param), "integer")}) AND r.project_gid = ${param} ORDER BY r.id${d.lockedForWrite()}`,
 );
 
 // ---------------------------------------------------------------------------------------------
@@ -128,7 +131,10 @@ export const ORDERING_DELETE = "DELETE FROM record_orderings WHERE project_gid =
 // The reindex job
 
 /** A page of a project's records by id (500 per unit of work). Binds (project_gid, after id). */
-export const REINDEX_PAGE = `SELECT ${COLUMNS} FROM records r WHERE r.project_gid = ? AND r.id > ? ORDER BY r.id LIMIT 500`;
+export const REINDEX_PAGE = textOf(
+  (d) =>
+    sql`SELECT ${sql.raw(COLUMNS)} FROM records r WHERE r.project_gid = ${param} AND r.id > ${param} ORDER BY r.id LIMIT 500${d.lockedForWrite()}`,
+);
 /** The search rows of some records in documents other than the listed ones. Binds (JSON list of ids, JSON list of documents). */
 export const SEARCH_ROWS_GONE = textOf(
   (d) =>

@@ -37,6 +37,15 @@ export const RECORD_BY_GID = textOf(
   (d) =>
     sql`SELECT ${sql.raw(COLUMNS)} FROM records WHERE gid = ${param} AND ${d.unindexed(sql`project_gid`)} = ${param}`,
 );
+/**
+ * The same, for a unit that writes the record back from what it read (`records/update`): locked
+ * until the unit ends on PostgreSQL, so two updates of one record at once apply one after the
+ * other instead of the second overwriting the first's values (SQLite: one writer at a time).
+ */
+export const RECORD_BY_GID_FOR_WRITE = textOf(
+  (d) =>
+    sql`SELECT ${sql.raw(COLUMNS)} FROM records WHERE gid = ${param} AND ${d.unindexed(sql`project_gid`)} = ${param}${d.lockedForWrite()}`,
+);
 /** Records by gid in a project. Binds (JSON list of gids, project_gid). */
 export const RECORDS_BY_GIDS = textOf(
   (d) =>

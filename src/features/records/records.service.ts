@@ -61,6 +61,7 @@ import {
   PROJECT_RECORDS_AFTER,
   PUBLISHED,
   RECORD_BY_GID,
+  RECORD_BY_GID_FOR_WRITE,
   RECORD_INSERT,
   RECORDS_BY_GIDS,
   RECORDS_BY_IDS,
@@ -255,17 +256,25 @@ export class Touch {
 // ---------------------------------------------------------------------------------------------
 // Rows
 
-export async function recordRow(tx: Tx, projectGid: string, gid: unknown): Promise<Rec | undefined> {
+export async function recordRow(tx: Tx, projectGid: string, gid: unknown, forWrite = false): Promise<Rec | undefined> {
   if (typeof gid !== "string" || !gid) return undefined;
-  const r = await sessionOf(tx).query<RecordRowText>(RECORD_BY_GID(tx)).get(gid, projectGid);
+  const text = forWrite ? RECORD_BY_GID_FOR_WRITE(tx) : RECORD_BY_GID(tx);
+  const r = await sessionOf(tx).query<RecordRowText>(text).get(gid, projectGid);
   return r ? recOf(r) : undefined;
 }
 
 /** The row of a gid, or 422 naming the member (the reference's "record doesn't exist"). */
-export async function mustRecord(tx: Tx, projectGid: string, gid: unknown, member = "record"): Promise<Rec> {
+export async function mustRecord(
+  tx: Tx,
+  projectGid: string,
+  gid: unknown,
+  member = "record",
+  /** The caller writes the record back from this read: locked until its unit ends (RECORD_BY_GID_FOR_WRITE). */
+  forWrite = false,
+): Promise<Rec> {
   if (gid === undefined || gid === null || gid === "") throw missing(member);
   if (typeof gid !== "string") throw invalidParameter(member, { expected: "a record gid" });
-  const r = await recordRow(tx, projectGid, gid);
+  const r = await recordRow(tx, projectGid, gid, forWrite);
   if (!r)
     throw unprocessable(member === "parent" ? "Parent record doesn't exist" : "Record doesn't exist", {
       [member]: gid,
@@ -1160,7 +1169,7 @@ export async function updateRecord(
 ): Promise<Answer> {
   return await recordsWrite(ctx, actor, projectGid, async (tx, _log, view, touch) => {
     const langs = view.languagesOf(input);
-    const rec = await mustRecord(tx, projectGid, input.record);
+    const rec = await mustRecord(tx, projectGid, input.record, "record", true);
     if (input.fields === undefined || input.fields === null) throw missing("fields");
     const { report, group } = await updateRecordIn(tx, view, touch, rec, input.fields);
     return {
