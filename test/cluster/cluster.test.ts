@@ -17,7 +17,9 @@ import {
   type Node,
 } from "../helpers/cluster";
 import { freshDatabase, pgAvailable, pgSkipReason } from "../helpers/pg-cluster";
+import { flagsFor, s3Possible } from "../helpers/s3";
 import { SLOW_TEST_MS, until } from "../helpers/server";
+import sharp from "sharp";
 
 const CLIENTS = Number(process.env.APIS_CLUSTER_CLIENTS ?? 300);
 const WRITERS = 6;
@@ -25,6 +27,8 @@ const WRITERS = 6;
 const WRITES = Number(process.env.APIS_CLUSTER_WRITES ?? 15);
 const USER = { username: "clusteruser", email: "cluster@example.test", password: "cluster-pass-12345" };
 const FLAGS = ["--rate-limit", "0", "--sync-sockets-per-user", String(CLIENTS + 10)];
+/** The nodes share one bucket when this machine can run the S3 server (Ceph), as a cluster must. */
+const SHARED_STORE = s3Possible();
 
 if (!pgAvailable) test.skip(pgSkipReason, () => {});
 
@@ -42,7 +46,10 @@ describe.skipIf(!pgAvailable)("three Apis processes on one PostgreSQL database",
       ["user", "create", "--username", USER.username, "--email", USER.email, "--password", USER.password],
       db.url,
     );
-    for (let i = 0; i < 3; i++) nodes.push(await startNode(db.url, FLAGS));
+    const store = SHARED_STORE
+      ? Object.entries(await flagsFor("s3", "cluster")).flatMap(([k, v]) => [`--${k}`, v])
+      : [];
+    for (let i = 0; i < 3; i++) nodes.push(await startNode(db.url, [...FLAGS, ...store]));
     token = await login(nodes[0]!, USER.username, USER.password);
     project = (await post(`${nodes[1]!.url}/api/projects/create`, token, { name: "Cluster" })).result.project;
     for (let i = 0; i < CLIENTS; i++) clients.push(new Client(i, project));
@@ -73,6 +80,48 @@ describe.skipIf(!pgAvailable)("three Apis processes on one PostgreSQL database",
       }
     },
     SLOW_TEST_MS * 2,
+  );
+
+  test.skipIf(!SHARED_STORE)(
+    "an image uploaded through one node is transformed by the two others at once into one object, which every node then finds and serves",
+    async () => {
+      const png = await sharp({ create: { width: 64, height: 48, channels: 3, background: "#3070c0" } })
+        .png()
+        .toBuffer();
+      const form = new FormData();
+      form.append("upload_file", new Blob([png]), "tile.png");
+      const up = await fetch(`${nodes[0]!.url}/api/p/${project}/assets/upload`, {
+        method: "POST",
+        headers: { authorization: token },
+        body: form,
+      });
+      const upBody = (await up.json()) as any;
+      expect(up.status).toBe(200);
+      const a = upBody.data.assets[upBody.result.asset];
+      const pathname = `${a.gid}~${a.version}.${a.type}`;
+      const transform = async (node: Node) => {
+        const r = await fetch(`${node.url}/dam/p/${project}/transform/${pathname}/fit=32,32`, {
+          headers: { authorization: token },
+        });
+        return { status: r.status, body: (await r.json()) as any };
+      };
+      const [one, two] = await Promise.all([transform(nodes[1]!), transform(nodes[2]!)]);
+      expect([one.status, two.status]).toEqual([200, 200]);
+      // (Each node names itself in the URL here: a real cluster sets one --public-url for all.)
+      const path = (x: { body: any }) => new URL(x.body.result.public_url).pathname;
+      expect(path(one)).toBe(path(two));
+      // The third node finds the rendered object in the bucket: no work.
+      const three = await transform(nodes[0]!);
+      expect(path(three)).toBe(path(one));
+      expect(three.body.result.timing_ms.transform).toBe(0);
+      const media = path(one);
+      for (const node of nodes) {
+        const r = await fetch(`${node.url}${media}`);
+        expect(r.status).toBe(200);
+        expect((await sharp(Buffer.from(await r.arrayBuffer())).metadata()).width).toBe(32);
+      }
+    },
+    SLOW_TEST_MS,
   );
 
   test(
