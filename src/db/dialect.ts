@@ -184,4 +184,10 @@ export interface Dialect {
    * PostgreSQL ` FOR UPDATE`.
    */
   lockedForWrite(): SQL;
+  /**
+   * A statement that locks one row (`table`.`column` = `value`) until the unit ends, for a unit
+   * that reads the row through a query of its own and writes it back merged (an asset's metadata).
+   * Undefined on SQLite (one writer at a time); PostgreSQL `SELECT 1 … FOR UPDATE`.
+   */
+  rowLock(table: string, column: string, value: SQL): SQL | undefined;
 }

@@ -675,6 +675,17 @@ describe("versions", () => {
 });
 
 describe("metadata", () => {
+  test("metadata fields set at the same time on one asset all land (on PostgreSQL each set locks the asset it merges into)", async () => {
+    const gid = (await upload(png, "together.png")).body.result.asset;
+    const names = ["shop.a", "shop.b", "shop.c", "shop.d", "shop.e", "shop.f"];
+    const answers = await Promise.all(
+      names.map((name, i) => call("metadata/set", { asset: gid, name, value: `v${i}` })),
+    );
+    for (const r of answers) expect(r.status).toBe(200);
+    const got = await call("get", { asset: gid });
+    expect(Object.keys(got.body.data.assets[gid].metadata).sort()).toEqual(names);
+  });
+
   test("metadata/set sets one field at a time; metadata/clear removes one (or several with keys)", async () => {
     const gid = (await upload(png, "m.png")).body.result.asset;
     const a = await call("metadata/set", { asset: gid, name: "shop.sku", value: "RS-42" });

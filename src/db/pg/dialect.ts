@@ -106,6 +106,8 @@ export const pgDialect: Dialect = {
   // The two-number form, in a space of its own: the change log's and the migrations' one-number
   // locks and the job claims' space never meet these keys.
   lockedForWrite: () => sql` FOR UPDATE`,
+  rowLock: (table, column, value) =>
+    sql`SELECT 1 FROM ${sql.identifier(table)} WHERE ${sql.identifier(column)} = ${value} FOR UPDATE`,
   unitLock: (key) => sql`SELECT pg_advisory_xact_lock(${sql.raw(String(UNIT_LOCK_SPACE))}, hashtext(${key}))`,
   // Search and assets (records.search, assets.*, dam):
   jsonArrayLength: (doc) =>

@@ -68,6 +68,7 @@ export const sqliteDialect: Dialect = {
   // One writer at a time: a unit's check and insert are never apart.
   unitLock: () => undefined,
   lockedForWrite: () => sql``,
+  rowLock: () => undefined,
   // Search and assets (records.search, assets.*, dam):
   jsonArrayLength: (doc) => sql`json_array_length(${doc})`,
   jsonMemberType: (alias) => sql`${ident(alias)}.type`,

@@ -116,13 +116,23 @@ async function setAssets(
 ): Promise<Asset[]> {
   const changed: Asset[] = [];
   for (let i = 0; i < ids.length; i += 500) {
-    const chunk = inArray(assets.id, ids.slice(i, i + 500));
-    for (const r of await tx
-      .update(assets)
-      .set(set)
-      .where(extra ? and(chunk, extra) : chunk)
-      .returning()
-      .all()) {
+    const part = ids.slice(i, i + 500);
+    const chunk = inArray(assets.id, part);
+    const back = new Map(
+      (
+        await tx
+          .update(assets)
+          .set(set)
+          .where(extra ? and(chunk, extra) : chunk)
+          .returning()
+          .all()
+      ).map((r) => [r.id, r]),
+    );
+    // In the order asked (the asset, then what lies below it): RETURNING has no order of its own
+    // on PostgreSQL, and clients see these items in this order.
+    for (const id of part) {
+      const r = back.get(id);
+      if (!r) continue;
       log.project(projectGid, "UPDATE", "assets", r.gid);
       changed.push(r);
     }
@@ -281,16 +291,24 @@ export async function removeAssetRows(
         .returning({ s: assetVersions.storageName })
         .all())
         files.push(v.s);
-      for (const r of await tx
-        .delete(assets)
-        .where(
-          inArray(
-            assets.id,
-            chunk.map((c) => c.id),
-          ),
-        )
-        .returning({ gid: assets.gid, s: assets.storageName })
-        .all()) {
+      const deleted = new Map(
+        (
+          await tx
+            .delete(assets)
+            .where(
+              inArray(
+                assets.id,
+                chunk.map((c) => c.id),
+              ),
+            )
+            .returning({ gid: assets.gid, s: assets.storageName })
+            .all()
+        ).map((r) => [r.gid, r]),
+      );
+      // In the chunk's order (RETURNING has none of its own on PostgreSQL).
+      for (const c of chunk) {
+        const r = deleted.get(c.gid);
+        if (!r) continue;
         if (r.s) files.push(r.s);
         removed.push(r.gid);
         log.project(projectGid, "DELETE", "assets", r.gid);

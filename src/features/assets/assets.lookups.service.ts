@@ -5,7 +5,7 @@
 import { and, asc, desc, eq, inArray, isNull, ne, sql } from "drizzle-orm";
 import { preparedOnce, type DB, type Tx } from "../../db/connection";
 import type { Dialect } from "../../db/dialect";
-import { dialectOf, sessionOf } from "../../db/query";
+import { dialectOf, run, sessionOf } from "../../db/query";
 import { assets, assetVersions } from "./assets.table";
 import { invalidParameter, missing, unprocessable } from "../../core/errors";
 import {
@@ -227,9 +227,15 @@ export async function requireAsset(
   tx: Tx,
   projectGid: string,
   gid: unknown,
-  opts: { deleted?: boolean } = {},
+  /**
+   * `forWrite`: the caller writes the asset back merged with what it read (its metadata): the row
+   * is locked until its unit ends, so two such writes at once apply one after the other (PostgreSQL).
+   */
+  opts: { deleted?: boolean; forWrite?: boolean } = {},
 ): Promise<Asset> {
   if (typeof gid !== "string" || !gid) throw invalidParameter("asset", { expected: "an asset gid" });
+  const lock = opts.forWrite ? dialectOf(tx).rowLock("assets", "gid", sql`${gid}`) : undefined;
+  if (lock) await run(tx, lock);
   const a = await findAsset(tx, projectGid, gid);
   if (!a || (a.status === "deleted" && !opts.deleted)) throw noAsset(gid);
   return a;

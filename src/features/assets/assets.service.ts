@@ -435,7 +435,7 @@ export async function setAssetMetadata(
 ): Promise<Answer> {
   return await inProject(ctx, actor, projectGid, "member", async ({ tx, log }) => {
     await ensureRoot(tx, log, projectGid);
-    const a = await requireAsset(tx, projectGid, gidParam(input.asset));
+    const a = await requireAsset(tx, projectGid, gidParam(input.asset), { forWrite: true });
     const name = metadataName(input.name);
     const field = metadataField(input, await projectLanguages(tx, projectGid));
     return await answerOf(tx, projectGid, { asset: a.gid }, [
@@ -453,7 +453,7 @@ export async function clearAssetMetadata(
 ): Promise<Answer> {
   return await inProject(ctx, actor, projectGid, "member", async ({ tx, log }) => {
     await ensureRoot(tx, log, projectGid);
-    const a = await requireAsset(tx, projectGid, gidParam(input.asset));
+    const a = await requireAsset(tx, projectGid, gidParam(input.asset), { forWrite: true });
     let names: string[];
     if (input.name !== undefined) {
       if (typeof input.name !== "string") throw invalidParameter("name", { expected: "a metadata field name" });
