@@ -16,6 +16,9 @@
  * usage: bun bench/pg-bare.ts <port> <database url> <jwt secret>
  */
 import { SQL } from "bun";
+import { sql } from "drizzle-orm";
+import { PgDialect } from "drizzle-orm/pg-core";
+import { recordMatchesPg, recordSearchPagePg } from "../src/db/pg/search";
 import { writeChangesLast, type PendingChange } from "../src/db/pg/changelog";
 import { LANGUAGES } from "../src/core/languages";
 import { projectOptions } from "../src/features/projects/projects.options";
@@ -406,6 +409,42 @@ async function children(project: string, me: any, body: any): Promise<string> {
   });
 }
 
+const pgText = new PgDialect();
+
+/**
+ * `records/search` with a `+word word` query and one number filter (`[field, "<", n]`): the full-text
+ * match, rank and page statement Apis sends (its text made by the same statement builder,
+ * src/db/pg/search.ts; the field condition written here by hand), then the page's rows, places and
+ * links as for children, in one transaction.
+ */
+async function search(project: string, me: any, body: any): Promise<string> {
+  return await inTx("BEGIN", async (tx) => {
+    await one(tx, Q.project, [project]);
+    await one(tx, Q.membership, [project, me.gid]);
+    const s = await schemaOf(project);
+    const langs = [body.language as string];
+    const [name, , limit] = body.filter as [string, string, number];
+    const f = s.byName.get(name)!;
+    const value = sql`(r.vals -> ${f.localized ? body.language : "*"}::text ->> ${f.gid}::text)`;
+    const where = sql`r.project_gid = ${project}::text AND jsonb_typeof(${sql`r.vals -> ${f.localized ? body.language : "*"}::text -> ${f.gid}::text`}) = 'number' AND ${value}::float8 < ${limit}::float8 AND r.status != 'deleted'`;
+    const m = recordMatchesPg(String(body.q), body.language, where);
+    const page = pgText.sqlToQuery(recordSearchPagePg(m!, { top: 0, size: Number(body["page.size"]) }));
+    const found = (await tx.unsafe(page.sql, page.params as any[])) as any[];
+    const ids = found.map((r) => Number(r.id));
+    const byId = new Map(((await tx.unsafe(Q.rowsByIds, [ids, project])) as any[]).map((r) => [Number(r.id), r]));
+    const rows = ids.map((i) => byId.get(i)).filter(Boolean);
+    const places = placesMap(await tx.unsafe(Q.placesOf, [ids]));
+    const links = linksMap(await tx.unsafe(Q.linksOf, [rows.filter((r) => !r.is_link).map((r) => r.gid)]));
+    const data: Record<string, unknown> = {};
+    for (const r of rows) data[r.gid] = form(r, s.defs.get(r.definition)!, langs, places, links);
+    return JSON.stringify({
+      success: true,
+      result: { records: rows.map((r) => r.gid), "records.size": found.length ? Number(found[0].total) : 0 },
+      data: { records: data },
+    });
+  });
+}
+
 /** One record update inside `tx` (Apis' statements): the answer's body, and its change item. */
 async function updateIn(tx: Tx, project: string, body: any): Promise<{ out: unknown; change: PendingChange }> {
   const s = await schemaOf(project);
@@ -461,7 +500,7 @@ async function batch(project: string, me: any, body: any): Promise<string> {
   });
 }
 
-const PROJECT_PATH = /^\/api\/p\/([^/]+)\/(init|records\/children|records\/update|batch)$/;
+const PROJECT_PATH = /^\/api\/p\/([^/]+)\/(init|records\/children|records\/search|records\/update|batch)$/;
 
 Bun.serve({
   port: Number(port),
@@ -498,6 +537,7 @@ Bun.serve({
     if (m[2] === "init") return answer(await init(who.user, project, seq), who.token);
     const body = (await req.json()) as any;
     if (m[2] === "records/children") return answer(await children(project, who.user, body), who.token);
+    if (m[2] === "records/search") return answer(await search(project, who.user, body), who.token);
     if (m[2] === "records/update") return answer(await update(project, who.user, body), who.token);
     return answer(await batch(project, who.user, body), who.token);
   },
