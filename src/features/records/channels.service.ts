@@ -113,7 +113,7 @@ export async function setChannels(
   input: Langs & { record: string; channels?: unknown; enabled?: unknown },
 ): Promise<Answer> {
   return await recordsWrite(ctx, actor, projectGid, async (tx, _log, view, touch) => {
-    const rec = await mustRecord(tx, projectGid, input.record);
+    const rec = await mustRecord(tx, projectGid, input.record, "record", true);
     const channels = channelList(view, input.channels, true);
     if (input.enabled === undefined || input.enabled === null) throw missing("enabled");
     if (typeof input.enabled !== "boolean") throw invalidParameter("enabled", { expected: "true or false" });
@@ -129,7 +129,7 @@ export async function copyChannelsFromParent(
   input: Langs & { record: string; channels?: unknown },
 ): Promise<Answer> {
   return await recordsWrite(ctx, actor, projectGid, async (tx, _log, view, touch) => {
-    const rec = await mustRecord(tx, projectGid, input.record);
+    const rec = await mustRecord(tx, projectGid, input.record, "record", true);
     const channels = channelList(view, input.channels);
     const parent = rec.parent ? await recordRow(tx, projectGid, rec.parent) : undefined;
     if (parent) await copyState(tx, view, touch, rec, parent.channels, channels);
@@ -145,7 +145,7 @@ export async function copyChannelsDown(
   input: { record: string; channels?: unknown },
 ): Promise<Answer> {
   return await recordsWrite(ctx, actor, projectGid, async (tx, _log, view) => {
-    const rec = await mustRecord(tx, projectGid, input.record);
+    const rec = await mustRecord(tx, projectGid, input.record, "record", true);
     const channels = channelList(view, input.channels);
     const n = ((await sessionOf(tx).query(SUBTREE_SIZE).get(rec.gid)) as { n: number }).n;
     const token = await ctx.jobs.enqueue({
@@ -192,7 +192,7 @@ export async function copyChannelsUp(
   input: { record: string; channels?: unknown },
 ): Promise<Answer> {
   return await recordsWrite(ctx, actor, projectGid, async (tx, _log, view, touch) => {
-    const rec = await mustRecord(tx, projectGid, input.record);
+    const rec = await mustRecord(tx, projectGid, input.record, "record", true);
     const on = channelList(view, input.channels).filter((c) => rec.channels.includes(c));
     for (const a of await rowsByGids(tx, projectGid, rec.path.slice(1)))
       await setChannelsIn(tx, view, touch, a, on, true);

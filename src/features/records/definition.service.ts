@@ -98,7 +98,7 @@ export async function setRecordDefinition(
   input: Langs & { record: string; definition?: unknown },
 ): Promise<Answer> {
   return await recordsWrite(ctx, actor, projectGid, async (tx, _log, view, touch) => {
-    const rec = await mustRecord(tx, projectGid, input.record);
+    const rec = await mustRecord(tx, projectGid, input.record, "record", true);
     if (typeof input.definition !== "string" || !input.definition) throw missing("definition");
     const def = await mustGet(tx, "definition", projectGid, input.definition);
     if (def.original)
@@ -152,7 +152,7 @@ async function onExtended(
   needExtended = false,
 ): Promise<Answer> {
   const { gid, definition, base } = await recordsWrite(ctx, actor, projectGid, async (tx, log, view, touch) => {
-    const rec = await mustRecord(tx, projectGid, input.record);
+    const rec = await mustRecord(tx, projectGid, input.record, "record", true);
     if (needExtended && !specOf(await mustGet(tx, "definition", projectGid, rec.definition)).extends)
       throw cannot("The record's definition is not extended", { record: rec.gid });
     const def = await extendIn(tx, log, view, touch, rec);
@@ -193,7 +193,7 @@ export async function revertRecordDefinition(
   input: Langs & { record: string },
 ): Promise<Answer> {
   return await recordsWrite(ctx, actor, projectGid, async (tx, log, view, touch) => {
-    const rec = await mustRecord(tx, projectGid, input.record);
+    const rec = await mustRecord(tx, projectGid, input.record, "record", true);
     const def = await mustGet(tx, "definition", projectGid, rec.definition);
     const base = specOf(def).extends;
     if (!base) throw cannot("The record's definition is not extended", { record: rec.gid });
@@ -223,7 +223,7 @@ export async function copyDefinitionToSiblings(
   input: { record: string },
 ): Promise<Answer> {
   return await recordsWrite(ctx, actor, projectGid, async (tx, _log, view, touch) => {
-    const rec = await mustRecord(tx, projectGid, input.record);
+    const rec = await mustRecord(tx, projectGid, input.record, "record", true);
     if (!rec.parent) return { result: {}, data: {} };
     for (const s of (await sessionOf(tx).query<{ gid: string }>(SIBLINGS).all(rec.parent, rec.gid)).map((r) => r.gid)) {
       const row = await mustRecord(tx, projectGid, s);

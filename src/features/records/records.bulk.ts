@@ -321,7 +321,13 @@ export const BULK_OPS: Record<BulkOp, Op> = {
       return { definition: i.definition };
     },
     one: async (tx, view, touch, gid, p) =>
-      void (await setDefinitionIn(tx, view, touch, await mustRecord(tx, view.projectGid, gid), p.definition as string)),
+      void (await setDefinitionIn(
+        tx,
+        view,
+        touch,
+        await mustRecord(tx, view.projectGid, gid, "record", true),
+        p.definition as string,
+      )),
   },
   update: {
     job: "bulk_update_records",
@@ -330,7 +336,13 @@ export const BULK_OPS: Record<BulkOp, Op> = {
       return { fields: i.fields };
     },
     one: async (tx, view, touch, gid, p, state) => {
-      const r = await updateRecordIn(tx, view, touch, await mustRecord(tx, view.projectGid, gid), p.fields);
+      const r = await updateRecordIn(
+        tx,
+        view,
+        touch,
+        await mustRecord(tx, view.projectGid, gid, "record", true),
+        p.fields,
+      );
       state.errors = (state.errors as number) + r.report.filter((x) => x.level === "error").length;
     },
   },
