@@ -222,6 +222,16 @@ export async function findAsset(tx: Tx, projectGid: string, gid: string): Promis
 
 export const noAsset = (gid: string) => unprocessable("Asset does not exist", { asset: gid });
 
+/**
+ * Locks the asset's row until the unit ends, before a read the unit merges into and writes back
+ * (metadata, title, description): two such writes at once apply one after the other (PostgreSQL;
+ * nothing to do on SQLite's one writer).
+ */
+export async function lockAsset(tx: Tx, gid: string): Promise<void> {
+  const lock = dialectOf(tx).rowLock("assets", "gid", sql`${gid}`);
+  if (lock) await run(tx, lock);
+}
+
 /** The asset, or 422 "Asset does not exist" (also for a deleted one unless `deleted` allows it). */
 export async function requireAsset(
   tx: Tx,
@@ -234,8 +244,7 @@ export async function requireAsset(
   opts: { deleted?: boolean; forWrite?: boolean } = {},
 ): Promise<Asset> {
   if (typeof gid !== "string" || !gid) throw invalidParameter("asset", { expected: "an asset gid" });
-  const lock = opts.forWrite ? dialectOf(tx).rowLock("assets", "gid", sql`${gid}`) : undefined;
-  if (lock) await run(tx, lock);
+  if (opts.forWrite) await lockAsset(tx, gid);
   const a = await findAsset(tx, projectGid, gid);
   if (!a || (a.status === "deleted" && !opts.deleted)) throw noAsset(gid);
   return a;

@@ -41,6 +41,7 @@ import {
   assetsByGids,
   assetsNamed,
   findAsset,
+  lockAsset,
   gidList,
   gidParam,
   noAsset,
@@ -247,6 +248,8 @@ export async function updateAsset(
       input.transforms === undefined
     )
       throw missing("name, title, description or transforms");
+    // Title and description are merged into what is read: the row is locked for the unit.
+    await lockAsset(tx, gid);
     const a = await findAsset(tx, projectGid, gid);
     if (!a || a.status !== "active" || isRoot(a)) throw unprocessable("Asset doesn't exist or is root", { asset: gid });
     const languages = await projectLanguages(tx, projectGid);
