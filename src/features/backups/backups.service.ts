@@ -473,7 +473,7 @@ async function pruneScheduled(tx: Tx, projectGid: string, keep: number): Promise
     .select()
     .from(backups)
     .where(and(eq(backups.projectGid, projectGid), eq(backups.scheduled, true), eq(backups.status, "ready")))
-    .orderBy(desc(backups.createdOn))
+    .orderBy(desc(backups.createdOn), desc(backups.version))
     .all();
   const gone = await filterEach(scheduled.slice(keep), async (b) => !(await jobsUsing(tx, b)).length);
   for (const b of gone) await tx.delete(backups).where(eq(backups.gid, b.gid)).run();
@@ -493,11 +493,13 @@ export async function scheduleBackups(ctx: Ctx): Promise<string> {
           .where(eq(changes.type, gid))
           .get()
       )?.c ?? 0;
+    // Newest first; backups made in the same instant by their version (which grows with each), so
+    // the newest is the same on every database (PostgreSQL orders ties as it finds them).
     const last = await ctx.db
       .select()
       .from(backups)
       .where(and(eq(backups.projectGid, gid), eq(backups.status, "ready")))
-      .orderBy(desc(backups.createdOn))
+      .orderBy(desc(backups.createdOn), desc(backups.version))
       .get();
     if (last && (last.cursor ?? 0) >= cursor && (last.completedOn ?? 0) >= updated) continue;
     if ((await activeJobs(ctx.db, gid, [CREATE_KIND])).length) continue;
