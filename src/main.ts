@@ -102,11 +102,6 @@ async function main(argv: string[]): Promise<number> {
   const command = words[0] ?? "serve";
   checkFlags(command, flags);
   const config = loadConfig(flags);
-  if (config.database !== "sqlite:") {
-    const { refusedOnPostgres } = await import("./cli/database.cli");
-    const why = refusedOnPostgres(config, command);
-    if (why) throw new ConfigError(why);
-  }
   switch (command) {
     case "serve": {
       startupStep("configuration read");

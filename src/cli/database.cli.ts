@@ -1,36 +1,11 @@
 import type { SQL } from "bun";
-import { databaseKind, redactDatabaseUrl, type Config } from "../config";
-import { VERSION } from "../version";
+import { redactDatabaseUrl, type Config } from "../config";
 
 /**
- * `--database` / `APIS_DATABASE_URL` in the commands (docs/postgres.md): what a PostgreSQL URL
- * does in this release. The server and the commands that open the instance still run on SQLite
- * (the services are being made asynchronous, issue 38); `apis doctor`, `apis migrate` and `apis
- * migrate-database` already work with PostgreSQL.
+ * `--database` / `APIS_DATABASE_URL` in the commands (docs/postgres.md): the PostgreSQL side of
+ * `apis doctor` and `apis migrate`, and the client the commands open. Every command runs on either
+ * database.
  */
-
-/** The one sentence a command that cannot run on PostgreSQL yet says (exit 2, no stack). */
-export function notYetOnPostgres(command: string): string {
-  return `apis ${command} does not run on PostgreSQL in Apis ${VERSION}: the server and its commands move to PostgreSQL with the release that completes issue 39 (after the asynchronous data layer of issue 38); until then a postgres:// --database serves apis doctor, apis migrate and apis migrate-database only (docs/postgres.md)`;
-}
-
-/** The commands that run on a PostgreSQL database. */
-const ON_POSTGRES: ReadonlySet<string> = new Set([
-  "serve",
-  "doctor",
-  "migrate",
-  "migrate-database",
-  "user",
-  "jobs",
-  "storage",
-  "backup",
-]);
-
-/** Whether `command` may run with the configured database; the sentence saying why not otherwise. */
-export function refusedOnPostgres(config: Config, command: string): string | undefined {
-  if (databaseKind(config) === "sqlite") return undefined;
-  return ON_POSTGRES.has(command) ? undefined : notYetOnPostgres(command);
-}
 
 /**
  * A client of the PostgreSQL database at `url`: a small pool, a short connection timeout, and
