@@ -1,6 +1,7 @@
-import { sql, type SQL } from "drizzle-orm";
-import { PgDialect } from "drizzle-orm/pg-core";
+import { getTableColumns, is, sql, type SQL } from "drizzle-orm";
+import { PgDialect, PgTable } from "drizzle-orm/pg-core";
 import type { Dialect, JsonPath } from "../dialect";
+import * as pgSchema from "./schema";
 
 /**
  * PostgreSQL's dialect helpers (src/db/dialect.ts), for the same statements as SQLite's
@@ -42,31 +43,21 @@ const path = (p: JsonPath) => sql.raw(pgPath(p));
  */
 const jdoc = (doc: SQL) => (isJsonbColumn(doc) ? sql`(${doc})` : sql`((${doc})::text::jsonb)`);
 
-/** Columns that are jsonb in every table that has them (src/db/pg/schema.ts; `title` is text in some). */
-const JSONB_COLUMNS: ReadonlySet<string> = new Set([
-  "actions",
-  "channels",
-  "checks",
-  "data",
-  "description",
-  "extracted",
-  "facts",
-  "filter",
-  "info",
-  "keys",
-  "label",
-  "logs",
-  "metadata",
-  "options",
-  "params",
-  "path",
-  "resume",
-  "roles",
-  "spec",
-  "transforms",
-  "user_gids",
-  "vals",
-]);
+/**
+ * Names of the columns that are jsonb in every table of src/db/pg/schema.ts that has them (`title`
+ * is jsonb in one table and text in another: left out), read from the schema when this module loads.
+ */
+const JSONB_COLUMNS: ReadonlySet<string> = (() => {
+  const types = new Map<string, Set<string>>();
+  for (const t of Object.values(pgSchema))
+    if (is(t, PgTable))
+      for (const c of Object.values(getTableColumns(t))) {
+        let seen = types.get(c.name);
+        if (!seen) types.set(c.name, (seen = new Set()));
+        seen.add(c.getSQLType());
+      }
+  return new Set([...types].filter(([, t]) => t.size === 1 && t.has("jsonb")).map(([name]) => name));
+})();
 
 /** Whether `doc` is nothing but `<alias>.<column>` of a jsonb column. */
 function isJsonbColumn(doc: SQL): boolean {
