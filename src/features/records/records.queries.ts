@@ -33,19 +33,19 @@ export const COLUMNS =
 
 // `+project_gid` (unindexed): rows are looked up by the gid (id) index, never by scanning the project.
 /** A record by gid in a project. Binds (gid, project_gid). */
-export const RECORD_BY_GID = textOf(
-  (d) =>
-    sql`SELECT ${sql.raw(COLUMNS)} FROM records WHERE gid = ${param} AND ${d.unindexed(sql`project_gid`)} = ${param}`,
-);
+export const RECORD_BY_GID = recordByGid(false);
 /**
  * The same, for a unit that writes the record back from what it read (`records/update`): locked
  * until the unit ends on PostgreSQL, so two updates of one record at once apply one after the
  * other instead of the second overwriting the first's values (SQLite: one writer at a time).
  */
-export const RECORD_BY_GID_FOR_WRITE = textOf(
-  (d) =>
-    sql`SELECT ${sql.raw(COLUMNS)} FROM records WHERE gid = ${param} AND ${d.unindexed(sql`project_gid`)} = ${param}${d.lockedForWrite()}`,
-);
+export const RECORD_BY_GID_FOR_WRITE = recordByGid(true);
+function recordByGid(forWrite: boolean) {
+  return textOf(
+    (d) =>
+      sql`SELECT ${sql.raw(COLUMNS)} FROM records WHERE gid = ${param} AND ${d.unindexed(sql`project_gid`)} = ${param}${forWrite ? d.lockedForWrite() : sql``}`,
+  );
+}
 /** Records by gid in a project. Binds (JSON list of gids, project_gid). */
 export const RECORDS_BY_GIDS = textOf(
   (d) =>
