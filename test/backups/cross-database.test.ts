@@ -3,30 +3,16 @@
 // instance moves between them with `apis migrate-database` both ways, its data folder (files,
 // project backups) staying where it is.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { resolve } from "node:path";
 import { columnsOf } from "../../src/db/catalog";
 import { readOnly } from "../../src/db/mutate";
 import { usePgCodecs } from "../../src/db/pg/codecs";
 import { rowBatches } from "../../src/db/tables";
 import { projectTables } from "../../src/platform/backups/snapshot.service";
 import { freshDatabase, pgAvailable, pgSkipReason } from "../helpers/pg-cluster";
-import { SLOW_TEST_MS, TestServer, tokenOf, until } from "../helpers/server";
+import { apisCli, SLOW_TEST_MS, TestServer, tokenOf, until } from "../helpers/server";
 import { recordsWorld } from "../records/helpers";
 
-const ROOT = resolve(import.meta.dir, "../..");
-
 if (!pgAvailable) test.skip(pgSkipReason, () => {});
-
-function cli(args: string[]) {
-  const p = Bun.spawnSync([process.execPath, "src/main.ts", ...args], {
-    cwd: ROOT,
-    env: {
-      ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== "APIS_DATABASE_URL")),
-      NO_COLOR: "1",
-    },
-  });
-  return { code: p.exitCode, out: p.stdout.toString(), err: p.stderr.toString() };
-}
 
 /** A JSON value with sorted keys (jsonb keeps its own key order). */
 function sorted(v: unknown): unknown {
@@ -131,7 +117,7 @@ describe.skipIf(!pgAvailable)("a project backup moves between SQLite and Postgre
   /** Stops the server, runs the CLI, starts a server over the same folder on `database`. */
   async function move(args: string[], database: string) {
     await srv.stop(true);
-    const r = cli([...args, "--data", dataDir]);
+    const r = apisCli([...args, "--data", dataDir]);
     expect(r.err).toBe("");
     expect(r.code).toBe(0);
     // The features' tables bind the way of one database per process (src/db/pg/codecs.ts): the

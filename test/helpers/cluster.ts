@@ -5,11 +5,9 @@
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { io, type Socket } from "socket.io-client";
-import { servedUrl } from "./server";
-
-const ROOT = resolve(import.meta.dir, "../..");
+import { cliEnv, REPO_ROOT, servedUrl } from "./server";
 
 export type Item = { type: string; cursor: number; action: string; data_type: string; data_key: string };
 export type Node = { url: string; proc: ReturnType<typeof Bun.spawn>; folder: string };
@@ -71,8 +69,8 @@ export function apisCommand(args: string[], database: string): string {
   const folder = mkdtempSync(join(tmpdir(), "apis-cluster-cli-"));
   try {
     const p = Bun.spawnSync([process.execPath, "src/main.ts", ...args, "--data", folder, "--database", database], {
-      cwd: ROOT,
-      env: { ...process.env, NO_COLOR: "1" },
+      cwd: REPO_ROOT,
+      env: cliEnv(),
     });
     if (p.exitCode !== 0) throw new Error(`apis ${args[0]}: ${p.stderr.toString()}`);
     return p.stdout.toString();
@@ -99,7 +97,7 @@ export async function startNode(database: string, flags: string[] = []): Promise
       "error",
       ...flags,
     ],
-    { cwd: ROOT, env: { ...process.env, NO_COLOR: "1" }, stdout: "pipe", stderr: "inherit" },
+    { cwd: REPO_ROOT, env: cliEnv(), stdout: "pipe", stderr: "inherit" },
   );
   return { url: await servedUrl(proc), proc, folder };
 }

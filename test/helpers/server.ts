@@ -1,6 +1,6 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { loadConfig } from "../../src/config";
 import { mutate } from "../../src/db/mutate";
 import type { Statement } from "../../src/db/port";
@@ -239,4 +239,21 @@ export function tokenOf(res: Answer): string {
   const h = res.headers.get("authorization");
   if (!h) throw new Error(`no Authorization header (status ${res.status}: ${JSON.stringify(res.body)})`);
   return h.replace(/^Bearer\s+/i, "");
+}
+
+/** The repository's folder, where `src/main.ts` runs from. */
+export const REPO_ROOT = resolve(import.meta.dir, "../..");
+
+/** The environment of a spawned `apis`: this process's, without APIS_DATABASE_URL (the tests name the database), without colours. */
+export function cliEnv(): Record<string, string | undefined> {
+  return {
+    ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== "APIS_DATABASE_URL")),
+    NO_COLOR: "1",
+  };
+}
+
+/** Runs `apis <args>` to its end; its exit code and output. */
+export function apisCli(args: string[]): { code: number | null; out: string; err: string } {
+  const p = Bun.spawnSync([process.execPath, "src/main.ts", ...args], { cwd: REPO_ROOT, env: cliEnv() });
+  return { code: p.exitCode, out: p.stdout.toString(), err: p.stderr.toString() };
 }

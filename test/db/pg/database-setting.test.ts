@@ -3,21 +3,11 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { ConfigError, databaseKind, loadConfig, redactDatabaseUrl } from "../../../src/config";
 import { embeddedPgMigrations } from "../../../src/db/pg/migrations.generated";
-import { servedUrl, SLOW_TEST_MS } from "../../helpers/server";
+import { apisCli, cliEnv, REPO_ROOT, servedUrl, SLOW_TEST_MS } from "../../helpers/server";
 import { freshDatabase, pgAvailable, pgSkipReason } from "../../helpers/pg-cluster";
-
-const ROOT = resolve(import.meta.dir, "../../..");
-const env = () => ({
-  ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== "APIS_DATABASE_URL")),
-  NO_COLOR: "1",
-});
-function cli(args: string[]) {
-  const p = Bun.spawnSync([process.execPath, "src/main.ts", ...args], { cwd: ROOT, env: env() });
-  return { code: p.exitCode, out: p.stdout.toString(), err: p.stderr.toString() };
-}
 
 describe("the --database setting", () => {
   test("is the data folder's SQLite file by default, and takes a postgres:// or postgresql:// URL from the flag or the environment", () => {
@@ -53,7 +43,7 @@ describe("the --database setting", () => {
     () => {
       const data = mkdtempSync(join(tmpdir(), "apis-dbset-"));
       try {
-        const r = cli([
+        const r = apisCli([
           "serve",
           "--data",
           data,
@@ -93,7 +83,7 @@ describe.skipIf(!pgAvailable)("apis doctor and apis migrate with a PostgreSQL UR
   test(
     "doctor checks the connection, the server version, the extensions and the migrations; migrate applies them",
     () => {
-      const before = cli(["doctor", "--data", data, "--database", db.url]);
+      const before = apisCli(["doctor", "--data", data, "--database", db.url]);
       expect(before.code).toBe(1);
       expect(before.out).toMatch(
         /^ok {4}database: postgres:\/\/postgres@127\.0\.0\.1:\d+\/\w+ \(connected as postgres/m,
@@ -104,10 +94,10 @@ describe.skipIf(!pgAvailable)("apis doctor and apis migrate with a PostgreSQL UR
       expect(before.out).toContain(
         `FAIL  database migrations: 0 of ${embeddedPgMigrations.length} applied: the server migrates at start`,
       );
-      const migrated = cli(["migrate", "--data", data, "--database", db.url]);
+      const migrated = apisCli(["migrate", "--data", data, "--database", db.url]);
       expect(migrated.code).toBe(0);
       expect(migrated.out).toContain(`(${embeddedPgMigrations.length} migration(s) applied`);
-      const after = cli(["doctor", "--data", data, "--database", db.url]);
+      const after = apisCli(["doctor", "--data", data, "--database", db.url]);
       expect(after.out).toContain(`ok    database migrations: ${embeddedPgMigrations.length} applied, up to date`);
       expect(after.out).toContain("all checks passed");
       expect(after.code).toBe(0);
@@ -118,7 +108,7 @@ describe.skipIf(!pgAvailable)("apis doctor and apis migrate with a PostgreSQL UR
   test(
     "two servers on one PostgreSQL database accept each other's tokens, and the user and jobs commands run on it",
     async () => {
-      const made = cli([
+      const made = apisCli([
         "user",
         "create",
         "--username",
@@ -134,15 +124,15 @@ describe.skipIf(!pgAvailable)("apis doctor and apis migrate with a PostgreSQL UR
       ]);
       expect(made.err).toBe("");
       expect(made.code).toBe(0);
-      expect(cli(["user", "list", "--data", data, "--database", db.url]).out).toContain("nodeuser");
-      const checkpoint = cli(["jobs", "run", "checkpoint", "--data", data, "--database", db.url]);
+      expect(apisCli(["user", "list", "--data", data, "--database", db.url]).out).toContain("nodeuser");
+      const checkpoint = apisCli(["jobs", "run", "checkpoint", "--data", data, "--database", db.url]);
       expect(checkpoint.code).toBe(0);
       expect(checkpoint.out).toContain("nothing to do: PostgreSQL checkpoints its write-ahead log itself");
       const nodes = [0, 1].map(() => {
         const folder = mkdtempSync(join(tmpdir(), "apis-node-"));
         const proc = Bun.spawn(
           [process.execPath, "src/main.ts", "serve", "--data", folder, "--port", "0", "--database", db.url],
-          { cwd: ROOT, env: env(), stdout: "pipe", stderr: "pipe" },
+          { cwd: REPO_ROOT, env: cliEnv(), stdout: "pipe", stderr: "pipe" },
         );
         return { folder, proc };
       });
@@ -177,7 +167,7 @@ describe.skipIf(!pgAvailable)("apis doctor and apis migrate with a PostgreSQL UR
   test(
     "doctor with a database it cannot reach fails that check in one line, without the password or a stack",
     () => {
-      const r = cli(["doctor", "--data", data, "--database", "postgres://apis:secret@127.0.0.1:1/apis"]);
+      const r = apisCli(["doctor", "--data", data, "--database", "postgres://apis:secret@127.0.0.1:1/apis"]);
       expect(r.code).toBe(1);
       const line = r.out.split("\n").find((l) => l.includes(" database:"));
       expect(line).toMatch(/^FAIL {2}database: /);

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import sharp from "sharp";
 import { sql as dsql } from "drizzle-orm";
 import { pgSqlText } from "../../../src/core/filter";
@@ -13,31 +13,17 @@ import { CopyMismatch, copyDatabaseFileToPg, copyPgToDatabaseFile } from "../../
 import { pgClient } from "../../../src/db/pg/port";
 import { recordMatchesPg, recordSearchPagePg } from "../../../src/db/pg/search";
 import { migratePg } from "../../../src/db/pg/migrate";
-import { SLOW_TEST_MS } from "../../helpers/server";
+import { apisCli, SLOW_TEST_MS } from "../../helpers/server";
 import { freshDatabase, pgAvailable, pgSkipReason } from "../../helpers/pg-cluster";
 import { recordsWorld } from "../../records/helpers";
 
-const ROOT = resolve(import.meta.dir, "../../..");
-
 if (!pgAvailable) test.skip(pgSkipReason, () => {});
-
-/** Runs the CLI on the data folder; answers its exit code and output. */
-function cli(args: string[]) {
-  const p = Bun.spawnSync([process.execPath, "src/main.ts", ...args], {
-    cwd: ROOT,
-    env: {
-      ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== "APIS_DATABASE_URL")),
-      NO_COLOR: "1",
-    },
-  });
-  return { code: p.exitCode, out: p.stdout.toString(), err: p.stderr.toString() };
-}
 
 describe.skipIf(!pgAvailable)("apis migrate-database", () => {
   let dataDir: string;
   let target: Awaited<ReturnType<typeof freshDatabase>>;
   let records: string[] = [];
-  let running: ReturnType<typeof cli> | undefined;
+  let running: ReturnType<typeof apisCli> | undefined;
   let project = "";
   /** What records/search answered on SQLite before the move, per query. */
   const searched = new Map<string, string[]>();
@@ -95,7 +81,7 @@ describe.skipIf(!pgAvailable)("apis migrate-database", () => {
       );
     target = await freshDatabase("migrated");
     // While the server runs, the copy is refused: it must see every write.
-    running = cli(["migrate-database", "--data", dataDir, "--to", target.url]);
+    running = apisCli(["migrate-database", "--data", dataDir, "--to", target.url]);
     await w.srv.stop(true);
   }, SLOW_TEST_MS);
   afterAll(async () => {
@@ -106,7 +92,7 @@ describe.skipIf(!pgAvailable)("apis migrate-database", () => {
   test(
     "copies every row of a stopped SQLite instance into an empty PostgreSQL database, with equal counts and checksums per table",
     async () => {
-      const r = cli(["migrate-database", "--data", dataDir, "--to", target.url, "--json", "--batch", "7"]);
+      const r = apisCli(["migrate-database", "--data", dataDir, "--to", target.url, "--json", "--batch", "7"]);
       expect(r.err).toBe("");
       expect(r.code).toBe(0);
       const report = JSON.parse(r.out);
@@ -171,11 +157,11 @@ describe.skipIf(!pgAvailable)("apis migrate-database", () => {
   test(
     "refuses a target that is not empty, and empties it first with --force",
     async () => {
-      const refused = cli(["migrate-database", "--data", dataDir, "--to", target.url]);
+      const refused = apisCli(["migrate-database", "--data", dataDir, "--to", target.url]);
       expect(refused.code).toBe(1);
       expect(refused.err).toContain("the target database is not empty");
       expect(refused.err).not.toContain("    at ");
-      const forced = cli(["migrate-database", "--data", dataDir, "--to", target.url, "--force"]);
+      const forced = apisCli(["migrate-database", "--data", dataDir, "--to", target.url, "--force"]);
       expect(forced.code).toBe(0);
       expect(forced.out).toContain("  records: ");
       expect(forced.out).toContain("every count and checksum equal");
@@ -233,7 +219,7 @@ describe.skipIf(!pgAvailable)("apis migrate-database", () => {
       const back = mkdtempSync(join(tmpdir(), "apis-back-cli-"));
       try {
         const args = ["migrate-database", "--data", back, "--database", target.url, "--to", "sqlite:"];
-        const r = cli([...args, "--json"]);
+        const r = apisCli([...args, "--json"]);
         expect(r.err).toBe("");
         expect(r.code).toBe(0);
         const report = JSON.parse(r.out);
@@ -249,10 +235,10 @@ describe.skipIf(!pgAvailable)("apis migrate-database", () => {
           source.close();
           copy.close();
         }
-        const refused = cli(args);
+        const refused = apisCli(args);
         expect(refused.code).toBe(1);
         expect(refused.err).toContain("the SQLite database is not empty");
-        const forced = cli([...args, "--force"]);
+        const forced = apisCli([...args, "--force"]);
         expect(forced.code).toBe(0);
         expect(forced.out).toContain("every count and checksum equal");
       } finally {
