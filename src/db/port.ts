@@ -115,3 +115,13 @@ export interface DatabasePort<S extends Session = Session> {
   publishesTo?(hub: object): boolean;
   close(): Promise<void>;
 }
+
+/**
+ * Whether a unit failed only because it met another one (PostgreSQL's deadlock_detected 40P01 or
+ * serialization_failure 40001): nothing it wrote was kept, and the same request sent again
+ * succeeds. Answered 503 with Retry-After rather than as an internal error.
+ */
+export function isConflictAbort(err: unknown): boolean {
+  const code = (err as { errno?: unknown } | null)?.errno;
+  return code === "40P01" || code === "40001";
+}

@@ -1,6 +1,7 @@
 import { Elysia } from "elysia";
 import type { Ctx } from "../platform/context";
 import { requestId } from "./requests";
+import { isConflictAbort } from "../db/port";
 import { errorResponse } from "./envelope";
 import { declaredLength, readCappedBytes } from "./body-limits";
 import { refuseNulInPartHeads } from "./multipart";
@@ -123,6 +124,16 @@ export function failureResponse(ctx: Ctx, request: Request, error: unknown): Res
     );
   }
   const id = requestId(request);
+  if (isConflictAbort(error)) {
+    ctx.log.warn("unit of work aborted by a concurrent one", { request_id: id, path: new URL(request.url).pathname });
+    return errorResponse(
+      new ApiError(503, "Service unavailable", {
+        reason: "the change met a concurrent one and was not applied: send it again",
+        request_id: id,
+      }),
+      { "retry-after": "1" },
+    );
+  }
   ctx.log.error("internal error", {
     request_id: id,
     method: request.method,

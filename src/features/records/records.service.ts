@@ -4,13 +4,14 @@
  * (bench/records). Its sections are marked below; its statements are in records.queries.ts, so
  * splitting the sections into role-named files (rows, forms, positions) is the next step.
  */
+import { sql } from "drizzle-orm";
 import type { Actor } from "../../core/actor";
 import { JsonText, withJsonText, type Answer } from "../../core/answer";
 import { invalidParameter, missing, unprocessable } from "../../core/errors";
 import { newGid, now } from "../../core/ids";
 import type { Tx } from "../../db/connection";
 import { unitMemo, type ChangeLog } from "../../db/mutate";
-import { dialectOf, sessionOf } from "../../db/query";
+import { dialectOf, run, sessionOf } from "../../db/query";
 import type { Ctx, ProjectCreatedHook } from "../../platform/context";
 import { inProject, ALL_CHANNEL, getProject } from "../projects/projects.api";
 import { baseDefinitionIn, layoutOf, Out, rowOf, schemaStamp } from "../schema/schema.api";
@@ -695,7 +696,18 @@ async function bumpChildcount(tx: Tx, touch: Touch, parent: string | null, by: n
 // ---------------------------------------------------------------------------------------------
 // Positions in orderings: sparse integer keys
 
+/**
+ * Waits until no other unit places records under `parent` (PostgreSQL runs units side by side: two
+ * moves before the same sibling would read the same neighbours and take the same midpoint, and a
+ * renumbering would race another unit's placement). Nothing on SQLite (one writer at a time).
+ */
+async function lockPlaces(tx: Tx, parent: string): Promise<void> {
+  const lock = dialectOf(tx).unitLock(sql`${`record places ${parent}`}`);
+  if (lock) await run(tx, lock);
+}
+
 async function lastPos(tx: Tx, parent: string, ordering: string, exceptId: number): Promise<number> {
+  await lockPlaces(tx, parent);
   // The two last places by the index: the record's own place (when it has one) is skipped.
   const r = (await sessionOf(tx).query(LAST_PLACES).all(parent, ordering)) as { id: number; pos: number }[];
   const last = r.find((x) => x.id !== exceptId);
@@ -712,6 +724,7 @@ async function renumber(tx: Tx, parent: string, ordering: string): Promise<void>
 /** The key placing a record before `before` (a sibling gid) in an ordering; last when absent or not a sibling. */
 async function placePos(tx: Tx, parent: string, ordering: string, recordId: number, before: unknown): Promise<number> {
   if (typeof before !== "string" || !before) return await lastPos(tx, parent, ordering, recordId);
+  await lockPlaces(tx, parent);
   const s = sessionOf(tx);
   for (let attempt = 0; attempt < 2; attempt++) {
     const b = (await s.query(SIBLING_PLACE).get(before, parent, ordering, recordId)) as { pos: number } | null;
