@@ -56,6 +56,19 @@ export async function* sheetsOf(path: string): AsyncIterable<SheetReader> {
     model?: { sheets?: { name: string; rId: string }[] };
     workbookRels?: { Id: string; Target: string }[];
   };
+  // exceljs reads a sheet as it streams by once it has the shared strings and the relationships,
+  // and names it from the workbook's model, which it reads from xl/workbook.xml. A zip may hold
+  // that entry after the sheets (entry order is the writer's choice): exceljs then failed on the
+  // missing model. Until the model is read, the relationships look unread here, so such a sheet
+  // waits in a temp file and is read at the end, as exceljs does with sheets before the strings.
+  let rels: typeof inner.workbookRels;
+  Object.defineProperty(inner, "workbookRels", {
+    get: () => (inner.model ? rels : undefined),
+    set: (v: typeof rels) => {
+      rels = v;
+    },
+    configurable: true,
+  });
   for await (const ws of inner) {
     // exceljs names a sheet only when its relationship target is relative; openpyxl writes
     // absolute ones (/xl/worksheets/sheet1.xml): name those sheets here.
