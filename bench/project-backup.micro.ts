@@ -14,7 +14,6 @@ const { TestServer } = await import(join(root, "test/helpers/server.ts"));
 const snap = await import(join(root, "src/platform/backups/snapshot.service.ts"));
 const { mutate } = await import(join(root, "src/db/mutate.ts"));
 const { sessionOf } = await import(join(root, "src/db/query.ts"));
-const { projectAudience } = await import(join(root, "src/features/projects/access.service.ts"));
 
 const onPg = process.env.PG === "1";
 const database = onPg
@@ -36,6 +35,11 @@ await mutate(srv.ctx.db, undefined, async (tx: unknown) => {
   }
 });
 const progress = { total: async () => {}, step: async () => {} };
+// What restoreRows takes after the backup: the features' parts (`hooks.projectSnapshot`); a
+// checkout from before them took the projects feature's audience function instead.
+const parts =
+  srv.ctx.hooks.projectSnapshot ??
+  (await import(join(root, "src/features/projects/access.service.ts"))).projectAudience;
 const snapshots: number[] = [];
 const restores: number[] = [];
 for (let r = 0; r < 5; r++) {
@@ -45,7 +49,7 @@ for (let r = 0; r < 5; r++) {
   snapshots.push(performance.now() - t);
   t = performance.now();
   await mutate(srv.ctx.db, srv.ctx.hub, async (tx: unknown, log: unknown) =>
-    snap.restoreRows(tx, log, project, dir, m, projectAudience),
+    snap.restoreRows(tx, log, project, dir, m, parts),
   );
   restores.push(performance.now() - t);
   rmSync(join(dir, ".."), { recursive: true, force: true });

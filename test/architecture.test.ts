@@ -483,15 +483,10 @@ function tablesOf(list: readonly File[]): Map<string, string> {
 const SHARED_TABLE_OWNERS = new Set(["db"]);
 const FOREIGN_SQL_ALLOWED = new Map([
   [
-    "platform/backups/snapshot.service.ts",
-    "the project snapshot engine copies and restores every project-owned row generically, and names " +
-      "the identity tables for a project's API users, its memberships and its own row; moving those " +
-      "steps into hooks of the projects and apikeys features waits for the restore rewrite of issue 34",
-  ],
-  [
     "db/pg/search.ts",
-    "the PostgreSQL twin of the records and assets search (issue 39), staged in db/pg/ and not wired in; it " +
-      "moves beside records.search.ts and assets.search.ts (or behind the port's dialect helpers) when the data layer switches",
+    "the PostgreSQL full-text search of records and assets (the tsvector columns of record_search and assets matched " +
+      "by @@ and ranked by ts_rank, asset names by the trigram index, joined to their rows), the twin of " +
+      "db/sqlite/search.ts behind db/search.ts, so that the search features hold no tsquery SQL",
   ],
   [
     "db/sqlite/search.ts",

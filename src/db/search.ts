@@ -12,8 +12,7 @@ import {
  * Full-text search of records and assets on the database a dialect names: SQLite's FTS5 tables
  * (./sqlite/search.ts) or PostgreSQL's tsvector columns (./pg/search.ts). The two differ in
  * tables, query syntax and the direction of their scores, so the features call these two
- * functions, which give one shape on both, and hold no full-text SQL of their own. The PostgreSQL
- * branch is reached once `dialectOf` answers `postgres` (issue 39).
+ * functions, which give one shape on both, and hold no full-text SQL of their own.
  */
 
 export type { RecordIndexLayout };

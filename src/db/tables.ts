@@ -14,7 +14,8 @@ import * as sqlite from "./sqlite/tables";
  * booleans as 0/1), so what is written from one database restores onto the other.
  */
 
-const quote = (name: string) => `"${name.replaceAll('"', '""')}"`;
+/** A table or column name as an SQL identifier. */
+export const quote = (name: string) => `"${name.replaceAll('"', '""')}"`;
 const onPg = (tx: Tx) => kindOf(tx as DB) === "postgres";
 
 /**

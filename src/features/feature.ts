@@ -14,6 +14,7 @@ import type {
   SchemaUsageHook,
   SettingRemovedHook,
   ProjectCreatedHook,
+  ProjectSnapshotHook,
 } from "../platform/context";
 import type { QueryExpander } from "../core/selection";
 import type { JobKind } from "../platform/jobs/runner";
@@ -91,6 +92,10 @@ export type Feature = {
     userVisible?: Hooks["userVisible"];
     /** A project's owner (projects; at most one feature), for the job queue's audiences. */
     projectOwner?: Hooks["projectOwner"];
+    /** A project's icon name (projects; at most one feature), for a project backup. */
+    projectIcon?: Hooks["projectIcon"];
+    /** Its part in a project backup and restore (projects: the project's row; apikeys: its API users). */
+    projectSnapshot?: ProjectSnapshotHook;
   };
   /** The caller port of the HTTP guard (`ctx.callers`; the session feature; exactly one feature). */
   callers?: CallerPort;

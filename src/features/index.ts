@@ -117,6 +117,7 @@ export function hooksOf(list: readonly Feature[] = features): Hooks {
     settingRemoved: [],
     projectCreated: [],
     projectForm: [],
+    projectSnapshot: [],
     operations: new Map(),
     projectPaths: new Set(),
   };
@@ -137,7 +138,8 @@ export function hooksOf(list: readonly Feature[] = features): Hooks {
     if (f.hooks?.settingRemoved) hooks.settingRemoved.push(f.hooks.settingRemoved);
     if (f.hooks?.projectCreated) hooks.projectCreated.push(f.hooks.projectCreated);
     if (f.hooks?.projectForm) hooks.projectForm.push(f.hooks.projectForm);
-    for (const name of ["userAudience", "userVisible", "projectOwner"] as const) {
+    if (f.hooks?.projectSnapshot) hooks.projectSnapshot.push(f.hooks.projectSnapshot);
+    for (const name of ["userAudience", "userVisible", "projectOwner", "projectIcon"] as const) {
       const hook = f.hooks?.[name];
       if (!hook) continue;
       if (hooks[name]) throw new Error(`${name} is declared twice (${f.name})`);

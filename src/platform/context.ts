@@ -78,6 +78,14 @@ export type Hooks = {
   userVisible?: (tx: Tx, viewer: Actor, targetGid: string) => Promise<boolean>;
   /** The owner of a project (the projects feature), who sees its jobs' sync items with their starter. */
   projectOwner?: ProjectOwner;
+  /** The name of a project's icon, "" when it has none (the projects feature): a project backup keeps the icon. */
+  projectIcon?: (tx: Tx, projectGid: string) => Promise<string>;
+  /**
+   * The features' parts in a project backup and its restore beyond the tables the snapshot engine
+   * copies generically (platform/backups/snapshot.service.ts), in feature-list order: the project's
+   * own row and its memberships' sync items (projects), the project's API users (apikeys).
+   */
+  projectSnapshot: ProjectSnapshotHook[];
   /**
    * Every synchronous project operation of the features (`operations` of their descriptors), by
    * path below `/api/p/<project>/` (`queries/create`): what a batch may run.
@@ -116,6 +124,42 @@ export type ProjectFormHook = (
   project: { gid: string; nextBackupVersion: number },
 ) => Promise<Record<string, unknown>>;
 export type ProjectDictionary = (tx: Tx, projectGid: string) => Promise<Record<string, unknown>>;
+
+/**
+ * A feature's part in a project backup (the snapshot engine copies every table with a `project_gid`
+ * by itself): rows of its tables the engine cannot find that way, which it selects itself, and
+ * what a restore does with them and which sync items it writes.
+ */
+export type ProjectSnapshotHook = {
+  /**
+   * Its tables in the backup (entries of the manifest's `tables`), each with the WHERE clause
+   * selecting the project's rows (one parameter: the project's gid); `first`: written before the
+   * generic tables, else after them. A restore leaves these tables to `restore`.
+   */
+  tables?: { table: string; where: string; first?: boolean }[];
+  /** Called first in a restore's transaction, before any row changes (to read what it compares afterwards). */
+  restore: (tx: Tx, projectGid: string) => Promise<ProjectSnapshotRestore>;
+};
+
+/** A stored table of the backup being restored: its columns and its rows (values in that order). */
+export type StoredTable = { columns: string[]; rows(): Iterable<unknown[]> };
+/** A backup's stored table by name; undefined when the backup holds none. */
+export type StoredTables = (table: string) => StoredTable | undefined;
+
+/** The steps of one feature in a restore, in this order, all in the restore's transaction. */
+export type ProjectSnapshotRestore = {
+  /** Before the generic tables are put back (rows they refer to); returns how many rows it wrote. */
+  beforeRows?: (stored: StoredTables) => Promise<number>;
+  /**
+   * After them, before rows whose references no longer hold are left out; returns how many rows it
+   * wrote (counted as restored).
+   */
+  afterRows?: (stored: StoredTables) => Promise<number>;
+  /** Who hears of the restore; every part's `sync` gets the union of all parts' audiences. */
+  audience?: () => Promise<string[]>;
+  /** Writes its sync items (after all rows are back), given the restore's audience. */
+  sync?: (log: ChangeLog, audience: string[]) => Promise<void>;
+};
 
 /** The schema items other features hear about (a layout follows its class or definition). */
 export type SchemaKind = "field" | "class" | "definition";

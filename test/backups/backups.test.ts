@@ -48,10 +48,10 @@ async function cursor(token: string) {
   return (await srv.call("/sync/cursors", { token, body: {} })).body.result["cc.cursor"];
 }
 
-/** Every row of the project in every backed-up table, as JSON, table by table. */
+/** Every row of the project in every backed-up table (its own row too), as JSON, table by table. */
 async function projectRows(s: TestServer, gid: string): Promise<Record<string, string[]>> {
   const out: Record<string, string[]> = {};
-  for (const { table, by } of await projectTables(s.ctx.db)) {
+  for (const { table, by } of [{ table: "projects", by: "gid" }, ...(await projectTables(s.ctx.db))]) {
     const rows = await s.query(`SELECT * FROM "${table}" WHERE "${by}" = ?`).all(gid);
     out[table] = rows
       .map((r) => {

@@ -33,7 +33,7 @@ function sorted(v: unknown): unknown {
 async function projectRows(s: TestServer, gid: string): Promise<Record<string, string[]>> {
   return await readOnly(s.ctx.db, async (tx) => {
     const out: Record<string, string[]> = {};
-    for (const { table, by } of await projectTables(tx)) {
+    for (const { table, by } of [{ table: "projects", by: "gid" }, ...(await projectTables(tx))]) {
       const columns = (await columnsOf(tx, table)).filter(
         (c) => table !== "projects" || !["updated_on", "last_backed_up", "next_backup_version"].includes(c),
       );

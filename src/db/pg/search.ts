@@ -1,6 +1,6 @@
 // Full-text search of records on PostgreSQL (issue 39 item 4): the same `q` as on SQLite
 // (src/features/records/records.search.ts, FTS5), compiled to tsquery over the generated tsvector
-// column `record_search.doc` (src/db/pg/schema.ts). Not wired in yet: see docs/postgres.md.
+// column `record_search.doc` (src/db/pg/schema.ts), reached through src/db/search.ts.
 //
 // The same parse: core/filter.ts's parseTerms (`+term` required, `-term` excluded, plain terms
 // optional, `"quoted phrases"`). The same two-document layout: a record is searched in its

@@ -412,7 +412,7 @@ const restoreJob: JobKind = {
     }
     const outcome = await mutate(ctx.db, ctx.hub, async (tx, log) => {
       await requireActive(tx, projectGid);
-      const out = await restoreRows(tx, log, projectGid, dir, m, projectAudience, DERIVED_TABLES);
+      const out = await restoreRows(tx, log, projectGid, dir, m, ctx.hooks.projectSnapshot, DERIVED_TABLES);
       await rebuildSearchIn(tx, (await getProject(tx, projectGid))!);
       return out;
     });
@@ -449,7 +449,7 @@ async function restoreFromStore(ctx: Ctx, job: Job, progress: Progress, b: Backu
     await putBackStoreFiles(blobs, prefix, projectGid, m, progress);
     const outcome = await mutate(ctx.db, ctx.hub, async (tx, log) => {
       await requireActive(tx, projectGid);
-      const out = await restoreRows(tx, log, projectGid, dir, m, projectAudience, DERIVED_TABLES);
+      const out = await restoreRows(tx, log, projectGid, dir, m, ctx.hooks.projectSnapshot, DERIVED_TABLES);
       await rebuildSearchIn(tx, (await getProject(tx, projectGid))!);
       return out;
     });

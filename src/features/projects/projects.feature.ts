@@ -2,6 +2,7 @@ import type { Feature } from "../feature";
 import { canSeeUser, userAudience } from "./access.service";
 import { projectRoutes } from "./projects.routes";
 import { getProject } from "./projects.service";
+import { projectIcon, projectSnapshot } from "./snapshot.service";
 
 /**
  * Projects: create, rename, icon, delete, undelete, permanent delete; their memberships and the
@@ -11,5 +12,12 @@ import { getProject } from "./projects.service";
 export const projectsFeature: Feature = {
   name: "projects",
   routes: projectRoutes,
-  hooks: { userAudience, userVisible: canSeeUser, projectOwner: async (tx, gid) => (await getProject(tx, gid))?.owner },
+  hooks: {
+    userAudience,
+    userVisible: canSeeUser,
+    projectOwner: async (tx, gid) => (await getProject(tx, gid))?.owner,
+    // A project backup: the project's own row and icon, and its memberships' sync items on a restore.
+    projectIcon,
+    projectSnapshot,
+  },
 };

@@ -16,7 +16,7 @@ import {
 import { fsp } from "../storage/fsp";
 import { iconKey } from "../storage/blobs";
 import { dirname, join, relative, resolve, sep } from "node:path";
-import type { Ctx } from "../context";
+import type { Ctx, Hooks, ProjectSnapshotHook, StoredTables } from "../context";
 import type { Tx } from "../../db/connection";
 import { sessionOf } from "../../db/query";
 import { columnsOf, dataTables } from "../../db/catalog";
@@ -25,9 +25,9 @@ import {
   deferForeignKeys,
   deleteDanglingRows,
   parentsFirst,
+  quote,
   rowBatches,
   rowInserter,
-  rowWriter,
 } from "../../db/tables";
 import type { ChangeLog } from "../../db/mutate";
 import { embeddedMigrations } from "../../db/migrations.generated";
@@ -43,9 +43,10 @@ import { VERSION } from "../../version";
  *   files/<path>             the project's files (everything under storage.projectDir)
  *   icon/<name>              the project icon, when it has one
  *
- * Tables are found generically: `projects` (the project's own row) and every table with a
- * `project_gid` column except bookkeeping tables (NOT_PROJECT_DATA), so the tables of areas added
- * later are included without registration.
+ * Tables are found generically: every table with a `project_gid` column except bookkeeping tables
+ * (NOT_PROJECT_DATA), so the tables of areas added later are included without registration. The
+ * rows found otherwise (the project's own row, its API users) are the features' part, given by
+ * `ctx.hooks.projectSnapshot` (the projects and apikeys features), which also restore them.
  */
 export const FORMAT = "apis-project-backup";
 export const FORMAT_VERSION = 1;
@@ -86,16 +87,11 @@ export type Manifest = {
 };
 
 /**
- * The project's API users: their `users` rows belong to the project as much as their `apikeys` and
- * `memberships` rows do (an API user exists for one project only), so a backup holds them and a
- * restore puts them back, name and token version included. Kept in the manifest as table `users`.
+ * The tables a project backup copies generically, with the column selecting the project's rows
+ * (`project_gid`); the features' parts (`ctx.hooks.projectSnapshot`) come on top.
  */
-const API_USERS_TABLE = "users";
-const API_USERS_WHERE = "kind = 'api' AND gid IN (SELECT user_gid FROM apikeys WHERE project_gid = ?)";
-
-/** The tables a project backup holds, with the WHERE column selecting the project's rows. */
 export async function projectTables(tx: Tx): Promise<{ table: string; by: string }[]> {
-  const out = [{ table: "projects", by: "gid" }];
+  const out: { table: string; by: string }[] = [];
   // Full-text indexes are not among them: triggers make them from their base tables' rows.
   for (const t of await dataTables(tx)) {
     if (NOT_PROJECT_DATA.has(t)) continue;
@@ -103,8 +99,6 @@ export async function projectTables(tx: Tx): Promise<{ table: string; by: string
   }
   return out;
 }
-
-const quote = (name: string) => `"${name.replaceAll('"', '""')}"`;
 
 /** JSON for SQLite values: blobs become {"$blob": base64}. */
 function encode(v: unknown): unknown {
@@ -195,13 +189,16 @@ export function newManifest(projectGid: string, backupGid: string): Manifest {
   };
 }
 
-/** The project's cursor and icon name, read in the snapshot's read transaction. */
-export async function snapshotFacts(reader: Tx, projectGid: string): Promise<{ cursor: number; icon: string }> {
-  const s = sessionOf(reader);
-  const cursor = (await s
+/** The project's cursor and icon name (`hooks.projectIcon`), read in the snapshot's read transaction. */
+export async function snapshotFacts(
+  reader: Tx,
+  projectGid: string,
+  hooks: Pick<Hooks, "projectIcon">,
+): Promise<{ cursor: number; icon: string }> {
+  const cursor = (await sessionOf(reader)
     .query<{ c: number }>("SELECT coalesce(max(cursor), 0) AS c FROM changes WHERE type = ?")
     .get(projectGid))!.c;
-  const icon = (await s.query<{ icon: string }>("SELECT icon FROM projects WHERE gid = ?").get(projectGid))?.icon ?? "";
+  const icon = (await hooks.projectIcon?.(reader, projectGid)) ?? "";
   return { cursor, icon };
 }
 
@@ -219,16 +216,23 @@ export async function iconBytesOf(ctx: Ctx, icon: string): Promise<Uint8Array | 
 /** Where a table's lines go: a local file's writer, or a store writer (store-snapshot.service.ts); flush and end may return a promise. */
 export type TableSink = { write(text: string): unknown; flush(): unknown; end(): unknown };
 
-/** The project's tables a snapshot holds, with the WHERE clause selecting the project's rows. */
+/**
+ * The project's tables a snapshot holds, with the WHERE clause selecting the project's rows: the
+ * features' tables marked `first` (the project's own row), the generic ones, the other features'
+ * tables (the API users).
+ */
 export async function snapshotTables(
   reader: Tx,
   derived: ReadonlySet<string>,
+  parts: readonly ProjectSnapshotHook[],
 ): Promise<{ table: string; where: string }[]> {
+  const own = parts.flatMap((p) => p.tables ?? []);
   return [
+    ...own.filter((t) => t.first).map(({ table, where }) => ({ table, where })),
     ...(await projectTables(reader))
       .filter(({ table }) => !derived.has(table))
       .map(({ table, by }) => ({ table, where: `${quote(by)} = ?` })),
-    { table: API_USERS_TABLE, where: API_USERS_WHERE },
+    ...own.filter((t) => !t.first).map(({ table, where }) => ({ table, where })),
   ];
 }
 
@@ -313,14 +317,14 @@ export async function writeSnapshot(
     // row the snapshot holds was either there before, or came before the point in time and is
     // still there after it, since the server removes a file only after the commit that dropped its row.
     const early = snapshot.concurrent ? pinFiles(filesDir, walkFiles(filesDir), join(dir, "files")) : [];
-    const tables = await snapshotTables(reader, derived);
+    const tables = await snapshotTables(reader, derived, ctx.hooks.projectSnapshot);
     const counts = await snapshotCounts(reader, projectGid, tables);
     const seen = new Set(early.map((p) => p.rel));
     const fileList = seen.size ? [...new Set([...seen, ...walkFiles(filesDir)])].sort() : walkFiles(filesDir);
     const later = pinFiles(filesDir, fileList, join(dir, "files"), seen);
     const pinned = seen.size ? [...early, ...later].sort((a, b) => (a.rel < b.rel ? -1 : 1)) : later;
     await progress.total(counts.reduce((a, b) => a + b, 0) + fileList.length);
-    ({ cursor: manifest.cursor, icon } = await snapshotFacts(reader, projectGid));
+    ({ cursor: manifest.cursor, icon } = await snapshotFacts(reader, projectGid, ctx.hooks));
     manifest.tables = await writeTables(
       reader,
       projectGid,
@@ -447,14 +451,15 @@ type RestoreOutcome = { rows: number; skipped: Record<string, number>; missing_t
 
 /**
  * Puts the project's rows back to the snapshot, inside the caller's transaction: deletes the
- * project's rows from every project table, inserts the stored rows (columns the table no longer
- * has are dropped, new columns take their defaults), and restores the project row's own data
- * (name, icon, options; owner, status, last_backed_up and the next backup version stay as they are now). Rows whose
- * references no longer hold (e.g. a membership of a user deleted since) are left out and counted
- * in `skipped`. Writes the sync items: cc.projects, cc.projects_members per changed membership,
- * and a project item per changed resource of a known data type: its row changed, or the rows its
- * form counts or lists did (its children, its links; see `fingerprints`). The rows of `derived` tables
- * (made from other rows) are deleted and not put back: the caller makes them anew.
+ * project's rows from every generic project table, inserts the stored rows (columns the table no
+ * longer has are dropped, new columns take their defaults), and lets the features' parts
+ * (`parts`: `hooks.projectSnapshot`) put back their own tables (the project row's data, the API
+ * users) around that. Rows whose references no longer hold (e.g. a membership of a user deleted
+ * since) are left out and counted in `skipped`. Writes the sync items: the parts' own (the
+ * project, its memberships, its API users) and a project item per changed resource of a known
+ * data type: its row changed, or the rows its form counts or lists did (its children, its links;
+ * see `fingerprints`). The rows of `derived` tables (made from other rows) are deleted and not put
+ * back: the caller makes them anew.
  */
 export async function restoreRows(
   tx: Tx,
@@ -462,57 +467,27 @@ export async function restoreRows(
   projectGid: string,
   dir: string,
   m: Manifest,
-  /** Who sees the project's global items (its members), asked before and after the rows change. */
-  projectAudience: (tx: Tx, projectGid: string) => Promise<string[]>,
+  parts: readonly ProjectSnapshotHook[],
   derived: ReadonlySet<string> = new Set(),
 ): Promise<RestoreOutcome> {
   const db = sessionOf(tx);
-  const audienceBefore = await projectAudience(tx, projectGid);
-  const membersBefore = new Map(
-    (await db.query("SELECT * FROM memberships WHERE project_gid = ?").all(projectGid)).map((r) => [
-      String(r.user_gid),
-      JSON.stringify(r),
-    ]),
-  );
+  const steps = [];
+  for (const part of parts) steps.push(await part.restore(tx, projectGid));
   const before = await fingerprints(tx, projectGid);
-  const apiUsersBefore = new Map(
-    (await db.query(`SELECT * FROM users WHERE ${API_USERS_WHERE}`).all(projectGid)).map((r) => [
-      String(r.gid),
-      JSON.stringify(r),
-    ]),
-  );
+  const stored: StoredTables = (table) => {
+    const entry = Object.hasOwn(m.tables, table) ? m.tables[table] : undefined;
+    return entry && { columns: entry.columns, rows: () => backupRows(dir, entry) };
+  };
+  const theirs = new Set(parts.flatMap((p) => (p.tables ?? []).map((t) => t.table)));
   await deferForeignKeys(tx);
   const current = (await projectTables(tx)).filter((t) => t.by === "project_gid");
   for (const { table } of current) await db.query(`DELETE FROM ${quote(table)} WHERE project_gid = ?`).run(projectGid);
   const outcome: RestoreOutcome = { rows: 0, skipped: {}, missing_tables: [] };
-  // API users: the backed-up ones come back as they were (updated in place: deleting a users row
-  // would cascade), and those made since the backup go with their keys.
-  const usersEntry = m.tables[API_USERS_TABLE];
-  const restoredApiUsers = new Set<string>();
-  if (usersEntry) {
-    const have = new Set(await columnsOf(tx, "users"));
-    const keep = usersEntry.columns.map((c, i) => [c, i] as const).filter(([c]) => have.has(c));
-    const gidAt = keep.find(([c]) => c === "gid")?.[1];
-    const updates = keep.filter(([c]) => c !== "gid");
-    const w = await rowWriter(
-      tx,
-      "users",
-      keep.map(([c]) => c),
-    );
-    const upsert = db.query(
-      `INSERT INTO users (${keep.map(([c]) => quote(c)).join(", ")}) VALUES (${w.placeholders.join(", ")}) ON CONFLICT(gid) DO UPDATE SET ${updates.map(([c]) => `${quote(c)} = excluded.${quote(c)}`).join(", ")} WHERE users.kind = 'api'`,
-    );
-    for (const row of backupRows(dir, usersEntry)) {
-      if (gidAt === undefined || row[usersEntry.columns.indexOf("kind")] !== "api") continue;
-      await upsert.run(...w.bind(keep.map(([, i]) => row[i])));
-      restoredApiUsers.add(String(row[gidAt]));
-      outcome.rows++;
-    }
-  }
+  for (const step of steps) if (step.beforeRows) outcome.rows += await step.beforeRows(stored);
   const currentNames = new Set(current.map((t) => t.table));
   const restored: string[] = [];
   for (const table of Object.keys(m.tables)) {
-    if (table === "projects" || table === API_USERS_TABLE || derived.has(table)) continue;
+    if (theirs.has(table) || derived.has(table)) continue;
     if (currentNames.has(table)) restored.push(table);
     else outcome.missing_tables.push(table);
   }
@@ -531,39 +506,7 @@ export async function restoreRows(
     outcome.rows += inserted;
     if (skipped) outcome.skipped[table] = (outcome.skipped[table] ?? 0) + skipped;
   }
-  // The project's own row: its data comes back; who owns it and its lifecycle stay as they are.
-  const pEntry = m.tables.projects;
-  const stored = pEntry ? [...backupRows(dir, pEntry)][0] : undefined;
-  if (stored) {
-    const have = new Set(await columnsOf(tx, "projects"));
-    const fixed = new Set([
-      "gid",
-      "owner",
-      "status",
-      "deleted_on",
-      "last_backed_up",
-      "next_backup_version",
-      "updated_on",
-    ]);
-    const set = pEntry!.columns.map((c, i) => [c, stored[i]] as const).filter(([c]) => have.has(c) && !fixed.has(c));
-    const w = await rowWriter(
-      tx,
-      "projects",
-      set.map(([c]) => c),
-    );
-    if (set.length)
-      await db
-        .query(
-          `UPDATE projects SET ${set.map(([c], i) => `${quote(c)} = ${w.placeholders[i]}`).join(", ")}, updated_on = ? WHERE gid = ?`,
-        )
-        .run(...w.bind(set.map(([, v]) => v)), Date.now() / 1000, projectGid);
-    outcome.rows++;
-  }
-  // API users made since the backup: their keys are gone with the restore, so are they.
-  const orphan = db.query(
-    "DELETE FROM users WHERE gid = ? AND kind = 'api' AND NOT EXISTS (SELECT 1 FROM apikeys WHERE user_gid = users.gid)",
-  );
-  for (const gid of apiUsersBefore.keys()) if (!restoredApiUsers.has(gid)) await orphan.run(gid);
+  for (const step of steps) if (step.afterRows) outcome.rows += await step.afterRows(stored);
   // References that no longer hold (a user deleted since the backup, ...): leave those rows out.
   for (let round = 0; round < 10; round++) {
     let removed = 0;
@@ -577,38 +520,10 @@ export async function restoreRows(
     }
     if (!removed) break;
   }
-  // Sync items: the project, its memberships, and every changed resource.
-  const audienceAfter = await projectAudience(tx, projectGid);
-  const owner = (await db.query<{ owner: string }>("SELECT owner FROM projects WHERE gid = ?").get(projectGid))!.owner;
-  const everyone = [...new Set([...audienceBefore, ...audienceAfter, owner])];
-  log.cc("UPDATE", "cc.projects", projectGid, everyone);
-  const membersAfter = new Map(
-    (await db.query("SELECT * FROM memberships WHERE project_gid = ?").all(projectGid)).map((r) => [
-      String(r.user_gid),
-      JSON.stringify(r),
-    ]),
-  );
-  for (const user of new Set([...membersBefore.keys(), ...membersAfter.keys()])) {
-    const a = membersBefore.get(user);
-    const b = membersAfter.get(user);
-    if (a === b) continue;
-    log.cc(!a ? "INSERT" : !b ? "DELETE" : "UPDATE", "cc.projects_members", `${projectGid}/${user}`, [
-      ...everyone,
-      user,
-    ]);
-  }
-  const apiUsersAfter = new Map(
-    (await db.query(`SELECT * FROM users WHERE ${API_USERS_WHERE}`).all(projectGid)).map((r) => [
-      String(r.gid),
-      JSON.stringify(r),
-    ]),
-  );
-  for (const user of new Set([...apiUsersBefore.keys(), ...apiUsersAfter.keys()])) {
-    const a = apiUsersBefore.get(user);
-    const b = apiUsersAfter.get(user);
-    if (a === b) continue;
-    log.cc(!a ? "INSERT" : !b ? "DELETE" : "UPDATE", "cc.users", user, [...everyone, user]);
-  }
+  // Sync items: the parts' (the project, its memberships, its API users), then every changed resource.
+  const audience = new Set<string>();
+  for (const step of steps) for (const user of (await step.audience?.()) ?? []) audience.add(user);
+  for (const step of steps) await step.sync?.(log, [...audience]);
   const after = await fingerprints(tx, projectGid);
   for (const [table, afterRows] of after) {
     const dataType = (await syncTypeOf(tx, table))!.dataType;

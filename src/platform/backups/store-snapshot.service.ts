@@ -158,12 +158,12 @@ export async function writeStoreSnapshot(
   let icon = "";
   const added: { key: string; size: number }[] = [];
   try {
-    const tables = await snapshotTables(reader, derived);
+    const tables = await snapshotTables(reader, derived, ctx.hooks.projectSnapshot);
     const counts = await snapshotCounts(reader, projectGid, tables);
     // Second listing, once the read transaction has its snapshot: objects added since the first round.
     for await (const e of blobs.list(source)) if (!files.has(e.key.slice(source.length))) added.push(e);
     await progress.total(counts.reduce((a, b) => a + b, 0) + files.size + added.length);
-    ({ cursor: manifest.cursor, icon } = await snapshotFacts(reader, projectGid));
+    ({ cursor: manifest.cursor, icon } = await snapshotFacts(reader, projectGid, ctx.hooks));
     manifest.tables = await writeTables(
       reader,
       projectGid,
