@@ -7,7 +7,15 @@ import type { ProjectSnapshotHook } from "../../platform/context";
 import { projectAudience } from "./access.service";
 
 /** Columns of the project row a restore leaves as they are now: who owns it, its lifecycle, its backups. */
-const KEPT_AS_NOW = new Set(["gid", "owner", "status", "deleted_on", "last_backed_up", "next_backup_version", "updated_on"]);
+const KEPT_AS_NOW = new Set([
+  "gid",
+  "owner",
+  "status",
+  "deleted_on",
+  "last_backed_up",
+  "next_backup_version",
+  "updated_on",
+]);
 
 /** The memberships of a project by user, each row as JSON (what a restore compares). */
 async function membershipRows(tx: Tx, projectGid: string): Promise<Map<string, string>> {
@@ -37,7 +45,9 @@ export const projectSnapshot: ProjectSnapshotHook = {
         const row = entry ? [...entry.rows()][0] : undefined;
         if (!entry || !row) return 0;
         const have = new Set(await columnsOf(tx, "projects"));
-        const set = entry.columns.map((c, i) => [c, row[i]] as const).filter(([c]) => have.has(c) && !KEPT_AS_NOW.has(c));
+        const set = entry.columns
+          .map((c, i) => [c, row[i]] as const)
+          .filter(([c]) => have.has(c) && !KEPT_AS_NOW.has(c));
         const w = await rowWriter(
           tx,
           "projects",
