@@ -22,14 +22,33 @@ export const keepCatalogue = (records: number) => process.env.BENCH_KEEP_CATALOG
 
 const folderOf = (records: number) => join(TMP, `catalogue-${records}`);
 
+/** Whether a process of this id runs (signal 0 only asks). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Builds the kept catalogue of `records` records unless it exists; returns what it says of itself. */
 export async function buildKept(records: number): Promise<Kept> {
   const dir = folderOf(records);
   const file = join(dir, "catalogue.json");
   if (existsSync(file)) return JSON.parse(readFileSync(file, "utf8")) as Kept;
   const part = `${dir}.part`;
+  // Another process building it (a second benchmark started meanwhile): wait for its result
+  // rather than start over in the same folder.
+  const builder = join(part, "builder.pid");
+  while (existsSync(builder) && alive(Number(readFileSync(builder, "utf8")))) {
+    if (existsSync(file)) return JSON.parse(readFileSync(file, "utf8")) as Kept;
+    await Bun.sleep(5000);
+  }
+  if (existsSync(file)) return JSON.parse(readFileSync(file, "utf8")) as Kept;
   removeDir(part);
   mkdirSync(part, { recursive: true });
+  writeFileSync(builder, String(process.pid));
   const notes: string[] = [];
   const t0 = performance.now();
   const cat = await generate(join(part, "data"), notes, records);
