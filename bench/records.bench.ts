@@ -92,7 +92,7 @@ const SYL = [
   "ul",
   "ves",
 ];
-const VOCAB = Array.from(
+export const VOCAB = Array.from(
   { length: 3000 },
   (_, i) => SYL[i % 24]! + SYL[Math.floor(i / 24) % 24]! + (i >= 576 ? SYL[Math.floor(i / 576) % 24]! : ""),
 );
