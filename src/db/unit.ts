@@ -243,6 +243,8 @@ export type UnitOptions = {
    * commits with its unit, as durably.
    */
   durable?: boolean;
+  /** A durable commit that shares its log sync with others (src/db/port.ts `WriteOptions`). */
+  sharedSync?: boolean;
 };
 
 /**
@@ -277,7 +279,7 @@ async function outermost<S extends Session, T>(
   fn: (session: S, log: UnitLog) => T | Promise<T>,
   opts: UnitOptions,
 ): Promise<T> {
-  const w = opts.durable === false ? { durable: false } : undefined;
+  const w = opts.durable === false ? { durable: false } : opts.sharedSync ? { sharedSync: true } : undefined;
   const txn = port.tryBeginWrite?.(w) ?? (await port.beginWrite(w));
   const s = stampsOf(port);
   const unit: OpenUnit = {
