@@ -83,6 +83,17 @@ export type WriteOptions = {
   sharedSync?: boolean;
 };
 
+/**
+ * A unit with `sharedSync` committed, but the log's sync after it failed (a disk error): its rows
+ * are in the database and seen by others, only their durability is unknown. Not a rollback:
+ * whatever the unit's caller made for those rows (a stored file) must stay.
+ */
+export class LogSyncError extends Error {
+  constructor(cause: unknown) {
+    super(`The database's log could not be synced after a commit: ${String(cause)}`, { cause });
+  }
+}
+
 export interface DatabasePort<S extends Session = Session> {
   /** `sqlite` or `postgres`: for the dialect helpers and the guard (below). */
   readonly kind: string;

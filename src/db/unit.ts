@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from "node:async_hooks";
-import type { DatabasePort, PendingChange, Session, Transaction } from "./port";
+import { LogSyncError, type DatabasePort, type PendingChange, type Session, type Transaction } from "./port";
 
 /**
  * The asynchronous unit of work (issue 38; docs/async-data-layer.md is the plan): what
@@ -313,6 +313,8 @@ async function outermost<S extends Session, T>(
   } catch (err) {
     unit.closed = true;
     if (watch) clearImmediate(watch);
+    // Committed, only not known to be on disk: nothing to undo (its items stay counted).
+    if (err instanceof LogSyncError) throw err;
     unhold(txn.session);
     await txn.rollback();
     // Rolled back: whatever was counted of its items is undone.

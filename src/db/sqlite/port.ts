@@ -4,15 +4,16 @@ import { now } from "../../core/ids";
 import { drizzle } from "drizzle-orm/bun-sqlite";
 import { openReader, type DB } from "../connection";
 import { AsyncLock } from "../lock";
-import type {
-  DatabasePort,
-  PendingChange,
-  RunResult,
-  Session,
-  SqlValue,
-  Statement,
-  Transaction,
-  WriteOptions,
+import {
+  LogSyncError,
+  type DatabasePort,
+  type PendingChange,
+  type RunResult,
+  type Session,
+  type SqlValue,
+  type Statement,
+  type Transaction,
+  type WriteOptions,
 } from "../port";
 
 /**
@@ -275,7 +276,11 @@ export class SqlitePort implements DatabasePort<SqliteSession> {
         if (level > 1) {
           restore = `PRAGMA synchronous = ${level}`;
           conn.client.exec("PRAGMA synchronous = NORMAL");
-          if (relaxed === "shared") synced = () => this.syncLog();
+          if (relaxed === "shared")
+            synced = () =>
+              this.syncLog().catch((err) => {
+                throw new LogSyncError(err);
+              });
         }
       }
       conn.begin.run();
@@ -332,7 +337,8 @@ export class SqlitePort implements DatabasePort<SqliteSession> {
     const path = this.walPath()!;
     const run: Promise<void> = new Promise<void>((ok, fail) =>
       open(path, "r", (err, fd) => {
-        if (err) return fail(err);
+        // No log any more: the last connection closed, after a checkpoint that synced the database.
+        if (err) return err.code === "ENOENT" ? ok() : fail(err);
         fdatasync(fd, (err) => close(fd, () => (err ? fail(err) : ok())));
       }),
     ).finally(() => {

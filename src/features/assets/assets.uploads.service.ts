@@ -7,6 +7,7 @@ import type { Answer } from "../../core/answer";
 import type { Actor } from "../../core/actor";
 import { inProject } from "../projects/projects.api";
 import { type Tx } from "../../db/connection";
+import { LogSyncError } from "../../db/port";
 import { assetVersions, type FileFacts } from "./assets.table";
 import { missing, unprocessable } from "../../core/errors";
 import type { ReceivedFile } from "../../platform/storage/storage";
@@ -233,6 +234,8 @@ export async function storeUpload(
   } catch (err) {
     file.finish?.(false).catch(() => {}); // closes the file when it was not synced yet
     rmSync(file.path, { force: true });
+    // A row committed whose log sync failed names the stored file: it stays.
+    if (err instanceof LogSyncError) throw err;
     if (moved) rmSync(moved, { force: true });
     if (uploaded) await blobs.delete(uploaded).catch(() => {}); // else the sweep removes it (assets.housekeeping)
     await streamed?.discard();
