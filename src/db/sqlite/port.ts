@@ -1,5 +1,5 @@
 import { Database } from "bun:sqlite";
-import { close, fdatasync, open } from "node:fs";
+import { closeSync, fdatasync, openSync, statSync } from "node:fs";
 import { now } from "../../core/ids";
 import { drizzle } from "drizzle-orm/bun-sqlite";
 import { openReader, type DB } from "../connection";
@@ -334,19 +334,38 @@ export class SqlitePort implements DatabasePort<SqliteSession> {
   }
 
   private startSync(): Promise<void> {
-    const path = this.walPath()!;
+    let fd: number | undefined;
+    try {
+      fd = this.walFile();
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    // No log any more: the last connection closed, after a checkpoint that synced the database.
+    if (fd === undefined) return resolved;
     const run: Promise<void> = new Promise<void>((ok, fail) =>
-      open(path, "r", (err, fd) => {
-        // No log any more: the last connection closed, after a checkpoint that synced the database.
-        if (err) return err.code === "ENOENT" ? ok() : fail(err);
-        fdatasync(fd, (err) => close(fd, () => (err ? fail(err) : ok())));
-      }),
+      fdatasync(fd, (err) => (err ? fail(err) : ok())),
     ).finally(() => {
       if (this.syncing === run) this.syncing = undefined;
     });
     this.syncing = run;
     return run;
   }
+
+  /**
+   * The log's file, kept open between syncs (an open and a close on the thread pool each time
+   * were two more hops before the answer), and opened again when the file there is another one.
+   */
+  private walFile(): number | undefined {
+    const st = statSync(this.walPath()!, { throwIfNoEntry: false });
+    if (this.walFd && this.walFd.ino !== st?.ino) {
+      closeSync(this.walFd.fd);
+      this.walFd = undefined;
+    }
+    if (!st) return undefined;
+    this.walFd ??= { fd: openSync(this.walPath()!, "r"), ino: st.ino };
+    return this.walFd.fd;
+  }
+  private walFd?: { fd: number; ino: number };
 
   private readerConnection(): Connection {
     if (!this.reader) {
@@ -361,10 +380,13 @@ export class SqlitePort implements DatabasePort<SqliteSession> {
   }
 
   /** Closes the reader connection; the writer belongs to whoever opened it (`closeDatabase`). */
-  close(): Promise<void> {
+  async close(): Promise<void> {
     this.reader?.client.close();
     this.reader = undefined;
-    return resolved;
+    // A log sync under way finishes on the file first.
+    await (this.nextSync ?? this.syncing)?.catch(() => {});
+    if (this.walFd) closeSync(this.walFd.fd);
+    this.walFd = undefined;
   }
 }
 
