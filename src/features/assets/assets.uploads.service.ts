@@ -11,7 +11,7 @@ import { LogSyncError } from "../../db/port";
 import { assetVersions, type FileFacts } from "./assets.table";
 import { missing, unprocessable } from "../../core/errors";
 import type { ReceivedFile } from "../../platform/storage/storage";
-import { analyseFile, type HeadFindings } from "../../platform/images/file-info";
+import { analyseFile, likelyExtension, type HeadFindings } from "../../platform/images/file-info";
 import { readImageHeader } from "../../platform/images/images";
 import type { Metadata } from "sharp";
 import { newGid, now } from "../../core/ids";
@@ -87,6 +87,8 @@ export async function storeUpload(
   early?: Promise<HeadFindings>,
   /** The original already going up to an object store under a likely name (a new asset). */
   streamed?: EarlyUpload,
+  /** The type sniffed from the head alone (quick, the start of `early`). */
+  sniffed?: Promise<HeadFindings>,
 ): Promise<Answer> {
   const userGid = actor.userGid;
   const durable = ctx.config.sqliteSynchronous === "full";
@@ -98,7 +100,20 @@ export async function storeUpload(
   let moved: string | undefined;
   let uploaded: string | undefined;
   try {
-    const info = await analyseFile(file.path, file.filename, await early);
+    const gid = input.target === undefined ? (streamed?.gid ?? newGid()) : undefined;
+    // A new asset on the data folder goes into its place under the name its sniffed type gives
+    // (the analysis nearly always gives the same), and its bytes and folder entry are synced,
+    // while the head is inspected: the folder's sync no longer waits for the inspection.
+    let ahead: Promise<void> | undefined;
+    if (local && gid && sniffed) {
+      const guess = likelyExtension(await sniffed, file.filename);
+      if (guess) {
+        moved = originalPath(ctx, projectGid, storageName(gid, 1, guess));
+        ahead = placeOriginalAhead(file.path, moved, durable, () => file.finish?.(true) ?? Promise.resolve());
+        ahead.catch(() => {}); // awaited below
+      }
+    }
+    const info = await analyseFile(moved ?? file.path, file.filename, await early);
     const facts = info.type === "image" && info.header ? factsOf(info.header) : null;
     const nameIn = input.name !== undefined && input.name !== "" ? input.name : file.filename;
     const name = nameIn === undefined || nameIn === "" ? undefined : validName(nameIn);
@@ -107,13 +122,22 @@ export async function storeUpload(
     // folder. A new version's name depends on the version read in the transaction: placed there,
     // its bytes synced before.
     let placed: { gid: string; storage: string } | undefined;
-    if (input.target === undefined) {
+    if (gid) {
       if (!name) throw missing("name");
-      const gid = streamed?.gid ?? newGid();
       placed = { gid, storage: storageName(gid, 1, info.extension) };
       if (local) {
-        moved = originalPath(ctx, projectGid, placed.storage);
-        await placeOriginalAhead(file.path, moved, durable, () => file.finish?.(true) ?? Promise.resolve());
+        const to = originalPath(ctx, projectGid, placed.storage);
+        if (!ahead) {
+          moved = to;
+          await placeOriginalAhead(file.path, moved, durable, () => file.finish?.(true) ?? Promise.resolve());
+        } else {
+          await ahead;
+          // The sniff guessed another type than the analysis found: moved again (bytes synced).
+          if (moved !== to) {
+            placeOriginal(moved!, to, durable);
+            moved = to;
+          }
+        }
       } else {
         await file.finish?.(false);
         // Streamed while it arrived: kept when its name is the one the whole file gets.
