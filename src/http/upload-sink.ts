@@ -20,10 +20,14 @@ const MAX_AHEAD = 8 * 1024 * 1024;
 /**
  * With `durable`, bytes written between two background syncs while the file still arrives (one
  * sync at a time). Each sync writes what the last left, so what remains for the last one is at
- * most this much plus what arrived during the one before. With 1 MiB the last sync of a camera
- * image (1-3 MB) took 4.4 ms, with 256 KiB 3.3 ms; the 64 MB upload took as long either way.
+ * most this much plus what arrived during the one before. Syncing every 256 KiB cost an image more
+ * than it saved: each sync is a journal commit the writes of the same file wait behind, and the
+ * body came in later (image set, 3 alternating pairs at load average 5-6: answer ready after
+ * 7.1-9.8 ms without background syncs, 9.9-11.4 ms with them; the last sync took no longer).
+ * So a camera image (up to a few MB) gets none, and a large file one every 4 MiB, which keeps its
+ * last sync short (the 64 MB upload took 232-242 ms with 4 MiB, 266-278 ms with 256 KiB).
  */
-const SYNC_EVERY = 256 * 1024;
+const SYNC_EVERY = 4 * 1024 * 1024;
 
 type ToWorker =
   | { t: "open"; id: number; fd: number; durable: boolean; syncEvery: number }
