@@ -71,7 +71,28 @@ export type WriteOptions = {
    * next durable commit makes it durable too. Default true.
    */
   durable?: boolean;
+  /**
+   * true: a durable commit whose log sync is shared (group commit). SQLite writes the transaction
+   * under synchronous=NORMAL and frees the writer, then syncs the log on the thread pool, once for
+   * every commit that came meanwhile; `commit()` resolves after that sync, so the unit publishes
+   * (and its caller answers) only once the rows are on disk, as with a default commit. The event
+   * loop goes on meanwhile (a default SQLite commit blocks it for the whole sync). Other requests
+   * may read the rows during that sync (a millisecond or two). Ports that cannot (PostgreSQL, whose
+   * server already groups commits) commit as usual.
+   */
+  sharedSync?: boolean;
 };
+
+/**
+ * A unit with `sharedSync` committed, but the log's sync after it failed (a disk error): its rows
+ * are in the database and seen by others, only their durability is unknown. Not a rollback:
+ * whatever the unit's caller made for those rows (a stored file) must stay.
+ */
+export class LogSyncError extends Error {
+  constructor(cause: unknown) {
+    super(`The database's log could not be synced after a commit: ${String(cause)}`, { cause });
+  }
+}
 
 export interface DatabasePort<S extends Session = Session> {
   /** `sqlite` or `postgres`: for the dialect helpers and the guard (below). */

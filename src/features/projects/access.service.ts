@@ -3,7 +3,16 @@ import { allowsProject, mayViewUser, projectRefusal, type ProjectFacts, type Pro
 import type { Actor } from "../../core/actor";
 import { preparedOnce, type Tx } from "../../db/connection";
 import { sessionOf } from "../../db/query";
-import { inUnit, keptNow, mutate, readOnly, unitMemo, untilChanged, type ChangeLog } from "../../db/mutate";
+import {
+  inUnit,
+  keptNow,
+  mutate,
+  readOnly,
+  unitMemo,
+  untilChanged,
+  type ChangeLog,
+  type UnitOptions,
+} from "../../db/mutate";
 import { thenNow } from "../../core/settled";
 import type { Ctx } from "../../platform/context";
 import { memberships, projects, type ProjectRow } from "./projects.table";
@@ -75,7 +84,8 @@ export type ProjectWork = ProjectAccess & { tx: Tx; log: ChangeLog };
  * THE helper of project operations: checks the actor's access to the project inside a unit of
  * work (`mutate`) and runs `fn` in it, so the check, the rows and their sync items commit together
  * (or not at all). Called while another unit is open (a batch, a service calling a service), it
- * joins that unit. For reads too: they then see the writes of the unit they run in.
+ * joins that unit. For reads too: they then see the writes of the unit they run in. `opts`: how
+ * the unit commits (src/db/unit.ts `UnitOptions`).
  */
 export async function inProject<T>(
   ctx: Pick<Ctx, "db" | "hub">,
@@ -83,17 +93,29 @@ export async function inProject<T>(
   projectGid: string,
   need: ProjectNeed,
   fn: (work: ProjectWork) => T,
+  opts?: UnitOptions,
 ): Promise<T> {
-  return await mutate(ctx.db, ctx.hub, async (tx, log) => {
-    // Inside a batch the facts are read once for all its steps (unitMemo; forgotten after steps that may change them).
-    const f = await unitMemo(
-      ctx.db,
-      `facts:${actor.userGid}:${projectGid}`,
-      async () => await facts(tx, actor, projectGid),
-    );
-    if (!allowsProject(actor, f, need)) throw projectRefusal(need);
-    return fn({ tx, log, project: f.project!, membership: f.membership, isOwner: f.project!.owner === actor.userGid });
-  });
+  return await mutate(
+    ctx.db,
+    ctx.hub,
+    async (tx, log) => {
+      // Inside a batch the facts are read once for all its steps (unitMemo; forgotten after steps that may change them).
+      const f = await unitMemo(
+        ctx.db,
+        `facts:${actor.userGid}:${projectGid}`,
+        async () => await facts(tx, actor, projectGid),
+      );
+      if (!allowsProject(actor, f, need)) throw projectRefusal(need);
+      return fn({
+        tx,
+        log,
+        project: f.project!,
+        membership: f.membership,
+        isOwner: f.project!.owner === actor.userGid,
+      });
+    },
+    opts,
+  );
 }
 
 /** What a read-only project operation runs with: its read transaction (the check has passed). */

@@ -34,7 +34,7 @@ export const HEAD_BYTES = 512 * 1024;
 export const START_BYTES = 64 * 1024;
 
 /**
- * What `inspectHead` found in the first bytes of an upload while the rest was still arriving.
+ * What `inspectHead` found in the first bytes of an upload (kept in memory while it arrived).
  * Each member is present only when the head was enough to know it exactly (else analyseFile reads
  * the stored file, as without a head).
  */
@@ -80,8 +80,8 @@ export async function sniffHead(head: Buffer, complete: boolean): Promise<HeadFi
 }
 
 /**
- * Sniffs an upload from its first bytes (`complete`: they are the whole file) while the rest
- * streams in: the type (`sniffHead`, or its promise when already asked), and for a whole file or a
+ * Sniffs an upload from its first bytes (`complete`: they are the whole file; uploads call it
+ * once the body is in): the type (`sniffHead`, or its promise when already asked), and for a whole file or a
  * JPEG whose metadata segments are all in the head, the image header and the EXIF/IPTC/XMP. Never
  * rejects; whatever it could not settle is left out.
  */
