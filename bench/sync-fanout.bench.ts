@@ -47,12 +47,22 @@ class Driven {
     return this.proc.pid;
   }
   private constructor(script: string, args: string[]) {
-    this.proc = Bun.spawn([BUN, join(ROOT, "bench", script), ...args], {
-      cwd: ROOT,
-      stdout: "inherit",
-      stderr: "inherit",
-      ipc: (msg) => this.waiting.shift()?.(msg),
-    });
+    this.proc = Bun.spawn(
+      [
+        BUN,
+        ...(script === "sync-fanout.server.ts" && process.env.PROF
+          ? ["--cpu-prof-md", "--cpu-prof-dir=/tmp/fo-prof"]
+          : []),
+        join(ROOT, "bench", script),
+        ...args,
+      ],
+      {
+        cwd: ROOT,
+        stdout: "inherit",
+        stderr: "inherit",
+        ipc: (msg) => this.waiting.shift()?.(msg),
+      },
+    );
   }
   /** Starts the script and waits for its first message. */
   static async start(script: string, args: string[] = []): Promise<{ child: Driven; hello: any }> {
@@ -331,6 +341,23 @@ export async function run(): Promise<BenchResult> {
     const perSocketKb = ((apisAfter.mb - apisBefore.mb) * 1024) / CLIENTS;
     const barePerSocketKb = ((ioAfter.mb - ioBefore.mb) * 1024) / CLIENTS;
 
+    // Idle cost with every socket connected (Engine.IO pings: Apis' engine pings each socket on its
+    // own timer, the bare server all of them with one publish per interval).
+    const idleMs = 10_000;
+    const idlePids = [apis.pid, ...apisFleet.fleet.pids, ioStart.child.pid, ...ioFleet.fleet.pids];
+    const idle0 = await Promise.all(idlePids.map(cpuMs));
+    await Bun.sleep(idleMs);
+    const idle1 = await Promise.all(idlePids.map(cpuMs));
+    const idleCpu = idle1.map((x, k) => ((x - idle0[k]!) * 1000) / idleMs);
+    const k = 1 + apisFleet.fleet.pids.length;
+    const idleNote = `Idle, all fleets connected (CPU per second over ${idleMs / 1000} s): Apis server ${round(idleCpu[0]!, 1)} ms, its clients ${round(
+      idleCpu.slice(1, k).reduce((a, b) => a + b, 0),
+      1,
+    )} ms; bare Socket.IO server ${round(idleCpu[k]!, 1)} ms, its clients ${round(
+      idleCpu.slice(k + 1).reduce((a, b) => a + b, 0),
+      1,
+    )} ms.`;
+
     let apisCursor = setup.cursor as number;
     const serverMs: number[] = [];
     const a = new Target(apisFleet.fleet, apis.pid, async () => {
@@ -445,6 +472,7 @@ export async function run(): Promise<BenchResult> {
       `One change = one project item written by the change-log writer in the server process (bench/sync-fanout.server.ts, asked over IPC); latency from the request to the client's \`sync\` handler (clocks of one machine: performance.timeOrigin + now()); ${ROUNDS} rounds after 3 warm-up rounds, alternating with the ceilings' rounds (Apis, bare Socket.IO, plain, the order turned by one each round; all three fleets stay connected); every client got every round's item (${as.delivered} deliveries), ${faults} out of order or twice.`,
       `Ceiling: bench/sync-fanout.bare.ts io, a bare Bun.serve that speaks just enough Engine.IO v4 / Socket.IO v5 for the same socket.io-client sockets (open packet, namespace connect, the initsync ack, pings) and publishes the same \`42["sync",[…]]\` frame bytes through Bun's native pub/sub; no database, no Socket.IO server. Until 2026-12-02 the ceiling was the plain mode (plain WebSocket clients doing JSON.parse): its clients cost half the CPU of socket.io-client's, so it measured a cheaper client library more than a faster server; it stays as the row "for information". Memory and burst ceilings are the bare Socket.IO server's.`,
       `Where a round's time goes (CPU per round, from the request to 50 ms after the last client had the item; clock ticks of 10 ms, averaged over ${ROUNDS} rounds; ${CLIENT_PROCESSES} client processes together): Apis ${cpu(as)}; bare Socket.IO ${cpu(bs)}; plain ${cpu(ws)}.`,
+      idleNote,
       `Burst: ${BURST} changes, each its own transaction in its own event-loop turn, written in ${round(apisBurst.writeMs)} ms while the same process fanned them out; the last client had all of them ${round(apisBurst.ms)} ms after the first request; ${BURST_CLIENTS} socket.io-client sockets (in the bench process) each checked for every cursor in order; the same clients against the bare Socket.IO server for the ceiling.`,
     ];
     return { name: "sync-fanout", rows, notes };
