@@ -27,8 +27,15 @@ const PING_TIMEOUT_MS = 20_000;
 const MAX_PAYLOAD = 100_000;
 /** Topic of the sockets that get the items (io: after their initsync, as Apis subscribes them then). */
 const SYNC = "sync";
-/** Topic of every io socket, for the engine's pings. */
-const PING = "ping";
+/**
+ * Engine.IO heartbeat: every socket gets a ping once per interval, as from Apis' engine (a timer
+ * per socket, so its pings are spread over the interval as the sockets connected). Here the
+ * sockets are dealt into PING_GROUPS topics, one published per PING_INTERVAL_MS / PING_GROUPS:
+ * the clients answer as many pings per second as Apis' do, spread the same way, instead of all
+ * 10,000 at one instant (which would land in one round in 25 s and leave the others free).
+ */
+const PING_GROUPS = 25;
+let opened = 0;
 
 let cursor = 1000;
 const frame = () =>
@@ -90,7 +97,7 @@ const server = Bun.serve({
       ws.send(
         `0${JSON.stringify({ sid: sid(), upgrades: [], pingInterval: PING_INTERVAL_MS, pingTimeout: PING_TIMEOUT_MS, maxPayload: MAX_PAYLOAD })}`,
       );
-      ws.subscribe(PING);
+      ws.subscribe(`ping:${opened++ % PING_GROUPS}`);
     },
     message(ws, m) {
       if (mode === "io") ioMessage(ws, String(m));
@@ -102,9 +109,10 @@ const server = Bun.serve({
   },
 });
 
-// Engine.IO heartbeat: one ping to every socket per interval (Apis' engine pings each socket
-// PING_INTERVAL_MS after its last pong; the clients close after interval + timeout without one).
-if (mode === "io") setInterval(() => server.publish(PING, "2"), PING_INTERVAL_MS).unref();
+// The clients close after interval + timeout without a ping.
+let pinged = 0;
+if (mode === "io")
+  setInterval(() => server.publish(`ping:${pinged++ % PING_GROUPS}`, "2"), PING_INTERVAL_MS / PING_GROUPS).unref();
 
 async function onMessage(msg: any) {
   if (msg.cmd === "touch") {
