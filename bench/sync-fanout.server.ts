@@ -43,12 +43,13 @@ async function onMessage(msg: any) {
       (await createProject(ctx, { userGid: owner.gid, kind: "person" }, { name: "Fan-out" })).result.project,
     );
     const gids: string[] = [];
-    await mutate(ctx.db, ctx.hub, (tx) => {
+    await mutate(ctx.db, ctx.hub, async (tx) => {
       const t = now();
       for (let i = 0; i < msg.members; i++) {
         const gid = newGid();
         gids.push(gid);
-        tx.insert(users)
+        await tx
+          .insert(users)
           .values({
             gid,
             kind: "person",
@@ -59,7 +60,8 @@ async function onMessage(msg: any) {
             updatedOn: t,
           })
           .run();
-        tx.insert(memberships)
+        await tx
+          .insert(memberships)
           .values({
             projectGid: project,
             userGid: gid,
@@ -71,6 +73,9 @@ async function onMessage(msg: any) {
           .run();
       }
     });
+    // The sync server loads on the first /sync/io request: loaded here (the engine refuses a
+    // request without a transport), so that the memory before the clients includes Socket.IO.
+    await (await fetch(new URL("/sync/io/", server.url))).arrayBuffer();
     const tokens = await Promise.all(gids.map((g) => ctx.tokens.sign(g, 0)));
     process.send!({
       cmd: "ready",
@@ -78,7 +83,8 @@ async function onMessage(msg: any) {
       owner: await ctx.tokens.sign(owner.gid, 0),
       project,
       tokens,
-      cursor: currentCursor(ctx.db),
+      // Awaited since the data layer is asynchronous (a promise cannot go over IPC).
+      cursor: await currentCursor(ctx.db),
     });
   } else if (msg.cmd === "touch") {
     let first = 0;

@@ -70,6 +70,11 @@ function packetBytes(data: unknown): number {
   return 1;
 }
 
+/** At most the bytes a packet or frame of `n` UTF-16 code units takes on the wire (UTF-8, frame header). */
+const bytesAtMost = (n: number) => 3 * n + 16;
+/** What a socket may have been sent before the sync server counts its packets (open packet, CONNECT). */
+const HANDSHAKE_BYTES = 4096;
+
 const userRoom = (gid: string) => `u:${gid}`;
 const projectRoom = (gid: string) => `p:${gid}`;
 /** Bun pub/sub topic of a project's live WebSocket subscribers. */
@@ -141,6 +146,13 @@ export class SyncServer {
   private readonly cors: Cors;
   /** The Bun server the sockets came through (for its native publish); known from the first request. */
   private bunServer?: BunServer<any>;
+  /**
+   * The budget's bound: what waited for all clients at its last full count, and at most how many
+   * bytes were handed to sockets since (engine packets and publishes). Nothing can wait that was
+   * not sent, so while the sum stays within the budget no socket needs asking (see enforceBudget).
+   */
+  private countedWaiting = 0;
+  private sentSinceCount = 0;
 
   constructor(private readonly ctx: Ctx) {
     this.cors = new Cors(ctx.config);
@@ -309,23 +321,31 @@ export class SyncServer {
    * `among`: the sockets to count (all by default; right after a delivery only those with packets
    * queued in the engine, which is cheap, and every socket a moment later: see scheduleBudget).
    */
-  private enforceBudget(among: Iterable<Session> = this.sessions.values()) {
+  private enforceBudget(among?: Iterable<Session>) {
     const budget = this.ctx.config.syncOutboundBudget;
+    // A count of every socket (10,000: milliseconds of JavaScript, while clients still read the
+    // last push) only once what was sent since the last one could have passed the budget.
+    if (!among) {
+      if (this.countedWaiting + this.sentSinceCount <= budget) return;
+      this.sentSinceCount = 0;
+    }
     let total = 0;
     const heavy: [Session, number][] = [];
-    for (const s of among) {
+    for (const s of among ?? this.sessions.values()) {
       const n = this.waiting(s);
       if (n <= 0) continue;
       total += n;
       heavy.push([s, n]);
     }
-    if (total <= budget) return;
-    heavy.sort((a, b) => b[1] - a[1]);
-    for (const [s, n] of heavy) {
-      if (total <= budget) break;
-      this.drop(s, "the server's outbound budget is used up and this client had the most waiting");
-      total -= n;
+    if (total > budget) {
+      heavy.sort((a, b) => b[1] - a[1]);
+      for (const [s, n] of heavy) {
+        if (total <= budget) break;
+        this.drop(s, "the server's outbound budget is used up and this client had the most waiting");
+        total -= n;
+      }
     }
+    if (!among) this.countedWaiting = total;
   }
 
   /**
@@ -418,9 +438,15 @@ export class SyncServer {
     addTo(this.byUser, s.user, s);
     // What waits for the client in the engine's queue: a long-polling client that does not fetch
     // keeps it growing, so past --sync-client-buffer it is dropped (websockets: Bun's own limit).
-    const conn = socket.conn as unknown as { on(ev: string, fn: (arg: any) => void): void };
+    // A websocket's packets are written at once (its buffer is Bun's), pings included: only the
+    // budget's bound counts them.
+    this.sentSinceCount += HANDSHAKE_BYTES;
+    const conn = socket.conn as unknown as EngineConn & { on(ev: string, fn: (arg: any) => void): void };
     conn.on("packetCreate", (packet: { data?: unknown }) => {
-      s.queued += packetBytes(packet.data);
+      const data = packet.data;
+      this.sentSinceCount += typeof data === "string" ? bytesAtMost(data.length) : packetBytes(data) + 16;
+      if (conn.transport?.name === "websocket") return;
+      s.queued += packetBytes(data);
       this.queuedSessions.add(s);
       if (s.queued > this.ctx.config.syncClientBuffer && !s.dropped)
         queueMicrotask(() => this.drop(s, "the client did not fetch its pushes"));
@@ -784,7 +810,13 @@ export class SyncServer {
         first: list[0]!.cursor,
         send: () => {
           // Live WebSocket subscribers: the frame once, through Bun's publish (see joinProject).
-          this.bunServer?.publish(projectTopic(gid), syncFrame(list));
+          const server = this.bunServer;
+          if (server) {
+            const topic = projectTopic(gid);
+            const frame = syncFrame(list);
+            server.publish(topic, frame);
+            this.sentSinceCount += bytesAtMost(frame.length) * server.subscriberCount(topic);
+          }
           if (rooms.get(projectRoom(gid))?.size)
             room(
               projectRoom(gid),
