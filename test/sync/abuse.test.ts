@@ -224,6 +224,11 @@ describe("realtime under abuse", () => {
       expect(session).toBeDefined();
       // Committed, not fanned out yet; the initsync (handled at once, as a socket message would be) reads it.
       const before = (await srv.call("/sync/cursors", { token: who.token, body: { project } })).body.result;
+      // The fan-out is held until the initsync has read the batch: on PostgreSQL the writer's
+      // commit is a network round trip, and a turn of the event loop after it could fan it out first.
+      let release = () => {};
+      const held = new Promise<void>((r) => (release = r));
+      sync.delivering = sync.delivering.then(() => held);
       const c = await burst(srv, project, 3);
       expect(sync.pendingBatches).toBe(1);
       let acked: Item[] = [];
@@ -232,6 +237,7 @@ describe("realtime under abuse", () => {
         { "cc.cursor": before["cc.cursor"], project, cursor: before.cursor },
         (answer: Item[]) => (acked = answer),
       );
+      release();
       expect(acked.map((i) => i.cursor)).toEqual([c - 2, c - 1, c]);
       const next = await burst(srv, project, 1);
       await until(() => got.some((i) => i.cursor === next), undefined, "the next item");
