@@ -61,4 +61,3 @@ export async function ftsMergesAside(ctx: Ctx): Promise<FtsMerges> {
     },
   };
 }
-
