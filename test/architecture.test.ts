@@ -596,7 +596,10 @@ const MODULE_STATE = new Map<string, string>([
   ["features/records/records.worker.ts: credit", "the import worker thread's flow control (worker module state)"],
   ["features/records/records.worker.ts: wake", "the import worker thread's flow control"],
   ["features/records/follow.service.ts: schemas", "per follow object: its compiled value schema"],
-  ["features/records/follow.service.ts: mergeHolders", "per connection: jobs holding the search index's merge setting"],
+  [
+    "features/records/records.fts-merges.ts: mergeHolders",
+    "per connection: jobs holding the search index's merge setting",
+  ],
   [
     "features/records/excel.service.ts: DOWNLOADS",
     "per context: export files being built or ready for download (files of this process's data folder)",

@@ -78,7 +78,7 @@ let sourceUrl: string | undefined;
 let settleIds = 0;
 
 /** What a holder of `checkpointsAside` gets. */
-type CheckpointsAside = {
+export type CheckpointsAside = {
   /**
    * Call between units of work: when the log has grown past SETTLE_FRAMES, waits (without
    * blocking the server) until the thread has copied it, so that the next commit starts it over.

@@ -7,9 +7,7 @@ import { checkpointsAside } from "../../db/checkpointer";
 import type { Tx } from "../../db/connection";
 import { mutate, type ChangeLog } from "../../db/mutate";
 import { sessionOf } from "../../db/query";
-import { textIndexMerging, type TextIndexMerging } from "../../db/text-index";
 import type {
-  Ctx,
   LanguageHook,
   SchemaChange,
   SchemaCommittedHook,
@@ -19,6 +17,7 @@ import type {
 import type { JobKind } from "../../platform/jobs/runner";
 import { getProject, type Project, ALL_CHANNEL } from "../projects/projects.api";
 import { schemaStamp, valueContextOf, LIST_TYPES, valueSchema, type FieldType } from "../schema/schema.api";
+import { ftsMergesAside } from "./records.fts-merges";
 import { recOf, Touch, writeSearch, type Vals } from "./records.service";
 import {
   ANY_RECORD,
@@ -549,59 +548,6 @@ const FOLLOW_SCAN = 2000;
 const CHUNK_MS = 10;
 /** Records of other definitions read for holders per unit of work. */
 const SCAN_SLICE = 200;
-/** Pages of the full-text index merged by one step between units of work (a millisecond or two). */
-const FTS_MERGE_PAGES = 200;
-/** How many segments of one level a merge step takes together (FTS5 `usermerge`; commits merge by 4). */
-const FTS_MERGE_FANIN = 8;
-/** FTS5's own `automerge`, which commits go back to when the last job lets go. */
-const FTS_AUTOMERGE = 4;
-
-const mergeHolders = new WeakMap<object, number>();
-
-/**
- * Merging of the records' full-text index (records_fts) taken out of the commits while a long job
- * rewrites search rows, and done in steps of its own between the job's units of work.
- *
- * FTS5 writes each commit's new terms as a new segment and, by default (`automerge` 4), merges
- * segments inside that same commit: in the follow job, most 10 ms units then took another 20 to
- * 60 ms to commit, the server answering nothing meanwhile (the p99 of /api/ping during the
- * job was 52 to 62 ms). While held, commits do not merge (`automerge` 0) and `step` merges up to
- * FTS_MERGE_PAGES pages in a unit of its own, taking FTS_MERGE_FANIN segments of a level at a time
- * (fewer passes over the index than by 4, so the job is no slower than before). If a step falls
- * behind, FTS5's own limit (`crisismerge`, 16 segments of a level) still merges inside a commit.
- * The settings are stored in the index; the last holder puts `automerge` back, and a job cut off
- * by a crash runs again at the next start-up and puts it back when it ends.
- */
-async function ftsMergesAside(ctx: Ctx): Promise<{ step(): Promise<void>; release(): Promise<void> }> {
-  const client = ctx.db;
-  const held = mergeHolders.get(client) ?? 0;
-  // Each command in a unit of its own: outside one it could land in another request's open unit.
-  const set = async (name: TextIndexMerging, value: number, durable = true) =>
-    await mutate(ctx.db, undefined, async (tx) => await textIndexMerging(tx, "records_fts", name, value), {
-      durable,
-    });
-  mergeHolders.set(client, held + 1);
-  if (held === 0) {
-    await set("automerge", 0);
-    await set("usermerge", FTS_MERGE_FANIN);
-  }
-  let released = false;
-  return {
-    step: async () => {
-      if (released) return;
-      await set("merge", FTS_MERGE_PAGES, false);
-    },
-    release: async () => {
-      if (released) return;
-      released = true;
-      const left = (mergeHolders.get(client) ?? 1) - 1;
-      if (left > 0) return void mergeHolders.set(client, left);
-      mergeHolders.delete(client);
-      await set("automerge", FTS_AUTOMERGE);
-    },
-  };
-}
-
 /**
  * The `records_follow_schema` job: a commit touching more than FOLLOW_INLINE records (or needing
  * to look for holders of a field among many records). First the holders outside the changed

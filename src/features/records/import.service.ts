@@ -17,6 +17,7 @@ import type { Actor } from "../../core/actor";
 import type { Answer } from "../../core/answer";
 import { ApiError, badRequest, missing } from "../../core/errors";
 import type { Tx } from "../../db/connection";
+import { checkpointsAside, type CheckpointsAside } from "../../db/checkpointer";
 import { sessionOf } from "../../db/query";
 import { LIVE_CHILDREN_CREATED } from "./records.queries";
 import type { ChangeLog } from "../../db/mutate";
@@ -52,6 +53,7 @@ import {
   type ReadEvent,
   type RowIn,
 } from "./records.xlsx-reader";
+import { ftsMergesAside, type FtsMerges } from "./records.fts-merges";
 import { deleteRecordIn, undeleteRecordIn } from "./tree.service";
 import {
   applyFields,
@@ -711,6 +713,32 @@ async function runImport(
   onProblems: (problems: Problem[], report: ReportWriter) => Promise<never>,
   progress?: Progress,
 ): Promise<Outcome> {
+  if (!progress) return await importRows(ctx, actor, projectGid, up, onProblems);
+  // A job writes several pages of log and of full-text index per row: the checkpoints run in a
+  // thread of their own and the index's merges in steps between units, not inside the units'
+  // commits, where they held every request up and grew with the catalogue (src/db/checkpointer.ts,
+  // records.fts-merges.ts).
+  const checkpoints = checkpointsAside(ctx.db);
+  let merges: FtsMerges | undefined;
+  try {
+    merges = await ftsMergesAside(ctx);
+    return await importRows(ctx, actor, projectGid, up, onProblems, progress, { checkpoints, merges });
+  } finally {
+    await merges?.release();
+    await checkpoints.release();
+  }
+}
+
+/** `runImport` itself; a job's units hand the checkpoints and index merges of `aside` their turn between them. */
+async function importRows(
+  ctx: Ctx,
+  actor: Actor,
+  projectGid: string,
+  up: Upload,
+  onProblems: (problems: Problem[], report: ReportWriter) => Promise<never>,
+  progress?: Progress,
+  aside?: { checkpoints: CheckpointsAside; merges: FtsMerges },
+): Promise<Outcome> {
   const marks: Marks = { header: new Map(), meta: new Map(), rows: new Map(), removed: [] };
   let st: ImportState | undefined;
   let layoutColumns: (Column | undefined)[] = [];
@@ -748,7 +776,10 @@ async function runImport(
     done += rows.length;
     total = Math.max(total, done);
     await progress!.set({ total, remaining: total - done, rows_done: done });
+    await aside?.merges.step();
     await progress!.yield();
+    // The log copied once it has grown, so that it starts over (waiting frees the server too).
+    await aside?.checkpoints.settle();
   };
   let sawSheet = false;
   try {
@@ -884,6 +915,8 @@ export const excelImportJob: JobKind = {
     const projectGid = job.projectGid!;
     if (job.attempts > 1) {
       rmSync(p.path, { force: true });
+      // The index's own merging, which the cut-off run had taken out of the commits, comes back.
+      await (await ftsMergesAside(ctx)).release();
       throw new ApiError(1005, "Excel import interrupted", {
         reason:
           "the server stopped during the import; the rows applied before stay applied, the rest were not (export again and import the changes that are missing)",

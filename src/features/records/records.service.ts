@@ -74,6 +74,7 @@ import {
   SEARCH_UPDATE,
   SIBLING_PLACE,
   SIBLINGS_IN_ORDER,
+  VALS_DEFINITION_UPDATE,
   VALS_UPDATE,
 } from "./records.queries";
 
@@ -1139,12 +1140,16 @@ export async function storeVals(
       ...r.checks,
       invalid: r.checks.invalid.filter((g) => !cleared.includes(g)),
     });
-    await sessionOf(tx)
-      .query(VALS_UPDATE(tx))
-      .run(JSON.stringify(vals), JSON.stringify(checks), definition, Math.max(t, r.updatedOn + 1e-6), r.id);
+    const at = Math.max(t, r.updatedOn + 1e-6);
+    if (definition === r.definition)
+      await sessionOf(tx).query(VALS_UPDATE(tx)).run(JSON.stringify(vals), JSON.stringify(checks), at, r.id);
+    else
+      await sessionOf(tx)
+        .query(VALS_DEFINITION_UPDATE(tx))
+        .run(JSON.stringify(vals), JSON.stringify(checks), definition, at, r.id);
     r.vals = vals;
     r.definition = definition;
-    r.updatedOn = Math.max(t, r.updatedOn + 1e-6);
+    r.updatedOn = at;
     if (textChanged || defChanged) await writeSearch(tx, view, r);
     touch.update(r.gid);
   }
