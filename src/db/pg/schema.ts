@@ -368,7 +368,7 @@ export const records = pgTable(
     uniqueIndex("records_gid").on(t.gid),
     index("records_parent").on(t.parent, t.status, t.channels),
     index("records_canonical").on(t.canonical, t.isLink),
-    index("records_project").on(t.projectGid, t.id),
+    index("records_project").on(t.projectGid, t.id, t.status, t.treelevel),
     index("records_definition").on(t.projectGid, t.definition),
   ],
 );

@@ -107,7 +107,8 @@ async function selectionCondition(
     const el = Object.hasOwn(element, "query")
       ? await expandQueryElement(expandQuery, tx, view.projectGid, "records", element, i)
       : element;
-    const exclude = JSON.stringify(gidArray((el as { exclude?: unknown }).exclude, i));
+    const excluded = gidArray((el as { exclude?: unknown }).exclude, i);
+    const exclude = JSON.stringify(excluded);
     if ("children" in el) {
       const parent = await mustRecord(tx, view.projectGid, el.children, "parent");
       orderingOf(view, el.ordering);
@@ -118,8 +119,10 @@ async function selectionCondition(
       if (inChannel) params.push(JSON.stringify(channel));
     } else {
       const s = await searchCondition(view, (el as { search: Record<string, unknown> }).search);
-      parts.push(selectedBySearch(tx, s.sql));
-      params.push(...s.params, exclude);
+      // Without exclusions the condition names no gid, so a count of live records by tree level
+      // reads the records_project index alone.
+      parts.push(selectedBySearch(tx, s.sql, excluded.length > 0));
+      params.push(...s.params, ...(excluded.length ? [exclude] : []));
     }
   }
   return { sql: parts.length ? `(${parts.join(" OR ")})` : "FALSE", params };

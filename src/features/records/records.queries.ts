@@ -351,8 +351,9 @@ export const selectedGids = (tx: Tx) => `r.gid IN (${MEMBERS(tx)})`;
 /** A `children` element: a parent's live children (in one channel), some left out. Binds (parent, JSON list of excluded gids[, channel]). */
 export const selectedChildren = (tx: Tx, inChannel: boolean) =>
   `(r.parent = ? AND r.status != '${DELETED}' AND r.gid NOT IN (${MEMBERS(tx)})${inChannel ? ` AND ${ROW_CHANNEL(tx)}` : ""})`;
-/** A `search` element: the search's condition, some left out. Binds (the search's values, JSON list of excluded gids). */
-export const selectedBySearch = (tx: Tx, search: string) => `(${search} AND r.gid NOT IN (${MEMBERS(tx)}))`;
+/** A `search` element: the search's condition, some left out. Binds (the search's values, then the JSON list of excluded gids when `excluding`). */
+export const selectedBySearch = (tx: Tx, search: string, excluding: boolean) =>
+  excluding ? `(${search} AND r.gid NOT IN (${MEMBERS(tx)}))` : `(${search})`;
 /** The highest record id (a bulk listing's end, fixed at its first page). */
 export const MAX_RECORD_ID = "SELECT coalesce(max(id), 0) AS m FROM records";
 /** How many records of a project up to an id meet a condition on `records r`. Binds (project_gid, until, the condition's values). */

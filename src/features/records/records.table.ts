@@ -44,7 +44,10 @@ export const records = sqliteTable(
     // Links of a canonical record: (canonical, is_link) answers "which links point here" from the
     // index alone (every record is its own canonical, so the canonical alone would read its row).
     index("records_canonical").on(t.canonical, t.isLink),
-    index("records_project").on(t.projectGid, t.id),
+    // A project's records by id (bulk/get's pages), with the status and tree level a selection
+    // most often filters on: counting "every live record" reads the index alone, not the wide rows
+    // (at 1,000,000 records the rows are gigabytes; the index tens of megabytes).
+    index("records_project").on(t.projectGid, t.id, t.status, t.treelevel),
     index("records_definition").on(t.projectGid, t.definition),
   ],
 );
