@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
 import { join } from "node:path";
 import { TestServer } from "../helpers/server";
+import { embeddedMigrations } from "../../src/db/migrations.generated";
 import { recordsWorld } from "./helpers";
 
 let w: Awaited<ReturnType<typeof recordsWorld>>;
@@ -346,7 +347,9 @@ describe.skipIf(process.env.APIS_TEST_DATABASE === "postgres")(
       db.run("DELETE FROM records WHERE project_gid IN (?, ?)", [bare, withBase]);
       db.run("DELETE FROM definitions WHERE project_gid = ?", [bare]);
       db.run("DELETE FROM layouts WHERE project_gid = ?", [bare]);
-      db.run("DELETE FROM __drizzle_migrations WHERE created_at = (SELECT max(created_at) FROM __drizzle_migrations)");
+      // The roots' migration and every later one unapplied (later ones apply again after it).
+      const roots = embeddedMigrations.find((m) => m.tag === "0018_project_roots")!;
+      db.run("DELETE FROM __drizzle_migrations WHERE created_at >= ?", [roots.when]);
       db.close();
 
       const again = await TestServer.start({}, srv.dataDir);
