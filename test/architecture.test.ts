@@ -551,6 +551,10 @@ const MODULE_STATE = new Map<string, string>([
     "the JSON texts spliced into the answer being encoded (set and cleared within one call)",
   ],
   ["core/startup.ts: steps", "the start-up timings of this process (APIS_STARTUP_TRACE)"],
+  [
+    "platform/jobs/queue.service.ts: lastCreated",
+    "the creation time of this process's last job, so jobs it makes keep their order (other processes' jobs need none)",
+  ],
   ["config.ts: sizeSchemas", "marks zod schemas of byte sizes (WeakSet of schema objects): no data"],
   [
     "db/mutate.ts: facts",

@@ -96,6 +96,14 @@ export async function writeJob(
   return j;
 }
 
+/**
+ * The creation time of this process's last job. Jobs are claimed oldest first; two made in one
+ * millisecond would tie, and PostgreSQL breaks the tie by token (random), so a restore queued
+ * between two backups of a project could run after the second. A job's created_on is therefore
+ * later than the one made before it here.
+ */
+let lastCreated = 0;
+
 /** Inserts a queued job and its first sync item in the caller's transaction; returns its row. */
 export async function insertJob(
   ownerOf: ProjectOwner | undefined,
@@ -103,7 +111,8 @@ export async function insertJob(
   log: ChangeLog,
   spec: EnqueueSpec,
 ): Promise<Job> {
-  const t = now();
+  const t = Math.max(now(), lastCreated + 1e-6);
+  lastCreated = t;
   const j = await tx
     .insert(jobs)
     .values({
