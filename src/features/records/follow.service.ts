@@ -3,7 +3,6 @@
  * localization moves, lost fields, the follow job and the search index's merge setting) works on one
  * Follow object; the steps are marked below.
  */
-import { checkpointsAside } from "../../db/checkpointer";
 import type { Tx } from "../../db/connection";
 import { mutate, type ChangeLog } from "../../db/mutate";
 import { sessionOf } from "../../db/query";
@@ -17,7 +16,7 @@ import type {
 import type { JobKind } from "../../platform/jobs/runner";
 import { getProject, type Project, ALL_CHANNEL } from "../projects/projects.api";
 import { schemaStamp, valueContextOf, LIST_TYPES, valueSchema, type FieldType } from "../schema/schema.api";
-import { ftsMergesAside } from "./records.fts-merges";
+import { withWritesAside } from "./records.fts-merges";
 import { recOf, Touch, writeSearch, type Vals } from "./records.service";
 import {
   ANY_RECORD,
@@ -580,13 +579,9 @@ export const followSchemaJob: JobKind = {
     let lost = saved?.lost ?? 0;
     // Milliseconds per record, measured: starts cautious, then follows the units' own times.
     let perRecord = 1;
-    // The job writes several pages of log per record: the checkpoints they call for run in a thread
-    // of their own, not inside a unit's commit (src/db/checkpointer.ts).
-    const checkpoints = checkpointsAside(ctx.db);
-    let merges: Awaited<ReturnType<typeof ftsMergesAside>> | undefined;
-    try {
-      // Index merges in steps of their own between units, not inside the units' commits.
-      merges = await ftsMergesAside(ctx);
+    // The job writes several pages of log and of full-text index per record: checkpoints and index
+    // merges run aside, not inside the units' commits (records.fts-merges.ts).
+    await withWritesAside(ctx, async (aside) => {
       for (;;) {
         const t0 = performance.now();
         const deadline = t0 + CHUNK_MS;
@@ -621,15 +616,9 @@ export const followSchemaJob: JobKind = {
         perRecord = Math.max(0.01, (perRecord + (performance.now() - t0) / n) / 2);
         // Counts the records and yields to the event loop (a macrotask) before the next unit of work.
         await progress.step(n);
-        await merges.step();
-        await progress.yield();
-        // The log copied once it has grown, so that it starts over (waiting frees the server too).
-        await checkpoints.settle();
+        await aside.between(() => progress.yield());
       }
-    } finally {
-      await merges?.release();
-      await checkpoints.release();
-    }
+    });
     return { records: followed, losing_values: lost };
   },
 };

@@ -17,7 +17,6 @@ import type { Actor } from "../../core/actor";
 import type { Answer } from "../../core/answer";
 import { ApiError, badRequest, missing } from "../../core/errors";
 import type { Tx } from "../../db/connection";
-import { checkpointsAside, type CheckpointsAside } from "../../db/checkpointer";
 import { sessionOf } from "../../db/query";
 import { LIVE_CHILDREN_CREATED } from "./records.queries";
 import type { ChangeLog } from "../../db/mutate";
@@ -53,7 +52,7 @@ import {
   type ReadEvent,
   type RowIn,
 } from "./records.xlsx-reader";
-import { ftsMergesAside, type FtsMerges } from "./records.fts-merges";
+import { ftsMergesAside, withWritesAside, type WritesAside } from "./records.fts-merges";
 import { deleteRecordIn, undeleteRecordIn } from "./tree.service";
 import {
   applyFields,
@@ -703,7 +702,8 @@ type Outcome = { counts: Counts; validation: ReportItem[]; validationSize: numbe
  * `Records`. Without `progress` (a small upload) the rows are kept, checked and applied in one
  * unit of work; with it (a job) they are applied IMPORT_UNIT rows per unit as they are read, and
  * a row that does not fit (unknown gid, twice in the sheet) is marked instead of stopping the
- * import. `onProblems` turns a failed analysis into the error (it gets the report's writer).
+ * import. `onProblems` turns a failed analysis into the error (it gets the report's writer). A job
+ * runs inside `withWritesAside` and hands its `aside` the turn between units.
  */
 async function runImport(
   ctx: Ctx,
@@ -712,32 +712,7 @@ async function runImport(
   up: Upload,
   onProblems: (problems: Problem[], report: ReportWriter) => Promise<never>,
   progress?: Progress,
-): Promise<Outcome> {
-  if (!progress) return await importRows(ctx, actor, projectGid, up, onProblems);
-  // A job writes several pages of log and of full-text index per row: the checkpoints run in a
-  // thread of their own and the index's merges in steps between units, not inside the units'
-  // commits, where they held every request up and grew with the catalogue (src/db/checkpointer.ts,
-  // records.fts-merges.ts).
-  const checkpoints = checkpointsAside(ctx.db);
-  let merges: FtsMerges | undefined;
-  try {
-    merges = await ftsMergesAside(ctx);
-    return await importRows(ctx, actor, projectGid, up, onProblems, progress, { checkpoints, merges });
-  } finally {
-    await merges?.release();
-    await checkpoints.release();
-  }
-}
-
-/** `runImport` itself; a job's units hand the checkpoints and index merges of `aside` their turn between them. */
-async function importRows(
-  ctx: Ctx,
-  actor: Actor,
-  projectGid: string,
-  up: Upload,
-  onProblems: (problems: Problem[], report: ReportWriter) => Promise<never>,
-  progress?: Progress,
-  aside?: { checkpoints: CheckpointsAside; merges: FtsMerges },
+  aside?: WritesAside,
 ): Promise<Outcome> {
   const marks: Marks = { header: new Map(), meta: new Map(), rows: new Map(), removed: [] };
   let st: ImportState | undefined;
@@ -776,10 +751,7 @@ async function importRows(
     done += rows.length;
     total = Math.max(total, done);
     await progress!.set({ total, remaining: total - done, rows_done: done });
-    await aside?.merges.step();
-    await progress!.yield();
-    // The log copied once it has grown, so that it starts over (waiting frees the server too).
-    await aside?.checkpoints.settle();
+    await (aside ? aside.between(() => progress!.yield()) : progress!.yield());
   };
   let sawSheet = false;
   try {
@@ -933,21 +905,24 @@ export const excelImportJob: JobKind = {
       );
     };
     try {
-      const out = await runImport(
-        ctx,
-        p.actor,
-        projectGid,
-        p,
-        async (problems, report) => {
-          const l = link(report);
-          throw new ApiError(1005, "Excel worksheet invalid", {
-            problems,
-            "report.excel": p.reportName,
-            "download.url": l.url,
-            "download.expires": l.expires,
-          });
-        },
-        progress,
+      const out = await withWritesAside(ctx, (aside) =>
+        runImport(
+          ctx,
+          p.actor,
+          projectGid,
+          p,
+          async (problems, report) => {
+            const l = link(report);
+            throw new ApiError(1005, "Excel worksheet invalid", {
+              problems,
+              "report.excel": p.reportName,
+              "download.url": l.url,
+              "download.expires": l.expires,
+            });
+          },
+          progress,
+          aside,
+        ),
       );
       const l = link(out.report);
       return {

@@ -2,6 +2,7 @@
  * Merging of the records' full-text index taken out of the commits of a long writing job (the
  * schema follow job, the Excel import): see `ftsMergesAside`.
  */
+import { checkpointsAside } from "../../db/checkpointer";
 import { mutate } from "../../db/mutate";
 import { textIndexMerging, type TextIndexMerging } from "../../db/text-index";
 import type { Ctx } from "../../platform/context";
@@ -60,4 +61,35 @@ export async function ftsMergesAside(ctx: Ctx): Promise<FtsMerges> {
       await set("automerge", FTS_AUTOMERGE);
     },
   };
+}
+
+/** What `withWritesAside` hands a job: the housekeeping to run between two of its units. */
+export type WritesAside = {
+  /** A merge step of the index, then `pause` (the job's yield), then the log copied once it has grown. */
+  between(pause: () => Promise<void>): Promise<void>;
+};
+
+/**
+ * Runs a long writing job (the schema follow job, the Excel import) with its log checkpoints in a
+ * thread of their own (src/db/checkpointer.ts) and the full-text index's merges in steps between
+ * its units (`ftsMergesAside`), not inside the units' commits, where they held every request up
+ * and grew with the catalogue. Both are given back when the job ends, however it ends.
+ */
+export async function withWritesAside<T>(ctx: Ctx, run: (aside: WritesAside) => Promise<T>): Promise<T> {
+  const checkpoints = checkpointsAside(ctx.db);
+  let merges: FtsMerges | undefined;
+  try {
+    const m = (merges = await ftsMergesAside(ctx));
+    return await run({
+      between: async (pause) => {
+        await m.step();
+        await pause();
+        // The log copied once it has grown, so that it starts over (waiting frees the server too).
+        await checkpoints.settle();
+      },
+    });
+  } finally {
+    await merges?.release();
+    await checkpoints.release();
+  }
 }
