@@ -408,6 +408,7 @@ describe("stored files go through the blob store (docs/deploy.md, 'Files in an o
     ],
     ["features/records/export.service.ts", "the temp file of an export answered inline (base64)"],
     ["features/records/import.service.ts", "uploaded workbooks read from their temp file"],
+    ["features/records/records.xlsx-reader.ts", "an uploaded workbook and its held-back sheets, read from temp files"],
     ["features/records/preview.service.ts", "record previews: not in the blob store yet"],
     ["features/health/health.service.ts", "free space of the data folder"],
   ]);

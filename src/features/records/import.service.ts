@@ -724,15 +724,12 @@ async function runImport(
       return "";
     }
     const out = join(ctx.storage.tmp, `excel-report-${randomBytes(12).toString("hex")}.xlsx`);
-    // Written again when exceljs' reader trips on a sound upload (see readWorkbook; a file can start over, a stream cannot).
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await writeReport(up.path, { filename: out }, layout);
-        return out;
-      } catch (e) {
-        rmSync(out, { force: true });
-        if (attempt >= 3) throw e;
-      }
+    try {
+      await writeReport(up.path, { filename: out }, layout);
+      return out;
+    } catch (e) {
+      rmSync(out, { force: true });
+      throw e;
     }
   };
   const kept: RowIn[] = [];

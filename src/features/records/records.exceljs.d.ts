@@ -4,3 +4,10 @@ declare module "exceljs/lib/utils/col-cache.js" {
   const colCache: { decodeAddress(value: string): Address };
   export default colCache;
 }
+
+/** unzipper (exceljs' zip reader), driven by the Excel import's own zip loop (records.xlsx-reader.ts). */
+declare module "unzipper" {
+  import type { Duplex } from "node:stream";
+  const unzipper: { Parse(options: { forceStream: true }): Duplex };
+  export default unzipper;
+}

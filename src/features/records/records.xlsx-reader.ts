@@ -1,4 +1,7 @@
 import type ExcelJS from "exceljs";
+import { createReadStream, createWriteStream, rmSync } from "node:fs";
+import type { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
 
 /**
  * Reading an uploaded workbook for `records/excel/update` (docs/records.md, "Excel"): exceljs'
@@ -43,6 +46,81 @@ export function plain(v: ExcelJS.CellValue | undefined): unknown {
   return null;
 }
 
+/** The parts of exceljs' streaming WorkbookReader that the zip loop below drives (untyped in exceljs). */
+type ReaderParts = {
+  input: string;
+  model?: { sheets?: { name: string; rId: string }[] };
+  workbookRels?: { Id: string; Target: string }[];
+  sharedStrings?: unknown[];
+  _parseRels(entry: Entry): Promise<void>;
+  _parseWorkbook(entry: Entry): Promise<void>;
+  _parseSharedStrings(entry: Entry): AsyncIterable<unknown>;
+  _parseStyles(entry: Entry): Promise<void>;
+  _parseWorksheet(chunks: AsyncIterable<unknown>, sheetNo: string): Iterable<{ eventType: string; value: unknown }>;
+};
+type Entry = Readable & { path: string; autodrain(): void };
+
+const SHEET_PART = /^xl\/worksheets\/sheet(\d+)\.xml$/;
+
+/**
+ * exceljs' WorkbookReader with its zip loop replaced. exceljs walks the zip's entries with a helper
+ * that stops at the parser's "end" event, and unzipper emits that event when the file has been
+ * fed in, not when its entries have been taken: on a busy machine the last entries (exceljs writes
+ * xl/workbook.xml last) were now and then never seen, so the sheets had no names and the upload
+ * read as "not one of our workbooks" (about 3 reads in 100 at load 5). Node's own async iteration
+ * of the parser takes every entry it holds before it ends. The rest is exceljs' own parsing: the
+ * relationships, the workbook's model, the shared strings and styles, and each sheet, read as it
+ * streams by once those are known, or else kept in a temp file beside the upload and read at the
+ * end (a zip may hold its parts in any order).
+ */
+async function* worksheetsOf(reader: ReaderParts): AsyncGenerator<SheetReader & { id: unknown }> {
+  const { Parse } = (await import("unzipper")).default;
+  const zip = Parse({ forceStream: true });
+  createReadStream(reader.input)
+    .on("error", (e) => zip.destroy(e))
+    .pipe(zip);
+  const waiting: { sheetNo: string; file: string }[] = [];
+  const sheets = function* (events: Iterable<{ eventType: string; value: unknown }>) {
+    for (const ev of events) if (ev.eventType === "worksheet") yield ev.value as SheetReader & { id: unknown };
+  };
+  // unzipper reports a damaged or cut-off zip on the parser, not on the entry being read (which
+  // may then never end), and goes on handing out entries: its first error ends the read, and the
+  // entry being read ends with it.
+  let failure: Error | undefined;
+  let current: Entry | undefined;
+  zip.on("error", (e: Error) => {
+    failure ??= e;
+    // A listener of its own: whoever reads the entry sees the error, and none is left unheard.
+    current?.on("error", () => {}).destroy(e);
+  });
+  try {
+    for await (const entry of zip as AsyncIterable<Entry>) {
+      if (failure) throw failure;
+      current = entry;
+      const sheetNo = SHEET_PART.exec(entry.path)?.[1];
+      if (entry.path === "xl/_rels/workbook.xml.rels") await reader._parseRels(entry);
+      else if (entry.path === "xl/workbook.xml") await reader._parseWorkbook(entry);
+      else if (entry.path === "xl/sharedStrings.xml") for await (const _ of reader._parseSharedStrings(entry));
+      else if (entry.path === "xl/styles.xml") await reader._parseStyles(entry);
+      else if (sheetNo && reader.sharedStrings && reader.workbookRels && reader.model)
+        yield* sheets(reader._parseWorksheet(entry, sheetNo));
+      else if (sheetNo) {
+        const file = `${reader.input}.sheet${waiting.length}.xml`;
+        waiting.push({ sheetNo, file });
+        await pipeline(entry, createWriteStream(file));
+      }
+      entry.autodrain();
+      current = undefined;
+    }
+    if (failure) throw failure;
+    if (waiting.length && !reader.model) throw new Error("the workbook has no xl/workbook.xml");
+    for (const { sheetNo, file } of waiting) yield* sheets(reader._parseWorksheet(createReadStream(file), sheetNo));
+  } finally {
+    zip.destroy();
+    for (const { file } of waiting) rmSync(file, { force: true });
+  }
+}
+
 /** The worksheets of a workbook file, streamed (exceljs' WorkbookReader; cell styles kept for strike-through). */
 export async function* sheetsOf(path: string): AsyncIterable<SheetReader> {
   const reader = new (await excel()).stream.xlsx.WorkbookReader(path, {
@@ -52,29 +130,13 @@ export async function* sheetsOf(path: string): AsyncIterable<SheetReader> {
     hyperlinks: "ignore",
     entries: "ignore",
   });
-  const inner = reader as unknown as AsyncIterable<SheetReader & { id: unknown }> & {
-    model?: { sheets?: { name: string; rId: string }[] };
-    workbookRels?: { Id: string; Target: string }[];
-  };
-  // exceljs reads a sheet as it streams by once it has the shared strings and the relationships,
-  // and names it from the workbook's model, which it reads from xl/workbook.xml. A zip may hold
-  // that entry after the sheets (entry order is the writer's choice): exceljs then failed on the
-  // missing model. Until the model is read, the relationships look unread here, so such a sheet
-  // waits in a temp file and is read at the end, as exceljs does with sheets before the strings.
-  let rels: typeof inner.workbookRels;
-  Object.defineProperty(inner, "workbookRels", {
-    get: () => (inner.model ? rels : undefined),
-    set: (v: typeof rels) => {
-      rels = v;
-    },
-    configurable: true,
-  });
-  for await (const ws of inner) {
+  const parts = reader as unknown as ReaderParts;
+  for await (const ws of worksheetsOf(parts)) {
     // exceljs names a sheet only when its relationship target is relative; openpyxl writes
     // absolute ones (/xl/worksheets/sheet1.xml): name those sheets here.
-    const sheets = inner.model?.sheets ?? [];
+    const sheets = parts.model?.sheets ?? [];
     if (!sheets.some((x) => x.name === ws.name)) {
-      const rel = (inner.workbookRels ?? []).find(
+      const rel = (parts.workbookRels ?? []).find(
         (r) => String(r.Target).replace(/^\/?xl\//, "") === `worksheets/sheet${ws.id}.xml`,
       );
       const sheet = rel && sheets.find((x) => x.rId === rel.Id);
@@ -124,36 +186,12 @@ function rowIn(row: ExcelJS.Row, width: number): RowIn {
   return { n: row.number, gid: typeof g === "string" && g.trim() ? g.trim() : null, cells, struck };
 }
 
-/** Reads of a workbook that fail before their first event, tried again (see readWorkbook). */
-const READ_ATTEMPTS = 5;
-
 /**
  * The events of a workbook: `meta` when the first `_apis` sheet has been read, the rows of
  * `Records` (after `meta`: a version 1 workbook, `_apis` after `Records`, is read a second time
  * for its rows), then `end`. Unreadable files throw (exceljs' own errors).
- *
- * A read that fails before its first event is tried again (READ_ATTEMPTS in all): exceljs'
- * streaming reader now and then throws `this.model.sheets` (its workbook part not read yet) on a
- * sound file whose xl/workbook.xml comes after its sheets, as exceljs itself writes it: one to
- * three reads in 100 on a busy machine, another read of the same file goes through; a damaged
- * file fails every time.
  */
 export async function* readWorkbook(path: string): AsyncGenerator<ReadEvent> {
-  for (let attempt = 1; ; attempt++) {
-    let started = false;
-    try {
-      for await (const ev of readOnce(path)) {
-        started = true;
-        yield ev;
-      }
-      return;
-    } catch (e) {
-      if (started || attempt >= READ_ATTEMPTS) throw e;
-    }
-  }
-}
-
-async function* readOnce(path: string): AsyncGenerator<ReadEvent> {
   let width = -1;
   let sawSheet = false;
   let again = false;
