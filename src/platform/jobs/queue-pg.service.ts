@@ -49,6 +49,16 @@ const NOW = "extract(epoch from clock_timestamp())";
 const CLAIMABLE = `(j.status = 'queued' OR (j.status = 'processing' AND j.lease_until < ${NOW}))`;
 /** Another job of the same lock key is running (with a live lease). */
 const KEY_BUSY = `EXISTS (SELECT 1 FROM jobs p WHERE p.lock_key = j.lock_key AND p.status = 'processing' AND p.lease_until >= ${NOW} AND p.token <> j.token)`;
+/**
+ * The key is busy for this job: another job of the key is running, or an older one of the key
+ * waits to be claimed. Jobs of one key run in the order they were asked for: without the second
+ * part, a claimer that found the oldest job's row locked by another claimer (SKIP LOCKED) took the
+ * next one of the key, and won the key's lock when it asked first (a backup queued after a restore
+ * ran before it).
+ */
+const KEY_TAKEN = `(${KEY_BUSY} OR EXISTS (SELECT 1 FROM jobs o WHERE o.lock_key = j.lock_key
+  AND (o.status = 'queued' OR (o.status = 'processing' AND o.lease_until < ${NOW}))
+  AND (o.created_on < j.created_on OR (o.created_on = j.created_on AND o.token < j.token))))`;
 
 /** Runs one statement with `$n` parameters in the caller's transaction and answers its rows. */
 export type Exec = (text: string, params: unknown[]) => Promise<Record<string, any>[]>;
@@ -68,8 +78,9 @@ export type Candidate = {
  * of one of `kinds` (null: any) and not of a project in `closedProjects`, whose lock key is free, answered with its row locked and, for a job with a lock key, the key's
  * transaction lock taken; `{ skip }` when the job is being claimed under its key by another
  * transaction (try again without it); `{ none }` when nothing is claimable.
- * 1. the oldest claimable job whose lock key is free (as far as this statement sees), row-locked
- *    `FOR UPDATE SKIP LOCKED` so that other claimers pass over it;
+ * 1. the oldest claimable job whose lock key is free and that is the oldest waiting job of its key
+ *    (as far as this statement sees: `KEY_TAKEN`), row-locked `FOR UPDATE SKIP LOCKED` so that
+ *    other claimers pass over it;
  * 2. for a job with a lock key, `pg_try_advisory_xact_lock` on the key (another claimer of the same
  *    key holds it until it commits: skip the job), then the key is checked again by a new
  *    statement, whose snapshot sees every claim committed before the lock was taken;
@@ -87,7 +98,7 @@ export async function pickJob(
      WHERE ${CLAIMABLE} AND NOT (j.token = ANY($1::text[]))
        AND (j.project_gid IS NULL OR NOT (j.project_gid = ANY($2::text[])))
        AND ($3::text[] IS NULL OR j.kind = ANY($3::text[]))
-       AND (j.lock_key IS NULL OR NOT ${KEY_BUSY})
+       AND (j.lock_key IS NULL OR NOT ${KEY_TAKEN})
      ORDER BY j.created_on, j.token LIMIT 1 FOR UPDATE OF j SKIP LOCKED`,
     [skip, closedProjects, kinds],
   );
@@ -98,7 +109,7 @@ export async function pickJob(
       c.lock_key,
     ]);
     if (!l!.ok) return { skip: c.token as string };
-    const [b] = await exec(`SELECT ${KEY_BUSY} AS busy FROM jobs j WHERE j.token = $1`, [c.token]);
+    const [b] = await exec(`SELECT ${KEY_TAKEN} AS busy FROM jobs j WHERE j.token = $1`, [c.token]);
     if (b!.busy) return { skip: c.token as string };
   }
   const projectKey = c.project_gid === null ? null : projectLock({ projectGid: c.project_gid });
