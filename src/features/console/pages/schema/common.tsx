@@ -356,8 +356,12 @@ export function useFollowingForm<T>(base: T): { form: T; setForm: Dispatch<State
   const [form, setForm] = useState(base);
   const shownBase = useRef(base);
   useEffect(() => {
-    if (same(form, shownBase.current)) setForm(base);
+    // The form as it is when the update is applied, not as this render saw it: an effect runs
+    // after the paint, and an edit made in between (a choice made as another change arrived)
+    // was overwritten by the new base.
+    const shown = shownBase.current;
     shownBase.current = base;
+    setForm((now) => (same(now, shown) ? base : now));
   }, [base]);
   return { form, setForm, dirty: !same(form, base) };
 }
