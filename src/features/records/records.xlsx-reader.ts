@@ -1,4 +1,5 @@
 import type ExcelJS from "exceljs";
+import { randomUUID } from "node:crypto";
 import { createReadStream, createWriteStream, rmSync } from "node:fs";
 import type { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
@@ -105,7 +106,8 @@ async function* worksheetsOf(reader: ReaderParts): AsyncGenerator<SheetReader & 
       else if (sheetNo && reader.sharedStrings && reader.workbookRels && reader.model)
         yield* sheets(reader._parseWorksheet(entry, sheetNo));
       else if (sheetNo) {
-        const file = `${reader.input}.sheet${waiting.length}.xml`;
+        // Named per read: the report of a refused upload reads the same file while this read waits.
+        const file = `${reader.input}.${randomUUID()}.sheet${sheetNo}.xml`;
         waiting.push({ sheetNo, file });
         await pipeline(entry, createWriteStream(file));
       }
