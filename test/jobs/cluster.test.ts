@@ -71,17 +71,20 @@ describe.skipIf(!onPostgres)("jobs on two servers sharing a PostgreSQL database"
   );
 
   test(
-    "jobs of one project run one after another across both servers, while another project's run beside them",
+    "jobs of one project run one after another across both servers and in the order they were asked for, while another project's run beside them",
     async () => {
       const tokens: string[] = [];
+      const projectOf = (i: number) => (i % 3 ? "proj-one" : "proj-two");
       for (let i = 0; i < 24; i++)
-        tokens.push(
-          await (i % 2 ? b : a).ctx.jobs.enqueue({ kind: "test.serial", projectGid: i % 3 ? "proj-one" : "proj-two" }),
-        );
+        tokens.push(await (i % 2 ? b : a).ctx.jobs.enqueue({ kind: "test.serial", projectGid: projectOf(i) }));
       await until(() => allDone(sql, tokens), SLOW_TEST_MS, "every job done");
       expect(seen.overlaps).toBe(0);
       const runs = seen.runs.filter((r) => tokens.includes(r.token));
       expect(runs.length).toBe(tokens.length);
+      for (const p of ["proj-one", "proj-two"]) {
+        const asked = tokens.filter((_, i) => projectOf(i) === p);
+        expect(runs.map((r) => r.token).filter((t) => asked.includes(t))).toEqual(asked);
+      }
       const [keys] = await sql`SELECT count(DISTINCT lock_key)::int AS n FROM jobs WHERE token IN ${sql(tokens)}`;
       expect(keys.n).toBe(2);
     },
