@@ -6,6 +6,7 @@ import type { RunResult, Session, SqlValue, Statement } from "./port";
 import { dialectFor } from "./ports";
 import { boundSession, registeredPort } from "./registry";
 import { toQuery as questionMarks } from "./sqlite/dialect";
+import { statementOn } from "./sqlite/statement";
 import { currentSession } from "./unit";
 
 /**
@@ -118,15 +119,7 @@ function looseSession(client: Database): Session {
       if (!st) {
         // Prepared (from the connection's cache) at each call: which connection serves it is
         // decided then, not when the text was first seen.
-        st = {
-          get: (...p: SqlValue[]) => settle(() => (client.prepare(text).get(...(p as any[])) as R | null) ?? undefined),
-          all: (...p: SqlValue[]) => settle(() => client.prepare(text).all(...(p as any[])) as R[]),
-          run: (...p: SqlValue[]) =>
-            settle(() => {
-              const r = client.prepare(text).run(...(p as any[]));
-              return { changes: r.changes, lastInsertRowid: Number(r.lastInsertRowid) };
-            }),
-        };
+        st = statementOn<R>(() => client.prepare(text));
         if (statements.size >= 512) statements.delete(statements.keys().next().value!);
         statements.set(text, st);
       }

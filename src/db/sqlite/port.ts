@@ -4,13 +4,12 @@ import { now } from "../../core/ids";
 import { drizzle } from "drizzle-orm/bun-sqlite";
 import { openReader, type DB } from "../connection";
 import { AsyncLock } from "../lock";
+import { statementOn } from "./statement";
 import {
   LogSyncError,
   type DatabasePort,
   type PendingChange,
-  type RunResult,
   type Session,
-  type SqlValue,
   type Statement,
   type Transaction,
   type WriteOptions,
@@ -58,43 +57,12 @@ class Connection {
   statement<R>(sql: string): Statement<R> {
     let s = this.statements.get(sql);
     if (s) return s as Statement<R>;
-    s = wrap(this.client.prepare(sql));
+    const st = this.client.prepare(sql);
+    s = statementOn(() => st);
     if (this.statements.size >= STATEMENTS_MAX) this.statements.delete(this.statements.keys().next().value!);
     this.statements.set(sql, s);
     return s as Statement<R>;
   }
-}
-
-/**
- * A bun:sqlite statement behind the port's promises. The work is done at once; the promise is
- * settled when returned, so `await` continues in the same turn of the event loop. A failure is a
- * rejected promise, as on any asynchronous client.
- */
-function wrap<R>(st: ReturnType<Database["prepare"]>): Statement<R> {
-  return {
-    get(...params: SqlValue[]) {
-      try {
-        return Promise.resolve((st.get(...(params as any[])) as R | null) ?? undefined);
-      } catch (err) {
-        return Promise.reject(err);
-      }
-    },
-    all(...params: SqlValue[]) {
-      try {
-        return Promise.resolve(st.all(...(params as any[])) as R[]);
-      } catch (err) {
-        return Promise.reject(err);
-      }
-    },
-    run(...params: SqlValue[]) {
-      try {
-        const r = st.run(...(params as any[]));
-        return Promise.resolve<RunResult>({ changes: r.changes, lastInsertRowid: Number(r.lastInsertRowid) });
-      } catch (err) {
-        return Promise.reject(err);
-      }
-    },
-  };
 }
 
 const resolved = Promise.resolve();
