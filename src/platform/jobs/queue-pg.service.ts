@@ -45,8 +45,9 @@ export type ClaimOptions = {
 };
 
 const NOW = "extract(epoch from clock_timestamp())";
-/** A job anyone may claim: queued, or processing with a lease that lapsed. */
-const CLAIMABLE = `(j.status = 'queued' OR (j.status = 'processing' AND j.lease_until < ${NOW}))`;
+/** The job row `alias` is one anyone may claim: queued, or processing with a lease that lapsed. */
+const claimable = (alias: string) =>
+  `(${alias}.status = 'queued' OR (${alias}.status = 'processing' AND ${alias}.lease_until < ${NOW}))`;
 /** Another job of the same lock key is running (with a live lease). */
 const KEY_BUSY = `EXISTS (SELECT 1 FROM jobs p WHERE p.lock_key = j.lock_key AND p.status = 'processing' AND p.lease_until >= ${NOW} AND p.token <> j.token)`;
 /**
@@ -56,8 +57,7 @@ const KEY_BUSY = `EXISTS (SELECT 1 FROM jobs p WHERE p.lock_key = j.lock_key AND
  * next one of the key, and won the key's lock when it asked first (a backup queued after a restore
  * ran before it).
  */
-const KEY_TAKEN = `(${KEY_BUSY} OR EXISTS (SELECT 1 FROM jobs o WHERE o.lock_key = j.lock_key
-  AND (o.status = 'queued' OR (o.status = 'processing' AND o.lease_until < ${NOW}))
+const KEY_TAKEN = `(${KEY_BUSY} OR EXISTS (SELECT 1 FROM jobs o WHERE o.lock_key = j.lock_key AND ${claimable("o")}
   AND (o.created_on < j.created_on OR (o.created_on = j.created_on AND o.token < j.token))))`;
 
 /** Runs one statement with `$n` parameters in the caller's transaction and answers its rows. */
@@ -95,7 +95,7 @@ export async function pickJob(
 ): Promise<{ job: Candidate } | { skip: string } | { none: true }> {
   const [c] = await exec(
     `SELECT j.token, j.kind, j.status, j.attempts, j.lock_key, j.project_gid FROM jobs j
-     WHERE ${CLAIMABLE} AND NOT (j.token = ANY($1::text[]))
+     WHERE ${claimable("j")} AND NOT (j.token = ANY($1::text[]))
        AND (j.project_gid IS NULL OR NOT (j.project_gid = ANY($2::text[])))
        AND ($3::text[] IS NULL OR j.kind = ANY($3::text[]))
        AND (j.lock_key IS NULL OR NOT ${KEY_TAKEN})
