@@ -1,17 +1,18 @@
 /**
  * Clients of bench/sync-fanout.bench.ts in a process of their own (the bench starts several, so
- * that 10,000 sockets are spread over processes and the server under test has its own). Driven
- * over IPC:
+ * that 10,000 sockets are spread over processes and the server under test has its own). A process
+ * may hold several fleets (the bench puts the Apis fleet and the bare Socket.IO fleet in the same
+ * processes), each named by `fleet` ("main" when left out). Driven over IPC:
  *
- *   → {cmd: "connect", kind: "io" | "ws", url, tokens?, count, project?, cursor?}
+ *   → {cmd: "connect", fleet?, kind: "io" | "ws", url, tokens?, count, project?, cursor?}
  *        opens `count` Socket.IO clients (websocket, one JWT each, subscribed with initsync; to
  *        Apis or to the bare Socket.IO ceiling) or plain WebSockets (the plain ceiling), 50 at a
  *        time   ← {cmd: "connected", ms}
- *   → {cmd: "expect", cursor}   ← {cmd: "got", cursor, times}   once every socket holds the item
- *        with that cursor; `times` are the arrival times (ms since the epoch, sub-ms precision,
- *        comparable between processes of one machine)
- *   → {cmd: "report"}           ← {cmd: "report", misordered, duplicates}
- *   → {cmd: "stop"}
+ *   → {cmd: "expect", fleet?, cursor}   ← {cmd: "got", cursor, times}   once every socket of the
+ *        fleet holds the item with that cursor; `times` are the arrival times (ms since the epoch,
+ *        sub-ms precision, comparable between processes of one machine)
+ *   → {cmd: "report", fleet?}           ← {cmd: "report", misordered, duplicates}
+ *   → {cmd: "stop"}                     closes every fleet's sockets and exits
  *
  * Arrival order is checked per socket: an item at or below the last cursor a socket had is
  * counted as misordered (or a duplicate when equal).
@@ -23,35 +24,45 @@ if (!process.send) throw new Error("started by bench/sync-fanout.bench.ts with I
 type Item = { type: string; cursor: number };
 const clock = () => performance.timeOrigin + performance.now();
 
-let sockets: (Socket | WebSocket)[] = [];
-let lastSeen: number[] = [];
-let misordered = 0;
-let duplicates = 0;
-/** Arrival times per cursor, one per socket. */
-const arrivals = new Map<number, number[]>();
-let waiting: { cursor: number } | undefined;
+/** One fleet's sockets in this process (a process may hold the sockets of several fleets). */
+type Fleet = {
+  sockets: (Socket | WebSocket)[];
+  lastSeen: number[];
+  misordered: number;
+  duplicates: number;
+  /** Arrival times per cursor, one per socket. */
+  arrivals: Map<number, number[]>;
+  waiting?: { cursor: number };
+};
+const fleets = new Map<string, Fleet>();
 
-function arrive(i: number, project: string | undefined, items: Item[]) {
+function fleetOf(name: unknown): Fleet {
+  const f = fleets.get(String(name ?? "main"));
+  if (!f) throw new Error(`no fleet ${String(name)} in this process`);
+  return f;
+}
+
+function arrive(f: Fleet, i: number, project: string | undefined, items: Item[]) {
   const t = clock();
   for (const it of items) {
     if (project && it.type !== project) continue;
-    if (it.cursor <= lastSeen[i]!) {
-      if (it.cursor === lastSeen[i]) duplicates++;
-      else misordered++;
+    if (it.cursor <= f.lastSeen[i]!) {
+      if (it.cursor === f.lastSeen[i]) f.duplicates++;
+      else f.misordered++;
       continue;
     }
-    lastSeen[i] = it.cursor;
-    let list = arrivals.get(it.cursor);
-    if (!list) arrivals.set(it.cursor, (list = []));
+    f.lastSeen[i] = it.cursor;
+    let list = f.arrivals.get(it.cursor);
+    if (!list) f.arrivals.set(it.cursor, (list = []));
     list.push(t);
-    if (waiting?.cursor === it.cursor && list.length === sockets.length) answer(it.cursor);
+    if (f.waiting?.cursor === it.cursor && list.length === f.sockets.length) answer(f, it.cursor);
   }
 }
 
-function answer(cursor: number) {
-  const times = arrivals.get(cursor) ?? [];
-  arrivals.delete(cursor);
-  waiting = undefined;
+function answer(f: Fleet, cursor: number) {
+  const times = f.arrivals.get(cursor) ?? [];
+  f.arrivals.delete(cursor);
+  f.waiting = undefined;
   process.send!({ cmd: "got", cursor, times });
 }
 
@@ -65,6 +76,7 @@ async function inBatches(n: number, width: number, task: (i: number) => Promise<
 }
 
 async function connect(msg: {
+  fleet?: string;
   kind: "io" | "ws";
   url: string;
   tokens?: string[];
@@ -73,8 +85,17 @@ async function connect(msg: {
   cursor?: number;
 }) {
   const t0 = performance.now();
-  sockets = new Array(msg.count);
-  lastSeen = new Array(msg.count).fill(msg.cursor ?? 0);
+  const name = msg.fleet ?? "main";
+  if (fleets.has(name)) throw new Error(`fleet ${name} is connected already`);
+  const f: Fleet = {
+    sockets: new Array(msg.count),
+    lastSeen: new Array(msg.count).fill(msg.cursor ?? 0),
+    misordered: 0,
+    duplicates: 0,
+    arrivals: new Map(),
+  };
+  fleets.set(name, f);
+  const { sockets } = f;
   await inBatches(msg.count, 50, async (i) => {
     if (msg.kind === "ws") {
       const ws = new WebSocket(msg.url);
@@ -85,7 +106,7 @@ async function connect(msg: {
       });
       ws.onmessage = (e) => {
         const [, items] = JSON.parse(String(e.data).slice(2)) as [string, Item[]];
-        arrive(i, undefined, items);
+        arrive(f, i, undefined, items);
       };
       return;
     }
@@ -102,7 +123,7 @@ async function connect(msg: {
       s.once("connect", () => resolve());
       s.once("connect_error", reject);
     });
-    s.on("sync", (items: Item[]) => arrive(i, msg.project, items));
+    s.on("sync", (items: Item[]) => arrive(f, i, msg.project, items));
     const ack = await s
       .timeout(120_000)
       .emitWithAck("initsync", { "cc.cursor": msg.cursor, project: msg.project, cursor: msg.cursor });
@@ -115,11 +136,14 @@ async function onMessage(msg: any) {
   try {
     if (msg.cmd === "connect") await connect(msg);
     else if (msg.cmd === "expect") {
-      waiting = { cursor: msg.cursor };
-      if ((arrivals.get(msg.cursor)?.length ?? 0) === sockets.length) answer(msg.cursor);
-    } else if (msg.cmd === "report") process.send!({ cmd: "report", misordered, duplicates });
-    else if (msg.cmd === "stop") {
-      for (const s of sockets) s?.close();
+      const f = fleetOf(msg.fleet);
+      f.waiting = { cursor: msg.cursor };
+      if ((f.arrivals.get(msg.cursor)?.length ?? 0) === f.sockets.length) answer(f, msg.cursor);
+    } else if (msg.cmd === "report") {
+      const f = fleetOf(msg.fleet);
+      process.send!({ cmd: "report", misordered: f.misordered, duplicates: f.duplicates });
+    } else if (msg.cmd === "stop") {
+      for (const f of fleets.values()) for (const s of f.sockets) s?.close();
       process.exit(0);
     }
   } catch (err) {
