@@ -39,6 +39,8 @@ const kept = JSON.parse(readFileSync(join(dir, "catalogue.json"), "utf8")) as {
 const SEARCHES = Number(process.env.MICRO_SEARCHES ?? 40);
 const ROUNDS = Number(process.env.MICRO_ROUNDS ?? 4);
 const db = new Database(file, { readonly: true });
+// MICRO_PRAGMAS: pragmas for the connection, `;`-separated (e.g. `mmap_size=8589934592;cache_size=-65536`).
+for (const p of (process.env.MICRO_PRAGMAS ?? "").split(";").filter(Boolean)) db.exec(`PRAGMA ${p}`);
 const project = kept.cat.project;
 const price = kept.fields[FIELDS.findIndex((f) => f.name === "price")]!;
 
