@@ -175,6 +175,7 @@ describe("SQL lives in data files", () => {
     const allowed = new Set(["core/filter.ts"]);
     const sqliteOnly = [
       /\bjson_(?:each|extract|type|group_array|group_object|remove|set|insert)\s*\(/,
+      /\bjsonb\s*\(/,
       /\bbm25\s*\(/,
       /\bMATCH\s+\?/,
       /\bINSERT\s+OR\s+(?:REPLACE|IGNORE)\b/i,

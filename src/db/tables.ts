@@ -1,3 +1,4 @@
+import { sqliteWritePlaceholder } from "./binary-json";
 import type { DB, Tx } from "./connection";
 import type { SqlValue } from "./port";
 import { kindOf, portOf } from "./ports";
@@ -81,7 +82,7 @@ export async function rowWriter(
   columns: string[],
 ): Promise<{ placeholders: string[]; bind(values: readonly unknown[]): SqlValue[] }> {
   if (onPg(tx)) return await pg.rowWriterPg(tx, table, columns);
-  return { placeholders: columns.map(() => "?"), bind: (values) => values as SqlValue[] };
+  return { placeholders: columns.map((c) => sqliteWritePlaceholder(table, c)), bind: (values) => values as SqlValue[] };
 }
 
 /**
@@ -97,7 +98,7 @@ export async function rowInserter(
 ): Promise<{ add(values: unknown[]): Promise<void>; done(): Promise<{ inserted: number; skipped: number }> }> {
   if (onPg(tx)) return await pg.rowInserterPg(tx, table, columns);
   const insert = sessionOf(tx).query(
-    `INSERT INTO ${quote(table)} (${columns.map(quote).join(", ")}) VALUES (${columns.map(() => "?").join(", ")})`,
+    `INSERT INTO ${quote(table)} (${columns.map(quote).join(", ")}) VALUES (${columns.map((c) => sqliteWritePlaceholder(table, c)).join(", ")})`,
   );
   let inserted = 0;
   return {

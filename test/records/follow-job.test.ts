@@ -145,7 +145,7 @@ describe("a follow job interrupted by a stop", () => {
         expect(job.info).toMatchObject({ records: ids.length, losing_values: 0, remaining: 0 });
         const rows = await s
           .query<{ id: number; vals: unknown }>(
-            `SELECT id, vals FROM records WHERE id IN (${ids.join(",")}) ORDER BY id`,
+            `SELECT id, ${s.dialect.binaryJsonColumn("vals")} FROM records WHERE id IN (${ids.join(",")}) ORDER BY id`,
           )
           .all();
         const wrong = rows.filter((r, i) => {

@@ -230,6 +230,39 @@ describe("records/search", () => {
     },
   );
 
+  // SQLite only: PostgreSQL keeps every JSON column as jsonb.
+  test.skipIf(onPostgres)(
+    "a record's values are kept as JSONB; values written as text before migration 0020 are read and filtered the same, and the migration converts them",
+    async () => {
+      const db = w.srv.ctx.db.$client;
+      const kinds = () => db.query("SELECT DISTINCT typeof(vals) AS t FROM records").all();
+      expect(kinds()).toEqual([{ t: "blob" }]);
+      const queries = [
+        { filter: ["price", ">", 100] },
+        { q: "+cold", filter: ["price", "<", 200] },
+        { filter: ["artnr", "starts_with", "cms"] },
+      ];
+      const forms = async () => (await w.okr("records/get", { records: [r.box, r.creme, r.empty] })).data.records;
+      const before = { searches: await Promise.all(queries.map(search)), forms: await forms() };
+      // As migration 0019 left a database: every record's values as JSON text.
+      db.run("UPDATE records SET vals = json(vals)");
+      expect(kinds()).toEqual([{ t: "text" }]);
+      expect({ searches: await Promise.all(queries.map(search)), forms: await forms() }).toEqual(before);
+      const at = embeddedMigrations.findIndex((m) => m.tag.startsWith("0020_"));
+      db.query("DELETE FROM __drizzle_migrations WHERE created_at >= ?").run(embeddedMigrations[at]!.when);
+      expect(migrate(w.srv.ctx.db)).toBe(embeddedMigrations.length - at);
+      expect(kinds()).toEqual([{ t: "blob" }]);
+      expect({ searches: await Promise.all(queries.map(search)), forms: await forms() }).toEqual(before);
+      // A value written through the interface is stored as JSONB again.
+      await w.okr("records/update", { record: r.fan, fields: { en: { price: 35 } } });
+      expect(
+        db
+          .query("SELECT typeof(vals) AS t, json_extract(vals, '$.en') IS NOT NULL AS en FROM records WHERE gid = ?")
+          .get(r.fan),
+      ).toEqual({ t: "blob", en: 1 });
+    },
+  );
+
   test("filters by field name with the type's operators, combined with q", async () => {
     expect((await search({ filter: ["price", ">", 100] })).records.sort()).toEqual([r.box, r.box2].sort());
     expect((await search({ q: "cold", filter: ["price", "<", 200] })).records.sort()).toEqual([r.box2, r.fan].sort());

@@ -6,6 +6,7 @@ import { Database } from "bun:sqlite";
 import type { ReservedSQL, SQL } from "bun";
 import { migratePg } from "./migrate";
 import { refillRecordsIndex } from "../sqlite/search";
+import { sqliteReadItem, sqliteWritePlaceholder } from "../binary-json";
 
 /** The PostgreSQL column types the schema uses (src/db/pg/schema.ts); anything else is refused. */
 type PgType = "text" | "integer" | "bigint" | "double precision" | "boolean" | "jsonb";
@@ -74,6 +75,9 @@ export class CopyMismatch extends Error {
 }
 
 const q = (name: string) => `"${name.replace(/"/g, '""')}"`;
+/** A table's columns as SQLite gives them in its text shapes (JSONB columns as JSON text). */
+const sqliteItems = (t: { name: string; columns: { name: string }[] }) =>
+  t.columns.map((c) => sqliteReadItem(t.name, c.name)).join(", ");
 
 /** SQLite's tables that PostgreSQL does not have on purpose: FTS5 indexes (search is generated columns there). */
 function sqliteTables(sqlite: Database): string[] {
@@ -325,7 +329,7 @@ async function copyTable(
   };
   let pending: unknown[][] = [];
   let copied = 0;
-  const read = sqlite.query(`SELECT ${names} FROM ${q(t.name)} ORDER BY ${orderBy(t, false)}`);
+  const read = sqlite.query(`SELECT ${sqliteItems(t)} FROM ${q(t.name)} ORDER BY ${orderBy(t, false)}`);
   for (const row of read.iterate() as IterableIterator<Record<string, unknown>>) {
     const where = () => `${t.name} row ${t.key.map((k) => `${k}=${String(row[k])}`).join(", ")}`;
     mine.add(t.columns.map((c) => canonical(row[c.name], c.type, "sqlite", where)));
@@ -514,7 +518,9 @@ async function copyTableBack(
   const [{ n: total }] = (await pg.unsafe(`SELECT count(*)::int AS n FROM ${q(t.name)}`)) as { n: number }[];
   progress?.({ table: t.name, done: 0, total });
   const theirs = new Checksum();
-  const insert = sqlite.query(`INSERT INTO ${q(t.name)} (${names}) VALUES (${t.columns.map(() => "?").join(", ")})`);
+  const insert = sqlite.query(
+    `INSERT INTO ${q(t.name)} (${names}) VALUES (${t.columns.map((c) => sqliteWritePlaceholder(t.name, c.name)).join(", ")})`,
+  );
   let copied = 0;
   await pg.unsafe(
     `DECLARE apis_copy NO SCROLL CURSOR FOR SELECT ${names} FROM ${q(t.name)} ORDER BY ${orderBy(t, true)}`,
@@ -533,7 +539,7 @@ async function copyTableBack(
   // Read back what SQLite holds now, in the same order.
   const mine = new Checksum();
   for (const row of sqlite
-    .query(`SELECT ${names} FROM ${q(t.name)} ORDER BY ${orderBy(t, false)}`)
+    .query(`SELECT ${sqliteItems(t)} FROM ${q(t.name)} ORDER BY ${orderBy(t, false)}`)
     .iterate() as IterableIterator<Record<string, unknown>>) {
     const where = () => `${t.name} row ${t.key.map((k) => `${k}=${String(row[k])}`).join(", ")}`;
     mine.add(t.columns.map((c) => canonical(row[c.name], c.type, "sqlite", where)));

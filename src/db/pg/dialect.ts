@@ -131,6 +131,8 @@ export const pgDialect: Dialect = {
   textIndexUpdate: () => undefined,
   returningInserted: (column) => sql.raw(` RETURNING ${name(column)}`),
   jsonFromText: (value) => sql`((${value})::text::jsonb)`,
+  storeBinaryJson: (value) => sql`((${value})::text::jsonb)`,
+  binaryJsonColumn: (column) => column.split(".").map(name).join("."),
   jsonArrayMembers: (doc, kind) =>
     sql`SELECT m.value${sql.raw(kind === "integer" ? "::bigint" : "")} AS value FROM jsonb_array_elements_text(${jdoc(doc)}) AS m(value)`,
   // Bun's SQL has parsed jsonb already (a JSON string is a JavaScript string).

@@ -18,6 +18,8 @@ const name = (n: string) => {
   return n;
 };
 const ident = (n: string) => sql.raw(name(n));
+/** A column name, bare or qualified by its table's alias (`r.vals`). */
+const qualified = (n: string) => n.split(".").map(name).join(".");
 const names = (ns: readonly string[]) => ns.map(name).join(", ");
 
 /** SQLite's dialect helpers (src/db/dialect.ts). */
@@ -38,7 +40,10 @@ export const sqliteDialect: Dialect = {
     sql.raw(
       ` ON CONFLICT (${names(keys)}) ${set.length ? `DO UPDATE SET ${set.map((c) => `${name(c)} = excluded.${c}`).join(", ")}` : "DO NOTHING"}`,
     ),
-  returning: (columns) => sql.raw(` RETURNING ${names(columns)}`),
+  returning: (columns, binaryJson = []) =>
+    sql.raw(
+      ` RETURNING ${columns.map((c) => (binaryJson.includes(c) ? sqliteDialect.binaryJsonColumn(c) : name(c))).join(", ")}`,
+    ),
   textMatch: (index, query) => sql`${ident(index)} MATCH ${query}`,
   textRank: (index, titleWeight) => sql`bm25(${ident(index)}, 0, 0, ${sql.raw(String(Number(titleWeight)))}, 1)`,
   toQuery: (fragment) => toQuery(fragment),
@@ -62,6 +67,8 @@ export const sqliteDialect: Dialect = {
     )} WHERE rowid = ${id}`,
   returningInserted: () => undefined,
   jsonFromText: (text) => text,
+  storeBinaryJson: (text) => sql`jsonb(${text})`,
+  binaryJsonColumn: (column) => `json(${qualified(column)}) AS ${name(column.slice(column.lastIndexOf(".") + 1))}`,
   jsonArrayMembers: (doc) => sql`SELECT value FROM json_each(${doc})`,
   readJson: (value) => (value == null ? null : JSON.parse(value as string)),
   jsonIsTrue: (doc, path) => sql`(coalesce(json_extract(${doc}, ${sqlitePath(path)}), 0) = 1)`,

@@ -55,7 +55,7 @@ async function recordsOf(view: SchemaView, projectGid: string, input: Completene
   if (input.record !== undefined && input.record !== null) return [await mustRecord(tx, projectGid, input.record)];
   if (input.parent !== undefined && input.parent !== null) {
     const parent = await mustRecord(tx, projectGid, input.parent, "parent");
-    return (await sessionOf(tx).query(LIVE_CHILDREN_ROWS).all(parent.gid, DELETED, MAX_RECORDS)).map(recOf);
+    return (await sessionOf(tx).query(LIVE_CHILDREN_ROWS(tx)).all(parent.gid, DELETED, MAX_RECORDS)).map(recOf);
   }
   if (input.records === undefined || input.records === null) throw missing("records");
   if (!Array.isArray(input.records) || input.records.some((g) => typeof g !== "string"))

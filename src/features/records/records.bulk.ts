@@ -160,7 +160,7 @@ export async function bulkGet(
     }
     const rows = (
       (await s
-        .query(selectionPage(cond.sql))
+        .query(selectionPage(tx, cond.sql))
         .all(projectGid, state.after, state.until, ...(cond.params as Bind[]), size + 1)) as Record<string, unknown>[]
     ).map(recOf);
     const more = rows.length > size;

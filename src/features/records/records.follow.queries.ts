@@ -8,21 +8,22 @@ import { sql, type SQL } from "drizzle-orm";
 import type { Tx } from "../../db/connection";
 import type { Dialect } from "../../db/dialect";
 import { dialectOf, param, rows, textOf } from "../../db/query";
-import { COLUMNS } from "./records.queries";
+import { columnsFor } from "./records.queries";
 
-/** What following reads of a record row. */
-export const FOLLOW_COLUMNS =
-  "r.id AS id, r.gid AS gid, r.definition AS definition, r.vals AS vals, r.checks AS checks";
+/** What following reads of a record row (the values as JSON text on every database). */
+const followColumns = (d: Dialect) =>
+  `r.id AS id, r.gid AS gid, r.definition AS definition, ${d.binaryJsonColumn("r.vals")}, r.checks AS checks`;
 
 /**
  * Whether a record row holds a value (in any slot) of a field, its two parameters `holdsParams`:
- * the field's key as its JSON text spells it (`"<gid>":`) for a substring test first, so the JSON
- * of records without the gid in their text is never parsed; then the gid, for the JSON test that
- * decides.
+ * the field's gid for a substring test of the stored values first, so the JSON of records without
+ * the gid is never read member by member; then the gid, for the JSON test that decides. The bare
+ * gid, not its JSON spelling with quotes: SQLite keeps the values as JSONB, where a key's text is
+ * stored without them (a gid needs no escaping, so its bytes are there as they are).
  */
 const holds = (d: Dialect): SQL =>
   sql`(${d.containsText(sql`r.vals`, param)} AND EXISTS (SELECT 1 FROM ${d.jsonEach(sql`r.vals`, "s")} WHERE ${d.jsonHasKey(sql`s.value`, param)}))`;
-export const holdsParams = (field: string) => [`"${field}":`, field];
+export const holdsParams = (field: string) => [field, field];
 
 // ---------------------------------------------------------------------------------------------
 // Usage and the records a commit touches
@@ -58,12 +59,12 @@ export const COUNT_OF_OTHERS = textOf(
 /** A definition's records after an id. Binds (project_gid, definition, after id, limit). */
 export const NEXT_IN_DEFINITION = textOf(
   (d) =>
-    sql`SELECT ${sql.raw(FOLLOW_COLUMNS)} FROM records r WHERE r.project_gid = ${param} AND r.definition = ${param} AND r.id > ${param} ORDER BY r.id LIMIT ${param}${d.lockedForWrite()}`,
+    sql`SELECT ${sql.raw(followColumns(d))} FROM records r WHERE r.project_gid = ${param} AND r.definition = ${param} AND r.id > ${param} ORDER BY r.id LIMIT ${param}${d.lockedForWrite()}`,
 );
 /** Records by id. Binds (JSON list of ids, project_gid). */
 export const NEXT_OTHERS = textOf(
   (d) =>
-    sql`SELECT ${sql.raw(FOLLOW_COLUMNS)} FROM records r WHERE r.id IN (${d.jsonArrayMembers(d.jsonFromText(param), "integer")}) AND r.project_gid = ${param} ORDER BY r.id${d.lockedForWrite()}`,
+    sql`SELECT ${sql.raw(followColumns(d))} FROM records r WHERE r.id IN (${d.jsonArrayMembers(d.jsonFromText(param), "integer")}) AND r.project_gid = ${param} ORDER BY r.id${d.lockedForWrite()}`,
 );
 
 // ---------------------------------------------------------------------------------------------
@@ -76,7 +77,7 @@ export const CHECKS_UPDATE = textOf(
 /** A record's values and checks after following; `updated_on` moves on even within the same second. Binds (vals, checks, updated_on, id). */
 export const FOLLOWED = textOf(
   (d) =>
-    sql`UPDATE records SET vals = ${d.jsonFromText(param)}, checks = ${d.jsonFromText(param)}, updated_on = ${d.greatest(param, sql`updated_on + 0.000001`)} WHERE id = ${param}`,
+    sql`UPDATE records SET vals = ${d.storeBinaryJson(param)}, checks = ${d.jsonFromText(param)}, updated_on = ${d.greatest(param, sql`updated_on + 0.000001`)} WHERE id = ${param}`,
 );
 /** `updated_on` moved on (a record whose form changed). Binds (updated_on, id). */
 export const TOUCHED = textOf(
@@ -106,7 +107,7 @@ export function languageHolders(tx: Tx, projectGid: string, key: string) {
 export function withoutLanguage(tx: Tx, key: string): string {
   const d = dialectOf(tx);
   return d.toQuery(
-    sql`UPDATE records SET vals = ${d.jsonRemove(sql`vals`, [key])}, updated_on = ${d.greatest(param, sql`updated_on + 0.000001`)} WHERE id = ${param}`.inlineParams(),
+    sql`UPDATE records SET vals = ${d.storeBinaryJson(d.jsonRemove(sql`vals`, [key]))}, updated_on = ${d.greatest(param, sql`updated_on + 0.000001`)} WHERE id = ${param}`.inlineParams(),
   ).sql;
 }
 /** A language's search rows. Binds (project_gid, language). */
@@ -133,7 +134,7 @@ export const ORDERING_DELETE = "DELETE FROM record_orderings WHERE project_gid =
 /** A page of a project's records by id (500 per unit of work). Binds (project_gid, after id). */
 export const REINDEX_PAGE = textOf(
   (d) =>
-    sql`SELECT ${sql.raw(COLUMNS)} FROM records r WHERE r.project_gid = ${param} AND r.id > ${param} ORDER BY r.id LIMIT 500${d.lockedForWrite()}`,
+    sql`SELECT ${sql.raw(columnsFor(d))} FROM records r WHERE r.project_gid = ${param} AND r.id > ${param} ORDER BY r.id LIMIT 500${d.lockedForWrite()}`,
 );
 /** The search rows of some records in documents other than the listed ones. Binds (JSON list of ids, JSON list of documents). */
 export const SEARCH_ROWS_GONE = textOf(

@@ -17,16 +17,29 @@
  * that composition is clearer than reading them here.
  */
 import { sql } from "drizzle-orm";
+import { binaryJsonColumns } from "../../db/binary-json";
 import type { Tx } from "../../db/connection";
+import type { Dialect } from "../../db/dialect";
 import { param, textOf } from "../../db/query";
 
 /** A record's status in the bin, and the status of a new record. */
 export const DELETED = "deleted";
 export const PUBLISHED = "published";
 
-/** The columns of a whole `records` row, as recOf (records.service.ts) reads them. */
+/** The columns of a whole `records` row, by name. */
 export const COLUMNS =
   "id, gid, project_gid, parent, canonical, is_link, definition, treelevel, path, childcount, status, channels, vals, checks, created_on, updated_on";
+const COLUMN_NAMES = COLUMNS.split(", ");
+/** `vals`, kept in the database's binary JSON (src/db/binary-json.ts says why). */
+const BINARY_JSON = binaryJsonColumns("records");
+/**
+ * A whole `records` row as recOf (records.service.ts) reads it (the JSON columns as text on
+ * SQLite), the columns qualified by `alias` when given.
+ */
+export const columnsFor = (d: Dialect, alias = "") =>
+  COLUMN_NAMES.map((c) => (BINARY_JSON.includes(c) ? d.binaryJsonColumn(alias + c) : alias + c)).join(", ");
+/** A record's values as stored (SQLite: JSONB), from their JSON text. */
+const storedVals = (d: Dialect) => d.storeBinaryJson(param);
 
 // ---------------------------------------------------------------------------------------------
 // Reading rows
@@ -43,31 +56,39 @@ export const RECORD_BY_GID_FOR_WRITE = recordByGid(true);
 function recordByGid(forWrite: boolean) {
   return textOf(
     (d) =>
-      sql`SELECT ${sql.raw(COLUMNS)} FROM records WHERE gid = ${param} AND ${d.unindexed(sql`project_gid`)} = ${param}${forWrite ? d.lockedForWrite() : sql``}`,
+      sql`SELECT ${sql.raw(columnsFor(d))} FROM records WHERE gid = ${param} AND ${d.unindexed(sql`project_gid`)} = ${param}${forWrite ? d.lockedForWrite() : sql``}`,
   );
 }
 /** Records by gid in a project. Binds (JSON list of gids, project_gid). */
 export const RECORDS_BY_GIDS = textOf(
   (d) =>
-    sql`SELECT ${sql.raw(COLUMNS)} FROM records WHERE gid IN (${d.jsonArrayMembers(d.jsonFromText(param), "text")}) AND ${d.unindexed(sql`project_gid`)} = ${param}`,
+    sql`SELECT ${sql.raw(columnsFor(d))} FROM records WHERE gid IN (${d.jsonArrayMembers(d.jsonFromText(param), "text")}) AND ${d.unindexed(sql`project_gid`)} = ${param}`,
 );
 /** Records by id in a project. Binds (JSON list of ids, project_gid). */
 export const RECORDS_BY_IDS = textOf(
   (d) =>
-    sql`SELECT ${sql.raw(COLUMNS)} FROM records WHERE id IN (${d.jsonArrayMembers(d.jsonFromText(param), "integer")}) AND ${d.unindexed(sql`project_gid`)} = ${param}`,
+    sql`SELECT ${sql.raw(columnsFor(d))} FROM records WHERE id IN (${d.jsonArrayMembers(d.jsonFromText(param), "integer")}) AND ${d.unindexed(sql`project_gid`)} = ${param}`,
 );
 /** The project's root record (the first without a parent). Binds (project_gid). */
-export const ROOT_ROW = `SELECT ${COLUMNS} FROM records WHERE project_gid = ? AND parent IS NULL ORDER BY id LIMIT 1`;
+export const ROOT_ROW = textOf((d) =>
+  sql.raw(`SELECT ${columnsFor(d)} FROM records WHERE project_gid = ? AND parent IS NULL ORDER BY id LIMIT 1`),
+);
 /** The whole subtree below a record (not the record), level by level, by the parent index. Binds (gid). */
-export const DESCENDANTS = `WITH RECURSIVE sub(gid) AS (SELECT gid FROM records WHERE parent = ?1 UNION ALL SELECT r.gid FROM records r JOIN sub ON r.parent = sub.gid)
-              SELECT ${COLUMNS} FROM records WHERE gid IN (SELECT gid FROM sub) ORDER BY treelevel, id`;
+export const DESCENDANTS = textOf((d) =>
+  sql.raw(`WITH RECURSIVE sub(gid) AS (SELECT gid FROM records WHERE parent = ?1 UNION ALL SELECT r.gid FROM records r JOIN sub ON r.parent = sub.gid)
+              SELECT ${columnsFor(d)} FROM records WHERE gid IN (SELECT gid FROM sub) ORDER BY treelevel, id`),
+);
 /** How many records the subtree below a record holds. Binds (gid). */
 export const SUBTREE_SIZE =
   "WITH RECURSIVE sub(gid) AS (SELECT gid FROM records WHERE parent = ?1 UNION ALL SELECT r.gid FROM records r JOIN sub ON r.parent = sub.gid) SELECT count(*) AS n FROM sub";
 /** A page of a project's records by id, to walk them all. Binds (project_gid, after id). */
-export const PROJECT_RECORDS_AFTER = `SELECT ${COLUMNS} FROM records WHERE project_gid = ? AND id > ? ORDER BY id LIMIT 1000`;
+export const PROJECT_RECORDS_AFTER = textOf((d) =>
+  sql.raw(`SELECT ${columnsFor(d)} FROM records WHERE project_gid = ? AND id > ? ORDER BY id LIMIT 1000`),
+);
 /** The first live children of a parent in creation order (completeness). Binds (parent, DELETED, limit). */
-export const LIVE_CHILDREN_ROWS = `SELECT ${COLUMNS} FROM records WHERE parent = ? AND status != ? ORDER BY id LIMIT ?`;
+export const LIVE_CHILDREN_ROWS = textOf((d) =>
+  sql.raw(`SELECT ${columnsFor(d)} FROM records WHERE parent = ? AND status != ? ORDER BY id LIMIT ?`),
+);
 /** A record's status by gid. Binds (gid). */
 export const STATUS_OF = "SELECT status FROM records WHERE gid = ?";
 
@@ -94,12 +115,13 @@ export const CANONICAL_USES = "SELECT count(*) AS n FROM (SELECT 1 FROM records 
 /** A canonical record and its links, in id order. Binds (project_gid, canonical gid). */
 export const LINK_GROUP = textOf((d) => {
   const inProject = sql`${d.unindexed(sql`project_gid`)} = ?1`;
-  return sql`SELECT ${sql.raw(COLUMNS)} FROM records WHERE canonical = ?2 AND ${inProject} UNION SELECT ${sql.raw(COLUMNS)} FROM records WHERE gid = ?2 AND ${inProject} ORDER BY id`;
+  const columns = sql.raw(columnsFor(d));
+  return sql`SELECT ${columns} FROM records WHERE canonical = ?2 AND ${inProject} UNION SELECT ${columns} FROM records WHERE gid = ?2 AND ${inProject} ORDER BY id`;
 });
 /** Every link (live or not) to any of some records. Binds (JSON list of canonical gids). */
 export const LINKS_TO = textOf(
   (d) =>
-    sql`SELECT ${sql.raw(COLUMNS)} FROM records WHERE is_link = TRUE AND canonical IN (${d.jsonArrayMembers(d.jsonFromText(param), "text")})`,
+    sql`SELECT ${sql.raw(columnsFor(d))} FROM records WHERE is_link = TRUE AND canonical IN (${d.jsonArrayMembers(d.jsonFromText(param), "text")})`,
 );
 
 // ---------------------------------------------------------------------------------------------
@@ -150,7 +172,7 @@ const INSERT_INTO_RECORDS =
  */
 export const RECORD_INSERT = textOf((d) => {
   const j = d.jsonFromText(param);
-  return sql`${sql.raw(INSERT_INTO_RECORDS)} VALUES (?, ?, ?, ?, ?, ?, ?, ${j}, 0, ?, ${j}, ${j}, ${j}, ?, ?)${d.returning(COLUMNS.split(", "))}`;
+  return sql`${sql.raw(INSERT_INTO_RECORDS)} VALUES (?, ?, ?, ?, ?, ?, ?, ${j}, 0, ?, ${j}, ${storedVals(d)}, ${j}, ?, ?)${d.returning(COLUMN_NAMES, BINARY_JSON)}`;
 });
 /**
  * A new published child in every channel (insertRecordsIn), its id given back where that is cheap
@@ -159,12 +181,12 @@ export const RECORD_INSERT = textOf((d) => {
  */
 export const CHILD_INSERT = textOf((d) => {
   const j = d.jsonFromText(param);
-  return sql`${sql.raw(INSERT_INTO_RECORDS)} VALUES (?, ?, ?, ?, FALSE, ?, ?, ${j}, 0, ${sql.raw(`'${PUBLISHED}'`)}, ${j}, ${j}, ${j}, ?, ?)${d.returningInserted("id") ?? sql``}`;
+  return sql`${sql.raw(INSERT_INTO_RECORDS)} VALUES (?, ?, ?, ?, FALSE, ?, ?, ${j}, 0, ${sql.raw(`'${PUBLISHED}'`)}, ${j}, ${storedVals(d)}, ${j}, ?, ?)${d.returningInserted("id") ?? sql``}`;
 });
 /** A project's root record, given back whole. Binds (gid, project_gid, canonical, definition, path, status, channels, checks, created_on, updated_on). */
 export const ROOT_INSERT = textOf((d) => {
   const j = d.jsonFromText(param);
-  return sql`${sql.raw(INSERT_INTO_RECORDS)} VALUES (?, ?, NULL, ?, FALSE, ?, 0, ${j}, 0, ?, ${j}, '{}', ${j}, ?, ?)${d.returning(COLUMNS.split(", "))}`;
+  return sql`${sql.raw(INSERT_INTO_RECORDS)} VALUES (?, ?, NULL, ?, FALSE, ?, 0, ${j}, 0, ?, ${j}, ${d.storeBinaryJson(sql`'{}'`)}, ${j}, ?, ?)${d.returning(COLUMN_NAMES, BINARY_JSON)}`;
 });
 /** Moves a parent's child count by n (never below 0). Binds (n, updated_on, parent gid). */
 export const BUMP_CHILDCOUNT = textOf(
@@ -177,19 +199,19 @@ export const RECOUNT = textOf(
     sql`UPDATE records SET childcount = (SELECT count(*) FROM records c WHERE c.parent = records.gid AND c.status != ${DELETED}), updated_on = ${d.greatest(param, sql`updated_on + 0.000001`)} WHERE gid IN (${d.jsonArrayMembers(d.jsonFromText(param), "text")})`,
 );
 /**
- * New values and checks (JSON text, jsonb on PostgreSQL). Binds (vals, checks, updated_on, id).
+ * New values and checks (JSON text; stored as JSONB on SQLite, jsonb on PostgreSQL). Binds (vals, checks, updated_on, id).
  * The definition is not named: SQLite rewrites the entry of every index whose column an UPDATE
  * sets, even to the same value, and an entry of records_definition is a random page among the
  * catalogue's (one more page read and written per update of a million-record catalogue).
  */
 export const VALS_UPDATE = textOf((d) => {
   const j = d.jsonFromText(param);
-  return sql`UPDATE records SET vals = ${j}, checks = ${j}, updated_on = ? WHERE id = ?`;
+  return sql`UPDATE records SET vals = ${storedVals(d)}, checks = ${j}, updated_on = ? WHERE id = ?`;
 });
 /** New values and checks under another definition. Binds (vals, checks, definition, updated_on, id). */
 export const VALS_DEFINITION_UPDATE = textOf((d) => {
   const j = d.jsonFromText(param);
-  return sql`UPDATE records SET vals = ${j}, checks = ${j}, definition = ?, updated_on = ? WHERE id = ?`;
+  return sql`UPDATE records SET vals = ${storedVals(d)}, checks = ${j}, definition = ?, updated_on = ? WHERE id = ?`;
 });
 /** A record's channels. Binds (JSON list of channels, updated_on, id). */
 export const CHANNELS_UPDATE = textOf(
@@ -360,8 +382,9 @@ export const MAX_RECORD_ID = "SELECT coalesce(max(id), 0) AS m FROM records";
 export const selectionCount = (cond: string) =>
   `SELECT count(*) AS n FROM records r WHERE r.project_gid = ? AND r.id <= ? AND ${cond}`;
 /** A page of them by id. Binds (project_gid, after, until, the condition's values, limit). */
-export const selectionPage = (cond: string) =>
-  `SELECT ${COLUMNS} FROM records r WHERE r.project_gid = ? AND r.id > ? AND r.id <= ? AND ${cond} ORDER BY r.id LIMIT ?`;
+const SELECTION_COLUMNS = textOf((d) => sql.raw(columnsFor(d)));
+export const selectionPage = (tx: Tx, cond: string) =>
+  `SELECT ${SELECTION_COLUMNS(tx)} FROM records r WHERE r.project_gid = ? AND r.id > ? AND r.id <= ? AND ${cond} ORDER BY r.id LIMIT ?`;
 /** Ids and gids of records of a project by gid. Binds (project_gid, JSON list of gids). */
 export const selectionByGids = (tx: Tx) =>
   `SELECT id, gid FROM records WHERE project_gid = ? AND gid IN (${MEMBERS(tx)})`;

@@ -292,13 +292,13 @@ export async function rowsByGids(tx: Tx, projectGid: string, gids: string[]): Pr
 }
 
 export async function rootRow(tx: Tx, projectGid: string): Promise<Rec | undefined> {
-  const r = await sessionOf(tx).query<RecordRowText>(ROOT_ROW).get(projectGid);
+  const r = await sessionOf(tx).query<RecordRowText>(ROOT_ROW(tx)).get(projectGid);
   return r ? recOf(r) : undefined;
 }
 
 /** Gids of the whole subtree below a record (not the record itself), depth first by the parent index. */
 export async function descendants(tx: Tx, gid: string): Promise<Rec[]> {
-  return (await sessionOf(tx).query<RecordRowText>(DESCENDANTS).all(gid)).map(recOf);
+  return (await sessionOf(tx).query<RecordRowText>(DESCENDANTS(tx)).all(gid)).map(recOf);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -507,7 +507,7 @@ export async function rebuildSearchIn(tx: Tx, project: Project): Promise<void> {
   const s = sessionOf(tx);
   await s.query(SEARCH_ROWS_OF_PROJECT_DELETE).run(project.gid);
   const view = new SchemaView(tx, project);
-  const page = s.query<RecordRowText>(PROJECT_RECORDS_AFTER);
+  const page = s.query<RecordRowText>(PROJECT_RECORDS_AFTER(tx));
   for (let after = 0; ; ) {
     const recs = (await page.all(project.gid, after)).map(recOf);
     if (!recs.length) break;

@@ -8,6 +8,8 @@ import { projects } from "../projects/projects.table";
  * - `vals` holds every value of the record as JSON keyed by FIELD GID (a rename loses nothing):
  *   `{"*": {<gid>: value}, "en": {<gid>: value}, ...}` — `*` holds non-localized fields, each
  *   language its localized ones. One row per record, so a read is one row, not one per value.
+ *   Stored as SQLite's binary JSON (JSONB; declared text, written with jsonb(), read with json():
+ *   src/db/binary-json.ts), so a filter reads one member without parsing the whole document.
  * - `checks` caches what validation search needs (`invalid` field gids, per language `empty` and
  *   `untranslated` field gids), recomputed on every write of the record.
  * - `path` is the reference's path: the record's own gid first, the root last.

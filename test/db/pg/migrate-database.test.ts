@@ -119,7 +119,14 @@ describe.skipIf(!pgAvailable)("apis migrate-database", () => {
         // The records' values as PostgreSQL holds them: JSON objects, equal to SQLite's.
         const [rec] =
           await target.sql`SELECT vals, jsonb_typeof(vals) AS t, channels FROM records WHERE gid = ${records[1]!}`;
-        const orig = sqlite.query("SELECT vals FROM records WHERE gid = ?").get(records[1]!) as { vals: string };
+        // SQLite keeps the values as JSONB (src/db/binary-json.ts): read as text with json().
+        const orig = sqlite
+          .query("SELECT json(vals) AS vals, typeof(vals) AS t FROM records WHERE gid = ?")
+          .get(records[1]!) as {
+          vals: string;
+          t: string;
+        };
+        expect(orig.t).toBe("blob");
         expect(rec.t).toBe("object");
         expect(rec.vals).toEqual(JSON.parse(orig.vals));
         // Sequences are past the copied ids: the next cursor follows the last one.
