@@ -13,10 +13,13 @@ const tokens = new Tokens(loadSecret("", dataDir!), 3600);
 const db = new Database(join(dataDir!, "apis.db"));
 db.exec("PRAGMA journal_mode = WAL");
 db.exec("PRAGMA busy_timeout = 5000");
+// Pages read through a memory map, as Apis's connections read them (src/db/connection.ts).
+db.exec("PRAGMA mmap_size = 2147418112");
 // The same durability as Apis (--sqlite-synchronous, FULL unless APIS_SQLITE_SYNCHRONOUS=normal).
 db.exec(`PRAGMA synchronous = ${process.env.APIS_SQLITE_SYNCHRONOUS === "normal" ? "NORMAL" : "FULL"}`);
+// jsonb_set: the values stay JSONB, as Apis keeps them (src/db/binary-json.ts).
 const update = db.query(
-  `UPDATE records SET vals = json_set(vals, '$."*".' || ?1, json(?2)), updated_on = ?3 WHERE gid = ?4`,
+  `UPDATE records SET vals = jsonb_set(vals, '$."*".' || ?1, json(?2)), updated_on = ?3 WHERE gid = ?4`,
 );
 const json = { "content-type": "application/json; charset=utf-8" };
 
