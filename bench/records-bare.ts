@@ -13,8 +13,6 @@ const tokens = new Tokens(loadSecret("", dataDir!), 3600);
 const db = new Database(join(dataDir!, "apis.db"));
 db.exec("PRAGMA journal_mode = WAL");
 db.exec("PRAGMA busy_timeout = 5000");
-// Pages read through a memory map, as Apis's connections read them (src/db/connection.ts).
-db.exec("PRAGMA mmap_size = 2147418112");
 // The same durability as Apis (--sqlite-synchronous, FULL unless APIS_SQLITE_SYNCHRONOUS=normal).
 db.exec(`PRAGMA synchronous = ${process.env.APIS_SQLITE_SYNCHRONOUS === "normal" ? "NORMAL" : "FULL"}`);
 // jsonb_set: the values stay JSONB, as Apis keeps them (src/db/binary-json.ts).

@@ -289,8 +289,6 @@ function rawScan(
   maxPages = Infinity,
 ): { ms: number; first: unknown } {
   const db = new Database(join(data, "apis.db"), { readonly: true });
-  // Pages read through a memory map, as Apis's connections read them (src/db/connection.ts).
-  db.exec("PRAGMA mmap_size = 2147418112");
   const t0 = performance.now();
   let after = 0;
   let pages = 0;

@@ -142,8 +142,6 @@ function onCopy(
   const db = new Database(file);
   db.exec("PRAGMA journal_mode = WAL");
   db.exec("PRAGMA synchronous = NORMAL");
-  // Pages read through a memory map, as Apis's connections read them (src/db/connection.ts).
-  db.exec("PRAGMA mmap_size = 2147418112");
   const t0 = performance.now();
   const rows = work(db, `$."*"."${field}"`);
   const ms = performance.now() - t0;

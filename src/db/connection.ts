@@ -31,17 +31,6 @@ export type Tx = Parameters<Parameters<DB["transaction"]>[0]>[0] | DB;
  */
 export type Synchronous = "full" | "normal";
 
-/**
- * Pages read through a memory map instead of a read() each (the first 2 GiB of the file: SQLite's
- * built-in ceiling, MAX_MMAP_SIZE). A page read is a memory access then, not a system call and a
- * copy into SQLite's page cache (2 MB by default): a search that reads a record row per document
- * the full-text index finds spent 4.7 µs on each row, 2.0 µs mapped (bench/records-search.micro.ts,
- * 100,000 records). Only reads are mapped; writes still go through the write-ahead log. The
- * mapped pages are the operating system's file cache, shared and reclaimable: they show in the
- * process's RSS once read, but are no memory of its own.
- */
-const MMAP_BYTES = 2_147_418_112;
-
 /** Opens the SQLite file with the pragmas every connection needs, in one place. */
 export function openDatabase(file: string, opts: { synchronous?: Synchronous } = {}): DB {
   const sqlite = new Database(file, { create: true, strict: true });
@@ -50,7 +39,6 @@ export function openDatabase(file: string, opts: { synchronous?: Synchronous } =
   sqlite.exec("PRAGMA busy_timeout = 5000");
   sqlite.exec("PRAGMA journal_mode = WAL");
   sqlite.exec("PRAGMA foreign_keys = ON");
-  sqlite.exec(`PRAGMA mmap_size = ${MMAP_BYTES}`);
   const db = drizzle({ client: sqlite }) as DB;
   setSynchronous(db, opts.synchronous ?? "full");
   cacheStatements(sqlite);
@@ -125,7 +113,6 @@ function cacheStatements(sqlite: Database, size = 512) {
 export function openReader(file: string): Database {
   const r = new Database(file, { readonly: true, strict: true });
   r.exec("PRAGMA busy_timeout = 5000");
-  r.exec(`PRAGMA mmap_size = ${MMAP_BYTES}`);
   return r;
 }
 
