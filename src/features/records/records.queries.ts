@@ -27,17 +27,29 @@ export const DELETED = "deleted";
 export const PUBLISHED = "published";
 
 /** The columns of a whole `records` row, by name. */
-export const COLUMNS =
-  "id, gid, project_gid, parent, canonical, is_link, definition, treelevel, path, childcount, status, channels, vals, checks, created_on, updated_on";
-const COLUMN_NAMES = COLUMNS.split(", ");
+const COLUMN_NAMES = [
+  "id",
+  "gid",
+  "project_gid",
+  "parent",
+  "canonical",
+  "is_link",
+  "definition",
+  "treelevel",
+  "path",
+  "childcount",
+  "status",
+  "channels",
+  "vals",
+  "checks",
+  "created_on",
+  "updated_on",
+];
 /** `vals`, kept in the database's binary JSON (src/db/binary-json.ts says why). */
 const BINARY_JSON = binaryJsonColumns("records");
-/**
- * A whole `records` row as recOf (records.service.ts) reads it (the JSON columns as text on
- * SQLite), the columns qualified by `alias` when given.
- */
-export const columnsFor = (d: Dialect, alias = "") =>
-  COLUMN_NAMES.map((c) => (BINARY_JSON.includes(c) ? d.binaryJsonColumn(alias + c) : alias + c)).join(", ");
+/** A whole `records` row as recOf (records.service.ts) reads it: its JSON columns as text on SQLite. */
+export const columnsFor = (d: Dialect) =>
+  COLUMN_NAMES.map((c) => (BINARY_JSON.includes(c) ? d.binaryJsonColumn(c) : c)).join(", ");
 /** A record's values as stored (SQLite: JSONB), from their JSON text. */
 const storedVals = (d: Dialect) => d.storeBinaryJson(param);
 

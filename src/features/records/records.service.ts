@@ -78,7 +78,7 @@ import {
   VALS_UPDATE,
 } from "./records.queries";
 
-export { channelTest, COLUMNS, DELETED, MOVED, MOVED_BELOW, PUBLISHED } from "./records.queries";
+export { channelTest, DELETED, MOVED, MOVED_BELOW, PUBLISHED } from "./records.queries";
 
 /**
  * The record tree: reading (root, get, children, forms), creating and updating values. Every
@@ -113,7 +113,7 @@ export type Rec = {
   updatedOn: number;
 };
 
-/** A `records` row as the database gives it with COLUMNS (snake_case, JSON columns as text): recOf makes a Rec of it. */
+/** A `records` row as the database gives it with `columnsFor` (snake_case, JSON columns as text): recOf makes a Rec of it. */
 type RecordRowText = Record<string, any>;
 
 export function recOf(r: RecordRowText): Rec {
