@@ -13,18 +13,7 @@
  * runner: `npm run bench -- batch`.
  */
 import { join } from "node:path";
-import {
-  BUN,
-  freePort,
-  median,
-  removeDir,
-  round,
-  spawnServer,
-  tempDir,
-  type BenchResult,
-  type Child,
-  type Row,
-} from "./harness";
+import { BUN, median, removeDir, round, tempDir, type BenchResult, type Child, type Row, spawnApis } from "./harness";
 
 const USER = { username: "batchbench", email: "batchbench@example.test", password: "bench-password-1" };
 const OP = process.env.BENCH_BATCH_OP ?? "records/update";
@@ -112,27 +101,7 @@ async function measure(workload: Workload, args: string[]): Promise<{ b: number;
       "--name",
       "Batch Bench",
     ]);
-    const port = await freePort();
-    apis = await spawnServer(
-      [
-        BUN,
-        ...(process.env.BENCH_PROFILE ? ["--cpu-prof-md", `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : []),
-        "src/main.ts",
-        "serve",
-        "--port",
-        String(port),
-        "--host",
-        "127.0.0.1",
-        "--data",
-        data,
-        "--log-level",
-        "warn",
-        "--rate-limit",
-        "0",
-        ...args,
-      ],
-      port,
-    );
+    apis = await spawnApis(data, ["--rate-limit", "0", ...args], { profileDir: process.env.BENCH_PROFILE });
     const base = apis.url;
     const login = await fetch(base + "/api/login", {
       method: "POST",

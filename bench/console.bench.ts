@@ -9,7 +9,7 @@
 import { chromium, type Browser } from "playwright-core";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { gzipSync } from "node:zlib";
-import { BUN, freePort, median, removeDir, round, spawnServer, tempDir, type BenchResult, type Child } from "./harness";
+import { BUN, median, removeDir, round, tempDir, type BenchResult, type Child, spawnApis } from "./harness";
 
 const CHROMIUM = [process.env.APIS_CHROMIUM, "/usr/bin/chromium", "/usr/bin/chromium-browser"].find(
   (p) => !!p && existsSync(p),
@@ -103,23 +103,7 @@ export async function run(): Promise<BenchResult> {
       USER.password,
     ]);
     if ((await create.exited) !== 0) throw new Error("user create failed");
-    const port = await freePort();
-    apis = await spawnServer(
-      [
-        BUN,
-        "src/main.ts",
-        "serve",
-        "--port",
-        String(port),
-        "--host",
-        "127.0.0.1",
-        "--data",
-        data,
-        "--log-level",
-        "warn",
-      ],
-      port,
-    );
+    apis = await spawnApis(data);
     browser = await chromium.launch({
       executablePath: CHROMIUM,
       args: ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"],

@@ -46,6 +46,7 @@ import {
   type BenchResult,
   type Child,
   type Row,
+  spawnApis,
 } from "./harness";
 
 const USER = { username: "dambench", email: "dambench@example.test", password: "bench-password-1" };
@@ -302,24 +303,7 @@ export async function startApis(
     { cwd: ROOT, stdout: "pipe", stderr: "pipe" },
   );
   if ((await cli.exited) !== 0) throw new Error(`user create: ${await new Response(cli.stderr).text()}`);
-  const port = await freePort();
-  const child = await spawnServer(
-    [
-      BUN,
-      "src/main.ts",
-      "serve",
-      "--port",
-      String(port),
-      "--host",
-      "127.0.0.1",
-      "--data",
-      data,
-      "--log-level",
-      "warn",
-      ...args,
-    ],
-    port,
-  );
+  const child = await spawnApis(data, args);
   try {
     const login = await fetch(`${child.url}/api/login`, {
       method: "POST",

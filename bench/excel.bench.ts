@@ -23,18 +23,7 @@ import ExcelJS from "exceljs";
 import { randomUUID } from "node:crypto";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
-import {
-  BUN,
-  freePort,
-  removeDir,
-  round,
-  rssMb,
-  spawnServer,
-  tempDir,
-  type BenchResult,
-  type Child,
-  type Row,
-} from "./harness";
+import { BUN, removeDir, round, rssMb, tempDir, type BenchResult, type Child, type Row, spawnApis } from "./harness";
 
 const USER = { username: "excelbench", email: "excelbench@example.test", password: "bench-password-1" };
 const ROWS = Number(process.env.BENCH_EXCEL_ROWS ?? 100_000);
@@ -225,28 +214,7 @@ export async function runExcel(name: string, catalogue?: number): Promise<BenchR
       "--name",
       "Excel Bench",
     ]);
-    const port = await freePort();
-    apis = await spawnServer(
-      [
-        BUN,
-        ...(process.env.BENCH_EXCEL_PROFILE
-          ? ["--cpu-prof-md", `--cpu-prof-dir=${process.env.BENCH_EXCEL_PROFILE}`]
-          : []),
-        "src/main.ts",
-        "serve",
-        "--port",
-        String(port),
-        "--host",
-        "127.0.0.1",
-        "--data",
-        data,
-        "--log-level",
-        "warn",
-        "--rate-limit",
-        "0",
-      ],
-      port,
-    );
+    apis = await spawnApis(data, ["--rate-limit", "0"], { profileDir: process.env.BENCH_EXCEL_PROFILE });
     const base = apis.url;
     const login = await fetch(base + "/api/login", {
       method: "POST",

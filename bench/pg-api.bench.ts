@@ -46,6 +46,7 @@ import {
   type BenchResult,
   type Child,
   type Row,
+  spawnApis,
 } from "./harness";
 import { FIELDS, generate, USER, LANGS } from "./records.bench";
 
@@ -134,31 +135,10 @@ export async function run(): Promise<BenchResult> {
       `Copied into PostgreSQL by \`apis migrate-database\`'s copier: ${copied} rows in ${round(copySeconds, 1)} s, verified (row counts and checksums).`,
     );
 
-    const apisPort = await freePort();
-    apis = await spawnServer(
-      [
-        BUN,
-        ...(process.env.BENCH_PROFILE ? ["--cpu-prof-md", `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : []),
-        "src/main.ts",
-        "serve",
-        "--port",
-        String(apisPort),
-        "--host",
-        "127.0.0.1",
-        "--data",
-        data,
-        "--database",
-        url,
-        "--log-level",
-        "warn",
-        "--rate-limit",
-        "0",
-        "--jwt-secret",
-        SECRET,
-      ],
-      apisPort,
-      { timeoutMs: 120_000 },
-    );
+    apis = await spawnApis(data, ["--database", url, "--rate-limit", "0", "--jwt-secret", SECRET], {
+      profileDir: process.env.BENCH_PROFILE,
+      timeoutMs: 120_000,
+    });
     const barePort = await freePort();
     bare = await spawnServer([BUN, "bench/pg-bare.ts", String(barePort), url, SECRET], barePort);
     const login = await fetch(apis.url + "/api/login", {

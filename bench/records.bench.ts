@@ -48,6 +48,7 @@ import {
   type BenchResult,
   type Child,
   type Row,
+  spawnApis,
 } from "./harness";
 
 const N = Number(process.env.BENCH_RECORDS ?? 100_000);
@@ -412,26 +413,7 @@ export async function runRecords(n: number, name: string): Promise<BenchResult> 
         db.close();
       }
     })();
-    const port = await freePort();
-    apis = await spawnServer(
-      [
-        BUN,
-        "src/main.ts",
-        "serve",
-        "--port",
-        String(port),
-        "--host",
-        "127.0.0.1",
-        "--data",
-        data,
-        "--log-level",
-        "warn",
-        "--rate-limit",
-        "0",
-      ],
-      port,
-      { timeoutMs: 120_000 },
-    );
+    apis = await spawnApis(data, ["--rate-limit", "0"], { timeoutMs: 120_000 });
     const login = await fetch(apis.url + "/api/login", {
       method: "POST",
       headers: { "content-type": "application/json" },
@@ -607,27 +589,7 @@ export async function runRecords(n: number, name: string): Promise<BenchResult> 
     await bare.stop();
     await apis.stop();
     bare = apis = undefined;
-    apis = await spawnServer(
-      [
-        BUN,
-        "src/main.ts",
-        "serve",
-        "--port",
-        String(port),
-        "--host",
-        "127.0.0.1",
-        "--data",
-        data,
-        "--log-level",
-        "warn",
-        "--rate-limit",
-        "0",
-        "--sqlite-synchronous",
-        other,
-      ],
-      port,
-      { timeoutMs: 120_000 },
-    );
+    apis = await spawnApis(data, ["--rate-limit", "0", "--sqlite-synchronous", other], { timeoutMs: 120_000 });
     bare = await spawnServer([BUN, "bench/records-bare.ts", String(barePort), data], barePort, {
       env: { APIS_SQLITE_SYNCHRONOUS: other },
     });

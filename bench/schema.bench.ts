@@ -41,6 +41,7 @@ import {
   type BenchResult,
   type Child,
   type Row,
+  spawnApis,
 } from "./harness";
 import { FIELDS, LANGS, USER } from "./records.bench";
 
@@ -203,26 +204,7 @@ export async function runSchema(name: string, n: number): Promise<BenchResult> {
     const copies = [join(work, "before.db"), join(work, "after.db"), join(work, "indexed.db")];
     for (const c of copies) copyFileSync(join(data, "apis.db"), c);
 
-    const port = await freePort();
-    apis = await spawnServer(
-      [
-        BUN,
-        "src/main.ts",
-        "serve",
-        "--port",
-        String(port),
-        "--host",
-        "127.0.0.1",
-        "--data",
-        data,
-        "--log-level",
-        "warn",
-        "--rate-limit",
-        "0",
-      ],
-      port,
-      { timeoutMs: 120_000 },
-    );
+    apis = await spawnApis(data, ["--rate-limit", "0"], { timeoutMs: 120_000 });
     const login = await fetch(apis.url + "/api/login", {
       method: "POST",
       headers: { "content-type": "application/json" },
