@@ -115,6 +115,21 @@ describe("the SQLite dialect helpers", () => {
     expect(rows(sql`SELECT j.value AS v FROM ${d.jsonEach(doc, "j")}`)).toEqual([{ v: "p" }, { v: "q" }]);
   });
 
+  test("storeBinaryJson keeps JSON text as JSONB, which the JSON helpers read; binaryJsonColumn and returning give it back as text", () => {
+    db.exec("CREATE TABLE kept (id INTEGER PRIMARY KEY, vals TEXT)");
+    const text = JSON.stringify({ "*": { g1: 5 }, en: { g2: "fünf" } });
+    expect(
+      rows(
+        sql`INSERT INTO kept (id, vals) VALUES (1, ${d.storeBinaryJson(sql`${text}`)})${d.returning(["id", "vals"], ["vals"])}`,
+      ),
+    ).toEqual([{ id: 1, vals: text }]);
+    expect(rows(sql`SELECT typeof(vals) AS t, ${d.jsonValue(sql`vals`, ["en", "g2"])} AS v FROM kept`)).toEqual([
+      { t: "blob", v: "fünf" },
+    ]);
+    expect(rows(sql`SELECT ${sql.raw(d.binaryJsonColumn("k.vals"))} FROM kept k`)).toEqual([{ vals: text }]);
+    expect(() => d.binaryJsonColumn("vals; DROP TABLE kept")).toThrow();
+  });
+
   test("jsonArrayMembers lists the members of a bound JSON array for IN", () => {
     const list = d.jsonFromText(sql`${JSON.stringify([2, 3])}`);
     expect(rows(sql`SELECT id FROM docs WHERE id IN (${d.jsonArrayMembers(list, "integer")})`)).toEqual([{ id: 2 }]);

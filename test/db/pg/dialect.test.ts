@@ -158,6 +158,15 @@ describe.skipIf(!pgAvailable)("the PostgreSQL dialect helpers", () => {
     expect(await rows(sql`SELECT jsonb_typeof(${d.jsonFromText(sql`${'{"a":1}'}`)}) AS t`)).toEqual([{ t: "object" }]);
   });
 
+  test("storeBinaryJson makes bound JSON text jsonb, and binaryJsonColumn reads the column as it is", async () => {
+    expect(await rows(sql`SELECT jsonb_typeof(${d.storeBinaryJson(sql`${'{"a":1}'}`)}) AS t`)).toEqual([
+      { t: "object" },
+    ]);
+    expect(await rows(sql`SELECT ${sql.raw(d.binaryJsonColumn("d.body"))} FROM docs d WHERE d.id = 2`)).toEqual([
+      { body: { a: { b: [] }, tags: ["z"] } },
+    ]);
+  });
+
   // Search and assets (records.search, assets.*, dam):
   test("jsonArrayLength and jsonMemberType answer as on SQLite", async () => {
     expect(
