@@ -1,6 +1,6 @@
 import { sqliteOf, type Tx } from "../connection";
 import type { SqlValue } from "../port";
-import { sqliteReadItem } from "../binary-json";
+import { binaryJsonColumns, sqliteReadItem } from "../binary-json";
 import { sessionOf } from "../query";
 
 /**
@@ -59,9 +59,9 @@ export async function columnsOf(tx: Tx, table: string): Promise<string[]> {
 const BATCH = 500;
 
 /**
- * The rows of `table` matching `where` (SQL with `?` parameters, bound to `params`), JSON as text,
- * in the order they were inserted (`rowid`), in batches of a few hundred: a project's table may be larger than
- * is sensible to hold at once. The statement stays open while the caller awaits between batches,
+ * The rows of `table` matching `where` (SQL with `?` parameters, bound to `params`), JSON as
+ * text, in the order they were inserted (`rowid`), in batches of a few hundred: a project's table
+ * may be larger than is sensible to hold at once. The statement stays open while the caller awaits between batches,
  * so `tx` must be a connection no one else uses meanwhile (the caller's unit, or a
  * `beginSnapshot`). PostgreSQL: the primary key's order (a table there has no insertion order),
  * read through a cursor of the transaction (`FETCH 500`).
@@ -72,8 +72,11 @@ export async function* rowBatches(
   where: string,
   params: SqlValue[],
 ): AsyncGenerator<Record<string, unknown>[]> {
-  // JSON columns in their text shapes (src/db/binary-json.ts): `*` would give JSONB as bytes.
-  const items = (await columnsOf(tx, table)).map((c) => sqliteReadItem(table, c)).join(", ");
+  // JSONB columns in their text shapes (src/db/binary-json.ts), where `*` would give them as
+  // bytes; the columns are named only for a table that has some.
+  const items = binaryJsonColumns(table).length
+    ? (await columnsOf(tx, table)).map((c) => sqliteReadItem(table, c)).join(", ")
+    : "*";
   const st = sqliteOf(tx).query(`SELECT ${items} FROM ${quote(table)} WHERE ${where} ORDER BY rowid`);
   let batch: Record<string, unknown>[] = [];
   for (const row of st.iterate(...(params as any[])) as Iterable<Record<string, unknown>>) {
