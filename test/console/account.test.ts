@@ -138,6 +138,30 @@ describe.skipIf(!CHROMIUM)("web console: account and project management", () => 
     await page.locator(".row-item", { hasText: "Olga's shop" }).waitFor({ state: "detached" });
   });
 
+  test("a project deleted while its page is still loading sends its member back to the list, not to an error page", async () => {
+    const otto = await server.user("otto");
+    const project = await server.project(otto.token, "Otto's archive");
+    const ann = (await server.call("/api/init", { token: await token(page) })).body.result.user;
+    await server.addMember(project, ann);
+    await page.getByRole("link", { name: "Projects", exact: true }).click();
+    // The project's init is held back until the project is gone (as a loaded machine may do).
+    let deleted!: () => void;
+    const gone = new Promise<void>((resolve) => (deleted = resolve));
+    const init = new RegExp(`/api/p/${project}/init$`);
+    await page.route(init, async (route) => {
+      await gone;
+      await route.continue();
+    });
+    await page.getByRole("link", { name: "Otto's archive" }).click();
+    await page.getByRole("heading", { name: "Assets", exact: true }).waitFor();
+    expect((await server.call("/api/projects/delete", { token: otto.token, body: { project } })).status).toBe(200);
+    deleted();
+    await page.getByText("You no longer have access to this project").waitFor();
+    await page.getByRole("heading", { name: "Projects", exact: true }).waitFor();
+    await page.getByRole("link", { name: "Otto's archive" }).waitFor({ state: "detached" });
+    await page.unroute(init);
+  });
+
   test("the owner renames a project, gives it an icon, deletes it, restores it and finally deletes it for good", async () => {
     await page.getByRole("link", { name: "Projects", exact: true }).click();
     await page.getByLabel("Name").fill("Spring range");

@@ -72,16 +72,22 @@ export function ProjectShell(props: { gid: string; section: string }) {
     if (state.data?.cursor != null) live.follow({ gid, cursor: state.data.cursor });
   }, [gid, state.data?.cursor]);
   useEffect(() => () => live.follow(null), [gid]);
-  useEffect(
-    () =>
-      live.onLost((project) => {
-        if (project === gid && leaving !== gid) {
-          notify("You no longer have access to this project", "error");
-          navigate("/console/projects");
-        }
-      }),
-    [gid],
-  );
+  // Access ends while the page is open: the server ends the subscription, or, before the page
+  // follows the project (its init still on the way), the init is refused. Either way the page
+  // says so and goes back to the list. A project that was never on the user's list keeps the
+  // error page below (an address typed or shared by someone else).
+  const wasListed = useRef(false);
+  if (session?.projects.has(gid)) wasListed.current = true;
+  const lost = () => {
+    if (leaving === gid) return;
+    notify("You no longer have access to this project", "error");
+    navigate("/console/projects");
+  };
+  useEffect(() => live.onLost((project) => project === gid && lost()), [gid]);
+  const refused = state.error instanceof ApiError && state.error.code === 403;
+  useEffect(() => {
+    if (refused && wasListed.current) lost();
+  }, [refused, gid]);
   useLive(["cc.projects"], (items) => {
     if (items.some((i) => i.key === gid)) void state.reload();
   });
