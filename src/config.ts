@@ -320,6 +320,20 @@ export const settings = {
     default: "full",
     help: "full: an answered write survives a power cut or OS crash (SQLite synchronous=FULL); normal: faster writes, the last ones may be lost on a power cut (never on a process crash)",
   },
+  searchThreads: {
+    env: "APIS_SEARCH_THREADS",
+    flag: "search-threads",
+    schema: int(0, 64),
+    default: 0,
+    help: "SQLite: reader threads a records search of a large project is split over (0: one per core, at most 4; 1: never split)",
+  },
+  searchSplit: {
+    env: "APIS_SEARCH_SPLIT",
+    flag: "search-split",
+    schema: int(0, 1_000_000_000),
+    default: 100000,
+    help: "SQLite: records per part of a split search; a project spanning fewer than twice this many is searched in one piece (0: never split)",
+  },
   changeLogDays: {
     env: "APIS_CHANGE_LOG_DAYS",
     flag: "change-log-days",

@@ -2,7 +2,7 @@ import { mkdirSync } from "node:fs";
 import { databaseKind, publicBaseUrl, redactDatabaseUrl, type Config } from "../config";
 import { Logger } from "../core/log";
 import { startupStep } from "../core/startup";
-import { createFromImage, migrate, openDatabase, setSynchronous, type DB } from "../db/connection";
+import { createFromImage, migrate, openDatabase, setReadSplit, setSynchronous, type DB } from "../db/connection";
 import type { CallerPort, Ctx, Hooks } from "../platform/context";
 import type { JobRunner } from "../platform/jobs/runner";
 import { Mailer } from "../platform/mail/mailer";
@@ -65,6 +65,7 @@ function openSqlite(config: Config, storage: Storage, log: Logger): DB {
   if (applied) log.info(`applied ${applied} migration(s)`);
   startupStep(`migrations applied (${applied})`);
   setSynchronous(db, config.sqliteSynchronous);
+  setReadSplit(db, { threads: config.searchThreads, minPart: config.searchSplit });
   return db;
 }
 

@@ -16,6 +16,7 @@ import type { MigrationMeta } from "drizzle-orm/migrator";
 import { toMigrationMeta } from "./migration-meta";
 import { registeredPort } from "./registry";
 import { planIndependent } from "./plan-params";
+import { splitReads, stopReaders } from "./sqlite/readers";
 import { heldByAnother, inAnyUnit } from "./unit";
 import { embeddedBaseline, embeddedImage, embeddedMigrations } from "./migrations.generated";
 
@@ -43,6 +44,14 @@ export function openDatabase(file: string, opts: { synchronous?: Synchronous } =
   setSynchronous(db, opts.synchronous ?? "full");
   cacheStatements(sqlite);
   return db;
+}
+
+/**
+ * Lets long reads (a records search of a large project) run in parts on reader threads: see
+ * ./sqlite/readers.ts. `threads` 0: one per core (at most 4); `minPart`: records per part, 0: never.
+ */
+export function setReadSplit(db: DB, opts: { threads: number; minPart: number }): void {
+  splitReads(db.$client, opts);
 }
 
 /**
@@ -149,6 +158,7 @@ export function closeDatabase(db: DB): void {
   }
   readers.get(db.$client)?.close();
   readers.delete(db.$client);
+  stopReaders(db.$client);
   db.$client.close();
 }
 

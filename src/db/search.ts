@@ -1,11 +1,18 @@
 import { sql, type SQL } from "drizzle-orm";
 import type { Dialect } from "./dialect";
 import { assetMatchesPg, recordMatchesPg, recordSearchPagePg } from "./pg/search";
+import { sqliteOf, type Tx } from "./connection";
+import { sessionOf } from "./query";
+import { toQuery } from "./sqlite/dialect";
+import { partsFor, readInParts } from "./sqlite/readers";
 import {
   assetMatchesSqlite,
+  PROJECT_ID_SPAN,
   recordMatchesSqlite,
   recordSearchPageSqlite,
+  recordSearchPartSqlite,
   type RecordIndexLayout,
+  type RecordRange,
 } from "./sqlite/search";
 
 /**
@@ -17,11 +24,26 @@ import {
 
 export type { RecordIndexLayout };
 
+/** A page of a search: record ids and gids, best first, and the count of every match. */
+export type RecordPage = { rows: { id: number; gid: string }[]; total: number };
+
+/**
+ * A search page cut into parts, planned inside the caller's unit of work and run after it, outside
+ * any (it waits for other threads, which a unit on SQLite must not: src/db/unit.ts).
+ */
+export type SplitSearch = { run(): Promise<RecordPage> };
+
 /** The records a search finds: `matches` selects `rid`, `gid`, `score`; `page` orders them best first. */
 export type RecordMatches = {
   matches: SQL;
   /** Record ids (`id`), `gid` and the count of every match (`total`), best first, ties by id; a window when `size` is given. */
   page(window?: { top?: number; size?: number }): SQL;
+  /**
+   * The same page as parts to read at once on reader threads (SQLite whose reads may be split,
+   * a project of many records: ./sqlite/readers.ts), or undefined where that does not apply: the
+   * caller then runs `page`. `project` is the project the search's condition names.
+   */
+  inParts(tx: Tx, project: string, window: { top?: number; size: number }): Promise<SplitSearch | undefined>;
 };
 
 /**
@@ -38,10 +60,57 @@ export function recordMatches(
 ): RecordMatches | undefined {
   if (d.name === "postgres") {
     const m = recordMatchesPg(q, language, where);
-    return m && { matches: m.matches, page: (w) => recordSearchPagePg(m, w) };
+    // PostgreSQL plans parallel workers for a large scan by itself.
+    return m && { matches: m.matches, page: (w) => recordSearchPagePg(m, w), inParts: async () => undefined };
   }
   const m = recordMatchesSqlite(q, language, where, layout);
-  return m && { matches: m.matches, page: (w) => recordSearchPageSqlite(m, w) };
+  return (
+    m && {
+      matches: m.matches,
+      page: (w) => recordSearchPageSqlite(m, w),
+      inParts: (tx, project, w) =>
+        sqliteSearchInParts(tx, project, w, (range) => recordMatchesSqlite(q, language, where, layout, range)!),
+    }
+  );
+}
+
+/**
+ * A search page on SQLite cut into parts by record id, one per reader thread, each part's best
+ * `top + size` matches read with their scores and the count of its matches; the page is the best
+ * of all parts (the scores of a document do not depend on the part: bm25 reads the statistics of
+ * the whole index) and the count their sum, as one statement would give them.
+ */
+async function sqliteSearchInParts(
+  tx: Tx,
+  project: string,
+  w: { top?: number; size: number },
+  matchesIn: (range: RecordRange) => ReturnType<typeof recordMatchesSqlite> & {},
+): Promise<SplitSearch | undefined> {
+  const client = sqliteOf(tx);
+  if (partsFor(client, Number.MAX_SAFE_INTEGER) < 2) return undefined;
+  const span = await sessionOf(tx)
+    .query<{ first: number | null; last: number | null }>(PROJECT_ID_SPAN)
+    .get(project, project);
+  if (!span || span.first === null || span.last === null) return undefined;
+  const { first, last } = span as { first: number; last: number };
+  const n = partsFor(client, last - first + 1);
+  if (n < 2) return undefined;
+  const top = Math.max(0, w.top ?? 0);
+  const step = Math.ceil((last + 1 - first) / n);
+  const parts = Array.from({ length: n }, (_, i) => {
+    const range = { from: first + i * step, to: i === n - 1 ? last + 1 : first + (i + 1) * step };
+    return toQuery(recordSearchPartSqlite(matchesIn(range), top + w.size));
+  });
+  return {
+    run: async () => {
+      const read = (await readInParts(client, parts)) as { id: number; gid: string; score: number; total: number }[][];
+      const all = read.flat().sort((a, b) => a.score - b.score || a.id - b.id);
+      return {
+        rows: all.slice(top, top + w.size).map((r) => ({ id: r.id, gid: r.gid })),
+        total: read.reduce((sum, rows) => sum + (rows[0]?.total ?? 0), 0),
+      };
+    },
+  };
 }
 
 /** The full-text part of an asset search: the rows to read (`assets a` among them), the match, and the order best first. */

@@ -55,6 +55,9 @@ function recordFtsQuery(q: string): FtsQuery | undefined {
  */
 export type RecordIndexLayout = { slotOf: (language: string) => number; slotBits: number };
 
+/** The records of one part of a split search: ids from `from` up to, not including, `to`. */
+export type RecordRange = { from: number; to: number };
+
 export type SqliteRecordSearch = {
   /** Selects `rid` (record id), `gid` and `score` (bm25 summed; lower is better) of every matching record. */
   matches: SQL;
@@ -78,6 +81,7 @@ export function recordMatchesSqlite(
   language: string,
   where: SQL,
   layout: RecordIndexLayout,
+  range?: RecordRange,
 ): SqliteRecordSearch | undefined {
   const fts = recordFtsQuery(q);
   if (!fts) return undefined;
@@ -88,10 +92,15 @@ export function recordMatchesSqlite(
   // built per request, and each fragment costs drizzle a step when it turns it into text.
   const recordOf = (rowid: string) => `(${rowid} >> ${bits})`;
   const inLanguage = (rowid: string) => `(${rowid} & ${2 ** bits - 1}) IN (`;
+  // A part of a split search: the index itself skips the rowids outside its records.
+  const within = (rowid: string) =>
+    range
+      ? sql`${sql.raw(` AND ${rowid} >= `)}${range.from * 2 ** bits}${sql.raw(` AND ${rowid} < `)}${range.to * 2 ** bits}`
+      : sql``;
   const holdingHead = sql.raw(`SELECT ${recordOf("rowid")} FROM records_fts WHERE records_fts MATCH `);
   const holdingTail = sql.raw(` AND ${inLanguage("rowid")}`);
   /** The records (any project) holding a term in their document of the language or the shared one. */
-  const holding = (term: string) => sql`${holdingHead}${term}${holdingTail}${slot}, 0)`;
+  const holding = (term: string) => sql`${holdingHead}${term}${holdingTail}${slot}, 0)${within("rowid")}`;
   let ctes = sql``;
   let candidates = sql``;
   if (fts.required.length) {
@@ -101,7 +110,7 @@ export function recordMatchesSqlite(
   const scoredHead = sql.raw(
     `SELECT ${recordOf("f.rowid")} AS rid, r.gid AS gid, bm25(records_fts, 0, 0, 10, 1) AS score FROM records_fts f CROSS JOIN records r ON r.id = ${recordOf("f.rowid")} WHERE records_fts MATCH `,
   );
-  const scored = sql`${scoredHead}${fts.scored}${sql.raw(` AND ${inLanguage("f.rowid")}`)}${slot}, 0)${candidates} AND ${where}`;
+  const scored = sql`${scoredHead}${fts.scored}${sql.raw(` AND ${inLanguage("f.rowid")}`)}${slot}, 0)${within("f.rowid")}${candidates} AND ${where}`;
   const having = fts.excluded.length
     ? sql` HAVING ${sql.join(
         fts.excluded.map((x) => sql`rid NOT IN (${holding(x)})`),
@@ -122,6 +131,21 @@ export function recordSearchPageSqlite(m: SqliteRecordSearch, page: { top?: numb
   const limit = page.size === undefined ? sql`` : sql.raw(` LIMIT ${page.size | 0} OFFSET ${(page.top ?? 0) | 0}`);
   return sql`SELECT rid AS id, gid, count(*) OVER () AS total FROM (${m.matches}) ORDER BY score, rid${limit}`;
 }
+
+/**
+ * One part of a split search (see recordSearchPageInParts): its best `first` matches with their
+ * scores, each row carrying the count of all the part's matches.
+ */
+export function recordSearchPartSqlite(m: SqliteRecordSearch, first: number): SQL {
+  return sql`SELECT rid AS id, gid, score, count(*) OVER () AS total FROM (${m.matches}) ORDER BY score, rid${sql.raw(` LIMIT ${Math.max(1, first | 0)}`)}`;
+}
+
+/**
+ * The first and last record id of a project (two seeks in the records_project index), to cut a
+ * search into parts by id: undefined for a project without records.
+ */
+export const PROJECT_ID_SPAN =
+  "SELECT (SELECT id FROM records WHERE project_gid = ? ORDER BY id LIMIT 1) AS first, (SELECT id FROM records WHERE project_gid = ? ORDER BY id DESC LIMIT 1) AS last";
 
 // ---------------------------------------------------------------------------------------------
 // Assets

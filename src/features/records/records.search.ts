@@ -4,7 +4,8 @@ import type { Answer } from "../../core/answer";
 import { ApiError, badRequest, invalidParameter } from "../../core/errors";
 import type { Tx } from "../../db/connection";
 import { dialectOf, portableQuery, row, rows } from "../../db/query";
-import { recordMatches, type RecordIndexLayout, type RecordMatches } from "../../db/search";
+import { inUnit } from "../../db/mutate";
+import { recordMatches, type RecordIndexLayout, type RecordMatches, type SplitSearch } from "../../db/search";
 import type { Ctx } from "../../platform/context";
 import {
   fieldsOf,
@@ -285,14 +286,57 @@ export async function searchCondition(
   return portableQuery(b.matches ? sql`(r.id IN (SELECT rid FROM (${b.matches.matches}) AS m))` : sql`(${b.where})`);
 }
 
-/** `records/search`: result `records` (gids of this page, best first) and `records.size`; data `records`. */
+/**
+ * A page of a large project's `q` search cut into parts for reader threads (src/db/search.ts),
+ * or undefined: a search without `q`, or one that is read in one piece.
+ */
+async function searchInParts(
+  tx: Tx,
+  view: SchemaView,
+  input: SearchInput,
+  page: { top: number; size: number },
+): Promise<SplitSearch | undefined> {
+  const b = await buildSearch(view, input);
+  return b.empty || !b.matches ? undefined : await b.matches.inParts(tx, view.projectGid, page);
+}
+
+/** The answer of `records/search`: the page's gids, the count, and the records' forms. */
+async function searchAnswer(
+  tx: Tx,
+  view: SchemaView,
+  items: { id: number; gid: string }[],
+  size: number,
+  langs: string[],
+): Promise<Answer> {
+  const found = await rowsByIds(
+    tx,
+    view.projectGid,
+    items.map((i) => i.id),
+  );
+  // A page read in parts is read before the forms, in a transaction of its own: a record removed
+  // for good in between is left out of both.
+  const kept = found.length === items.length ? items : items.filter((i) => found.some((r) => r.id === i.id));
+  return {
+    result: { records: kept.map((i) => i.gid), "records.size": size },
+    data: { records: await formsOf(tx, view, found, { languages: langs }) },
+  };
+}
+
+/**
+ * `records/search`: result `records` (gids of this page, best first) and `records.size`; data
+ * `records`. A large project's `q` search is read in parts on reader threads: planned after the
+ * access check, run outside the read (nothing waits on the database meanwhile), its forms read
+ * after it with the check made again. Inside a batch it stays one read of the batch's unit.
+ */
 export async function searchRecords(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
   input: SearchInput & { languages?: unknown; "page.top"?: unknown; "page.size"?: unknown },
 ): Promise<Answer> {
-  return await recordsRead(ctx, actor, projectGid, async (tx, view) => {
+  const mayLeave = !inUnit(ctx.db);
+  type Planned = { answer: Answer } | { split: SplitSearch; langs: string[] };
+  const first = await recordsRead(ctx, actor, projectGid, async (tx, view): Promise<Planned> => {
     let page;
     try {
       page = pageWindow(input, SEARCH_PAGE.records);
@@ -301,21 +345,13 @@ export async function searchRecords(
       throw e;
     }
     const langs = view.languagesOf(input);
-    const { items, total: size } = await searchPage(tx, view, input, page);
-    return {
-      result: { records: items.map((i) => i.gid), "records.size": size },
-      data: {
-        records: await formsOf(
-          tx,
-          view,
-          await rowsByIds(
-            tx,
-            projectGid,
-            items.map((i) => i.id),
-          ),
-          { languages: langs },
-        ),
-      },
-    };
+    const split = mayLeave ? await searchInParts(tx, view, input, page) : undefined;
+    if (split) return { split, langs };
+    const { items, total } = await searchPage(tx, view, input, page);
+    return { answer: await searchAnswer(tx, view, items, total, langs) };
   });
+  if ("answer" in first) return first.answer;
+  const { split, langs } = first;
+  const { rows: items, total } = await searchEngine(() => split.run());
+  return await recordsRead(ctx, actor, projectGid, (tx, view) => searchAnswer(tx, view, items, total, langs));
 }
