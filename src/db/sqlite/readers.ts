@@ -73,7 +73,7 @@ class ReaderThreads {
 
   close() {
     for (const t of this.threads) {
-      void t.worker.terminate();
+      t.worker.terminate();
       this.fail(t, new Error("the database was closed"));
     }
     this.threads = [];
@@ -113,9 +113,11 @@ class ReaderThreads {
 
   private broken(t: Thread, message: string) {
     this.fail(t, new Error(`a reader thread failed: ${message}`));
-    for (const other of this.threads) if (other !== t) void other.worker.terminate();
-    for (const other of this.threads) if (other !== t) this.fail(other, new Error("a reader thread failed"));
-    void t.worker.terminate();
+    for (const other of this.threads) {
+      other.worker.terminate();
+      if (other !== t) this.fail(other, new Error("a reader thread failed"));
+    }
+    t.worker.terminate();
     this.threads = [];
   }
 
