@@ -113,6 +113,8 @@ class ReaderThreads {
 
   private broken(t: Thread, message: string) {
     this.fail(t, new Error(`a reader thread failed: ${message}`));
+    // A thread of a set already given up: the threads started since stay.
+    if (!this.threads.includes(t)) return;
     for (const other of this.threads) {
       other.worker.terminate();
       if (other !== t) this.fail(other, new Error("a reader thread failed"));
