@@ -571,6 +571,10 @@ const MODULE_STATE = new Map<string, string>([
   ["db/checkpointer.ts: asides", "per connection: its checkpoint worker"],
   ["db/checkpointer.ts: sourceUrl", "the worker script's URL, found once"],
   ["db/checkpointer.ts: settleIds", "a counter of settle requests to the worker"],
+  ["db/sqlite/readers.ts: db", "a reader thread's own connection (worker module state)"],
+  ["db/sqlite/readers.ts: sourceUrl", "the reader threads' script URL, made once"],
+  ["db/sqlite/readers.ts: splits", "per connection: how its reads may be split (set at start-up)"],
+  ["db/sqlite/readers.ts: pools", "per connection: its reader threads"],
   ["platform/images/embedded-libvips.ts: loaded", "the libvips library loaded into this process (once)"],
   ["platform/images/sharp.ts: loaded", "the sharp module loaded into this process (once)"],
   [
