@@ -229,8 +229,9 @@ async function searchPage(
   view: SchemaView,
   input: SearchInput,
   opts: { top?: number; size?: number } = {},
+  built?: BuiltSearch,
 ): Promise<{ items: { id: number; gid: string }[]; total: number }> {
-  const b = await buildSearch(view, input);
+  const b = built ?? (await buildSearch(view, input));
   if (b.empty) return { items: [], total: 0 };
   const paged = opts.size !== undefined;
   const limit = paged
@@ -245,7 +246,11 @@ async function searchPage(
     ),
   );
   // A page past the end has no row to carry the count: count once more.
-  const total = found.length ? found[0]!.total : paged && (opts.top ?? 0) > 0 ? await searchCount(tx, view, input) : 0;
+  const total = found.length
+    ? found[0]!.total
+    : paged && (opts.top ?? 0) > 0
+      ? await searchCount(tx, view, input, b)
+      : 0;
   return { items: found.map((r) => ({ id: r.id, gid: r.gid })), total };
 }
 
@@ -260,8 +265,8 @@ export async function searchItems(
 }
 
 /** How many records a search finds. */
-async function searchCount(tx: Tx, view: SchemaView, input: SearchInput): Promise<number> {
-  const b = await buildSearch(view, input);
+async function searchCount(tx: Tx, view: SchemaView, input: SearchInput, built?: BuiltSearch): Promise<number> {
+  const b = built ?? (await buildSearch(view, input));
   if (b.empty) return 0;
   const found = await searchEngine(() =>
     row<{ n: number }>(
@@ -286,20 +291,6 @@ export async function searchCondition(
   return portableQuery(b.matches ? sql`(r.id IN (SELECT rid FROM (${b.matches.matches}) AS m))` : sql`(${b.where})`);
 }
 
-/**
- * A page of a large project's `q` search cut into parts for reader threads (src/db/search.ts),
- * or undefined: a search without `q`, or one that is read in one piece.
- */
-async function searchInParts(
-  tx: Tx,
-  view: SchemaView,
-  input: SearchInput,
-  page: { top: number; size: number },
-): Promise<SplitSearch | undefined> {
-  const b = await buildSearch(view, input);
-  return b.empty || !b.matches ? undefined : await b.matches.inParts(tx, view.projectGid, page);
-}
-
 /** The answer of `records/search`: the page's gids, the count, and the records' forms. */
 async function searchAnswer(
   tx: Tx,
@@ -315,7 +306,8 @@ async function searchAnswer(
   );
   // A page read in parts is read before the forms, in a transaction of its own: a record removed
   // for good in between is left out of both.
-  const kept = found.length === items.length ? items : items.filter((i) => found.some((r) => r.id === i.id));
+  const ids = found.length === items.length ? undefined : new Set(found.map((r) => r.id));
+  const kept = ids ? items.filter((i) => ids.has(i.id)) : items;
   return {
     result: { records: kept.map((i) => i.gid), "records.size": size },
     data: { records: await formsOf(tx, view, found, { languages: langs }) },
@@ -345,9 +337,11 @@ export async function searchRecords(
       throw e;
     }
     const langs = view.languagesOf(input);
-    const split = mayLeave ? await searchInParts(tx, view, input, page) : undefined;
+    const b = await buildSearch(view, input);
+    // A large project's `q` search may be cut into parts for reader threads (src/db/search.ts).
+    const split = mayLeave && !b.empty && b.matches ? await b.matches.inParts(tx, projectGid, page) : undefined;
     if (split) return { split, langs };
-    const { items, total } = await searchPage(tx, view, input, page);
+    const { items, total } = await searchPage(tx, view, input, page, b);
     return { answer: await searchAnswer(tx, view, items, total, langs) };
   });
   if ("answer" in first) return first.answer;
