@@ -133,7 +133,7 @@ export function recordSearchPageSqlite(m: SqliteRecordSearch, page: { top?: numb
 }
 
 /**
- * One part of a split search (see recordSearchPageInParts): its best `first` matches with their
+ * One part of a split search (src/db/search.ts, sqliteSearchInParts): its best `first` matches with their
  * scores, each row carrying the count of all the part's matches.
  */
 export function recordSearchPartSqlite(m: SqliteRecordSearch, first: number): SQL {
@@ -142,7 +142,7 @@ export function recordSearchPartSqlite(m: SqliteRecordSearch, first: number): SQ
 
 /**
  * The first and last record id of a project (two seeks in the records_project index), to cut a
- * search into parts by id: undefined for a project without records.
+ * search into parts by id: both null for a project without records. Binds (project_gid, project_gid).
  */
 export const PROJECT_ID_SPAN =
   "SELECT (SELECT id FROM records WHERE project_gid = ? ORDER BY id LIMIT 1) AS first, (SELECT id FROM records WHERE project_gid = ? ORDER BY id DESC LIMIT 1) AS last";

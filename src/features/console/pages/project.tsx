@@ -76,8 +76,8 @@ export function ProjectShell(props: { gid: string; section: string }) {
   // follows the project (its init still on the way), the init is refused. Either way the page
   // says so and goes back to the list. A project that was never on the user's list keeps the
   // error page below (an address typed or shared by someone else).
-  const wasListed = useRef(false);
-  if (session?.projects.has(gid)) wasListed.current = true;
+  const listed = useRef<string | null>(null);
+  if (session?.projects.has(gid)) listed.current = gid;
   const lost = () => {
     if (leaving === gid) return;
     notify("You no longer have access to this project", "error");
@@ -86,7 +86,7 @@ export function ProjectShell(props: { gid: string; section: string }) {
   useEffect(() => live.onLost((project) => project === gid && lost()), [gid]);
   const refused = state.error instanceof ApiError && state.error.code === 403;
   useEffect(() => {
-    if (refused && wasListed.current) lost();
+    if (refused && listed.current === gid) lost();
   }, [refused, gid]);
   useLive(["cc.projects"], (items) => {
     if (items.some((i) => i.key === gid)) void state.reload();
