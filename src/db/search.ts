@@ -4,7 +4,7 @@ import { assetMatchesPg, recordMatchesPg, recordSearchPagePg } from "./pg/search
 import { sqliteOf, type Tx } from "./connection";
 import { sessionOf } from "./query";
 import { toQuery } from "./sqlite/dialect";
-import { partsFor, readInParts } from "./sqlite/readers";
+import { partsFor, readInParts, ReadersUnavailable } from "./sqlite/readers";
 import {
   assetMatchesSqlite,
   PROJECT_ID_SPAN,
@@ -31,7 +31,10 @@ export type RecordPage = { rows: { id: number; gid: string }[]; total: number };
  * A search page cut into parts, planned inside the caller's unit of work and run after it, outside
  * any (it waits for other threads, which a unit on SQLite must not: src/db/unit.ts).
  */
-export type SplitSearch = { run(): Promise<RecordPage> };
+export type SplitSearch = {
+  /** The page, or undefined when the reader threads cannot run it (the caller reads in one piece). */
+  run(): Promise<RecordPage | undefined>;
+};
 
 /** The records a search finds: `matches` selects `rid`, `gid`, `score`; `page` orders them best first. */
 export type RecordMatches = {
@@ -103,7 +106,13 @@ async function sqliteSearchInParts(
   });
   return {
     run: async () => {
-      const read = (await readInParts(client, parts)) as { id: number; gid: string; score: number; total: number }[][];
+      let read: { id: number; gid: string; score: number; total: number }[][];
+      try {
+        read = (await readInParts(client, parts)) as typeof read;
+      } catch (err) {
+        if (err instanceof ReadersUnavailable) return undefined;
+        throw err;
+      }
       const all = read.flat().sort((a, b) => a.score - b.score || a.id - b.id);
       return {
         rows: all.slice(top, top + w.size).map((r) => ({ id: r.id, gid: r.gid })),

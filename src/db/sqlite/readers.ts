@@ -45,6 +45,15 @@ self.onmessage = (e) => {
 };
 `;
 
+/**
+ * The reader threads could not run a split read (a thread could not open the file, or died): the
+ * caller reads in one piece instead. A statement's own failure is SQLite's error, as on the
+ * server's connection.
+ */
+export class ReadersUnavailable extends Error {
+  override name = "ReadersUnavailable";
+}
+
 /** One statement of a split read: its text with `?` parameters and their values. */
 export type Part = { sql: string; params: unknown[] };
 
@@ -59,6 +68,8 @@ class ReaderThreads {
   private threads: Thread[] = [];
   private next = 0;
   private ids = 0;
+  /** Why a thread could not open the file: then no split read is tried again (it would fail alike). */
+  private refused?: string;
 
   constructor(
     private readonly file: string,
@@ -67,6 +78,7 @@ class ReaderThreads {
 
   /** Runs every part on a thread of its own (round robin when there are more parts than threads). */
   all(parts: Part[]): Promise<unknown[][]> {
+    if (this.refused) return Promise.reject(new ReadersUnavailable(this.refused));
     this.start();
     return Promise.all(parts.map((p) => this.run(this.threads[this.next++ % this.threads.length]!, p)));
   }
@@ -74,7 +86,7 @@ class ReaderThreads {
   close() {
     for (const t of this.threads) {
       t.worker.terminate();
-      this.fail(t, new Error("the database was closed"));
+      this.fail(t, new ReadersUnavailable("the database was closed"));
     }
     this.threads = [];
   }
@@ -88,7 +100,10 @@ class ReaderThreads {
         e: MessageEvent<{ id: number; rows?: unknown[]; error?: { name: string; message: string } }>,
       ) => {
         const r = e.data;
-        if (r.id === 0 && r.error) return this.broken(t, r.error.message);
+        if (r.id === 0 && r.error) {
+          this.refused = `a reader thread could not open the database: ${r.error.message}`;
+          return this.broken(t, r.error.message);
+        }
         const w = t.waiting.get(r.id);
         if (!w) return;
         t.waiting.delete(r.id);
@@ -112,12 +127,12 @@ class ReaderThreads {
   }
 
   private broken(t: Thread, message: string) {
-    this.fail(t, new Error(`a reader thread failed: ${message}`));
+    this.fail(t, new ReadersUnavailable(`a reader thread failed: ${message}`));
     // A thread of a set already given up: the threads started since stay.
     if (!this.threads.includes(t)) return;
     for (const other of this.threads) {
       other.worker.terminate();
-      if (other !== t) this.fail(other, new Error("a reader thread failed"));
+      if (other !== t) this.fail(other, new ReadersUnavailable("a reader thread failed"));
     }
     t.worker.terminate();
     this.threads = [];
@@ -158,7 +173,7 @@ export function readInParts(client: Database, parts: Part[]): Promise<unknown[][
   let pool = pools.get(client);
   if (!pool) {
     const s = splits.get(client);
-    if (!s) return Promise.reject(new Error("reads on this database are not split"));
+    if (!s) return Promise.reject(new ReadersUnavailable("reads on this database are not split"));
     pools.set(client, (pool = new ReaderThreads(client.filename, s.threads)));
   }
   return pool.all(parts);

@@ -318,7 +318,8 @@ async function searchAnswer(
  * `records/search`: result `records` (gids of this page, best first) and `records.size`; data
  * `records`. A large project's `q` search is read in parts on reader threads: planned after the
  * access check, run outside the read (nothing waits on the database meanwhile), its forms read
- * after it with the check made again. Inside a batch it stays one read of the batch's unit.
+ * after it with the check made again (or, when the reader threads cannot run it, the page too, in
+ * one piece). Inside a batch it stays one read of the batch's unit.
  */
 export async function searchRecords(
   ctx: Ctx,
@@ -328,8 +329,13 @@ export async function searchRecords(
 ): Promise<Answer> {
   const mayLeave = !inUnit(ctx.db);
   type Planned = { answer: Answer } | { split: SplitSearch; langs: string[] };
+  type Window = { top: number; size: number };
+  const inOnePiece = async (tx: Tx, view: SchemaView, page: Window, langs: string[], b?: BuiltSearch) => {
+    const { items, total } = await searchPage(tx, view, input, page, b);
+    return await searchAnswer(tx, view, items, total, langs);
+  };
+  let page!: Window;
   const first = await recordsRead(ctx, actor, projectGid, async (tx, view): Promise<Planned> => {
-    let page;
     try {
       page = pageWindow(input, SEARCH_PAGE.records);
     } catch (e) {
@@ -341,11 +347,12 @@ export async function searchRecords(
     // A large project's `q` search may be cut into parts for reader threads (src/db/search.ts).
     const split = mayLeave && !b.empty && b.matches ? await b.matches.inParts(tx, projectGid, page) : undefined;
     if (split) return { split, langs };
-    const { items, total } = await searchPage(tx, view, input, page, b);
-    return { answer: await searchAnswer(tx, view, items, total, langs) };
+    return { answer: await inOnePiece(tx, view, page, langs, b) };
   });
   if ("answer" in first) return first.answer;
   const { split, langs } = first;
-  const { rows: items, total } = await searchEngine(() => split.run());
-  return await recordsRead(ctx, actor, projectGid, (tx, view) => searchAnswer(tx, view, items, total, langs));
+  const found = await searchEngine(() => split.run());
+  return await recordsRead(ctx, actor, projectGid, (tx, view) =>
+    found ? searchAnswer(tx, view, found.rows, found.total, langs) : inOnePiece(tx, view, page, langs),
+  );
 }
