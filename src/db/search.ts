@@ -13,6 +13,7 @@ import {
   recordSearchPartSqlite,
   type RecordIndexLayout,
   type RecordRange,
+  type SqliteRecordSearch,
 } from "./sqlite/search";
 
 /**
@@ -87,9 +88,10 @@ async function sqliteSearchInParts(
   tx: Tx,
   project: string,
   w: { top?: number; size: number },
-  matchesIn: (range: RecordRange) => ReturnType<typeof recordMatchesSqlite> & {},
+  matchesIn: (range: RecordRange) => SqliteRecordSearch,
 ): Promise<SplitSearch | undefined> {
   const client = sqliteOf(tx);
+  // Splitting off on this database: no need to ask for the project's span.
   if (partsFor(client, Number.MAX_SAFE_INTEGER) < 2) return undefined;
   const span = await sessionOf(tx)
     .query<{ first: number | null; last: number | null }>(PROJECT_ID_SPAN)

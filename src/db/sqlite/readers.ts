@@ -134,7 +134,6 @@ class ReaderThreads {
       other.worker.terminate();
       if (other !== t) this.fail(other, new ReadersUnavailable("a reader thread failed"));
     }
-    t.worker.terminate();
     this.threads = [];
   }
 

@@ -61,10 +61,10 @@ const BATCH = 500;
 /**
  * The rows of `table` matching `where` (SQL with `?` parameters, bound to `params`), JSON as
  * text, in the order they were inserted (`rowid`), in batches of a few hundred: a project's table
- * may be larger than is sensible to hold at once. The statement stays open while the caller awaits between batches,
- * so `tx` must be a connection no one else uses meanwhile (the caller's unit, or a
- * `beginSnapshot`). PostgreSQL: the primary key's order (a table there has no insertion order),
- * read through a cursor of the transaction (`FETCH 500`).
+ * may be larger than is sensible to hold at once. The statement stays open while the caller
+ * awaits between batches, so `tx` must be a connection no one else uses meanwhile (the caller's
+ * unit, or a `beginSnapshot`). PostgreSQL: the primary key's order (a table there has no
+ * insertion order), read through a cursor of the transaction (`FETCH 500`).
  */
 export async function* rowBatches(
   tx: Tx,

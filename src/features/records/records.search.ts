@@ -328,14 +328,14 @@ export async function searchRecords(
   input: SearchInput & { languages?: unknown; "page.top"?: unknown; "page.size"?: unknown },
 ): Promise<Answer> {
   const mayLeave = !inUnit(ctx.db);
-  type Planned = { answer: Answer } | { split: SplitSearch; langs: string[] };
   type Window = { top: number; size: number };
+  type Planned = { answer: Answer } | { split: SplitSearch; page: Window; langs: string[] };
   const inOnePiece = async (tx: Tx, view: SchemaView, page: Window, langs: string[], b?: BuiltSearch) => {
     const { items, total } = await searchPage(tx, view, input, page, b);
     return await searchAnswer(tx, view, items, total, langs);
   };
-  let page!: Window;
   const first = await recordsRead(ctx, actor, projectGid, async (tx, view): Promise<Planned> => {
+    let page: Window;
     try {
       page = pageWindow(input, SEARCH_PAGE.records);
     } catch (e) {
@@ -346,11 +346,11 @@ export async function searchRecords(
     const b = await buildSearch(view, input);
     // A large project's `q` search may be cut into parts for reader threads (src/db/search.ts).
     const split = mayLeave && !b.empty && b.matches ? await b.matches.inParts(tx, projectGid, page) : undefined;
-    if (split) return { split, langs };
+    if (split) return { split, page, langs };
     return { answer: await inOnePiece(tx, view, page, langs, b) };
   });
   if ("answer" in first) return first.answer;
-  const { split, langs } = first;
+  const { split, page, langs } = first;
   const found = await searchEngine(() => split.run());
   return await recordsRead(ctx, actor, projectGid, (tx, view) =>
     found ? searchAnswer(tx, view, found.rows, found.total, langs) : inOnePiece(tx, view, page, langs),
