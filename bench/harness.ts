@@ -90,7 +90,8 @@ export async function spawnServer(
  * Starts Apis from source (`bun src/main.ts serve`) on 127.0.0.1 over the data folder `data`,
  * logging warnings only, with `args` after (`--rate-limit 0`, `--database <url>`, ...): on `port`,
  * or on a free one. `profileDir`: Bun's CPU profile of the server, as markdown, written there when
- * it exits. The one command every benchmark starts its Apis with.
+ * it exits (PROF_INTERVAL: its sampling interval in µs, 1000 by default). The one command every
+ * benchmark starts its Apis with.
  */
 export async function spawnApis(
   data: string,
@@ -98,7 +99,7 @@ export async function spawnApis(
   opts: { port?: number; profileDir?: string; timeoutMs?: number } = {},
 ): Promise<Child> {
   const port = opts.port ?? (await freePort());
-  const profile = opts.profileDir ? ["--cpu-prof-md", `--cpu-prof-dir=${opts.profileDir}`] : [];
+  const profile = opts.profileDir ? ["--cpu-prof-md", `--cpu-prof-dir=${opts.profileDir}`, ...(process.env.PROF_INTERVAL ? [`--cpu-prof-interval=${process.env.PROF_INTERVAL}`] : [])] : [];
   const serve = ["serve", "--port", String(port), "--host", "127.0.0.1", "--data", data, "--log-level", "warn"];
   return await spawnServer([BUN, ...profile, "src/main.ts", ...serve, ...args], port, { timeoutMs: opts.timeoutMs });
 }

@@ -233,6 +233,13 @@ export const settings = {
     default: false,
     help: "answer /media from an S3 store with a redirect to a presigned URL instead of proxying the bytes",
   },
+  damSourceCache: {
+    env: "APIS_DAM_SOURCE_CACHE",
+    flag: "dam-source-cache",
+    schema: size(0, 2 ** 40),
+    default: "512M",
+    help: "on an S3 store, disk kept in <data>/tmp/dam-sources/ for local copies of originals that /dam reads (least recently used out; 0 keeps none)",
+  },
   publicUrl: {
     env: "APIS_PUBLIC_URL",
     flag: "public-url",

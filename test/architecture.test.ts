@@ -392,9 +392,10 @@ describe("stored files go through the blob store (docs/deploy.md, 'Files in an o
     ["features/assets/assets.service.ts", "temp files of refused uploads"],
     [
       "features/dam/dam.service.ts",
-      "the data folder's media paths (kind file), local source copies and render temp files",
+      "the data folder's media paths (kind file) and render temp files",
     ],
     ["features/dam/dam.transform.ts", "rendering into a temp file"],
+    ["features/dam/dam.sources.ts", "local copies of S3 originals for sharp, in the temp folder"],
     [
       "features/projects/projects.service.ts",
       "the project folder and project backup folders of the data folder (kind file)",
@@ -626,8 +627,8 @@ const MODULE_STATE = new Map<string, string>([
   ["features/assets/assets.search.ts: domains", "per dialect: the asset filter domain, made once"],
   ["features/assets/assets.lookups.service.ts: preparedLookups", "per connection: prepared statements"],
   [
-    "features/dam/dam.service.ts: sourceFetches",
-    "local copies of store objects being fetched now, by local path (one fetch per copy at a time)",
+    "features/dam/dam.sources.ts: caches",
+    "per storage: the local copies of store objects /dam reads, bounded by --dam-source-cache, dropped on the hub's deletions",
   ],
   ["http/auth.ts: owners", "per request object: whether its caller owns the request's project"],
   ["db/sqlite/port.ts: ports", "per connection: its database port"],

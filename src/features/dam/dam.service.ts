@@ -5,7 +5,7 @@
  * shape of those statements.
  */
 import { and, desc, eq, inArray, sql } from "drizzle-orm";
-import { existsSync, mkdirSync, renameSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { Metadata } from "sharp";
 import { readImageHeader } from "../../platform/images/images";
@@ -37,6 +37,7 @@ import type { DB } from "../../db/connection";
 import { param, sessionOf, textOf } from "../../db/query";
 import { assetLookups, assetVersionsOf, setPublication, type Asset, imageFacts } from "../assets/assets.api";
 import { damTransforms } from "./dam.table";
+import { MissingOriginal, sourceCache } from "./dam.sources";
 import { badRequest, unprocessable } from "../../core/errors";
 import { now } from "../../core/ids";
 import { originalKey, originalPath, parseStorageName, STORAGE_NAME } from "../../platform/storage/originals";
@@ -164,22 +165,21 @@ function originalFile(ctx: Ctx, projectGid: string, name: string): string {
   return join(ctx.storage.projectDir(projectGid), "originals", name);
 }
 
+/** A source's file to read, until `release` is called (a local copy of an S3 object is pinned till then). */
+type SourceFile = { path: string; mtimeMs: number; size: number; release: () => void };
+
 /** The file of a source; a 422 when it is gone from disk. */
-async function sourceFile(
-  ctx: Ctx,
-  projectGid: string,
-  src: Source,
-): Promise<{ path: string; mtimeMs: number; size: number }> {
+async function sourceFile(ctx: Ctx, projectGid: string, src: Source): Promise<SourceFile> {
   if (ctx.storage.blobs.kind !== "file") return sourceFromStore(ctx, projectGid, src);
   return localSource(ctx, projectGid, src);
 }
 
 /** The file of a source in the data folder; a 422 when it is gone from disk. */
-function localSource(ctx: Ctx, projectGid: string, src: Source): { path: string; mtimeMs: number; size: number } {
+function localSource(ctx: Ctx, projectGid: string, src: Source): SourceFile {
   const path = originalFile(ctx, projectGid, src.storageName);
   try {
     const st = statSync(path);
-    return { path, mtimeMs: st.mtimeMs, size: st.size };
+    return { path, mtimeMs: st.mtimeMs, size: st.size, release: () => {} };
   } catch {
     throw missingOriginal(src);
   }
@@ -192,39 +192,27 @@ const missingOriginal = (src: Source) =>
   });
 
 /**
- * On a store that is not the local disk (S3), sharp reads a local copy of the original: fetched
- * once into `<data>/tmp/dam-sources/` and kept (a storage name never changes its content: a new
- * version has a new name), so repeated transforms of an image read the store once.
+ * On a store that is not the local disk (S3), sharp reads a local copy of the original, kept in
+ * the cache of copies (dam.sources.ts) and pinned until the caller releases it.
  */
-async function sourceFromStore(
-  ctx: Ctx,
-  projectGid: string,
-  src: Source,
-): Promise<{ path: string; mtimeMs: number; size: number }> {
+async function sourceFromStore(ctx: Ctx, projectGid: string, src: Source): Promise<SourceFile> {
   const key = originalKey(projectGid, src.storageName);
   const st = await ctx.storage.blobs.stat(key);
   if (!st) throw missingOriginal(src);
-  const dir = join(ctx.storage.tmp, "dam-sources", projectGid);
-  const path = ctx.storage.inside(dir, src.storageName);
-  const have = statSync(path, { throwIfNoEntry: false });
-  if (!have || have.size !== st.size) {
-    let fetching = sourceFetches.get(path);
-    if (!fetching) {
-      fetching = (async () => {
-        const body = await ctx.storage.blobs.get(key);
-        if (!body) throw missingOriginal(src);
-        mkdirSync(dir, { recursive: true });
-        const part = `${path}.${process.pid}.part`;
-        await Bun.write(part, body);
-        renameSync(part, path);
-      })().finally(() => sourceFetches.delete(path));
-      sourceFetches.set(path, fetching);
-    }
-    await fetching;
+  try {
+    const copy = await sourceCache(ctx).copy(
+      projectGid,
+      src.storageName,
+      st.size,
+      () => ctx.storage.blobs.get(key),
+      (dir, name) => ctx.storage.inside(dir, name),
+    );
+    return { path: copy.path, mtimeMs: st.mtimeMs, size: st.size, release: copy.release };
+  } catch (err) {
+    if (err instanceof MissingOriginal) throw missingOriginal(src);
+    throw err;
   }
-  return { path, mtimeMs: st.mtimeMs, size: st.size };
 }
-const sourceFetches = new Map<string, Promise<void>>();
 
 /**
  * Header-only read of an image (no pixels decoded, any size: the pixel limit is judged after it);
@@ -281,11 +269,25 @@ export async function transformAsset(
   transformer: Transformer,
   args: { projectGid: string; pathname: string; options: TransformOptions; request: string },
 ): Promise<TransformResult> {
-  const { projectGid, options: o } = args;
-  await projectAccess(ctx.db, actor, projectGid, "member");
-  const src = await findSource(ctx.db, projectGid, args.pathname);
-  const file = await sourceFile(ctx, projectGid, src);
+  await projectAccess(ctx.db, actor, args.projectGid, "member");
+  const src = await findSource(ctx.db, args.projectGid, args.pathname);
+  const file = await sourceFile(ctx, args.projectGid, src);
+  try {
+    return await transformSource(ctx, transformer, args, src, file);
+  } finally {
+    file.release();
+  }
+}
 
+/** `transformAsset` once access is checked and the source's file is there to read. */
+async function transformSource(
+  ctx: Ctx,
+  transformer: Transformer,
+  args: { projectGid: string; options: TransformOptions; request: string },
+  src: Source,
+  file: SourceFile,
+): Promise<TransformResult> {
+  const { projectGid, options: o } = args;
   let header: Metadata | undefined;
   const needsAlpha = !o.type && !["jpg", "jpeg", "png", "gif"].includes(src.extension);
   if (needsAlpha) header = await readHeader(file.path, src.storageName, src.extension);
@@ -634,31 +636,35 @@ export async function assetInfo(ctx: Ctx, actor: Actor, projectGid: string, path
   await projectAccess(ctx.db, actor, projectGid, "member");
   const src = await findSource(ctx.db, projectGid, pathname);
   const file = await sourceFile(ctx, projectGid, src);
-  const info = {
-    format: src.extension || null,
-    filesize: file.size,
-    pages: 1,
-    width: null as number | null,
-    height: null as number | null,
-    resolution: null as [number, number] | null,
-    transparent: false,
-    animated: false,
-    colors: null as string | null,
-    colorspace: null as string | null,
-    metadata: src.extracted ?? {},
-  };
-  if (src.asset.type === "image" || IMAGE_EXTENSIONS.has(src.extension)) {
-    try {
-      const m = await readImageHeader(file.path, { animated: true });
-      const s = orientedSize(m);
-      const facts = await imageFacts(file.path);
-      Object.assign(info, { pages: m.pages ?? 1, width: s.width, height: s.height });
-      if (facts) Object.assign(info, facts);
-    } catch {
-      // Not an image sharp reads: the image members keep their defaults.
+  try {
+    const info = {
+      format: src.extension || null,
+      filesize: file.size,
+      pages: 1,
+      width: null as number | null,
+      height: null as number | null,
+      resolution: null as [number, number] | null,
+      transparent: false,
+      animated: false,
+      colors: null as string | null,
+      colorspace: null as string | null,
+      metadata: src.extracted ?? {},
+    };
+    if (src.asset.type === "image" || IMAGE_EXTENSIONS.has(src.extension)) {
+      try {
+        const m = await readImageHeader(file.path, { animated: true });
+        const s = orientedSize(m);
+        const facts = await imageFacts(file.path);
+        Object.assign(info, { pages: m.pages ?? 1, width: s.width, height: s.height });
+        if (facts) Object.assign(info, facts);
+      } catch {
+        // Not an image sharp reads: the image members keep their defaults.
+      }
     }
+    return info;
+  } finally {
+    file.release();
   }
-  return info;
 }
 
 const IMAGE_EXTENSIONS = new Set(["jpg", "jpeg", "png", "gif", "webp", "tiff", "avif", "heic", "heif", "svg"]);
@@ -667,6 +673,7 @@ const IMAGE_EXTENSIONS = new Set(["jpg", "jpeg", "png", "gif", "webp", "tiff", "
 export async function assetDetails(ctx: Ctx, actor: Actor, projectGid: string, pathname: string) {
   await projectAccess(ctx.db, actor, projectGid, "member");
   const src = await findSource(ctx.db, projectGid, pathname);
+  // Read for its header only (released below; the header read never throws).
   const file = await sourceFile(ctx, projectGid, src);
   const a = src.asset;
   let image: Record<string, unknown> = {
@@ -698,6 +705,7 @@ export async function assetDetails(ctx: Ctx, actor: Actor, projectGid: string, p
       // Not an image sharp reads: the image members stay null.
     }
   }
+  file.release();
   const versions = [
     {
       version: a.version,

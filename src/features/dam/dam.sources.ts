@@ -1,0 +1,180 @@
+import { mkdirSync, renameSync, rmSync, statSync } from "node:fs";
+import { join } from "node:path";
+import type { Ctx } from "../../platform/context";
+
+/**
+ * Local copies of originals for `/dam` on a store that is not the local disk (S3): sharp reads a
+ * file, so an original is fetched into `<data>/tmp/dam-sources/<project>/<storage name>` and used
+ * from there. A storage name never changes its content (a new version has a new name), so a copy
+ * serves every later transform of that original without reading the store again.
+ *
+ * The copies take at most `--dam-source-cache` bytes of disk: past it the least recently used are
+ * removed, never one a request is reading (it is pinned until `release`). A limit of 0 keeps none:
+ * each read fetches its copy and removes it when released. A permanently deleted asset or a
+ * deleted project loses its copies as soon as the change is published, on every server that sees
+ * it (the hub). The folder is emptied when the first copy is asked for after a start, so copies of
+ * originals deleted while the server was down are not left behind.
+ */
+
+type Entry = { path: string; size: number; pins: number; doomed: boolean };
+/** Reads the original from the store (undefined: it is gone). */
+type Read = () => Promise<Blob | undefined>;
+/** A copy being fetched, and how many requests wait for it (each gets it pinned). */
+type Fetch = { done?: Promise<Entry>; waiters: number };
+
+export type SourceCopy = { path: string; release: () => void };
+
+export class SourceCache {
+  /** Copies by path, least recently used first (a use moves an entry to the end). */
+  private readonly entries = new Map<string, Entry>();
+  private readonly fetching = new Map<string, Fetch>();
+  private bytes = 0;
+  private parts = 0;
+
+  constructor(
+    private readonly dir: string,
+    private readonly limit: number,
+  ) {
+    rmSync(dir, { recursive: true, force: true });
+  }
+
+  /** Bytes the copies take now (the limit may be passed while copies are pinned). */
+  get size(): number {
+    return this.bytes;
+  }
+
+  /**
+   * A local copy of `name` of the project, `size` bytes in the store, fetched with `read` when
+   * there is none; pinned until `release` is called (once).
+   */
+  async copy(
+    project: string,
+    name: string,
+    size: number,
+    read: Read,
+    inside: (dir: string, name: string) => string,
+  ): Promise<SourceCopy> {
+    const path = inside(join(this.dir, project), name);
+    let e = this.entries.get(path);
+    if (e && (e.size !== size || !statSync(path, { throwIfNoEntry: false }))) {
+      // Not what the store holds now (or removed by hand): fetched again once no one reads it.
+      this.drop(e);
+      e = undefined;
+    }
+    if (!e) {
+      let job = this.fetching.get(path);
+      if (!job) {
+        const started: Fetch = (job = { waiters: 0 });
+        started.done = this.fetch(project, path, read, started).finally(() => this.fetching.delete(path));
+        this.fetching.set(path, started);
+      }
+      job.waiters++;
+      // Pinned for each waiter by the fetch itself, so no trim can take it before they run.
+      e = await job.done!;
+    } else {
+      // Most recently used: to the end of the map.
+      this.entries.delete(path);
+      this.entries.set(path, e);
+      e.pins++;
+    }
+    let released = false;
+    const entry = e;
+    return {
+      path,
+      release: () => {
+        if (released) return;
+        released = true;
+        entry.pins--;
+        if (entry.doomed && entry.pins === 0) this.remove(entry);
+        this.trim();
+      },
+    };
+  }
+
+  /** Removes the copies of an asset's originals (every version), or of a whole project. */
+  forget(project: string, assetGid?: string): void {
+    const prefix = join(this.dir, project) + "/";
+    for (const e of [...this.entries.values()]) {
+      if (!e.path.startsWith(prefix)) continue;
+      if (assetGid !== undefined && !e.path.slice(prefix.length).startsWith(`${assetGid}~`)) continue;
+      this.drop(e);
+    }
+  }
+
+  private async fetch(project: string, path: string, read: Read, job: Fetch): Promise<Entry> {
+    const body = await read();
+    if (body === undefined) throw new MissingOriginal();
+    mkdirSync(join(this.dir, project), { recursive: true });
+    const part = `${path}.${process.pid}-${++this.parts}.part`;
+    try {
+      await Bun.write(part, body);
+      renameSync(part, path);
+    } catch (err) {
+      rmSync(part, { force: true });
+      throw err;
+    }
+    const old = this.entries.get(path);
+    if (old) this.forgetEntry(old);
+    // The size written (the object may have changed since its stat), pinned once per waiter.
+    const e: Entry = { path, size: statSync(path).size, pins: job.waiters, doomed: false };
+    this.entries.set(path, e);
+    this.bytes += e.size;
+    this.trim();
+    return e;
+  }
+
+  /** Removes an entry now, or once the requests reading it are done. */
+  private drop(e: Entry): void {
+    if (e.pins > 0) {
+      e.doomed = true;
+      this.forgetEntry(e);
+      return;
+    }
+    this.remove(e);
+  }
+
+  private remove(e: Entry): void {
+    this.forgetEntry(e);
+    // The path may hold a newer copy by now (fetched after this entry was dropped).
+    if (this.entries.has(e.path)) return;
+    rmSync(e.path, { force: true });
+  }
+
+  private forgetEntry(e: Entry): void {
+    if (this.entries.get(e.path) !== e) return;
+    this.entries.delete(e.path);
+    this.bytes -= e.size;
+  }
+
+  /** Removes the least recently used copies no one reads until the copies fit the limit. */
+  private trim(): void {
+    if (this.bytes <= this.limit) return;
+    for (const e of [...this.entries.values()]) {
+      if (this.bytes <= this.limit) break;
+      if (e.pins === 0) this.remove(e);
+    }
+  }
+}
+
+/** The store holds no such object (its stat said so a moment before, or it went meanwhile). */
+export class MissingOriginal extends Error {}
+
+const caches = new WeakMap<Ctx["storage"], SourceCache>();
+
+/** The server's cache of source copies (made on first use; it follows the hub's deletions). */
+export function sourceCache(ctx: Pick<Ctx, "storage" | "hub" | "config">): SourceCache {
+  let c = caches.get(ctx.storage);
+  if (!c) {
+    const cache = (c = new SourceCache(join(ctx.storage.tmp, "dam-sources"), ctx.config.damSourceCache));
+    caches.set(ctx.storage, cache);
+    ctx.hub.subscribe((items) => {
+      for (const it of items) {
+        if (it.action !== "DELETE") continue;
+        if (it.type === "cc") {
+          if (it.data_type === "cc.projects") cache.forget(it.data_key);
+        } else if (it.data_type === "assets") cache.forget(it.type, it.data_key);
+      }
+    });
+  }
+  return c;
+}
