@@ -99,7 +99,13 @@ export async function spawnApis(
   opts: { port?: number; profileDir?: string; timeoutMs?: number } = {},
 ): Promise<Child> {
   const port = opts.port ?? (await freePort());
-  const profile = opts.profileDir ? ["--cpu-prof-md", `--cpu-prof-dir=${opts.profileDir}`, ...(process.env.PROF_INTERVAL ? [`--cpu-prof-interval=${process.env.PROF_INTERVAL}`] : [])] : [];
+  const profile = opts.profileDir
+    ? [
+        "--cpu-prof-md",
+        `--cpu-prof-dir=${opts.profileDir}`,
+        ...(process.env.PROF_INTERVAL ? [`--cpu-prof-interval=${process.env.PROF_INTERVAL}`] : []),
+      ]
+    : [];
   const serve = ["serve", "--port", String(port), "--host", "127.0.0.1", "--data", data, "--log-level", "warn"];
   return await spawnServer([BUN, ...profile, "src/main.ts", ...serve, ...args], port, { timeoutMs: opts.timeoutMs });
 }

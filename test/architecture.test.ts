@@ -390,10 +390,7 @@ describe("stored files go through the blob store (docs/deploy.md, 'Files in an o
     ["features/assets/assets.changes.service.ts", "removing originals from the data folder (kind file)"],
     ["features/assets/assets.listings.service.ts", "stale upload temp files"],
     ["features/assets/assets.service.ts", "temp files of refused uploads"],
-    [
-      "features/dam/dam.service.ts",
-      "the data folder's media paths (kind file) and render temp files",
-    ],
+    ["features/dam/dam.service.ts", "the data folder's media paths (kind file) and render temp files"],
     ["features/dam/dam.transform.ts", "rendering into a temp file"],
     ["features/dam/dam.sources.ts", "local copies of S3 originals for sharp, in the temp folder"],
     [
