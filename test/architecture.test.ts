@@ -652,6 +652,8 @@ const MODULE_STATE = new Map<string, string>([
     "per hub and project: published media answers, dropped on the project's sync items; SHARED-DB: keyed by project, another process's changes reach this hub only once the change log is tailed",
   ],
   ["features/dam/dam.options.ts: validNames", "media file names found valid (pure function of the name)"],
+  ["platform/images/file-info.ts: exifrLoaded", "the exifr module, imported on the first analysed file"],
+  ["platform/images/file-info.ts: fileTypeLoaded", "the file-type module, imported on the first analysed file"],
 ]);
 
 describe("features meet through front doors, in a graph without circles", () => {
