@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFil
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { MissingOriginal, SourceCache } from "../../src/features/dam/dam.sources";
+import { until } from "../helpers/server";
 
 // The cache of local copies that /dam reads on an S3 store, on real files in a temp folder. The
 // store is stood in for by the read function: what S3 answers is tested in the S3 passes.
@@ -105,6 +106,21 @@ describe("the cache of source copies", () => {
     cache.forget(PROJECT);
     expect(existsSync(other.path)).toBe(false);
     expect(cache.size).toBe(0);
+  });
+
+  test("an asset deleted while its copy is being fetched leaves no copy once its readers are done", async () => {
+    const dir = join(mkdtempSync(join(tmpdir(), "apis-sources-")), "dam-sources");
+    const cache = new SourceCache(dir, 10_000);
+    let arrive!: (b: Blob) => void;
+    const pending = cache.copy(PROJECT, "aaaaaaaa~1.jpg", 5, () => new Promise<Blob>((ok) => (arrive = ok)), inside);
+    await until(() => arrive !== undefined);
+    cache.forget(PROJECT, "aaaaaaaa");
+    arrive(new Blob(["bytes"]));
+    const copy = await pending;
+    expect(readFileSync(copy.path, "utf8")).toBe("bytes");
+    expect(cache.size).toBe(0);
+    copy.release();
+    expect(existsSync(copy.path)).toBe(false);
   });
 
   test("a copy of another size than the store's object is fetched again", async () => {

@@ -19,8 +19,11 @@ import type { Ctx } from "../../platform/context";
 type Entry = { path: string; size: number; pins: number; doomed: boolean };
 /** Reads the original from the store (undefined: it is gone). */
 type Read = () => Promise<Blob | undefined>;
-/** A copy being fetched, and how many requests wait for it (each gets it pinned). */
-type Fetch = { done?: Promise<Entry>; waiters: number };
+/**
+ * A copy being fetched, how many requests wait for it (each gets it pinned), and whether its asset
+ * was deleted meanwhile (then the copy serves those requests and is removed after them).
+ */
+type Fetch = { done?: Promise<Entry>; waiters: number; forgotten?: boolean };
 
 export type SourceCopy = { path: string; release: () => void };
 
@@ -94,11 +97,10 @@ export class SourceCache {
   /** Removes the copies of an asset's originals (every version), or of a whole project. */
   forget(project: string, assetGid?: string): void {
     const prefix = join(this.dir, project) + "/";
-    for (const e of [...this.entries.values()]) {
-      if (!e.path.startsWith(prefix)) continue;
-      if (assetGid !== undefined && !e.path.slice(prefix.length).startsWith(`${assetGid}~`)) continue;
-      this.drop(e);
-    }
+    const named = (path: string) =>
+      path.startsWith(prefix) && (assetGid === undefined || path.slice(prefix.length).startsWith(`${assetGid}~`));
+    for (const e of [...this.entries.values()]) if (named(e.path)) this.drop(e);
+    for (const [path, job] of this.fetching) if (named(path)) job.forgotten = true;
   }
 
   private async fetch(project: string, path: string, read: Read, job: Fetch): Promise<Entry> {
@@ -116,7 +118,8 @@ export class SourceCache {
     const old = this.entries.get(path);
     if (old) this.forgetEntry(old);
     // The size written (the object may have changed since its stat), pinned once per waiter.
-    const e: Entry = { path, size: statSync(path).size, pins: job.waiters, doomed: false };
+    const e: Entry = { path, size: statSync(path).size, pins: job.waiters, doomed: job.forgotten === true };
+    if (e.doomed) return e; // not kept: removed once its readers are done
     this.entries.set(path, e);
     this.bytes += e.size;
     this.trim();
