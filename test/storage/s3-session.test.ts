@@ -109,4 +109,31 @@ describe.skipIf(!s3Possible())("a server on S3", () => {
     },
     SLOW_TEST_MS,
   );
+
+  test("with --dam-source-cache 0 transforms read the original and keep no copy of it", async () => {
+    const lean = await TestServer.start({ ...(await flagsFor("s3", "lean")), "dam-source-cache": "0" });
+    try {
+      const { token: t } = await lean.user("leanowner");
+      const p = await lean.project(t, "Lean");
+      const fd = new FormData();
+      const bytes = await sharp({ create: { width: 200, height: 100, channels: 3, background: "#30a050" } })
+        .jpeg()
+        .toBuffer();
+      fd.append("upload_file", new Blob([bytes as Uint8Array<ArrayBuffer>], { type: "image/jpeg" }), "Green.jpg");
+      const up = await lean.call(`/api/p/${p}/assets/upload`, { body: fd, token: t });
+      expect(up.status).toBe(200);
+      const a = up.body.data.assets[up.body.result.asset];
+      const pathname = `${a.gid}~${a.version}.${a.type}`;
+      for (const options of ["fit=40,20", "fit=40,20", "fit=60,30/type=png"]) {
+        const made = await lean.call(`/dam/p/${p}/transform/${pathname}/${options}`, { token: t });
+        expect(made.status).toBe(200);
+        expect(filesUnder(lean.dataDir).filter((f) => !DATABASE_FILES.test(f))).toEqual([]);
+      }
+      const info = await lean.call(`/dam/p/${p}/info/${pathname}`, { token: t });
+      expect(info.body.result).toMatchObject({ width: 200, height: 100 });
+      expect(filesUnder(lean.dataDir).filter((f) => !DATABASE_FILES.test(f))).toEqual([]);
+    } finally {
+      await lean.stop();
+    }
+  });
 });

@@ -37,7 +37,7 @@ import type { DB } from "../../db/connection";
 import { param, sessionOf, textOf } from "../../db/query";
 import { assetLookups, assetVersionsOf, setPublication, type Asset, imageFacts } from "../assets/assets.api";
 import { damTransforms } from "./dam.table";
-import { MissingOriginal, sourceCache } from "./dam.sources";
+import { MissingOriginal, sourceCache, type SourceCopy } from "./dam.sources";
 import { badRequest, unprocessable } from "../../core/errors";
 import { now } from "../../core/ids";
 import { originalKey, originalPath, parseStorageName, STORAGE_NAME } from "../../platform/storage/originals";
@@ -165,8 +165,12 @@ function originalFile(ctx: Ctx, projectGid: string, name: string): string {
   return join(ctx.storage.projectDir(projectGid), "originals", name);
 }
 
-/** A source's file to read, until `release` is called (a local copy of an S3 object is pinned till then). */
-type SourceFile = { path: string; mtimeMs: number; size: number; release: () => void };
+/**
+ * A source's facts, and its file to read (`path()`) until `release` is called. On S3 the file is a
+ * local copy fetched at the first `path()` (a transform found up to date never fetches it) and
+ * pinned till then.
+ */
+type SourceFile = { mtimeMs: number; size: number; path: () => Promise<string>; release: () => void };
 
 /** The file of a source; a 422 when it is gone from disk. */
 async function sourceFile(ctx: Ctx, projectGid: string, src: Source): Promise<SourceFile> {
@@ -179,7 +183,7 @@ function localSource(ctx: Ctx, projectGid: string, src: Source): SourceFile {
   const path = originalFile(ctx, projectGid, src.storageName);
   try {
     const st = statSync(path);
-    return { path, mtimeMs: st.mtimeMs, size: st.size, release: () => {} };
+    return { mtimeMs: st.mtimeMs, size: st.size, path: async () => path, release: () => {} };
   } catch {
     throw missingOriginal(src);
   }
@@ -199,19 +203,32 @@ async function sourceFromStore(ctx: Ctx, projectGid: string, src: Source): Promi
   const key = originalKey(projectGid, src.storageName);
   const st = await ctx.storage.blobs.stat(key);
   if (!st) throw missingOriginal(src);
-  try {
-    const copy = await sourceCache(ctx).copy(
-      projectGid,
-      src.storageName,
-      st.size,
-      () => ctx.storage.blobs.get(key),
-      (dir, name) => ctx.storage.inside(dir, name),
-    );
-    return { path: copy.path, mtimeMs: st.mtimeMs, size: st.size, release: copy.release };
-  } catch (err) {
-    if (err instanceof MissingOriginal) throw missingOriginal(src);
-    throw err;
-  }
+  let copy: Promise<SourceCopy> | undefined;
+  const fetchCopy = async () => {
+    try {
+      return await sourceCache(ctx).copy(
+        projectGid,
+        src.storageName,
+        st.size,
+        () => ctx.storage.blobs.get(key),
+        (dir, name) => ctx.storage.inside(dir, name),
+      );
+    } catch (err) {
+      if (err instanceof MissingOriginal) throw missingOriginal(src);
+      throw err;
+    }
+  };
+  return {
+    mtimeMs: st.mtimeMs,
+    size: st.size,
+    path: async () => (await (copy ??= fetchCopy())).path,
+    release: () => {
+      copy?.then(
+        (c) => c.release(),
+        () => {},
+      );
+    },
+  };
 }
 
 /**
@@ -290,7 +307,7 @@ async function transformSource(
   const { projectGid, options: o } = args;
   let header: Metadata | undefined;
   const needsAlpha = !o.type && !["jpg", "jpeg", "png", "gif"].includes(src.extension);
-  if (needsAlpha) header = await readHeader(file.path, src.storageName, src.extension);
+  if (needsAlpha) header = await readHeader(await file.path(), src.storageName, src.extension);
   const type: OutputType = outputType(o, src.extension, header?.hasAlpha ?? false);
   const bg = effectiveBackground(o, type);
   const name = o.name ?? src.storageName.replace(/\.[^.]+$/, "");
@@ -331,7 +348,8 @@ async function transformSource(
 
   const rendered: Rendered = await transformer.run(target, async () => {
     if (local) mediaDir(ctx, projectGid);
-    const meta = header ?? (await readHeader(file.path, src.storageName, src.extension));
+    const source = await file.path();
+    const meta = header ?? (await readHeader(source, src.storageName, src.extension));
     if (!meta.format || !INPUT_FORMATS.has(meta.format))
       throw unsupportedSource(src.storageName, meta.format ?? "unknown");
     const frames = Math.max(1, meta.pages ?? 1);
@@ -367,7 +385,7 @@ async function transformSource(
       );
     }
     const out = await render({
-      source: file.path,
+      source,
       target,
       geometry,
       type,
@@ -651,10 +669,11 @@ export async function assetInfo(ctx: Ctx, actor: Actor, projectGid: string, path
       metadata: src.extracted ?? {},
     };
     if (src.asset.type === "image" || IMAGE_EXTENSIONS.has(src.extension)) {
+      const path = await file.path();
       try {
-        const m = await readImageHeader(file.path, { animated: true });
+        const m = await readImageHeader(path, { animated: true });
         const s = orientedSize(m);
-        const facts = await imageFacts(file.path);
+        const facts = await imageFacts(path);
         Object.assign(info, { pages: m.pages ?? 1, width: s.width, height: s.height });
         if (facts) Object.assign(info, facts);
       } catch {
@@ -673,7 +692,7 @@ const IMAGE_EXTENSIONS = new Set(["jpg", "jpeg", "png", "gif", "webp", "tiff", "
 export async function assetDetails(ctx: Ctx, actor: Actor, projectGid: string, pathname: string) {
   await projectAccess(ctx.db, actor, projectGid, "member");
   const src = await findSource(ctx.db, projectGid, pathname);
-  // Read for its header only (released below; the header read never throws).
+  // Read for its header only (released below; a copy whose fetch failed pins nothing).
   const file = await sourceFile(ctx, projectGid, src);
   const a = src.asset;
   let image: Record<string, unknown> = {
@@ -689,8 +708,9 @@ export async function assetDetails(ctx: Ctx, actor: Actor, projectGid: string, p
     a.type === "image" ||
     ["jpg", "jpeg", "png", "gif", "webp", "tiff", "avif", "heic", "heif", "svg"].includes(src.extension)
   ) {
+    const path = await file.path();
     try {
-      const m = await readImageHeader(file.path);
+      const m = await readImageHeader(path);
       const s = orientedSize(m);
       image = {
         dimensions: [s.width, s.height],
