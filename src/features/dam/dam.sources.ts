@@ -68,8 +68,8 @@ export class SourceCache {
       let job = this.fetching.get(path);
       if (!job) {
         const started: Fetch = (job = { waiters: 0 });
-        started.done = this.fetch(project, path, read, started).finally(() => this.fetching.delete(path));
         this.fetching.set(path, started);
+        started.done = this.fetch(project, path, read, started);
       }
       job.waiters++;
       // Pinned for each waiter by the fetch itself, so no trim can take it before they run.
@@ -103,18 +103,27 @@ export class SourceCache {
     for (const [path, job] of this.fetching) if (named(path)) job.forgotten = true;
   }
 
+  /**
+   * Fetches a copy for the requests waiting in `job`. The job leaves `fetching` in the same step
+   * as its entry is made (or as it fails), so a request coming later finds the entry, or no job.
+   */
   private async fetch(project: string, path: string, read: Read, job: Fetch): Promise<Entry> {
-    const body = await read();
-    if (body === undefined) throw new MissingOriginal();
-    mkdirSync(join(this.dir, project), { recursive: true });
+    const leave = () => {
+      if (this.fetching.get(path) === job) this.fetching.delete(path);
+    };
     const part = `${path}.${process.pid}-${++this.parts}.part`;
     try {
+      const body = await read();
+      if (body === undefined) throw new MissingOriginal();
+      mkdirSync(join(this.dir, project), { recursive: true });
       await Bun.write(part, body);
       renameSync(part, path);
     } catch (err) {
+      leave();
       rmSync(part, { force: true });
       throw err;
     }
+    leave();
     const old = this.entries.get(path);
     if (old) this.forgetEntry(old);
     // The size written (the object may have changed since its stat), pinned once per waiter.
