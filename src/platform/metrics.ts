@@ -106,8 +106,11 @@ export class Metrics {
   registry: Registry | undefined;
   readonly requests: RequestSeries<"method" | "route" | "status">;
   readonly durations: RequestSeries<"method" | "route">;
-  /** Filled in by the parts that know them (the server sets `syncSockets`, dam sets `transforms`). */
-  sources: { syncSockets?: () => number; transforms?: () => number } = {};
+  /**
+   * Filled in by the parts that know them (the server sets `syncSockets`, dam sets `transforms`
+   * and `sourceCopies`).
+   */
+  sources: { syncSockets?: () => number; transforms?: () => number; sourceCopies?: () => number } = {};
 
   constructor() {
     // Requests are counted here from the start; prom-client (the registry, the gauges and Node's

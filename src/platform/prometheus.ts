@@ -57,6 +57,17 @@ function registryFor(ctx: Ctx, m: Metrics): Registry {
     ctx.config.transformConcurrency,
   );
   new Gauge({
+    name: "apis_dam_source_copies_bytes",
+    help: "Disk taken by local copies of S3 originals that /dam reads (at most --dam-source-cache while none is being read)",
+    registers,
+    collect() {
+      this.set(sources().sourceCopies?.() ?? 0);
+    },
+  });
+  new Gauge({ name: "apis_dam_source_copies_limit", help: "--dam-source-cache", registers }).set(
+    ctx.config.damSourceCache,
+  );
+  new Gauge({
     name: "apis_jobs",
     help: "Background jobs in the database, by state",
     labelNames: ["state"],

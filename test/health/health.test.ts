@@ -224,6 +224,8 @@ describe("GET /metrics", () => {
         expect(text).toContain("apis_sync_sockets 1");
         expect(text).toMatch(/apis_jobs\{state="queued"\} \d+/);
         expect(text).toMatch(/apis_dam_transforms_running 0/);
+        expect(text).toMatch(/apis_dam_source_copies_bytes 0/);
+        expect(text).toContain(`apis_dam_source_copies_limit ${512 * 2 ** 20}`);
         // The data folder's SQLite file and its write-ahead log: on SQLite only.
         if (srv.kind === "sqlite") {
           expect(text).toMatch(/apis_sqlite_file_bytes [1-9]\d*/);

@@ -30,7 +30,7 @@ describe.skipIf(!s3Possible())("a server on S3", () => {
   let project: string;
 
   beforeAll(async () => {
-    srv = await TestServer.start({ ...(await flagsFor("s3", "session")), "rate-limit": "0" });
+    srv = await TestServer.start({ ...(await flagsFor("s3", "session")), "rate-limit": "0", metrics: "true" });
     ({ token } = await srv.user("sessionowner"));
     project = await srv.project(token, "On S3");
   });
@@ -72,6 +72,8 @@ describe.skipIf(!s3Possible())("a server on S3", () => {
       expect((await ranged.arrayBuffer()).byteLength).toBe(10);
       const variant = await fetch(made.body.result.public_url);
       expect(variant.status).toBe(200);
+      // The transform's copy of the original is kept, and counted.
+      expect(await (await fetch(`${srv.url}/metrics`)).text()).toMatch(/^apis_dam_source_copies_bytes [1-9]\d*$/m);
 
       const backup = await srv.call(`/api/p/${project}/backups/create`, {
         token,
@@ -106,6 +108,7 @@ describe.skipIf(!s3Possible())("a server on S3", () => {
 
       const kept = filesUnder(srv.dataDir).filter((f) => !DATABASE_FILES.test(f));
       expect(kept).toEqual([]);
+      expect(await (await fetch(`${srv.url}/metrics`)).text()).toMatch(/^apis_dam_source_copies_bytes 0$/m);
     },
     SLOW_TEST_MS,
   );

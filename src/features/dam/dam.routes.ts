@@ -8,6 +8,7 @@ import { ok } from "../../http/envelope";
 import { badRequest, missing } from "../../core/errors";
 import { describe } from "../../http/openapi";
 import { assetDetails, assetInfo, publishOriginal, transformAsset, unpublishOriginal } from "./dam.service";
+import { sourceCopiesBytes } from "./dam.sources";
 import { VERSION } from "../../version";
 
 const tags = ["dam"];
@@ -53,6 +54,7 @@ export function damRoutes(ctx: Ctx) {
   configureSharp();
   const transformer = new Transformer(ctx.config.transformConcurrency);
   metricsOf(ctx).sources.transforms = () => transformer.active;
+  metricsOf(ctx).sources.sourceCopies = () => sourceCopiesBytes(ctx);
 
   return new Elysia({ prefix: "/dam" })
     .use(authMacro(ctx))

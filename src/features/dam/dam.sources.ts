@@ -173,6 +173,11 @@ export class MissingOriginal extends Error {}
 
 const caches = new WeakMap<Ctx["storage"], SourceCache>();
 
+/** Bytes the server's source copies take (0 before the first one: the cache is not made for this). */
+export function sourceCopiesBytes(ctx: Pick<Ctx, "storage">): number {
+  return caches.get(ctx.storage)?.size ?? 0;
+}
+
 /** The server's cache of source copies (made on first use; it follows the hub's deletions). */
 export function sourceCache(ctx: Pick<Ctx, "storage" | "hub" | "config">): SourceCache {
   let c = caches.get(ctx.storage);
