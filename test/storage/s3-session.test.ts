@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { readdirSync } from "node:fs";
-import { join, relative } from "node:path";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, relative } from "node:path";
 import sharp from "sharp";
 import { flagsFor, s3Possible } from "../helpers/s3";
 import { SLOW_TEST_MS, TestServer, until } from "../helpers/server";
@@ -113,10 +114,16 @@ describe.skipIf(!s3Possible())("a server on S3", () => {
     SLOW_TEST_MS,
   );
 
-  test("with --dam-source-cache 0 transforms read the original and keep no copy of it", async () => {
-    const lean = await TestServer.start({ ...(await flagsFor("s3", "lean")), "dam-source-cache": "0" });
+  test("with --dam-source-cache 0 transforms read the original and keep no copy of it; copies an earlier run left are gone with the first request", async () => {
+    const data = mkdtempSync(join(tmpdir(), "apis-test-"));
+    const left = join(data, "tmp", "dam-sources", "someproject00000000", "aaaaaaaaaa~1.jpg");
+    mkdirSync(dirname(left), { recursive: true });
+    writeFileSync(left, "a copy an earlier run left");
+    const lean = await TestServer.start({ ...(await flagsFor("s3", "lean")), "dam-source-cache": "0" }, data);
     try {
       const { token: t } = await lean.user("leanowner");
+      // Gone once the server has built its routes (its first API request, the login here).
+      expect(existsSync(left)).toBe(false);
       const p = await lean.project(t, "Lean");
       const fd = new FormData();
       const bytes = await sharp({ create: { width: 200, height: 100, channels: 3, background: "#30a050" } })

@@ -8,7 +8,7 @@ import { ok } from "../../http/envelope";
 import { badRequest, missing } from "../../core/errors";
 import { describe } from "../../http/openapi";
 import { assetDetails, assetInfo, publishOriginal, transformAsset, unpublishOriginal } from "./dam.service";
-import { sourceCopiesBytes } from "./dam.sources";
+import { sourceCache, sourceCopiesBytes } from "./dam.sources";
 import { VERSION } from "../../version";
 
 const tags = ["dam"];
@@ -55,6 +55,9 @@ export function damRoutes(ctx: Ctx) {
   const transformer = new Transformer(ctx.config.transformConcurrency);
   metricsOf(ctx).sources.transforms = () => transformer.active;
   metricsOf(ctx).sources.sourceCopies = () => sourceCopiesBytes(ctx);
+  // On S3 the cache of source copies is made with the routes (the server's first API request),
+  // not at the first transform: it empties what an earlier run left.
+  if (ctx.storage.blobs.kind !== "file") sourceCache(ctx);
 
   return new Elysia({ prefix: "/dam" })
     .use(authMacro(ctx))

@@ -12,8 +12,9 @@ import type { Ctx } from "../../platform/context";
  * removed, never one a request is reading (it is pinned until `release`). A limit of 0 keeps none:
  * each read fetches its copy and removes it when released. A permanently deleted asset or a
  * deleted project loses its copies as soon as the change is published, on every server that sees
- * it (the hub). The folder is emptied when the first copy is asked for after a start, so copies of
- * originals deleted while the server was down are not left behind.
+ * it (the hub). The folder is emptied when the cache is made, with the server's routes at its
+ * first API request (dam.routes.ts), so copies of originals deleted while the server was down do
+ * not stay behind.
  */
 
 type Entry = { path: string; size: number; pins: number; doomed: boolean };
@@ -173,7 +174,7 @@ export class MissingOriginal extends Error {}
 
 const caches = new WeakMap<Ctx["storage"], SourceCache>();
 
-/** Bytes the server's source copies take (0 before the first one: the cache is not made for this). */
+/** Bytes the server's source copies take (0 on the data folder, where there is no cache). */
 export function sourceCopiesBytes(ctx: Pick<Ctx, "storage">): number {
   return caches.get(ctx.storage)?.size ?? 0;
 }
