@@ -122,7 +122,7 @@ describe.skipIf(!s3Possible())("a server on S3", () => {
     const lean = await TestServer.start({ ...(await flagsFor("s3", "lean")), "dam-source-cache": "0" }, data);
     try {
       const { token: t } = await lean.user("leanowner");
-      // Gone once the server has built its routes (its first API request, the login here).
+      // Gone once the server has built its routes (for its first request that needs them, the login here).
       expect(existsSync(left)).toBe(false);
       const p = await lean.project(t, "Lean");
       const fd = new FormData();

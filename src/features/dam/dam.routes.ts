@@ -55,8 +55,8 @@ export function damRoutes(ctx: Ctx) {
   const transformer = new Transformer(ctx.config.transformConcurrency);
   metricsOf(ctx).sources.transforms = () => transformer.active;
   metricsOf(ctx).sources.sourceCopies = () => sourceCopiesBytes(ctx);
-  // On S3 the cache of source copies is made with the routes (the server's first API request),
-  // not at the first transform: it empties what an earlier run left.
+  // On S3 the cache of source copies is made with the routes (built by the first request that
+  // needs them), not at the first transform: it empties what an earlier run left.
   if (ctx.storage.blobs.kind !== "file") sourceCache(ctx);
 
   return new Elysia({ prefix: "/dam" })

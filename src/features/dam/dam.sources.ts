@@ -12,9 +12,9 @@ import type { Ctx } from "../../platform/context";
  * removed, never one a request is reading (it is pinned until `release`). A limit of 0 keeps none:
  * each read fetches its copy and removes it when released. A permanently deleted asset or a
  * deleted project loses its copies as soon as the change is published, on every server that sees
- * it (the hub). The folder is emptied when the cache is made, with the server's routes at its
- * first API request (dam.routes.ts), so copies of originals deleted while the server was down do
- * not stay behind.
+ * it (the hub). The folder is emptied when the cache is made, with the server's routes
+ * (dam.routes.ts: built by the first request that needs them, a login or a /dam call), so copies
+ * of originals deleted while the server was down do not stay behind.
  */
 
 type Entry = { path: string; size: number; pins: number; doomed: boolean };
