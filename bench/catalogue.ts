@@ -9,19 +9,9 @@
  * builds one ahead (records default BENCH_RECORDS, else 1,000,000).
  */
 import { Database } from "bun:sqlite";
-import {
-  closeSync,
-  existsSync,
-  fsyncSync,
-  mkdirSync,
-  openSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-} from "node:fs";
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { syncPath } from "../src/platform/storage/file-store";
 import { ROOT, removeDir, round, tempDir } from "./harness";
 import { FIELDS, generate, type Catalogue } from "./records.bench";
 
@@ -96,12 +86,7 @@ export async function catalogueFor(
   await Bun.$`cp -a ${source}/. ${data}/`.quiet();
   // Written to the disk before the run: otherwise gigabytes of the copy are still being written
   // back while the first phases are measured (the system's writeback takes a core and the disk).
-  const copied = openSync(join(data, "apis.db"), "r");
-  try {
-    fsyncSync(copied);
-  } finally {
-    closeSync(copied);
-  }
+  syncPath(join(data, "apis.db"));
   const dbBytes = statSync(join(data, "apis.db")).size;
   notes.push(
     ...kept.notes.map((n) =>

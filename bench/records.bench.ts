@@ -516,21 +516,17 @@ export async function runRecords(n: number, name: string): Promise<BenchResult> 
     let hits = 0;
     // Warm-up, as for children: the code path compiled and, on a catalogue searched in parts, the
     // reader threads started (at the first search that splits), so the first samples time neither.
-    for (let i = 0; i < WARMUP; i++)
-      await post(api("search"), token, {
+    const search = () =>
+      post(api("search"), token, {
         language: "en",
         q: `+${pick(VOCAB)} ${pick(VOCAB)}`,
         filter: ["price", "<", 500],
         "page.size": 10,
       });
+    for (let i = 0; i < WARMUP; i++) await search();
     cpu0 = cpuMs(apis.pid);
     for (let i = 0; i < SAMPLES; i++) {
-      const r = await post(api("search"), token, {
-        language: "en",
-        q: `+${pick(VOCAB)} ${pick(VOCAB)}`,
-        filter: ["price", "<", 500],
-        "page.size": 10,
-      });
+      const r = await search();
       stimes.push(r.ms);
       hits += JSON.parse(r.text).result["records.size"];
     }

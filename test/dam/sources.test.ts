@@ -14,18 +14,12 @@ const inside = (dir: string, name: string) => join(dir, name);
 function cacheOf(limit: number) {
   const dir = join(mkdtempSync(join(tmpdir(), "apis-sources-")), "dam-sources");
   const reads: string[] = [];
-  const cache = new SourceCache(dir, limit);
+  const cache = new SourceCache(dir, limit, inside);
   const copy = (name: string, bytes = 100) =>
-    cache.copy(
-      PROJECT,
-      name,
-      bytes,
-      async () => {
-        reads.push(name);
-        return new Blob([Buffer.alloc(bytes, name.charCodeAt(0))]);
-      },
-      inside,
-    );
+    cache.copy(PROJECT, name, bytes, async () => {
+      reads.push(name);
+      return new Blob([Buffer.alloc(bytes, name.charCodeAt(0))]);
+    });
   return { dir, cache, copy, reads };
 }
 
@@ -110,9 +104,9 @@ describe("the cache of source copies", () => {
 
   test("an asset deleted while its copy is being fetched leaves no copy once its readers are done", async () => {
     const dir = join(mkdtempSync(join(tmpdir(), "apis-sources-")), "dam-sources");
-    const cache = new SourceCache(dir, 10_000);
+    const cache = new SourceCache(dir, 10_000, inside);
     let arrive!: (b: Blob) => void;
-    const pending = cache.copy(PROJECT, "aaaaaaaa~1.jpg", 5, () => new Promise<Blob>((ok) => (arrive = ok)), inside);
+    const pending = cache.copy(PROJECT, "aaaaaaaa~1.jpg", 5, () => new Promise<Blob>((ok) => (arrive = ok)));
     await until(() => arrive !== undefined);
     cache.forget(PROJECT, "aaaaaaaa");
     arrive(new Blob(["bytes"]));
@@ -134,7 +128,7 @@ describe("the cache of source copies", () => {
 
   test("an object gone from the store is MissingOriginal and leaves nothing behind", async () => {
     const { dir, cache } = cacheOf(10_000);
-    const gone = cache.copy(PROJECT, "zzzzzzzz~1.jpg", 10, async () => undefined, inside);
+    const gone = cache.copy(PROJECT, "zzzzzzzz~1.jpg", 10, async () => undefined);
     await expect(gone).rejects.toBeInstanceOf(MissingOriginal);
     expect(cache.size).toBe(0);
     expect(existsSync(join(dir, PROJECT, "zzzzzzzz~1.jpg"))).toBe(false);
@@ -144,7 +138,7 @@ describe("the cache of source copies", () => {
     const dir = join(mkdtempSync(join(tmpdir(), "apis-sources-")), "dam-sources");
     mkdirSync(join(dir, PROJECT), { recursive: true });
     writeFileSync(join(dir, PROJECT, "aaaaaaaa~1.jpg"), "left by an earlier run");
-    new SourceCache(dir, 1000);
+    new SourceCache(dir, 1000, inside);
     expect(existsSync(dir)).toBe(false);
   });
 });

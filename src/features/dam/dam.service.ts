@@ -206,13 +206,7 @@ async function sourceFromStore(ctx: Ctx, projectGid: string, src: Source): Promi
   let copy: Promise<SourceCopy> | undefined;
   const fetchCopy = async () => {
     try {
-      return await sourceCache(ctx).copy(
-        projectGid,
-        src.storageName,
-        st.size,
-        () => ctx.storage.blobs.get(key),
-        (dir, name) => ctx.storage.inside(dir, name),
-      );
+      return await sourceCache(ctx).copy(projectGid, src.storageName, st.size, () => ctx.storage.blobs.get(key));
     } catch (err) {
       if (err instanceof MissingOriginal) throw missingOriginal(src);
       throw err;

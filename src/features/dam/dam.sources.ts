@@ -38,6 +38,8 @@ export class SourceCache {
   constructor(
     private readonly dir: string,
     private readonly limit: number,
+    /** Joins a storage name under a project's folder, refusing one that would leave it. */
+    private readonly inside: (dir: string, name: string) => string,
   ) {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -51,14 +53,8 @@ export class SourceCache {
    * A local copy of `name` of the project, `size` bytes in the store, fetched with `read` when
    * there is none; pinned until `release` is called (once).
    */
-  async copy(
-    project: string,
-    name: string,
-    size: number,
-    read: Read,
-    inside: (dir: string, name: string) => string,
-  ): Promise<SourceCopy> {
-    const path = inside(join(this.dir, project), name);
+  async copy(project: string, name: string, size: number, read: Read): Promise<SourceCopy> {
+    const path = this.inside(join(this.dir, project), name);
     let e = this.entries.get(path);
     if (e && (e.size !== size || !statSync(path, { throwIfNoEntry: false }))) {
       // Not what the store holds now (or removed by hand): fetched again once no one reads it.
@@ -183,7 +179,9 @@ export function sourceCopiesBytes(ctx: Pick<Ctx, "storage">): number {
 export function sourceCache(ctx: Pick<Ctx, "storage" | "hub" | "config">): SourceCache {
   let c = caches.get(ctx.storage);
   if (!c) {
-    const cache = (c = new SourceCache(join(ctx.storage.tmp, "dam-sources"), ctx.config.damSourceCache));
+    const cache = (c = new SourceCache(join(ctx.storage.tmp, "dam-sources"), ctx.config.damSourceCache, (dir, name) =>
+      ctx.storage.inside(dir, name),
+    ));
     caches.set(ctx.storage, cache);
     ctx.hub.subscribe((items) => {
       for (const it of items) {

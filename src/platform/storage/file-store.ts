@@ -198,7 +198,7 @@ export class FileBlobStore implements BlobStore {
 }
 
 /** fsync of a file or folder. */
-function syncPath(path: string): void {
+export function syncPath(path: string): void {
   const fd = openSync(path, "r");
   try {
     fsyncSync(fd);

@@ -1,8 +1,9 @@
-import { close, closeSync, fsync, fsyncSync, mkdirSync, open, openSync, renameSync } from "node:fs";
+import { close, fsync, mkdirSync, open, renameSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { Ctx } from "../context";
 import { badRequest } from "../../core/errors";
 import { blobKey } from "./blobs";
+import { syncPath } from "./file-store";
 
 /**
  * Where asset originals live: `<project dir>/originals/<storage name>`, the storage name being
@@ -56,13 +57,7 @@ export function originalPath(ctx: Pick<Ctx, "storage">, projectGid: string, name
  */
 export function placeOriginal(from: string, to: string, durable: boolean): void {
   renameSync(from, to);
-  if (!durable) return;
-  const fd = openSync(dirname(to), "r");
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
+  if (durable) syncPath(dirname(to));
 }
 
 /** fsync of a folder on the thread pool. */
