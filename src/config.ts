@@ -452,7 +452,7 @@ export const settings = {
     flag: "schedule-jobs",
     schema: cron,
     default: "45 3 * * *",
-    help: "cron for deleting old finished jobs",
+    help: "cron for deleting old finished jobs, the store sweep and the temp folder's sweep",
   },
   scheduleCodes: {
     env: "APIS_SCHEDULE_CODES",

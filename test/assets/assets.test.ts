@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
-import { existsSync, readdirSync, readlinkSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readlinkSync } from "node:fs";
 import { join } from "node:path";
 import sharp from "sharp";
-import { removeStaleUploads } from "../../src/features/assets/assets.service";
 import { originalPath, parseStorageName } from "../../src/platform/storage/originals";
 import { TestServer, tokenOf, until } from "../helpers/server";
 
@@ -605,19 +604,6 @@ describe("uploads", () => {
       expect(() => originalPath(srv.ctx, project, bad)).toThrow();
     }
     expect(originalPath(srv.ctx, project, "abcdefgh~12.png")).toBe(join(originals(), "abcdefgh~12.png"));
-  });
-
-  test("temp files of interrupted uploads are removed by housekeeping once a day old", async () => {
-    const tmp = join(srv.dataDir, "tmp");
-    writeFileSync(join(tmp, "upload-old0000000000.part"), "x");
-    writeFileSync(join(tmp, "upload-new0000000000.part"), "x");
-    writeFileSync(join(tmp, "other.txt"), "x");
-    const old = Date.now() / 1000 - 2 * 86400;
-    utimesSync(join(tmp, "upload-old0000000000.part"), old, old);
-    utimesSync(join(tmp, "other.txt"), old, old);
-    expect(removeStaleUploads(srv.ctx)).toBe("removed 1 stale upload file(s)");
-    expect(readdirSync(tmp).sort()).toEqual(["other.txt", "upload-new0000000000.part"]);
-    rmSync(join(tmp, "upload-new0000000000.part"));
   });
 
   test("a parent given to upload must be an active folder", async () => {

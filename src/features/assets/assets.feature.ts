@@ -2,7 +2,6 @@ import type { Feature } from "../feature";
 import { assetBulkJobs } from "./assets.bulk";
 import { assetOperations, assetRoutes } from "./assets.routes";
 import { assetsLanguageChanged } from "./assets.changes.service";
-import { removeStaleUploads } from "./assets.listings.service";
 
 /** The asset tree: folders, uploads, versions, metadata, search, worksheet, bulk operations. */
 export const assetsFeature: Feature = {
@@ -18,12 +17,4 @@ export const assetsFeature: Feature = {
     languageRemoved: async (_ctx, tx, log, projectGid, language, keep) =>
       await assetsLanguageChanged(tx, log, projectGid, language, !keep),
   },
-  housekeeping: [
-    {
-      name: "uploads",
-      describe: "delete temp files of interrupted uploads older than a day (on the --schedule-jobs schedule)",
-      schedule: (c) => c.scheduleJobs,
-      run: (ctx) => removeStaleUploads(ctx),
-    },
-  ],
 };

@@ -1,8 +1,5 @@
-/** Listings of folders (order, paging, the visible tree) and the sweep of stale uploads. */
+/** Listings of folders: order, paging, the visible tree. */
 import { and, asc, eq, sql } from "drizzle-orm";
-import { readdirSync, rmSync, statSync } from "node:fs";
-import { join } from "node:path";
-import type { Ctx } from "../../platform/context";
 import { type Tx } from "../../db/connection";
 import type { Dialect } from "../../db/dialect";
 import { dialectOf } from "../../db/query";
@@ -67,23 +64,4 @@ export async function visibleTree(tx: Tx, projectGid: string, root: Asset, expan
   };
   await visit(root, 0);
   return out;
-}
-
-/** Removes temp files of uploads that were cut off (a crash mid-upload) once they are a day old. */
-export function removeStaleUploads(ctx: Pick<Ctx, "storage">, maxAgeSeconds = 86400): string {
-  const dir = ctx.storage.tmp;
-  const cutoff = Date.now() - maxAgeSeconds * 1000;
-  let n = 0;
-  for (const f of readdirSync(dir)) {
-    if (!/^upload-[0-9a-z]+\.part$/.test(f)) continue;
-    try {
-      if (statSync(join(dir, f)).mtimeMs < cutoff) {
-        rmSync(join(dir, f), { force: true });
-        n++;
-      }
-    } catch {
-      // Gone meanwhile (the upload finished): nothing to do.
-    }
-  }
-  return `removed ${n} stale upload file(s)`;
 }

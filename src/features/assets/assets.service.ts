@@ -62,7 +62,6 @@ export type { Asset, AssetVersion } from "./assets.forms";
 export { assetLookups, assetsByGids, assetVersionsOf, storedNames } from "./assets.lookups.service";
 export { setPublication } from "./assets.changes.service";
 export { imageFacts } from "./assets.uploads.service";
-export { removeStaleUploads } from "./assets.listings.service";
 
 // ---------------------------------------------------------------------------------------------
 // The operations (`/api/p/<project>/assets/*`, docs/assets.md): every one needs an active

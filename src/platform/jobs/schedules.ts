@@ -17,6 +17,11 @@ export type Housekeeping = {
   schedule: (config: Config) => string;
   /** Does the work; returns a short summary for the log and `apis jobs list`. */
   run: (ctx: Ctx, options?: { dryRun?: boolean }) => Promise<string | void> | string | void;
+  /**
+   * It tidies the server's own data folder, not what servers share: every server runs it (not only
+   * the schedules' leader of several), and once when its schedules start (what a crash left).
+   */
+  local?: boolean;
 };
 
 type LastRun = { at: number; ok: boolean; summary: string; ms: number };
@@ -105,10 +110,11 @@ export function startSchedules(ctx: Ctx, tasks: readonly Housekeeping[], leader?
   for (const task of tasks) {
     const pattern = task.schedule(ctx.config);
     if (isOff(pattern)) continue;
+    if (task.local) void runHousekeeping(ctx, task);
     // protect: a run still going when the next is due is skipped rather than doubled.
     crons.push(
       new Cron(pattern, { protect: true, catch: true }, async () => {
-        if (leader && !(await leader.leads(task.name))) return;
+        if (leader && !task.local && !(await leader.leads(task.name))) return;
         await runHousekeeping(ctx, task);
       }),
     );

@@ -11,7 +11,8 @@ function pidFile(dataDir: string): string {
   return join(dataDir, "apis.pid");
 }
 
-function alive(pid: number): boolean {
+/** Whether a process with this pid lives (on this machine). */
+export function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
@@ -30,7 +31,7 @@ export function liveServerPid(dataDir: string): number | null {
     return null;
   }
   if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid) return null;
-  return alive(pid) ? pid : null;
+  return processAlive(pid) ? pid : null;
 }
 
 /** Claims the data folder for this process; throws when another live server holds it. */
