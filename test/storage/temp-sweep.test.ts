@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, utimesSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sweepTemp } from "../../src/platform/storage/temp-sweep";
@@ -14,9 +14,13 @@ async function endedPid(): Promise<number> {
   return p.pid;
 }
 
+/** The data folders made here, removed after the last test. */
+const made: string[] = [];
+
 /** A data folder whose tmp/ holds what interrupted work leaves, and what must stay. */
 async function leftovers(): Promise<{ data: string; tmp: string; gone: string[]; kept: string[] }> {
   const data = mkdtempSync(join(tmpdir(), "apis-temp-sweep-"));
+  made.push(data);
   const tmp = join(data, "tmp");
   mkdirSync(join(tmp, "dam-out", "p1"), { recursive: true });
   mkdirSync(join(tmp, "dam-sources", "p1"), { recursive: true });
@@ -70,6 +74,7 @@ async function leftovers(): Promise<{ data: string; tmp: string; gone: string[];
 let srv: TestServer | undefined;
 afterAll(async () => {
   await srv?.stop();
+  for (const d of made) rmSync(d, { recursive: true, force: true });
 });
 
 describe("the temp folder's sweep", () => {
