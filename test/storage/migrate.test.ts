@@ -1,5 +1,5 @@
-import { describe, expect, test } from "bun:test";
-import { mkdtempSync } from "node:fs";
+import { afterAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { loadConfig } from "../../src/config";
@@ -10,7 +10,16 @@ import { s3Flags, s3Possible, s3Server } from "../helpers/s3";
 import { SLOW_TEST_MS } from "../helpers/server";
 
 const ROOT = resolve(import.meta.dir, "../..");
-const tmp = () => mkdtempSync(join(tmpdir(), "apis-migrate-"));
+/** Folders made by the tests (a 10 MB file in each store), removed after the last one. */
+const made: string[] = [];
+const tmp = () => {
+  const dir = mkdtempSync(join(tmpdir(), "apis-migrate-"));
+  made.push(dir);
+  return dir;
+};
+afterAll(() => {
+  for (const d of made) rmSync(d, { recursive: true, force: true });
+});
 
 async function contents(store: BlobStore): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
