@@ -1,5 +1,5 @@
-import { describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { afterAll, describe, expect, test } from "bun:test";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { MissingOriginal, SourceCache } from "../../src/features/dam/dam.sources";
@@ -11,8 +11,19 @@ import { until } from "../helpers/server";
 const PROJECT = "p1project00000000000";
 const inside = (dir: string, name: string) => join(dir, name);
 
+/** A `dam-sources` folder in a temp folder of its own, removed after the last test. */
+const made: string[] = [];
+function sourcesDir(): string {
+  const base = mkdtempSync(join(tmpdir(), "apis-sources-"));
+  made.push(base);
+  return join(base, "dam-sources");
+}
+afterAll(() => {
+  for (const d of made) rmSync(d, { recursive: true, force: true });
+});
+
 function cacheOf(limit: number) {
-  const dir = join(mkdtempSync(join(tmpdir(), "apis-sources-")), "dam-sources");
+  const dir = sourcesDir();
   const reads: string[] = [];
   const cache = new SourceCache(dir, limit, inside);
   const copy = (name: string, bytes = 100) =>
@@ -103,7 +114,7 @@ describe("the cache of source copies", () => {
   });
 
   test("an asset deleted while its copy is being fetched leaves no copy once its readers are done", async () => {
-    const dir = join(mkdtempSync(join(tmpdir(), "apis-sources-")), "dam-sources");
+    const dir = sourcesDir();
     const cache = new SourceCache(dir, 10_000, inside);
     let arrive!: (b: Blob) => void;
     const pending = cache.copy(PROJECT, "aaaaaaaa~1.jpg", 5, () => new Promise<Blob>((ok) => (arrive = ok)));
@@ -135,7 +146,7 @@ describe("the cache of source copies", () => {
   });
 
   test("a start empties the folder: no copy outlives the server that made it", () => {
-    const dir = join(mkdtempSync(join(tmpdir(), "apis-sources-")), "dam-sources");
+    const dir = sourcesDir();
     mkdirSync(join(dir, PROJECT), { recursive: true });
     writeFileSync(join(dir, PROJECT, "aaaaaaaa~1.jpg"), "left by an earlier run");
     new SourceCache(dir, 1000, inside);
