@@ -38,10 +38,14 @@ async function leftovers(): Promise<{ data: string; tmp: string; gone: string[];
   old("excel-report-0123abcd.xlsx");
   old("dam-out/p1/abcdefgh~1@web.jpg");
   fresh("dam-out/p1/abcdefgh~1@thumb.jpg");
-  // A crashed backup's snapshot and pinned files: gone at any age once their process has ended.
-  fresh(`snapshot-${dead}-1700000000000.db`);
+  // A crashed backup's snapshot and pinned files: gone once their process has ended and they are
+  // an hour old (younger, they may be a backup's of another pid namespace).
+  old(`snapshot-${dead}-1700000000000.db`);
   mkdirSync(join(tmp, `pinned-${dead}-1700000000000`, "files"), { recursive: true });
-  fresh(`pinned-${dead}-1700000000000/files/a.jpg`);
+  old(`pinned-${dead}-1700000000000/files/a.jpg`);
+  const t = Date.now() / 1000 - 2 * DAY;
+  utimesSync(join(tmp, `pinned-${dead}-1700000000000`), t, t);
+  fresh(`snapshot-${dead}-1700000000001.db`);
   // A backup still being made (this process lives), the DAM's source cache, a restore's folder and
   // a name the sweep does not know: all stay, however old.
   old(`snapshot-${process.pid}-1700000000000.db`);
@@ -62,6 +66,7 @@ async function leftovers(): Promise<{ data: string; tmp: string; gone: string[];
     ],
     kept: [
       "upload-new0000000000.part",
+      `snapshot-${dead}-1700000000001.db`,
       "dam-out/p1/abcdefgh~1@thumb.jpg",
       `snapshot-${process.pid}-1700000000000.db`,
       "dam-sources/p1/abcdefgh~1.jpg",
@@ -83,7 +88,7 @@ describe("the temp folder's sweep", () => {
     const before = readdirSync(t.tmp).sort();
     const s = sweepTemp(t.tmp, { dryRun: true });
     expect(s.removed.sort()).toEqual([...t.gone].sort());
-    expect(s.bytes).toBe(5 * 1000 + 2);
+    expect(s.bytes).toBe(7 * 1000);
     expect(readdirSync(t.tmp).sort()).toEqual(before);
   });
 

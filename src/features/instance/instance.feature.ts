@@ -18,7 +18,7 @@ export const instanceFeature: Feature = {
     {
       name: "temp",
       describe:
-        "delete what interrupted work left in the data folder's tmp/ (uploads, Excel files and renders a day old, backup snapshots of ended processes); on every server, and at start",
+        "delete what interrupted work left in the data folder's tmp/ (uploads, Excel files and renders a day old, backup snapshots of ended processes an hour old); on every server, and at start",
       schedule: (c) => c.scheduleJobs,
       run: (ctx, o) => describeSweep(sweepTemp(ctx.storage.tmp, { dryRun: o?.dryRun }), o?.dryRun),
       local: true,

@@ -11,8 +11,10 @@ import { processAlive } from "./pidfile";
  *   written, a transform's render before it goes to an object store): once older than
  *   `maxAgeSeconds` (a day by default; such work takes seconds to minutes);
  * - an instance backup's database snapshot and pinned files, named with the pid of the process
- *   making them (`apis backup create` or the server's schedule): once that process is gone, at any
- *   age (a snapshot is a whole copy of the database, too large to keep for a day);
+ *   making them (`apis backup create` or the server's schedule): once that process is gone and
+ *   they are an hour old (a snapshot is a whole copy of the database, too large to keep for a day;
+ *   the hour covers a backup run from another pid namespace, a host beside a container, whose pid
+ *   this server cannot see);
  * - everything else is left alone: the DAM's copies of S3 originals (`dam-sources/`, a bounded
  *   cache of their own, src/features/dam/dam.sources.ts), the folders of restores (a restore cut
  *   off halfway may have moved the only copy of earlier files there: an admin looks before
@@ -26,6 +28,8 @@ const BY_AGE = [
 ];
 /** An instance backup's snapshot and pinned files: `<kind>-<pid>-<ms>`, stale once the pid is gone. */
 const BY_PROCESS = /^(?:snapshot-(\d+)-\d+\.db|pinned-(\d+)-\d+)$/;
+/** How old a snapshot of an ended process must be before it goes. */
+const HOUR_MS = 3600_000;
 /** The folder of renders on their way to an object store (`dam-out/<project>/<file>`). */
 const RENDERS = "dam-out";
 
@@ -46,7 +50,7 @@ export function sweepTemp(tmpDir: string, options: { maxAgeSeconds?: number; dry
     try {
       const owner = BY_PROCESS.exec(name);
       if (owner) {
-        if (!processAlive(Number(owner[1] ?? owner[2]))) remove(path, name);
+        if (!processAlive(Number(owner[1] ?? owner[2])) && olderThan(path, Date.now() - HOUR_MS)) remove(path, name);
       } else if (name === RENDERS) {
         for (const project of entries(path))
           for (const file of entries(join(path, project)))
