@@ -47,19 +47,15 @@ export function sweepTemp(tmpDir: string, options: { maxAgeSeconds?: number; dry
   };
   for (const name of entries(tmpDir)) {
     const path = join(tmpDir, name);
-    try {
-      const owner = BY_PROCESS.exec(name);
-      if (owner) {
-        if (!processAlive(Number(owner[1] ?? owner[2])) && olderThan(path, Date.now() - HOUR_MS)) remove(path, name);
-      } else if (name === RENDERS) {
-        for (const project of entries(path))
-          for (const file of entries(join(path, project)))
-            if (olderThan(join(path, project, file), cutoff))
-              remove(join(path, project, file), `${RENDERS}/${project}/${file}`);
-      } else if (BY_AGE.some((re) => re.test(name)) && olderThan(path, cutoff)) remove(path, name);
-    } catch {
-      // Gone meanwhile (its work finished): nothing to do.
-    }
+    const owner = BY_PROCESS.exec(name);
+    if (owner) {
+      if (!processAlive(Number(owner[1] ?? owner[2])) && olderThan(path, Date.now() - HOUR_MS)) remove(path, name);
+    } else if (name === RENDERS) {
+      for (const project of entries(path))
+        for (const file of entries(join(path, project)))
+          if (olderThan(join(path, project, file), cutoff))
+            remove(join(path, project, file), `${RENDERS}/${project}/${file}`);
+    } else if (BY_AGE.some((re) => re.test(name)) && olderThan(path, cutoff)) remove(path, name);
   }
   return out;
 }
@@ -78,8 +74,13 @@ function entries(dir: string): string[] {
   }
 }
 
+/** Whether the entry was last changed before `cutoff`; false when it is gone (its work finished meanwhile). */
 function olderThan(path: string, cutoff: number): boolean {
-  return statSync(path).mtimeMs < cutoff;
+  try {
+    return statSync(path).mtimeMs < cutoff;
+  } catch {
+    return false;
+  }
 }
 
 /** Bytes of a file, or of the files below a folder. */
