@@ -37,33 +37,30 @@ function registryFor(ctx: Ctx, m: Metrics): Registry {
     labelNames: ["version"],
     registers,
   }).set({ version: VERSION }, 1);
-  new Gauge({
-    name: "apis_sync_sockets",
-    help: "Connected /sync/io clients",
-    registers,
-    collect() {
-      this.set(sources().syncSockets?.() ?? 0);
-    },
-  });
-  new Gauge({
-    name: "apis_dam_transforms_running",
-    help: "Image transforms rendering now (at most --transform-concurrency; more are refused with 503)",
-    registers,
-    collect() {
-      this.set(sources().transforms?.() ?? 0);
-    },
-  });
+  /** A gauge read from one of the counts the features hand the metrics (`Metrics.sources`), 0 without it. */
+  const counted = (name: string, help: string, source: keyof Metrics["sources"]) =>
+    new Gauge({
+      name,
+      help,
+      registers,
+      collect() {
+        this.set(sources()[source]?.() ?? 0);
+      },
+    });
+  counted("apis_sync_sockets", "Connected /sync/io clients", "syncSockets");
+  counted(
+    "apis_dam_transforms_running",
+    "Image transforms rendering now (at most --transform-concurrency; more are refused with 503)",
+    "transforms",
+  );
   new Gauge({ name: "apis_dam_transforms_limit", help: "--transform-concurrency", registers }).set(
     ctx.config.transformConcurrency,
   );
-  new Gauge({
-    name: "apis_dam_source_copies_bytes",
-    help: "Disk taken by local copies of S3 originals that /dam reads (at most --dam-source-cache while none is being read)",
-    registers,
-    collect() {
-      this.set(sources().sourceCopies?.() ?? 0);
-    },
-  });
+  counted(
+    "apis_dam_source_copies_bytes",
+    "Disk taken by local copies of S3 originals that /dam reads (at most --dam-source-cache while none is being read)",
+    "sourceCopies",
+  );
   new Gauge({ name: "apis_dam_source_copies_limit", help: "--dam-source-cache", registers }).set(
     ctx.config.damSourceCache,
   );
