@@ -3,8 +3,9 @@
  * backup row's life cycle (status, files, versions); the snapshot engine itself is platform/backups.
  */
 import { and, desc, eq, max } from "drizzle-orm";
-import { existsSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
+import { existsSync, readdirSync, renameSync, rmSync } from "node:fs";
 import { iconKey } from "../../platform/storage/blobs";
+import { bytesUnder } from "../../platform/storage/file-store";
 import { basename, join } from "node:path";
 import type { Ctx } from "../../platform/context";
 import { afterCommit, mutate, type ChangeLog } from "../../db/mutate";
@@ -310,14 +311,6 @@ function removeBackupFiles(ctx: Ctx, b: Pick<Backup, "projectGid" | "gid">): voi
   rmSync(`${dir}.partial`, { recursive: true, force: true });
 }
 
-function dirSize(dir: string): number {
-  let n = 0;
-  for (const e of readdirSync(dir, { withFileTypes: true, recursive: true })) {
-    if (e.isFile()) n += statSync(join(e.parentPath, e.name)).size;
-  }
-  return n;
-}
-
 // ---- the jobs ----
 
 /** Writes a backup into the data folder: `<backup>.partial`, renamed when complete. */
@@ -328,7 +321,7 @@ async function writeFolderBackup(ctx: Ctx, b: Backup, progress: Progress) {
   rmSync(dir, { recursive: true, force: true });
   const manifest = await writeSnapshot(ctx, b.projectGid, b.gid, partial, progress, DERIVED_TABLES);
   renameSync(partial, dir);
-  return { manifest, size: dirSize(dir) };
+  return { manifest, size: bytesUnder(dir) };
 }
 
 const lock = projectLock;
@@ -545,7 +538,7 @@ export async function tidyBackupFolders(ctx: Ctx): Promise<string> {
         try {
           const m = readManifest(join(projectDir, d));
           if (m.project === p && m.backup === gid) {
-            await adoptBackup(ctx, p, gid, m, dirSize(join(projectDir, d)));
+            await adoptBackup(ctx, p, gid, m, bytesUnder(join(projectDir, d)));
             adopted++;
             continue;
           }

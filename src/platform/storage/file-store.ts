@@ -197,6 +197,17 @@ export class FileBlobStore implements BlobStore {
   }
 }
 
+/** Bytes of a file, or of the files below a folder; throws when it is not there. */
+export function bytesUnder(path: string): number {
+  const st = statSync(path);
+  if (!st.isDirectory()) return st.size;
+  let n = 0;
+  for (const e of readdirSync(path, { withFileTypes: true, recursive: true })) {
+    if (e.isFile()) n += statSync(join(e.parentPath, e.name)).size;
+  }
+  return n;
+}
+
 /** fsync of a file or folder. */
 export function syncPath(path: string): void {
   const fd = openSync(path, "r");

@@ -1,5 +1,6 @@
 import { readdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
+import { bytesUnder } from "./file-store";
 import { processAlive } from "./pidfile";
 
 /**
@@ -38,6 +39,7 @@ export type TempSweep = { removed: string[]; bytes: number };
 /** Removes stale entries of `tmpDir` (see above); `dryRun` only lists them. */
 export function sweepTemp(tmpDir: string, options: { maxAgeSeconds?: number; dryRun?: boolean } = {}): TempSweep {
   const cutoff = Date.now() - (options.maxAgeSeconds ?? 86400) * 1000;
+  const ownerCutoff = Date.now() - HOUR_MS;
   const out: TempSweep = { removed: [], bytes: 0 };
   const remove = (path: string, name: string) => {
     const bytes = sizeOf(path);
@@ -49,7 +51,7 @@ export function sweepTemp(tmpDir: string, options: { maxAgeSeconds?: number; dry
     const path = join(tmpDir, name);
     const owner = BY_PROCESS.exec(name);
     if (owner) {
-      if (!processAlive(Number(owner[1] ?? owner[2])) && olderThan(path, Date.now() - HOUR_MS)) remove(path, name);
+      if (!processAlive(Number(owner[1] ?? owner[2])) && olderThan(path, ownerCutoff)) remove(path, name);
     } else if (name === RENDERS) {
       for (const project of entries(path))
         for (const file of entries(join(path, project)))
@@ -83,12 +85,10 @@ function olderThan(path: string, cutoff: number): boolean {
   }
 }
 
-/** Bytes of a file, or of the files below a folder. */
+/** Bytes of an entry for the summary; 0 when it went meanwhile. */
 function sizeOf(path: string): number {
   try {
-    const st = statSync(path);
-    if (!st.isDirectory()) return st.size;
-    return entries(path).reduce((n, e) => n + sizeOf(join(path, e)), 0);
+    return bytesUnder(path);
   } catch {
     return 0;
   }
