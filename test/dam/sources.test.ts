@@ -1,9 +1,9 @@
-import { afterAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { describe, expect, test } from "bun:test";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { MissingOriginal, SourceCache } from "../../src/features/dam/dam.sources";
 import { until } from "../helpers/server";
+import { tempFolders } from "../helpers/temp";
 
 // The cache of local copies that /dam reads on an S3 store, on real files in a temp folder. The
 // store is stood in for by the read function: what S3 answers is tested in the S3 passes.
@@ -12,15 +12,8 @@ const PROJECT = "p1project00000000000";
 const inside = (dir: string, name: string) => join(dir, name);
 
 /** A `dam-sources` folder in a temp folder of its own, removed after the last test. */
-const made: string[] = [];
-function sourcesDir(): string {
-  const base = mkdtempSync(join(tmpdir(), "apis-sources-"));
-  made.push(base);
-  return join(base, "dam-sources");
-}
-afterAll(() => {
-  for (const d of made) rmSync(d, { recursive: true, force: true });
-});
+const tempFolder = tempFolders("apis-sources-");
+const sourcesDir = () => join(tempFolder(), "dam-sources");
 
 function cacheOf(limit: number) {
   const dir = sourcesDir();

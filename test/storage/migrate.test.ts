@@ -1,25 +1,16 @@
-import { afterAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { describe, expect, test } from "bun:test";
+import { resolve } from "node:path";
 import { loadConfig } from "../../src/config";
 import type { BlobStore } from "../../src/platform/storage/blobs";
 import { migrateStore } from "../../src/platform/storage/migrate";
 import { openBlobStore } from "../../src/platform/storage/open-store";
 import { s3Flags, s3Possible, s3Server } from "../helpers/s3";
 import { SLOW_TEST_MS } from "../helpers/server";
+import { tempFolders } from "../helpers/temp";
 
 const ROOT = resolve(import.meta.dir, "../..");
-/** Folders made by the tests (a 10 MB file in each store), removed after the last one. */
-const made: string[] = [];
-const tmp = () => {
-  const dir = mkdtempSync(join(tmpdir(), "apis-migrate-"));
-  made.push(dir);
-  return dir;
-};
-afterAll(() => {
-  for (const d of made) rmSync(d, { recursive: true, force: true });
-});
+/** Folders for the stores (a 10 MB file in each), removed after the last test. */
+const tmp = tempFolders("apis-migrate-");
 
 async function contents(store: BlobStore): Promise<Record<string, string>> {
   const out: Record<string, string> = {};

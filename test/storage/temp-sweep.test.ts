@@ -1,9 +1,9 @@
 import { afterAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, mkdirSync, readdirSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { sweepTemp } from "../../src/platform/storage/temp-sweep";
 import { TestServer, apisCli, until } from "../helpers/server";
+import { tempFolders } from "../helpers/temp";
 
 const DAY = 86400;
 
@@ -14,13 +14,9 @@ async function endedPid(): Promise<number> {
   return p.pid;
 }
 
-/** The data folders made here, removed after the last test. */
-const made: string[] = [];
-
 /** A data folder whose tmp/ holds what interrupted work leaves, and what must stay. */
 async function leftovers(): Promise<{ data: string; tmp: string; gone: string[]; kept: string[] }> {
-  const data = mkdtempSync(join(tmpdir(), "apis-temp-sweep-"));
-  made.push(data);
+  const data = dataFolder();
   const tmp = join(data, "tmp");
   mkdirSync(join(tmp, "dam-out", "p1"), { recursive: true });
   mkdirSync(join(tmp, "dam-sources", "p1"), { recursive: true });
@@ -79,8 +75,9 @@ async function leftovers(): Promise<{ data: string; tmp: string; gone: string[];
 let srv: TestServer | undefined;
 afterAll(async () => {
   await srv?.stop();
-  for (const d of made) rmSync(d, { recursive: true, force: true });
 });
+/** Data folders, removed after the last test (after the server above has stopped). */
+const dataFolder = tempFolders("apis-temp-sweep-");
 
 describe("the temp folder's sweep", () => {
   test("a dry run lists what interrupted work left and removes nothing", async () => {
