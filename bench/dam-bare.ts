@@ -6,27 +6,21 @@
  * POST /upload-durable does the same and then syncs the file and its folder entry before
  * answering: what a durable store must wait for at least, the uploads' ceiling (issue 41). Files
  * are removed just after the answer (not before it: Apis keeps its files and removes none).
+ * POST /upload-dam does what a DAM must do at least beyond that, for information (bench/dam-floor.ts:
+ * hash, image header, a durable row), its row committed after the file and its folder entry are synced.
  * usage: bun bench/dam-bare.ts <port> <files.json> <upload dir>   (files: {path: {file, headers}})
  */
 import { readFileSync, rmSync } from "node:fs";
-import { open } from "node:fs/promises";
 import { join } from "node:path";
-
-/** fsync of a file or folder on the thread pool (the event loop goes on with other uploads meanwhile). */
-async function fsyncPath(path: string) {
-  const f = await open(path, "r");
-  try {
-    await f.sync();
-  } finally {
-    await f.close();
-  }
-}
+import { FloorFile, floorDatabase, fsyncPath } from "./dam-floor";
 
 const [port, filesJson, uploadDir] = process.argv.slice(2);
 const files: Record<string, { file: string; headers: Record<string, string> }> = JSON.parse(
   readFileSync(filesJson!, "utf8"),
 );
 let n = 0;
+
+const floor = floorDatabase(uploadDir!);
 
 Bun.serve({
   port: Number(port),
@@ -38,6 +32,19 @@ Bun.serve({
     if (req.method === "POST") {
       const target = join(uploadDir!, `upload-${n++}`);
       const writer = Bun.file(target).writer();
+      if (path === "/upload-dam") {
+        const file = new FloorFile();
+        for await (const chunk of req.body!) {
+          file.add(chunk);
+          void writer.write(chunk);
+        }
+        const facts = file.header(true);
+        await writer.end();
+        const [got] = await Promise.all([facts, fsyncPath(target), fsyncPath(uploadDir!)]);
+        await floor.record(target, file, got);
+        setImmediate(() => rmSync(target, { force: true }));
+        return new Response("ok");
+      }
       for await (const chunk of req.body!) void writer.write(chunk);
       await writer.end();
       // The file and its folder entry synced at once, as Apis does.

@@ -6,14 +6,18 @@
  * makes it (src/platform/storage/s3-store.ts, `streamedPut`: a presigned URL of an S3Client built
  * with the same settings, fetch with the request body fed as it comes); it answers once the store
  * has answered the PUT. Objects are kept (Apis removes none either).
+ * POST /upload-dam, for information: the same, plus what a DAM must do at least (bench/dam-floor.ts:
+ * the file's SHA-256 and its head gathered as its bytes pass to the PUT, the image header read,
+ * a durable row in a SQLite database in `<folder>`, committed once the store has the object).
  * POST /upload-write, for information: reads the whole body (`request.formData()`) and then sends
  * the file with `S3Client.write` (store and forward, no streaming).
  * The body is trusted to be one file part (the benchmark's own): no boundary search inside it.
- * usage: bun bench/s3-bare.ts <port>, with S3_ENDPOINT, S3_ACCESS_KEY, S3_SECRET_KEY, S3_BUCKET set
+ * usage: bun bench/s3-bare.ts <port> <folder>, with S3_ENDPOINT, S3_ACCESS_KEY, S3_SECRET_KEY, S3_BUCKET set
  */
 import { S3Client } from "bun";
+import { FloorFile, floorDatabase } from "./dam-floor";
 
-const [port] = process.argv.slice(2);
+const [port, folder] = process.argv.slice(2);
 const env = (name: string) => {
   const v = process.env[name];
   if (!v) throw new Error(`${name} is not set`);
@@ -30,9 +34,18 @@ const s3 = new S3Client({
 });
 const HEADER_END = Buffer.from("\r\n\r\n");
 let n = 0;
+const floor = floorDatabase(folder!);
 
-/** The file part's bytes from `reader`, `first` (what followed the part's head) first, `size` in all. */
-function filePart(reader: { read(): Promise<{ value?: Uint8Array; done: boolean }> }, first: Uint8Array, size: number) {
+/**
+ * The file part's bytes from `reader`, `first` (what followed the part's head) first, `size` in
+ * all; each also given to `seen` when set.
+ */
+function filePart(
+  reader: { read(): Promise<{ value?: Uint8Array; done: boolean }> },
+  first: Uint8Array,
+  size: number,
+  seen?: FloorFile,
+) {
   let left = size;
   let pending: Uint8Array | undefined = first;
   return new ReadableStream<Uint8Array>({
@@ -47,6 +60,7 @@ function filePart(reader: { read(): Promise<{ value?: Uint8Array; done: boolean 
         if (!chunk.length) continue;
         const take = chunk.length <= left ? chunk : chunk.subarray(0, left);
         left -= take.length;
+        seen?.add(take);
         c.enqueue(take);
         if (left <= 0) c.close();
         return;
@@ -55,7 +69,7 @@ function filePart(reader: { read(): Promise<{ value?: Uint8Array; done: boolean 
   });
 }
 
-async function streamed(req: Request, key: string): Promise<Response> {
+async function streamed(req: Request, key: string, seen?: FloorFile): Promise<Response> {
   const boundary = /boundary=([^\s;]+)/.exec(req.headers.get("content-type") ?? "")?.[1];
   const length = Number(req.headers.get("content-length"));
   if (!boundary || !req.body || !length) return new Response("bad request", { status: 400 });
@@ -75,13 +89,14 @@ async function streamed(req: Request, key: string): Promise<Response> {
   const url = s3.presign(key, { method: "PUT", expiresIn: 3600 });
   const r = await fetch(url, {
     method: "PUT",
-    body: filePart(reader, head.subarray(start), size),
+    body: filePart(reader, head.subarray(start), size, seen),
     headers: { "content-length": String(size) },
     duplex: "half",
   } as RequestInit);
   const text = await r.text();
   // The closing delimiter is read (and dropped) before answering.
   while (!(await reader.read()).done) {}
+  if (r.ok && seen) await floor.record(key, seen, await seen.header());
   return r.ok ? new Response("ok") : new Response(`PUT ${r.status}: ${text.slice(0, 200)}`, { status: 502 });
 }
 
@@ -100,6 +115,7 @@ Bun.serve({
     const url = req.url;
     const path = url.slice(url.indexOf("/", 8));
     if (req.method === "POST" && path === "/upload") return streamed(req, `bare/${n++}`);
+    if (req.method === "POST" && path === "/upload-dam") return streamed(req, `bare/${n++}`, new FloorFile());
     if (req.method === "POST" && path === "/upload-write") return stored(req, `bare/${n++}`);
     if (path === "/ping") return new Response("pong");
     return new Response("not found", { status: 404 });
