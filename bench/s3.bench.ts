@@ -21,7 +21,7 @@
 import { S3Client } from "bun";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import sharp from "sharp";
 import { images, multipart, startApis, timed, upload, type Multipart } from "./dam.bench";
 import {
@@ -128,6 +128,7 @@ export async function run(): Promise<BenchResult> {
   });
   const out = await new Response(start.stdout).text();
   if ((await start.exited) !== 0) {
+    removeDir(dirname(dir));
     unpin();
     throw new Error(`ceph-s3.sh: ${await new Response(start.stderr).text()}`);
   }
@@ -392,6 +393,7 @@ export async function run(): Promise<BenchResult> {
     await apis?.child.stop();
     await bare?.stop();
     await Bun.spawn(["sh", SCRIPT, "stop", dir]).exited;
+    removeDir(dirname(dir));
     unpin();
     removeDir(data);
     removeDir(work);

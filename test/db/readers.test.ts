@@ -3,10 +3,12 @@
 // ReadersUnavailable (the search then reads in one piece).
 import { afterEach, describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { partsFor, readInParts, ReadersUnavailable, splitReads, stopReaders } from "../../src/db/sqlite/readers";
+import { tempFolders } from "../helpers/temp";
+
+const tempFolder = tempFolders("apis-readers-");
 
 const opened: Database[] = [];
 afterEach(() => {
@@ -17,7 +19,7 @@ afterEach(() => {
 });
 
 function database(): { db: Database; dir: string } {
-  const dir = mkdtempSync(join(tmpdir(), "apis-readers-"));
+  const dir = tempFolder();
   const db = new Database(join(dir, "r.db"), { create: true, strict: true });
   db.exec("PRAGMA journal_mode = WAL");
   db.exec("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)");

@@ -1,6 +1,6 @@
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 
 /**
  * A real S3 server for the tests: a throw-away one-node Ceph cluster with radosgw
@@ -67,6 +67,7 @@ async function startCeph(last = false): Promise<S3Server | undefined> {
     proc.exited,
   ]);
   if (code !== 0) {
+    rmSync(dirname(dir), { recursive: true, force: true });
     if (!last) return undefined;
     throw new Error(`the test S3 server did not start (scripts/ceph-s3.sh exit ${code}): ${err.trim()}`);
   }
@@ -93,6 +94,7 @@ export async function stopS3Server(): Promise<void> {
   const dir = stopDir;
   stopDir = undefined;
   await Bun.spawn(["sh", SCRIPT, "stop", dir], { stdout: "ignore", stderr: "ignore" }).exited;
+  rmSync(dirname(dir), { recursive: true, force: true });
 }
 
 let prefixes = 0;

@@ -9,6 +9,7 @@ import { dialectOf, sessionOf } from "../../src/db/query";
 import type { Dialect } from "../../src/db/dialect";
 import { startServer, type Running } from "../../src/app/server";
 import { flagsFor } from "./s3";
+import { madeFolders } from "./temp";
 import type { Feature } from "../../src/features";
 import { createPerson, hashPassword } from "../../src/features/users/users.service";
 import { memberships } from "../../src/features/projects/projects.table";
@@ -48,9 +49,13 @@ export class TestServer {
    */
   static async start(
     flags: Record<string, string> = {},
-    dataDir = mkdtempSync(join(tmpdir(), "apis-test-")),
+    dataDir?: string,
     features?: readonly Feature[],
   ): Promise<TestServer> {
+    if (dataDir === undefined) {
+      dataDir = mkdtempSync(join(tmpdir(), "apis-test-"));
+      madeFolders.add(dataDir);
+    }
     // APIS_TEST_STORE=s3: the same test with the files in the run's S3 bucket (test/helpers/s3.ts).
     const store = process.env.APIS_TEST_STORE === "s3" ? await flagsFor("s3", "srv") : {};
     // APIS_TEST_DATABASE=postgres: the same test on a database of its own in the run's PostgreSQL
@@ -144,7 +149,10 @@ export class TestServer {
   /** Stops the server and removes its data folder unless `keepData`. */
   async stop(keepData = false) {
     await this.running.stop();
-    if (!keepData) rmSync(this.dataDir, { recursive: true, force: true });
+    if (!keepData) {
+      rmSync(this.dataDir, { recursive: true, force: true });
+      madeFolders.delete(this.dataDir);
+    }
   }
 
   /** Adds a membership directly (as the members endpoints would), writing its sync item. */

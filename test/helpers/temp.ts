@@ -18,3 +18,14 @@ export function tempFolders(prefix: string): () => string {
     return dir;
   };
 }
+
+/**
+ * Data folders `TestServer.start` made and no `stop` has removed yet (a server kept for a restart,
+ * one a test left running): removed once every test file has run (test/helpers/preload.ts).
+ */
+export const madeFolders = new Set<string>();
+
+export function removeMadeFolders(): void {
+  for (const dir of madeFolders) rmSync(dir, { recursive: true, force: true });
+  madeFolders.clear();
+}

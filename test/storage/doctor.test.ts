@@ -1,13 +1,11 @@
 import { describe, expect, test } from "bun:test";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { loadConfig } from "../../src/config";
 import { openBlobStore } from "../../src/platform/storage/open-store";
 import { checkBlobStore } from "../../src/platform/storage/store-check";
 import { s3Flags, s3Possible, s3Server } from "../helpers/s3";
+import { tempFolders } from "../helpers/temp";
 
-const dataDir = mkdtempSync(join(tmpdir(), "apis-doctor-"));
+const dataDir = tempFolders("apis-doctor-")();
 const storeOf = (flags: Record<string, string>) => openBlobStore(loadConfig({ data: dataDir, ...flags }, {}));
 
 describe.skipIf(!s3Possible())("apis doctor's check of an S3 store", () => {
