@@ -13,6 +13,9 @@ import { pruneChangeLog } from "../../src/features/sync/sync.service";
 import { jobObject, type JobKind } from "../../src/platform/jobs/runner";
 import { listSchedules, runHousekeeping } from "../../src/platform/jobs/schedules";
 import { TestServer, until } from "../helpers/server";
+import { tempFolders } from "../helpers/temp";
+
+const nodeFolder = tempFolders("apis-jobs-node-");
 
 // Job kinds for these tests only (a feature added to the list): counting with progress, failing,
 // and one slow step per unit.
@@ -329,6 +332,20 @@ describe("restart and housekeeping", () => {
     expect(housekeepingTasks().map((t) => t.name)).toEqual(
       expect.arrayContaining(["changelog", "checkpoint", "jobs", "codes"]),
     );
+  });
+
+  test("a task that tidies a server's own data folder records its last run per server, not one for all sharing the database", async () => {
+    const temp = housekeepingTasks().find((h) => h.name === "temp")!;
+    const own = await runHousekeeping(srv.ctx, temp);
+    expect(own.ok).toBe(true);
+    // A second server on the same database with a data folder of its own (a cluster's other node).
+    const other = { ...srv.ctx, config: { ...srv.ctx.config, dataDir: nodeFolder() } };
+    const listed = async (ctx: typeof srv.ctx) =>
+      (await listSchedules(ctx, housekeepingTasks())).find((s) => s.name === "temp")!.last_run;
+    expect(await listed(other)).toBeNull();
+    const theirs = await runHousekeeping(other, temp);
+    expect(await listed(other)).toEqual(theirs);
+    expect(await listed(srv.ctx)).toEqual(own);
   });
 
   test("housekeeping deletes verification codes expired over a day ago and records its run for apis jobs list", async () => {

@@ -1,4 +1,5 @@
 import { Cron } from "croner";
+import { hostname } from "node:os";
 import { isOff, type Config } from "../../config";
 import { now } from "../../core/ids";
 import { readMeta, writeMeta } from "../../db/meta";
@@ -26,10 +27,16 @@ export type Housekeeping = {
 
 type LastRun = { at: number; ok: boolean; summary: string; ms: number };
 
-const metaKey = (name: string) => `housekeeping.${name}`;
+/**
+ * Where a task's last run is kept in `meta`. A local task's is this server's own (its host and
+ * data folder): servers sharing a database each tidy their own folder, and `apis jobs list` on a
+ * node shows that node's run.
+ */
+const metaKey = (ctx: Ctx, task: Housekeeping) =>
+  task.local ? `housekeeping.${task.name}@${hostname()}:${ctx.config.dataDir}` : `housekeeping.${task.name}`;
 
-async function lastRun(ctx: Ctx, name: string): Promise<LastRun | null> {
-  const value = await readMeta(ctx.db, metaKey(name));
+async function lastRun(ctx: Ctx, task: Housekeeping): Promise<LastRun | null> {
+  const value = await readMeta(ctx.db, metaKey(ctx, task));
   return value ? (JSON.parse(value) as LastRun) : null;
 }
 
@@ -51,7 +58,7 @@ export async function runHousekeeping(ctx: Ctx, task: Housekeeping): Promise<Las
     ctx.log.error(`housekeeping ${task.name} failed`, { error: String((err as Error)?.stack ?? err) });
   }
   try {
-    await writeMeta(ctx.db, metaKey(task.name), JSON.stringify(run));
+    await writeMeta(ctx.db, metaKey(ctx, task), JSON.stringify(run));
   } catch {
     // The database may be closing; the outcome is in the log.
   }
@@ -83,7 +90,7 @@ export async function listSchedules(ctx: Ctx, tasks: readonly Housekeeping[]): P
       describe: t.describe,
       schedule: isOff(pattern) ? "off" : pattern,
       next_run: next,
-      last_run: await lastRun(ctx, t.name),
+      last_run: await lastRun(ctx, t),
     });
   }
   return out;
