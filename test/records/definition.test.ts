@@ -63,6 +63,27 @@ describe("records/definition", () => {
     // The record's layout is its own.
     const lay = await w.okr("records/definition/layouts/modify", { record: a, name: "private_layout" });
     expect(lay.data.layouts[lay.data.definitions[extended].layout].name).toBe("private_layout");
+    // Its components too: created under its root, modified and deleted through the record.
+    const own = lay.data.definitions[extended].layout;
+    const tab = await w.okr("records/definition/layouts/components/create", {
+      record: a,
+      parent: lay.data.layouts[own].root,
+      type: "tab",
+      name: "Energy",
+    });
+    expect(tab.data.layouts[own].components[tab.result.component]).toMatchObject({ type: "tab", name: "Energy" });
+    const renamed = await w.okr("records/definition/layouts/components/modify", {
+      record: a,
+      component: tab.result.component,
+      name: "Label",
+    });
+    expect(renamed.data.layouts[own].components[tab.result.component].name).toBe("Label");
+    const gone = await w.okr("records/definition/layouts/components/delete", {
+      record: a,
+      component: tab.result.component,
+    });
+    expect(gone.data.layouts[own].components[tab.result.component]).toBeUndefined();
+    expect((await w.api("records/definition/layouts/components/create", { record: b, type: "tab" })).status).toBe(422);
     // The definitions endpoints leave an extended definition alone (the reference: use the
     // records/definition api): modify, its lists, commit and copy are 422, and nothing changed.
     const before = (await w.okr("definitions/get", { definition: extended })).data.definitions[extended];

@@ -385,34 +385,29 @@ export async function moveAssets(
 }
 
 /** `assets/delete`: soft delete with everything below. */
-export async function deleteAssets(
-  ctx: Ctx,
-  actor: Actor,
-  projectGid: string,
-  input: { asset?: unknown; assets?: unknown },
-): Promise<Answer> {
-  return await inProject(ctx, actor, projectGid, "member", async ({ tx, log }) => {
-    await ensureRoot(tx, log, projectGid);
-    const { single, gids } = assetsNamed(input);
-    const o = await deleteAssetRows(tx, log, projectGid, actor.userGid, gids);
-    const rows = await assetsByGids(tx, projectGid, [...gids, ...o.parents]);
-    return await answerOf(tx, projectGid, single ? { asset: gids[0] } : { assets: gids }, rows);
-  });
-}
+export const deleteAssets = (ctx: Ctx, actor: Actor, projectGid: string, input: AssetsNamed): Promise<Answer> =>
+  changeDeleted(ctx, actor, projectGid, input, deleteAssetRows);
 
 /** `assets/undelete`: back with what was deleted with them (the folder must be active). */
-export async function undeleteAssets(
+export const undeleteAssets = (ctx: Ctx, actor: Actor, projectGid: string, input: AssetsNamed): Promise<Answer> =>
+  changeDeleted(ctx, actor, projectGid, input, undeleteAssetRows);
+
+type AssetsNamed = { asset?: unknown; assets?: unknown };
+
+/** Deletes or undeletes the named assets with `rows`; answers them and the folders they were in. */
+async function changeDeleted(
   ctx: Ctx,
   actor: Actor,
   projectGid: string,
-  input: { asset?: unknown; assets?: unknown },
+  input: AssetsNamed,
+  rows: typeof deleteAssetRows,
 ): Promise<Answer> {
   return await inProject(ctx, actor, projectGid, "member", async ({ tx, log }) => {
     await ensureRoot(tx, log, projectGid);
     const { single, gids } = assetsNamed(input);
-    const o = await undeleteAssetRows(tx, log, projectGid, actor.userGid, gids);
-    const rows = await assetsByGids(tx, projectGid, [...gids, ...o.parents]);
-    return await answerOf(tx, projectGid, single ? { asset: gids[0] } : { assets: gids }, rows);
+    const o = await rows(tx, log, projectGid, actor.userGid, gids);
+    const read = await assetsByGids(tx, projectGid, [...gids, ...o.parents]);
+    return await answerOf(tx, projectGid, single ? { asset: gids[0] } : { assets: gids }, read);
   });
 }
 

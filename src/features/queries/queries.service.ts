@@ -193,25 +193,36 @@ export async function createQuery(
     const name = nameOf(input.name);
     const q = qOf(input.q);
     const filter = await checkQueryFilter(tx, projectGid, type, input.filter);
-    const t = now();
-    const row = await tx
-      .insert(queries)
-      .values({
-        gid: newGid(),
-        projectGid,
-        type,
-        name: await freeName(tx, projectGid, type, name),
-        q,
-        filter,
-        createdBy: actor.userGid,
-        createdOn: t,
-        updatedOn: t,
-      })
-      .returning()
-      .get();
-    log.project(projectGid, "INSERT", "queries", row.gid);
-    return answer(row);
+    return answer(await insertQuery(tx, log, projectGid, actor, { type, name, q, filter }));
   });
+}
+
+/** A new query's row, its name made free within its type, and its sync item. */
+async function insertQuery(
+  tx: Tx,
+  log: ChangeLog,
+  projectGid: string,
+  actor: Actor,
+  v: Pick<Row, "type" | "name" | "q" | "filter">,
+): Promise<Row> {
+  const t = now();
+  const row = await tx
+    .insert(queries)
+    .values({
+      gid: newGid(),
+      projectGid,
+      type: v.type,
+      name: await freeName(tx, projectGid, v.type, v.name),
+      q: v.q,
+      filter: v.filter,
+      createdBy: actor.userGid,
+      createdOn: t,
+      updatedOn: t,
+    })
+    .returning()
+    .get();
+  log.project(projectGid, "INSERT", "queries", row.gid);
+  return row;
 }
 
 /** `queries/update`: name, q and/or filter; the type stays. */
@@ -254,24 +265,7 @@ export async function copyQuery(
 ): Promise<Answer> {
   return await write(ctx, actor, projectGid, async (tx, log) => {
     const cur = await rowOf(tx, projectGid, gidOf(input.query), "Can't work with this item");
-    const t = now();
-    const row = await tx
-      .insert(queries)
-      .values({
-        gid: newGid(),
-        projectGid,
-        type: cur.type,
-        name: await freeName(tx, projectGid, cur.type, cur.name),
-        q: cur.q,
-        filter: cur.filter,
-        createdBy: actor.userGid,
-        createdOn: t,
-        updatedOn: t,
-      })
-      .returning()
-      .get();
-    log.project(projectGid, "INSERT", "queries", row.gid);
-    return answer(row);
+    return answer(await insertQuery(tx, log, projectGid, actor, cur));
   });
 }
 

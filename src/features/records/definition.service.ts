@@ -335,62 +335,16 @@ export const removeFieldlistField = async (ctx: Ctx, a: Actor, p: string, i: Lis
       await removeDefinitionFieldlistField(ctx, a, p, { definition, fieldlist: i.fieldlist!, field: i.field! }),
   ));
 
-export const modifyLayout = async (
-  ctx: Ctx,
-  a: Actor,
-  p: string,
-  i: Langs & LayoutModifyInput & { record?: unknown },
-) =>
-  await onExtended(
-    ctx,
-    a,
-    p,
-    i,
-    async (definition) => await modifySchemaLayout(ctx, a, p, "definition", definition, i),
-    true,
-  );
-export const createComponent = async (
-  ctx: Ctx,
-  a: Actor,
-  p: string,
-  i: Langs & ComponentInput & { record?: unknown },
-) =>
-  await onExtended(
-    ctx,
-    a,
-    p,
-    i,
-    async (definition) => await createLayoutComponent(ctx, a, p, "definition", definition, i),
-    true,
-  );
-export const modifyComponent = async (
-  ctx: Ctx,
-  a: Actor,
-  p: string,
-  i: Langs & ComponentInput & { record?: unknown },
-) =>
-  await onExtended(
-    ctx,
-    a,
-    p,
-    i,
-    async (definition) => await modifyLayoutComponent(ctx, a, p, "definition", definition, i),
-    true,
-  );
-export const deleteComponent = async (
-  ctx: Ctx,
-  a: Actor,
-  p: string,
-  i: Langs & ComponentInput & { record?: unknown },
-) =>
-  await onExtended(
-    ctx,
-    a,
-    p,
-    i,
-    async (definition) => await deleteLayoutComponent(ctx, a, p, "definition", definition, i),
-    true,
-  );
+/** A layout operation of the schema feature, done on the record's extended definition. */
+const onExtendedLayout =
+  <I>(op: (ctx: Ctx, a: Actor, p: string, kind: "definition", definition: string, input: I) => Promise<Answer>) =>
+  async (ctx: Ctx, a: Actor, p: string, i: Langs & I & { record?: unknown }) =>
+    await onExtended(ctx, a, p, i, async (definition) => await op(ctx, a, p, "definition", definition, i), true);
+
+export const modifyLayout = onExtendedLayout<LayoutModifyInput>(modifySchemaLayout);
+export const createComponent = onExtendedLayout<ComponentInput>(createLayoutComponent);
+export const modifyComponent = onExtendedLayout<ComponentInput>(modifyLayoutComponent);
+export const deleteComponent = onExtendedLayout<ComponentInput>(deleteLayoutComponent);
 
 /** components/move: takes the component out of its container and puts it into `parent` (before `before_component`). */
 export const moveComponent = async (
