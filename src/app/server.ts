@@ -228,7 +228,7 @@ export async function startServer(
       await s?.closeSync();
       await server.stop(false);
       await s?.stopWork();
-      ctx.mailer.close();
+      await ctx.mailer.close();
       closeDatabase(ctx.db);
       releaseDataDir(config.dataDir);
     })());

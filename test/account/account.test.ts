@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import sharp from "sharp";
 import { mutate } from "../../src/db/mutate";
@@ -922,6 +922,19 @@ describe("outbox", () => {
       expect(eml).toMatch(/Subject: .*[2-9A-HJ-NP-Z]{6}/);
     } finally {
       await plain.stop();
+    }
+  });
+
+  test("a mail a request started is out before the server's stop resolves, and none is written after it", async () => {
+    const plain = await TestServer.start();
+    const dir = join(plain.dataDir, "outbox");
+    try {
+      expect((await plain.call("/api/signup_request", { body: fresh() })).status).toBe(200);
+      // The answer came before the mail was written (it is sent in the background).
+      await plain.stop(true);
+      expect(readdirSync(dir).filter((f) => f.endsWith(".eml"))).toHaveLength(1);
+    } finally {
+      rmSync(plain.dataDir, { recursive: true, force: true });
     }
   });
 });

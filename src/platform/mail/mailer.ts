@@ -37,7 +37,21 @@ export class Mailer {
     return this.transport;
   }
 
+  /** Mail on its way (requests answer before their mail is out: the account feature's `sendLater`). */
+  private readonly inFlight = new Set<Promise<void>>();
+
   async send(mail: Mail): Promise<void> {
+    if (this.closed) throw new Error("the mailer is closed");
+    const sending = this.deliver(mail);
+    this.inFlight.add(sending);
+    try {
+      await sending;
+    } finally {
+      this.inFlight.delete(sending);
+    }
+  }
+
+  private async deliver(mail: Mail): Promise<void> {
     const info = await (await this.transporter()).sendMail({ from: this.config.smtpFrom, ...mail });
     if (this.smtp) {
       // Never the subject or text: they carry verification codes and invitation links.
@@ -49,8 +63,17 @@ export class Mailer {
     this.log.info(`mail written to ${file} (no APIS_SMTP_URL set)`, { to: mail.to });
   }
 
-  close() {
+  /**
+   * Takes no more mail, lets the mail on its way go out (a code the answer announced should not be
+   * lost to a restart), waiting at most `waitMs`, then closes the connection.
+   */
+  async close(waitMs = 10_000): Promise<void> {
     this.closed = true;
+    if (this.inFlight.size) {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([Promise.allSettled([...this.inFlight]), new Promise((r) => (timer = setTimeout(r, waitMs)))]);
+      clearTimeout(timer);
+    }
     this.transport?.close();
   }
 }
