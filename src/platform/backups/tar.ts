@@ -1,5 +1,6 @@
 import { createHash } from "../../core/crypto";
 import { createReadStream, createWriteStream, type WriteStream } from "node:fs";
+import { syncPathLater } from "../storage/file-store";
 import { fsp } from "../storage/fsp";
 import type { Pack } from "tar-stream";
 
@@ -135,12 +136,7 @@ export class TarWriter {
   async finish() {
     this.pack.finalize();
     await this.closed;
-    const fh = await fsp().open(this.path, "r+");
-    try {
-      await fh.sync();
-    } finally {
-      await fh.close();
-    }
+    await syncPathLater(this.path);
     await fsp().chmod(this.path, 0o600); // whatever the umask or an existing file said
   }
 

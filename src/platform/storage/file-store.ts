@@ -217,3 +217,13 @@ export function syncPath(path: string): void {
     closeSync(fd);
   }
 }
+
+/** fsync of a file or folder on the thread pool: the event loop goes on meanwhile. */
+export async function syncPathLater(path: string): Promise<void> {
+  const fh = await fsp().open(path, "r");
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}

@@ -1,9 +1,9 @@
-import { close, fsync, mkdirSync, open, renameSync } from "node:fs";
+import { mkdirSync, renameSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { Ctx } from "../context";
 import { badRequest } from "../../core/errors";
 import { blobKey } from "./blobs";
-import { syncPath } from "./file-store";
+import { syncPath, syncPathLater } from "./file-store";
 
 /**
  * Where asset originals live: `<project dir>/originals/<storage name>`, the storage name being
@@ -60,16 +60,6 @@ export function placeOriginal(from: string, to: string, durable: boolean): void 
   if (durable) syncPath(dirname(to));
 }
 
-/** fsync of a folder on the thread pool. */
-function syncFolder(dir: string): Promise<void> {
-  return new Promise((ok, fail) =>
-    open(dir, "r", (err, fd) => {
-      if (err) return fail(err);
-      fsync(fd, (err) => close(fd, () => (err ? fail(err) : ok())));
-    }),
-  );
-}
-
 /**
  * `placeOriginal` before the transaction that commits the row, for a file whose name is known
  * ahead (a new asset). `syncFile` waits for the file's bytes to be on disk (the upload's last sync,
@@ -84,5 +74,5 @@ export async function placeOriginalAhead(
   syncFile: () => Promise<void>,
 ): Promise<void> {
   renameSync(from, to);
-  await Promise.all([syncFile(), durable ? syncFolder(dirname(to)) : undefined]);
+  await Promise.all([syncFile(), durable ? syncPathLater(dirname(to)) : undefined]);
 }
