@@ -40,6 +40,24 @@ describe("the cache of source copies", () => {
     expect(cache.size).toBe(100);
   });
 
+  test("while a copy is kept it tells what the store said of its original, so the store is not asked again", async () => {
+    const { cache } = cacheOf(150);
+    expect(cache.known(PROJECT, "aaaaaaaa~1.jpg")).toBeUndefined();
+    const read = async () => new Blob([Buffer.alloc(100, 1)]);
+    (await cache.copy(PROJECT, "aaaaaaaa~1.jpg", 100, read, 1_700_000_000_000)).release();
+    expect(cache.known(PROJECT, "aaaaaaaa~1.jpg")).toEqual({ size: 100, mtimeMs: 1_700_000_000_000 });
+    expect(cache.known(PROJECT, "aaaaaaaa~2.jpg")).toBeUndefined();
+    // Pushed out by another copy past the limit, or forgotten with its asset: nothing known then.
+    (await cache.copy(PROJECT, "bbbbbbbb~1.jpg", 100, read, 1)).release();
+    expect(cache.known(PROJECT, "aaaaaaaa~1.jpg")).toBeUndefined();
+    cache.forget(PROJECT, "bbbbbbbb");
+    expect(cache.known(PROJECT, "bbbbbbbb~1.jpg")).toBeUndefined();
+    // With a limit of 0 nothing is kept, so nothing is known.
+    const none = cacheOf(0).cache;
+    (await none.copy(PROJECT, "aaaaaaaa~1.jpg", 100, read, 1)).release();
+    expect(none.known(PROJECT, "aaaaaaaa~1.jpg")).toBeUndefined();
+  });
+
   test("requests arriving together share one fetch", async () => {
     const { copy, reads } = cacheOf(1000);
     const both = await Promise.all([copy("bbbbbbbb~1.jpg"), copy("bbbbbbbb~1.jpg")]);

@@ -201,12 +201,14 @@ const missingOriginal = (src: Source) =>
  */
 async function sourceFromStore(ctx: Ctx, projectGid: string, src: Source): Promise<SourceFile> {
   const key = originalKey(projectGid, src.storageName);
-  const st = await ctx.storage.blobs.stat(key);
+  const cache = sourceCache(ctx);
+  // With a copy kept, what the store said when it was fetched (the name's content never changes).
+  const st = cache.known(projectGid, src.storageName) ?? (await ctx.storage.blobs.stat(key));
   if (!st) throw missingOriginal(src);
   let copy: Promise<SourceCopy> | undefined;
   const fetchCopy = async () => {
     try {
-      return await sourceCache(ctx).copy(projectGid, src.storageName, st.size, () => ctx.storage.blobs.get(key));
+      return await cache.copy(projectGid, src.storageName, st.size, () => ctx.storage.blobs.get(key), st.mtimeMs);
     } catch (err) {
       if (err instanceof MissingOriginal) throw missingOriginal(src);
       throw err;

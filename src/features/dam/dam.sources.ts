@@ -6,7 +6,8 @@ import type { Ctx } from "../../platform/context";
  * Local copies of originals for `/dam` on a store that is not the local disk (S3): sharp reads a
  * file, so an original is fetched into `<data>/tmp/dam-sources/<project>/<storage name>` and used
  * from there. A storage name never changes its content (a new version has a new name), so a copy
- * serves every later transform of that original without reading the store again.
+ * serves every later transform of that original without reading the store again, or asking it for
+ * the original's size and date (`known`).
  *
  * The copies take at most `--dam-source-cache` bytes of disk: past it the least recently used are
  * removed, never one a request is reading (it is pinned until `release`). A limit of 0 keeps none:
@@ -17,7 +18,8 @@ import type { Ctx } from "../../platform/context";
  * of originals deleted while the server was down do not stay behind.
  */
 
-type Entry = { path: string; size: number; pins: number; doomed: boolean };
+/** A kept copy: its bytes, and the date the store gave its original when it was fetched. */
+type Entry = { path: string; size: number; mtimeMs: number; pins: number; doomed: boolean };
 /** Reads the original from the store (undefined: it is gone). */
 type Read = () => Promise<Blob | undefined>;
 /**
@@ -50,10 +52,20 @@ export class SourceCache {
   }
 
   /**
-   * A local copy of `name` of the project, `size` bytes in the store, fetched with `read` when
-   * there is none; pinned until `release` is called (once).
+   * What the store said of `name` of the project (its size and date) when its kept copy was
+   * fetched; undefined without a copy. A storage name never changes its content, so while the copy
+   * is kept the store need not be asked again (a round trip to it saved for each transform).
    */
-  async copy(project: string, name: string, size: number, read: Read): Promise<SourceCopy> {
+  known(project: string, name: string): { size: number; mtimeMs: number } | undefined {
+    const e = this.entries.get(this.inside(join(this.dir, project), name));
+    return e && { size: e.size, mtimeMs: e.mtimeMs };
+  }
+
+  /**
+   * A local copy of `name` of the project, `size` bytes in the store (dated `mtimeMs` there),
+   * fetched with `read` when there is none; pinned until `release` is called (once).
+   */
+  async copy(project: string, name: string, size: number, read: Read, mtimeMs = 0): Promise<SourceCopy> {
     const path = this.inside(join(this.dir, project), name);
     let e = this.entries.get(path);
     if (e && (e.size !== size || !statSync(path, { throwIfNoEntry: false }))) {
@@ -66,7 +78,7 @@ export class SourceCache {
       if (!job) {
         const started: Fetch = (job = { waiters: 0 });
         this.fetching.set(path, started);
-        started.done = this.fetch(project, path, read, started);
+        started.done = this.fetch(project, path, read, started, mtimeMs);
       }
       job.waiters++;
       // Pinned for each waiter by the fetch itself, so no trim can take it before they run.
@@ -104,7 +116,7 @@ export class SourceCache {
    * Fetches a copy for the requests waiting in `job`. The job leaves `fetching` in the same step
    * as its entry is made (or as it fails), so a request coming later finds the entry, or no job.
    */
-  private async fetch(project: string, path: string, read: Read, job: Fetch): Promise<Entry> {
+  private async fetch(project: string, path: string, read: Read, job: Fetch, mtimeMs: number): Promise<Entry> {
     const leave = () => {
       if (this.fetching.get(path) === job) this.fetching.delete(path);
     };
@@ -124,7 +136,7 @@ export class SourceCache {
     const old = this.entries.get(path);
     if (old) this.forgetEntry(old);
     // The size written (the object may have changed since its stat), pinned once per waiter.
-    const e: Entry = { path, size: statSync(path).size, pins: job.waiters, doomed: job.forgotten === true };
+    const e: Entry = { path, size: statSync(path).size, mtimeMs, pins: job.waiters, doomed: job.forgotten === true };
     if (e.doomed) return e; // not kept: removed once its readers are done
     this.entries.set(path, e);
     this.bytes += e.size;
