@@ -12,7 +12,8 @@
  */
 import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { FloorFile, floorDatabase, fsyncPath } from "./dam-floor";
+import { syncPathLater } from "../src/platform/storage/file-store";
+import { FloorFile, floorDatabase } from "./dam-floor";
 
 const [port, filesJson, uploadDir] = process.argv.slice(2);
 const files: Record<string, { file: string; headers: Record<string, string> }> = JSON.parse(
@@ -40,7 +41,7 @@ Bun.serve({
         }
         const facts = file.header(true);
         await writer.end();
-        const [got] = await Promise.all([facts, fsyncPath(target), fsyncPath(uploadDir!)]);
+        const [got] = await Promise.all([facts, syncPathLater(target), syncPathLater(uploadDir!)]);
         await floor.record(target, file, got);
         setImmediate(() => rmSync(target, { force: true }));
         return new Response("ok");
@@ -48,7 +49,7 @@ Bun.serve({
       for await (const chunk of req.body!) void writer.write(chunk);
       await writer.end();
       // The file and its folder entry synced at once, as Apis does.
-      if (path === "/upload-durable") await Promise.all([fsyncPath(target), fsyncPath(uploadDir!)]);
+      if (path === "/upload-durable") await Promise.all([syncPathLater(target), syncPathLater(uploadDir!)]);
       setImmediate(() => rmSync(target, { force: true }));
       return new Response("ok");
     }

@@ -8,22 +8,12 @@
  * folders, rights, change log or sync item.
  */
 import { Database } from "bun:sqlite";
-import { open } from "node:fs/promises";
 import { join } from "node:path";
 import sharp from "sharp";
+import { syncPathLater } from "../src/platform/storage/file-store";
 
 /** Bytes of the file's head the header is read from. */
 const HEAD = 512 * 1024;
-
-/** fsync of a file or folder on the thread pool (the event loop goes on with other uploads meanwhile). */
-export async function fsyncPath(path: string): Promise<void> {
-  const f = await open(path, "r");
-  try {
-    await f.sync();
-  } finally {
-    await f.close();
-  }
-}
 
 /** One upload's hash and head, fed with the file's bytes in order. */
 export class FloorFile {
@@ -65,7 +55,7 @@ export function floorDatabase(dir: string): {
   // One sync covers every commit made before it started.
   const syncLog = (): Promise<void> => {
     if (!syncing) {
-      syncing = fsyncPath(`${file}-wal`).finally(() => (syncing = undefined));
+      syncing = syncPathLater(`${file}-wal`).finally(() => (syncing = undefined));
       return syncing;
     }
     queued ??= syncing.then(() => {

@@ -20,7 +20,7 @@ function cacheOf(limit: number) {
   const reads: string[] = [];
   const cache = new SourceCache(dir, limit, inside);
   const copy = (name: string, bytes = 100) =>
-    cache.copy(PROJECT, name, bytes, async () => {
+    cache.copy(PROJECT, name, { size: bytes, mtimeMs: 0 }, async () => {
       reads.push(name);
       return new Blob([Buffer.alloc(bytes, name.charCodeAt(0))]);
     });
@@ -44,17 +44,17 @@ describe("the cache of source copies", () => {
     const { cache } = cacheOf(150);
     expect(cache.known(PROJECT, "aaaaaaaa~1.jpg")).toBeUndefined();
     const read = async () => new Blob([Buffer.alloc(100, 1)]);
-    (await cache.copy(PROJECT, "aaaaaaaa~1.jpg", 100, read, 1_700_000_000_000)).release();
+    (await cache.copy(PROJECT, "aaaaaaaa~1.jpg", { size: 100, mtimeMs: 1_700_000_000_000 }, read)).release();
     expect(cache.known(PROJECT, "aaaaaaaa~1.jpg")).toEqual({ size: 100, mtimeMs: 1_700_000_000_000 });
     expect(cache.known(PROJECT, "aaaaaaaa~2.jpg")).toBeUndefined();
     // Pushed out by another copy past the limit, or forgotten with its asset: nothing known then.
-    (await cache.copy(PROJECT, "bbbbbbbb~1.jpg", 100, read, 1)).release();
+    (await cache.copy(PROJECT, "bbbbbbbb~1.jpg", { size: 100, mtimeMs: 1 }, read)).release();
     expect(cache.known(PROJECT, "aaaaaaaa~1.jpg")).toBeUndefined();
     cache.forget(PROJECT, "bbbbbbbb");
     expect(cache.known(PROJECT, "bbbbbbbb~1.jpg")).toBeUndefined();
     // With a limit of 0 nothing is kept, so nothing is known.
     const none = cacheOf(0).cache;
-    (await none.copy(PROJECT, "aaaaaaaa~1.jpg", 100, read, 1)).release();
+    (await none.copy(PROJECT, "aaaaaaaa~1.jpg", { size: 100, mtimeMs: 1 }, read)).release();
     expect(none.known(PROJECT, "aaaaaaaa~1.jpg")).toBeUndefined();
   });
 
@@ -128,7 +128,12 @@ describe("the cache of source copies", () => {
     const dir = sourcesDir();
     const cache = new SourceCache(dir, 10_000, inside);
     let arrive!: (b: Blob) => void;
-    const pending = cache.copy(PROJECT, "aaaaaaaa~1.jpg", 5, () => new Promise<Blob>((ok) => (arrive = ok)));
+    const pending = cache.copy(
+      PROJECT,
+      "aaaaaaaa~1.jpg",
+      { size: 5, mtimeMs: 0 },
+      () => new Promise<Blob>((ok) => (arrive = ok)),
+    );
     await until(() => arrive !== undefined);
     cache.forget(PROJECT, "aaaaaaaa");
     arrive(new Blob(["bytes"]));
@@ -150,7 +155,7 @@ describe("the cache of source copies", () => {
 
   test("an object gone from the store is MissingOriginal and leaves nothing behind", async () => {
     const { dir, cache } = cacheOf(10_000);
-    const gone = cache.copy(PROJECT, "zzzzzzzz~1.jpg", 10, async () => undefined);
+    const gone = cache.copy(PROJECT, "zzzzzzzz~1.jpg", { size: 10, mtimeMs: 0 }, async () => undefined);
     await expect(gone).rejects.toBeInstanceOf(MissingOriginal);
     expect(cache.size).toBe(0);
     expect(existsSync(join(dir, PROJECT, "zzzzzzzz~1.jpg"))).toBe(false);

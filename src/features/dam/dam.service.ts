@@ -208,7 +208,7 @@ async function sourceFromStore(ctx: Ctx, projectGid: string, src: Source): Promi
   let copy: Promise<SourceCopy> | undefined;
   const fetchCopy = async () => {
     try {
-      return await cache.copy(projectGid, src.storageName, st.size, () => ctx.storage.blobs.get(key), st.mtimeMs);
+      return await cache.copy(projectGid, src.storageName, st, () => ctx.storage.blobs.get(key));
     } catch (err) {
       if (err instanceof MissingOriginal) throw missingOriginal(src);
       throw err;

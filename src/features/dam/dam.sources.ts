@@ -20,6 +20,8 @@ import type { Ctx } from "../../platform/context";
 
 /** A kept copy: its bytes, and the date the store gave its original when it was fetched. */
 type Entry = { path: string; size: number; mtimeMs: number; pins: number; doomed: boolean };
+/** What the store says of an original: its size and its date. */
+type Stored = { size: number; mtimeMs: number };
 /** Reads the original from the store (undefined: it is gone). */
 type Read = () => Promise<Blob | undefined>;
 /**
@@ -56,19 +58,19 @@ export class SourceCache {
    * fetched; undefined without a copy. A storage name never changes its content, so while the copy
    * is kept the store need not be asked again (a round trip to it saved for each transform).
    */
-  known(project: string, name: string): { size: number; mtimeMs: number } | undefined {
+  known(project: string, name: string): Stored | undefined {
     const e = this.entries.get(this.inside(join(this.dir, project), name));
     return e && { size: e.size, mtimeMs: e.mtimeMs };
   }
 
   /**
-   * A local copy of `name` of the project, `size` bytes in the store (dated `mtimeMs` there),
-   * fetched with `read` when there is none; pinned until `release` is called (once).
+   * A local copy of `name` of the project, `stored` as the store says now, fetched with `read`
+   * when there is none; pinned until `release` is called (once).
    */
-  async copy(project: string, name: string, size: number, read: Read, mtimeMs = 0): Promise<SourceCopy> {
+  async copy(project: string, name: string, stored: Stored, read: Read): Promise<SourceCopy> {
     const path = this.inside(join(this.dir, project), name);
     let e = this.entries.get(path);
-    if (e && (e.size !== size || !statSync(path, { throwIfNoEntry: false }))) {
+    if (e && (e.size !== stored.size || !statSync(path, { throwIfNoEntry: false }))) {
       // Not what the store holds now (or removed by hand): fetched again once no one reads it.
       this.drop(e);
       e = undefined;
@@ -78,7 +80,7 @@ export class SourceCache {
       if (!job) {
         const started: Fetch = (job = { waiters: 0 });
         this.fetching.set(path, started);
-        started.done = this.fetch(project, path, read, started, mtimeMs);
+        started.done = this.fetch(project, path, read, started, stored.mtimeMs);
       }
       job.waiters++;
       // Pinned for each waiter by the fetch itself, so no trim can take it before they run.
