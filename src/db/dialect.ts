@@ -112,8 +112,13 @@ export interface Dialect {
    * nothing to write). SQLite: `INSERT INTO index (rowid, ...) VALUES (...)` into the FTS5 table.
    */
   textIndexInsert(index: string, id: SQL, values: readonly (readonly [string, SQL])[]): SQL | undefined;
-  /** The UPDATE of the index row `id`'s `values` (see textIndexInsert), or undefined (PostgreSQL). */
-  textIndexUpdate(index: string, id: SQL, values: readonly (readonly [string, SQL])[]): SQL | undefined;
+  /**
+   * The removal of the index row `id`, told the `values` it was written with (see
+   * textIndexInsert), or undefined (PostgreSQL). SQLite: FTS5's `'delete'` command; the index
+   * keeps no copy of its text (its content is the table beside it), so it is told which words to
+   * take out.
+   */
+  textIndexDelete(index: string, id: SQL, values: readonly (readonly [string, SQL])[]): SQL | undefined;
   /**
    * The tail that gives back `column` of the row a hot INSERT makes when full-text rows are
    * written right after it, or undefined where the caller reads `RunResult.lastInsertRowid`

@@ -89,7 +89,10 @@ describe("the SQLite dialect helpers", () => {
     expect(has("")).toEqual([]);
   });
 
-  test("textIndexInsert and textIndexUpdate write a full-text row under the search row's id", () => {
+  test("textIndexInsert writes a full-text row under the search row's id, and textIndexDelete takes it out by the words it had", () => {
+    // As records_fts: an index whose content is the search table beside it (no copy of the text).
+    db.exec(`CREATE TABLE notes (id INTEGER PRIMARY KEY, gid TEXT, lang TEXT, title TEXT, body TEXT);
+      CREATE VIRTUAL TABLE notes_fts USING fts5(gid, lang, title, body, content = 'notes', content_rowid = 'id')`);
     const v = (title: string, body: string) =>
       [
         ["gid", sql`${"9"}`],
@@ -97,13 +100,18 @@ describe("the SQLite dialect helpers", () => {
         ["title", sql`${title}`],
         ["body", sql`${body}`],
       ] as const;
-    rows(d.textIndexInsert("docs_fts", sql`${9}`, v("plum", "stone fruit"))!);
+    db.query("INSERT INTO notes VALUES (9, '9', 'en', 'plum', 'stone fruit')").run();
+    rows(d.textIndexInsert("notes_fts", sql`${9}`, v("plum", "stone fruit"))!);
     const found = (q: string) =>
-      rows(sql`SELECT rowid AS id FROM docs_fts WHERE ${d.textMatch("docs_fts", sql`${q}`)}`);
+      rows(sql`SELECT rowid AS id FROM notes_fts WHERE ${d.textMatch("notes_fts", sql`${q}`)}`);
     expect(found("plum")).toEqual([{ id: 9 }]);
-    rows(d.textIndexUpdate("docs_fts", sql`${9}`, v("cherry", "stone fruit"))!);
+    rows(d.textIndexDelete("notes_fts", sql`${9}`, v("plum", "stone fruit"))!);
+    db.query("UPDATE notes SET title = 'cherry' WHERE id = 9").run();
+    rows(d.textIndexInsert("notes_fts", sql`${9}`, v("cherry", "stone fruit"))!);
     expect(found("plum")).toEqual([]);
     expect(found("cherry")).toEqual([{ id: 9 }]);
+    expect(found("stone")).toEqual([{ id: 9 }]);
+    expect(() => db.run("INSERT INTO notes_fts (notes_fts) VALUES ('integrity-check')")).not.toThrow();
   });
 
   test("returningInserted leaves a hot insert's new id to lastInsertRowid on SQLite", () => {

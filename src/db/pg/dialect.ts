@@ -128,7 +128,7 @@ export const pgDialect: Dialect = {
   jsonTextsHave: (doc, quoted) => sql`(${jdoc(doc)} @> jsonb_build_array((${quoted})::text::jsonb))`,
   // The search table's generated tsvector column is the index: nothing to write.
   textIndexInsert: () => undefined,
-  textIndexUpdate: () => undefined,
+  textIndexDelete: () => undefined,
   returningInserted: (column) => sql.raw(` RETURNING ${name(column)}`),
   jsonFromText: (value) => sql`((${value})::text::jsonb)`,
   storeBinaryJson: (value) => sql`((${value})::text::jsonb)`,

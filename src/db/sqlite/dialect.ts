@@ -60,11 +60,11 @@ export const sqliteDialect: Dialect = {
       [id, ...values.map(([, v]) => v)],
       sql`, `,
     )})`,
-  textIndexUpdate: (index, id, values) =>
-    sql`UPDATE ${ident(index)} SET ${sql.join(
-      values.map(([c, v]) => sql`${ident(c)} = ${v}`),
+  textIndexDelete: (index, id, values) =>
+    sql`INSERT INTO ${ident(index)} (${ident(index)}, rowid, ${sql.raw(names(values.map(([c]) => c)))}) VALUES ('delete', ${sql.join(
+      [id, ...values.map(([, v]) => v)],
       sql`, `,
-    )} WHERE rowid = ${id}`,
+    )})`,
   returningInserted: () => undefined,
   jsonFromText: (text) => text,
   storeBinaryJson: (text) => sql`jsonb(${text})`,

@@ -204,13 +204,12 @@ export function assetMatchesSqlite(
 }
 
 /**
- * Fills the records' FTS5 index of a database whose `record_search` rows were written without it
- * (the way back from PostgreSQL, src/db/pg/copy.ts `copyPgToSqlite`): the rows records.service.ts
- * writes beside each search row, under the same row id. The assets' indexes need nothing: their
- * triggers fill them as the asset rows go in.
+ * Makes the records' FTS5 index of a database whose `record_search` rows were written without it
+ * (the way back from PostgreSQL, src/db/pg/copy.ts `copyPgToSqlite`) again from those rows: they
+ * are its content (migration 0021). The assets' indexes need nothing: their triggers fill them as
+ * the asset rows go in.
  */
 export function refillRecordsIndex(sqlite: Database): void {
-  sqlite.exec(
-    "DELETE FROM records_fts; INSERT INTO records_fts (rowid, project_gid, language, title, body) SELECT id, project_gid, language, title, body FROM record_search ORDER BY id",
-  );
+  // The index's content is record_search itself (migration 0021): it is made again from it.
+  sqlite.exec("INSERT INTO records_fts (records_fts) VALUES ('rebuild')");
 }

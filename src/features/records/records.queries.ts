@@ -163,10 +163,16 @@ export const FTS_INSERT = textOf(
       ["body", param],
     ]) ?? sql``,
 );
-/** Binds (title, body, id); empty where the database indexes itself. */
-export const FTS_UPDATE = textOf(
+/**
+ * A full-text row taken out, told the text it was written with (the index keeps no copy of it:
+ * migration 0021). Binds (id, project_gid, language, title, body); empty where the database
+ * indexes itself.
+ */
+export const FTS_DELETE = textOf(
   (d) =>
-    d.textIndexUpdate("records_fts", param, [
+    d.textIndexDelete("records_fts", param, [
+      ["project_gid", param],
+      ["language", param],
       ["title", param],
       ["body", param],
     ]) ?? sql``,

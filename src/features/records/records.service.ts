@@ -41,8 +41,8 @@ import {
   childrenPlacedFirstPage,
   DELETED,
   DESCENDANTS,
+  FTS_DELETE,
   FTS_INSERT,
-  FTS_UPDATE,
   LAST_CHILD_DEFINITION,
   LAST_CHILD_DEFINITION_IN_ORDERING,
   LAST_PLACES,
@@ -492,8 +492,12 @@ export async function writeSearch(
       if (fts) await s.query(fts).run(id, view.projectGid, l, t.title, t.body);
     } else if (cur.title !== t.title || cur.body !== t.body) {
       await s.query(SEARCH_UPDATE).run(t.title, t.body, cur.id);
-      const fts = FTS_UPDATE(tx);
-      if (fts) await s.query(fts).run(t.title, t.body, cur.id);
+      // The full-text row is taken out with the words it had and written again with the new ones.
+      const out = FTS_DELETE(tx);
+      if (out) {
+        await s.query(out).run(cur.id, view.projectGid, l, cur.title, cur.body);
+        await s.query(FTS_INSERT(tx)).run(cur.id, view.projectGid, l, t.title, t.body);
+      }
     }
   }
 }

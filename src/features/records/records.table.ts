@@ -90,10 +90,11 @@ export const recordOrderings = sqliteTable(
  * The searchable text of a record per language (its title and the text of its text fields),
  * written by the records code in the same transaction as the record, together with its row of the
  * FTS5 index `records_fts` (same row id; tokenizer unicode61 with remove_diacritics 2, see migration
- * 0012). The id is given, never drawn: the record's id and the document's language (searchRowId,
- * values.service.ts; migration 0017). Only deletes reach the index by a trigger (cascades);
- * inserts and updates are written by writeSearch / insertRecordsIn (migration 0014: a trigger made
- * FTS5 flush a segment per row).
+ * 0012). This table is the index's content: the index keeps no copy of the text (migration 0021),
+ * so a row leaving it is taken out of the index with the text it had. The id is given, never
+ * drawn: the record's id and the document's language (searchRowId, values.service.ts; migration
+ * 0017). Only deletes reach the index by a trigger (cascades); inserts and updates are written by
+ * writeSearch / insertRecordsIn (migration 0014: a trigger made FTS5 flush a segment per row).
  */
 export const recordSearch = sqliteTable(
   "record_search",

@@ -142,7 +142,7 @@ describe.skipIf(!pgAvailable)("the PostgreSQL dialect helpers", () => {
 
   test("the database keeps the full-text index itself, and a hot insert gives its id back", () => {
     expect(d.textIndexInsert("records_fts", sql`${1}`, [["title", sql`${"t"}`]])).toBeUndefined();
-    expect(d.textIndexUpdate("records_fts", sql`${1}`, [["title", sql`${"t"}`]])).toBeUndefined();
+    expect(d.textIndexDelete("records_fts", sql`${1}`, [["title", sql`${"t"}`]])).toBeUndefined();
     expect(d.toQuery(d.returningInserted("id")!).sql).toBe(" RETURNING id");
   });
 
