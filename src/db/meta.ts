@@ -20,6 +20,11 @@ export async function writeMeta(tx: Tx, key: string, value: string): Promise<voi
   await tx.insert(meta).values({ key, value }).onConflictDoUpdate({ target: meta.key, set: { value } }).run();
 }
 
+/** Removes an instance-wide fact of the `meta` table (nothing when there is none). */
+export async function deleteMeta(tx: Tx, key: string): Promise<void> {
+  await tx.delete(meta).where(eq(meta.key, key)).run();
+}
+
 /**
  * The fact `key`, set to `make()` by the first caller when absent: of several processes sharing a
  * database and starting at once, the first insert wins and every one reads that value back.

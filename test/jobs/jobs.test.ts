@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { mutate } from "../../src/db/mutate";
 import { changes } from "../../src/db/changelog.table";
 import { meta } from "../../src/db/meta.table";
+import { readMeta, writeMeta } from "../../src/db/meta";
 import { verificationCodes } from "../../src/features/account/account.table";
 import { unprocessable } from "../../src/core/errors";
 import { features, housekeepingTasks, type Feature } from "../../src/features";
@@ -336,8 +337,11 @@ describe("restart and housekeeping", () => {
 
   test("a task that tidies a server's own data folder records its last run per server, not one for all sharing the database", async () => {
     const temp = housekeepingTasks().find((h) => h.name === "temp")!;
+    // The one row an earlier version kept for every server is removed at the first run.
+    await writeMeta(srv.ctx.db, "housekeeping.temp", JSON.stringify({ at: 1, ok: true, summary: "old", ms: 1 }));
     const own = await runHousekeeping(srv.ctx, temp);
     expect(own.ok).toBe(true);
+    expect(await readMeta(srv.ctx.db, "housekeeping.temp")).toBeUndefined();
     // A second server on the same database with a data folder of its own (a cluster's other node).
     const other = { ...srv.ctx, config: { ...srv.ctx.config, dataDir: nodeFolder() } };
     const listed = async (ctx: typeof srv.ctx) =>

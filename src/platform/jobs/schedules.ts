@@ -2,7 +2,7 @@ import { Cron } from "croner";
 import { hostname } from "node:os";
 import { isOff, type Config } from "../../config";
 import { now } from "../../core/ids";
-import { readMeta, writeMeta } from "../../db/meta";
+import { deleteMeta, readMeta, writeMeta } from "../../db/meta";
 import type { Ctx } from "../context";
 
 /**
@@ -59,6 +59,8 @@ export async function runHousekeeping(ctx: Ctx, task: Housekeeping): Promise<Las
   }
   try {
     await writeMeta(ctx.db, metaKey(ctx, task), JSON.stringify(run));
+    // The one shared row an earlier version kept for a local task, now nobody's: gone.
+    if (task.local) await deleteMeta(ctx.db, `housekeeping.${task.name}`);
   } catch {
     // The database may be closing; the outcome is in the log.
   }
