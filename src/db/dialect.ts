@@ -142,6 +142,11 @@ export interface Dialect {
    */
   storeBinaryJson(text: SQL): SQL;
   /**
+   * A column written by `storeBinaryJson` without the member at `path`, kept in that stored form
+   * (no trip through JSON text): SQLite `jsonb_remove`, PostgreSQL `#-`.
+   */
+  binaryJsonRemove(column: SQL, path: JsonPath): SQL;
+  /**
    * A select-list item reading a column written by `storeBinaryJson` as JSON text under its own
    * name (`r.vals` → SQLite `json(r.vals) AS vals`), so that rows keep the shapes `readJson` and
    * the generic table code expect; PostgreSQL the column itself (the driver parses jsonb).

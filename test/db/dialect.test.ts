@@ -136,6 +136,11 @@ describe("the SQLite dialect helpers", () => {
     ]);
     expect(rows(sql`SELECT ${sql.raw(d.binaryJsonColumn("k.vals"))} FROM kept k`)).toEqual([{ vals: text }]);
     expect(() => d.binaryJsonColumn("vals; DROP TABLE kept")).toThrow();
+    // binaryJsonRemove drops a member and keeps the stored form.
+    rows(sql`UPDATE kept SET vals = ${d.binaryJsonRemove(sql`vals`, ["en"])}`);
+    expect(rows(sql`SELECT typeof(vals) AS t, ${sql.raw(d.binaryJsonColumn("vals"))} FROM kept`)).toEqual([
+      { t: "blob", vals: JSON.stringify({ "*": { g1: 5 } }) },
+    ]);
   });
 
   test("jsonArrayMembers lists the members of a bound JSON array for IN", () => {

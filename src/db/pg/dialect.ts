@@ -132,6 +132,7 @@ export const pgDialect: Dialect = {
   returningInserted: (column) => sql.raw(` RETURNING ${name(column)}`),
   jsonFromText: (value) => sql`((${value})::text::jsonb)`,
   storeBinaryJson: (value) => sql`((${value})::text::jsonb)`,
+  binaryJsonRemove: (column, p) => sql`(${column} #- ${path(p)})`,
   binaryJsonColumn: (column) => column.split(".").map(name).join("."),
   jsonArrayMembers: (doc, kind) =>
     sql`SELECT m.value${sql.raw(kind === "integer" ? "::bigint" : "")} AS value FROM jsonb_array_elements_text(${jdoc(doc)}) AS m(value)`,

@@ -68,6 +68,7 @@ export const sqliteDialect: Dialect = {
   returningInserted: () => undefined,
   jsonFromText: (text) => text,
   storeBinaryJson: (text) => sql`jsonb(${text})`,
+  binaryJsonRemove: (column, path) => sql`jsonb_remove(${column}, ${sqlitePath(path)})`,
   binaryJsonColumn: (column) => `json(${qualified(column)}) AS ${name(column.slice(column.lastIndexOf(".") + 1))}`,
   jsonArrayMembers: (doc) => sql`SELECT value FROM json_each(${doc})`,
   readJson: (value) => (value == null ? null : JSON.parse(value as string)),

@@ -107,7 +107,7 @@ export function languageHolders(tx: Tx, projectGid: string, key: string) {
 export function withoutLanguage(tx: Tx, key: string): string {
   const d = dialectOf(tx);
   return d.toQuery(
-    sql`UPDATE records SET vals = ${d.storeBinaryJson(d.jsonRemove(sql`vals`, [key]))}, updated_on = ${d.greatest(param, sql`updated_on + 0.000001`)} WHERE id = ${param}`.inlineParams(),
+    sql`UPDATE records SET vals = ${d.binaryJsonRemove(sql`vals`, [key])}, updated_on = ${d.greatest(param, sql`updated_on + 0.000001`)} WHERE id = ${param}`.inlineParams(),
   ).sql;
 }
 /** A language's search rows. Binds (project_gid, language). */

@@ -158,10 +158,13 @@ describe.skipIf(!pgAvailable)("the PostgreSQL dialect helpers", () => {
     expect(await rows(sql`SELECT jsonb_typeof(${d.jsonFromText(sql`${'{"a":1}'}`)}) AS t`)).toEqual([{ t: "object" }]);
   });
 
-  test("storeBinaryJson makes bound JSON text jsonb, and binaryJsonColumn reads the column as it is", async () => {
+  test("storeBinaryJson makes bound JSON text jsonb, binaryJsonColumn reads the column as it is, binaryJsonRemove drops a member", async () => {
     expect(await rows(sql`SELECT jsonb_typeof(${d.storeBinaryJson(sql`${'{"a":1}'}`)}) AS t`)).toEqual([
       { t: "object" },
     ]);
+    expect(
+      await rows(sql`SELECT ${d.binaryJsonRemove(sql`d.body`, ["tags"])} AS v FROM docs d WHERE d.id = 2`),
+    ).toEqual([{ v: { a: { b: [] } } }]);
     expect(await rows(sql`SELECT ${sql.raw(d.binaryJsonColumn("d.body"))} FROM docs d WHERE d.id = 2`)).toEqual([
       { body: { a: { b: [] }, tags: ["z"] } },
     ]);
