@@ -12,6 +12,7 @@
  * through drizzle's migrator as before.
  */
 import type { Database } from "bun:sqlite";
+import { quoteIdent } from "./ident";
 
 /** The tables SQLite makes itself for an FTS5 table (created with it, so not in the script). */
 const FTS5_SHADOWS = ["_data", "_idx", "_content", "_docsize", "_config"];
@@ -42,8 +43,8 @@ export function baselineScript(sqlite: Database): string {
     const columns = (sqlite.query(`SELECT name FROM pragma_table_info(?)`).all(table) as { name: string }[]).map(
       (c) => c.name,
     );
-    const quoted = `"${table.replaceAll('"', '""')}"`;
-    const values = columns.map((c) => `quote("${c.replaceAll('"', '""')}")`).join(" || ',' || ");
+    const quoted = quoteIdent(table);
+    const values = columns.map((c) => `quote(${quoteIdent(c)})`).join(" || ',' || ");
     for (const row of sqlite.query(`SELECT ${values} AS v FROM ${quoted}`).all() as { v: string }[])
       statements.push(`INSERT INTO ${quoted} VALUES(${row.v});`);
   }

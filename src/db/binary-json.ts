@@ -9,6 +9,8 @@
  * the copies between SQLite and PostgreSQL) reads these columns as JSON text and writes JSON text
  * back as JSONB, so rows keep SQLite's text shapes everywhere outside the database.
  */
+import { quoteIdent } from "./ident";
+
 const COLUMNS: ReadonlyMap<string, readonly string[]> = new Map([["records", ["vals"]]]);
 
 /** The columns of `table` kept as JSONB on SQLite (none for most tables). */
@@ -18,7 +20,7 @@ export function binaryJsonColumns(table: string): readonly string[] {
 
 /** The select-list item of a column in SQLite's text shapes: `json("c") AS "c"` for a JSONB column. */
 export function sqliteReadItem(table: string, column: string): string {
-  const q = `"${column.replaceAll('"', '""')}"`;
+  const q = quoteIdent(column);
   return binaryJsonColumns(table).includes(column) ? `json(${q}) AS ${q}` : q;
 }
 

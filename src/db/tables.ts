@@ -1,4 +1,5 @@
 import { sqliteWritePlaceholder } from "./binary-json";
+import { quoteIdent } from "./ident";
 import type { DB, Tx } from "./connection";
 import type { SqlValue } from "./port";
 import { kindOf, portOf } from "./ports";
@@ -15,8 +16,8 @@ import * as sqlite from "./sqlite/tables";
  * booleans as 0/1), so what is written from one database restores onto the other.
  */
 
-/** A table or column name as an SQL identifier. */
-export const quote = (name: string) => `"${name.replaceAll('"', '""')}"`;
+/** A table or column name as an SQL identifier (src/db/ident.ts). */
+export const quote = quoteIdent;
 const onPg = (tx: Tx) => kindOf(tx as DB) === "postgres";
 
 /**

@@ -7,6 +7,7 @@ import type { ReservedSQL, SQL } from "bun";
 import { migratePg } from "./migrate";
 import { refillRecordsIndex } from "../sqlite/search";
 import { sqliteReadItem, sqliteWritePlaceholder } from "../binary-json";
+import { quoteIdent as q } from "../ident";
 
 /** The PostgreSQL column types the schema uses (src/db/pg/schema.ts); anything else is refused. */
 type PgType = "text" | "integer" | "bigint" | "double precision" | "boolean" | "jsonb";
@@ -74,7 +75,6 @@ export class CopyMismatch extends Error {
   }
 }
 
-const q = (name: string) => `"${name.replace(/"/g, '""')}"`;
 /** A table's columns as SQLite gives them in its text shapes (JSONB columns as JSON text). */
 const sqliteItems = (t: { name: string; columns: { name: string }[] }) =>
   t.columns.map((c) => sqliteReadItem(t.name, c.name)).join(", ");

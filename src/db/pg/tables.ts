@@ -1,4 +1,5 @@
 import type { Tx } from "../connection";
+import { quoteIdent as quote } from "../ident";
 import type { Session, SqlValue } from "../port";
 import { sessionOf } from "../query";
 import { bindSession } from "../registry";
@@ -11,8 +12,6 @@ import type { PgPort, PgSession } from "./port";
  * 0/1, 64-bit integers as numbers), so an archive written from one database is the same archive
  * written from the other, and restores onto either.
  */
-
-const quote = (name: string) => `"${name.replaceAll('"', '""')}"`;
 
 /** A column as PostgreSQL's catalog types it (the types of src/db/pg/schema.ts). */
 type Column = { name: string; type: string };

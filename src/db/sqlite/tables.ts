@@ -1,4 +1,5 @@
 import { sqliteOf, type Tx } from "../connection";
+import { quoteIdent as quote } from "../ident";
 import type { SqlValue } from "../port";
 import { binaryJsonColumns, sqliteReadItem } from "../binary-json";
 import { sessionOf } from "../query";
@@ -12,8 +13,6 @@ import { sessionOf } from "../query";
  * (src/db/catalog.ts reads `information_schema` there, src/db/pg/tables.ts the rows; src/db/tables.ts
  * chooses).
  */
-
-const quote = (name: string) => `"${name.replaceAll('"', '""')}"`;
 
 /**
  * Every table that has `column`, virtual tables (the full-text indexes) included, in the order
