@@ -61,7 +61,10 @@ function openSqlite(config: Config, storage: Storage, log: Logger): DB {
   // Lost to a power cut before that, they are simply applied again at the next start.
   const db = openDatabase(storage.database, { synchronous: "normal" });
   startupStep("database opened");
-  const applied = migrate(db);
+  const applied = migrate(db, {
+    // Said first: the server answers nothing until they are done (docs/records.md, migration 0021).
+    onPending: (n) => log.info(`applying ${n} migration(s) to ${storage.database}; a large database may take minutes`),
+  });
   if (applied) log.info(`applied ${applied} migration(s)`);
   startupStep(`migrations applied (${applied})`);
   setSynchronous(db, config.sqliteSynchronous);

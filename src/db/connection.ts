@@ -255,11 +255,15 @@ export function createFromImageSoon(file: string): Promise<boolean> {
  * would find nothing to do, in a few milliseconds of every start). An empty database gets the
  * baseline first (`applyBaseline`); whatever it does not stand for, and every other database, goes
  * through drizzle's own migrator, fed from the embedded copy instead of a folder on disk.
+ * `onPending` hears how many migrations a database that has some already is about to get, before
+ * they run (some rebuild an index: about a minute at a million records).
  */
-export function migrate(db: DB, opts: { baseline?: boolean } = {}): number {
+export function migrate(db: DB, opts: { baseline?: boolean; onPending?: (count: number) => void } = {}): number {
   const before = journal(db);
   const newest = embeddedMigrations.at(-1)?.when;
   if (newest !== undefined && (before.newest ?? -Infinity) >= newest) return 0;
+  if (before.count > 0 && opts.onPending)
+    opts.onPending(embeddedMigrations.filter((m) => m.when > (before.newest ?? -Infinity)).length);
   const meta = migrationsMeta();
   if (opts.baseline !== false) applyBaseline(db, meta);
   (db as any).dialect.migrate(meta, (db as any).session, {});
