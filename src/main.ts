@@ -35,6 +35,7 @@ commands:
                                 folder's SQLite file, verified the same way; --force replaces its rows
   doctor [--data DIR]           check Bun, SQLite, sharp/libvips and the data folder (space, database, secret);
                                 with --database postgres://...: connection, server version, extensions, migrations
+  vacuum [--json]               give the free pages inside the SQLite database back to the disk (server stopped)
   jobs list [--limit N] [--json] housekeeping schedules (next/last run) and recent background jobs
   jobs run TASK [--dry-run]     run one housekeeping task now (changelog, checkpoint, jobs, store-sweep, ...)
   storage migrate --to URL [--json]
@@ -59,6 +60,7 @@ const COMMAND_FLAGS: Record<string, string[]> = {
   storage: ["to", "json"],
   backup: ["out", "file", "json", "keep-previous", "yes"],
   "migrate-database": ["to", "force", "json", "batch"],
+  vacuum: ["json"],
 };
 
 /** A mistyped flag is a usage error (exit 2), not silently ignored. */
@@ -155,6 +157,10 @@ async function main(argv: string[]): Promise<number> {
     case "doctor": {
       const { doctor } = await import("./cli/doctor.cli");
       return doctor(config);
+    }
+    case "vacuum": {
+      const { vacuumCommand } = await import("./cli/vacuum.cli");
+      return vacuumCommand(config, flags);
     }
     case "user": {
       await checkData(config);

@@ -2,6 +2,7 @@ import { existsSync, statfsSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { databaseKind, type Config } from "../config";
 import { inspectDatabase, migrationsMeta, sqliteInfo } from "../db/connection";
+import { fileSpace } from "../db/sqlite/file";
 import { liveServerPid } from "../platform/storage/pidfile";
 import { Storage } from "../platform/storage/storage";
 import { openBlobStore } from "../platform/storage/open-store";
@@ -40,7 +41,7 @@ async function checkDataDir(dataDir: string, check: Check, sqlite: boolean) {
   const file = new Storage(dataDir).database;
   if (sqlite && existsSync(file)) {
     await check("database", () => {
-      const { check: result, applied, freeBytes } = inspectDatabase(file);
+      const { check: result, applied } = inspectDatabase(file);
       if (result.join() !== "ok")
         throw new Error(`${file} is damaged: ${result.slice(0, 3).join("; ")} (restore a backup: apis backup restore)`);
       const known = migrationsMeta();
@@ -51,7 +52,8 @@ async function checkDataDir(dataDir: string, check: Check, sqlite: boolean) {
         );
       const pending = known.length - applied.length;
       const size = statSync(file).size + (existsSync(`${file}-wal`) ? statSync(`${file}-wal`).size : 0);
-      // Free pages are used again as the database grows; a VACUUM (server stopped) gives them back.
+      // Free pages are used again as the database grows; `apis vacuum` (server stopped) gives them back.
+      const freeBytes = fileSpace(file).free;
       // Named when they are a tenth of the file or more (after large deletes, or migration 0021).
       const free =
         freeBytes >= 1024 ** 2 && freeBytes >= size / 10

@@ -386,16 +386,10 @@ function plainRows<Q>(q: Q): Q {
  * A read-only look at a database file for `apis doctor`: SQLite's quick_check, and the creation
  * times of the migrations applied to it (empty when none has run yet). Opens and closes the file.
  */
-export function inspectDatabase(file: string): { check: string[]; applied: number[]; freeBytes: number } {
+export function inspectDatabase(file: string): { check: string[]; applied: number[] } {
   const db = new Database(file, { readonly: true });
   try {
     const check = (db.query("PRAGMA quick_check").all() as { quick_check: string }[]).map((r) => r.quick_check);
-    // Pages inside the file that hold nothing (left by deletes and by migrations that drop a table).
-    const free = db
-      .query("SELECT freelist_count * page_size AS n FROM pragma_freelist_count, pragma_page_size")
-      .get() as {
-      n: number;
-    };
     let applied: number[] = [];
     try {
       applied = (db.query("SELECT created_at FROM __drizzle_migrations").all() as { created_at: number }[]).map((m) =>
@@ -404,7 +398,7 @@ export function inspectDatabase(file: string): { check: string[]; applied: numbe
     } catch {
       // a database no migration has reached yet
     }
-    return { check, applied, freeBytes: free.n };
+    return { check, applied };
   } finally {
     db.close();
   }

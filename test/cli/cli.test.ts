@@ -8,6 +8,7 @@ import {
   readdirSync,
   readFileSync,
   rmSync,
+  statSync,
   writeFileSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
@@ -603,6 +604,43 @@ describe("doctor --data", () => {
       db.run("PRAGMA wal_checkpoint(TRUNCATE)");
       db.close();
       expect(apis(["doctor", "--data", data]).out).toMatch(/MiB, [\d.]+ MiB of it free pages, integrity ok/);
+    },
+    SLOW_TEST_MS,
+  );
+
+  test(
+    "vacuum gives a database's free pages back to the disk, and refuses while a server uses the folder",
+    () => {
+      const data = join(tmp(), "data");
+      expect(apis(["migrate", "--data", data]).code).toBe(0);
+      const file = join(data, "apis.db");
+      const db = new Database(file);
+      db.run("CREATE TABLE scratch (b BLOB)");
+      db.query("INSERT INTO scratch VALUES (zeroblob(4194304))").run();
+      db.run("DROP TABLE scratch");
+      db.run("PRAGMA wal_checkpoint(TRUNCATE)");
+      db.close();
+      const before = statSync(file).size;
+
+      // A live process named in the folder's pid file stands for a running server.
+      writeFileSync(join(data, "apis.pid"), `${process.pid}\n`);
+      const refused = apis(["vacuum", "--data", data]);
+      expect(refused.code).toBe(1);
+      expect(refused.err).toContain(`an Apis server (pid ${process.pid}) is using ${data}; stop it first`);
+      expect(statSync(file).size).toBe(before);
+      rmSync(join(data, "apis.pid"));
+
+      const done = apis(["vacuum", "--data", data, "--json"]);
+      expect(done.code).toBe(0);
+      const r = JSON.parse(done.out);
+      expect(r).toMatchObject({ ok: true, file, before });
+      expect(r.freed).toBeGreaterThanOrEqual(4 * 1024 ** 2);
+      expect(r.after).toBeLessThan(before - 4 * 1024 ** 2);
+      expect(statSync(file).size).toBe(r.after);
+      const checked = apis(["doctor", "--data", data]);
+      expect(checked.code).toBe(0);
+      expect(checked.out).toContain("integrity ok, migrations up to date");
+      expect(checked.out).not.toContain("free pages");
 
       chmodSync(join(data, "jwt.secret"), 0o644);
       const leaky = apis(["doctor", "--data", data]);

@@ -97,3 +97,33 @@ export async function checkpointLog(db: DB): Promise<{ busy: boolean; checkpoint
   const r = sqliteOf(db).query("PRAGMA wal_checkpoint(TRUNCATE)").get() as { busy: number; checkpointed: number };
   return { busy: !!r.busy, checkpointed: r.checkpointed };
 }
+
+/** The pages of a database file in use and those free inside it (left by deletes), in bytes. */
+export function fileSpace(file: string): { used: number; free: number } {
+  const db = new Database(file, { readonly: true });
+  try {
+    return db
+      .query(
+        "SELECT (page_count - freelist_count) * page_size AS used, freelist_count * page_size AS free FROM pragma_page_count, pragma_freelist_count, pragma_page_size",
+      )
+      .get() as { used: number; free: number };
+  } finally {
+    db.close();
+  }
+}
+
+/**
+ * Writes a database file again without its free pages (SQLite VACUUM), then moves its log into it
+ * (the file alone holds everything). The caller makes sure nobody else uses the file: VACUUM waits
+ * for other connections, then holds the database for its whole run.
+ */
+export function vacuumFile(file: string): void {
+  const db = new Database(file);
+  try {
+    db.exec("PRAGMA busy_timeout = 5000");
+    db.exec("VACUUM");
+    db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+  } finally {
+    db.close();
+  }
+}
