@@ -2,7 +2,7 @@ import { existsSync, statfsSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { databaseKind, type Config } from "../config";
 import { inspectDatabase, migrationsMeta, sqliteInfo } from "../db/connection";
-import { fileSpace } from "../db/sqlite/file";
+import { databaseBytes, fileSpace } from "../db/sqlite/file";
 import { liveServerPid } from "../platform/storage/pidfile";
 import { Storage } from "../platform/storage/storage";
 import { openBlobStore } from "../platform/storage/open-store";
@@ -51,7 +51,7 @@ async function checkDataDir(dataDir: string, check: Check, sqlite: boolean) {
           `${file} was migrated by a newer Apis than ${VERSION}; run that version, or restore the backup taken before the upgrade`,
         );
       const pending = known.length - applied.length;
-      const size = statSync(file).size + (existsSync(`${file}-wal`) ? statSync(`${file}-wal`).size : 0);
+      const size = databaseBytes(file);
       // Free pages are used again as the database grows; `apis vacuum` (server stopped) gives them back.
       const freeBytes = fileSpace(file).free;
       // Named when they are a tenth of the file or more (after large deletes, or migration 0021).

@@ -2,17 +2,11 @@ import { existsSync, statfsSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname } from "node:path";
 import type { Config } from "../config";
-import { fileSpace, vacuumFile } from "../db/sqlite/file";
+import { databaseBytes, fileSpace, vacuumFile } from "../db/sqlite/file";
 import { Storage } from "../platform/storage/storage";
 import { liveServerPid } from "../platform/storage/pidfile";
 
 const mib = (bytes: number) => `${(bytes / 1024 ** 2).toFixed(1)} MiB`;
-
-/** The database file with its write-ahead log, in bytes. */
-function sizeOf(file: string): number {
-  const wal = `${file}-wal`;
-  return statSync(file).size + (existsSync(wal) ? statSync(wal).size : 0);
-}
 
 /**
  * What stops a VACUUM of `used` bytes of pages for want of disk space, or undefined. SQLite writes
@@ -42,8 +36,9 @@ function shortOfRoom(folder: string, used: number): string | undefined {
  * (SQLite's VACUUM: the file written again, compact). Pages a delete or a migration emptied stay
  * in the file and are used again as the database grows (`apis doctor` names them); this is for
  * when the space is wanted now. The server must be stopped: VACUUM needs the database to itself
- * and writes what the file holds twice (see shortOfRoom), so the disks must have that much free. PostgreSQL reclaims space with its own (auto)vacuum. Exit code 0
- * on success, 1 when refused or failed.
+ * and writes what the file holds twice (see shortOfRoom), so the disks must have that much free.
+ * PostgreSQL reclaims space with its own (auto)vacuum. Exit code 0 on success, 1 when refused or
+ * failed.
  */
 export function vacuumCommand(config: Config, flags: Record<string, string | boolean>): number {
   const json = flags.json === true;
@@ -60,7 +55,7 @@ export function vacuumCommand(config: Config, flags: Record<string, string | boo
   if (!existsSync(file)) return fail(`no database at ${file}`);
   const pid = liveServerPid(config.dataDir);
   if (pid) return fail(`an Apis server (pid ${pid}) is using ${config.dataDir}; stop it first`);
-  const before = sizeOf(file);
+  const before = databaseBytes(file);
   try {
     const { used, free } = fileSpace(file);
     const short = shortOfRoom(dirname(file), used);
@@ -68,7 +63,7 @@ export function vacuumCommand(config: Config, flags: Record<string, string | boo
     const t0 = performance.now();
     vacuumFile(file);
     const seconds = Math.round((performance.now() - t0) / 100) / 10;
-    const after = sizeOf(file);
+    const after = databaseBytes(file);
     if (json) console.log(JSON.stringify({ ok: true, file, before, after, freed: free, seconds }));
     else console.log(`vacuumed ${file}: ${mib(before)} → ${mib(after)} in ${seconds} s`);
     return 0;

@@ -1,4 +1,5 @@
 import { Database } from "bun:sqlite";
+import { existsSync, statSync } from "node:fs";
 import { drizzle } from "drizzle-orm/bun-sqlite";
 import { openReader, sqliteOf, type DB } from "../connection";
 
@@ -96,6 +97,12 @@ export async function withDatabaseFile<T>(file: string, fn: (db: DB) => Promise<
 export async function checkpointLog(db: DB): Promise<{ busy: boolean; checkpointed: number }> {
   const r = sqliteOf(db).query("PRAGMA wal_checkpoint(TRUNCATE)").get() as { busy: number; checkpointed: number };
   return { busy: !!r.busy, checkpointed: r.checkpointed };
+}
+
+/** The bytes a database takes on the disk: its file and its write-ahead log. */
+export function databaseBytes(file: string): number {
+  const wal = `${file}-wal`;
+  return statSync(file).size + (existsSync(wal) ? statSync(wal).size : 0);
 }
 
 /** The pages of a database file in use and those free inside it (left by deletes), in bytes. */
