@@ -16,8 +16,6 @@ import * as sqlite from "./sqlite/tables";
  * booleans as 0/1), so what is written from one database restores onto the other.
  */
 
-/** A table or column name as an SQL identifier (src/db/ident.ts). */
-export const quote = quoteIdent;
 const onPg = (tx: Tx) => kindOf(tx as DB) === "postgres";
 
 /**
@@ -99,7 +97,7 @@ export async function rowInserter(
 ): Promise<{ add(values: unknown[]): Promise<void>; done(): Promise<{ inserted: number; skipped: number }> }> {
   if (onPg(tx)) return await pg.rowInserterPg(tx, table, columns);
   const insert = sessionOf(tx).query(
-    `INSERT INTO ${quote(table)} (${columns.map(quote).join(", ")}) VALUES (${columns.map((c) => sqliteWritePlaceholder(table, c)).join(", ")})`,
+    `INSERT INTO ${quoteIdent(table)} (${columns.map(quoteIdent).join(", ")}) VALUES (${columns.map((c) => sqliteWritePlaceholder(table, c)).join(", ")})`,
   );
   let inserted = 0;
   return {

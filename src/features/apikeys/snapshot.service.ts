@@ -1,7 +1,8 @@
 import type { Tx } from "../../db/connection";
 import { columnsOf } from "../../db/catalog";
 import { sessionOf } from "../../db/query";
-import { quote, rowWriter } from "../../db/tables";
+import { quoteIdent } from "../../db/ident";
+import { rowWriter } from "../../db/tables";
 import type { ProjectSnapshotHook } from "../../platform/context";
 
 /**
@@ -49,7 +50,7 @@ export const apiUsersSnapshot: ProjectSnapshotHook = {
           keep.map(([c]) => c),
         );
         const upsert = db.query(
-          `INSERT INTO users (${keep.map(([c]) => quote(c)).join(", ")}) VALUES (${w.placeholders.join(", ")}) ON CONFLICT(gid) DO UPDATE SET ${updates.map(([c]) => `${quote(c)} = excluded.${quote(c)}`).join(", ")} WHERE users.kind = 'api'`,
+          `INSERT INTO users (${keep.map(([c]) => quoteIdent(c)).join(", ")}) VALUES (${w.placeholders.join(", ")}) ON CONFLICT(gid) DO UPDATE SET ${updates.map(([c]) => `${quoteIdent(c)} = excluded.${quoteIdent(c)}`).join(", ")} WHERE users.kind = 'api'`,
         );
         let rows = 0;
         const kindAt = entry.columns.indexOf("kind");

@@ -2,7 +2,8 @@ import type { Tx } from "../../db/connection";
 import { columnsOf } from "../../db/catalog";
 import type { ChangeLog } from "../../db/mutate";
 import { sessionOf } from "../../db/query";
-import { quote, rowWriter } from "../../db/tables";
+import { quoteIdent } from "../../db/ident";
+import { rowWriter } from "../../db/tables";
 import type { ProjectSnapshotHook } from "../../platform/context";
 import { projectAudience } from "./access.service";
 
@@ -56,7 +57,7 @@ export const projectSnapshot: ProjectSnapshotHook = {
         if (set.length)
           await db
             .query(
-              `UPDATE projects SET ${set.map(([c], i) => `${quote(c)} = ${w.placeholders[i]}`).join(", ")}, updated_on = ? WHERE gid = ?`,
+              `UPDATE projects SET ${set.map(([c], i) => `${quoteIdent(c)} = ${w.placeholders[i]}`).join(", ")}, updated_on = ? WHERE gid = ?`,
             )
             .run(...w.bind(set.map(([, v]) => v)), Date.now() / 1000, projectGid);
         return 1;

@@ -18,6 +18,7 @@ import { iconKey } from "../storage/blobs";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import type { Ctx, Hooks, ProjectSnapshotHook, StoredTables } from "../context";
 import type { Tx } from "../../db/connection";
+import { quoteIdent } from "../../db/ident";
 import { sessionOf } from "../../db/query";
 import { columnsOf, dataTables } from "../../db/catalog";
 import {
@@ -25,7 +26,6 @@ import {
   deferForeignKeys,
   deleteDanglingRows,
   parentsFirst,
-  quote,
   rowBatches,
   rowInserter,
 } from "../../db/tables";
@@ -231,7 +231,7 @@ export async function snapshotTables(
     ...own.filter((t) => t.first).map(({ table, where }) => ({ table, where })),
     ...(await projectTables(reader))
       .filter(({ table }) => !derived.has(table))
-      .map(({ table, by }) => ({ table, where: `${quote(by)} = ?` })),
+      .map(({ table, by }) => ({ table, where: `${quoteIdent(by)} = ?` })),
     ...own.filter((t) => !t.first).map(({ table, where }) => ({ table, where })),
   ];
 }
@@ -246,7 +246,7 @@ export async function snapshotCounts(
   for (const { table, where } of tables)
     counts.push(
       (await sessionOf(reader)
-        .query<{ n: number }>(`SELECT count(*) AS n FROM ${quote(table)} WHERE ${where}`)
+        .query<{ n: number }>(`SELECT count(*) AS n FROM ${quoteIdent(table)} WHERE ${where}`)
         .get(projectGid))!.n,
     );
   return counts;
@@ -481,7 +481,8 @@ export async function restoreRows(
   const theirs = new Set(parts.flatMap((p) => (p.tables ?? []).map((t) => t.table)));
   await deferForeignKeys(tx);
   const current = (await projectTables(tx)).filter((t) => t.by === "project_gid");
-  for (const { table } of current) await db.query(`DELETE FROM ${quote(table)} WHERE project_gid = ?`).run(projectGid);
+  for (const { table } of current)
+    await db.query(`DELETE FROM ${quoteIdent(table)} WHERE project_gid = ?`).run(projectGid);
   const outcome: RestoreOutcome = { rows: 0, skipped: {}, missing_tables: [] };
   for (const step of steps) if (step.beforeRows) outcome.rows += await step.beforeRows(stored);
   const currentNames = new Set(current.map((t) => t.table));
