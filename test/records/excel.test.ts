@@ -835,6 +835,19 @@ describe("records/excel/update as a job (the workbook read in a worker thread)",
 });
 
 describe("records/excel/update of an export with few changes", () => {
+  test("texts that look like XML markup (&lt;, &amp;, <b>) come back from an export unchanged: nothing is decoded twice", async () => {
+    const g = await w.create(w.root, { en: { name: "Markup" } });
+    const name = "Fish &amp; chips <b>bold</b> &lt;3";
+    const description = "a < b && c > d; &#169; 'quoted' \"twice\"";
+    const k = await w.create(g, { en: { name, artnr: "&lt;M-1&gt;", description } });
+    const exp = await exportOf({ record: g, language: "en" });
+    // The export's own bytes (strings written inline in each cell, not re-saved by exceljs).
+    const r = await upload(Buffer.from(Object.values(exp.body.data.files)[0] as string, "base64"));
+    expect(r.status).toBe(200);
+    expect(r.body.result["report.counts"]).toMatchObject({ rows: 1, updated: 0, unchanged: 1, errors: 0 });
+    expect((await w.get(k, { language: "en" })).fields.en).toMatchObject({ name, artnr: "&lt;M-1&gt;", description });
+  });
+
   test("a re-imported export with one changed cell writes that record only: the others keep their row, timestamp and sync silence", async () => {
     const g = await w.create(w.root, { en: { name: "Cool bags" } });
     const kids = [
