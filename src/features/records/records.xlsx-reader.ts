@@ -185,7 +185,10 @@ function rowIn(row: SheetRow): RowIn {
   return { n: row.n, gid: typeof g === "string" && g.trim() ? g.trim() : null, cells: row.cells, struck: row.struck };
 }
 
-/** A row of a worksheet as `sheetRows` reads it: its number, the plain values of columns 1..width (null where empty) and whether a cell among them is struck through. */
+/**
+ * A row of a worksheet as `sheetRows` reads it: its number, the plain values of columns 1..width
+ * (null where empty) and whether a cell among them is struck through.
+ */
 type SheetRow = { n: number; cells: unknown[]; struck: boolean };
 
 /** What a worksheet's rows need of its workbook (exceljs' WorkbookReader, read before the sheet). */
