@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, setSystemTime, test } from "bun:test";
 import ExcelJS from "exceljs";
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { until } from "../helpers/server";
@@ -835,6 +835,81 @@ describe("records/excel/update as a job (the workbook read in a worker thread)",
 });
 
 describe("records/excel/update of an export with few changes", () => {
+  test("texts with characters XML cannot carry (controls, U+FFFE) are exported as Excel's _xHHHH_ escapes: the workbook stays readable and comes back unchanged", async () => {
+    const g = await w.create(w.root, { en: { name: "Controls" } });
+    const name = "bell\u0007 vt\u000b ff\u000c esc\u001b del\u007f end\ufffe _x0041_ x";
+    const k = await w.create(g, { en: { name } });
+    const exp = await exportOf({ record: g, language: "en" });
+    const bytes = Buffer.from(Object.values(exp.body.data.files)[0] as string, "base64");
+    const wb = new ExcelJS.Workbook();
+    await wb.xlsx.load(bytes as any); // exceljs refuses a sheet holding a character XML does not allow
+    const ws = wb.getWorksheet("Records")!;
+    expect(ws.getRow(2).getCell(columns(ws).get("name")!).value).toBe(
+      "bell_x0007_ vt_x000B_ ff_x000C_ esc_x001B_ del_x007F_ end_xFFFE_ _x005F_x0041_ x",
+    );
+    const r = await upload(bytes);
+    expect(r.status).toBe(200);
+    expect(r.body.result["report.counts"]).toMatchObject({ rows: 1, updated: 0, unchanged: 1, errors: 0 });
+    expect((await w.get(k, { language: "en" })).fields.en.name).toBe(name);
+  });
+
+  test("a workbook whose sheet holds a character XML does not allow, or an element that does not close, is refused with 400 and changes nothing", async () => {
+    const g = await w.create(w.root, { en: { name: "Broken sheets" } });
+    const k = await w.create(g, { en: { name: "Fine", artnr: "F-1" } });
+    const exp = await exportOf({ record: g, language: "en" });
+    const wb = await workbookOf(Object.values(exp.body.data.files)[0] as string);
+    const dir = mkdtempSync(join(tmpdir(), "apis-broken-xlsx-"));
+    try {
+      // Written as the export writes (each text in its cell, no shared strings), by exceljs, which
+      // writes U+FFFE as it is: the sheet is no longer XML.
+      const broken = join(dir, "broken.xlsx");
+      const out = new ExcelJS.stream.xlsx.WorkbookWriter({ filename: broken, useSharedStrings: false });
+      for (const name of ["_apis", "Records"]) {
+        const from = wb.getWorksheet(name)!;
+        const to = out.addWorksheet(name);
+        from.eachRow((r, n) => {
+          const values = (r.values as unknown[]).slice(1);
+          if (name === "Records" && n > 1) values[columns(from).get("artnr")! - 1] = "F-2 \ufffe";
+          to.getRow(n).values = values as ExcelJS.CellValue[];
+          to.getRow(n).commit();
+        });
+        await to.commit();
+      }
+      await out.commit();
+      const r = await upload(readFileSync(broken));
+      expect(r.status).toBe(400);
+      expect(r.body.result.info.reason).toContain("not a readable .xlsx workbook");
+      expect((await w.get(k, { language: "en" })).fields.en.artnr).toBe("F-1");
+
+      // An element that never closes (the zip edited with Python's zipfile, where there is Python).
+      if (spawnSync(PYTHON, ["-c", "import zipfile"]).status === 0) {
+        const fine = join(dir, "fine.xlsx");
+        const cut = join(dir, "cut.xlsx");
+        writeFileSync(fine, Buffer.from(Object.values(exp.body.data.files)[0] as string, "base64"));
+        const py = spawnSync(PYTHON, [
+          "-c",
+          `import re, sys, zipfile
+src = zipfile.ZipFile(sys.argv[1])
+dst = zipfile.ZipFile(sys.argv[2], "w", zipfile.ZIP_DEFLATED)
+for item in src.infolist():
+    data = src.read(item.filename)
+    if item.filename == "xl/worksheets/sheet2.xml":
+        data = data.replace(b"</row>", b"", 1)
+    dst.writestr(item, data)
+dst.close()`,
+          fine,
+          cut,
+        ]);
+        expect(py.status).toBe(0);
+        const c = await upload(readFileSync(cut));
+        expect(c.status).toBe(400);
+        expect((await w.get(k, { language: "en" })).fields.en.artnr).toBe("F-1");
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   test("texts that look like XML markup (&lt;, &amp;, <b>) come back from an export unchanged: nothing is decoded twice", async () => {
     const g = await w.create(w.root, { en: { name: "Markup" } });
     const name = "Fish &amp; chips <b>bold</b> &lt;3";

@@ -18,7 +18,7 @@ import { CHILD_DEFINITIONS } from "./records.queries";
 import type { Ctx } from "../../platform/context";
 import { rowOf, valueContextOf } from "../schema/schema.api";
 import { childrenIn, mustRecord, recordsRead, rowsInOrder, type Rec } from "./records.service";
-import { excel, FIRST, META } from "./records.xlsx-reader";
+import { excel, FIRST, META, toCellText } from "./records.xlsx-reader";
 import { recordsSelection } from "./records.bulk";
 import { resolveSelection } from "../../core/selection";
 import { storedValue, type FieldInfo, type SchemaView } from "./values.service";
@@ -159,14 +159,14 @@ async function writeExport(
     plan.gids.length,
     plan.columns,
   ))
-    meta.addRow(r).commit();
+    meta.addRow(r.map(cellText)).commit();
   await meta.commit();
   const ws = sheetOf(wb, plan.columns, plan.lang, plan.gids.length);
   const header = ws.getRow(1);
   header.getCell(1).value = "gid";
   plan.columns.forEach((c, i) => {
     const cell = header.getCell(FIRST + i);
-    cell.value = c.header;
+    cell.value = toCellText(c.header);
     styleHeader(cell);
   });
   header.commit();
@@ -195,7 +195,7 @@ async function writeExport(
       return rows;
     });
     for (const values of page) {
-      const row = ws.addRow(values.map((v) => (v === undefined ? null : v)));
+      const row = ws.addRow(values.map((v) => (v === undefined ? null : cellText(v))));
       for (let i = 1; i < values.length; i++) if (values[i] === undefined) row.getCell(i + 1).style = disabled[i - 1]!;
       row.commit();
     }
@@ -206,6 +206,9 @@ async function writeExport(
   await wb.commit();
   return written;
 }
+
+/** A cell's value with its text as a workbook holds it (records.xlsx-reader.ts `toCellText`). */
+const cellText = <T>(v: T): T => (typeof v === "string" ? (toCellText(v) as T) : v);
 
 /**
  * `records/excel/children`: a workbook of the parent's (not deleted) children in one language.

@@ -50,6 +50,38 @@ export function plain(v: ExcelJS.CellValue | undefined): unknown {
   return null;
 }
 
+/**
+ * Characters a cell's text can hold that XML 1.0 cannot carry, literally or as a reference: the C0
+ * controls but tab, line feed and carriage return, U+FFFE, U+FFFF and lone surrogates; and DEL,
+ * which XML allows but exceljs' writer drops.
+ */
+const NOT_IN_XML =
+  /[\x00-\x08\x0B\x0C\x0E-\x1F\x7F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+/** Characters XML 1.0 does not allow (a text decoded from UTF-8 holds no lone surrogate). */
+const XML_FORBIDDEN =
+  /[\x00-\x08\x0B\x0C\x0E-\x1F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+/** OOXML's escape of a character in a cell's text (ST_Xstring): `_x` four hex digits `_`. */
+const ESCAPE = /_x([0-9A-Fa-f]{4})_/g;
+
+/**
+ * A text as a workbook's cell holds it: the characters XML cannot carry written as OOXML escapes
+ * (`_x0007_`), as Excel writes them, and a text that looks like an escape kept apart from one
+ * (`_x005F_x0041_` for `_x0041_`). Excel, LibreOffice and `fromCellText` read them back as the
+ * characters; exceljs' writer would drop the controls and write U+FFFE as it is, which makes the
+ * file unreadable.
+ */
+export function toCellText(text: string): string {
+  const escaped = text.includes("_x") ? text.replace(ESCAPE, "_x005F$&") : text;
+  NOT_IN_XML.lastIndex = 0;
+  return NOT_IN_XML.test(escaped)
+    ? escaped.replace(NOT_IN_XML, (c) => `_x${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")}_`)
+    : escaped;
+}
+
+/** A cell's text with its OOXML escapes (`_x0007_`, `_x005F_`) read as the characters they stand for. */
+export const fromCellText = (text: string): string =>
+  text.includes("_x") ? text.replace(ESCAPE, (_, hex: string) => String.fromCharCode(Number.parseInt(hex, 16))) : text;
+
 /** The parts of exceljs' streaming WorkbookReader that the zip loop below drives (untyped in exceljs). */
 type ReaderParts = {
   input: string;
@@ -242,7 +274,7 @@ function columnOf(ref: string): number {
  * and checks every address: about 4.5 µs a cell, four fifths of an import's reading; this one
  * reads the same values at about a fifth of that. Unlike exceljs it decodes a string's XML
  * entities once (exceljs decodes `&amp;lt;` to `<`), takes every run of an inline rich string (and
- * not their phonetic guides), and reads cells and rows without a reference (`r`) as the next ones.
+ * not their phonetic guides).
  */
 async function* sheetRows(ws: SheetReader, width: number): AsyncGenerator<SheetRow[]> {
   const book = (ws as unknown as SheetParts).workbook ?? {};
@@ -260,8 +292,6 @@ async function* sheetRows(ws: SheetReader, width: number): AsyncGenerator<SheetR
   let inData = false;
   let row: SheetRow | undefined;
   let rowStyle: StyleFacts | undefined;
-  let lastRow = 0;
-  let lastCol = 0;
   // The cell being read: its column, style, type, whether it holds a formula, its <v> and inline text.
   let col = 0;
   let style: StyleFacts | undefined;
@@ -275,10 +305,13 @@ async function* sheetRows(ws: SheetReader, width: number): AsyncGenerator<SheetR
     const text = inline ?? v;
     if (text === undefined) return null;
     switch (type) {
-      case "s":
-        return plain(shared[Number.parseInt(text, 10)] as ExcelJS.CellValue);
+      case "s": {
+        const value = plain(shared[Number.parseInt(text, 10)] as ExcelJS.CellValue);
+        return typeof value === "string" ? fromCellText(value) : value;
+      }
       case "str":
       case "inlineStr":
+        return fromCellText(text);
       case "e":
         return text;
       case "b":
@@ -294,28 +327,66 @@ async function* sheetRows(ws: SheetReader, width: number): AsyncGenerator<SheetR
       }
     }
   };
+  // What exceljs' parser (saxes) refuses, this read refuses too, before anything is applied: the
+  // report of the import reads the upload again with exceljs. Elements must close in order (a
+  // self-closing one closes right after it opens: htmlparser2 calls that close implied as well),
+  // a closing tag must close something, an `&` must begin a reference XML knows, and no text or
+  // attribute may hold a character XML does not allow, written out or as a reference.
+  const open: string[] = [];
+  let justOpened: string | undefined;
+  let closes = 0;
+  let entity = false;
+  const malformed = (what: string) => new Error(`the sheet's XML is not well-formed: ${what}`);
+  const allowed = (text: string) => {
+    if (XML_FORBIDDEN.test(text)) throw malformed("it holds a character XML does not allow");
+  };
+  const allowedPoint = (cp: number) => {
+    if (cp > 0xffff ? cp > 0x10ffff : XML_FORBIDDEN.test(String.fromCharCode(cp)))
+      throw malformed("it refers to a character XML does not allow");
+  };
+  /** htmlparser2 (lenient) made to say what it passes over: a closing tag that closes nothing, references. */
+  class StrictParser extends Parser {
+    override onclosetag(start: number, endIndex: number): void {
+      const before = closes;
+      super.onclosetag(start, endIndex);
+      if (closes === before) throw malformed("a closing tag closes no element");
+    }
+    override ontextentity(cp: number, endIndex: number): void {
+      allowedPoint(cp);
+      entity = true;
+      super.ontextentity(cp, endIndex);
+      entity = false;
+    }
+    override onattribentity(cp: number): void {
+      allowedPoint(cp);
+      super.onattribentity(cp);
+    }
+  }
   const local = (name: string) => {
     const i = name.indexOf(":");
     return i < 0 ? name : name.slice(i + 1);
   };
-  const parser = new Parser(
+  const parser = new StrictParser(
     {
       onopentag(name, attrs) {
+        open.push(name);
+        justOpened = name;
         switch (local(name)) {
           case "sheetData":
             inData = true;
             break;
           case "row":
             if (!inData) break;
-            lastRow = attrs.r ? Number.parseInt(attrs.r, 10) : lastRow + 1;
-            lastCol = 0;
-            row = { n: lastRow, cells: new Array(width + 1).fill(null), struck: false };
+            row = { n: Number.parseInt(attrs.r ?? "", 10), cells: new Array(width + 1).fill(null), struck: false };
+            // The format lets a row or a cell go without its reference, but exceljs, which reads
+            // the upload again for the report, cannot: refused here, before anything is applied.
+            if (!(row.n > 0)) throw malformed("a row has no number (r)");
             rowStyle = attrs.s ? styleFacts(Number.parseInt(attrs.s, 10)) : undefined;
             break;
           case "c":
             if (!row) break;
-            col = (attrs.r && columnOf(attrs.r)) || lastCol + 1;
-            lastCol = col;
+            col = columnOf(attrs.r ?? "");
+            if (!col) throw malformed("a cell has no reference (r)");
             style = (attrs.s && attrs.s !== "0" && styleFacts(Number.parseInt(attrs.s, 10))) || rowStyle;
             type = attrs.t;
             formula = false;
@@ -342,10 +413,17 @@ async function* sheetRows(ws: SheetReader, width: number): AsyncGenerator<SheetR
         }
       },
       ontext(text) {
+        justOpened = undefined;
+        // An `&` read as text begins no reference XML knows (those come decoded, as an entity).
+        if (!entity && text.includes("&")) throw malformed("an & begins no reference XML knows");
         if (into === "v") v += text;
         else if (into === "t") inline += text;
       },
-      onclosetag(name) {
+      onclosetag(name, implied) {
+        closes++;
+        if (open.pop() !== name || (implied && justOpened !== name))
+          throw malformed(`<${name}> is not closed in order`);
+        justOpened = undefined;
         switch (local(name)) {
           case "v":
           case "t":
@@ -374,15 +452,20 @@ async function* sheetRows(ws: SheetReader, width: number): AsyncGenerator<SheetR
     { xmlMode: true, decodeEntities: true },
   );
   const utf8 = new TextDecoder();
+  const write = (xml: string) => {
+    allowed(xml);
+    parser.write(xml);
+  };
   for await (const chunk of sheetXml(ws)) {
-    parser.write(typeof chunk === "string" ? chunk : utf8.decode(chunk, { stream: true }));
+    write(typeof chunk === "string" ? chunk : utf8.decode(chunk, { stream: true }));
     if (out.length) {
       yield out;
       out = [];
     }
   }
-  parser.write(utf8.decode());
+  write(utf8.decode());
   parser.end();
+  if (open.length) throw malformed(`<${open.at(-1)}> is never closed`);
   if (out.length) yield out;
 }
 
