@@ -210,7 +210,7 @@ export async function runSchema(name: string, n: number): Promise<BenchResult> {
     const copies = [join(work, "before.db"), join(work, "after.db"), join(work, "indexed.db")];
     for (const c of copies) copyFileSync(join(data, "apis.db"), c);
 
-    apis = await spawnApis(data, ["--rate-limit", "0"], { timeoutMs: 120_000 });
+    apis = await spawnApis(data, ["--rate-limit", "0"], { timeoutMs: 120_000, profileDir: process.env.BENCH_PROFILE });
     const login = await fetch(apis.url + "/api/login", {
       method: "POST",
       headers: { "content-type": "application/json" },
