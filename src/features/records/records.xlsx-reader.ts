@@ -335,7 +335,8 @@ async function* sheetRows(ws: SheetReader, width: number): AsyncGenerator<SheetR
   const open: string[] = [];
   let justOpened: string | undefined;
   let closes = 0;
-  let entity = false;
+  // Text handed over as it is (a decoded reference, a CDATA section), not read from the markup.
+  let literal = false;
   const malformed = (what: string) => new Error(`the sheet's XML is not well-formed: ${what}`);
   const allowed = (text: string) => {
     if (XML_FORBIDDEN.test(text)) throw malformed("it holds a character XML does not allow");
@@ -353,9 +354,9 @@ async function* sheetRows(ws: SheetReader, width: number): AsyncGenerator<SheetR
     }
     override ontextentity(cp: number, endIndex: number): void {
       allowedPoint(cp);
-      entity = true;
+      literal = true;
       super.ontextentity(cp, endIndex);
-      entity = false;
+      literal = false;
     }
     override onattribentity(cp: number): void {
       allowedPoint(cp);
@@ -414,10 +415,16 @@ async function* sheetRows(ws: SheetReader, width: number): AsyncGenerator<SheetR
       },
       ontext(text) {
         justOpened = undefined;
-        // An `&` read as text begins no reference XML knows (those come decoded, as an entity).
-        if (!entity && text.includes("&")) throw malformed("an & begins no reference XML knows");
+        // An `&` left in the markup's text begins no reference XML knows (those come decoded).
+        if (!literal && text.includes("&")) throw malformed("an & begins no reference XML knows");
         if (into === "v") v += text;
         else if (into === "t") inline += text;
+      },
+      oncdatastart() {
+        literal = true;
+      },
+      oncdataend() {
+        literal = false;
       },
       onclosetag(name, implied) {
         closes++;
