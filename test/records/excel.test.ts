@@ -910,6 +910,33 @@ dst.close()`,
     }
   });
 
+  test("cells typed as dates (in a 1900 and a 1904 workbook), booleans and formulas are read as Excel shows them", async () => {
+    const g = await w.create(w.root, { en: { name: "Typed cells" } });
+    const k = await w.create(g, { en: { name: "Typed", stock: 1, active: false } });
+    const when = new Date(Date.UTC(2024, 0, 2, 3, 4, 5));
+    for (const date1904 of [false, true]) {
+      const exp = await exportOf({ record: g, language: "en" });
+      const wb = await workbookOf(Object.values(exp.body.data.files)[0] as string);
+      wb.properties.date1904 = date1904;
+      const ws = wb.getWorksheet("Records")!;
+      const row = ws.getRow(rowsByGid(ws).get(k)!);
+      const cols = columns(ws);
+      // A date cell: a number with a date format (the export formats its text columns as text).
+      const date = row.getCell(cols.get("description")!);
+      date.value = when;
+      date.numFmt = "yyyy-mm-dd hh:mm:ss";
+      row.getCell(cols.get("active")!).value = !date1904; // a boolean cell
+      row.getCell(cols.get("stock")!).value = { formula: "2+3", result: date1904 ? 6 : 5 } as ExcelJS.CellValue;
+      const r = await upload(await wb.xlsx.writeBuffer());
+      expect(r.status).toBe(200);
+      expect((await w.get(k, { language: "en" })).fields.en).toMatchObject({
+        description: when.toISOString(),
+        active: !date1904,
+        stock: date1904 ? 6 : 5,
+      });
+    }
+  });
+
   test("texts that look like XML markup (&lt;, &amp;, <b>) come back from an export unchanged: nothing is decoded twice", async () => {
     const g = await w.create(w.root, { en: { name: "Markup" } });
     const name = "Fish &amp; chips <b>bold</b> &lt;3";
