@@ -50,32 +50,27 @@ export function plain(v: ExcelJS.CellValue | undefined): unknown {
   return null;
 }
 
-/**
- * Characters a cell's text can hold that XML 1.0 cannot carry, literally or as a reference: the C0
- * controls but tab, line feed and carriage return, U+FFFE, U+FFFF and lone surrogates; and DEL,
- * which XML allows but exceljs' writer drops.
- */
-const NOT_IN_XML =
-  /[\x00-\x08\x0B\x0C\x0E-\x1F\x7F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
 /** Characters XML 1.0 does not allow (a text decoded from UTF-8 holds no lone surrogate). */
 const XML_FORBIDDEN =
   /[\x00-\x08\x0B\x0C\x0E-\x1F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+/**
+ * Characters a cell's text can hold that a workbook cannot carry as they are: those XML does not
+ * allow, and DEL, which XML allows but exceljs' writer drops.
+ */
+const NOT_IN_CELL = new RegExp(`${XML_FORBIDDEN.source}|\\x7F`, "g");
 /** OOXML's escape of a character in a cell's text (ST_Xstring): `_x` four hex digits `_`. */
 const ESCAPE = /_x([0-9A-Fa-f]{4})_/g;
 
 /**
  * A text as a workbook's cell holds it: the characters XML cannot carry written as OOXML escapes
  * (`_x0007_`), as Excel writes them, and a text that looks like an escape kept apart from one
- * (`_x005F_x0041_` for `_x0041_`). Excel, LibreOffice and `fromCellText` read them back as the
+ * (`_x005F_x0041_` for `_x0041_`). Excel and `fromCellText` read them back as the
  * characters; exceljs' writer would drop the controls and write U+FFFE as it is, which makes the
  * file unreadable.
  */
 export function toCellText(text: string): string {
   const escaped = text.includes("_x") ? text.replace(ESCAPE, "_x005F$&") : text;
-  NOT_IN_XML.lastIndex = 0;
-  return NOT_IN_XML.test(escaped)
-    ? escaped.replace(NOT_IN_XML, (c) => `_x${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")}_`)
-    : escaped;
+  return escaped.replace(NOT_IN_CELL, (c) => `_x${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")}_`);
 }
 
 /** A cell's text with its OOXML escapes (`_x0007_`, `_x005F_`) read as the characters they stand for. */
