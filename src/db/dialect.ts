@@ -147,11 +147,23 @@ export interface Dialect {
    */
   binaryJsonRemove(column: SQL, path: JsonPath): SQL;
   /**
+   * A column written by `storeBinaryJson` with its top-level member `key` set to the JSON document
+   * `text` (a bound `JSON.stringify`; made when missing), kept in that stored form: SQLite
+   * `jsonb_set`, PostgreSQL `jsonb_set`. One member written without the rest passing through JSON text.
+   */
+  binaryJsonSet(column: SQL, key: string, text: SQL): SQL;
+  /**
    * A select-list item reading a column written by `storeBinaryJson` as JSON text under its own
    * name (`r.vals` → SQLite `json(r.vals) AS vals`), so that rows keep the shapes `readJson` and
    * the generic table code expect; PostgreSQL the column itself (the driver parses jsonb).
    */
   binaryJsonColumn(column: string): string;
+  /**
+   * A select-list item reading the top-level member `key` of a column written by
+   * `storeBinaryJson`, under the column's own name, as `binaryJsonColumn` reads the whole (null
+   * when the member is missing): only that member is turned into JSON text and parsed.
+   */
+  binaryJsonMemberColumn(column: string, key: string): string;
   /**
    * A subquery of the members of the JSON array `doc` (scalars), one column `value`, each as
    * `kind`: for `x IN (...)` with a list of ids or gids bound as one JSON parameter, `doc` used

@@ -4,8 +4,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SLOW_TEST_MS, until } from "../helpers/server";
 import { interruptedJob, recordsWorld } from "./helpers";
-import { insertRecordIn, mustRecord, recordsWrite } from "../../src/features/records/records.service";
+import { insertRecordIn, mustRecord, recordsRead, recordsWrite } from "../../src/features/records/records.service";
 import { FOLLOW_INLINE } from "../../src/features/records/follow.service";
+import { checksOf, searchDocuments, searchTextOf } from "../../src/features/records/values.service";
 
 let w: Awaited<ReturnType<typeof recordsWorld>>;
 let g = "";
@@ -107,6 +108,75 @@ describe("records follow a commit touching many records as a job", () => {
     },
     60_000,
   );
+});
+
+describe("a commit that changes only the values every language shares", () => {
+  test("reads and writes that slot alone, and leaves every record's checks and search rows as they would be made from all of its values", async () => {
+    const v = await recordsWorld();
+    const actor = { userGid: v.owner.gid, kind: "person" as const };
+    const holder = await v.create(v.root, { en: { name: "Holder" } });
+    // The stock as the title of a third definition: its records need every language's document.
+    const titled = (
+      await v.okr("definitions/create", { name: "titled", fields: [v.f.name, v.f.stock], titlefield: v.f.stock })
+    ).result.definition as string;
+    await v.okr("definitions/commit", { definition: titled });
+    const gids: string[] = [];
+    await recordsWrite(v.srv.ctx, actor, v.project, async (tx, _log, view, touch) => {
+      const parent = await mustRecord(tx, v.project, holder);
+      for (let i = 0; i < FOLLOW_INLINE + 40; i++) {
+        const names =
+          i % 3 === 0 ? { en: `Name ${i}`, nl: `Naam ${i}`, de: `Name ${i}` } : i % 3 === 1 ? { en: `Only ${i}` } : {};
+        const vals: Record<string, Record<string, unknown>> = {};
+        for (const [l, n] of Object.entries(names)) vals[l] = { [v.f.name]: n };
+        // Some records hold no shared value at all, some hold others but not the stock.
+        if (i % 5 !== 0)
+          vals["*"] = i % 7 === 0 ? { [v.f.price]: 2.5 } : { [v.f.stock]: 4000 + i, [v.f.artnr]: `A${i}` };
+        const definition = i % 11 === 0 ? titled : i % 13 === 0 ? v.other : v.article;
+        gids.push((await insertRecordIn(tx, view, touch, { parent, definition, vals, ordering: "ord" })).gid);
+      }
+    });
+    const since = await v.srv.ccCursor(v.owner.token);
+    await v.okr("fields/modify", { field: v.f.stock, type: "textline", options: {} });
+    const c = await v.okr("fields/commit", { field: v.f.stock });
+    const [token] = c.result["job.tokens"];
+    await until(async () => {
+      const s = await v.srv.call("/sync/get", { token: v.owner.token, body: { cc_cursor: since } });
+      return (s.body.result.sync as any[]).find((i) => i.data_key === token && i.data.status === "done");
+    });
+    // The values converted, the other slots as they were.
+    expect((await v.get(gids[1]!)).fields.en.stock).toBe("4001");
+    expect((await v.get(gids[1]!)).fields.en.name).toBe("Only 1");
+    expect((await v.get(gids[3]!)).fields.nl.name).toBe("Naam 3");
+    // Every record as the whole-values path makes it: checks and search rows from all of its values.
+    const rows = (await v.srv
+      .query(
+        `SELECT r.id AS id, r.gid AS gid, r.definition AS definition, ${v.srv.kind === "postgres" ? "r.vals::text" : "json(r.vals)"} AS vals, r.checks AS checks FROM records r WHERE r.project_gid = ? AND r.parent = ?`,
+      )
+      .all(v.project, holder)) as { id: number; gid: string; definition: string; vals: string; checks: unknown }[];
+    expect(rows.length).toBe(gids.length);
+    const search = (await v.srv
+      .query("SELECT record_id, language, title, body FROM record_search WHERE project_gid = ?")
+      .all(v.project)) as { record_id: number; language: string; title: string; body: string }[];
+    const docs = new Map(search.map((x) => [`${x.record_id}/${x.language}`, { title: x.title, body: x.body }]));
+    await recordsRead(v.srv.ctx, actor, v.project, async (_tx, view) => {
+      for (const r of rows) {
+        const vals = JSON.parse(r.vals);
+        const d = await view.def(r.definition);
+        const checks = typeof r.checks === "string" ? JSON.parse(r.checks) : r.checks;
+        expect({ gid: r.gid, checks }).toEqual({ gid: r.gid, checks: checksOf(d, vals, view.languages, true) });
+        for (const l of searchDocuments(view.languages))
+          expect({ gid: r.gid, l, doc: docs.get(`${r.id}/${l}`) }).toEqual({
+            gid: r.gid,
+            l,
+            doc: searchTextOf(d, vals, l),
+          });
+      }
+    });
+    // The converted text is found; a title made of it too.
+    expect((await v.okr("records/search", { q: "+4001", language: "en" })).result.records).toEqual([gids[1]!]);
+    expect((await v.okr("records/search", { q: "+4022", language: "nl" })).result.records).toEqual([gids[22]!]);
+    await v.srv.stop();
+  }, 120_000);
 });
 
 describe("a follow job interrupted by a stop", () => {

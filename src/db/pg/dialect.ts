@@ -134,6 +134,9 @@ export const pgDialect: Dialect = {
   storeBinaryJson: (value) => sql`((${value})::text::jsonb)`,
   binaryJsonRemove: (column, p) => sql`(${column} #- ${path(p)})`,
   binaryJsonColumn: (column) => column.split(".").map(name).join("."),
+  binaryJsonSet: (column, key, text) => sql`jsonb_set(${column}, ${path([key])}, ((${text})::text::jsonb))`,
+  binaryJsonMemberColumn: (column, key) =>
+    `(${column.split(".").map(name).join(".")} -> '${key.replaceAll("'", "''")}') AS ${name(column.slice(column.lastIndexOf(".") + 1))}`,
   jsonArrayMembers: (doc, kind) =>
     sql`SELECT m.value${sql.raw(kind === "integer" ? "::bigint" : "")} AS value FROM jsonb_array_elements_text(${jdoc(doc)}) AS m(value)`,
   // Bun's SQL has parsed jsonb already (a JSON string is a JavaScript string).

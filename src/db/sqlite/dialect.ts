@@ -70,6 +70,10 @@ export const sqliteDialect: Dialect = {
   storeBinaryJson: (text) => sql`jsonb(${text})`,
   binaryJsonRemove: (column, path) => sql`jsonb_remove(${column}, ${sqlitePath(path)})`,
   binaryJsonColumn: (column) => `json(${qualified(column)}) AS ${name(column.slice(column.lastIndexOf(".") + 1))}`,
+  binaryJsonSet: (column, key, text) => sql`jsonb_set(${column}, ${sqlitePath([key])}, jsonb(${text}))`,
+  // `->` gives the member as JSON text.
+  binaryJsonMemberColumn: (column, key) =>
+    `(${qualified(column)} -> '${sqlitePath([key]).replaceAll("'", "''")}') AS ${name(column.slice(column.lastIndexOf(".") + 1))}`,
   jsonArrayMembers: (doc) => sql`SELECT value FROM json_each(${doc})`,
   readJson: (value) => (value == null ? null : JSON.parse(value as string)),
   jsonIsTrue: (doc, path) => sql`(coalesce(json_extract(${doc}, ${sqlitePath(path)}), 0) = 1)`,

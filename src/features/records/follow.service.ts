@@ -25,13 +25,17 @@ import {
   COUNT_OF_OTHERS,
   DEFINITIONS_IN_USE,
   FOLLOWED,
+  FOLLOWED_CHECKS,
+  FOLLOWED_SHARED,
   HOLDERS_IN,
   holdsParams,
   IN_ORDERING,
   LANGUAGE_SEARCH_ROWS_DELETE,
   languageHolders,
   NEXT_IN_DEFINITION,
+  NEXT_IN_DEFINITION_SHARED,
   NEXT_OTHERS,
+  NEXT_OTHERS_SHARED,
   ORDERING_DELETE,
   RECORD_COUNT,
   REINDEX_PAGE,
@@ -47,10 +51,12 @@ import {
 import {
   checksOf,
   dict,
+  isEmpty,
   SchemaView,
   searchDocuments,
   SHARED,
   TEXT_TYPES as SEARCHED_TYPES,
+  type DefInfo,
   type FieldInfo,
 } from "./values.service";
 import type { RecordChecks } from "./records.table";
@@ -207,18 +213,33 @@ async function followVals(
   return { vals, lost };
 }
 
-/** What following needs of a record row. */
-type FollowRec = { id: number; gid: string; definition: string; vals: Vals; checks?: string | RecordChecks };
-type FollowRow = { id: number; gid: string; definition: string; vals: string | Vals; checks: string | RecordChecks };
+/**
+ * What following needs of a record row. `shared`: `vals` holds the shared slot of the record's
+ * values alone (read so when the commit touches nothing else: `sharedScope`).
+ */
+type FollowRec = {
+  id: number;
+  gid: string;
+  definition: string;
+  vals: Vals;
+  checks?: string | RecordChecks;
+  shared?: boolean;
+};
+type FollowRow = {
+  id: number;
+  gid: string;
+  definition: string;
+  vals: string | Vals | null;
+  checks: string | RecordChecks;
+};
 /** An object column of a raw row: SQLite gives its JSON text, PostgreSQL the parsed object. */
 const objectOf = <T>(v: string | T): T => (typeof v === "string" ? (JSON.parse(v) as T) : v);
-const followRec = (r: FollowRow): FollowRec => ({
-  id: r.id,
-  gid: r.gid,
-  definition: r.definition,
-  vals: objectOf(r.vals),
-  checks: r.checks,
-});
+const followRec = (r: FollowRow, shared = false): FollowRec => {
+  let vals: Vals = dict();
+  if (!shared) vals = r.vals === null ? vals : objectOf(r.vals);
+  else if (r.vals !== null) vals[SHARED] = objectOf(r.vals as string | Vals[string]);
+  return { id: r.id, gid: r.gid, definition: r.definition, vals, checks: r.checks, shared };
+};
 
 const NESTING = new Set(["class", "classlist"]);
 
@@ -234,16 +255,78 @@ async function checksAfter(view: SchemaView, r: FollowRec, vals: Vals, f: Follow
   if (!f.field || r.checks === undefined) return checksOf(d, vals, view.languages, true);
   const stored = objectOf<RecordChecks>(r.checks);
   const c = checksOf(d, vals, view.languages, false, stored);
-  const carried = new Set(c.invalid);
+  c.invalid = invalidAfter(view, d, vals, f, c.invalid);
+  return c;
+}
+
+/**
+ * The invalid fields after a field commit: the field itself and the class and classlist fields
+ * validated again, the others as stored (`carried`).
+ */
+function invalidAfter(view: SchemaView, d: DefInfo, vals: Vals, f: Follow, carried: readonly string[]): string[] {
+  const kept = new Set(carried);
   const invalidNow = (fi: FieldInfo) =>
     (fi.localized ? view.languages : [SHARED]).some((slot) => {
       const v = vals[slot]?.[fi.gid];
       return v !== undefined && !fi.schema().safeParse(v).success;
     });
-  c.invalid = d.fields
-    .filter((fi) => (fi.gid === f.field!.gid || NESTING.has(fi.type) ? invalidNow(fi) : carried.has(fi.gid)))
+  return d.fields
+    .filter((fi) => (fi.gid === f.field!.gid || NESTING.has(fi.type) ? invalidNow(fi) : kept.has(fi.gid)))
     .map((fi) => fi.gid);
-  return c;
+}
+
+/**
+ * Whether a commit changes the shared slot of its records' values alone: a field that is not
+ * localized before nor after it changes type (or options), no definition loses a field, and the
+ * field has no value list (whose labels differ by language, so its text is in the language
+ * documents). Then the records' other slots stay as they are, and so do their checks but the
+ * field's own and their search documents but the shared one, so the records are read and
+ * written by that slot alone (`sharedRecord` says which records).
+ */
+function sharedScope(f: Follow): boolean {
+  const fc = f.field;
+  if (!fc || fc.from.is_localized || fc.to.is_localized) return false;
+  if (Object.values(f.dropped).some((gids) => gids.length)) return false;
+  const labels = (x: FieldForm) => Array.isArray(x.options?.values) && x.options.values.length > 0;
+  return !labels(fc.from) && !labels(fc.to);
+}
+
+/**
+ * Whether a record read by its shared slot (in a `sharedScope` commit) can follow from that slot
+ * alone: its title is not the field (the title is in every language's document), it has no
+ * localized class or classlist field (validated again from their language slots), and its stored
+ * checks are for the project's languages (not awaiting a language's reindex).
+ */
+function sharedRecord(view: SchemaView, d: DefInfo, r: FollowRec, f: Follow): boolean {
+  if (d.titlefield === f.field!.gid) return false;
+  if (d.fields.some((fi) => fi.localized && NESTING.has(fi.type))) return false;
+  const stored = r.checks === undefined ? undefined : objectOf<RecordChecks>(r.checks);
+  const same = (o: Record<string, string[]> | undefined) =>
+    !!o && Object.keys(o).length === view.languages.length && view.languages.every((l) => Object.hasOwn(o, l));
+  return !!stored && same(stored.empty) && same(stored.untranslated);
+}
+
+/**
+ * `checksAfter` for a record read by its shared slot: what checksOf gives for the field (not
+ * localized: empty in every language or in none), the other fields' empty and untranslated as
+ * stored (their values did not change), in the definition's field order as checksOf lists them.
+ */
+function sharedChecksAfter(view: SchemaView, d: DefInfo, r: FollowRec, vals: Vals, f: Follow): RecordChecks {
+  const gid = f.field!.gid;
+  const stored = objectOf<RecordChecks>(r.checks!);
+  const fi = d.byGid.get(gid);
+  const emptyNow = !!fi && isEmpty(vals[SHARED]?.[gid]);
+  const listed = (list: readonly string[], self: boolean) => {
+    const has = new Set(list);
+    return d.fields.filter((x) => (x.gid === gid ? self : has.has(x.gid))).map((x) => x.gid);
+  };
+  const empty: Record<string, string[]> = {};
+  const untranslated: Record<string, string[]> = {};
+  for (const l of view.languages) {
+    empty[l] = listed(stored.empty[l]!, emptyNow);
+    untranslated[l] = listed(stored.untranslated[l]!, false);
+  }
+  return { invalid: invalidAfter(view, d, vals, f, stored.invalid), empty, untranslated };
 }
 
 /**
@@ -358,26 +441,29 @@ class Affected {
     );
   }
 
-  /** Up to `limit` rows after the cursor (fewer only at the end). */
-  async next(tx: Tx, limit: number): Promise<(FollowRec & { at: number })[]> {
+  /** Up to `limit` rows after the cursor (fewer only at the end); `shared`: by their values' shared slot alone. */
+  async next(tx: Tx, limit: number, shared = false): Promise<(FollowRec & { at: number })[]> {
     const out: (FollowRec & { at: number })[] = [];
     const s = sessionOf(tx);
+    const inDefinition = (shared ? NEXT_IN_DEFINITION_SHARED : NEXT_IN_DEFINITION)(tx);
     for (let di = this.di, after = this.after; out.length < limit && di < this.defs.length; di++, after = 0) {
       const found = await s
-        .query<FollowRow>(NEXT_IN_DEFINITION(tx))
+        .query<FollowRow>(inDefinition)
         .all(this.projectGid, this.defs[di]!, after, limit - out.length);
-      for (const r of found) out.push({ ...followRec(r), at: di });
+      for (const r of found) out.push({ ...followRec(r, shared), at: di });
     }
     if (out.length < limit && this.oi < this.others.length) {
       const ids = this.others.slice(this.oi, this.oi + limit - out.length);
-      const found = await s.query<FollowRow>(NEXT_OTHERS(tx)).all(JSON.stringify(ids), this.projectGid);
+      const found = await s
+        .query<FollowRow>((shared ? NEXT_OTHERS_SHARED : NEXT_OTHERS)(tx))
+        .all(JSON.stringify(ids), this.projectGid);
       const byId = new Map(found.map((r) => [r.id, r]));
       // A record deleted since is skipped; its place still counts, so the cursor moves past it.
       ids.forEach((id, i) => {
         const r = byId.get(id);
         out.push(
           r
-            ? { ...followRec(r), at: this.defs.length + this.oi + i }
+            ? { ...followRec(r, shared), at: this.defs.length + this.oi + i }
             : { id, gid: "", definition: "", vals: {}, at: this.defs.length + this.oi + i },
         );
       });
@@ -462,24 +548,44 @@ async function applyFollow(
   let lost = 0;
   let done = 0;
   let followed = 0;
-  const upd = sessionOf(tx).query(FOLLOWED(tx));
+  const s = sessionOf(tx);
+  const upd = s.query(FOLLOWED(tx));
   const t = Date.now() / 1000;
   const sameText = searchUnchanged(f);
-  for (const r of recs) {
+  for (const row of recs) {
     // At least one record per call, so a chunk always makes progress.
     if (done && performance.now() >= deadline) break;
     done++;
-    handled?.(r);
-    if (!r.gid) continue;
+    handled?.(row);
+    if (!row.gid) continue;
     followed++;
+    const d = view.known(row.definition) ?? (await view.def(row.definition));
+    // A record read by its shared slot that needs more is read whole.
+    const r = row.shared && !sharedRecord(view, d, row, f) ? await wholeRecord(tx, view.projectGid, row) : row;
     const n = await followVals(view, r, f);
     if (n.lost) lost++;
-    await upd.run(JSON.stringify(n.vals), JSON.stringify(await checksAfter(view, r, n.vals, f)), t, r.id);
-    if (!sameText || (await view.def(r.definition)).titlefield === f.field?.gid)
-      await writeSearch(tx, view, { ...r, vals: n.vals });
+    if (r.shared) {
+      const checks = JSON.stringify(sharedChecksAfter(view, d, r, n.vals, f));
+      // The slot changed only where it held the field (nothing else of it is touched).
+      if (Object.hasOwn(r.vals[SHARED] ?? {}, f.field!.gid))
+        await s.query(FOLLOWED_SHARED(tx)).run(JSON.stringify(n.vals[SHARED]), checks, t, r.id);
+      else await s.query(FOLLOWED_CHECKS(tx)).run(checks, t, r.id);
+      if (!sameText) await writeSearch(tx, view, { ...r, vals: n.vals }, false, [SHARED]);
+    } else {
+      await upd.run(JSON.stringify(n.vals), JSON.stringify(await checksAfter(view, r, n.vals, f)), t, r.id);
+      if (!sameText || d.titlefield === f.field?.gid) await writeSearch(tx, view, { ...r, vals: n.vals });
+    }
     touch.update(r.gid);
   }
   return { done, followed, lost };
+}
+
+/** A record read by its shared slot, read again with all of its values. */
+async function wholeRecord(tx: Tx, projectGid: string, r: FollowRec): Promise<FollowRec> {
+  const [row] = await sessionOf(tx)
+    .query<FollowRow>(NEXT_OTHERS(tx))
+    .all(JSON.stringify([r.id]), projectGid);
+  return row ? followRec(row) : { ...r, shared: false };
 }
 
 /** `hooks.schemaCommitted`: records follow a committed field, class or definition. */
@@ -531,7 +637,8 @@ export const recordsFollowSchema: SchemaCommittedHook = {
     // After the commit's own writes: the view reads the committed schema.
     const view = await viewOf(tx, change.projectGid);
     const touch = new Touch(change.projectGid);
-    for (let rows = await all.next(tx, 1000); rows.length; rows = await all.next(tx, 1000))
+    const shared = sharedScope(f);
+    for (let rows = await all.next(tx, 1000, shared); rows.length; rows = await all.next(tx, 1000, shared))
       await applyFollow(tx, view, touch, rows, f, Infinity, (r) => all.advance(r as FollowRec & { at: number }));
     touch.flush(log);
   },
@@ -579,6 +686,7 @@ export const followSchemaJob: JobKind = {
     let lost = saved?.lost ?? 0;
     // Milliseconds per record, measured: starts cautious, then follows the units' own times.
     let perRecord = 1;
+    const shared = sharedScope(follow);
     // The job writes several pages of log and of full-text index per record: checkpoints and index
     // merges run aside, not inside the units' commits (records.fts-merges.ts).
     await withWritesAside(ctx, async (aside) => {
@@ -595,7 +703,7 @@ export const followSchemaJob: JobKind = {
           async (tx, log: ChangeLog) => {
             const project = await projectOf(tx);
             if (!project) return 0;
-            const recs = await all.next(tx, Math.max(1, Math.min(500, Math.round(CHUNK_MS / perRecord))));
+            const recs = await all.next(tx, Math.max(1, Math.min(500, Math.round(CHUNK_MS / perRecord))), shared);
             if (!recs.length) return 0;
             const view = new SchemaView(tx, project);
             const touch = new Touch(projectGid);

@@ -9,10 +9,14 @@ import type { Tx } from "../../db/connection";
 import type { Dialect } from "../../db/dialect";
 import { dialectOf, param, rows, textOf } from "../../db/query";
 import { columnsFor } from "./records.queries";
+import { SHARED } from "./values.service";
 
-/** What following reads of a record row (the values as JSON text on every database). */
-const followColumns = (d: Dialect) =>
-  `r.id AS id, r.gid AS gid, r.definition AS definition, ${d.binaryJsonColumn("r.vals")}, r.checks AS checks`;
+/**
+ * What following reads of a record row: the values as JSON text on every database, all of them or,
+ * with `slot`, that slot of them alone (null when the record has none).
+ */
+const followColumns = (d: Dialect, slot?: string) =>
+  `r.id AS id, r.gid AS gid, r.definition AS definition, ${slot === undefined ? d.binaryJsonColumn("r.vals") : d.binaryJsonMemberColumn("r.vals", slot)}, r.checks AS checks`;
 
 /**
  * Whether a record row holds a value (in any slot) of a field, its two parameters `holdsParams`:
@@ -57,15 +61,17 @@ export const COUNT_OF_OTHERS = textOf(
     sql`SELECT count(*) AS n FROM (SELECT 1 FROM records WHERE project_gid = ${param} AND definition NOT IN (${d.jsonArrayMembers(d.jsonFromText(param), "text")}) LIMIT ${param}) AS c`,
 );
 /** A definition's records after an id. Binds (project_gid, definition, after id, limit). */
-export const NEXT_IN_DEFINITION = textOf(
-  (d) =>
-    sql`SELECT ${sql.raw(followColumns(d))} FROM records r WHERE r.project_gid = ${param} AND r.definition = ${param} AND r.id > ${param} ORDER BY r.id LIMIT ${param}${d.lockedForWrite()}`,
-);
+const nextInDefinition = (d: Dialect, slot?: string) =>
+  sql`SELECT ${sql.raw(followColumns(d, slot))} FROM records r WHERE r.project_gid = ${param} AND r.definition = ${param} AND r.id > ${param} ORDER BY r.id LIMIT ${param}${d.lockedForWrite()}`;
+export const NEXT_IN_DEFINITION = textOf((d) => nextInDefinition(d));
+/** The same with the shared slot of the values alone (`vals` is that slot, or null). */
+export const NEXT_IN_DEFINITION_SHARED = textOf((d) => nextInDefinition(d, SHARED));
 /** Records by id. Binds (JSON list of ids, project_gid). */
-export const NEXT_OTHERS = textOf(
-  (d) =>
-    sql`SELECT ${sql.raw(followColumns(d))} FROM records r WHERE r.id IN (${d.jsonArrayMembers(d.jsonFromText(param), "integer")}) AND r.project_gid = ${param} ORDER BY r.id${d.lockedForWrite()}`,
-);
+const nextOthers = (d: Dialect, slot?: string) =>
+  sql`SELECT ${sql.raw(followColumns(d, slot))} FROM records r WHERE r.id IN (${d.jsonArrayMembers(d.jsonFromText(param), "integer")}) AND r.project_gid = ${param} ORDER BY r.id${d.lockedForWrite()}`;
+export const NEXT_OTHERS = textOf((d) => nextOthers(d));
+/** The same with the shared slot of the values alone. */
+export const NEXT_OTHERS_SHARED = textOf((d) => nextOthers(d, SHARED));
 
 // ---------------------------------------------------------------------------------------------
 // Writing what followed
@@ -78,6 +84,16 @@ export const CHECKS_UPDATE = textOf(
 export const FOLLOWED = textOf(
   (d) =>
     sql`UPDATE records SET vals = ${d.storeBinaryJson(param)}, checks = ${d.jsonFromText(param)}, updated_on = ${d.greatest(param, sql`updated_on + 0.000001`)} WHERE id = ${param}`,
+);
+/** The shared slot of a record's values, its checks and updated_on. Binds (shared slot JSON text, checks JSON text, updated_on, id). */
+export const FOLLOWED_SHARED = textOf(
+  (d) =>
+    sql`UPDATE records SET vals = ${d.binaryJsonSet(sql`vals`, SHARED, param)}, checks = ${d.jsonFromText(param)}, updated_on = ${d.greatest(param, sql`updated_on + 0.000001`)} WHERE id = ${param}`,
+);
+/** A record's checks and updated_on, its values unchanged. Binds (checks JSON text, updated_on, id). */
+export const FOLLOWED_CHECKS = textOf(
+  (d) =>
+    sql`UPDATE records SET checks = ${d.jsonFromText(param)}, updated_on = ${d.greatest(param, sql`updated_on + 0.000001`)} WHERE id = ${param}`,
 );
 /** `updated_on` moved on (a record whose form changed). Binds (updated_on, id). */
 export const TOUCHED = textOf(

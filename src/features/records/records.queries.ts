@@ -151,6 +151,8 @@ export const SEARCH_INSERT =
 export const SEARCH_UPDATE = "UPDATE record_search SET title = ?, body = ? WHERE id = ?";
 /** A record's search rows. Binds (record id). */
 export const SEARCH_ROWS_OF = "SELECT id, language, title, body FROM record_search WHERE record_id = ?";
+/** One search row of a record (by the record_search_record index). Binds (record_id, language). */
+export const SEARCH_ROW_OF = "SELECT id, language, title, body FROM record_search WHERE record_id = ? AND language = ?";
 /** A project's search rows (before they are written anew). Binds (project_gid). */
 export const SEARCH_ROWS_OF_PROJECT_DELETE = "DELETE FROM record_search WHERE project_gid = ?";
 /** Binds (id, project_gid, language, title, body); empty where the database indexes itself. */

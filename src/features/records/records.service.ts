@@ -69,6 +69,7 @@ import {
   ROOT_INSERT,
   ROOT_ROW,
   SEARCH_INSERT,
+  SEARCH_ROW_OF,
   SEARCH_ROWS_OF,
   SEARCH_ROWS_OF_PROJECT_DELETE,
   SEARCH_UPDATE,
@@ -472,17 +473,20 @@ export async function writeSearch(
   view: SchemaView,
   r: { id: number; definition: string; vals: Vals },
   fresh = false,
+  docs: readonly string[] = searchDocuments(view.languages),
 ): Promise<void> {
   const d = await view.def(r.definition);
   const s = sessionOf(tx);
+  type Row = { id: number; language: string; title: string; body: string };
   const existing = fresh
     ? new Map()
     : new Map(
-        (await s.query<{ id: number; language: string; title: string; body: string }>(SEARCH_ROWS_OF).all(r.id)).map(
-          (x) => [x.language, x],
-        ),
+        (docs.length === 1
+          ? await s.query<Row>(SEARCH_ROW_OF).all(r.id, docs[0]!)
+          : await s.query<Row>(SEARCH_ROWS_OF).all(r.id)
+        ).map((x) => [x.language, x]),
       );
-  for (const l of searchDocuments(view.languages)) {
+  for (const l of docs) {
     const t = searchTextOf(d, r.vals, l);
     const cur = existing.get(l);
     if (!cur) {
