@@ -22,7 +22,6 @@ import {
   ANY_RECORD,
   CHECKS_UPDATE,
   COUNT_OF_DEFINITIONS,
-  COUNT_OF_OTHERS,
   DEFINITIONS_IN_USE,
   FOLLOWED,
   FOLLOWED_CHECKS,
@@ -359,7 +358,7 @@ class Affected {
   private static async otherDefinitions(tx: Tx, projectGid: string, f: Follow): Promise<string[]> {
     if (!changesValues(f)) return [];
     const mine = new Set(f.definitions);
-    const all = await sessionOf(tx).query<{ definition: string }>(DEFINITIONS_IN_USE).all(projectGid);
+    const all = await sessionOf(tx).query<{ definition: string }>(DEFINITIONS_IN_USE).all(projectGid, projectGid);
     return all.map((r) => r.definition).filter((d) => !mine.has(d));
   }
 
@@ -425,12 +424,13 @@ class Affected {
       .get(projectGid, JSON.stringify(f.definitions), limit))!.n;
   }
 
-  /** How many records of other definitions a commit would have to read for holders (up to `limit`), by the index. */
+  /**
+   * How many records of other definitions a commit would have to read for holders (up to `limit`),
+   * by the index: the other definitions in use first (one seek each), then their records counted.
+   */
   static async countOfOthers(tx: Tx, projectGid: string, f: Follow, limit: number): Promise<number> {
-    if (!changesValues(f)) return 0;
-    return (await sessionOf(tx)
-      .query<{ n: number }>(COUNT_OF_OTHERS(tx))
-      .get(projectGid, JSON.stringify(f.definitions), limit))!.n;
+    const others = await Affected.otherDefinitions(tx, projectGid, f);
+    return Affected.countOfDefinitions(tx, projectGid, { definitions: others, dropped: {} }, limit);
   }
 
   /** The total (the records of the definitions and the holders outside them). */
@@ -550,6 +550,8 @@ async function applyFollow(
   let followed = 0;
   const s = sessionOf(tx);
   const upd = s.query(FOLLOWED(tx));
+  const updShared = s.query(FOLLOWED_SHARED(tx));
+  const updChecks = s.query(FOLLOWED_CHECKS(tx));
   const t = Date.now() / 1000;
   const sameText = searchUnchanged(f);
   for (const row of recs) {
@@ -568,8 +570,8 @@ async function applyFollow(
       const checks = JSON.stringify(sharedChecksAfter(view, d, r, n.vals, f));
       // The slot changed only where it held the field (nothing else of it is touched).
       if (Object.hasOwn(r.vals[SHARED] ?? {}, f.field!.gid))
-        await s.query(FOLLOWED_SHARED(tx)).run(JSON.stringify(n.vals[SHARED]), checks, t, r.id);
-      else await s.query(FOLLOWED_CHECKS(tx)).run(checks, t, r.id);
+        await updShared.run(JSON.stringify(n.vals[SHARED]), checks, t, r.id);
+      else await updChecks.run(checks, t, r.id);
       if (!sameText) await writeSearch(tx, view, { ...r, vals: n.vals }, false, [SHARED]);
     } else {
       await upd.run(JSON.stringify(n.vals), JSON.stringify(await checksAfter(view, r, n.vals, f)), t, r.id);

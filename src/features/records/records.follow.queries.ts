@@ -39,8 +39,13 @@ export const WITH_VALUE = textOf(
   (d) =>
     sql`SELECT r.gid AS gid FROM records r WHERE r.project_gid = ${param} AND ${holds(d)} ORDER BY r.id LIMIT ${param}`,
 );
-/** The definitions a project's records have. Binds (project_gid). */
-export const DEFINITIONS_IN_USE = "SELECT DISTINCT definition FROM records WHERE project_gid = ?";
+/**
+ * The definitions a project's records have, one seek in the (project, definition) index per
+ * definition (SELECT DISTINCT read every record's entry: 90 ms at 1,000,000 records, seconds from
+ * a cold disk, in the unit of a commit or job). Binds (project_gid, project_gid).
+ */
+export const DEFINITIONS_IN_USE =
+  "WITH RECURSIVE d(def) AS (SELECT (SELECT min(definition) FROM records WHERE project_gid = ?) UNION ALL SELECT (SELECT min(definition) FROM records WHERE project_gid = ? AND definition > d.def) FROM d WHERE d.def IS NOT NULL) SELECT def AS definition FROM d WHERE def IS NOT NULL";
 /**
  * A definition's records after an id, each with whether it holds a value of the field (made once
  * per database: a job runs it once per unit of work). Binds (holdsParams..., project_gid,
@@ -54,11 +59,6 @@ export const HOLDERS_IN = textOf(
 export const COUNT_OF_DEFINITIONS = textOf(
   (d) =>
     sql`SELECT count(*) AS n FROM (SELECT 1 FROM records WHERE project_gid = ${param} AND definition IN (${d.jsonArrayMembers(d.jsonFromText(param), "text")}) LIMIT ${param}) AS c`,
-);
-/** How many records have none of some definitions, up to a limit. Binds as COUNT_OF_DEFINITIONS. */
-export const COUNT_OF_OTHERS = textOf(
-  (d) =>
-    sql`SELECT count(*) AS n FROM (SELECT 1 FROM records WHERE project_gid = ${param} AND definition NOT IN (${d.jsonArrayMembers(d.jsonFromText(param), "text")}) LIMIT ${param}) AS c`,
 );
 /** A definition's records after an id. Binds (project_gid, definition, after id, limit). */
 const nextInDefinition = (d: Dialect, slot?: string) =>

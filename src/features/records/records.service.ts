@@ -467,7 +467,10 @@ export async function formsOf(
 // ---------------------------------------------------------------------------------------------
 // Writing rows
 
-/** Rewrites the search rows of a record (only the languages whose text changed), with their full-text rows. */
+/**
+ * Rewrites the search rows of a record (only the languages whose text changed), with their
+ * full-text rows; `docs` names the documents to look at when the others cannot have changed.
+ */
 export async function writeSearch(
   tx: Tx,
   view: SchemaView,
