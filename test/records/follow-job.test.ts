@@ -121,6 +121,7 @@ describe("a commit that changes only the values every language shares", () => {
     ).result.definition as string;
     await v.okr("definitions/commit", { definition: titled });
     const gids: string[] = [];
+    let groupHolder = "";
     await recordsWrite(v.srv.ctx, actor, v.project, async (tx, _log, view, touch) => {
       const parent = await mustRecord(tx, v.project, holder);
       for (let i = 0; i < FOLLOW_INLINE + 40; i++) {
@@ -134,6 +135,15 @@ describe("a commit that changes only the values every language shares", () => {
         const definition = i % 11 === 0 ? titled : i % 13 === 0 ? v.other : v.article;
         gids.push((await insertRecordIn(tx, view, touch, { parent, definition, vals, ordering: "ord" })).gid);
       }
+      // A record of a definition without the field that still holds a value of it.
+      groupHolder = (
+        await insertRecordIn(tx, view, touch, {
+          parent,
+          definition: v.group,
+          vals: { en: { [v.f.name]: "Group" }, "*": { [v.f.stock]: 777 } },
+          ordering: "ord",
+        })
+      ).gid;
     });
     const since = await v.srv.ccCursor(v.owner.token);
     await v.okr("fields/modify", { field: v.f.stock, type: "textline", options: {} });
@@ -153,7 +163,10 @@ describe("a commit that changes only the values every language shares", () => {
         `SELECT r.id AS id, r.gid AS gid, r.definition AS definition, ${v.srv.kind === "postgres" ? "r.vals::text" : "json(r.vals)"} AS vals, r.checks AS checks FROM records r WHERE r.project_gid = ? AND r.parent = ?`,
       )
       .all(v.project, holder)) as { id: number; gid: string; definition: string; vals: string; checks: unknown }[];
-    expect(rows.length).toBe(gids.length);
+    expect(rows.length).toBe(gids.length + 1);
+    // Converted in the record of the other definition too (found among the definitions in use).
+    const held = rows.find((r) => r.gid === groupHolder)!;
+    expect(JSON.parse(held.vals)["*"][v.f.stock]).toBe("777");
     const search = (await v.srv
       .query("SELECT record_id, language, title, body FROM record_search WHERE project_gid = ?")
       .all(v.project)) as { record_id: number; language: string; title: string; body: string }[];

@@ -60,6 +60,13 @@ export const COUNT_OF_DEFINITIONS = textOf(
   (d) =>
     sql`SELECT count(*) AS n FROM (SELECT 1 FROM records WHERE project_gid = ${param} AND definition IN (${d.jsonArrayMembers(d.jsonFromText(param), "text")}) LIMIT ${param}) AS c`,
 );
+/**
+ * How many of a definition's records come after an id, up to a limit, and the last of their ids
+ * (null for none): a count in slices, by the (project, definition) index. Binds (project_gid,
+ * definition, after id, limit).
+ */
+export const COUNT_SLICE =
+  "SELECT count(*) AS n, max(id) AS last FROM (SELECT id FROM records WHERE project_gid = ? AND definition = ? AND id > ? ORDER BY id LIMIT ?) AS s";
 /** A definition's records after an id. Binds (project_gid, definition, after id, limit). */
 const nextInDefinition = (d: Dialect, slot?: string) =>
   sql`SELECT ${sql.raw(followColumns(d, slot))} FROM records r WHERE r.project_gid = ${param} AND r.definition = ${param} AND r.id > ${param} ORDER BY r.id LIMIT ${param}${d.lockedForWrite()}`;
