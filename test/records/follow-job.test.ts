@@ -111,7 +111,7 @@ describe("records follow a commit touching many records as a job", () => {
 });
 
 describe("a commit that changes only the values every language shares", () => {
-  test("reads and writes that slot alone, and leaves every record's checks and search rows as they would be made from all of its values", async () => {
+  test("converts them and leaves every record's checks and search rows as its whole values make them, in records of other definitions too", async () => {
     const v = await recordsWorld();
     const actor = { userGid: v.owner.gid, kind: "person" as const };
     const holder = await v.create(v.root, { en: { name: "Holder" } });

@@ -588,10 +588,11 @@ async function applyFollow(
     done++;
     handled?.(row);
     if (!row.gid) continue;
-    followed++;
     const d = view.known(row.definition) ?? (await view.def(row.definition));
-    // A record read by its shared slot that needs more is read whole.
+    // A record read by its shared slot that needs more is read whole (none: removed meanwhile).
     const r = row.shared && !sharedRecord(view, d, row, f) ? await wholeRecord(tx, view.projectGid, row) : row;
+    if (!r) continue;
+    followed++;
     const n = await followVals(view, r, f);
     if (n.lost) lost++;
     if (r.shared) {
@@ -610,12 +611,12 @@ async function applyFollow(
   return { done, followed, lost };
 }
 
-/** A record read by its shared slot, read again with all of its values. */
-async function wholeRecord(tx: Tx, projectGid: string, r: FollowRec): Promise<FollowRec> {
+/** A record read by its shared slot, read again with all of its values (undefined when it is gone). */
+async function wholeRecord(tx: Tx, projectGid: string, r: FollowRec): Promise<FollowRec | undefined> {
   const [row] = await sessionOf(tx)
     .query<FollowRow>(NEXT_OTHERS(tx))
     .all(JSON.stringify([r.id]), projectGid);
-  return row ? followRec(row) : { ...r, shared: false };
+  return row && followRec(row);
 }
 
 /** `hooks.schemaCommitted`: records follow a committed field, class or definition. */
