@@ -297,13 +297,12 @@ function sharedScope(f: Follow): boolean {
  * localized class or classlist field (validated again from their language slots), and its stored
  * checks are for the project's languages (not awaiting a language's reindex).
  */
-function sharedRecord(view: SchemaView, d: DefInfo, r: FollowRec, f: Follow): boolean {
+function sharedRecord(view: SchemaView, d: DefInfo, stored: RecordChecks, f: Follow): boolean {
   if (d.titlefield === f.field!.gid) return false;
   if (d.fields.some((fi) => fi.localized && NESTING.has(fi.type))) return false;
-  const stored = r.checks === undefined ? undefined : objectOf<RecordChecks>(r.checks);
   const same = (o: Record<string, string[]> | undefined) =>
     !!o && Object.keys(o).length === view.languages.length && view.languages.every((l) => Object.hasOwn(o, l));
-  return !!stored && same(stored.empty) && same(stored.untranslated);
+  return same(stored.empty) && same(stored.untranslated);
 }
 
 /**
@@ -311,9 +310,8 @@ function sharedRecord(view: SchemaView, d: DefInfo, r: FollowRec, f: Follow): bo
  * localized: empty in every language or in none), the other fields' empty and untranslated as
  * stored (their values did not change), in the definition's field order as checksOf lists them.
  */
-function sharedChecksAfter(view: SchemaView, d: DefInfo, r: FollowRec, vals: Vals, f: Follow): RecordChecks {
+function sharedChecksAfter(view: SchemaView, d: DefInfo, stored: RecordChecks, vals: Vals, f: Follow): RecordChecks {
   const gid = f.field!.gid;
-  const stored = objectOf<RecordChecks>(r.checks!);
   const fi = d.byGid.get(gid);
   const emptyNow = !!fi && isEmpty(vals[SHARED]?.[gid]);
   const listed = (list: readonly string[], self: boolean) => {
@@ -590,13 +588,15 @@ async function applyFollow(
     if (!row.gid) continue;
     const d = view.known(row.definition) ?? (await view.def(row.definition));
     // A record read by its shared slot that needs more is read whole (none: removed meanwhile).
-    const r = row.shared && !sharedRecord(view, d, row, f) ? await wholeRecord(tx, view.projectGid, row) : row;
+    const stored = row.shared && row.checks !== undefined ? objectOf<RecordChecks>(row.checks) : undefined;
+    const r =
+      row.shared && !(stored && sharedRecord(view, d, stored, f)) ? await wholeRecord(tx, view.projectGid, row) : row;
     if (!r) continue;
     followed++;
     const n = await followVals(view, r, f);
     if (n.lost) lost++;
-    if (r.shared) {
-      const checks = JSON.stringify(sharedChecksAfter(view, d, r, n.vals, f));
+    if (r.shared && stored) {
+      const checks = JSON.stringify(sharedChecksAfter(view, d, stored, n.vals, f));
       // The slot changed only where it held the field (nothing else of it is touched).
       if (Object.hasOwn(r.vals[SHARED] ?? {}, f.field!.gid))
         await updShared.run(JSON.stringify(n.vals[SHARED]), checks, t, r.id);
