@@ -637,6 +637,10 @@ const MODULE_STATE = new Map<string, string>([
   ],
   ["db/query.ts: loose", "per connection: its session for statements outside any unit"],
   [
+    "db/publications.ts: publications",
+    "per port: committed units' items waiting for their turn to be published (commit order); SHARED-DB: a port that follows its change log publishes from there instead",
+  ],
+  [
     "db/unit.ts: stamps",
     "per port: change counts its units recorded (the caches' stamps); SHARED-DB: another process's writes are not counted",
   ],

@@ -1,5 +1,7 @@
 import type { DB } from "./connection";
+import { portOf } from "./ports";
 import { registeredPort } from "./registry";
+import { unpublishedFloorOf } from "./publications";
 import { currentSession } from "./unit";
 
 /**
@@ -34,12 +36,15 @@ export async function changeLogFollowing(db: DB): Promise<Record<string, unknown
 type Watermarked = { follower?: { watermark: number; caughtUp(cursor: number, timeoutMs?: number): Promise<void> } };
 
 /**
- * The newest cursor this node has published (its follower's watermark), or undefined where units
- * publish in memory (SQLite). Sync pages are read up to it: what a client is handed by a read, it
- * is never pushed again, and what the node publishes later lies past it.
+ * The newest cursor this node has published: its follower's watermark, or where units publish in
+ * memory (SQLite) the cursor below the first committed item still waiting for its publication
+ * (its log's sync: src/db/unit.ts `unpublishedFloorOf`), undefined while none waits. Sync pages
+ * are read up to it: what a client is handed by a read, it is never pushed again, and what the
+ * node publishes later lies past it.
  */
 export function publishedCursor(db: DB): number | undefined {
-  return (registeredPort(db) as Watermarked | undefined)?.follower?.watermark;
+  const port = portOf(db) as Watermarked;
+  return port.follower ? port.follower.watermark : unpublishedFloorOf(port);
 }
 
 /**

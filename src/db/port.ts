@@ -75,10 +75,11 @@ export type WriteOptions = {
    * true: a durable commit whose log sync is shared (group commit). SQLite writes the transaction
    * under synchronous=NORMAL and frees the writer, then syncs the log on the thread pool, once for
    * every commit that came meanwhile; `commit()` resolves after that sync, so the unit publishes
-   * (and its caller answers) only once the rows are on disk, as with a default commit. The event
-   * loop goes on meanwhile (a default SQLite commit blocks it for the whole sync). Other requests
-   * may read the rows during that sync (a millisecond or two). Ports that cannot (PostgreSQL, whose
-   * server already groups commits) commit as usual.
+   * (and its caller answers) only once the rows are on disk, as with an inline sync. The event
+   * loop goes on meanwhile (an inline SQLite commit blocks it for the whole sync). Other requests
+   * may read the rows during that sync (a millisecond or two), never an item announcing them.
+   * Units (src/db/unit.ts) commit this way unless they pass false; a bare `beginWrite` syncs
+   * inline. Ports that cannot (PostgreSQL, whose server already groups commits) commit as usual.
    */
   sharedSync?: boolean;
 };

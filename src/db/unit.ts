@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { LogSyncError, type DatabasePort, type PendingChange, type Session, type Transaction } from "./port";
+import { published, queuePublication, type Publication } from "./publications";
 
 /**
  * The asynchronous unit of work (issue 38; docs/async-data-layer.md is the plan): what
@@ -243,7 +244,11 @@ export type UnitOptions = {
    * commits with its unit, as durably.
    */
   durable?: boolean;
-  /** A durable commit that shares its log sync with others (src/db/port.ts `WriteOptions`). */
+  /**
+   * How a durable commit reaches the disk (src/db/port.ts `WriteOptions`): by default its log sync
+   * is shared with the units committing meanwhile and runs off the event loop (group commit);
+   * false syncs inline, the event loop waiting for the disk. Only for the outermost unit.
+   */
   sharedSync?: boolean;
 };
 
@@ -279,7 +284,9 @@ async function outermost<S extends Session, T>(
   fn: (session: S, log: UnitLog) => T | Promise<T>,
   opts: UnitOptions,
 ): Promise<T> {
-  const w = opts.durable === false ? { durable: false } : opts.sharedSync ? { sharedSync: true } : undefined;
+  // A durable unit shares its log sync unless it asks not to: concurrent writers then wait for one
+  // sync together, and the event loop goes on during it (src/db/port.ts `WriteOptions`).
+  const w = opts.durable === false ? { durable: false } : { sharedSync: opts.sharedSync !== false };
   const txn = port.tryBeginWrite?.(w) ?? (await port.beginWrite(w));
   const s = stampsOf(port);
   const unit: OpenUnit = {
@@ -298,6 +305,7 @@ async function outermost<S extends Session, T>(
   hold(txn.session, frame);
   let result: T;
   let written: UnitItem[];
+  let publication: Publication | undefined;
   try {
     result = await context.run(frame, () => fn(txn.session, unit.log));
     // From here on nothing joins: a part still running, or started by a promise the body left
@@ -309,12 +317,20 @@ async function outermost<S extends Session, T>(
     await context.run(frame, () => txn.session.appendChanges(written));
     if (unit.yielded) throw new UnitYieldedError();
     unhold(txn.session);
+    // A port that follows its change log (PostgreSQL with several nodes) publishes from there;
+    // elsewhere the items take their place in the port's queue of publications as the unit commits.
+    if (unit.hub && !port.publishesTo?.(unit.hub)) publication = queuePublication(port, unit.hub, written);
     await txn.commit();
   } catch (err) {
     unit.closed = true;
     if (watch) clearImmediate(watch);
-    // Committed, only not known to be on disk: nothing to undo (its items stay counted).
-    if (err instanceof LogSyncError) throw err;
+    // Committed, only not known to be on disk: nothing to undo (its items stay counted). They are
+    // in the database for every reader: published too, so that no client's stream skips them.
+    if (err instanceof LogSyncError) {
+      if (publication) published(port, publication, true);
+      throw err;
+    }
+    if (publication) published(port, publication, false);
     unhold(txn.session);
     await txn.rollback();
     // Rolled back: whatever was counted of its items is undone.
@@ -323,8 +339,7 @@ async function outermost<S extends Session, T>(
     throw err;
   }
   if (watch) clearImmediate(watch);
-  // A port that follows its change log (PostgreSQL with several nodes) publishes from there.
-  if (unit.hub && !port.publishesTo?.(unit.hub)) unit.hub.publish(written!);
+  if (publication) published(port, publication, true);
   for (const task of unit.after) {
     try {
       await task();

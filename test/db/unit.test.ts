@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { migrate, openDatabase, type DB } from "../../src/db/connection";
 import type { Published } from "../../src/db/mutate";
 import { SqlitePort, type SqliteSession } from "../../src/db/sqlite/port";
+import { unpublishedFloorOf } from "../../src/db/publications";
 import { readUnit, setYieldGuard, unitOfWork, UnitYieldedError, yieldGuard } from "../../src/db/unit";
 import { Hub } from "../../src/platform/sync/hub";
 import { failure, unitCases, type ChangeRow } from "./unit-cases";
@@ -104,7 +105,7 @@ describe("unitOfWork on SQLite: one writer and the yield guard", () => {
     }
     expect(has("g.off")).toBe(true);
   });
-  test("a unit that need not be durable commits under synchronous=NORMAL, and the next unit waiting for the writer under FULL again", async () => {
+  test("a unit that need not be durable commits under synchronous=NORMAL, and the next unit waiting for the writer, one that syncs inline, under FULL again", async () => {
     const level = (s: SqliteSession) => s.query<{ synchronous: number }>("PRAGMA synchronous").get();
     const seen: number[] = [];
     const relaxed = unitOfWork(
@@ -116,16 +117,21 @@ describe("unitOfWork on SQLite: one writer and the yield guard", () => {
       },
       { durable: false },
     );
-    const durable = unitOfWork(port, hub, async (s) => {
-      await put(s, "d.durable");
-      seen.push((await level(s))!.synchronous);
-    });
+    const durable = unitOfWork(
+      port,
+      hub,
+      async (s) => {
+        await put(s, "d.durable");
+        seen.push((await level(s))!.synchronous);
+      },
+      { sharedSync: false },
+    );
     await Promise.all([relaxed, durable]);
     expect(seen).toEqual([1, 2]);
     expect((db.$client.query("PRAGMA synchronous").get() as { synchronous: number }).synchronous).toBe(2);
     expect(has("d.relaxed") && has("d.durable")).toBe(true);
   });
-  test("units with a shared log sync commit under synchronous=NORMAL, end only once the log is synced, and those that commit while a sync runs share the next one", async () => {
+  test("durable units share their log sync unless they ask not to: they commit under synchronous=NORMAL, end only once the log is synced, and those that commit while a sync runs share the next one", async () => {
     const level = (s: SqliteSession) => s.query<{ synchronous: number }>("PRAGMA synchronous").get();
     const sp = port as unknown as { startSync(): Promise<void> };
     const startSync = sp.startSync.bind(port);
@@ -146,7 +152,8 @@ describe("unitOfWork on SQLite: one writer and the yield guard", () => {
             log.cc("UPDATE", "test", `g.shared.${i}`, ["*"]);
             seen.push((await level(s))!.synchronous);
           },
-          { sharedSync: true },
+          // The default (the last unit names it).
+          i === 5 ? { sharedSync: true } : undefined,
         ).then(() => void events.push(`done ${i}`)),
       );
       await Promise.all(units);
@@ -159,6 +166,45 @@ describe("unitOfWork on SQLite: one writer and the yield guard", () => {
       expect((db.$client.query("PRAGMA synchronous").get() as { synchronous: number }).synchronous).toBe(2);
       for (let i = 0; i < 6; i++) expect(has(`g.shared.${i}`) && logged(`g.shared.${i}`)).toBe(true);
     } finally {
+      delete (sp as { startSync?: unknown }).startSync;
+    }
+  });
+  test("a unit committed while an earlier one waits for its log sync is published after it, and readers of the change log stop below the waiting items until then", async () => {
+    const sp = port as unknown as { startSync(): Promise<void> };
+    const startSync = sp.startSync.bind(port);
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    sp.startSync = () => held.then(() => startSync());
+    try {
+      published.length = 0;
+      let first = 0;
+      const durable = unitOfWork(port, hub, async (s, log) => {
+        await put(s, "o.durable");
+        log.cc("UPDATE", "test", "o.durable", ["*"]);
+      }).then(() => (first = (published[0]?.[0]?.cursor as number) ?? 0));
+      // Committed at once, without a sync of its own, while the first still waits for the disk.
+      await unitOfWork(
+        port,
+        hub,
+        async (s, log) => {
+          await put(s, "o.relaxed");
+          log.cc("UPDATE", "test", "o.relaxed", ["*"]);
+        },
+        { durable: false },
+      );
+      expect(has("o.durable") && has("o.relaxed")).toBe(true);
+      expect(published).toEqual([]);
+      const waiting = (
+        db.$client.query("SELECT cursor FROM changes WHERE data_key = 'o.durable'").get() as { cursor: number }
+      ).cursor;
+      expect(unpublishedFloorOf(port)).toBe(waiting - 1);
+      release();
+      await durable;
+      expect(published.map((b) => b.map((i) => i.data_key))).toEqual([["o.durable"], ["o.relaxed"]]);
+      expect(first).toBe(waiting);
+      expect(unpublishedFloorOf(port)).toBeUndefined();
+    } finally {
+      release();
       delete (sp as { startSync?: unknown }).startSync;
     }
   });

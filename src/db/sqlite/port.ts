@@ -125,10 +125,10 @@ class Open implements SqliteSession, Transaction<SqliteSession> {
       // The cursor is the new row's rowid (`lastInsertRowid`), not asked for with RETURNING: a
       // statement with RETURNING opens a statement transaction, which makes FTS5 write out its
       // pending terms (src/db/mutate.ts, ChangeLog).
-      const insert = this.conn.client.prepare(
+      const insert = this.conn.client.query(
         "INSERT INTO changes (type, action, data_type, data_key, data, created_on) VALUES (?, ?, ?, ?, ?, ?)",
       );
-      const audience = this.conn.client.prepare("INSERT INTO change_audience (user_gid, cursor) VALUES (?, ?)");
+      const audience = this.conn.client.query("INSERT INTO change_audience (user_gid, cursor) VALUES (?, ?)");
       const t = now();
       for (const i of items) {
         i.cursor = Number(
@@ -240,6 +240,8 @@ export class SqlitePort implements DatabasePort<SqliteSession> {
     let synced: (() => Promise<void>) | undefined;
     try {
       if (relaxed && (relaxed === "unsynced" || this.walPath())) {
+        // Compiled each time: SQLite runs these pragmas when it prepares them (a kept statement
+        // would answer the level it was prepared at, and set nothing when run again).
         const level = (conn.client.prepare("PRAGMA synchronous").get() as { synchronous: number }).synchronous;
         if (level > 1) {
           restore = `PRAGMA synchronous = ${level}`;

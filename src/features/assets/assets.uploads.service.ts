@@ -159,102 +159,89 @@ export async function storeUpload(
         await blobs.putFile(uploaded, file.path, { type: info.mime || undefined });
       }
     }
-    return await inProject(
-      ctx,
-      actor,
-      projectGid,
-      "member",
-      async ({ tx, log }) => {
-        const root = await ensureRoot(tx, log, projectGid);
-        const t = now();
-        const fileCols: FileColumns = {
-          extension: info.extension,
-          mime: info.mime,
-          size: file.size,
-          sha256: file.sha256,
-          width: info.width,
-          height: info.height,
-          format: info.format,
-          pages: info.pages,
-          extracted: info.extracted,
-          facts,
-        };
-        if (placed) {
-          const parent = await requireFolder(
-            tx,
-            log,
-            projectGid,
-            { gid: input.parent, pathname: input.pathname },
-            root,
-          );
-          const { gid, storage } = placed;
-          const free = await freeName(tx, projectGid, parent.gid, name!);
-          const r = (await insertFile(tx).get({
-            gid,
-            project: projectGid,
-            parent: parent.gid,
-            pathname: childPath(parent.pathname ?? "/", free),
-            type: info.type,
-            name: free,
-            storage,
-            ...fileColumnParams(fileCols),
-            t,
-            user: userGid,
-          }))!;
-          log.project(projectGid, "INSERT", "assets", gid);
-          parentChanged(log, projectGid, parent.gid);
-          // The folder's row is as read above (only its child count moved, which the answer counts).
-          return await answerOf(tx, projectGid, { parent: parent.gid, asset: gid }, [r, parent]);
-        }
-        const a = await requireAsset(tx, projectGid, input.target);
-        if (a.type === "folder")
-          throw unprocessable("A folder has no file to update", { asset: a.gid, reason: "invalid file upload" });
-        const version = a.version + 1;
-        const storage = storageName(a.gid, version, info.extension);
-        if (!local && uploaded !== originalKey(projectGid, storage))
-          throw unprocessable("The asset changed while its new version was uploaded; upload it again", {
-            asset: a.gid,
-            reason: "concurrent upload",
-          });
-        if (a.storageName) {
-          await insertVersion(tx).run({
-            project: projectGid,
-            gid: a.gid,
-            version: a.version,
-            storage: a.storageName,
-            name: a.name,
-            ...fileColumnParams(a),
-            created: a.updatedOn,
-            createdBy: a.updatedBy,
-            replaced: t,
-          });
-        }
-        const removed = await pruneVersions(tx, projectGid, a.gid, ctx.config.assetVersionsKept);
-        afterCommit(ctx.db, () => removeOriginals(ctx, projectGid, removed));
-        let r = (await newFileVersion(tx).get({
-          id: a.id,
+    return await inProject(ctx, actor, projectGid, "member", async ({ tx, log }) => {
+      const root = await ensureRoot(tx, log, projectGid);
+      const t = now();
+      const fileCols: FileColumns = {
+        extension: info.extension,
+        mime: info.mime,
+        size: file.size,
+        sha256: file.sha256,
+        width: info.width,
+        height: info.height,
+        format: info.format,
+        pages: info.pages,
+        extracted: info.extracted,
+        facts,
+      };
+      if (placed) {
+        const parent = await requireFolder(tx, log, projectGid, { gid: input.parent, pathname: input.pathname }, root);
+        const { gid, storage } = placed;
+        const free = await freeName(tx, projectGid, parent.gid, name!);
+        const r = (await insertFile(tx).get({
+          gid,
+          project: projectGid,
+          parent: parent.gid,
+          pathname: childPath(parent.pathname ?? "/", free),
           type: info.type,
-          version,
+          name: free,
           storage,
           ...fileColumnParams(fileCols),
           t,
           user: userGid,
         }))!;
-        log.project(projectGid, "UPDATE", "assets", a.gid);
-        if (name && input.name && name !== a.name) {
-          if (await nameTaken(tx, projectGid, a.parent!, name, a.id)) throw nameInUse(a.parent!, name);
-          r = await relocate(tx, log, r, { parent: (await findAsset(tx, projectGid, a.parent!))!, name }, userGid);
-        }
-        if (local) {
-          moved = originalPath(ctx, projectGid, storage);
-          placeOriginal(file.path, moved, durable);
-        }
-        return await withParent(tx, projectGid, { asset: a.gid }, r);
-        // As durable as any commit, but the log's sync is shared with the uploads committing
-        // meanwhile and runs off the event loop, which goes on reading their bytes.
-      },
-      { sharedSync: true },
-    );
+        log.project(projectGid, "INSERT", "assets", gid);
+        parentChanged(log, projectGid, parent.gid);
+        // The folder's row is as read above (only its child count moved, which the answer counts).
+        return await answerOf(tx, projectGid, { parent: parent.gid, asset: gid }, [r, parent]);
+      }
+      const a = await requireAsset(tx, projectGid, input.target);
+      if (a.type === "folder")
+        throw unprocessable("A folder has no file to update", { asset: a.gid, reason: "invalid file upload" });
+      const version = a.version + 1;
+      const storage = storageName(a.gid, version, info.extension);
+      if (!local && uploaded !== originalKey(projectGid, storage))
+        throw unprocessable("The asset changed while its new version was uploaded; upload it again", {
+          asset: a.gid,
+          reason: "concurrent upload",
+        });
+      if (a.storageName) {
+        await insertVersion(tx).run({
+          project: projectGid,
+          gid: a.gid,
+          version: a.version,
+          storage: a.storageName,
+          name: a.name,
+          ...fileColumnParams(a),
+          created: a.updatedOn,
+          createdBy: a.updatedBy,
+          replaced: t,
+        });
+      }
+      const removed = await pruneVersions(tx, projectGid, a.gid, ctx.config.assetVersionsKept);
+      afterCommit(ctx.db, () => removeOriginals(ctx, projectGid, removed));
+      let r = (await newFileVersion(tx).get({
+        id: a.id,
+        type: info.type,
+        version,
+        storage,
+        ...fileColumnParams(fileCols),
+        t,
+        user: userGid,
+      }))!;
+      log.project(projectGid, "UPDATE", "assets", a.gid);
+      if (name && input.name && name !== a.name) {
+        if (await nameTaken(tx, projectGid, a.parent!, name, a.id)) throw nameInUse(a.parent!, name);
+        r = await relocate(tx, log, r, { parent: (await findAsset(tx, projectGid, a.parent!))!, name }, userGid);
+      }
+      if (local) {
+        moved = originalPath(ctx, projectGid, storage);
+        placeOriginal(file.path, moved, durable);
+      }
+      // Committed as every unit is: its log sync shared with the units committing meanwhile, off
+      // the event loop, which goes on reading other uploads' bytes (src/db/unit.ts).
+      return await withParent(tx, projectGid, { asset: a.gid }, r);
+    });
   } catch (err) {
     file.finish?.(false).catch(() => {}); // closes the file when it was not synced yet
     rmSync(file.path, { force: true });

@@ -110,7 +110,8 @@ export async function syncItems(
  * see up to `top` is in the page, unless it says more are waiting (`warning`). A socket going
  * live takes `top` as its floor (src/features/sync/sync.socket.ts): what the node publishes later
  * lies past it and is pushed, nothing at or below it is pushed again. Where units publish in
- * memory (SQLite), `top` is the newest cursor, read in the page's snapshot (a read unit).
+ * memory (SQLite), `top` is the newest cursor, read in the page's snapshot (a read unit), or while
+ * committed items wait for their publication (their log's sync), the cursor below the first one.
  */
 export function syncPage(
   db: DB,
@@ -118,8 +119,9 @@ export function syncPage(
   req: SyncRequest,
   limit: number,
 ): Promise<{ sync: SyncItem[]; warning?: string; reinit?: boolean; top: number }> {
-  const upTo = publishedCursor(db);
   return readOnly(db, async (tx) => {
+    // Taken in the read's unit: on SQLite no unit commits while it runs.
+    const upTo = publishedCursor(db);
     const page = await syncItems(tx, actor, { ...req, upTo }, limit);
     return { ...page, top: page.warning ? 0 : (upTo ?? (await currentCursor(tx))) };
   });
@@ -154,9 +156,10 @@ export async function pollSync(
   // Up to what this node has published (once it has caught up with the client's cursors), in one
   // snapshot: the two reads (cc items, project items) see the same commits.
   await syncCaughtUp(ctx.db, req);
-  const upTo = publishedCursor(ctx.db);
   return {
-    result: await readOnly(ctx.db, (tx) => syncItems(tx, actor, { ...req, upTo }, ctx.config.syncPageLimit)),
+    result: await readOnly(ctx.db, (tx) =>
+      syncItems(tx, actor, { ...req, upTo: publishedCursor(ctx.db) }, ctx.config.syncPageLimit),
+    ),
   };
 }
 
