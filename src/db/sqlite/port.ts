@@ -124,11 +124,14 @@ class Open implements SqliteSession, Transaction<SqliteSession> {
     try {
       // The cursor is the new row's rowid (`lastInsertRowid`), not asked for with RETURNING: a
       // statement with RETURNING opens a statement transaction, which makes FTS5 write out its
-      // pending terms (src/db/mutate.ts, ChangeLog).
-      const insert = this.conn.client.query(
+      // pending terms (src/db/mutate.ts, ChangeLog). Prepared per unit, not kept in bun:sqlite's
+      // statement cache (`query`): kept, they were measured to stall the server for 130-190 ms at
+      // times during the schema follow job (bench/RESULTS.md, schema: the ping's p99 13.8 ms
+      // prepared, 129-192 ms kept, on 2026-12-04).
+      const insert = this.conn.client.prepare(
         "INSERT INTO changes (type, action, data_type, data_key, data, created_on) VALUES (?, ?, ?, ?, ?, ?)",
       );
-      const audience = this.conn.client.query("INSERT INTO change_audience (user_gid, cursor) VALUES (?, ?)");
+      const audience = this.conn.client.prepare("INSERT INTO change_audience (user_gid, cursor) VALUES (?, ?)");
       const t = now();
       for (const i of items) {
         i.cursor = Number(
