@@ -77,7 +77,8 @@ export type WriteOptions = {
    * every commit that came meanwhile; `commit()` resolves after that sync, so the unit publishes
    * (and its caller answers) only once the rows are on disk, as with an inline sync. The event
    * loop goes on meanwhile (an inline SQLite commit blocks it for the whole sync). Other requests
-   * may read the rows during that sync (a millisecond or two), never an item announcing them.
+   * may read the rows during that sync (a millisecond or two), never an item announcing them. A
+   * transaction that changed no row waits for no sync.
    * Units (src/db/unit.ts) commit this way unless they pass false; a bare `beginWrite` syncs
    * inline. Ports that cannot (PostgreSQL, whose server already groups commits) commit as usual.
    */

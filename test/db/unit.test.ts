@@ -169,6 +169,20 @@ describe("unitOfWork on SQLite: one writer and the yield guard", () => {
       delete (sp as { startSync?: unknown }).startSync;
     }
   });
+  test("a durable unit that wrote no row commits without a log sync", async () => {
+    const sp = port as unknown as { startSync(): Promise<void> };
+    const startSync = sp.startSync.bind(port);
+    let syncs = 0;
+    sp.startSync = () => (syncs++, startSync());
+    try {
+      await unitOfWork(port, hub, async (s) => void (await s.query("UPDATE t SET v = 'x' WHERE k = 'none'").run()));
+      expect(syncs).toBe(0);
+      await unitOfWork(port, hub, async (s) => void (await put(s, "w.one")));
+      expect(syncs).toBe(1);
+    } finally {
+      delete (sp as { startSync?: unknown }).startSync;
+    }
+  });
   test("a unit committed while an earlier one waits for its log sync is published after it, and readers of the change log stop below the waiting items until then", async () => {
     const sp = port as unknown as { startSync(): Promise<void> };
     const startSync = sp.startSync.bind(port);

@@ -45,6 +45,7 @@ class Connection {
   readonly begin;
   readonly commit;
   readonly rollback;
+  private readonly changes;
   constructor(
     readonly db: DB,
     readonly client: Database = db.$client,
@@ -52,6 +53,12 @@ class Connection {
     this.begin = client.prepare("BEGIN");
     this.commit = client.prepare("COMMIT");
     this.rollback = client.prepare("ROLLBACK");
+    this.changes = client.prepare("SELECT total_changes() AS n");
+  }
+
+  /** Rows this connection has inserted, updated or deleted since it opened (triggers' included). */
+  totalChanges(): number {
+    return (this.changes.get() as { n: number }).n;
   }
 
   statement<R>(sql: string): Statement<R> {
@@ -249,11 +256,16 @@ export class SqlitePort implements DatabasePort<SqliteSession> {
         if (level > 1) {
           restore = `PRAGMA synchronous = ${level}`;
           conn.client.exec("PRAGMA synchronous = NORMAL");
-          if (relaxed === "shared")
+          if (relaxed === "shared") {
+            // A unit that wrote no row (a read, an update that changed nothing) has nothing to sync.
+            const before = conn.totalChanges();
             synced = () =>
-              this.syncLog().catch((err) => {
-                throw new LogSyncError(err);
-              });
+              conn.totalChanges() === before
+                ? resolved
+                : this.syncLog().catch((err) => {
+                    throw new LogSyncError(err);
+                  });
+          }
         }
       }
       conn.begin.run();
