@@ -38,7 +38,7 @@ type Watermarked = { follower?: { watermark: number; caughtUp(cursor: number, ti
 /**
  * The newest cursor this node has published: its follower's watermark, or where units publish in
  * memory (SQLite) the cursor below the first committed item still waiting for its publication
- * (its log's sync: src/db/unit.ts `unpublishedFloorOf`), undefined while none waits. Sync pages
+ * (its log's sync: src/db/publications.ts `unpublishedFloorOf`), undefined while none waits. Sync pages
  * are read up to it: what a client is handed by a read, it is never pushed again, and what the
  * node publishes later lies past it.
  */
