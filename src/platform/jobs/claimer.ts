@@ -123,17 +123,26 @@ export class SqliteClaimer implements Claimer {
       }
       const lock = kind.lock?.(q) ?? null;
       if (lock && this.locks.has(lock)) continue;
-      const claimed = await mutate(ctx.db, ctx.hub, async (tx, log) => {
-        const cur = await takeQueued(tx, q.token);
-        if (!cur) return undefined;
-        const { requeued: _r, ...info } = cur.info ?? {};
-        return await writeJob(ctx.hooks.projectOwner, tx, log, q.token, {
-          status: "processing",
-          info,
-          attempts: cur.attempts + 1,
-          startedOn: now(),
-        });
-      });
+      // The claim syncs the log inline, not shared with other units (src/db/unit.ts): the lock
+      // below and the runner's record of the running job follow the commit with no turn of the
+      // event loop between, in which another worker's claim or a project being closed would not
+      // see them yet.
+      const claimed = await mutate(
+        ctx.db,
+        ctx.hub,
+        async (tx, log) => {
+          const cur = await takeQueued(tx, q.token);
+          if (!cur) return undefined;
+          const { requeued: _r, ...info } = cur.info ?? {};
+          return await writeJob(ctx.hooks.projectOwner, tx, log, q.token, {
+            status: "processing",
+            info,
+            attempts: cur.attempts + 1,
+            startedOn: now(),
+          });
+        },
+        { sharedSync: false },
+      );
       if (!claimed) continue;
       if (lock) this.locks.add(lock);
       return { job: claimed, key: lock };
