@@ -30,6 +30,26 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
+/**
+ * Runs `body` with the port's log syncs started through `start` (handed the real start: to count,
+ * hold or follow them), then puts the real start back, after `cleanup`.
+ */
+async function withSyncsStarted(
+  start: (sync: () => Promise<void>) => Promise<void>,
+  body: () => Promise<void>,
+  cleanup?: () => void,
+): Promise<void> {
+  const sp = port as unknown as { startSync(): Promise<void> };
+  const sync = sp.startSync.bind(port);
+  sp.startSync = () => start(sync);
+  try {
+    await body();
+  } finally {
+    cleanup?.();
+    delete (sp as { startSync?: unknown }).startSync;
+  }
+}
+
 const put = (s: SqliteSession, k: string, v = "1") => s.query("INSERT INTO t (k, v) VALUES (?, ?)").run(k, v);
 const has = (k: string) => db.$client.query("SELECT 1 FROM t WHERE k = ?").get(k) !== null;
 const logged = (k: string) => db.$client.query("SELECT 1 FROM changes WHERE data_key = ?").get(k) !== null;
@@ -133,15 +153,13 @@ describe("unitOfWork on SQLite: one writer and the yield guard", () => {
   });
   test("durable units share their log sync unless they ask not to: they commit under synchronous=NORMAL, end only once the log is synced, and those that commit while a sync runs share the next one", async () => {
     const level = (s: SqliteSession) => s.query<{ synchronous: number }>("PRAGMA synchronous").get();
-    const sp = port as unknown as { startSync(): Promise<void> };
-    const startSync = sp.startSync.bind(port);
     const events: string[] = [];
     let syncs = 0;
-    sp.startSync = () => {
+    const start = (sync: () => Promise<void>) => {
       const n = ++syncs;
-      return startSync().then(() => void events.push(`synced ${n}`));
+      return sync().then(() => void events.push(`synced ${n}`));
     };
-    try {
+    await withSyncsStarted(start, async () => {
       const seen: number[] = [];
       const units = Array.from({ length: 6 }, (_, i) =>
         unitOfWork(
@@ -165,61 +183,55 @@ describe("unitOfWork on SQLite: one writer and the yield guard", () => {
       for (let i = 1; i < 6; i++) expect(events.indexOf(`done ${i}`)).toBeGreaterThan(events.indexOf("synced 2"));
       expect((db.$client.query("PRAGMA synchronous").get() as { synchronous: number }).synchronous).toBe(2);
       for (let i = 0; i < 6; i++) expect(has(`g.shared.${i}`) && logged(`g.shared.${i}`)).toBe(true);
-    } finally {
-      delete (sp as { startSync?: unknown }).startSync;
-    }
+    });
   });
   test("a durable unit that wrote no row commits without a log sync", async () => {
-    const sp = port as unknown as { startSync(): Promise<void> };
-    const startSync = sp.startSync.bind(port);
     let syncs = 0;
-    sp.startSync = () => (syncs++, startSync());
-    try {
-      await unitOfWork(port, hub, async (s) => void (await s.query("UPDATE t SET v = 'x' WHERE k = 'none'").run()));
-      expect(syncs).toBe(0);
-      await unitOfWork(port, hub, async (s) => void (await put(s, "w.one")));
-      expect(syncs).toBe(1);
-    } finally {
-      delete (sp as { startSync?: unknown }).startSync;
-    }
+    await withSyncsStarted(
+      (sync) => (syncs++, sync()),
+      async () => {
+        await unitOfWork(port, hub, async (s) => void (await s.query("UPDATE t SET v = 'x' WHERE k = 'none'").run()));
+        expect(syncs).toBe(0);
+        await unitOfWork(port, hub, async (s) => void (await put(s, "w.one")));
+        expect(syncs).toBe(1);
+      },
+    );
   });
   test("a unit committed while an earlier one waits for its log sync is published after it, and readers of the change log stop below the waiting items until then", async () => {
-    const sp = port as unknown as { startSync(): Promise<void> };
-    const startSync = sp.startSync.bind(port);
     let release!: () => void;
     const held = new Promise<void>((r) => (release = r));
-    sp.startSync = () => held.then(() => startSync());
-    try {
-      published.length = 0;
-      let first = 0;
-      const durable = unitOfWork(port, hub, async (s, log) => {
-        await put(s, "o.durable");
-        log.cc("UPDATE", "test", "o.durable", ["*"]);
-      }).then(() => (first = (published[0]?.[0]?.cursor as number) ?? 0));
-      // Committed at once, without a sync of its own, while the first still waits for the disk.
-      await unitOfWork(
-        port,
-        hub,
-        async (s, log) => {
-          await put(s, "o.relaxed");
-          log.cc("UPDATE", "test", "o.relaxed", ["*"]);
-        },
-        { durable: false },
-      );
-      expect(has("o.durable") && has("o.relaxed")).toBe(true);
-      expect(published).toEqual([]);
-      const waiting = (
-        db.$client.query("SELECT cursor FROM changes WHERE data_key = 'o.durable'").get() as { cursor: number }
-      ).cursor;
-      expect(unpublishedFloorOf(port)).toBe(waiting - 1);
-      release();
-      await durable;
-      expect(published.map((b) => b.map((i) => i.data_key))).toEqual([["o.durable"], ["o.relaxed"]]);
-      expect(first).toBe(waiting);
-      expect(unpublishedFloorOf(port)).toBeUndefined();
-    } finally {
-      release();
-      delete (sp as { startSync?: unknown }).startSync;
-    }
+    await withSyncsStarted(
+      (sync) => held.then(sync),
+      async () => {
+        published.length = 0;
+        let first = 0;
+        const durable = unitOfWork(port, hub, async (s, log) => {
+          await put(s, "o.durable");
+          log.cc("UPDATE", "test", "o.durable", ["*"]);
+        }).then(() => (first = (published[0]?.[0]?.cursor as number) ?? 0));
+        // Committed at once, without a sync of its own, while the first still waits for the disk.
+        await unitOfWork(
+          port,
+          hub,
+          async (s, log) => {
+            await put(s, "o.relaxed");
+            log.cc("UPDATE", "test", "o.relaxed", ["*"]);
+          },
+          { durable: false },
+        );
+        expect(has("o.durable") && has("o.relaxed")).toBe(true);
+        expect(published).toEqual([]);
+        const waiting = (
+          db.$client.query("SELECT cursor FROM changes WHERE data_key = 'o.durable'").get() as { cursor: number }
+        ).cursor;
+        expect(unpublishedFloorOf(port)).toBe(waiting - 1);
+        release();
+        await durable;
+        expect(published.map((b) => b.map((i) => i.data_key))).toEqual([["o.durable"], ["o.relaxed"]]);
+        expect(first).toBe(waiting);
+        expect(unpublishedFloorOf(port)).toBeUndefined();
+      },
+      release,
+    );
   });
 });

@@ -250,8 +250,8 @@ export class SqlitePort implements DatabasePort<SqliteSession> {
     let synced: (() => Promise<void>) | undefined;
     try {
       if (relaxed && (relaxed === "unsynced" || this.walPath())) {
-        // Compiled each time: SQLite runs these pragmas when it prepares them (a kept statement
-        // would answer the level it was prepared at, and set nothing when run again).
+        // Compiled each time: SQLite applies a pragma's setting when it prepares the statement, and
+        // a kept setter was seen to set nothing when run again (the read goes with it).
         const level = (conn.client.prepare("PRAGMA synchronous").get() as { synchronous: number }).synchronous;
         if (level > 1) {
           restore = `PRAGMA synchronous = ${level}`;
