@@ -36,6 +36,11 @@ commands:
   doctor [--data DIR]           check Bun, SQLite, sharp/libvips and the data folder (space, database, secret);
                                 with --database postgres://...: connection, server version, extensions, migrations
   vacuum [--json]               give the free pages inside the SQLite database back to the disk (server stopped)
+  index add --project P --field F [--json]
+                                index a shared field of a project that full-text searches filter on
+                                (SQLite, server stopped; docs/records.md "Field indexes")
+  index remove --project P --field F [--json]
+  index list [--project P] [--json]
   jobs list [--limit N] [--json] housekeeping schedules (next/last run) and recent background jobs
   jobs run TASK [--dry-run]     run one housekeeping task now (changelog, checkpoint, jobs, store-sweep, ...)
   storage migrate --to URL [--json]
@@ -61,6 +66,7 @@ const COMMAND_FLAGS: Record<string, string[]> = {
   backup: ["out", "file", "json", "keep-previous", "yes"],
   "migrate-database": ["to", "force", "json", "batch"],
   vacuum: ["json"],
+  index: ["project", "field", "json"],
 };
 
 /** A mistyped flag is a usage error (exit 2), not silently ignored. */
@@ -169,6 +175,17 @@ async function main(argv: string[]): Promise<number> {
       const ctx = await openInstance(config);
       try {
         return await userCommand(ctx, words[1], flags);
+      } finally {
+        closeDatabase(ctx.db);
+      }
+    }
+    case "index": {
+      await checkData(config);
+      const { openInstance } = await import("./app/instance");
+      const { indexCommand } = await import("./cli/index.cli");
+      const ctx = await openInstance(config);
+      try {
+        return await indexCommand(ctx, words[1], flags);
       } finally {
         closeDatabase(ctx.db);
       }

@@ -61,6 +61,8 @@ export interface Dialect {
    * columns, then `title`, then `body` (records_fts, assets_fts).
    */
   textRank(index: string, titleWeight: number): SQL;
+  /** The names of a table's indexes that begin with `prefix` (rows of `name`). */
+  indexesNamed(table: string, prefix: string): SQL;
   /**
    * A fragment as statement text and its parameters, in this database's parameter style (SQLite
    * `?`, PostgreSQL `$1`), for `Session.query` (src/db/query.ts `rows`/`row`/`run` do it for you).

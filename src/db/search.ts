@@ -37,7 +37,7 @@ export type SplitSearch = {
   run(): Promise<RecordPage | undefined>;
 };
 
-/** The records a search finds: `matches` selects `rid`, `gid`, `score`; `page` orders them best first. */
+/** The records a search finds: `matches` selects `rid` and `score` (and `gid` on PostgreSQL); `page` orders them best first. */
 export type RecordMatches = {
   matches: SQL;
   /** Record ids (`id`), `gid` and the count of every match (`total`), best first, ties by id; a window when `size` is given. */
@@ -61,19 +61,26 @@ export function recordMatches(
   language: string,
   where: SQL,
   layout: RecordIndexLayout,
+  /** SQLite: a field index `where` names the scope of, to read the found records through (records.indexes.ts). */
+  through?: string,
 ): RecordMatches | undefined {
   if (d.name === "postgres") {
     const m = recordMatchesPg(q, language, where);
     // PostgreSQL plans parallel workers for a large scan by itself.
     return m && { matches: m.matches, page: (w) => recordSearchPagePg(m, w), inParts: async () => undefined };
   }
-  const m = recordMatchesSqlite(q, language, where, layout);
+  const m = recordMatchesSqlite(q, language, where, layout, undefined, through);
   return (
     m && {
       matches: m.matches,
       page: (w) => recordSearchPageSqlite(m, w),
       inParts: (tx, project, w) =>
-        sqliteSearchInParts(tx, project, w, (range) => recordMatchesSqlite(q, language, where, layout, range)!),
+        sqliteSearchInParts(
+          tx,
+          project,
+          w,
+          (range) => recordMatchesSqlite(q, language, where, layout, range, through)!,
+        ),
     }
   );
 }

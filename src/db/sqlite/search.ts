@@ -59,7 +59,11 @@ export type RecordIndexLayout = { slotOf: (language: string) => number; slotBits
 export type RecordRange = { from: number; to: number };
 
 export type SqliteRecordSearch = {
-  /** Selects `rid` (record id), `gid` and `score` (bm25 summed; lower is better) of every matching record. */
+  /**
+   * Selects `rid` (record id) and `score` (bm25 summed; lower is better) of every matching record.
+   * No gid: the page reads it for its own rows only (a found document's record row is read only
+   * when its condition needs it, and with a field index it does not: ../../features/records/records.indexes.ts).
+   */
   matches: SQL;
 };
 
@@ -82,6 +86,8 @@ export function recordMatchesSqlite(
   where: SQL,
   layout: RecordIndexLayout,
   range?: RecordRange,
+  /** An index of `records` the found documents' records are read through (a field index; `where` names its scope). */
+  through?: string,
 ): SqliteRecordSearch | undefined {
   const fts = recordFtsQuery(q);
   if (!fts) return undefined;
@@ -107,8 +113,9 @@ export function recordMatchesSqlite(
     ctes = sql`c(rid) AS MATERIALIZED (${sql.join(fts.required.map(holding), sql.raw(" INTERSECT "))}), `;
     candidates = sql.raw(` AND ${recordOf("f.rowid")} IN c`);
   }
+  if (through !== undefined && !/^records_fx_[a-z0-9_]+$/.test(through)) throw new Error("not a field index");
   const scoredHead = sql.raw(
-    `SELECT ${recordOf("f.rowid")} AS rid, r.gid AS gid, bm25(records_fts, 0, 0, 10, 1) AS score FROM records_fts f CROSS JOIN records r ON r.id = ${recordOf("f.rowid")} WHERE records_fts MATCH `,
+    `SELECT ${recordOf("f.rowid")} AS rid, bm25(records_fts, 0, 0, 10, 1) AS score FROM records_fts f CROSS JOIN records r${through ? ` INDEXED BY ${through}` : ""} ON r.id = ${recordOf("f.rowid")} WHERE records_fts MATCH `,
   );
   const scored = sql`${scoredHead}${fts.scored}${sql.raw(` AND ${inLanguage("f.rowid")}`)}${slot}, 0)${within("f.rowid")}${candidates} AND ${where}`;
   const having = fts.excluded.length
@@ -118,7 +125,7 @@ export function recordMatchesSqlite(
       )}`
     : sql``;
   return {
-    matches: sql`WITH ${ctes}d AS MATERIALIZED (${scored}) SELECT rid, gid, sum(score) AS score FROM d GROUP BY rid${having}`,
+    matches: sql`WITH ${ctes}d AS MATERIALIZED (${scored}) SELECT rid, sum(score) AS score FROM d GROUP BY rid${having}`,
   };
 }
 
@@ -128,16 +135,24 @@ export function recordMatchesSqlite(
  * paged outside it). The twin of recordSearchPagePg.
  */
 export function recordSearchPageSqlite(m: SqliteRecordSearch, page: { top?: number; size?: number } = {}): SQL {
-  const limit = page.size === undefined ? sql`` : sql.raw(` LIMIT ${page.size | 0} OFFSET ${(page.top ?? 0) | 0}`);
-  return sql`SELECT rid AS id, gid, count(*) OVER () AS total FROM (${m.matches}) ORDER BY score, rid${limit}`;
+  const limit =
+    page.size === undefined ? "" : ` ORDER BY score, rid LIMIT ${page.size | 0} OFFSET ${(page.top ?? 0) | 0}`;
+  return withGids(sql`SELECT rid, score, count(*) OVER () AS total FROM (${m.matches})${sql.raw(limit)}`, "");
 }
+
+/** Rows of `ranked` (rid, score, total), best first, with their records' gids: the page's rows are read, and only they. */
+const withGids = (ranked: SQL, columns: string) =>
+  sql`SELECT m.rid AS id, r.gid AS gid${sql.raw(columns)}, m.total AS total FROM (${ranked}) m CROSS JOIN records r ON r.id = m.rid ORDER BY m.score, m.rid`;
 
 /**
  * One part of a split search (src/db/search.ts, sqliteSearchInParts): its best `first` matches with their
  * scores, each row carrying the count of all the part's matches.
  */
 export function recordSearchPartSqlite(m: SqliteRecordSearch, first: number): SQL {
-  return sql`SELECT rid AS id, gid, score, count(*) OVER () AS total FROM (${m.matches}) ORDER BY score, rid${sql.raw(` LIMIT ${Math.max(1, first | 0)}`)}`;
+  return withGids(
+    sql`SELECT rid, score, count(*) OVER () AS total FROM (${m.matches}) ORDER BY score, rid${sql.raw(` LIMIT ${Math.max(1, first | 0)}`)}`,
+    ", m.score AS score",
+  );
 }
 
 /**

@@ -5,3 +5,5 @@
  */
 export { recordsDomain } from "./records.search";
 export { rebuildSearchIn } from "./records.service";
+export { addFieldIndex, FieldIndexError, listFieldIndexes, removeFieldIndex } from "./records.indexes";
+export type { FieldIndex } from "./records.indexes";

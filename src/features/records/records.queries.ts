@@ -413,3 +413,57 @@ export const GID_IN_PROJECT = "SELECT gid FROM records WHERE gid = ? AND project
 /** Ids and gids of a parent's live children (in one channel, bound last). Binds (parent[, channel]). */
 export const selectionChildren = (tx: Tx, inChannel: boolean) =>
   `SELECT id, gid FROM records r WHERE r.parent = ? AND r.status != '${DELETED}'${inChannel ? ` AND ${ROW_CHANNEL(tx)}` : ""} ORDER BY id`;
+
+// ---------------------------------------------------------------------------------------------
+// Field indexes (records.indexes.ts; made on SQLite only)
+
+/** Gids (projects, fields) are written into the text of a field index and of the searches using it: only these characters. */
+const GID_TEXT = /^[a-z0-9]{1,64}$/;
+/** Whether a gid may be written into a field index's text (every gid Apis makes may). */
+export const writableGid = (gid: string) => GID_TEXT.test(gid);
+
+/** The name of a project's index of a shared field's values. */
+export function fieldIndexName(projectGid: string, fieldGid: string): string {
+  if (!GID_TEXT.test(projectGid) || !GID_TEXT.test(fieldGid)) throw new Error("a field index is named by gids");
+  return `${FIELD_INDEX_PREFIX}${projectGid}_${fieldGid}`;
+}
+const FIELD_INDEX_PREFIX = "records_fx_";
+
+/**
+ * A shared field's value as SQL text, its JSON path written out rather than bound: the expression a
+ * field index holds, and the one a search must name, word for word, for SQLite to read it there.
+ * `column` is `vals` in the index and `r.vals` in a search.
+ */
+export function sharedValueText(d: Dialect, column: "vals" | "r.vals", fieldGid: string): string {
+  if (!GID_TEXT.test(fieldGid)) throw new Error("a field index is named by gids");
+  return d.toQuery(d.jsonValue(sql.raw(column), ["*", fieldGid]).inlineParams()).sql;
+}
+
+/**
+ * The conditions a search names (on `records r`) so that SQLite may read a project's field index
+ * (a partial index: only the project's records that are not deleted): the same words as its WHERE.
+ */
+export function fieldIndexScope(projectGid: string): string {
+  if (!GID_TEXT.test(projectGid)) throw new Error("a field index is named by gids");
+  return `r.project_gid = '${projectGid}' AND r.status != '${DELETED}'`;
+}
+
+/**
+ * Makes a project's index of a shared field (a partial index on an expression): for each record of
+ * the project that is not deleted, its id and the field's value. A search that filters on the field reads the value there
+ * instead of in the record's row (one random page of the table per document found).
+ */
+export function fieldIndexDdl(d: Dialect, projectGid: string, fieldGid: string): string {
+  return `CREATE INDEX IF NOT EXISTS ${fieldIndexName(projectGid, fieldGid)} ON records (id, ${sharedValueText(d, "vals", fieldGid)}) WHERE project_gid = '${projectGid}' AND status != '${DELETED}'`;
+}
+
+/** Removes one. */
+export const fieldIndexDrop = (projectGid: string, fieldGid: string) =>
+  `DROP INDEX IF EXISTS ${fieldIndexName(projectGid, fieldGid)}`;
+
+/** The prefix of a project's field index names, or of every project's (the dialect's indexesNamed lists them). */
+export function fieldIndexPrefix(projectGid?: string): string {
+  if (projectGid === undefined) return FIELD_INDEX_PREFIX;
+  if (!GID_TEXT.test(projectGid)) throw new Error("a field index is named by gids");
+  return `${FIELD_INDEX_PREFIX}${projectGid}_`;
+}

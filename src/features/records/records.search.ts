@@ -3,6 +3,7 @@ import type { Actor } from "../../core/actor";
 import type { Answer } from "../../core/answer";
 import { ApiError, badRequest, invalidParameter } from "../../core/errors";
 import type { Tx } from "../../db/connection";
+import type { Dialect } from "../../db/dialect";
 import { dialectOf, portableQuery, row, rows } from "../../db/query";
 import { inUnit } from "../../db/mutate";
 import { recordMatches, type RecordIndexLayout, type RecordMatches, type SplitSearch } from "../../db/search";
@@ -26,6 +27,8 @@ import {
 } from "../../core/filter";
 import { LIST_TYPES, type FieldType, rowsOf, snapshotValue } from "../schema/schema.api";
 import { DELETED, formsOf, recordsRead, rowsByIds } from "./records.service";
+import { fieldIndexesIn } from "./records.indexes";
+import { fieldIndexScope, sharedValueText } from "./records.queries";
 import { SEARCH_SLOT_BITS, searchSlot, SHARED, type SchemaView } from "./values.service";
 
 /**
@@ -47,7 +50,13 @@ const INDEX_LAYOUT: RecordIndexLayout = { slotOf: searchSlot, slotBits: SEARCH_S
  * The filter fields of records (built per request: field names depend on the schema, paths on the
  * language). Saved record queries are checked against it too (src/features/queries/queries.search.ts).
  */
-export async function recordsDomain(tx: Tx, projectGid: string, language: string): Promise<FilterDomain> {
+export async function recordsDomain(
+  tx: Tx,
+  projectGid: string,
+  language: string,
+  /** Shared fields (by gid) whose value is written with its path spelled out, as their field index holds it (SQLite). */
+  indexed?: ReadonlyMap<string, string>,
+): Promise<FilterDomain> {
   const view = { tx, projectGid };
   const d = dialectOf(tx);
   const fields = (await rowsOf(view.tx, "field", view.projectGid)).filter((r) => !r.original && !r.isNew);
@@ -59,7 +68,10 @@ export async function recordsDomain(tx: Tx, projectGid: string, language: string
   };
   // A field's value: `sql` as SQLite's scalar, `pg` the JSON itself (the filter's PostgreSQL target reads jsonb).
   const valueOf = (f: { gid: string; spec: unknown }) => ({
-    sql: d.jsonValue(sql`r.vals`, valuePath(f)),
+    sql:
+      indexed?.has(f.gid) && !(f.spec as { is_localized?: boolean }).is_localized
+        ? sql.raw(sharedValueText(d, "r.vals", f.gid))
+        : d.jsonValue(sql`r.vals`, valuePath(f)),
     pg: d.jsonAt(sql`r.vals`, valuePath(f)),
   });
   const fieldSpec = (f: { gid: string; spec: unknown }): FieldSpec => {
@@ -192,20 +204,39 @@ async function buildSearch(view: SchemaView, input: SearchInput, member = "filte
   const hasFilter =
     input.filter !== undefined && input.filter !== null && !(Array.isArray(input.filter) && input.filter.length === 0);
   if (!q && !hasFilter) return { empty: true };
+  const d = dialectOf(view.tx);
+  // A full-text search filtered on a field with a field index (records.indexes.ts) reads the found
+  // records through it: indexed fields' values are written as the index holds them, and when the
+  // filter names one field only and it is one of them, the condition names the index's scope word
+  // for word (SQLite uses a partial index only for a condition that implies its own).
+  const indexes = q && hasFilter ? await fieldIndexesIn(view.tx, view.projectGid) : undefined;
   let node: FilterNode = MATCH_ALL;
   try {
-    node = parseFilter(input.filter, await recordsDomain(view.tx, view.projectGid, language), { root: member });
+    node = parseFilter(input.filter, await recordsDomain(view.tx, view.projectGid, language, indexes), {
+      root: member,
+    });
   } catch (e) {
     if (e instanceof FilterError) throw badRequest("Invalid parameter", e.info());
     throw e;
   }
-  const d = dialectOf(view.tx);
-  const cond: SQL[] = [sql`r.project_gid = ${view.projectGid}`, filterToSql(node, { language, dialect: d.name })];
-  if (!fieldsOf(node).has("status")) cond.push(sql`r.status != ${DELETED}`);
+  const filter = filterToSql(node, { language, dialect: d.name });
+  const named = fieldsOf(node);
+  const through = indexes?.size && named.size === 1 && !named.has("status") ? indexRead(d, filter, indexes) : undefined;
+  const cond: SQL[] = through
+    ? [sql.raw(fieldIndexScope(view.projectGid)), filter]
+    : [sql`r.project_gid = ${view.projectGid}`, filter];
+  if (!through && !named.has("status")) cond.push(sql`r.status != ${DELETED}`);
   const where = sql.join(cond, sql` AND `);
   if (!q) return { empty: false, where };
-  const matches = recordMatches(d, q, language, where, INDEX_LAYOUT);
+  const matches = recordMatches(d, q, language, where, INDEX_LAYOUT, through);
   return matches ? { empty: false, where, matches } : { empty: true };
+}
+
+/** The field index a compiled filter can be read through: the one indexed field whose value it names, else none. */
+function indexRead(d: Dialect, filter: SQL, indexes: ReadonlyMap<string, string>): string | undefined {
+  const text = d.toQuery(filter).sql;
+  const used = [...indexes].filter(([field]) => text.includes(sharedValueText(d, "r.vals", field)));
+  return used.length === 1 ? used[0]![1] : undefined;
 }
 
 /** A failure of SQLite's search (FTS5) is the reference's 1002 "Search error", not a 500. */
