@@ -64,21 +64,22 @@ const SEARCHES: Record<string, unknown>[] = [
     ],
   },
   { q: "ice", filter: ["price", ">", 100], "page.top": 1, "page.size": 1 },
+  { q: "ice", filter: ["price", "<", 200], "page.top": 1, "page.size": 1 },
 ];
 
 describe("field indexes", () => {
-  test.if(!onPostgres)("a search filtered on an indexed field finds the same records as before the index", async () => {
-    const before = await Promise.all(SEARCHES.map(search));
-    expect(before[0]!.records.sort()).toEqual([r.mini, r.small].sort());
-    const made = await addFieldIndex(w.srv.ctx, w.project, "price");
-    expect(made.field).toBe("price");
-    expect(made.index).toStartWith("records_fx_");
-    const after = await Promise.all(SEARCHES.map(search));
-    // The same records and counts. Records of equal scores (here "small" and "mini") come in
-    // either order in one run of ten; the order is not what the index changes.
-    const found = (xs: typeof before) => xs.map((x) => ({ ...x, records: [...x.records].sort() }));
-    expect(found(after)).toEqual(found(before));
-  });
+  test.if(!onPostgres)(
+    "a search filtered on an indexed field finds the same records in the same order as before the index",
+    async () => {
+      const before = await Promise.all(SEARCHES.map(search));
+      expect([...before[0]!.records].sort()).toEqual([r.mini, r.small].sort());
+      const made = await addFieldIndex(w.srv.ctx, w.project, "price");
+      expect(made.field).toBe("price");
+      expect(made.index).toStartWith("records_fx_");
+      const after = await Promise.all(SEARCHES.map(search));
+      expect(after).toEqual(before);
+    },
+  );
 
   test.if(!onPostgres)(
     "the index follows writes: an update, a delete and an undelete change what a filtered search finds",
