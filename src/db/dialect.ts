@@ -64,6 +64,11 @@ export interface Dialect {
   /** The names of a table's indexes that begin with `prefix` (rows of `name`). */
   indexesNamed(table: string, prefix: string): SQL;
   /**
+   * Written after a table's name in FROM: read its rows through the index `index` (SQLite's
+   * `INDEXED BY`, for a partial index the planner would not pick by itself); nothing on PostgreSQL.
+   */
+  readThrough(index: string): SQL;
+  /**
    * A fragment as statement text and its parameters, in this database's parameter style (SQLite
    * `?`, PostgreSQL `$1`), for `Session.query` (src/db/query.ts `rows`/`row`/`run` do it for you).
    */

@@ -65,6 +65,9 @@ const SEARCHES: Record<string, unknown>[] = [
   },
   { q: "ice", filter: ["price", ">", 100], "page.top": 1, "page.size": 1 },
   { q: "ice", filter: ["price", "<", 200], "page.top": 1, "page.size": 1 },
+  { filter: ["price", "<", 200] },
+  { filter: ["fields.price", ">", 100], "page.top": 1, "page.size": 1 },
+  { filter: ["price", "exists"], "page.top": 50 },
 ];
 
 describe("field indexes", () => {

@@ -111,6 +111,7 @@ export const pgDialect: Dialect = {
   // ts_rank needs the query: the search modules rank themselves (src/db/pg/search.ts). Here a
   // constant, so that a statement written for both still runs (its order then is the tie-break's).
   textRank: () => sql`0`,
+  readThrough: () => sql``,
   indexesNamed: (table, prefix) =>
     sql`SELECT indexname AS name FROM pg_indexes WHERE schemaname = current_schema() AND tablename = ${table} AND substr(indexname, 1, ${prefix.length}) = ${prefix}`,
   toQuery: (fragment) => {

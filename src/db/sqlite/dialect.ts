@@ -45,6 +45,7 @@ export const sqliteDialect: Dialect = {
       ` RETURNING ${columns.map((c) => (binaryJson.includes(c) ? sqliteDialect.binaryJsonColumn(c) : name(c))).join(", ")}`,
     ),
   textMatch: (index, query) => sql`${ident(index)} MATCH ${query}`,
+  readThrough: (index) => sql` INDEXED BY ${ident(index)}`,
   indexesNamed: (table, prefix) =>
     sql`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ${table} AND substr(name, 1, ${prefix.length}) = ${prefix}`,
   textRank: (index, titleWeight) => sql`bm25(${ident(index)}, 0, 0, ${sql.raw(String(Number(titleWeight)))}, 1)`,

@@ -181,7 +181,8 @@ export async function recordsDomain(
   };
 }
 
-type BuiltSearch = { empty: true } | { empty: false; where: SQL; matches?: RecordMatches };
+/** `through`: a field index the records are read through (records.indexes.ts), `where` naming its scope. */
+type BuiltSearch = { empty: true } | { empty: false; where: SQL; matches?: RecordMatches; through?: string };
 
 /** The search language: `language` (a project language) or the project's first. */
 function searchLanguage(view: SchemaView, language: unknown): string {
@@ -209,7 +210,7 @@ async function buildSearch(view: SchemaView, input: SearchInput, member = "filte
   // records through it: indexed fields' values are written as the index holds them, and when the
   // filter names one field only and it is one of them, the condition names the index's scope word
   // for word (SQLite uses a partial index only for a condition that implies its own).
-  const indexes = q && hasFilter ? await fieldIndexesIn(view.tx, view.projectGid) : undefined;
+  const indexes = hasFilter ? await fieldIndexesIn(view.tx, view.projectGid) : undefined;
   let node: FilterNode = MATCH_ALL;
   try {
     node = parseFilter(input.filter, await recordsDomain(view.tx, view.projectGid, language, indexes), {
@@ -227,7 +228,7 @@ async function buildSearch(view: SchemaView, input: SearchInput, member = "filte
     : [sql`r.project_gid = ${view.projectGid}`, filter];
   if (!through && !named.has("status")) cond.push(sql`r.status != ${DELETED}`);
   const where = sql.join(cond, sql` AND `);
-  if (!q) return { empty: false, where };
+  if (!q) return { empty: false, where, through };
   const matches = recordMatches(d, q, language, where, INDEX_LAYOUT, through);
   return matches ? { empty: false, where, matches } : { empty: true };
 }
@@ -273,7 +274,10 @@ async function searchPage(
       tx,
       b.matches
         ? b.matches.page(opts)
-        : sql`SELECT r.id AS id, r.gid AS gid, count(*) OVER () AS total FROM records r WHERE ${b.where} ORDER BY r.id${limit}`,
+        : b.through
+          ? // The matches and their count from the field index alone; the rows of the page for their gids.
+            sql`SELECT m.id AS id, r.gid AS gid, m.total AS total FROM (SELECT r.id AS id, count(*) OVER () AS total FROM records r${dialectOf(tx).readThrough(b.through)} WHERE ${b.where} ORDER BY r.id${limit}) m CROSS JOIN records r ON r.id = m.id ORDER BY m.id`
+          : sql`SELECT r.id AS id, r.gid AS gid, count(*) OVER () AS total FROM records r WHERE ${b.where} ORDER BY r.id${limit}`,
     ),
   );
   // A page past the end has no row to carry the count: count once more.
@@ -304,7 +308,7 @@ async function searchCount(tx: Tx, view: SchemaView, input: SearchInput, built?:
       tx,
       b.matches
         ? sql`SELECT count(*) AS n FROM (${b.matches.matches}) AS m`
-        : sql`SELECT count(*) AS n FROM records r WHERE ${b.where}`,
+        : sql`SELECT count(*) AS n FROM records r${b.through ? dialectOf(tx).readThrough(b.through) : sql``} WHERE ${b.where}`,
     ),
   );
   return found!.n;
