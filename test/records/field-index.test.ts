@@ -34,7 +34,7 @@ const search = async (body: Record<string, unknown>) =>
     "records.size": number;
   };
 
-/** Searches filtered on `price` in the ways a client may name it, alone and beside other fields. */
+/** Searches filtered on `price` in the ways a client may name it, alone and beside other fields, and full-text searches without a filter. */
 const SEARCHES: Record<string, unknown>[] = [
   { q: "+ice box", filter: ["price", "<", 200] },
   { q: "ice", filter: ["price", ">", 100] },
@@ -66,6 +66,8 @@ const SEARCHES: Record<string, unknown>[] = [
   { q: "ice", filter: ["price", ">", 100], "page.top": 1, "page.size": 1 },
   { q: "ice", filter: ["price", "<", 200], "page.top": 1, "page.size": 1 },
   { filter: ["price", "<", 200] },
+  { q: "ice box" },
+  { q: "+ice -small", "page.top": 1, "page.size": 2 },
   { filter: ["fields.price", ">", 100], "page.top": 1, "page.size": 1 },
   { filter: ["price", "exists"], "page.top": 50 },
 ];

@@ -206,11 +206,13 @@ async function buildSearch(view: SchemaView, input: SearchInput, member = "filte
     input.filter !== undefined && input.filter !== null && !(Array.isArray(input.filter) && input.filter.length === 0);
   if (!q && !hasFilter) return { empty: true };
   const d = dialectOf(view.tx);
-  // A full-text search filtered on a field with a field index (records.indexes.ts) reads the found
-  // records through it: indexed fields' values are written as the index holds them, and when the
-  // filter names one field only and it is one of them, the condition names the index's scope word
-  // for word (SQLite uses a partial index only for a condition that implies its own).
-  const indexes = hasFilter ? await fieldIndexesIn(view.tx, view.projectGid) : undefined;
+  // A search filtered on a field with a field index (records.indexes.ts) reads the records through
+  // it: indexed fields' values are written as the index holds them, and when the filter names one
+  // field only and it is one of them, the condition names the index's scope word for word (SQLite
+  // uses a partial index only for a condition that implies its own). A full-text search without a
+  // filter reads them through any field index of the project: each holds every record of the
+  // project that is not deleted, which is all such a search asks of a record.
+  const indexes = hasFilter || q ? await fieldIndexesIn(view.tx, view.projectGid) : undefined;
   let node: FilterNode = MATCH_ALL;
   try {
     node = parseFilter(input.filter, await recordsDomain(view.tx, view.projectGid, language, indexes), {
@@ -222,7 +224,13 @@ async function buildSearch(view: SchemaView, input: SearchInput, member = "filte
   }
   const filter = filterToSql(node, { language, dialect: d.name });
   const named = fieldsOf(node);
-  const through = indexes?.size && named.size === 1 && !named.has("status") ? indexRead(d, filter, indexes) : undefined;
+  const through = !indexes?.size
+    ? undefined
+    : !hasFilter
+      ? indexes.values().next().value
+      : named.size === 1 && !named.has("status")
+        ? indexRead(d, filter, indexes)
+        : undefined;
   const cond: SQL[] = through
     ? [sql.raw(fieldIndexScope(view.projectGid)), filter]
     : [sql`r.project_gid = ${view.projectGid}`, filter];
