@@ -7,6 +7,7 @@
 import { sql, type SQL } from "drizzle-orm";
 import { parseTerms } from "../../core/filter";
 import type { Database } from "bun:sqlite";
+import { sqliteDialect } from "./dialect";
 
 // ---------------------------------------------------------------------------------------------
 // Records
@@ -113,10 +114,9 @@ export function recordMatchesSqlite(
     ctes = sql`c(rid) AS MATERIALIZED (${sql.join(fts.required.map(holding), sql.raw(" INTERSECT "))}), `;
     candidates = sql.raw(` AND ${recordOf("f.rowid")} IN c`);
   }
-  if (through !== undefined && !/^records_fx_[a-z0-9_]+$/.test(through)) throw new Error("not a field index");
-  const scoredHead = sql.raw(
-    `SELECT ${recordOf("f.rowid")} AS rid, bm25(records_fts, 0, 0, 10, 1) AS score FROM records_fts f CROSS JOIN records r${through ? ` INDEXED BY ${through}` : ""} ON r.id = ${recordOf("f.rowid")} WHERE records_fts MATCH `,
-  );
+  const scoredHead = sql`${sql.raw(
+    `SELECT ${recordOf("f.rowid")} AS rid, bm25(records_fts, 0, 0, 10, 1) AS score FROM records_fts f CROSS JOIN records r`,
+  )}${through ? sqliteDialect.readThrough(through) : sql``}${sql.raw(` ON r.id = ${recordOf("f.rowid")} WHERE records_fts MATCH `)}`;
   const scored = sql`${scoredHead}${fts.scored}${sql.raw(` AND ${inLanguage("f.rowid")}`)}${slot}, 0)${within("f.rowid")}${candidates} AND ${where}`;
   const having = fts.excluded.length
     ? sql` HAVING ${sql.join(

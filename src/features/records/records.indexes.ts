@@ -71,8 +71,8 @@ function sqliteOnly(ctx: Ctx): void {
 }
 
 /**
- * Makes the index of `field` (name or gid) of a project, reading every record of it once (about
- * 3 s per million records when the file is in memory). Returns it; one that exists is left as it is.
+ * Makes the index of `field` (name or gid) of a project, reading every record of it once (2 to 3 s
+ * per million records when the file is in memory). Returns it; one that exists is left as it is.
  */
 export async function addFieldIndex(ctx: Ctx, projectGid: string, field: string): Promise<FieldIndex> {
   sqliteOnly(ctx);
