@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { closeDatabase, createFromImageSoon } from "./db/connection";
 import { DATABASE_FILE } from "./platform/storage/storage";
 import { VERSION } from "./version";
+import type { Ctx } from "./platform/context";
 
 const HELP = `Apis ${VERSION} — Asset and Product Information Service
 
@@ -96,6 +97,18 @@ async function checkData(config: Config) {
   checkDataFolder(config.dataDir);
 }
 
+/** Runs a command on the opened instance of the data folder (checked first), closed after it. */
+async function withInstance(config: Config, run: (ctx: Ctx) => Promise<number>): Promise<number> {
+  await checkData(config);
+  const { openInstance } = await import("./app/instance");
+  const ctx = await openInstance(config);
+  try {
+    return await run(ctx);
+  } finally {
+    closeDatabase(ctx.db);
+  }
+}
+
 async function main(argv: string[]): Promise<number> {
   startupStep("program loaded");
   const { words, flags } = parseArgs(argv);
@@ -153,12 +166,10 @@ async function main(argv: string[]): Promise<number> {
         const { migratePostgres } = await import("./cli/database.cli");
         return migratePostgres(config);
       }
-      await checkData(config);
-      const { openInstance } = await import("./app/instance");
-      const ctx = await openInstance(config);
-      console.log(`database ${ctx.storage.database} is up to date`);
-      closeDatabase(ctx.db);
-      return 0;
+      return await withInstance(config, async (ctx) => {
+        console.log(`database ${ctx.storage.database} is up to date`);
+        return 0;
+      });
     }
     case "doctor": {
       const { doctor } = await import("./cli/doctor.cli");
@@ -169,26 +180,12 @@ async function main(argv: string[]): Promise<number> {
       return vacuumCommand(config, flags);
     }
     case "user": {
-      await checkData(config);
-      const { openInstance } = await import("./app/instance");
       const { userCommand } = await import("./cli/users.cli");
-      const ctx = await openInstance(config);
-      try {
-        return await userCommand(ctx, words[1], flags);
-      } finally {
-        closeDatabase(ctx.db);
-      }
+      return await withInstance(config, (ctx) => userCommand(ctx, words[1], flags));
     }
     case "index": {
-      await checkData(config);
-      const { openInstance } = await import("./app/instance");
       const { indexCommand } = await import("./cli/index.cli");
-      const ctx = await openInstance(config);
-      try {
-        return await indexCommand(ctx, words[1], flags);
-      } finally {
-        closeDatabase(ctx.db);
-      }
+      return await withInstance(config, (ctx) => indexCommand(ctx, words[1], flags));
     }
     case "backup": {
       const { backupCommand } = await import("./cli/backup.cli");
@@ -203,15 +200,8 @@ async function main(argv: string[]): Promise<number> {
       return storageCommand(config, words.slice(1), flags);
     }
     case "jobs": {
-      await checkData(config);
-      const { openInstance } = await import("./app/instance");
       const { jobsCommand } = await import("./cli/jobs.cli");
-      const ctx = await openInstance(config);
-      try {
-        return await jobsCommand(ctx, words.slice(1), flags);
-      } finally {
-        closeDatabase(ctx.db);
-      }
+      return await withInstance(config, (ctx) => jobsCommand(ctx, words.slice(1), flags));
     }
     default:
       throw new UsageError(`unknown command ${command}; see apis --help`);
