@@ -21,6 +21,7 @@ import { binaryJsonColumns } from "../../db/binary-json";
 import type { Tx } from "../../db/connection";
 import type { Dialect } from "../../db/dialect";
 import { param, textOf } from "../../db/query";
+import { SHARED } from "./values.service";
 
 /** A record's status in the bin, and the status of a new record. */
 export const DELETED = "deleted";
@@ -436,16 +437,17 @@ const FIELD_INDEX_PREFIX = "records_fx_";
  */
 export function sharedValueText(d: Dialect, column: "vals" | "r.vals", fieldGid: string): string {
   if (!GID_TEXT.test(fieldGid)) throw new Error("a field index is named by gids");
-  return d.toQuery(d.jsonValue(sql.raw(column), ["*", fieldGid]).inlineParams()).sql;
+  return d.toQuery(d.jsonValue(sql.raw(column), [SHARED, fieldGid]).inlineParams()).sql;
 }
 
 /**
- * The conditions a search names (on `records r`) so that SQLite may read a project's field index
- * (a partial index: only the project's records that are not deleted): the same words as its WHERE.
+ * The scope of a project's field indexes (a partial index: only the project's records that are not
+ * deleted): the index's WHERE (`table` ""), and the condition a search names on `records r` so that
+ * SQLite may read the index, word for word the same.
  */
-export function fieldIndexScope(projectGid: string): string {
+export function fieldIndexScope(projectGid: string, table: "r." | "" = "r."): string {
   if (!GID_TEXT.test(projectGid)) throw new Error("a field index is named by gids");
-  return `r.project_gid = '${projectGid}' AND r.status != '${DELETED}'`;
+  return `${table}project_gid = '${projectGid}' AND ${table}status != '${DELETED}'`;
 }
 
 /**
@@ -454,7 +456,7 @@ export function fieldIndexScope(projectGid: string): string {
  * instead of in the record's row (one random page of the table per document found).
  */
 export function fieldIndexDdl(d: Dialect, projectGid: string, fieldGid: string): string {
-  return `CREATE INDEX IF NOT EXISTS ${fieldIndexName(projectGid, fieldGid)} ON records (id, ${sharedValueText(d, "vals", fieldGid)}) WHERE project_gid = '${projectGid}' AND status != '${DELETED}'`;
+  return `CREATE INDEX IF NOT EXISTS ${fieldIndexName(projectGid, fieldGid)} ON records (id, ${sharedValueText(d, "vals", fieldGid)}) WHERE ${fieldIndexScope(projectGid, "")}`;
 }
 
 /** Removes one. */
