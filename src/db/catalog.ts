@@ -1,6 +1,6 @@
 import type { DB, Tx } from "./connection";
 import { kindOf } from "./ports";
-import { sessionOf } from "./query";
+import { dialectOf, rows, sessionOf } from "./query";
 import * as sqlite from "./sqlite/tables";
 
 /**
@@ -45,4 +45,30 @@ export async function columnsOf(tx: Tx, table: string): Promise<string[]> {
     )
     .all(table);
   return rows.map((r) => r.name);
+}
+
+/**
+ * Project indexes: indexes over one project's rows of a table, declared by an admin (the field
+ * indexes of records, src/features/records/records.indexes.ts), named
+ * `<table>_fx_<project gid>_<suffix>`, so that erasing the project finds and drops them by name.
+ * Without `projectGid`: the prefix of every project's.
+ */
+export function projectIndexPrefix(table: string, projectGid?: string): string {
+  if (!/^[a-z_]+$/.test(table) || (projectGid !== undefined && !/^[a-z0-9]{1,64}$/.test(projectGid)))
+    throw new Error("a project index is named by its table and its project's gid");
+  return projectGid === undefined ? `${table}_fx_` : `${table}_fx_${projectGid}_`;
+}
+
+/** The names of a project's indexes over `table` (see projectIndexPrefix). */
+export async function projectIndexes(tx: Tx, table: string, projectGid: string): Promise<string[]> {
+  const prefix = projectIndexPrefix(table, projectGid);
+  const found = await rows<{ name: string }>(tx, dialectOf(tx).indexesNamed(table, prefix));
+  return found.map((r) => r.name);
+}
+
+/** Drops a project's indexes over every table it has rows in (when the project is erased). */
+export async function dropProjectIndexes(tx: Tx, projectGid: string): Promise<void> {
+  for (const table of await tablesWithColumn(tx, "project_gid"))
+    for (const name of await projectIndexes(tx, table, projectGid))
+      await sessionOf(tx).query(`DROP INDEX IF EXISTS "${name}"`).run();
 }

@@ -151,4 +151,16 @@ describe("field indexes", () => {
     expect(JSON.parse(listed.out)).toEqual([]);
     expect(apisCli(["index", "rebuild", "--data", w.srv.ctx.config.dataDir]).code).toBe(2);
   });
+
+  test.if(!onPostgres)("a project deleted for good takes its field indexes with it", async () => {
+    await addFieldIndex(w.srv.ctx, w.project, "price");
+    expect((await listFieldIndexes(w.srv.ctx, w.project)).map((i) => i.field)).toEqual(["price"]);
+    const owner = { token: w.owner.token };
+    expect((await w.srv.call("/api/projects/delete", { ...owner, body: { project: w.project } })).status).toBe(200);
+    // Deleted, not yet for good: the index stays (the project may come back).
+    expect(await listFieldIndexes(w.srv.ctx, w.project)).toHaveLength(1);
+    const gone = await w.srv.call("/api/projects/permanent_delete", { ...owner, body: { project: w.project } });
+    expect(gone.status).toBe(200);
+    expect(await listFieldIndexes(w.srv.ctx)).toEqual([]);
+  });
 });

@@ -11,7 +11,7 @@ import { newGid, now } from "../../core/ids";
 import { changes } from "../../db/changelog.table";
 import { preparedOnce, type DB, type Tx } from "../../db/connection";
 import { sessionOf } from "../../db/query";
-import { tablesWithColumn } from "../../db/catalog";
+import { dropProjectIndexes, tablesWithColumn } from "../../db/catalog";
 import { afterCommit, mutate, type ChangeLog } from "../../db/mutate";
 import type { Ctx } from "../../platform/context";
 import { squareImage } from "../../platform/images/images";
@@ -129,6 +129,8 @@ export async function eraseProject(
   for (const table of await tablesWithColumn(tx, "project_gid")) {
     await sessionOf(tx).query(`DELETE FROM "${table}" WHERE project_gid = ?`).run(gid);
   }
+  // Indexes an admin declared over the project's rows (records' field indexes) go with them.
+  await dropProjectIndexes(tx, gid);
   await tx.delete(changes).where(eq(changes.type, gid)).run();
   // The project's items this unit recorded before (they would be written after that delete).
   log.forget(gid);

@@ -16,7 +16,8 @@
  * The index is SQLite's own partial index on an expression (`CREATE INDEX ... ON records (id, <the
  * field's value in vals>) WHERE project_gid = '<project>' AND status != 'deleted'`, records.queries.ts
  * fieldIndexDdl): SQLite keeps it up to date itself, so no write path of the application knows
- * of it. A search uses it when its filter names exactly one indexed field and not `status`, and a
+ * of it; its name (src/db/catalog.ts projectIndexPrefix) lets a project erased for good drop it.
+ * A search uses it when its filter names exactly one indexed field and not `status`, and a
  * full-text search without a filter uses any of the project's (records.search.ts).
  * On PostgreSQL the commands are refused: its search is another statement (src/db/pg/search.ts),
  * not measured with such indexes.

@@ -18,6 +18,7 @@
  */
 import { sql } from "drizzle-orm";
 import { binaryJsonColumns } from "../../db/binary-json";
+import { projectIndexPrefix } from "../../db/catalog";
 import type { Tx } from "../../db/connection";
 import type { Dialect } from "../../db/dialect";
 import { param, textOf } from "../../db/query";
@@ -426,9 +427,8 @@ export const writableGid = (gid: string) => GID_TEXT.test(gid);
 /** The name of a project's index of a shared field's values. */
 export function fieldIndexName(projectGid: string, fieldGid: string): string {
   if (!GID_TEXT.test(projectGid) || !GID_TEXT.test(fieldGid)) throw new Error("a field index is named by gids");
-  return `${FIELD_INDEX_PREFIX}${projectGid}_${fieldGid}`;
+  return `${projectIndexPrefix("records", projectGid)}${fieldGid}`;
 }
-const FIELD_INDEX_PREFIX = "records_fx_";
 
 /**
  * A shared field's value as SQL text, its JSON path written out rather than bound: the expression a
@@ -464,8 +464,4 @@ export const fieldIndexDrop = (projectGid: string, fieldGid: string) =>
   `DROP INDEX IF EXISTS ${fieldIndexName(projectGid, fieldGid)}`;
 
 /** The prefix of a project's field index names, or of every project's (the dialect's indexesNamed lists them). */
-export function fieldIndexPrefix(projectGid?: string): string {
-  if (projectGid === undefined) return FIELD_INDEX_PREFIX;
-  if (!GID_TEXT.test(projectGid)) throw new Error("a field index is named by gids");
-  return `${FIELD_INDEX_PREFIX}${projectGid}_`;
-}
+export const fieldIndexPrefix = (projectGid?: string): string => projectIndexPrefix("records", projectGid);
