@@ -160,7 +160,7 @@ async function afterFirstRequest(exe: string[], cwd: string): Promise<Cold> {
   const port = await freePort();
   let child: Child | undefined;
   try {
-    child = await spawnServer(apisCommand(exe, port, data), port, { cwd });
+    child = await spawnServer(apisCommand(exe, port, data, "info"), port, { cwd });
     const res = await fetch(`${child.url}/api/languages/get`);
     await res.arrayBuffer();
     if (res.status !== 401) throw new Error(`/api/languages/get without a token: ${res.status}, not 401`);
@@ -219,7 +219,7 @@ async function startRows(bareDir: string, answersFile: string): Promise<{ rows: 
     const binary = exeBuilt.path;
     const bareServer = join(import.meta.dir, "bare-server.ts");
     const colds = await coldStarts(
-      (port, dir) => apisCommand(exe, port, dir),
+      (port, dir) => apisCommand(exe, port, dir, "info"),
       (port) => [BUN, bareServer, String(port), answersFile],
       cwd,
     );
@@ -229,7 +229,7 @@ async function startRows(bareDir: string, answersFile: string): Promise<{ rows: 
 
     const loaded = await afterFirstRequest(exe, cwd);
     const notes = [
-      `Cold start: spawn of ${exeBuilt.note}, copied alone into an empty folder and started there, to the first 200 from /api/ping on a fresh data folder (the database written from its image, the JWT secret), median of ${COLD_RUNS} (${colds.runs.subject.join(", ")} ms); ceiling: the bare server (\`bun bench/bare-server.ts\`) started the same way, alternately with Apis (${colds.runs.ceiling.join(", ")} ms). RSS: VmRSS one second after that answer, median: Apis ${round(cold.anon, 1)} MB anonymous (JavaScript heap, malloc) + ${round(cold.file, 1)} MB file-backed (pages of the executable: Bun's own code and the embedded bytecode), the ceiling ${round(bareCold.anon, 1)} + ${round(bareCold.file, 1)} MB; A second after a first API request (which loads the features and builds the framework's app): ${round(loaded.mb, 1)} MB (${round(loaded.anon, 1)} + ${round(loaded.file, 1)}).`,
+      `Cold start: spawn of ${exeBuilt.note}, copied alone into an empty folder and started there at the default log level (info: a line for its start and one for each request, as a user starts it), to the first 200 from /api/ping on a fresh data folder (the database written from its image, the JWT secret), median of ${COLD_RUNS} (${colds.runs.subject.join(", ")} ms); ceiling: the bare server (\`bun bench/bare-server.ts\`) started the same way, alternately with Apis (${colds.runs.ceiling.join(", ")} ms). RSS: VmRSS one second after that answer, median: Apis ${round(cold.anon, 1)} MB anonymous (JavaScript heap, malloc) + ${round(cold.file, 1)} MB file-backed (pages of the executable: Bun's own code and the embedded bytecode), the ceiling ${round(bareCold.anon, 1)} + ${round(bareCold.file, 1)} MB; A second after a first API request (which loads the features and builds the framework's app): ${round(loaded.mb, 1)} MB (${round(loaded.anon, 1)} + ${round(loaded.file, 1)}).`,
       `Start-up steps of one start (\`apis serve --log-level debug\`, ms since the process began): ${steps}`,
     ];
     const rows: Row[] = [

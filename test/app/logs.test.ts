@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { servedUrl, until, SLOW_TEST_MS } from "../helpers/server";
 import { codeOf, TestSmtp } from "../helpers/smtp";
+import { Logger } from "../../src/core/log";
 
 const main = join(import.meta.dir, "../../src/main.ts");
 
@@ -227,5 +228,29 @@ describe("--log-format text", () => {
     );
     expect(await p.exited).toBe(2);
     expect(await new Response(p.stderr).text()).toContain("invalid --log-format");
+  });
+
+  test("both formats hide the same secret members, at the top and one level down, and survive a cycle", () => {
+    const lines: Record<string, string[]> = { text: [], json: [] };
+    for (const format of ["text", "json"] as const) {
+      const log = new Logger("info", { format, destination: { write: (l: string) => void lines[format]!.push(l) } });
+      const cyclic: Record<string, unknown> = { name: "a" };
+      cyclic.self = cyclic;
+      log.info("signed in", { user: "u1", password: "hunter2", request: { token: "t0k3n", path: "/x" }, n: 1n });
+      log.warn("odd", { cyclic });
+      log.debug("not written");
+    }
+    expect(lines.text).toHaveLength(2);
+    expect(lines.json).toHaveLength(2);
+    const text = lines.text.join("");
+    for (const secret of ["hunter2", "t0k3n"]) {
+      expect(text).not.toContain(secret);
+      expect(lines.json.join("")).not.toContain(secret);
+    }
+    expect(lines.text[0]).toMatch(
+      /^\[\d{4}-\d\d-\d\dT[\d:.]+Z\] INFO: signed in \{"user":"u1","password":"\[redacted\]","request":\{"token":"\[redacted\]","path":"\/x"\},"n":"1"\}\n$/,
+    );
+    expect(lines.text[1]).toContain('WARN: odd {"cyclic":{"name":"a","self":');
+    expect(lines.text[1]).toContain('"self":"[Circular]"');
   });
 });
