@@ -161,20 +161,26 @@ export async function load(
 
 /**
  * Measures `subject` against `ceiling` in alternating rounds (subject, ceiling, subject, ...), so
- * noise from other work on the machine falls on both alike. Returns requests per second of each.
+ * noise from other work on the machine falls on both alike. Returns requests per second of each
+ * (means over the rounds) and, per round, subject / ceiling (`ratios`: their median is steadier
+ * than the ratio of the means when a spike of other work hits one round).
  */
 export async function compareLoad(
   subject: () => Promise<Load>,
   ceiling: () => Promise<Load>,
   rounds = ROUNDS,
-): Promise<{ subject: number; ceiling: number }> {
+): Promise<{ subject: number; ceiling: number; ratios: number[] }> {
   let s = 0;
   let c = 0;
+  const ratios: number[] = [];
   for (let i = 0; i < rounds; i++) {
-    s += (await subject()).rps;
-    c += (await ceiling()).rps;
+    const a = (await subject()).rps;
+    const b = (await ceiling()).rps;
+    s += a;
+    c += b;
+    ratios.push(a / b);
   }
-  return { subject: s / rounds, ceiling: c / rounds };
+  return { subject: s / rounds, ceiling: c / rounds, ratios };
 }
 
 export function median(xs: number[]): number {
