@@ -29,9 +29,17 @@ import { BUN, median, removeDir, ROOT, round, tempDir, type BenchResult, type Ro
 
 const CLIENTS = Number(process.env.BENCH_SYNC_CLIENTS ?? 10_000);
 const CLIENT_PROCESSES = Math.max(1, Number(process.env.BENCH_SYNC_CLIENT_PROCESSES ?? 2));
-const ROUNDS = Number(process.env.BENCH_SYNC_ROUNDS ?? 30);
+const ROUNDS = Number(process.env.BENCH_SYNC_ROUNDS ?? 60);
 const BURST = Number(process.env.BENCH_SYNC_BURST ?? 1000);
 const BURST_CLIENTS = Math.min(CLIENTS, Number(process.env.BENCH_SYNC_BURST_CLIENTS ?? 100));
+/**
+ * BENCH_SYNC_AA=1: an A/A run, a check of the method rather than of Apis: a second bare Socket.IO
+ * server takes Apis' place in the rounds (its fleet connected and measured exactly as Apis' is),
+ * so the speed row should come out at 1.
+ */
+const AA = process.env.BENCH_SYNC_AA === "1";
+/** Parts the Apis and bare Socket.IO fleets connect in, taking turns. */
+const CONNECT_PARTS = 10;
 const P99_TARGET_MS = 250;
 /** Issue 41: the fan-out at least this share of bare WebSocket publish's speed (until the last client has the item). */
 const FANOUT_TARGET = 0.95;
@@ -148,21 +156,43 @@ class ClientFleet {
   static async connect(
     kind: "io" | "ws",
     url: string,
-    opts: { tokens?: string[]; project?: string; cursor?: number; hosts?: Driven[]; name?: string } = {},
+    opts: {
+      tokens?: string[];
+      project?: string;
+      cursor?: number;
+      hosts?: Driven[];
+      name?: string;
+      /** Connect only part `[j, n]` (the j-th of n) of each process's sockets, after parts 0..j-1. */
+      part?: [number, number];
+    } = {},
   ): Promise<{ fleet: ClientFleet; ms: number }> {
     const children = opts.hosts ?? (await clientProcesses());
     const name = opts.name ?? "main";
     const fleet = new ClientFleet(children, name, !opts.hosts);
+    const [j, n] = opts.part ?? [0, 1];
     const t0 = performance.now();
     try {
       let from = 0;
       await Promise.all(
         children.map(async (child, k) => {
-          const count = Math.floor(CLIENTS / children.length) + (k < CLIENTS % children.length ? 1 : 0);
-          const tokens = opts.tokens?.slice(from, from + count);
-          from += count;
+          const all = Math.floor(CLIENTS / children.length) + (k < CLIENTS % children.length ? 1 : 0);
+          // This part of the process's sockets (and of its slice of the tokens).
+          const start = Math.floor((all * j) / n);
+          const count = Math.floor((all * (j + 1)) / n) - start;
+          const tokens = opts.tokens?.slice(from + start, from + start + count);
+          from += all;
           const r = await child.request(
-            { cmd: "connect", fleet: name, kind, url, tokens, count, project: opts.project, cursor: opts.cursor },
+            {
+              cmd: "connect",
+              fleet: name,
+              kind,
+              url,
+              tokens,
+              count,
+              project: opts.project,
+              cursor: opts.cursor,
+              append: j > 0,
+            },
             600_000,
           );
           if (r.cmd !== "connected") throw new Error(`client process: ${r.error ?? JSON.stringify(r)}`);
@@ -338,32 +368,47 @@ export async function run(): Promise<BenchResult> {
 
     const apisBefore = await apis.request({ cmd: "rss" });
     const ioBefore = await ioStart.child.request({ cmd: "rss" });
-    // Fleets one after the other (each connects alone), then all stay connected for the rounds.
-    // The Apis fleet and the bare Socket.IO fleet share their client processes: client k of either
-    // lives in the same process, so both are read by the same processes in the same state (heap,
-    // compiled code), not by two sets of processes whose histories differ.
+    // The fleets connect before the rounds and all stay connected for them. The Apis fleet and the
+    // bare Socket.IO fleet share their client processes: client k of either lives in the same
+    // process, so both are read by the same processes in the same state (heap, compiled code), not
+    // by two sets of processes whose histories differ.
     const hosts = await clientProcesses();
     children.push(...hosts);
-    const apisFleet = await ClientFleet.connect("io", setup.url, {
-      tokens: setup.tokens,
-      project,
-      cursor: setup.cursor,
-      hosts,
-      name: "apis",
-    });
-    fleets.push(apisFleet.fleet);
-    const ioFleet = await ClientFleet.connect("io", ioStart.hello.url, {
-      project,
-      cursor: ioStart.hello.cursor,
-      hosts,
-      name: "bare",
-    });
-    fleets.push(ioFleet.fleet);
+    const aaStart = AA ? await Driven.start("sync-fanout.bare.ts", ["io", project]) : undefined;
+    if (aaStart) children.push(aaStart.child);
+    // The two fleets connect in turns, a tenth of each at a time, so that neither is the older
+    // in the client processes (their sockets, objects and compiled code interleaved alike): with
+    // one fleet connected whole before the other, an A/A run (BENCH_SYNC_AA=1) gave 0.97.
+    const apisFleet = { fleet: undefined as unknown as ClientFleet, ms: 0 };
+    const ioFleet = { fleet: undefined as unknown as ClientFleet, ms: 0 };
+    for (let j = 0; j < CONNECT_PARTS; j++) {
+      const part: [number, number] = [j, CONNECT_PARTS];
+      const a = await ClientFleet.connect(
+        "io",
+        aaStart ? aaStart.hello.url : setup.url,
+        aaStart
+          ? { project, cursor: aaStart.hello.cursor, hosts, name: "apis", part }
+          : { tokens: setup.tokens, project, cursor: setup.cursor, hosts, name: "apis", part },
+      );
+      apisFleet.fleet = a.fleet;
+      apisFleet.ms += a.ms;
+      const b = await ClientFleet.connect("io", ioStart.hello.url, {
+        project,
+        cursor: ioStart.hello.cursor,
+        hosts,
+        name: "bare",
+        part,
+      });
+      ioFleet.fleet = b.fleet;
+      ioFleet.ms += b.ms;
+    }
+    fleets.push(apisFleet.fleet, ioFleet.fleet);
     const wsFleet = await ClientFleet.connect("ws", wsStart.hello.url);
     fleets.push(wsFleet.fleet);
     await Bun.sleep(1000);
     const apisAfter = await apis.request({ cmd: "rss" });
-    if (apisAfter.sockets !== CLIENTS) throw new Error(`Apis counts ${apisAfter.sockets} sockets, not ${CLIENTS}`);
+    if (!AA && apisAfter.sockets !== CLIENTS)
+      throw new Error(`Apis counts ${apisAfter.sockets} sockets, not ${CLIENTS}`);
     const ioAfter = await ioStart.child.request({ cmd: "rss" });
     if (ioAfter.sockets !== CLIENTS) throw new Error(`the bare server counts ${ioAfter.sockets} sockets`);
     const perSocketKb = ((apisAfter.mb - apisBefore.mb) * 1024) / CLIENTS;
@@ -384,7 +429,8 @@ export async function run(): Promise<BenchResult> {
 
     let apisCursor = setup.cursor as number;
     const serverMs: number[] = [];
-    const a = new Target(apisFleet.fleet, apis.pid, async () => {
+    const a = new Target(apisFleet.fleet, aaStart?.child.pid ?? apis.pid, async () => {
+      if (aaStart) return (await aaStart.child.request({ cmd: "touch", count: 1 })).last as number;
       const r = await apis.request({ cmd: "touch", count: 1 });
       serverMs.push(r.serverMs);
       return (apisCursor = r.last as number);
@@ -500,7 +546,8 @@ export async function run(): Promise<BenchResult> {
       `Apis: ${CLIENTS} socket.io-client v4 sockets (websocket), one user each, all active members of one project and subscribed with initsync, in ${CLIENT_PROCESSES} client processes (bench/sync-fanout.clients.ts) that also hold the bare Socket.IO fleet's sockets (client k of both fleets in one process); connecting and initsync of all took ${round(apisFleet.ms / 1000, 1)} s (the bare Socket.IO ceiling's: ${round(ioFleet.ms / 1000, 1)} s). Server RSS ${round(apisBefore.mb, 1)} MB before the clients, ${round(apisAfter.mb, 1)} MB with all of them connected, subscribed and idle (each after a full GC).`,
       `One change = one project item written by the change-log writer in the server process (bench/sync-fanout.server.ts, asked over IPC); latency from the request to the client's \`sync\` handler (clocks of one machine: performance.timeOrigin + now()); ${ROUNDS} rounds after 3 warm-up rounds, alternating with the ceilings' rounds (Apis, bare Socket.IO, plain, the order turned by one each round; all three fleets stay connected); every client got every round's item (${as.delivered} deliveries), ${faults} out of order or twice.`,
       `Ceiling: bench/sync-fanout.bare.ts io, a bare Bun.serve that speaks just enough Engine.IO v4 / Socket.IO v5 for the same socket.io-client sockets (open packet, namespace connect, the initsync ack, and a ping to every socket once per 25 s interval, spread over it as Apis' engine's per-socket timers spread theirs, by publishing to one of 25 groups each second) and publishes the same \`42["sync",[…]]\` frame bytes through Bun's native pub/sub; no database, no Socket.IO server. Until 2026-12-02 the ceiling was the plain mode (plain WebSocket clients doing JSON.parse): its clients cost half the CPU of socket.io-client's, so it measured a cheaper client library more than a faster server; it stays as the row "for information". Memory and burst ceilings are the bare Socket.IO server's.`,
-      "Why the two Socket.IO fleets share their processes (since 2026-12-03): with a set of processes each, the Apis fleet's processes spent about 26 ms more user CPU per round than the bare fleet's (181 against 154 ms over 60 rounds) for the same frame bytes and the same TCP segments (2 per client per item, counted in /proc/net/snmp), and an A/A run (the bare server in Apis' place, its fleet connected first) gave 0.95 where 1 was due: the processes' own histories (Apis' slower connect with JWTs and initsync, their heaps and compiled code) were measured, not the servers. In shared processes that gap is smaller (4 to 20 ms per round over four runs of 30 rounds) but not gone, and the Apis server uses 7 to 13 ms more than the bare one (its commit, IPC and per-socket Engine.IO timers).",
+      "Why the two Socket.IO fleets share their processes (since 2026-12-03): with a set of processes each, the Apis fleet's processes spent about 26 ms more user CPU per round than the bare fleet's (181 against 154 ms over 60 rounds) for the same frame bytes and the same TCP segments (2 per client per item, counted in /proc/net/snmp), and an A/A run (the bare server in Apis' place, its fleet connected first) gave 0.95 where 1 was due: the processes' own histories (Apis' slower connect with JWTs and initsync, their heaps and compiled code) were measured, not the servers. In shared processes that gap is smaller (4 to 20 ms per round over four runs of 30 rounds) but not gone, and the Apis server uses 7 to 13 ms more than the bare one (its commit, IPC and per-socket Engine.IO timers). Since 2026-12-04 the two fleets also connect in turns, a tenth of each at a time: connected one whole fleet after the other, an A/A run (BENCH_SYNC_AA=1: a second bare Socket.IO server in Apis' place, measured exactly as Apis is) gave 0.97 twice, the first-connected fleet's sockets being the slower to read; connected in turns it gave 0.98 and 1.02. The rounds went from 30 to 60 at the same time (runs of 30 on a quiet machine gave 0.92 to 0.98).",
+      "What the gap is made of (2026-12-04, a quiet machine, this method): the item published to the server's hub directly, without its database unit (a diagnostic, not a product path), gave 0.95; Apis under --sqlite-synchronous normal 0.94; Apis as it is 0.91 to 0.97 over seven runs. Per round, the Apis server's main thread spends about 3 ms more in JavaScript than the bare one (the unit, the IPC, and the engine's per-socket ping timers: 19 against 5 ms of CPU per second when idle) and its kernel time is about the same (about 75 ms: sending 10,000 frames over TCP); the client processes spend 4 to 10 ms more on an Apis round than on a bare one for the same frame bytes and the same number of TCP segments (20,690 per round on both, /proc/net/snmp). On two cores shared by everything, those milliseconds are the round's.",
       `Where a round's time goes (CPU per round, from the request to 50 ms after the last client had the item; clock ticks of 10 ms, averaged over ${ROUNDS} rounds; ${CLIENT_PROCESSES} client processes together): Apis ${cpu(as)}; bare Socket.IO ${cpu(bs)}; plain ${cpu(ws)}.`,
       idleNote,
       `Burst: ${BURST} changes, each its own transaction in its own event-loop turn, written in ${round(apisBurst.writeMs)} ms while the same process fanned them out; the last client had all of them ${round(apisBurst.ms)} ms after the first request; ${BURST_CLIENTS} socket.io-client sockets (in the bench process) each checked for every cursor in order; the same clients against the bare Socket.IO server for the ceiling.`,

@@ -4,8 +4,8 @@
  * may hold several fleets (the bench puts the Apis fleet and the bare Socket.IO fleet in the same
  * processes), each named by `fleet` ("main" when left out). Driven over IPC:
  *
- *   → {cmd: "connect", fleet?, kind: "io" | "ws", url, tokens?, count, project?, cursor?}
- *        opens `count` Socket.IO clients (websocket, one JWT each, subscribed with initsync; to
+ *   → {cmd: "connect", fleet?, kind: "io" | "ws", url, tokens?, count, project?, cursor?, append?}
+ *        opens `count` Socket.IO clients (with `append`, more of them in a fleet that has some) (websocket, one JWT each, subscribed with initsync; to
  *        Apis or to the bare Socket.IO ceiling) or plain WebSockets (the plain ceiling), 50 at a
  *        time   ← {cmd: "connected", ms}
  *   → {cmd: "expect", fleet?, cursor}   ← {cmd: "got", cursor, times}   once every socket of the
@@ -83,20 +83,25 @@ async function connect(msg: {
   count: number;
   project?: string;
   cursor?: number;
+  /** Add to the fleet's sockets instead of making the fleet. */
+  append?: boolean;
 }) {
   const t0 = performance.now();
   const name = msg.fleet ?? "main";
-  if (fleets.has(name)) throw new Error(`fleet ${name} is connected already`);
-  const f: Fleet = {
-    sockets: new Array(msg.count),
-    lastSeen: new Array(msg.count).fill(msg.cursor ?? 0),
-    misordered: 0,
-    duplicates: 0,
-    arrivals: new Map(),
-  };
-  fleets.set(name, f);
+  let f = fleets.get(name);
+  if (f && !msg.append) throw new Error(`fleet ${name} is connected already`);
+  if (!f) {
+    f = { sockets: [], lastSeen: [], misordered: 0, duplicates: 0, arrivals: new Map() };
+    fleets.set(name, f);
+  }
+  // Appended after the sockets the fleet has (a fleet connected in parts, between another's).
+  const base = f.sockets.length;
+  for (let k = 0; k < msg.count; k++) f.lastSeen.push(msg.cursor ?? 0);
+  f.sockets.length = base + msg.count;
   const { sockets } = f;
-  await inBatches(msg.count, 50, async (i) => {
+  const fleet = f;
+  await inBatches(msg.count, 50, async (n) => {
+    const i = base + n;
     if (msg.kind === "ws") {
       const ws = new WebSocket(msg.url);
       sockets[i] = ws;
@@ -106,7 +111,7 @@ async function connect(msg: {
       });
       ws.onmessage = (e) => {
         const [, items] = JSON.parse(String(e.data).slice(2)) as [string, Item[]];
-        arrive(f, i, undefined, items);
+        arrive(fleet, i, undefined, items);
       };
       return;
     }
@@ -114,7 +119,7 @@ async function connect(msg: {
       path: "/sync/io",
       transports: ["websocket"],
       // The bare Socket.IO ceiling (bench/sync-fanout.bare.ts io) takes any token.
-      auth: { JWT: msg.tokens?.[i] ?? "bare" },
+      auth: { JWT: msg.tokens?.[n] ?? "bare" },
       reconnection: false,
       forceNew: true,
     });
@@ -123,7 +128,7 @@ async function connect(msg: {
       s.once("connect", () => resolve());
       s.once("connect_error", reject);
     });
-    s.on("sync", (items: Item[]) => arrive(f, i, msg.project, items));
+    s.on("sync", (items: Item[]) => arrive(fleet, i, msg.project, items));
     const ack = await s
       .timeout(120_000)
       .emitWithAck("initsync", { "cc.cursor": msg.cursor, project: msg.project, cursor: msg.cursor });
