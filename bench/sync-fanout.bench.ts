@@ -383,24 +383,30 @@ export async function run(): Promise<BenchResult> {
     const ioFleet = { fleet: undefined as unknown as ClientFleet, ms: 0 };
     for (let j = 0; j < CONNECT_PARTS; j++) {
       const part: [number, number] = [j, CONNECT_PARTS];
-      const a = await ClientFleet.connect(
-        "io",
-        aaStart ? aaStart.hello.url : setup.url,
-        aaStart
-          ? { project, cursor: aaStart.hello.cursor, hosts, name: "apis", part }
-          : { tokens: setup.tokens, project, cursor: setup.cursor, hosts, name: "apis", part },
-      );
-      apisFleet.fleet = a.fleet;
-      apisFleet.ms += a.ms;
-      const b = await ClientFleet.connect("io", ioStart.hello.url, {
-        project,
-        cursor: ioStart.hello.cursor,
-        hosts,
-        name: "bare",
-        part,
-      });
-      ioFleet.fleet = b.fleet;
-      ioFleet.ms += b.ms;
+      const connectApis = async () => {
+        const a = await ClientFleet.connect(
+          "io",
+          aaStart ? aaStart.hello.url : setup.url,
+          aaStart
+            ? { project, cursor: aaStart.hello.cursor, hosts, name: "apis", part }
+            : { tokens: setup.tokens, project, cursor: setup.cursor, hosts, name: "apis", part },
+        );
+        apisFleet.fleet = a.fleet;
+        apisFleet.ms += a.ms;
+      };
+      const connectBare = async () => {
+        const b = await ClientFleet.connect("io", ioStart.hello.url, {
+          project,
+          cursor: ioStart.hello.cursor,
+          hosts,
+          name: "bare",
+          part,
+        });
+        ioFleet.fleet = b.fleet;
+        ioFleet.ms += b.ms;
+      };
+      // Each fleet goes first in every other part.
+      for (const connect of j % 2 ? [connectBare, connectApis] : [connectApis, connectBare]) await connect();
     }
     fleets.push(apisFleet.fleet, ioFleet.fleet);
     const wsFleet = await ClientFleet.connect("ws", wsStart.hello.url);
@@ -438,10 +444,12 @@ export async function run(): Promise<BenchResult> {
     const bareTouch = (child: Driven) => async () => (await child.request({ cmd: "touch", count: 1 })).last as number;
     const b = new Target(ioFleet.fleet, ioStart.child.pid, bareTouch(ioStart.child));
     const w = new Target(wsFleet.fleet, wsStart.child.pid, bareTouch(wsStart.child));
-    // Alternating rounds, the order turned by one each time: 3 warm-up rounds each, then ROUNDS.
-    const targets = [a, b, w];
-    for (let r = 0; r < 3 + ROUNDS; r++)
-      for (let k = 0; k < targets.length; k++) await targets[(r + k) % targets.length]!.round(r >= 3);
+    // Alternating rounds: Apis and the bare Socket.IO server take turns going first, the plain
+    // one (its own client processes) always last, so each of the two compared follows the plain
+    // round and the other one equally often (turned by one each time, Apis followed the plain
+    // round twice as often as the bare server did, and an A/A run gave 0.97). 3 warm-up rounds
+    // each, then ROUNDS.
+    for (let r = 0; r < 3 + ROUNDS; r++) for (const t of r % 2 ? [b, a, w] : [a, b, w]) await t.round(r >= 3);
     const as = a.summary();
     const bs = b.summary();
     const ws = w.summary();
@@ -544,10 +552,10 @@ export async function run(): Promise<BenchResult> {
       `server ${round(s.serverCpu, 1)} ms, clients ${round(s.clientsCpu, 1)} ms`;
     const notes = [
       `Apis: ${CLIENTS} socket.io-client v4 sockets (websocket), one user each, all active members of one project and subscribed with initsync, in ${CLIENT_PROCESSES} client processes (bench/sync-fanout.clients.ts) that also hold the bare Socket.IO fleet's sockets (client k of both fleets in one process); connecting and initsync of all took ${round(apisFleet.ms / 1000, 1)} s (the bare Socket.IO ceiling's: ${round(ioFleet.ms / 1000, 1)} s). Server RSS ${round(apisBefore.mb, 1)} MB before the clients, ${round(apisAfter.mb, 1)} MB with all of them connected, subscribed and idle (each after a full GC).`,
-      `One change = one project item written by the change-log writer in the server process (bench/sync-fanout.server.ts, asked over IPC); latency from the request to the client's \`sync\` handler (clocks of one machine: performance.timeOrigin + now()); ${ROUNDS} rounds after 3 warm-up rounds, alternating with the ceilings' rounds (Apis, bare Socket.IO, plain, the order turned by one each round; all three fleets stay connected); every client got every round's item (${as.delivered} deliveries), ${faults} out of order or twice.`,
+      `One change = one project item written by the change-log writer in the server process (bench/sync-fanout.server.ts, asked over IPC); latency from the request to the client's \`sync\` handler (clocks of one machine: performance.timeOrigin + now()); ${ROUNDS} rounds after 3 warm-up rounds, alternating with the ceilings' rounds (Apis and bare Socket.IO taking turns going first, plain last; all three fleets stay connected); every client got every round's item (${as.delivered} deliveries), ${faults} out of order or twice.`,
       `Ceiling: bench/sync-fanout.bare.ts io, a bare Bun.serve that speaks just enough Engine.IO v4 / Socket.IO v5 for the same socket.io-client sockets (open packet, namespace connect, the initsync ack, and a ping to every socket once per 25 s interval, spread over it as Apis' engine's per-socket timers spread theirs, by publishing to one of 25 groups each second) and publishes the same \`42["sync",[…]]\` frame bytes through Bun's native pub/sub; no database, no Socket.IO server. Until 2026-12-02 the ceiling was the plain mode (plain WebSocket clients doing JSON.parse): its clients cost half the CPU of socket.io-client's, so it measured a cheaper client library more than a faster server; it stays as the row "for information". Memory and burst ceilings are the bare Socket.IO server's.`,
       "Why the two Socket.IO fleets share their processes (since 2026-12-03): with a set of processes each, the Apis fleet's processes spent about 26 ms more user CPU per round than the bare fleet's (181 against 154 ms over 60 rounds) for the same frame bytes and the same TCP segments (2 per client per item, counted in /proc/net/snmp), and an A/A run (the bare server in Apis' place, its fleet connected first) gave 0.95 where 1 was due: the processes' own histories (Apis' slower connect with JWTs and initsync, their heaps and compiled code) were measured, not the servers. In shared processes that gap is smaller (4 to 20 ms per round over four runs of 30 rounds) but not gone, and the Apis server uses 7 to 13 ms more than the bare one (its commit, IPC and per-socket Engine.IO timers). Since 2026-12-04 the two fleets also connect in turns, a tenth of each at a time: connected one whole fleet after the other, an A/A run (BENCH_SYNC_AA=1: a second bare Socket.IO server in Apis' place, measured exactly as Apis is) gave 0.97 twice, the first-connected fleet's sockets being the slower to read; connected in turns it gave 0.98 and 1.02. The rounds went from 30 to 60 at the same time (runs of 30 on a quiet machine gave 0.92 to 0.98).",
-      "What the gap is made of (2026-12-04, a quiet machine, this method): the item published to the server's hub directly, without its database unit (a diagnostic, not a product path), gave 0.95; Apis under --sqlite-synchronous normal 0.94; Apis as it is 0.91 to 0.97 over seven runs. Per round, the Apis server's main thread spends about 3 ms more in JavaScript than the bare one (the unit, the IPC, and the engine's per-socket ping timers: 19 against 5 ms of CPU per second when idle) and its kernel time is about the same (about 75 ms: sending 10,000 frames over TCP); the client processes spend 4 to 10 ms more on an Apis round than on a bare one for the same frame bytes and the same number of TCP segments (20,690 per round on both, /proc/net/snmp). On two cores shared by everything, those milliseconds are the round's.",
+      "What the gap is made of (2026-12-04, a quiet machine, this method): the item published to the server's hub directly, without its database unit (a diagnostic, not a product path), gave 0.95; Apis under --sqlite-synchronous normal 0.94; Apis as it is 0.91 to 0.97 over seven runs. Per round, the Apis server's main thread spends about 3 ms more in JavaScript than the bare one (the unit, the IPC, and the engine's per-socket ping timers: 19 against 5 ms of CPU per second when idle) and its kernel time is about the same (about 75 ms: sending 10,000 frames over TCP); the client processes spend 4 to 10 ms more on an Apis round than on a bare one for the same frame bytes and the same number of TCP segments (20,690 per round on both, /proc/net/snmp). On two cores shared by everything, those milliseconds are the round's. Much of the spread between runs comes from the pings: Engine.IO pings a socket 25 s after its handshake and then 25 s after each pong, and the 10,000 sockets connect within a few seconds, so their pings come as a storm of a few seconds every 25 s; an Apis round inside it pays for them, one outside does not (the bare server pings 400 sockets each second, evenly). Spreading each socket's first ping over the interval (tried, not kept) made every round pay: 0.91, and 38 ms of CPU per idle second instead of 19.",
       `Where a round's time goes (CPU per round, from the request to 50 ms after the last client had the item; clock ticks of 10 ms, averaged over ${ROUNDS} rounds; ${CLIENT_PROCESSES} client processes together): Apis ${cpu(as)}; bare Socket.IO ${cpu(bs)}; plain ${cpu(ws)}.`,
       idleNote,
       `Burst: ${BURST} changes, each its own transaction in its own event-loop turn, written in ${round(apisBurst.writeMs)} ms while the same process fanned them out; the last client had all of them ${round(apisBurst.ms)} ms after the first request; ${BURST_CLIENTS} socket.io-client sockets (in the bench process) each checked for every cursor in order; the same clients against the bare Socket.IO server for the ceiling.`,
