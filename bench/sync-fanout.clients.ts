@@ -5,9 +5,9 @@
  * processes), each named by `fleet` ("main" when left out). Driven over IPC:
  *
  *   → {cmd: "connect", fleet?, kind: "io" | "ws", url, tokens?, count, project?, cursor?, append?}
- *        opens `count` Socket.IO clients (with `append`, more of them in a fleet that has some) (websocket, one JWT each, subscribed with initsync; to
+ *        opens `count` Socket.IO clients (websocket, one JWT each, subscribed with initsync; to
  *        Apis or to the bare Socket.IO ceiling) or plain WebSockets (the plain ceiling), 50 at a
- *        time   ← {cmd: "connected", ms}
+ *        time; with `append`, adds them to a fleet that has sockets already   ← {cmd: "connected", ms}
  *   → {cmd: "expect", fleet?, cursor}   ← {cmd: "got", cursor, times}   once every socket of the
  *        fleet holds the item with that cursor; `times` are the arrival times (ms since the epoch,
  *        sub-ms precision, comparable between processes of one machine)
