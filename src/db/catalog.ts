@@ -59,8 +59,8 @@ export function projectIndexPrefix(table: string, projectGid?: string): string {
   return projectGid === undefined ? `${table}_fx_` : `${table}_fx_${projectGid}_`;
 }
 
-/** The names of a project's indexes over `table` (see projectIndexPrefix). */
-export async function projectIndexes(tx: Tx, table: string, projectGid: string): Promise<string[]> {
+/** The names of a project's indexes over `table` (see projectIndexPrefix); without `projectGid`, every project's. */
+export async function projectIndexes(tx: Tx, table: string, projectGid?: string): Promise<string[]> {
   const prefix = projectIndexPrefix(table, projectGid);
   const found = await rows<{ name: string }>(tx, dialectOf(tx).indexesNamed(table, prefix));
   return found.map((r) => r.name);

@@ -24,7 +24,8 @@
  */
 import type { Ctx } from "../../platform/context";
 import type { Tx } from "../../db/connection";
-import { dialectOf, rows, sessionOf } from "../../db/query";
+import { projectIndexes } from "../../db/catalog";
+import { dialectOf, sessionOf } from "../../db/query";
 import { mutate, readOnly } from "../../db/mutate";
 import { getProject } from "../projects/projects.api";
 import { LIST_TYPES, rowsOf, type FieldType } from "../schema/schema.api";
@@ -41,9 +42,9 @@ export async function fieldIndexesIn(tx: Tx, projectGid: string): Promise<Map<st
   const out = new Map<string, string>();
   if (dialectOf(tx).name !== "sqlite" || !writableGid(projectGid)) return out;
   const prefix = fieldIndexPrefix(projectGid);
-  for (const r of await rows<{ name: string }>(tx, dialectOf(tx).indexesNamed("records", prefix))) {
-    const field = r.name.slice(prefix.length);
-    if (writableGid(field)) out.set(field, r.name);
+  for (const name of await projectIndexes(tx, "records", projectGid)) {
+    const field = name.slice(prefix.length);
+    if (writableGid(field)) out.set(field, name);
   }
   return out;
 }
@@ -103,9 +104,8 @@ export async function removeFieldIndex(ctx: Ctx, projectGid: string, field: stri
 export async function listFieldIndexes(ctx: Ctx, projectGid?: string): Promise<FieldIndex[]> {
   sqliteOnly(ctx);
   return await readOnly(ctx.db, async (tx) => {
-    const prefix = fieldIndexPrefix(projectGid);
     const out: FieldIndex[] = [];
-    for (const { name } of await rows<{ name: string }>(tx, dialectOf(tx).indexesNamed("records", prefix))) {
+    for (const name of await projectIndexes(tx, "records", projectGid)) {
       // records_fx_<project>_<field>
       const [project, gid] = name.slice(fieldIndexPrefix().length).split("_");
       if (!project || !gid) continue;

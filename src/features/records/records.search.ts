@@ -212,7 +212,7 @@ async function buildSearch(view: SchemaView, input: SearchInput, member = "filte
   // uses a partial index only for a condition that implies its own). A full-text search without a
   // filter reads them through any field index of the project: each holds every record of the
   // project that is not deleted, which is all such a search asks of a record.
-  const indexes = hasFilter || q ? await fieldIndexesIn(view.tx, view.projectGid) : undefined;
+  const indexes = await fieldIndexesIn(view.tx, view.projectGid);
   let node: FilterNode = MATCH_ALL;
   try {
     node = parseFilter(input.filter, await recordsDomain(view.tx, view.projectGid, language, indexes), {
@@ -224,7 +224,7 @@ async function buildSearch(view: SchemaView, input: SearchInput, member = "filte
   }
   const filter = filterToSql(node, { language, dialect: d.name });
   const named = fieldsOf(node);
-  const through = !indexes?.size
+  const through = !indexes.size
     ? undefined
     : !hasFilter
       ? indexes.values().next().value
