@@ -28,11 +28,11 @@ const MAX_PAYLOAD = 100_000;
 /** Topic of the sockets that get the items (io: after their initsync, as Apis subscribes them then). */
 const SYNC = "sync";
 /**
- * Engine.IO heartbeat: every socket gets a ping once per interval, as from Apis' engine (a timer
- * per socket, so its pings are spread over the interval as the sockets connected). Here the
- * sockets are dealt into PING_GROUPS topics, one published per PING_INTERVAL_MS / PING_GROUPS:
- * the clients answer as many pings per second as Apis' do, spread the same way, instead of all
- * 10,000 at one instant (which would land in one round in 25 s and leave the others free).
+ * Engine.IO heartbeat: every socket gets a ping once per interval, as from Apis' heartbeat
+ * (src/features/sync/sync.heartbeat.ts): the sockets are dealt into PING_GROUPS topics, one
+ * published per PING_INTERVAL_MS / PING_GROUPS, so the clients answer as many pings per second as
+ * Apis' do, spread the same way, instead of all 10,000 at one instant (which would land in one
+ * round in 25 s and leave the others free).
  */
 const PING_GROUPS = 25;
 let opened = 0;

@@ -517,6 +517,20 @@ export const settings = {
     default: "256M",
     help: "most pushes waiting for all /sync/io clients together; past it the clients with the most waiting are dropped first",
   },
+  syncPingInterval: {
+    env: "APIS_SYNC_PING_INTERVAL",
+    flag: "sync-ping-interval",
+    schema: int(1, 60),
+    default: 25,
+    help: "seconds between the pings a /sync/io client gets (Engine.IO's heartbeat; below a proxy's idle timeout)",
+  },
+  syncPingTimeout: {
+    env: "APIS_SYNC_PING_TIMEOUT",
+    flag: "sync-ping-timeout",
+    schema: int(1, 60),
+    default: 20,
+    help: "seconds a /sync/io client has to answer a ping before the server closes its connection",
+  },
   corsOrigins: {
     env: "APIS_CORS_ORIGINS",
     flag: "cors-origins",

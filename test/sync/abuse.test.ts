@@ -276,3 +276,52 @@ describe("realtime under abuse", () => {
     expect(app.headers.get("access-control-allow-origin")).toBe("https://app.example");
   });
 });
+
+describe("the heartbeat", () => {
+  test(
+    "with a 1 s ping interval every kind of client is pinged each second and stays, and one that stops answering is closed after the ping timeout",
+    async () => {
+      const srv = await server({ "sync-ping-interval": "1", "sync-ping-timeout": "1" });
+      const { who, project } = await userWithProject(srv, "hal");
+      const clients = {
+        websocket: await connect(srv, who.token),
+        polling: await connect(srv, who.token, { transports: ["polling"] }),
+        upgraded: await connect(srv, who.token, { transports: ["polling", "websocket"] }),
+      };
+      const upgraded = clients.upgraded;
+      await until(() => upgraded.io.engine.transport.name === "websocket", undefined, "the upgrade to a websocket");
+      const pings = { websocket: 0, polling: 0, upgraded: 0 };
+      for (const [name, socket] of Object.entries(clients)) {
+        expect(await initsync(socket, { "cc.cursor": 0, project, cursor: 0 })).toBeArray();
+        socket.io.engine.on("ping", () => pings[name as keyof typeof pings]++);
+      }
+
+      // An Engine.IO client that never answers a ping.
+      const frames: string[] = [];
+      let pingedAt = 0;
+      let closedAt = 0;
+      const mute = new WebSocket(`${srv.url.replace(/^http/, "ws")}/sync/io/?EIO=4&transport=websocket`);
+      mute.onmessage = (e) => {
+        frames.push(String(e.data));
+        if (e.data === "2" && !pingedAt) pingedAt = performance.now();
+      };
+      mute.onclose = () => (closedAt = performance.now());
+      await until(() => frames.length > 0, undefined, "the open packet");
+      const open = JSON.parse(frames[0]!.slice(1));
+      expect([open.pingInterval, open.pingTimeout]).toEqual([1000, 1000]);
+      await until(() => closedAt > 0, 20_000, "the mute client to be closed");
+      expect(pingedAt).toBeGreaterThan(0);
+      expect(closedAt - pingedAt).toBeGreaterThan(800);
+
+      await until(() => Object.values(pings).every((n) => n >= 3), 20_000, "three pings to each client");
+      for (const socket of Object.values(clients)) expect(socket.connected).toBe(true);
+      // And they still get their pushes.
+      const got = { websocket: 0, polling: 0, upgraded: 0 };
+      for (const [name, socket] of Object.entries(clients))
+        socket.on("sync", (items: Item[]) => (got[name as keyof typeof got] += items.length));
+      await publishedUpTo(srv, await burst(srv, project, 3));
+      await until(() => Object.values(got).every((n) => n === 3), undefined, "the pushes");
+    },
+    SLOW_TEST_MS,
+  );
+});

@@ -18,11 +18,10 @@ import { getProject } from "../projects/projects.api";
 import { REINIT_WARNING, syncCaughtUp, syncPage } from "./sync.service";
 import { syncAccessLoss, type AccessLoss } from "./sync.access";
 import { parseInitsync, type InitsyncRequest } from "./sync.initsync";
+import { Heartbeat, type BeatingConn } from "./sync.heartbeat";
 // Where the Socket.IO service listens (spec 4.4): SYNC_PATH.
 import { isSyncRequest, SYNC_PATH, syncWebsocketLimits } from "./sync.endpoint";
 
-const PING_INTERVAL_MS = 25_000;
-const PING_TIMEOUT_MS = 20_000;
 /** Longest wait between a delivery and the outbound budget's check (see scheduleBudget). */
 const BUDGET_INTERVAL_MS = 50;
 /** Sockets get a renewed JWT once this fraction of its life has passed. */
@@ -153,19 +152,42 @@ export class SyncServer {
    */
   private countedWaiting = 0;
   private sentSinceCount = 0;
+  /** Pings every socket, a group of them at a time (in place of the engine's timers per socket). */
+  private readonly heartbeat: Heartbeat;
+  private readonly pingIntervalMs: number;
 
   constructor(private readonly ctx: Ctx) {
     this.cors = new Cors(ctx.config);
+    this.pingIntervalMs = ctx.config.syncPingInterval * 1000;
+    const pingTimeoutMs = ctx.config.syncPingTimeout * 1000;
+    this.heartbeat = new Heartbeat({
+      intervalMs: this.pingIntervalMs,
+      timeoutMs: pingTimeoutMs,
+      publish: (topic, data) => {
+        if (!this.bunServer) return false;
+        this.bunServer.publish(topic, data);
+        return true;
+      },
+      // A ping is a packet like any other: the budget's bound counts it.
+      onPinged: (sockets) => {
+        this.sentSinceCount += sockets * bytesAtMost(1);
+      },
+    });
     this.engine = new Engine({
       path: SYNC_PATH + "/",
-      pingInterval: PING_INTERVAL_MS,
-      pingTimeout: PING_TIMEOUT_MS,
+      // What the clients are told in the open packet; the heartbeat keeps to it.
+      pingInterval: this.pingIntervalMs,
+      pingTimeout: pingTimeoutMs,
       maxHttpBufferSize: ctx.config.syncMaxBytes,
       // No `cors` here: handleRequest answers CORS with the same rules and answers as /api.
       allowRequest: async (req) => {
         const origin = req.headers.get("origin");
         if (origin && !this.originAllowed(origin)) throw "Origin not allowed";
       },
+    });
+    this.engine.on("connection", (conn) => {
+      this.releaseHandshake(conn as unknown as HandshakeConn);
+      this.heartbeat.adopt(conn as unknown as BeatingConn);
     });
     this.io = new IoServer({ serveClient: false, maxHttpBufferSize: ctx.config.syncMaxBytes });
     this.io.bind(this.engine);
@@ -226,6 +248,20 @@ export class SyncServer {
     this.budgetTimer.unref?.();
   }
 
+  /**
+   * The engine forgets a socket when it closes through a listener that closes over its whole
+   * handshake: the upgrade Request, its URL and both sets of headers stayed alive as long as the
+   * socket (2 KB or so each, 10,000 times over). It is swapped for one that holds only the id.
+   */
+  private releaseHandshake(conn: HandshakeConn) {
+    // Only the engine's own listener is there yet (it emits "connection" right after adding it).
+    if (conn.listeners("close").length !== 1) return;
+    const clients = (this.engine as unknown as { clients: Map<string, unknown> }).clients;
+    const id = conn.id;
+    conn.off("close");
+    conn.once("close", () => clients.delete(id));
+  }
+
   /** Browsers' Origin against `APIS_CORS_ORIGINS`; clients without an Origin (apps, servers) pass. */
   originAllowed(origin: string): boolean {
     return this.cors.allowed(origin);
@@ -269,7 +305,9 @@ export class SyncServer {
         req = new Request(req.url, { method: "POST", headers: req.headers, body, signal: req.signal });
       }
     } else if (req.method === "GET" && !req.headers.has("upgrade")) {
-      server.timeout(req, Math.ceil((2 * PING_INTERVAL_MS) / 1000));
+      // A long-poll is answered at least once per ping interval; Bun checks its timeouts only every
+      // few seconds, so a short interval gets room beyond two of them.
+      server.timeout(req, Math.ceil((2 * this.pingIntervalMs) / 1000) + 10);
     }
     return this.engine.handleRequest(req, server as any);
   }
@@ -295,6 +333,7 @@ export class SyncServer {
   /** Disconnects every socket and stops listening to the hub. */
   async close(): Promise<void> {
     this.stopListening();
+    this.heartbeat.stop();
     clearTimeout(this.budgetTimer);
     for (const s of this.sessions.values()) clearTimeout(s.renewal);
     await this.io.close();
@@ -385,7 +424,7 @@ export class SyncServer {
         conn.closeTransport?.();
         conn.onClose?.("forced close");
       }
-    }, PING_INTERVAL_MS).unref?.();
+    }, this.pingIntervalMs).unref?.();
   }
 
   // ---- connection and authentication ----
@@ -875,6 +914,14 @@ type EngineConn = {
   };
   closeTransport?(): void;
   onClose?(reason: string): void;
+};
+
+/** What `releaseHandshake` needs of a new engine socket. */
+type HandshakeConn = {
+  id: string;
+  listeners(event: "close"): unknown[];
+  off(event: "close"): void;
+  once(event: "close", fn: () => void): void;
 };
 
 function tooLarge(max: number): Response {

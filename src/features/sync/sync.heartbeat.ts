@@ -1,0 +1,131 @@
+/**
+ * Engine.IO's heartbeat (the server pings, the client answers with a pong, a socket that stops
+ * answering is closed) for every `/sync/io` socket, kept by one timer for all of them.
+ *
+ * The engine keeps two timers per socket: it pings a socket `interval` after its handshake and
+ * after each pong. Sockets that connect together (a restart, a fleet of clients) are then pinged
+ * together ever after, in storms that cost every push that meets one. Here the sockets are dealt
+ * into GROUPS groups as they connect, and one group is pinged every `interval / GROUPS`: one
+ * `publish` of the ping packet to the group's topic reaches its websockets from native code; a
+ * long-polling socket gets the packet in its queue, as from the engine.
+ */
+
+/** What the heartbeat needs of an engine socket (`@socket.io/bun-engine`'s Socket). */
+export type BeatingConn = {
+  readyState: string;
+  transport: { name: string; socket?: { subscribe?(topic: string): void } };
+  pingIntervalTimer?: ReturnType<typeof setTimeout>;
+  pingTimeoutTimer?: ReturnType<typeof setTimeout>;
+  schedulePing(): void;
+  resetPingTimeout(): void;
+  sendPacket(type: "ping"): void;
+  onClose(reason: string): void;
+  once(event: "close", fn: () => void): void;
+};
+
+/** Into how many groups the sockets are dealt: at the default 25 s interval, one each second. */
+export const GROUPS = 25;
+
+/** Engine.IO v4's ping packet as it goes on a websocket. */
+const PING = "2";
+
+type Beat = {
+  conn: BeatingConn;
+  group: number;
+  /** Tick of the oldest ping not answered yet; -1 when every ping was answered. */
+  pingedAt: number;
+  /** The websocket subscribed to the group's topic (a socket upgraded from polling gets a new one). */
+  ws?: { subscribe?(topic: string): void };
+};
+
+export type HeartbeatOptions = {
+  intervalMs: number;
+  timeoutMs: number;
+  /** Hands `data` to every websocket subscribed to `topic` (Bun's publish); false when it cannot yet. */
+  publish: (topic: string, data: string) => boolean;
+  /** Told how many sockets each ping reached (for the outbound budget's bound). */
+  onPinged?: (sockets: number) => void;
+};
+
+export class Heartbeat {
+  private readonly groups: Set<Beat>[] = Array.from({ length: GROUPS }, () => new Set<Beat>());
+  private readonly beats = new Map<BeatingConn, Beat>();
+  private readonly timeoutTicks: number;
+  private readonly timer: ReturnType<typeof setInterval>;
+  private tick = 0;
+  private dealt = 0;
+
+  constructor(private readonly opts: HeartbeatOptions) {
+    const step = opts.intervalMs / GROUPS;
+    this.timeoutTicks = Math.max(1, Math.ceil(opts.timeoutMs / step));
+    this.timer = setInterval(() => this.beat(), step);
+    this.timer.unref?.();
+  }
+
+  /** Sockets the heartbeat keeps. */
+  get size(): number {
+    return this.beats.size;
+  }
+
+  /** Takes a new engine socket's heartbeat over from its own timers. */
+  adopt(conn: BeatingConn): void {
+    if (this.beats.has(conn) || conn.readyState === "closed") return;
+    clearTimeout(conn.pingIntervalTimer);
+    clearTimeout(conn.pingTimeoutTimer);
+    conn.pingIntervalTimer = undefined;
+    conn.pingTimeoutTimer = undefined;
+    const beat: Beat = { conn, group: this.dealt++ % GROUPS, pingedAt: -1 };
+    // The engine calls schedulePing when a pong arrives (and resetPingTimeout only from its ping
+    // timer, which is gone).
+    conn.schedulePing = () => {
+      beat.pingedAt = -1;
+    };
+    conn.resetPingTimeout = () => {};
+    this.beats.set(conn, beat);
+    this.groups[beat.group]!.add(beat);
+    conn.once("close", () => {
+      this.beats.delete(conn);
+      this.groups[beat.group]!.delete(beat);
+    });
+  }
+
+  /** True once the socket's websocket is on the group's topic (false if it closed meanwhile). */
+  private subscribed(beat: Beat, ws: NonNullable<Beat["ws"]>, topic: string): boolean {
+    if (beat.ws === ws) return true;
+    try {
+      ws.subscribe!(topic);
+    } catch {
+      return false;
+    }
+    beat.ws = ws;
+    return true;
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+
+  private beat() {
+    const t = this.tick++;
+    // The group whose pings have had `timeout` to be answered (exactly, also past one interval:
+    // its ping ticks come every GROUPS ticks).
+    for (const beat of this.groups[(t - (this.timeoutTicks % GROUPS) + GROUPS) % GROUPS]!)
+      if (beat.pingedAt >= 0 && t - beat.pingedAt >= this.timeoutTicks) beat.conn.onClose("ping timeout");
+    const group = t % GROUPS;
+    const topic = `apis-sync:ping:${group}`;
+    let native = 0;
+    const queued: BeatingConn[] = [];
+    for (const beat of this.groups[group]!) {
+      if (beat.pingedAt < 0) beat.pingedAt = t;
+      const { transport } = beat.conn;
+      const ws = transport.name === "websocket" ? transport.socket : undefined;
+      if (ws?.subscribe && this.subscribed(beat, ws, topic)) native++;
+      else queued.push(beat.conn);
+    }
+    if (native && !this.opts.publish(topic, PING))
+      for (const beat of this.groups[group]!) if (beat.ws) queued.push(beat.conn);
+    for (const conn of queued) conn.sendPacket("ping");
+    const pinged = this.groups[group]!.size;
+    if (pinged) this.opts.onPinged?.(pinged);
+  }
+}
