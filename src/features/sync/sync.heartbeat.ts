@@ -20,11 +20,12 @@ export type BeatingConn = {
   resetPingTimeout(): void;
   sendPacket(type: "ping"): void;
   onClose(reason: string): void;
-  once(event: "close", fn: () => void): void;
 };
 
 /** Into how many groups the sockets are dealt: at the default 25 s interval, one each second. */
 export const GROUPS = 25;
+
+const unused = () => {};
 
 /** Engine.IO v4's ping packet as it goes on a websocket. */
 const PING = "2";
@@ -54,17 +55,22 @@ export class Heartbeat {
   private readonly timer: ReturnType<typeof setInterval>;
   private tick = 0;
   private dealt = 0;
+  /**
+   * What the engine calls when a pong arrives (its `schedulePing`), shared by every socket: the
+   * socket is `this`. (resetPingTimeout it calls only from its ping timer, which is gone.)
+   */
+  private readonly answered: (this: BeatingConn) => void;
 
   constructor(private readonly opts: HeartbeatOptions) {
     const step = opts.intervalMs / GROUPS;
     this.timeoutTicks = Math.max(1, Math.ceil(opts.timeoutMs / step));
     this.timer = setInterval(() => this.beat(), step);
     this.timer.unref?.();
-  }
-
-  /** Sockets the heartbeat keeps. */
-  get size(): number {
-    return this.beats.size;
+    const beats = this.beats;
+    this.answered = function (this: BeatingConn) {
+      const beat = beats.get(this);
+      if (beat) beat.pingedAt = -1;
+    };
   }
 
   /** Takes a new engine socket's heartbeat over from its own timers. */
@@ -74,19 +80,12 @@ export class Heartbeat {
     clearTimeout(conn.pingTimeoutTimer);
     conn.pingIntervalTimer = undefined;
     conn.pingTimeoutTimer = undefined;
+    conn.schedulePing = this.answered;
+    conn.resetPingTimeout = unused;
     const beat: Beat = { conn, group: this.dealt++ % GROUPS, pingedAt: -1 };
-    // The engine calls schedulePing when a pong arrives (and resetPingTimeout only from its ping
-    // timer, which is gone).
-    conn.schedulePing = () => {
-      beat.pingedAt = -1;
-    };
-    conn.resetPingTimeout = () => {};
     this.beats.set(conn, beat);
     this.groups[beat.group]!.add(beat);
-    conn.once("close", () => {
-      this.beats.delete(conn);
-      this.groups[beat.group]!.delete(beat);
-    });
+    // A closed socket leaves when its group comes round (no listener of its own to keep).
   }
 
   /** True once the socket's websocket is on the group's topic (false if it closed meanwhile). */
@@ -110,22 +109,28 @@ export class Heartbeat {
     // The group whose pings have had `timeout` to be answered (exactly, also past one interval:
     // its ping ticks come every GROUPS ticks).
     for (const beat of this.groups[(t - (this.timeoutTicks % GROUPS) + GROUPS) % GROUPS]!)
-      if (beat.pingedAt >= 0 && t - beat.pingedAt >= this.timeoutTicks) beat.conn.onClose("ping timeout");
+      if (beat.pingedAt >= 0 && t - beat.pingedAt >= this.timeoutTicks && beat.conn.readyState !== "closed")
+        beat.conn.onClose("ping timeout");
     const group = t % GROUPS;
+    const members = this.groups[group]!;
     const topic = `apis-sync:ping:${group}`;
     let native = 0;
     const queued: BeatingConn[] = [];
-    for (const beat of this.groups[group]!) {
+    for (const beat of members) {
+      if (beat.conn.readyState === "closed") {
+        members.delete(beat);
+        this.beats.delete(beat.conn);
+        continue;
+      }
       if (beat.pingedAt < 0) beat.pingedAt = t;
       const { transport } = beat.conn;
       const ws = transport.name === "websocket" ? transport.socket : undefined;
       if (ws?.subscribe && this.subscribed(beat, ws, topic)) native++;
       else queued.push(beat.conn);
     }
-    if (native && !this.opts.publish(topic, PING))
-      for (const beat of this.groups[group]!) if (beat.ws) queued.push(beat.conn);
+    if (native && !this.opts.publish(topic, PING)) for (const beat of members) if (beat.ws) queued.push(beat.conn);
     for (const conn of queued) conn.sendPacket("ping");
-    const pinged = this.groups[group]!.size;
+    const pinged = members.size;
     if (pinged) this.opts.onPinged?.(pinged);
   }
 }
