@@ -33,6 +33,7 @@ import { configureSharp, planGeometry, render, type RenderJob } from "../src/fea
 import {
   BUN,
   compareLoad,
+  comparePairs,
   CONNECTIONS,
   freePort,
   load,
@@ -44,6 +45,7 @@ import {
   SECONDS,
   spawnServer,
   tempDir,
+  timed,
   type BenchResult,
   type Child,
   type Row,
@@ -347,12 +349,6 @@ export async function inFlight(
 }
 
 /** Seconds to run `fn`. */
-export async function timed(fn: () => Promise<unknown>): Promise<number> {
-  const t0 = performance.now();
-  await fn();
-  return (performance.now() - t0) / 1000;
-}
-
 export async function run(): Promise<BenchResult> {
   configureSharp();
   const notes: string[] = [];
@@ -593,27 +589,16 @@ export async function run(): Promise<BenchResult> {
       await directOnce(s);
     }
     // Pairs, one image at a time, in alternating order, so noise from other work falls on both alike.
-    let endpointSeconds = 0;
-    let directSeconds = 0;
-    let pair = 0;
-    const pairRatios: number[] = [];
-    for (let r = 0; r < REPEAT; r++) {
-      for (const s of sources) {
-        let e: number;
-        let d: number;
-        if (pair++ % 2) {
-          e = await timed(() => endpointOnce(s));
-          d = await timed(() => directOnce(s));
-        } else {
-          d = await timed(() => directOnce(s));
-          e = await timed(() => endpointOnce(s));
-        }
-        endpointSeconds += e;
-        directSeconds += d;
-        pairRatios.push(d / e);
-      }
-    }
     const transforms = REPEAT * sources.length;
+    const {
+      subject: endpointSeconds,
+      ceiling: directSeconds,
+      ratios: pairRatios,
+    } = await comparePairs(
+      transforms,
+      (i) => endpointOnce(sources[i % sources.length]!),
+      (i) => directOnce(sources[i % sources.length]!),
+    );
     const endpointRate = transforms / endpointSeconds;
     const directRate = transforms / directSeconds;
     const perImage: string[] = [];

@@ -183,6 +183,44 @@ export async function compareLoad(
   return { subject: s / rounds, ceiling: c / rounds, ratios };
 }
 
+/** Seconds `fn` takes. */
+export async function timed(fn: () => Promise<unknown>): Promise<number> {
+  const t0 = performance.now();
+  await fn();
+  return (performance.now() - t0) / 1000;
+}
+
+/**
+ * Times `subject(i)` and `ceiling(i)` back to back `pairs` times, the order alternating (the
+ * ceiling first in even pairs), so that a spike of other work on the machine hits one pair, not
+ * the total. Returns the seconds each side took in all and, per pair, ceiling time / subject time
+ * (`ratios`: their median is the row's ratio).
+ */
+export async function comparePairs(
+  pairs: number,
+  subject: (i: number) => Promise<unknown>,
+  ceiling: (i: number) => Promise<unknown>,
+): Promise<{ subject: number; ceiling: number; ratios: number[] }> {
+  let s = 0;
+  let c = 0;
+  const ratios: number[] = [];
+  for (let i = 0; i < pairs; i++) {
+    let a: number;
+    let b: number;
+    if (i % 2) {
+      a = await timed(() => subject(i));
+      b = await timed(() => ceiling(i));
+    } else {
+      b = await timed(() => ceiling(i));
+      a = await timed(() => subject(i));
+    }
+    s += a;
+    c += b;
+    ratios.push(b / a);
+  }
+  return { subject: s, ceiling: c, ratios };
+}
+
 export function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   const m = s.length >> 1;

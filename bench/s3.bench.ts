@@ -23,14 +23,16 @@ import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import sharp from "sharp";
-import { images, multipart, startApis, timed, upload, type Multipart } from "./dam.bench";
+import { images, multipart, startApis, upload, type Multipart } from "./dam.bench";
 import {
   BUN,
+  comparePairs,
   freePort,
   median,
   removeDir,
   spawnServer,
   tempDir,
+  timed,
   type BenchResult,
   type Child,
   type Row,
@@ -280,23 +282,15 @@ export async function run(): Promise<BenchResult> {
     };
     await apiTransformOnce("warm");
     await directTransformOnce("warm");
-    let apiTransform = 0;
-    let directTransform = 0;
-    const transformPairs: number[] = [];
-    for (let i = 0; i < TRANSFORMS; i++) {
-      let a = 0;
-      let d = 0;
-      if (i % 2 === 0) {
-        a = await timed(() => apiTransformOnce(`b${i}`));
-        d = await timed(() => directTransformOnce(`${i}`));
-      } else {
-        d = await timed(() => directTransformOnce(`${i}`));
-        a = await timed(() => apiTransformOnce(`b${i}`));
-      }
-      apiTransform += a;
-      directTransform += d;
-      transformPairs.push(d / a);
-    }
+    const {
+      subject: apiTransform,
+      ceiling: directTransform,
+      ratios: transformPairs,
+    } = await comparePairs(
+      TRANSFORMS,
+      (i) => apiTransformOnce(`b${i}`),
+      (i) => directTransformOnce(`${i}`),
+    );
 
     // Media GETs of one transformed file, through Apis (proxied) and straight from the bucket.
     const made = await fetch(`${child.url}/dam/p/${project}/transform/${src}/fit=400,300/type=jpg/key=media`, {
