@@ -42,8 +42,11 @@ type Beat = {
 export type HeartbeatOptions = {
   intervalMs: number;
   timeoutMs: number;
-  /** Hands `data` to every websocket subscribed to `topic` (Bun's publish); false when it cannot yet. */
-  publish: (topic: string, data: string) => boolean;
+  /**
+   * Hands `data` to every websocket subscribed to `topic` (Bun's publish: the server the sockets
+   * came through, which a websocket's existence proves known).
+   */
+  publish: (topic: string, data: string) => void;
   /** Told how many sockets each ping reached (for the outbound budget's bound). */
   onPinged?: (sockets: number) => void;
 };
@@ -114,8 +117,7 @@ export class Heartbeat {
     const group = t % GROUPS;
     const members = this.groups[group]!;
     const topic = `apis-sync:ping:${group}`;
-    let native = 0;
-    const queued: BeatingConn[] = [];
+    let native = false;
     for (const beat of members) {
       if (beat.conn.readyState === "closed") {
         members.delete(beat);
@@ -125,11 +127,10 @@ export class Heartbeat {
       if (beat.pingedAt < 0) beat.pingedAt = t;
       const { transport } = beat.conn;
       const ws = transport.name === "websocket" ? transport.socket : undefined;
-      if (ws?.subscribe && this.subscribed(beat, ws, topic)) native++;
-      else queued.push(beat.conn);
+      if (ws?.subscribe && this.subscribed(beat, ws, topic)) native = true;
+      else beat.conn.sendPacket("ping");
     }
-    if (native && !this.opts.publish(topic, PING)) for (const beat of members) if (beat.ws) queued.push(beat.conn);
-    for (const conn of queued) conn.sendPacket("ping");
+    if (native) this.opts.publish(topic, PING);
     const pinged = members.size;
     if (pinged) this.opts.onPinged?.(pinged);
   }
