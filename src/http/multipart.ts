@@ -43,6 +43,11 @@ type MultipartOptions = {
    */
   durable?: boolean;
   /**
+   * The temp file and its hash are not what the upload waits for first (an object store's
+   * acknowledgement is): they are made at the lowest CPU priority (src/http/upload-sink.ts).
+   */
+  background?: boolean;
+  /**
    * Name of the file field (default `file`), or several accepted names, the first being the one
    * errors name (e.g. `["upload_file", "file"]`).
    */
@@ -366,7 +371,7 @@ class Parser {
       const filename = basename((h.filename ?? "").replace(/\\/g, "/"));
       let sink: UploadSink;
       try {
-        sink = new UploadSink(fd, this.opts.durable === true);
+        sink = new UploadSink(fd, this.opts.durable === true, this.opts.background === true);
       } catch (err) {
         closeSync(fd);
         await fsp().rm(path, { force: true });

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
+import { readdirSync, readFileSync } from "node:fs";
 import { flagsFor, STORES } from "../helpers/s3";
 import { TestServer, until } from "../helpers/server";
 
@@ -143,4 +144,25 @@ describe.each(STORES)("uploads streamed to the store on %s", (store) => {
     await until(async () => ((await originals()).length === before.length ? true : undefined));
     expect(await originals()).toEqual(before);
   });
+
+  test.if(store === "s3" && process.platform === "linux")(
+    "the file's hash and temp file are made by a worker thread at the lowest CPU priority, the store's upload going first",
+    async () => {
+      // Linux keeps a nice value per thread (field 19 of /proc/<pid>/task/<tid>/stat).
+      const niceThreads = () =>
+        readdirSync("/proc/self/task").filter((tid) => {
+          try {
+            const stat = readFileSync(`/proc/self/task/${tid}/stat`, "utf8");
+            return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[16] === "19";
+          } catch {
+            return false; // a thread that ended meanwhile
+          }
+        }).length;
+      const form = new FormData();
+      form.append("upload_file", new Blob([random(512 * 1024)]), "priority.bin");
+      const r = await srv.call(`/api/p/${project}/assets/upload`, { body: form, token });
+      expect(r.status).toBe(200);
+      expect(niceThreads()).toBeGreaterThan(0);
+    },
+  );
 });

@@ -369,6 +369,8 @@ export function assetRoutes(ctx: Ctx) {
       // The temp file is synced only when it becomes the stored file itself (the data folder); on
       // another store it is uploaded from and removed, and the store's acknowledgement counts.
       durable: ctx.config.sqliteSynchronous === "full" && ctx.storage.blobs.kind === "file",
+      // On another store the original goes up while it arrives: that comes first.
+      background: ctx.storage.blobs.kind !== "file",
       fileField: ["upload_file", "file"],
       headBytes: HEAD_BYTES,
       startBytes: START_BYTES,
