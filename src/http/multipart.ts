@@ -44,7 +44,7 @@ type MultipartOptions = {
   durable?: boolean;
   /**
    * The temp file and its hash are not what the upload waits for first (an object store's
-   * acknowledgement is): they are made at the lowest CPU priority (src/http/upload-sink.ts).
+   * acknowledgement is): they are made at a low CPU priority (src/http/upload-sink.ts).
    */
   background?: boolean;
   /**

@@ -14,11 +14,14 @@ import { closeSync } from "node:fs";
  *
  * A `background` sink (an upload streamed to an object store while it arrives: the store's answer
  * is what the upload waits for, and its hash is needed only then) goes to a second worker whose
- * thread runs at the lowest CPU priority, so that on a busy machine the bytes' way to the store
- * (the main thread and the HTTP client's thread) goes first and the hashing fills the time the
- * store takes. With the store on its own core and the rest sharing one, an image set went up in
- * 75 ms instead of 89, a 64 MB file in 297 ms instead of 392 (bench/s3.bench.ts). Not for the data
- * folder: there the temp file is the stored file, and its writes and syncs are the upload's path.
+ * thread runs at a low CPU priority (nice 10), so that on a busy machine the bytes' way to the
+ * store (the main thread and the HTTP client's thread) goes first and the hashing fills the time
+ * the store takes. With the store on its own core and the rest sharing one, an image set went up
+ * in 75 ms instead of 89 and a 64 MB file in 297 ms instead of 392 (bench/s3.bench.ts). Nice 19
+ * measured no better (image set at 0.65 and 0.69 of the bare server, against 0.64 and 0.65 with
+ * 10) and would leave the worker a fortieth of the share of a busy thread beside it, where 10
+ * leaves it a tenth: an upload on a saturated core still moves. Not for the data folder: there the
+ * temp file is the stored file, and its writes and syncs are the upload's path.
  */
 
 /** Bytes gathered before they are handed to the worker in one message. */
@@ -100,11 +103,11 @@ function sinkWorker() {
     if (m.t === "open") {
       if (!prioritySet) {
         prioritySet = true;
-        // Linux keeps a nice value per thread: this sets the worker's own. Where it is refused
-        // the worker simply runs at the usual priority.
+        // Linux keeps a nice value per thread: this sets the worker's own (10: see the top of
+        // this file). Where it is refused the worker simply runs at the usual priority.
         if (m.background)
           try {
-            (scope.process.getBuiltinModule("node:os") as typeof import("node:os")).setPriority(19);
+            (scope.process.getBuiltinModule("node:os") as typeof import("node:os")).setPriority(10);
           } catch {}
       }
       files.set(m.id, {
