@@ -104,10 +104,12 @@ function sinkWorker() {
       if (!prioritySet) {
         prioritySet = true;
         // Linux keeps a nice value per thread: this sets the worker's own (10: see the top of
-        // this file). Where it is refused the worker simply runs at the usual priority.
+        // this file), never higher than the process was started with. Where it is refused the
+        // worker simply runs at the usual priority.
         if (m.background)
           try {
-            (scope.process.getBuiltinModule("node:os") as typeof import("node:os")).setPriority(10);
+            const os = scope.process.getBuiltinModule("node:os") as typeof import("node:os");
+            if (os.getPriority() < 10) os.setPriority(10);
           } catch {}
       }
       files.set(m.id, {
@@ -202,7 +204,7 @@ type Pending = {
   closed?: () => void;
 };
 
-/** The workers: the usual one, and the background one at the lowest priority (by `background`). */
+/** The workers: the usual one, and the background one at a low priority (by `background`). */
 const workers = new Map<boolean, Worker>();
 let nextId = 1;
 const open = new Map<number, Pending>();
