@@ -348,7 +348,6 @@ export async function inFlight(
   return (performance.now() - t0) / 1000;
 }
 
-/** Seconds to run `fn`. */
 export async function run(): Promise<BenchResult> {
   configureSharp();
   const notes: string[] = [];

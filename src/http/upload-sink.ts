@@ -41,7 +41,7 @@ const MAX_AHEAD = 8 * 1024 * 1024;
 const SYNC_EVERY = 4 * 1024 * 1024;
 
 type ToWorker =
-  | { t: "open"; id: number; fd: number; durable: boolean; syncEvery: number; background: boolean }
+  | { t: "open"; id: number; fd: number; durable: boolean; syncEvery: number }
   | { t: "data"; id: number; bufs: Uint8Array[]; bytes: number }
   | { t: "end"; id: number }
   | { t: "finish"; id: number; sync: boolean }
@@ -55,9 +55,10 @@ type FromWorker =
 
 /**
  * The worker's code. It runs in its own thread (made from this function's text, so the same code
- * works from the sources and in the compiled executable) and may use only globals and node:fs.
+ * works from the sources and in the compiled executable) and may use only globals, node:fs and
+ * node:os. `background`: the worker of background sinks (see the top of this file).
  */
-function sinkWorker() {
+function sinkWorker(background: boolean) {
   // Not `require`: the bundler of the executable would rename it to a helper the worker lacks.
   const scope = globalThis as unknown as {
     postMessage(m: unknown): void;
@@ -65,8 +66,14 @@ function sinkWorker() {
     process: { getBuiltinModule(id: string): unknown };
   };
   const fs = scope.process.getBuiltinModule("node:fs") as typeof import("node:fs");
-  // The first message says whether this worker is the background one (see the top of this file).
-  let prioritySet = false;
+  // Linux keeps a nice value per thread: this sets the worker's own (10: see the top of this
+  // file), never higher than the process was started with. Where it is refused the worker simply
+  // runs at the usual priority.
+  if (background)
+    try {
+      const os = scope.process.getBuiltinModule("node:os") as typeof import("node:os");
+      if (os.getPriority() < 10) os.setPriority(10);
+    } catch {}
   type Open = {
     fd: number;
     hash: Bun.CryptoHasher;
@@ -101,17 +108,6 @@ function sinkWorker() {
   scope.onmessage = (e: MessageEvent) => {
     const m = e.data as ToWorker;
     if (m.t === "open") {
-      if (!prioritySet) {
-        prioritySet = true;
-        // Linux keeps a nice value per thread: this sets the worker's own (10: see the top of
-        // this file), never higher than the process was started with. Where it is refused the
-        // worker simply runs at the usual priority.
-        if (m.background)
-          try {
-            const os = scope.process.getBuiltinModule("node:os") as typeof import("node:os");
-            if (os.getPriority() < 10) os.setPriority(10);
-          } catch {}
-      }
       files.set(m.id, {
         fd: m.fd,
         hash: new Bun.CryptoHasher("sha256"),
@@ -228,7 +224,9 @@ function failAll(background: boolean, err: Error) {
 function theWorker(background: boolean): Worker {
   const known = workers.get(background);
   if (known) return known;
-  const url = URL.createObjectURL(new Blob([`(${sinkWorker.toString()})()`], { type: "application/javascript" }));
+  const url = URL.createObjectURL(
+    new Blob([`(${sinkWorker.toString()})(${background})`], { type: "application/javascript" }),
+  );
   const w = new Worker(url);
   w.unref(); // never keeps the process alive
   w.onmessage = (e: MessageEvent) => {
@@ -285,14 +283,7 @@ export class UploadSink {
     this.w = theWorker(background);
     this.p = { fd, background, ahead: 0 };
     open.set(this.id, this.p);
-    this.w.postMessage({
-      t: "open",
-      id: this.id,
-      fd,
-      durable,
-      syncEvery: SYNC_EVERY,
-      background,
-    } satisfies ToWorker);
+    this.w.postMessage({ t: "open", id: this.id, fd, durable, syncEvery: SYNC_EVERY } satisfies ToWorker);
   }
 
   /**
