@@ -241,9 +241,13 @@ describe("bulk jobs", () => {
     const job = await finished(token);
     expect(job).toMatchObject({ project_gid: project, job: "bulk_delete_assets", status: "done" });
     expect(job.info).toMatchObject({ total: 11, remaining: 0, done: 11 });
-    const sync = (await srv.call("/sync/get", { token: alice.token, body: { cc_cursor: c0 } })).body.result
-      .sync as any[];
-    const jobItems = sync.filter((i) => i.data_type === "jobs" && i.data_key === token);
+    // The row reads done as it commits; its item is served once the log is synced.
+    const jobItems = await until(async () => {
+      const sync = (await srv.call("/sync/get", { token: alice.token, body: { cc_cursor: c0 } })).body.result
+        .sync as any[];
+      const mine = sync.filter((i) => i.data_type === "jobs" && i.data_key === token);
+      return mine.at(-1)?.data.status === "done" ? mine : undefined;
+    });
     expect(jobItems.length).toBeGreaterThanOrEqual(2);
     for (const i of jobItems) {
       expect(i).toMatchObject({ type: "cc", action: "UPDATE" });
@@ -301,6 +305,8 @@ describe("bulk jobs", () => {
       for (const i of published) if (i.data_type === "jobs") seen.push((i.data as any).info.remaining);
     });
     const job = await runBulk("delete", { selection: [{ children: big }] });
+    // Published once its log is synced, a moment after the row reads done.
+    await until(() => seen.at(-1) === 0);
     unsubscribe();
     expect(job.info).toMatchObject({ total: 1500, remaining: 0, done: 1500 });
     expect(seen[0]).toBe(1500);

@@ -435,7 +435,8 @@ describe("initsync while changes are being written", () => {
       writing = false;
       await writer;
       await until(() => got.at(-1) === written.at(-1), undefined, "the last item");
-      expect(written.length).toBeGreaterThan(backlog + 5);
+      // (The writer may stop right after the fifth: the wait above saw it between two writes.)
+      expect(written.length).toBeGreaterThanOrEqual(Math.max(atAck, backlog) + 5);
       expect(got).toEqual(written);
       s.close();
     });
