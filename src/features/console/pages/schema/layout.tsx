@@ -2,7 +2,7 @@
 // horizontal, tabs, tab, section) down to field and text components. Components are moved by drag
 // and drop, by buttons, or from the keyboard (Alt+↑/↓ within the container, Alt+← out of it,
 // Alt+→ into the container above); every change is saved into the owner's working copy at once.
-import { useState } from "preact/hooks";
+import { useRef, useState } from "preact/hooks";
 import {
   LAYOUT_CONTAINERS,
   schemaApi,
@@ -11,6 +11,7 @@ import {
   type SchemaDefinition,
   type SchemaLayout,
 } from "../../api";
+import { notifyError } from "../../store";
 import { Dialog, ErrorNote, Field, focusOnMount, issue, Loading, useSubmit } from "../../ui";
 import { LocalizedInputs, type SchemaCtx } from "./common";
 import { labelOf } from "./state";
@@ -67,7 +68,11 @@ export function LayoutEditor(props: {
 }) {
   const { ctx, kind, owner } = props;
   const layout = owner.layout ? ctx.schema.layouts.get(owner.layout) : undefined;
-  const { busy, act } = useSubmit();
+  const { busy: acting, act } = useSubmit();
+  /** Layout saves in order (see `save`): the last one's components, how many wait, failures seen. */
+  const queue = useRef({ tail: Promise.resolve(), ahead: null as Comps | null, waiting: 0, epoch: 0 });
+  const [saving, setSaving] = useState(false);
+  const busy = acting || saving;
   const [dragging, setDragging] = useState<string | null>(null);
   const [over, setOver] = useState<string | null>(null);
   const [adding, setAdding] = useState<string | null>(null);
@@ -82,29 +87,56 @@ export function LayoutEditor(props: {
       </section>
     );
   const comps = layout.components;
-  const save = (next: Comps, keepFocus?: string) =>
-    act(async () => {
-      ctx.state.apply(await schemaApi.setLayout(ctx.project, kind, owner.gid, layout.root, next));
-      if (keepFocus) setFocus(keepFocus);
+  /**
+   * Saves the components `edit` makes of the latest ones: those of the last save still waiting or
+   * running, else the ones shown. Saves go one at a time, so a move made while another saves (a
+   * key pressed twice; the other's change may show already, from the live sync) waits for it and
+   * builds on it: it is neither dropped nor sent on top of the older components, which would undo it.
+   */
+  const save = (edit: (base: Comps) => Comps | null, keepFocus?: string) => {
+    const q = queue.current;
+    const next = edit(q.ahead ?? comps);
+    if (!next) return;
+    const epoch = q.epoch;
+    q.ahead = next;
+    q.waiting++;
+    setSaving(true);
+    q.tail = q.tail.then(async () => {
+      try {
+        // One saved before it failed: it was built on that one, so it is left out too.
+        if (epoch !== q.epoch) return;
+        ctx.state.apply(await schemaApi.setLayout(ctx.project, kind, owner.gid, layout.root, next));
+        if (keepFocus) setFocus(keepFocus);
+      } catch (e) {
+        q.epoch++;
+        q.ahead = null;
+        notifyError(e);
+      } finally {
+        if (--q.waiting === 0) {
+          q.ahead = null;
+          setSaving(false);
+        }
+      }
     });
-  const move = (gid: string, dir: "up" | "down" | "out" | "in") => {
-    const t = target(comps, layout.root, gid, dir);
-    if (t) void save(moved(comps, gid, t.parent, t.index), gid);
   };
+  const move = (gid: string, dir: "up" | "down" | "out" | "in") =>
+    save((base) => {
+      const t = target(base, layout.root, gid, dir);
+      return t ? moved(base, gid, t.parent, t.index) : null;
+    }, gid);
   const drop = (onto: string) => {
     const gid = dragging;
     setDragging(null);
     setOver(null);
-    if (!gid || inside(comps, gid, onto)) return;
-    if (isContainer(comps[onto])) void save(moved(comps, gid, onto, (comps[onto]!.content ?? []).length), gid);
-    else {
-      const parent = parentOf(comps, onto);
-      if (parent)
-        void save(
-          moved(comps, gid, parent, (comps[parent]!.content ?? []).filter((x) => x !== gid).indexOf(onto)),
-          gid,
-        );
-    }
+    if (!gid) return;
+    save((base) => {
+      if (inside(base, gid, onto) || !base[onto]) return null;
+      if (isContainer(base[onto])) return moved(base, gid, onto, (base[onto]!.content ?? []).length);
+      const parent = parentOf(base, onto);
+      return parent
+        ? moved(base, gid, parent, (base[parent]!.content ?? []).filter((x) => x !== gid).indexOf(onto))
+        : null;
+    }, gid);
   };
   const placed = new Set(
     Object.values(comps)
