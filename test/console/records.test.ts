@@ -301,6 +301,25 @@ describe.skipIf(!CHROMIUM)("web console: records", () => {
       `[...document.querySelectorAll('[role=tree] [role=treeitem]')].map((e) => e.getAttribute('aria-label')).join('|').startsWith('Cold storage|Cooler|Ice box XL')`,
     );
     expect(await titles()).toEqual(["Cooler", "Ice box XL", "Freezer"]);
+    // Pressed twice in one go (the second while the first saves): two places, and back.
+    const twice = async (key: string) => {
+      const freezer = tree.getByRole("treeitem", { name: "Freezer" });
+      await freezer.focus();
+      await freezer.evaluate((row, key) => {
+        const Key = row.ownerDocument.defaultView!.KeyboardEvent;
+        for (let i = 0; i < 2; i++) row.dispatchEvent(new Key("keydown", { key, altKey: true, bubbles: true }));
+      }, key);
+    };
+    const shown = (order: string) =>
+      owner.waitForFunction(
+        `[...document.querySelectorAll('[role=tree] [role=treeitem]')].map((e) => e.getAttribute('aria-label')).join('|').startsWith(${JSON.stringify(order)})`,
+      );
+    await twice("ArrowUp");
+    await shown("Cold storage|Freezer|Cooler|Ice box XL");
+    expect(await titles()).toEqual(["Freezer", "Cooler", "Ice box XL"]);
+    await twice("ArrowDown");
+    await shown("Cold storage|Cooler|Ice box XL|Freezer");
+    expect(await titles()).toEqual(["Cooler", "Ice box XL", "Freezer"]);
 
     // Dragged onto the ice box: the freezer becomes its child.
     await tree

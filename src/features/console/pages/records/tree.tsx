@@ -24,6 +24,8 @@ export function RecordTree(props: { rc: RecordsCtx; root: RecordItem; current: s
   const listRef = useRef<HTMLUListElement>(null);
   const nodesRef = useRef(nodes);
   nodesRef.current = nodes;
+  /** Sibling moves in order (see `siblingMove`): the order each parent's children will have, how many wait. */
+  const siblingMoves = useRef({ tail: Promise.resolve(), order: new Map<string, string[]>(), waiting: 0, epoch: 0 });
 
   const load = async (parent: string, size = PAGE) => {
     try {
@@ -103,18 +105,39 @@ export function RecordTree(props: { rc: RecordsCtx; root: RecordItem; current: s
       notifyError(e);
     }
   };
-  const siblingMove = async (r: RecordItem, by: -1 | 1) => {
-    const list = r.parent ? (nodes.get(r.parent)?.items ?? []) : [];
-    const i = list.findIndex((x) => x.gid === r.gid);
-    if (i < 0 || i + by < 0 || i + by >= list.length) return;
-    const before = by < 0 ? list[i - 1]!.gid : (list[i + 2]?.gid ?? null);
-    try {
-      await recordsApi.move(rc.gid, r.gid, { parent: r.parent!, ordering: rc.ordering || undefined, before });
-      await load(r.parent!, Math.max(PAGE, list.length));
-      focusRow(r.gid);
-    } catch (e) {
-      notifyError(e);
-    }
+  /**
+   * Alt+↑/↓ moves go to the server one at a time, each from the order the one before it leaves
+   * (shown or not yet): a key pressed twice moves the record two places, where both presses
+   * used to read the same shown order and ask for the same place.
+   */
+  const siblingMove = (r: RecordItem, by: -1 | 1) => {
+    const parent = r.parent;
+    if (!parent) return;
+    const q = siblingMoves.current;
+    const order = q.order.get(parent) ?? (nodes.get(parent)?.items ?? []).map((x) => x.gid);
+    const i = order.indexOf(r.gid);
+    if (i < 0 || i + by < 0 || i + by >= order.length) return;
+    const before = by < 0 ? order[i - 1]! : (order[i + 2] ?? null);
+    const next = order.filter((g) => g !== r.gid);
+    next.splice(i + by, 0, r.gid);
+    q.order.set(parent, next);
+    q.waiting++;
+    const epoch = q.epoch;
+    q.tail = q.tail.then(async () => {
+      try {
+        // One before it failed: it was built on that one, so it is left out too.
+        if (epoch !== q.epoch) return;
+        await recordsApi.move(rc.gid, r.gid, { parent, ordering: rc.ordering || undefined, before });
+        await load(parent, Math.max(PAGE, next.length));
+        focusRow(r.gid);
+      } catch (e) {
+        q.epoch++;
+        q.order.clear();
+        notifyError(e);
+      } finally {
+        if (--q.waiting === 0) q.order.clear();
+      }
+    });
   };
 
   const onKey = (e: KeyboardEvent) => {
@@ -122,7 +145,7 @@ export function RecordTree(props: { rc: RecordsCtx; root: RecordItem; current: s
     const row = records[i];
     if (!row) return;
     const r = row.r;
-    if (e.altKey && (e.key === "ArrowUp" || e.key === "ArrowDown")) void siblingMove(r, e.key === "ArrowUp" ? -1 : 1);
+    if (e.altKey && (e.key === "ArrowUp" || e.key === "ArrowDown")) siblingMove(r, e.key === "ArrowUp" ? -1 : 1);
     else if (e.key === "ArrowDown" && records[i + 1]) focusRow(records[i + 1]!.r.gid);
     else if (e.key === "ArrowUp" && i > 0) focusRow(records[i - 1]!.r.gid);
     else if (e.key === "Home") focusRow(records[0]!.r.gid);
