@@ -302,6 +302,43 @@ export function useBusy(): [boolean, <T>(fn: () => Promise<T>) => Promise<T | un
 }
 
 /**
+ * Changes that must reach the server one at a time, each built on what the one before it leaves
+ * rather than on what is shown (moves by key: the second press of a key pressed twice comes while
+ * the first saves, and the first may show already, from the live sync). `queue(key, shown, make,
+ * send)` makes the next state of `key` from the last one queued for it (else `shown`) and sends it
+ * after those before it; `make` answering null queues nothing. A failed send drops the changes
+ * queued behind it (they were built on it) and shows its error. `pending`: some are not sent yet.
+ */
+export function useQueuedChanges<S>() {
+  const q = useRef({ tail: Promise.resolve(), ahead: new Map<string, S>(), waiting: 0, epoch: 0 });
+  const [pending, setPending] = useState(false);
+  const queue = (key: string, shown: S, make: (base: S) => S | null, send: (next: S) => Promise<void>) => {
+    const c = q.current;
+    const next = make(c.ahead.get(key) ?? shown);
+    if (next === null) return;
+    c.ahead.set(key, next);
+    c.waiting++;
+    setPending(true);
+    const epoch = c.epoch;
+    c.tail = c.tail.then(async () => {
+      try {
+        if (epoch === c.epoch) await send(next);
+      } catch (e) {
+        c.epoch++;
+        c.ahead.clear();
+        notifyError(e);
+      } finally {
+        if (--c.waiting === 0) {
+          c.ahead.clear();
+          setPending(false);
+        }
+      }
+    });
+  };
+  return { pending, queue };
+}
+
+/**
  * One form's (or action's) submit/busy/error handling: `submit(fn)` is an onSubmit handler that
  * runs `fn` once at a time and keeps what it threw in `error` (for messages next to the fields
  * and an ErrorNote); `act(fn)` does the same for buttons but shows a failure as a notice.

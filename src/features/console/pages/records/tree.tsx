@@ -5,6 +5,7 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import { recordsApi, type RecordItem } from "../../api";
 import { notifyError, useLive } from "../../store";
+import { useQueuedChanges } from "../../ui";
 import type { RecordsCtx } from "./context";
 import { titleOf } from "./schema";
 
@@ -24,8 +25,8 @@ export function RecordTree(props: { rc: RecordsCtx; root: RecordItem; current: s
   const listRef = useRef<HTMLUListElement>(null);
   const nodesRef = useRef(nodes);
   nodesRef.current = nodes;
-  /** Sibling moves in order (see `siblingMove`): the order each parent's children will have, how many wait. */
-  const siblingMoves = useRef({ tail: Promise.resolve(), order: new Map<string, string[]>(), waiting: 0, epoch: 0 });
+  // Sibling moves in order, each from the order the one before it leaves (see `siblingMove`).
+  const siblingMoves = useQueuedChanges<string[]>();
 
   const load = async (parent: string, size = PAGE) => {
     try {
@@ -106,38 +107,31 @@ export function RecordTree(props: { rc: RecordsCtx; root: RecordItem; current: s
     }
   };
   /**
-   * Alt+↑/↓ moves go to the server one at a time, each from the order the one before it leaves
-   * (shown or not yet): a key pressed twice moves the record two places, where both presses
-   * used to read the same shown order and ask for the same place.
+   * Alt+↑/↓: one place among the siblings, from the order the move before it leaves (shown or not
+   * yet, see `useQueuedChanges`), so a key pressed twice moves the record two places.
    */
   const siblingMove = (r: RecordItem, by: -1 | 1) => {
     const parent = r.parent;
     if (!parent) return;
-    const q = siblingMoves.current;
-    const order = q.order.get(parent) ?? (nodes.get(parent)?.items ?? []).map((x) => x.gid);
-    const i = order.indexOf(r.gid);
-    if (i < 0 || i + by < 0 || i + by >= order.length) return;
-    const before = by < 0 ? order[i - 1]! : (order[i + 2] ?? null);
-    const next = order.filter((g) => g !== r.gid);
-    next.splice(i + by, 0, r.gid);
-    q.order.set(parent, next);
-    q.waiting++;
-    const epoch = q.epoch;
-    q.tail = q.tail.then(async () => {
-      try {
-        // One before it failed: it was built on that one, so it is left out too.
-        if (epoch !== q.epoch) return;
+    let before: string | null = null;
+    const shown = (nodes.get(parent)?.items ?? []).map((x) => x.gid);
+    siblingMoves.queue(
+      parent,
+      shown,
+      (order) => {
+        const i = order.indexOf(r.gid);
+        if (i < 0 || i + by < 0 || i + by >= order.length) return null;
+        before = by < 0 ? order[i - 1]! : (order[i + 2] ?? null);
+        const next = order.filter((g) => g !== r.gid);
+        next.splice(i + by, 0, r.gid);
+        return next;
+      },
+      async (next) => {
         await recordsApi.move(rc.gid, r.gid, { parent, ordering: rc.ordering || undefined, before });
         await load(parent, Math.max(PAGE, next.length));
         focusRow(r.gid);
-      } catch (e) {
-        q.epoch++;
-        q.order.clear();
-        notifyError(e);
-      } finally {
-        if (--q.waiting === 0) q.order.clear();
-      }
-    });
+      },
+    );
   };
 
   const onKey = (e: KeyboardEvent) => {

@@ -2,7 +2,7 @@
 // horizontal, tabs, tab, section) down to field and text components. Components are moved by drag
 // and drop, by buttons, or from the keyboard (Alt+↑/↓ within the container, Alt+← out of it,
 // Alt+→ into the container above); every change is saved into the owner's working copy at once.
-import { useRef, useState } from "preact/hooks";
+import { useState } from "preact/hooks";
 import {
   LAYOUT_CONTAINERS,
   schemaApi,
@@ -11,8 +11,7 @@ import {
   type SchemaDefinition,
   type SchemaLayout,
 } from "../../api";
-import { notifyError } from "../../store";
-import { Dialog, ErrorNote, Field, focusOnMount, issue, Loading, useSubmit } from "../../ui";
+import { Dialog, ErrorNote, Field, focusOnMount, issue, Loading, useQueuedChanges, useSubmit } from "../../ui";
 import { LocalizedInputs, type SchemaCtx } from "./common";
 import { labelOf } from "./state";
 
@@ -69,10 +68,9 @@ export function LayoutEditor(props: {
   const { ctx, kind, owner } = props;
   const layout = owner.layout ? ctx.schema.layouts.get(owner.layout) : undefined;
   const { busy: acting, act } = useSubmit();
-  /** Layout saves in order (see `save`): the last one's components, how many wait, failures seen. */
-  const queue = useRef({ tail: Promise.resolve(), ahead: null as Comps | null, waiting: 0, epoch: 0 });
-  const [saving, setSaving] = useState(false);
-  const busy = acting || saving;
+  // Moves are saved in order, each from the components the one before it sends.
+  const changes = useQueuedChanges<Comps>();
+  const busy = acting || changes.pending;
   const [dragging, setDragging] = useState<string | null>(null);
   const [over, setOver] = useState<string | null>(null);
   const [adding, setAdding] = useState<string | null>(null);
@@ -87,38 +85,12 @@ export function LayoutEditor(props: {
       </section>
     );
   const comps = layout.components;
-  /**
-   * Saves the components `edit` makes of the latest ones: those of the last save still waiting or
-   * running, else the ones shown. Saves go one at a time, so a move made while another saves (a
-   * key pressed twice; the other's change may show already, from the live sync) waits for it and
-   * builds on it: it is neither dropped nor sent on top of the older components, which would undo it.
-   */
-  const save = (edit: (base: Comps) => Comps | null, keepFocus?: string) => {
-    const q = queue.current;
-    const next = edit(q.ahead ?? comps);
-    if (!next) return;
-    const epoch = q.epoch;
-    q.ahead = next;
-    q.waiting++;
-    setSaving(true);
-    q.tail = q.tail.then(async () => {
-      try {
-        // One saved before it failed: it was built on that one, so it is left out too.
-        if (epoch !== q.epoch) return;
-        ctx.state.apply(await schemaApi.setLayout(ctx.project, kind, owner.gid, layout.root, next));
-        if (keepFocus) setFocus(keepFocus);
-      } catch (e) {
-        q.epoch++;
-        q.ahead = null;
-        notifyError(e);
-      } finally {
-        if (--q.waiting === 0) {
-          q.ahead = null;
-          setSaving(false);
-        }
-      }
+  /** Saves the components `edit` makes of the latest ones (see `useQueuedChanges`). */
+  const save = (edit: (base: Comps) => Comps | null, keepFocus?: string) =>
+    changes.queue(layout.gid, comps, edit, async (next) => {
+      ctx.state.apply(await schemaApi.setLayout(ctx.project, kind, owner.gid, layout.root, next));
+      if (keepFocus) setFocus(keepFocus);
     });
-  };
   const move = (gid: string, dir: "up" | "down" | "out" | "in") =>
     save((base) => {
       const t = target(base, layout.root, gid, dir);
