@@ -241,13 +241,7 @@ describe("bulk jobs", () => {
     const job = await finished(token);
     expect(job).toMatchObject({ project_gid: project, job: "bulk_delete_assets", status: "done" });
     expect(job.info).toMatchObject({ total: 11, remaining: 0, done: 11 });
-    // The row reads done as it commits; its item is served once the log is synced.
-    const jobItems = await until(async () => {
-      const sync = (await srv.call("/sync/get", { token: alice.token, body: { cc_cursor: c0 } })).body.result
-        .sync as any[];
-      const mine = sync.filter((i) => i.data_type === "jobs" && i.data_key === token);
-      return mine.at(-1)?.data.status === "done" ? mine : undefined;
-    });
+    const jobItems = await srv.finalJobItems(alice.token, token, c0);
     expect(jobItems.length).toBeGreaterThanOrEqual(2);
     for (const i of jobItems) {
       expect(i).toMatchObject({ type: "cc", action: "UPDATE" });

@@ -34,15 +34,9 @@ let alice: { gid: string; token: string };
 let bob: { gid: string; token: string };
 let project: string;
 
-/** Waits until the job's last `jobs` sync item (as the owner sees it) is final; returns all its items. */
-async function finished(s: TestServer, token: string, jobToken: string, since: number) {
-  return until(async () => {
-    const r = await s.call("/sync/get", { token, body: { cc_cursor: since } });
-    const items = (r.body.result.sync as any[]).filter((i) => i.data_type === "jobs" && i.data_key === jobToken);
-    const last = items.at(-1)?.data.status;
-    return last === "done" || last === "rejected" ? items : undefined;
-  });
-}
+/** Waits until the job's last `jobs` sync item (as the caller sees it) is final; returns all its items. */
+const finished = (s: TestServer, token: string, jobToken: string, since: number) =>
+  s.finalJobItems(token, jobToken, since);
 
 async function cursor(token: string) {
   return (await srv.call("/sync/cursors", { token, body: {} })).body.result["cc.cursor"];

@@ -187,6 +187,24 @@ export class TestServer {
     return items.map((i) => `${i.action} ${i.data_type} ${i.data_key}`);
   }
 
+  /**
+   * The `jobs` sync items of job `jobToken` the caller sees after `since`, once the last one is
+   * final (done or rejected). Waited for, not read once: the job's row reads final as it commits,
+   * and a sync page serves its item only once the log is synced.
+   */
+  async finalJobItems(token: string, jobToken: string, since = 0): Promise<any[]> {
+    return await until(
+      async () => {
+        const r = await this.call("/sync/get", { token, body: { cc_cursor: since } });
+        const items = (r.body.result.sync as any[]).filter((i) => i.data_type === "jobs" && i.data_key === jobToken);
+        const last = items.at(-1)?.data.status;
+        return last === "done" || last === "rejected" ? items : undefined;
+      },
+      undefined,
+      `job ${jobToken} to end`,
+    );
+  }
+
   /** Creates a project owned by the given token's user; returns its gid. */
   async project(token: string, name = "Project"): Promise<string> {
     const r = await this.call("/api/projects/create", { token, body: { name } });

@@ -98,17 +98,6 @@ async function jobItems(token: string, since: number, jobToken: string) {
   return (r.body.result.sync as any[]).filter((i) => i.data_type === "jobs" && i.data_key === jobToken);
 }
 
-/**
- * The job's items once its final state (`status`) is among them. A sync page stops below items
- * whose log is not synced yet, so the row can read `done` a moment before its item is served.
- */
-async function finalItems(token: string, since: number, jobToken: string, status: string) {
-  return await until(async () => {
-    const items = await jobItems(token, since, jobToken);
-    return items.at(-1)?.data.status === status ? items : undefined;
-  });
-}
-
 describe("job runner", () => {
   test("a job goes from queued through processing to done, seen in /sync/get by its starter and the owner only", async () => {
     const since = await cursorOf(alice.token);
@@ -118,7 +107,7 @@ describe("job runner", () => {
       userGid: bob.gid,
       params: { n: 6, ms: 60 },
     });
-    const seen = await finalItems(bob.token, since, token, "done");
+    const seen = await srv.finalJobItems(bob.token, token, since);
     expect(seen[0]).toEqual({
       type: "cc",
       cursor: expect.any(Number),
@@ -152,7 +141,7 @@ describe("job runner", () => {
   test("a failing job is rejected with info.error and its code", async () => {
     const since = await cursorOf(alice.token);
     const token = await srv.ctx.jobs.enqueue({ kind: "test.fail", projectGid: project, userGid: alice.gid });
-    const items = await finalItems(alice.token, since, token, "rejected");
+    const items = await srv.finalJobItems(alice.token, token, since);
     expect(items.map((i) => i.data.status)).toEqual(["queued", "processing", "rejected"]);
     expect(items.at(-1).data.info).toEqual({ error: "The job failed on purpose", code: 422 });
   });

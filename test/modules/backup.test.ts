@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { call } from "../helpers/scenario";
-import { TestServer, until, SLOW_TEST_MS } from "../helpers/server";
+import { TestServer, SLOW_TEST_MS } from "../helpers/server";
 
 let srv: TestServer;
 let owner: { gid: string; token: string };
@@ -21,17 +21,8 @@ async function job(op: "create" | "restore", body: unknown): Promise<any> {
   const r = await call(srv, at(`backups/${op}`), owner, body);
   expect(r.status).toBe(200);
   const token = r.body.result["job.token"];
-  await until(
-    async () => {
-      const items = (await srv.call("/sync/get", { token: owner.token, body: { cc_cursor: since } })).body.result
-        .sync as any[];
-      const last = items.filter((i) => i.data_type === "jobs" && i.data_key === token).at(-1);
-      if (last?.data.status === "rejected") throw new Error(JSON.stringify(last.data.info));
-      return last?.data.status === "done";
-    },
-    undefined,
-    `backups/${op}`,
-  );
+  const last = (await srv.finalJobItems(owner.token, token, since)).at(-1);
+  if (last.data.status === "rejected") throw new Error(`backups/${op}: ${JSON.stringify(last.data.info)}`);
   return r.body.result;
 }
 

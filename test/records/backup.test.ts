@@ -2,7 +2,6 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { until } from "../helpers/server";
 import { recordsWorld } from "./helpers";
 
 let w: Awaited<ReturnType<typeof recordsWorld>>;
@@ -11,13 +10,9 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(() => w.srv.stop());
 
+/** The job's final state, from its last `jobs` sync item. */
 async function jobDone(token: string) {
-  return until(async () => {
-    const r = await w.srv.call("/sync/get", { token: w.owner.token, body: { cc_cursor: 0 } });
-    const items = (r.body.result.sync as any[]).filter((i) => i.data_type === "jobs" && i.data_key === token);
-    const last = items.at(-1)?.data;
-    return last && (last.status === "done" || last.status === "rejected") ? last : undefined;
-  });
+  return (await w.srv.finalJobItems(w.owner.token, token)).at(-1).data;
 }
 
 /** The project's rows of the records' tables, each table in the order of its key. */

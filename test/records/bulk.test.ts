@@ -4,7 +4,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { insertRecordIn, mustRecord, recordsWrite } from "../../src/features/records/records.service";
-import { SLOW_TEST_MS, until } from "../helpers/server";
+import { SLOW_TEST_MS } from "../helpers/server";
 import { interruptedJob, recordsWorld } from "./helpers";
 
 let w: Awaited<ReturnType<typeof recordsWorld>>;
@@ -19,13 +19,10 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(() => w.srv.stop());
 
+/** The job's `jobs` sync items once it has ended, and its final state. */
 async function jobDone(token: string) {
-  return until(async () => {
-    const r = await w.srv.call("/sync/get", { token: w.owner.token, body: { cc_cursor: 0 } });
-    const all = (r.body.result.sync as any[]).filter((i) => i.data_type === "jobs" && i.data_key === token);
-    const last = all.at(-1)?.data;
-    return last && (last.status === "done" || last.status === "rejected") ? { last, all } : undefined;
-  });
+  const all = await w.srv.finalJobItems(w.owner.token, token);
+  return { last: all.at(-1).data, all };
 }
 
 async function pageAll(body: Record<string, unknown>, during?: (page: number) => Promise<void>) {
