@@ -1,6 +1,6 @@
 // Headless Chromium for the console's end-to-end tests: Debian's `chromium` package driven by
 // playwright-core (no browser download). Without it the tests are skipped with this message.
-import { chromium, type Browser, type Page } from "playwright-core";
+import { chromium, type Browser, type Locator, type Page } from "playwright-core";
 import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 
@@ -37,4 +37,16 @@ export function watchErrors(page: Page): string[] {
     if (m.type() === "error" && !/Failed to load resource/.test(m.text())) errors.push(`console: ${m.text()}`);
   });
   return errors;
+}
+
+/**
+ * Focuses `row` and presses Alt+`key` on it twice in one go (two keydown events in one task), so
+ * the second comes while the first one's change is still saving.
+ */
+export async function altKeyTwice(row: Locator, key: string): Promise<void> {
+  await row.focus();
+  await row.evaluate((el, key) => {
+    const Key = el.ownerDocument.defaultView!.KeyboardEvent;
+    for (let i = 0; i < 2; i++) el.dispatchEvent(new Key("keydown", { key, altKey: true, bubbles: true }));
+  }, key);
 }

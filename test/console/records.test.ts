@@ -9,7 +9,7 @@ import { readFileSync } from "node:fs";
 import { gzipSync } from "node:zlib";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { TestServer, until } from "../helpers/server";
-import { CHROMIUM, launch, screenshot, watchErrors } from "./browser";
+import { altKeyTwice, CHROMIUM, launch, screenshot, watchErrors } from "./browser";
 
 setDefaultTimeout(120_000);
 
@@ -295,29 +295,20 @@ describe.skipIf(!CHROMIUM)("web console: records", () => {
     const tree = owner.getByRole("tree", { name: "Records" });
     const titles = async () => Promise.all((await childGids(root)).map(async (g) => (await record(g)).title.en));
     expect(await titles()).toEqual(["Ice box XL", "Cooler", "Freezer"]);
-    await tree.getByRole("treeitem", { name: "Cooler" }).focus();
-    await owner.keyboard.press("Alt+ArrowUp");
-    await owner.waitForFunction(
-      `[...document.querySelectorAll('[role=tree] [role=treeitem]')].map((e) => e.getAttribute('aria-label')).join('|').startsWith('Cold storage|Cooler|Ice box XL')`,
-    );
-    expect(await titles()).toEqual(["Cooler", "Ice box XL", "Freezer"]);
-    // Pressed twice in one go (the second while the first saves): two places, and back.
-    const twice = async (key: string) => {
-      const freezer = tree.getByRole("treeitem", { name: "Freezer" });
-      await freezer.focus();
-      await freezer.evaluate((row, key) => {
-        const Key = row.ownerDocument.defaultView!.KeyboardEvent;
-        for (let i = 0; i < 2; i++) row.dispatchEvent(new Key("keydown", { key, altKey: true, bubbles: true }));
-      }, key);
-    };
+    /** Waits until the tree's rows, from the top, read `order` (titles joined by |). */
     const shown = (order: string) =>
       owner.waitForFunction(
         `[...document.querySelectorAll('[role=tree] [role=treeitem]')].map((e) => e.getAttribute('aria-label')).join('|').startsWith(${JSON.stringify(order)})`,
       );
-    await twice("ArrowUp");
+    await tree.getByRole("treeitem", { name: "Cooler" }).focus();
+    await owner.keyboard.press("Alt+ArrowUp");
+    await shown("Cold storage|Cooler|Ice box XL");
+    expect(await titles()).toEqual(["Cooler", "Ice box XL", "Freezer"]);
+    // Pressed twice in one go (the second while the first saves): two places, and back.
+    await altKeyTwice(tree.getByRole("treeitem", { name: "Freezer" }), "ArrowUp");
     await shown("Cold storage|Freezer|Cooler|Ice box XL");
     expect(await titles()).toEqual(["Freezer", "Cooler", "Ice box XL"]);
-    await twice("ArrowDown");
+    await altKeyTwice(tree.getByRole("treeitem", { name: "Freezer" }), "ArrowDown");
     await shown("Cold storage|Cooler|Ice box XL|Freezer");
     expect(await titles()).toEqual(["Cooler", "Ice box XL", "Freezer"]);
 

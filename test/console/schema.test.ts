@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { Browser, Page } from "playwright-core";
 import { TestServer } from "../helpers/server";
-import { CHROMIUM, launch, screenshot, watchErrors } from "./browser";
+import { altKeyTwice, CHROMIUM, launch, screenshot, watchErrors } from "./browser";
 
 setDefaultTimeout(180_000);
 
@@ -258,14 +258,9 @@ describe.skipIf(!CHROMIUM)("web console: schema", () => {
     await page.keyboard.press("Alt+ArrowUp");
     await rootOrder(["field Color", "section Looks", "field Size"]);
     // Two presses in one go: the second is made while the first saves, and both count.
-    const twice = (key: string) =>
-      tree.getByRole("treeitem", { name: "field Size" }).evaluate((row, key) => {
-        const Key = row.ownerDocument.defaultView!.KeyboardEvent;
-        for (let i = 0; i < 2; i++) row.dispatchEvent(new Key("keydown", { key, altKey: true, bubbles: true }));
-      }, key);
-    await twice("ArrowUp");
+    await altKeyTwice(tree.getByRole("treeitem", { name: "field Size" }), "ArrowUp");
     await rootOrder(["field Size", "field Color", "section Looks"]);
-    await twice("ArrowDown");
+    await altKeyTwice(tree.getByRole("treeitem", { name: "field Size" }), "ArrowDown");
     await rootOrder(["field Color", "section Looks", "field Size"]);
     await tree.getByRole("treeitem", { name: "field Size" }).focus();
     await page.keyboard.press("Alt+ArrowRight");
