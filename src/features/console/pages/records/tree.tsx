@@ -113,7 +113,6 @@ export function RecordTree(props: { rc: RecordsCtx; root: RecordItem; current: s
   const siblingMove = (r: RecordItem, by: -1 | 1) => {
     const parent = r.parent;
     if (!parent) return;
-    let before: string | null = null;
     const shown = (nodes.get(parent)?.items ?? []).map((x) => x.gid);
     siblingMoves.queue(
       parent,
@@ -121,12 +120,13 @@ export function RecordTree(props: { rc: RecordsCtx; root: RecordItem; current: s
       (order) => {
         const i = order.indexOf(r.gid);
         if (i < 0 || i + by < 0 || i + by >= order.length) return null;
-        before = by < 0 ? order[i - 1]! : (order[i + 2] ?? null);
         const next = order.filter((g) => g !== r.gid);
         next.splice(i + by, 0, r.gid);
         return next;
       },
       async (next) => {
+        // Before the sibling that follows it in its new place (none: last).
+        const before = next[next.indexOf(r.gid) + 1] ?? null;
         await recordsApi.move(rc.gid, r.gid, { parent, ordering: rc.ordering || undefined, before });
         await load(parent, Math.max(PAGE, next.length));
         focusRow(r.gid);
