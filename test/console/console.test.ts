@@ -163,10 +163,13 @@ describe.skipIf(!CHROMIUM)("web console", () => {
     expect(memberWidths.every((w: number) => w === 160)).toBe(true);
   });
 
-  test("the owner's folder, rename and move show up on the member's open page without a reload", async () => {
+  test("a new folder is named from the keyboard as its dialog opens, and the owner's folder, rename and move show up on the member's open page without a reload", async () => {
     await owner.getByRole("button", { name: "New folder" }).click();
-    await owner.getByLabel("Folder name").fill("Shoes");
-    await owner.getByRole("button", { name: "Create", exact: true }).click();
+    // The dialog opens with its name field focused (not its Close button): type, then Enter.
+    await owner.locator("dialog[open]").waitFor();
+    expect(await owner.evaluate("document.activeElement?.getAttribute('name')")).toBe("folder-name");
+    await owner.keyboard.type("Shoes");
+    await owner.keyboard.press("Enter");
     await member.locator('li.tile[data-name="Shoes"]').waitFor();
     await member.getByRole("navigation", { name: "Folders" }).getByRole("link", { name: "Shoes" }).waitFor();
 

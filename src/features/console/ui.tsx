@@ -68,6 +68,9 @@ export function Dialog(props: { title: string; onClose: () => void; children: Co
     const d = ref.current!;
     const before = document.activeElement as HTMLElement | null;
     if (!d.open) d.showModal();
+    // showModal focuses the first control (the Close button); a control that asked for the focus
+    // while the dialog was still closed (focusOnMount, which could not focus it then) gets it.
+    d.querySelector<HTMLElement>("[data-focused]")?.focus();
     return () => {
       d.close();
       if (before?.isConnected) before.focus();
