@@ -452,7 +452,7 @@ describe.skipIf(!CHROMIUM)("web console", () => {
     await page.close();
   });
 
-  test("the main pages fit a 360 px wide phone and a 1920 px wide screen", async () => {
+  test("the main pages fit a 360 px wide phone and a 1920 px wide screen, with no empty band under the project's title bar on the phone", async () => {
     const pages = [
       "/console/projects",
       `/console/p/${projectGid}/assets`,
@@ -479,6 +479,15 @@ describe.skipIf(!CHROMIUM)("web console", () => {
         await owner.waitForLoadState("networkidle");
         const overflow = Number(await owner.evaluate("document.documentElement.scrollWidth - window.innerWidth"));
         expect({ path, width, overflow }).toEqual({ path, width, overflow: 0 });
+        // A short page leaves no empty band under the project's title bar (its folded menu).
+        if (width === 360 && path.includes("/p/")) {
+          const band = Number(
+            await owner.evaluate(
+              "document.querySelector('.project-nav').getBoundingClientRect().bottom - document.querySelector('.project-title').getBoundingClientRect().bottom",
+            ),
+          );
+          expect({ path, width, band: band < 20 }).toEqual({ path, width, band: true });
+        }
         await screenshot(owner, `09-${width}-${path.split("/").filter(Boolean).pop()}`);
       }
     }
