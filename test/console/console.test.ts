@@ -452,14 +452,21 @@ describe.skipIf(!CHROMIUM)("web console", () => {
     await page.close();
   });
 
-  test("the main pages fit a 360 px wide phone and a 1920 px wide screen, with no empty band under the project's title bar on the phone", async () => {
+  test("the main pages (the API keys' table too) fit a 360 px wide phone and a 1920 px wide screen, with no empty band under the project's title bar on the phone", async () => {
     const pages = [
       "/console/projects",
       `/console/p/${projectGid}/assets`,
       `/console/p/${projectGid}/members`,
       `/console/p/${projectGid}/backups`,
+      `/console/p/${projectGid}/apikeys`,
       "/console/account",
     ];
+    // A key, so the API keys page shows its table.
+    const made = await server.call(`/api/p/${projectGid}/apikeys/create`, {
+      token: await ownerToken(),
+      body: { name: "Phone check" },
+    });
+    expect(made.status).toBe(200);
     for (const [width, height] of [
       [360, 740],
       [1920, 1080],
