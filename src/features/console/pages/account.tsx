@@ -1,6 +1,6 @@
 // The signed-in person: profile, avatar, email address, memberships, deleting the account.
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
-import { account, ApiError, type Session, type User } from "../api";
+import { account, ApiError, type Project, type Session, type User } from "../api";
 import { notify, notifyError, reloadSession, session$, signOut, useStore } from "../store";
 import { Avatar, confirm, ErrorNote, Field, issue, Link, useBusy, focusOnMount } from "../ui";
 
@@ -15,7 +15,10 @@ export function AccountPage() {
       <AvatarPanel me={me} />
       <EmailPanel me={me} />
       <Memberships session={session} />
-      <DeletePanel me={me} />
+      <DeletePanel
+        me={me}
+        owned={[...session.projects.values()].filter((p) => p.owner === session.user && p.status === "active")}
+      />
     </main>
   );
 }
@@ -308,8 +311,9 @@ function Memberships(props: { session: Session }) {
   );
 }
 
-function DeletePanel(props: { me: User }) {
+function DeletePanel(props: { me: User; owned: Project[] }) {
   const [error, setError] = useState<unknown>(null);
+  const owned = props.owned;
   return (
     <section class="panel danger-zone" aria-labelledby="delacc-h">
       <h2 id="delacc-h">Delete your account</h2>
@@ -317,8 +321,23 @@ function DeletePanel(props: { me: User }) {
         Your memberships end and the projects you deleted earlier are removed for good. Delete the projects you still
         own first.
       </p>
+      {/* The server refuses while the account owns an active project: say which, before any confirmation. */}
+      {owned.length ? (
+        <p id="delacc-owned" class="muted">
+          {owned.length === 1 ? "You still own " : `You still own ${owned.length} projects: `}
+          {owned.map((p, i) => (
+            <span key={p.gid}>
+              {i ? ", " : ""}
+              <Link href={`/console/p/${p.gid}/settings`}>{p.name}</Link>
+            </span>
+          ))}
+          . Delete {owned.length === 1 ? "it" : "them"} in {owned.length === 1 ? "its" : "their"} settings first.
+        </p>
+      ) : null}
       <button
         class="btn danger"
+        disabled={owned.length > 0}
+        aria-describedby={owned.length ? "delacc-owned" : undefined}
         onClick={async () => {
           setError(null);
           const ok = await confirm({
