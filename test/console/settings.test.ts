@@ -106,4 +106,40 @@ describe.skipIf(!CHROMIUM)("web console: project settings", () => {
     expect(o.orderedfieldlists).toEqual([]);
     expect(errors).toEqual([]);
   });
+
+  test("the keyboard keeps its place: a moved channel keeps the focus on its arrows, Escape leaves a rename for its Edit name button, and an added language's row takes the focus", async () => {
+    const focusIs = (label: string) =>
+      page.waitForFunction(`document.activeElement?.getAttribute("aria-label") === ${JSON.stringify(label)}`);
+    const channels = page.locator('section[data-setting="channel"]');
+    // [all records], Web shop, Main channel: Main channel moves up to right under the fixed first
+    // entry (its ↑ is then disabled, so ↓ takes the focus), then back down to the end.
+    const gid = /\/console\/p\/([0-9a-z]+)\//.exec(page.url())![1]!;
+    // Each move is followed by the page's re-read of the project (its sync item): the next one
+    // waits for it, so that re-read cannot come back with the order before the next move.
+    const move = async (label: string, position: number) => {
+      const reread = page.waitForResponse((r) => r.url().endsWith(`/api/p/${gid}/init`));
+      await page.keyboard.press("Enter");
+      await channels.locator("li").nth(position).getByText("Main channel", { exact: true }).waitFor();
+      await reread;
+      await focusIs(label);
+    };
+    await channels.getByRole("button", { name: "Move Main channel up" }).focus();
+    await move("Move Main channel down", 1);
+    await move("Move Main channel up", 2);
+
+    await channels.getByRole("button", { name: "Edit the name of Web shop" }).focus();
+    await page.keyboard.press("Enter");
+    await channels.getByLabel("New name of Web shop").waitFor();
+    await page.keyboard.type(" 2");
+    await page.keyboard.press("Escape");
+    await channels.getByLabel("New name of Web shop").waitFor({ state: "detached" });
+    await focusIs("Edit the name of Web shop");
+    expect(await channels.getByText("Web shop", { exact: true }).count()).toBe(1);
+
+    await page.getByLabel("Language to add").selectOption("fr");
+    await page.getByRole("button", { name: "Add language" }).focus();
+    await page.keyboard.press("Enter");
+    await focusIs("Move French up");
+    expect(errors).toEqual([]);
+  });
 });

@@ -1,6 +1,6 @@
 // Small shared pieces: links, fields, dialogs, confirmations, progress, avatars, notices.
 import type { AnchorHTMLAttributes, ComponentChildren, TargetedMouseEvent } from "preact";
-import { useEffect, useRef, useState } from "preact/hooks";
+import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import { ApiError, media, type Job, type Project, type User } from "./api";
 import { createStore, dismiss, navigate, notices$, notifyError, useStore } from "./store";
 
@@ -375,6 +375,41 @@ export function useSubmit() {
       void run(fn);
     },
     act: <T,>(fn: () => Promise<T>) => run(fn, notifyError),
+  };
+}
+
+/**
+ * Keeps the keyboard's place through an action that re-renders the list it started from: the
+ * button pressed is disabled while the action runs (the browser then drops the focus to the page)
+ * or is replaced (a rename form gives way to the row again). `refocus(...selectors)` asks for the
+ * focus to go, once the list has re-rendered and `busy` is over, to the first enabled element in
+ * `root` that matches one of them; nothing happens if the focus has meanwhile gone elsewhere.
+ */
+export function useRefocus<T extends HTMLElement>(busy = false) {
+  const root = useRef<T>(null);
+  const want = useRef<string[] | null>(null);
+  // A layout effect: it runs as its render commits, so it sees that render's `busy`. (An effect
+  // runs after the paint, and one of a render from before the press could run after it, take
+  // the request and find the button not yet disabled.)
+  useLayoutEffect(() => {
+    if (busy || !want.current) return;
+    const selectors = want.current;
+    want.current = null;
+    const now = document.activeElement;
+    if (now && now !== document.body && !root.current?.contains(now)) return;
+    for (const s of selectors) {
+      const el = root.current?.querySelector<HTMLElement>(s);
+      if (el && !(el as HTMLButtonElement).disabled) {
+        el.focus();
+        return;
+      }
+    }
+  });
+  return {
+    root,
+    refocus: (...selectors: string[]) => {
+      want.current = selectors;
+    },
   };
 }
 

@@ -3,7 +3,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { settingsApi, type Project, type Setting, type SettingKind } from "../api";
 import { notify, notifyError, session$, useStore } from "../store";
-import { confirm, Dialog, Empty, ErrorNote, Field, focusOnMount, issue, useBusy } from "../ui";
+import { confirm, Dialog, Empty, ErrorNote, Field, focusOnMount, issue, useBusy, useRefocus } from "../ui";
 
 /** The settings sections; shows the answer of each change at once (the sync item follows). */
 export function ProjectSettings(props: { project: Project }) {
@@ -33,6 +33,8 @@ function Languages(props: SectionProps) {
   const [removing, setRemoving] = useState<string | null>(null);
   const [error, setError] = useState<unknown>(null);
   const [busy, run] = useBusy();
+  const { root, refocus } = useRefocus<HTMLElement>(busy);
+  const row = (code: string) => `li[data-language="${code}"]`;
   const act = (fn: () => Promise<Project>, done: string) =>
     run(async () => {
       try {
@@ -44,7 +46,7 @@ function Languages(props: SectionProps) {
     });
 
   return (
-    <section class="panel" aria-labelledby="languages-h">
+    <section class="panel" aria-labelledby="languages-h" ref={root}>
       <h2 id="languages-h">Languages</h2>
       <p class="muted">The first language is the project's main language.</p>
       <ul class="rows" aria-label="Languages">
@@ -60,9 +62,14 @@ function Languages(props: SectionProps) {
                   class="btn small"
                   disabled={busy || i === 0}
                   aria-label={`Move ${nameOf(code)} up`}
-                  onClick={() =>
-                    act(() => settingsApi.moveLanguage(project.gid, code, languages[i - 1]!), `${nameOf(code)} moved`)
-                  }
+                  data-act="up"
+                  onClick={() => {
+                    refocus(`${row(code)} [data-act="up"]`, `${row(code)} [data-act="down"]`);
+                    void act(
+                      () => settingsApi.moveLanguage(project.gid, code, languages[i - 1]!),
+                      `${nameOf(code)} moved`,
+                    );
+                  }}
                 >
                   ↑
                 </button>
@@ -70,12 +77,14 @@ function Languages(props: SectionProps) {
                   class="btn small"
                   disabled={busy || i === languages.length - 1}
                   aria-label={`Move ${nameOf(code)} down`}
-                  onClick={() =>
-                    act(
+                  data-act="down"
+                  onClick={() => {
+                    refocus(`${row(code)} [data-act="down"]`, `${row(code)} [data-act="up"]`);
+                    void act(
                       () => settingsApi.moveLanguage(project.gid, code, languages[i + 2] ?? null),
                       `${nameOf(code)} moved`,
-                    )
-                  }
+                    );
+                  }}
                 >
                   ↓
                 </button>
@@ -99,6 +108,8 @@ function Languages(props: SectionProps) {
             e.preventDefault();
             if (!adding) return;
             setError(null);
+            // The added language's row, or the list of the ones left to add.
+            refocus(`${row(adding)} [data-act="up"]`, 'select[name="add-language"]');
             void run(async () => {
               try {
                 onChange(await settingsApi.addLanguage(project.gid, adding));
@@ -224,9 +235,15 @@ function SettingList(props: SectionProps & { kind: SettingKind; title: string })
       }
     });
   const headId = `${kind}s-h`;
+  const { root, refocus } = useRefocus<HTMLElement>(busy);
+  const row = (key: string) => `li[data-key="${CSS.escape(key)}"]`;
+  const stopEditing = (key: string) => {
+    refocus(`${row(key)} [data-act="edit"]`);
+    setEditing(null);
+  };
 
   return (
-    <section class="panel" aria-labelledby={headId} data-setting={kind}>
+    <section class="panel" aria-labelledby={headId} data-setting={kind} ref={root}>
       <h2 id={headId}>{title}</h2>
       {list.length ? (
         <ul class="rows" aria-label={title}>
@@ -240,10 +257,10 @@ function SettingList(props: SectionProps & { kind: SettingKind; title: string })
                     taken={(n) =>
                       sameName(n, s.key) ? `There is already a ${singular} named “${n.trim()}”` : undefined
                     }
-                    onCancel={() => setEditing(null)}
+                    onCancel={() => stopEditing(s.key)}
                     onSave={async (next) => {
                       onChange(await settingsApi.rename(project.gid, kind, s.key, next));
-                      setEditing(null);
+                      stopEditing(s.key);
                       notify(`Renamed to ${next}`);
                     }}
                   />
@@ -264,9 +281,11 @@ function SettingList(props: SectionProps & { kind: SettingKind; title: string })
                     class="btn small"
                     disabled={busy || i === 0 || fixed(list[i - 1]!)}
                     aria-label={`Move ${s.name} up`}
-                    onClick={() =>
-                      act(() => settingsApi.move(project.gid, kind, s.key, list[i - 1]!.key), `${s.name} moved`)
-                    }
+                    data-act="up"
+                    onClick={() => {
+                      refocus(`${row(s.key)} [data-act="up"]`, `${row(s.key)} [data-act="down"]`);
+                      void act(() => settingsApi.move(project.gid, kind, s.key, list[i - 1]!.key), `${s.name} moved`);
+                    }}
                   >
                     ↑
                   </button>
@@ -274,9 +293,14 @@ function SettingList(props: SectionProps & { kind: SettingKind; title: string })
                     class="btn small"
                     disabled={busy || i === list.length - 1}
                     aria-label={`Move ${s.name} down`}
-                    onClick={() =>
-                      act(() => settingsApi.move(project.gid, kind, s.key, list[i + 2]?.key ?? null), `${s.name} moved`)
-                    }
+                    data-act="down"
+                    onClick={() => {
+                      refocus(`${row(s.key)} [data-act="down"]`, `${row(s.key)} [data-act="up"]`);
+                      void act(
+                        () => settingsApi.move(project.gid, kind, s.key, list[i + 2]?.key ?? null),
+                        `${s.name} moved`,
+                      );
+                    }}
                   >
                     ↓
                   </button>
@@ -284,6 +308,7 @@ function SettingList(props: SectionProps & { kind: SettingKind; title: string })
                     class="btn small"
                     disabled={busy}
                     aria-label={`Edit the name of ${s.name}`}
+                    data-act="edit"
                     onClick={() => setEditing(s.key)}
                   >
                     Edit name
@@ -292,6 +317,7 @@ function SettingList(props: SectionProps & { kind: SettingKind; title: string })
                     class="btn small danger"
                     disabled={busy}
                     aria-label={`Delete ${s.name}`}
+                    data-act="delete"
                     onClick={async () => {
                       const ok = await confirm({
                         title: `Delete ${singular}`,
@@ -299,7 +325,15 @@ function SettingList(props: SectionProps & { kind: SettingKind; title: string })
                         action: "Delete",
                         danger: true,
                       });
-                      if (ok) void act(() => settingsApi.remove(project.gid, kind, s.key), `${s.name} deleted`);
+                      if (!ok) return;
+                      // The row goes: the focus goes to the next one's (or the one before's) Delete.
+                      const near = [list[i + 1], list[i - 1]].filter((n): n is Setting => !!n && !fixed(n));
+                      refocus(
+                        `${row(s.key)} [data-act="delete"]`,
+                        ...near.map((n) => `${row(n.key)} [data-act="delete"]`),
+                        `input[name="new-${kind}"]`,
+                      );
+                      void act(() => settingsApi.remove(project.gid, kind, s.key), `${s.name} deleted`);
                     }}
                   >
                     Delete
@@ -365,6 +399,11 @@ function RenameForm(props: {
   return (
     <form
       class="inline-form"
+      onKeyDown={(e) => {
+        if (e.key !== "Escape") return;
+        e.preventDefault();
+        props.onCancel();
+      }}
       onSubmit={(e) => {
         e.preventDefault();
         setError(null);
