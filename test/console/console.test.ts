@@ -452,7 +452,7 @@ describe.skipIf(!CHROMIUM)("web console", () => {
     await page.close();
   });
 
-  test("the main pages (the API keys' table too) fit a 360 px wide phone and a 1920 px wide screen, with no empty band under the project's title bar on the phone", async () => {
+  test("the main pages (the API keys' table too) fit a 360 px wide phone and a 1920 px wide screen, with the asset search's placeholder whole and no empty band under the project's title bar on the phone", async () => {
     const pages = [
       "/console/projects",
       `/console/p/${projectGid}/assets`,
@@ -486,6 +486,20 @@ describe.skipIf(!CHROMIUM)("web console", () => {
         await owner.waitForLoadState("networkidle");
         const overflow = Number(await owner.evaluate("document.documentElement.scrollWidth - window.innerWidth"));
         expect({ path, width, overflow }).toEqual({ path, width, overflow: 0 });
+        // The asset search's words field is wide enough for its placeholder.
+        if (path.endsWith("/assets")) {
+          const room = Number(
+            await owner.evaluate(`(() => {
+              const input = document.querySelector('form.search input[type=search], form.search input');
+              const style = getComputedStyle(input);
+              const ctx = document.createElement('canvas').getContext('2d');
+              ctx.font = style.font;
+              const inner = input.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+              return inner - ctx.measureText(input.placeholder).width;
+            })()`),
+          );
+          expect({ path, width, placeholderFits: room >= 0 }).toEqual({ path, width, placeholderFits: true });
+        }
         // A short page leaves no empty band under the project's title bar (its folded menu).
         if (width === 360 && path.includes("/p/")) {
           const band = Number(
