@@ -440,6 +440,22 @@ describe.skipIf(!CHROMIUM)("web console", () => {
     await page.close();
   });
 
+  test("an error page of a proxy in front of the server (HTTP 502, not JSON) is shown as a sentence, not a bare status", async () => {
+    const page = await browser.newPage();
+    await page.route("**/api/login", (route) =>
+      route.fulfill({ status: 502, contentType: "text/html", body: "<html><body>Bad Gateway</body></html>" }),
+    );
+    await page.goto(server.url + "/");
+    await page.getByLabel("Username").fill("olivia");
+    await page.getByLabel("Password").fill("olivias-secret-1");
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page
+      .getByRole("alert")
+      .getByText("The server is not answering properly (HTTP 502): try again in a moment")
+      .waitFor();
+    await page.close();
+  });
+
   test("the sign-in form works from the keyboard alone and returns to the page asked for", async () => {
     const page = await browser.newPage();
     await page.goto(server.url + `/console/p/${projectGid}/members`);

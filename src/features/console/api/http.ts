@@ -92,6 +92,16 @@ export function formatBytes(n: number): string {
 
 export type Envelope = { success: boolean; result: any; data: any };
 
+/**
+ * An answer without Apis's envelope: a proxy's or gateway's error page (502, 503, 504 while the
+ * server restarts or is down), or a server error that could not write one. Said in words, with the
+ * status for whoever is asked about it.
+ */
+function withoutEnvelope(status: number): string {
+  if (status >= 500) return `The server is not answering properly (HTTP ${status}): try again in a moment`;
+  return `The request failed (HTTP ${status})`;
+}
+
 export function errorOf(status: number, body: Envelope | null): ApiError {
   const r = body?.result ?? {};
   const info = (r.info && typeof r.info === "object" ? r.info : {}) as Record<string, unknown>;
@@ -101,7 +111,7 @@ export function errorOf(status: number, body: Envelope | null): ApiError {
   return new ApiError(
     typeof r.code === "number" ? r.code : status,
     status,
-    typeof r.message === "string" ? r.message : `HTTP ${status}`,
+    typeof r.message === "string" ? r.message : withoutEnvelope(status),
     info,
     issues,
   );
