@@ -230,11 +230,12 @@ describe.skipIf(!CHROMIUM)("web console", () => {
 
     // Metadata: set a field, see it, remove it.
     const dialog = owner.getByRole("dialog");
-    // Field names are dotted (group.name); a plain one is refused with the server's message.
+    // Field names are dotted (group.name); a plain one is refused with the server's message, which
+    // names the member and what it expected (not the bare "Invalid parameter").
     await dialog.getByLabel("Field").fill("sku");
     await dialog.getByLabel("Value").fill("RS-42");
     await dialog.getByRole("button", { name: "Set" }).click();
-    await dialog.getByRole("alert").waitFor();
+    await dialog.getByRole("alert").getByText("Invalid name: expected a name like group.field").waitFor();
     await dialog.getByLabel("Field").fill("shop.sku");
     await dialog.getByRole("button", { name: "Set" }).click();
     await dialog.locator(".facts dt", { hasText: "shop.sku" }).waitFor();

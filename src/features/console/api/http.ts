@@ -72,6 +72,16 @@ function describeError(code: number, title: string, info: Record<string, unknown
   if (code === 429 && typeof info.retry_after === "number")
     return `Too many requests: try again in ${info.retry_after} s`;
   if (code === 400 && typeof info["Missing parameter"] === "string") return `Missing ${info["Missing parameter"]}`;
+  // The member named, with what was expected or why (not the bare title "Invalid parameter").
+  if (code === 400 && typeof info["Invalid parameter"] === "string") {
+    const why =
+      typeof info.reason === "string"
+        ? info.reason
+        : typeof info.expected === "string"
+          ? `expected ${info.expected}`
+          : "";
+    return `Invalid ${info["Invalid parameter"]}${why ? `: ${why}` : ""}`;
+  }
   if (typeof info.reason === "string") return `${title}: ${info.reason}`;
   if (code === 413 && typeof info.limit_bytes === "number")
     return `Too large: the limit is ${formatBytes(info.limit_bytes)}`;
