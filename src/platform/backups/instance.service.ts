@@ -159,29 +159,15 @@ export async function createInstanceBackup(
   if (objects) return createStoreInstanceBackup(dataDir, objects, out, onProgress, opts);
   const db = instanceDatabase(dataDir, opts.database);
   if (!databaseExists(db)) throw new Error(`no database in ${dataDir}`);
-  const first = resolve(
-    out ?? join(instanceBackupsDir(dataDir), defaultName(opts.scheduled ? SCHEDULED_PREFIX : "apis-")),
-  );
-  let file = first;
-  // Two archives within one second (a schedule run beside a manual one) never overwrite each other.
-  for (let n = 2; !out && existsSync(file); n++) file = first.replace(/\.tar$/, `-${n}.tar`);
-  mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
-  const tmpDir = join(dataDir, "tmp");
-  mkdirSync(tmpDir, { recursive: true });
-  const snapshot = join(tmpDir, `snapshot-${process.pid}-${Date.now()}.db`);
-  const pinDir = join(tmpDir, `pinned-${process.pid}-${Date.now()}`);
+  const file = archiveFile(dataDir, out, opts.scheduled);
+  const { snapshot, pinDir } = workPaths(dataDir);
   const partial = `${file}.partial`;
   try {
     pinDataFiles(dataDir, pinDir);
     // A consistent copy while the server writes: one point in time of the database.
     await copyDatabaseInto(db, snapshot);
     pinDataFiles(dataDir, pinDir);
-    // Pinned files (whatever the server deletes meanwhile), plus any that could not be linked.
-    const pinnedFiles = dataFiles(pinDir);
-    const pinnedPaths = new Set(pinnedFiles.map((f) => f.path));
-    const files = [...pinnedFiles, ...dataFiles(dataDir).filter((f) => !pinnedPaths.has(f.path))].sort((a, b) =>
-      a.path.localeCompare(b.path),
-    );
+    const files = filesToArchive(dataDir, pinDir);
     const dbSize = statSync(snapshot).size;
     const total = dbSize + files.reduce((a, f) => a + f.size, 0);
     let done = 0;
@@ -189,36 +175,10 @@ export async function createInstanceBackup(
       done += n;
       onProgress?.(done, total);
     };
-    const manifest: InstanceManifest = {
-      format: FORMAT,
-      apis_version: VERSION,
-      schema: embeddedMigrations.at(-1)?.tag ?? "",
-      created_on: Date.now() / 1000,
-      entries: [],
-    };
-    // The database entry takes the live file's permission bits (0600 unless an admin chose otherwise).
-    const dbMode = databaseMode(db);
+    const manifest = newManifest();
     const tar = new TarWriter(partial);
     try {
-      manifest.entries.push({
-        path: DB_ENTRY,
-        size: dbSize,
-        sha256: await tar.addFile(DB_ENTRY, snapshot, dbSize, Date.now() / 1000, dbMode, tick),
-      });
-      await addSecretRow(tar, manifest, db, snapshot, files);
-      for (const f of files) {
-        let size = f.size;
-        try {
-          size = statSync(f.full).size;
-        } catch {
-          continue; // deleted since the listing
-        }
-        manifest.entries.push({
-          path: f.path,
-          size,
-          sha256: await tar.addFile(f.path, f.full, size, f.mtime, f.mode, tick),
-        });
-      }
+      await addDatabaseAndFiles(tar, manifest, db, snapshot, files, tick);
       await tar.addBuffer(MANIFEST, new TextEncoder().encode(JSON.stringify(manifest, null, 1)));
       await tar.finish();
     } catch (err) {
@@ -252,6 +212,75 @@ async function addSecretRow(
   manifest.entries.push({ path: SECRET_ENTRY, size: bytes.length, sha256: await tar.addBuffer(SECRET_ENTRY, bytes) });
 }
 
+/** Where an archive's database copy and pinned files go while it is written (`<data>/tmp`). */
+function workPaths(dataDir: string): { snapshot: string; pinDir: string } {
+  const tmpDir = join(dataDir, "tmp");
+  mkdirSync(tmpDir, { recursive: true });
+  return {
+    snapshot: join(tmpDir, `snapshot-${process.pid}-${Date.now()}.db`),
+    pinDir: join(tmpDir, `pinned-${process.pid}-${Date.now()}`),
+  };
+}
+
+function newManifest(): InstanceManifest {
+  return {
+    format: FORMAT,
+    apis_version: VERSION,
+    schema: embeddedMigrations.at(-1)?.tag ?? "",
+    created_on: Date.now() / 1000,
+    entries: [],
+  };
+}
+
+/**
+ * The data folder's files to archive, in path order: the pinned ones (as they were when pinned,
+ * whatever the server deleted since), plus any that could not be linked.
+ */
+function filesToArchive(dataDir: string, pinDir: string, keepOut: ReadonlySet<string> = KEEP_OUT): DataFile[] {
+  const pinnedFiles = dataFiles(pinDir, keepOut);
+  const pinnedPaths = new Set(pinnedFiles.map((f) => f.path));
+  return [...pinnedFiles, ...dataFiles(dataDir, keepOut).filter((f) => !pinnedPaths.has(f.path))].sort((a, b) =>
+    a.path.localeCompare(b.path),
+  );
+}
+
+/**
+ * The database copy (with the live file's permission bits: 0600 unless an admin chose otherwise),
+ * the token secret when it is a row, then `between` (an object store's objects added since the
+ * listing), then the data folder's files (those deleted since the listing are left out).
+ */
+async function addDatabaseAndFiles(
+  tar: TarWriter,
+  manifest: InstanceManifest,
+  db: InstanceDatabase,
+  snapshot: string,
+  files: DataFile[],
+  tick: (n: number) => void,
+  between?: () => Promise<void>,
+): Promise<void> {
+  const dbSize = statSync(snapshot).size;
+  manifest.entries.push({
+    path: DB_ENTRY,
+    size: dbSize,
+    sha256: await tar.addFile(DB_ENTRY, snapshot, dbSize, Date.now() / 1000, databaseMode(db), tick),
+  });
+  await addSecretRow(tar, manifest, db, snapshot, files);
+  await between?.();
+  for (const f of files) {
+    let size = f.size;
+    try {
+      size = statSync(f.full).size;
+    } catch {
+      continue; // deleted since the listing
+    }
+    manifest.entries.push({
+      path: f.path,
+      size,
+      sha256: await tar.addFile(f.path, f.full, size, f.mtime, f.mode, tick),
+    });
+  }
+}
+
 /** The instance's database: `database` as configured (default the data folder's SQLite file). */
 function instanceDatabase(dataDir: string, database = "sqlite:"): InstanceDatabase {
   return { database, file: join(dataDir, DB_ENTRY) };
@@ -278,18 +307,9 @@ async function createStoreInstanceBackup(
   if (!databaseExists(db)) throw new Error(`no database in ${dataDir}`);
   const keepOut = new Set([...KEEP_OUT, "files"]);
   const file = archiveFile(dataDir, out, opts.scheduled);
-  const tmpDir = join(dataDir, "tmp");
-  mkdirSync(tmpDir, { recursive: true });
-  const snapshot = join(tmpDir, `snapshot-${process.pid}-${Date.now()}.db`);
-  const pinDir = join(tmpDir, `pinned-${process.pid}-${Date.now()}`);
+  const { snapshot, pinDir } = workPaths(dataDir);
   const partial = `${file}.partial`;
-  const manifest: InstanceManifest = {
-    format: FORMAT,
-    apis_version: VERSION,
-    schema: embeddedMigrations.at(-1)?.tag ?? "",
-    created_on: Date.now() / 1000,
-    entries: [],
-  };
+  const manifest = newManifest();
   const tar = new TarWriter(partial);
   try {
     const first = await listObjects(store);
@@ -316,34 +336,12 @@ async function createStoreInstanceBackup(
     pinDataFiles(dataDir, pinDir, keepOut);
     copied = true;
     const added = (await listObjects(store)).filter((e) => !archived.has(e.key));
-    const pinnedFiles = dataFiles(pinDir, keepOut);
-    const pinnedPaths = new Set(pinnedFiles.map((f) => f.path));
-    const files = [...pinnedFiles, ...dataFiles(dataDir, keepOut).filter((f) => !pinnedPaths.has(f.path))].sort(
-      (a, b) => a.path.localeCompare(b.path),
-    );
+    const files = filesToArchive(dataDir, pinDir, keepOut);
     const dbSize = statSync(snapshot).size;
     total = done + dbSize + added.reduce((a, e) => a + e.size, 0) + files.reduce((a, f) => a + f.size, 0);
-    const dbMode = databaseMode(db);
-    manifest.entries.push({
-      path: DB_ENTRY,
-      size: dbSize,
-      sha256: await tar.addFile(DB_ENTRY, snapshot, dbSize, Date.now() / 1000, dbMode, tick),
+    await addDatabaseAndFiles(tar, manifest, db, snapshot, files, tick, async () => {
+      for (const e of added) await addObject(e);
     });
-    await addSecretRow(tar, manifest, db, snapshot, files);
-    for (const e of added) await addObject(e);
-    for (const f of files) {
-      let size = f.size;
-      try {
-        size = statSync(f.full).size;
-      } catch {
-        continue; // deleted since the listing
-      }
-      manifest.entries.push({
-        path: f.path,
-        size,
-        sha256: await tar.addFile(f.path, f.full, size, f.mtime, f.mode, tick),
-      });
-    }
     await tar.addBuffer(MANIFEST, new TextEncoder().encode(JSON.stringify(manifest, null, 1)));
     await tar.finish();
     renameSync(partial, file);
