@@ -188,6 +188,12 @@ export type Loaded<T> = {
   error: ApiError | Error | null;
   loading: boolean;
   reload: () => Promise<void>;
+  /**
+   * Applies a change's answer to the data at once. A read already on its way may hold the state
+   * from before that change (a sync item's re-read started before the answer came): its result is
+   * dropped, and the data read again.
+   */
+  settle: (update: (data: T) => T) => void;
 };
 
 /** Loads data for a page; `reload` fetches again (e.g. when a sync item says it changed). */
@@ -197,17 +203,28 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): Loaded<T> {
     error: null,
     loading: true,
   });
+  // Only the latest read's result is shown; `reading` counts the reads on their way.
   const seq = useRef(0);
+  const reading = useRef(0);
   const loadRef = useRef(load);
   loadRef.current = load;
   const reload = async () => {
     const mine = ++seq.current;
+    reading.current++;
     try {
       const data = await loadRef.current();
       if (mine === seq.current) setState({ data, error: null, loading: false });
     } catch (e) {
       if (mine === seq.current) setState((s) => ({ data: s.data, error: e as Error, loading: false }));
+    } finally {
+      reading.current--;
     }
+  };
+  const settle = (update: (data: T) => T) => {
+    const behind = reading.current > 0;
+    seq.current++;
+    setState((s) => (s.data === undefined ? s : { ...s, data: update(s.data) }));
+    if (behind) void reload();
   };
   useEffect(() => {
     setState((s) => ({ ...s, loading: true }));
@@ -216,7 +233,7 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): Loaded<T> {
       seq.current++;
     };
   }, deps);
-  return { ...state, reload };
+  return { ...state, reload, settle };
 }
 
 /** A job followed from its `jobs` sync items (read once through the API in case the socket is down). */

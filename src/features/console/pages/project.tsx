@@ -14,7 +14,14 @@ import { ProjectSettings } from "./settings";
 /** A project the user is leaving on purpose: losing its subscription is then no surprise. */
 let leaving: string | null = null;
 
-export type ProjectCtx = { gid: string; project: Project; isOwner: boolean; me: string };
+export type ProjectCtx = {
+  gid: string;
+  project: Project;
+  isOwner: boolean;
+  me: string;
+  /** Shows a change's answer (the project as it now is) at once: see `Loaded.settle`. */
+  settle: (project: Project) => void;
+};
 
 /**
  * Pages served in a bundle of their own (the schema and records pages: pages/records/records.html
@@ -112,7 +119,13 @@ export function ProjectShell(props: { gid: string; section: string }) {
       </main>
     );
   const isOwner = project.owner === session.user;
-  const ctx: ProjectCtx = { gid, project, isOwner, me: session.user };
+  const ctx: ProjectCtx = {
+    gid,
+    project,
+    isOwner,
+    me: session.user,
+    settle: (p) => state.settle((d) => ({ ...d, project: p })),
+  };
   const sections = SECTIONS.filter((s) => !s.ownerOnly || isOwner);
   const current = sections.find((s) => s.path === props.section);
   const Page = current?.page;
@@ -254,7 +267,7 @@ function SettingsPage(props: { ctx: ProjectCtx }) {
               ) : null}
             </div>
           </section>
-          <ProjectSettings project={project} />
+          <ProjectSettings project={project} onChange={props.ctx.settle} />
           {project.status === "active" ? (
             <section class="panel danger-zone" aria-labelledby="del-h">
               <h2 id="del-h">Delete the project</h2>
@@ -288,7 +301,7 @@ function SettingsPage(props: { ctx: ProjectCtx }) {
         </>
       ) : (
         <>
-          <ProjectSettings project={project} />
+          <ProjectSettings project={project} onChange={props.ctx.settle} />
           <section class="panel" aria-labelledby="leave-h">
             <h2 id="leave-h">Leave the project</h2>
             <p>You lose access to {project.name} until its owner invites you again.</p>

@@ -5,17 +5,19 @@ import { settingsApi, type Project, type Setting, type SettingKind } from "../ap
 import { notify, notifyError, session$, useStore } from "../store";
 import { confirm, Dialog, Empty, ErrorNote, Field, focusOnMount, issue, useBusy, useRefocus } from "../ui";
 
-/** The settings sections; shows the answer of each change at once (the sync item follows). */
-export function ProjectSettings(props: { project: Project }) {
-  const [project, setProject] = useState(props.project);
-  useEffect(() => setProject(props.project), [props.project]);
+/**
+ * The settings sections; each change's answer is shown at once through `onChange` (the project
+ * page's `settle`, so that a re-read started before the answer cannot bring the older state back).
+ */
+export function ProjectSettings(props: { project: Project; onChange: (p: Project) => void }) {
+  const { project, onChange } = props;
   const editable = project.status === "active";
   return (
     <>
-      <Languages project={project} editable={editable} onChange={setProject} />
-      <SettingList kind="channel" title="Channels" project={project} editable={editable} onChange={setProject} />
-      <SettingList kind="ordering" title="Orderings" project={project} editable={editable} onChange={setProject} />
-      <SettingList kind="fieldlist" title="Fieldlists" project={project} editable={editable} onChange={setProject} />
+      <Languages project={project} editable={editable} onChange={onChange} />
+      <SettingList kind="channel" title="Channels" project={project} editable={editable} onChange={onChange} />
+      <SettingList kind="ordering" title="Orderings" project={project} editable={editable} onChange={onChange} />
+      <SettingList kind="fieldlist" title="Fieldlists" project={project} editable={editable} onChange={onChange} />
     </>
   );
 }
