@@ -117,6 +117,18 @@ describe("connecting to /sync/io", () => {
     polling.close();
   });
 
+  test("a connected socket keeps neither its caller's user row (with its password hash) nor the token it connected with", async () => {
+    const ws = await connect(srv, alice.token);
+    const held = [...srv.running.sync.io.of("/").sockets.values()];
+    expect(held.length).toBeGreaterThan(0);
+    for (const socket of held) {
+      expect(socket.data.caller).toBeUndefined();
+      expect(JSON.stringify(socket.handshake.auth)).not.toContain(alice.token);
+    }
+    expect(await initsync(ws, { "cc.cursor": 0 })).toBeArray();
+    ws.close();
+  });
+
   test("a polling client upgrades to websocket and keeps its subscription", async () => {
     const s = await connect(srv, alice.token, { transports: ["polling", "websocket"] });
     await until(() => s.io.engine.transport.name === "websocket", undefined, "upgrade");

@@ -453,6 +453,10 @@ export class SyncServer {
 
   private onConnection(socket: Socket) {
     const caller = socket.data.caller as Caller & { renewed: string | null };
+    // Read once: the socket keeps neither the caller's user row (its password hash among it) nor
+    // the bearer token it connected with (its handshake's copy too), only the session below.
+    delete socket.data.caller;
+    socket.handshake.auth = {};
     const { iat, exp } = claimsOf(caller.token);
     const s: Session = {
       socket,
