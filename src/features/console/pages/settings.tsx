@@ -1,6 +1,6 @@
 // A project's settings (docs/settings.md): its languages (the first is the main one) and its
 // channels, orderings and fieldlists; open to every active member, as the API is.
-import { useEffect, useState } from "preact/hooks";
+import { useState } from "preact/hooks";
 import { settingsApi, type Project, type Setting, type SettingKind } from "../api";
 import { notify, notifyError, session$, useStore } from "../store";
 import { confirm, Dialog, Empty, ErrorNote, Field, focusOnMount, issue, useBusy, useRefocus } from "../ui";
