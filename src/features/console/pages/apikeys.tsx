@@ -9,6 +9,7 @@ import {
   Empty,
   ErrorNote,
   Field,
+  focusOnMount,
   formatTime,
   issue,
   Loading,
@@ -126,8 +127,12 @@ function ShowKey(props: { name: string; apiKey: string; onClose: () => void }) {
         <strong>Copy the key now.</strong> It is shown only this once; Apis keeps only a fingerprint of it.
       </p>
       <div class="copy-row">
+        {/* Focused and selected as the dialog opens: the key is copied with one keystroke. */}
         <input
-          ref={input}
+          ref={(el) => {
+            input.current = el;
+            focusOnMount(el);
+          }}
           readOnly
           value={props.apiKey}
           aria-label="API key"
@@ -177,7 +182,13 @@ function EditKey(props: { gid: string; k: ApiKey; onClose: () => void }) {
         }}
       >
         <Field label="Name" error={issue(error, "name")}>
-          <input required maxLength={200} value={name} onInput={(e) => setName(e.currentTarget.value)} />
+          <input
+            ref={focusOnMount}
+            required
+            maxLength={200}
+            value={name}
+            onInput={(e) => setName(e.currentTarget.value)}
+          />
         </Field>
         <Field label="Requests per second" hint="Empty: instance default; 0: no limit">
           <input
