@@ -45,7 +45,9 @@ const CHUNK = 200;
 
 type Params = {
   gids: string[];
+  /** Selected gids that name no asset (the first 100), and how many there were. */
   missing?: string[];
+  missingCount?: number;
   parent?: string;
   set?: Record<string, MetadataField>;
   unset?: string[];
@@ -74,7 +76,7 @@ async function startBulk(
   });
   const params: Params = {
     gids: items.map((i) => i.gid),
-    ...(missing.length ? { missing: missing.slice(0, 100) } : {}),
+    ...(missing.length ? { missing: missing.slice(0, 100), missingCount: missing.length } : {}),
   };
   if (op === "move") {
     if (body.parent === undefined || body.parent === null)
@@ -118,7 +120,8 @@ async function startBulk(
     projectGid,
     userGid,
     params: params as unknown as Record<string, unknown>,
-    info: { total: params.gids.length, remaining: params.gids.length },
+    // Unknown gids are items of the job too (skipped), so that done + skipped adds up to total.
+    info: { total: params.gids.length + missing.length, remaining: params.gids.length + missing.length },
   });
 }
 
@@ -143,7 +146,9 @@ async function inChunks(
   const selected = new Set(p.gids);
   const handled = new Set<string>();
   const skipped = new Map<string, string>();
-  await progress.total(p.gids.length);
+  // A job queued before missingCount was kept knows only the listed ones.
+  const missingCount = p.missingCount ?? p.missing?.length ?? 0;
+  await progress.total(p.gids.length + missingCount);
   for (let i = 0; i < p.gids.length; i += CHUNK) {
     const chunk = p.gids.slice(i, i + CHUNK).filter((g) => !handled.has(g));
     if (chunk.length) {
@@ -154,9 +159,11 @@ async function inChunks(
     }
     await progress.step(Math.min(CHUNK, p.gids.length - i));
   }
+  if (missingCount) await progress.step(missingCount);
   const list = [...skipped].filter(([g]) => !handled.has(g)).map(([gid, reason]) => ({ gid, reason }));
+  const count = list.length + missingCount;
   for (const gid of p.missing ?? []) list.push({ gid, reason: "Asset does not exist" });
-  return { done: handled.size, skipped: list.length, ...(list.length ? { skipped_assets: list.slice(0, 100) } : {}) };
+  return { done: handled.size, skipped: count, ...(list.length ? { skipped_assets: list.slice(0, 100) } : {}) };
 }
 
 const gidsOf = (o: BatchOutcome) => o.changed.map((a: Asset) => a.gid);
