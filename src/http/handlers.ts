@@ -19,7 +19,16 @@ function firstMissing(schema: any, value: any): string | undefined {
 }
 
 /** One problem TypeBox found in a value (its first, as `Errors(value).First()` gives it). */
-type ValueProblem = { path?: string; message?: string; schema?: { description?: string } };
+type ValueProblem = { path?: string; message?: string; schema?: Described };
+type Described = { description?: string; anyOf?: Described[] };
+
+/**
+ * What a schema says it expects: its description, or for a union without one (`t.Nullable(...)`,
+ * `t.Optional(t.Union(...))`) the first its members give.
+ */
+function expectedOf(schema: Described | undefined): string | undefined {
+  return schema?.description ?? schema?.anyOf?.map(expectedOf).find((d) => d !== undefined);
+}
 
 /**
  * Our 400 for a body its schema refuses: the first missing member, or the wrong one (routes and
@@ -32,7 +41,7 @@ export function invalidBody(schema: any, value: unknown, first: ValueProblem | u
     String(first?.path ?? "")
       .replace(/^\//, "")
       .replace(/\//g, ".") || "body";
-  return invalidParameter(path, { expected: first?.schema?.description ?? first?.message ?? "a valid value" });
+  return invalidParameter(path, { expected: expectedOf(first?.schema) ?? first?.message ?? "a valid value" });
 }
 
 /** Turns an Elysia validation error (a route's own check) into our 400 (`invalidBody`). */

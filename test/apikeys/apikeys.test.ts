@@ -197,7 +197,7 @@ describe("API keys", () => {
     );
   });
 
-  test("update renames a key and sets its rate limit; bad values are refused", async () => {
+  test("update renames a key and sets its rate limit; bad values are refused, saying what the member takes", async () => {
     const r = await call(srv, `/api/p/${project}/apikeys/update`, owner.token, {
       user: apiUser,
       name: "Shop",
@@ -214,6 +214,18 @@ describe("API keys", () => {
       rate_limit_per_second: -1,
     });
     expect(neg.status).toBe(400);
+    // The answer says what the member takes, not the schema library's words ("Expected union value").
+    for (const bad of [-1, 1.5]) {
+      const refused = await call(srv, `/api/p/${project}/apikeys/create`, owner.token, {
+        name: "Feed",
+        rate_limit_per_second: bad,
+      });
+      expect(refused.status).toBe(400);
+      expect(refused.body.result.info).toEqual({
+        "Invalid parameter": "rate_limit_per_second",
+        expected: "null, 0 or a whole number up to 100000",
+      });
+    }
     const nobody = await call(srv, `/api/p/${project}/apikeys/update`, owner.token, { user: bob.gid, name: "x" });
     expect(nobody.status).toBe(422);
   });
