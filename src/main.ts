@@ -47,7 +47,8 @@ commands:
   storage migrate --to URL [--json]
                                 copy every stored file to another store (file:, file:///dir, s3://bucket/prefix),
                                 verified by SHA-256, resumable; then start the server with --storage URL
-  backup create [--out FILE]    archive the database (VACUUM INTO) and data files into one .tar, beside a running server
+  backup create [--out FILE|FOLDER]
+                                archive the database (VACUUM INTO) and data files into one .tar, beside a running server
   backup list [--json]          instance archives in <data>/backups/instance and the project backups
   backup verify FILE            check an archive's checksums and its database's integrity
   backup restore FILE [--keep-previous] [--yes]

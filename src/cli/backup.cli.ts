@@ -1,4 +1,4 @@
-import { existsSync } from "node:fs";
+import { closeSync, existsSync, openSync, readSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { databaseKind, redactDatabaseUrl, type Config } from "../config";
@@ -16,7 +16,7 @@ import { UsageError, stringFlag } from "./args";
 import { formatBytes, ProgressBar } from "./progress";
 
 const USAGE =
-  "usage: apis backup create [--out FILE] | list [--json] | verify FILE | restore FILE [--keep-previous] [--yes]";
+  "usage: apis backup create [--out FILE|FOLDER] | list [--json] | verify FILE | restore FILE [--keep-previous] [--yes]";
 const when = (t: number) => new Date(t * 1000).toISOString().replace("T", " ").slice(0, 19);
 
 /**
@@ -40,6 +40,11 @@ export async function backupCommand(
     const f = fileArg ?? stringFlag(flags, "file");
     if (!f) throw new UsageError(USAGE);
     if (!existsSync(f)) throw new UsageError(`no such file: ${f}`);
+    if (statSync(f).isDirectory())
+      throw new UsageError(`${f} is a folder, not an archive; give the .tar file (apis backup list shows them)`);
+    const packed = compression(f);
+    if (packed)
+      throw new UsageError(`${f} is compressed with ${packed.name}; decompress it first (${packed.tool} ${f})`);
     return resolve(f);
   };
   switch (sub) {
@@ -174,4 +179,21 @@ function askLine(prompt: string): Promise<string> {
       resolve(line);
     });
   });
+}
+
+/** The compressor of a file by its first bytes (an archive gzipped for off-site copies), if any. */
+function compression(file: string): { name: string; tool: string } | undefined {
+  const head = Buffer.alloc(6);
+  const fd = openSync(file, "r");
+  try {
+    readSync(fd, head, 0, 6, 0);
+  } finally {
+    closeSync(fd);
+  }
+  if (head[0] === 0x1f && head[1] === 0x8b) return { name: "gzip", tool: "gunzip" };
+  if (head.readUInt32LE(0) === 0xfd2fb528) return { name: "zstd", tool: "unzstd" };
+  if (head.subarray(0, 6).equals(Buffer.from([0xfd, 0x37, 0x7a, 0x58, 0x5a, 0x00])))
+    return { name: "xz", tool: "unxz" };
+  if (head.subarray(0, 3).toString("latin1") === "BZh") return { name: "bzip2", tool: "bunzip2" };
+  return undefined;
 }

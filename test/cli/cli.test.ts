@@ -188,6 +188,58 @@ describe("the command line", () => {
   );
 });
 
+describe("backup", () => {
+  /** A data folder with a database in it. */
+  const instance = () => {
+    const data = tmp();
+    expect(apis(["migrate", "--data", data]).code).toBe(0);
+    return data;
+  };
+
+  test(
+    "backup create --out with a folder writes an archive with the default name inside it instead of failing with EISDIR",
+    () => {
+      const data = instance();
+      const folder = tmp();
+      const first = apis(["backup", "create", "--data", data, "--out", folder]);
+      expect(first.err).toBe("");
+      expect(first.code).toBe(0);
+      const second = apis(["backup", "create", "--data", data, "--out", `${join(folder, "new")}/`]);
+      expect(second.code).toBe(0);
+      const made = readdirSync(folder).filter((n) => n.endsWith(".tar"));
+      expect(made).toHaveLength(1);
+      expect(made[0]).toMatch(/^apis-\d{8}-\d{6}\.tar$/);
+      expect(readdirSync(join(folder, "new"))[0]).toMatch(/^apis-\d{8}-\d{6}\.tar$/);
+      expect(apis(["backup", "verify", join(folder, made[0]!)]).code).toBe(0);
+    },
+    SLOW_TEST_MS,
+  );
+
+  test(
+    "backup verify and restore of a folder or a compressed archive say what it is, with exit code 2 and nothing changed",
+    () => {
+      const data = instance();
+      const archive = join(tmp(), "a.tar");
+      expect(apis(["backup", "create", "--data", data, "--out", archive]).code).toBe(0);
+      const gz = `${archive}.gz`;
+      writeFileSync(gz, Bun.gzipSync(readFileSync(archive)));
+      const folder = tmp();
+      for (const sub of [["verify"], ["restore", "--yes", "--data", data]]) {
+        const dir = apis(["backup", sub[0]!, folder, ...sub.slice(1)]);
+        expect(dir.code).toBe(2);
+        expect(dir.err).toBe(
+          `apis: ${folder} is a folder, not an archive; give the .tar file (apis backup list shows them)\n`,
+        );
+        const packed = apis(["backup", sub[0]!, gz, ...sub.slice(1)]);
+        expect(packed.code).toBe(2);
+        expect(packed.err).toBe(`apis: ${gz} is compressed with gzip; decompress it first (gunzip ${gz})\n`);
+      }
+      expect(readdirSync(data)).toContain("apis.db");
+    },
+    SLOW_TEST_MS,
+  );
+});
+
 describe("serve", () => {
   test(
     "port 0 picks a free port, prints the URL, and SIGTERM lets a request in flight finish",

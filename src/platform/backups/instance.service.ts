@@ -288,9 +288,18 @@ function instanceDatabase(dataDir: string, database = "sqlite:"): InstanceDataba
 
 /** The archive's file name, made once: two archives within one second get `-2`, `-3`, ... */
 function archiveFile(dataDir: string, out: string | undefined, scheduled: boolean | undefined): string {
-  const first = resolve(out ?? join(instanceBackupsDir(dataDir), defaultName(scheduled ? SCHEDULED_PREFIX : "apis-")));
+  // An `out` that is a folder (or ends in a slash) gets the default name inside it, as `cp` would.
+  const folder =
+    out === undefined
+      ? instanceBackupsDir(dataDir)
+      : /[/\\]$/.test(out) || statSync(out, { throwIfNoEntry: false })?.isDirectory()
+        ? out
+        : undefined;
+  const first = resolve(
+    folder !== undefined ? join(folder, defaultName(scheduled ? SCHEDULED_PREFIX : "apis-")) : out!,
+  );
   let file = first;
-  for (let n = 2; !out && existsSync(file); n++) file = first.replace(/\.tar$/, `-${n}.tar`);
+  for (let n = 2; folder !== undefined && existsSync(file); n++) file = first.replace(/\.tar$/, `-${n}.tar`);
   mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
   return file;
 }
