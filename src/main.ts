@@ -2,7 +2,7 @@
 import { ConfigError, loadConfig, settings, settingsHelp, type Config } from "./config";
 import { parseArgs, UsageError } from "./cli/args";
 import { startupStep } from "./core/startup";
-import { mkdirSync } from "node:fs";
+import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { closeDatabase, createFromImageSoon } from "./db/connection";
 import { DATABASE_FILE } from "./platform/storage/storage";
@@ -99,8 +99,17 @@ async function checkData(config: Config) {
 }
 
 /** Runs a command on the opened instance of the data folder (checked first), closed after it. */
-async function withInstance(config: Config, run: (ctx: Ctx) => Promise<number>): Promise<number> {
+async function withInstance(
+  config: Config,
+  run: (ctx: Ctx) => Promise<number>,
+  opts: { existing?: string } = {},
+): Promise<number> {
   await checkData(config);
+  // A command that only reads or changes what is there does not start a new, empty instance in a mistyped folder.
+  if (opts.existing && config.database === "sqlite:" && !existsSync(join(config.dataDir, DATABASE_FILE)))
+    throw new ConfigError(
+      `no database in ${config.dataDir}: check --data (or APIS_DATA); ${opts.existing} works on an existing instance (apis serve or apis user create starts a new one)`,
+    );
   const { openInstance } = await import("./app/instance");
   const ctx = await openInstance(config);
   try {
@@ -182,11 +191,17 @@ async function main(argv: string[]): Promise<number> {
     }
     case "user": {
       const { userCommand } = await import("./cli/users.cli");
-      return await withInstance(config, (ctx) => userCommand(ctx, words[1], flags));
+      return await withInstance(config, (ctx) => userCommand(ctx, words[1], flags), {
+        existing: ["list", "admin", "set-password", "deactivate", "reactivate"].includes(words[1]!)
+          ? `apis user ${words[1]}`
+          : undefined,
+      });
     }
     case "index": {
       const { indexCommand } = await import("./cli/index.cli");
-      return await withInstance(config, (ctx) => indexCommand(ctx, words[1], flags));
+      return await withInstance(config, (ctx) => indexCommand(ctx, words[1], flags), {
+        existing: ["add", "remove", "list"].includes(words[1]!) ? `apis index ${words[1]}` : undefined,
+      });
     }
     case "backup": {
       const { backupCommand } = await import("./cli/backup.cli");

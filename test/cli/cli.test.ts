@@ -188,6 +188,44 @@ describe("the command line", () => {
   );
 });
 
+describe("a mistyped data folder", () => {
+  test(
+    "user and index commands other than user create refuse a folder without a database, with exit code 2, instead of starting an empty instance there",
+    () => {
+      const data = join(tmp(), "typo");
+      for (const args of [
+        ["user", "list"],
+        ["user", "set-password", "--username", "ann", "--password", "x"],
+        ["index", "list"],
+      ]) {
+        const r = apis([...args, "--data", data]);
+        expect(r.code).toBe(2);
+        expect(r.err).toStartWith(
+          `apis: no database in ${data}: check --data (or APIS_DATA); apis ${args[0]} ${args[1]} works`,
+        );
+      }
+      expect(existsSync(data)).toBe(false);
+      expect(apis(["user", "--data", data]).err).toStartWith("apis: usage: apis user");
+      expect(
+        apis([
+          "user",
+          "create",
+          "--username",
+          "ann",
+          "--email",
+          "ann@example.com",
+          "--password",
+          "long enough pass",
+          "--data",
+          data,
+        ]).code,
+      ).toBe(0);
+      expect(apis(["user", "list", "--data", data]).out).toContain("ann");
+    },
+    SLOW_TEST_MS,
+  );
+});
+
 describe("backup", () => {
   /** A data folder with a database in it. */
   const instance = () => {
