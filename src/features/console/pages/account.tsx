@@ -47,6 +47,8 @@ function Profile(props: { me: User; languages: [string, string][] }) {
     setLanguage(me.language ?? "en");
     setTimezone(me.timezone ?? "UTC");
   }, [me.name, me.language, me.timezone]);
+  // Nothing to save until something differs from the profile shown.
+  const changed = name.trim() !== me.name || language !== (me.language ?? "en") || timezone !== (me.timezone ?? "UTC");
   return (
     <section class="panel" aria-labelledby="profile-h">
       <h2 id="profile-h">Profile</h2>
@@ -75,7 +77,7 @@ function Profile(props: { me: User; languages: [string, string][] }) {
             onInput={(e) => setName(e.currentTarget.value)}
           />
         </Field>
-        <Field label="Language" error={issue(error, "options.language")}>
+        <Field label="Language" error={issue(error, "language")}>
           <select name="language" value={language} onChange={(e) => setLanguage(e.currentTarget.value)}>
             {props.languages.map(([code, n]) => (
               <option key={code} value={code}>
@@ -84,7 +86,7 @@ function Profile(props: { me: User; languages: [string, string][] }) {
             ))}
           </select>
         </Field>
-        <Field label="Time zone" error={issue(error, "options.timezone")}>
+        <Field label="Time zone" error={issue(error, "timezone")}>
           <select name="timezone" value={timezone} onChange={(e) => setTimezone(e.currentTarget.value)}>
             {zones.map((z) => (
               <option key={z} value={z}>
@@ -93,9 +95,10 @@ function Profile(props: { me: User; languages: [string, string][] }) {
             ))}
           </select>
         </Field>
-        <ErrorNote error={error} fields={["name", "options.language", "options.timezone"]} />
+        {/* The server names these issues as the members sent: language, timezone (docs/account.md). */}
+        <ErrorNote error={error} fields={["name", "language", "timezone"]} />
         <div class="actions start">
-          <button class="btn primary" type="submit" disabled={busy}>
+          <button class="btn primary" type="submit" disabled={busy || !changed}>
             Save profile
           </button>
         </div>
