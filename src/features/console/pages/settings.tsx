@@ -22,6 +22,15 @@ export function ProjectSettings(props: { project: Project; onChange: (p: Project
   );
 }
 
+/**
+ * Where the focus goes after a row's move: the arrow pressed, or the other one when the row has
+ * reached an end (the pressed one is then disabled).
+ */
+function arrowsOf(row: string, pressed: "up" | "down"): [string, string] {
+  const other = pressed === "up" ? "down" : "up";
+  return [`${row} [data-act="${pressed}"]`, `${row} [data-act="${other}"]`];
+}
+
 type SectionProps = { project: Project; editable: boolean; onChange: (p: Project) => void };
 
 function Languages(props: SectionProps) {
@@ -66,7 +75,7 @@ function Languages(props: SectionProps) {
                   aria-label={`Move ${nameOf(code)} up`}
                   data-act="up"
                   onClick={() => {
-                    refocus(`${row(code)} [data-act="up"]`, `${row(code)} [data-act="down"]`);
+                    refocus(...arrowsOf(row(code), "up"));
                     void act(
                       () => settingsApi.moveLanguage(project.gid, code, languages[i - 1]!),
                       `${nameOf(code)} moved`,
@@ -81,7 +90,7 @@ function Languages(props: SectionProps) {
                   aria-label={`Move ${nameOf(code)} down`}
                   data-act="down"
                   onClick={() => {
-                    refocus(`${row(code)} [data-act="down"]`, `${row(code)} [data-act="up"]`);
+                    refocus(...arrowsOf(row(code), "down"));
                     void act(
                       () => settingsApi.moveLanguage(project.gid, code, languages[i + 2] ?? null),
                       `${nameOf(code)} moved`,
@@ -285,7 +294,7 @@ function SettingList(props: SectionProps & { kind: SettingKind; title: string })
                     aria-label={`Move ${s.name} up`}
                     data-act="up"
                     onClick={() => {
-                      refocus(`${row(s.key)} [data-act="up"]`, `${row(s.key)} [data-act="down"]`);
+                      refocus(...arrowsOf(row(s.key), "up"));
                       void act(() => settingsApi.move(project.gid, kind, s.key, list[i - 1]!.key), `${s.name} moved`);
                     }}
                   >
@@ -297,7 +306,7 @@ function SettingList(props: SectionProps & { kind: SettingKind; title: string })
                     aria-label={`Move ${s.name} down`}
                     data-act="down"
                     onClick={() => {
-                      refocus(`${row(s.key)} [data-act="down"]`, `${row(s.key)} [data-act="up"]`);
+                      refocus(...arrowsOf(row(s.key), "down"));
                       void act(
                         () => settingsApi.move(project.gid, kind, s.key, list[i + 2]?.key ?? null),
                         `${s.name} moved`,
