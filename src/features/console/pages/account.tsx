@@ -33,9 +33,12 @@ function timezones(): string[] {
 
 function Profile(props: { me: User; languages: [string, string][] }) {
   const { me } = props;
+  // The profile as saved (a language or time zone never set shows as the default).
+  const savedLanguage = me.language ?? "en";
+  const savedTimezone = me.timezone ?? "UTC";
   const [name, setName] = useState(me.name);
-  const [language, setLanguage] = useState(me.language ?? "en");
-  const [timezone, setTimezone] = useState(me.timezone ?? "UTC");
+  const [language, setLanguage] = useState(savedLanguage);
+  const [timezone, setTimezone] = useState(savedTimezone);
   const [error, setError] = useState<unknown>(null);
   const [busy, run] = useBusy();
   const zones = useMemo(() => {
@@ -44,11 +47,11 @@ function Profile(props: { me: User; languages: [string, string][] }) {
   }, []);
   useEffect(() => {
     setName(me.name);
-    setLanguage(me.language ?? "en");
-    setTimezone(me.timezone ?? "UTC");
-  }, [me.name, me.language, me.timezone]);
-  // Nothing to save until something differs from the profile shown.
-  const changed = name.trim() !== me.name || language !== (me.language ?? "en") || timezone !== (me.timezone ?? "UTC");
+    setLanguage(savedLanguage);
+    setTimezone(savedTimezone);
+  }, [me.name, savedLanguage, savedTimezone]);
+  // Nothing to save until something differs from the profile as saved.
+  const changed = name.trim() !== me.name || language !== savedLanguage || timezone !== savedTimezone;
   return (
     <section class="panel" aria-labelledby="profile-h">
       <h2 id="profile-h">Profile</h2>
