@@ -1,5 +1,6 @@
 import { mkdirSync } from "node:fs";
-import { databaseKind, publicBaseUrl, redactDatabaseUrl, type Config } from "../config";
+import { ConfigError, databaseKind, publicBaseUrl, redactDatabaseUrl, type Config } from "../config";
+import { BlobStoreError, type BlobStore } from "../platform/storage/blobs";
 import { Logger } from "../core/log";
 import { startupStep } from "../core/startup";
 import { createFromImage, migrate, openDatabase, setReadSplit, setSynchronous, type DB } from "../db/connection";
@@ -47,6 +48,24 @@ export async function openCoreInstance(
   return { config, db, hub, log, storage, tokens, mailer, baseUrl: publicBaseUrl(config, config.port) };
 }
 
+/**
+ * A server's check of a remote file store (S3) before it listens: the bucket exists, takes the
+ * credentials and answers. A node that could not store or read a file would otherwise start
+ * healthy, answer every upload with an error and every media file as missing. A store that is
+ * configured wrong (no such bucket, refused credentials) is a configuration error (exit 2: a
+ * restart would only repeat it); one that cannot be reached may come back (exit 1).
+ */
+export async function checkStoreAtStart(blobs: BlobStore): Promise<void> {
+  if (!blobs.reachable) return;
+  try {
+    await blobs.reachable();
+  } catch (err) {
+    const message = `cannot use the file store ${blobs.description}: ${String((err as Error)?.message ?? err).split(" (")[0]}`;
+    const reason = err instanceof BlobStoreError ? err.reason : "other";
+    throw reason === "no-bucket" || reason === "credentials" ? new ConfigError(message) : new Error(message);
+  }
+}
+
 /** The data folder's SQLite database, made from the image when new, migrated. */
 function openSqlite(config: Config, storage: Storage, log: Logger): DB {
   // A new data folder's database is written whole from the image the migrations leave (no log
@@ -82,14 +101,21 @@ async function openPostgres(config: Config, log: Logger): Promise<DB> {
   try {
     opened = await openPgDatabase(config.database);
   } catch (err) {
-    // One line naming the database (without its password) and PostgreSQL's own words.
-    throw new Error(
-      `cannot open the database ${redactDatabaseUrl(config.database)}: ${(err as Error)?.message ?? err}`,
-    );
+    // One line naming the database (without its password) and PostgreSQL's own words. A refused
+    // login or a database that does not exist is the settings' fault (exit 2: a restart would only
+    // repeat it); a server that cannot be reached may come back (exit 1).
+    const message = `cannot open the database ${redactDatabaseUrl(config.database)}: ${(err as Error)?.message ?? err}`;
+    throw settingsRefused(err) ? new ConfigError(message) : new Error(message);
   }
   const { db, migrations } = opened;
   const applied = migrations.after - migrations.before;
   if (applied) log.info(`applied ${applied} PostgreSQL migration(s)`);
   startupStep(`PostgreSQL opened, migrations applied (${applied})`);
   return db;
+}
+
+/** Whether PostgreSQL refused the login (`28xxx`) or the database's name (`3D000`). */
+function settingsRefused(err: unknown): boolean {
+  const state = (err as { errno?: unknown } | null)?.errno;
+  return typeof state === "string" && (state.startsWith("28") || state === "3D000");
 }

@@ -10,11 +10,13 @@ import type { SyncServer } from "../features/sync/sync.api";
 import { syncWebsocketLimits } from "../features/sync/sync.api";
 import type { BunRequest, Server as BunServer, ServerWebSocket } from "bun";
 import { Cors } from "../http/cors";
+import { errorResponse } from "../http/envelope";
+import { unavailableError } from "../http/handlers";
 import { pingServeRoutes } from "../http/ping";
 import { flushRequestLines, observedRoute } from "../http/requests";
 import { jobsWaiting } from "../platform/jobs/waiting.service";
 import { claimDataDir, releaseDataDir } from "../platform/storage/pidfile";
-import { openCoreInstance, type Instance } from "./core-instance";
+import { checkStoreAtStart, openCoreInstance, type Instance } from "./core-instance";
 import type { Served, ServeRoutes } from "./server-full";
 
 /** Bun's route of every path below a project (the same as src/app/server-full.ts's). */
@@ -60,6 +62,13 @@ export async function startServer(
 ): Promise<Running> {
   claimDataDir(config.dataDir);
   const core = await openCoreInstance(config);
+  try {
+    await checkStoreAtStart(core.storage.blobs);
+  } catch (err) {
+    closeDatabase(core.db);
+    releaseDataDir(config.dataDir);
+    throw err;
+  }
   // On PostgreSQL, several nodes may share the database: each publishes to its sockets what it
   // reads from the change log, its own units' items included (issue 40; docs/cluster.md).
   await followChangeLog(core.db, core.hub, (err) =>
@@ -171,6 +180,9 @@ export async function startServer(
           },
         );
       }
+      // The database or the bucket could not be used (a file answer asks the store): a 503, not a 500.
+      const unavailable = unavailableError(ctx, err, {});
+      if (unavailable) return errorResponse(unavailable);
       ctx.log.error("unhandled server error", { error: String(err?.stack ?? err) });
       return new Response(
         JSON.stringify({ success: false, result: { code: 500, message: "Internal server error", info: {} }, data: {} }),

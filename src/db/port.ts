@@ -148,3 +148,31 @@ export function isConflictAbort(err: unknown): boolean {
   const code = (err as { errno?: unknown } | null)?.errno;
   return code === "40P01" || code === "40001";
 }
+
+/** Bun's codes of a PostgreSQL connection that could not be opened or was lost. */
+const CONNECTION_CODES = new Set([
+  "ERR_POSTGRES_CONNECTION_REFUSED",
+  "ERR_POSTGRES_CONNECTION_FAILED",
+  "ERR_POSTGRES_CONNECTION_CLOSED",
+  "ERR_POSTGRES_CONNECTION_TIMEOUT",
+  "ERR_POSTGRES_IDLE_TIMEOUT",
+  "ERR_POSTGRES_LIFETIME_TIMEOUT",
+]);
+
+/**
+ * Whether a statement failed because the database could not be used at all, not because of what
+ * the request asked: the server down or restarting (connection refused or lost, `57P0x`,
+ * connection exceptions `08xxx`), out of connections (`53300`), or refusing this node's login or
+ * database since it started (`28xxx`, `3D000`: settings changed under a running node). The request
+ * changed nothing; answered 503 with Retry-After rather than as an internal error, and the node's
+ * health check fails meanwhile. The pool connects again by itself once the database is back.
+ */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  for (let e = err as { code?: unknown; errno?: unknown; cause?: unknown } | null, depth = 0; e && depth < 3; depth++) {
+    if (typeof e.code === "string" && CONNECTION_CODES.has(e.code)) return true;
+    const state = typeof e.errno === "string" ? e.errno : "";
+    if (/^(08|57P0|28)/.test(state) || state === "53300" || state === "3D000") return true;
+    e = (e.cause ?? null) as typeof e;
+  }
+  return false;
+}

@@ -14,7 +14,7 @@ export type Check = { ok: boolean; error?: string } & Record<string, unknown>;
 export type Health = {
   status: "ok" | "unhealthy";
   version: string;
-  checks: { database: Check; data_folder: Check; jobs: Check; change_log?: Check };
+  checks: { database: Check; data_folder: Check; jobs: Check; storage?: Check; change_log?: Check };
 };
 
 /** Thrown by the write probe once its row is written, so that its unit rolls back. */
@@ -76,6 +76,24 @@ function dataFolderCheck(ctx: Ctx): Check {
   return { ok: true, writable: true, ...out };
 }
 
+/**
+ * A remote file store (S3) can be used: the bucket exists, takes this node's credentials and
+ * answers (one list of a key). Absent on the data folder (`data_folder` covers it). Without it a
+ * node whose bucket is gone or misnamed reported itself healthy while every upload failed and
+ * every media file read as missing.
+ */
+async function storageCheck(ctx: Ctx): Promise<Check | undefined> {
+  const blobs = ctx.storage.blobs;
+  if (!blobs.reachable) return undefined;
+  try {
+    await blobs.reachable();
+    return { ok: true, store: blobs.description };
+  } catch (err) {
+    // "the bucket does not exist", without the store's XML answer after it.
+    return { ok: false, store: blobs.description, error: String((err as Error)?.message ?? err).split(" (")[0] };
+  }
+}
+
 /** The job runner runs every worker loop (`alive`), with the queue's length beside it. */
 async function jobsCheck(ctx: Ctx): Promise<Check> {
   const runner = ctx.jobs as {
@@ -125,6 +143,8 @@ export async function health(ctx: Ctx): Promise<Health> {
     data_folder: dataFolderCheck(ctx),
     jobs: await jobsCheck(ctx),
   };
+  const storage = await storageCheck(ctx);
+  if (storage) checks.storage = storage;
   const changeLog = await changeLogCheck(ctx);
   if (changeLog) checks.change_log = changeLog;
   const ok = Object.values(checks).every((c) => c.ok);

@@ -77,6 +77,12 @@ export interface BlobStore {
   presign(key: string, options?: { expiresIn?: number; contentDisposition?: string }): string | undefined;
   /** The file holding the object, when the store is the local disk (served with sendfile, read by sharp). */
   localPath(key: string): string | undefined;
+  /**
+   * A remote store (S3): resolves when it can be used (the bucket exists, the credentials are
+   * taken, the server answers), rejects with a BlobStoreError saying what is wrong. Absent on the
+   * data folder, whose health the data folder's own checks cover.
+   */
+  reachable?(): Promise<void>;
 }
 
 export interface BlobWriter {
@@ -94,6 +100,15 @@ export class BlobStoreError extends Error {
   ) {
     super(message, options);
   }
+}
+
+/**
+ * Whether an operation failed because the store could not be used (no bucket, refused credentials,
+ * clock skew, no network, or an error the store did not explain): not the request's fault, answered
+ * 503 with Retry-After (src/http/handlers.ts) rather than as an internal error.
+ */
+export function isStoreUnavailable(err: unknown): err is BlobStoreError {
+  return err instanceof BlobStoreError || (err as { cause?: unknown } | null)?.cause instanceof BlobStoreError;
 }
 
 const SEGMENT = /^[A-Za-z0-9._~@+=%-]+$/;

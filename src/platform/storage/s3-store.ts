@@ -86,6 +86,15 @@ export class S3BlobStore implements BlobStore {
   private readonly kept = new Map<string, { etag: string; bytes: Uint8Array }>();
   private keptBytes = 0;
 
+  /**
+   * Asks the bucket for one key under the prefix (a list: its errors have bodies, where a HEAD's
+   * refusal is only a status): resolves when the bucket exists and takes the credentials, rejects
+   * with a BlobStoreError saying what is wrong otherwise. The start's check and `/api/health`.
+   */
+  async reachable(): Promise<void> {
+    await this.s3.list({ prefix: this.where.prefix, maxKeys: 1 }).catch((err) => Promise.reject(explain(err)));
+  }
+
   private forget(key: string): void {
     this.stats.delete(key);
     const k = this.kept.get(key);
