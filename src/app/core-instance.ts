@@ -97,6 +97,7 @@ function openSqlite(config: Config, storage: Storage, log: Logger): DB {
  */
 async function openPostgres(config: Config, log: Logger): Promise<DB> {
   const { openPgDatabase } = await import("../db/pg/database");
+  const { NewerDatabaseError } = await import("../db/pg/migrate");
   let opened: Awaited<ReturnType<typeof openPgDatabase>>;
   try {
     opened = await openPgDatabase(config.database);
@@ -105,7 +106,7 @@ async function openPostgres(config: Config, log: Logger): Promise<DB> {
     // login or a database that does not exist is the settings' fault (exit 2: a restart would only
     // repeat it); a server that cannot be reached may come back (exit 1).
     const message = `cannot open the database ${redactDatabaseUrl(config.database)}: ${(err as Error)?.message ?? err}`;
-    throw settingsRefused(err) ? new ConfigError(message) : new Error(message);
+    throw settingsRefused(err) || err instanceof NewerDatabaseError ? new ConfigError(message) : new Error(message);
   }
   const { db, migrations } = opened;
   const applied = migrations.after - migrations.before;

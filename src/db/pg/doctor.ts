@@ -3,6 +3,8 @@
 // (src/cli/database.cli.ts calls it; docs/postgres.md).
 import type { SQL } from "bun";
 import { embeddedPgMigrations } from "./migrations.generated";
+import { NewerDatabaseError } from "./migrate";
+import { VERSION } from "../../version";
 
 /** The oldest PostgreSQL Apis supports (Debian 12's; generated columns, trusted extensions). */
 export const MIN_PG_VERSION = 150000;
@@ -48,12 +50,15 @@ export async function checkPg(client: SQL): Promise<PgCheck[]> {
     : { n: 0, last: null };
   const latest = embeddedPgMigrations.at(-1)?.when ?? 0;
   const current = applied.last !== null && Number(applied.last) >= latest;
+  const newer = applied.last !== null && Number(applied.last) > latest;
   checks.push({
     name: "migrations",
-    ok: current,
-    detail: current
-      ? `${applied.n} applied, up to date`
-      : `${applied.n} of ${embeddedPgMigrations.length} applied: the server migrates at start`,
+    ok: current && !newer,
+    detail: newer
+      ? new NewerDatabaseError(VERSION).message
+      : current
+        ? `${applied.n} applied, up to date`
+        : `${applied.n} of ${embeddedPgMigrations.length} applied: the server migrates at start`,
   });
   return checks;
 }

@@ -177,4 +177,39 @@ describe.skipIf(!pgAvailable)("apis doctor and apis migrate with a PostgreSQL UR
     },
     SLOW_TEST_MS,
   );
+
+  test(
+    "serve, migrate and doctor refuse a database a newer Apis migrated, in one line saying so, instead of serving a schema this build does not know",
+    async () => {
+      const newer = await freshDatabase("newerapis");
+      const folder = mkdtempSync(join(tmpdir(), "apis-newer-"));
+      try {
+        expect(apisCli(["migrate", "--data", folder, "--database", newer.url]).code).toBe(0);
+        // What a newer build's migration leaves: a row later than this build's newest.
+        const later = embeddedPgMigrations.at(-1)!.when + 86_400_000;
+        await newer.sql`INSERT INTO drizzle.__drizzle_migrations (hash, created_at) VALUES ('newer', ${later})`;
+        const said =
+          /the database was migrated by a newer Apis than \S+ \(it holds a migration this build does not know\): run that version on every node, or restore the backup taken before the upgrade$/;
+        const serve = apisCli(["serve", "--data", folder, "--port", "0", "--database", newer.url]);
+        expect({ code: serve.code, out: serve.out, lines: serve.err.trim().split("\n").length }).toEqual({
+          code: 2,
+          out: "",
+          lines: 1,
+        });
+        expect(serve.err.trim()).toMatch(said);
+        const migrate = apisCli(["migrate", "--data", folder, "--database", newer.url]);
+        expect(migrate.code).toBe(1);
+        expect(migrate.err.trim()).toMatch(said);
+        const doctor = apisCli(["doctor", "--data", folder, "--database", newer.url]);
+        expect(doctor.code).toBe(1);
+        expect(doctor.out.split("\n").find((l) => l.includes("database migrations:"))).toMatch(
+          /^FAIL {2}database migrations: the database was migrated by a newer Apis/,
+        );
+      } finally {
+        rmSync(folder, { recursive: true, force: true });
+        await newer.close();
+      }
+    },
+    SLOW_TEST_MS,
+  );
 });
