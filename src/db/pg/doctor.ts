@@ -4,7 +4,6 @@
 import type { SQL } from "bun";
 import { embeddedPgMigrations } from "./migrations.generated";
 import { NewerDatabaseError } from "./migrate";
-import { VERSION } from "../../version";
 
 /** The oldest PostgreSQL Apis supports (Debian 12's; generated columns, trusted extensions). */
 export const MIN_PG_VERSION = 150000;
@@ -55,7 +54,7 @@ export async function checkPg(client: SQL): Promise<PgCheck[]> {
     name: "migrations",
     ok: current && !newer,
     detail: newer
-      ? new NewerDatabaseError(VERSION).message
+      ? new NewerDatabaseError().message
       : current
         ? `${applied.n} applied, up to date`
         : `${applied.n} of ${embeddedPgMigrations.length} applied: the server migrates at start`,

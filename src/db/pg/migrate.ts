@@ -6,7 +6,6 @@ import type { SQL } from "bun";
 import { drizzle } from "drizzle-orm/bun-sql";
 import { toMigrationMeta } from "../migration-meta";
 import { embeddedPgMigrations } from "./migrations.generated";
-import { VERSION } from "../../version";
 
 /** The advisory lock key of migrations (any constant that no other Apis lock uses). */
 export const MIGRATION_LOCK = 0x41706973_01;
@@ -17,9 +16,9 @@ export const MIGRATION_LOCK = 0x41706973_01;
  * (exit 2), `apis migrate` and `apis doctor` say so.
  */
 export class NewerDatabaseError extends Error {
-  constructor(version: string) {
+  constructor() {
     super(
-      `the database was migrated by a newer Apis than ${version} (it holds a migration this build does not know): run that version on every node, or restore the backup taken before the upgrade`,
+      "the database was migrated by a newer Apis than this one (it holds a migration this build does not know): run that version on every node, or restore the backup taken before the upgrade",
     );
   }
 }
@@ -55,7 +54,7 @@ export async function migratePg(client: SQL): Promise<{ before: number; after: n
     };
     // drizzle applies what is newer than the newest row: with a newer Apis' row it would apply
     // nothing and say nothing, and an older node would serve a schema it does not know.
-    if (await migratedByNewer(conn)) throw new NewerDatabaseError(VERSION);
+    if (await migratedByNewer(conn)) throw new NewerDatabaseError();
     const before = await count();
     // drizzle's dialect migrator: the statements of each migration not yet applied (by its time), in one transaction.
     await (db as any).dialect.migrate(toMigrationMeta(embeddedPgMigrations), (db as any).session, {});

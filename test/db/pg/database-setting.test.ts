@@ -189,7 +189,7 @@ describe.skipIf(!pgAvailable)("apis doctor and apis migrate with a PostgreSQL UR
         const later = embeddedPgMigrations.at(-1)!.when + 86_400_000;
         await newer.sql`INSERT INTO drizzle.__drizzle_migrations (hash, created_at) VALUES ('newer', ${later})`;
         const said =
-          /the database was migrated by a newer Apis than \S+ \(it holds a migration this build does not know\): run that version on every node, or restore the backup taken before the upgrade$/;
+          /the database was migrated by a newer Apis than this one \(it holds a migration this build does not know\): run that version on every node, or restore the backup taken before the upgrade$/;
         const serve = apisCli(["serve", "--data", folder, "--port", "0", "--database", newer.url]);
         expect({ code: serve.code, out: serve.out, lines: serve.err.trim().split("\n").length }).toEqual({
           code: 2,
