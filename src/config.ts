@@ -164,7 +164,7 @@ export const settings = {
       "not sqlite: (the data folder's database) or postgres://user:password@host:port/database",
     ),
     default: "sqlite:",
-    help: "the database: sqlite: (the data folder's file) or postgres://user:password@host:port/database (PostgreSQL 15+; for apis doctor and apis migrate-database in this release, docs/postgres.md)",
+    help: 'the database: sqlite: (the data folder\'s file) or postgres://user:password@host:port/database (PostgreSQL 15+; several apis serve processes may share one: docs/deploy.md "Several nodes", docs/postgres.md)',
     secret: true,
   },
   storage: {
@@ -252,7 +252,7 @@ export const settings = {
     flag: "jwt-secret",
     schema: text(32, "must be at least 32 characters", true),
     default: "",
-    help: "HS256 secret; generated into <data>/jwt.secret when empty",
+    help: "HS256 secret; when empty one is generated into <data>/jwt.secret (SQLite) or into the database, shared by every node (PostgreSQL); on PostgreSQL a given one becomes the database's",
     secret: true,
   },
   jwtLifetime: {

@@ -11,7 +11,8 @@ import { Storage } from "../platform/storage/storage";
 import { openBlobStore } from "../platform/storage/open-store";
 import { Hub } from "../platform/sync/hub";
 import { loadSecret, Tokens } from "../platform/tokens";
-import { metaOnce } from "../db/meta";
+import { metaOnce, readMeta, writeMeta } from "../db/meta";
+import { mutate } from "../db/mutate";
 import { usePgCodecs } from "../db/codec-mode";
 import { newSecret } from "../core/ids";
 
@@ -39,13 +40,35 @@ export async function openCoreInstance(
   // database, so that every process serving it (each with a data folder of its own) signs and
   // accepts the same tokens. Whoever can read the database can read it, as the sessions it guards.
   const secret =
-    config.jwtSecret || databaseKind(config) === "sqlite"
+    databaseKind(config) === "sqlite"
       ? loadSecret(config.jwtSecret, config.dataDir)
-      : await metaOnce(db, "jwt_secret", () => newSecret(48));
+      : await databaseSecret(db, config.jwtSecret, log);
   const tokens = new Tokens(secret, config.jwtLifetime);
   const mailer = new Mailer(config, () => storage.outbox, log);
   const hub = new Hub();
   return { config, db, hub, log, storage, tokens, mailer, baseUrl: publicBaseUrl(config, config.port) };
+}
+
+/**
+ * The token secret on PostgreSQL: the database's row (`meta.jwt_secret`), made once by the first
+ * process without `--jwt-secret`. A `--jwt-secret` becomes the row, so that nodes started without
+ * the setting afterwards sign and accept the same tokens; when the row held another secret, the
+ * nodes already running with it refuse this node's tokens (and it theirs) until they are
+ * restarted, which is said in a warning. Before, such a node kept its secret to itself and the
+ * nodes answered 401 to each other's tokens without a word.
+ */
+async function databaseSecret(db: DB, configured: string, log: Logger): Promise<string> {
+  if (!configured) return await metaOnce(db, "jwt_secret", () => newSecret(48));
+  const held = await mutate(db, undefined, async (tx) => {
+    const before = await readMeta(tx, "jwt_secret");
+    if (before !== configured) await writeMeta(tx, "jwt_secret", configured);
+    return before;
+  });
+  if (held !== undefined && held !== configured)
+    log.warn(
+      "--jwt-secret differs from the token secret the database held, which nodes started without --jwt-secret use: it is the database's secret now, but nodes still running with the old one refuse the tokens this node signs (401), and this node theirs, until they are restarted. Give every node the same --jwt-secret, or none",
+    );
+  return configured;
 }
 
 /**
