@@ -1,4 +1,5 @@
-import { existsSync, mkdirSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { redactDatabaseUrl, settings, type Config } from "../config";
 import { inspectDatabase, migrationsMeta } from "../db/connection";
 import { liveServerPid } from "../platform/storage/pidfile";
@@ -57,7 +58,7 @@ export async function migrateDatabaseCommand(config: Config, flags: Record<strin
   const started = performance.now();
   let lastLine = 0;
   try {
-    const { copyDatabaseFileToPg, CopyMismatch, CopyRefused } = await import("../db/pg/copy");
+    const { copyDatabaseFileToPg, CopyMismatch, CopyRefused, writeSecretRow } = await import("../db/pg/copy");
     let report;
     try {
       report = await copyDatabaseFileToPg(file, client, {
@@ -77,8 +78,13 @@ export async function migrateDatabaseCommand(config: Config, flags: Record<strin
       else if (err instanceof CopyRefused) return fail(err.message);
       else return fail(pgFailure(to, err));
     }
+    // The data folder's token secret becomes the database's (on PostgreSQL it is a row every node
+    // reads): tokens signed before the move still work after it, as after a restore of an archive.
+    const secretFile = join(config.dataDir, "jwt.secret");
+    const secret = report.ok && existsSync(secretFile) ? readFileSync(secretFile, "utf8").trim() : "";
+    if (secret) await writeSecretRow(client, secret);
     const seconds = Number(((performance.now() - started) / 1000).toFixed(1));
-    if (json) console.log(JSON.stringify({ ...report, seconds }));
+    if (json) console.log(JSON.stringify({ ...report, secret: !!secret, seconds }));
     else {
       console.log("table                  rows in SQLite  rows in PostgreSQL  checksum (SHA-256 of each side)");
       for (const t of report.tables)
@@ -93,6 +99,9 @@ export async function migrateDatabaseCommand(config: Config, flags: Record<strin
         console.log(
           `done: ${rows} rows in ${report.tables.length} tables copied in ${seconds} s, every count and checksum equal; the SQLite database is unchanged`,
         );
+        if (secret)
+          console.log(`the token secret of ${secretFile} is the database's: signed-in clients stay signed in`);
+        console.log(`next: start the server (every node) with --database ${shown} (APIS_DATABASE_URL)`);
       } else console.log("the copy did not verify: nothing was committed to PostgreSQL");
     }
     return report.ok ? 0 : 1;
@@ -126,10 +135,17 @@ async function migrateToSqlite(config: Config, flags: Record<string, string | bo
   const client = await openPg(config.database, 2);
   const started = performance.now();
   try {
-    const { copyPgToDatabaseFile, CopyMismatch, CopyRefused } = await import("../db/pg/copy");
+    const { copyPgToDatabaseFile, CopyMismatch, CopyRefused, readSecretRow } = await import("../db/pg/copy");
     let report;
     try {
       report = await copyPgToDatabaseFile(client, file, { force: flags.force === true });
+      // The database's token secret becomes the data folder's file (a SQLite instance reads that).
+      const secret = report.ok ? await readSecretRow(client) : undefined;
+      if (secret) {
+        const secretFile = join(config.dataDir, "jwt.secret");
+        writeFileSync(secretFile, `${secret}\n`, { mode: 0o600 });
+        chmodSync(secretFile, 0o600);
+      }
     } catch (err) {
       if (err instanceof CopyMismatch) report = err.report;
       else if (err instanceof CopyRefused) return fail(err.message);

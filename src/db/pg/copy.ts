@@ -307,6 +307,22 @@ export async function copyDatabaseFileToPg(file: string, client: SQL, opts: Copy
   }
 }
 
+/**
+ * The token secret of a database on PostgreSQL (`meta.jwt_secret`, src/app/core-instance.ts), or
+ * undefined. The copies leave it to their callers: on SQLite the secret is the data folder's
+ * `jwt.secret`, not a row, and `apis migrate-database` carries it across (each way) so that the
+ * tokens signed before the move still work after it.
+ */
+export async function readSecretRow(client: SQL): Promise<string | undefined> {
+  const [r] = await client`SELECT value FROM meta WHERE key = 'jwt_secret'`;
+  return (r as { value?: string } | undefined)?.value;
+}
+
+/** Makes `secret` the PostgreSQL database's token secret (see `readSecretRow`). */
+export async function writeSecretRow(client: SQL, secret: string): Promise<void> {
+  await client`INSERT INTO meta (key, value) VALUES ('jwt_secret', ${secret}) ON CONFLICT (key) DO UPDATE SET value = excluded.value`;
+}
+
 async function copyTable(
   sqlite: Database,
   pg: ReservedSQL,

@@ -3,7 +3,7 @@
 // throw-away PostgreSQL database by the CLI, and the copy checked against the SQLite file.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import sharp from "sharp";
@@ -14,6 +14,7 @@ import { pgClient } from "../../../src/db/pg/port";
 import { recordMatchesPg, recordSearchPagePg } from "../../../src/db/pg/search";
 import { migratePg } from "../../../src/db/pg/migrate";
 import { apisCli, SLOW_TEST_MS } from "../../helpers/server";
+import { killNode, startNode } from "../../helpers/cluster";
 import { freshDatabase, pgAvailable, pgSkipReason } from "../../helpers/pg-cluster";
 import { recordsWorld } from "../../records/helpers";
 
@@ -25,6 +26,8 @@ describe.skipIf(!pgAvailable)("apis migrate-database", () => {
   let records: string[] = [];
   let running: ReturnType<typeof apisCli> | undefined;
   let project = "";
+  /** A token the SQLite server signed before the move. */
+  let signed = "";
   /** What records/search answered on SQLite before the move, per query. */
   const searched = new Map<string, string[]>();
   const QUERIES: [string, string][] = [
@@ -74,6 +77,7 @@ describe.skipIf(!pgAvailable)("apis migrate-database", () => {
     );
     await upload("a data sheet", "sheet.txt");
     project = w.project;
+    signed = w.owner.token;
     for (const [q, language] of QUERIES)
       searched.set(
         `${language} ${q}`,
@@ -114,7 +118,8 @@ describe.skipIf(!pgAvailable)("apis migrate-database", () => {
         for (const t of report.tables) {
           const mine = (sqlite.query(`SELECT count(*) AS n FROM "${t.table}"`).get() as { n: number }).n;
           const [theirs] = await target.sql.unsafe(`SELECT count(*)::int AS n FROM "${t.table}"`);
-          expect({ table: t.table, n: theirs.n }).toEqual({ table: t.table, n: mine });
+          // meta: one row more, the token secret of the data folder's jwt.secret (carried over after the verified copy).
+          expect({ table: t.table, n: theirs.n }).toEqual({ table: t.table, n: mine + (t.table === "meta" ? 1 : 0) });
         }
         // The records' values as PostgreSQL holds them: JSON objects, equal to SQLite's.
         const [rec] =
@@ -150,6 +155,27 @@ describe.skipIf(!pgAvailable)("apis migrate-database", () => {
       expect(docs.get("record_search.doc")).toBeGreaterThan(11);
       expect(docs.get("assets.search")).toBe(2);
       expect(docs.get("assets.search_en")).toBe(2);
+    },
+    SLOW_TEST_MS,
+  );
+
+  test(
+    "carries the data folder's token secret into the database, so a token signed before the move is taken by a server on PostgreSQL after it",
+    async () => {
+      const secret = readFileSync(join(dataDir, "jwt.secret"), "utf8").trim();
+      expect((await target.sql`SELECT value FROM meta WHERE key = 'jwt_secret'`)[0]?.value).toBe(secret);
+      // A process of its own: a server on PostgreSQL in this process would switch the tables' codecs for the rest of the file.
+      const node = await startNode(target.url);
+      try {
+        const r = await fetch(`${node.url}/sync/cursors`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${signed}` },
+          body: "{}",
+        });
+        expect(r.status).toBe(200);
+      } finally {
+        await killNode(node);
+      }
     },
     SLOW_TEST_MS,
   );
@@ -203,7 +229,8 @@ describe.skipIf(!pgAvailable)("apis migrate-database", () => {
             expect(t.sqliteChecksum).toBe(t.pgChecksum);
             expect(original.get(t.table)).toBe(t.sqliteChecksum);
             const n = (d: Database) => (d.query(`SELECT count(*) AS n FROM "${t.table}"`).get() as { n: number }).n;
-            expect([t.table, n(copy)]).toEqual([t.table, n(source)]);
+            // meta: the database's token secret row besides the original's (it was the data folder's jwt.secret there).
+            expect([t.table, n(copy)]).toEqual([t.table, n(source) + (t.table === "meta" ? 1 : 0)]);
           }
           // The FTS5 index is filled by SQLite's triggers as the rows go in.
           const fts = (d: Database) => (d.query("SELECT count(*) AS n FROM records_fts").get() as { n: number }).n;
@@ -236,12 +263,16 @@ describe.skipIf(!pgAvailable)("apis migrate-database", () => {
         try {
           for (const t of report.tables) {
             const n = (d: Database) => (d.query(`SELECT count(*) AS n FROM "${t.table}"`).get() as { n: number }).n;
-            expect([t.table, t.rows, n(copy)]).toEqual([t.table, n(source), n(source)]);
+            const more = t.table === "meta" ? 1 : 0; // the token secret row, as above
+            expect([t.table, t.rows, n(copy)]).toEqual([t.table, n(source) + more, n(source) + more]);
           }
         } finally {
           source.close();
           copy.close();
         }
+        // The database's token secret is the new data folder's file again (0600).
+        expect(readFileSync(join(back, "jwt.secret"), "utf8")).toBe(readFileSync(join(dataDir, "jwt.secret"), "utf8"));
+        expect(statSync(join(back, "jwt.secret")).mode & 0o777).toBe(0o600);
         const refused = apisCli(args);
         expect(refused.code).toBe(1);
         expect(refused.err).toContain("the SQLite database is not empty");
