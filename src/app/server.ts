@@ -1,5 +1,5 @@
 import type { Config } from "../config";
-import { publicBaseUrl } from "../config";
+import { databaseKind, publicBaseUrl, redactDatabaseUrl } from "../config";
 import { startupStep, startupTimings } from "../core/startup";
 import { closeDatabase } from "../db/connection";
 import { followChangeLog } from "../db/follow";
@@ -69,6 +69,12 @@ export async function startServer(
     releaseDataDir(config.dataDir);
     throw err;
   }
+  // Where a node keeps its rows and files, when not in its data folder (the start's line names
+  // that): nodes must share both, and their logs say which they use.
+  if (databaseKind(config) !== "sqlite" || core.storage.blobs.kind !== "file")
+    core.log.info(
+      `database ${databaseKind(config) === "sqlite" ? core.storage.database : redactDatabaseUrl(config.database)}, files in ${core.storage.blobs.description}`,
+    );
   // On PostgreSQL, several nodes may share the database: each publishes to its sockets what it
   // reads from the change log, its own units' items included (issue 40; docs/cluster.md).
   await followChangeLog(core.db, core.hub, (err) =>

@@ -165,6 +165,33 @@ describe.skipIf(!pgAvailable)("apis doctor and apis migrate with a PostgreSQL UR
   );
 
   test(
+    "apis serve on PostgreSQL names the database (without its password) and where the files are in its log at start",
+    async () => {
+      const folder = mkdtempSync(join(tmpdir(), "apis-node-"));
+      // The run's cluster trusts every login: the password is only there to be left out.
+      const url = new URL(db.url);
+      url.password = "not-to-be-printed";
+      const proc = Bun.spawn(
+        [process.execPath, "src/main.ts", "serve", "--data", folder, "--port", "0", "--database", url.toString()],
+        { cwd: REPO_ROOT, env: cliEnv(), stdout: "pipe", stderr: "pipe" },
+      );
+      try {
+        await servedUrl(proc);
+        proc.kill("SIGTERM");
+        await proc.exited;
+        const said = await new Response(proc.stderr).text();
+        url.password = "***";
+        expect(said).toContain(`INFO: database ${decodeURIComponent(url.toString())}, files in file:${folder}`);
+        expect(said).not.toContain("not-to-be-printed");
+      } finally {
+        proc.kill("SIGKILL");
+        rmSync(folder, { recursive: true, force: true });
+      }
+    },
+    SLOW_TEST_MS,
+  );
+
+  test(
     "doctor with a database it cannot reach fails that check in one line, without the password or a stack",
     () => {
       const r = apisCli(["doctor", "--data", data, "--database", "postgres://apis:secret@127.0.0.1:1/apis"]);
