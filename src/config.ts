@@ -105,7 +105,8 @@ const size = (min: number, max: number) => {
   sizeSchemas.add(schema);
   return schema;
 };
-const bool = checked<boolean>((raw) =>
+/** A true-or-false setting (its flag is a switch: src/cli/args.ts). */
+export const bool = checked<boolean>((raw) =>
   typeof raw === "boolean"
     ? raw
     : typeof raw === "string" && ["true", "false", "1", "0", "yes", "no"].includes(raw)

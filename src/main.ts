@@ -1,6 +1,6 @@
 #!/usr/bin/env bun
 import { ConfigError, loadConfig, settings, settingsHelp, type Config } from "./config";
-import { parseArgs, UsageError } from "./cli/args";
+import { parseArgs, UsageError, type CommandFlag, type Flags } from "./cli/args";
 import { startupStep } from "./core/startup";
 import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
@@ -56,31 +56,80 @@ commands:
                                 asks for confirmation on a terminal, --yes skips it and is needed without one)
   --help, --version
 
+A switch (--json, --yes, --keep-previous, --force, --dry-run, --admin, --revoke) never takes the
+word after it; a true-or-false setting (--metrics, --trust-proxy, ...) alone is true, and also reads
+--metrics=false or --metrics false. An unknown flag, a flag without its value or a word a command
+does not take is a usage error (exit 2).
+
 settings (flag, environment variable, meaning):
 ${settingsHelp()}
 `;
 
-/** Flags of each command besides the settings every command takes. */
-const COMMAND_FLAGS: Record<string, string[]> = {
-  user: ["username", "email", "password", "name", "json", "admin", "revoke"],
-  jobs: ["limit", "json", "dry-run"],
-  storage: ["to", "json"],
-  backup: ["out", "file", "json", "keep-previous", "yes"],
-  "migrate-database": ["to", "force", "json", "batch"],
-  vacuum: ["json"],
-  index: ["project", "field", "json"],
-};
+/** Flags of each command besides the settings every command takes (their kinds: src/cli/args.ts). */
+const COMMAND_FLAGS: ReadonlyMap<string, readonly CommandFlag[]> = new Map<string, readonly CommandFlag[]>([
+  ["user", ["username", "email", "password", "name", "json", "admin", "revoke"]],
+  ["jobs", ["limit", "json", "dry-run"]],
+  ["storage", ["to", "json"]],
+  ["backup", ["out", "file", "json", "keep-previous", "yes"]],
+  ["migrate-database", ["to", "force", "json", "batch"]],
+  ["vacuum", ["json"]],
+  ["index", ["project", "field", "json"]],
+]);
 
 /** A mistyped flag is a usage error (exit 2), not silently ignored. */
-function checkFlags(command: string, flags: Record<string, unknown>) {
-  const known = new Set([
+function checkFlags(command: string, flags: Flags) {
+  const known = new Set<string>([
     ...Object.values(settings).map((s) => s.flag),
     "help",
     "version",
-    ...(COMMAND_FLAGS[command] ?? []),
+    ...(COMMAND_FLAGS.get(command) ?? []),
   ]);
   const unknown = Object.keys(flags).filter((f) => !known.has(f));
   if (unknown.length) throw new UsageError(`unknown flag --${unknown[0]} for ${command}; see apis --help`);
+}
+
+/**
+ * How many words each command takes, itself included (by subcommand where they differ): a word
+ * more (`apis backup verify A.tar B.tar`, `apis serve foo`) is a usage error, not ignored. An
+ * unknown subcommand is left to the command, whose usage line names the ones it has.
+ */
+const COMMAND_WORDS: ReadonlyMap<string, number | ReadonlyMap<string, number>> = new Map<
+  string,
+  number | ReadonlyMap<string, number>
+>([
+  ["serve", 1],
+  ["migrate", 1],
+  ["doctor", 1],
+  ["vacuum", 1],
+  ["migrate-database", 1],
+  ["user", 2],
+  ["index", 2],
+  ["storage", 2],
+  [
+    "backup",
+    new Map([
+      ["create", 2],
+      ["list", 2],
+      ["verify", 3],
+      ["restore", 3],
+    ]),
+  ],
+  [
+    "jobs",
+    new Map([
+      ["list", 2],
+      ["run", 3],
+    ]),
+  ],
+]);
+
+function checkWords(command: string, words: string[]) {
+  const spec = COMMAND_WORDS.get(command);
+  const taken = typeof spec === "number" ? spec : spec?.get(words[1] ?? "");
+  if (taken === undefined || words.length <= taken) return;
+  throw new UsageError(
+    `unexpected word ${JSON.stringify(words[taken])} after apis ${words.slice(0, taken).join(" ")}; see apis --help`,
+  );
 }
 
 /** Says who can reach the server, so a default that only serves this machine is no surprise. */
@@ -132,6 +181,7 @@ async function main(argv: string[]): Promise<number> {
   }
   const command = words[0] ?? "serve";
   checkFlags(command, flags);
+  checkWords(command, words);
   const config = loadConfig(flags);
   switch (command) {
     case "serve": {

@@ -29,15 +29,13 @@ export async function backupCommand(
   args: string[],
   flags: Record<string, string | boolean>,
 ): Promise<number> {
-  // `restore --yes FILE`: the parser took FILE as the value of --yes.
-  if (typeof flags.yes === "string") {
-    args = [...args, flags.yes];
-    flags = { ...flags, yes: true };
-  }
   const [sub, fileArg] = args;
   const json = flags.json === true;
   const fileOf = () => {
-    const f = fileArg ?? stringFlag(flags, "file");
+    const flag = stringFlag(flags, "file");
+    if (fileArg !== undefined && flag !== undefined)
+      throw new UsageError(`two archives given (${fileArg} and --file ${flag}): give one`);
+    const f = fileArg ?? flag;
     if (!f) throw new UsageError(USAGE);
     if (!existsSync(f)) throw new UsageError(`no such file: ${f}`);
     if (statSync(f).isDirectory())

@@ -37,9 +37,7 @@ export async function userCommand(
           passwordHash: hash,
           name: stringFlag(flags, "name"),
         });
-        return first || flags.admin === true || flags.admin === "true"
-          ? await updateUser(ctx, tx, log, created.gid, { admin: true })
-          : created;
+        return first || flags.admin === true ? await updateUser(ctx, tx, log, created.gid, { admin: true }) : created;
       });
       console.log(
         json

@@ -278,6 +278,110 @@ describe("backup", () => {
   );
 });
 
+describe("arguments", () => {
+  test(
+    "a switch never takes the word after it: restore --keep-previous FILE --yes restores FILE and keeps the previous state",
+    () => {
+      const data = tmp();
+      expect(apis(["migrate", "--data", data]).code).toBe(0);
+      const archive = join(tmp(), "a.tar");
+      expect(apis(["backup", "create", "--data", data, "--out", archive]).code).toBe(0);
+      const r = apis(["backup", "restore", "--keep-previous", archive, "--yes", "--json", "--data", data]);
+      expect(r.err).toBe("");
+      expect(r.code).toBe(0);
+      const { previous } = JSON.parse(r.out);
+      expect(readdirSync(previous)).toContain("apis.db");
+      // A true-or-false setting is a switch too: the archive after it is still the archive.
+      const s = apis(["backup", "restore", "--yes", "--media-redirect", archive, "--data", data]);
+      expect(s.err).toBe("");
+      expect(s.code).toBe(0);
+    },
+    SLOW_TEST_MS,
+  );
+
+  test(
+    "a true-or-false setting reads --flag, --flag=false and --flag false as before, and refuses another word as its value",
+    () => {
+      const data = tmp();
+      for (const forms of [["--metrics"], ["--metrics=false"], ["--metrics", "false"], ["--trust-proxy", "true"]])
+        expect(apis(["migrate", "--data", data, ...forms]).code).toBe(0);
+      expectRefused(apis(["migrate", "--data", data, "--metrics=maybe"]), 'invalid --metrics="maybe"');
+      expectRefused(apis(["migrate", "--data", data, "--metrics", "maybe"]), 'unexpected word "maybe"');
+      expectRefused(apis(["user", "list", "--data", data, "--json=maybe"]), "--json is a switch");
+    },
+    SLOW_TEST_MS,
+  );
+
+  test(
+    "a flag that needs a value and is given none is a usage error naming it, with exit code 2",
+    () => {
+      const data = tmp();
+      expect(apis(["migrate", "--data", data]).code).toBe(0);
+      for (const [args, flag] of [
+        [["backup", "create", "--data", data, "--out"], "out"],
+        [["backup", "create", "--out", "--data", data], "out"],
+        [["migrate", "--data"], "data"],
+      ] as [string[], string][]) {
+        const r = apis(args);
+        expect(r.code).toBe(2);
+        expect(r.err).toBe(`apis: --${flag} needs a value\n`);
+      }
+    },
+    SLOW_TEST_MS,
+  );
+
+  test(
+    "a word a command does not take is a usage error naming it, with exit code 2, and nothing is done",
+    () => {
+      const data = join(tmp(), "never-made");
+      for (const [args, word] of [
+        [["backup", "verify", "A.tar", "B.tar"], "B.tar"],
+        [["backup", "create", "extra"], "extra"],
+        [["backup", "list", "extra"], "extra"],
+        [["backup", "restore", "A.tar", "B.tar", "--yes"], "B.tar"],
+        [["user", "list", "extra"], "extra"],
+        [
+          ["user", "create", "ann", "--username", "ann", "--email", "a@example.test", "--password", "long enough pass"],
+          "ann",
+        ],
+        [["serve", "foo"], "foo"],
+        [["migrate", "extra"], "extra"],
+        [["doctor", "extra"], "extra"],
+        [["vacuum", "extra"], "extra"],
+        [["migrate-database", "extra", "--to", "postgres://u:p@localhost/db"], "extra"],
+        [["index", "list", "extra"], "extra"],
+        [["storage", "migrate", "extra", "--to", "file:///tmp/x"], "extra"],
+        [["jobs", "list", "extra"], "extra"],
+        [["jobs", "run", "changelog", "extra"], "extra"],
+      ] as [string[], string][]) {
+        const r = apis([...args, "--data", data]);
+        expect(r.err).toStartWith(`apis: unexpected word "${word}" after apis ${args[0]}`);
+        expect(r.err.trim().split("\n")).toHaveLength(1);
+        expect(r.code).toBe(2);
+      }
+      expect(existsSync(data)).toBe(false);
+    },
+    SLOW_TEST_MS,
+  );
+
+  test(
+    "command and flag names that are properties of every object (constructor, __proto__) are unknown ones, not a crash",
+    () => {
+      for (const args of [
+        ["constructor"],
+        ["toString"],
+        ["migrate", "--constructor", "x"],
+        ["migrate", "--__proto__=x"],
+      ]) {
+        const r = apis([...args, "--data", tmp()]);
+        expect(r.err).toMatch(/^apis: unknown (command|flag)/);
+        expect(r.code).toBe(2);
+      }
+    },
+    SLOW_TEST_MS,
+  );
+});
+
 describe("serve", () => {
   test(
     "port 0 picks a free port, prints the URL, and SIGTERM lets a request in flight finish",
