@@ -1,6 +1,7 @@
 #!/usr/bin/env bun
 import { ConfigError, loadConfig, settings, settingsHelp, type Config } from "./config";
 import { parseArgs, UsageError, type CommandFlag, type Flags } from "./cli/args";
+import { Interrupted } from "./cli/interrupt";
 import { startupStep } from "./core/startup";
 import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
@@ -48,7 +49,8 @@ commands:
                                 copy every stored file to another store (file:, file:///dir, s3://bucket/prefix),
                                 verified by SHA-256, resumable; then start the server with --storage URL
   backup create [--out FILE|FOLDER]
-                                archive the database (VACUUM INTO) and data files into one .tar, beside a running server
+                                archive the database (VACUUM INTO) and data files into one .tar, beside a running server;
+                                an existing FILE is replaced (once the new archive is complete)
   backup list [--json]          instance archives in <data>/backups/instance and the project backups
   backup verify FILE            check an archive's checksums and its database's integrity
   backup restore FILE [--keep-previous] [--yes]
@@ -59,7 +61,8 @@ commands:
 A switch (--json, --yes, --keep-previous, --force, --dry-run, --admin, --revoke) never takes the
 word after it; a true-or-false setting (--metrics, --trust-proxy, ...) alone is true, and also reads
 --metrics=false or --metrics false. An unknown flag, a flag without its value or a word a command
-does not take is a usage error (exit 2).
+does not take is a usage error (exit 2). Ctrl-C or SIGTERM stops backup create/verify/restore,
+storage migrate and migrate-database cleanly (nothing half-written is left; exit 130, 143 for SIGTERM).
 
 settings (flag, environment variable, meaning):
 ${settingsHelp()}
@@ -279,6 +282,10 @@ main(process.argv.slice(2)).then(
     if (code >= 0) process.exit(code);
   },
   (err) => {
+    if (err instanceof Interrupted) {
+      console.error(`apis: ${err.message}`);
+      process.exit(err.code);
+    }
     if (err instanceof ConfigError || err instanceof UsageError) {
       console.error(`apis: ${err.message}`);
       process.exit(2);

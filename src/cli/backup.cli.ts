@@ -13,6 +13,7 @@ import {
 import { openBlobStore } from "../platform/storage/open-store";
 import { liveServerPid } from "../platform/storage/pidfile";
 import { UsageError, stringFlag } from "./args";
+import { interruptible } from "./interrupt";
 import { formatBytes, ProgressBar } from "./progress";
 
 const USAGE =
@@ -49,10 +50,16 @@ export async function backupCommand(
     case "create": {
       const bar = new ProgressBar("backup");
       const started = performance.now();
-      const r = await createInstanceBackup(config.dataDir, stringFlag(flags, "out"), bar.update, {
-        store: openBlobStore(config),
-        database: config.database,
-      }).finally(() => bar.end());
+      const out = stringFlag(flags, "out");
+      const r = await interruptible(
+        (signal) =>
+          createInstanceBackup(config.dataDir, out, bar.update, {
+            store: openBlobStore(config),
+            database: config.database,
+            signal,
+          }).finally(() => bar.end()),
+        () => "no archive was written",
+      );
       const seconds = ((performance.now() - started) / 1000).toFixed(1);
       if (json)
         console.log(
@@ -87,7 +94,10 @@ export async function backupCommand(
     case "verify": {
       const file = fileOf();
       const bar = new ProgressBar("verify");
-      const r = await verifyInstanceBackup(file, bar.update).finally(() => bar.end());
+      const r = await interruptible(
+        (signal) => verifyInstanceBackup(file, bar.update, undefined, signal).finally(() => bar.end()),
+        () => `${file} was not checked to its end`,
+      );
       if (json)
         console.log(
           JSON.stringify({
@@ -134,16 +144,31 @@ export async function backupCommand(
       }
       const bar = new ProgressBar("restore");
       try {
-        const r = await restoreInstanceBackup(
-          config.dataDir,
-          file,
-          { keepPrevious: flags["keep-previous"] === true, store: openBlobStore(config), database: config.database },
-          bar.update,
-        ).finally(() => bar.end());
+        const r = await interruptible(
+          async (signal) => {
+            const done = await restoreInstanceBackup(
+              config.dataDir,
+              file,
+              {
+                keepPrevious: flags["keep-previous"] === true,
+                store: openBlobStore(config),
+                database: config.database,
+                signal,
+              },
+              bar.update,
+            ).finally(() => bar.end());
+            return { ...done, late: signal.aborted };
+          },
+          () => `nothing was restored; ${config.dataDir} is as it was`,
+        );
         if (json) console.log(JSON.stringify({ file, data: config.dataDir, entries: r.entries, previous: r.previous }));
         else
           console.log(
             `restored ${file} into ${config.dataDir} (${r.entries} entries)${r.previous ? `; the previous state is in ${r.previous}` : ""}`,
+          );
+        if (r.late)
+          console.error(
+            "apis: the interrupt came once the data folder was being replaced: the restore was finished rather than left half-done",
           );
         return 0;
       } catch (err) {

@@ -5,6 +5,7 @@ import { inspectDatabase, migrationsMeta } from "../db/connection";
 import { liveServerPid } from "../platform/storage/pidfile";
 import { Storage } from "../platform/storage/storage";
 import { stringFlag, UsageError } from "./args";
+import { interruptible, Interrupted } from "./interrupt";
 import { openPg, pgFailure } from "./database.cli";
 
 const USAGE =
@@ -61,19 +62,25 @@ export async function migrateDatabaseCommand(config: Config, flags: Record<strin
     const { copyDatabaseFileToPg, CopyMismatch, CopyRefused, writeSecretRow } = await import("../db/pg/copy");
     let report;
     try {
-      report = await copyDatabaseFileToPg(file, client, {
-        force: flags.force === true,
-        batch,
-        progress: ({ table, done, total }) => {
-          if (json) return;
-          const t = performance.now();
-          if (done === total || t - lastLine > 1000) {
-            lastLine = t;
-            console.log(`  ${table}: ${done}/${total}`);
-          }
-        },
-      });
+      report = await interruptible(
+        (signal) =>
+          copyDatabaseFileToPg(file, client, {
+            force: flags.force === true,
+            batch,
+            signal,
+            progress: ({ table, done, total }) => {
+              if (json) return;
+              const t = performance.now();
+              if (done === total || t - lastLine > 1000) {
+                lastLine = t;
+                console.log(`  ${table}: ${done}/${total}`);
+              }
+            },
+          }),
+        () => `no row was committed to ${shown}; the SQLite database is unchanged`,
+      );
     } catch (err) {
+      if (err instanceof Interrupted) throw err;
       if (err instanceof CopyMismatch) report = err.report;
       else if (err instanceof CopyRefused) return fail(err.message);
       else return fail(pgFailure(to, err));
@@ -138,7 +145,10 @@ async function migrateToSqlite(config: Config, flags: Record<string, string | bo
     const { copyPgToDatabaseFile, CopyMismatch, CopyRefused, readSecretRow } = await import("../db/pg/copy");
     let report;
     try {
-      report = await copyPgToDatabaseFile(client, file, { force: flags.force === true });
+      report = await interruptible(
+        (signal) => copyPgToDatabaseFile(client, file, { force: flags.force === true, signal }),
+        () => `no row was committed to ${file}; the PostgreSQL database is unchanged`,
+      );
       // The database's token secret becomes the data folder's file (a SQLite instance reads that).
       const secret = report.ok ? await readSecretRow(client) : undefined;
       if (secret) {
@@ -147,6 +157,7 @@ async function migrateToSqlite(config: Config, flags: Record<string, string | bo
         chmodSync(secretFile, 0o600);
       }
     } catch (err) {
+      if (err instanceof Interrupted) throw err;
       if (err instanceof CopyMismatch) report = err.report;
       else if (err instanceof CopyRefused) return fail(err.message);
       else return fail(pgFailure(config.database, err));

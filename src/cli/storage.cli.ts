@@ -3,6 +3,7 @@ import { openBlobStore } from "../platform/storage/open-store";
 import { migrateStore } from "../platform/storage/migrate";
 import { formatBytes } from "./progress";
 import { stringFlag, UsageError } from "./args";
+import { interruptible } from "./interrupt";
 
 /**
  * `apis storage migrate --to URL`: copies every stored object from the store the settings name
@@ -23,9 +24,21 @@ export async function storageCommand(
   if (from.description === to.description) throw new UsageError("--to names the store the files are in already");
   const json = flags.json === true;
   if (!json) console.log(`copying stored files from ${from.description} to ${to.description}`);
-  const r = await migrateStore(from, to, (p) => {
-    if (!json) console.log(`[${p.done}/${p.total}] ${p.action === "copied" ? "copied " : "present"} ${p.key}`);
-  });
+  let reached = { done: 0, total: 0 };
+  const r = await interruptible(
+    (signal) =>
+      migrateStore(
+        from,
+        to,
+        (p) => {
+          reached = p;
+          if (!json) console.log(`[${p.done}/${p.total}] ${p.action === "copied" ? "copied " : "present"} ${p.key}`);
+        },
+        signal,
+      ),
+    () =>
+      `stopped after ${reached.done} of ${reached.total || "the"} stored files; every copy made is whole and verified: run the same command again to go on`,
+  );
   if (json) console.log(JSON.stringify({ ...r, from: from.description, to: to.description }));
   else {
     console.log(

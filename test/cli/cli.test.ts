@@ -9,6 +9,7 @@ import {
   readFileSync,
   rmSync,
   statSync,
+  truncateSync,
   writeFileSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
@@ -377,6 +378,116 @@ describe("arguments", () => {
         expect(r.err).toMatch(/^apis: unknown (command|flag)/);
         expect(r.code).toBe(2);
       }
+    },
+    SLOW_TEST_MS,
+  );
+});
+
+describe("Ctrl-C and SIGTERM in a long command", () => {
+  /** A data folder with a database and four 64 MiB stored files (sparse: made at once, read as zeros). */
+  const bigInstance = () => {
+    const data = tmp();
+    expect(apis(["migrate", "--data", data]).code).toBe(0);
+    mkdirSync(join(data, "files", "big"), { recursive: true });
+    for (const n of [1, 2, 3, 4]) {
+      const file = join(data, "files", "big", `f${n}`);
+      writeFileSync(file, "");
+      truncateSync(file, 64 * 1024 * 1024);
+    }
+    return data;
+  };
+  /** Starts `apis args`, sends `signal` once `ready` holds (the work under way), and gives how it ended. */
+  async function interrupt(args: string[], ready: (out: string) => boolean, signal: "SIGINT" | "SIGTERM") {
+    const proc = Bun.spawn([process.execPath, "src/main.ts", ...args], {
+      cwd: root,
+      stdout: "pipe",
+      stderr: "pipe",
+      env: { ...process.env, APIS_LOG_LEVEL: "error" },
+    });
+    const got = collect(proc);
+    await until(() => ready(got.out), undefined, "the command to be under way");
+    proc.kill(signal);
+    const code = await proc.exited;
+    return { code, out: got.out, err: got.err };
+  }
+
+  test(
+    "Ctrl-C during backup create leaves neither the archive nor its .partial, says interrupted and exits 130",
+    async () => {
+      const data = bigInstance();
+      const folder = tmp();
+      const archive = join(folder, "a.tar");
+      const r = await interrupt(
+        ["backup", "create", "--data", data, "--out", archive],
+        () => (statSync(`${archive}.partial`, { throwIfNoEntry: false })?.size ?? 0) > 0,
+        "SIGINT",
+      );
+      expect(r.err).toBe("apis: interrupted: no archive was written\n");
+      expect(r.code).toBe(130);
+      expect(readdirSync(folder)).toEqual([]);
+      expect(readdirSync(join(data, "tmp"))).toEqual([]); // no database copy or pinned files left
+    },
+    SLOW_TEST_MS,
+  );
+
+  test(
+    "SIGTERM during backup restore changes nothing: the data folder is as it was and usable, nothing is left in tmp/, exit 143",
+    async () => {
+      const data = bigInstance();
+      const archive = join(tmp(), "a.tar");
+      expect(apis(["backup", "create", "--data", data, "--out", archive]).code).toBe(0);
+      // A change after the archive: a restore would lose it.
+      const made = apis([
+        "user",
+        "create",
+        "--data",
+        data,
+        "--username",
+        "ann",
+        "--email",
+        "ann@example.test",
+        "--password",
+        "long enough pass",
+      ]);
+      expect(made.code).toBe(0);
+      const staged = () => readdirSync(join(data, "tmp")).filter((n) => n.startsWith("restore-"));
+      const r = await interrupt(
+        ["backup", "restore", archive, "--yes", "--data", data],
+        () => staged().some((n) => existsSync(join(data, "tmp", n, "files"))),
+        "SIGTERM",
+      );
+      expect(r.err).toBe(`apis: interrupted: nothing was restored; ${data} is as it was\n`);
+      expect(r.code).toBe(143);
+      expect(staged()).toEqual([]);
+      expect(existsSync(join(data, "apis.pid"))).toBe(false);
+      expect(apis(["user", "list", "--data", data]).out).toContain("ann");
+    },
+    SLOW_TEST_MS,
+  );
+
+  test(
+    "Ctrl-C during storage migrate stops after whole, verified copies; the same command run again goes on and finishes",
+    async () => {
+      const data = bigInstance();
+      const target = tmp();
+      const to = `file://${target}`;
+      const r = await interrupt(
+        ["storage", "migrate", "--to", to, "--data", data],
+        (out) => out.includes("[1/4]"),
+        "SIGINT",
+      );
+      expect(r.code).toBe(130);
+      expect(r.err).toMatch(
+        /^apis: interrupted: stopped after [1-3] of 4 stored files; .* run the same command again to go on\n$/,
+      );
+      const copied = readdirSync(join(target, "files", "big"));
+      expect(copied.length).toBeLessThan(4);
+      for (const f of copied) expect(statSync(join(target, "files", "big", f)).size).toBe(64 * 1024 * 1024);
+      expect(readdirSync(join(target, "tmp"))).toEqual([]); // no half-written copy
+      const again = apis(["storage", "migrate", "--to", to, "--data", data]);
+      expect(again.code).toBe(0);
+      expect(again.out).toContain(`${copied.length} already there and equal, 4 in all`);
+      expect(readdirSync(join(target, "files", "big")).sort()).toEqual(["f1", "f2", "f3", "f4"]);
     },
     SLOW_TEST_MS,
   );

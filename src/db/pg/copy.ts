@@ -250,7 +250,17 @@ export type CopyOptions = {
   /** Rows per INSERT (default 500). */
   batch?: number;
   progress?: CopyProgress;
+  /** Aborted (Ctrl-C), stops the copy at its next batch: the transaction is rolled back. */
+  signal?: AbortSignal;
 };
+
+/** `opts.progress`, called at every batch, and there the copy stops once `opts.signal` is aborted. */
+const progressOf =
+  (opts: CopyOptions): CopyProgress =>
+  (p) => {
+    opts.signal?.throwIfAborted();
+    opts.progress?.(p);
+  };
 
 /**
  * Copies every row of `sqlite` (an Apis database, migrated, no server writing to it) into the
@@ -275,7 +285,7 @@ export async function copySqliteToPg(sqlite: Database, client: SQL, opts: CopyOp
     try {
       if (full.length) await pg.unsafe(`TRUNCATE ${tables.map((t) => q(t.name)).join(", ")} RESTART IDENTITY CASCADE`);
       const results: TableResult[] = [];
-      for (const t of tables) results.push(await copyTable(sqlite, pg, t, batch, opts.progress));
+      for (const t of tables) results.push(await copyTable(sqlite, pg, t, batch, progressOf(opts)));
       const sequences = await setSequences(sqlite, pg, tables);
       const report: CopyReport = {
         tables: results,
@@ -489,7 +499,7 @@ export async function copyPgToSqlite(client: SQL, sqlite: Database, opts: CopyOp
         // Children first: whatever the migrations wrote (or an earlier copy) goes.
         for (const t of [...tables].reverse()) sqlite.exec(`DELETE FROM ${q(t.name)}`);
         const results: TableResult[] = [];
-        for (const t of tables) results.push(await copyTableBack(pg, sqlite, t, batch, opts.progress));
+        for (const t of tables) results.push(await copyTableBack(pg, sqlite, t, batch, progressOf(opts)));
         const sequences = await setSqliteCounters(pg, sqlite, tables);
         // The records' FTS5 rows are written by the application beside each search row, not by triggers.
         if (tables.some((t) => t.name === "record_search")) refillRecordsIndex(sqlite);

@@ -28,7 +28,7 @@ import {
 import { claimDataDir, liveServerPid, releaseDataDir } from "../storage/pidfile";
 import { VERSION } from "../../version";
 import { readTar, TarWriter } from "./tar";
-import { pipeToWriter, type BlobEntry, type BlobStore } from "../storage/blobs";
+import { pipeToWriter, stopPoint, type BlobEntry, type BlobStore } from "../storage/blobs";
 
 /**
  * Instance backups: one tar archive holding a consistent copy of the database as a SQLite file
@@ -148,12 +148,14 @@ async function listObjects(store: BlobStore): Promise<BlobEntry[]> {
  * into the archive under the same names, and the data folder's own `files/` is left out: objects
  * are archived before the database copy, and those added meanwhile after it (a bucket has no hard
  * links to pin them with; the server deletes an object only after the commit that dropped its row).
+ * `signal` aborted (Ctrl-C) stops the writing at the next chunk: no archive, nor its `.partial`,
+ * is left.
  */
 export async function createInstanceBackup(
   dataDir: string,
   out?: string,
   onProgress?: OnProgress,
-  opts: { scheduled?: boolean; store?: BlobStore; database?: string } = {},
+  opts: { scheduled?: boolean; store?: BlobStore; database?: string; signal?: AbortSignal } = {},
 ): Promise<{ file: string; manifest: InstanceManifest; bytes: number }> {
   const objects = objectStore(dataDir, opts.store);
   if (objects) return createStoreInstanceBackup(dataDir, objects, out, onProgress, opts);
@@ -172,6 +174,7 @@ export async function createInstanceBackup(
     const total = dbSize + files.reduce((a, f) => a + f.size, 0);
     let done = 0;
     const tick = (n: number) => {
+      opts.signal?.throwIfAborted();
       done += n;
       onProgress?.(done, total);
     };
@@ -310,7 +313,7 @@ async function createStoreInstanceBackup(
   store: BlobStore,
   out: string | undefined,
   onProgress: OnProgress | undefined,
-  opts: { scheduled?: boolean; database?: string },
+  opts: { scheduled?: boolean; database?: string; signal?: AbortSignal },
 ): Promise<{ file: string; manifest: InstanceManifest; bytes: number }> {
   const db = instanceDatabase(dataDir, opts.database);
   if (!databaseExists(db)) throw new Error(`no database in ${dataDir}`);
@@ -328,11 +331,13 @@ async function createStoreInstanceBackup(
     // its first report as "the rows are copied".
     let copied = false;
     const tick = (n: number) => {
+      opts.signal?.throwIfAborted();
       done += n;
       if (copied) onProgress?.(done, Math.max(total, done));
     };
     const archived = new Set<string>();
     const addObject = async (e: BlobEntry) => {
+      opts.signal?.throwIfAborted();
       const blob = await store.get(e.key);
       if (!blob) return; // deleted since the listing (its row went before)
       const sha256 = await tar.addStream(e.key, blob.stream(), e.size, e.mtimeMs / 1000, 0o644, tick);
@@ -371,12 +376,13 @@ type VerifyResult = { manifest: InstanceManifest; problems: string[] };
 /**
  * Reads the whole archive: every entry's sha256 against the manifest, nothing missing or extra,
  * and SQLite's `PRAGMA integrity_check` on the database. With `extractTo`, also writes the
- * entries there (the database as `apis.db`).
+ * entries there (the database as `apis.db`). `signal` aborted stops the reading: its reason is thrown.
  */
 export async function verifyInstanceBackup(
   file: string,
   onProgress?: OnProgress,
   extractTo?: string,
+  signal?: AbortSignal,
 ): Promise<VerifyResult> {
   const total = statSync(file).size;
   const seen = new Map<string, { size: number; sha256: string }>();
@@ -433,6 +439,7 @@ export async function verifyInstanceBackup(
         };
       },
       (consumed) => onProgress?.(consumed, total),
+      signal,
     );
     let manifest: InstanceManifest;
     try {
@@ -464,6 +471,7 @@ export async function verifyInstanceBackup(
     onProgress?.(total, total);
     return { manifest, problems };
   } catch (err) {
+    if (signal?.aborted) throw signal.reason;
     return {
       manifest: { format: "", apis_version: "", schema: "", created_on: 0, entries: [] },
       problems: [...problems, (err as Error).message],
@@ -483,11 +491,16 @@ export class RestoreRefused extends Error {}
  * otherwise deleted) and the extracted ones moved in. `backups/` is left as it is. With `database`
  * a PostgreSQL URL, the archive's rows replace that database's (one transaction, verified; before
  * any file moves) and no `apis.db` is put in the data folder.
+ *
+ * `signal` aborted (Ctrl-C) stops it, with the data folder and the database as they were, while
+ * the archive is verified and extracted and (unless a database server already has the archive's
+ * rows) while its objects are put into a store; after that point it finishes, so the database
+ * and the files are never left from two different states.
  */
 export async function restoreInstanceBackup(
   dataDir: string,
   file: string,
-  opts: { keepPrevious?: boolean; store?: BlobStore; database?: string } = {},
+  opts: { keepPrevious?: boolean; store?: BlobStore; database?: string; signal?: AbortSignal } = {},
   onProgress?: OnProgress,
 ): Promise<{ previous: string | null; entries: number }> {
   const objects = objectStore(dataDir, opts.store);
@@ -499,11 +512,12 @@ export async function restoreInstanceBackup(
   const staging = join(dataDir, "tmp", `restore-${stamp}`);
   try {
     rmSync(staging, { recursive: true, force: true });
-    const { manifest, problems } = await verifyInstanceBackup(file, onProgress, staging);
+    const { manifest, problems } = await verifyInstanceBackup(file, onProgress, staging, opts.signal);
     if (problems.length) throw new RestoreRefused(`the archive is damaged: ${problems.slice(0, 5).join("; ")}`);
     // A database server gets the archive's rows now: should that fail, nothing has changed yet.
     const extracted = join(staging, DB_ENTRY);
     let loaded = false;
+    opts.signal?.throwIfAborted();
     try {
       const secretFile = join(staging, SECRET_ENTRY);
       const secret = existsSync(secretFile) ? readFileSync(secretFile, "utf8").trim() : undefined;
@@ -515,7 +529,7 @@ export async function restoreInstanceBackup(
     }
     if (loaded) rmSync(extracted);
     // An object store gets the archive's stored files (`files/...`) before the database is swapped in.
-    const put = objects ? await putObjects(objects, staging, manifest) : undefined;
+    const put = objects ? await putObjects(objects, staging, manifest, loaded ? undefined : opts.signal) : undefined;
     const aside = opts.keepPrevious
       ? join(instanceBackupsDir(dataDir), `pre-restore-${stamp}`)
       : join(dataDir, "tmp", `pre-restore-${stamp}`);
@@ -541,11 +555,17 @@ export async function restoreInstanceBackup(
   }
 }
 
-/** Moves the extracted `files/...` entries into the store; returns their keys. */
-async function putObjects(store: BlobStore, staging: string, manifest: InstanceManifest): Promise<Set<string>> {
+/** Moves the extracted `files/...` entries into the store; returns their keys. `signal` stops it between objects. */
+async function putObjects(
+  store: BlobStore,
+  staging: string,
+  manifest: InstanceManifest,
+  signal?: AbortSignal,
+): Promise<Set<string>> {
   const keys = new Set<string>();
   for (const e of manifest.entries) {
     if (!e.path.startsWith("files/")) continue;
+    await stopPoint(signal);
     const from = join(staging, ...e.path.split("/"));
     // S3 uploads the file (and removes it); another folder may be on another file system: copied.
     if (store.kind === "s3") await store.putFile(e.path, from, { durable: true });

@@ -153,12 +153,14 @@ type Sink = (chunk: Buffer) => Promise<void> | void;
 /**
  * Reads an archive entry by entry. For each regular file `onEntry` returns a sink receiving its
  * bytes in order (or null to skip them); `onBytes` reports archive bytes read. Header checksums
- * are checked by the reader; throws on a malformed or truncated archive.
+ * are checked by the reader; throws on a malformed or truncated archive, and `signal`'s reason
+ * once it is aborted (checked at every chunk).
  */
 export async function readTar(
   path: string,
   onEntry: (e: TarEntry) => Promise<Sink | null> | Sink | null,
   onBytes?: (consumed: number) => void,
+  signal?: AbortSignal,
 ): Promise<void> {
   const source = createReadStream(path, { highWaterMark: CHUNK });
   let consumed = 0;
@@ -180,10 +182,14 @@ export async function readTar(
               mode: (h.mode ?? 0o644) & 0o7777,
             })
           : null;
-      for await (const chunk of entry) if (sink) await sink(chunk as Buffer);
+      for await (const chunk of entry) {
+        signal?.throwIfAborted();
+        if (sink) await sink(chunk as Buffer);
+      }
       onBytes?.(consumed);
     }
   } catch (err) {
+    if (signal?.aborted) throw signal.reason;
     const message = String((err as Error)?.message ?? err);
     throw new Error(
       /unexpected end|premature|truncated/i.test(message)

@@ -129,10 +129,32 @@ export const blobKey = (...parts: string[]) => checkKey(parts.join("/"));
 /** The key of a project icon (`files/icons/<name>`, served at /media/icons/<name>; the `icon` of cc.projects). */
 export const iconKey = (name: string) => blobKey("files", "icons", name);
 
-/** Reads a stream of bytes into a store writer (backups, exports made as streams). */
-export async function pipeToWriter(stream: ReadableStream<Uint8Array>, w: BlobWriter): Promise<void> {
+/**
+ * Where a long copy may stop: throws `signal`'s reason once it is aborted. It first lets the
+ * event loop turn, so a Ctrl-C handler can run at all: a copy whose reads and writes complete
+ * without waiting (the file store's writes are synchronous) would otherwise only see the signal
+ * once it has finished.
+ */
+export async function stopPoint(signal: AbortSignal | undefined): Promise<void> {
+  if (!signal) return;
+  await new Promise<void>((resolve) => setImmediate(resolve));
+  signal.throwIfAborted();
+}
+
+/**
+ * Reads a stream of bytes into a store writer (backups, exports made as streams); `signal`
+ * aborted stops it between chunks, and no object is left.
+ */
+export async function pipeToWriter(
+  stream: ReadableStream<Uint8Array>,
+  w: BlobWriter,
+  signal?: AbortSignal,
+): Promise<void> {
   try {
-    for await (const chunk of stream) await w.write(chunk);
+    for await (const chunk of stream) {
+      await stopPoint(signal);
+      await w.write(chunk);
+    }
     await w.end();
   } catch (err) {
     await w.abort().catch(() => {});
