@@ -15,6 +15,7 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { defaultValue, loadConfig, settings } from "../../src/config";
+import { freshDatabase, pgAvailable } from "../helpers/pg-cluster";
 import { servedUrl, until, SLOW_TEST_MS } from "../helpers/server";
 
 const root = join(import.meta.dir, "../..");
@@ -488,6 +489,42 @@ describe("Ctrl-C and SIGTERM in a long command", () => {
       expect(again.code).toBe(0);
       expect(again.out).toContain(`${copied.length} already there and equal, 4 in all`);
       expect(readdirSync(join(target, "files", "big")).sort()).toEqual(["f1", "f2", "f3", "f4"]);
+    },
+    SLOW_TEST_MS,
+  );
+
+  test.skipIf(!pgAvailable)(
+    "Ctrl-C during migrate-database rolls the copy back: no row in PostgreSQL, exit 130, and the same command run again copies everything",
+    async () => {
+      const data = tmp();
+      expect(apis(["migrate", "--data", data]).code).toBe(0);
+      const db = new Database(join(data, "apis.db"));
+      const add = db.query(
+        "INSERT INTO changes (type, action, data_type, data_key, data, created_on) VALUES ('record', 'update', 'record', ?, '{}', 1)",
+      );
+      db.transaction(() => {
+        for (let i = 0; i < 300_000; i++) add.run(`k${i}`);
+      })();
+      db.close();
+      const target = await freshDatabase("interrupted");
+      try {
+        // A progress line of the large table, not its last: the copy is under way.
+        const r = await interrupt(
+          ["migrate-database", "--data", data, "--to", target.url],
+          (out) => /changes: [1-9]\d*\/300000\n/.test(out) && !out.includes("changes: 300000/"),
+          "SIGINT",
+        );
+        expect(r.err).toBe(
+          `apis: interrupted: no row was committed to ${target.url}; the SQLite database is unchanged\n`,
+        );
+        expect(r.code).toBe(130);
+        expect((await target.sql`SELECT count(*)::int AS n FROM changes`)[0].n).toBe(0);
+        const again = apis(["migrate-database", "--data", data, "--to", target.url]);
+        expect(again.code).toBe(0);
+        expect((await target.sql`SELECT count(*)::int AS n FROM changes`)[0].n).toBe(300_000);
+      } finally {
+        await target.close();
+      }
     },
     SLOW_TEST_MS,
   );
