@@ -3,7 +3,7 @@
 // dry run), revert and save as new; a second browser follows every change live.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { Browser, Page } from "playwright-core";
-import { TestServer } from "../helpers/server";
+import { TestServer, until } from "../helpers/server";
 import { altKeyTwice, CHROMIUM, launch, screenshot, watchErrors } from "./browser";
 
 setDefaultTimeout(180_000);
@@ -392,5 +392,68 @@ describe.skipIf(!CHROMIUM)("web console: schema", () => {
 
     expect(errors).toEqual([]);
     expect(otherErrors).toEqual([]);
+  });
+
+  test("a reverted working copy does not come back from a re-read that was asked for before the revert", async () => {
+    const made = await server.call(`/api/p/${project}/fields/create`, {
+      token,
+      body: { name: "gloss", type: "textline", label: { en: "Gloss" } },
+    });
+    const gid = made.body.result.field as string;
+    expect((await server.call(`/api/p/${project}/fields/commit`, { token, body: { field: gid } })).status).toBe(200);
+    // The sync frames the page receives (its socket opens with the page).
+    const frames: string[] = [];
+    page.on("websocket", (ws) => ws.on("framereceived", (f) => frames.push(String(f.payload))));
+    await page.goto(`${server.url}/console/p/${project}/schema?tab=fields&item=${gid}`);
+    await editor().getByRole("heading", { name: "Gloss" }).waitFor();
+    // The page's first read of named fields (after a sync item) is answered only when the test
+    // says so, with what the server answered when it was asked; later reads go through.
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let asked = 0;
+    let answered = 0;
+    await page.route(`**/api/p/${project}/fields/get`, async (route) => {
+      const first = ++asked === 1;
+      const response = await route.fetch();
+      if (first) await held;
+      await route.fulfill({ response });
+      answered++;
+    });
+    const lifecycle = editor().locator(".lifecycle");
+    // Saving makes a working copy; its sync item sends a read of it, which is held.
+    await editor().getByLabel("Label (en)").fill("Gloss level");
+    await editor().getByRole("button", { name: "Save as working copy" }).click();
+    await lifecycle.getByText("Working copy").waitFor();
+    await until(() => asked >= 1, undefined, "the working copy's re-read");
+    // Reverted while that read still holds the working copy.
+    await lifecycle.getByRole("button", { name: "Revert" }).click();
+    await page.getByRole("dialog").getByRole("button", { name: "Revert" }).click();
+    await lifecycle.getByText("Committed", { exact: true }).waitFor();
+    // From now on, every time the editor shows the working copy's badge is counted.
+    await page.evaluate(`(() => {
+      window.badgeBack = 0;
+      const editor = document.querySelector(".schema-editor");
+      new MutationObserver(() => {
+        if (editor.querySelector(".lifecycle")?.textContent?.includes("Working copy")) window.badgeBack++;
+      }).observe(editor, { childList: true, subtree: true, characterData: true });
+    })()`);
+    // The revert's sync item (the working copy deleted) has reached the page: the held read's
+    // answer now comes after it.
+    await until(
+      () => frames.some((f) => f.includes('"DELETE"') && f.includes('"fields"')),
+      undefined,
+      "the revert's sync item",
+    );
+    release();
+    await until(() => answered === asked, undefined, "the held read's answer");
+    await page.unroute(`**/api/p/${project}/fields/get`);
+    // The answer read and shown, and the revert's item taken in (gathered for 40 ms): the page
+    // settles on the committed field.
+    await lifecycle.getByText("Working copy").waitFor({ state: "detached" });
+    expect(Number(await page.evaluate("window.badgeBack"))).toBe(0);
+    expect(await lifecycle.getByText("Committed", { exact: true }).count()).toBe(1);
+    expect(await editor().getByLabel("Label (en)").inputValue()).toBe("Gloss");
+    expect((await items("fields")).filter((f) => f.name === "gloss")).toHaveLength(1);
+    expect(errors).toEqual([]);
   });
 });

@@ -19,6 +19,11 @@ const KIND_OF_DICT: Record<Dicts, SchemaKind | "layout"> = {
   layouts: "layout",
 };
 const DICTS: Dicts[] = ["fields", "classes", "definitions", "layouts"];
+const DICT_OF_KIND = new Map<SchemaKind, Dicts>([
+  ["field", "fields"],
+  ["class", "classes"],
+  ["definition", "definitions"],
+]);
 
 /** `next` with `part`'s items merged in (an older copy never replaces a newer one) and `gone` removed. */
 function merged(s: Schema, part: Partial<Schema>, gone: Partial<Record<Dicts, Iterable<string>>> = {}): Schema {
@@ -51,6 +56,10 @@ export function useSchema(project: string): SchemaState {
   const [error, setError] = useState<unknown>(null);
   // Only the latest load counts; items that arrive while one runs make it load again after.
   const loads = useRef({ seq: 0, running: false, again: false });
+  // The page's own changes, counted; and for each item one of them removed, the count it was
+  // removed at. A read asked for before that change may still hold the item: it must not come back.
+  const changes = useRef(0);
+  const removedAt = useRef(new Map<string, number>());
   const reload = async (): Promise<void> => {
     const l = loads.current;
     const mine = ++l.seq;
@@ -91,6 +100,7 @@ export function useSchema(project: string): SchemaState {
     const gone: Record<Dicts, string[]> = { fields: [], classes: [], definitions: [], layouts: [] };
     const read: Record<Dicts, string[]> = { fields: [], classes: [], definitions: [], layouts: [] };
     for (const [k, v] of last) (v.deleted ? gone : read)[v.dict].push(k.slice(v.dict.length + 1));
+    const asked = changes.current;
     try {
       const parts = await Promise.all(
         DICTS.map((d) => (read[d].length ? schemaApi.get(project, KIND_OF_DICT[d], read[d]) : null)),
@@ -99,6 +109,8 @@ export function useSchema(project: string): SchemaState {
       DICTS.forEach((d, i) => {
         const got = parts[i]?.[d] as Map<string, unknown> | undefined;
         if (!got) return;
+        // Removed by one of the page's changes after this read was asked for: the answer is older.
+        for (const g of [...got.keys()]) if ((removedAt.current.get(`${d}:${g}`) ?? 0) > asked) got.delete(g);
         (part as Record<Dicts, unknown>)[d] = got;
         // Asked for but not answered: removed meanwhile.
         for (const g of read[d]) if (!got.has(g)) gone[d].push(g);
@@ -109,10 +121,18 @@ export function useSchema(project: string): SchemaState {
     }
   });
 
-  const apply = (a: SchemaAnswer, g?: { kind: SchemaKind; gid: string }) =>
-    setSchema((s) =>
-      s ? merged(s, a.data, g ? { [`${g.kind === "class" ? "classes" : g.kind + "s"}`]: [g.gid] } : {}) : s,
-    );
+  const apply = (a: SchemaAnswer, g?: { kind: SchemaKind; gid: string }) => {
+    const at = ++changes.current;
+    const dict = g ? DICT_OF_KIND.get(g.kind) : undefined;
+    if (g && dict) removedAt.current.set(`${dict}:${g.gid}`, at);
+    setSchema((s) => (s ? merged(s, a.data, g && dict ? { [dict]: [g.gid] } : {}) : s));
+    // A whole load on its way may hold the schema from before this change: drop it, load again.
+    const l = loads.current;
+    if (l.running) {
+      l.seq++;
+      void reload();
+    }
+  };
   return { schema, error, reload, apply };
 }
 
