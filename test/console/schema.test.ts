@@ -411,10 +411,12 @@ describe.skipIf(!CHROMIUM)("web console: schema", () => {
     let release!: () => void;
     const held = new Promise<void>((r) => (release = r));
     let asked = 0;
+    let fetched = 0;
     let answered = 0;
     await page.route(`**/api/p/${project}/fields/get`, async (route) => {
       const first = ++asked === 1;
       const response = await route.fetch();
+      fetched++;
       if (first) await held;
       await route.fulfill({ response });
       answered++;
@@ -424,7 +426,7 @@ describe.skipIf(!CHROMIUM)("web console: schema", () => {
     await editor().getByLabel("Label (en)").fill("Gloss level");
     await editor().getByRole("button", { name: "Save as working copy" }).click();
     await lifecycle.getByText("Working copy").waitFor();
-    await until(() => asked >= 1, undefined, "the working copy's re-read");
+    await until(() => fetched >= 1, undefined, "the working copy's re-read answered by the server");
     // Reverted while that read still holds the working copy.
     await lifecycle.getByRole("button", { name: "Revert" }).click();
     await page.getByRole("dialog").getByRole("button", { name: "Revert" }).click();
