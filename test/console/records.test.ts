@@ -446,6 +446,57 @@ describe.skipIf(!CHROMIUM)("web console: records", () => {
     await screenshot(owner, "25-excel");
   });
 
+  test("the tree and the search hits show the latest change when re-reads answer out of order", async () => {
+    // A record of its own, last under the root (created with the last sibling's definition).
+    const made = (await api("records/create", { parent: root, language: "en" })).result.record as string;
+    await api("records/update", { record: made, fields: { en: { name: "Thermo box" } } });
+    await member.goto(`${server.url}/console/p/${project}/records?record=${root}&view=search`);
+    const tree = member.getByRole("tree", { name: "Records" });
+    await tree.getByRole("treeitem", { name: "Thermo box" }).waitFor();
+    await member.getByLabel("Words").fill("thermo");
+    await member.getByRole("button", { name: "Search", exact: true }).click();
+    const results = member.getByRole("list", { name: "Search results" });
+    await results.getByRole("link", { name: "Thermo box" }).waitFor();
+    // The first re-read of the root's children and of the hits is answered only when the test
+    // says so, with what the server answered when it was asked; later reads go through.
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const asked = new Map<string, number>();
+    const fetched = new Map<string, number>();
+    let answered = 0;
+    for (const path of ["records/children", "records/search"])
+      await member.route(`**/api/p/${project}/${path}`, async (route) => {
+        const n = (asked.get(path) ?? 0) + 1;
+        asked.set(path, n);
+        const response = await route.fetch();
+        fetched.set(path, n);
+        if (n === 1) await held;
+        await route.fulfill({ response });
+        answered++;
+      });
+    const rename = (name: string) => api("records/update", { record: made, fields: { en: { name } } });
+    await rename("Thermo box one");
+    await until(
+      () => fetched.get("records/children") && fetched.get("records/search"),
+      undefined,
+      "the first re-reads' answers from the server",
+    );
+    await rename("Thermo box two");
+    await tree.getByRole("treeitem", { name: "Thermo box two" }).waitFor();
+    await results.getByRole("link", { name: "Thermo box two" }).waitFor();
+    // Now the reads asked for after the first change answer.
+    release();
+    const total = () => [...asked.values()].reduce((a, b) => a + b, 0);
+    await until(() => answered === total(), undefined, "the held answers");
+    await member.evaluate(
+      "new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(r, 0))))",
+    );
+    for (const path of ["records/children", "records/search"]) await member.unroute(`**/api/p/${project}/${path}`);
+    expect(await tree.getByRole("treeitem", { name: "Thermo box two" }).count()).toBe(1);
+    expect(await results.getByRole("link", { name: "Thermo box two" }).count()).toBe(1);
+    expect(await member.getByText("Thermo box one").count()).toBe(0);
+  });
+
   test("the records pages are readable at 360 px and nothing went wrong in either browser", async () => {
     const phone = await browser.newContext({ viewport: { width: 360, height: 740 } });
     const page = await phone.newPage();

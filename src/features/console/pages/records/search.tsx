@@ -2,7 +2,7 @@
 // operator, value from lists), or a filter typed in the filter language for experts
 // (docs/filter.md), in one language; hits with their thumbnails and completeness, selectable for
 // bulk actions, and the search saved as a query.
-import { useState } from "preact/hooks";
+import { useRef, useState } from "preact/hooks";
 import { ApiError, queriesApi, recordSchemaApi, recordsApi, type FieldDef, type RecordsPage } from "../../api";
 import { notify, useLive, useLoad } from "../../store";
 import { Empty, Field, Loading, useBusy } from "../../ui";
@@ -68,12 +68,32 @@ export function RecordSearch(props: { rc: RecordsCtx }) {
   const [page, setPage] = useState<RecordsPage | null>(null);
   const [busy, run] = useBusy();
 
+  // Searches (the button's and the re-reads after changes) may answer out of order: only the
+  // latest asked is shown, and a re-read asks again for the query of the latest search.
+  const asked = useRef<{ seq: number; query: Query | null }>({ seq: 0, query: null });
+  const search = async (qq: Query, size: number): Promise<RecordsPage | null> => {
+    const mine = ++asked.current.seq;
+    asked.current.query = qq;
+    const latest = () => mine === asked.current.seq;
+    try {
+      const found = await recordsApi.search(rc.gid, {
+        language: qq.language,
+        q: qq.q,
+        filter: qq.filter ?? undefined,
+        size,
+      });
+      return latest() ? found : null;
+    } catch (e) {
+      if (latest()) throw e;
+      return null;
+    }
+  };
   const load = (qq: Query, size = PAGE) =>
     run(async () => {
       try {
-        setPage(
-          await recordsApi.search(rc.gid, { language: qq.language, q: qq.q, filter: qq.filter ?? undefined, size }),
-        );
+        const found = await search(qq, size);
+        if (!found) return;
+        setPage(found);
         setError(null);
       } catch (e) {
         setError(e);
@@ -83,15 +103,12 @@ export function RecordSearch(props: { rc: RecordsCtx }) {
   // A change by anyone reads the hits again, beside a search that may be running (not through `run`,
   // which starts one at a time for the Search button).
   useLive(["records"], (items) => {
-    if (query && page && items.some((i) => page.items.some((r) => r.gid === i.key) || i.action !== "UPDATE"))
-      recordsApi
-        .search(rc.gid, {
-          language: query.language,
-          q: query.q,
-          filter: query.filter ?? undefined,
-          size: Math.max(PAGE, page.items.length),
-        })
-        .then(setPage, () => {});
+    const qq = asked.current.query;
+    if (qq && page && items.some((i) => page.items.some((r) => r.gid === i.key) || i.action !== "UPDATE"))
+      search(qq, Math.max(PAGE, page.items.length)).then(
+        (found) => found && setPage(found),
+        () => {},
+      );
   });
 
   const submit = (e: Event) => {

@@ -28,7 +28,11 @@ export function RecordTree(props: { rc: RecordsCtx; root: RecordItem; current: s
   // Sibling moves in order, each from the order the one before it leaves (see `siblingMove`).
   const siblingMoves = useQueuedChanges<string[]>();
 
+  // Reads of a parent's children may answer out of order: only the latest asked is shown.
+  const asked = useRef(new Map<string, number>());
   const load = async (parent: string, size = PAGE) => {
+    const mine = (asked.current.get(parent) ?? 0) + 1;
+    asked.current.set(parent, mine);
     try {
       const page = await recordsApi.children(rc.gid, parent, {
         ordering: rc.ordering || undefined,
@@ -36,9 +40,9 @@ export function RecordTree(props: { rc: RecordsCtx; root: RecordItem; current: s
         size,
         language: rc.langs[0],
       });
-      setNodes((m) => new Map(m).set(parent, page));
+      if (asked.current.get(parent) === mine) setNodes((m) => new Map(m).set(parent, page));
     } catch (e) {
-      notifyError(e);
+      if (asked.current.get(parent) === mine) notifyError(e);
     }
   };
   const reloadAll = (which: Iterable<string> = expanded) => {
