@@ -1,5 +1,6 @@
 import { Elysia, type DocumentDecoration } from "elysia";
 import { VERSION } from "../version";
+import { answerSchema, namedWildcards, noNullable } from "./openapi-schemas";
 // Embedded as a file: `bun build --compile` carries it, so /api/docs needs no network, and its
 // 3.5 MB are read from the program's file when asked for, never held in memory at start-up.
 import viewer from "@scalar/api-reference/browser/standalone.js" with { type: "file" };
@@ -169,6 +170,8 @@ type Describe = {
   errors?: ErrorStatus[];
   /** The 200 answer carries the JWT in `Authorization` (login-like routes without `auth: true`). */
   setsToken?: boolean;
+  /** The 200 answer is a file of this media type (`image/*`...), not the envelope. */
+  file?: string;
 };
 
 /** The multipart request body of a streamed upload: its text parts and its binary file part. */
@@ -195,9 +198,11 @@ export function describe(d: Describe): DocumentDecoration & { summary: string; t
   const ok: Record<string, unknown> = { description: "Success (the envelope)" };
   if (d.setsToken) ok.headers = AUTHORIZATION_HEADER;
   const envelope = { $ref: "#/components/schemas/Envelope" };
-  const schema = d.result ? { allOf: [envelope, { type: "object", properties: { result: d.result } }] } : envelope;
-  if (d.example !== undefined || d.result)
-    ok.content = { [json]: { schema, ...(d.example !== undefined ? { example: d.example } : {}) } };
+  const schema = d.result
+    ? { allOf: [envelope, { type: "object", required: ["result"], properties: { result: answerSchema(d.result) } }] }
+    : envelope;
+  if (d.file) ok.content = { [d.file]: { schema: { type: "string", format: "binary" } } };
+  else ok.content = { [json]: { schema, ...(d.example !== undefined ? { example: d.example } : {}) } };
   const out: Record<string, unknown> = { "200": ok };
   for (const s of [...(d.errors ?? []), 500 as const]) out[String(s)] = { $ref: `#/components/responses/${ERRORS[s]}` };
   return {
@@ -222,6 +227,8 @@ export function authDetail(renews: boolean): DocumentDecoration {
 
 const documentation = {
   openapi: "3.1.2",
+  // Relative: the server that serves the document.
+  servers: [{ url: "/", description: "The server that serves this document" }],
   info: {
     title: "Apis",
     version: VERSION,
@@ -347,13 +354,16 @@ const documentation = {
   components: {
     securitySchemes: { bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT" } },
     schemas: {
+      // `additionalProperties: true` said outright: a code generator reads a bare `type: object` as
+      // an object without members (`Record<string, never>`), and an operation's typed `result`
+      // (an allOf with this) would then have none either.
       Envelope: {
         type: "object",
         required: ["success", "result", "data"],
         properties: {
           success: { type: "boolean", const: true },
-          result: { type: "object", description: "scalar results" },
-          data: { type: "object", description: "resource dictionaries keyed by gid" },
+          result: { type: "object", additionalProperties: true, description: "scalar results" },
+          data: { type: "object", additionalProperties: true, description: "resource dictionaries keyed by gid" },
         },
       },
       Error: {
@@ -365,17 +375,44 @@ const documentation = {
             type: "object",
             required: ["code", "message", "info"],
             properties: {
-              code: { type: "integer" },
+              code: {
+                type: "integer",
+                description: "the HTTP status, or 1000-1004 (sent with HTTP status 422): read this, not the status",
+              },
               message: { type: "string" },
-              info: { type: "object" },
-              validation: { type: "array" },
+              info: { type: "object", additionalProperties: true, description: "details; which depends on the error" },
+              validation: {
+                type: "array",
+                description: "code 1001: the validation report (also in `info.validation`)",
+                items: { $ref: "#/components/schemas/ValidationIssue" },
+              },
             },
           },
-          data: { type: "object" },
+          data: { type: "object", additionalProperties: true },
+        },
+      },
+      ValidationIssue: {
+        type: "object",
+        required: ["field", "rule", "message"],
+        properties: {
+          field: { type: "string", description: "the request member, dotted for nested members" },
+          rule: { type: "string", description: "a stable machine-readable name of the rule (docs/errors.md)" },
+          message: { type: "string" },
         },
       },
     },
-    responses,
+    responses: {
+      ...responses,
+      Error: errorResponse(
+        "Any other error: every error is the envelope with `success: false`, and `result.code` says which (docs/errors.md).",
+        {
+          unprocessable: {
+            summary: "422 with its reason",
+            value: envelopeError(422, "Deletion failed", { reason: "The project is not active" }),
+          },
+        },
+      ),
+    },
   },
 };
 
@@ -385,6 +422,38 @@ function hasFile(schema: unknown): boolean {
   const s = schema as Record<string, unknown>;
   if (s.format === "binary" || s.type === "File") return true;
   return Object.values(s).some((v) => (Array.isArray(v) ? v.some(hasFile) : hasFile(v)));
+}
+
+const ref = (name: string) => ({ $ref: `#/components/responses/${name}` });
+
+/**
+ * What every operation of its kind answers, added to what its route declares, so that a client
+ * generated from the document has a type for every answer:
+ * - a 200 without content is the envelope (a file answer says so with `describe({file})`); a HEAD
+ *   answer has no body;
+ * - every error is the error envelope: any status not listed is `default`, and 500 is listed;
+ * - a body can be malformed (400) or too large (413, counted on every path: docs/errors.md);
+ * - a JWT call on `/api/p/<project>/...` is refused to a non-member (403) and is counted by the
+ *   per-membership request limit (429);
+ * - an operation without a JWT says so with an empty `security` (no scheme), not by leaving it out.
+ */
+function completeOperation(path: string, method: string, op: Record<string, any>) {
+  // Copied, not changed in place: a route's detail may be shared with another route (GET and HEAD).
+  const responses: Record<string, any> = { ...op.responses };
+  const ok = { description: "Success (the envelope)", ...responses["200"] };
+  if (method === "head") delete ok.content;
+  else ok.content ??= { [json]: { schema: { $ref: "#/components/schemas/Envelope" } } };
+  responses["200"] = ok;
+  const errors: ErrorStatus[] = [500];
+  if (op.requestBody) errors.push(400, 413);
+  if (op.security?.length && path.startsWith("/api/p/{project}/")) errors.push(403, 429);
+  for (const status of errors) responses[String(status)] ??= ref(ERRORS[status]);
+  responses.default ??= ref("Error");
+  op.security ??= [];
+  // Sorted as a reader expects them: 200 first, the errors by status, `default` last.
+  op.responses = Object.fromEntries(
+    Object.entries(responses).sort(([a], [b]) => (a === "default" ? 1 : b === "default" ? -1 : a.localeCompare(b))),
+  );
 }
 
 /**
@@ -422,9 +491,15 @@ async function generate(plugin: unknown) {
       }
     }
   }
+  const named = namedWildcards(paths as Record<string, Record<string, any>>);
+  for (const [path, ops] of Object.entries(named)) {
+    for (const [method, op] of Object.entries(ops)) completeOperation(path, method, op);
+  }
+  noNullable(named);
+  noNullable(components.schemas);
   return {
     ...documentation,
-    paths,
+    paths: named,
     components: {
       ...documentation.components,
       schemas: { ...components.schemas, ...documentation.components.schemas },

@@ -176,8 +176,15 @@ const PATHS = MEDIA_PATHS;
  */
 export function mediaRoutes(ctx: Ctx) {
   const h = mediaHandlers(ctx);
-  const d = (summary: string) => ({ params, detail: describe({ summary, tags, errors: [404] }) });
-  const f = (summary: string) => ({ params: fileParams, detail: describe({ summary, tags, errors: [404] }) });
+  // The file's media type; the OpenAPI document gives a HEAD answer no body.
+  const d = (summary: string, file = "image/*") => ({
+    params,
+    detail: describe({ summary, tags, file, errors: [404] }),
+  });
+  const f = (summary: string) => ({
+    params: fileParams,
+    detail: describe({ summary, tags, file: "image/*", errors: [404] }),
+  });
   const via =
     (fn: Handler) =>
     ({ request, params }: { request: Request; params: Params }) =>
@@ -189,7 +196,11 @@ export function mediaRoutes(ctx: Ctx) {
       d("A transformed image `<name>@<key>.<ext>` (public; ETag, Last-Modified, 304, Range)"),
     )
     .head(PATHS.variant, via(h.variant), d("Headers of a transformed image"))
-    .get(PATHS.original, via(h.original), d("A published original `<storage pathname>` (public while published)"))
+    .get(
+      PATHS.original,
+      via(h.original),
+      d("A published original `<storage pathname>` (public while published)", "*/*"),
+    )
     .head(PATHS.original, via(h.original), d("Headers of a published original"))
     .get(PATHS.avatar, via(h.avatar), f("A user's avatar (the `avatar` file name of cc.users)"))
     .head(PATHS.avatar, via(h.avatar), f("Headers of an avatar"))

@@ -620,6 +620,7 @@ export function recordsRoutes(ctx: Ctx) {
           summary:
             "The file of a large records/excel/children export (the link in download.url works for ten minutes, without a JWT)",
           tags: excelTags,
+          file: XLSX_TYPE,
           errors: [404],
         }),
       },
