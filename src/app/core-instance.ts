@@ -3,7 +3,15 @@ import { ConfigError, databaseKind, publicBaseUrl, redactDatabaseUrl, type Confi
 import { BlobStoreError, type BlobStore } from "../platform/storage/blobs";
 import { Logger } from "../core/log";
 import { startupStep } from "../core/startup";
-import { createFromImage, migrate, openDatabase, setReadSplit, setSynchronous, type DB } from "../db/connection";
+import {
+  closeDatabase,
+  createFromImage,
+  migrate,
+  openDatabase,
+  setReadSplit,
+  setSynchronous,
+  type DB,
+} from "../db/connection";
 import type { CallerPort, Ctx, Hooks } from "../platform/context";
 import type { JobRunner } from "../platform/jobs/runner";
 import { Mailer } from "../platform/mail/mailer";
@@ -13,6 +21,7 @@ import { Hub } from "../platform/sync/hub";
 import { loadSecret, Tokens } from "../platform/tokens";
 import { metaOnce, readMeta, writeMeta } from "../db/meta";
 import { mutate } from "../db/mutate";
+import { NewerDatabaseError } from "../db/migration-meta";
 import { usePgCodecs } from "../db/codec-mode";
 import { newSecret } from "../core/ids";
 
@@ -103,10 +112,20 @@ function openSqlite(config: Config, storage: Storage, log: Logger): DB {
   // Lost to a power cut before that, they are simply applied again at the next start.
   const db = openDatabase(storage.database, { synchronous: "normal" });
   startupStep("database opened");
-  const applied = migrate(db, {
-    // Said first: the server answers nothing until they are done (docs/records.md, migration 0021).
-    onPending: (n) => log.info(`applying ${n} migration(s) to ${storage.database}; a large database may take minutes`),
-  });
+  let applied: number;
+  try {
+    applied = migrate(db, {
+      // Said first: the server answers nothing until they are done (docs/records.md, migration 0021).
+      onPending: (n) =>
+        log.info(`applying ${n} migration(s) to ${storage.database}; a large database may take minutes`),
+    });
+  } catch (err) {
+    closeDatabase(db);
+    // A newer Apis' database (a downgrade, or its backup restored here): the settings' fault, exit 2.
+    if (err instanceof NewerDatabaseError)
+      throw new ConfigError(`cannot open the database ${storage.database}: ${err.message}`);
+    throw err;
+  }
   if (applied) log.info(`applied ${applied} migration(s)`);
   startupStep(`migrations applied (${applied})`);
   setSynchronous(db, config.sqliteSynchronous);
@@ -120,7 +139,6 @@ function openSqlite(config: Config, storage: Storage, log: Logger): DB {
  */
 async function openPostgres(config: Config, log: Logger): Promise<DB> {
   const { openPgDatabase } = await import("../db/pg/database");
-  const { NewerDatabaseError } = await import("../db/pg/migrate");
   let opened: Awaited<ReturnType<typeof openPgDatabase>>;
   try {
     opened = await openPgDatabase(config.database);

@@ -1,5 +1,6 @@
 import type { SQL } from "bun";
 import { redactDatabaseUrl, type Config } from "../config";
+import { NewerDatabaseError } from "../db/migration-meta";
 
 /**
  * `--database` / `APIS_DATABASE_URL` in the commands (docs/postgres.md): the PostgreSQL side of
@@ -60,7 +61,8 @@ export async function migratePostgres(config: Config): Promise<number> {
     return 0;
   } catch (err) {
     console.error(`apis: ${pgFailure(config.database, err)}`);
-    return 1;
+    // A newer Apis' database is this build's to refuse, as `serve` does (exit 2).
+    return err instanceof NewerDatabaseError ? 2 : 1;
   } finally {
     await client.close();
   }

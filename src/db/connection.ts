@@ -13,7 +13,7 @@ import {
 import { Column, is } from "drizzle-orm";
 import { drizzle, type BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
 import type { MigrationMeta } from "drizzle-orm/migrator";
-import { toMigrationMeta } from "./migration-meta";
+import { NewerDatabaseError, toMigrationMeta } from "./migration-meta";
 import { registeredPort } from "./registry";
 import { planIndependent } from "./plan-params";
 import { splitReads, stopReaders } from "./sqlite/readers";
@@ -261,6 +261,9 @@ export function createFromImageSoon(file: string): Promise<boolean> {
 export function migrate(db: DB, opts: { baseline?: boolean; onPending?: (count: number) => void } = {}): number {
   const before = journal(db);
   const newest = embeddedMigrations.at(-1)?.when;
+  // drizzle applies what is newer than the journal's newest row: after a newer Apis it would apply
+  // nothing and say nothing, and this build would work on tables it does not know the shape of.
+  if (newest !== undefined && (before.newest ?? -Infinity) > newest) throw new NewerDatabaseError();
   if (newest !== undefined && (before.newest ?? -Infinity) >= newest) return 0;
   if (before.count > 0 && opts.onPending)
     opts.onPending(embeddedMigrations.filter((m) => m.when > (before.newest ?? -Infinity)).length);

@@ -951,6 +951,37 @@ describe("doctor --data", () => {
   );
 
   test(
+    "serve and migrate refuse a data folder a newer Apis migrated, in one line saying so (exit 2), and doctor names it",
+    () => {
+      const data = join(tmp(), "data");
+      expect(apis(["migrate", "--data", data]).code).toBe(0);
+      // What a newer build's migration leaves: a journal row later than this build's newest.
+      const db = new Database(join(data, "apis.db"));
+      const { newest } = db.query("SELECT max(created_at) AS newest FROM __drizzle_migrations").get() as {
+        newest: number;
+      };
+      db.query("INSERT INTO __drizzle_migrations (hash, created_at) VALUES ('newer', ?)").run(newest + 86_400_000);
+      db.close();
+      const said =
+        /^apis: cannot open the database .*apis\.db: the database was migrated by a newer Apis than this one \(it holds a migration this build does not know\): run that version on every node, or restore the backup taken before the upgrade$/;
+      for (const args of [["serve", "--port", "0"], ["migrate"]]) {
+        const r = apis([...args, "--data", data]);
+        expect({ args, code: r.code, out: r.out, lines: r.err.trim().split("\n").length }).toEqual({
+          args,
+          code: 2,
+          out: "",
+          lines: 1,
+        });
+        expect(r.err.trim()).toMatch(said);
+      }
+      const doctor = apis(["doctor", "--data", data]);
+      expect(doctor.code).toBe(1);
+      expect(doctor.out).toMatch(/FAIL {2}database: .* was migrated by a newer Apis/);
+    },
+    SLOW_TEST_MS,
+  );
+
+  test(
     "vacuum gives a database's free pages back to the disk, and refuses while a server uses the folder",
     () => {
       const data = join(tmp(), "data");

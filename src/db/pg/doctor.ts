@@ -3,7 +3,7 @@
 // (src/cli/database.cli.ts calls it; docs/postgres.md).
 import type { SQL } from "bun";
 import { embeddedPgMigrations } from "./migrations.generated";
-import { NewerDatabaseError } from "./migrate";
+import { NewerDatabaseError } from "../migration-meta";
 
 /** The oldest PostgreSQL Apis supports (Debian 12's; generated columns, trusted extensions). */
 export const MIN_PG_VERSION = 150000;

@@ -4,24 +4,11 @@
 // `apis migrate` on its own. A database a newer Apis migrated is refused (NewerDatabaseError).
 import type { SQL } from "bun";
 import { drizzle } from "drizzle-orm/bun-sql";
-import { toMigrationMeta } from "../migration-meta";
+import { NewerDatabaseError, toMigrationMeta } from "../migration-meta";
 import { embeddedPgMigrations } from "./migrations.generated";
 
 /** The advisory lock key of migrations (any constant that no other Apis lock uses). */
 export const MIGRATION_LOCK = 0x41706973_01;
-
-/**
- * The refusal of a database migrated by a newer Apis (a migration this build does not know): this
- * build's statements would meet tables it does not know the shape of. `apis serve` stops on it
- * (exit 2), `apis migrate` and `apis doctor` say so.
- */
-export class NewerDatabaseError extends Error {
-  constructor() {
-    super(
-      "the database was migrated by a newer Apis than this one (it holds a migration this build does not know): run that version on every node, or restore the backup taken before the upgrade",
-    );
-  }
-}
 
 /** The time of the newest migration applied to the database (0 for none), to compare with the embedded ones'. */
 async function newestApplied(conn: SQL): Promise<number> {

@@ -225,7 +225,7 @@ describe.skipIf(!pgAvailable)("apis doctor and apis migrate with a PostgreSQL UR
         });
         expect(serve.err.trim()).toMatch(said);
         const migrate = apisCli(["migrate", "--data", folder, "--database", newer.url]);
-        expect(migrate.code).toBe(1);
+        expect(migrate.code).toBe(2);
         expect(migrate.err.trim()).toMatch(said);
         const doctor = apisCli(["doctor", "--data", folder, "--database", newer.url]);
         expect(doctor.code).toBe(1);
