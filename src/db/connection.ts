@@ -315,6 +315,20 @@ function journal(db: DB): { count: number; newest: number | undefined } {
   }
 }
 
+/**
+ * Whether a SQLite database file (an archive's, before it is restored) holds a migration newer than
+ * this build's newest: a newer Apis wrote it, and this build would refuse to open it.
+ */
+export function migratedByNewer(file: string): boolean {
+  const db = new Database(file, { readonly: true });
+  try {
+    const { newest } = journal({ $client: db } as unknown as DB);
+    return newest !== undefined && newest > (embeddedMigrations.at(-1)?.when ?? Infinity);
+  } finally {
+    db.close();
+  }
+}
+
 /** The bun:sqlite handle behind a transaction or database (one connection, so it shares the transaction). */
 export function sqliteOf(tx: Tx): Database {
   const t = tx as any;

@@ -951,7 +951,7 @@ describe("doctor --data", () => {
   );
 
   test(
-    "serve and migrate refuse a data folder a newer Apis migrated, in one line saying so (exit 2), and doctor names it",
+    "serve and migrate refuse a data folder a newer Apis migrated, in one line saying so (exit 2), doctor names it, and its archive is not restored over another instance",
     () => {
       const data = join(tmp(), "data");
       expect(apis(["migrate", "--data", data]).code).toBe(0);
@@ -977,6 +977,20 @@ describe("doctor --data", () => {
       const doctor = apis(["doctor", "--data", data]);
       expect(doctor.code).toBe(1);
       expect(doctor.out).toMatch(/FAIL {2}database: .* was migrated by a newer Apis/);
+
+      // Its archive is not restored over another instance, which would then not start either.
+      const archive = join(tmp(), "newer.tar");
+      expect(apis(["backup", "create", "--data", data, "--out", archive]).code).toBe(0);
+      const other = join(tmp(), "other");
+      expect(apis(["migrate", "--data", other]).code).toBe(0);
+      const before = readFileSync(join(other, "apis.db"));
+      const restore = apis(["backup", "restore", archive, "--data", other, "--yes"]);
+      expect(restore.code).toBe(1);
+      expect(restore.err.trim()).toMatch(
+        /^apis: the archive was made by a newer Apis \([\d.]+\) than this one \([\d.]+\): restore it with that version; nothing was changed$/,
+      );
+      expect(readFileSync(join(other, "apis.db")).equals(before)).toBe(true);
+      expect(apis(["migrate", "--data", other]).code).toBe(0);
     },
     SLOW_TEST_MS,
   );

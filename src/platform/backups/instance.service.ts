@@ -16,6 +16,7 @@ import { tmpdir } from "node:os";
 import { basename, dirname, join, relative, resolve, sep } from "node:path";
 import { embeddedMigrations } from "../../db/migrations.generated";
 import { checkDatabaseFile } from "../../db/sqlite/file";
+import { migratedByNewer } from "../../db/connection";
 import {
   copyDatabaseInto,
   databaseExists,
@@ -516,6 +517,11 @@ export async function restoreInstanceBackup(
     if (problems.length) throw new RestoreRefused(`the archive is damaged: ${problems.slice(0, 5).join("; ")}`);
     // A database server gets the archive's rows now: should that fail, nothing has changed yet.
     const extracted = join(staging, DB_ENTRY);
+    // An archive of a newer Apis would leave an instance this build refuses to open.
+    if (migratedByNewer(extracted))
+      throw new RestoreRefused(
+        `the archive was made by a newer Apis (${manifest.apis_version || "a later version"}) than this one (${VERSION}): restore it with that version; nothing was changed`,
+      );
     let loaded = false;
     opts.signal?.throwIfAborted();
     try {
