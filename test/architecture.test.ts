@@ -646,6 +646,11 @@ const MODULE_STATE = new Map<string, string>([
   ],
   ["db/unit.ts: holders", "per connection: the unit or read holding it now"],
   ["db/connection.ts: audited", "APIS_UNIT_AUDIT diagnostic: the places already reported"],
+  [
+    "db/pg/listen.ts: retrying",
+    "per LISTEN channel: the outages counting Bun's lines about it (Bun writes them to console.warn, naming no client)",
+  ],
+  ["db/pg/listen.ts: bunWarn", "console.warn as it was before Bun's LISTEN lines were routed (once per process)"],
   ["db/connection.ts: readers", "per connection: its read-only twin for statements outside the unit holding it"],
   ["db/unit.ts: guard", "whether the yield guard is on (tests, APIS_YIELD_GUARD)"],
   ["features/dam/dam.transform.ts: sharpConfigured", "sharp's process-wide settings applied once"],

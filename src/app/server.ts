@@ -77,9 +77,11 @@ export async function startServer(
     );
   // On PostgreSQL, several nodes may share the database: each publishes to its sockets what it
   // reads from the change log, its own units' items included (issue 40; docs/cluster.md).
-  await followChangeLog(core.db, core.hub, (err) =>
-    core.log.error("reading the change log failed", { error: String((err as Error)?.message ?? err) }),
-  );
+  await followChangeLog(core.db, core.hub, {
+    log: core.log,
+    onError: (err) =>
+      core.log.error("reading the change log failed", { error: String((err as Error)?.message ?? err) }),
+  });
   startupStep("instance opened");
   const ctx = core as Instance;
   // Browsers on other origins (APIS_CORS_ORIGINS): preflights answered, the JWT header exposed.

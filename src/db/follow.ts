@@ -1,3 +1,4 @@
+import type { OutageLog } from "./outage";
 import type { DB } from "./connection";
 import { portOf } from "./ports";
 import { registeredPort } from "./registry";
@@ -10,18 +11,25 @@ import { currentSession } from "./unit";
  * watermark. SQLite has one process and no follower: units publish in memory there.
  */
 type Following = {
-  follow?(hub: { publish(items: never[]): void }, opts?: { onError?: (err: unknown) => void }): Promise<void>;
+  follow?(
+    hub: { publish(items: never[]): void },
+    opts?: { onError?: (err: unknown) => void; log?: OutageLog },
+  ): Promise<void>;
   following?(): Promise<Record<string, unknown>> | undefined;
 };
 
-/** Starts the follower of `db`'s port, publishing to `hub`, where the database has one; else nothing. */
+/**
+ * Starts the follower of `db`'s port, publishing to `hub`, where the database has one; else
+ * nothing. `onError` gets the errors of reads and publications; those of reads the database could
+ * not answer (an outage) are said in `log` instead, once, as they go on, and when they end.
+ */
 export async function followChangeLog(
   db: DB,
   hub: { publish(items: never[]): void },
-  onError: (err: unknown) => void,
+  opts: { log: OutageLog; onError: (err: unknown) => void },
 ): Promise<void> {
   const port = registeredPort(db) as Following | undefined;
-  await port?.follow?.(hub, { onError });
+  await port?.follow?.(hub, opts);
 }
 
 /**

@@ -11,7 +11,8 @@ import sharp from "sharp";
 import { freshDatabase, pgAvailable, pgSkipReason } from "../helpers/pg-cluster";
 import { startRelay, type Relay } from "../helpers/relay";
 import { s3Flags, s3Possible, s3Server } from "../helpers/s3";
-import { apisCli, SLOW_TEST_MS, TestServer, until } from "../helpers/server";
+import { apisCommand, login, post } from "../helpers/cluster";
+import { apisCli, cliEnv, REPO_ROOT, servedUrl, SLOW_TEST_MS, TestServer, until } from "../helpers/server";
 
 const unavailable = (part: string) => ({
   success: false,
@@ -207,6 +208,121 @@ describe.skipIf(!pgAvailable)("a server whose PostgreSQL goes away", () => {
       } finally {
         rmSync(data, { recursive: true, force: true });
       }
+    },
+    SLOW_TEST_MS,
+  );
+});
+
+describe.skipIf(!pgAvailable)("a node whose PostgreSQL is cut for a while", () => {
+  let relay: Relay;
+  let db: Awaited<ReturnType<typeof freshDatabase>>;
+  let proc: ReturnType<typeof Bun.spawn> | undefined;
+  let folder = "";
+  let url = "";
+  let log = "";
+  const USER = { username: "quietoutage", email: "quiet@example.test", password: "quiet-outage-12345" };
+
+  beforeAll(async () => {
+    db = await freshDatabase("quiet");
+    apisCommand(
+      ["user", "create", "--username", USER.username, "--email", USER.email, "--password", USER.password],
+      db.url,
+    );
+    const target = new URL(db.url);
+    relay = startRelay({ hostname: target.hostname, port: Number(target.port) });
+    target.port = String(relay.port);
+    folder = mkdtempSync(join(tmpdir(), "apis-outage-"));
+    // A real `apis serve`, its stderr kept: what `journalctl` would show. At `debug`, which adds a
+    // line per failed attempt (counted below), to the lines of the default level that are checked.
+    const p = Bun.spawn(
+      [
+        process.execPath,
+        "src/main.ts",
+        "serve",
+        "--data",
+        folder,
+        "--port",
+        "0",
+        "--database",
+        target.toString(),
+        "--log-level",
+        "debug",
+      ],
+      { cwd: REPO_ROOT, env: cliEnv(), stdout: "pipe", stderr: "pipe" },
+    );
+    proc = p;
+    void (async () => {
+      const decoder = new TextDecoder();
+      for await (const chunk of p.stderr as ReadableStream<Uint8Array>) log += decoder.decode(chunk, { stream: true });
+    })();
+    url = await servedUrl(p as Parameters<typeof servedUrl>[0]);
+  }, SLOW_TEST_MS);
+
+  afterAll(async () => {
+    relay?.resume();
+    proc?.kill();
+    await proc?.exited;
+    relay?.stop();
+    await db?.close();
+    if (folder) rmSync(folder, { recursive: true, force: true });
+  });
+
+  const PARTS = ["the change log follower", "the LISTEN on apis_changes", "the job runner", "the LISTEN on apis_jobs"];
+
+  test(
+    "logs one warning per part and no stack while the database is cut, says when each part works again, and serves again",
+    async () => {
+      const health = async () => {
+        const r = await fetch(`${url}/api/health`);
+        return { status: r.status, body: (await r.json()) as any };
+      };
+      // Asking for the health starts the job workers (and their LISTEN) if they were not yet.
+      await until(
+        async () => (await health()).body.result?.checks?.jobs?.alive === true,
+        undefined,
+        "the job workers to run",
+      );
+      const token = await login({ url, proc: proc!, folder }, USER.username, USER.password);
+      const project = (await post(`${url}/api/projects/create`, token, { name: "Quiet" })).result.project;
+      const before = log.length;
+      // What the default level (info) shows of the log from here on.
+      const lines = () =>
+        log
+          .slice(before)
+          .split("\n")
+          .filter((l) => l && !/^\[[^\]]+\] DEBUG: /.test(l));
+      const since = () => lines().join("\n");
+      const attempts = (part: string) =>
+        log.slice(before).split(`DEBUG: ${part} cannot use the database (attempt `).length - 1;
+
+      relay.cut();
+      // Every part has met the outage and tried again and again (Bun's LISTEN backs off: 250 ms,
+      // 500 ms, 1 s ...; the follower polls every 500 ms, the job workers every second).
+      await until(() => PARTS.every((p) => attempts(p) >= 3), undefined, "three failed attempts of every part");
+      relay.resume();
+      await until(
+        () => PARTS.every((p) => since().includes(`INFO: ${p} works again after `)),
+        undefined,
+        "every part to work again",
+      );
+
+      const warnings = lines().filter((l) => /\] (WARN|ERROR): /.test(l));
+      // One warning per part, none per attempt; nothing written by Bun itself, no stack, no error.
+      expect(warnings.map((l) => l.replace(/^\[[^\]]+\] /, "").replace(/ \{.*$/, "")).sort()).toEqual(
+        PARTS.map((p) => `WARN: ${p} cannot use the database; retrying`).sort(),
+      );
+      expect(since()).not.toContain("bun:sql");
+      expect(since()).not.toMatch(/\bat .*\.ts:\d+/);
+      // Each part tried again and again meanwhile, and says so once it works.
+      for (const p of PARTS) {
+        const back = lines().find((l) => l.includes(`INFO: ${p} works again after `))!;
+        expect(back).toMatch(/ works again after \d+\.\d s \((\d+) failed attempts\)$/);
+        expect(Number(back.match(/\((\d+) failed attempts\)/)![1])).toBeGreaterThanOrEqual(3);
+      }
+
+      await until(async () => (await health()).status === 200, undefined, "health to be ok again");
+      const after = await post(`${url}/api/p/${project}/fields/create`, token, { name: "after", type: "text" });
+      expect(after.success).toBe(true);
     },
     SLOW_TEST_MS,
   );

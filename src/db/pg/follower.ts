@@ -12,7 +12,9 @@
 // the server), and by a short poll as a safety net (a notification lost while the listening
 // connection reconnects). One read runs at a time; a wake during a read runs another after it.
 import type { SQL } from "bun";
+import { Outage, type OutageLog } from "../outage";
 import type { PendingChange } from "../port";
+import { listen, type Listening } from "./listen";
 
 /** The channel units notify after writing change rows (the payload is their last cursor). */
 export const CHANGES_CHANNEL = "apis_changes";
@@ -23,8 +25,14 @@ const BATCH = 1000;
 export type FollowerOptions = {
   /** Milliseconds between two reads when nothing woke the follower (the safety net); default 500. */
   pollMs?: number;
-  /** Where a failed read is reported (the follower tries again at the next wake or poll). */
+  /**
+   * Where a failed read is reported (the follower tries again at the next wake or poll); with
+   * `log`, a read that failed because the database could not be used is not: `log` says when the
+   * follower (and its LISTEN) first failed, reminders, and when it works again (src/db/outage.ts).
+   */
   onError?: (err: unknown) => void;
+  /** The node's log, for what an outage of the database does to the follower. */
+  log?: OutageLog;
 };
 
 /** What the health endpoint says about a follower. */
@@ -50,7 +58,10 @@ export class ChangeFollower {
   private again = false;
   private stopped = false;
   private poll: ReturnType<typeof setInterval> | undefined;
-  private subscription: { unlisten(): Promise<void> } | undefined;
+  private subscription: Listening | undefined;
+  /** The reads' and the LISTEN's outages, said in the log (with `opts.log`). */
+  private readonly reads: Outage | undefined;
+  private readonly listening: Outage | undefined;
   /** Callers waiting for the watermark to reach a cursor, oldest first. */
   private waiters: { cursor: number; done: () => void }[] = [];
   private lastRead: number | undefined;
@@ -61,7 +72,12 @@ export class ChangeFollower {
     /** Publishes a batch of committed items, in cursor order (the hub, after the port counted them). */
     private readonly publish: (items: PendingChange[]) => void,
     private readonly opts: FollowerOptions = {},
-  ) {}
+  ) {
+    if (opts.log) {
+      this.reads = new Outage(opts.log, "the change log follower");
+      this.listening = new Outage(opts.log, `the LISTEN on ${CHANGES_CHANNEL}`);
+    }
+  }
 
   /**
    * Starts following from the newest cursor now (a node publishes what commits from its start on;
@@ -71,14 +87,15 @@ export class ChangeFollower {
     const [row] = (await this.client.unsafe("SELECT coalesce(max(cursor), 0) AS c FROM changes")) as { c: unknown }[];
     this.watermark = Number(row?.c ?? 0);
     this.lastRead = Date.now();
-    this.subscription = await this.client.listen(
+    this.subscription = await listen(
+      this.client,
       CHANGES_CHANNEL,
       (payload) => {
         // A notification of items already read (this node's own, read at its commit) needs no read.
         if (!(Number(payload) <= this.watermark)) this.wake();
       },
       // Subscribed again after a reconnection: what was notified meanwhile was lost.
-      () => this.wake(),
+      { onlisten: () => this.wake(), outage: this.listening },
     );
     this.poll = setInterval(() => this.wake(), this.opts.pollMs ?? 500);
     this.poll.unref?.();
@@ -137,6 +154,9 @@ export class ChangeFollower {
         const items = await this.readAfter(this.watermark);
         this.lastRead = Date.now();
         this.lastError = undefined;
+        this.reads?.ok();
+        // The database answers: a LISTEN that failed need not wait for the end of Bun's backoff.
+        if (this.listening?.failing) void this.subscription?.relisten();
         if (items.length) {
           this.watermark = items[items.length - 1]!.cursor;
           try {
@@ -150,7 +170,7 @@ export class ChangeFollower {
       }
     } catch (err) {
       this.lastError = String((err as Error)?.message ?? err);
-      if (!this.stopped) this.opts.onError?.(err);
+      if (!this.stopped && !this.reads?.failed(err)) this.opts.onError?.(err);
     }
   }
 

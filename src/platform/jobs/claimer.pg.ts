@@ -2,6 +2,8 @@ import type { SQL } from "bun";
 import { hostname } from "node:os";
 import type { Tx } from "../../db/connection";
 import { mutate } from "../../db/mutate";
+import { Outage } from "../../db/outage";
+import { listen, type Listening } from "../../db/pg/listen";
 import type { SqlValue } from "../../db/port";
 import { sessionOf } from "../../db/query";
 import { registeredPort } from "../../db/registry";
@@ -51,11 +53,14 @@ export class PgClaimer implements Claimer {
   private readonly id = `${hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 8)}`;
   private claims = 0;
   private readonly leases = new Map<string, { stop: () => void }>();
-  private listening: { unlisten(): Promise<void> } | undefined;
+  private listening: Listening | undefined;
+  /** The LISTEN's outage, said in the log (src/db/pg/listen.ts). */
+  private readonly listenOutage: Outage;
   private stopped = false;
 
   constructor(private readonly parts: ClaimerParts) {
     this.client = pgClientOf(parts.ctx.db);
+    this.listenOutage = new Outage(parts.ctx.log, `the LISTEN on ${JOBS_CHANNEL}`);
   }
 
   private get leaseSeconds(): number {
@@ -65,7 +70,7 @@ export class PgClaimer implements Claimer {
   async start(wake: () => void): Promise<void> {
     await this.fillLockKeys();
     // After a reconnect of the listening connection, notifications sent meanwhile are lost: look.
-    const listening = await this.client.listen(JOBS_CHANNEL, wake, wake);
+    const listening = await listen(this.client, JOBS_CHANNEL, wake, { onlisten: wake, outage: this.listenOutage });
     // A stop that came while the subscription was being made has nothing to unlisten: do it here.
     if (this.stopped) await listening.unlisten().catch(() => {});
     else this.listening = listening;
@@ -123,6 +128,8 @@ export class PgClaimer implements Claimer {
         const job = await writeJob(ctx.hooks.projectOwner, tx, log, c.token, {});
         return { job, lapsed: c.status === "processing" };
       });
+      // The database answers: a LISTEN that failed need not wait for the end of Bun's backoff.
+      if (this.listenOutage.failing) void this.listening?.relisten();
       if ("none" in outcome) return undefined;
       if ("skip" in outcome) {
         if (outcome.rejected) ctx.log.warn(`job ${outcome.skip} rejected: ${outcome.rejected}`);

@@ -2,6 +2,7 @@ import { ApiError } from "../../core/errors";
 import { now } from "../../core/ids";
 import { afterCommit, mutate, type ChangeLog } from "../../db/mutate";
 import type { Tx } from "../../db/connection";
+import { Outage } from "../../db/outage";
 import { kindOf } from "../../db/ports";
 import type { Ctx } from "../context";
 import { projectLock, SqliteClaimer, type Claimer, type Held } from "./claimer";
@@ -122,6 +123,14 @@ export class JobRunner implements JobQueue {
   private begin: (() => Promise<void>) | undefined;
   private stopping = false;
   private workersAlive = 0;
+  /** The claims' outage of the database, said in the log (src/db/outage.ts). */
+  private readonly claims: Outage;
+  /**
+   * Whether the claimer still has to be prepared (`claimer.start`): its start failed because the
+   * database could not be used, so the workers try again before their next claim.
+   */
+  private unprepared = false;
+  private preparing: Promise<void> | undefined;
 
   private readonly kinds: Map<string, JobKind>;
 
@@ -133,6 +142,7 @@ export class JobRunner implements JobQueue {
     this.kinds = new Map([...kinds].map(([name, k]) => [name, { lock: projectLock, ...k }]));
     const parts = { ctx, kinds: this.kinds, closed: this.closed, running: this.running };
     this.claimer = kindOf(ctx.db) === "postgres" ? new PgClaimer(parts) : new SqliteClaimer(parts);
+    this.claims = new Outage(ctx.log, "the job runner");
   }
 
   /**
@@ -209,11 +219,27 @@ export class JobRunner implements JobQueue {
     clearTimeout(this.pending);
     this.pending = undefined;
     if (this.stopping) return;
+    await this.prepare();
+    if (this.stopping) return;
+    for (let i = 0; i < this.ctx.config.workers; i++) this.workers.push(this.work());
+    opts.onStarted?.();
+  }
+
+  /**
+   * Prepares the claims (`claimer.start`). A database that cannot be used (PostgreSQL down): said
+   * once (`claims`), and tried again before the workers' next claim. Another failure, a database
+   * refusing writes (a full disk): on SQLite the jobs stay `processing` until a start that can
+   * re-queue them; on PostgreSQL, without notifications the workers' polling finds jobs.
+   */
+  private async prepare(): Promise<void> {
+    this.unprepared = false;
     try {
       await this.claimer.start(() => this.wake());
     } catch (err) {
-      // A database refusing writes (a full disk): on SQLite the jobs stay `processing` until a start
-      // that can re-queue them. On PostgreSQL, without notifications the workers' polling finds jobs.
+      if (this.claims.failed(err)) {
+        this.unprepared = true;
+        return;
+      }
       this.ctx.log.error(
         "job runner could not prepare its claims (re-queue interrupted jobs, or listen for new ones)",
         {
@@ -221,9 +247,6 @@ export class JobRunner implements JobQueue {
         },
       );
     }
-    if (this.stopping) return;
-    for (let i = 0; i < this.ctx.config.workers; i++) this.workers.push(this.work());
-    opts.onStarted?.();
   }
 
   /** Waits for running jobs up to the grace period, interrupts the rest, and stops the workers. */
@@ -295,9 +318,16 @@ export class JobRunner implements JobQueue {
     while (!this.stopping) {
       let held: Held | undefined;
       try {
-        held = await this.claimer.claim();
+        // Its start met an outage of the database: prepared again first (one worker does it).
+        if (this.unprepared) await (this.preparing ??= this.prepare().finally(() => (this.preparing = undefined)));
+        if (!this.unprepared) {
+          held = await this.claimer.claim();
+          this.claims.ok();
+        }
       } catch (err) {
-        this.ctx.log.error("job runner could not claim a job", { error: String((err as Error)?.stack ?? err) });
+        // The database cannot be used: said once, with a reminder now and then, and when it works.
+        if (!this.claims.failed(err))
+          this.ctx.log.error("job runner could not claim a job", { error: String((err as Error)?.stack ?? err) });
       }
       if (!held) {
         await this.idle();

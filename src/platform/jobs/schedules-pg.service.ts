@@ -1,4 +1,5 @@
 import type { ReservedSQL, SQL } from "bun";
+import type { Outage } from "../../db/outage";
 import type { Leader } from "./schedules";
 
 /** The first key of the two-key advisory locks of housekeeping tasks (the second is hashtext(name)). */
@@ -20,7 +21,7 @@ export class PgLeader implements Leader {
 
   constructor(private readonly client: SQL) {}
 
-  async leads(task: string): Promise<boolean> {
+  async leads(task: string, outage?: Outage): Promise<boolean> {
     if (this.closed) return false;
     try {
       const conn = await (this.conn ??= this.client.reserve());
@@ -38,10 +39,12 @@ export class PgLeader implements Leader {
         task,
       ]);
       if (r.ok) this.held.add(task);
+      outage?.ok();
       return r.ok === true;
-    } catch {
+    } catch (err) {
       // The connection failed: its locks went with it. This tick is skipped; the next asks on a new one.
       this.drop();
+      if (!outage?.failed(err)) throw err;
       return false;
     }
   }

@@ -3,6 +3,7 @@ import { hostname } from "node:os";
 import { isOff, type Config } from "../../config";
 import { now } from "../../core/ids";
 import { deleteMeta, readMeta, writeMeta } from "../../db/meta";
+import { Outage } from "../../db/outage";
 import type { Ctx } from "../context";
 
 /**
@@ -40,13 +41,18 @@ async function lastRun(ctx: Ctx, task: Housekeeping): Promise<LastRun | null> {
   return value ? (JSON.parse(value) as LastRun) : null;
 }
 
-/** Runs one task now, recording its outcome in `meta`. */
-export async function runHousekeeping(ctx: Ctx, task: Housekeeping): Promise<LastRun> {
+/**
+ * Runs one task now, recording its outcome in `meta`. With `outage` (the scheduled runs), a run
+ * that failed because the database could not be used is counted there rather than logged with its
+ * stack, and one that worked ends it.
+ */
+export async function runHousekeeping(ctx: Ctx, task: Housekeeping, outage?: Outage): Promise<LastRun> {
   const started = performance.now();
   let run: LastRun;
   try {
     const summary = (await task.run(ctx)) ?? "done";
     run = { at: now(), ok: true, summary, ms: Math.round(performance.now() - started) };
+    outage?.ok();
     ctx.log.info(`housekeeping ${task.name}: ${summary}`);
   } catch (err) {
     run = {
@@ -55,7 +61,8 @@ export async function runHousekeeping(ctx: Ctx, task: Housekeeping): Promise<Las
       summary: String((err as Error)?.message ?? err),
       ms: Math.round(performance.now() - started),
     };
-    ctx.log.error(`housekeeping ${task.name} failed`, { error: String((err as Error)?.stack ?? err) });
+    if (!outage?.failed(err))
+      ctx.log.error(`housekeeping ${task.name} failed`, { error: String((err as Error)?.stack ?? err) });
   }
   try {
     await writeMeta(ctx.db, metaKey(ctx, task), JSON.stringify(run));
@@ -104,8 +111,11 @@ export async function listSchedules(ctx: Ctx, tasks: readonly Housekeeping[]): P
  * (`PgLeader`, schedules-pg.service.ts).
  */
 export interface Leader {
-  /** At a task's tick: whether this server runs it. */
-  leads(task: string): Promise<boolean>;
+  /**
+   * At a task's tick: whether this server runs it. Asking failed because the database could not
+   * be used: false, counted in `outage` (the tick is skipped); another failure throws.
+   */
+  leads(task: string, outage?: Outage): Promise<boolean>;
   /** Gives up leadership (the server stops). */
   close(): Promise<void>;
 }
@@ -116,6 +126,10 @@ export interface Leader {
  */
 export function startSchedules(ctx: Ctx, tasks: readonly Housekeeping[], leader?: Leader): () => void {
   const crons: Cron[] = [];
+  // Ticks that could not ask for their leadership or run their task while the database could not
+  // be used: one warning, reminders, one line once a tick works again (src/db/outage.ts). Local
+  // tasks tidy the data folder: their runs say nothing about the database.
+  const outage = new Outage(ctx.log, "the housekeeping schedules");
   for (const task of tasks) {
     const pattern = task.schedule(ctx.config);
     if (isOff(pattern)) continue;
@@ -123,8 +137,17 @@ export function startSchedules(ctx: Ctx, tasks: readonly Housekeeping[], leader?
     // protect: a run still going when the next is due is skipped rather than doubled.
     crons.push(
       new Cron(pattern, { protect: true, catch: true }, async () => {
-        if (leader && !task.local && !(await leader.leads(task.name))) return;
-        await runHousekeeping(ctx, task);
+        if (leader && !task.local) {
+          try {
+            if (!(await leader.leads(task.name, outage))) return;
+          } catch (err) {
+            ctx.log.error(`housekeeping ${task.name}: its leader could not be asked`, {
+              error: String((err as Error)?.stack ?? err),
+            });
+            return;
+          }
+        }
+        await runHousekeeping(ctx, task, task.local ? undefined : outage);
       }),
     );
   }
