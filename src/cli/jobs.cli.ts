@@ -1,15 +1,17 @@
 import { housekeepingTasks } from "../features";
 import type { Ctx } from "../platform/context";
 import { jobObject, recentJobs } from "../platform/jobs/queue.service";
-import { listSchedules, runHousekeeping } from "../platform/jobs/schedules";
+import { listSchedules, runHousekeeping, tasksOn } from "../platform/jobs/schedules";
 import { stringFlag, UsageError } from "./args";
 
 const when = (t: number | null | undefined) =>
   t ? new Date(t * 1000).toISOString().replace("T", " ").slice(0, 19) : "-";
 
 /**
- * `apis jobs list [--limit N] [--json]`: the housekeeping schedules (pattern, next and last run)
- * and the most recent background jobs. `apis jobs run TASK`: runs one housekeeping task now.
+ * `apis jobs list [--limit N] [--json]`: the housekeeping schedules of the tasks that run on the
+ * configured database (pattern, next and last run) and the most recent background jobs.
+ * `apis jobs run TASK`: runs one housekeeping task now (SQLite's `checkpoint` also on PostgreSQL,
+ * where it says it has nothing to do).
  */
 export async function jobsCommand(ctx: Ctx, args: string[], flags: Record<string, string | boolean>): Promise<number> {
   const [sub, arg] = args;
@@ -57,7 +59,7 @@ export async function jobsCommand(ctx: Ctx, args: string[], flags: Record<string
       const task = housekeepingTasks().find((t) => t.name === name);
       if (!task)
         throw new UsageError(
-          `usage: apis jobs run ${housekeepingTasks()
+          `usage: apis jobs run ${tasksOn(ctx.db, housekeepingTasks())
             .map((t) => t.name)
             .join("|")}`,
         );

@@ -333,6 +333,12 @@ describe("restart and housekeeping", () => {
     );
   });
 
+  test("apis jobs list names the tasks that run on the server's database: SQLite's checkpoint on SQLite only", async () => {
+    const listed = (await listSchedules(srv.ctx, housekeepingTasks())).map((s) => s.name);
+    expect(listed).toEqual(expect.arrayContaining(["changelog", "jobs", "codes", "temp"]));
+    expect(listed.includes("checkpoint")).toBe(srv.kind === "sqlite");
+  });
+
   test("a task that tidies a server's own data folder records its last run per server, not one for all sharing the database", async () => {
     const temp = housekeepingTasks().find((h) => h.name === "temp")!;
     // The one row an earlier version kept for every server is removed at the first run.

@@ -14,6 +14,8 @@ export const instanceFeature: Feature = {
       describe: "checkpoint the SQLite write-ahead log into the database file and truncate it",
       schedule: (c) => c.scheduleCheckpoint,
       run: async (ctx) => await checkpoint(ctx.db),
+      // PostgreSQL checkpoints its own write-ahead log (`apis jobs run checkpoint` says so there).
+      databases: ["sqlite"],
     },
     {
       name: "temp",

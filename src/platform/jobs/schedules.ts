@@ -2,8 +2,10 @@ import { Cron } from "croner";
 import { hostname } from "node:os";
 import { isOff, type Config } from "../../config";
 import { now } from "../../core/ids";
+import type { DB } from "../../db/connection";
 import { deleteMeta, readMeta, writeMeta } from "../../db/meta";
 import { Outage } from "../../db/outage";
+import { kindOf } from "../../db/ports";
 import type { Ctx } from "../context";
 
 /**
@@ -24,7 +26,18 @@ export type Housekeeping = {
    * the schedules' leader of several), and once when its schedules start (what a crash left).
    */
   local?: boolean;
+  /**
+   * The databases it runs on (default: both). Elsewhere it is neither scheduled nor listed by
+   * `apis jobs list`: SQLite's `checkpoint` has nothing to do on PostgreSQL.
+   */
+  databases?: readonly ("sqlite" | "postgres")[];
 };
+
+/** The tasks that run on `db`'s database (`Housekeeping.databases`). */
+export function tasksOn(db: DB, tasks: readonly Housekeeping[]): Housekeeping[] {
+  const kind = kindOf(db);
+  return tasks.filter((t) => !t.databases || t.databases.includes(kind));
+}
 
 type LastRun = { at: number; ok: boolean; summary: string; ms: number };
 
@@ -82,10 +95,10 @@ type ScheduleListing = {
   last_run: LastRun | null;
 };
 
-/** The tasks with their schedules, next and last runs (for `apis jobs list`). */
+/** The tasks that run on the server's database, with their schedules, next and last runs (for `apis jobs list`). */
 export async function listSchedules(ctx: Ctx, tasks: readonly Housekeeping[]): Promise<ScheduleListing[]> {
   const out: ScheduleListing[] = [];
-  for (const t of tasks) {
+  for (const t of tasksOn(ctx.db, tasks)) {
     const pattern = t.schedule(ctx.config);
     let next: number | null = null;
     if (!isOff(pattern)) {
@@ -121,7 +134,7 @@ export interface Leader {
 }
 
 /**
- * Starts every enabled task on its schedule; returns a function stopping them all. `leader`
+ * Starts every enabled task that runs on the server's database on its schedule; returns a function stopping them all. `leader`
  * decides which server of several runs each tick (none: this one always does).
  */
 export function startSchedules(ctx: Ctx, tasks: readonly Housekeeping[], leader?: Leader): () => void {
@@ -130,7 +143,7 @@ export function startSchedules(ctx: Ctx, tasks: readonly Housekeeping[], leader?
   // be used: one warning, reminders, one line once a tick works again (src/db/outage.ts). Local
   // tasks tidy the data folder: their runs say nothing about the database.
   const outage = new Outage(ctx.log, "the housekeeping schedules");
-  for (const task of tasks) {
+  for (const task of tasksOn(ctx.db, tasks)) {
     const pattern = task.schedule(ctx.config);
     if (isOff(pattern)) continue;
     if (task.local) void runHousekeeping(ctx, task);

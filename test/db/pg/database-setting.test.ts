@@ -128,6 +128,13 @@ describe.skipIf(!pgAvailable)("apis doctor and apis migrate with a PostgreSQL UR
       const checkpoint = apisCli(["jobs", "run", "checkpoint", "--data", data, "--database", db.url]);
       expect(checkpoint.code).toBe(0);
       expect(checkpoint.out).toContain("nothing to do: PostgreSQL checkpoints its write-ahead log itself");
+      // SQLite's checkpoint is no task of a server on PostgreSQL: not listed (nor scheduled).
+      const list = apisCli(["jobs", "list", "--json", "--data", data, "--database", db.url]);
+      expect(list.code).toBe(0);
+      const listed = (JSON.parse(list.out).schedules as { name: string }[]).map((s) => s.name);
+      expect(listed).toEqual(expect.arrayContaining(["changelog", "jobs", "codes", "temp"]));
+      expect(listed).not.toContain("checkpoint");
+      expect(apisCli(["jobs", "list", "--data", data, "--database", db.url]).out).not.toContain("checkpoint");
       const nodes = [0, 1].map(() => {
         const folder = mkdtempSync(join(tmpdir(), "apis-node-"));
         const proc = Bun.spawn(
