@@ -15,7 +15,10 @@ const HELP = `Apis ${VERSION} — Asset and Product Information Service
 usage: apis <command> [flags]
 
 commands:
-  serve                         serve the API (default command)
+  serve [--storage-moved]       serve the API (default command); refuses to start on another store than
+                                the one the instance's files are in (its database records it; exit 2):
+                                --storage-moved records the store it is started on instead, once the files
+                                were copied there another way than storage migrate
   user create --username U --email E [--password P] [--name N] [--admin]
                                 create an active account (bootstrap a new instance); without
                                 --password it is asked for (no echo) or read from stdin; the
@@ -58,7 +61,7 @@ commands:
                                 asks for confirmation on a terminal, --yes skips it and is needed without one)
   --help, --version
 
-A switch (--json, --yes, --keep-previous, --force, --dry-run, --admin, --revoke) never takes the
+A switch (--json, --yes, --keep-previous, --force, --dry-run, --admin, --revoke, --storage-moved) never takes the
 word after it; a true-or-false setting (--metrics, --trust-proxy, ...) alone is true, and also reads
 --metrics=false or --metrics false. An unknown flag, a flag without its value or a word a command
 does not take is a usage error (exit 2). Ctrl-C or SIGTERM stops backup create/verify/restore,
@@ -70,6 +73,7 @@ ${settingsHelp()}
 
 /** Flags of each command besides the settings every command takes (their kinds: src/cli/args.ts). */
 const COMMAND_FLAGS: ReadonlyMap<string, readonly CommandFlag[]> = new Map<string, readonly CommandFlag[]>([
+  ["serve", ["storage-moved"]],
   ["user", ["username", "email", "password", "name", "json", "admin", "revoke"]],
   ["jobs", ["limit", "json", "dry-run"]],
   ["storage", ["to", "json"]],
@@ -204,7 +208,7 @@ async function main(argv: string[]): Promise<number> {
       const { flushRequestLines } = await import("./http/requests");
       startupStep("server code loaded");
       if (await image) startupStep("database written from its image");
-      const running = await startServer(config, { deferFeatures: true });
+      const running = await startServer(config, { deferFeatures: true, storageMoved: flags["storage-moved"] === true });
       // A signal may come twice (Ctrl-C under `npm start` reaches npm, which passes it on, and the
       // server): the first starts the stop, repeats are ignored instead of killing it half-way.
       let stopping = false;

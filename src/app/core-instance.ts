@@ -17,6 +17,8 @@ import type { JobRunner } from "../platform/jobs/runner";
 import { Mailer } from "../platform/mail/mailer";
 import { Storage } from "../platform/storage/storage";
 import { openBlobStore } from "../platform/storage/open-store";
+import { describeStore, storeIdentity, storeMismatchMessage } from "../platform/storage/store-identity";
+import { claimStore } from "../platform/storage/store-record.service";
 import { Hub } from "../platform/sync/hub";
 import { loadSecret, Tokens } from "../platform/tokens";
 import { metaOnce, readMeta, writeMeta } from "../db/meta";
@@ -95,6 +97,45 @@ export async function checkStoreAtStart(blobs: BlobStore): Promise<void> {
     const message = `cannot use the file store ${blobs.description}: ${String((err as Error)?.message ?? err).split(" (")[0]}`;
     const reason = err instanceof BlobStoreError ? err.reason : "other";
     throw reason === "no-bucket" || reason === "credentials" ? new ConfigError(message) : new Error(message);
+  }
+}
+
+/**
+ * A server's check that it was started on the store its instance's files are in (the database's
+ * `meta.store`, src/platform/storage/store-record.service.ts): a node of several started with
+ * another `--storage` (a forgotten setting leaves it on its data folder), or an instance started
+ * on its old store after `apis storage migrate` moved the files (or on the new one before it
+ * did), would otherwise serve: media 404, transforms 422, uploads where no other node finds them.
+ * A first start records the store it is started on (what the instance used until then);
+ * `moved` (`apis serve --storage-moved`) records it whatever was recorded. Otherwise another
+ * store is a configuration error: one line naming both stores and what to do (exit 2).
+ */
+export async function checkRecordedStore(
+  core: Pick<Instance, "db" | "storage" | "log">,
+  config: Pick<Config, "dataDir">,
+  moved: boolean,
+): Promise<void> {
+  const current = storeIdentity(core.storage.blobs, config.dataDir);
+  const claim = await claimStore(core.db, current, { moved });
+  switch (claim.outcome) {
+    case "same":
+      return;
+    case "recorded":
+      core.log.info(
+        `the files of this instance are in ${describeStore(current)}, as its database now records: a server started on another store is refused`,
+      );
+      return;
+    case "moved":
+      core.log.warn(
+        `--storage-moved: the files of this instance are recorded in ${describeStore(current)} now, instead of ${claim.before ? describeStore(claim.before) : `the unreadable record ${JSON.stringify(claim.unreadable)}`}; servers started on the old store are refused`,
+      );
+      return;
+    case "other":
+      throw new ConfigError(storeMismatchMessage(claim.recorded, current));
+    case "unreadable":
+      throw new ConfigError(
+        `the database's record of the store this instance's files are in is not readable (meta.store = ${JSON.stringify(claim.text)}): start the server once with --storage-moved to record ${describeStore(current)}, the store it was started on`,
+      );
   }
 }
 

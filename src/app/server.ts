@@ -16,7 +16,7 @@ import { pingServeRoutes } from "../http/ping";
 import { flushRequestLines, observedRoute } from "../http/requests";
 import { jobsWaiting } from "../platform/jobs/waiting.service";
 import { claimDataDir, releaseDataDir } from "../platform/storage/pidfile";
-import { checkStoreAtStart, openCoreInstance, type Instance } from "./core-instance";
+import { checkRecordedStore, checkStoreAtStart, openCoreInstance, type Instance } from "./core-instance";
 import type { Served, ServeRoutes } from "./server-full";
 
 /** Bun's route of every path below a project (the same as src/app/server-full.ts's). */
@@ -58,12 +58,13 @@ export type Running = {
  */
 export async function startServer(
   config: Config,
-  opts: { features?: readonly Feature[]; deferFeatures?: boolean } = {},
+  opts: { features?: readonly Feature[]; deferFeatures?: boolean; storageMoved?: boolean } = {},
 ): Promise<Running> {
   claimDataDir(config.dataDir);
   const core = await openCoreInstance(config);
   try {
     await checkStoreAtStart(core.storage.blobs);
+    await checkRecordedStore(core, config, opts.storageMoved === true);
   } catch (err) {
     closeDatabase(core.db);
     releaseDataDir(config.dataDir);

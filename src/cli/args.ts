@@ -32,6 +32,7 @@ const COMMAND_FLAG_KINDS = {
   "keep-previous": "switch",
   yes: "switch",
   force: "switch",
+  "storage-moved": "switch",
   help: "switch",
   version: "switch",
 } as const satisfies Record<string, "value" | "switch">;

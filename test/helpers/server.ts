@@ -36,6 +36,17 @@ function pgDatabaseFor(dataDir: string): Promise<string> {
   return url;
 }
 
+/**
+ * Per data folder, the S3 flags its servers use (APIS_TEST_STORE=s3): a restart over the same
+ * data folder finds its files, and its database's record of the store, where they were.
+ */
+const s3Stores = new Map<string, Promise<Record<string, string>>>();
+function s3StoreFor(dataDir: string): Promise<Record<string, string>> {
+  let flags = s3Stores.get(dataDir);
+  if (!flags) s3Stores.set(dataDir, (flags = flagsFor("s3", "srv")));
+  return flags;
+}
+
 /** A real server on port 0 over a temp data folder, with a small fetch client. */
 export class TestServer {
   private constructor(
@@ -56,8 +67,9 @@ export class TestServer {
       dataDir = mkdtempSync(join(tmpdir(), "apis-test-"));
       madeFolders.add(dataDir);
     }
-    // APIS_TEST_STORE=s3: the same test with the files in the run's S3 bucket (test/helpers/s3.ts).
-    const store = process.env.APIS_TEST_STORE === "s3" ? await flagsFor("s3", "srv") : {};
+    // APIS_TEST_STORE=s3: the same test with the files in the run's S3 bucket (test/helpers/s3.ts),
+    // under a prefix of the data folder's own.
+    const store = process.env.APIS_TEST_STORE === "s3" ? await s3StoreFor(dataDir) : {};
     // APIS_TEST_DATABASE=postgres: the same test on a database of its own in the run's PostgreSQL
     // cluster (test/helpers/pg-cluster.ts); a restart over the same data folder keeps its database.
     const database = process.env.APIS_TEST_DATABASE === "postgres" ? { database: await pgDatabaseFor(dataDir) } : {};
