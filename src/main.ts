@@ -50,7 +50,8 @@ commands:
   jobs run TASK [--dry-run]     run one housekeeping task now (changelog, checkpoint, jobs, store-sweep, ...)
   storage migrate --to URL [--json]
                                 copy every stored file to another store (file:, file:///dir, s3://bucket/prefix),
-                                verified by SHA-256, resumable; then start the server with --storage URL
+                                verified by SHA-256, resumable; once every file is there it records URL as the
+                                instance's store: then start the server with --storage URL
   backup create [--out FILE|FOLDER]
                                 archive the database (VACUUM INTO) and data files into one .tar, beside a running server;
                                 an existing FILE is replaced (once the new archive is complete)

@@ -14,6 +14,7 @@ import { openBlobStore } from "../platform/storage/open-store";
 import { liveServerPid } from "../platform/storage/pidfile";
 import { UsageError, stringFlag } from "./args";
 import { interruptible } from "./interrupt";
+import { refuseOtherStore } from "./recorded-store";
 import { formatBytes, ProgressBar } from "./progress";
 
 const USAGE =
@@ -48,13 +49,15 @@ export async function backupCommand(
   };
   switch (sub) {
     case "create": {
+      const store = openBlobStore(config);
+      await refuseOtherStore(config, store, "backup create");
       const bar = new ProgressBar("backup");
       const started = performance.now();
       const out = stringFlag(flags, "out");
       const r = await interruptible(
         (signal) =>
           createInstanceBackup(config.dataDir, out, bar.update, {
-            store: openBlobStore(config),
+            store,
             database: config.database,
             signal,
           }).finally(() => bar.end()),

@@ -66,6 +66,21 @@ export function secretRowOf(d: InstanceDatabase, copied: string): string | undef
 }
 
 /**
+ * Sets the instance fact `key` (a row of `meta`) in the database file `file` (an archive's
+ * database being restored: the store its files are put into, src/platform/backups/instance.service.ts).
+ */
+export function writeFactInto(file: string, key: string, value: string): void {
+  const sqlite = new Database(file);
+  try {
+    sqlite
+      .query("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value")
+      .run(key, value);
+  } finally {
+    sqlite.close();
+  }
+}
+
+/**
  * Puts the rows of an archive's database file `from` back into the instance's database: SQLite,
  * nothing to do here (the file itself is moved into the data folder: answers false); PostgreSQL,
  * every row copied into it in one transaction (its rows replaced, counts and checksums verified
@@ -101,10 +116,15 @@ export async function loadArchivedDatabase(d: InstanceDatabase, from: string, se
 /**
  * `fn` on the instance's database for one look, then closed: for commands that run without an
  * open instance, beside a running server (`apis backup list`). SQLite: the file opened read-only
- * (`withDatabaseFile`); PostgreSQL: a connection to the URL (statements through `sessionOf`).
+ * (`withDatabaseFile`), or for writing with `write`; PostgreSQL: a connection to the URL
+ * (statements through `sessionOf`).
  */
-export async function withInstanceDatabase<T>(d: InstanceDatabase, fn: (db: DB) => Promise<T>): Promise<T> {
-  if (!onPg(d)) return await withDatabaseFile(d.file, fn);
+export async function withInstanceDatabase<T>(
+  d: InstanceDatabase,
+  fn: (db: DB) => Promise<T>,
+  opts: { write?: boolean } = {},
+): Promise<T> {
+  if (!onPg(d)) return await withDatabaseFile(d.file, fn, opts);
   const { pgClient, PgPort } = await import("./pg/port");
   const port = new PgPort(pgClient(d.database, 1));
   try {

@@ -1,9 +1,10 @@
 // The store an instance's files are in, as its database records it (`meta.store`), and what
 // `apis serve` does with it: a server started on another store stops in one line (exit 2) instead
-// of serving media 404, transforms 422 and uploads nobody else finds. `--storage-moved` moves the
-// record by hand.
+// of serving media 404, transforms 422 and uploads nobody else finds. `apis storage migrate` moves
+// the record once every file is copied; `--storage-moved` moves it by hand; a restore records the
+// store it put the files into; `migrate-database` carries it with the rows.
 import { afterAll, describe, expect, test } from "bun:test";
-import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, rmSync, statSync, truncateSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadConfig } from "../../src/config";
@@ -12,7 +13,7 @@ import { sameStore, storeIdentity } from "../../src/platform/storage/store-ident
 import { startNode, killNode } from "../helpers/cluster";
 import { freshDatabase, pgAvailable } from "../helpers/pg-cluster";
 import { s3Flags, s3Possible, s3Server } from "../helpers/s3";
-import { apisCli, cliEnv, REPO_ROOT, servedUrl, SLOW_TEST_MS } from "../helpers/server";
+import { apisCli, cliEnv, REPO_ROOT, servedUrl, SLOW_TEST_MS, until } from "../helpers/server";
 
 const dirs: string[] = [];
 const tmp = () => {
@@ -106,6 +107,75 @@ describe("which store an instance's files are in", () => {
   );
 
   test(
+    "after storage migrate the new store is accepted and the old one refused",
+    async () => {
+      const data = tmp();
+      const target = tmp();
+      expect((await serve(["--data", data])).served).toBe(true);
+      mkdirSync(join(data, "files", "avatars"), { recursive: true });
+      writeFileSync(join(data, "files", "avatars", "u1.png"), "avatar bytes");
+      const moved = apisCli(["storage", "migrate", "--data", data, "--to", `file://${target}`]);
+      expect(moved.err).toBe("");
+      expect(moved.code).toBe(0);
+      expect(moved.out).toContain(`records file://${target} as the store of the instance's files`);
+      const old = await serve(["--data", data]);
+      expect(old).toMatchObject({ served: false, code: 2 });
+      expect(old.err).toContain(`this instance's files are in file://${target}, as its database records`);
+      expect((await serve(["--data", data, "--storage", `file://${target}`])).served).toBe(true);
+      // An instance backup made with the old settings would hold none of the files: refused.
+      const archive = apisCli(["backup", "create", "--data", data, "--out", join(tmp(), "a.tar")]);
+      expect(archive.code).toBe(2);
+      expect(archive.err.trim()).toBe(
+        `apis: this instance's files are in file://${target}, as its database records, not in file: (the data folder) that the settings name: run backup create with --storage file://${target}`,
+      );
+      // A second run (for what a server on the old store took meanwhile) finds the record moved already.
+      const again = apisCli(["storage", "migrate", "--data", data, "--to", `file://${target}`]);
+      expect(again.code).toBe(0);
+      expect(again.out).toContain("1 already there and equal");
+      // A migrate from a store that is neither the recorded one nor the target is refused: it would
+      // copy none of the files and record a store that holds none of them.
+      const astray = apisCli(["storage", "migrate", "--data", data, "--to", `file://${tmp()}`]);
+      expect(astray.code).toBe(2);
+      expect(astray.err.trim()).toBe(
+        `apis: this instance's files are in file://${target}, as its database records, not in file: (the data folder) that the settings name: run storage migrate with --storage file://${target}`,
+      );
+    },
+    SLOW_TEST_MS,
+  );
+
+  test(
+    "an interrupted storage migrate keeps the old store recorded: the server starts on it and refuses the new one",
+    async () => {
+      const data = tmp();
+      // An instance no server of this version started yet: the migrate records where it copies from.
+      expect(apisCli(["migrate", "--data", data]).code).toBe(0);
+      mkdirSync(join(data, "files", "big"), { recursive: true });
+      for (const n of [1, 2, 3]) {
+        const file = join(data, "files", "big", `f${n}`);
+        writeFileSync(file, "");
+        truncateSync(file, 64 * 1024 * 1024);
+      }
+      const target = tmp();
+      const proc = Bun.spawn(
+        [process.execPath, "src/main.ts", "storage", "migrate", "--data", data, "--to", `file://${target}`],
+        { cwd: REPO_ROOT, env: cliEnv(), stdout: "pipe", stderr: "pipe" },
+      );
+      let out = "";
+      void (async () => {
+        for await (const chunk of proc.stdout) out += new TextDecoder().decode(chunk);
+      })();
+      await until(() => out.includes("[1/3]"), undefined, "the first copy");
+      proc.kill("SIGINT");
+      expect(await proc.exited).toBe(130);
+      const onNew = await serve(["--data", data, "--storage", `file://${target}`]);
+      expect(onNew).toMatchObject({ served: false, code: 2 });
+      expect(onNew.err).toContain("this instance's files are in file: (the data folder), as its database records");
+      expect((await serve(["--data", data])).served).toBe(true);
+    },
+    SLOW_TEST_MS,
+  );
+
+  test(
     "--storage-moved starts a server on the store it names and records it: the old store is refused afterwards",
     async () => {
       const data = tmp();
@@ -127,6 +197,54 @@ describe("which store an instance's files are in", () => {
       const elsewhere = apisCli(["migrate", "--data", data, "--storage-moved"]);
       expect(elsewhere.code).toBe(2);
       expect(elsewhere.err).toContain("unknown flag --storage-moved for migrate");
+    },
+    SLOW_TEST_MS,
+  );
+
+  test(
+    "an archive restored into a data folder records it as the store: the restored instance serves from it and refuses the archive's old store",
+    async () => {
+      const data = tmp();
+      const folder = tmp();
+      const archive = join(tmp(), "instance.tar");
+      const onFolder = ["--storage", `file://${folder}`];
+      expect((await serve(["--data", data, ...onFolder])).served).toBe(true);
+      mkdirSync(join(folder, "files", "avatars"), { recursive: true });
+      writeFileSync(join(folder, "files", "avatars", "u1.png"), "avatar bytes");
+      expect(apisCli(["backup", "create", "--data", data, "--out", archive, ...onFolder]).code).toBe(0);
+      const restored = tmp();
+      const r = apisCli(["backup", "restore", archive, "--data", restored, "--yes"]);
+      expect(r.err).toBe("");
+      expect(r.code).toBe(0);
+      expect(statSync(join(restored, "files", "avatars", "u1.png")).size).toBe(12);
+      expect((await serve(["--data", restored])).served).toBe(true);
+      expect((await serve(["--data", restored, ...onFolder])).code).toBe(2);
+      // The instance the archive was made of is untouched.
+      expect((await serve(["--data", data, ...onFolder])).served).toBe(true);
+    },
+    SLOW_TEST_MS,
+  );
+
+  test.skipIf(!pgAvailable)(
+    "migrate-database carries the record to PostgreSQL: a node there is accepted on the instance's store and refused on its data folder",
+    async () => {
+      const data = tmp();
+      const target = tmp();
+      expect((await serve(["--data", data])).served).toBe(true);
+      expect(apisCli(["storage", "migrate", "--data", data, "--to", `file://${target}`]).code).toBe(0);
+      const db = await freshDatabase("storeid");
+      try {
+        const copied = apisCli(["migrate-database", "--data", data, "--to", db.url]);
+        expect(copied.err).toBe("");
+        expect(copied.code).toBe(0);
+        const node = ["--data", tmp(), "--database", db.url];
+        const refused = await serve(node);
+        expect(refused).toMatchObject({ served: false, code: 2 });
+        expect(refused.err).toContain(`this instance's files are in file://${target}, as its database records`);
+        expect((await serve([...node, "--storage", `file://${target}`])).served).toBe(true);
+      } finally {
+        await db.close();
+      }
     },
     SLOW_TEST_MS,
   );

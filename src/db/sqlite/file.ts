@@ -77,10 +77,17 @@ export async function checkDatabaseFile(file: string): Promise<string[]> {
 /**
  * `fn` on a database file opened read-only for one look, then closed: for commands that run
  * without an open instance, beside a running server (`apis backup list`). PostgreSQL: a
- * connection to the instance's database URL.
+ * connection to the instance's database URL. `write`: opened for writing (an instance fact
+ * written beside a running server: `apis storage migrate`); the file must exist.
  */
-export async function withDatabaseFile<T>(file: string, fn: (db: DB) => Promise<T>): Promise<T> {
-  const sqlite = new Database(file, { readonly: true });
+export async function withDatabaseFile<T>(
+  file: string,
+  fn: (db: DB) => Promise<T>,
+  opts: { write?: boolean } = {},
+): Promise<T> {
+  const sqlite = opts.write
+    ? new Database(file, { readwrite: true, create: false })
+    : new Database(file, { readonly: true });
   try {
     sqlite.exec("PRAGMA busy_timeout = 5000");
     return await fn(drizzle({ client: sqlite }) as DB);

@@ -24,8 +24,10 @@ import {
   databaseSizeHint,
   loadArchivedDatabase,
   secretRowOf,
+  writeFactInto,
   type InstanceDatabase,
 } from "../../db/archive";
+import { STORE_META_KEY, storeIdentity, storeIdentityText } from "../storage/store-identity";
 import { claimDataDir, liveServerPid, releaseDataDir } from "../storage/pidfile";
 import { VERSION } from "../../version";
 import { readTar, TarWriter } from "./tar";
@@ -522,6 +524,14 @@ export async function restoreInstanceBackup(
       throw new RestoreRefused(
         `the archive was made by a newer Apis (${manifest.apis_version || "a later version"}) than this one (${VERSION}): restore it with that version; nothing was changed`,
       );
+    // The restored instance's files are in the store they are put into here, whichever the
+    // archive's instance used (src/platform/storage/store-record.service.ts): a server started
+    // with the same storage settings as the restore is accepted, on the archive's old store refused.
+    writeFactInto(
+      extracted,
+      STORE_META_KEY,
+      storeIdentityText(objects ? storeIdentity(objects, dataDir) : { kind: "file", folder: null }),
+    );
     let loaded = false;
     opts.signal?.throwIfAborted();
     try {
