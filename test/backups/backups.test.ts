@@ -1022,7 +1022,7 @@ describe("instance archives: modes, confirmation, schedule", () => {
       const work = mkdtempSync(join(tmpdir(), "apis-confirm-"));
       try {
         const archive = join(work, "a.tar");
-        expect(apis("backup", "create", "--data", srv.dataDir, "--out", archive, ...dbArgs(srv)).code).toBe(0);
+        expect(apis("backup", "create", "--data", srv.dataDir, "--out", archive, ...storeArgs(srv)).code).toBe(0);
         const target = join(work, "target");
         const answer = async (typed: string) => {
           let screen = "";
@@ -1066,7 +1066,7 @@ describe("instance archives: modes, confirmation, schedule", () => {
       expect(task.schedule(loadConfig({ "schedule-instance-backups": "0 2 * * *" }, {}))).toBe("0 2 * * *");
       const dir = join(srv.dataDir, "backups", "instance");
       rmSync(dir, { recursive: true, force: true });
-      expect(apis("backup", "create", "--data", srv.dataDir, ...dbArgs(srv)).code).toBe(0);
+      expect(apis("backup", "create", "--data", srv.dataDir, ...storeArgs(srv)).code).toBe(0);
       const manual = readdirSync(dir);
       expect(manual).toHaveLength(1);
       const ctx = { ...srv.ctx, config: { ...srv.ctx.config, instanceBackupsKeep: 2 } };
