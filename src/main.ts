@@ -274,6 +274,15 @@ async function main(argv: string[]): Promise<number> {
       return storageCommand(config, words.slice(1), flags);
     }
     case "jobs": {
+      // The store sweep deletes objects no row names: on another instance's store (a forgotten
+      // --storage, another prefix) that would be that instance's files.
+      if (words[1] === "run" && words[2] === "store-sweep") {
+        const [{ refuseOtherStore }, { openBlobStore }] = await Promise.all([
+          import("./cli/recorded-store"),
+          import("./platform/storage/open-store"),
+        ]);
+        await refuseOtherStore(config, openBlobStore(config), "jobs run store-sweep");
+      }
       const { jobsCommand } = await import("./cli/jobs.cli");
       return await withInstance(config, (ctx) => jobsCommand(ctx, words.slice(1), flags));
     }

@@ -121,9 +121,11 @@ export async function checkRecordedStore(
     case "same":
       return;
     case "recorded":
-      core.log.info(
-        `the files of this instance are in ${describeStore(current)}, as its database now records: a server started on another store is refused`,
-      );
+      // Said where it matters (a bucket, another folder); the embedded default's first start stays quiet.
+      if (current.kind !== "file" || current.folder !== null)
+        core.log.info(
+          `the files of this instance are in ${describeStore(current)}, as its database now records: a server started on another store is refused`,
+        );
       return;
     case "moved":
       core.log.warn(

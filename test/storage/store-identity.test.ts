@@ -107,7 +107,7 @@ describe("which store an instance's files are in", () => {
   );
 
   test(
-    "after storage migrate the new store is accepted and the old one refused",
+    "after storage migrate the new store is accepted and the old one refused, also by backup create and the store sweep",
     async () => {
       const data = tmp();
       const target = tmp();
@@ -128,6 +128,13 @@ describe("which store an instance's files are in", () => {
       expect(archive.err.trim()).toBe(
         `apis: this instance's files are in file://${target}, as its database records, not in file: (the data folder) that the settings name: run backup create with --storage file://${target}`,
       );
+      // The store sweep on the old settings would delete files of the old store no row names: refused.
+      const sweep = apisCli(["jobs", "run", "store-sweep", "--data", data]);
+      expect(sweep.code).toBe(2);
+      expect(sweep.err.trim()).toBe(
+        `apis: this instance's files are in file://${target}, as its database records, not in file: (the data folder) that the settings name: run jobs run store-sweep with --storage file://${target}`,
+      );
+      expect(apisCli(["jobs", "run", "store-sweep", "--data", data, "--storage", `file://${target}`]).code).toBe(0);
       // A second run (for what a server on the old store took meanwhile) finds the record moved already.
       const again = apisCli(["storage", "migrate", "--data", data, "--to", `file://${target}`]);
       expect(again.code).toBe(0);
