@@ -15,7 +15,8 @@ export const DOC = resolve(import.meta.dir, "../docs/architecture.md");
 export const START = "<!-- feature-graph:start (written by scripts/feature-graph.ts; do not edit) -->";
 export const END = "<!-- feature-graph:end -->";
 
-export type Import = { spec: string; target?: string; typeOnly: boolean; names: string[] };
+/** `onUse`: an `import()` or `require()`, loaded when that line runs, not with the importing module. */
+export type Import = { spec: string; target?: string; typeOnly: boolean; names: string[]; onUse?: boolean };
 export type SourceFile = { path: string; rel: string; text: string; code: string; imports: Import[] };
 
 /**
@@ -66,7 +67,7 @@ export function importsOf(path: string, code: string): Import[] {
       names: m[2]?.includes("{") ? names(m[2]) : m[2] ? [m[2].trim()] : [],
     });
   for (const m of code.matchAll(/\b(?:import|require)\(\s*["']([^"']+)["']\s*\)/g))
-    imports.push({ spec: m[1]!, target: resolveSpec(path, m[1]!), typeOnly: false, names: [] });
+    imports.push({ spec: m[1]!, target: resolveSpec(path, m[1]!), typeOnly: false, names: [], onUse: true });
   return imports;
 }
 

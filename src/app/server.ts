@@ -11,7 +11,7 @@ import { syncWebsocketLimits } from "../features/sync/sync.api";
 import type { BunRequest, Server as BunServer, ServerWebSocket } from "bun";
 import { Cors } from "../http/cors";
 import { errorResponse } from "../http/envelope";
-import { unavailableError } from "../http/handlers";
+import { unavailableError } from "../http/unavailable";
 import { pingServeRoutes } from "../http/ping";
 import { flushRequestLines, observedRoute } from "../http/requests";
 import { jobsWaiting } from "../platform/jobs/waiting.service";

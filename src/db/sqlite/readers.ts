@@ -1,5 +1,4 @@
 import type { Database } from "bun:sqlite";
-import { availableParallelism } from "node:os";
 
 /**
  * Read-only connections to the database file in worker threads, so that one long read can run in
@@ -153,7 +152,9 @@ const pools = new WeakMap<Database, ReaderThreads>();
  */
 export function splitReads(client: Database, opts: { threads: number; minPart: number }): void {
   if (!client.filename || client.filename === ":memory:") return;
-  const threads = opts.threads || Math.min(4, availableParallelism());
+  // (navigator's count is the cores this process may run on, as node:os' availableParallelism,
+  // without loading that module at every start.)
+  const threads = opts.threads || Math.min(4, navigator.hardwareConcurrency);
   splits.set(client, { threads, minPart: opts.minPart });
 }
 

@@ -1,5 +1,4 @@
 import { resolve } from "node:path";
-import { fileURLToPath } from "node:url";
 import type { Config } from "../../config";
 import type { BlobStore } from "./blobs";
 import { FileBlobStore } from "./file-store";
@@ -44,6 +43,7 @@ export function openBlobStore(c: StoreSettings, url = c.storage): BlobStore {
   const s3 = s3LocationOf(url, c);
   if (s3) return new S3BlobStore(s3);
   if (url === "file:" || url === "file://" || url === "") return new FileBlobStore(c.dataDir);
-  if (url.startsWith("file:")) return new FileBlobStore(resolve(fileURLToPath(url)));
+  // (Bun's own, not node:url's: that module is not loaded at every start for this one call.)
+  if (url.startsWith("file:")) return new FileBlobStore(resolve(Bun.fileURLToPath(url)));
   throw new Error(`unknown storage URL ${url}`);
 }
