@@ -117,6 +117,11 @@ export async function doctor(config: Config): Promise<number> {
   // The data folder's store is checked above; another store gets a probe object written, read
   // whole and in part, and deleted.
   if (config.storage !== "file:") await check("storage", () => checkBlobStore(openBlobStore(config)));
+  // The store the instance's database records (meta.store): a server started on another refuses.
+  await check("files' store", async () => {
+    const { refuseOtherStore } = await import("./recorded-store");
+    return await refuseOtherStore(config, openBlobStore(config), "apis serve");
+  });
   console.log(failed ? `${failed} check(s) failed` : "all checks passed");
   return failed ? 1 : 0;
 }

@@ -13,17 +13,25 @@ export function instanceDatabaseOf(config: Config): InstanceDatabase {
 
 /**
  * A command that reads the instance's files through the store the settings name (`apis backup
- * create`) refuses settings that name another store than the instance's database records
- * (docs/deploy.md, "Which store an instance uses"): a forgotten `--storage` in a cron line would
- * otherwise write archives without the files. Nothing recorded, or no database: no refusal.
+ * create`, the store sweep) refuses settings that name another store than the instance's database
+ * records (docs/deploy.md, "Which store an instance uses"): a forgotten `--storage` in a cron line
+ * would otherwise write archives without the files. Nothing recorded, or no database: no refusal.
+ * Answers what `apis doctor` says of it.
  */
-export async function refuseOtherStore(config: Config, store: BlobStore, command: string): Promise<void> {
+export async function refuseOtherStore(config: Config, store: BlobStore, command: string): Promise<string> {
   const instance = instanceDatabaseOf(config);
-  if (!databaseExists(instance)) return;
-  const held = await withInstanceDatabase(instance, (db) => recordedStore(db));
   const current = storeIdentity(store, config.dataDir);
+  if (!databaseExists(instance)) return `no database yet; its first start records ${describeStore(current)}`;
+  const held = await withInstanceDatabase(instance, (db) => recordedStore(db));
   if (held.id && !sameStore(held.id, current))
     throw new ConfigError(
       `this instance's files are in ${describeStore(held.id)}, as its database records, not in ${describeStore(current)} that the settings name: run ${command} with ${storeSettings(held.id)}`,
     );
+  if (held.text !== undefined && !held.id)
+    throw new ConfigError(
+      `the database's record of the store is not readable (meta.store = ${JSON.stringify(held.text)}): start the server once with --storage-moved`,
+    );
+  return held.id
+    ? `${describeStore(current)}, as the database records`
+    : `nothing recorded yet; the next start records ${describeStore(current)}`;
 }

@@ -128,6 +128,14 @@ describe("which store an instance's files are in", () => {
       expect(archive.err.trim()).toBe(
         `apis: this instance's files are in file://${target}, as its database records, not in file: (the data folder) that the settings name: run backup create with --storage file://${target}`,
       );
+      // doctor says which store is recorded, and fails on settings that name another.
+      const doctorOld = apisCli(["doctor", "--data", data]);
+      expect(doctorOld.code).toBe(1);
+      expect(doctorOld.out).toContain(
+        `FAIL  files' store: this instance's files are in file://${target}, as its database records, not in file: (the data folder) that the settings name: run apis serve with --storage file://${target}`,
+      );
+      const doctorNew = apisCli(["doctor", "--data", data, "--storage", `file://${target}`]);
+      expect(doctorNew.out).toContain(`ok    files' store: file://${target}, as the database records`);
       // The store sweep on the old settings would delete files of the old store no row names: refused.
       const sweep = apisCli(["jobs", "run", "store-sweep", "--data", data]);
       expect(sweep.code).toBe(2);
