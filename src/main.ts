@@ -39,7 +39,8 @@ commands:
                                 the way back: every row of the PostgreSQL database into the data
                                 folder's SQLite file, verified the same way; --force replaces its rows
   doctor [--data DIR]           check Bun, SQLite, sharp/libvips and the data folder (space, database, secret);
-                                with --database postgres://...: connection, server version, extensions, migrations
+                                with --database postgres://...: connection, server version, extensions, migrations;
+                                the recorded store of the instance's files against --storage
   vacuum [--json]               give the free pages inside the SQLite database back to the disk (server stopped)
   index add --project P --field F [--json]
                                 index a shared field of a project that full-text searches filter on
