@@ -1,6 +1,6 @@
 import { mkdirSync } from "node:fs";
 import { ConfigError, databaseKind, publicBaseUrl, redactDatabaseUrl, type Config } from "../config";
-import { BlobStoreError, type BlobStore } from "../platform/storage/blobs";
+import { BlobStoreError, storeProblem, type BlobStore } from "../platform/storage/blobs";
 import { Logger } from "../core/log";
 import { startupStep } from "../core/startup";
 import {
@@ -94,7 +94,7 @@ export async function checkStoreAtStart(blobs: BlobStore): Promise<void> {
   try {
     await blobs.reachable();
   } catch (err) {
-    const message = `cannot use the file store ${blobs.description}: ${String((err as Error)?.message ?? err).split(" (")[0]}`;
+    const message = `cannot use the file store ${blobs.description}: ${storeProblem(err)}`;
     const reason = err instanceof BlobStoreError ? err.reason : "other";
     throw reason === "no-bucket" || reason === "credentials" ? new ConfigError(message) : new Error(message);
   }

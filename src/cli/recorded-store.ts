@@ -3,7 +3,7 @@ import { ConfigError, type Config } from "../config";
 import { databaseExists, withInstanceDatabase, type InstanceDatabase } from "../db/archive";
 import type { BlobStore } from "../platform/storage/blobs";
 import { DATABASE_FILE } from "../platform/storage/storage";
-import { describeStore, sameStore, storeIdentity, storeSettings } from "../platform/storage/store-identity";
+import { describeStore, sameStore, settingsMismatchMessage, storeIdentity } from "../platform/storage/store-identity";
 import { recordedStore } from "../platform/storage/store-record.service";
 
 /** Where the instance of the settings keeps its rows (the data folder's file, or `--database`). */
@@ -24,9 +24,7 @@ export async function refuseOtherStore(config: Config, store: BlobStore, command
   if (!databaseExists(instance)) return `no database yet; its first start records ${describeStore(current)}`;
   const held = await withInstanceDatabase(instance, (db) => recordedStore(db));
   if (held.id && !sameStore(held.id, current))
-    throw new ConfigError(
-      `this instance's files are in ${describeStore(held.id)}, as its database records, not in ${describeStore(current)} that the settings name: run ${command} with ${storeSettings(held.id)}`,
-    );
+    throw new ConfigError(settingsMismatchMessage(held.id, current, command));
   if (held.text !== undefined && !held.id)
     throw new ConfigError(
       `the database's record of the store is not readable (meta.store = ${JSON.stringify(held.text)}): start the server once with --storage-moved`,

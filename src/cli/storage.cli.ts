@@ -1,10 +1,8 @@
-import { join } from "node:path";
 import { ConfigError, redactDatabaseUrl, type Config } from "../config";
 import { databaseExists, withInstanceDatabase } from "../db/archive";
 import { openBlobStore } from "../platform/storage/open-store";
 import { migrateStore } from "../platform/storage/migrate";
-import { DATABASE_FILE } from "../platform/storage/storage";
-import { describeStore, sameStore, storeIdentity, storeSettings } from "../platform/storage/store-identity";
+import { describeStore, sameStore, settingsMismatchMessage, storeIdentity } from "../platform/storage/store-identity";
 import { recordedStore, recordStore } from "../platform/storage/store-record.service";
 import { formatBytes } from "./progress";
 import { stringFlag, UsageError } from "./args";
@@ -41,9 +39,7 @@ export async function storageCommand(
   const hasDatabase = databaseExists(instance);
   const held = hasDatabase ? await withInstanceDatabase(instance, (db) => recordedStore(db)) : undefined;
   if (held?.id && !sameStore(held.id, fromId) && !sameStore(held.id, toId))
-    throw new ConfigError(
-      `this instance's files are in ${describeStore(held.id)}, as its database records, not in ${describeStore(fromId)} that the settings name: run storage migrate with ${storeSettings(held.id)}`,
-    );
+    throw new ConfigError(settingsMismatchMessage(held.id, fromId, "storage migrate"));
   // Nothing recorded yet (an instance no server of this version has started): the store the files
   // are copied from is the one it uses, and stays recorded should this run be broken off.
   if (hasDatabase && held?.text === undefined)
@@ -83,7 +79,5 @@ export async function storageCommand(
 
 /** The instance's database, for messages (a PostgreSQL URL without its password). */
 function describeDatabase(config: Config): string {
-  return config.database === "sqlite:"
-    ? `the database ${join(config.dataDir, DATABASE_FILE)}`
-    : `the database ${redactDatabaseUrl(config.database)}`;
+  return `the database ${config.database === "sqlite:" ? instanceDatabaseOf(config).file : redactDatabaseUrl(config.database)}`;
 }

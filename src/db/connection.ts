@@ -263,7 +263,7 @@ export function migrate(db: DB, opts: { baseline?: boolean; onPending?: (count: 
   const newest = embeddedMigrations.at(-1)?.when;
   // drizzle applies what is newer than the journal's newest row: after a newer Apis it would apply
   // nothing and say nothing, and this build would work on tables it does not know the shape of.
-  if (newest !== undefined && (before.newest ?? -Infinity) > newest) throw new NewerDatabaseError();
+  if (newerThanThisBuild(before.newest)) throw new NewerDatabaseError();
   if (newest !== undefined && (before.newest ?? -Infinity) >= newest) return 0;
   if (before.count > 0 && opts.onPending)
     opts.onPending(embeddedMigrations.filter((m) => m.when > (before.newest ?? -Infinity)).length);
@@ -322,11 +322,16 @@ function journal(db: DB): { count: number; newest: number | undefined } {
 export function migratedByNewer(file: string): boolean {
   const db = new Database(file, { readonly: true });
   try {
-    const { newest } = journal({ $client: db } as unknown as DB);
-    return newest !== undefined && newest > (embeddedMigrations.at(-1)?.when ?? Infinity);
+    return newerThanThisBuild(journal({ $client: db } as unknown as DB).newest);
   } finally {
     db.close();
   }
+}
+
+/** Whether a journal's newest migration is newer than this build's newest (a newer Apis applied it). */
+function newerThanThisBuild(newest: number | undefined): boolean {
+  const own = embeddedMigrations.at(-1)?.when;
+  return newest !== undefined && own !== undefined && newest > own;
 }
 
 /** The bun:sqlite handle behind a transaction or database (one connection, so it shares the transaction). */

@@ -2,6 +2,7 @@ import { queuedJobCount } from "../../platform/jobs/queue.service";
 import { accessSync, constants, existsSync, rmSync, statfsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Ctx } from "../../platform/context";
+import { storeProblem } from "../../platform/storage/blobs";
 import { VERSION } from "../../version";
 import { writeMeta } from "../../db/meta";
 import { mutate } from "../../db/mutate";
@@ -89,8 +90,7 @@ async function storageCheck(ctx: Ctx): Promise<Check | undefined> {
     await blobs.reachable();
     return { ok: true, store: blobs.description };
   } catch (err) {
-    // "the bucket does not exist", without the store's XML answer after it.
-    return { ok: false, store: blobs.description, error: String((err as Error)?.message ?? err).split(" (")[0] };
+    return { ok: false, store: blobs.description, error: storeProblem(err) };
   }
 }
 

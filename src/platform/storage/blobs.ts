@@ -111,6 +111,11 @@ export function isStoreUnavailable(err: unknown): err is BlobStoreError {
   return err instanceof BlobStoreError || (err as { cause?: unknown } | null)?.cause instanceof BlobStoreError;
 }
 
+/** A store's failure in one short line: "the bucket does not exist", without the store's answer after it. */
+export function storeProblem(err: unknown): string {
+  return String((err as Error)?.message ?? err).split(" (")[0]!;
+}
+
 const SEGMENT = /^[A-Za-z0-9._~@+=%-]+$/;
 
 /** Throws unless `key` is `segment(/segment)*` with plain characters and no `.`/`..` segment. */

@@ -130,3 +130,11 @@ export function storeSettings(id: StoreIdentity): string {
 export function storeMismatchMessage(recorded: StoreIdentity, current: StoreIdentity): string {
   return `this instance's files are in ${describeStore(recorded)}, as its database records, not in ${describeStore(current)}, the store this server was started on: start it with ${storeSettings(recorded)}; to move the files use apis storage migrate --to URL, or, when they were copied to ${describeStore(current)} another way, start once with --storage-moved (docs/deploy.md, "Which store an instance uses")`;
 }
+
+/**
+ * The one line a CLI command (backup create, the store sweep, storage migrate, doctor) refuses
+ * settings with that name another store than the recorded one: the settings to run it with.
+ */
+export function settingsMismatchMessage(recorded: StoreIdentity, current: StoreIdentity, command: string): string {
+  return `this instance's files are in ${describeStore(recorded)}, as its database records, not in ${describeStore(current)} that the settings name: run ${command} with ${storeSettings(recorded)}`;
+}
