@@ -11,8 +11,8 @@ import sharp from "sharp";
 import { freshDatabase, pgAvailable, pgSkipReason } from "../helpers/pg-cluster";
 import { startRelay, type Relay } from "../helpers/relay";
 import { s3Flags, s3Possible, s3Server } from "../helpers/s3";
-import { apisCommand, login, post } from "../helpers/cluster";
-import { apisCli, cliEnv, REPO_ROOT, servedUrl, SLOW_TEST_MS, TestServer, until } from "../helpers/server";
+import { apisCommand, login, post, startNode } from "../helpers/cluster";
+import { apisCli, SLOW_TEST_MS, TestServer, until } from "../helpers/server";
 
 const unavailable = (part: string) => ({
   success: false,
@@ -216,10 +216,9 @@ describe.skipIf(!pgAvailable)("a server whose PostgreSQL goes away", () => {
 describe.skipIf(!pgAvailable)("a node whose PostgreSQL is cut for a while", () => {
   let relay: Relay;
   let db: Awaited<ReturnType<typeof freshDatabase>>;
-  let proc: ReturnType<typeof Bun.spawn> | undefined;
-  let folder = "";
+  let node: Awaited<ReturnType<typeof startNode>> | undefined;
   let url = "";
-  let log = "";
+  const log = () => node?.log() ?? "";
   const USER = { username: "quietoutage", email: "quiet@example.test", password: "quiet-outage-12345" };
 
   beforeAll(async () => {
@@ -231,40 +230,19 @@ describe.skipIf(!pgAvailable)("a node whose PostgreSQL is cut for a while", () =
     const target = new URL(db.url);
     relay = startRelay({ hostname: target.hostname, port: Number(target.port) });
     target.port = String(relay.port);
-    folder = mkdtempSync(join(tmpdir(), "apis-outage-"));
     // A real `apis serve`, its stderr kept: what `journalctl` would show. At `debug`, which adds a
     // line per failed attempt (counted below), to the lines of the default level that are checked.
-    const p = Bun.spawn(
-      [
-        process.execPath,
-        "src/main.ts",
-        "serve",
-        "--data",
-        folder,
-        "--port",
-        "0",
-        "--database",
-        target.toString(),
-        "--log-level",
-        "debug",
-      ],
-      { cwd: REPO_ROOT, env: cliEnv(), stdout: "pipe", stderr: "pipe" },
-    );
-    proc = p;
-    void (async () => {
-      const decoder = new TextDecoder();
-      for await (const chunk of p.stderr as ReadableStream<Uint8Array>) log += decoder.decode(chunk, { stream: true });
-    })();
-    url = await servedUrl(p as Parameters<typeof servedUrl>[0]);
+    node = await startNode(target.toString(), ["--log-level", "debug"], { keepLog: true });
+    url = node.url;
   }, SLOW_TEST_MS);
 
   afterAll(async () => {
     relay?.resume();
-    proc?.kill();
-    await proc?.exited;
+    node?.proc.kill();
+    await node?.proc.exited;
     relay?.stop();
     await db?.close();
-    if (folder) rmSync(folder, { recursive: true, force: true });
+    if (node) rmSync(node.folder, { recursive: true, force: true });
   });
 
   const PARTS = ["the change log follower", "the LISTEN on apis_changes", "the job runner", "the LISTEN on apis_jobs"];
@@ -282,18 +260,18 @@ describe.skipIf(!pgAvailable)("a node whose PostgreSQL is cut for a while", () =
         undefined,
         "the job workers to run",
       );
-      const token = await login({ url, proc: proc!, folder }, USER.username, USER.password);
+      const token = await login(node!, USER.username, USER.password);
       const project = (await post(`${url}/api/projects/create`, token, { name: "Quiet" })).result.project;
-      const before = log.length;
+      const before = log().length;
       // What the default level (info) shows of the log from here on.
       const lines = () =>
-        log
+        log()
           .slice(before)
           .split("\n")
           .filter((l) => l && !/^\[[^\]]+\] DEBUG: /.test(l));
       const since = () => lines().join("\n");
       const attempts = (part: string) =>
-        log.slice(before).split(`DEBUG: ${part} cannot use the database (attempt `).length - 1;
+        log().slice(before).split(`DEBUG: ${part} cannot use the database (attempt `).length - 1;
 
       relay.cut();
       // Every part has met the outage and tried again and again (Bun's LISTEN backs off: 250 ms,

@@ -3,11 +3,10 @@
 // node started without the setting afterwards accepts its tokens, and says so in a warning when it
 // replaced another secret (the nodes still running with that one refuse its tokens until restarted).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { rmSync } from "node:fs";
+import { startNode } from "../helpers/cluster";
 import { freshDatabase, pgAvailable, pgSkipReason } from "../helpers/pg-cluster";
-import { cliEnv, REPO_ROOT, servedUrl, SLOW_TEST_MS, TestServer, until } from "../helpers/server";
+import { SLOW_TEST_MS, TestServer, until } from "../helpers/server";
 
 const SECRET = "a-site-secret-set-on-one-node-0123456789";
 
@@ -16,18 +15,16 @@ if (!pgAvailable) test.skip(pgSkipReason, () => {});
 describe.skipIf(!pgAvailable)("a node started with --jwt-secret among nodes without it", () => {
   let db: Awaited<ReturnType<typeof freshDatabase>>;
   const servers: TestServer[] = [];
-  let folder = "";
-  let proc: ReturnType<typeof Bun.spawn> | undefined;
+  let node: Awaited<ReturnType<typeof startNode>> | undefined;
 
   beforeAll(async () => {
     db = await freshDatabase("secret");
-    folder = mkdtempSync(join(tmpdir(), "apis-secret-"));
   });
   afterAll(async () => {
-    proc?.kill();
-    await proc?.exited;
+    node?.proc.kill();
+    await node?.proc.exited;
     for (const s of servers) await s.stop();
-    rmSync(folder, { recursive: true, force: true });
+    if (node) rmSync(node.folder, { recursive: true, force: true });
     await db?.close();
   });
 
@@ -41,39 +38,14 @@ describe.skipIf(!pgAvailable)("a node started with --jwt-secret among nodes with
         (await db.sql`SELECT value FROM meta WHERE key = 'jwt_secret'`)[0]?.value as string | undefined;
       expect(await held()).not.toBe(SECRET);
 
-      proc = Bun.spawn(
-        [
-          process.execPath,
-          "src/main.ts",
-          "serve",
-          "--data",
-          folder,
-          "--port",
-          "0",
-          "--database",
-          db.url,
-          "--jwt-secret",
-          SECRET,
-          "--log-level",
-          "warn",
-        ],
-        { cwd: REPO_ROOT, env: cliEnv(), stdout: "pipe", stderr: "pipe" },
-      );
-      const url = await servedUrl(proc as { stdout: ReadableStream<Uint8Array> });
-      let said = "";
-      const reader = (proc.stderr as ReadableStream<Uint8Array>).getReader();
-      void (async () => {
-        for (;;) {
-          const { value, done } = await reader.read();
-          if (done) return;
-          said += new TextDecoder().decode(value);
-        }
-      })();
-      await until(() => said.includes("--jwt-secret differs"), undefined, "the warning");
-      expect(said).toContain(
+      node = await startNode(db.url, ["--jwt-secret", SECRET, "--log-level", "warn"], { keepLog: true });
+      const { url } = node;
+      const said = () => node!.log();
+      await until(() => said().includes("--jwt-secret differs"), undefined, "the warning");
+      expect(said()).toContain(
         "--jwt-secret differs from the token secret the database held, which nodes started without --jwt-secret use: it is the database's secret now, but nodes still running with the old one refuse the tokens this node signs (401)",
       );
-      expect(said).not.toContain(SECRET);
+      expect(said()).not.toContain(SECRET);
       expect(await held()).toBe(SECRET);
 
       const login = await fetch(`${url}/api/login`, {

@@ -79,8 +79,16 @@ export function apisCommand(args: string[], database: string): string {
   }
 }
 
-/** `apis serve` on the database, with a data folder of its own; `flags` are added to its command line. */
-export async function startNode(database: string, flags: string[] = []): Promise<Node> {
+/**
+ * `apis serve` on the database, with a data folder of its own; `flags` are added to its command
+ * line (a later `--log-level` wins). With `keepLog`, its stderr (the log, as `journalctl` would
+ * show it) is gathered into `log()` instead of passed through.
+ */
+export async function startNode(
+  database: string,
+  flags: string[] = [],
+  opts: { keepLog?: boolean } = {},
+): Promise<Node & { log: () => string }> {
   const folder = mkdtempSync(join(tmpdir(), "apis-node-"));
   const proc = Bun.spawn(
     [
@@ -97,9 +105,16 @@ export async function startNode(database: string, flags: string[] = []): Promise
       "error",
       ...flags,
     ],
-    { cwd: REPO_ROOT, env: cliEnv(), stdout: "pipe", stderr: "inherit" },
+    { cwd: REPO_ROOT, env: cliEnv(), stdout: "pipe", stderr: opts.keepLog ? "pipe" : "inherit" },
   );
-  return { url: await servedUrl(proc), proc, folder };
+  let log = "";
+  if (opts.keepLog)
+    void (async () => {
+      const decoder = new TextDecoder();
+      for await (const chunk of proc.stderr as ReadableStream<Uint8Array>)
+        log += decoder.decode(chunk, { stream: true });
+    })();
+  return { url: await servedUrl(proc), proc, folder, log: () => log };
 }
 
 /** Kills a node (SIGKILL) and removes its data folder. */
