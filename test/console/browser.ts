@@ -50,3 +50,35 @@ export async function altKeyTwice(row: Locator, key: string): Promise<void> {
     for (let i = 0; i < 2; i++) el.dispatchEvent(new Key("keydown", { key, altKey: true, bubbles: true }));
   }, key);
 }
+
+/** What `holdReads` has seen of the requests it routes. */
+export type HeldReads = { asked: number; fetched: number; answered: number; unroute: () => Promise<void> };
+
+/**
+ * Routes the page's requests matching `pattern` through the server and holds the answers of those
+ * `held` picks (by their number, from 1) until `until` resolves: each is then answered with what
+ * the server answered when it was asked (a read that was on its way before a change). `fetched`
+ * counts the server's answers, `answered` the page's. A request the page gave up on meanwhile
+ * (Playwright: "Route is already handled") has nothing left to answer, and counts as answered.
+ */
+export async function holdReads(
+  page: Page,
+  pattern: string,
+  until: Promise<void>,
+  held: (n: number) => boolean = () => true,
+): Promise<HeldReads> {
+  const seen: HeldReads = { asked: 0, fetched: 0, answered: 0, unroute: () => page.unroute(pattern) };
+  await page.route(pattern, async (route) => {
+    const n = ++seen.asked;
+    try {
+      const response = await route.fetch();
+      seen.fetched++;
+      if (held(n)) await until;
+      await route.fulfill({ response });
+    } catch (err) {
+      if (!/Route is already handled/.test(String(err))) throw err;
+    }
+    seen.answered++;
+  });
+  return seen;
+}

@@ -9,7 +9,7 @@ import { readFileSync } from "node:fs";
 import { gzipSync } from "node:zlib";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { TestServer, until } from "../helpers/server";
-import { altKeyTwice, CHROMIUM, launch, screenshot, watchErrors } from "./browser";
+import { altKeyTwice, CHROMIUM, holdReads, launch, screenshot, watchErrors } from "./browser";
 
 setDefaultTimeout(120_000);
 
@@ -461,23 +461,12 @@ describe.skipIf(!CHROMIUM)("web console: records", () => {
     // says so, with what the server answered when it was asked; later reads go through.
     let release!: () => void;
     const held = new Promise<void>((r) => (release = r));
-    const asked = new Map<string, number>();
-    const fetched = new Map<string, number>();
-    let answered = 0;
-    for (const path of ["records/children", "records/search"])
-      await member.route(`**/api/p/${project}/${path}`, async (route) => {
-        const n = (asked.get(path) ?? 0) + 1;
-        asked.set(path, n);
-        const response = await route.fetch();
-        fetched.set(path, n);
-        if (n === 1) await held;
-        await route.fulfill({ response });
-        answered++;
-      });
+    const children = await holdReads(member, `**/api/p/${project}/records/children`, held, (n) => n === 1);
+    const searches = await holdReads(member, `**/api/p/${project}/records/search`, held, (n) => n === 1);
     const rename = (name: string) => api("records/update", { record: made, fields: { en: { name } } });
     await rename("Thermo box one");
     await until(
-      () => fetched.get("records/children") && fetched.get("records/search"),
+      () => children.fetched >= 1 && searches.fetched >= 1,
       undefined,
       "the first re-reads' answers from the server",
     );
@@ -486,12 +475,15 @@ describe.skipIf(!CHROMIUM)("web console: records", () => {
     await results.getByRole("link", { name: "Thermo box two" }).waitFor();
     // Now the reads asked for after the first change answer.
     release();
-    const total = () => [...asked.values()].reduce((a, b) => a + b, 0);
-    await until(() => answered === total(), undefined, "the held answers");
+    await until(
+      () => children.answered === children.asked && searches.answered === searches.asked,
+      undefined,
+      "the held answers",
+    );
     await member.evaluate(
       "new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(r, 0))))",
     );
-    for (const path of ["records/children", "records/search"]) await member.unroute(`**/api/p/${project}/${path}`);
+    for (const reads of [children, searches]) await reads.unroute();
     expect(await tree.getByRole("treeitem", { name: "Thermo box two" }).count()).toBe(1);
     expect(await results.getByRole("link", { name: "Thermo box two" }).count()).toBe(1);
     expect(await member.getByText("Thermo box one").count()).toBe(0);

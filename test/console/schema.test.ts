@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { Browser, Page } from "playwright-core";
 import { TestServer, until } from "../helpers/server";
-import { altKeyTwice, CHROMIUM, launch, screenshot, watchErrors } from "./browser";
+import { altKeyTwice, CHROMIUM, holdReads, launch, screenshot, watchErrors } from "./browser";
 
 setDefaultTimeout(180_000);
 
@@ -410,23 +410,13 @@ describe.skipIf(!CHROMIUM)("web console: schema", () => {
     // says so, with what the server answered when it was asked; later reads go through.
     let release!: () => void;
     const held = new Promise<void>((r) => (release = r));
-    let asked = 0;
-    let fetched = 0;
-    let answered = 0;
-    await page.route(`**/api/p/${project}/fields/get`, async (route) => {
-      const first = ++asked === 1;
-      const response = await route.fetch();
-      fetched++;
-      if (first) await held;
-      await route.fulfill({ response });
-      answered++;
-    });
+    const reads = await holdReads(page, `**/api/p/${project}/fields/get`, held, (n) => n === 1);
     const lifecycle = editor().locator(".lifecycle");
     // Saving makes a working copy; its sync item sends a read of it, which is held.
     await editor().getByLabel("Label (en)").fill("Gloss level");
     await editor().getByRole("button", { name: "Save as working copy" }).click();
     await lifecycle.getByText("Working copy").waitFor();
-    await until(() => fetched >= 1, undefined, "the working copy's re-read answered by the server");
+    await until(() => reads.fetched >= 1, undefined, "the working copy's re-read answered by the server");
     // Reverted while that read still holds the working copy.
     await lifecycle.getByRole("button", { name: "Revert" }).click();
     await page.getByRole("dialog").getByRole("button", { name: "Revert" }).click();
@@ -447,8 +437,8 @@ describe.skipIf(!CHROMIUM)("web console: schema", () => {
       "the revert's sync item",
     );
     release();
-    await until(() => answered === asked, undefined, "the held read's answer");
-    await page.unroute(`**/api/p/${project}/fields/get`);
+    await until(() => reads.answered === reads.asked, undefined, "the held read's answer");
+    await reads.unroute();
     // The answer read and shown, and the revert's item taken in (gathered for 40 ms): the page
     // settles on the committed field.
     await lifecycle.getByText("Working copy").waitFor({ state: "detached" });

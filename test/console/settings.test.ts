@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { Browser, Page } from "playwright-core";
 import { TestServer, until } from "../helpers/server";
-import { CHROMIUM, launch, screenshot, watchErrors } from "./browser";
+import { CHROMIUM, holdReads, launch, screenshot, watchErrors } from "./browser";
 
 setDefaultTimeout(120_000);
 
@@ -147,16 +147,7 @@ describe.skipIf(!CHROMIUM)("web console: project settings", () => {
     // The page's re-reads of the project are answered only when the test says so, with what the
     // server answered when they were asked.
     let release!: () => void;
-    const held = new Promise<void>((r) => (release = r));
-    let asked = 0;
-    let answered = 0;
-    await page.route(`**/api/p/${gid}/init`, async (route) => {
-      asked++;
-      const response = await route.fetch();
-      await held;
-      await route.fulfill({ response });
-      answered++;
-    });
+    const reads = await holdReads(page, `**/api/p/${gid}/init`, new Promise<void>((r) => (release = r)));
     // Every order the list shows, in turn (by the rows' keys).
     await page.evaluate(`(() => {
       const list = document.querySelector('section[data-setting="channel"] ul');
@@ -173,17 +164,17 @@ describe.skipIf(!CHROMIUM)("web console: project settings", () => {
     // answer comes while that re-read still holds the order from before it.
     await channels.getByRole("button", { name: "Move Main channel up" }).click();
     await at("Main channel", 1);
-    await until(() => asked >= 1, undefined, "the first move's re-read");
+    await until(() => reads.asked >= 1, undefined, "the first move's re-read");
     await channels.getByRole("button", { name: "Move Web shop up" }).click();
     await at("Web shop", 1);
-    await until(() => asked >= 2, undefined, "the second re-read");
+    await until(() => reads.asked >= 2, undefined, "the second re-read");
     release();
-    await until(() => answered === asked, undefined, "the re-reads' answers");
+    await until(() => reads.answered === reads.asked, undefined, "the re-reads' answers");
     // The answers read and shown: two frames later.
     await page.evaluate(
       "new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(r, 0))))",
     );
-    await page.unroute(`**/api/p/${gid}/init`);
+    await reads.unroute();
     const orders: string[] = await page.evaluate("window.channelOrders");
     expect(orders.length).toBe(3);
     expect(await order()).toEqual(before);
